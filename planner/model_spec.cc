@@ -1,0 +1,280 @@
+// ModelSpec validation and dockyard's own JSON model spec (docs/model-spec.md).
+#include "planner/model_spec.h"
+
+#include <fmt/format.h>
+
+#include "planner/error.h"
+#include "planner/hf_config.h"
+
+namespace dockyard {
+
+int64_t ModelSpec::NumMoeLayers() const {
+  int64_t n = 0;
+  for (bool b : moe_layers) n += b ? 1 : 0;
+  return n;
+}
+
+int64_t DtypeBytes(const std::string& dtype, const std::string& where) {
+  if (dtype == "bfloat16" || dtype == "float16" || dtype == "bf16" || dtype == "fp16") return 2;
+  if (dtype == "float32" || dtype == "fp32") return 4;
+  if (dtype == "float8_e4m3fn" || dtype == "float8_e5m2" || dtype == "fp8") return 1;
+  if (dtype == "float64") return 8;
+  throw Error(fmt::format("{}: unknown dtype \"{}\"; supported: bfloat16, float16, float32, float8_e4m3fn, float8_e5m2, float64",
+                          where, dtype));
+}
+
+namespace {
+
+[[noreturn]] void Invalid(const std::string& origin, const std::string& field, const std::string& rule) {
+  throw Error(fmt::format("{}: {}: {}", origin, field, rule));
+}
+
+void Positive(const std::string& origin, const char* field, int64_t v) {
+  if (v < 1) Invalid(origin, field, fmt::format("must be >= 1, got {}", v));
+}
+
+// Largest size any single dimension may take: keeps every product of two or three dims far
+// from int64 overflow (2^40 * 2^20 < 2^63) while allowing any real model.
+constexpr int64_t kMaxDimSize = int64_t{1} << 40;
+
+}  // namespace
+
+void ValidateModelSpec(const ModelSpec& m, const std::string& origin) {
+  Positive(origin, "vocab_size", m.vocab_size);
+  Positive(origin, "hidden_size", m.hidden_size);
+  Positive(origin, "num_hidden_layers", m.num_hidden_layers);
+  const auto& a = m.attention;
+  Positive(origin, "num_attention_heads", a.num_attention_heads);
+  if (a.kind == AttentionKind::kGqa) {
+    Positive(origin, "num_key_value_heads", a.num_key_value_heads);
+    Positive(origin, "head_dim", a.head_dim);
+    if (a.num_attention_heads % a.num_key_value_heads != 0) {
+      Invalid(origin, "num_key_value_heads",
+              fmt::format("num_key_value_heads ({}) must divide num_attention_heads ({}) (grouped-query attention)",
+                          a.num_key_value_heads, a.num_attention_heads));
+    }
+  } else {
+    Positive(origin, "kv_lora_rank", a.kv_lora_rank);
+    Positive(origin, "qk_nope_head_dim", a.qk_nope_head_dim);
+    Positive(origin, "qk_rope_head_dim", a.qk_rope_head_dim);
+    Positive(origin, "v_head_dim", a.v_head_dim);
+    if (a.q_lora_rank < 0) Invalid(origin, "q_lora_rank", fmt::format("must be >= 0 (0 = none), got {}", a.q_lora_rank));
+  }
+  if (static_cast<int64_t>(m.moe_layers.size()) != m.num_hidden_layers) {
+    Invalid(origin, "mlp_layer_types",
+            fmt::format("has {} entries, must have one per layer (num_hidden_layers = {})", m.moe_layers.size(),
+                        m.num_hidden_layers));
+  }
+  if (m.NumMoeLayers() == 0) Invalid(origin, "mlp_layer_types", "no MoE layer: dockyard plans MoE models");
+  if (m.NumMoeLayers() < m.num_hidden_layers) Positive(origin, "intermediate_size (dense MLP layers exist)", m.intermediate_size);
+  Positive(origin, "num_experts", m.moe.num_experts);
+  Positive(origin, "moe_intermediate_size", m.moe.moe_intermediate_size);
+  if (m.moe.top_k < 1 || m.moe.top_k > m.moe.num_experts) {
+    Invalid(origin, "top_k",
+            fmt::format("top_k ({}) must satisfy 1 <= top_k <= num_experts ({})", m.moe.top_k, m.moe.num_experts));
+  }
+  if (m.moe.num_shared_experts < 0) Invalid(origin, "num_shared_experts", fmt::format("must be >= 0, got {}", m.moe.num_shared_experts));
+  if (m.moe.num_shared_experts > 0) Positive(origin, "shared_expert_intermediate_size", m.moe.shared_expert_intermediate_size);
+  if (m.moe.score_func != "softmax" && m.moe.score_func != "sigmoid") {
+    Invalid(origin, "score_func", fmt::format("must be \"softmax\" or \"sigmoid\", got \"{}\"", m.moe.score_func));
+  }
+  const std::pair<const char*, int64_t> dims[] = {
+      {"vocab_size", m.vocab_size}, {"hidden_size", m.hidden_size}, {"num_hidden_layers", m.num_hidden_layers},
+      {"intermediate_size", m.intermediate_size}, {"num_attention_heads", a.num_attention_heads},
+      {"num_key_value_heads", a.num_key_value_heads}, {"head_dim", a.head_dim}, {"q_lora_rank", a.q_lora_rank},
+      {"kv_lora_rank", a.kv_lora_rank}, {"qk_nope_head_dim", a.qk_nope_head_dim},
+      {"qk_rope_head_dim", a.qk_rope_head_dim}, {"v_head_dim", a.v_head_dim}, {"num_experts", m.moe.num_experts},
+      {"moe_intermediate_size", m.moe.moe_intermediate_size},
+      {"shared_expert_intermediate_size", m.moe.shared_expert_intermediate_size}};
+  for (const auto& [name, v] : dims) {
+    if (v > kMaxDimSize) Invalid(origin, name, fmt::format("{} exceeds the largest supported size 2^40 ({})", v, kMaxDimSize));
+  }
+  if (m.num_hidden_layers > 100000) Invalid(origin, "num_hidden_layers", fmt::format("{} exceeds 100000", m.num_hidden_layers));
+  DtypeBytes(m.dtype, origin + ": dtype");
+  bool known = false;
+  for (const auto& f : SupportedFamilies()) known = known || m.family == f.family;
+  if (!known) Invalid(origin, "family", fmt::format("unknown family \"{}\"; supported: {}", m.family, SupportedFamiliesText()));
+}
+
+namespace {
+
+const char* QkNormName(QkNorm q) {
+  switch (q) {
+    case QkNorm::kNone: return "none";
+    case QkNorm::kPerHead: return "per_head";
+    case QkNorm::kFullWidth: return "full_width";
+  }
+  return "none";
+}
+
+}  // namespace
+
+Json ModelSpecToJson(const ModelSpec& m) {
+  const auto& a = m.attention;
+  Json attention = {{"kind", a.kind == AttentionKind::kMla ? "mla" : "gqa"},
+                    {"num_attention_heads", a.num_attention_heads}};
+  if (a.kind == AttentionKind::kGqa) {
+    attention["num_key_value_heads"] = a.num_key_value_heads;
+    attention["head_dim"] = a.head_dim;
+  } else {
+    attention["q_lora_rank"] = a.q_lora_rank;
+    attention["kv_lora_rank"] = a.kv_lora_rank;
+    attention["qk_nope_head_dim"] = a.qk_nope_head_dim;
+    attention["qk_rope_head_dim"] = a.qk_rope_head_dim;
+    attention["v_head_dim"] = a.v_head_dim;
+  }
+  attention["qkv_bias"] = a.qkv_bias;
+  attention["o_bias"] = a.o_bias;
+  attention["fused_qkv"] = a.fused_qkv;
+  attention["sinks"] = a.sinks;
+  attention["qk_norm"] = QkNormName(a.qk_norm);
+  const auto& e = m.moe;
+  Json moe = {{"num_experts", e.num_experts},
+              {"top_k", e.top_k},
+              {"moe_intermediate_size", e.moe_intermediate_size},
+              {"expert_bias", e.expert_bias},
+              {"router_bias", e.router_bias},
+              {"score_correction_bias", e.score_correction_bias},
+              {"score_func", e.score_func},
+              {"norm_topk_prob", e.norm_topk_prob},
+              {"routed_scaling_factor", e.routed_scaling_factor},
+              {"num_shared_experts", e.num_shared_experts},
+              {"shared_expert_intermediate_size", e.shared_expert_intermediate_size},
+              {"shared_expert_gate", e.shared_expert_gate}};
+  Json layer_types = Json::array();
+  for (bool b : m.moe_layers) layer_types.push_back(b ? "moe" : "dense");
+  return Json{{"dockyard_model_spec", kModelSpecVersion},
+              {"name", m.name},
+              {"family", m.family},
+              {"vocab_size", m.vocab_size},
+              {"hidden_size", m.hidden_size},
+              {"num_hidden_layers", m.num_hidden_layers},
+              {"intermediate_size", m.intermediate_size},
+              {"dtype", m.dtype},
+              {"norm", m.norm == NormKind::kLayerNorm ? "layernorm" : "rmsnorm"},
+              {"norm_bias", m.norm_bias},
+              {"lm_head_bias", m.lm_head_bias},
+              {"tie_word_embeddings", m.tie_word_embeddings},
+              {"attention", attention},
+              {"moe", moe},
+              {"mlp_layer_types", layer_types}};
+}
+
+bool IsDockyardModelSpec(const Json& json) { return json.is_object() && json.contains("dockyard_model_spec"); }
+
+ModelSpec ModelSpecFromJson(const Json& json, const std::string& file) {
+  JsonView root(&json, file, "");
+  root.RejectUnknownKeys({"dockyard_model_spec", "name", "family", "vocab_size", "hidden_size", "num_hidden_layers",
+                          "intermediate_size", "dtype", "norm", "norm_bias", "lm_head_bias", "tie_word_embeddings",
+                          "attention", "moe", "mlp_layer_types"});
+  int64_t version = root.Int("dockyard_model_spec");
+  if (version != kModelSpecVersion) {
+    root.Fail("dockyard_model_spec", fmt::format("unsupported spec version {}; this dockyard reads version {}", version,
+                                                 kModelSpecVersion));
+  }
+  ModelSpec m;
+  m.name = root.StringOr("name", file);
+  m.family = root.String("family");
+  {
+    bool known = false;
+    std::vector<std::string> names;
+    for (const auto& f : SupportedFamilies()) {
+      known = known || m.family == f.family;
+      names.push_back(f.family);
+    }
+    if (!known) {
+      std::string message = fmt::format("unknown family \"{}\"; supported: {}", m.family, fmt::join(names, ", "));
+      if (auto s = DidYouMean(m.family, names)) message += fmt::format("; did you mean '{}'?", *s);
+      root.Fail("family", message);
+    }
+  }
+  m.vocab_size = root.Int("vocab_size");
+  m.hidden_size = root.Int("hidden_size");
+  m.num_hidden_layers = root.Int("num_hidden_layers");
+  m.intermediate_size = root.IntOr("intermediate_size", 0, 0);
+  m.dtype = root.StringOr("dtype", "bfloat16");
+  DtypeBytes(m.dtype, root.Where("dtype"));
+  std::string norm = root.StringOr("norm", "rmsnorm");
+  if (norm != "rmsnorm" && norm != "layernorm") root.Fail("norm", fmt::format("must be \"rmsnorm\" or \"layernorm\", got \"{}\"", norm));
+  m.norm = norm == "layernorm" ? NormKind::kLayerNorm : NormKind::kRmsNorm;
+  m.norm_bias = root.BoolOr("norm_bias", false);
+  m.lm_head_bias = root.BoolOr("lm_head_bias", false);
+  m.tie_word_embeddings = root.BoolOr("tie_word_embeddings", false);
+
+  JsonView at = root.Object("attention");
+  at.RejectUnknownKeys({"kind", "num_attention_heads", "num_key_value_heads", "head_dim", "q_lora_rank", "kv_lora_rank",
+                        "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "qkv_bias", "o_bias", "fused_qkv", "sinks",
+                        "qk_norm"});
+  auto& a = m.attention;
+  std::string kind = at.String("kind");
+  if (kind != "gqa" && kind != "mla") at.Fail("kind", fmt::format("must be \"gqa\" or \"mla\", got \"{}\"", kind));
+  a.kind = kind == "mla" ? AttentionKind::kMla : AttentionKind::kGqa;
+  a.num_attention_heads = at.Int("num_attention_heads");
+  if (a.kind == AttentionKind::kGqa) {
+    a.num_key_value_heads = at.Int("num_key_value_heads");
+    a.head_dim = at.Int("head_dim");
+  } else {
+    a.q_lora_rank = at.IntOr("q_lora_rank", 0, 0);
+    a.kv_lora_rank = at.Int("kv_lora_rank");
+    a.qk_nope_head_dim = at.Int("qk_nope_head_dim");
+    a.qk_rope_head_dim = at.Int("qk_rope_head_dim");
+    a.v_head_dim = at.Int("v_head_dim");
+  }
+  a.qkv_bias = at.BoolOr("qkv_bias", false);
+  a.o_bias = at.BoolOr("o_bias", false);
+  a.fused_qkv = at.BoolOr("fused_qkv", false);
+  a.sinks = at.BoolOr("sinks", false);
+  std::string qk = at.StringOr("qk_norm", "none");
+  if (qk == "none") a.qk_norm = QkNorm::kNone;
+  else if (qk == "per_head") a.qk_norm = QkNorm::kPerHead;
+  else if (qk == "full_width") a.qk_norm = QkNorm::kFullWidth;
+  else at.Fail("qk_norm", fmt::format("must be \"none\", \"per_head\" or \"full_width\", got \"{}\"", qk));
+
+  JsonView mo = root.Object("moe");
+  mo.RejectUnknownKeys({"num_experts", "top_k", "moe_intermediate_size", "expert_bias", "router_bias",
+                        "score_correction_bias", "score_func", "norm_topk_prob", "routed_scaling_factor",
+                        "num_shared_experts", "shared_expert_intermediate_size", "shared_expert_gate"});
+  auto& e = m.moe;
+  e.num_experts = mo.Int("num_experts");
+  e.top_k = mo.Int("top_k");
+  e.moe_intermediate_size = mo.Int("moe_intermediate_size");
+  e.expert_bias = mo.BoolOr("expert_bias", false);
+  e.router_bias = mo.BoolOr("router_bias", false);
+  e.score_correction_bias = mo.BoolOr("score_correction_bias", false);
+  e.score_func = mo.StringOr("score_func", "softmax");
+  if (e.score_func != "softmax" && e.score_func != "sigmoid") {
+    mo.Fail("score_func", fmt::format("must be \"softmax\" or \"sigmoid\", got \"{}\"", e.score_func));
+  }
+  e.norm_topk_prob = mo.BoolOr("norm_topk_prob", false);
+  e.routed_scaling_factor = mo.NumberOr("routed_scaling_factor", 1.0);
+  e.num_shared_experts = mo.IntOr("num_shared_experts", 0, 0);
+  e.shared_expert_intermediate_size = mo.IntOr("shared_expert_intermediate_size", 0, 0);
+  e.shared_expert_gate = mo.BoolOr("shared_expert_gate", false);
+  if (e.top_k > e.num_experts) {
+    mo.Fail("top_k", fmt::format("top_k ({}) must satisfy 1 <= top_k <= num_experts ({})", e.top_k, e.num_experts));
+  }
+
+  const Json& types = json.contains("mlp_layer_types") ? json["mlp_layer_types"] : Json();
+  if (!types.is_array()) root.Fail("mlp_layer_types", "required: an array with one \"dense\" or \"moe\" per layer");
+  for (size_t i = 0; i < types.size(); ++i) {
+    std::string key = "mlp_layer_types/" + std::to_string(i);
+    if (!types[i].is_string() || (types[i] != "dense" && types[i] != "moe")) {
+      throw Error(fmt::format("{}: /mlp_layer_types/{}: must be \"dense\" or \"moe\", got {}", file, i, JsonValueText(types[i])));
+    }
+    m.moe_layers.push_back(types[i] == "moe");
+  }
+  if (static_cast<int64_t>(m.moe_layers.size()) != m.num_hidden_layers) {
+    root.Fail("mlp_layer_types", fmt::format("has {} entries, must have one per layer (num_hidden_layers = {})",
+                                             m.moe_layers.size(), m.num_hidden_layers));
+  }
+  ValidateModelSpec(m, file);
+  return m;
+}
+
+ModelSpec LoadModel(const std::string& path) {
+  Json json = ReadJsonFile(path);
+  if (IsDockyardModelSpec(json)) return ModelSpecFromJson(json, path);
+  return ModelSpecFromHfConfig(json, path);
+}
+
+}  // namespace dockyard

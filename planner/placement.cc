@@ -1,0 +1,157 @@
+// Placement policy and local shapes (see placement.h).
+#include "planner/placement.h"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "planner/error.h"
+
+namespace dockyard {
+
+std::string Placement::ToString() const {
+  switch (kind) {
+    case Kind::kShard: return fmt::format("Shard({})", dim);
+    case Kind::kPartial: return "Partial()";
+    case Kind::kReplicate: break;
+  }
+  return "Replicate()";
+}
+
+int64_t ChunkSize(int64_t n, int64_t k, int64_t index) {
+  const int64_t c = (n + k - 1) / k;
+  return std::clamp<int64_t>(n - index * c, 0, c);
+}
+
+namespace {
+
+// Placements vector over axes 1..n-1 (pp excluded); `axis` is a mesh axis index.
+void SetShard(ParamPlacement& out, const Mesh& mesh, int axis, int dim) {
+  if (axis < 1 || mesh.axis_size(axis) == 1) return;
+  out.placements[axis - 1] = Placement::Shard(dim);
+}
+
+void AddStep(ParamPlacement& out, const Mesh& mesh, std::vector<int> axes, int dim) {
+  int64_t chunks = 1;
+  std::vector<int> used;
+  for (int a : axes) {
+    if (a >= 1 && mesh.axis_size(a) > 1) {
+      chunks *= mesh.axis_size(a);
+      used.push_back(a);
+    }
+  }
+  if (chunks == 1) return;
+  for (int a : used) SetShard(out, mesh, a, dim);
+  out.steps.push_back({dim, used, chunks});
+}
+
+}  // namespace
+
+ParamPlacement PlaceParam(const ParamInfo& p, const ParallelDims& d, const Meshes& meshes, int64_t num_experts) {
+  ParamPlacement out;
+  const bool megatron = d.convention == Convention::kMegatron;
+  out.sparse_mesh = p.routed_expert && d.ep > 1;
+  const Mesh& mesh = out.sparse_mesh ? meshes.sparse : meshes.dense;
+  out.placements.assign(mesh.num_axes() - 1, Placement::Replicate());
+
+  if (out.sparse_mesh) {
+    const int etp = mesh.AxisIndex("etp");
+    const int ep = mesh.AxisIndex("ep");
+    if (etp >= 0 && p.tp_dim >= 0) AddStep(out, mesh, {etp}, p.tp_dim);
+    AddStep(out, mesh, {ep}, 0);
+    if (!megatron) {
+      // torchtitan apply_fsdp: Shard(1) when efsdp * ep > num_experts (dim 0 would run out).
+      const int fsdp_dim = d.efsdp * d.ep > num_experts ? 1 : 0;
+      AddStep(out, mesh, {mesh.AxisIndex("efsdp")}, fsdp_dim);
+    }
+    return out;
+  }
+  const int tp = mesh.AxisIndex("tp");
+  if (p.tp_dim >= 0) AddStep(out, mesh, {tp}, p.tp_dim);
+  if (!megatron) {
+    int fsdp_dim = 0;
+    if (p.routed_expert && d.dp_shard * d.cp > num_experts) fsdp_dim = 1;
+    AddStep(out, mesh, {mesh.AxisIndex("dp_shard"), mesh.AxisIndex("cp")}, fsdp_dim);
+  }
+  return out;
+}
+
+namespace {
+
+// Distinct chunk sizes (size -> number of chunk-index combinations) of `n` cut by `ks` in order.
+std::map<int64_t, int64_t> DistinctSizes(int64_t n, const std::vector<int64_t>& ks, size_t i = 0) {
+  if (i == ks.size()) return {{n, 1}};
+  const int64_t k = ks[i];
+  // Chunk sizes take at most three values: c (full), one partial r, and 0.
+  std::map<int64_t, int64_t> counts;
+  const int64_t c = (n + k - 1) / k;
+  const int64_t full = c == 0 ? 0 : n / c;
+  const int64_t rem = c == 0 ? 0 : n - full * c;
+  if (full > 0) counts[c] += std::min(full, k);
+  if (rem > 0 && full < k) counts[rem] += 1;
+  const int64_t used = std::min(full, k) + ((rem > 0 && full < k) ? 1 : 0);
+  if (k - used > 0) counts[0] += k - used;
+  std::map<int64_t, int64_t> out;
+  for (const auto& [size, times] : counts) {
+    for (const auto& [sub, sub_times] : DistinctSizes(size, ks, i + 1)) out[sub] += times * sub_times;
+  }
+  return out;
+}
+
+}  // namespace
+
+void ComputeLocalShapes(const ParamInfo& p, const Mesh& mesh, ParamPlacement& pl) {
+  const int64_t stage_ranks = mesh.size() / mesh.axis_size(0);
+  // Per dim: the distinct sizes with the number of shard-index combinations producing them.
+  std::vector<std::map<int64_t, int64_t>> per_dim(p.shape.size());
+  int64_t sharded_ranks = 1;
+  for (size_t dim = 0; dim < p.shape.size(); ++dim) {
+    std::vector<int64_t> ks;
+    for (const auto& s : pl.steps) {
+      if (s.dim == static_cast<int>(dim)) ks.push_back(s.num_chunks);
+    }
+    per_dim[dim] = DistinctSizes(p.shape[dim], ks);
+  }
+  for (const auto& s : pl.steps) sharded_ranks *= s.num_chunks;
+  const int64_t replicas = stage_ranks / sharded_ranks;
+  // Cross product over dims.
+  std::vector<LocalShape> shapes = {{{}, replicas}};
+  for (const auto& sizes : per_dim) {
+    std::vector<LocalShape> next;
+    for (const auto& base : shapes) {
+      for (const auto& [size, times] : sizes) {
+        LocalShape s = base;
+        s.shape.push_back(size);
+        s.num_ranks *= times;
+        next.push_back(std::move(s));
+      }
+    }
+    shapes = std::move(next);
+  }
+  auto numel = [](const std::vector<int64_t>& shape) {
+    int64_t n = 1;
+    for (int64_t v : shape) n *= v;
+    return n;
+  };
+  std::stable_sort(shapes.begin(), shapes.end(),
+                   [&](const LocalShape& a, const LocalShape& b) { return numel(a.shape) > numel(b.shape); });
+  pl.local_shapes = std::move(shapes);
+  pl.max_local_numel = pl.local_shapes.empty() ? 0 : numel(pl.local_shapes.front().shape);
+}
+
+std::vector<int64_t> LocalShapeOnRank(const ParamInfo& p, const ParamPlacement& pl, const Mesh& mesh, int64_t rank) {
+  if (mesh.Coord(rank, 0) != pl.stage) {
+    throw Error(fmt::format("rank {} is on pp stage {}, but {} lives on stage {}", rank, mesh.Coord(rank, 0), p.fqn,
+                            pl.stage));
+  }
+  std::vector<int64_t> shape = p.shape;
+  for (const auto& s : pl.steps) {
+    int64_t index = 0;
+    for (int a : s.axes) index = index * mesh.axis_size(a) + mesh.Coord(rank, a);
+    shape[s.dim] = ChunkSize(shape[s.dim], s.num_chunks, index);
+  }
+  return shape;
+}
+
+}  // namespace dockyard

@@ -1,0 +1,81 @@
+// DTensor placements of every parameter and its local shapes.
+//
+// Policy (torchtitan parallelize_* and ../shared/seeds/000: expert sharding placement policy):
+//  - routed experts, EP on (ep > 1): sparse mesh; Shard(0) on ep; with ETP also TP on etp
+//    (gate/up colwise, down rowwise: Shard(1) or Shard(2) by stored layout); FSDP Shard(0) on
+//    efsdp, Shard(1) instead when efsdp * ep > num_experts (torchtitan apply_fsdp).
+//  - routed experts, EP off: dense mesh; TP on tp (same colwise/rowwise dims); FSDP over
+//    dp_shard*cp, Shard(1) when that size exceeds num_experts.
+//  - everything else: dense mesh; attention q/k/v (MLA q_b, kv_b) colwise Shard(0), o rowwise
+//    Shard(1); dense MLP and shared experts gate/up colwise, down rowwise; embedding and lm_head
+//    vocab-parallel Shard(0); norms, router gate and biases, MLA q_a/kv_a Replicate() on tp;
+//    FSDP Shard(0) over dp_shard*cp (one flattened axis, as torchtitan's "fsdp" mesh).
+//  - dp_replicate is always Replicate() (HSDP replicas).
+//  - Megatron convention: data-parallel axes (dp, edp, cp) are Replicate(): DDP with the
+//    distributed optimizer shards optimizer state, not parameters.
+//  - An axis of size 1 is always Replicate().
+// Placements are listed per axis of the parameter's mesh, pipeline axis excluded (a parameter
+// lives on one pp stage, see stage).
+//
+// Local shapes use torch.chunk semantics per shard step: chunk size c = ceil(n / k), chunk i
+// holds clamp(n - i*c, 0, c). Steps apply in the order the frameworks apply them: TP (tp/etp),
+// then EP, then FSDP over the flattened data-parallel axes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planner/inventory.h"
+#include "planner/mesh.h"
+#include "planner/parallel_dims.h"
+
+namespace dockyard {
+
+struct Placement {
+  enum class Kind { kReplicate, kShard, kPartial };
+  Kind kind = Kind::kReplicate;
+  int dim = -1;  // tensor dim for kShard
+
+  static Placement Replicate() { return {Kind::kReplicate, -1}; }
+  static Placement Shard(int d) { return {Kind::kShard, d}; }
+  std::string ToString() const;  // "Shard(0)", "Replicate()", "Partial()"
+  bool operator==(const Placement& o) const { return kind == o.kind && dim == o.dim; }
+};
+
+// One sharding step: `dim` is split into `num_chunks` chunks over the flattened `axes`
+// (mesh axis indices, outer first).
+struct ShardStep {
+  int dim = 0;
+  std::vector<int> axes;
+  int64_t num_chunks = 1;
+};
+
+struct LocalShape {
+  std::vector<int64_t> shape;
+  int64_t num_ranks = 0;  // ranks of the parameter's stage holding this shape
+};
+
+struct ParamPlacement {
+  bool sparse_mesh = false;             // placed on Meshes::sparse, else Meshes::dense
+  std::vector<Placement> placements;    // one per mesh axis after pp
+  std::vector<ShardStep> steps;         // how local shapes are cut, in application order
+  int64_t stage = 0;                    // pipeline stage holding the parameter
+  std::vector<LocalShape> local_shapes; // distinct shapes, largest first
+  int64_t max_local_numel = 0;
+};
+
+// torch.chunk size of chunk `index` when `n` is split into `k` chunks.
+int64_t ChunkSize(int64_t n, int64_t k, int64_t index);
+
+// Chooses the placements and shard steps of one parameter (local_shapes left empty).
+ParamPlacement PlaceParam(const ParamInfo& param, const ParallelDims& dims, const Meshes& meshes, int64_t num_experts);
+
+// Fills local_shapes / max_local_numel of a placement from its steps.
+void ComputeLocalShapes(const ParamInfo& param, const Mesh& mesh, ParamPlacement& placement);
+
+// The local shape of `param` on global `rank` (the rank must belong to the param's stage).
+std::vector<int64_t> LocalShapeOnRank(const ParamInfo& param, const ParamPlacement& placement, const Mesh& mesh,
+                                      int64_t rank);
+
+}  // namespace dockyard

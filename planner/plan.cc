@@ -1,0 +1,88 @@
+// BuildPlan (see plan.h).
+#include "planner/plan.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "planner/checked_math.h"
+#include "planner/error.h"
+
+namespace dockyard {
+
+std::vector<int64_t> EvenLayerSplit(int64_t num_layers, int64_t pp) {
+  std::vector<int64_t> stage_of(num_layers);
+  const int64_t base = num_layers / pp, extra = num_layers % pp;
+  int64_t layer = 0;
+  for (int64_t s = 0; s < pp; ++s) {
+    const int64_t n = base + (s < extra ? 1 : 0);
+    for (int64_t i = 0; i < n; ++i) stage_of[layer++] = s;
+  }
+  return stage_of;
+}
+
+Plan BuildPlan(const ModelSpec& model, const ParallelDimsOptions& options) {
+  Plan plan;
+  plan.model = model;
+  plan.dims = ParallelDims::Build(options);
+  ValidateDimsForModel(plan.dims, model);
+  plan.inventory = BuildInventory(model);
+  plan.meshes = BuildMeshes(plan.dims);
+  plan.layer_stage = EvenLayerSplit(model.num_hidden_layers, plan.dims.pp);
+
+  plan.experts.num_experts = model.moe.num_experts;
+  plan.experts.ep = plan.dims.ep;
+  plan.experts.num_local_experts = model.moe.num_experts / plan.dims.ep;
+
+  const auto& params = plan.inventory.params;
+  plan.placements.reserve(params.size());
+  for (const auto& p : params) {
+    ParamPlacement pl = PlaceParam(p, plan.dims, plan.meshes, model.moe.num_experts);
+    if (p.layer >= 0) pl.stage = plan.layer_stage[p.layer];
+    else pl.stage = p.role == Role::kEmbedding ? 0 : plan.dims.pp - 1;
+    ComputeLocalShapes(p, pl.sparse_mesh ? plan.meshes.sparse : plan.meshes.dense, pl);
+    plan.placements.push_back(std::move(pl));
+  }
+
+  // Parameter bytes per rank: each parameter adds its local bytes to every rank of its stage.
+  const int64_t world = plan.dims.world_size;
+  plan.param_bytes_per_rank.assign(world, 0);
+  std::vector<int64_t> dtype_bytes(params.size());
+  for (size_t i = 0; i < params.size(); ++i) dtype_bytes[i] = DtypeBytes(params[i].dtype, params[i].fqn);
+  for (int64_t rank = 0; rank < world; ++rank) {
+    const int64_t stage = plan.meshes.dense.Coord(rank, 0);
+    int64_t bytes = 0;
+    for (size_t i = 0; i < params.size(); ++i) {
+      const auto& pl = plan.placements[i];
+      if (pl.stage != stage) continue;
+      int64_t numel = 1;
+      for (int64_t v : LocalShapeOnRank(params[i], pl, plan.MeshOf(i), rank)) numel = CheckedMul(numel, v, params[i].fqn);
+      bytes = CheckedAdd(bytes, CheckedMul(numel, dtype_bytes[i], params[i].fqn), "parameter bytes per rank");
+    }
+    plan.param_bytes_per_rank[rank] = bytes;
+  }
+
+  for (int64_t s = 0; s < plan.dims.pp; ++s) {
+    StageSummary st;
+    st.stage = s;
+    auto first = std::find(plan.layer_stage.begin(), plan.layer_stage.end(), s);
+    auto last = std::find(plan.layer_stage.rbegin(), plan.layer_stage.rend(), s);
+    st.first_layer = first - plan.layer_stage.begin();
+    st.last_layer = static_cast<int64_t>(plan.layer_stage.size()) - 1 - (last - plan.layer_stage.rbegin());
+    const int64_t stage_size = plan.dims.stage_size();
+    st.max_param_bytes = -1;
+    st.min_param_bytes = INT64_MAX;
+    for (int64_t r = s * stage_size; r < (s + 1) * stage_size; ++r) {
+      const int64_t b = plan.param_bytes_per_rank[r];
+      if (b > st.max_param_bytes) {
+        st.max_param_bytes = b;
+        st.worst_rank = r;
+      }
+      st.min_param_bytes = std::min(st.min_param_bytes, b);
+    }
+    plan.stages.push_back(st);
+  }
+  return plan;
+}
+
+}  // namespace dockyard

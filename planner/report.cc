@@ -1,0 +1,278 @@
+// Plan report: JSON and terminal text (see report.h and docs/report.md).
+#include "planner/report.h"
+
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace dockyard {
+
+std::string FormatBytes(int64_t bytes) {
+  const double b = static_cast<double>(bytes);
+  if (b >= 1024.0 * 1024 * 1024) return fmt::format("{:.2f} GiB", b / (1024.0 * 1024 * 1024));
+  if (b >= 1024.0 * 1024) return fmt::format("{:.2f} MiB", b / (1024.0 * 1024));
+  if (b >= 1024.0) return fmt::format("{:.2f} KiB", b / 1024.0);
+  return fmt::format("{} B", bytes);
+}
+
+std::string FormatCount(int64_t count) {
+  const double c = static_cast<double>(count);
+  if (c >= 1e12) return fmt::format("{:.3f}T", c / 1e12);
+  if (c >= 1e9) return fmt::format("{:.2f}B", c / 1e9);
+  if (c >= 1e6) return fmt::format("{:.2f}M", c / 1e6);
+  if (c >= 1e3) return fmt::format("{:.1f}K", c / 1e3);
+  return std::to_string(count);
+}
+
+namespace {
+
+Json MeshToJson(const Mesh& mesh) {
+  Json axes = Json::array(), sizes = Json::array(), placement_axes = Json::array();
+  Json groups = Json::object();
+  for (int a = 0; a < mesh.num_axes(); ++a) {
+    axes.push_back(mesh.axis_names()[a]);
+    sizes.push_back(mesh.axis_size(a));
+    if (a > 0) placement_axes.push_back(mesh.axis_names()[a]);
+    groups[mesh.axis_names()[a]] = mesh.Groups(a);
+  }
+  Json coords = Json::array();
+  for (int64_t r = 0; r < mesh.size(); ++r) coords.push_back(mesh.Coords(r));
+  return Json{{"name", mesh.name()},  {"axes", axes},     {"sizes", sizes},
+              {"placement_axes", placement_axes}, {"groups", groups}, {"coords", coords}};
+}
+
+std::string ShapeText(const std::vector<int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+
+std::string PlacementsText(const ParamPlacement& pl) {
+  std::vector<std::string> parts;
+  for (const auto& p : pl.placements) parts.push_back(p.ToString());
+  return fmt::format("({})", fmt::join(parts, ", "));
+}
+
+std::string LayerRanges(const std::vector<int64_t>& layers) {
+  if (layers.empty()) return "-";
+  std::vector<std::string> parts;
+  size_t i = 0;
+  while (i < layers.size()) {
+    size_t j = i;
+    while (j + 1 < layers.size() && layers[j + 1] == layers[j] + 1) ++j;
+    parts.push_back(i == j ? std::to_string(layers[i]) : fmt::format("{}-{}", layers[i], layers[j]));
+    i = j + 1;
+  }
+  return fmt::format("{}", fmt::join(parts, ","));
+}
+
+std::string GroupText(const std::vector<int64_t>& group) {
+  if (group.size() <= 8) return fmt::format("[{}]", fmt::join(group, " "));
+  const int64_t stride = group[1] - group[0];
+  bool arithmetic = true;
+  for (size_t i = 1; i < group.size(); ++i) arithmetic = arithmetic && group[i] - group[i - 1] == stride;
+  if (arithmetic) {
+    return stride == 1 ? fmt::format("[{}..{}]", group.front(), group.back())
+                       : fmt::format("[{}, {}, .. {}] (stride {})", group[0], group[1], group.back(), stride);
+  }
+  return fmt::format("[{} {} {} .. {}]", group[0], group[1], group[2], group.back());
+}
+
+}  // namespace
+
+Json PlanToJson(const Plan& plan, const std::string& model_source) {
+  const auto& m = plan.model;
+  const auto& t = plan.inventory.totals;
+  const auto& d = plan.dims;
+  Json report;
+  report["schema_version"] = kReportSchemaVersion;
+  report["generator"] = {{"name", "dockyard-plan"}, {"version", kDockyardVersion}};
+  report["model"] = {{"name", m.name},
+                     {"family", m.family},
+                     {"source", model_source},
+                     {"dtype", m.dtype},
+                     {"num_hidden_layers", m.num_hidden_layers},
+                     {"num_moe_layers", m.NumMoeLayers()},
+                     {"hidden_size", m.hidden_size},
+                     {"vocab_size", m.vocab_size},
+                     {"num_experts", m.moe.num_experts},
+                     {"top_k", m.moe.top_k},
+                     {"moe_intermediate_size", m.moe.moe_intermediate_size},
+                     {"num_shared_experts", m.moe.num_shared_experts},
+                     {"total_params", t.total_params},
+                     {"active_params", t.active_params},
+                     {"active_params_excluding_embedding", t.active_params_excluding_embedding},
+                     {"routed_expert_params", t.routed_expert_params},
+                     {"shared_expert_params", t.shared_expert_params},
+                     {"non_expert_params", t.non_expert_params},
+                     {"embedding_params", t.embedding_params}};
+  report["parallel"] = {{"convention", ConventionName(d.convention)},
+                        {"world_size", d.world_size},
+                        {"pp", d.pp},
+                        {"dp_replicate", d.dp_replicate},
+                        {"dp_shard", d.dp_shard},
+                        {"cp", d.cp},
+                        {"tp", d.tp},
+                        {"ep", d.ep},
+                        {"etp", d.etp},
+                        {"efsdp", d.efsdp},
+                        {"edp", d.edp()}};
+  report["meshes"] = {{"dense", MeshToJson(plan.meshes.dense)}, {"sparse", MeshToJson(plan.meshes.sparse)}};
+  Json stages = Json::array();
+  for (const auto& s : plan.stages) {
+    stages.push_back({{"stage", s.stage},
+                      {"first_layer", s.first_layer},
+                      {"last_layer", s.last_layer},
+                      {"max_param_bytes", s.max_param_bytes},
+                      {"min_param_bytes", s.min_param_bytes},
+                      {"worst_rank", s.worst_rank}});
+  }
+  report["pipeline"] = {{"layer_stage", plan.layer_stage}, {"stages", stages}};
+  Json params = Json::array();
+  for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
+    const auto& p = plan.inventory.params[i];
+    const auto& pl = plan.placements[i];
+    Json placements = Json::array();
+    for (const auto& x : pl.placements) placements.push_back(x.ToString());
+    Json local = Json::array();
+    for (const auto& s : pl.local_shapes) local.push_back({{"shape", s.shape}, {"num_ranks", s.num_ranks}});
+    Json entry = {{"fqn", p.fqn},
+                  {"shape", p.shape},
+                  {"dtype", p.dtype},
+                  {"role", RoleName(p.role)},
+                  {"group", RoleGroup(p.role)},
+                  {"layer", p.layer},
+                  {"moe_layer", p.moe_layer},
+                  {"numel", p.Numel()},
+                  {"mesh", pl.sparse_mesh ? "sparse" : "dense"},
+                  {"placements", placements},
+                  {"stage", pl.stage},
+                  {"local_shapes", local},
+                  {"max_local_bytes", pl.max_local_numel * DtypeBytes(p.dtype, p.fqn)}};
+    if (!p.stored_layout.empty()) entry["stored_layout"] = p.stored_layout;
+    params.push_back(std::move(entry));
+  }
+  report["parameters"] = std::move(params);
+  Json ownership = Json::array();
+  for (int64_t r = 0; r < plan.experts.ep; ++r) {
+    std::vector<int64_t> ids;
+    for (int64_t e = 0; e < plan.experts.num_local_experts; ++e) ids.push_back(plan.experts.FirstExpert(r) + e);
+    ownership.push_back({{"ep_rank", r}, {"experts", ids}});
+  }
+  report["experts"] = {{"num_experts", plan.experts.num_experts},
+                       {"ep", plan.experts.ep},
+                       {"num_local_experts", plan.experts.num_local_experts},
+                       {"ownership", ownership}};
+  int64_t max_bytes = 0, min_bytes = INT64_MAX, worst = 0;
+  for (int64_t r = 0; r < d.world_size; ++r) {
+    if (plan.param_bytes_per_rank[r] > max_bytes) {
+      max_bytes = plan.param_bytes_per_rank[r];
+      worst = r;
+    }
+    min_bytes = std::min(min_bytes, plan.param_bytes_per_rank[r]);
+  }
+  report["param_bytes"] = {{"max_per_rank", max_bytes}, {"min_per_rank", min_bytes}, {"worst_rank", worst},
+                           {"per_rank", plan.param_bytes_per_rank}};
+  return report;
+}
+
+std::string PlanToText(const Plan& plan, const std::string& model_source) {
+  const auto& m = plan.model;
+  const auto& t = plan.inventory.totals;
+  const auto& d = plan.dims;
+  std::ostringstream out;
+  out << fmt::format("Model      {} (family {}, {})\n", model_source, m.family, m.dtype);
+  out << fmt::format("           {} layers ({} MoE, {} dense), hidden {}, vocab {}, {} attention, {} heads\n",
+                     m.num_hidden_layers, m.NumMoeLayers(), m.num_hidden_layers - m.NumMoeLayers(), m.hidden_size,
+                     m.vocab_size, m.attention.kind == AttentionKind::kMla ? "MLA" : "GQA", m.attention.num_attention_heads);
+  out << fmt::format("           {} routed experts (top_k {}, moe_intermediate_size {}){}\n", m.moe.num_experts,
+                     m.moe.top_k, m.moe.moe_intermediate_size,
+                     m.moe.num_shared_experts > 0
+                         ? fmt::format(" + {} shared (intermediate {})", m.moe.num_shared_experts, m.moe.shared_expert_intermediate_size)
+                         : "");
+  out << fmt::format("Params     total {} ({})  active {} ({})  active w/o input embedding {}\n",
+                     FormatCount(t.total_params), t.total_params, FormatCount(t.active_params), t.active_params,
+                     FormatCount(t.active_params_excluding_embedding));
+  out << fmt::format("           routed experts {}  shared experts {}  non-expert {}\n",
+                     FormatCount(t.routed_expert_params), FormatCount(t.shared_expert_params),
+                     FormatCount(t.non_expert_params));
+  out << fmt::format("Parallel   {} convention, world_size {} = pp {} x dp_replicate {} x dp_shard {} x cp {} x tp {}\n",
+                     ConventionName(d.convention), d.world_size, d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp);
+  out << fmt::format("           ep {}  etp {}  efsdp {} (= dp_shard*cp*tp / (ep*etp))\n", d.ep, d.etp, d.efsdp);
+  out << "Meshes\n";
+  for (const Mesh* mesh : {&plan.meshes.dense, &plan.meshes.sparse}) {
+    std::vector<std::string> axes;
+    for (int a = 0; a < mesh->num_axes(); ++a) axes.push_back(fmt::format("{}={}", mesh->axis_names()[a], mesh->axis_size(a)));
+    out << fmt::format("  {:<7} ({})\n", mesh->name(), fmt::join(axes, ", "));
+    for (int a = 0; a < mesh->num_axes(); ++a) {
+      if (mesh->axis_size(a) == 1) continue;
+      auto groups = mesh->Groups(a);
+      std::string examples = GroupText(groups[0]);
+      if (groups.size() > 1) examples += ", " + GroupText(groups[1]);
+      if (groups.size() > 2) examples += ", ...";
+      out << fmt::format("    {:<13} {} groups of {}: {}\n", mesh->axis_names()[a], groups.size(), mesh->axis_size(a), examples);
+    }
+  }
+  // Parameters folded over layers: same name pattern, shape, placements and local shape.
+  struct Row {
+    std::string role, pattern, shape, mesh, placements, local;
+    int64_t bytes = 0;
+    std::vector<int64_t> layers;
+  };
+  std::vector<Row> rows;
+  std::map<std::string, size_t> index;
+  const std::regex layer_number(R"(\.(\d+)\.)");
+  for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
+    const auto& p = plan.inventory.params[i];
+    const auto& pl = plan.placements[i];
+    std::string pattern = p.layer >= 0 ? std::regex_replace(p.fqn, layer_number, ".{L}.", std::regex_constants::format_first_only) : p.fqn;
+    std::string local = ShapeText(pl.local_shapes.front().shape);
+    if (pl.local_shapes.size() > 1) local += fmt::format(" (+{} other shapes)", pl.local_shapes.size() - 1);
+    Row row{RoleName(p.role), pattern, ShapeText(p.shape), pl.sparse_mesh ? plan.meshes.sparse.name() : "dense",
+            PlacementsText(pl), local, pl.max_local_numel * DtypeBytes(p.dtype, p.fqn), {}};
+    std::string key = row.pattern + "|" + row.shape + "|" + row.placements + "|" + row.local;
+    auto it = index.find(key);
+    if (it == index.end()) {
+      index[key] = rows.size();
+      rows.push_back(row);
+      it = index.find(key);
+    }
+    if (p.layer >= 0) rows[it->second].layers.push_back(p.layer);
+  }
+  std::vector<std::string> dense_axes(plan.meshes.dense.axis_names().begin() + 1, plan.meshes.dense.axis_names().end());
+  std::vector<std::string> sparse_axes(plan.meshes.sparse.axis_names().begin() + 1, plan.meshes.sparse.axis_names().end());
+  out << fmt::format("Parameters (placements over dense ({}) / {} ({}); local shape = largest; {{L}} = layer)\n",
+                     fmt::join(dense_axes, ", "), plan.meshes.sparse.name(), fmt::join(sparse_axes, ", "));
+  size_t w_role = 4, w_name = 4, w_shape = 5, w_place = 10;
+  for (const auto& r : rows) {
+    w_role = std::max(w_role, r.role.size());
+    w_name = std::max(w_name, r.pattern.size());
+    w_shape = std::max(w_shape, r.shape.size());
+    w_place = std::max(w_place, r.placements.size());
+  }
+  out << fmt::format("  {:<{}}  {:<{}}  {:<9}  {:<{}}  {:<6}  {:<{}}  {:<22}  {}\n", "role", w_role, "name", w_name, "layers",
+                     "shape", w_shape, "mesh", "placements", w_place, "local shape", "bytes/rank");
+  std::string last_group;
+  for (const auto& r : rows) {
+    out << fmt::format("  {:<{}}  {:<{}}  {:<9}  {:<{}}  {:<6}  {:<{}}  {:<22}  {}\n", r.role, w_role, r.pattern, w_name,
+                       LayerRanges(r.layers), r.shape, w_shape, r.mesh, r.placements, w_place, r.local, FormatBytes(r.bytes));
+  }
+  const auto& e = plan.experts;
+  out << fmt::format("Experts    {} per EP rank (num_local_experts), ep {}: ", e.num_local_experts, e.ep);
+  for (int64_t r = 0; r < e.ep; ++r) {
+    if (e.ep > 6 && r == 3) {
+      out << "... ";
+      r = e.ep - 3;
+    }
+    const int64_t first = e.FirstExpert(r), last = first + e.num_local_experts - 1;
+    out << fmt::format("ep{}={}{}", r, first == last ? std::to_string(first) : fmt::format("{}-{}", first, last),
+                       r + 1 < e.ep ? "  " : "\n");
+  }
+  for (const auto& s : plan.stages) {
+    out << fmt::format("Stage {}    layers {}-{}: parameter bytes per rank max {} (rank {}), min {}\n", s.stage,
+                       s.first_layer, s.last_layer, FormatBytes(s.max_param_bytes), s.worst_rank,
+                       FormatBytes(s.min_param_bytes));
+  }
+  return out.str();
+}
+
+}  // namespace dockyard
