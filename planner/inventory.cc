@@ -125,7 +125,7 @@ class Builder {
   explicit Builder(const ModelSpec& m) : m_(m), n_(NamingFor(m.family)) {}
 
   ParamInventory Build() {
-    Add(n_.embed, {m_.vocab_size, m_.hidden_size}, Role::kEmbedding, -1, 0);
+    Add(n_.embed, {m_.vocab_size, m_.hidden_size}, Role::kEmbedding, 0);  // vocab-parallel
     for (int64_t l = 0; l < m_.num_hidden_layers; ++l) {
       layer_ = l;
       prefix_ = fmt::format(n_.layer, l);
@@ -145,8 +145,7 @@ class Builder {
   }
 
  private:
-  ParamInfo& Add(const std::string& name, std::vector<int64_t> shape, Role role, int tp_dim,
-                 int /*unused*/ = 0) {
+  ParamInfo& Add(const std::string& name, std::vector<int64_t> shape, Role role, int tp_dim) {
     ParamInfo p;
     p.fqn = prefix_ + name;
     p.shape = std::move(shape);

@@ -1,0 +1,188 @@
+// Placements per role and stored layout, torchtitan's Shard(1) rule, torch.chunk local shapes.
+#include "planner/placement.h"
+
+#include <doctest/doctest.h>
+
+#include "planner/plan.h"
+#include "tests/test_models.h"
+
+using dockyard::BuildPlan;
+using dockyard::ParallelDimsOptions;
+using dockyard::Plan;
+
+namespace {
+
+// Placement strings and largest local shape of the first parameter whose FQN ends with `suffix`.
+struct Found {
+  std::string mesh;
+  std::vector<std::string> placements;
+  std::vector<int64_t> local;
+  size_t num_shapes = 0;
+};
+
+Found Find(const Plan& plan, const std::string& suffix) {
+  for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
+    const auto& fqn = plan.inventory.params[i].fqn;
+    if (fqn.size() >= suffix.size() && fqn.compare(fqn.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      Found f;
+      f.mesh = plan.placements[i].sparse_mesh ? "sparse" : "dense";
+      for (const auto& p : plan.placements[i].placements) f.placements.push_back(p.ToString());
+      f.local = plan.placements[i].local_shapes.front().shape;
+      f.num_shapes = plan.placements[i].local_shapes.size();
+      return f;
+    }
+  }
+  FAIL("no parameter ends with " << suffix);
+  return {};
+}
+
+ParallelDimsOptions Dims(int64_t world, int64_t tp = 1, int64_t ep = 1, int64_t etp = 1) {
+  ParallelDimsOptions o;
+  o.world_size = world;
+  o.tp = tp;
+  o.ep = ep;
+  o.etp = etp;
+  return o;
+}
+
+using S = std::vector<std::string>;
+using V = std::vector<int64_t>;
+
+}  // namespace
+
+TEST_CASE("ChunkSize follows torch.chunk") {
+  // 5 split into 4: chunk size ceil(5/4) = 2 -> 2, 2, 1, 0.
+  CHECK(dockyard::ChunkSize(5, 4, 0) == 2);
+  CHECK(dockyard::ChunkSize(5, 4, 2) == 1);
+  CHECK(dockyard::ChunkSize(5, 4, 3) == 0);
+  // 1000 split into 3: 334, 334, 332.
+  CHECK(dockyard::ChunkSize(1000, 3, 2) == 332);
+}
+
+TEST_CASE("Routed experts with EP on: Shard(0) on ep and on efsdp") {
+  // Tiny Mixtral, world 8, ep 4: dp_shard 8, efsdp = 8/4 = 2; efsdp*ep = 8 = num_experts -> Shard(0).
+  Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(8, 1, 4));
+  Found f = Find(plan, "layers.0.mlp.experts.gate_up_proj");
+  CHECK(f.mesh == "sparse");
+  CHECK(f.placements == S{"Replicate()", "Shard(0)", "Shard(0)"});  // dp_replicate, efsdp, ep
+  CHECK(f.local == V{1, 64, 64});  // 8 experts / ep 4 = 2, / efsdp 2 = 1; [E, 2F=64, D=64]
+}
+
+TEST_CASE("Routed experts switch FSDP to Shard(1) when efsdp * ep > num_experts (torchtitan)") {
+  // world 16, ep 4: efsdp = 4, efsdp*ep = 16 > 8 experts.
+  Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(16, 1, 4));
+  Found up = Find(plan, "layers.0.mlp.experts.gate_up_proj");
+  CHECK(up.placements == S{"Replicate()", "Shard(1)", "Shard(0)"});
+  CHECK(up.local == V{2, 16, 64});  // 8/4 = 2 experts; 2F = 64 / 4 = 16
+  Found down = Find(plan, "layers.0.mlp.experts.down_proj");
+  CHECK(down.local == V{2, 16, 32});  // [E, D=64, F=32]: D 64 / 4 = 16
+}
+
+TEST_CASE("Routed experts with EP off are TP-sharded: gate_up colwise, down rowwise") {
+  // world 2, tp 2, ep 1. Layout [E, 2F, D]: colwise shards dim 1; down [E, D, F]: rowwise shards dim 2.
+  Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(2, 2));
+  Found up = Find(plan, "layers.0.mlp.experts.gate_up_proj");
+  CHECK(up.mesh == "dense");
+  CHECK(up.placements == S{"Replicate()", "Replicate()", "Replicate()", "Shard(1)"});  // dp_replicate, dp_shard, cp, tp
+  CHECK(up.local == V{8, 32, 64});
+  Found down = Find(plan, "layers.0.mlp.experts.down_proj");
+  CHECK(down.placements == S{"Replicate()", "Replicate()", "Replicate()", "Shard(2)"});
+  CHECK(down.local == V{8, 64, 16});
+}
+
+TEST_CASE("Routed experts with ETP are sharded on ep and etp") {
+  // world 8, tp 2, ep 2, etp 2: dp_shard 4, efsdp = 4*2/(2*2) = 2; efsdp*ep = 4 <= 8 -> Shard(0).
+  auto m = dockyard::testing::TinyMixtral();
+  Plan plan = BuildPlan(m, Dims(8, 2, 2, 2));
+  Found up = Find(plan, "layers.1.mlp.experts.gate_up_proj");
+  CHECK(up.placements == S{"Replicate()", "Shard(0)", "Shard(0)", "Shard(1)"});  // dp_replicate, efsdp, ep, etp
+  CHECK(up.local == V{2, 32, 64});  // 8/2/2 experts; 2F 64 / etp 2
+  Found down = Find(plan, "layers.1.mlp.experts.down_proj");
+  CHECK(down.placements == S{"Replicate()", "Shard(0)", "Shard(0)", "Shard(2)"});
+  CHECK(down.local == V{2, 64, 16});
+}
+
+TEST_CASE("Attention, norms, router and embeddings follow the dense TP plan") {
+  Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(2, 2));
+  CHECK(Find(plan, "layers.0.self_attn.q_proj.weight").placements.back() == "Shard(0)");  // colwise
+  CHECK(Find(plan, "layers.0.self_attn.q_proj.weight").local == V{32, 64});
+  CHECK(Find(plan, "layers.0.self_attn.k_proj.weight").local == V{16, 64});                // [2*16, 64] / 2
+  CHECK(Find(plan, "layers.0.self_attn.o_proj.weight").placements.back() == "Shard(1)");  // rowwise
+  CHECK(Find(plan, "layers.0.self_attn.o_proj.weight").local == V{64, 32});
+  CHECK(Find(plan, "layers.0.input_layernorm.weight").placements.back() == "Replicate()");
+  CHECK(Find(plan, "layers.0.mlp.gate.weight").placements.back() == "Replicate()");  // router gate
+  CHECK(Find(plan, "model.embed_tokens.weight").placements.back() == "Shard(0)");     // vocab-parallel
+  CHECK(Find(plan, "model.embed_tokens.weight").local == V{500, 64});
+  CHECK(Find(plan, "lm_head.weight").local == V{500, 64});
+}
+
+TEST_CASE("FSDP shards dense parameters over dp_shard with torch.chunk, keeping distinct shapes") {
+  // world 3, dp_shard 3: embedding [1000, 64] -> 334, 334, 332 rows.
+  Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(3));
+  for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
+    if (plan.inventory.params[i].fqn != "model.embed_tokens.weight") continue;
+    const auto& shapes = plan.placements[i].local_shapes;
+    REQUIRE(shapes.size() == 2);
+    CHECK(shapes[0].shape == V{334, 64});
+    CHECK(shapes[0].num_ranks == 2);
+    CHECK(shapes[1].shape == V{332, 64});
+    CHECK(shapes[1].num_ranks == 1);
+    CHECK(dockyard::LocalShapeOnRank(plan.inventory.params[i], plan.placements[i], plan.meshes.dense, 2) == V{332, 64});
+  }
+  // Router [8, 64] over 3: 3, 3, 2 rows.
+  CHECK(Find(plan, "layers.0.mlp.gate.weight").local == V{3, 64});
+  CHECK(Find(plan, "layers.0.mlp.gate.weight").num_shapes == 2);
+}
+
+TEST_CASE("Nested shards: an empty chunk appears when a dim runs out") {
+  // [5] cut by 4 (torch.chunk: 2, 2, 1, 0) -> three distinct shapes.
+  dockyard::ParamInfo p;
+  p.fqn = "x";
+  p.shape = {5};
+  dockyard::Mesh mesh("m", {"pp", "a"}, {1, 4});
+  dockyard::ParamPlacement pl;
+  pl.steps.push_back({0, {1}, 4});
+  dockyard::ComputeLocalShapes(p, mesh, pl);
+  REQUIRE(pl.local_shapes.size() == 3);
+  CHECK(pl.local_shapes[0].shape == V{2});
+  CHECK(pl.local_shapes[0].num_ranks == 2);
+  CHECK(pl.local_shapes[2].shape == V{0});
+  CHECK(pl.max_local_numel == 2);
+}
+
+TEST_CASE("Stored layout decides the TP dim: gpt-oss [E, D, 2F] is Shard(2), its down [E, F, D] Shard(1)") {
+  auto m = dockyard::testing::TinyMixtral();
+  m.family = "gpt_oss";
+  m.attention.sinks = true;
+  m.moe.expert_bias = true;
+  m.moe.router_bias = true;
+  Plan plan = BuildPlan(m, Dims(2, 2));
+  CHECK(Find(plan, "experts.gate_up_proj").placements.back() == "Shard(2)");
+  CHECK(Find(plan, "experts.gate_up_proj").local == V{8, 64, 32});
+  CHECK(Find(plan, "experts.down_proj").placements.back() == "Shard(1)");
+  CHECK(Find(plan, "experts.gate_up_proj_bias").local == V{8, 32});     // [E, 2F] colwise bias
+  CHECK(Find(plan, "experts.down_proj_bias").placements.back() == "Replicate()");  // added after the reduce
+  CHECK(Find(plan, "self_attn.sinks").local == V{2});                   // one sink per head, heads split
+}
+
+TEST_CASE("DBRX stores w2 as [E*F, D]: its [E, F, D] view is row-sharded on dim 1") {
+  auto m = dockyard::testing::TinyMixtral();
+  m.family = "dbrx";
+  m.attention.fused_qkv = true;
+  Plan plan = BuildPlan(m, Dims(2, 2));
+  CHECK(Find(plan, "experts.mlp.w1").placements.back() == "Shard(1)");
+  CHECK(Find(plan, "experts.mlp.w2").placements.back() == "Shard(1)");
+  CHECK(Find(plan, "experts.mlp.w2").local == V{8, 16, 64});
+  CHECK(Find(plan, "attn.Wqkv.weight").local == V{64, 64});  // [(4 + 2*2) * 16, 64] / 2
+}
+
+TEST_CASE("Megatron convention keeps parameters replicated on data-parallel axes") {
+  ParallelDimsOptions o = Dims(8, 1, 4);
+  o.convention = dockyard::Convention::kMegatron;
+  Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), o);
+  Found up = Find(plan, "layers.0.mlp.experts.gate_up_proj");
+  CHECK(up.mesh == "sparse");
+  CHECK(up.placements == S{"Replicate()", "Shard(0)"});  // edp, ep
+  CHECK(up.local == V{2, 64, 64});
+  CHECK(Find(plan, "model.embed_tokens.weight").placements == S{"Replicate()", "Replicate()", "Replicate()"});
+}

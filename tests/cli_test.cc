@@ -1,0 +1,110 @@
+// End-to-end: the dockyard-plan binary's exit codes, messages, atomic output and a golden report.
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include "planner/json_util.h"
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+std::string TmpDir() {
+  const char* t = std::getenv("TEST_TMPDIR");
+  return t ? t : "/tmp";
+}
+
+Result Run(const std::string& args) {
+  std::string cmd = "cli/dockyard-plan " + args + " 2>&1";
+  Result r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+  int status = pclose(pipe);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+bool Exists(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("dockyard-plan with no arguments plans the embedded DeepSeek-V3 default") {
+  Result r = Run("");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("total 671.03B (671026419200)") != std::string::npos);  // ../shared/cases exact count
+  CHECK(r.out.find("ep 64") != std::string::npos);
+  CHECK(r.out.find("4 per EP rank") != std::string::npos);  // 256 experts / ep 64
+}
+
+TEST_CASE("dockyard-plan writes a report equal to the golden JSON") {
+  // OLMoE on 8 ranks, tp 2, ep 4 (dp_shard 4, efsdp = 4*2/4 = 2).
+  const std::string out = TmpDir() + "/olmoe.json";
+  Result r = Run("--model testdata/hf/olmoe-1b-7b-0125-instruct.json --world-size 8 --tp 2 --ep 4 --json " + out);
+  REQUIRE(r.code == 0);
+  dockyard::Json got = dockyard::ReadJsonFile(out);
+  dockyard::Json want = dockyard::ReadJsonFile("testdata/golden/olmoe_ws8_tp2_ep4.json");
+  got["model"]["source"] = want["model"]["source"];
+  CHECK(got == want);
+  CHECK(got["model"]["total_params"] == 6919161856);
+}
+
+TEST_CASE("dockyard-plan exits 1 on a broken rule, names it, and writes no file") {
+  const std::string out = TmpDir() + "/never.json";
+  Result r = Run("--model testdata/hf/mixtral-8x7b.json --world-size 6 --ep 3 --json " + out);
+  CHECK(r.code == 1);
+  CHECK(r.out.find("dockyard-plan: error: ep (3) must divide num_experts (8)") != std::string::npos);
+  CHECK_FALSE(Exists(out));
+}
+
+TEST_CASE("dockyard-plan exits 1 on a bad model file") {
+  Result r = Run("--model testdata/does-not-exist.json --world-size 8");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("testdata/does-not-exist.json: cannot open: no such file") != std::string::npos);
+  Result d = Run("--model testdata --world-size 8");
+  CHECK(d.code == 1);
+  CHECK(d.out.find("is a directory") != std::string::npos);
+}
+
+TEST_CASE("dockyard-plan exits 2 on usage errors") {
+  CHECK(Run("--model testdata/hf/mixtral-8x7b.json").code == 2);  // --world-size missing
+  CHECK(Run("--world-size eight").code == 2);
+  CHECK(Run("--no-such-flag 1").code == 2);
+  CHECK(Run("--convention deepspeed").code == 2);
+  CHECK(Run("--help").code == 0);
+}
+
+TEST_CASE("dockyard-plan spec writes a normalized spec that plans like the HF config") {
+  const std::string spec = TmpDir() + "/gpt-oss.spec.json";
+  REQUIRE(Run("spec --model testdata/hf/gpt-oss-120b.json --out " + spec).code == 0);
+  const std::string a = TmpDir() + "/a.json", b = TmpDir() + "/b.json";
+  REQUIRE(Run("--model testdata/hf/gpt-oss-120b.json --world-size 16 --ep 8 --json " + a).code == 0);
+  REQUIRE(Run("--model " + spec + " --world-size 16 --ep 8 --json " + b).code == 0);
+  dockyard::Json ja = dockyard::ReadJsonFile(a), jb = dockyard::ReadJsonFile(b);
+  CHECK(ja["parameters"] == jb["parameters"]);
+  CHECK(jb["model"]["total_params"] == 116829156672);  // gpt-oss model card: 116.83B
+}
+
+TEST_CASE("dockyard-plan --json - prints only JSON") {
+  Result r = Run("--model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --json -");
+  REQUIRE(r.code == 0);
+  dockyard::Json j = dockyard::ParseJsonText(r.out, "stdout");
+  CHECK(j["model"]["total_params"] == 30532122624);
+  CHECK(j["experts"]["num_local_experts"] == 16);  // 128 / 8
+}

@@ -1,0 +1,27 @@
+// Small models built in code for tests (hand arithmetic in the tests that use them).
+#pragma once
+
+#include "planner/model_spec.h"
+
+namespace dockyard::testing {
+
+// A tiny Mixtral-like model: vocab 1000, hidden 64, 2 MoE layers, 4 heads of 16 (2 KV heads),
+// 8 experts, top_k 2, moe_intermediate_size 32, untied embeddings.
+inline ModelSpec TinyMixtral() {
+  ModelSpec m;
+  m.name = "tiny";
+  m.family = "mixtral";
+  m.vocab_size = 1000;
+  m.hidden_size = 64;
+  m.num_hidden_layers = 2;
+  m.attention.num_attention_heads = 4;
+  m.attention.num_key_value_heads = 2;
+  m.attention.head_dim = 16;
+  m.moe.num_experts = 8;
+  m.moe.top_k = 2;
+  m.moe.moe_intermediate_size = 32;
+  m.moe_layers = {true, true};
+  return m;
+}
+
+}  // namespace dockyard::testing

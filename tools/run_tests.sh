@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs every test (bazel test //...) and ends with a plain line "N passed, N failed" counted
+# from the doctest summaries of all test binaries; a test target that failed to build or died
+# without a summary counts as one failed test.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+tools/ensure_deps.sh || exit 1
+marker="$(mktemp)"
+trap 'rm -f "$marker"' EXIT
+bazel test --nocache_test_results --test_output=errors //... 2>&1 | grep -v -E '^(INFO: From |  exec env|    [A-Z_]+=)' 
+status=${PIPESTATUS[0]}
+
+passed=0 failed=0
+testlogs="$(bazel info bazel-testlogs 2>/dev/null)"
+for target in $(bazel query 'tests(//...)' 2>/dev/null); do
+  rel="${target#//}"; rel="${rel/://}"
+  log="$testlogs/$rel/test.log"
+  line=""
+  [ -f "$log" ] && [ "$log" -nt "$marker" ] && line="$(grep -E '^\[doctest\] test cases:' "$log" | tail -1)"
+  if [ -n "$line" ]; then
+    p=$(echo "$line" | sed -E 's/.*\| *([0-9]+) passed.*/\1/')
+    f=$(echo "$line" | sed -E 's/.*\| *([0-9]+) failed.*/\1/')
+    passed=$((passed + p)); failed=$((failed + f))
+  else
+    echo "no doctest summary for $target (did not build or crashed): counted as 1 failed" >&2
+    failed=$((failed + 1))
+  fi
+done
+if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
+  echo "bazel test exited $status: counted as 1 failed" >&2
+  failed=1
+fi
+echo "${passed} passed, ${failed} failed"
+[ "$failed" -eq 0 ]
