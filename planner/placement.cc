@@ -154,4 +154,24 @@ std::vector<int64_t> LocalShapeOnRank(const ParamInfo& p, const ParamPlacement& 
   return shape;
 }
 
+int64_t LocalNumelOnRank(const ParamInfo& p, const ParamPlacement& pl, const Mesh& mesh, int64_t rank) {
+  constexpr size_t kMaxRank = 8;
+  if (p.shape.size() > kMaxRank) {
+    int64_t n = 1;
+    for (int64_t v : LocalShapeOnRank(p, pl, mesh, rank)) n *= v;
+    return n;
+  }
+  int64_t shape[kMaxRank];
+  for (size_t i = 0; i < p.shape.size(); ++i) shape[i] = p.shape[i];
+  for (const auto& s : pl.steps) {
+    int64_t index = 0;
+    for (int a : s.axes) index = index * mesh.axis_size(a) + mesh.Coord(rank, a);
+    shape[s.dim] = ChunkSize(shape[s.dim], s.num_chunks, index);
+  }
+  // Local sizes never exceed the global ones, whose product was checked in BuildInventory.
+  int64_t n = 1;
+  for (size_t i = 0; i < p.shape.size(); ++i) n *= shape[i];
+  return n;
+}
+
 }  // namespace dockyard

@@ -78,4 +78,7 @@ void ComputeLocalShapes(const ParamInfo& param, const Mesh& mesh, ParamPlacement
 std::vector<int64_t> LocalShapeOnRank(const ParamInfo& param, const ParamPlacement& placement, const Mesh& mesh,
                                       int64_t rank);
 
+// The element count of `param` on global `rank` (same rules, no allocation; for per-rank sums).
+int64_t LocalNumelOnRank(const ParamInfo& param, const ParamPlacement& placement, const Mesh& mesh, int64_t rank);
+
 }  // namespace dockyard

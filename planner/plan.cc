@@ -55,8 +55,7 @@ Plan BuildPlan(const ModelSpec& model, const ParallelDimsOptions& options) {
     for (size_t i = 0; i < params.size(); ++i) {
       const auto& pl = plan.placements[i];
       if (pl.stage != stage) continue;
-      int64_t numel = 1;
-      for (int64_t v : LocalShapeOnRank(params[i], pl, plan.MeshOf(i), rank)) numel = CheckedMul(numel, v, params[i].fqn);
+      const int64_t numel = LocalNumelOnRank(params[i], pl, plan.MeshOf(i), rank);
       bytes = CheckedAdd(bytes, CheckedMul(numel, dtype_bytes[i], params[i].fqn), "parameter bytes per rank");
     }
     plan.param_bytes_per_rank[rank] = bytes;
