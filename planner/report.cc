@@ -54,6 +54,12 @@ std::string PlacementsText(const ParamPlacement& pl) {
 
 std::string LayerRanges(const std::vector<int64_t>& layers) {
   if (layers.empty()) return "-";
+  if (layers.size() == 1) return std::to_string(layers[0]);
+  // One arithmetic progression with a stride > 1 (interleaved MoE layers): "1-47/2".
+  const int64_t stride = layers[1] - layers[0];
+  bool arithmetic = layers.size() > 2 && stride > 1;
+  for (size_t i = 1; arithmetic && i < layers.size(); ++i) arithmetic = layers[i] - layers[i - 1] == stride;
+  if (arithmetic) return fmt::format("{}-{}/{}", layers.front(), layers.back(), stride);
   std::vector<std::string> parts;
   size_t i = 0;
   while (i < layers.size()) {
@@ -240,21 +246,22 @@ std::string PlanToText(const Plan& plan, const std::string& model_source) {
   }
   std::vector<std::string> dense_axes(plan.meshes.dense.axis_names().begin() + 1, plan.meshes.dense.axis_names().end());
   std::vector<std::string> sparse_axes(plan.meshes.sparse.axis_names().begin() + 1, plan.meshes.sparse.axis_names().end());
-  out << fmt::format("Parameters (placements over dense ({}) / {} ({}); local shape = largest; {{L}} = layer)\n",
+  out << fmt::format("Parameters (placements over dense ({}) / {} ({}); local shape = largest; {{L}} = layer; layers a-b/s = every s-th)\n",
                      fmt::join(dense_axes, ", "), plan.meshes.sparse.name(), fmt::join(sparse_axes, ", "));
-  size_t w_role = 4, w_name = 4, w_shape = 5, w_place = 10;
+  size_t w_role = 4, w_name = 4, w_shape = 5, w_place = 10, w_local = 11;
   for (const auto& r : rows) {
     w_role = std::max(w_role, r.role.size());
     w_name = std::max(w_name, r.pattern.size());
     w_shape = std::max(w_shape, r.shape.size());
     w_place = std::max(w_place, r.placements.size());
+    w_local = std::max(w_local, r.local.size());
   }
-  out << fmt::format("  {:<{}}  {:<{}}  {:<9}  {:<{}}  {:<6}  {:<{}}  {:<22}  {}\n", "role", w_role, "name", w_name, "layers",
-                     "shape", w_shape, "mesh", "placements", w_place, "local shape", "bytes/rank");
-  std::string last_group;
+  out << fmt::format("  {:<{}}  {:<{}}  {:<9}  {:<{}}  {:<6}  {:<{}}  {:<{}}  {}\n", "role", w_role, "name", w_name, "layers",
+                     "shape", w_shape, "mesh", "placements", w_place, "local shape", w_local, "bytes/rank");
   for (const auto& r : rows) {
-    out << fmt::format("  {:<{}}  {:<{}}  {:<9}  {:<{}}  {:<6}  {:<{}}  {:<22}  {}\n", r.role, w_role, r.pattern, w_name,
-                       LayerRanges(r.layers), r.shape, w_shape, r.mesh, r.placements, w_place, r.local, FormatBytes(r.bytes));
+    out << fmt::format("  {:<{}}  {:<{}}  {:<9}  {:<{}}  {:<6}  {:<{}}  {:<{}}  {}\n", r.role, w_role, r.pattern, w_name,
+                       LayerRanges(r.layers), r.shape, w_shape, r.mesh, r.placements, w_place, r.local, w_local,
+                       FormatBytes(r.bytes));
   }
   const auto& e = plan.experts;
   out << fmt::format("Experts    {} per EP rank (num_local_experts), ep {}: ", e.num_local_experts, e.ep);

@@ -5,6 +5,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/ensure_deps.sh
-bazel build -c opt --noshow_progress --ui_event_filters=-info,-stdout,-stderr //cli:dockyard-plan >&2 || {
+bazel build --noshow_progress --ui_event_filters=-info,-stdout,-stderr //cli:dockyard-plan >&2 || {
   echo "dockyard: build failed; rerun 'bazel build //cli:dockyard-plan' to see why" >&2; exit 1; }
 exec bazel-bin/cli/dockyard-plan "$@"
