@@ -67,7 +67,7 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   app.add_option("--cp", o.cp, "context parallel degree (default 1)");
   app.add_option("--tp", o.tp, "tensor parallel degree (default 1)");
   app.add_option("--ep", o.ep, "expert parallel degree (default 1)");
-  app.add_option("--etp", o.etp, "expert tensor parallel degree: 1 or tp (default 1)");
+  app.add_option("--etp", o.etp, "expert tensor parallel degree (default 1); torchtitan: 1 or tp, megatron: any divisor");
   app.add_option("--pp", o.pp, "pipeline parallel degree, outermost axis (default 1)");
   app.add_option("--convention", o.convention, "rank-group convention")
       ->check(CLI::IsMember({"torchtitan", "megatron"}));
@@ -91,7 +91,7 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   try {
     if (spec->parsed()) {
       ModelSpec model = LoadModel(spec_model);
-      WriteOutput(o.spec_out, ModelSpecToJson(model).dump(2) + "\n", out);
+      WriteOutput(o.spec_out, ModelSpecToJson(model).dump(2, ' ', false, Json::error_handler_t::replace) + "\n", out);
       return 0;
     }
     const bool use_default = o.model.empty();
@@ -114,7 +114,7 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
     const std::string source = use_default ? kDefaultModelName : o.model;
     Plan plan = BuildPlan(model, dims);
     if (!o.json_path.empty()) {
-      WriteOutput(o.json_path, PlanToJson(plan, source).dump(1) + "\n", out);
+      WriteOutput(o.json_path, PlanToJson(plan, source).dump(1, ' ', false, Json::error_handler_t::replace) + "\n", out);
       if (o.json_path == "-") return 0;
     }
     if (use_default) {
@@ -129,6 +129,10 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
     return 1;
   } catch (const std::bad_alloc&) {
     err << "dockyard-plan: error: out of memory building the plan\n";
+    return 1;
+  } catch (const std::exception& e) {
+    // Not expected: every input error is a dockyard::Error. Still exit cleanly, never abort.
+    err << "dockyard-plan: error: internal error: " << e.what() << "\n";
     return 1;
   }
 }

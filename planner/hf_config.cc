@@ -18,6 +18,13 @@ std::string Dtype(const JsonView& c) {
   return dtype;
 }
 
+// 1 <= top_k <= num_experts, reported against the family's own HF key.
+void CheckTopK(const JsonView& c, const std::string& key, const ModelSpec& m) {
+  if (m.moe.top_k > m.moe.num_experts) {
+    c.Fail(key, fmt::format("top_k ({}) must satisfy 1 <= top_k <= num_experts ({})", m.moe.top_k, m.moe.num_experts));
+  }
+}
+
 void ReadGqa(const JsonView& c, ModelSpec& m) {
   m.attention.kind = AttentionKind::kGqa;
   m.attention.num_attention_heads = c.Int("num_attention_heads");
@@ -75,6 +82,7 @@ ModelSpec ReadMixtral(const JsonView& c) {
   m.intermediate_size = 0;
   m.moe.num_experts = c.Int("num_local_experts");
   m.moe.top_k = c.Int("num_experts_per_tok");
+  CheckTopK(c, "num_experts_per_tok", m);
   m.moe.moe_intermediate_size = c.Int("intermediate_size");
   m.moe.norm_topk_prob = true;  // Mixtral renormalizes the top-k softmax weights.
   m.moe_layers.assign(m.num_hidden_layers, true);
@@ -99,6 +107,7 @@ ModelSpec ReadQwen2Moe(const JsonView& c) {
   m.intermediate_size = c.Int("intermediate_size");
   m.moe.num_experts = c.Int("num_experts");
   m.moe.top_k = c.Int("num_experts_per_tok");
+  CheckTopK(c, "num_experts_per_tok", m);
   m.moe.moe_intermediate_size = c.Int("moe_intermediate_size");
   m.moe.norm_topk_prob = c.BoolOr("norm_topk_prob", false);
   m.moe.shared_expert_intermediate_size = c.Int("shared_expert_intermediate_size", 0);
@@ -117,6 +126,7 @@ ModelSpec ReadQwen3Moe(const JsonView& c) {
   m.intermediate_size = c.Int("intermediate_size");
   m.moe.num_experts = c.Int("num_experts");
   m.moe.top_k = c.Int("num_experts_per_tok");
+  CheckTopK(c, "num_experts_per_tok", m);
   m.moe.moe_intermediate_size = c.Int("moe_intermediate_size");
   m.moe.norm_topk_prob = c.BoolOr("norm_topk_prob", false);
   QwenMoeLayers(c, m);
@@ -138,8 +148,12 @@ ModelSpec ReadDeepseek(const JsonView& c, bool v3) {
   m.intermediate_size = c.Int("intermediate_size");
   m.moe.num_experts = c.Int("n_routed_experts");
   m.moe.top_k = c.Int("num_experts_per_tok");
+  CheckTopK(c, "num_experts_per_tok", m);
   m.moe.moe_intermediate_size = c.Int("moe_intermediate_size");
   m.moe.num_shared_experts = c.IntOr("n_shared_experts", 0, 0);
+  if (m.moe.num_shared_experts > (int64_t{1} << 20)) {
+    c.Fail("n_shared_experts", fmt::format("{} exceeds the largest supported count 2^20", m.moe.num_shared_experts));
+  }
   m.moe.shared_expert_intermediate_size = m.moe.num_shared_experts * m.moe.moe_intermediate_size;
   m.moe.norm_topk_prob = c.BoolOr("norm_topk_prob", false);
   m.moe.routed_scaling_factor = c.NumberOr("routed_scaling_factor", 1.0);
@@ -162,8 +176,12 @@ ModelSpec ReadGlm4Moe(const JsonView& c) {
   m.intermediate_size = c.Int("intermediate_size");
   m.moe.num_experts = c.Int("n_routed_experts");
   m.moe.top_k = c.Int("num_experts_per_tok");
+  CheckTopK(c, "num_experts_per_tok", m);
   m.moe.moe_intermediate_size = c.Int("moe_intermediate_size");
   m.moe.num_shared_experts = c.IntOr("n_shared_experts", 0, 0);
+  if (m.moe.num_shared_experts > (int64_t{1} << 20)) {
+    c.Fail("n_shared_experts", fmt::format("{} exceeds the largest supported count 2^20", m.moe.num_shared_experts));
+  }
   m.moe.shared_expert_intermediate_size = m.moe.num_shared_experts * m.moe.moe_intermediate_size;
   m.moe.norm_topk_prob = c.BoolOr("norm_topk_prob", true);
   m.moe.routed_scaling_factor = c.NumberOr("routed_scaling_factor", 1.0);
@@ -181,6 +199,7 @@ ModelSpec ReadOlmoe(const JsonView& c) {
   m.attention.qk_norm = QkNorm::kFullWidth;
   m.moe.num_experts = c.Int("num_experts");
   m.moe.top_k = c.Int("num_experts_per_tok");
+  CheckTopK(c, "num_experts_per_tok", m);
   m.moe.moe_intermediate_size = c.Int("intermediate_size");
   m.moe.norm_topk_prob = c.BoolOr("norm_topk_prob", false);
   m.moe_layers.assign(m.num_hidden_layers, true);
@@ -195,6 +214,7 @@ ModelSpec ReadGptOss(const JsonView& c) {
   m.attention.sinks = true;
   m.moe.num_experts = c.Int("num_local_experts");
   m.moe.top_k = c.Has("num_experts_per_tok") ? c.Int("num_experts_per_tok") : c.Int("experts_per_token");
+  CheckTopK(c, c.Has("num_experts_per_tok") ? "num_experts_per_tok" : "experts_per_token", m);
   m.moe.moe_intermediate_size = c.Int("intermediate_size");
   m.moe.expert_bias = true;
   m.moe.router_bias = true;
@@ -212,6 +232,7 @@ ModelSpec ReadLlama4Text(const JsonView& c) {
   m.intermediate_size = c.Int("intermediate_size_mlp");
   m.moe.num_experts = c.Int("num_local_experts");
   m.moe.top_k = c.IntOr("num_experts_per_tok", 1);
+  CheckTopK(c, "num_experts_per_tok", m);
   m.moe.moe_intermediate_size = c.Int("intermediate_size");
   m.moe.num_shared_experts = 1;
   m.moe.shared_expert_intermediate_size = m.moe.moe_intermediate_size;
@@ -253,8 +274,11 @@ ModelSpec ReadDbrx(const JsonView& c) {
   JsonView ffn = c.Object("ffn_config");
   m.moe.num_experts = ffn.Int("moe_num_experts");
   m.moe.top_k = ffn.Int("moe_top_k");
+  CheckTopK(ffn, "moe_top_k", m);
   m.moe.moe_intermediate_size = ffn.Int("ffn_hidden_size");
-  m.moe.norm_topk_prob = ffn.Has("moe_normalize_expert_weights");
+  // DbrxFFNConfig defaults moe_normalize_expert_weights to 1.0 (a p-norm exponent); only an
+  // explicit null turns normalization off.
+  m.moe.norm_topk_prob = !ffn.value().contains("moe_normalize_expert_weights") || ffn.Has("moe_normalize_expert_weights");
   m.moe_layers.assign(m.num_hidden_layers, true);
   return m;
 }
@@ -336,7 +360,8 @@ ModelSpec ModelSpecFromHfConfig(const Json& config, const std::string& file) {
   for (const auto& f : SupportedFamilies()) {
     if (!architecture.empty() ? architecture == f.architecture : model_type == f.model_type) found = &f;
   }
-  // Kimi-K2 ships DeepseekV3ForCausalLM with model_type "kimi_k2"; both lead to deepseek_v3.
+  // An unknown architecture with a known model_type (e.g. a renamed CausalLM class) is read by
+  // its model_type's family.
   if (!found && !architecture.empty()) {
     for (const auto& f : SupportedFamilies()) {
       if (model_type == f.model_type) found = &f;

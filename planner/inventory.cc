@@ -194,6 +194,8 @@ class Builder {
     const int64_t kv_out = a.num_key_value_heads * a.head_dim;
     if (a.fused_qkv) {
       Colwise(p + "Wqkv", q_out + 2 * kv_out, d, Role::kAttnQkv, a.qkv_bias);
+      inv_.params[inv_.params.size() - (a.qkv_bias ? 2 : 1)].fused_sections = {q_out, kv_out, kv_out};
+      if (a.qkv_bias) inv_.params.back().fused_sections = {q_out, kv_out, kv_out};
     } else {
       Colwise(p + n_.q, q_out, d, Role::kAttnQ, a.qkv_bias);
       Colwise(p + n_.k, kv_out, d, Role::kAttnK, a.qkv_bias);
@@ -240,20 +242,26 @@ class Builder {
     if (m_.family == "gpt_oss") {
       // gpt-oss: [E, D, 2F] with gate/up interleaved on the last dim, biases per expert.
       Expert("experts.gate_up_proj", {E, d, 2 * f}, Role::kExpertGateUp, 2, "[E, D, 2F] (gate/up interleaved)");
-      Expert("experts.gate_up_proj_bias", {E, 2 * f}, Role::kExpertGateUpBias, 1, "[E, 2F]");
+      if (e.expert_bias) Expert("experts.gate_up_proj_bias", {E, 2 * f}, Role::kExpertGateUpBias, 1, "[E, 2F] (interleaved)");
       Expert("experts.down_proj", {E, f, d}, Role::kExpertDown, 1, "[E, F, D]");
-      Expert("experts.down_proj_bias", {E, d}, Role::kExpertDownBias, -1, "[E, D]");
+      if (e.expert_bias) Expert("experts.down_proj_bias", {E, d}, Role::kExpertDownBias, -1, "[E, D]");
     } else if (m_.family == "llama4_text") {
-      Expert("experts.gate_up_proj", {E, d, 2 * f}, Role::kExpertGateUp, 2, "[E, D, 2F] (gate | up halves)");
+      Expert("experts.gate_up_proj", {E, d, 2 * f}, Role::kExpertGateUp, 2, "[E, D, 2F] (gate | up halves)")
+          .fused_sections = {f, f};
+      if (e.expert_bias) Expert("experts.gate_up_proj_bias", {E, 2 * f}, Role::kExpertGateUpBias, 1, "[E, 2F]").fused_sections = {f, f};
       Expert("experts.down_proj", {E, f, d}, Role::kExpertDown, 1, "[E, F, D]");
+      if (e.expert_bias) Expert("experts.down_proj_bias", {E, d}, Role::kExpertDownBias, -1, "[E, D]");
     } else if (m_.family == "dbrx") {
       Expert("experts.mlp.w1", {E, f, d}, Role::kExpertGate, 1, "[E*F, D] stored, viewed [E, F, D]");
       Expert("experts.mlp.v1", {E, f, d}, Role::kExpertUp, 1, "[E*F, D] stored, viewed [E, F, D]");
       Expert("experts.mlp.w2", {E, f, d}, Role::kExpertDown, 1, "[E*F, D] stored, viewed [E, F, D] (in x out)");
     } else {
       // transformers v5 fused experts: gate rows [:F], up rows [F:].
-      Expert("experts.gate_up_proj", {E, 2 * f, d}, Role::kExpertGateUp, 1, "[E, 2F, D] (gate | up halves)");
+      Expert("experts.gate_up_proj", {E, 2 * f, d}, Role::kExpertGateUp, 1, "[E, 2F, D] (gate | up halves)")
+          .fused_sections = {f, f};
+      if (e.expert_bias) Expert("experts.gate_up_proj_bias", {E, 2 * f}, Role::kExpertGateUpBias, 1, "[E, 2F]").fused_sections = {f, f};
       Expert("experts.down_proj", {E, d, f}, Role::kExpertDown, 2, "[E, D, F]");
+      if (e.expert_bias) Expert("experts.down_proj_bias", {E, d}, Role::kExpertDownBias, -1, "[E, D]");
     }
     if (e.num_shared_experts > 0) {
       DenseMlp(n_.mlp + n_.shared, e.shared_expert_intermediate_size, Role::kSharedExpertGate);

@@ -46,6 +46,14 @@ struct ParamInfo {
   bool routed_expert = false;  // dim 0 is num_experts
   int tp_dim = -1;             // dim sharded by TP (colwise: out dim; rowwise: in dim); -1 = replicated
   std::string stored_layout;   // routed experts: e.g. "[E, 2F, D]"; empty otherwise
+  // Fused tensors whose TP dim concatenates sections (gate | up halves, DBRX's q | k | v):
+  // the section sizes along tp_dim. TP shards each section separately (rank r holds rows
+  // [r*s/t, (r+1)*s/t) of every section s), so every section must divide by the TP degree.
+  // Empty for plain tensors and for gpt-oss's interleaved gate/up, where a plain split is exact.
+  std::vector<int64_t> fused_sections;
+  // A tied lm_head copy on the last pipeline stage names the embedding it mirrors; such an
+  // entry is not counted in the totals.
+  std::string tied_to;
 
   int64_t Numel() const;
 };

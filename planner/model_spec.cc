@@ -40,60 +40,100 @@ constexpr int64_t kMaxDimSize = int64_t{1} << 40;
 }  // namespace
 
 void ValidateModelSpec(const ModelSpec& m, const std::string& origin) {
-  Positive(origin, "vocab_size", m.vocab_size);
-  Positive(origin, "hidden_size", m.hidden_size);
-  Positive(origin, "num_hidden_layers", m.num_hidden_layers);
+  // Field names are the JSON pointers of dockyard's model spec (docs/model-spec.md).
+  Positive(origin, "/vocab_size", m.vocab_size);
+  Positive(origin, "/hidden_size", m.hidden_size);
+  Positive(origin, "/num_hidden_layers", m.num_hidden_layers);
   const auto& a = m.attention;
-  Positive(origin, "num_attention_heads", a.num_attention_heads);
+  Positive(origin, "/attention/num_attention_heads", a.num_attention_heads);
   if (a.kind == AttentionKind::kGqa) {
-    Positive(origin, "num_key_value_heads", a.num_key_value_heads);
-    Positive(origin, "head_dim", a.head_dim);
+    Positive(origin, "/attention/num_key_value_heads", a.num_key_value_heads);
+    Positive(origin, "/attention/head_dim", a.head_dim);
     if (a.num_attention_heads % a.num_key_value_heads != 0) {
-      Invalid(origin, "num_key_value_heads",
+      Invalid(origin, "/attention/num_key_value_heads",
               fmt::format("num_key_value_heads ({}) must divide num_attention_heads ({}) (grouped-query attention)",
                           a.num_key_value_heads, a.num_attention_heads));
     }
   } else {
-    Positive(origin, "kv_lora_rank", a.kv_lora_rank);
-    Positive(origin, "qk_nope_head_dim", a.qk_nope_head_dim);
-    Positive(origin, "qk_rope_head_dim", a.qk_rope_head_dim);
-    Positive(origin, "v_head_dim", a.v_head_dim);
-    if (a.q_lora_rank < 0) Invalid(origin, "q_lora_rank", fmt::format("must be >= 0 (0 = none), got {}", a.q_lora_rank));
+    Positive(origin, "/attention/kv_lora_rank", a.kv_lora_rank);
+    Positive(origin, "/attention/qk_nope_head_dim", a.qk_nope_head_dim);
+    Positive(origin, "/attention/qk_rope_head_dim", a.qk_rope_head_dim);
+    Positive(origin, "/attention/v_head_dim", a.v_head_dim);
+    if (a.q_lora_rank < 0) {
+      Invalid(origin, "/attention/q_lora_rank", fmt::format("must be >= 0 (0 = none), got {}", a.q_lora_rank));
+    }
   }
   if (static_cast<int64_t>(m.moe_layers.size()) != m.num_hidden_layers) {
-    Invalid(origin, "mlp_layer_types",
+    Invalid(origin, "/mlp_layer_types",
             fmt::format("has {} entries, must have one per layer (num_hidden_layers = {})", m.moe_layers.size(),
                         m.num_hidden_layers));
   }
-  if (m.NumMoeLayers() == 0) Invalid(origin, "mlp_layer_types", "no MoE layer: dockyard plans MoE models");
-  if (m.NumMoeLayers() < m.num_hidden_layers) Positive(origin, "intermediate_size (dense MLP layers exist)", m.intermediate_size);
-  Positive(origin, "num_experts", m.moe.num_experts);
-  Positive(origin, "moe_intermediate_size", m.moe.moe_intermediate_size);
+  if (m.NumMoeLayers() == 0) Invalid(origin, "/mlp_layer_types", "no MoE layer: dockyard plans MoE models");
+  if (m.NumMoeLayers() < m.num_hidden_layers && m.intermediate_size < 1) {
+    Invalid(origin, "/intermediate_size",
+            fmt::format("must be >= 1 when the model has dense MLP layers ({} of {}), got {}",
+                        m.num_hidden_layers - m.NumMoeLayers(), m.num_hidden_layers, m.intermediate_size));
+  }
+  Positive(origin, "/moe/num_experts", m.moe.num_experts);
+  Positive(origin, "/moe/moe_intermediate_size", m.moe.moe_intermediate_size);
   if (m.moe.top_k < 1 || m.moe.top_k > m.moe.num_experts) {
-    Invalid(origin, "top_k",
+    Invalid(origin, "/moe/top_k",
             fmt::format("top_k ({}) must satisfy 1 <= top_k <= num_experts ({})", m.moe.top_k, m.moe.num_experts));
   }
-  if (m.moe.num_shared_experts < 0) Invalid(origin, "num_shared_experts", fmt::format("must be >= 0, got {}", m.moe.num_shared_experts));
-  if (m.moe.num_shared_experts > 0) Positive(origin, "shared_expert_intermediate_size", m.moe.shared_expert_intermediate_size);
-  if (m.moe.score_func != "softmax" && m.moe.score_func != "sigmoid") {
-    Invalid(origin, "score_func", fmt::format("must be \"softmax\" or \"sigmoid\", got \"{}\"", m.moe.score_func));
+  if (m.moe.num_shared_experts < 0) {
+    Invalid(origin, "/moe/num_shared_experts", fmt::format("must be >= 0, got {}", m.moe.num_shared_experts));
   }
+  if (m.moe.num_shared_experts > 0) Positive(origin, "/moe/shared_expert_intermediate_size", m.moe.shared_expert_intermediate_size);
+  if (m.moe.score_func != "softmax" && m.moe.score_func != "sigmoid") {
+    Invalid(origin, "/moe/score_func", fmt::format("must be \"softmax\" or \"sigmoid\", got \"{}\"", m.moe.score_func));
+  }
+  if (m.moe.expert_bias && m.family == "dbrx") {
+    Invalid(origin, "/moe/expert_bias", "DBRX experts (w1 / v1 / w2) have no biases; expert_bias must be false for family dbrx");
+  }
+  // Every single size and every width derived from two of them stays <= 2^40, so that products
+  // of a tensor's dims can be checked without any intermediate wrapping.
+  const int64_t heads = a.num_attention_heads;
   const std::pair<const char*, int64_t> dims[] = {
-      {"vocab_size", m.vocab_size}, {"hidden_size", m.hidden_size}, {"num_hidden_layers", m.num_hidden_layers},
-      {"intermediate_size", m.intermediate_size}, {"num_attention_heads", a.num_attention_heads},
-      {"num_key_value_heads", a.num_key_value_heads}, {"head_dim", a.head_dim}, {"q_lora_rank", a.q_lora_rank},
-      {"kv_lora_rank", a.kv_lora_rank}, {"qk_nope_head_dim", a.qk_nope_head_dim},
-      {"qk_rope_head_dim", a.qk_rope_head_dim}, {"v_head_dim", a.v_head_dim}, {"num_experts", m.moe.num_experts},
-      {"moe_intermediate_size", m.moe.moe_intermediate_size},
-      {"shared_expert_intermediate_size", m.moe.shared_expert_intermediate_size}};
+      {"/vocab_size", m.vocab_size}, {"/hidden_size", m.hidden_size}, {"/num_hidden_layers", m.num_hidden_layers},
+      {"/intermediate_size", m.intermediate_size}, {"/attention/num_attention_heads", heads},
+      {"/attention/num_key_value_heads", a.num_key_value_heads}, {"/attention/head_dim", a.head_dim},
+      {"/attention/q_lora_rank", a.q_lora_rank}, {"/attention/kv_lora_rank", a.kv_lora_rank},
+      {"/attention/qk_nope_head_dim", a.qk_nope_head_dim}, {"/attention/qk_rope_head_dim", a.qk_rope_head_dim},
+      {"/attention/v_head_dim", a.v_head_dim}, {"/moe/num_experts", m.moe.num_experts},
+      {"/moe/moe_intermediate_size", m.moe.moe_intermediate_size},
+      {"/moe/num_shared_experts", m.moe.num_shared_experts},
+      {"/moe/shared_expert_intermediate_size", m.moe.shared_expert_intermediate_size}};
   for (const auto& [name, v] : dims) {
     if (v > kMaxDimSize) Invalid(origin, name, fmt::format("{} exceeds the largest supported size 2^40 ({})", v, kMaxDimSize));
   }
-  if (m.num_hidden_layers > 100000) Invalid(origin, "num_hidden_layers", fmt::format("{} exceeds 100000", m.num_hidden_layers));
-  DtypeBytes(m.dtype, origin + ": dtype");
+  // Each factor is <= 2^40, so a product can reach 2^81: compute in 128 bits.
+  const std::pair<const char*, __int128> wide[] = {
+      {"num_attention_heads * head_dim", static_cast<__int128>(heads) * a.head_dim},
+      {"num_key_value_heads * head_dim", static_cast<__int128>(a.num_key_value_heads) * a.head_dim},
+      {"num_attention_heads * (qk_nope_head_dim + qk_rope_head_dim)",
+       static_cast<__int128>(heads) * (a.qk_nope_head_dim + a.qk_rope_head_dim)},
+      {"num_attention_heads * (qk_nope_head_dim + v_head_dim)",
+       static_cast<__int128>(heads) * (a.qk_nope_head_dim + a.v_head_dim)},
+      {"2 * moe_intermediate_size", static_cast<__int128>(2) * m.moe.moe_intermediate_size}};
+  for (const auto& [name, v] : wide) {
+    if (v > kMaxDimSize) {
+      Invalid(origin, name[0] == '2' ? "/moe/moe_intermediate_size" : "/attention",
+              fmt::format("{} exceeds the largest supported width 2^40", name));
+    }
+  }
+  if (m.num_hidden_layers > 100000) {
+    Invalid(origin, "/num_hidden_layers", fmt::format("{} exceeds 100000", m.num_hidden_layers));
+  }
+  DtypeBytes(m.dtype, origin + ": /dtype");
   bool known = false;
-  for (const auto& f : SupportedFamilies()) known = known || m.family == f.family;
-  if (!known) Invalid(origin, "family", fmt::format("unknown family \"{}\"; supported: {}", m.family, SupportedFamiliesText()));
+  std::vector<std::string> names;
+  for (const auto& f : SupportedFamilies()) {
+    known = known || m.family == f.family;
+    names.push_back(f.family);
+  }
+  if (!known) {
+    Invalid(origin, "/family", fmt::format("unknown family \"{}\"; supported: {}", m.family, fmt::join(names, ", ")));
+  }
 }
 
 namespace {
@@ -116,6 +156,9 @@ Json ModelSpecToJson(const ModelSpec& m) {
   if (a.kind == AttentionKind::kGqa) {
     attention["num_key_value_heads"] = a.num_key_value_heads;
     attention["head_dim"] = a.head_dim;
+    attention["fused_qkv"] = a.fused_qkv;
+    attention["sinks"] = a.sinks;
+    attention["qk_norm"] = QkNormName(a.qk_norm);
   } else {
     attention["q_lora_rank"] = a.q_lora_rank;
     attention["kv_lora_rank"] = a.kv_lora_rank;
@@ -125,9 +168,6 @@ Json ModelSpecToJson(const ModelSpec& m) {
   }
   attention["qkv_bias"] = a.qkv_bias;
   attention["o_bias"] = a.o_bias;
-  attention["fused_qkv"] = a.fused_qkv;
-  attention["sinks"] = a.sinks;
-  attention["qk_norm"] = QkNormName(a.qk_norm);
   const auto& e = m.moe;
   Json moe = {{"num_experts", e.num_experts},
               {"top_k", e.top_k},
@@ -167,7 +207,7 @@ ModelSpec ModelSpecFromJson(const Json& json, const std::string& file) {
   root.RejectUnknownKeys({"dockyard_model_spec", "name", "family", "vocab_size", "hidden_size", "num_hidden_layers",
                           "intermediate_size", "dtype", "norm", "norm_bias", "lm_head_bias", "tie_word_embeddings",
                           "attention", "moe", "mlp_layer_types"});
-  int64_t version = root.Int("dockyard_model_spec");
+  int64_t version = root.Int("dockyard_model_spec", INT64_MIN);
   if (version != kModelSpecVersion) {
     root.Fail("dockyard_model_spec", fmt::format("unsupported spec version {}; this dockyard reads version {}", version,
                                                  kModelSpecVersion));
@@ -210,6 +250,13 @@ ModelSpec ModelSpecFromJson(const Json& json, const std::string& file) {
   if (kind != "gqa" && kind != "mla") at.Fail("kind", fmt::format("must be \"gqa\" or \"mla\", got \"{}\"", kind));
   a.kind = kind == "mla" ? AttentionKind::kMla : AttentionKind::kGqa;
   a.num_attention_heads = at.Int("num_attention_heads");
+  // Keys of the other attention kind are an error, not silently ignored.
+  for (const char* key : a.kind == AttentionKind::kGqa
+                             ? std::vector<const char*>{"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"}
+                             : std::vector<const char*>{"num_key_value_heads", "head_dim", "fused_qkv", "sinks", "qk_norm"}) {
+    if (at.value().contains(key)) at.Fail(key, fmt::format("only applies to attention kind \"{}\", this spec has kind \"{}\"",
+                                                           kind == "gqa" ? "mla" : "gqa", kind));
+  }
   if (a.kind == AttentionKind::kGqa) {
     a.num_key_value_heads = at.Int("num_key_value_heads");
     a.head_dim = at.Int("head_dim");
@@ -257,7 +304,6 @@ ModelSpec ModelSpecFromJson(const Json& json, const std::string& file) {
   const Json& types = json.contains("mlp_layer_types") ? json["mlp_layer_types"] : Json();
   if (!types.is_array()) root.Fail("mlp_layer_types", "required: an array with one \"dense\" or \"moe\" per layer");
   for (size_t i = 0; i < types.size(); ++i) {
-    std::string key = "mlp_layer_types/" + std::to_string(i);
     if (!types[i].is_string() || (types[i] != "dense" && types[i] != "moe")) {
       throw Error(fmt::format("{}: /mlp_layer_types/{}: must be \"dense\" or \"moe\", got {}", file, i, JsonValueText(types[i])));
     }

@@ -113,8 +113,11 @@ void ValidateDimsForModel(const ParallelDims& d, const ModelSpec& m) {
                             d.tp, a.num_key_value_heads));
   }
   // The TP degree that shards routed experts: tp when EP is off, etp when EP is on.
-  const int64_t expert_tp = d.ep == 1 ? d.tp : d.etp;
-  const char* expert_tp_name = d.ep == 1 ? "tp" : "etp";
+  // The TP degree that shards routed experts: torchtitan uses tp when EP is off and etp when it
+  // is on; Megatron-Core always uses etp (its expert mesh exists even with ep == 1).
+  const bool experts_on_tp = d.ep == 1 && d.convention == Convention::kTorchtitan;
+  const int64_t expert_tp = experts_on_tp ? d.tp : d.etp;
+  const char* expert_tp_name = experts_on_tp ? "tp" : "etp";
   if (e.moe_intermediate_size % expert_tp != 0) {
     throw Error(fmt::format(
         "{} ({}) must divide moe_intermediate_size ({}): routed experts are column/row-sharded on the logical "

@@ -58,7 +58,7 @@ struct ParallelDims {
 
 // Checks the degrees against a model: ep | num_experts, heads and KV heads against tp, the
 // logical expert intermediate size (never the fused 2F) against the TP degree that shards
-// experts (tp when ep == 1, else etp), dense / shared intermediate sizes against tp,
+// experts (torchtitan: tp when ep == 1, else etp; Megatron: etp), dense / shared intermediate sizes against tp,
 // pp <= num_hidden_layers. Throws dockyard::Error.
 void ValidateDimsForModel(const ParallelDims& dims, const ModelSpec& model);
 

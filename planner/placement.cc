@@ -51,7 +51,9 @@ void AddStep(ParamPlacement& out, const Mesh& mesh, std::vector<int> axes, int d
 ParamPlacement PlaceParam(const ParamInfo& p, const ParallelDims& d, const Meshes& meshes, int64_t num_experts) {
   ParamPlacement out;
   const bool megatron = d.convention == Convention::kMegatron;
-  out.sparse_mesh = p.routed_expert && d.ep > 1;
+  // Megatron-Core always places routed experts on its expert mesh (etp x ep x edp), even with
+  // ep == 1; torchtitan uses the sparse mesh only when EP is on.
+  out.sparse_mesh = p.routed_expert && (d.ep > 1 || megatron);
   const Mesh& mesh = out.sparse_mesh ? meshes.sparse : meshes.dense;
   out.placements.assign(mesh.num_axes() - 1, Placement::Replicate());
 

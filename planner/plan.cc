@@ -27,6 +27,16 @@ Plan BuildPlan(const ModelSpec& model, const ParallelDimsOptions& options) {
   plan.dims = ParallelDims::Build(options);
   ValidateDimsForModel(plan.dims, model);
   plan.inventory = BuildInventory(model);
+  // With tied embeddings and several pipeline stages, the last stage keeps its own copy of the
+  // embedding matrix as lm_head (gradients are all-reduced between the two stages). The copy is
+  // placed and counted in bytes per rank, not in the model totals.
+  if (model.tie_word_embeddings && plan.dims.pp > 1) {
+    ParamInfo copy = plan.inventory.params.front();
+    copy.fqn = "lm_head.weight";
+    copy.role = Role::kLmHead;
+    copy.tied_to = plan.inventory.params.front().fqn;
+    plan.inventory.params.push_back(std::move(copy));
+  }
   plan.meshes = BuildMeshes(plan.dims);
   plan.layer_stage = EvenLayerSplit(model.num_hidden_layers, plan.dims.pp);
 

@@ -91,3 +91,32 @@ TEST_CASE("DeepSeek-V3 on 256 ranks with ep 64: 4 local experts, efsdp 4, about 
   CHECK(plan.stages[0].max_param_bytes >= 5242393900);
   CHECK(plan.stages[0].max_param_bytes < 5242393900 + 8 * 1024 * 1024);
 }
+
+TEST_CASE("Tied embeddings with pipeline stages put an lm_head copy on the last stage") {
+  auto m = dockyard::testing::TinyMixtral();
+  m.tie_word_embeddings = true;
+  ParallelDimsOptions o;
+  o.world_size = 2;
+  o.pp = 2;
+  Plan plan = BuildPlan(m, o);
+  // Stage 1: layer 1 (62080) + final norm (64) + the lm_head copy [1000, 64] (64000) = 126144
+  // elements, as with untied weights; the model totals count the matrix once: 64000 + 64 + 2*62080.
+  CHECK(plan.param_bytes_per_rank[1] == 2 * 126144);
+  CHECK(plan.inventory.totals.total_params == 188224);
+  CHECK(plan.inventory.params.back().tied_to == "model.embed_tokens.weight");
+}
+
+TEST_CASE("Megatron places routed experts on the expert mesh and shards them by etp even with ep 1") {
+  ParallelDimsOptions o;
+  o.world_size = 2;
+  o.etp = 2;
+  o.convention = dockyard::Convention::kMegatron;
+  Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), o);
+  for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
+    if (plan.inventory.params[i].fqn != "model.layers.0.mlp.experts.gate_up_proj") continue;
+    CHECK(plan.placements[i].sparse_mesh);
+    // expert mesh (pp, edp 1, ep 1, etp 2): placements over (edp, ep, etp).
+    CHECK(plan.placements[i].placements.back().ToString() == "Shard(1)");
+    CHECK(plan.placements[i].local_shapes.front().shape == std::vector<int64_t>{8, 32, 64});  // 2F = 64 / 2
+  }
+}

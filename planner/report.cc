@@ -155,6 +155,8 @@ Json PlanToJson(const Plan& plan, const std::string& model_source) {
                   {"local_shapes", local},
                   {"max_local_bytes", pl.max_local_numel * DtypeBytes(p.dtype, p.fqn)}};
     if (!p.stored_layout.empty()) entry["stored_layout"] = p.stored_layout;
+    if (!p.fused_sections.empty()) entry["fused_sections"] = p.fused_sections;
+    if (!p.tied_to.empty()) entry["tied_to"] = p.tied_to;
     params.push_back(std::move(entry));
   }
   report["parameters"] = std::move(params);
