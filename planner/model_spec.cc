@@ -183,7 +183,7 @@ Json ModelSpecToJson(const ModelSpec& m) {
               {"shared_expert_gate", e.shared_expert_gate}};
   Json layer_types = Json::array();
   for (bool b : m.moe_layers) layer_types.push_back(b ? "moe" : "dense");
-  return Json{{"dockyard_model_spec", kModelSpecVersion},
+  Json out{{"dockyard_model_spec", kModelSpecVersion},
               {"name", m.name},
               {"family", m.family},
               {"vocab_size", m.vocab_size},
@@ -198,6 +198,8 @@ Json ModelSpecToJson(const ModelSpec& m) {
               {"attention", attention},
               {"moe", moe},
               {"mlp_layer_types", layer_types}};
+  if (m.training) out["training"] = TrainingToJson(*m.training);
+  return out;
 }
 
 bool IsDockyardModelSpec(const Json& json) { return json.is_object() && json.contains("dockyard_model_spec"); }
@@ -206,7 +208,7 @@ ModelSpec ModelSpecFromJson(const Json& json, const std::string& file) {
   JsonView root(&json, file, "");
   root.RejectUnknownKeys({"dockyard_model_spec", "name", "family", "vocab_size", "hidden_size", "num_hidden_layers",
                           "intermediate_size", "dtype", "norm", "norm_bias", "lm_head_bias", "tie_word_embeddings",
-                          "attention", "moe", "mlp_layer_types"});
+                          "attention", "moe", "mlp_layer_types", "training"});
   int64_t version = root.Int("dockyard_model_spec", INT64_MIN);
   if (version != kModelSpecVersion) {
     root.Fail("dockyard_model_spec", fmt::format("unsupported spec version {}; this dockyard reads version {}", version,
@@ -313,6 +315,7 @@ ModelSpec ModelSpecFromJson(const Json& json, const std::string& file) {
     root.Fail("mlp_layer_types", fmt::format("has {} entries, must have one per layer (num_hidden_layers = {})",
                                              m.moe_layers.size(), m.num_hidden_layers));
   }
+  if (root.Has("training")) m.training = TrainingFromJson(root.Object("training"));
   ValidateModelSpec(m, file);
   return m;
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "planner/json_util.h"
+#include "planner/training.h"
 
 namespace dockyard {
 
@@ -70,6 +71,8 @@ struct ModelSpec {
   AttentionSpec attention;
   MoeSpec moe;
   std::vector<bool> moe_layers;  // [num_hidden_layers]: true where the layer's MLP is MoE
+  // The spec's optional `training` block (memory and traffic settings); CLI flags override it.
+  std::optional<TrainingConfig> training;
 
   int64_t NumMoeLayers() const;
 };

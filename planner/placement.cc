@@ -48,7 +48,8 @@ void AddStep(ParamPlacement& out, const Mesh& mesh, std::vector<int> axes, int d
 
 }  // namespace
 
-ParamPlacement PlaceParam(const ParamInfo& p, const ParallelDims& d, const Meshes& meshes, int64_t num_experts) {
+ParamPlacement PlaceParam(const ParamInfo& p, const ParallelDims& d, const Meshes& meshes, int64_t num_experts,
+                          bool shard_data_parallel) {
   ParamPlacement out;
   const bool megatron = d.convention == Convention::kMegatron;
   // Megatron-Core always places routed experts on its expert mesh (etp x ep x edp), even with
@@ -62,19 +63,19 @@ ParamPlacement PlaceParam(const ParamInfo& p, const ParallelDims& d, const Meshe
     const int ep = mesh.AxisIndex("ep");
     if (etp >= 0 && p.tp_dim >= 0) AddStep(out, mesh, {etp}, p.tp_dim);
     AddStep(out, mesh, {ep}, 0);
-    if (!megatron) {
+    if (shard_data_parallel) {
       // torchtitan apply_fsdp: Shard(1) when efsdp * ep > num_experts (dim 0 would run out).
       const int fsdp_dim = d.efsdp * d.ep > num_experts ? 1 : 0;
-      AddStep(out, mesh, {mesh.AxisIndex("efsdp")}, fsdp_dim);
+      AddStep(out, mesh, {mesh.AxisIndex(megatron ? "edp" : "efsdp")}, fsdp_dim);
     }
     return out;
   }
   const int tp = mesh.AxisIndex("tp");
   if (p.tp_dim >= 0) AddStep(out, mesh, {tp}, p.tp_dim);
-  if (!megatron) {
+  if (shard_data_parallel) {
     int fsdp_dim = 0;
     if (p.routed_expert && d.dp_shard * d.cp > num_experts) fsdp_dim = 1;
-    AddStep(out, mesh, {mesh.AxisIndex("dp_shard"), mesh.AxisIndex("cp")}, fsdp_dim);
+    AddStep(out, mesh, {mesh.AxisIndex(megatron ? "dp" : "dp_shard"), mesh.AxisIndex("cp")}, fsdp_dim);
   }
   return out;
 }

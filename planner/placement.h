@@ -11,8 +11,9 @@
 //    vocab-parallel Shard(0); norms, router gate and biases, MLA q_a/kv_a Replicate() on tp;
 //    FSDP Shard(0) over dp_shard*cp (one flattened axis, as torchtitan's "fsdp" mesh).
 //  - dp_replicate is always Replicate() (HSDP replicas).
-//  - Megatron convention: data-parallel axes (dp, edp, cp) are Replicate(): DDP with the
-//    distributed optimizer shards optimizer state, not parameters.
+//  - dp_sharding zero1 / ddp (Megatron's default: DDP with the distributed optimizer shards
+//    optimizer state, not parameters): data-parallel axes are Replicate(). FSDP under the
+//    megatron convention shards over (dp, cp) and edp.
 //  - An axis of size 1 is always Replicate().
 // Placements are listed per axis of the parameter's mesh, pipeline axis excluded (a parameter
 // lives on one pp stage, see stage).
@@ -69,7 +70,9 @@ struct ParamPlacement {
 int64_t ChunkSize(int64_t n, int64_t k, int64_t index);
 
 // Chooses the placements and shard steps of one parameter (local_shapes left empty).
-ParamPlacement PlaceParam(const ParamInfo& param, const ParallelDims& dims, const Meshes& meshes, int64_t num_experts);
+// `shard_data_parallel`: FSDP (parameters sharded over the data-parallel axes) or not.
+ParamPlacement PlaceParam(const ParamInfo& param, const ParallelDims& dims, const Meshes& meshes, int64_t num_experts,
+                          bool shard_data_parallel);
 
 // Fills local_shapes / max_local_numel of a placement from its steps.
 void ComputeLocalShapes(const ParamInfo& param, const Mesh& mesh, ParamPlacement& placement);

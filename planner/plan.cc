@@ -21,11 +21,17 @@ std::vector<int64_t> EvenLayerSplit(int64_t num_layers, int64_t pp) {
   return stage_of;
 }
 
-Plan BuildPlan(const ModelSpec& model, const ParallelDimsOptions& options) {
+Plan BuildPlan(const ModelSpec& model, const ParallelDimsOptions& options, const TrainingConfig& training) {
   Plan plan;
   plan.model = model;
   plan.dims = ParallelDims::Build(options);
   ValidateDimsForModel(plan.dims, model);
+  plan.training = training;
+  ValidateTraining(plan.training, "training.");
+  if (!plan.training.dp_sharding) {
+    plan.training.dp_sharding = plan.dims.convention == Convention::kMegatron ? DpSharding::kZero1 : DpSharding::kFsdp;
+  }
+  if (!plan.training.num_microbatches) plan.training.num_microbatches = plan.dims.pp;
   plan.inventory = BuildInventory(model);
   // With tied embeddings and several pipeline stages, the last stage keeps its own copy of the
   // embedding matrix as lm_head (gradients are all-reduced between the two stages). The copy is
@@ -38,7 +44,24 @@ Plan BuildPlan(const ModelSpec& model, const ParallelDimsOptions& options) {
     plan.inventory.params.push_back(std::move(copy));
   }
   plan.meshes = BuildMeshes(plan.dims);
-  plan.layer_stage = EvenLayerSplit(model.num_hidden_layers, plan.dims.pp);
+  if (plan.training.pp_layer_split.empty()) {
+    plan.layer_stage = EvenLayerSplit(model.num_hidden_layers, plan.dims.pp);
+  } else {
+    const auto& split = plan.training.pp_layer_split;
+    int64_t total = 0;
+    for (int64_t n : split) {
+      if (n < 1) throw Error(fmt::format("pp_layer_split: every stage needs >= 1 layer, got {}", n));
+      total += n;
+    }
+    if (static_cast<int64_t>(split.size()) != plan.dims.pp || total != model.num_hidden_layers) {
+      throw Error(fmt::format("pp_layer_split has {} stages summing to {} layers; need pp ({}) stages summing to "
+                              "num_hidden_layers ({})",
+                              split.size(), total, plan.dims.pp, model.num_hidden_layers));
+    }
+    for (int64_t s = 0; s < plan.dims.pp; ++s) {
+      for (int64_t i = 0; i < split[s]; ++i) plan.layer_stage.push_back(s);
+    }
+  }
 
   plan.experts.num_experts = model.moe.num_experts;
   plan.experts.ep = plan.dims.ep;
@@ -47,7 +70,8 @@ Plan BuildPlan(const ModelSpec& model, const ParallelDimsOptions& options) {
   const auto& params = plan.inventory.params;
   plan.placements.reserve(params.size());
   for (const auto& p : params) {
-    ParamPlacement pl = PlaceParam(p, plan.dims, plan.meshes, model.moe.num_experts);
+    ParamPlacement pl = PlaceParam(p, plan.dims, plan.meshes, model.moe.num_experts,
+                                   *plan.training.dp_sharding == DpSharding::kFsdp);
     if (p.layer >= 0) pl.stage = plan.layer_stage[p.layer];
     else pl.stage = p.role == Role::kEmbedding ? 0 : plan.dims.pp - 1;
     ComputeLocalShapes(p, pl.sparse_mesh ? plan.meshes.sparse : plan.meshes.dense, pl);

@@ -13,6 +13,7 @@
 #include "planner/model_spec.h"
 #include "planner/parallel_dims.h"
 #include "planner/placement.h"
+#include "planner/training.h"
 
 namespace dockyard {
 
@@ -39,6 +40,7 @@ struct StageSummary {
 
 struct Plan {
   ModelSpec model;
+  TrainingConfig training;  // resolved: dp_sharding and num_microbatches always set
   ParamInventory inventory;
   ParallelDims dims;
   Meshes meshes;
@@ -57,8 +59,8 @@ struct Plan {
 // embedding on the first stage, final norm and lm_head on the last.
 std::vector<int64_t> EvenLayerSplit(int64_t num_layers, int64_t pp);
 
-// Validates the degrees (ParallelDims::Build, ValidateDimsForModel) and builds the plan.
-// Throws dockyard::Error naming the rule an input breaks.
-Plan BuildPlan(const ModelSpec& model, const ParallelDimsOptions& options);
+// Validates the degrees (ParallelDims::Build, ValidateDimsForModel) and the training settings,
+// and builds the plan. Throws dockyard::Error naming the rule an input breaks.
+Plan BuildPlan(const ModelSpec& model, const ParallelDimsOptions& options, const TrainingConfig& training = {});
 
 }  // namespace dockyard
