@@ -110,12 +110,15 @@ void ValidateTraining(const TrainingConfig& t, const std::string& origin) {
     fail("gpus_per_node", fmt::format("must be in [1, 2^20], got {}", t.gpus_per_node));
   }
   if (t.oep && *t.oep < 1) fail("oep", fmt::format("must be >= 1, got {}", *t.oep));
+  if (t.dispatcher != "all_to_all" && t.dispatcher != "deredundency") {
+    fail("dispatcher", fmt::format("must be \"all_to_all\" or \"deredundency\", got \"{}\"", t.dispatcher));
+  }
 }
 
 TrainingConfig TrainingFromJson(const JsonView& v) {
   v.RejectUnknownKeys({"dp_sharding", "param_dtype", "grad_dtype", "optimizer", "seq_len", "micro_batch_size",
                        "num_microbatches", "recompute", "pp_layer_split", "gpu_memory_gib", "imbalance", "gpus_per_node",
-                       "oep", "refit_dtype"});
+                       "oep", "refit_dtype", "dispatcher"});
   TrainingConfig t;
   if (v.Has("dp_sharding")) {
     std::string s = v.String("dp_sharding");
@@ -145,6 +148,7 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
   t.gpus_per_node = v.IntOr("gpus_per_node", 8);
   if (v.Has("oep")) t.oep = v.Int("oep");
   t.refit_dtype = v.StringOr("refit_dtype", "");
+  t.dispatcher = v.StringOr("dispatcher", t.dispatcher);
   ValidateTraining(t, v.Where() + "/");
   return t;
 }
@@ -158,7 +162,8 @@ Json TrainingToJson(const TrainingConfig& t) {
             {"recompute", RecomputeName(t.recompute)},
             {"gpu_memory_gib", t.gpu_memory_gib},
             {"imbalance", t.imbalance},
-            {"gpus_per_node", t.gpus_per_node}};
+            {"gpus_per_node", t.gpus_per_node},
+            {"dispatcher", t.dispatcher}};
   if (t.dp_sharding) j["dp_sharding"] = DpShardingName(*t.dp_sharding);
   if (t.num_microbatches) j["num_microbatches"] = *t.num_microbatches;
   if (!t.pp_layer_split.empty()) j["pp_layer_split"] = t.pp_layer_split;

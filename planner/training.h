@@ -39,6 +39,7 @@ struct TrainingConfig {
   double gpu_memory_gib = 0;              // budget per GPU; 0 = none
   double imbalance = 1.0;                 // max / mean tokens received per rank (>= 1)
   int64_t gpus_per_node = 8;
+  std::string dispatcher = "all_to_all";  // "all_to_all" or "deredundency" (token dispatcher)
   std::optional<int64_t> oep;             // deredundency outer EP size; unset = nodes spanned by ep
   std::string refit_dtype;                // empty = param_dtype
 };

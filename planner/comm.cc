@@ -1,0 +1,264 @@
+// Communication volumes per training step (see comm.h and docs/memory-model.md).
+#include "planner/comm.h"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "planner/checked_math.h"
+#include "planner/error.h"
+#include "planner/workload.h"
+
+namespace dockyard {
+
+double RingCrossNodeFraction(const std::vector<int64_t>& group, int64_t gpus_per_node) {
+  const size_t n = group.size();
+  if (n < 2) return 0.0;
+  size_t crossing = 0;
+  for (size_t i = 0; i < n; ++i) crossing += group[i] / gpus_per_node != group[(i + 1) % n] / gpus_per_node;
+  return static_cast<double>(crossing) / static_cast<double>(n);
+}
+
+double AllToAllCrossNodeFraction(const std::vector<int64_t>& group, int64_t rank, int64_t gpus_per_node) {
+  if (group.size() < 2) return 0.0;
+  size_t remote = 0;
+  for (int64_t r : group) remote += r / gpus_per_node != rank / gpus_per_node;
+  return static_cast<double>(remote) / static_cast<double>(group.size() - 1);
+}
+
+namespace {
+
+class Builder {
+ public:
+  Builder(const Plan& plan, int64_t rank, CommReport& out) : plan_(plan), rank_(rank), out_(out) {}
+
+  // Adds an entry for `group` (ring order) with `calls` calls of `bytes` each.
+  void Add(const std::string& purpose, const std::string& collective, const std::string& mesh, const std::string& axis,
+           const std::string& phase, const std::vector<int64_t>& group, int64_t calls, int64_t bytes) {
+    const int64_t n = static_cast<int64_t>(group.size());
+    if (n < 2 || calls == 0 || bytes == 0) return;
+    CommEntry e{purpose, collective, mesh, axis, phase, n, calls, bytes, 0, 0};
+    const double share = static_cast<double>(n - 1) / static_cast<double>(n);
+    double wire = 0, frac = 0;
+    const double total = static_cast<double>(bytes) * static_cast<double>(calls);
+    if (collective == "all_reduce") {
+      wire = 2.0 * total * share;
+      frac = RingCrossNodeFraction(group, out_.gpus_per_node);
+    } else if (collective == "all_to_all") {
+      wire = total * share;
+      frac = AllToAllCrossNodeFraction(group, rank_, out_.gpus_per_node);
+    } else if (collective == "send_recv") {
+      wire = total;
+      frac = RingCrossNodeFraction(group, out_.gpus_per_node);
+    } else {
+      wire = total * share;
+      frac = RingCrossNodeFraction(group, out_.gpus_per_node);
+    }
+    if (!(wire < 9.0e18)) throw Error(fmt::format("{}: communication volume overflows", purpose));
+    e.wire_bytes = static_cast<int64_t>(wire);
+    e.cross_node_bytes = static_cast<int64_t>(wire * frac);
+    out_.total_wire_bytes = CheckedAdd(out_.total_wire_bytes, e.wire_bytes, "total wire bytes");
+    out_.total_cross_node_bytes = CheckedAdd(out_.total_cross_node_bytes, e.cross_node_bytes, "total cross-node bytes");
+    out_.entries.push_back(std::move(e));
+  }
+
+  // The group of rank_ over the flattened `axes` of `mesh` (outer axis first), in ring order.
+  std::vector<int64_t> Group(const Mesh& mesh, const std::vector<std::string>& axes) const {
+    std::vector<int64_t> group = {rank_};
+    for (const auto& name : axes) {
+      const int a = mesh.AxisIndex(name);
+      if (a < 0 || mesh.axis_size(a) == 1) continue;
+      std::vector<int64_t> next;
+      for (int64_t r : group) {
+        for (int64_t member : mesh.GroupOf(r, a)) next.push_back(member);
+      }
+      group = std::move(next);
+    }
+    std::sort(group.begin(), group.end());
+    group.erase(std::unique(group.begin(), group.end()), group.end());
+    return group;
+  }
+
+ private:
+  const Plan& plan_;
+  int64_t rank_;
+  CommReport& out_;
+};
+
+std::string Join(const std::vector<std::string>& axes) {
+  std::string out;
+  for (const auto& a : axes) out += (out.empty() ? "" : "*") + a;
+  return out;
+}
+
+}  // namespace
+
+CommReport ComputeComm(const Plan& plan, int64_t rank) {
+  const auto& d = plan.dims;
+  const auto& t = plan.training;
+  const auto& m = plan.model;
+  const Workload w = ComputeWorkload(plan);
+  CommReport out;
+  out.rank = rank;
+  out.gpus_per_node = t.gpus_per_node;
+  out.dispatcher = t.dispatcher;
+  Builder b(plan, rank, out);
+  const bool megatron = d.convention == Convention::kMegatron;
+  const int64_t stage = plan.meshes.dense.Coord(rank, 0);
+  const int64_t M = t.num_microbatches.value_or(d.pp);
+  const int64_t param_b = DtypeBytes(t.param_dtype, "param_dtype");
+  const int64_t grad_b = DtypeBytes(t.grad_dtype, "grad_dtype");
+  const int64_t h = m.hidden_size;
+  auto mul = [](int64_t x, int64_t y) { return CheckedMul(x, y, "communication bytes"); };
+
+  // Data parallelism. Model-parallel elements per FSDP unit and per mesh on this rank.
+  const std::vector<std::string> dense_dp = megatron ? std::vector<std::string>{"dp", "cp"}
+                                                     : std::vector<std::string>{"dp_shard", "cp"};
+  const std::vector<std::string> sparse_dp = {megatron ? "edp" : "efsdp"};
+  std::map<std::string, int64_t> units;  // FSDP unit -> model-parallel elements
+  int64_t dense_elems = 0, sparse_elems = 0;
+  for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
+    if (plan.placements[i].stage != stage) continue;
+    const auto& p = plan.inventory.params[i];
+    ParamPlacement mp = PlaceParam(p, d, plan.meshes, m.moe.num_experts, false);
+    mp.stage = stage;
+    const int64_t n = LocalNumelOnRank(p, mp, plan.MeshOf(i), rank);
+    (plan.placements[i].sparse_mesh ? sparse_elems : dense_elems) += n;
+    units[p.layer >= 0 ? fmt::format("{}{}", p.layer, plan.placements[i].sparse_mesh ? "e" : "d")
+                       : (p.role == Role::kEmbedding ? "embed" : "root")] += n;
+  }
+  const Mesh& dense = plan.meshes.dense;
+  const Mesh& sparse = plan.meshes.sparse;
+  const auto dense_group = b.Group(dense, dense_dp);
+  const auto sparse_group = b.Group(sparse, sparse_dp);
+  const auto replicate_group = megatron ? std::vector<int64_t>{rank} : b.Group(dense, {"dp_replicate"});
+  const DpSharding strategy = *t.dp_sharding;
+  if (strategy == DpSharding::kFsdp) {
+    // torchtitan: each unit is all-gathered in forward and again in backward
+    // (reshard_after_forward) and its gradients reduce-scattered, every micro-batch.
+    for (const auto& [unit, elems] : units) {
+      const bool experts = unit.back() == 'e';
+      const auto& group = experts ? sparse_group : dense_group;
+      const std::string mesh = experts ? "sparse" : "dense";
+      const std::string axis = Join(experts ? sparse_dp : dense_dp);
+      b.Add("fsdp_all_gather_forward", "all_gather", mesh, axis, "forward", group, M, mul(elems, param_b));
+      b.Add("fsdp_all_gather_backward", "all_gather", mesh, axis, "backward", group, M, mul(elems, param_b));
+      b.Add("fsdp_reduce_scatter_grads", "reduce_scatter", mesh, axis, "backward", group, M, mul(elems, grad_b));
+    }
+    // HSDP: sharded gradients all-reduced over dp_replicate once per step.
+    const int64_t dense_shard = (dense_elems + static_cast<int64_t>(dense_group.size()) - 1) / static_cast<int64_t>(dense_group.size());
+    const int64_t sparse_shard = (sparse_elems + static_cast<int64_t>(sparse_group.size()) - 1) / static_cast<int64_t>(sparse_group.size());
+    b.Add("hsdp_all_reduce_grads", "all_reduce", "dense", "dp_replicate", "step", replicate_group, 1,
+          mul(dense_shard + sparse_shard, grad_b));
+  } else if (strategy == DpSharding::kZero1) {
+    // Megatron distributed optimizer: reduce-scatter the grad buffer, all-gather the updated
+    // params, once per step; replicas over dp_replicate all-reduce their shard.
+    b.Add("zero1_reduce_scatter_grads", "reduce_scatter", "dense", Join(dense_dp), "step", dense_group, 1, mul(dense_elems, grad_b));
+    b.Add("zero1_all_gather_params", "all_gather", "dense", Join(dense_dp), "step", dense_group, 1, mul(dense_elems, param_b));
+    b.Add("zero1_reduce_scatter_grads", "reduce_scatter", "sparse", Join(sparse_dp), "step", sparse_group, 1, mul(sparse_elems, grad_b));
+    b.Add("zero1_all_gather_params", "all_gather", "sparse", Join(sparse_dp), "step", sparse_group, 1, mul(sparse_elems, param_b));
+    b.Add("replica_all_reduce_grads", "all_reduce", "dense", "dp_replicate", "step", replicate_group, 1,
+          mul(dense_elems / std::max<int64_t>(1, dense_group.size()) + sparse_elems / std::max<int64_t>(1, sparse_group.size()), grad_b));
+  } else {
+    // DDP: gradients all-reduced over every data-parallel rank once per step.
+    std::vector<std::string> all_dp = dense_dp;
+    if (!megatron) all_dp.insert(all_dp.begin(), "dp_replicate");
+    std::vector<std::string> all_edp = sparse_dp;
+    if (!megatron) all_edp.insert(all_edp.begin(), "dp_replicate");
+    b.Add("ddp_all_reduce_grads", "all_reduce", "dense", Join(all_dp), "step", b.Group(dense, all_dp), 1, mul(dense_elems, grad_b));
+    b.Add("ddp_all_reduce_grads", "all_reduce", "sparse", Join(all_edp), "step", b.Group(sparse, all_edp), 1, mul(sparse_elems, grad_b));
+  }
+
+  // Layers of this stage.
+  int64_t layers = 0, moe_layers = 0;
+  for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
+    if (plan.layer_stage[l] != stage) continue;
+    ++layers;
+    moe_layers += m.moe_layers[l] ? 1 : 0;
+  }
+
+  // Tensor parallelism with sequence parallelism: per layer, an all-gather of the full sequence
+  // before attention and before the MLP / MoE, a reduce-scatter after each; mirrored in backward.
+  const auto tp_group = b.Group(dense, {"tp"});
+  const int64_t tp_bytes = mul(mul(w.tokens, h), w.act_bytes);
+  b.Add("tp_sequence_parallel_all_gather", "all_gather", "dense", "tp", "forward", tp_group, mul(2 * layers, M), tp_bytes);
+  b.Add("tp_sequence_parallel_reduce_scatter", "reduce_scatter", "dense", "tp", "forward", tp_group, mul(2 * layers, M), tp_bytes);
+  b.Add("tp_sequence_parallel_all_gather", "all_gather", "dense", "tp", "backward", tp_group, mul(2 * layers, M), tp_bytes);
+  b.Add("tp_sequence_parallel_reduce_scatter", "reduce_scatter", "dense", "tp", "backward", tp_group, mul(2 * layers, M), tp_bytes);
+
+  // Context parallelism (ring attention): each layer passes its K and V blocks cp - 1 times in
+  // forward; backward passes K, V and their gradients.
+  if (d.cp > 1) {
+    const auto& a = m.attention;
+    const int64_t kv_width = a.kind == AttentionKind::kGqa
+                                 ? 2 * a.num_key_value_heads * a.head_dim / d.tp
+                                 : a.num_attention_heads / d.tp * (a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim);
+    const int64_t kv_bytes = mul(mul(w.tokens, kv_width), w.act_bytes);
+    const auto cp_group = b.Group(dense, {"cp"});
+    b.Add("cp_ring_attention_kv", "send_recv", "dense", "cp", "forward", cp_group, mul(mul(layers, d.cp - 1), M), kv_bytes);
+    b.Add("cp_ring_attention_kv_and_grads", "send_recv", "dense", "cp", "backward", cp_group, mul(mul(layers, d.cp - 1), M),
+          mul(kv_bytes, 2));
+  }
+
+  // Expert parallelism: per MoE layer and micro-batch, token dispatch and combine, in forward and
+  // again (as gradients) in backward. Send buffers hold T_r * top_k rows.
+  if (d.ep > 1 && moe_layers > 0) {
+    const int64_t rows_bytes = mul(mul(w.mean_received_rows, h), w.act_bytes);
+    const int64_t counts_bytes = mul(m.moe.num_experts, 8);
+    const int64_t calls = mul(moe_layers, M);
+    const auto ep_group = b.Group(sparse, {"ep"});
+    if (t.dispatcher == "all_to_all") {
+      b.Add("ep_token_counts", "all_to_all", "sparse", "ep", "forward", ep_group, calls, counts_bytes);
+      for (const char* phase : {"forward", "backward"}) {
+        b.Add("ep_dispatch", "all_to_all", "sparse", "ep", phase, ep_group, calls, rows_bytes);
+        b.Add("ep_combine", "all_to_all", "sparse", "ep", phase, ep_group, calls, rows_bytes);
+      }
+    } else {
+      // Deredundency (seed 002): ep = oep x iep, iep fastest. All-gather of the routed rows over
+      // oep, all-to-all of the selected rows (T_r * top_k on average) over iep, reduce-scatter
+      // of the oep-sized whiteboard on combine.
+      const int64_t oep = t.oep.value_or(std::max<int64_t>(1, d.ep / std::min<int64_t>(d.ep, t.gpus_per_node)));
+      if (d.ep % oep != 0) throw Error(fmt::format("oep ({}) must divide ep ({}) for the deredundency dispatcher", oep, d.ep));
+      out.oep = oep;
+      out.iep = d.ep / oep;
+      // The ep group in order; iep groups are consecutive runs of iep members.
+      const auto& ep_members = ep_group;
+      int64_t my_index = 0;
+      for (size_t i = 0; i < ep_members.size(); ++i) {
+        if (ep_members[i] == rank) my_index = static_cast<int64_t>(i);
+      }
+      std::vector<int64_t> iep_group, oep_group;
+      const int64_t outer = my_index / out.iep, inner = my_index % out.iep;
+      for (int64_t j = 0; j < out.iep; ++j) iep_group.push_back(ep_members[outer * out.iep + j]);
+      for (int64_t o = 0; o < oep; ++o) oep_group.push_back(ep_members[o * out.iep + inner]);
+      const int64_t whiteboard = mul(oep, rows_bytes);
+      for (const char* phase : {"forward", "backward"}) {
+        const bool fwd = std::string(phase) == "forward";
+        // Forward: all-gather on dispatch, reduce-scatter on combine; backward swaps them.
+        b.Add(fwd ? "deredundency_dispatch_all_gather" : "deredundency_dispatch_grad_reduce_scatter",
+              fwd ? "all_gather" : "reduce_scatter", "deredundency", "oep", phase, oep_group, calls, whiteboard);
+        b.Add("deredundency_dispatch", "all_to_all", "deredundency", "iep", phase, iep_group, calls, rows_bytes);
+        b.Add("deredundency_combine", "all_to_all", "deredundency", "iep", phase, iep_group, calls, rows_bytes);
+        b.Add(fwd ? "deredundency_combine_reduce_scatter" : "deredundency_combine_grad_all_gather",
+              fwd ? "reduce_scatter" : "all_gather", "deredundency", "oep", phase, oep_group, calls, whiteboard);
+      }
+      b.Add("deredundency_token_counts", "all_gather", "deredundency", "oep", "forward", oep_group, calls, counts_bytes * oep);
+    }
+  }
+
+  // Pipeline parallelism: activations to the next stage in forward, gradients back in backward.
+  if (d.pp > 1) {
+    const auto pp_group = b.Group(dense, {"pp"});
+    const int64_t bytes = mul(mul((w.tokens + d.tp - 1) / d.tp, h), w.act_bytes);
+    if (stage + 1 < d.pp) {
+      b.Add("pp_send_activations", "send_recv", "dense", "pp", "forward", {rank, pp_group[stage + 1]}, M, bytes);
+    }
+    if (stage > 0) {
+      b.Add("pp_send_grads", "send_recv", "dense", "pp", "backward", {rank, pp_group[stage - 1]}, M, bytes);
+    }
+  }
+  return out;
+}
+
+}  // namespace dockyard

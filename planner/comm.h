@@ -1,0 +1,52 @@
+// Communication volumes of one training step (num_microbatches micro-batches) for one rank, per
+// collective, per mesh axis (docs/memory-model.md, "Communication").
+//
+// Per entry: `calls` in the step, `bytes_per_call` = the collective's buffer size per rank
+// (nccl-tests "size": the all-gather output, the reduce-scatter input, the all-reduce buffer, the
+// all-to-all send buffer), `wire_bytes` = bytes this rank sends over all calls (ring all-gather /
+// reduce-scatter: size*(n-1)/n; ring all-reduce: 2*size*(n-1)/n; all-to-all: the share addressed
+// to other ranks under uniform routing, size*(n-1)/n; send/recv: size), and `cross_node_bytes` =
+// the part of wire_bytes that leaves the node (ranks fill nodes of gpus_per_node in order; ring
+// collectives: wire_bytes * crossing ring edges / n; all-to-all: wire_bytes * peers on other
+// nodes / (n - 1)).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planner/plan.h"
+
+namespace dockyard {
+
+struct CommEntry {
+  std::string purpose;     // e.g. "fsdp_all_gather_forward", "ep_dispatch", "tp_sequence_parallel"
+  std::string collective;  // "all_gather", "reduce_scatter", "all_reduce", "all_to_all", "send_recv"
+  std::string mesh;        // "dense", "sparse", or "deredundency" (the oep x iep mesh)
+  std::string axis;        // mesh axis (flattened axes joined by "*", e.g. "dp_shard*cp")
+  std::string phase;       // "forward", "backward", "step"
+  int64_t group_size = 1;
+  int64_t calls = 0;
+  int64_t bytes_per_call = 0;
+  int64_t wire_bytes = 0;
+  int64_t cross_node_bytes = 0;
+};
+
+struct CommReport {
+  int64_t rank = 0;
+  int64_t gpus_per_node = 8;
+  std::string dispatcher;  // "all_to_all" or "deredundency"
+  int64_t oep = 1, iep = 1;
+  std::vector<CommEntry> entries;
+  int64_t total_wire_bytes = 0;
+  int64_t total_cross_node_bytes = 0;
+};
+
+// Volumes for `rank`. Throws dockyard::Error for a deredundency oep that does not divide ep.
+CommReport ComputeComm(const Plan& plan, int64_t rank);
+
+// Fraction helpers, exposed for tests. `group` lists ranks in ring order.
+double RingCrossNodeFraction(const std::vector<int64_t>& group, int64_t gpus_per_node);
+double AllToAllCrossNodeFraction(const std::vector<int64_t>& group, int64_t rank, int64_t gpus_per_node);
+
+}  // namespace dockyard
