@@ -23,6 +23,11 @@ Json ParseJsonText(const std::string& text, const std::string& origin) {
   } catch (const Json::parse_error& e) {
     throw Error(fmt::format("{}: not valid JSON at byte {}: {}", origin, e.byte,
                             std::string(e.what()).substr(std::string(e.what()).find(':') + 2)));
+  } catch (const Json::exception& e) {
+    // e.g. out_of_range 406: a number such as 1e400 that overflows a double.
+    std::string what = e.what();
+    const size_t bracket = what.find("] ");
+    throw Error(fmt::format("{}: not valid JSON: {}", origin, bracket == std::string::npos ? what : what.substr(bracket + 2)));
   }
   if (!parsed.is_object()) {
     throw Error(fmt::format("{}: top level must be a JSON object, got {}", origin, parsed.type_name()));
@@ -37,6 +42,11 @@ Json ReadJsonFile(const std::string& path) {
   }
   if (S_ISDIR(st.st_mode)) {
     throw Error(fmt::format("{}: is a directory, expected a JSON file", path));
+  }
+  if (!S_ISREG(st.st_mode)) throw Error(fmt::format("{}: is not a regular file (a device or pipe?), expected a JSON file", path));
+  if (st.st_size > kMaxJsonFileBytes) {
+    throw Error(fmt::format("{}: file is {} bytes, larger than the {} bytes a JSON input may have", path,
+                            static_cast<int64_t>(st.st_size), kMaxJsonFileBytes));
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(fmt::format("{}: cannot open for reading", path));

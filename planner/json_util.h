@@ -17,8 +17,12 @@ namespace dockyard {
 
 using Json = nlohmann::json;
 
+// Largest JSON input accepted (a model config is a few KiB; a plan report a few MiB).
+constexpr int64_t kMaxJsonFileBytes = int64_t{256} << 20;
+
 // Reads and parses a JSON file. Errors (thrown as dockyard::Error): missing file, a directory,
-// an empty file, a parse error (with the byte offset), a top level that is not an object.
+// a device or pipe, a file over kMaxJsonFileBytes, an empty file, a parse error (with the byte
+// offset), a number out of range, a top level that is not an object.
 Json ReadJsonFile(const std::string& path);
 
 // Parses JSON text that came from `origin` (a file name or "<embedded>").
