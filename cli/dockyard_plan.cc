@@ -3,4 +3,12 @@
 
 #include "cli/plan_cli.h"
 
-int main(int argc, char** argv) { return dockyard::RunPlanCli(argc, argv, std::cout, std::cerr); }
+int main(int argc, char** argv) {
+  int code = dockyard::RunPlanCli(argc, argv, std::cout, std::cerr);
+  std::cout.flush();
+  if (!std::cout) {
+    std::cerr << "dockyard-plan: error: writing to standard output failed\n";
+    return code == 0 ? 1 : code;
+  }
+  return code;
+}

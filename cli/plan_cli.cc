@@ -1,7 +1,12 @@
 // dockyard-plan command line (see plan_cli.h).
 #include "cli/plan_cli.h"
 
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <numeric>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -11,8 +16,10 @@
 #include "planner/error.h"
 #include "planner/file_util.h"
 #include "planner/hf_config.h"
+#include "planner/memory.h"
 #include "planner/model_spec.h"
 #include "planner/plan.h"
+#include "planner/refit.h"
 #include "planner/report.h"
 
 namespace dockyard {
@@ -20,10 +27,19 @@ namespace {
 
 constexpr const char* kExamples = R"(Examples:
   dockyard-plan                                   # embedded default: DeepSeek-V3 on 256 GPUs, dp_shard 256, ep 64
-  dockyard-plan --model testdata/hf/qwen3-30b-a3b.json --world-size 64 --ep 8
-  dockyard-plan --model testdata/hf/mixtral-8x7b.json --world-size 16 --tp 4 --ep 1 --json plan.json
+  dockyard-plan --model testdata/hf/qwen3-30b-a3b.json --world-size 64 --ep 8 --gpu-memory-gib 80
+  dockyard-plan --model testdata/hf/mixtral-8x7b.json --world-size 16 --tp 4 --json plan.json
   dockyard-plan --model testdata/hf/deepseek-v3.json --world-size 2048 --pp 8 --ep 64 --convention megatron --json -
+  dockyard-plan --model testdata/hf/deepseek-v3.json --world-size 1024 --pp 10 --pp-layer-split 7+6 --ep 64 \
+                --seq-len 4096 --recompute full --gpu-memory-gib 141
+  dockyard-plan check --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --gpu-memory-gib 80
+  dockyard-plan --model testdata/hf/qwen3-30b-a3b.json --world-size 64 --ep 8 --refit-json refit.json
   dockyard-plan spec --model testdata/hf/gpt-oss-120b.json --out gpt-oss-120b.spec.json
+
+Training defaults: --param-dtype bfloat16, --grad-dtype float32, --optimizer adamw (fp32 master + 2 fp32
+moments), --seq-len 4096, --micro-batch-size 1, --num-microbatches = pp, --recompute none, --dp-sharding fsdp
+(torchtitan) or zero1 (megatron), --imbalance 1.0, --gpus-per-node 8, --dispatcher all_to_all.
+A dockyard model spec's "training" block sets the same values; flags override it.
 )";
 
 // The embedded default: DeepSeek-V3 on 32 nodes x 8 GPUs; FSDP over all 256 ranks and EP 64
@@ -32,13 +48,80 @@ constexpr int64_t kDefaultWorldSize = 256;
 constexpr int64_t kDefaultEp = 64;
 constexpr const char* kDefaultModelName = "<embedded testdata/hf/deepseek-v3.json>";
 
+// Thrown for flag values that are malformed (exit 2).
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Flags are read as text and parsed strictly: decimal only (no octal "010" or hex "0x10"), the
+// value given is quoted back when it is out of range.
+std::optional<int64_t> ParseInt(const std::string& flag, const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  size_t i = text[0] == '-' || text[0] == '+' ? 1 : 0;
+  bool digits = i < text.size();
+  for (size_t j = i; j < text.size(); ++j) digits = digits && text[j] >= '0' && text[j] <= '9';
+  if (!digits) throw UsageError(fmt::format("{} \"{}\": expected a decimal integer", flag, text));
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno == ERANGE) throw UsageError(fmt::format("{} \"{}\": out of the 64-bit integer range", flag, text));
+  return v;
+}
+
+std::optional<double> ParseNumber(const std::string& flag, const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size() || errno == ERANGE || !std::isfinite(v) || text.find_first_of("xXpP") != std::string::npos) {
+    throw UsageError(fmt::format("{} \"{}\": expected a finite decimal number", flag, text));
+  }
+  return v;
+}
+
 struct CliOptions {
   std::string model;
-  std::optional<int64_t> world_size, dp_replicate, dp_shard, cp, tp, ep, etp, pp;
+  std::string world_size, dp_replicate, dp_shard, cp, tp, ep, etp, pp;
   std::string convention = "torchtitan";
-  std::string json_path;
-  std::string spec_out = "-";
+  std::string json_path, refit_json;
+  // Training settings (empty = the spec's training block, else the default).
+  std::string dp_sharding, pp_layer_split, param_dtype, grad_dtype, optimizer, seq_len, micro_batch_size,
+      num_microbatches, recompute, gpu_memory_gib, imbalance, gpus_per_node, dispatcher, oep, refit_dtype;
+  bool model_given = false, json_given = false, refit_given = false;
 };
+
+void AddPlanOptions(CLI::App* app, CliOptions& o) {
+  app->add_option("--model", o.model, "HF config.json or dockyard model spec (default: embedded DeepSeek-V3)");
+  app->add_option("--world-size", o.world_size, "number of GPUs (required with --model)");
+  app->add_option("--dp-replicate", o.dp_replicate, "HSDP replicas (default 1)");
+  app->add_option("--dp-shard", o.dp_shard, "FSDP degree, -1 = infer (default -1)");
+  app->add_option("--cp", o.cp, "context parallel degree (default 1)");
+  app->add_option("--tp", o.tp, "tensor parallel degree (default 1)");
+  app->add_option("--ep", o.ep, "expert parallel degree (default 1)");
+  app->add_option("--etp", o.etp, "expert tensor parallel degree (default 1); torchtitan: 1 or tp, megatron: any divisor");
+  app->add_option("--pp", o.pp, "pipeline parallel degree, outermost axis (default 1)");
+  app->add_option("--convention", o.convention, "rank-group convention")->check(CLI::IsMember({"torchtitan", "megatron"}));
+  app->add_option("--json", o.json_path, "write the JSON report to PATH ('-' = stdout, replaces the tables)");
+  app->add_option("--dp-sharding", o.dp_sharding, "fsdp | zero1 | ddp (default fsdp; zero1 with --convention megatron)")
+      ->check(CLI::IsMember({"fsdp", "zero1", "ddp"}));
+  app->add_option("--pp-layer-split", o.pp_layer_split, "layers per stage: '7,6,6,6' or '7+6' (first 7, then 6 per stage)");
+  app->add_option("--param-dtype", o.param_dtype, "compute / all-gather dtype (default bfloat16)");
+  app->add_option("--grad-dtype", o.grad_dtype, "gradient and reduction dtype (default float32)");
+  app->add_option("--optimizer", o.optimizer, "adamw | sgd (default adamw)")->check(CLI::IsMember({"adamw", "sgd"}));
+  app->add_option("--seq-len", o.seq_len, "tokens per sequence (default 4096)");
+  app->add_option("--micro-batch-size", o.micro_batch_size, "sequences per micro-batch (default 1)");
+  app->add_option("--num-microbatches", o.num_microbatches, "micro-batches per step (default pp)");
+  app->add_option("--recompute", o.recompute, "none | selective | full (default none)")
+      ->check(CLI::IsMember({"none", "selective", "full"}));
+  app->add_option("--gpu-memory-gib", o.gpu_memory_gib, "memory budget per GPU in GiB: prints headroom (default none)");
+  app->add_option("--imbalance", o.imbalance, "max / mean tokens received per rank, sizes all-to-all buffers (default 1.0)");
+  app->add_option("--gpus-per-node", o.gpus_per_node, "GPUs per node, for cross-node traffic (default 8)");
+  app->add_option("--dispatcher", o.dispatcher, "all_to_all | deredundency (default all_to_all)")
+      ->check(CLI::IsMember({"all_to_all", "deredundency"}));
+  app->add_option("--oep", o.oep, "deredundency outer EP size (default: nodes spanned by an EP group)");
+  app->add_option("--refit-dtype", o.refit_dtype, "dtype of the streamed per-expert tensors (default: param dtype)");
+  app->add_option("--refit-json", o.refit_json, "write the per-expert refit map to PATH ('-' = stdout)");
+}
 
 void WriteOutput(const std::string& path, const std::string& content, std::ostream& out) {
   if (path == "-") {
@@ -53,29 +136,113 @@ ModelSpec LoadModelOrDefault(const std::string& path) {
   return ModelSpecFromHfConfig(ParseJsonText(kDefaultModelJson, kDefaultModelName), kDefaultModelName);
 }
 
+TrainingConfig ResolveTraining(const CliOptions& o, const ModelSpec& model, int64_t pp) {
+  TrainingConfig t = model.training.value_or(TrainingConfig{});
+  if (!o.dp_sharding.empty()) {
+    t.dp_sharding = o.dp_sharding == "zero1" ? DpSharding::kZero1 : o.dp_sharding == "ddp" ? DpSharding::kDdp : DpSharding::kFsdp;
+  }
+  if (!o.param_dtype.empty()) t.param_dtype = o.param_dtype;
+  if (!o.grad_dtype.empty()) t.grad_dtype = o.grad_dtype;
+  if (!o.optimizer.empty()) t.optimizer = o.optimizer == "sgd" ? Optimizer::kSgd : Optimizer::kAdamW;
+  if (auto v = ParseInt("--seq-len", o.seq_len)) t.seq_len = *v;
+  if (auto v = ParseInt("--micro-batch-size", o.micro_batch_size)) t.micro_batch_size = *v;
+  if (auto v = ParseInt("--num-microbatches", o.num_microbatches)) t.num_microbatches = *v;
+  if (!o.recompute.empty()) {
+    t.recompute = o.recompute == "full" ? Recompute::kFull : o.recompute == "selective" ? Recompute::kSelective : Recompute::kNone;
+  }
+  if (auto v = ParseNumber("--gpu-memory-gib", o.gpu_memory_gib)) t.gpu_memory_gib = *v;
+  if (auto v = ParseNumber("--imbalance", o.imbalance)) t.imbalance = *v;
+  if (auto v = ParseInt("--gpus-per-node", o.gpus_per_node)) t.gpus_per_node = *v;
+  if (!o.dispatcher.empty()) t.dispatcher = o.dispatcher;
+  if (auto v = ParseInt("--oep", o.oep)) t.oep = *v;
+  if (!o.refit_dtype.empty()) t.refit_dtype = o.refit_dtype;
+  ValidateTraining(t, "--");
+  if (!o.pp_layer_split.empty()) t.pp_layer_split = ParseLayerSplit(o.pp_layer_split, pp, model.num_hidden_layers, "--pp-layer-split");
+  return t;
+}
+
+// Builds the plan from flags (or the embedded default) and writes what was asked. Returns the
+// plan's memory report for `check`.
+int PlanAndReport(const CliOptions& o, bool check, std::ostream& out, std::ostream& err) {
+  const bool use_default = !o.model_given;
+  if (!use_default && o.world_size.empty()) throw UsageError("--world-size is required with --model");
+  ParallelDimsOptions dims;
+  dims.world_size = ParseInt("--world-size", o.world_size).value_or(kDefaultWorldSize);
+  dims.dp_replicate = ParseInt("--dp-replicate", o.dp_replicate).value_or(1);
+  dims.dp_shard = ParseInt("--dp-shard", o.dp_shard).value_or(-1);
+  dims.cp = ParseInt("--cp", o.cp).value_or(1);
+  dims.tp = ParseInt("--tp", o.tp).value_or(1);
+  dims.pp = ParseInt("--pp", o.pp).value_or(1);
+  dims.etp = ParseInt("--etp", o.etp).value_or(1);
+  if (auto ep = ParseInt("--ep", o.ep)) {
+    dims.ep = *ep;
+  } else if (use_default) {
+    // EP 64 where the world allows it, else the largest power of two dividing both 64 and the
+    // ranks of one (pp, dp_replicate) slice.
+    const int64_t slice = dims.pp > 0 && dims.dp_replicate > 0 ? dims.world_size / (dims.pp * dims.dp_replicate) : 1;
+    dims.ep = slice > 0 ? std::gcd(kDefaultEp, slice) : 1;
+  }
+  dims.convention = o.convention == "megatron" ? Convention::kMegatron : Convention::kTorchtitan;
+
+  ModelSpec model = LoadModelOrDefault(o.model);
+  const std::string source = use_default ? kDefaultModelName : o.model;
+  TrainingConfig training = ResolveTraining(o, model, dims.pp);
+  // The embedded default recomputes activations (full AC, as torchtitan's DeepSeek-V3 configs
+  // do) so that its 256-GPU layout fits 80 GiB GPUs; --recompute overrides it.
+  if (use_default && o.recompute.empty()) training.recompute = Recompute::kFull;
+  Plan plan = BuildPlan(model, dims, training);
+  // Everything that can fail is computed before anything is written.
+  const MemoryReport memory = ComputeMemory(plan);
+  std::string report_text;
+  if (o.json_given) report_text = PlanToJson(plan, source).dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
+  std::string refit_text;
+  if (o.refit_given) {
+    refit_text = RefitMapToJson(BuildRefitMap(plan, plan.training.refit_dtype)).dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
+  }
+  if (o.json_given) WriteOutput(o.json_path, report_text, out);
+  if (o.refit_given) WriteOutput(o.refit_json, refit_text, out);
+  const bool quiet = (o.json_given && o.json_path == "-") || (o.refit_given && o.refit_json == "-");
+  if (!quiet) {
+    if (use_default) {
+      out << fmt::format("(no --model: the embedded default, DeepSeek-V3 on {} GPUs{}, ep {}, recompute {})\n",
+                         dims.world_size, dims.world_size % 8 == 0 ? fmt::format(" = {} nodes x 8", dims.world_size / 8) : "",
+                         dims.ep, RecomputeName(plan.training.recompute));
+    }
+    out << (check ? MemoryToText(plan, memory) : PlanToText(plan, source));
+    if (o.json_given) out << "JSON report written to " << o.json_path << "\n";
+    if (o.refit_given) out << "Refit map written to " << o.refit_json << "\n";
+  }
+  if (check) {
+    if (memory.budget_gib <= 0) throw UsageError("check needs a budget: --gpu-memory-gib GiB");
+    if (!memory.over_budget_ranks.empty()) {
+      for (const auto& s : memory.stages) {
+        const double peak_gib = static_cast<double>(s.worst.peak_bytes) / 1073741824.0;
+        if (peak_gib > memory.budget_gib) {
+          err << fmt::format("dockyard-plan check: stage {} rank {} needs {:.2f} GiB, over the {:.2f} GiB budget by {:.2f} GiB\n",
+                             s.stage, s.worst_rank, peak_gib, memory.budget_gib, peak_gib - memory.budget_gib);
+        }
+      }
+      return 1;
+    }
+    if (!quiet) out << fmt::format("check: every rank fits in {:.2f} GiB\n", memory.budget_gib);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   CliOptions o;
   CLI::App app{"dockyard-plan: a dry run of an MoE sharding layout (meshes, rank groups, placements, local shapes, "
-               "expert ownership)."};
+               "expert ownership, memory and traffic per rank)."};
   app.footer(kExamples);
-  app.add_option("--model", o.model, "HF config.json or dockyard model spec (default: embedded DeepSeek-V3)");
-  app.add_option("--world-size", o.world_size, "number of GPUs (required with --model)");
-  app.add_option("--dp-replicate", o.dp_replicate, "HSDP replicas (default 1)");
-  app.add_option("--dp-shard", o.dp_shard, "FSDP degree, -1 = infer (default -1)");
-  app.add_option("--cp", o.cp, "context parallel degree (default 1)");
-  app.add_option("--tp", o.tp, "tensor parallel degree (default 1)");
-  app.add_option("--ep", o.ep, "expert parallel degree (default 1)");
-  app.add_option("--etp", o.etp, "expert tensor parallel degree (default 1); torchtitan: 1 or tp, megatron: any divisor");
-  app.add_option("--pp", o.pp, "pipeline parallel degree, outermost axis (default 1)");
-  app.add_option("--convention", o.convention, "rank-group convention")
-      ->check(CLI::IsMember({"torchtitan", "megatron"}));
-  app.add_option("--json", o.json_path, "write the JSON report to PATH ('-' = stdout, replaces the table)");
+  AddPlanOptions(&app, o);
+  CLI::App* check = app.add_subcommand("check", "exit 1 and list the ranks whose peak memory exceeds --gpu-memory-gib");
+  AddPlanOptions(check, o);
   CLI::App* spec = app.add_subcommand("spec", "write the normalized dockyard model spec of a model");
-  std::string spec_model;
+  std::string spec_model, spec_out = "-";
   spec->add_option("--model", spec_model, "HF config.json or dockyard model spec")->required();
-  spec->add_option("--out", o.spec_out, "output path ('-' = stdout, the default)");
+  spec->add_option("--out", spec_out, "output path ('-' = stdout, the default)");
   app.require_subcommand(0, 1);
 
   try {
@@ -89,41 +256,27 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   }
 
   try {
+    for (CLI::App* a : {&app, check}) {
+      o.model_given = o.model_given || a->count("--model") > 0;
+      o.json_given = o.json_given || a->count("--json") > 0;
+      o.refit_given = o.refit_given || a->count("--refit-json") > 0;
+    }
+    if (o.model_given && o.model.empty()) throw UsageError("--model needs a path, got an empty string");
+    if (o.json_given && o.json_path.empty()) throw UsageError("--json needs a path or '-', got an empty string");
+    if (o.refit_given && o.refit_json.empty()) throw UsageError("--refit-json needs a path or '-', got an empty string");
+    if (o.json_given && o.refit_given && o.json_path == "-" && o.refit_json == "-") {
+      throw UsageError("--json - and --refit-json - cannot both write to stdout");
+    }
     if (spec->parsed()) {
+      if (spec_out.empty()) throw UsageError("--out needs a path or '-', got an empty string");
       ModelSpec model = LoadModel(spec_model);
-      WriteOutput(o.spec_out, ModelSpecToJson(model).dump(2, ' ', false, Json::error_handler_t::replace) + "\n", out);
+      WriteOutput(spec_out, ModelSpecToJson(model).dump(2, ' ', false, Json::error_handler_t::replace) + "\n", out);
       return 0;
     }
-    const bool use_default = o.model.empty();
-    if (!use_default && !o.world_size) {
-      err << "dockyard-plan: usage error: --world-size is required with --model\n";
-      return 2;
-    }
-    ParallelDimsOptions dims;
-    dims.world_size = o.world_size.value_or(kDefaultWorldSize);
-    dims.dp_replicate = o.dp_replicate.value_or(1);
-    dims.dp_shard = o.dp_shard.value_or(-1);
-    dims.cp = o.cp.value_or(1);
-    dims.tp = o.tp.value_or(1);
-    dims.ep = o.ep.value_or(use_default ? kDefaultEp : 1);
-    dims.etp = o.etp.value_or(1);
-    dims.pp = o.pp.value_or(1);
-    dims.convention = o.convention == "megatron" ? Convention::kMegatron : Convention::kTorchtitan;
-
-    ModelSpec model = LoadModelOrDefault(o.model);
-    const std::string source = use_default ? kDefaultModelName : o.model;
-    Plan plan = BuildPlan(model, dims);
-    if (!o.json_path.empty()) {
-      WriteOutput(o.json_path, PlanToJson(plan, source).dump(1, ' ', false, Json::error_handler_t::replace) + "\n", out);
-      if (o.json_path == "-") return 0;
-    }
-    if (use_default) {
-      out << fmt::format("(no --model: the embedded default, DeepSeek-V3 on {} GPUs = 32 nodes x 8, ep {})\n",
-                         dims.world_size, dims.ep);
-    }
-    out << PlanToText(plan, source);
-    if (!o.json_path.empty()) out << "JSON report written to " << o.json_path << "\n";
-    return 0;
+    return PlanAndReport(o, check->parsed(), out, err);
+  } catch (const UsageError& e) {
+    err << "dockyard-plan: usage error: " << e.what() << "\n" << "Run 'dockyard-plan --help' for usage.\n";
+    return 2;
   } catch (const Error& e) {
     err << "dockyard-plan: error: " << e.what() << "\n";
     return 1;

@@ -2,6 +2,7 @@
 #include "planner/report.h"
 
 #include <map>
+#include <tuple>
 #include <regex>
 #include <sstream>
 
@@ -180,6 +181,11 @@ Json PlanToJson(const Plan& plan, const std::string& model_source) {
   }
   report["param_bytes"] = {{"max_per_rank", max_bytes}, {"min_per_rank", min_bytes}, {"worst_rank", worst},
                            {"per_rank", plan.param_bytes_per_rank}};
+  Json training = TrainingToJson(plan.training);
+  report["training"] = training;
+  const MemoryReport memory = ComputeMemory(plan);
+  report["memory"] = MemoryToJson(memory);
+  report["communication"] = CommToJson(ComputeComm(plan, memory.worst_rank));
   return report;
 }
 
@@ -259,7 +265,7 @@ std::string PlanToText(const Plan& plan, const std::string& model_source) {
     w_local = std::max(w_local, r.local.size());
   }
   out << fmt::format("  {:<{}}  {:<{}}  {:<9}  {:<{}}  {:<6}  {:<{}}  {:<{}}  {}\n", "role", w_role, "name", w_name, "layers",
-                     "shape", w_shape, "mesh", "placements", w_place, "local shape", w_local, "bytes/rank");
+                     "shape", w_shape, "mesh", "placements", w_place, "local shape", w_local, "bytes/rank (one tensor)");
   for (const auto& r : rows) {
     out << fmt::format("  {:<{}}  {:<{}}  {:<9}  {:<{}}  {:<6}  {:<{}}  {:<{}}  {}\n", r.role, w_role, r.pattern, w_name,
                        LayerRanges(r.layers), r.shape, w_shape, r.mesh, r.placements, w_place, r.local, w_local,
@@ -277,9 +283,164 @@ std::string PlanToText(const Plan& plan, const std::string& model_source) {
                        r + 1 < e.ep ? "  " : "\n");
   }
   for (const auto& s : plan.stages) {
-    out << fmt::format("Stage {}    layers {}-{}: parameter bytes per rank max {} (rank {}), min {}\n", s.stage,
-                       s.first_layer, s.last_layer, FormatBytes(s.max_param_bytes), s.worst_rank,
-                       FormatBytes(s.min_param_bytes));
+    out << fmt::format("Stage {}    layers {}-{}: parameter bytes per rank max {} (rank {}), min {} ({} dtype as placed)\n",
+                       s.stage, s.first_layer, s.last_layer, FormatBytes(s.max_param_bytes), s.worst_rank,
+                       FormatBytes(s.min_param_bytes), plan.model.dtype);
+  }
+  const MemoryReport memory = ComputeMemory(plan);
+  out << MemoryToText(plan, memory);
+  out << CommToText(ComputeComm(plan, memory.worst_rank));
+  return out.str();
+}
+
+namespace {
+
+Json ByRole(const std::map<std::string, int64_t>& m) {
+  Json j = Json::object();
+  for (const auto& [k, v] : m) j[k] = v;
+  return j;
+}
+
+std::string Gib(int64_t bytes) { return fmt::format("{:.2f}", static_cast<double>(bytes) / 1073741824.0); }
+
+}  // namespace
+
+Json MemoryToJson(const MemoryReport& memory) {
+  Json stages = Json::array();
+  for (const auto& s : memory.stages) {
+    const auto& b = s.worst;
+    Json by_role = Json::object();
+    std::map<std::string, Json> roles;
+    for (const auto* m : {&b.params_by_role, &b.grads_by_role, &b.optimizer_by_role, &b.activations_by_role}) {
+      for (const auto& [k, v] : *m) roles[k] = Json::object();
+    }
+    for (auto& [k, j] : roles) {
+      auto get = [&](const std::map<std::string, int64_t>& m) { auto it = m.find(k); return it == m.end() ? 0 : it->second; };
+      j = {{"params_bytes", get(b.params_by_role)},
+           {"grads_bytes", get(b.grads_by_role)},
+           {"optimizer_bytes", get(b.optimizer_by_role)},
+           {"activations_bytes", get(b.activations_by_role)}};
+      by_role[k] = j;
+    }
+    stages.push_back({{"stage", s.stage},
+                      {"worst_rank", s.worst_rank},
+                      {"in_flight_microbatches", s.in_flight_microbatches},
+                      {"params_bytes", b.params_bytes},
+                      {"grads_bytes", b.grads_bytes},
+                      {"optimizer_bytes", b.optimizer_bytes},
+                      {"activations_bytes", b.activations_bytes},
+                      {"comm_buffers_bytes", b.comm_buffers_bytes},
+                      {"peak_bytes", b.peak_bytes},
+                      {"by_role", by_role},
+                      {"comm_buffers_by_use", ByRole(b.comm_buffers_by_use)}});
+  }
+  const auto& w = memory.workload;
+  Json j = {{"stages", stages},
+            {"worst_rank", memory.worst_rank},
+            {"worst_peak_bytes", memory.worst_peak_bytes},
+            {"workload", {{"tokens_per_microbatch", w.tokens},
+                          {"routed_tokens", w.routed_tokens},
+                          {"mean_received_rows", w.mean_received_rows},
+                          {"max_received_rows", w.received_rows}}}};
+  if (memory.budget_gib > 0) {
+    j["budget_bytes"] = static_cast<int64_t>(memory.budget_gib * 1073741824.0);
+    j["headroom_bytes"] = static_cast<int64_t>(memory.budget_gib * 1073741824.0) - memory.worst_peak_bytes;
+    j["over_budget_ranks"] = memory.over_budget_ranks;
+  }
+  return j;
+}
+
+Json CommToJson(const CommReport& comm) {
+  Json entries = Json::array();
+  for (const auto& e : comm.entries) {
+    entries.push_back({{"purpose", e.purpose},
+                       {"collective", e.collective},
+                       {"mesh", e.mesh},
+                       {"axis", e.axis},
+                       {"phase", e.phase},
+                       {"group_size", e.group_size},
+                       {"calls", e.calls},
+                       {"bytes_per_call", e.bytes_per_call},
+                       {"wire_bytes", e.wire_bytes},
+                       {"cross_node_bytes", e.cross_node_bytes}});
+  }
+  Json j = {{"rank", comm.rank},
+            {"gpus_per_node", comm.gpus_per_node},
+            {"dispatcher", comm.dispatcher},
+            {"entries", entries},
+            {"total_wire_bytes", comm.total_wire_bytes},
+            {"total_cross_node_bytes", comm.total_cross_node_bytes}};
+  if (comm.dispatcher == "deredundency") {
+    j["oep"] = comm.oep;
+    j["iep"] = comm.iep;
+  }
+  return j;
+}
+
+std::string MemoryToText(const Plan& plan, const MemoryReport& memory) {
+  std::ostringstream out;
+  const auto& t = plan.training;
+  out << fmt::format("Memory     per rank, GiB ({}, {} params, {} grads, {}, seq_len {} x micro-batch {}, {} micro-batches, "
+                     "recompute {}, imbalance {})\n",
+                     DpShardingName(*t.dp_sharding), t.param_dtype, t.grad_dtype, OptimizerName(t.optimizer), t.seq_len,
+                     t.micro_batch_size, t.num_microbatches.value_or(1), RecomputeName(t.recompute), t.imbalance);
+  out << fmt::format("  {:<6} {:<6} {:>9} {:>9} {:>10} {:>12} {:>9} {:>9}{}\n", "stage", "rank", "params", "grads",
+                     "optimizer", "activations", "buffers", "peak", memory.budget_gib > 0 ? "  headroom" : "");
+  for (const auto& s : memory.stages) {
+    const auto& b = s.worst;
+    std::string headroom;
+    if (memory.budget_gib > 0) {
+      const double h = memory.budget_gib - static_cast<double>(b.peak_bytes) / 1073741824.0;
+      headroom = fmt::format("  {:>8.2f}{}", h, h < 0 ? "  OVER BUDGET" : "");
+    }
+    out << fmt::format("  {:<6} {:<6} {:>9} {:>9} {:>10} {:>12} {:>9} {:>9}{}\n", s.stage, s.worst_rank, Gib(b.params_bytes),
+                       Gib(b.grads_bytes), Gib(b.optimizer_bytes), Gib(b.activations_bytes), Gib(b.comm_buffers_bytes),
+                       Gib(b.peak_bytes), headroom);
+  }
+  // Breakdown by role of the worst rank overall.
+  for (const auto& s : memory.stages) {
+    if (s.worst_rank != memory.worst_rank) continue;
+    const auto& b = s.worst;
+    std::map<std::string, int> roles;
+    for (const auto* m : {&b.params_by_role, &b.grads_by_role, &b.optimizer_by_role, &b.activations_by_role}) {
+      for (const auto& [k, v] : *m) roles[k] = 1;
+    }
+    out << fmt::format("  worst rank {} by role, GiB: {:<15} {:>9} {:>9} {:>10} {:>12}\n", s.worst_rank, "role", "params",
+                       "grads", "optimizer", "activations");
+    for (const auto& [k, unused] : roles) {
+      auto get = [&](const std::map<std::string, int64_t>& m) { auto it = m.find(k); return it == m.end() ? 0 : it->second; };
+      out << fmt::format("  {:<27}{:<15} {:>9} {:>9} {:>10} {:>12}\n", "", k, Gib(get(b.params_by_role)),
+                         Gib(get(b.grads_by_role)), Gib(get(b.optimizer_by_role)), Gib(get(b.activations_by_role)));
+    }
+  }
+  return out.str();
+}
+
+std::string CommToText(const CommReport& comm) {
+  std::ostringstream out;
+  out << fmt::format("Traffic    rank {} per step (all micro-batches), {} GPUs per node, dispatcher {}: sent {} ({} cross-node)\n",
+                     comm.rank, comm.gpus_per_node, comm.dispatcher, FormatBytes(comm.total_wire_bytes),
+                     FormatBytes(comm.total_cross_node_bytes));
+  // Fold entries with the same purpose, axis and phase.
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, CommEntry> folded;
+  for (const auto& e : comm.entries) {
+    auto key = std::make_tuple(e.purpose, e.collective, e.axis, e.phase);
+    auto it = folded.find(key);
+    if (it == folded.end()) {
+      folded[key] = e;
+    } else {
+      it->second.calls += e.calls;
+      it->second.wire_bytes += e.wire_bytes;
+      it->second.cross_node_bytes += e.cross_node_bytes;
+      it->second.bytes_per_call = std::max(it->second.bytes_per_call, e.bytes_per_call);
+    }
+  }
+  out << fmt::format("  {:<38} {:<15} {:<12} {:<9} {:>6} {:>7} {:>12} {:>12} {:>12}\n", "purpose", "collective", "axis",
+                     "phase", "group", "calls", "max size", "sent", "cross-node");
+  for (const auto& [key, e] : folded) {
+    out << fmt::format("  {:<38} {:<15} {:<12} {:<9} {:>6} {:>7} {:>12} {:>12} {:>12}\n", e.purpose, e.collective, e.axis,
+                       e.phase, e.group_size, e.calls, FormatBytes(e.bytes_per_call), FormatBytes(e.wire_bytes),
+                       FormatBytes(e.cross_node_bytes));
   }
   return out.str();
 }

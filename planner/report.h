@@ -4,7 +4,9 @@
 
 #include <string>
 
+#include "planner/comm.h"
 #include "planner/json_util.h"
+#include "planner/memory.h"
 #include "planner/plan.h"
 
 namespace dockyard {
@@ -17,8 +19,19 @@ constexpr const char* kDockyardVersion = "0.1.0";
 Json PlanToJson(const Plan& plan, const std::string& model_source);
 
 // The terminal view: model summary, degrees, meshes with example groups, parameters grouped by
-// role (layers folded into ranges), expert ownership, parameter bytes per rank.
+// role (layers folded into ranges), expert ownership, parameter bytes per rank, then
+// MemoryToText and CommToText.
 std::string PlanToText(const Plan& plan, const std::string& model_source);
+
+// Memory per stage (worst rank): kinds, peak, headroom against the budget; the worst rank's
+// breakdown by role.
+std::string MemoryToText(const Plan& plan, const MemoryReport& memory);
+
+// Communication volumes of one rank per step, per collective and axis, with cross-node bytes.
+std::string CommToText(const CommReport& comm);
+
+Json MemoryToJson(const MemoryReport& memory);
+Json CommToJson(const CommReport& comm);
 
 // "1.23 GiB", "512 B" ...
 std::string FormatBytes(int64_t bytes);
