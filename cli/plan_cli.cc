@@ -141,8 +141,8 @@ TrainingConfig ResolveTraining(const CliOptions& o, const ModelSpec& model, int6
   if (!o.dp_sharding.empty()) {
     t.dp_sharding = o.dp_sharding == "zero1" ? DpSharding::kZero1 : o.dp_sharding == "ddp" ? DpSharding::kDdp : DpSharding::kFsdp;
   }
-  if (!o.param_dtype.empty()) t.param_dtype = o.param_dtype;
-  if (!o.grad_dtype.empty()) t.grad_dtype = o.grad_dtype;
+  if (!o.param_dtype.empty()) t.param_dtype = CanonicalDtype(o.param_dtype);
+  if (!o.grad_dtype.empty()) t.grad_dtype = CanonicalDtype(o.grad_dtype);
   if (!o.optimizer.empty()) t.optimizer = o.optimizer == "sgd" ? Optimizer::kSgd : Optimizer::kAdamW;
   if (auto v = ParseInt("--seq-len", o.seq_len)) t.seq_len = *v;
   if (auto v = ParseInt("--micro-batch-size", o.micro_batch_size)) t.micro_batch_size = *v;
@@ -155,7 +155,7 @@ TrainingConfig ResolveTraining(const CliOptions& o, const ModelSpec& model, int6
   if (auto v = ParseInt("--gpus-per-node", o.gpus_per_node)) t.gpus_per_node = *v;
   if (!o.dispatcher.empty()) t.dispatcher = o.dispatcher;
   if (auto v = ParseInt("--oep", o.oep)) t.oep = *v;
-  if (!o.refit_dtype.empty()) t.refit_dtype = o.refit_dtype;
+  if (!o.refit_dtype.empty()) t.refit_dtype = CanonicalDtype(o.refit_dtype);
   ValidateTraining(t, "--");
   if (!o.pp_layer_split.empty()) t.pp_layer_split = ParseLayerSplit(o.pp_layer_split, pp, model.num_hidden_layers, "--pp-layer-split");
   return t;

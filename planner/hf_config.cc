@@ -13,7 +13,7 @@ namespace {
 
 std::string Dtype(const JsonView& c) {
   // torch_dtype (transformers <= 4.55) or dtype (newer); the training default is bf16.
-  std::string dtype = c.StringOr("torch_dtype", c.StringOr("dtype", "bfloat16"));
+  std::string dtype = CanonicalDtype(c.StringOr("torch_dtype", c.StringOr("dtype", "bfloat16")));
   DtypeBytes(dtype, c.Where(c.Has("torch_dtype") ? "torch_dtype" : "dtype"));
   return dtype;
 }
@@ -29,6 +29,10 @@ void ReadGqa(const JsonView& c, ModelSpec& m) {
   m.attention.kind = AttentionKind::kGqa;
   m.attention.num_attention_heads = c.Int("num_attention_heads");
   m.attention.num_key_value_heads = c.IntOr("num_key_value_heads", m.attention.num_attention_heads);
+  if (m.attention.num_attention_heads % m.attention.num_key_value_heads != 0) {
+    c.Fail("num_key_value_heads", fmt::format("num_key_value_heads ({}) must divide num_attention_heads ({}) (grouped-query attention)",
+                                              m.attention.num_key_value_heads, m.attention.num_attention_heads));
+  }
   if (c.Has("head_dim")) {
     m.attention.head_dim = c.Int("head_dim");
   } else {
@@ -41,10 +45,14 @@ void ReadGqa(const JsonView& c, ModelSpec& m) {
   }
 }
 
+// Layer lists are materialized per layer: bound the count before anything is allocated.
+constexpr int64_t kMaxLayers = 100000;
+
 void ReadCommon(const JsonView& c, ModelSpec& m) {
   m.vocab_size = c.Int("vocab_size");
   m.hidden_size = c.Int("hidden_size");
   m.num_hidden_layers = c.Int("num_hidden_layers");
+  if (m.num_hidden_layers > kMaxLayers) c.Fail("num_hidden_layers", fmt::format("{} exceeds {}", m.num_hidden_layers, kMaxLayers));
   m.tie_word_embeddings = c.BoolOr("tie_word_embeddings", false);
   m.dtype = Dtype(c);
 }
@@ -259,6 +267,7 @@ ModelSpec ReadDbrx(const JsonView& c) {
   m.vocab_size = c.Int("vocab_size");
   m.hidden_size = c.Int("d_model");
   m.num_hidden_layers = c.Int("n_layers");
+  if (m.num_hidden_layers > kMaxLayers) c.Fail("n_layers", fmt::format("{} exceeds {}", m.num_hidden_layers, kMaxLayers));
   m.tie_word_embeddings = c.BoolOr("tie_word_embeddings", false);
   m.dtype = Dtype(c);
   m.norm = NormKind::kLayerNorm;  // DBRX LayerNorm has no bias
@@ -339,7 +348,7 @@ ModelSpec ModelSpecFromHfConfig(const Json& config, const std::string& file) {
     ModelSpec m = ReadLlama4Text(text);
     m.family = "llama4_text";
     m.name = file;
-    ValidateModelSpec(m, file);
+    ValidateModelSpec(m, file, true);
     return m;
   }
 
@@ -384,7 +393,7 @@ ModelSpec ModelSpecFromHfConfig(const Json& config, const std::string& file) {
     ModelSpec m = r.read(view);
     m.family = found->family;
     m.name = file;
-    ValidateModelSpec(m, file);
+    ValidateModelSpec(m, file, true);
     return m;
   }
   throw Error("internal: no reader for family " + std::string(found->family));

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "planner/checked_math.h"
+#include "planner/error.h"
 
 namespace dockyard {
 
@@ -297,6 +298,12 @@ class Builder {
 
 }  // namespace
 
-ParamInventory BuildInventory(const ModelSpec& spec) { return Builder(spec).Build(); }
+ParamInventory BuildInventory(const ModelSpec& spec) {
+  try {
+    return Builder(spec).Build();
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}", spec.name, e.what()));  // name the model (its file) in overflow errors
+  }
+}
 
 }  // namespace dockyard

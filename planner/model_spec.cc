@@ -1,6 +1,8 @@
 // ModelSpec validation and dockyard's own JSON model spec (docs/model-spec.md).
 #include "planner/model_spec.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "planner/error.h"
@@ -14,6 +16,14 @@ int64_t ModelSpec::NumMoeLayers() const {
   return n;
 }
 
+std::string CanonicalDtype(const std::string& dtype) {
+  if (dtype == "bf16") return "bfloat16";
+  if (dtype == "fp16" || dtype == "half") return "float16";
+  if (dtype == "fp32" || dtype == "float") return "float32";
+  if (dtype == "fp8") return "float8_e4m3fn";
+  return dtype;
+}
+
 int64_t DtypeBytes(const std::string& dtype, const std::string& where) {
   if (dtype == "bfloat16" || dtype == "float16" || dtype == "bf16" || dtype == "fp16") return 2;
   if (dtype == "float32" || dtype == "fp32") return 4;
@@ -25,12 +35,23 @@ int64_t DtypeBytes(const std::string& dtype, const std::string& where) {
 
 namespace {
 
-[[noreturn]] void Invalid(const std::string& origin, const std::string& field, const std::string& rule) {
-  throw Error(fmt::format("{}: {}: {}", origin, field, rule));
+// Where a validated spec came from: a dockyard spec (fields named by their JSON pointer) or an
+// HF config (fields named by the normalized field, since the HF key differs per family).
+struct Origin {
+  const std::string& file;
+  bool from_hf;
+};
+
+[[noreturn]] void Invalid(const Origin& o, const std::string& field, const std::string& rule) {
+  if (o.from_hf) {
+    const std::string name = field.substr(field.find_last_of('/') + 1);
+    throw Error(fmt::format("{}: {} (normalized from the config): {}", o.file, name, rule));
+  }
+  throw Error(fmt::format("{}: {}: {}", o.file, field, rule));
 }
 
-void Positive(const std::string& origin, const char* field, int64_t v) {
-  if (v < 1) Invalid(origin, field, fmt::format("must be >= 1, got {}", v));
+void Positive(const Origin& o, const char* field, int64_t v) {
+  if (v < 1) Invalid(o, field, fmt::format("must be >= 1, got {}", v));
 }
 
 // Largest size any single dimension may take: keeps every product of two or three dims far
@@ -39,7 +60,8 @@ constexpr int64_t kMaxDimSize = int64_t{1} << 40;
 
 }  // namespace
 
-void ValidateModelSpec(const ModelSpec& m, const std::string& origin) {
+void ValidateModelSpec(const ModelSpec& m, const std::string& file, bool from_hf) {
+  const Origin origin{file, from_hf};
   // Field names are the JSON pointers of dockyard's model spec (docs/model-spec.md).
   Positive(origin, "/vocab_size", m.vocab_size);
   Positive(origin, "/hidden_size", m.hidden_size);
@@ -124,7 +146,10 @@ void ValidateModelSpec(const ModelSpec& m, const std::string& origin) {
   if (m.num_hidden_layers > 100000) {
     Invalid(origin, "/num_hidden_layers", fmt::format("{} exceeds 100000", m.num_hidden_layers));
   }
-  DtypeBytes(m.dtype, origin + ": /dtype");
+  DtypeBytes(m.dtype, file + ": /dtype");
+  if (!std::isfinite(m.moe.routed_scaling_factor) || m.moe.routed_scaling_factor <= 0) {
+    Invalid(origin, "/moe/routed_scaling_factor", fmt::format("must be a finite number > 0, got {}", m.moe.routed_scaling_factor));
+  }
   bool known = false;
   std::vector<std::string> names;
   for (const auto& f : SupportedFamilies()) {
@@ -233,8 +258,9 @@ ModelSpec ModelSpecFromJson(const Json& json, const std::string& file) {
   m.vocab_size = root.Int("vocab_size");
   m.hidden_size = root.Int("hidden_size");
   m.num_hidden_layers = root.Int("num_hidden_layers");
+  if (m.num_hidden_layers > 100000) root.Fail("num_hidden_layers", fmt::format("{} exceeds 100000", m.num_hidden_layers));
   m.intermediate_size = root.IntOr("intermediate_size", 0, 0);
-  m.dtype = root.StringOr("dtype", "bfloat16");
+  m.dtype = CanonicalDtype(root.StringOr("dtype", "bfloat16"));
   DtypeBytes(m.dtype, root.Where("dtype"));
   std::string norm = root.StringOr("norm", "rmsnorm");
   if (norm != "rmsnorm" && norm != "layernorm") root.Fail("norm", fmt::format("must be \"rmsnorm\" or \"layernorm\", got \"{}\"", norm));

@@ -89,10 +89,13 @@ std::string SupportedFamiliesText();
 // Bytes per element of a dtype name ("bfloat16", "float16", "float32", "float8_e4m3fn", ...).
 // Throws dockyard::Error naming `where` for an unknown dtype.
 int64_t DtypeBytes(const std::string& dtype, const std::string& where);
+// The canonical torch name of a dtype synonym ("bf16" -> "bfloat16", "fp32" -> "float32", ...).
+std::string CanonicalDtype(const std::string& dtype);
 
 // Checks every invariant of a spec (sizes >= 1, 1 <= top_k <= num_experts, heads divisible by
-// KV heads, one layer type per layer, ...). `origin` prefixes messages (a file name).
-void ValidateModelSpec(const ModelSpec& spec, const std::string& origin);
+// KV heads, one layer type per layer, ...). `file` prefixes messages; fields are named by their
+// spec JSON pointer, or, with `from_hf`, by the normalized field name.
+void ValidateModelSpec(const ModelSpec& spec, const std::string& file, bool from_hf = false);
 
 // dockyard's own model spec format (docs/model-spec.md). Version key: "dockyard_model_spec": 1.
 constexpr int kModelSpecVersion = 1;

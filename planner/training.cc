@@ -127,9 +127,9 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
     else if (s == "ddp") t.dp_sharding = DpSharding::kDdp;
     else v.Fail("dp_sharding", fmt::format("must be \"fsdp\", \"zero1\" or \"ddp\", got \"{}\"", s));
   }
-  t.param_dtype = v.StringOr("param_dtype", t.param_dtype);
+  t.param_dtype = CanonicalDtype(v.StringOr("param_dtype", t.param_dtype));
   DtypeBytes(t.param_dtype, v.Where("param_dtype"));
-  t.grad_dtype = v.StringOr("grad_dtype", t.grad_dtype);
+  t.grad_dtype = CanonicalDtype(v.StringOr("grad_dtype", t.grad_dtype));
   DtypeBytes(t.grad_dtype, v.Where("grad_dtype"));
   std::string opt = v.StringOr("optimizer", "adamw");
   if (opt != "adamw" && opt != "sgd") v.Fail("optimizer", fmt::format("must be \"adamw\" or \"sgd\", got \"{}\"", opt));

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include <doctest/doctest.h>
@@ -107,4 +108,76 @@ TEST_CASE("dockyard-plan --json - prints only JSON") {
   dockyard::Json j = dockyard::ParseJsonText(r.out, "stdout");
   CHECK(j["model"]["total_params"] == 30532122624);
   CHECK(j["experts"]["num_local_experts"] == 16);  // 128 / 8
+}
+
+TEST_CASE("dockyard-plan check exits 1 and names the rank over the budget") {
+  // Qwen3-30B-A3B on 8 GPUs, EP 8, ZeRO-1: 71.51 GiB of weights, grads and optimizer alone
+  // (memory_test), so a 40 GiB budget must fail and a 1000 GiB one pass.
+  const std::string base = "check --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --dp-sharding zero1";
+  Result over = Run(base + " --gpu-memory-gib 40");
+  CHECK(over.code == 1);
+  CHECK(over.out.find("dockyard-plan check: stage 0 rank") != std::string::npos);
+  CHECK(over.out.find("over the 40.00 GiB budget") != std::string::npos);
+  Result fits = Run(base + " --gpu-memory-gib 1000");
+  CHECK(fits.code == 0);
+  CHECK(fits.out.find("check: every rank fits in 1000.00 GiB") != std::string::npos);
+  CHECK(Run(base).code == 2);  // check without a budget is a usage error
+}
+
+TEST_CASE("dockyard-plan --refit-json writes the per-expert map") {
+  const std::string out = TmpDir() + "/refit.json";
+  Result r = Run("--model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --refit-json " + out +
+                 " --refit-dtype float8_e4m3fn");
+  REQUIRE(r.code == 0);
+  dockyard::Json j = dockyard::ReadJsonFile(out);
+  CHECK(j["entries"].size() == 48 * 128 * 3);  // MoE layers x experts x (gate, up, down)
+  CHECK(j["dtype"] == "float8_e4m3fn");
+  CHECK(j["entries"][0]["name"] == "model.layers.0.mlp.experts.0.gate_proj.weight");
+}
+
+TEST_CASE("dockyard-plan reads flags as decimal only and quotes out-of-range values") {
+  // "010" is decimal 10 (not octal 8): with the default ep 64 -> gcd(64, 10) = 2.
+  Result ten = Run("--world-size 010");
+  CHECK(ten.code == 0);
+  CHECK(ten.out.find("DeepSeek-V3 on 10 GPUs, ep 2") != std::string::npos);
+  Result hex = Run("--world-size 0x100");
+  CHECK(hex.code == 2);
+  CHECK(hex.out.find("expected a decimal integer") != std::string::npos);
+  Result big = Run("--world-size 9999999999999999999");
+  CHECK(big.code == 2);
+  CHECK(big.out.find("\"9999999999999999999\": out of the 64-bit integer range") != std::string::npos);
+}
+
+TEST_CASE("dockyard-plan rejects empty paths as usage errors") {
+  CHECK(Run("--json ''").code == 2);
+  CHECK(Run("--model '' --world-size 8").code == 2);
+  CHECK(Run("spec --model testdata/hf/mixtral-8x7b.json --out ''").code == 2);
+}
+
+TEST_CASE("dockyard-plan writes through a device and follows a symlink instead of replacing them") {
+  CHECK(Run("--model testdata/hf/mixtral-8x7b.json --world-size 8 --json /dev/null").code == 0);
+  struct stat st {};
+  REQUIRE(stat("/dev/null", &st) == 0);
+  CHECK(S_ISCHR(st.st_mode));
+  const std::string target = TmpDir() + "/target.json", link = TmpDir() + "/link.json";
+  std::remove(link.c_str());
+  { std::ofstream(target) << "{}"; }
+  REQUIRE(symlink(target.c_str(), link.c_str()) == 0);
+  CHECK(Run("--model testdata/hf/mixtral-8x7b.json --world-size 8 --json " + link).code == 0);
+  struct stat lst {};
+  REQUIRE(lstat(link.c_str(), &lst) == 0);
+  CHECK(S_ISLNK(lst.st_mode));
+  CHECK(dockyard::ReadJsonFile(target)["model"]["total_params"] == 46702792704);
+}
+
+TEST_CASE("dockyard-plan refuses a device as model input instead of reading forever") {
+  Result r = Run("--model /dev/zero --world-size 8");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("/dev/zero: is not a regular file") != std::string::npos);
+}
+
+TEST_CASE("dockyard-plan reports a failed write to stdout") {
+  // (Run appends 2>&1 after the arguments, so the message goes to /dev/full too: check the code.)
+  Result r = Run("--model testdata/hf/mixtral-8x7b.json --world-size 8 --json - > /dev/full");
+  CHECK(r.code == 1);
 }
