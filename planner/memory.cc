@@ -35,42 +35,44 @@ MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank) {
   const int64_t moments_b = t.optimizer == Optimizer::kAdamW ? 8 : 0;  // exp_avg + exp_avg_sq, fp32
   const int64_t master_b = param_b == 4 ? 0 : 4;                        // fp32 master copy
   const int64_t stage = plan.meshes.dense.Coord(rank, 0);
-  MemoryBreakdown m;
-  // ZeRO-1: optimizer elements summed per (role group, mesh) and divided by the shard group.
-  std::map<std::pair<std::string, bool>, int64_t> zero1_elems;
+  // Accumulate per role group (keyed by the group's literal) without building strings per
+  // parameter: this runs for every rank of the world.
+  struct Acc {
+    int64_t params = 0, grads = 0, opt = 0, zero1_dense = 0, zero1_sparse = 0;
+  };
+  std::map<const char*, Acc> acc;
   for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
     if (plan.placements[i].stage != stage) continue;
     const auto& p = plan.inventory.params[i];
-    const std::string group = RoleGroup(p.role);
+    Acc& a = acc[RoleGroup(p.role)];
     const int64_t local = LocalNumelOnRank(p, plan.placements[i], plan.MeshOf(i), rank);
-    int64_t params = 0, grads = 0, opt = 0;
     if (strategy == DpSharding::kFsdp) {
-      params = CheckedMul(local, 4, p.fqn);  // FSDP2 keeps the sharded parameter in fp32
-      grads = CheckedMul(local, grad_b, p.fqn);
-      opt = CheckedMul(local, moments_b, p.fqn);
+      a.params += CheckedMul(local, 4, p.fqn);  // FSDP2 keeps the sharded parameter in fp32
+      a.grads += CheckedMul(local, grad_b, p.fqn);
+      a.opt += CheckedMul(local, moments_b, p.fqn);
     } else {
-      params = CheckedMul(local, param_b, p.fqn);
-      grads = CheckedMul(local, grad_b, p.fqn);
+      a.params += CheckedMul(local, param_b, p.fqn);
+      a.grads += CheckedMul(local, grad_b, p.fqn);
       if (strategy == DpSharding::kDdp) {
-        opt = CheckedMul(local, master_b + moments_b, p.fqn);
+        a.opt += CheckedMul(local, master_b + moments_b, p.fqn);
       } else {
-        zero1_elems[{group, OnSparseMesh(plan, i)}] += local;
+        (OnSparseMesh(plan, i) ? a.zero1_sparse : a.zero1_dense) += local;
       }
     }
-    m.params_by_role[group] += params;
-    m.grads_by_role[group] += grads;
-    if (opt) m.optimizer_by_role[group] += opt;
-    m.params_bytes = CheckedAdd(m.params_bytes, params, "params bytes");
-    m.grads_bytes = CheckedAdd(m.grads_bytes, grads, "grads bytes");
-    m.optimizer_bytes = CheckedAdd(m.optimizer_bytes, opt, "optimizer bytes");
   }
-  for (const auto& [key, elems] : zero1_elems) {
-    // Megatron's distributed optimizer shards over the data-parallel group with cp for dense
-    // parameters and over the expert-data-parallel group for experts (replicas over dp_replicate).
-    const int64_t group_size = key.second ? d.efsdp : d.dp_shard * d.cp;
-    const int64_t opt = CheckedMul(Ceil(elems, group_size), master_b + moments_b, "optimizer bytes");
-    m.optimizer_by_role[key.first] += opt;
-    m.optimizer_bytes = CheckedAdd(m.optimizer_bytes, opt, "optimizer bytes");
+  MemoryBreakdown m;
+  for (auto& [group, a] : acc) {
+    // ZeRO-1: Megatron's distributed optimizer shards over the data-parallel group with cp for
+    // dense parameters and over the expert-data-parallel group for experts (replicas over
+    // dp_replicate).
+    a.opt += CheckedMul(Ceil(a.zero1_dense, d.dp_shard * d.cp), master_b + moments_b, "optimizer bytes");
+    a.opt += CheckedMul(Ceil(a.zero1_sparse, d.efsdp), master_b + moments_b, "optimizer bytes");
+    m.params_by_role[group] = a.params;
+    m.grads_by_role[group] = a.grads;
+    if (a.opt) m.optimizer_by_role[group] = a.opt;
+    m.params_bytes = CheckedAdd(m.params_bytes, a.params, "params bytes");
+    m.grads_bytes = CheckedAdd(m.grads_bytes, a.grads, "grads bytes");
+    m.optimizer_bytes = CheckedAdd(m.optimizer_bytes, a.opt, "optimizer bytes");
   }
   return m;
 }
@@ -222,6 +224,11 @@ MemoryReport ComputeMemory(const Plan& plan) {
 
     sm.worst.peak_bytes = -1;
     for (int64_t rank = first; rank < first + stage_size; ++rank) {
+      // Every static kind grows with the rank's local elements, and activations and buffers are
+      // the same on every rank of a stage, so the worst rank is searched among the ranks with
+      // the most parameter bytes (plan.param_bytes_per_rank): a rank with no more parameter
+      // bytes than the current worst is skipped.
+      if (sm.worst.peak_bytes >= 0 && plan.param_bytes_per_rank[rank] <= plan.param_bytes_per_rank[sm.worst_rank]) continue;
       MemoryBreakdown b = StaticMemoryOnRank(plan, rank);
       b.activations_bytes = act_total;
       b.activations_by_role = acts;
