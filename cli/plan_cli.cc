@@ -2,6 +2,7 @@
 #include "cli/plan_cli.h"
 
 #include <cerrno>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <numeric>
@@ -15,12 +16,14 @@
 #include "cli/default_model.h"
 #include "planner/error.h"
 #include "planner/file_util.h"
+#include "planner/cost.h"
 #include "planner/hf_config.h"
 #include "planner/memory.h"
 #include "planner/model_spec.h"
 #include "planner/plan.h"
 #include "planner/refit.h"
 #include "planner/report.h"
+#include "planner/workload.h"
 
 namespace dockyard {
 namespace {
@@ -30,11 +33,13 @@ constexpr const char* kExamples = R"(Examples:
   dockyard-plan --model testdata/hf/qwen3-30b-a3b.json --world-size 64 --ep 8 --gpu-memory-gib 80
   dockyard-plan --model testdata/hf/mixtral-8x7b.json --world-size 16 --tp 4 --json plan.json
   dockyard-plan --model testdata/hf/deepseek-v3.json --world-size 2048 --pp 8 --ep 64 --convention megatron --json -
-  dockyard-plan --model testdata/hf/deepseek-v3.json --world-size 1024 --pp 10 --pp-layer-split 7+6 --ep 64 \
+  dockyard-plan --model testdata/hf/deepseek-v3.json --world-size 1280 --pp 10 --pp-layer-split 7+6 --ep 64 \
                 --seq-len 4096 --recompute full --gpu-memory-gib 141
   dockyard-plan check --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --gpu-memory-gib 80
   dockyard-plan --model testdata/hf/qwen3-30b-a3b.json --world-size 64 --ep 8 --refit-json refit.json
   dockyard-plan spec --model testdata/hf/gpt-oss-120b.json --out gpt-oss-120b.spec.json
+  dockyard-plan simulate --model testdata/hf/deepseek-v3.json --world-size 256 --ep 64 --recompute full \
+                --cluster h200-sxm --routing zipf:1.2
 
 Training defaults: --param-dtype bfloat16, --grad-dtype float32, --optimizer adamw (fp32 master + 2 fp32
 moments), --seq-len 4096, --micro-batch-size 1, --num-microbatches = pp, --recompute none, --dp-sharding fsdp
@@ -70,6 +75,9 @@ std::optional<int64_t> ParseInt(const std::string& flag, const std::string& text
 
 std::optional<double> ParseNumber(const std::string& flag, const std::string& text) {
   if (text.empty()) return std::nullopt;
+  if (std::isspace(static_cast<unsigned char>(text.front()))) {
+    throw UsageError(fmt::format("{} \"{}\": expected a finite decimal number", flag, text));
+  }
   char* end = nullptr;
   errno = 0;
   const double v = std::strtod(text.c_str(), &end);
@@ -88,6 +96,9 @@ struct CliOptions {
   std::string dp_sharding, pp_layer_split, param_dtype, grad_dtype, optimizer, seq_len, micro_batch_size,
       num_microbatches, recompute, gpu_memory_gib, imbalance, gpus_per_node, dispatcher, oep, refit_dtype;
   bool model_given = false, json_given = false, refit_given = false;
+  // simulate
+  std::string cluster = "h100-sxm", routing = "uniform", seed = "0", routing_layers;
+  bool no_overlap = false;
 };
 
 void AddPlanOptions(CLI::App* app, CliOptions& o) {
@@ -161,9 +172,27 @@ TrainingConfig ResolveTraining(const CliOptions& o, const ModelSpec& model, int6
   return t;
 }
 
-// Builds the plan from flags (or the embedded default) and writes what was asked. Returns the
-// plan's memory report for `check`.
-int PlanAndReport(const CliOptions& o, bool check, std::ostream& out, std::ostream& err) {
+enum class Command { kPlan, kCheck, kSimulate };
+
+// "0-127, 256-383" style list of ranks.
+std::string RankList(const std::vector<int64_t>& ranks) {
+  std::string out;
+  size_t i = 0;
+  while (i < ranks.size()) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    out += (out.empty() ? "" : ", ") + (i == j ? std::to_string(ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]));
+    i = j + 1;
+  }
+  return out;
+}
+
+// Builds the plan from flags (or the embedded default) and writes what was asked.
+int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::ostream& err) {
+  const bool check = command == Command::kCheck;
+  if (check && ParseNumber("--gpu-memory-gib", o.gpu_memory_gib).value_or(0) <= 0) {
+    throw UsageError("check needs a budget: --gpu-memory-gib GiB (> 0)");
+  }
   const bool use_default = !o.model_given;
   if (!use_default && o.world_size.empty()) throw UsageError("--world-size is required with --model");
   ParallelDimsOptions dims;
@@ -194,13 +223,46 @@ int PlanAndReport(const CliOptions& o, bool check, std::ostream& out, std::ostre
   // Everything that can fail is computed before anything is written.
   const MemoryReport memory = ComputeMemory(plan);
   std::string report_text;
-  if (o.json_given) report_text = PlanToJson(plan, source).dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
+  std::optional<CostBreakdown> cost;
+  Json cost_json;
+  if (command == Command::kSimulate) {
+    const ClusterSpec cluster = LoadCluster(o.cluster);
+    RoutingSpec routing = ParseRoutingSpec(o.routing);
+    routing.seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
+    const Workload w = ComputeWorkload(plan);
+    const int64_t moe_layers = plan.model.NumMoeLayers();
+    const int64_t layers = ParseInt("--routing-layers", o.routing_layers).value_or(std::min<int64_t>(moe_layers, 4));
+    if (layers < 1 || layers > moe_layers) {
+      throw Error(fmt::format("--routing-layers ({}) must be in [1, num MoE layers ({})]", layers, moe_layers));
+    }
+    const RoutingResult sampled = SampleRouting(routing, plan.model.moe.num_experts, plan.model.moe.top_k, plan.dims.ep,
+                                                w.routed_tokens, layers);
+    CostOptions options;
+    options.overlap_shared_experts = !o.no_overlap;
+    cost = SimulateStep(plan, cluster, sampled, options);
+    cost_json = {{"schema_version", kReportSchemaVersion},
+                 {"cluster", ClusterToJson(cluster)},
+                 {"routing", o.routing},
+                 {"seed", routing.seed},
+                 {"routing_layers_sampled", layers},
+                 {"parallel", PlanToJson(plan, source)["parallel"]},
+                 {"training", TrainingToJson(plan.training)},
+                 {"predicted", CostToJson(*cost)}};
+    if (o.json_given) report_text = cost_json.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
+  } else if (o.json_given) {
+    report_text = PlanToJson(plan, source).dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
+  }
   std::string refit_text;
   if (o.refit_given) {
     refit_text = RefitMapToJson(BuildRefitMap(plan, plan.training.refit_dtype)).dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
   }
-  if (o.json_given) WriteOutput(o.json_path, report_text, out);
-  if (o.refit_given) WriteOutput(o.refit_json, refit_text, out);
+  // Files are written all-or-nothing; '-' goes to stdout.
+  std::vector<std::pair<std::string, std::string>> files;
+  if (o.json_given && o.json_path != "-") files.push_back({o.json_path, report_text});
+  if (o.refit_given && o.refit_json != "-") files.push_back({o.refit_json, refit_text});
+  WriteFilesAtomically(files);
+  if (o.json_given && o.json_path == "-") out << report_text;
+  if (o.refit_given && o.refit_json == "-") out << refit_text;
   const bool quiet = (o.json_given && o.json_path == "-") || (o.refit_given && o.refit_json == "-");
   if (!quiet) {
     if (use_default) {
@@ -208,19 +270,33 @@ int PlanAndReport(const CliOptions& o, bool check, std::ostream& out, std::ostre
                          dims.world_size, dims.world_size % 8 == 0 ? fmt::format(" = {} nodes x 8", dims.world_size / 8) : "",
                          dims.ep, RecomputeName(plan.training.recompute));
     }
-    out << (check ? MemoryToText(plan, memory) : PlanToText(plan, source));
+    if (cost) {
+      out << MemoryToText(plan, memory) << CostToText(*cost);
+    } else {
+      out << (check ? MemoryToText(plan, memory) : PlanToText(plan, source));
+    }
     if (o.json_given) out << "JSON report written to " << o.json_path << "\n";
     if (o.refit_given) out << "Refit map written to " << o.refit_json << "\n";
   }
   if (check) {
-    if (memory.budget_gib <= 0) throw UsageError("check needs a budget: --gpu-memory-gib GiB");
     if (!memory.over_budget_ranks.empty()) {
+      const double budget = memory.budget_gib * 1073741824.0;
       for (const auto& s : memory.stages) {
         const double peak_gib = static_cast<double>(s.worst.peak_bytes) / 1073741824.0;
-        if (peak_gib > memory.budget_gib) {
-          err << fmt::format("dockyard-plan check: stage {} rank {} needs {:.2f} GiB, over the {:.2f} GiB budget by {:.2f} GiB\n",
-                             s.stage, s.worst_rank, peak_gib, memory.budget_gib, peak_gib - memory.budget_gib);
+        if (peak_gib <= memory.budget_gib) continue;
+        // Count every rank of the stage over the budget (activations and buffers are the same on
+        // all ranks of a stage; the static part is per rank).
+        const int64_t stage_size = plan.dims.stage_size();
+        std::vector<int64_t> over;
+        const int64_t dynamic = s.worst.activations_bytes + s.worst.comm_buffers_bytes;
+        for (int64_t r = s.stage * stage_size; r < (s.stage + 1) * stage_size; ++r) {
+          const MemoryBreakdown b = StaticMemoryOnRank(plan, r);
+          if (static_cast<double>(b.params_bytes + b.grads_bytes + b.optimizer_bytes + dynamic) > budget) over.push_back(r);
         }
+        err << fmt::format("dockyard-plan check: stage {}: {} of {} ranks exceed the {:.2f} GiB budget; worst rank {} needs "
+                           "{:.2f} GiB (over by {:.2f} GiB); ranks over: {}\n",
+                           s.stage, over.size(), stage_size, memory.budget_gib, s.worst_rank, peak_gib,
+                           peak_gib - memory.budget_gib, RankList(over));
       }
       return 1;
     }
@@ -239,6 +315,13 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   AddPlanOptions(&app, o);
   CLI::App* check = app.add_subcommand("check", "exit 1 and list the ranks whose peak memory exceeds --gpu-memory-gib");
   AddPlanOptions(check, o);
+  CLI::App* simulate = app.add_subcommand("simulate", "predict the time of every phase of a training step on a cluster");
+  AddPlanOptions(simulate, o);
+  simulate->add_option("--cluster", o.cluster, "preset (h100-sxm, h200-sxm, h100-pcie-400g) or cluster JSON (default h100-sxm)");
+  simulate->add_option("--routing", o.routing, "uniform | zipf:S | hot:H:F | trace:PATH (default uniform)");
+  simulate->add_option("--seed", o.seed, "routing sampling seed (default 0)");
+  simulate->add_option("--routing-layers", o.routing_layers, "MoE layers to sample, cycled over the rest (default min(4, MoE layers))");
+  simulate->add_flag("--no-overlap", o.no_overlap, "do not overlap the shared experts with the combine all-to-all");
   CLI::App* spec = app.add_subcommand("spec", "write the normalized dockyard model spec of a model");
   std::string spec_model, spec_out = "-";
   spec->add_option("--model", spec_model, "HF config.json or dockyard model spec")->required();
@@ -256,10 +339,23 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   }
 
   try {
-    for (CLI::App* a : {&app, check}) {
+    for (CLI::App* a : {&app, check, simulate}) {
       o.model_given = o.model_given || a->count("--model") > 0;
       o.json_given = o.json_given || a->count("--json") > 0;
       o.refit_given = o.refit_given || a->count("--refit-json") > 0;
+    }
+    // A flag given with an empty value is a usage error, whatever the flag.
+    for (CLI::App* a : {&app, check, simulate, spec}) {
+      if (a != &app && !a->parsed()) continue;
+      for (const CLI::Option* opt : a->get_options()) {
+        if (opt->count() == 0 || opt->get_type_size() == 0) continue;
+        for (const auto& v : opt->results()) {
+          if (v.empty()) throw UsageError(fmt::format("{} needs a value, got an empty string", opt->get_name()));
+        }
+      }
+    }
+    if (o.json_given && o.refit_given && o.json_path == o.refit_json) {
+      throw UsageError(fmt::format("--json and --refit-json name the same output ({})", o.json_path));
     }
     if (o.model_given && o.model.empty()) throw UsageError("--model needs a path, got an empty string");
     if (o.json_given && o.json_path.empty()) throw UsageError("--json needs a path or '-', got an empty string");
@@ -273,7 +369,7 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
       WriteOutput(spec_out, ModelSpecToJson(model).dump(2, ' ', false, Json::error_handler_t::replace) + "\n", out);
       return 0;
     }
-    return PlanAndReport(o, check->parsed(), out, err);
+    return PlanAndReport(o, check->parsed() ? Command::kCheck : simulate->parsed() ? Command::kSimulate : Command::kPlan, out, err);
   } catch (const UsageError& e) {
     err << "dockyard-plan: usage error: " << e.what() << "\n" << "Run 'dockyard-plan --help' for usage.\n";
     return 2;

@@ -159,7 +159,9 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
     b.Add("zero1_reduce_scatter_grads", "reduce_scatter", "sparse", Join(sparse_dp), "step", sparse_group, 1, mul(sparse_elems, grad_b));
     b.Add("zero1_all_gather_params", "all_gather", "sparse", Join(sparse_dp), "step", sparse_group, 1, mul(sparse_elems, param_b));
     b.Add("replica_all_reduce_grads", "all_reduce", "dense", "dp_replicate", "step", replicate_group, 1,
-          mul(dense_elems / std::max<int64_t>(1, dense_group.size()) + sparse_elems / std::max<int64_t>(1, sparse_group.size()), grad_b));
+          mul((dense_elems + static_cast<int64_t>(dense_group.size()) - 1) / static_cast<int64_t>(dense_group.size()) +
+                  (sparse_elems + static_cast<int64_t>(sparse_group.size()) - 1) / static_cast<int64_t>(sparse_group.size()),
+              grad_b));
   } else {
     // DDP: gradients all-reduced over every data-parallel rank once per step.
     std::vector<std::string> all_dp = dense_dp;
@@ -218,7 +220,7 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
       // Deredundency (seed 002): ep = oep x iep, iep fastest. All-gather of the routed rows over
       // oep, all-to-all of the selected rows (T_r * top_k on average) over iep, reduce-scatter
       // of the oep-sized whiteboard on combine.
-      const int64_t oep = t.oep.value_or(std::max<int64_t>(1, d.ep / std::min<int64_t>(d.ep, t.gpus_per_node)));
+      const int64_t oep = DeredundencyOep(plan);
       if (d.ep % oep != 0) throw Error(fmt::format("oep ({}) must divide ep ({}) for the deredundency dispatcher", oep, d.ep));
       out.oep = oep;
       out.iep = d.ep / oep;

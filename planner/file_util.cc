@@ -39,31 +39,42 @@ void WriteThrough(const std::string& path, const std::string& content) {
 
 }  // namespace
 
-void WriteFileAtomically(const std::string& requested, const std::string& content) {
+namespace {
+
+// Where a requested output really goes: symlinks followed; `direct` for devices and FIFOs.
+struct Target {
+  std::string path;
+  bool direct = false;
+};
+
+Target Resolve(const std::string& requested) {
   if (requested.empty()) throw Error("output path is empty");
-  // A symlink is followed: the file it points to is replaced, the link itself is kept.
-  std::string path = requested;
+  Target t{requested, false};
   struct stat lst {};
   if (lstat(requested.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
-    char* resolved = realpath(requested.c_str(), nullptr);
-    if (resolved) {
-      path = resolved;
+    if (char* resolved = realpath(requested.c_str(), nullptr)) {
+      t.path = resolved;
       free(resolved);
     }
   }
   struct stat st {};
-  if (stat(path.c_str(), &st) == 0) {
+  if (stat(t.path.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode)) throw Error(fmt::format("{}: is a directory, cannot write the output file there", requested));
-    if (!S_ISREG(st.st_mode)) return WriteThrough(path, content);
+    t.direct = !S_ISREG(st.st_mode);
   }
+  return t;
+}
+
+// Writes `content` to a new temporary file next to `path`; returns its name.
+std::string WriteTemporary(const std::string& path, const std::string& content) {
   std::string tmpl = path + ".tmp.XXXXXX";
   int fd = mkstemp(tmpl.data());
   if (fd < 0) throw Error(fmt::format("{}: cannot create output file: {}", path, std::strerror(errno)));
   size_t written = 0;
   while (written < content.size()) {
     ssize_t n = write(fd, content.data() + written, content.size() - written);
-    if (n < 0) {
-      if (errno == EINTR) continue;
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
       int err = errno;
       close(fd);
       unlink(tmpl.c_str());
@@ -77,11 +88,36 @@ void WriteFileAtomically(const std::string& requested, const std::string& conten
     throw Error(fmt::format("{}: write failed: {}", path, std::strerror(err)));
   }
   chmod(tmpl.c_str(), 0644);
-  if (rename(tmpl.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    unlink(tmpl.c_str());
-    throw Error(fmt::format("{}: cannot move output into place: {}", path, std::strerror(err)));
+  return tmpl;
+}
+
+}  // namespace
+
+void WriteFilesAtomically(const std::vector<std::pair<std::string, std::string>>& files) {
+  std::vector<Target> targets;
+  for (const auto& [path, content] : files) targets.push_back(Resolve(path));
+  std::vector<std::string> temporaries(files.size());
+  try {
+    for (size_t i = 0; i < files.size(); ++i) {
+      if (!targets[i].direct) temporaries[i] = WriteTemporary(targets[i].path, files[i].second);
+    }
+  } catch (...) {
+    for (const auto& t : temporaries) if (!t.empty()) unlink(t.c_str());
+    throw;
   }
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (targets[i].direct || rename(temporaries[i].c_str(), targets[i].path.c_str()) == 0) continue;
+    const int err = errno;
+    for (size_t j = i; j < files.size(); ++j) if (!temporaries[j].empty()) unlink(temporaries[j].c_str());
+    throw Error(fmt::format("{}: cannot move output into place: {}", files[i].first, std::strerror(err)));
+  }
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (targets[i].direct) WriteThrough(targets[i].path, files[i].second);
+  }
+}
+
+void WriteFileAtomically(const std::string& requested, const std::string& content) {
+  WriteFilesAtomically({{requested, content}});
 }
 
 }  // namespace dockyard

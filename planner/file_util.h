@@ -6,9 +6,16 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace dockyard {
 
 void WriteFileAtomically(const std::string& path, const std::string& content);
+
+// Writes several files all-or-nothing: every regular file goes to a temporary file first and
+// is renamed into place only when all of them were written; on any failure the temporaries are
+// removed and no destination changes. Devices and FIFOs are written through last.
+void WriteFilesAtomically(const std::vector<std::pair<std::string, std::string>>& files);
 
 }  // namespace dockyard

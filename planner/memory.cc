@@ -172,10 +172,12 @@ MemoryReport ComputeMemory(const Plan& plan) {
     auto per_mb = ActivationBytesPerMicrobatch(plan, w, s);
     std::map<std::string, int64_t> acts;
     if (t.recompute == Recompute::kFull) {
-      auto single = per_mb;
-      single.erase("checkpoints");
-      acts = single;
-      acts["checkpoints"] = CheckedMul(per_mb["checkpoints"], sm.in_flight_microbatches, "activation bytes");
+      // The one rebuilt layer exists once; the layer inputs and the embedding output are kept
+      // for every micro-batch in flight.
+      acts = per_mb;
+      for (const char* kept : {"checkpoints", "embedding"}) {
+        if (per_mb.count(kept)) acts[kept] = CheckedMul(per_mb[kept], sm.in_flight_microbatches, "activation bytes");
+      }
     } else {
       for (const auto& [k, v] : per_mb) acts[k] = CheckedMul(v, sm.in_flight_microbatches, "activation bytes");
     }
@@ -196,7 +198,8 @@ MemoryReport ComputeMemory(const Plan& plan) {
       for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
         if (plan.placements[i].stage != s) continue;
         const auto& p = plan.inventory.params[i];
-        std::string unit = p.layer >= 0 ? fmt::format("{}{}", p.layer, p.routed_expert ? "e" : "d")
+        // torchtitan wraps a layer's experts separately only when they live on the sparse mesh.
+        std::string unit = p.layer >= 0 ? fmt::format("{}{}", p.layer, plan.placements[i].sparse_mesh ? "e" : "d")
                                          : (p.role == Role::kEmbedding ? "embed" : "root");
         units[unit] += ModelParallelNumel(plan, i, first);
       }
@@ -209,7 +212,7 @@ MemoryReport ComputeMemory(const Plan& plan) {
     for (int64_t l = 0; l < plan.model.num_hidden_layers; ++l) has_moe = has_moe || (plan.layer_stage[l] == s && plan.model.moe_layers[l]);
     if (d.ep > 1 && has_moe) {
       if (t.dispatcher == "deredundency") {
-        const int64_t oep = t.oep.value_or(1);
+        const int64_t oep = DeredundencyOep(plan);
         // All-gather output over oep and the reduce-scatter whiteboard of the same size.
         buffers["deredundency"] = CheckedMul(CheckedMul(CheckedMul(oep, w.mean_received_rows, "buffer"), h, "buffer"),
                                              2 * w.act_bytes, "buffer");

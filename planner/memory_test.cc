@@ -42,7 +42,7 @@ TEST_CASE("Qwen3-30B-A3B on 8 GPUs, EP 8, distributed optimizer: 71.51 GiB of we
   //   -> 65,229,815,808 bytes.
   // Everything else: 30,532,122,624 - 28,991,029,248 = 1,541,093,376 elements in full on each
   //   rank: 6 bytes -> 9,246,560,256, plus 12 bytes over DP 8 -> 192,636,672 x 12 = 2,311,640,064.
-  // Total 76,788,016,128 bytes = 71.515 GiB.
+  // Total 76,788,016,128 bytes = 71.514 GiB.
   Plan plan = BuildPlan(dockyard::LoadModel("testdata/hf/qwen3-30b-a3b.json"), Dims(8, 1, 8), Train(DpSharding::kZero1));
   auto m = dockyard::StaticMemoryOnRank(plan, 0);
   CHECK(Static(m) == 76788016128);
@@ -130,7 +130,21 @@ TEST_CASE("Activations of the tiny model by hand") {
   CHECK(mem.stages[0].worst.activations_bytes == 2 * 10496 + 2 * 4096 + 2 * 1408 + 2 * 20480 + 2048 + 64000);
 }
 
-TEST_CASE("Selective and full recomputation shrink activations") {
+TEST_CASE("Selective recomputation drops norm outputs and the elementwise MLP tensors") {
+  dockyard::TrainingConfig t = Train(DpSharding::kFsdp);
+  t.seq_len = 16;
+  t.recompute = dockyard::Recompute::kSelective;
+  Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(1), t);
+  auto acts = dockyard::ComputeMemory(plan).stages[0].worst.activations_by_role;
+  // Per layer: attention keeps the norm input only: 1024 + 2048 + 1024 = 4096 elements = 8192
+  // bytes + logsumexp 256; norm group: input only, 1024 elements = 2048 bytes; routed experts:
+  // 4096 + 2 x 32 x 32 + 2048 = 8192 elements = 16384 bytes.
+  CHECK(acts.at("attention") == 2 * (8192 + 256));
+  CHECK(acts.at("norm") == 2 * 2048);
+  CHECK(acts.at("routed_experts") == 2 * 16384);
+}
+
+TEST_CASE("Full recomputation keeps layer inputs and rebuilds one layer") {
   TrainingConfig t = Train(DpSharding::kFsdp);
   t.seq_len = 16;
   Plan none = BuildPlan(dockyard::testing::TinyMixtral(), Dims(1), t);

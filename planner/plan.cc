@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "planner/checked_math.h"
 #include "planner/error.h"
@@ -32,6 +33,10 @@ Plan BuildPlan(const ModelSpec& model, const ParallelDimsOptions& options, const
     plan.training.dp_sharding = plan.dims.convention == Convention::kMegatron ? DpSharding::kZero1 : DpSharding::kFsdp;
   }
   if (!plan.training.num_microbatches) plan.training.num_microbatches = plan.dims.pp;
+  if (plan.training.dispatcher == "deredundency" && plan.training.oep && plan.dims.ep % *plan.training.oep != 0) {
+    throw Error(fmt::format("oep ({}) must divide ep ({}) for the deredundency dispatcher (ep = oep x iep)",
+                            *plan.training.oep, plan.dims.ep));
+  }
   plan.inventory = BuildInventory(model);
   // With tied embeddings and several pipeline stages, the last stage keeps its own copy of the
   // embedding matrix as lm_head (gradients are all-reduced between the two stages). The copy is
@@ -54,8 +59,9 @@ Plan BuildPlan(const ModelSpec& model, const ParallelDimsOptions& options, const
       total += n;
     }
     if (static_cast<int64_t>(split.size()) != plan.dims.pp || total != model.num_hidden_layers) {
-      throw Error(fmt::format("pp_layer_split has {} stages summing to {} layers; need pp ({}) stages summing to "
-                              "num_hidden_layers ({})",
+      throw Error(fmt::format("training.pp_layer_split {} has {} stages summing to {} layers; need pp ({}) stages summing "
+                              "to num_hidden_layers ({})",
+                              fmt::format("[{}]", fmt::join(split, ",")),
                               split.size(), total, plan.dims.pp, model.num_hidden_layers));
     }
     for (int64_t s = 0; s < plan.dims.pp; ++s) {

@@ -81,9 +81,10 @@ void ValidateTraining(const TrainingConfig& t, const std::string& origin) {
     if (origin == "--") std::replace(field.begin(), field.end(), '_', '-');
     throw Error(fmt::format("{}{}: {}", origin, field, rule));
   };
-  DtypeBytes(t.param_dtype, origin + "param_dtype");
-  DtypeBytes(t.grad_dtype, origin + "grad_dtype");
-  if (!t.refit_dtype.empty()) DtypeBytes(t.refit_dtype, origin + "refit_dtype");
+  const bool flags = origin == "--";
+  DtypeBytes(t.param_dtype, origin + (flags ? "param-dtype" : "param_dtype"));
+  DtypeBytes(t.grad_dtype, origin + (flags ? "grad-dtype" : "grad_dtype"));
+  if (!t.refit_dtype.empty()) DtypeBytes(t.refit_dtype, origin + (flags ? "refit-dtype" : "refit_dtype"));
   if (t.seq_len < 1) fail("seq_len", fmt::format("must be >= 1, got {}", t.seq_len));
   if (t.micro_batch_size < 1) fail("micro_batch_size", fmt::format("must be >= 1, got {}", t.micro_batch_size));
   if (t.num_microbatches && *t.num_microbatches < 1) {
@@ -104,14 +105,19 @@ void ValidateTraining(const TrainingConfig& t, const std::string& origin) {
     fail("gpu_memory_gib", fmt::format("must be a finite number in [0, 1e6] GiB, got {}", t.gpu_memory_gib));
   }
   if (!std::isfinite(t.imbalance) || t.imbalance < 1.0 || t.imbalance > 1e6) {
-    fail("imbalance", fmt::format("must be a finite factor >= 1 (max / mean tokens received), got {}", t.imbalance));
+    fail("imbalance", fmt::format("must be a finite factor in [1, 1e6] (max / mean tokens received), got {}", t.imbalance));
   }
   if (t.gpus_per_node < 1 || t.gpus_per_node > (int64_t{1} << 20)) {
     fail("gpus_per_node", fmt::format("must be in [1, 2^20], got {}", t.gpus_per_node));
   }
   if (t.oep && *t.oep < 1) fail("oep", fmt::format("must be >= 1, got {}", *t.oep));
   if (t.dispatcher != "all_to_all" && t.dispatcher != "deredundency") {
-    fail("dispatcher", fmt::format("must be \"all_to_all\" or \"deredundency\", got \"{}\"", t.dispatcher));
+    std::string rule = fmt::format("must be \"all_to_all\" or \"deredundency\", got \"{}\"", t.dispatcher);
+    if (auto s = DidYouMean(t.dispatcher, {"all_to_all", "deredundency"})) rule += fmt::format("; did you mean '{}'?", *s);
+    fail("dispatcher", rule);
+  }
+  if (t.oep && t.dispatcher != "deredundency") {
+    fail("oep", fmt::format("{} is set, but oep only applies to the deredundency dispatcher (dispatcher is \"{}\")", *t.oep, t.dispatcher));
   }
 }
 
@@ -142,12 +148,16 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
   else if (rc == "selective") t.recompute = Recompute::kSelective;
   else if (rc == "full") t.recompute = Recompute::kFull;
   else v.Fail("recompute", fmt::format("must be \"none\", \"selective\" or \"full\", got \"{}\"", rc));
-  if (v.Has("pp_layer_split")) t.pp_layer_split = v.IntList("pp_layer_split", 1);
+  if (v.Has("pp_layer_split")) {
+    t.pp_layer_split = v.IntList("pp_layer_split", 1);
+    if (t.pp_layer_split.empty()) v.Fail("pp_layer_split", "must list the layers of every stage, got an empty array");
+  }
   t.gpu_memory_gib = v.NumberOr("gpu_memory_gib", 0);
   t.imbalance = v.NumberOr("imbalance", 1.0);
   t.gpus_per_node = v.IntOr("gpus_per_node", 8);
   if (v.Has("oep")) t.oep = v.Int("oep");
   t.refit_dtype = v.StringOr("refit_dtype", "");
+  if (!t.refit_dtype.empty()) t.refit_dtype = CanonicalDtype(t.refit_dtype);
   t.dispatcher = v.StringOr("dispatcher", t.dispatcher);
   ValidateTraining(t, v.Where() + "/");
   return t;

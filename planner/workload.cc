@@ -20,14 +20,24 @@ Workload ComputeWorkload(const Plan& plan) {
   const bool split_over_tp = d.tp > 1 && d.ep > 1 && d.etp == 1;
   w.routed_tokens = split_over_tp ? (w.tokens + d.tp - 1) / d.tp : w.tokens;
   w.mean_received_rows = CheckedMul(w.routed_tokens, plan.model.moe.top_k, "routed rows");
-  const double rows = std::ceil(static_cast<double>(w.mean_received_rows) * t.imbalance);
+  // The most loaded rank receives imbalance x the mean, but never more than every token of its EP
+  // group sending it min(top_k, local experts) rows; with one EP rank, max = mean.
+  const int64_t local_experts = plan.model.moe.num_experts / d.ep;
+  const double cap = static_cast<double>(d.ep) * static_cast<double>(w.routed_tokens) *
+                     static_cast<double>(std::min<int64_t>(plan.model.moe.top_k, local_experts));
+  const double rows = d.ep == 1 ? static_cast<double>(w.mean_received_rows)
+                                : std::min(std::ceil(static_cast<double>(w.mean_received_rows) * t.imbalance), cap);
   if (!(rows < 9.0e15)) throw Error("received rows (routed tokens * top_k * imbalance) exceed 9e15");
   w.received_rows = static_cast<int64_t>(rows);
   w.act_bytes = DtypeBytes(t.param_dtype, "param_dtype");
   w.tp_shards = d.tp;
   w.expert_f_local = plan.model.moe.moe_intermediate_size / expert_tp;
-  w.in_flight_first = InFlightMicrobatches(plan, 0);
   return w;
+}
+
+int64_t DeredundencyOep(const Plan& plan) {
+  const int64_t ep = plan.dims.ep;
+  return plan.training.oep.value_or(std::max<int64_t>(1, ep / std::min<int64_t>(ep, plan.training.gpus_per_node)));
 }
 
 int64_t InFlightMicrobatches(const Plan& plan, int64_t stage) {

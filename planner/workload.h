@@ -11,18 +11,21 @@ namespace dockyard {
 struct Workload {
   int64_t tokens = 0;           // T: tokens of one micro-batch on a rank = ceil(b * s / cp)
   int64_t routed_tokens = 0;    // T_r: tokens this rank routes through the router / dispatch
-  int64_t received_rows = 0;    // R_max: expert rows the most loaded rank receives = ceil(T_r * top_k * imbalance)
+  int64_t received_rows = 0;    // R_max = min(ceil(T_r * top_k * imbalance), ep * T_r * min(top_k, E / ep)); = T_r * top_k when ep = 1
   int64_t mean_received_rows = 0;  // T_r * top_k: the balanced mean
   int64_t act_bytes = 2;        // bytes per activation element (param dtype)
   int64_t tp_shards = 1;        // t: divisor of sequence-parallel activations (tp)
   int64_t expert_f_local = 0;   // F / expert TP degree (etp, or tp with EP off)
-  int64_t in_flight_first = 1;  // micro-batches of activations stage 0 holds (1F1B: min(pp, M))
 };
 
 // T_r: with tp > 1, EP on and etp == 1, torchtitan's ReordererSequenceParallel splits the
 // TP-replicated tokens over the tp ranks (T_r = ceil(T / tp)); otherwise every rank of a TP
 // group routes the whole T (T_r = T), with ETP / TP sharding the expert F instead.
 Workload ComputeWorkload(const Plan& plan);
+
+// The deredundency dispatcher's outer EP size: the --oep given, else the number of nodes one EP
+// group spans (ep / min(ep, gpus_per_node)).
+int64_t DeredundencyOep(const Plan& plan);
 
 // Micro-batches of activations stage `stage` keeps in flight under 1F1B: min(pp - stage, M).
 int64_t InFlightMicrobatches(const Plan& plan, int64_t stage);

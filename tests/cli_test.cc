@@ -116,8 +116,9 @@ TEST_CASE("dockyard-plan check exits 1 and names the rank over the budget") {
   const std::string base = "check --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --dp-sharding zero1";
   Result over = Run(base + " --gpu-memory-gib 40");
   CHECK(over.code == 1);
-  CHECK(over.out.find("dockyard-plan check: stage 0 rank") != std::string::npos);
-  CHECK(over.out.find("over the 40.00 GiB budget") != std::string::npos);
+  // Every rank holds the same shares here (8 ranks, ep 8): all 8 are over.
+  CHECK(over.out.find("dockyard-plan check: stage 0: 8 of 8 ranks exceed the 40.00 GiB budget") != std::string::npos);
+  CHECK(over.out.find("ranks over: 0-7") != std::string::npos);
   Result fits = Run(base + " --gpu-memory-gib 1000");
   CHECK(fits.code == 0);
   CHECK(fits.out.find("check: every rank fits in 1000.00 GiB") != std::string::npos);
@@ -180,4 +181,44 @@ TEST_CASE("dockyard-plan reports a failed write to stdout") {
   // (Run appends 2>&1 after the arguments, so the message goes to /dev/full too: check the code.)
   Result r = Run("--model testdata/hf/mixtral-8x7b.json --world-size 8 --json - > /dev/full");
   CHECK(r.code == 1);
+}
+
+TEST_CASE("dockyard-plan writes no file at all when one of two outputs cannot be written") {
+  const std::string json = TmpDir() + "/both.json";
+  std::remove(json.c_str());
+  Result r = Run("--model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --json " + json +
+                 " --refit-json " + TmpDir() + "/no-such-dir/refit.json");
+  CHECK(r.code == 1);
+  CHECK_FALSE(Exists(json));
+}
+
+TEST_CASE("dockyard-plan rejects the same path for two outputs and empty flag values") {
+  const std::string same = TmpDir() + "/same.json";
+  CHECK(Run("--model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --json " + same + " --refit-json " + same).code == 2);
+  Result empty = Run("--model testdata/hf/qwen3-30b-a3b.json --world-size 8 --seq-len ''");
+  CHECK(empty.code == 2);
+  CHECK(empty.out.find("--seq-len needs a value") != std::string::npos);
+  CHECK(Run("--model testdata/hf/qwen3-30b-a3b.json --world-size 8 --imbalance ' 2'").code == 2);
+}
+
+TEST_CASE("dockyard-plan rejects --oep without the deredundency dispatcher") {
+  Result r = Run("--model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --oep 2");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("--oep: 2 is set, but oep only applies to the deredundency dispatcher") != std::string::npos);
+  Result bad = Run("--model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --dispatcher deredundency --oep 3");
+  CHECK(bad.code == 1);
+  CHECK(bad.out.find("oep (3) must divide ep (8)") != std::string::npos);
+}
+
+TEST_CASE("dockyard-plan simulate prints a per-phase table and writes the predicted schema") {
+  const std::string out = TmpDir() + "/sim.json";
+  Result r = Run("simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 16 --cluster h200-sxm "
+                 "--routing zipf:1.2 --seq-len 2048 --json " + out);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("grouped_gemm") != std::string::npos);
+  dockyard::Json j = dockyard::ReadJsonFile(out);
+  CHECK(j["predicted"]["kind"] == "predicted");
+  CHECK(j["predicted"]["step_time_us"].get<double>() > 0);
+  CHECK(j["cluster"]["hbm_gbps"] == 4800.0);  // the h200-sxm preset
+  CHECK(Run("simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 16 --cluster h300").code == 1);
 }

@@ -1,0 +1,89 @@
+// Cluster presets and cluster JSON (see cluster.h and docs/cluster.md).
+#include "planner/cluster.h"
+
+#include <cmath>
+#include <sys/stat.h>
+
+#include <fmt/format.h>
+
+#include "planner/error.h"
+
+namespace dockyard {
+
+std::vector<std::string> ClusterPresetNames() { return {"h100-sxm", "h200-sxm", "h100-pcie-400g"}; }
+
+ClusterSpec ClusterPreset(const std::string& name) {
+  ClusterSpec c;
+  c.name = name;
+  if (name == "h100-sxm") return c;  // the defaults above
+  if (name == "h200-sxm") {
+    c.hbm_gbps = 4800.0;
+    c.memory_gib = 140.4;
+    return c;
+  }
+  if (name == "h100-pcie-400g") {
+    c.dense_bf16_tflops = 756.0;
+    c.hbm_gbps = 2000.0;
+    c.intra_node_gbps = 50.0;    // PCIe Gen5 x16: 64 GB/s per direction, ~50 GB/s achieved
+    c.intra_node_latency_us = 5.0;
+    c.network_gbps = 6.0;        // one 400 Gb/s NIC (~48 GB/s) shared by 8 GPUs
+    c.network_latency_us = 10.0;
+    return c;
+  }
+  std::string names;
+  for (const auto& n : ClusterPresetNames()) names += (names.empty() ? "" : ", ") + n;
+  std::string message = fmt::format("unknown cluster preset \"{}\"; presets: {} (or a path to a cluster JSON file)", name, names);
+  if (auto s = DidYouMean(name, ClusterPresetNames())) message += fmt::format("; did you mean '{}'?", *s);
+  throw Error(message);
+}
+
+ClusterSpec ClusterFromJson(const Json& json, const std::string& file) {
+  JsonView v(&json, file, "");
+  v.RejectUnknownKeys({"name", "base", "gpus_per_node", "nodes", "dense_bf16_tflops", "hbm_gbps", "memory_gib",
+                       "intra_node_gbps", "intra_node_latency_us", "network_gbps", "network_latency_us"});
+  ClusterSpec c;
+  const std::string base = v.StringOr("base", "h100-sxm");
+  try {
+    c = ClusterPreset(base);
+  } catch (const Error& e) {
+    v.Fail("base", e.what());
+  }
+  c.name = v.StringOr("name", file);
+  c.gpus_per_node = v.IntOr("gpus_per_node", c.gpus_per_node);
+  if (c.gpus_per_node > (int64_t{1} << 20)) v.Fail("gpus_per_node", fmt::format("{} exceeds 2^20", c.gpus_per_node));
+  c.nodes = v.IntOr("nodes", c.nodes, 0);
+  auto positive = [&](const char* key, double& field, double max) {
+    field = v.NumberOr(key, field);
+    if (!(field > 0) || field > max) v.Fail(key, fmt::format("must be a number in (0, {}], got {}", max, field));
+  };
+  positive("dense_bf16_tflops", c.dense_bf16_tflops, 1e6);
+  positive("hbm_gbps", c.hbm_gbps, 1e6);
+  positive("memory_gib", c.memory_gib, 1e6);
+  positive("intra_node_gbps", c.intra_node_gbps, 1e6);
+  positive("network_gbps", c.network_gbps, 1e6);
+  positive("intra_node_latency_us", c.intra_node_latency_us, 1e6);
+  positive("network_latency_us", c.network_latency_us, 1e6);
+  return c;
+}
+
+ClusterSpec LoadCluster(const std::string& name_or_path) {
+  struct stat st {};
+  const bool looks_like_path = name_or_path.find('/') != std::string::npos || name_or_path.find(".json") != std::string::npos;
+  if (looks_like_path || stat(name_or_path.c_str(), &st) == 0) return ClusterFromJson(ReadJsonFile(name_or_path), name_or_path);
+  return ClusterPreset(name_or_path);
+}
+
+Json ClusterToJson(const ClusterSpec& c) {
+  return Json{{"name", c.name},
+              {"gpus_per_node", c.gpus_per_node},
+              {"nodes", c.nodes},
+              {"dense_bf16_tflops", c.dense_bf16_tflops},
+              {"hbm_gbps", c.hbm_gbps},
+              {"memory_gib", c.memory_gib},
+              {"intra_node_gbps", c.intra_node_gbps},
+              {"intra_node_latency_us", c.intra_node_latency_us},
+              {"network_gbps", c.network_gbps},
+              {"network_latency_us", c.network_latency_us}};
+}
+
+}  // namespace dockyard

@@ -1,0 +1,356 @@
+// Cost model (see cost.h and docs/cost-model.md).
+#include "planner/cost.h"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "planner/comm.h"
+#include "planner/error.h"
+#include "planner/memory.h"
+#include "planner/workload.h"
+
+namespace dockyard {
+
+namespace {
+
+// Unit conversions: GB/s -> bytes per microsecond, TFLOP/s -> FLOP per microsecond.
+constexpr double kBytesPerUsPerGbps = 1e3;
+constexpr double kFlopsPerUsPerTflops = 1e6;
+
+bool SpansNodes(const std::vector<int64_t>& group, int64_t gpus_per_node) {
+  for (int64_t r : group) {
+    if (r / gpus_per_node != group.front() / gpus_per_node) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+double GroupedGemmEfficiency(double rows, const CostOptions& o) {
+  if (rows <= 0) return o.gemm_max_efficiency;
+  return o.gemm_max_efficiency * rows / (rows + o.gemm_half_rows);
+}
+
+double RingCollectiveUs(double bytes, const std::vector<int64_t>& group, const ClusterSpec& c) {
+  const double n = static_cast<double>(group.size());
+  if (group.size() < 2 || bytes <= 0) return 0.0;
+  const bool inter = SpansNodes(group, c.gpus_per_node);
+  const double bw = (inter ? c.network_gbps : c.intra_node_gbps) * kBytesPerUsPerGbps;
+  const double alpha = inter ? c.network_latency_us : c.intra_node_latency_us;
+  return (n - 1) * (alpha + bytes / n / bw);
+}
+
+std::vector<double> AllToAllTimesUs(const std::vector<double>& bytes, const std::vector<int64_t>& group,
+                                    const ClusterSpec& c) {
+  const size_t n = group.size();
+  if (bytes.size() != n * n) throw Error(fmt::format("all-to-all matrix has {} cells for a group of {}", bytes.size(), n));
+  std::vector<double> times(n, 0.0);
+  if (n < 2) return times;
+  const double intra = c.intra_node_gbps * kBytesPerUsPerGbps, inter = c.network_gbps * kBytesPerUsPerGbps;
+  for (size_t r = 0; r < n; ++r) {
+    double send_intra = 0, send_inter = 0, recv_intra = 0, recv_inter = 0;
+    bool remote = false;
+    for (size_t d = 0; d < n; ++d) {
+      if (d == r) continue;
+      const bool same = group[r] / c.gpus_per_node == group[d] / c.gpus_per_node;
+      remote = remote || !same;
+      (same ? send_intra : send_inter) += bytes[r * n + d];
+      (same ? recv_intra : recv_inter) += bytes[d * n + r];
+    }
+    // NVLink and the NIC are separate links: the busiest one decides.
+    const double t = std::max({send_intra / intra, recv_intra / intra, send_inter / inter, recv_inter / inter});
+    times[r] = (remote ? c.network_latency_us : c.intra_node_latency_us) + t;
+  }
+  return times;
+}
+
+CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const RoutingResult& routing, const CostOptions& o) {
+  const auto& m = plan.model;
+  const auto& a = m.attention;
+  const auto& d = plan.dims;
+  const auto& t = plan.training;
+  const Workload w = ComputeWorkload(plan);
+  if (d.ep > 1 && (routing.ep != d.ep || routing.num_experts != m.moe.num_experts || routing.layers.empty())) {
+    throw Error(fmt::format("routing was sampled for ep {} and {} experts, the plan has ep {} and {} experts", routing.ep,
+                            routing.num_experts, d.ep, m.moe.num_experts));
+  }
+  const double peak = c.dense_bf16_tflops * kFlopsPerUsPerTflops;  // FLOP per microsecond
+  const double hbm = c.hbm_gbps * kBytesPerUsPerGbps;
+  const double T = static_cast<double>(w.tokens), Tr = static_cast<double>(w.routed_tokens);
+  const double D = static_cast<double>(m.hidden_size), ab = static_cast<double>(w.act_bytes);
+  const double tp = static_cast<double>(d.tp), k = static_cast<double>(m.moe.top_k);
+  const double E = static_cast<double>(m.moe.num_experts);
+  CostBreakdown out;
+
+  // Attention: projections from the parameter count of one layer, core from the context.
+  double attn_params = 0;
+  for (const auto& p : plan.inventory.params) {
+    if (p.layer == 0 && RoleGroup(p.role) == std::string("attention")) attn_params += static_cast<double>(p.Numel());
+  }
+  const double heads_local = a.num_attention_heads / tp;
+  const double d_qk = a.kind == AttentionKind::kMla ? a.qk_nope_head_dim + a.qk_rope_head_dim : a.head_dim;
+  const double d_v = a.kind == AttentionKind::kMla ? a.v_head_dim : a.head_dim;
+  // Causal attention: each of the T local tokens attends on average to half of the sequence.
+  const double core_flops = 2.0 * T * (t.seq_len / 2.0) * heads_local * (d_qk + d_v);
+  const double attention_us = 2.0 * T * attn_params / tp / (peak * o.dense_efficiency) + core_flops / (peak * o.attention_efficiency);
+
+  // Groups of the slowest ranks.
+  const auto tp_group = plan.meshes.dense.GroupOf(0, plan.meshes.dense.AxisIndex("tp"));
+  const int ep_axis = plan.meshes.sparse.AxisIndex("ep");
+  const auto ep_group = plan.meshes.sparse.GroupOf(0, ep_axis);
+  const double tp_collective = RingCollectiveUs(T * D * ab, tp_group, c);
+
+  // FSDP per layer: all-gather of the layer's parameters forward and backward, reduce-scatter of
+  // its gradients, overlapped with compute (the layer takes the longer of the two).
+  double fsdp_fwd_moe = 0, fsdp_bwd_moe = 0, fsdp_fwd_dense = 0, fsdp_bwd_dense = 0;
+  if (*t.dp_sharding == DpSharding::kFsdp) {
+    const int64_t param_b = DtypeBytes(t.param_dtype, "param_dtype"), grad_b = DtypeBytes(t.grad_dtype, "grad_dtype");
+    auto dp_group = [&](bool sparse) {
+      const Mesh& mesh = sparse ? plan.meshes.sparse : plan.meshes.dense;
+      std::vector<int64_t> g = {0};
+      for (const char* name : sparse ? std::vector<const char*>{"efsdp", "edp"} : std::vector<const char*>{"dp_shard", "dp", "cp"}) {
+        const int ax = mesh.AxisIndex(name);
+        if (ax < 0) continue;
+        std::vector<int64_t> next;
+        for (int64_t r : g) for (int64_t x : mesh.GroupOf(r, ax)) next.push_back(x);
+        g = next;
+      }
+      std::sort(g.begin(), g.end());
+      g.erase(std::unique(g.begin(), g.end()), g.end());
+      return g;
+    };
+    const auto dense_dp = dp_group(false), sparse_dp = dp_group(true);
+    for (int kind = 0; kind < 2; ++kind) {
+      const bool moe = kind == 0;
+      int64_t layer = -1;
+      for (int64_t l = 0; l < m.num_hidden_layers && layer < 0; ++l) if (m.moe_layers[l] == moe) layer = l;
+      if (layer < 0) continue;
+      double dense_elems = 0, sparse_elems = 0;
+      for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
+        const auto& p = plan.inventory.params[i];
+        if (p.layer != layer) continue;
+        const auto& pl = plan.placements[i];
+        double shards = 1;
+        for (const auto& s : pl.steps) shards *= static_cast<double>(s.num_chunks);
+        // Model-parallel size = global / model-parallel shards; FSDP shards are gathered back.
+        double mp_shards = 1;
+        for (const auto& s : pl.steps) {
+          const Mesh& mesh = plan.MeshOf(i);
+          bool dp_axis = false;
+          for (int ax : s.axes) {
+            const std::string& n = mesh.axis_names()[ax];
+            dp_axis = dp_axis || n == "dp_shard" || n == "dp" || n == "cp" || n == "efsdp" || n == "edp";
+          }
+          if (!dp_axis) mp_shards *= static_cast<double>(s.num_chunks);
+        }
+        (pl.sparse_mesh ? sparse_elems : dense_elems) += static_cast<double>(p.Numel()) / mp_shards;
+      }
+      const double fwd = RingCollectiveUs(dense_elems * param_b, dense_dp, c) + RingCollectiveUs(sparse_elems * param_b, sparse_dp, c);
+      const double bwd = fwd + RingCollectiveUs(dense_elems * grad_b, dense_dp, c) + RingCollectiveUs(sparse_elems * grad_b, sparse_dp, c);
+      (moe ? fsdp_fwd_moe : fsdp_fwd_dense) = fwd;
+      (moe ? fsdp_bwd_moe : fsdp_bwd_dense) = bwd;
+    }
+  }
+
+  auto add = [&](const std::string& name, const std::string& kind, const std::string& dir, double us,
+                 std::vector<double> per_rank = {}) {
+    PhaseCost p;
+    p.name = name;
+    p.layer_kind = kind;
+    p.direction = dir;
+    p.time_us = us;
+    if (!per_rank.empty()) {
+      auto it = std::max_element(per_rank.begin(), per_rank.end());
+      p.slowest_ep_rank = it - per_rank.begin();
+      p.time_us = *it;
+      p.per_ep_rank_us = std::move(per_rank);
+    }
+    out.phases.push_back(std::move(p));
+    return out.phases.back().time_us;
+  };
+
+  // --- MoE layer, averaged over the sampled routing layers (slowest rank per phase).
+  const int64_t ep = d.ep;
+  const int64_t nle = m.moe.num_experts / ep;
+  const double f_local = static_cast<double>(w.expert_f_local);
+  std::vector<double> permute(ep, 0), dispatch(ep, 0), gemm(ep, 0), combine(ep, 0);
+  double imbalance = 1.0;
+  const size_t nlayers = std::max<size_t>(1, routing.layers.size());
+  for (size_t li = 0; li < nlayers; ++li) {
+    std::vector<double> rows(nle * ep, 0.0), received(ep, 0.0);
+    std::vector<double> dbytes(ep * ep, 0.0), cbytes(ep * ep, 0.0);
+    if (ep > 1) {
+      const auto& L = routing.layers[li];
+      for (int64_t i = 0; i < ep * nle; ++i) rows[i] = static_cast<double>(L.rows_per_local_expert[i]);
+      for (int64_t s = 0; s < ep; ++s) {
+        for (int64_t r = 0; r < ep; ++r) {
+          dbytes[s * ep + r] = static_cast<double>(L.dispatch[s * ep + r]) * D * ab;
+          cbytes[r * ep + s] = dbytes[s * ep + r];  // combine returns what dispatch sent
+        }
+        received[s] = static_cast<double>(L.received[s]);
+      }
+      imbalance = std::max(imbalance, L.imbalance);
+    } else {
+      // EP off: every rank computes all experts on its own T_r tokens, spread evenly.
+      for (int64_t e = 0; e < nle; ++e) rows[e] = Tr * k / E;
+      received[0] = Tr * k;
+    }
+    const auto dt = ep > 1 ? AllToAllTimesUs(dbytes, ep_group, c) : std::vector<double>(1, 0.0);
+    const auto ct = ep > 1 ? AllToAllTimesUs(cbytes, ep_group, c) : std::vector<double>(1, 0.0);
+    for (int64_t r = 0; r < ep; ++r) {
+      double g = 0;
+      for (int64_t e = 0; e < nle; ++e) {
+        const double M = rows[r * nle + e];
+        g += 6.0 * M * D * f_local / (peak * GroupedGemmEfficiency(M, o));
+      }
+      gemm[r] += g / nlayers;
+      permute[r] += (2.0 * (Tr * k + received[r]) * D * ab / hbm + o.memory_floor_us) / nlayers;
+      dispatch[r] += dt[ep > 1 ? r : 0] / nlayers;
+      combine[r] += ct[ep > 1 ? r : 0] / nlayers;
+    }
+  }
+  out.routing_imbalance = imbalance;
+  const double router_us = std::max(2.0 * Tr * D * E / (peak * o.dense_efficiency), o.memory_floor_us);
+  const double shared_us = m.moe.num_shared_experts > 0
+                               ? 6.0 * T * D * m.moe.shared_expert_intermediate_size / tp / (peak * o.dense_efficiency)
+                               : 0.0;
+  double moe_fwd = 0, moe_bwd = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    const std::string dir = pass == 0 ? "forward" : "backward";
+    const double mult = pass == 0 ? 1.0 : 2.0;  // backward computes input and weight gradients
+    auto scaled = [&](std::vector<double> v) { for (auto& x : v) x *= mult; return v; };
+    double sum = 0;
+    sum += add("attention", "moe", dir, attention_us * mult);
+    sum += add("tp_comm", "moe", dir, 4 * tp_collective);
+    sum += add("router", "moe", dir, router_us * mult);
+    sum += add("permute", "moe", dir, 0, permute);
+    sum += add("dispatch", "moe", dir, 0, dispatch);
+    sum += add("grouped_gemm", "moe", dir, 0, scaled(gemm));
+    sum += add("unpermute", "moe", dir, 0, permute);
+    const double comb = add("combine", "moe", dir, 0, combine);
+    const double shared = add("shared_experts", "moe", dir, shared_us * mult);
+    sum += o.overlap_shared_experts ? std::max(comb, shared) : comb + shared;
+    const double fsdp = add("fsdp_comm", "moe", dir, pass == 0 ? fsdp_fwd_moe : fsdp_bwd_moe);
+    (pass == 0 ? moe_fwd : moe_bwd) = std::max(sum, fsdp);
+  }
+  out.moe_layer_us = moe_fwd + moe_bwd;
+
+  // --- Dense layer.
+  const double dense_mlp_us = m.intermediate_size > 0 ? 6.0 * T * D * m.intermediate_size / tp / (peak * o.dense_efficiency) : 0.0;
+  const bool has_dense = m.NumMoeLayers() < m.num_hidden_layers;
+  double dense_fwd = 0, dense_bwd = 0;
+  if (has_dense) {
+    for (int pass = 0; pass < 2; ++pass) {
+      const std::string dir = pass == 0 ? "forward" : "backward";
+      const double mult = pass == 0 ? 1.0 : 2.0;
+      double sum = add("attention", "dense", dir, attention_us * mult) + add("tp_comm", "dense", dir, 4 * tp_collective) +
+                   add("dense_mlp", "dense", dir, dense_mlp_us * mult);
+      const double fsdp = add("fsdp_comm", "dense", dir, pass == 0 ? fsdp_fwd_dense : fsdp_bwd_dense);
+      (pass == 0 ? dense_fwd : dense_bwd) = std::max(sum, fsdp);
+    }
+  }
+  out.dense_layer_us = dense_fwd + dense_bwd;
+
+  // --- Stages, pipeline, data-parallel step communication, optimizer.
+  const double lm_head_us = 3.0 * 2.0 * T * D * m.vocab_size / tp / (peak * o.dense_efficiency);
+  double worst_stage = 0;
+  for (int64_t s = 0; s < d.pp; ++s) {
+    double stage = s == d.pp - 1 ? lm_head_us : 0.0;
+    for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
+      if (plan.layer_stage[l] == s) stage += m.moe_layers[l] ? out.moe_layer_us : out.dense_layer_us;
+    }
+    worst_stage = std::max(worst_stage, stage);
+  }
+  const double M = static_cast<double>(t.num_microbatches.value_or(d.pp));
+  out.stage_microbatch_us = worst_stage;
+  out.pipeline_bubble_us = (d.pp - 1) * worst_stage;
+  const CommReport comm = ComputeComm(plan, 0);
+  for (const auto& e : comm.entries) {
+    if (e.phase != "step") continue;
+    // Step-end collectives are not overlapped with compute in this model.
+    const double bw = (e.cross_node_bytes > 0 ? c.network_gbps : c.intra_node_gbps) * kBytesPerUsPerGbps;
+    out.dp_step_comm_us += static_cast<double>(e.wire_bytes) / bw +
+                           (e.cross_node_bytes > 0 ? c.network_latency_us : c.intra_node_latency_us) * (e.group_size - 1);
+  }
+  const MemoryBreakdown mem = StaticMemoryOnRank(plan, 0);
+  out.optimizer_us = 2.0 * static_cast<double>(mem.params_bytes + mem.grads_bytes + mem.optimizer_bytes) / hbm;
+  out.step_time_us = (M + d.pp - 1) * worst_stage + out.dp_step_comm_us + out.optimizer_us;
+
+  const double global_tokens = M * t.micro_batch_size * t.seq_len * d.dp_replicate * d.dp_shard;
+  out.tokens_per_s_per_gpu = global_tokens / (out.step_time_us * 1e-6) / d.world_size;
+  const auto& tot = plan.inventory.totals;
+  const double active_no_embed = static_cast<double>(tot.active_params - tot.embedding_params);
+  const double attn_core_per_token = 3.0 * 2.0 * (t.seq_len / 2.0) * a.num_attention_heads * (d_qk + d_v) * m.num_hidden_layers;
+  const double model_flops = global_tokens * (6.0 * active_no_embed + attn_core_per_token);
+  out.mfu = model_flops / (out.step_time_us * 1e-6 * d.world_size * c.dense_bf16_tflops * 1e12);
+
+  // Critical path: phases by their share of a micro-batch on the slowest stage.
+  std::map<std::string, double> share;
+  int64_t moe_count = 0, dense_count = 0;
+  for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
+    if (plan.layer_stage[l] != 0 && d.pp > 1) continue;
+    (m.moe_layers[l] ? moe_count : dense_count)++;
+  }
+  for (const auto& p : out.phases) share[p.name] += p.time_us * (p.layer_kind == "moe" ? moe_count : dense_count);
+  std::vector<std::pair<double, std::string>> ranked;
+  for (const auto& [n, v] : share) ranked.push_back({v, n});
+  std::sort(ranked.rbegin(), ranked.rend());
+  for (const auto& [v, n] : ranked) if (v > 0) out.critical_path.push_back(n);
+  out.dominant_phase = out.critical_path.empty() ? "" : out.critical_path.front();
+  return out;
+}
+
+Json CostToJson(const CostBreakdown& cost) {
+  Json phases = Json::array();
+  for (const auto& p : cost.phases) {
+    Json j = {{"name", p.name}, {"layer_kind", p.layer_kind}, {"direction", p.direction}, {"time_us", p.time_us}};
+    if (!p.per_ep_rank_us.empty()) {
+      j["slowest_ep_rank"] = p.slowest_ep_rank;
+      j["per_ep_rank_us"] = p.per_ep_rank_us;
+    }
+    phases.push_back(std::move(j));
+  }
+  return Json{{"kind", "predicted"},
+              {"phases", phases},
+              {"moe_layer_us", cost.moe_layer_us},
+              {"dense_layer_us", cost.dense_layer_us},
+              {"stage_microbatch_us", cost.stage_microbatch_us},
+              {"pipeline_bubble_us", cost.pipeline_bubble_us},
+              {"dp_step_comm_us", cost.dp_step_comm_us},
+              {"optimizer_us", cost.optimizer_us},
+              {"step_time_us", cost.step_time_us},
+              {"tokens_per_s_per_gpu", cost.tokens_per_s_per_gpu},
+              {"mfu", cost.mfu},
+              {"routing_imbalance", cost.routing_imbalance},
+              {"critical_path", cost.critical_path},
+              {"dominant_phase", cost.dominant_phase}};
+}
+
+std::string CostToText(const CostBreakdown& cost) {
+  std::ostringstream out;
+  out << fmt::format("Predicted  step {:.1f} ms, {:.0f} tokens/s per GPU, MFU {:.1f}%, dominant phase: {} (routing imbalance {:.2f})\n",
+                     cost.step_time_us / 1e3, cost.tokens_per_s_per_gpu, 100.0 * cost.mfu, cost.dominant_phase,
+                     cost.routing_imbalance);
+  out << fmt::format("  per layer and micro-batch, slowest rank (us)\n  {:<16} {:<6} {:>12} {:>12}\n", "phase", "layer",
+                     "forward", "backward");
+  std::map<std::pair<std::string, std::string>, std::pair<double, double>> rows;
+  std::vector<std::pair<std::string, std::string>> order;
+  for (const auto& p : cost.phases) {
+    auto key = std::make_pair(p.layer_kind, p.name);
+    if (!rows.count(key)) order.push_back(key);
+    (p.direction == "forward" ? rows[key].first : rows[key].second) = p.time_us;
+  }
+  for (const auto& key : order) {
+    out << fmt::format("  {:<16} {:<6} {:>12.1f} {:>12.1f}\n", key.second, key.first, rows[key].first, rows[key].second);
+  }
+  out << fmt::format("  MoE layer {:.1f} us, dense layer {:.1f} us (fwd+bwd); slowest stage {:.1f} us per micro-batch; "
+                     "bubble {:.1f} us; step-end DP comm {:.1f} us; optimizer {:.1f} us\n",
+                     cost.moe_layer_us, cost.dense_layer_us, cost.stage_microbatch_us, cost.pipeline_bubble_us,
+                     cost.dp_step_comm_us, cost.optimizer_us);
+  return out.str();
+}
+
+}  // namespace dockyard
