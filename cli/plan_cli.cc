@@ -9,6 +9,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -23,6 +24,7 @@
 #include "planner/plan.h"
 #include "planner/refit.h"
 #include "planner/report.h"
+#include "planner/search.h"
 #include "planner/workload.h"
 
 namespace dockyard {
@@ -38,6 +40,7 @@ constexpr const char* kExamples = R"(Examples:
   dockyard-plan check --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --gpu-memory-gib 80
   dockyard-plan --model testdata/hf/qwen3-30b-a3b.json --world-size 64 --ep 8 --refit-json refit.json
   dockyard-plan spec --model testdata/hf/gpt-oss-120b.json --out gpt-oss-120b.spec.json
+  dockyard-plan search --model testdata/hf/qwen3-30b-a3b.json --world-size 64 --cluster h200-sxm --top 5
   dockyard-plan simulate --model testdata/hf/deepseek-v3.json --world-size 256 --ep 64 --recompute full \
                 --cluster h200-sxm --routing zipf:1.2
 
@@ -99,6 +102,8 @@ struct CliOptions {
   // simulate
   std::string cluster = "h100-sxm", routing = "uniform", seed = "0", routing_layers;
   bool no_overlap = false;
+  // search
+  std::string top = "10", max_pp;
 };
 
 void AddPlanOptions(CLI::App* app, CliOptions& o) {
@@ -305,6 +310,51 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   return 0;
 }
 
+int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
+  const bool use_default = !o.model_given;
+  if (!use_default && o.world_size.empty()) throw UsageError("--world-size is required with --model");
+  SearchOptions s;
+  s.world_size = ParseInt("--world-size", o.world_size).value_or(kDefaultWorldSize);
+  s.convention = o.convention == "megatron" ? Convention::kMegatron : Convention::kTorchtitan;
+  s.top = ParseInt("--top", o.top).value_or(10);
+  if (s.top < 1) throw Error(fmt::format("--top must be >= 1, got {}", s.top));
+  s.max_pp = ParseInt("--max-pp", o.max_pp).value_or(16);
+  if (s.max_pp < 1) throw Error(fmt::format("--max-pp must be >= 1, got {}", s.max_pp));
+  s.cluster = LoadCluster(o.cluster);
+  s.routing = ParseRoutingSpec(o.routing);
+  s.routing.seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
+  const ModelSpec model = LoadModelOrDefault(o.model);
+  CliOptions training_flags = o;
+  s.training = ResolveTraining(training_flags, model, 1);
+  if (use_default && o.recompute.empty()) s.training.recompute = Recompute::kFull;
+  if (isatty(2)) {
+    s.progress = [&err](int64_t done, int64_t total) {
+      const int width = 40;
+      const int filled = static_cast<int>(width * done / std::max<int64_t>(1, total));
+      err << "\r[" << std::string(filled, '#') << std::string(width - filled, ' ') << "] " << done << "/" << total << std::flush;
+      if (done == total) err << "\n";
+    };
+  }
+  const SearchResult result = SearchLayouts(model, s);
+  if (o.json_given) {
+    Json j = SearchResultToJson(result);
+    j["schema_version"] = kReportSchemaVersion;
+    j["model"] = use_default ? kDefaultModelName : o.model;
+    j["world_size"] = s.world_size;
+    j["cluster"] = ClusterToJson(s.cluster);
+    j["training"] = TrainingToJson(s.training);
+    WriteOutput(o.json_path, j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n", out);
+    if (o.json_path == "-") return 0;
+  }
+  out << fmt::format("Model      {} on {} GPUs, cluster {}\n", use_default ? kDefaultModelName : o.model, s.world_size, s.cluster.name);
+  out << SearchResultToText(result);
+  if (result.top.empty()) {
+    err << "dockyard-plan search: no valid layout fits the budget\n";
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
@@ -322,6 +372,34 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   simulate->add_option("--seed", o.seed, "routing sampling seed (default 0)");
   simulate->add_option("--routing-layers", o.routing_layers, "MoE layers to sample, cycled over the rest (default min(4, MoE layers))");
   simulate->add_flag("--no-overlap", o.no_overlap, "do not overlap the shared experts with the combine all-to-all");
+  CLI::App* search = app.add_subcommand("search", "enumerate valid layouts, drop those over the memory budget, rank by predicted step time");
+  search->add_option("--model", o.model, "HF config.json or dockyard model spec (default: embedded DeepSeek-V3)");
+  search->add_option("--world-size", o.world_size, "number of GPUs (required with --model)");
+  search->add_option("--convention", o.convention, "rank-group convention")->check(CLI::IsMember({"torchtitan", "megatron"}));
+  search->add_option("--cluster", o.cluster, "preset (h100-sxm, h200-sxm, h100-pcie-400g) or cluster JSON (default h100-sxm)");
+  search->add_option("--routing", o.routing, "uniform | zipf:S | hot:H:F | trace:PATH (default uniform)");
+  search->add_option("--seed", o.seed, "routing sampling seed (default 0)");
+  search->add_option("--top", o.top, "layouts to show (default 10)");
+  search->add_option("--max-pp", o.max_pp, "largest pipeline degree to try (default 16)");
+  search->add_option("--json", o.json_path, "write the ranking as JSON to PATH ('-' = stdout)");
+  for (const char* flag : {"--dp-sharding", "--param-dtype", "--grad-dtype", "--optimizer", "--seq-len", "--micro-batch-size",
+                           "--num-microbatches", "--recompute", "--gpu-memory-gib", "--imbalance"}) {
+    // Training flags shared with the plan: bound to the same fields.
+    CLI::Option* opt = app.get_option(flag);
+    std::string* target = nullptr;
+    const std::string name = flag;
+    if (name == "--dp-sharding") target = &o.dp_sharding;
+    else if (name == "--param-dtype") target = &o.param_dtype;
+    else if (name == "--grad-dtype") target = &o.grad_dtype;
+    else if (name == "--optimizer") target = &o.optimizer;
+    else if (name == "--seq-len") target = &o.seq_len;
+    else if (name == "--micro-batch-size") target = &o.micro_batch_size;
+    else if (name == "--num-microbatches") target = &o.num_microbatches;
+    else if (name == "--recompute") target = &o.recompute;
+    else if (name == "--gpu-memory-gib") target = &o.gpu_memory_gib;
+    else target = &o.imbalance;
+    search->add_option(flag, *target, opt->get_description());
+  }
   CLI::App* spec = app.add_subcommand("spec", "write the normalized dockyard model spec of a model");
   std::string spec_model, spec_out = "-";
   spec->add_option("--model", spec_model, "HF config.json or dockyard model spec")->required();
@@ -339,13 +417,17 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   }
 
   try {
-    for (CLI::App* a : {&app, check, simulate}) {
-      o.model_given = o.model_given || a->count("--model") > 0;
-      o.json_given = o.json_given || a->count("--json") > 0;
-      o.refit_given = o.refit_given || a->count("--refit-json") > 0;
+    for (CLI::App* a : {&app, check, simulate, search}) {
+      auto given = [a](const char* name) {
+        const CLI::Option* opt = a->get_option_no_throw(name);
+        return opt != nullptr && opt->count() > 0;
+      };
+      o.model_given = o.model_given || given("--model");
+      o.json_given = o.json_given || given("--json");
+      o.refit_given = o.refit_given || given("--refit-json");
     }
     // A flag given with an empty value is a usage error, whatever the flag.
-    for (CLI::App* a : {&app, check, simulate, spec}) {
+    for (CLI::App* a : {&app, check, simulate, search, spec}) {
       if (a != &app && !a->parsed()) continue;
       for (const CLI::Option* opt : a->get_options()) {
         if (opt->count() == 0 || opt->get_type_size() == 0) continue;
@@ -369,6 +451,7 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
       WriteOutput(spec_out, ModelSpecToJson(model).dump(2, ' ', false, Json::error_handler_t::replace) + "\n", out);
       return 0;
     }
+    if (search->parsed()) return RunSearch(o, out, err);
     return PlanAndReport(o, check->parsed() ? Command::kCheck : simulate->parsed() ? Command::kSimulate : Command::kPlan, out, err);
   } catch (const UsageError& e) {
     err << "dockyard-plan: usage error: " << e.what() << "\n" << "Run 'dockyard-plan --help' for usage.\n";

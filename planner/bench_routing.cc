@@ -37,9 +37,13 @@ int main(int argc, char** argv) {
       best_prepare = std::min(best_prepare, Seconds(t0, t1));
       best_sample = std::min(best_sample, Seconds(t1, t2));
     }
-    std::printf("  %-20s %8.1f M assignments/s per core  (%lld assignments in %7.2f ms; prepare %6.2f ms; max imbalance %.2f)\n",
+    // Experts every token picks (share capped at 1/top_k) are counted in bulk, not drawn.
+    int forced = 0;
+    for (double share : result.layers[0].expected_share) forced += share * static_cast<double>(k) >= 1.0 ? 1 : 0;
+    std::printf("  %-20s %7.1f M assignments/s per core  (%lld in %7.2f ms; %d of %lld picks per token drawn; "
+                "prepare %6.2f ms; max imbalance %.2f)\n",
                 text, static_cast<double>(result.assignments) / best_sample / 1e6, (long long)result.assignments,
-                best_sample * 1e3, best_prepare * 1e3, result.max_imbalance);
+                best_sample * 1e3, static_cast<int>(k) - forced, (long long)k, best_prepare * 1e3, result.max_imbalance);
   }
   return 0;
 }

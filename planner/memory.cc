@@ -226,13 +226,12 @@ MemoryReport ComputeMemory(const Plan& plan) {
     for (const auto& [k, v] : buffers) buf_total += v;
 
     sm.worst.peak_bytes = -1;
-    for (int64_t rank = first; rank < first + stage_size; ++rank) {
-      // Every static kind grows with the rank's local elements, and activations and buffers are
-      // the same on every rank of a stage, so the worst rank is searched among the ranks with
-      // the most parameter bytes (plan.param_bytes_per_rank): a rank with no more parameter
-      // bytes than the current worst is skipped.
-      if (sm.worst.peak_bytes >= 0 && plan.param_bytes_per_rank[rank] <= plan.param_bytes_per_rank[sm.worst_rank]) continue;
-      MemoryBreakdown b = StaticMemoryOnRank(plan, rank);
+    // The first rank of a stage is a worst rank: it has coordinate 0 on every axis, so it takes
+    // chunk 0 in every shard step, and torch.chunk's chunk sizes never grow with the index; every
+    // static kind grows with the local elements, and activations and buffers are the same on
+    // every rank of the stage.
+    {
+      MemoryBreakdown b = StaticMemoryOnRank(plan, first);
       b.activations_bytes = act_total;
       b.activations_by_role = acts;
       b.comm_buffers_bytes = buf_total;
@@ -240,10 +239,8 @@ MemoryReport ComputeMemory(const Plan& plan) {
       b.peak_bytes = CheckedAdd(CheckedAdd(CheckedAdd(b.params_bytes, b.grads_bytes, "peak"),
                                            CheckedAdd(b.optimizer_bytes, act_total, "peak"), "peak"),
                                 buf_total, "peak");
-      if (b.peak_bytes > sm.worst.peak_bytes) {
-        sm.worst = std::move(b);
-        sm.worst_rank = rank;
-      }
+      sm.worst = std::move(b);
+      sm.worst_rank = first;
     }
     if (sm.worst.peak_bytes > r.worst_peak_bytes) {
       r.worst_peak_bytes = sm.worst.peak_bytes;

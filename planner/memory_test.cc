@@ -188,3 +188,12 @@ TEST_CASE("A budget lists the stages' worst ranks that exceed it") {
   t.gpu_memory_gib = 1000;
   CHECK(dockyard::ComputeMemory(BuildPlan(dockyard::testing::TinyMixtral(), Dims(2, 1, 1, 1, 2), t)).over_budget_ranks.empty());
 }
+
+TEST_CASE("The first rank of each stage is a worst rank (chunk 0 is never smaller)") {
+  // Uneven FSDP shards: world 3 over the tiny model; compare every rank's static memory.
+  Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(3), Train(DpSharding::kFsdp));
+  const int64_t first = Static(dockyard::StaticMemoryOnRank(plan, 0));
+  for (int64_t r = 1; r < 3; ++r) CHECK(Static(dockyard::StaticMemoryOnRank(plan, r)) <= first);
+  CHECK(Static(dockyard::StaticMemoryOnRank(plan, 2)) < first);  // rows 334, 334, 332: rank 2 holds less
+  CHECK(dockyard::ComputeMemory(plan).worst_rank == 0);
+}

@@ -23,6 +23,11 @@ std::vector<int64_t> EvenLayerSplit(int64_t num_layers, int64_t pp) {
 }
 
 Plan BuildPlan(const ModelSpec& model, const ParallelDimsOptions& options, const TrainingConfig& training) {
+  return BuildPlan(model, BuildInventory(model), options, training, false);
+}
+
+Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const ParallelDimsOptions& options,
+               const TrainingConfig& training, bool lite) {
   Plan plan;
   plan.model = model;
   plan.dims = ParallelDims::Build(options);
@@ -37,7 +42,7 @@ Plan BuildPlan(const ModelSpec& model, const ParallelDimsOptions& options, const
     throw Error(fmt::format("oep ({}) must divide ep ({}) for the deredundency dispatcher (ep = oep x iep)",
                             *plan.training.oep, plan.dims.ep));
   }
-  plan.inventory = BuildInventory(model);
+  plan.inventory = inventory;
   // With tied embeddings and several pipeline stages, the last stage keeps its own copy of the
   // embedding matrix as lm_head (gradients are all-reduced between the two stages). The copy is
   // placed and counted in bytes per rank, not in the model totals.
@@ -80,10 +85,11 @@ Plan BuildPlan(const ModelSpec& model, const ParallelDimsOptions& options, const
                                    *plan.training.dp_sharding == DpSharding::kFsdp);
     if (p.layer >= 0) pl.stage = plan.layer_stage[p.layer];
     else pl.stage = p.role == Role::kEmbedding ? 0 : plan.dims.pp - 1;
-    ComputeLocalShapes(p, pl.sparse_mesh ? plan.meshes.sparse : plan.meshes.dense, pl);
+    if (!lite) ComputeLocalShapes(p, pl.sparse_mesh ? plan.meshes.sparse : plan.meshes.dense, pl);
     plan.placements.push_back(std::move(pl));
   }
 
+  if (lite) return plan;
   // Parameter bytes per rank: each parameter adds its local bytes to every rank of its stage.
   const int64_t world = plan.dims.world_size;
   plan.param_bytes_per_rank.assign(world, 0);

@@ -63,4 +63,10 @@ std::vector<int64_t> EvenLayerSplit(int64_t num_layers, int64_t pp);
 // and builds the plan. Throws dockyard::Error naming the rule an input breaks.
 Plan BuildPlan(const ModelSpec& model, const ParallelDimsOptions& options, const TrainingConfig& training = {});
 
+// For layout search: reuses a prebuilt inventory of `model` and, with `lite`, skips what only
+// reports need (distinct local shapes per parameter and parameter bytes of every rank); memory
+// and cost need neither.
+Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const ParallelDimsOptions& options,
+               const TrainingConfig& training, bool lite);
+
 }  // namespace dockyard

@@ -1,0 +1,161 @@
+// Layout search (see search.h).
+#include "planner/search.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <sstream>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "planner/error.h"
+#include "planner/memory.h"
+#include "planner/plan.h"
+#include "planner/workload.h"
+
+namespace dockyard {
+namespace {
+
+std::vector<int64_t> Divisors(int64_t n) {
+  std::vector<int64_t> out;
+  for (int64_t d = 1; d * d <= n; ++d) {
+    if (n % d) continue;
+    out.push_back(d);
+    if (d != n / d) out.push_back(n / d);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+std::vector<LayoutCandidate> EnumerateLayouts(const ModelSpec& model, const SearchOptions& o) {
+  if (o.world_size < 1 || o.world_size > kMaxWorldSize) {
+    throw Error(fmt::format("search: world_size must be in [1, {}], got {}", kMaxWorldSize, o.world_size));
+  }
+  std::vector<LayoutCandidate> out;
+  const int64_t E = model.moe.num_experts;
+  for (int64_t pp : Divisors(o.world_size)) {
+    if (pp > std::min(model.num_hidden_layers, o.max_pp)) continue;
+    const int64_t stage = o.world_size / pp;
+    for (int64_t dpr : Divisors(stage)) {
+      for (int64_t cp : Divisors(stage / dpr)) {
+        for (int64_t tp : Divisors(stage / dpr / cp)) {
+          if (tp > o.cluster.gpus_per_node) continue;
+          const int64_t dps = stage / dpr / cp / tp;
+          const int64_t region = dps * cp * tp;
+          for (int64_t ep : Divisors(E)) {
+            if (region % ep) continue;
+            for (int64_t etp : tp == 1 ? std::vector<int64_t>{1} : std::vector<int64_t>{1, tp}) {
+              if (o.convention == Convention::kMegatron && dpr > 1) continue;
+              LayoutCandidate c;
+              c.dims = {o.world_size, dpr, dps, cp, tp, ep, etp, pp, o.convention};
+              out.push_back(c);
+              // The deredundency dispatcher only differs when an EP group spans nodes.
+              if (o.include_deredundency && ep * etp > o.cluster.gpus_per_node) {
+                c.dispatcher = "deredundency";
+                out.push_back(c);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+SearchResult SearchLayouts(const ModelSpec& model, const SearchOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  SearchResult result;
+  const auto candidates = EnumerateLayouts(model, o);
+  result.enumerated = static_cast<int64_t>(candidates.size());
+  result.budget_gib = o.training.gpu_memory_gib > 0 ? o.training.gpu_memory_gib : o.cluster.memory_gib;
+  const double budget = result.budget_gib * 1073741824.0;
+  const ParamInventory inventory = BuildInventory(model);
+  // Routing sampled once per (ep, routed tokens per rank); the cost model reuses it.
+  std::map<std::pair<int64_t, int64_t>, RoutingResult> routing_cache;
+  std::vector<RankedLayout> ranked;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (o.progress && (i % 64 == 0 || i + 1 == candidates.size())) o.progress(static_cast<int64_t>(i + 1), result.enumerated);
+    const auto& c = candidates[i];
+    TrainingConfig t = o.training;
+    t.dispatcher = c.dispatcher;
+    t.gpus_per_node = o.cluster.gpus_per_node;
+    Plan plan;
+    try {
+      plan = BuildPlan(model, inventory, c.dims, t, /*lite=*/true);
+    } catch (const Error&) {
+      ++result.invalid;
+      continue;
+    }
+    const MemoryReport memory = ComputeMemory(plan);
+    if (static_cast<double>(memory.worst_peak_bytes) > budget) {
+      ++result.over_budget;
+      continue;
+    }
+    const Workload w = ComputeWorkload(plan);
+    const auto key = std::make_pair(plan.dims.ep, w.routed_tokens);
+    auto it = routing_cache.find(key);
+    if (it == routing_cache.end()) {
+      const int64_t layers = std::min<int64_t>(o.routing_layers, model.NumMoeLayers());
+      it = routing_cache.emplace(key, SampleRouting(o.routing, model.moe.num_experts, model.moe.top_k, plan.dims.ep,
+                                                    w.routed_tokens, layers)).first;
+    }
+    const CostBreakdown cost = SimulateStep(plan, o.cluster, it->second);
+    RankedLayout r;
+    r.layout = c;
+    r.layout.dims.dp_shard = plan.dims.dp_shard;
+    r.efsdp = plan.dims.efsdp;
+    r.step_time_us = cost.step_time_us;
+    r.tokens_per_s_per_gpu = cost.tokens_per_s_per_gpu;
+    r.mfu = cost.mfu;
+    r.peak_bytes = memory.worst_peak_bytes;
+    r.dominant_phase = cost.dominant_phase;
+    ranked.push_back(std::move(r));
+  }
+  result.ranked = static_cast<int64_t>(ranked.size());
+  // Rank by time per token (layouts differ in tokens per step when dp differs), ties by memory.
+  std::sort(ranked.begin(), ranked.end(), [](const RankedLayout& a, const RankedLayout& b) {
+    return std::make_tuple(-a.tokens_per_s_per_gpu, a.peak_bytes) < std::make_tuple(-b.tokens_per_s_per_gpu, b.peak_bytes);
+  });
+  if (static_cast<int64_t>(ranked.size()) > o.top) ranked.resize(o.top);
+  result.top = std::move(ranked);
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+Json SearchResultToJson(const SearchResult& r) {
+  Json top = Json::array();
+  for (const auto& x : r.top) {
+    const auto& d = x.layout.dims;
+    top.push_back({{"pp", d.pp}, {"dp_replicate", d.dp_replicate}, {"dp_shard", d.dp_shard}, {"cp", d.cp}, {"tp", d.tp},
+                   {"ep", d.ep}, {"etp", d.etp}, {"efsdp", x.efsdp}, {"dispatcher", x.layout.dispatcher},
+                   {"step_time_us", x.step_time_us}, {"tokens_per_s_per_gpu", x.tokens_per_s_per_gpu}, {"mfu", x.mfu},
+                   {"peak_bytes", x.peak_bytes}, {"dominant_phase", x.dominant_phase}});
+  }
+  return Json{{"enumerated", r.enumerated}, {"invalid", r.invalid}, {"over_budget", r.over_budget},
+              {"ranked", r.ranked},         {"budget_gib", r.budget_gib}, {"seconds", r.seconds},
+              {"top", top}};
+}
+
+std::string SearchResultToText(const SearchResult& r) {
+  std::ostringstream out;
+  out << fmt::format("Search     {} layouts enumerated: {} invalid, {} over the {:.1f} GiB budget, {} ranked ({:.2f} s, {:.0f} layouts/s)\n",
+                     r.enumerated, r.invalid, r.over_budget, r.budget_gib, r.ranked, r.seconds,
+                     r.seconds > 0 ? r.enumerated / r.seconds : 0.0);
+  out << fmt::format("  {:>4} {:>3} {:>4} {:>6} {:>3} {:>3} {:>4} {:>4} {:>6} {:<13} {:>10} {:>12} {:>6} {:>9}  {}\n", "rank",
+                     "pp", "dpr", "dps", "cp", "tp", "ep", "etp", "efsdp", "dispatcher", "step (ms)", "tok/s/GPU", "MFU",
+                     "peak GiB", "dominant phase");
+  for (size_t i = 0; i < r.top.size(); ++i) {
+    const auto& x = r.top[i];
+    const auto& d = x.layout.dims;
+    out << fmt::format("  {:>4} {:>3} {:>4} {:>6} {:>3} {:>3} {:>4} {:>4} {:>6} {:<13} {:>10.1f} {:>12.0f} {:>5.1f}% {:>9.2f}  {}\n",
+                       i + 1, d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp, d.ep, d.etp, x.efsdp, x.layout.dispatcher,
+                       x.step_time_us / 1e3, x.tokens_per_s_per_gpu, 100 * x.mfu, x.peak_bytes / 1073741824.0, x.dominant_phase);
+  }
+  return out.str();
+}
+
+}  // namespace dockyard
