@@ -116,7 +116,8 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
   const std::vector<std::string> dense_dp = megatron ? std::vector<std::string>{"dp", "cp"}
                                                      : std::vector<std::string>{"dp_shard", "cp"};
   const std::vector<std::string> sparse_dp = {megatron ? "edp" : "efsdp"};
-  std::map<std::string, int64_t> units;  // FSDP unit -> model-parallel elements
+  // FSDP unit (layer, on the sparse mesh; embedding -1, root -2) -> model-parallel elements.
+  std::map<std::pair<int64_t, bool>, int64_t> units;
   int64_t dense_elems = 0, sparse_elems = 0;
   for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
     if (plan.placements[i].stage != stage) continue;
@@ -125,8 +126,8 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
     mp.stage = stage;
     const int64_t n = LocalNumelOnRank(p, mp, plan.MeshOf(i), rank);
     (plan.placements[i].sparse_mesh ? sparse_elems : dense_elems) += n;
-    units[p.layer >= 0 ? fmt::format("{}{}", p.layer, plan.placements[i].sparse_mesh ? "e" : "d")
-                       : (p.role == Role::kEmbedding ? "embed" : "root")] += n;
+    units[p.layer >= 0 ? std::make_pair(p.layer, plan.placements[i].sparse_mesh)
+                       : std::make_pair<int64_t, bool>(p.role == Role::kEmbedding ? -1 : -2, false)] += n;
   }
   const Mesh& dense = plan.meshes.dense;
   const Mesh& sparse = plan.meshes.sparse;
@@ -138,7 +139,7 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
     // torchtitan: each unit is all-gathered in forward and again in backward
     // (reshard_after_forward) and its gradients reduce-scattered, every micro-batch.
     for (const auto& [unit, elems] : units) {
-      const bool experts = unit.back() == 'e';
+      const bool experts = unit.second;
       const auto& group = experts ? sparse_group : dense_group;
       const std::string mesh = experts ? "sparse" : "dense";
       const std::string axis = Join(experts ? sparse_dp : dense_dp);

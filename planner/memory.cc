@@ -194,13 +194,14 @@ MemoryReport ComputeMemory(const Plan& plan) {
     if (*t.dp_sharding == DpSharding::kFsdp) {
       // FSDP units as torchtitan wraps them: each decoder layer's dense part, each layer's routed
       // experts, the embedding, and the root (final norm + lm_head).
-      std::map<std::string, int64_t> units;
+      // Unit key: (layer, on the sparse mesh); embedding = (-1, false), root = (-2, false).
+      std::map<std::pair<int64_t, bool>, int64_t> units;
       for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
         if (plan.placements[i].stage != s) continue;
         const auto& p = plan.inventory.params[i];
         // torchtitan wraps a layer's experts separately only when they live on the sparse mesh.
-        std::string unit = p.layer >= 0 ? fmt::format("{}{}", p.layer, plan.placements[i].sparse_mesh ? "e" : "d")
-                                         : (p.role == Role::kEmbedding ? "embed" : "root");
+        const auto unit = p.layer >= 0 ? std::make_pair(p.layer, plan.placements[i].sparse_mesh)
+                                       : std::make_pair<int64_t, bool>(p.role == Role::kEmbedding ? -1 : -2, false);
         units[unit] += ModelParallelNumel(plan, i, first);
       }
       int64_t largest = 0;

@@ -14,7 +14,7 @@ Mesh::Mesh(std::string name, std::vector<std::string> axis_names, std::vector<in
   for (int64_t s : sizes_) size_ *= s;
 }
 
-int Mesh::AxisIndex(const std::string& axis_name) const {
+int Mesh::AxisIndex(std::string_view axis_name) const {
   for (int i = 0; i < num_axes(); ++i) {
     if (axis_names_[i] == axis_name) return i;
   }

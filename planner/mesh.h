@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "planner/parallel_dims.h"
@@ -29,7 +30,7 @@ class Mesh {
   int64_t size() const { return size_; }
   int64_t axis_size(int axis) const { return sizes_[axis]; }
   // Index of an axis by name, -1 when absent.
-  int AxisIndex(const std::string& axis_name) const;
+  int AxisIndex(std::string_view axis_name) const;
 
   // Coordinate of `rank` on `axis`.
   int64_t Coord(int64_t rank, int axis) const { return (rank / strides_[axis]) % sizes_[axis]; }

@@ -334,22 +334,29 @@ RoutingTrace ParseCsvTrace(const std::string& path, const std::string& text) {
     throw Error(fmt::format("{}: line {}: layer {} expert {} is already given on line {}", path, worst_duplicate->line,
                             worst_duplicate->layer, worst_duplicate->expert, first_of_duplicate->line));
   }
-  RoutingTrace trace;
-  trace.path = path;
-  trace.num_experts = max_expert + 1;
+  // Every (layer, expert) pair exactly once: check the sorted rows walk 0..max_layer x
+  // 0..max_expert before allocating anything sized by those maxima.
   size_t i = 0;
   for (int64_t l = 0; l <= max_layer; ++l) {
     if (i == rows.size() || rows[i].layer != l) {
       throw Error(fmt::format("{}: no lines for layer {} (layers must be numbered 0..{} without gaps)", path, l, max_layer));
     }
-    std::vector<int64_t> counts(static_cast<size_t>(trace.num_experts), 0);
-    int64_t total = 0;
     for (int64_t e = 0; e <= max_expert; ++e, ++i) {
       if (i == rows.size() || rows[i].layer != l || rows[i].expert != e) {
         throw Error(fmt::format("{}: layer {} has no line for expert {} (every layer must list experts 0..{})", path, l, e,
                                 max_expert));
       }
-      counts[e] = rows[i].tokens;
+    }
+  }
+  RoutingTrace trace;
+  trace.path = path;
+  trace.num_experts = max_expert + 1;
+  i = 0;
+  for (int64_t l = 0; l <= max_layer; ++l) {
+    std::vector<int64_t> counts(static_cast<size_t>(trace.num_experts), 0);
+    int64_t total = 0;
+    for (int64_t e = 0; e <= max_expert; ++e, ++i) {
+      counts[static_cast<size_t>(e)] = rows[i].tokens;
       total = CheckedAdd(total, rows[i].tokens, fmt::format("{}: layer {}: total token count", path, l));
     }
     if (total == 0) throw Error(fmt::format("{}: layer {}: all token counts are 0; a layer needs a positive total", path, l));
@@ -586,7 +593,10 @@ LayerSampler BuildSampler(const std::vector<double>& weights, int64_t top_k) {
     return s;
   }
   if (n <= s.free_k) {  // cannot happen with exact arithmetic (targets < 1 summing to free_k)
-    for (int32_t e : s.free_ids) s.forced.push_back(e);
+    for (int32_t e : s.free_ids) {
+      s.forced.push_back(e);
+      s.share[static_cast<size_t>(e)] = 1.0 / static_cast<double>(top_k);
+    }
     std::sort(s.forced.begin(), s.forced.end());
     s.free_ids.clear();
     s.free_k = 0;
@@ -878,7 +888,7 @@ RoutingResult SampleRouting(const RoutingModel& model, int64_t ep, int64_t token
       free_counts.assign(s.free_ids.size(), 0);
       scratch.Reset(s.free_ids.size());
       CountSink sink{free_counts.data()};
-      DrawTokens(s, rng, tokens_per_rank, scratch, sink);
+      if (s.mode != DrawMode::kNone) DrawTokens(s, rng, tokens_per_rank, scratch, sink);  // else all forced
       std::fill(rank_counts.begin(), rank_counts.end(), 0);
       for (int32_t e : s.forced) rank_counts[static_cast<size_t>(e)] += tokens_per_rank;
       for (size_t j = 0; j < s.free_ids.size(); ++j) rank_counts[static_cast<size_t>(s.free_ids[j])] += free_counts[j];

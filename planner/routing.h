@@ -118,8 +118,9 @@ std::string RoutingSpecText(const RoutingSpec& spec);
 //         layers 0..L-1 and experts 0..E-1 must each appear, every pair exactly once; blank
 //         lines are skipped.
 // A file ending in .csv is read as CSV, .json as JSON, anything else by its first character.
-// Counts are integers >= 0 and every layer needs a positive total. Errors name the file, the
-// JSON pointer or CSV line, the value and the rule.
+// Counts are integers >= 0 and every layer needs a positive total; an expert with 0 tokens is
+// never routed to (unless fewer than top_k experts have tokens, see above). Errors name the
+// file, the JSON pointer or CSV line, the value and the rule.
 struct RoutingTrace {
   std::string path;
   int64_t num_experts = 0;

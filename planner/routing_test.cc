@@ -214,8 +214,10 @@ TEST_CASE("Every token gets top_k distinct experts and the totals add up") {
   }
   // Token by token, for every draw method: uniform with rejection (2k <= E), uniform partial
   // Fisher-Yates (2k > E), weighted alias draws, and forced experts plus weighted draws.
-  for (const auto& [text, topk] : std::vector<std::pair<std::string, int64_t>>{
+  for (const auto& item : std::vector<std::pair<std::string, int64_t>>{
            {"uniform", 6}, {"uniform", 27}, {"zipf:0.8", 6}, {"zipf:2:noshuffle", 6}, {"hot:3:0.6", 5}}) {
+    const std::string text = item.first;
+    const int64_t topk = item.second;
     CAPTURE(text);
     const dockyard::RoutingModel model = dockyard::PrepareRouting(Spec(text), E, topk, 2);
     const RoutingResult sampled = SampleRouting(model, ep, 500, 1);
@@ -493,6 +495,12 @@ TEST_CASE("A CSV trace that misses an expert of a layer is an error") {
   CHECK_THROWS_WITH_AS(dockyard::LoadRoutingTrace("testdata/routing/invalid_missing_expert.csv"),
                        doctest::Contains("invalid_missing_expert.csv: layer 1 has no line for expert 1 (every layer must list experts 0..2)"),
                        Error);
+}
+
+TEST_CASE("A CSV trace with a far-out expert index fails on the gap, before sizing anything by it") {
+  const std::string path = TempFile("far.csv", "layer,expert,tokens\n0,0,1\n0,2000000000,1\n");
+  CHECK_THROWS_WITH_AS(dockyard::LoadRoutingTrace(path),
+                       Has(path + ": layer 0 has no line for expert 1 (every layer must list experts 0..2000000000)"), Error);
 }
 
 TEST_CASE("A CSV trace that skips a layer is an error") {
