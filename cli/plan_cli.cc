@@ -224,6 +224,12 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   // The embedded default recomputes activations (full AC, as torchtitan's DeepSeek-V3 configs
   // do) so that its 256-GPU layout fits 80 GiB GPUs; --recompute overrides it.
   if (use_default && o.recompute.empty()) training.recompute = Recompute::kFull;
+  std::optional<ClusterSpec> cluster;
+  if (command == Command::kSimulate) {
+    cluster = LoadCluster(o.cluster);
+    // The cluster's node size decides cross-node traffic unless --gpus-per-node says otherwise.
+    if (o.gpus_per_node.empty()) training.gpus_per_node = cluster->gpus_per_node;
+  }
   Plan plan = BuildPlan(model, dims, training);
   // Everything that can fail is computed before anything is written.
   const MemoryReport memory = ComputeMemory(plan);
@@ -231,22 +237,25 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   std::optional<CostBreakdown> cost;
   Json cost_json;
   if (command == Command::kSimulate) {
-    const ClusterSpec cluster = LoadCluster(o.cluster);
     RoutingSpec routing = ParseRoutingSpec(o.routing);
     routing.seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
     const Workload w = ComputeWorkload(plan);
     const int64_t moe_layers = plan.model.NumMoeLayers();
-    const int64_t layers = ParseInt("--routing-layers", o.routing_layers).value_or(std::min<int64_t>(moe_layers, 4));
+    // A trace is given per MoE layer (or one layer for all); other distributions are sampled for
+    // a few layers whose per-layer slowest ranks are averaged.
+    int64_t layers = ParseInt("--routing-layers", o.routing_layers).value_or(std::min<int64_t>(moe_layers, 4));
+    if (routing.kind == RoutingKind::kTrace) layers = moe_layers;
     if (layers < 1 || layers > moe_layers) {
       throw Error(fmt::format("--routing-layers ({}) must be in [1, num MoE layers ({})]", layers, moe_layers));
     }
+    const int64_t oep = plan.training.dispatcher == "deredundency" && plan.dims.ep > 1 ? DeredundencyOep(plan) : 1;
     const RoutingResult sampled = SampleRouting(routing, plan.model.moe.num_experts, plan.model.moe.top_k, plan.dims.ep,
-                                                w.routed_tokens, layers);
+                                                w.routed_tokens, layers, oep);
     CostOptions options;
     options.overlap_shared_experts = !o.no_overlap;
-    cost = SimulateStep(plan, cluster, sampled, options);
+    cost = SimulateStep(plan, *cluster, sampled, options);
     cost_json = {{"schema_version", kReportSchemaVersion},
-                 {"cluster", ClusterToJson(cluster)},
+                 {"cluster", ClusterToJson(*cluster)},
                  {"routing", o.routing},
                  {"seed", routing.seed},
                  {"routing_layers_sampled", layers},
@@ -370,9 +379,9 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   simulate->add_option("--cluster", o.cluster, "preset (h100-sxm, h200-sxm, h100-pcie-400g) or cluster JSON (default h100-sxm)");
   simulate->add_option("--routing", o.routing, "uniform | zipf:S | hot:H:F | trace:PATH (default uniform)");
   simulate->add_option("--seed", o.seed, "routing sampling seed (default 0)");
-  simulate->add_option("--routing-layers", o.routing_layers, "MoE layers to sample, cycled over the rest (default min(4, MoE layers))");
+  simulate->add_option("--routing-layers", o.routing_layers, "MoE layers to sample; each phase takes the mean of their slowest ranks (default min(4, MoE layers); a trace uses its own layers)");
   simulate->add_flag("--no-overlap", o.no_overlap, "do not overlap the shared experts with the combine all-to-all");
-  CLI::App* search = app.add_subcommand("search", "enumerate valid layouts, drop those over the memory budget, rank by predicted step time");
+  CLI::App* search = app.add_subcommand("search", "enumerate valid layouts, drop those over the memory budget, rank by predicted tokens/s per GPU");
   search->add_option("--model", o.model, "HF config.json or dockyard model spec (default: embedded DeepSeek-V3)");
   search->add_option("--world-size", o.world_size, "number of GPUs (required with --model)");
   search->add_option("--convention", o.convention, "rank-group convention")->check(CLI::IsMember({"torchtitan", "megatron"}));

@@ -155,6 +155,7 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
     }
   }
 
+  // `us` is the phase time; `per_rank` (routing-dependent phases) is shown per EP rank.
   auto add = [&](const std::string& name, const std::string& kind, const std::string& dir, double us,
                  std::vector<double> per_rank = {}) {
     PhaseCost p;
@@ -165,72 +166,125 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
     if (!per_rank.empty()) {
       auto it = std::max_element(per_rank.begin(), per_rank.end());
       p.slowest_ep_rank = it - per_rank.begin();
-      p.time_us = *it;
       p.per_ep_rank_us = std::move(per_rank);
     }
     out.phases.push_back(std::move(p));
     return out.phases.back().time_us;
   };
 
-  // --- MoE layer, averaged over the sampled routing layers (slowest rank per phase).
+  // --- MoE layer over the sampled routing layers. Every layer is a synchronization point, so a
+  // phase's time is the mean over layers of that layer's slowest rank; per-rank figures are the
+  // per-rank means (for display).
   const int64_t ep = d.ep;
   const int64_t nle = m.moe.num_experts / ep;
   const double f_local = static_cast<double>(w.expert_f_local);
+  const bool deredundency = ep > 1 && t.dispatcher == "deredundency";
+  const int64_t oep = deredundency ? routing.oep : 1;
+  const int64_t iep = ep / std::max<int64_t>(1, oep);
+  if (deredundency && routing.oep != DeredundencyOep(plan)) {
+    throw Error(fmt::format("routing was sampled for oep {}, the plan's deredundency dispatcher uses oep {}", routing.oep,
+                            DeredundencyOep(plan)));
+  }
   std::vector<double> permute(ep, 0), dispatch(ep, 0), gemm(ep, 0), combine(ep, 0);
+  double permute_max = 0, dispatch_max = 0, gemm_max = 0, combine_max = 0;
   double imbalance = 1.0;
   const size_t nlayers = std::max<size_t>(1, routing.layers.size());
   for (size_t li = 0; li < nlayers; ++li) {
     std::vector<double> rows(nle * ep, 0.0), received(ep, 0.0);
-    std::vector<double> dbytes(ep * ep, 0.0), cbytes(ep * ep, 0.0);
+    std::vector<double> dt(ep, 0.0), ct(ep, 0.0);
     if (ep > 1) {
       const auto& L = routing.layers[li];
       for (int64_t i = 0; i < ep * nle; ++i) rows[i] = static_cast<double>(L.rows_per_local_expert[i]);
-      for (int64_t s = 0; s < ep; ++s) {
-        for (int64_t r = 0; r < ep; ++r) {
-          dbytes[s * ep + r] = static_cast<double>(L.dispatch[s * ep + r]) * D * ab;
-          cbytes[r * ep + s] = dbytes[s * ep + r];  // combine returns what dispatch sent
-        }
-        received[s] = static_cast<double>(L.received[s]);
-      }
+      for (int64_t r = 0; r < ep; ++r) received[r] = static_cast<double>(L.received[r]);
       imbalance = std::max(imbalance, L.imbalance);
+      if (!deredundency) {
+        std::vector<double> dbytes(ep * ep), cbytes(ep * ep);
+        for (int64_t src = 0; src < ep; ++src) {
+          for (int64_t dst = 0; dst < ep; ++dst) {
+            dbytes[src * ep + dst] = static_cast<double>(L.dispatch[src * ep + dst]) * D * ab;
+            cbytes[dst * ep + src] = dbytes[src * ep + dst];  // combine returns what dispatch sent
+          }
+        }
+        dt = AllToAllTimesUs(dbytes, ep_group, c);
+        ct = AllToAllTimesUs(cbytes, ep_group, c);
+      } else {
+        // Deredundency (ep = oep x iep, inner index fastest): all-gather of every rank's T_r*k
+        // routed rows over its oep group, then an all-to-all inside its iep group (iep_dispatch
+        // matrix); combine mirrors it with a reduce-scatter over oep.
+        for (int64_t o = 0; o < oep; ++o) {
+          std::vector<int64_t> iep_ranks;
+          std::vector<double> bytes(iep * iep);
+          for (int64_t i = 0; i < iep; ++i) iep_ranks.push_back(ep_group[o * iep + i]);
+          for (int64_t i = 0; i < iep; ++i) {
+            for (int64_t j = 0; j < iep; ++j) {
+              bytes[i * iep + j] = static_cast<double>(L.iep_dispatch[(o * iep + i) * iep + j]) * D * ab;
+            }
+          }
+          std::vector<double> back(iep * iep);
+          for (int64_t i = 0; i < iep; ++i) for (int64_t j = 0; j < iep; ++j) back[j * iep + i] = bytes[i * iep + j];
+          const auto a2a = AllToAllTimesUs(bytes, iep_ranks, c);
+          const auto a2a_back = AllToAllTimesUs(back, iep_ranks, c);
+          for (int64_t i = 0; i < iep; ++i) {
+            std::vector<int64_t> oep_ranks;
+            for (int64_t x = 0; x < oep; ++x) oep_ranks.push_back(ep_group[x * iep + i]);
+            const double gathered = static_cast<double>(oep) * Tr * k * D * ab;
+            const double ring = RingCollectiveUs(gathered, oep_ranks, c);
+            dt[o * iep + i] = ring + a2a[i];
+            ct[o * iep + i] = a2a_back[i] + ring;
+          }
+        }
+      }
     } else {
       // EP off: every rank computes all experts on its own T_r tokens, spread evenly.
       for (int64_t e = 0; e < nle; ++e) rows[e] = Tr * k / E;
       received[0] = Tr * k;
     }
-    const auto dt = ep > 1 ? AllToAllTimesUs(dbytes, ep_group, c) : std::vector<double>(1, 0.0);
-    const auto ct = ep > 1 ? AllToAllTimesUs(cbytes, ep_group, c) : std::vector<double>(1, 0.0);
+    double pm = 0, dm = 0, gm = 0, cm = 0;
     for (int64_t r = 0; r < ep; ++r) {
       double g = 0;
       for (int64_t e = 0; e < nle; ++e) {
         const double M = rows[r * nle + e];
         g += 6.0 * M * D * f_local / (peak * GroupedGemmEfficiency(M, o));
       }
+      const double pr = 2.0 * (Tr * k + received[r]) * D * ab / hbm + o.memory_floor_us;
       gemm[r] += g / nlayers;
-      permute[r] += (2.0 * (Tr * k + received[r]) * D * ab / hbm + o.memory_floor_us) / nlayers;
-      dispatch[r] += dt[ep > 1 ? r : 0] / nlayers;
-      combine[r] += ct[ep > 1 ? r : 0] / nlayers;
+      permute[r] += pr / nlayers;
+      dispatch[r] += dt[r] / nlayers;
+      combine[r] += ct[r] / nlayers;
+      gm = std::max(gm, g);
+      pm = std::max(pm, pr);
+      dm = std::max(dm, dt[r]);
+      cm = std::max(cm, ct[r]);
     }
+    permute_max += pm / nlayers;
+    dispatch_max += dm / nlayers;
+    gemm_max += gm / nlayers;
+    combine_max += cm / nlayers;
   }
   out.routing_imbalance = imbalance;
   const double router_us = std::max(2.0 * Tr * D * E / (peak * o.dense_efficiency), o.memory_floor_us);
   const double shared_us = m.moe.num_shared_experts > 0
                                ? 6.0 * T * D * m.moe.shared_expert_intermediate_size / tp / (peak * o.dense_efficiency)
                                : 0.0;
+  // Backward computes input and weight gradients (2x the forward FLOPs); with full
+  // recomputation it first re-runs the forward, communication included (3x compute, 2x comm).
+  const bool full_recompute = t.recompute == Recompute::kFull;
+  const double bwd_compute = full_recompute ? 3.0 : 2.0, bwd_comm = full_recompute ? 2.0 : 1.0;
   double moe_fwd = 0, moe_bwd = 0;
   for (int pass = 0; pass < 2; ++pass) {
     const std::string dir = pass == 0 ? "forward" : "backward";
-    const double mult = pass == 0 ? 1.0 : 2.0;  // backward computes input and weight gradients
-    auto scaled = [&](std::vector<double> v) { for (auto& x : v) x *= mult; return v; };
+    const double mult = pass == 0 ? 1.0 : bwd_compute;
+    const double cmult = pass == 0 ? 1.0 : bwd_comm;
+    auto scaled = [](std::vector<double> v, double f) { for (auto& x : v) x *= f; return v; };
     double sum = 0;
     sum += add("attention", "moe", dir, attention_us * mult);
-    sum += add("tp_comm", "moe", dir, 4 * tp_collective);
+    sum += add("tp_comm", "moe", dir, 4 * tp_collective * cmult);
     sum += add("router", "moe", dir, router_us * mult);
-    sum += add("permute", "moe", dir, 0, permute);
-    sum += add("dispatch", "moe", dir, 0, dispatch);
-    sum += add("grouped_gemm", "moe", dir, 0, scaled(gemm));
-    sum += add("unpermute", "moe", dir, 0, permute);
-    const double comb = add("combine", "moe", dir, 0, combine);
+    sum += add("permute", "moe", dir, permute_max * cmult, scaled(permute, cmult));
+    sum += add("dispatch", "moe", dir, dispatch_max * cmult, scaled(dispatch, cmult));
+    sum += add("grouped_gemm", "moe", dir, gemm_max * mult, scaled(gemm, mult));
+    sum += add("unpermute", "moe", dir, permute_max * cmult, scaled(permute, cmult));
+    const double comb = add("combine", "moe", dir, combine_max * cmult, scaled(combine, cmult));
     const double shared = add("shared_experts", "moe", dir, shared_us * mult);
     sum += o.overlap_shared_experts ? std::max(comb, shared) : comb + shared;
     const double fsdp = add("fsdp_comm", "moe", dir, pass == 0 ? fsdp_fwd_moe : fsdp_bwd_moe);
@@ -245,8 +299,9 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
   if (has_dense) {
     for (int pass = 0; pass < 2; ++pass) {
       const std::string dir = pass == 0 ? "forward" : "backward";
-      const double mult = pass == 0 ? 1.0 : 2.0;
-      double sum = add("attention", "dense", dir, attention_us * mult) + add("tp_comm", "dense", dir, 4 * tp_collective) +
+      const double mult = pass == 0 ? 1.0 : bwd_compute;
+      const double cmult = pass == 0 ? 1.0 : bwd_comm;
+      double sum = add("attention", "dense", dir, attention_us * mult) + add("tp_comm", "dense", dir, 4 * tp_collective * cmult) +
                    add("dense_mlp", "dense", dir, dense_mlp_us * mult);
       const double fsdp = add("fsdp_comm", "dense", dir, pass == 0 ? fsdp_fwd_dense : fsdp_bwd_dense);
       (pass == 0 ? dense_fwd : dense_bwd) = std::max(sum, fsdp);
@@ -257,12 +312,16 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
   // --- Stages, pipeline, data-parallel step communication, optimizer.
   const double lm_head_us = 3.0 * 2.0 * T * D * m.vocab_size / tp / (peak * o.dense_efficiency);
   double worst_stage = 0;
+  int64_t slowest_stage = 0;
   for (int64_t s = 0; s < d.pp; ++s) {
     double stage = s == d.pp - 1 ? lm_head_us : 0.0;
     for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
       if (plan.layer_stage[l] == s) stage += m.moe_layers[l] ? out.moe_layer_us : out.dense_layer_us;
     }
-    worst_stage = std::max(worst_stage, stage);
+    if (stage > worst_stage) {
+      worst_stage = stage;
+      slowest_stage = s;
+    }
   }
   const double M = static_cast<double>(t.num_microbatches.value_or(d.pp));
   out.stage_microbatch_us = worst_stage;
@@ -282,19 +341,26 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
   const double global_tokens = M * t.micro_batch_size * t.seq_len * d.dp_replicate * d.dp_shard;
   out.tokens_per_s_per_gpu = global_tokens / (out.step_time_us * 1e-6) / d.world_size;
   const auto& tot = plan.inventory.totals;
-  const double active_no_embed = static_cast<double>(tot.active_params - tot.embedding_params);
+  const double active_no_embed = static_cast<double>(tot.active_params_excluding_embedding);
   const double attn_core_per_token = 3.0 * 2.0 * (t.seq_len / 2.0) * a.num_attention_heads * (d_qk + d_v) * m.num_hidden_layers;
   const double model_flops = global_tokens * (6.0 * active_no_embed + attn_core_per_token);
   out.mfu = model_flops / (out.step_time_us * 1e-6 * d.world_size * c.dense_bf16_tflops * 1e12);
 
-  // Critical path: phases by their share of a micro-batch on the slowest stage.
+  // Critical path: every contributor to the step by its share of it. Layer phases count once per
+  // layer of the slowest stage per pipeline slot (M + pp - 1 slots); then the step-end terms.
   std::map<std::string, double> share;
   int64_t moe_count = 0, dense_count = 0;
   for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
-    if (plan.layer_stage[l] != 0 && d.pp > 1) continue;
+    if (plan.layer_stage[l] != slowest_stage) continue;
     (m.moe_layers[l] ? moe_count : dense_count)++;
   }
-  for (const auto& p : out.phases) share[p.name] += p.time_us * (p.layer_kind == "moe" ? moe_count : dense_count);
+  const double slots = M + d.pp - 1;
+  for (const auto& p : out.phases) {
+    share[p.name] += p.time_us * static_cast<double>(p.layer_kind == "moe" ? moe_count : dense_count) * slots;
+  }
+  if (slowest_stage == d.pp - 1) share["lm_head"] += lm_head_us * slots;
+  share["dp_step_comm"] += out.dp_step_comm_us;
+  share["optimizer"] += out.optimizer_us;
   std::vector<std::pair<double, std::string>> ranked;
   for (const auto& [n, v] : share) ranked.push_back({v, n});
   std::sort(ranked.rbegin(), ranked.rend());

@@ -30,9 +30,9 @@ struct PhaseCost {
                            // "combine", "shared_experts", "dense_mlp", "tp_comm", "fsdp_comm"
   std::string layer_kind;  // "moe" or "dense"
   std::string direction;   // "forward" or "backward"
-  double time_us = 0;      // per layer and micro-batch, the slowest rank
+  double time_us = 0;      // per layer and micro-batch: the mean over sampled layers of each layer's slowest rank
   int64_t slowest_ep_rank = -1;
-  std::vector<double> per_ep_rank_us;  // routing-dependent phases: one value per EP rank
+  std::vector<double> per_ep_rank_us;  // routing-dependent phases: each EP rank's mean over the sampled layers
 };
 
 struct CostBreakdown {
@@ -46,8 +46,10 @@ struct CostBreakdown {
   double step_time_us = 0;
   double tokens_per_s_per_gpu = 0;
   double mfu = 0;
-  std::vector<std::string> critical_path;  // phase names in the order they bound the step
-  std::string dominant_phase;              // the phase with the largest share of the step
+  // Contributors to the step, largest share first: layer phases (time x layers of the slowest
+  // stage x (M + pp - 1)), "lm_head", "dp_step_comm", "optimizer".
+  std::vector<std::string> critical_path;
+  std::string dominant_phase;              // critical_path.front()
   double routing_imbalance = 1.0;          // max / mean received rows over the sampled layers
 };
 

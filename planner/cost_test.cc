@@ -106,3 +106,49 @@ TEST_CASE("Skewed routing slows the slowest rank's grouped GEMM") {
   CHECK(gemm(skewed) > 1.5 * gemm(uniform));
   CHECK(skewed.step_time_us > uniform.step_time_us);
 }
+
+TEST_CASE("The deredundency dispatcher is costed as oep all-gather plus iep all-to-all") {
+  // Qwen3-30B-A3B, 16 GPUs on 2 nodes of 8, ep 16: oep 2 (nodes spanned), iep 8.
+  auto model = dockyard::LoadModel("testdata/hf/qwen3-30b-a3b.json");
+  dockyard::ParallelDimsOptions d;
+  d.world_size = 16;
+  d.ep = 16;
+  dockyard::TrainingConfig t;
+  t.seq_len = 2048;
+  ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
+  auto a2a_plan = dockyard::BuildPlan(model, d, t);
+  t.dispatcher = "deredundency";
+  auto der_plan = dockyard::BuildPlan(model, d, t);
+  auto a2a = dockyard::SimulateStep(a2a_plan, c, dockyard::SampleRouting({}, 128, 8, 16, 2048, 1));
+  auto der = dockyard::SimulateStep(der_plan, c, dockyard::SampleRouting({}, 128, 8, 16, 2048, 1, 2));
+  auto dispatch = [](const dockyard::CostBreakdown& cb) {
+    for (const auto& p : cb.phases) if (p.name == "dispatch" && p.direction == "forward") return p.time_us;
+    return 0.0;
+  };
+  // The all-gather over oep carries 2 x 2048 x 8 rows x 2048 x 2 bytes = 134 MB as a 2-rank ring
+  // across nodes: 1 step of 67 MB / 48 GB/s = 1398 us + 8 us, plus the in-node all-to-all.
+  CHECK(dispatch(der) > 1398.0);
+  CHECK(dispatch(der) != doctest::Approx(dispatch(a2a)));
+  // A routing sample without the deredundency matrices is refused.
+  CHECK_THROWS_WITH_AS(dockyard::SimulateStep(der_plan, c, dockyard::SampleRouting({}, 128, 8, 16, 2048, 1)),
+                       doctest::Contains("oep"), dockyard::Error);
+}
+
+TEST_CASE("Full recomputation adds a forward pass to the backward") {
+  dockyard::ParallelDimsOptions d;
+  d.world_size = 4;
+  d.ep = 4;
+  dockyard::TrainingConfig t;
+  t.seq_len = 1024;
+  auto routing = dockyard::SampleRouting({}, 8, 2, 4, 1024, 1);
+  ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
+  auto none = dockyard::SimulateStep(dockyard::BuildPlan(dockyard::testing::TinyMixtral(), d, t), c, routing);
+  t.recompute = dockyard::Recompute::kFull;
+  auto full = dockyard::SimulateStep(dockyard::BuildPlan(dockyard::testing::TinyMixtral(), d, t), c, routing);
+  auto bwd_gemm = [](const dockyard::CostBreakdown& cb) {
+    for (const auto& p : cb.phases) if (p.name == "grouped_gemm" && p.direction == "backward") return p.time_us;
+    return 0.0;
+  };
+  CHECK(bwd_gemm(full) == Approx(bwd_gemm(none) * 1.5));  // 3x forward instead of 2x
+  CHECK(full.step_time_us > none.step_time_us);
+}

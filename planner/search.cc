@@ -74,8 +74,11 @@ SearchResult SearchLayouts(const ModelSpec& model, const SearchOptions& o) {
   result.budget_gib = o.training.gpu_memory_gib > 0 ? o.training.gpu_memory_gib : o.cluster.memory_gib;
   const double budget = result.budget_gib * 1073741824.0;
   const ParamInventory inventory = BuildInventory(model);
-  // Routing sampled once per (ep, routed tokens per rank); the cost model reuses it.
-  std::map<std::pair<int64_t, int64_t>, RoutingResult> routing_cache;
+  // The routing distribution is prepared once and sampled once per (ep, routed tokens, oep).
+  int64_t layers = std::min<int64_t>(o.routing_layers, model.NumMoeLayers());
+  if (o.routing.kind == RoutingKind::kTrace) layers = model.NumMoeLayers();
+  const RoutingModel routing_model = PrepareRouting(o.routing, model.moe.num_experts, model.moe.top_k, layers);
+  std::map<std::tuple<int64_t, int64_t, int64_t>, RoutingResult> routing_cache;
   std::vector<RankedLayout> ranked;
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (o.progress && (i % 64 == 0 || i + 1 == candidates.size())) o.progress(static_cast<int64_t>(i + 1), result.enumerated);
@@ -96,12 +99,11 @@ SearchResult SearchLayouts(const ModelSpec& model, const SearchOptions& o) {
       continue;
     }
     const Workload w = ComputeWorkload(plan);
-    const auto key = std::make_pair(plan.dims.ep, w.routed_tokens);
+    const int64_t oep = c.dispatcher == "deredundency" && plan.dims.ep > 1 ? DeredundencyOep(plan) : 1;
+    const auto key = std::make_tuple(plan.dims.ep, w.routed_tokens, oep);
     auto it = routing_cache.find(key);
     if (it == routing_cache.end()) {
-      const int64_t layers = std::min<int64_t>(o.routing_layers, model.NumMoeLayers());
-      it = routing_cache.emplace(key, SampleRouting(o.routing, model.moe.num_experts, model.moe.top_k, plan.dims.ep,
-                                                    w.routed_tokens, layers)).first;
+      it = routing_cache.emplace(key, SampleRouting(routing_model, plan.dims.ep, w.routed_tokens, oep)).first;
     }
     const CostBreakdown cost = SimulateStep(plan, o.cluster, it->second);
     RankedLayout r;

@@ -1,6 +1,6 @@
 // Layout search: enumerate every valid layout (pp, dp_replicate, dp_shard, cp, tp, ep, etp,
 // dispatcher) of a model on a world, drop those over the memory budget, rank the rest by
-// predicted step time (cost.h), and say which phase dominates each.
+// predicted tokens/s per GPU (cost.h; ties by peak memory), and say which phase dominates each.
 //
 // Search space (docs/cost-model.md, "Search"): pp | world with pp <= min(num_hidden_layers,
 // max_pp); dp_replicate, cp, tp any divisors of what is left, tp <= gpus_per_node (TP stays inside
