@@ -18,11 +18,9 @@ namespace dockyard {
 
 namespace {
 
-// Writes straight into an existing non-regular file (a device such as /dev/null, a FIFO):
-// renaming over it would replace the device node with a regular file.
-void WriteThrough(const std::string& path, const std::string& content) {
-  int fd = open(path.c_str(), O_WRONLY);
-  if (fd < 0) throw Error(fmt::format("{}: cannot open for writing: {}", path, std::strerror(errno)));
+// Writes all of `content` to `fd`, retrying on EINTR; on failure closes `fd` and throws naming
+// `path`.
+void WriteAll(int fd, const std::string& content, const std::string& path) {
   size_t written = 0;
   while (written < content.size()) {
     ssize_t n = write(fd, content.data() + written, content.size() - written);
@@ -34,12 +32,16 @@ void WriteThrough(const std::string& path, const std::string& content) {
     }
     written += static_cast<size_t>(n);
   }
-  if (close(fd) != 0) throw Error(fmt::format("{}: write failed: {}", path, std::strerror(errno)));
 }
 
-}  // namespace
-
-namespace {
+// Writes straight into an existing non-regular file (a device such as /dev/null, a FIFO):
+// renaming over it would replace the device node with a regular file.
+void WriteThrough(const std::string& path, const std::string& content) {
+  int fd = open(path.c_str(), O_WRONLY);
+  if (fd < 0) throw Error(fmt::format("{}: cannot open for writing: {}", path, std::strerror(errno)));
+  WriteAll(fd, content, path);
+  if (close(fd) != 0) throw Error(fmt::format("{}: write failed: {}", path, std::strerror(errno)));
+}
 
 // Where a requested output really goes: symlinks followed; `direct` for devices and FIFOs.
 struct Target {
@@ -70,17 +72,11 @@ std::string WriteTemporary(const std::string& path, const std::string& content) 
   std::string tmpl = path + ".tmp.XXXXXX";
   int fd = mkstemp(tmpl.data());
   if (fd < 0) throw Error(fmt::format("{}: cannot create output file: {}", path, std::strerror(errno)));
-  size_t written = 0;
-  while (written < content.size()) {
-    ssize_t n = write(fd, content.data() + written, content.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int err = errno;
-      close(fd);
-      unlink(tmpl.c_str());
-      throw Error(fmt::format("{}: write failed: {}", path, std::strerror(err)));
-    }
-    written += static_cast<size_t>(n);
+  try {
+    WriteAll(fd, content, path);
+  } catch (const Error&) {
+    unlink(tmpl.c_str());
+    throw;
   }
   if (fsync(fd) != 0 || close(fd) != 0) {
     int err = errno;
