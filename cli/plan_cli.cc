@@ -213,7 +213,10 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   } else if (use_default) {
     // EP 64 where the world allows it, else the largest power of two dividing both 64 and the
     // ranks of one (pp, dp_replicate) slice.
-    const int64_t slice = dims.pp > 0 && dims.dp_replicate > 0 ? dims.world_size / (dims.pp * dims.dp_replicate) : 1;
+    // (Out-of-range degrees are left for ParallelDims::Build to report.)
+    const bool in_range = dims.pp >= 1 && dims.dp_replicate >= 1 && dims.pp <= dims.world_size &&
+                          dims.dp_replicate <= dims.world_size && dims.world_size <= kMaxWorldSize;
+    const int64_t slice = in_range ? dims.world_size / (dims.pp * dims.dp_replicate) : 0;
     dims.ep = slice > 0 ? std::gcd(kDefaultEp, slice) : 1;
   }
   dims.convention = o.convention == "megatron" ? Convention::kMegatron : Convention::kTorchtitan;

@@ -162,6 +162,9 @@ ModelSpec ReadDeepseek(const JsonView& c, bool v3) {
   if (m.moe.num_shared_experts > (int64_t{1} << 20)) {
     c.Fail("n_shared_experts", fmt::format("{} exceeds the largest supported count 2^20", m.moe.num_shared_experts));
   }
+  if (m.moe.moe_intermediate_size > (int64_t{1} << 40)) {
+    c.Fail("moe_intermediate_size", fmt::format("{} exceeds the largest supported size 2^40", m.moe.moe_intermediate_size));
+  }
   m.moe.shared_expert_intermediate_size = m.moe.num_shared_experts * m.moe.moe_intermediate_size;
   m.moe.norm_topk_prob = c.BoolOr("norm_topk_prob", false);
   m.moe.routed_scaling_factor = c.NumberOr("routed_scaling_factor", 1.0);
@@ -189,6 +192,9 @@ ModelSpec ReadGlm4Moe(const JsonView& c) {
   m.moe.num_shared_experts = c.IntOr("n_shared_experts", 0, 0);
   if (m.moe.num_shared_experts > (int64_t{1} << 20)) {
     c.Fail("n_shared_experts", fmt::format("{} exceeds the largest supported count 2^20", m.moe.num_shared_experts));
+  }
+  if (m.moe.moe_intermediate_size > (int64_t{1} << 40)) {
+    c.Fail("moe_intermediate_size", fmt::format("{} exceeds the largest supported size 2^40", m.moe.moe_intermediate_size));
   }
   m.moe.shared_expert_intermediate_size = m.moe.num_shared_experts * m.moe.moe_intermediate_size;
   m.moe.norm_topk_prob = c.BoolOr("norm_topk_prob", true);
@@ -348,6 +354,7 @@ ModelSpec ModelSpecFromHfConfig(const Json& config, const std::string& file) {
     ModelSpec m = ReadLlama4Text(text);
     m.family = "llama4_text";
     m.name = file;
+    m.source = file;
     ValidateModelSpec(m, file, true);
     return m;
   }
@@ -393,6 +400,7 @@ ModelSpec ModelSpecFromHfConfig(const Json& config, const std::string& file) {
     ModelSpec m = r.read(view);
     m.family = found->family;
     m.name = file;
+    m.source = file;
     ValidateModelSpec(m, file, true);
     return m;
   }

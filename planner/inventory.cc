@@ -302,7 +302,8 @@ ParamInventory BuildInventory(const ModelSpec& spec) {
   try {
     return Builder(spec).Build();
   } catch (const Error& e) {
-    throw Error(fmt::format("{}: {}", spec.name, e.what()));  // name the model (its file) in overflow errors
+    // Name the model's file (or, built in code, its name) in overflow errors.
+    throw Error(fmt::format("{}: {}", spec.source.empty() ? spec.name : spec.source, e.what()));
   }
 }
 

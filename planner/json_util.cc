@@ -19,7 +19,12 @@ Json ParseJsonText(const std::string& text, const std::string& origin) {
   }
   Json parsed;
   try {
-    parsed = Json::parse(text);
+    // Nesting is bounded so that neither parsing nor destroying the value recurses without limit.
+    static constexpr int kMaxDepth = 64;
+    parsed = Json::parse(text, [&origin](int depth, Json::parse_event_t, Json&) {
+      if (depth > kMaxDepth) throw Error(fmt::format("{}: JSON nested deeper than {} levels", origin, kMaxDepth));
+      return true;
+    });
   } catch (const Json::parse_error& e) {
     throw Error(fmt::format("{}: not valid JSON at byte {}: {}", origin, e.byte,
                             std::string(e.what()).substr(std::string(e.what()).find(':') + 2)));
@@ -66,7 +71,10 @@ std::string JsonPointerToken(const std::string& key) {
 }
 
 std::string JsonValueText(const Json& value) {
-  std::string text = value.dump();
+  // Arrays and objects by their size only: dumping a deeply nested value would recurse deeply.
+  if (value.is_array()) return fmt::format("[... {} elements]", value.size());
+  if (value.is_object()) return fmt::format("{{... {} keys}}", value.size());
+  std::string text = value.dump(-1, ' ', false, Json::error_handler_t::replace);
   if (text.size() > 60) text = text.substr(0, 57) + "...";
   return text;
 }

@@ -47,16 +47,17 @@ MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank) {
     Acc& a = acc[RoleGroup(p.role)];
     const int64_t local = LocalNumelOnRank(p, plan.placements[i], plan.MeshOf(i), rank);
     if (strategy == DpSharding::kFsdp) {
-      a.params += CheckedMul(local, 4, p.fqn);  // FSDP2 keeps the sharded parameter in fp32
-      a.grads += CheckedMul(local, grad_b, p.fqn);
-      a.opt += CheckedMul(local, moments_b, p.fqn);
+      a.params = CheckedAdd(a.params, CheckedMul(local, 4, p.fqn), "params bytes");  // FSDP2 keeps the shard in fp32
+      a.grads = CheckedAdd(a.grads, CheckedMul(local, grad_b, p.fqn), "grads bytes");
+      a.opt = CheckedAdd(a.opt, CheckedMul(local, moments_b, p.fqn), "optimizer bytes");
     } else {
-      a.params += CheckedMul(local, param_b, p.fqn);
-      a.grads += CheckedMul(local, grad_b, p.fqn);
+      a.params = CheckedAdd(a.params, CheckedMul(local, param_b, p.fqn), "params bytes");
+      a.grads = CheckedAdd(a.grads, CheckedMul(local, grad_b, p.fqn), "grads bytes");
       if (strategy == DpSharding::kDdp) {
-        a.opt += CheckedMul(local, master_b + moments_b, p.fqn);
+        a.opt = CheckedAdd(a.opt, CheckedMul(local, master_b + moments_b, p.fqn), "optimizer bytes");
       } else {
-        (OnSparseMesh(plan, i) ? a.zero1_sparse : a.zero1_dense) += local;
+        int64_t& elems = OnSparseMesh(plan, i) ? a.zero1_sparse : a.zero1_dense;
+        elems = CheckedAdd(elems, local, "optimizer elements");
       }
     }
   }
@@ -65,8 +66,10 @@ MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank) {
     // ZeRO-1: Megatron's distributed optimizer shards over the data-parallel group with cp for
     // dense parameters and over the expert-data-parallel group for experts (replicas over
     // dp_replicate).
-    a.opt += CheckedMul(Ceil(a.zero1_dense, d.dp_shard * d.cp), master_b + moments_b, "optimizer bytes");
-    a.opt += CheckedMul(Ceil(a.zero1_sparse, d.efsdp), master_b + moments_b, "optimizer bytes");
+    a.opt = CheckedAdd(a.opt, CheckedMul(Ceil(a.zero1_dense, d.dp_shard * d.cp), master_b + moments_b, "optimizer bytes"),
+                       "optimizer bytes");
+    a.opt = CheckedAdd(a.opt, CheckedMul(Ceil(a.zero1_sparse, d.efsdp), master_b + moments_b, "optimizer bytes"),
+                       "optimizer bytes");
     m.params_by_role[group] = a.params;
     m.grads_by_role[group] = a.grads;
     if (a.opt) m.optimizer_by_role[group] = a.opt;
@@ -84,12 +87,22 @@ std::map<std::string, int64_t> ActivationBytesPerMicrobatch(const Plan& plan, co
   const bool selective = rc == Recompute::kSelective;
   const int64_t ab = w.act_bytes, t = w.tp_shards, T = w.tokens, h = m.hidden_size;
   const int64_t ts = Ceil(T, t);  // sequence-parallel shard of the residual stream
-  auto mul = [](int64_t x, int64_t y) { return CheckedMul(x, y, "activation bytes"); };
+  // Terms are products of at most four factors bounded by 2^53 (rows) or 2^41 (widths): they are
+  // formed in 128 bits and narrowed, with a check, when stored.
+  using Wide = __int128;
+  auto mul = [](Wide x, Wide y) { return x * y; };
+  auto narrow = [&](Wide v) {
+    if (v > static_cast<Wide>(INT64_MAX)) {
+      throw Error(fmt::format("activation bytes of one micro-batch overflow a signed 64-bit integer (tokens per rank {}, "
+                              "hidden_size {})", T, h));
+    }
+    return static_cast<int64_t>(v);
+  };
   // One layer's activations by group (bytes), no recomputation applied except `selective`.
   auto layer = [&](int64_t l) {
     std::map<std::string, int64_t> g;
     // Attention block: norm input (+ its output unless recomputed), projections, core output.
-    int64_t attn = mul(ts, h) + (selective ? 0 : mul(ts, h));
+    Wide attn = mul(ts, h) + (selective ? 0 : mul(ts, h));
     const int64_t heads_local = a.num_attention_heads / t;
     if (a.kind == AttentionKind::kGqa) {
       const int64_t q_out = a.num_attention_heads * a.head_dim, kv_out = a.num_key_value_heads * a.head_dim;
@@ -102,25 +115,25 @@ std::map<std::string, int64_t> ActivationBytesPerMicrobatch(const Plan& plan, co
       attn += mul(T, heads_local * (a.qk_nope_head_dim + a.v_head_dim));           // kv_b out
       attn += mul(T, heads_local * a.v_head_dim);                                  // core out
     }
-    g["attention"] = mul(attn, ab) + mul(mul(T, heads_local), 4);  // + flash-attention logsumexp, fp32
+    g["attention"] = narrow(mul(attn, ab) + mul(mul(T, heads_local), 4));  // + flash-attention logsumexp, fp32
     // MLP block: post-attention norm input (+ output).
-    int64_t norm = mul(ts, h) + (selective ? 0 : mul(ts, h));
-    g["norm"] = mul(norm, ab);
+    Wide norm = mul(ts, h) + (selective ? 0 : mul(ts, h));
+    g["norm"] = narrow(mul(norm, ab));
     const int64_t keep_f = selective ? 2 : 4;  // gate, up (+ silu(gate), product)
     if (!m.moe_layers[l]) {
-      g["dense_mlp"] = mul(mul(mul(T, m.intermediate_size / t), keep_f), ab);
+      g["dense_mlp"] = narrow(mul(mul(mul(T, m.intermediate_size / t), keep_f), ab));
     } else {
       const int64_t E = m.moe.num_experts, k = m.moe.top_k;
       // Router: logits and scores in fp32, top-k weights fp32 and indices int64.
-      g["router"] = mul(mul(w.routed_tokens, E), 8) + mul(mul(w.routed_tokens, k), 12);
+      g["router"] = narrow(mul(mul(w.routed_tokens, E), 8) + mul(mul(w.routed_tokens, k), 12));
       // Routed experts (NOT divided by EP: tokens are exchanged, not removed): received rows
       // R_max in and out, 4 (or 2) intermediate tensors of F / expert-TP, and the combined
       // copies of this rank's own T_r * top_k rows.
-      int64_t rows = mul(w.received_rows, 2 * h) + mul(mul(w.received_rows, w.expert_f_local), keep_f) +
+      Wide rows = mul(w.received_rows, 2 * h) + mul(mul(w.received_rows, w.expert_f_local), keep_f) +
                      mul(w.mean_received_rows, h);
-      g["routed_experts"] = mul(rows, ab);
+      g["routed_experts"] = narrow(mul(rows, ab));
       if (m.moe.num_shared_experts > 0) {
-        g["shared_experts"] = mul(mul(mul(T, m.moe.shared_expert_intermediate_size / t), keep_f), ab);
+        g["shared_experts"] = narrow(mul(mul(mul(T, m.moe.shared_expert_intermediate_size / t), keep_f), ab));
       }
     }
     return g;
@@ -133,9 +146,9 @@ std::map<std::string, int64_t> ActivationBytesPerMicrobatch(const Plan& plan, co
     auto g = layer(l);
     if (rc == Recompute::kFull) {
       // Full recomputation keeps each layer's input; one layer is rebuilt at a time in backward.
-      total["checkpoints"] += mul(mul(ts, h), ab);
+      total["checkpoints"] = CheckedAdd(total["checkpoints"], narrow(mul(mul(ts, h), ab)), "activation bytes");
       int64_t sum = 0;
-      for (const auto& [k, v] : g) sum += v;
+      for (const auto& [k, v] : g) sum = CheckedAdd(sum, v, "activation bytes");
       if (sum > largest) {
         largest = sum;
         largest_layer = g;
@@ -145,9 +158,9 @@ std::map<std::string, int64_t> ActivationBytesPerMicrobatch(const Plan& plan, co
     }
   }
   if (rc == Recompute::kFull) {
-    for (const auto& [k, v] : largest_layer) total[k] += v;
+    for (const auto& [k, v] : largest_layer) total[k] = CheckedAdd(total[k], v, "activation bytes");
   }
-  if (stage == 0) total["embedding"] += mul(mul(ts, h), ab);
+  if (stage == 0) total["embedding"] = CheckedAdd(total["embedding"], narrow(mul(mul(ts, h), ab)), "activation bytes");
   return total;
 }
 
@@ -202,7 +215,7 @@ MemoryReport ComputeMemory(const Plan& plan) {
         // torchtitan wraps a layer's experts separately only when they live on the sparse mesh.
         const auto unit = p.layer >= 0 ? std::make_pair(p.layer, plan.placements[i].sparse_mesh)
                                        : std::make_pair<int64_t, bool>(p.role == Role::kEmbedding ? -1 : -2, false);
-        units[unit] += ModelParallelNumel(plan, i, first);
+        units[unit] = CheckedAdd(units[unit], ModelParallelNumel(plan, i, first), "FSDP unit elements");
       }
       int64_t largest = 0;
       for (const auto& [u, n] : units) largest = std::max(largest, n);
@@ -224,7 +237,7 @@ MemoryReport ComputeMemory(const Plan& plan) {
     if (d.tp > 1) buffers["tp_all_gather"] = CheckedMul(CheckedMul(w.tokens, h, "buffer"), w.act_bytes, "buffer");
     if (d.pp > 1) buffers["pp_send_recv"] = CheckedMul(CheckedMul(Ceil(w.tokens, d.tp), h, "buffer"), 2 * w.act_bytes, "buffer");
     int64_t buf_total = 0;
-    for (const auto& [k, v] : buffers) buf_total += v;
+    for (const auto& [k, v] : buffers) buf_total = CheckedAdd(buf_total, v, "buffer bytes");
 
     sm.worst.peak_bytes = -1;
     // The first rank of a stage is a worst rank: it has coordinate 0 on every axis, so it takes

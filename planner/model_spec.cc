@@ -241,6 +241,7 @@ ModelSpec ModelSpecFromJson(const Json& json, const std::string& file) {
   }
   ModelSpec m;
   m.name = root.StringOr("name", file);
+  m.source = file;
   m.family = root.String("family");
   {
     bool known = false;

@@ -58,6 +58,7 @@ struct MoeSpec {
 
 struct ModelSpec {
   std::string name;    // free text, e.g. the file it came from
+  std::string source;  // the file it was read from (empty when built in code)
   std::string family;  // one of SupportedFamilies()
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;

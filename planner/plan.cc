@@ -60,8 +60,12 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
     const auto& split = plan.training.pp_layer_split;
     int64_t total = 0;
     for (int64_t n : split) {
-      if (n < 1) throw Error(fmt::format("pp_layer_split: every stage needs >= 1 layer, got {}", n));
-      total += n;
+      if (n < 1) throw Error(fmt::format("training.pp_layer_split: every stage needs >= 1 layer, got {}", n));
+      if (n > model.num_hidden_layers) {
+        throw Error(fmt::format("training.pp_layer_split: a stage of {} layers exceeds num_hidden_layers ({})", n,
+                                model.num_hidden_layers));
+      }
+      total += n;  // each <= num_hidden_layers <= 100000 and split.size() is checked below
     }
     if (static_cast<int64_t>(split.size()) != plan.dims.pp || total != model.num_hidden_layers) {
       throw Error(fmt::format("training.pp_layer_split {} has {} stages summing to {} layers; need pp ({}) stages summing "

@@ -315,7 +315,8 @@ Json MemoryToJson(const MemoryReport& memory) {
       for (const auto& [k, v] : *m) roles[k] = Json::object();
     }
     for (auto& [k, j] : roles) {
-      auto get = [&](const std::map<std::string, int64_t>& m) { auto it = m.find(k); return it == m.end() ? 0 : it->second; };
+      const std::string& key = k;  // structured bindings cannot be captured in C++17
+      auto get = [&key](const std::map<std::string, int64_t>& m) { auto it = m.find(key); return it == m.end() ? int64_t{0} : it->second; };
       j = {{"params_bytes", get(b.params_by_role)},
            {"grads_bytes", get(b.grads_by_role)},
            {"optimizer_bytes", get(b.optimizer_by_role)},
@@ -408,7 +409,8 @@ std::string MemoryToText(const Plan& plan, const MemoryReport& memory) {
     out << fmt::format("  worst rank {} by role, GiB: {:<15} {:>9} {:>9} {:>10} {:>12}\n", s.worst_rank, "role", "params",
                        "grads", "optimizer", "activations");
     for (const auto& [k, unused] : roles) {
-      auto get = [&](const std::map<std::string, int64_t>& m) { auto it = m.find(k); return it == m.end() ? 0 : it->second; };
+      const std::string& key = k;  // structured bindings cannot be captured in C++17
+      auto get = [&key](const std::map<std::string, int64_t>& m) { auto it = m.find(key); return it == m.end() ? int64_t{0} : it->second; };
       out << fmt::format("  {:<27}{:<15} {:>9} {:>9} {:>10} {:>12}\n", "", k, Gib(get(b.params_by_role)),
                          Gib(get(b.grads_by_role)), Gib(get(b.optimizer_by_role)), Gib(get(b.activations_by_role)));
     }

@@ -51,6 +51,13 @@ int64_t ParsePositive(const std::string& token, const std::string& field, const 
 }  // namespace
 
 std::vector<int64_t> ParseLayerSplit(const std::string& text, int64_t pp, int64_t num_layers, const std::string& field) {
+  // Every stage needs a layer: reject an impossible pp before expanding "N+M" into pp entries.
+  if (pp < 1 || pp > num_layers) {
+    throw Error(fmt::format("{} \"{}\": pp ({}) must be in [1, num_hidden_layers ({})]", field, text, pp, num_layers));
+  }
+  if (text.find_first_of(" \t") != std::string::npos || text.empty() || text.back() == ',' || text.front() == ',') {
+    throw Error(fmt::format("{} \"{}\": expected layer counts like '7,6,6,6' or '7+6' (no spaces, no empty entries)", field, text));
+  }
   std::vector<int64_t> split;
   const size_t plus = text.find('+');
   if (plus != std::string::npos) {
@@ -67,7 +74,12 @@ std::vector<int64_t> ParseLayerSplit(const std::string& text, int64_t pp, int64_
     throw Error(fmt::format("{} \"{}\" gives {} stages, but pp is {}", field, text, split.size(), pp));
   }
   int64_t total = 0;
-  for (int64_t n : split) total += n;  // each <= num_layers checked below, pp <= 2^20
+  for (int64_t n : split) {
+    if (n > num_layers) {
+      throw Error(fmt::format("{} \"{}\": a stage of {} layers exceeds num_hidden_layers ({})", field, text, n, num_layers));
+    }
+    total += n;  // <= pp * num_layers <= 100000^2: no overflow
+  }
   if (total != num_layers) {
     throw Error(fmt::format("{} \"{}\" sums to {} layers, but the model has num_hidden_layers {}", field, text, total,
                             num_layers));

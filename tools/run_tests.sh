@@ -30,5 +30,10 @@ if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
   echo "bazel test exited $status: counted as 1 failed" >&2
   failed=1
 fi
+# Failures of stages run before this script (.ci/run: ASan run, fuzz run), one per stage.
+case "${EXTRA_FAILED:-0}" in
+  *[!0-9]*) echo "EXTRA_FAILED='${EXTRA_FAILED}' is not a count: counted as 1 failed" >&2; failed=$((failed + 1)) ;;
+  *) failed=$((failed + 10#${EXTRA_FAILED:-0})) ;;
+esac
 echo "${passed} passed, ${failed} failed"
 [ "$failed" -eq 0 ]
