@@ -1,0 +1,145 @@
+// RunConfig: what dockyard-run executes, as plain values read from a planner Plan. CUDA-free and
+// testable on any machine.
+//
+// The run is one MoE layer's forward on the ranks of the pipeline stage that holds the layer.
+// Nothing here re-decides a placement: expert ownership, the intermediate-dim slices and the
+// communication groups all come from the plan's shard steps (plan.placements) on its meshes
+// (plan.meshes), cross-checked against plan.experts:
+//   - the EP step (Shard(0) over the `ep` axis) gives each rank's experts and its EP group;
+//   - the TP step on the expert's tp dim (over `etp` with EP on, `tp` with EP off) gives the
+//     rank's slice [f_begin, f_end) of the logical F (fused gate|up sections cut per section)
+//     and the expert-TP group whose partial sums are all-reduced;
+//   - steps over data-parallel axes (FSDP over dp_shard x cp or efsdp, edp) are skipped: FSDP
+//     all-gathers a parameter before its forward, so the forward sees the pre-FSDP shard.
+// Tokens. Every rank holds `tokens` tokens of hidden size D. Ranks of one expert-TP group hold
+// the same tokens (tensor parallelism replicates activations; their outputs are partial sums),
+// generated from (seed, source) with source = the lowest rank of the group; otherwise each rank
+// is its own source (EP borrows data-parallel ranks, each with its own tokens).
+// Shared experts (dense mesh, TP on `tp`): with tp = 1 each rank computes them whole (kLocal);
+// when the shared tp group is the expert-TP group their partial sums join the routed partial
+// sums in one all-reduce (kPartial); when the tokens are not replicated over tp (ep > 1 with
+// etp = 1 and tp > 1) they run sequence-parallel: all-gather the tokens over tp, compute the
+// local F slice, reduce-scatter (kSequenceParallel).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/plan.h"
+#include "planner/routing.h"
+#include "runtime/backend.h"
+
+namespace dockyard::runtime {
+
+enum class Dispatcher { kAllToAll, kDeredundency };
+const char* DispatcherName(Dispatcher d);  // "all_to_all", "deredundency"
+
+enum class SharedMode { kNone, kLocal, kPartial, kSequenceParallel };
+const char* SharedModeName(SharedMode m);
+
+// Deliberate mistakes, to prove that validation catches them (tests and `--inject-fault`).
+enum class Fault {
+  kNone,
+  kWrongExpertOwner,  // every rank computes its experts with the weights of expert + 1
+};
+
+struct RunOptions {
+  // Empty: the plan's training.dispatcher ("all_to_all" or "deredundency").
+  std::string dispatcher;
+  // Deredundency outer EP size; unset: the plan's (training.oep, else the nodes an EP group spans).
+  std::optional<int64_t> oep;
+  int64_t tokens_per_rank = 64;
+  // Tests: tokens per source rank, [world_size] (entries of non-source ranks are ignored);
+  // empty = tokens_per_rank everywhere.
+  std::vector<int64_t> tokens_per_source;
+  uint64_t seed = 0;
+  int64_t layer = -1;  // decoder layer; -1 = the first MoE layer
+  // Unset: the router's own top-k over the gate GEMM of the generated tokens. Set: each token's
+  // experts are drawn from the planner's routing model (routing.h SampleTokenExperts, stream =
+  // the token source), and the router's scores at those experts give the weights.
+  std::optional<RoutingSpec> routing;
+  int64_t iters = 3;
+  int64_t warmup = 1;
+  double atol = 1e-4;  // wrong when |out - ref| > atol + rtol * |ref|
+  double rtol = 1e-3;
+  bool record_collectives = false;  // keep each rank's collective log in the report
+  Fault fault = Fault::kNone;
+  // Scratch per rank for one block of generated weights (the intermediate dim is processed in
+  // blocks that fit, sized for a core's L2; see docs/runtime.md).
+  int64_t weight_block_bytes = int64_t{1} << 20;
+  int reference_threads = 0;  // 0: std::thread::hardware_concurrency()
+};
+
+struct RankConfig {
+  int64_t rank = 0;    // global rank
+  int64_t source = 0;  // whose tokens this rank holds
+  int64_t tokens = 0;
+  // Routed experts.
+  std::vector<int64_t> ep_group;  // global ranks in ep-coordinate order
+  int64_t ep_index = 0;
+  int64_t first_expert = 0;
+  int64_t num_local_experts = 0;
+  int64_t f_begin = 0, f_end = 0;        // slice of the logical moe_intermediate_size
+  std::vector<int64_t> expert_tp_group;  // {rank} when experts are not TP-sharded
+  // Deredundency: ep = oep x iep, EP index = o * iep + i.
+  std::vector<int64_t> oep_group, iep_group;
+  int64_t oep_index = 0, iep_index = 0;
+  // Shared experts.
+  SharedMode shared_mode = SharedMode::kNone;
+  int64_t shared_f_begin = 0, shared_f_end = 0;
+  std::vector<int64_t> shared_tp_group;
+};
+
+struct RunConfig {
+  // The layer.
+  std::string model_name;
+  std::string family;
+  int64_t layer = 0;
+  int64_t hidden = 0;
+  int64_t moe_intermediate = 0;
+  int64_t num_experts = 0;
+  int64_t top_k = 0;
+  bool sigmoid_scores = false;  // ModelSpec.moe.score_func
+  bool score_correction_bias = false;
+  bool norm_topk_prob = false;
+  double routed_scaling_factor = 1.0;
+  int64_t shared_intermediate = 0;  // 0 = no shared experts
+  bool shared_expert_gate = false;
+  // The layout.
+  int64_t world_size = 0;
+  int64_t stage = 0;  // pipeline stage holding the layer; its ranks run
+  int64_t ep = 1;
+  int64_t expert_tp = 1;  // size of the expert-TP group
+  int64_t oep = 1, iep = 1;
+  Dispatcher dispatcher = Dispatcher::kAllToAll;
+  RunOptions options;
+  // Built from options.routing (one layer), or null for the router's own top-k.
+  std::shared_ptr<const RoutingModel> routing_model;
+  int64_t routing_layer = 0;  // index of `layer` among the MoE layers (the routing model's layer)
+  std::vector<RankConfig> ranks;           // the stage's ranks, increasing
+  std::vector<int64_t> sources;            // distinct token sources, increasing
+  std::vector<int64_t> tokens_of_source;   // aligned with sources
+};
+
+// Builds the run of `options` on `plan`. Throws dockyard::Error naming the rule an input breaks
+// or the feature the runtime does not support yet (checked before anything is allocated).
+RunConfig MakeRunConfig(const Plan& plan, const RunOptions& options);
+
+// The groups every rank communicates in, for Backend::RunRanks: "ep", "oep", "iep",
+// "expert_tp", "shared_tp".
+std::vector<RankSpec> RankSpecs(const RunConfig& config);
+
+// The slice [begin, begin + size) of every dim of `param` that `rank` holds after the plan's TP
+// and EP shard steps (data-parallel steps skipped, see above). On a dim with fused sections
+// (gate | up) the slice is that of one section, relative to the section's start.
+struct DimSlice {
+  int64_t begin = 0;
+  int64_t size = 0;
+};
+std::vector<DimSlice> ForwardSliceOnRank(const ParamInfo& param, const ParamPlacement& placement, const Mesh& mesh,
+                                         int64_t rank);
+
+}  // namespace dockyard::runtime

@@ -1,0 +1,431 @@
+// One MoE layer's forward on one rank (pipeline.h).
+#include "runtime/pipeline.h"
+
+#include <chrono>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "planner/error.h"
+#include "runtime/data.h"
+#include "runtime/dispatch.h"
+#include "runtime/expert_ffn.h"
+
+namespace dockyard::runtime {
+
+namespace {
+
+enum Phase : int {
+  kRouter,
+  kPermute,
+  kDispatch,
+  kGroupedGemm,
+  kUnpermute,
+  kCombine,
+  kSharedExperts,
+  kTpComm,
+  kWeightGen,
+  kNumPhases,
+};
+
+int64_t Total(const std::vector<int64_t>& v) { return std::accumulate(v.begin(), v.end(), int64_t{0}); }
+
+class LayerRank {
+ public:
+  LayerRank(RankContext& ctx, const RunConfig& config, const RankConfig& rank)
+      : ctx_(ctx), dev_(ctx.device()), ops_(ctx.ops()), c_(config), r_(rank), x_(&dev_), router_w_(&dev_),
+        score_bias_(&dev_), shared_sig_w_(&dev_), scores_(&dev_), select_(&dev_), topk_(&dev_), weights_(&dev_),
+        token_of_row_(&dev_), row_of_slot_(&dev_), routed_in_(&dev_), counts_send_(&dev_), counts_recv_(&dev_),
+        gathered_counts_(&dev_), gathered_(&dev_), outer_in_(&dev_), outer_out_(&dev_), whiteboard_(&dev_),
+        dispatched_(&dev_), expert_in_(&dev_), expert_out_(&dev_), combine_in_(&dev_), routed_out_(&dev_), y_(&dev_),
+        shared_x_(&dev_), shared_out_(&dev_), shared_own_(&dev_), shared_scale_(&dev_), ffn_ws_(&dev_) {}
+
+  void Setup() {
+    const int64_t T = r_.tokens, D = c_.hidden, E = c_.num_experts;
+    x_.Resize(T * D);
+    ops_.FillTokens(c_.options.seed, r_.source, 0, T, D, x_.data());
+    router_w_.Resize(E * D);
+    WeightRowsArgs w;
+    w.seed = c_.options.seed;
+    w.layer = c_.layer;
+    w.matrix = kMatrixRouter;
+    w.row_end = E;
+    w.col_end = D;
+    w.scale = RouterScale(D);
+    w.out = router_w_.data();
+    ops_.FillWeightRows(w);
+    if (c_.score_correction_bias) {
+      score_bias_.Resize(E);
+      w.matrix = kMatrixScoreBias;
+      w.row_end = 1;
+      w.col_end = E;
+      w.scale = kScoreBiasScale;
+      w.out = score_bias_.data();
+      ops_.FillWeightRows(w);
+    }
+    if (c_.shared_expert_gate) {
+      shared_sig_w_.Resize(D);
+      w.matrix = kMatrixSharedSigmoidGate;
+      w.row_end = 1;
+      w.col_end = D;
+      w.scale = RouterScale(D);
+      w.out = shared_sig_w_.data();
+      ops_.FillWeightRows(w);
+    }
+    if (c_.routing_model) assigned_ = AssignedExperts(c_, *c_.routing_model, r_.source, T);
+  }
+
+  void Forward(bool timed) {
+    timed_ = timed;
+    const int64_t T = r_.tokens, D = c_.hidden, E = c_.num_experts, k = c_.top_k;
+    // --- router
+    Time(kRouter, [&] {
+      scores_.Resize(T * E);
+      GemmArgs g;
+      g.m = T;
+      g.n = E;
+      g.k = D;
+      g.a = x_.data();
+      g.lda = D;
+      g.b = router_w_.data();
+      g.ldb = D;
+      g.c = scores_.data();
+      g.ldc = E;
+      ops_.Gemm(g);
+      if (c_.sigmoid_scores) {
+        ops_.Sigmoid(scores_.data(), T * E);
+      } else {
+        ops_.Softmax(scores_.data(), T, E);
+      }
+      topk_.Resize(T * k);
+      if (c_.routing_model) {
+        topk_.CopyFromHost(assigned_);
+      } else if (c_.score_correction_bias) {
+        select_.Resize(T * E);
+        ops_.AddRowBias(scores_.data(), score_bias_.data(), T, E, select_.data());
+        ops_.TopK(select_.data(), T, E, k, topk_.data());
+      } else {
+        ops_.TopK(scores_.data(), T, E, k, topk_.data());
+      }
+      weights_.Resize(T * k);
+      ops_.RouterWeights(scores_.data(), topk_.data(), T, E, k, c_.norm_topk_prob,
+                         static_cast<float>(c_.routed_scaling_factor), weights_.data());
+    });
+    // --- permute: sort the (token, slot) pairs by expert, gather their rows
+    RouteOrder order;
+    Time(kPermute, [&] {
+      std::vector<int64_t> experts = topk_.ToHost();
+      order = SortByExpert(experts, E, k);
+      token_of_row_.CopyFromHost(order.token_of_row);
+      row_of_slot_.CopyFromHost(order.row_of_slot);
+      routed_in_.Resize(T * k * D);
+      ops_.GatherRows(x_.data(), token_of_row_.data(), T * k, D, routed_in_.data());
+    });
+    if (c_.dispatcher == Dispatcher::kAllToAll) {
+      AllToAllPath(order);
+    } else {
+      DeredundencyPath(order);
+    }
+    // --- weighted sum of each token's top-k rows
+    y_.Resize(T * D);
+    Time(kUnpermute, [&] {
+      ops_.WeightedCombine(routed_out_.data(), row_of_slot_.data(), weights_.data(), T, k, D, y_.data());
+    });
+    SharedExperts();
+    if (r_.expert_tp_group.size() > 1) {
+      Time(kTpComm, [&] { ctx_.group("expert_tp").AllReduce(y_.data(), T * D); });
+    }
+  }
+
+  void Finish(RankResult& out, int64_t iters) {
+    out.rank = r_.rank;
+    out.source = r_.source;
+    out.tokens = r_.tokens;
+    out.output = y_.ToHost();
+    out.routed_rows = r_.tokens * c_.top_k;
+    out.sent_rows = sent_rows_;
+    out.received_rows = received_rows_;
+    out.tokens_per_local_expert = tokens_per_local_expert_;
+    out.phase_us.assign(kNumPhases, 0.0);
+    for (int p = 0; p < kNumPhases; ++p) out.phase_us[static_cast<size_t>(p)] = phase_seconds_[p] * 1e6 / static_cast<double>(iters);
+  }
+
+ private:
+  template <typename F>
+  void Time(int phase, F&& fn) {
+    dev_.Synchronize();
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    dev_.Synchronize();
+    if (timed_) phase_seconds_[phase] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+
+  // Routed experts on the received, expert-major rows; weight generation is moved out of the
+  // grouped_gemm phase into weight_gen.
+  void Experts(const PermutePlan& plan) {
+    FfnArgs a;
+    a.seed = c_.options.seed;
+    a.layer = c_.layer;
+    a.hidden = c_.hidden;
+    a.intermediate = c_.moe_intermediate;
+    a.matrix_gate = kMatrixGate;
+    a.matrix_up = kMatrixUp;
+    a.matrix_down = kMatrixDown;
+    for (int64_t l = 0; l < r_.num_local_experts; ++l) {
+      int64_t e = r_.first_expert + l;
+      if (c_.options.fault == Fault::kWrongExpertOwner) e = (e + 1) % c_.num_experts;
+      a.experts.push_back(e);
+    }
+    a.offsets = plan.expert_offsets;
+    a.f_begin = r_.f_begin;
+    a.f_end = r_.f_end;
+    a.block_bytes = c_.options.weight_block_bytes;
+    expert_out_.Resize(plan.total_rows * c_.hidden);
+    a.x = expert_in_.data();
+    a.out = expert_out_.data();
+    double gen = 0;
+    Time(kGroupedGemm, [&] { gen = RunSwiGluFfn(ops_, dev_, a, ffn_ws_); });
+    if (timed_) {
+      phase_seconds_[kGroupedGemm] -= gen;
+      phase_seconds_[kWeightGen] += gen;
+    }
+    received_rows_ = plan.total_rows;
+    tokens_per_local_expert_ = plan.tokens_per_local_expert;
+  }
+
+  void AllToAllPath(const RouteOrder& order) {
+    Communicator& ep = ctx_.group("ep");
+    const int64_t n = ep.size(), L = r_.num_local_experts, D = c_.hidden;
+    std::vector<int64_t> recv_counts, input_splits, output_splits;
+    Time(kDispatch, [&] {
+      counts_send_.CopyFromHost(order.tokens_per_expert);
+      counts_recv_.Resize(n * L);
+      const std::vector<int64_t> per_peer(static_cast<size_t>(n), L);
+      ep.AllToAllSingle(counts_send_.data(), per_peer, counts_recv_.data(), per_peer, 1);
+      recv_counts = counts_recv_.ToHost();
+      input_splits = SumChunks(order.tokens_per_expert, n, L);
+      output_splits = SumChunks(recv_counts, n, L);
+      dispatched_.Resize(Total(output_splits) * D);
+      ep.AllToAllSingle(routed_in_.data(), input_splits, dispatched_.data(), output_splits, D);
+    });
+    sent_rows_ = Total(input_splits) - input_splits[static_cast<size_t>(ep.rank())];
+    PermutePlan plan;
+    Time(kPermute, [&] {
+      plan = RankMajorToExpertMajor(recv_counts, n, L);
+      expert_in_.Resize(plan.total_rows * D);
+      ops_.CopyRowBlocks(dispatched_.data(), expert_in_.data(), plan.blocks, D);
+    });
+    Experts(plan);
+    Time(kUnpermute, [&] {
+      combine_in_.Resize(plan.total_rows * D);
+      ops_.CopyRowBlocks(expert_out_.data(), combine_in_.data(), InverseBlocks(plan.blocks), D);
+    });
+    Time(kCombine, [&] {
+      routed_out_.Resize(Total(input_splits) * D);
+      ep.AllToAllSingle(combine_in_.data(), output_splits, routed_out_.data(), input_splits, D);
+    });
+  }
+
+  void DeredundencyPath(const RouteOrder& order) {
+    Communicator& oep = ctx_.group("oep");
+    Communicator& iep = ctx_.group("iep");
+    const int64_t no = oep.size(), ni = iep.size(), L = r_.num_local_experts, D = c_.hidden, E = c_.num_experts;
+    const int64_t rows = r_.tokens * c_.top_k;
+    DeredundencyPlan dplan;
+    std::vector<int64_t> iep_recv_counts, input_splits, output_splits;
+    Time(kDispatch, [&] {
+      counts_send_.CopyFromHost(order.tokens_per_expert);
+      gathered_counts_.Resize(no * E);
+      oep.AllGather(counts_send_.data(), E, gathered_counts_.data());
+      const std::vector<int64_t> gathered_counts = gathered_counts_.ToHost();
+      dplan = DeredundencyDispatchBlocks(gathered_counts, no, E, r_.oep_index * ni * L, ni, L);
+      // The shared token view is an all-gather: every source of the oep group must route the
+      // same number of rows (seed 002 _oep_gather_for_dispatch).
+      for (int64_t o = 0; o < no; ++o) {
+        if (dplan.source_totals[static_cast<size_t>(o)] != rows) {
+          throw Error(fmt::format("the deredundency dispatcher requires equal routed token counts within each oep group "
+                                  "(its shared token view is an all-gather), got totals [{}] on oep group [{}]",
+                                  fmt::join(dplan.source_totals, ", "), fmt::join(oep.ranks(), " ")));
+        }
+      }
+      gathered_.Resize(no * rows * D);
+      oep.AllGather(routed_in_.data(), rows * D, gathered_.data());
+      input_splits = SumChunks(dplan.counts_by_destination_expert, ni, L);
+      counts_send_.CopyFromHost(dplan.counts_by_destination_expert);
+      counts_recv_.Resize(ni * L);
+      const std::vector<int64_t> per_peer(static_cast<size_t>(ni), L);
+      iep.AllToAllSingle(counts_send_.data(), per_peer, counts_recv_.data(), per_peer, 1);
+      iep_recv_counts = counts_recv_.ToHost();
+      output_splits = SumChunks(iep_recv_counts, ni, L);
+    });
+    Time(kPermute, [&] {
+      outer_in_.Resize(dplan.total_rows * D);
+      ops_.CopyRowBlocks(gathered_.data(), outer_in_.data(), dplan.blocks, D);
+    });
+    Time(kDispatch, [&] {
+      dispatched_.Resize(Total(output_splits) * D);
+      iep.AllToAllSingle(outer_in_.data(), input_splits, dispatched_.data(), output_splits, D);
+    });
+    sent_rows_ = Total(input_splits) - input_splits[static_cast<size_t>(iep.rank())];
+    PermutePlan plan;
+    Time(kPermute, [&] {
+      plan = RankMajorToExpertMajor(iep_recv_counts, ni, L);
+      expert_in_.Resize(plan.total_rows * D);
+      ops_.CopyRowBlocks(dispatched_.data(), expert_in_.data(), plan.blocks, D);
+    });
+    Experts(plan);
+    Time(kUnpermute, [&] {
+      combine_in_.Resize(plan.total_rows * D);
+      ops_.CopyRowBlocks(expert_out_.data(), combine_in_.data(), InverseBlocks(plan.blocks), D);
+    });
+    Time(kCombine, [&] {
+      outer_out_.Resize(dplan.total_rows * D);
+      iep.AllToAllSingle(combine_in_.data(), output_splits, outer_out_.data(), input_splits, D);
+    });
+    Time(kUnpermute, [&] {
+      // Every gathered row of this outer range goes back to its place; the rows of other
+      // ranges stay zero, so the reduce-scatter adds exactly one non-zero term per row.
+      whiteboard_.Resize(no * rows * D);
+      ops_.Fill(whiteboard_.data(), 0.0f, no * rows * D);
+      ops_.CopyRowBlocks(outer_out_.data(), whiteboard_.data(), InverseBlocks(dplan.blocks), D);
+    });
+    Time(kCombine, [&] {
+      routed_out_.Resize(rows * D);
+      oep.ReduceScatter(whiteboard_.data(), routed_out_.data(), rows * D);
+    });
+  }
+
+  void SharedExperts() {
+    if (r_.shared_mode == SharedMode::kNone) return;
+    const int64_t T = r_.tokens, D = c_.hidden;
+    const bool sp = r_.shared_mode == SharedMode::kSequenceParallel;
+    int64_t rows = T;
+    const float* x = x_.data();
+    if (sp) {
+      Communicator& tp = ctx_.group("shared_tp");
+      rows = T * tp.size();
+      shared_x_.Resize(rows * D);
+      Time(kTpComm, [&] { tp.AllGather(x_.data(), T * D, shared_x_.data()); });
+      x = shared_x_.data();
+    }
+    FfnArgs a;
+    a.seed = c_.options.seed;
+    a.layer = c_.layer;
+    a.hidden = D;
+    a.intermediate = c_.shared_intermediate;
+    a.matrix_gate = kMatrixSharedGate;
+    a.matrix_up = kMatrixSharedUp;
+    a.matrix_down = kMatrixSharedDown;
+    a.experts = {0};
+    a.offsets = {0, rows};
+    a.f_begin = r_.shared_f_begin;
+    a.f_end = r_.shared_f_end;
+    a.block_bytes = c_.options.weight_block_bytes;
+    a.x = x;
+    shared_out_.Resize(rows * D);
+    a.out = shared_out_.data();
+    double gen = 0;
+    Time(kSharedExperts, [&] {
+      gen = RunSwiGluFfn(ops_, dev_, a, ffn_ws_);
+      if (c_.shared_expert_gate) {
+        // Qwen2-MoE: out *= sigmoid(x . g), one scalar per token.
+        shared_scale_.Resize(rows);
+        GemmArgs g;
+        g.m = rows;
+        g.n = 1;
+        g.k = D;
+        g.a = x;
+        g.lda = D;
+        g.b = shared_sig_w_.data();
+        g.ldb = D;
+        g.c = shared_scale_.data();
+        g.ldc = 1;
+        ops_.Gemm(g);
+        ops_.Sigmoid(shared_scale_.data(), rows);
+        ops_.ScaleRows(shared_out_.data(), shared_scale_.data(), rows, D);
+      }
+    });
+    if (timed_) {
+      phase_seconds_[kSharedExperts] -= gen;
+      phase_seconds_[kWeightGen] += gen;
+    }
+    const float* own = shared_out_.data();
+    if (sp) {
+      Communicator& tp = ctx_.group("shared_tp");
+      shared_own_.Resize(T * D);
+      Time(kTpComm, [&] { tp.ReduceScatter(shared_out_.data(), shared_own_.data(), T * D); });
+      own = shared_own_.data();
+    }
+    Time(kSharedExperts, [&] { ops_.Add(own, y_.data(), T * D); });
+  }
+
+  RankContext& ctx_;
+  Device& dev_;
+  ComputeOps& ops_;
+  const RunConfig& c_;
+  const RankConfig& r_;
+  bool timed_ = false;
+  double phase_seconds_[kNumPhases] = {};
+  int64_t sent_rows_ = 0, received_rows_ = 0;
+  std::vector<int64_t> tokens_per_local_expert_;
+  std::vector<int64_t> assigned_;  // routing override [T * top_k]
+
+  DeviceArray<float> x_;             // [T, D]
+  DeviceArray<float> router_w_;      // [E, D]
+  DeviceArray<float> score_bias_;    // [E]
+  DeviceArray<float> shared_sig_w_;  // [D]
+  DeviceArray<float> scores_;        // [T, E]
+  DeviceArray<float> select_;        // [T, E] scores + bias
+  DeviceArray<int64_t> topk_;        // [T, k]
+  DeviceArray<float> weights_;       // [T, k]
+  DeviceArray<int64_t> token_of_row_, row_of_slot_;  // [T * k]
+  DeviceArray<float> routed_in_;     // [T * k, D] expert-sorted
+  DeviceArray<int64_t> counts_send_, counts_recv_, gathered_counts_;
+  DeviceArray<float> gathered_;      // [oep * T * k, D]
+  DeviceArray<float> outer_in_, outer_out_;  // deredundency outer buffers
+  DeviceArray<float> whiteboard_;    // [oep * T * k, D]
+  DeviceArray<float> dispatched_;    // received, rank-major
+  DeviceArray<float> expert_in_, expert_out_;  // expert-major
+  DeviceArray<float> combine_in_;    // rank-major, to send back
+  DeviceArray<float> routed_out_;    // [T * k, D] expert-sorted, back home
+  DeviceArray<float> y_;             // [T, D]
+  DeviceArray<float> shared_x_, shared_out_, shared_own_, shared_scale_;
+  FfnWorkspace ffn_ws_;
+};
+
+}  // namespace
+
+const std::vector<std::string>& PhaseNames() {
+  static const std::vector<std::string> names = {"router",         "permute", "dispatch",  "grouped_gemm", "unpermute",
+                                                 "combine",        "shared_experts", "tp_comm", "weight_gen"};
+  return names;
+}
+
+std::vector<int64_t> AssignedExperts(const RunConfig& config, const RoutingModel& routing, int64_t source, int64_t tokens) {
+  const std::vector<int32_t> picks = SampleTokenExperts(routing, config.routing_layer, source, tokens);
+  return std::vector<int64_t>(picks.begin(), picks.end());
+}
+
+void RunRank(RankContext& ctx, const RunConfig& config, const RankConfig& rank, RankResult& result) {
+  LayerRank layer(ctx, config, rank);
+  layer.Setup();
+  const int64_t total = config.options.warmup + config.options.iters;
+  std::vector<std::string> labels = {"ep", "expert_tp"};
+  if (config.dispatcher == Dispatcher::kDeredundency) {
+    labels.push_back("oep");
+    labels.push_back("iep");
+  }
+  if (rank.shared_mode != SharedMode::kNone) labels.push_back("shared_tp");
+  for (int64_t it = 0; it < total; ++it) {
+    const bool last = it + 1 == total;
+    if (config.options.record_collectives) {
+      result.collectives.clear();
+      for (const std::string& l : labels) ctx.group(l).set_log(last ? &result.collectives : nullptr);
+    }
+    layer.Forward(it >= config.options.warmup);
+  }
+  for (const std::string& l : labels) ctx.group(l).set_log(nullptr);
+  layer.Finish(result, config.options.iters);
+}
+
+}  // namespace dockyard::runtime

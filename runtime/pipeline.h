@@ -1,0 +1,59 @@
+// One MoE layer's forward on one rank, through the backend interface only (backend.h), so the
+// CPU backend runs it today and a CUDA backend later:
+//
+//   router      logits = x . W_gate^T; scores = softmax | sigmoid; top-k over scores (+ the
+//               score-correction bias, selection only); weights = scores at the top-k,
+//               normalized (norm_topk_prob) and times routed_scaling_factor
+//   permute     sort the T * top_k (token, slot) pairs by expert and gather their rows
+//   dispatch    all_to_all: exchange tokens per expert (all-to-all of counts), split sizes,
+//               all-to-all of the rows with uneven splits (seed 002 AllToAllTokenDispatcher);
+//               deredundency: all-gather counts and rows over oep, select the outer expert
+//               range, all-to-all over iep (seed 002 DeredundencyTokenDispatcher)
+//   permute     rank-major -> expert-major (_generate_permute_indices, as row blocks)
+//   grouped_gemm  SwiGLU of the local experts on their f slice (expert_ffn.h)
+//   unpermute   expert-major -> rank-major
+//   combine     the reverse all-to-all (deredundency: reverse iep all-to-all, scatter into the
+//               oep whiteboard, reduce-scatter over oep)
+//   unpermute   out[t] = sum_j weight[t, j] * row(t, j)
+//   shared_experts  + the shared experts (sequence-parallel ones all-gather / reduce-scatter
+//               over tp, timed as tp_comm)
+//   tp_comm     all-reduce of the partial sums over the expert-TP group (TP-sharded experts)
+//
+// Phase names are planner/cost.h's, so measured and predicted phases can be diffed; weight
+// generation (weight_gen) is timed apart from the GEMMs it feeds.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/backend.h"
+#include "runtime/config.h"
+
+namespace dockyard::runtime {
+
+// The phases, in report order.
+const std::vector<std::string>& PhaseNames();
+
+struct RankResult {
+  int64_t rank = 0;
+  int64_t source = 0;
+  int64_t tokens = 0;
+  std::vector<float> output;  // [tokens, hidden] after the last iteration
+  int64_t routed_rows = 0;    // tokens * top_k
+  int64_t sent_rows = 0;      // routed rows sent to other ranks in the dispatch
+  int64_t received_rows = 0;  // rows the local experts computed
+  std::vector<int64_t> tokens_per_local_expert;
+  std::vector<double> phase_us;                 // aligned with PhaseNames(): mean per timed iteration
+  std::vector<CollectiveRecord> collectives;    // one iteration's collectives (record_collectives)
+};
+
+// Runs warmup + iters forwards of the layer as `rank` and fills `result`. Throws
+// dockyard::Error (e.g. the deredundency dispatcher's equal-count precondition).
+void RunRank(RankContext& ctx, const RunConfig& config, const RankConfig& rank, RankResult& result);
+
+// The experts token `t` of `source` is routed to when options.routing is set: [tokens * top_k]
+// (the planner's SampleTokenExperts; the same on every rank and in the reference).
+std::vector<int64_t> AssignedExperts(const RunConfig& config, const RoutingModel& routing, int64_t source, int64_t tokens);
+
+}  // namespace dockyard::runtime

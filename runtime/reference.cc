@@ -1,0 +1,206 @@
+// The single-process reference (reference.h).
+#include "runtime/reference.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <thread>
+
+#include "runtime/cpu/cpu_backend.h"
+#include "runtime/cpu/cpu_ops.h"
+#include "runtime/data.h"
+#include "runtime/expert_ffn.h"
+#include "runtime/pipeline.h"
+
+namespace dockyard::runtime {
+
+namespace {
+
+// Runs fn(i) for i in [0, n) on `threads` threads (dynamic assignment).
+template <typename F>
+void ParallelFor(int64_t n, int threads, F&& fn) {
+  std::atomic<int64_t> next{0};
+  auto worker = [&] {
+    for (int64_t i = next++; i < n; i = next++) fn(i);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+}
+
+struct SourceRouting {
+  int64_t tokens = 0;
+  std::vector<float> x;          // [T, D]
+  std::vector<int64_t> experts;  // [T, k]
+  std::vector<float> weights;    // [T, k]
+  std::vector<float> rows;       // [T * k, D]: expert output of slot (t, j)
+};
+
+}  // namespace
+
+ReferenceOutput ComputeReference(const RunConfig& c, int threads) {
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  cpu::CpuOps ops;  // host memory: plain vectors serve as device buffers
+  cpu::CpuDevice device;
+  const int64_t D = c.hidden, E = c.num_experts, k = c.top_k, S = static_cast<int64_t>(c.sources.size());
+  std::vector<SourceRouting> src(static_cast<size_t>(S));
+
+  // Router, per source (the same ops as the ranks).
+  std::vector<float> router_w(static_cast<size_t>(E * D)), bias(static_cast<size_t>(E));
+  WeightRowsArgs w;
+  w.seed = c.options.seed;
+  w.layer = c.layer;
+  w.matrix = kMatrixRouter;
+  w.row_end = E;
+  w.col_end = D;
+  w.scale = RouterScale(D);
+  w.out = router_w.data();
+  ops.FillWeightRows(w);
+  if (c.score_correction_bias) {
+    w.matrix = kMatrixScoreBias;
+    w.row_end = 1;
+    w.col_end = E;
+    w.scale = kScoreBiasScale;
+    w.out = bias.data();
+    ops.FillWeightRows(w);
+  }
+  ParallelFor(S, threads, [&](int64_t i) {
+    SourceRouting& s = src[static_cast<size_t>(i)];
+    const int64_t T = c.tokens_of_source[static_cast<size_t>(i)];
+    s.tokens = T;
+    s.x.resize(static_cast<size_t>(T * D));
+    ops.FillTokens(c.options.seed, c.sources[static_cast<size_t>(i)], 0, T, D, s.x.data());
+    std::vector<float> scores(static_cast<size_t>(T * E)), select;
+    GemmArgs g;
+    g.m = T;
+    g.n = E;
+    g.k = D;
+    g.a = s.x.data();
+    g.lda = D;
+    g.b = router_w.data();
+    g.ldb = D;
+    g.c = scores.data();
+    g.ldc = E;
+    ops.Gemm(g);
+    if (c.sigmoid_scores) {
+      ops.Sigmoid(scores.data(), T * E);
+    } else {
+      ops.Softmax(scores.data(), T, E);
+    }
+    s.experts.resize(static_cast<size_t>(T * k));
+    if (c.routing_model) {
+      s.experts = AssignedExperts(c, *c.routing_model, c.sources[static_cast<size_t>(i)], T);
+    } else if (c.score_correction_bias) {
+      select.resize(scores.size());
+      ops.AddRowBias(scores.data(), bias.data(), T, E, select.data());
+      ops.TopK(select.data(), T, E, k, s.experts.data());
+    } else {
+      ops.TopK(scores.data(), T, E, k, s.experts.data());
+    }
+    s.weights.resize(static_cast<size_t>(T * k));
+    ops.RouterWeights(scores.data(), s.experts.data(), T, E, k, c.norm_topk_prob,
+                      static_cast<float>(c.routed_scaling_factor), s.weights.data());
+    s.rows.assign(static_cast<size_t>(T * k * D), 0.0f);
+  });
+
+  // Every (source, slot) pair grouped by expert.
+  ReferenceOutput out;
+  out.sources = c.sources;
+  out.tokens_per_expert.assign(static_cast<size_t>(E), 0);
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> pairs(static_cast<size_t>(E));
+  for (int64_t i = 0; i < S; ++i) {
+    const SourceRouting& s = src[static_cast<size_t>(i)];
+    for (int64_t slot = 0; slot < s.tokens * k; ++slot) {
+      const int64_t e = s.experts[static_cast<size_t>(slot)];
+      pairs[static_cast<size_t>(e)].push_back({i, slot});
+      ++out.tokens_per_expert[static_cast<size_t>(e)];
+    }
+  }
+  // Each expert over the full intermediate dim.
+  ParallelFor(E, threads, [&](int64_t e) {
+    const auto& list = pairs[static_cast<size_t>(e)];
+    const int64_t n = static_cast<int64_t>(list.size());
+    if (n == 0) return;
+    std::vector<float> xe(static_cast<size_t>(n * D)), ye(static_cast<size_t>(n * D));
+    for (int64_t r = 0; r < n; ++r) {
+      const SourceRouting& s = src[static_cast<size_t>(list[static_cast<size_t>(r)].first)];
+      const int64_t t = list[static_cast<size_t>(r)].second / k;
+      std::copy_n(s.x.begin() + t * D, D, xe.begin() + r * D);
+    }
+    FfnArgs a;
+    a.seed = c.options.seed;
+    a.layer = c.layer;
+    a.hidden = D;
+    a.intermediate = c.moe_intermediate;
+    a.matrix_gate = kMatrixGate;
+    a.matrix_up = kMatrixUp;
+    a.matrix_down = kMatrixDown;
+    a.experts = {e};
+    a.offsets = {0, n};
+    a.f_begin = 0;
+    a.f_end = c.moe_intermediate;
+    a.x = xe.data();
+    a.out = ye.data();
+    a.block_bytes = c.options.weight_block_bytes;
+    FfnWorkspace ws(&device);
+    RunSwiGluFfn(ops, device, a, ws);
+    for (int64_t r = 0; r < n; ++r) {
+      SourceRouting& s = src[static_cast<size_t>(list[static_cast<size_t>(r)].first)];
+      std::copy_n(ye.begin() + r * D, D, s.rows.begin() + list[static_cast<size_t>(r)].second * D);
+    }
+  });
+  // Weighted sum in slot order, plus the shared experts.
+  out.outputs.resize(static_cast<size_t>(S));
+  ParallelFor(S, threads, [&](int64_t i) {
+    SourceRouting& s = src[static_cast<size_t>(i)];
+    const int64_t T = s.tokens;
+    std::vector<float>& y = out.outputs[static_cast<size_t>(i)];
+    y.assign(static_cast<size_t>(T * D), 0.0f);
+    std::vector<int64_t> identity(static_cast<size_t>(T * k));
+    for (int64_t j = 0; j < T * k; ++j) identity[static_cast<size_t>(j)] = j;
+    ops.WeightedCombine(s.rows.data(), identity.data(), s.weights.data(), T, k, D, y.data());
+    if (c.shared_intermediate > 0 && T > 0) {
+      std::vector<float> shared(static_cast<size_t>(T * D));
+      FfnArgs a;
+      a.seed = c.options.seed;
+      a.layer = c.layer;
+      a.hidden = D;
+      a.intermediate = c.shared_intermediate;
+      a.matrix_gate = kMatrixSharedGate;
+      a.matrix_up = kMatrixSharedUp;
+      a.matrix_down = kMatrixSharedDown;
+      a.experts = {0};
+      a.offsets = {0, T};
+      a.f_begin = 0;
+      a.f_end = c.shared_intermediate;
+      a.x = s.x.data();
+      a.out = shared.data();
+      a.block_bytes = c.options.weight_block_bytes;
+      FfnWorkspace ws(&device);
+      RunSwiGluFfn(ops, device, a, ws);
+      if (c.shared_expert_gate) {
+        std::vector<float> gw(static_cast<size_t>(D)), scale(static_cast<size_t>(T));
+        WeightRowsArgs sw;
+        sw.seed = c.options.seed;
+        sw.layer = c.layer;
+        sw.matrix = kMatrixSharedSigmoidGate;
+        sw.row_end = 1;
+        sw.col_end = D;
+        sw.scale = RouterScale(D);
+        sw.out = gw.data();
+        ops.FillWeightRows(sw);
+        for (int64_t t = 0; t < T; ++t) {
+          double dot = 0;
+          for (int64_t d = 0; d < D; ++d) dot += static_cast<double>(s.x[static_cast<size_t>(t * D + d)]) * gw[static_cast<size_t>(d)];
+          scale[static_cast<size_t>(t)] = static_cast<float>(1.0 / (1.0 + std::exp(-dot)));
+        }
+        ops.ScaleRows(shared.data(), scale.data(), T, D);
+      }
+      ops.Add(shared.data(), y.data(), T * D);
+    }
+  });
+  return out;
+}
+
+}  // namespace dockyard::runtime

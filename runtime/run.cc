@@ -1,0 +1,243 @@
+// Run, validate, time, report (run.h).
+#include "runtime/run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "planner/report.h"
+#include "runtime/pipeline.h"
+#include "runtime/reference.h"
+
+namespace dockyard::runtime {
+
+namespace {
+
+double Seconds(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void Compare(const RunConfig& c, const RankResult& got, const std::vector<float>& ref, RankReport& r,
+             std::vector<Mismatch>& mismatches) {
+  const double atol = c.options.atol, rtol = c.options.rtol;
+  r.checked = static_cast<int64_t>(got.output.size());
+  if (got.output.size() != ref.size()) {
+    r.wrong = std::max<int64_t>(1, static_cast<int64_t>(std::max(got.output.size(), ref.size())));
+    r.max_abs_error = r.max_rel_error = INFINITY;
+    return;
+  }
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double o = got.output[i], e = ref[i];
+    const double err = std::fabs(o - e);
+    const bool bad = !std::isfinite(o) || err > atol + rtol * std::fabs(e);
+    if (std::isfinite(err)) {
+      r.max_abs_error = std::max(r.max_abs_error, err);
+      r.max_rel_error = std::max(r.max_rel_error, err / std::max(std::fabs(e), std::max(atol, 1e-30)));
+    } else {
+      r.max_abs_error = r.max_rel_error = INFINITY;
+    }
+    if (bad) {
+      ++r.wrong;
+      if (static_cast<int>(mismatches.size()) < kMaxMismatches) {
+        mismatches.push_back({r.rank, static_cast<int64_t>(i) / c.hidden, static_cast<int64_t>(i) % c.hidden, o, e});
+      }
+    }
+  }
+}
+
+std::string Sci(double v) { return std::isfinite(v) ? fmt::format("{:.3e}", v) : std::string("inf"); }
+
+}  // namespace
+
+RunReport RunMoeLayer(const Plan& plan, const RunOptions& options, Backend& backend) {
+  return RunMoeLayer(MakeRunConfig(plan, options), backend);
+}
+
+RunReport RunMoeLayer(const RunConfig& c, Backend& backend) {
+  RunReport report;
+  report.config = c;
+  report.backend = backend.name();
+  std::vector<RankResult> results(c.ranks.size());
+  const int64_t first_rank = c.ranks.empty() ? 0 : c.ranks.front().rank;
+  const auto t0 = std::chrono::steady_clock::now();
+  backend.RunRanks(RankSpecs(c), [&](RankContext& ctx) {
+    const size_t i = static_cast<size_t>(ctx.rank() - first_rank);
+    RunRank(ctx, c, c.ranks[i], results[i]);
+  });
+  report.run_seconds = Seconds(t0);
+
+  const auto t1 = std::chrono::steady_clock::now();
+  const ReferenceOutput ref = ComputeReference(c, c.options.reference_threads);
+  report.reference_seconds = Seconds(t1);
+  report.tokens_per_expert = ref.tokens_per_expert;
+
+  for (size_t i = 0; i < results.size(); ++i) {
+    const RankResult& got = results[i];
+    RankReport r;
+    r.rank = got.rank;
+    r.source = got.source;
+    r.tokens = got.tokens;
+    r.routed_rows = got.routed_rows;
+    r.sent_rows = got.sent_rows;
+    r.received_rows = got.received_rows;
+    r.phase_us = got.phase_us;
+    const size_t s = static_cast<size_t>(std::lower_bound(ref.sources.begin(), ref.sources.end(), got.source) - ref.sources.begin());
+    Compare(c, got, ref.outputs[s], r, report.first_mismatches);
+    report.max_abs_error = std::max(report.max_abs_error, r.max_abs_error);
+    report.max_rel_error = std::max(report.max_rel_error, r.max_rel_error);
+    report.wrong += r.wrong;
+    report.checked += r.checked;
+    report.ranks.push_back(std::move(r));
+    if (c.options.record_collectives) report.collectives.push_back(got.collectives);
+  }
+  const auto& names = PhaseNames();
+  for (size_t p = 0; p < names.size(); ++p) {
+    PhaseReport ph;
+    ph.name = names[p];
+    double sum = 0;
+    for (const RankReport& r : report.ranks) {
+      const double us = r.phase_us.empty() ? 0.0 : r.phase_us[p];
+      ph.per_rank_us.push_back(us);
+      sum += us;
+      if (ph.slowest_rank < 0 || us > ph.time_us) {
+        ph.time_us = us;
+        ph.slowest_rank = r.rank;
+      }
+    }
+    ph.mean_us = report.ranks.empty() ? 0.0 : sum / static_cast<double>(report.ranks.size());
+    report.phases.push_back(std::move(ph));
+  }
+  return report;
+}
+
+Json RunReportToJson(const RunReport& rep, const std::string& model_source) {
+  const RunConfig& c = rep.config;
+  auto finite = [](double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); };
+  Json per_rank = Json::array();
+  for (const RankReport& r : rep.ranks) {
+    Json phases = Json::object();
+    for (size_t p = 0; p < PhaseNames().size() && p < r.phase_us.size(); ++p) phases[PhaseNames()[p]] = r.phase_us[p];
+    per_rank.push_back({{"rank", r.rank},
+                        {"source", r.source},
+                        {"tokens", r.tokens},
+                        {"routed_rows", r.routed_rows},
+                        {"sent_rows", r.sent_rows},
+                        {"received_rows", r.received_rows},
+                        {"max_abs_error", finite(r.max_abs_error)},
+                        {"max_rel_error", finite(r.max_rel_error)},
+                        {"wrong", r.wrong},
+                        {"checked", r.checked},
+                        {"phases_us", phases}});
+  }
+  Json phases = Json::array();
+  for (const PhaseReport& p : rep.phases) {
+    phases.push_back({{"name", p.name},
+                      {"layer_kind", "moe"},
+                      {"direction", "forward"},
+                      {"time_us", p.time_us},
+                      {"mean_us", p.mean_us},
+                      {"slowest_rank", p.slowest_rank},
+                      {"per_rank_us", p.per_rank_us}});
+  }
+  Json mismatches = Json::array();
+  for (const Mismatch& m : rep.first_mismatches) {
+    mismatches.push_back({{"rank", m.rank}, {"token", m.token}, {"dim", m.dim}, {"got", finite(m.got)}, {"expected", m.expected}});
+  }
+  Json j = {
+      {"schema_version", kReportSchemaVersion},
+      {"kind", "dockyard_run"},
+      {"dockyard_version", kDockyardVersion},
+      {"model",
+       {{"source", model_source},
+        {"name", c.model_name},
+        {"family", c.family},
+        {"layer", c.layer},
+        {"hidden_size", c.hidden},
+        {"moe_intermediate_size", c.moe_intermediate},
+        {"num_experts", c.num_experts},
+        {"top_k", c.top_k},
+        {"score_func", c.sigmoid_scores ? "sigmoid" : "softmax"},
+        {"score_correction_bias", c.score_correction_bias},
+        {"norm_topk_prob", c.norm_topk_prob},
+        {"routed_scaling_factor", c.routed_scaling_factor},
+        {"shared_expert_intermediate_size", c.shared_intermediate}}},
+      {"layout",
+       {{"world_size", c.world_size},
+        {"stage", c.stage},
+        {"ranks", static_cast<int64_t>(c.ranks.size())},
+        {"ep", c.ep},
+        {"expert_tp", c.expert_tp},
+        {"dispatcher", DispatcherName(c.dispatcher)},
+        {"oep", c.oep},
+        {"iep", c.iep},
+        {"shared_experts", c.ranks.empty() ? "none" : SharedModeName(c.ranks.front().shared_mode)}}},
+      {"run",
+       {{"backend", rep.backend},
+        {"tokens_per_rank", c.options.tokens_per_rank},
+        {"token_sources", static_cast<int64_t>(c.sources.size())},
+        {"seed", c.options.seed},
+        {"routing", c.options.routing ? RoutingSpecText(*c.options.routing) : std::string("router")},
+        {"iters", c.options.iters},
+        {"warmup", c.options.warmup},
+        {"atol", c.options.atol},
+        {"rtol", c.options.rtol}}},
+      {"validation",
+       {{"passed", rep.passed()},
+        {"max_abs_error", finite(rep.max_abs_error)},
+        {"max_rel_error", finite(rep.max_rel_error)},
+        {"wrong", rep.wrong},
+        {"checked", rep.checked},
+        {"first_mismatches", mismatches}}},
+      {"per_rank", per_rank},
+      {"tokens_per_expert", rep.tokens_per_expert},
+      {"measured", {{"kind", "measured"}, {"phases", phases}}},
+      {"timing", {{"run_seconds", rep.run_seconds}, {"reference_seconds", rep.reference_seconds}}},
+  };
+  return j;
+}
+
+std::string RunReportToText(const RunReport& rep, const std::string& model_source) {
+  const RunConfig& c = rep.config;
+  std::ostringstream out;
+  out << fmt::format("Model      {} ({}), layer {}: hidden {}, moe_intermediate {}, {} experts, top-{}, {}{}{}\n", model_source,
+                     c.family, c.layer, c.hidden, c.moe_intermediate, c.num_experts, c.top_k,
+                     c.sigmoid_scores ? "sigmoid" : "softmax", c.score_correction_bias ? " + score bias" : "",
+                     c.shared_intermediate > 0 ? fmt::format(", shared {}", c.shared_intermediate) : "");
+  out << fmt::format("Layout     {} ranks (stage {} of world {}), ep {}, expert tp {}, dispatcher {}{}, shared experts {}; "
+                     "backend {}\n",
+                     c.ranks.size(), c.stage, c.world_size, c.ep, c.expert_tp, DispatcherName(c.dispatcher),
+                     c.dispatcher == Dispatcher::kDeredundency ? fmt::format(" (oep {} x iep {})", c.oep, c.iep) : "",
+                     c.ranks.empty() ? "none" : SharedModeName(c.ranks.front().shared_mode), rep.backend);
+  out << fmt::format("Tokens     {} per rank ({} sources), seed {}, routing {}; {} warm-up + {} timed iterations\n",
+                     c.options.tokens_per_rank, c.sources.size(), c.options.seed,
+                     c.options.routing ? RoutingSpecText(*c.options.routing) : std::string("router top-k"), c.options.warmup,
+                     c.options.iters);
+  out << fmt::format("\n{:>6} {:>7} {:>8} {:>8} {:>9} {:>12} {:>12} {:>8}\n", "rank", "tokens", "routed", "sent", "received",
+                     "max_abs_err", "max_rel_err", "#wrong");
+  for (const RankReport& r : rep.ranks) {
+    out << fmt::format("{:>6} {:>7} {:>8} {:>8} {:>9} {:>12} {:>12} {:>8}\n", r.rank, r.tokens, r.routed_rows, r.sent_rows,
+                       r.received_rows, Sci(r.max_abs_error), Sci(r.max_rel_error), r.wrong);
+  }
+  out << fmt::format("\n{:<16} {:>12} {:>12} {:>13}\n", "phase", "time(us)", "mean(us)", "slowest rank");
+  for (const PhaseReport& p : rep.phases) {
+    out << fmt::format("{:<16} {:>12.1f} {:>12.1f} {:>13}\n", p.name, p.time_us, p.mean_us, p.slowest_rank);
+  }
+  out << "\n";
+  if (rep.passed()) {
+    out << fmt::format("Validation OK: 0 wrong of {} elements (atol {:g}, rtol {:g}), max abs error {}, max rel error {}\n",
+                       rep.checked, c.options.atol, c.options.rtol, Sci(rep.max_abs_error), Sci(rep.max_rel_error));
+  } else {
+    out << fmt::format("Validation FAILED: {} wrong of {} elements (atol {:g}, rtol {:g}), max abs error {}\n", rep.wrong,
+                       rep.checked, c.options.atol, c.options.rtol, Sci(rep.max_abs_error));
+    for (const Mismatch& m : rep.first_mismatches) {
+      out << fmt::format("  rank {} token {} dim {}: got {:.7g}, expected {:.7g}\n", m.rank, m.token, m.dim, m.got, m.expected);
+    }
+  }
+  out << fmt::format("Wall time  run {:.2f} s, reference {:.2f} s\n", rep.run_seconds, rep.reference_seconds);
+  return out.str();
+}
+
+}  // namespace dockyard::runtime

@@ -1,0 +1,204 @@
+// End-to-end: the dockyard-run binary's exit codes, messages and JSON report, and the issue's
+// "done when": Qwen3-30B-A3B's and DeepSeek-V3's MoE layer shapes (real hidden and
+// intermediate sizes, scaled-down tokens) validate with zero #wrong on 8- and 16-rank plans with
+// both dispatchers. The model runs are split over two test targets by test-case filter
+// (run_cli_test: everything but DeepSeek-V3; run_cli_deepseek_test: DeepSeek-V3).
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <doctest/doctest.h>
+
+#include "planner/json_util.h"
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+  double seconds = 0;
+};
+
+std::string TmpDir() {
+  const char* t = std::getenv("TEST_TMPDIR");
+  return t ? t : "/tmp";
+}
+
+std::string ReadAll(FILE* f) {
+  std::string s;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), f)) > 0) s.append(buf.data(), n);
+  return s;
+}
+
+Result Run(const std::string& args) {
+  const std::string err_path = TmpDir() + "/stderr.txt";
+  const std::string cmd = "cli/dockyard-run " + args + " 2>" + err_path;
+  Result r;
+  const auto t0 = std::chrono::steady_clock::now();
+  FILE* pipe = popen(cmd.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  r.out = ReadAll(pipe);
+  const int status = pclose(pipe);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  FILE* e = fopen(err_path.c_str(), "r");
+  if (e != nullptr) {
+    r.err = ReadAll(e);
+    fclose(e);
+  }
+  return r;
+}
+
+bool Exists(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0;
+}
+
+bool Has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
+// Runs a real-shape case and checks the report: zero #wrong on every rank, the model's real
+// sizes, every phase timed.
+void RunModel(const std::string& model, const std::string& args, int64_t hidden, int64_t intermediate, int64_t ranks) {
+  const std::string json = TmpDir() + "/model_run.json";
+  const Result r = Run("--model " + model + " " + args + " --iters 1 --warmup 0 --json " + json);
+  MESSAGE("dockyard-run --model " << model << " " << args << ": " << r.seconds << " s");
+  CAPTURE(r.out);
+  CAPTURE(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(Has(r.out, "Validation OK: 0 wrong"));
+  const dockyard::Json j = dockyard::ReadJsonFile(json);
+  CHECK(j["validation"]["passed"] == true);
+  CHECK(j["validation"]["wrong"] == 0);
+  CHECK(j["model"]["hidden_size"] == hidden);
+  CHECK(j["model"]["moe_intermediate_size"] == intermediate);
+  REQUIRE(j["per_rank"].size() == static_cast<size_t>(ranks));
+  for (const auto& rank : j["per_rank"]) {
+    CHECK(rank["wrong"] == 0);
+    CHECK(rank["checked"].get<int64_t>() == rank["tokens"].get<int64_t>() * hidden);
+  }
+  CHECK(j["measured"]["phases"].size() >= 7);
+}
+
+}  // namespace
+
+TEST_CASE("dockyard-run validates a tiny plan, prints the tables and writes the JSON report") {
+  const std::string json = TmpDir() + "/tiny.json";
+  const Result r = Run("--model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --tokens-per-rank 8 --json " + json);
+  CAPTURE(r.err);
+  CHECK(r.code == 0);
+  CHECK(Has(r.out, "Validation OK: 0 wrong of 2048 elements"));  // 4 ranks x 8 tokens x hidden 64
+  CHECK(Has(r.out, "grouped_gemm"));
+  CHECK(Has(r.out, "JSON report written to " + json));
+  const dockyard::Json j = dockyard::ReadJsonFile(json);
+  CHECK(j["kind"] == "dockyard_run");
+  CHECK(j["layout"]["ep"] == 4);
+  CHECK(j["run"]["tokens_per_rank"] == 8);
+  CHECK(j["validation"]["wrong"] == 0);
+  CHECK(j["measured"]["phases"][0]["name"] == "router");
+  CHECK(j["measured"]["phases"][0]["per_rank_us"].size() == 4);
+}
+
+TEST_CASE("dockyard-run --json - prints only the JSON report") {
+  const Result r = Run("--model testdata/specs/tiny-mixtral.json --world-size 2 --ep 2 --tokens-per-rank 4 --json -");
+  CHECK(r.code == 0);
+  const dockyard::Json j = dockyard::ParseJsonText(r.out, "stdout");
+  CHECK(j["validation"]["passed"] == true);
+}
+
+TEST_CASE("dockyard-run exits 3 on a validation failure, prints the first mismatches, and still writes the report") {
+  const std::string json = TmpDir() + "/fault.json";
+  const Result r = Run("--model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --tokens-per-rank 8 "
+                       "--inject-fault wrong-expert --json " + json);
+  CHECK(r.code == 3);
+  CHECK(Has(r.out, "Validation FAILED"));
+  CHECK(Has(r.out, "rank 0 token 0 dim 0: got"));
+  CHECK(Has(r.err, "dockyard-run: validation failed:"));
+  const dockyard::Json j = dockyard::ReadJsonFile(json);
+  CHECK(j["validation"]["passed"] == false);
+  CHECK(j["validation"]["wrong"].get<int64_t>() > 0);
+  CHECK(j["validation"]["first_mismatches"].size() == 10);
+}
+
+TEST_CASE("dockyard-run --backend cuda explains that it was built without CUDA and exits 1") {
+  const Result r = Run("--model testdata/specs/tiny-mixtral.json --world-size 2 --ep 2 --backend cuda");
+  CHECK(r.code == 1);
+  CHECK(Has(r.err, "dockyard-run: error: this dockyard-run was built without the CUDA backend"));
+}
+
+TEST_CASE("dockyard-run exits 1 on a broken rule and writes no file") {
+  const std::string json = TmpDir() + "/never.json";
+  // ep 3 does not divide 8 experts.
+  Result r = Run("--model testdata/specs/tiny-mixtral.json --world-size 3 --ep 3 --json " + json);
+  CHECK(r.code == 1);
+  CHECK(Has(r.err, "ep (3) must divide num_experts (8)"));
+  CHECK_FALSE(Exists(json));
+  // oep 3 does not divide ep 4.
+  r = Run("--model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --dispatcher deredundency --oep 3");
+  CHECK(r.code == 1);
+  CHECK(Has(r.err, "oep (3) must divide ep (4)"));
+  // A routing spec the planner's parser rejects.
+  r = Run("--model testdata/specs/tiny-mixtral.json --world-size 2 --ep 2 --routing zipf:-1");
+  CHECK(r.code == 1);
+}
+
+TEST_CASE("dockyard-run exits 2 on usage errors") {
+  CHECK(Run("--world-size 2").code == 2);                                                  // no --model
+  CHECK(Run("--model testdata/specs/tiny-mixtral.json").code == 2);                        // no --world-size
+  CHECK(Run("--model testdata/specs/tiny-mixtral.json --world-size 2 --ep x").code == 2);  // not a number
+  CHECK(Run("--model testdata/specs/tiny-mixtral.json --world-size 2 --dispatcher nccl").code == 2);
+  CHECK(Run("--model testdata/specs/tiny-mixtral.json --world-size 2 --bogus").code == 2);
+  const Result help = Run("--help");
+  CHECK(help.code == 0);
+  CHECK(Has(help.out, "--tokens-per-rank"));
+  CHECK_FALSE(Has(help.out, "inject-fault"));
+}
+
+TEST_CASE("dockyard-run draws experts from the planner's routing model with --routing") {
+  const Result r = Run("--model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --tokens-per-rank 16 "
+                       "--routing trace:testdata/routing/tiny_trace.json --json -");
+  CAPTURE(r.err);
+  REQUIRE(r.code == 0);
+  const dockyard::Json j = dockyard::ParseJsonText(r.out, "stdout");
+  CHECK(j["run"]["routing"] == "trace:testdata/routing/tiny_trace.json");
+  CHECK(j["validation"]["passed"] == true);
+  // The trace gives expert 0 40% of the assignments and expert 7 2%.
+  CHECK(j["tokens_per_expert"][0].get<int64_t>() > j["tokens_per_expert"][7].get<int64_t>());
+}
+
+// ---- The "done when": real MoE layer shapes, 8 and 16 ranks, both dispatchers.
+
+TEST_CASE("Qwen3-30B-A3B: 8 ranks, ep 8, all_to_all") {
+  RunModel("testdata/hf/qwen3-30b-a3b.json", "--world-size 8 --ep 8 --tokens-per-rank 32", 2048, 768, 8);
+}
+TEST_CASE("Qwen3-30B-A3B: 8 ranks, ep 8, deredundency oep 2") {
+  RunModel("testdata/hf/qwen3-30b-a3b.json", "--world-size 8 --ep 8 --tokens-per-rank 32 --dispatcher deredundency --oep 2",
+           2048, 768, 8);
+}
+TEST_CASE("Qwen3-30B-A3B: 16 ranks, ep 16, all_to_all") {
+  RunModel("testdata/hf/qwen3-30b-a3b.json", "--world-size 16 --ep 16 --tokens-per-rank 16", 2048, 768, 16);
+}
+TEST_CASE("Qwen3-30B-A3B: 16 ranks, ep 16, deredundency oep 2") {
+  RunModel("testdata/hf/qwen3-30b-a3b.json", "--world-size 16 --ep 16 --tokens-per-rank 16 --dispatcher deredundency --oep 2",
+           2048, 768, 16);
+}
+TEST_CASE("DeepSeek-V3: 8 ranks, ep 8, all_to_all") {
+  RunModel("testdata/hf/deepseek-v3.json", "--world-size 8 --ep 8 --tokens-per-rank 2", 7168, 2048, 8);
+}
+TEST_CASE("DeepSeek-V3: 8 ranks, ep 8, deredundency oep 2") {
+  RunModel("testdata/hf/deepseek-v3.json", "--world-size 8 --ep 8 --tokens-per-rank 2 --dispatcher deredundency --oep 2", 7168,
+           2048, 8);
+}
+TEST_CASE("DeepSeek-V3: 16 ranks, ep 16, all_to_all") {
+  RunModel("testdata/hf/deepseek-v3.json", "--world-size 16 --ep 16 --tokens-per-rank 2", 7168, 2048, 16);
+}
+TEST_CASE("DeepSeek-V3: 16 ranks, ep 16, deredundency oep 2") {
+  RunModel("testdata/hf/deepseek-v3.json", "--world-size 16 --ep 16 --tokens-per-rank 2 --dispatcher deredundency --oep 2",
+           7168, 2048, 16);
+}
