@@ -257,12 +257,15 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
     CostOptions options;
     options.overlap_shared_experts = !o.no_overlap;
     cost = SimulateStep(plan, *cluster, sampled, options);
+    const Json full = PlanToJson(plan, source);
     cost_json = {{"schema_version", kReportSchemaVersion},
+                 {"model", full["model"]},
+                 {"parameters", full["parameters"]},
                  {"cluster", ClusterToJson(*cluster)},
                  {"routing", o.routing},
                  {"seed", routing.seed},
                  {"routing_layers_sampled", layers},
-                 {"parallel", PlanToJson(plan, source)["parallel"]},
+                 {"parallel", full["parallel"]},
                  {"training", TrainingToJson(plan.training)},
                  {"predicted", CostToJson(*cost)}};
     if (o.json_given) report_text = cost_json.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";

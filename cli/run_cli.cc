@@ -14,6 +14,7 @@
 #include "planner/file_util.h"
 #include "planner/model_spec.h"
 #include "planner/plan.h"
+#include "planner/report.h"
 #include "planner/routing.h"
 #include "runtime/config.h"
 #include "runtime/cpu/cpu_backend.h"
@@ -69,19 +70,91 @@ struct CliOptions {
   std::string convention = "torchtitan";
   std::string backend = "cpu", dispatcher = "all_to_all", oep, gpus_per_node;
   std::string tokens_per_rank = "64", routing, layer, iters = "3", warmup = "1", seed = "0", atol, rtol;
-  std::string json_path, fault;
+  std::string json_path, fault, plan_path;
+  bool dispatcher_given = false;
 };
+
+// A plan file: the JSON report of `dockyard-plan --json` or `dockyard-plan simulate --json`.
+struct PlanFile {
+  std::string model_source;
+  ParallelDimsOptions dims;
+  TrainingConfig training;
+  Json parameters;  // fqn -> placements, as the file says
+  Json predicted;   // simulate's predicted phases (null for a plain plan report)
+};
+
+PlanFile ReadPlanFile(const std::string& path) {
+  const Json j = ReadJsonFile(path);
+  JsonView root(&j, path, "");
+  const int64_t version = root.Int("schema_version", INT64_MIN);
+  if (version != kReportSchemaVersion) {
+    root.Fail("schema_version", fmt::format("this plan file has schema version {}; this dockyard-run reads version {}",
+                                            version, kReportSchemaVersion));
+  }
+  PlanFile f;
+  f.model_source = root.Object("model").String("source");
+  const JsonView p = root.Object("parallel");
+  f.dims.world_size = p.Int("world_size");
+  f.dims.dp_replicate = p.Int("dp_replicate");
+  f.dims.dp_shard = p.Int("dp_shard");
+  f.dims.cp = p.Int("cp");
+  f.dims.tp = p.Int("tp");
+  f.dims.ep = p.Int("ep");
+  f.dims.etp = p.Int("etp");
+  f.dims.pp = p.Int("pp");
+  const std::string convention = p.String("convention");
+  if (convention != "torchtitan" && convention != "megatron") {
+    p.Fail("convention", fmt::format("must be \"torchtitan\" or \"megatron\", got \"{}\"", convention));
+  }
+  f.dims.convention = convention == "megatron" ? Convention::kMegatron : Convention::kTorchtitan;
+  f.training = TrainingFromJson(root.Object("training"));
+  if (!j.contains("parameters") || !j["parameters"].is_array()) root.Fail("parameters", "required: the plan's parameter list");
+  f.parameters = j["parameters"];
+  if (j.contains("predicted")) f.predicted = j["predicted"];
+  return f;
+}
+
+// The runtime never re-decides a placement: the plan rebuilt from the file's degrees must place
+// every parameter exactly as the file says, or the run is refused.
+void CheckPlacementsMatch(const Plan& plan, const PlanFile& f, const std::string& path) {
+  if (f.parameters.size() != plan.inventory.params.size()) {
+    throw Error(fmt::format("{}: /parameters lists {} tensors; the model has {}", path, f.parameters.size(),
+                            plan.inventory.params.size()));
+  }
+  for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
+    const Json& entry = f.parameters[i];
+    const std::string where = fmt::format("{}: /parameters/{}", path, i);
+    if (!entry.is_object() || !entry.contains("fqn") || !entry.contains("placements")) {
+      throw Error(where + ": needs \"fqn\" and \"placements\"");
+    }
+    Json rebuilt = Json::array();
+    for (const auto& pl : plan.placements[i].placements) rebuilt.push_back(pl.ToString());
+    if (entry["fqn"] != plan.inventory.params[i].fqn || entry["placements"] != rebuilt) {
+      throw Error(fmt::format("{}: the file places {} as {}, but this dockyard places {} as {}; re-plan with this version",
+                              where, JsonValueText(entry["fqn"]), entry["placements"].dump(),
+                              plan.inventory.params[i].fqn, rebuilt.dump()));
+    }
+  }
+}
 
 int Run(const CliOptions& o, bool json_given, std::ostream& out, std::ostream& err) {
   if (o.backend == "cuda") {
     throw Error("this dockyard-run was built without the CUDA backend (--backend cuda); use --backend cpu");
   }
-  if (o.model.empty()) throw UsageError("--model is required");
-  if (o.world_size.empty()) throw UsageError("--world-size is required");
+  std::optional<PlanFile> plan_file;
+  if (!o.plan_path.empty()) {
+    for (const auto* flag : {&o.world_size, &o.dp_replicate, &o.dp_shard, &o.cp, &o.tp, &o.ep, &o.etp, &o.pp}) {
+      if (!flag->empty()) throw UsageError("--plan gives the degrees; do not also pass --world-size/--tp/--ep/...");
+    }
+    plan_file = ReadPlanFile(o.plan_path);
+  } else {
+    if (o.model.empty()) throw UsageError("--model is required (or --plan PLAN.json)");
+    if (o.world_size.empty()) throw UsageError("--world-size is required (or --plan PLAN.json)");
+  }
   if (json_given && o.json_path.empty()) throw UsageError("--json needs a path or '-', got an empty string");
 
   ParallelDimsOptions dims;
-  dims.world_size = *ParseInt("--world-size", o.world_size);
+  dims.world_size = plan_file ? plan_file->dims.world_size : *ParseInt("--world-size", o.world_size);
   dims.dp_replicate = ParseInt("--dp-replicate", o.dp_replicate).value_or(1);
   dims.dp_shard = ParseInt("--dp-shard", o.dp_shard).value_or(-1);
   dims.cp = ParseInt("--cp", o.cp).value_or(1);
@@ -90,6 +163,7 @@ int Run(const CliOptions& o, bool json_given, std::ostream& out, std::ostream& e
   dims.etp = ParseInt("--etp", o.etp).value_or(1);
   dims.pp = ParseInt("--pp", o.pp).value_or(1);
   dims.convention = o.convention == "megatron" ? Convention::kMegatron : Convention::kTorchtitan;
+  if (plan_file) dims = plan_file->dims;
 
   runtime::RunOptions run;
   run.dispatcher = o.dispatcher;
@@ -110,20 +184,50 @@ int Run(const CliOptions& o, bool json_given, std::ostream& out, std::ostream& e
   }
   if (o.fault == "wrong-expert") run.fault = runtime::Fault::kWrongExpertOwner;
 
-  ModelSpec model = LoadModel(o.model);
-  TrainingConfig training = model.training.value_or(TrainingConfig{});
-  training.dispatcher = o.dispatcher;
+  std::string model_path = o.model;
+  if (plan_file && model_path.empty()) {
+    model_path = plan_file->model_source;
+    if (model_path.rfind("<embedded", 0) == 0) {
+      throw Error(fmt::format("{}: /model/source: the plan used dockyard-plan's embedded default model; pass --model "
+                              "testdata/hf/deepseek-v3.json with --plan",
+                              o.plan_path));
+    }
+  }
+  ModelSpec model = LoadModel(model_path);
+  TrainingConfig training = plan_file ? plan_file->training : model.training.value_or(TrainingConfig{});
+  if (plan_file && o.dispatcher_given) {
+    training.dispatcher = o.dispatcher;
+  } else if (!plan_file) {
+    training.dispatcher = o.dispatcher;
+  }
+  run.dispatcher = training.dispatcher;
   if (run.oep) training.oep = *run.oep;
   if (auto g = ParseInt("--gpus-per-node", o.gpus_per_node)) training.gpus_per_node = *g;
   ValidateTraining(training, "--");
   const Plan plan = BuildPlan(model, dims, training);
+  if (plan_file) CheckPlacementsMatch(plan, *plan_file, o.plan_path);
   // Everything that can be rejected is rejected before any thread starts.
   const runtime::RunConfig config = runtime::MakeRunConfig(plan, run);
   runtime::cpu::CpuBackend backend;
   const runtime::RunReport report = runtime::RunMoeLayer(config, backend);
 
   if (json_given) {
-    const std::string text = runtime::RunReportToJson(report, o.model).dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
+    Json j = runtime::RunReportToJson(report, model_path);
+    if (plan_file && plan_file->predicted.is_object()) {
+      // Predicted beside measured, row by row (same phase names, MoE layer forward).
+      j["predicted"] = plan_file->predicted;
+      if (j.contains("measured") && j["measured"].contains("phases")) {
+        for (auto& phase : j["measured"]["phases"]) {
+          for (const auto& p : plan_file->predicted["phases"]) {
+            if (p.value("name", "") == phase.value("name", "") && p.value("layer_kind", "") == "moe" &&
+                p.value("direction", "") == "forward") {
+              phase["predicted_us"] = p["time_us"];
+            }
+          }
+        }
+      }
+    }
+    const std::string text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
     if (o.json_path == "-") {
       out << text;
     } else {
@@ -131,7 +235,18 @@ int Run(const CliOptions& o, bool json_given, std::ostream& out, std::ostream& e
     }
   }
   if (!json_given || o.json_path != "-") {
-    out << runtime::RunReportToText(report, o.model);
+    out << runtime::RunReportToText(report, model_path);
+    if (plan_file && plan_file->predicted.is_object()) {
+      out << "Predicted (from the plan file, MoE layer forward, us) beside measured:\n";
+      for (const auto& ph : report.phases) {
+        for (const auto& p : plan_file->predicted["phases"]) {
+          if (p.value("name", "") == ph.name && p.value("layer_kind", "") == "moe" && p.value("direction", "") == "forward") {
+            out << fmt::format("  {:<16} predicted {:>12.1f}   measured {:>12.1f}\n", ph.name, p.value("time_us", 0.0),
+                               ph.time_us);
+          }
+        }
+      }
+    }
     if (json_given) out << "JSON report written to " << o.json_path << "\n";
   }
   if (!report.passed()) {
@@ -149,7 +264,9 @@ int RunRunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   CLI::App app{"dockyard-run: execute one MoE layer of a plan with real tokens (one thread per rank on the cpu backend), "
                "check every output against a single-process reference and time each phase."};
   app.footer(kExamples);
-  app.add_option("--model", o.model, "HF config.json or dockyard model spec (required)");
+  app.add_option("--plan", o.plan_path, "a plan file from dockyard-plan --json or dockyard-plan simulate --json: degrees, "
+                                        "training settings and placements come from it (placements are verified)");
+  app.add_option("--model", o.model, "HF config.json or dockyard model spec (required without --plan; with --plan, overrides its model)");
   app.add_option("--world-size", o.world_size, "number of ranks (required)");
   app.add_option("--dp-replicate", o.dp_replicate, "HSDP replicas (default 1)");
   app.add_option("--dp-shard", o.dp_shard, "FSDP degree, -1 = infer (default -1)");
@@ -192,6 +309,7 @@ int RunRunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
         if (v.empty()) throw UsageError(fmt::format("{} needs a value, got an empty string", opt->get_name()));
       }
     }
+    o.dispatcher_given = app.get_option("--dispatcher")->count() > 0;
     return Run(o, app.get_option("--json")->count() > 0, out, err);
   } catch (const UsageError& e) {
     err << "dockyard-run: usage error: " << e.what() << "\nRun 'dockyard-run --help' for usage.\n";

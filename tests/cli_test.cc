@@ -228,3 +228,55 @@ TEST_CASE("dockyard-plan simulate prints a per-phase table and writes the predic
   CHECK(j["cluster"]["hbm_gbps"] == 4800.0);  // the h200-sxm preset
   CHECK(Run("simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 16 --cluster h300").code == 1);
 }
+
+namespace {
+Result RunRun(const std::string& args) {
+  std::string cmd = "cli/dockyard-run " + args + " 2>&1";
+  Result r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+  int status = pclose(pipe);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+}  // namespace
+
+TEST_CASE("dockyard-run --plan executes a plan file and puts predicted beside measured") {
+  const std::string sim = TmpDir() + "/sim-plan.json";
+  REQUIRE(Run("simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --seq-len 16 --json " + sim).code == 0);
+  const std::string out = TmpDir() + "/run.json";
+  Result r = RunRun("--plan " + sim + " --tokens-per-rank 16 --iters 1 --warmup 0 --json " + out);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("Validation OK") != std::string::npos);
+  dockyard::Json j = dockyard::ReadJsonFile(out);
+  bool paired = false;
+  for (const auto& p : j["measured"]["phases"]) paired = paired || (p["name"] == "grouped_gemm" && p.contains("predicted_us"));
+  CHECK(paired);
+}
+
+TEST_CASE("dockyard-run --plan refuses another schema version, changed placements and extra degrees") {
+  const std::string plan = TmpDir() + "/plan-for-run.json";
+  REQUIRE(Run("--model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --json " + plan).code == 0);
+  dockyard::Json j = dockyard::ReadJsonFile(plan);
+  dockyard::Json v2 = j;
+  v2["schema_version"] = 2;
+  const std::string bad_version = TmpDir() + "/plan-v2.json";
+  { std::ofstream(bad_version) << v2.dump(); }
+  Result rv = RunRun("--plan " + bad_version);
+  CHECK(rv.code == 1);
+  CHECK(rv.out.find("/schema_version: this plan file has schema version 2") != std::string::npos);
+  // A file that says the routed experts are replicated: the runtime must not silently re-decide.
+  dockyard::Json tampered = j;
+  for (auto& p : tampered["parameters"]) {
+    if (p["fqn"] == "model.layers.0.mlp.experts.gate_up_proj") p["placements"] = dockyard::Json::array({"Replicate()", "Replicate()", "Replicate()"});
+  }
+  const std::string bad_placement = TmpDir() + "/plan-tampered.json";
+  { std::ofstream(bad_placement) << tampered.dump(); }
+  Result rp = RunRun("--plan " + bad_placement);
+  CHECK(rp.code == 1);
+  CHECK(rp.out.find("the file places \"model.layers.0.mlp.experts.gate_up_proj\"") != std::string::npos);
+  CHECK(RunRun("--plan " + plan + " --ep 4").code == 2);
+}
