@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -71,7 +72,7 @@ struct CliOptions {
   std::string backend = "cpu", dispatcher = "all_to_all", oep, gpus_per_node;
   std::string tokens_per_rank = "64", routing, layer, iters = "3", warmup = "1", seed = "0", atol, rtol;
   std::string json_path, fault, plan_path;
-  bool dispatcher_given = false;
+  bool dispatcher_given = false, convention_given = false;
 };
 
 // A plan file: the JSON report of `dockyard-plan --json` or `dockyard-plan simulate --json`.
@@ -81,6 +82,8 @@ struct PlanFile {
   TrainingConfig training;
   Json parameters;  // fqn -> placements, as the file says
   Json predicted;   // simulate's predicted phases (null for a plain plan report)
+  std::string routing;  // simulate's --routing (empty for a plain plan report)
+  uint64_t routing_seed = 0;
 };
 
 PlanFile ReadPlanFile(const std::string& path) {
@@ -111,6 +114,25 @@ PlanFile ReadPlanFile(const std::string& path) {
   if (!j.contains("parameters") || !j["parameters"].is_array()) root.Fail("parameters", "required: the plan's parameter list");
   f.parameters = j["parameters"];
   if (j.contains("predicted")) f.predicted = j["predicted"];
+  if (j.contains("routing") && j["routing"].is_string()) {
+    f.routing = j["routing"].get<std::string>();
+    f.routing_seed = static_cast<uint64_t>(root.IntOr("seed", 0, 0));
+  }
+  // A relative model path is resolved from the plan file's directory when it is not found from
+  // the current one.
+  struct stat st {};
+  if (!f.model_source.empty() && f.model_source[0] != '/' && f.model_source[0] != '<' &&
+      stat(f.model_source.c_str(), &st) != 0) {
+    const size_t slash = path.find_last_of('/');
+    const std::string beside = (slash == std::string::npos ? std::string(".") : path.substr(0, slash)) + "/" + f.model_source;
+    if (stat(beside.c_str(), &st) == 0) {
+      f.model_source = beside;
+    } else {
+      root.Object("model").Fail("source", fmt::format("model file \"{}\" not found from here or beside the plan file; "
+                                                      "pass --model PATH",
+                                                      f.model_source));
+    }
+  }
   return f;
 }
 
@@ -130,7 +152,8 @@ void CheckPlacementsMatch(const Plan& plan, const PlanFile& f, const std::string
     Json rebuilt = Json::array();
     for (const auto& pl : plan.placements[i].placements) rebuilt.push_back(pl.ToString());
     if (entry["fqn"] != plan.inventory.params[i].fqn || entry["placements"] != rebuilt) {
-      throw Error(fmt::format("{}: the file places {} as {}, but this dockyard places {} as {}; re-plan with this version",
+      throw Error(fmt::format("{}: the file places {} as {}, but its own degrees give {} {}: the file was edited or "
+                              "written by another dockyard version; re-plan it",
                               where, JsonValueText(entry["fqn"]), entry["placements"].dump(),
                               plan.inventory.params[i].fqn, rebuilt.dump()));
     }
@@ -146,6 +169,7 @@ int Run(const CliOptions& o, bool json_given, std::ostream& out, std::ostream& e
     for (const auto* flag : {&o.world_size, &o.dp_replicate, &o.dp_shard, &o.cp, &o.tp, &o.ep, &o.etp, &o.pp}) {
       if (!flag->empty()) throw UsageError("--plan gives the degrees; do not also pass --world-size/--tp/--ep/...");
     }
+    if (o.convention_given) throw UsageError("--plan gives the convention; do not also pass --convention");
     plan_file = ReadPlanFile(o.plan_path);
   } else {
     if (o.model.empty()) throw UsageError("--model is required (or --plan PLAN.json)");
@@ -204,7 +228,19 @@ int Run(const CliOptions& o, bool json_given, std::ostream& out, std::ostream& e
   if (run.oep) training.oep = *run.oep;
   if (auto g = ParseInt("--gpus-per-node", o.gpus_per_node)) training.gpus_per_node = *g;
   ValidateTraining(training, "--");
-  const Plan plan = BuildPlan(model, dims, training);
+  if (plan_file && !run.routing && !plan_file->routing.empty()) {
+    // A simulate plan carries the routing its predictions assumed: run with the same.
+    RoutingSpec spec = ParseRoutingSpec(plan_file->routing);
+    spec.seed = plan_file->routing_seed;
+    run.routing = spec;
+  }
+  Plan plan;
+  try {
+    plan = BuildPlan(model, dims, training);
+  } catch (const Error& e) {
+    if (!plan_file) throw;
+    throw Error(fmt::format("{}: /parallel: {}", o.plan_path, e.what()));
+  }
   if (plan_file) CheckPlacementsMatch(plan, *plan_file, o.plan_path);
   // Everything that can be rejected is rejected before any thread starts.
   const runtime::RunConfig config = runtime::MakeRunConfig(plan, run);
@@ -267,7 +303,7 @@ int RunRunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   app.add_option("--plan", o.plan_path, "a plan file from dockyard-plan --json or dockyard-plan simulate --json: degrees, "
                                         "training settings and placements come from it (placements are verified)");
   app.add_option("--model", o.model, "HF config.json or dockyard model spec (required without --plan; with --plan, overrides its model)");
-  app.add_option("--world-size", o.world_size, "number of ranks (required)");
+  app.add_option("--world-size", o.world_size, "number of ranks (required without --plan)");
   app.add_option("--dp-replicate", o.dp_replicate, "HSDP replicas (default 1)");
   app.add_option("--dp-shard", o.dp_shard, "FSDP degree, -1 = infer (default -1)");
   app.add_option("--cp", o.cp, "context parallel degree (default 1)");
@@ -310,6 +346,7 @@ int RunRunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
       }
     }
     o.dispatcher_given = app.get_option("--dispatcher")->count() > 0;
+    o.convention_given = app.get_option("--convention")->count() > 0;
     return Run(o, app.get_option("--json")->count() > 0, out, err);
   } catch (const UsageError& e) {
     err << "dockyard-run: usage error: " << e.what() << "\nRun 'dockyard-run --help' for usage.\n";
