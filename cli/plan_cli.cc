@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "cli/flags.h"
 #include "cli/default_model.h"
 #include "planner/error.h"
 #include "planner/file_util.h"
@@ -56,39 +57,9 @@ constexpr int64_t kDefaultWorldSize = 256;
 constexpr int64_t kDefaultEp = 64;
 constexpr const char* kDefaultModelName = "<embedded testdata/hf/deepseek-v3.json>";
 
-// Thrown for flag values that are malformed (exit 2).
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-// Flags are read as text and parsed strictly: decimal only (no octal "010" or hex "0x10"), the
-// value given is quoted back when it is out of range.
-std::optional<int64_t> ParseInt(const std::string& flag, const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  size_t i = text[0] == '-' || text[0] == '+' ? 1 : 0;
-  bool digits = i < text.size();
-  for (size_t j = i; j < text.size(); ++j) digits = digits && text[j] >= '0' && text[j] <= '9';
-  if (!digits) throw UsageError(fmt::format("{} \"{}\": expected a decimal integer", flag, text));
-  errno = 0;
-  char* end = nullptr;
-  const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (errno == ERANGE) throw UsageError(fmt::format("{} \"{}\": out of the 64-bit integer range", flag, text));
-  return v;
-}
-
-std::optional<double> ParseNumber(const std::string& flag, const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  if (std::isspace(static_cast<unsigned char>(text.front()))) {
-    throw UsageError(fmt::format("{} \"{}\": expected a finite decimal number", flag, text));
-  }
-  char* end = nullptr;
-  errno = 0;
-  const double v = std::strtod(text.c_str(), &end);
-  if (end != text.c_str() + text.size() || errno == ERANGE || !std::isfinite(v) || text.find_first_of("xXpP") != std::string::npos) {
-    throw UsageError(fmt::format("{} \"{}\": expected a finite decimal number", flag, text));
-  }
-  return v;
-}
+using cli::ParseInt;
+using cli::ParseNumber;
+using cli::UsageError;
 
 struct CliOptions {
   std::string model;
@@ -443,13 +414,7 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
     }
     // A flag given with an empty value is a usage error, whatever the flag.
     for (CLI::App* a : {&app, check, simulate, search, spec}) {
-      if (a != &app && !a->parsed()) continue;
-      for (const CLI::Option* opt : a->get_options()) {
-        if (opt->count() == 0 || opt->get_type_size() == 0) continue;
-        for (const auto& v : opt->results()) {
-          if (v.empty()) throw UsageError(fmt::format("{} needs a value, got an empty string", opt->get_name()));
-        }
-      }
+      if (a == &app || a->parsed()) cli::RejectEmptyValues(*a);
     }
     if (o.json_given && o.refit_given && o.json_path == o.refit_json) {
       throw UsageError(fmt::format("--json and --refit-json name the same output ({})", o.json_path));

@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "cli/flags.h"
 #include "planner/error.h"
 #include "planner/file_util.h"
 #include "planner/model_spec.h"
@@ -38,33 +39,9 @@ planner's routing model (as `dockyard-plan simulate`), and the router's scores a
 the weights. Exit codes: 0 ok, 1 invalid input, 2 usage error, 3 validation failure (#wrong > 0).
 )";
 
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-std::optional<int64_t> ParseInt(const std::string& flag, const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  size_t i = text[0] == '-' || text[0] == '+' ? 1 : 0;
-  bool digits = i < text.size();
-  for (size_t j = i; j < text.size(); ++j) digits = digits && text[j] >= '0' && text[j] <= '9';
-  if (!digits) throw UsageError(fmt::format("{} \"{}\": expected a decimal integer", flag, text));
-  errno = 0;
-  const long long v = std::strtoll(text.c_str(), nullptr, 10);
-  if (errno == ERANGE) throw UsageError(fmt::format("{} \"{}\": out of the 64-bit integer range", flag, text));
-  return v;
-}
-
-std::optional<double> ParseNumber(const std::string& flag, const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  char* end = nullptr;
-  errno = 0;
-  const double v = std::strtod(text.c_str(), &end);
-  if (std::isspace(static_cast<unsigned char>(text.front())) || end != text.c_str() + text.size() || errno == ERANGE ||
-      !std::isfinite(v) || text.find_first_of("xXpP") != std::string::npos) {
-    throw UsageError(fmt::format("{} \"{}\": expected a finite decimal number", flag, text));
-  }
-  return v;
-}
+using cli::ParseInt;
+using cli::ParseNumber;
+using cli::UsageError;
 
 struct CliOptions {
   std::string model, world_size, dp_replicate, dp_shard, cp, tp, ep, etp, pp;
@@ -339,12 +316,7 @@ int RunRunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
     return 2;
   }
   try {
-    for (const CLI::Option* opt : app.get_options()) {
-      if (opt->count() == 0 || opt->get_type_size() == 0) continue;
-      for (const auto& v : opt->results()) {
-        if (v.empty()) throw UsageError(fmt::format("{} needs a value, got an empty string", opt->get_name()));
-      }
-    }
+    cli::RejectEmptyValues(app);
     o.dispatcher_given = app.get_option("--dispatcher")->count() > 0;
     o.convention_given = app.get_option("--convention")->count() > 0;
     return Run(o, app.get_option("--json")->count() > 0, out, err);

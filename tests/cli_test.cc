@@ -26,8 +26,9 @@ std::string TmpDir() {
   return t ? t : "/tmp";
 }
 
-Result Run(const std::string& args) {
-  std::string cmd = "cli/dockyard-plan " + args + " 2>&1";
+// Runs a binary of the workspace with `args`, stdout and stderr together.
+Result RunBinary(const std::string& binary, const std::string& args) {
+  std::string cmd = binary + " " + args + " 2>&1";
   Result r;
   FILE* pipe = popen(cmd.c_str(), "r");
   REQUIRE(pipe != nullptr);
@@ -38,6 +39,8 @@ Result Run(const std::string& args) {
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
 }
+
+Result Run(const std::string& args) { return RunBinary("cli/dockyard-plan", args); }
 
 bool Exists(const std::string& path) {
   struct stat st {};
@@ -230,18 +233,7 @@ TEST_CASE("dockyard-plan simulate prints a per-phase table and writes the predic
 }
 
 namespace {
-Result RunRun(const std::string& args) {
-  std::string cmd = "cli/dockyard-run " + args + " 2>&1";
-  Result r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
-  int status = pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+Result RunRun(const std::string& args) { return RunBinary("cli/dockyard-run", args); }
 }  // namespace
 
 TEST_CASE("dockyard-run --plan executes a plan file and puts predicted beside measured") {

@@ -72,7 +72,7 @@ for f in planner/*.cc; do
   case "$f" in *_test.cc|*/bench_*.cc) continue ;; esac
   SOURCES+=("$f")
 done
-SOURCES+=(cli/plan_cli.cc)
+SOURCES+=(cli/plan_cli.cc cli/flags.cc)
 
 # Compiles one source with coverage and sanitizers. A source that this clang rejects but g++
 # accepts (clang 14 is stricter about C++17, e.g. lambdas capturing structured bindings) is
