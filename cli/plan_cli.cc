@@ -9,6 +9,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -22,6 +23,7 @@
 #include "planner/hf_config.h"
 #include "planner/memory.h"
 #include "planner/model_spec.h"
+#include "planner/provenance.h"
 #include "planner/plan.h"
 #include "planner/refit.h"
 #include "planner/report.h"
@@ -73,6 +75,7 @@ struct CliOptions {
   // simulate
   std::string cluster = "h100-sxm", routing = "uniform", seed = "0", routing_layers;
   bool no_overlap = false;
+  std::vector<std::string> argv;  // the command line, recorded in reports
   // search
   std::string top = "10", max_pp;
 };
@@ -149,6 +152,21 @@ TrainingConfig ResolveTraining(const CliOptions& o, const ModelSpec& model, int6
 }
 
 enum class Command { kPlan, kCheck, kSimulate };
+
+// What produced a report: version, command line and the digests of the input files.
+Json ReportProvenance(const CliOptions& o) {
+  std::vector<std::string> files;
+  std::vector<std::pair<std::string, std::string>> embedded;
+  if (o.model_given) {
+    files.push_back(o.model);
+  } else {
+    embedded.push_back({kDefaultModelName, kDefaultModelJson});
+  }
+  struct stat st {};
+  if (stat(o.cluster.c_str(), &st) == 0 && S_ISREG(st.st_mode)) files.push_back(o.cluster);
+  if (o.routing.rfind("trace:", 0) == 0) files.push_back(o.routing.substr(6));
+  return Provenance(o.argv, files, embedded);
+}
 
 // "0-127, 256-383" style list of ranks.
 std::string RankList(const std::vector<int64_t>& ranks) {
@@ -230,6 +248,8 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
     cost = SimulateStep(plan, *cluster, sampled, options);
     const Json full = PlanToJson(plan, source);
     cost_json = {{"schema_version", kReportSchemaVersion},
+                 {"generator", {{"name", "dockyard-plan simulate"}, {"version", kDockyardVersion},
+                                {"provenance", ReportProvenance(o)}}},
                  {"model", full["model"]},
                  {"parameters", full["parameters"]},
                  {"cluster", ClusterToJson(*cluster)},
@@ -241,11 +261,15 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
                  {"predicted", CostToJson(*cost)}};
     if (o.json_given) report_text = cost_json.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
   } else if (o.json_given) {
-    report_text = PlanToJson(plan, source).dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
+    Json j = PlanToJson(plan, source);
+    j["generator"]["provenance"] = ReportProvenance(o);
+    report_text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
   }
   std::string refit_text;
   if (o.refit_given) {
-    refit_text = RefitMapToJson(BuildRefitMap(plan, plan.training.refit_dtype)).dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
+    Json refit = RefitMapToJson(BuildRefitMap(plan, plan.training.refit_dtype));
+    refit["provenance"] = ReportProvenance(o);
+    refit_text = refit.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
   }
   // Files are written all-or-nothing; '-' goes to stdout.
   std::vector<std::pair<std::string, std::string>> files;
@@ -325,6 +349,7 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   if (o.json_given) {
     Json j = SearchResultToJson(result);
     j["schema_version"] = kReportSchemaVersion;
+    j["provenance"] = ReportProvenance(o);
     j["model"] = use_default ? kDefaultModelName : o.model;
     j["world_size"] = s.world_size;
     j["cluster"] = ClusterToJson(s.cluster);
@@ -345,6 +370,7 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
 
 int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   CliOptions o;
+  o.argv.assign(argv, argv + argc);
   CLI::App app{"dockyard-plan: a dry run of an MoE sharding layout (meshes, rank groups, placements, local shapes, "
                "expert ownership, memory and traffic per rank)."};
   app.footer(kExamples);

@@ -16,6 +16,7 @@
 #include "planner/file_util.h"
 #include "planner/model_spec.h"
 #include "planner/plan.h"
+#include "planner/provenance.h"
 #include "planner/report.h"
 #include "planner/routing.h"
 #include "runtime/config.h"
@@ -50,6 +51,7 @@ struct CliOptions {
   std::string tokens_per_rank = "64", routing, layer, iters = "3", warmup = "1", seed = "0", atol, rtol;
   std::string json_path, fault, plan_path;
   bool dispatcher_given = false, convention_given = false;
+  std::vector<std::string> argv;  // the command line, recorded in the report
 };
 
 // A plan file: the JSON report of `dockyard-plan --json` or `dockyard-plan simulate --json`.
@@ -226,6 +228,10 @@ int Run(const CliOptions& o, bool json_given, std::ostream& out, std::ostream& e
 
   if (json_given) {
     Json j = runtime::RunReportToJson(report, model_path);
+    std::vector<std::string> inputs = {model_path};
+    if (plan_file) inputs.push_back(o.plan_path);
+    if (o.routing.rfind("trace:", 0) == 0) inputs.push_back(o.routing.substr(6));
+    j["provenance"] = Provenance(o.argv, inputs);
     if (plan_file && plan_file->predicted.is_object()) {
       // Predicted beside measured, row by row (same phase names, MoE layer forward).
       j["predicted"] = plan_file->predicted;
@@ -274,6 +280,7 @@ int Run(const CliOptions& o, bool json_given, std::ostream& out, std::ostream& e
 
 int RunRunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   CliOptions o;
+  o.argv.assign(argv, argv + argc);
   CLI::App app{"dockyard-run: execute one MoE layer of a plan with real tokens (one thread per rank on the cpu backend), "
                "check every output against a single-process reference and time each phase."};
   app.footer(kExamples);

@@ -65,6 +65,10 @@ TEST_CASE("dockyard-plan writes a report equal to the golden JSON") {
   dockyard::Json got = dockyard::ReadJsonFile(out);
   dockyard::Json want = dockyard::ReadJsonFile("testdata/golden/olmoe_ws8_tp2_ep4.json");
   got["model"]["source"] = want["model"]["source"];
+  // Provenance names this run's command line; the model's digest must be recorded.
+  CHECK(got["generator"]["provenance"]["inputs"][0]["path"] == "testdata/hf/olmoe-1b-7b-0125-instruct.json");
+  CHECK(got["generator"]["provenance"]["inputs"][0]["sha256"] == want["generator"]["provenance"]["inputs"][0]["sha256"]);
+  got["generator"] = want["generator"];
   // Compare section by section so that a failure names the section instead of printing 1 MB.
   for (auto it = want.begin(); it != want.end(); ++it) {
     CAPTURE(it.key());

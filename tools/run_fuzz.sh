@@ -115,7 +115,7 @@ fi
 for t in "${TARGETS[@]}"; do
   [ -f "fuzz/${t}_fuzzer.cc" ] || { echo "run_fuzz: no target '$t' (have: ${ALL_TARGETS[*]})" >&2; exit 2; }
   # shellcheck disable=SC2086
-  if ! "$CXX" "${CXXFLAGS[@]}" $SAN -fsanitize=fuzzer "fuzz/${t}_fuzzer.cc" "${objects[@]}" -lfmt -o "$BIN/${t}_fuzzer" \
+  if ! "$CXX" "${CXXFLAGS[@]}" $SAN -fsanitize=fuzzer "fuzz/${t}_fuzzer.cc" "${objects[@]}" -lfmt -lcrypto -o "$BIN/${t}_fuzzer" \
       2> "$WORK/logs/${t}_link.log"; then
     echo "run_fuzz: building ${t}_fuzzer failed:" >&2
     grep -m10 -E 'error' "$WORK/logs/${t}_link.log" >&2

@@ -1,0 +1,43 @@
+// Report provenance (see provenance.h).
+#include "planner/provenance.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <openssl/evp.h>
+
+#include "planner/error.h"
+#include "planner/report.h"
+
+namespace dockyard {
+
+std::string Sha256Hex(const std::string& data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  if (EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr) != 1) {
+    throw Error("SHA-256 digest failed (OpenSSL EVP_Digest)");
+  }
+  std::string hex;
+  for (unsigned int i = 0; i < length; ++i) hex += fmt::format("{:02x}", digest[i]);
+  return hex;
+}
+
+Json Provenance(const std::vector<std::string>& argv, const std::vector<std::string>& input_paths,
+                const std::vector<std::pair<std::string, std::string>>& embedded) {
+  Json inputs = Json::array();
+  for (const auto& path : input_paths) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(fmt::format("{}: cannot read to record its digest", path));
+    std::ostringstream buffer;
+    buffer << in.rdbuf();
+    const std::string data = buffer.str();
+    inputs.push_back({{"path", path}, {"bytes", data.size()}, {"sha256", Sha256Hex(data)}});
+  }
+  for (const auto& [name, data] : embedded) {
+    inputs.push_back({{"path", name}, {"bytes", data.size()}, {"sha256", Sha256Hex(data)}});
+  }
+  return Json{{"dockyard_version", kDockyardVersion}, {"argv", argv}, {"inputs", inputs}};
+}
+
+}  // namespace dockyard
