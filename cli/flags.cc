@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "planner/error.h"
+
 namespace dockyard::cli {
 
 std::optional<int64_t> ParseInt(const std::string& flag, const std::string& text) {
@@ -40,6 +42,25 @@ void RejectEmptyValues(const CLI::App& app) {
     for (const auto& v : opt->results()) {
       if (v.empty()) throw UsageError(fmt::format("{} needs a value, got an empty string", opt->get_name()));
     }
+  }
+}
+
+int RunReportingErrors(const char* program, const char* oom_text, std::ostream& err, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const UsageError& e) {
+    err << program << ": usage error: " << e.what() << "\nRun '" << program << " --help' for usage.\n";
+    return 2;
+  } catch (const Error& e) {
+    err << program << ": error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {
+    err << program << ": error: " << oom_text << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    // Not expected: every input error is a dockyard::Error. Still exit cleanly, never abort.
+    err << program << ": error: internal error: " << e.what() << "\n";
+    return 1;
   }
 }
 

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <ostream>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -23,5 +25,10 @@ std::optional<double> ParseNumber(const std::string& flag, const std::string& te
 
 // Throws UsageError for any given option of `app` whose value is an empty string.
 void RejectEmptyValues(const CLI::App& app);
+
+// Runs `body` and maps what it throws to the front ends' exit codes: UsageError -> 2 ("usage
+// error", with a pointer to --help), dockyard::Error -> 1, out of memory and any other exception
+// -> 1 (never an abort). `program` prefixes every message; `oom_text` follows "error: ".
+int RunReportingErrors(const char* program, const char* oom_text, std::ostream& err, const std::function<int()>& body);
 
 }  // namespace dockyard::cli

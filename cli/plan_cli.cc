@@ -394,24 +394,13 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   search->add_option("--top", o.top, "layouts to show (default 10)");
   search->add_option("--max-pp", o.max_pp, "largest pipeline degree to try (default 16)");
   search->add_option("--json", o.json_path, "write the ranking as JSON to PATH ('-' = stdout)");
-  for (const char* flag : {"--dp-sharding", "--param-dtype", "--grad-dtype", "--optimizer", "--seq-len", "--micro-batch-size",
-                           "--num-microbatches", "--recompute", "--gpu-memory-gib", "--imbalance"}) {
-    // Training flags shared with the plan: bound to the same fields.
-    CLI::Option* opt = app.get_option(flag);
-    std::string* target = nullptr;
-    const std::string name = flag;
-    if (name == "--dp-sharding") target = &o.dp_sharding;
-    else if (name == "--param-dtype") target = &o.param_dtype;
-    else if (name == "--grad-dtype") target = &o.grad_dtype;
-    else if (name == "--optimizer") target = &o.optimizer;
-    else if (name == "--seq-len") target = &o.seq_len;
-    else if (name == "--micro-batch-size") target = &o.micro_batch_size;
-    else if (name == "--num-microbatches") target = &o.num_microbatches;
-    else if (name == "--recompute") target = &o.recompute;
-    else if (name == "--gpu-memory-gib") target = &o.gpu_memory_gib;
-    else target = &o.imbalance;
-    search->add_option(flag, *target, opt->get_description());
-  }
+  // Training flags shared with the plan: bound to the same fields, with the plan's descriptions.
+  const std::pair<const char*, std::string*> shared[] = {
+      {"--dp-sharding", &o.dp_sharding}, {"--param-dtype", &o.param_dtype},       {"--grad-dtype", &o.grad_dtype},
+      {"--optimizer", &o.optimizer},     {"--seq-len", &o.seq_len},               {"--micro-batch-size", &o.micro_batch_size},
+      {"--num-microbatches", &o.num_microbatches}, {"--recompute", &o.recompute}, {"--gpu-memory-gib", &o.gpu_memory_gib},
+      {"--imbalance", &o.imbalance}};
+  for (const auto& [flag, target] : shared) search->add_option(flag, *target, app.get_option(flag)->get_description());
   CLI::App* spec = app.add_subcommand("spec", "write the normalized dockyard model spec of a model");
   std::string spec_model, spec_out = "-";
   spec->add_option("--model", spec_model, "HF config.json or dockyard model spec")->required();
@@ -428,7 +417,7 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
     return 2;
   }
 
-  try {
+  return cli::RunReportingErrors("dockyard-plan", "out of memory building the plan", err, [&] {
     for (CLI::App* a : {&app, check, simulate, search}) {
       auto given = [a](const char* name) {
         const CLI::Option* opt = a->get_option_no_throw(name);
@@ -459,20 +448,7 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
     }
     if (search->parsed()) return RunSearch(o, out, err);
     return PlanAndReport(o, check->parsed() ? Command::kCheck : simulate->parsed() ? Command::kSimulate : Command::kPlan, out, err);
-  } catch (const UsageError& e) {
-    err << "dockyard-plan: usage error: " << e.what() << "\n" << "Run 'dockyard-plan --help' for usage.\n";
-    return 2;
-  } catch (const Error& e) {
-    err << "dockyard-plan: error: " << e.what() << "\n";
-    return 1;
-  } catch (const std::bad_alloc&) {
-    err << "dockyard-plan: error: out of memory building the plan\n";
-    return 1;
-  } catch (const std::exception& e) {
-    // Not expected: every input error is a dockyard::Error. Still exit cleanly, never abort.
-    err << "dockyard-plan: error: internal error: " << e.what() << "\n";
-    return 1;
-  }
+  });
 }
 
 }  // namespace dockyard

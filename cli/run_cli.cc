@@ -322,24 +322,12 @@ int RunRunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
     err << "dockyard-run: usage error: " << e.what() << "\nRun 'dockyard-run --help' for usage.\n";
     return 2;
   }
-  try {
+  return cli::RunReportingErrors("dockyard-run", "out of memory", err, [&] {
     cli::RejectEmptyValues(app);
     o.dispatcher_given = app.get_option("--dispatcher")->count() > 0;
     o.convention_given = app.get_option("--convention")->count() > 0;
     return Run(o, app.get_option("--json")->count() > 0, out, err);
-  } catch (const UsageError& e) {
-    err << "dockyard-run: usage error: " << e.what() << "\nRun 'dockyard-run --help' for usage.\n";
-    return 2;
-  } catch (const Error& e) {
-    err << "dockyard-run: error: " << e.what() << "\n";
-    return 1;
-  } catch (const std::bad_alloc&) {
-    err << "dockyard-run: error: out of memory\n";
-    return 1;
-  } catch (const std::exception& e) {
-    err << "dockyard-run: error: internal error: " << e.what() << "\n";
-    return 1;
-  }
+  });
 }
 
 }  // namespace dockyard

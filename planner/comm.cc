@@ -122,9 +122,7 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
   for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
     if (plan.placements[i].stage != stage) continue;
     const auto& p = plan.inventory.params[i];
-    ParamPlacement mp = PlaceParam(p, d, plan.meshes, m.moe.num_experts, false);
-    mp.stage = stage;
-    const int64_t n = LocalNumelOnRank(p, mp, plan.MeshOf(i), rank);
+    const int64_t n = ModelParallelNumel(plan, i, rank);
     (plan.placements[i].sparse_mesh ? sparse_elems : dense_elems) += n;
     units[p.layer >= 0 ? std::make_pair(p.layer, plan.placements[i].sparse_mesh)
                        : std::make_pair<int64_t, bool>(p.role == Role::kEmbedding ? -1 : -2, false)] += n;

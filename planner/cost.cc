@@ -132,21 +132,8 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
       for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
         const auto& p = plan.inventory.params[i];
         if (p.layer != layer) continue;
-        const auto& pl = plan.placements[i];
-        double shards = 1;
-        for (const auto& s : pl.steps) shards *= static_cast<double>(s.num_chunks);
-        // Model-parallel size = global / model-parallel shards; FSDP shards are gathered back.
-        double mp_shards = 1;
-        for (const auto& s : pl.steps) {
-          const Mesh& mesh = plan.MeshOf(i);
-          bool dp_axis = false;
-          for (int ax : s.axes) {
-            const std::string& n = mesh.axis_names()[ax];
-            dp_axis = dp_axis || n == "dp_shard" || n == "dp" || n == "cp" || n == "efsdp" || n == "edp";
-          }
-          if (!dp_axis) mp_shards *= static_cast<double>(s.num_chunks);
-        }
-        (pl.sparse_mesh ? sparse_elems : dense_elems) += static_cast<double>(p.Numel()) / mp_shards;
+        // FSDP gathers the model-parallel shard back (rank 0 holds the largest one).
+        (plan.placements[i].sparse_mesh ? sparse_elems : dense_elems) += static_cast<double>(ModelParallelNumel(plan, i, 0));
       }
       const double fwd = RingCollectiveUs(dense_elems * param_b, dense_dp, c) + RingCollectiveUs(sparse_elems * param_b, sparse_dp, c);
       const double bwd = fwd + RingCollectiveUs(dense_elems * grad_b, dense_dp, c) + RingCollectiveUs(sparse_elems * grad_b, sparse_dp, c);

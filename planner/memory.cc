@@ -13,15 +13,6 @@ namespace {
 
 bool OnSparseMesh(const Plan& plan, size_t i) { return plan.placements[i].sparse_mesh; }
 
-// Elements of parameter i on `rank` after model-parallel sharding only (tp / ep / etp): what an
-// FSDP all-gather rebuilds, and what ZeRO-1 / DDP keep.
-int64_t ModelParallelNumel(const Plan& plan, size_t i, int64_t rank) {
-  const auto& p = plan.inventory.params[i];
-  ParamPlacement mp = PlaceParam(p, plan.dims, plan.meshes, plan.model.moe.num_experts, false);
-  mp.stage = plan.placements[i].stage;
-  return LocalNumelOnRank(p, mp, plan.MeshOf(i), rank);
-}
-
 int64_t Ceil(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace

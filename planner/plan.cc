@@ -22,6 +22,13 @@ std::vector<int64_t> EvenLayerSplit(int64_t num_layers, int64_t pp) {
   return stage_of;
 }
 
+int64_t ModelParallelNumel(const Plan& plan, size_t i, int64_t rank) {
+  const auto& p = plan.inventory.params[i];
+  ParamPlacement mp = PlaceParam(p, plan.dims, plan.meshes, plan.model.moe.num_experts, false);
+  mp.stage = plan.placements[i].stage;
+  return LocalNumelOnRank(p, mp, plan.MeshOf(i), rank);
+}
+
 Plan BuildPlan(const ModelSpec& model, const ParallelDimsOptions& options, const TrainingConfig& training) {
   return BuildPlan(model, BuildInventory(model), options, training, false);
 }

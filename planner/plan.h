@@ -55,6 +55,10 @@ struct Plan {
   }
 };
 
+// Elements of parameter `param_index` on `rank` after model-parallel sharding only (tp / ep /
+// etp, no data-parallel axis): what an FSDP all-gather rebuilds, and what ZeRO-1 / DDP keep.
+int64_t ModelParallelNumel(const Plan& plan, size_t param_index, int64_t rank);
+
 // Pipeline split: layers spread evenly, the first (L % pp) stages taking one extra layer;
 // embedding on the first stage, final norm and lm_head on the last.
 std::vector<int64_t> EvenLayerSplit(int64_t num_layers, int64_t pp);
