@@ -246,7 +246,7 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
     CostOptions options;
     options.overlap_shared_experts = !o.no_overlap;
     cost = SimulateStep(plan, *cluster, sampled, options);
-    const Json full = PlanToJson(plan, source);
+    const Json full = PlanToJson(plan, source, memory);
     cost_json = {{"schema_version", kReportSchemaVersion},
                  {"generator", {{"name", "dockyard-plan simulate"}, {"version", kDockyardVersion},
                                 {"provenance", ReportProvenance(o)}}},
@@ -261,7 +261,7 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
                  {"predicted", CostToJson(*cost)}};
     if (o.json_given) report_text = cost_json.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
   } else if (o.json_given) {
-    Json j = PlanToJson(plan, source);
+    Json j = PlanToJson(plan, source, memory);
     j["generator"]["provenance"] = ReportProvenance(o);
     report_text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
   }
@@ -288,7 +288,7 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
     if (cost) {
       out << MemoryToText(plan, memory) << CostToText(*cost);
     } else {
-      out << (check ? MemoryToText(plan, memory) : PlanToText(plan, source));
+      out << (check ? MemoryToText(plan, memory) : PlanToText(plan, source, memory));
     }
     if (o.json_given) out << "JSON report written to " << o.json_path << "\n";
     if (o.refit_given) out << "Refit map written to " << o.refit_json << "\n";

@@ -87,6 +87,10 @@ std::string GroupText(const std::vector<int64_t>& group) {
 }  // namespace
 
 Json PlanToJson(const Plan& plan, const std::string& model_source) {
+  return PlanToJson(plan, model_source, ComputeMemory(plan));
+}
+
+Json PlanToJson(const Plan& plan, const std::string& model_source, const MemoryReport& memory) {
   const auto& m = plan.model;
   const auto& t = plan.inventory.totals;
   const auto& d = plan.dims;
@@ -183,13 +187,16 @@ Json PlanToJson(const Plan& plan, const std::string& model_source) {
                            {"per_rank", plan.param_bytes_per_rank}};
   Json training = TrainingToJson(plan.training);
   report["training"] = training;
-  const MemoryReport memory = ComputeMemory(plan);
   report["memory"] = MemoryToJson(memory);
   report["communication"] = CommToJson(ComputeComm(plan, memory.worst_rank));
   return report;
 }
 
 std::string PlanToText(const Plan& plan, const std::string& model_source) {
+  return PlanToText(plan, model_source, ComputeMemory(plan));
+}
+
+std::string PlanToText(const Plan& plan, const std::string& model_source, const MemoryReport& memory) {
   const auto& m = plan.model;
   const auto& t = plan.inventory.totals;
   const auto& d = plan.dims;
@@ -287,7 +294,6 @@ std::string PlanToText(const Plan& plan, const std::string& model_source) {
                        s.stage, s.first_layer, s.last_layer, FormatBytes(s.max_param_bytes), s.worst_rank,
                        FormatBytes(s.min_param_bytes), plan.model.dtype);
   }
-  const MemoryReport memory = ComputeMemory(plan);
   out << MemoryToText(plan, memory);
   out << CommToText(ComputeComm(plan, memory.worst_rank));
   return out.str();

@@ -17,11 +17,14 @@ constexpr const char* kDockyardVersion = "0.1.0";
 
 // The JSON report of a plan. `model_source` is the file the model came from (or "<embedded>").
 Json PlanToJson(const Plan& plan, const std::string& model_source);
+// The same with the plan's memory report already computed (ComputeMemory(plan)).
+Json PlanToJson(const Plan& plan, const std::string& model_source, const MemoryReport& memory);
 
 // The terminal view: model summary, degrees, meshes with example groups, parameters grouped by
 // role (layers folded into ranges), expert ownership, parameter bytes per rank, then
 // MemoryToText and CommToText.
 std::string PlanToText(const Plan& plan, const std::string& model_source);
+std::string PlanToText(const Plan& plan, const std::string& model_source, const MemoryReport& memory);
 
 // Memory per stage (worst rank): kinds, peak, headroom against the budget; the worst rank's
 // breakdown by role.
