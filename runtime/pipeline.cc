@@ -193,6 +193,24 @@ class LayerRank {
     tokens_per_local_expert_ = plan.tokens_per_local_expert;
   }
 
+  // The rows received from `n` peers (dispatched_, rank-major, `recv_counts` [n * L]) go through
+  // the local experts: rank-major -> expert-major permutation, grouped SwiGLU, and back to
+  // rank-major order in combine_in_ for the combine all-to-all.
+  void LocalExperts(const std::vector<int64_t>& recv_counts, int64_t n) {
+    const int64_t L = r_.num_local_experts, D = c_.hidden;
+    PermutePlan plan;
+    Time(kPermute, [&] {
+      plan = RankMajorToExpertMajor(recv_counts, n, L);
+      expert_in_.Resize(plan.total_rows * D);
+      ops_.CopyRowBlocks(dispatched_.data(), expert_in_.data(), plan.blocks, D);
+    });
+    Experts(plan);
+    Time(kUnpermute, [&] {
+      combine_in_.Resize(plan.total_rows * D);
+      ops_.CopyRowBlocks(expert_out_.data(), combine_in_.data(), InverseBlocks(plan.blocks), D);
+    });
+  }
+
   void AllToAllPath(const RouteOrder& order) {
     Communicator& ep = ctx_.group("ep");
     const int64_t n = ep.size(), L = r_.num_local_experts, D = c_.hidden;
@@ -209,17 +227,7 @@ class LayerRank {
       ep.AllToAllSingle(routed_in_.data(), input_splits, dispatched_.data(), output_splits, D);
     });
     sent_rows_ = Total(input_splits) - input_splits[static_cast<size_t>(ep.rank())];
-    PermutePlan plan;
-    Time(kPermute, [&] {
-      plan = RankMajorToExpertMajor(recv_counts, n, L);
-      expert_in_.Resize(plan.total_rows * D);
-      ops_.CopyRowBlocks(dispatched_.data(), expert_in_.data(), plan.blocks, D);
-    });
-    Experts(plan);
-    Time(kUnpermute, [&] {
-      combine_in_.Resize(plan.total_rows * D);
-      ops_.CopyRowBlocks(expert_out_.data(), combine_in_.data(), InverseBlocks(plan.blocks), D);
-    });
+    LocalExperts(recv_counts, n);
     Time(kCombine, [&] {
       routed_out_.Resize(Total(input_splits) * D);
       ep.AllToAllSingle(combine_in_.data(), output_splits, routed_out_.data(), input_splits, D);
@@ -267,17 +275,7 @@ class LayerRank {
       iep.AllToAllSingle(outer_in_.data(), input_splits, dispatched_.data(), output_splits, D);
     });
     sent_rows_ = Total(input_splits) - input_splits[static_cast<size_t>(iep.rank())];
-    PermutePlan plan;
-    Time(kPermute, [&] {
-      plan = RankMajorToExpertMajor(iep_recv_counts, ni, L);
-      expert_in_.Resize(plan.total_rows * D);
-      ops_.CopyRowBlocks(dispatched_.data(), expert_in_.data(), plan.blocks, D);
-    });
-    Experts(plan);
-    Time(kUnpermute, [&] {
-      combine_in_.Resize(plan.total_rows * D);
-      ops_.CopyRowBlocks(expert_out_.data(), combine_in_.data(), InverseBlocks(plan.blocks), D);
-    });
+    LocalExperts(iep_recv_counts, ni);
     Time(kCombine, [&] {
       outer_out_.Resize(dplan.total_rows * D);
       iep.AllToAllSingle(combine_in_.data(), output_splits, outer_out_.data(), input_splits, D);
