@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <memory>
 #include <optional>
 #include <string>
 #include <sys/stat.h>
@@ -21,6 +22,8 @@
 #include "planner/routing.h"
 #include "runtime/config.h"
 #include "runtime/cpu/cpu_backend.h"
+#include "runtime/cuda/cuda_backend.h"
+#include "runtime/cuda/launch.h"
 #include "runtime/run.h"
 
 namespace dockyard {
@@ -50,6 +53,7 @@ struct CliOptions {
   std::string backend = "cpu", dispatcher = "all_to_all", oep, gpus_per_node;
   std::string tokens_per_rank = "64", routing, layer, iters = "3", warmup = "1", seed = "0", atol, rtol;
   std::string json_path, fault, plan_path;
+  std::string gemm_precision = "fp32", grouped_gemm = "grouped", nccl_id_dir;
   bool dispatcher_given = false, convention_given = false;
   std::vector<std::string> argv;  // the command line, recorded in the report
 };
@@ -139,9 +143,35 @@ void CheckPlacementsMatch(const Plan& plan, const PlanFile& f, const std::string
   }
 }
 
-int Run(const CliOptions& o, bool json_given, std::ostream& out, std::ostream& err) {
+int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream& err) {
+  CliOptions o = o_in;
+  runtime::LaunchInfo launch;
   if (o.backend == "cuda") {
-    throw Error("this dockyard-run was built without the CUDA backend (--backend cuda); use --backend cpu");
+    if (!runtime::cuda::CudaBackendCompiled()) {
+      throw Error("this dockyard-run was built without the CUDA backend (--backend cuda): no CUDA toolkit was found at "
+                  "build time; use --backend cpu");
+    }
+    launch = runtime::LaunchFromEnv([](const char* name) { return std::getenv(name); });
+    // Looser defaults where the expert GEMMs round their inputs (kernels/grouped_gemm.h).
+    if (o.gemm_precision == "bf16") {
+      if (o.atol.empty()) o.atol = "5e-3";
+      if (o.rtol.empty()) o.rtol = "5e-2";
+    } else if (o.gemm_precision == "tf32") {
+      if (o.atol.empty()) o.atol = "1e-3";
+      if (o.rtol.empty()) o.rtol = "1e-2";
+    }
+    if (launch.multi_process()) {
+      // One report per process: "{rank}" in --json becomes this process's rank.
+      for (size_t at = o.json_path.find("{rank}"); at != std::string::npos; at = o.json_path.find("{rank}")) {
+        o.json_path.replace(at, 6, std::to_string(launch.rank));
+      }
+    }
+  } else {
+    for (const auto& [flag, given] : {std::pair{"--gemm-precision", o.gemm_precision != "fp32"},
+                                      std::pair{"--grouped-gemm", o.grouped_gemm != "grouped"},
+                                      std::pair{"--nccl-id-dir", !o.nccl_id_dir.empty()}}) {
+      if (given) throw UsageError(fmt::format("{} applies to --backend cuda only", flag));
+    }
   }
   std::optional<PlanFile> plan_file;
   if (!o.plan_path.empty()) {
@@ -223,8 +253,18 @@ int Run(const CliOptions& o, bool json_given, std::ostream& out, std::ostream& e
   if (plan_file) CheckPlacementsMatch(plan, *plan_file, o.plan_path);
   // Everything that can be rejected is rejected before any thread starts.
   const runtime::RunConfig config = runtime::MakeRunConfig(plan, run);
-  runtime::cpu::CpuBackend backend;
-  const runtime::RunReport report = runtime::RunMoeLayer(config, backend);
+  std::unique_ptr<runtime::Backend> backend;
+  if (o.backend == "cuda") {
+    runtime::cuda::CudaBackendOptions co;
+    co.precision = o.gemm_precision;
+    co.gemm_path = o.grouped_gemm;
+    co.launch = launch;
+    co.nccl_id_dir = o.nccl_id_dir;
+    backend = runtime::cuda::MakeCudaBackend(co);
+  } else {
+    backend = std::make_unique<runtime::cpu::CpuBackend>();
+  }
+  const runtime::RunReport report = runtime::RunMoeLayer(config, *backend);
 
   if (json_given) {
     Json j = runtime::RunReportToJson(report, model_path);
@@ -297,6 +337,14 @@ int RunRunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   app.add_option("--pp", o.pp, "pipeline parallel degree (default 1); the stage holding --layer runs");
   app.add_option("--convention", o.convention, "rank-group convention")->check(CLI::IsMember({"torchtitan", "megatron"}));
   app.add_option("--backend", o.backend, "cpu | cuda (default cpu)")->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option("--gemm-precision", o.gemm_precision,
+                 "cuda: expert GEMM precision fp32 | tf32 | bf16 (bf16 inputs, fp32 accumulation; default fp32)")
+      ->check(CLI::IsMember({"fp32", "tf32", "bf16"}));
+  app.add_option("--grouped-gemm", o.grouped_gemm,
+                 "cuda: grouped (cublasGemmGroupedBatchedEx) | loop (cublasGemmEx per expert) (default grouped)")
+      ->check(CLI::IsMember({"grouped", "loop"}));
+  app.add_option("--nccl-id-dir", o.nccl_id_dir,
+                 "cuda, one process per GPU (torchrun/srun/mpirun): a directory every process sees, for the NCCL ids");
   app.add_option("--dispatcher", o.dispatcher, "all_to_all | deredundency (default all_to_all)")
       ->check(CLI::IsMember({"all_to_all", "deredundency"}));
   app.add_option("--oep", o.oep, "deredundency outer EP size (default: the nodes an EP group spans)");
@@ -309,7 +357,8 @@ int RunRunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   app.add_option("--seed", o.seed, "seed of tokens, weights and sampled routing (default 0)");
   app.add_option("--atol", o.atol, "absolute tolerance (default 1e-4)");
   app.add_option("--rtol", o.rtol, "relative tolerance (default 1e-3): wrong when |out - ref| > atol + rtol |ref|");
-  app.add_option("--json", o.json_path, "write the JSON report to PATH ('-' = stdout, replaces the tables)");
+  app.add_option("--json", o.json_path, "write the JSON report to PATH ('-' = stdout, replaces the tables); "
+                                        "'{rank}' in PATH becomes the process's rank in a multi-process launch");
   // A testing aid, not in --help: a deliberate ownership mistake that validation must catch.
   app.add_option("--inject-fault", o.fault, "")->group("")->check(CLI::IsMember({"wrong-expert"}));
 

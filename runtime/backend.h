@@ -309,6 +309,13 @@ class Backend {
   // rank throws, the others are released from their collectives and the first error is
   // rethrown (a dockyard::Error names the rank).
   virtual void RunRanks(const std::vector<RankSpec>& ranks, const RankBody& body) = 0;
+  // Whether RunRanks runs ranks[index] in this process (of `total`). All of them, except in a
+  // multi-process launch of the CUDA backend (one process per GPU runs its own rank only).
+  virtual bool RunsRankIndex(size_t index, size_t total) const {
+    (void)index;
+    (void)total;
+    return true;
+  }
 };
 
 }  // namespace dockyard::runtime

@@ -34,6 +34,14 @@
 #include <cmath>
 #include <cstdint>
 
+// The generators are also compiled by nvcc for the CUDA kernels (kernels/), which must produce
+// the same bits as the host.
+#if defined(__CUDACC__)
+#define DOCKYARD_HD __host__ __device__
+#else
+#define DOCKYARD_HD
+#endif
+
 namespace dockyard::runtime {
 
 enum Matrix : int64_t {
@@ -49,25 +57,25 @@ enum Matrix : int64_t {
 };
 
 // splitmix64's output function (Steele, Lea, Flood 2014).
-inline uint64_t Mix64(uint64_t z) {
+DOCKYARD_HD inline uint64_t Mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
 }
 
-inline uint64_t HashCombine(uint64_t h, uint64_t v) { return Mix64(h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2))); }
+DOCKYARD_HD inline uint64_t HashCombine(uint64_t h, uint64_t v) { return Mix64(h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2))); }
 
 // int32 of the bits, times 2^-31: [-1, 1] (INT32_MAX rounds up to 2^31 in fp32).
-inline float BitsToUnit(uint32_t bits) { return static_cast<float>(static_cast<int32_t>(bits)) * 0x1p-31f; }
+DOCKYARD_HD inline float BitsToUnit(uint32_t bits) { return static_cast<float>(static_cast<int32_t>(bits)) * 0x1p-31f; }
 
-inline uint64_t TokenKey(uint64_t seed, int64_t source) {
+DOCKYARD_HD inline uint64_t TokenKey(uint64_t seed, int64_t source) {
   return HashCombine(HashCombine(Mix64(seed ^ 0x746f6b656e73ULL), 0x78ULL), static_cast<uint64_t>(source));
 }
 // Element `index` (= token * hidden + d) of a source's tokens.
-inline float TokenValueAt(uint64_t key, int64_t index) {
+DOCKYARD_HD inline float TokenValueAt(uint64_t key, int64_t index) {
   return BitsToUnit(static_cast<uint32_t>(Mix64(key + static_cast<uint64_t>(index) * 0x9e3779b97f4a7c15ULL) >> 32));
 }
-inline float TokenValue(uint64_t seed, int64_t source, int64_t token, int64_t d, int64_t hidden) {
+DOCKYARD_HD inline float TokenValue(uint64_t seed, int64_t source, int64_t token, int64_t d, int64_t hidden) {
   return TokenValueAt(TokenKey(seed, source), token * hidden + d);
 }
 
@@ -75,7 +83,7 @@ struct RowStream {
   uint32_t alpha = 0, beta = 0, gamma = 0;
 };
 
-inline RowStream MakeRowStream(uint64_t seed, int64_t layer, int64_t matrix, int64_t expert, int64_t row) {
+DOCKYARD_HD inline RowStream MakeRowStream(uint64_t seed, int64_t layer, int64_t matrix, int64_t expert, int64_t row) {
   uint64_t h = HashCombine(Mix64(seed ^ 0x77656967687473ULL), static_cast<uint64_t>(layer));
   h = HashCombine(h, static_cast<uint64_t>(matrix));
   h = HashCombine(h, static_cast<uint64_t>(expert));
@@ -85,17 +93,17 @@ inline RowStream MakeRowStream(uint64_t seed, int64_t layer, int64_t matrix, int
 }
 
 // bits(c) in closed form (mod 2^32 throughout: unsigned wrap-around is the definition).
-inline uint32_t RowBits(const RowStream& s, int64_t col) {
+DOCKYARD_HD inline uint32_t RowBits(const RowStream& s, int64_t col) {
   const uint64_t c = static_cast<uint64_t>(col);
   const uint32_t tri = static_cast<uint32_t>(c == 0 ? 0 : (c * (c - 1)) / 2);
   return s.beta + static_cast<uint32_t>(c) * s.alpha + tri * s.gamma;
 }
 // The increment bits(c + 1) - bits(c) = alpha + c * gamma.
-inline uint32_t RowDelta(const RowStream& s, int64_t col) {
+DOCKYARD_HD inline uint32_t RowDelta(const RowStream& s, int64_t col) {
   return s.alpha + static_cast<uint32_t>(static_cast<uint64_t>(col)) * s.gamma;
 }
 
-inline float WeightValue(uint64_t seed, int64_t layer, int64_t matrix, int64_t expert, int64_t row, int64_t col,
+DOCKYARD_HD inline float WeightValue(uint64_t seed, int64_t layer, int64_t matrix, int64_t expert, int64_t row, int64_t col,
                          float scale) {
   return scale * BitsToUnit(RowBits(MakeRowStream(seed, layer, matrix, expert, row), col));
 }

@@ -75,6 +75,8 @@ RunReport RunMoeLayer(const RunConfig& c, Backend& backend) {
   report.tokens_per_expert = ref.tokens_per_expert;
 
   for (size_t i = 0; i < results.size(); ++i) {
+    // A multi-process launch checks and reports the ranks this process ran.
+    if (!backend.RunsRankIndex(i, results.size())) continue;
     const RankResult& got = results[i];
     RankReport r;
     r.rank = got.rank;

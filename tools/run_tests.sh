@@ -10,7 +10,7 @@ trap 'rm -f "$marker"' EXIT
 bazel test --nocache_test_results --test_output=errors //... 2>&1 | grep -v -E '^(INFO: From |  exec env|    [A-Z_]+=)' 
 status=${PIPESTATUS[0]}
 
-passed=0 failed=0
+passed=0 failed=0 skipped=0
 testlogs="$(bazel info bazel-testlogs 2>/dev/null)"
 for target in $(bazel query 'tests(//...)' 2>/dev/null); do
   rel="${target#//}"; rel="${rel/://}"
@@ -20,7 +20,9 @@ for target in $(bazel query 'tests(//...)' 2>/dev/null); do
   if [ -n "$line" ]; then
     p=$(echo "$line" | sed -E 's/.*\| *([0-9]+) passed.*/\1/')
     f=$(echo "$line" | sed -E 's/.*\| *([0-9]+) failed.*/\1/')
-    passed=$((passed + p)); failed=$((failed + f))
+    k=$(echo "$line" | sed -E 's/.*\| *([0-9]+) skipped.*/\1/')
+    case "$k" in *[!0-9]*|"") k=0 ;; esac
+    passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + k))
   else
     echo "no doctest summary for $target (did not build or crashed): counted as 1 failed" >&2
     failed=$((failed + 1))
@@ -35,5 +37,7 @@ case "${EXTRA_FAILED:-0}" in
   *[!0-9]*) echo "EXTRA_FAILED='${EXTRA_FAILED}' is not a count: counted as 1 failed" >&2; failed=$((failed + 1)) ;;
   *) failed=$((failed + 10#${EXTRA_FAILED:-0})) ;;
 esac
+# Skipped cases (GPU tests on a machine without a GPU) are counted apart, never as passed.
+echo "${skipped} skipped (GPU test cases without a GPU; counted neither passed nor failed)"
 echo "${passed} passed, ${failed} failed"
 [ "$failed" -eq 0 ]
