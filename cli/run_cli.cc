@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "cli/flags.h"
+#include "planner/cluster.h"
 #include "planner/error.h"
 #include "planner/file_util.h"
 #include "planner/model_spec.h"
@@ -24,6 +25,7 @@
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/cuda/cuda_backend.h"
 #include "runtime/cuda/launch.h"
+#include "runtime/replay.h"
 #include "runtime/run.h"
 
 namespace dockyard {
@@ -54,6 +56,7 @@ struct CliOptions {
   std::string tokens_per_rank = "64", routing, layer, iters = "3", warmup = "1", seed = "0", atol, rtol;
   std::string json_path, fault, plan_path;
   std::string gemm_precision = "fp32", grouped_gemm = "grouped", nccl_id_dir;
+  std::string replay_rank, cluster, seq_len;
   bool dispatcher_given = false, convention_given = false;
   std::vector<std::string> argv;  // the command line, recorded in the report
 };
@@ -141,6 +144,65 @@ void CheckPlacementsMatch(const Plan& plan, const PlanFile& f, const std::string
                               plan.inventory.params[i].fqn, rebuilt.dump()));
     }
   }
+}
+
+std::unique_ptr<runtime::Backend> MakeBackend(const CliOptions& o, const runtime::LaunchInfo& launch) {
+  if (o.backend != "cuda") return std::make_unique<runtime::cpu::CpuBackend>();
+  runtime::cuda::CudaBackendOptions co;
+  co.precision = o.gemm_precision;
+  co.gemm_path = o.grouped_gemm;
+  co.launch = launch;
+  co.nccl_id_dir = o.nccl_id_dir;
+  return runtime::cuda::MakeCudaBackend(co);
+}
+
+void WriteOutput(const std::string& path, const std::string& text, std::ostream& out) {
+  if (path == "-") {
+    out << text;
+  } else {
+    WriteFileAtomically(path, text);
+  }
+}
+
+// --replay-rank: one rank's share of the plan on one device (runtime/replay.h).
+int RunReplay(const CliOptions& o, const Plan& plan, const runtime::RunOptions& run, const runtime::LaunchInfo& launch,
+              const std::string& model_path, bool json_given, std::ostream& out, std::ostream& err) {
+  if (launch.multi_process()) throw UsageError("--replay-rank runs on one GPU: start it without torchrun/srun/mpirun");
+  runtime::ReplayOptions ro;
+  ro.rank = *ParseInt("--replay-rank", o.replay_rank);
+  if (ro.rank < 0 || ro.rank >= plan.dims.world_size) {
+    throw Error(fmt::format("--replay-rank must be in [0, {}) (the plan's world size), got {}", plan.dims.world_size, ro.rank));
+  }
+  if (run.routing) ro.routing = *run.routing;
+  ro.routing.seed = run.seed;
+  ro.seed = run.seed;
+  ro.iters = run.iters;
+  ro.warmup = run.warmup;
+  ro.atol = run.atol;
+  ro.rtol = run.rtol;
+  ro.cluster = LoadCluster(o.cluster.empty() ? "h100-sxm" : o.cluster);
+  if (o.backend != "cuda") ro.weight_block_bytes = run.weight_block_bytes;  // CPU: blocks sized for L2
+  const std::unique_ptr<runtime::Backend> backend = MakeBackend(o, launch);
+  const runtime::ReplayReport report = runtime::ReplayRank(plan, ro, *backend);
+  if (json_given) {
+    Json j = runtime::ReplayReportToJson(report);
+    std::vector<std::string> inputs = {model_path};
+    if (!o.plan_path.empty()) inputs.push_back(o.plan_path);
+    if (o.routing.rfind("trace:", 0) == 0) inputs.push_back(o.routing.substr(6));
+    if (!o.cluster.empty() && o.cluster.find('/') != std::string::npos) inputs.push_back(o.cluster);
+    j["provenance"] = Provenance(o.argv, inputs);
+    WriteOutput(o.json_path, j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n", out);
+  }
+  if (!json_given || o.json_path != "-") {
+    out << runtime::ReplayReportToText(report);
+    if (json_given) out << "JSON report written to " << o.json_path << "\n";
+  }
+  if (!report.passed()) {
+    err << fmt::format("dockyard-run: validation failed: {} of {} checked elements differ from the reference\n", report.wrong,
+                       report.checked);
+    return 3;
+  }
+  return 0;
 }
 
 int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream& err) {
@@ -236,6 +298,13 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
   run.dispatcher = training.dispatcher;
   if (run.oep) training.oep = *run.oep;
   if (auto g = ParseInt("--gpus-per-node", o.gpus_per_node)) training.gpus_per_node = *g;
+  if (auto s = ParseInt("--seq-len", o.seq_len)) {
+    if (o.replay_rank.empty()) throw UsageError("--seq-len applies to --replay-rank only (the run's tokens: --tokens-per-rank)");
+    training.seq_len = *s;
+  }
+  if (!o.cluster.empty() && o.replay_rank.empty()) {
+    throw UsageError("--cluster applies to --replay-rank only (its dispatch and combine come from the cost model)");
+  }
   ValidateTraining(training, "--");
   if (plan_file && !run.routing && !plan_file->routing.empty()) {
     // A simulate plan carries the routing its predictions assumed: run with the same.
@@ -251,19 +320,10 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
     throw Error(fmt::format("{}: /parallel: {}", o.plan_path, e.what()));
   }
   if (plan_file) CheckPlacementsMatch(plan, *plan_file, o.plan_path);
+  if (!o.replay_rank.empty()) return RunReplay(o, plan, run, launch, model_path, json_given, out, err);
   // Everything that can be rejected is rejected before any thread starts.
   const runtime::RunConfig config = runtime::MakeRunConfig(plan, run);
-  std::unique_ptr<runtime::Backend> backend;
-  if (o.backend == "cuda") {
-    runtime::cuda::CudaBackendOptions co;
-    co.precision = o.gemm_precision;
-    co.gemm_path = o.grouped_gemm;
-    co.launch = launch;
-    co.nccl_id_dir = o.nccl_id_dir;
-    backend = runtime::cuda::MakeCudaBackend(co);
-  } else {
-    backend = std::make_unique<runtime::cpu::CpuBackend>();
-  }
+  const std::unique_ptr<runtime::Backend> backend = MakeBackend(o, launch);
   const runtime::RunReport report = runtime::RunMoeLayer(config, *backend);
 
   if (json_given) {
@@ -345,6 +405,11 @@ int RunRunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
       ->check(CLI::IsMember({"grouped", "loop"}));
   app.add_option("--nccl-id-dir", o.nccl_id_dir,
                  "cuda, one process per GPU (torchrun/srun/mpirun): a directory every process sees, for the NCCL ids");
+  app.add_option("--replay-rank", o.replay_rank,
+                 "single-GPU replay: run only this rank's share of the plan (its experts, the rows routing sends it) on "
+                 "one device; dispatch/combine from the cost model (docs/runtime.md)");
+  app.add_option("--cluster", o.cluster, "replay: cluster preset or JSON for the cost model (default h100-sxm)");
+  app.add_option("--seq-len", o.seq_len, "replay: tokens per sequence of the plan's workload (default: the plan's)");
   app.add_option("--dispatcher", o.dispatcher, "all_to_all | deredundency (default all_to_all)")
       ->check(CLI::IsMember({"all_to_all", "deredundency"}));
   app.add_option("--oep", o.oep, "deredundency outer EP size (default: the nodes an EP group spans)");

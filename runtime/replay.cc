@@ -1,0 +1,356 @@
+// Single-GPU replay of one rank's share of a plan (replay.h).
+#include "runtime/replay.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "planner/cost.h"
+#include "planner/error.h"
+#include "planner/workload.h"
+#include "runtime/config.h"
+#include "runtime/cpu/cpu_backend.h"
+#include "runtime/cpu/cpu_ops.h"
+#include "runtime/data.h"
+#include "runtime/dispatch.h"
+#include "runtime/expert_ffn.h"
+
+namespace dockyard::runtime {
+namespace {
+
+enum Phase { kRouter, kPermute, kGroupedGemm, kWeightGen, kUnpermute, kSharedExperts, kNumMeasured };
+const char* const kMeasuredNames[kNumMeasured] = {"router",    "permute",        "grouped_gemm",
+                                                  "weight_gen", "unpermute", "shared_experts"};
+
+const PhaseCost* FindPhase(const CostBreakdown& cost, const std::string& name) {
+  for (const PhaseCost& p : cost.phases) {
+    if (p.name == name && p.layer_kind == "moe" && p.direction == "forward") return &p;
+  }
+  return nullptr;
+}
+
+double PredictedFor(const CostBreakdown& cost, const std::string& name, int64_t ep_rank) {
+  const PhaseCost* p = FindPhase(cost, name);
+  if (p == nullptr) return -1;
+  if (!p->per_ep_rank_us.empty() && ep_rank < static_cast<int64_t>(p->per_ep_rank_us.size())) {
+    return p->per_ep_rank_us[static_cast<size_t>(ep_rank)];
+  }
+  return p->time_us;
+}
+
+}  // namespace
+
+ReplayReport ReplayRank(const Plan& plan, const ReplayOptions& o, Backend& backend) {
+  if (o.iters < 1) throw Error(fmt::format("replay: iters must be >= 1, got {}", o.iters));
+  if (o.warmup < 0) throw Error(fmt::format("replay: warmup must be >= 0, got {}", o.warmup));
+  if (o.check_rows < 0) throw Error(fmt::format("replay: check_rows must be >= 0, got {}", o.check_rows));
+  if (o.weight_block_bytes < 1) throw Error(fmt::format("replay: weight block bytes must be >= 1, got {}", o.weight_block_bytes));
+  const Workload w = ComputeWorkload(plan);
+  const int64_t T = w.routed_tokens;
+  RunOptions ro;
+  ro.tokens_per_rank = T;
+  ro.seed = o.seed;
+  ro.iters = o.iters;
+  ro.warmup = o.warmup;
+  const RunConfig c = MakeRunConfig(plan, ro);
+  const auto rit = std::find_if(c.ranks.begin(), c.ranks.end(), [&](const RankConfig& r) { return r.rank == o.rank; });
+  if (rit == c.ranks.end()) {
+    throw Error(fmt::format("--replay-rank {}: not a rank of pipeline stage {}, which holds layer {} (ranks {}..{})", o.rank,
+                            c.stage, c.layer, c.ranks.front().rank, c.ranks.back().rank));
+  }
+  const RankConfig& r = *rit;
+  const int64_t E = c.num_experts, k = c.top_k, D = c.hidden, ep = c.ep, L = r.num_local_experts, e = r.ep_index;
+
+  // Rows this rank receives, per (source EP rank, local expert): the planner's routing stream.
+  const RoutingModel model = PrepareRouting(o.routing, E, k, 1);
+  std::vector<int32_t> own;
+  std::vector<int64_t> recv_counts(static_cast<size_t>(ep * L), 0);
+  for (int64_t s = 0; s < ep; ++s) {
+    std::vector<int32_t> experts = SampleTokenExperts(model, 0, s, T);
+    for (int32_t x : experts) {
+      if (x >= r.first_expert && x < r.first_expert + L) ++recv_counts[static_cast<size_t>(s * L + (x - r.first_expert))];
+    }
+    if (s == e) own = std::move(experts);
+  }
+  // The cost model on the same sample (routed tokens T, the plan's dispatcher).
+  const int64_t oep = plan.training.dispatcher == "deredundency" && ep > 1 ? DeredundencyOep(plan) : 1;
+  const RoutingResult sampled = SampleRouting(model, ep, T, oep);
+  const CostBreakdown cost = SimulateStep(plan, o.cluster, sampled);
+
+  ReplayReport rep;
+  rep.backend = backend.name();
+  rep.model_name = c.model_name;
+  rep.rank = o.rank;
+  rep.ep = ep;
+  rep.ep_rank = e;
+  rep.first_expert = r.first_expert;
+  rep.num_local_experts = L;
+  rep.f_begin = r.f_begin;
+  rep.f_end = r.f_end;
+  rep.tokens = T;
+  rep.top_k = k;
+  rep.rows_per_local_expert.assign(static_cast<size_t>(L), 0);
+  for (int64_t s = 0; s < ep; ++s) {
+    for (int64_t j = 0; j < L; ++j) rep.rows_per_local_expert[static_cast<size_t>(j)] += recv_counts[static_cast<size_t>(s * L + j)];
+  }
+  for (int64_t j = 0; j < L; ++j) {
+    const int64_t want = sampled.layers.front().rows_per_local_expert[static_cast<size_t>(e * L + j)];
+    if (want != rep.rows_per_local_expert[static_cast<size_t>(j)]) {
+      throw Error(fmt::format("replay: local expert {} receives {} rows by token sampling but {} in the routing matrices",
+                              j, rep.rows_per_local_expert[static_cast<size_t>(j)], want));
+    }
+  }
+  rep.received_rows = std::accumulate(rep.rows_per_local_expert.begin(), rep.rows_per_local_expert.end(), int64_t{0});
+  rep.imbalance = T * k > 0 ? static_cast<double>(rep.received_rows) / static_cast<double>(T * k) : 1.0;
+
+  // Own slots sorted by expert (stable): gather index = the slot's token; row_of_slot inverts it.
+  const int64_t slots = T * k;
+  std::vector<int64_t> order(static_cast<size_t>(slots));
+  std::iota(order.begin(), order.end(), int64_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return own[static_cast<size_t>(a)] < own[static_cast<size_t>(b)]; });
+  std::vector<int64_t> gather_idx(static_cast<size_t>(slots)), row_of_slot(static_cast<size_t>(slots));
+  for (int64_t i = 0; i < slots; ++i) {
+    gather_idx[static_cast<size_t>(i)] = order[static_cast<size_t>(i)] / k;
+    row_of_slot[static_cast<size_t>(order[static_cast<size_t>(i)])] = i;
+  }
+  const PermutePlan pp = RankMajorToExpertMajor(recv_counts, ep, L);
+  const std::vector<RowBlock> inverse = InverseBlocks(pp.blocks);
+  const int64_t R = pp.total_rows;
+  const bool shared = c.shared_intermediate > 0 && r.shared_mode != SharedMode::kNone;
+
+  std::vector<double> seconds(kNumMeasured, 0.0);
+  std::vector<float> recv_host, in_host, out_host;
+  backend.RunRanks({RankSpec{o.rank, {}}}, [&](RankContext& ctx) {
+    Device& dev = ctx.device();
+    ComputeOps& ops = ctx.ops();
+    DeviceArray<float> x(&dev, T * D), router_w(&dev, E * D), scores(&dev, T * E), routed(&dev, slots * D),
+        recv(&dev, R * D), expert_in(&dev, R * D), expert_out(&dev, R * D), combine_in(&dev, R * D),
+        weights(&dev, slots), out(&dev, T * D), shared_out(&dev, T * D);
+    DeviceArray<int64_t> topk(&dev, T * k), d_gather(&dev), d_row_of_slot(&dev);
+    d_gather.CopyFromHost(gather_idx);
+    d_row_of_slot.CopyFromHost(row_of_slot);
+    ops.FillTokens(o.seed, r.source, 0, T, D, x.data());
+    // The received rows are other ranks' tokens: any values; a source id no rank uses.
+    ops.FillTokens(o.seed, int64_t{1} << 40 | o.rank, 0, R, D, recv.data());
+    WeightRowsArgs wr;
+    wr.seed = o.seed;
+    wr.layer = c.layer;
+    wr.matrix = kMatrixRouter;
+    wr.row_end = E;
+    wr.col_end = D;
+    wr.scale = RouterScale(D);
+    wr.out = router_w.data();
+    ops.FillWeightRows(wr);
+    ops.Fill(weights.data(), 1.0f / static_cast<float>(k), slots);
+    FfnWorkspace ws(&dev), shared_ws(&dev);
+
+    const auto time = [&](Phase p, bool timed, auto&& fn) {
+      dev.Synchronize();
+      const auto t0 = std::chrono::steady_clock::now();
+      fn();
+      dev.Synchronize();
+      if (timed) seconds[p] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    };
+    for (int64_t it = 0; it < o.warmup + o.iters; ++it) {
+      const bool timed = it >= o.warmup;
+      time(kRouter, timed, [&] {
+        const int64_t offsets[2] = {0, T};
+        const float* b[1] = {router_w.data()};
+        GroupedGemmArgs g;
+        g.num_groups = 1;
+        g.offsets = offsets;
+        g.n = E;
+        g.k = D;
+        g.a = x.data();
+        g.lda = D;
+        g.b = b;
+        g.ldb = D;
+        g.c = scores.data();
+        g.ldc = E;
+        ops.GroupedGemm(g);
+        if (c.sigmoid_scores) {
+          ops.Sigmoid(scores.data(), T * E);
+        } else {
+          ops.Softmax(scores.data(), T, E);
+        }
+        ops.TopK(scores.data(), T, E, k, topk.data());
+      });
+      time(kPermute, timed, [&] {
+        ops.GatherRows(x.data(), d_gather.data(), slots, D, routed.data());
+        ops.CopyRowBlocks(recv.data(), expert_in.data(), pp.blocks, D);
+      });
+      FfnArgs a;
+      a.seed = o.seed;
+      a.layer = c.layer;
+      a.hidden = D;
+      a.intermediate = c.moe_intermediate;
+      a.matrix_gate = kMatrixGate;
+      a.matrix_up = kMatrixUp;
+      a.matrix_down = kMatrixDown;
+      for (int64_t j = 0; j < L; ++j) a.experts.push_back(r.first_expert + j);
+      a.offsets = pp.expert_offsets;
+      a.f_begin = r.f_begin;
+      a.f_end = r.f_end;
+      a.x = expert_in.data();
+      a.out = expert_out.data();
+      a.block_bytes = o.weight_block_bytes;
+      double gen = 0;
+      time(kGroupedGemm, timed, [&] { gen = RunSwiGluFfn(ops, dev, a, ws); });
+      if (timed) {
+        seconds[kGroupedGemm] -= gen;
+        seconds[kWeightGen] += gen;
+      }
+      time(kUnpermute, timed, [&] {
+        ops.CopyRowBlocks(expert_out.data(), combine_in.data(), inverse, D);
+        ops.WeightedCombine(routed.data(), d_row_of_slot.data(), weights.data(), T, k, D, out.data());
+      });
+      if (shared) {
+        FfnArgs s;
+        s.seed = o.seed;
+        s.layer = c.layer;
+        s.hidden = D;
+        s.intermediate = c.shared_intermediate;
+        s.matrix_gate = kMatrixSharedGate;
+        s.matrix_up = kMatrixSharedUp;
+        s.matrix_down = kMatrixSharedDown;
+        s.experts = {0};
+        s.offsets = {0, T};
+        s.f_begin = r.shared_f_begin;
+        s.f_end = r.shared_f_end;
+        s.x = x.data();
+        s.out = shared_out.data();
+        s.block_bytes = o.weight_block_bytes;
+        double sgen = 0;
+        time(kSharedExperts, timed, [&] { sgen = RunSwiGluFfn(ops, dev, s, shared_ws); });
+        if (timed) {
+          seconds[kSharedExperts] -= sgen;
+          seconds[kWeightGen] += sgen;
+        }
+      }
+    }
+    recv_host = recv.ToHost();
+    in_host = expert_in.ToHost();
+    out_host = expert_out.ToHost();
+  });
+
+  // Validation on the CPU: the permutation exactly, the expert MLP within tolerance.
+  cpu::CpuDevice cpu_dev;
+  cpu::CpuOps cpu_ops;
+  FfnWorkspace cpu_ws(&cpu_dev);
+  const std::vector<int64_t> src_of_dst = ExpandToRowIndices(pp.blocks);
+  for (int64_t j = 0; j < L; ++j) {
+    const int64_t begin = pp.expert_offsets[static_cast<size_t>(j)], end = pp.expert_offsets[static_cast<size_t>(j + 1)];
+    std::vector<int64_t> rows;
+    for (int64_t i = begin; i < end; ++i) {
+      if (i < begin + o.check_rows || i >= end - o.check_rows) rows.push_back(i);
+    }
+    if (rows.empty()) continue;
+    std::vector<float> xin(rows.size() * static_cast<size_t>(D)), ref(rows.size() * static_cast<size_t>(D));
+    for (size_t q = 0; q < rows.size(); ++q) {
+      const int64_t i = rows[q];
+      for (int64_t d = 0; d < D; ++d) {
+        const float permuted = in_host[static_cast<size_t>(i * D + d)];
+        const float source = recv_host[static_cast<size_t>(src_of_dst[static_cast<size_t>(i)] * D + d)];
+        if (std::memcmp(&permuted, &source, sizeof(float)) != 0) ++rep.wrong;  // permute is a copy: exact
+        xin[q * static_cast<size_t>(D) + static_cast<size_t>(d)] = permuted;
+      }
+    }
+    FfnArgs a;
+    a.seed = o.seed;
+    a.layer = c.layer;
+    a.hidden = D;
+    a.intermediate = c.moe_intermediate;
+    a.matrix_gate = kMatrixGate;
+    a.matrix_up = kMatrixUp;
+    a.matrix_down = kMatrixDown;
+    a.experts = {r.first_expert + j};
+    a.offsets = {0, static_cast<int64_t>(rows.size())};
+    a.f_begin = r.f_begin;
+    a.f_end = r.f_end;
+    a.x = xin.data();
+    a.out = ref.data();
+    RunSwiGluFfn(cpu_ops, cpu_dev, a, cpu_ws);
+    for (size_t q = 0; q < rows.size(); ++q) {
+      for (int64_t d = 0; d < D; ++d) {
+        const double got = out_host[static_cast<size_t>(rows[q] * D + d)], want = ref[q * static_cast<size_t>(D) + static_cast<size_t>(d)];
+        const double err = std::fabs(got - want);
+        ++rep.checked;
+        if (!std::isfinite(got) || err > o.atol + o.rtol * std::fabs(want)) ++rep.wrong;
+        if (std::isfinite(err)) rep.max_abs_error = std::max(rep.max_abs_error, err);
+      }
+    }
+  }
+
+  const auto add = [&](const std::string& name, double us, const std::string& source) {
+    rep.phases.push_back({name, us, source, PredictedFor(cost, name, e)});
+    rep.layer_forward_us += us;
+  };
+  const double iters = static_cast<double>(o.iters);
+  add("router", seconds[kRouter] * 1e6 / iters, "measured");
+  add("permute", seconds[kPermute] * 1e6 / iters, "measured");
+  add("dispatch", std::max(0.0, PredictedFor(cost, "dispatch", e)), "cost model");
+  add("grouped_gemm", seconds[kGroupedGemm] * 1e6 / iters, "measured");
+  add("unpermute", seconds[kUnpermute] * 1e6 / iters, "measured");
+  add("combine", std::max(0.0, PredictedFor(cost, "combine", e)), "cost model");
+  if (shared) add("shared_experts", seconds[kSharedExperts] * 1e6 / iters, "measured");
+  // Weight generation is a cost of the replay (weights are generated, not loaded): reported,
+  // not part of the layer's time.
+  rep.phases.push_back({"weight_gen", seconds[kWeightGen] * 1e6 / iters, "measured (not in the layer)", -1});
+  return rep;
+}
+
+Json ReplayReportToJson(const ReplayReport& r) {
+  Json phases = Json::array();
+  for (const ReplayPhase& p : r.phases) {
+    Json j = {{"name", p.name}, {"time_us", p.time_us}, {"source", p.source}};
+    j["predicted_us"] = p.predicted_us >= 0 ? Json(p.predicted_us) : Json(nullptr);
+    phases.push_back(j);
+  }
+  return Json{{"replay",
+               {{"backend", r.backend},
+                {"model", r.model_name},
+                {"rank", r.rank},
+                {"ep", r.ep},
+                {"ep_rank", r.ep_rank},
+                {"first_expert", r.first_expert},
+                {"num_local_experts", r.num_local_experts},
+                {"f_begin", r.f_begin},
+                {"f_end", r.f_end},
+                {"tokens", r.tokens},
+                {"top_k", r.top_k},
+                {"received_rows", r.received_rows},
+                {"rows_per_local_expert", r.rows_per_local_expert},
+                {"imbalance", r.imbalance},
+                {"phases", phases},
+                {"layer_forward_us", r.layer_forward_us},
+                {"validation", {{"checked", r.checked}, {"wrong", r.wrong}, {"max_abs_error", r.max_abs_error}}}}}};
+}
+
+std::string ReplayReportToText(const ReplayReport& r) {
+  std::ostringstream out;
+  out << fmt::format("Replay     {} rank {} (EP rank {} of {}): experts [{}, {}), intermediate [{}, {}), backend {}\n",
+                     r.model_name, r.rank, r.ep_rank, r.ep, r.first_expert, r.first_expert + r.num_local_experts, r.f_begin,
+                     r.f_end, r.backend);
+  out << fmt::format("Rows       {} tokens route {} rows; this rank receives {} rows ({:.3f} x the mean)\n", r.tokens,
+                     r.tokens * r.top_k, r.received_rows, r.imbalance);
+  out << fmt::format("  {:<16} {:>12} {:>14}  {}\n", "phase", "time (us)", "predicted (us)", "source");
+  for (const ReplayPhase& p : r.phases) {
+    out << fmt::format("  {:<16} {:>12.1f} {:>14}  {}\n", p.name, p.time_us,
+                       p.predicted_us >= 0 ? fmt::format("{:.1f}", p.predicted_us) : std::string("-"), p.source);
+  }
+  out << fmt::format("  {:<16} {:>12.1f}\n", "layer forward", r.layer_forward_us);
+  if (r.passed()) {
+    out << fmt::format("Validation OK: 0 wrong of {} checked elements (max abs error {:.3e})\n", r.checked, r.max_abs_error);
+  } else {
+    out << fmt::format("Validation FAILED: {} wrong of {} checked elements (max abs error {:.3e})\n", r.wrong, r.checked,
+                       r.max_abs_error);
+  }
+  return out.str();
+}
+
+}  // namespace dockyard::runtime
