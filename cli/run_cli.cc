@@ -57,6 +57,7 @@ struct CliOptions {
   std::string json_path, fault, plan_path;
   std::string gemm_precision = "fp32", grouped_gemm = "grouped", nccl_id_dir;
   std::string replay_rank, cluster, seq_len;
+  bool overlap_shared = false;
   bool dispatcher_given = false, convention_given = false;
   std::vector<std::string> argv;  // the command line, recorded in the report
 };
@@ -278,6 +279,7 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
     run.routing = spec;
   }
   if (o.fault == "wrong-expert") run.fault = runtime::Fault::kWrongExpertOwner;
+  run.overlap_shared_experts = o.overlap_shared;
 
   std::string model_path = o.model;
   if (plan_file && model_path.empty()) {
@@ -405,6 +407,9 @@ int RunRunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
       ->check(CLI::IsMember({"grouped", "loop"}));
   app.add_option("--nccl-id-dir", o.nccl_id_dir,
                  "cuda, one process per GPU (torchrun/srun/mpirun): a directory every process sees, for the NCCL ids");
+  app.add_flag("--overlap-shared-experts", o.overlap_shared,
+               "run the shared experts while the combine all-to-all is in flight (all_to_all dispatcher; the combine "
+               "phase then reports its exposed time)");
   app.add_option("--replay-rank", o.replay_rank,
                  "single-GPU replay: run only this rank's share of the plan (its experts, the rows routing sends it) on "
                  "one device; dispatch/combine from the cost model (docs/runtime.md)");

@@ -48,6 +48,21 @@ void Communicator::AllToAllSingle(const int64_t* send, const std::vector<int64_t
   DoAllToAll(send, send_splits, recv, recv_splits, row_elems * static_cast<int64_t>(sizeof(int64_t)));
 }
 
+void Communicator::StartAllToAllSingle(const float* send, const std::vector<int64_t>& send_splits, float* recv,
+                                       const std::vector<int64_t>& recv_splits, int64_t row_elems) {
+  if (pending_) throw Error(fmt::format("all_to_all_single on group {}: an exchange is already pending", label_));
+  CheckSplits(send_splits, recv_splits, row_elems);
+  Record("all_to_all_single", "float32", Sum(send_splits) * row_elems, Sum(recv_splits) * row_elems);
+  pending_ = true;
+  DoStartAllToAll(send, send_splits, recv, recv_splits, row_elems * static_cast<int64_t>(sizeof(float)));
+}
+
+void Communicator::WaitPending() {
+  if (!pending_) return;
+  pending_ = false;
+  DoWaitPending();
+}
+
 void Communicator::AllGather(const float* send, int64_t count, float* recv) {
   if (count < 0) throw Error(fmt::format("all_gather on group {}: count must be >= 0, got {}", label_, count));
   Record("all_gather", "float32", count, count * size());

@@ -132,6 +132,14 @@ class Communicator {
                       const std::vector<int64_t>& recv_splits, int64_t row_elems);
   void AllToAllSingle(const int64_t* send, const std::vector<int64_t>& send_splits, int64_t* recv,
                       const std::vector<int64_t>& recv_splits, int64_t row_elems);
+  // The same exchange, started without waiting (the seed dispatcher's combine_start): `recv`
+  // is ready, and `send` may be reused, after WaitPending() (combine_wait). At most one
+  // exchange is pending per communicator; no other collective of this communicator may be
+  // issued before WaitPending(). Backends without asynchronous communication (CPU) complete it
+  // inside the call, which is correct but overlaps nothing.
+  void StartAllToAllSingle(const float* send, const std::vector<int64_t>& send_splits, float* recv,
+                           const std::vector<int64_t>& recv_splits, int64_t row_elems);
+  void WaitPending();
   // recv [size * count] = concatenation of every member's send [count], in group order.
   void AllGather(const float* send, int64_t count, float* recv);
   void AllGather(const int64_t* send, int64_t count, int64_t* recv);
@@ -152,6 +160,11 @@ class Communicator {
   virtual void DoReduceScatter(const float* send, float* recv, int64_t count) = 0;
   virtual void DoAllReduce(float* buf, int64_t count) = 0;
   virtual void DoBarrier() = 0;
+  virtual void DoStartAllToAll(const void* send, const std::vector<int64_t>& send_splits, void* recv,
+                               const std::vector<int64_t>& recv_splits, int64_t row_bytes) {
+    DoAllToAll(send, send_splits, recv, recv_splits, row_bytes);
+  }
+  virtual void DoWaitPending() {}
 
  private:
   void Record(const char* op, const char* dtype, int64_t send_elems, int64_t recv_elems);
@@ -162,6 +175,7 @@ class Communicator {
   std::vector<int64_t> ranks_;
   int64_t index_ = 0;
   std::vector<CollectiveRecord>* log_ = nullptr;
+  bool pending_ = false;
 };
 
 // ---------------------------------------------------------------------------------------------

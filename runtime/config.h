@@ -71,6 +71,11 @@ struct RunOptions {
   // blocks that fit, sized for a core's L2; see docs/runtime.md).
   int64_t weight_block_bytes = int64_t{1} << 20;
   int reference_threads = 0;  // 0: std::thread::hardware_concurrency()
+  // all_to_all dispatcher with local (not sequence-parallel) shared experts: start the combine
+  // all-to-all, run the shared experts meanwhile, then wait (seed 002 combine_start /
+  // combine_wait). The combine phase then reports the exposed part: the overlapped region's
+  // time minus the shared experts' own.
+  bool overlap_shared_experts = false;
 };
 
 struct RankConfig {

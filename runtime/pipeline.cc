@@ -1,6 +1,7 @@
 // One MoE layer's forward on one rank (pipeline.h).
 #include "runtime/pipeline.h"
 
+#include <algorithm>
 #include <chrono>
 #include <numeric>
 
@@ -228,10 +229,29 @@ class LayerRank {
     });
     sent_rows_ = Total(input_splits) - input_splits[static_cast<size_t>(ep.rank())];
     LocalExperts(recv_counts, n);
-    Time(kCombine, [&] {
-      routed_out_.Resize(Total(input_splits) * D);
-      ep.AllToAllSingle(combine_in_.data(), output_splits, routed_out_.data(), input_splits, D);
-    });
+    routed_out_.Resize(Total(input_splits) * D);
+    if (OverlapShared()) {
+      // combine_start; the shared experts on the compute stream; combine_wait.
+      const double shared_before = phase_seconds_[kSharedExperts] + phase_seconds_[kWeightGen];
+      dev_.Synchronize();
+      const auto t0 = std::chrono::steady_clock::now();
+      ep.StartAllToAllSingle(combine_in_.data(), output_splits, routed_out_.data(), input_splits, D);
+      SharedCompute();
+      ep.WaitPending();
+      dev_.Synchronize();
+      if (timed_) {
+        const double region = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const double shared = phase_seconds_[kSharedExperts] + phase_seconds_[kWeightGen] - shared_before;
+        phase_seconds_[kCombine] += std::max(0.0, region - shared);  // the combine's exposed time
+      }
+    } else {
+      Time(kCombine, [&] { ep.AllToAllSingle(combine_in_.data(), output_splits, routed_out_.data(), input_splits, D); });
+    }
+  }
+
+  bool OverlapShared() const {
+    return c_.options.overlap_shared_experts && r_.shared_mode != SharedMode::kNone &&
+           r_.shared_mode != SharedMode::kSequenceParallel;
   }
 
   void DeredundencyPath(const RouteOrder& order) {
@@ -293,8 +313,17 @@ class LayerRank {
     });
   }
 
+  // The shared experts: computed here unless the combine overlap already did (SharedCompute),
+  // then added to the routed output.
   void SharedExperts() {
     if (r_.shared_mode == SharedMode::kNone) return;
+    if (!shared_done_) SharedCompute();
+    shared_done_ = false;
+    Time(kSharedExperts, [&] { ops_.Add(shared_own_ptr_, y_.data(), r_.tokens * c_.hidden); });
+  }
+
+  void SharedCompute() {
+    shared_done_ = true;
     const int64_t T = r_.tokens, D = c_.hidden;
     const bool sp = r_.shared_mode == SharedMode::kSequenceParallel;
     int64_t rows = T;
@@ -347,14 +376,13 @@ class LayerRank {
       phase_seconds_[kSharedExperts] -= gen;
       phase_seconds_[kWeightGen] += gen;
     }
-    const float* own = shared_out_.data();
+    shared_own_ptr_ = shared_out_.data();
     if (sp) {
       Communicator& tp = ctx_.group("shared_tp");
       shared_own_.Resize(T * D);
       Time(kTpComm, [&] { tp.ReduceScatter(shared_out_.data(), shared_own_.data(), T * D); });
-      own = shared_own_.data();
+      shared_own_ptr_ = shared_own_.data();
     }
-    Time(kSharedExperts, [&] { ops_.Add(own, y_.data(), T * D); });
   }
 
   RankContext& ctx_;
@@ -363,6 +391,8 @@ class LayerRank {
   const RunConfig& c_;
   const RankConfig& r_;
   bool timed_ = false;
+  bool shared_done_ = false;             // SharedCompute ran in this forward (combine overlap)
+  const float* shared_own_ptr_ = nullptr;  // this rank's shared-expert output [T, D]
   double phase_seconds_[kNumPhases] = {};
   int64_t sent_rows_ = 0, received_rows_ = 0;
   std::vector<int64_t> tokens_per_local_expert_;

@@ -195,6 +195,24 @@ TEST_CASE("Shared experts: sequence-parallel, partial with the routed sum, and l
   CheckPassed(Run(MakePlan(TinyDeepSeek(), 4, 4), Options(12)));        // local
 }
 
+TEST_CASE("Shared experts overlapped with the combine give the same bits and the same collectives") {
+  // Local (ep 4) and partial (tp 2) shared experts overlap; sequence-parallel ones (ep 2 tp 2)
+  // do not (their tp collectives would interleave with the pending exchange) and run as before.
+  for (const Plan& plan : {MakePlan(TinyDeepSeek(), 4, 4), MakePlan(TinyDeepSeek(), 4, 1, 2), MakePlan(TinyQwen2(), 2, 2),
+                           MakePlan(TinyDeepSeek(), 4, 2, 2, 1)}) {
+    RunOptions off = Options(12);
+    off.record_collectives = true;
+    RunOptions on = off;
+    on.overlap_shared_experts = true;
+    const RunReport a = Run(plan, off), b = Run(plan, on);
+    CheckPassed(b);
+    REQUIRE(a.ranks.size() == b.ranks.size());
+    CHECK(a.max_abs_error == b.max_abs_error);  // the same sums in the same order: identical outputs
+    for (size_t i = 0; i < a.collectives.size(); ++i) CHECK(Sequence(a.collectives[i]) == Sequence(b.collectives[i]));
+    for (const PhaseReport& p : b.phases) CHECK(p.time_us >= 0.0);
+  }
+}
+
 TEST_CASE("Qwen2-MoE's sigmoid-gated shared expert, whole and TP-sharded") {
   CheckPassed(Run(MakePlan(TinyQwen2(), 2, 2), Options(12)));
   CheckPassed(Run(MakePlan(TinyQwen2(), 2, 1, 2), Options(12)));

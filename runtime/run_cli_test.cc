@@ -126,10 +126,49 @@ TEST_CASE("dockyard-run exits 3 on a validation failure, prints the first mismat
   CHECK(j["validation"]["first_mismatches"].size() == 10);
 }
 
-TEST_CASE("dockyard-run --backend cuda explains that it was built without CUDA and exits 1") {
-  const Result r = Run("--model testdata/specs/tiny-mixtral.json --world-size 2 --ep 2 --backend cuda");
+TEST_CASE("dockyard-run --backend cuda without the GPUs it needs says why and exits 1") {
+  // 64 ranks in one process need 64 visible GPUs: no machine this test runs on has them. Which
+  // reason depends on the build and the machine: no CUDA at build time, no driver/GPU, or too few.
+  const Result r = Run("--model testdata/specs/tiny-mixtral.json --world-size 64 --ep 8 --backend cuda");
   CHECK(r.code == 1);
-  CHECK(Has(r.err, "dockyard-run: error: this dockyard-run was built without the CUDA backend"));
+  const bool explained = Has(r.err, "dockyard-run: error: this dockyard-run was built without the CUDA backend") ||
+                         Has(r.err, "dockyard-run: error: --backend cuda: no GPU visible: ") ||
+                         Has(r.err, "the run has 64 ranks, ");
+  CHECK_MESSAGE(explained, r.err);
+  CHECK(r.out.empty());
+}
+
+TEST_CASE("cuda-only flags are usage errors with the cpu backend") {
+  for (const char* flag : {"--gemm-precision bf16", "--grouped-gemm loop", "--nccl-id-dir /tmp"}) {
+    const Result r = Run(std::string("--model testdata/specs/tiny-mixtral.json --world-size 2 --ep 2 ") + flag);
+    CHECK(r.code == 2);
+    CHECK(Has(r.err, "applies to --backend cuda only"));
+  }
+  const Result bad = Run("--model testdata/specs/tiny-mixtral.json --world-size 2 --backend cuda --gemm-precision fp8");
+  CHECK(bad.code == 2);
+}
+
+TEST_CASE("dockyard-run --replay-rank runs one rank's share on the cpu backend and validates it") {
+  const Result r = Run("--model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --replay-rank 2 --seq-len 32 "
+                       "--cluster h200-sxm --json -");
+  REQUIRE(r.code == 0);
+  const dockyard::Json j = dockyard::Json::parse(r.out)["replay"];
+  CHECK(j["ep_rank"] == 2);
+  CHECK(j["first_expert"] == 4);  // 8 experts over ep 4: rank 2 holds experts 4 and 5
+  CHECK(j["num_local_experts"] == 2);
+  CHECK(j["tokens"] == 32);
+  CHECK(j["validation"]["wrong"] == 0);
+  int64_t rows = 0;
+  for (const auto& n : j["rows_per_local_expert"]) rows += n.get<int64_t>();
+  CHECK(rows == j["received_rows"].get<int64_t>());
+  for (const auto& p : j["phases"]) {
+    if (p["name"] == "dispatch" || p["name"] == "combine") CHECK(p["source"] == "cost model");
+  }
+  const Result out_of_range = Run("--model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --replay-rank 4");
+  CHECK(out_of_range.code == 1);
+  CHECK(Has(out_of_range.err, "--replay-rank must be in [0, 4) (the plan's world size), got 4"));
+  const Result cluster_alone = Run("--model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --cluster h200-sxm");
+  CHECK(cluster_alone.code == 2);
 }
 
 TEST_CASE("dockyard-run exits 1 on a broken rule and writes no file") {

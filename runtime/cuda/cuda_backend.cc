@@ -164,11 +164,33 @@ class NcclCommunicator : public Communicator {
   }
   ~NcclCommunicator() override {
     if (scratch_ != nullptr) cudaFree(scratch_);
+    if (ready_ != nullptr) cudaEventDestroy(ready_);
+    if (comm_stream_ != nullptr) cudaStreamDestroy(comm_stream_);
   }
 
  protected:
   void DoAllToAll(const void* send, const std::vector<int64_t>& send_splits, void* recv,
                   const std::vector<int64_t>& recv_splits, int64_t row_bytes) override {
+    IssueAllToAll(send, send_splits, recv, recv_splits, row_bytes, stream_);
+    WaitCollective(stream_, comm_, *aborted_, "all_to_all_single");
+  }
+  // combine_start: the exchange runs on the communicator's own stream, after everything the
+  // compute stream has queued so far (an event orders it), so compute issued meanwhile overlaps.
+  void DoStartAllToAll(const void* send, const std::vector<int64_t>& send_splits, void* recv,
+                       const std::vector<int64_t>& recv_splits, int64_t row_bytes) override {
+    if (comm_stream_ == nullptr) {
+      CheckCuda(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking), "cudaStreamCreate (comm)");
+      CheckCuda(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming), "cudaEventCreate");
+    }
+    CheckCuda(cudaEventRecord(ready_, stream_), "cudaEventRecord");
+    CheckCuda(cudaStreamWaitEvent(comm_stream_, ready_, 0), "cudaStreamWaitEvent");
+    IssueAllToAll(send, send_splits, recv, recv_splits, row_bytes, comm_stream_);
+  }
+  // combine_wait.
+  void DoWaitPending() override { WaitCollective(comm_stream_, comm_, *aborted_, "all_to_all_single (async)"); }
+
+  void IssueAllToAll(const void* send, const std::vector<int64_t>& send_splits, void* recv,
+                     const std::vector<int64_t>& recv_splits, int64_t row_bytes, cudaStream_t stream) {
     const char* s = static_cast<const char*>(send);
     char* r = static_cast<char*>(recv);
     int64_t send_off = 0, recv_off = 0;
@@ -176,13 +198,12 @@ class NcclCommunicator : public Communicator {
     for (int64_t p = 0; p < size(); ++p) {
       const int64_t sb = send_splits[static_cast<size_t>(p)] * row_bytes;
       const int64_t rb = recv_splits[static_cast<size_t>(p)] * row_bytes;
-      if (sb > 0) CheckNccl(ncclSend(s + send_off, static_cast<size_t>(sb), ncclChar, static_cast<int>(p), comm_, stream_), "ncclSend");
-      if (rb > 0) CheckNccl(ncclRecv(r + recv_off, static_cast<size_t>(rb), ncclChar, static_cast<int>(p), comm_, stream_), "ncclRecv");
+      if (sb > 0) CheckNccl(ncclSend(s + send_off, static_cast<size_t>(sb), ncclChar, static_cast<int>(p), comm_, stream), "ncclSend");
+      if (rb > 0) CheckNccl(ncclRecv(r + recv_off, static_cast<size_t>(rb), ncclChar, static_cast<int>(p), comm_, stream), "ncclRecv");
       send_off += sb;
       recv_off += rb;
     }
     CheckNccl(ncclGroupEnd(), "ncclGroupEnd (all_to_all_single)");
-    WaitCollective(stream_, comm_, *aborted_, "all_to_all_single");
   }
   void DoAllGather(const void* send, int64_t bytes, void* recv) override {
     CheckNccl(ncclAllGather(send, recv, static_cast<size_t>(bytes), ncclChar, comm_, stream_), "ncclAllGather");
@@ -207,6 +228,8 @@ class NcclCommunicator : public Communicator {
   cudaStream_t stream_;
   const std::atomic<bool>* aborted_;
   float* scratch_ = nullptr;
+  cudaStream_t comm_stream_ = nullptr;  // created on the first StartAllToAllSingle
+  cudaEvent_t ready_ = nullptr;
 };
 
 class CudaRankContext : public RankContext {
