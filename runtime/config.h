@@ -76,6 +76,10 @@ struct RunOptions {
   // combine_wait). The combine phase then reports the exposed part: the overlapped region's
   // time minus the shared experts' own.
   bool overlap_shared_experts = false;
+  // Reject runs whose worst-case buffers over all ranks of the stage exceed 64 GiB (the whole
+  // stage runs in this process). The single-GPU replay, which runs one rank and allocates only
+  // the rows routing actually sends it, turns this off.
+  bool check_buffer_bound = true;
 };
 
 struct RankConfig {

@@ -57,6 +57,7 @@ ReplayReport ReplayRank(const Plan& plan, const ReplayOptions& o, Backend& backe
   ro.seed = o.seed;
   ro.iters = o.iters;
   ro.warmup = o.warmup;
+  ro.check_buffer_bound = false;  // one rank, actual rows only
   const RunConfig c = MakeRunConfig(plan, ro);
   const auto rit = std::find_if(c.ranks.begin(), c.ranks.end(), [&](const RankConfig& r) { return r.rank == o.rank; });
   if (rit == c.ranks.end()) {
