@@ -280,6 +280,7 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
   }
   if (o.fault == "wrong-expert") run.fault = runtime::Fault::kWrongExpertOwner;
   run.overlap_shared_experts = o.overlap_shared;
+  if (o.backend == "cuda") run.rank_weight_block_bytes = int64_t{1} << 30;  // whole experts per grouped GEMM
 
   std::string model_path = o.model;
   if (plan_file && model_path.empty()) {

@@ -125,6 +125,8 @@ RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
   Require(std::isfinite(o.atol) && o.atol >= 0, fmt::format("atol must be a finite number >= 0, got {}", o.atol));
   Require(std::isfinite(o.rtol) && o.rtol >= 0, fmt::format("rtol must be a finite number >= 0, got {}", o.rtol));
   Require(o.weight_block_bytes >= 1, fmt::format("weight block bytes must be >= 1, got {}", o.weight_block_bytes));
+  Require(o.rank_weight_block_bytes >= 0,
+          fmt::format("rank weight block bytes must be >= 0, got {}", o.rank_weight_block_bytes));
   const std::string dispatcher = o.dispatcher.empty() ? plan.training.dispatcher : o.dispatcher;
   if (dispatcher == "all_to_all") {
     c.dispatcher = Dispatcher::kAllToAll;

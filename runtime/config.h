@@ -70,6 +70,9 @@ struct RunOptions {
   // Scratch per rank for one block of generated weights (the intermediate dim is processed in
   // blocks that fit, sized for a core's L2; see docs/runtime.md).
   int64_t weight_block_bytes = int64_t{1} << 20;
+  // The ranks' block (0 = weight_block_bytes): the CUDA backend uses 1 GiB, so that the grouped
+  // GEMMs see whole experts; the single-process CPU reference keeps weight_block_bytes.
+  int64_t rank_weight_block_bytes = 0;
   int reference_threads = 0;  // 0: std::thread::hardware_concurrency()
   // all_to_all dispatcher with local (not sequence-parallel) shared experts: start the combine
   // all-to-all, run the shared experts meanwhile, then wait (seed 002 combine_start /

@@ -180,7 +180,7 @@ class LayerRank {
     a.offsets = plan.expert_offsets;
     a.f_begin = r_.f_begin;
     a.f_end = r_.f_end;
-    a.block_bytes = c_.options.weight_block_bytes;
+    a.block_bytes = RankBlockBytes();
     expert_out_.Resize(plan.total_rows * c_.hidden);
     a.x = expert_in_.data();
     a.out = expert_out_.data();
@@ -247,6 +247,10 @@ class LayerRank {
     } else {
       Time(kCombine, [&] { ep.AllToAllSingle(combine_in_.data(), output_splits, routed_out_.data(), input_splits, D); });
     }
+  }
+
+  int64_t RankBlockBytes() const {
+    return c_.options.rank_weight_block_bytes > 0 ? c_.options.rank_weight_block_bytes : c_.options.weight_block_bytes;
   }
 
   bool OverlapShared() const {
@@ -347,7 +351,7 @@ class LayerRank {
     a.offsets = {0, rows};
     a.f_begin = r_.shared_f_begin;
     a.f_end = r_.shared_f_end;
-    a.block_bytes = c_.options.weight_block_bytes;
+    a.block_bytes = RankBlockBytes();
     a.x = x;
     shared_out_.Resize(rows * D);
     a.out = shared_out_.data();

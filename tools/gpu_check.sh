@@ -15,13 +15,16 @@ OUT="${OUT:-out/gpu-result}"
 mkdir -p "$OUT"
 B=out/gpu/bin
 if [ ! -x "$B/dockyard-run" ]; then echo "gpu_check: $B/dockyard-run missing: run tools/gpu_bundle.sh here and carry out/gpu" >&2; exit 1; fi
-# cuBLAS and NCCL: the CUDA toolkit's, else PyTorch's nvidia-* wheels.
+# cuBLAS and NCCL: the CUDA toolkit's, else PyTorch's nvidia-* wheels (searched once each).
 libs="$PWD/out/gpu/lib"
 for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do [ -d "$d" ] && libs="$libs:$d"; done
 for name in libnccl.so.2 libcublas.so.13 libcublasLt.so.13; do
-  if ! LD_LIBRARY_PATH="$libs" ldconfig -p 2>/dev/null | grep -q "$name" && ! ls ${libs//:/\/$name } 2>/dev/null | grep -q .; then
+  found=""
+  IFS=: read -ra dirs <<< "$libs"
+  for d in "${dirs[@]}"; do [ -e "$d/$name" ] && found="$d" && break; done
+  if [ -z "$found" ]; then
     f="$(find /opt /usr/local /usr/lib -name "$name" 2>/dev/null | head -1)"
-    [ -n "$f" ] && libs="$libs:$(dirname "$f")"
+    if [ -n "$f" ]; then libs="$libs:$(dirname "$f")"; else echo "gpu_check: $name not found" >&2; fi
   fi
 done
 export LD_LIBRARY_PATH="$libs:${LD_LIBRARY_PATH:-}"
