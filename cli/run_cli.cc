@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <sys/stat.h>
 
@@ -55,9 +56,10 @@ struct CliOptions {
   std::string backend = "cpu", dispatcher = "all_to_all", oep, gpus_per_node;
   std::string tokens_per_rank = "64", routing, layer, iters = "3", warmup = "1", seed = "0", atol, rtol;
   std::string json_path, fault, plan_path;
-  std::string gemm_precision = "fp32", grouped_gemm = "grouped", nccl_id_dir;
+  std::string gemm_precision = "fp32", grouped_gemm = "grouped", nccl_id_dir, nccl_job_id;
   std::string replay_rank, cluster, seq_len;
-  bool overlap_shared = false;
+  bool overlap_shared = false, tokens_per_rank_given = false;
+  std::set<std::string> cuda_flags_given;  // cuda-only flags present on the command line
   bool dispatcher_given = false, convention_given = false;
   std::vector<std::string> argv;  // the command line, recorded in the report
 };
@@ -71,6 +73,7 @@ struct PlanFile {
   Json predicted;   // simulate's predicted phases (null for a plain plan report)
   std::string routing;  // simulate's --routing (empty for a plain plan report)
   uint64_t routing_seed = 0;
+  std::optional<ClusterSpec> cluster;  // simulate's cluster (absent in a plain plan report)
 };
 
 PlanFile ReadPlanFile(const std::string& path) {
@@ -101,6 +104,7 @@ PlanFile ReadPlanFile(const std::string& path) {
   if (!j.contains("parameters") || !j["parameters"].is_array()) root.Fail("parameters", "required: the plan's parameter list");
   f.parameters = j["parameters"];
   if (j.contains("predicted")) f.predicted = j["predicted"];
+  if (j.contains("cluster") && j["cluster"].is_object()) f.cluster = ClusterFromJson(j["cluster"], path + ": /cluster");
   if (j.contains("routing") && j["routing"].is_string()) {
     f.routing = j["routing"].get<std::string>();
     f.routing_seed = static_cast<uint64_t>(root.IntOr("seed", 0, 0));
@@ -167,8 +171,16 @@ void WriteOutput(const std::string& path, const std::string& text, std::ostream&
 
 // --replay-rank: one rank's share of the plan on one device (runtime/replay.h).
 int RunReplay(const CliOptions& o, const Plan& plan, const runtime::RunOptions& run, const runtime::LaunchInfo& launch,
-              const std::string& model_path, bool json_given, std::ostream& out, std::ostream& err) {
+              const std::optional<ClusterSpec>& plan_cluster, const std::string& model_path, bool json_given,
+              std::ostream& out, std::ostream& err) {
   if (launch.multi_process()) throw UsageError("--replay-rank runs on one GPU: start it without torchrun/srun/mpirun");
+  // Flags a replay does not use are errors, not silently ignored.
+  if (o.tokens_per_rank_given) {
+    throw UsageError("--tokens-per-rank does not apply to --replay-rank: the replay's tokens are the plan's routed "
+                     "tokens per rank (set them with --seq-len)");
+  }
+  if (o.overlap_shared) throw UsageError("--overlap-shared-experts does not apply to --replay-rank (no combine runs)");
+  if (!o.fault.empty()) throw UsageError("--inject-fault does not apply to --replay-rank");
   runtime::ReplayOptions ro;
   ro.rank = *ParseInt("--replay-rank", o.replay_rank);
   if (ro.rank < 0 || ro.rank >= plan.dims.world_size) {
@@ -181,7 +193,10 @@ int RunReplay(const CliOptions& o, const Plan& plan, const runtime::RunOptions& 
   ro.warmup = run.warmup;
   ro.atol = run.atol;
   ro.rtol = run.rtol;
-  ro.cluster = LoadCluster(o.cluster.empty() ? "h100-sxm" : o.cluster);
+  ro.layer = run.layer;
+  // The cluster: --cluster, else the simulate plan's, else h100-sxm (dockyard-plan's default).
+  ro.cluster = !o.cluster.empty() ? LoadCluster(o.cluster) : plan_cluster ? *plan_cluster : ClusterPreset("h100-sxm");
+  ro.precision = o.backend == "cuda" ? o.gemm_precision : "fp32";
   if (o.backend != "cuda") ro.weight_block_bytes = run.weight_block_bytes;  // CPU: blocks sized for L2
   const std::unique_ptr<runtime::Backend> backend = MakeBackend(o, launch);
   const runtime::ReplayReport report = runtime::ReplayRank(plan, ro, *backend);
@@ -215,6 +230,7 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
                   "build time; use --backend cpu");
     }
     launch = runtime::LaunchFromEnv([](const char* name) { return std::getenv(name); });
+    if (!o.nccl_job_id.empty()) launch.job_id = o.nccl_job_id;
     // Looser defaults where the expert GEMMs round their inputs (kernels/grouped_gemm.h).
     if (o.gemm_precision == "bf16") {
       if (o.atol.empty()) o.atol = "5e-3";
@@ -230,10 +246,8 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
       }
     }
   } else {
-    for (const auto& [flag, given] : {std::pair{"--gemm-precision", o.gemm_precision != "fp32"},
-                                      std::pair{"--grouped-gemm", o.grouped_gemm != "grouped"},
-                                      std::pair{"--nccl-id-dir", !o.nccl_id_dir.empty()}}) {
-      if (given) throw UsageError(fmt::format("{} applies to --backend cuda only", flag));
+    for (const char* flag : {"--gemm-precision", "--grouped-gemm", "--nccl-id-dir", "--nccl-job-id"}) {
+      if (o.cuda_flags_given.count(flag)) throw UsageError(fmt::format("{} applies to --backend cuda only", flag));
     }
   }
   std::optional<PlanFile> plan_file;
@@ -303,6 +317,7 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
   if (auto g = ParseInt("--gpus-per-node", o.gpus_per_node)) training.gpus_per_node = *g;
   if (auto s = ParseInt("--seq-len", o.seq_len)) {
     if (o.replay_rank.empty()) throw UsageError("--seq-len applies to --replay-rank only (the run's tokens: --tokens-per-rank)");
+    if (*s < 1 || *s > (int64_t{1} << 24)) throw Error(fmt::format("--seq-len must be in [1, 2^24], got {}", *s));
     training.seq_len = *s;
   }
   if (!o.cluster.empty() && o.replay_rank.empty()) {
@@ -311,7 +326,12 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
   ValidateTraining(training, "--");
   if (plan_file && !run.routing && !plan_file->routing.empty()) {
     // A simulate plan carries the routing its predictions assumed: run with the same.
-    RoutingSpec spec = ParseRoutingSpec(plan_file->routing);
+    RoutingSpec spec;
+    try {
+      spec = ParseRoutingSpec(plan_file->routing);
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}: /routing: {}", o.plan_path, e.what()));
+    }
     spec.seed = plan_file->routing_seed;
     run.routing = spec;
   }
@@ -323,7 +343,9 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
     throw Error(fmt::format("{}: /parallel: {}", o.plan_path, e.what()));
   }
   if (plan_file) CheckPlacementsMatch(plan, *plan_file, o.plan_path);
-  if (!o.replay_rank.empty()) return RunReplay(o, plan, run, launch, model_path, json_given, out, err);
+  if (!o.replay_rank.empty()) {
+    return RunReplay(o, plan, run, launch, plan_file ? plan_file->cluster : std::nullopt, model_path, json_given, out, err);
+  }
   // Everything that can be rejected is rejected before any thread starts.
   const runtime::RunConfig config = runtime::MakeRunConfig(plan, run);
   const std::unique_ptr<runtime::Backend> backend = MakeBackend(o, launch);
@@ -408,6 +430,9 @@ int RunRunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
       ->check(CLI::IsMember({"grouped", "loop"}));
   app.add_option("--nccl-id-dir", o.nccl_id_dir,
                  "cuda, one process per GPU (torchrun/srun/mpirun): a directory every process sees, for the NCCL ids");
+  app.add_option("--nccl-job-id", o.nccl_job_id,
+                 "cuda, one process per GPU: a name unique to this run for its NCCL id files (default: the launcher's "
+                 "job id: TORCHELASTIC_RUN_ID, SLURM_JOB_ID, PMIX_NAMESPACE)");
   app.add_flag("--overlap-shared-experts", o.overlap_shared,
                "run the shared experts while the combine all-to-all is in flight (all_to_all dispatcher; the combine "
                "phase then reports its exposed time)");
@@ -446,6 +471,10 @@ int RunRunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
     cli::RejectEmptyValues(app);
     o.dispatcher_given = app.get_option("--dispatcher")->count() > 0;
     o.convention_given = app.get_option("--convention")->count() > 0;
+    o.tokens_per_rank_given = app.get_option("--tokens-per-rank")->count() > 0;
+    for (const char* flag : {"--gemm-precision", "--grouped-gemm", "--nccl-id-dir", "--nccl-job-id"}) {
+      if (app.get_option(flag)->count() > 0) o.cuda_flags_given.insert(flag);
+    }
     return Run(o, app.get_option("--json")->count() > 0, out, err);
   });
 }

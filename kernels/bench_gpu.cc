@@ -1,6 +1,6 @@
 // GPU benchmarks of dockyard-run's kernels, in nccl-tests' manner (columns, warm-up, then the
 // mean of timed iterations measured with CUDA events):
-//   grouped_gemm   BF16 in, FP32 accumulate: cublasGemmGroupedBatchedEx and the per-expert
+//   grouped_gemm   BF16 in and out, FP32 accumulate: cublasGemmGroupedBatchedEx and the per-expert
 //                  cublasGemmEx loop, beside one dense cublasGemmEx of the same FLOPs, in TFLOP/s
 //                  and % of the dense BF16 peak (--peak-tflops, default 989: H100/H200 SXM)
 //   permute        GatherRows of routed rows (fp32, hidden 7168), GB/s = (read + write bytes) / t,
@@ -76,7 +76,7 @@ Json BenchGroupedGemm(const Options& o, cudaStream_t stream) {
   const int64_t max_rows = experts * rows_per_expert.back();
   auto* a = static_cast<__nv_bfloat16*>(Malloc(static_cast<size_t>(max_rows * k) * 2));
   auto* w = static_cast<__nv_bfloat16*>(Malloc(static_cast<size_t>(experts * n * k) * 2));
-  auto* c = static_cast<float*>(Malloc(static_cast<size_t>(max_rows * n) * 4));
+  auto* c = static_cast<__nv_bfloat16*>(Malloc(static_cast<size_t>(max_rows * n) * 2));
   // Inputs: generated floats in [-1, 1] rounded to bf16 (values do not change GEMM speed, but
   // NaN-free inputs keep the benchmark honest).
   {
@@ -91,7 +91,7 @@ Json BenchGroupedGemm(const Options& o, cudaStream_t stream) {
   CublasGemm gemm(stream);
   std::vector<const void*> b(static_cast<size_t>(experts));
   for (int64_t e = 0; e < experts; ++e) b[e] = w + e * n * k;
-  std::printf("\n# grouped_gemm: %lld experts, C[M, %lld] = A[M, %lld] . W_e^T, BF16 in, FP32 accumulate and out\n",
+  std::printf("\n# grouped_gemm: %lld experts, C[M, %lld] = A[M, %lld] . W_e^T, BF16 in and out, FP32 accumulate\n",
               static_cast<long long>(experts), static_cast<long long>(n), static_cast<long long>(k));
   std::printf("%10s %12s %11s %9s %11s %9s %11s %9s %8s %8s\n", "rows/exp", "GFLOP", "grouped_us", "TFLOP/s",
               "loop_us", "TFLOP/s", "dense_us", "TFLOP/s", "grp/dense", "%peak");
@@ -112,14 +112,14 @@ Json BenchGroupedGemm(const Options& o, cudaStream_t stream) {
     d.c = c;
     d.ldc = n;
     d.ab_type = CUDA_R_16BF;
-    d.c_type = CUDA_R_32F;
+    d.c_type = CUDA_R_16BF;
     d.compute = CUBLAS_COMPUTE_32F;
     GroupedGemmPath used = GroupedGemmPath::kGrouped;
     const double grouped_us = TimeUs(stream, o.iters, [&] { used = gemm.Run(d, GroupedGemmPath::kGrouped); });
     const double loop_us = TimeUs(stream, o.iters, [&] { gemm.Run(d, GroupedGemmPath::kLoop); });
     // The same FLOPs as one dense GEMM: [experts * M, k] . W_0^T.
     const double dense_us = TimeUs(stream, o.iters, [&] {
-      gemm.Dense(experts * m, n, k, a, k, w, k, true, c, n, false, CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F);
+      gemm.Dense(experts * m, n, k, a, k, w, k, true, c, n, false, CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F);
     });
     const double flop = 2.0 * experts * m * n * k;
     const auto tf = [&](double us) { return flop / (us * 1e-6) / 1e12; };

@@ -40,11 +40,17 @@ void CheckCublas(cublasStatus_t status, const char* what) {
 CublasGemm::CublasGemm(cudaStream_t stream) : stream_(stream) {
   CheckCublas(cublasCreate(&handle_), "cublasCreate");
   CheckCublas(cublasSetStream(handle_, stream_), "cublasSetStream");
+  CheckCuda(cudaEventCreateWithFlags(&uploaded_, cudaEventDisableTiming), "cudaEventCreate");
 }
 
 CublasGemm::~CublasGemm() {
   if (handle_ != nullptr) cublasDestroy(handle_);
-  for (void* p : {pointers_, a16_, b16_}) {
+  if (uploaded_ != nullptr) {
+    cudaEventSynchronize(uploaded_);
+    cudaEventDestroy(uploaded_);
+  }
+  if (host_pointers_ != nullptr) cudaFreeHost(host_pointers_);
+  for (void* p : {pointers_, a16_, b16_, c16_}) {
     if (p != nullptr) cudaFree(p);
   }
 }
@@ -94,7 +100,19 @@ GroupedGemmPath CublasGemm::Run(const GroupedGemmDesc& d, GroupedGemmPath prefer
     std::vector<int64_t> m(count, d.n), n(count), k(count, d.k), lda(count, d.ldb), ldb(count, d.lda),
         ldc(count, d.ldc), size(count, 1);
     std::vector<float> alpha(count, 1.0f), beta(count, d.accumulate ? 1.0f : 0.0f);
-    std::vector<const void*> host_ptrs(3 * count);
+    const int64_t ptr_bytes = 3 * count * static_cast<int64_t>(sizeof(void*));
+    EnsureScratch(&pointers_, &pointers_bytes_, ptr_bytes);
+    // Pinned staging, so the upload is asynchronous; wait until the previous upload from it
+    // has been read before overwriting it.
+    CheckCuda(cudaEventSynchronize(uploaded_), "cudaEventSynchronize");
+    if (ptr_bytes > host_pointers_bytes_) {
+      if (host_pointers_ != nullptr) cudaFreeHost(host_pointers_);
+      host_pointers_ = nullptr;
+      host_pointers_bytes_ = 0;
+      CheckCuda(cudaMallocHost(&host_pointers_, static_cast<size_t>(ptr_bytes)), "cudaMallocHost (gemm pointers)");
+      host_pointers_bytes_ = ptr_bytes;
+    }
+    const void** host_ptrs = static_cast<const void**>(host_pointers_);
     for (int64_t i = 0; i < count; ++i) {
       const int64_t g = groups[i];
       n[i] = d.offsets[g + 1] - d.offsets[g];
@@ -102,27 +120,24 @@ GroupedGemmPath CublasGemm::Run(const GroupedGemmDesc& d, GroupedGemmPath prefer
       host_ptrs[count + i] = a_of(g);                      // cuBLAS B = our A rows
       host_ptrs[2 * count + i] = c_of(g);                  // C rows
     }
-    EnsureScratch(&pointers_, &pointers_bytes_, 3 * count * static_cast<int64_t>(sizeof(void*)));
-    // Pageable source: the copy is staged before cudaMemcpyAsync returns, so host_ptrs may go.
-    CheckCuda(cudaMemcpyAsync(pointers_, host_ptrs.data(), host_ptrs.size() * sizeof(void*), cudaMemcpyHostToDevice,
-                              stream_),
+    CheckCuda(cudaMemcpyAsync(pointers_, host_pointers_, static_cast<size_t>(ptr_bytes), cudaMemcpyHostToDevice, stream_),
               "cudaMemcpyAsync (gemm pointers)");
+    CheckCuda(cudaEventRecord(uploaded_, stream_), "cudaEventRecord");
     const void* const* dev = static_cast<const void* const*>(pointers_);
     const cublasStatus_t status = cublasGemmGroupedBatchedEx_64(
         handle_, ta.data(), tb.data(), m.data(), n.data(), k.data(), alpha.data(), dev, d.ab_type, lda.data(),
         dev + count, d.ab_type, ldb.data(), beta.data(), static_cast<void* const*>(pointers_) + 2 * count,
         d.c_type, ldc.data(), count, size.data(), d.compute);
-    if (status == CUBLAS_STATUS_SUCCESS) return GroupedGemmPath::kGrouped;
-    if (status != CUBLAS_STATUS_NOT_SUPPORTED && status != CUBLAS_STATUS_INVALID_VALUE) {
-      CheckCublas(status, "cublasGemmGroupedBatchedEx");
-    }
+    if (status == CUBLAS_STATUS_SUCCESS) return last_path_ = GroupedGemmPath::kGrouped;
+    // NOT_SUPPORTED: this cuBLAS lacks the type combination; anything else is a real error.
+    if (status != CUBLAS_STATUS_NOT_SUPPORTED) CheckCublas(status, "cublasGemmGroupedBatchedEx");
     grouped_unsupported_ = true;  // fall through to the loop from now on
   }
   for (int64_t g : groups) {
     Dense(d.offsets[g + 1] - d.offsets[g], d.n, d.k, a_of(g), d.lda, d.b[g], d.ldb, d.trans_b, c_of(g), d.ldc,
           d.accumulate, d.ab_type, d.c_type, d.compute);
   }
-  return GroupedGemmPath::kLoop;
+  return last_path_ = GroupedGemmPath::kLoop;
 }
 
 GroupedGemmPath CublasGemm::RunFloat(int64_t num_groups, const int64_t* offsets, int64_t n, int64_t k, const float* a,
@@ -168,13 +183,20 @@ GroupedGemmPath CublasGemm::RunFloat(int64_t num_groups, const int64_t* offsets,
     b16[g] = dst;
     ++i;
   }
+  EnsureScratch(&c16_, &c16_bytes_, std::max<int64_t>(1, rows * n) * 2);
   d.a = a16_;
   d.lda = k;
   d.b = b16.data();
   d.ldb = trans_b ? k : n;
   d.ab_type = CUDA_R_16BF;
+  d.c = c16_;
+  d.ldc = n;
+  d.c_type = CUDA_R_16BF;
+  d.accumulate = false;
   d.compute = CUBLAS_COMPUTE_32F;
-  return Run(d, preferred);
+  const GroupedGemmPath path = Run(d, preferred);
+  AddBf16Rows(static_cast<const uint16_t*>(c16_), rows, n, c, ldc, accumulate, stream_);
+  return path;
 }
 
 }  // namespace dockyard::kernels

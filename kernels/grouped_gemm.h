@@ -11,7 +11,11 @@
 //
 // Precision: kFp32 computes in fp32 (CUBLAS_COMPUTE_32F, the CPU backend's arithmetic up to
 // summation order); kTf32 lets cuBLAS use TF32 tensor cores; kBf16 rounds A and B to bf16
-// (round to nearest even) and accumulates in fp32 into an fp32 C, what BF16 training does.
+// (round to nearest even), accumulates in fp32 and writes a bf16 result (the combination the
+// grouped call documents: bf16 A, B and C with CUBLAS_COMPUTE_32F), which a kernel widens into
+// (or adds to) the fp32 C: what BF16 training does. The fp32 -> bf16 conversions of A and the
+// B_g run inside RunFloat and are part of its time (dockyard-run keeps fp32 weights; a bf16
+// model would store them converted once).
 // Row-major C = A . op(B) is computed as column-major C^T = op(B)^T . A^T, so no transposes
 // are materialized.
 // Errors: cuBLAS and CUDA failures throw dockyard::Error naming the call and the status.
@@ -75,6 +79,8 @@ class CublasGemm {
              cublasComputeType_t compute);
 
   bool grouped_unsupported() const { return grouped_unsupported_; }
+  // The last path that ran (kGrouped until a grouped call was refused).
+  GroupedGemmPath last_path() const { return last_path_; }
 
  private:
   void EnsureScratch(void** ptr, int64_t* capacity, int64_t bytes);
@@ -82,8 +88,14 @@ class CublasGemm {
   cudaStream_t stream_;
   cublasHandle_t handle_ = nullptr;
   bool grouped_unsupported_ = false;
+  GroupedGemmPath last_path_ = GroupedGemmPath::kGrouped;
   void* pointers_ = nullptr;  // device [3 * groups] pointers
   int64_t pointers_bytes_ = 0;
+  void* host_pointers_ = nullptr;  // pinned staging of the pointer arrays (async upload)
+  int64_t host_pointers_bytes_ = 0;
+  cudaEvent_t uploaded_ = nullptr;  // the last upload from host_pointers_ has been read
+  void* c16_ = nullptr;             // bf16 result before widening
+  int64_t c16_bytes_ = 0;
   void* a16_ = nullptr;       // bf16 copy of A
   int64_t a16_bytes_ = 0;
   void* b16_ = nullptr;       // bf16 copies of the B_g

@@ -250,6 +250,18 @@ __global__ void FloatToBf16Kernel(const float* src, int64_t ld, int64_t rows, in
   }
 }
 
+__global__ void AddBf16RowsKernel(const __nv_bfloat16* src, int64_t rows, int64_t cols, float* dst, int64_t ld,
+                                  bool accumulate) {
+  const int64_t total = rows * cols;
+  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = e / cols, c = e % cols;
+    const float v = __bfloat162float(src[e]);
+    float* d = dst + r * ld + c;
+    *d = accumulate ? *d + v : v;
+  }
+}
+
 bool Aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 }  // namespace
@@ -408,6 +420,14 @@ void FloatToBf16Rows(const float* src, int64_t ld, int64_t rows, int64_t cols, u
   FloatToBf16Kernel<<<Blocks(rows * cols), kThreads, 0, stream>>>(src, ld, rows, cols,
                                                                    reinterpret_cast<__nv_bfloat16*>(dst));
   CheckLaunch("float_to_bf16");
+}
+
+void AddBf16Rows(const uint16_t* src, int64_t rows, int64_t cols, float* dst, int64_t ld, bool accumulate,
+                 cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0) return;
+  AddBf16RowsKernel<<<Blocks(rows * cols), kThreads, 0, stream>>>(reinterpret_cast<const __nv_bfloat16*>(src), rows,
+                                                                   cols, dst, ld, accumulate);
+  CheckLaunch("add_bf16_rows");
 }
 
 }  // namespace dockyard::kernels

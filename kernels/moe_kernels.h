@@ -78,5 +78,9 @@ void GemmExact(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, con
 void FloatToBf16(const float* src, uint16_t* dst, int64_t count, cudaStream_t stream);
 // Strided 2-D variant: dst [rows, cols] (dense) from src rows of stride ld.
 void FloatToBf16Rows(const float* src, int64_t ld, int64_t rows, int64_t cols, uint16_t* dst, cudaStream_t stream);
+// dst [rows, cols] (row stride ld) = (accumulate ? dst : 0) + float(src) for src [rows, cols]
+// dense bf16 (the bf16 GEMM path's output, widened into the fp32 result).
+void AddBf16Rows(const uint16_t* src, int64_t rows, int64_t cols, float* dst, int64_t ld, bool accumulate,
+                 cudaStream_t stream);
 
 }  // namespace dockyard::kernels

@@ -5,7 +5,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <new>
 #include <numeric>
+#include <utility>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -50,10 +52,19 @@ ReplayReport ReplayRank(const Plan& plan, const ReplayOptions& o, Backend& backe
   if (o.warmup < 0) throw Error(fmt::format("replay: warmup must be >= 0, got {}", o.warmup));
   if (o.check_rows < 0) throw Error(fmt::format("replay: check_rows must be >= 0, got {}", o.check_rows));
   if (o.weight_block_bytes < 1) throw Error(fmt::format("replay: weight block bytes must be >= 1, got {}", o.weight_block_bytes));
+  for (const auto& [name, v] : {std::pair{"atol", o.atol}, std::pair{"rtol", o.rtol}}) {
+    if (!std::isfinite(v) || v < 0) throw Error(fmt::format("{} must be a finite number >= 0, got {}", name, v));
+  }
   const Workload w = ComputeWorkload(plan);
   const int64_t T = w.routed_tokens;
+  if (T > (int64_t{1} << 24)) {
+    throw Error(fmt::format("replay: the plan routes {} tokens per rank (seq_len {} x micro_batch_size {} / cp {}); at "
+                            "most 2^24: lower --seq-len",
+                            T, plan.training.seq_len, plan.training.micro_batch_size, plan.dims.cp));
+  }
   RunOptions ro;
   ro.tokens_per_rank = T;
+  ro.layer = o.layer;
   ro.seed = o.seed;
   ro.iters = o.iters;
   ro.warmup = o.warmup;
@@ -67,12 +78,17 @@ ReplayReport ReplayRank(const Plan& plan, const ReplayOptions& o, Backend& backe
   const RankConfig& r = *rit;
   const int64_t E = c.num_experts, k = c.top_k, D = c.hidden, ep = c.ep, L = r.num_local_experts, e = r.ep_index;
 
-  // Rows this rank receives, per (source EP rank, local expert): the planner's routing stream.
-  const RoutingModel model = PrepareRouting(o.routing, E, k, 1);
+  // Rows this rank receives, per (source EP rank, local expert): the planner's routing stream
+  // of this MoE layer (every MoE layer prepared, as simulate does, so traces and per-layer
+  // shuffles give this layer's routing).
+  const int64_t moe_layers = plan.model.NumMoeLayers();
+  int64_t l = 0;  // this layer's index among the MoE layers
+  for (int64_t i = 0; i < c.layer; ++i) l += plan.model.moe_layers[static_cast<size_t>(i)] ? 1 : 0;
+  const RoutingModel model = PrepareRouting(o.routing, E, k, moe_layers);
   std::vector<int32_t> own;
   std::vector<int64_t> recv_counts(static_cast<size_t>(ep * L), 0);
   for (int64_t s = 0; s < ep; ++s) {
-    std::vector<int32_t> experts = SampleTokenExperts(model, 0, s, T);
+    std::vector<int32_t> experts = SampleTokenExperts(model, l, s, T);
     for (int32_t x : experts) {
       if (x >= r.first_expert && x < r.first_expert + L) ++recv_counts[static_cast<size_t>(s * L + (x - r.first_expert))];
     }
@@ -80,12 +96,25 @@ ReplayReport ReplayRank(const Plan& plan, const ReplayOptions& o, Backend& backe
   }
   // The cost model on the same sample (routed tokens T, the plan's dispatcher).
   const int64_t oep = plan.training.dispatcher == "deredundency" && ep > 1 ? DeredundencyOep(plan) : 1;
-  const RoutingResult sampled = SampleRouting(model, ep, T, oep);
+  // The cost model sees this layer only.
+  RoutingResult sampled = SampleRouting(model, ep, T, oep);
+  LayerRouting layer = std::move(sampled.layers[static_cast<size_t>(l)]);
+  sampled.layers.clear();
+  sampled.max_imbalance = layer.imbalance;
+  sampled.layers.push_back(std::move(layer));
+  sampled.assignments = T * ep * k;
   const CostBreakdown cost = SimulateStep(plan, o.cluster, sampled);
 
   ReplayReport rep;
-  rep.backend = backend.name();
   rep.model_name = c.model_name;
+  rep.layer = c.layer;
+  rep.routing_layer = l;
+  rep.cluster = o.cluster.name;
+  rep.routing = RoutingSpecText(o.routing);
+  rep.precision = o.precision;
+  rep.seed = o.seed;
+  rep.atol = o.atol;
+  rep.rtol = o.rtol;
   rep.rank = o.rank;
   rep.ep = ep;
   rep.ep_rank = e;
@@ -126,6 +155,7 @@ ReplayReport ReplayRank(const Plan& plan, const ReplayOptions& o, Backend& backe
 
   std::vector<double> seconds(kNumMeasured, 0.0);
   std::vector<float> recv_host, in_host, out_host;
+  try {
   backend.RunRanks({RankSpec{o.rank, {}}}, [&](RankContext& ctx) {
     Device& dev = ctx.device();
     ComputeOps& ops = ctx.ops();
@@ -238,6 +268,13 @@ ReplayReport ReplayRank(const Plan& plan, const ReplayOptions& o, Backend& backe
     in_host = expert_in.ToHost();
     out_host = expert_out.ToHost();
   });
+  } catch (const std::bad_alloc&) {
+    const double gib = static_cast<double>((T * (2 * D + E + 2 * k) + slots * D + 4 * R * D) * 4) / (1 << 30);
+    throw Error(fmt::format("replay: out of memory for rank {}'s buffers: {} tokens, {} received rows of hidden {} "
+                            "(about {:.1f} GiB, plus weights); lower --seq-len",
+                            o.rank, T, R, D, gib));
+  }
+  rep.backend = backend.name();  // after the run: names the GEMM path that ran
 
   // Validation on the CPU: the permutation exactly, the expert MLP within tolerance.
   cpu::CpuDevice cpu_dev;
@@ -312,9 +349,17 @@ Json ReplayReportToJson(const ReplayReport& r) {
     j["predicted_us"] = p.predicted_us >= 0 ? Json(p.predicted_us) : Json(nullptr);
     phases.push_back(j);
   }
-  return Json{{"replay",
+  return Json{{"schema_version", 1},
+              {"kind", "replay"},
+              {"replay",
                {{"backend", r.backend},
                 {"model", r.model_name},
+                {"layer", r.layer},
+                {"routing_layer", r.routing_layer},
+                {"cluster", r.cluster},
+                {"routing", r.routing},
+                {"seed", r.seed},
+                {"precision", r.precision},
                 {"rank", r.rank},
                 {"ep", r.ep},
                 {"ep_rank", r.ep_rank},
@@ -329,14 +374,20 @@ Json ReplayReportToJson(const ReplayReport& r) {
                 {"imbalance", r.imbalance},
                 {"phases", phases},
                 {"layer_forward_us", r.layer_forward_us},
-                {"validation", {{"checked", r.checked}, {"wrong", r.wrong}, {"max_abs_error", r.max_abs_error}}}}}};
+                {"validation",
+                 {{"checked", r.checked},
+                  {"wrong", r.wrong},
+                  {"max_abs_error", r.max_abs_error},
+                  {"atol", r.atol},
+                  {"rtol", r.rtol}}}}}};
 }
 
 std::string ReplayReportToText(const ReplayReport& r) {
   std::ostringstream out;
-  out << fmt::format("Replay     {} rank {} (EP rank {} of {}): experts [{}, {}), intermediate [{}, {}), backend {}\n",
-                     r.model_name, r.rank, r.ep_rank, r.ep, r.first_expert, r.first_expert + r.num_local_experts, r.f_begin,
-                     r.f_end, r.backend);
+  out << fmt::format("Replay     {} layer {} rank {} (EP rank {} of {}): experts [{}, {}), intermediate [{}, {}), backend {}\n",
+                     r.model_name, r.layer, r.rank, r.ep_rank, r.ep, r.first_expert, r.first_expert + r.num_local_experts,
+                     r.f_begin, r.f_end, r.backend);
+  out << fmt::format("Settings   cluster {}, routing {} (seed {}), expert GEMM {}\n", r.cluster, r.routing, r.seed, r.precision);
   out << fmt::format("Rows       {} tokens route {} rows; this rank receives {} rows ({:.3f} x the mean)\n", r.tokens,
                      r.tokens * r.top_k, r.received_rows, r.imbalance);
   out << fmt::format("  {:<16} {:>12} {:>14}  {}\n", "phase", "time (us)", "predicted (us)", "source");
@@ -345,7 +396,9 @@ std::string ReplayReportToText(const ReplayReport& r) {
                        p.predicted_us >= 0 ? fmt::format("{:.1f}", p.predicted_us) : std::string("-"), p.source);
   }
   out << fmt::format("  {:<16} {:>12.1f}\n", "layer forward", r.layer_forward_us);
-  if (r.passed()) {
+  if (r.checked == 0) {
+    out << "Validation: nothing to check (this rank received no rows)\n";
+  } else if (r.passed()) {
     out << fmt::format("Validation OK: 0 wrong of {} checked elements (max abs error {:.3e})\n", r.checked, r.max_abs_error);
   } else {
     out << fmt::format("Validation FAILED: {} wrong of {} checked elements (max abs error {:.3e})\n", r.wrong, r.checked,

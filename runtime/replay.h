@@ -39,6 +39,7 @@ namespace dockyard::runtime {
 
 struct ReplayOptions {
   int64_t rank = 0;          // global rank of the plan whose share runs
+  int64_t layer = -1;        // decoder layer (-1: the first MoE layer); its pipeline stage must hold `rank`
   RoutingSpec routing;       // default uniform; seed = routing.seed
   int64_t tokens = 0;        // T; 0 = the plan's routed tokens per rank (ComputeWorkload)
   uint64_t seed = 0;         // tokens and weights (runtime/data.h)
@@ -48,6 +49,7 @@ struct ReplayOptions {
   int64_t check_rows = 2;    // rows checked at each end of every local expert's block
   double atol = 1e-4, rtol = 1e-3;
   ClusterSpec cluster;       // for the cost model's dispatch and combine
+  std::string precision = "fp32";  // recorded in the report (the backend applies it)
 };
 
 struct ReplayPhase {
@@ -59,6 +61,10 @@ struct ReplayPhase {
 
 struct ReplayReport {
   std::string backend, model_name;
+  int64_t layer = 0, routing_layer = 0;  // decoder layer, and its index among the MoE layers
+  std::string cluster, routing, precision;
+  uint64_t seed = 0;
+  double atol = 0, rtol = 0;
   int64_t rank = 0, ep = 1, ep_rank = 0, first_expert = 0, num_local_experts = 0;
   int64_t f_begin = 0, f_end = 0;
   int64_t tokens = 0, top_k = 0, received_rows = 0;
@@ -73,7 +79,14 @@ struct ReplayReport {
 
 // Runs the replay on `backend` (one rank, no communication). Throws dockyard::Error for a rank
 // outside the stage of the layer, a model the runtime does not support (runtime/config.h), or
-// bad options (iters < 1, warmup < 0, tokens < 0, check_rows < 0).
+// bad options (iters < 1, warmup < 0, check_rows < 0, atol/rtol not finite >= 0), and when the
+// host or device cannot hold the rank's buffers (the message gives their size).
+//
+// JSON (ReplayReportToJson): {"schema_version": 1, "kind": "replay", "replay": {backend, model,
+// layer, routing_layer, rank, ep, ep_rank, first_expert, num_local_experts, f_begin, f_end,
+// tokens, top_k, received_rows, rows_per_local_expert, imbalance, cluster, routing, seed,
+// precision, phases: [{name, time_us, source, predicted_us}], layer_forward_us,
+// validation: {checked, wrong, max_abs_error, atol, rtol}}} (docs/cuda.md).
 ReplayReport ReplayRank(const Plan& plan, const ReplayOptions& options, Backend& backend);
 
 Json ReplayReportToJson(const ReplayReport& report);

@@ -172,6 +172,35 @@ TEST_CASE("a 1% error in the expert GEMM fails the replay's validation") {
   CHECK_FALSE(r.passed());
 }
 
+TEST_CASE("replay of layer 1 with pp 2 runs a stage-1 rank; a per-layer trace gives that layer's rows") {
+  // TinyMoe: 8 experts, top-2, 2 MoE layers; pp 2 puts layer 1 on ranks 2..3 of a 4-rank world.
+  ModelSpec m = testing::TinyMoe();
+  ParallelDimsOptions d;
+  d.world_size = 4;
+  d.ep = 2;
+  d.pp = 2;
+  TrainingConfig t;
+  t.seq_len = 1000;  // 1000 tokens x top-2 = 2000 assignments per source EP rank
+  const Plan plan = BuildPlan(m, d, t);
+  cpu::CpuBackend backend;
+  ReplayOptions o = Options(3);
+  o.layer = 1;
+  o.routing = ParseRoutingSpec("trace:testdata/routing/tiny_trace.json");
+  const ReplayReport r = ReplayRank(plan, o, backend);
+  CHECK(r.layer == 1);
+  CHECK(r.routing_layer == 1);
+  CHECK(r.ep_rank == 1);  // rank 3 = stage 1's second rank
+  CHECK(r.first_expert == 4);
+  CHECK(r.passed());
+  // Layer 1 of the trace sends 20+40+60+80 = 200 of each 1000 to experts 0..3 and 800 to 4..7
+  // (the other layer is the reverse): rank 3, owning 4..7, receives about 80% of the 2 x 2000
+  // assignments of the two sources. Top-2 distinct experts per token flatten the skew a little.
+  CHECK(r.received_rows > 2 * 2000 * 0.7);
+  CHECK(r.received_rows < 2 * 2000 * 0.9);
+  o.layer = 0;  // layer 0 lives on stage 0: rank 3 is not in it
+  CHECK_THROWS_WITH_AS(ReplayRank(plan, o, backend), doctest::Contains("not a rank of pipeline stage 0"), Error);
+}
+
 TEST_CASE("replay errors: a rank outside the layer's stage, bad iteration counts") {
   cpu::CpuBackend backend;
   const Plan pp2 = SmallPlan(4, 2, 1, 1, /*pp=*/2);  // layer 0 lives in stage 0: ranks 0..1
@@ -180,6 +209,9 @@ TEST_CASE("replay errors: a rank outside the layer's stage, bad iteration counts
   ReplayOptions o = Options(0);
   o.iters = 0;
   CHECK_THROWS_WITH_AS(ReplayRank(SmallPlan(2, 2), o, backend), "replay: iters must be >= 1, got 0", Error);
+  o = Options(0);
+  o.atol = -1;
+  CHECK_THROWS_WITH_AS(ReplayRank(SmallPlan(2, 2), o, backend), "atol must be a finite number >= 0, got -1", Error);
 }
 
 }  // namespace

@@ -48,6 +48,16 @@ void Compare(const RunConfig& c, const RankResult& got, const std::vector<float>
   }
 }
 
+// Why --overlap-shared-experts did not apply ("" when it did or was not asked for).
+std::string OverlapNotApplied(const RunConfig& c) {
+  if (!c.options.overlap_shared_experts) return "";
+  const SharedMode m = c.ranks.empty() ? SharedMode::kNone : c.ranks.front().shared_mode;
+  if (c.dispatcher != Dispatcher::kAllToAll) return "the deredundency dispatcher's combine is a reduce-scatter";
+  if (m == SharedMode::kNone) return "the model has no shared experts";
+  if (m == SharedMode::kSequenceParallel) return "sequence-parallel shared experts communicate over tp";
+  return "";
+}
+
 std::string Sci(double v) { return std::isfinite(v) ? fmt::format("{:.3e}", v) : std::string("inf"); }
 
 }  // namespace
@@ -59,7 +69,7 @@ RunReport RunMoeLayer(const Plan& plan, const RunOptions& options, Backend& back
 RunReport RunMoeLayer(const RunConfig& c, Backend& backend) {
   RunReport report;
   report.config = c;
-  report.backend = backend.name();
+  report.backend = backend.name();  // set again after the run: the GEMM path that ran
   std::vector<RankResult> results(c.ranks.size());
   const int64_t first_rank = c.ranks.empty() ? 0 : c.ranks.front().rank;
   const auto t0 = std::chrono::steady_clock::now();
@@ -68,6 +78,7 @@ RunReport RunMoeLayer(const RunConfig& c, Backend& backend) {
     RunRank(ctx, c, c.ranks[i], results[i]);
   });
   report.run_seconds = Seconds(t0);
+  report.backend = backend.name();
 
   const auto t1 = std::chrono::steady_clock::now();
   const ReferenceOutput ref = ComputeReference(c, c.options.reference_threads);
@@ -185,7 +196,11 @@ Json RunReportToJson(const RunReport& rep, const std::string& model_source) {
         {"iters", c.options.iters},
         {"warmup", c.options.warmup},
         {"atol", c.options.atol},
-        {"rtol", c.options.rtol}}},
+        {"rtol", c.options.rtol},
+        {"overlap_shared_experts",
+         {{"requested", c.options.overlap_shared_experts},
+          {"applied", c.options.overlap_shared_experts && OverlapNotApplied(c).empty()},
+          {"why_not", OverlapNotApplied(c)}}}}},
       {"validation",
        {{"passed", rep.passed()},
         {"max_abs_error", finite(rep.max_abs_error)},
@@ -217,6 +232,11 @@ std::string RunReportToText(const RunReport& rep, const std::string& model_sourc
                      c.options.tokens_per_rank, c.sources.size(), c.options.seed,
                      c.options.routing ? RoutingSpecText(*c.options.routing) : std::string("router top-k"), c.options.warmup,
                      c.options.iters);
+  if (c.options.overlap_shared_experts) {
+    const std::string why = OverlapNotApplied(c);
+    out << (why.empty() ? std::string("Overlap    shared experts run while the combine is in flight (combine = its exposed time)\n")
+                        : fmt::format("Overlap    requested but not applied: {}\n", why));
+  }
   out << fmt::format("\n{:>6} {:>7} {:>8} {:>8} {:>9} {:>12} {:>12} {:>8}\n", "rank", "tokens", "routed", "sent", "received",
                      "max_abs_err", "max_rel_err", "#wrong");
   for (const RankReport& r : rep.ranks) {
@@ -227,6 +247,16 @@ std::string RunReportToText(const RunReport& rep, const std::string& model_sourc
   for (const PhaseReport& p : rep.phases) {
     out << fmt::format("{:<16} {:>12.1f} {:>12.1f} {:>13}\n", p.name, p.time_us, p.mean_us, p.slowest_rank);
   }
+  // The layer: per rank the sum of its phases (weight generation excluded), the slowest rank's.
+  double layer_us = 0;
+  for (const RankReport& r : rep.ranks) {
+    double sum = 0;
+    for (size_t i = 0; i < r.phase_us.size() && i < PhaseNames().size(); ++i) {
+      if (PhaseNames()[i] != "weight_gen") sum += r.phase_us[i];
+    }
+    layer_us = std::max(layer_us, sum);
+  }
+  out << fmt::format("{:<16} {:>12.1f}   (slowest rank's sum of phases, weight_gen excluded)\n", "layer forward", layer_us);
   out << "\n";
   if (rep.passed()) {
     out << fmt::format("Validation OK: 0 wrong of {} elements (atol {:g}, rtol {:g}), max abs error {}, max rel error {}\n",

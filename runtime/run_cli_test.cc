@@ -37,9 +37,9 @@ std::string ReadAll(FILE* f) {
   return s;
 }
 
-Result Run(const std::string& args) {
+Result RunBinary(const std::string& binary, const std::string& args) {
   const std::string err_path = TmpDir() + "/stderr.txt";
-  const std::string cmd = "cli/dockyard-run " + args + " 2>" + err_path;
+  const std::string cmd = binary + " " + args + " 2>" + err_path;
   Result r;
   const auto t0 = std::chrono::steady_clock::now();
   FILE* pipe = popen(cmd.c_str(), "r");
@@ -55,6 +55,8 @@ Result Run(const std::string& args) {
   }
   return r;
 }
+
+Result Run(const std::string& args) { return RunBinary("cli/dockyard-run", args); }
 
 bool Exists(const std::string& path) {
   struct stat st {};
@@ -169,6 +171,42 @@ TEST_CASE("dockyard-run --replay-rank runs one rank's share on the cpu backend a
   CHECK(Has(out_of_range.err, "--replay-rank must be in [0, 4) (the plan's world size), got 4"));
   const Result cluster_alone = Run("--model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --cluster h200-sxm");
   CHECK(cluster_alone.code == 2);
+  // Flags a replay does not use are usage errors, not silently ignored.
+  for (const char* flag : {"--tokens-per-rank 8", "--overlap-shared-experts", "--inject-fault wrong-expert"}) {
+    const Result r2 = Run(std::string("--model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --replay-rank 0 ") + flag);
+    CHECK_MESSAGE(r2.code == 2, flag);
+    CHECK(Has(r2.err, "does not apply to --replay-rank"));
+  }
+  const Result seq = Run("--model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --replay-rank 0 --seq-len 0");
+  CHECK(seq.code == 1);
+  CHECK(Has(seq.err, "--seq-len must be in [1, 2^24], got 0"));
+}
+
+TEST_CASE("replay from a simulate plan uses the plan's cluster and layer; --layer picks a later stage") {
+  const std::string dir = TmpDir();
+  const std::string plan = dir + "/sim.json";
+  // The simulate report carries its cluster (h200-sxm), which the replay's cost model then uses.
+  REQUIRE(RunBinary("cli/dockyard-plan", "simulate --model testdata/specs/tiny-mixtral.json --world-size 4 --ep 2 --pp 2 "
+                                         "--seq-len 16 --cluster h200-sxm --json " + plan).code == 0);
+  const Result r = Run("--plan " + plan + " --replay-rank 3 --layer 1 --json -");
+  REQUIRE(r.code == 0);
+  const dockyard::Json j = dockyard::Json::parse(r.out);
+  CHECK(j["schema_version"] == 1);
+  CHECK(j["kind"] == "replay");
+  CHECK(j["replay"]["cluster"] == "h200-sxm");
+  CHECK(j["replay"]["layer"] == 1);
+  CHECK(j["replay"]["ep_rank"] == 1);
+  CHECK(j["replay"]["tokens"] == 16);
+  const Result wrong_stage = Run("--plan " + plan + " --replay-rank 3 --layer 0");
+  CHECK(wrong_stage.code == 1);
+  CHECK(Has(wrong_stage.err, "not a rank of pipeline stage 0"));
+}
+
+TEST_CASE("--nccl-id-dir in a single-process cuda run is an error, not ignored") {
+  const Result r = Run("--model testdata/specs/tiny-mixtral.json --world-size 2 --ep 2 --backend cuda --nccl-id-dir /tmp");
+  CHECK(r.code == 1);
+  CHECK((Has(r.err, "--nccl-id-dir '/tmp': this process was not started") ||
+         Has(r.err, "built without the CUDA backend")));
 }
 
 TEST_CASE("dockyard-run exits 1 on a broken rule and writes no file") {

@@ -29,13 +29,21 @@ for name in libnccl.so.2 libcublas.so.13 libcublasLt.so.13; do
 done
 export LD_LIBRARY_PATH="$libs:${LD_LIBRARY_PATH:-}"
 echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH" | tee "$OUT/env.log"
-nvidia-smi -L 2>&1 | tee -a "$OUT/env.log"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1 | tee -a "$OUT/env.log"
 ldd "$B/dockyard-run" >> "$OUT/env.log" 2>&1
 
 summary="$OUT/steps.tsv"
 : > "$summary"
+start=$(date +%s)
+DEADLINE="${DEADLINE:-450}"  # seconds: steps that would start later are skipped (8-minute budget)
 step() {  # step NAME TIMEOUT_S COMMAND...
   local name="$1" limit="$2"; shift 2
+  if [ $(( $(date +%s) - start )) -gt "$DEADLINE" ]; then
+    printf '%s\t%s\t%s\n' "$name" "skipped" "0" >> "$summary"
+    echo "skipped: past the ${DEADLINE}s deadline" > "$OUT/$name.log"
+    echo "== $name: skipped (past the ${DEADLINE}s deadline)"
+    return
+  fi
   local t0=$(date +%s.%N)
   timeout "$limit" "$@" > "$OUT/$name.log" 2>&1
   local rc=$?
@@ -44,20 +52,20 @@ step() {  # step NAME TIMEOUT_S COMMAND...
   echo "== $name: rc $rc ($(tail -1 "$OUT/$name.log"))"
 }
 
-step kernels_test 150 "$B/moe_kernels_gpu_test"
-step backend_test 200 "$B/cuda_backend_gpu_test"
-step bench_gpu 150 "$B/bench_gpu" --json "$OUT/bench_gpu.json"
-step run_qwen3_fp32 90 "$B/dockyard-run" --backend cuda --model testdata/hf/qwen3-30b-a3b.json --world-size 1 \
+step kernels_test 90 "$B/moe_kernels_gpu_test"
+step backend_test 150 "$B/cuda_backend_gpu_test"
+step bench_gpu 120 "$B/bench_gpu" --json "$OUT/bench_gpu.json"
+step run_qwen3_fp32 45 "$B/dockyard-run" --backend cuda --model testdata/hf/qwen3-30b-a3b.json --world-size 1 \
   --tokens-per-rank 512 --iters 5 --json "$OUT/run_qwen3_fp32.json"
-step run_qwen3_bf16 90 "$B/dockyard-run" --backend cuda --gemm-precision bf16 --model testdata/hf/qwen3-30b-a3b.json \
+step run_qwen3_bf16 45 "$B/dockyard-run" --backend cuda --gemm-precision bf16 --model testdata/hf/qwen3-30b-a3b.json \
   --world-size 1 --tokens-per-rank 512 --iters 5 --json "$OUT/run_qwen3_bf16.json"
-step run_v2lite_no_overlap 90 "$B/dockyard-run" --backend cuda --model testdata/hf/deepseek-v2-lite.json --world-size 1 \
+step run_v2lite_no_overlap 45 "$B/dockyard-run" --backend cuda --model testdata/hf/deepseek-v2-lite.json --world-size 1 \
   --tokens-per-rank 1024 --iters 5 --json "$OUT/run_v2lite_no_overlap.json"
-step run_v2lite_overlap 90 "$B/dockyard-run" --backend cuda --model testdata/hf/deepseek-v2-lite.json --world-size 1 \
+step run_v2lite_overlap 45 "$B/dockyard-run" --backend cuda --model testdata/hf/deepseek-v2-lite.json --world-size 1 \
   --tokens-per-rank 1024 --iters 5 --overlap-shared-experts --json "$OUT/run_v2lite_overlap.json"
-step replay_dsv3_256 120 "$B/dockyard-run" --backend cuda --gemm-precision bf16 --model testdata/hf/deepseek-v3.json \
+step replay_dsv3_256 60 "$B/dockyard-run" --backend cuda --gemm-precision bf16 --model testdata/hf/deepseek-v3.json \
   --world-size 256 --ep 64 --replay-rank 0 --cluster h200-sxm --iters 5 --json "$OUT/replay_dsv3_256.json"
-step replay_dsv3_2048 120 "$B/dockyard-run" --backend cuda --gemm-precision bf16 --model testdata/hf/deepseek-v3.json \
+step replay_dsv3_2048 60 "$B/dockyard-run" --backend cuda --gemm-precision bf16 --model testdata/hf/deepseek-v3.json \
   --world-size 2048 --ep 64 --replay-rank 1000 --cluster h200-sxm --routing zipf:1.2 --iters 5 \
   --json "$OUT/replay_dsv3_2048.json"
 
@@ -68,10 +76,20 @@ res = {"steps": []}
 for line in open(os.path.join(out, "steps.tsv")):
     name, rc, secs = line.rstrip("\n").split("\t")
     log = open(os.path.join(out, name + ".log"), errors="replace").read()
-    step = {"name": name, "rc": int(rc), "seconds": float(secs)}
+    lines = [l for l in log.splitlines() if l.strip()]
+    step = {"name": name, "rc": rc if rc == "skipped" else int(rc), "seconds": float(secs),
+            "last_line": lines[-1] if lines else ""}
+    errors = [l for l in lines if "error" in l.lower()]
+    if errors:
+        step["first_error"] = errors[0]
     m = re.findall(r"test cases:\s*(\d+) \|\s*(\d+) passed \|\s*(\d+) failed \|\s*(\d+) skipped", log)
+    ok = step["rc"] == 0
     if m:
-        step["test_cases"] = dict(zip(["total", "passed", "failed", "skipped"], map(int, m[-1])))
+        tc = dict(zip(["run", "passed", "failed", "skipped"], map(int, m[-1])))
+        step["test_cases"] = tc
+        # A test step that ran nothing (every case skipped: no GPU seen) is not a pass.
+        ok = ok and tc["failed"] == 0 and tc["run"] > 0
+    step["ok"] = ok
     jf = os.path.join(out, name + ".json")
     if os.path.exists(jf):
         try:
@@ -79,10 +97,8 @@ for line in open(os.path.join(out, "steps.tsv")):
         except Exception as e:
             step["report_error"] = str(e)
     res["steps"].append(step)
-bf = os.path.join(out, "bench_gpu.json")
-if os.path.exists(bf):
-    res["bench_gpu"] = json.load(open(bf))
-res["all_ok"] = all(s["rc"] == 0 for s in res["steps"])
+res["all_ok"] = all(s["ok"] for s in res["steps"])
 json.dump(res, open(os.path.join(out, "gpu_result.json"), "w"), indent=1)
 print("gpu_result.json written; all_ok =", res["all_ok"])
+sys.exit(0 if res["all_ok"] else 1)
 PY

@@ -34,17 +34,48 @@ struct Aborted : std::exception {
   const char* what() const noexcept override { return "aborted: another rank failed"; }
 };
 
+// The communicators of one rank. AbortAll (ncclCommAbort, once) runs before any buffer a
+// pending NCCL kernel may touch is freed: a failing collective calls it before it throws, and
+// RunOne's error path calls it again (a no-op then).
+struct RankComms {
+  std::vector<ncclComm_t> comms;
+  bool aborted = false;
+  void AbortAll() {
+    if (aborted) return;
+    aborted = true;
+    for (ncclComm_t c : comms) ncclCommAbort(c);
+  }
+};
+
 // Waits for `stream` while watching the run's abort flag and the communicator's async error,
-// so a rank never waits forever on a peer that already failed.
-void WaitCollective(cudaStream_t stream, ncclComm_t comm, const std::atomic<bool>& aborted, const char* what) {
+// so a rank of this process never waits forever on a peer of this process that already
+// failed. Across processes a failed peer is not seen here: the failing process exits non-zero
+// and the launcher (torchrun, srun --kill-on-bad-exit, mpirun) ends the others.
+void WaitCollective(cudaStream_t stream, ncclComm_t comm, const std::atomic<bool>& aborted, RankComms& mine,
+                    const char* what) {
   while (true) {
     const cudaError_t e = cudaStreamQuery(stream);
     if (e == cudaSuccess) return;
-    if (e != cudaErrorNotReady) CheckCuda(e, what);
-    ncclResult_t async = ncclSuccess;
-    CheckNccl(ncclCommGetAsyncError(comm, &async), "ncclCommGetAsyncError");
-    if (async != ncclSuccess && async != ncclInProgress) CheckNccl(async, what);
-    if (aborted.load()) throw Aborted();
+    std::string failure;
+    if (e != cudaErrorNotReady) {
+      failure = fmt::format("cuda: {}: {} ({})", what, cudaGetErrorName(e), cudaGetErrorString(e));
+    } else {
+      ncclResult_t async = ncclSuccess;
+      const ncclResult_t q = ncclCommGetAsyncError(comm, &async);
+      if (q != ncclSuccess) {
+        failure = fmt::format("nccl: ncclCommGetAsyncError: {}", ncclGetErrorString(q));
+      } else if (async != ncclSuccess && async != ncclInProgress) {
+        failure = fmt::format("nccl: {}: {}", what, ncclGetErrorString(async));
+      }
+    }
+    if (!failure.empty()) {
+      mine.AbortAll();
+      throw Error(failure);
+    }
+    if (aborted.load()) {
+      mine.AbortAll();
+      throw Aborted();
+    }
     std::this_thread::yield();
   }
 }
@@ -90,16 +121,18 @@ class CudaDevice : public Device {
 
 class CudaOps : public ComputeOps {
  public:
-  CudaOps(cudaStream_t stream, kernels::GemmPrecision precision, kernels::GroupedGemmPath path)
-      : stream_(stream), gemm_(stream), precision_(precision), path_(path) {}
+  CudaOps(cudaStream_t stream, kernels::GemmPrecision precision, kernels::GroupedGemmPath path,
+          std::atomic<bool>* fell_back)
+      : stream_(stream), gemm_(stream), precision_(precision), path_(path), fell_back_(fell_back) {}
 
   // The router GEMM (and any plain Gemm): bit-exact with the CPU backend.
   void Gemm(const GemmArgs& g) override {
     kernels::GemmExact(g.m, g.n, g.k, g.a, g.lda, g.b, g.ldb, g.trans_b, g.c, g.ldc, g.accumulate, stream_);
   }
   void GroupedGemm(const GroupedGemmArgs& g) override {
-    gemm_.RunFloat(g.num_groups, g.offsets, g.n, g.k, g.a, g.lda, g.b, g.ldb, g.trans_b, g.c, g.ldc, g.accumulate,
-                   precision_, path_);
+    const kernels::GroupedGemmPath ran = gemm_.RunFloat(g.num_groups, g.offsets, g.n, g.k, g.a, g.lda, g.b, g.ldb,
+                                                        g.trans_b, g.c, g.ldc, g.accumulate, precision_, path_);
+    if (ran != path_) *fell_back_ = true;
   }
   void GatherRows(const float* src, const int64_t* indices, int64_t num_rows, int64_t row_elems, float* dst) override {
     kernels::GatherRows(src, indices, num_rows, row_elems, dst, stream_);
@@ -153,13 +186,18 @@ class CudaOps : public ComputeOps {
   kernels::CublasGemm gemm_;
   kernels::GemmPrecision precision_;
   kernels::GroupedGemmPath path_;
+  std::atomic<bool>* fell_back_;
 };
 
 class NcclCommunicator : public Communicator {
  public:
   NcclCommunicator(std::string label, std::vector<int64_t> ranks, int64_t index, ncclComm_t comm, cudaStream_t stream,
-                   const std::atomic<bool>* aborted)
-      : Communicator(std::move(label), std::move(ranks), index), comm_(comm), stream_(stream), aborted_(aborted) {
+                   const std::atomic<bool>* aborted, RankComms* mine)
+      : Communicator(std::move(label), std::move(ranks), index),
+        comm_(comm),
+        stream_(stream),
+        aborted_(aborted),
+        mine_(mine) {
     CheckCuda(cudaMalloc(&scratch_, sizeof(float)), "cudaMalloc (barrier)");
   }
   ~NcclCommunicator() override {
@@ -172,7 +210,7 @@ class NcclCommunicator : public Communicator {
   void DoAllToAll(const void* send, const std::vector<int64_t>& send_splits, void* recv,
                   const std::vector<int64_t>& recv_splits, int64_t row_bytes) override {
     IssueAllToAll(send, send_splits, recv, recv_splits, row_bytes, stream_);
-    WaitCollective(stream_, comm_, *aborted_, "all_to_all_single");
+    WaitCollective(stream_, comm_, *aborted_, *mine_, "all_to_all_single");
   }
   // combine_start: the exchange runs on the communicator's own stream, after everything the
   // compute stream has queued so far (an event orders it), so compute issued meanwhile overlaps.
@@ -187,7 +225,7 @@ class NcclCommunicator : public Communicator {
     IssueAllToAll(send, send_splits, recv, recv_splits, row_bytes, comm_stream_);
   }
   // combine_wait.
-  void DoWaitPending() override { WaitCollective(comm_stream_, comm_, *aborted_, "all_to_all_single (async)"); }
+  void DoWaitPending() override { WaitCollective(comm_stream_, comm_, *aborted_, *mine_, "all_to_all_single (async)"); }
 
   void IssueAllToAll(const void* send, const std::vector<int64_t>& send_splits, void* recv,
                      const std::vector<int64_t>& recv_splits, int64_t row_bytes, cudaStream_t stream) {
@@ -207,26 +245,27 @@ class NcclCommunicator : public Communicator {
   }
   void DoAllGather(const void* send, int64_t bytes, void* recv) override {
     CheckNccl(ncclAllGather(send, recv, static_cast<size_t>(bytes), ncclChar, comm_, stream_), "ncclAllGather");
-    WaitCollective(stream_, comm_, *aborted_, "all_gather");
+    WaitCollective(stream_, comm_, *aborted_, *mine_, "all_gather");
   }
   void DoReduceScatter(const float* send, float* recv, int64_t count) override {
     CheckNccl(ncclReduceScatter(send, recv, static_cast<size_t>(count), ncclFloat, ncclSum, comm_, stream_),
               "ncclReduceScatter");
-    WaitCollective(stream_, comm_, *aborted_, "reduce_scatter");
+    WaitCollective(stream_, comm_, *aborted_, *mine_, "reduce_scatter");
   }
   void DoAllReduce(float* buf, int64_t count) override {
     CheckNccl(ncclAllReduce(buf, buf, static_cast<size_t>(count), ncclFloat, ncclSum, comm_, stream_), "ncclAllReduce");
-    WaitCollective(stream_, comm_, *aborted_, "all_reduce");
+    WaitCollective(stream_, comm_, *aborted_, *mine_, "all_reduce");
   }
   void DoBarrier() override {
     CheckNccl(ncclAllReduce(scratch_, scratch_, 1, ncclFloat, ncclSum, comm_, stream_), "ncclAllReduce (barrier)");
-    WaitCollective(stream_, comm_, *aborted_, "barrier");
+    WaitCollective(stream_, comm_, *aborted_, *mine_, "barrier");
   }
 
  private:
   ncclComm_t comm_;
   cudaStream_t stream_;
   const std::atomic<bool>* aborted_;
+  RankComms* mine_;
   float* scratch_ = nullptr;
   cudaStream_t comm_stream_ = nullptr;  // created on the first StartAllToAllSingle
   cudaEvent_t ready_ = nullptr;
@@ -263,18 +302,16 @@ class CudaBackend : public Backend {
     if (o.gemm_path != "grouped" && o.gemm_path != "loop") {
       throw Error(fmt::format("--grouped-gemm: must be grouped or loop, got '{}'", o.gemm_path));
     }
+    ValidateLaunch(o.launch, o.nccl_id_dir);  // before the GPU probe: these errors need no GPU
     std::string why;
     devices_ = CudaDeviceCount(&why);
     if (devices_ == 0) throw Error(fmt::format("--backend cuda: no GPU visible: {}", why));
-    if (o.launch.multi_process() && o.nccl_id_dir.empty()) {
-      throw Error(fmt::format("--backend cuda under {} (one process per GPU) needs --nccl-id-dir, a directory every process "
-                              "sees, to exchange the NCCL ids",
-                              o.launch.launcher));
-    }
   }
 
+  // The path that ran: after a refused grouped call, "cublas_loop (grouped call refused)".
   std::string name() const override {
-    return fmt::format("cuda ({} gemm, {})", kernels::PrecisionName(precision_), kernels::PathName(path_));
+    return fmt::format("cuda ({} gemm, {})", kernels::PrecisionName(precision_),
+                       fell_back_ ? "cublas_loop (grouped call refused by cuBLAS)" : kernels::PathName(path_));
   }
 
   bool RunsRankIndex(size_t index, size_t total) const override {
@@ -352,11 +389,10 @@ class CudaBackend : public Backend {
     CheckCuda(cudaSetDevice(ordinal), "cudaSetDevice");
     cudaStream_t stream = nullptr;
     CheckCuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
-    std::vector<ncclComm_t> comms;
-    bool failed = false;
+    RankComms mine;
     try {
       CudaDevice device(ordinal, stream);
-      CudaOps ops(stream, precision_, path_);
+      CudaOps ops(stream, precision_, path_, &fell_back_);
       CudaRankContext ctx(spec.rank, &device, &ops);
       std::vector<GroupSpec> groups = spec.groups;
       std::sort(groups.begin(), groups.end(), [](const GroupSpec& a, const GroupSpec& b) { return a.label < b.label; });
@@ -365,14 +401,15 @@ class CudaBackend : public Backend {
         if (it == g.ranks.end()) throw Error(fmt::format("rank {} is not in its own group '{}'", spec.rank, g.label));
         const int64_t index = it - g.ranks.begin();
         ncclUniqueId id;
+        std::string id_file;
         if (options_.launch.multi_process()) {
-          const std::string file = IdFileName(options_.launch.job_id, g.label, g.ranks.front());
+          id_file = IdFileName(options_.launch.job_id, g.label, g.ranks.front());
           if (index == 0) {
             CheckNccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
-            PublishId(options_.nccl_id_dir, file, std::vector<char>(id.internal, id.internal + sizeof(id.internal)));
+            PublishId(options_.nccl_id_dir, id_file, std::vector<char>(id.internal, id.internal + sizeof(id.internal)));
           } else {
             const std::vector<char> bytes =
-                WaitForId(options_.nccl_id_dir, file, sizeof(id.internal), options_.id_timeout_seconds);
+                WaitForId(options_.nccl_id_dir, id_file, sizeof(id.internal), options_.id_timeout_seconds);
             std::memcpy(id.internal, bytes.data(), sizeof(id.internal));
           }
         } else {
@@ -381,25 +418,27 @@ class CudaBackend : public Backend {
         ncclComm_t comm = nullptr;
         CheckNccl(ncclCommInitRank(&comm, static_cast<int>(g.ranks.size()), id, static_cast<int>(index)),
                   "ncclCommInitRank");
-        comms.push_back(comm);
-        ctx.comms_.push_back(std::make_unique<NcclCommunicator>(g.label, g.ranks, index, comm, stream, &aborted));
+        mine.comms.push_back(comm);
+        // Every member has joined once the (collective) init returns: the id file has been read.
+        if (!id_file.empty() && index == 0) RemoveId(options_.nccl_id_dir, id_file);
+        ctx.comms_.push_back(std::make_unique<NcclCommunicator>(g.label, g.ranks, index, comm, stream, &aborted, &mine));
       }
       body(ctx);
       device.Synchronize();
       ctx.comms_.clear();
     } catch (...) {
-      failed = true;
-      for (ncclComm_t c : comms) ncclCommAbort(c);
+      // Buffers of the body are freed by now only if no NCCL work was pending (a failing
+      // collective aborts before it throws); abort the rest before the stream goes.
+      mine.AbortAll();
       cudaStreamDestroy(stream);
       throw;
     }
-    if (!failed) {
-      for (ncclComm_t c : comms) ncclCommDestroy(c);
-      cudaStreamDestroy(stream);
-    }
+    for (ncclComm_t c : mine.comms) ncclCommDestroy(c);
+    cudaStreamDestroy(stream);
   }
 
   CudaBackendOptions options_;
+  std::atomic<bool> fell_back_{false};
   kernels::GemmPrecision precision_;
   kernels::GroupedGemmPath path_;
   int devices_ = 0;
@@ -414,9 +453,19 @@ int CudaDeviceCount(std::string* why) {
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
     if (why != nullptr) {
-      const bool no_driver = e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice;
-      *why = fmt::format("cudaGetDeviceCount: {} ({}){}", cudaGetErrorName(e), cudaGetErrorString(e),
-                         no_driver ? "; this machine has no NVIDIA driver or no GPU" : "");
+      int runtime = 0, driver = 0;
+      cudaRuntimeGetVersion(&runtime);
+      cudaDriverGetVersion(&driver);  // 0 when no driver is installed
+      std::string hint;
+      if (e == cudaErrorInsufficientDriver) {
+        hint = driver == 0 ? "; no NVIDIA driver is installed on this machine"
+                           : fmt::format("; the NVIDIA driver supports CUDA {}.{}, this dockyard-run was built with CUDA "
+                                         "{}.{}: update the driver",
+                                         driver / 1000, driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
+      } else if (e == cudaErrorNoDevice) {
+        hint = "; the driver sees no GPU (check CUDA_VISIBLE_DEVICES)";
+      }
+      *why = fmt::format("cudaGetDeviceCount: {} ({}){}", cudaGetErrorName(e), cudaGetErrorString(e), hint);
     }
     return 0;
   }

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "planner/error.h"
@@ -80,7 +81,7 @@ LaunchInfo LaunchFromEnv(const std::function<const char*(const char*)>& getenv) 
       return value != nullptr ? value : "";
     };
     std::string job;
-    if (info.launcher == "torchrun") job = var("TORCHELASTIC_RUN_ID");
+    if (info.launcher == "torchrun" && var("TORCHELASTIC_RUN_ID") != "none") job = var("TORCHELASTIC_RUN_ID");
     if (info.launcher == "slurm" && !var("SLURM_JOB_ID").empty()) {
       job = var("SLURM_JOB_ID") + "." + (var("SLURM_STEP_ID").empty() ? "0" : var("SLURM_STEP_ID"));
     }
@@ -90,6 +91,36 @@ LaunchInfo LaunchFromEnv(const std::function<const char*(const char*)>& getenv) 
   }
   return LaunchInfo{};
 }
+
+void ValidateLaunch(const LaunchInfo& launch, const std::string& dir) {
+  if (!launch.multi_process()) {
+    if (!dir.empty()) {
+      throw Error(fmt::format("--nccl-id-dir '{}': this process was not started as one of several by torchrun, srun or "
+                              "mpirun (no RANK/WORLD_SIZE > 1 ...): one process drives every GPU and needs no id "
+                              "directory",
+                              dir));
+    }
+    return;
+  }
+  if (dir.empty()) {
+    throw Error(fmt::format("--backend cuda under {} ({} processes, one per GPU) needs --nccl-id-dir, a directory every "
+                            "process sees, to exchange the NCCL ids",
+                            launch.launcher, launch.world_size));
+  }
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    throw Error(fmt::format("--nccl-id-dir '{}': not a directory", dir));
+  }
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) throw Error(fmt::format("--nccl-id-dir '{}': not writable", dir));
+  if (launch.job_id.empty()) {
+    throw Error(fmt::format("{} gives no job id (torchrun: pass --rdzv-id; it sets TORCHELASTIC_RUN_ID): pass "
+                            "--nccl-job-id ID, unique per run, so that a rerun never reads a previous run's NCCL ids "
+                            "from '{}'",
+                            launch.launcher, dir));
+  }
+}
+
+void RemoveId(const std::string& dir, const std::string& name) { std::remove((dir + "/" + name).c_str()); }
 
 std::string IdFileName(const std::string& job_id, const std::string& label, int64_t first_rank) {
   std::string job = job_id;

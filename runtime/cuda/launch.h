@@ -31,10 +31,13 @@ struct LaunchInfo {
   int64_t local_rank = 0;         // index of this process on its node = its GPU ordinal
   int64_t local_world_size = 1;   // processes on this node (0 when the launcher does not say)
   // Names this job's id files, so a rerun in the same directory never reads a stale id:
-  // TORCHELASTIC_RUN_ID (torchrun), SLURM_JOB_ID (+ SLURM_STEP_ID), PMIX_NAMESPACE or
-  // OMPI_MCA_orte_ess_jobid (Open MPI); "job" when the launcher gives none.
-  std::string job_id = "job";
-  bool multi_process() const { return launcher != "none"; }
+  // TORCHELASTIC_RUN_ID (torchrun with --rdzv-id; its default "none" does not count),
+  // SLURM_JOB_ID (+ SLURM_STEP_ID), PMIX_NAMESPACE or OMPI_MCA_orte_ess_jobid (Open MPI);
+  // empty when the launcher gives none (then --nccl-job-id must).
+  std::string job_id;
+  // One process per GPU: a launcher started more than one process. (A one-process torchrun,
+  // or a Slurm allocation without srun, sets the variables with a world of 1: single process.)
+  bool multi_process() const { return launcher != "none" && world_size > 1; }
 };
 
 // Reads the launcher's variables through `getenv` (std::getenv in production). Throws
@@ -42,6 +45,14 @@ struct LaunchInfo {
 // [0, world_size), local_rank outside [0, local_world_size), a launcher's variable set without
 // the others it needs.
 LaunchInfo LaunchFromEnv(const std::function<const char*(const char*)>& getenv);
+
+// Checks a multi-process launch's NCCL id exchange before anything starts: `dir` is given and
+// is a writable directory, and the launch has a job id. Throws dockyard::Error naming the flag.
+// In a single process, `dir` must be empty (nothing would use it).
+void ValidateLaunch(const LaunchInfo& launch, const std::string& dir);
+
+// Removes an id file once every member has read it (the group's init completed); errors ignored.
+void RemoveId(const std::string& dir, const std::string& name);
 
 // Publishes `bytes` as file `dir`/`name` atomically (temporary file + rename). Throws
 // dockyard::Error naming the path when the directory cannot be written.

@@ -69,6 +69,30 @@ TEST_CASE("torchrun, Open MPI and Slurm variables") {
             .launcher == "torchrun");
 }
 
+TEST_CASE("a launcher with a world of one process is a single-process run; torchrun's default run id is no id") {
+  const LaunchInfo t = From({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"LOCAL_RANK", "0"}, {"TORCHELASTIC_RUN_ID", "none"}});
+  CHECK(t.launcher == "torchrun");
+  CHECK_FALSE(t.multi_process());  // one process drives every GPU
+  CHECK(t.job_id.empty());         // "none" is torchrun's placeholder without --rdzv-id
+  const LaunchInfo s = From({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}, {"SLURM_LOCALID", "0"}});
+  CHECK_FALSE(s.multi_process());  // sbatch/salloc without srun
+}
+
+TEST_CASE("the id exchange is checked before anything starts") {
+  LaunchInfo single;
+  CHECK_NOTHROW(ValidateLaunch(single, ""));
+  CHECK_THROWS_WITH_AS(ValidateLaunch(single, "/tmp"), doctest::Contains("--nccl-id-dir '/tmp': this process was not started"),
+                       Error);
+  LaunchInfo multi = From({{"RANK", "1"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"}, {"TORCHELASTIC_RUN_ID", "r7"}});
+  CHECK_THROWS_WITH_AS(ValidateLaunch(multi, ""), doctest::Contains("needs --nccl-id-dir"), Error);
+  CHECK_THROWS_WITH_AS(ValidateLaunch(multi, "/nonexistent/ids"), "--nccl-id-dir '/nonexistent/ids': not a directory",
+                       Error);
+  CHECK_THROWS_WITH_AS(ValidateLaunch(multi, "/etc/hostname"), "--nccl-id-dir '/etc/hostname': not a directory", Error);
+  CHECK_NOTHROW(ValidateLaunch(multi, "/tmp"));
+  multi.job_id.clear();
+  CHECK_THROWS_WITH_AS(ValidateLaunch(multi, "/tmp"), doctest::Contains("pass --nccl-job-id ID"), Error);
+}
+
 TEST_CASE("bad launcher variables name the variable, its value and the rule") {
   CHECK(ErrorOf({{"RANK", "1"}}) == "torchrun launch: RANK and WORLD_SIZE must both be set (got only RANK)");
   CHECK(ErrorOf({{"RANK", "2"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"}}) ==
