@@ -40,27 +40,52 @@ double RingCollectiveUs(double bytes, const std::vector<int64_t>& group, const C
   return RingCollectiveUs(bytes, static_cast<int64_t>(group.size()), SpansNodes(group, c.gpus_per_node), c);
 }
 
+namespace {
+
+// AllToAllTimesUs from row r of the sent matrix and row r of the received matrix (the sent one
+// transposed) for every member r, the node of every member given: both sums run over the
+// other members d in increasing order, reading rows only.
+void AllToAllTimesFromRows(const double* sent, const double* received, const int64_t* node, size_t n, const ClusterSpec& c,
+                           double* times) {
+  const double intra = c.intra_node_gbps * kBytesPerUsPerGbps, inter = c.network_gbps * kBytesPerUsPerGbps;
+  for (size_t r = 0; r < n; ++r) {
+    double send_intra = 0, send_inter = 0, recv_intra = 0, recv_inter = 0;
+    bool remote = false;
+    const double* sent_row = sent + r * n;
+    const double* recv_row = received + r * n;
+    for (size_t d = 0; d < n; ++d) {
+      if (d == r) continue;
+      const bool same = node[r] == node[d];
+      remote = remote || !same;
+      (same ? send_intra : send_inter) += sent_row[d];
+      (same ? recv_intra : recv_inter) += recv_row[d];
+    }
+    // NVLink and the NIC are separate links: the busiest one decides.
+    const double t = std::max({send_intra / intra, recv_intra / intra, send_inter / inter, recv_inter / inter});
+    times[r] = (remote ? c.network_latency_us : c.intra_node_latency_us) + t;
+  }
+}
+
+std::vector<int64_t> NodesOf(const std::vector<int64_t>& group, int64_t gpus_per_node) {
+  std::vector<int64_t> node(group.size());
+  for (size_t r = 0; r < group.size(); ++r) node[r] = group[r] / gpus_per_node;
+  return node;
+}
+
+}  // namespace
+
 std::vector<double> AllToAllTimesUs(const std::vector<double>& bytes, const std::vector<int64_t>& group,
                                     const ClusterSpec& c) {
   const size_t n = group.size();
   if (bytes.size() != n * n) throw Error(fmt::format("all-to-all matrix has {} cells for a group of {}", bytes.size(), n));
   std::vector<double> times(n, 0.0);
   if (n < 2) return times;
-  const double intra = c.intra_node_gbps * kBytesPerUsPerGbps, inter = c.network_gbps * kBytesPerUsPerGbps;
-  for (size_t r = 0; r < n; ++r) {
-    double send_intra = 0, send_inter = 0, recv_intra = 0, recv_inter = 0;
-    bool remote = false;
-    for (size_t d = 0; d < n; ++d) {
-      if (d == r) continue;
-      const bool same = group[r] / c.gpus_per_node == group[d] / c.gpus_per_node;
-      remote = remote || !same;
-      (same ? send_intra : send_inter) += bytes[r * n + d];
-      (same ? recv_intra : recv_inter) += bytes[d * n + r];
-    }
-    // NVLink and the NIC are separate links: the busiest one decides.
-    const double t = std::max({send_intra / intra, recv_intra / intra, send_inter / inter, recv_inter / inter});
-    times[r] = (remote ? c.network_latency_us : c.intra_node_latency_us) + t;
+  std::vector<double> received(n * n);
+  for (size_t s = 0; s < n; ++s) {
+    for (size_t d = 0; d < n; ++d) received[d * n + s] = bytes[s * n + d];
   }
+  const std::vector<int64_t> node = NodesOf(group, c.gpus_per_node);
+  AllToAllTimesFromRows(bytes.data(), received.data(), node.data(), n, c, times.data());
   return times;
 }
 
@@ -97,6 +122,8 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
   out.combine.assign(ep, 0);
   double imbalance = 1.0;
   const size_t nlayers = std::max<size_t>(1, routing.layers.size());
+  std::vector<double> dbytes, cbytes;
+  const std::vector<int64_t> ep_nodes = NodesOf(ep_group, c.gpus_per_node);
   for (size_t li = 0; li < nlayers; ++li) {
     std::vector<double> rows(nle * ep, 0.0), received(ep, 0.0);
     std::vector<double> dt(ep, 0.0), ct(ep, 0.0);
@@ -106,15 +133,20 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
       for (int64_t r = 0; r < ep; ++r) received[r] = static_cast<double>(L.received[r]);
       imbalance = std::max(imbalance, L.imbalance);
       if (!deredundency) {
-        std::vector<double> dbytes(ep * ep), cbytes(ep * ep);
+        // dispatch matrix and its transpose, the combine matrix (combine returns what dispatch
+        // sent): AllToAllTimesUs of each, reading rows of both.
+        dbytes.resize(ep * ep);
+        cbytes.resize(ep * ep);
         for (int64_t src = 0; src < ep; ++src) {
           for (int64_t dst = 0; dst < ep; ++dst) {
             dbytes[src * ep + dst] = static_cast<double>(L.dispatch[src * ep + dst]) * D * ab;
-            cbytes[dst * ep + src] = dbytes[src * ep + dst];  // combine returns what dispatch sent
+            cbytes[dst * ep + src] = dbytes[src * ep + dst];
           }
         }
-        dt = AllToAllTimesUs(dbytes, ep_group, c);
-        ct = AllToAllTimesUs(cbytes, ep_group, c);
+        if (ep >= 2) {
+          AllToAllTimesFromRows(dbytes.data(), cbytes.data(), ep_nodes.data(), ep, c, dt.data());
+          AllToAllTimesFromRows(cbytes.data(), dbytes.data(), ep_nodes.data(), ep, c, ct.data());
+        }
       } else {
         // Deredundency (ep = oep x iep, inner index fastest): all-gather of every rank's T_r*k
         // routed rows over its oep group, then an all-to-all inside its iep group (iep_dispatch
@@ -130,8 +162,12 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
           }
           std::vector<double> back(iep * iep);
           for (int64_t i = 0; i < iep; ++i) for (int64_t j = 0; j < iep; ++j) back[j * iep + i] = bytes[i * iep + j];
-          const auto a2a = AllToAllTimesUs(bytes, iep_ranks, c);
-          const auto a2a_back = AllToAllTimesUs(back, iep_ranks, c);
+          std::vector<double> a2a(iep, 0.0), a2a_back(iep, 0.0);
+          if (iep >= 2) {
+            const std::vector<int64_t> iep_nodes = NodesOf(iep_ranks, c.gpus_per_node);
+            AllToAllTimesFromRows(bytes.data(), back.data(), iep_nodes.data(), iep, c, a2a.data());
+            AllToAllTimesFromRows(back.data(), bytes.data(), iep_nodes.data(), iep, c, a2a_back.data());
+          }
           for (int64_t i = 0; i < iep; ++i) {
             std::vector<int64_t> oep_ranks;
             for (int64_t x = 0; x < oep; ++x) oep_ranks.push_back(ep_group[x * iep + i]);

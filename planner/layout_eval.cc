@@ -199,7 +199,7 @@ LayoutEvaluator::LayoutEvaluator(const ModelSpec& model, const SearchOptions& op
   inventory_ = BuildInventory(model_);
   int64_t layers = std::min<int64_t>(options_.routing_layers, model_.NumMoeLayers());
   if (options_.routing.kind == RoutingKind::kTrace) layers = model_.NumMoeLayers();
-  routing_model_ = PrepareRouting(options_.routing, model_.moe.num_experts, model_.moe.top_k, layers);
+  sampler_ = std::make_unique<RoutingSampler>(PrepareRouting(options_.routing, model_.moe.num_experts, model_.moe.top_k, layers));
   const double budget_gib = options_.training.gpu_memory_gib > 0 ? options_.training.gpu_memory_gib : options_.cluster.memory_gib;
   budget_bytes_ = budget_gib * 1073741824.0;
 
@@ -280,7 +280,7 @@ int64_t LayoutEvaluator::num_classes() const {
 const RoutingResult& LayoutEvaluator::Routing(int64_t ep, int64_t routed_tokens, int64_t oep) {
   const auto key = std::make_tuple(ep, routed_tokens, oep);
   auto it = routing_cache_.find(key);
-  if (it == routing_cache_.end()) it = routing_cache_.emplace(key, SampleRouting(routing_model_, ep, routed_tokens, oep)).first;
+  if (it == routing_cache_.end()) it = routing_cache_.emplace(key, sampler_->Sample(ep, routed_tokens, oep)).first;
   return it->second;
 }
 

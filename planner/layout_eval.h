@@ -26,7 +26,8 @@
 // then throws exactly what the reference throws. LayoutEvaluator::fallbacks() counts those.
 //
 // Caches (per evaluator): the routing sample per (ep, routed tokens, oep) as SearchLayouts had
-// it, the routing-dependent MoE phases per (ep, routed tokens, oep, etp, F / expert TP,
+// it (drawn through a RoutingSampler, so each source rank is drawn once per routed-token count
+// for all ep and oep), the routing-dependent MoE phases per (ep, routed tokens, oep, etp, F / expert TP,
 // dispatcher) -- they depend on nothing else --, and the layer split per pp.
 #pragma once
 
@@ -88,7 +89,7 @@ class LayoutEvaluator {
   const ModelSpec& model_;
   SearchOptions options_;
   ParamInventory inventory_;
-  RoutingModel routing_model_;
+  std::unique_ptr<RoutingSampler> sampler_;  // shares each rank's draws between ep and oep values
   std::map<std::tuple<int64_t, int64_t, int64_t>, RoutingResult> routing_cache_;
   double budget_bytes_ = 0;
   int64_t fallbacks_ = 0;

@@ -849,7 +849,32 @@ RoutingModel PrepareRouting(const RoutingSpec& spec, int64_t num_experts, int64_
   return model;
 }
 
-RoutingResult SampleRouting(const RoutingModel& model, int64_t ep, int64_t tokens_per_rank, int64_t oep) {
+namespace {
+
+// Per-expert assignment counts ([E], global expert ids) of `tokens` tokens of source `rank` in
+// `layer`: forced experts in bulk plus the free draws of the rank's own stream.
+struct RankCounter {
+  Scratch scratch;
+  std::vector<int64_t> free_counts;
+
+  void Count(const RoutingModel& model, int64_t layer, int64_t rank, int64_t tokens, int64_t* counts) {
+    const LayerSampler& s = *model.layers[static_cast<size_t>(layer)];
+    Xoshiro256ss rng = Xoshiro256ss::ForStream(model.spec.seed, static_cast<uint64_t>(layer), static_cast<uint64_t>(rank));
+    free_counts.assign(s.free_ids.size(), 0);
+    scratch.Reset(s.free_ids.size());
+    CountSink sink{free_counts.data()};
+    if (s.mode != DrawMode::kNone) DrawTokens(s, rng, tokens, scratch, sink);  // else all forced
+    std::fill(counts, counts + model.num_experts, 0);
+    for (int32_t e : s.forced) counts[static_cast<size_t>(e)] += tokens;
+    for (size_t j = 0; j < s.free_ids.size(); ++j) counts[static_cast<size_t>(s.free_ids[j])] += free_counts[j];
+  }
+};
+
+// SampleRouting's checks and result, with each source rank's per-expert counts from
+// `rank_counts(layer, rank)` (a pointer to E counts).
+template <class RankCounts>
+RoutingResult AssembleRouting(const RoutingModel& model, int64_t ep, int64_t tokens_per_rank, int64_t oep,
+                              RankCounts&& rank_counts) {
   const int64_t E = model.num_experts, k = model.top_k;
   Require(ep >= 1, fmt::format("ep must be >= 1, got {}", ep));
   Require(E % ep == 0, fmt::format("ep ({}) must divide num_experts ({})", ep, E));
@@ -875,8 +900,6 @@ RoutingResult SampleRouting(const RoutingModel& model, int64_t ep, int64_t token
   result.assignments = total;
   result.layers.resize(static_cast<size_t>(model.num_layers));
   const int64_t local = E / ep, iep = ep / oep;
-  Scratch scratch;
-  std::vector<int64_t> free_counts, rank_counts(static_cast<size_t>(E));
   for (int64_t l = 0; l < model.num_layers; ++l) {
     const LayerSampler& s = *model.layers[static_cast<size_t>(l)];
     LayerRouting& out = result.layers[static_cast<size_t>(l)];
@@ -884,18 +907,11 @@ RoutingResult SampleRouting(const RoutingModel& model, int64_t ep, int64_t token
     out.dispatch.assign(static_cast<size_t>(ep * ep), 0);
     out.expected_share = s.share;
     for (int64_t r = 0; r < ep; ++r) {
-      Xoshiro256ss rng = Xoshiro256ss::ForStream(model.spec.seed, static_cast<uint64_t>(l), static_cast<uint64_t>(r));
-      free_counts.assign(s.free_ids.size(), 0);
-      scratch.Reset(s.free_ids.size());
-      CountSink sink{free_counts.data()};
-      if (s.mode != DrawMode::kNone) DrawTokens(s, rng, tokens_per_rank, scratch, sink);  // else all forced
-      std::fill(rank_counts.begin(), rank_counts.end(), 0);
-      for (int32_t e : s.forced) rank_counts[static_cast<size_t>(e)] += tokens_per_rank;
-      for (size_t j = 0; j < s.free_ids.size(); ++j) rank_counts[static_cast<size_t>(s.free_ids[j])] += free_counts[j];
+      const int64_t* counts = rank_counts(l, r);
       int64_t* row = &out.dispatch[static_cast<size_t>(r * ep)];
       for (int64_t e = 0; e < E; ++e) {
-        out.tokens_per_expert[static_cast<size_t>(e)] += rank_counts[static_cast<size_t>(e)];
-        row[e / local] += rank_counts[static_cast<size_t>(e)];
+        out.tokens_per_expert[static_cast<size_t>(e)] += counts[e];
+        row[e / local] += counts[e];
       }
     }
     out.rows_per_local_expert = out.tokens_per_expert;  // contiguous ownership: same order
@@ -923,6 +939,36 @@ RoutingResult SampleRouting(const RoutingModel& model, int64_t ep, int64_t token
     }
   }
   return result;
+}
+
+}  // namespace
+
+RoutingResult SampleRouting(const RoutingModel& model, int64_t ep, int64_t tokens_per_rank, int64_t oep) {
+  RankCounter counter;
+  std::vector<int64_t> counts(static_cast<size_t>(std::max<int64_t>(0, model.num_experts)));
+  return AssembleRouting(model, ep, tokens_per_rank, oep, [&](int64_t layer, int64_t rank) {
+    counter.Count(model, layer, rank, tokens_per_rank, counts.data());
+    return counts.data();
+  });
+}
+
+RoutingSampler::RoutingSampler(RoutingModel model) : model_(std::move(model)) {}
+
+RoutingResult RoutingSampler::Sample(int64_t ep, int64_t tokens_per_rank, int64_t oep) {
+  RankCounter counter;
+  return AssembleRouting(model_, ep, tokens_per_rank, oep, [&](int64_t layer, int64_t rank) {
+    // [layer] -> counts of ranks 0..n-1, E each, drawn on first use.
+    auto& per_layer = counts_[tokens_per_rank];
+    if (per_layer.size() < static_cast<size_t>(model_.num_layers)) per_layer.resize(static_cast<size_t>(model_.num_layers));
+    std::vector<int64_t>& ranks = per_layer[static_cast<size_t>(layer)];
+    const size_t E = static_cast<size_t>(model_.num_experts);
+    while (ranks.size() < (static_cast<size_t>(rank) + 1) * E) {
+      const size_t drawn = ranks.size() / E;
+      ranks.resize(ranks.size() + E);
+      counter.Count(model_, layer, static_cast<int64_t>(drawn), tokens_per_rank, ranks.data() + drawn * E);
+    }
+    return ranks.data() + static_cast<size_t>(rank) * E;
+  });
 }
 
 RoutingResult SampleRouting(const RoutingSpec& spec, int64_t num_experts, int64_t top_k, int64_t ep, int64_t tokens_per_rank,

@@ -764,3 +764,50 @@ TEST_CASE("SampleTokenExperts rejects a layer out of range") {
   const dockyard::RoutingModel model = dockyard::PrepareRouting(Spec("uniform"), 8, 2, 2);
   CHECK_THROWS_WITH_AS(dockyard::SampleTokenExperts(model, 2, 0, 10), doctest::Contains("layer must be in [0, 2), got 2"), Error);
 }
+
+TEST_CASE("RoutingSampler gives SampleRouting's result field for field, in any request order") {
+  auto same = [](const RoutingResult& a, const RoutingResult& b) {
+    REQUIRE(a.layers.size() == b.layers.size());
+    CHECK(a.num_experts == b.num_experts);
+    CHECK(a.top_k == b.top_k);
+    CHECK(a.ep == b.ep);
+    CHECK(a.tokens_per_rank == b.tokens_per_rank);
+    CHECK(a.oep == b.oep);
+    CHECK(a.max_imbalance == b.max_imbalance);
+    CHECK(a.assignments == b.assignments);
+    for (size_t l = 0; l < a.layers.size(); ++l) {
+      const auto& x = a.layers[l];
+      const auto& y = b.layers[l];
+      CHECK(x.tokens_per_expert == y.tokens_per_expert);
+      CHECK(x.dispatch == y.dispatch);
+      CHECK(x.received == y.received);
+      CHECK(x.rows_per_local_expert == y.rows_per_local_expert);
+      CHECK(x.max_received == y.max_received);
+      CHECK(x.mean_received == y.mean_received);
+      CHECK(x.p99_received == y.p99_received);
+      CHECK(x.imbalance == y.imbalance);
+      CHECK(x.iep_dispatch == y.iep_dispatch);
+      CHECK(x.expected_share == y.expected_share);
+    }
+  };
+  for (const char* text : {"uniform", "zipf:1.1", "hot:3:0.6"}) {
+    CAPTURE(text);
+    const auto model = dockyard::PrepareRouting(Spec(text, 7), 64, 6, 2);
+    dockyard::RoutingSampler sampler(model);
+    // Small ep first (ranks drawn on demand), then larger ep and other token counts, repeats.
+    const int64_t requests[][3] = {{4, 300, 1}, {16, 300, 1}, {16, 300, 4}, {64, 300, 8}, {2, 77, 1},
+                                   {64, 77, 1}, {8, 300, 2}, {1, 300, 1}, {32, 0, 4}, {16, 300, 1}};
+    for (const auto& q : requests) {
+      CAPTURE(q[0]);
+      CAPTURE(q[1]);
+      CAPTURE(q[2]);
+      const RoutingResult direct = SampleRouting(model, q[0], q[1], q[2]);
+      same(sampler.Sample(q[0], q[1], q[2]), direct);
+      CHECK(direct.assignments == q[0] * q[1] * 6 * 2);
+    }
+  }
+  // The same errors as SampleRouting.
+  dockyard::RoutingSampler sampler(dockyard::PrepareRouting(Spec("uniform"), 64, 6, 1));
+  CHECK_THROWS_WITH_AS(sampler.Sample(3, 10), doctest::Contains("ep (3) must divide num_experts (64)"), Error);
+  CHECK_THROWS_WITH_AS(sampler.Sample(8, 10, 3), doctest::Contains("oep (3) must divide ep (8)"), Error);
+}
