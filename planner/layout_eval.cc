@@ -2,6 +2,7 @@
 #include "planner/layout_eval.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -280,7 +281,11 @@ int64_t LayoutEvaluator::num_classes() const {
 const RoutingResult& LayoutEvaluator::Routing(int64_t ep, int64_t routed_tokens, int64_t oep) {
   const auto key = std::make_tuple(ep, routed_tokens, oep);
   auto it = routing_cache_.find(key);
-  if (it == routing_cache_.end()) it = routing_cache_.emplace(key, sampler_->Sample(ep, routed_tokens, oep)).first;
+  if (it == routing_cache_.end()) {
+    const auto start = std::chrono::steady_clock::now();
+    it = routing_cache_.emplace(key, sampler_->Sample(ep, routed_tokens, oep)).first;
+    cache_fill_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
   return it->second;
 }
 
@@ -494,6 +499,7 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   const auto moe_key = std::make_tuple(d.ep, w.routed_tokens, oep, d.etp, w.expert_f_local, deredundency);
   auto mit = im.moe_cache.find(moe_key);
   if (mit == im.moe_cache.end()) {
+    const auto start = std::chrono::steady_clock::now();
     std::vector<int64_t> ep_group(d.ep);
     for (int64_t i = 0; i < d.ep; ++i) ep_group[i] = i * d.etp;
     MoePhaseShape shape;
@@ -506,6 +512,7 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
     shape.f_local = static_cast<double>(w.expert_f_local);
     shape.deredundency = deredundency;
     mit = im.moe_cache.emplace(moe_key, SimulateMoePhases(routing, ep_group, shape, options_.cluster)).first;
+    cache_fill_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   in.moe_phases = &mit->second;
   in.num_moe_layers = im.num_moe_layers;

@@ -79,6 +79,9 @@ class LayoutEvaluator {
   double budget_bytes() const { return budget_bytes_; }
   int64_t fallbacks() const { return fallbacks_; }          // candidates Evaluate handed to the reference
   int64_t routing_samples() const { return static_cast<int64_t>(routing_cache_.size()); }
+  // Wall seconds spent filling the per-key caches: routing samples and routing-dependent MoE
+  // phases (steady clock, read only on cache misses).
+  double cache_fill_seconds() const { return cache_fill_seconds_; }
   int64_t num_layer_kinds() const;
   int64_t num_classes() const;                               // over all layer kinds and units
 
@@ -93,6 +96,7 @@ class LayoutEvaluator {
   std::map<std::tuple<int64_t, int64_t, int64_t>, RoutingResult> routing_cache_;
   double budget_bytes_ = 0;
   int64_t fallbacks_ = 0;
+  double cache_fill_seconds_ = 0;
   std::unique_ptr<Impl> impl_;
 };
 

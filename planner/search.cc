@@ -103,6 +103,8 @@ SearchResult SearchLayouts(const ModelSpec& model, const SearchOptions& o) {
   });
   if (static_cast<int64_t>(ranked.size()) > o.top) ranked.resize(o.top);
   result.top = std::move(ranked);
+  result.routing_samples = evaluator.routing_samples();
+  result.routing_seconds = evaluator.cache_fill_seconds();
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }
