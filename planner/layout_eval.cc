@@ -278,6 +278,23 @@ int64_t LayoutEvaluator::num_classes() const {
   return static_cast<int64_t>(n);
 }
 
+void LayoutEvaluator::ExpectCandidates(const std::vector<LayoutCandidate>& candidates) {
+  const TrainingConfig& t = options_.training;
+  if (t.micro_batch_size < 1 || t.seq_len < 1 || t.micro_batch_size > (int64_t{1} << 31) / t.seq_len) return;
+  const int64_t seq_tokens = t.micro_batch_size * t.seq_len;
+  std::vector<int64_t> tokens;
+  for (const auto& c : candidates) {
+    const auto& d = c.dims;
+    if (d.cp < 1 || d.tp < 1) continue;
+    // ComputeWorkload's T_r.
+    const int64_t local = (seq_tokens + d.cp - 1) / d.cp;
+    tokens.push_back(d.tp > 1 && d.ep > 1 && d.etp == 1 ? (local + d.tp - 1) / d.tp : local);
+  }
+  std::sort(tokens.begin(), tokens.end());
+  tokens.erase(std::unique(tokens.begin(), tokens.end()), tokens.end());
+  sampler_->ExpectTokenCounts(tokens);
+}
+
 const RoutingResult& LayoutEvaluator::Routing(int64_t ep, int64_t routed_tokens, int64_t oep) {
   const auto key = std::make_tuple(ep, routed_tokens, oep);
   auto it = routing_cache_.find(key);
@@ -309,7 +326,12 @@ LayoutEvaluation LayoutEvaluator::EvaluateReference(const LayoutCandidate& c, bo
   if (over && !simulate_over_budget) return r;
   const Workload w = ComputeWorkload(plan);
   const int64_t oep = c.dispatcher == "deredundency" && plan.dims.ep > 1 ? DeredundencyOep(plan) : 1;
-  const CostBreakdown cost = SimulateStep(plan, options_.cluster, Routing(plan.dims.ep, w.routed_tokens, oep));
+  const auto key = std::make_tuple(plan.dims.ep, w.routed_tokens, oep);
+  auto it = reference_routing_cache_.find(key);
+  if (it == reference_routing_cache_.end()) {
+    it = reference_routing_cache_.emplace(key, SampleRouting(sampler_->model(), plan.dims.ep, w.routed_tokens, oep)).first;
+  }
+  const CostBreakdown cost = SimulateStep(plan, options_.cluster, it->second);
   r.simulated = true;
   r.step_time_us = cost.step_time_us;
   r.tokens_per_s_per_gpu = cost.tokens_per_s_per_gpu;

@@ -69,11 +69,16 @@ class LayoutEvaluator {
   LayoutEvaluator(const ModelSpec& model, const SearchOptions& options);
   ~LayoutEvaluator();
 
+  // Tells the routing sampler the routed-token counts of `candidates` (valid or not), so that each
+  // source rank is drawn once for all of them (RoutingSampler::ExpectTokenCounts). Optional; no
+  // result depends on it.
+  void ExpectCandidates(const std::vector<LayoutCandidate>& candidates);
+
   // The fast path. `simulate_over_budget`: also simulate valid candidates over the budget (the
   // search does not; tests compare them too). Throws what the reference path would throw.
   LayoutEvaluation Evaluate(const LayoutCandidate& candidate, bool simulate_over_budget = false);
-  // The reference path (BuildPlan + ComputeMemory + ComputeWorkload + SimulateStep), sharing the
-  // routing cache.
+  // The reference path (BuildPlan + ComputeMemory + ComputeWorkload + SimulateStep), with its own
+  // routing cache filled by SampleRouting, as SearchLayouts had it.
   LayoutEvaluation EvaluateReference(const LayoutCandidate& candidate, bool simulate_over_budget = false);
 
   double budget_bytes() const { return budget_bytes_; }
@@ -93,7 +98,8 @@ class LayoutEvaluator {
   SearchOptions options_;
   ParamInventory inventory_;
   std::unique_ptr<RoutingSampler> sampler_;  // shares each rank's draws between ep and oep values
-  std::map<std::tuple<int64_t, int64_t, int64_t>, RoutingResult> routing_cache_;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, RoutingResult> routing_cache_;            // fast path
+  std::map<std::tuple<int64_t, int64_t, int64_t>, RoutingResult> reference_routing_cache_;  // reference path
   double budget_bytes_ = 0;
   int64_t fallbacks_ = 0;
   double cache_fill_seconds_ = 0;

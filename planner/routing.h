@@ -190,11 +190,18 @@ RoutingResult SampleRouting(const RoutingModel& model, int64_t ep, int64_t token
 class RoutingSampler {
  public:
   explicit RoutingSampler(RoutingModel model);
+  // Token counts likely to be asked for (a layout search knows them from its candidates). A rank
+  // drawn for one count is then drawn once up to the largest expected count that still lacks it,
+  // the smaller counts read on the way: a rank's tokens are drawn one after the other from its
+  // stream, so the first T tokens of a longer draw are exactly a draw of T tokens. Changes no
+  // result, only how often a stream is restarted; counts never asked for cost memory only.
+  void ExpectTokenCounts(const std::vector<int64_t>& tokens_per_rank);
   RoutingResult Sample(int64_t ep, int64_t tokens_per_rank, int64_t oep = 1);
   const RoutingModel& model() const { return model_; }
 
  private:
   RoutingModel model_;
+  std::vector<int64_t> expected_;  // sorted, unique
   std::map<int64_t, std::vector<std::vector<int64_t>>> counts_;  // T -> [layer] -> [rank * E + e]
 };
 

@@ -811,3 +811,27 @@ TEST_CASE("RoutingSampler gives SampleRouting's result field for field, in any r
   CHECK_THROWS_WITH_AS(sampler.Sample(3, 10), doctest::Contains("ep (3) must divide num_experts (64)"), Error);
   CHECK_THROWS_WITH_AS(sampler.Sample(8, 10, 3), doctest::Contains("oep (3) must divide ep (8)"), Error);
 }
+
+TEST_CASE("RoutingSampler with expected token counts: prefixes of one draw equal separate draws") {
+  for (const char* text : {"uniform", "zipf:0.8", "hot:2:0.9"}) {
+    CAPTURE(text);
+    const auto model = dockyard::PrepareRouting(Spec(text, 3), 32, 4, 2);
+    dockyard::RoutingSampler sampler(model);
+    sampler.ExpectTokenCounts({1000, 500, 250, 125, 63, 0, 4000});  // 4000 never asked for
+    const int64_t requests[][3] = {{8, 1000, 1}, {8, 125, 1}, {32, 250, 4}, {32, 1000, 8}, {4, 63, 1}, {16, 500, 2}, {2, 7, 1}};
+    for (const auto& q : requests) {
+      CAPTURE(q[0]);
+      CAPTURE(q[1]);
+      const RoutingResult direct = SampleRouting(model, q[0], q[1], q[2]);
+      const RoutingResult shared = sampler.Sample(q[0], q[1], q[2]);
+      REQUIRE(shared.layers.size() == direct.layers.size());
+      for (size_t l = 0; l < direct.layers.size(); ++l) {
+        CHECK(shared.layers[l].dispatch == direct.layers[l].dispatch);
+        CHECK(shared.layers[l].tokens_per_expert == direct.layers[l].tokens_per_expert);
+        CHECK(shared.layers[l].iep_dispatch == direct.layers[l].iep_dispatch);
+        CHECK(shared.layers[l].imbalance == direct.layers[l].imbalance);
+      }
+      CHECK(shared.max_imbalance == direct.max_imbalance);
+    }
+  }
+}

@@ -72,6 +72,7 @@ SearchResult SearchLayouts(const ModelSpec& model, const SearchOptions& o) {
   // Per-class evaluation, bit-identical to BuildPlan + ComputeMemory + SimulateStep
   // (layout_eval.h); routing is sampled once per (ep, routed tokens, oep).
   LayoutEvaluator evaluator(model, o);
+  evaluator.ExpectCandidates(candidates);
   std::vector<RankedLayout> ranked;
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (o.progress && (i % 64 == 0 || i + 1 == candidates.size())) o.progress(static_cast<int64_t>(i + 1), result.enumerated);
