@@ -72,6 +72,56 @@ std::vector<int64_t> NodesOf(const std::vector<int64_t>& group, int64_t gpus_per
   return node;
 }
 
+// The dispatch (dt) and combine (ct) all-to-all times of one sampled layer without the O(ep^2)
+// floating-point sums, when that changes no bit. Every cell of the byte matrices is
+// count * D * ab with integer factors; if every row and column total of counts times D * ab is
+// below 2^53, every cell and every partial sum AllToAllTimesUs forms is an exact integer, so its
+// four sums per rank equal (integer sum of counts) * D * ab in any order: the same-node part is a
+// short sum over the rank's node block (members are sorted, so a node's members are
+// consecutive), the other-node part the row (column) total minus it and the diagonal. Returns
+// false, computing nothing, when the bound or the ordering does not hold.
+bool BlockAllToAll(const LayerRouting& L, const std::vector<int64_t>& node, double D, double ab, const ClusterSpec& c,
+                   double* dt, double* ct) {
+  const size_t n = node.size();
+  for (size_t r = 1; r < n; ++r) {
+    if (node[r] < node[r - 1]) return false;
+  }
+  std::vector<int64_t> row_total(n, 0);
+  int64_t largest = 0;
+  for (size_t r = 0; r < n; ++r) {
+    int64_t sum = 0;
+    for (size_t d = 0; d < n; ++d) sum += L.dispatch[r * n + d];  // counts: each <= T_r * top_k
+    row_total[r] = sum;
+    largest = std::max({largest, sum, L.received[r]});
+  }
+  if (!(static_cast<double>(largest) * D * ab < 9007199254740992.0)) return false;  // 2^53
+  const double intra = c.intra_node_gbps * kBytesPerUsPerGbps, inter = c.network_gbps * kBytesPerUsPerGbps;
+  auto bytes = [&](int64_t count) { return static_cast<double>(count) * D * ab; };
+  size_t begin = 0;
+  for (size_t r = 0; r < n; ++r) {
+    if (node[r] != node[begin]) begin = r;
+    size_t end = r + 1;
+    while (end < n && node[end] == node[r]) ++end;
+    int64_t send_same = 0, recv_same = 0;
+    for (size_t d = begin; d < end; ++d) {
+      if (d == r) continue;
+      send_same += L.dispatch[r * n + d];
+      recv_same += L.dispatch[d * n + r];
+    }
+    const int64_t self = L.dispatch[r * n + r];
+    const int64_t send_other = row_total[r] - send_same - self, recv_other = L.received[r] - recv_same - self;
+    const bool remote = end - begin < n;
+    const double latency = remote ? c.network_latency_us : c.intra_node_latency_us;
+    // NVLink and the NIC are separate links: the busiest one decides (AllToAllTimesUs).
+    dt[r] = latency + std::max({bytes(send_same) / intra, bytes(recv_same) / intra, bytes(send_other) / inter,
+                                bytes(recv_other) / inter});
+    // Combine sends what dispatch received and receives what it sent.
+    ct[r] = latency + std::max({bytes(recv_same) / intra, bytes(send_same) / intra, bytes(recv_other) / inter,
+                                bytes(send_other) / inter});
+  }
+  return true;
+}
+
 }  // namespace
 
 std::vector<double> AllToAllTimesUs(const std::vector<double>& bytes, const std::vector<int64_t>& group,
@@ -132,7 +182,9 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
       for (int64_t i = 0; i < ep * nle; ++i) rows[i] = static_cast<double>(L.rows_per_local_expert[i]);
       for (int64_t r = 0; r < ep; ++r) received[r] = static_cast<double>(L.received[r]);
       imbalance = std::max(imbalance, L.imbalance);
-      if (!deredundency) {
+      if (!deredundency && s.integer_sums && ep >= 2 && BlockAllToAll(L, ep_nodes, D, ab, c, dt.data(), ct.data())) {
+        // Same values from integer block sums (see BlockAllToAll).
+      } else if (!deredundency) {
         // dispatch matrix and its transpose, the combine matrix (combine returns what dispatch
         // sent): AllToAllTimesUs of each, reading rows of both.
         dbytes.resize(ep * ep);

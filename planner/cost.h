@@ -85,6 +85,11 @@ struct MoePhaseShape {
   double act_bytes = 0;      // bytes per activation element
   double f_local = 0;        // F / expert TP degree (Workload::expert_f_local)
   bool deredundency = false; // ep > 1 and the deredundency dispatcher (oep from the routing sample)
+  // Allows the all-to-all times of the plain dispatcher from integer block sums where they are
+  // provably the same doubles (every partial sum an integer below 2^53; cost.cc BlockAllToAll):
+  // O(ep x node block) instead of O(ep^2). The layout search sets it; SimulateStep does not, and
+  // search_test compares the two for every candidate.
+  bool integer_sums = false;
 };
 
 // Those phases over the sampled layers (docs/cost-model.md sections 3.4 to 3.6 and 4), in us per

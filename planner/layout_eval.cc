@@ -533,6 +533,7 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
     shape.act_bytes = static_cast<double>(w.act_bytes);
     shape.f_local = static_cast<double>(w.expert_f_local);
     shape.deredundency = deredundency;
+    shape.integer_sums = true;
     mit = im.moe_cache.emplace(moe_key, SimulateMoePhases(routing, ep_group, shape, options_.cluster)).first;
     cache_fill_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
