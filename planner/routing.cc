@@ -932,9 +932,10 @@ RoutingResult AssembleRouting(const RoutingModel& model, int64_t ep, int64_t tok
       }
     }
     out.rows_per_local_expert = out.tokens_per_expert;  // contiguous ownership: same order
+    // Column sums of dispatch: what rank dst receives is what its experts got (integer sums).
     out.received.assign(static_cast<size_t>(ep), 0);
-    for (int64_t src = 0; src < ep; ++src) {
-      for (int64_t dst = 0; dst < ep; ++dst) out.received[static_cast<size_t>(dst)] += out.dispatch[static_cast<size_t>(src * ep + dst)];
+    for (int64_t dst = 0, e = 0; dst < ep; ++dst) {
+      for (int64_t j = 0; j < local; ++j, ++e) out.received[static_cast<size_t>(dst)] += out.tokens_per_expert[static_cast<size_t>(e)];
     }
     std::vector<int64_t> sorted = out.received;
     std::sort(sorted.begin(), sorted.end());
@@ -943,6 +944,10 @@ RoutingResult AssembleRouting(const RoutingModel& model, int64_t ep, int64_t tok
     out.p99_received = sorted[static_cast<size_t>((99 * ep + 99) / 100 - 1)];
     out.imbalance = out.mean_received > 0 ? static_cast<double>(out.max_received) / out.mean_received : 1.0;
     result.max_imbalance = l == 0 ? out.imbalance : std::max(result.max_imbalance, out.imbalance);
+    if (oep == 1) {
+      out.iep_dispatch = out.dispatch;  // iep = ep: the sum over one outer index is dispatch itself
+      continue;
+    }
     out.iep_dispatch.assign(static_cast<size_t>(ep * iep), 0);
     for (int64_t o = 0; o < oep; ++o) {
       for (int64_t i = 0; i < iep; ++i) {

@@ -835,3 +835,35 @@ TEST_CASE("RoutingSampler with expected token counts: prefixes of one draw equal
     }
   }
 }
+
+TEST_CASE("received are the column sums of dispatch and iep_dispatch sums dispatch over outer sources") {
+  const auto model = dockyard::PrepareRouting(Spec("zipf:1.0", 11), 48, 4, 2);
+  for (int64_t ep : {1, 2, 6, 12, 48}) {
+    for (int64_t oep : {1, 2, 3}) {
+      if (ep % oep) continue;
+      CAPTURE(ep);
+      CAPTURE(oep);
+      const RoutingResult r = SampleRouting(model, ep, 200, oep);
+      const int64_t iep = ep / oep;
+      for (const auto& L : r.layers) {
+        int64_t total = 0;
+        for (int64_t dst = 0; dst < ep; ++dst) {
+          int64_t column = 0;
+          for (int64_t src = 0; src < ep; ++src) column += L.dispatch[src * ep + dst];
+          CHECK(L.received[dst] == column);
+          total += column;
+        }
+        CHECK(total == 200 * ep * 4);
+        for (int64_t o = 0; o < oep; ++o) {
+          for (int64_t i = 0; i < iep; ++i) {
+            for (int64_t j = 0; j < iep; ++j) {
+              int64_t sum = 0;
+              for (int64_t o2 = 0; o2 < oep; ++o2) sum += L.dispatch[(o2 * iep + i) * ep + o * iep + j];
+              CHECK(L.iep_dispatch[(o * iep + i) * iep + j] == sum);
+            }
+          }
+        }
+      }
+    }
+  }
+}
