@@ -94,7 +94,7 @@ class LayoutEvaluator {
   struct Impl;
   const RoutingResult& Routing(int64_t ep, int64_t routed_tokens, int64_t oep);
 
-  const ModelSpec& model_;
+  ModelSpec model_;  // a copy: the evaluator may outlive the caller's model
   SearchOptions options_;
   ParamInventory inventory_;
   std::unique_ptr<RoutingSampler> sampler_;  // shares each rank's draws between ep and oep values

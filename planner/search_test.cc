@@ -176,6 +176,18 @@ SearchOptions FullSearch(int64_t world) {
 
 }  // namespace
 
+TEST_CASE("LayoutEvaluator groups DeepSeek-V3's 1,250 tensors into two layer kinds and a few classes") {
+  const auto model = dockyard::LoadModel("testdata/hf/deepseek-v3.json");
+  const dockyard::LayoutEvaluator evaluator(model, FullSearch(256));
+  // 3 dense layers and 58 MoE layers, each with the same tensors as the others of its kind.
+  CHECK(evaluator.num_layer_kinds() == 2);
+  // Dense layer: 2 norms (one class), q_a, q_a_layernorm, q_b, kv_a, kv_a_layernorm, kv_b, o,
+  // gate and up (one class: same shape and tp_dim), down = 10 classes. MoE layer: the same 7
+  // attention classes and the norm class, router gate, score-correction bias, experts gate_up and
+  // down, shared-expert gate/up (one class) and down = 14. Embedding 1, root (final norm, lm_head) 2.
+  CHECK(evaluator.num_classes() == 10 + 14 + 1 + 2);
+}
+
 TEST_CASE("Fast evaluation equals the plan path for every candidate: DeepSeek-V3 (dense + MoE layer kinds, MLA)") {
   const auto model = dockyard::LoadModel("testdata/hf/deepseek-v3.json");
   SUBCASE("128 GPUs, torchtitan, fsdp, full recompute, h200 budget") {
