@@ -27,6 +27,25 @@ double AllToAllCrossNodeFraction(const std::vector<int64_t>& group, int64_t rank
   return static_cast<double>(remote) / static_cast<double>(group.size() - 1);
 }
 
+double RingCrossNodeFractionStrided(int64_t n, int64_t stride, int64_t gpus_per_node) {
+  if (n < 2) return 0.0;
+  // Edges i -> i+1 for i < n-1 cross when floor(i*s/g) changes: every edge when s >= g, else
+  // (steps of s < g move at most one node) as often as the last member's node index; the closing
+  // edge (n-1)*s -> 0 crosses when the last member is on another node than rank 0.
+  const int64_t last_node = (n - 1) * stride / gpus_per_node;
+  const int64_t inner = stride >= gpus_per_node ? n - 1 : last_node;
+  const int64_t crossing = inner + (last_node > 0 ? 1 : 0);
+  return static_cast<double>(crossing) / static_cast<double>(n);
+}
+
+double CollectiveWireBytes(std::string_view collective, int64_t n, int64_t calls, int64_t bytes_per_call) {
+  const double share = static_cast<double>(n - 1) / static_cast<double>(n);
+  const double total = static_cast<double>(bytes_per_call) * static_cast<double>(calls);
+  if (collective == "all_reduce") return 2.0 * total * share;
+  if (collective == "send_recv") return total;
+  return total * share;  // all_gather, reduce_scatter, all_to_all
+}
+
 namespace {
 
 class Builder {
@@ -39,22 +58,9 @@ class Builder {
     const int64_t n = static_cast<int64_t>(group.size());
     if (n < 2 || calls == 0 || bytes == 0) return;
     CommEntry e{purpose, collective, mesh, axis, phase, n, calls, bytes, 0, 0};
-    const double share = static_cast<double>(n - 1) / static_cast<double>(n);
-    double wire = 0, frac = 0;
-    const double total = static_cast<double>(bytes) * static_cast<double>(calls);
-    if (collective == "all_reduce") {
-      wire = 2.0 * total * share;
-      frac = RingCrossNodeFraction(group, out_.gpus_per_node);
-    } else if (collective == "all_to_all") {
-      wire = total * share;
-      frac = AllToAllCrossNodeFraction(group, rank_, out_.gpus_per_node);
-    } else if (collective == "send_recv") {
-      wire = total;
-      frac = RingCrossNodeFraction(group, out_.gpus_per_node);
-    } else {
-      wire = total * share;
-      frac = RingCrossNodeFraction(group, out_.gpus_per_node);
-    }
+    const double wire = CollectiveWireBytes(collective, n, calls, bytes);
+    const double frac = collective == "all_to_all" ? AllToAllCrossNodeFraction(group, rank_, out_.gpus_per_node)
+                                                   : RingCrossNodeFraction(group, out_.gpus_per_node);
     if (!(wire < 9.0e18)) throw Error(fmt::format("{}: communication volume overflows", purpose));
     e.wire_bytes = static_cast<int64_t>(wire);
     e.cross_node_bytes = static_cast<int64_t>(wire * frac);

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "planner/plan.h"
@@ -48,5 +49,12 @@ CommReport ComputeComm(const Plan& plan, int64_t rank);
 // Fraction helpers, exposed for tests. `group` lists ranks in ring order.
 double RingCrossNodeFraction(const std::vector<int64_t>& group, int64_t gpus_per_node);
 double AllToAllCrossNodeFraction(const std::vector<int64_t>& group, int64_t rank, int64_t gpus_per_node);
+// RingCrossNodeFraction of the group {0, s, 2s, ..., (n-1)s} (n members, stride s >= 1), in
+// O(1): every data-parallel group of rank 0 has this form (mesh.h: row-major strides).
+double RingCrossNodeFractionStrided(int64_t n, int64_t stride, int64_t gpus_per_node);
+
+// wire_bytes of an entry before its conversion to int64 (see CommEntry): `calls` calls of
+// `bytes_per_call` over n >= 2 ranks; `collective` as in CommEntry.
+double CollectiveWireBytes(std::string_view collective, int64_t n, int64_t calls, int64_t bytes_per_call);
 
 }  // namespace dockyard

@@ -125,3 +125,21 @@ TEST_CASE("TP with sequence parallelism: 4 collectives per layer forward, 4 back
   CHECK(ag->calls == 4);                    // 2 per layer x 2 layers
   CHECK(ag->bytes_per_call == 16 * 64 * 2);  // full sequence x hidden x bf16
 }
+
+TEST_CASE("RingCrossNodeFractionStrided equals RingCrossNodeFraction of the group {0, s, ..., (n-1)s}") {
+  for (int64_t g : {1, 2, 3, 4, 8, 16}) {
+    for (int64_t n = 1; n <= 40; ++n) {
+      for (int64_t s = 1; s <= 40; ++s) {
+        std::vector<int64_t> group(n);
+        for (int64_t i = 0; i < n; ++i) group[i] = i * s;
+        CAPTURE(g);
+        CAPTURE(n);
+        CAPTURE(s);
+        CHECK(dockyard::RingCrossNodeFractionStrided(n, s, g) == dockyard::RingCrossNodeFraction(group, g));
+      }
+    }
+  }
+  CHECK(dockyard::RingCrossNodeFractionStrided(4, 2, 8) == 0.0);   // ranks 0, 2, 4, 6: one node
+  CHECK(dockyard::RingCrossNodeFractionStrided(4, 4, 8) == 0.5);   // 0, 4 | 8, 12: two crossings of 4 edges
+  CHECK(dockyard::RingCrossNodeFractionStrided(4, 8, 8) == 1.0);   // one rank per node
+}

@@ -2,6 +2,7 @@
 #include "planner/cost.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <sstream>
 
@@ -35,13 +36,93 @@ double GroupedGemmEfficiency(double rows, const CostOptions& o) {
 }
 
 double RingCollectiveUs(double bytes, const std::vector<int64_t>& group, const ClusterSpec& c) {
-  const double n = static_cast<double>(group.size());
   if (group.size() < 2 || bytes <= 0) return 0.0;
-  const bool inter = SpansNodes(group, c.gpus_per_node);
-  const double bw = (inter ? c.network_gbps : c.intra_node_gbps) * kBytesPerUsPerGbps;
-  const double alpha = inter ? c.network_latency_us : c.intra_node_latency_us;
-  return (n - 1) * (alpha + bytes / n / bw);
+  return RingCollectiveUs(bytes, static_cast<int64_t>(group.size()), SpansNodes(group, c.gpus_per_node), c);
 }
+
+namespace {
+
+// AllToAllTimesUs from row r of the sent matrix and row r of the received matrix (the sent one
+// transposed) for every member r, the node of every member given: both sums run over the
+// other members d in increasing order, reading rows only.
+void AllToAllTimesFromRows(const double* sent, const double* received, const int64_t* node, size_t n, const ClusterSpec& c,
+                           double* times) {
+  const double intra = c.intra_node_gbps * kBytesPerUsPerGbps, inter = c.network_gbps * kBytesPerUsPerGbps;
+  for (size_t r = 0; r < n; ++r) {
+    double send_intra = 0, send_inter = 0, recv_intra = 0, recv_inter = 0;
+    bool remote = false;
+    const double* sent_row = sent + r * n;
+    const double* recv_row = received + r * n;
+    for (size_t d = 0; d < n; ++d) {
+      if (d == r) continue;
+      const bool same = node[r] == node[d];
+      remote = remote || !same;
+      (same ? send_intra : send_inter) += sent_row[d];
+      (same ? recv_intra : recv_inter) += recv_row[d];
+    }
+    // NVLink and the NIC are separate links: the busiest one decides.
+    const double t = std::max({send_intra / intra, recv_intra / intra, send_inter / inter, recv_inter / inter});
+    times[r] = (remote ? c.network_latency_us : c.intra_node_latency_us) + t;
+  }
+}
+
+std::vector<int64_t> NodesOf(const std::vector<int64_t>& group, int64_t gpus_per_node) {
+  std::vector<int64_t> node(group.size());
+  for (size_t r = 0; r < group.size(); ++r) node[r] = group[r] / gpus_per_node;
+  return node;
+}
+
+// The dispatch (dt) and combine (ct) all-to-all times of one sampled layer without the O(ep^2)
+// floating-point sums, when that changes no bit. Every cell of the byte matrices is
+// count * D * ab with integer factors; if every row and column total of counts times D * ab is
+// below 2^53, every cell and every partial sum AllToAllTimesUs forms is an exact integer, so its
+// four sums per rank equal (integer sum of counts) * D * ab in any order: the same-node part is a
+// short sum over the rank's node block (members are sorted, so a node's members are
+// consecutive), the other-node part the row (column) total minus it and the diagonal. Returns
+// false, computing nothing, when the bound or the ordering does not hold.
+bool BlockAllToAll(const LayerRouting& L, const std::vector<int64_t>& node, double D, double ab, const ClusterSpec& c,
+                   double* dt, double* ct) {
+  const size_t n = node.size();
+  for (size_t r = 1; r < n; ++r) {
+    if (node[r] < node[r - 1]) return false;
+  }
+  std::vector<int64_t> row_total(n, 0);
+  int64_t largest = 0;
+  for (size_t r = 0; r < n; ++r) {
+    int64_t sum = 0;
+    for (size_t d = 0; d < n; ++d) sum += L.dispatch[r * n + d];  // counts: each <= T_r * top_k
+    row_total[r] = sum;
+    largest = std::max({largest, sum, L.received[r]});
+  }
+  if (!(static_cast<double>(largest) * D * ab < 9007199254740992.0)) return false;  // 2^53
+  const double intra = c.intra_node_gbps * kBytesPerUsPerGbps, inter = c.network_gbps * kBytesPerUsPerGbps;
+  auto bytes = [&](int64_t count) { return static_cast<double>(count) * D * ab; };
+  size_t begin = 0;
+  for (size_t r = 0; r < n; ++r) {
+    if (node[r] != node[begin]) begin = r;
+    size_t end = r + 1;
+    while (end < n && node[end] == node[r]) ++end;
+    int64_t send_same = 0, recv_same = 0;
+    for (size_t d = begin; d < end; ++d) {
+      if (d == r) continue;
+      send_same += L.dispatch[r * n + d];
+      recv_same += L.dispatch[d * n + r];
+    }
+    const int64_t self = L.dispatch[r * n + r];
+    const int64_t send_other = row_total[r] - send_same - self, recv_other = L.received[r] - recv_same - self;
+    const bool remote = end - begin < n;
+    const double latency = remote ? c.network_latency_us : c.intra_node_latency_us;
+    // NVLink and the NIC are separate links: the busiest one decides (AllToAllTimesUs).
+    dt[r] = latency + std::max({bytes(send_same) / intra, bytes(recv_same) / intra, bytes(send_other) / inter,
+                                bytes(recv_other) / inter});
+    // Combine sends what dispatch received and receives what it sent.
+    ct[r] = latency + std::max({bytes(recv_same) / intra, bytes(send_same) / intra, bytes(recv_other) / inter,
+                                bytes(send_other) / inter});
+  }
+  return true;
+}
+
+}  // namespace
 
 std::vector<double> AllToAllTimesUs(const std::vector<double>& bytes, const std::vector<int64_t>& group,
                                     const ClusterSpec& c) {
@@ -49,133 +130,50 @@ std::vector<double> AllToAllTimesUs(const std::vector<double>& bytes, const std:
   if (bytes.size() != n * n) throw Error(fmt::format("all-to-all matrix has {} cells for a group of {}", bytes.size(), n));
   std::vector<double> times(n, 0.0);
   if (n < 2) return times;
-  const double intra = c.intra_node_gbps * kBytesPerUsPerGbps, inter = c.network_gbps * kBytesPerUsPerGbps;
-  for (size_t r = 0; r < n; ++r) {
-    double send_intra = 0, send_inter = 0, recv_intra = 0, recv_inter = 0;
-    bool remote = false;
-    for (size_t d = 0; d < n; ++d) {
-      if (d == r) continue;
-      const bool same = group[r] / c.gpus_per_node == group[d] / c.gpus_per_node;
-      remote = remote || !same;
-      (same ? send_intra : send_inter) += bytes[r * n + d];
-      (same ? recv_intra : recv_inter) += bytes[d * n + r];
-    }
-    // NVLink and the NIC are separate links: the busiest one decides.
-    const double t = std::max({send_intra / intra, recv_intra / intra, send_inter / inter, recv_inter / inter});
-    times[r] = (remote ? c.network_latency_us : c.intra_node_latency_us) + t;
+  std::vector<double> received(n * n);
+  for (size_t s = 0; s < n; ++s) {
+    for (size_t d = 0; d < n; ++d) received[d * n + s] = bytes[s * n + d];
   }
+  const std::vector<int64_t> node = NodesOf(group, c.gpus_per_node);
+  AllToAllTimesFromRows(bytes.data(), received.data(), node.data(), n, c, times.data());
   return times;
 }
 
-CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const RoutingResult& routing, const CostOptions& o) {
-  const auto& m = plan.model;
-  const auto& a = m.attention;
-  const auto& d = plan.dims;
-  const auto& t = plan.training;
-  const Workload w = ComputeWorkload(plan);
-  if (d.ep > 1 && (routing.ep != d.ep || routing.num_experts != m.moe.num_experts || routing.layers.empty())) {
-    throw Error(fmt::format("routing was sampled for ep {} and {} experts, the plan has ep {} and {} experts", routing.ep,
-                            routing.num_experts, d.ep, m.moe.num_experts));
-  }
+double RingCollectiveUs(double bytes, int64_t group_size, bool spans_nodes, const ClusterSpec& c) {
+  const double n = static_cast<double>(group_size);
+  if (group_size < 2 || bytes <= 0) return 0.0;
+  const double bw = (spans_nodes ? c.network_gbps : c.intra_node_gbps) * kBytesPerUsPerGbps;
+  const double alpha = spans_nodes ? c.network_latency_us : c.intra_node_latency_us;
+  return (n - 1) * (alpha + bytes / n / bw);
+}
+
+double StepCommUs(int64_t wire_bytes, int64_t cross_node_bytes, int64_t group_size, const ClusterSpec& c) {
+  // Step-end collectives are not overlapped with compute in this model.
+  const double bw = (cross_node_bytes > 0 ? c.network_gbps : c.intra_node_gbps) * kBytesPerUsPerGbps;
+  return static_cast<double>(wire_bytes) / bw +
+         (cross_node_bytes > 0 ? c.network_latency_us : c.intra_node_latency_us) * (group_size - 1);
+}
+
+MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<int64_t>& ep_group, const MoePhaseShape& s,
+                                const ClusterSpec& c, const CostOptions& o) {
   const double peak = c.dense_bf16_tflops * kFlopsPerUsPerTflops;  // FLOP per microsecond
   const double hbm = c.hbm_gbps * kBytesPerUsPerGbps;
-  const double T = static_cast<double>(w.tokens), Tr = static_cast<double>(w.routed_tokens);
-  const double D = static_cast<double>(m.hidden_size), ab = static_cast<double>(w.act_bytes);
-  const double tp = static_cast<double>(d.tp), k = static_cast<double>(m.moe.top_k);
-  const double E = static_cast<double>(m.moe.num_experts);
-  CostBreakdown out;
-
-  // Attention: projections from the parameter count of one layer, core from the context.
-  double attn_params = 0;
-  for (const auto& p : plan.inventory.params) {
-    if (p.layer == 0 && RoleGroup(p.role) == std::string("attention")) attn_params += static_cast<double>(p.Numel());
-  }
-  const double heads_local = a.num_attention_heads / tp;
-  const double d_qk = a.kind == AttentionKind::kMla ? a.qk_nope_head_dim + a.qk_rope_head_dim : a.head_dim;
-  const double d_v = a.kind == AttentionKind::kMla ? a.v_head_dim : a.head_dim;
-  // Causal attention: each of the T local tokens attends on average to half of the sequence.
-  const double core_flops = 2.0 * T * (t.seq_len / 2.0) * heads_local * (d_qk + d_v);
-  const double attention_us = 2.0 * T * attn_params / tp / (peak * o.dense_efficiency) + core_flops / (peak * o.attention_efficiency);
-
-  // Groups of the slowest ranks.
-  const auto tp_group = plan.meshes.dense.GroupOf(0, plan.meshes.dense.AxisIndex("tp"));
-  const int ep_axis = plan.meshes.sparse.AxisIndex("ep");
-  const auto ep_group = plan.meshes.sparse.GroupOf(0, ep_axis);
-  const double tp_collective = RingCollectiveUs(T * D * ab, tp_group, c);
-
-  // FSDP per layer: all-gather of the layer's parameters forward and backward, reduce-scatter of
-  // its gradients, overlapped with compute (the layer takes the longer of the two).
-  double fsdp_fwd_moe = 0, fsdp_bwd_moe = 0, fsdp_fwd_dense = 0, fsdp_bwd_dense = 0;
-  if (*t.dp_sharding == DpSharding::kFsdp) {
-    const int64_t param_b = DtypeBytes(t.param_dtype, "param_dtype"), grad_b = DtypeBytes(t.grad_dtype, "grad_dtype");
-    auto dp_group = [&](bool sparse) {
-      const Mesh& mesh = sparse ? plan.meshes.sparse : plan.meshes.dense;
-      std::vector<int64_t> g = {0};
-      for (const char* name : sparse ? std::vector<const char*>{"efsdp", "edp"} : std::vector<const char*>{"dp_shard", "dp", "cp"}) {
-        const int ax = mesh.AxisIndex(name);
-        if (ax < 0) continue;
-        std::vector<int64_t> next;
-        for (int64_t r : g) for (int64_t x : mesh.GroupOf(r, ax)) next.push_back(x);
-        g = next;
-      }
-      std::sort(g.begin(), g.end());
-      g.erase(std::unique(g.begin(), g.end()), g.end());
-      return g;
-    };
-    const auto dense_dp = dp_group(false), sparse_dp = dp_group(true);
-    for (int kind = 0; kind < 2; ++kind) {
-      const bool moe = kind == 0;
-      int64_t layer = -1;
-      for (int64_t l = 0; l < m.num_hidden_layers && layer < 0; ++l) if (m.moe_layers[l] == moe) layer = l;
-      if (layer < 0) continue;
-      double dense_elems = 0, sparse_elems = 0;
-      for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
-        const auto& p = plan.inventory.params[i];
-        if (p.layer != layer) continue;
-        // FSDP gathers the model-parallel shard back (rank 0 holds the largest one).
-        (plan.placements[i].sparse_mesh ? sparse_elems : dense_elems) += static_cast<double>(ModelParallelNumel(plan, i, 0));
-      }
-      const double fwd = RingCollectiveUs(dense_elems * param_b, dense_dp, c) + RingCollectiveUs(sparse_elems * param_b, sparse_dp, c);
-      const double bwd = fwd + RingCollectiveUs(dense_elems * grad_b, dense_dp, c) + RingCollectiveUs(sparse_elems * grad_b, sparse_dp, c);
-      (moe ? fsdp_fwd_moe : fsdp_fwd_dense) = fwd;
-      (moe ? fsdp_bwd_moe : fsdp_bwd_dense) = bwd;
-    }
-  }
-
-  // `us` is the phase time; `per_rank` (routing-dependent phases) is shown per EP rank.
-  auto add = [&](const std::string& name, const std::string& kind, const std::string& dir, double us,
-                 std::vector<double> per_rank = {}) {
-    PhaseCost p;
-    p.name = name;
-    p.layer_kind = kind;
-    p.direction = dir;
-    p.time_us = us;
-    if (!per_rank.empty()) {
-      auto it = std::max_element(per_rank.begin(), per_rank.end());
-      p.slowest_ep_rank = it - per_rank.begin();
-      p.per_ep_rank_us = std::move(per_rank);
-    }
-    out.phases.push_back(std::move(p));
-    return out.phases.back().time_us;
-  };
-
-  // --- MoE layer over the sampled routing layers. Every layer is a synchronization point, so a
-  // phase's time is the mean over layers of that layer's slowest rank; per-rank figures are the
-  // per-rank means (for display).
-  const int64_t ep = d.ep;
-  const int64_t nle = m.moe.num_experts / ep;
-  const double f_local = static_cast<double>(w.expert_f_local);
-  const bool deredundency = ep > 1 && t.dispatcher == "deredundency";
+  const int64_t ep = s.ep;
+  const int64_t nle = s.num_experts / ep;
+  const double Tr = s.routed_tokens, k = s.top_k, D = s.hidden, ab = s.act_bytes, E = static_cast<double>(s.num_experts);
+  const double f_local = s.f_local;
+  const bool deredundency = s.deredundency;
   const int64_t oep = deredundency ? routing.oep : 1;
   const int64_t iep = ep / std::max<int64_t>(1, oep);
-  if (deredundency && routing.oep != DeredundencyOep(plan)) {
-    throw Error(fmt::format("routing was sampled for oep {}, the plan's deredundency dispatcher uses oep {}", routing.oep,
-                            DeredundencyOep(plan)));
-  }
-  std::vector<double> permute(ep, 0), dispatch(ep, 0), gemm(ep, 0), combine(ep, 0);
-  double permute_max = 0, dispatch_max = 0, gemm_max = 0, combine_max = 0;
+  MoePhaseTimes out;
+  out.permute.assign(ep, 0);
+  out.dispatch.assign(ep, 0);
+  out.gemm.assign(ep, 0);
+  out.combine.assign(ep, 0);
   double imbalance = 1.0;
   const size_t nlayers = std::max<size_t>(1, routing.layers.size());
+  std::vector<double> dbytes, cbytes;
+  const std::vector<int64_t> ep_nodes = NodesOf(ep_group, c.gpus_per_node);
   for (size_t li = 0; li < nlayers; ++li) {
     std::vector<double> rows(nle * ep, 0.0), received(ep, 0.0);
     std::vector<double> dt(ep, 0.0), ct(ep, 0.0);
@@ -184,16 +182,23 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
       for (int64_t i = 0; i < ep * nle; ++i) rows[i] = static_cast<double>(L.rows_per_local_expert[i]);
       for (int64_t r = 0; r < ep; ++r) received[r] = static_cast<double>(L.received[r]);
       imbalance = std::max(imbalance, L.imbalance);
-      if (!deredundency) {
-        std::vector<double> dbytes(ep * ep), cbytes(ep * ep);
+      if (!deredundency && s.integer_sums && ep >= 2 && BlockAllToAll(L, ep_nodes, D, ab, c, dt.data(), ct.data())) {
+        // Same values from integer block sums (see BlockAllToAll).
+      } else if (!deredundency) {
+        // dispatch matrix and its transpose, the combine matrix (combine returns what dispatch
+        // sent): AllToAllTimesUs of each, reading rows of both.
+        dbytes.resize(ep * ep);
+        cbytes.resize(ep * ep);
         for (int64_t src = 0; src < ep; ++src) {
           for (int64_t dst = 0; dst < ep; ++dst) {
             dbytes[src * ep + dst] = static_cast<double>(L.dispatch[src * ep + dst]) * D * ab;
-            cbytes[dst * ep + src] = dbytes[src * ep + dst];  // combine returns what dispatch sent
+            cbytes[dst * ep + src] = dbytes[src * ep + dst];
           }
         }
-        dt = AllToAllTimesUs(dbytes, ep_group, c);
-        ct = AllToAllTimesUs(cbytes, ep_group, c);
+        if (ep >= 2) {
+          AllToAllTimesFromRows(dbytes.data(), cbytes.data(), ep_nodes.data(), ep, c, dt.data());
+          AllToAllTimesFromRows(cbytes.data(), dbytes.data(), ep_nodes.data(), ep, c, ct.data());
+        }
       } else {
         // Deredundency (ep = oep x iep, inner index fastest): all-gather of every rank's T_r*k
         // routed rows over its oep group, then an all-to-all inside its iep group (iep_dispatch
@@ -209,8 +214,12 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
           }
           std::vector<double> back(iep * iep);
           for (int64_t i = 0; i < iep; ++i) for (int64_t j = 0; j < iep; ++j) back[j * iep + i] = bytes[i * iep + j];
-          const auto a2a = AllToAllTimesUs(bytes, iep_ranks, c);
-          const auto a2a_back = AllToAllTimesUs(back, iep_ranks, c);
+          std::vector<double> a2a(iep, 0.0), a2a_back(iep, 0.0);
+          if (iep >= 2) {
+            const std::vector<int64_t> iep_nodes = NodesOf(iep_ranks, c.gpus_per_node);
+            AllToAllTimesFromRows(bytes.data(), back.data(), iep_nodes.data(), iep, c, a2a.data());
+            AllToAllTimesFromRows(back.data(), bytes.data(), iep_nodes.data(), iep, c, a2a_back.data());
+          }
           for (int64_t i = 0; i < iep; ++i) {
             std::vector<int64_t> oep_ranks;
             for (int64_t x = 0; x < oep; ++x) oep_ranks.push_back(ep_group[x * iep + i]);
@@ -234,21 +243,101 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
         g += 6.0 * M * D * f_local / (peak * GroupedGemmEfficiency(M, o));
       }
       const double pr = 2.0 * (Tr * k + received[r]) * D * ab / hbm + o.memory_floor_us;
-      gemm[r] += g / nlayers;
-      permute[r] += pr / nlayers;
-      dispatch[r] += dt[r] / nlayers;
-      combine[r] += ct[r] / nlayers;
+      out.gemm[r] += g / nlayers;
+      out.permute[r] += pr / nlayers;
+      out.dispatch[r] += dt[r] / nlayers;
+      out.combine[r] += ct[r] / nlayers;
       gm = std::max(gm, g);
       pm = std::max(pm, pr);
       dm = std::max(dm, dt[r]);
       cm = std::max(cm, ct[r]);
     }
-    permute_max += pm / nlayers;
-    dispatch_max += dm / nlayers;
-    gemm_max += gm / nlayers;
-    combine_max += cm / nlayers;
+    out.permute_max += pm / nlayers;
+    out.dispatch_max += dm / nlayers;
+    out.gemm_max += gm / nlayers;
+    out.combine_max += cm / nlayers;
   }
-  out.routing_imbalance = imbalance;
+  out.imbalance = imbalance;
+  return out;
+}
+
+namespace {
+
+// The phases of one layer, in the order SimulateStepFromInputs adds them, and the other
+// contributors to the critical path.
+enum PhaseId {
+  kAttention, kTpComm, kRouter, kPermute, kDispatch, kGroupedGemm, kUnpermute, kCombine, kSharedExperts, kFsdpComm,
+  kDenseMlp, kLmHead, kDpStepComm, kOptimizer, kNumPhaseIds
+};
+constexpr const char* kPhaseNames[kNumPhaseIds] = {
+    "attention", "tp_comm",   "router",    "permute", "dispatch",     "grouped_gemm", "unpermute",
+    "combine",   "shared_experts", "fsdp_comm", "dense_mlp", "lm_head", "dp_step_comm", "optimizer"};
+
+}  // namespace
+
+CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& totals, const ParallelDims& d,
+                                     const TrainingConfig& t, const ClusterSpec& c, const StepInputs& in,
+                                     const CostOptions& o, bool detail) {
+  const auto& a = m.attention;
+  const Workload& w = in.workload;
+  const double peak = c.dense_bf16_tflops * kFlopsPerUsPerTflops;  // FLOP per microsecond
+  const double hbm = c.hbm_gbps * kBytesPerUsPerGbps;
+  const double T = static_cast<double>(w.tokens), Tr = static_cast<double>(w.routed_tokens);
+  const double D = static_cast<double>(m.hidden_size), ab = static_cast<double>(w.act_bytes);
+  const double tp = static_cast<double>(d.tp);
+  const double E = static_cast<double>(m.moe.num_experts);
+  CostBreakdown out;
+
+  // Attention: projections from the parameter count of one layer, core from the context.
+  const double attn_params = in.attention_params;
+  const double heads_local = a.num_attention_heads / tp;
+  const double d_qk = a.kind == AttentionKind::kMla ? a.qk_nope_head_dim + a.qk_rope_head_dim : a.head_dim;
+  const double d_v = a.kind == AttentionKind::kMla ? a.v_head_dim : a.head_dim;
+  // Causal attention: each of the T local tokens attends on average to half of the sequence.
+  const double core_flops = 2.0 * T * (t.seq_len / 2.0) * heads_local * (d_qk + d_v);
+  const double attention_us = 2.0 * T * attn_params / tp / (peak * o.dense_efficiency) + core_flops / (peak * o.attention_efficiency);
+  const double tp_collective = RingCollectiveUs(T * D * ab, in.tp_group.size, in.tp_group.spans_nodes, c);
+
+  // FSDP per layer: all-gather of the layer's parameters forward and backward, reduce-scatter of
+  // its gradients, overlapped with compute (the layer takes the longer of the two).
+  double fsdp_fwd[2] = {0, 0}, fsdp_bwd[2] = {0, 0};  // [0] MoE layer, [1] dense layer
+  if (*t.dp_sharding == DpSharding::kFsdp) {
+    const int64_t param_b = DtypeBytes(t.param_dtype, "param_dtype"), grad_b = DtypeBytes(t.grad_dtype, "grad_dtype");
+    const auto& dn = in.dense_dp_group;
+    const auto& sp = in.sparse_dp_group;
+    for (int kind = 0; kind < 2; ++kind) {
+      if (!in.fsdp_layer[kind].present) continue;
+      const double dense_elems = in.fsdp_layer[kind].dense_elems, sparse_elems = in.fsdp_layer[kind].sparse_elems;
+      const double fwd = RingCollectiveUs(dense_elems * param_b, dn.size, dn.spans_nodes, c) +
+                         RingCollectiveUs(sparse_elems * param_b, sp.size, sp.spans_nodes, c);
+      const double bwd = fwd + RingCollectiveUs(dense_elems * grad_b, dn.size, dn.spans_nodes, c) +
+                         RingCollectiveUs(sparse_elems * grad_b, sp.size, sp.spans_nodes, c);
+      fsdp_fwd[kind] = fwd;
+      fsdp_bwd[kind] = bwd;
+    }
+  }
+
+  // Every phase added, in order: (id, MoE layer?, backward?, time, per-EP-rank source).
+  struct Record {
+    PhaseId id;
+    bool moe;
+    bool backward;
+    double us;
+    const std::vector<double>* per_rank;  // scaled by `scale` when shown
+    double scale;
+  };
+  Record records[32];
+  int num_records = 0;
+  // `us` is the phase time; `per_rank` (routing-dependent phases) is shown per EP rank.
+  auto add = [&](PhaseId id, bool moe, int pass, double us, const std::vector<double>* per_rank = nullptr,
+                 double scale = 1.0) {
+    records[num_records++] = {id, moe, pass == 1, us, per_rank, scale};
+    return us;
+  };
+
+  // --- MoE layer over the sampled routing layers (SimulateMoePhases).
+  const MoePhaseTimes& mp = *in.moe_phases;
+  out.routing_imbalance = mp.imbalance;
   const double router_us = std::max(2.0 * Tr * D * E / (peak * o.dense_efficiency), o.memory_floor_us);
   const double shared_us = m.moe.num_shared_experts > 0
                                ? 6.0 * T * D * m.moe.shared_expert_intermediate_size / tp / (peak * o.dense_efficiency)
@@ -259,51 +348,49 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
   const double bwd_compute = full_recompute ? 3.0 : 2.0, bwd_comm = full_recompute ? 2.0 : 1.0;
   double moe_fwd = 0, moe_bwd = 0;
   for (int pass = 0; pass < 2; ++pass) {
-    const std::string dir = pass == 0 ? "forward" : "backward";
     const double mult = pass == 0 ? 1.0 : bwd_compute;
     const double cmult = pass == 0 ? 1.0 : bwd_comm;
-    auto scaled = [](std::vector<double> v, double f) { for (auto& x : v) x *= f; return v; };
     double sum = 0;
-    sum += add("attention", "moe", dir, attention_us * mult);
-    sum += add("tp_comm", "moe", dir, 4 * tp_collective * cmult);
-    sum += add("router", "moe", dir, router_us * mult);
-    sum += add("permute", "moe", dir, permute_max * cmult, scaled(permute, cmult));
-    sum += add("dispatch", "moe", dir, dispatch_max * cmult, scaled(dispatch, cmult));
-    sum += add("grouped_gemm", "moe", dir, gemm_max * mult, scaled(gemm, mult));
-    sum += add("unpermute", "moe", dir, permute_max * cmult, scaled(permute, cmult));
-    const double comb = add("combine", "moe", dir, combine_max * cmult, scaled(combine, cmult));
-    const double shared = add("shared_experts", "moe", dir, shared_us * mult);
+    sum += add(kAttention, true, pass, attention_us * mult);
+    sum += add(kTpComm, true, pass, 4 * tp_collective * cmult);
+    sum += add(kRouter, true, pass, router_us * mult);
+    sum += add(kPermute, true, pass, mp.permute_max * cmult, &mp.permute, cmult);
+    sum += add(kDispatch, true, pass, mp.dispatch_max * cmult, &mp.dispatch, cmult);
+    sum += add(kGroupedGemm, true, pass, mp.gemm_max * mult, &mp.gemm, mult);
+    sum += add(kUnpermute, true, pass, mp.permute_max * cmult, &mp.permute, cmult);
+    const double comb = add(kCombine, true, pass, mp.combine_max * cmult, &mp.combine, cmult);
+    const double shared = add(kSharedExperts, true, pass, shared_us * mult);
     sum += o.overlap_shared_experts ? std::max(comb, shared) : comb + shared;
-    const double fsdp = add("fsdp_comm", "moe", dir, pass == 0 ? fsdp_fwd_moe : fsdp_bwd_moe);
+    const double fsdp = add(kFsdpComm, true, pass, pass == 0 ? fsdp_fwd[0] : fsdp_bwd[0]);
     (pass == 0 ? moe_fwd : moe_bwd) = std::max(sum, fsdp);
   }
   out.moe_layer_us = moe_fwd + moe_bwd;
 
   // --- Dense layer.
   const double dense_mlp_us = m.intermediate_size > 0 ? 6.0 * T * D * m.intermediate_size / tp / (peak * o.dense_efficiency) : 0.0;
-  const bool has_dense = m.NumMoeLayers() < m.num_hidden_layers;
+  const bool has_dense = in.num_moe_layers < m.num_hidden_layers;
   double dense_fwd = 0, dense_bwd = 0;
   if (has_dense) {
     for (int pass = 0; pass < 2; ++pass) {
-      const std::string dir = pass == 0 ? "forward" : "backward";
       const double mult = pass == 0 ? 1.0 : bwd_compute;
       const double cmult = pass == 0 ? 1.0 : bwd_comm;
-      double sum = add("attention", "dense", dir, attention_us * mult) + add("tp_comm", "dense", dir, 4 * tp_collective * cmult) +
-                   add("dense_mlp", "dense", dir, dense_mlp_us * mult);
-      const double fsdp = add("fsdp_comm", "dense", dir, pass == 0 ? fsdp_fwd_dense : fsdp_bwd_dense);
+      double sum = add(kAttention, false, pass, attention_us * mult) + add(kTpComm, false, pass, 4 * tp_collective * cmult) +
+                   add(kDenseMlp, false, pass, dense_mlp_us * mult);
+      const double fsdp = add(kFsdpComm, false, pass, pass == 0 ? fsdp_fwd[1] : fsdp_bwd[1]);
       (pass == 0 ? dense_fwd : dense_bwd) = std::max(sum, fsdp);
     }
   }
   out.dense_layer_us = dense_fwd + dense_bwd;
 
   // --- Stages, pipeline, data-parallel step communication, optimizer.
+  const std::vector<int64_t>& layer_stage = *in.layer_stage;
   const double lm_head_us = 3.0 * 2.0 * T * D * m.vocab_size / tp / (peak * o.dense_efficiency);
   double worst_stage = 0;
   int64_t slowest_stage = 0;
   for (int64_t s = 0; s < d.pp; ++s) {
     double stage = s == d.pp - 1 ? lm_head_us : 0.0;
     for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
-      if (plan.layer_stage[l] == s) stage += m.moe_layers[l] ? out.moe_layer_us : out.dense_layer_us;
+      if (layer_stage[l] == s) stage += m.moe_layers[l] ? out.moe_layer_us : out.dense_layer_us;
     }
     if (stage > worst_stage) {
       worst_stage = stage;
@@ -313,47 +400,162 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
   const double M = static_cast<double>(t.num_microbatches.value_or(d.pp));
   out.stage_microbatch_us = worst_stage;
   out.pipeline_bubble_us = (d.pp - 1) * worst_stage;
-  const CommReport comm = ComputeComm(plan, 0);
-  for (const auto& e : comm.entries) {
-    if (e.phase != "step") continue;
-    // Step-end collectives are not overlapped with compute in this model.
-    const double bw = (e.cross_node_bytes > 0 ? c.network_gbps : c.intra_node_gbps) * kBytesPerUsPerGbps;
-    out.dp_step_comm_us += static_cast<double>(e.wire_bytes) / bw +
-                           (e.cross_node_bytes > 0 ? c.network_latency_us : c.intra_node_latency_us) * (e.group_size - 1);
-  }
-  const MemoryBreakdown mem = StaticMemoryOnRank(plan, 0);
-  out.optimizer_us = 2.0 * static_cast<double>(mem.params_bytes + mem.grads_bytes + mem.optimizer_bytes) / hbm;
+  out.dp_step_comm_us = in.dp_step_comm_us;
+  out.optimizer_us = 2.0 * static_cast<double>(in.static_bytes_rank0) / hbm;
   out.step_time_us = (M + d.pp - 1) * worst_stage + out.dp_step_comm_us + out.optimizer_us;
 
   const double global_tokens = M * t.micro_batch_size * t.seq_len * d.dp_replicate * d.dp_shard;
   out.tokens_per_s_per_gpu = global_tokens / (out.step_time_us * 1e-6) / d.world_size;
-  const auto& tot = plan.inventory.totals;
-  const double active_no_embed = static_cast<double>(tot.active_params_excluding_embedding);
+  const double active_no_embed = static_cast<double>(totals.active_params_excluding_embedding);
   const double attn_core_per_token = 3.0 * 2.0 * (t.seq_len / 2.0) * a.num_attention_heads * (d_qk + d_v) * m.num_hidden_layers;
   const double model_flops = global_tokens * (6.0 * active_no_embed + attn_core_per_token);
   out.mfu = model_flops / (out.step_time_us * 1e-6 * d.world_size * c.dense_bf16_tflops * 1e12);
 
   // Critical path: every contributor to the step by its share of it. Layer phases count once per
   // layer of the slowest stage per pipeline slot (M + pp - 1 slots); then the step-end terms.
-  std::map<std::string, double> share;
+  double share[kNumPhaseIds] = {};
+  bool present[kNumPhaseIds] = {};
   int64_t moe_count = 0, dense_count = 0;
   for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
-    if (plan.layer_stage[l] != slowest_stage) continue;
+    if (layer_stage[l] != slowest_stage) continue;
     (m.moe_layers[l] ? moe_count : dense_count)++;
   }
   const double slots = M + d.pp - 1;
-  for (const auto& p : out.phases) {
-    share[p.name] += p.time_us * static_cast<double>(p.layer_kind == "moe" ? moe_count : dense_count) * slots;
+  for (int i = 0; i < num_records; ++i) {
+    const Record& r = records[i];
+    share[r.id] += r.us * static_cast<double>(r.moe ? moe_count : dense_count) * slots;
+    present[r.id] = true;
   }
-  if (slowest_stage == d.pp - 1) share["lm_head"] += lm_head_us * slots;
-  share["dp_step_comm"] += out.dp_step_comm_us;
-  share["optimizer"] += out.optimizer_us;
+  if (slowest_stage == d.pp - 1) {
+    share[kLmHead] += lm_head_us * slots;
+    present[kLmHead] = true;
+  }
+  share[kDpStepComm] += out.dp_step_comm_us;
+  share[kOptimizer] += out.optimizer_us;
+  present[kDpStepComm] = present[kOptimizer] = true;
+  // The dominant phase: the largest share (> 0), ties to the name that sorts last.
+  int dominant = -1;
+  for (int id = 0; id < kNumPhaseIds; ++id) {
+    if (!present[id] || !(share[id] > 0)) continue;
+    if (dominant < 0 || share[id] > share[dominant] ||
+        (share[id] == share[dominant] && std::strcmp(kPhaseNames[id], kPhaseNames[dominant]) > 0)) {
+      dominant = id;
+    }
+  }
+  if (!detail) {
+    out.dominant_phase = dominant < 0 ? "" : kPhaseNames[dominant];
+    return out;
+  }
+
+  for (int i = 0; i < num_records; ++i) {
+    const Record& r = records[i];
+    PhaseCost p;
+    p.name = kPhaseNames[r.id];
+    p.layer_kind = r.moe ? "moe" : "dense";
+    p.direction = r.backward ? "backward" : "forward";
+    p.time_us = r.us;
+    if (r.per_rank && !r.per_rank->empty()) {
+      p.per_ep_rank_us = *r.per_rank;
+      for (auto& x : p.per_ep_rank_us) x *= r.scale;
+      auto it = std::max_element(p.per_ep_rank_us.begin(), p.per_ep_rank_us.end());
+      p.slowest_ep_rank = it - p.per_ep_rank_us.begin();
+    }
+    out.phases.push_back(std::move(p));
+  }
   std::vector<std::pair<double, std::string>> ranked;
-  for (const auto& [n, v] : share) ranked.push_back({v, n});
+  for (int id = 0; id < kNumPhaseIds; ++id) {
+    if (present[id]) ranked.push_back({share[id], kPhaseNames[id]});
+  }
   std::sort(ranked.rbegin(), ranked.rend());
   for (const auto& [v, n] : ranked) if (v > 0) out.critical_path.push_back(n);
   out.dominant_phase = out.critical_path.empty() ? "" : out.critical_path.front();
   return out;
+}
+
+CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const RoutingResult& routing, const CostOptions& o) {
+  const auto& m = plan.model;
+  const auto& d = plan.dims;
+  const auto& t = plan.training;
+  StepInputs in;
+  in.workload = ComputeWorkload(plan);
+  const Workload& w = in.workload;
+  if (d.ep > 1 && (routing.ep != d.ep || routing.num_experts != m.moe.num_experts || routing.layers.empty())) {
+    throw Error(fmt::format("routing was sampled for ep {} and {} experts, the plan has ep {} and {} experts", routing.ep,
+                            routing.num_experts, d.ep, m.moe.num_experts));
+  }
+  // Attention parameters of one layer.
+  for (const auto& p : plan.inventory.params) {
+    if (p.layer == 0 && RoleGroup(p.role) == std::string("attention")) in.attention_params += static_cast<double>(p.Numel());
+  }
+  // Groups of the slowest ranks.
+  auto group_of = [&](const std::vector<int64_t>& g) {
+    return CollectiveGroup{static_cast<int64_t>(g.size()), SpansNodes(g, c.gpus_per_node)};
+  };
+  in.tp_group = group_of(plan.meshes.dense.GroupOf(0, plan.meshes.dense.AxisIndex("tp")));
+  const int ep_axis = plan.meshes.sparse.AxisIndex("ep");
+  const auto ep_group = plan.meshes.sparse.GroupOf(0, ep_axis);
+
+  if (*t.dp_sharding == DpSharding::kFsdp) {
+    auto dp_group = [&](bool sparse) {
+      const Mesh& mesh = sparse ? plan.meshes.sparse : plan.meshes.dense;
+      std::vector<int64_t> g = {0};
+      for (const char* name : sparse ? std::vector<const char*>{"efsdp", "edp"} : std::vector<const char*>{"dp_shard", "dp", "cp"}) {
+        const int ax = mesh.AxisIndex(name);
+        if (ax < 0) continue;
+        std::vector<int64_t> next;
+        for (int64_t r : g) for (int64_t x : mesh.GroupOf(r, ax)) next.push_back(x);
+        g = next;
+      }
+      std::sort(g.begin(), g.end());
+      g.erase(std::unique(g.begin(), g.end()), g.end());
+      return g;
+    };
+    in.dense_dp_group = group_of(dp_group(false));
+    in.sparse_dp_group = group_of(dp_group(true));
+    for (int kind = 0; kind < 2; ++kind) {
+      const bool moe = kind == 0;
+      int64_t layer = -1;
+      for (int64_t l = 0; l < m.num_hidden_layers && layer < 0; ++l) if (m.moe_layers[l] == moe) layer = l;
+      if (layer < 0) continue;
+      double dense_elems = 0, sparse_elems = 0;
+      for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
+        const auto& p = plan.inventory.params[i];
+        if (p.layer != layer) continue;
+        // FSDP gathers the model-parallel shard back (rank 0 holds the largest one).
+        (plan.placements[i].sparse_mesh ? sparse_elems : dense_elems) += static_cast<double>(ModelParallelNumel(plan, i, 0));
+      }
+      in.fsdp_layer[kind] = {true, dense_elems, sparse_elems};
+    }
+  }
+
+  // Routing-dependent MoE phases.
+  const bool deredundency = d.ep > 1 && t.dispatcher == "deredundency";
+  if (deredundency && routing.oep != DeredundencyOep(plan)) {
+    throw Error(fmt::format("routing was sampled for oep {}, the plan's deredundency dispatcher uses oep {}", routing.oep,
+                            DeredundencyOep(plan)));
+  }
+  MoePhaseShape shape;
+  shape.ep = d.ep;
+  shape.num_experts = m.moe.num_experts;
+  shape.routed_tokens = static_cast<double>(w.routed_tokens);
+  shape.top_k = static_cast<double>(m.moe.top_k);
+  shape.hidden = static_cast<double>(m.hidden_size);
+  shape.act_bytes = static_cast<double>(w.act_bytes);
+  shape.f_local = static_cast<double>(w.expert_f_local);
+  shape.deredundency = deredundency;
+  const MoePhaseTimes moe = SimulateMoePhases(routing, ep_group, shape, c, o);
+  in.moe_phases = &moe;
+  in.num_moe_layers = m.NumMoeLayers();
+  in.layer_stage = &plan.layer_stage;
+
+  const CommReport comm = ComputeComm(plan, 0);
+  for (const auto& e : comm.entries) {
+    if (e.phase != "step") continue;
+    in.dp_step_comm_us += StepCommUs(e.wire_bytes, e.cross_node_bytes, e.group_size, c);
+  }
+  const MemoryBreakdown mem = StaticMemoryOnRank(plan, 0);
+  in.static_bytes_rank0 = mem.params_bytes + mem.grads_bytes + mem.optimizer_bytes;
+  return SimulateStepFromInputs(m, plan.inventory.totals, d, t, c, in, o, /*detail=*/true);
 }
 
 Json CostToJson(const CostBreakdown& cost) {

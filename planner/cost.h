@@ -12,6 +12,7 @@
 #include "planner/json_util.h"
 #include "planner/plan.h"
 #include "planner/routing.h"
+#include "planner/workload.h"
 
 namespace dockyard {
 
@@ -64,6 +65,80 @@ std::vector<double> AllToAllTimesUs(const std::vector<double>& bytes, const std:
 
 // Ring collective time (all-gather or reduce-scatter) of `bytes` (the full buffer) over `group`.
 double RingCollectiveUs(double bytes, const std::vector<int64_t>& group, const ClusterSpec& cluster);
+// The same for a group of `group_size` ranks that spans nodes or not (ranks fill nodes of
+// cluster.gpus_per_node in order): the time depends on nothing else of the group.
+double RingCollectiveUs(double bytes, int64_t group_size, bool spans_nodes, const ClusterSpec& cluster);
+
+// Time of one step-end data-parallel collective (not overlapped with compute) from its CommEntry
+// figures: wire_bytes / bandwidth + (group_size - 1) latencies, both of the network when any
+// byte crosses nodes, else of NVLink.
+double StepCommUs(int64_t wire_bytes, int64_t cross_node_bytes, int64_t group_size, const ClusterSpec& cluster);
+
+// What the routing-dependent MoE phases (permute / unpermute, dispatch, grouped GEMM, combine)
+// depend on besides the routing sample and the EP group.
+struct MoePhaseShape {
+  int64_t ep = 1;
+  int64_t num_experts = 0;
+  double routed_tokens = 0;  // T_r (Workload::routed_tokens)
+  double top_k = 0;
+  double hidden = 0;         // D
+  double act_bytes = 0;      // bytes per activation element
+  double f_local = 0;        // F / expert TP degree (Workload::expert_f_local)
+  bool deredundency = false; // ep > 1 and the deredundency dispatcher (oep from the routing sample)
+  // Allows the all-to-all times of the plain dispatcher from integer block sums where they are
+  // provably the same doubles (every partial sum an integer below 2^53; cost.cc BlockAllToAll):
+  // O(ep x node block) instead of O(ep^2). The layout search sets it; SimulateStep does not, and
+  // search_test compares the two for every candidate.
+  bool integer_sums = false;
+};
+
+// Those phases over the sampled layers (docs/cost-model.md sections 3.4 to 3.6 and 4), in us per
+// layer and micro-batch, forward, unscaled by recomputation.
+struct MoePhaseTimes {
+  std::vector<double> permute, dispatch, gemm, combine;  // [ep]: each EP rank's mean over the sampled layers
+  // The mean over the sampled layers of each layer's slowest rank.
+  double permute_max = 0, dispatch_max = 0, gemm_max = 0, combine_max = 0;
+  double imbalance = 1.0;  // max / mean received rows, the largest over the sampled layers
+};
+// `ep_group`: the global ranks of rank 0's EP group in EP order (size ep).
+MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<int64_t>& ep_group, const MoePhaseShape& shape,
+                                const ClusterSpec& cluster, const CostOptions& options = {});
+
+// A collective group as the cost model sees it: its size and whether it spans nodes.
+struct CollectiveGroup {
+  int64_t size = 1;
+  bool spans_nodes = false;
+};
+
+// Everything SimulateStep reads from a plan beyond its degrees, training settings and model:
+// SimulateStep gathers it from the plan's meshes and placements; the layout search
+// (layout_eval.h) derives the same figures from parameter classes without building a plan.
+struct StepInputs {
+  Workload workload;
+  double attention_params = 0;    // elements of layer 0's attention parameters (summed as doubles)
+  CollectiveGroup tp_group;       // rank 0's tp group
+  // FSDP only: rank 0's data-parallel groups (dense: dp_shard*cp or dp*cp; sparse: efsdp or edp)
+  // and, for the first MoE [0] and the first dense [1] layer, its model-parallel elements on rank 0
+  // on the dense and the sparse mesh (summed as doubles in inventory order).
+  CollectiveGroup dense_dp_group, sparse_dp_group;
+  struct FsdpLayer {
+    bool present = false;  // the model has a layer of this kind
+    double dense_elems = 0, sparse_elems = 0;
+  } fsdp_layer[2];
+  const MoePhaseTimes* moe_phases = nullptr;       // SimulateMoePhases for the plan's EP group
+  int64_t num_moe_layers = 0;
+  const std::vector<int64_t>* layer_stage = nullptr;  // [num_hidden_layers]: pp stage of each layer
+  double dp_step_comm_us = 0;     // sum of StepCommUs over rank 0's "step" CommEntry list, in order
+  int64_t static_bytes_rank0 = 0; // parameter + gradient + optimizer bytes of rank 0 (StaticMemoryOnRank)
+};
+
+// The cost model proper (everything of SimulateStep after gathering its inputs). `training` is
+// resolved (dp_sharding set). With `detail` false, only the scalars and dominant_phase are filled
+// (no phases, per-rank figures or critical path): the layout search's hot path. Both modes give
+// the same numbers and the same dominant phase.
+CostBreakdown SimulateStepFromInputs(const ModelSpec& model, const ParamTotals& totals, const ParallelDims& dims,
+                                     const TrainingConfig& training, const ClusterSpec& cluster, const StepInputs& inputs,
+                                     const CostOptions& options, bool detail);
 
 // Predicts one training step of `plan` on `cluster` with `routing` sampled for its EP degree
 // (tokens_per_rank = the workload's routed tokens). Throws dockyard::Error on mismatched routing.

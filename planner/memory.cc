@@ -71,10 +71,8 @@ MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank) {
   return m;
 }
 
-std::map<std::string, int64_t> ActivationBytesPerMicrobatch(const Plan& plan, const Workload& w, int64_t stage) {
-  const auto& m = plan.model;
+LayerActivationBytes LayerActivations(const ModelSpec& m, Recompute rc, const Workload& w, bool moe_layer) {
   const auto& a = m.attention;
-  const Recompute rc = plan.training.recompute;
   const bool selective = rc == Recompute::kSelective;
   const int64_t ab = w.act_bytes, t = w.tp_shards, T = w.tokens, h = m.hidden_size;
   const int64_t ts = Ceil(T, t);  // sequence-parallel shard of the residual stream
@@ -89,43 +87,73 @@ std::map<std::string, int64_t> ActivationBytesPerMicrobatch(const Plan& plan, co
     }
     return static_cast<int64_t>(v);
   };
+  LayerActivationBytes g;
+  g.moe_layer = moe_layer;
+  g.shared_experts_present = moe_layer && m.moe.num_shared_experts > 0;
+  // Attention block: norm input (+ its output unless recomputed), projections, core output.
+  Wide attn = mul(ts, h) + (selective ? 0 : mul(ts, h));
+  const int64_t heads_local = a.num_attention_heads / t;
+  if (a.kind == AttentionKind::kGqa) {
+    const int64_t q_out = a.num_attention_heads * a.head_dim, kv_out = a.num_key_value_heads * a.head_dim;
+    attn += mul(T, (q_out + 2 * kv_out) / t) + mul(T, q_out / t);
+  } else {
+    const int64_t qk = a.qk_nope_head_dim + a.qk_rope_head_dim;
+    if (a.q_lora_rank > 0) attn += mul(T, a.q_lora_rank) * (selective ? 1 : 2);  // q_a out (+ its norm)
+    attn += mul(T, heads_local * qk);                                             // q
+    attn += mul(T, a.kv_lora_rank + a.qk_rope_head_dim) + (selective ? 0 : mul(T, a.kv_lora_rank));
+    attn += mul(T, heads_local * (a.qk_nope_head_dim + a.v_head_dim));           // kv_b out
+    attn += mul(T, heads_local * a.v_head_dim);                                  // core out
+  }
+  g.attention = narrow(mul(attn, ab) + mul(mul(T, heads_local), 4));  // + flash-attention logsumexp, fp32
+  // MLP block: post-attention norm input (+ output).
+  Wide norm = mul(ts, h) + (selective ? 0 : mul(ts, h));
+  g.norm = narrow(mul(norm, ab));
+  const int64_t keep_f = selective ? 2 : 4;  // gate, up (+ silu(gate), product)
+  if (!moe_layer) {
+    g.dense_mlp = narrow(mul(mul(mul(T, m.intermediate_size / t), keep_f), ab));
+  } else {
+    const int64_t E = m.moe.num_experts, k = m.moe.top_k;
+    // Router: logits and scores in fp32, top-k weights fp32 and indices int64.
+    g.router = narrow(mul(mul(w.routed_tokens, E), 8) + mul(mul(w.routed_tokens, k), 12));
+    // Routed experts (NOT divided by EP: tokens are exchanged, not removed): received rows
+    // R_max in and out, 4 (or 2) intermediate tensors of F / expert-TP, and the combined
+    // copies of this rank's own T_r * top_k rows.
+    Wide rows = mul(w.received_rows, 2 * h) + mul(mul(w.received_rows, w.expert_f_local), keep_f) +
+                   mul(w.mean_received_rows, h);
+    g.routed_experts = narrow(mul(rows, ab));
+    if (g.shared_experts_present) {
+      g.shared_experts = narrow(mul(mul(mul(T, m.moe.shared_expert_intermediate_size / t), keep_f), ab));
+    }
+  }
+  return g;
+}
+
+std::map<std::string, int64_t> ActivationBytesPerMicrobatch(const Plan& plan, const Workload& w, int64_t stage) {
+  const auto& m = plan.model;
+  const Recompute rc = plan.training.recompute;
+  const int64_t ab = w.act_bytes, t = w.tp_shards, T = w.tokens, h = m.hidden_size;
+  const int64_t ts = Ceil(T, t);  // sequence-parallel shard of the residual stream
+  using Wide = __int128;
+  auto mul = [](Wide x, Wide y) { return x * y; };
+  auto narrow = [&](Wide v) {
+    if (v > static_cast<Wide>(INT64_MAX)) {
+      throw Error(fmt::format("activation bytes of one micro-batch overflow a signed 64-bit integer (tokens per rank {}, "
+                              "hidden_size {})", T, h));
+    }
+    return static_cast<int64_t>(v);
+  };
   // One layer's activations by group (bytes), no recomputation applied except `selective`.
   auto layer = [&](int64_t l) {
+    const LayerActivationBytes b = LayerActivations(m, rc, w, m.moe_layers[l]);
     std::map<std::string, int64_t> g;
-    // Attention block: norm input (+ its output unless recomputed), projections, core output.
-    Wide attn = mul(ts, h) + (selective ? 0 : mul(ts, h));
-    const int64_t heads_local = a.num_attention_heads / t;
-    if (a.kind == AttentionKind::kGqa) {
-      const int64_t q_out = a.num_attention_heads * a.head_dim, kv_out = a.num_key_value_heads * a.head_dim;
-      attn += mul(T, (q_out + 2 * kv_out) / t) + mul(T, q_out / t);
+    g["attention"] = b.attention;
+    g["norm"] = b.norm;
+    if (!b.moe_layer) {
+      g["dense_mlp"] = b.dense_mlp;
     } else {
-      const int64_t qk = a.qk_nope_head_dim + a.qk_rope_head_dim;
-      if (a.q_lora_rank > 0) attn += mul(T, a.q_lora_rank) * (selective ? 1 : 2);  // q_a out (+ its norm)
-      attn += mul(T, heads_local * qk);                                             // q
-      attn += mul(T, a.kv_lora_rank + a.qk_rope_head_dim) + (selective ? 0 : mul(T, a.kv_lora_rank));
-      attn += mul(T, heads_local * (a.qk_nope_head_dim + a.v_head_dim));           // kv_b out
-      attn += mul(T, heads_local * a.v_head_dim);                                  // core out
-    }
-    g["attention"] = narrow(mul(attn, ab) + mul(mul(T, heads_local), 4));  // + flash-attention logsumexp, fp32
-    // MLP block: post-attention norm input (+ output).
-    Wide norm = mul(ts, h) + (selective ? 0 : mul(ts, h));
-    g["norm"] = narrow(mul(norm, ab));
-    const int64_t keep_f = selective ? 2 : 4;  // gate, up (+ silu(gate), product)
-    if (!m.moe_layers[l]) {
-      g["dense_mlp"] = narrow(mul(mul(mul(T, m.intermediate_size / t), keep_f), ab));
-    } else {
-      const int64_t E = m.moe.num_experts, k = m.moe.top_k;
-      // Router: logits and scores in fp32, top-k weights fp32 and indices int64.
-      g["router"] = narrow(mul(mul(w.routed_tokens, E), 8) + mul(mul(w.routed_tokens, k), 12));
-      // Routed experts (NOT divided by EP: tokens are exchanged, not removed): received rows
-      // R_max in and out, 4 (or 2) intermediate tensors of F / expert-TP, and the combined
-      // copies of this rank's own T_r * top_k rows.
-      Wide rows = mul(w.received_rows, 2 * h) + mul(mul(w.received_rows, w.expert_f_local), keep_f) +
-                     mul(w.mean_received_rows, h);
-      g["routed_experts"] = narrow(mul(rows, ab));
-      if (m.moe.num_shared_experts > 0) {
-        g["shared_experts"] = narrow(mul(mul(mul(T, m.moe.shared_expert_intermediate_size / t), keep_f), ab));
-      }
+      g["router"] = b.router;
+      g["routed_experts"] = b.routed_experts;
+      if (b.shared_experts_present) g["shared_experts"] = b.shared_experts;
     }
     return g;
   };

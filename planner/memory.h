@@ -60,6 +60,18 @@ struct MemoryReport {
 // Parameter, gradient and optimizer bytes of one rank (activations and buffers left 0).
 MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank);
 
+// Activation bytes of one micro-batch of one decoder layer by role group (no in-flight
+// multiplier; `rc` == kSelective keeps fewer tensors, kFull is applied per stage by the caller),
+// from the workload `w` of the plan's degrees. Groups a layer does not have are 0 (dense layers:
+// router, routed and shared experts; MoE layers: dense_mlp). Throws dockyard::Error when a group
+// overflows int64.
+struct LayerActivationBytes {
+  int64_t attention = 0, norm = 0, dense_mlp = 0, router = 0, routed_experts = 0, shared_experts = 0;
+  bool moe_layer = false;
+  bool shared_experts_present = false;  // MoE layer of a model with shared experts
+};
+LayerActivationBytes LayerActivations(const ModelSpec& model, Recompute rc, const Workload& w, bool moe_layer);
+
 // Activation bytes of one micro-batch for the layers of `stage` (no in-flight multiplier), by
 // role group. Throws dockyard::Error on overflow.
 std::map<std::string, int64_t> ActivationBytesPerMicrobatch(const Plan& plan, const Workload& w, int64_t stage);

@@ -12,19 +12,31 @@ namespace dockyard {
 
 const char* ConventionName(Convention c) { return c == Convention::kMegatron ? "megatron" : "torchtitan"; }
 
-ParallelDims ParallelDims::Build(const ParallelDimsOptions& o) {
-  if (o.world_size < 1) throw Error(fmt::format("world_size must be >= 1, got {}", o.world_size));
+namespace {
+
+// A broken rule: formats its message only for a caller that reports it (the layout search counts
+// invalid candidates without reporting them) and returns false.
+template <typename... Args>
+bool Fail(std::string* error, fmt::format_string<Args...> format, Args&&... args) {
+  if (error) *error = fmt::format(format, std::forward<Args>(args)...);
+  return false;
+}
+
+}  // namespace
+
+bool TryBuildParallelDims(const ParallelDimsOptions& o, ParallelDims* out, std::string* error) {
+  if (o.world_size < 1) return Fail(error, "world_size must be >= 1, got {}", o.world_size);
   if (o.world_size > kMaxWorldSize) {
-    throw Error(fmt::format("world_size ({}) exceeds the largest supported world ({})", o.world_size, kMaxWorldSize));
+    return Fail(error, "world_size ({}) exceeds the largest supported world ({})", o.world_size, kMaxWorldSize);
   }
   const std::pair<const char*, int64_t> degrees[] = {{"dp_replicate", o.dp_replicate}, {"cp", o.cp}, {"tp", o.tp},
                                                      {"ep", o.ep}, {"etp", o.etp}, {"pp", o.pp}};
   for (const auto& [name, v] : degrees) {
-    if (v < 1) throw Error(fmt::format("{} must be >= 1, got {}", name, v));
-    if (v > o.world_size) throw Error(fmt::format("{} ({}) cannot exceed world_size ({})", name, v, o.world_size));
+    if (v < 1) return Fail(error, "{} must be >= 1, got {}", name, v);
+    if (v > o.world_size) return Fail(error, "{} ({}) cannot exceed world_size ({})", name, v, o.world_size);
   }
-  if (o.dp_shard != -1 && o.dp_shard < 1) throw Error(fmt::format("dp_shard must be -1 (infer) or >= 1, got {}", o.dp_shard));
-  if (o.dp_shard > o.world_size) throw Error(fmt::format("dp_shard ({}) cannot exceed world_size ({})", o.dp_shard, o.world_size));
+  if (o.dp_shard != -1 && o.dp_shard < 1) return Fail(error, "dp_shard must be -1 (infer) or >= 1, got {}", o.dp_shard);
+  if (o.dp_shard > o.world_size) return Fail(error, "dp_shard ({}) cannot exceed world_size ({})", o.dp_shard, o.world_size);
 
   ParallelDims d;
   d.world_size = o.world_size;
@@ -40,9 +52,9 @@ ParallelDims ParallelDims::Build(const ParallelDimsOptions& o) {
   const int64_t others = CheckedMul(CheckedMul(CheckedMul(o.dp_replicate, o.cp, "degrees"), o.tp, "degrees"), o.pp, "degrees");
   if (o.dp_shard == -1) {
     if (o.world_size % others != 0) {
-      throw Error(fmt::format(
+      return Fail(error,
           "dp_shard = -1 (infer) needs world_size ({}) divisible by dp_replicate({}) * cp({}) * tp({}) * pp({}) = {}",
-          o.world_size, o.dp_replicate, o.cp, o.tp, o.pp, others));
+          o.world_size, o.dp_replicate, o.cp, o.tp, o.pp, others);
     }
     d.dp_shard = o.world_size / others;
   } else {
@@ -50,67 +62,68 @@ ParallelDims ParallelDims::Build(const ParallelDimsOptions& o) {
   }
   const int64_t product = CheckedMul(others, d.dp_shard, "degrees");
   if (product != o.world_size) {
-    throw Error(fmt::format("Invalid parallel dims: dp_replicate({}) * dp_shard({}) * cp({}) * tp({}) * pp({}) = {} != world_size({})",
-                            d.dp_replicate, d.dp_shard, d.cp, d.tp, d.pp, product, o.world_size));
+    return Fail(error, "Invalid parallel dims: dp_replicate({}) * dp_shard({}) * cp({}) * tp({}) * pp({}) = {} != world_size({})",
+                d.dp_replicate, d.dp_shard, d.cp, d.tp, d.pp, product, o.world_size);
   }
 
   const int64_t sparse_region = d.dp_shard * d.cp * d.tp;  // ranks of one (pp, dp_replicate) slice
   if (o.convention == Convention::kTorchtitan) {
     // torchtitan: "Currently we only support ETP=TP or ETP=1".
     if (d.etp != 1 && d.etp != d.tp) {
-      throw Error(fmt::format("etp ({}) must be 1 or equal to tp ({}) (torchtitan supports ETP=TP or ETP=1)", d.etp, d.tp));
+      return Fail(error, "etp ({}) must be 1 or equal to tp ({}) (torchtitan supports ETP=TP or ETP=1)", d.etp, d.tp);
     }
     // The sparse mesh (pp, dp_replicate, efsdp, ep, etp) re-factors dp_shard*cp*tp: EP borrows
     // ranks from dp_shard, cp and tp.
     if (sparse_region % (d.ep * d.etp) != 0) {
-      throw Error(fmt::format(
+      return Fail(error,
           "ep ({}) * etp ({}) = {} must divide dp_shard({}) * cp({}) * tp({}) = {}: expert parallelism borrows its "
           "ranks from dp_shard, cp and tp (torchtitan sparse mesh: efsdp = dp_shard*cp*tp / (ep*etp))",
-          d.ep, d.etp, d.ep * d.etp, d.dp_shard, d.cp, d.tp, sparse_region));
+          d.ep, d.etp, d.ep * d.etp, d.dp_shard, d.cp, d.tp, sparse_region);
     }
   } else {
     if (d.dp_replicate != 1) {
-      throw Error(fmt::format(
+      return Fail(error,
           "dp_replicate ({}) must be 1 with the megatron convention: Megatron-Core has one data-parallel axis "
           "(dp = world / (tp*cp*pp)); give it as dp_shard",
-          d.dp_replicate));
+          d.dp_replicate);
     }
     // Megatron-Core: world_size must be divisible by expert_tensor_model_pipeline_parallel size.
     const int64_t expert_model = d.etp * d.ep * d.pp;
     if (o.world_size % expert_model != 0) {
-      throw Error(fmt::format("world_size ({}) must be divisible by etp({}) * ep({}) * pp({}) = {} (Megatron-Core expert "
-                              "tensor-model-pipeline size)",
-                              o.world_size, d.etp, d.ep, d.pp, expert_model));
+      return Fail(error, "world_size ({}) must be divisible by etp({}) * ep({}) * pp({}) = {} (Megatron-Core expert "
+                  "tensor-model-pipeline size)",
+                  o.world_size, d.etp, d.ep, d.pp, expert_model);
     }
     if (sparse_region % (d.ep * d.etp) != 0) {
-      throw Error(fmt::format("ep ({}) * etp ({}) = {} must divide dp({}) * cp({}) * tp({}) = {} (one pipeline stage)", d.ep,
-                              d.etp, d.ep * d.etp, d.dp_shard, d.cp, d.tp, sparse_region));
+      return Fail(error, "ep ({}) * etp ({}) = {} must divide dp({}) * cp({}) * tp({}) = {} (one pipeline stage)", d.ep,
+                  d.etp, d.ep * d.etp, d.dp_shard, d.cp, d.tp, sparse_region);
     }
   }
   d.efsdp = sparse_region / (d.ep * d.etp);
   // Re-check what was derived.
   if (d.pp * d.dp_replicate * d.efsdp * d.ep * d.etp != d.world_size) {
-    throw Error("internal: sparse mesh sizes do not multiply to world_size");
+    return Fail(error, "internal: sparse mesh sizes do not multiply to world_size");
   }
-  return d;
+  if (out) *out = d;
+  return true;
 }
 
-void ValidateDimsForModel(const ParallelDims& d, const ModelSpec& m) {
+bool CheckDimsForModel(const ParallelDims& d, const ModelSpec& m, std::string* error) {
   const auto& e = m.moe;
   if (e.num_experts % d.ep != 0) {
-    throw Error(fmt::format("ep ({}) must divide num_experts ({})", d.ep, e.num_experts));
+    return Fail(error, "ep ({}) must divide num_experts ({})", d.ep, e.num_experts);
   }
   if (e.top_k < 1 || e.top_k > e.num_experts) {
-    throw Error(fmt::format("top_k ({}) must satisfy 1 <= top_k <= num_experts ({})", e.top_k, e.num_experts));
+    return Fail(error, "top_k ({}) must satisfy 1 <= top_k <= num_experts ({})", e.top_k, e.num_experts);
   }
   const auto& a = m.attention;
   if (a.num_attention_heads % d.tp != 0) {
-    throw Error(fmt::format("tp ({}) must divide num_attention_heads ({}): attention is sharded by heads",
-                            d.tp, a.num_attention_heads));
+    return Fail(error, "tp ({}) must divide num_attention_heads ({}): attention is sharded by heads",
+                d.tp, a.num_attention_heads);
   }
   if (a.kind == AttentionKind::kGqa && a.num_key_value_heads % d.tp != 0) {
-    throw Error(fmt::format("tp ({}) must divide num_key_value_heads ({}): each TP rank holds whole KV heads",
-                            d.tp, a.num_key_value_heads));
+    return Fail(error, "tp ({}) must divide num_key_value_heads ({}): each TP rank holds whole KV heads",
+                d.tp, a.num_key_value_heads);
   }
   // The TP degree that shards routed experts: tp when EP is off, etp when EP is on.
   // The TP degree that shards routed experts: torchtitan uses tp when EP is off and etp when it
@@ -119,22 +132,35 @@ void ValidateDimsForModel(const ParallelDims& d, const ModelSpec& m) {
   const int64_t expert_tp = experts_on_tp ? d.tp : d.etp;
   const char* expert_tp_name = experts_on_tp ? "tp" : "etp";
   if (e.moe_intermediate_size % expert_tp != 0) {
-    throw Error(fmt::format(
+    return Fail(error,
         "{} ({}) must divide moe_intermediate_size ({}): routed experts are column/row-sharded on the logical "
         "intermediate size F, not the fused gate_up width 2F ({})",
-        expert_tp_name, expert_tp, e.moe_intermediate_size, 2 * e.moe_intermediate_size));
+        expert_tp_name, expert_tp, e.moe_intermediate_size, 2 * e.moe_intermediate_size);
   }
   if (m.NumMoeLayers() < m.num_hidden_layers && m.intermediate_size % d.tp != 0) {
-    throw Error(fmt::format("tp ({}) must divide intermediate_size ({}) of the dense MLP layers", d.tp, m.intermediate_size));
+    return Fail(error, "tp ({}) must divide intermediate_size ({}) of the dense MLP layers", d.tp, m.intermediate_size);
   }
   if (e.num_shared_experts > 0 && e.shared_expert_intermediate_size % d.tp != 0) {
-    throw Error(fmt::format("tp ({}) must divide shared_expert_intermediate_size ({})", d.tp,
-                            e.shared_expert_intermediate_size));
+    return Fail(error, "tp ({}) must divide shared_expert_intermediate_size ({})", d.tp,
+                e.shared_expert_intermediate_size);
   }
   if (d.pp > m.num_hidden_layers) {
-    throw Error(fmt::format("pp ({}) cannot exceed num_hidden_layers ({}): every stage needs a layer", d.pp,
-                            m.num_hidden_layers));
+    return Fail(error, "pp ({}) cannot exceed num_hidden_layers ({}): every stage needs a layer", d.pp,
+                m.num_hidden_layers);
   }
+  return true;
+}
+
+ParallelDims ParallelDims::Build(const ParallelDimsOptions& options) {
+  ParallelDims d;
+  std::string error;
+  if (!TryBuildParallelDims(options, &d, &error)) throw Error(error);
+  return d;
+}
+
+void ValidateDimsForModel(const ParallelDims& dims, const ModelSpec& model) {
+  std::string error;
+  if (!CheckDimsForModel(dims, model, &error)) throw Error(error);
 }
 
 }  // namespace dockyard

@@ -62,4 +62,12 @@ struct ParallelDims {
 // pp <= num_hidden_layers. Throws dockyard::Error.
 void ValidateDimsForModel(const ParallelDims& dims, const ModelSpec& model);
 
+// The same rules without an exception, for callers that only count broken layouts (the layout
+// search): return false on the first rule broken and, when `error` is not null, write there the
+// message Build / ValidateDimsForModel would throw (formatted only then). TryBuildParallelDims
+// fills `*dims` (when not null) on success. Both still throw dockyard::Error where the degrees'
+// product overflows int64 (impossible for divisors of one world size).
+bool TryBuildParallelDims(const ParallelDimsOptions& options, ParallelDims* dims, std::string* error);
+bool CheckDimsForModel(const ParallelDims& dims, const ModelSpec& model, std::string* error);
+
 }  // namespace dockyard

@@ -849,7 +849,46 @@ RoutingModel PrepareRouting(const RoutingSpec& spec, int64_t num_experts, int64_
   return model;
 }
 
-RoutingResult SampleRouting(const RoutingModel& model, int64_t ep, int64_t tokens_per_rank, int64_t oep) {
+namespace {
+
+// Per-expert assignment counts ([E], global expert ids) of the tokens of source `rank` in
+// `layer`: forced experts in bulk plus the free draws of the rank's own stream. Draws are
+// sequential per token (the stream and the scratch carry over), so Start, Advance(a),
+// Advance(b) draws exactly the first a + b tokens of Start, Advance(a + b).
+struct RankCounter {
+  Scratch scratch;
+  std::vector<int64_t> free_counts;
+  Xoshiro256ss rng{0};
+  const LayerSampler* sampler = nullptr;
+
+  void Start(const RoutingModel& model, int64_t layer, int64_t rank) {
+    sampler = model.layers[static_cast<size_t>(layer)].get();
+    rng = Xoshiro256ss::ForStream(model.spec.seed, static_cast<uint64_t>(layer), static_cast<uint64_t>(rank));
+    free_counts.assign(sampler->free_ids.size(), 0);
+    scratch.Reset(sampler->free_ids.size());
+  }
+  void Advance(int64_t tokens) {
+    CountSink sink{free_counts.data()};
+    if (sampler->mode != DrawMode::kNone) DrawTokens(*sampler, rng, tokens, scratch, sink);  // else all forced
+  }
+  // The counts of the first `tokens` tokens: all drawn so far.
+  void Read(int64_t num_experts, int64_t tokens, int64_t* counts) const {
+    std::fill(counts, counts + num_experts, 0);
+    for (int32_t e : sampler->forced) counts[static_cast<size_t>(e)] += tokens;
+    for (size_t j = 0; j < sampler->free_ids.size(); ++j) counts[static_cast<size_t>(sampler->free_ids[j])] += free_counts[j];
+  }
+  void Count(const RoutingModel& model, int64_t layer, int64_t rank, int64_t tokens, int64_t* counts) {
+    Start(model, layer, rank);
+    Advance(tokens);
+    Read(model.num_experts, tokens, counts);
+  }
+};
+
+// SampleRouting's checks and result, with each source rank's per-expert counts from
+// `rank_counts(layer, rank)` (a pointer to E counts).
+template <class RankCounts>
+RoutingResult AssembleRouting(const RoutingModel& model, int64_t ep, int64_t tokens_per_rank, int64_t oep,
+                              RankCounts&& rank_counts) {
   const int64_t E = model.num_experts, k = model.top_k;
   Require(ep >= 1, fmt::format("ep must be >= 1, got {}", ep));
   Require(E % ep == 0, fmt::format("ep ({}) must divide num_experts ({})", ep, E));
@@ -875,8 +914,6 @@ RoutingResult SampleRouting(const RoutingModel& model, int64_t ep, int64_t token
   result.assignments = total;
   result.layers.resize(static_cast<size_t>(model.num_layers));
   const int64_t local = E / ep, iep = ep / oep;
-  Scratch scratch;
-  std::vector<int64_t> free_counts, rank_counts(static_cast<size_t>(E));
   for (int64_t l = 0; l < model.num_layers; ++l) {
     const LayerSampler& s = *model.layers[static_cast<size_t>(l)];
     LayerRouting& out = result.layers[static_cast<size_t>(l)];
@@ -884,24 +921,21 @@ RoutingResult SampleRouting(const RoutingModel& model, int64_t ep, int64_t token
     out.dispatch.assign(static_cast<size_t>(ep * ep), 0);
     out.expected_share = s.share;
     for (int64_t r = 0; r < ep; ++r) {
-      Xoshiro256ss rng = Xoshiro256ss::ForStream(model.spec.seed, static_cast<uint64_t>(l), static_cast<uint64_t>(r));
-      free_counts.assign(s.free_ids.size(), 0);
-      scratch.Reset(s.free_ids.size());
-      CountSink sink{free_counts.data()};
-      if (s.mode != DrawMode::kNone) DrawTokens(s, rng, tokens_per_rank, scratch, sink);  // else all forced
-      std::fill(rank_counts.begin(), rank_counts.end(), 0);
-      for (int32_t e : s.forced) rank_counts[static_cast<size_t>(e)] += tokens_per_rank;
-      for (size_t j = 0; j < s.free_ids.size(); ++j) rank_counts[static_cast<size_t>(s.free_ids[j])] += free_counts[j];
+      const int64_t* counts = rank_counts(l, r);
       int64_t* row = &out.dispatch[static_cast<size_t>(r * ep)];
-      for (int64_t e = 0; e < E; ++e) {
-        out.tokens_per_expert[static_cast<size_t>(e)] += rank_counts[static_cast<size_t>(e)];
-        row[e / local] += rank_counts[static_cast<size_t>(e)];
+      for (int64_t e = 0; e < E; ++e) out.tokens_per_expert[static_cast<size_t>(e)] += counts[e];
+      // Destination rank dst owns experts [dst * local, (dst + 1) * local).
+      for (int64_t dst = 0, e = 0; dst < ep; ++dst) {
+        int64_t sum = 0;
+        for (int64_t j = 0; j < local; ++j, ++e) sum += counts[e];
+        row[dst] = sum;
       }
     }
     out.rows_per_local_expert = out.tokens_per_expert;  // contiguous ownership: same order
+    // Column sums of dispatch: what rank dst receives is what its experts got (integer sums).
     out.received.assign(static_cast<size_t>(ep), 0);
-    for (int64_t src = 0; src < ep; ++src) {
-      for (int64_t dst = 0; dst < ep; ++dst) out.received[static_cast<size_t>(dst)] += out.dispatch[static_cast<size_t>(src * ep + dst)];
+    for (int64_t dst = 0, e = 0; dst < ep; ++dst) {
+      for (int64_t j = 0; j < local; ++j, ++e) out.received[static_cast<size_t>(dst)] += out.tokens_per_expert[static_cast<size_t>(e)];
     }
     std::vector<int64_t> sorted = out.received;
     std::sort(sorted.begin(), sorted.end());
@@ -910,6 +944,10 @@ RoutingResult SampleRouting(const RoutingModel& model, int64_t ep, int64_t token
     out.p99_received = sorted[static_cast<size_t>((99 * ep + 99) / 100 - 1)];
     out.imbalance = out.mean_received > 0 ? static_cast<double>(out.max_received) / out.mean_received : 1.0;
     result.max_imbalance = l == 0 ? out.imbalance : std::max(result.max_imbalance, out.imbalance);
+    if (oep == 1) {
+      out.iep_dispatch = out.dispatch;  // iep = ep: the sum over one outer index is dispatch itself
+      continue;
+    }
     out.iep_dispatch.assign(static_cast<size_t>(ep * iep), 0);
     for (int64_t o = 0; o < oep; ++o) {
       for (int64_t i = 0; i < iep; ++i) {
@@ -923,6 +961,61 @@ RoutingResult SampleRouting(const RoutingModel& model, int64_t ep, int64_t token
     }
   }
   return result;
+}
+
+}  // namespace
+
+RoutingResult SampleRouting(const RoutingModel& model, int64_t ep, int64_t tokens_per_rank, int64_t oep) {
+  RankCounter counter;
+  std::vector<int64_t> counts(static_cast<size_t>(std::max<int64_t>(0, model.num_experts)));
+  return AssembleRouting(model, ep, tokens_per_rank, oep, [&](int64_t layer, int64_t rank) {
+    counter.Count(model, layer, rank, tokens_per_rank, counts.data());
+    return counts.data();
+  });
+}
+
+RoutingSampler::RoutingSampler(RoutingModel model) : model_(std::move(model)) {}
+
+void RoutingSampler::ExpectTokenCounts(const std::vector<int64_t>& tokens_per_rank) {
+  for (int64_t t : tokens_per_rank) {
+    if (t >= 0) expected_.push_back(t);
+  }
+  std::sort(expected_.begin(), expected_.end());
+  expected_.erase(std::unique(expected_.begin(), expected_.end()), expected_.end());
+}
+
+RoutingResult RoutingSampler::Sample(int64_t ep, int64_t tokens_per_rank, int64_t oep) {
+  RankCounter counter;
+  const size_t E = static_cast<size_t>(std::max<int64_t>(0, model_.num_experts));
+  // [layer] -> counts of ranks 0..n-1 for `tokens` tokens, E each.
+  auto ranks_of = [&](int64_t tokens, int64_t layer) -> std::vector<int64_t>& {
+    auto& per_layer = counts_[tokens];
+    if (per_layer.size() < static_cast<size_t>(model_.num_layers)) per_layer.resize(static_cast<size_t>(model_.num_layers));
+    return per_layer[static_cast<size_t>(layer)];
+  };
+  return AssembleRouting(model_, ep, tokens_per_rank, oep, [&](int64_t layer, int64_t rank) {
+    std::vector<int64_t>& ranks = ranks_of(tokens_per_rank, layer);
+    while (ranks.size() < (static_cast<size_t>(rank) + 1) * E) {
+      const size_t q = ranks.size() / E;
+      // Draw rank q once, reading the counts of this token count and of every expected one
+      // that lacks exactly rank q on the way (prefixes of the same draws).
+      std::vector<int64_t> targets = {tokens_per_rank};
+      for (int64_t t : expected_) {
+        if (t != tokens_per_rank && ranks_of(t, layer).size() == q * E) targets.push_back(t);
+      }
+      std::sort(targets.begin(), targets.end());
+      counter.Start(model_, layer, static_cast<int64_t>(q));
+      int64_t drawn = 0;
+      for (int64_t t : targets) {
+        counter.Advance(t - drawn);
+        drawn = t;
+        std::vector<int64_t>& out = ranks_of(t, layer);
+        out.resize(out.size() + E);
+        counter.Read(model_.num_experts, t, out.data() + q * E);
+      }
+    }
+    return ranks.data() + static_cast<size_t>(rank) * E;
+  });
 }
 
 RoutingResult SampleRouting(const RoutingSpec& spec, int64_t num_experts, int64_t top_k, int64_t ep, int64_t tokens_per_rank,

@@ -34,6 +34,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -178,6 +179,31 @@ RoutingModel PrepareRouting(const RoutingSpec& spec, int64_t num_experts, int64_
 // Samples every layer for ep ranks of tokens_per_rank tokens (ep | E, oep | ep, T >= 0, products
 // checked for overflow). Throws dockyard::Error.
 RoutingResult SampleRouting(const RoutingModel& model, int64_t ep, int64_t tokens_per_rank, int64_t oep = 1);
+
+// Samples many (ep, tokens_per_rank, oep) layouts of one routing model, as a layout search does.
+// A source rank's tokens and their experts depend only on its own random stream (seed, layer,
+// rank) and on tokens_per_rank -- not on ep (which only decides where its experts live) nor on oep
+// --, so each rank's per-expert counts are drawn once per tokens_per_rank and shared by every
+// ep and oep: Sample(ep, T, oep) equals SampleRouting(model, ep, T, oep) field for field (same
+// checks and errors), drawing only the ranks not drawn before for T. Keeps [ranks][E] counts per
+// (T, layer) drawn so far (8 bytes each).
+class RoutingSampler {
+ public:
+  explicit RoutingSampler(RoutingModel model);
+  // Token counts likely to be asked for (a layout search knows them from its candidates). A rank
+  // drawn for one count is then drawn once up to the largest expected count that still lacks it,
+  // the smaller counts read on the way: a rank's tokens are drawn one after the other from its
+  // stream, so the first T tokens of a longer draw are exactly a draw of T tokens. Changes no
+  // result, only how often a stream is restarted; counts never asked for cost memory only.
+  void ExpectTokenCounts(const std::vector<int64_t>& tokens_per_rank);
+  RoutingResult Sample(int64_t ep, int64_t tokens_per_rank, int64_t oep = 1);
+  const RoutingModel& model() const { return model_; }
+
+ private:
+  RoutingModel model_;
+  std::vector<int64_t> expected_;  // sorted, unique
+  std::map<int64_t, std::vector<std::vector<int64_t>>> counts_;  // T -> [layer] -> [rank * E + e]
+};
 
 // PrepareRouting + SampleRouting. num_layers MoE layers; oep must divide ep (1 = no deredundency
 // matrices beyond the trivial one).

@@ -764,3 +764,106 @@ TEST_CASE("SampleTokenExperts rejects a layer out of range") {
   const dockyard::RoutingModel model = dockyard::PrepareRouting(Spec("uniform"), 8, 2, 2);
   CHECK_THROWS_WITH_AS(dockyard::SampleTokenExperts(model, 2, 0, 10), doctest::Contains("layer must be in [0, 2), got 2"), Error);
 }
+
+TEST_CASE("RoutingSampler gives SampleRouting's result field for field, in any request order") {
+  auto same = [](const RoutingResult& a, const RoutingResult& b) {
+    REQUIRE(a.layers.size() == b.layers.size());
+    CHECK(a.num_experts == b.num_experts);
+    CHECK(a.top_k == b.top_k);
+    CHECK(a.ep == b.ep);
+    CHECK(a.tokens_per_rank == b.tokens_per_rank);
+    CHECK(a.oep == b.oep);
+    CHECK(a.max_imbalance == b.max_imbalance);
+    CHECK(a.assignments == b.assignments);
+    for (size_t l = 0; l < a.layers.size(); ++l) {
+      const auto& x = a.layers[l];
+      const auto& y = b.layers[l];
+      CHECK(x.tokens_per_expert == y.tokens_per_expert);
+      CHECK(x.dispatch == y.dispatch);
+      CHECK(x.received == y.received);
+      CHECK(x.rows_per_local_expert == y.rows_per_local_expert);
+      CHECK(x.max_received == y.max_received);
+      CHECK(x.mean_received == y.mean_received);
+      CHECK(x.p99_received == y.p99_received);
+      CHECK(x.imbalance == y.imbalance);
+      CHECK(x.iep_dispatch == y.iep_dispatch);
+      CHECK(x.expected_share == y.expected_share);
+    }
+  };
+  for (const char* text : {"uniform", "zipf:1.1", "hot:3:0.6"}) {
+    CAPTURE(text);
+    const auto model = dockyard::PrepareRouting(Spec(text, 7), 64, 6, 2);
+    dockyard::RoutingSampler sampler(model);
+    // Small ep first (ranks drawn on demand), then larger ep and other token counts, repeats.
+    const int64_t requests[][3] = {{4, 300, 1}, {16, 300, 1}, {16, 300, 4}, {64, 300, 8}, {2, 77, 1},
+                                   {64, 77, 1}, {8, 300, 2}, {1, 300, 1}, {32, 0, 4}, {16, 300, 1}};
+    for (const auto& q : requests) {
+      CAPTURE(q[0]);
+      CAPTURE(q[1]);
+      CAPTURE(q[2]);
+      const RoutingResult direct = SampleRouting(model, q[0], q[1], q[2]);
+      same(sampler.Sample(q[0], q[1], q[2]), direct);
+      CHECK(direct.assignments == q[0] * q[1] * 6 * 2);
+    }
+  }
+  // The same errors as SampleRouting.
+  dockyard::RoutingSampler sampler(dockyard::PrepareRouting(Spec("uniform"), 64, 6, 1));
+  CHECK_THROWS_WITH_AS(sampler.Sample(3, 10), doctest::Contains("ep (3) must divide num_experts (64)"), Error);
+  CHECK_THROWS_WITH_AS(sampler.Sample(8, 10, 3), doctest::Contains("oep (3) must divide ep (8)"), Error);
+}
+
+TEST_CASE("RoutingSampler with expected token counts: prefixes of one draw equal separate draws") {
+  for (const char* text : {"uniform", "zipf:0.8", "hot:2:0.9"}) {
+    CAPTURE(text);
+    const auto model = dockyard::PrepareRouting(Spec(text, 3), 32, 4, 2);
+    dockyard::RoutingSampler sampler(model);
+    sampler.ExpectTokenCounts({1000, 500, 250, 125, 63, 0, 4000});  // 4000 never asked for
+    const int64_t requests[][3] = {{8, 1000, 1}, {8, 125, 1}, {32, 250, 4}, {32, 1000, 8}, {4, 63, 1}, {16, 500, 2}, {2, 7, 1}};
+    for (const auto& q : requests) {
+      CAPTURE(q[0]);
+      CAPTURE(q[1]);
+      const RoutingResult direct = SampleRouting(model, q[0], q[1], q[2]);
+      const RoutingResult shared = sampler.Sample(q[0], q[1], q[2]);
+      REQUIRE(shared.layers.size() == direct.layers.size());
+      for (size_t l = 0; l < direct.layers.size(); ++l) {
+        CHECK(shared.layers[l].dispatch == direct.layers[l].dispatch);
+        CHECK(shared.layers[l].tokens_per_expert == direct.layers[l].tokens_per_expert);
+        CHECK(shared.layers[l].iep_dispatch == direct.layers[l].iep_dispatch);
+        CHECK(shared.layers[l].imbalance == direct.layers[l].imbalance);
+      }
+      CHECK(shared.max_imbalance == direct.max_imbalance);
+    }
+  }
+}
+
+TEST_CASE("received are the column sums of dispatch and iep_dispatch sums dispatch over outer sources") {
+  const auto model = dockyard::PrepareRouting(Spec("zipf:1.0", 11), 48, 4, 2);
+  for (int64_t ep : {1, 2, 6, 12, 48}) {
+    for (int64_t oep : {1, 2, 3}) {
+      if (ep % oep) continue;
+      CAPTURE(ep);
+      CAPTURE(oep);
+      const RoutingResult r = SampleRouting(model, ep, 200, oep);
+      const int64_t iep = ep / oep;
+      for (const auto& L : r.layers) {
+        int64_t total = 0;
+        for (int64_t dst = 0; dst < ep; ++dst) {
+          int64_t column = 0;
+          for (int64_t src = 0; src < ep; ++src) column += L.dispatch[src * ep + dst];
+          CHECK(L.received[dst] == column);
+          total += column;
+        }
+        CHECK(total == 200 * ep * 4);
+        for (int64_t o = 0; o < oep; ++o) {
+          for (int64_t i = 0; i < iep; ++i) {
+            for (int64_t j = 0; j < iep; ++j) {
+              int64_t sum = 0;
+              for (int64_t o2 = 0; o2 < oep; ++o2) sum += L.dispatch[(o2 * iep + i) * ep + o * iep + j];
+              CHECK(L.iep_dispatch[(o * iep + i) * iep + j] == sum);
+            }
+          }
+        }
+      }
+    }
+  }
+}

@@ -3,16 +3,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <map>
 #include <sstream>
 #include <tuple>
 
 #include <fmt/format.h>
 
 #include "planner/error.h"
-#include "planner/memory.h"
-#include "planner/plan.h"
-#include "planner/workload.h"
+#include "planner/layout_eval.h"
 
 namespace dockyard {
 namespace {
@@ -72,49 +69,32 @@ SearchResult SearchLayouts(const ModelSpec& model, const SearchOptions& o) {
   const auto candidates = EnumerateLayouts(model, o);
   result.enumerated = static_cast<int64_t>(candidates.size());
   result.budget_gib = o.training.gpu_memory_gib > 0 ? o.training.gpu_memory_gib : o.cluster.memory_gib;
-  const double budget = result.budget_gib * 1073741824.0;
-  const ParamInventory inventory = BuildInventory(model);
-  // The routing distribution is prepared once and sampled once per (ep, routed tokens, oep).
-  int64_t layers = std::min<int64_t>(o.routing_layers, model.NumMoeLayers());
-  if (o.routing.kind == RoutingKind::kTrace) layers = model.NumMoeLayers();
-  const RoutingModel routing_model = PrepareRouting(o.routing, model.moe.num_experts, model.moe.top_k, layers);
-  std::map<std::tuple<int64_t, int64_t, int64_t>, RoutingResult> routing_cache;
+  // Per-class evaluation, bit-identical to BuildPlan + ComputeMemory + SimulateStep
+  // (layout_eval.h); routing is sampled once per (ep, routed tokens, oep).
+  LayoutEvaluator evaluator(model, o);
+  evaluator.ExpectCandidates(candidates);
   std::vector<RankedLayout> ranked;
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (o.progress && (i % 64 == 0 || i + 1 == candidates.size())) o.progress(static_cast<int64_t>(i + 1), result.enumerated);
     const auto& c = candidates[i];
-    TrainingConfig t = o.training;
-    t.dispatcher = c.dispatcher;
-    t.gpus_per_node = o.cluster.gpus_per_node;
-    Plan plan;
-    try {
-      plan = BuildPlan(model, inventory, c.dims, t, /*lite=*/true);
-    } catch (const Error&) {
+    const LayoutEvaluation e = evaluator.Evaluate(c);
+    if (e.status == LayoutEvaluation::Status::kInvalid) {
       ++result.invalid;
       continue;
     }
-    const MemoryReport memory = ComputeMemory(plan);
-    if (static_cast<double>(memory.worst_peak_bytes) > budget) {
+    if (e.status == LayoutEvaluation::Status::kOverBudget) {
       ++result.over_budget;
       continue;
     }
-    const Workload w = ComputeWorkload(plan);
-    const int64_t oep = c.dispatcher == "deredundency" && plan.dims.ep > 1 ? DeredundencyOep(plan) : 1;
-    const auto key = std::make_tuple(plan.dims.ep, w.routed_tokens, oep);
-    auto it = routing_cache.find(key);
-    if (it == routing_cache.end()) {
-      it = routing_cache.emplace(key, SampleRouting(routing_model, plan.dims.ep, w.routed_tokens, oep)).first;
-    }
-    const CostBreakdown cost = SimulateStep(plan, o.cluster, it->second);
     RankedLayout r;
     r.layout = c;
-    r.layout.dims.dp_shard = plan.dims.dp_shard;
-    r.efsdp = plan.dims.efsdp;
-    r.step_time_us = cost.step_time_us;
-    r.tokens_per_s_per_gpu = cost.tokens_per_s_per_gpu;
-    r.mfu = cost.mfu;
-    r.peak_bytes = memory.worst_peak_bytes;
-    r.dominant_phase = cost.dominant_phase;
+    r.layout.dims.dp_shard = e.dims.dp_shard;
+    r.efsdp = e.dims.efsdp;
+    r.step_time_us = e.step_time_us;
+    r.tokens_per_s_per_gpu = e.tokens_per_s_per_gpu;
+    r.mfu = e.mfu;
+    r.peak_bytes = e.peak_bytes;
+    r.dominant_phase = e.dominant_phase;
     ranked.push_back(std::move(r));
   }
   result.ranked = static_cast<int64_t>(ranked.size());
@@ -124,6 +104,8 @@ SearchResult SearchLayouts(const ModelSpec& model, const SearchOptions& o) {
   });
   if (static_cast<int64_t>(ranked.size()) > o.top) ranked.resize(o.top);
   result.top = std::move(ranked);
+  result.routing_samples = evaluator.routing_samples();
+  result.routing_seconds = evaluator.cache_fill_seconds();
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

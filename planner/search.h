@@ -5,8 +5,27 @@
 // Search space (docs/cost-model.md, "Search"): pp | world with pp <= min(num_hidden_layers,
 // max_pp); dp_replicate, cp, tp any divisors of what is left, tp <= gpus_per_node (TP stays inside
 // a node); dp_shard inferred; ep any divisor of num_experts dividing dp_shard*cp*tp; etp in {1, tp};
-// the deredundency dispatcher only when an EP group spans nodes. Every candidate is validated by
-// BuildPlan: the search returns only layouts that BuildPlan accepts.
+// the deredundency dispatcher only when an EP group spans nodes. The search returns only layouts
+// that BuildPlan accepts.
+//
+// Evaluation (layout_eval.h). A candidate is not turned into a Plan: LayoutEvaluator groups the
+// parameter inventory once into classes (global shape, tp_dim, routed, role group) per layer kind
+// and per embedding / root unit, and evaluates a candidate with O(classes + pp x layer kinds)
+// integer work on the first rank of each stage (validation through TryBuildParallelDims /
+// CheckDimsForModel without messages; memory as ComputeMemory's worst peak; the cost model
+// through SimulateStepFromInputs, the same formulas as SimulateStep). The routing sample is drawn
+// once per (ep, routed tokens, oep) through a RoutingSampler (each source rank drawn once per
+// token count) and the routing-dependent MoE phases once per (ep, routed tokens, oep, etp,
+// F / expert TP, dispatcher). Results are bit-identical to BuildPlan + ComputeMemory +
+// ComputeWorkload + SimulateStep for every candidate (search_test.cc compares every candidate of
+// searches on five models); BuildPlan stays the path of `plan` and `simulate`.
+//
+// Throughput (bazel run -c opt //planner:bench_search -- --repeat 5 256 2048 16384; DeepSeek-V3,
+// h100-sxm, seq_len 4096, full recompute, one thread, best of 5 on a shared 2-core machine):
+// 256 GPUs 5,445 layouts ~155,000/s; 2048 GPUs 16,015 layouts ~259,000/s; 16384 GPUs 32,005
+// layouts ~331,000/s (was 1,749 / 1,064 / 446 with a plan per candidate). Most of what is left
+// is once-per-key work (routing draws, ep x ep dispatch matrices); the per-candidate evaluation
+// alone runs at ~600,000 layouts/s (docs/cost-model.md, "Search").
 #pragma once
 
 #include <cstdint>
@@ -57,7 +76,9 @@ struct SearchResult {
   int64_t over_budget = 0;  // valid but over the memory budget
   int64_t ranked = 0;       // valid and within budget
   double budget_gib = 0;
-  double seconds = 0;
+  double seconds = 0;       // wall time of SearchLayouts, one thread
+  int64_t routing_samples = 0;   // distinct (ep, routed tokens, oep) routing samples drawn
+  double routing_seconds = 0;    // part of `seconds` spent drawing them and their MoE phases (once per key)
   std::vector<RankedLayout> top;  // best first, at most options.top
 };
 

@@ -2,12 +2,15 @@
 // the same winner as a brute force over every combination of degrees.
 #include "planner/search.h"
 
+#include <algorithm>
 #include <set>
+#include <string>
 #include <tuple>
 
 #include <doctest/doctest.h>
 
 #include "planner/error.h"
+#include "planner/layout_eval.h"
 #include "planner/memory.h"
 #include "planner/plan.h"
 #include "planner/workload.h"
@@ -102,4 +105,204 @@ TEST_CASE("Search rejects a world size out of range") {
   o.world_size = 0;
   CHECK_THROWS_WITH_AS(dockyard::SearchLayouts(dockyard::testing::TinyMixtral(), o), doctest::Contains("world_size must be in"),
                        dockyard::Error);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The fast path (LayoutEvaluator::Evaluate, per parameter class) against the reference path
+// (BuildPlan + ComputeMemory + ComputeWorkload + SimulateStep) for EVERY candidate of a search:
+// the same validity, degrees, worst peak bytes and, for every valid candidate (over budget or
+// not), bit-identical step time, tokens/s per GPU and MFU and the same dominant phase.
+
+namespace {
+
+struct Coverage {
+  int64_t candidates = 0, invalid = 0, over_budget = 0, ranked = 0, pp_gt_1 = 0, deredundency = 0, etp_gt_1 = 0, cp_gt_1 = 0;
+  std::set<std::string> dominant;
+};
+
+Coverage CompareEveryCandidate(const dockyard::ModelSpec& model, const SearchOptions& o) {
+  using Status = dockyard::LayoutEvaluation::Status;
+  dockyard::LayoutEvaluator evaluator(model, o);
+  Coverage cov;
+  for (const auto& c : dockyard::EnumerateLayouts(model, o)) {
+    const auto& d = c.dims;
+    CAPTURE(d.pp);
+    CAPTURE(d.dp_replicate);
+    CAPTURE(d.cp);
+    CAPTURE(d.tp);
+    CAPTURE(d.ep);
+    CAPTURE(d.etp);
+    CAPTURE(c.dispatcher);
+    const auto fast = evaluator.Evaluate(c, /*simulate_over_budget=*/true);
+    const auto ref = evaluator.EvaluateReference(c, /*simulate_over_budget=*/true);
+    ++cov.candidates;
+    REQUIRE(fast.status == ref.status);
+    if (ref.status == Status::kInvalid) {
+      ++cov.invalid;
+      continue;
+    }
+    (ref.status == Status::kOverBudget ? cov.over_budget : cov.ranked)++;
+    cov.pp_gt_1 += d.pp > 1;
+    cov.deredundency += c.dispatcher == "deredundency";
+    cov.etp_gt_1 += d.etp > 1;
+    cov.cp_gt_1 += d.cp > 1;
+    CHECK(fast.dims.dp_shard == ref.dims.dp_shard);
+    CHECK(fast.dims.efsdp == ref.dims.efsdp);
+    CHECK(fast.peak_bytes == ref.peak_bytes);
+    CHECK(ref.peak_bytes > 0);
+    REQUIRE(fast.simulated);
+    REQUIRE(ref.simulated);
+    // Exact equality of doubles on purpose: the fast path must not change a single bit.
+    CHECK(fast.step_time_us == ref.step_time_us);
+    CHECK(fast.tokens_per_s_per_gpu == ref.tokens_per_s_per_gpu);
+    CHECK(fast.mfu == ref.mfu);
+    CHECK(fast.dominant_phase == ref.dominant_phase);
+    CHECK(ref.step_time_us > 0);
+    CHECK(ref.tokens_per_s_per_gpu > 0);
+    CHECK(!ref.dominant_phase.empty());
+    cov.dominant.insert(ref.dominant_phase);
+  }
+  CHECK(evaluator.fallbacks() == 0);  // realistic models never get near the overflow guards
+  return cov;
+}
+
+SearchOptions FullSearch(int64_t world) {
+  SearchOptions o;
+  o.world_size = world;
+  o.routing_layers = 2;
+  o.training.recompute = dockyard::Recompute::kFull;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("LayoutEvaluator groups DeepSeek-V3's 1,250 tensors into two layer kinds and a few classes") {
+  const auto model = dockyard::LoadModel("testdata/hf/deepseek-v3.json");
+  const dockyard::LayoutEvaluator evaluator(model, FullSearch(256));
+  // 3 dense layers and 58 MoE layers, each with the same tensors as the others of its kind.
+  CHECK(evaluator.num_layer_kinds() == 2);
+  // Dense layer: 2 norms (one class), q_a, q_a_layernorm, q_b, kv_a, kv_a_layernorm, kv_b, o,
+  // gate and up (one class: same shape and tp_dim), down = 10 classes. MoE layer: the same 7
+  // attention classes and the norm class, router gate, score-correction bias, experts gate_up and
+  // down, shared-expert gate/up (one class) and down = 14. Embedding 1, root (final norm, lm_head) 2.
+  CHECK(evaluator.num_classes() == 10 + 14 + 1 + 2);
+}
+
+TEST_CASE("Fast evaluation equals the plan path for every candidate: DeepSeek-V3 (dense + MoE layer kinds, MLA)") {
+  const auto model = dockyard::LoadModel("testdata/hf/deepseek-v3.json");
+  SUBCASE("128 GPUs, torchtitan, fsdp, full recompute, h200 budget") {
+    SearchOptions o = FullSearch(128);
+    o.cluster = dockyard::ClusterPreset("h200-sxm");
+    const Coverage cov = CompareEveryCandidate(model, o);
+    CHECK(cov.candidates == 3315);
+    CHECK(cov.invalid > 0);
+    CHECK(cov.over_budget > 0);  // 671B parameters: FSDP with 16 bytes each needs ~84 GB per GPU before activations
+    CHECK(cov.ranked > 0);
+    CHECK(cov.pp_gt_1 > 0);
+    CHECK(cov.deredundency > 0);
+    CHECK(cov.etp_gt_1 > 0);
+    CHECK(cov.cp_gt_1 > 0);
+    CHECK(cov.dominant.size() >= 3);  // several phases dominate some layout: the argmax is exercised
+  }
+  SUBCASE("256 GPUs, megatron convention (zero1), selective recompute, zipf routing") {
+    SearchOptions o = FullSearch(256);
+    o.convention = dockyard::Convention::kMegatron;
+    o.training.recompute = dockyard::Recompute::kSelective;
+    o.routing = dockyard::ParseRoutingSpec("zipf:1.2");
+    const Coverage cov = CompareEveryCandidate(model, o);
+    CHECK(cov.candidates == 2130);
+    CHECK(cov.over_budget > 0);
+    CHECK(cov.ranked > 0);
+    CHECK(cov.deredundency > 0);
+    CHECK(cov.pp_gt_1 > 0);
+  }
+}
+
+TEST_CASE("Fast evaluation equals the plan path for every candidate: Qwen3-30B-A3B, Mixtral, gpt-oss-120b, OLMoE") {
+  SUBCASE("Qwen3-30B-A3B on 8 GPUs, everything fits") {
+    SearchOptions o = FullSearch(8);
+    o.training.gpu_memory_gib = 1000;
+    const Coverage cov = CompareEveryCandidate(dockyard::LoadModel("testdata/hf/qwen3-30b-a3b.json"), o);
+    CHECK(cov.candidates == 158);
+    CHECK(cov.over_budget == 0);
+    CHECK(cov.ranked > 0);
+  }
+  SUBCASE("Qwen3-30B-A3B on 64 GPUs, ddp, 2 sequences of 1000 tokens per micro-batch") {
+    SearchOptions o = FullSearch(64);
+    o.training.dp_sharding = dockyard::DpSharding::kDdp;
+    o.training.micro_batch_size = 2;
+    o.training.seq_len = 1000;
+    const Coverage cov = CompareEveryCandidate(dockyard::LoadModel("testdata/hf/qwen3-30b-a3b.json"), o);
+    CHECK(cov.over_budget > 0);
+    CHECK(cov.ranked > 0);
+    CHECK(cov.pp_gt_1 > 0);
+  }
+  SUBCASE("Mixtral 8x7B on 64 GPUs, zero1, no recompute, 60 GiB budget") {
+    SearchOptions o = FullSearch(64);
+    o.training.dp_sharding = dockyard::DpSharding::kZero1;
+    o.training.recompute = dockyard::Recompute::kNone;
+    o.training.gpu_memory_gib = 60;
+    const Coverage cov = CompareEveryCandidate(dockyard::LoadModel("testdata/hf/mixtral-8x7b.json"), o);
+    CHECK(cov.over_budget > 0);
+    CHECK(cov.ranked > 0);
+  }
+  SUBCASE("gpt-oss-120b on 128 GPUs (biases, sinks, interleaved gate/up), h200, 8 micro-batches, imbalance 1.3") {
+    SearchOptions o = FullSearch(128);
+    o.cluster = dockyard::ClusterPreset("h200-sxm");
+    o.training.num_microbatches = 8;
+    o.training.imbalance = 1.3;
+    const Coverage cov = CompareEveryCandidate(dockyard::LoadModel("testdata/hf/gpt-oss-120b.json"), o);
+    CHECK(cov.ranked > 0);
+    CHECK(cov.deredundency > 0);
+    CHECK(cov.pp_gt_1 > 0);
+  }
+  SUBCASE("OLMoE on 64 GPUs (full-width q/k norms), float32 params, bfloat16 grads, hot routing") {
+    SearchOptions o = FullSearch(64);
+    o.training.param_dtype = "float32";
+    o.training.grad_dtype = "bfloat16";
+    o.routing = dockyard::ParseRoutingSpec("hot:4:0.5");
+    const Coverage cov = CompareEveryCandidate(dockyard::LoadModel("testdata/hf/olmoe-1b-7b-0125-instruct.json"), o);
+    CHECK(cov.ranked > 0);
+  }
+  SUBCASE("Qwen3-30B-A3B with tied embeddings (lm_head copy on the last stage when pp > 1), SGD, 16 GPUs") {
+    auto model = dockyard::LoadModel("testdata/hf/qwen3-30b-a3b.json");
+    model.tie_word_embeddings = true;
+    SearchOptions o = FullSearch(16);
+    o.training.optimizer = dockyard::Optimizer::kSgd;
+    const Coverage cov = CompareEveryCandidate(model, o);
+    CHECK(cov.pp_gt_1 > 0);
+    CHECK(cov.ranked > 0);
+  }
+}
+
+TEST_CASE("Search results are those of the plan path: counts and top layouts on Qwen3-30B-A3B, 64 GPUs") {
+  const auto model = dockyard::LoadModel("testdata/hf/qwen3-30b-a3b.json");
+  SearchOptions o = FullSearch(64);
+  o.routing_layers = 1;
+  o.top = 50;
+  o.training.gpu_memory_gib = 20;  // some layouts over budget
+  const auto result = dockyard::SearchLayouts(model, o);
+  // The reference path over every candidate, ranked the same way.
+  dockyard::LayoutEvaluator evaluator(model, o);
+  int64_t invalid = 0, over = 0;
+  std::vector<std::pair<double, int64_t>> ranked;  // (tokens/s per GPU, peak bytes)
+  for (const auto& c : dockyard::EnumerateLayouts(model, o)) {
+    const auto e = evaluator.EvaluateReference(c);
+    if (e.status == dockyard::LayoutEvaluation::Status::kInvalid) ++invalid;
+    else if (e.status == dockyard::LayoutEvaluation::Status::kOverBudget) ++over;
+    else ranked.push_back({e.tokens_per_s_per_gpu, e.peak_bytes});
+  }
+  CHECK(result.enumerated == 1865);
+  CHECK(result.over_budget > 0);
+  CHECK(result.invalid == invalid);
+  CHECK(result.over_budget == over);
+  CHECK(result.ranked == static_cast<int64_t>(ranked.size()));
+  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+    return std::make_tuple(-a.first, a.second) < std::make_tuple(-b.first, b.second);
+  });
+  REQUIRE(result.top.size() == 50);
+  for (size_t i = 0; i < result.top.size(); ++i) {
+    CHECK(result.top[i].tokens_per_s_per_gpu == ranked[i].first);
+    CHECK(result.top[i].peak_bytes == ranked[i].second);
+  }
 }

@@ -9,9 +9,9 @@
 
 namespace dockyard {
 
-Workload ComputeWorkload(const Plan& plan) {
-  const auto& d = plan.dims;
-  const auto& t = plan.training;
+Workload ComputeWorkload(const Plan& plan) { return ComputeWorkload(plan.model, plan.dims, plan.training); }
+
+Workload ComputeWorkload(const ModelSpec& model, const ParallelDims& d, const TrainingConfig& t) {
   Workload w;
   const int64_t seq_tokens = CheckedMul(t.micro_batch_size, t.seq_len, "tokens per micro-batch");
   w.tokens = (seq_tokens + d.cp - 1) / d.cp;
@@ -19,29 +19,32 @@ Workload ComputeWorkload(const Plan& plan) {
   const int64_t expert_tp = experts_use_tp ? d.tp : d.etp;
   const bool split_over_tp = d.tp > 1 && d.ep > 1 && d.etp == 1;
   w.routed_tokens = split_over_tp ? (w.tokens + d.tp - 1) / d.tp : w.tokens;
-  w.mean_received_rows = CheckedMul(w.routed_tokens, plan.model.moe.top_k, "routed rows");
+  w.mean_received_rows = CheckedMul(w.routed_tokens, model.moe.top_k, "routed rows");
   // The most loaded rank receives imbalance x the mean, but never more than every token of its EP
   // group sending it min(top_k, local experts) rows; with one EP rank, max = mean.
-  const int64_t local_experts = plan.model.moe.num_experts / d.ep;
+  const int64_t local_experts = model.moe.num_experts / d.ep;
   const double cap = static_cast<double>(d.ep) * static_cast<double>(w.routed_tokens) *
-                     static_cast<double>(std::min<int64_t>(plan.model.moe.top_k, local_experts));
+                     static_cast<double>(std::min<int64_t>(model.moe.top_k, local_experts));
   const double rows = d.ep == 1 ? static_cast<double>(w.mean_received_rows)
                                 : std::min(std::ceil(static_cast<double>(w.mean_received_rows) * t.imbalance), cap);
   if (!(rows < 9.0e15)) throw Error("received rows (routed tokens * top_k * imbalance) exceed 9e15");
   w.received_rows = static_cast<int64_t>(rows);
   w.act_bytes = DtypeBytes(t.param_dtype, "param_dtype");
   w.tp_shards = d.tp;
-  w.expert_f_local = plan.model.moe.moe_intermediate_size / expert_tp;
+  w.expert_f_local = model.moe.moe_intermediate_size / expert_tp;
   return w;
 }
 
-int64_t DeredundencyOep(const Plan& plan) {
-  const int64_t ep = plan.dims.ep;
-  return plan.training.oep.value_or(std::max<int64_t>(1, ep / std::min<int64_t>(ep, plan.training.gpus_per_node)));
+int64_t DeredundencyOep(const Plan& plan) { return DeredundencyOep(plan.training, plan.dims.ep); }
+
+int64_t DeredundencyOep(const TrainingConfig& training, int64_t ep) {
+  return training.oep.value_or(std::max<int64_t>(1, ep / std::min<int64_t>(ep, training.gpus_per_node)));
 }
 
-int64_t InFlightMicrobatches(const Plan& plan, int64_t stage) {
-  return std::min<int64_t>(plan.dims.pp - stage, plan.training.num_microbatches.value_or(plan.dims.pp));
+int64_t InFlightMicrobatches(const Plan& plan, int64_t stage) { return InFlightMicrobatches(plan.dims, plan.training, stage); }
+
+int64_t InFlightMicrobatches(const ParallelDims& dims, const TrainingConfig& training, int64_t stage) {
+  return std::min<int64_t>(dims.pp - stage, training.num_microbatches.value_or(dims.pp));
 }
 
 }  // namespace dockyard

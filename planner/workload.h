@@ -22,12 +22,16 @@ struct Workload {
 // TP-replicated tokens over the tp ranks (T_r = ceil(T / tp)); otherwise every rank of a TP
 // group routes the whole T (T_r = T), with ETP / TP sharding the expert F instead.
 Workload ComputeWorkload(const Plan& plan);
+// The same from the plan's parts: `training` resolved as in a Plan (num_microbatches may be unset).
+Workload ComputeWorkload(const ModelSpec& model, const ParallelDims& dims, const TrainingConfig& training);
 
 // The deredundency dispatcher's outer EP size: the --oep given, else the number of nodes one EP
 // group spans (ep / min(ep, gpus_per_node)).
 int64_t DeredundencyOep(const Plan& plan);
+int64_t DeredundencyOep(const TrainingConfig& training, int64_t ep);
 
 // Micro-batches of activations stage `stage` keeps in flight under 1F1B: min(pp - stage, M).
 int64_t InFlightMicrobatches(const Plan& plan, int64_t stage);
+int64_t InFlightMicrobatches(const ParallelDims& dims, const TrainingConfig& training, int64_t stage);
 
 }  // namespace dockyard

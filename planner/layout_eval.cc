@@ -1,0 +1,580 @@
+// Fast evaluation of layout-search candidates (see layout_eval.h).
+#include "planner/layout_eval.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "planner/comm.h"
+#include "planner/error.h"
+#include "planner/memory.h"
+#include "planner/plan.h"
+#include "planner/workload.h"
+
+namespace dockyard {
+namespace {
+
+using Wide = __int128;
+constexpr Wide kInt64Max = static_cast<Wide>(INT64_MAX);
+constexpr Wide kExactDouble = static_cast<Wide>(1) << 53;  // integers below are exact as doubles
+
+// RoleGroup names (inventory.h), indexed.
+constexpr int kNumGroups = 8;
+constexpr const char* kGroupNames[kNumGroups] = {"embedding", "attention", "norm", "dense_mlp",
+                                                 "router", "routed_experts", "shared_experts", "lm_head"};
+
+int GroupIndex(Role role) {
+  const char* group = RoleGroup(role);
+  for (int i = 0; i < kNumGroups; ++i) {
+    if (std::strcmp(group, kGroupNames[i]) == 0) return i;
+  }
+  throw Error(fmt::format("internal: role group '{}' unknown to the layout evaluator", group));
+}
+
+int64_t Ceil(int64_t a, int64_t b) { return (a + b - 1) / b; }
+Wide CeilWide(Wide a, Wide b) { return (a + b - 1) / b; }
+
+// Parameters that get the same placement and local shape under any degrees, `count` of them.
+struct ParamClass {
+  std::vector<int64_t> shape;
+  int tp_dim = -1;
+  bool routed = false;
+  int group = 0;
+  int64_t count = 0;
+
+  bool SameKind(const ParamInfo& p, int g) const {
+    return shape == p.shape && tp_dim == p.tp_dim && routed == p.routed_expert && group == g;
+  }
+};
+
+// Adds `p` to `classes`, merging it into an equal class.
+void AddToClasses(std::vector<ParamClass>& classes, const ParamInfo& p) {
+  const int g = GroupIndex(p.role);
+  for (auto& c : classes) {
+    if (c.SameKind(p, g)) {
+      ++c.count;
+      return;
+    }
+  }
+  classes.push_back({p.shape, p.tp_dim, p.routed_expert, g, 1});
+}
+
+// The shard steps of one candidate on the first rank of a stage (chunk 0 everywhere), in the
+// terms of PlaceParam (placement.cc); an axis of size 1 is no step.
+struct Cuts {
+  bool megatron = false;
+  bool fsdp = false;           // dp_sharding fsdp: parameters sharded over data parallelism
+  int64_t ep = 1, etp = 1, tp = 1;
+  int64_t sparse_fsdp = 1;     // efsdp (torchtitan) / edp (megatron) axis size
+  int sparse_fsdp_dim = 0;     // Shard(1) when efsdp * ep > num_experts
+  int64_t dense_fsdp = 1;      // dp_shard (or dp) * cp
+  bool dense_routed_dim1 = false;  // routed experts on the dense mesh: Shard(1) when dp_shard * cp > E
+};
+
+// Elements of one parameter of class `c` on the first rank of its stage: `mp` after
+// model-parallel steps only (ModelParallelNumel), `local` after all steps (its placement).
+struct ClassNumel {
+  int64_t mp = 0, local = 0;
+  bool sparse = false;
+};
+
+ClassNumel NumelOf(const ParamClass& c, const Cuts& k) {
+  int64_t s[8];
+  const size_t rank = c.shape.size();
+  for (size_t i = 0; i < rank; ++i) s[i] = c.shape[i];
+  auto cut = [&](int dim, int64_t chunks) {
+    if (chunks > 1) s[dim] = Ceil(s[dim], chunks);  // torch.chunk: chunk 0 holds ceil(n / k)
+  };
+  auto numel = [&] {
+    int64_t n = 1;
+    for (size_t i = 0; i < rank; ++i) n *= s[i];  // <= the global numel, checked by BuildInventory
+    return n;
+  };
+  ClassNumel out;
+  out.sparse = c.routed && (k.ep > 1 || k.megatron);
+  if (out.sparse) {
+    if (c.tp_dim >= 0) cut(c.tp_dim, k.etp);
+    cut(0, k.ep);
+    out.mp = numel();
+    if (k.fsdp) cut(k.sparse_fsdp_dim, k.sparse_fsdp);
+  } else {
+    if (c.tp_dim >= 0) cut(c.tp_dim, k.tp);
+    out.mp = numel();
+    if (k.fsdp) cut(c.routed && k.dense_routed_dim1 ? 1 : 0, k.dense_fsdp);
+  }
+  out.local = numel();
+  return out;
+}
+
+// A unit's elements on the first rank of a stage, for one candidate.
+struct UnitSums {
+  Wide local[kNumGroups][2] = {};  // placed elements by role group and mesh (0 dense, 1 sparse)
+  Wide mp[2] = {};                 // model-parallel elements by mesh
+
+  void Add(const ParamClass& c, const Cuts& k) {
+    const ClassNumel n = NumelOf(c, k);
+    local[c.group][n.sparse] += static_cast<Wide>(n.local) * c.count;
+    mp[n.sparse] += static_cast<Wide>(n.mp) * c.count;
+  }
+  void AddScaled(const UnitSums& u, int64_t times) {
+    if (times == 0) return;
+    for (int g = 0; g < kNumGroups; ++g) {
+      local[g][0] += u.local[g][0] * times;
+      local[g][1] += u.local[g][1] * times;
+    }
+    mp[0] += u.mp[0] * times;
+    mp[1] += u.mp[1] * times;
+  }
+};
+
+struct LayerKind {
+  std::vector<ParamClass> classes;
+  bool moe = false;
+};
+
+// The layer split of one pp: stage of each layer and per stage the layers of each kind.
+struct Split {
+  bool valid = true;
+  std::vector<int64_t> layer_stage;
+  std::vector<std::vector<int64_t>> kind_count;  // [stage][kind]
+  std::vector<int64_t> moe_layers, dense_layers;  // [stage]
+};
+
+}  // namespace
+
+struct LayoutEvaluator::Impl {
+  std::vector<LayerKind> kinds;
+  std::vector<int> layer_kind;          // [num_hidden_layers]
+  std::vector<ParamClass> embedding;    // unit of the input embedding, stage 0
+  std::vector<ParamClass> root;         // final norm, lm_head (+ bias), stage pp - 1
+  ParamClass tied_copy;                 // the last stage's lm_head copy (tied embeddings, pp > 1)
+  int first_kind[2] = {-1, -1};         // kind of the first MoE [0] / dense [1] layer
+  double attention_params = 0;
+  int64_t num_moe_layers = 0;
+  Wide all_params = 0;                  // every inventory element (+ a tied copy), for overflow guards
+  bool training_ok[2] = {false, false}; // ValidateTraining per dispatcher (all_to_all, deredundency)
+  TrainingConfig training[2];           // resolved per dispatcher
+  std::map<int64_t, Split> splits;      // per pp
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, bool>, MoePhaseTimes> moe_cache;
+  std::vector<UnitSums> kind_sums;      // scratch, per kind
+
+  const Split& SplitFor(const ModelSpec& m, const TrainingConfig& t, int64_t pp) {
+    auto it = splits.find(pp);
+    if (it != splits.end()) return it->second;
+    Split s;
+    if (t.pp_layer_split.empty()) {
+      s.layer_stage = EvenLayerSplit(m.num_hidden_layers, pp);
+    } else {
+      // BuildPlan's checks of a given split.
+      const auto& split = t.pp_layer_split;
+      int64_t total = 0;
+      for (int64_t n : split) {
+        if (n < 1 || n > m.num_hidden_layers) s.valid = false;
+        total += n;
+      }
+      if (static_cast<int64_t>(split.size()) != pp || total != m.num_hidden_layers) s.valid = false;
+      if (s.valid) {
+        for (int64_t st = 0; st < pp; ++st) {
+          for (int64_t i = 0; i < split[st]; ++i) s.layer_stage.push_back(st);
+        }
+      }
+    }
+    if (s.valid) {
+      s.kind_count.assign(pp, std::vector<int64_t>(kinds.size(), 0));
+      s.moe_layers.assign(pp, 0);
+      s.dense_layers.assign(pp, 0);
+      for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
+        const int64_t st = s.layer_stage[l];
+        ++s.kind_count[st][layer_kind[l]];
+        ++(m.moe_layers[l] ? s.moe_layers : s.dense_layers)[st];
+      }
+    }
+    return splits.emplace(pp, std::move(s)).first->second;
+  }
+};
+
+LayoutEvaluator::LayoutEvaluator(const ModelSpec& model, const SearchOptions& options)
+    : model_(model), options_(options), impl_(std::make_unique<Impl>()) {
+  inventory_ = BuildInventory(model_);
+  int64_t layers = std::min<int64_t>(options_.routing_layers, model_.NumMoeLayers());
+  if (options_.routing.kind == RoutingKind::kTrace) layers = model_.NumMoeLayers();
+  sampler_ = std::make_unique<RoutingSampler>(PrepareRouting(options_.routing, model_.moe.num_experts, model_.moe.top_k, layers));
+  const double budget_gib = options_.training.gpu_memory_gib > 0 ? options_.training.gpu_memory_gib : options_.cluster.memory_gib;
+  budget_bytes_ = budget_gib * 1073741824.0;
+
+  Impl& im = *impl_;
+  const int64_t L = model_.num_hidden_layers;
+  if (static_cast<int64_t>(model_.moe_layers.size()) != L) {
+    throw Error(fmt::format("internal: moe_layers has {} entries for {} layers", model_.moe_layers.size(), L));
+  }
+  // Classes per layer, then layers with equal class lists merged into kinds.
+  std::vector<LayerKind> per_layer(L);
+  for (int64_t l = 0; l < L; ++l) per_layer[l].moe = model_.moe_layers[l];
+  for (const auto& p : inventory_.params) {
+    im.all_params += p.Numel();
+    if (p.layer >= 0) {
+      AddToClasses(per_layer[p.layer].classes, p);
+    } else {
+      AddToClasses(p.role == Role::kEmbedding ? im.embedding : im.root, p);
+    }
+    if (p.layer == 0 && RoleGroup(p.role) == std::string("attention")) im.attention_params += static_cast<double>(p.Numel());
+  }
+  if (!inventory_.params.empty()) {
+    const ParamInfo& e = inventory_.params.front();
+    im.tied_copy = {e.shape, e.tp_dim, e.routed_expert, GroupIndex(Role::kLmHead), 1};
+    im.all_params += e.Numel();
+  }
+  auto same = [](const LayerKind& a, const LayerKind& b) {
+    if (a.moe != b.moe || a.classes.size() != b.classes.size()) return false;
+    for (size_t i = 0; i < a.classes.size(); ++i) {
+      const auto& x = a.classes[i];
+      const auto& y = b.classes[i];
+      if (x.shape != y.shape || x.tp_dim != y.tp_dim || x.routed != y.routed || x.group != y.group || x.count != y.count) return false;
+    }
+    return true;
+  };
+  im.layer_kind.assign(L, -1);
+  for (int64_t l = 0; l < L; ++l) {
+    int kind = -1;
+    for (size_t k = 0; k < im.kinds.size() && kind < 0; ++k) {
+      if (same(im.kinds[k], per_layer[l])) kind = static_cast<int>(k);
+    }
+    if (kind < 0) {
+      kind = static_cast<int>(im.kinds.size());
+      im.kinds.push_back(std::move(per_layer[l]));
+    }
+    im.layer_kind[l] = kind;
+    const int which = model_.moe_layers[l] ? 0 : 1;
+    if (im.first_kind[which] < 0) im.first_kind[which] = kind;
+    if (model_.moe_layers[l]) ++im.num_moe_layers;
+  }
+  im.kind_sums.resize(im.kinds.size());
+  // Training settings per dispatcher, validated and resolved as BuildPlan does.
+  const char* dispatchers[2] = {"all_to_all", "deredundency"};
+  for (int i = 0; i < 2; ++i) {
+    TrainingConfig t = options_.training;
+    t.dispatcher = dispatchers[i];
+    t.gpus_per_node = options_.cluster.gpus_per_node;
+    try {
+      ValidateTraining(t, "training.");
+      im.training_ok[i] = true;
+    } catch (const Error&) {
+      im.training_ok[i] = false;
+    }
+    if (!t.dp_sharding) t.dp_sharding = options_.convention == Convention::kMegatron ? DpSharding::kZero1 : DpSharding::kFsdp;
+    im.training[i] = std::move(t);
+  }
+}
+
+LayoutEvaluator::~LayoutEvaluator() = default;
+
+int64_t LayoutEvaluator::num_layer_kinds() const { return static_cast<int64_t>(impl_->kinds.size()); }
+
+int64_t LayoutEvaluator::num_classes() const {
+  size_t n = impl_->embedding.size() + impl_->root.size();
+  for (const auto& k : impl_->kinds) n += k.classes.size();
+  return static_cast<int64_t>(n);
+}
+
+void LayoutEvaluator::ExpectCandidates(const std::vector<LayoutCandidate>& candidates) {
+  const TrainingConfig& t = options_.training;
+  if (t.micro_batch_size < 1 || t.seq_len < 1 || t.micro_batch_size > (int64_t{1} << 31) / t.seq_len) return;
+  const int64_t seq_tokens = t.micro_batch_size * t.seq_len;
+  std::vector<int64_t> tokens;
+  for (const auto& c : candidates) {
+    const auto& d = c.dims;
+    if (d.cp < 1 || d.tp < 1) continue;
+    // ComputeWorkload's T_r.
+    const int64_t local = (seq_tokens + d.cp - 1) / d.cp;
+    tokens.push_back(d.tp > 1 && d.ep > 1 && d.etp == 1 ? (local + d.tp - 1) / d.tp : local);
+  }
+  std::sort(tokens.begin(), tokens.end());
+  tokens.erase(std::unique(tokens.begin(), tokens.end()), tokens.end());
+  sampler_->ExpectTokenCounts(tokens);
+}
+
+const RoutingResult& LayoutEvaluator::Routing(int64_t ep, int64_t routed_tokens, int64_t oep) {
+  const auto key = std::make_tuple(ep, routed_tokens, oep);
+  auto it = routing_cache_.find(key);
+  if (it == routing_cache_.end()) {
+    const auto start = std::chrono::steady_clock::now();
+    it = routing_cache_.emplace(key, sampler_->Sample(ep, routed_tokens, oep)).first;
+    cache_fill_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  return it->second;
+}
+
+LayoutEvaluation LayoutEvaluator::EvaluateReference(const LayoutCandidate& c, bool simulate_over_budget) {
+  LayoutEvaluation r;
+  TrainingConfig t = options_.training;
+  t.dispatcher = c.dispatcher;
+  t.gpus_per_node = options_.cluster.gpus_per_node;
+  Plan plan;
+  try {
+    plan = BuildPlan(model_, inventory_, c.dims, t, /*lite=*/true);
+  } catch (const Error&) {
+    r.status = LayoutEvaluation::Status::kInvalid;
+    return r;
+  }
+  r.dims = plan.dims;
+  const MemoryReport memory = ComputeMemory(plan);
+  r.peak_bytes = memory.worst_peak_bytes;
+  const bool over = static_cast<double>(memory.worst_peak_bytes) > budget_bytes_;
+  r.status = over ? LayoutEvaluation::Status::kOverBudget : LayoutEvaluation::Status::kRanked;
+  if (over && !simulate_over_budget) return r;
+  const Workload w = ComputeWorkload(plan);
+  const int64_t oep = c.dispatcher == "deredundency" && plan.dims.ep > 1 ? DeredundencyOep(plan) : 1;
+  const auto key = std::make_tuple(plan.dims.ep, w.routed_tokens, oep);
+  auto it = reference_routing_cache_.find(key);
+  if (it == reference_routing_cache_.end()) {
+    it = reference_routing_cache_.emplace(key, SampleRouting(sampler_->model(), plan.dims.ep, w.routed_tokens, oep)).first;
+  }
+  const CostBreakdown cost = SimulateStep(plan, options_.cluster, it->second);
+  r.simulated = true;
+  r.step_time_us = cost.step_time_us;
+  r.tokens_per_s_per_gpu = cost.tokens_per_s_per_gpu;
+  r.mfu = cost.mfu;
+  r.dominant_phase = cost.dominant_phase;
+  return r;
+}
+
+LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simulate_over_budget) {
+  Impl& im = *impl_;
+  const ModelSpec& m = model_;
+  LayoutEvaluation r;
+  r.status = LayoutEvaluation::Status::kInvalid;
+
+  // --- Validation (BuildPlan's rules, no messages).
+  const int di = c.dispatcher == "deredundency" ? 1 : c.dispatcher == "all_to_all" ? 0 : -1;
+  if (di < 0) return EvaluateReference(c, simulate_over_budget);  // ValidateTraining rejects it there
+  if (!im.training_ok[di]) return r;
+  const TrainingConfig& t = im.training[di];
+  ParallelDims d;
+  if (!TryBuildParallelDims(c.dims, &d, nullptr) || !CheckDimsForModel(d, m, nullptr)) return r;
+  if (di == 1 && t.oep && d.ep % *t.oep != 0) return r;
+  const Split& split = im.SplitFor(m, t, d.pp);
+  if (!split.valid) return r;
+  r.dims = d;
+
+  // --- Per-candidate shard steps and the elements of every unit on the first rank of a stage.
+  const bool megatron = d.convention == Convention::kMegatron;
+  const DpSharding strategy = *t.dp_sharding;
+  Cuts k;
+  k.megatron = megatron;
+  k.fsdp = strategy == DpSharding::kFsdp;
+  k.ep = d.ep;
+  k.etp = d.etp;
+  k.tp = d.tp;
+  k.sparse_fsdp = megatron ? d.edp() : d.efsdp;
+  k.sparse_fsdp_dim = d.efsdp * d.ep > m.moe.num_experts ? 1 : 0;
+  k.dense_fsdp = (megatron ? d.dp_replicate * d.dp_shard : d.dp_shard) * d.cp;
+  k.dense_routed_dim1 = d.dp_shard * d.cp > m.moe.num_experts;
+  const size_t nk = im.kinds.size();
+  for (size_t i = 0; i < nk; ++i) {
+    UnitSums& u = im.kind_sums[i];
+    u = UnitSums();
+    for (const auto& pc : im.kinds[i].classes) u.Add(pc, k);
+  }
+  UnitSums emb, root;
+  for (const auto& pc : im.embedding) emb.Add(pc, k);
+  for (const auto& pc : im.root) root.Add(pc, k);
+  if (m.tie_word_embeddings && d.pp > 1) root.Add(im.tied_copy, k);
+
+  // --- Memory (ComputeMemory's worst peak): static bytes of the first rank of each stage,
+  // activations and communication buffers.
+  const Workload w = ComputeWorkload(m, d, t);
+  const int64_t param_b = DtypeBytes(t.param_dtype, "param_dtype");
+  const int64_t grad_b = DtypeBytes(t.grad_dtype, "grad_dtype");
+  const int64_t moments_b = t.optimizer == Optimizer::kAdamW ? 8 : 0;
+  const int64_t master_b = param_b == 4 ? 0 : 4;
+  const int64_t h = m.hidden_size;
+  bool fallback = false;
+  auto fits = [&](Wide v) {
+    if (v > kInt64Max) fallback = true;
+    return v;
+  };
+  // Activations of one layer of each kind present (the reference forms the same terms).
+  LayerActivationBytes act_layer[2];  // [0] MoE, [1] dense
+  Wide act_sum[2] = {0, 0};
+  for (int which = 0; which < 2; ++which) {
+    if (im.first_kind[which] < 0) continue;
+    act_layer[which] = LayerActivations(m, t.recompute, w, which == 0);
+    const auto& a = act_layer[which];
+    act_sum[which] = static_cast<Wide>(a.attention) + a.norm + a.dense_mlp + a.router + a.routed_experts + a.shared_experts;
+  }
+  const Wide layer_input = fits(static_cast<Wide>(Ceil(w.tokens, w.tp_shards)) * h * w.act_bytes);  // checkpoint / embedding output
+  Wide worst_peak = -1, static_rank0 = 0, dense0 = 0, sparse0 = 0;
+  const bool deredundency = d.ep > 1 && t.dispatcher == "deredundency";
+  const int64_t oep = deredundency ? DeredundencyOep(t, d.ep) : 1;
+  for (int64_t s = 0; s < d.pp; ++s) {
+    UnitSums st;
+    for (size_t i = 0; i < nk; ++i) st.AddScaled(im.kind_sums[i], split.kind_count[s][i]);
+    if (s == 0) st.AddScaled(emb, 1);
+    if (s == d.pp - 1) st.AddScaled(root, 1);
+    // Static memory (StaticMemoryOnRank).
+    Wide stat = 0;
+    for (int g = 0; g < kNumGroups; ++g) {
+      const Wide both = st.local[g][0] + st.local[g][1];
+      if (strategy == DpSharding::kFsdp) {
+        stat += both * (4 + grad_b + moments_b);
+      } else {
+        stat += both * (param_b + grad_b);
+        if (strategy == DpSharding::kDdp) {
+          stat += both * (master_b + moments_b);
+        } else {
+          stat += CeilWide(st.local[g][0], d.dp_shard * d.cp) * (master_b + moments_b);
+          stat += CeilWide(st.local[g][1], d.efsdp) * (master_b + moments_b);
+        }
+      }
+    }
+    if (s == 0) {
+      static_rank0 = stat;
+      dense0 = st.mp[0];
+      sparse0 = st.mp[1];
+    }
+    // Activations (ActivationBytesPerMicrobatch x in-flight micro-batches, + logits).
+    const int64_t in_flight = InFlightMicrobatches(d, t, s);
+    const int64_t nm = split.moe_layers[s], nd = split.dense_layers[s];
+    Wide act = 0;
+    if (t.recompute == Recompute::kFull) {
+      Wide largest = 0;
+      if (nm > 0) largest = std::max(largest, act_sum[0]);
+      if (nd > 0) largest = std::max(largest, act_sum[1]);
+      act = largest + layer_input * (nm + nd) * in_flight;
+    } else {
+      act = (act_sum[0] * nm + act_sum[1] * nd) * in_flight;
+    }
+    if (s == 0) act += layer_input * in_flight;  // the embedding output
+    if (s == d.pp - 1) act += static_cast<Wide>(w.tokens) * Ceil(m.vocab_size, d.tp) * 4;  // fp32 logits
+    // Communication buffers.
+    Wide buf = 0;
+    if (strategy == DpSharding::kFsdp) {
+      Wide largest = 0;
+      for (size_t i = 0; i < nk; ++i) {
+        if (split.kind_count[s][i] == 0) continue;
+        largest = std::max({largest, im.kind_sums[i].mp[0], im.kind_sums[i].mp[1]});
+      }
+      if (s == 0) largest = std::max(largest, emb.mp[0] + emb.mp[1]);
+      if (s == d.pp - 1) largest = std::max(largest, root.mp[0] + root.mp[1]);
+      buf += largest * param_b * 2 + largest * grad_b;
+    }
+    if (d.ep > 1 && nm > 0) {
+      if (t.dispatcher == "deredundency") buf += static_cast<Wide>(oep) * w.mean_received_rows * h * (2 * w.act_bytes);
+      buf += static_cast<Wide>(w.mean_received_rows + w.received_rows) * h * w.act_bytes;
+    }
+    if (d.tp > 1) buf += static_cast<Wide>(w.tokens) * h * w.act_bytes;
+    if (d.pp > 1) buf += static_cast<Wide>(Ceil(w.tokens, d.tp)) * h * (2 * w.act_bytes);
+    const Wide peak = fits(fits(stat) + fits(act) + fits(buf));
+    worst_peak = std::max(worst_peak, peak);
+  }
+  // Comm volumes of the reference's ComputeComm (every entry, not only those used below) stay
+  // far below its overflow checks: a generous bound of their sum.
+  {
+    const double M = static_cast<double>(t.num_microbatches.value_or(d.pp));
+    const double L = static_cast<double>(m.num_hidden_layers), T = static_cast<double>(w.tokens);
+    const double H = static_cast<double>(h), P8 = 8.0 * static_cast<double>(im.all_params);
+    const auto& a = m.attention;
+    const double kv = static_cast<double>(a.num_attention_heads) *
+                          static_cast<double>(a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim + a.head_dim) +
+                      2.0 * static_cast<double>(a.num_key_value_heads) * static_cast<double>(a.head_dim);
+    const double rows = static_cast<double>(w.mean_received_rows) * H * 8.0;
+    const double bound = 2.0 * (3.0 * M * P8 + 10.0 * P8 + 8.0 * L * M * T * H * 8.0 + 3.0 * L * d.cp * M * T * kv * 8.0 +
+                                L * M * (4.0 * rows * (oep + 1) + 2.0 * 8.0 * m.moe.num_experts * oep) + 2.0 * M * T * H * 8.0);
+    if (!(bound < 4.0e18)) fallback = true;
+  }
+  if (fallback || dense0 > kInt64Max || sparse0 > kInt64Max) {
+    ++fallbacks_;
+    return EvaluateReference(c, simulate_over_budget);
+  }
+  r.peak_bytes = static_cast<int64_t>(worst_peak);
+  const bool over = static_cast<double>(r.peak_bytes) > budget_bytes_;
+  r.status = over ? LayoutEvaluation::Status::kOverBudget : LayoutEvaluation::Status::kRanked;
+  if (over && !simulate_over_budget) return r;
+
+  // --- Cost model inputs (what SimulateStep gathers from a plan).
+  const int64_t g = options_.cluster.gpus_per_node;
+  // Rank 0's group {0, s, ..., (n-1)s}: spans nodes when its last member is on another node.
+  auto strided = [&](int64_t n, int64_t stride) { return CollectiveGroup{n, (n - 1) * stride / g > 0}; };
+  StepInputs in;
+  in.workload = w;
+  in.attention_params = im.attention_params;
+  in.tp_group = strided(d.tp, 1);
+  const int64_t dense_dp_n = (megatron ? d.dp_replicate * d.dp_shard : d.dp_shard) * d.cp;
+  const int64_t sparse_dp_n = megatron ? d.edp() : d.efsdp;
+  const int64_t sparse_stride = d.ep * d.etp;
+  in.dense_dp_group = strided(dense_dp_n, d.tp);
+  in.sparse_dp_group = strided(sparse_dp_n, sparse_stride);
+  for (int which = 0; which < 2; ++which) {
+    if (im.first_kind[which] < 0) continue;
+    const UnitSums& u = im.kind_sums[im.first_kind[which]];
+    if (u.mp[0] >= kExactDouble || u.mp[1] >= kExactDouble) {
+      ++fallbacks_;
+      return EvaluateReference(c, simulate_over_budget);
+    }
+    in.fsdp_layer[which] = {true, static_cast<double>(static_cast<int64_t>(u.mp[0])), static_cast<double>(static_cast<int64_t>(u.mp[1]))};
+  }
+  // Routing-dependent MoE phases, cached: they depend on the routing sample (ep, T_r, oep), the
+  // EP group of rank 0 ({0, etp, 2 etp, ...}: the ep axis has stride etp) and F / expert TP.
+  const RoutingResult& routing = Routing(d.ep, w.routed_tokens, oep);
+  const auto moe_key = std::make_tuple(d.ep, w.routed_tokens, oep, d.etp, w.expert_f_local, deredundency);
+  auto mit = im.moe_cache.find(moe_key);
+  if (mit == im.moe_cache.end()) {
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<int64_t> ep_group(d.ep);
+    for (int64_t i = 0; i < d.ep; ++i) ep_group[i] = i * d.etp;
+    MoePhaseShape shape;
+    shape.ep = d.ep;
+    shape.num_experts = m.moe.num_experts;
+    shape.routed_tokens = static_cast<double>(w.routed_tokens);
+    shape.top_k = static_cast<double>(m.moe.top_k);
+    shape.hidden = static_cast<double>(m.hidden_size);
+    shape.act_bytes = static_cast<double>(w.act_bytes);
+    shape.f_local = static_cast<double>(w.expert_f_local);
+    shape.deredundency = deredundency;
+    shape.integer_sums = true;
+    mit = im.moe_cache.emplace(moe_key, SimulateMoePhases(routing, ep_group, shape, options_.cluster)).first;
+    cache_fill_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  in.moe_phases = &mit->second;
+  in.num_moe_layers = im.num_moe_layers;
+  in.layer_stage = &split.layer_stage;
+  // Step-end data-parallel collectives of rank 0 (ComputeComm's "step" entries, in its order).
+  {
+    const int64_t dense_elems = static_cast<int64_t>(dense0), sparse_elems = static_cast<int64_t>(sparse0);
+    const ClusterSpec& cl = options_.cluster;
+    auto entry = [&](const char* collective, int64_t n, int64_t stride, int64_t bytes) {
+      if (n < 2 || bytes == 0) return;
+      const double wire = CollectiveWireBytes(collective, n, 1, bytes);
+      const double frac = RingCrossNodeFractionStrided(n, stride, g);
+      in.dp_step_comm_us += StepCommUs(static_cast<int64_t>(wire), static_cast<int64_t>(wire * frac), n, cl);
+    };
+    const int64_t replicate_n = megatron ? 1 : d.dp_replicate;
+    const int64_t replicate_stride = d.dp_shard * d.cp * d.tp;
+    const int64_t shards = Ceil(dense_elems, dense_dp_n) + Ceil(sparse_elems, sparse_dp_n);
+    if (strategy == DpSharding::kFsdp) {
+      entry("all_reduce", replicate_n, replicate_stride, shards * grad_b);
+    } else if (strategy == DpSharding::kZero1) {
+      entry("reduce_scatter", dense_dp_n, d.tp, dense_elems * grad_b);
+      entry("all_gather", dense_dp_n, d.tp, dense_elems * param_b);
+      entry("reduce_scatter", sparse_dp_n, sparse_stride, sparse_elems * grad_b);
+      entry("all_gather", sparse_dp_n, sparse_stride, sparse_elems * param_b);
+      entry("all_reduce", replicate_n, replicate_stride, shards * grad_b);
+    } else {
+      entry("all_reduce", (megatron ? 1 : d.dp_replicate) * dense_dp_n, d.tp, dense_elems * grad_b);
+      entry("all_reduce", (megatron ? 1 : d.dp_replicate) * sparse_dp_n, sparse_stride, sparse_elems * grad_b);
+    }
+  }
+  in.static_bytes_rank0 = static_cast<int64_t>(static_rank0);
+  const CostBreakdown cost = SimulateStepFromInputs(m, inventory_.totals, d, t, options_.cluster, in, CostOptions{},
+                                                    /*detail=*/false);
+  r.simulated = true;
+  r.step_time_us = cost.step_time_us;
+  r.tokens_per_s_per_gpu = cost.tokens_per_s_per_gpu;
+  r.mfu = cost.mfu;
+  r.dominant_phase = cost.dominant_phase;
+  return r;
+}
+
+}  // namespace dockyard
