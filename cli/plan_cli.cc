@@ -8,6 +8,7 @@
 #include <numeric>
 #include <optional>
 #include <sstream>
+#include <map>
 #include <string>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -105,7 +106,8 @@ void AddPlanOptions(CLI::App* app, CliOptions& o) {
       ->check(CLI::IsMember({"none", "selective", "full"}));
   app->add_option("--gpu-memory-gib", o.gpu_memory_gib, "memory budget per GPU in GiB: prints headroom (default none)");
   app->add_option("--imbalance", o.imbalance, "max / mean tokens received per rank, sizes all-to-all buffers (default 1.0)");
-  app->add_option("--gpus-per-node", o.gpus_per_node, "GPUs per node, for cross-node traffic (default 8)");
+  app->add_option("--gpus-per-node", o.gpus_per_node,
+                  "GPUs per node, for cross-node traffic (default 8; simulate: the cluster's)");
   app->add_option("--dispatcher", o.dispatcher, "all_to_all | deredundency (default all_to_all)")
       ->check(CLI::IsMember({"all_to_all", "deredundency"}));
   app->add_option("--oep", o.oep, "deredundency outer EP size (default: nodes spanned by an EP group)");
@@ -337,6 +339,16 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   CliOptions training_flags = o;
   s.training = ResolveTraining(training_flags, model, 1);
   if (use_default && o.recompute.empty()) s.training.recompute = Recompute::kFull;
+  const int64_t moe_layers = model.NumMoeLayers();
+  s.routing_layers = ParseInt("--routing-layers", o.routing_layers).value_or(std::min<int64_t>(moe_layers, 2));
+  if (s.routing.kind != RoutingKind::kTrace && (s.routing_layers < 1 || s.routing_layers > moe_layers)) {
+    throw Error(fmt::format("--routing-layers ({}) must be in [1, num MoE layers ({})]", s.routing_layers, moe_layers));
+  }
+  if (!s.training.pp_layer_split.empty()) {
+    err << fmt::format("dockyard-plan search: note: the model's training block fixes pp_layer_split ({} stages): only "
+                       "pp = {} can be valid\n",
+                       s.training.pp_layer_split.size(), s.training.pp_layer_split.size());
+  }
   if (isatty(2)) {
     s.progress = [&err](int64_t done, int64_t total) {
       const int width = 40;
@@ -346,6 +358,13 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
     };
   }
   const SearchResult result = SearchLayouts(model, s);
+  if (result.top.empty()) {
+    // The same outcome in every output mode: the counts on stderr, exit 1, no file.
+    const std::string text = SearchResultToText(result);
+    err << text.substr(0, text.find('\n') + 1);  // the counts line
+    err << "dockyard-plan search: no valid layout fits the budget\n";
+    return 1;
+  }
   if (o.json_given) {
     Json j = SearchResultToJson(result);
     j["schema_version"] = kReportSchemaVersion;
@@ -353,16 +372,20 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
     j["model"] = use_default ? kDefaultModelName : o.model;
     j["world_size"] = s.world_size;
     j["cluster"] = ClusterToJson(s.cluster);
-    j["training"] = TrainingToJson(s.training);
+    // The training settings as evaluated: the cluster's gpus_per_node and the budget in use.
+    TrainingConfig evaluated = s.training;
+    evaluated.gpus_per_node = s.cluster.gpus_per_node;
+    evaluated.gpu_memory_gib = result.budget_gib;
+    j["training"] = TrainingToJson(evaluated);
+    j["routing"] = RoutingSpecText(s.routing);
+    j["routing_layers_sampled"] = s.routing.kind == RoutingKind::kTrace ? moe_layers : s.routing_layers;
     WriteOutput(o.json_path, j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n", out);
     if (o.json_path == "-") return 0;
   }
   out << fmt::format("Model      {} on {} GPUs, cluster {}\n", use_default ? kDefaultModelName : o.model, s.world_size, s.cluster.name);
+  out << fmt::format("Routing    {} (seed {}), {} MoE layer(s) sampled per (ep, tokens, oep)\n", RoutingSpecText(s.routing),
+                     s.routing.seed, s.routing.kind == RoutingKind::kTrace ? moe_layers : s.routing_layers);
   out << SearchResultToText(result);
-  if (result.top.empty()) {
-    err << "dockyard-plan search: no valid layout fits the budget\n";
-    return 1;
-  }
   return 0;
 }
 
@@ -400,7 +423,22 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
       {"--optimizer", &o.optimizer},     {"--seq-len", &o.seq_len},               {"--micro-batch-size", &o.micro_batch_size},
       {"--num-microbatches", &o.num_microbatches}, {"--recompute", &o.recompute}, {"--gpu-memory-gib", &o.gpu_memory_gib},
       {"--imbalance", &o.imbalance}};
-  for (const auto& [flag, target] : shared) search->add_option(flag, *target, app.get_option(flag)->get_description());
+  search->get_option("--json")->description("write the ranking as JSON to PATH ('-' = stdout); not written when no layout fits");
+  // The same value checks as the plan's options.
+  const std::map<std::string, std::vector<std::string>> allowed = {
+      {"--dp-sharding", {"fsdp", "zero1", "ddp"}}, {"--optimizer", {"adamw", "sgd"}}, {"--recompute", {"none", "selective", "full"}}};
+  for (const auto& [flag, target] : shared) {
+    const std::string description = std::string(flag) == "--gpu-memory-gib"
+                                        ? "memory budget per GPU in GiB: layouts over it are dropped (default: the "
+                                          "cluster's memory_gib)"
+                                        : app.get_option(flag)->get_description();
+    CLI::Option* opt = search->add_option(flag, *target, description);
+    const auto it = allowed.find(flag);
+    if (it != allowed.end()) opt->check(CLI::IsMember(it->second));
+  }
+  search->add_option("--routing-layers", o.routing_layers,
+                     "MoE layers to sample per (ep, tokens, oep); each phase takes the mean of their slowest ranks "
+                     "(default min(2, MoE layers); simulate's default is min(4, ...): pass the same to compare)");
   CLI::App* spec = app.add_subcommand("spec", "write the normalized dockyard model spec of a model");
   std::string spec_model, spec_out = "-";
   spec->add_option("--model", spec_model, "HF config.json or dockyard model spec")->required();
@@ -440,6 +478,12 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
     if (o.json_given && o.refit_given && o.json_path == "-" && o.refit_json == "-") {
       throw UsageError("--json - and --refit-json - cannot both write to stdout");
     }
+    // No output may replace an input (model, cluster JSON, routing trace).
+    std::vector<std::string> inputs = {o.model, o.cluster};
+    if (o.routing.rfind("trace:", 0) == 0) inputs.push_back(o.routing.substr(6));
+    if (o.json_given) RejectOutputOverInputs(o.json_path, "--json", inputs);
+    if (o.refit_given) RejectOutputOverInputs(o.refit_json, "--refit-json", inputs);
+    if (spec->parsed()) RejectOutputOverInputs(spec_out, "--out", {spec_model});
     if (spec->parsed()) {
       if (spec_out.empty()) throw UsageError("--out needs a path or '-', got an empty string");
       ModelSpec model = LoadModel(spec_model);

@@ -112,6 +112,19 @@ void WriteFilesAtomically(const std::vector<std::pair<std::string, std::string>>
   }
 }
 
+void RejectOutputOverInputs(const std::string& output, const std::string& flag, const std::vector<std::string>& inputs) {
+  if (output.empty() || output == "-") return;
+  struct stat out {};
+  if (::stat(output.c_str(), &out) != 0 || !S_ISREG(out.st_mode)) return;
+  for (const std::string& in : inputs) {
+    struct stat st {};
+    if (in.empty() || ::stat(in.c_str(), &st) != 0) continue;
+    if (st.st_dev == out.st_dev && st.st_ino == out.st_ino) {
+      throw Error(fmt::format("{} '{}' is the input '{}': refusing to overwrite it", flag, output, in));
+    }
+  }
+}
+
 void WriteFileAtomically(const std::string& requested, const std::string& content) {
   WriteFilesAtomically({{requested, content}});
 }

@@ -18,4 +18,10 @@ void WriteFileAtomically(const std::string& path, const std::string& content);
 // removed and no destination changes. Devices and FIFOs are written through last.
 void WriteFilesAtomically(const std::vector<std::pair<std::string, std::string>>& files);
 
+// Refuses an output that is one of the run's inputs (the same file, also through another path
+// or a link): throws dockyard::Error "<flag> '<output>' is the input '<input>': refusing to
+// overwrite it". "-" (stdout), outputs that do not exist yet and devices are fine; inputs that
+// are not files (preset names, "<embedded ...>") are skipped.
+void RejectOutputOverInputs(const std::string& output, const std::string& flag, const std::vector<std::string>& inputs);
+
 }  // namespace dockyard

@@ -257,6 +257,7 @@ LayoutEvaluator::LayoutEvaluator(const ModelSpec& model, const SearchOptions& op
     TrainingConfig t = options_.training;
     t.dispatcher = dispatchers[i];
     t.gpus_per_node = options_.cluster.gpus_per_node;
+    if (t.dispatcher != "deredundency") t.oep.reset();  // a spec's oep is the deredundency dispatcher's
     try {
       ValidateTraining(t, "training.");
       im.training_ok[i] = true;
@@ -311,6 +312,7 @@ LayoutEvaluation LayoutEvaluator::EvaluateReference(const LayoutCandidate& c, bo
   TrainingConfig t = options_.training;
   t.dispatcher = c.dispatcher;
   t.gpus_per_node = options_.cluster.gpus_per_node;
+  if (t.dispatcher != "deredundency") t.oep.reset();
   Plan plan;
   try {
     plan = BuildPlan(model_, inventory_, c.dims, t, /*lite=*/true);

@@ -99,9 +99,13 @@ SearchResult SearchLayouts(const ModelSpec& model, const SearchOptions& o) {
   }
   result.ranked = static_cast<int64_t>(ranked.size());
   // Rank by time per token (layouts differ in tokens per step when dp differs), ties by memory.
-  std::sort(ranked.begin(), ranked.end(), [](const RankedLayout& a, const RankedLayout& b) {
-    return std::make_tuple(-a.tokens_per_s_per_gpu, a.peak_bytes) < std::make_tuple(-b.tokens_per_s_per_gpu, b.peak_bytes);
-  });
+  // Ties (equal tokens/s and memory) in a fixed order: the degrees, pp first, then the dispatcher.
+  const auto key = [](const RankedLayout& x) {
+    const auto& d = x.layout.dims;
+    return std::make_tuple(-x.tokens_per_s_per_gpu, x.peak_bytes, d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp, d.ep, d.etp,
+                           x.layout.dispatcher);
+  };
+  std::sort(ranked.begin(), ranked.end(), [&](const RankedLayout& a, const RankedLayout& b) { return key(a) < key(b); });
   if (static_cast<int64_t>(ranked.size()) > o.top) ranked.resize(o.top);
   result.top = std::move(ranked);
   result.routing_samples = evaluator.routing_samples();

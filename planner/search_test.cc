@@ -306,3 +306,18 @@ TEST_CASE("Search results are those of the plan path: counts and top layouts on 
     CHECK(result.top[i].peak_bytes == ranked[i].second);
   }
 }
+
+TEST_CASE("the deredundency dispatcher's default oep: the nodes an EP group spans, rounded up to a divisor of ep") {
+  dockyard::TrainingConfig t;
+  t.gpus_per_node = 8;
+  CHECK(dockyard::DeredundencyOep(t, 64) == 8);  // 64 / 8
+  CHECK(dockyard::DeredundencyOep(t, 16) == 2);
+  CHECK(dockyard::DeredundencyOep(t, 4) == 1);   // inside one node
+  CHECK(dockyard::DeredundencyOep(t, 12) == 2);  // ceil(12 / 8) = 2 divides 12
+  CHECK(dockyard::DeredundencyOep(t, 60) == 10); // ceil(60 / 8) = 8 does not divide 60; 9 neither; 10 does
+  CHECK(dockyard::DeredundencyOep(t, 7) == 1);   // ceil(7 / 8) = 1: inside one node
+  t.gpus_per_node = 6;
+  CHECK(dockyard::DeredundencyOep(t, 32) == 8);  // ceil(32 / 6) = 6 and 7 do not divide 32; 8 does
+  t.oep = 4;
+  CHECK(dockyard::DeredundencyOep(t, 32) == 4);  // given: used as is (validated elsewhere)
+}

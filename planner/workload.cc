@@ -38,7 +38,13 @@ Workload ComputeWorkload(const ModelSpec& model, const ParallelDims& d, const Tr
 int64_t DeredundencyOep(const Plan& plan) { return DeredundencyOep(plan.training, plan.dims.ep); }
 
 int64_t DeredundencyOep(const TrainingConfig& training, int64_t ep) {
-  return training.oep.value_or(std::max<int64_t>(1, ep / std::min<int64_t>(ep, training.gpus_per_node)));
+  if (training.oep) return *training.oep;
+  // The nodes an EP group spans, ceil(ep / gpus_per_node), rounded up to a divisor of ep (the
+  // dispatcher needs ep = oep x iep): ep 60 on 8-GPU nodes spans 8 nodes, oep 10 x iep 6.
+  const int64_t gpn = std::max<int64_t>(1, training.gpus_per_node);
+  int64_t oep = std::max<int64_t>(1, (ep + gpn - 1) / gpn);
+  while (oep < ep && ep % oep != 0) ++oep;
+  return std::min(oep, std::max<int64_t>(1, ep));
 }
 
 int64_t InFlightMicrobatches(const Plan& plan, int64_t stage) { return InFlightMicrobatches(plan.dims, plan.training, stage); }

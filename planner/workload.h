@@ -26,7 +26,7 @@ Workload ComputeWorkload(const Plan& plan);
 Workload ComputeWorkload(const ModelSpec& model, const ParallelDims& dims, const TrainingConfig& training);
 
 // The deredundency dispatcher's outer EP size: the --oep given, else the number of nodes one EP
-// group spans (ep / min(ep, gpus_per_node)).
+// group spans, ceil(ep / gpus_per_node), rounded up to a divisor of ep (ep = oep x iep).
 int64_t DeredundencyOep(const Plan& plan);
 int64_t DeredundencyOep(const TrainingConfig& training, int64_t ep);
 

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <sys/stat.h>
@@ -275,4 +276,57 @@ TEST_CASE("dockyard-run --plan refuses another schema version, changed placement
   CHECK(rp.code == 1);
   CHECK(rp.out.find("the file places \"model.layers.0.mlp.experts.gate_up_proj\"") != std::string::npos);
   CHECK(RunRun("--plan " + plan + " --ep 4").code == 2);
+}
+
+TEST_CASE("search: a layout whose default oep would not divide ep is still searched (qwen1.5 at 120 GPUs)") {
+  // ep 60 on 8-GPU nodes: the EP group spans ceil(60 / 8) = 8 nodes, rounded up to the divisor 10
+  // of 60 (oep 10 x iep 6). Before, oep was 60 / 8 = 7, and the whole search failed.
+  const Result r = Run("search --model testdata/hf/qwen1.5-moe-a2.7b.json --world-size 120 --top 3");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("ranked") != std::string::npos);
+  const Result d = Run("simulate --model testdata/hf/qwen1.5-moe-a2.7b.json --world-size 120 --ep 60 --dispatcher "
+                       "deredundency --seq-len 256 --json -");
+  CHECK(d.code == 0);
+}
+
+TEST_CASE("search: flag values are checked like the plan's; outputs never replace inputs; no fit is exit 1 and no file") {
+  Result r = Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --dp-sharding ZERO1");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--dp-sharding: ZERO1 not in {fsdp,zero1,ddp}") != std::string::npos);
+  CHECK(Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --recompute FULL").code == 2);
+  CHECK(Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --optimizer adam").code == 2);
+
+  const std::string model = TmpDir() + "/model_copy.json";
+  {
+    std::ifstream in("testdata/hf/qwen3-30b-a3b.json");
+    std::ofstream out(model);
+    out << in.rdbuf();
+  }
+  r = Run("search --model " + model + " --world-size 8 --json " + model);
+  CHECK(r.code == 1);
+  CHECK(r.out.find("--json '" + model + "' is the input '" + model + "': refusing to overwrite it") != std::string::npos);
+  CHECK(Run("simulate --model " + model + " --world-size 8 --ep 8 --json " + model).code == 1);
+  std::ifstream check(model);
+  const std::string first((std::istreambuf_iterator<char>(check)), std::istreambuf_iterator<char>());
+  CHECK(first.find("\"architectures\"") != std::string::npos);  // still the HF config
+
+  const std::string json = TmpDir() + "/nofit.json";
+  r = Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --gpu-memory-gib 1 --json " + json);
+  CHECK(r.code == 1);
+  CHECK(r.out.find("no valid layout fits the budget") != std::string::npos);
+  CHECK_FALSE(Exists(json));
+  r = Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --gpu-memory-gib 1 --json -");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("\"top\"") == std::string::npos);
+}
+
+TEST_CASE("search: --routing-layers is echoed, and the JSON gives the training settings as evaluated") {
+  const Result r = Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --routing-layers 3 --cluster "
+                       "h200-sxm --top 2 --json -");
+  REQUIRE(r.code == 0);
+  const dockyard::Json j = dockyard::Json::parse(r.out);
+  CHECK(j["routing_layers_sampled"] == 3);
+  CHECK(j["training"]["gpus_per_node"] == 8);
+  CHECK(j["training"]["gpu_memory_gib"].get<double>() == j["budget_gib"].get<double>());
+  CHECK(Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --routing-layers 49").code == 1);  // 48 MoE layers
 }
