@@ -262,6 +262,11 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
     if (o.world_size.empty()) throw UsageError("--world-size is required (or --plan PLAN.json)");
   }
   if (json_given && o.json_path.empty()) throw UsageError("--json needs a path or '-', got an empty string");
+  if (json_given) {
+    std::vector<std::string> inputs = {o.model, o.plan_path, o.cluster};
+    if (o.routing.rfind("trace:", 0) == 0) inputs.push_back(o.routing.substr(6));
+    RejectOutputOverInputs(o.json_path, "--json", inputs);
+  }
 
   ParallelDimsOptions dims;
   dims.world_size = plan_file ? plan_file->dims.world_size : *ParseInt("--world-size", o.world_size);

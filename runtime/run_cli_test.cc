@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -278,4 +280,19 @@ TEST_CASE("DeepSeek-V3: 16 ranks, ep 16, all_to_all") {
 TEST_CASE("DeepSeek-V3: 16 ranks, ep 16, deredundency oep 2") {
   RunModel("testdata/hf/deepseek-v3.json", "--world-size 16 --ep 16 --tokens-per-rank 2 --dispatcher deredundency --oep 2",
            7168, 2048, 16);
+}
+
+TEST_CASE("dockyard-run --json never overwrites an input") {
+  const std::string model = TmpDir() + "/tiny_copy.json";
+  {
+    std::ifstream in("testdata/specs/tiny-mixtral.json");
+    std::ofstream out(model);
+    out << in.rdbuf();
+  }
+  const Result r = Run("--model " + model + " --world-size 2 --json " + model);
+  CHECK(r.code == 1);
+  CHECK(Has(r.err, "is the input '" + model + "': refusing to overwrite it"));
+  std::ifstream check(model);
+  const std::string text((std::istreambuf_iterator<char>(check)), std::istreambuf_iterator<char>());
+  CHECK(text.find("\"experts\"") != std::string::npos || text.find("\"moe\"") != std::string::npos);
 }
