@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "planner/error.h"
+#include "planner/file_util.h"
 
 namespace dockyard::cli {
 
@@ -61,6 +62,14 @@ int RunReportingErrors(const char* program, const char* oom_text, std::ostream& 
     // Not expected: every input error is a dockyard::Error. Still exit cleanly, never abort.
     err << program << ": error: internal error: " << e.what() << "\n";
     return 1;
+  }
+}
+
+void WriteOutput(const std::string& path, const std::string& content, std::ostream& out) {
+  if (path == "-") {
+    out << content;
+  } else {
+    WriteFileAtomically(path, content);
   }
 }
 

@@ -31,4 +31,8 @@ void RejectEmptyValues(const CLI::App& app);
 // -> 1 (never an abort). `program` prefixes every message; `oom_text` follows "error: ".
 int RunReportingErrors(const char* program, const char* oom_text, std::ostream& err, const std::function<int()>& body);
 
+// Writes a report: "-" prints `content` to `out`, any other path is written atomically
+// (planner/file_util.h). Throws dockyard::Error naming the path.
+void WriteOutput(const std::string& path, const std::string& content, std::ostream& out);
+
 }  // namespace dockyard::cli

@@ -63,6 +63,7 @@ constexpr const char* kDefaultModelName = "<embedded testdata/hf/deepseek-v3.jso
 using cli::ParseInt;
 using cli::ParseNumber;
 using cli::UsageError;
+using cli::WriteOutput;
 
 struct CliOptions {
   std::string model;
@@ -113,14 +114,6 @@ void AddPlanOptions(CLI::App* app, CliOptions& o) {
   app->add_option("--oep", o.oep, "deredundency outer EP size (default: nodes spanned by an EP group)");
   app->add_option("--refit-dtype", o.refit_dtype, "dtype of the streamed per-expert tensors (default: param dtype)");
   app->add_option("--refit-json", o.refit_json, "write the per-expert refit map to PATH ('-' = stdout)");
-}
-
-void WriteOutput(const std::string& path, const std::string& content, std::ostream& out) {
-  if (path == "-") {
-    out << content;
-  } else {
-    WriteFileAtomically(path, content);
-  }
 }
 
 ModelSpec LoadModelOrDefault(const std::string& path) {

@@ -49,6 +49,7 @@ the weights. Exit codes: 0 ok, 1 invalid input, 2 usage error, 3 validation fail
 using cli::ParseInt;
 using cli::ParseNumber;
 using cli::UsageError;
+using cli::WriteOutput;
 
 struct CliOptions {
   std::string model, world_size, dp_replicate, dp_shard, cp, tp, ep, etp, pp;
@@ -159,14 +160,6 @@ std::unique_ptr<runtime::Backend> MakeBackend(const CliOptions& o, const runtime
   co.launch = launch;
   co.nccl_id_dir = o.nccl_id_dir;
   return runtime::cuda::MakeCudaBackend(co);
-}
-
-void WriteOutput(const std::string& path, const std::string& text, std::ostream& out) {
-  if (path == "-") {
-    out << text;
-  } else {
-    WriteFileAtomically(path, text);
-  }
 }
 
 // --replay-rank: one rank's share of the plan on one device (runtime/replay.h).
@@ -376,12 +369,7 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
         }
       }
     }
-    const std::string text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
-    if (o.json_path == "-") {
-      out << text;
-    } else {
-      WriteFileAtomically(o.json_path, text);
-    }
+    WriteOutput(o.json_path, j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n", out);
   }
   if (!json_given || o.json_path != "-") {
     out << runtime::RunReportToText(report, model_path);

@@ -152,6 +152,23 @@ ReplayReport ReplayRank(const Plan& plan, const ReplayOptions& o, Backend& backe
   const std::vector<RowBlock> inverse = InverseBlocks(pp.blocks);
   const int64_t R = pp.total_rows;
   const bool shared = c.shared_intermediate > 0 && r.shared_mode != SharedMode::kNone;
+  // The routed experts' MLP (global ids, this rank's slice of F) or the shared experts' (expert
+  // 0, its shared slice), as the pipeline builds them.
+  const auto routed_args = [&](std::vector<int64_t> experts, std::vector<int64_t> offsets) {
+    FfnArgs a;
+    a.seed = o.seed;
+    a.layer = c.layer;
+    a.hidden = D;
+    a.intermediate = c.moe_intermediate;
+    a.matrix_gate = kMatrixGate;
+    a.matrix_up = kMatrixUp;
+    a.matrix_down = kMatrixDown;
+    a.experts = std::move(experts);
+    a.offsets = std::move(offsets);
+    a.f_begin = r.f_begin;
+    a.f_end = r.f_end;
+    return a;
+  };
 
   std::vector<double> seconds(kNumMeasured, 0.0);
   std::vector<float> recv_host, in_host, out_host;
@@ -215,18 +232,9 @@ ReplayReport ReplayRank(const Plan& plan, const ReplayOptions& o, Backend& backe
         ops.GatherRows(x.data(), d_gather.data(), slots, D, routed.data());
         ops.CopyRowBlocks(recv.data(), expert_in.data(), pp.blocks, D);
       });
-      FfnArgs a;
-      a.seed = o.seed;
-      a.layer = c.layer;
-      a.hidden = D;
-      a.intermediate = c.moe_intermediate;
-      a.matrix_gate = kMatrixGate;
-      a.matrix_up = kMatrixUp;
-      a.matrix_down = kMatrixDown;
-      for (int64_t j = 0; j < L; ++j) a.experts.push_back(r.first_expert + j);
-      a.offsets = pp.expert_offsets;
-      a.f_begin = r.f_begin;
-      a.f_end = r.f_end;
+      std::vector<int64_t> experts;
+      for (int64_t j = 0; j < L; ++j) experts.push_back(r.first_expert + j);
+      FfnArgs a = routed_args(std::move(experts), pp.expert_offsets);
       a.x = expert_in.data();
       a.out = expert_out.data();
       a.block_bytes = o.weight_block_bytes;
@@ -298,18 +306,7 @@ ReplayReport ReplayRank(const Plan& plan, const ReplayOptions& o, Backend& backe
         xin[q * static_cast<size_t>(D) + static_cast<size_t>(d)] = permuted;
       }
     }
-    FfnArgs a;
-    a.seed = o.seed;
-    a.layer = c.layer;
-    a.hidden = D;
-    a.intermediate = c.moe_intermediate;
-    a.matrix_gate = kMatrixGate;
-    a.matrix_up = kMatrixUp;
-    a.matrix_down = kMatrixDown;
-    a.experts = {r.first_expert + j};
-    a.offsets = {0, static_cast<int64_t>(rows.size())};
-    a.f_begin = r.f_begin;
-    a.f_end = r.f_end;
+    FfnArgs a = routed_args({r.first_expert + j}, {0, static_cast<int64_t>(rows.size())});
     a.x = xin.data();
     a.out = ref.data();
     RunSwiGluFfn(cpu_ops, cpu_dev, a, cpu_ws);
