@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -10,6 +11,38 @@
 #include "runtime/data.h"
 
 namespace dockyard::runtime {
+
+namespace {
+
+FfnArgs LayerFfnArgs(const RunConfig& c, int64_t intermediate, int64_t gate, int64_t up, int64_t down,
+                     std::vector<int64_t> experts, std::vector<int64_t> offsets, int64_t f_begin, int64_t f_end) {
+  FfnArgs a;
+  a.seed = c.options.seed;
+  a.layer = c.layer;
+  a.hidden = c.hidden;
+  a.intermediate = intermediate;
+  a.matrix_gate = gate;
+  a.matrix_up = up;
+  a.matrix_down = down;
+  a.experts = std::move(experts);
+  a.offsets = std::move(offsets);
+  a.f_begin = f_begin;
+  a.f_end = f_end;
+  return a;
+}
+
+}  // namespace
+
+FfnArgs RoutedFfnArgs(const RunConfig& c, std::vector<int64_t> experts, std::vector<int64_t> offsets, int64_t f_begin,
+                      int64_t f_end) {
+  return LayerFfnArgs(c, c.moe_intermediate, kMatrixGate, kMatrixUp, kMatrixDown, std::move(experts), std::move(offsets),
+                      f_begin, f_end);
+}
+
+FfnArgs SharedFfnArgs(const RunConfig& c, std::vector<int64_t> offsets, int64_t f_begin, int64_t f_end) {
+  return LayerFfnArgs(c, c.shared_intermediate, kMatrixSharedGate, kMatrixSharedUp, kMatrixSharedDown, {0},
+                      std::move(offsets), f_begin, f_end);
+}
 
 int64_t FfnBlockRows(int64_t f_count, int64_t hidden, int64_t rows, int64_t block_bytes) {
   if (f_count <= 0) return 1;

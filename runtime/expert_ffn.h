@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/backend.h"
+#include "runtime/config.h"
 
 namespace dockyard::runtime {
 
@@ -29,6 +30,14 @@ struct FfnArgs {
   float* out = nullptr;      // [offsets.back(), hidden], overwritten
   int64_t block_bytes = int64_t{1} << 20;  // budget for one block of generated weights
 };
+
+// The arguments of a layer's routed-expert MLP (global expert ids `experts`, row offsets
+// `offsets`, the slice [f_begin, f_end) of moe_intermediate) and of its shared-expert MLP
+// (expert 0, the slice of shared_intermediate), with c's seed and layer: the one definition the
+// ranks, the reference and the replay use. x, out and block_bytes are the caller's.
+FfnArgs RoutedFfnArgs(const RunConfig& c, std::vector<int64_t> experts, std::vector<int64_t> offsets, int64_t f_begin,
+                      int64_t f_end);
+FfnArgs SharedFfnArgs(const RunConfig& c, std::vector<int64_t> offsets, int64_t f_begin, int64_t f_end);
 
 // Device scratch reused across calls.
 struct FfnWorkspace {

@@ -164,22 +164,13 @@ class LayerRank {
   // Routed experts on the received, expert-major rows; weight generation is moved out of the
   // grouped_gemm phase into weight_gen.
   void Experts(const PermutePlan& plan) {
-    FfnArgs a;
-    a.seed = c_.options.seed;
-    a.layer = c_.layer;
-    a.hidden = c_.hidden;
-    a.intermediate = c_.moe_intermediate;
-    a.matrix_gate = kMatrixGate;
-    a.matrix_up = kMatrixUp;
-    a.matrix_down = kMatrixDown;
+    std::vector<int64_t> experts;
     for (int64_t l = 0; l < r_.num_local_experts; ++l) {
       int64_t e = r_.first_expert + l;
       if (c_.options.fault == Fault::kWrongExpertOwner) e = (e + 1) % c_.num_experts;
-      a.experts.push_back(e);
+      experts.push_back(e);
     }
-    a.offsets = plan.expert_offsets;
-    a.f_begin = r_.f_begin;
-    a.f_end = r_.f_end;
+    FfnArgs a = RoutedFfnArgs(c_, std::move(experts), plan.expert_offsets, r_.f_begin, r_.f_end);
     a.block_bytes = RankBlockBytes();
     expert_out_.Resize(plan.total_rows * c_.hidden);
     a.x = expert_in_.data();
@@ -339,18 +330,7 @@ class LayerRank {
       Time(kTpComm, [&] { tp.AllGather(x_.data(), T * D, shared_x_.data()); });
       x = shared_x_.data();
     }
-    FfnArgs a;
-    a.seed = c_.options.seed;
-    a.layer = c_.layer;
-    a.hidden = D;
-    a.intermediate = c_.shared_intermediate;
-    a.matrix_gate = kMatrixSharedGate;
-    a.matrix_up = kMatrixSharedUp;
-    a.matrix_down = kMatrixSharedDown;
-    a.experts = {0};
-    a.offsets = {0, rows};
-    a.f_begin = r_.shared_f_begin;
-    a.f_end = r_.shared_f_end;
+    FfnArgs a = SharedFfnArgs(c_, {0, rows}, r_.shared_f_begin, r_.shared_f_end);
     a.block_bytes = RankBlockBytes();
     a.x = x;
     shared_out_.Resize(rows * D);

@@ -128,18 +128,7 @@ ReferenceOutput ComputeReference(const RunConfig& c, int threads) {
       const int64_t t = list[static_cast<size_t>(r)].second / k;
       std::copy_n(s.x.begin() + t * D, D, xe.begin() + r * D);
     }
-    FfnArgs a;
-    a.seed = c.options.seed;
-    a.layer = c.layer;
-    a.hidden = D;
-    a.intermediate = c.moe_intermediate;
-    a.matrix_gate = kMatrixGate;
-    a.matrix_up = kMatrixUp;
-    a.matrix_down = kMatrixDown;
-    a.experts = {e};
-    a.offsets = {0, n};
-    a.f_begin = 0;
-    a.f_end = c.moe_intermediate;
+    FfnArgs a = RoutedFfnArgs(c, {e}, {0, n}, 0, c.moe_intermediate);
     a.x = xe.data();
     a.out = ye.data();
     a.block_bytes = c.options.weight_block_bytes;
@@ -162,18 +151,7 @@ ReferenceOutput ComputeReference(const RunConfig& c, int threads) {
     ops.WeightedCombine(s.rows.data(), identity.data(), s.weights.data(), T, k, D, y.data());
     if (c.shared_intermediate > 0 && T > 0) {
       std::vector<float> shared(static_cast<size_t>(T * D));
-      FfnArgs a;
-      a.seed = c.options.seed;
-      a.layer = c.layer;
-      a.hidden = D;
-      a.intermediate = c.shared_intermediate;
-      a.matrix_gate = kMatrixSharedGate;
-      a.matrix_up = kMatrixSharedUp;
-      a.matrix_down = kMatrixSharedDown;
-      a.experts = {0};
-      a.offsets = {0, T};
-      a.f_begin = 0;
-      a.f_end = c.shared_intermediate;
+      FfnArgs a = SharedFfnArgs(c, {0, T}, 0, c.shared_intermediate);
       a.x = s.x.data();
       a.out = shared.data();
       a.block_bytes = c.options.weight_block_bytes;

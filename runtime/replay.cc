@@ -152,23 +152,13 @@ ReplayReport ReplayRank(const Plan& plan, const ReplayOptions& o, Backend& backe
   const std::vector<RowBlock> inverse = InverseBlocks(pp.blocks);
   const int64_t R = pp.total_rows;
   const bool shared = c.shared_intermediate > 0 && r.shared_mode != SharedMode::kNone;
-  // The routed experts' MLP (global ids, this rank's slice of F) or the shared experts' (expert
-  // 0, its shared slice), as the pipeline builds them.
-  const auto routed_args = [&](std::vector<int64_t> experts, std::vector<int64_t> offsets) {
-    FfnArgs a;
-    a.seed = o.seed;
-    a.layer = c.layer;
-    a.hidden = D;
-    a.intermediate = c.moe_intermediate;
-    a.matrix_gate = kMatrixGate;
-    a.matrix_up = kMatrixUp;
-    a.matrix_down = kMatrixDown;
-    a.experts = std::move(experts);
-    a.offsets = std::move(offsets);
-    a.f_begin = r.f_begin;
-    a.f_end = r.f_end;
-    return a;
-  };
+  // The MLP arguments, built once (the buffers are bound inside the run).
+  std::vector<int64_t> local_experts;
+  for (int64_t j = 0; j < L; ++j) local_experts.push_back(r.first_expert + j);
+  FfnArgs routed_ffn = RoutedFfnArgs(c, local_experts, pp.expert_offsets, r.f_begin, r.f_end);
+  routed_ffn.block_bytes = o.weight_block_bytes;
+  FfnArgs shared_ffn = SharedFfnArgs(c, {0, T}, r.shared_f_begin, r.shared_f_end);
+  shared_ffn.block_bytes = o.weight_block_bytes;
 
   std::vector<double> seconds(kNumMeasured, 0.0);
   std::vector<float> recv_host, in_host, out_host;
@@ -232,14 +222,10 @@ ReplayReport ReplayRank(const Plan& plan, const ReplayOptions& o, Backend& backe
         ops.GatherRows(x.data(), d_gather.data(), slots, D, routed.data());
         ops.CopyRowBlocks(recv.data(), expert_in.data(), pp.blocks, D);
       });
-      std::vector<int64_t> experts;
-      for (int64_t j = 0; j < L; ++j) experts.push_back(r.first_expert + j);
-      FfnArgs a = routed_args(std::move(experts), pp.expert_offsets);
-      a.x = expert_in.data();
-      a.out = expert_out.data();
-      a.block_bytes = o.weight_block_bytes;
+      routed_ffn.x = expert_in.data();
+      routed_ffn.out = expert_out.data();
       double gen = 0;
-      time(kGroupedGemm, timed, [&] { gen = RunSwiGluFfn(ops, dev, a, ws); });
+      time(kGroupedGemm, timed, [&] { gen = RunSwiGluFfn(ops, dev, routed_ffn, ws); });
       if (timed) {
         seconds[kGroupedGemm] -= gen;
         seconds[kWeightGen] += gen;
@@ -249,23 +235,10 @@ ReplayReport ReplayRank(const Plan& plan, const ReplayOptions& o, Backend& backe
         ops.WeightedCombine(routed.data(), d_row_of_slot.data(), weights.data(), T, k, D, out.data());
       });
       if (shared) {
-        FfnArgs s;
-        s.seed = o.seed;
-        s.layer = c.layer;
-        s.hidden = D;
-        s.intermediate = c.shared_intermediate;
-        s.matrix_gate = kMatrixSharedGate;
-        s.matrix_up = kMatrixSharedUp;
-        s.matrix_down = kMatrixSharedDown;
-        s.experts = {0};
-        s.offsets = {0, T};
-        s.f_begin = r.shared_f_begin;
-        s.f_end = r.shared_f_end;
-        s.x = x.data();
-        s.out = shared_out.data();
-        s.block_bytes = o.weight_block_bytes;
+        shared_ffn.x = x.data();
+        shared_ffn.out = shared_out.data();
         double sgen = 0;
-        time(kSharedExperts, timed, [&] { sgen = RunSwiGluFfn(ops, dev, s, shared_ws); });
+        time(kSharedExperts, timed, [&] { sgen = RunSwiGluFfn(ops, dev, shared_ffn, shared_ws); });
         if (timed) {
           seconds[kSharedExperts] -= sgen;
           seconds[kWeightGen] += sgen;
@@ -306,7 +279,7 @@ ReplayReport ReplayRank(const Plan& plan, const ReplayOptions& o, Backend& backe
         xin[q * static_cast<size_t>(D) + static_cast<size_t>(d)] = permuted;
       }
     }
-    FfnArgs a = routed_args({r.first_expert + j}, {0, static_cast<int64_t>(rows.size())});
+    FfnArgs a = RoutedFfnArgs(c, {r.first_expert + j}, {0, static_cast<int64_t>(rows.size())}, r.f_begin, r.f_end);
     a.x = xin.data();
     a.out = ref.data();
     RunSwiGluFfn(cpu_ops, cpu_dev, a, cpu_ws);
