@@ -22,6 +22,8 @@ struct Workload {
 // TP-replicated tokens over the tp ranks (T_r = ceil(T / tp)); otherwise every rank of a TP
 // group routes the whole T (T_r = T), with ETP / TP sharding the expert F instead.
 Workload ComputeWorkload(const Plan& plan);
+// T_r alone from the tokens of a rank T and the degrees (the rule above).
+int64_t RoutedTokens(int64_t tokens, int64_t tp, int64_t ep, int64_t etp);
 // The same from the plan's parts: `training` resolved as in a Plan (num_microbatches may be unset).
 Workload ComputeWorkload(const ModelSpec& model, const ParallelDims& dims, const TrainingConfig& training);
 
