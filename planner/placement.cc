@@ -46,7 +46,14 @@ ShardCuts ShardCutsOf(bool routed_expert, int tp_dim, const ParallelDims& d, int
   // ep == 1; torchtitan uses the sparse mesh only when EP is on.
   out.sparse_mesh = routed_expert && (d.ep > 1 || megatron);
   if (out.sparse_mesh) {
-    if (tp_dim >= 0) add(tp_dim, {MeshAxis::kEtp}, false);
+#ifdef DOCKYARD_CHANGE_TEST_NO_EXPERT_TP_CUT
+    // planner/change_test.cc builds the planner with this one rule altered (routed experts not
+    // cut by etp) and checks that plan, memory, simulate and search all follow.
+    constexpr bool kExpertTpCut = false;
+#else
+    constexpr bool kExpertTpCut = true;
+#endif
+    if (tp_dim >= 0 && kExpertTpCut) add(tp_dim, {MeshAxis::kEtp}, false);
     add(0, {MeshAxis::kEp}, false);
     if (shard_data_parallel) {
       // torchtitan apply_fsdp: Shard(1) when efsdp * ep > num_experts (dim 0 would run out).
