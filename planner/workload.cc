@@ -11,6 +11,15 @@ namespace dockyard {
 
 Workload ComputeWorkload(const Plan& plan) { return ComputeWorkload(plan.model, plan.dims, plan.training); }
 
+TrainingBytes TrainingBytesOf(const TrainingConfig& t) {
+  TrainingBytes b;
+  b.param = DtypeBytes(t.param_dtype, "param_dtype");
+  b.grad = DtypeBytes(t.grad_dtype, "grad_dtype");
+  b.moments = t.optimizer == Optimizer::kAdamW ? 8 : 0;  // exp_avg + exp_avg_sq, fp32
+  b.master = b.param == 4 ? 0 : 4;                        // fp32 master copy
+  return b;
+}
+
 int64_t RoutedTokens(int64_t tokens, int64_t tp, int64_t ep, int64_t etp) {
   const bool split_over_tp = tp > 1 && ep > 1 && etp == 1;
   return split_over_tp ? (tokens + tp - 1) / tp : tokens;
