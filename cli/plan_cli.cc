@@ -195,13 +195,7 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   if (auto ep = ParseInt("--ep", o.ep)) {
     dims.ep = *ep;
   } else if (use_default) {
-    // EP 64 where the world allows it, else the largest power of two dividing both 64 and the
-    // ranks of one (pp, dp_replicate) slice.
-    // (Out-of-range degrees are left for ParallelDims::Build to report.)
-    const bool in_range = dims.pp >= 1 && dims.dp_replicate >= 1 && dims.pp <= dims.world_size &&
-                          dims.dp_replicate <= dims.world_size && dims.world_size <= kMaxWorldSize;
-    const int64_t slice = in_range ? dims.world_size / (dims.pp * dims.dp_replicate) : 0;
-    dims.ep = slice > 0 ? std::gcd(kDefaultEp, slice) : 1;
+    dims.ep = DefaultEp(dims, kDefaultEp);
   }
   dims.convention = o.convention == "megatron" ? Convention::kMegatron : Convention::kTorchtitan;
 
@@ -222,39 +216,21 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   const MemoryReport memory = ComputeMemory(plan);
   std::string report_text;
   std::optional<CostBreakdown> cost;
-  Json cost_json;
   if (command == Command::kSimulate) {
     RoutingSpec routing = ParseRoutingSpec(o.routing);
     routing.seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
-    const Workload w = ComputeWorkload(plan);
-    const int64_t moe_layers = plan.model.NumMoeLayers();
     // A trace is given per MoE layer (or one layer for all); other distributions are sampled for
     // a few layers whose per-layer slowest ranks are averaged.
-    int64_t layers = ParseInt("--routing-layers", o.routing_layers).value_or(std::min<int64_t>(moe_layers, 4));
-    if (routing.kind == RoutingKind::kTrace) layers = moe_layers;
-    if (layers < 1 || layers > moe_layers) {
-      throw Error(fmt::format("--routing-layers ({}) must be in [1, num MoE layers ({})]", layers, moe_layers));
-    }
-    const int64_t oep = plan.training.dispatcher == "deredundency" && plan.dims.ep > 1 ? DeredundencyOep(plan) : 1;
-    const RoutingResult sampled = SampleRouting(routing, plan.model.moe.num_experts, plan.model.moe.top_k, plan.dims.ep,
-                                                w.routed_tokens, layers, oep);
+    const int64_t layers =
+        RoutingLayersToSample(plan.model, routing, ParseInt("--routing-layers", o.routing_layers), 4, "--routing-layers");
     CostOptions options;
     options.overlap_shared_experts = !o.no_overlap;
-    cost = SimulateStep(plan, *cluster, sampled, options);
-    const Json full = PlanToJson(plan, source, memory);
-    cost_json = {{"schema_version", kReportSchemaVersion},
-                 {"generator", {{"name", "dockyard-plan simulate"}, {"version", kDockyardVersion},
-                                {"provenance", ReportProvenance(o)}}},
-                 {"model", full["model"]},
-                 {"parameters", full["parameters"]},
-                 {"cluster", ClusterToJson(*cluster)},
-                 {"routing", o.routing},
-                 {"seed", routing.seed},
-                 {"routing_layers_sampled", layers},
-                 {"parallel", full["parallel"]},
-                 {"training", TrainingToJson(plan.training)},
-                 {"predicted", CostToJson(*cost)}};
-    if (o.json_given) report_text = cost_json.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
+    cost = SimulateStep(plan, *cluster, SampleRoutingForPlan(plan, routing, layers), options);
+    if (o.json_given) {
+      const Json j = SimulateReportToJson(plan, memory, *cost, {source, *cluster, o.routing, routing.seed, layers,
+                                                                 ReportProvenance(o)});
+      report_text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
+    }
   } else if (o.json_given) {
     Json j = PlanToJson(plan, source, memory);
     j["generator"]["provenance"] = ReportProvenance(o);
@@ -290,23 +266,11 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   }
   if (check) {
     if (!memory.over_budget_ranks.empty()) {
-      const double budget = memory.budget_gib * 1073741824.0;
-      for (const auto& s : memory.stages) {
-        const double peak_gib = static_cast<double>(s.worst.peak_bytes) / 1073741824.0;
-        if (peak_gib <= memory.budget_gib) continue;
-        // Count every rank of the stage over the budget (activations and buffers are the same on
-        // all ranks of a stage; the static part is per rank).
-        const int64_t stage_size = plan.dims.stage_size();
-        std::vector<int64_t> over;
-        const int64_t dynamic = s.worst.activations_bytes + s.worst.comm_buffers_bytes;
-        for (int64_t r = s.stage * stage_size; r < (s.stage + 1) * stage_size; ++r) {
-          const MemoryBreakdown b = StaticMemoryOnRank(plan, r);
-          if (static_cast<double>(b.params_bytes + b.grads_bytes + b.optimizer_bytes + dynamic) > budget) over.push_back(r);
-        }
+      for (const auto& s : RanksOverBudget(plan, memory)) {
         err << fmt::format("dockyard-plan check: stage {}: {} of {} ranks exceed the {:.2f} GiB budget; worst rank {} needs "
                            "{:.2f} GiB (over by {:.2f} GiB); ranks over: {}\n",
-                           s.stage, over.size(), stage_size, memory.budget_gib, s.worst_rank, peak_gib,
-                           peak_gib - memory.budget_gib, RankList(over));
+                           s.stage, s.ranks_over.size(), s.stage_size, memory.budget_gib, s.worst_rank, s.peak_gib,
+                           s.peak_gib - memory.budget_gib, RankList(s.ranks_over));
       }
       return 1;
     }
@@ -333,10 +297,11 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   s.training = ResolveTraining(training_flags, model, 1);
   if (use_default && o.recompute.empty()) s.training.recompute = Recompute::kFull;
   const int64_t moe_layers = model.NumMoeLayers();
-  s.routing_layers = ParseInt("--routing-layers", o.routing_layers).value_or(std::min<int64_t>(moe_layers, 2));
-  if (s.routing.kind != RoutingKind::kTrace && (s.routing_layers < 1 || s.routing_layers > moe_layers)) {
-    throw Error(fmt::format("--routing-layers ({}) must be in [1, num MoE layers ({})]", s.routing_layers, moe_layers));
-  }
+  // (A trace samples every MoE layer; the sampler reads all of them whatever routing_layers says.)
+  s.routing_layers = s.routing.kind == RoutingKind::kTrace
+                         ? ParseInt("--routing-layers", o.routing_layers).value_or(std::min<int64_t>(moe_layers, 2))
+                         : RoutingLayersToSample(model, s.routing, ParseInt("--routing-layers", o.routing_layers), 2,
+                                                 "--routing-layers");
   if (!s.training.pp_layer_split.empty()) {
     err << fmt::format("dockyard-plan search: note: the model's training block fixes pp_layer_split ({} stages): only "
                        "pp = {} can be valid\n",
@@ -359,19 +324,7 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
     return 1;
   }
   if (o.json_given) {
-    Json j = SearchResultToJson(result);
-    j["schema_version"] = kReportSchemaVersion;
-    j["provenance"] = ReportProvenance(o);
-    j["model"] = use_default ? kDefaultModelName : o.model;
-    j["world_size"] = s.world_size;
-    j["cluster"] = ClusterToJson(s.cluster);
-    // The training settings as evaluated: the cluster's gpus_per_node and the budget in use.
-    TrainingConfig evaluated = s.training;
-    evaluated.gpus_per_node = s.cluster.gpus_per_node;
-    evaluated.gpu_memory_gib = result.budget_gib;
-    j["training"] = TrainingToJson(evaluated);
-    j["routing"] = RoutingSpecText(s.routing);
-    j["routing_layers_sampled"] = s.routing.kind == RoutingKind::kTrace ? moe_layers : s.routing_layers;
+    const Json j = SearchReportToJson(result, s, use_default ? kDefaultModelName : o.model, moe_layers, ReportProvenance(o));
     WriteOutput(o.json_path, j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n", out);
     if (o.json_path == "-") return 0;
   }

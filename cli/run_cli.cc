@@ -19,6 +19,7 @@
 #include "planner/file_util.h"
 #include "planner/model_spec.h"
 #include "planner/plan.h"
+#include "planner/plan_file.h"
 #include "planner/provenance.h"
 #include "planner/report.h"
 #include "planner/routing.h"
@@ -64,93 +65,6 @@ struct CliOptions {
   bool dispatcher_given = false, convention_given = false;
   std::vector<std::string> argv;  // the command line, recorded in the report
 };
-
-// A plan file: the JSON report of `dockyard-plan --json` or `dockyard-plan simulate --json`.
-struct PlanFile {
-  std::string model_source;
-  ParallelDimsOptions dims;
-  TrainingConfig training;
-  Json parameters;  // fqn -> placements, as the file says
-  Json predicted;   // simulate's predicted phases (null for a plain plan report)
-  std::string routing;  // simulate's --routing (empty for a plain plan report)
-  uint64_t routing_seed = 0;
-  std::optional<ClusterSpec> cluster;  // simulate's cluster (absent in a plain plan report)
-};
-
-PlanFile ReadPlanFile(const std::string& path) {
-  const Json j = ReadJsonFile(path);
-  JsonView root(&j, path, "");
-  const int64_t version = root.Int("schema_version", INT64_MIN);
-  if (version != kReportSchemaVersion) {
-    root.Fail("schema_version", fmt::format("this plan file has schema version {}; this dockyard-run reads version {}",
-                                            version, kReportSchemaVersion));
-  }
-  PlanFile f;
-  f.model_source = root.Object("model").String("source");
-  const JsonView p = root.Object("parallel");
-  f.dims.world_size = p.Int("world_size");
-  f.dims.dp_replicate = p.Int("dp_replicate");
-  f.dims.dp_shard = p.Int("dp_shard");
-  f.dims.cp = p.Int("cp");
-  f.dims.tp = p.Int("tp");
-  f.dims.ep = p.Int("ep");
-  f.dims.etp = p.Int("etp");
-  f.dims.pp = p.Int("pp");
-  const std::string convention = p.String("convention");
-  if (convention != "torchtitan" && convention != "megatron") {
-    p.Fail("convention", fmt::format("must be \"torchtitan\" or \"megatron\", got \"{}\"", convention));
-  }
-  f.dims.convention = convention == "megatron" ? Convention::kMegatron : Convention::kTorchtitan;
-  f.training = TrainingFromJson(root.Object("training"));
-  if (!j.contains("parameters") || !j["parameters"].is_array()) root.Fail("parameters", "required: the plan's parameter list");
-  f.parameters = j["parameters"];
-  if (j.contains("predicted")) f.predicted = j["predicted"];
-  if (j.contains("cluster") && j["cluster"].is_object()) f.cluster = ClusterFromJson(j["cluster"], path + ": /cluster");
-  if (j.contains("routing") && j["routing"].is_string()) {
-    f.routing = j["routing"].get<std::string>();
-    f.routing_seed = static_cast<uint64_t>(root.IntOr("seed", 0, 0));
-  }
-  // A relative model path is resolved from the plan file's directory when it is not found from
-  // the current one.
-  struct stat st {};
-  if (!f.model_source.empty() && f.model_source[0] != '/' && f.model_source[0] != '<' &&
-      stat(f.model_source.c_str(), &st) != 0) {
-    const size_t slash = path.find_last_of('/');
-    const std::string beside = (slash == std::string::npos ? std::string(".") : path.substr(0, slash)) + "/" + f.model_source;
-    if (stat(beside.c_str(), &st) == 0) {
-      f.model_source = beside;
-    } else {
-      root.Object("model").Fail("source", fmt::format("model file \"{}\" not found from here or beside the plan file; "
-                                                      "pass --model PATH",
-                                                      f.model_source));
-    }
-  }
-  return f;
-}
-
-// The runtime never re-decides a placement: the plan rebuilt from the file's degrees must place
-// every parameter exactly as the file says, or the run is refused.
-void CheckPlacementsMatch(const Plan& plan, const PlanFile& f, const std::string& path) {
-  if (f.parameters.size() != plan.inventory.params.size()) {
-    throw Error(fmt::format("{}: /parameters lists {} tensors; the model has {}", path, f.parameters.size(),
-                            plan.inventory.params.size()));
-  }
-  for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
-    const Json& entry = f.parameters[i];
-    const std::string where = fmt::format("{}: /parameters/{}", path, i);
-    if (!entry.is_object() || !entry.contains("fqn") || !entry.contains("placements")) {
-      throw Error(where + ": needs \"fqn\" and \"placements\"");
-    }
-    Json rebuilt = Json::array();
-    for (const auto& pl : plan.placements[i].placements) rebuilt.push_back(pl.ToString());
-    if (entry["fqn"] != plan.inventory.params[i].fqn || entry["placements"] != rebuilt) {
-      throw Error(fmt::format("{}: the file places {} as {}, but its own degrees give {} {}: the file was edited or "
-                              "written by another dockyard version; re-plan it",
-                              where, JsonValueText(entry["fqn"]), entry["placements"].dump(),
-                              plan.inventory.params[i].fqn, rebuilt.dump()));
-    }
-  }
-}
 
 std::unique_ptr<runtime::Backend> MakeBackend(const CliOptions& o, const runtime::LaunchInfo& launch) {
   if (o.backend != "cuda") return std::make_unique<runtime::cpu::CpuBackend>();
@@ -360,12 +274,7 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
       j["predicted"] = plan_file->predicted;
       if (j.contains("measured") && j["measured"].contains("phases")) {
         for (auto& phase : j["measured"]["phases"]) {
-          for (const auto& p : plan_file->predicted["phases"]) {
-            if (p.value("name", "") == phase.value("name", "") && p.value("layer_kind", "") == "moe" &&
-                p.value("direction", "") == "forward") {
-              phase["predicted_us"] = p["time_us"];
-            }
-          }
+          if (auto us = PredictedMoeForwardUs(plan_file->predicted, phase.value("name", ""))) phase["predicted_us"] = *us;
         }
       }
     }
@@ -376,11 +285,8 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
     if (plan_file && plan_file->predicted.is_object()) {
       out << "Predicted (from the plan file, MoE layer forward, us) beside measured:\n";
       for (const auto& ph : report.phases) {
-        for (const auto& p : plan_file->predicted["phases"]) {
-          if (p.value("name", "") == ph.name && p.value("layer_kind", "") == "moe" && p.value("direction", "") == "forward") {
-            out << fmt::format("  {:<16} predicted {:>12.1f}   measured {:>12.1f}\n", ph.name, p.value("time_us", 0.0),
-                               ph.time_us);
-          }
+        if (auto us = PredictedMoeForwardUs(plan_file->predicted, ph.name)) {
+          out << fmt::format("  {:<16} predicted {:>12.1f}   measured {:>12.1f}\n", ph.name, *us, ph.time_us);
         }
       }
     }
