@@ -67,8 +67,7 @@ using cli::WriteOutput;
 
 struct CliOptions {
   std::string model;
-  std::string world_size, dp_replicate, dp_shard, cp, tp, ep, etp, pp;
-  std::string convention = "torchtitan";
+  cli::DegreeFlags degrees;
   std::string json_path, refit_json;
   // Training settings (empty = the spec's training block, else the default).
   std::string dp_sharding, pp_layer_split, param_dtype, grad_dtype, optimizer, seq_len, micro_batch_size,
@@ -84,15 +83,7 @@ struct CliOptions {
 
 void AddPlanOptions(CLI::App* app, CliOptions& o) {
   app->add_option("--model", o.model, "HF config.json or dockyard model spec (default: embedded DeepSeek-V3)");
-  app->add_option("--world-size", o.world_size, "number of GPUs (required with --model)");
-  app->add_option("--dp-replicate", o.dp_replicate, "HSDP replicas (default 1)");
-  app->add_option("--dp-shard", o.dp_shard, "FSDP degree, -1 = infer (default -1)");
-  app->add_option("--cp", o.cp, "context parallel degree (default 1)");
-  app->add_option("--tp", o.tp, "tensor parallel degree (default 1)");
-  app->add_option("--ep", o.ep, "expert parallel degree (default 1)");
-  app->add_option("--etp", o.etp, "expert tensor parallel degree (default 1); torchtitan: 1 or tp, megatron: any divisor");
-  app->add_option("--pp", o.pp, "pipeline parallel degree, outermost axis (default 1)");
-  app->add_option("--convention", o.convention, "rank-group convention")->check(CLI::IsMember({"torchtitan", "megatron"}));
+  o.degrees.AddTo(app, "number of GPUs (required with --model)", "pipeline parallel degree, outermost axis (default 1)");
   app->add_option("--json", o.json_path, "write the JSON report to PATH ('-' = stdout, replaces the tables)");
   app->add_option("--dp-sharding", o.dp_sharding, "fsdp | zero1 | ddp (default fsdp; zero1 with --convention megatron)")
       ->check(CLI::IsMember({"fsdp", "zero1", "ddp"}));
@@ -183,21 +174,9 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
     throw UsageError("check needs a budget: --gpu-memory-gib GiB (> 0)");
   }
   const bool use_default = !o.model_given;
-  if (!use_default && o.world_size.empty()) throw UsageError("--world-size is required with --model");
-  ParallelDimsOptions dims;
-  dims.world_size = ParseInt("--world-size", o.world_size).value_or(kDefaultWorldSize);
-  dims.dp_replicate = ParseInt("--dp-replicate", o.dp_replicate).value_or(1);
-  dims.dp_shard = ParseInt("--dp-shard", o.dp_shard).value_or(-1);
-  dims.cp = ParseInt("--cp", o.cp).value_or(1);
-  dims.tp = ParseInt("--tp", o.tp).value_or(1);
-  dims.pp = ParseInt("--pp", o.pp).value_or(1);
-  dims.etp = ParseInt("--etp", o.etp).value_or(1);
-  if (auto ep = ParseInt("--ep", o.ep)) {
-    dims.ep = *ep;
-  } else if (use_default) {
-    dims.ep = DefaultEp(dims, kDefaultEp);
-  }
-  dims.convention = o.convention == "megatron" ? Convention::kMegatron : Convention::kTorchtitan;
+  if (!use_default && o.degrees.world_size.empty()) throw UsageError("--world-size is required with --model");
+  ParallelDimsOptions dims = o.degrees.Parse(kDefaultWorldSize);
+  if (use_default && o.degrees.ep.empty()) dims.ep = DefaultEp(dims, kDefaultEp);
 
   ModelSpec model = LoadModelOrDefault(o.model);
   const std::string source = use_default ? kDefaultModelName : o.model;
@@ -281,10 +260,11 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
 
 int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   const bool use_default = !o.model_given;
-  if (!use_default && o.world_size.empty()) throw UsageError("--world-size is required with --model");
+  if (!use_default && o.degrees.world_size.empty()) throw UsageError("--world-size is required with --model");
   SearchOptions s;
-  s.world_size = ParseInt("--world-size", o.world_size).value_or(kDefaultWorldSize);
-  s.convention = o.convention == "megatron" ? Convention::kMegatron : Convention::kTorchtitan;
+  const ParallelDimsOptions given = o.degrees.Parse(kDefaultWorldSize);
+  s.world_size = given.world_size;
+  s.convention = given.convention;
   s.top = ParseInt("--top", o.top).value_or(10);
   if (s.top < 1) throw Error(fmt::format("--top must be >= 1, got {}", s.top));
   s.max_pp = ParseInt("--max-pp", o.max_pp).value_or(16);
@@ -355,8 +335,8 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   simulate->add_flag("--no-overlap", o.no_overlap, "do not overlap the shared experts with the combine all-to-all");
   CLI::App* search = app.add_subcommand("search", "enumerate valid layouts, drop those over the memory budget, rank by predicted tokens/s per GPU");
   search->add_option("--model", o.model, "HF config.json or dockyard model spec (default: embedded DeepSeek-V3)");
-  search->add_option("--world-size", o.world_size, "number of GPUs (required with --model)");
-  search->add_option("--convention", o.convention, "rank-group convention")->check(CLI::IsMember({"torchtitan", "megatron"}));
+  search->add_option("--world-size", o.degrees.world_size, "number of GPUs (required with --model)");
+  search->add_option("--convention", o.degrees.convention, "rank-group convention")->check(CLI::IsMember({"torchtitan", "megatron"}));
   search->add_option("--cluster", o.cluster, "preset (h100-sxm, h200-sxm, h100-pcie-400g) or cluster JSON (default h100-sxm)");
   search->add_option("--routing", o.routing, "uniform | zipf:S | hot:H:F | trace:PATH (default uniform)");
   search->add_option("--seed", o.seed, "routing sampling seed (default 0)");

@@ -53,8 +53,8 @@ using cli::UsageError;
 using cli::WriteOutput;
 
 struct CliOptions {
-  std::string model, world_size, dp_replicate, dp_shard, cp, tp, ep, etp, pp;
-  std::string convention = "torchtitan";
+  std::string model;
+  cli::DegreeFlags degrees;
   std::string backend = "cpu", dispatcher = "all_to_all", oep, gpus_per_node;
   std::string tokens_per_rank = "64", routing, layer, iters = "3", warmup = "1", seed = "0", atol, rtol;
   std::string json_path, fault, plan_path;
@@ -159,14 +159,12 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
   }
   std::optional<PlanFile> plan_file;
   if (!o.plan_path.empty()) {
-    for (const auto* flag : {&o.world_size, &o.dp_replicate, &o.dp_shard, &o.cp, &o.tp, &o.ep, &o.etp, &o.pp}) {
-      if (!flag->empty()) throw UsageError("--plan gives the degrees; do not also pass --world-size/--tp/--ep/...");
-    }
+    if (o.degrees.AnyDegreeGiven()) throw UsageError("--plan gives the degrees; do not also pass --world-size/--tp/--ep/...");
     if (o.convention_given) throw UsageError("--plan gives the convention; do not also pass --convention");
     plan_file = ReadPlanFile(o.plan_path);
   } else {
     if (o.model.empty()) throw UsageError("--model is required (or --plan PLAN.json)");
-    if (o.world_size.empty()) throw UsageError("--world-size is required (or --plan PLAN.json)");
+    if (o.degrees.world_size.empty()) throw UsageError("--world-size is required (or --plan PLAN.json)");
   }
   if (json_given && o.json_path.empty()) throw UsageError("--json needs a path or '-', got an empty string");
   if (json_given) {
@@ -175,17 +173,7 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
     RejectOutputOverInputs(o.json_path, "--json", inputs);
   }
 
-  ParallelDimsOptions dims;
-  dims.world_size = plan_file ? plan_file->dims.world_size : *ParseInt("--world-size", o.world_size);
-  dims.dp_replicate = ParseInt("--dp-replicate", o.dp_replicate).value_or(1);
-  dims.dp_shard = ParseInt("--dp-shard", o.dp_shard).value_or(-1);
-  dims.cp = ParseInt("--cp", o.cp).value_or(1);
-  dims.tp = ParseInt("--tp", o.tp).value_or(1);
-  dims.ep = ParseInt("--ep", o.ep).value_or(1);
-  dims.etp = ParseInt("--etp", o.etp).value_or(1);
-  dims.pp = ParseInt("--pp", o.pp).value_or(1);
-  dims.convention = o.convention == "megatron" ? Convention::kMegatron : Convention::kTorchtitan;
-  if (plan_file) dims = plan_file->dims;
+  const ParallelDimsOptions dims = plan_file ? plan_file->dims : o.degrees.Parse(/*default_world_size=*/0);
 
   runtime::RunOptions run;
   run.dispatcher = o.dispatcher;
@@ -311,15 +299,8 @@ int RunRunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   app.add_option("--plan", o.plan_path, "a plan file from dockyard-plan --json or dockyard-plan simulate --json: degrees, "
                                         "training settings and placements come from it (placements are verified)");
   app.add_option("--model", o.model, "HF config.json or dockyard model spec (required without --plan; with --plan, overrides its model)");
-  app.add_option("--world-size", o.world_size, "number of ranks (required without --plan)");
-  app.add_option("--dp-replicate", o.dp_replicate, "HSDP replicas (default 1)");
-  app.add_option("--dp-shard", o.dp_shard, "FSDP degree, -1 = infer (default -1)");
-  app.add_option("--cp", o.cp, "context parallel degree (default 1)");
-  app.add_option("--tp", o.tp, "tensor parallel degree (default 1)");
-  app.add_option("--ep", o.ep, "expert parallel degree (default 1)");
-  app.add_option("--etp", o.etp, "expert tensor parallel degree (default 1); torchtitan: 1 or tp");
-  app.add_option("--pp", o.pp, "pipeline parallel degree (default 1); the stage holding --layer runs");
-  app.add_option("--convention", o.convention, "rank-group convention")->check(CLI::IsMember({"torchtitan", "megatron"}));
+  o.degrees.AddTo(&app, "number of ranks (required without --plan)",
+                  "pipeline parallel degree (default 1); the stage holding --layer runs");
   app.add_option("--backend", o.backend, "cpu | cuda (default cpu)")->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--gemm-precision", o.gemm_precision,
                  "cuda: expert GEMM precision fp32 | tf32 | bf16 (bf16 inputs, fp32 accumulation; default fp32)")
