@@ -1,6 +1,6 @@
 // DTensor placements of every parameter and its local shapes.
 //
-// Policy (torchtitan parallelize_* and ../shared/seeds/000: expert sharding placement policy):
+// Policy (torchtitan parallelize_* and moe_sharding.py, the expert sharding placement policy):
 //  - routed experts, EP on (ep > 1): sparse mesh; Shard(0) on ep; with ETP also TP on etp
 //    (gate/up colwise, down rowwise: Shard(1) or Shard(2) by stored layout); FSDP Shard(0) on
 //    efsdp, Shard(1) instead when efsdp * ep > num_experts (torchtitan apply_fsdp).
