@@ -1,6 +1,8 @@
 // Cost model (see cost.h and docs/cost-model.md).
 #include "planner/cost.h"
 
+#include "planner/phase.h"
+
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -278,13 +280,25 @@ namespace {
 
 // The phases of one layer, in the order SimulateStepFromInputs adds them, and the other
 // contributors to the critical path.
+// (planner/phase.h; the cost model predicts every phase but weight_gen.)
 enum PhaseId {
-  kAttention, kTpComm, kRouter, kPermute, kDispatch, kGroupedGemm, kUnpermute, kCombine, kSharedExperts, kFsdpComm,
-  kDenseMlp, kLmHead, kDpStepComm, kOptimizer, kNumPhaseIds
+  kAttention = static_cast<int>(Phase::kAttention),
+  kTpComm = static_cast<int>(Phase::kTpComm),
+  kRouter = static_cast<int>(Phase::kRouter),
+  kPermute = static_cast<int>(Phase::kPermute),
+  kDispatch = static_cast<int>(Phase::kDispatch),
+  kGroupedGemm = static_cast<int>(Phase::kGroupedGemm),
+  kUnpermute = static_cast<int>(Phase::kUnpermute),
+  kCombine = static_cast<int>(Phase::kCombine),
+  kSharedExperts = static_cast<int>(Phase::kSharedExperts),
+  kFsdpComm = static_cast<int>(Phase::kFsdpComm),
+  kDenseMlp = static_cast<int>(Phase::kDenseMlp),
+  kLmHead = static_cast<int>(Phase::kLmHead),
+  kDpStepComm = static_cast<int>(Phase::kDpStepComm),
+  kOptimizer = static_cast<int>(Phase::kOptimizer),
+  kNumPhaseIds = static_cast<int>(Phase::kWeightGen)  // the predicted phases are those before weight_gen
 };
-constexpr const char* kPhaseNames[kNumPhaseIds] = {
-    "attention", "tp_comm",   "router",    "permute", "dispatch",     "grouped_gemm", "unpermute",
-    "combine",   "shared_experts", "fsdp_comm", "dense_mlp", "lm_head", "dp_step_comm", "optimizer"};
+const char* PhaseNameOf(int id) { return PhaseName(static_cast<Phase>(id)); }
 
 }  // namespace
 
@@ -451,19 +465,19 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
   for (int id = 0; id < kNumPhaseIds; ++id) {
     if (!present[id] || !(share[id] > 0)) continue;
     if (dominant < 0 || share[id] > share[dominant] ||
-        (share[id] == share[dominant] && std::strcmp(kPhaseNames[id], kPhaseNames[dominant]) > 0)) {
+        (share[id] == share[dominant] && std::strcmp(PhaseNameOf(id), PhaseNameOf(dominant)) > 0)) {
       dominant = id;
     }
   }
   if (!detail) {
-    out.dominant_phase = dominant < 0 ? "" : kPhaseNames[dominant];
+    out.dominant_phase = dominant < 0 ? "" : PhaseNameOf(dominant);
     return out;
   }
 
   for (int i = 0; i < num_records; ++i) {
     const Record& r = records[i];
     PhaseCost p;
-    p.name = kPhaseNames[r.id];
+    p.name = PhaseNameOf(r.id);
     p.layer_kind = r.moe ? "moe" : "dense";
     p.direction = r.backward ? "backward" : "forward";
     p.time_us = r.us;
@@ -477,7 +491,7 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
   }
   std::vector<std::pair<double, std::string>> ranked;
   for (int id = 0; id < kNumPhaseIds; ++id) {
-    if (present[id]) ranked.push_back({share[id], kPhaseNames[id]});
+    if (present[id]) ranked.push_back({share[id], PhaseNameOf(id)});
   }
   std::sort(ranked.rbegin(), ranked.rend());
   for (const auto& [v, n] : ranked) if (v > 0) out.critical_path.push_back(n);

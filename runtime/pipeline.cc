@@ -1,6 +1,8 @@
 // One MoE layer's forward on one rank (pipeline.h).
 #include "runtime/pipeline.h"
 
+#include "planner/phase.h"
+
 #include <algorithm>
 #include <chrono>
 #include <numeric>
@@ -16,7 +18,11 @@ namespace dockyard::runtime {
 
 namespace {
 
-enum Phase : int {
+// The phases a rank measures, in report order (names: planner/phase.h).
+constexpr Phase kMeasured[] = {Phase::kRouter,    Phase::kPermute,        Phase::kDispatch,
+                               Phase::kGroupedGemm, Phase::kUnpermute,    Phase::kCombine,
+                               Phase::kSharedExperts, Phase::kTpComm,     Phase::kWeightGen};
+enum MeasuredIndex : int {
   kRouter,
   kPermute,
   kDispatch,
@@ -28,6 +34,7 @@ enum Phase : int {
   kWeightGen,
   kNumPhases,
 };
+static_assert(sizeof(kMeasured) / sizeof(kMeasured[0]) == kNumPhases, "one index per measured phase");
 
 int64_t Total(const std::vector<int64_t>& v) { return std::accumulate(v.begin(), v.end(), int64_t{0}); }
 
@@ -408,8 +415,11 @@ class LayerRank {
 }  // namespace
 
 const std::vector<std::string>& PhaseNames() {
-  static const std::vector<std::string> names = {"router",         "permute", "dispatch",  "grouped_gemm", "unpermute",
-                                                 "combine",        "shared_experts", "tp_comm", "weight_gen"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (Phase p : kMeasured) out.push_back(PhaseName(p));
+    return out;
+  }();
   return names;
 }
 

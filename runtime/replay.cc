@@ -1,6 +1,8 @@
 // Single-GPU replay of one rank's share of a plan (replay.h).
 #include "runtime/replay.h"
 
+#include "planner/phase.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -25,9 +27,8 @@
 namespace dockyard::runtime {
 namespace {
 
-enum Phase { kRouter, kPermute, kGroupedGemm, kWeightGen, kUnpermute, kSharedExperts, kNumMeasured };
-const char* const kMeasuredNames[kNumMeasured] = {"router",    "permute",        "grouped_gemm",
-                                                  "weight_gen", "unpermute", "shared_experts"};
+// The phases the replay times (names: planner/phase.h).
+enum MeasuredIndex { kRouter, kPermute, kGroupedGemm, kWeightGen, kUnpermute, kSharedExperts, kNumMeasured };
 
 const PhaseCost* FindPhase(const CostBreakdown& cost, const std::string& name) {
   for (const PhaseCost& p : cost.phases) {
@@ -187,7 +188,7 @@ ReplayReport ReplayRank(const Plan& plan, const ReplayOptions& o, Backend& backe
     ops.Fill(weights.data(), 1.0f / static_cast<float>(k), slots);
     FfnWorkspace ws(&dev), shared_ws(&dev);
 
-    const auto time = [&](Phase p, bool timed, auto&& fn) {
+    const auto time = [&](MeasuredIndex p, bool timed, auto&& fn) {
       dev.Synchronize();
       const auto t0 = std::chrono::steady_clock::now();
       fn();
@@ -299,13 +300,13 @@ ReplayReport ReplayRank(const Plan& plan, const ReplayOptions& o, Backend& backe
     rep.layer_forward_us += us;
   };
   const double iters = static_cast<double>(o.iters);
-  add("router", seconds[kRouter] * 1e6 / iters, "measured");
-  add("permute", seconds[kPermute] * 1e6 / iters, "measured");
-  add("dispatch", std::max(0.0, PredictedFor(cost, "dispatch", e)), "cost model");
-  add("grouped_gemm", seconds[kGroupedGemm] * 1e6 / iters, "measured");
-  add("unpermute", seconds[kUnpermute] * 1e6 / iters, "measured");
-  add("combine", std::max(0.0, PredictedFor(cost, "combine", e)), "cost model");
-  if (shared) add("shared_experts", seconds[kSharedExperts] * 1e6 / iters, "measured");
+  add(PhaseName(Phase::kRouter), seconds[kRouter] * 1e6 / iters, "measured");
+  add(PhaseName(Phase::kPermute), seconds[kPermute] * 1e6 / iters, "measured");
+  add(PhaseName(Phase::kDispatch), std::max(0.0, PredictedFor(cost, PhaseName(Phase::kDispatch), e)), "cost model");
+  add(PhaseName(Phase::kGroupedGemm), seconds[kGroupedGemm] * 1e6 / iters, "measured");
+  add(PhaseName(Phase::kUnpermute), seconds[kUnpermute] * 1e6 / iters, "measured");
+  add(PhaseName(Phase::kCombine), std::max(0.0, PredictedFor(cost, PhaseName(Phase::kCombine), e)), "cost model");
+  if (shared) add(PhaseName(Phase::kSharedExperts), seconds[kSharedExperts] * 1e6 / iters, "measured");
   // Weight generation is a cost of the replay (weights are generated, not loaded): reported,
   // not part of the layer's time.
   rep.phases.push_back({"weight_gen", seconds[kWeightGen] * 1e6 / iters, "measured (not in the layer)", -1});
