@@ -536,7 +536,7 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
   }
   MoePhaseShape shape;
   shape.ep = d.ep;
-  shape.num_experts = m.moe.num_experts;
+  shape.num_experts = routing.num_slots > 0 ? routing.num_slots : m.moe.num_experts;  // replicas: physical slots
   shape.routed_tokens = static_cast<double>(w.routed_tokens);
   shape.top_k = static_cast<double>(m.moe.top_k);
   shape.hidden = static_cast<double>(m.hidden_size);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -166,8 +167,6 @@ ExpertPlacement PlaceExperts(const std::vector<double>& load, const EplbOptions&
   ExpertPlacement p;
   p.num_experts = E;
   p.num_physical = E + o.redundant_experts;
-  p.ep = o.ep;
-  p.num_nodes = o.num_nodes;
   p.policy = o.policy;
   if (p.policy == EplbPolicy::kAuto) {
     p.policy = o.num_groups % o.num_nodes == 0 ? EplbPolicy::kHierarchical : EplbPolicy::kGlobal;
@@ -188,10 +187,28 @@ ExpertPlacement PlaceExperts(const std::vector<double>& load, const EplbOptions&
       break;
     }
   }
+  return PlacementFromMap(std::move(p.physical_to_logical), E, o.ep, o.num_nodes, p.policy);
+}
+
+ExpertPlacement PlacementFromMap(std::vector<int64_t> physical_to_logical, int64_t E, int64_t ep, int64_t num_nodes,
+                                 EplbPolicy policy) {
+  ExpertPlacement p;
+  p.policy = policy;
+  p.num_experts = E;
+  p.num_physical = static_cast<int64_t>(physical_to_logical.size());
+  p.ep = ep;
+  p.num_nodes = num_nodes;
+  if (E < 1 || ep < 1 || p.num_physical % ep != 0 || num_nodes < 1 || ep % num_nodes != 0) {
+    throw Error(fmt::format("placement: {} physical slots over ep {} ({} nodes) for {} experts: the slots must be a multiple of "
+                            "ep and the nodes must divide ep",
+                            p.num_physical, ep, num_nodes, E));
+  }
+  p.physical_to_logical = std::move(physical_to_logical);
   p.replica_count.assign(static_cast<size_t>(E), 0);
   p.logical_to_physical.assign(static_cast<size_t>(E), {});
   for (int64_t s = 0; s < p.num_physical; ++s) {
     const int64_t e = p.physical_to_logical[static_cast<size_t>(s)];
+    if (e < 0 || e >= E) throw Error(fmt::format("placement: physical slot {} holds expert {}, outside [0, {})", s, e, E));
     ++p.replica_count[static_cast<size_t>(e)];
     p.logical_to_physical[static_cast<size_t>(e)].push_back(s);
   }

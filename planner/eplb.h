@@ -76,6 +76,13 @@ void ValidateEplbOptions(const EplbOptions& options, int64_t num_experts);
 // expert). Throws dockyard::Error on invalid options or loads.
 ExpertPlacement PlaceExperts(const std::vector<double>& load, const EplbOptions& options);
 
+// The placement whose physical->logical map is `physical_to_logical` ([P], values in [0, E)):
+// fills the replica counts and the logical->physical map (policy left as given). Throws
+// dockyard::Error when P is not a multiple of ep, num_nodes does not divide ep, a value is out of
+// range or a logical expert has no replica.
+ExpertPlacement PlacementFromMap(std::vector<int64_t> physical_to_logical, int64_t num_experts, int64_t ep,
+                                 int64_t num_nodes, EplbPolicy policy = EplbPolicy::kGlobal);
+
 // Load per EP rank: the sum over the rank's slots of load[expert] / replica_count[expert]
 // (the balance EPLB optimizes). [ep].
 std::vector<double> RankLoads(const ExpertPlacement& placement, const std::vector<double>& load);
