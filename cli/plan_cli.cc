@@ -26,6 +26,7 @@
 #include "planner/model_spec.h"
 #include "planner/provenance.h"
 #include "planner/plan.h"
+#include "planner/redundant_experts.h"
 #include "planner/refit.h"
 #include "planner/report.h"
 #include "planner/search.h"
@@ -77,6 +78,8 @@ struct CliOptions {
   // simulate
   std::string cluster = "h100-sxm", routing = "uniform", seed = "0", routing_layers;
   bool no_overlap = false;
+  // simulate: redundant experts (opt-in)
+  std::string redundant_experts, eplb_policy = "auto", expert_groups = "1", replica_choice = "local";
   std::vector<std::string> argv;  // the command line, recorded in reports
   // search
   std::string top = "10", max_pp;
@@ -223,6 +226,7 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   std::string report_text;
   std::optional<CostBreakdown> cost;
   Json cost_json;
+  std::string redundant_text;  // simulate --redundant-experts
   if (command == Command::kSimulate) {
     RoutingSpec routing = ParseRoutingSpec(o.routing);
     routing.seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
@@ -241,6 +245,17 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
     CostOptions options;
     options.overlap_shared_experts = !o.no_overlap;
     cost = SimulateStep(plan, *cluster, sampled, options);
+    std::optional<RedundantExpertsReport> redundant;
+    if (auto r = ParseInt("--redundant-experts", o.redundant_experts)) {
+      RedundantExpertsOptions ro;
+      ro.redundant_experts = *r;
+      ro.policy = ParseEplbPolicy(o.eplb_policy);
+      ro.expert_groups = ParseInt("--expert-groups", o.expert_groups).value_or(1);
+      ro.choice = ParseReplicaChoice(o.replica_choice);
+      const RoutingModel routing_model = PrepareRouting(routing, plan.model.moe.num_experts, plan.model.moe.top_k, layers);
+      redundant = AnalyzeRedundantExperts(plan, *cluster, routing_model, sampled, *cost, memory, ro, options);
+      redundant_text = RedundantExpertsToText(*redundant);
+    }
     const Json full = PlanToJson(plan, source, memory);
     cost_json = {{"schema_version", kReportSchemaVersion},
                  {"generator", {{"name", "dockyard-plan simulate"}, {"version", kDockyardVersion},
@@ -254,6 +269,7 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
                  {"parallel", full["parallel"]},
                  {"training", TrainingToJson(plan.training)},
                  {"predicted", CostToJson(*cost)}};
+    if (redundant) cost_json["redundant_experts"] = RedundantExpertsToJson(*redundant);
     if (o.json_given) report_text = cost_json.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
   } else if (o.json_given) {
     Json j = PlanToJson(plan, source, memory);
@@ -281,7 +297,7 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
                          dims.ep, RecomputeName(plan.training.recompute));
     }
     if (cost) {
-      out << MemoryToText(plan, memory) << CostToText(*cost);
+      out << MemoryToText(plan, memory) << CostToText(*cost) << redundant_text;
     } else {
       out << (check ? MemoryToText(plan, memory) : PlanToText(plan, source, memory));
     }
@@ -400,6 +416,12 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   simulate->add_option("--seed", o.seed, "routing sampling seed (default 0)");
   simulate->add_option("--routing-layers", o.routing_layers, "MoE layers to sample; each phase takes the mean of their slowest ranks (default min(4, MoE layers); a trace uses its own layers)");
   simulate->add_flag("--no-overlap", o.no_overlap, "do not overlap the shared experts with the combine all-to-all");
+  simulate->add_option("--redundant-experts", o.redundant_experts,
+                       "R redundant expert slots (num_experts + R divisible by ep): report the EPLB placement, imbalance, "
+                       "MoE-layer time and memory before/after (default: off)");
+  simulate->add_option("--eplb-policy", o.eplb_policy, "auto | hierarchical | global | contiguous (default auto)");
+  simulate->add_option("--expert-groups", o.expert_groups, "expert groups for the hierarchical policy (DeepSeek-V3: n_group 8; default 1)");
+  simulate->add_option("--replica-choice", o.replica_choice, "local (same-node replica, then an even split) | random (default local)");
   CLI::App* search = app.add_subcommand("search", "enumerate valid layouts, drop those over the memory budget, rank by predicted tokens/s per GPU");
   search->add_option("--model", o.model, "HF config.json or dockyard model spec (default: embedded DeepSeek-V3)");
   search->add_option("--world-size", o.world_size, "number of GPUs (required with --model)");
