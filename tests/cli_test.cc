@@ -237,6 +237,32 @@ TEST_CASE("dockyard-plan simulate prints a per-phase table and writes the predic
   CHECK(Run("simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 16 --cluster h300").code == 1);
 }
 
+TEST_CASE("dockyard-plan simulate --redundant-experts reports the placement before and after, opt-in") {
+  const std::string base = "simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 16 --cluster h200-sxm "
+                           "--routing hot:4:0.4 --seq-len 256";
+  const std::string out = TmpDir() + "/sim-redundant.json";
+  Result r = Run(base + " --redundant-experts 16 --eplb-policy global --json " + out);
+  REQUIRE(r.code == 0);
+  dockyard::Json j = dockyard::ReadJsonFile(out);
+  const auto& x = j["redundant_experts"];
+  CHECK(x["num_slots"] == 144);  // 128 experts + 16
+  CHECK(x["slots_per_rank"] == 9);
+  CHECK(x["policy"] == "global");
+  CHECK(x["after"]["imbalance"].get<double>() < x["before"]["imbalance"].get<double>());
+  CHECK(x["layers"][0]["physical_to_logical"].size() == 144);
+  // Text: the section follows the phase table.
+  r = Run(base + " --redundant-experts 16");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("Redundant experts  R = 16") != std::string::npos);
+  // Without the flag there is no such block.
+  REQUIRE(Run(base + " --json " + out).code == 0);
+  CHECK(!dockyard::ReadJsonFile(out).contains("redundant_experts"));
+  // 128 + 8 = 136 slots do not split over 16 ranks.
+  r = Run(base + " --redundant-experts 8");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("--redundant-experts (8)") != std::string::npos);
+}
+
 namespace {
 Result RunRun(const std::string& args) { return RunBinary("cli/dockyard-run", args); }
 }  // namespace
