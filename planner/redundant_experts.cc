@@ -62,6 +62,16 @@ int64_t EpGroupNodes(const Plan& plan) {
   return n;
 }
 
+EplbOptions EplbOptionsFor(const Plan& plan, const RedundantExpertsOptions& o) {
+  EplbOptions eo;
+  eo.policy = o.policy;
+  eo.redundant_experts = o.redundant_experts;
+  eo.ep = plan.dims.ep;
+  eo.num_nodes = EpGroupNodes(plan);
+  eo.num_groups = o.expert_groups;
+  return eo;
+}
+
 RedundantExpertsReport AnalyzeRedundantExperts(const Plan& plan, const ClusterSpec& cluster, const RoutingModel& model,
                                                const RoutingResult& before, const CostBreakdown& cost_before,
                                                const MemoryReport& memory, const RedundantExpertsOptions& o,
@@ -79,13 +89,8 @@ RedundantExpertsReport AnalyzeRedundantExperts(const Plan& plan, const ClusterSp
   rep.options = o;
   rep.num_experts = E;
   rep.ep = ep;
-  rep.num_nodes = EpGroupNodes(plan);
-  EplbOptions eo;
-  eo.policy = o.policy;
-  eo.redundant_experts = o.redundant_experts;
-  eo.ep = ep;
-  eo.num_nodes = rep.num_nodes;
-  eo.num_groups = o.expert_groups;
+  const EplbOptions eo = EplbOptionsFor(plan, o);
+  rep.num_nodes = eo.num_nodes;
   for (int64_t l = 0; l < model.num_layers; ++l) rep.placements.push_back(PlaceExperts(ExpectedShare(model, l), eo));
   rep.policy = rep.placements.front().policy;
   rep.num_slots = E + o.redundant_experts;

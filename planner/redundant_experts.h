@@ -72,6 +72,11 @@ struct RedundantExpertsReport {
 // (the node model of eplb.h).
 int64_t EpGroupNodes(const Plan& plan);
 
+// The placement options of `plan` for `options`: its ep, EpGroupNodes, the groups, R and policy
+// (the one definition shared by the planner's analysis and dockyard-run). Throws what
+// EpGroupNodes throws.
+EplbOptions EplbOptionsFor(const Plan& plan, const RedundantExpertsOptions& options);
+
 // Runs the analysis. `before` is the plain routing sample of `model` for the plan (SampleRouting
 // with the plan's ep and routed tokens, oep 1) and `cost_before` its SimulateStep. Throws
 // dockyard::Error on invalid options (ValidateEplbOptions), the deredundency dispatcher (not

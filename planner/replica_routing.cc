@@ -53,6 +53,33 @@ std::vector<int32_t> ChooseReplicas(const ExpertPlacement& p, ReplicaChoice choi
   return out;
 }
 
+LayerRouting SampleReplicatedLayer(const RoutingModel& model, int64_t l, const ExpertPlacement& p, int64_t tokens_per_rank,
+                                   ReplicaChoice choice) {
+  CheckPlacement(p);
+  const int64_t E = model.num_experts, ep = p.ep, P = p.num_physical, slots_per_rank = P / ep;
+  if (p.num_experts != E) throw Error(fmt::format("replicated routing: placement for {} experts, the model has {}", p.num_experts, E));
+  if (tokens_per_rank < 0) throw Error(fmt::format("tokens_per_rank must be >= 0, got {}", tokens_per_rank));
+  LayerRouting out;
+  out.tokens_per_expert.assign(static_cast<size_t>(E), 0);
+  out.dispatch.assign(static_cast<size_t>(ep * ep), 0);
+  out.rows_per_local_expert.assign(static_cast<size_t>(P), 0);
+  out.received.assign(static_cast<size_t>(ep), 0);
+  out.expected_share = ExpectedShare(model, l);
+  for (int64_t src = 0; src < ep; ++src) {
+    const std::vector<int32_t> experts = SampleTokenExperts(model, l, src, tokens_per_rank);
+    const std::vector<int32_t> slots = ChooseReplicas(p, choice, model.spec.seed, l, src, experts);
+    for (size_t i = 0; i < experts.size(); ++i) {
+      ++out.tokens_per_expert[static_cast<size_t>(experts[i])];
+      ++out.rows_per_local_expert[static_cast<size_t>(slots[i])];
+      ++out.dispatch[static_cast<size_t>(src * ep + slots[i] / slots_per_rank)];
+    }
+  }
+  for (int64_t s = 0; s < P; ++s) out.received[static_cast<size_t>(s / slots_per_rank)] += out.rows_per_local_expert[static_cast<size_t>(s)];
+  FillReceivedStats(out, tokens_per_rank, model.top_k);
+  out.iep_dispatch = out.dispatch;
+  return out;
+}
+
 RoutingResult SampleReplicatedRouting(const RoutingModel& model, const std::vector<ExpertPlacement>& placements,
                                       int64_t tokens_per_rank, ReplicaChoice choice) {
   if (static_cast<int64_t>(placements.size()) != model.num_layers) {
@@ -72,32 +99,14 @@ RoutingResult SampleReplicatedRouting(const RoutingModel& model, const std::vect
                                              "routing assignments per layer"),
                                   model.num_layers, "routing assignments");
   result.layers.resize(placements.size());
-  const int64_t slots_per_rank = P / ep;
   for (int64_t l = 0; l < model.num_layers; ++l) {
     const ExpertPlacement& p = placements[static_cast<size_t>(l)];
-    CheckPlacement(p);
     if (p.num_experts != E || p.ep != ep || p.num_physical != P) {
       throw Error(fmt::format("replicated routing: layer {} placement has {} experts, ep {}, {} slots; expected {}, {}, {}", l,
                               p.num_experts, p.ep, p.num_physical, E, ep, P));
     }
     LayerRouting& out = result.layers[static_cast<size_t>(l)];
-    out.tokens_per_expert.assign(static_cast<size_t>(E), 0);
-    out.dispatch.assign(static_cast<size_t>(ep * ep), 0);
-    out.rows_per_local_expert.assign(static_cast<size_t>(P), 0);
-    out.received.assign(static_cast<size_t>(ep), 0);
-    out.expected_share = ExpectedShare(model, l);
-    for (int64_t src = 0; src < ep; ++src) {
-      const std::vector<int32_t> experts = SampleTokenExperts(model, l, src, tokens_per_rank);
-      const std::vector<int32_t> slots = ChooseReplicas(p, choice, model.spec.seed, l, src, experts);
-      for (size_t i = 0; i < experts.size(); ++i) {
-        ++out.tokens_per_expert[static_cast<size_t>(experts[i])];
-        ++out.rows_per_local_expert[static_cast<size_t>(slots[i])];
-        ++out.dispatch[static_cast<size_t>(src * ep + slots[i] / slots_per_rank)];
-      }
-    }
-    for (int64_t s = 0; s < P; ++s) out.received[static_cast<size_t>(s / slots_per_rank)] += out.rows_per_local_expert[static_cast<size_t>(s)];
-    FillReceivedStats(out, tokens_per_rank, model.top_k);
-    out.iep_dispatch = out.dispatch;
+    out = SampleReplicatedLayer(model, l, p, tokens_per_rank, choice);
     result.max_imbalance = l == 0 ? out.imbalance : std::max(result.max_imbalance, out.imbalance);
   }
   return result;

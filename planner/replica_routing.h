@@ -40,6 +40,12 @@ constexpr uint64_t kReplicaStreamSalt = 0x5245504c49434153ULL;  // "REPLICAS"
 std::vector<int32_t> ChooseReplicas(const ExpertPlacement& placement, ReplicaChoice choice, uint64_t seed, int64_t layer,
                                     int64_t source, const std::vector<int32_t>& experts);
 
+// One layer of SampleReplicatedRouting: `layer` of `model` over `placement` (ep source ranks of
+// tokens_per_rank tokens). Throws dockyard::Error on a layer outside the model or a placement for
+// another E.
+LayerRouting SampleReplicatedLayer(const RoutingModel& model, int64_t layer, const ExpertPlacement& placement,
+                                   int64_t tokens_per_rank, ReplicaChoice choice);
+
 // The routing of `model`'s tokens (ep ranks of tokens_per_rank tokens, the seed of model.spec)
 // over `placements` ([model.num_layers], all with the same E, ep and slot count). The result has
 // num_slots = P; per layer: tokens_per_expert [E] (logical, as without replicas), dispatch
