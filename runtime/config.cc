@@ -293,6 +293,18 @@ RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
     c.routing_layer = 0;
     for (int64_t l = 0; l < c.layer; ++l) c.routing_layer += m.moe_layers[static_cast<size_t>(l)] ? 1 : 0;
   }
+  if (o.redundant) {
+    Require(c.routing_model != nullptr,
+            "--redundant-experts needs --routing: the placement balances the routing model's expected load of the layer");
+    Require(c.dispatcher == Dispatcher::kAllToAll,
+            "--redundant-experts runs with the all_to_all dispatcher (the deredundency dispatcher has no replicas)");
+    c.placement = std::make_shared<ExpertPlacement>(
+        PlaceExperts(ExpectedShare(*c.routing_model, c.routing_layer), EplbOptionsFor(plan, *o.redundant)));
+    for (RankConfig& r : c.ranks) {
+      r.num_local_experts = c.placement->SlotsPerRank();
+      r.first_expert = r.ep_index * r.num_local_experts;
+    }
+  }
 
   // --- Token sources.
   for (const RankConfig& r : c.ranks) c.sources.push_back(r.source);
