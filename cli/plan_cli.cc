@@ -28,6 +28,7 @@
 #include "planner/plan.h"
 #include "planner/redundant_experts.h"
 #include "planner/refit.h"
+#include "planner/replica_refit.h"
 #include "planner/report.h"
 #include "planner/search.h"
 #include "planner/workload.h"
@@ -227,6 +228,7 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   std::optional<CostBreakdown> cost;
   Json cost_json;
   std::string redundant_text;  // simulate --redundant-experts
+  std::optional<Json> replica_refit;  // simulate --redundant-experts --refit-json
   if (command == Command::kSimulate) {
     RoutingSpec routing = ParseRoutingSpec(o.routing);
     routing.seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
@@ -255,6 +257,12 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
       const RoutingModel routing_model = PrepareRouting(routing, plan.model.moe.num_experts, plan.model.moe.top_k, layers);
       redundant = AnalyzeRedundantExperts(plan, *cluster, routing_model, sampled, *cost, memory, ro, options);
       redundant_text = RedundantExpertsToText(*redundant);
+      if (o.refit_given) {
+        // The refit map targets the physical slots of every MoE layer's placement.
+        const std::vector<ExpertPlacement> placements = PlaceMoeLayers(plan, routing, ro);
+        const RefitMap map = BuildRefitMap(plan, plan.training.refit_dtype);
+        replica_refit = ReplicaRefitMapToJson(map, ReplicaRefitTargets(map, plan.model, placements), placements);
+      }
     }
     const Json full = PlanToJson(plan, source, memory);
     cost_json = {{"schema_version", kReportSchemaVersion},
@@ -278,7 +286,7 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   }
   std::string refit_text;
   if (o.refit_given) {
-    Json refit = RefitMapToJson(BuildRefitMap(plan, plan.training.refit_dtype));
+    Json refit = replica_refit ? *replica_refit : RefitMapToJson(BuildRefitMap(plan, plan.training.refit_dtype));
     refit["provenance"] = ReportProvenance(o);
     refit_text = refit.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
   }

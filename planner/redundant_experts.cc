@@ -72,6 +72,14 @@ EplbOptions EplbOptionsFor(const Plan& plan, const RedundantExpertsOptions& o) {
   return eo;
 }
 
+std::vector<ExpertPlacement> PlaceMoeLayers(const Plan& plan, const RoutingSpec& spec, const RedundantExpertsOptions& o) {
+  const RoutingModel model = PrepareRouting(spec, plan.model.moe.num_experts, plan.model.moe.top_k, plan.model.NumMoeLayers());
+  const EplbOptions eo = EplbOptionsFor(plan, o);
+  std::vector<ExpertPlacement> out;
+  for (int64_t l = 0; l < model.num_layers; ++l) out.push_back(PlaceExperts(ExpectedShare(model, l), eo));
+  return out;
+}
+
 RedundantExpertsReport AnalyzeRedundantExperts(const Plan& plan, const ClusterSpec& cluster, const RoutingModel& model,
                                                const RoutingResult& before, const CostBreakdown& cost_before,
                                                const MemoryReport& memory, const RedundantExpertsOptions& o,

@@ -77,6 +77,12 @@ int64_t EpGroupNodes(const Plan& plan);
 // EpGroupNodes throws.
 EplbOptions EplbOptionsFor(const Plan& plan, const RedundantExpertsOptions& options);
 
+// The placement of every MoE layer of `plan` (in layer order) for the routing `spec` (its
+// expected shares per layer): what a refit into an engine with redundant experts targets
+// (replica_refit.h). The first layers equal those AnalyzeRedundantExperts places (a layer's
+// shares do not depend on how many layers are prepared). Throws what PlaceExperts throws.
+std::vector<ExpertPlacement> PlaceMoeLayers(const Plan& plan, const RoutingSpec& spec, const RedundantExpertsOptions& options);
+
 // Runs the analysis. `before` is the plain routing sample of `model` for the plan (SampleRouting
 // with the plan's ep and routed tokens, oep 1) and `cost_before` its SimulateStep. Throws
 // dockyard::Error on invalid options (ValidateEplbOptions), the deredundency dispatcher (not

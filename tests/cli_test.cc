@@ -254,6 +254,17 @@ TEST_CASE("dockyard-plan simulate --redundant-experts reports the placement befo
   r = Run(base + " --redundant-experts 16");
   REQUIRE(r.code == 0);
   CHECK(r.out.find("Redundant experts  R = 16") != std::string::npos);
+  // The refit map then targets the physical slots: each layer's entries cover the 144 slots,
+  // gate, up and down once per slot.
+  const std::string refit = TmpDir() + "/refit-redundant.json";
+  REQUIRE(Run(base + " --redundant-experts 16 --refit-json " + refit).code == 0);
+  dockyard::Json rj = dockyard::ReadJsonFile(refit);
+  CHECK(rj["num_slots"] == 144);
+  int64_t layer0_slots = 0;
+  for (const auto& e : rj["entries"]) {
+    if (e["layer"] == 0) layer0_slots += static_cast<int64_t>(e["physical_slots"].size());
+  }
+  CHECK(layer0_slots == 3 * 144);
   // Without the flag there is no such block.
   REQUIRE(Run(base + " --json " + out).code == 0);
   CHECK(!dockyard::ReadJsonFile(out).contains("redundant_experts"));
