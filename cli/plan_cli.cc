@@ -79,8 +79,7 @@ struct CliOptions {
   // simulate
   std::string cluster = "h100-sxm", routing = "uniform", seed = "0", routing_layers;
   bool no_overlap = false;
-  // simulate: redundant experts (opt-in)
-  std::string redundant_experts, eplb_policy = "auto", expert_groups = "1", replica_choice = "local";
+  cli::RedundantExpertsFlags redundant;  // simulate: redundant experts (opt-in)
   std::vector<std::string> argv;  // the command line, recorded in reports
   // search
   std::string top = "10", max_pp;
@@ -248,12 +247,8 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
     options.overlap_shared_experts = !o.no_overlap;
     cost = SimulateStep(plan, *cluster, sampled, options);
     std::optional<RedundantExpertsReport> redundant;
-    if (auto r = ParseInt("--redundant-experts", o.redundant_experts)) {
-      RedundantExpertsOptions ro;
-      ro.redundant_experts = *r;
-      ro.policy = ParseEplbPolicy(o.eplb_policy);
-      ro.expert_groups = ParseInt("--expert-groups", o.expert_groups).value_or(1);
-      ro.choice = ParseReplicaChoice(o.replica_choice);
+    if (const auto parsed = cli::ParseRedundantExpertsFlags(o.redundant)) {
+      const RedundantExpertsOptions& ro = *parsed;
       const RoutingModel routing_model = PrepareRouting(routing, plan.model.moe.num_experts, plan.model.moe.top_k, layers);
       redundant = AnalyzeRedundantExperts(plan, *cluster, routing_model, sampled, *cost, memory, ro, options);
       redundant_text = RedundantExpertsToText(*redundant);
@@ -424,12 +419,8 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   simulate->add_option("--seed", o.seed, "routing sampling seed (default 0)");
   simulate->add_option("--routing-layers", o.routing_layers, "MoE layers to sample; each phase takes the mean of their slowest ranks (default min(4, MoE layers); a trace uses its own layers)");
   simulate->add_flag("--no-overlap", o.no_overlap, "do not overlap the shared experts with the combine all-to-all");
-  simulate->add_option("--redundant-experts", o.redundant_experts,
-                       "R redundant expert slots (num_experts + R divisible by ep): report the EPLB placement, imbalance, "
-                       "MoE-layer time and memory before/after (default: off)");
-  simulate->add_option("--eplb-policy", o.eplb_policy, "auto | hierarchical | global | contiguous (default auto)");
-  simulate->add_option("--expert-groups", o.expert_groups, "expert groups for the hierarchical policy (DeepSeek-V3: n_group 8; default 1)");
-  simulate->add_option("--replica-choice", o.replica_choice, "local (same-node replica, then an even split) | random (default local)");
+  cli::AddRedundantExpertsFlags(simulate, o.redundant,
+                                 "report the EPLB placement, imbalance, MoE-layer time and memory before/after");
   CLI::App* search = app.add_subcommand("search", "enumerate valid layouts, drop those over the memory budget, rank by predicted tokens/s per GPU");
   search->add_option("--model", o.model, "HF config.json or dockyard model spec (default: embedded DeepSeek-V3)");
   search->add_option("--world-size", o.world_size, "number of GPUs (required with --model)");

@@ -60,7 +60,7 @@ struct CliOptions {
   std::string json_path, fault, plan_path;
   std::string gemm_precision = "fp32", grouped_gemm = "grouped", nccl_id_dir, nccl_job_id;
   std::string replay_rank, cluster, seq_len;
-  std::string redundant_experts, eplb_policy = "auto", expert_groups = "1", replica_choice = "local";
+  cli::RedundantExpertsFlags redundant;
   bool overlap_shared = false, tokens_per_rank_given = false;
   std::set<std::string> cuda_flags_given;  // cuda-only flags present on the command line
   bool dispatcher_given = false, convention_given = false;
@@ -292,14 +292,7 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
     spec.seed = run.seed;
     run.routing = spec;
   }
-  if (auto r = ParseInt("--redundant-experts", o.redundant_experts)) {
-    RedundantExpertsOptions ro;
-    ro.redundant_experts = *r;
-    ro.policy = ParseEplbPolicy(o.eplb_policy);
-    ro.expert_groups = ParseInt("--expert-groups", o.expert_groups).value_or(1);
-    ro.choice = ParseReplicaChoice(o.replica_choice);
-    run.redundant = ro;
-  }
+  run.redundant = cli::ParseRedundantExpertsFlags(o.redundant);
   if (o.fault == "wrong-expert") run.fault = runtime::Fault::kWrongExpertOwner;
   run.overlap_shared_experts = o.overlap_shared;
   if (o.backend == "cuda") run.rank_weight_block_bytes = int64_t{1} << 30;  // whole experts per grouped GEMM
@@ -451,12 +444,9 @@ int RunRunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   app.add_option("--gpus-per-node", o.gpus_per_node, "ranks per node, for the default --oep (default 8)");
   app.add_option("--tokens-per-rank", o.tokens_per_rank, "tokens of hidden size on every rank (default 64)");
   app.add_option("--routing", o.routing, "uniform | zipf:S | hot:H:F | trace:PATH (default: the router's top-k)");
-  app.add_option("--redundant-experts", o.redundant_experts,
-                 "R redundant expert slots (num_experts + R divisible by ep; needs --routing): run the EPLB placement of "
-                 "the layer, replicas holding identical weights, and compare rows per rank with the planner's (default: off)");
-  app.add_option("--eplb-policy", o.eplb_policy, "auto | hierarchical | global | contiguous (default auto)");
-  app.add_option("--expert-groups", o.expert_groups, "expert groups for the hierarchical policy (default 1)");
-  app.add_option("--replica-choice", o.replica_choice, "local | random (default local)");
+  cli::AddRedundantExpertsFlags(&app, o.redundant,
+                                 "run the EPLB placement of the layer (needs --routing), replicas holding identical "
+                                 "weights, and compare rows per rank with the planner's");
   app.add_option("--layer", o.layer, "decoder layer to run (default: the first MoE layer)");
   app.add_option("--iters", o.iters, "timed iterations (default 3)");
   app.add_option("--warmup", o.warmup, "untimed warm-up iterations (default 1)");
