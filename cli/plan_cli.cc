@@ -27,6 +27,7 @@
 #include "planner/provenance.h"
 #include "planner/plan.h"
 #include "planner/redundant_experts.h"
+#include "planner/redundant_search.h"
 #include "planner/refit.h"
 #include "planner/replica_refit.h"
 #include "planner/report.h"
@@ -369,6 +370,14 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
       if (done == total) err << "\n";
     };
   }
+  std::vector<RedundantCount> redundant_counts;  // search --redundant-experts LIST (opt-in)
+  std::optional<RedundantExpertsOptions> redundant_options;
+  if (!o.redundant.redundant_experts.empty()) {
+    redundant_counts = ParseRedundantCounts(o.redundant.redundant_experts);
+    cli::RedundantExpertsFlags rest = o.redundant;
+    rest.redundant_experts = "0";  // the list is parsed above; the policy, groups and choice here
+    redundant_options = cli::ParseRedundantExpertsFlags(rest);
+  }
   const SearchResult result = SearchLayouts(model, s);
   if (result.top.empty()) {
     // The same outcome in every output mode: the counts on stderr, exit 1, no file.
@@ -377,8 +386,11 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
     err << "dockyard-plan search: no valid layout fits the budget\n";
     return 1;
   }
+  std::optional<RedundantSearchResult> redundant;
+  if (redundant_options) redundant = SearchRedundantExperts(model, s, result, redundant_counts, *redundant_options);
   if (o.json_given) {
     Json j = SearchResultToJson(result);
+    if (redundant) j["redundant_experts"] = RedundantSearchToJson(*redundant);
     j["schema_version"] = kReportSchemaVersion;
     j["provenance"] = ReportProvenance(o);
     j["model"] = use_default ? kDefaultModelName : o.model;
@@ -398,6 +410,7 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   out << fmt::format("Routing    {} (seed {}), {} MoE layer(s) sampled per (ep, tokens, oep)\n", RoutingSpecText(s.routing),
                      s.routing.seed, s.routing.kind == RoutingKind::kTrace ? moe_layers : s.routing_layers);
   out << SearchResultToText(result);
+  if (redundant) out << RedundantSearchToText(*redundant);
   return 0;
 }
 
@@ -428,6 +441,9 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   search->add_option("--cluster", o.cluster, "preset (h100-sxm, h200-sxm, h100-pcie-400g) or cluster JSON (default h100-sxm)");
   search->add_option("--routing", o.routing, "uniform | zipf:S | hot:H:F | trace:PATH (default uniform)");
   search->add_option("--seed", o.seed, "routing sampling seed (default 0)");
+  cli::AddRedundantExpertsFlags(search, o.redundant,
+                                 "here a comma-separated list of R values or multiples of ep (e.g. 0,ep,2ep): re-rank the "
+                                 "best layouts with each");
   search->add_option("--top", o.top, "layouts to show (default 10)");
   search->add_option("--max-pp", o.max_pp, "largest pipeline degree to try (default 16)");
   search->add_option("--json", o.json_path, "write the ranking as JSON to PATH ('-' = stdout)");

@@ -123,22 +123,27 @@ RedundantExpertsReport AnalyzeRedundantExperts(const Plan& plan, const ClusterSp
     }
   }
 
-  // Replica-gradient all-reduce: per sampled layer, every rank's sum over its replicated slots of
-  // 2 (c - 1) / c (in slot gradients); the worst rank, averaged over the sampled layers.
+  // Replica-gradient all-reduce: replicas on one rank sum locally first; the d distinct ranks
+  // holding an expert then all-reduce one slot gradient. Per sampled layer every rank adds
+  // 2 (d - 1) / d (in slot gradients) once per expert it holds with d >= 2; the worst rank,
+  // averaged over the sampled layers.
   std::vector<double> per_rank(static_cast<size_t>(ep), 0.0), cross(static_cast<size_t>(ep), 0.0);
   int64_t largest_set = 1;
   for (const auto& p : rep.placements) {
-    for (int64_t s = 0; s < p.num_physical; ++s) {
-      const int64_t e = p.physical_to_logical[static_cast<size_t>(s)];
-      const int64_t c = p.replica_count[static_cast<size_t>(e)];
-      if (c < 2) continue;
-      largest_set = std::max(largest_set, c);
-      const double share = 2.0 * static_cast<double>(c - 1) / static_cast<double>(c);
-      const int64_t r = p.RankOfSlot(s);
-      per_rank[static_cast<size_t>(r)] += share;
-      bool spans = false;
-      for (int64_t s2 : p.logical_to_physical[static_cast<size_t>(e)]) spans = spans || p.NodeOfRank(p.RankOfSlot(s2)) != p.NodeOfRank(r);
-      if (spans) cross[static_cast<size_t>(r)] += share;
+    for (int64_t e = 0; e < E; ++e) {
+      std::set<int64_t> ranks, nodes;
+      for (int64_t s : p.logical_to_physical[static_cast<size_t>(e)]) {
+        ranks.insert(p.RankOfSlot(s));
+        nodes.insert(p.NodeOfRank(p.RankOfSlot(s)));
+      }
+      const int64_t d = static_cast<int64_t>(ranks.size());
+      if (d < 2) continue;
+      largest_set = std::max(largest_set, d);
+      const double share = 2.0 * static_cast<double>(d - 1) / static_cast<double>(d);
+      for (int64_t r : ranks) {
+        per_rank[static_cast<size_t>(r)] += share;
+        if (nodes.size() > 1) cross[static_cast<size_t>(r)] += share;
+      }
     }
   }
   const int64_t worst = static_cast<int64_t>(std::max_element(per_rank.begin(), per_rank.end()) - per_rank.begin());

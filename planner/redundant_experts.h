@@ -12,14 +12,15 @@
 // bytes_by_role["routed_experts"] x R / E for each kind (the worst rank of each stage, from
 // ComputeMemory), added to the stage's peak.
 // Replica-gradient all-reduce (training, once per step, not overlapped): each replica computes
-// the gradient of its own tokens; the c replicas of a logical expert sum theirs with a ring
-// all-reduce, 2 (c - 1) / c x the slot's gradient bytes on the wire per member (docs/cost-model.md).
-// A slot's gradient bytes are the rank's routed-expert gradient bytes / (its stage's MoE layers x
-// E/ep). Per rank the sum over its replicated slots of the sampled layers, averaged per layer and
-// scaled to the MoE layers of its stage; the worst rank's figure is reported as a CommEntry
-// (purpose "replica_grad_all_reduce", mesh "sparse", axis "ep", phase "step") and priced with
-// StepCommUs; the bytes of replica sets that span nodes count as cross-node. The "after" step
-// time adds it.
+// the gradient of its own tokens; replicas on one rank are summed locally, and the d distinct
+// ranks holding a logical expert sum theirs with a ring all-reduce, 2 (d - 1) / d x one slot's
+// gradient bytes on the wire per member (docs/redundant-experts.md). A slot's gradient bytes
+// are the rank's routed-expert gradient bytes / (its stage's MoE layers x E/ep). Per rank the
+// sum over the replicated experts it holds in the sampled layers, averaged per layer and scaled
+// to the MoE layers of its stage; the worst rank's figure is reported as a CommEntry (purpose
+// "replica_grad_all_reduce", mesh "sparse", axis "ep", phase "step", group = the largest d) and
+// priced with StepCommUs; the bytes of sets that span nodes count as cross-node. The "after"
+// step time adds it.
 #pragma once
 
 #include <cstdint>

@@ -92,20 +92,32 @@ TEST_CASE("the extra slots cost routed-expert memory in proportion R / E") {
 }
 
 TEST_CASE("replicated experts all-reduce their gradients once per step") {
+  // hot:1:0.5, R = 4, global: expert 0 gets 5 replicas of load 0.1 (see above); packing 3 slots
+  // per rank puts them on ranks 0, 1, 2, 3 and 0 again (all at 0.1: lowest index), so 4 distinct
+  // ranks all-reduce it: 2 (4 - 1) / 4 = 1.5 slot gradients on the wire per rank and layer. A
+  // slot's gradient: 6144 elements in fp32 = 24576 B; 2 MoE layers: 1.5 x 24576 x 2 = 73728 B.
+  Setup s = MakeSetup("hot:1:0.5");
+  const RedundantExpertsReport r =
+      AnalyzeRedundantExperts(s.plan, s.cluster, s.model, s.before, s.cost, s.memory, Options(4, EplbPolicy::kGlobal));
+  const CommEntry& c = r.replica_grad_all_reduce;
+  CHECK(c.group_size == 4);
+  CHECK(c.calls == 2);
+  CHECK(c.bytes_per_call == 24576);
+  CHECK(c.wire_bytes == 73728);
+  CHECK(c.cross_node_bytes == 0);  // 4 GPUs, one node
+  CHECK(r.replica_grad_all_reduce_us > 0);
+}
+
+TEST_CASE("replicas that share a rank need no all-reduce") {
+  // Uniform load, R = 8 on ep 4: every expert gets 2 replicas, listed [0..7, 0..7], all of load
+  // 1/16; packing 4 per rank in index order puts items i and i + 8 (the same expert) on rank i mod
+  // 4: both replicas of every expert sit on one rank and are summed locally.
   Setup s = MakeSetup("uniform");
-  // Uniform load, R = 8 on ep 4: every expert gets 2 replicas (16 slots), so every slot is
-  // replicated: each rank's 4 slots x 2 (2 - 1) / 2 = 4 slot gradients on the wire per layer.
-  // A slot's gradient: 6144 elements in fp32 = 24576 B; 2 MoE layers: 4 x 24576 x 2 = 196608 B.
   const RedundantExpertsReport r =
       AnalyzeRedundantExperts(s.plan, s.cluster, s.model, s.before, s.cost, s.memory, Options(8, EplbPolicy::kGlobal));
   for (const auto& p : r.placements) CHECK(p.replica_count == std::vector<int64_t>(8, 2));
-  const CommEntry& c = r.replica_grad_all_reduce;
-  CHECK(c.group_size == 2);
-  CHECK(c.calls == 2);
-  CHECK(c.bytes_per_call == 24576);
-  CHECK(c.wire_bytes == 196608);
-  CHECK(r.replica_grad_all_reduce_us > 0);
-  CHECK(r.after.step_time_us > 0);
+  CHECK(r.replica_grad_all_reduce.calls == 0);
+  CHECK(r.replica_grad_all_reduce.wire_bytes == 0);
 }
 
 TEST_CASE("redundant experts with the deredundency dispatcher are rejected") {

@@ -357,6 +357,20 @@ TEST_CASE("search: flag values are checked like the plan's; outputs never replac
   CHECK(r.out.find("\"top\"") == std::string::npos);
 }
 
+TEST_CASE("search: --redundant-experts re-ranks the best layouts with each R, opt-in") {
+  const std::string base = "search --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --cluster h200-sxm --routing "
+                           "zipf:1.2 --top 3 --json -";
+  Result r = Run(base + " --redundant-experts 0,ep");
+  REQUIRE(r.code == 0);
+  dockyard::Json j = dockyard::ParseJsonText(r.out, "stdout");
+  // 3 layouts x 2 values of R; 128 + ep is divisible by every ep dividing 128.
+  CHECK(j["redundant_experts"]["ranked"].size() + j["redundant_experts"]["over_budget"].get<size_t>() == 6);
+  r = Run(base);
+  REQUIRE(r.code == 0);
+  CHECK(!dockyard::ParseJsonText(r.out, "stdout").contains("redundant_experts"));
+  CHECK(Run(base + " --redundant-experts 0,x").code == 1);
+}
+
 TEST_CASE("search: --routing-layers is echoed, and the JSON gives the training settings as evaluated") {
   const Result r = Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --routing-layers 3 --cluster "
                        "h200-sxm --top 2 --json -");
