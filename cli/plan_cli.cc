@@ -50,6 +50,8 @@ constexpr const char* kExamples = R"(Examples:
   dockyard-plan search --model testdata/hf/qwen3-30b-a3b.json --world-size 64 --cluster h200-sxm --top 5
   dockyard-plan simulate --model testdata/hf/deepseek-v3.json --world-size 256 --ep 64 --recompute full \
                 --cluster h200-sxm --routing zipf:1.2
+  dockyard-plan simulate --model testdata/hf/deepseek-v3.json --world-size 256 --ep 64 --recompute full \
+                --cluster h200-sxm --routing zipf:1.2 --redundant-experts 64 --expert-groups 8
 
 Training defaults: --param-dtype bfloat16, --grad-dtype float32, --optimizer adamw (fp32 master + 2 fp32
 moments), --seq-len 4096, --micro-batch-size 1, --num-microbatches = pp, --recompute none, --dp-sharding fsdp

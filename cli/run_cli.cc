@@ -39,6 +39,7 @@ constexpr const char* kExamples = R"(Examples:
   dockyard-run --model testdata/hf/deepseek-v3.json --world-size 16 --ep 16 --tokens-per-rank 2 --iters 1 --warmup 0
   dockyard-run --model testdata/hf/deepseek-v2-lite.json --world-size 16 --tp 2 --ep 8 --etp 2 --json run.json
   dockyard-run --model testdata/hf/mixtral-8x7b.json --world-size 4 --tp 4 --routing zipf:1.2
+  dockyard-run --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --routing zipf:1.2 --redundant-experts 8
 
 Degrees follow dockyard-plan (--dp-shard -1 = infer); the run uses the ranks of the pipeline stage
 holding --layer. --routing: by default tokens go to the top-k of the real router GEMM over the
