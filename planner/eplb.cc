@@ -96,10 +96,9 @@ std::vector<int64_t> Hierarchical(const std::vector<double>& load, int64_t P, in
       const int64_t i = slot_expert[static_cast<size_t>(s)];
       replica_load[static_cast<size_t>(s)] = node_load[static_cast<size_t>(i)] / static_cast<double>(counts[static_cast<size_t>(i)]);
     }
-    const std::vector<int64_t> position = gpus_per_node == 1 ? std::vector<int64_t>() : Pack(replica_load, gpus_per_node);
+    const std::vector<int64_t> position = Pack(replica_load, gpus_per_node);
     for (int64_t s = 0; s < slots_per_node; ++s) {
-      const int64_t pos = gpus_per_node == 1 ? s : position[static_cast<size_t>(s)];
-      physical_to_logical[static_cast<size_t>(node * slots_per_node + pos)] =
+      physical_to_logical[static_cast<size_t>(node * slots_per_node + position[static_cast<size_t>(s)])] =
           node_order[static_cast<size_t>(node * experts_per_node + slot_expert[static_cast<size_t>(s)])];
     }
   }
