@@ -2,6 +2,7 @@
 #include "planner/comm.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <map>
 
 #include <fmt/format.h>
@@ -100,6 +101,66 @@ std::string Join(const std::vector<std::string>& axes) {
 
 }  // namespace
 
+StepCollectiveList StepCollectives(const ParallelDims& d, DpSharding dp_sharding, const TrainingBytes& tb,
+                                   int64_t dense_elems, int64_t sparse_elems) {
+  using A = MeshAxis;
+  const bool megatron = d.convention == Convention::kMegatron;
+  const int64_t param_b = tb.param, grad_b = tb.grad;
+  auto mul = [](int64_t x, int64_t y) { return CheckedMul(x, y, "communication bytes"); };
+  StepCollectiveList out;
+  auto add = [&](const char* purpose, const char* collective, bool sparse, std::initializer_list<A> axes, int64_t stride,
+                 int64_t bytes) {
+    StepCollective c;
+    c.purpose = purpose;
+    c.collective = collective;
+    c.sparse = sparse;
+    for (A a : axes) {
+      c.axes[c.num_axes++] = a;
+      c.group_size *= MeshAxisSize(d, a);
+    }
+    c.stride = stride;
+    c.bytes = bytes;
+    out.items[out.size++] = c;
+  };
+  // Groups of rank 0 on row-major meshes (mesh.h): the dense data-parallel axes sit outside tp,
+  // the sparse ones outside ep (x etp), dp_replicate outside everything but pp.
+  const A dense_shard_axis = megatron ? A::kDp : A::kDpShard;
+  const A sparse_axis = megatron ? A::kEdp : A::kEfsdp;
+  const int64_t dense_n = MeshAxisSize(d, dense_shard_axis) * d.cp, sparse_n = MeshAxisSize(d, sparse_axis);
+  const int64_t dense_stride = d.tp, sparse_stride = d.ep * d.etp, replicate_stride = d.dp_shard * d.cp * d.tp;
+  // The replicas' all-reduce of each rank's shard (torchtitan HSDP; Megatron folds replicas into dp).
+  auto shard_bytes = [&] {
+    return mul((dense_elems + dense_n - 1) / dense_n + (sparse_elems + sparse_n - 1) / sparse_n, grad_b);
+  };
+  switch (dp_sharding) {
+    case DpSharding::kFsdp:
+      if (megatron) break;
+      add("hsdp_all_reduce_grads", "all_reduce", false, {A::kDpReplicate}, replicate_stride, shard_bytes());
+      break;
+    case DpSharding::kZero1:
+      add("zero1_reduce_scatter_grads", "reduce_scatter", false, {dense_shard_axis, A::kCp}, dense_stride,
+          mul(dense_elems, grad_b));
+      add("zero1_all_gather_params", "all_gather", false, {dense_shard_axis, A::kCp}, dense_stride,
+          mul(dense_elems, param_b));
+      add("zero1_reduce_scatter_grads", "reduce_scatter", true, {sparse_axis}, sparse_stride, mul(sparse_elems, grad_b));
+      add("zero1_all_gather_params", "all_gather", true, {sparse_axis}, sparse_stride, mul(sparse_elems, param_b));
+      if (!megatron) add("replica_all_reduce_grads", "all_reduce", false, {A::kDpReplicate}, replicate_stride, shard_bytes());
+      break;
+    case DpSharding::kDdp:
+      if (megatron) {
+        add("ddp_all_reduce_grads", "all_reduce", false, {A::kDp, A::kCp}, dense_stride, mul(dense_elems, grad_b));
+        add("ddp_all_reduce_grads", "all_reduce", true, {A::kEdp}, sparse_stride, mul(sparse_elems, grad_b));
+      } else {
+        add("ddp_all_reduce_grads", "all_reduce", false, {A::kDpReplicate, A::kDpShard, A::kCp}, dense_stride,
+            mul(dense_elems, grad_b));
+        add("ddp_all_reduce_grads", "all_reduce", true, {A::kDpReplicate, A::kEfsdp}, sparse_stride,
+            mul(sparse_elems, grad_b));
+      }
+      break;
+  }
+  return out;
+}
+
 CommReport ComputeComm(const Plan& plan, int64_t rank) {
   const auto& d = plan.dims;
   const auto& t = plan.training;
@@ -137,9 +198,7 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
   const Mesh& sparse = plan.meshes.sparse;
   const auto dense_group = b.Group(dense, dense_dp);
   const auto sparse_group = b.Group(sparse, sparse_dp);
-  const auto replicate_group = megatron ? std::vector<int64_t>{rank} : b.Group(dense, {"dp_replicate"});
-  const DpSharding strategy = *t.dp_sharding;
-  if (strategy == DpSharding::kFsdp) {
+  if (*t.dp_sharding == DpSharding::kFsdp) {
     // torchtitan: each unit is all-gathered in forward and again in backward
     // (reshard_after_forward) and its gradients reduce-scattered, every micro-batch.
     for (const auto& [unit, elems] : units) {
@@ -151,30 +210,14 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
       b.Add("fsdp_all_gather_backward", "all_gather", mesh, axis, "backward", group, M, mul(elems, param_b));
       b.Add("fsdp_reduce_scatter_grads", "reduce_scatter", mesh, axis, "backward", group, M, mul(elems, grad_b));
     }
-    // HSDP: sharded gradients all-reduced over dp_replicate once per step.
-    const int64_t dense_shard = (dense_elems + static_cast<int64_t>(dense_group.size()) - 1) / static_cast<int64_t>(dense_group.size());
-    const int64_t sparse_shard = (sparse_elems + static_cast<int64_t>(sparse_group.size()) - 1) / static_cast<int64_t>(sparse_group.size());
-    b.Add("hsdp_all_reduce_grads", "all_reduce", "dense", "dp_replicate", "step", replicate_group, 1,
-          mul(dense_shard + sparse_shard, grad_b));
-  } else if (strategy == DpSharding::kZero1) {
-    // Megatron distributed optimizer: reduce-scatter the grad buffer, all-gather the updated
-    // params, once per step; replicas over dp_replicate all-reduce their shard.
-    b.Add("zero1_reduce_scatter_grads", "reduce_scatter", "dense", Join(dense_dp), "step", dense_group, 1, mul(dense_elems, grad_b));
-    b.Add("zero1_all_gather_params", "all_gather", "dense", Join(dense_dp), "step", dense_group, 1, mul(dense_elems, param_b));
-    b.Add("zero1_reduce_scatter_grads", "reduce_scatter", "sparse", Join(sparse_dp), "step", sparse_group, 1, mul(sparse_elems, grad_b));
-    b.Add("zero1_all_gather_params", "all_gather", "sparse", Join(sparse_dp), "step", sparse_group, 1, mul(sparse_elems, param_b));
-    b.Add("replica_all_reduce_grads", "all_reduce", "dense", "dp_replicate", "step", replicate_group, 1,
-          mul((dense_elems + static_cast<int64_t>(dense_group.size()) - 1) / static_cast<int64_t>(dense_group.size()) +
-                  (sparse_elems + static_cast<int64_t>(sparse_group.size()) - 1) / static_cast<int64_t>(sparse_group.size()),
-              grad_b));
-  } else {
-    // DDP: gradients all-reduced over every data-parallel rank once per step.
-    std::vector<std::string> all_dp = dense_dp;
-    if (!megatron) all_dp.insert(all_dp.begin(), "dp_replicate");
-    std::vector<std::string> all_edp = sparse_dp;
-    if (!megatron) all_edp.insert(all_edp.begin(), "dp_replicate");
-    b.Add("ddp_all_reduce_grads", "all_reduce", "dense", Join(all_dp), "step", b.Group(dense, all_dp), 1, mul(dense_elems, grad_b));
-    b.Add("ddp_all_reduce_grads", "all_reduce", "sparse", Join(all_edp), "step", b.Group(sparse, all_edp), 1, mul(sparse_elems, grad_b));
+  }
+  const StepCollectiveList step = StepCollectives(d, *t.dp_sharding, TrainingBytesOf(t), dense_elems, sparse_elems);
+  for (int i = 0; i < step.size; ++i) {
+    const StepCollective& c = step.items[i];
+    std::vector<std::string> axes;
+    for (int j = 0; j < c.num_axes; ++j) axes.push_back(MeshAxisName(c.axes[j]));
+    const Mesh& mesh = c.sparse ? sparse : dense;
+    b.Add(c.purpose, c.collective, c.sparse ? "sparse" : "dense", Join(axes), "step", b.Group(mesh, axes), 1, c.bytes);
   }
 
   // Layers of this stage.

@@ -16,7 +16,9 @@
 #include <string_view>
 #include <vector>
 
+#include "planner/mesh.h"
 #include "planner/plan.h"
+#include "planner/workload.h"
 
 namespace dockyard {
 
@@ -45,6 +47,31 @@ struct CommReport {
 
 // Volumes for `rank`. Throws dockyard::Error for a deredundency oep that does not divide ep.
 CommReport ComputeComm(const Plan& plan, int64_t rank);
+
+// The data-parallel collectives at the end of a step (CommEntry phase "step", one call each), in
+// the order ComputeComm lists them; the one rule both ComputeComm and the layout search read.
+//  - fsdp (torchtitan HSDP): sharded gradients all-reduced over dp_replicate;
+//  - zero1 (Megatron distributed optimizer): reduce-scatter of the gradients and all-gather of
+//    the updated parameters over the dense (dp_shard*cp; Megatron dp*cp) and the sparse
+//    (efsdp; edp) data-parallel groups, then the replicas' all-reduce of their shard;
+//  - ddp: gradients all-reduced over every data-parallel rank (dp_replicate included).
+// `dense_elems` / `sparse_elems`: the rank's model-parallel elements on each mesh (its stage).
+struct StepCollective {
+  const char* purpose = "";
+  const char* collective = "";  // as CommEntry::collective
+  bool sparse = false;          // on the sparse mesh, else the dense one
+  MeshAxis axes[3] = {};        // flattened, outer first (axes of size 1 included)
+  int num_axes = 0;
+  int64_t group_size = 1;       // product of the axes' sizes
+  int64_t stride = 1;           // rank 0's group is {0, stride, ..., (group_size - 1) * stride}
+  int64_t bytes = 0;            // per call
+};
+struct StepCollectiveList {
+  StepCollective items[5];
+  int size = 0;
+};
+StepCollectiveList StepCollectives(const ParallelDims& dims, DpSharding dp_sharding, const TrainingBytes& bytes,
+                                   int64_t dense_elems, int64_t sparse_elems);
 
 // Fraction helpers, exposed for tests. `group` lists ranks in ring order.
 double RingCrossNodeFraction(const std::vector<int64_t>& group, int64_t gpus_per_node);

@@ -154,6 +154,19 @@ double StepCommUs(int64_t wire_bytes, int64_t cross_node_bytes, int64_t group_si
          (cross_node_bytes > 0 ? c.network_latency_us : c.intra_node_latency_us) * (group_size - 1);
 }
 
+MoePhaseShape MoePhaseShapeOf(const ModelSpec& m, const Workload& w, int64_t ep, bool deredundency) {
+  MoePhaseShape shape;
+  shape.ep = ep;
+  shape.num_experts = m.moe.num_experts;
+  shape.routed_tokens = static_cast<double>(w.routed_tokens);
+  shape.top_k = static_cast<double>(m.moe.top_k);
+  shape.hidden = static_cast<double>(m.hidden_size);
+  shape.act_bytes = static_cast<double>(w.act_bytes);
+  shape.f_local = static_cast<double>(w.expert_f_local);
+  shape.deredundency = deredundency;
+  return shape;
+}
+
 MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<int64_t>& ep_group, const MoePhaseShape& s,
                                 const ClusterSpec& c, const CostOptions& o) {
   const double peak = c.dense_bf16_tflops * kFlopsPerUsPerTflops;  // FLOP per microsecond
@@ -534,15 +547,8 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
     throw Error(fmt::format("routing was sampled for oep {}, the plan's deredundency dispatcher uses oep {}", routing.oep,
                             DeredundencyOep(plan)));
   }
-  MoePhaseShape shape;
-  shape.ep = d.ep;
-  shape.num_experts = routing.num_slots > 0 ? routing.num_slots : m.moe.num_experts;  // replicas: physical slots
-  shape.routed_tokens = static_cast<double>(w.routed_tokens);
-  shape.top_k = static_cast<double>(m.moe.top_k);
-  shape.hidden = static_cast<double>(m.hidden_size);
-  shape.act_bytes = static_cast<double>(w.act_bytes);
-  shape.f_local = static_cast<double>(w.expert_f_local);
-  shape.deredundency = deredundency;
+  MoePhaseShape shape = MoePhaseShapeOf(m, w, d.ep, deredundency);
+  if (routing.num_slots > 0) shape.num_experts = routing.num_slots;  // replicas: the physical slots
   const MoePhaseTimes moe = SimulateMoePhases(routing, ep_group, shape, c, o);
   in.moe_phases = &moe;
   in.num_moe_layers = m.NumMoeLayers();

@@ -92,6 +92,9 @@ struct MoePhaseShape {
   bool integer_sums = false;
 };
 
+// The shape of `model`'s MoE layers under workload `w` at EP degree `ep` (integer_sums off).
+MoePhaseShape MoePhaseShapeOf(const ModelSpec& model, const Workload& w, int64_t ep, bool deredundency);
+
 // Those phases over the sampled layers (docs/cost-model.md sections 3.4 to 3.6 and 4), in us per
 // layer and micro-batch, forward, unscaled by recomputation.
 struct MoePhaseTimes {

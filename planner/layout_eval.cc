@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -34,7 +35,9 @@ int GroupIndex(Role role) {
 }
 
 int64_t Ceil(int64_t a, int64_t b) { return (a + b - 1) / b; }
-Wide CeilWide(Wide a, Wide b) { return (a + b - 1) / b; }
+
+constexpr int kMaxTpDim = 8;  // classes' tp_dim is in [-1, kMaxTpDim)
+constexpr size_t kMaxMemoizedCuts = 1 << 16;
 
 // Parameters that get the same placement and local shape under any degrees, `count` of them.
 struct ParamClass {
@@ -43,6 +46,7 @@ struct ParamClass {
   bool routed = false;
   int group = 0;
   int64_t count = 0;
+  int combo = -1;  // index of its (routed, tp_dim) in LayoutEvaluator::Impl::combos
 
   bool SameKind(const ParamInfo& p, int g) const {
     return shape == p.shape && tp_dim == p.tp_dim && routed == p.routed_expert && group == g;
@@ -52,6 +56,9 @@ struct ParamClass {
 // Adds `p` to `classes`, merging it into an equal class.
 void AddToClasses(std::vector<ParamClass>& classes, const ParamInfo& p) {
   const int g = GroupIndex(p.role);
+  if (p.tp_dim < -1 || p.tp_dim >= kMaxTpDim) {
+    throw Error(fmt::format("internal: {} has tp_dim {}, outside the layout evaluator's [-1, {})", p.fqn, p.tp_dim, kMaxTpDim));
+  }
   for (auto& c : classes) {
     if (c.SameKind(p, g)) {
       ++c.count;
@@ -61,50 +68,20 @@ void AddToClasses(std::vector<ParamClass>& classes, const ParamInfo& p) {
   classes.push_back({p.shape, p.tp_dim, p.routed_expert, g, 1});
 }
 
-// The shard steps of one candidate on the first rank of a stage (chunk 0 everywhere), in the
-// terms of PlaceParam (placement.cc); an axis of size 1 is no step.
-struct Cuts {
-  bool megatron = false;
-  bool fsdp = false;           // dp_sharding fsdp: parameters sharded over data parallelism
-  int64_t ep = 1, etp = 1, tp = 1;
-  int64_t sparse_fsdp = 1;     // efsdp (torchtitan) / edp (megatron) axis size
-  int sparse_fsdp_dim = 0;     // Shard(1) when efsdp * ep > num_experts
-  int64_t dense_fsdp = 1;      // dp_shard (or dp) * cp
-  bool dense_routed_dim1 = false;  // routed experts on the dense mesh: Shard(1) when dp_shard * cp > E
-};
-
-// Elements of one parameter of class `c` on the first rank of its stage: `mp` after
-// model-parallel steps only (ModelParallelNumel), `local` after all steps (its placement).
+// Elements of one parameter of class `c` on the first rank of its stage under `cuts` (the
+// placement policy's cuts for the candidate, ShardCutsOf): `mp` after model-parallel cuts only
+// (ModelParallelNumel), `local` after all cuts (its placement).
 struct ClassNumel {
   int64_t mp = 0, local = 0;
   bool sparse = false;
 };
 
-ClassNumel NumelOf(const ParamClass& c, const Cuts& k) {
-  int64_t s[8];
-  const size_t rank = c.shape.size();
-  for (size_t i = 0; i < rank; ++i) s[i] = c.shape[i];
-  auto cut = [&](int dim, int64_t chunks) {
-    if (chunks > 1) s[dim] = Ceil(s[dim], chunks);  // torch.chunk: chunk 0 holds ceil(n / k)
-  };
-  auto numel = [&] {
-    int64_t n = 1;
-    for (size_t i = 0; i < rank; ++i) n *= s[i];  // <= the global numel, checked by BuildInventory
-    return n;
-  };
+ClassNumel NumelOf(const ParamClass& c, const ShardCuts& cuts) {
   ClassNumel out;
-  out.sparse = c.routed && (k.ep > 1 || k.megatron);
-  if (out.sparse) {
-    if (c.tp_dim >= 0) cut(c.tp_dim, k.etp);
-    cut(0, k.ep);
-    out.mp = numel();
-    if (k.fsdp) cut(k.sparse_fsdp_dim, k.sparse_fsdp);
-  } else {
-    if (c.tp_dim >= 0) cut(c.tp_dim, k.tp);
-    out.mp = numel();
-    if (k.fsdp) cut(c.routed && k.dense_routed_dim1 ? 1 : 0, k.dense_fsdp);
-  }
-  out.local = numel();
+  out.sparse = cuts.sparse_mesh;
+  const FirstChunkElems n = FirstChunkNumel(c.shape, cuts);
+  out.mp = n.model_parallel;
+  out.local = n.local;
   return out;
 }
 
@@ -113,8 +90,8 @@ struct UnitSums {
   Wide local[kNumGroups][2] = {};  // placed elements by role group and mesh (0 dense, 1 sparse)
   Wide mp[2] = {};                 // model-parallel elements by mesh
 
-  void Add(const ParamClass& c, const Cuts& k) {
-    const ClassNumel n = NumelOf(c, k);
+  void Add(const ParamClass& c, const ShardCuts& cuts) {
+    const ClassNumel n = NumelOf(c, cuts);
     local[c.group][n.sparse] += static_cast<Wide>(n.local) * c.count;
     mp[n.sparse] += static_cast<Wide>(n.mp) * c.count;
   }
@@ -156,30 +133,66 @@ struct LayoutEvaluator::Impl {
   Wide all_params = 0;                  // every inventory element (+ a tied copy), for overflow guards
   bool training_ok[2] = {false, false}; // ValidateTraining per dispatcher (all_to_all, deredundency)
   TrainingConfig training[2];           // resolved per dispatcher
+  TrainingBytes training_bytes[2];      // their dtype sizes (valid where training_ok)
   std::map<int64_t, Split> splits;      // per pp
   std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, bool>, MoePhaseTimes> moe_cache;
-  std::vector<UnitSums> kind_sums;      // scratch, per kind
+  // The (routed, tp_dim) combinations of the classes: the placement policy (ShardCutsOf) depends
+  // on nothing else of a parameter, so a candidate's cuts are computed once per combination.
+  std::vector<std::pair<bool, int>> combos;
+  // Unit sums of every class under one set of cuts, memoized by the cuts themselves (their dims,
+  // chunks and meshes): the sums are a pure function of the classes and the cuts, and many
+  // candidates share cuts (pp, dp_replicate and the dispatcher do not change them).
+  struct ClassSums {
+    std::vector<UnitSums> kinds;
+    UnitSums embedding, root, tied_copy;
+  };
+  std::unordered_map<std::string, ClassSums> class_sums;
+  std::string key;                      // scratch
+  std::vector<ShardCuts> cuts;          // scratch, per combo
+
+  int ComboOf(bool routed, int tp_dim) {
+    for (size_t i = 0; i < combos.size(); ++i) {
+      if (combos[i] == std::make_pair(routed, tp_dim)) return static_cast<int>(i);
+    }
+    combos.push_back({routed, tp_dim});
+    return static_cast<int>(combos.size()) - 1;
+  }
+
+  const ClassSums& SumsFor(const ParallelDims& d, int64_t num_experts, bool fsdp) {
+    key.clear();
+    for (size_t i = 0; i < combos.size(); ++i) {
+      cuts[i] = ShardCutsOf(combos[i].first, combos[i].second, d, num_experts, fsdp);
+      const ShardCuts& c = cuts[i];
+      key.push_back(static_cast<char>(c.sparse_mesh));
+      key.push_back(static_cast<char>(c.size));
+      for (int j = 0; j < c.size; ++j) {
+        key.push_back(static_cast<char>(c.cuts[j].dim));
+        key.push_back(static_cast<char>(c.cuts[j].data_parallel));
+        key.append(reinterpret_cast<const char*>(&c.cuts[j].num_chunks), sizeof(int64_t));
+      }
+    }
+    auto it = class_sums.find(key);
+    if (it != class_sums.end()) return it->second;
+    if (class_sums.size() >= kMaxMemoizedCuts) class_sums.clear();  // bounds the memory of huge searches
+    ClassSums sums;
+    sums.kinds.resize(kinds.size());
+    for (size_t i = 0; i < kinds.size(); ++i) {
+      for (const auto& pc : kinds[i].classes) sums.kinds[i].Add(pc, cuts[pc.combo]);
+    }
+    for (const auto& pc : embedding) sums.embedding.Add(pc, cuts[pc.combo]);
+    for (const auto& pc : root) sums.root.Add(pc, cuts[pc.combo]);
+    if (tied_copy.combo >= 0) sums.tied_copy.Add(tied_copy, cuts[tied_copy.combo]);
+    return class_sums.emplace(key, std::move(sums)).first->second;
+  }
 
   const Split& SplitFor(const ModelSpec& m, const TrainingConfig& t, int64_t pp) {
     auto it = splits.find(pp);
     if (it != splits.end()) return it->second;
     Split s;
-    if (t.pp_layer_split.empty()) {
-      s.layer_stage = EvenLayerSplit(m.num_hidden_layers, pp);
-    } else {
-      // BuildPlan's checks of a given split.
-      const auto& split = t.pp_layer_split;
-      int64_t total = 0;
-      for (int64_t n : split) {
-        if (n < 1 || n > m.num_hidden_layers) s.valid = false;
-        total += n;
-      }
-      if (static_cast<int64_t>(split.size()) != pp || total != m.num_hidden_layers) s.valid = false;
-      if (s.valid) {
-        for (int64_t st = 0; st < pp; ++st) {
-          for (int64_t i = 0; i < split[st]; ++i) s.layer_stage.push_back(st);
-        }
-      }
+    try {
+      s.layer_stage = ResolveLayerSplit(t, m.num_hidden_layers, pp);  // once per pp: the result is cached
+    } catch (const Error&) {
+      s.valid = false;
     }
     if (s.valid) {
       s.kind_count.assign(pp, std::vector<int64_t>(kinds.size(), 0));
@@ -250,7 +263,14 @@ LayoutEvaluator::LayoutEvaluator(const ModelSpec& model, const SearchOptions& op
     if (im.first_kind[which] < 0) im.first_kind[which] = kind;
     if (model_.moe_layers[l]) ++im.num_moe_layers;
   }
-  im.kind_sums.resize(im.kinds.size());
+  for (auto& kind : im.kinds) {
+    for (auto& pc : kind.classes) pc.combo = im.ComboOf(pc.routed, pc.tp_dim);
+  }
+  for (auto* unit : {&im.embedding, &im.root}) {
+    for (auto& pc : *unit) pc.combo = im.ComboOf(pc.routed, pc.tp_dim);
+  }
+  if (!inventory_.params.empty()) im.tied_copy.combo = im.ComboOf(im.tied_copy.routed, im.tied_copy.tp_dim);
+  im.cuts.resize(im.combos.size());
   // Training settings per dispatcher, validated and resolved as BuildPlan does.
   const char* dispatchers[2] = {"all_to_all", "deredundency"};
   for (int i = 0; i < 2; ++i) {
@@ -260,6 +280,7 @@ LayoutEvaluator::LayoutEvaluator(const ModelSpec& model, const SearchOptions& op
     if (t.dispatcher != "deredundency") t.oep.reset();  // a spec's oep is the deredundency dispatcher's
     try {
       ValidateTraining(t, "training.");
+      im.training_bytes[i] = TrainingBytesOf(t);
       im.training_ok[i] = true;
     } catch (const Error&) {
       im.training_ok[i] = false;
@@ -287,9 +308,7 @@ void LayoutEvaluator::ExpectCandidates(const std::vector<LayoutCandidate>& candi
   for (const auto& c : candidates) {
     const auto& d = c.dims;
     if (d.cp < 1 || d.tp < 1) continue;
-    // ComputeWorkload's T_r.
-    const int64_t local = (seq_tokens + d.cp - 1) / d.cp;
-    tokens.push_back(d.tp > 1 && d.ep > 1 && d.etp == 1 ? (local + d.tp - 1) / d.tp : local);
+    tokens.push_back(RoutedTokens((seq_tokens + d.cp - 1) / d.cp, d.tp, d.ep, d.etp));
   }
   std::sort(tokens.begin(), tokens.end());
   tokens.erase(std::unique(tokens.begin(), tokens.end()), tokens.end());
@@ -315,7 +334,7 @@ LayoutEvaluation LayoutEvaluator::EvaluateReference(const LayoutCandidate& c, bo
   if (t.dispatcher != "deredundency") t.oep.reset();
   Plan plan;
   try {
-    plan = BuildPlan(model_, inventory_, c.dims, t, /*lite=*/true);
+    plan = BuildPlan(model_, inventory_, c.dims, t);
   } catch (const Error&) {
     r.status = LayoutEvaluation::Status::kInvalid;
     return r;
@@ -363,111 +382,68 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   // --- Per-candidate shard steps and the elements of every unit on the first rank of a stage.
   const bool megatron = d.convention == Convention::kMegatron;
   const DpSharding strategy = *t.dp_sharding;
-  Cuts k;
-  k.megatron = megatron;
-  k.fsdp = strategy == DpSharding::kFsdp;
-  k.ep = d.ep;
-  k.etp = d.etp;
-  k.tp = d.tp;
-  k.sparse_fsdp = megatron ? d.edp() : d.efsdp;
-  k.sparse_fsdp_dim = d.efsdp * d.ep > m.moe.num_experts ? 1 : 0;
-  k.dense_fsdp = (megatron ? d.dp_replicate * d.dp_shard : d.dp_shard) * d.cp;
-  k.dense_routed_dim1 = d.dp_shard * d.cp > m.moe.num_experts;
+  const Impl::ClassSums& sums = im.SumsFor(d, m.moe.num_experts, strategy == DpSharding::kFsdp);
+  const std::vector<UnitSums>& kind_sums = sums.kinds;
   const size_t nk = im.kinds.size();
-  for (size_t i = 0; i < nk; ++i) {
-    UnitSums& u = im.kind_sums[i];
-    u = UnitSums();
-    for (const auto& pc : im.kinds[i].classes) u.Add(pc, k);
-  }
-  UnitSums emb, root;
-  for (const auto& pc : im.embedding) emb.Add(pc, k);
-  for (const auto& pc : im.root) root.Add(pc, k);
-  if (m.tie_word_embeddings && d.pp > 1) root.Add(im.tied_copy, k);
+  const UnitSums& emb = sums.embedding;
+  UnitSums root = sums.root;
+  if (m.tie_word_embeddings && d.pp > 1) root.AddScaled(sums.tied_copy, 1);
 
-  // --- Memory (ComputeMemory's worst peak): static bytes of the first rank of each stage,
-  // activations and communication buffers.
+  // --- Memory (ComputeMemory's worst peak), by the rules of memory.h: static bytes of the first
+  // rank of each stage, activations and communication buffers.
   const Workload w = ComputeWorkload(m, d, t);
-  const int64_t param_b = DtypeBytes(t.param_dtype, "param_dtype");
-  const int64_t grad_b = DtypeBytes(t.grad_dtype, "grad_dtype");
-  const int64_t moments_b = t.optimizer == Optimizer::kAdamW ? 8 : 0;
-  const int64_t master_b = param_b == 4 ? 0 : 4;
+  const TrainingBytes& tb = im.training_bytes[di];
   const int64_t h = m.hidden_size;
   bool fallback = false;
   auto fits = [&](Wide v) {
     if (v > kInt64Max) fallback = true;
     return v;
   };
-  // Activations of one layer of each kind present (the reference forms the same terms).
+  // Activations of one layer of each kind present.
   LayerActivationBytes act_layer[2];  // [0] MoE, [1] dense
-  Wide act_sum[2] = {0, 0};
   for (int which = 0; which < 2; ++which) {
-    if (im.first_kind[which] < 0) continue;
-    act_layer[which] = LayerActivations(m, t.recompute, w, which == 0);
-    const auto& a = act_layer[which];
-    act_sum[which] = static_cast<Wide>(a.attention) + a.norm + a.dense_mlp + a.router + a.routed_experts + a.shared_experts;
+    if (im.first_kind[which] >= 0) act_layer[which] = LayerActivations(m, t.recompute, w, which == 0);
   }
-  const Wide layer_input = fits(static_cast<Wide>(Ceil(w.tokens, w.tp_shards)) * h * w.act_bytes);  // checkpoint / embedding output
+  const LayerActivationTable act_table = ActivationTable(act_layer[0], act_layer[1]);
+  const Wide layer_input = static_cast<Wide>(Ceil(w.tokens, w.tp_shards)) * h * w.act_bytes;
+  const Wide logits = static_cast<Wide>(w.tokens) * Ceil(m.vocab_size, d.tp) * 4;
   Wide worst_peak = -1, static_rank0 = 0, dense0 = 0, sparse0 = 0;
   const bool deredundency = d.ep > 1 && t.dispatcher == "deredundency";
   const int64_t oep = deredundency ? DeredundencyOep(t, d.ep) : 1;
   for (int64_t s = 0; s < d.pp; ++s) {
     UnitSums st;
-    for (size_t i = 0; i < nk; ++i) st.AddScaled(im.kind_sums[i], split.kind_count[s][i]);
+    for (size_t i = 0; i < nk; ++i) st.AddScaled(kind_sums[i], split.kind_count[s][i]);
     if (s == 0) st.AddScaled(emb, 1);
     if (s == d.pp - 1) st.AddScaled(root, 1);
-    // Static memory (StaticMemoryOnRank).
     Wide stat = 0;
     for (int g = 0; g < kNumGroups; ++g) {
-      const Wide both = st.local[g][0] + st.local[g][1];
-      if (strategy == DpSharding::kFsdp) {
-        stat += both * (4 + grad_b + moments_b);
-      } else {
-        stat += both * (param_b + grad_b);
-        if (strategy == DpSharding::kDdp) {
-          stat += both * (master_b + moments_b);
-        } else {
-          stat += CeilWide(st.local[g][0], d.dp_shard * d.cp) * (master_b + moments_b);
-          stat += CeilWide(st.local[g][1], d.efsdp) * (master_b + moments_b);
-        }
-      }
+      const StaticBytes b = StaticBytesOf(st.local[g][0], st.local[g][1], d, strategy, tb);
+      stat += fits(b.params) + fits(b.grads) + fits(b.optimizer);
     }
     if (s == 0) {
       static_rank0 = stat;
       dense0 = st.mp[0];
       sparse0 = st.mp[1];
     }
-    // Activations (ActivationBytesPerMicrobatch x in-flight micro-batches, + logits).
-    const int64_t in_flight = InFlightMicrobatches(d, t, s);
-    const int64_t nm = split.moe_layers[s], nd = split.dense_layers[s];
-    Wide act = 0;
-    if (t.recompute == Recompute::kFull) {
-      Wide largest = 0;
-      if (nm > 0) largest = std::max(largest, act_sum[0]);
-      if (nd > 0) largest = std::max(largest, act_sum[1]);
-      act = largest + layer_input * (nm + nd) * in_flight;
-    } else {
-      act = (act_sum[0] * nm + act_sum[1] * nd) * in_flight;
-    }
-    if (s == 0) act += layer_input * in_flight;  // the embedding output
-    if (s == d.pp - 1) act += static_cast<Wide>(w.tokens) * Ceil(m.vocab_size, d.tp) * 4;  // fp32 logits
-    // Communication buffers.
-    Wide buf = 0;
-    if (strategy == DpSharding::kFsdp) {
-      Wide largest = 0;
+    StageLayers layers;
+    layers.moe_layers = split.moe_layers[s];
+    layers.dense_layers = split.dense_layers[s];
+    layers.first_stage = s == 0;
+    layers.last_stage = s == d.pp - 1;
+    layers.in_flight = InFlightMicrobatches(d, t, s);
+    const Wide act = StageActivations(act_table, layers, t.recompute, layer_input, logits, /*by_kind=*/false).total;
+    // The largest FSDP unit (FsdpUnitOf): a layer's dense part or its experts on the sparse mesh,
+    // the embedding, the root.
+    Wide largest = 0;
+    if (*t.dp_sharding == DpSharding::kFsdp) {
       for (size_t i = 0; i < nk; ++i) {
         if (split.kind_count[s][i] == 0) continue;
-        largest = std::max({largest, im.kind_sums[i].mp[0], im.kind_sums[i].mp[1]});
+        largest = std::max({largest, kind_sums[i].mp[0], kind_sums[i].mp[1]});
       }
       if (s == 0) largest = std::max(largest, emb.mp[0] + emb.mp[1]);
       if (s == d.pp - 1) largest = std::max(largest, root.mp[0] + root.mp[1]);
-      buf += largest * param_b * 2 + largest * grad_b;
     }
-    if (d.ep > 1 && nm > 0) {
-      if (t.dispatcher == "deredundency") buf += static_cast<Wide>(oep) * w.mean_received_rows * h * (2 * w.act_bytes);
-      buf += static_cast<Wide>(w.mean_received_rows + w.received_rows) * h * w.act_bytes;
-    }
-    if (d.tp > 1) buf += static_cast<Wide>(w.tokens) * h * w.act_bytes;
-    if (d.pp > 1) buf += static_cast<Wide>(Ceil(w.tokens, d.tp)) * h * (2 * w.act_bytes);
+    const Wide buf = StageBuffers(largest, layers.moe_layers > 0, w, d, t, tb, oep, h).total;
     const Wide peak = fits(fits(stat) + fits(act) + fits(buf));
     worst_peak = std::max(worst_peak, peak);
   }
@@ -510,7 +486,7 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   in.sparse_dp_group = strided(sparse_dp_n, sparse_stride);
   for (int which = 0; which < 2; ++which) {
     if (im.first_kind[which] < 0) continue;
-    const UnitSums& u = im.kind_sums[im.first_kind[which]];
+    const UnitSums& u = kind_sums[im.first_kind[which]];
     if (u.mp[0] >= kExactDouble || u.mp[1] >= kExactDouble) {
       ++fallbacks_;
       return EvaluateReference(c, simulate_over_budget);
@@ -526,15 +502,7 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
     const auto start = std::chrono::steady_clock::now();
     std::vector<int64_t> ep_group(d.ep);
     for (int64_t i = 0; i < d.ep; ++i) ep_group[i] = i * d.etp;
-    MoePhaseShape shape;
-    shape.ep = d.ep;
-    shape.num_experts = m.moe.num_experts;
-    shape.routed_tokens = static_cast<double>(w.routed_tokens);
-    shape.top_k = static_cast<double>(m.moe.top_k);
-    shape.hidden = static_cast<double>(m.hidden_size);
-    shape.act_bytes = static_cast<double>(w.act_bytes);
-    shape.f_local = static_cast<double>(w.expert_f_local);
-    shape.deredundency = deredundency;
+    MoePhaseShape shape = MoePhaseShapeOf(m, w, d.ep, deredundency);
     shape.integer_sums = true;
     mit = im.moe_cache.emplace(moe_key, SimulateMoePhases(routing, ep_group, shape, options_.cluster)).first;
     cache_fill_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -542,30 +510,16 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   in.moe_phases = &mit->second;
   in.num_moe_layers = im.num_moe_layers;
   in.layer_stage = &split.layer_stage;
-  // Step-end data-parallel collectives of rank 0 (ComputeComm's "step" entries, in its order).
+  // Step-end data-parallel collectives of rank 0 (comm.h StepCollectives, in ComputeComm's order).
   {
-    const int64_t dense_elems = static_cast<int64_t>(dense0), sparse_elems = static_cast<int64_t>(sparse0);
-    const ClusterSpec& cl = options_.cluster;
-    auto entry = [&](const char* collective, int64_t n, int64_t stride, int64_t bytes) {
-      if (n < 2 || bytes == 0) return;
-      const double wire = CollectiveWireBytes(collective, n, 1, bytes);
-      const double frac = RingCrossNodeFractionStrided(n, stride, g);
-      in.dp_step_comm_us += StepCommUs(static_cast<int64_t>(wire), static_cast<int64_t>(wire * frac), n, cl);
-    };
-    const int64_t replicate_n = megatron ? 1 : d.dp_replicate;
-    const int64_t replicate_stride = d.dp_shard * d.cp * d.tp;
-    const int64_t shards = Ceil(dense_elems, dense_dp_n) + Ceil(sparse_elems, sparse_dp_n);
-    if (strategy == DpSharding::kFsdp) {
-      entry("all_reduce", replicate_n, replicate_stride, shards * grad_b);
-    } else if (strategy == DpSharding::kZero1) {
-      entry("reduce_scatter", dense_dp_n, d.tp, dense_elems * grad_b);
-      entry("all_gather", dense_dp_n, d.tp, dense_elems * param_b);
-      entry("reduce_scatter", sparse_dp_n, sparse_stride, sparse_elems * grad_b);
-      entry("all_gather", sparse_dp_n, sparse_stride, sparse_elems * param_b);
-      entry("all_reduce", replicate_n, replicate_stride, shards * grad_b);
-    } else {
-      entry("all_reduce", (megatron ? 1 : d.dp_replicate) * dense_dp_n, d.tp, dense_elems * grad_b);
-      entry("all_reduce", (megatron ? 1 : d.dp_replicate) * sparse_dp_n, sparse_stride, sparse_elems * grad_b);
+    const StepCollectiveList step = StepCollectives(d, strategy, tb, static_cast<int64_t>(dense0), static_cast<int64_t>(sparse0));
+    for (int i = 0; i < step.size; ++i) {
+      const StepCollective& e = step.items[i];
+      if (e.group_size < 2 || e.bytes == 0) continue;
+      const double wire = CollectiveWireBytes(e.collective, e.group_size, 1, e.bytes);
+      const double frac = RingCrossNodeFractionStrided(e.group_size, e.stride, g);
+      in.dp_step_comm_us += StepCommUs(static_cast<int64_t>(wire), static_cast<int64_t>(wire * frac), e.group_size,
+                                       options_.cluster);
     }
   }
   in.static_bytes_rank0 = static_cast<int64_t>(static_rank0);

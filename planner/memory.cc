@@ -15,59 +15,41 @@ bool OnSparseMesh(const Plan& plan, size_t i) { return plan.placements[i].sparse
 
 int64_t Ceil(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// Narrows a 128-bit byte count for a report, naming what overflowed.
+int64_t Narrow(WideInt v, const char* what) {
+  if (v > static_cast<WideInt>(INT64_MAX)) throw Error(fmt::format("{} overflow a signed 64-bit integer", what));
+  return static_cast<int64_t>(v);
+}
+
 }  // namespace
 
 MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank) {
-  const auto& t = plan.training;
-  const auto& d = plan.dims;
-  const DpSharding strategy = *t.dp_sharding;
-  const int64_t param_b = DtypeBytes(t.param_dtype, "param_dtype");
-  const int64_t grad_b = DtypeBytes(t.grad_dtype, "grad_dtype");
-  const int64_t moments_b = t.optimizer == Optimizer::kAdamW ? 8 : 0;  // exp_avg + exp_avg_sq, fp32
-  const int64_t master_b = param_b == 4 ? 0 : 4;                        // fp32 master copy
   const int64_t stage = plan.meshes.dense.Coord(rank, 0);
-  // Accumulate per role group (keyed by the group's literal) without building strings per
-  // parameter: this runs for every rank of the world.
-  struct Acc {
-    int64_t params = 0, grads = 0, opt = 0, zero1_dense = 0, zero1_sparse = 0;
-  };
-  std::map<const char*, Acc> acc;
+  // Local elements per role group (keyed by the group's literal) and mesh, without building
+  // strings per parameter: this runs for every rank of the world.
+  std::map<const char*, std::pair<int64_t, int64_t>> elems;  // group -> (dense, sparse)
   for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
     if (plan.placements[i].stage != stage) continue;
     const auto& p = plan.inventory.params[i];
-    Acc& a = acc[RoleGroup(p.role)];
-    const int64_t local = LocalNumelOnRank(p, plan.placements[i], plan.MeshOf(i), rank);
-    if (strategy == DpSharding::kFsdp) {
-      a.params = CheckedAdd(a.params, CheckedMul(local, 4, p.fqn), "params bytes");  // FSDP2 keeps the shard in fp32
-      a.grads = CheckedAdd(a.grads, CheckedMul(local, grad_b, p.fqn), "grads bytes");
-      a.opt = CheckedAdd(a.opt, CheckedMul(local, moments_b, p.fqn), "optimizer bytes");
-    } else {
-      a.params = CheckedAdd(a.params, CheckedMul(local, param_b, p.fqn), "params bytes");
-      a.grads = CheckedAdd(a.grads, CheckedMul(local, grad_b, p.fqn), "grads bytes");
-      if (strategy == DpSharding::kDdp) {
-        a.opt = CheckedAdd(a.opt, CheckedMul(local, master_b + moments_b, p.fqn), "optimizer bytes");
-      } else {
-        int64_t& elems = OnSparseMesh(plan, i) ? a.zero1_sparse : a.zero1_dense;
-        elems = CheckedAdd(elems, local, "optimizer elements");
-      }
-    }
+    auto& e = elems[RoleGroup(p.role)];
+    int64_t& n = OnSparseMesh(plan, i) ? e.second : e.first;
+    n = CheckedAdd(n, LocalNumelOnRank(p, plan.placements[i], plan.MeshOf(i), rank), "local elements");
   }
   MemoryBreakdown m;
-  for (auto& [group, a] : acc) {
-    // ZeRO-1: Megatron's distributed optimizer shards over the data-parallel group with cp for
-    // dense parameters and over the expert-data-parallel group for experts (replicas over
-    // dp_replicate).
-    a.opt = CheckedAdd(a.opt, CheckedMul(Ceil(a.zero1_dense, d.dp_shard * d.cp), master_b + moments_b, "optimizer bytes"),
-                       "optimizer bytes");
-    a.opt = CheckedAdd(a.opt, CheckedMul(Ceil(a.zero1_sparse, d.efsdp), master_b + moments_b, "optimizer bytes"),
-                       "optimizer bytes");
-    m.params_by_role[group] = a.params;
-    m.grads_by_role[group] = a.grads;
-    if (a.opt) m.optimizer_by_role[group] = a.opt;
-    m.params_bytes = CheckedAdd(m.params_bytes, a.params, "params bytes");
-    m.grads_bytes = CheckedAdd(m.grads_bytes, a.grads, "grads bytes");
-    m.optimizer_bytes = CheckedAdd(m.optimizer_bytes, a.opt, "optimizer bytes");
+  WideInt params = 0, grads = 0, opt = 0;
+  const TrainingBytes tb = TrainingBytesOf(plan.training);
+  for (const auto& [group, e] : elems) {
+    const StaticBytes b = StaticBytesOf(e.first, e.second, plan.dims, *plan.training.dp_sharding, tb);
+    m.params_by_role[group] = Narrow(b.params, "params bytes");
+    m.grads_by_role[group] = Narrow(b.grads, "grads bytes");
+    if (b.optimizer) m.optimizer_by_role[group] = Narrow(b.optimizer, "optimizer bytes");
+    params += b.params;
+    grads += b.grads;
+    opt += b.optimizer;
   }
+  m.params_bytes = Narrow(params, "params bytes");
+  m.grads_bytes = Narrow(grads, "grads bytes");
+  m.optimizer_bytes = Narrow(opt, "optimizer bytes");
   return m;
 }
 
@@ -128,59 +110,153 @@ LayerActivationBytes LayerActivations(const ModelSpec& m, Recompute rc, const Wo
   return g;
 }
 
-std::map<std::string, int64_t> ActivationBytesPerMicrobatch(const Plan& plan, const Workload& w, int64_t stage) {
+const char* ActivationKindName(ActivationKind kind) {
+  static constexpr const char* kNames[] = {"attention",      "norm",        "dense_mlp", "router", "routed_experts",
+                                           "shared_experts", "checkpoints", "embedding", "logits"};
+  return kNames[static_cast<int>(kind)];
+}
+
+LayerActivationTable ActivationTable(const LayerActivationBytes& moe, const LayerActivationBytes& dense) {
+  using K = ActivationKind;
+  LayerActivationTable t;
+  auto set = [&](int which, K k, int64_t v) {
+    t.bytes[which][static_cast<int>(k)] = v;
+    t.present[which][static_cast<int>(k)] = true;
+    t.sum[which] += v;
+  };
+  set(0, K::kAttention, moe.attention);
+  set(0, K::kNorm, moe.norm);
+  set(0, K::kRouter, moe.router);
+  set(0, K::kRoutedExperts, moe.routed_experts);
+  if (moe.shared_experts_present) set(0, K::kSharedExperts, moe.shared_experts);
+  set(1, K::kAttention, dense.attention);
+  set(1, K::kNorm, dense.norm);
+  set(1, K::kDenseMlp, dense.dense_mlp);
+  return t;
+}
+
+StageActivationBytes StageActivations(const LayerActivationTable& layer, const StageLayers& st, Recompute recompute,
+                                      WideInt layer_input_bytes, WideInt logits_bytes, bool by_kind) {
+  using K = ActivationKind;
+  constexpr int kKinds = static_cast<int>(K::kCount);
+  const int64_t count[2] = {st.moe_layers, st.dense_layers};
+  StageActivationBytes out;
+  auto add = [&](K k, WideInt v) {
+    out.total += v;
+    if (!by_kind) return;
+    out.bytes[static_cast<int>(k)] += v;
+    out.present[static_cast<int>(k)] = true;
+  };
+  // `times` copies of every kind of layer `which`.
+  auto add_layer = [&](int which, WideInt times) {
+    if (!by_kind) {
+      out.total += layer.sum[which] * times;
+      return;
+    }
+    for (int k = 0; k < kKinds; ++k) {
+      if (layer.present[which][k]) add(static_cast<K>(k), layer.bytes[which][k] * times);
+    }
+  };
+  if (recompute == Recompute::kFull) {
+    // Each layer's input is kept for every micro-batch in flight; one layer (the largest, the
+    // first of equals in layer order) is rebuilt at a time in backward.
+    add(K::kCheckpoints, layer_input_bytes * (count[0] + count[1]) * st.in_flight);
+    int largest = -1;
+    const int order[2] = {st.moe_first ? 0 : 1, st.moe_first ? 1 : 0};
+    for (int which : order) {
+      if (count[which] > 0 && (largest < 0 || layer.sum[which] > layer.sum[largest])) largest = which;
+    }
+    if (largest >= 0) add_layer(largest, 1);
+  } else {
+    for (int which = 0; which < 2; ++which) {
+      if (count[which] > 0) add_layer(which, static_cast<WideInt>(count[which]) * st.in_flight);
+    }
+  }
+  if (st.first_stage) add(K::kEmbedding, layer_input_bytes * st.in_flight);
+  if (st.last_stage) add(K::kLogits, logits_bytes);
+  return out;
+}
+
+const char* BufferUseName(BufferUse use) {
+  static constexpr const char* kNames[] = {"fsdp_all_gather", "fsdp_reduce_scatter", "deredundency",
+                                           "all_to_all",      "tp_all_gather",       "pp_send_recv"};
+  return kNames[static_cast<int>(use)];
+}
+
+StageBufferBytes StageBuffers(WideInt largest_fsdp_unit, bool has_moe_layers, const Workload& w, const ParallelDims& d,
+                              const TrainingConfig& t, const TrainingBytes& tb, int64_t oep, int64_t h) {
+  StageBufferBytes out;
+  auto set = [&](BufferUse use, WideInt v) {
+    out.bytes[static_cast<int>(use)] = v;
+    out.present[static_cast<int>(use)] = true;
+    out.total += v;
+  };
+  if (*t.dp_sharding == DpSharding::kFsdp) {
+    set(BufferUse::kFsdpAllGather, largest_fsdp_unit * tb.param * 2);
+    set(BufferUse::kFsdpReduceScatter, largest_fsdp_unit * tb.grad);
+  }
+  if (d.ep > 1 && has_moe_layers) {
+    if (t.dispatcher == "deredundency") {
+      set(BufferUse::kDeredundency, static_cast<WideInt>(oep) * w.mean_received_rows * h * (2 * w.act_bytes));
+    }
+    set(BufferUse::kAllToAll, static_cast<WideInt>(w.mean_received_rows + w.received_rows) * h * w.act_bytes);
+  }
+  if (d.tp > 1) set(BufferUse::kTpAllGather, static_cast<WideInt>(w.tokens) * h * w.act_bytes);
+  if (d.pp > 1) set(BufferUse::kPpSendRecv, static_cast<WideInt>(Ceil(w.tokens, d.tp)) * h * (2 * w.act_bytes));
+  return out;
+}
+
+std::pair<int64_t, bool> FsdpUnitOf(const ParamInfo& p, bool sparse_mesh) {
+  // torchtitan wraps a layer's experts separately only when they live on the sparse mesh.
+  if (p.layer >= 0) return {p.layer, sparse_mesh};
+  return {p.role == Role::kEmbedding ? -1 : -2, false};
+}
+
+namespace {
+
+// The layers of `stage`: counts by kind and the kind of the first.
+StageLayers LayersOfStage(const Plan& plan, int64_t stage) {
+  StageLayers st;
+  bool first = true;
+  for (int64_t l = 0; l < plan.model.num_hidden_layers; ++l) {
+    if (plan.layer_stage[l] != stage) continue;
+    const bool moe = plan.model.moe_layers[l];
+    if (first) st.moe_first = moe;
+    first = false;
+    ++(moe ? st.moe_layers : st.dense_layers);
+  }
+  st.first_stage = stage == 0;
+  st.last_stage = stage == plan.dims.pp - 1;
+  return st;
+}
+
+// Activations of a stage of `plan` (one micro-batch in flight unless `in_flight` says otherwise).
+StageActivationBytes PlanStageActivations(const Plan& plan, const Workload& w, StageLayers st, bool with_logits) {
   const auto& m = plan.model;
   const Recompute rc = plan.training.recompute;
-  const int64_t ab = w.act_bytes, t = w.tp_shards, T = w.tokens, h = m.hidden_size;
-  const int64_t ts = Ceil(T, t);  // sequence-parallel shard of the residual stream
-  using Wide = __int128;
-  auto mul = [](Wide x, Wide y) { return x * y; };
-  auto narrow = [&](Wide v) {
-    if (v > static_cast<Wide>(INT64_MAX)) {
-      throw Error(fmt::format("activation bytes of one micro-batch overflow a signed 64-bit integer (tokens per rank {}, "
-                              "hidden_size {})", T, h));
-    }
-    return static_cast<int64_t>(v);
-  };
-  // One layer's activations by group (bytes), no recomputation applied except `selective`.
-  auto layer = [&](int64_t l) {
-    const LayerActivationBytes b = LayerActivations(m, rc, w, m.moe_layers[l]);
-    std::map<std::string, int64_t> g;
-    g["attention"] = b.attention;
-    g["norm"] = b.norm;
-    if (!b.moe_layer) {
-      g["dense_mlp"] = b.dense_mlp;
-    } else {
-      g["router"] = b.router;
-      g["routed_experts"] = b.routed_experts;
-      if (b.shared_experts_present) g["shared_experts"] = b.shared_experts;
-    }
-    return g;
-  };
-  std::map<std::string, int64_t> total;
-  std::map<std::string, int64_t> largest_layer;
-  int64_t largest = -1;
-  for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
-    if (plan.layer_stage[l] != stage) continue;
-    auto g = layer(l);
-    if (rc == Recompute::kFull) {
-      // Full recomputation keeps each layer's input; one layer is rebuilt at a time in backward.
-      total["checkpoints"] = CheckedAdd(total["checkpoints"], narrow(mul(mul(ts, h), ab)), "activation bytes");
-      int64_t sum = 0;
-      for (const auto& [k, v] : g) sum = CheckedAdd(sum, v, "activation bytes");
-      if (sum > largest) {
-        largest = sum;
-        largest_layer = g;
-      }
-    } else {
-      for (const auto& [k, v] : g) total[k] = CheckedAdd(total[k], v, "activation bytes");
-    }
+  // Only the kinds the stage has (LayerActivations throws on overflow).
+  const LayerActivationBytes moe = st.moe_layers > 0 ? LayerActivations(m, rc, w, true) : LayerActivationBytes{};
+  const LayerActivationBytes dense = st.dense_layers > 0 ? LayerActivations(m, rc, w, false) : LayerActivationBytes{};
+  const WideInt layer_input = static_cast<WideInt>(Ceil(w.tokens, w.tp_shards)) * m.hidden_size * w.act_bytes;
+  const WideInt logits = static_cast<WideInt>(w.tokens) * Ceil(m.vocab_size, plan.dims.tp) * 4;
+  if (!with_logits) st.last_stage = false;
+  return StageActivations(ActivationTable(moe, dense), st, rc, layer_input, logits);
+}
+
+std::map<std::string, int64_t> ActivationMap(const StageActivationBytes& a) {
+  std::map<std::string, int64_t> out;
+  for (int k = 0; k < static_cast<int>(ActivationKind::kCount); ++k) {
+    if (a.present[k]) out[ActivationKindName(static_cast<ActivationKind>(k))] = Narrow(a.bytes[k], "activation bytes");
   }
-  if (rc == Recompute::kFull) {
-    for (const auto& [k, v] : largest_layer) total[k] = CheckedAdd(total[k], v, "activation bytes");
-  }
-  if (stage == 0) total["embedding"] = CheckedAdd(total["embedding"], narrow(mul(mul(ts, h), ab)), "activation bytes");
-  return total;
+  return out;
+}
+
+}  // namespace
+
+std::map<std::string, int64_t> ActivationBytesPerMicrobatch(const Plan& plan, const Workload& w, int64_t stage) {
+  StageLayers st = LayersOfStage(plan, stage);
+  st.in_flight = 1;
+  return ActivationMap(PlanStageActivations(plan, w, st, /*with_logits=*/false));
 }
 
 MemoryReport ComputeMemory(const Plan& plan) {
@@ -190,8 +266,6 @@ MemoryReport ComputeMemory(const Plan& plan) {
   const auto& w = r.workload;
   const auto& t = plan.training;
   const auto& d = plan.dims;
-  const int64_t param_b = DtypeBytes(t.param_dtype, "param_dtype");
-  const int64_t grad_b = DtypeBytes(t.grad_dtype, "grad_dtype");
   const int64_t h = plan.model.hidden_size;
   const int64_t stage_size = d.stage_size();
   r.worst_peak_bytes = -1;
@@ -199,64 +273,31 @@ MemoryReport ComputeMemory(const Plan& plan) {
     StageMemory sm;
     sm.stage = s;
     sm.in_flight_microbatches = InFlightMicrobatches(plan, s);
-    // Activations: per micro-batch times the micro-batches in flight (full recomputation: the
-    // checkpoints are per micro-batch, the one rebuilt layer is not).
-    auto per_mb = ActivationBytesPerMicrobatch(plan, w, s);
-    std::map<std::string, int64_t> acts;
-    if (t.recompute == Recompute::kFull) {
-      // The one rebuilt layer exists once; the layer inputs and the embedding output are kept
-      // for every micro-batch in flight.
-      acts = per_mb;
-      for (const char* kept : {"checkpoints", "embedding"}) {
-        if (per_mb.count(kept)) acts[kept] = CheckedMul(per_mb[kept], sm.in_flight_microbatches, "activation bytes");
-      }
-    } else {
-      for (const auto& [k, v] : per_mb) acts[k] = CheckedMul(v, sm.in_flight_microbatches, "activation bytes");
-    }
-    if (s == d.pp - 1) {
-      // Logits of the current micro-batch in fp32 for the loss, vocab-parallel over tp.
-      acts["logits"] = CheckedMul(CheckedMul(w.tokens, Ceil(plan.model.vocab_size, d.tp), "logits"), 4, "logits");
-    }
-    int64_t act_total = 0;
-    for (const auto& [k, v] : acts) act_total = CheckedAdd(act_total, v, "activation bytes");
+    // Activations of every micro-batch in flight, and the communication buffers.
+    StageLayers st = LayersOfStage(plan, s);
+    st.in_flight = sm.in_flight_microbatches;
+    const StageActivationBytes act = PlanStageActivations(plan, w, st, /*with_logits=*/true);
+    const std::map<std::string, int64_t> acts = ActivationMap(act);
+    const int64_t act_total = Narrow(act.total, "activation bytes");
 
-    // Communication buffers (transient, one layer at a time).
-    std::map<std::string, int64_t> buffers;
     const int64_t first = s * stage_size;
+    WideInt largest_unit = 0;
     if (*t.dp_sharding == DpSharding::kFsdp) {
-      // FSDP units as torchtitan wraps them: each decoder layer's dense part, each layer's routed
-      // experts, the embedding, and the root (final norm + lm_head).
-      // Unit key: (layer, on the sparse mesh); embedding = (-1, false), root = (-2, false).
-      std::map<std::pair<int64_t, bool>, int64_t> units;
+      std::map<std::pair<int64_t, bool>, int64_t> units;  // FsdpUnitOf -> model-parallel elements
       for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
         if (plan.placements[i].stage != s) continue;
-        const auto& p = plan.inventory.params[i];
-        // torchtitan wraps a layer's experts separately only when they live on the sparse mesh.
-        const auto unit = p.layer >= 0 ? std::make_pair(p.layer, plan.placements[i].sparse_mesh)
-                                       : std::make_pair<int64_t, bool>(p.role == Role::kEmbedding ? -1 : -2, false);
-        units[unit] = CheckedAdd(units[unit], ModelParallelNumel(plan, i, first), "FSDP unit elements");
+        auto& n = units[FsdpUnitOf(plan.inventory.params[i], plan.placements[i].sparse_mesh)];
+        n = CheckedAdd(n, ModelParallelNumel(plan, i, first), "FSDP unit elements");
       }
-      int64_t largest = 0;
-      for (const auto& [u, n] : units) largest = std::max(largest, n);
-      buffers["fsdp_all_gather"] = CheckedMul(CheckedMul(largest, param_b, "fsdp buffer"), 2, "fsdp buffer");
-      buffers["fsdp_reduce_scatter"] = CheckedMul(largest, grad_b, "fsdp buffer");
+      for (const auto& [u, n] : units) largest_unit = std::max<WideInt>(largest_unit, n);
     }
-    bool has_moe = false;
-    for (int64_t l = 0; l < plan.model.num_hidden_layers; ++l) has_moe = has_moe || (plan.layer_stage[l] == s && plan.model.moe_layers[l]);
-    if (d.ep > 1 && has_moe) {
-      if (t.dispatcher == "deredundency") {
-        const int64_t oep = DeredundencyOep(plan);
-        // All-gather output over oep and the reduce-scatter whiteboard of the same size.
-        buffers["deredundency"] = CheckedMul(CheckedMul(CheckedMul(oep, w.mean_received_rows, "buffer"), h, "buffer"),
-                                             2 * w.act_bytes, "buffer");
-      }
-      // Dispatch send (T_r * top_k rows) and receive (R_max rows) buffers.
-      buffers["all_to_all"] = CheckedMul(CheckedMul(w.mean_received_rows + w.received_rows, h, "buffer"), w.act_bytes, "buffer");
+    const int64_t oep = d.ep > 1 && t.dispatcher == "deredundency" ? DeredundencyOep(plan) : 1;
+    const StageBufferBytes buf = StageBuffers(largest_unit, st.moe_layers > 0, w, d, t, TrainingBytesOf(t), oep, h);
+    std::map<std::string, int64_t> buffers;
+    for (int u = 0; u < static_cast<int>(BufferUse::kCount); ++u) {
+      if (buf.present[u]) buffers[BufferUseName(static_cast<BufferUse>(u))] = Narrow(buf.bytes[u], "buffer bytes");
     }
-    if (d.tp > 1) buffers["tp_all_gather"] = CheckedMul(CheckedMul(w.tokens, h, "buffer"), w.act_bytes, "buffer");
-    if (d.pp > 1) buffers["pp_send_recv"] = CheckedMul(CheckedMul(Ceil(w.tokens, d.tp), h, "buffer"), 2 * w.act_bytes, "buffer");
-    int64_t buf_total = 0;
-    for (const auto& [k, v] : buffers) buf_total = CheckedAdd(buf_total, v, "buffer bytes");
+    const int64_t buf_total = Narrow(buf.total, "buffer bytes");
 
     sm.worst.peak_bytes = -1;
     // The first rank of a stage is a worst rank: it has coordinate 0 on every axis, so it takes

@@ -60,6 +60,45 @@ struct MemoryReport {
 // Parameter, gradient and optimizer bytes of one rank (activations and buffers left 0).
 MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank);
 
+// The per-rank memory rules, each in one place, over plain values: ComputeMemory applies them to
+// a plan's tensors, the layout search (layout_eval.h) to parameter classes. Sums are 128-bit so
+// that no int64 inputs overflow; callers narrow (ComputeMemory throws, the search falls back).
+using WideInt = __int128;
+
+// Static bytes of one role group on one rank from its local elements on the dense and on the
+// sparse mesh, under the data-parallel strategy `dp_sharding`:
+//  - fsdp: fp32 shard + grad_dtype grads + 8 B AdamW moments per element;
+//  - zero1: param_dtype params + grad_dtype grads per element, fp32 master (unless params are
+//    fp32) + moments sharded over dp_shard * cp (dense) and efsdp (sparse), ceil per group;
+//  - ddp: params + grads + master + moments per element.
+struct StaticBytes {
+  WideInt params = 0, grads = 0, optimizer = 0;
+};
+inline StaticBytes StaticBytesOf(WideInt dense_elems, WideInt sparse_elems, const ParallelDims& d, DpSharding strategy,
+                                 const TrainingBytes& tb) {
+  const WideInt both = dense_elems + sparse_elems;
+  StaticBytes out;
+  if (strategy == DpSharding::kFsdp) {
+    out.params = both * 4;  // FSDP2 keeps the shard in fp32
+    out.grads = both * tb.grad;
+    out.optimizer = both * tb.moments;
+    return out;
+  }
+  out.params = both * tb.param;
+  out.grads = both * tb.grad;
+  if (strategy == DpSharding::kDdp) {
+    out.optimizer = both * (tb.master + tb.moments);
+  } else {
+    // ZeRO-1: Megatron's distributed optimizer shards over the data-parallel group with cp for
+    // dense parameters and over the expert-data-parallel group for experts (replicas over
+    // dp_replicate).
+    const WideInt dense_dp = d.dp_shard * d.cp, sparse_dp = d.efsdp;
+    out.optimizer = (dense_elems + dense_dp - 1) / dense_dp * (tb.master + tb.moments) +
+                    (sparse_elems + sparse_dp - 1) / sparse_dp * (tb.master + tb.moments);
+  }
+  return out;
+}
+
 // Activation bytes of one micro-batch of one decoder layer by role group (no in-flight
 // multiplier; `rc` == kSelective keeps fewer tensors, kFull is applied per stage by the caller),
 // from the workload `w` of the plan's degrees. Groups a layer does not have are 0 (dense layers:
@@ -77,5 +116,69 @@ LayerActivationBytes LayerActivations(const ModelSpec& model, Recompute rc, cons
 std::map<std::string, int64_t> ActivationBytesPerMicrobatch(const Plan& plan, const Workload& w, int64_t stage);
 
 MemoryReport ComputeMemory(const Plan& plan);
+
+// Activation kinds of a stage, in the order of their report keys.
+enum class ActivationKind { kAttention, kNorm, kDenseMlp, kRouter, kRoutedExperts, kSharedExperts, kCheckpoints,
+                            kEmbedding, kLogits, kCount };
+const char* ActivationKindName(ActivationKind kind);  // "attention", ..., "logits"
+
+// Activation bytes on a rank of one stage, every micro-batch in flight included, by kind
+// (`present`: the kind has a report key). Inputs: one MoE layer's and one dense layer's
+// activations (ActivationTable), the stage's MoE and dense layer counts, whether its first layer is an MoE
+// layer (full recomputation keeps the first of equally large layers), micro-batches in flight,
+// the layer-input bytes ceil(T / tp) * hidden * act_bytes (checkpoint and embedding output), and
+// for the last stage the fp32 logits T * ceil(vocab / tp) * 4.
+//  - none / selective: every layer's tensors x in-flight micro-batches;
+//  - full: each layer's input x in-flight micro-batches, plus the largest layer once (the one
+//    rebuilt in backward).
+// The embedding output is kept on stage 0 for every micro-batch in flight; logits once.
+struct StageActivationBytes {
+  WideInt bytes[static_cast<int>(ActivationKind::kCount)] = {};
+  bool present[static_cast<int>(ActivationKind::kCount)] = {};
+  WideInt total = 0;
+};
+struct StageLayers {
+  int64_t moe_layers = 0, dense_layers = 0;
+  bool moe_first = false;
+  bool first_stage = false, last_stage = false;
+  int64_t in_flight = 1;
+};
+// One MoE [0] and one dense [1] layer's LayerActivations by kind, formed once per set of degrees.
+struct LayerActivationTable {
+  WideInt bytes[2][static_cast<int>(ActivationKind::kCount)] = {};
+  bool present[2][static_cast<int>(ActivationKind::kCount)] = {};
+  WideInt sum[2] = {};
+};
+LayerActivationTable ActivationTable(const LayerActivationBytes& moe_layer, const LayerActivationBytes& dense_layer);
+// `by_kind` false: only `total` is filled (the layout search's hot path; the same total).
+StageActivationBytes StageActivations(const LayerActivationTable& layers, const StageLayers& stage, Recompute recompute,
+                                      WideInt layer_input_bytes, WideInt logits_bytes, bool by_kind = true);
+
+// Communication buffers on a rank of one stage (transient, one layer at a time), by use, in the
+// order of their report keys:
+//  - FSDP: all-gather buffers of two units (current + prefetched) in param_dtype and one
+//    reduce-scatter buffer in grad_dtype, each the largest unit's model-parallel elements;
+//  - EP (ep > 1, the stage has MoE layers): the deredundency all-gather output and whiteboard
+//    (oep x T_r * top_k rows, 2 x act bytes), and the dispatch send (T_r * top_k) and receive
+//    (R_max) rows;
+//  - TP: the sequence-parallel all-gather of T rows; PP: send and receive of ceil(T / tp) rows.
+enum class BufferUse { kFsdpAllGather, kFsdpReduceScatter, kDeredundency, kAllToAll, kTpAllGather, kPpSendRecv, kCount };
+const char* BufferUseName(BufferUse use);  // "fsdp_all_gather", ...
+struct StageBufferBytes {
+  WideInt bytes[static_cast<int>(BufferUse::kCount)] = {};
+  bool present[static_cast<int>(BufferUse::kCount)] = {};
+  WideInt total = 0;
+};
+// `largest_fsdp_unit`: the model-parallel elements of the stage's largest FSDP unit (FsdpUnitOf);
+// `oep`: the deredundency dispatcher's outer EP size (1 otherwise).
+StageBufferBytes StageBuffers(WideInt largest_fsdp_unit, bool has_moe_layers, const Workload& w, const ParallelDims& dims,
+                              const TrainingConfig& training, const TrainingBytes& bytes, int64_t oep, int64_t hidden_size);
+
+// The FSDP unit a parameter belongs to, as torchtitan wraps them: each decoder layer's dense
+// part, each layer's routed experts when they live on the sparse mesh, the embedding, and the
+// root (final norm + lm_head). Key: (layer, experts on the sparse mesh); embedding (-1, false),
+// root (-2, false).
+std::pair<int64_t, bool> FsdpUnitOf(const ParamInfo& param, bool sparse_mesh);
+
 
 }  // namespace dockyard

@@ -1,6 +1,8 @@
 // Device meshes over flat ranks (see mesh.h).
 #include "planner/mesh.h"
 
+#include <initializer_list>
+
 #include <fmt/format.h>
 
 #include "planner/error.h"
@@ -43,23 +45,64 @@ std::vector<std::vector<int64_t>> Mesh::Groups(int axis) const {
   return groups;
 }
 
+const char* MeshAxisName(MeshAxis axis) {
+  switch (axis) {
+    case MeshAxis::kPp: return "pp";
+    case MeshAxis::kDpReplicate: return "dp_replicate";
+    case MeshAxis::kDpShard: return "dp_shard";
+    case MeshAxis::kCp: return "cp";
+    case MeshAxis::kTp: return "tp";
+    case MeshAxis::kDp: return "dp";
+    case MeshAxis::kEfsdp: return "efsdp";
+    case MeshAxis::kEdp: return "edp";
+    case MeshAxis::kEp: return "ep";
+    case MeshAxis::kEtp: return "etp";
+  }
+  return "?";
+}
+
+int64_t MeshAxisSize(const ParallelDims& d, MeshAxis axis) {
+  switch (axis) {
+    case MeshAxis::kPp: return d.pp;
+    case MeshAxis::kDpReplicate: return d.dp_replicate;
+    case MeshAxis::kDpShard: return d.dp_shard;
+    case MeshAxis::kCp: return d.cp;
+    case MeshAxis::kTp: return d.tp;
+    case MeshAxis::kDp: return d.dp_replicate * d.dp_shard;  // Megatron's data-parallel group
+    case MeshAxis::kEfsdp: return d.efsdp;
+    case MeshAxis::kEdp: return d.edp();
+    case MeshAxis::kEp: return d.ep;
+    case MeshAxis::kEtp: return d.etp;
+  }
+  return 1;
+}
+
+namespace {
+
+Mesh MeshOf(const std::string& name, const ParallelDims& d, std::initializer_list<MeshAxis> axes) {
+  std::vector<std::string> names;
+  std::vector<int64_t> sizes;
+  for (MeshAxis a : axes) {
+    // The etp axis exists only when expert TP is on.
+    if (a == MeshAxis::kEtp && d.etp == 1) continue;
+    names.push_back(MeshAxisName(a));
+    sizes.push_back(MeshAxisSize(d, a));
+  }
+  return Mesh(name, std::move(names), std::move(sizes));
+}
+
+}  // namespace
+
 Meshes BuildMeshes(const ParallelDims& d) {
   Meshes m;
-  const bool megatron = d.convention == Convention::kMegatron;
-  if (megatron) {
-    m.dense = Mesh("dense", {"pp", "dp", "cp", "tp"}, {d.pp, d.dp_replicate * d.dp_shard, d.cp, d.tp});
+  using A = MeshAxis;
+  if (d.convention == Convention::kMegatron) {
+    m.dense = MeshOf("dense", d, {A::kPp, A::kDp, A::kCp, A::kTp});
+    m.sparse = MeshOf("expert", d, {A::kPp, A::kEdp, A::kEp, A::kEtp});
   } else {
-    m.dense = Mesh("dense", {"pp", "dp_replicate", "dp_shard", "cp", "tp"}, {d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp});
+    m.dense = MeshOf("dense", d, {A::kPp, A::kDpReplicate, A::kDpShard, A::kCp, A::kTp});
+    m.sparse = MeshOf("sparse", d, {A::kPp, A::kDpReplicate, A::kEfsdp, A::kEp, A::kEtp});
   }
-  std::vector<std::string> names = megatron ? std::vector<std::string>{"pp", "edp", "ep"}
-                                            : std::vector<std::string>{"pp", "dp_replicate", "efsdp", "ep"};
-  std::vector<int64_t> sizes = megatron ? std::vector<int64_t>{d.pp, d.edp(), d.ep}
-                                        : std::vector<int64_t>{d.pp, d.dp_replicate, d.efsdp, d.ep};
-  if (d.etp > 1) {
-    names.push_back("etp");
-    sizes.push_back(d.etp);
-  }
-  m.sparse = Mesh(megatron ? "expert" : "sparse", names, sizes);
   if (m.dense.size() != d.world_size || m.sparse.size() != d.world_size) {
     throw Error(fmt::format("internal: mesh sizes dense {} / sparse {} differ from world_size {}", m.dense.size(),
                             m.sparse.size(), d.world_size));

@@ -18,6 +18,14 @@
 
 namespace dockyard {
 
+// The standard mesh axis names (torchtitan ParallelDims, Megatron-Core process groups), one name
+// table: MeshAxisName. kDp / kEdp are Megatron's flattened data-parallel axes.
+enum class MeshAxis : uint8_t { kPp, kDpReplicate, kDpShard, kCp, kTp, kDp, kEfsdp, kEdp, kEp, kEtp };
+const char* MeshAxisName(MeshAxis axis);
+// The size of `axis` under `dims` (1 for an axis the convention does not have): the one rule
+// BuildMeshes and the placement cuts read.
+int64_t MeshAxisSize(const ParallelDims& dims, MeshAxis axis);
+
 class Mesh {
  public:
   Mesh() = default;
@@ -31,6 +39,7 @@ class Mesh {
   int64_t axis_size(int axis) const { return sizes_[axis]; }
   // Index of an axis by name, -1 when absent.
   int AxisIndex(std::string_view axis_name) const;
+  int AxisIndex(MeshAxis axis) const { return AxisIndex(MeshAxisName(axis)); }
 
   // Coordinate of `rank` on `axis`.
   int64_t Coord(int64_t rank, int axis) const { return (rank / strides_[axis]) % sizes_[axis]; }

@@ -137,7 +137,8 @@ bool CheckDimsForModel(const ParallelDims& d, const ModelSpec& m, std::string* e
         "intermediate size F, not the fused gate_up width 2F ({})",
         expert_tp_name, expert_tp, e.moe_intermediate_size, 2 * e.moe_intermediate_size);
   }
-  if (m.NumMoeLayers() < m.num_hidden_layers && m.intermediate_size % d.tp != 0) {
+  // (The layer count is read only when the divisibility fails: this runs for every search candidate.)
+  if (m.intermediate_size % d.tp != 0 && m.NumMoeLayers() < m.num_hidden_layers) {
     return Fail(error, "tp ({}) must divide intermediate_size ({}) of the dense MLP layers", d.tp, m.intermediate_size);
   }
   if (e.num_shared_experts > 0 && e.shared_expert_intermediate_size % d.tp != 0) {

@@ -2,6 +2,7 @@
 #include "planner/placement.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <map>
 
 #include <fmt/format.h>
@@ -24,58 +25,72 @@ int64_t ChunkSize(int64_t n, int64_t k, int64_t index) {
   return std::clamp<int64_t>(n - index * c, 0, c);
 }
 
-namespace {
 
-// Placements vector over axes 1..n-1 (pp excluded); `axis` is a mesh axis index.
-void SetShard(ParamPlacement& out, const Mesh& mesh, int axis, int dim) {
-  if (axis < 1 || mesh.axis_size(axis) == 1) return;
-  out.placements[axis - 1] = Placement::Shard(dim);
-}
-
-void AddStep(ParamPlacement& out, const Mesh& mesh, std::vector<int> axes, int dim) {
-  int64_t chunks = 1;
-  std::vector<int> used;
-  for (int a : axes) {
-    if (a >= 1 && mesh.axis_size(a) > 1) {
-      chunks *= mesh.axis_size(a);
-      used.push_back(a);
+ShardCuts ShardCutsOf(bool routed_expert, int tp_dim, const ParallelDims& d, int64_t num_experts,
+                      bool shard_data_parallel) {
+  ShardCuts out;
+  auto add = [&](int dim, std::initializer_list<MeshAxis> axes, bool data_parallel) {
+    ShardCut c;
+    c.dim = dim;
+    c.data_parallel = data_parallel;
+    for (MeshAxis a : axes) {
+      const int64_t n = MeshAxisSize(d, a);
+      if (n == 1) continue;
+      c.axes[c.num_axes++] = a;
+      c.num_chunks *= n;
     }
-  }
-  if (chunks == 1) return;
-  for (int a : used) SetShard(out, mesh, a, dim);
-  out.steps.push_back({dim, used, chunks});
-}
-
-}  // namespace
-
-ParamPlacement PlaceParam(const ParamInfo& p, const ParallelDims& d, const Meshes& meshes, int64_t num_experts,
-                          bool shard_data_parallel) {
-  ParamPlacement out;
+    if (c.num_chunks > 1) out.cuts[out.size++] = c;
+  };
   const bool megatron = d.convention == Convention::kMegatron;
   // Megatron-Core always places routed experts on its expert mesh (etp x ep x edp), even with
   // ep == 1; torchtitan uses the sparse mesh only when EP is on.
-  out.sparse_mesh = p.routed_expert && (d.ep > 1 || megatron);
-  const Mesh& mesh = out.sparse_mesh ? meshes.sparse : meshes.dense;
-  out.placements.assign(mesh.num_axes() - 1, Placement::Replicate());
-
+  out.sparse_mesh = routed_expert && (d.ep > 1 || megatron);
   if (out.sparse_mesh) {
-    const int etp = mesh.AxisIndex("etp");
-    const int ep = mesh.AxisIndex("ep");
-    if (etp >= 0 && p.tp_dim >= 0) AddStep(out, mesh, {etp}, p.tp_dim);
-    AddStep(out, mesh, {ep}, 0);
+#ifdef DOCKYARD_CHANGE_TEST_NO_EXPERT_TP_CUT
+    // planner/change_test.cc builds the planner with this one rule altered (routed experts not
+    // cut by etp) and checks that plan, memory, simulate and search all follow.
+    constexpr bool kExpertTpCut = false;
+#else
+    constexpr bool kExpertTpCut = true;
+#endif
+    if (tp_dim >= 0 && kExpertTpCut) add(tp_dim, {MeshAxis::kEtp}, false);
+    add(0, {MeshAxis::kEp}, false);
     if (shard_data_parallel) {
       // torchtitan apply_fsdp: Shard(1) when efsdp * ep > num_experts (dim 0 would run out).
       const int fsdp_dim = d.efsdp * d.ep > num_experts ? 1 : 0;
-      AddStep(out, mesh, {mesh.AxisIndex(megatron ? "edp" : "efsdp")}, fsdp_dim);
+      add(fsdp_dim, {megatron ? MeshAxis::kEdp : MeshAxis::kEfsdp}, true);
     }
     return out;
   }
-  const int tp = mesh.AxisIndex("tp");
-  if (p.tp_dim >= 0) AddStep(out, mesh, {tp}, p.tp_dim);
+  if (tp_dim >= 0) add(tp_dim, {MeshAxis::kTp}, false);
   if (shard_data_parallel) {
-    int fsdp_dim = 0;
-    if (p.routed_expert && d.dp_shard * d.cp > num_experts) fsdp_dim = 1;
-    AddStep(out, mesh, {mesh.AxisIndex(megatron ? "dp" : "dp_shard"), mesh.AxisIndex("cp")}, fsdp_dim);
+    const int fsdp_dim = routed_expert && d.dp_shard * d.cp > num_experts ? 1 : 0;
+    add(fsdp_dim, {megatron ? MeshAxis::kDp : MeshAxis::kDpShard, MeshAxis::kCp}, true);
+  }
+  return out;
+}
+
+ParamPlacement PlaceParam(const ParamInfo& p, const ParallelDims& d, const Meshes& meshes, int64_t num_experts,
+                          bool shard_data_parallel) {
+  const ShardCuts cuts = ShardCutsOf(p.routed_expert, p.tp_dim, d, num_experts, shard_data_parallel);
+  ParamPlacement out;
+  out.sparse_mesh = cuts.sparse_mesh;
+  const Mesh& mesh = out.sparse_mesh ? meshes.sparse : meshes.dense;
+  out.placements.assign(mesh.num_axes() - 1, Placement::Replicate());
+  for (int i = 0; i < cuts.size; ++i) {
+    const ShardCut& c = cuts.cuts[i];
+    ShardStep step;
+    step.dim = c.dim;
+    step.num_chunks = c.num_chunks;
+    for (int j = 0; j < c.num_axes; ++j) {
+      const int axis = mesh.AxisIndex(c.axes[j]);
+      if (axis < 1) {
+        throw Error(fmt::format("internal: mesh '{}' has no axis '{}' for {}", mesh.name(), MeshAxisName(c.axes[j]), p.fqn));
+      }
+      out.placements[axis - 1] = Placement::Shard(c.dim);
+      step.axes.push_back(axis);
+    }
+    out.steps.push_back(std::move(step));
   }
   return out;
 }

@@ -69,6 +69,82 @@ struct ParamPlacement {
 // torch.chunk size of chunk `index` when `n` is split into `k` chunks.
 int64_t ChunkSize(int64_t n, int64_t k, int64_t index);
 
+// One cut of the placement policy above, before it meets a mesh: tensor dim `dim` is split into
+// `num_chunks` chunks over the flattened `axes` (outer first; axes of size 1 are left out, and a
+// cut of one chunk is no cut). `data_parallel`: an FSDP cut (what an all-gather rebuilds).
+struct ShardCut {
+  int dim = 0;
+  MeshAxis axes[2] = {MeshAxis::kPp, MeshAxis::kPp};
+  int num_axes = 0;
+  int64_t num_chunks = 1;
+  bool data_parallel = false;
+};
+
+// The cuts of a parameter, in application order (at most three: TP, EP, FSDP).
+struct ShardCuts {
+  bool sparse_mesh = false;  // placed on Meshes::sparse, else Meshes::dense
+  ShardCut cuts[3];
+  int size = 0;
+};
+
+// THE placement policy (documented at the top of this file): the cuts of a parameter that is a
+// routed expert or not, with TP dim `tp_dim` (-1: none), under `dims` with `num_experts` routed
+// experts; `shard_data_parallel`: FSDP. PlaceParam turns the cuts into placements on a mesh; the
+// layout search applies them to parameter classes (FirstChunkNumel). No allocation.
+ShardCuts ShardCutsOf(bool routed_expert, int tp_dim, const ParallelDims& dims, int64_t num_experts,
+                      bool shard_data_parallel);
+
+// Elements of chunk 0 of every cut of `cuts` applied to `shape` (the local size on the first rank
+// of a stage, which takes chunk 0 everywhere: a worst rank, as chunk sizes never grow with the
+// index): `model_parallel` after the model-parallel cuts only, `local` after all of them.
+struct FirstChunkElems {
+  int64_t model_parallel = 1, local = 1;
+};
+// (Always inlined: the layout search calls it for every parameter class of every candidate.)
+__attribute__((always_inline)) inline FirstChunkElems FirstChunkNumel(const std::vector<int64_t>& shape, const ShardCuts& cuts) {
+  constexpr size_t kMaxDims = 8;
+  const size_t rank = shape.size();
+  int64_t s[kMaxDims];
+  FirstChunkElems out;
+  if (rank > kMaxDims) {  // no such tensor in any model family; kept exact all the same
+    for (size_t dim = 0; dim < rank; ++dim) {
+      int64_t mp = shape[dim], local = shape[dim];
+      for (int i = 0; i < cuts.size; ++i) {
+        const ShardCut& c = cuts.cuts[i];
+        if (c.dim != static_cast<int>(dim)) continue;
+        local = (local + c.num_chunks - 1) / c.num_chunks;
+        if (!c.data_parallel) mp = local;
+      }
+      out.model_parallel *= mp;
+      out.local *= local;
+    }
+    return out;
+  }
+  for (size_t i = 0; i < rank; ++i) s[i] = shape[i];
+  auto product = [&] {
+    int64_t n = 1;
+    for (size_t i = 0; i < rank; ++i) n *= s[i];  // <= the global numel, checked by BuildInventory
+    return n;
+  };
+  // Model-parallel cuts come first and data-parallel (FSDP) cuts last (ShardCutsOf's order).
+  int i = 0;
+  for (; i < cuts.size && !cuts.cuts[i].data_parallel; ++i) {
+    int64_t& n = s[cuts.cuts[i].dim];
+    n = (n + cuts.cuts[i].num_chunks - 1) / cuts.cuts[i].num_chunks;  // torch.chunk: chunk 0 holds ceil(n / k)
+  }
+  out.model_parallel = product();
+  if (i == cuts.size) {
+    out.local = out.model_parallel;
+    return out;
+  }
+  for (; i < cuts.size; ++i) {
+    int64_t& n = s[cuts.cuts[i].dim];
+    n = (n + cuts.cuts[i].num_chunks - 1) / cuts.cuts[i].num_chunks;
+  }
+  out.local = product();
+  return out;
+}
+
 // Chooses the placements and shard steps of one parameter (local_shapes left empty).
 // `shard_data_parallel`: FSDP (parameters sharded over the data-parallel axes) or not.
 ParamPlacement PlaceParam(const ParamInfo& param, const ParallelDims& dims, const Meshes& meshes, int64_t num_experts,

@@ -29,12 +29,35 @@ int64_t ModelParallelNumel(const Plan& plan, size_t i, int64_t rank) {
   return LocalNumelOnRank(p, mp, plan.MeshOf(i), rank);
 }
 
+std::vector<int64_t> ResolveLayerSplit(const TrainingConfig& training, int64_t num_layers, int64_t pp) {
+  const auto& split = training.pp_layer_split;
+  if (split.empty()) return EvenLayerSplit(num_layers, pp);
+  int64_t total = 0;
+  for (int64_t n : split) {
+    if (n < 1) throw Error(fmt::format("training.pp_layer_split: every stage needs >= 1 layer, got {}", n));
+    if (n > num_layers) {
+      throw Error(fmt::format("training.pp_layer_split: a stage of {} layers exceeds num_hidden_layers ({})", n, num_layers));
+    }
+    total += n;  // each <= num_hidden_layers <= 100000 and split.size() is checked below
+  }
+  if (static_cast<int64_t>(split.size()) != pp || total != num_layers) {
+    throw Error(fmt::format("training.pp_layer_split {} has {} stages summing to {} layers; need pp ({}) stages summing "
+                            "to num_hidden_layers ({})",
+                            fmt::format("[{}]", fmt::join(split, ",")), split.size(), total, pp, num_layers));
+  }
+  std::vector<int64_t> stage_of;
+  for (int64_t s = 0; s < pp; ++s) {
+    for (int64_t i = 0; i < split[s]; ++i) stage_of.push_back(s);
+  }
+  return stage_of;
+}
+
 Plan BuildPlan(const ModelSpec& model, const ParallelDimsOptions& options, const TrainingConfig& training) {
-  return BuildPlan(model, BuildInventory(model), options, training, false);
+  return BuildPlan(model, BuildInventory(model), options, training);
 }
 
 Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const ParallelDimsOptions& options,
-               const TrainingConfig& training, bool lite) {
+               const TrainingConfig& training) {
   Plan plan;
   plan.model = model;
   plan.dims = ParallelDims::Build(options);
@@ -61,29 +84,7 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
     plan.inventory.params.push_back(std::move(copy));
   }
   plan.meshes = BuildMeshes(plan.dims);
-  if (plan.training.pp_layer_split.empty()) {
-    plan.layer_stage = EvenLayerSplit(model.num_hidden_layers, plan.dims.pp);
-  } else {
-    const auto& split = plan.training.pp_layer_split;
-    int64_t total = 0;
-    for (int64_t n : split) {
-      if (n < 1) throw Error(fmt::format("training.pp_layer_split: every stage needs >= 1 layer, got {}", n));
-      if (n > model.num_hidden_layers) {
-        throw Error(fmt::format("training.pp_layer_split: a stage of {} layers exceeds num_hidden_layers ({})", n,
-                                model.num_hidden_layers));
-      }
-      total += n;  // each <= num_hidden_layers <= 100000 and split.size() is checked below
-    }
-    if (static_cast<int64_t>(split.size()) != plan.dims.pp || total != model.num_hidden_layers) {
-      throw Error(fmt::format("training.pp_layer_split {} has {} stages summing to {} layers; need pp ({}) stages summing "
-                              "to num_hidden_layers ({})",
-                              fmt::format("[{}]", fmt::join(split, ",")),
-                              split.size(), total, plan.dims.pp, model.num_hidden_layers));
-    }
-    for (int64_t s = 0; s < plan.dims.pp; ++s) {
-      for (int64_t i = 0; i < split[s]; ++i) plan.layer_stage.push_back(s);
-    }
-  }
+  plan.layer_stage = ResolveLayerSplit(plan.training, model.num_hidden_layers, plan.dims.pp);
 
   plan.experts.num_experts = model.moe.num_experts;
   plan.experts.ep = plan.dims.ep;
@@ -96,14 +97,16 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
                                    *plan.training.dp_sharding == DpSharding::kFsdp);
     if (p.layer >= 0) pl.stage = plan.layer_stage[p.layer];
     else pl.stage = p.role == Role::kEmbedding ? 0 : plan.dims.pp - 1;
-    if (!lite) ComputeLocalShapes(p, pl.sparse_mesh ? plan.meshes.sparse : plan.meshes.dense, pl);
+    ComputeLocalShapes(p, pl.sparse_mesh ? plan.meshes.sparse : plan.meshes.dense, pl);
     plan.placements.push_back(std::move(pl));
   }
+  return plan;
+}
 
-  if (lite) return plan;
-  // Parameter bytes per rank: each parameter adds its local bytes to every rank of its stage.
+std::vector<int64_t> ParamBytesPerRank(const Plan& plan) {
+  const auto& params = plan.inventory.params;
   const int64_t world = plan.dims.world_size;
-  plan.param_bytes_per_rank.assign(world, 0);
+  std::vector<int64_t> out(world, 0);
   std::vector<int64_t> dtype_bytes(params.size());
   for (size_t i = 0; i < params.size(); ++i) dtype_bytes[i] = DtypeBytes(params[i].dtype, params[i].fqn);
   for (int64_t rank = 0; rank < world; ++rank) {
@@ -115,9 +118,13 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
       const int64_t numel = LocalNumelOnRank(params[i], pl, plan.MeshOf(i), rank);
       bytes = CheckedAdd(bytes, CheckedMul(numel, dtype_bytes[i], params[i].fqn), "parameter bytes per rank");
     }
-    plan.param_bytes_per_rank[rank] = bytes;
+    out[rank] = bytes;
   }
+  return out;
+}
 
+std::vector<StageSummary> SummarizeStages(const Plan& plan, const std::vector<int64_t>& param_bytes_per_rank) {
+  std::vector<StageSummary> stages;
   for (int64_t s = 0; s < plan.dims.pp; ++s) {
     StageSummary st;
     st.stage = s;
@@ -129,16 +136,16 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
     st.max_param_bytes = -1;
     st.min_param_bytes = INT64_MAX;
     for (int64_t r = s * stage_size; r < (s + 1) * stage_size; ++r) {
-      const int64_t b = plan.param_bytes_per_rank[r];
+      const int64_t b = param_bytes_per_rank[r];
       if (b > st.max_param_bytes) {
         st.max_param_bytes = b;
         st.worst_rank = r;
       }
       st.min_param_bytes = std::min(st.min_param_bytes, b);
     }
-    plan.stages.push_back(st);
+    stages.push_back(st);
   }
-  return plan;
+  return stages;
 }
 
 }  // namespace dockyard

@@ -1,7 +1,9 @@
 // Plan: everything dockyard-plan decides for one model and one set of parallel degrees —
 // validated degrees, meshes and rank groups, every parameter's placements and local shapes,
-// pipeline stages, expert ownership and parameter bytes per rank. Built by BuildPlan, which
-// checks every invariant; the runtime reads a Plan and never re-decides a placement.
+// pipeline stages and expert ownership. Built by BuildPlan, which checks every invariant; the
+// runtime reads a Plan and never re-decides a placement. Per-rank tables for reports (parameter
+// bytes of every rank, stage summaries) are computed from a plan on demand (ParamBytesPerRank,
+// SummarizeStages), so a Plan has no part left empty.
 #pragma once
 
 #include <cstdint>
@@ -47,8 +49,6 @@ struct Plan {
   std::vector<ParamPlacement> placements;  // aligned with inventory.params
   ExpertOwnership experts;
   std::vector<int64_t> layer_stage;        // [num_hidden_layers]: pp stage of each layer
-  std::vector<StageSummary> stages;
-  std::vector<int64_t> param_bytes_per_rank;  // [world_size]
 
   const Mesh& MeshOf(size_t param_index) const {
     return placements[param_index].sparse_mesh ? meshes.sparse : meshes.dense;
@@ -63,14 +63,25 @@ int64_t ModelParallelNumel(const Plan& plan, size_t param_index, int64_t rank);
 // embedding on the first stage, final norm and lm_head on the last.
 std::vector<int64_t> EvenLayerSplit(int64_t num_layers, int64_t pp);
 
+// The pipeline stage of each of `num_layers` decoder layers: `training.pp_layer_split` when
+// given (pp entries, each >= 1 layer, summing to num_layers), else EvenLayerSplit. Throws
+// dockyard::Error naming the rule a given split breaks.
+std::vector<int64_t> ResolveLayerSplit(const TrainingConfig& training, int64_t num_layers, int64_t pp);
+
+// Parameter bytes of every rank (each parameter adds its local bytes to every rank of its
+// stage): [world_size]. O(world_size x parameters). Throws dockyard::Error on int64 overflow.
+std::vector<int64_t> ParamBytesPerRank(const Plan& plan);
+
+// Per stage: its layers and the most and least loaded ranks of `param_bytes_per_rank`
+// (ParamBytesPerRank of the same plan).
+std::vector<StageSummary> SummarizeStages(const Plan& plan, const std::vector<int64_t>& param_bytes_per_rank);
+
 // Validates the degrees (ParallelDims::Build, ValidateDimsForModel) and the training settings,
 // and builds the plan. Throws dockyard::Error naming the rule an input breaks.
 Plan BuildPlan(const ModelSpec& model, const ParallelDimsOptions& options, const TrainingConfig& training = {});
-
-// For layout search: reuses a prebuilt inventory of `model` and, with `lite`, skips what only
-// reports need (distinct local shapes per parameter and parameter bytes of every rank); memory
-// and cost need neither.
+// The same with a prebuilt inventory of `model` (BuildInventory), for callers that plan one model
+// many times (the layout search).
 Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const ParallelDimsOptions& options,
-               const TrainingConfig& training, bool lite);
+               const TrainingConfig& training);
 
 }  // namespace dockyard

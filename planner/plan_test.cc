@@ -8,7 +8,10 @@
 
 using dockyard::BuildPlan;
 using dockyard::ParallelDimsOptions;
+using dockyard::ParamBytesPerRank;
 using dockyard::Plan;
+using dockyard::StageSummary;
+using dockyard::SummarizeStages;
 
 TEST_CASE("EvenLayerSplit gives the first L % pp stages one extra layer") {
   // 61 layers over 4 stages: 16, 15, 15, 15.
@@ -46,9 +49,11 @@ TEST_CASE("Parameter bytes per rank for the tiny model on 4 ranks with ep 4") {
   o.world_size = 4;
   o.ep = 4;
   Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), o);
-  for (int64_t b : plan.param_bytes_per_rank) CHECK(b == 126112);
-  REQUIRE(plan.stages.size() == 1);
-  CHECK(plan.stages[0].max_param_bytes == 126112);
+  const std::vector<int64_t> param_bytes_per_rank = ParamBytesPerRank(plan);
+  const std::vector<StageSummary> stages = SummarizeStages(plan, param_bytes_per_rank);
+  for (int64_t b : param_bytes_per_rank) CHECK(b == 126112);
+  REQUIRE(stages.size() == 1);
+  CHECK(stages[0].max_param_bytes == 126112);
   // Whole model: 2 * 64000 + 64 + 2 * 62080 = 252224 elements = 4 ranks x 63056.
   CHECK(plan.inventory.totals.total_params == 252224);
 }
@@ -58,12 +63,14 @@ TEST_CASE("Pipeline stages hold their own layers; embedding first, lm_head last"
   o.world_size = 2;
   o.pp = 2;
   Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), o);
+  const std::vector<int64_t> param_bytes_per_rank = ParamBytesPerRank(plan);
+  const std::vector<StageSummary> stages = SummarizeStages(plan, param_bytes_per_rank);
   // Stage 0: embedding 64000 + layer 0 (62080) = 126080 elements; stage 1: layer 1 + norm 64
   // + lm_head 64000 = 126144 elements.
-  CHECK(plan.param_bytes_per_rank[0] == 2 * 126080);
-  CHECK(plan.param_bytes_per_rank[1] == 2 * 126144);
-  CHECK(plan.stages[1].first_layer == 1);
-  CHECK(plan.stages[1].last_layer == 1);
+  CHECK(param_bytes_per_rank[0] == 2 * 126080);
+  CHECK(param_bytes_per_rank[1] == 2 * 126144);
+  CHECK(stages[1].first_layer == 1);
+  CHECK(stages[1].last_layer == 1);
 }
 
 TEST_CASE("BuildPlan reports the first rule the degrees break") {
@@ -80,6 +87,8 @@ TEST_CASE("DeepSeek-V3 on 256 ranks with ep 64: 4 local experts, efsdp 4, about 
   o.world_size = 256;
   o.ep = 64;
   Plan plan = BuildPlan(model, o);
+  const std::vector<int64_t> param_bytes_per_rank = ParamBytesPerRank(plan);
+  const std::vector<StageSummary> stages = SummarizeStages(plan, param_bytes_per_rank);
   CHECK(plan.experts.num_local_experts == 4);
   CHECK(plan.dims.efsdp == 4);
   // Routed experts: 58 MoE layers x 256 experts x 3 x 7168 x 2048 = 653,908,770,816 elements,
@@ -88,8 +97,8 @@ TEST_CASE("DeepSeek-V3 on 256 ranks with ep 64: 4 local experts, efsdp 4, about 
   CHECK(plan.inventory.totals.routed_expert_params == 653908770816);
   // Lower bound 671,026,419,200 / 256 * 2 bytes = 5,242,393,900 bytes; the worst rank is within
   // a few MiB above it.
-  CHECK(plan.stages[0].max_param_bytes >= 5242393900);
-  CHECK(plan.stages[0].max_param_bytes < 5242393900 + 8 * 1024 * 1024);
+  CHECK(stages[0].max_param_bytes >= 5242393900);
+  CHECK(stages[0].max_param_bytes < 5242393900 + 8 * 1024 * 1024);
 }
 
 TEST_CASE("Tied embeddings with pipeline stages put an lm_head copy on the last stage") {
@@ -99,9 +108,10 @@ TEST_CASE("Tied embeddings with pipeline stages put an lm_head copy on the last 
   o.world_size = 2;
   o.pp = 2;
   Plan plan = BuildPlan(m, o);
+  const std::vector<int64_t> param_bytes_per_rank = ParamBytesPerRank(plan);
   // Stage 1: layer 1 (62080) + final norm (64) + the lm_head copy [1000, 64] (64000) = 126144
   // elements, as with untied weights; the model totals count the matrix once: 64000 + 64 + 2*62080.
-  CHECK(plan.param_bytes_per_rank[1] == 2 * 126144);
+  CHECK(param_bytes_per_rank[1] == 2 * 126144);
   CHECK(plan.inventory.totals.total_params == 188224);
   CHECK(plan.inventory.params.back().tied_to == "model.embed_tokens.weight");
 }

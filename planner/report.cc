@@ -128,8 +128,9 @@ Json PlanToJson(const Plan& plan, const std::string& model_source, const MemoryR
                         {"efsdp", d.efsdp},
                         {"edp", d.edp()}};
   report["meshes"] = {{"dense", MeshToJson(plan.meshes.dense)}, {"sparse", MeshToJson(plan.meshes.sparse)}};
+  const std::vector<int64_t> param_bytes_per_rank = ParamBytesPerRank(plan);
   Json stages = Json::array();
-  for (const auto& s : plan.stages) {
+  for (const auto& s : SummarizeStages(plan, param_bytes_per_rank)) {
     stages.push_back({{"stage", s.stage},
                       {"first_layer", s.first_layer},
                       {"last_layer", s.last_layer},
@@ -177,14 +178,14 @@ Json PlanToJson(const Plan& plan, const std::string& model_source, const MemoryR
                        {"ownership", ownership}};
   int64_t max_bytes = 0, min_bytes = INT64_MAX, worst = 0;
   for (int64_t r = 0; r < d.world_size; ++r) {
-    if (plan.param_bytes_per_rank[r] > max_bytes) {
-      max_bytes = plan.param_bytes_per_rank[r];
+    if (param_bytes_per_rank[r] > max_bytes) {
+      max_bytes = param_bytes_per_rank[r];
       worst = r;
     }
-    min_bytes = std::min(min_bytes, plan.param_bytes_per_rank[r]);
+    min_bytes = std::min(min_bytes, param_bytes_per_rank[r]);
   }
   report["param_bytes"] = {{"max_per_rank", max_bytes}, {"min_per_rank", min_bytes}, {"worst_rank", worst},
-                           {"per_rank", plan.param_bytes_per_rank}};
+                           {"per_rank", param_bytes_per_rank}};
   Json training = TrainingToJson(plan.training);
   report["training"] = training;
   report["memory"] = MemoryToJson(memory);
@@ -289,7 +290,7 @@ std::string PlanToText(const Plan& plan, const std::string& model_source, const 
     out << fmt::format("ep{}={}{}", r, first == last ? std::to_string(first) : fmt::format("{}-{}", first, last),
                        r + 1 < e.ep ? "  " : "\n");
   }
-  for (const auto& s : plan.stages) {
+  for (const auto& s : SummarizeStages(plan, ParamBytesPerRank(plan))) {
     out << fmt::format("Stage {}    layers {}-{}: parameter bytes per rank max {} (rank {}), min {} ({} dtype as placed)\n",
                        s.stage, s.first_layer, s.last_layer, FormatBytes(s.max_param_bytes), s.worst_rank,
                        FormatBytes(s.min_param_bytes), plan.model.dtype);

@@ -11,14 +11,27 @@ namespace dockyard {
 
 Workload ComputeWorkload(const Plan& plan) { return ComputeWorkload(plan.model, plan.dims, plan.training); }
 
+TrainingBytes TrainingBytesOf(const TrainingConfig& t) {
+  TrainingBytes b;
+  b.param = DtypeBytes(t.param_dtype, "param_dtype");
+  b.grad = DtypeBytes(t.grad_dtype, "grad_dtype");
+  b.moments = t.optimizer == Optimizer::kAdamW ? 8 : 0;  // exp_avg + exp_avg_sq, fp32
+  b.master = b.param == 4 ? 0 : 4;                        // fp32 master copy
+  return b;
+}
+
+int64_t RoutedTokens(int64_t tokens, int64_t tp, int64_t ep, int64_t etp) {
+  const bool split_over_tp = tp > 1 && ep > 1 && etp == 1;
+  return split_over_tp ? (tokens + tp - 1) / tp : tokens;
+}
+
 Workload ComputeWorkload(const ModelSpec& model, const ParallelDims& d, const TrainingConfig& t) {
   Workload w;
   const int64_t seq_tokens = CheckedMul(t.micro_batch_size, t.seq_len, "tokens per micro-batch");
   w.tokens = (seq_tokens + d.cp - 1) / d.cp;
   const bool experts_use_tp = d.ep == 1 && d.convention == Convention::kTorchtitan;
   const int64_t expert_tp = experts_use_tp ? d.tp : d.etp;
-  const bool split_over_tp = d.tp > 1 && d.ep > 1 && d.etp == 1;
-  w.routed_tokens = split_over_tp ? (w.tokens + d.tp - 1) / d.tp : w.tokens;
+  w.routed_tokens = RoutedTokens(w.tokens, d.tp, d.ep, d.etp);
   w.mean_received_rows = CheckedMul(w.routed_tokens, model.moe.top_k, "routed rows");
   // The most loaded rank receives imbalance x the mean, but never more than every token of its EP
   // group sending it min(top_k, local experts) rows; with one EP rank, max = mean.

@@ -18,10 +18,23 @@ struct Workload {
   int64_t expert_f_local = 0;   // F / expert TP degree (etp, or tp with EP off)
 };
 
+// Bytes per element of the training dtypes (resolved once; the memory and communication rules
+// read them per stage and per collective).
+struct TrainingBytes {
+  int64_t param = 2;    // param_dtype: compute and all-gather copies, activations
+  int64_t grad = 4;     // grad_dtype: gradients and their reductions
+  int64_t moments = 8;  // AdamW exp_avg + exp_avg_sq in fp32; 0 for SGD
+  int64_t master = 4;   // fp32 master copy, 0 when params are fp32
+};
+// Throws dockyard::Error for an unknown dtype.
+TrainingBytes TrainingBytesOf(const TrainingConfig& training);
+
 // T_r: with tp > 1, EP on and etp == 1, torchtitan's ReordererSequenceParallel splits the
 // TP-replicated tokens over the tp ranks (T_r = ceil(T / tp)); otherwise every rank of a TP
 // group routes the whole T (T_r = T), with ETP / TP sharding the expert F instead.
 Workload ComputeWorkload(const Plan& plan);
+// T_r alone from the tokens of a rank T and the degrees (the rule above).
+int64_t RoutedTokens(int64_t tokens, int64_t tp, int64_t ep, int64_t etp);
 // The same from the plan's parts: `training` resolved as in a Plan (num_microbatches may be unset).
 Workload ComputeWorkload(const ModelSpec& model, const ParallelDims& dims, const TrainingConfig& training);
 
