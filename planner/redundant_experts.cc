@@ -62,6 +62,23 @@ int64_t EpGroupNodes(const Plan& plan) {
   return n;
 }
 
+std::vector<int64_t> ReadPlacementFile(const std::string& path, int64_t moe_layer) {
+  const Json root = ReadJsonFile(path);
+  const JsonView top(&root, path, "");
+  if (top.Has("physical_to_logical")) return top.IntList("physical_to_logical", 0);
+  if (!top.Has("redundant_experts")) {
+    top.Fail("physical_to_logical", "a placement file needs /physical_to_logical or a simulate report's /redundant_experts");
+  }
+  const JsonView block = top.Object("redundant_experts");
+  const Json& layers = block.value()["layers"];
+  if (!layers.is_array() || moe_layer < 0 || moe_layer >= static_cast<int64_t>(layers.size()) || !layers[static_cast<size_t>(moe_layer)].is_object()) {
+    block.Fail("layers", fmt::format("has no entry for MoE layer {} (the report sampled {} layer(s))", moe_layer,
+                                     layers.is_array() ? layers.size() : 0));
+  }
+  const JsonView layer(&layers[static_cast<size_t>(moe_layer)], path, fmt::format("/redundant_experts/layers/{}", moe_layer));
+  return layer.IntList("physical_to_logical", 0);
+}
+
 EplbOptions EplbOptionsFor(const Plan& plan, const RedundantExpertsOptions& o) {
   EplbOptions eo;
   eo.policy = o.policy;

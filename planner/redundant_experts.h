@@ -84,6 +84,13 @@ EplbOptions EplbOptionsFor(const Plan& plan, const RedundantExpertsOptions& opti
 // shares do not depend on how many layers are prepared). Throws what PlaceExperts throws.
 std::vector<ExpertPlacement> PlaceMoeLayers(const Plan& plan, const RoutingSpec& spec, const RedundantExpertsOptions& options);
 
+// The physical->logical map of MoE layer `moe_layer` from a placement file (dockyard-run
+// --placement): either {"physical_to_logical": [ints]} (one map, used for any layer) or a
+// `simulate --redundant-experts --json` report, whose /redundant_experts/layers/<moe_layer>/
+// physical_to_logical is taken (the sampled layers only). Values are checked by PlacementFromMap
+// when the map is used. Throws dockyard::Error naming the file and the JSON pointer.
+std::vector<int64_t> ReadPlacementFile(const std::string& path, int64_t moe_layer);
+
 // Runs the analysis. `before` is the plain routing sample of `model` for the plan (SampleRouting
 // with the plan's ep and routed tokens, oep 1) and `cost_before` its SimulateStep. Throws
 // dockyard::Error on invalid options (ValidateEplbOptions), the deredundency dispatcher (not

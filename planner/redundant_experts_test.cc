@@ -1,6 +1,8 @@
 // Tests of the redundant-experts analysis of a plan (redundant_experts.h).
 #include "planner/redundant_experts.h"
 
+#include <cstdlib>
+#include <fstream>
 #include <utility>
 
 #include <doctest/doctest.h>
@@ -134,6 +136,25 @@ TEST_CASE("a slot count ep does not divide is rejected naming --redundant-expert
   CHECK_THROWS_WITH_AS(
       AnalyzeRedundantExperts(s.plan, s.cluster, s.model, s.before, s.cost, s.memory, Options(2, EplbPolicy::kGlobal)),
       doctest::Contains("--redundant-experts (2)"), Error);
+}
+
+std::string WriteTmp(const std::string& name, const std::string& text) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  const std::string path = std::string(dir ? dir : "/tmp") + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST_CASE("a placement file gives one map, or a simulate report's map of a sampled layer") {
+  CHECK(ReadPlacementFile(WriteTmp("p.json", R"({"physical_to_logical": [1, 0, 1]})"), 5) == std::vector<int64_t>{1, 0, 1});
+  const std::string report =
+      WriteTmp("sim.json", R"({"redundant_experts": {"layers": [{"physical_to_logical": [0, 1]}, {"physical_to_logical": [1, 0]}]}})");
+  CHECK(ReadPlacementFile(report, 1) == std::vector<int64_t>{1, 0});
+  // The report sampled 2 layers: MoE layer 2 is not in it.
+  CHECK_THROWS_WITH_AS(ReadPlacementFile(report, 2), doctest::Contains("/redundant_experts/layers: has no entry for MoE layer 2"),
+                       Error);
+  CHECK_THROWS_WITH_AS(ReadPlacementFile(WriteTmp("q.json", R"({"phys": [0]})"), 0), doctest::Contains("physical_to_logical"),
+                       Error);
 }
 
 }  // namespace

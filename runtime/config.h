@@ -69,6 +69,10 @@ struct RunOptions {
   // EplbOptionsFor; every replica holds its logical expert's weights (generated from the logical
   // index) and each assignment goes to the replica ChooseReplicas picks (source = the EP index).
   std::optional<RedundantExpertsOptions> redundant;
+  // A placement file (planner ReadPlacementFile) instead of a computed placement: the layer's
+  // physical->logical map is read from it (R = its slots - E; the EPLB policy options are
+  // unused, the replica choice of `redundant` applies, local when unset). Empty = none.
+  std::string placement_file;
   int64_t iters = 3;
   int64_t warmup = 1;
   double atol = 1e-4;  // wrong when |out - ref| > atol + rtol * |ref|

@@ -428,8 +428,10 @@ std::vector<int64_t> AssignedExperts(const RunConfig& config, const RoutingModel
 
 std::vector<int64_t> ReplicaSlots(const RunConfig& config, int64_t ep_index, const std::vector<int64_t>& experts) {
   const std::vector<int32_t> logical(experts.begin(), experts.end());
-  const std::vector<int32_t> slots = ChooseReplicas(*config.placement, config.options.redundant->choice,
-                                                    config.routing_model->spec.seed, config.routing_layer, ep_index, logical);
+  // The routing model's seed, as the planner's matrices use it; the run's seed without one.
+  const uint64_t seed = config.routing_model ? config.routing_model->spec.seed : config.options.seed;
+  const std::vector<int32_t> slots =
+      ChooseReplicas(*config.placement, config.options.redundant->choice, seed, config.routing_layer, ep_index, logical);
   return std::vector<int64_t>(slots.begin(), slots.end());
 }
 

@@ -2,7 +2,10 @@
 // weights, tokens go to the replicas the planner's rule picks, every output matches the reference,
 // and the measured rows per rank and slot equal the planner's matrices exactly.
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
 #include <set>
+#include <string>
 
 #include <doctest/doctest.h>
 
@@ -130,4 +133,37 @@ TEST_CASE("a slot count the EP group does not divide is rejected before anything
   // 16 + 4 = 20 slots over ep 8.
   CHECK_THROWS_WITH_AS(MakeRunConfig(TwoNodePlan(), Options(Redundant(4, EplbPolicy::kGlobal, ReplicaChoice::kLocal))),
                        doctest::Contains("--redundant-experts (4)"), Error);
+}
+
+namespace {
+std::string WriteTmp(const std::string& name, const std::string& text) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  const std::string path = std::string(dir ? dir : "/tmp") + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+}  // namespace
+
+TEST_CASE("a placement file runs its own layout of replicas") {
+  // 16 experts + 8 = 24 slots, 3 per rank: expert 0 in slots 0, 3, 6, 9, 12 and 15 (ranks 0-5),
+  // expert 1 in slots 18 and 21 (ranks 6, 7), the others once.
+  const std::string path = WriteTmp("placement.json", R"({"physical_to_logical": [0, 2, 3, 0, 4, 5, 0, 6, 7, 0, 8, 9,
+      0, 10, 11, 0, 12, 13, 1, 14, 15, 1, 1, 1]})");
+  RunOptions o = Options(Redundant(8, EplbPolicy::kGlobal, ReplicaChoice::kLocal), "hot:2:0.5");
+  o.redundant.reset();  // the file alone: R = 24 - 16
+  o.placement_file = path;
+  const RunReport r = Run(TwoNodePlan(), o);
+  CHECK(r.passed());
+  CHECK(r.config.placement->replica_count[0] == 6);
+  CHECK(r.config.placement->replica_count[1] == 4);
+  CHECK(r.config.options.redundant->redundant_experts == 8);
+  CHECK(r.replica_rows_mismatches == 0);
+  // --redundant-experts must agree with the file's slot count.
+  o.redundant = Redundant(16, EplbPolicy::kGlobal, ReplicaChoice::kLocal);
+  CHECK_THROWS_WITH_AS(MakeRunConfig(TwoNodePlan(), o), doctest::Contains("does not match the placement file's 24 slots"),
+                       Error);
+  // A map that leaves an expert without a slot.
+  o.redundant.reset();
+  o.placement_file = WriteTmp("bad-placement.json", R"({"physical_to_logical": [0, 0, 0, 0, 0, 0, 0, 0]})");
+  CHECK_THROWS_WITH_AS(MakeRunConfig(TwoNodePlan(), o), doctest::Contains("has 0 replicas"), Error);
 }

@@ -68,7 +68,7 @@ namespace {
 
 // The planner's matrices of this layer beside the measured rows (RunReport::predicted_replica_routing).
 void CompareReplicaRows(const RunConfig& c, RunReport& report) {
-  const bool comparable = static_cast<int64_t>(c.ranks.size()) == c.ep && c.options.tokens_per_source.empty() &&
+  const bool comparable = c.routing_model != nullptr && static_cast<int64_t>(c.ranks.size()) == c.ep && c.options.tokens_per_source.empty() &&
                           std::all_of(c.ranks.begin(), c.ranks.end(),
                                       [](const RankConfig& r) { return r.source == r.ep_index && r.rank == r.source; });
   if (!comparable) return;
@@ -247,7 +247,8 @@ Json RunReportToJson(const RunReport& rep, const std::string& model_source) {
     Json rows = Json::array();
     for (const RankReport& r : rep.ranks) rows.push_back(r.rows_per_local_expert);
     Json block = {{"redundant_experts", p.num_physical - p.num_experts},
-                  {"policy", EplbPolicyName(p.policy)},
+                  {"policy", c.options.placement_file.empty() ? EplbPolicyName(p.policy) : "file"},
+                  {"placement_file", c.options.placement_file},
                   {"replica_choice", ReplicaChoiceName(c.options.redundant->choice)},
                   {"physical_to_logical", p.physical_to_logical},
                   {"replica_count", p.replica_count},
@@ -293,7 +294,9 @@ std::string RunReportToText(const RunReport& rep, const std::string& model_sourc
   if (c.placement) {
     const ExpertPlacement& p = *c.placement;
     out << fmt::format("\nRedundant experts  R = {} ({} policy, {} replica choice): {} slots, {} per EP rank; physical->logical [{}]\n",
-                       p.num_physical - p.num_experts, EplbPolicyName(p.policy), ReplicaChoiceName(c.options.redundant->choice),
+                       p.num_physical - p.num_experts,
+                       c.options.placement_file.empty() ? EplbPolicyName(p.policy) : c.options.placement_file.c_str(),
+                       ReplicaChoiceName(c.options.redundant->choice),
                        p.num_physical, p.SlotsPerRank(), fmt::join(p.physical_to_logical, " "));
     if (rep.predicted_replica_routing) {
       const LayerRouting& L = *rep.predicted_replica_routing;
@@ -308,7 +311,8 @@ std::string RunReportToText(const RunReport& rep, const std::string& model_sourc
                                                                         rep.replica_rows_mismatches),
                          L.imbalance);
     } else {
-      out << "Rows per rank: not compared (the planner's matrices describe ep ranks that are their own token sources)\n";
+      out << "Rows per rank: not compared (the planner's matrices need --routing and ep ranks that are their own token "
+             "sources)\n";
     }
   }
   out << fmt::format("\n{:<16} {:>12} {:>12} {:>13}\n", "phase", "time(us)", "mean(us)", "slowest rank");

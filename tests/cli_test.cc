@@ -278,6 +278,21 @@ namespace {
 Result RunRun(const std::string& args) { return RunBinary("cli/dockyard-run", args); }
 }  // namespace
 
+TEST_CASE("dockyard-run --placement runs the placement a simulate report chose") {
+  const std::string sim = TmpDir() + "/sim-placement.json";
+  REQUIRE(Run("simulate --model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --seq-len 16 --routing zipf:1.5 "
+              "--redundant-experts 4 --json " + sim).code == 0);
+  const dockyard::Json want = dockyard::ReadJsonFile(sim)["redundant_experts"]["layers"][0]["physical_to_logical"];
+  const std::string out = TmpDir() + "/run-placement.json";
+  Result r = RunRun("--model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --tokens-per-rank 16 --routing zipf:1.5 "
+                    "--iters 1 --warmup 0 --placement " + sim + " --json " + out);
+  REQUIRE(r.code == 0);
+  const dockyard::Json j = dockyard::ReadJsonFile(out);
+  CHECK(j["redundant_experts"]["physical_to_logical"] == want);
+  CHECK(j["redundant_experts"]["rows_mismatched_ranks"] == 0);
+  CHECK(j["validation"]["wrong"] == 0);
+}
+
 TEST_CASE("dockyard-run --plan executes a plan file and puts predicted beside measured") {
   const std::string sim = TmpDir() + "/sim-plan.json";
   REQUIRE(Run("simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --seq-len 16 --json " + sim).code == 0);
