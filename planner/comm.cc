@@ -265,7 +265,7 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
         b.Add("ep_combine", "all_to_all", "sparse", "ep", phase, ep_group, calls, rows_bytes);
       }
     } else {
-      // Deredundency (seed 002): ep = oep x iep, iep fastest. All-gather of the routed rows over
+      // Deredundency (hyper_parallel DeredundencyTokenDispatcher): ep = oep x iep, iep fastest. All-gather of the routed rows over
       // oep, all-to-all of the selected rows (T_r * top_k on average) over iep, reduce-scatter
       // of the oep-sized whiteboard on combine.
       const int64_t oep = DeredundencyOep(plan);

@@ -167,7 +167,7 @@ struct LayoutEvaluator::Impl {
       key.push_back(static_cast<char>(c.size));
       for (int j = 0; j < c.size; ++j) {
         key.push_back(static_cast<char>(c.cuts[j].dim));
-        key.push_back(static_cast<char>(c.cuts[j].data_parallel));
+        key.push_back(static_cast<char>(c.cuts[j].kind));
         key.append(reinterpret_cast<const char*>(&c.cuts[j].num_chunks), sizeof(int64_t));
       }
     }
@@ -346,7 +346,7 @@ LayoutEvaluation LayoutEvaluator::EvaluateReference(const LayoutCandidate& c, bo
   r.status = over ? LayoutEvaluation::Status::kOverBudget : LayoutEvaluation::Status::kRanked;
   if (over && !simulate_over_budget) return r;
   const Workload w = ComputeWorkload(plan);
-  const int64_t oep = c.dispatcher == "deredundency" && plan.dims.ep > 1 ? DeredundencyOep(plan) : 1;
+  const int64_t oep = DispatchOep(plan);
   const auto key = std::make_tuple(plan.dims.ep, w.routed_tokens, oep);
   auto it = reference_routing_cache_.find(key);
   if (it == reference_routing_cache_.end()) {
@@ -409,7 +409,7 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   const Wide logits = static_cast<Wide>(w.tokens) * Ceil(m.vocab_size, d.tp) * 4;
   Wide worst_peak = -1, static_rank0 = 0, dense0 = 0, sparse0 = 0;
   const bool deredundency = d.ep > 1 && t.dispatcher == "deredundency";
-  const int64_t oep = deredundency ? DeredundencyOep(t, d.ep) : 1;
+  const int64_t oep = DispatchOep(t, d.ep);
   for (int64_t s = 0; s < d.pp; ++s) {
     UnitSums st;
     for (size_t i = 0; i < nk; ++i) st.AddScaled(kind_sums[i], split.kind_count[s][i]);

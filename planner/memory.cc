@@ -291,7 +291,7 @@ MemoryReport ComputeMemory(const Plan& plan) {
       }
       for (const auto& [u, n] : units) largest_unit = std::max<WideInt>(largest_unit, n);
     }
-    const int64_t oep = d.ep > 1 && t.dispatcher == "deredundency" ? DeredundencyOep(plan) : 1;
+    const int64_t oep = DispatchOep(plan);
     const StageBufferBytes buf = StageBuffers(largest_unit, st.moe_layers > 0, w, d, t, TrainingBytesOf(t), oep, h);
     std::map<std::string, int64_t> buffers;
     for (int u = 0; u < static_cast<int>(BufferUse::kCount); ++u) {
@@ -328,6 +328,29 @@ MemoryReport ComputeMemory(const Plan& plan) {
     }
   }
   return r;
+}
+
+std::vector<StageOverBudget> RanksOverBudget(const Plan& plan, const MemoryReport& memory) {
+  std::vector<StageOverBudget> out;
+  if (memory.budget_gib <= 0) return out;
+  const double budget = memory.budget_gib * 1073741824.0;
+  const int64_t stage_size = plan.dims.stage_size();
+  for (const auto& s : memory.stages) {
+    const double peak_gib = static_cast<double>(s.worst.peak_bytes) / 1073741824.0;
+    if (peak_gib <= memory.budget_gib) continue;
+    StageOverBudget o;
+    o.stage = s.stage;
+    o.stage_size = stage_size;
+    o.worst_rank = s.worst_rank;
+    o.peak_gib = peak_gib;
+    const int64_t dynamic = s.worst.activations_bytes + s.worst.comm_buffers_bytes;
+    for (int64_t r = s.stage * stage_size; r < (s.stage + 1) * stage_size; ++r) {
+      const MemoryBreakdown b = StaticMemoryOnRank(plan, r);
+      if (static_cast<double>(b.params_bytes + b.grads_bytes + b.optimizer_bytes + dynamic) > budget) o.ranks_over.push_back(r);
+    }
+    out.push_back(std::move(o));
+  }
+  return out;
 }
 
 }  // namespace dockyard

@@ -117,6 +117,18 @@ std::map<std::string, int64_t> ActivationBytesPerMicrobatch(const Plan& plan, co
 
 MemoryReport ComputeMemory(const Plan& plan);
 
+// For each stage whose worst rank exceeds the report's budget (memory.budget_gib > 0): every rank
+// of the stage over it. Activations and buffers are the same on every rank of a stage; the static
+// part is counted per rank (StaticMemoryOnRank). O(stage ranks x parameters) per stage over.
+struct StageOverBudget {
+  int64_t stage = 0;
+  int64_t stage_size = 0;           // ranks in the stage
+  int64_t worst_rank = 0;
+  double peak_gib = 0;              // the worst rank's peak
+  std::vector<int64_t> ranks_over;  // increasing
+};
+std::vector<StageOverBudget> RanksOverBudget(const Plan& plan, const MemoryReport& memory);
+
 // Activation kinds of a stage, in the order of their report keys.
 enum class ActivationKind { kAttention, kNorm, kDenseMlp, kRouter, kRoutedExperts, kSharedExperts, kCheckpoints,
                             kEmbedding, kLogits, kCount };

@@ -3,6 +3,8 @@
 // parallel_state.initialize_model_parallel.
 #include "planner/parallel_dims.h"
 
+#include <numeric>
+
 #include <fmt/format.h>
 
 #include "planner/checked_math.h"
@@ -162,6 +164,13 @@ ParallelDims ParallelDims::Build(const ParallelDimsOptions& options) {
 void ValidateDimsForModel(const ParallelDims& dims, const ModelSpec& model) {
   std::string error;
   if (!CheckDimsForModel(dims, model, &error)) throw Error(error);
+}
+
+int64_t DefaultEp(const ParallelDimsOptions& d, int64_t preferred) {
+  const bool in_range = d.pp >= 1 && d.dp_replicate >= 1 && d.pp <= d.world_size && d.dp_replicate <= d.world_size &&
+                        d.world_size <= kMaxWorldSize;
+  const int64_t slice = in_range ? d.world_size / (d.pp * d.dp_replicate) : 0;
+  return slice > 0 ? std::gcd(preferred, slice) : 1;
 }
 
 }  // namespace dockyard

@@ -48,6 +48,12 @@ Workload ComputeWorkload(const ModelSpec& model, const ParallelDims& d, const Tr
   return w;
 }
 
+int64_t DispatchOep(const Plan& plan) { return DispatchOep(plan.training, plan.dims.ep); }
+
+int64_t DispatchOep(const TrainingConfig& training, int64_t ep) {
+  return training.dispatcher == "deredundency" && ep > 1 ? DeredundencyOep(training, ep) : 1;
+}
+
 int64_t DeredundencyOep(const Plan& plan) { return DeredundencyOep(plan.training, plan.dims.ep); }
 
 int64_t DeredundencyOep(const TrainingConfig& training, int64_t ep) {

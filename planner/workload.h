@@ -42,6 +42,10 @@ Workload ComputeWorkload(const ModelSpec& model, const ParallelDims& dims, const
 // group spans, ceil(ep / gpus_per_node), rounded up to a divisor of ep (ep = oep x iep).
 int64_t DeredundencyOep(const Plan& plan);
 int64_t DeredundencyOep(const TrainingConfig& training, int64_t ep);
+// The outer EP size the plan's dispatcher uses: DeredundencyOep with the deredundency
+// dispatcher and ep > 1, else 1 (every routing sample and the dispatch buffers are keyed by it).
+int64_t DispatchOep(const Plan& plan);
+int64_t DispatchOep(const TrainingConfig& training, int64_t ep);
 
 // Micro-batches of activations stage `stage` keeps in flight under 1F1B: min(pp - stage, M).
 int64_t InFlightMicrobatches(const Plan& plan, int64_t stage);

@@ -87,7 +87,7 @@ struct RunOptions {
   int64_t rank_weight_block_bytes = 0;
   int reference_threads = 0;  // 0: std::thread::hardware_concurrency()
   // all_to_all dispatcher with local (not sequence-parallel) shared experts: start the combine
-  // all-to-all, run the shared experts meanwhile, then wait (seed 002 combine_start /
+  // all-to-all, run the shared experts meanwhile, then wait (hyper_parallel combine_start /
   // combine_wait). The combine phase then reports the exposed part: the overlapped region's
   // time minus the shared experts' own.
   bool overlap_shared_experts = false;
@@ -162,10 +162,6 @@ std::vector<RankSpec> RankSpecs(const RunConfig& config);
 // The slice [begin, begin + size) of every dim of `param` that `rank` holds after the plan's TP
 // and EP shard steps (data-parallel steps skipped, see above). On a dim with fused sections
 // (gate | up) the slice is that of one section, relative to the section's start.
-struct DimSlice {
-  int64_t begin = 0;
-  int64_t size = 0;
-};
 std::vector<DimSlice> ForwardSliceOnRank(const ParamInfo& param, const ParamPlacement& placement, const Mesh& mesh,
                                          int64_t rank);
 
