@@ -73,6 +73,27 @@ void WriteOutput(const std::string& path, const std::string& content, std::ostre
   }
 }
 
+void AddRedundantExpertsFlags(CLI::App* app, RedundantExpertsFlags& f, const std::string& what) {
+  app->add_option("--redundant-experts", f.redundant_experts,
+                  "R redundant expert slots (num_experts + R divisible by ep): " + what + " (default: off)");
+  app->add_option("--eplb-policy", f.eplb_policy, "auto | hierarchical | global | contiguous (default auto)");
+  app->add_option("--expert-groups", f.expert_groups,
+                  "expert groups for the hierarchical policy (DeepSeek-V3: n_group 8; default 1)");
+  app->add_option("--replica-choice", f.replica_choice,
+                  "local (same-node replica, then an even split) | random (default local)");
+}
+
+std::optional<RedundantExpertsOptions> ParseRedundantExpertsFlags(const RedundantExpertsFlags& f) {
+  const std::optional<int64_t> r = ParseInt("--redundant-experts", f.redundant_experts);
+  if (!r) return std::nullopt;
+  RedundantExpertsOptions o;
+  o.redundant_experts = *r;
+  o.policy = ParseEplbPolicy(f.eplb_policy);
+  o.expert_groups = ParseInt("--expert-groups", f.expert_groups).value_or(1);
+  o.choice = ParseReplicaChoice(f.replica_choice);
+  return o;
+}
+
 void DegreeFlags::AddTo(CLI::App* app, const std::string& world_size_help, const std::string& pp_help) {
   app->add_option("--world-size", world_size, world_size_help);
   app->add_option("--dp-replicate", dp_replicate, "HSDP replicas (default 1)");

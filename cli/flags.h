@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include "planner/parallel_dims.h"
+#include "planner/redundant_experts.h"
 
 namespace dockyard::cli {
 
@@ -52,5 +53,16 @@ struct DegreeFlags {
 // Writes a report: "-" prints `content` to `out`, any other path is written atomically
 // (planner/file_util.h). Throws dockyard::Error naming the path.
 void WriteOutput(const std::string& path, const std::string& content, std::ostream& out);
+
+// The redundant-experts flags of both front ends, as text: --redundant-experts R, --eplb-policy,
+// --expert-groups, --replica-choice (docs/redundant-experts.md).
+struct RedundantExpertsFlags {
+  std::string redundant_experts, eplb_policy = "auto", expert_groups = "1", replica_choice = "local";
+};
+// Adds the four options to `app`; `what` ends the --redundant-experts help text.
+void AddRedundantExpertsFlags(CLI::App* app, RedundantExpertsFlags& flags, const std::string& what);
+// nullopt when --redundant-experts is not given. Throws UsageError for a malformed number,
+// dockyard::Error for an unknown policy or choice.
+std::optional<RedundantExpertsOptions> ParseRedundantExpertsFlags(const RedundantExpertsFlags& flags);
 
 }  // namespace dockyard::cli

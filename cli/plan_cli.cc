@@ -26,7 +26,10 @@
 #include "planner/model_spec.h"
 #include "planner/provenance.h"
 #include "planner/plan.h"
+#include "planner/redundant_experts.h"
+#include "planner/redundant_search.h"
 #include "planner/refit.h"
+#include "planner/replica_refit.h"
 #include "planner/report.h"
 #include "planner/search.h"
 #include "planner/workload.h"
@@ -47,6 +50,8 @@ constexpr const char* kExamples = R"(Examples:
   dockyard-plan search --model testdata/hf/qwen3-30b-a3b.json --world-size 64 --cluster h200-sxm --top 5
   dockyard-plan simulate --model testdata/hf/deepseek-v3.json --world-size 256 --ep 64 --recompute full \
                 --cluster h200-sxm --routing zipf:1.2
+  dockyard-plan simulate --model testdata/hf/deepseek-v3.json --world-size 256 --ep 64 --recompute full \
+                --cluster h200-sxm --routing zipf:1.2 --redundant-experts 64 --expert-groups 8
 
 Training defaults: --param-dtype bfloat16, --grad-dtype float32, --optimizer adamw (fp32 master + 2 fp32
 moments), --seq-len 4096, --micro-batch-size 1, --num-microbatches = pp, --recompute none, --dp-sharding fsdp
@@ -76,6 +81,7 @@ struct CliOptions {
   // simulate
   std::string cluster = "h100-sxm", routing = "uniform", seed = "0", routing_layers;
   bool no_overlap = false;
+  cli::RedundantExpertsFlags redundant;  // simulate: redundant experts (opt-in)
   std::vector<std::string> argv;  // the command line, recorded in reports
   // search
   std::string top = "10", max_pp;
@@ -195,6 +201,8 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   const MemoryReport memory = ComputeMemory(plan);
   std::string report_text;
   std::optional<CostBreakdown> cost;
+  std::string redundant_text;  // simulate --redundant-experts
+  std::optional<Json> replica_refit;  // simulate --redundant-experts --refit-json
   if (command == Command::kSimulate) {
     RoutingSpec routing = ParseRoutingSpec(o.routing);
     routing.seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
@@ -204,10 +212,25 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
         RoutingLayersToSample(plan.model, routing, ParseInt("--routing-layers", o.routing_layers), 4, "--routing-layers");
     CostOptions options;
     options.overlap_shared_experts = !o.no_overlap;
-    cost = SimulateStep(plan, *cluster, SampleRoutingForPlan(plan, routing, layers), options);
+    const RoutingResult sampled = SampleRoutingForPlan(plan, routing, layers);
+    cost = SimulateStep(plan, *cluster, sampled, options);
+    std::optional<RedundantExpertsReport> redundant;
+    if (const auto parsed = cli::ParseRedundantExpertsFlags(o.redundant)) {
+      const RedundantExpertsOptions& ro = *parsed;
+      const RoutingModel routing_model = PrepareRouting(routing, plan.model.moe.num_experts, plan.model.moe.top_k, layers);
+      redundant = AnalyzeRedundantExperts(plan, *cluster, routing_model, sampled, *cost, memory, ro, options);
+      redundant_text = RedundantExpertsToText(*redundant);
+      if (o.refit_given) {
+        // The refit map targets the physical slots of every MoE layer's placement.
+        const std::vector<ExpertPlacement> placements = PlaceMoeLayers(plan, routing, ro);
+        const RefitMap map = BuildRefitMap(plan, plan.training.refit_dtype);
+        replica_refit = ReplicaRefitMapToJson(map, ReplicaRefitTargets(map, plan.model, placements), placements);
+      }
+    }
     if (o.json_given) {
-      const Json j = SimulateReportToJson(plan, memory, *cost, {source, *cluster, o.routing, routing.seed, layers,
-                                                                 ReportProvenance(o)});
+      Json j = SimulateReportToJson(plan, memory, *cost, {source, *cluster, o.routing, routing.seed, layers,
+                                                          ReportProvenance(o)});
+      if (redundant) j["redundant_experts"] = RedundantExpertsToJson(*redundant);
       report_text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
     }
   } else if (o.json_given) {
@@ -217,7 +240,7 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   }
   std::string refit_text;
   if (o.refit_given) {
-    Json refit = RefitMapToJson(BuildRefitMap(plan, plan.training.refit_dtype));
+    Json refit = replica_refit ? *replica_refit : RefitMapToJson(BuildRefitMap(plan, plan.training.refit_dtype));
     refit["provenance"] = ReportProvenance(o);
     refit_text = refit.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
   }
@@ -236,7 +259,7 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
                          dims.ep, RecomputeName(plan.training.recompute));
     }
     if (cost) {
-      out << MemoryToText(plan, memory) << CostToText(*cost);
+      out << MemoryToText(plan, memory) << CostToText(*cost) << redundant_text;
     } else {
       out << (check ? MemoryToText(plan, memory) : PlanToText(plan, source, memory));
     }
@@ -295,6 +318,14 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
       if (done == total) err << "\n";
     };
   }
+  std::vector<RedundantCount> redundant_counts;  // search --redundant-experts LIST (opt-in)
+  std::optional<RedundantExpertsOptions> redundant_options;
+  if (!o.redundant.redundant_experts.empty()) {
+    redundant_counts = ParseRedundantCounts(o.redundant.redundant_experts);
+    cli::RedundantExpertsFlags rest = o.redundant;
+    rest.redundant_experts = "0";  // the list is parsed above; the policy, groups and choice here
+    redundant_options = cli::ParseRedundantExpertsFlags(rest);
+  }
   const SearchResult result = SearchLayouts(model, s);
   if (result.top.empty()) {
     // The same outcome in every output mode: the counts on stderr, exit 1, no file.
@@ -303,8 +334,11 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
     err << "dockyard-plan search: no valid layout fits the budget\n";
     return 1;
   }
+  std::optional<RedundantSearchResult> redundant;
+  if (redundant_options) redundant = SearchRedundantExperts(model, s, result, redundant_counts, *redundant_options);
   if (o.json_given) {
-    const Json j = SearchReportToJson(result, s, use_default ? kDefaultModelName : o.model, moe_layers, ReportProvenance(o));
+    Json j = SearchReportToJson(result, s, use_default ? kDefaultModelName : o.model, moe_layers, ReportProvenance(o));
+    if (redundant) j["redundant_experts"] = RedundantSearchToJson(*redundant);
     WriteOutput(o.json_path, j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n", out);
     if (o.json_path == "-") return 0;
   }
@@ -312,6 +346,7 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   out << fmt::format("Routing    {} (seed {}), {} MoE layer(s) sampled per (ep, tokens, oep)\n", RoutingSpecText(s.routing),
                      s.routing.seed, s.routing.kind == RoutingKind::kTrace ? moe_layers : s.routing_layers);
   out << SearchResultToText(result);
+  if (redundant) out << RedundantSearchToText(*redundant);
   return 0;
 }
 
@@ -333,6 +368,8 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   simulate->add_option("--seed", o.seed, "routing sampling seed (default 0)");
   simulate->add_option("--routing-layers", o.routing_layers, "MoE layers to sample; each phase takes the mean of their slowest ranks (default min(4, MoE layers); a trace uses its own layers)");
   simulate->add_flag("--no-overlap", o.no_overlap, "do not overlap the shared experts with the combine all-to-all");
+  cli::AddRedundantExpertsFlags(simulate, o.redundant,
+                                 "report the EPLB placement, imbalance, MoE-layer time and memory before/after");
   CLI::App* search = app.add_subcommand("search", "enumerate valid layouts, drop those over the memory budget, rank by predicted tokens/s per GPU");
   search->add_option("--model", o.model, "HF config.json or dockyard model spec (default: embedded DeepSeek-V3)");
   search->add_option("--world-size", o.degrees.world_size, "number of GPUs (required with --model)");
@@ -340,6 +377,9 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   search->add_option("--cluster", o.cluster, "preset (h100-sxm, h200-sxm, h100-pcie-400g) or cluster JSON (default h100-sxm)");
   search->add_option("--routing", o.routing, "uniform | zipf:S | hot:H:F | trace:PATH (default uniform)");
   search->add_option("--seed", o.seed, "routing sampling seed (default 0)");
+  cli::AddRedundantExpertsFlags(search, o.redundant,
+                                 "here a comma-separated list of R values or multiples of ep (e.g. 0,ep,2ep): re-rank the "
+                                 "best layouts with each");
   search->add_option("--top", o.top, "layouts to show (default 10)");
   search->add_option("--max-pp", o.max_pp, "largest pipeline degree to try (default 16)");
   search->add_option("--json", o.json_path, "write the ranking as JSON to PATH ('-' = stdout)");

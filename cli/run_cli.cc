@@ -21,6 +21,7 @@
 #include "planner/plan.h"
 #include "planner/plan_file.h"
 #include "planner/provenance.h"
+#include "planner/redundant_experts.h"
 #include "planner/report.h"
 #include "planner/routing.h"
 #include "runtime/config.h"
@@ -39,6 +40,7 @@ constexpr const char* kExamples = R"(Examples:
   dockyard-run --model testdata/hf/deepseek-v3.json --world-size 16 --ep 16 --tokens-per-rank 2 --iters 1 --warmup 0
   dockyard-run --model testdata/hf/deepseek-v2-lite.json --world-size 16 --tp 2 --ep 8 --etp 2 --json run.json
   dockyard-run --model testdata/hf/mixtral-8x7b.json --world-size 4 --tp 4 --routing zipf:1.2
+  dockyard-run --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --routing zipf:1.2 --redundant-experts 8
 
 Degrees follow dockyard-plan (--dp-shard -1 = infer); the run uses the ranks of the pipeline stage
 holding --layer. --routing: by default tokens go to the top-k of the real router GEMM over the
@@ -60,6 +62,8 @@ struct CliOptions {
   std::string json_path, fault, plan_path;
   std::string gemm_precision = "fp32", grouped_gemm = "grouped", nccl_id_dir, nccl_job_id;
   std::string replay_rank, cluster, seq_len;
+  cli::RedundantExpertsFlags redundant;
+  std::string placement;
   bool overlap_shared = false, tokens_per_rank_given = false;
   std::set<std::string> cuda_flags_given;  // cuda-only flags present on the command line
   bool dispatcher_given = false, convention_given = false;
@@ -168,7 +172,7 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
   }
   if (json_given && o.json_path.empty()) throw UsageError("--json needs a path or '-', got an empty string");
   if (json_given) {
-    std::vector<std::string> inputs = {o.model, o.plan_path, o.cluster};
+    std::vector<std::string> inputs = {o.model, o.plan_path, o.cluster, o.placement};
     if (o.routing.rfind("trace:", 0) == 0) inputs.push_back(o.routing.substr(6));
     RejectOutputOverInputs(o.json_path, "--json", inputs);
   }
@@ -192,6 +196,8 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
     spec.seed = run.seed;
     run.routing = spec;
   }
+  run.redundant = cli::ParseRedundantExpertsFlags(o.redundant);
+  run.placement_file = o.placement;
   if (o.fault == "wrong-expert") run.fault = runtime::Fault::kWrongExpertOwner;
   run.overlap_shared_experts = o.overlap_shared;
   if (o.backend == "cuda") run.rank_weight_block_bytes = int64_t{1} << 30;  // whole experts per grouped GEMM
@@ -244,6 +250,9 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
   }
   if (plan_file) CheckPlacementsMatch(plan, *plan_file, o.plan_path);
   if (!o.replay_rank.empty()) {
+    if (run.redundant || !run.placement_file.empty()) {
+      throw Error("--redundant-experts and --placement are not supported with --replay-rank (run the whole EP group)");
+    }
     return RunReplay(o, plan, run, launch, plan_file ? plan_file->cluster : std::nullopt, model_path, json_given, out, err);
   }
   // Everything that can be rejected is rejected before any thread starts.
@@ -256,6 +265,7 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
     std::vector<std::string> inputs = {model_path};
     if (plan_file) inputs.push_back(o.plan_path);
     if (o.routing.rfind("trace:", 0) == 0) inputs.push_back(o.routing.substr(6));
+    if (!o.placement.empty()) inputs.push_back(o.placement);
     j["provenance"] = Provenance(o.argv, inputs);
     if (plan_file && plan_file->predicted.is_object()) {
       // Predicted beside measured, row by row (same phase names, MoE layer forward).
@@ -327,6 +337,12 @@ int RunRunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   app.add_option("--gpus-per-node", o.gpus_per_node, "ranks per node, for the default --oep (default 8)");
   app.add_option("--tokens-per-rank", o.tokens_per_rank, "tokens of hidden size on every rank (default 64)");
   app.add_option("--routing", o.routing, "uniform | zipf:S | hot:H:F | trace:PATH (default: the router's top-k)");
+  cli::AddRedundantExpertsFlags(&app, o.redundant,
+                                 "run the EPLB placement of the layer (needs --routing), replicas holding identical "
+                                 "weights, and compare rows per rank with the planner's");
+  app.add_option("--placement", o.placement,
+                 "placement file: {\"physical_to_logical\": [...]} or a simulate --redundant-experts --json report "
+                 "(its map of the layer); runs that layout of replicated experts (default: none)");
   app.add_option("--layer", o.layer, "decoder layer to run (default: the first MoE layer)");
   app.add_option("--iters", o.iters, "timed iterations (default 3)");
   app.add_option("--warmup", o.warmup, "untimed warm-up iterations (default 1)");

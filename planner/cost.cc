@@ -561,7 +561,8 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
     throw Error(fmt::format("routing was sampled for oep {}, the plan's deredundency dispatcher uses oep {}", routing.oep,
                             DeredundencyOep(plan)));
   }
-  const MoePhaseShape shape = MoePhaseShapeOf(m, w, d.ep, deredundency);
+  MoePhaseShape shape = MoePhaseShapeOf(m, w, d.ep, deredundency);
+  if (routing.num_slots > 0) shape.num_experts = routing.num_slots;  // replicas: the physical slots
   const MoePhaseTimes moe = SimulateMoePhases(routing, ep_group, shape, c, o);
   in.moe_phases = &moe;
   in.num_moe_layers = m.NumMoeLayers();

@@ -937,12 +937,7 @@ RoutingResult AssembleRouting(const RoutingModel& model, int64_t ep, int64_t tok
     for (int64_t dst = 0, e = 0; dst < ep; ++dst) {
       for (int64_t j = 0; j < local; ++j, ++e) out.received[static_cast<size_t>(dst)] += out.tokens_per_expert[static_cast<size_t>(e)];
     }
-    std::vector<int64_t> sorted = out.received;
-    std::sort(sorted.begin(), sorted.end());
-    out.max_received = sorted.back();
-    out.mean_received = static_cast<double>(tokens_per_rank) * static_cast<double>(k);
-    out.p99_received = sorted[static_cast<size_t>((99 * ep + 99) / 100 - 1)];
-    out.imbalance = out.mean_received > 0 ? static_cast<double>(out.max_received) / out.mean_received : 1.0;
+    FillReceivedStats(out, tokens_per_rank, k);
     result.max_imbalance = l == 0 ? out.imbalance : std::max(result.max_imbalance, out.imbalance);
     if (oep == 1) {
       out.iep_dispatch = out.dispatch;  // iep = ep: the sum over one outer index is dispatch itself
@@ -964,6 +959,17 @@ RoutingResult AssembleRouting(const RoutingModel& model, int64_t ep, int64_t tok
 }
 
 }  // namespace
+
+void FillReceivedStats(LayerRouting& out, int64_t tokens_per_rank, int64_t top_k) {
+  const int64_t ep = static_cast<int64_t>(out.received.size());
+  Require(ep >= 1, "received: no ranks");
+  std::vector<int64_t> sorted = out.received;
+  std::sort(sorted.begin(), sorted.end());
+  out.max_received = sorted.back();
+  out.mean_received = static_cast<double>(tokens_per_rank) * static_cast<double>(top_k);
+  out.p99_received = sorted[static_cast<size_t>((99 * ep + 99) / 100 - 1)];
+  out.imbalance = out.mean_received > 0 ? static_cast<double>(out.max_received) / out.mean_received : 1.0;
+}
 
 RoutingResult SampleRouting(const RoutingModel& model, int64_t ep, int64_t tokens_per_rank, int64_t oep) {
   RankCounter counter;
@@ -1024,6 +1030,12 @@ RoutingResult SampleRouting(const RoutingSpec& spec, int64_t num_experts, int64_
   Require(ep >= 1, fmt::format("ep must be >= 1, got {}", ep));
   Require(num_experts < 1 || num_experts % ep == 0, fmt::format("ep ({}) must divide num_experts ({})", ep, num_experts));
   return SampleRouting(PrepareRouting(spec, num_experts, top_k, num_layers), ep, tokens_per_rank, oep);
+}
+
+const std::vector<double>& ExpectedShare(const RoutingModel& model, int64_t layer) {
+  Require(layer >= 0 && layer < static_cast<int64_t>(model.layers.size()),
+          fmt::format("routing layer {} is outside the model's {} MoE layers", layer, model.layers.size()));
+  return model.layers[static_cast<size_t>(layer)]->share;
 }
 
 std::vector<int32_t> SampleTokenExperts(const RoutingModel& model, int64_t layer, int64_t ep_rank, int64_t tokens) {

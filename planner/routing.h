@@ -149,8 +149,16 @@ struct LayerRouting {
   std::vector<double> expected_share;           // [E] target share of the assignments (sums to 1)
 };
 
+// Sets max_received, mean_received (= tokens_per_rank * top_k), p99_received and imbalance of
+// `out` from out.received (size ep >= 1).
+void FillReceivedStats(LayerRouting& out, int64_t tokens_per_rank, int64_t top_k);
+
 struct RoutingResult {
   int64_t num_experts = 0, top_k = 0, ep = 0, tokens_per_rank = 0, oep = 1;
+  // Physical expert slots per layer when experts are replicated (replica_routing.h): the
+  // dispatch matrices and rows_per_local_expert ([ep * num_slots/ep]) are then per physical
+  // slot. 0: no replicas, the slots are the num_experts logical experts.
+  int64_t num_slots = 0;
   std::vector<LayerRouting> layers;
   double max_imbalance = 1.0;  // over layers (1 with no layers)
   int64_t assignments = 0;     // T * ep * top_k * num_layers
@@ -214,6 +222,10 @@ RoutingResult SampleRouting(const RoutingSpec& spec, int64_t num_experts, int64_
 // experts at [t*top_k, (t+1)*top_k), distinct, experts picked by every token first). Same stream
 // as SampleRouting, so counting these for rank r reproduces that rank's row of its matrices.
 std::vector<int32_t> SampleTokenExperts(const RoutingModel& model, int64_t layer, int64_t ep_rank, int64_t tokens);
+
+// The target share of the assignments of every expert in `layer` of `model` ([E], capped, sums
+// to 1; LayerRouting::expected_share). Throws dockyard::Error for a layer outside the model.
+const std::vector<double>& ExpectedShare(const RoutingModel& model, int64_t layer);
 
 // Expected received assignments per rank under uniform routing: T * top_k (the exact mean of
 // `received` under any distribution; for uniform routing also every rank's expectation).

@@ -276,6 +276,35 @@ RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
     c.routing_layer = 0;
     for (int64_t l = 0; l < c.layer; ++l) c.routing_layer += m.moe_layers[static_cast<size_t>(l)] ? 1 : 0;
   }
+  if (!o.placement_file.empty()) {
+    Require(c.dispatcher == Dispatcher::kAllToAll,
+            "--placement runs with the all_to_all dispatcher (the deredundency dispatcher has no replicas)");
+    std::vector<int64_t> map = ReadPlacementFile(o.placement_file, c.routing_layer);
+    const int64_t slots = static_cast<int64_t>(map.size());
+    c.placement = std::make_shared<ExpertPlacement>(
+        PlacementFromMap(std::move(map), c.num_experts, c.ep, EpGroupNodes(plan), EplbPolicy::kGlobal));
+    if (o.redundant) {
+      Require(o.redundant->redundant_experts == slots - c.num_experts,
+              fmt::format("--redundant-experts ({}) does not match the placement file's {} slots for {} experts",
+                          o.redundant->redundant_experts, slots, c.num_experts));
+    } else {
+      c.options.redundant = RedundantExpertsOptions{};
+      c.options.redundant->redundant_experts = slots - c.num_experts;
+    }
+  } else if (o.redundant) {
+    Require(c.routing_model != nullptr,
+            "--redundant-experts needs --routing: the placement balances the routing model's expected load of the layer");
+    Require(c.dispatcher == Dispatcher::kAllToAll,
+            "--redundant-experts runs with the all_to_all dispatcher (the deredundency dispatcher has no replicas)");
+    c.placement = std::make_shared<ExpertPlacement>(
+        PlaceExperts(ExpectedShare(*c.routing_model, c.routing_layer), EplbOptionsFor(plan, *o.redundant)));
+  }
+  if (c.placement) {
+    for (RankConfig& r : c.ranks) {
+      r.num_local_experts = c.placement->SlotsPerRank();
+      r.first_expert = r.ep_index * r.num_local_experts;
+    }
+  }
 
   // --- Token sources.
   for (const RankConfig& r : c.ranks) c.sources.push_back(r.source);

@@ -28,7 +28,9 @@
 #include <string>
 #include <vector>
 
+#include "planner/eplb.h"
 #include "planner/plan.h"
+#include "planner/redundant_experts.h"
 #include "planner/routing.h"
 #include "runtime/backend.h"
 
@@ -61,6 +63,16 @@ struct RunOptions {
   // experts are drawn from the planner's routing model (routing.h SampleTokenExperts, stream =
   // the token source), and the router's scores at those experts give the weights.
   std::optional<RoutingSpec> routing;
+  // Redundant experts (planner/redundant_experts.h): unset = none. Set (requires `routing` and
+  // the all_to_all dispatcher): the layer's experts are E + R physical slots, P/ep per EP rank,
+  // placed by PlaceExperts from the routing model's expected load of this layer with the plan's
+  // EplbOptionsFor; every replica holds its logical expert's weights (generated from the logical
+  // index) and each assignment goes to the replica ChooseReplicas picks (source = the EP index).
+  std::optional<RedundantExpertsOptions> redundant;
+  // A placement file (planner ReadPlacementFile) instead of a computed placement: the layer's
+  // physical->logical map is read from it (R = its slots - E; the EPLB policy options are
+  // unused, the replica choice of `redundant` applies, local when unset). Empty = none.
+  std::string placement_file;
   int64_t iters = 3;
   int64_t warmup = 1;
   double atol = 1e-4;  // wrong when |out - ref| > atol + rtol * |ref|
@@ -131,6 +143,9 @@ struct RunConfig {
   // Built from options.routing (one layer), or null for the router's own top-k.
   std::shared_ptr<const RoutingModel> routing_model;
   int64_t routing_layer = 0;  // index of `layer` among the MoE layers (the routing model's layer)
+  // With options.redundant: the layer's placement; RankConfig::first_expert / num_local_experts
+  // are then the rank's first physical slot and its P/ep slots.
+  std::shared_ptr<const ExpertPlacement> placement;
   std::vector<RankConfig> ranks;           // the stage's ranks, increasing
   std::vector<int64_t> sources;            // distinct token sources, increasing
   std::vector<int64_t> tokens_of_source;   // aligned with sources

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "planner/error.h"
+#include "planner/replica_routing.h"
 #include "runtime/data.h"
 #include "runtime/dispatch.h"
 #include "runtime/expert_ffn.h"
@@ -123,7 +124,13 @@ class LayerRank {
     RouteOrder order;
     Time(kPermute, [&] {
       std::vector<int64_t> experts = topk_.ToHost();
-      order = SortByExpert(experts, E, k);
+      if (c_.placement) {
+        // Redundant experts: sort and dispatch by physical slot (P/ep per rank, contiguous).
+        experts = ReplicaSlots(c_, r_.ep_index, experts);
+        order = SortByExpert(experts, c_.placement->num_physical, k);
+      } else {
+        order = SortByExpert(experts, E, k);
+      }
       token_of_row_.CopyFromHost(order.token_of_row);
       row_of_slot_.CopyFromHost(order.row_of_slot);
       routed_in_.Resize(T * k * D);
@@ -174,6 +181,7 @@ class LayerRank {
     std::vector<int64_t> experts;
     for (int64_t l = 0; l < r_.num_local_experts; ++l) {
       int64_t e = r_.first_expert + l;
+      if (c_.placement) e = c_.placement->physical_to_logical[static_cast<size_t>(e)];  // a replica: its expert's weights
       if (c_.options.fault == Fault::kWrongExpertOwner) e = (e + 1) % c_.num_experts;
       experts.push_back(e);
     }
@@ -426,6 +434,15 @@ const std::vector<std::string>& PhaseNames() {
 std::vector<int64_t> AssignedExperts(const RunConfig& config, const RoutingModel& routing, int64_t source, int64_t tokens) {
   const std::vector<int32_t> picks = SampleTokenExperts(routing, config.routing_layer, source, tokens);
   return std::vector<int64_t>(picks.begin(), picks.end());
+}
+
+std::vector<int64_t> ReplicaSlots(const RunConfig& config, int64_t ep_index, const std::vector<int64_t>& experts) {
+  const std::vector<int32_t> logical(experts.begin(), experts.end());
+  // The routing model's seed, as the planner's matrices use it; the run's seed without one.
+  const uint64_t seed = config.routing_model ? config.routing_model->spec.seed : config.options.seed;
+  const std::vector<int32_t> slots =
+      ChooseReplicas(*config.placement, config.options.redundant->choice, seed, config.routing_layer, ep_index, logical);
+  return std::vector<int64_t>(slots.begin(), slots.end());
 }
 
 void RunRank(RankContext& ctx, const RunConfig& config, const RankConfig& rank, RankResult& result) {

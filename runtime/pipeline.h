@@ -54,6 +54,11 @@ void RunRank(RankContext& ctx, const RunConfig& config, const RankConfig& rank, 
 
 // The experts token `t` of `source` is routed to when options.routing is set: [tokens * top_k]
 // (the planner's SampleTokenExperts; the same on every rank and in the reference).
+// With redundant experts (config.placement): the physical slot of each of `experts` ([tokens *
+// top_k] logical experts of the rank with EP index `ep_index`), by the planner's ChooseReplicas
+// with the routing model's seed (options.seed without a routing model) and layer.
+std::vector<int64_t> ReplicaSlots(const RunConfig& config, int64_t ep_index, const std::vector<int64_t>& experts);
+
 std::vector<int64_t> AssignedExperts(const RunConfig& config, const RoutingModel& routing, int64_t source, int64_t tokens);
 
 }  // namespace dockyard::runtime

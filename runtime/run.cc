@@ -7,7 +7,9 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include "planner/replica_routing.h"
 #include "planner/report.h"
 #include "runtime/pipeline.h"
 #include "runtime/reference.h"
@@ -62,6 +64,30 @@ std::string Sci(double v) { return std::isfinite(v) ? fmt::format("{:.3e}", v) :
 
 }  // namespace
 
+namespace {
+
+// The planner's matrices of this layer beside the measured rows (RunReport::predicted_replica_routing).
+void CompareReplicaRows(const RunConfig& c, RunReport& report) {
+  const bool comparable = c.routing_model != nullptr && static_cast<int64_t>(c.ranks.size()) == c.ep && c.options.tokens_per_source.empty() &&
+                          std::all_of(c.ranks.begin(), c.ranks.end(),
+                                      [](const RankConfig& r) { return r.source == r.ep_index && r.rank == r.source; });
+  if (!comparable) return;
+  report.predicted_replica_routing = SampleReplicatedLayer(*c.routing_model, c.routing_layer, *c.placement,
+                                                           c.options.tokens_per_rank, c.options.redundant->choice);
+  const LayerRouting& L = *report.predicted_replica_routing;
+  const int64_t slots = c.placement->SlotsPerRank();
+  report.replica_rows_mismatches = 0;
+  for (const RankReport& r : report.ranks) {
+    const std::vector<int64_t> want(L.rows_per_local_expert.begin() + r.ep_index * slots,
+                                    L.rows_per_local_expert.begin() + (r.ep_index + 1) * slots);
+    if (r.rows_per_local_expert != want || r.received_rows != L.received[static_cast<size_t>(r.ep_index)]) {
+      ++report.replica_rows_mismatches;
+    }
+  }
+}
+
+}  // namespace
+
 RunReport RunMoeLayer(const Plan& plan, const RunOptions& options, Backend& backend) {
   return RunMoeLayer(MakeRunConfig(plan, options), backend);
 }
@@ -97,6 +123,8 @@ RunReport RunMoeLayer(const RunConfig& c, Backend& backend) {
     r.sent_rows = got.sent_rows;
     r.received_rows = got.received_rows;
     r.phase_us = got.phase_us;
+    r.ep_index = c.ranks[i].ep_index;
+    r.rows_per_local_expert = got.tokens_per_local_expert;
     const size_t s = static_cast<size_t>(std::lower_bound(ref.sources.begin(), ref.sources.end(), got.source) - ref.sources.begin());
     Compare(c, got, ref.outputs[s], r, report.first_mismatches);
     report.max_abs_error = std::max(report.max_abs_error, r.max_abs_error);
@@ -106,6 +134,7 @@ RunReport RunMoeLayer(const RunConfig& c, Backend& backend) {
     report.ranks.push_back(std::move(r));
     if (c.options.record_collectives) report.collectives.push_back(got.collectives);
   }
+  if (c.placement) CompareReplicaRows(c, report);
   const auto& names = PhaseNames();
   for (size_t p = 0; p < names.size(); ++p) {
     PhaseReport ph;
@@ -213,6 +242,25 @@ Json RunReportToJson(const RunReport& rep, const std::string& model_source) {
       {"measured", {{"kind", "measured"}, {"phases", phases}}},
       {"timing", {{"run_seconds", rep.run_seconds}, {"reference_seconds", rep.reference_seconds}}},
   };
+  if (c.placement) {
+    const ExpertPlacement& p = *c.placement;
+    Json rows = Json::array();
+    for (const RankReport& r : rep.ranks) rows.push_back(r.rows_per_local_expert);
+    Json block = {{"redundant_experts", p.num_physical - p.num_experts},
+                  {"policy", c.options.placement_file.empty() ? EplbPolicyName(p.policy) : "file"},
+                  {"placement_file", c.options.placement_file},
+                  {"replica_choice", ReplicaChoiceName(c.options.redundant->choice)},
+                  {"physical_to_logical", p.physical_to_logical},
+                  {"replica_count", p.replica_count},
+                  {"measured_rows_per_local_slot", rows},
+                  {"rows_mismatched_ranks", rep.replica_rows_mismatches}};
+    if (rep.predicted_replica_routing) {
+      block["predicted_rows_per_slot"] = rep.predicted_replica_routing->rows_per_local_expert;
+      block["predicted_received"] = rep.predicted_replica_routing->received;
+      block["predicted_imbalance"] = rep.predicted_replica_routing->imbalance;
+    }
+    j["redundant_experts"] = block;
+  }
   return j;
 }
 
@@ -242,6 +290,30 @@ std::string RunReportToText(const RunReport& rep, const std::string& model_sourc
   for (const RankReport& r : rep.ranks) {
     out << fmt::format("{:>6} {:>7} {:>8} {:>8} {:>9} {:>12} {:>12} {:>8}\n", r.rank, r.tokens, r.routed_rows, r.sent_rows,
                        r.received_rows, Sci(r.max_abs_error), Sci(r.max_rel_error), r.wrong);
+  }
+  if (c.placement) {
+    const ExpertPlacement& p = *c.placement;
+    out << fmt::format("\nRedundant experts  R = {} ({} policy, {} replica choice): {} slots, {} per EP rank; physical->logical [{}]\n",
+                       p.num_physical - p.num_experts,
+                       c.options.placement_file.empty() ? EplbPolicyName(p.policy) : c.options.placement_file.c_str(),
+                       ReplicaChoiceName(c.options.redundant->choice),
+                       p.num_physical, p.SlotsPerRank(), fmt::join(p.physical_to_logical, " "));
+    if (rep.predicted_replica_routing) {
+      const LayerRouting& L = *rep.predicted_replica_routing;
+      out << fmt::format("{:>6} {:>9} {:>10}   {}\n", "rank", "received", "predicted", "rows per local slot (measured)");
+      for (const RankReport& r : rep.ranks) {
+        out << fmt::format("{:>6} {:>9} {:>10}   [{}]\n", r.rank, r.received_rows, L.received[static_cast<size_t>(r.ep_index)],
+                           fmt::join(r.rows_per_local_expert, " "));
+      }
+      out << fmt::format("Rows per rank and slot: {} (planner imbalance {:.3f})\n",
+                         rep.replica_rows_mismatches == 0 ? std::string("equal to the planner's matrices")
+                                                          : fmt::format("{} rank(s) differ from the planner's matrices",
+                                                                        rep.replica_rows_mismatches),
+                         L.imbalance);
+    } else {
+      out << "Rows per rank: not compared (the planner's matrices need --routing and ep ranks that are their own token "
+             "sources)\n";
+    }
   }
   out << fmt::format("\n{:<16} {:>12} {:>12} {:>13}\n", "phase", "time(us)", "mean(us)", "slowest rank");
   for (const PhaseReport& p : rep.phases) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,8 @@ struct RankReport {
   double max_abs_error = 0, max_rel_error = 0;
   int64_t wrong = 0, checked = 0;
   std::vector<double> phase_us;  // aligned with PhaseNames()
+  int64_t ep_index = 0;
+  std::vector<int64_t> rows_per_local_expert;  // rows each local expert (physical slot with replicas) computed
 };
 
 struct PhaseReport {
@@ -53,6 +56,13 @@ struct RunReport {
   double run_seconds = 0;                  // every rank's setup and iterations (wall)
   double reference_seconds = 0;
   std::vector<std::vector<CollectiveRecord>> collectives;  // per rank, when recorded
+  // Redundant experts (config.placement): the planner's routing of this layer over the same
+  // placement (SampleReplicatedLayer), when it describes this run: every EP rank present, each
+  // rank its own token source with EP index = source and tokens_per_rank tokens. Then
+  // replica_rows_mismatches counts the ranks whose measured rows per slot or received rows differ
+  // from it (0 when the runtime executed exactly the planner's matrices); -1 when not comparable.
+  std::optional<LayerRouting> predicted_replica_routing;
+  int64_t replica_rows_mismatches = -1;
   bool passed() const { return wrong == 0; }
 };
 

@@ -251,6 +251,27 @@ TEST_CASE("dockyard-run draws experts from the planner's routing model with --ro
   CHECK(j["tokens_per_expert"][0].get<int64_t>() > j["tokens_per_expert"][7].get<int64_t>());
 }
 
+TEST_CASE("dockyard-run --redundant-experts runs the replicated placement with the planner's rows per rank") {
+  const Result r = Run("--model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --tokens-per-rank 16 "
+                       "--routing zipf:1.5 --redundant-experts 4 --eplb-policy global --json -");
+  CAPTURE(r.err);
+  REQUIRE(r.code == 0);
+  const dockyard::Json j = dockyard::ParseJsonText(r.out, "stdout");
+  CHECK(j["validation"]["wrong"] == 0);
+  const auto& x = j["redundant_experts"];
+  CHECK(x["physical_to_logical"].size() == 12);  // 8 experts + 4, 3 slots per rank
+  CHECK(x["rows_mismatched_ranks"] == 0);
+  int64_t rows = 0;
+  for (const auto& rank : x["measured_rows_per_local_slot"]) {
+    for (const auto& v : rank) rows += v.get<int64_t>();
+  }
+  CHECK(rows == 4 * 16 * 2);  // every assignment computed once: 4 ranks x 16 tokens x top_k 2
+  // Without a routing model there is no load to place by.
+  const Result bad = Run("--model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --redundant-experts 4");
+  CHECK(bad.code == 1);
+  CHECK(bad.err.find("--redundant-experts needs --routing") != std::string::npos);
+}
+
 // ---- The issue's "done when": real MoE layer shapes, 8 and 16 ranks, both dispatchers.
 
 TEST_CASE("Qwen3-30B-A3B: 8 ranks, ep 8, all_to_all") {

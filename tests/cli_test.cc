@@ -237,9 +237,61 @@ TEST_CASE("dockyard-plan simulate prints a per-phase table and writes the predic
   CHECK(Run("simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 16 --cluster h300").code == 1);
 }
 
+TEST_CASE("dockyard-plan simulate --redundant-experts reports the placement before and after, opt-in") {
+  const std::string base = "simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 16 --cluster h200-sxm "
+                           "--routing hot:4:0.4 --seq-len 256";
+  const std::string out = TmpDir() + "/sim-redundant.json";
+  Result r = Run(base + " --redundant-experts 16 --eplb-policy global --json " + out);
+  REQUIRE(r.code == 0);
+  dockyard::Json j = dockyard::ReadJsonFile(out);
+  const auto& x = j["redundant_experts"];
+  CHECK(x["num_slots"] == 144);  // 128 experts + 16
+  CHECK(x["slots_per_rank"] == 9);
+  CHECK(x["policy"] == "global");
+  CHECK(x["after"]["imbalance"].get<double>() < x["before"]["imbalance"].get<double>());
+  CHECK(x["layers"][0]["physical_to_logical"].size() == 144);
+  // Text: the section follows the phase table.
+  r = Run(base + " --redundant-experts 16");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("Redundant experts  R = 16") != std::string::npos);
+  // The refit map then targets the physical slots: each layer's entries cover the 144 slots,
+  // gate, up and down once per slot.
+  const std::string refit = TmpDir() + "/refit-redundant.json";
+  REQUIRE(Run(base + " --redundant-experts 16 --refit-json " + refit).code == 0);
+  dockyard::Json rj = dockyard::ReadJsonFile(refit);
+  CHECK(rj["num_slots"] == 144);
+  int64_t layer0_slots = 0;
+  for (const auto& e : rj["entries"]) {
+    if (e["layer"] == 0) layer0_slots += static_cast<int64_t>(e["physical_slots"].size());
+  }
+  CHECK(layer0_slots == 3 * 144);
+  // Without the flag there is no such block.
+  REQUIRE(Run(base + " --json " + out).code == 0);
+  CHECK(!dockyard::ReadJsonFile(out).contains("redundant_experts"));
+  // 128 + 8 = 136 slots do not split over 16 ranks.
+  r = Run(base + " --redundant-experts 8");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("--redundant-experts (8)") != std::string::npos);
+}
+
 namespace {
 Result RunRun(const std::string& args) { return RunBinary("cli/dockyard-run", args); }
 }  // namespace
+
+TEST_CASE("dockyard-run --placement runs the placement a simulate report chose") {
+  const std::string sim = TmpDir() + "/sim-placement.json";
+  REQUIRE(Run("simulate --model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --seq-len 16 --routing zipf:1.5 "
+              "--redundant-experts 4 --json " + sim).code == 0);
+  const dockyard::Json want = dockyard::ReadJsonFile(sim)["redundant_experts"]["layers"][0]["physical_to_logical"];
+  const std::string out = TmpDir() + "/run-placement.json";
+  Result r = RunRun("--model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --tokens-per-rank 16 --routing zipf:1.5 "
+                    "--iters 1 --warmup 0 --placement " + sim + " --json " + out);
+  REQUIRE(r.code == 0);
+  const dockyard::Json j = dockyard::ReadJsonFile(out);
+  CHECK(j["redundant_experts"]["physical_to_logical"] == want);
+  CHECK(j["redundant_experts"]["rows_mismatched_ranks"] == 0);
+  CHECK(j["validation"]["wrong"] == 0);
+}
 
 TEST_CASE("dockyard-run --plan executes a plan file and puts predicted beside measured") {
   const std::string sim = TmpDir() + "/sim-plan.json";
@@ -318,6 +370,20 @@ TEST_CASE("search: flag values are checked like the plan's; outputs never replac
   r = Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --gpu-memory-gib 1 --json -");
   CHECK(r.code == 1);
   CHECK(r.out.find("\"top\"") == std::string::npos);
+}
+
+TEST_CASE("search: --redundant-experts re-ranks the best layouts with each R, opt-in") {
+  const std::string base = "search --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --cluster h200-sxm --routing "
+                           "zipf:1.2 --top 3 --json -";
+  Result r = Run(base + " --redundant-experts 0,ep");
+  REQUIRE(r.code == 0);
+  dockyard::Json j = dockyard::ParseJsonText(r.out, "stdout");
+  // 3 layouts x 2 values of R; 128 + ep is divisible by every ep dividing 128.
+  CHECK(j["redundant_experts"]["ranked"].size() + j["redundant_experts"]["over_budget"].get<size_t>() == 6);
+  r = Run(base);
+  REQUIRE(r.code == 0);
+  CHECK(!dockyard::ParseJsonText(r.out, "stdout").contains("redundant_experts"));
+  CHECK(Run(base + " --redundant-experts 0,x").code == 1);
 }
 
 TEST_CASE("search: --routing-layers is echoed, and the JSON gives the training settings as evaluated") {
