@@ -113,36 +113,36 @@ std::string Degrees(const Json& par) {
   for (const char* k : {"world_size", "pp", "dp_replicate", "dp_shard", "cp", "tp", "ep", "etp", "efsdp"}) {
     if (par.contains(k)) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", k, JsonText(par[k]));
   }
-  if (par.contains("convention")) out += " (" + JsonText(par["convention"]) + ")";
+  if (par.contains("convention")) out += " (" + JsonText(par.at("convention")) + ")";
   return out;
 }
 
 void Header(Page& p, const Json& r, const std::string& kind, const Json& routing_sample) {
   std::string inputs, headline;
-  const Json& gen = r.contains("generator") ? r["generator"] : Json::object();
-  const Json& prov = r.contains("provenance") ? r["provenance"] : gen.value("provenance", Json());
+  const Json& gen = r.contains("generator") ? r.at("generator") : Json::object();
+  const Json& prov = r.contains("provenance") ? r.at("provenance") : gen.value("provenance", Json());
   if (r.contains("model")) {
-    const Json& m = r["model"];
+    const Json& m = r.at("model");
     if (m.is_string()) {
       Row(inputs, "model", m.get<std::string>());
     } else {
       Row(inputs, "model", fmt::format("{} ({})", JsonText(m.value("source", m.value("name", Json("?")))),
                                         JsonText(m.value("family", Json("?")))));
       if (m.contains("num_experts")) {
-        Row(inputs, "experts", fmt::format("{} routed, top_k {}", JsonText(m["num_experts"]), JsonText(m.value("top_k", Json("?")))));
+        Row(inputs, "experts", fmt::format("{} routed, top_k {}", JsonText(m.at("num_experts")), JsonText(m.value("top_k", Json("?")))));
       }
     }
   }
-  if (r.contains("parallel")) Row(inputs, "degrees", Degrees(r["parallel"]));
+  if (r.contains("parallel")) Row(inputs, "degrees", Degrees(r.at("parallel")));
   if (r.contains("layout")) {
-    const Json& l = r["layout"];
-    Row(inputs, "layout", fmt::format("world {}, stage {}, {} ranks run, ep {}, expert tp {}, dispatcher {}", JsonText(l["world_size"]),
-                                      JsonText(l["stage"]), JsonText(l["ranks"]), JsonText(l["ep"]), JsonText(l["expert_tp"]),
-                                      JsonText(l["dispatcher"])));
+    const Json& l = r.at("layout");
+    Row(inputs, "layout", fmt::format("world {}, stage {}, {} ranks run, ep {}, expert tp {}, dispatcher {}", JsonText(l.at("world_size")),
+                                      JsonText(l.at("stage")), JsonText(l.at("ranks")), JsonText(l.at("ep")), JsonText(l.at("expert_tp")),
+                                      JsonText(l.at("dispatcher"))));
   }
-  if (r.contains("world_size") && !r.contains("parallel")) Row(inputs, "world size", JsonText(r["world_size"]));
+  if (r.contains("world_size") && !r.contains("parallel")) Row(inputs, "world size", JsonText(r.at("world_size")));
   if (r.contains("training")) {
-    const Json& t = r["training"];
+    const Json& t = r.at("training");
     std::string text;
     for (const char* k : {"dp_sharding", "seq_len", "micro_batch_size", "num_microbatches", "recompute", "gpus_per_node", "dispatcher",
                           "gpu_memory_gib", "imbalance"}) {
@@ -151,26 +151,26 @@ void Header(Page& p, const Json& r, const std::string& kind, const Json& routing
     Row(inputs, "training", text);
   }
   if (r.contains("cluster")) {
-    const Json& c = r["cluster"];
+    const Json& c = r.at("cluster");
     Row(inputs, "cluster (calibration)", c.is_object() ? JsonText(c.value("name", Json("?"))) + " " + c.dump() : JsonText(c));
   }
-  if (r.contains("routing")) Row(inputs, "routing", JsonText(r["routing"]) + (r.contains("seed") ? " (seed " + JsonText(r["seed"]) + ")" : ""));
+  if (r.contains("routing")) Row(inputs, "routing", JsonText(r.at("routing")) + (r.contains("seed") ? " (seed " + JsonText(r.at("seed")) + ")" : ""));
   if (r.contains("run")) {
-    const Json& run = r["run"];
-    Row(inputs, "run", fmt::format("backend {}, {} tokens/rank, routing {}, seed {}, {} timed iterations", JsonText(run["backend"]),
-                                   JsonText(run["tokens_per_rank"]), JsonText(run["routing"]), JsonText(run["seed"]),
-                                   JsonText(run["iters"])));
+    const Json& run = r.at("run");
+    Row(inputs, "run", fmt::format("backend {}, {} tokens/rank, routing {}, seed {}, {} timed iterations", JsonText(run.at("backend")),
+                                   JsonText(run.at("tokens_per_rank")), JsonText(run.at("routing")), JsonText(run.at("seed")),
+                                   JsonText(run.at("iters"))));
   }
-  const std::string version = gen.contains("version") ? JsonText(gen["version"]) : JsonText(r.value("dockyard_version", Json(kDockyardVersion)));
+  const std::string version = gen.contains("version") ? JsonText(gen.at("version")) : JsonText(r.value("dockyard_version", Json(kDockyardVersion)));
   Row(inputs, "generator", fmt::format("{} {}", JsonText(gen.value("name", Json(kind))), version));
   if (prov.is_object()) {
     if (prov.contains("argv")) {
       std::string argv;
-      for (const auto& a : prov["argv"]) argv += (argv.empty() ? "" : " ") + JsonText(a);
+      for (const auto& a : prov.at("argv")) argv += (argv.empty() ? "" : " ") + JsonText(a);
       Row(inputs, "command", argv);
     }
     if (prov.contains("inputs")) {
-      for (const auto& in : prov["inputs"]) {
+      for (const auto& in : prov.at("inputs")) {
         Row(inputs, "input", fmt::format("{} ({} bytes, sha256 {})", JsonText(in.value("path", Json("?"))),
                                          JsonText(in.value("bytes", Json("?"))), JsonText(in.value("sha256", Json("?")))));
       }
@@ -180,43 +180,43 @@ void Header(Page& p, const Json& r, const std::string& kind, const Json& routing
   auto head = [&](const std::string& k, const std::string& v) {
     headline += fmt::format("<div class=\"num\"><b>{}</b><span>{}</span></div>", Esc(v), Esc(k));
   };
-  if (r.contains("model") && r["model"].is_object() && r["model"].contains("total_params")) {
-    head("total params", FormatCount(r["model"]["total_params"].get<int64_t>()));
-    head("active params / token", FormatCount(r["model"]["active_params"].get<int64_t>()));
+  if (r.contains("model") && r.at("model").is_object() && r.at("model").contains("total_params")) {
+    head("total params", FormatCount(r.at("model").at("total_params").get<int64_t>()));
+    head("active params / token", FormatCount(r.at("model").at("active_params").get<int64_t>()));
   }
   if (r.contains("memory")) {
-    const Json& m = r["memory"];
-    head(fmt::format("peak memory (rank {})", JsonText(m["worst_rank"])), FormatBytes(m["worst_peak_bytes"].get<int64_t>()));
+    const Json& m = r.at("memory");
+    head(fmt::format("peak memory (rank {})", JsonText(m.at("worst_rank"))), FormatBytes(m.at("worst_peak_bytes").get<int64_t>()));
     if (m.contains("headroom_bytes")) {
-      const int64_t headroom = m["headroom_bytes"].get<int64_t>();
+      const int64_t headroom = m.at("headroom_bytes").get<int64_t>();
       head("headroom vs budget", headroom >= 0 ? FormatBytes(headroom) : "over by " + FormatBytes(-headroom));
     }
   }
   if (r.contains("communication")) {
-    const Json& c = r["communication"];
-    head(fmt::format("wire bytes / step (rank {})", JsonText(c["rank"])), FormatBytes(c["total_wire_bytes"].get<int64_t>()));
-    head("of which cross-node", FormatBytes(c["total_cross_node_bytes"].get<int64_t>()));
+    const Json& c = r.at("communication");
+    head(fmt::format("wire bytes / step (rank {})", JsonText(c.at("rank"))), FormatBytes(c.at("total_wire_bytes").get<int64_t>()));
+    head("of which cross-node", FormatBytes(c.at("total_cross_node_bytes").get<int64_t>()));
   }
-  if (r.contains("predicted") && r["predicted"].is_object() && r["predicted"].contains("step_time_us")) {
-    const Json& c = r["predicted"];
-    head("step time (predicted)", fmt::format("{:.1f} ms", c["step_time_us"].get<double>() / 1e3));
-    head("tokens/s per GPU", fmt::format("{:.0f}", c["tokens_per_s_per_gpu"].get<double>()));
-    head("MFU", fmt::format("{:.1f}%", 100 * c["mfu"].get<double>()));
-    head("dominant phase", JsonText(c["dominant_phase"]));
-    head("routing imbalance", fmt::format("{:.2f}", c["routing_imbalance"].get<double>()));
+  if (r.contains("predicted") && r.at("predicted").is_object() && r.at("predicted").contains("step_time_us")) {
+    const Json& c = r.at("predicted");
+    head("step time (predicted)", fmt::format("{:.1f} ms", c.at("step_time_us").get<double>() / 1e3));
+    head("tokens/s per GPU", fmt::format("{:.0f}", c.at("tokens_per_s_per_gpu").get<double>()));
+    head("MFU", fmt::format("{:.1f}%", 100 * c.at("mfu").get<double>()));
+    head("dominant phase", JsonText(c.at("dominant_phase")));
+    head("routing imbalance", fmt::format("{:.2f}", c.at("routing_imbalance").get<double>()));
   }
   if (kind == "search") {
-    head("layouts enumerated", JsonText(r["enumerated"]));
-    head("invalid", JsonText(r["invalid"]));
-    head(fmt::format("over the {:.1f} GiB budget", r["budget_gib"].get<double>()), JsonText(r["over_budget"]));
-    head("ranked", JsonText(r["ranked"]));
-    if (!r["top"].empty()) head("best tokens/s per GPU", fmt::format("{:.0f}", r["top"][0]["tokens_per_s_per_gpu"].get<double>()));
+    head("layouts enumerated", JsonText(r.at("enumerated")));
+    head("invalid", JsonText(r.at("invalid")));
+    head(fmt::format("over the {:.1f} GiB budget", r.at("budget_gib").get<double>()), JsonText(r.at("over_budget")));
+    head("ranked", JsonText(r.at("ranked")));
+    if (!r.at("top").empty()) head("best tokens/s per GPU", fmt::format("{:.0f}", r.at("top").at(0).at("tokens_per_s_per_gpu").get<double>()));
   }
   if (r.contains("validation")) {
-    const Json& v = r["validation"];
-    head("validation", v["passed"].get<bool>() ? "passed" : "FAILED");
-    head("wrong / checked", fmt::format("{} / {}", JsonText(v["wrong"]), JsonText(v["checked"])));
-    head("max abs error", JsonText(v["max_abs_error"]));
+    const Json& v = r.at("validation");
+    head("validation", v.at("passed").get<bool>() ? "passed" : "FAILED");
+    head("wrong / checked", fmt::format("{} / {}", JsonText(v.at("wrong")), JsonText(v.at("checked"))));
+    head("max abs error", JsonText(v.at("max_abs_error")));
   }
   p.body += fmt::format("<header><h1>dockyard {} report</h1>\n<div class=\"nums\">{}</div>\n<table class=\"inputs\">\n{}</table></header>\n",
                         Esc(kind), headline, inputs);
@@ -227,8 +227,8 @@ void Header(Page& p, const Json& r, const std::string& kind, const Json& routing
 // Rank grid of one mesh.
 
 void MeshFigure(Page& p, const Json& mesh, const std::string& key, int64_t gpn) {
-  const std::vector<std::string> axes = mesh["axes"].get<std::vector<std::string>>();
-  const std::vector<int64_t> sizes = mesh["sizes"].get<std::vector<int64_t>>();
+  const std::vector<std::string> axes = mesh.at("axes").get<std::vector<std::string>>();
+  const std::vector<int64_t> sizes = mesh.at("sizes").get<std::vector<int64_t>>();
   int64_t world = 1;
   for (int64_t s : sizes) world *= s;
   // Group index of every rank along every axis, from meshes.<key>.groups.
@@ -236,7 +236,7 @@ void MeshFigure(Page& p, const Json& mesh, const std::string& key, int64_t gpn) 
   std::map<std::string, int64_t> num_groups;
   for (const auto& a : axes) {
     std::vector<int64_t> g(world, 0);
-    const Json& groups = mesh["groups"][a];
+    const Json& groups = mesh.at("groups")[a];
     for (size_t i = 0; i < groups.size(); ++i) {
       for (const auto& r : groups[i]) g.at(r.get<int64_t>()) = static_cast<int64_t>(i);
     }
@@ -264,7 +264,7 @@ void MeshFigure(Page& p, const Json& mesh, const std::string& key, int64_t gpn) 
   const double cell = std::clamp(720.0 / cols, 6.0, 36.0);
   const double left = 64, top = 8;
   const double w = left + cols * cell + 10, h = top + rows * cell + 10;
-  std::string title = fmt::format("{} mesh: {} ranks, axes (", JsonText(mesh["name"]), world);
+  std::string title = fmt::format("{} mesh: {} ranks, axes (", JsonText(mesh.at("name")), world);
   for (size_t i = 0; i < axes.size(); ++i) title += fmt::format("{}{} {}", i ? ", " : "", axes[i], sizes[i]);
   title += fmt::format("), {} nodes of {} GPUs", nodes, gpn);
   const std::string id = "fig-mesh-" + key;
@@ -325,21 +325,21 @@ void MeshFigure(Page& p, const Json& mesh, const std::string& key, int64_t gpn) 
 // Expert ownership and tokens per expert.
 
 void ExpertsFigure(Page& p, const Json& experts) {
-  const int64_t E = experts["num_experts"].get<int64_t>();
-  const int64_t ep = experts["ep"].get<int64_t>();
+  const int64_t E = experts.at("num_experts").get<int64_t>();
+  const int64_t ep = experts.at("ep").get<int64_t>();
   const double plot_w = 720;
   const double ex = plot_w / static_cast<double>(E);
   const double rh = std::clamp(360.0 / ep, 3.0, 20.0);
   const double left = 70, top = 8;
   const double w = left + plot_w + 20, h = top + ep * rh + 36;
   OpenFigure(p, "fig-experts", fmt::format("Expert ownership: {} EP ranks x {} routed experts ({} per EP rank)", ep, E,
-                                           JsonText(experts["num_local_experts"])),
+                                           JsonText(experts.at("num_local_experts"))),
              "EP rank = coordinate on the sparse mesh's ep axis; its global ranks are meshes.sparse.groups.ep");
   p.body += SvgOpen(w, h);
   const int label_every = static_cast<int>(std::ceil(12.0 / rh));
-  for (const auto& own : experts["ownership"]) {
-    const int64_t r = own["ep_rank"].get<int64_t>();
-    const std::vector<int64_t> ids = own["experts"].get<std::vector<int64_t>>();
+  for (const auto& own : experts.at("ownership")) {
+    const int64_t r = own.at("ep_rank").get<int64_t>();
+    const std::vector<int64_t> ids = own.at("experts").get<std::vector<int64_t>>();
     if (ids.empty()) continue;
     // Ownership is a contiguous run per EP rank (Shard(0) on ep); draw each run of ids as one bar.
     size_t i = 0;
@@ -430,12 +430,12 @@ void TokensFigure(Page& p, const std::vector<std::vector<int64_t>>& rows, const 
 // Memory per stage.
 
 void MemoryFigure(Page& p, const Json& memory) {
-  const Json& stages = memory["stages"];
+  const Json& stages = memory.at("stages");
   const int64_t n = static_cast<int64_t>(stages.size());
   double max = 0;
-  for (const auto& s : stages) max = std::max(max, s["peak_bytes"].get<double>());
+  for (const auto& s : stages) max = std::max(max, s.at("peak_bytes").get<double>());
   const bool has_budget = memory.contains("budget_bytes");
-  const double budget = has_budget ? memory["budget_bytes"].get<double>() : 0;
+  const double budget = has_budget ? memory.at("budget_bytes").get<double>() : 0;
   const double scale_max = std::max(max, budget) * 1.08;
   const double plot_h = 260, left = 64, top = 16;
   const double bw = std::clamp(640.0 / std::max<int64_t>(1, n), 6.0, 60.0);
@@ -454,21 +454,21 @@ void MemoryFigure(Page& p, const Json& memory) {
     const Json& s = stages[i];
     const double x = left + i * bw * 1.4 + bw * 0.2;
     double acc = 0;
-    std::string tip = fmt::format("stage {}, rank {}:", JsonText(s["stage"]), JsonText(s["worst_rank"]));
-    for (int k = 0; k < 5; ++k) tip += fmt::format(" {} {};", kMemoryKinds[k], FormatBytes(s[kMemoryKinds[k]].get<int64_t>()));
-    tip += " peak " + FormatBytes(s["peak_bytes"].get<int64_t>());
-    p.body += fmt::format("<g class=\"bar\" data-stage=\"{}\" data-peak=\"{}\">", JsonText(s["stage"]), JsonText(s["peak_bytes"]));
+    std::string tip = fmt::format("stage {}, rank {}:", JsonText(s.at("stage")), JsonText(s.at("worst_rank")));
+    for (int k = 0; k < 5; ++k) tip += fmt::format(" {} {};", kMemoryKinds[k], FormatBytes(s.at(kMemoryKinds[k]).get<int64_t>()));
+    tip += " peak " + FormatBytes(s.at("peak_bytes").get<int64_t>());
+    p.body += fmt::format("<g class=\"bar\" data-stage=\"{}\" data-peak=\"{}\">", JsonText(s.at("stage")), JsonText(s.at("peak_bytes")));
     for (int k = 0; k < 5; ++k) {
-      const double b = s[kMemoryKinds[k]].get<double>();
+      const double b = s.at(kMemoryKinds[k]).get<double>();
       const double hgt = b / scale_max * plot_h;
       acc += hgt;
       p.body += fmt::format("<rect class=\"seg\" data-kind=\"{}\" data-bytes=\"{}\" x=\"{:.1f}\" y=\"{:.3f}\" width=\"{:.1f}\" height=\"{:.3f}\" fill=\"{}\"><title>{}</title></rect>",
-                            kMemoryKinds[k], JsonText(s[kMemoryKinds[k]]), x, top + plot_h - acc, bw, hgt, kMemoryColours[k], Esc(tip));
+                            kMemoryKinds[k], JsonText(s.at(kMemoryKinds[k])), x, top + plot_h - acc, bw, hgt, kMemoryColours[k], Esc(tip));
     }
     p.body += "</g>\n";
     if (i % label_every == 0) {
       p.body += fmt::format("<text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">stage {}</text>\n", x + bw / 2,
-                            top + plot_h + 14, JsonText(s["stage"]));
+                            top + plot_h + 14, JsonText(s.at("stage")));
     }
   }
   if (has_budget) {
@@ -490,8 +490,8 @@ void MemoryFigure(Page& p, const Json& memory) {
 // Dispatch traffic.
 
 void TrafficFigure(Page& p, const Json& sample, const std::vector<int64_t>& group, int64_t gpn) {
-  const int64_t ep = sample["ep"].get<int64_t>();
-  const std::vector<int64_t> d = sample["layers"][0]["dispatch"].get<std::vector<int64_t>>();
+  const int64_t ep = sample.at("ep").get<int64_t>();
+  const std::vector<int64_t> d = sample.at("layers").at(0).at("dispatch").get<std::vector<int64_t>>();
   if (ep < 1 || static_cast<int64_t>(d.size()) != ep * ep || static_cast<int64_t>(group.size()) != ep) return;
   auto node_of = [&](int64_t i) { return group[i] / gpn; };
   // Aggregate to node pairs when the group is too large to draw per rank.
@@ -668,10 +668,10 @@ void RankPhaseFigure(Page& p, const std::string& title, const std::vector<std::s
 // data-parallel communication and the optimizer.
 
 void PipelineFigure(Page& p, const Json& predicted, int64_t pp, int64_t microbatches) {
-  const double slot = predicted["stage_microbatch_us"].get<double>();
-  const double dp = predicted["dp_step_comm_us"].get<double>();
-  const double opt = predicted["optimizer_us"].get<double>();
-  const double step = predicted["step_time_us"].get<double>();
+  const double slot = predicted.at("stage_microbatch_us").get<double>();
+  const double dp = predicted.at("dp_step_comm_us").get<double>();
+  const double opt = predicted.at("optimizer_us").get<double>();
+  const double step = predicted.at("step_time_us").get<double>();
   const int64_t slots = microbatches + pp - 1;
   const double left = 64, top = 8, plot_w = 720;
   const double rh = std::clamp(240.0 / pp, 6.0, 24.0);
@@ -711,7 +711,7 @@ void PipelineFigure(Page& p, const Json& predicted, int64_t pp, int64_t microbat
   }
   p.body += "</svg>\n";
   Legend(p, {{"#4e79a7", "micro-batch forward + backward (number = micro-batch)"},
-             {"#dddddd", fmt::format("bubble ({:.1f} ms per stage)", predicted["pipeline_bubble_us"].get<double>() / 1e3)},
+             {"#dddddd", fmt::format("bubble ({:.1f} ms per stage)", predicted.at("pipeline_bubble_us").get<double>() / 1e3)},
              {"#f28e2b", "exposed data-parallel comm"},
              {"#59a14f", "optimizer"}});
   CloseFigure(p);
@@ -721,41 +721,43 @@ void PipelineFigure(Page& p, const Json& predicted, int64_t pp, int64_t microbat
 // Search scatter.
 
 std::string LayoutName(const Json& x) {
-  return fmt::format("pp {} dp_replicate {} dp_shard {} cp {} tp {} ep {} etp {} {}", JsonText(x["pp"]), JsonText(x["dp_replicate"]),
-                     JsonText(x["dp_shard"]), JsonText(x["cp"]), JsonText(x["tp"]), JsonText(x["ep"]), JsonText(x["etp"]),
-                     JsonText(x["dispatcher"]));
+  return fmt::format("pp {} dp_replicate {} dp_shard {} cp {} tp {} ep {} etp {} {}", JsonText(x.at("pp")), JsonText(x.at("dp_replicate")),
+                     JsonText(x.at("dp_shard")), JsonText(x.at("cp")), JsonText(x.at("tp")), JsonText(x.at("ep")), JsonText(x.at("etp")),
+                     JsonText(x.at("dispatcher")));
 }
 
 void SearchFigure(Page& p, const Json& r) {
-  const Json& top = r["top"];
+  const Json& top = r.at("top");
   const int64_t n = static_cast<int64_t>(top.size());
   if (n == 0) return;
   std::vector<double> xs(n), ys(n);
-  double xmax = r["budget_gib"].get<double>(), ymax = 0;
+  double xmax = r.at("budget_gib").get<double>(), ymax = 0;
   for (int64_t i = 0; i < n; ++i) {
-    xs[i] = Gib(top[i]["peak_bytes"].get<double>());
-    ys[i] = top[i]["tokens_per_s_per_gpu"].get<double>();
+    xs[i] = Gib(top[i].at("peak_bytes").get<double>());
+    ys[i] = top[i].at("tokens_per_s_per_gpu").get<double>();
     xmax = std::max(xmax, xs[i]);
     ymax = std::max(ymax, ys[i]);
   }
   xmax *= 1.08;
   ymax *= 1.1;
-  // Pareto front: no other layout has more tokens/s with no more memory.
-  std::vector<int64_t> order(n);
-  for (int64_t i = 0; i < n; ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return xs[a] < xs[b] || (xs[a] == xs[b] && ys[a] > ys[b]); });
-  std::vector<bool> front(n, false);
-  double best = -1;
-  for (int64_t i : order) {
-    if (ys[i] > best) {
-      front[i] = true;
-      best = ys[i];
+  // Pareto front: no other layout has more tokens/s with no more peak memory (bytes, exact).
+  std::vector<bool> front(n, true);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t peak = top.at(i).at("peak_bytes").get<int64_t>();
+    for (int64_t k = 0; k < n && front[i]; ++k) {
+      if (ys[k] > ys[i] && top.at(k).at("peak_bytes").get<int64_t>() <= peak) front[i] = false;
     }
   }
+  // The front's line, by memory then throughput.
+  std::vector<int64_t> order;
+  for (int64_t i = 0; i < n; ++i) {
+    if (front[i]) order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return xs[a] < xs[b] || (xs[a] == xs[b] && ys[a] < ys[b]); });
   const int64_t highlighted = std::min<int64_t>(5, n);
   const double left = 80, top_px = 10, pw = 640, ph = 340;
   OpenFigure(p, "fig-search",
-             fmt::format("Search: tokens/s per GPU against peak memory, {} ranked row(s) of {} ranked layouts", n, JsonText(r["ranked"])),
+             fmt::format("Search: tokens/s per GPU against peak memory, {} ranked row(s) of {} ranked layouts", n, JsonText(r.at("ranked"))),
              "each point is a row of the report's \"top\" list (--top N sets how many); hover for the layout");
   p.body += SvgOpen(left + pw + 30, top_px + ph + 44);
   const double xs_step = TickStep(xmax, 6), ys_step = TickStep(ymax, 6);
@@ -771,12 +773,12 @@ void SearchFigure(Page& p, const Json& r) {
   }
   p.body += fmt::format("<text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">peak memory per GPU (GiB)</text>\n", left + pw / 2, top_px + ph + 32);
   p.body += fmt::format("<text class=\"lab\" transform=\"translate(14,{:.1f}) rotate(-90)\" text-anchor=\"middle\">tokens/s per GPU</text>\n", top_px + ph / 2);
-  const double bx = left + r["budget_gib"].get<double>() / xmax * pw;
+  const double bx = left + r.at("budget_gib").get<double>() / xmax * pw;
   p.body += fmt::format("<line class=\"budget\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/><text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">budget {:.1f} GiB</text>\n",
-                        bx, bx, top_px, top_px + ph, bx - 3, top_px + 12, r["budget_gib"].get<double>());
+                        bx, bx, top_px, top_px + ph, bx - 3, top_px + 12, r.at("budget_gib").get<double>());
   std::string line;
   for (int64_t i : order) {
-    if (front[i]) line += fmt::format("{:.1f},{:.1f} ", left + xs[i] / xmax * pw, top_px + ph - ys[i] / ymax * ph);
+    line += fmt::format("{:.1f},{:.1f} ", left + xs[i] / xmax * pw, top_px + ph - ys[i] / ymax * ph);
   }
   p.body += fmt::format("<polyline class=\"front\" points=\"{}\"/>\n", line);
   for (int64_t i = n; i-- > 0;) {  // best drawn last, on top
@@ -784,7 +786,7 @@ void SearchFigure(Page& p, const Json& r) {
     const bool hi = i < highlighted;
     p.body += fmt::format("<circle class=\"pt{}{}\" data-row=\"{}\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\" fill=\"{}\"><title>#{} {}: {:.0f} tokens/s/GPU, {:.2f} GiB, MFU {:.1f}%, dominant {}</title></circle>\n",
                           hi ? " top" : "", front[i] ? " pareto" : "", i, x, y, hi ? 6 : 4, hi ? "#e15759" : front[i] ? "#f28e2b" : "#4e79a7",
-                          i + 1, Esc(LayoutName(top[i])), ys[i], xs[i], 100 * top[i]["mfu"].get<double>(), JsonText(top[i]["dominant_phase"]));
+                          i + 1, Esc(LayoutName(top[i])), ys[i], xs[i], 100 * top[i].at("mfu").get<double>(), JsonText(top[i].at("dominant_phase")));
     if (i == 0) p.body += fmt::format("<text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\">#1</text>\n", x + 8, y - 6);
   }
   p.body += "</svg>\n";
@@ -796,8 +798,8 @@ void SearchFigure(Page& p, const Json& r) {
   p.body += "<table class=\"rows\"><tr><th>#</th><th>layout</th><th>step (ms)</th><th>tokens/s/GPU</th><th>MFU</th><th>peak GiB</th><th>dominant phase</th></tr>\n";
   for (int64_t i = 0; i < std::min<int64_t>(n, 20); ++i) {
     p.body += fmt::format("<tr{}><td>{}</td><td>{}</td><td>{:.1f}</td><td>{:.0f}</td><td>{:.1f}%</td><td>{:.2f}</td><td>{}</td></tr>\n",
-                          front[i] ? " class=\"pareto\"" : "", i + 1, Esc(LayoutName(top[i])), top[i]["step_time_us"].get<double>() / 1e3, ys[i],
-                          100 * top[i]["mfu"].get<double>(), xs[i], Esc(JsonText(top[i]["dominant_phase"])));
+                          front[i] ? " class=\"pareto\"" : "", i + 1, Esc(LayoutName(top[i])), top[i].at("step_time_us").get<double>() / 1e3, ys[i],
+                          100 * top[i].at("mfu").get<double>(), xs[i], Esc(JsonText(top[i].at("dominant_phase"))));
   }
   p.body += "</table>\n";
   CloseFigure(p);
@@ -844,88 +846,88 @@ std::string Render(const Json& r, const Json& sample) {
   const std::string kind = Kind(r);
   Page p;
   Header(p, r, kind, sample);
-  const int64_t gpn = r.contains("training") ? r["training"].value("gpus_per_node", int64_t{8}) : 8;
+  const int64_t gpn = r.contains("training") ? r.at("training").value("gpus_per_node", int64_t{8}) : 8;
   if (gpn < 1) throw Error(fmt::format("--html: /training/gpus_per_node must be >= 1, got {}", gpn));
   if (kind == "plan" || kind == "simulate") {
-    MeshFigure(p, r["meshes"]["dense"], "dense", gpn);
-    MeshFigure(p, r["meshes"]["sparse"], "sparse", gpn);
-    ExpertsFigure(p, r["experts"]);
+    MeshFigure(p, r.at("meshes").at("dense"), "dense", gpn);
+    MeshFigure(p, r.at("meshes").at("sparse"), "sparse", gpn);
+    ExpertsFigure(p, r.at("experts"));
     if (sample.is_object() && sample.contains("layers")) {
       std::vector<std::vector<int64_t>> rows, received;
       std::vector<std::string> names;
-      for (size_t l = 0; l < sample["layers"].size(); ++l) {
-        rows.push_back(sample["layers"][l]["tokens_per_expert"].get<std::vector<int64_t>>());
-        received.push_back(sample["layers"][l]["received"].get<std::vector<int64_t>>());
+      for (size_t l = 0; l < sample.at("layers").size(); ++l) {
+        rows.push_back(sample.at("layers")[l].at("tokens_per_expert").get<std::vector<int64_t>>());
+        received.push_back(sample.at("layers")[l].at("received").get<std::vector<int64_t>>());
         names.push_back(fmt::format("sampled layer {}", l));
       }
-      std::vector<int64_t> owner(r["experts"]["num_experts"].get<int64_t>(), -1);
-      for (const auto& own : r["experts"]["ownership"]) {
-        for (const auto& e : own["experts"]) owner.at(e.get<int64_t>()) = own["ep_rank"].get<int64_t>();
+      std::vector<int64_t> owner(r.at("experts").at("num_experts").get<int64_t>(), -1);
+      for (const auto& own : r.at("experts").at("ownership")) {
+        for (const auto& e : own.at("experts")) owner.at(e.get<int64_t>()) = own.at("ep_rank").get<int64_t>();
       }
       TokensFigure(p, rows, received, names, owner,
                    fmt::format("routing {}: {} tokens per EP rank, top_k {}", JsonText(r.value("routing", Json("uniform (sampled, seed 0)"))),
-                               JsonText(sample["tokens_per_rank"]), JsonText(sample["top_k"])));
+                               JsonText(sample.at("tokens_per_rank")), JsonText(sample.at("top_k"))));
     }
-    if (r.contains("memory")) MemoryFigure(p, r["memory"]);
-    if (sample.is_object() && sample.contains("layers") && !sample["layers"].empty()) {
-      TrafficFigure(p, sample, r["meshes"]["sparse"]["groups"]["ep"][0].get<std::vector<int64_t>>(), gpn);
+    if (r.contains("memory")) MemoryFigure(p, r.at("memory"));
+    if (sample.is_object() && sample.contains("layers") && !sample.at("layers").empty()) {
+      TrafficFigure(p, sample, r.at("meshes").at("sparse").at("groups").at("ep").at(0).get<std::vector<int64_t>>(), gpn);
     }
     if (kind == "simulate") {
-      const Json& pred = r["predicted"];
+      const Json& pred = r.at("predicted");
       std::vector<PhaseRow> rows;
       std::map<std::string, size_t> at;
-      for (const auto& ph : pred["phases"]) {
-        if (ph["layer_kind"] != "moe") continue;
-        const std::string name = ph["name"].get<std::string>();
+      for (const auto& ph : pred.at("phases")) {
+        if (ph.at("layer_kind") != "moe") continue;
+        const std::string name = ph.at("name").get<std::string>();
         if (!at.count(name)) {
           at[name] = rows.size();
           rows.push_back({name, {0, 0}, {}, {}});
         }
         PhaseRow& row = rows[at[name]];
-        const size_t s = ph["direction"] == "forward" ? 0 : 1;
-        row.values[s] = ph["time_us"].get<double>();
-        if (s == 0 && ph.contains("per_ep_rank_us") && !ph["per_ep_rank_us"].empty()) {
-          const auto v = ph["per_ep_rank_us"].get<std::vector<double>>();
+        const size_t s = ph.at("direction") == "forward" ? 0 : 1;
+        row.values[s] = ph.at("time_us").get<double>();
+        if (s == 0 && ph.contains("per_ep_rank_us") && !ph.at("per_ep_rank_us").empty()) {
+          const auto v = ph.at("per_ep_rank_us").get<std::vector<double>>();
           row.lo = {*std::min_element(v.begin(), v.end())};
           row.hi = {*std::max_element(v.begin(), v.end())};
         }
       }
       PhaseFigure(p, fmt::format("Predicted time per phase of one MoE layer, one micro-batch (slowest rank), MoE layer {:.1f} us",
-                                 pred["moe_layer_us"].get<double>()),
+                                 pred.at("moe_layer_us").get<double>()),
                   "predicted.phases with layer_kind moe", rows, {"forward", "backward"});
       // Routing-dependent forward phases per EP rank.
       std::vector<std::string> phases;
       std::vector<std::vector<double>> per;
-      for (const auto& ph : pred["phases"]) {
-        if (ph["layer_kind"] != "moe" || ph["direction"] != "forward" || !ph.contains("per_ep_rank_us")) continue;
-        const auto v = ph["per_ep_rank_us"].get<std::vector<double>>();
+      for (const auto& ph : pred.at("phases")) {
+        if (ph.at("layer_kind") != "moe" || ph.at("direction") != "forward" || !ph.contains("per_ep_rank_us")) continue;
+        const auto v = ph.at("per_ep_rank_us").get<std::vector<double>>();
         if (per.empty()) per.assign(v.size(), {});
         if (v.size() != per.size()) continue;
-        phases.push_back(ph["name"].get<std::string>());
+        phases.push_back(ph.at("name").get<std::string>());
         for (size_t i = 0; i < v.size(); ++i) per[i].push_back(v[i]);
       }
       std::vector<std::string> names;
       for (size_t i = 0; i < per.size(); ++i) names.push_back(fmt::format("EP {}", i));
       RankPhaseFigure(p, "Predicted routing-dependent phases per EP rank (MoE layer forward, mean over sampled layers)", names, phases, per);
-      PipelineFigure(p, pred, r["parallel"]["pp"].get<int64_t>(), r["training"]["num_microbatches"].get<int64_t>());
+      PipelineFigure(p, pred, r.at("parallel").at("pp").get<int64_t>(), r.at("training").at("num_microbatches").get<int64_t>());
     }
   } else if (kind == "search") {
     SearchFigure(p, r);
   } else {  // run
-    const std::vector<int64_t> tpe = r["tokens_per_expert"].get<std::vector<int64_t>>();
+    const std::vector<int64_t> tpe = r.at("tokens_per_expert").get<std::vector<int64_t>>();
     std::vector<int64_t> received;
-    for (const auto& pr : r["per_rank"]) received.push_back(pr["received_rows"].get<int64_t>());
-    const int64_t ep = r["layout"]["ep"].get<int64_t>();
+    for (const auto& pr : r.at("per_rank")) received.push_back(pr.at("received_rows").get<int64_t>());
+    const int64_t ep = r.at("layout").at("ep").get<int64_t>();
     // Rows received per EP rank: the run's ranks in EP order when one EP group was run.
     if (static_cast<int64_t>(received.size()) != ep) received.clear();
-    TokensFigure(p, {tpe}, {received}, {fmt::format("layer {}", JsonText(r["model"]["layer"]))}, {},
-                 fmt::format("routing {}: measured tokens per expert of the layer run", JsonText(r["run"]["routing"])));
+    TokensFigure(p, {tpe}, {received}, {fmt::format("layer {}", JsonText(r.at("model").at("layer")))}, {},
+                 fmt::format("routing {}: measured tokens per expert of the layer run", JsonText(r.at("run").at("routing"))));
     std::vector<PhaseRow> rows;
     bool has_pred = false;
-    for (const auto& ph : r["measured"]["phases"]) {
-      PhaseRow row{ph["name"].get<std::string>(), {ph["time_us"].get<double>()}, {}, {}};
+    for (const auto& ph : r.at("measured").at("phases")) {
+      PhaseRow row{ph.at("name").get<std::string>(), {ph.at("time_us").get<double>()}, {}, {}};
       if (ph.contains("predicted_us")) {
-        row.values.push_back(ph["predicted_us"].get<double>());
+        row.values.push_back(ph.at("predicted_us").get<double>());
         has_pred = true;
       }
       rows.push_back(row);
@@ -938,13 +940,13 @@ std::string Render(const Json& r, const Json& sample) {
                 rows, has_pred ? std::vector<std::string>{"measured", "predicted"} : std::vector<std::string>{"measured"});
     std::vector<std::string> names, phases;
     std::vector<std::vector<double>> per;
-    for (const auto& pr : r["per_rank"]) {
-      names.push_back(fmt::format("rank {}", JsonText(pr["rank"])));
+    for (const auto& pr : r.at("per_rank")) {
+      names.push_back(fmt::format("rank {}", JsonText(pr.at("rank"))));
       std::vector<double> v;
       if (phases.empty()) {
-        for (auto it = pr["phases_us"].begin(); it != pr["phases_us"].end(); ++it) phases.push_back(it.key());
+        for (auto it = pr.at("phases_us").begin(); it != pr.at("phases_us").end(); ++it) phases.push_back(it.key());
       }
-      for (const auto& ph : phases) v.push_back(pr["phases_us"].value(ph, 0.0));
+      for (const auto& ph : phases) v.push_back(pr.at("phases_us").value(ph, 0.0));
       per.push_back(v);
     }
     RankPhaseFigure(p, "Measured phases per rank (forward, one MoE layer)", names, phases, per);
