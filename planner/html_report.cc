@@ -152,7 +152,13 @@ void Header(Page& p, const Json& r, const std::string& kind, const Json& routing
   }
   if (r.contains("cluster")) {
     const Json& c = r.at("cluster");
-    Row(inputs, "cluster (calibration)", c.is_object() ? JsonText(c.value("name", Json("?"))) + " " + c.dump() : JsonText(c));
+    std::string text = c.is_object() ? JsonText(c.value("name", Json("?"))) + ":" : JsonText(c);
+    if (c.is_object()) {
+      for (auto it = c.begin(); it != c.end(); ++it) {
+        if (it.key() != "name") text += fmt::format(" {} {}", it.key(), JsonText(it.value()));
+      }
+    }
+    Row(inputs, "cluster (calibration)", text);
   }
   if (r.contains("routing")) Row(inputs, "routing", JsonText(r.at("routing")) + (r.contains("seed") ? " (seed " + JsonText(r.at("seed")) + ")" : ""));
   if (r.contains("run")) {
@@ -273,7 +279,7 @@ void MeshFigure(Page& p, const Json& mesh, const std::string& key, int64_t gpn) 
   // Axis selector (the inline script recolours the cells).
   p.body += fmt::format("<label class=\"sel\">colour by the groups of axis <select data-mesh=\"{}\">", key);
   for (const auto& a : axes) {
-    p.body += fmt::format("<option value=\"{}\"{}>{} ({} groups)</option>", a, a == axis ? " selected=\"selected\"" : "", a, num_groups[a]);
+    p.body += fmt::format("<option value=\"{}\"{}>{} ({} group(s))</option>", a, a == axis ? " selected=\"selected\"" : "", a, num_groups[a]);
   }
   p.body += "</select></label>\n";
   p.body += SvgOpen(w, h);
@@ -306,7 +312,7 @@ void MeshFigure(Page& p, const Json& mesh, const std::string& key, int64_t gpn) 
     items.push_back({kPalette[i], fmt::format("{} group {}", axis, i)});
   }
   Legend(p, items,
-         fmt::format("{} groups{}; black outline = one node of {} GPUs", num_groups[axis],
+         fmt::format("{} group(s){}; black outline = one node of {} GPUs", num_groups[axis],
                      num_groups[axis] > kPaletteSize ? ", colours repeat every 12" : "", gpn));
   CloseFigure(p);
   // Group index per cell for every axis, for the selector.
@@ -543,6 +549,14 @@ void TrafficFigure(Page& p, const Json& sample, const std::vector<int64_t>& grou
                             inter[s * n + t] ? Orange(f) : Blue(f), unit_name[s], unit_name[t], v, inter[s * n + t] ? "inter-node" : "intra-node");
     }
   }
+  // Node boundaries of the destination and source ranks (per-rank view).
+  if (!per_node) {
+    for (int64_t i = 1; i < n; ++i) {
+      if (node_of(i) == node_of(i - 1)) continue;
+      p.body += fmt::format("<line class=\"nodeline\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/><line class=\"nodeline\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/>\n",
+                            left + i * cell, left + i * cell, top, top + n * cell, left, left + n * cell, top + i * cell, top + i * cell);
+    }
+  }
   // The hottest pair, outlined.
   p.body += fmt::format("<rect class=\"mark\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"/>\n", left + (hot % n) * cell,
                         top + (hot / n) * cell, cell, cell);
@@ -557,7 +571,7 @@ void TrafficFigure(Page& p, const Json& sample, const std::vector<int64_t>& grou
   Legend(p, {{Blue(1.0), "intra-node (NVLink), max " + Num(static_cast<double>(max))},
              {Orange(1.0), "inter-node (network)"},
              {Blue(0.0), "0"},
-             {"#000000", "outline: hottest pair"}});
+             {"#000000", "outline: hottest pair; grey lines: node boundaries"}});
   CloseFigure(p);
 }
 
@@ -612,7 +626,8 @@ void PhaseFigure(Page& p, const std::string& title, const std::string& note, con
   p.body += "</svg>\n";
   std::vector<std::pair<std::string, std::string>> items;
   for (size_t s = 0; s < series.size(); ++s) items.push_back({kPalette[s], series[s]});
-  Legend(p, items, "black whisker: fastest to slowest EP rank (routing-dependent phases)");
+  Legend(p, items, "black whisker (routing-dependent phases): the lowest to the highest EP rank's mean over the sampled layers; "
+                   "the bar is the mean of each layer's slowest rank");
   CloseFigure(p);
 }
 
@@ -823,7 +838,7 @@ svg text.lab{font-size:11px;fill:#333}svg text.small{font-size:10px}svg text.inv
 svg .grid{stroke:#e6e6e6}svg .node{fill:none;stroke:#000;stroke-width:1.5}
 svg .budget{stroke:#d62728;stroke-width:2;stroke-dasharray:6 3}
 svg .mark{fill:none;stroke:#000;stroke-width:1.5}svg .rankmark{fill:#e15759}
-svg .whisk{stroke:#000;stroke-width:1.5}svg .front{fill:none;stroke:#f28e2b;stroke-width:2}
+svg .nodeline{stroke:#555;stroke-width:0.8}svg .whisk{stroke:#000;stroke-width:1.5}svg .front{fill:none;stroke:#f28e2b;stroke-width:2}
 svg .pt{stroke:#fff;stroke-width:1}tr.pareto td{background:#fff4e6}
 )";
 

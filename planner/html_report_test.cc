@@ -280,6 +280,8 @@ TEST_CASE("The dispatch heatmap's hottest cell is the dispatch matrix's maximum 
     inter += cells[i].text.find("inter-node") != std::string::npos;
   }
   CHECK(inter == 8);
+  // One node boundary inside the group (between ranks 1 and 2): one line across, one down.
+  CHECK(Select(p.all, "fig-traffic", "line", "nodeline").size() == 2);
 }
 
 TEST_CASE("An EP group larger than 64 ranks is drawn per node pair, the sums of the dispatch matrix") {
