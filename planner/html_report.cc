@@ -197,6 +197,9 @@ void Header(Page& p, const Json& r, const std::string& kind, const Json& routing
       const int64_t headroom = m.at("headroom_bytes").get<int64_t>();
       head("headroom vs budget", headroom >= 0 ? FormatBytes(headroom) : "over by " + FormatBytes(-headroom));
     }
+    if (m.contains("over_budget_ranks") && !m.at("over_budget_ranks").empty()) {
+      head("stage worst ranks over budget", m.at("over_budget_ranks").dump());
+    }
   }
   if (r.contains("communication")) {
     const Json& c = r.at("communication");
