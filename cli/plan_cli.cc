@@ -8,6 +8,7 @@
 #include <numeric>
 #include <optional>
 #include <sstream>
+#include <limits>
 #include <map>
 #include <string>
 #include <sys/stat.h>
@@ -360,7 +361,12 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
       if (done == total) err << "\n";
     };
   }
-  const SearchResult result = SearchLayouts(model, s);
+  // The HTML page plots every ranked layout; the JSON and the table keep the first --top.
+  const int64_t top_rows = s.top;
+  if (o.html_given) s.top = std::numeric_limits<int64_t>::max();
+  SearchResult result = SearchLayouts(model, s);
+  SearchResult every = result;
+  if (static_cast<int64_t>(result.top.size()) > top_rows) result.top.resize(top_rows);
   if (result.top.empty()) {
     // The same outcome in every output mode: the counts on stderr, exit 1, no file.
     const std::string text = SearchResultToText(result);
@@ -383,19 +389,24 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
     j["routing"] = RoutingSpecText(s.routing);
     j["routing_layers_sampled"] = s.routing.kind == RoutingKind::kTrace ? moe_layers : s.routing_layers;
     std::vector<std::pair<std::string, std::string>> files;
-    if (o.html_given) files.push_back({o.html_path, ReportToHtml(j)});
+    if (o.html_given) {
+      Json page = j;
+      page["top"] = SearchResultToJson(every).at("top");
+      page["top_rows"] = top_rows;
+      files.push_back({o.html_path, ReportToHtml(page)});
+    }
     if (o.json_given && o.json_path != "-") files.push_back({o.json_path, j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n"});
     WriteFilesAtomically(files);
     if (o.json_given && o.json_path == "-") {
       out << j.dump(1, ' ', false, Json::error_handler_t::replace) << "\n";
       return 0;
     }
-    if (o.html_given) out << "HTML report written to " << o.html_path << "\n";
   }
   out << fmt::format("Model      {} on {} GPUs, cluster {}\n", use_default ? kDefaultModelName : o.model, s.world_size, s.cluster.name);
   out << fmt::format("Routing    {} (seed {}), {} MoE layer(s) sampled per (ep, tokens, oep)\n", RoutingSpecText(s.routing),
                      s.routing.seed, s.routing.kind == RoutingKind::kTrace ? moe_layers : s.routing_layers);
   out << SearchResultToText(result);
+  if (o.html_given) out << "HTML report written to " << o.html_path << "\n";
   return 0;
 }
 

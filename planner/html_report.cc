@@ -738,6 +738,8 @@ void PipelineFigure(Page& p, const Json& predicted, int64_t pp, int64_t microbat
 // ---------------------------------------------------------------------------------------------
 // Search scatter.
 
+constexpr int64_t kHtmlMaxTitledPoints = 3000;
+
 std::string LayoutName(const Json& x) {
   return fmt::format("pp {} dp_replicate {} dp_shard {} cp {} tp {} ep {} etp {} {}", JsonText(x.at("pp")), JsonText(x.at("dp_replicate")),
                      JsonText(x.at("dp_shard")), JsonText(x.at("cp")), JsonText(x.at("tp")), JsonText(x.at("ep")), JsonText(x.at("etp")),
@@ -759,12 +761,23 @@ void SearchFigure(Page& p, const Json& r) {
   xmax *= 1.08;
   ymax *= 1.1;
   // Pareto front: no other layout has more tokens/s with no more peak memory (bytes, exact).
-  std::vector<bool> front(n, true);
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t peak = top.at(i).at("peak_bytes").get<int64_t>();
-    for (int64_t k = 0; k < n && front[i]; ++k) {
-      if (ys[k] > ys[i] && top.at(k).at("peak_bytes").get<int64_t>() <= peak) front[i] = false;
-    }
+  // By peak ascending: a row is dominated when the best tokens/s among rows of lower or equal
+  // peak beats it.
+  std::vector<int64_t> peak(n);
+  for (int64_t i = 0; i < n; ++i) peak[i] = top.at(i).at("peak_bytes").get<int64_t>();
+  std::vector<int64_t> by_peak(n);
+  for (int64_t i = 0; i < n; ++i) by_peak[i] = i;
+  std::stable_sort(by_peak.begin(), by_peak.end(), [&](int64_t a, int64_t b) { return peak[a] < peak[b]; });
+  std::vector<bool> front(n, false);
+  double best_before = -1;
+  for (size_t g = 0; g < by_peak.size();) {
+    size_t h = g;
+    double group_best = -1;
+    while (h < by_peak.size() && peak[by_peak[h]] == peak[by_peak[g]]) group_best = std::max(group_best, ys[by_peak[h++]]);
+    const double bar = std::max(best_before, group_best);
+    for (size_t k = g; k < h; ++k) front[by_peak[k]] = ys[by_peak[k]] >= bar;
+    best_before = bar;
+    g = h;
   }
   // The front's line, by memory then throughput.
   std::vector<int64_t> order;
@@ -772,11 +785,12 @@ void SearchFigure(Page& p, const Json& r) {
     if (front[i]) order.push_back(i);
   }
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return xs[a] < xs[b] || (xs[a] == xs[b] && ys[a] < ys[b]); });
-  const int64_t highlighted = std::min<int64_t>(5, n);
+  // The top rows: the report's --top (top_rows, when the page plots every ranked layout), else 5.
+  const int64_t highlighted = std::min<int64_t>(r.value("top_rows", int64_t{5}), n);
   const double left = 80, top_px = 10, pw = 640, ph = 340;
   OpenFigure(p, "fig-search",
              fmt::format("Search: tokens/s per GPU against peak memory, {} ranked row(s) of {} ranked layouts", n, JsonText(r.at("ranked"))),
-             "each point is a row of the report's \"top\" list (--top N sets how many); hover for the layout");
+             "each point is a ranked layout (dockyard-plan search --html plots all of them; the JSON keeps the first --top); hover for the layout");
   p.body += SvgOpen(left + pw + 30, top_px + ph + 44);
   const double xs_step = TickStep(xmax, 6), ys_step = TickStep(ymax, 6);
   for (double t = 0; t <= xmax; t += xs_step) {
@@ -802,13 +816,19 @@ void SearchFigure(Page& p, const Json& r) {
   for (int64_t i = n; i-- > 0;) {  // best drawn last, on top
     const double x = left + xs[i] / xmax * pw, y = top_px + ph - ys[i] / ymax * ph;
     const bool hi = i < highlighted;
-    p.body += fmt::format("<circle class=\"pt{}{}\" data-row=\"{}\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\" fill=\"{}\"><title>#{} {}: {:.0f} tokens/s/GPU, {:.2f} GiB, MFU {:.1f}%, dominant {}</title></circle>\n",
-                          hi ? " top" : "", front[i] ? " pareto" : "", i, x, y, hi ? 6 : 4, hi ? "#e15759" : front[i] ? "#f28e2b" : "#4e79a7",
-                          i + 1, Esc(LayoutName(top[i])), ys[i], xs[i], 100 * top[i].at("mfu").get<double>(), JsonText(top[i].at("dominant_phase")));
+    // Hover titles on the first kHtmlMaxTitledPoints rows only: a large search stays a few MB.
+    const bool titled = i < kHtmlMaxTitledPoints || hi || front[i];
+    p.body += fmt::format("<circle class=\"pt{}{}\" data-row=\"{}\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\" fill=\"{}\">", hi ? " top" : "",
+                          front[i] ? " pareto" : "", i, x, y, hi ? 6 : titled ? 4 : 3, hi ? "#e15759" : front[i] ? "#f28e2b" : "#4e79a7");
+    if (titled) {
+      p.body += fmt::format("<title>#{} {}: {:.0f} tokens/s/GPU, {:.2f} GiB, MFU {:.1f}%, dominant {}</title>", i + 1, Esc(LayoutName(top.at(i))),
+                            ys[i], xs[i], 100 * top.at(i).at("mfu").get<double>(), JsonText(top.at(i).at("dominant_phase")));
+    }
+    p.body += "</circle>\n";
     if (i == 0) p.body += fmt::format("<text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\">#1</text>\n", x + 8, y - 6);
   }
   p.body += "</svg>\n";
-  Legend(p, {{"#e15759", fmt::format("top {} rows (#1 labelled; all in the table below)", highlighted)},
+  Legend(p, {{"#e15759", fmt::format("top {} rows (#1 labelled; the first 20 in the table below)", highlighted)},
              {"#f28e2b", "on the Pareto front (line)"},
              {"#4e79a7", "other ranked rows"}},
          "dashed red line: memory budget");

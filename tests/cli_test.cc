@@ -362,9 +362,21 @@ TEST_CASE("--html writes one self-contained page per report kind, beside an unch
   const std::string sim = ReadAll(dir + "/sim.html");
   CHECK(sim.find("id=\"fig-pipeline\"") != std::string::npos);
   CHECK(sim.find("id=\"fig-phases\"") != std::string::npos);
-  r = Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --cluster h200-sxm --top 20 --html " + dir + "/search.html");
+  // search: the page plots every ranked layout, the JSON keeps the first --top 5.
+  r = Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --cluster h200-sxm --top 5 --json " + dir +
+          "/search.json --html " + dir + "/search.html");
   REQUIRE(r.code == 0);
-  CHECK(ReadAll(dir + "/search.html").find("id=\"fig-search\"") != std::string::npos);
+  const dockyard::Json found = dockyard::ReadJsonFile(dir + "/search.json");
+  CHECK(found["top"].size() == 5);
+  const std::string search = ReadAll(dir + "/search.html");
+  size_t points = 0, top_points = 0;
+  for (size_t at = search.find("<circle class=\"pt"); at != std::string::npos; at = search.find("<circle class=\"pt", at + 1)) {
+    ++points;
+    const std::string top_mark = "<circle class=\"pt top";
+    top_points += search.compare(at, top_mark.size(), top_mark) == 0;
+  }
+  CHECK(points == found["ranked"].get<size_t>());
+  CHECK(top_points == 5);
   r = RunRun("--plan " + dir + "/sim.json --tokens-per-rank 8 --iters 1 --warmup 0 --html " + dir + "/run.html");
   REQUIRE(r.code == 0);
   const std::string run = ReadAll(dir + "/run.html");
