@@ -262,11 +262,15 @@ void MeshFigure(Page& p, const Json& mesh, const std::string& key, int64_t gpn) 
     if (sizes[i] > 1) axis = axes[i];
   }
   if (axis.empty()) axis = axes.back();
-  const bool per_node = world > kHtmlMaxRankCells;
-  const int64_t unit = per_node ? gpn : 1;                // ranks per cell
-  const int64_t cells = (world + unit - 1) / unit;
+  // Cells: one per rank up to kHtmlMaxRankCells ranks, else one per node, else one per block of
+  // nodes_per_cell nodes so that there are at most kHtmlMaxRankCells cells.
   const int64_t nodes = (world + gpn - 1) / gpn;
-  const int64_t cells_per_node = per_node ? 1 : gpn;
+  const int64_t nodes_per_cell = world <= kHtmlMaxRankCells ? 0 : (nodes + kHtmlMaxRankCells - 1) / kHtmlMaxRankCells;
+  const bool per_node = nodes_per_cell > 0;
+  const int64_t unit = per_node ? gpn * nodes_per_cell : 1;  // ranks per cell
+  const int64_t cells = (world + unit - 1) / unit;
+  const int64_t cells_per_node = per_node ? 1 : gpn;         // cells per outline
+  const int64_t outlines = per_node ? cells : nodes;
   const int64_t nodes_per_row = std::max<int64_t>(1, 64 / std::max<int64_t>(1, cells_per_node));
   const int64_t cols = std::min(cells, nodes_per_row * cells_per_node);
   const int64_t rows = (cells + cols - 1) / cols;
@@ -278,7 +282,11 @@ void MeshFigure(Page& p, const Json& mesh, const std::string& key, int64_t gpn) 
   title += fmt::format("), {} nodes of {} GPUs", nodes, gpn);
   const std::string id = "fig-mesh-" + key;
   OpenFigure(p, id, title,
-             per_node ? fmt::format("{} ranks: one cell per node of {} ranks, coloured by the group of its first rank", world, gpn) : "");
+             !per_node ? ""
+             : nodes_per_cell == 1
+                 ? fmt::format("{} ranks: one cell per node of {} ranks, coloured by the group of its first rank", world, gpn)
+                 : fmt::format("{} nodes: one cell per block of {} nodes ({} ranks), coloured by the group of its first rank", nodes,
+                               nodes_per_cell, unit));
   // Axis selector (the inline script recolours the cells).
   p.body += fmt::format("<label class=\"sel\">colour by the groups of axis <select data-mesh=\"{}\">", key);
   for (const auto& a : axes) {
@@ -291,18 +299,19 @@ void MeshFigure(Page& p, const Json& mesh, const std::string& key, int64_t gpn) 
   for (int64_t row = 0; row < rows; ++row) {
     if (row % label_every == 0) {
       p.body += fmt::format("<text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{} {}</text>\n", left - 4,
-                            top + (row + 0.5) * cell + 4, per_node ? "node" : "rank", row * cols);
+                            top + (row + 0.5) * cell + 4, per_node ? "node" : "rank", row * cols * std::max<int64_t>(1, nodes_per_cell));
     }
   }
   for (int64_t c = 0; c < cells; ++c) {
     const int64_t rank = c * unit;
     const double x = left + (c % cols) * cell, y = top + (c / cols) * cell;
     p.body += fmt::format("<rect class=\"r\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"><title>{} {}{}: {} group {}</title></rect>\n",
-                          x, y, cell, cell, kPalette[g[rank] % kPaletteSize], per_node ? "node" : "rank", per_node ? c : rank,
+                          x, y, cell, cell, kPalette[g[rank] % kPaletteSize], per_node ? "node" : "rank", per_node ? rank / gpn : rank,
                           per_node ? "" : fmt::format(" (node {})", rank / gpn), axis, g[rank]);
   }
-  // Node outlines: one per node (a node may wrap a row only when gpus_per_node > 64).
-  for (int64_t n = 0; n < nodes; ++n) {
+  // Node outlines: one per node (a node never wraps a row: a row holds whole nodes); one per cell
+  // when cells are nodes or blocks of nodes.
+  for (int64_t n = 0; n < outlines; ++n) {
     const int64_t c0 = n * cells_per_node;
     const int64_t span = std::min(cells_per_node, cells - c0);
     const double x = left + (c0 % cols) * cell, y = top + (c0 / cols) * cell;

@@ -243,6 +243,14 @@ TEST_CASE("Beyond 4096 ranks the rank grid draws one cell per node") {
   CHECK(Select(p.all, "fig-mesh-dense", "rect", "node").size() == 1024);
 }
 
+TEST_CASE("Beyond 4096 nodes the rank grid draws one cell per block of nodes") {
+  // world 8192, 1 GPU per node: 8192 nodes > 4096, so blocks of ceil(8192 / 4096) = 2 nodes: 4096 cells.
+  const PlanPage p = MakePlanPage(testing::TinyMixtral(), 8192, 8, 1, 1, 0);
+  CHECK(Select(p.all, "fig-mesh-sparse", "rect", "r").size() == 4096);
+  CHECK(Select(p.all, "fig-mesh-sparse", "rect", "node").size() == 4096);
+  CHECK(p.html.find("one cell per block of 2 nodes (2 ranks)") != std::string::npos);
+}
+
 TEST_CASE("The tokens-per-expert heatmap marks each layer's hottest expert with the JSON's maximum") {
   const PlanPage p = MakePlanPage(testing::TinyMixtral(), 16, 4, 1, 2, 0);
   const Json& layers = p.routing["layers"];
