@@ -345,6 +345,7 @@ void MeshFigure(Page& p, const Json& mesh, const std::string& key, int64_t gpn) 
 void ExpertsFigure(Page& p, const Json& experts) {
   const int64_t E = experts.at("num_experts").get<int64_t>();
   const int64_t ep = experts.at("ep").get<int64_t>();
+  if (E < 1 || ep < 1) return;  // no routed experts: nothing to draw
   const double plot_w = 720;
   const double ex = plot_w / static_cast<double>(E);
   const double rh = std::clamp(360.0 / ep, 3.0, 20.0);
@@ -510,7 +511,8 @@ void MemoryFigure(Page& p, const Json& memory) {
 void TrafficFigure(Page& p, const Json& sample, const std::vector<int64_t>& group, int64_t gpn) {
   const int64_t ep = sample.at("ep").get<int64_t>();
   const std::vector<int64_t> d = sample.at("layers").at(0).at("dispatch").get<std::vector<int64_t>>();
-  if (ep < 1 || static_cast<int64_t>(d.size()) != ep * ep || static_cast<int64_t>(group.size()) != ep) return;
+  // One EP rank sends nothing to another: no traffic to draw.
+  if (ep < 2 || static_cast<int64_t>(d.size()) != ep * ep || static_cast<int64_t>(group.size()) != ep) return;
   auto node_of = [&](int64_t i) { return group[i] / gpn; };
   // Aggregate to node pairs when the group is too large to draw per rank.
   std::vector<int64_t> unit_of(ep);

@@ -422,6 +422,20 @@ TEST_CASE("Every search point is a ranked layout of the report, and the Pareto p
   }
 }
 
+TEST_CASE("Names with markup characters are escaped: the page stays well-formed") {
+  PlanPage p = MakePlanPage(testing::TinyMixtral(), 8, 2, 1, 8, 0);
+  // A model path and a command line holding each of < > & " ' .
+  p.report["model"]["source"] = "a<b>&\"c'd.json";
+  p.report["generator"]["provenance"] = {{"argv", {"dockyard-plan", "--model", "</title><script>x</script>"}}};
+  const std::string html = ReportToHtml(p.report, p.routing);
+  const auto all = ParsePage(html);
+  CheckSelfContained(html, all);
+  CHECK(html.find("a&lt;b&gt;&amp;&quot;c&#39;d.json") != std::string::npos);
+  int scripts = 0;
+  for (const auto& e : all) scripts += e.tag == "script";
+  CHECK(scripts == 1);  // only the page's own
+}
+
 TEST_CASE("A document that is no report is refused with a message naming --html") {
   // An empty object has neither meshes, top nor kind.
   CHECK_THROWS_WITH_AS(ReportToHtml(Json::object()), doctest::Contains("--html"), Error);
