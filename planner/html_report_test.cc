@@ -251,6 +251,21 @@ TEST_CASE("Beyond 4096 nodes the rank grid draws one cell per block of nodes") {
   CHECK(p.html.find("one cell per block of 2 nodes (2 ranks)") != std::string::npos);
 }
 
+TEST_CASE("Expert ownership draws one bar per EP rank over exactly the experts the report gives it") {
+  // TinyMixtral: 8 experts, ep 4: EP rank r owns experts 2r and 2r + 1.
+  const PlanPage p = MakePlanPage(testing::TinyMixtral(), 16, 4, 1, 8, 0);
+  const auto bars = Select(p.all, "fig-experts", "rect", "own");
+  REQUIRE(bars.size() == 4);
+  const double px_per_expert = bars[0].Num("width") / 2;
+  for (int r = 0; r < 4; ++r) {
+    const Json& own = p.report["experts"]["ownership"][r];
+    CHECK(own["experts"] == Json({2 * r, 2 * r + 1}));
+    CHECK(bars[r].text == fmt::format("EP rank {}: experts {}-{}", r, 2 * r, 2 * r + 1));
+    CHECK(bars[r].Num("width") == doctest::Approx(2 * px_per_expert));
+    CHECK(bars[r].Num("x") - bars[0].Num("x") == doctest::Approx(2 * r * px_per_expert));
+  }
+}
+
 TEST_CASE("The tokens-per-expert heatmap marks each layer's hottest expert with the JSON's maximum") {
   const PlanPage p = MakePlanPage(testing::TinyMixtral(), 16, 4, 1, 2, 0);
   const Json& layers = p.routing["layers"];

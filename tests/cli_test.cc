@@ -377,11 +377,22 @@ TEST_CASE("--html writes one self-contained page per report kind, beside an unch
   }
   CHECK(points == found["ranked"].get<size_t>());
   CHECK(top_points == 5);
-  r = RunRun("--plan " + dir + "/sim.json --tokens-per-rank 8 --iters 1 --warmup 0 --html " + dir + "/run.html");
+  r = RunRun("--plan " + dir + "/sim.json --tokens-per-rank 8 --iters 1 --warmup 0 --json " + dir + "/run.json --html " + dir +
+             "/run.html");
   REQUIRE(r.code == 0);
   const std::string run = ReadAll(dir + "/run.html");
   CHECK(run.find("id=\"fig-phases\"") != std::string::npos);
   CHECK(run.find("predicted beside it") != std::string::npos);
+  // Every measured phase's bar carries the JSON's time, and its predicted bar the plan's.
+  const dockyard::Json measured = dockyard::ReadJsonFile(dir + "/run.json")["measured"]["phases"];
+  REQUIRE(!measured.empty());
+  for (const auto& ph : measured) {
+    CAPTURE(ph["name"]);
+    CHECK(run.find(fmt::format("class=\"pbar\" data-us=\"{}\"", ph["time_us"].get<double>())) != std::string::npos);
+    if (ph.contains("predicted_us")) {
+      CHECK(run.find(fmt::format("class=\"pbar\" data-us=\"{}\"", ph["predicted_us"].get<double>())) != std::string::npos);
+    }
+  }
 }
 
 TEST_CASE("--html refuses to replace an input, '-' and a path another output uses, and writes nothing then") {
