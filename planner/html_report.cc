@@ -72,6 +72,9 @@ std::string Num(double v) {
 
 double Gib(double bytes) { return bytes / 1073741824.0; }
 
+// An axis tick of a time axis whose largest value is max_us: in ms from 10 ms up, else in us.
+std::string TimeTick(double us, double max_us) { return max_us >= 1e4 ? Num(us / 1e3) + " ms" : Num(us) + " us"; }
+
 struct Page {
   std::string body;
   std::string script_data;  // JSON object literal members for the inline script
@@ -601,25 +604,49 @@ struct PhaseRow {
 void PhaseFigure(Page& p, const std::string& title, const std::string& note, const std::vector<PhaseRow>& rows,
                  const std::vector<std::string>& series) {
   if (rows.empty()) return;
-  double max = 0;
+  double max = 0, min_positive = 0;
+  std::vector<double> series_max(series.size(), 0.0);
+  bool whiskers = false;
   for (const auto& r : rows) {
-    for (double v : r.values) max = std::max(max, v);
+    for (size_t s = 0; s < r.values.size() && s < series.size(); ++s) series_max[s] = std::max(series_max[s], r.values[s]);
+    for (double v : r.values) {
+      max = std::max(max, v);
+      if (v > 0 && (min_positive == 0 || v < min_positive)) min_positive = v;
+    }
     for (double v : r.hi) max = std::max(max, v);
+    whiskers = whiskers || !r.lo.empty();
   }
+  // Measured (here, on this machine) and predicted (on the cluster) can differ by orders of
+  // magnitude: then a log axis, so that both series stay visible.
+  const double smin = series_max.empty() ? 0 : *std::min_element(series_max.begin(), series_max.end());
+  const bool log_axis = series.size() > 1 && smin > 0 && max / smin > 50;
+  const double lo_exp = log_axis ? std::floor(std::log10(min_positive) - 0.01) : 0;
+  const double hi_exp = log_axis ? std::ceil(std::log10(max)) : 0;
   const double left = 130, top = 8, plot_w = 560, bar_h = 12;
+  const double scale = max > 0 ? plot_w / (max * 1.05) : 0;
+  auto pos = [&](double v) {
+    if (!log_axis) return v * scale;
+    return v <= 0 ? 0.0 : (std::log10(v) - lo_exp) / (hi_exp - lo_exp) * plot_w;
+  };
   const double row_h = bar_h * series.size() + 8;
   const double h = top + rows.size() * row_h + 34;
-  const double scale = max > 0 ? plot_w / (max * 1.05) : 0;
   OpenFigure(p, "fig-phases", title, note);
   p.body += SvgOpen(left + plot_w + 120, h);
-  const double step = TickStep(max * 1.05, 6);
-  for (double t = 0; t <= max * 1.05; t += step) {
-    const double x = left + t * scale;
-    p.body += fmt::format("<line class=\"grid\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/><text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n",
-                          x, x, top, top + rows.size() * row_h, x, top + rows.size() * row_h + 14, Num(t));
+  std::vector<double> ticks;
+  if (log_axis) {
+    for (double e = lo_exp; e <= hi_exp; ++e) ticks.push_back(std::pow(10.0, e));
+  } else {
+    const double step = TickStep(max * 1.05, 6);
+    for (double t = 0; t <= max * 1.05; t += step) ticks.push_back(t);
   }
-  p.body += fmt::format("<text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">microseconds</text>\n", left + plot_w / 2,
-                        top + rows.size() * row_h + 28);
+  for (double t : ticks) {
+    const double x = left + pos(t);
+    p.body += fmt::format("<line class=\"grid\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/><text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n",
+                          x, x, top, top + rows.size() * row_h, x, top + rows.size() * row_h + 14, TimeTick(t, log_axis ? t : max));
+  }
+  p.body += fmt::format("<text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", left + plot_w / 2,
+                        top + rows.size() * row_h + 28,
+                        log_axis ? "time, log scale (bar labels in us)" : "time (bar labels in us)");
   for (size_t i = 0; i < rows.size(); ++i) {
     const double y = top + i * row_h + 4;
     p.body += fmt::format("<text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", left - 4,
@@ -627,21 +654,24 @@ void PhaseFigure(Page& p, const std::string& title, const std::string& note, con
     for (size_t s = 0; s < series.size() && s < rows[i].values.size(); ++s) {
       const double v = rows[i].values[s];
       p.body += fmt::format("<rect class=\"pbar\" data-us=\"{}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\"><title>{} {}: {:.1f} us</title></rect>",
-                            v, left, y + s * bar_h, v * scale, bar_h - 1, kPalette[s], Esc(rows[i].name), Esc(series[s]), v);
-      p.body += fmt::format("<text class=\"lab small\" x=\"{:.1f}\" y=\"{:.1f}\">{:.1f}</text>\n", left + v * scale + 3,
+                            v, left, y + s * bar_h, pos(v), bar_h - 1, kPalette[s], Esc(rows[i].name), Esc(series[s]), v);
+      p.body += fmt::format("<text class=\"lab small\" x=\"{:.1f}\" y=\"{:.1f}\">{:.1f}</text>\n", left + pos(v) + 3,
                             y + s * bar_h + bar_h - 3, v);
     }
     if (!rows[i].lo.empty()) {
       const double lo = rows[i].lo[0], hi = rows[i].hi[0];
       p.body += fmt::format("<line class=\"whisk\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"><title>per EP rank: {:.1f} to {:.1f} us</title></line>\n",
-                            left + lo * scale, left + hi * scale, y + bar_h / 2, y + bar_h / 2, lo, hi);
+                            left + pos(lo), left + pos(hi), y + bar_h / 2, y + bar_h / 2, lo, hi);
     }
   }
   p.body += "</svg>\n";
   std::vector<std::pair<std::string, std::string>> items;
   for (size_t s = 0; s < series.size(); ++s) items.push_back({kPalette[s], series[s]});
-  Legend(p, items, "black whisker (routing-dependent phases): the lowest to the highest EP rank's mean over the sampled layers; "
-                   "the bar is the mean of each layer's slowest rank");
+  Legend(p, items,
+         std::string(log_axis ? "log scale: the series differ by more than 50x. " : "") +
+             (whiskers ? "Black whisker (routing-dependent phases): the lowest to the highest EP rank's mean over the sampled "
+                         "layers; the bar is the mean of each layer's slowest rank"
+                       : ""));
   CloseFigure(p);
 }
 
@@ -656,7 +686,7 @@ void RankPhaseFigure(Page& p, const std::string& title, const std::vector<std::s
     for (double v : r) sum += v;
     max = std::max(max, sum);
   }
-  const double left = 64, top = 8, plot_h = 220;
+  const double left = 80, top = 8, plot_h = 220;
   const double bw = std::clamp(640.0 / n, 3.0, 40.0);
   const double w = left + n * bw + 20, h = top + plot_h + 36;
   const double scale = max > 0 ? plot_h / (max * 1.05) : 0;
@@ -665,8 +695,8 @@ void RankPhaseFigure(Page& p, const std::string& title, const std::vector<std::s
   const double step = TickStep(max * 1.05, 5);
   for (double t = 0; t <= max * 1.05; t += step) {
     const double y = top + plot_h - t * scale;
-    p.body += fmt::format("<line class=\"grid\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/><text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{} us</text>\n",
-                          left, left + n * bw, y, y, left - 4, y + 4, Num(t));
+    p.body += fmt::format("<line class=\"grid\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/><text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n",
+                          left, left + n * bw, y, y, left - 4, y + 4, TimeTick(t, max));
   }
   const int label_every = static_cast<int>(std::ceil(40.0 / bw));
   for (int64_t r = 0; r < n; ++r) {
@@ -993,7 +1023,8 @@ std::string Render(const Json& r, const Json& sample) {
       names.push_back(fmt::format("rank {}", JsonText(pr.at("rank"))));
       std::vector<double> v;
       if (phases.empty()) {
-        for (auto it = pr.at("phases_us").begin(); it != pr.at("phases_us").end(); ++it) phases.push_back(it.key());
+        // In the pipeline's order (measured.phases), not the object's alphabetical one.
+        for (const auto& ph : r.at("measured").at("phases")) phases.push_back(ph.at("name").get<std::string>());
       }
       for (const auto& ph : phases) v.push_back(pr.at("phases_us").value(ph, 0.0));
       per.push_back(v);
