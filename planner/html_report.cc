@@ -311,6 +311,11 @@ void MeshFigure(Page& p, const Json& mesh, const std::string& key, int64_t gpn) 
     p.body += fmt::format("<rect class=\"r\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"><title>{} {}{}: {} group {}</title></rect>\n",
                           x, y, cell, cell, kPalette[g[rank] % kPaletteSize], per_node ? "node" : "rank", per_node ? rank / gpn : rank,
                           per_node ? "" : fmt::format(" (node {})", rank / gpn), axis, g[rank]);
+    // Rank numbers where the cells are wide enough for them.
+    if (!per_node && cell >= 24) {
+      p.body += fmt::format("<text class=\"lab cellno\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", x + cell / 2,
+                            y + cell / 2 + 4, rank);
+    }
   }
   // Node outlines: one per node (a node never wraps a row: a row holds whole nodes); one per cell
   // when cells are nodes or blocks of nodes.
@@ -899,7 +904,7 @@ figcaption{font-weight:600;margin-bottom:4px}
 .legend{display:flex;flex-wrap:wrap;gap:10px;font-size:12px;margin-top:4px}
 .key i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-2px;border:1px solid #999}
 svg text.lab{font-size:11px;fill:#333}svg text.small{font-size:10px}svg text.inv{fill:#fff}
-svg .grid{stroke:#e6e6e6}svg .node{fill:none;stroke:#000;stroke-width:1.5}
+svg .grid{stroke:#e6e6e6}svg rect.r{stroke:#fff;stroke-width:0.6}svg text.cellno{fill:#fff;font-size:10px}svg .node{fill:none;stroke:#000;stroke-width:1.5}
 svg .budget{stroke:#d62728;stroke-width:2;stroke-dasharray:6 3}
 svg .mark{fill:none;stroke:#000;stroke-width:1.5}svg .rankmark{fill:#e15759}
 svg .nodeline{stroke:#555;stroke-width:0.8}svg .whisk{stroke:#000;stroke-width:1.5}svg .front{fill:none;stroke:#f28e2b;stroke-width:2}
