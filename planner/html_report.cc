@@ -466,7 +466,7 @@ void MemoryFigure(Page& p, const Json& memory) {
   const double scale_max = std::max(max, budget) * 1.08;
   const double plot_h = 260, left = 64, top = 16;
   const double bw = std::clamp(640.0 / std::max<int64_t>(1, n), 6.0, 60.0);
-  const double w = left + n * bw * 1.4 + 160, h = top + plot_h + 40;
+  const double w = left + n * bw * 1.4 + 160, h = top + plot_h + 44;
   OpenFigure(p, "fig-memory", fmt::format("Memory per pipeline stage (its worst rank), {} stage(s)", n),
              "memory.stages[]: the five kinds stacked; peak = their sum (an upper bound)");
   p.body += SvgOpen(w, h);
@@ -496,6 +496,11 @@ void MemoryFigure(Page& p, const Json& memory) {
     if (i % label_every == 0) {
       p.body += fmt::format("<text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">stage {}</text>\n", x + bw / 2,
                             top + plot_h + 14, JsonText(s.at("stage")));
+      // The rank the bar describes, where there is room for it.
+      if (bw * 1.4 >= 56) {
+        p.body += fmt::format("<text class=\"lab small\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">rank {}</text>\n", x + bw / 2,
+                              top + plot_h + 26, JsonText(s.at("worst_rank")));
+      }
     }
   }
   if (has_budget) {
