@@ -73,4 +73,37 @@ void WriteOutput(const std::string& path, const std::string& content, std::ostre
   }
 }
 
+void DegreeFlags::AddTo(CLI::App* app, const std::string& world_size_help, const std::string& pp_help) {
+  app->add_option("--world-size", world_size, world_size_help);
+  app->add_option("--dp-replicate", dp_replicate, "HSDP replicas (default 1)");
+  app->add_option("--dp-shard", dp_shard, "FSDP degree, -1 = infer (default -1)");
+  app->add_option("--cp", cp, "context parallel degree (default 1)");
+  app->add_option("--tp", tp, "tensor parallel degree (default 1)");
+  app->add_option("--ep", ep, "expert parallel degree (default 1)");
+  app->add_option("--etp", etp, "expert tensor parallel degree (default 1); torchtitan: 1 or tp, megatron: any divisor");
+  app->add_option("--pp", pp, pp_help);
+  app->add_option("--convention", convention, "rank-group convention")->check(CLI::IsMember({"torchtitan", "megatron"}));
+}
+
+bool DegreeFlags::AnyDegreeGiven() const {
+  for (const std::string* v : {&world_size, &dp_replicate, &dp_shard, &cp, &tp, &ep, &etp, &pp}) {
+    if (!v->empty()) return true;
+  }
+  return false;
+}
+
+ParallelDimsOptions DegreeFlags::Parse(int64_t default_world_size) const {
+  ParallelDimsOptions d;
+  d.world_size = ParseInt("--world-size", world_size).value_or(default_world_size);
+  d.dp_replicate = ParseInt("--dp-replicate", dp_replicate).value_or(1);
+  d.dp_shard = ParseInt("--dp-shard", dp_shard).value_or(-1);
+  d.cp = ParseInt("--cp", cp).value_or(1);
+  d.tp = ParseInt("--tp", tp).value_or(1);
+  d.ep = ParseInt("--ep", ep).value_or(1);
+  d.etp = ParseInt("--etp", etp).value_or(1);
+  d.pp = ParseInt("--pp", pp).value_or(1);
+  d.convention = convention == "megatron" ? Convention::kMegatron : Convention::kTorchtitan;
+  return d;
+}
+
 }  // namespace dockyard::cli

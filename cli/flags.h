@@ -12,6 +12,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "planner/parallel_dims.h"
+
 namespace dockyard::cli {
 
 // A malformed command line: the front ends print it as "usage error" and exit 2.
@@ -30,6 +32,22 @@ void RejectEmptyValues(const CLI::App& app);
 // error", with a pointer to --help), dockyard::Error -> 1, out of memory and any other exception
 // -> 1 (never an abort). `program` prefixes every message; `oom_text` follows "error: ".
 int RunReportingErrors(const char* program, const char* oom_text, std::ostream& err, const std::function<int()>& body);
+
+// The parallel-degree flags of both front ends (torchtitan ParallelDims names; --convention picks
+// Megatron-Core's rank groups), kept as text until parsed so that errors quote the value given.
+struct DegreeFlags {
+  std::string world_size, dp_replicate, dp_shard, cp, tp, ep, etp, pp;
+  std::string convention = "torchtitan";
+
+  // Registers --world-size ... --pp and --convention on `app`; `world_size_help` and `pp_help`
+  // describe what the front end does with them.
+  void AddTo(CLI::App* app, const std::string& world_size_help, const std::string& pp_help);
+  // Whether any degree flag (not --convention) was given.
+  bool AnyDegreeGiven() const;
+  // The degrees given, defaults otherwise (world_size `default_world_size`, dp_shard -1 = infer,
+  // the others 1). Throws UsageError for a malformed value; ranges are ParallelDims::Build's.
+  ParallelDimsOptions Parse(int64_t default_world_size) const;
+};
 
 // Writes a report: "-" prints `content` to `out`, any other path is written atomically
 // (planner/file_util.h). Throws dockyard::Error naming the path.

@@ -69,8 +69,7 @@ using cli::WriteOutput;
 
 struct CliOptions {
   std::string model;
-  std::string world_size, dp_replicate, dp_shard, cp, tp, ep, etp, pp;
-  std::string convention = "torchtitan";
+  cli::DegreeFlags degrees;
   std::string json_path, refit_json, html_path;
   // Training settings (empty = the spec's training block, else the default).
   std::string dp_sharding, pp_layer_split, param_dtype, grad_dtype, optimizer, seq_len, micro_batch_size,
@@ -86,15 +85,7 @@ struct CliOptions {
 
 void AddPlanOptions(CLI::App* app, CliOptions& o) {
   app->add_option("--model", o.model, "HF config.json or dockyard model spec (default: embedded DeepSeek-V3)");
-  app->add_option("--world-size", o.world_size, "number of GPUs (required with --model)");
-  app->add_option("--dp-replicate", o.dp_replicate, "HSDP replicas (default 1)");
-  app->add_option("--dp-shard", o.dp_shard, "FSDP degree, -1 = infer (default -1)");
-  app->add_option("--cp", o.cp, "context parallel degree (default 1)");
-  app->add_option("--tp", o.tp, "tensor parallel degree (default 1)");
-  app->add_option("--ep", o.ep, "expert parallel degree (default 1)");
-  app->add_option("--etp", o.etp, "expert tensor parallel degree (default 1); torchtitan: 1 or tp, megatron: any divisor");
-  app->add_option("--pp", o.pp, "pipeline parallel degree, outermost axis (default 1)");
-  app->add_option("--convention", o.convention, "rank-group convention")->check(CLI::IsMember({"torchtitan", "megatron"}));
+  o.degrees.AddTo(app, "number of GPUs (required with --model)", "pipeline parallel degree, outermost axis (default 1)");
   app->add_option("--json", o.json_path, "write the JSON report to PATH ('-' = stdout, replaces the tables)");
   app->add_option("--html", o.html_path, "write a self-contained HTML page of figures to PATH (docs/html-report.md)");
   app->add_option("--dp-sharding", o.dp_sharding, "fsdp | zero1 | ddp (default fsdp; zero1 with --convention megatron)")
@@ -186,27 +177,9 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
     throw UsageError("check needs a budget: --gpu-memory-gib GiB (> 0)");
   }
   const bool use_default = !o.model_given;
-  if (!use_default && o.world_size.empty()) throw UsageError("--world-size is required with --model");
-  ParallelDimsOptions dims;
-  dims.world_size = ParseInt("--world-size", o.world_size).value_or(kDefaultWorldSize);
-  dims.dp_replicate = ParseInt("--dp-replicate", o.dp_replicate).value_or(1);
-  dims.dp_shard = ParseInt("--dp-shard", o.dp_shard).value_or(-1);
-  dims.cp = ParseInt("--cp", o.cp).value_or(1);
-  dims.tp = ParseInt("--tp", o.tp).value_or(1);
-  dims.pp = ParseInt("--pp", o.pp).value_or(1);
-  dims.etp = ParseInt("--etp", o.etp).value_or(1);
-  if (auto ep = ParseInt("--ep", o.ep)) {
-    dims.ep = *ep;
-  } else if (use_default) {
-    // EP 64 where the world allows it, else the largest power of two dividing both 64 and the
-    // ranks of one (pp, dp_replicate) slice.
-    // (Out-of-range degrees are left for ParallelDims::Build to report.)
-    const bool in_range = dims.pp >= 1 && dims.dp_replicate >= 1 && dims.pp <= dims.world_size &&
-                          dims.dp_replicate <= dims.world_size && dims.world_size <= kMaxWorldSize;
-    const int64_t slice = in_range ? dims.world_size / (dims.pp * dims.dp_replicate) : 0;
-    dims.ep = slice > 0 ? std::gcd(kDefaultEp, slice) : 1;
-  }
-  dims.convention = o.convention == "megatron" ? Convention::kMegatron : Convention::kTorchtitan;
+  if (!use_default && o.degrees.world_size.empty()) throw UsageError("--world-size is required with --model");
+  ParallelDimsOptions dims = o.degrees.Parse(kDefaultWorldSize);
+  if (use_default && o.degrees.ep.empty()) dims.ep = DefaultEp(dims, kDefaultEp);
 
   ModelSpec model = LoadModelOrDefault(o.model);
   const std::string source = use_default ? kDefaultModelName : o.model;
@@ -225,43 +198,26 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   const MemoryReport memory = ComputeMemory(plan);
   std::string report_text, html_text;
   std::optional<CostBreakdown> cost;
-  Json cost_json;
   if (command == Command::kSimulate) {
     RoutingSpec routing = ParseRoutingSpec(o.routing);
     routing.seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
-    const Workload w = ComputeWorkload(plan);
-    const int64_t moe_layers = plan.model.NumMoeLayers();
     // A trace is given per MoE layer (or one layer for all); other distributions are sampled for
     // a few layers whose per-layer slowest ranks are averaged.
-    int64_t layers = ParseInt("--routing-layers", o.routing_layers).value_or(std::min<int64_t>(moe_layers, 4));
-    if (routing.kind == RoutingKind::kTrace) layers = moe_layers;
-    if (layers < 1 || layers > moe_layers) {
-      throw Error(fmt::format("--routing-layers ({}) must be in [1, num MoE layers ({})]", layers, moe_layers));
-    }
-    const int64_t oep = plan.training.dispatcher == "deredundency" && plan.dims.ep > 1 ? DeredundencyOep(plan) : 1;
-    const RoutingResult sampled = SampleRouting(routing, plan.model.moe.num_experts, plan.model.moe.top_k, plan.dims.ep,
-                                                w.routed_tokens, layers, oep);
+    const int64_t layers =
+        RoutingLayersToSample(plan.model, routing, ParseInt("--routing-layers", o.routing_layers), 4, "--routing-layers");
     CostOptions options;
     options.overlap_shared_experts = !o.no_overlap;
+    const RoutingResult sampled = SampleRoutingForPlan(plan, routing, layers);
     cost = SimulateStep(plan, *cluster, sampled, options);
-    const Json full = PlanToJson(plan, source, memory);
-    cost_json = {{"schema_version", kReportSchemaVersion},
-                 {"generator", {{"name", "dockyard-plan simulate"}, {"version", kDockyardVersion},
-                                {"provenance", ReportProvenance(o)}}},
-                 {"model", full["model"]},
-                 {"parameters", full["parameters"]},
-                 {"cluster", ClusterToJson(*cluster)},
-                 {"routing", o.routing},
-                 {"seed", routing.seed},
-                 {"routing_layers_sampled", layers},
-                 {"parallel", full["parallel"]},
-                 {"training", TrainingToJson(plan.training)},
-                 {"predicted", CostToJson(*cost)}};
-    if (o.json_given) report_text = cost_json.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
-    if (o.html_given) {
-      Json page = full;
-      page.update(cost_json);  // the plan's figures and simulate's report, one document
-      html_text = ReportToHtml(page, RoutingSampleToJson(sampled));
+    if (o.json_given || o.html_given) {
+      const Json j = SimulateReportToJson(plan, memory, *cost, {source, *cluster, o.routing, routing.seed, layers,
+                                                                 ReportProvenance(o)});
+      if (o.json_given) report_text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
+      if (o.html_given) {
+        Json page = PlanToJson(plan, source, memory);
+        page.update(j);  // the plan's figures and simulate's report, one document
+        html_text = ReportToHtml(page, RoutingSampleToJson(sampled));
+      }
     }
   } else if (o.json_given || o.html_given) {
     Json j = PlanToJson(plan, source, memory);
@@ -301,23 +257,11 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   }
   if (check) {
     if (!memory.over_budget_ranks.empty()) {
-      const double budget = memory.budget_gib * 1073741824.0;
-      for (const auto& s : memory.stages) {
-        const double peak_gib = static_cast<double>(s.worst.peak_bytes) / 1073741824.0;
-        if (peak_gib <= memory.budget_gib) continue;
-        // Count every rank of the stage over the budget (activations and buffers are the same on
-        // all ranks of a stage; the static part is per rank).
-        const int64_t stage_size = plan.dims.stage_size();
-        std::vector<int64_t> over;
-        const int64_t dynamic = s.worst.activations_bytes + s.worst.comm_buffers_bytes;
-        for (int64_t r = s.stage * stage_size; r < (s.stage + 1) * stage_size; ++r) {
-          const MemoryBreakdown b = StaticMemoryOnRank(plan, r);
-          if (static_cast<double>(b.params_bytes + b.grads_bytes + b.optimizer_bytes + dynamic) > budget) over.push_back(r);
-        }
+      for (const auto& s : RanksOverBudget(plan, memory)) {
         err << fmt::format("dockyard-plan check: stage {}: {} of {} ranks exceed the {:.2f} GiB budget; worst rank {} needs "
                            "{:.2f} GiB (over by {:.2f} GiB); ranks over: {}\n",
-                           s.stage, over.size(), stage_size, memory.budget_gib, s.worst_rank, peak_gib,
-                           peak_gib - memory.budget_gib, RankList(over));
+                           s.stage, s.ranks_over.size(), s.stage_size, memory.budget_gib, s.worst_rank, s.peak_gib,
+                           s.peak_gib - memory.budget_gib, RankList(s.ranks_over));
       }
       return 1;
     }
@@ -328,10 +272,11 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
 
 int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   const bool use_default = !o.model_given;
-  if (!use_default && o.world_size.empty()) throw UsageError("--world-size is required with --model");
+  if (!use_default && o.degrees.world_size.empty()) throw UsageError("--world-size is required with --model");
   SearchOptions s;
-  s.world_size = ParseInt("--world-size", o.world_size).value_or(kDefaultWorldSize);
-  s.convention = o.convention == "megatron" ? Convention::kMegatron : Convention::kTorchtitan;
+  const ParallelDimsOptions given = o.degrees.Parse(kDefaultWorldSize);
+  s.world_size = given.world_size;
+  s.convention = given.convention;
   s.top = ParseInt("--top", o.top).value_or(10);
   if (s.top < 1) throw Error(fmt::format("--top must be >= 1, got {}", s.top));
   s.max_pp = ParseInt("--max-pp", o.max_pp).value_or(16);
@@ -344,10 +289,11 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   s.training = ResolveTraining(training_flags, model, 1);
   if (use_default && o.recompute.empty()) s.training.recompute = Recompute::kFull;
   const int64_t moe_layers = model.NumMoeLayers();
-  s.routing_layers = ParseInt("--routing-layers", o.routing_layers).value_or(std::min<int64_t>(moe_layers, 2));
-  if (s.routing.kind != RoutingKind::kTrace && (s.routing_layers < 1 || s.routing_layers > moe_layers)) {
-    throw Error(fmt::format("--routing-layers ({}) must be in [1, num MoE layers ({})]", s.routing_layers, moe_layers));
-  }
+  // (A trace samples every MoE layer; the sampler reads all of them whatever routing_layers says.)
+  s.routing_layers = s.routing.kind == RoutingKind::kTrace
+                         ? ParseInt("--routing-layers", o.routing_layers).value_or(std::min<int64_t>(moe_layers, 2))
+                         : RoutingLayersToSample(model, s.routing, ParseInt("--routing-layers", o.routing_layers), 2,
+                                                 "--routing-layers");
   if (!s.training.pp_layer_split.empty()) {
     err << fmt::format("dockyard-plan search: note: the model's training block fixes pp_layer_split ({} stages): only "
                        "pp = {} can be valid\n",
@@ -375,19 +321,8 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
     return 1;
   }
   if (o.json_given || o.html_given) {
-    Json j = SearchResultToJson(result);
-    j["schema_version"] = kReportSchemaVersion;
-    j["provenance"] = ReportProvenance(o);
-    j["model"] = use_default ? kDefaultModelName : o.model;
-    j["world_size"] = s.world_size;
-    j["cluster"] = ClusterToJson(s.cluster);
-    // The training settings as evaluated: the cluster's gpus_per_node and the budget in use.
-    TrainingConfig evaluated = s.training;
-    evaluated.gpus_per_node = s.cluster.gpus_per_node;
-    evaluated.gpu_memory_gib = result.budget_gib;
-    j["training"] = TrainingToJson(evaluated);
-    j["routing"] = RoutingSpecText(s.routing);
-    j["routing_layers_sampled"] = s.routing.kind == RoutingKind::kTrace ? moe_layers : s.routing_layers;
+    const Json j = SearchReportToJson(result, s, use_default ? kDefaultModelName : o.model, moe_layers, ReportProvenance(o));
+    const std::string text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
     std::vector<std::pair<std::string, std::string>> files;
     if (o.html_given) {
       Json page = j;
@@ -395,10 +330,10 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
       page["top_rows"] = top_rows;
       files.push_back({o.html_path, ReportToHtml(page)});
     }
-    if (o.json_given && o.json_path != "-") files.push_back({o.json_path, j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n"});
+    if (o.json_given && o.json_path != "-") files.push_back({o.json_path, text});
     WriteFilesAtomically(files);
     if (o.json_given && o.json_path == "-") {
-      out << j.dump(1, ' ', false, Json::error_handler_t::replace) << "\n";
+      WriteOutput("-", text, out);
       return 0;
     }
   }
@@ -430,8 +365,8 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   simulate->add_flag("--no-overlap", o.no_overlap, "do not overlap the shared experts with the combine all-to-all");
   CLI::App* search = app.add_subcommand("search", "enumerate valid layouts, drop those over the memory budget, rank by predicted tokens/s per GPU");
   search->add_option("--model", o.model, "HF config.json or dockyard model spec (default: embedded DeepSeek-V3)");
-  search->add_option("--world-size", o.world_size, "number of GPUs (required with --model)");
-  search->add_option("--convention", o.convention, "rank-group convention")->check(CLI::IsMember({"torchtitan", "megatron"}));
+  search->add_option("--world-size", o.degrees.world_size, "number of GPUs (required with --model)");
+  search->add_option("--convention", o.degrees.convention, "rank-group convention")->check(CLI::IsMember({"torchtitan", "megatron"}));
   search->add_option("--cluster", o.cluster, "preset (h100-sxm, h200-sxm, h100-pcie-400g) or cluster JSON (default h100-sxm)");
   search->add_option("--routing", o.routing, "uniform | zipf:S | hot:H:F | trace:PATH (default uniform)");
   search->add_option("--seed", o.seed, "routing sampling seed (default 0)");

@@ -20,6 +20,7 @@
 #include "planner/html_report.h"
 #include "planner/model_spec.h"
 #include "planner/plan.h"
+#include "planner/plan_file.h"
 #include "planner/provenance.h"
 #include "planner/report.h"
 #include "planner/routing.h"
@@ -53,8 +54,8 @@ using cli::UsageError;
 using cli::WriteOutput;
 
 struct CliOptions {
-  std::string model, world_size, dp_replicate, dp_shard, cp, tp, ep, etp, pp;
-  std::string convention = "torchtitan";
+  std::string model;
+  cli::DegreeFlags degrees;
   std::string backend = "cpu", dispatcher = "all_to_all", oep, gpus_per_node;
   std::string tokens_per_rank = "64", routing, layer, iters = "3", warmup = "1", seed = "0", atol, rtol;
   std::string json_path, fault, plan_path, html_path;
@@ -65,93 +66,6 @@ struct CliOptions {
   bool dispatcher_given = false, convention_given = false;
   std::vector<std::string> argv;  // the command line, recorded in the report
 };
-
-// A plan file: the JSON report of `dockyard-plan --json` or `dockyard-plan simulate --json`.
-struct PlanFile {
-  std::string model_source;
-  ParallelDimsOptions dims;
-  TrainingConfig training;
-  Json parameters;  // fqn -> placements, as the file says
-  Json predicted;   // simulate's predicted phases (null for a plain plan report)
-  std::string routing;  // simulate's --routing (empty for a plain plan report)
-  uint64_t routing_seed = 0;
-  std::optional<ClusterSpec> cluster;  // simulate's cluster (absent in a plain plan report)
-};
-
-PlanFile ReadPlanFile(const std::string& path) {
-  const Json j = ReadJsonFile(path);
-  JsonView root(&j, path, "");
-  const int64_t version = root.Int("schema_version", INT64_MIN);
-  if (version != kReportSchemaVersion) {
-    root.Fail("schema_version", fmt::format("this plan file has schema version {}; this dockyard-run reads version {}",
-                                            version, kReportSchemaVersion));
-  }
-  PlanFile f;
-  f.model_source = root.Object("model").String("source");
-  const JsonView p = root.Object("parallel");
-  f.dims.world_size = p.Int("world_size");
-  f.dims.dp_replicate = p.Int("dp_replicate");
-  f.dims.dp_shard = p.Int("dp_shard");
-  f.dims.cp = p.Int("cp");
-  f.dims.tp = p.Int("tp");
-  f.dims.ep = p.Int("ep");
-  f.dims.etp = p.Int("etp");
-  f.dims.pp = p.Int("pp");
-  const std::string convention = p.String("convention");
-  if (convention != "torchtitan" && convention != "megatron") {
-    p.Fail("convention", fmt::format("must be \"torchtitan\" or \"megatron\", got \"{}\"", convention));
-  }
-  f.dims.convention = convention == "megatron" ? Convention::kMegatron : Convention::kTorchtitan;
-  f.training = TrainingFromJson(root.Object("training"));
-  if (!j.contains("parameters") || !j["parameters"].is_array()) root.Fail("parameters", "required: the plan's parameter list");
-  f.parameters = j["parameters"];
-  if (j.contains("predicted")) f.predicted = j["predicted"];
-  if (j.contains("cluster") && j["cluster"].is_object()) f.cluster = ClusterFromJson(j["cluster"], path + ": /cluster");
-  if (j.contains("routing") && j["routing"].is_string()) {
-    f.routing = j["routing"].get<std::string>();
-    f.routing_seed = static_cast<uint64_t>(root.IntOr("seed", 0, 0));
-  }
-  // A relative model path is resolved from the plan file's directory when it is not found from
-  // the current one.
-  struct stat st {};
-  if (!f.model_source.empty() && f.model_source[0] != '/' && f.model_source[0] != '<' &&
-      stat(f.model_source.c_str(), &st) != 0) {
-    const size_t slash = path.find_last_of('/');
-    const std::string beside = (slash == std::string::npos ? std::string(".") : path.substr(0, slash)) + "/" + f.model_source;
-    if (stat(beside.c_str(), &st) == 0) {
-      f.model_source = beside;
-    } else {
-      root.Object("model").Fail("source", fmt::format("model file \"{}\" not found from here or beside the plan file; "
-                                                      "pass --model PATH",
-                                                      f.model_source));
-    }
-  }
-  return f;
-}
-
-// The runtime never re-decides a placement: the plan rebuilt from the file's degrees must place
-// every parameter exactly as the file says, or the run is refused.
-void CheckPlacementsMatch(const Plan& plan, const PlanFile& f, const std::string& path) {
-  if (f.parameters.size() != plan.inventory.params.size()) {
-    throw Error(fmt::format("{}: /parameters lists {} tensors; the model has {}", path, f.parameters.size(),
-                            plan.inventory.params.size()));
-  }
-  for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
-    const Json& entry = f.parameters[i];
-    const std::string where = fmt::format("{}: /parameters/{}", path, i);
-    if (!entry.is_object() || !entry.contains("fqn") || !entry.contains("placements")) {
-      throw Error(where + ": needs \"fqn\" and \"placements\"");
-    }
-    Json rebuilt = Json::array();
-    for (const auto& pl : plan.placements[i].placements) rebuilt.push_back(pl.ToString());
-    if (entry["fqn"] != plan.inventory.params[i].fqn || entry["placements"] != rebuilt) {
-      throw Error(fmt::format("{}: the file places {} as {}, but its own degrees give {} {}: the file was edited or "
-                              "written by another dockyard version; re-plan it",
-                              where, JsonValueText(entry["fqn"]), entry["placements"].dump(),
-                              plan.inventory.params[i].fqn, rebuilt.dump()));
-    }
-  }
-}
 
 std::unique_ptr<runtime::Backend> MakeBackend(const CliOptions& o, const runtime::LaunchInfo& launch) {
   if (o.backend != "cuda") return std::make_unique<runtime::cpu::CpuBackend>();
@@ -246,14 +160,12 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
   }
   std::optional<PlanFile> plan_file;
   if (!o.plan_path.empty()) {
-    for (const auto* flag : {&o.world_size, &o.dp_replicate, &o.dp_shard, &o.cp, &o.tp, &o.ep, &o.etp, &o.pp}) {
-      if (!flag->empty()) throw UsageError("--plan gives the degrees; do not also pass --world-size/--tp/--ep/...");
-    }
+    if (o.degrees.AnyDegreeGiven()) throw UsageError("--plan gives the degrees; do not also pass --world-size/--tp/--ep/...");
     if (o.convention_given) throw UsageError("--plan gives the convention; do not also pass --convention");
     plan_file = ReadPlanFile(o.plan_path);
   } else {
     if (o.model.empty()) throw UsageError("--model is required (or --plan PLAN.json)");
-    if (o.world_size.empty()) throw UsageError("--world-size is required (or --plan PLAN.json)");
+    if (o.degrees.world_size.empty()) throw UsageError("--world-size is required (or --plan PLAN.json)");
   }
   if (json_given && o.json_path.empty()) throw UsageError("--json needs a path or '-', got an empty string");
   if (json_given) {
@@ -269,17 +181,7 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
     RejectOutputOverInputs(o.html_path, "--html", inputs);
   }
 
-  ParallelDimsOptions dims;
-  dims.world_size = plan_file ? plan_file->dims.world_size : *ParseInt("--world-size", o.world_size);
-  dims.dp_replicate = ParseInt("--dp-replicate", o.dp_replicate).value_or(1);
-  dims.dp_shard = ParseInt("--dp-shard", o.dp_shard).value_or(-1);
-  dims.cp = ParseInt("--cp", o.cp).value_or(1);
-  dims.tp = ParseInt("--tp", o.tp).value_or(1);
-  dims.ep = ParseInt("--ep", o.ep).value_or(1);
-  dims.etp = ParseInt("--etp", o.etp).value_or(1);
-  dims.pp = ParseInt("--pp", o.pp).value_or(1);
-  dims.convention = o.convention == "megatron" ? Convention::kMegatron : Convention::kTorchtitan;
-  if (plan_file) dims = plan_file->dims;
+  const ParallelDimsOptions dims = plan_file ? plan_file->dims : o.degrees.Parse(/*default_world_size=*/0);
 
   runtime::RunOptions run;
   run.dispatcher = o.dispatcher;
@@ -368,12 +270,7 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
       j["predicted"] = plan_file->predicted;
       if (j.contains("measured") && j["measured"].contains("phases")) {
         for (auto& phase : j["measured"]["phases"]) {
-          for (const auto& p : plan_file->predicted["phases"]) {
-            if (p.value("name", "") == phase.value("name", "") && p.value("layer_kind", "") == "moe" &&
-                p.value("direction", "") == "forward") {
-              phase["predicted_us"] = p["time_us"];
-            }
-          }
+          if (auto us = PredictedMoeForwardUs(plan_file->predicted, phase.value("name", ""))) phase["predicted_us"] = *us;
         }
       }
     }
@@ -390,11 +287,8 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
     if (plan_file && plan_file->predicted.is_object()) {
       out << "Predicted (from the plan file, MoE layer forward, us) beside measured:\n";
       for (const auto& ph : report.phases) {
-        for (const auto& p : plan_file->predicted["phases"]) {
-          if (p.value("name", "") == ph.name && p.value("layer_kind", "") == "moe" && p.value("direction", "") == "forward") {
-            out << fmt::format("  {:<16} predicted {:>12.1f}   measured {:>12.1f}\n", ph.name, p.value("time_us", 0.0),
-                               ph.time_us);
-          }
+        if (auto us = PredictedMoeForwardUs(plan_file->predicted, ph.name)) {
+          out << fmt::format("  {:<16} predicted {:>12.1f}   measured {:>12.1f}\n", ph.name, *us, ph.time_us);
         }
       }
     }
@@ -420,15 +314,8 @@ int RunRunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   app.add_option("--plan", o.plan_path, "a plan file from dockyard-plan --json or dockyard-plan simulate --json: degrees, "
                                         "training settings and placements come from it (placements are verified)");
   app.add_option("--model", o.model, "HF config.json or dockyard model spec (required without --plan; with --plan, overrides its model)");
-  app.add_option("--world-size", o.world_size, "number of ranks (required without --plan)");
-  app.add_option("--dp-replicate", o.dp_replicate, "HSDP replicas (default 1)");
-  app.add_option("--dp-shard", o.dp_shard, "FSDP degree, -1 = infer (default -1)");
-  app.add_option("--cp", o.cp, "context parallel degree (default 1)");
-  app.add_option("--tp", o.tp, "tensor parallel degree (default 1)");
-  app.add_option("--ep", o.ep, "expert parallel degree (default 1)");
-  app.add_option("--etp", o.etp, "expert tensor parallel degree (default 1); torchtitan: 1 or tp");
-  app.add_option("--pp", o.pp, "pipeline parallel degree (default 1); the stage holding --layer runs");
-  app.add_option("--convention", o.convention, "rank-group convention")->check(CLI::IsMember({"torchtitan", "megatron"}));
+  o.degrees.AddTo(&app, "number of ranks (required without --plan)",
+                  "pipeline parallel degree (default 1); the stage holding --layer runs");
   app.add_option("--backend", o.backend, "cpu | cuda (default cpu)")->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--gemm-precision", o.gemm_precision,
                  "cuda: expert GEMM precision fp32 | tf32 | bf16 (bf16 inputs, fp32 accumulation; default fp32)")

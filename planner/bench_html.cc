@@ -13,8 +13,6 @@
 #include "planner/model_spec.h"
 #include "planner/plan.h"
 #include "planner/report.h"
-#include "planner/routing.h"
-#include "planner/workload.h"
 
 using Clock = std::chrono::steady_clock;
 
@@ -39,10 +37,7 @@ int main(int argc, char** argv) {
   auto t0 = Clock::now();
   const dockyard::Json report = dockyard::PlanToJson(plan, path, memory);
   auto t1 = Clock::now();
-  const dockyard::RoutingResult sample =
-      dockyard::SampleRouting(dockyard::ParseRoutingSpec("uniform"), plan.model.moe.num_experts, plan.model.moe.top_k,
-                              plan.dims.ep, dockyard::ComputeWorkload(plan).routed_tokens, 1);
-  const dockyard::Json routing = dockyard::RoutingSampleToJson(sample);
+  const dockyard::Json routing = dockyard::UniformRoutingSample(plan);
   double best_html = 1e30, best_write = 1e30;
   size_t bytes = 0;
   const int iters = 5;

@@ -101,12 +101,11 @@ std::string Join(const std::vector<std::string>& axes) {
 
 }  // namespace
 
-StepCollectiveList StepCollectives(const ParallelDims& d, const TrainingConfig& t, int64_t dense_elems,
-                                   int64_t sparse_elems) {
+StepCollectiveList StepCollectives(const ParallelDims& d, DpSharding dp_sharding, const TrainingBytes& tb,
+                                   int64_t dense_elems, int64_t sparse_elems) {
   using A = MeshAxis;
   const bool megatron = d.convention == Convention::kMegatron;
-  const int64_t param_b = DtypeBytes(t.param_dtype, "param_dtype");
-  const int64_t grad_b = DtypeBytes(t.grad_dtype, "grad_dtype");
+  const int64_t param_b = tb.param, grad_b = tb.grad;
   auto mul = [](int64_t x, int64_t y) { return CheckedMul(x, y, "communication bytes"); };
   StepCollectiveList out;
   auto add = [&](const char* purpose, const char* collective, bool sparse, std::initializer_list<A> axes, int64_t stride,
@@ -133,7 +132,7 @@ StepCollectiveList StepCollectives(const ParallelDims& d, const TrainingConfig& 
   auto shard_bytes = [&] {
     return mul((dense_elems + dense_n - 1) / dense_n + (sparse_elems + sparse_n - 1) / sparse_n, grad_b);
   };
-  switch (*t.dp_sharding) {
+  switch (dp_sharding) {
     case DpSharding::kFsdp:
       if (megatron) break;
       add("hsdp_all_reduce_grads", "all_reduce", false, {A::kDpReplicate}, replicate_stride, shard_bytes());
@@ -212,7 +211,7 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
       b.Add("fsdp_reduce_scatter_grads", "reduce_scatter", mesh, axis, "backward", group, M, mul(elems, grad_b));
     }
   }
-  const StepCollectiveList step = StepCollectives(d, t, dense_elems, sparse_elems);
+  const StepCollectiveList step = StepCollectives(d, *t.dp_sharding, TrainingBytesOf(t), dense_elems, sparse_elems);
   for (int i = 0; i < step.size; ++i) {
     const StepCollective& c = step.items[i];
     std::vector<std::string> axes;
@@ -266,7 +265,7 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
         b.Add("ep_combine", "all_to_all", "sparse", "ep", phase, ep_group, calls, rows_bytes);
       }
     } else {
-      // Deredundency (seed 002): ep = oep x iep, iep fastest. All-gather of the routed rows over
+      // Deredundency (hyper_parallel DeredundencyTokenDispatcher): ep = oep x iep, iep fastest. All-gather of the routed rows over
       // oep, all-to-all of the selected rows (T_r * top_k on average) over iep, reduce-scatter
       // of the oep-sized whiteboard on combine.
       const int64_t oep = DeredundencyOep(plan);

@@ -18,6 +18,7 @@
 
 #include "planner/mesh.h"
 #include "planner/plan.h"
+#include "planner/workload.h"
 
 namespace dockyard {
 
@@ -69,8 +70,8 @@ struct StepCollectiveList {
   StepCollective items[5];
   int size = 0;
 };
-StepCollectiveList StepCollectives(const ParallelDims& dims, const TrainingConfig& training, int64_t dense_elems,
-                                   int64_t sparse_elems);
+StepCollectiveList StepCollectives(const ParallelDims& dims, DpSharding dp_sharding, const TrainingBytes& bytes,
+                                   int64_t dense_elems, int64_t sparse_elems);
 
 // Fraction helpers, exposed for tests. `group` lists ranks in ring order.
 double RingCrossNodeFraction(const std::vector<int64_t>& group, int64_t gpus_per_node);

@@ -563,6 +563,23 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
   return SimulateStepFromInputs(m, plan.inventory.totals, d, t, c, in, o, /*detail=*/true);
 }
 
+int64_t RoutingLayersToSample(const ModelSpec& model, const RoutingSpec& routing, std::optional<int64_t> requested,
+                              int64_t default_layers, const char* flag) {
+  const int64_t moe_layers = model.NumMoeLayers();
+  if (routing.kind == RoutingKind::kTrace) return moe_layers;
+  const int64_t layers = requested.value_or(std::min<int64_t>(moe_layers, default_layers));
+  if (layers < 1 || layers > moe_layers) {
+    throw Error(fmt::format("{} ({}) must be in [1, num MoE layers ({})]", flag, layers, moe_layers));
+  }
+  return layers;
+}
+
+RoutingResult SampleRoutingForPlan(const Plan& plan, const RoutingSpec& routing, int64_t layers) {
+  const Workload w = ComputeWorkload(plan);
+  return SampleRouting(routing, plan.model.moe.num_experts, plan.model.moe.top_k, plan.dims.ep, w.routed_tokens, layers,
+                       DispatchOep(plan));
+}
+
 Json CostToJson(const CostBreakdown& cost) {
   Json phases = Json::array();
   for (const auto& p : cost.phases) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -147,6 +148,16 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& model, const ParamTotals& 
 // (tokens_per_rank = the workload's routed tokens). Throws dockyard::Error on mismatched routing.
 CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& cluster, const RoutingResult& routing,
                            const CostOptions& options = {});
+
+// The MoE layers to sample for a plan of `model`: a trace gives every MoE layer its own routing
+// (all of them); otherwise `requested`, else min(`default_layers`, MoE layers). Throws
+// dockyard::Error naming `flag` when the count is outside [1, MoE layers].
+int64_t RoutingLayersToSample(const ModelSpec& model, const RoutingSpec& routing, std::optional<int64_t> requested,
+                              int64_t default_layers, const char* flag);
+
+// Routing of `layers` MoE layers sampled for `plan`: its EP degree, its routed tokens per rank
+// (ComputeWorkload) and its dispatcher's outer EP size (DispatchOep) -- what SimulateStep reads.
+RoutingResult SampleRoutingForPlan(const Plan& plan, const RoutingSpec& routing, int64_t layers);
 
 Json CostToJson(const CostBreakdown& cost);
 std::string CostToText(const CostBreakdown& cost);

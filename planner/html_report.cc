@@ -11,7 +11,7 @@
 
 #include "planner/error.h"
 #include "planner/report.h"
-#include "planner/workload.h"
+#include "planner/cost.h"
 
 namespace dockyard {
 namespace {
@@ -1063,8 +1063,7 @@ Json RoutingSampleToJson(const RoutingResult& sample) {
 
 Json UniformRoutingSample(const Plan& plan) {
   if (plan.model.NumMoeLayers() == 0) return Json();
-  return RoutingSampleToJson(SampleRouting(ParseRoutingSpec("uniform"), plan.model.moe.num_experts, plan.model.moe.top_k,
-                                           plan.dims.ep, ComputeWorkload(plan).routed_tokens, 1));
+  return RoutingSampleToJson(SampleRoutingForPlan(plan, ParseRoutingSpec("uniform"), 1));
 }
 
 std::string ReportToHtml(const Json& report, const Json& routing_sample) {

@@ -47,9 +47,8 @@ constexpr int64_t kHtmlMaxRoutingLayers = 8;
 // min(layers, kHtmlMaxRoutingLayers) layers of `sample` (routing.h LayerRouting).
 Json RoutingSampleToJson(const RoutingResult& sample);
 
-// The sample a plan (or check) page draws when no routing was simulated: uniform routing of the
-// plan's routed tokens per EP rank (Workload::routed_tokens), one MoE layer, seed 0, as
-// RoutingSampleToJson. The plain dispatch matrix does not depend on the dispatcher's oep.
+// The sample a plan (or check) page draws when no routing was simulated: uniform routing, one
+// MoE layer, seed 0, sampled as simulate samples it (SampleRoutingForPlan), as RoutingSampleToJson.
 Json UniformRoutingSample(const Plan& plan);
 
 // Renders one report as an HTML page. `report` is one of:

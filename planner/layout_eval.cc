@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -35,6 +36,9 @@ int GroupIndex(Role role) {
 
 int64_t Ceil(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+constexpr int kMaxTpDim = 8;  // classes' tp_dim is in [-1, kMaxTpDim)
+constexpr size_t kMaxMemoizedCuts = 1 << 16;
+
 // Parameters that get the same placement and local shape under any degrees, `count` of them.
 struct ParamClass {
   std::vector<int64_t> shape;
@@ -42,6 +46,7 @@ struct ParamClass {
   bool routed = false;
   int group = 0;
   int64_t count = 0;
+  int combo = -1;  // index of its (routed, tp_dim) in LayoutEvaluator::Impl::combos
 
   bool SameKind(const ParamInfo& p, int g) const {
     return shape == p.shape && tp_dim == p.tp_dim && routed == p.routed_expert && group == g;
@@ -51,6 +56,9 @@ struct ParamClass {
 // Adds `p` to `classes`, merging it into an equal class.
 void AddToClasses(std::vector<ParamClass>& classes, const ParamInfo& p) {
   const int g = GroupIndex(p.role);
+  if (p.tp_dim < -1 || p.tp_dim >= kMaxTpDim) {
+    throw Error(fmt::format("internal: {} has tp_dim {}, outside the layout evaluator's [-1, {})", p.fqn, p.tp_dim, kMaxTpDim));
+  }
   for (auto& c : classes) {
     if (c.SameKind(p, g)) {
       ++c.count;
@@ -68,20 +76,12 @@ struct ClassNumel {
   bool sparse = false;
 };
 
-// The cuts of every (routed, tp_dim) combination a class can have, for one candidate.
-struct CandidateCuts {
-  const ParallelDims* dims = nullptr;
-  int64_t num_experts = 0;
-  bool fsdp = false;
-  ShardCuts Of(const ParamClass& c) const { return ShardCutsOf(c.routed, c.tp_dim, *dims, num_experts, fsdp); }
-};
-
-ClassNumel NumelOf(const ParamClass& c, const CandidateCuts& k) {
-  const ShardCuts cuts = k.Of(c);
+ClassNumel NumelOf(const ParamClass& c, const ShardCuts& cuts) {
   ClassNumel out;
   out.sparse = cuts.sparse_mesh;
-  out.mp = FirstChunkNumel(c.shape, cuts, /*model_parallel_only=*/true);
-  out.local = FirstChunkNumel(c.shape, cuts, /*model_parallel_only=*/false);
+  const FirstChunkElems n = FirstChunkNumel(c.shape, cuts);
+  out.mp = n.model_parallel;
+  out.local = n.local;
   return out;
 }
 
@@ -90,8 +90,8 @@ struct UnitSums {
   Wide local[kNumGroups][2] = {};  // placed elements by role group and mesh (0 dense, 1 sparse)
   Wide mp[2] = {};                 // model-parallel elements by mesh
 
-  void Add(const ParamClass& c, const CandidateCuts& k) {
-    const ClassNumel n = NumelOf(c, k);
+  void Add(const ParamClass& c, const ShardCuts& cuts) {
+    const ClassNumel n = NumelOf(c, cuts);
     local[c.group][n.sparse] += static_cast<Wide>(n.local) * c.count;
     mp[n.sparse] += static_cast<Wide>(n.mp) * c.count;
   }
@@ -133,9 +133,57 @@ struct LayoutEvaluator::Impl {
   Wide all_params = 0;                  // every inventory element (+ a tied copy), for overflow guards
   bool training_ok[2] = {false, false}; // ValidateTraining per dispatcher (all_to_all, deredundency)
   TrainingConfig training[2];           // resolved per dispatcher
+  TrainingBytes training_bytes[2];      // their dtype sizes (valid where training_ok)
   std::map<int64_t, Split> splits;      // per pp
   std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, bool>, MoePhaseTimes> moe_cache;
-  std::vector<UnitSums> kind_sums;      // scratch, per kind
+  // The (routed, tp_dim) combinations of the classes: the placement policy (ShardCutsOf) depends
+  // on nothing else of a parameter, so a candidate's cuts are computed once per combination.
+  std::vector<std::pair<bool, int>> combos;
+  // Unit sums of every class under one set of cuts, memoized by the cuts themselves (their dims,
+  // chunks and meshes): the sums are a pure function of the classes and the cuts, and many
+  // candidates share cuts (pp, dp_replicate and the dispatcher do not change them).
+  struct ClassSums {
+    std::vector<UnitSums> kinds;
+    UnitSums embedding, root, tied_copy;
+  };
+  std::unordered_map<std::string, ClassSums> class_sums;
+  std::string key;                      // scratch
+  std::vector<ShardCuts> cuts;          // scratch, per combo
+
+  int ComboOf(bool routed, int tp_dim) {
+    for (size_t i = 0; i < combos.size(); ++i) {
+      if (combos[i] == std::make_pair(routed, tp_dim)) return static_cast<int>(i);
+    }
+    combos.push_back({routed, tp_dim});
+    return static_cast<int>(combos.size()) - 1;
+  }
+
+  const ClassSums& SumsFor(const ParallelDims& d, int64_t num_experts, bool fsdp) {
+    key.clear();
+    for (size_t i = 0; i < combos.size(); ++i) {
+      cuts[i] = ShardCutsOf(combos[i].first, combos[i].second, d, num_experts, fsdp);
+      const ShardCuts& c = cuts[i];
+      key.push_back(static_cast<char>(c.sparse_mesh));
+      key.push_back(static_cast<char>(c.size));
+      for (int j = 0; j < c.size; ++j) {
+        key.push_back(static_cast<char>(c.cuts[j].dim));
+        key.push_back(static_cast<char>(c.cuts[j].data_parallel));
+        key.append(reinterpret_cast<const char*>(&c.cuts[j].num_chunks), sizeof(int64_t));
+      }
+    }
+    auto it = class_sums.find(key);
+    if (it != class_sums.end()) return it->second;
+    if (class_sums.size() >= kMaxMemoizedCuts) class_sums.clear();  // bounds the memory of huge searches
+    ClassSums sums;
+    sums.kinds.resize(kinds.size());
+    for (size_t i = 0; i < kinds.size(); ++i) {
+      for (const auto& pc : kinds[i].classes) sums.kinds[i].Add(pc, cuts[pc.combo]);
+    }
+    for (const auto& pc : embedding) sums.embedding.Add(pc, cuts[pc.combo]);
+    for (const auto& pc : root) sums.root.Add(pc, cuts[pc.combo]);
+    if (tied_copy.combo >= 0) sums.tied_copy.Add(tied_copy, cuts[tied_copy.combo]);
+    return class_sums.emplace(key, std::move(sums)).first->second;
+  }
 
   const Split& SplitFor(const ModelSpec& m, const TrainingConfig& t, int64_t pp) {
     auto it = splits.find(pp);
@@ -215,7 +263,14 @@ LayoutEvaluator::LayoutEvaluator(const ModelSpec& model, const SearchOptions& op
     if (im.first_kind[which] < 0) im.first_kind[which] = kind;
     if (model_.moe_layers[l]) ++im.num_moe_layers;
   }
-  im.kind_sums.resize(im.kinds.size());
+  for (auto& kind : im.kinds) {
+    for (auto& pc : kind.classes) pc.combo = im.ComboOf(pc.routed, pc.tp_dim);
+  }
+  for (auto* unit : {&im.embedding, &im.root}) {
+    for (auto& pc : *unit) pc.combo = im.ComboOf(pc.routed, pc.tp_dim);
+  }
+  if (!inventory_.params.empty()) im.tied_copy.combo = im.ComboOf(im.tied_copy.routed, im.tied_copy.tp_dim);
+  im.cuts.resize(im.combos.size());
   // Training settings per dispatcher, validated and resolved as BuildPlan does.
   const char* dispatchers[2] = {"all_to_all", "deredundency"};
   for (int i = 0; i < 2; ++i) {
@@ -225,6 +280,7 @@ LayoutEvaluator::LayoutEvaluator(const ModelSpec& model, const SearchOptions& op
     if (t.dispatcher != "deredundency") t.oep.reset();  // a spec's oep is the deredundency dispatcher's
     try {
       ValidateTraining(t, "training.");
+      im.training_bytes[i] = TrainingBytesOf(t);
       im.training_ok[i] = true;
     } catch (const Error&) {
       im.training_ok[i] = false;
@@ -290,7 +346,7 @@ LayoutEvaluation LayoutEvaluator::EvaluateReference(const LayoutCandidate& c, bo
   r.status = over ? LayoutEvaluation::Status::kOverBudget : LayoutEvaluation::Status::kRanked;
   if (over && !simulate_over_budget) return r;
   const Workload w = ComputeWorkload(plan);
-  const int64_t oep = c.dispatcher == "deredundency" && plan.dims.ep > 1 ? DeredundencyOep(plan) : 1;
+  const int64_t oep = DispatchOep(plan);
   const auto key = std::make_tuple(plan.dims.ep, w.routed_tokens, oep);
   auto it = reference_routing_cache_.find(key);
   if (it == reference_routing_cache_.end()) {
@@ -326,24 +382,17 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   // --- Per-candidate shard steps and the elements of every unit on the first rank of a stage.
   const bool megatron = d.convention == Convention::kMegatron;
   const DpSharding strategy = *t.dp_sharding;
-  CandidateCuts k;
-  k.dims = &d;
-  k.num_experts = m.moe.num_experts;
-  k.fsdp = strategy == DpSharding::kFsdp;
+  const Impl::ClassSums& sums = im.SumsFor(d, m.moe.num_experts, strategy == DpSharding::kFsdp);
+  const std::vector<UnitSums>& kind_sums = sums.kinds;
   const size_t nk = im.kinds.size();
-  for (size_t i = 0; i < nk; ++i) {
-    UnitSums& u = im.kind_sums[i];
-    u = UnitSums();
-    for (const auto& pc : im.kinds[i].classes) u.Add(pc, k);
-  }
-  UnitSums emb, root;
-  for (const auto& pc : im.embedding) emb.Add(pc, k);
-  for (const auto& pc : im.root) root.Add(pc, k);
-  if (m.tie_word_embeddings && d.pp > 1) root.Add(im.tied_copy, k);
+  const UnitSums& emb = sums.embedding;
+  UnitSums root = sums.root;
+  if (m.tie_word_embeddings && d.pp > 1) root.AddScaled(sums.tied_copy, 1);
 
   // --- Memory (ComputeMemory's worst peak), by the rules of memory.h: static bytes of the first
   // rank of each stage, activations and communication buffers.
   const Workload w = ComputeWorkload(m, d, t);
+  const TrainingBytes& tb = im.training_bytes[di];
   const int64_t h = m.hidden_size;
   bool fallback = false;
   auto fits = [&](Wide v) {
@@ -355,19 +404,20 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   for (int which = 0; which < 2; ++which) {
     if (im.first_kind[which] >= 0) act_layer[which] = LayerActivations(m, t.recompute, w, which == 0);
   }
+  const LayerActivationTable act_table = ActivationTable(act_layer[0], act_layer[1]);
   const Wide layer_input = static_cast<Wide>(Ceil(w.tokens, w.tp_shards)) * h * w.act_bytes;
   const Wide logits = static_cast<Wide>(w.tokens) * Ceil(m.vocab_size, d.tp) * 4;
   Wide worst_peak = -1, static_rank0 = 0, dense0 = 0, sparse0 = 0;
   const bool deredundency = d.ep > 1 && t.dispatcher == "deredundency";
-  const int64_t oep = deredundency ? DeredundencyOep(t, d.ep) : 1;
+  const int64_t oep = DispatchOep(t, d.ep);
   for (int64_t s = 0; s < d.pp; ++s) {
     UnitSums st;
-    for (size_t i = 0; i < nk; ++i) st.AddScaled(im.kind_sums[i], split.kind_count[s][i]);
+    for (size_t i = 0; i < nk; ++i) st.AddScaled(kind_sums[i], split.kind_count[s][i]);
     if (s == 0) st.AddScaled(emb, 1);
     if (s == d.pp - 1) st.AddScaled(root, 1);
     Wide stat = 0;
     for (int g = 0; g < kNumGroups; ++g) {
-      const StaticBytes b = StaticBytesOf(st.local[g][0], st.local[g][1], d, t);
+      const StaticBytes b = StaticBytesOf(st.local[g][0], st.local[g][1], d, strategy, tb);
       stat += fits(b.params) + fits(b.grads) + fits(b.optimizer);
     }
     if (s == 0) {
@@ -381,19 +431,19 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
     layers.first_stage = s == 0;
     layers.last_stage = s == d.pp - 1;
     layers.in_flight = InFlightMicrobatches(d, t, s);
-    const Wide act = StageActivations(act_layer[0], act_layer[1], layers, t.recompute, layer_input, logits).total;
+    const Wide act = StageActivations(act_table, layers, t.recompute, layer_input, logits, /*by_kind=*/false).total;
     // The largest FSDP unit (FsdpUnitOf): a layer's dense part or its experts on the sparse mesh,
     // the embedding, the root.
     Wide largest = 0;
     if (*t.dp_sharding == DpSharding::kFsdp) {
       for (size_t i = 0; i < nk; ++i) {
         if (split.kind_count[s][i] == 0) continue;
-        largest = std::max({largest, im.kind_sums[i].mp[0], im.kind_sums[i].mp[1]});
+        largest = std::max({largest, kind_sums[i].mp[0], kind_sums[i].mp[1]});
       }
       if (s == 0) largest = std::max(largest, emb.mp[0] + emb.mp[1]);
       if (s == d.pp - 1) largest = std::max(largest, root.mp[0] + root.mp[1]);
     }
-    const Wide buf = StageBuffers(largest, layers.moe_layers > 0, w, d, t, oep, h).total;
+    const Wide buf = StageBuffers(largest, layers.moe_layers > 0, w, d, t, tb, oep, h).total;
     const Wide peak = fits(fits(stat) + fits(act) + fits(buf));
     worst_peak = std::max(worst_peak, peak);
   }
@@ -436,7 +486,7 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   in.sparse_dp_group = strided(sparse_dp_n, sparse_stride);
   for (int which = 0; which < 2; ++which) {
     if (im.first_kind[which] < 0) continue;
-    const UnitSums& u = im.kind_sums[im.first_kind[which]];
+    const UnitSums& u = kind_sums[im.first_kind[which]];
     if (u.mp[0] >= kExactDouble || u.mp[1] >= kExactDouble) {
       ++fallbacks_;
       return EvaluateReference(c, simulate_over_budget);
@@ -462,7 +512,7 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   in.layer_stage = &split.layer_stage;
   // Step-end data-parallel collectives of rank 0 (comm.h StepCollectives, in ComputeComm's order).
   {
-    const StepCollectiveList step = StepCollectives(d, t, static_cast<int64_t>(dense0), static_cast<int64_t>(sparse0));
+    const StepCollectiveList step = StepCollectives(d, strategy, tb, static_cast<int64_t>(dense0), static_cast<int64_t>(sparse0));
     for (int i = 0; i < step.size; ++i) {
       const StepCollective& e = step.items[i];
       if (e.group_size < 2 || e.bytes == 0) continue;

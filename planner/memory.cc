@@ -23,35 +23,6 @@ int64_t Narrow(WideInt v, const char* what) {
 
 }  // namespace
 
-StaticBytes StaticBytesOf(WideInt dense_elems, WideInt sparse_elems, const ParallelDims& d, const TrainingConfig& t) {
-  const DpSharding strategy = *t.dp_sharding;
-  const int64_t param_b = DtypeBytes(t.param_dtype, "param_dtype");
-  const int64_t grad_b = DtypeBytes(t.grad_dtype, "grad_dtype");
-  const int64_t moments_b = t.optimizer == Optimizer::kAdamW ? 8 : 0;  // exp_avg + exp_avg_sq, fp32
-  const int64_t master_b = param_b == 4 ? 0 : 4;                        // fp32 master copy
-  const WideInt both = dense_elems + sparse_elems;
-  StaticBytes out;
-  if (strategy == DpSharding::kFsdp) {
-    out.params = both * 4;  // FSDP2 keeps the shard in fp32
-    out.grads = both * grad_b;
-    out.optimizer = both * moments_b;
-    return out;
-  }
-  out.params = both * param_b;
-  out.grads = both * grad_b;
-  if (strategy == DpSharding::kDdp) {
-    out.optimizer = both * (master_b + moments_b);
-  } else {
-    // ZeRO-1: Megatron's distributed optimizer shards over the data-parallel group with cp for
-    // dense parameters and over the expert-data-parallel group for experts (replicas over
-    // dp_replicate).
-    const WideInt dense_dp = d.dp_shard * d.cp, sparse_dp = d.efsdp;
-    out.optimizer = (dense_elems + dense_dp - 1) / dense_dp * (master_b + moments_b) +
-                    (sparse_elems + sparse_dp - 1) / sparse_dp * (master_b + moments_b);
-  }
-  return out;
-}
-
 MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank) {
   const int64_t stage = plan.meshes.dense.Coord(rank, 0);
   // Local elements per role group (keyed by the group's literal) and mesh, without building
@@ -66,8 +37,9 @@ MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank) {
   }
   MemoryBreakdown m;
   WideInt params = 0, grads = 0, opt = 0;
+  const TrainingBytes tb = TrainingBytesOf(plan.training);
   for (const auto& [group, e] : elems) {
-    const StaticBytes b = StaticBytesOf(e.first, e.second, plan.dims, plan.training);
+    const StaticBytes b = StaticBytesOf(e.first, e.second, plan.dims, *plan.training.dp_sharding, tb);
     m.params_by_role[group] = Narrow(b.params, "params bytes");
     m.grads_by_role[group] = Narrow(b.grads, "grads bytes");
     if (b.optimizer) m.optimizer_by_role[group] = Narrow(b.optimizer, "optimizer bytes");
@@ -144,35 +116,46 @@ const char* ActivationKindName(ActivationKind kind) {
   return kNames[static_cast<int>(kind)];
 }
 
-StageActivationBytes StageActivations(const LayerActivationBytes& moe, const LayerActivationBytes& dense,
-                                      const StageLayers& st, Recompute recompute, WideInt layer_input_bytes,
-                                      WideInt logits_bytes) {
+LayerActivationTable ActivationTable(const LayerActivationBytes& moe, const LayerActivationBytes& dense) {
   using K = ActivationKind;
-  // One layer of each kind by activation kind (the groups a layer has are present).
-  struct Layer {
-    WideInt bytes[static_cast<int>(K::kCount)] = {};
-    bool present[static_cast<int>(K::kCount)] = {};
-    WideInt sum = 0;
-    void Set(K k, int64_t v) {
-      bytes[static_cast<int>(k)] = v;
-      present[static_cast<int>(k)] = true;
-      sum += v;
-    }
-  } layer[2];  // [0] MoE, [1] dense
-  layer[0].Set(K::kAttention, moe.attention);
-  layer[0].Set(K::kNorm, moe.norm);
-  layer[0].Set(K::kRouter, moe.router);
-  layer[0].Set(K::kRoutedExperts, moe.routed_experts);
-  if (moe.shared_experts_present) layer[0].Set(K::kSharedExperts, moe.shared_experts);
-  layer[1].Set(K::kAttention, dense.attention);
-  layer[1].Set(K::kNorm, dense.norm);
-  layer[1].Set(K::kDenseMlp, dense.dense_mlp);
-  const int64_t count[2] = {st.moe_layers, st.dense_layers};
+  LayerActivationTable t;
+  auto set = [&](int which, K k, int64_t v) {
+    t.bytes[which][static_cast<int>(k)] = v;
+    t.present[which][static_cast<int>(k)] = true;
+    t.sum[which] += v;
+  };
+  set(0, K::kAttention, moe.attention);
+  set(0, K::kNorm, moe.norm);
+  set(0, K::kRouter, moe.router);
+  set(0, K::kRoutedExperts, moe.routed_experts);
+  if (moe.shared_experts_present) set(0, K::kSharedExperts, moe.shared_experts);
+  set(1, K::kAttention, dense.attention);
+  set(1, K::kNorm, dense.norm);
+  set(1, K::kDenseMlp, dense.dense_mlp);
+  return t;
+}
 
+StageActivationBytes StageActivations(const LayerActivationTable& layer, const StageLayers& st, Recompute recompute,
+                                      WideInt layer_input_bytes, WideInt logits_bytes, bool by_kind) {
+  using K = ActivationKind;
+  constexpr int kKinds = static_cast<int>(K::kCount);
+  const int64_t count[2] = {st.moe_layers, st.dense_layers};
   StageActivationBytes out;
   auto add = [&](K k, WideInt v) {
+    out.total += v;
+    if (!by_kind) return;
     out.bytes[static_cast<int>(k)] += v;
     out.present[static_cast<int>(k)] = true;
+  };
+  // `times` copies of every kind of layer `which`.
+  auto add_layer = [&](int which, WideInt times) {
+    if (!by_kind) {
+      out.total += layer.sum[which] * times;
+      return;
+    }
+    for (int k = 0; k < kKinds; ++k) {
+      if (layer.present[which][k]) add(static_cast<K>(k), layer.bytes[which][k] * times);
+    }
   };
   if (recompute == Recompute::kFull) {
     // Each layer's input is kept for every micro-batch in flight; one layer (the largest, the
@@ -181,24 +164,16 @@ StageActivationBytes StageActivations(const LayerActivationBytes& moe, const Lay
     int largest = -1;
     const int order[2] = {st.moe_first ? 0 : 1, st.moe_first ? 1 : 0};
     for (int which : order) {
-      if (count[which] > 0 && (largest < 0 || layer[which].sum > layer[largest].sum)) largest = which;
+      if (count[which] > 0 && (largest < 0 || layer.sum[which] > layer.sum[largest])) largest = which;
     }
-    if (largest >= 0) {
-      for (int k = 0; k < static_cast<int>(K::kCount); ++k) {
-        if (layer[largest].present[k]) add(static_cast<K>(k), layer[largest].bytes[k]);
-      }
-    }
+    if (largest >= 0) add_layer(largest, 1);
   } else {
     for (int which = 0; which < 2; ++which) {
-      if (count[which] == 0) continue;
-      for (int k = 0; k < static_cast<int>(K::kCount); ++k) {
-        if (layer[which].present[k]) add(static_cast<K>(k), layer[which].bytes[k] * count[which] * st.in_flight);
-      }
+      if (count[which] > 0) add_layer(which, static_cast<WideInt>(count[which]) * st.in_flight);
     }
   }
   if (st.first_stage) add(K::kEmbedding, layer_input_bytes * st.in_flight);
   if (st.last_stage) add(K::kLogits, logits_bytes);
-  for (const WideInt v : out.bytes) out.total += v;
   return out;
 }
 
@@ -209,7 +184,7 @@ const char* BufferUseName(BufferUse use) {
 }
 
 StageBufferBytes StageBuffers(WideInt largest_fsdp_unit, bool has_moe_layers, const Workload& w, const ParallelDims& d,
-                              const TrainingConfig& t, int64_t oep, int64_t h) {
+                              const TrainingConfig& t, const TrainingBytes& tb, int64_t oep, int64_t h) {
   StageBufferBytes out;
   auto set = [&](BufferUse use, WideInt v) {
     out.bytes[static_cast<int>(use)] = v;
@@ -217,8 +192,8 @@ StageBufferBytes StageBuffers(WideInt largest_fsdp_unit, bool has_moe_layers, co
     out.total += v;
   };
   if (*t.dp_sharding == DpSharding::kFsdp) {
-    set(BufferUse::kFsdpAllGather, largest_fsdp_unit * DtypeBytes(t.param_dtype, "param_dtype") * 2);
-    set(BufferUse::kFsdpReduceScatter, largest_fsdp_unit * DtypeBytes(t.grad_dtype, "grad_dtype"));
+    set(BufferUse::kFsdpAllGather, largest_fsdp_unit * tb.param * 2);
+    set(BufferUse::kFsdpReduceScatter, largest_fsdp_unit * tb.grad);
   }
   if (d.ep > 1 && has_moe_layers) {
     if (t.dispatcher == "deredundency") {
@@ -265,7 +240,7 @@ StageActivationBytes PlanStageActivations(const Plan& plan, const Workload& w, S
   const WideInt layer_input = static_cast<WideInt>(Ceil(w.tokens, w.tp_shards)) * m.hidden_size * w.act_bytes;
   const WideInt logits = static_cast<WideInt>(w.tokens) * Ceil(m.vocab_size, plan.dims.tp) * 4;
   if (!with_logits) st.last_stage = false;
-  return StageActivations(moe, dense, st, rc, layer_input, logits);
+  return StageActivations(ActivationTable(moe, dense), st, rc, layer_input, logits);
 }
 
 std::map<std::string, int64_t> ActivationMap(const StageActivationBytes& a) {
@@ -316,8 +291,8 @@ MemoryReport ComputeMemory(const Plan& plan) {
       }
       for (const auto& [u, n] : units) largest_unit = std::max<WideInt>(largest_unit, n);
     }
-    const int64_t oep = d.ep > 1 && t.dispatcher == "deredundency" ? DeredundencyOep(plan) : 1;
-    const StageBufferBytes buf = StageBuffers(largest_unit, st.moe_layers > 0, w, d, t, oep, h);
+    const int64_t oep = DispatchOep(plan);
+    const StageBufferBytes buf = StageBuffers(largest_unit, st.moe_layers > 0, w, d, t, TrainingBytesOf(t), oep, h);
     std::map<std::string, int64_t> buffers;
     for (int u = 0; u < static_cast<int>(BufferUse::kCount); ++u) {
       if (buf.present[u]) buffers[BufferUseName(static_cast<BufferUse>(u))] = Narrow(buf.bytes[u], "buffer bytes");
@@ -353,6 +328,29 @@ MemoryReport ComputeMemory(const Plan& plan) {
     }
   }
   return r;
+}
+
+std::vector<StageOverBudget> RanksOverBudget(const Plan& plan, const MemoryReport& memory) {
+  std::vector<StageOverBudget> out;
+  if (memory.budget_gib <= 0) return out;
+  const double budget = memory.budget_gib * 1073741824.0;
+  const int64_t stage_size = plan.dims.stage_size();
+  for (const auto& s : memory.stages) {
+    const double peak_gib = static_cast<double>(s.worst.peak_bytes) / 1073741824.0;
+    if (peak_gib <= memory.budget_gib) continue;
+    StageOverBudget o;
+    o.stage = s.stage;
+    o.stage_size = stage_size;
+    o.worst_rank = s.worst_rank;
+    o.peak_gib = peak_gib;
+    const int64_t dynamic = s.worst.activations_bytes + s.worst.comm_buffers_bytes;
+    for (int64_t r = s.stage * stage_size; r < (s.stage + 1) * stage_size; ++r) {
+      const MemoryBreakdown b = StaticMemoryOnRank(plan, r);
+      if (static_cast<double>(b.params_bytes + b.grads_bytes + b.optimizer_bytes + dynamic) > budget) o.ranks_over.push_back(r);
+    }
+    out.push_back(std::move(o));
+  }
+  return out;
 }
 
 }  // namespace dockyard

@@ -66,7 +66,7 @@ MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank);
 using WideInt = __int128;
 
 // Static bytes of one role group on one rank from its local elements on the dense and on the
-// sparse mesh, under the data-parallel strategy of `training` (resolved: dp_sharding set):
+// sparse mesh, under the data-parallel strategy `dp_sharding`:
 //  - fsdp: fp32 shard + grad_dtype grads + 8 B AdamW moments per element;
 //  - zero1: param_dtype params + grad_dtype grads per element, fp32 master (unless params are
 //    fp32) + moments sharded over dp_shard * cp (dense) and efsdp (sparse), ceil per group;
@@ -74,8 +74,30 @@ using WideInt = __int128;
 struct StaticBytes {
   WideInt params = 0, grads = 0, optimizer = 0;
 };
-StaticBytes StaticBytesOf(WideInt dense_elems, WideInt sparse_elems, const ParallelDims& dims,
-                          const TrainingConfig& training);
+inline StaticBytes StaticBytesOf(WideInt dense_elems, WideInt sparse_elems, const ParallelDims& d, DpSharding strategy,
+                                 const TrainingBytes& tb) {
+  const WideInt both = dense_elems + sparse_elems;
+  StaticBytes out;
+  if (strategy == DpSharding::kFsdp) {
+    out.params = both * 4;  // FSDP2 keeps the shard in fp32
+    out.grads = both * tb.grad;
+    out.optimizer = both * tb.moments;
+    return out;
+  }
+  out.params = both * tb.param;
+  out.grads = both * tb.grad;
+  if (strategy == DpSharding::kDdp) {
+    out.optimizer = both * (tb.master + tb.moments);
+  } else {
+    // ZeRO-1: Megatron's distributed optimizer shards over the data-parallel group with cp for
+    // dense parameters and over the expert-data-parallel group for experts (replicas over
+    // dp_replicate).
+    const WideInt dense_dp = d.dp_shard * d.cp, sparse_dp = d.efsdp;
+    out.optimizer = (dense_elems + dense_dp - 1) / dense_dp * (tb.master + tb.moments) +
+                    (sparse_elems + sparse_dp - 1) / sparse_dp * (tb.master + tb.moments);
+  }
+  return out;
+}
 
 // Activation bytes of one micro-batch of one decoder layer by role group (no in-flight
 // multiplier; `rc` == kSelective keeps fewer tensors, kFull is applied per stage by the caller),
@@ -95,6 +117,18 @@ std::map<std::string, int64_t> ActivationBytesPerMicrobatch(const Plan& plan, co
 
 MemoryReport ComputeMemory(const Plan& plan);
 
+// For each stage whose worst rank exceeds the report's budget (memory.budget_gib > 0): every rank
+// of the stage over it. Activations and buffers are the same on every rank of a stage; the static
+// part is counted per rank (StaticMemoryOnRank). O(stage ranks x parameters) per stage over.
+struct StageOverBudget {
+  int64_t stage = 0;
+  int64_t stage_size = 0;           // ranks in the stage
+  int64_t worst_rank = 0;
+  double peak_gib = 0;              // the worst rank's peak
+  std::vector<int64_t> ranks_over;  // increasing
+};
+std::vector<StageOverBudget> RanksOverBudget(const Plan& plan, const MemoryReport& memory);
+
 // Activation kinds of a stage, in the order of their report keys.
 enum class ActivationKind { kAttention, kNorm, kDenseMlp, kRouter, kRoutedExperts, kSharedExperts, kCheckpoints,
                             kEmbedding, kLogits, kCount };
@@ -102,7 +136,7 @@ const char* ActivationKindName(ActivationKind kind);  // "attention", ..., "logi
 
 // Activation bytes on a rank of one stage, every micro-batch in flight included, by kind
 // (`present`: the kind has a report key). Inputs: one MoE layer's and one dense layer's
-// LayerActivations, the stage's MoE and dense layer counts, whether its first layer is an MoE
+// activations (ActivationTable), the stage's MoE and dense layer counts, whether its first layer is an MoE
 // layer (full recomputation keeps the first of equally large layers), micro-batches in flight,
 // the layer-input bytes ceil(T / tp) * hidden * act_bytes (checkpoint and embedding output), and
 // for the last stage the fp32 logits T * ceil(vocab / tp) * 4.
@@ -121,9 +155,16 @@ struct StageLayers {
   bool first_stage = false, last_stage = false;
   int64_t in_flight = 1;
 };
-StageActivationBytes StageActivations(const LayerActivationBytes& moe_layer, const LayerActivationBytes& dense_layer,
-                                      const StageLayers& stage, Recompute recompute, WideInt layer_input_bytes,
-                                      WideInt logits_bytes);
+// One MoE [0] and one dense [1] layer's LayerActivations by kind, formed once per set of degrees.
+struct LayerActivationTable {
+  WideInt bytes[2][static_cast<int>(ActivationKind::kCount)] = {};
+  bool present[2][static_cast<int>(ActivationKind::kCount)] = {};
+  WideInt sum[2] = {};
+};
+LayerActivationTable ActivationTable(const LayerActivationBytes& moe_layer, const LayerActivationBytes& dense_layer);
+// `by_kind` false: only `total` is filled (the layout search's hot path; the same total).
+StageActivationBytes StageActivations(const LayerActivationTable& layers, const StageLayers& stage, Recompute recompute,
+                                      WideInt layer_input_bytes, WideInt logits_bytes, bool by_kind = true);
 
 // Communication buffers on a rank of one stage (transient, one layer at a time), by use, in the
 // order of their report keys:
@@ -143,7 +184,7 @@ struct StageBufferBytes {
 // `largest_fsdp_unit`: the model-parallel elements of the stage's largest FSDP unit (FsdpUnitOf);
 // `oep`: the deredundency dispatcher's outer EP size (1 otherwise).
 StageBufferBytes StageBuffers(WideInt largest_fsdp_unit, bool has_moe_layers, const Workload& w, const ParallelDims& dims,
-                              const TrainingConfig& training, int64_t oep, int64_t hidden_size);
+                              const TrainingConfig& training, const TrainingBytes& bytes, int64_t oep, int64_t hidden_size);
 
 // The FSDP unit a parameter belongs to, as torchtitan wraps them: each decoder layer's dense
 // part, each layer's routed experts when they live on the sparse mesh, the embedding, and the

@@ -3,6 +3,8 @@
 // parallel_state.initialize_model_parallel.
 #include "planner/parallel_dims.h"
 
+#include <numeric>
+
 #include <fmt/format.h>
 
 #include "planner/checked_math.h"
@@ -137,7 +139,8 @@ bool CheckDimsForModel(const ParallelDims& d, const ModelSpec& m, std::string* e
         "intermediate size F, not the fused gate_up width 2F ({})",
         expert_tp_name, expert_tp, e.moe_intermediate_size, 2 * e.moe_intermediate_size);
   }
-  if (m.NumMoeLayers() < m.num_hidden_layers && m.intermediate_size % d.tp != 0) {
+  // (The layer count is read only when the divisibility fails: this runs for every search candidate.)
+  if (m.intermediate_size % d.tp != 0 && m.NumMoeLayers() < m.num_hidden_layers) {
     return Fail(error, "tp ({}) must divide intermediate_size ({}) of the dense MLP layers", d.tp, m.intermediate_size);
   }
   if (e.num_shared_experts > 0 && e.shared_expert_intermediate_size % d.tp != 0) {
@@ -161,6 +164,13 @@ ParallelDims ParallelDims::Build(const ParallelDimsOptions& options) {
 void ValidateDimsForModel(const ParallelDims& dims, const ModelSpec& model) {
   std::string error;
   if (!CheckDimsForModel(dims, model, &error)) throw Error(error);
+}
+
+int64_t DefaultEp(const ParallelDimsOptions& d, int64_t preferred) {
+  const bool in_range = d.pp >= 1 && d.dp_replicate >= 1 && d.pp <= d.world_size && d.dp_replicate <= d.world_size &&
+                        d.world_size <= kMaxWorldSize;
+  const int64_t slice = in_range ? d.world_size / (d.pp * d.dp_replicate) : 0;
+  return slice > 0 ? std::gcd(preferred, slice) : 1;
 }
 
 }  // namespace dockyard

@@ -34,6 +34,11 @@ struct ParallelDimsOptions {
 // Largest world this planner accepts (rank lists are materialized).
 constexpr int64_t kMaxWorldSize = int64_t{1} << 20;
 
+// The EP degree of dockyard-plan's embedded default (DeepSeek-V3, trained at EP 64): `preferred`
+// where the ranks of one (pp, dp_replicate) slice allow it, else gcd(preferred, those ranks).
+// Degrees out of range give 1 (ParallelDims::Build then reports them).
+int64_t DefaultEp(const ParallelDimsOptions& options, int64_t preferred);
+
 struct ParallelDims {
   int64_t world_size = 1;
   int64_t dp_replicate = 1;

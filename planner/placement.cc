@@ -70,20 +70,6 @@ ShardCuts ShardCutsOf(bool routed_expert, int tp_dim, const ParallelDims& d, int
   return out;
 }
 
-int64_t FirstChunkNumel(const std::vector<int64_t>& shape, const ShardCuts& cuts, bool model_parallel_only) {
-  int64_t n = 1;
-  for (size_t dim = 0; dim < shape.size(); ++dim) {
-    int64_t size = shape[dim];
-    for (int i = 0; i < cuts.size; ++i) {
-      const ShardCut& c = cuts.cuts[i];
-      if (c.dim != static_cast<int>(dim) || (model_parallel_only && c.data_parallel)) continue;
-      size = (size + c.num_chunks - 1) / c.num_chunks;  // torch.chunk: chunk 0 holds ceil(n / k)
-    }
-    n *= size;  // <= the global numel, checked by BuildInventory
-  }
-  return n;
-}
-
 ParamPlacement PlaceParam(const ParamInfo& p, const ParallelDims& d, const Meshes& meshes, int64_t num_experts,
                           bool shard_data_parallel) {
   const ShardCuts cuts = ShardCutsOf(p.routed_expert, p.tp_dim, d, num_experts, shard_data_parallel);

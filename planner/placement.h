@@ -1,6 +1,6 @@
 // DTensor placements of every parameter and its local shapes.
 //
-// Policy (torchtitan parallelize_* and ../shared/seeds/000: expert sharding placement policy):
+// Policy (torchtitan parallelize_* and moe_sharding.py, the expert sharding placement policy):
 //  - routed experts, EP on (ep > 1): sparse mesh; Shard(0) on ep; with ETP also TP on etp
 //    (gate/up colwise, down rowwise: Shard(1) or Shard(2) by stored layout); FSDP Shard(0) on
 //    efsdp, Shard(1) instead when efsdp * ep > num_experts (torchtitan apply_fsdp).
@@ -96,8 +96,54 @@ ShardCuts ShardCutsOf(bool routed_expert, int tp_dim, const ParallelDims& dims, 
 
 // Elements of chunk 0 of every cut of `cuts` applied to `shape` (the local size on the first rank
 // of a stage, which takes chunk 0 everywhere: a worst rank, as chunk sizes never grow with the
-// index). `model_parallel_only`: skip the data-parallel cuts.
-int64_t FirstChunkNumel(const std::vector<int64_t>& shape, const ShardCuts& cuts, bool model_parallel_only);
+// index): `model_parallel` after the model-parallel cuts only, `local` after all of them.
+struct FirstChunkElems {
+  int64_t model_parallel = 1, local = 1;
+};
+// (Always inlined: the layout search calls it for every parameter class of every candidate.)
+__attribute__((always_inline)) inline FirstChunkElems FirstChunkNumel(const std::vector<int64_t>& shape, const ShardCuts& cuts) {
+  constexpr size_t kMaxDims = 8;
+  const size_t rank = shape.size();
+  int64_t s[kMaxDims];
+  FirstChunkElems out;
+  if (rank > kMaxDims) {  // no such tensor in any model family; kept exact all the same
+    for (size_t dim = 0; dim < rank; ++dim) {
+      int64_t mp = shape[dim], local = shape[dim];
+      for (int i = 0; i < cuts.size; ++i) {
+        const ShardCut& c = cuts.cuts[i];
+        if (c.dim != static_cast<int>(dim)) continue;
+        local = (local + c.num_chunks - 1) / c.num_chunks;
+        if (!c.data_parallel) mp = local;
+      }
+      out.model_parallel *= mp;
+      out.local *= local;
+    }
+    return out;
+  }
+  for (size_t i = 0; i < rank; ++i) s[i] = shape[i];
+  auto product = [&] {
+    int64_t n = 1;
+    for (size_t i = 0; i < rank; ++i) n *= s[i];  // <= the global numel, checked by BuildInventory
+    return n;
+  };
+  // Model-parallel cuts come first and data-parallel (FSDP) cuts last (ShardCutsOf's order).
+  int i = 0;
+  for (; i < cuts.size && !cuts.cuts[i].data_parallel; ++i) {
+    int64_t& n = s[cuts.cuts[i].dim];
+    n = (n + cuts.cuts[i].num_chunks - 1) / cuts.cuts[i].num_chunks;  // torch.chunk: chunk 0 holds ceil(n / k)
+  }
+  out.model_parallel = product();
+  if (i == cuts.size) {
+    out.local = out.model_parallel;
+    return out;
+  }
+  for (; i < cuts.size; ++i) {
+    int64_t& n = s[cuts.cuts[i].dim];
+    n = (n + cuts.cuts[i].num_chunks - 1) / cuts.cuts[i].num_chunks;
+  }
+  out.local = product();
+  return out;
+}
 
 // Chooses the placements and shard steps of one parameter (local_shapes left empty).
 // `shard_data_parallel`: FSDP (parameters sharded over the data-parallel axes) or not.

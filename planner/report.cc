@@ -454,4 +454,37 @@ std::string CommToText(const CommReport& comm) {
   return out.str();
 }
 
+Json SimulateReportToJson(const Plan& plan, const MemoryReport& memory, const CostBreakdown& cost,
+                          const SimulateInputs& in) {
+  const Json full = PlanToJson(plan, in.model_source, memory);
+  return {{"schema_version", kReportSchemaVersion},
+          {"generator", {{"name", "dockyard-plan simulate"}, {"version", kDockyardVersion}, {"provenance", in.provenance}}},
+          {"model", full["model"]},
+          {"parameters", full["parameters"]},
+          {"cluster", ClusterToJson(in.cluster)},
+          {"routing", in.routing_text},
+          {"seed", in.seed},
+          {"routing_layers_sampled", in.routing_layers},
+          {"parallel", full["parallel"]},
+          {"training", TrainingToJson(plan.training)},
+          {"predicted", CostToJson(cost)}};
+}
+
+Json SearchReportToJson(const SearchResult& result, const SearchOptions& options, const std::string& model_name,
+                        int64_t moe_layers, const Json& provenance) {
+  Json j = SearchResultToJson(result);
+  j["schema_version"] = kReportSchemaVersion;
+  j["provenance"] = provenance;
+  j["model"] = model_name;
+  j["world_size"] = options.world_size;
+  j["cluster"] = ClusterToJson(options.cluster);
+  TrainingConfig evaluated = options.training;
+  evaluated.gpus_per_node = options.cluster.gpus_per_node;
+  evaluated.gpu_memory_gib = result.budget_gib;
+  j["training"] = TrainingToJson(evaluated);
+  j["routing"] = RoutingSpecText(options.routing);
+  j["routing_layers_sampled"] = options.routing.kind == RoutingKind::kTrace ? moe_layers : options.routing_layers;
+  return j;
+}
+
 }  // namespace dockyard

@@ -4,10 +4,13 @@
 
 #include <string>
 
+#include "planner/cluster.h"
 #include "planner/comm.h"
+#include "planner/cost.h"
 #include "planner/json_util.h"
 #include "planner/memory.h"
 #include "planner/plan.h"
+#include "planner/search.h"
 
 namespace dockyard {
 
@@ -32,6 +35,26 @@ std::string MemoryToText(const Plan& plan, const MemoryReport& memory);
 
 // Communication volumes of one rank per step, per collective and axis, with cross-node bytes.
 std::string CommToText(const CommReport& comm);
+
+// The `dockyard-plan simulate` report: schema version, generator (with `provenance`), the
+// plan's model, parameters and degrees, the cluster, the routing as given (`routing_text`, its
+// seed and the MoE layers sampled), the resolved training settings and the predicted cost.
+struct SimulateInputs {
+  std::string model_source;
+  ClusterSpec cluster;
+  std::string routing_text;  // as given on the command line
+  uint64_t seed = 0;
+  int64_t routing_layers = 0;  // MoE layers sampled
+  Json provenance;
+};
+Json SimulateReportToJson(const Plan& plan, const MemoryReport& memory, const CostBreakdown& cost,
+                          const SimulateInputs& inputs);
+
+// The `dockyard-plan search` report: SearchResultToJson with the schema version, `provenance`,
+// the model name, world size, cluster, the training settings as evaluated (the cluster's
+// gpus_per_node and the budget in use), the routing and the MoE layers sampled.
+Json SearchReportToJson(const SearchResult& result, const SearchOptions& options, const std::string& model_name,
+                        int64_t moe_layers, const Json& provenance);
 
 Json MemoryToJson(const MemoryReport& memory);
 Json CommToJson(const CommReport& comm);

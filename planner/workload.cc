@@ -11,6 +11,15 @@ namespace dockyard {
 
 Workload ComputeWorkload(const Plan& plan) { return ComputeWorkload(plan.model, plan.dims, plan.training); }
 
+TrainingBytes TrainingBytesOf(const TrainingConfig& t) {
+  TrainingBytes b;
+  b.param = DtypeBytes(t.param_dtype, "param_dtype");
+  b.grad = DtypeBytes(t.grad_dtype, "grad_dtype");
+  b.moments = t.optimizer == Optimizer::kAdamW ? 8 : 0;  // exp_avg + exp_avg_sq, fp32
+  b.master = b.param == 4 ? 0 : 4;                        // fp32 master copy
+  return b;
+}
+
 int64_t RoutedTokens(int64_t tokens, int64_t tp, int64_t ep, int64_t etp) {
   const bool split_over_tp = tp > 1 && ep > 1 && etp == 1;
   return split_over_tp ? (tokens + tp - 1) / tp : tokens;
@@ -37,6 +46,12 @@ Workload ComputeWorkload(const ModelSpec& model, const ParallelDims& d, const Tr
   w.tp_shards = d.tp;
   w.expert_f_local = model.moe.moe_intermediate_size / expert_tp;
   return w;
+}
+
+int64_t DispatchOep(const Plan& plan) { return DispatchOep(plan.training, plan.dims.ep); }
+
+int64_t DispatchOep(const TrainingConfig& training, int64_t ep) {
+  return training.dispatcher == "deredundency" && ep > 1 ? DeredundencyOep(training, ep) : 1;
 }
 
 int64_t DeredundencyOep(const Plan& plan) { return DeredundencyOep(plan.training, plan.dims.ep); }

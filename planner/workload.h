@@ -18,6 +18,17 @@ struct Workload {
   int64_t expert_f_local = 0;   // F / expert TP degree (etp, or tp with EP off)
 };
 
+// Bytes per element of the training dtypes (resolved once; the memory and communication rules
+// read them per stage and per collective).
+struct TrainingBytes {
+  int64_t param = 2;    // param_dtype: compute and all-gather copies, activations
+  int64_t grad = 4;     // grad_dtype: gradients and their reductions
+  int64_t moments = 8;  // AdamW exp_avg + exp_avg_sq in fp32; 0 for SGD
+  int64_t master = 4;   // fp32 master copy, 0 when params are fp32
+};
+// Throws dockyard::Error for an unknown dtype.
+TrainingBytes TrainingBytesOf(const TrainingConfig& training);
+
 // T_r: with tp > 1, EP on and etp == 1, torchtitan's ReordererSequenceParallel splits the
 // TP-replicated tokens over the tp ranks (T_r = ceil(T / tp)); otherwise every rank of a TP
 // group routes the whole T (T_r = T), with ETP / TP sharding the expert F instead.
@@ -31,6 +42,10 @@ Workload ComputeWorkload(const ModelSpec& model, const ParallelDims& dims, const
 // group spans, ceil(ep / gpus_per_node), rounded up to a divisor of ep (ep = oep x iep).
 int64_t DeredundencyOep(const Plan& plan);
 int64_t DeredundencyOep(const TrainingConfig& training, int64_t ep);
+// The outer EP size the plan's dispatcher uses: DeredundencyOep with the deredundency
+// dispatcher and ep > 1, else 1 (every routing sample and the dispatch buffers are keyed by it).
+int64_t DispatchOep(const Plan& plan);
+int64_t DispatchOep(const TrainingConfig& training, int64_t ep);
 
 // Micro-batches of activations stage `stage` keeps in flight under 1F1B: min(pp - stage, M).
 int64_t InFlightMicrobatches(const Plan& plan, int64_t stage);

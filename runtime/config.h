@@ -75,7 +75,7 @@ struct RunOptions {
   int64_t rank_weight_block_bytes = 0;
   int reference_threads = 0;  // 0: std::thread::hardware_concurrency()
   // all_to_all dispatcher with local (not sequence-parallel) shared experts: start the combine
-  // all-to-all, run the shared experts meanwhile, then wait (seed 002 combine_start /
+  // all-to-all, run the shared experts meanwhile, then wait (hyper_parallel combine_start /
   // combine_wait). The combine phase then reports the exposed part: the overlapped region's
   // time minus the shared experts' own.
   bool overlap_shared_experts = false;

@@ -1,5 +1,5 @@
 // Host-side index arithmetic of token dispatch: the local sort of routed (token, slot) pairs by
-// expert, split sizes, and the permutations of seed 002 (AllToAllTokenDispatcher's
+// expert, split sizes, and the permutations of hyper_parallel expert_parallel.py (AllToAllTokenDispatcher's
 // _generate_permute_indices, DeredundencyTokenDispatcher's _generate_deredundency_dispatch_indices)
 // expressed as row blocks (backend.h RowBlock) instead of one index per token: O(ranks x
 // experts) entries, int64 offsets, and the same order as the seed's index tensors
@@ -27,7 +27,7 @@ RouteOrder SortByExpert(const std::vector<int64_t>& expert_of_slot, int64_t num_
 // owns `chunk` consecutive experts (input / output splits of the all-to-all).
 std::vector<int64_t> SumChunks(const std::vector<int64_t>& counts, int64_t peers, int64_t chunk);
 
-// Rank-major -> expert-major (seed 002 _generate_permute_indices). counts [num_ranks *
+// Rank-major -> expert-major (hyper_parallel _generate_permute_indices). counts [num_ranks *
 // experts_per_rank]: entry r * experts_per_rank + e is the number of rows received from rank r
 // for local expert e, laid out rank-major in the receive buffer. Blocks copy the receive buffer
 // (src) into expert-major order (dst), one block per (e, r) in that order.
@@ -46,7 +46,7 @@ std::vector<RowBlock> InverseBlocks(const std::vector<RowBlock>& blocks);
 // for backends that gather by index).
 std::vector<int64_t> ExpandToRowIndices(const std::vector<RowBlock>& blocks);
 
-// Deredundency dispatch (seed 002 _generate_deredundency_dispatch_indices). gathered_counts
+// Deredundency dispatch (hyper_parallel _generate_deredundency_dispatch_indices). gathered_counts
 // [oep * num_experts] holds every oep source's tokens per expert; the gathered buffer is the
 // sources' expert-sorted routed buffers, concatenated in source order. This rank (outer index o)
 // serves the experts [expert_start, expert_start + iep * experts_per_rank). Blocks copy the rows

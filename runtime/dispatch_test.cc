@@ -1,4 +1,4 @@
-// Dispatch index arithmetic (dispatch.h) against hand-worked examples of seed 002's
+// Dispatch index arithmetic (dispatch.h) against hand-worked examples of hyper_parallel expert_parallel.py's
 // _generate_permute_indices and _generate_deredundency_dispatch_indices.
 #include "runtime/dispatch.h"
 

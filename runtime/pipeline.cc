@@ -263,7 +263,7 @@ class LayerRank {
       const std::vector<int64_t> gathered_counts = gathered_counts_.ToHost();
       dplan = DeredundencyDispatchBlocks(gathered_counts, no, E, r_.oep_index * ni * L, ni, L);
       // The shared token view is an all-gather: every source of the oep group must route the
-      // same number of rows (seed 002 _oep_gather_for_dispatch).
+      // same number of rows (hyper_parallel _oep_gather_for_dispatch).
       for (int64_t o = 0; o < no; ++o) {
         if (dplan.source_totals[static_cast<size_t>(o)] != rows) {
           throw Error(fmt::format("the deredundency dispatcher requires equal routed token counts within each oep group "

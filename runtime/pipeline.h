@@ -6,9 +6,9 @@
 //               normalized (norm_topk_prob) and times routed_scaling_factor
 //   permute     sort the T * top_k (token, slot) pairs by expert and gather their rows
 //   dispatch    all_to_all: exchange tokens per expert (all-to-all of counts), split sizes,
-//               all-to-all of the rows with uneven splits (seed 002 AllToAllTokenDispatcher);
+//               all-to-all of the rows with uneven splits (hyper_parallel expert_parallel.py, AllToAllTokenDispatcher);
 //               deredundency: all-gather counts and rows over oep, select the outer expert
-//               range, all-to-all over iep (seed 002 DeredundencyTokenDispatcher)
+//               range, all-to-all over iep (hyper_parallel expert_parallel.py, DeredundencyTokenDispatcher)
 //   permute     rank-major -> expert-major (_generate_permute_indices, as row blocks)
 //   grouped_gemm  SwiGLU of the local experts on their f slice (expert_ffn.h)
 //   unpermute   expert-major -> rank-major

@@ -95,7 +95,7 @@ ReplayReport ReplayRank(const Plan& plan, const ReplayOptions& o, Backend& backe
     if (s == e) own = std::move(experts);
   }
   // The cost model on the same sample (routed tokens T, the plan's dispatcher).
-  const int64_t oep = plan.training.dispatcher == "deredundency" && ep > 1 ? DeredundencyOep(plan) : 1;
+  const int64_t oep = DispatchOep(plan);
   // The cost model sees this layer only.
   RoutingResult sampled = SampleRouting(model, ep, T, oep);
   LayerRouting layer = std::move(sampled.layers[static_cast<size_t>(l)]);

@@ -1,6 +1,5 @@
 // Single-GPU replay: one rank's local share of a large plan on one device, to time the compute
-// phases of an MoE layer where only one GPU exists (issue: "run one rank's local share of a
-// large plan"). Communication is not run: dispatch and combine come from the cost model
+// phases of an MoE layer where only one GPU exists. Communication is not run: dispatch and combine come from the cost model
 // (planner/cost.h) for the same routing sample, so the report is a full forward of the layer
 // for that rank with each phase marked "measured" or "cost model".
 //

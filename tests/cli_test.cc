@@ -53,7 +53,7 @@ bool Exists(const std::string& path) {
 TEST_CASE("dockyard-plan with no arguments plans the embedded DeepSeek-V3 default") {
   Result r = Run("");
   CHECK(r.code == 0);
-  CHECK(r.out.find("total 671.03B (671026419200)") != std::string::npos);  // ../shared/cases exact count
+  CHECK(r.out.find("total 671.03B (671026419200)") != std::string::npos);  // DeepSeek-V3 as published: 671,026,419,200 parameters without MTP
   CHECK(r.out.find("ep 64") != std::string::npos);
   CHECK(r.out.find("4 per EP rank") != std::string::npos);  // 256 experts / ep 64
 }

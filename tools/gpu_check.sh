@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU checks of issue #6, for the device machine (an H200): runs from the repository root
+# The GPU checks of the CUDA backend, for the device machine (an H200): runs from the repository root
 # on binaries built here by tools/gpu_bundle.sh (carried as out/gpu), in under 8 minutes, and
 # writes every log and one JSON summary to ${OUT:-out/gpu-result}:
 #   1. moe_kernels_gpu_test     every kernel against its CPU reference, cuBLAS grouped GEMM
