@@ -884,6 +884,7 @@ void SearchFigure(Page& p, const Json& r) {
              {"#4e79a7", "other ranked rows"}},
          "dashed red line: memory budget");
   // The top rows as a table.
+  p.body += "<p class=\"note\">The first 20 ranked layouts; shaded rows are on the Pareto front.</p>\n";
   p.body += "<table class=\"rows\"><tr><th>#</th><th>layout</th><th>step (ms)</th><th>tokens/s/GPU</th><th>MFU</th><th>peak GiB</th><th>dominant phase</th></tr>\n";
   for (int64_t i = 0; i < std::min<int64_t>(n, 20); ++i) {
     p.body += fmt::format("<tr{}><td>{}</td><td>{}</td><td>{:.1f}</td><td>{:.0f}</td><td>{:.1f}%</td><td>{:.2f}</td><td>{}</td></tr>\n",
