@@ -167,7 +167,7 @@ struct LayoutEvaluator::Impl {
       key.push_back(static_cast<char>(c.size));
       for (int j = 0; j < c.size; ++j) {
         key.push_back(static_cast<char>(c.cuts[j].dim));
-        key.push_back(static_cast<char>(c.cuts[j].data_parallel));
+        key.push_back(static_cast<char>(c.cuts[j].kind));
         key.append(reinterpret_cast<const char*>(&c.cuts[j].num_chunks), sizeof(int64_t));
       }
     }

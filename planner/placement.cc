@@ -25,14 +25,31 @@ int64_t ChunkSize(int64_t n, int64_t k, int64_t index) {
   return std::clamp<int64_t>(n - index * c, 0, c);
 }
 
+int64_t ChunkBegin(int64_t n, int64_t k, int64_t index) { return std::min(n, index * ((n + k - 1) / k)); }
+
+std::vector<DimSlice> ModelParallelSliceOnRank(const ParamInfo& p, const ParamPlacement& pl, const Mesh& mesh,
+                                               int64_t rank) {
+  std::vector<DimSlice> out;
+  for (int64_t size : p.shape) out.push_back({0, size});
+  for (const ShardStep& s : pl.steps) {
+    if (s.kind == ShardKind::kData) continue;
+    int64_t index = 0;
+    for (int a : s.axes) index = index * mesh.axis_size(a) + mesh.Coord(rank, a);
+    DimSlice& d = out[static_cast<size_t>(s.dim)];
+    d.begin += ChunkBegin(d.size, s.num_chunks, index);
+    d.size = ChunkSize(d.size, s.num_chunks, index);
+  }
+  return out;
+}
+
 
 ShardCuts ShardCutsOf(bool routed_expert, int tp_dim, const ParallelDims& d, int64_t num_experts,
                       bool shard_data_parallel) {
   ShardCuts out;
-  auto add = [&](int dim, std::initializer_list<MeshAxis> axes, bool data_parallel) {
+  auto add = [&](int dim, std::initializer_list<MeshAxis> axes, ShardKind kind) {
     ShardCut c;
     c.dim = dim;
-    c.data_parallel = data_parallel;
+    c.kind = kind;
     for (MeshAxis a : axes) {
       const int64_t n = MeshAxisSize(d, a);
       if (n == 1) continue;
@@ -53,19 +70,19 @@ ShardCuts ShardCutsOf(bool routed_expert, int tp_dim, const ParallelDims& d, int
 #else
     constexpr bool kExpertTpCut = true;
 #endif
-    if (tp_dim >= 0 && kExpertTpCut) add(tp_dim, {MeshAxis::kEtp}, false);
-    add(0, {MeshAxis::kEp}, false);
+    if (tp_dim >= 0 && kExpertTpCut) add(tp_dim, {MeshAxis::kEtp}, ShardKind::kTensor);
+    add(0, {MeshAxis::kEp}, ShardKind::kExpert);
     if (shard_data_parallel) {
       // torchtitan apply_fsdp: Shard(1) when efsdp * ep > num_experts (dim 0 would run out).
       const int fsdp_dim = d.efsdp * d.ep > num_experts ? 1 : 0;
-      add(fsdp_dim, {megatron ? MeshAxis::kEdp : MeshAxis::kEfsdp}, true);
+      add(fsdp_dim, {megatron ? MeshAxis::kEdp : MeshAxis::kEfsdp}, ShardKind::kData);
     }
     return out;
   }
-  if (tp_dim >= 0) add(tp_dim, {MeshAxis::kTp}, false);
+  if (tp_dim >= 0) add(tp_dim, {MeshAxis::kTp}, ShardKind::kTensor);
   if (shard_data_parallel) {
     const int fsdp_dim = routed_expert && d.dp_shard * d.cp > num_experts ? 1 : 0;
-    add(fsdp_dim, {megatron ? MeshAxis::kDp : MeshAxis::kDpShard, MeshAxis::kCp}, true);
+    add(fsdp_dim, {megatron ? MeshAxis::kDp : MeshAxis::kDpShard, MeshAxis::kCp}, ShardKind::kData);
   }
   return out;
 }
@@ -82,6 +99,7 @@ ParamPlacement PlaceParam(const ParamInfo& p, const ParallelDims& d, const Meshe
     ShardStep step;
     step.dim = c.dim;
     step.num_chunks = c.num_chunks;
+    step.kind = c.kind;
     for (int j = 0; j < c.num_axes; ++j) {
       const int axis = mesh.AxisIndex(c.axes[j]);
       if (axis < 1) {

@@ -44,12 +44,17 @@ struct Placement {
   bool operator==(const Placement& o) const { return kind == o.kind && dim == o.dim; }
 };
 
+// What a shard step is: tensor parallelism (tp or etp), expert parallelism (ep), or data
+// parallelism (FSDP over dp_shard*cp, dp*cp, efsdp or edp: all-gathered before the forward).
+enum class ShardKind { kTensor, kExpert, kData };
+
 // One sharding step: `dim` is split into `num_chunks` chunks over the flattened `axes`
 // (mesh axis indices, outer first).
 struct ShardStep {
   int dim = 0;
   std::vector<int> axes;
   int64_t num_chunks = 1;
+  ShardKind kind = ShardKind::kData;
 };
 
 struct LocalShape {
@@ -68,6 +73,19 @@ struct ParamPlacement {
 
 // torch.chunk size of chunk `index` when `n` is split into `k` chunks.
 int64_t ChunkSize(int64_t n, int64_t k, int64_t index);
+// Its first element: min(n, index * ceil(n / k)).
+int64_t ChunkBegin(int64_t n, int64_t k, int64_t index);
+
+// A half-open range [begin, begin + size) of one tensor dim.
+struct DimSlice {
+  int64_t begin = 0;
+  int64_t size = 0;
+};
+// The part of `param` that `rank` computes with in the forward: each dim's range of the global
+// tensor after the model-parallel (tensor and expert) steps of `placement`; data-parallel steps
+// are left out (FSDP all-gathers them before the forward). Same chunks as LocalShapeOnRank.
+std::vector<DimSlice> ModelParallelSliceOnRank(const ParamInfo& param, const ParamPlacement& placement, const Mesh& mesh,
+                                               int64_t rank);
 
 // One cut of the placement policy above, before it meets a mesh: tensor dim `dim` is split into
 // `num_chunks` chunks over the flattened `axes` (outer first; axes of size 1 are left out, and a
@@ -77,7 +95,8 @@ struct ShardCut {
   MeshAxis axes[2] = {MeshAxis::kPp, MeshAxis::kPp};
   int num_axes = 0;
   int64_t num_chunks = 1;
-  bool data_parallel = false;
+  ShardKind kind = ShardKind::kData;
+  bool data_parallel() const { return kind == ShardKind::kData; }
 };
 
 // The cuts of a parameter, in application order (at most three: TP, EP, FSDP).
@@ -113,7 +132,7 @@ __attribute__((always_inline)) inline FirstChunkElems FirstChunkNumel(const std:
         const ShardCut& c = cuts.cuts[i];
         if (c.dim != static_cast<int>(dim)) continue;
         local = (local + c.num_chunks - 1) / c.num_chunks;
-        if (!c.data_parallel) mp = local;
+        if (!c.data_parallel()) mp = local;
       }
       out.model_parallel *= mp;
       out.local *= local;
@@ -128,7 +147,7 @@ __attribute__((always_inline)) inline FirstChunkElems FirstChunkNumel(const std:
   };
   // Model-parallel cuts come first and data-parallel (FSDP) cuts last (ShardCutsOf's order).
   int i = 0;
-  for (; i < cuts.size && !cuts.cuts[i].data_parallel; ++i) {
+  for (; i < cuts.size && !cuts.cuts[i].data_parallel(); ++i) {
     int64_t& n = s[cuts.cuts[i].dim];
     n = (n + cuts.cuts[i].num_chunks - 1) / cuts.cuts[i].num_chunks;  // torch.chunk: chunk 0 holds ceil(n / k)
   }

@@ -186,3 +186,39 @@ TEST_CASE("Megatron convention keeps parameters replicated on data-parallel axes
   CHECK(up.local == V{2, 64, 64});
   CHECK(Find(plan, "model.embed_tokens.weight").placements == S{"Replicate()", "Replicate()", "Replicate()"});
 }
+
+TEST_CASE("ModelParallelSliceOnRank: the forward ranges after TP and EP, FSDP left out") {
+  // TinyMixtral on 4 ranks, tp 2, ep 2 (torchtitan): dense mesh (pp, dp_replicate, dp_shard 2, cp, tp 2),
+  // sparse mesh (pp, dp_replicate, efsdp 2, ep 2) with efsdp = dp_shard * tp / ep = 2.
+  dockyard::ParallelDimsOptions o;
+  o.world_size = 4;
+  o.tp = 2;
+  o.ep = 2;
+  const auto plan = dockyard::BuildPlan(dockyard::testing::TinyMixtral(), o);
+  int found = 0;
+  for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
+    const auto& p = plan.inventory.params[i];
+    const auto& pl = plan.placements[i];
+    if (p.fqn == "model.layers.0.mlp.experts.gate_up_proj") {
+      ++found;
+      // [8, 64, 64]: ep cuts dim 0 into 2 chunks of 4, FSDP (efsdp 2) cuts it again; rank 3 has
+      // ep coordinate 1 (ep is the fastest axis) -> experts [4, 8), all of dims 1 and 2.
+      const auto s = dockyard::ModelParallelSliceOnRank(p, pl, plan.MeshOf(i), 3);
+      CHECK(s[0].begin == 4);
+      CHECK(s[0].size == 4);
+      CHECK(s[1].begin == 0);
+      CHECK(s[1].size == 64);
+      // The stored shard is smaller: FSDP's chunk of the 4 local experts, 2.
+      CHECK(dockyard::LocalShapeOnRank(p, pl, plan.MeshOf(i), 3) == std::vector<int64_t>{2, 64, 64});
+    }
+    if (p.fqn == "model.layers.0.self_attn.q_proj.weight") {
+      ++found;
+      // [64, 64] colwise on tp 2: rank 1 (tp coordinate 1) computes rows [32, 64).
+      const auto s = dockyard::ModelParallelSliceOnRank(p, pl, plan.MeshOf(i), 1);
+      CHECK(s[0].begin == 32);
+      CHECK(s[0].size == 32);
+      CHECK(s[1].size == 64);
+    }
+  }
+  CHECK(found == 2);
+}

@@ -60,6 +60,9 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
                const TrainingConfig& training) {
   Plan plan;
   plan.model = model;
+  // The plan carries its training settings once, resolved, in plan.training: the model spec's
+  // training block was only the default the caller resolved them from.
+  plan.model.training.reset();
   plan.dims = ParallelDims::Build(options);
   ValidateDimsForModel(plan.dims, model);
   plan.training = training;

@@ -41,8 +41,8 @@ struct StageSummary {
 };
 
 struct Plan {
-  ModelSpec model;
-  TrainingConfig training;  // resolved: dp_sharding and num_microbatches always set
+  ModelSpec model;          // as given, without its training block (model.training is empty)
+  TrainingConfig training;  // the one training config: resolved, dp_sharding and num_microbatches always set
   ParamInventory inventory;
   ParallelDims dims;
   Meshes meshes;

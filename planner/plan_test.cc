@@ -130,3 +130,19 @@ TEST_CASE("Megatron places routed experts on the expert mesh and shards them by 
     CHECK(plan.placements[i].local_shapes.front().shape == std::vector<int64_t>{8, 32, 64});  // 2F = 64 / 2
   }
 }
+
+TEST_CASE("The plan carries its training settings once: plan.training, resolved; the model's block is dropped") {
+  auto m = dockyard::testing::TinyMixtral();
+  dockyard::TrainingConfig block;
+  block.seq_len = 512;  // a spec's training block, the caller's default
+  m.training = block;
+  ParallelDimsOptions o;
+  o.world_size = 2;
+  o.pp = 2;
+  dockyard::TrainingConfig given = *m.training;  // what a front end resolves from the block and its flags
+  Plan plan = BuildPlan(m, o, given);
+  CHECK_FALSE(plan.model.training.has_value());
+  CHECK(plan.training.seq_len == 512);
+  CHECK(plan.training.num_microbatches == 2);  // resolved: pp
+  CHECK(plan.training.dp_sharding == dockyard::DpSharding::kFsdp);
+}

@@ -26,15 +26,8 @@ const char* SharedModeName(SharedMode m) {
 
 namespace {
 
-enum class AxisKind { kTensor, kExpert, kData };
-
-AxisKind KindOf(const std::string& axis_name) {
-  if (axis_name == "tp" || axis_name == "etp") return AxisKind::kTensor;
-  if (axis_name == "ep") return AxisKind::kExpert;
-  return AxisKind::kData;  // dp_replicate, dp_shard, dp, cp, efsdp, edp: FSDP / replicas
-}
-
-// The forward slices of a parameter on a rank and the mesh axes of its TP and EP steps.
+// The forward slices of a parameter on a rank (ModelParallelSliceOnRank, the planner's chunk
+// rule) and the mesh axes of its TP and EP steps.
 struct ForwardShards {
   std::vector<DimSlice> slices;
   int tp_axis = -1;
@@ -43,35 +36,25 @@ struct ForwardShards {
 
 ForwardShards ShardsOnRank(const ParamInfo& p, const ParamPlacement& pl, const Mesh& mesh, int64_t rank) {
   ForwardShards out;
-  for (int64_t size : p.shape) out.slices.push_back({0, size});
   if (!p.fused_sections.empty() && p.tp_dim >= 0) {
+    // Fused gate | up: TP shards each section alike, so the runtime slices one section.
     for (int64_t s : p.fused_sections) {
       if (s != p.fused_sections.front()) {
         throw Error(fmt::format("{}: fused sections of different sizes are not supported by the runtime", p.fqn));
       }
     }
-    out.slices[static_cast<size_t>(p.tp_dim)] = {0, p.fused_sections.front()};
+    ParamInfo section = p;
+    section.shape[static_cast<size_t>(p.tp_dim)] = p.fused_sections.front();
+    out.slices = ModelParallelSliceOnRank(section, pl, mesh, rank);
+  } else {
+    out.slices = ModelParallelSliceOnRank(p, pl, mesh, rank);
   }
   for (const ShardStep& step : pl.steps) {
-    bool data = false, tensor = false, expert = false;
-    for (int a : step.axes) {
-      const AxisKind kind = KindOf(mesh.axis_names()[static_cast<size_t>(a)]);
-      data = data || kind == AxisKind::kData;
-      tensor = tensor || kind == AxisKind::kTensor;
-      expert = expert || kind == AxisKind::kExpert;
+    if (step.kind == ShardKind::kData) continue;  // FSDP: all-gathered before the forward
+    if (step.axes.size() != 1) {
+      throw Error(fmt::format("{}: a TP or EP shard step over several mesh axes is not supported by the runtime", p.fqn));
     }
-    if (data && !tensor && !expert) continue;  // FSDP: all-gathered before the forward
-    if (step.axes.size() != 1 || data) {
-      throw Error(fmt::format("{}: a shard step over several mesh axes mixing TP/EP with others is not supported by the runtime",
-                              p.fqn));
-    }
-    const int axis = step.axes.front();
-    const int64_t index = mesh.Coord(rank, axis);
-    DimSlice& s = out.slices[static_cast<size_t>(step.dim)];
-    const int64_t chunk = (s.size + step.num_chunks - 1) / step.num_chunks;
-    s.begin += std::min(s.size, index * chunk);
-    s.size = ChunkSize(s.size, step.num_chunks, index);
-    (tensor ? out.tp_axis : out.ep_axis) = axis;
+    (step.kind == ShardKind::kTensor ? out.tp_axis : out.ep_axis) = step.axes.front();
   }
   return out;
 }

@@ -147,10 +147,6 @@ std::vector<RankSpec> RankSpecs(const RunConfig& config);
 // The slice [begin, begin + size) of every dim of `param` that `rank` holds after the plan's TP
 // and EP shard steps (data-parallel steps skipped, see above). On a dim with fused sections
 // (gate | up) the slice is that of one section, relative to the section's start.
-struct DimSlice {
-  int64_t begin = 0;
-  int64_t size = 0;
-};
 std::vector<DimSlice> ForwardSliceOnRank(const ParamInfo& param, const ParamPlacement& placement, const Mesh& mesh,
                                          int64_t rank);
 
