@@ -8,6 +8,7 @@
 #include <numeric>
 #include <optional>
 #include <sstream>
+#include <limits>
 #include <map>
 #include <string>
 #include <sys/stat.h>
@@ -22,6 +23,7 @@
 #include "planner/file_util.h"
 #include "planner/cost.h"
 #include "planner/hf_config.h"
+#include "planner/html_report.h"
 #include "planner/memory.h"
 #include "planner/model_spec.h"
 #include "planner/provenance.h"
@@ -73,11 +75,11 @@ using cli::WriteOutput;
 struct CliOptions {
   std::string model;
   cli::DegreeFlags degrees;
-  std::string json_path, refit_json;
+  std::string json_path, refit_json, html_path;
   // Training settings (empty = the spec's training block, else the default).
   std::string dp_sharding, pp_layer_split, param_dtype, grad_dtype, optimizer, seq_len, micro_batch_size,
       num_microbatches, recompute, gpu_memory_gib, imbalance, gpus_per_node, dispatcher, oep, refit_dtype;
-  bool model_given = false, json_given = false, refit_given = false;
+  bool model_given = false, json_given = false, refit_given = false, html_given = false;
   // simulate
   std::string cluster = "h100-sxm", routing = "uniform", seed = "0", routing_layers;
   bool no_overlap = false;
@@ -91,6 +93,7 @@ void AddPlanOptions(CLI::App* app, CliOptions& o) {
   app->add_option("--model", o.model, "HF config.json or dockyard model spec (default: embedded DeepSeek-V3)");
   o.degrees.AddTo(app, "number of GPUs (required with --model)", "pipeline parallel degree, outermost axis (default 1)");
   app->add_option("--json", o.json_path, "write the JSON report to PATH ('-' = stdout, replaces the tables)");
+  app->add_option("--html", o.html_path, "write a self-contained HTML page of figures to PATH (docs/html-report.md)");
   app->add_option("--dp-sharding", o.dp_sharding, "fsdp | zero1 | ddp (default fsdp; zero1 with --convention megatron)")
       ->check(CLI::IsMember({"fsdp", "zero1", "ddp"}));
   app->add_option("--pp-layer-split", o.pp_layer_split, "layers per stage: '7,6,6,6' or '7+6' (first 7, then 6 per stage)");
@@ -199,7 +202,7 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   Plan plan = BuildPlan(model, dims, training);
   // Everything that can fail is computed before anything is written.
   const MemoryReport memory = ComputeMemory(plan);
-  std::string report_text;
+  std::string report_text, html_text;
   std::optional<CostBreakdown> cost;
   std::string redundant_text;  // simulate --redundant-experts
   std::optional<Json> replica_refit;  // simulate --redundant-experts --refit-json
@@ -227,16 +230,22 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
         replica_refit = ReplicaRefitMapToJson(map, ReplicaRefitTargets(map, plan.model, placements), placements);
       }
     }
-    if (o.json_given) {
+    if (o.json_given || o.html_given) {
       Json j = SimulateReportToJson(plan, memory, *cost, {source, *cluster, o.routing, routing.seed, layers,
                                                           ReportProvenance(o)});
       if (redundant) j["redundant_experts"] = RedundantExpertsToJson(*redundant);
-      report_text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
+      if (o.json_given) report_text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
+      if (o.html_given) {
+        Json page = PlanToJson(plan, source, memory);
+        page.update(j);  // the plan's figures and simulate's report, one document
+        html_text = ReportToHtml(page, RoutingSampleToJson(sampled));
+      }
     }
-  } else if (o.json_given) {
+  } else if (o.json_given || o.html_given) {
     Json j = PlanToJson(plan, source, memory);
     j["generator"]["provenance"] = ReportProvenance(o);
-    report_text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
+    if (o.json_given) report_text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
+    if (o.html_given) html_text = ReportToHtml(j, UniformRoutingSample(plan));
   }
   std::string refit_text;
   if (o.refit_given) {
@@ -248,6 +257,7 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   std::vector<std::pair<std::string, std::string>> files;
   if (o.json_given && o.json_path != "-") files.push_back({o.json_path, report_text});
   if (o.refit_given && o.refit_json != "-") files.push_back({o.refit_json, refit_text});
+  if (o.html_given) files.push_back({o.html_path, html_text});
   WriteFilesAtomically(files);
   if (o.json_given && o.json_path == "-") out << report_text;
   if (o.refit_given && o.refit_json == "-") out << refit_text;
@@ -265,6 +275,7 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
     }
     if (o.json_given) out << "JSON report written to " << o.json_path << "\n";
     if (o.refit_given) out << "Refit map written to " << o.refit_json << "\n";
+    if (o.html_given) out << "HTML report written to " << o.html_path << "\n";
   }
   if (check) {
     if (!memory.over_budget_ranks.empty()) {
@@ -326,7 +337,13 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
     rest.redundant_experts = "0";  // the list is parsed above; the policy, groups and choice here
     redundant_options = cli::ParseRedundantExpertsFlags(rest);
   }
-  const SearchResult result = SearchLayouts(model, s);
+  // The HTML page plots every ranked layout; the JSON and the table keep the first --top.
+  const int64_t top_rows = s.top;
+  if (o.html_given) s.top = std::numeric_limits<int64_t>::max();
+  SearchResult result = SearchLayouts(model, s);
+  s.top = top_rows;
+  SearchResult every = result;
+  if (static_cast<int64_t>(result.top.size()) > top_rows) result.top.resize(top_rows);
   if (result.top.empty()) {
     // The same outcome in every output mode: the counts on stderr, exit 1, no file.
     const std::string text = SearchResultToText(result);
@@ -336,17 +353,30 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   }
   std::optional<RedundantSearchResult> redundant;
   if (redundant_options) redundant = SearchRedundantExperts(model, s, result, redundant_counts, *redundant_options);
-  if (o.json_given) {
+  if (o.json_given || o.html_given) {
     Json j = SearchReportToJson(result, s, use_default ? kDefaultModelName : o.model, moe_layers, ReportProvenance(o));
     if (redundant) j["redundant_experts"] = RedundantSearchToJson(*redundant);
-    WriteOutput(o.json_path, j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n", out);
-    if (o.json_path == "-") return 0;
+    const std::string text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
+    std::vector<std::pair<std::string, std::string>> files;
+    if (o.html_given) {
+      Json page = j;
+      page["top"] = SearchResultToJson(every).at("top");
+      page["top_rows"] = top_rows;
+      files.push_back({o.html_path, ReportToHtml(page)});
+    }
+    if (o.json_given && o.json_path != "-") files.push_back({o.json_path, text});
+    WriteFilesAtomically(files);
+    if (o.json_given && o.json_path == "-") {
+      WriteOutput("-", text, out);
+      return 0;
+    }
   }
   out << fmt::format("Model      {} on {} GPUs, cluster {}\n", use_default ? kDefaultModelName : o.model, s.world_size, s.cluster.name);
   out << fmt::format("Routing    {} (seed {}), {} MoE layer(s) sampled per (ep, tokens, oep)\n", RoutingSpecText(s.routing),
                      s.routing.seed, s.routing.kind == RoutingKind::kTrace ? moe_layers : s.routing_layers);
   out << SearchResultToText(result);
   if (redundant) out << RedundantSearchToText(*redundant);
+  if (o.html_given) out << "HTML report written to " << o.html_path << "\n";
   return 0;
 }
 
@@ -383,6 +413,7 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   search->add_option("--top", o.top, "layouts to show (default 10)");
   search->add_option("--max-pp", o.max_pp, "largest pipeline degree to try (default 16)");
   search->add_option("--json", o.json_path, "write the ranking as JSON to PATH ('-' = stdout)");
+  search->add_option("--html", o.html_path, "write the ranking as a self-contained HTML page to PATH");
   // Training flags shared with the plan: bound to the same fields, with the plan's descriptions.
   const std::pair<const char*, std::string*> shared[] = {
       {"--dp-sharding", &o.dp_sharding}, {"--param-dtype", &o.param_dtype},       {"--grad-dtype", &o.grad_dtype},
@@ -430,6 +461,7 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
       o.model_given = o.model_given || given("--model");
       o.json_given = o.json_given || given("--json");
       o.refit_given = o.refit_given || given("--refit-json");
+      o.html_given = o.html_given || given("--html");
     }
     // A flag given with an empty value is a usage error, whatever the flag.
     for (CLI::App* a : {&app, check, simulate, search, spec}) {
@@ -449,6 +481,13 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
     if (o.routing.rfind("trace:", 0) == 0) inputs.push_back(o.routing.substr(6));
     if (o.json_given) RejectOutputOverInputs(o.json_path, "--json", inputs);
     if (o.refit_given) RejectOutputOverInputs(o.refit_json, "--refit-json", inputs);
+    if (o.html_given) {
+      if (o.html_path == "-") throw UsageError("--html needs a file path ('-' is not supported)");
+      if (o.html_path == o.json_path || o.html_path == o.refit_json) {
+        throw UsageError(fmt::format("--html names the same output as another flag ({})", o.html_path));
+      }
+      RejectOutputOverInputs(o.html_path, "--html", inputs);
+    }
     if (spec->parsed()) RejectOutputOverInputs(spec_out, "--out", {spec_model});
     if (spec->parsed()) {
       if (spec_out.empty()) throw UsageError("--out needs a path or '-', got an empty string");

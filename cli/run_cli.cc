@@ -17,6 +17,7 @@
 #include "planner/cluster.h"
 #include "planner/error.h"
 #include "planner/file_util.h"
+#include "planner/html_report.h"
 #include "planner/model_spec.h"
 #include "planner/plan.h"
 #include "planner/plan_file.h"
@@ -59,7 +60,7 @@ struct CliOptions {
   cli::DegreeFlags degrees;
   std::string backend = "cpu", dispatcher = "all_to_all", oep, gpus_per_node;
   std::string tokens_per_rank = "64", routing, layer, iters = "3", warmup = "1", seed = "0", atol, rtol;
-  std::string json_path, fault, plan_path;
+  std::string json_path, fault, plan_path, html_path;
   std::string gemm_precision = "fp32", grouped_gemm = "grouped", nccl_id_dir, nccl_job_id;
   std::string replay_rank, cluster, seq_len;
   cli::RedundantExpertsFlags redundant;
@@ -176,6 +177,13 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
     if (o.routing.rfind("trace:", 0) == 0) inputs.push_back(o.routing.substr(6));
     RejectOutputOverInputs(o.json_path, "--json", inputs);
   }
+  if (!o.html_path.empty()) {
+    if (o.html_path == "-" || o.html_path == o.json_path) throw UsageError("--html needs a file path of its own");
+    if (!o.replay_rank.empty()) throw UsageError("--html applies to a multi-rank run, not to --replay-rank");
+    std::vector<std::string> inputs = {o.model, o.plan_path, o.cluster};
+    if (o.routing.rfind("trace:", 0) == 0) inputs.push_back(o.routing.substr(6));
+    RejectOutputOverInputs(o.html_path, "--html", inputs);
+  }
 
   const ParallelDimsOptions dims = plan_file ? plan_file->dims : o.degrees.Parse(/*default_world_size=*/0);
 
@@ -260,7 +268,7 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
   const std::unique_ptr<runtime::Backend> backend = MakeBackend(o, launch);
   const runtime::RunReport report = runtime::RunMoeLayer(config, *backend);
 
-  if (json_given) {
+  if (json_given || !o.html_path.empty()) {
     Json j = runtime::RunReportToJson(report, model_path);
     std::vector<std::string> inputs = {model_path};
     if (plan_file) inputs.push_back(o.plan_path);
@@ -276,7 +284,13 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
         }
       }
     }
-    WriteOutput(o.json_path, j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n", out);
+    // Files all-or-nothing; '-' goes to stdout.
+    const std::string text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
+    std::vector<std::pair<std::string, std::string>> files;
+    if (!o.html_path.empty()) files.push_back({o.html_path, ReportToHtml(j)});
+    if (json_given && o.json_path != "-") files.push_back({o.json_path, text});
+    WriteFilesAtomically(files);
+    if (json_given && o.json_path == "-") WriteOutput("-", text, out);
   }
   if (!json_given || o.json_path != "-") {
     out << runtime::RunReportToText(report, model_path);
@@ -289,6 +303,7 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
       }
     }
     if (json_given) out << "JSON report written to " << o.json_path << "\n";
+    if (!o.html_path.empty()) out << "HTML report written to " << o.html_path << "\n";
   }
   if (!report.passed()) {
     err << fmt::format("dockyard-run: validation failed: {} of {} output elements differ from the reference\n", report.wrong,
@@ -351,6 +366,7 @@ int RunRunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   app.add_option("--rtol", o.rtol, "relative tolerance (default 1e-3): wrong when |out - ref| > atol + rtol |ref|");
   app.add_option("--json", o.json_path, "write the JSON report to PATH ('-' = stdout, replaces the tables); "
                                         "'{rank}' in PATH becomes the process's rank in a multi-process launch");
+  app.add_option("--html", o.html_path, "write a self-contained HTML page of the run's figures to PATH (docs/html-report.md)");
   // A testing aid, not in --help: a deliberate ownership mistake that validation must catch.
   app.add_option("--inject-fault", o.fault, "")->group("")->check(CLI::IsMember({"wrong-expert"}));
 

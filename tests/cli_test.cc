@@ -396,3 +396,87 @@ TEST_CASE("search: --routing-layers is echoed, and the JSON gives the training s
   CHECK(j["training"]["gpu_memory_gib"].get<double>() == j["budget_gib"].get<double>());
   CHECK(Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --routing-layers 49").code == 1);  // 48 MoE layers
 }
+
+namespace {
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+}  // namespace
+
+TEST_CASE("--html writes one self-contained page per report kind, beside an unchanged --json") {
+  const std::string dir = TmpDir();
+  // plan: the JSON written with --html equals the JSON written without it.
+  Result r = Run("--model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --json " + dir + "/a.json");
+  REQUIRE(r.code == 0);
+  r = Run("--model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --json " + dir + "/b.json --html " + dir + "/p.html");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("HTML report written to " + dir + "/p.html") != std::string::npos);
+  dockyard::Json a = dockyard::ReadJsonFile(dir + "/a.json"), b = dockyard::ReadJsonFile(dir + "/b.json");
+  a["generator"].erase("provenance");
+  b["generator"].erase("provenance");  // the command lines differ
+  CHECK(a == b);
+  const std::string plan = ReadAll(dir + "/p.html");
+  CHECK(plan.rfind("<!DOCTYPE html>", 0) == 0);
+  for (const char* id : {"fig-mesh-dense", "fig-mesh-sparse", "fig-experts", "fig-tokens", "fig-memory", "fig-traffic"}) {
+    CHECK_MESSAGE(plan.find(std::string("id=\"") + id + "\"") != std::string::npos, id);
+  }
+  // simulate, search and a run from the simulate plan (measured beside predicted).
+  r = Run("simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --seq-len 64 --json " + dir +
+          "/sim.json --html " + dir + "/sim.html");
+  REQUIRE(r.code == 0);
+  const std::string sim = ReadAll(dir + "/sim.html");
+  CHECK(sim.find("id=\"fig-pipeline\"") != std::string::npos);
+  CHECK(sim.find("id=\"fig-phases\"") != std::string::npos);
+  // search: the page plots every ranked layout, the JSON keeps the first --top 5.
+  r = Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --cluster h200-sxm --top 5 --json " + dir +
+          "/search.json --html " + dir + "/search.html");
+  REQUIRE(r.code == 0);
+  const dockyard::Json found = dockyard::ReadJsonFile(dir + "/search.json");
+  CHECK(found["top"].size() == 5);
+  const std::string search = ReadAll(dir + "/search.html");
+  size_t points = 0, top_points = 0;
+  for (size_t at = search.find("<circle class=\"pt"); at != std::string::npos; at = search.find("<circle class=\"pt", at + 1)) {
+    ++points;
+    const std::string top_mark = "<circle class=\"pt top";
+    top_points += search.compare(at, top_mark.size(), top_mark) == 0;
+  }
+  CHECK(points == found["ranked"].get<size_t>());
+  CHECK(top_points == 5);
+  r = RunRun("--plan " + dir + "/sim.json --tokens-per-rank 8 --iters 1 --warmup 0 --json " + dir + "/run.json --html " + dir +
+             "/run.html");
+  REQUIRE(r.code == 0);
+  const std::string run = ReadAll(dir + "/run.html");
+  CHECK(run.find("id=\"fig-phases\"") != std::string::npos);
+  CHECK(run.find("predicted beside it") != std::string::npos);
+  // Every measured phase's bar carries the JSON's time, and its predicted bar the plan's.
+  const dockyard::Json measured = dockyard::ReadJsonFile(dir + "/run.json")["measured"]["phases"];
+  REQUIRE(!measured.empty());
+  for (const auto& ph : measured) {
+    CAPTURE(ph["name"]);
+    CHECK(run.find(fmt::format("class=\"pbar\" data-us=\"{}\"", ph["time_us"].get<double>())) != std::string::npos);
+    if (ph.contains("predicted_us")) {
+      CHECK(run.find(fmt::format("class=\"pbar\" data-us=\"{}\"", ph["predicted_us"].get<double>())) != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("--html refuses to replace an input, '-' and a path another output uses, and writes nothing then") {
+  const std::string model = TmpDir() + "/html-model.json";
+  {
+    std::ifstream in("testdata/hf/qwen3-30b-a3b.json");
+    std::ofstream out(model);
+    out << in.rdbuf();
+  }
+  Result r = Run("--model " + model + " --world-size 8 --ep 8 --html " + model);
+  CHECK(r.code == 1);
+  CHECK(r.out.find("--html '" + model + "' is the input '" + model + "': refusing to overwrite it") != std::string::npos);
+  CHECK(ReadAll(model).find("\"architectures\"") != std::string::npos);  // still the HF config
+  CHECK(Run("--model " + model + " --world-size 8 --ep 8 --html -").code == 2);
+  CHECK(Run("--model " + model + " --world-size 8 --ep 8 --json " + TmpDir() + "/x.html --html " + TmpDir() + "/x.html").code == 2);
+  CHECK(RunRun("--model " + model + " --world-size 2 --ep 2 --tokens-per-rank 2 --html " + model).code == 1);
+  // Invalid degrees (ep 3 does not divide 128 experts): exit 1 and no page.
+  const std::string page = TmpDir() + "/bad.html";
+  CHECK(Run("--model " + model + " --world-size 3 --ep 3 --html " + page).code == 1);
+  CHECK_FALSE(Exists(page));
+}
