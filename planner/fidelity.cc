@@ -372,47 +372,21 @@ FidelityPrediction PredictRun(const FidelityRun& run, const ModelSpec& model) {
   return p;
 }
 
-FidelityReport RunFidelity(const FidelitySet& set, double order_threshold) {
-  FidelityReport rep;
-  std::map<std::string, const FidelityRun*> by_id;
-  for (const FidelityRun& r : set.runs) {
-    by_id[r.id] = &r;
-    auto model = set.models.find(r.model);
-    const bool predictable = model != set.models.end() && r.mbs.has_value();
-    if (!predictable) {
-      std::string why;
-      for (const auto& u : r.unsupported) why += (why.empty() ? "" : "; ") + u;
-      rep.not_predicted.push_back({r.id, why});
-      continue;
-    }
-    try {
-      FidelityPrediction p = PredictRun(r, model->second);
-      (p.approximate ? rep.approximate : rep.rows).push_back(p);
-    } catch (const Error& e) {
-      if (r.unsupported.empty()) throw Error(fmt::format("run {}: {}", r.id, e.what()));
-      rep.not_predicted.push_back({r.id, e.what()});
-    }
-  }
-  double sum = 0, wsum = 0, w = 0;
+namespace {
+
+// Per group (in order of first appearance): error and the order of pairs whose measured
+// tokens/s/GPU differ by more than `order_threshold`.
+std::vector<FidelityGroupSummary> GroupSummaries(const std::vector<FidelityPrediction>& rows,
+                                                 const std::map<std::string, const FidelityRun*>& by_id,
+                                                 double order_threshold) {
   std::vector<std::string> group_order;
   std::map<std::string, std::vector<const FidelityPrediction*>> groups;
-  for (const FidelityPrediction& p : rep.rows) {
-    const FidelityRun& r = *by_id.at(p.id);
-    const double e = std::fabs(p.error);
-    sum += e;
-    wsum += r.weight * e;
-    w += r.weight;
-    if (e > rep.max_abs_error || rep.max_abs_error_id.empty()) {
-      rep.max_abs_error = e;
-      rep.max_abs_error_id = p.id;
-    }
-    if (!groups.count(r.group)) group_order.push_back(r.group);
-    groups[r.group].push_back(&p);
+  for (const FidelityPrediction& p : rows) {
+    const std::string& g = by_id.at(p.id)->group;
+    if (!groups.count(g)) group_order.push_back(g);
+    groups[g].push_back(&p);
   }
-  if (!rep.rows.empty()) {
-    rep.mean_abs_error = sum / static_cast<double>(rep.rows.size());
-    rep.weighted_mean_abs_error = wsum / w;
-  }
+  std::vector<FidelityGroupSummary> out;
   for (const std::string& g : group_order) {
     FidelityGroupSummary s;
     s.group = g;
@@ -437,8 +411,52 @@ FidelityReport RunFidelity(const FidelitySet& set, double order_threshold) {
         }
       }
     }
-    rep.groups.push_back(s);
+    out.push_back(s);
   }
+  return out;
+}
+
+}  // namespace
+
+FidelityReport RunFidelity(const FidelitySet& set, double order_threshold) {
+  FidelityReport rep;
+  std::map<std::string, const FidelityRun*> by_id;
+  for (const FidelityRun& r : set.runs) {
+    by_id[r.id] = &r;
+    auto model = set.models.find(r.model);
+    const bool predictable = model != set.models.end() && r.mbs.has_value();
+    if (!predictable) {
+      std::string why;
+      for (const auto& u : r.unsupported) why += (why.empty() ? "" : "; ") + u;
+      rep.not_predicted.push_back({r.id, why});
+      continue;
+    }
+    try {
+      FidelityPrediction p = PredictRun(r, model->second);
+      (p.approximate ? rep.approximate : rep.rows).push_back(p);
+    } catch (const Error& e) {
+      if (r.unsupported.empty()) throw Error(fmt::format("run {}: {}", r.id, e.what()));
+      rep.not_predicted.push_back({r.id, e.what()});
+    }
+  }
+  double sum = 0, wsum = 0, w = 0;
+  for (const FidelityPrediction& p : rep.rows) {
+    const FidelityRun& r = *by_id.at(p.id);
+    const double e = std::fabs(p.error);
+    sum += e;
+    wsum += r.weight * e;
+    w += r.weight;
+    if (e > rep.max_abs_error || rep.max_abs_error_id.empty()) {
+      rep.max_abs_error = e;
+      rep.max_abs_error_id = p.id;
+    }
+  }
+  if (!rep.rows.empty()) {
+    rep.mean_abs_error = sum / static_cast<double>(rep.rows.size());
+    rep.weighted_mean_abs_error = wsum / w;
+  }
+  rep.groups = GroupSummaries(rep.rows, by_id, order_threshold);
+  rep.approximate_groups = GroupSummaries(rep.approximate, by_id, order_threshold);
   return rep;
 }
 
@@ -484,6 +502,19 @@ std::string PredictionTable(const std::vector<FidelityPrediction>& rows, const s
   return out;
 }
 
+std::string GroupTable(const std::vector<FidelityGroupSummary>& groups) {
+  std::string out =
+      "| group | runs | mean abs error | max abs error | ordered pairs right | reversed (measured order) |\n"
+      "|---|---|---|---|---|---|\n";
+  for (const auto& g : groups) {
+    std::string rev;
+    for (const auto& d : g.discordant) rev += (rev.empty() ? "" : ", ") + d;
+    out += fmt::format("| {} | {} | {:.1f} % | {:.1f} % | {} / {} | {} |\n", g.group, g.rows, 100 * g.mean_abs_error,
+                       100 * g.max_abs_error, g.concordant_pairs, g.ordered_pairs, rev.empty() ? "-" : rev);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string FidelityReportToMarkdown(const FidelitySet& set, const FidelityReport& rep) {
@@ -495,17 +526,11 @@ std::string FidelityReportToMarkdown(const FidelitySet& set, const FidelityRepor
   out += fmt::format("\nmean |error| {:.1f} %, weighted mean |error| {:.1f} %, max |error| {:.1f} % ({}) over {} runs\n\n",
                      100 * rep.mean_abs_error, 100 * rep.weighted_mean_abs_error, 100 * rep.max_abs_error,
                      rep.max_abs_error_id.empty() ? "-" : rep.max_abs_error_id, rep.rows.size());
-  out += "### Per group\n\n| group | runs | mean abs error | max abs error | ordered pairs right | reversed (measured order) |\n"
-         "|---|---|---|---|---|---|\n";
-  for (const auto& g : rep.groups) {
-    std::string rev;
-    for (const auto& d : g.discordant) rev += (rev.empty() ? "" : ", ") + d;
-    out += fmt::format("| {} | {} | {:.1f} % | {:.1f} % | {} / {} | {} |\n", g.group, g.rows, 100 * g.mean_abs_error,
-                       100 * g.max_abs_error, g.concordant_pairs, g.ordered_pairs, rev.empty() ? "-" : rev);
-  }
+  out += "### Per group\n\n" + GroupTable(rep.groups);
   out += fmt::format("\n### Unsupported runs predicted anyway (approximations, not in the figures above: {})\n\n",
                      rep.approximate.size());
   out += PredictionTable(rep.approximate, by_id, true);
+  out += "\nPer group (approximations):\n\n" + GroupTable(rep.approximate_groups);
   out += fmt::format("\n### Runs not predicted ({})\n\n| id | why |\n|---|---|\n", rep.not_predicted.size());
   for (const auto& [id, why] : rep.not_predicted) out += fmt::format("| {} | {} |\n", id, why);
   return out;

@@ -141,7 +141,8 @@ struct FidelityReport {
   std::vector<std::pair<std::string, std::string>> not_predicted;  // id, why
   double mean_abs_error = 0, weighted_mean_abs_error = 0, max_abs_error = 0;
   std::string max_abs_error_id;
-  std::vector<FidelityGroupSummary> groups;
+  std::vector<FidelityGroupSummary> groups;              // over `rows`
+  std::vector<FidelityGroupSummary> approximate_groups;  // over `approximate`, shown apart
 };
 // Pairs in a group are compared on tokens/s/GPU; a pair counts when the measured values differ
 // by more than `order_threshold` (0.10: closer pairs are within the sources' own noise).
