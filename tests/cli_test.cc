@@ -248,6 +248,13 @@ TEST_CASE("dockyard-run --plan executes a plan file and puts predicted beside me
   Result r = RunRun("--plan " + sim + " --tokens-per-rank 16 --iters 1 --warmup 0 --json " + out);
   CHECK(r.code == 0);
   CHECK(r.out.find("Validation OK") != std::string::npos);
+  // Costed for an H100 cluster, measured on the CPU backend: said once; the token counts agree (16).
+  CHECK(r.out.find("dockyard-run: warning: the plan's prediction was costed for cluster \"h100-sxm\"") != std::string::npos);
+  CHECK(r.out.find("routed tokens per rank") == std::string::npos);
+  const Result other = RunRun("--plan " + sim + " --tokens-per-rank 32 --iters 1 --warmup 0");
+  CHECK(other.code == 0);
+  CHECK(other.out.find("costed for 16 routed tokens per rank (seq_len 16 x micro_batch_size 1), the run routes 32") !=
+        std::string::npos);
   dockyard::Json j = dockyard::ReadJsonFile(out);
   bool paired = false;
   for (const auto& p : j["measured"]["phases"]) paired = paired || (p["name"] == "grouped_gemm" && p.contains("predicted_us"));
