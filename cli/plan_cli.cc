@@ -19,6 +19,7 @@
 
 #include "cli/flags.h"
 #include "cli/default_model.h"
+#include "planner/calibration.h"
 #include "planner/error.h"
 #include "planner/file_util.h"
 #include "planner/cost.h"
@@ -84,6 +85,7 @@ struct CliOptions {
   std::string cluster = "h100-sxm", routing = "uniform", seed = "0", routing_layers;
   bool no_overlap = false;
   cli::RedundantExpertsFlags redundant;  // simulate: redundant experts (opt-in)
+  std::string calibration;  // simulate / search: calibration JSON (empty = the built-in defaults)
   std::vector<std::string> argv;  // the command line, recorded in reports
   // search
   std::string top = "10", max_pp;
@@ -148,6 +150,11 @@ TrainingConfig ResolveTraining(const CliOptions& o, const ModelSpec& model, int6
 
 enum class Command { kPlan, kCheck, kSimulate };
 
+// The text report's line naming a calibration file (only when one is given).
+std::string CalibrationLine(const Calibration& c) {
+  return fmt::format("Calibration {} (preset {}, {}, sha256 {})\n", c.name, c.preset, c.file, c.sha256);
+}
+
 // What produced a report: version, command line and the digests of the input files.
 Json ReportProvenance(const CliOptions& o) {
   std::vector<std::string> files;
@@ -160,6 +167,7 @@ Json ReportProvenance(const CliOptions& o) {
   struct stat st {};
   if (stat(o.cluster.c_str(), &st) == 0 && S_ISREG(st.st_mode)) files.push_back(o.cluster);
   if (o.routing.rfind("trace:", 0) == 0) files.push_back(o.routing.substr(6));
+  if (!o.calibration.empty()) files.push_back(o.calibration);
   return Provenance(o.argv, files, embedded);
 }
 
@@ -194,8 +202,10 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   // do) so that its 256-GPU layout fits 80 GiB GPUs; --recompute overrides it.
   if (use_default && o.recompute.empty()) training.recompute = Recompute::kFull;
   std::optional<ClusterSpec> cluster;
+  std::optional<Calibration> calibration;
   if (command == Command::kSimulate) {
     cluster = LoadCluster(o.cluster);
+    if (!o.calibration.empty()) calibration = LoadCalibration(o.calibration);
     // The cluster's node size decides cross-node traffic unless --gpus-per-node says otherwise.
     if (o.gpus_per_node.empty()) training.gpus_per_node = cluster->gpus_per_node;
   }
@@ -215,6 +225,7 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
         RoutingLayersToSample(plan.model, routing, ParseInt("--routing-layers", o.routing_layers), 4, "--routing-layers");
     CostOptions options;
     options.overlap_shared_experts = !o.no_overlap;
+    if (calibration) ApplyCalibration(*calibration, &*cluster, &options);
     const RoutingResult sampled = SampleRoutingForPlan(plan, routing, layers);
     cost = SimulateStep(plan, *cluster, sampled, options);
     std::optional<RedundantExpertsReport> redundant;
@@ -234,6 +245,7 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
       Json j = SimulateReportToJson(plan, memory, *cost, {source, *cluster, o.routing, routing.seed, layers,
                                                           ReportProvenance(o)});
       if (redundant) j["redundant_experts"] = RedundantExpertsToJson(*redundant);
+      if (calibration) j["calibration"] = CalibrationRefToJson(*calibration);
       if (o.json_given) report_text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
       if (o.html_given) {
         Json page = PlanToJson(plan, source, memory);
@@ -269,6 +281,7 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
                          dims.ep, RecomputeName(plan.training.recompute));
     }
     if (cost) {
+      if (calibration) out << CalibrationLine(*calibration);
       out << MemoryToText(plan, memory) << CostToText(*cost) << redundant_text;
     } else {
       out << (check ? MemoryToText(plan, memory) : PlanToText(plan, source, memory));
@@ -304,6 +317,11 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   s.max_pp = ParseInt("--max-pp", o.max_pp).value_or(16);
   if (s.max_pp < 1) throw Error(fmt::format("--max-pp must be >= 1, got {}", s.max_pp));
   s.cluster = LoadCluster(o.cluster);
+  std::optional<Calibration> calibration;
+  if (!o.calibration.empty()) {
+    calibration = LoadCalibration(o.calibration);
+    ApplyCalibration(*calibration, &s.cluster, &s.cost);
+  }
   s.routing = ParseRoutingSpec(o.routing);
   s.routing.seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
   const ModelSpec model = LoadModelOrDefault(o.model);
@@ -356,6 +374,7 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   if (o.json_given || o.html_given) {
     Json j = SearchReportToJson(result, s, use_default ? kDefaultModelName : o.model, moe_layers, ReportProvenance(o));
     if (redundant) j["redundant_experts"] = RedundantSearchToJson(*redundant);
+    if (calibration) j["calibration"] = CalibrationRefToJson(*calibration);
     const std::string text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
     std::vector<std::pair<std::string, std::string>> files;
     if (o.html_given) {
@@ -372,6 +391,7 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
     }
   }
   out << fmt::format("Model      {} on {} GPUs, cluster {}\n", use_default ? kDefaultModelName : o.model, s.world_size, s.cluster.name);
+  if (calibration) out << CalibrationLine(*calibration);
   out << fmt::format("Routing    {} (seed {}), {} MoE layer(s) sampled per (ep, tokens, oep)\n", RoutingSpecText(s.routing),
                      s.routing.seed, s.routing.kind == RoutingKind::kTrace ? moe_layers : s.routing_layers);
   out << SearchResultToText(result);
@@ -400,6 +420,7 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   simulate->add_flag("--no-overlap", o.no_overlap, "do not overlap the shared experts with the combine all-to-all");
   cli::AddRedundantExpertsFlags(simulate, o.redundant,
                                  "report the EPLB placement, imbalance, MoE-layer time and memory before/after");
+  simulate->add_option("--calibration", o.calibration, "calibration JSON (calibration/PRESET.json; default: the built-in knobs)");
   CLI::App* search = app.add_subcommand("search", "enumerate valid layouts, drop those over the memory budget, rank by predicted tokens/s per GPU");
   search->add_option("--model", o.model, "HF config.json or dockyard model spec (default: embedded DeepSeek-V3)");
   search->add_option("--world-size", o.degrees.world_size, "number of GPUs (required with --model)");
@@ -412,6 +433,7 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
                                  "best layouts with each");
   search->add_option("--top", o.top, "layouts to show (default 10)");
   search->add_option("--max-pp", o.max_pp, "largest pipeline degree to try (default 16)");
+  search->add_option("--calibration", o.calibration, "calibration JSON (calibration/PRESET.json; default: the built-in knobs)");
   search->add_option("--json", o.json_path, "write the ranking as JSON to PATH ('-' = stdout)");
   search->add_option("--html", o.html_path, "write the ranking as a self-contained HTML page to PATH");
   // Training flags shared with the plan: bound to the same fields, with the plan's descriptions.

@@ -21,6 +21,7 @@
 #include "planner/model_spec.h"
 #include "planner/plan.h"
 #include "planner/plan_file.h"
+#include "planner/run_match.h"
 #include "planner/provenance.h"
 #include "planner/redundant_experts.h"
 #include "planner/report.h"
@@ -257,6 +258,11 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
     throw Error(fmt::format("{}: /parallel: {}", o.plan_path, e.what()));
   }
   if (plan_file) CheckPlacementsMatch(plan, *plan_file, o.plan_path);
+  if (plan_file && o.replay_rank.empty()) {
+    for (const std::string& w : PredictedRunMismatches(*plan_file, plan, o.backend, run.tokens_per_rank)) {
+      err << "dockyard-run: warning: " << w << "\n";
+    }
+  }
   if (!o.replay_rank.empty()) {
     if (run.redundant || !run.placement_file.empty()) {
       throw Error("--redundant-experts and --placement are not supported with --replay-rank (run the whole EP group)");

@@ -352,7 +352,7 @@ LayoutEvaluation LayoutEvaluator::EvaluateReference(const LayoutCandidate& c, bo
   if (it == reference_routing_cache_.end()) {
     it = reference_routing_cache_.emplace(key, SampleRouting(sampler_->model(), plan.dims.ep, w.routed_tokens, oep)).first;
   }
-  const CostBreakdown cost = SimulateStep(plan, options_.cluster, it->second);
+  const CostBreakdown cost = SimulateStep(plan, options_.cluster, it->second, options_.cost);
   r.simulated = true;
   r.step_time_us = cost.step_time_us;
   r.tokens_per_s_per_gpu = cost.tokens_per_s_per_gpu;
@@ -504,7 +504,7 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
     for (int64_t i = 0; i < d.ep; ++i) ep_group[i] = i * d.etp;
     MoePhaseShape shape = MoePhaseShapeOf(m, w, d.ep, deredundency);
     shape.integer_sums = true;
-    mit = im.moe_cache.emplace(moe_key, SimulateMoePhases(routing, ep_group, shape, options_.cluster)).first;
+    mit = im.moe_cache.emplace(moe_key, SimulateMoePhases(routing, ep_group, shape, options_.cluster, options_.cost)).first;
     cache_fill_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   in.moe_phases = &mit->second;
@@ -523,7 +523,7 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
     }
   }
   in.static_bytes_rank0 = static_cast<int64_t>(static_rank0);
-  const CostBreakdown cost = SimulateStepFromInputs(m, inventory_.totals, d, t, options_.cluster, in, CostOptions{},
+  const CostBreakdown cost = SimulateStepFromInputs(m, inventory_.totals, d, t, options_.cluster, in, options_.cost,
                                                     /*detail=*/false);
   r.simulated = true;
   r.step_time_us = cost.step_time_us;

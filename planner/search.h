@@ -45,6 +45,7 @@ namespace dockyard {
 struct SearchOptions {
   int64_t world_size = 0;
   ClusterSpec cluster = ClusterPreset("h100-sxm");
+  CostOptions cost;         // the cost model's knobs (a calibration file sets them)
   TrainingConfig training;  // dp_sharding, dtypes, batch, recompute ... as for a single plan
   Convention convention = Convention::kTorchtitan;
   RoutingSpec routing;      // sampled once per (ep, routed tokens)

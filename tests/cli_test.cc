@@ -300,6 +300,13 @@ TEST_CASE("dockyard-run --plan executes a plan file and puts predicted beside me
   Result r = RunRun("--plan " + sim + " --tokens-per-rank 16 --iters 1 --warmup 0 --json " + out);
   CHECK(r.code == 0);
   CHECK(r.out.find("Validation OK") != std::string::npos);
+  // Costed for an H100 cluster, measured on the CPU backend: said once; the token counts agree (16).
+  CHECK(r.out.find("dockyard-run: warning: the plan's prediction was costed for cluster \"h100-sxm\"") != std::string::npos);
+  CHECK(r.out.find("routed tokens per rank") == std::string::npos);
+  const Result other = RunRun("--plan " + sim + " --tokens-per-rank 32 --iters 1 --warmup 0");
+  CHECK(other.code == 0);
+  CHECK(other.out.find("costed for 16 routed tokens per rank (seq_len 16 x micro_batch_size 1), the run routes 32") !=
+        std::string::npos);
   dockyard::Json j = dockyard::ReadJsonFile(out);
   bool paired = false;
   for (const auto& p : j["measured"]["phases"]) paired = paired || (p["name"] == "grouped_gemm" && p.contains("predicted_us"));
@@ -479,4 +486,43 @@ TEST_CASE("--html refuses to replace an input, '-' and a path another output use
   const std::string page = TmpDir() + "/bad.html";
   CHECK(Run("--model " + model + " --world-size 3 --ep 3 --html " + page).code == 1);
   CHECK_FALSE(Exists(page));
+}
+
+TEST_CASE("simulate and search --calibration: the shipped file changes no figure and is named with its SHA-256") {
+  const std::string base = "simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 16";
+  const std::string a = TmpDir() + "/cal_a.json", b = TmpDir() + "/cal_b.json";
+  REQUIRE(Run(base + " --json " + a).code == 0);
+  const Result r = Run(base + " --calibration calibration/h100-sxm.json --json " + b);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("Calibration h100-sxm-prior (preset h100-sxm, calibration/h100-sxm.json, sha256 ") != std::string::npos);
+  dockyard::Json ja = dockyard::ReadJsonFile(a), jb = dockyard::ReadJsonFile(b);
+  const dockyard::Json cal = jb["calibration"];
+  CHECK(cal["name"] == "h100-sxm-prior");
+  CHECK(cal["sha256"].get<std::string>().size() == 64);
+  ja.erase("generator");
+  jb.erase("generator");
+  jb.erase("calibration");
+  CHECK(ja == jb);  // the shipped calibration holds today's defaults
+
+  // A calibration with the dense efficiency halved: a slower step, and the search names the file.
+  dockyard::Json slow = dockyard::ReadJsonFile("calibration/h100-sxm.json");
+  slow["name"] = "h100-sxm-slow-dense";
+  slow["knobs"]["dense_efficiency"]["value"] = 0.35;
+  const std::string slow_path = TmpDir() + "/slow.json";
+  std::ofstream(slow_path) << slow.dump(1);
+  const std::string c = TmpDir() + "/cal_c.json";
+  REQUIRE(Run(base + " --calibration " + slow_path + " --json " + c).code == 0);
+  CHECK(dockyard::ReadJsonFile(c)["predicted"]["step_time_us"].get<double>() >
+        dockyard::ReadJsonFile(a)["predicted"]["step_time_us"].get<double>());
+  const Result s = Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --top 1 --calibration " + slow_path);
+  CHECK(s.code == 0);
+  CHECK(s.out.find("Calibration h100-sxm-slow-dense") != std::string::npos);
+
+  // A calibration made for another preset: exit 1, the rule named, no file.
+  const std::string d = TmpDir() + "/cal_d.json";
+  const Result m = Run(base + " --cluster h200-sxm --calibration calibration/h100-sxm.json --json " + d);
+  CHECK(m.code == 1);
+  CHECK(m.out.find("calibration \"h100-sxm-prior\" is for preset \"h100-sxm\", the cluster is preset \"h200-sxm\"") !=
+        std::string::npos);
+  CHECK(!Exists(d));
 }

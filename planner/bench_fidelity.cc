@@ -1,0 +1,34 @@
+// Benchmark: dockyard's predictions held against published, measured MoE training runs.
+//   bazel run -c opt //planner:bench_fidelity -- [runs.json]
+// Prints Markdown tables (docs/fidelity.md): every expressible run's measured and predicted step,
+// error and dominant phase; mean / max |error|; per group the error and the order of pairs whose
+// measured throughput differs by more than 10 %; then the unsupported runs, predicted as
+// approximations where possible, and the runs not predicted with the reason. No fitting.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "planner/error.h"
+#include "planner/fidelity.h"
+
+int main(int argc, char** argv) {
+  std::string path = "testdata/fidelity/runs.json";
+  if (argc > 1) {
+    path = argv[1];
+  } else if (const char* runfiles = std::getenv("RUNFILES_DIR")) {
+    path = std::string(runfiles) + "/dockyard/" + path;
+  }
+  try {
+    const auto t0 = std::chrono::steady_clock::now();
+    const dockyard::FidelitySet set = dockyard::LoadFidelitySet(path);
+    const dockyard::FidelityReport report = dockyard::RunFidelity(set);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    std::fputs(dockyard::FidelityReportToMarkdown(set, report).c_str(), stdout);
+    std::printf("\n(%zu runs, %zu component measurements; load + predict %.0f ms)\n", set.runs.size(), set.components.size(), ms);
+  } catch (const dockyard::Error& e) {
+    std::fprintf(stderr, "bench_fidelity: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,63 @@
+// Calibration files: the efficiencies, effective link bandwidths, latencies and kernel floors the
+// cost model uses, in one documented, versioned JSON per hardware preset (calibration/*.json,
+// docs/calibration.md). Datasheet figures (peak TFLOP/s, HBM bandwidth, memory, GPUs per node)
+// stay in the preset; framework features (shared-expert overlap, ...) are settings of a run, not
+// knobs.
+//
+// Format (version 1), every knob required, no other key accepted:
+//   {"format": "dockyard-calibration", "version": 1, "name": "h100-sxm-prior", "preset": "h100-sxm",
+//    "description": "...",
+//    "knobs": {"gemm_max_efficiency": {"value": 0.80, "source": "..."}, ...}}
+// The knobs (units and ranges):
+//   gemm_max_efficiency   (0, 1]  grouped-GEMM efficiency ceiling: eff(M) = max * M / (M + half_rows)
+//   gemm_half_rows        > 0     rows of one expert at which eff(M) is half the ceiling
+//   dense_efficiency      (0, 1]  large dense GEMMs (attention projections, dense MLP, router, lm_head)
+//   attention_efficiency  (0, 1]  flash-attention core
+//   memory_floor_us       >= 0    fixed cost of a memory-bound kernel (permute, top-k), us
+//   intra_node_gbps       > 0     NVLink bandwidth a collective sees, per direction, GB/s
+//   intra_node_latency_us >= 0    per collective step inside a node, us
+//   network_gbps          > 0     network bandwidth per GPU, per direction, GB/s
+//   network_latency_us    >= 0    per collective step across nodes, us
+#pragma once
+
+#include <string>
+
+#include "planner/cluster.h"
+#include "planner/cost.h"
+#include "planner/json_util.h"
+
+namespace dockyard {
+
+struct Calibration {
+  std::string name;
+  std::string preset;       // the hardware preset it was made for
+  std::string description;
+  std::string file;         // where it was read from ("" for DefaultCalibration)
+  std::string sha256;       // SHA-256 of the file's bytes ("" for DefaultCalibration)
+  // CostOptions knobs.
+  double gemm_max_efficiency = 0, gemm_half_rows = 0, dense_efficiency = 0, attention_efficiency = 0, memory_floor_us = 0;
+  // ClusterSpec knobs.
+  double intra_node_gbps = 0, intra_node_latency_us = 0, network_gbps = 0, network_latency_us = 0;
+};
+
+// The knobs dockyard uses without a calibration file: CostOptions{} and ClusterPreset(preset).
+// Named "<preset>-prior". Throws dockyard::Error for an unknown preset.
+Calibration DefaultCalibration(const std::string& preset);
+
+// Parses a calibration; `file` names it in errors ("cal.json: /knobs/dense_efficiency: must be in
+// (0, 1], got 1.4"). Throws dockyard::Error for a wrong format or version, a missing or unknown
+// knob, a value out of range, an unknown preset.
+Calibration CalibrationFromJson(const Json& json, const std::string& file);
+// Reads `path` (ReadJsonFile's checks) and records its SHA-256.
+Calibration LoadCalibration(const std::string& path);
+
+// Sets the knobs on `cluster` and `options`. Throws dockyard::Error when `cluster` is a preset
+// (its name is one of ClusterPresetNames) other than calibration.preset.
+void ApplyCalibration(const Calibration& calibration, ClusterSpec* cluster, CostOptions* options);
+
+// The file format (with each knob's source), for writing a calibration.
+Json CalibrationToJson(const Calibration& calibration);
+// What a report names: {"name", "preset", "file", "sha256"}.
+Json CalibrationRefToJson(const Calibration& calibration);
+
+}  // namespace dockyard
