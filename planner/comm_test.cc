@@ -65,6 +65,22 @@ TEST_CASE("FSDP all-gathers each layer forward and backward and reduce-scatters 
   CHECK(rs->bytes_per_call % 4 == 0);  // fp32 grads
 }
 
+TEST_CASE("FSDP2 all-gathers padded shards: world 3 gathers 3 x ceil(n / 3) rows of every tensor") {
+  TrainingConfig t;
+  t.dp_sharding = DpSharding::kFsdp;
+  t.seq_len = 16;
+  auto plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(3), t);
+  auto r = dockyard::ComputeComm(plan, 0);
+  // Padded units (memory_test "FSDP2 all-gather buffers hold the padded unit"): embedding 1002 x
+  // 64 = 64128, each layer 68676, root 64194 elements; bf16: 128256 + 2 x 137352 + 128388 bytes
+  // (unpadded: 128000 + 2 x 124160 + 128128).
+  int64_t fwd_bytes = 0;
+  for (const auto& e : r.entries) {
+    if (e.purpose == "fsdp_all_gather_forward") fwd_bytes += e.bytes_per_call * e.calls;
+  }
+  CHECK(fwd_bytes == 128256 + 2 * 137352 + 128388);
+}
+
 TEST_CASE("EP dispatch and combine: T x top_k x hidden per MoE layer, forward and backward") {
   TrainingConfig t;
   t.dp_sharding = DpSharding::kFsdp;
