@@ -253,8 +253,22 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
 
   // Expert parallelism: per MoE layer and micro-batch, token dispatch and combine, in forward and
   // again (as gradients) in backward. Send buffers hold T_r * top_k rows.
+  // Megatron-Core's dispatcher all-gathers the rows that reached a rank over the expert-TP group
+  // after the EP all-to-all (and reduce-scatters them before the combine), every MoE layer and
+  // micro-batch; backward mirrors it. The all-gather output is the T_r * top_k rows the experts
+  // compute (workload.h).
+  if (megatron && d.etp > 1 && moe_layers > 0) {
+    const int64_t gathered_bytes = mul(mul(w.mean_received_rows, h), w.act_bytes);
+    const int64_t calls = mul(moe_layers, M);
+    const auto etp_group = b.Group(sparse, {"etp"});
+    b.Add("etp_dispatch_all_gather", "all_gather", "sparse", "etp", "forward", etp_group, calls, gathered_bytes);
+    b.Add("etp_combine_reduce_scatter", "reduce_scatter", "sparse", "etp", "forward", etp_group, calls, gathered_bytes);
+    b.Add("etp_dispatch_grad_reduce_scatter", "reduce_scatter", "sparse", "etp", "backward", etp_group, calls, gathered_bytes);
+    b.Add("etp_combine_grad_all_gather", "all_gather", "sparse", "etp", "backward", etp_group, calls, gathered_bytes);
+  }
   if (d.ep > 1 && moe_layers > 0) {
-    const int64_t rows_bytes = mul(mul(w.mean_received_rows, h), w.act_bytes);
+    // The rows this rank sends: dispatch_tokens * top_k (= T_r * top_k but under megatron with etp > 1).
+    const int64_t rows_bytes = mul(mul(mul(w.dispatch_tokens, m.moe.top_k), h), w.act_bytes);
     const int64_t counts_bytes = mul(m.moe.num_experts, 8);
     const int64_t calls = mul(moe_layers, M);
     const auto ep_group = b.Group(sparse, {"ep"});

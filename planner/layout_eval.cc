@@ -321,7 +321,7 @@ void LayoutEvaluator::ExpectCandidates(const std::vector<LayoutCandidate>& candi
   for (const auto& c : candidates) {
     const auto& d = c.dims;
     if (d.cp < 1 || d.tp < 1) continue;
-    tokens.push_back(RoutedTokens((seq_tokens + d.cp - 1) / d.cp, d.tp, d.ep, d.etp));
+    tokens.push_back(RoutedTokens((seq_tokens + d.cp - 1) / d.cp, d.tp, d.ep, d.etp, d.convention));
   }
   std::sort(tokens.begin(), tokens.end());
   tokens.erase(std::unique(tokens.begin(), tokens.end()), tokens.end());
