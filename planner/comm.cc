@@ -102,7 +102,7 @@ std::string Join(const std::vector<std::string>& axes) {
 }  // namespace
 
 StepCollectiveList StepCollectives(const ParallelDims& d, DpSharding dp_sharding, const TrainingBytes& tb,
-                                   int64_t dense_elems, int64_t sparse_elems) {
+                                   int64_t dense_elems, int64_t sparse_elems, int64_t tied_embedding_elems) {
   using A = MeshAxis;
   const bool megatron = d.convention == Convention::kMegatron;
   const int64_t param_b = tb.param, grad_b = tb.grad;
@@ -158,6 +158,12 @@ StepCollectiveList StepCollectives(const ParallelDims& d, DpSharding dp_sharding
       }
       break;
   }
+  if (megatron && d.pp > 1 && tied_embedding_elems > 0) {
+    add("embedding_all_reduce_grads", "all_reduce", false, {A::kPp}, (d.pp - 1) * d.stage_size(),
+        mul(tied_embedding_elems, grad_b));
+    out.items[out.size - 1].group_size = 2;
+    out.items[out.size - 1].embedding_group = true;
+  }
   return out;
 }
 
@@ -211,13 +217,30 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
       b.Add("fsdp_reduce_scatter_grads", "reduce_scatter", mesh, axis, "backward", group, M, mul(elems, grad_b));
     }
   }
-  const StepCollectiveList step = StepCollectives(d, *t.dp_sharding, TrainingBytesOf(t), dense_elems, sparse_elems);
+  // The tied embedding's gradient on the first and last stage (StepCollectives' embedding group).
+  int64_t tied_elems = 0;
+  if (m.tie_word_embeddings && d.pp > 1 && (stage == 0 || stage == d.pp - 1)) {
+    for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
+      const auto& p = plan.inventory.params[i];
+      const bool tied = stage == 0 ? p.role == Role::kEmbedding : !p.tied_to.empty();
+      if (tied && plan.placements[i].stage == stage) tied_elems += ModelParallelNumel(plan, i, rank);
+    }
+  }
+  const StepCollectiveList step =
+      StepCollectives(d, *t.dp_sharding, TrainingBytesOf(t), dense_elems, sparse_elems, tied_elems);
   for (int i = 0; i < step.size; ++i) {
     const StepCollective& c = step.items[i];
     std::vector<std::string> axes;
     for (int j = 0; j < c.num_axes; ++j) axes.push_back(MeshAxisName(c.axes[j]));
     const Mesh& mesh = c.sparse ? sparse : dense;
-    b.Add(c.purpose, c.collective, c.sparse ? "sparse" : "dense", Join(axes), "step", b.Group(mesh, axes), 1, c.bytes);
+    std::vector<int64_t> group;
+    if (c.embedding_group) {
+      const int64_t other = stage == 0 ? rank + c.stride : rank - c.stride;
+      group = stage == 0 ? std::vector<int64_t>{rank, other} : std::vector<int64_t>{other, rank};
+    } else {
+      group = b.Group(mesh, axes);
+    }
+    b.Add(c.purpose, c.collective, c.sparse ? "sparse" : "dense", Join(axes), "step", group, 1, c.bytes);
   }
 
   // Layers of this stage.

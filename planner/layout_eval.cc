@@ -526,7 +526,10 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   in.layer_stage = &split.layer_stage;
   // Step-end data-parallel collectives of rank 0 (comm.h StepCollectives, in ComputeComm's order).
   {
-    const StepCollectiveList step = StepCollectives(d, strategy, tb, static_cast<int64_t>(dense0), static_cast<int64_t>(sparse0));
+    // Rank 0 is on stage 0: with tied embeddings and pp > 1 it holds the embedding (comm.h).
+    const Wide tied = m.tie_word_embeddings && d.pp > 1 ? emb.mp[0] + emb.mp[1] : 0;
+    const StepCollectiveList step = StepCollectives(d, strategy, tb, static_cast<int64_t>(dense0), static_cast<int64_t>(sparse0),
+                                                    static_cast<int64_t>(tied));
     for (int i = 0; i < step.size; ++i) {
       const StepCollective& e = step.items[i];
       if (e.group_size < 2 || e.bytes == 0) continue;
