@@ -49,6 +49,14 @@ double CollectiveWireBytes(std::string_view collective, int64_t n, int64_t calls
 
 namespace {
 
+// The inputs that scale a step's volumes, for overflow messages: what to lower, by field and flag.
+std::string VolumeInputs(const Plan& plan) {
+  const auto& t = plan.training;
+  return fmt::format("training.seq_len ({}) x micro_batch_size ({}) tokens per micro-batch, num_microbatches ({}); "
+                     "lower --seq-len, --micro-batch-size or --num-microbatches",
+                     t.seq_len, t.micro_batch_size, t.num_microbatches.value_or(plan.dims.pp));
+}
+
 class Builder {
  public:
   Builder(const Plan& plan, int64_t rank, CommReport& out) : plan_(plan), rank_(rank), out_(out) {}
@@ -62,7 +70,11 @@ class Builder {
     const double wire = CollectiveWireBytes(collective, n, calls, bytes);
     const double frac = collective == "all_to_all" ? AllToAllCrossNodeFraction(group, rank_, out_.gpus_per_node)
                                                    : RingCrossNodeFraction(group, out_.gpus_per_node);
-    if (!(wire < 9.0e18)) throw Error(fmt::format("{}: communication volume overflows", purpose));
+    if (!(wire < 9.0e18)) {
+      throw Error(fmt::format("{} ({}): communication volume of {} calls x {} bytes per call exceeds 9e18 bytes per step "
+                              "({})",
+                              purpose, phase, calls, bytes, VolumeInputs(plan_)));
+    }
     e.wire_bytes = static_cast<int64_t>(wire);
     e.cross_node_bytes = static_cast<int64_t>(wire * frac);
     out_.total_wire_bytes = CheckedAdd(out_.total_wire_bytes, e.wire_bytes, "total wire bytes");
@@ -183,7 +195,8 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
   const int64_t param_b = DtypeBytes(t.param_dtype, "param_dtype");
   const int64_t grad_b = DtypeBytes(t.grad_dtype, "grad_dtype");
   const int64_t h = m.hidden_size;
-  auto mul = [](int64_t x, int64_t y) { return CheckedMul(x, y, "communication bytes"); };
+  const std::string volume_what = "communication bytes (" + VolumeInputs(plan) + ")";
+  auto mul = [&](int64_t x, int64_t y) { return CheckedMul(x, y, volume_what); };
 
   // Data parallelism. Model-parallel elements per FSDP unit and per mesh on this rank.
   const std::vector<std::string> dense_dp = megatron ? std::vector<std::string>{"dp", "cp"}
