@@ -17,6 +17,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "cli/flag_suggest.h"
 #include "cli/flags.h"
 #include "cli/default_model.h"
 #include "planner/calibration.h"
@@ -470,7 +471,7 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
     out << app.help();
     return 0;
   } catch (const CLI::ParseError& e) {
-    err << "dockyard-plan: usage error: " << e.what() << "\n" << "Run 'dockyard-plan --help' for usage.\n";
+    err << "dockyard-plan: usage error: " << cli::ParseErrorText(app, e) << "\n" << "Run 'dockyard-plan --help' for usage.\n";
     return 2;
   }
 

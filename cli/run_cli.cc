@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "cli/flag_suggest.h"
 #include "cli/flags.h"
 #include "planner/cluster.h"
 #include "planner/error.h"
@@ -382,7 +383,7 @@ int RunRunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
     out << app.help();
     return 0;
   } catch (const CLI::ParseError& e) {
-    err << "dockyard-run: usage error: " << e.what() << "\nRun 'dockyard-run --help' for usage.\n";
+    err << "dockyard-run: usage error: " << cli::ParseErrorText(app, e) << "\nRun 'dockyard-run --help' for usage.\n";
     return 2;
   }
   return cli::RunReportingErrors("dockyard-run", "out of memory", err, [&] {

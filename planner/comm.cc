@@ -49,6 +49,14 @@ double CollectiveWireBytes(std::string_view collective, int64_t n, int64_t calls
 
 namespace {
 
+// The inputs that scale a step's volumes, for overflow messages: what to lower, by field and flag.
+std::string VolumeInputs(const Plan& plan) {
+  const auto& t = plan.training;
+  return fmt::format("training.seq_len ({}) x micro_batch_size ({}) tokens per micro-batch, num_microbatches ({}); "
+                     "lower --seq-len, --micro-batch-size or --num-microbatches",
+                     t.seq_len, t.micro_batch_size, t.num_microbatches.value_or(plan.dims.pp));
+}
+
 class Builder {
  public:
   Builder(const Plan& plan, int64_t rank, CommReport& out) : plan_(plan), rank_(rank), out_(out) {}
@@ -62,7 +70,11 @@ class Builder {
     const double wire = CollectiveWireBytes(collective, n, calls, bytes);
     const double frac = collective == "all_to_all" ? AllToAllCrossNodeFraction(group, rank_, out_.gpus_per_node)
                                                    : RingCrossNodeFraction(group, out_.gpus_per_node);
-    if (!(wire < 9.0e18)) throw Error(fmt::format("{}: communication volume overflows", purpose));
+    if (!(wire < 9.0e18)) {
+      throw Error(fmt::format("{} ({}): communication volume of {} calls x {} bytes per call exceeds 9e18 bytes per step "
+                              "({})",
+                              purpose, phase, calls, bytes, VolumeInputs(plan_)));
+    }
     e.wire_bytes = static_cast<int64_t>(wire);
     e.cross_node_bytes = static_cast<int64_t>(wire * frac);
     out_.total_wire_bytes = CheckedAdd(out_.total_wire_bytes, e.wire_bytes, "total wire bytes");
@@ -102,7 +114,7 @@ std::string Join(const std::vector<std::string>& axes) {
 }  // namespace
 
 StepCollectiveList StepCollectives(const ParallelDims& d, DpSharding dp_sharding, const TrainingBytes& tb,
-                                   int64_t dense_elems, int64_t sparse_elems) {
+                                   int64_t dense_elems, int64_t sparse_elems, int64_t tied_embedding_elems) {
   using A = MeshAxis;
   const bool megatron = d.convention == Convention::kMegatron;
   const int64_t param_b = tb.param, grad_b = tb.grad;
@@ -158,6 +170,12 @@ StepCollectiveList StepCollectives(const ParallelDims& d, DpSharding dp_sharding
       }
       break;
   }
+  if (megatron && d.pp > 1 && tied_embedding_elems > 0) {
+    add("embedding_all_reduce_grads", "all_reduce", false, {A::kPp}, (d.pp - 1) * d.stage_size(),
+        mul(tied_embedding_elems, grad_b));
+    out.items[out.size - 1].group_size = 2;
+    out.items[out.size - 1].embedding_group = true;
+  }
   return out;
 }
 
@@ -177,7 +195,8 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
   const int64_t param_b = DtypeBytes(t.param_dtype, "param_dtype");
   const int64_t grad_b = DtypeBytes(t.grad_dtype, "grad_dtype");
   const int64_t h = m.hidden_size;
-  auto mul = [](int64_t x, int64_t y) { return CheckedMul(x, y, "communication bytes"); };
+  const std::string volume_what = "communication bytes (" + VolumeInputs(plan) + ")";
+  auto mul = [&](int64_t x, int64_t y) { return CheckedMul(x, y, volume_what); };
 
   // Data parallelism. Model-parallel elements per FSDP unit and per mesh on this rank.
   const std::vector<std::string> dense_dp = megatron ? std::vector<std::string>{"dp", "cp"}
@@ -211,13 +230,30 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
       b.Add("fsdp_reduce_scatter_grads", "reduce_scatter", mesh, axis, "backward", group, M, mul(elems, grad_b));
     }
   }
-  const StepCollectiveList step = StepCollectives(d, *t.dp_sharding, TrainingBytesOf(t), dense_elems, sparse_elems);
+  // The tied embedding's gradient on the first and last stage (StepCollectives' embedding group).
+  int64_t tied_elems = 0;
+  if (m.tie_word_embeddings && d.pp > 1 && (stage == 0 || stage == d.pp - 1)) {
+    for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
+      const auto& p = plan.inventory.params[i];
+      const bool tied = stage == 0 ? p.role == Role::kEmbedding : !p.tied_to.empty();
+      if (tied && plan.placements[i].stage == stage) tied_elems += ModelParallelNumel(plan, i, rank);
+    }
+  }
+  const StepCollectiveList step =
+      StepCollectives(d, *t.dp_sharding, TrainingBytesOf(t), dense_elems, sparse_elems, tied_elems);
   for (int i = 0; i < step.size; ++i) {
     const StepCollective& c = step.items[i];
     std::vector<std::string> axes;
     for (int j = 0; j < c.num_axes; ++j) axes.push_back(MeshAxisName(c.axes[j]));
     const Mesh& mesh = c.sparse ? sparse : dense;
-    b.Add(c.purpose, c.collective, c.sparse ? "sparse" : "dense", Join(axes), "step", b.Group(mesh, axes), 1, c.bytes);
+    std::vector<int64_t> group;
+    if (c.embedding_group) {
+      const int64_t other = stage == 0 ? rank + c.stride : rank - c.stride;
+      group = stage == 0 ? std::vector<int64_t>{rank, other} : std::vector<int64_t>{other, rank};
+    } else {
+      group = b.Group(mesh, axes);
+    }
+    b.Add(c.purpose, c.collective, c.sparse ? "sparse" : "dense", Join(axes), "step", group, 1, c.bytes);
   }
 
   // Layers of this stage.
@@ -253,8 +289,22 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
 
   // Expert parallelism: per MoE layer and micro-batch, token dispatch and combine, in forward and
   // again (as gradients) in backward. Send buffers hold T_r * top_k rows.
+  // Megatron-Core's dispatcher all-gathers the rows that reached a rank over the expert-TP group
+  // after the EP all-to-all (and reduce-scatters them before the combine), every MoE layer and
+  // micro-batch; backward mirrors it. The all-gather output is the T_r * top_k rows the experts
+  // compute (workload.h).
+  if (megatron && d.etp > 1 && moe_layers > 0) {
+    const int64_t gathered_bytes = mul(mul(w.mean_received_rows, h), w.act_bytes);
+    const int64_t calls = mul(moe_layers, M);
+    const auto etp_group = b.Group(sparse, {"etp"});
+    b.Add("etp_dispatch_all_gather", "all_gather", "sparse", "etp", "forward", etp_group, calls, gathered_bytes);
+    b.Add("etp_combine_reduce_scatter", "reduce_scatter", "sparse", "etp", "forward", etp_group, calls, gathered_bytes);
+    b.Add("etp_dispatch_grad_reduce_scatter", "reduce_scatter", "sparse", "etp", "backward", etp_group, calls, gathered_bytes);
+    b.Add("etp_combine_grad_all_gather", "all_gather", "sparse", "etp", "backward", etp_group, calls, gathered_bytes);
+  }
   if (d.ep > 1 && moe_layers > 0) {
-    const int64_t rows_bytes = mul(mul(w.mean_received_rows, h), w.act_bytes);
+    // The rows this rank sends: dispatch_tokens * top_k (= T_r * top_k but under megatron with etp > 1).
+    const int64_t rows_bytes = mul(mul(mul(w.dispatch_tokens, m.moe.top_k), h), w.act_bytes);
     const int64_t counts_bytes = mul(m.moe.num_experts, 8);
     const int64_t calls = mul(moe_layers, M);
     const auto ep_group = b.Group(sparse, {"ep"});

@@ -56,6 +56,11 @@ CommReport ComputeComm(const Plan& plan, int64_t rank);
 //    (efsdp; edp) data-parallel groups, then the replicas' all-reduce of their shard;
 //  - ddp: gradients all-reduced over every data-parallel rank (dp_replicate included).
 // `dense_elems` / `sparse_elems`: the rank's model-parallel elements on each mesh (its stage).
+// Megatron-Core's embedding group (parallel_state: the first and the last pipeline stage) with
+// tied embeddings and pp > 1: the last stage's lm_head copy and the embedding all-reduce their
+// gradients every step (finalize_model_grads, _allreduce_word_embedding_grads) over a group of
+// 2 ranks {r, r + (pp - 1) * stage_size}: "embedding_all_reduce_grads", `tied_embedding_elems`
+// (the rank's model-parallel embedding elements; 0 on other stages and without tying) x grad bytes.
 struct StepCollective {
   const char* purpose = "";
   const char* collective = "";  // as CommEntry::collective
@@ -65,13 +70,14 @@ struct StepCollective {
   int64_t group_size = 1;       // product of the axes' sizes
   int64_t stride = 1;           // rank 0's group is {0, stride, ..., (group_size - 1) * stride}
   int64_t bytes = 0;            // per call
+  bool embedding_group = false; // the first and last pp stage only (axes: pp; group_size 2)
 };
 struct StepCollectiveList {
-  StepCollective items[5];
+  StepCollective items[6];
   int size = 0;
 };
 StepCollectiveList StepCollectives(const ParallelDims& dims, DpSharding dp_sharding, const TrainingBytes& bytes,
-                                   int64_t dense_elems, int64_t sparse_elems);
+                                   int64_t dense_elems, int64_t sparse_elems, int64_t tied_embedding_elems = 0);
 
 // Fraction helpers, exposed for tests. `group` lists ranks in ring order.
 double RingCrossNodeFraction(const std::vector<int64_t>& group, int64_t gpus_per_node);

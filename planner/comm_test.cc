@@ -65,6 +65,51 @@ TEST_CASE("FSDP all-gathers each layer forward and backward and reduce-scatters 
   CHECK(rs->bytes_per_call % 4 == 0);  // fp32 grads
 }
 
+TEST_CASE("FSDP2 all-gathers padded shards: world 3 gathers 3 x ceil(n / 3) rows of every tensor") {
+  TrainingConfig t;
+  t.dp_sharding = DpSharding::kFsdp;
+  t.seq_len = 16;
+  auto plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(3), t);
+  auto r = dockyard::ComputeComm(plan, 0);
+  // Padded units (memory_test "FSDP2 all-gather buffers hold the padded unit"): embedding 1002 x
+  // 64 = 64128, each layer 68676, root 64194 elements; bf16: 128256 + 2 x 137352 + 128388 bytes
+  // (unpadded: 128000 + 2 x 124160 + 128128).
+  int64_t fwd_bytes = 0;
+  for (const auto& e : r.entries) {
+    if (e.purpose == "fsdp_all_gather_forward") fwd_bytes += e.bytes_per_call * e.calls;
+  }
+  CHECK(fwd_bytes == 128256 + 2 * 137352 + 128388);
+}
+
+TEST_CASE("Megatron's embedding group all-reduces the tied embedding's gradient between the first and last stage") {
+  // Tiny Mixtral with tied embeddings, world 4, pp 2, tp 2 (megatron, zero1): stage 0 holds the
+  // embedding and stage 1 its lm_head copy, each [1000, 64] vocab-parallel over tp 2: 500 x 64 =
+  // 32000 elements per rank; fp32 grads: 128000 bytes, group {r, r + 2} of 2 ranks; ring
+  // all-reduce wire 2 x 128000 x 1/2 = 128000.
+  auto m = dockyard::testing::TinyMixtral();
+  m.tie_word_embeddings = true;
+  ParallelDimsOptions o = Dims(4, 2);
+  o.pp = 2;
+  o.convention = dockyard::Convention::kMegatron;
+  TrainingConfig t;
+  t.seq_len = 16;
+  const auto plan = BuildPlan(m, o, t);
+  for (int64_t rank : {0, 1, 2, 3}) {
+    CAPTURE(rank);
+    const auto r = dockyard::ComputeComm(plan, rank);
+    const CommEntry* e = Find(r, "embedding_all_reduce_grads");
+    REQUIRE(e != nullptr);
+    CHECK(e->bytes_per_call == 128000);
+    CHECK(e->group_size == 2);
+    CHECK(e->wire_bytes == 128000);
+    CHECK(e->axis == "pp");
+    CHECK(e->phase == "step");
+  }
+  // Untied: no embedding group traffic.
+  m.tie_word_embeddings = false;
+  CHECK(Find(dockyard::ComputeComm(BuildPlan(m, o, t), 0), "embedding_all_reduce_grads") == nullptr);
+}
+
 TEST_CASE("EP dispatch and combine: T x top_k x hidden per MoE layer, forward and backward") {
   TrainingConfig t;
   t.dp_sharding = DpSharding::kFsdp;

@@ -161,6 +161,7 @@ MoePhaseShape MoePhaseShapeOf(const ModelSpec& m, const Workload& w, int64_t ep,
   shape.ep = ep;
   shape.num_experts = m.moe.num_experts;
   shape.routed_tokens = static_cast<double>(w.routed_tokens);
+  shape.dispatch_tokens = static_cast<double>(w.dispatch_tokens);
   shape.top_k = static_cast<double>(m.moe.top_k);
   shape.hidden = static_cast<double>(m.hidden_size);
   shape.act_bytes = static_cast<double>(w.act_bytes);
@@ -178,6 +179,11 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
   const double Tr = s.routed_tokens, k = s.top_k, D = s.hidden, ab = s.act_bytes, E = static_cast<double>(s.num_experts);
   const double f_local = s.f_local;
   const bool deredundency = s.deredundency;
+  // The routing sample draws T_r tokens per rank, the rows an expert rank computes. Under
+  // megatron a rank sends only its own dispatch_tokens = T_r / etp of them (the expert-TP
+  // all-gather adds the rest), so the all-to-all bytes are scaled by dispatch_tokens / T_r.
+  const double Td = s.dispatch_tokens > 0 ? s.dispatch_tokens : Tr;
+  const double sent_ab = Td == Tr ? ab : ab * Td / Tr;
   const int64_t oep = deredundency ? routing.oep : 1;
   const int64_t iep = ep / std::max<int64_t>(1, oep);
   MoePhaseTimes out;
@@ -197,7 +203,7 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
       for (int64_t i = 0; i < ep * nle; ++i) rows[i] = static_cast<double>(L.rows_per_local_expert[i]);
       for (int64_t r = 0; r < ep; ++r) received[r] = static_cast<double>(L.received[r]);
       imbalance = std::max(imbalance, L.imbalance);
-      if (!deredundency && s.integer_sums && ep >= 2 && BlockAllToAll(L, ep_nodes, D, ab, c, dt.data(), ct.data())) {
+      if (!deredundency && s.integer_sums && ep >= 2 && sent_ab == ab && BlockAllToAll(L, ep_nodes, D, ab, c, dt.data(), ct.data())) {
         // Same values from integer block sums (see BlockAllToAll).
       } else if (!deredundency) {
         // dispatch matrix and its transpose, the combine matrix (combine returns what dispatch
@@ -206,7 +212,7 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
         cbytes.resize(ep * ep);
         for (int64_t src = 0; src < ep; ++src) {
           for (int64_t dst = 0; dst < ep; ++dst) {
-            dbytes[src * ep + dst] = static_cast<double>(L.dispatch[src * ep + dst]) * D * ab;
+            dbytes[src * ep + dst] = static_cast<double>(L.dispatch[src * ep + dst]) * D * sent_ab;
             cbytes[dst * ep + src] = dbytes[src * ep + dst];
           }
         }
@@ -224,7 +230,7 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
           for (int64_t i = 0; i < iep; ++i) iep_ranks.push_back(ep_group[o * iep + i]);
           for (int64_t i = 0; i < iep; ++i) {
             for (int64_t j = 0; j < iep; ++j) {
-              bytes[i * iep + j] = static_cast<double>(L.iep_dispatch[(o * iep + i) * iep + j]) * D * ab;
+              bytes[i * iep + j] = static_cast<double>(L.iep_dispatch[(o * iep + i) * iep + j]) * D * sent_ab;
             }
           }
           std::vector<double> back(iep * iep);
@@ -238,7 +244,7 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
           for (int64_t i = 0; i < iep; ++i) {
             std::vector<int64_t> oep_ranks;
             for (int64_t x = 0; x < oep; ++x) oep_ranks.push_back(ep_group[x * iep + i]);
-            const double gathered = static_cast<double>(oep) * Tr * k * D * ab;
+            const double gathered = static_cast<double>(oep) * Td * k * D * ab;
             const double ring = RingCollectiveUs(gathered, oep_ranks, c);
             dt[o * iep + i] = ring + a2a[i];
             ct[o * iep + i] = a2a_back[i] + ring;
@@ -257,7 +263,7 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
         const double M = rows[r * nle + e];
         g += 6.0 * M * D * f_local / (peak * GroupedGemmEfficiency(M, o));
       }
-      const double pr = 2.0 * (Tr * k + received[r]) * D * ab / hbm + o.memory_floor_us;
+      const double pr = 2.0 * (Td * k + received[r]) * D * ab / hbm + o.memory_floor_us;
       out.gemm[r] += g / nlayers;
       out.permute[r] += pr / nlayers;
       out.dispatch[r] += dt[r] / nlayers;
@@ -309,7 +315,7 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
   const Workload& w = in.workload;
   const double peak = c.dense_bf16_tflops * kFlopsPerUsPerTflops;  // FLOP per microsecond
   const double hbm = c.hbm_gbps * kBytesPerUsPerGbps;
-  const double T = static_cast<double>(w.tokens), Tr = static_cast<double>(w.routed_tokens);
+  const double T = static_cast<double>(w.tokens);
   const double D = static_cast<double>(m.hidden_size), ab = static_cast<double>(w.act_bytes);
   const double tp = static_cast<double>(d.tp);
   const double E = static_cast<double>(m.moe.num_experts);
@@ -365,7 +371,8 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
   // --- MoE layer over the sampled routing layers (SimulateMoePhases).
   const MoePhaseTimes& mp = *in.moe_phases;
   out.routing_imbalance = mp.imbalance;
-  const double router_us = std::max(2.0 * Tr * D * E / (peak * o.dense_efficiency), o.memory_floor_us);
+  const double router_us = std::max(2.0 * static_cast<double>(w.dispatch_tokens) * D * E / (peak * o.dense_efficiency),
+                                    o.memory_floor_us);
   const double shared_us = m.moe.num_shared_experts > 0
                                ? 6.0 * T * D * m.moe.shared_expert_intermediate_size / tp / (peak * o.dense_efficiency)
                                : 0.0;

@@ -81,6 +81,7 @@ struct MoePhaseShape {
   int64_t ep = 1;
   int64_t num_experts = 0;
   double routed_tokens = 0;  // T_r (Workload::routed_tokens)
+  double dispatch_tokens = 0;  // tokens a rank routes and sends (Workload::dispatch_tokens; megatron: T_r / etp)
   double top_k = 0;
   double hidden = 0;         // D
   double act_bytes = 0;      // bytes per activation element

@@ -388,9 +388,20 @@ ModelSpec ModelSpecFromHfConfig(const Json& config, const std::string& file) {
     std::string value = architecture.empty() ? model_type : architecture;
     std::string message = fmt::format("unknown model family '{}' (model_type '{}'); supported: {}", value, model_type,
                                       SupportedFamiliesText());
+    // A suggestion only for a likely typo: the architecture is close to a supported one AND the
+    // config's model_type does not name another model (a dense Llama config, architecture
+    // LlamaForCausalLM with model_type llama, is not a misspelt Llama4ForCausalLM).
     std::vector<std::string> names;
-    for (const auto& f : SupportedFamilies()) names.push_back(architecture.empty() ? f.model_type : f.architecture);
-    if (auto s = DidYouMean(value, names)) message += fmt::format("; did you mean '{}'?", *s);
+    for (const auto& f : SupportedFamilies()) {
+      const bool type_agrees = architecture.empty() || model_type.empty() || DidYouMean(model_type, {f.model_type});
+      if (type_agrees) names.push_back(architecture.empty() ? f.model_type : f.architecture);
+    }
+    if (auto s = DidYouMean(value, names)) {
+      message += fmt::format("; did you mean '{}'?", *s);
+    } else {
+      message += "; to plan another architecture, write a dockyard model spec (docs/model-spec.md, "
+                 "\"dockyard_model_spec\": 1, with its attention and moe sections) and pass it with --model";
+    }
     root.Fail(key == "architectures" ? "architectures" : "model_type", message);
   }
   for (const auto& r : readers) {

@@ -773,6 +773,26 @@ TEST_CASE("A misspelled architecture gets a did-you-mean suggestion") {
                        Error);
 }
 
+TEST_CASE("A dense Llama config is not taken for a misspelt Llama 4: it is told how to write a spec") {
+  // LlamaForCausalLM is one edit from Llama4ForCausalLM, but its model_type 'llama' names another
+  // model (Llama 4's is 'llama4_text'): no suggestion, the way to plan it instead.
+  Json cfg = MixtralConfig();
+  cfg["architectures"] = Json::array({"LlamaForCausalLM"});
+  cfg["model_type"] = "llama";
+  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"),
+                       doctest::Contains("; to plan another architecture, write a dockyard model spec (docs/model-spec.md, "
+                                         "\"dockyard_model_spec\": 1, with its attention and moe sections) and pass it "
+                                         "with --model"),
+                       Error);
+  bool suggested = true;
+  try {
+    ModelSpecFromHfConfig(cfg, "cfg.json");
+  } catch (const Error& e) {
+    suggested = std::string(e.what()).find("did you mean") != std::string::npos;
+  }
+  CHECK_FALSE(suggested);
+}
+
 TEST_CASE("A config with neither architectures nor model_type is rejected") {
   Json cfg = MixtralConfig();
   cfg.erase("architectures");  // nothing left to tell the family by

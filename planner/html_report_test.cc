@@ -236,16 +236,26 @@ TEST_CASE("The rank grid draws one cell per rank and world / gpus_per_node node 
   CHECK(cells[5].text.find("ep group 1") != std::string::npos);
 }
 
+// TinyMixtral widened so that 8192 ranks shard it as FSDP2 allows: with ep 8, efsdp = 1024 and
+// the experts are cut on dim 1 (efsdp * ep > 8 experts), which must divide by 1024:
+// gate_up [8, 2F = 1024, D], down [8, D = 1024, F].
+ModelSpec WideTinyMixtral() {
+  ModelSpec m = testing::TinyMixtral();
+  m.hidden_size = 1024;
+  m.moe.moe_intermediate_size = 512;
+  return m;
+}
+
 TEST_CASE("Beyond 4096 ranks the rank grid draws one cell per node") {
   // world 8192, 8 GPUs per node: 8192 / 8 = 1024 node cells and 1024 outlines.
-  const PlanPage p = MakePlanPage(testing::TinyMixtral(), 8192, 8, 1, 8, 0);
+  const PlanPage p = MakePlanPage(WideTinyMixtral(), 8192, 8, 1, 8, 0);
   CHECK(Select(p.all, "fig-mesh-dense", "rect", "r").size() == 1024);
   CHECK(Select(p.all, "fig-mesh-dense", "rect", "node").size() == 1024);
 }
 
 TEST_CASE("Beyond 4096 nodes the rank grid draws one cell per block of nodes") {
   // world 8192, 1 GPU per node: 8192 nodes > 4096, so blocks of ceil(8192 / 4096) = 2 nodes: 4096 cells.
-  const PlanPage p = MakePlanPage(testing::TinyMixtral(), 8192, 8, 1, 1, 0);
+  const PlanPage p = MakePlanPage(WideTinyMixtral(), 8192, 8, 1, 1, 0);
   CHECK(Select(p.all, "fig-mesh-sparse", "rect", "r").size() == 4096);
   CHECK(Select(p.all, "fig-mesh-sparse", "rect", "node").size() == 4096);
   CHECK(p.html.find("one cell per block of 2 nodes (2 ranks)") != std::string::npos);

@@ -145,6 +145,7 @@ struct LayoutEvaluator::Impl {
   struct ClassSums {
     std::vector<UnitSums> kinds;
     UnitSums embedding, root, tied_copy;
+    bool uneven_fsdp = false;  // a class FSDP2 cannot shard (FindUnevenFsdpCut): BuildPlan rejects it
   };
   std::unordered_map<std::string, ClassSums> class_sums;
   std::string key;                      // scratch
@@ -176,11 +177,23 @@ struct LayoutEvaluator::Impl {
     if (class_sums.size() >= kMaxMemoizedCuts) class_sums.clear();  // bounds the memory of huge searches
     ClassSums sums;
     sums.kinds.resize(kinds.size());
+    auto check = [&](const ParamClass& pc) {
+      if (fsdp && FindUnevenFsdpCut(pc.shape, cuts[pc.combo]).cut >= 0) sums.uneven_fsdp = true;
+    };
     for (size_t i = 0; i < kinds.size(); ++i) {
-      for (const auto& pc : kinds[i].classes) sums.kinds[i].Add(pc, cuts[pc.combo]);
+      for (const auto& pc : kinds[i].classes) {
+        sums.kinds[i].Add(pc, cuts[pc.combo]);
+        check(pc);
+      }
     }
-    for (const auto& pc : embedding) sums.embedding.Add(pc, cuts[pc.combo]);
-    for (const auto& pc : root) sums.root.Add(pc, cuts[pc.combo]);
+    for (const auto& pc : embedding) {
+      sums.embedding.Add(pc, cuts[pc.combo]);
+      check(pc);
+    }
+    for (const auto& pc : root) {
+      sums.root.Add(pc, cuts[pc.combo]);
+      check(pc);
+    }
     if (tied_copy.combo >= 0) sums.tied_copy.Add(tied_copy, cuts[tied_copy.combo]);
     return class_sums.emplace(key, std::move(sums)).first->second;
   }
@@ -308,7 +321,7 @@ void LayoutEvaluator::ExpectCandidates(const std::vector<LayoutCandidate>& candi
   for (const auto& c : candidates) {
     const auto& d = c.dims;
     if (d.cp < 1 || d.tp < 1) continue;
-    tokens.push_back(RoutedTokens((seq_tokens + d.cp - 1) / d.cp, d.tp, d.ep, d.etp));
+    tokens.push_back(RoutedTokens((seq_tokens + d.cp - 1) / d.cp, d.tp, d.ep, d.etp, d.convention));
   }
   std::sort(tokens.begin(), tokens.end());
   tokens.erase(std::unique(tokens.begin(), tokens.end()), tokens.end());
@@ -383,6 +396,7 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   const bool megatron = d.convention == Convention::kMegatron;
   const DpSharding strategy = *t.dp_sharding;
   const Impl::ClassSums& sums = im.SumsFor(d, m.moe.num_experts, strategy == DpSharding::kFsdp);
+  if (sums.uneven_fsdp) return LayoutEvaluation{};  // invalid, as BuildPlan rejects it
   const std::vector<UnitSums>& kind_sums = sums.kinds;
   const size_t nk = im.kinds.size();
   const UnitSums& emb = sums.embedding;
@@ -512,7 +526,10 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   in.layer_stage = &split.layer_stage;
   // Step-end data-parallel collectives of rank 0 (comm.h StepCollectives, in ComputeComm's order).
   {
-    const StepCollectiveList step = StepCollectives(d, strategy, tb, static_cast<int64_t>(dense0), static_cast<int64_t>(sparse0));
+    // Rank 0 is on stage 0: with tied embeddings and pp > 1 it holds the embedding (comm.h).
+    const Wide tied = m.tie_word_embeddings && d.pp > 1 ? emb.mp[0] + emb.mp[1] : 0;
+    const StepCollectiveList step = StepCollectives(d, strategy, tb, static_cast<int64_t>(dense0), static_cast<int64_t>(sparse0),
+                                                    static_cast<int64_t>(tied));
     for (int i = 0; i < step.size; ++i) {
       const StepCollective& e = step.items[i];
       if (e.group_size < 2 || e.bytes == 0) continue;

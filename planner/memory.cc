@@ -96,7 +96,8 @@ LayerActivationBytes LayerActivations(const ModelSpec& m, Recompute rc, const Wo
   } else {
     const int64_t E = m.moe.num_experts, k = m.moe.top_k;
     // Router: logits and scores in fp32, top-k weights fp32 and indices int64.
-    g.router = narrow(mul(mul(w.routed_tokens, E), 8) + mul(mul(w.routed_tokens, k), 12));
+    // The router runs on the tokens the rank dispatches (Workload::dispatch_tokens).
+    g.router = narrow(mul(mul(w.dispatch_tokens, E), 8) + mul(mul(w.dispatch_tokens, k), 12));
     // Routed experts (NOT divided by EP: tokens are exchanged, not removed): received rows
     // R_max in and out, 4 (or 2) intermediate tensors of F / expert-TP, and the combined
     // copies of this rank's own T_r * top_k rows.

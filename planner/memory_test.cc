@@ -193,7 +193,21 @@ TEST_CASE("The first rank of each stage is a worst rank (chunk 0 is never smalle
   // Uneven FSDP shards: world 3 over the tiny model; compare every rank's static memory.
   Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(3), Train(DpSharding::kFsdp));
   const int64_t first = Static(dockyard::StaticMemoryOnRank(plan, 0));
-  for (int64_t r = 1; r < 3; ++r) CHECK(Static(dockyard::StaticMemoryOnRank(plan, r)) <= first);
-  CHECK(Static(dockyard::StaticMemoryOnRank(plan, 2)) < first);  // rows 334, 334, 332: rank 2 holds less
+  // FSDP2 pads every shard to ceil(n / 3) (embedding 334 rows on all 3 ranks, not 334, 334, 332):
+  // every rank holds the same bytes.
+  for (int64_t r = 1; r < 3; ++r) CHECK(Static(dockyard::StaticMemoryOnRank(plan, r)) == first);
   CHECK(dockyard::ComputeMemory(plan).worst_rank == 0);
+}
+
+TEST_CASE("FSDP2 all-gather buffers hold the padded unit") {
+  // world 3, FSDP: the largest unit is a decoder layer. Padded to multiples of 3 rows on dim 0:
+  // q [64,64] -> 66x64 = 4224, k and v [32,64] -> 33x64 = 2112 each, o 4224, two norms [64] ->
+  // 66 each, router [8,64] -> 9x64 = 576, experts gate_up [8,64,64] -> 9x4096 = 36864, down
+  // [8,64,32] -> 9x2048 = 18432: 68676 elements (62080 unpadded). The root (final norm 66 +
+  // lm_head 1002x64 = 64128) is 64194. Two bf16 all-gather buffers: 2 x 68676 x 2 = 274704 bytes.
+  Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(3), Train(DpSharding::kFsdp));
+  auto mem = dockyard::ComputeMemory(plan);
+  CHECK(mem.stages[0].worst.comm_buffers_by_use.at("fsdp_all_gather") == 274704);
+  // One reduce-scatter buffer in the grad dtype (fp32 by default): 68676 x 4 = 274704.
+  CHECK(mem.stages[0].worst.comm_buffers_by_use.at("fsdp_reduce_scatter") == 274704);
 }

@@ -151,6 +151,13 @@ bool CheckDimsForModel(const ParallelDims& d, const ModelSpec& m, std::string* e
     return Fail(error, "pp ({}) cannot exceed num_hidden_layers ({}): every stage needs a layer", d.pp,
                 m.num_hidden_layers);
   }
+  if (m.tie_word_embeddings && d.pp > 1 && d.convention == Convention::kTorchtitan) {
+    return Fail(error,
+                "tie_word_embeddings (true) with pp ({}) > 1: torchtitan refuses weight tying with pipeline parallelism "
+                "(NotImplementedError: Weight tying is not supported with Pipeline Parallel.); use pp 1 or "
+                "--convention megatron (its embedding group all-reduces the tied gradient)",
+                d.pp);
+  }
   return true;
 }
 

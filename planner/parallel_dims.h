@@ -64,7 +64,9 @@ struct ParallelDims {
 // Checks the degrees against a model: ep | num_experts, heads and KV heads against tp, the
 // logical expert intermediate size (never the fused 2F) against the TP degree that shards
 // experts (torchtitan: tp when ep == 1, else etp; Megatron: etp), dense / shared intermediate sizes against tp,
-// pp <= num_hidden_layers. Throws dockyard::Error.
+// pp <= num_hidden_layers, and no tied embeddings with pp > 1 under torchtitan (its
+// pipeline_llm raises NotImplementedError("Weight tying is not supported with Pipeline
+// Parallel.")). Throws dockyard::Error.
 void ValidateDimsForModel(const ParallelDims& dims, const ModelSpec& model);
 
 // The same rules without an exception, for callers that only count broken layouts (the layout

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "planner/checked_math.h"
 #include "planner/error.h"
 
 namespace dockyard {
@@ -40,6 +41,36 @@ std::vector<DimSlice> ModelParallelSliceOnRank(const ParamInfo& p, const ParamPl
     d.size = ChunkSize(d.size, s.num_chunks, index);
   }
   return out;
+}
+
+int64_t StepChunkSize(int64_t n, const ShardStep& step, int64_t index) {
+  return step.kind == ShardKind::kData ? (n + step.num_chunks - 1) / step.num_chunks : ChunkSize(n, step.num_chunks, index);
+}
+
+UnevenFsdpCut FindUnevenFsdpCut(const std::vector<int64_t>& shape, const ShardCuts& cuts) {
+  UnevenFsdpCut out;
+  for (int i = 0; i < cuts.size; ++i) {
+    const ShardCut& c = cuts.cuts[i];
+    if (!c.data_parallel() || c.dim == 0 || c.dim >= static_cast<int>(shape.size())) continue;
+    int64_t n = shape[c.dim];
+    for (int j = 0; j < i; ++j) {
+      if (cuts.cuts[j].dim == c.dim) n = (n + cuts.cuts[j].num_chunks - 1) / cuts.cuts[j].num_chunks;
+    }
+    if (n % c.num_chunks != 0) {
+      out.cut = i;
+      out.size = n;
+      return out;
+    }
+  }
+  return out;
+}
+
+std::string UnevenFsdpMessage(const std::string& fqn, const ShardCut& cut, int64_t size) {
+  std::string axes;
+  for (int j = 0; j < cut.num_axes; ++j) axes += (j ? "*" : "") + std::string(MeshAxisName(cut.axes[j]));
+  return fmt::format("{}: FSDP2 does not support uneven sharding on dim {}: size {} over {} ({}) (torch fully_shard "
+                     "shards dims other than 0 only when the FSDP degree divides them)",
+                     fqn, cut.dim, size, axes, cut.num_chunks);
 }
 
 
@@ -116,9 +147,16 @@ ParamPlacement PlaceParam(const ParamInfo& p, const ParallelDims& d, const Meshe
 namespace {
 
 // Distinct chunk sizes (size -> number of chunk-index combinations) of `n` cut by `ks` in order.
-std::map<int64_t, int64_t> DistinctSizes(int64_t n, const std::vector<int64_t>& ks, size_t i = 0) {
+// `padded[i]`: cut i is an FSDP2 step (every chunk ceil(n / k)).
+std::map<int64_t, int64_t> DistinctSizes(int64_t n, const std::vector<int64_t>& ks, const std::vector<bool>& padded,
+                                         size_t i = 0) {
   if (i == ks.size()) return {{n, 1}};
   const int64_t k = ks[i];
+  if (padded[i]) {
+    std::map<int64_t, int64_t> out;
+    for (const auto& [sub, sub_times] : DistinctSizes((n + k - 1) / k, ks, padded, i + 1)) out[sub] += k * sub_times;
+    return out;
+  }
   // Chunk sizes take at most three values: c (full), one partial r, and 0.
   std::map<int64_t, int64_t> counts;
   const int64_t c = (n + k - 1) / k;
@@ -130,7 +168,7 @@ std::map<int64_t, int64_t> DistinctSizes(int64_t n, const std::vector<int64_t>& 
   if (k - used > 0) counts[0] += k - used;
   std::map<int64_t, int64_t> out;
   for (const auto& [size, times] : counts) {
-    for (const auto& [sub, sub_times] : DistinctSizes(size, ks, i + 1)) out[sub] += times * sub_times;
+    for (const auto& [sub, sub_times] : DistinctSizes(size, ks, padded, i + 1)) out[sub] += times * sub_times;
   }
   return out;
 }
@@ -144,10 +182,14 @@ void ComputeLocalShapes(const ParamInfo& p, const Mesh& mesh, ParamPlacement& pl
   int64_t sharded_ranks = 1;
   for (size_t dim = 0; dim < p.shape.size(); ++dim) {
     std::vector<int64_t> ks;
+    std::vector<bool> padded;
     for (const auto& s : pl.steps) {
-      if (s.dim == static_cast<int>(dim)) ks.push_back(s.num_chunks);
+      if (s.dim == static_cast<int>(dim)) {
+        ks.push_back(s.num_chunks);
+        padded.push_back(s.kind == ShardKind::kData);
+      }
     }
-    per_dim[dim] = DistinctSizes(p.shape[dim], ks);
+    per_dim[dim] = DistinctSizes(p.shape[dim], ks, padded);
   }
   for (const auto& s : pl.steps) sharded_ranks *= s.num_chunks;
   const int64_t replicas = stage_ranks / sharded_ranks;
@@ -185,7 +227,7 @@ std::vector<int64_t> LocalShapeOnRank(const ParamInfo& p, const ParamPlacement& 
   for (const auto& s : pl.steps) {
     int64_t index = 0;
     for (int a : s.axes) index = index * mesh.axis_size(a) + mesh.Coord(rank, a);
-    shape[s.dim] = ChunkSize(shape[s.dim], s.num_chunks, index);
+    shape[s.dim] = StepChunkSize(shape[s.dim], s, index);
   }
   return shape;
 }
@@ -202,11 +244,28 @@ int64_t LocalNumelOnRank(const ParamInfo& p, const ParamPlacement& pl, const Mes
   for (const auto& s : pl.steps) {
     int64_t index = 0;
     for (int a : s.axes) index = index * mesh.axis_size(a) + mesh.Coord(rank, a);
-    shape[s.dim] = ChunkSize(shape[s.dim], s.num_chunks, index);
+    shape[s.dim] = StepChunkSize(shape[s.dim], s, index);
   }
   // Local sizes never exceed the global ones, whose product was checked in BuildInventory.
   int64_t n = 1;
   for (size_t i = 0; i < p.shape.size(); ++i) n *= shape[i];
+  return n;
+}
+
+int64_t GatheredNumelOnRank(const ParamInfo& p, const ParamPlacement& pl, const Mesh& mesh, int64_t rank) {
+  std::vector<int64_t> shape = p.shape;
+  for (const auto& s : pl.steps) {
+    if (s.kind == ShardKind::kData) {
+      shape[s.dim] = (shape[s.dim] + s.num_chunks - 1) / s.num_chunks * s.num_chunks;
+      continue;
+    }
+    int64_t index = 0;
+    for (int a : s.axes) index = index * mesh.axis_size(a) + mesh.Coord(rank, a);
+    shape[s.dim] = ChunkSize(shape[s.dim], s.num_chunks, index);
+  }
+  // Each padded dim is below n + num_chunks <= 2n; the product is checked all the same.
+  int64_t n = 1;
+  for (int64_t v : shape) n = CheckedMul(n, v, p.fqn);
   return n;
 }
 

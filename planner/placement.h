@@ -18,9 +18,14 @@
 // Placements are listed per axis of the parameter's mesh, pipeline axis excluded (a parameter
 // lives on one pp stage, see stage).
 //
-// Local shapes use torch.chunk semantics per shard step: chunk size c = ceil(n / k), chunk i
-// holds clamp(n - i*c, 0, c). Steps apply in the order the frameworks apply them: TP (tp/etp),
-// then EP, then FSDP over the flattened data-parallel axes.
+// Local shapes use torch.chunk semantics per model-parallel shard step (DTensor Shard): chunk
+// size c = ceil(n / k), chunk i holds clamp(n - i*c, 0, c). FSDP steps follow FSDP2
+// (torch fully_shard, _fsdp_param.py): the dim is cut into k equal padded chunks, so every rank
+// holds (and all-gathers) c = ceil(n / k) rows, the last ones padding (48 local experts over
+// efsdp 32: 2 on every rank, verl PR #6974), and the all-gather output is k * c rows. FSDP2
+// refuses an uneven cut of any dim other than 0 ("FSDP does not support uneven sharding on
+// dim 1"): FindUnevenFsdpCut finds it and BuildPlan rejects it. Steps apply in the order the
+// frameworks apply them: TP (tp/etp), then EP, then FSDP over the flattened data-parallel axes.
 #pragma once
 
 #include <cstdint>
@@ -54,7 +59,9 @@ struct ShardStep {
   int dim = 0;
   std::vector<int> axes;
   int64_t num_chunks = 1;
-  ShardKind kind = ShardKind::kData;
+  // kData: an FSDP2 step, every chunk holds ceil(n / num_chunks) (padding); otherwise torch.chunk
+  // sizes (a hand-built step defaults to those).
+  ShardKind kind = ShardKind::kTensor;
 };
 
 struct LocalShape {
@@ -86,6 +93,9 @@ struct DimSlice {
 // are left out (FSDP all-gathers them before the forward). Same chunks as LocalShapeOnRank.
 std::vector<DimSlice> ModelParallelSliceOnRank(const ParamInfo& param, const ParamPlacement& placement, const Mesh& mesh,
                                                int64_t rank);
+// The size a rank holds along the dim of `step` for chunk `index`: ChunkSize, or ceil(n / k) on
+// every rank for a padded (FSDP2) step.
+int64_t StepChunkSize(int64_t n, const ShardStep& step, int64_t index);
 
 // One cut of the placement policy above, before it meets a mesh: tensor dim `dim` is split into
 // `num_chunks` chunks over the flattened `axes` (outer first; axes of size 1 are left out, and a
@@ -115,7 +125,9 @@ ShardCuts ShardCutsOf(bool routed_expert, int tp_dim, const ParallelDims& dims, 
 
 // Elements of chunk 0 of every cut of `cuts` applied to `shape` (the local size on the first rank
 // of a stage, which takes chunk 0 everywhere: a worst rank, as chunk sizes never grow with the
-// index): `model_parallel` after the model-parallel cuts only, `local` after all of them.
+// index): `local` after all cuts (FSDP2's padded shard, ceil(n / k) rows), `model_parallel` what
+// an FSDP all-gather rebuilds: the model-parallel chunk with the FSDP dim padded to
+// k * ceil(n / k) rows (equal to the model-parallel chunk when there is no FSDP cut).
 struct FirstChunkElems {
   int64_t model_parallel = 1, local = 1;
 };
@@ -132,7 +144,7 @@ __attribute__((always_inline)) inline FirstChunkElems FirstChunkNumel(const std:
         const ShardCut& c = cuts.cuts[i];
         if (c.dim != static_cast<int>(dim)) continue;
         local = (local + c.num_chunks - 1) / c.num_chunks;
-        if (!c.data_parallel()) mp = local;
+        mp = c.data_parallel() ? local * c.num_chunks : local;
       }
       out.model_parallel *= mp;
       out.local *= local;
@@ -156,13 +168,32 @@ __attribute__((always_inline)) inline FirstChunkElems FirstChunkNumel(const std:
     out.local = out.model_parallel;
     return out;
   }
+  // The FSDP cut (ShardCutsOf makes at most one): FSDP2 pads the dim to k equal chunks, so the
+  // all-gather rebuilds k * ceil(n / k) rows.
+  int64_t padded_chunks = 1;
   for (; i < cuts.size; ++i) {
     int64_t& n = s[cuts.cuts[i].dim];
     n = (n + cuts.cuts[i].num_chunks - 1) / cuts.cuts[i].num_chunks;
+    padded_chunks *= cuts.cuts[i].num_chunks;
   }
   out.local = product();
+  out.model_parallel = out.local * padded_chunks;
   return out;
 }
+
+// FSDP2 (torch fully_shard, _fsdp_param.py _init_sharded_param) shards dim 0 unevenly with
+// padding but raises NotImplementedError("FSDP does not support uneven sharding on dim 1") for
+// any other dim whose local (model-parallel) size does not divide by the FSDP degree. The FSDP
+// cut of `cuts` on `shape` that FSDP2 refuses: `cut` its index in cuts (-1 when none), `size`
+// the model-parallel size of its dim on the first rank.
+struct UnevenFsdpCut {
+  int cut = -1;
+  int64_t size = 0;
+};
+UnevenFsdpCut FindUnevenFsdpCut(const std::vector<int64_t>& shape, const ShardCuts& cuts);
+// The message for such a cut of parameter `fqn`: names the tensor, the dim, its size, the FSDP
+// degree with its axes and the rule.
+std::string UnevenFsdpMessage(const std::string& fqn, const ShardCut& cut, int64_t size);
 
 // Chooses the placements and shard steps of one parameter (local_shapes left empty).
 // `shard_data_parallel`: FSDP (parameters sharded over the data-parallel axes) or not.
@@ -178,5 +209,10 @@ std::vector<int64_t> LocalShapeOnRank(const ParamInfo& param, const ParamPlaceme
 
 // The element count of `param` on global `rank` (same rules, no allocation; for per-rank sums).
 int64_t LocalNumelOnRank(const ParamInfo& param, const ParamPlacement& placement, const Mesh& mesh, int64_t rank);
+
+// What an FSDP all-gather of `param` rebuilds on global `rank`: its model-parallel chunk, the dim
+// of each FSDP (padded) step padded to num_chunks * ceil(n / num_chunks) rows (FSDP2 gathers
+// every rank's padded shard); the model-parallel chunk itself when the placement has no FSDP step.
+int64_t GatheredNumelOnRank(const ParamInfo& param, const ParamPlacement& placement, const Mesh& mesh, int64_t rank);
 
 }  // namespace dockyard

@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include "planner/error.h"
 #include "planner/plan.h"
 #include "tests/test_models.h"
 
@@ -116,22 +117,71 @@ TEST_CASE("Attention, norms, router and embeddings follow the dense TP plan") {
   CHECK(Find(plan, "lm_head.weight").local == V{500, 64});
 }
 
-TEST_CASE("FSDP shards dense parameters over dp_shard with torch.chunk, keeping distinct shapes") {
-  // world 3, dp_shard 3: embedding [1000, 64] -> 334, 334, 332 rows.
+TEST_CASE("FSDP2 shards dense parameters over dp_shard into equal padded chunks") {
+  // world 3, dp_shard 3: embedding [1000, 64]. torch.chunk would give 334, 334, 332 rows; FSDP2
+  // (torch fully_shard) pads every shard to ceil(1000 / 3) = 334 rows, so all 3 ranks hold 334.
   Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(3));
+  bool seen = false;
   for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
     if (plan.inventory.params[i].fqn != "model.embed_tokens.weight") continue;
+    seen = true;
     const auto& shapes = plan.placements[i].local_shapes;
-    REQUIRE(shapes.size() == 2);
+    REQUIRE(shapes.size() == 1);
     CHECK(shapes[0].shape == V{334, 64});
-    CHECK(shapes[0].num_ranks == 2);
-    CHECK(shapes[1].shape == V{332, 64});
-    CHECK(shapes[1].num_ranks == 1);
-    CHECK(dockyard::LocalShapeOnRank(plan.inventory.params[i], plan.placements[i], plan.meshes.dense, 2) == V{332, 64});
+    CHECK(shapes[0].num_ranks == 3);
+    CHECK(dockyard::LocalShapeOnRank(plan.inventory.params[i], plan.placements[i], plan.meshes.dense, 2) == V{334, 64});
+    // The all-gather output: 3 padded shards of 334 rows = 1002 rows x 64 = 64128 elements.
+    CHECK(dockyard::GatheredNumelOnRank(plan.inventory.params[i], plan.placements[i], plan.meshes.dense, 2) == 64128);
+    CHECK(dockyard::ModelParallelNumel(plan, i, 0) == 64128);
   }
-  // Router [8, 64] over 3: 3, 3, 2 rows.
+  CHECK(seen);
+  // Router [8, 64] over 3: ceil(8/3) = 3 rows on every rank (torch.chunk: 3, 3, 2).
   CHECK(Find(plan, "layers.0.mlp.gate.weight").local == V{3, 64});
-  CHECK(Find(plan, "layers.0.mlp.gate.weight").num_shapes == 2);
+  CHECK(Find(plan, "layers.0.mlp.gate.weight").num_shapes == 1);
+}
+
+TEST_CASE("FSDP2 pads routed experts on dim 0: 48 experts over 32 ranks are 2 on every rank (verl PR #6974)") {
+  // ep 1, world 32: experts on the dense mesh, FSDP over dp_shard 32 <= 48 experts -> Shard(0).
+  // torch.chunk: 24 chunks of 2 experts and 8 empty ones; FSDP2: ceil(48/32) = 2 on all 32 ranks.
+  auto m = dockyard::testing::TinyMixtral();
+  m.moe.num_experts = 48;
+  Plan plan = BuildPlan(m, Dims(32));
+  for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
+    if (plan.inventory.params[i].fqn != "model.layers.0.mlp.experts.gate_up_proj") continue;
+    const auto& pl = plan.placements[i];
+    REQUIRE(pl.local_shapes.size() == 1);
+    CHECK(pl.local_shapes[0].shape == V{2, 64, 64});
+    CHECK(pl.local_shapes[0].num_ranks == 32);
+    CHECK(dockyard::LocalNumelOnRank(plan.inventory.params[i], pl, plan.meshes.dense, 31) == 2 * 64 * 64);
+    // All-gathered: 32 x 2 = 64 expert slots of 64 x 64 (48 real + 16 padding) = 262144 elements,
+    // not 48 x 4096 = 196608.
+    CHECK(dockyard::ModelParallelNumel(plan, i, 0) == 262144);
+  }
+}
+
+TEST_CASE("FSDP2 shards routed experts on dim 1 when it divides, with no padding") {
+  // ep 1, world 16 > 8 experts -> Shard(1): gate_up [8, 2F = 64, 64], 64 / 16 = 4 on every rank.
+  Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(16));
+  Found up = Find(plan, "layers.0.mlp.experts.gate_up_proj");
+  CHECK(up.local == V{8, 4, 64});
+  CHECK(up.num_shapes == 1);
+}
+
+TEST_CASE("BuildPlan rejects an uneven FSDP2 cut of dim 1, naming the tensor, dim, size and degree") {
+  // ep 1, world 16 > 8 experts -> Shard(1) over dp_shard 16; moe_intermediate_size 20 makes
+  // gate_up [8, 40, 64]: 40 % 16 = 8, which FSDP2 refuses ("FSDP does not support uneven
+  // sharding on dim 1").
+  auto m = dockyard::testing::TinyMixtral();
+  m.moe.moe_intermediate_size = 20;
+  CHECK_THROWS_WITH_AS(BuildPlan(m, Dims(16)),
+                       "model.layers.0.mlp.experts.gate_up_proj: FSDP2 does not support uneven sharding on dim 1: size 40 "
+                       "over dp_shard (16) (torch fully_shard shards dims other than 0 only when the FSDP degree divides "
+                       "them)",
+                       dockyard::Error);
+  // The same model without FSDP (ZeRO-1) has no FSDP cut and plans.
+  dockyard::TrainingConfig t;
+  t.dp_sharding = dockyard::DpSharding::kZero1;
+  CHECK_NOTHROW(BuildPlan(m, Dims(16), t));
 }
 
 TEST_CASE("Nested shards: an empty chunk appears when a dim runs out") {

@@ -23,10 +23,7 @@ std::vector<int64_t> EvenLayerSplit(int64_t num_layers, int64_t pp) {
 }
 
 int64_t ModelParallelNumel(const Plan& plan, size_t i, int64_t rank) {
-  const auto& p = plan.inventory.params[i];
-  ParamPlacement mp = PlaceParam(p, plan.dims, plan.meshes, plan.model.moe.num_experts, false);
-  mp.stage = plan.placements[i].stage;
-  return LocalNumelOnRank(p, mp, plan.MeshOf(i), rank);
+  return GatheredNumelOnRank(plan.inventory.params[i], plan.placements[i], plan.MeshOf(i), rank);
 }
 
 std::vector<int64_t> ResolveLayerSplit(const TrainingConfig& training, int64_t num_layers, int64_t pp) {
@@ -96,8 +93,13 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
   const auto& params = plan.inventory.params;
   plan.placements.reserve(params.size());
   for (const auto& p : params) {
-    ParamPlacement pl = PlaceParam(p, plan.dims, plan.meshes, model.moe.num_experts,
-                                   *plan.training.dp_sharding == DpSharding::kFsdp);
+    const bool fsdp = *plan.training.dp_sharding == DpSharding::kFsdp;
+    if (fsdp) {
+      const ShardCuts cuts = ShardCutsOf(p.routed_expert, p.tp_dim, plan.dims, model.moe.num_experts, true);
+      const UnevenFsdpCut uneven = FindUnevenFsdpCut(p.shape, cuts);
+      if (uneven.cut >= 0) throw Error(UnevenFsdpMessage(p.fqn, cuts.cuts[uneven.cut], uneven.size));
+    }
+    ParamPlacement pl = PlaceParam(p, plan.dims, plan.meshes, model.moe.num_experts, fsdp);
     if (p.layer >= 0) pl.stage = plan.layer_stage[p.layer];
     else pl.stage = p.role == Role::kEmbedding ? 0 : plan.dims.pp - 1;
     ComputeLocalShapes(p, pl.sparse_mesh ? plan.meshes.sparse : plan.meshes.dense, pl);

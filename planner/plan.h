@@ -56,7 +56,9 @@ struct Plan {
 };
 
 // Elements of parameter `param_index` on `rank` after model-parallel sharding only (tp / ep /
-// etp, no data-parallel axis): what an FSDP all-gather rebuilds, and what ZeRO-1 / DDP keep.
+// etp, no data-parallel axis): what an FSDP all-gather rebuilds (GatheredNumelOnRank: the FSDP
+// dim padded to a multiple of the FSDP degree, as FSDP2 gathers padded shards), and what ZeRO-1 /
+// DDP keep.
 int64_t ModelParallelNumel(const Plan& plan, size_t param_index, int64_t rank);
 
 // Pipeline split: layers spread evenly, the first (L % pp) stages taking one extra layer;

@@ -101,12 +101,29 @@ TEST_CASE("DeepSeek-V3 on 256 ranks with ep 64: 4 local experts, efsdp 4, about 
   CHECK(stages[0].max_param_bytes < 5242393900 + 8 * 1024 * 1024);
 }
 
-TEST_CASE("Tied embeddings with pipeline stages put an lm_head copy on the last stage") {
+TEST_CASE("torchtitan refuses tied embeddings with pipeline parallelism") {
+  // torchtitan pipeline_llm: NotImplementedError("Weight tying is not supported with Pipeline Parallel.")
   auto m = dockyard::testing::TinyMixtral();
   m.tie_word_embeddings = true;
   ParallelDimsOptions o;
   o.world_size = 2;
   o.pp = 2;
+  CHECK_THROWS_WITH_AS(BuildPlan(m, o),
+                       "tie_word_embeddings (true) with pp (2) > 1: torchtitan refuses weight tying with pipeline "
+                       "parallelism (NotImplementedError: Weight tying is not supported with Pipeline Parallel.); use "
+                       "pp 1 or --convention megatron (its embedding group all-reduces the tied gradient)",
+                       dockyard::Error);
+  o.pp = 1;
+  CHECK_NOTHROW(BuildPlan(m, o));  // one stage: the embedding is the lm_head
+}
+
+TEST_CASE("Tied embeddings with pipeline stages put an lm_head copy on the last stage (megatron)") {
+  auto m = dockyard::testing::TinyMixtral();
+  m.tie_word_embeddings = true;
+  ParallelDimsOptions o;
+  o.world_size = 2;
+  o.pp = 2;
+  o.convention = dockyard::Convention::kMegatron;
   Plan plan = BuildPlan(m, o);
   const std::vector<int64_t> param_bytes_per_rank = ParamBytesPerRank(plan);
   // Stage 1: layer 1 (62080) + final norm (64) + the lm_head copy [1000, 64] (64000) = 126144

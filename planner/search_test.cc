@@ -264,15 +264,45 @@ TEST_CASE("Fast evaluation equals the plan path for every candidate: Qwen3-30B-A
     const Coverage cov = CompareEveryCandidate(dockyard::LoadModel("testdata/hf/olmoe-1b-7b-0125-instruct.json"), o);
     CHECK(cov.ranked > 0);
   }
-  SUBCASE("Qwen3-30B-A3B with tied embeddings (lm_head copy on the last stage when pp > 1), SGD, 16 GPUs") {
+  SUBCASE("Qwen3-30B-A3B with tied embeddings (lm_head copy on the last stage and the embedding group's all-reduce "
+          "when pp > 1), megatron, SGD, 16 GPUs") {
     auto model = dockyard::LoadModel("testdata/hf/qwen3-30b-a3b.json");
     model.tie_word_embeddings = true;
     SearchOptions o = FullSearch(16);
+    o.convention = dockyard::Convention::kMegatron;
     o.training.optimizer = dockyard::Optimizer::kSgd;
     const Coverage cov = CompareEveryCandidate(model, o);
     CHECK(cov.pp_gt_1 > 0);
     CHECK(cov.ranked > 0);
   }
+}
+
+TEST_CASE("Fast evaluation equals the plan path where FSDP2 pads or refuses a cut") {
+  // Tiny Mixtral with 6 experts and moe_intermediate_size 20 on 48 GPUs: FSDP degrees that do
+  // not divide 6 experts pad dim 0 (e.g. ep 1, dp_shard 4: ceil(6/4) = 2 on every rank); degrees
+  // above the experts cut dim 1 (2F = 40), which FSDP2 refuses unless they divide 40 (dp_shard 8
+  // does, 16 and 48 do not): the search must mark exactly those candidates invalid.
+  auto m = dockyard::testing::TinyMixtral();
+  m.moe.num_experts = 6;
+  m.moe.moe_intermediate_size = 20;
+  SearchOptions o = FullSearch(48);
+  const Coverage cov = CompareEveryCandidate(m, o);
+  CHECK(cov.ranked > 0);
+  // ep 1, world 48 (dp_shard 48 > 6 experts): dim 1 of gate_up (40) over 48 is refused.
+  dockyard::ParallelDimsOptions d;
+  d.world_size = 48;
+  CHECK_THROWS_WITH_AS(dockyard::BuildPlan(m, d), doctest::Contains("uneven sharding on dim 1: size 40 over dp_shard (48)"),
+                       dockyard::Error);
+}
+
+TEST_CASE("Under torchtitan no layout with tied embeddings and pp > 1 is valid, in both paths") {
+  auto model = dockyard::LoadModel("testdata/hf/qwen3-30b-a3b.json");
+  model.tie_word_embeddings = true;
+  SearchOptions o = FullSearch(16);
+  o.training.optimizer = dockyard::Optimizer::kSgd;
+  const Coverage cov = CompareEveryCandidate(model, o);
+  CHECK(cov.pp_gt_1 == 0);  // every pp > 1 candidate invalid (torchtitan refuses tying with PP)
+  CHECK(cov.ranked > 0);
 }
 
 TEST_CASE("Search results are those of the plan path: counts and top layouts on Qwen3-30B-A3B, 64 GPUs") {

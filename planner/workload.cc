@@ -20,9 +20,16 @@ TrainingBytes TrainingBytesOf(const TrainingConfig& t) {
   return b;
 }
 
-int64_t RoutedTokens(int64_t tokens, int64_t tp, int64_t ep, int64_t etp) {
+int64_t DispatchTokens(int64_t tokens, int64_t tp, int64_t ep, int64_t etp, Convention convention) {
+  if (convention == Convention::kMegatron) return (tokens + tp - 1) / tp;  // the sequence-parallel shard
   const bool split_over_tp = tp > 1 && ep > 1 && etp == 1;
   return split_over_tp ? (tokens + tp - 1) / tp : tokens;
+}
+
+int64_t RoutedTokens(int64_t tokens, int64_t tp, int64_t ep, int64_t etp, Convention convention) {
+  const int64_t dispatched = DispatchTokens(tokens, tp, ep, etp, convention);
+  // Megatron all-gathers the dispatched rows over the expert-TP group (etp <= 2^20, tokens <= 2^31).
+  return convention == Convention::kMegatron ? CheckedMul(dispatched, etp, "routed tokens (ceil(T / tp) * etp)") : dispatched;
 }
 
 Workload ComputeWorkload(const ModelSpec& model, const ParallelDims& d, const TrainingConfig& t) {
@@ -31,7 +38,8 @@ Workload ComputeWorkload(const ModelSpec& model, const ParallelDims& d, const Tr
   w.tokens = (seq_tokens + d.cp - 1) / d.cp;
   const bool experts_use_tp = d.ep == 1 && d.convention == Convention::kTorchtitan;
   const int64_t expert_tp = experts_use_tp ? d.tp : d.etp;
-  w.routed_tokens = RoutedTokens(w.tokens, d.tp, d.ep, d.etp);
+  w.routed_tokens = RoutedTokens(w.tokens, d.tp, d.ep, d.etp, d.convention);
+  w.dispatch_tokens = DispatchTokens(w.tokens, d.tp, d.ep, d.etp, d.convention);
   w.mean_received_rows = CheckedMul(w.routed_tokens, model.moe.top_k, "routed rows");
   // The most loaded rank receives imbalance x the mean, but never more than every token of its EP
   // group sending it min(top_k, local experts) rows; with one EP rank, max = mean.
