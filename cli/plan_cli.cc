@@ -490,7 +490,7 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
     for (CLI::App* a : {&app, check, simulate, search, spec}) {
       if (a == &app || a->parsed()) cli::RejectEmptyValues(*a);
     }
-    if (o.json_given && o.refit_given && o.json_path == o.refit_json) {
+    if (o.json_given && o.refit_given && SameOutputPath(o.json_path, o.refit_json) && o.json_path != "-") {
       throw UsageError(fmt::format("--json and --refit-json name the same output ({})", o.json_path));
     }
     if (o.model_given && o.model.empty()) throw UsageError("--model needs a path, got an empty string");
@@ -500,14 +500,17 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
       throw UsageError("--json - and --refit-json - cannot both write to stdout");
     }
     // No output may replace an input (model, cluster JSON, routing trace).
-    std::vector<std::string> inputs = {o.model, o.cluster};
+    std::vector<std::string> inputs = {o.model, o.cluster, o.calibration};
     if (o.routing.rfind("trace:", 0) == 0) inputs.push_back(o.routing.substr(6));
     if (o.json_given) RejectOutputOverInputs(o.json_path, "--json", inputs);
     if (o.refit_given) RejectOutputOverInputs(o.refit_json, "--refit-json", inputs);
     if (o.html_given) {
       if (o.html_path == "-") throw UsageError("--html needs a file path ('-' is not supported)");
-      if (o.html_path == o.json_path || o.html_path == o.refit_json) {
-        throw UsageError(fmt::format("--html names the same output as another flag ({})", o.html_path));
+      if (o.json_given && SameOutputPath(o.html_path, o.json_path)) {
+        throw UsageError(fmt::format("--html and --json name the same output ({} and {})", o.html_path, o.json_path));
+      }
+      if (o.refit_given && SameOutputPath(o.html_path, o.refit_json)) {
+        throw UsageError(fmt::format("--html and --refit-json name the same output ({} and {})", o.html_path, o.refit_json));
       }
       RejectOutputOverInputs(o.html_path, "--html", inputs);
     }

@@ -19,6 +19,7 @@
 #include "planner/error.h"
 #include "planner/file_util.h"
 #include "planner/html_report.h"
+#include "planner/memory.h"
 #include "planner/model_spec.h"
 #include "planner/plan.h"
 #include "planner/plan_file.h"
@@ -178,11 +179,16 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
     std::vector<std::string> inputs = {o.model, o.plan_path, o.cluster, o.placement};
     if (o.routing.rfind("trace:", 0) == 0) inputs.push_back(o.routing.substr(6));
     RejectOutputOverInputs(o.json_path, "--json", inputs);
+    CheckOutputPath(o.json_path, "--json");  // before the run, not after it
   }
   if (!o.html_path.empty()) {
-    if (o.html_path == "-" || o.html_path == o.json_path) throw UsageError("--html needs a file path of its own");
+    if (o.html_path == "-") throw UsageError("--html needs a file path ('-' is not supported)");
+    if (json_given && SameOutputPath(o.html_path, o.json_path)) {
+      throw UsageError(fmt::format("--html and --json name the same output ({} and {})", o.html_path, o.json_path));
+    }
+    CheckOutputPath(o.html_path, "--html");
     if (!o.replay_rank.empty()) throw UsageError("--html applies to a multi-rank run, not to --replay-rank");
-    std::vector<std::string> inputs = {o.model, o.plan_path, o.cluster};
+    std::vector<std::string> inputs = {o.model, o.plan_path, o.cluster, o.placement};
     if (o.routing.rfind("trace:", 0) == 0) inputs.push_back(o.routing.substr(6));
     RejectOutputOverInputs(o.html_path, "--html", inputs);
   }
@@ -294,7 +300,16 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
     // Files all-or-nothing; '-' goes to stdout.
     const std::string text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
     std::vector<std::pair<std::string, std::string>> files;
-    if (!o.html_path.empty()) files.push_back({o.html_path, ReportToHtml(j)});
+    if (!o.html_path.empty()) {
+      // The page also draws the plan the run executed (meshes, expert ownership, memory): the
+      // plan report's sections that the run report does not carry itself.
+      Json page = j;
+      const Json plan_json = PlanToJson(plan, model_path, ComputeMemory(plan));
+      for (const auto& [key, value] : plan_json.items()) {
+        if (!page.contains(key)) page[key] = value;
+      }
+      files.push_back({o.html_path, ReportToHtml(page)});
+    }
     if (json_given && o.json_path != "-") files.push_back({o.json_path, text});
     WriteFilesAtomically(files);
     if (json_given && o.json_path == "-") WriteOutput("-", text, out);

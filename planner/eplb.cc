@@ -125,14 +125,21 @@ const char* EplbPolicyName(EplbPolicy policy) {
   return "?";
 }
 
+int64_t MaxRedundantExperts(int64_t num_experts, int64_t ep) { return num_experts * (ep - 1); }
+
 void ValidateEplbOptions(const EplbOptions& o, int64_t E) {
   if (E < 1) throw Error(fmt::format("num_experts ({}) must be at least 1 for redundant experts", E));
   if (o.ep < 1) throw Error(fmt::format("ep ({}) must be at least 1", o.ep));
   if (o.redundant_experts < 0) {
     throw Error(fmt::format("--redundant-experts ({}) must be >= 0", o.redundant_experts));
   }
-  if (o.redundant_experts > std::numeric_limits<int32_t>::max() - E) {
-    throw Error(fmt::format("--redundant-experts ({}) is too large", o.redundant_experts));
+  // More copies of an expert than EP ranks cannot spread its load further: every logical expert
+  // has at most ep replicas, so at most num_experts x (ep - 1) redundant slots are useful.
+  const int64_t max_redundant = MaxRedundantExperts(E, o.ep);
+  if (o.redundant_experts > max_redundant) {
+    throw Error(fmt::format("--redundant-experts ({}) must be <= num_experts ({}) x (ep ({}) - 1) = {}: an expert with "
+                            "more replicas than EP ranks cannot spread its load further",
+                            o.redundant_experts, E, o.ep, max_redundant));
   }
   const int64_t P = E + o.redundant_experts;
   if (P % o.ep != 0) {

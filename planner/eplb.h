@@ -67,9 +67,14 @@ struct ExpertPlacement {
   int64_t NodeOfRank(int64_t ep_rank) const { return ep_rank / (ep / num_nodes); }
 };
 
-// Checks the options against E: R >= 0, ep >= 1, (E + R) % ep == 0, num_nodes | ep, and for the
-// hierarchical policy num_groups | E and num_nodes | num_groups. Throws dockyard::Error naming
-// the flag (--redundant-experts, --eplb-policy, --expert-groups), its value and the rule.
+// The most redundant slots that can help: every logical expert has at most ep replicas (one
+// per EP rank; more cannot spread its load further), so num_experts x (ep - 1).
+int64_t MaxRedundantExperts(int64_t num_experts, int64_t ep);
+
+// Checks the options against E: 0 <= R <= MaxRedundantExperts, ep >= 1, (E + R) % ep == 0,
+// num_nodes | ep, and for the hierarchical policy num_groups | E and num_nodes | num_groups.
+// Throws dockyard::Error naming the flag (--redundant-experts, --eplb-policy, --expert-groups),
+// its value and the rule.
 void ValidateEplbOptions(const EplbOptions& options, int64_t num_experts);
 
 // The placement of one layer for `load` ([E], >= 0, finite: tokens or shares per logical

@@ -140,6 +140,16 @@ TEST_CASE("negative redundant experts are rejected") {
                        doctest::Contains("--redundant-experts (-8) must be >= 0"), Error);
 }
 
+TEST_CASE("more redundant slots than EP ranks can use are rejected") {
+  // 16 experts over ep 8: each expert can have at most 8 replicas (one per rank), so at most
+  // 16 x (8 - 1) = 112 redundant slots; 120 = 112 + 8 (divisible by ep) is one rank-row too many.
+  const std::vector<double> load(16, 1.0);
+  CHECK(PlaceExperts(load, Options(EplbPolicy::kGlobal, 112, 8, 1, 1)).num_physical == 128);
+  CHECK_THROWS_WITH_AS(PlaceExperts(load, Options(EplbPolicy::kGlobal, 120, 8, 1, 1)),
+                       doctest::Contains("--redundant-experts (120) must be <= num_experts (16) x (ep (8) - 1) = 112"),
+                       Error);
+}
+
 TEST_CASE("hierarchical placement rejects groups that do not split over the nodes") {
   // 3 groups cannot be packed whole onto 2 nodes.
   const std::vector<double> load(12, 1.0);

@@ -125,6 +125,56 @@ void RejectOutputOverInputs(const std::string& output, const std::string& flag, 
   }
 }
 
+namespace {
+
+// The directory part of `path` ("." when none) and its last component.
+std::pair<std::string, std::string> SplitPath(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return {".", path};
+  return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
+}
+
+// realpath(dir)/name, or the path as given when the directory cannot be resolved.
+std::string CanonicalOutput(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {  // an existing file (or link to one): its real path
+    char* real = ::realpath(path.c_str(), nullptr);
+    if (real != nullptr) {
+      std::string out(real);
+      std::free(real);
+      return out;
+    }
+  }
+  const auto [dir, name] = SplitPath(path);
+  char* real = ::realpath(dir.c_str(), nullptr);
+  if (real == nullptr) return path;
+  std::string out(real);
+  std::free(real);
+  return out + "/" + name;
+}
+
+}  // namespace
+
+bool SameOutputPath(const std::string& a, const std::string& b) {
+  if (a.empty() || b.empty()) return false;
+  if (a == "-" || b == "-") return a == b;
+  return a == b || CanonicalOutput(a) == CanonicalOutput(b);
+}
+
+void CheckOutputPath(const std::string& path, const std::string& flag) {
+  if (path.empty() || path == "-") return;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    throw Error(fmt::format("{} '{}' is a directory: name a file", flag, path));
+  }
+  const std::string dir = SplitPath(path).first;
+  if (::stat(dir.c_str(), &st) != 0) {
+    throw Error(fmt::format("{} '{}': its directory '{}' does not exist", flag, path, dir));
+  }
+  if (!S_ISDIR(st.st_mode)) throw Error(fmt::format("{} '{}': '{}' is not a directory", flag, path, dir));
+  if (::access(dir.c_str(), W_OK) != 0) throw Error(fmt::format("{} '{}': directory '{}' is not writable", flag, path, dir));
+}
+
 void WriteFileAtomically(const std::string& requested, const std::string& content) {
   WriteFilesAtomically({{requested, content}});
 }

@@ -24,4 +24,13 @@ void WriteFilesAtomically(const std::vector<std::pair<std::string, std::string>>
 // are not files (preset names, "<embedded ...>") are skipped.
 void RejectOutputOverInputs(const std::string& output, const std::string& flag, const std::vector<std::string>& inputs);
 
+// Whether two output paths name the same file, also through another spelling ("./x", an absolute
+// path, a symlinked directory) or a link, whether or not the file exists yet. "-" equals only "-".
+bool SameOutputPath(const std::string& a, const std::string& b);
+
+// Checks before any work that `path` can be written: its directory exists and is a directory,
+// and `path` itself is not a directory. Throws dockyard::Error "<flag> '<path>': ..." naming the
+// flag. "-" passes.
+void CheckOutputPath(const std::string& path, const std::string& flag);
+
 }  // namespace dockyard

@@ -736,7 +736,24 @@ void RankPhaseFigure(Page& p, const std::string& title, const std::vector<std::s
 // micro-batch time, stage s busy with micro-batch m in slot s + m, then the exposed
 // data-parallel communication and the optimizer.
 
-void PipelineFigure(Page& p, const Json& predicted, int64_t pp, int64_t microbatches) {
+// The forward share of a layer's forward + backward time, from the predicted per-layer phases
+// (predicted.phases: time_us per layer and micro-batch, by layer kind and direction), the layer
+// kinds weighted by how many layers of each the model has. 0.5 when the phases say nothing.
+double ForwardShare(const Json& predicted, int64_t moe_layers, int64_t dense_layers) {
+  double fwd = 0, all = 0;
+  if (predicted.contains("phases")) {
+    for (const auto& ph : predicted.at("phases")) {
+      const std::string kind = ph.value("layer_kind", ""), dir = ph.value("direction", "");
+      const double n = kind == "moe" ? static_cast<double>(moe_layers) : kind == "dense" ? static_cast<double>(dense_layers) : 0.0;
+      const double us = ph.value("time_us", 0.0) * n;
+      if (dir == "forward") fwd += us;
+      if (dir == "forward" || dir == "backward") all += us;
+    }
+  }
+  return all > 0 ? fwd / all : 0.5;
+}
+
+void PipelineFigure(Page& p, const Json& predicted, int64_t pp, int64_t microbatches, double forward_share) {
   const double slot = predicted.at("stage_microbatch_us").get<double>();
   const double dp = predicted.at("dp_step_comm_us").get<double>();
   const double opt = predicted.at("optimizer_us").get<double>();
@@ -748,8 +765,10 @@ void PipelineFigure(Page& p, const Json& predicted, int64_t pp, int64_t microbat
   const double h = top + pp * rh + 40;
   OpenFigure(p, "fig-pipeline",
              fmt::format("Pipeline schedule of one step: {} stage(s), {} micro-batch(es), step {:.1f} ms (predicted)", pp, microbatches, step / 1e3),
-             "each slot is the slowest stage's forward + backward of one micro-batch (predicted.stage_microbatch_us); "
-             "the model has no virtual stages (interleaving)");
+             fmt::format("each slot is the slowest stage's forward + backward of one micro-batch (predicted.stage_microbatch_us), "
+                         "split {:.0f} % forward / {:.0f} % backward as the predicted layer phases are; "
+                         "dockyard does not model virtual stages (interleaving) yet",
+                         100 * forward_share, 100 * (1 - forward_share)));
   p.body += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt::format("{:.0f}", left + plot_w + 20) + "\" height=\"" +
             fmt::format("{:.0f}", h) + "\"><defs><pattern id=\"hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"#eeeeee\"/><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#bbbbbb\" stroke-width=\"3\"/></pattern></defs>\n";
   for (int64_t s = 0; s < pp; ++s) {
@@ -762,6 +781,12 @@ void PipelineFigure(Page& p, const Json& predicted, int64_t pp, int64_t microbat
       p.body += fmt::format("<rect class=\"{}\" data-us=\"{}\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\"><title>stage {} slot {}: {}</title></rect>",
                             busy ? "busy" : "bubble", slot, x, y + 1, slot * scale, rh - 2, busy ? "#4e79a7" : "url(#hatch)", s, k,
                             busy ? fmt::format("micro-batch {} forward + backward, {:.1f} us", m, slot) : fmt::format("bubble, {:.1f} us", slot));
+      if (busy) {
+        // The backward part of the slot, after its forward.
+        const double bwd = slot * (1 - forward_share);
+        p.body += fmt::format("<rect class=\"bwd\" data-us=\"{}\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"#76b7b2\"><title>micro-batch {} backward, {:.1f} us</title></rect>",
+                              bwd, x + (slot - bwd) * scale, y + 1, bwd * scale, rh - 2, m, bwd);
+      }
       if (busy && slot * scale > 18 && rh >= 12) {
         p.body += fmt::format("<text class=\"lab inv\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>", x + slot * scale / 2,
                               y + rh / 2 + 4, m);
@@ -779,7 +804,8 @@ void PipelineFigure(Page& p, const Json& predicted, int64_t pp, int64_t microbat
                           top + pp * rh + 14, Num(t));
   }
   p.body += "</svg>\n";
-  Legend(p, {{"#4e79a7", "micro-batch forward + backward (number = micro-batch)"},
+  Legend(p, {{"#4e79a7", "micro-batch forward (number = micro-batch)"},
+             {"#76b7b2", "its backward"},
              {"#dddddd", fmt::format("bubble ({:.1f} ms per stage)", predicted.at("pipeline_bubble_us").get<double>() / 1e3)},
              {"#f28e2b", "exposed data-parallel comm"},
              {"#59a14f", "optimizer"}});
@@ -999,7 +1025,11 @@ std::string Render(const Json& r, const Json& sample) {
       std::vector<std::string> names;
       for (size_t i = 0; i < per.size(); ++i) names.push_back(fmt::format("EP {}", i));
       RankPhaseFigure(p, "Predicted routing-dependent phases per EP rank (MoE layer forward, mean over sampled layers)", names, phases, per);
-      PipelineFigure(p, pred, r.at("parallel").at("pp").get<int64_t>(), r.at("training").at("num_microbatches").get<int64_t>());
+      const Json& model = r.at("model");
+      const int64_t moe_layers = model.value("num_moe_layers", int64_t{0});
+      const int64_t dense_layers = model.value("num_hidden_layers", int64_t{0}) - moe_layers;
+      PipelineFigure(p, pred, r.at("parallel").at("pp").get<int64_t>(), r.at("training").at("num_microbatches").get<int64_t>(),
+                     ForwardShare(pred, moe_layers, dense_layers));
     }
   } else if (kind == "search") {
     SearchFigure(p, r);

@@ -401,6 +401,19 @@ TEST_CASE("A simulate page draws the predicted MoE phases and a schedule whose b
   REQUIRE(bubbles.size() == 2);
   // Each stage idles (pp - 1) slots = predicted.pipeline_bubble_us.
   CHECK(bubbles[0].Num("data-us") * (dims.pp - 1) == doctest::Approx(cost.pipeline_bubble_us));
+  // Each busy slot ends with its backward: the share of backward in the MoE layers' predicted
+  // phases (TinyMixtral: 2 MoE layers, no dense layer), times the slot.
+  double fwd_us = 0, all_us = 0;
+  for (const auto& ph : cost.phases) {
+    if (ph.layer_kind != "moe") continue;
+    all_us += ph.time_us;
+    if (ph.direction == "forward") fwd_us += ph.time_us;
+  }
+  const auto bwd = Select(all, "fig-pipeline", "rect", "bwd");
+  REQUIRE(bwd.size() == 6);
+  CHECK(bwd[0].Num("data-us") == doctest::Approx(cost.stage_microbatch_us * (1 - fwd_us / all_us)));
+  CHECK(fwd_us > 0);
+  CHECK(fwd_us < all_us);
   // Routing-dependent phases per EP rank: 4 EP ranks.
   CHECK(!Select(all, "fig-rank-phases", "rect").empty());
 }

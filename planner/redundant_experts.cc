@@ -62,12 +62,26 @@ int64_t EpGroupNodes(const Plan& plan) {
   return n;
 }
 
-std::vector<int64_t> ReadPlacementFile(const std::string& path, int64_t moe_layer) {
+std::vector<int64_t> ReadPlacementFile(const std::string& path, int64_t moe_layer, int64_t ep, int64_t num_experts) {
   const Json root = ReadJsonFile(path);
   const JsonView top(&root, path, "");
   if (top.Has("physical_to_logical")) return top.IntList("physical_to_logical", 0);
   if (!top.Has("redundant_experts")) {
     top.Fail("physical_to_logical", "a placement file needs /physical_to_logical or a simulate report's /redundant_experts");
+  }
+  // The report priced this placement for its own layout: refuse another one.
+  if (top.Has("parallel")) {
+    const int64_t report_ep = top.Object("parallel").Int("ep");
+    if (report_ep != ep) {
+      top.Object("parallel").Fail("ep", fmt::format("the report's placement was made for ep {}, the run has ep {}", report_ep, ep));
+    }
+  }
+  if (top.Has("model")) {
+    const JsonView model = top.Object("model");
+    if (model.Has("num_experts") && model.Int("num_experts") != num_experts) {
+      model.Fail("num_experts", fmt::format("the report's model has {} routed experts, the run's model {}",
+                                            model.Int("num_experts"), num_experts));
+    }
   }
   const JsonView block = top.Object("redundant_experts");
   const Json& layers = block.value()["layers"];
@@ -103,6 +117,7 @@ RedundantExpertsReport AnalyzeRedundantExperts(const Plan& plan, const ClusterSp
                                                const CostOptions& cost_options) {
   const int64_t E = plan.model.moe.num_experts, ep = plan.dims.ep;
   if (E < 1) throw Error("--redundant-experts: the model has no routed experts");
+  const double budget_gib = memory.budget_gib;
   if (ep > 1 && plan.training.dispatcher == "deredundency") {
     throw Error("--redundant-experts is not supported with --dispatcher deredundency (use all_to_all)");
   }
@@ -198,6 +213,8 @@ RedundantExpertsReport AnalyzeRedundantExperts(const Plan& plan, const ClusterSp
   rep.after.step_time_us = cost_after.step_time_us + rep.replica_grad_all_reduce_us;
   rep.after.tokens_per_s_per_gpu =
       rep.after.step_time_us > 0 ? cost_after.tokens_per_s_per_gpu * cost_after.step_time_us / rep.after.step_time_us : 0.0;
+  rep.budget_gib = budget_gib;
+  rep.after_over_budget = budget_gib > 0 && static_cast<double>(rep.after.peak_bytes) > budget_gib * 1073741824.0;
   return rep;
 }
 
@@ -238,6 +255,8 @@ Json RedundantExpertsToJson(const RedundantExpertsReport& r) {
                 {"group_size", c.group_size}, {"calls", c.calls}, {"bytes_per_call", c.bytes_per_call},
                 {"wire_bytes", c.wire_bytes}, {"cross_node_bytes", c.cross_node_bytes},
                 {"time_us", r.replica_grad_all_reduce_us}}},
+              {"budget_gib", r.budget_gib},
+              {"after_over_budget", r.after_over_budget},
               {"layers", layers}};
 }
 
@@ -257,6 +276,9 @@ std::string RedundantExpertsToText(const RedundantExpertsReport& r) {
   }
   out << fmt::format("  extra per rank: params {}, grads {}, optimizer {}\n", GiB(r.extra_params_bytes), GiB(r.extra_grads_bytes),
                      GiB(r.extra_optimizer_bytes));
+  if (r.after_over_budget) {
+    out << fmt::format("  OVER BUDGET after: peak {} exceeds the {:.2f} GiB budget\n", GiB(r.after.peak_bytes), r.budget_gib);
+  }
   const CommEntry& c = r.replica_grad_all_reduce;
   out << fmt::format("  {:<26} {:<10} {:<7} {:<5} {:>6} {:>6} {:>14} {:>14} {:>10}\n", "purpose", "collective", "mesh", "axis",
                      "group", "calls", "wire", "cross-node", "time us");

@@ -66,6 +66,8 @@ struct RedundantExpertsReport {
   int64_t extra_params_bytes = 0, extra_grads_bytes = 0, extra_optimizer_bytes = 0;
   CommEntry replica_grad_all_reduce;        // calls 0 when no expert has two replicas
   double replica_grad_all_reduce_us = 0;
+  double budget_gib = 0;                    // the plan's memory budget (0 = none), as MemoryReport
+  bool after_over_budget = false;           // after.peak_bytes exceeds it
 };
 
 // The nodes the EP group of `plan` spans (rank 0's group, training.gpus_per_node per node).
@@ -88,8 +90,10 @@ std::vector<ExpertPlacement> PlaceMoeLayers(const Plan& plan, const RoutingSpec&
 // --placement): either {"physical_to_logical": [ints]} (one map, used for any layer) or a
 // `simulate --redundant-experts --json` report, whose /redundant_experts/layers/<moe_layer>/
 // physical_to_logical is taken (the sampled layers only). Values are checked by PlacementFromMap
-// when the map is used. Throws dockyard::Error naming the file and the JSON pointer.
-std::vector<int64_t> ReadPlacementFile(const std::string& path, int64_t moe_layer);
+// when the map is used. A report must have been made for the run's layout: its /parallel/ep must
+// be `ep` and its /model/num_experts `num_experts` (the placement was priced for those). Throws
+// dockyard::Error naming the file, the JSON pointer and the mismatch.
+std::vector<int64_t> ReadPlacementFile(const std::string& path, int64_t moe_layer, int64_t ep, int64_t num_experts);
 
 // Runs the analysis. `before` is the plain routing sample of `model` for the plan (SampleRouting
 // with the plan's ep and routed tokens, oep 1) and `cost_before` its SimulateStep. Throws

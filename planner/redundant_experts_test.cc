@@ -146,15 +146,23 @@ std::string WriteTmp(const std::string& name, const std::string& text) {
 }
 
 TEST_CASE("a placement file gives one map, or a simulate report's map of a sampled layer") {
-  CHECK(ReadPlacementFile(WriteTmp("p.json", R"({"physical_to_logical": [1, 0, 1]})"), 5) == std::vector<int64_t>{1, 0, 1});
+  CHECK(ReadPlacementFile(WriteTmp("p.json", R"({"physical_to_logical": [1, 0, 1]})"), 5, 3, 2) == std::vector<int64_t>{1, 0, 1});
   const std::string report =
       WriteTmp("sim.json", R"({"redundant_experts": {"layers": [{"physical_to_logical": [0, 1]}, {"physical_to_logical": [1, 0]}]}})");
-  CHECK(ReadPlacementFile(report, 1) == std::vector<int64_t>{1, 0});
+  CHECK(ReadPlacementFile(report, 1, 2, 2) == std::vector<int64_t>{1, 0});
   // The report sampled 2 layers: MoE layer 2 is not in it.
-  CHECK_THROWS_WITH_AS(ReadPlacementFile(report, 2), doctest::Contains("/redundant_experts/layers: has no entry for MoE layer 2"),
+  CHECK_THROWS_WITH_AS(ReadPlacementFile(report, 2, 2, 2), doctest::Contains("/redundant_experts/layers: has no entry for MoE layer 2"),
                        Error);
-  CHECK_THROWS_WITH_AS(ReadPlacementFile(WriteTmp("q.json", R"({"phys": [0]})"), 0), doctest::Contains("physical_to_logical"),
+  CHECK_THROWS_WITH_AS(ReadPlacementFile(WriteTmp("q.json", R"({"phys": [0]})"), 0, 1, 1), doctest::Contains("physical_to_logical"),
                        Error);
+  // A report priced for another layout is refused: made at ep 4 for 8 experts.
+  const std::string other = WriteTmp("sim4.json", R"({"parallel": {"ep": 4}, "model": {"num_experts": 8},
+      "redundant_experts": {"layers": [{"physical_to_logical": [0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3]}]}})");
+  CHECK(ReadPlacementFile(other, 0, 4, 8).size() == 12);
+  CHECK_THROWS_WITH_AS(ReadPlacementFile(other, 0, 2, 8),
+                       doctest::Contains("/parallel/ep: the report's placement was made for ep 4, the run has ep 2"), Error);
+  CHECK_THROWS_WITH_AS(ReadPlacementFile(other, 0, 4, 16),
+                       doctest::Contains("/model/num_experts: the report's model has 8 routed experts, the run's model 16"), Error);
 }
 
 }  // namespace

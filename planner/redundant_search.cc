@@ -64,7 +64,8 @@ RedundantSearchResult SearchRedundantExperts(const ModelSpec& model, const Searc
     for (const RedundantCount& c : counts) {
       RedundantExpertsOptions o = options;
       o.redundant_experts = c.For(plan.dims.ep);
-      if ((E + o.redundant_experts) % plan.dims.ep != 0 || deredundency) {
+      if ((E + o.redundant_experts) % plan.dims.ep != 0 || o.redundant_experts > MaxRedundantExperts(E, plan.dims.ep) ||
+          deredundency) {
         ++out.skipped;
         continue;
       }
@@ -127,7 +128,7 @@ Json RedundantSearchToJson(const RedundantSearchResult& r) {
 
 std::string RedundantSearchToText(const RedundantSearchResult& r) {
   std::ostringstream out;
-  out << fmt::format("\nRedundant experts: {} (layout, R) pairs ranked, {} skipped (slots not divisible by ep, or deredundency), "
+  out << fmt::format("\nRedundant experts: {} (layout, R) pairs ranked, {} skipped (slots not divisible by ep, more replicas than EP ranks, or deredundency), "
                      "{} over budget\n",
                      r.ranked.size(), r.skipped, r.over_budget);
   out << fmt::format("  {:>3} {:<52} {:>5} {:>13} {:>9} {:>21} {:>10}\n", "#", "layout", "R", "policy", "imbalance",

@@ -32,11 +32,14 @@ TEST_CASE("the search's best layouts are re-ranked with redundant experts") {
   REQUIRE(!base.top.empty());
   RedundantExpertsOptions o;
   o.policy = EplbPolicy::kGlobal;
-  // "3" fits only ep 1 (8 + 3 = 11 slots); "ep" fits every ep dividing 8.
+  // "3" divides no ep > 1 (8 + 3 = 11 slots); with ep 1 no replica can help (at most
+  // 8 x (1 - 1) = 0 redundant slots), so both "ep" = 1 and "3" are skipped there; "ep" fits every
+  // ep > 1 dividing 8.
   const RedundantSearchResult r = SearchRedundantExperts(model, s, base, ParseRedundantCounts("ep,3"), o);
   int64_t with_ep = 0;
   for (const RankedLayout& l : base.top) with_ep += l.layout.dims.ep > 1 ? 1 : 0;
-  CHECK(r.skipped == with_ep);  // "3" for every layout with ep > 1 (no deredundency with ep 1)
+  const int64_t without_ep = static_cast<int64_t>(base.top.size()) - with_ep;
+  CHECK(r.skipped == with_ep + 2 * without_ep);
   CHECK(static_cast<int64_t>(r.ranked.size()) + r.skipped + r.over_budget == 2 * static_cast<int64_t>(base.top.size()));
   for (size_t i = 1; i < r.ranked.size(); ++i) CHECK(r.ranked[i - 1].tokens_per_s_per_gpu >= r.ranked[i].tokens_per_s_per_gpu);
   int64_t replicated = 0;

@@ -2,6 +2,8 @@
 // (eplb.h): every streamed per-expert tensor of logical expert e in MoE layer l must be written
 // to each physical slot of e in that layer's placement (logical_to_physical), on the EP rank
 // that holds the slot (slot / (P/ep)), as engines with redundant experts (vLLM, SGLang) load it.
+// In the JSON, each entry's "ep_rank" stays the TRAINING plan's EP rank that holds the expert (the
+// source of the stream, refit.h); "physical_slots" and "slot_ep_ranks" are the targets.
 #pragma once
 
 #include <cstdint>

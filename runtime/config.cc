@@ -279,7 +279,7 @@ RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
   if (!o.placement_file.empty()) {
     Require(c.dispatcher == Dispatcher::kAllToAll,
             "--placement runs with the all_to_all dispatcher (the deredundency dispatcher has no replicas)");
-    std::vector<int64_t> map = ReadPlacementFile(o.placement_file, c.routing_layer);
+    std::vector<int64_t> map = ReadPlacementFile(o.placement_file, c.routing_layer, c.ep, c.num_experts);
     const int64_t slots = static_cast<int64_t>(map.size());
     c.placement = std::make_shared<ExpertPlacement>(
         PlacementFromMap(std::move(map), c.num_experts, c.ep, EpGroupNodes(plan), EplbPolicy::kGlobal));

@@ -526,3 +526,39 @@ TEST_CASE("simulate and search --calibration: the shipped file changes no figure
         std::string::npos);
   CHECK(!Exists(d));
 }
+
+TEST_CASE("Outputs are compared as files, not spellings; the calibration is an input; dockyard-run checks outputs first") {
+  const std::string dir = TmpDir();
+  const std::string base = "--model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8";
+  // The same file under two spellings: refused before anything is written (exit 2).
+  Result r = Run(base + " --json " + dir + "/same.json --html " + dir + "/./same.json");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--html and --json name the same output") != std::string::npos);
+  CHECK_FALSE(Exists(dir + "/same.json"));
+  r = Run(base + " --json " + dir + "/same2.json --refit-json " + dir + "/../" + dir.substr(dir.find_last_of('/') + 1) +
+          "/same2.json");
+  CHECK(r.code == 2);
+  CHECK_FALSE(Exists(dir + "/same2.json"));
+  // --calibration names an input file: no output may replace it.
+  const std::string cal = dir + "/cal.json";
+  {
+    std::ifstream in("calibration/h100-sxm.json");
+    std::ofstream out(cal);
+    out << in.rdbuf();
+  }
+  const std::string before = ReadAll(cal);
+  r = Run("simulate " + base + " --calibration " + cal + " --html " + cal);
+  CHECK(r.code == 1);
+  CHECK(r.out.find("is the input") != std::string::npos);
+  r = Run("simulate " + base + " --calibration " + cal + " --json " + cal);
+  CHECK(r.code == 1);
+  CHECK(ReadAll(cal) == before);
+  // dockyard-run refuses an output it could not write before running the layer.
+  r = RunRun("--model testdata/hf/qwen3-30b-a3b.json --world-size 2 --ep 2 --tokens-per-rank 2 --html " + dir);
+  CHECK(r.code == 1);
+  CHECK(r.out.find("--html '" + dir + "' is a directory") != std::string::npos);
+  CHECK(r.out.find("Tokens ") == std::string::npos);  // nothing ran: no run report
+  r = RunRun("--model testdata/hf/qwen3-30b-a3b.json --world-size 2 --ep 2 --tokens-per-rank 2 --json /nonexistent-dir/r.json");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("--json '/nonexistent-dir/r.json': its directory '/nonexistent-dir' does not exist") != std::string::npos);
+}
