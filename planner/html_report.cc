@@ -335,13 +335,14 @@ void MeshFigure(Page& p, const Json& mesh, const std::string& key, int64_t gpn) 
          fmt::format("{} group(s){}; black outline = one node of {} GPUs", num_groups[axis],
                      num_groups[axis] > kPaletteSize ? ", colours repeat every 12" : "", gpn));
   CloseFigure(p);
-  // Group index per cell for every axis, for the selector.
+  // Group index per cell for every axis, for the selector (which also rewrites the hover titles
+  // and the legend), and the number of groups of each axis ("#n" keys).
   std::string data = fmt::format("\"{}\":{{", key);
   for (size_t i = 0; i < axes.size(); ++i) {
     data += fmt::format("{}\"{}\":[", i ? "," : "", axes[i]);
     const std::vector<int64_t>& ga = group_of[axes[i]];
-    for (int64_t c = 0; c < cells; ++c) data += fmt::format("{}{}", c ? "," : "", ga[c * unit] % kPaletteSize);
-    data += "]";
+    for (int64_t c = 0; c < cells; ++c) data += fmt::format("{}{}", c ? "," : "", ga[c * unit]);
+    data += fmt::format("],\"#{}\":{}", axes[i], num_groups[axes[i]]);
   }
   data += "}";
   p.script_data += (p.script_data.empty() ? "" : ",") + data;
@@ -946,8 +947,12 @@ svg .pt{stroke:#fff;stroke-width:1}tr.pareto td{background:#fff4e6}
 // Recolours a rank grid when its axis selector changes (no network, no external code).
 constexpr const char* kScript = R"(var P=["#4e79a7","#f28e2b","#e15759","#76b7b2","#59a14f","#edc948","#b07aa1","#ff9da7","#9c755f","#bab0ac","#17becf","#8c564b"];
 document.querySelectorAll("select[data-mesh]").forEach(function(s){s.addEventListener("change",function(){
-var m=s.getAttribute("data-mesh"),g=G[m][s.value],r=document.querySelectorAll("#fig-mesh-"+m+" rect.r");
-r.forEach(function(e,i){e.setAttribute("fill",P[g[i]]);});});});
+var m=s.getAttribute("data-mesh"),a=s.value,g=G[m][a],n=G[m]["#"+a],f=document.getElementById("fig-mesh-"+m);
+f.querySelectorAll("rect.r").forEach(function(e,i){e.setAttribute("fill",P[g[i]%12]);
+var t=e.querySelector("title");if(t){var x=t.textContent;t.textContent=x.substring(0,x.lastIndexOf(": ")+2)+a+" group "+g[i];}});
+var l=f.querySelector("div.legend"),k=l.querySelectorAll("span.key"),o=k[k.length-1].textContent,h="";
+for(var i=0;i<Math.min(n,12);i++){h+='<span class="key"><i style="background:'+P[i]+'"></i>'+a+' group '+i+'</span>';}
+l.innerHTML=h+'<span class="key">'+n+' group(s)'+(n>12?', colours repeat every 12':'')+o.substring(o.indexOf(";"))+'</span>';});});
 )";
 
 std::string Kind(const Json& r) {
