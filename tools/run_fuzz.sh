@@ -66,13 +66,13 @@ CXXFLAGS=(-std=c++17 -g -O1 -fno-omit-frame-pointer -I"$ROOT" -I"$GEN" -Wno-unus
 cmp -s "$GEN/cli/default_model.h.new" "$GEN/cli/default_model.h" 2>/dev/null || mv "$GEN/cli/default_model.h.new" "$GEN/cli/default_model.h"
 rm -f "$GEN/cli/default_model.h.new"
 
-# Library sources: every planner/*.cc but tests and benchmarks, and the CLI (not its main).
+# Library sources: every planner/*.cc but tests and benchmarks, and dockyard-plan's CLI sources
+# (every cli/*.cc but the mains and dockyard-run's, which needs the runtime).
 SOURCES=()
-for f in planner/*.cc; do
-  case "$f" in *_test.cc|*/bench_*.cc) continue ;; esac
+for f in planner/*.cc cli/*.cc; do
+  case "$f" in *_test.cc|*/bench_*.cc|cli/dockyard_*.cc|cli/run_cli.cc) continue ;; esac
   SOURCES+=("$f")
 done
-SOURCES+=(cli/plan_cli.cc cli/flags.cc)
 
 # Compiles one source with coverage and sanitizers. A source that this clang rejects but g++
 # accepts (clang 14 is stricter about C++17, e.g. lambdas capturing structured bindings) is
