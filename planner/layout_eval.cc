@@ -17,7 +17,7 @@
 namespace dockyard {
 namespace {
 
-using Wide = __int128;
+using Wide = WideInt;  // memory.h: the 128-bit sums of the memory rules
 constexpr Wide kInt64Max = static_cast<Wide>(INT64_MAX);
 constexpr Wide kExactDouble = static_cast<Wide>(1) << 53;  // integers below are exact as doubles
 
@@ -36,7 +36,6 @@ int GroupIndex(Role role) {
 
 int64_t Ceil(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-constexpr int kMaxTpDim = 8;  // classes' tp_dim is in [-1, kMaxTpDim)
 constexpr size_t kMaxMemoizedCuts = 1 << 16;
 
 // Parameters that get the same placement and local shape under any degrees, `count` of them.
@@ -56,9 +55,6 @@ struct ParamClass {
 // Adds `p` to `classes`, merging it into an equal class.
 void AddToClasses(std::vector<ParamClass>& classes, const ParamInfo& p) {
   const int g = GroupIndex(p.role);
-  if (p.tp_dim < -1 || p.tp_dim >= kMaxTpDim) {
-    throw Error(fmt::format("internal: {} has tp_dim {}, outside the layout evaluator's [-1, {})", p.fqn, p.tp_dim, kMaxTpDim));
-  }
   for (auto& c : classes) {
     if (c.SameKind(p, g)) {
       ++c.count;
