@@ -120,8 +120,10 @@ std::string Degrees(const Json& par) {
   return out;
 }
 
-void Header(Page& p, const Json& r, const std::string& kind, const Json& routing_sample) {
-  std::string inputs, headline;
+// The table of inputs: model, degrees, layout, training, cluster, routing, run, generator, command
+// and input files, each when the report has it.
+std::string InputRows(const Json& r, const std::string& kind) {
+  std::string inputs;
   const Json& gen = r.contains("generator") ? r.at("generator") : Json::object();
   const Json& prov = r.contains("provenance") ? r.at("provenance") : gen.value("provenance", Json());
   if (r.contains("model")) {
@@ -185,7 +187,12 @@ void Header(Page& p, const Json& r, const std::string& kind, const Json& routing
       }
     }
   }
-  // Headline numbers: the same fields the JSON report and the terminal table give.
+  return inputs;
+}
+
+// Headline numbers: the same fields the JSON report and the terminal table give.
+std::string HeadlineNumbers(const Json& r, const std::string& kind) {
+  std::string headline;
   auto head = [&](const std::string& k, const std::string& v) {
     headline += fmt::format("<div class=\"num\"><b>{}</b><span>{}</span></div>", Esc(v), Esc(k));
   };
@@ -230,9 +237,12 @@ void Header(Page& p, const Json& r, const std::string& kind, const Json& routing
     head("wrong / checked", fmt::format("{} / {}", JsonText(v.at("wrong")), JsonText(v.at("checked"))));
     head("max abs error", JsonText(v.at("max_abs_error")));
   }
+  return headline;
+}
+
+void Header(Page& p, const Json& r, const std::string& kind) {
   p.body += fmt::format("<header><h1>dockyard {} report</h1>\n<div class=\"nums\">{}</div>\n<table class=\"inputs\">\n{}</table></header>\n",
-                        Esc(kind), headline, inputs);
-  (void)routing_sample;
+                        Esc(kind), HeadlineNumbers(r, kind), InputRows(r, kind));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -963,120 +973,130 @@ std::string Kind(const Json& r) {
   throw Error("--html: the report is neither a plan, simulate, search nor dockyard-run report (no 'meshes', 'top' or 'kind')");
 }
 
+// The figures of a plan (and of a simulate report): the two meshes, expert ownership, tokens per
+// expert of the routing sample, memory and the sampled traffic.
+void PlanFigures(Page& p, const Json& r, const Json& sample, int64_t gpn) {
+  MeshFigure(p, r.at("meshes").at("dense"), "dense", gpn);
+  MeshFigure(p, r.at("meshes").at("sparse"), "sparse", gpn);
+  ExpertsFigure(p, r.at("experts"));
+  if (sample.is_object() && sample.contains("layers")) {
+    std::vector<std::vector<int64_t>> rows, received;
+    std::vector<std::string> names;
+    for (size_t l = 0; l < sample.at("layers").size(); ++l) {
+      rows.push_back(sample.at("layers")[l].at("tokens_per_expert").get<std::vector<int64_t>>());
+      received.push_back(sample.at("layers")[l].at("received").get<std::vector<int64_t>>());
+      names.push_back(fmt::format("sampled layer {}", l));
+    }
+    std::vector<int64_t> owner(r.at("experts").at("num_experts").get<int64_t>(), -1);
+    for (const auto& own : r.at("experts").at("ownership")) {
+      for (const auto& e : own.at("experts")) owner.at(e.get<int64_t>()) = own.at("ep_rank").get<int64_t>();
+    }
+    TokensFigure(p, rows, received, names, owner,
+                 fmt::format("routing {}: {} tokens per EP rank, top_k {}", JsonText(r.value("routing", Json("uniform (sampled, seed 0)"))),
+                             JsonText(sample.at("tokens_per_rank")), JsonText(sample.at("top_k"))));
+  }
+  if (r.contains("memory")) MemoryFigure(p, r.at("memory"));
+  if (sample.is_object() && sample.contains("layers") && !sample.at("layers").empty()) {
+    TrafficFigure(p, sample, r.at("meshes").at("sparse").at("groups").at("ep").at(0).get<std::vector<int64_t>>(), gpn);
+  }
+}
+
+// The predicted phases of a simulate report: per phase, per EP rank and the pipeline.
+void SimulateFigures(Page& p, const Json& r) {
+  const Json& pred = r.at("predicted");
+  std::vector<PhaseRow> rows;
+  std::map<std::string, size_t> at;
+  for (const auto& ph : pred.at("phases")) {
+    if (ph.at("layer_kind") != "moe") continue;
+    const std::string name = ph.at("name").get<std::string>();
+    if (!at.count(name)) {
+      at[name] = rows.size();
+      rows.push_back({name, {0, 0}, {}, {}});
+    }
+    PhaseRow& row = rows[at[name]];
+    const size_t s = ph.at("direction") == "forward" ? 0 : 1;
+    row.values[s] = ph.at("time_us").get<double>();
+    if (s == 0 && ph.contains("per_ep_rank_us") && !ph.at("per_ep_rank_us").empty()) {
+      const auto v = ph.at("per_ep_rank_us").get<std::vector<double>>();
+      row.lo = {*std::min_element(v.begin(), v.end())};
+      row.hi = {*std::max_element(v.begin(), v.end())};
+    }
+  }
+  PhaseFigure(p, fmt::format("Predicted time per phase of one MoE layer, one micro-batch (slowest rank), MoE layer {:.1f} us",
+                             pred.at("moe_layer_us").get<double>()),
+              "predicted.phases with layer_kind moe", rows, {"forward", "backward"});
+  // Routing-dependent forward phases per EP rank.
+  std::vector<std::string> phases;
+  std::vector<std::vector<double>> per;
+  for (const auto& ph : pred.at("phases")) {
+    if (ph.at("layer_kind") != "moe" || ph.at("direction") != "forward" || !ph.contains("per_ep_rank_us")) continue;
+    const auto v = ph.at("per_ep_rank_us").get<std::vector<double>>();
+    if (per.empty()) per.assign(v.size(), {});
+    if (v.size() != per.size()) continue;
+    phases.push_back(ph.at("name").get<std::string>());
+    for (size_t i = 0; i < v.size(); ++i) per[i].push_back(v[i]);
+  }
+  std::vector<std::string> names;
+  for (size_t i = 0; i < per.size(); ++i) names.push_back(fmt::format("EP {}", i));
+  RankPhaseFigure(p, "Predicted routing-dependent phases per EP rank (MoE layer forward, mean over sampled layers)", names, phases, per);
+  const Json& model = r.at("model");
+  const int64_t moe_layers = model.value("num_moe_layers", int64_t{0});
+  const int64_t dense_layers = model.value("num_hidden_layers", int64_t{0}) - moe_layers;
+  PipelineFigure(p, pred, r.at("parallel").at("pp").get<int64_t>(), r.at("training").at("num_microbatches").get<int64_t>(),
+                 ForwardShare(pred, moe_layers, dense_layers));
+}
+
+// The measured figures of a dockyard-run report: tokens per expert, phases, phases per rank.
+void RunFigures(Page& p, const Json& r) {
+  const std::vector<int64_t> tpe = r.at("tokens_per_expert").get<std::vector<int64_t>>();
+  std::vector<int64_t> received;
+  for (const auto& pr : r.at("per_rank")) received.push_back(pr.at("received_rows").get<int64_t>());
+  const int64_t ep = r.at("layout").at("ep").get<int64_t>();
+  // Rows received per EP rank: the run's ranks in EP order when one EP group was run.
+  if (static_cast<int64_t>(received.size()) != ep) received.clear();
+  TokensFigure(p, {tpe}, {received}, {fmt::format("layer {}", JsonText(r.at("model").at("layer")))}, {},
+               fmt::format("routing {}: measured tokens per expert of the layer run", JsonText(r.at("run").at("routing"))));
+  std::vector<PhaseRow> rows;
+  bool has_pred = false;
+  for (const auto& ph : r.at("measured").at("phases")) {
+    PhaseRow row{ph.at("name").get<std::string>(), {ph.at("time_us").get<double>()}, {}, {}};
+    if (ph.contains("predicted_us")) {
+      row.values.push_back(ph.at("predicted_us").get<double>());
+      has_pred = true;
+    }
+    rows.push_back(row);
+  }
+  if (has_pred) {
+    for (auto& row : rows) row.values.resize(2, 0.0);
+  }
+  PhaseFigure(p, "Measured time per phase of the MoE layer (forward, slowest rank)" + std::string(has_pred ? ", predicted beside it" : ""),
+              has_pred ? "predicted: the plan file's predicted.phases (MoE layer forward); 0 where the plan predicts no such phase" : "",
+              rows, has_pred ? std::vector<std::string>{"measured", "predicted"} : std::vector<std::string>{"measured"});
+  std::vector<std::string> names, phases;
+  std::vector<std::vector<double>> per;
+  for (const auto& pr : r.at("per_rank")) {
+    names.push_back(fmt::format("rank {}", JsonText(pr.at("rank"))));
+    std::vector<double> v;
+    if (phases.empty()) {
+      // In the pipeline's order (measured.phases), not the object's alphabetical one.
+      for (const auto& ph : r.at("measured").at("phases")) phases.push_back(ph.at("name").get<std::string>());
+    }
+    for (const auto& ph : phases) v.push_back(pr.at("phases_us").value(ph, 0.0));
+    per.push_back(v);
+  }
+  RankPhaseFigure(p, "Measured phases per rank (forward, one MoE layer)", names, phases, per);
+}
+
 std::string Render(const Json& r, const Json& sample) {
   const std::string kind = Kind(r);
   Page p;
-  Header(p, r, kind, sample);
+  Header(p, r, kind);
   const int64_t gpn = r.contains("training") ? r.at("training").value("gpus_per_node", int64_t{8}) : 8;
   if (gpn < 1) throw Error(fmt::format("--html: /training/gpus_per_node must be >= 1, got {}", gpn));
-  if (kind == "plan" || kind == "simulate") {
-    MeshFigure(p, r.at("meshes").at("dense"), "dense", gpn);
-    MeshFigure(p, r.at("meshes").at("sparse"), "sparse", gpn);
-    ExpertsFigure(p, r.at("experts"));
-    if (sample.is_object() && sample.contains("layers")) {
-      std::vector<std::vector<int64_t>> rows, received;
-      std::vector<std::string> names;
-      for (size_t l = 0; l < sample.at("layers").size(); ++l) {
-        rows.push_back(sample.at("layers")[l].at("tokens_per_expert").get<std::vector<int64_t>>());
-        received.push_back(sample.at("layers")[l].at("received").get<std::vector<int64_t>>());
-        names.push_back(fmt::format("sampled layer {}", l));
-      }
-      std::vector<int64_t> owner(r.at("experts").at("num_experts").get<int64_t>(), -1);
-      for (const auto& own : r.at("experts").at("ownership")) {
-        for (const auto& e : own.at("experts")) owner.at(e.get<int64_t>()) = own.at("ep_rank").get<int64_t>();
-      }
-      TokensFigure(p, rows, received, names, owner,
-                   fmt::format("routing {}: {} tokens per EP rank, top_k {}", JsonText(r.value("routing", Json("uniform (sampled, seed 0)"))),
-                               JsonText(sample.at("tokens_per_rank")), JsonText(sample.at("top_k"))));
-    }
-    if (r.contains("memory")) MemoryFigure(p, r.at("memory"));
-    if (sample.is_object() && sample.contains("layers") && !sample.at("layers").empty()) {
-      TrafficFigure(p, sample, r.at("meshes").at("sparse").at("groups").at("ep").at(0).get<std::vector<int64_t>>(), gpn);
-    }
-    if (kind == "simulate") {
-      const Json& pred = r.at("predicted");
-      std::vector<PhaseRow> rows;
-      std::map<std::string, size_t> at;
-      for (const auto& ph : pred.at("phases")) {
-        if (ph.at("layer_kind") != "moe") continue;
-        const std::string name = ph.at("name").get<std::string>();
-        if (!at.count(name)) {
-          at[name] = rows.size();
-          rows.push_back({name, {0, 0}, {}, {}});
-        }
-        PhaseRow& row = rows[at[name]];
-        const size_t s = ph.at("direction") == "forward" ? 0 : 1;
-        row.values[s] = ph.at("time_us").get<double>();
-        if (s == 0 && ph.contains("per_ep_rank_us") && !ph.at("per_ep_rank_us").empty()) {
-          const auto v = ph.at("per_ep_rank_us").get<std::vector<double>>();
-          row.lo = {*std::min_element(v.begin(), v.end())};
-          row.hi = {*std::max_element(v.begin(), v.end())};
-        }
-      }
-      PhaseFigure(p, fmt::format("Predicted time per phase of one MoE layer, one micro-batch (slowest rank), MoE layer {:.1f} us",
-                                 pred.at("moe_layer_us").get<double>()),
-                  "predicted.phases with layer_kind moe", rows, {"forward", "backward"});
-      // Routing-dependent forward phases per EP rank.
-      std::vector<std::string> phases;
-      std::vector<std::vector<double>> per;
-      for (const auto& ph : pred.at("phases")) {
-        if (ph.at("layer_kind") != "moe" || ph.at("direction") != "forward" || !ph.contains("per_ep_rank_us")) continue;
-        const auto v = ph.at("per_ep_rank_us").get<std::vector<double>>();
-        if (per.empty()) per.assign(v.size(), {});
-        if (v.size() != per.size()) continue;
-        phases.push_back(ph.at("name").get<std::string>());
-        for (size_t i = 0; i < v.size(); ++i) per[i].push_back(v[i]);
-      }
-      std::vector<std::string> names;
-      for (size_t i = 0; i < per.size(); ++i) names.push_back(fmt::format("EP {}", i));
-      RankPhaseFigure(p, "Predicted routing-dependent phases per EP rank (MoE layer forward, mean over sampled layers)", names, phases, per);
-      const Json& model = r.at("model");
-      const int64_t moe_layers = model.value("num_moe_layers", int64_t{0});
-      const int64_t dense_layers = model.value("num_hidden_layers", int64_t{0}) - moe_layers;
-      PipelineFigure(p, pred, r.at("parallel").at("pp").get<int64_t>(), r.at("training").at("num_microbatches").get<int64_t>(),
-                     ForwardShare(pred, moe_layers, dense_layers));
-    }
-  } else if (kind == "search") {
-    SearchFigure(p, r);
-  } else {  // run
-    const std::vector<int64_t> tpe = r.at("tokens_per_expert").get<std::vector<int64_t>>();
-    std::vector<int64_t> received;
-    for (const auto& pr : r.at("per_rank")) received.push_back(pr.at("received_rows").get<int64_t>());
-    const int64_t ep = r.at("layout").at("ep").get<int64_t>();
-    // Rows received per EP rank: the run's ranks in EP order when one EP group was run.
-    if (static_cast<int64_t>(received.size()) != ep) received.clear();
-    TokensFigure(p, {tpe}, {received}, {fmt::format("layer {}", JsonText(r.at("model").at("layer")))}, {},
-                 fmt::format("routing {}: measured tokens per expert of the layer run", JsonText(r.at("run").at("routing"))));
-    std::vector<PhaseRow> rows;
-    bool has_pred = false;
-    for (const auto& ph : r.at("measured").at("phases")) {
-      PhaseRow row{ph.at("name").get<std::string>(), {ph.at("time_us").get<double>()}, {}, {}};
-      if (ph.contains("predicted_us")) {
-        row.values.push_back(ph.at("predicted_us").get<double>());
-        has_pred = true;
-      }
-      rows.push_back(row);
-    }
-    if (has_pred) {
-      for (auto& row : rows) row.values.resize(2, 0.0);
-    }
-    PhaseFigure(p, "Measured time per phase of the MoE layer (forward, slowest rank)" + std::string(has_pred ? ", predicted beside it" : ""),
-                has_pred ? "predicted: the plan file's predicted.phases (MoE layer forward); 0 where the plan predicts no such phase" : "",
-                rows, has_pred ? std::vector<std::string>{"measured", "predicted"} : std::vector<std::string>{"measured"});
-    std::vector<std::string> names, phases;
-    std::vector<std::vector<double>> per;
-    for (const auto& pr : r.at("per_rank")) {
-      names.push_back(fmt::format("rank {}", JsonText(pr.at("rank"))));
-      std::vector<double> v;
-      if (phases.empty()) {
-        // In the pipeline's order (measured.phases), not the object's alphabetical one.
-        for (const auto& ph : r.at("measured").at("phases")) phases.push_back(ph.at("name").get<std::string>());
-      }
-      for (const auto& ph : phases) v.push_back(pr.at("phases_us").value(ph, 0.0));
-      per.push_back(v);
-    }
-    RankPhaseFigure(p, "Measured phases per rank (forward, one MoE layer)", names, phases, per);
-  }
+  if (kind == "plan" || kind == "simulate") PlanFigures(p, r, sample, gpn);
+  if (kind == "simulate") SimulateFigures(p, r);
+  if (kind == "search") SearchFigure(p, r);
+  if (kind == "run") RunFigures(p, r);
   std::string out;
   out.reserve(p.body.size() + p.script_data.size() + 4096);
   out += "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\"><head><meta charset=\"utf-8\"/>\n";
