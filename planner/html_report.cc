@@ -12,6 +12,7 @@
 #include "planner/error.h"
 #include "planner/report.h"
 #include "planner/cost.h"
+#include "planner/pareto.h"
 
 namespace dockyard {
 namespace {
@@ -248,114 +249,147 @@ void Header(Page& p, const Json& r, const std::string& kind) {
 // ---------------------------------------------------------------------------------------------
 // Rank grid of one mesh.
 
-void MeshFigure(Page& p, const Json& mesh, const std::string& key, int64_t gpn) {
-  const std::vector<std::string> axes = mesh.at("axes").get<std::vector<std::string>>();
-  const std::vector<int64_t> sizes = mesh.at("sizes").get<std::vector<int64_t>>();
+// Group index of every rank along every axis of a mesh, from meshes.<key>.groups.
+struct MeshGroups {
+  std::vector<std::string> axes;
+  std::vector<int64_t> sizes;
   int64_t world = 1;
-  for (int64_t s : sizes) world *= s;
-  // Group index of every rank along every axis, from meshes.<key>.groups.
-  std::map<std::string, std::vector<int64_t>> group_of;
-  std::map<std::string, int64_t> num_groups;
-  for (const auto& a : axes) {
-    std::vector<int64_t> g(world, 0);
+  std::map<std::string, std::vector<int64_t>> group_of;  // axis -> group index per rank
+  std::map<std::string, int64_t> num_groups;             // axis -> number of groups
+};
+
+MeshGroups GroupsOf(const Json& mesh) {
+  MeshGroups m;
+  m.axes = mesh.at("axes").get<std::vector<std::string>>();
+  m.sizes = mesh.at("sizes").get<std::vector<int64_t>>();
+  for (int64_t s : m.sizes) m.world *= s;
+  for (const auto& a : m.axes) {
+    std::vector<int64_t> g(m.world, 0);
     const Json& groups = mesh.at("groups")[a];
     for (size_t i = 0; i < groups.size(); ++i) {
       for (const auto& r : groups[i]) g.at(r.get<int64_t>()) = static_cast<int64_t>(i);
     }
-    group_of[a] = std::move(g);
-    num_groups[a] = static_cast<int64_t>(groups.size());
+    m.group_of[a] = std::move(g);
+    m.num_groups[a] = static_cast<int64_t>(groups.size());
   }
-  // Default axis: the innermost axis of size > 1 (ep or tp ...), else the last axis.
-  std::string axis;
+  return m;
+}
+
+// Default axis: ep (sparse mesh) or tp (dense mesh) when of size > 1, else the innermost axis of
+// size > 1, else the last axis.
+std::string DefaultAxis(const MeshGroups& m, const std::string& key) {
   const std::string preferred = key == "sparse" ? "ep" : "tp";
-  for (size_t i = 0; i < axes.size(); ++i) {
-    if (axes[i] == preferred && sizes[i] > 1) axis = preferred;
+  for (size_t i = 0; i < m.axes.size(); ++i) {
+    if (m.axes[i] == preferred && m.sizes[i] > 1) return preferred;
   }
-  for (size_t i = axes.size(); axis.empty() && i-- > 0;) {
-    if (sizes[i] > 1) axis = axes[i];
+  for (size_t i = m.axes.size(); i-- > 0;) {
+    if (m.sizes[i] > 1) return m.axes[i];
   }
-  if (axis.empty()) axis = axes.back();
-  // Cells: one per rank up to kHtmlMaxRankCells ranks, else one per node, else one per block of
-  // nodes_per_cell nodes so that there are at most kHtmlMaxRankCells cells.
-  const int64_t nodes = (world + gpn - 1) / gpn;
-  const int64_t nodes_per_cell = world <= kHtmlMaxRankCells ? 0 : (nodes + kHtmlMaxRankCells - 1) / kHtmlMaxRankCells;
-  const bool per_node = nodes_per_cell > 0;
-  const int64_t unit = per_node ? gpn * nodes_per_cell : 1;  // ranks per cell
-  const int64_t cells = (world + unit - 1) / unit;
-  const int64_t cells_per_node = per_node ? 1 : gpn;         // cells per outline
-  const int64_t outlines = per_node ? cells : nodes;
-  const int64_t nodes_per_row = std::max<int64_t>(1, 64 / std::max<int64_t>(1, cells_per_node));
-  const int64_t cols = std::min(cells, nodes_per_row * cells_per_node);
-  const int64_t rows = (cells + cols - 1) / cols;
-  const double cell = std::clamp(720.0 / cols, 6.0, 36.0);
-  const double left = 64, top = 8;
-  const double w = left + cols * cell + 10, h = top + rows * cell + 10;
-  std::string title = fmt::format("{} mesh: {} ranks, axes (", JsonText(mesh.at("name")), world);
-  for (size_t i = 0; i < axes.size(); ++i) title += fmt::format("{}{} {}", i ? ", " : "", axes[i], sizes[i]);
-  title += fmt::format("), {} nodes of {} GPUs", nodes, gpn);
-  const std::string id = "fig-mesh-" + key;
-  OpenFigure(p, id, title,
-             !per_node ? ""
-             : nodes_per_cell == 1
-                 ? fmt::format("{} ranks: one cell per node of {} ranks, coloured by the group of its first rank", world, gpn)
-                 : fmt::format("{} nodes: one cell per block of {} nodes ({} ranks), coloured by the group of its first rank", nodes,
-                               nodes_per_cell, unit));
+  return m.axes.back();
+}
+
+// The rank grid's geometry. Cells: one per rank up to kHtmlMaxRankCells ranks, else one per node,
+// else one per block of nodes_per_cell nodes so that there are at most kHtmlMaxRankCells cells.
+struct RankGrid {
+  int64_t nodes, nodes_per_cell, unit, cells, cells_per_node, outlines, cols, rows;
+  bool per_node;
+  double cell, left = 64, top = 8;
+};
+
+RankGrid GridOf(int64_t world, int64_t gpn) {
+  RankGrid g{};
+  g.left = 64;
+  g.top = 8;
+  g.nodes = (world + gpn - 1) / gpn;
+  g.nodes_per_cell = world <= kHtmlMaxRankCells ? 0 : (g.nodes + kHtmlMaxRankCells - 1) / kHtmlMaxRankCells;
+  g.per_node = g.nodes_per_cell > 0;
+  g.unit = g.per_node ? gpn * g.nodes_per_cell : 1;  // ranks per cell
+  g.cells = (world + g.unit - 1) / g.unit;
+  g.cells_per_node = g.per_node ? 1 : gpn;          // cells per outline
+  g.outlines = g.per_node ? g.cells : g.nodes;
+  const int64_t nodes_per_row = std::max<int64_t>(1, 64 / std::max<int64_t>(1, g.cells_per_node));
+  g.cols = std::min(g.cells, nodes_per_row * g.cells_per_node);
+  g.rows = (g.cells + g.cols - 1) / g.cols;
+  g.cell = std::clamp(720.0 / g.cols, 6.0, 36.0);
+  return g;
+}
+
+// The SVG body of the grid: row labels, one coloured cell per rank (or node block) and node outlines
+// (a node never wraps a row: a row holds whole nodes; one outline per cell when cells are nodes).
+void DrawRankGrid(Page& p, const RankGrid& gr, const std::vector<int64_t>& g, const std::string& axis, int64_t gpn) {
+  const int label_every = static_cast<int>(std::ceil(12.0 / gr.cell));
+  for (int64_t row = 0; row < gr.rows; ++row) {
+    if (row % label_every == 0) {
+      p.body += fmt::format("<text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{} {}</text>\n", gr.left - 4,
+                            gr.top + (row + 0.5) * gr.cell + 4, gr.per_node ? "node" : "rank",
+                            row * gr.cols * std::max<int64_t>(1, gr.nodes_per_cell));
+    }
+  }
+  for (int64_t c = 0; c < gr.cells; ++c) {
+    const int64_t rank = c * gr.unit;
+    const double x = gr.left + (c % gr.cols) * gr.cell, y = gr.top + (c / gr.cols) * gr.cell;
+    p.body += fmt::format("<rect class=\"r\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"><title>{} {}{}: {} group {}</title></rect>\n",
+                          x, y, gr.cell, gr.cell, kPalette[g[rank] % kPaletteSize], gr.per_node ? "node" : "rank",
+                          gr.per_node ? rank / gpn : rank, gr.per_node ? "" : fmt::format(" (node {})", rank / gpn), axis, g[rank]);
+    // Rank numbers where the cells are wide enough for them.
+    if (!gr.per_node && gr.cell >= 24) {
+      p.body += fmt::format("<text class=\"lab cellno\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", x + gr.cell / 2,
+                            y + gr.cell / 2 + 4, rank);
+    }
+  }
+  for (int64_t n = 0; n < gr.outlines; ++n) {
+    const int64_t c0 = n * gr.cells_per_node;
+    const int64_t span = std::min(gr.cells_per_node, gr.cells - c0);
+    const double x = gr.left + (c0 % gr.cols) * gr.cell, y = gr.top + (c0 / gr.cols) * gr.cell;
+    p.body += fmt::format("<rect class=\"node\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"/>\n", x, y,
+                          std::min<int64_t>(span, gr.cols) * gr.cell, gr.cell * ((span + gr.cols - 1) / gr.cols));
+  }
+}
+
+// Group index per cell for every axis, for the selector (which also rewrites the hover titles and
+// the legend), and the number of groups of each axis ("#n" keys).
+std::string MeshScriptData(const MeshGroups& m, const RankGrid& gr, const std::string& key) {
+  std::string data = fmt::format("\"{}\":{{", key);
+  for (size_t i = 0; i < m.axes.size(); ++i) {
+    data += fmt::format("{}\"{}\":[", i ? "," : "", m.axes[i]);
+    const std::vector<int64_t>& ga = m.group_of.at(m.axes[i]);
+    for (int64_t c = 0; c < gr.cells; ++c) data += fmt::format("{}{}", c ? "," : "", ga[c * gr.unit]);
+    data += fmt::format("],\"#{}\":{}", m.axes[i], m.num_groups.at(m.axes[i]));
+  }
+  return data + "}";
+}
+
+void MeshFigure(Page& p, const Json& mesh, const std::string& key, int64_t gpn) {
+  const MeshGroups m = GroupsOf(mesh);
+  const std::string axis = DefaultAxis(m, key);
+  const RankGrid gr = GridOf(m.world, gpn);
+  const double w = gr.left + gr.cols * gr.cell + 10, h = gr.top + gr.rows * gr.cell + 10;
+  std::string title = fmt::format("{} mesh: {} ranks, axes (", JsonText(mesh.at("name")), m.world);
+  for (size_t i = 0; i < m.axes.size(); ++i) title += fmt::format("{}{} {}", i ? ", " : "", m.axes[i], m.sizes[i]);
+  title += fmt::format("), {} nodes of {} GPUs", gr.nodes, gpn);
+  OpenFigure(p, "fig-mesh-" + key, title,
+             !gr.per_node ? ""
+             : gr.nodes_per_cell == 1
+                 ? fmt::format("{} ranks: one cell per node of {} ranks, coloured by the group of its first rank", m.world, gpn)
+                 : fmt::format("{} nodes: one cell per block of {} nodes ({} ranks), coloured by the group of its first rank", gr.nodes,
+                               gr.nodes_per_cell, gr.unit));
   // Axis selector (the inline script recolours the cells).
   p.body += fmt::format("<label class=\"sel\">colour by the groups of axis <select data-mesh=\"{}\">", key);
-  for (const auto& a : axes) {
-    p.body += fmt::format("<option value=\"{}\"{}>{} ({} group(s))</option>", a, a == axis ? " selected=\"selected\"" : "", a, num_groups[a]);
+  for (const auto& a : m.axes) {
+    p.body += fmt::format("<option value=\"{}\"{}>{} ({} group(s))</option>", a, a == axis ? " selected=\"selected\"" : "", a,
+                          m.num_groups.at(a));
   }
   p.body += "</select></label>\n";
   p.body += SvgOpen(w, h);
-  const std::vector<int64_t>& g = group_of[axis];
-  const int label_every = static_cast<int>(std::ceil(12.0 / cell));
-  for (int64_t row = 0; row < rows; ++row) {
-    if (row % label_every == 0) {
-      p.body += fmt::format("<text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{} {}</text>\n", left - 4,
-                            top + (row + 0.5) * cell + 4, per_node ? "node" : "rank", row * cols * std::max<int64_t>(1, nodes_per_cell));
-    }
-  }
-  for (int64_t c = 0; c < cells; ++c) {
-    const int64_t rank = c * unit;
-    const double x = left + (c % cols) * cell, y = top + (c / cols) * cell;
-    p.body += fmt::format("<rect class=\"r\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"><title>{} {}{}: {} group {}</title></rect>\n",
-                          x, y, cell, cell, kPalette[g[rank] % kPaletteSize], per_node ? "node" : "rank", per_node ? rank / gpn : rank,
-                          per_node ? "" : fmt::format(" (node {})", rank / gpn), axis, g[rank]);
-    // Rank numbers where the cells are wide enough for them.
-    if (!per_node && cell >= 24) {
-      p.body += fmt::format("<text class=\"lab cellno\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", x + cell / 2,
-                            y + cell / 2 + 4, rank);
-    }
-  }
-  // Node outlines: one per node (a node never wraps a row: a row holds whole nodes); one per cell
-  // when cells are nodes or blocks of nodes.
-  for (int64_t n = 0; n < outlines; ++n) {
-    const int64_t c0 = n * cells_per_node;
-    const int64_t span = std::min(cells_per_node, cells - c0);
-    const double x = left + (c0 % cols) * cell, y = top + (c0 / cols) * cell;
-    p.body += fmt::format("<rect class=\"node\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"/>\n", x, y,
-                          std::min<int64_t>(span, cols) * cell, cell * ((span + cols - 1) / cols));
-  }
+  DrawRankGrid(p, gr, m.group_of.at(axis), axis, gpn);
   p.body += "</svg>\n";
+  const int64_t n = m.num_groups.at(axis);
   std::vector<std::pair<std::string, std::string>> items;
-  for (int64_t i = 0; i < std::min<int64_t>(num_groups[axis], kPaletteSize); ++i) {
-    items.push_back({kPalette[i], fmt::format("{} group {}", axis, i)});
-  }
+  for (int64_t i = 0; i < std::min<int64_t>(n, kPaletteSize); ++i) items.push_back({kPalette[i], fmt::format("{} group {}", axis, i)});
   Legend(p, items,
-         fmt::format("{} group(s){}; black outline = one node of {} GPUs", num_groups[axis],
-                     num_groups[axis] > kPaletteSize ? ", colours repeat every 12" : "", gpn));
+         fmt::format("{} group(s){}; black outline = one node of {} GPUs", n, n > kPaletteSize ? ", colours repeat every 12" : "", gpn));
   CloseFigure(p);
-  // Group index per cell for every axis, for the selector (which also rewrites the hover titles
-  // and the legend), and the number of groups of each axis ("#n" keys).
-  std::string data = fmt::format("\"{}\":{{", key);
-  for (size_t i = 0; i < axes.size(); ++i) {
-    data += fmt::format("{}\"{}\":[", i ? "," : "", axes[i]);
-    const std::vector<int64_t>& ga = group_of[axes[i]];
-    for (int64_t c = 0; c < cells; ++c) data += fmt::format("{}{}", c ? "," : "", ga[c * unit]);
-    data += fmt::format("],\"#{}\":{}", axes[i], num_groups[axes[i]]);
-  }
-  data += "}";
-  p.script_data += (p.script_data.empty() ? "" : ",") + data;
+  p.script_data += (p.script_data.empty() ? "" : ",") + MeshScriptData(m, gr, key);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -834,75 +868,50 @@ std::string LayoutName(const Json& x) {
                      JsonText(x.at("dispatcher")));
 }
 
-void SearchFigure(Page& p, const Json& r) {
-  const Json& top = r.at("top");
-  const int64_t n = static_cast<int64_t>(top.size());
-  if (n == 0) return;
-  std::vector<double> xs(n), ys(n);
-  double xmax = r.at("budget_gib").get<double>(), ymax = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    xs[i] = Gib(top[i].at("peak_bytes").get<double>());
-    ys[i] = top[i].at("tokens_per_s_per_gpu").get<double>();
-    xmax = std::max(xmax, xs[i]);
-    ymax = std::max(ymax, ys[i]);
+// Geometry of the search scatter plot: peak memory (GiB) on x, tokens/s per GPU on y.
+struct Scatter {
+  double xmax, ymax, left = 80, top = 10, pw = 640, ph = 340;
+  double X(double gib) const { return left + gib / xmax * pw; }
+  double Y(double tps) const { return top + ph - tps / ymax * ph; }
+};
+
+// Grid lines, tick labels, axis titles and the budget line.
+void ScatterAxes(Page& p, const Scatter& s, double budget_gib) {
+  const double xs_step = TickStep(s.xmax, 6), ys_step = TickStep(s.ymax, 6);
+  for (double t = 0; t <= s.xmax; t += xs_step) {
+    const double x = s.X(t);
+    p.body += fmt::format("<line class=\"grid\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/><text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n",
+                          x, x, s.top, s.top + s.ph, x, s.top + s.ph + 14, Num(t));
   }
-  xmax *= 1.08;
-  ymax *= 1.1;
-  // Pareto front: no other layout has more tokens/s with no more peak memory (bytes, exact).
-  // By peak ascending: a row is dominated when the best tokens/s among rows of lower or equal
-  // peak beats it.
-  std::vector<int64_t> peak(n);
-  for (int64_t i = 0; i < n; ++i) peak[i] = top.at(i).at("peak_bytes").get<int64_t>();
-  std::vector<int64_t> by_peak(n);
-  for (int64_t i = 0; i < n; ++i) by_peak[i] = i;
-  std::stable_sort(by_peak.begin(), by_peak.end(), [&](int64_t a, int64_t b) { return peak[a] < peak[b]; });
-  std::vector<bool> front(n, false);
-  double best_before = -1;
-  for (size_t g = 0; g < by_peak.size();) {
-    size_t h = g;
-    double group_best = -1;
-    while (h < by_peak.size() && peak[by_peak[h]] == peak[by_peak[g]]) group_best = std::max(group_best, ys[by_peak[h++]]);
-    const double bar = std::max(best_before, group_best);
-    for (size_t k = g; k < h; ++k) front[by_peak[k]] = ys[by_peak[k]] >= bar;
-    best_before = bar;
-    g = h;
+  for (double t = 0; t <= s.ymax; t += ys_step) {
+    const double y = s.Y(t);
+    p.body += fmt::format("<line class=\"grid\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/><text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n",
+                          s.left, s.left + s.pw, y, y, s.left - 4, y + 4, Num(t));
   }
+  p.body += fmt::format("<text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">peak memory per GPU (GiB)</text>\n", s.left + s.pw / 2,
+                        s.top + s.ph + 32);
+  p.body += fmt::format("<text class=\"lab\" transform=\"translate(14,{:.1f}) rotate(-90)\" text-anchor=\"middle\">tokens/s per GPU</text>\n",
+                        s.top + s.ph / 2);
+  const double bx = s.X(budget_gib);
+  p.body += fmt::format("<line class=\"budget\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/><text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">budget {:.1f} GiB</text>\n",
+                        bx, bx, s.top, s.top + s.ph, bx - 3, s.top + 12, budget_gib);
+}
+
+// One point per ranked row (best drawn last, on top), the front's line and the "#1" label.
+void ScatterPoints(Page& p, const Scatter& s, const Json& top, const std::vector<double>& xs, const std::vector<double>& ys,
+                   const std::vector<bool>& front, int64_t highlighted) {
+  const int64_t n = static_cast<int64_t>(xs.size());
   // The front's line, by memory then throughput.
   std::vector<int64_t> order;
   for (int64_t i = 0; i < n; ++i) {
     if (front[i]) order.push_back(i);
   }
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return xs[a] < xs[b] || (xs[a] == xs[b] && ys[a] < ys[b]); });
-  // The top rows: the report's --top (top_rows, when the page plots every ranked layout), else 5.
-  const int64_t highlighted = std::min<int64_t>(r.value("top_rows", int64_t{5}), n);
-  const double left = 80, top_px = 10, pw = 640, ph = 340;
-  OpenFigure(p, "fig-search",
-             fmt::format("Search: tokens/s per GPU against peak memory, {} ranked row(s) of {} ranked layouts", n, JsonText(r.at("ranked"))),
-             "each point is a ranked layout (dockyard-plan search --html plots all of them; the JSON keeps the first --top); hover for the layout");
-  p.body += SvgOpen(left + pw + 30, top_px + ph + 44);
-  const double xs_step = TickStep(xmax, 6), ys_step = TickStep(ymax, 6);
-  for (double t = 0; t <= xmax; t += xs_step) {
-    const double x = left + t / xmax * pw;
-    p.body += fmt::format("<line class=\"grid\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/><text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n",
-                          x, x, top_px, top_px + ph, x, top_px + ph + 14, Num(t));
-  }
-  for (double t = 0; t <= ymax; t += ys_step) {
-    const double y = top_px + ph - t / ymax * ph;
-    p.body += fmt::format("<line class=\"grid\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/><text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n",
-                          left, left + pw, y, y, left - 4, y + 4, Num(t));
-  }
-  p.body += fmt::format("<text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">peak memory per GPU (GiB)</text>\n", left + pw / 2, top_px + ph + 32);
-  p.body += fmt::format("<text class=\"lab\" transform=\"translate(14,{:.1f}) rotate(-90)\" text-anchor=\"middle\">tokens/s per GPU</text>\n", top_px + ph / 2);
-  const double bx = left + r.at("budget_gib").get<double>() / xmax * pw;
-  p.body += fmt::format("<line class=\"budget\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/><text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">budget {:.1f} GiB</text>\n",
-                        bx, bx, top_px, top_px + ph, bx - 3, top_px + 12, r.at("budget_gib").get<double>());
   std::string line;
-  for (int64_t i : order) {
-    line += fmt::format("{:.1f},{:.1f} ", left + xs[i] / xmax * pw, top_px + ph - ys[i] / ymax * ph);
-  }
+  for (int64_t i : order) line += fmt::format("{:.1f},{:.1f} ", s.X(xs[i]), s.Y(ys[i]));
   p.body += fmt::format("<polyline class=\"front\" points=\"{}\"/>\n", line);
-  for (int64_t i = n; i-- > 0;) {  // best drawn last, on top
-    const double x = left + xs[i] / xmax * pw, y = top_px + ph - ys[i] / ymax * ph;
+  for (int64_t i = n; i-- > 0;) {
+    const double x = s.X(xs[i]), y = s.Y(ys[i]);
     const bool hi = i < highlighted;
     // Hover titles on the first kHtmlMaxTitledPoints rows only: a large search stays a few MB.
     const bool titled = i < kHtmlMaxTitledPoints || hi || front[i];
@@ -915,12 +924,11 @@ void SearchFigure(Page& p, const Json& r) {
     p.body += "</circle>\n";
     if (i == 0) p.body += fmt::format("<text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\">#1</text>\n", x + 8, y - 6);
   }
-  p.body += "</svg>\n";
-  Legend(p, {{"#e15759", fmt::format("top {} rows (#1 labelled; the first 20 in the table below)", highlighted)},
-             {"#f28e2b", "on the Pareto front (line)"},
-             {"#4e79a7", "other ranked rows"}},
-         "dashed red line: memory budget");
-  // The top rows as a table.
+}
+
+// The first 20 ranked rows as a table, Pareto rows shaded.
+void SearchTable(Page& p, const Json& top, const std::vector<double>& xs, const std::vector<double>& ys, const std::vector<bool>& front) {
+  const int64_t n = static_cast<int64_t>(xs.size());
   p.body += "<p class=\"note\">The first 20 ranked layouts; shaded rows are on the Pareto front.</p>\n";
   p.body += "<table class=\"rows\"><tr><th>#</th><th>layout</th><th>step (ms)</th><th>tokens/s/GPU</th><th>MFU</th><th>peak GiB</th><th>dominant phase</th></tr>\n";
   for (int64_t i = 0; i < std::min<int64_t>(n, 20); ++i) {
@@ -929,6 +937,40 @@ void SearchFigure(Page& p, const Json& r) {
                           100 * top[i].at("mfu").get<double>(), xs[i], Esc(JsonText(top[i].at("dominant_phase"))));
   }
   p.body += "</table>\n";
+}
+
+void SearchFigure(Page& p, const Json& r) {
+  const Json& top = r.at("top");
+  const int64_t n = static_cast<int64_t>(top.size());
+  if (n == 0) return;
+  const double budget = r.at("budget_gib").get<double>();
+  std::vector<double> xs(n), ys(n);
+  std::vector<int64_t> peak(n);
+  Scatter s{budget, 0};
+  for (int64_t i = 0; i < n; ++i) {
+    peak[i] = top.at(i).at("peak_bytes").get<int64_t>();
+    xs[i] = Gib(top[i].at("peak_bytes").get<double>());
+    ys[i] = top[i].at("tokens_per_s_per_gpu").get<double>();
+    s.xmax = std::max(s.xmax, xs[i]);
+    s.ymax = std::max(s.ymax, ys[i]);
+  }
+  s.xmax *= 1.08;
+  s.ymax *= 1.1;
+  const std::vector<bool> front = ParetoFront(peak, ys);
+  // The top rows: the report's --top (top_rows, when the page plots every ranked layout), else 5.
+  const int64_t highlighted = std::min<int64_t>(r.value("top_rows", int64_t{5}), n);
+  OpenFigure(p, "fig-search",
+             fmt::format("Search: tokens/s per GPU against peak memory, {} ranked row(s) of {} ranked layouts", n, JsonText(r.at("ranked"))),
+             "each point is a ranked layout (dockyard-plan search --html plots all of them; the JSON keeps the first --top); hover for the layout");
+  p.body += SvgOpen(s.left + s.pw + 30, s.top + s.ph + 44);
+  ScatterAxes(p, s, budget);
+  ScatterPoints(p, s, top, xs, ys, front, highlighted);
+  p.body += "</svg>\n";
+  Legend(p, {{"#e15759", fmt::format("top {} rows (#1 labelled; the first 20 in the table below)", highlighted)},
+             {"#f28e2b", "on the Pareto front (line)"},
+             {"#4e79a7", "other ranked rows"}},
+         "dashed red line: memory budget");
+  SearchTable(p, top, xs, ys, front);
   CloseFigure(p);
 }
 
