@@ -52,6 +52,119 @@ int64_t FfnBlockRows(int64_t f_count, int64_t hidden, int64_t rows, int64_t bloc
   return std::clamp<int64_t>(bf, 1, f_count);
 }
 
+namespace {
+
+// One chunk of consecutive expert groups [g0, g1) whose generated weight blocks fit the budget
+// together: rows [row0, row0 + rows) of x, offsets relative to row0, `active` groups with rows, bf
+// rows of f per expert and block.
+struct FfnChunk {
+  int64_t g0, g1, active, row0, rows, bf;
+  std::vector<int64_t> offsets;
+};
+
+// The chunk starting at the first group with rows at or after g0; g0 == groups when none is left.
+FfnChunk NextChunk(const FfnArgs& a, int64_t g0, int64_t f_count, int64_t block_rows_cap) {
+  const int64_t groups = static_cast<int64_t>(a.experts.size());
+  FfnChunk c{};
+  while (g0 < groups && a.offsets[static_cast<size_t>(g0 + 1)] == a.offsets[static_cast<size_t>(g0)]) ++g0;
+  c.g0 = c.g1 = g0;
+  if (g0 == groups) return c;
+  const int64_t per_expert_bytes = 3 * block_rows_cap * a.hidden * 4;
+  const int64_t max_active = std::max<int64_t>(1, a.block_bytes / per_expert_bytes);
+  while (c.g1 < groups && c.active < max_active) {
+    if (a.offsets[static_cast<size_t>(c.g1 + 1)] > a.offsets[static_cast<size_t>(c.g1)]) ++c.active;
+    ++c.g1;
+  }
+  c.row0 = a.offsets[static_cast<size_t>(g0)];
+  c.rows = a.offsets[static_cast<size_t>(c.g1)] - c.row0;
+  c.bf = std::min(block_rows_cap, FfnBlockRows(f_count, a.hidden, c.rows, a.block_bytes));
+  for (int64_t g = g0; g <= c.g1; ++g) c.offsets.push_back(a.offsets[static_cast<size_t>(g)] - c.row0);
+  return c;
+}
+
+// Per group of the chunk: its gate, up and down rows [f0, f0 + nb) in the workspace (nullptr for a
+// group without rows).
+struct WeightBlock {
+  std::vector<const float*> gate, up, down;
+};
+
+// Generates rows [f0, f0 + nb) of every chunk group's gate, up and down matrices (down generated
+// [f, d], i.e. down[d, f] transposed) into ws.w_*.
+WeightBlock GenerateWeights(ComputeOps& ops, const FfnArgs& a, const FfnChunk& c, int64_t f0, int64_t nb, FfnWorkspace& ws) {
+  const int64_t d = a.hidden;
+  const float gate_scale = GateUpScale(d), down_scale = DownScale(a.intermediate);
+  WeightBlock b;
+  b.gate.assign(static_cast<size_t>(c.g1 - c.g0), nullptr);
+  b.up = b.down = b.gate;
+  int64_t i = 0;
+  for (int64_t g = c.g0; g < c.g1; ++g) {
+    const size_t k = static_cast<size_t>(g - c.g0);
+    if (c.offsets[k + 1] == c.offsets[k]) continue;
+    WeightRowsArgs w;
+    w.seed = a.seed;
+    w.layer = a.layer;
+    w.expert = a.experts[static_cast<size_t>(g)];
+    w.row_begin = f0;
+    w.row_end = f0 + nb;
+    w.col_begin = 0;
+    w.col_end = d;
+    w.matrix = a.matrix_gate;
+    w.scale = gate_scale;
+    w.out = ws.w_gate.data() + i * c.bf * d;
+    ops.FillWeightRows(w);
+    w.matrix = a.matrix_up;
+    w.out = ws.w_up.data() + i * c.bf * d;
+    ops.FillWeightRows(w);
+    w.matrix = a.matrix_down;
+    w.scale = down_scale;
+    w.out = ws.w_down.data() + i * c.bf * d;
+    ops.FillWeightRows(w);
+    b.gate[k] = ws.w_gate.data() + i * c.bf * d;
+    b.up[k] = ws.w_up.data() + i * c.bf * d;
+    b.down[k] = ws.w_down.data() + i * c.bf * d;
+    ++i;
+  }
+  return b;
+}
+
+// out[chunk rows, d] += SwiGLU(x . gate^T, x . up^T) . down^T over the nb columns of f in the block.
+void BlockGemms(ComputeOps& ops, const FfnArgs& a, const FfnChunk& c, int64_t nb, WeightBlock& b, FfnWorkspace& ws) {
+  const int64_t d = a.hidden;
+  GroupedGemmArgs gg;
+  gg.num_groups = c.g1 - c.g0;
+  gg.offsets = c.offsets.data();
+  gg.n = nb;
+  gg.k = d;
+  gg.a = a.x + c.row0 * d;
+  gg.lda = d;
+  gg.b = b.gate.data();
+  gg.ldb = d;
+  gg.trans_b = true;
+  gg.c = ws.h_gate.data();
+  gg.ldc = nb;
+  ops.GroupedGemm(gg);  // h_gate [rows, nb] = x . gate^T
+  gg.b = b.up.data();
+  gg.c = ws.h_up.data();
+  ops.GroupedGemm(gg);  // h_up [rows, nb] = x . up^T
+  ops.SwiGlu(ws.h_gate.data(), ws.h_up.data(), ws.h_gate.data(), c.rows * nb);
+  GroupedGemmArgs dn;
+  dn.num_groups = c.g1 - c.g0;
+  dn.offsets = c.offsets.data();
+  dn.n = d;
+  dn.k = nb;
+  dn.a = ws.h_gate.data();
+  dn.lda = nb;
+  dn.b = b.down.data();
+  dn.ldb = d;
+  dn.trans_b = false;
+  dn.c = a.out + c.row0 * d;
+  dn.ldc = d;
+  dn.accumulate = true;
+  ops.GroupedGemm(dn);  // out [rows, d] += h [rows, nb] . down^T [nb, d]
+}
+
+}  // namespace
+
 double RunSwiGluFfn(ComputeOps& ops, Device& device, const FfnArgs& a, FfnWorkspace& ws) {
   const int64_t groups = static_cast<int64_t>(a.experts.size());
   if (static_cast<int64_t>(a.offsets.size()) != groups + 1 || a.offsets.front() != 0) {
@@ -62,100 +175,25 @@ double RunSwiGluFfn(ComputeOps& ops, Device& device, const FfnArgs& a, FfnWorksp
   ops.Fill(a.out, 0.0f, rows * d);
   const int64_t f_count = a.f_end - a.f_begin;
   if (f_count <= 0) return 0.0;  // an empty TP chunk contributes nothing
-  const float gate_scale = GateUpScale(d), down_scale = DownScale(a.intermediate);
   double gen_seconds = 0.0;
   // Chunks of consecutive groups whose blocks of generated weights fit the budget together:
   // bf rows of f per expert, as many experts with rows as fit in block_bytes (at least one).
   const int64_t block_rows_cap = FfnBlockRows(f_count, d, 1, a.block_bytes);
-  int64_t g0 = 0;
-  while (g0 < groups) {
-    while (g0 < groups && a.offsets[static_cast<size_t>(g0 + 1)] == a.offsets[static_cast<size_t>(g0)]) ++g0;
-    if (g0 == groups) break;
-    const int64_t per_expert_bytes = 3 * block_rows_cap * d * 4;
-    const int64_t max_active = std::max<int64_t>(1, a.block_bytes / per_expert_bytes);
-    int64_t g1 = g0, active = 0;
-    while (g1 < groups && active < max_active) {
-      if (a.offsets[static_cast<size_t>(g1 + 1)] > a.offsets[static_cast<size_t>(g1)]) ++active;
-      ++g1;
-    }
-    const int64_t row0 = a.offsets[static_cast<size_t>(g0)];
-    const int64_t chunk_rows = a.offsets[static_cast<size_t>(g1)] - row0;
-    const int64_t bf = std::min(block_rows_cap, FfnBlockRows(f_count, d, chunk_rows, a.block_bytes));
-    std::vector<int64_t> offsets;
-    for (int64_t g = g0; g <= g1; ++g) offsets.push_back(a.offsets[static_cast<size_t>(g)] - row0);
-    ws.w_gate.Resize(active * bf * d);
-    ws.w_up.Resize(active * bf * d);
-    ws.w_down.Resize(active * bf * d);
-    ws.h_gate.Resize(chunk_rows * bf);
-    ws.h_up.Resize(chunk_rows * bf);
-    std::vector<const float*> wg(static_cast<size_t>(g1 - g0), nullptr), wu(wg), wd(wg);
-    for (int64_t f0 = a.f_begin; f0 < a.f_end; f0 += bf) {
-      const int64_t nb = std::min(bf, a.f_end - f0);
+  for (FfnChunk c = NextChunk(a, 0, f_count, block_rows_cap); c.g0 < groups; c = NextChunk(a, c.g1, f_count, block_rows_cap)) {
+    ws.w_gate.Resize(c.active * c.bf * d);
+    ws.w_up.Resize(c.active * c.bf * d);
+    ws.w_down.Resize(c.active * c.bf * d);
+    ws.h_gate.Resize(c.rows * c.bf);
+    ws.h_up.Resize(c.rows * c.bf);
+    for (int64_t f0 = a.f_begin; f0 < a.f_end; f0 += c.bf) {
+      const int64_t nb = std::min(c.bf, a.f_end - f0);
       device.Synchronize();
       const auto t0 = std::chrono::steady_clock::now();
-      int64_t i = 0;
-      for (int64_t g = g0; g < g1; ++g) {
-        if (offsets[static_cast<size_t>(g - g0 + 1)] == offsets[static_cast<size_t>(g - g0)]) continue;
-        WeightRowsArgs w;
-        w.seed = a.seed;
-        w.layer = a.layer;
-        w.expert = a.experts[static_cast<size_t>(g)];
-        w.row_begin = f0;
-        w.row_end = f0 + nb;
-        w.col_begin = 0;
-        w.col_end = d;
-        w.matrix = a.matrix_gate;
-        w.scale = gate_scale;
-        w.out = ws.w_gate.data() + i * bf * d;
-        ops.FillWeightRows(w);
-        w.matrix = a.matrix_up;
-        w.out = ws.w_up.data() + i * bf * d;
-        ops.FillWeightRows(w);
-        w.matrix = a.matrix_down;  // generated [f, d]: down[d, f] transposed
-        w.scale = down_scale;
-        w.out = ws.w_down.data() + i * bf * d;
-        ops.FillWeightRows(w);
-        wg[static_cast<size_t>(g - g0)] = ws.w_gate.data() + i * bf * d;
-        wu[static_cast<size_t>(g - g0)] = ws.w_up.data() + i * bf * d;
-        wd[static_cast<size_t>(g - g0)] = ws.w_down.data() + i * bf * d;
-        ++i;
-      }
+      WeightBlock b = GenerateWeights(ops, a, c, f0, nb, ws);
       device.Synchronize();
       gen_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-
-      GroupedGemmArgs gg;
-      gg.num_groups = g1 - g0;
-      gg.offsets = offsets.data();
-      gg.n = nb;
-      gg.k = d;
-      gg.a = a.x + row0 * d;
-      gg.lda = d;
-      gg.b = wg.data();
-      gg.ldb = d;
-      gg.trans_b = true;
-      gg.c = ws.h_gate.data();
-      gg.ldc = nb;
-      ops.GroupedGemm(gg);  // h_gate [rows, nb] = x . gate^T
-      gg.b = wu.data();
-      gg.c = ws.h_up.data();
-      ops.GroupedGemm(gg);  // h_up [rows, nb] = x . up^T
-      ops.SwiGlu(ws.h_gate.data(), ws.h_up.data(), ws.h_gate.data(), chunk_rows * nb);
-      GroupedGemmArgs dn;
-      dn.num_groups = g1 - g0;
-      dn.offsets = offsets.data();
-      dn.n = d;
-      dn.k = nb;
-      dn.a = ws.h_gate.data();
-      dn.lda = nb;
-      dn.b = wd.data();
-      dn.ldb = d;
-      dn.trans_b = false;
-      dn.c = a.out + row0 * d;
-      dn.ldc = d;
-      dn.accumulate = true;
-      ops.GroupedGemm(dn);  // out [rows, d] += h [rows, nb] . down^T [nb, d]
+      BlockGemms(ops, a, c, nb, b, ws);
     }
-    g0 = g1;
   }
   return gen_seconds;
 }
