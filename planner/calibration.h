@@ -21,6 +21,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "planner/cluster.h"
 #include "planner/cost.h"
@@ -39,6 +40,29 @@ struct Calibration {
   // ClusterSpec knobs.
   double intra_node_gbps = 0, intra_node_latency_us = 0, network_gbps = 0, network_latency_us = 0;
 };
+
+// One row of the knob table (calibration.cc kKnobs: the one list parsing, writing, the defaults,
+// ApplyCalibration, docs/calibration.md and the fitter iterate). A knob sets exactly one field of
+// ClusterSpec or CostOptions. Valid range: what a file may hold; physical bounds [lower, upper]:
+// what the fitter (planner/calibrate.h) keeps to. Stage: fitted from component measurements and
+// dockyard-run phase timings (kComponent) or from whole-step rows (kResidual, at most about five).
+struct CalibrationKnob {
+  enum Stage { kComponent, kResidual };
+  const char* name;
+  const char* unit;
+  double Calibration::*field;
+  double ClusterSpec::*cluster_field;  // nullptr when the knob sets CostOptions
+  double CostOptions::*options_field;  // nullptr when the knob sets ClusterSpec
+  double min;        // exclusive when min_open, else inclusive
+  bool min_open;
+  double max;        // inclusive
+  double lower, upper;  // physical bounds (inside the valid range)
+  Stage stage;
+  const char* source;   // where the prior value comes from
+};
+std::vector<CalibrationKnob> CalibrationKnobs();
+// Sets knob `k` to `value` on `cluster` or `options` (whichever it belongs to; either may be nullptr).
+void ApplyKnob(const CalibrationKnob& k, double value, ClusterSpec* cluster, CostOptions* options);
 
 // The knobs dockyard uses without a calibration file: CostOptions{} and ClusterPreset(preset).
 // Named "<preset>-prior". Throws dockyard::Error for an unknown preset.
