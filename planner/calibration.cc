@@ -20,30 +20,31 @@ constexpr CalibrationKnob::Stage kResidual = CalibrationKnob::kResidual;
 // The one table of knobs, one line each: parsing, writing, DefaultCalibration, ApplyCalibration,
 // docs/calibration.md and the fitter (planner/calibrate.h) iterate it. Columns: name, unit,
 // Calibration field, the field it sets (ClusterSpec or CostOptions, the other nullptr), valid range
-// (min exclusive when min_open), physical bounds the fitter keeps to, fit stage, prior source.
-// Physical bounds: efficiencies between a tenth and all of the peak; NVLink 4/5 effective
-// bandwidth between 50 GB/s (PCIe-class) and 900 GB/s (NVLink5 line rate); a NIC between 5 and
-// 100 GB/s (800 Gb/s); latencies between 0.5 and 50 us (NCCL small-message latency, NCCL tests);
-// grouped-GEMM half-rows between 8 and 4096 rows (C21 in testdata/fidelity: 29 % at 128 rows).
+// (min exclusive when min_open), physical bounds the fitter keeps to (multiples of the prior when
+// relative), fit stage, prior source. Physical bounds: efficiencies between a tenth and all of the
+// peak; a kernel floor between 0.5 and 100 us; grouped-GEMM half-rows between 8 and 4096 rows
+// (testdata/fidelity C21: 29 % of peak at 128 rows); a link's effective bandwidth between a tenth
+// and 1.25x the cluster's figure (the presets' figures are effective busbw, 370 of NVLink4's 450
+// GB/s line rate: 1.22x); a latency between 0.2x and 10x the cluster's figure.
 const CalibrationKnob kKnobs[] = {
     {"gemm_max_efficiency", "fraction of peak", &Calibration::gemm_max_efficiency, nullptr, &CostOptions::gemm_max_efficiency,
-     0, true, 1, 0.1, 1.0, kComponent, "CostOptions::gemm_max_efficiency (planner/cost.h); docs/cost-model.md, grouped GEMM"},
-    {"gemm_half_rows", "rows", &Calibration::gemm_half_rows, nullptr, &CostOptions::gemm_half_rows, 0, true, 1e9, 8, 4096,
+     0, true, 1, 0.1, 1.0, false, kComponent, "CostOptions::gemm_max_efficiency (planner/cost.h); docs/cost-model.md, grouped GEMM"},
+    {"gemm_half_rows", "rows", &Calibration::gemm_half_rows, nullptr, &CostOptions::gemm_half_rows, 0, true, 1e9, 8, 4096, false,
      kComponent, "CostOptions::gemm_half_rows (planner/cost.h)"},
     {"dense_efficiency", "fraction of peak", &Calibration::dense_efficiency, nullptr, &CostOptions::dense_efficiency, 0, true,
-     1, 0.1, 1.0, kResidual, "CostOptions::dense_efficiency (planner/cost.h)"},
+     1, 0.1, 1.0, false, kResidual, "CostOptions::dense_efficiency (planner/cost.h)"},
     {"attention_efficiency", "fraction of peak", &Calibration::attention_efficiency, nullptr,
-     &CostOptions::attention_efficiency, 0, true, 1, 0.1, 1.0, kResidual, "CostOptions::attention_efficiency (planner/cost.h)"},
-    {"memory_floor_us", "us", &Calibration::memory_floor_us, nullptr, &CostOptions::memory_floor_us, 0, false, 1e6, 0.5, 100,
+     &CostOptions::attention_efficiency, 0, true, 1, 0.1, 1.0, false, kResidual, "CostOptions::attention_efficiency (planner/cost.h)"},
+    {"memory_floor_us", "us", &Calibration::memory_floor_us, nullptr, &CostOptions::memory_floor_us, 0, false, 1e6, 0.5, 100, false,
      kComponent, "CostOptions::memory_floor_us (planner/cost.h)"},
-    {"intra_node_gbps", "GB/s", &Calibration::intra_node_gbps, &ClusterSpec::intra_node_gbps, nullptr, 0, true, 1e6, 1, 900,
+    {"intra_node_gbps", "GB/s", &Calibration::intra_node_gbps, &ClusterSpec::intra_node_gbps, nullptr, 0, true, 1e6, 0.1, 1.25, true,
      kComponent, "the preset's intra_node_gbps (docs/cluster.md)"},
     {"intra_node_latency_us", "us", &Calibration::intra_node_latency_us, &ClusterSpec::intra_node_latency_us, nullptr, 0, true,
-     1e6, 0.5, 50, kComponent, "the preset's intra_node_latency_us (docs/cluster.md)"},
-    {"network_gbps", "GB/s", &Calibration::network_gbps, &ClusterSpec::network_gbps, nullptr, 0, true, 1e6, 5, 100,
+     1e6, 0.2, 10, true, kComponent, "the preset's intra_node_latency_us (docs/cluster.md)"},
+    {"network_gbps", "GB/s", &Calibration::network_gbps, &ClusterSpec::network_gbps, nullptr, 0, true, 1e6, 0.1, 1.25, true,
      kComponent, "the preset's network_gbps (docs/cluster.md)"},
     {"network_latency_us", "us", &Calibration::network_latency_us, &ClusterSpec::network_latency_us, nullptr, 0, true, 1e6,
-     0.5, 50, kComponent, "the preset's network_latency_us (docs/cluster.md)"},
+     0.2, 10, true, kComponent, "the preset's network_latency_us (docs/cluster.md)"},
 };
 
 }  // namespace
@@ -97,6 +98,7 @@ Calibration CalibrationFromJson(const Json& json, const std::string& file) {
       knob.Fail("value", fmt::format("must be in {}{}, {}], got {}", k.min_open ? "(" : "[", k.min, k.max, x));
     }
     cal.*k.field = x;
+    if (knob.Has("source")) cal.knob_sources[k.name] = knob.String("source");
   }
   return cal;
 }
@@ -124,7 +126,10 @@ void ApplyCalibration(const Calibration& cal, ClusterSpec* cluster, CostOptions*
 
 Json CalibrationToJson(const Calibration& cal) {
   Json knobs = Json::object();
-  for (const CalibrationKnob& k : kKnobs) knobs[k.name] = Json{{"value", cal.*k.field}, {"source", k.source}};
+  for (const CalibrationKnob& k : kKnobs) {
+    const auto src = cal.knob_sources.find(k.name);
+    knobs[k.name] = Json{{"value", cal.*k.field}, {"source", src != cal.knob_sources.end() ? src->second : k.source}};
+  }
   return Json{{"format", "dockyard-calibration"}, {"version", 1},          {"name", cal.name},
               {"preset", cal.preset},             {"description", cal.description}, {"knobs", knobs}};
 }

@@ -20,6 +20,7 @@
 //   network_latency_us    >= 0    per collective step across nodes, us
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,9 @@ struct Calibration {
   double gemm_max_efficiency = 0, gemm_half_rows = 0, dense_efficiency = 0, attention_efficiency = 0, memory_floor_us = 0;
   // ClusterSpec knobs.
   double intra_node_gbps = 0, intra_node_latency_us = 0, network_gbps = 0, network_latency_us = 0;
+  // Knob name -> source written instead of the table's prior source (a fitted value says how it
+  // was fitted); read back from a file's "source" fields.
+  std::map<std::string, std::string> knob_sources;
 };
 
 // One row of the knob table (calibration.cc kKnobs: the one list parsing, writing, the defaults,
@@ -57,6 +61,7 @@ struct CalibrationKnob {
   bool min_open;
   double max;        // inclusive
   double lower, upper;  // physical bounds (inside the valid range)
+  bool relative;        // lower and upper are multiples of the prior value (cluster figures)
   Stage stage;
   const char* source;   // where the prior value comes from
 };

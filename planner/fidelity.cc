@@ -354,17 +354,24 @@ FidelitySet LoadFidelitySet(const std::string& path) {
   return FidelitySetFromJson(ReadJsonFile(path), path, slash == std::string::npos ? "." : path.substr(0, slash));
 }
 
+PreparedRun PrepareRun(const FidelityRun& run, const ModelSpec& model) {
+  PreparedRun p{BuildPlan(model, FidelityDims(run), FidelityTraining(run)), {}, 0};
+  const MemoryReport memory = ComputeMemory(p.plan);
+  p.peak_gib = static_cast<double>(memory.worst_peak_bytes) / static_cast<double>(int64_t{1} << 30);
+  RoutingSpec routing = ParseRoutingSpec("uniform");
+  routing.seed = 0;
+  const int64_t layers = RoutingLayersToSample(p.plan.model, routing, std::nullopt, 4, "routing layers");
+  p.routing = SampleRoutingForPlan(p.plan, routing, layers);
+  return p;
+}
+
 FidelityPrediction PredictRun(const FidelityRun& run, const ModelSpec& model) {
   FidelityPrediction p;
   p.id = run.id;
   p.approximate = !run.unsupported.empty();
-  Plan plan = BuildPlan(model, FidelityDims(run), FidelityTraining(run));
-  const MemoryReport memory = ComputeMemory(plan);
-  p.peak_gib = static_cast<double>(memory.worst_peak_bytes) / static_cast<double>(int64_t{1} << 30);
-  RoutingSpec routing = ParseRoutingSpec("uniform");
-  routing.seed = 0;
-  const int64_t layers = RoutingLayersToSample(plan.model, routing, std::nullopt, 4, "routing layers");
-  const CostBreakdown cost = SimulateStep(plan, run.cluster, SampleRoutingForPlan(plan, routing, layers), CostOptions{});
+  const PreparedRun prepared = PrepareRun(run, model);
+  p.peak_gib = prepared.peak_gib;
+  const CostBreakdown cost = SimulateStep(prepared.plan, run.cluster, prepared.routing, CostOptions{});
   p.measured_s = MeasuredStepSeconds(run);
   p.predicted_s = cost.step_time_us * 1e-6;
   p.error = p.predicted_s / p.measured_s - 1.0;

@@ -24,6 +24,8 @@
 #include "planner/json_util.h"
 #include "planner/model_spec.h"
 #include "planner/parallel_dims.h"
+#include "planner/plan.h"
+#include "planner/routing.h"
 #include "planner/training.h"
 
 namespace dockyard {
@@ -119,6 +121,15 @@ struct FidelityPrediction {
   std::string dominant_phase;
   double peak_gib = 0;        // ComputeMemory's worst rank
 };
+
+// What PredictRun builds once per run (the fitter re-costs it under many knob values): the plan,
+// its worst-rank peak (GiB) and the sampled routing.
+struct PreparedRun {
+  Plan plan;
+  RoutingResult routing;
+  double peak_gib = 0;
+};
+PreparedRun PrepareRun(const FidelityRun& run, const ModelSpec& model);
 
 // dockyard's `simulate` path for a run: BuildPlan + ComputeMemory + SampleRoutingForPlan
 // (uniform routing, seed 0, 4 sampled MoE layers: the CLI's defaults) + SimulateStep with the
