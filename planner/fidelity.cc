@@ -524,6 +524,15 @@ std::string GroupTable(const std::vector<FidelityGroupSummary>& groups) {
 
 }  // namespace
 
+std::vector<FidelityGroupSummary> SummarizeFidelityGroups(const FidelitySet& set, const std::vector<FidelityPrediction>& rows,
+                                                          double order_threshold) {
+  std::map<std::string, const FidelityRun*> by_id;
+  for (const FidelityRun& r : set.runs) by_id[r.id] = &r;
+  return GroupSummaries(rows, by_id, order_threshold);
+}
+
+std::string FidelityGroupTable(const std::vector<FidelityGroupSummary>& groups) { return GroupTable(groups); }
+
 std::string FidelityReportToMarkdown(const FidelitySet& set, const FidelityReport& rep) {
   std::map<std::string, const FidelityRun*> by_id;
   for (const FidelityRun& r : set.runs) by_id[r.id] = &r;

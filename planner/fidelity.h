@@ -159,6 +159,12 @@ struct FidelityReport {
 // by more than `order_threshold` (0.10: closer pairs are within the sources' own noise).
 FidelityReport RunFidelity(const FidelitySet& set, double order_threshold = 0.10);
 
+// The per-group summaries (RunFidelity's `groups`) of any predictions of `set`'s runs, e.g. a
+// fitted calibration's or held-out ones; and the Markdown table of such summaries.
+std::vector<FidelityGroupSummary> SummarizeFidelityGroups(const FidelitySet& set, const std::vector<FidelityPrediction>& rows,
+                                                          double order_threshold = 0.10);
+std::string FidelityGroupTable(const std::vector<FidelityGroupSummary>& groups);
+
 // The report as Markdown tables (docs/fidelity.md).
 std::string FidelityReportToMarkdown(const FidelitySet& set, const FidelityReport& report);
 
