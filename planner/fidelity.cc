@@ -275,7 +275,8 @@ FidelitySet FidelitySetFromJson(const Json& json, const std::string& file, const
       model_files[k] = "";
       continue;
     }
-    const std::string path = base_dir.empty() ? m.String("file") : base_dir + "/" + m.String("file");
+    const std::string file_name = m.String("file");  // relative to the runs file, unless absolute
+    const std::string path = base_dir.empty() || file_name[0] == '/' ? file_name : base_dir + "/" + file_name;
     try {
       set.models.emplace(k, LoadModel(path));
     } catch (const Error& e) {
@@ -297,9 +298,8 @@ FidelitySet FidelitySetFromJson(const Json& json, const std::string& file, const
       if (!ids.insert(r.id).second) v.Fail("id", fmt::format("duplicate id \"{}\"", r.id));
       auto model = set.models.find(r.model);
       if (model != set.models.end()) {
-        ParallelDims dims = ParallelDims::Build(FidelityDims(r));
         try {
-          ValidateDimsForModel(dims, model->second);
+          ValidateDimsForModel(ParallelDims::Build(FidelityDims(r)), model->second);
         } catch (const Error& e) {
           v.Fail("layout", e.what());
         }
