@@ -29,15 +29,19 @@ int RunCalibrate(const CalibrateOptions& o, std::ostream& out) {
     prior = DefaultCalibration(o.preset.empty() ? "h100-sxm" : o.preset);
   }
   const std::string preset = prior.preset;
-  // The hardware of the dockyard-run reports; a cluster JSON's figures are the cluster knobs' priors.
+  // The hardware of the dockyard-run reports; without --from, a --cluster's figures are the
+  // cluster knobs' priors.
   ClusterSpec hardware = ClusterPreset(preset);
   CostOptions unused;
   ApplyCalibration(prior, &hardware, &unused);
   if (!o.cluster.empty()) {
     hardware = LoadCluster(o.cluster);
-    for (const CalibrationKnob& k : CalibrationKnobs()) {
-      if (k.cluster_field != nullptr) prior.*k.field = hardware.*k.cluster_field;
+    if (o.from.empty()) {  // the cluster's own figures are the priors; with --from, the calibration's apply to it
+      for (const CalibrationKnob& k : CalibrationKnobs()) {
+        if (k.cluster_field != nullptr) prior.*k.field = hardware.*k.cluster_field;
+      }
     }
+    ApplyCalibration(prior, &hardware, &unused);
   }
 
   std::vector<CalibrationRow> rows;
