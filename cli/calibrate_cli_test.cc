@@ -74,6 +74,12 @@ TEST_CASE("calibrate refuses a bad runs file with one error naming the row and t
   CHECK(negative.find("run S03: ") == 0);
   CHECK(negative.find("/runs/16/measured/value: must be > 0, got -4.1412") != std::string::npos);
 
+  const std::string phase = CalibrateError(WriteRuns("p.json", [](Json& j) {
+    RunJson(j, "S02")["phases"] = Json::array({Json{{"name", "dispatch"}, {"layer_kind", "moe"}, {"direction", "forward"}, {"time_us", -2.5}}});
+  }));
+  CHECK(phase.find("run S02: ") == 0);
+  CHECK(phase.find("/runs/15/phases/0/time_us: must be a time >= 0, got -2.5") != std::string::npos);
+
   // EP 3 divides neither the 8 ranks nor DeepSeek-V3's 256 routed experts.
   const std::string layout = CalibrateError(WriteRuns("l.json", [](Json& j) { RunJson(j, "S01")["layout"]["ep"] = 3; }));
   CHECK(layout.find("run S01: ") == 0);

@@ -202,6 +202,24 @@ std::string Upper(std::string s) {
   return s;
 }
 
+// The phase mapping (calibrate.h): empty when the measured phase `name` is fitted, else why not.
+std::string PhaseNotFitted(const std::string& name, bool shared_overlapped) {
+  static const std::set<std::string> fitted = {"permute", "dispatch", "grouped_gemm", "unpermute", "combine", "tp_comm"};
+  if (fitted.count(name)) return "";
+  if (name == "weight_gen") return "not a training phase";
+  if (name == "shared_experts" && shared_overlapped) return "overlapped with the combine: not fitted";
+  return "not fitted in the component stage (depends on a residual knob, or not a component phase)";
+}
+
+// The predicted time of phase (name, layer_kind, direction) of `cost`, 0 when it has none.
+double PredictedPhaseUs(const CostBreakdown& cost, const std::string& name, const std::string& layer_kind,
+                        const std::string& direction) {
+  for (const PhaseCost& ph : cost.phases) {
+    if (ph.name == name && ph.layer_kind == layer_kind && ph.direction == direction) return ph.time_us;
+  }
+  return 0.0;
+}
+
 double StepSecondsAt(FidelityRun run, double value) {
   run.measured.value = value;
   return MeasuredStepSeconds(run);
@@ -243,6 +261,25 @@ std::vector<CalibrationRow> RowsFromFidelitySet(const FidelitySet& set, const st
     r.predict = [prepared](const ClusterSpec& c, const CostOptions& o) {
       return SimulateStep(prepared->plan, c, prepared->routing, o).step_time_us * 1e-6;
     };
+    for (const FidelityRun::Phase& ph : run.phases) {  // a user's measured phases: stage-1 rows
+      const std::string id = run.id + ":" + ph.layer_kind + ":" + ph.direction + ":" + ph.name;
+      const std::string why = PhaseNotFitted(ph.name, CostOptions{}.overlap_shared_experts);
+      if (!why.empty() || ph.time_us == 0) {
+        skipped->push_back({id, why.empty() ? "measured 0 us" : why});
+        continue;
+      }
+      CalibrationRow p = r;
+      p.id = id;
+      p.what = fmt::format("phase {} ({}, {} layer)", ph.name, ph.direction, ph.layer_kind);
+      p.unit = "us";
+      p.stage = CalibrationKnob::kComponent;
+      p.measured = ph.time_us;
+      p.range.reset();
+      p.predict = [prepared, ph](const ClusterSpec& c, const CostOptions& o) {
+        return PredictedPhaseUs(SimulateStep(prepared->plan, c, prepared->routing, o), ph.name, ph.layer_kind, ph.direction);
+      };
+      rows.push_back(std::move(p));
+    }
     rows.push_back(std::move(r));
   }
 
@@ -358,11 +395,9 @@ std::vector<CalibrationRow> RowsFromRunReport(const Json& report, const std::str
     const double us = p.Number("time_us");
     if (!(us >= 0) || !std::isfinite(us)) p.Fail("time_us", fmt::format("must be a time >= 0, got {}", us));
     const std::string id = base + ":" + name;
-    static const std::set<std::string> fitted = {"permute", "dispatch", "grouped_gemm", "unpermute", "combine", "tp_comm"};
-    if (!fitted.count(name)) {
-      skipped->push_back({id, name == "weight_gen" ? "not a training phase"
-                              : name == "shared_experts" && overlap ? "overlapped with the combine: not fitted"
-                                                                    : "depends on a residual knob (dense_efficiency): not fitted"});
+    const std::string why = PhaseNotFitted(name, overlap);
+    if (!why.empty()) {
+      skipped->push_back({id, why});
       continue;
     }
     if (us == 0) {
@@ -380,11 +415,7 @@ std::vector<CalibrationRow> RowsFromRunReport(const Json& report, const std::str
     r.cluster = cluster;
     r.calibrated_hardware = true;
     r.predict = [plan, sampled, name](const ClusterSpec& c, const CostOptions& o) {
-      const CostBreakdown cost = SimulateStep(*plan, c, *sampled, o);
-      for (const PhaseCost& ph : cost.phases) {
-        if (ph.name == name && ph.layer_kind == "moe" && ph.direction == "forward") return ph.time_us;
-      }
-      return 0.0;
+      return PredictedPhaseUs(SimulateStep(*plan, c, *sampled, o), name, "moe", "forward");
     };
     rows.push_back(std::move(r));
   }

@@ -94,6 +94,8 @@ std::map<std::string, double> HeldOutErrors(const std::vector<CalibrationRow>& r
 //   grouped_gemm_fraction                  fraction   GroupedGemmEfficiency(params.rows_per_expert[i])
 //   kernel_floor                           us         memory_floor_us
 // Other kinds (DeepEP, HybridEP, permute, FP8 GEMM) have no knob yet and are listed in `skipped`.
+// A run's measured "phases" (optional; FidelityRun::phases) become stage-1 rows through the
+// dockyard-run mapping below (same-named predicted phase, same layer kind and direction).
 // A run's cluster gets the cluster knobs when its cluster is `preset` itself.
 std::vector<CalibrationRow> RowsFromFidelitySet(const FidelitySet& set, const std::string& preset,
                                                 std::vector<std::pair<std::string, std::string>>* skipped);

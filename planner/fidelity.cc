@@ -84,7 +84,7 @@ std::string Keys(const std::map<std::string, std::string>& m) {
 FidelityRun ParseRun(const JsonView& v, const std::map<std::string, ClusterSpec>& clusters,
                      const std::map<std::string, std::string>& model_files, const std::map<std::string, std::string>& sources) {
   v.RejectUnknownKeys({"id", "model", "cluster", "layout", "batch", "precision", "recompute", "recompute_modules",
-                       "dispatcher", "features", "measured", "group", "weight", "source", "notes"});
+                       "dispatcher", "features", "measured", "group", "weight", "source", "notes", "phases"});
   FidelityRun r;
   r.id = v.String("id");
   r.model = v.String("model");
@@ -163,6 +163,18 @@ FidelityRun ParseRun(const JsonView& v, const std::map<std::string, ClusterSpec>
   r.source = v.String("source");
   if (!sources.count(r.source)) v.Fail("source", fmt::format("unknown source \"{}\"; sources: {}", r.source, Keys(sources)));
   r.notes = v.StringOr("notes", "");
+  if (v.Has("phases")) {
+    const Json& phases = v.value().at("phases");
+    if (!phases.is_array()) v.Fail("phases", fmt::format("must be a list of phases, got {}", JsonValueText(phases)));
+    for (size_t i = 0; i < phases.size(); ++i) {
+      const JsonView p(&phases[i], v.file(), fmt::format("{}/phases/{}", v.pointer(), i));
+      p.RejectUnknownKeys({"name", "layer_kind", "direction", "time_us"});
+      FidelityRun::Phase ph{p.String("name"), OneOf(p, "layer_kind", {"moe", "dense"}), OneOf(p, "direction", {"forward", "backward"}),
+                            p.Number("time_us")};
+      if (!(ph.time_us >= 0)) p.Fail("time_us", fmt::format("must be a time >= 0, got {}", ph.time_us));
+      r.phases.push_back(ph);
+    }
+  }
 
   // Degrees on their own (world, divisibility), then GBS against DP·MBS.
   std::string error;

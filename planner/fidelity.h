@@ -61,6 +61,14 @@ struct FidelityRun {
   double weight = 1.0;         // (0, 1]: the source's confidence
   std::string source;          // key of "sources"
   std::string notes;
+  // Optional measured phases of the run (a user's profile): per layer and micro-batch, in the
+  // cost model's phase vocabulary (planner/phase.h), compared with the same-named predicted phase
+  // by the fitter (planner/calibrate.h), never summed into a step.
+  struct Phase {
+    std::string name, layer_kind, direction;  // e.g. "dispatch", "moe", "forward"
+    double time_us = 0;                        // >= 0
+  };
+  std::vector<Phase> phases;
   // Why dockyard cannot express the run yet (empty: it can). Derived from the fields above by
   // UnsupportedReasons, never written in the data.
   std::vector<std::string> unsupported;
