@@ -157,6 +157,50 @@ TEST_CASE("a run's measured phases are stage-1 rows through the phase mapping; a
   CHECK(skipped[0].first == "q1:moe:backward:attention");
 }
 
+TEST_CASE("held-out errors: each group predicted by a fit without it") {
+  // A step time inversely proportional to dense_efficiency: group A measured at efficiency 0.5
+  // (time 2), group B at 0.4 (time 2.5). Without A the fit finds 0.4 and predicts A at 2.5
+  // (+25 %); without B it finds 0.5 and predicts B at 2 (-20 %).
+  auto row = [](const std::string& id, double measured) {
+    CalibrationRow r = ConstantRow(id, id, measured, 0);
+    r.hardware = "hw-" + id;
+    r.predict = [](const ClusterSpec&, const CostOptions& o) { return 1.0 / o.dense_efficiency; };
+    return r;
+  };
+  const std::vector<CalibrationRow> rows = {row("A", 2.0), row("B", 2.5)};
+  const std::vector<double> prior = KnobValues(DefaultCalibration("h100-sxm"));
+  const auto by_group = HeldOutErrors(rows, prior, [](const CalibrationRow& r) { return r.group; });
+  CHECK(by_group.at("A") == doctest::Approx(0.25).epsilon(1e-3));
+  CHECK(by_group.at("B") == doctest::Approx(-0.20).epsilon(1e-3));
+  const auto by_hardware = HeldOutErrors(rows, prior, [](const CalibrationRow& r) { return r.hardware; });
+  CHECK(by_hardware.at("A") == doctest::Approx(0.25).epsilon(1e-3));
+  // Both together: the groups weigh the same, the fit lands between (ln-midpoint of 0.4 and 0.5).
+  const CalibrationFit fit = FitCalibration(rows, prior);
+  CHECK(fit.values[KnobIndex("dense_efficiency")] == doctest::Approx(std::sqrt(0.4 * 0.5)).epsilon(1e-3));
+}
+
+TEST_CASE("the knob table: every preset's priors lie inside the physical bounds, and each knob sets its one field") {
+  for (const std::string& preset : ClusterPresetNames()) {
+    const std::vector<double> prior = KnobValues(DefaultCalibration(preset));
+    const auto knobs = CalibrationKnobs();
+    for (size_t k = 0; k < knobs.size(); ++k) {
+      INFO(preset << " " << std::string(knobs[k].name));
+      const double lo = knobs[k].relative ? knobs[k].lower * prior[k] : knobs[k].lower;
+      const double hi = knobs[k].relative ? knobs[k].upper * prior[k] : knobs[k].upper;
+      CHECK(prior[k] >= lo);
+      CHECK(prior[k] <= hi);
+      CHECK((knobs[k].cluster_field == nullptr) != (knobs[k].options_field == nullptr));
+      ClusterSpec c = ClusterPreset(preset);
+      CostOptions o;
+      ApplyKnob(knobs[k], 12345.0, &c, &o);
+      CHECK((knobs[k].cluster_field != nullptr ? c.*knobs[k].cluster_field : o.*knobs[k].options_field) == 12345.0);
+    }
+  }
+  int residual = 0;
+  for (const auto& k : CalibrationKnobs()) residual += k.stage == CalibrationKnob::kResidual;
+  CHECK(residual <= 5);  // at most about five residual knobs
+}
+
 TEST_CASE("a knob no row depends on stays at its prior and is listed undetermined") {
   std::vector<CalibrationRow> rows = {ConstantRow("a", "A", 1.0, 2.0)};
   const std::vector<double> prior = KnobValues(DefaultCalibration("h100-sxm"));
