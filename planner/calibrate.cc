@@ -485,4 +485,53 @@ std::string CalibrationFitToText(const std::vector<CalibrationRow>& rows, const 
   return out;
 }
 
+std::string FidelityFitToMarkdown(const FidelitySet& set, const std::string& preset) {
+  std::vector<std::pair<std::string, std::string>> skipped;
+  const std::vector<CalibrationRow> rows = RowsFromFidelitySet(set, preset, &skipped);
+  const std::vector<double> prior = KnobValues(DefaultCalibration(preset));
+  const CalibrationFit fit = FitCalibration(rows, prior);
+  const auto by_group = HeldOutErrors(rows, prior, [](const CalibrationRow& r) { return r.group; });
+  const auto by_hardware = HeldOutErrors(rows, prior, [](const CalibrationRow& r) { return r.hardware; });
+  const char* names[4] = {"prior (no fit)", "in-sample fit", "group-held-out", "leave-one-hardware-out"};
+  std::vector<FidelityPrediction> variants[4];
+  std::string table =
+      "| id | group | hardware | measured s | prior | in-sample | group-held-out | hardware-held-out |\n|---|---|---|---|---|---|---|---|\n";
+  for (const CalibrationRow& r : rows) {
+    if (r.stage != CalibrationKnob::kResidual) continue;
+    const double err[4] = {PredictRow(r, prior) / r.measured - 1, PredictRow(r, fit.values) / r.measured - 1,
+                           by_group.at(r.id), by_hardware.at(r.id)};
+    for (int v = 0; v < 4; ++v) {
+      FidelityPrediction p;
+      p.id = r.id;
+      p.measured_s = r.measured;
+      p.predicted_s = r.measured * (1 + err[v]);
+      p.error = err[v];
+      variants[v].push_back(p);
+    }
+    table += fmt::format("| {} | {} | {} | {:.3f} | {:+.1f} % | {:+.1f} % | {:+.1f} % | {:+.1f} % |\n", r.id, r.group, r.hardware, r.measured,
+                         100 * err[0], 100 * err[1], 100 * err[2], 100 * err[3]);
+  }
+  std::string out = fmt::format("\n### Fitted (dockyard-plan calibrate's two-stage fit over this file, {} priors)\n\n", preset);
+  out += "| predictions | rows | mean abs error | max abs error | ordered pairs right (within groups, > 10 % apart) |\n|---|---|---|---|---|\n";
+  for (int v = 0; v < 4; ++v) {
+    double sum = 0, mx = 0;
+    for (const auto& p : variants[v]) {
+      sum += std::fabs(p.error);
+      mx = std::max(mx, std::fabs(p.error));
+    }
+    int64_t right = 0, pairs = 0;
+    for (const auto& g : SummarizeFidelityGroups(set, variants[v])) {
+      right += g.concordant_pairs;
+      pairs += g.ordered_pairs;
+    }
+    out += fmt::format("| {} | {} | {:.1f} % | {:.1f} % | {} / {} |\n", names[v], variants[v].size(),
+                       variants[v].empty() ? 0.0 : 100 * sum / static_cast<double>(variants[v].size()), 100 * mx, right, pairs);
+  }
+  out += "\n" + table;
+  out += "\nPer group, group-held-out predictions:\n\n" + FidelityGroupTable(SummarizeFidelityGroups(set, variants[2]));
+  out += "\nThe fit (knobs, component rows):\n\n" + CalibrationFitToText(rows, fit, nullptr);
+  return out;
+}
+
+
 }  // namespace dockyard

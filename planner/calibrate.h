@@ -120,4 +120,10 @@ std::vector<CalibrationRow> RowsFromRunReport(const Json& report, const std::str
 std::string CalibrationFitToText(const std::vector<CalibrationRow>& rows, const CalibrationFit& fit,
                                  const std::map<std::string, double>* held_out);
 
+// bench_fidelity's fit section (docs/fidelity.md): the fit over `set` (priors: `preset`'s
+// built-in knobs); per whole-step row the error with the priors, in-sample, group-held-out and
+// leave-one-hardware-out; for each variant mean / max |error| and the pairs ordered right within
+// groups (SummarizeFidelityGroups); the group-held-out per-group table; the fit's text.
+std::string FidelityFitToMarkdown(const FidelitySet& set, const std::string& preset);
+
 }  // namespace dockyard

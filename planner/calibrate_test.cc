@@ -201,6 +201,14 @@ TEST_CASE("the knob table: every preset's priors lie inside the physical bounds,
   CHECK(residual <= 5);  // at most about five residual knobs
 }
 
+TEST_CASE("smoke: bench_fidelity's fit section over the published runs (no accuracy threshold)") {
+  const FidelitySet set = LoadFidelitySet("testdata/fidelity/runs.json");
+  const std::string md = FidelityFitToMarkdown(set, "h100-sxm");
+  for (const char* line : {"| prior (no fit) | 8 |", "| in-sample fit | 8 |", "| group-held-out | 8 |", "| leave-one-hardware-out | 8 |"}) {
+    CHECK(md.find(line) != std::string::npos);
+  }
+}
+
 TEST_CASE("a knob no row depends on stays at its prior and is listed undetermined") {
   std::vector<CalibrationRow> rows = {ConstantRow("a", "A", 1.0, 2.0)};
   const std::vector<double> prior = KnobValues(DefaultCalibration("h100-sxm"));
