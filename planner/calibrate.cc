@@ -278,6 +278,10 @@ std::vector<CalibrationRow> RowsFromFidelitySet(const FidelitySet& set, const st
       p.predict = [prepared, ph](const ClusterSpec& c, const CostOptions& o) {
         return PredictedPhaseUs(SimulateStep(prepared->plan, c, prepared->routing, o), ph.name, ph.layer_kind, ph.direction);
       };
+      if (!(p.predict(p.cluster, CostOptions{}) > 0)) {
+        skipped->push_back({id, "the cost model predicts no such phase for this layout"});
+        continue;
+      }
       rows.push_back(std::move(p));
     }
     rows.push_back(std::move(r));
@@ -417,6 +421,10 @@ std::vector<CalibrationRow> RowsFromRunReport(const Json& report, const std::str
     r.predict = [plan, sampled, name](const ClusterSpec& c, const CostOptions& o) {
       return PredictedPhaseUs(SimulateStep(*plan, c, *sampled, o), name, "moe", "forward");
     };
+    if (!(r.predict(r.cluster, CostOptions{}) > 0)) {
+      skipped->push_back({id, "the cost model predicts no such phase for this layout"});
+      continue;
+    }
     rows.push_back(std::move(r));
   }
   return rows;

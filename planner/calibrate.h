@@ -109,7 +109,8 @@ std::vector<CalibrationRow> RowsFromFidelitySet(const FidelitySet& set, const st
 //   permute, dispatch, grouped_gemm, unpermute, combine, tp_comm -> the same name, fitted;
 //   router, shared_experts -> not fitted (they depend on dense_efficiency, a residual knob; the
 //     shared experts also overlap the combine when overlap is applied);
-//   weight_gen -> not a training phase, never fitted; a phase measured as 0 us is skipped.
+//   weight_gen -> not a training phase, never fitted; a phase measured as 0 us, or one the cost
+//   model predicts as 0 us for the layout, is skipped (listed).
 // Throws dockyard::Error naming the file and field for a missing or mistyped field, a negative
 // time, an unknown model file or a layout that does not validate.
 std::vector<CalibrationRow> RowsFromRunReport(const Json& report, const std::string& file, const ClusterSpec& cluster,
