@@ -70,7 +70,9 @@ int RunCalibrate(const CalibrateOptions& o, std::ostream& out) {
 
   Calibration fitted = prior;
   SetKnobValues(fit.values, &fitted);
-  fitted.name = o.name.empty() ? preset + "-fitted" : o.name;
+  // A calibration fitted on a cluster JSON (e.g. the CPU backend) is named after that cluster, so
+  // that it is not mistaken for the preset's.
+  fitted.name = !o.name.empty() ? o.name : (o.cluster.empty() ? preset : hardware.name) + "-fitted";
   std::string files;
   for (const std::string& p : o.runs) files += (files.empty() ? "" : ", ") + p;
   fitted.description = fmt::format("fitted by dockyard-plan calibrate from {} (priors: {}{})", files, prior.name,

@@ -14,7 +14,7 @@ struct CalibrateOptions {
   std::string preset;             // hardware preset calibrated (default: --from's, else h100-sxm)
   std::string from;               // calibration the priors come from (default: DefaultCalibration(preset))
   std::string cluster;            // preset or cluster JSON the dockyard-run reports ran on (default: the preset)
-  std::string name;               // the written calibration's name (default "<preset>-fitted")
+  std::string name;               // the written calibration's name (default "<preset>-fitted", with --cluster "<cluster name>-fitted")
 };
 
 // Prints the fit (rows before / after, knobs, undetermined knobs, group-held-out error) to `out`
