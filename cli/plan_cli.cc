@@ -21,6 +21,7 @@
 #include "cli/flags.h"
 #include "cli/default_model.h"
 #include "planner/calibration.h"
+#include "cli/calibrate_cli.h"
 #include "planner/error.h"
 #include "planner/file_util.h"
 #include "planner/cost.h"
@@ -463,6 +464,16 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   std::string spec_model, spec_out = "-";
   spec->add_option("--model", spec_model, "HF config.json or dockyard model spec")->required();
   spec->add_option("--out", spec_out, "output path ('-' = stdout, the default)");
+  CLI::App* calibrate = app.add_subcommand("calibrate", "fit a calibration file to measured runs, component measurements and "
+                                                       "dockyard-run reports (docs/calibration.md)");
+  CalibrateOptions cal;
+  calibrate->add_option("--runs", cal.runs, "runs file (testdata/fidelity/runs.json format) or dockyard-run --json report; repeatable")
+      ->required();
+  calibrate->add_option("--out", cal.out, "calibration JSON to write")->required();
+  calibrate->add_option("--preset", cal.preset, "hardware preset calibrated (default: --from's preset, else h100-sxm)");
+  calibrate->add_option("--from", cal.from, "calibration whose knobs are the priors (default: the preset's built-in knobs)");
+  calibrate->add_option("--cluster", cal.cluster, "preset or cluster JSON the dockyard-run reports ran on (default: the preset)");
+  calibrate->add_option("--name", cal.name, "name of the written calibration (default PRESET-fitted; with --cluster, CLUSTER-NAME-fitted)");
   app.require_subcommand(0, 1);
 
   try {
@@ -487,7 +498,7 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
       o.html_given = o.html_given || given("--html");
     }
     // A flag given with an empty value is a usage error, whatever the flag.
-    for (CLI::App* a : {&app, check, simulate, search, spec}) {
+    for (CLI::App* a : {&app, check, simulate, search, spec, calibrate}) {
       if (a == &app || a->parsed()) cli::RejectEmptyValues(*a);
     }
     if (o.json_given && o.refit_given && SameOutputPath(o.json_path, o.refit_json) && o.json_path != "-") {
@@ -522,6 +533,7 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
       return 0;
     }
     if (search->parsed()) return RunSearch(o, out, err);
+    if (calibrate->parsed()) return RunCalibrate(cal, out);
     return PlanAndReport(o, check->parsed() ? Command::kCheck : simulate->parsed() ? Command::kSimulate : Command::kPlan, out, err);
   });
 }

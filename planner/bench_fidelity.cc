@@ -3,12 +3,16 @@
 // Prints Markdown tables (docs/fidelity.md): every expressible run's measured and predicted step,
 // error and dominant phase; mean / max |error|; per group the error and the order of pairs whose
 // measured throughput differs by more than 10 %; then the unsupported runs, predicted as
-// approximations where possible, and the runs not predicted with the reason. No fitting.
+// approximations where possible, and the runs not predicted with the reason. Then the fit
+// (dockyard-plan calibrate's, planner/calibrate.h, priors of the h100-sxm preset) over the same
+// file: each whole-step row in-sample, group-held-out (fit without the row's group, predict it)
+// and leave-one-hardware-out (fit without the row's cluster), with the order within each group.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include "planner/calibrate.h"
 #include "planner/error.h"
 #include "planner/fidelity.h"
 
@@ -26,6 +30,9 @@ int main(int argc, char** argv) {
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     std::fputs(dockyard::FidelityReportToMarkdown(set, report).c_str(), stdout);
     std::printf("\n(%zu runs, %zu component measurements; load + predict %.0f ms)\n", set.runs.size(), set.components.size(), ms);
+    const auto t1 = std::chrono::steady_clock::now();
+    std::fputs(dockyard::FidelityFitToMarkdown(set, "h100-sxm").c_str(), stdout);
+    std::printf("\n(fit + held-out fits %.0f ms)\n", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count());
   } catch (const dockyard::Error& e) {
     std::fprintf(stderr, "bench_fidelity: error: %s\n", e.what());
     return 1;

@@ -14,32 +14,47 @@
 namespace dockyard {
 namespace {
 
-struct Knob {
-  const char* name;
-  double Calibration::*field;
-  double min;          // exclusive when min_open, else inclusive
-  bool min_open;
-  double max;          // inclusive
-  const char* source;  // where the prior value comes from
-};
+constexpr CalibrationKnob::Stage kComponent = CalibrationKnob::kComponent;
+constexpr CalibrationKnob::Stage kResidual = CalibrationKnob::kResidual;
 
-// The one list of knobs: their fields, ranges and the home of their prior values.
-const Knob kKnobs[] = {
-    {"gemm_max_efficiency", &Calibration::gemm_max_efficiency, 0, true, 1,
-     "CostOptions::gemm_max_efficiency (planner/cost.h); docs/cost-model.md, grouped GEMM"},
-    {"gemm_half_rows", &Calibration::gemm_half_rows, 0, true, 1e9, "CostOptions::gemm_half_rows (planner/cost.h)"},
-    {"dense_efficiency", &Calibration::dense_efficiency, 0, true, 1, "CostOptions::dense_efficiency (planner/cost.h)"},
-    {"attention_efficiency", &Calibration::attention_efficiency, 0, true, 1,
-     "CostOptions::attention_efficiency (planner/cost.h)"},
-    {"memory_floor_us", &Calibration::memory_floor_us, 0, false, 1e6, "CostOptions::memory_floor_us (planner/cost.h)"},
-    {"intra_node_gbps", &Calibration::intra_node_gbps, 0, true, 1e6, "the preset's intra_node_gbps (docs/cluster.md)"},
-    {"intra_node_latency_us", &Calibration::intra_node_latency_us, 0, true, 1e6,
-     "the preset's intra_node_latency_us (docs/cluster.md)"},
-    {"network_gbps", &Calibration::network_gbps, 0, true, 1e6, "the preset's network_gbps (docs/cluster.md)"},
-    {"network_latency_us", &Calibration::network_latency_us, 0, true, 1e6, "the preset's network_latency_us (docs/cluster.md)"},
+// The one table of knobs, one line each: parsing, writing, DefaultCalibration, ApplyCalibration,
+// docs/calibration.md and the fitter (planner/calibrate.h) iterate it. Columns: name, unit,
+// Calibration field, the field it sets (ClusterSpec or CostOptions, the other nullptr), valid range
+// (min exclusive when min_open), physical bounds the fitter keeps to (multiples of the prior when
+// relative), fit stage, prior source. Physical bounds: efficiencies between a tenth and all of the
+// peak; a kernel floor between 0.5 and 100 us; grouped-GEMM half-rows between 8 and 4096 rows
+// (testdata/fidelity C21: 29 % of peak at 128 rows); a link's effective bandwidth between a tenth
+// and 1.25x the cluster's figure (the presets' figures are effective busbw, 370 of NVLink4's 450
+// GB/s line rate: 1.22x); a latency between 0.2x and 10x the cluster's figure.
+const CalibrationKnob kKnobs[] = {
+    {"gemm_max_efficiency", "fraction of peak", &Calibration::gemm_max_efficiency, nullptr, &CostOptions::gemm_max_efficiency,
+     0, true, 1, 0.1, 1.0, false, kComponent, "CostOptions::gemm_max_efficiency (planner/cost.h); docs/cost-model.md, grouped GEMM"},
+    {"gemm_half_rows", "rows", &Calibration::gemm_half_rows, nullptr, &CostOptions::gemm_half_rows, 0, true, 1e9, 8, 4096, false,
+     kComponent, "CostOptions::gemm_half_rows (planner/cost.h)"},
+    {"dense_efficiency", "fraction of peak", &Calibration::dense_efficiency, nullptr, &CostOptions::dense_efficiency, 0, true,
+     1, 0.1, 1.0, false, kResidual, "CostOptions::dense_efficiency (planner/cost.h)"},
+    {"attention_efficiency", "fraction of peak", &Calibration::attention_efficiency, nullptr,
+     &CostOptions::attention_efficiency, 0, true, 1, 0.1, 1.0, false, kResidual, "CostOptions::attention_efficiency (planner/cost.h)"},
+    {"memory_floor_us", "us", &Calibration::memory_floor_us, nullptr, &CostOptions::memory_floor_us, 0, false, 1e6, 0.5, 100, false,
+     kComponent, "CostOptions::memory_floor_us (planner/cost.h)"},
+    {"intra_node_gbps", "GB/s", &Calibration::intra_node_gbps, &ClusterSpec::intra_node_gbps, nullptr, 0, true, 1e6, 0.1, 1.25, true,
+     kComponent, "the preset's intra_node_gbps (docs/cluster.md)"},
+    {"intra_node_latency_us", "us", &Calibration::intra_node_latency_us, &ClusterSpec::intra_node_latency_us, nullptr, 0, true,
+     1e6, 0.2, 10, true, kComponent, "the preset's intra_node_latency_us (docs/cluster.md)"},
+    {"network_gbps", "GB/s", &Calibration::network_gbps, &ClusterSpec::network_gbps, nullptr, 0, true, 1e6, 0.1, 1.25, true,
+     kComponent, "the preset's network_gbps (docs/cluster.md)"},
+    {"network_latency_us", "us", &Calibration::network_latency_us, &ClusterSpec::network_latency_us, nullptr, 0, true, 1e6,
+     0.2, 10, true, kComponent, "the preset's network_latency_us (docs/cluster.md)"},
 };
 
 }  // namespace
+
+std::vector<CalibrationKnob> CalibrationKnobs() { return {std::begin(kKnobs), std::end(kKnobs)}; }
+
+void ApplyKnob(const CalibrationKnob& k, double value, ClusterSpec* cluster, CostOptions* options) {
+  if (k.cluster_field != nullptr && cluster != nullptr) cluster->*k.cluster_field = value;
+  if (k.options_field != nullptr && options != nullptr) options->*k.options_field = value;
+}
 
 Calibration DefaultCalibration(const std::string& preset) {
   const ClusterSpec c = ClusterPreset(preset);
@@ -49,15 +64,7 @@ Calibration DefaultCalibration(const std::string& preset) {
   cal.preset = preset;
   cal.description = "the knobs dockyard uses without a calibration file (CostOptions defaults and the " + preset +
                     " preset); priors, not fitted";
-  cal.gemm_max_efficiency = o.gemm_max_efficiency;
-  cal.gemm_half_rows = o.gemm_half_rows;
-  cal.dense_efficiency = o.dense_efficiency;
-  cal.attention_efficiency = o.attention_efficiency;
-  cal.memory_floor_us = o.memory_floor_us;
-  cal.intra_node_gbps = c.intra_node_gbps;
-  cal.intra_node_latency_us = c.intra_node_latency_us;
-  cal.network_gbps = c.network_gbps;
-  cal.network_latency_us = c.network_latency_us;
+  for (const CalibrationKnob& k : kKnobs) cal.*k.field = k.cluster_field != nullptr ? c.*k.cluster_field : o.*k.options_field;
   return cal;
 }
 
@@ -80,9 +87,9 @@ Calibration CalibrationFromJson(const Json& json, const std::string& file) {
   cal.description = v.StringOr("description", "");
   const JsonView knobs = v.Object("knobs");
   std::vector<std::string> names;
-  for (const Knob& k : kKnobs) names.push_back(k.name);
+  for (const CalibrationKnob& k : kKnobs) names.push_back(k.name);
   knobs.RejectUnknownKeys(names);
-  for (const Knob& k : kKnobs) {
+  for (const CalibrationKnob& k : kKnobs) {
     const JsonView knob = knobs.Object(k.name);
     knob.RejectUnknownKeys({"value", "source"});
     const double x = knob.Number("value");
@@ -91,6 +98,7 @@ Calibration CalibrationFromJson(const Json& json, const std::string& file) {
       knob.Fail("value", fmt::format("must be in {}{}, {}], got {}", k.min_open ? "(" : "[", k.min, k.max, x));
     }
     cal.*k.field = x;
+    if (knob.Has("source")) cal.knob_sources[k.name] = knob.String("source");
   }
   return cal;
 }
@@ -113,20 +121,15 @@ void ApplyCalibration(const Calibration& cal, ClusterSpec* cluster, CostOptions*
     throw Error(fmt::format("calibration \"{}\" is for preset \"{}\", the cluster is preset \"{}\"", cal.name, cal.preset,
                             cluster->name));
   }
-  options->gemm_max_efficiency = cal.gemm_max_efficiency;
-  options->gemm_half_rows = cal.gemm_half_rows;
-  options->dense_efficiency = cal.dense_efficiency;
-  options->attention_efficiency = cal.attention_efficiency;
-  options->memory_floor_us = cal.memory_floor_us;
-  cluster->intra_node_gbps = cal.intra_node_gbps;
-  cluster->intra_node_latency_us = cal.intra_node_latency_us;
-  cluster->network_gbps = cal.network_gbps;
-  cluster->network_latency_us = cal.network_latency_us;
+  for (const CalibrationKnob& k : kKnobs) ApplyKnob(k, cal.*k.field, cluster, options);
 }
 
 Json CalibrationToJson(const Calibration& cal) {
   Json knobs = Json::object();
-  for (const Knob& k : kKnobs) knobs[k.name] = Json{{"value", cal.*k.field}, {"source", k.source}};
+  for (const CalibrationKnob& k : kKnobs) {
+    const auto src = cal.knob_sources.find(k.name);
+    knobs[k.name] = Json{{"value", cal.*k.field}, {"source", src != cal.knob_sources.end() ? src->second : k.source}};
+  }
   return Json{{"format", "dockyard-calibration"}, {"version", 1},          {"name", cal.name},
               {"preset", cal.preset},             {"description", cal.description}, {"knobs", knobs}};
 }

@@ -20,7 +20,9 @@
 //   network_latency_us    >= 0    per collective step across nodes, us
 #pragma once
 
+#include <map>
 #include <string>
+#include <vector>
 
 #include "planner/cluster.h"
 #include "planner/cost.h"
@@ -38,7 +40,34 @@ struct Calibration {
   double gemm_max_efficiency = 0, gemm_half_rows = 0, dense_efficiency = 0, attention_efficiency = 0, memory_floor_us = 0;
   // ClusterSpec knobs.
   double intra_node_gbps = 0, intra_node_latency_us = 0, network_gbps = 0, network_latency_us = 0;
+  // Knob name -> source written instead of the table's prior source (a fitted value says how it
+  // was fitted); read back from a file's "source" fields.
+  std::map<std::string, std::string> knob_sources;
 };
+
+// One row of the knob table (calibration.cc kKnobs: the one list parsing, writing, the defaults,
+// ApplyCalibration, docs/calibration.md and the fitter iterate). A knob sets exactly one field of
+// ClusterSpec or CostOptions. Valid range: what a file may hold; physical bounds [lower, upper]:
+// what the fitter (planner/calibrate.h) keeps to. Stage: fitted from component measurements and
+// dockyard-run phase timings (kComponent) or from whole-step rows (kResidual, at most about five).
+struct CalibrationKnob {
+  enum Stage { kComponent, kResidual };
+  const char* name;
+  const char* unit;
+  double Calibration::*field;
+  double ClusterSpec::*cluster_field;  // nullptr when the knob sets CostOptions
+  double CostOptions::*options_field;  // nullptr when the knob sets ClusterSpec
+  double min;        // exclusive when min_open, else inclusive
+  bool min_open;
+  double max;        // inclusive
+  double lower, upper;  // physical bounds (inside the valid range)
+  bool relative;        // lower and upper are multiples of the prior value (cluster figures)
+  Stage stage;
+  const char* source;   // where the prior value comes from
+};
+std::vector<CalibrationKnob> CalibrationKnobs();
+// Sets knob `k` to `value` on `cluster` or `options` (whichever it belongs to; either may be nullptr).
+void ApplyKnob(const CalibrationKnob& k, double value, ClusterSpec* cluster, CostOptions* options);
 
 // The knobs dockyard uses without a calibration file: CostOptions{} and ClusterPreset(preset).
 // Named "<preset>-prior". Throws dockyard::Error for an unknown preset.

@@ -84,7 +84,7 @@ std::string Keys(const std::map<std::string, std::string>& m) {
 FidelityRun ParseRun(const JsonView& v, const std::map<std::string, ClusterSpec>& clusters,
                      const std::map<std::string, std::string>& model_files, const std::map<std::string, std::string>& sources) {
   v.RejectUnknownKeys({"id", "model", "cluster", "layout", "batch", "precision", "recompute", "recompute_modules",
-                       "dispatcher", "features", "measured", "group", "weight", "source", "notes"});
+                       "dispatcher", "features", "measured", "group", "weight", "source", "notes", "phases"});
   FidelityRun r;
   r.id = v.String("id");
   r.model = v.String("model");
@@ -163,6 +163,18 @@ FidelityRun ParseRun(const JsonView& v, const std::map<std::string, ClusterSpec>
   r.source = v.String("source");
   if (!sources.count(r.source)) v.Fail("source", fmt::format("unknown source \"{}\"; sources: {}", r.source, Keys(sources)));
   r.notes = v.StringOr("notes", "");
+  if (v.Has("phases")) {
+    const Json& phases = v.value().at("phases");
+    if (!phases.is_array()) v.Fail("phases", fmt::format("must be a list of phases, got {}", JsonValueText(phases)));
+    for (size_t i = 0; i < phases.size(); ++i) {
+      const JsonView p(&phases[i], v.file(), fmt::format("{}/phases/{}", v.pointer(), i));
+      p.RejectUnknownKeys({"name", "layer_kind", "direction", "time_us"});
+      FidelityRun::Phase ph{p.String("name"), OneOf(p, "layer_kind", {"moe", "dense"}), OneOf(p, "direction", {"forward", "backward"}),
+                            p.Number("time_us")};
+      if (!(ph.time_us >= 0)) p.Fail("time_us", fmt::format("must be a time >= 0, got {}", ph.time_us));
+      r.phases.push_back(ph);
+    }
+  }
 
   // Degrees on their own (world, divisibility), then GBS against DP·MBS.
   std::string error;
@@ -275,7 +287,8 @@ FidelitySet FidelitySetFromJson(const Json& json, const std::string& file, const
       model_files[k] = "";
       continue;
     }
-    const std::string path = base_dir.empty() ? m.String("file") : base_dir + "/" + m.String("file");
+    const std::string file_name = m.String("file");  // relative to the runs file, unless absolute
+    const std::string path = base_dir.empty() || file_name[0] == '/' ? file_name : base_dir + "/" + file_name;
     try {
       set.models.emplace(k, LoadModel(path));
     } catch (const Error& e) {
@@ -297,9 +310,8 @@ FidelitySet FidelitySetFromJson(const Json& json, const std::string& file, const
       if (!ids.insert(r.id).second) v.Fail("id", fmt::format("duplicate id \"{}\"", r.id));
       auto model = set.models.find(r.model);
       if (model != set.models.end()) {
-        ParallelDims dims = ParallelDims::Build(FidelityDims(r));
         try {
-          ValidateDimsForModel(dims, model->second);
+          ValidateDimsForModel(ParallelDims::Build(FidelityDims(r)), model->second);
         } catch (const Error& e) {
           v.Fail("layout", e.what());
         }
@@ -354,17 +366,24 @@ FidelitySet LoadFidelitySet(const std::string& path) {
   return FidelitySetFromJson(ReadJsonFile(path), path, slash == std::string::npos ? "." : path.substr(0, slash));
 }
 
+PreparedRun PrepareRun(const FidelityRun& run, const ModelSpec& model) {
+  PreparedRun p{BuildPlan(model, FidelityDims(run), FidelityTraining(run)), {}, 0};
+  const MemoryReport memory = ComputeMemory(p.plan);
+  p.peak_gib = static_cast<double>(memory.worst_peak_bytes) / static_cast<double>(int64_t{1} << 30);
+  RoutingSpec routing = ParseRoutingSpec("uniform");
+  routing.seed = 0;
+  const int64_t layers = RoutingLayersToSample(p.plan.model, routing, std::nullopt, 4, "routing layers");
+  p.routing = SampleRoutingForPlan(p.plan, routing, layers);
+  return p;
+}
+
 FidelityPrediction PredictRun(const FidelityRun& run, const ModelSpec& model) {
   FidelityPrediction p;
   p.id = run.id;
   p.approximate = !run.unsupported.empty();
-  Plan plan = BuildPlan(model, FidelityDims(run), FidelityTraining(run));
-  const MemoryReport memory = ComputeMemory(plan);
-  p.peak_gib = static_cast<double>(memory.worst_peak_bytes) / static_cast<double>(int64_t{1} << 30);
-  RoutingSpec routing = ParseRoutingSpec("uniform");
-  routing.seed = 0;
-  const int64_t layers = RoutingLayersToSample(plan.model, routing, std::nullopt, 4, "routing layers");
-  const CostBreakdown cost = SimulateStep(plan, run.cluster, SampleRoutingForPlan(plan, routing, layers), CostOptions{});
+  const PreparedRun prepared = PrepareRun(run, model);
+  p.peak_gib = prepared.peak_gib;
+  const CostBreakdown cost = SimulateStep(prepared.plan, run.cluster, prepared.routing, CostOptions{});
   p.measured_s = MeasuredStepSeconds(run);
   p.predicted_s = cost.step_time_us * 1e-6;
   p.error = p.predicted_s / p.measured_s - 1.0;
@@ -516,6 +535,15 @@ std::string GroupTable(const std::vector<FidelityGroupSummary>& groups) {
 }
 
 }  // namespace
+
+std::vector<FidelityGroupSummary> SummarizeFidelityGroups(const FidelitySet& set, const std::vector<FidelityPrediction>& rows,
+                                                          double order_threshold) {
+  std::map<std::string, const FidelityRun*> by_id;
+  for (const FidelityRun& r : set.runs) by_id[r.id] = &r;
+  return GroupSummaries(rows, by_id, order_threshold);
+}
+
+std::string FidelityGroupTable(const std::vector<FidelityGroupSummary>& groups) { return GroupTable(groups); }
 
 std::string FidelityReportToMarkdown(const FidelitySet& set, const FidelityReport& rep) {
   std::map<std::string, const FidelityRun*> by_id;

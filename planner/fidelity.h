@@ -24,6 +24,8 @@
 #include "planner/json_util.h"
 #include "planner/model_spec.h"
 #include "planner/parallel_dims.h"
+#include "planner/plan.h"
+#include "planner/routing.h"
 #include "planner/training.h"
 
 namespace dockyard {
@@ -59,6 +61,14 @@ struct FidelityRun {
   double weight = 1.0;         // (0, 1]: the source's confidence
   std::string source;          // key of "sources"
   std::string notes;
+  // Optional measured phases of the run (a user's profile): per layer and micro-batch, in the
+  // cost model's phase vocabulary (planner/phase.h), compared with the same-named predicted phase
+  // by the fitter (planner/calibrate.h), never summed into a step.
+  struct Phase {
+    std::string name, layer_kind, direction;  // e.g. "dispatch", "moe", "forward"
+    double time_us = 0;                        // >= 0
+  };
+  std::vector<Phase> phases;
   // Why dockyard cannot express the run yet (empty: it can). Derived from the fields above by
   // UnsupportedReasons, never written in the data.
   std::vector<std::string> unsupported;
@@ -120,6 +130,15 @@ struct FidelityPrediction {
   double peak_gib = 0;        // ComputeMemory's worst rank
 };
 
+// What PredictRun builds once per run (the fitter re-costs it under many knob values): the plan,
+// its worst-rank peak (GiB) and the sampled routing.
+struct PreparedRun {
+  Plan plan;
+  RoutingResult routing;
+  double peak_gib = 0;
+};
+PreparedRun PrepareRun(const FidelityRun& run, const ModelSpec& model);
+
 // dockyard's `simulate` path for a run: BuildPlan + ComputeMemory + SampleRoutingForPlan
 // (uniform routing, seed 0, 4 sampled MoE layers: the CLI's defaults) + SimulateStep with the
 // default CostOptions. `model` is set.models.at(run.model). Throws dockyard::Error when the plan
@@ -147,6 +166,12 @@ struct FidelityReport {
 // Pairs in a group are compared on tokens/s/GPU; a pair counts when the measured values differ
 // by more than `order_threshold` (0.10: closer pairs are within the sources' own noise).
 FidelityReport RunFidelity(const FidelitySet& set, double order_threshold = 0.10);
+
+// The per-group summaries (RunFidelity's `groups`) of any predictions of `set`'s runs, e.g. a
+// fitted calibration's or held-out ones; and the Markdown table of such summaries.
+std::vector<FidelityGroupSummary> SummarizeFidelityGroups(const FidelitySet& set, const std::vector<FidelityPrediction>& rows,
+                                                          double order_threshold = 0.10);
+std::string FidelityGroupTable(const std::vector<FidelityGroupSummary>& groups);
 
 // The report as Markdown tables (docs/fidelity.md).
 std::string FidelityReportToMarkdown(const FidelitySet& set, const FidelityReport& report);

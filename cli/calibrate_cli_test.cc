@@ -1,0 +1,111 @@
+#include "cli/calibrate_cli.h"
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+
+#include "planner/calibration.h"
+#include "planner/error.h"
+#include "planner/json_util.h"
+#include <doctest/doctest.h>
+
+namespace dockyard {
+namespace {
+
+std::string TempDir() {
+  const char* t = std::getenv("TEST_TMPDIR");
+  return t != nullptr ? t : "/tmp";
+}
+
+// testdata/fidelity/runs.json with `edit` applied, written beside the original's model paths
+// (the models resolve against testdata/fidelity through a "../hf" path rewritten absolute).
+template <typename Edit>
+std::string WriteRuns(const std::string& name, Edit edit) {
+  Json j = ReadJsonFile("testdata/fidelity/runs.json");
+  char cwd[4096];
+  REQUIRE(getcwd(cwd, sizeof cwd) != nullptr);
+  for (auto it = j["models"].begin(); it != j["models"].end(); ++it) {
+    Json& m = it.value();
+    if (m["file"].is_string()) m["file"] = std::string(cwd) + "/testdata/fidelity/" + m["file"].get<std::string>();
+  }
+  edit(j);
+  const std::string path = TempDir() + "/" + name;
+  std::ofstream(path) << j.dump(1);
+  return path;
+}
+
+Json& RunJson(Json& j, const std::string& id) {
+  for (Json& r : j["runs"]) {
+    if (r["id"] == id) return r;
+  }
+  throw Error("no run " + id);
+}
+
+// The error RunCalibrate gives, and that it wrote nothing.
+std::string CalibrateError(const std::string& runs) {
+  CalibrateOptions o;
+  o.runs = {runs};
+  o.out = TempDir() + "/never-written.json";
+  std::ostringstream out;
+  std::string message;
+  try {
+    RunCalibrate(o, out);
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  INFO("the error: " << message);
+  CHECK_FALSE(message.empty());
+  CHECK_FALSE(std::ifstream(o.out).good());
+  return message;
+}
+
+TEST_CASE("calibrate refuses a bad runs file with one error naming the row and the field, and writes nothing") {
+  const std::string unknown_model = CalibrateError(WriteRuns("m.json", [](Json& j) { RunJson(j, "S01")["model"] = "deepseek-v9"; }));
+  CHECK(unknown_model.find("run S01: ") == 0);
+  CHECK(unknown_model.find("/runs/14/model: unknown model \"deepseek-v9\"") != std::string::npos);
+
+  const std::string missing = CalibrateError(WriteRuns("f.json", [](Json& j) { RunJson(j, "S02")["batch"].erase("seq"); }));
+  CHECK(missing.find("run S02: ") == 0);
+  CHECK(missing.find("/runs/15/batch") != std::string::npos);
+  CHECK(missing.find("seq") != std::string::npos);
+
+  const std::string negative = CalibrateError(WriteRuns("n.json", [](Json& j) { RunJson(j, "S03")["measured"]["value"] = -4.1412; }));
+  CHECK(negative.find("run S03: ") == 0);
+  CHECK(negative.find("/runs/16/measured/value: must be > 0, got -4.1412") != std::string::npos);
+
+  const std::string phase = CalibrateError(WriteRuns("p.json", [](Json& j) {
+    RunJson(j, "S02")["phases"] = Json::array({Json{{"name", "dispatch"}, {"layer_kind", "moe"}, {"direction", "forward"}, {"time_us", -2.5}}});
+  }));
+  CHECK(phase.find("run S02: ") == 0);
+  CHECK(phase.find("/runs/15/phases/0/time_us: must be a time >= 0, got -2.5") != std::string::npos);
+
+  // EP 3 divides neither the 8 ranks nor DeepSeek-V3's 256 routed experts.
+  const std::string layout = CalibrateError(WriteRuns("l.json", [](Json& j) { RunJson(j, "S01")["layout"]["ep"] = 3; }));
+  CHECK(layout.find("run S01: ") == 0);
+  CHECK(layout.find("/runs/14/layout") != std::string::npos);
+}
+
+TEST_CASE("calibrate writes a calibration that loads back, fitted knobs with their source, from the published runs") {
+  CalibrateOptions o;
+  o.runs = {"testdata/fidelity/runs.json"};
+  o.out = TempDir() + "/fitted.json";
+  std::ostringstream out;
+  CHECK(RunCalibrate(o, out) == 0);
+  const Calibration cal = LoadCalibration(o.out);
+  CHECK(cal.preset == "h100-sxm");
+  CHECK(cal.name == "h100-sxm-fitted");
+  // C21: 64.5 % of peak at 2048 rows and 29 % at 128 rows give max x 2048/(2048+h) = 0.645 and
+  // max x 128/(128+h) = 0.29: h = 182, max = 0.70 (C18/C19 pull them slightly: within 3 %).
+  CHECK(cal.gemm_half_rows == doctest::Approx(182).epsilon(0.03));
+  CHECK(cal.gemm_max_efficiency == doctest::Approx(0.70).epsilon(0.03));
+  CHECK(cal.network_gbps == doctest::Approx(46).epsilon(0.01));  // C01, 46 GB/s busbw
+  CHECK(cal.knob_sources.at("gemm_half_rows").find("fitted by dockyard-plan calibrate (component stage)") == 0);
+  CHECK(cal.knob_sources.at("network_latency_us") == "the preset's network_latency_us (docs/cluster.md)");  // undetermined: the prior's source
+  const std::string text = out.str();
+  CHECK(text.find("group-held-out error") != std::string::npos);
+  CHECK(text.find("undetermined (left at their priors): memory_floor_us, intra_node_latency_us, network_latency_us") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace dockyard
