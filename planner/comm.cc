@@ -253,7 +253,9 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
     } else {
       group = b.Group(mesh, axes);
     }
+    const size_t before = out.entries.size();
     b.Add(c.purpose, c.collective, c.sparse ? "sparse" : "dense", Join(axes), "step", group, 1, c.bytes);
+    if (out.entries.size() > before) out.entries.back().stride = c.stride;
   }
 
   // Layers of this stage.

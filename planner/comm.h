@@ -33,6 +33,7 @@ struct CommEntry {
   int64_t bytes_per_call = 0;
   int64_t wire_bytes = 0;
   int64_t cross_node_bytes = 0;
+  int64_t stride = 0;  // "step" entries: rank 0's group is {0, stride, ...} (StepCollective::stride); else 0
 };
 
 struct CommReport {

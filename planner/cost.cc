@@ -13,6 +13,7 @@
 #include "planner/comm.h"
 #include "planner/error.h"
 #include "planner/memory.h"
+#include "planner/network.h"
 #include "planner/workload.h"
 
 namespace dockyard {
@@ -39,7 +40,9 @@ double GroupedGemmEfficiency(double rows, const CostOptions& o) {
 
 double RingCollectiveUs(double bytes, const std::vector<int64_t>& group, const ClusterSpec& c) {
   if (group.size() < 2 || bytes <= 0) return 0.0;
-  return RingCollectiveUs(bytes, static_cast<int64_t>(group.size()), SpansNodes(group, c.gpus_per_node), c);
+  const int64_t domain = NvlinkDomainGpus(c);
+  return RingCollectiveUs(bytes, static_cast<int64_t>(group.size()), SpansNodes(group, domain), c,
+                          MembersPerDomain(group, domain));
 }
 
 namespace {
@@ -136,17 +139,13 @@ std::vector<double> AllToAllTimesUs(const std::vector<double>& bytes, const std:
   for (size_t s = 0; s < n; ++s) {
     for (size_t d = 0; d < n; ++d) received[d * n + s] = bytes[s * n + d];
   }
-  const std::vector<int64_t> node = NodesOf(group, c.gpus_per_node);
+  const std::vector<int64_t> node = NodesOf(group, NvlinkDomainGpus(c));
   AllToAllTimesFromRows(bytes.data(), received.data(), node.data(), n, c, times.data());
   return times;
 }
 
-double RingCollectiveUs(double bytes, int64_t group_size, bool spans_nodes, const ClusterSpec& c) {
-  const double n = static_cast<double>(group_size);
-  if (group_size < 2 || bytes <= 0) return 0.0;
-  const double bw = (spans_nodes ? c.network_gbps : c.intra_node_gbps) * kBytesPerUsPerGbps;
-  const double alpha = spans_nodes ? c.network_latency_us : c.intra_node_latency_us;
-  return (n - 1) * (alpha + bytes / n / bw);
+double RingCollectiveUs(double bytes, int64_t group_size, bool spans_nodes, const ClusterSpec& c, int64_t members_per_domain) {
+  return RingTimeUs(bytes, group_size, members_per_domain, spans_nodes, c);  // network.h: bandwidth from the group's shape
 }
 
 double StepCommUs(int64_t wire_bytes, int64_t cross_node_bytes, int64_t group_size, const ClusterSpec& c) {
@@ -194,7 +193,8 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
   double imbalance = 1.0;
   const size_t nlayers = std::max<size_t>(1, routing.layers.size());
   std::vector<double> dbytes, cbytes;
-  const std::vector<int64_t> ep_nodes = NodesOf(ep_group, c.gpus_per_node);
+  const std::vector<int64_t> ep_nodes = NodesOf(ep_group, NvlinkDomainGpus(c));
+  out.spans_domains = ep > 1 && SpansNodes(ep_group, NvlinkDomainGpus(c));
   for (size_t li = 0; li < nlayers; ++li) {
     std::vector<double> rows(nle * ep, 0.0), received(ep, 0.0);
     std::vector<double> dt(ep, 0.0), ct(ep, 0.0);
@@ -237,7 +237,7 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
           for (int64_t i = 0; i < iep; ++i) for (int64_t j = 0; j < iep; ++j) back[j * iep + i] = bytes[i * iep + j];
           std::vector<double> a2a(iep, 0.0), a2a_back(iep, 0.0);
           if (iep >= 2) {
-            const std::vector<int64_t> iep_nodes = NodesOf(iep_ranks, c.gpus_per_node);
+            const std::vector<int64_t> iep_nodes = NodesOf(iep_ranks, NvlinkDomainGpus(c));
             AllToAllTimesFromRows(bytes.data(), back.data(), iep_nodes.data(), iep, c, a2a.data());
             AllToAllTimesFromRows(back.data(), bytes.data(), iep_nodes.data(), iep, c, a2a_back.data());
           }
@@ -329,7 +329,8 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
   // Causal attention: each of the T local tokens attends on average to half of the sequence.
   const double core_flops = 2.0 * T * (t.seq_len / 2.0) * heads_local * (d_qk + d_v);
   const double attention_us = 2.0 * T * attn_params / tp / (peak * o.dense_efficiency) + core_flops / (peak * o.attention_efficiency);
-  const double tp_collective = RingCollectiveUs(T * D * ab, in.tp_group.size, in.tp_group.spans_nodes, c);
+  const double tp_collective =
+      RingCollectiveUs(T * D * ab, in.tp_group.size, in.tp_group.spans_nodes, c, in.tp_group.members_per_domain);
 
   // FSDP per layer: all-gather of the layer's parameters forward and backward, reduce-scatter of
   // its gradients, overlapped with compute (the layer takes the longer of the two).
@@ -341,10 +342,10 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
     for (int kind = 0; kind < 2; ++kind) {
       if (!in.fsdp_layer[kind].present) continue;
       const double dense_elems = in.fsdp_layer[kind].dense_elems, sparse_elems = in.fsdp_layer[kind].sparse_elems;
-      const double fwd = RingCollectiveUs(dense_elems * param_b, dn.size, dn.spans_nodes, c) +
-                         RingCollectiveUs(sparse_elems * param_b, sp.size, sp.spans_nodes, c);
-      const double bwd = fwd + RingCollectiveUs(dense_elems * grad_b, dn.size, dn.spans_nodes, c) +
-                         RingCollectiveUs(sparse_elems * grad_b, sp.size, sp.spans_nodes, c);
+      const double fwd = RingCollectiveUs(dense_elems * param_b, dn.size, dn.spans_nodes, c, dn.members_per_domain) +
+                         RingCollectiveUs(sparse_elems * param_b, sp.size, sp.spans_nodes, c, sp.members_per_domain);
+      const double bwd = fwd + RingCollectiveUs(dense_elems * grad_b, dn.size, dn.spans_nodes, c, dn.members_per_domain) +
+                         RingCollectiveUs(sparse_elems * grad_b, sp.size, sp.spans_nodes, c, sp.members_per_domain);
       fsdp_fwd[kind] = fwd;
       fsdp_bwd[kind] = bwd;
     }
@@ -396,7 +397,10 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
     const double shared = add(kSharedExperts, true, pass, shared_us * mult);
     sum += o.overlap_shared_experts ? std::max(comb, shared) : comb + shared;
     const double fsdp = add(kFsdpComm, true, pass, pass == 0 ? fsdp_fwd[0] : fsdp_bwd[0]);
-    (pass == 0 ? moe_fwd : moe_bwd) = std::max(sum, fsdp);
+    // FSDP's rings and the EP all-to-alls share the NICs when both cross NVLink domains (network.h).
+    const bool fsdp_spans = in.dense_dp_group.spans_nodes || in.sparse_dp_group.spans_nodes;
+    const double a2a = (mp.dispatch_max + mp.combine_max) * cmult;
+    (pass == 0 ? moe_fwd : moe_bwd) = std::max(sum, SharedNicUs(fsdp, fsdp_spans, a2a, mp.spans_domains));
   }
   out.moe_layer_us = moe_fwd + moe_bwd;
 
@@ -523,7 +527,8 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
   }
   // Groups of the slowest ranks.
   auto group_of = [&](const std::vector<int64_t>& g) {
-    return CollectiveGroup{static_cast<int64_t>(g.size()), SpansNodes(g, c.gpus_per_node)};
+    return CollectiveGroup{static_cast<int64_t>(g.size()), SpansNodes(g, NvlinkDomainGpus(c)),
+                           MembersPerDomain(g, NvlinkDomainGpus(c))};
   };
   in.tp_group = group_of(plan.meshes.dense.GroupOf(0, plan.meshes.dense.AxisIndex("tp")));
   const int ep_axis = plan.meshes.sparse.AxisIndex("ep");
@@ -578,7 +583,11 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
   const CommReport comm = ComputeComm(plan, 0);
   for (const auto& e : comm.entries) {
     if (e.phase != "step") continue;
-    in.dp_step_comm_us += StepCommUs(e.wire_bytes, e.cross_node_bytes, e.group_size, c);
+    // Rank 0's step groups are {0, stride, ...} (comm.h StepCollective): rails from that shape.
+    const int64_t domain = NvlinkDomainGpus(c);
+    in.dp_step_comm_us += StepCollectiveUs(static_cast<double>(e.wire_bytes), e.group_size,
+                                           MembersPerDomainStrided(e.group_size, e.stride, domain),
+                                           (e.group_size - 1) * e.stride / domain > 0, c);
   }
   const MemoryBreakdown mem = StaticMemoryOnRank(plan, 0);
   in.static_bytes_rank0 = mem.params_bytes + mem.grads_bytes + mem.optimizer_bytes;
