@@ -82,6 +82,9 @@ struct CliOptions {
   std::string dp_sharding, pp_layer_split, param_dtype, grad_dtype, optimizer, seq_len, micro_batch_size,
       num_microbatches, recompute, gpu_memory_gib, imbalance, gpus_per_node, dispatcher, oep, refit_dtype;
   bool model_given = false, json_given = false, refit_given = false, html_given = false;
+  // Schedule settings (planner/pipeline_schedule.h RunSettings).
+  std::string fsdp_reshard, grad_accumulation_steps;
+  bool overlap_grad_reduce = false, overlap_param_gather = false;
   // simulate
   std::string cluster = "h100-sxm", routing = "uniform", seed = "0", routing_layers;
   bool no_overlap = false;
@@ -117,6 +120,15 @@ void AddPlanOptions(CLI::App* app, CliOptions& o) {
   app->add_option("--oep", o.oep, "deredundency outer EP size (default: nodes spanned by an EP group)");
   app->add_option("--refit-dtype", o.refit_dtype, "dtype of the streamed per-expert tensors (default: param dtype)");
   app->add_option("--refit-json", o.refit_json, "write the per-expert refit map to PATH ('-' = stdout)");
+  app->add_option("--fsdp-reshard-after-forward", o.fsdp_reshard,
+                  "default | always | never: torchtitan's FSDP reshard-after-forward policy (default = not pp)")
+      ->check(CLI::IsMember({"default", "always", "never"}));
+  app->add_option("--grad-accumulation-steps", o.grad_accumulation_steps,
+                  "torchtitan's outer gradient-accumulation loop: pipeline schedules per step (default 1)");
+  app->add_flag("--overlap-grad-reduce", o.overlap_grad_reduce,
+                "Megatron: the step-end gradient reduce runs under the last backward (zero1 / ddp)");
+  app->add_flag("--overlap-param-gather", o.overlap_param_gather,
+                "Megatron: the distributed optimizer's parameter all-gather runs under the first forward (zero1)");
 }
 
 ModelSpec LoadModelOrDefault(const std::string& path) {
@@ -144,6 +156,10 @@ TrainingConfig ResolveTraining(const CliOptions& o, const ModelSpec& model, int6
   if (!o.dispatcher.empty()) t.dispatcher = o.dispatcher;
   if (auto v = ParseInt("--oep", o.oep)) t.oep = *v;
   if (!o.refit_dtype.empty()) t.refit_dtype = CanonicalDtype(o.refit_dtype);
+  if (!o.fsdp_reshard.empty()) t.run.reshard_after_forward = ParseReshardPolicy(o.fsdp_reshard, "--fsdp-reshard-after-forward");
+  if (auto v = ParseInt("--grad-accumulation-steps", o.grad_accumulation_steps)) t.run.grad_accumulation_steps = *v;
+  if (o.overlap_grad_reduce) t.run.overlap_grad_reduce = true;
+  if (o.overlap_param_gather) t.run.overlap_param_gather = true;
   ValidateTraining(t, "--");
   if (!o.pp_layer_split.empty()) t.pp_layer_split = ParseLayerSplit(o.pp_layer_split, pp, model.num_hidden_layers, "--pp-layer-split");
   return t;

@@ -137,7 +137,8 @@ struct StepInputs {
   const MoePhaseTimes* moe_phases = nullptr;       // SimulateMoePhases for the plan's EP group
   int64_t num_moe_layers = 0;
   const std::vector<int64_t>* layer_stage = nullptr;  // [num_hidden_layers]: pp stage of each layer
-  double dp_step_comm_us = 0;     // sum of StepCommUs over rank 0's "step" CommEntry list, in order
+  double dp_step_comm_us = 0;     // sum of StepCollectiveUs over rank 0's "step" CommEntry list, in order
+  double dp_step_param_gather_us = 0;  // the part of it from "zero1_all_gather_params" (--overlap-param-gather)
   int64_t static_bytes_rank0 = 0; // parameter + gradient + optimizer bytes of rank 0 (StaticMemoryOnRank)
 };
 

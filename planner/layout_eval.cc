@@ -454,7 +454,7 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
       if (s == 0) largest = std::max(largest, emb.mp[0] + emb.mp[1]);
       if (s == d.pp - 1) largest = std::max(largest, root.mp[0] + root.mp[1]);
     }
-    const Wide buf = StageBuffers(largest, layers.moe_layers > 0, w, d, t, tb, oep, h).total;
+    const Wide buf = StageBuffers(largest, layers.moe_layers > 0, w, d, t, tb, oep, h, st.mp[0] + st.mp[1]).total;
     const Wide peak = fits(fits(stat) + fits(act) + fits(buf));
     worst_peak = std::max(worst_peak, peak);
   }
@@ -533,9 +533,11 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
       const StepCollective& e = step.items[i];
       if (e.group_size < 2 || e.bytes == 0) continue;
       const double wire = CollectiveWireBytes(e.collective, e.group_size, 1, e.bytes);
-      in.dp_step_comm_us += StepCollectiveUs(static_cast<double>(static_cast<int64_t>(wire)), e.group_size,
-                                             MembersPerDomainStrided(e.group_size, e.stride, domain),
-                                             (e.group_size - 1) * e.stride / domain > 0, options_.cluster);
+      const double us = StepCollectiveUs(static_cast<double>(static_cast<int64_t>(wire)), e.group_size,
+                                         MembersPerDomainStrided(e.group_size, e.stride, domain),
+                                         (e.group_size - 1) * e.stride / domain > 0, options_.cluster);
+      in.dp_step_comm_us += us;
+      if (std::strcmp(e.purpose, "zero1_all_gather_params") == 0) in.dp_step_param_gather_us += us;
     }
   }
   in.static_bytes_rank0 = static_cast<int64_t>(static_rank0);

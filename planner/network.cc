@@ -60,4 +60,23 @@ double SharedNicUs(double a, bool a_spans, double b, bool b_spans) {
   return a_spans && b_spans ? a + b : std::max(a, b);
 }
 
+double P2pUs(double bytes, bool spans_domains, const ClusterSpec& c) {
+  if (bytes <= 0) return 0.0;
+  const double bw = (spans_domains ? c.network_gbps : c.intra_node_gbps) * kBytesPerUsPerGbps;
+  return (spans_domains ? c.network_latency_us : c.intra_node_latency_us) + bytes / bw;
+}
+
+double CpRingExposedUs(double kv_bytes, double core_us, int64_t cp, bool spans_domains, const ClusterSpec& c) {
+  if (cp < 2) return 0.0;
+  return static_cast<double>(cp - 1) *
+         std::max(0.0, P2pUs(kv_bytes, spans_domains, c) - core_us / static_cast<double>(cp));
+}
+
+double CpAllToAllUs(double a2a_bytes, int64_t cp, bool spans_domains, const ClusterSpec& c) {
+  if (cp < 2 || a2a_bytes <= 0) return 0.0;
+  return P2pUs(a2a_bytes * static_cast<double>(cp - 1) / static_cast<double>(cp), spans_domains, c);
+}
+
+double NicContentionUs(double other_us, bool spans, bool other_spans) { return spans && other_spans ? other_us : 0.0; }
+
 }  // namespace dockyard

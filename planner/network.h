@@ -58,5 +58,23 @@ double StepCollectiveUs(double wire_bytes, int64_t group_size, int64_t members_p
 // NICs: the pair takes at least the sum of their times (each priced as if alone). When either
 // stays inside its domain, they use different links and the longer one decides.
 double SharedNicUs(double a_us, bool a_spans, double b_us, bool b_spans);
+// What the other collective (`other_us`) adds to one's NIC time under SharedNicUs's rule:
+// other_us when both cross domains, else 0.
+double NicContentionUs(double other_us, bool spans, bool other_spans);
+
+// One point-to-point transfer of `bytes` (a pipeline send/recv or a ring-attention K/V block):
+// latency + bytes / bw, bw = one GPU's NIC share (network_gbps; every GPU of the stage sends at
+// once, a send never aggregates NICs) when it crosses domains, else NVLink. 0 for bytes <= 0.
+double P2pUs(double bytes, bool spans_domains, const ClusterSpec& cluster);
+
+// Context parallelism, per layer and direction:
+//  - ring ("p2p", torchtitan's ring attention, Megatron --cp-comm-type p2p): cp - 1 transfers of
+//    the local K/V block (`kv_bytes`; backward passes K/V and their gradients: 2 x) each under one
+//    block's attention (core_us / cp): exposed (cp - 1) x max(0, P2pUs - core_us / cp);
+//  - all-to-all ("a2a", Ulysses / Megatron --cp-comm-type a2a): Q, K, V and the output
+//    redistributed over the cp group, `a2a_bytes` per rank, (cp - 1) / cp of it leaving the rank:
+//    latency + that / bw (NVLink inside a domain, else the rank's NIC share), not overlapped.
+double CpRingExposedUs(double kv_bytes, double core_us, int64_t cp, bool spans_domains, const ClusterSpec& cluster);
+double CpAllToAllUs(double a2a_bytes, int64_t cp, bool spans_domains, const ClusterSpec& cluster);
 
 }  // namespace dockyard

@@ -83,4 +83,6 @@ TEST_CASE("Concurrent collectives of different groups share the NICs") {
   CHECK(dockyard::SharedNicUs(100, true, 60, true) == Approx(160.0));
   // The all-to-all inside the node: separate links, the longer decides.
   CHECK(dockyard::SharedNicUs(100, true, 60, false) == Approx(100.0));
+  CHECK(dockyard::NicContentionUs(60, true, true) == Approx(60.0));
+  CHECK(dockyard::NicContentionUs(60, true, false) == Approx(0.0));
 }
