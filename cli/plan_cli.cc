@@ -83,7 +83,7 @@ struct CliOptions {
       num_microbatches, recompute, gpu_memory_gib, imbalance, gpus_per_node, dispatcher, oep, refit_dtype;
   bool model_given = false, json_given = false, refit_given = false, html_given = false;
   // Schedule settings (planner/pipeline_schedule.h RunSettings).
-  std::string fsdp_reshard, grad_accumulation_steps;
+  std::string fsdp_reshard, grad_accumulation_steps, vpp, cp_comm;
   bool overlap_grad_reduce = false, overlap_param_gather = false;
   // simulate
   std::string cluster = "h100-sxm", routing = "uniform", seed = "0", routing_layers;
@@ -125,6 +125,9 @@ void AddPlanOptions(CLI::App* app, CliOptions& o) {
       ->check(CLI::IsMember({"default", "always", "never"}));
   app->add_option("--grad-accumulation-steps", o.grad_accumulation_steps,
                   "torchtitan's outer gradient-accumulation loop: pipeline schedules per step (default 1)");
+  app->add_option("--vpp", o.vpp, "model chunks per pipeline rank: interleaved 1F1B (default 1 = plain 1F1B)");
+  app->add_option("--cp-comm-type", o.cp_comm, "p2p | a2a: context-parallel K/V exchange, ring or all-to-all (default p2p)")
+      ->check(CLI::IsMember({"p2p", "a2a"}));
   app->add_flag("--overlap-grad-reduce", o.overlap_grad_reduce,
                 "Megatron: the step-end gradient reduce runs under the last backward (zero1 / ddp)");
   app->add_flag("--overlap-param-gather", o.overlap_param_gather,
@@ -158,6 +161,8 @@ TrainingConfig ResolveTraining(const CliOptions& o, const ModelSpec& model, int6
   if (!o.refit_dtype.empty()) t.refit_dtype = CanonicalDtype(o.refit_dtype);
   if (!o.fsdp_reshard.empty()) t.run.reshard_after_forward = ParseReshardPolicy(o.fsdp_reshard, "--fsdp-reshard-after-forward");
   if (auto v = ParseInt("--grad-accumulation-steps", o.grad_accumulation_steps)) t.run.grad_accumulation_steps = *v;
+  if (auto v = ParseInt("--vpp", o.vpp)) t.run.vpp = *v;
+  if (!o.cp_comm.empty()) t.run.cp_comm = o.cp_comm;
   if (o.overlap_grad_reduce) t.run.overlap_grad_reduce = true;
   if (o.overlap_param_gather) t.run.overlap_param_gather = true;
   ValidateTraining(t, "--");

@@ -190,7 +190,6 @@ std::vector<std::string> UnsupportedReasons(const FidelityRun& r) {
   std::vector<std::string> out;
   if (r.model_file.empty()) out.push_back("no model config in the project");
   if (!r.mbs) out.push_back("MBS not stated");
-  if (r.vpp > 1) out.push_back(fmt::format("VPP {} (interleaved 1F1B)", r.vpp));
   if (r.precision == "fp8") out.push_back("FP8");
   for (const auto& f : r.features) {
     auto it = UnsupportedFeatureReasons().find(f);
@@ -236,6 +235,10 @@ TrainingConfig FidelityTraining(const FidelityRun& r) {
   t.recompute = r.recompute;
   t.gpus_per_node = r.cluster.gpus_per_node;
   t.dispatcher = r.dispatcher == "a2a" ? "all_to_all" : "deredundency";
+  t.run.vpp = r.vpp;  // interleaved 1F1B (pipeline_schedule.h)
+  auto has = [&](const char* f) { return std::find(r.features.begin(), r.features.end(), f) != r.features.end(); };
+  t.run.overlap_grad_reduce = has("overlap_grad_reduce");
+  t.run.overlap_param_gather = has("overlap_param_gather") && t.run.overlap_grad_reduce;
   return t;
 }
 

@@ -86,3 +86,31 @@ TEST_CASE("Concurrent collectives of different groups share the NICs") {
   CHECK(dockyard::NicContentionUs(60, true, true) == Approx(60.0));
   CHECK(dockyard::NicContentionUs(60, true, false) == Approx(0.0));
 }
+
+TEST_CASE("Pipeline send/recv on the link it crosses") {
+  const ClusterSpec c = ClusterPreset("h100-sxm");
+  // 48 MB across nodes: 8 us + 48e6 / 48e3 = 1008 us; inside a node: 3 + 48e6 / 370e3 = 132.73 us.
+  CHECK(dockyard::P2pUs(48e6, true, c) == Approx(1008.0));
+  CHECK(dockyard::P2pUs(48e6, false, c) == Approx(3.0 + 48e6 / 370e3));
+  CHECK(dockyard::P2pUs(0, true, c) == 0.0);
+}
+
+TEST_CASE("Context-parallel K/V exchange: bytes and time, ring and all-to-all") {
+  const ClusterSpec c = ClusterPreset("h100-sxm");
+  // GQA with 8 KV heads of 128 at tp 1: 2 x 8 x 128 = 2048 elements per token; cp 4 of a 8192
+  // sequence: 2048 local tokens x 2048 x 2 B = 8,388,608 B per K/V block.
+  const double kv = 2048.0 * 2048 * 2;
+  CHECK(kv == 8388608.0);
+  // Ring in one node, attention core 40 us (10 us per block): 3 transfers of
+  // 3 + 8388608 / 370e3 = 25.672 us, each hiding 10 us: 3 x 15.672 = 47.016 us exposed.
+  CHECK(dockyard::CpRingExposedUs(kv, 40.0, 4, false, c) == Approx(3 * (3.0 + kv / 370e3 - 10.0)));
+  CHECK(dockyard::CpRingExposedUs(kv, 40.0, 4, false, c) == Approx(47.0160).epsilon(1e-4));
+  // Across nodes: 8 + 8388608 / 48e3 = 182.76 us per transfer: 3 x 172.76 = 518.29 us.
+  CHECK(dockyard::CpRingExposedUs(kv, 40.0, 4, true, c) == Approx(518.288).epsilon(1e-5));
+  // A core long enough hides the ring: 4 x 25.672 < 400 us.
+  CHECK(dockyard::CpRingExposedUs(kv, 400.0, 4, false, c) == 0.0);
+  // All-to-all of 16 MB (Q, K, V, O) over cp 4 in one node: 3/4 leaves the rank:
+  // 3 + 12e6 / 370e3 = 35.432 us.
+  CHECK(dockyard::CpAllToAllUs(16e6, 4, false, c) == Approx(3.0 + 12e6 / 370e3));
+  CHECK(dockyard::CpAllToAllUs(16e6, 1, false, c) == 0.0);
+}

@@ -177,3 +177,45 @@ TEST_CASE("SimulateStep: FSDP traffic per micro-batch under PP, and the accumula
   CHECK(pipe2 == Approx(2 * pipe1));
   CHECK(twice.pipeline_bubble_us == Approx(2 * by_default.pipeline_bubble_us));
 }
+
+TEST_CASE("Interleaved 1F1B: the bubble for pp 8, vpp 4 and the micro-batches in flight") {
+  // pp 8, M 8: 1F1B idles pp - 1 = 7 slots; vpp 4 divides it: 7 / 4 = 1.75 slots, a bubble
+  // fraction (pp - 1) / (vpp M) = 7 / 32 = 0.21875 of the 8 busy slots.
+  CHECK(dockyard::PipelineSlots(8, 8, 1) == Approx(15.0));
+  CHECK(dockyard::PipelineSlots(8, 8, 4) == Approx(9.75));
+  CHECK((dockyard::PipelineSlots(8, 8, 4) - 8) / 8 == Approx(0.21875));
+  CHECK_THROWS_AS(dockyard::PipelineSlots(8, 8, 0), dockyard::Error);
+  // In flight on stage 0, M 16: 1F1B min(8, 16) = 8; interleaved 2 x 7 + 3 x 8 + 1 = 39 chunks of
+  // a quarter stage: ceil(39 / 4) = 10 stage-micro-batches. Last stage: 3 x 8 + 1 = 25 -> 7.
+  CHECK(dockyard::InFlightStageMicrobatches(8, 1, 16, 0) == 8);
+  CHECK(dockyard::InFlightStageMicrobatches(8, 4, 16, 0) == 10);
+  CHECK(dockyard::InFlightStageMicrobatches(8, 4, 16, 7) == 7);
+  // Few micro-batches: min(M vpp = 8, 39) chunks -> 2.
+  CHECK(dockyard::InFlightStageMicrobatches(8, 4, 2, 0) == 2);
+  dockyard::RunSettings s;
+  s.vpp = 2;
+  CHECK_THROWS_WITH_AS(dockyard::ValidateRunSettings(s, 1, 1), doctest::Contains("needs pp > 1"), dockyard::Error);
+  CHECK_NOTHROW(dockyard::ValidateRunSettings(s, 1, 2));
+}
+
+TEST_CASE("SimulateStep with --vpp: bubble (pp - 1) / vpp stages, extra P2P per chunk") {
+  TrainingConfig t;
+  t.dp_sharding = DpSharding::kZero1;
+  t.seq_len = 256;
+  t.num_microbatches = 4;
+  const dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
+  auto simulate = [&](int64_t vpp) {
+    t.run.vpp = vpp;
+    auto plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(4, 2), t);
+    return dockyard::SimulateStep(plan, c, dockyard::SampleRoutingForPlan(plan, {}, 2));
+  };
+  const auto plain = simulate(1), interleaved = simulate(2);
+  // One send of ceil(256 / 1) x 64 x 2 B = 32768 B inside the node: 3 + 32768 / 370e3 us;
+  // forward and backward at each of the vpp chunk boundaries.
+  const double send = 3.0 + 32768.0 / 370e3;
+  CHECK(interleaved.stage_microbatch_us - plain.stage_microbatch_us == Approx(2 * send));
+  CHECK(plain.pipeline_bubble_us == Approx(1.0 * plain.stage_microbatch_us));
+  CHECK(interleaved.pipeline_bubble_us == Approx(0.5 * interleaved.stage_microbatch_us));
+  CHECK(interleaved.step_time_us - interleaved.dp_step_comm_us - interleaved.optimizer_us ==
+        Approx(4.5 * interleaved.stage_microbatch_us));
+}
