@@ -84,7 +84,7 @@ struct CliOptions {
   bool model_given = false, json_given = false, refit_given = false, html_given = false;
   // Schedule settings (planner/pipeline_schedule.h RunSettings).
   std::string fsdp_reshard, grad_accumulation_steps, vpp, cp_comm;
-  bool overlap_grad_reduce = false, overlap_param_gather = false;
+  bool overlap_grad_reduce = false, overlap_param_gather = false, overlap_moe_ep_comm = false;
   // simulate
   std::string cluster = "h100-sxm", routing = "uniform", seed = "0", routing_layers;
   bool no_overlap = false;
@@ -128,6 +128,9 @@ void AddPlanOptions(CLI::App* app, CliOptions& o) {
   app->add_option("--vpp", o.vpp, "model chunks per pipeline rank: interleaved 1F1B (default 1 = plain 1F1B)");
   app->add_option("--cp-comm-type", o.cp_comm, "p2p | a2a: context-parallel K/V exchange, ring or all-to-all (default p2p)")
       ->check(CLI::IsMember({"p2p", "a2a"}));
+  app->add_flag("--overlap-moe-expert-parallel-comm", o.overlap_moe_ep_comm,
+                "Megatron: EP all-to-alls of one micro-batch under another's compute (ep > 1, all_to_all, no full "
+                "recompute, --vpp with pp > 1)");
   app->add_flag("--overlap-grad-reduce", o.overlap_grad_reduce,
                 "Megatron: the step-end gradient reduce runs under the last backward (zero1 / ddp)");
   app->add_flag("--overlap-param-gather", o.overlap_param_gather,
@@ -164,6 +167,7 @@ TrainingConfig ResolveTraining(const CliOptions& o, const ModelSpec& model, int6
   if (auto v = ParseInt("--vpp", o.vpp)) t.run.vpp = *v;
   if (!o.cp_comm.empty()) t.run.cp_comm = o.cp_comm;
   if (o.overlap_grad_reduce) t.run.overlap_grad_reduce = true;
+  if (o.overlap_moe_ep_comm) t.run.overlap_moe_ep_comm = true;
   if (o.overlap_param_gather) t.run.overlap_param_gather = true;
   ValidateTraining(t, "--");
   if (!o.pp_layer_split.empty()) t.pp_layer_split = ParseLayerSplit(o.pp_layer_split, pp, model.num_hidden_layers, "--pp-layer-split");

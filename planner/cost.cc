@@ -412,6 +412,10 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
   const bool full_recompute = t.recompute == Recompute::kFull;
   const double bwd_compute = full_recompute ? 3.0 : 2.0, bwd_comm = full_recompute ? 2.0 : 1.0;
   double moe_fwd = 0, moe_bwd = 0;
+  // Per direction: the layer's sum, its EP all-to-alls, the rest of it, and the records of the
+  // dispatch and combine phases (for --overlap-moe-expert-parallel-comm below).
+  double moe_sum[2] = {0, 0}, moe_a2a[2] = {0, 0}, moe_rest[2] = {0, 0};
+  int a2a_record[2][2] = {{-1, -1}, {-1, -1}};
   for (int pass = 0; pass < 2; ++pass) {
     const double mult = pass == 0 ? 1.0 : bwd_compute;
     const double cmult = pass == 0 ? 1.0 : bwd_comm;
@@ -420,18 +424,43 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
     sum += add(kTpComm, true, pass, 4 * tp_collective * cmult);
     sum += add(kRouter, true, pass, router_us * mult);
     sum += add(kPermute, true, pass, mp.permute_max * cmult, &mp.permute, cmult);
+    a2a_record[pass][0] = num_records;
     sum += add(kDispatch, true, pass, mp.dispatch_max * cmult, &mp.dispatch, cmult);
     sum += add(kGroupedGemm, true, pass, mp.gemm_max * mult, &mp.gemm, mult);
     sum += add(kUnpermute, true, pass, mp.permute_max * cmult, &mp.permute, cmult);
+    a2a_record[pass][1] = num_records;
     const double comb = add(kCombine, true, pass, mp.combine_max * cmult, &mp.combine, cmult);
     const double shared = add(kSharedExperts, true, pass, shared_us * mult);
-    sum += o.overlap_shared_experts ? std::max(comb, shared) : comb + shared;
+    sum += o.overlap_shared_experts && !t.run.overlap_moe_ep_comm ? std::max(comb, shared) : comb + shared;
     const int64_t n_ag = pass == 0 ? fsdp_calls.forward_all_gathers : fsdp_calls.backward_all_gathers;
     const int64_t n_rs = pass == 0 ? 0 : fsdp_calls.reduce_scatters;
     add(kFsdpComm, true, pass, fsdp_mean(fsdp_ag[0], fsdp_rs[0], n_ag, n_rs));
+    moe_sum[pass] = sum;
+    moe_a2a[pass] = (mp.dispatch_max + mp.combine_max) * cmult;
+    moe_rest[pass] = sum - moe_a2a[pass];
+  }
+  // Megatron's --overlap-moe-expert-parallel-comm: one micro-batch's all-to-alls run under another
+  // micro-batch's compute of the other direction (pipeline_schedule.h EpOverlapExposedUs); the
+  // dispatch and combine phases show what stays exposed.
+  if (t.run.overlap_moe_ep_comm && d.ep > 1) {
+    const EpOverlap ov = EpOverlapExposedUs(moe_a2a[0], moe_a2a[1], moe_rest[0], moe_rest[1]);
+    const double exposed[2] = {ov.forward_exposed_us, ov.backward_exposed_us};
+    for (int pass = 0; pass < 2; ++pass) {
+      const double f = moe_a2a[pass] > 0 ? exposed[pass] / moe_a2a[pass] : 0.0;
+      for (int which = 0; which < 2; ++which) {
+        Record& r = records[a2a_record[pass][which]];
+        r.us *= f;
+        r.scale *= f;
+      }
+      moe_sum[pass] = moe_rest[pass] + exposed[pass];
+    }
+  }
+  for (int pass = 0; pass < 2; ++pass) {
+    const int64_t n_ag = pass == 0 ? fsdp_calls.forward_all_gathers : fsdp_calls.backward_all_gathers;
+    const int64_t n_rs = pass == 0 ? 0 : fsdp_calls.reduce_scatters;
     // FSDP's rings and the EP all-to-alls share the NICs when both cross NVLink domains (network.h).
-    const double a2a = (mp.dispatch_max + mp.combine_max) * cmult;
-    (pass == 0 ? moe_fwd : moe_bwd) = fsdp_layer(sum, fsdp_ag[0], fsdp_rs[0], n_ag, n_rs, a2a, mp.spans_domains);
+    (pass == 0 ? moe_fwd : moe_bwd) =
+        fsdp_layer(moe_sum[pass], fsdp_ag[0], fsdp_rs[0], n_ag, n_rs, moe_a2a[pass], mp.spans_domains);
   }
   out.moe_layer_us = moe_fwd + moe_bwd;
 

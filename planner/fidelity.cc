@@ -16,8 +16,10 @@ namespace dockyard {
 
 const std::vector<std::string> kFidelityFeatures = {
     // Not expressible yet (UnsupportedReasons).
-    "megatron_fsdp", "mtp", "dualpipe", "ep_overlap", "dropless", "custom_pp_layout", "node_limited_routing",
+    "megatron_fsdp", "mtp", "dualpipe", "dropless", "custom_pp_layout", "node_limited_routing",
     "batch_ramp",
+    // Settings dockyard models (pipeline_schedule.h RunSettings).
+    "ep_overlap",
     // Framework settings dockyard predicts without.
     "sequence_parallel", "distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather",
     "embedding_loss_pipeline_layers", "grouped_gemm", "permute_fusion", "router_fusion", "cuda_graphs",
@@ -30,7 +32,6 @@ const std::map<std::string, std::string>& UnsupportedFeatureReasons() {
       {"megatron_fsdp", "Megatron FSDP (parameters, gradients and optimizer sharded over DP, overlapped gathers)"},
       {"mtp", "MTP layer"},
       {"dualpipe", "DualPipe schedule"},
-      {"ep_overlap", "EP all-to-all overlapped with another micro-batch's compute"},
       {"dropless", "dropless routing (the routing the run saw is not given)"},
       {"custom_pp_layout", "custom pipeline layout"},
       {"node_limited_routing", "node-limited routing"},
@@ -239,6 +240,7 @@ TrainingConfig FidelityTraining(const FidelityRun& r) {
   auto has = [&](const char* f) { return std::find(r.features.begin(), r.features.end(), f) != r.features.end(); };
   t.run.overlap_grad_reduce = has("overlap_grad_reduce");
   t.run.overlap_param_gather = has("overlap_param_gather") && t.run.overlap_grad_reduce;
+  t.run.overlap_moe_ep_comm = has("ep_overlap");  // --overlap-moe-expert-parallel-comm
   return t;
 }
 

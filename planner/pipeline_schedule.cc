@@ -97,6 +97,26 @@ void ValidateRunSettings(const RunSettings& s, int dp_sharding, int64_t pp) {
   }
 }
 
+void ValidateEpOverlap(const RunSettings& s, int64_t pp, int64_t ep, const std::string& dispatcher, bool full_recompute) {
+  if (!s.overlap_moe_ep_comm) return;
+  const char* flag = "--overlap-moe-expert-parallel-comm";
+  if (ep < 2) throw Error(fmt::format("{}: only supported with expert model parallelism (ep > 1), got ep {}", flag, ep));
+  if (dispatcher != "all_to_all") {
+    throw Error(fmt::format("{}: supported with the alltoall/flex token dispatcher, got --dispatcher {}", flag, dispatcher));
+  }
+  if (full_recompute) throw Error(fmt::format("{}: disable full recomputation (--recompute full)", flag));
+  if (pp > 1 && s.vpp < 2) {
+    throw Error(fmt::format("{}: with pp > 1 (pp {}) a virtual pipeline must be specified (--vpp > 1)", flag, pp));
+  }
+}
+
+EpOverlap EpOverlapExposedUs(double a2a_fwd, double a2a_bwd, double compute_fwd, double compute_bwd) {
+  EpOverlap o;
+  o.forward_exposed_us = std::max(0.0, a2a_fwd - compute_bwd);
+  o.backward_exposed_us = std::max(0.0, a2a_bwd - compute_fwd);
+  return o;
+}
+
 double PipelineSlots(int64_t M, int64_t pp, int64_t vpp) {
   if (M < 1 || pp < 1 || vpp < 1) {
     throw Error(fmt::format("pipeline slots need num_microbatches, pp and vpp >= 1, got {}, {}, {}", M, pp, vpp));

@@ -35,6 +35,10 @@ struct RunSettings {
   // passed around the cp ring, each transfer under one block's attention) or "a2a" (all-to-all of
   // Q, K, V and the output over the cp group, not overlapped). --cp-comm-type.
   std::string cp_comm = "p2p";
+  // Megatron --overlap-moe-expert-parallel-comm: the EP dispatch / combine all-to-alls of one
+  // micro-batch run under another micro-batch's compute (combined 1F1B: a forward paired with a
+  // backward).
+  bool overlap_moe_ep_comm = false;
 };
 
 // The reshard-after-forward value `policy` gives at pipeline degree `pp`.
@@ -103,6 +107,22 @@ double PipelineSlots(int64_t num_microbatches, int64_t pp, int64_t vpp);
 // 2 (pp - stage - 1) + (vpp - 1) pp chunk forwards before the first backward, so
 // min(M vpp, that + 1) chunks of 1/vpp of the stage's layers are in flight: ceil(chunks / vpp).
 int64_t InFlightStageMicrobatches(int64_t pp, int64_t vpp, int64_t num_microbatches, int64_t stage);
+
+// Megatron's validity rules for --overlap-moe-expert-parallel-comm
+// (megatron/core/transformer/transformer_config.py __post_init__): expert parallelism (ep > 1),
+// the alltoall or flex dispatcher ("all_to_all" here; not "deredundency"), no full recomputation,
+// and with pp > 1 a virtual pipeline (--vpp > 1). Throws dockyard::Error naming the flag and rule.
+void ValidateEpOverlap(const RunSettings& settings, int64_t pp, int64_t ep, const std::string& dispatcher,
+                       bool full_recompute);
+
+// EP communication overlap (combined 1F1B): the forward all-to-alls of one micro-batch run under
+// the backward compute of another and the backward all-to-alls under a forward; hidden time is
+// never more than the compute running at the same time:
+//   forward exposed = max(0, a2a_fwd - compute_bwd), backward exposed = max(0, a2a_bwd - compute_fwd).
+struct EpOverlap {
+  double forward_exposed_us = 0, backward_exposed_us = 0;
+};
+EpOverlap EpOverlapExposedUs(double a2a_fwd_us, double a2a_bwd_us, double compute_fwd_us, double compute_bwd_us);
 
 // Megatron's overlapped step-end traffic: the exposed part of `comm_us` under `hidden_under_us`
 // of compute, max(0, comm - hidden).

@@ -219,3 +219,67 @@ TEST_CASE("SimulateStep with --vpp: bubble (pp - 1) / vpp stages, extra P2P per 
   CHECK(interleaved.step_time_us - interleaved.dp_step_comm_us - interleaved.optimizer_us ==
         Approx(4.5 * interleaved.stage_microbatch_us));
 }
+
+TEST_CASE("EP overlap: hidden time never exceeds the compute running at the same time") {
+  // Communication exceeds compute: forward all-to-alls 300 us under a backward of 400 us: all
+  // hidden; backward all-to-alls 500 us under a forward of 200 us: 300 us stay exposed (200 hidden).
+  const auto o = dockyard::EpOverlapExposedUs(300, 500, 200, 400);
+  CHECK(o.forward_exposed_us == Approx(0.0));
+  CHECK(o.backward_exposed_us == Approx(300.0));
+  // Both directions longer than the other's compute: 1000 - 400 and 1000 - 200.
+  const auto big = dockyard::EpOverlapExposedUs(1000, 1000, 200, 400);
+  CHECK(big.forward_exposed_us == Approx(600.0));
+  CHECK(big.backward_exposed_us == Approx(800.0));
+}
+
+TEST_CASE("--overlap-moe-expert-parallel-comm follows Megatron's validity rules") {
+  dockyard::RunSettings s;
+  s.overlap_moe_ep_comm = true;
+  CHECK_NOTHROW(dockyard::ValidateEpOverlap(s, 1, 8, "all_to_all", false));
+  CHECK_THROWS_WITH_AS(dockyard::ValidateEpOverlap(s, 1, 1, "all_to_all", false), doctest::Contains("ep > 1"),
+                       dockyard::Error);
+  CHECK_THROWS_WITH_AS(dockyard::ValidateEpOverlap(s, 1, 8, "deredundency", false), doctest::Contains("alltoall/flex"),
+                       dockyard::Error);
+  CHECK_THROWS_WITH_AS(dockyard::ValidateEpOverlap(s, 1, 8, "all_to_all", true), doctest::Contains("full recomputation"),
+                       dockyard::Error);
+  CHECK_THROWS_WITH_AS(dockyard::ValidateEpOverlap(s, 4, 8, "all_to_all", false), doctest::Contains("--vpp > 1"),
+                       dockyard::Error);
+  s.vpp = 2;
+  CHECK_NOTHROW(dockyard::ValidateEpOverlap(s, 4, 8, "all_to_all", false));
+}
+
+TEST_CASE("SimulateStep with EP overlap: the exposed remainder per phase, bounded by the compute") {
+  dockyard::ParallelDimsOptions d;
+  d.world_size = 8;
+  d.ep = 8;
+  TrainingConfig t;
+  t.seq_len = 256;
+  t.dp_sharding = DpSharding::kZero1;  // no per-layer FSDP traffic
+  dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
+  c.gpus_per_node = 2;  // the all-to-all crosses nodes at a slow NIC: communication-heavy
+  c.network_gbps = 4;
+  auto simulate = [&](bool overlap) {
+    t.run.overlap_moe_ep_comm = overlap;
+    auto plan = BuildPlan(dockyard::testing::TinyMixtral(), d, t);
+    return dockyard::SimulateStep(plan, c, dockyard::SampleRoutingForPlan(plan, {}, 2));
+  };
+  const auto plain = simulate(false), overlapped = simulate(true);
+  auto a2a = [](const dockyard::CostBreakdown& cb, const std::string& dir) { return Phase(cb, "dispatch", dir) + Phase(cb, "combine", dir); };
+  const double a2a_f = a2a(plain, "forward"), a2a_b = a2a(plain, "backward");
+  // Without overlap the layer is a plain sum (shared experts: none in TinyMixtral).
+  double rest_f = -a2a_f, rest_b = -a2a_b;
+  for (const auto& p : plain.phases) {
+    if (p.layer_kind != "moe" || p.name == "fsdp_comm" || p.name == "shared_experts") continue;
+    (p.direction == "forward" ? rest_f : rest_b) += p.time_us;
+  }
+  CHECK(plain.moe_layer_us == Approx(rest_f + a2a_f + rest_b + a2a_b));
+  // This case: the all-to-alls exceed the compute (checked), so part stays exposed.
+  CHECK(a2a_f > rest_b);
+  const double exp_f = std::max(0.0, a2a_f - rest_b), exp_b = std::max(0.0, a2a_b - rest_f);
+  CHECK(a2a(overlapped, "forward") == Approx(exp_f));
+  CHECK(a2a(overlapped, "backward") == Approx(exp_b));
+  CHECK(overlapped.moe_layer_us == Approx(rest_f + rest_b + exp_f + exp_b));
+  // Hidden = a2a - exposed <= the compute it hides under.
+  CHECK(a2a_f - exp_f <= rest_b + 1e-9);
+  CHECK(a2a_b - exp_b <= rest_f + 1e-9);
+}
