@@ -10,7 +10,9 @@
 
 namespace dockyard {
 
-std::vector<std::string> ClusterPresetNames() { return {"h100-sxm", "h200-sxm", "h100-pcie-400g"}; }
+std::vector<std::string> ClusterPresetNames() {
+  return {"h100-sxm", "h200-sxm", "h100-pcie-400g", "h800-sxm", "b200", "gb200-nvl72"};
+}
 
 ClusterSpec ClusterPreset(const std::string& name) {
   ClusterSpec c;
@@ -29,6 +31,28 @@ ClusterSpec ClusterPreset(const std::string& name) {
     c.network_gbps = 6.0;        // one 400 Gb/s NIC (~48 GB/s) shared by 8 GPUs
     c.network_latency_us = 10.0;
     c.nics_per_node = 1;
+    return c;
+  }
+  // docs/cluster.md cites every value below.
+  if (name == "h800-sxm") {
+    c.intra_node_gbps = 160.0;  // NVLink ~160 GB/s achievable (DeepSeek-V3 report, section 3.2.2)
+    return c;                   // H100 compute, HBM and memory; 8 x 400 Gb/s InfiniBand per node
+  }
+  if (name == "b200") {         // DGX B200: 8 x B200, NVLink5, 8 x ConnectX-7 400 Gb/s
+    c.dense_bf16_tflops = 2250.0;
+    c.hbm_gbps = 8000.0;
+    c.memory_gib = 167.6;       // 180 GB
+    c.intra_node_gbps = 740.0;  // 900 GB/s per direction x 370 / 450 (h100-sxm's effective / line)
+    return c;
+  }
+  if (name == "gb200-nvl72") {  // 18 compute trays of 4 B200-class GPUs, one NVLink domain of 72
+    c.gpus_per_node = 4;
+    c.nvlink_domain_gpus = 72;
+    c.dense_bf16_tflops = 2500.0;
+    c.hbm_gbps = 8000.0;
+    c.memory_gib = 173.2;       // 186 GB
+    c.intra_node_gbps = 740.0;
+    c.nics_per_node = 4;        // one 400 Gb/s NIC per GPU
     return c;
   }
   std::string names;

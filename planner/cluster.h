@@ -31,7 +31,9 @@ struct ClusterSpec {
 };
 
 // Presets: "h100-sxm", "h200-sxm", "h100-pcie-400g" (one 400 Gb/s NIC per node, PCIe Gen5
-// inside the node). Throws dockyard::Error listing the presets for an unknown name.
+// inside the node), "h800-sxm" (NVLink ~160 GB/s achievable), "b200" (DGX B200), "gb200-nvl72"
+// (nodes of 4 in one 72-GPU NVLink domain). Throws dockyard::Error listing the presets for an
+// unknown name.
 ClusterSpec ClusterPreset(const std::string& name);
 std::vector<std::string> ClusterPresetNames();
 

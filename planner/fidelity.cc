@@ -9,6 +9,7 @@
 
 #include "planner/error.h"
 #include "planner/memory.h"
+#include "planner/network.h"
 #include "planner/plan.h"
 #include "planner/routing.h"
 
@@ -234,7 +235,9 @@ TrainingConfig FidelityTraining(const FidelityRun& r) {
   const int64_t dp = r.world_size / (r.tp * r.pp * r.cp);
   t.num_microbatches = r.gbs / (dp * *r.mbs);
   t.recompute = r.recompute;
-  t.gpus_per_node = r.cluster.gpus_per_node;
+  // The plan's node is the NVLink domain (HybridEP's and the deredundency dispatcher's locality
+  // unit; gb200-nvl72: 72 GPUs over trays of 4).
+  t.gpus_per_node = NvlinkDomainGpus(r.cluster);
   t.dispatcher = r.dispatcher == "a2a" ? "all_to_all" : "deredundency";
   t.run.vpp = r.vpp;  // interleaved 1F1B (pipeline_schedule.h)
   auto has = [&](const char* f) { return std::find(r.features.begin(), r.features.end(), f) != r.features.end(); };
