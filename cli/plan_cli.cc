@@ -83,6 +83,9 @@ struct CliOptions {
   std::string dp_sharding, pp_layer_split, param_dtype, grad_dtype, optimizer, seq_len, micro_batch_size,
       num_microbatches, recompute, gpu_memory_gib, imbalance, gpus_per_node, dispatcher, oep, refit_dtype;
   bool model_given = false, json_given = false, refit_given = false, html_given = false;
+  // Schedule settings (planner/pipeline_schedule.h RunSettings).
+  std::string fsdp_reshard, grad_accumulation_steps, vpp, cp_comm;
+  bool overlap_grad_reduce = false, overlap_param_gather = false, overlap_moe_ep_comm = false;
   // simulate
   std::string cluster = "h100-sxm", routing = "uniform", seed = "0", routing_layers;
   bool no_overlap = false;
@@ -118,6 +121,21 @@ void AddPlanOptions(CLI::App* app, CliOptions& o) {
   app->add_option("--oep", o.oep, "deredundency outer EP size (default: nodes spanned by an EP group)");
   app->add_option("--refit-dtype", o.refit_dtype, "dtype of the streamed per-expert tensors (default: param dtype)");
   app->add_option("--refit-json", o.refit_json, "write the per-expert refit map to PATH ('-' = stdout)");
+  app->add_option("--fsdp-reshard-after-forward", o.fsdp_reshard,
+                  "default | always | never: torchtitan's FSDP reshard-after-forward policy (default = not pp)")
+      ->check(CLI::IsMember({"default", "always", "never"}));
+  app->add_option("--grad-accumulation-steps", o.grad_accumulation_steps,
+                  "torchtitan's outer gradient-accumulation loop: pipeline schedules per step (default 1)");
+  app->add_option("--vpp", o.vpp, "model chunks per pipeline rank: interleaved 1F1B (default 1 = plain 1F1B)");
+  app->add_option("--cp-comm-type", o.cp_comm, "p2p | a2a: context-parallel K/V exchange, ring or all-to-all (default p2p)")
+      ->check(CLI::IsMember({"p2p", "a2a"}));
+  app->add_flag("--overlap-moe-expert-parallel-comm", o.overlap_moe_ep_comm,
+                "Megatron: EP all-to-alls of one micro-batch under another's compute (ep > 1, all_to_all, no full "
+                "recompute, --vpp with pp > 1)");
+  app->add_flag("--overlap-grad-reduce", o.overlap_grad_reduce,
+                "Megatron: the step-end gradient reduce runs under the last backward (zero1 / ddp)");
+  app->add_flag("--overlap-param-gather", o.overlap_param_gather,
+                "Megatron: the distributed optimizer's parameter all-gather runs under the first forward (zero1)");
 }
 
 ModelSpec LoadModelOrDefault(const std::string& path) {
@@ -145,6 +163,13 @@ TrainingConfig ResolveTraining(const CliOptions& o, const ModelSpec& model, int6
   if (!o.dispatcher.empty()) t.dispatcher = o.dispatcher;
   if (auto v = ParseInt("--oep", o.oep)) t.oep = *v;
   if (!o.refit_dtype.empty()) t.refit_dtype = CanonicalDtype(o.refit_dtype);
+  if (!o.fsdp_reshard.empty()) t.run.reshard_after_forward = ParseReshardPolicy(o.fsdp_reshard, "--fsdp-reshard-after-forward");
+  if (auto v = ParseInt("--grad-accumulation-steps", o.grad_accumulation_steps)) t.run.grad_accumulation_steps = *v;
+  if (auto v = ParseInt("--vpp", o.vpp)) t.run.vpp = *v;
+  if (!o.cp_comm.empty()) t.run.cp_comm = o.cp_comm;
+  if (o.overlap_grad_reduce) t.run.overlap_grad_reduce = true;
+  if (o.overlap_moe_ep_comm) t.run.overlap_moe_ep_comm = true;
+  if (o.overlap_param_gather) t.run.overlap_param_gather = true;
   ValidateTraining(t, "--");
   if (!o.pp_layer_split.empty()) t.pp_layer_split = ParseLayerSplit(o.pp_layer_split, pp, model.num_hidden_layers, "--pp-layer-split");
   return t;

@@ -22,16 +22,24 @@ struct ClusterSpec {
   double intra_node_latency_us = 3.0;  // per collective step inside a node
   double network_gbps = 48.0;          // network bandwidth per GPU, per direction
   double network_latency_us = 8.0;     // per collective step across nodes
+  // NICs per node (rails); network_gbps x gpus_per_node is the node's NIC bandwidth, shared by
+  // its NICs. Used where a group runs alone on its nodes (network.h RingBusGbps).
+  int64_t nics_per_node = 8;
+  // GPUs of one NVLink domain (a multiple of gpus_per_node; 0 = one node): the locality unit of the
+  // cost model (network.h NvlinkDomainGpus). gb200-nvl72: 72 GPUs over 18 nodes of 4.
+  int64_t nvlink_domain_gpus = 0;
 };
 
 // Presets: "h100-sxm", "h200-sxm", "h100-pcie-400g" (one 400 Gb/s NIC per node, PCIe Gen5
-// inside the node). Throws dockyard::Error listing the presets for an unknown name.
+// inside the node), "h800-sxm" (NVLink ~160 GB/s achievable), "b200" (DGX B200), "gb200-nvl72"
+// (nodes of 4 in one 72-GPU NVLink domain). Throws dockyard::Error listing the presets for an
+// unknown name.
 ClusterSpec ClusterPreset(const std::string& name);
 std::vector<std::string> ClusterPresetNames();
 
 // A cluster JSON file (docs/cluster.md): {"name", "gpus_per_node", "nodes", "dense_bf16_tflops",
 // "hbm_gbps", "memory_gib", "intra_node_gbps", "intra_node_latency_us", "network_gbps",
-// "network_latency_us"}, every field optional over the "base" preset (default "h100-sxm").
+// "network_latency_us", "nics_per_node", "nvlink_domain_gpus"}, every field optional over the "base" preset (default "h100-sxm").
 // Errors name the file, the JSON pointer, the value and the rule.
 ClusterSpec ClusterFromJson(const Json& json, const std::string& file);
 

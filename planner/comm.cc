@@ -47,6 +47,16 @@ double CollectiveWireBytes(std::string_view collective, int64_t n, int64_t calls
   return total * share;  // all_gather, reduce_scatter, all_to_all
 }
 
+int64_t PpSendBytes(const Workload& w, int64_t tp, int64_t h) {
+  return CheckedMul(CheckedMul((w.tokens + tp - 1) / tp, h, "pipeline send bytes"), w.act_bytes, "pipeline send bytes");
+}
+
+int64_t CpKvWidth(const ModelSpec& m, int64_t tp) {
+  const auto& a = m.attention;
+  return a.kind == AttentionKind::kGqa ? 2 * a.num_key_value_heads * a.head_dim / tp
+                                       : a.num_attention_heads / tp * (a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim);
+}
+
 namespace {
 
 // The inputs that scale a step's volumes, for overflow messages: what to lower, by field and flag.
@@ -191,7 +201,10 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
   Builder b(plan, rank, out);
   const bool megatron = d.convention == Convention::kMegatron;
   const int64_t stage = plan.meshes.dense.Coord(rank, 0);
-  const int64_t M = t.num_microbatches.value_or(d.pp);
+  // Micro-batches per step: num_microbatches per pipeline schedule, times torchtitan's outer
+  // gradient-accumulation steps (pipeline_schedule.h RunSettings).
+  const int64_t A = t.run.grad_accumulation_steps;
+  const int64_t M = CheckedMul(t.num_microbatches.value_or(d.pp), A, "micro-batches per step");
   const int64_t param_b = DtypeBytes(t.param_dtype, "param_dtype");
   const int64_t grad_b = DtypeBytes(t.grad_dtype, "grad_dtype");
   const int64_t h = m.hidden_size;
@@ -218,16 +231,20 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
   const auto dense_group = b.Group(dense, dense_dp);
   const auto sparse_group = b.Group(sparse, sparse_dp);
   if (*t.dp_sharding == DpSharding::kFsdp) {
-    // torchtitan: each unit is all-gathered in forward and again in backward
-    // (reshard_after_forward) and its gradients reduce-scattered, every micro-batch.
+    // torchtitan: all-gathers and reduce-scatters per unit and accumulation step from the
+    // reshard-after-forward policy and pp (pipeline_schedule.h FsdpCallsPerStep).
+    const FsdpCalls calls = FsdpCallsPerStep(t.run.reshard_after_forward, d.pp, t.num_microbatches.value_or(d.pp));
     for (const auto& [unit, elems] : units) {
       const bool experts = unit.second;
       const auto& group = experts ? sparse_group : dense_group;
       const std::string mesh = experts ? "sparse" : "dense";
       const std::string axis = Join(experts ? sparse_dp : dense_dp);
-      b.Add("fsdp_all_gather_forward", "all_gather", mesh, axis, "forward", group, M, mul(elems, param_b));
-      b.Add("fsdp_all_gather_backward", "all_gather", mesh, axis, "backward", group, M, mul(elems, param_b));
-      b.Add("fsdp_reduce_scatter_grads", "reduce_scatter", mesh, axis, "backward", group, M, mul(elems, grad_b));
+      b.Add("fsdp_all_gather_forward", "all_gather", mesh, axis, "forward", group, mul(calls.forward_all_gathers, A),
+            mul(elems, param_b));
+      b.Add("fsdp_all_gather_backward", "all_gather", mesh, axis, "backward", group, mul(calls.backward_all_gathers, A),
+            mul(elems, param_b));
+      b.Add("fsdp_reduce_scatter_grads", "reduce_scatter", mesh, axis, "backward", group, mul(calls.reduce_scatters, A),
+            mul(elems, grad_b));
     }
   }
   // The tied embedding's gradient on the first and last stage (StepCollectives' embedding group).
@@ -253,7 +270,9 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
     } else {
       group = b.Group(mesh, axes);
     }
+    const size_t before = out.entries.size();
     b.Add(c.purpose, c.collective, c.sparse ? "sparse" : "dense", Join(axes), "step", group, 1, c.bytes);
+    if (out.entries.size() > before) out.entries.back().stride = c.stride;
   }
 
   // Layers of this stage.
@@ -276,10 +295,7 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
   // Context parallelism (ring attention): each layer passes its K and V blocks cp - 1 times in
   // forward; backward passes K, V and their gradients.
   if (d.cp > 1) {
-    const auto& a = m.attention;
-    const int64_t kv_width = a.kind == AttentionKind::kGqa
-                                 ? 2 * a.num_key_value_heads * a.head_dim / d.tp
-                                 : a.num_attention_heads / d.tp * (a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim);
+    const int64_t kv_width = CpKvWidth(m, d.tp);
     const int64_t kv_bytes = mul(mul(w.tokens, kv_width), w.act_bytes);
     const auto cp_group = b.Group(dense, {"cp"});
     b.Add("cp_ring_attention_kv", "send_recv", "dense", "cp", "forward", cp_group, mul(mul(layers, d.cp - 1), M), kv_bytes);
@@ -350,12 +366,14 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
   // Pipeline parallelism: activations to the next stage in forward, gradients back in backward.
   if (d.pp > 1) {
     const auto pp_group = b.Group(dense, {"pp"});
-    const int64_t bytes = mul(mul((w.tokens + d.tp - 1) / d.tp, h), w.act_bytes);
+    const int64_t bytes = PpSendBytes(w, d.tp, h);
+    // Interleaved 1F1B (--vpp): a micro-batch crosses each rank's boundary once per model chunk.
+    const int64_t sends = mul(M, t.run.vpp);
     if (stage + 1 < d.pp) {
-      b.Add("pp_send_activations", "send_recv", "dense", "pp", "forward", {rank, pp_group[stage + 1]}, M, bytes);
+      b.Add("pp_send_activations", "send_recv", "dense", "pp", "forward", {rank, pp_group[stage + 1]}, sends, bytes);
     }
     if (stage > 0) {
-      b.Add("pp_send_grads", "send_recv", "dense", "pp", "backward", {rank, pp_group[stage - 1]}, M, bytes);
+      b.Add("pp_send_grads", "send_recv", "dense", "pp", "backward", {rank, pp_group[stage - 1]}, sends, bytes);
     }
   }
   return out;

@@ -33,6 +33,7 @@ struct CommEntry {
   int64_t bytes_per_call = 0;
   int64_t wire_bytes = 0;
   int64_t cross_node_bytes = 0;
+  int64_t stride = 0;  // "step" entries: rank 0's group is {0, stride, ...} (StepCollective::stride); else 0
 };
 
 struct CommReport {
@@ -78,6 +79,15 @@ struct StepCollectiveList {
 };
 StepCollectiveList StepCollectives(const ParallelDims& dims, DpSharding dp_sharding, const TrainingBytes& bytes,
                                    int64_t dense_elems, int64_t sparse_elems, int64_t tied_embedding_elems = 0);
+
+// Bytes of one pipeline send (activations forward, their gradients backward): the sequence-
+// parallel shard of the micro-batch's hidden states, ceil(tokens / tp) x hidden x act bytes.
+int64_t PpSendBytes(const Workload& w, int64_t tp, int64_t hidden_size);
+
+// Elements per token of one layer's K and V on a rank (the ring-attention block width): GQA
+// 2 x num_key_value_heads x head_dim / tp; MLA num_attention_heads / tp x (qk_nope + qk_rope + v)
+// head dims (the decompressed keys and values).
+int64_t CpKvWidth(const ModelSpec& model, int64_t tp);
 
 // Fraction helpers, exposed for tests. `group` lists ranks in ring order.
 double RingCrossNodeFraction(const std::vector<int64_t>& group, int64_t gpus_per_node);

@@ -13,6 +13,8 @@
 #include "planner/comm.h"
 #include "planner/error.h"
 #include "planner/memory.h"
+#include "planner/network.h"
+#include "planner/pipeline_schedule.h"
 #include "planner/workload.h"
 
 namespace dockyard {
@@ -39,7 +41,9 @@ double GroupedGemmEfficiency(double rows, const CostOptions& o) {
 
 double RingCollectiveUs(double bytes, const std::vector<int64_t>& group, const ClusterSpec& c) {
   if (group.size() < 2 || bytes <= 0) return 0.0;
-  return RingCollectiveUs(bytes, static_cast<int64_t>(group.size()), SpansNodes(group, c.gpus_per_node), c);
+  const int64_t domain = NvlinkDomainGpus(c);
+  return RingCollectiveUs(bytes, static_cast<int64_t>(group.size()), SpansNodes(group, domain), c,
+                          MembersPerDomain(group, domain));
 }
 
 namespace {
@@ -136,17 +140,13 @@ std::vector<double> AllToAllTimesUs(const std::vector<double>& bytes, const std:
   for (size_t s = 0; s < n; ++s) {
     for (size_t d = 0; d < n; ++d) received[d * n + s] = bytes[s * n + d];
   }
-  const std::vector<int64_t> node = NodesOf(group, c.gpus_per_node);
+  const std::vector<int64_t> node = NodesOf(group, NvlinkDomainGpus(c));
   AllToAllTimesFromRows(bytes.data(), received.data(), node.data(), n, c, times.data());
   return times;
 }
 
-double RingCollectiveUs(double bytes, int64_t group_size, bool spans_nodes, const ClusterSpec& c) {
-  const double n = static_cast<double>(group_size);
-  if (group_size < 2 || bytes <= 0) return 0.0;
-  const double bw = (spans_nodes ? c.network_gbps : c.intra_node_gbps) * kBytesPerUsPerGbps;
-  const double alpha = spans_nodes ? c.network_latency_us : c.intra_node_latency_us;
-  return (n - 1) * (alpha + bytes / n / bw);
+double RingCollectiveUs(double bytes, int64_t group_size, bool spans_nodes, const ClusterSpec& c, int64_t members_per_domain) {
+  return RingTimeUs(bytes, group_size, members_per_domain, spans_nodes, c);  // network.h: bandwidth from the group's shape
 }
 
 double StepCommUs(int64_t wire_bytes, int64_t cross_node_bytes, int64_t group_size, const ClusterSpec& c) {
@@ -194,7 +194,8 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
   double imbalance = 1.0;
   const size_t nlayers = std::max<size_t>(1, routing.layers.size());
   std::vector<double> dbytes, cbytes;
-  const std::vector<int64_t> ep_nodes = NodesOf(ep_group, c.gpus_per_node);
+  const std::vector<int64_t> ep_nodes = NodesOf(ep_group, NvlinkDomainGpus(c));
+  out.spans_domains = ep > 1 && SpansNodes(ep_group, NvlinkDomainGpus(c));
   for (size_t li = 0; li < nlayers; ++li) {
     std::vector<double> rows(nle * ep, 0.0), received(ep, 0.0);
     std::vector<double> dt(ep, 0.0), ct(ep, 0.0);
@@ -237,7 +238,7 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
           for (int64_t i = 0; i < iep; ++i) for (int64_t j = 0; j < iep; ++j) back[j * iep + i] = bytes[i * iep + j];
           std::vector<double> a2a(iep, 0.0), a2a_back(iep, 0.0);
           if (iep >= 2) {
-            const std::vector<int64_t> iep_nodes = NodesOf(iep_ranks, c.gpus_per_node);
+            const std::vector<int64_t> iep_nodes = NodesOf(iep_ranks, NvlinkDomainGpus(c));
             AllToAllTimesFromRows(bytes.data(), back.data(), iep_nodes.data(), iep, c, a2a.data());
             AllToAllTimesFromRows(back.data(), bytes.data(), iep_nodes.data(), iep, c, a2a_back.data());
           }
@@ -329,11 +330,31 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
   // Causal attention: each of the T local tokens attends on average to half of the sequence.
   const double core_flops = 2.0 * T * (t.seq_len / 2.0) * heads_local * (d_qk + d_v);
   const double attention_us = 2.0 * T * attn_params / tp / (peak * o.dense_efficiency) + core_flops / (peak * o.attention_efficiency);
-  const double tp_collective = RingCollectiveUs(T * D * ab, in.tp_group.size, in.tp_group.spans_nodes, c);
+  // Context parallelism's K/V exchange per layer (network.h): the ring's transfers under the
+  // attention core's blocks, or the Ulysses all-to-alls of Q, K, V and the output.
+  double cp_fwd = 0, cp_bwd = 0;
+  if (d.cp > 1) {
+    const double core_us = core_flops / (peak * o.attention_efficiency);
+    const int64_t domain = NvlinkDomainGpus(c);
+    const bool cp_spans = (d.cp - 1) * d.tp / domain > 0;  // rank 0's cp group {0, tp, ...}
+    if (t.run.cp_comm == "a2a") {
+      const double width = 2.0 * heads_local * (d_qk + d_v) + static_cast<double>(CpKvWidth(m, d.tp));  // q, o, k, v
+      cp_fwd = CpAllToAllUs(T * width * ab, d.cp, cp_spans, c);
+      cp_bwd = cp_fwd;
+    } else {
+      const double kv_bytes = T * static_cast<double>(CpKvWidth(m, d.tp)) * ab;
+      cp_fwd = CpRingExposedUs(kv_bytes, core_us, d.cp, cp_spans, c);
+      cp_bwd = CpRingExposedUs(2.0 * kv_bytes, 2.0 * core_us, d.cp, cp_spans, c);
+    }
+  }
+  const double tp_collective =
+      RingCollectiveUs(T * D * ab, in.tp_group.size, in.tp_group.spans_nodes, c, in.tp_group.members_per_domain);
 
-  // FSDP per layer: all-gather of the layer's parameters forward and backward, reduce-scatter of
-  // its gradients, overlapped with compute (the layer takes the longer of the two).
-  double fsdp_fwd[2] = {0, 0}, fsdp_bwd[2] = {0, 0};  // [0] MoE layer, [1] dense layer
+  // FSDP per layer: all-gathers of the layer's parameters and reduce-scatters of its gradients,
+  // each overlapped with the compute of the micro-batch that carries it (the micro-batch takes the
+  // longer of the two); how many of the M micro-batches carry one follows the reshard-after-forward
+  // policy and pp (pipeline_schedule.h FsdpCallsPerStep).
+  double fsdp_ag[2] = {0, 0}, fsdp_rs[2] = {0, 0};  // [0] MoE layer, [1] dense layer: one call each
   if (*t.dp_sharding == DpSharding::kFsdp) {
     const int64_t param_b = DtypeBytes(t.param_dtype, "param_dtype"), grad_b = DtypeBytes(t.grad_dtype, "grad_dtype");
     const auto& dn = in.dense_dp_group;
@@ -341,14 +362,24 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
     for (int kind = 0; kind < 2; ++kind) {
       if (!in.fsdp_layer[kind].present) continue;
       const double dense_elems = in.fsdp_layer[kind].dense_elems, sparse_elems = in.fsdp_layer[kind].sparse_elems;
-      const double fwd = RingCollectiveUs(dense_elems * param_b, dn.size, dn.spans_nodes, c) +
-                         RingCollectiveUs(sparse_elems * param_b, sp.size, sp.spans_nodes, c);
-      const double bwd = fwd + RingCollectiveUs(dense_elems * grad_b, dn.size, dn.spans_nodes, c) +
-                         RingCollectiveUs(sparse_elems * grad_b, sp.size, sp.spans_nodes, c);
-      fsdp_fwd[kind] = fwd;
-      fsdp_bwd[kind] = bwd;
+      fsdp_ag[kind] = RingCollectiveUs(dense_elems * param_b, dn.size, dn.spans_nodes, c, dn.members_per_domain) +
+                      RingCollectiveUs(sparse_elems * param_b, sp.size, sp.spans_nodes, c, sp.members_per_domain);
+      fsdp_rs[kind] = RingCollectiveUs(dense_elems * grad_b, dn.size, dn.spans_nodes, c, dn.members_per_domain) +
+                      RingCollectiveUs(sparse_elems * grad_b, sp.size, sp.spans_nodes, c, sp.members_per_domain);
     }
   }
+  const int64_t num_mb = t.num_microbatches.value_or(d.pp);
+  const FsdpCalls fsdp_calls = FsdpCallsPerStep(t.run.reshard_after_forward, d.pp, num_mb);
+  // FSDP's rings and the EP all-to-alls share the NICs when both cross NVLink domains (network.h):
+  // the all-to-all's time is added to the FSDP traffic of the micro-batches that carry some.
+  const bool fsdp_spans = in.dense_dp_group.spans_nodes || in.sparse_dp_group.spans_nodes;
+  auto fsdp_layer = [&](double compute, double ag, double rs, int64_t n_ag, int64_t n_rs, double a2a, bool a2a_spans) {
+    return FsdpLayerMeanUs(compute, ag, rs, n_ag, n_rs, num_mb, NicContentionUs(a2a, fsdp_spans, a2a_spans));
+  };
+  // The FSDP traffic of one layer direction per micro-batch, as the phase shows it.
+  auto fsdp_mean = [&](double ag, double rs, int64_t n_ag, int64_t n_rs) {
+    return (ag * static_cast<double>(n_ag) + rs * static_cast<double>(n_rs)) / static_cast<double>(num_mb);
+  };
 
   // Every phase added, in order: (id, MoE layer?, backward?, time, per-EP-rank source).
   struct Record {
@@ -381,22 +412,55 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
   const bool full_recompute = t.recompute == Recompute::kFull;
   const double bwd_compute = full_recompute ? 3.0 : 2.0, bwd_comm = full_recompute ? 2.0 : 1.0;
   double moe_fwd = 0, moe_bwd = 0;
+  // Per direction: the layer's sum, its EP all-to-alls, the rest of it, and the records of the
+  // dispatch and combine phases (for --overlap-moe-expert-parallel-comm below).
+  double moe_sum[2] = {0, 0}, moe_a2a[2] = {0, 0}, moe_rest[2] = {0, 0};
+  int a2a_record[2][2] = {{-1, -1}, {-1, -1}};
   for (int pass = 0; pass < 2; ++pass) {
     const double mult = pass == 0 ? 1.0 : bwd_compute;
     const double cmult = pass == 0 ? 1.0 : bwd_comm;
     double sum = 0;
-    sum += add(kAttention, true, pass, attention_us * mult);
+    sum += add(kAttention, true, pass, attention_us * mult + (pass == 0 ? cp_fwd : cp_bwd + (full_recompute ? cp_fwd : 0.0)));
     sum += add(kTpComm, true, pass, 4 * tp_collective * cmult);
     sum += add(kRouter, true, pass, router_us * mult);
     sum += add(kPermute, true, pass, mp.permute_max * cmult, &mp.permute, cmult);
+    a2a_record[pass][0] = num_records;
     sum += add(kDispatch, true, pass, mp.dispatch_max * cmult, &mp.dispatch, cmult);
     sum += add(kGroupedGemm, true, pass, mp.gemm_max * mult, &mp.gemm, mult);
     sum += add(kUnpermute, true, pass, mp.permute_max * cmult, &mp.permute, cmult);
+    a2a_record[pass][1] = num_records;
     const double comb = add(kCombine, true, pass, mp.combine_max * cmult, &mp.combine, cmult);
     const double shared = add(kSharedExperts, true, pass, shared_us * mult);
-    sum += o.overlap_shared_experts ? std::max(comb, shared) : comb + shared;
-    const double fsdp = add(kFsdpComm, true, pass, pass == 0 ? fsdp_fwd[0] : fsdp_bwd[0]);
-    (pass == 0 ? moe_fwd : moe_bwd) = std::max(sum, fsdp);
+    sum += o.overlap_shared_experts && !t.run.overlap_moe_ep_comm ? std::max(comb, shared) : comb + shared;
+    const int64_t n_ag = pass == 0 ? fsdp_calls.forward_all_gathers : fsdp_calls.backward_all_gathers;
+    const int64_t n_rs = pass == 0 ? 0 : fsdp_calls.reduce_scatters;
+    add(kFsdpComm, true, pass, fsdp_mean(fsdp_ag[0], fsdp_rs[0], n_ag, n_rs));
+    moe_sum[pass] = sum;
+    moe_a2a[pass] = (mp.dispatch_max + mp.combine_max) * cmult;
+    moe_rest[pass] = sum - moe_a2a[pass];
+  }
+  // Megatron's --overlap-moe-expert-parallel-comm: one micro-batch's all-to-alls run under another
+  // micro-batch's compute of the other direction (pipeline_schedule.h EpOverlapExposedUs); the
+  // dispatch and combine phases show what stays exposed.
+  if (t.run.overlap_moe_ep_comm && d.ep > 1) {
+    const EpOverlap ov = EpOverlapExposedUs(moe_a2a[0], moe_a2a[1], moe_rest[0], moe_rest[1]);
+    const double exposed[2] = {ov.forward_exposed_us, ov.backward_exposed_us};
+    for (int pass = 0; pass < 2; ++pass) {
+      const double f = moe_a2a[pass] > 0 ? exposed[pass] / moe_a2a[pass] : 0.0;
+      for (int which = 0; which < 2; ++which) {
+        Record& r = records[a2a_record[pass][which]];
+        r.us *= f;
+        r.scale *= f;
+      }
+      moe_sum[pass] = moe_rest[pass] + exposed[pass];
+    }
+  }
+  for (int pass = 0; pass < 2; ++pass) {
+    const int64_t n_ag = pass == 0 ? fsdp_calls.forward_all_gathers : fsdp_calls.backward_all_gathers;
+    const int64_t n_rs = pass == 0 ? 0 : fsdp_calls.reduce_scatters;
+    // FSDP's rings and the EP all-to-alls share the NICs when both cross NVLink domains (network.h).
+    (pass == 0 ? moe_fwd : moe_bwd) =
+        fsdp_layer(moe_sum[pass], fsdp_ag[0], fsdp_rs[0], n_ag, n_rs, moe_a2a[pass], mp.spans_domains);
   }
   out.moe_layer_us = moe_fwd + moe_bwd;
 
@@ -408,10 +472,13 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
     for (int pass = 0; pass < 2; ++pass) {
       const double mult = pass == 0 ? 1.0 : bwd_compute;
       const double cmult = pass == 0 ? 1.0 : bwd_comm;
-      double sum = add(kAttention, false, pass, attention_us * mult) + add(kTpComm, false, pass, 4 * tp_collective * cmult) +
+      double sum = add(kAttention, false, pass,
+                       attention_us * mult + (pass == 0 ? cp_fwd : cp_bwd + (full_recompute ? cp_fwd : 0.0))) + add(kTpComm, false, pass, 4 * tp_collective * cmult) +
                    add(kDenseMlp, false, pass, dense_mlp_us * mult);
-      const double fsdp = add(kFsdpComm, false, pass, pass == 0 ? fsdp_fwd[1] : fsdp_bwd[1]);
-      (pass == 0 ? dense_fwd : dense_bwd) = std::max(sum, fsdp);
+      const int64_t n_ag = pass == 0 ? fsdp_calls.forward_all_gathers : fsdp_calls.backward_all_gathers;
+      const int64_t n_rs = pass == 0 ? 0 : fsdp_calls.reduce_scatters;
+      add(kFsdpComm, false, pass, fsdp_mean(fsdp_ag[1], fsdp_rs[1], n_ag, n_rs));
+      (pass == 0 ? dense_fwd : dense_bwd) = fsdp_layer(sum, fsdp_ag[1], fsdp_rs[1], n_ag, n_rs, 0.0, false);
     }
   }
   out.dense_layer_us = dense_fwd + dense_bwd;
@@ -419,10 +486,17 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
   // --- Stages, pipeline, data-parallel step communication, optimizer.
   const std::vector<int64_t>& layer_stage = *in.layer_stage;
   const double lm_head_us = 3.0 * 2.0 * T * D * m.vocab_size / tp / (peak * o.dense_efficiency);
+  // Pipeline send/recv per micro-batch on every stage: activations forward and gradients back at
+  // each of its vpp chunk boundaries, PpSendBytes each (comm.h), over the
+  // link they cross (network.h P2pUs: some stage boundary leaves the domain once the world does).
+  const double p2p_us = d.pp > 1 ? 2.0 * static_cast<double>(t.run.vpp) *
+                                       P2pUs(static_cast<double>(PpSendBytes(w, d.tp, m.hidden_size)),
+                                             d.world_size > NvlinkDomainGpus(c), c)
+                                 : 0.0;
   double worst_stage = 0;
   int64_t slowest_stage = 0;
   for (int64_t s = 0; s < d.pp; ++s) {
-    double stage = s == d.pp - 1 ? lm_head_us : 0.0;
+    double stage = (s == d.pp - 1 ? lm_head_us : 0.0) + p2p_us;
     for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
       if (layer_stage[l] == s) stage += m.moe_layers[l] ? out.moe_layer_us : out.dense_layer_us;
     }
@@ -432,13 +506,30 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
     }
   }
   const double M = static_cast<double>(t.num_microbatches.value_or(d.pp));
+  // torchtitan's gradient accumulation with pp > 1: an outer loop of A pipeline schedules.
+  const double A = static_cast<double>(t.run.grad_accumulation_steps);
   out.stage_microbatch_us = worst_stage;
-  out.pipeline_bubble_us = (d.pp - 1) * worst_stage;
-  out.dp_step_comm_us = in.dp_step_comm_us;
+  const double vpp = static_cast<double>(t.run.vpp);
+  out.pipeline_bubble_us = A * (d.pp - 1) / vpp * worst_stage;
+  // Megatron's overlapped gradient reduce (under the slowest stage's last backward) and
+  // parameter gather (under its first forward) leave only what exceeds that compute exposed.
+  {
+    int64_t moe_n = 0, dense_n = 0;
+    for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
+      if (layer_stage[l] == slowest_stage) (m.moe_layers[l] ? moe_n : dense_n)++;
+    }
+    const double stage_fwd = static_cast<double>(moe_n) * moe_fwd + static_cast<double>(dense_n) * dense_fwd +
+                             (slowest_stage == d.pp - 1 ? lm_head_us / 3.0 : 0.0) + p2p_us / 2.0;
+    const double stage_bwd = worst_stage - stage_fwd;
+    const double param_us = in.dp_step_param_gather_us, grad_us = in.dp_step_comm_us - param_us;
+    out.dp_step_comm_us = (t.run.overlap_grad_reduce ? ExposedUs(grad_us, stage_bwd) : grad_us) +
+                          (t.run.overlap_param_gather ? ExposedUs(param_us, stage_fwd) : param_us);
+  }
   out.optimizer_us = 2.0 * static_cast<double>(in.static_bytes_rank0) / hbm;
-  out.step_time_us = (M + d.pp - 1) * worst_stage + out.dp_step_comm_us + out.optimizer_us;
+  const double slots = A * PipelineSlots(static_cast<int64_t>(M), d.pp, t.run.vpp);
+  out.step_time_us = slots * worst_stage + out.dp_step_comm_us + out.optimizer_us;
 
-  const double global_tokens = M * t.micro_batch_size * t.seq_len * d.dp_replicate * d.dp_shard;
+  const double global_tokens = A * M * t.micro_batch_size * t.seq_len * d.dp_replicate * d.dp_shard;
   out.tokens_per_s_per_gpu = global_tokens / (out.step_time_us * 1e-6) / d.world_size;
   const double active_no_embed = static_cast<double>(totals.active_params_excluding_embedding);
   const double attn_core_per_token = 3.0 * 2.0 * (t.seq_len / 2.0) * a.num_attention_heads * (d_qk + d_v) * m.num_hidden_layers;
@@ -446,7 +537,7 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
   out.mfu = model_flops / (out.step_time_us * 1e-6 * d.world_size * c.dense_bf16_tflops * 1e12);
 
   // Critical path: every contributor to the step by its share of it. Layer phases count once per
-  // layer of the slowest stage per pipeline slot (M + pp - 1 slots); then the step-end terms.
+  // layer of the slowest stage per pipeline slot (A (M + (pp - 1) / vpp) slots); then the step-end terms.
   double share[kNumPhaseIds] = {};
   bool present[kNumPhaseIds] = {};
   int64_t moe_count = 0, dense_count = 0;
@@ -454,7 +545,6 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
     if (layer_stage[l] != slowest_stage) continue;
     (m.moe_layers[l] ? moe_count : dense_count)++;
   }
-  const double slots = M + d.pp - 1;
   for (int i = 0; i < num_records; ++i) {
     const Record& r = records[i];
     share[r.id] += r.us * static_cast<double>(r.moe ? moe_count : dense_count) * slots;
@@ -523,7 +613,8 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
   }
   // Groups of the slowest ranks.
   auto group_of = [&](const std::vector<int64_t>& g) {
-    return CollectiveGroup{static_cast<int64_t>(g.size()), SpansNodes(g, c.gpus_per_node)};
+    return CollectiveGroup{static_cast<int64_t>(g.size()), SpansNodes(g, NvlinkDomainGpus(c)),
+                           MembersPerDomain(g, NvlinkDomainGpus(c))};
   };
   in.tp_group = group_of(plan.meshes.dense.GroupOf(0, plan.meshes.dense.AxisIndex("tp")));
   const int ep_axis = plan.meshes.sparse.AxisIndex("ep");
@@ -578,7 +669,13 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
   const CommReport comm = ComputeComm(plan, 0);
   for (const auto& e : comm.entries) {
     if (e.phase != "step") continue;
-    in.dp_step_comm_us += StepCommUs(e.wire_bytes, e.cross_node_bytes, e.group_size, c);
+    // Rank 0's step groups are {0, stride, ...} (comm.h StepCollective): rails from that shape.
+    const int64_t domain = NvlinkDomainGpus(c);
+    const double us = StepCollectiveUs(static_cast<double>(e.wire_bytes), e.group_size,
+                                       MembersPerDomainStrided(e.group_size, e.stride, domain),
+                                       (e.group_size - 1) * e.stride / domain > 0, c);
+    in.dp_step_comm_us += us;
+    if (e.purpose == "zero1_all_gather_params") in.dp_step_param_gather_us += us;
   }
   const MemoryBreakdown mem = StaticMemoryOnRank(plan, 0);
   in.static_bytes_rank0 = mem.params_bytes + mem.grads_bytes + mem.optimizer_bytes;

@@ -66,9 +66,11 @@ std::vector<double> AllToAllTimesUs(const std::vector<double>& bytes, const std:
 
 // Ring collective time (all-gather or reduce-scatter) of `bytes` (the full buffer) over `group`.
 double RingCollectiveUs(double bytes, const std::vector<int64_t>& group, const ClusterSpec& cluster);
-// The same for a group of `group_size` ranks that spans nodes or not (ranks fill nodes of
-// cluster.gpus_per_node in order): the time depends on nothing else of the group.
-double RingCollectiveUs(double bytes, int64_t group_size, bool spans_nodes, const ClusterSpec& cluster);
+// The same for a group of `group_size` ranks that spans NVLink domains or not, with
+// `members_per_domain` members in each domain (network.h RingTimeUs: a ring over domains runs
+// one NCCL ring per rail, so its bandwidth grows with the members per domain, capped by NVLink).
+double RingCollectiveUs(double bytes, int64_t group_size, bool spans_nodes, const ClusterSpec& cluster,
+                        int64_t members_per_domain = 1);
 
 // Time of one step-end data-parallel collective (not overlapped with compute) from its CommEntry
 // figures: wire_bytes / bandwidth + (group_size - 1) latencies, both of the network when any
@@ -104,6 +106,7 @@ struct MoePhaseTimes {
   // The mean over the sampled layers of each layer's slowest rank.
   double permute_max = 0, dispatch_max = 0, gemm_max = 0, combine_max = 0;
   double imbalance = 1.0;  // max / mean received rows, the largest over the sampled layers
+  bool spans_domains = false;  // the EP group spans NVLink domains (its all-to-alls use the NICs)
 };
 // `ep_group`: the global ranks of rank 0's EP group in EP order (size ep).
 MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<int64_t>& ep_group, const MoePhaseShape& shape,
@@ -112,7 +115,8 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
 // A collective group as the cost model sees it: its size and whether it spans nodes.
 struct CollectiveGroup {
   int64_t size = 1;
-  bool spans_nodes = false;
+  bool spans_nodes = false;        // spans NVLink domains (network.h NvlinkDomainGpus)
+  int64_t members_per_domain = 1;  // members in rank 0's NVLink domain (network.h MembersPerDomain)
 };
 
 // Everything SimulateStep reads from a plan beyond its degrees, training settings and model:
@@ -133,7 +137,8 @@ struct StepInputs {
   const MoePhaseTimes* moe_phases = nullptr;       // SimulateMoePhases for the plan's EP group
   int64_t num_moe_layers = 0;
   const std::vector<int64_t>* layer_stage = nullptr;  // [num_hidden_layers]: pp stage of each layer
-  double dp_step_comm_us = 0;     // sum of StepCommUs over rank 0's "step" CommEntry list, in order
+  double dp_step_comm_us = 0;     // sum of StepCollectiveUs over rank 0's "step" CommEntry list, in order
+  double dp_step_param_gather_us = 0;  // the part of it from "zero1_all_gather_params" (--overlap-param-gather)
   int64_t static_bytes_rank0 = 0; // parameter + gradient + optimizer bytes of rank 0 (StaticMemoryOnRank)
 };
 

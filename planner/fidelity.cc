@@ -9,6 +9,7 @@
 
 #include "planner/error.h"
 #include "planner/memory.h"
+#include "planner/network.h"
 #include "planner/plan.h"
 #include "planner/routing.h"
 
@@ -16,8 +17,10 @@ namespace dockyard {
 
 const std::vector<std::string> kFidelityFeatures = {
     // Not expressible yet (UnsupportedReasons).
-    "megatron_fsdp", "mtp", "dualpipe", "ep_overlap", "dropless", "custom_pp_layout", "node_limited_routing",
+    "megatron_fsdp", "mtp", "dualpipe", "dropless", "custom_pp_layout", "node_limited_routing",
     "batch_ramp",
+    // Settings dockyard models (pipeline_schedule.h RunSettings).
+    "ep_overlap",
     // Framework settings dockyard predicts without.
     "sequence_parallel", "distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather",
     "embedding_loss_pipeline_layers", "grouped_gemm", "permute_fusion", "router_fusion", "cuda_graphs",
@@ -30,7 +33,6 @@ const std::map<std::string, std::string>& UnsupportedFeatureReasons() {
       {"megatron_fsdp", "Megatron FSDP (parameters, gradients and optimizer sharded over DP, overlapped gathers)"},
       {"mtp", "MTP layer"},
       {"dualpipe", "DualPipe schedule"},
-      {"ep_overlap", "EP all-to-all overlapped with another micro-batch's compute"},
       {"dropless", "dropless routing (the routing the run saw is not given)"},
       {"custom_pp_layout", "custom pipeline layout"},
       {"node_limited_routing", "node-limited routing"},
@@ -202,7 +204,6 @@ std::vector<std::string> UnsupportedReasons(const FidelityRun& r) {
   std::vector<std::string> out;
   if (r.model_file.empty()) out.push_back("no model config in the project");
   if (!r.mbs) out.push_back("MBS not stated");
-  if (r.vpp > 1) out.push_back(fmt::format("VPP {} (interleaved 1F1B)", r.vpp));
   if (r.precision == "fp8") out.push_back("FP8");
   for (const auto& f : r.features) {
     auto it = UnsupportedFeatureReasons().find(f);
@@ -246,8 +247,15 @@ TrainingConfig FidelityTraining(const FidelityRun& r) {
   const int64_t dp = r.world_size / (r.tp * r.pp * r.cp);
   t.num_microbatches = r.gbs / (dp * *r.mbs);
   t.recompute = r.recompute;
-  t.gpus_per_node = r.cluster.gpus_per_node;
+  // The plan's node is the NVLink domain (HybridEP's and the deredundency dispatcher's locality
+  // unit; gb200-nvl72: 72 GPUs over trays of 4).
+  t.gpus_per_node = NvlinkDomainGpus(r.cluster);
   t.dispatcher = r.dispatcher == "a2a" ? "all_to_all" : "deredundency";
+  t.run.vpp = r.vpp;  // interleaved 1F1B (pipeline_schedule.h)
+  auto has = [&](const char* f) { return std::find(r.features.begin(), r.features.end(), f) != r.features.end(); };
+  t.run.overlap_grad_reduce = has("overlap_grad_reduce");
+  t.run.overlap_param_gather = has("overlap_param_gather") && t.run.overlap_grad_reduce;
+  t.run.overlap_moe_ep_comm = has("ep_overlap");  // --overlap-moe-expert-parallel-comm
   return t;
 }
 

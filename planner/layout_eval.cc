@@ -11,6 +11,7 @@
 #include "planner/comm.h"
 #include "planner/error.h"
 #include "planner/memory.h"
+#include "planner/network.h"
 #include "planner/plan.h"
 #include "planner/workload.h"
 
@@ -453,7 +454,7 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
       if (s == 0) largest = std::max(largest, emb.mp[0] + emb.mp[1]);
       if (s == d.pp - 1) largest = std::max(largest, root.mp[0] + root.mp[1]);
     }
-    const Wide buf = StageBuffers(largest, layers.moe_layers > 0, w, d, t, tb, oep, h).total;
+    const Wide buf = StageBuffers(largest, layers.moe_layers > 0, w, d, t, tb, oep, h, st.mp[0] + st.mp[1]).total;
     const Wide peak = fits(fits(stat) + fits(act) + fits(buf));
     worst_peak = std::max(worst_peak, peak);
   }
@@ -482,9 +483,11 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   if (over && !simulate_over_budget) return r;
 
   // --- Cost model inputs (what SimulateStep gathers from a plan).
-  const int64_t g = options_.cluster.gpus_per_node;
   // Rank 0's group {0, s, ..., (n-1)s}: spans nodes when its last member is on another node.
-  auto strided = [&](int64_t n, int64_t stride) { return CollectiveGroup{n, (n - 1) * stride / g > 0}; };
+  const int64_t domain = NvlinkDomainGpus(options_.cluster);
+  auto strided = [&](int64_t n, int64_t stride) {
+    return CollectiveGroup{n, (n - 1) * stride / domain > 0, MembersPerDomainStrided(n, stride, domain)};
+  };
   StepInputs in;
   in.workload = w;
   in.attention_params = im.attention_params;
@@ -530,9 +533,11 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
       const StepCollective& e = step.items[i];
       if (e.group_size < 2 || e.bytes == 0) continue;
       const double wire = CollectiveWireBytes(e.collective, e.group_size, 1, e.bytes);
-      const double frac = RingCrossNodeFractionStrided(e.group_size, e.stride, g);
-      in.dp_step_comm_us += StepCommUs(static_cast<int64_t>(wire), static_cast<int64_t>(wire * frac), e.group_size,
-                                       options_.cluster);
+      const double us = StepCollectiveUs(static_cast<double>(static_cast<int64_t>(wire)), e.group_size,
+                                         MembersPerDomainStrided(e.group_size, e.stride, domain),
+                                         (e.group_size - 1) * e.stride / domain > 0, options_.cluster);
+      in.dp_step_comm_us += us;
+      if (std::strcmp(e.purpose, "zero1_all_gather_params") == 0) in.dp_step_param_gather_us += us;
     }
   }
   in.static_bytes_rank0 = static_cast<int64_t>(static_rank0);

@@ -180,12 +180,14 @@ StageActivationBytes StageActivations(const LayerActivationTable& layer, const S
 
 const char* BufferUseName(BufferUse use) {
   static constexpr const char* kNames[] = {"fsdp_all_gather", "fsdp_reduce_scatter", "deredundency",
-                                           "all_to_all",      "tp_all_gather",       "pp_send_recv"};
+                                           "all_to_all",      "tp_all_gather",       "pp_send_recv",
+                                           "fsdp_unsharded_params", "fsdp_unsharded_grads"};
   return kNames[static_cast<int>(use)];
 }
 
 StageBufferBytes StageBuffers(WideInt largest_fsdp_unit, bool has_moe_layers, const Workload& w, const ParallelDims& d,
-                              const TrainingConfig& t, const TrainingBytes& tb, int64_t oep, int64_t h) {
+                              const TrainingConfig& t, const TrainingBytes& tb, int64_t oep, int64_t h,
+                              WideInt stage_fsdp_elems) {
   StageBufferBytes out;
   auto set = [&](BufferUse use, WideInt v) {
     out.bytes[static_cast<int>(use)] = v;
@@ -204,6 +206,11 @@ StageBufferBytes StageBuffers(WideInt largest_fsdp_unit, bool has_moe_layers, co
   }
   if (d.tp > 1) set(BufferUse::kTpAllGather, static_cast<WideInt>(w.tokens) * h * w.act_bytes);
   if (d.pp > 1) set(BufferUse::kPpSendRecv, static_cast<WideInt>(Ceil(w.tokens, d.tp)) * h * (2 * w.act_bytes));
+  if (*t.dp_sharding == DpSharding::kFsdp && KeepsUnshardedParams(t.run.reshard_after_forward, d.pp)) {
+    const WideInt others = stage_fsdp_elems - 2 * largest_fsdp_unit;
+    set(BufferUse::kFsdpUnshardedParams, (others > 0 ? others : 0) * tb.param);
+    if (AccumulatesUnshardedGrads(d.pp)) set(BufferUse::kFsdpUnshardedGrads, stage_fsdp_elems * tb.grad);
+  }
   return out;
 }
 
@@ -282,7 +289,7 @@ MemoryReport ComputeMemory(const Plan& plan) {
     const int64_t act_total = Narrow(act.total, "activation bytes");
 
     const int64_t first = s * stage_size;
-    WideInt largest_unit = 0;
+    WideInt largest_unit = 0, stage_units = 0;
     if (*t.dp_sharding == DpSharding::kFsdp) {
       std::map<std::pair<int64_t, bool>, int64_t> units;  // FsdpUnitOf -> model-parallel elements
       for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
@@ -290,10 +297,14 @@ MemoryReport ComputeMemory(const Plan& plan) {
         auto& n = units[FsdpUnitOf(plan.inventory.params[i], plan.placements[i].sparse_mesh)];
         n = CheckedAdd(n, ModelParallelNumel(plan, i, first), "FSDP unit elements");
       }
-      for (const auto& [u, n] : units) largest_unit = std::max<WideInt>(largest_unit, n);
+      for (const auto& [u, n] : units) {
+        largest_unit = std::max<WideInt>(largest_unit, n);
+        stage_units += n;
+      }
     }
     const int64_t oep = DispatchOep(plan);
-    const StageBufferBytes buf = StageBuffers(largest_unit, st.moe_layers > 0, w, d, t, TrainingBytesOf(t), oep, h);
+    const StageBufferBytes buf =
+        StageBuffers(largest_unit, st.moe_layers > 0, w, d, t, TrainingBytesOf(t), oep, h, stage_units);
     std::map<std::string, int64_t> buffers;
     for (int u = 0; u < static_cast<int>(BufferUse::kCount); ++u) {
       if (buf.present[u]) buffers[BufferUseName(static_cast<BufferUse>(u))] = Narrow(buf.bytes[u], "buffer bytes");

@@ -173,8 +173,17 @@ StageActivationBytes StageActivations(const LayerActivationTable& layers, const 
 //  - EP (ep > 1, the stage has MoE layers): the deredundency all-gather output and whiteboard
 //    (oep x T_r * top_k rows, 2 x act bytes), and the dispatch send (T_r * top_k) and receive
 //    (R_max) rows;
-//  - TP: the sequence-parallel all-gather of T rows; PP: send and receive of ceil(T / tp) rows.
-enum class BufferUse { kFsdpAllGather, kFsdpReduceScatter, kDeredundency, kAllToAll, kTpAllGather, kPpSendRecv, kCount };
+//  - TP: the sequence-parallel all-gather of T rows; PP: send and receive of ceil(T / tp) rows;
+//  - FSDP units kept unsharded across micro-batches (pipeline_schedule.h KeepsUnshardedParams:
+//    pp > 1, or reshard after forward off): the stage's other units, (stage - 2 x largest unit)
+//    elements in param_dtype; with pp > 1 gradient sync is off until the last micro-batch and
+//    the stage's unsharded gradients accumulate in the reduce dtype (grad_dtype): stage elements
+//    x grad bytes (torch.distributed.pipelining stage.py backward_maybe_with_nosync; FSDP2's
+//    unsharded_accumulated_grad).
+enum class BufferUse {
+  kFsdpAllGather, kFsdpReduceScatter, kDeredundency, kAllToAll, kTpAllGather, kPpSendRecv,
+  kFsdpUnshardedParams, kFsdpUnshardedGrads, kCount
+};
 const char* BufferUseName(BufferUse use);  // "fsdp_all_gather", ...
 struct StageBufferBytes {
   WideInt bytes[static_cast<int>(BufferUse::kCount)] = {};
@@ -182,9 +191,11 @@ struct StageBufferBytes {
   WideInt total = 0;
 };
 // `largest_fsdp_unit`: the model-parallel elements of the stage's largest FSDP unit (FsdpUnitOf);
-// `oep`: the deredundency dispatcher's outer EP size (1 otherwise).
+// `oep`: the deredundency dispatcher's outer EP size (1 otherwise); `stage_fsdp_elems`: the
+// model-parallel elements of all the stage's FSDP units on its first rank.
 StageBufferBytes StageBuffers(WideInt largest_fsdp_unit, bool has_moe_layers, const Workload& w, const ParallelDims& dims,
-                              const TrainingConfig& training, const TrainingBytes& bytes, int64_t oep, int64_t hidden_size);
+                              const TrainingConfig& training, const TrainingBytes& bytes, int64_t oep, int64_t hidden_size,
+                              WideInt stage_fsdp_elems);
 
 // The FSDP unit a parameter belongs to, as torchtitan wraps them: each decoder layer's dense
 // part, each layer's routed experts when they live on the sparse mesh, the embedding, and the

@@ -68,6 +68,9 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
     plan.training.dp_sharding = plan.dims.convention == Convention::kMegatron ? DpSharding::kZero1 : DpSharding::kFsdp;
   }
   if (!plan.training.num_microbatches) plan.training.num_microbatches = plan.dims.pp;
+  ValidateRunSettings(plan.training.run, static_cast<int>(*plan.training.dp_sharding), plan.dims.pp);
+  ValidateEpOverlap(plan.training.run, plan.dims.pp, plan.dims.ep, plan.training.dispatcher,
+                    plan.training.recompute == Recompute::kFull);
   if (plan.training.dispatcher == "deredundency" && plan.training.oep && plan.dims.ep % *plan.training.oep != 0) {
     throw Error(fmt::format("oep ({}) must divide ep ({}) for the deredundency dispatcher (ep = oep x iep)",
                             *plan.training.oep, plan.dims.ep));

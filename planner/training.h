@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "planner/json_util.h"
+#include "planner/pipeline_schedule.h"
 
 namespace dockyard {
 
@@ -42,6 +43,7 @@ struct TrainingConfig {
   std::string dispatcher = "all_to_all";  // "all_to_all" or "deredundency" (token dispatcher)
   std::optional<int64_t> oep;             // deredundency outer EP size; unset = nodes spanned by ep
   std::string refit_dtype;                // empty = param_dtype
+  RunSettings run;                        // framework schedule settings (pipeline_schedule.h; flags only)
 };
 
 // Parses a layer split: "7,6,6,6" (layers per stage) or "7+6" (first stage 7, then 6 per stage).

@@ -77,7 +77,7 @@ int64_t DeredundencyOep(const TrainingConfig& training, int64_t ep) {
 int64_t InFlightMicrobatches(const Plan& plan, int64_t stage) { return InFlightMicrobatches(plan.dims, plan.training, stage); }
 
 int64_t InFlightMicrobatches(const ParallelDims& dims, const TrainingConfig& training, int64_t stage) {
-  return std::min<int64_t>(dims.pp - stage, training.num_microbatches.value_or(dims.pp));
+  return InFlightStageMicrobatches(dims.pp, training.run.vpp, training.num_microbatches.value_or(dims.pp), stage);
 }
 
 }  // namespace dockyard

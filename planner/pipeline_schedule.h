@@ -1,0 +1,131 @@
+// Framework run settings that decide how a step is scheduled (flags, not calibration knobs) and
+// the schedule rules the cost and memory models read: FSDP's reshard-after-forward policy and its
+// collectives per step under pipeline parallelism and gradient accumulation, Megatron's
+// overlapped gradient reduce / parameter gather (docs/cost-model.md §5).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace dockyard {
+
+// torchtitan's fsdp_reshard_after_forward policy (torchtitan/models/llama3/infra/parallelize.py,
+// apply_fsdp): "always" reshards each FSDP unit after its forward, "never" keeps it unsharded
+// until its backward, "default" = not pp_enabled.
+enum class ReshardPolicy { kDefault, kAlways, kNever };
+const char* ReshardPolicyName(ReshardPolicy policy);  // "default", "always", "never"
+// Throws dockyard::Error naming `field`, the value and the allowed values.
+ReshardPolicy ParseReshardPolicy(const std::string& text, const std::string& field);
+
+struct RunSettings {
+  ReshardPolicy reshard_after_forward = ReshardPolicy::kDefault;  // --fsdp-reshard-after-forward
+  // torchtitan with pp > 1 runs gradient accumulation as an outer loop around the pipeline
+  // schedule (each accumulation step runs num_microbatches micro-batches and pays its own bubble
+  // and reduce-scatter): --grad-accumulation-steps. 1 = none.
+  int64_t grad_accumulation_steps = 1;
+  // Megatron-Core DDP (--overlap-grad-reduce / --overlap-param-gather): the step-end gradient
+  // reduce (reduce-scatter or all-reduce) runs under the last micro-batch's backward of the stage,
+  // the distributed optimizer's parameter all-gather under the next step's first forward.
+  bool overlap_grad_reduce = false;
+  bool overlap_param_gather = false;
+  // Interleaved 1F1B (Megatron --num-layers-per-virtual-pipeline-stage / torchtitan
+  // Interleaved1F1B): model chunks per pipeline rank, --vpp. 1 = plain 1F1B.
+  int64_t vpp = 1;
+  // Context-parallel K/V exchange (Megatron --cp-comm-type): "p2p" (ring attention: K/V blocks
+  // passed around the cp ring, each transfer under one block's attention) or "a2a" (all-to-all of
+  // Q, K, V and the output over the cp group, not overlapped). --cp-comm-type.
+  std::string cp_comm = "p2p";
+  // Megatron --overlap-moe-expert-parallel-comm: the EP dispatch / combine all-to-alls of one
+  // micro-batch run under another micro-batch's compute (combined 1F1B: a forward paired with a
+  // backward).
+  bool overlap_moe_ep_comm = false;
+};
+
+// The reshard-after-forward value `policy` gives at pipeline degree `pp`.
+bool ReshardAfterForward(ReshardPolicy policy, int64_t pp);
+
+// FSDP collectives of one FSDP unit per accumulation step of `num_microbatches` (M) micro-batches,
+// on the first pipeline stage (the one with the most warm-up forwards):
+//  - pp = 1 (torchtitan's accumulation loop; every micro-batch reduce-scatters its gradients):
+//      reshard after forward: 2M all-gathers (forward, backward), M reduce-scatters;
+//      not:                   M all-gathers (the unit is resharded after each backward), M reduce-scatters.
+//  - pp > 1 (torch.distributed.pipelining stage.py backward_maybe_with_nosync: for every
+//    micro-batch but the last, set_requires_gradient_sync(False) and
+//    set_reshard_after_backward(False), so gradients accumulate unsharded and parameters stay
+//    gathered after a backward):
+//      not resharded after forward: 1 all-gather, 1 reduce-scatter;
+//      resharded after forward: stage 0 of 1F1B runs W = min(pp - 1, M) warm-up forwards, each
+//      after a reshard: min(M, W + 1) forward all-gathers; a backward re-gathers when it follows a
+//      forward: max(1, M - W) backward all-gathers; M + 1 in all, 1 reduce-scatter.
+// Throws dockyard::Error for pp < 1 or num_microbatches < 1.
+struct FsdpCalls {
+  int64_t forward_all_gathers = 0, backward_all_gathers = 0, reduce_scatters = 0;
+};
+FsdpCalls FsdpCallsPerStep(ReshardPolicy policy, int64_t pp, int64_t num_microbatches);
+
+// One layer direction's time per micro-batch, the mean over the M micro-batches: `n_ag` of them
+// carry an all-gather of `ag_us` and `n_rs` a reduce-scatter of `rs_us` (both in the same
+// micro-batches first), each overlapped with the layer's `compute_us` (a micro-batch takes
+// max(compute, its collectives + `shared_nic_us`), the traffic of another group on the same NICs,
+// network.h SharedNicUs; 0 when none), the others compute only:
+//   (b max(c, ag + rs + x) + (n_ag - b) max(c, ag + x) + (n_rs - b) max(c, rs + x)
+//    + (M - max(n_ag, n_rs)) c) / M,   b = min(n_ag, n_rs).
+// n_ag and n_rs are clamped to [0, M].
+double FsdpLayerMeanUs(double compute_us, double ag_us, double rs_us, int64_t n_ag, int64_t n_rs, int64_t num_microbatches,
+                       double shared_nic_us);
+
+// FSDP under pp > 1 and not resharded after backward keeps every unit of the stage unsharded
+// across micro-batches: the stage's model-parallel elements in param_dtype, and with gradient sync
+// off their unsharded gradients accumulated in the reduce dtype (grad_dtype). True when that
+// happens: dp_sharding fsdp, pp > 1 (any policy: reshard_after_backward is off) or pp = 1 with
+// reshard after forward off (parameters only, between forward and backward of one micro-batch).
+bool KeepsUnshardedParams(ReshardPolicy policy, int64_t pp);
+bool AccumulatesUnshardedGrads(int64_t pp);
+
+// Checks the settings against the resolved data-parallel strategy (0 fsdp, 1 zero1, 2 ddp, as
+// DpSharding) and the degrees. Rules and their sources:
+//  - grad_accumulation_steps in [1, 2^24]; vpp in [1, 1024], vpp > 1 needs pp > 1
+//    (Megatron: the interleaved schedule is a pipeline schedule); cp_comm "p2p" or "a2a";
+//  - a non-default reshard policy needs dp_sharding fsdp (torchtitan's FSDP option);
+//  - overlap_grad_reduce needs zero1 or ddp (Megatron-Core DDP); overlap_param_gather needs zero1
+//    (the distributed optimizer) and overlap_grad_reduce (megatron/training/arguments.py:
+//    "--overlap-param-gather only supported with distributed optimizer", "--overlap-grad-reduce
+//    should be turned on when using --overlap-param-gather").
+// Throws dockyard::Error naming the flag and the rule.
+void ValidateRunSettings(const RunSettings& settings, int dp_sharding, int64_t pp);
+
+// Pipeline slots of one schedule of M micro-batches over pp stages with vpp model chunks per
+// rank, in units of one stage's forward + backward of one micro-batch: M + (pp - 1) / vpp. The
+// bubble is (pp - 1) / vpp slots, a fraction (pp - 1) / (vpp x M) of the M busy slots
+// (Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters Using
+// Megatron-LM", section 2.2.2). Throws dockyard::Error for M, pp or vpp < 1.
+double PipelineSlots(int64_t num_microbatches, int64_t pp, int64_t vpp);
+
+// Micro-batches whose activations a rank of `stage` holds at once, in whole-stage units:
+// 1F1B: min(pp - stage, M); interleaved (vpp > 1, Megatron
+// schedules.py forward_backward_pipelining_with_interleaving): its warm-up runs
+// 2 (pp - stage - 1) + (vpp - 1) pp chunk forwards before the first backward, so
+// min(M vpp, that + 1) chunks of 1/vpp of the stage's layers are in flight: ceil(chunks / vpp).
+int64_t InFlightStageMicrobatches(int64_t pp, int64_t vpp, int64_t num_microbatches, int64_t stage);
+
+// Megatron's validity rules for --overlap-moe-expert-parallel-comm
+// (megatron/core/transformer/transformer_config.py __post_init__): expert parallelism (ep > 1),
+// the alltoall or flex dispatcher ("all_to_all" here; not "deredundency"), no full recomputation,
+// and with pp > 1 a virtual pipeline (--vpp > 1). Throws dockyard::Error naming the flag and rule.
+void ValidateEpOverlap(const RunSettings& settings, int64_t pp, int64_t ep, const std::string& dispatcher,
+                       bool full_recompute);
+
+// EP communication overlap (combined 1F1B): the forward all-to-alls of one micro-batch run under
+// the backward compute of another and the backward all-to-alls under a forward; hidden time is
+// never more than the compute running at the same time:
+//   forward exposed = max(0, a2a_fwd - compute_bwd), backward exposed = max(0, a2a_bwd - compute_fwd).
+struct EpOverlap {
+  double forward_exposed_us = 0, backward_exposed_us = 0;
+};
+EpOverlap EpOverlapExposedUs(double a2a_fwd_us, double a2a_bwd_us, double compute_fwd_us, double compute_bwd_us);
+
+// Megatron's overlapped step-end traffic: the exposed part of `comm_us` under `hidden_under_us`
+// of compute, max(0, comm - hidden).
+double ExposedUs(double comm_us, double hidden_under_us);
+
+}  // namespace dockyard
