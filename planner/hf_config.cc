@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "planner/error.h"
+#include "planner/hf_config_variants.h"
 
 namespace dockyard {
 namespace {
@@ -318,6 +319,9 @@ const std::vector<FamilyInfo>& SupportedFamilies() {
       {"dbrx", "DbrxForCausalLM", "dbrx"},
       {"glm4_moe", "Glm4MoeForCausalLM", "glm4_moe"},
       {"phimoe", "PhiMoEForCausalLM", "phimoe"},
+      {"deepseek_v32", "DeepseekV32ForCausalLM", "deepseek_v32"},
+      {"qwen3_next", "Qwen3NextForCausalLM", "qwen3_next"},
+      {"minimax_m2", "MiniMaxM2ForCausalLM", "minimax_m2"},
   };
   return families;
 }
@@ -371,6 +375,24 @@ ModelSpec ModelSpecFromHfConfig(const Json& config, const std::string& file) {
       {"dbrx", ReadDbrx},
       {"glm4_moe", ReadGlm4Moe},
       {"phimoe", ReadPhimoe},
+      {"deepseek_v32",
+       [](const JsonView& c) {
+         ModelSpec m = ReadDeepseek(c, true);
+         ReadDsaIndexer(c, m);
+         return m;
+       }},
+      {"qwen3_next",
+       [](const JsonView& c) {
+         ModelSpec m = ReadQwen3Moe(c);
+         ReadQwen3NextExtras(c, m);
+         return m;
+       }},
+      {"minimax_m2",
+       [](const JsonView& c) {
+         ModelSpec m = ReadMixtral(c);  // num_local_experts, per-expert intermediate_size, renormalized top-k
+         ReadMinimaxM2Extras(c, m);
+         return m;
+       }},
   };
   const FamilyInfo* found = nullptr;
   for (const auto& f : SupportedFamilies()) {
