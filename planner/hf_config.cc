@@ -322,6 +322,7 @@ const std::vector<FamilyInfo>& SupportedFamilies() {
       {"deepseek_v32", "DeepseekV32ForCausalLM", "deepseek_v32"},
       {"qwen3_next", "Qwen3NextForCausalLM", "qwen3_next"},
       {"minimax_m2", "MiniMaxM2ForCausalLM", "minimax_m2"},
+      {"ernie4_5_moe", "Ernie4_5_MoeForCausalLM", "ernie4_5_moe"},
   };
   return families;
 }
@@ -391,6 +392,14 @@ ModelSpec ModelSpecFromHfConfig(const Json& config, const std::string& file) {
        [](const JsonView& c) {
          ModelSpec m = ReadMixtral(c);  // num_local_experts, per-expert intermediate_size, renormalized top-k
          ReadMinimaxM2Extras(c, m);
+         return m;
+       }},
+      {"ernie4_5_moe",
+       [](const JsonView& c) {
+         ModelSpec m;
+         ReadCommon(c, m);
+         ReadGqa(c, m);  // Ernie4_5_MoeAttention: LlamaAttention, biases only with use_bias
+         ReadErnie45MoeExtras(c, m);
          return m;
        }},
   };

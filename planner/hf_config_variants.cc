@@ -56,6 +56,40 @@ void ReadMinimaxM2Extras(const JsonView& c, ModelSpec& m) {
   }
 }
 
+void ReadErnie45MoeExtras(const JsonView& c, ModelSpec& m) {
+  if (c.BoolOr("use_bias", false)) {
+    c.Fail("use_bias", "true: ERNIE biases on every linear layer (attention, MLPs, lm_head) are not modelled; the "
+                       "released ERNIE-4.5 configs have use_bias false");
+  }
+  m.intermediate_size = c.Int("intermediate_size");
+  m.moe.num_experts = c.Int("moe_num_experts");
+  m.moe.top_k = c.Int("moe_k");
+  if (m.moe.top_k > m.moe.num_experts) {
+    c.Fail("moe_k", fmt::format("moe_k ({}) must satisfy 1 <= moe_k <= moe_num_experts ({})", m.moe.top_k, m.moe.num_experts));
+  }
+  m.moe.moe_intermediate_size = c.Int("moe_intermediate_size");
+  m.moe.num_shared_experts = c.IntOr("moe_num_shared_experts", 0, 0);
+  if (m.moe.num_shared_experts > (int64_t{1} << 20)) {
+    c.Fail("moe_num_shared_experts", fmt::format("{} exceeds the largest supported count 2^20", m.moe.num_shared_experts));
+  }
+  if (m.moe.moe_intermediate_size > (int64_t{1} << 40)) {
+    c.Fail("moe_intermediate_size", fmt::format("{} exceeds the largest supported size 2^40", m.moe.moe_intermediate_size));
+  }
+  m.moe.shared_expert_intermediate_size = m.moe.num_shared_experts * m.moe.moe_intermediate_size;
+  // Ernie4_5_MoeSparseMoeBlock: softmax over the fp32 gate, top-k on scores + moe_statics bias,
+  // weights renormalized.
+  m.moe.score_func = "softmax";
+  m.moe.score_correction_bias = true;
+  m.moe.norm_topk_prob = true;
+  const int64_t layers = m.num_hidden_layers;
+  const int64_t start = c.Int("moe_layer_start_index", 0);
+  const int64_t end_key = c.IntOr("moe_layer_end_index", -1, -1);
+  const int64_t end = end_key == -1 ? layers - 1 : end_key;
+  const int64_t interval = c.IntOr("moe_layer_interval", 1);
+  m.moe_layers.assign(layers, false);
+  for (int64_t i = 0; i < layers; ++i) m.moe_layers[i] = (i + 1) % interval == 0 && i >= start && i <= end;
+}
+
 void ReadQwen3NextExtras(const JsonView& c, ModelSpec& m) {
   // Qwen3NextSparseMoeBlock: one shared expert of shared_expert_intermediate_size with a
   // sigmoid gate [1, hidden], as in Qwen2-MoE.

@@ -218,6 +218,51 @@ TEST_CASE("MiniMax-M2.7 reads as minimax_m2: full-width q/k norms, sigmoid routi
   CheckPublished(inv.totals.active_params_excluding_embedding, 10 * kB, 1 * kB);
 }
 
+TEST_CASE("ERNIE-4.5-21B-A3B reads as ernie4_5_moe: a dense first layer, 27 MoE layers with 2 shared experts") {
+  ModelSpec m = LoadModel(kHfDir + "ernie-4.5-21b-a3b.json");
+  CHECK(m.family == "ernie4_5_moe");
+  CHECK(m.hidden_size == 2560);
+  CHECK(m.attention.num_attention_heads == 20);
+  CHECK(m.attention.num_key_value_heads == 4);
+  CHECK(m.attention.head_dim == 128);  // 2560 / 20
+  CHECK_FALSE(m.attention.qkv_bias);
+  CHECK(m.intermediate_size == 12288);
+  CHECK(m.moe.num_experts == 64);
+  CHECK(m.moe.top_k == 6);
+  CHECK(m.moe.moe_intermediate_size == 1536);
+  CHECK(m.moe.num_shared_experts == 2);
+  CHECK(m.moe.shared_expert_intermediate_size == 3072);
+  CHECK(m.moe.score_func == "softmax");
+  CHECK(m.moe.score_correction_bias);
+  CHECK(m.tie_word_embeddings);
+  // moe_layer_start_index 1, moe_layer_end_index 27, interval 1: layer 0 dense, 1..27 MoE.
+  CHECK_FALSE(m.moe_layers[0]);
+  CHECK(m.NumMoeLayers() == 27);
+
+  ParamInventory inv = BuildInventory(m);
+  // Attention (D 2560, H 20, KV 4, hd 128): q, o 2560·2560 = 6,553,600 each; k, v 512·2560 =
+  //   1,310,720 each                                                        = 15,728,640
+  // norms 2·2560 = 5,120
+  // dense layer 0: + MLP 3·12288·2560 = 94,371,840 → 110,105,600
+  // MoE layers 1..27: router 64·2560 = 163,840; correction bias 64; experts 64 · 3·1536·2560
+  //   (11,796,480) = 754,974,720; shared 3·3072·2560 = 23,592,960 → 794,465,344; × 27 = 21,450,564,288
+  // tied embedding 103424·2560 = 264,765,440; final norm 2,560
+  // total = 110,105,600 + 21,450,564,288 + 264,765,440 + 2,560 = 21,825,437,888
+  // active MoE layer = 794,465,344 − 58·11,796,480 = 110,269,504; × 27 = 2,977,276,608;
+  //   + 110,105,600 + 264,765,440 + 2,560 = 3,352,150,208 (the tied embedding is the lm_head, so
+  //   it stays in the excl.-embedding count)
+  CHECK(ShapeOf(inv, "model.layers.0.mlp.gate_proj.weight") == Shape{12288, 2560});
+  CHECK(ShapeOf(inv, "model.layers.1.mlp.experts.gate_up_proj") == Shape{64, 3072, 2560});
+  CHECK(ShapeOf(inv, "model.layers.27.mlp.shared_experts.gate_proj.weight") == Shape{3072, 2560});
+  CHECK(Find(inv, "lm_head.weight") == nullptr);
+  CHECK(inv.totals.total_params == 21'825'437'888);
+  CHECK(inv.totals.active_params == 3'352'150'208);
+  CHECK(inv.totals.active_params_excluding_embedding == 3'352'150'208);
+  // Published (ERNIE-4.5-21B-A3B model card, "21B total parameters, 3B activated"): both truncated.
+  CheckPublished(inv.totals.total_params, 21 * kB, 1 * kB);
+  CheckPublished(inv.totals.active_params, 3 * kB, 1 * kB);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Invalid inputs, one per test case.
 
@@ -304,6 +349,21 @@ TEST_CASE("A MiniMax shared MLP is rejected") {
   cfg["shared_intermediate_size"] = 1536;
   CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"),
                        doctest::Contains("cfg.json: /shared_intermediate_size: 1536: a MiniMax shared MLP is not modelled"),
+                       Error);
+}
+
+TEST_CASE("ERNIE with use_bias true is rejected: the inventory has no MLP biases") {
+  Json cfg = ReadJsonFile(kHfDir + "ernie-4.5-21b-a3b.json");
+  cfg["use_bias"] = true;
+  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"),
+                       doctest::Contains("cfg.json: /use_bias: true: ERNIE biases on every linear layer"), Error);
+}
+
+TEST_CASE("ERNIE moe_k above moe_num_experts is rejected with the ERNIE keys") {
+  Json cfg = ReadJsonFile(kHfDir + "ernie-4.5-21b-a3b.json");
+  cfg["moe_k"] = 65;  // 64 experts
+  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"),
+                       doctest::Contains("cfg.json: /moe_k: moe_k (65) must satisfy 1 <= moe_k <= moe_num_experts (64)"),
                        Error);
 }
 

@@ -592,4 +592,15 @@ TEST_CASE("The newer families plan and check; simulate and search refuse what th
   r = Run("search --model testdata/hf/qwen3-next-80b-a3b-instruct.json --world-size 8 --top 3");
   CHECK(r.code == 1);
   CHECK(r.out.find("Gated DeltaNet linear attention (36 of 48 layers) is not in the cost model") != std::string::npos);
+
+  // MiniMax-M2 and ERNIE-4.5 are full softmax attention in every layer: simulate prices them.
+  r = Run("--model testdata/hf/minimax-m2.7-nvfp4.json --world-size 16 --ep 16");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("(228689764864)") != std::string::npos);
+  r = Run("simulate --model testdata/hf/minimax-m2.7-nvfp4.json --world-size 16 --ep 16 --seq-len 4096 --json " + sim);
+  REQUIRE(r.code == 0);
+  CHECK(dockyard::ReadJsonFile(sim)["predicted"]["step_time_us"].get<double>() > 0);
+  r = Run("simulate --model testdata/hf/ernie-4.5-21b-a3b.json --world-size 8 --ep 8 --seq-len 4096 --json " + sim);
+  REQUIRE(r.code == 0);
+  CHECK(dockyard::ReadJsonFile(sim)["predicted"]["step_time_us"].get<double>() > 0);
 }
