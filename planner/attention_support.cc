@@ -13,9 +13,9 @@ void CheckCostModelCoversAttention(const ModelSpec& m) {
   if (a.indexer.present()) {
     throw Error(fmt::format(
         "{}: /attention/indexer/index_topk (HF index_topk) = {}: DeepSeek Sparse Attention is not in the cost model: "
-        "each query attends to the index_topk keys its lightning indexer ({} heads of {}) selects, while simulate "
-        "prices every attention layer as full causal attention over seq_len; refusing rather than pricing it as full "
-        "attention (plan and check still report memory and traffic)",
+        "each query attends to the index_topk keys its lightning indexer ({} heads of {}) selects, while the cost "
+        "model of simulate and search prices every attention layer as full causal attention over seq_len; refusing "
+        "rather than pricing it as full attention (plan and check still report memory and traffic)",
         file, a.indexer.index_topk, a.indexer.index_n_heads, a.indexer.index_head_dim));
   }
   if (m.NumLinearAttentionLayers() > 0) {
@@ -24,7 +24,8 @@ void CheckCostModelCoversAttention(const ModelSpec& m) {
     throw Error(fmt::format(
         "{}: /attention_layer_types/{} (HF layer_types / full_attention_interval) = \"linear_attention\": Gated "
         "DeltaNet linear attention ({} of {} layers) is not in the cost model: its chunked recurrent scan is linear "
-        "in seq_len, while simulate prices every attention layer as full causal attention over seq_len; refusing "
+        "in seq_len, while the cost model of simulate and search prices every attention layer as full causal "
+        "attention over seq_len; refusing "
         "rather than pricing it as full attention (plan and check still report memory and traffic)",
         file, first, m.NumLinearAttentionLayers(), m.num_hidden_layers));
   }
