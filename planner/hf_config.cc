@@ -159,14 +159,7 @@ ModelSpec ReadDeepseek(const JsonView& c, bool v3) {
   m.moe.top_k = c.Int("num_experts_per_tok");
   CheckTopK(c, "num_experts_per_tok", m);
   m.moe.moe_intermediate_size = c.Int("moe_intermediate_size");
-  m.moe.num_shared_experts = c.IntOr("n_shared_experts", 0, 0);
-  if (m.moe.num_shared_experts > (int64_t{1} << 20)) {
-    c.Fail("n_shared_experts", fmt::format("{} exceeds the largest supported count 2^20", m.moe.num_shared_experts));
-  }
-  if (m.moe.moe_intermediate_size > (int64_t{1} << 40)) {
-    c.Fail("moe_intermediate_size", fmt::format("{} exceeds the largest supported size 2^40", m.moe.moe_intermediate_size));
-  }
-  m.moe.shared_expert_intermediate_size = m.moe.num_shared_experts * m.moe.moe_intermediate_size;
+  ReadSharedExpertsInExpertUnits(c, "n_shared_experts", m);
   m.moe.norm_topk_prob = c.BoolOr("norm_topk_prob", false);
   m.moe.routed_scaling_factor = c.NumberOr("routed_scaling_factor", 1.0);
   m.moe.score_func = c.StringOr("scoring_func", v3 ? "sigmoid" : "softmax");
@@ -190,14 +183,7 @@ ModelSpec ReadGlm4Moe(const JsonView& c) {
   m.moe.top_k = c.Int("num_experts_per_tok");
   CheckTopK(c, "num_experts_per_tok", m);
   m.moe.moe_intermediate_size = c.Int("moe_intermediate_size");
-  m.moe.num_shared_experts = c.IntOr("n_shared_experts", 0, 0);
-  if (m.moe.num_shared_experts > (int64_t{1} << 20)) {
-    c.Fail("n_shared_experts", fmt::format("{} exceeds the largest supported count 2^20", m.moe.num_shared_experts));
-  }
-  if (m.moe.moe_intermediate_size > (int64_t{1} << 40)) {
-    c.Fail("moe_intermediate_size", fmt::format("{} exceeds the largest supported size 2^40", m.moe.moe_intermediate_size));
-  }
-  m.moe.shared_expert_intermediate_size = m.moe.num_shared_experts * m.moe.moe_intermediate_size;
+  ReadSharedExpertsInExpertUnits(c, "n_shared_experts", m);
   m.moe.norm_topk_prob = c.BoolOr("norm_topk_prob", true);
   m.moe.routed_scaling_factor = c.NumberOr("routed_scaling_factor", 1.0);
   m.moe.score_func = "sigmoid";

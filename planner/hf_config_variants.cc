@@ -8,6 +8,18 @@
 
 namespace dockyard {
 
+void ReadSharedExpertsInExpertUnits(const JsonView& c, const std::string& count_key, ModelSpec& m) {
+  m.moe.num_shared_experts = c.IntOr(count_key, 0, 0);
+  if (m.moe.num_shared_experts > (int64_t{1} << 20)) {
+    c.Fail(count_key, fmt::format("{} exceeds the largest supported count 2^20", m.moe.num_shared_experts));
+  }
+  // Bounded before the product, which then stays below 2^60.
+  if (m.moe.moe_intermediate_size > (int64_t{1} << 40)) {
+    c.Fail("moe_intermediate_size", fmt::format("{} exceeds the largest supported size 2^40", m.moe.moe_intermediate_size));
+  }
+  m.moe.shared_expert_intermediate_size = m.moe.num_shared_experts * m.moe.moe_intermediate_size;
+}
+
 void ReadDsaIndexer(const JsonView& c, ModelSpec& m) {
   // DeepseekV32Config defaults: index_n_heads 64, index_head_dim 128, index_topk 2048.
   auto& ix = m.attention.indexer;
@@ -68,14 +80,7 @@ void ReadErnie45MoeExtras(const JsonView& c, ModelSpec& m) {
     c.Fail("moe_k", fmt::format("moe_k ({}) must satisfy 1 <= moe_k <= moe_num_experts ({})", m.moe.top_k, m.moe.num_experts));
   }
   m.moe.moe_intermediate_size = c.Int("moe_intermediate_size");
-  m.moe.num_shared_experts = c.IntOr("moe_num_shared_experts", 0, 0);
-  if (m.moe.num_shared_experts > (int64_t{1} << 20)) {
-    c.Fail("moe_num_shared_experts", fmt::format("{} exceeds the largest supported count 2^20", m.moe.num_shared_experts));
-  }
-  if (m.moe.moe_intermediate_size > (int64_t{1} << 40)) {
-    c.Fail("moe_intermediate_size", fmt::format("{} exceeds the largest supported size 2^40", m.moe.moe_intermediate_size));
-  }
-  m.moe.shared_expert_intermediate_size = m.moe.num_shared_experts * m.moe.moe_intermediate_size;
+  ReadSharedExpertsInExpertUnits(c, "moe_num_shared_experts", m);
   // Ernie4_5_MoeSparseMoeBlock: softmax over the fp32 gate, top-k on scores + moe_statics bias,
   // weights renormalized.
   m.moe.score_func = "softmax";

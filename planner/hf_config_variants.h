@@ -14,10 +14,18 @@
 // value and the rule.
 #pragma once
 
+#include <string>
+
 #include "planner/json_util.h"
 #include "planner/model_spec.h"
 
 namespace dockyard {
+
+// Shared experts counted in units of the routed expert (DeepSeek n_shared_experts, GLM-4.5,
+// ERNIE moe_num_shared_experts): reads the count under `count_key` (default 0), bounds it and
+// moe_intermediate_size, and sets shared_expert_intermediate_size = count ·
+// moe_intermediate_size (all shared experts are one MLP of their total width).
+void ReadSharedExpertsInExpertUnits(const JsonView& c, const std::string& count_key, ModelSpec& m);
 
 // Reads the lightning indexer keys into m.attention.indexer (m must already be MLA).
 void ReadDsaIndexer(const JsonView& c, ModelSpec& m);
