@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "planner/attention_support.h"
 #include "planner/comm.h"
 #include "planner/error.h"
 #include "planner/memory.h"
@@ -312,6 +313,7 @@ const char* PhaseNameOf(int id) { return PhaseName(static_cast<Phase>(id)); }
 CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& totals, const ParallelDims& d,
                                      const TrainingConfig& t, const ClusterSpec& c, const StepInputs& in,
                                      const CostOptions& o, bool detail) {
+  CheckCostModelCoversAttention(m);
   const auto& a = m.attention;
   const Workload& w = in.workload;
   const double peak = c.dense_bf16_tflops * kFlopsPerUsPerTflops;  // FLOP per microsecond

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "planner/error.h"
+#include "planner/hf_config_variants.h"
 
 namespace dockyard {
 namespace {
@@ -158,14 +159,7 @@ ModelSpec ReadDeepseek(const JsonView& c, bool v3) {
   m.moe.top_k = c.Int("num_experts_per_tok");
   CheckTopK(c, "num_experts_per_tok", m);
   m.moe.moe_intermediate_size = c.Int("moe_intermediate_size");
-  m.moe.num_shared_experts = c.IntOr("n_shared_experts", 0, 0);
-  if (m.moe.num_shared_experts > (int64_t{1} << 20)) {
-    c.Fail("n_shared_experts", fmt::format("{} exceeds the largest supported count 2^20", m.moe.num_shared_experts));
-  }
-  if (m.moe.moe_intermediate_size > (int64_t{1} << 40)) {
-    c.Fail("moe_intermediate_size", fmt::format("{} exceeds the largest supported size 2^40", m.moe.moe_intermediate_size));
-  }
-  m.moe.shared_expert_intermediate_size = m.moe.num_shared_experts * m.moe.moe_intermediate_size;
+  ReadSharedExpertsInExpertUnits(c, "n_shared_experts", m);
   m.moe.norm_topk_prob = c.BoolOr("norm_topk_prob", false);
   m.moe.routed_scaling_factor = c.NumberOr("routed_scaling_factor", 1.0);
   m.moe.score_func = c.StringOr("scoring_func", v3 ? "sigmoid" : "softmax");
@@ -189,14 +183,7 @@ ModelSpec ReadGlm4Moe(const JsonView& c) {
   m.moe.top_k = c.Int("num_experts_per_tok");
   CheckTopK(c, "num_experts_per_tok", m);
   m.moe.moe_intermediate_size = c.Int("moe_intermediate_size");
-  m.moe.num_shared_experts = c.IntOr("n_shared_experts", 0, 0);
-  if (m.moe.num_shared_experts > (int64_t{1} << 20)) {
-    c.Fail("n_shared_experts", fmt::format("{} exceeds the largest supported count 2^20", m.moe.num_shared_experts));
-  }
-  if (m.moe.moe_intermediate_size > (int64_t{1} << 40)) {
-    c.Fail("moe_intermediate_size", fmt::format("{} exceeds the largest supported size 2^40", m.moe.moe_intermediate_size));
-  }
-  m.moe.shared_expert_intermediate_size = m.moe.num_shared_experts * m.moe.moe_intermediate_size;
+  ReadSharedExpertsInExpertUnits(c, "n_shared_experts", m);
   m.moe.norm_topk_prob = c.BoolOr("norm_topk_prob", true);
   m.moe.routed_scaling_factor = c.NumberOr("routed_scaling_factor", 1.0);
   m.moe.score_func = "sigmoid";
@@ -318,6 +305,10 @@ const std::vector<FamilyInfo>& SupportedFamilies() {
       {"dbrx", "DbrxForCausalLM", "dbrx"},
       {"glm4_moe", "Glm4MoeForCausalLM", "glm4_moe"},
       {"phimoe", "PhiMoEForCausalLM", "phimoe"},
+      {"deepseek_v32", "DeepseekV32ForCausalLM", "deepseek_v32"},
+      {"qwen3_next", "Qwen3NextForCausalLM", "qwen3_next"},
+      {"minimax_m2", "MiniMaxM2ForCausalLM", "minimax_m2"},
+      {"ernie4_5_moe", "Ernie4_5_MoeForCausalLM", "ernie4_5_moe"},
   };
   return families;
 }
@@ -371,6 +362,32 @@ ModelSpec ModelSpecFromHfConfig(const Json& config, const std::string& file) {
       {"dbrx", ReadDbrx},
       {"glm4_moe", ReadGlm4Moe},
       {"phimoe", ReadPhimoe},
+      {"deepseek_v32",
+       [](const JsonView& c) {
+         ModelSpec m = ReadDeepseek(c, true);
+         ReadDsaIndexer(c, m);
+         return m;
+       }},
+      {"qwen3_next",
+       [](const JsonView& c) {
+         ModelSpec m = ReadQwen3Moe(c);
+         ReadQwen3NextExtras(c, m);
+         return m;
+       }},
+      {"minimax_m2",
+       [](const JsonView& c) {
+         ModelSpec m = ReadMixtral(c);  // num_local_experts, per-expert intermediate_size, renormalized top-k
+         ReadMinimaxM2Extras(c, m);
+         return m;
+       }},
+      {"ernie4_5_moe",
+       [](const JsonView& c) {
+         ModelSpec m;
+         ReadCommon(c, m);
+         ReadGqa(c, m);  // Ernie4_5_MoeAttention: LlamaAttention, biases only with use_bias
+         ReadErnie45MoeExtras(c, m);
+         return m;
+       }},
   };
   const FamilyInfo* found = nullptr;
   for (const auto& f : SupportedFamilies()) {

@@ -25,6 +25,8 @@ const char* RoleName(Role role) {
     case Role::kAttnSinks: return "attention.sinks";
     case Role::kAttnBias: return "attention.bias";
     case Role::kAttnOBias: return "attention.o_bias";
+    case Role::kAttnIndexer: return "attention.indexer";
+    case Role::kAttnLinear: return "attention.linear";
     case Role::kNorm: return "norm";
     case Role::kDenseMlpGate: return "dense_mlp.gate";
     case Role::kDenseMlpUp: return "dense_mlp.up";
@@ -100,7 +102,7 @@ struct Naming {
 
 Naming NamingFor(const std::string& family) {
   Naming n;
-  if (family == "qwen2_moe") n.shared = "shared_expert.";
+  if (family == "qwen2_moe" || family == "qwen3_next") n.shared = "shared_expert.";
   if (family == "gpt_oss") n.router = "router";
   if (family == "llama4_text") {
     n.mlp = "feed_forward.";
@@ -131,7 +133,7 @@ class Builder {
       layer_ = l;
       prefix_ = fmt::format(n_.layer, l);
       Norm(n_.input_norm);
-      Attention();
+      if (m_.IsLinearAttentionLayer(l)) LinearAttention(); else Attention();
       Norm(n_.post_norm);
       if (m_.moe_layers[l]) Moe(); else DenseMlp(n_.mlp, m_.intermediate_size, Role::kDenseMlpGate);
     }
@@ -189,6 +191,7 @@ class Builder {
               Role::kAttnKvB, false);
       Add(p + "o_proj.weight", {d, a.num_attention_heads * a.v_head_dim}, Role::kAttnO, 1);
       if (a.o_bias) Add(p + "o_proj.bias", {d}, Role::kAttnOBias, -1);
+      if (a.indexer.present()) Indexer();
       return;
     }
     const int64_t q_out = a.num_attention_heads * a.head_dim;
@@ -198,7 +201,8 @@ class Builder {
       inv_.params[inv_.params.size() - (a.qkv_bias ? 2 : 1)].fused_sections = {q_out, kv_out, kv_out};
       if (a.qkv_bias) inv_.params.back().fused_sections = {q_out, kv_out, kv_out};
     } else {
-      Colwise(p + n_.q, q_out, d, Role::kAttnQ, a.qkv_bias);
+      // Gated attention (Qwen3-Next): q_proj also emits the output gate, per head [query | gate].
+      Colwise(p + n_.q, a.output_gate ? 2 * q_out : q_out, d, Role::kAttnQ, a.qkv_bias);
       Colwise(p + n_.k, kv_out, d, Role::kAttnK, a.qkv_bias);
       Colwise(p + n_.v, kv_out, d, Role::kAttnV, a.qkv_bias);
     }
@@ -213,6 +217,39 @@ class Builder {
       Add(p + "k_norm.weight", {kv_out}, Role::kAttnNorm, 0);
     }
     if (a.sinks) Add(p + "sinks", {a.num_attention_heads}, Role::kAttnSinks, 0);
+  }
+
+  // DeepSeek-V3.2-Exp inference/model.py `Indexer` (HF names self_attn.indexer.*): the query
+  // projection from the q latent, one shared key head, its LayerNorm and the per-head weights.
+  // Served replicated across TP (vLLM deepseek_v2.py Indexer: ReplicatedLinear).
+  void Indexer() {
+    const auto& ix = m_.attention.indexer;
+    const std::string p = n_.attn + "indexer.";
+    Add(p + "wq_b.weight", {ix.index_n_heads * ix.index_head_dim, m_.attention.q_lora_rank}, Role::kAttnIndexer, -1);
+    Add(p + "wk.weight", {ix.index_head_dim, m_.hidden_size}, Role::kAttnIndexer, -1);
+    Add(p + "k_norm.weight", {ix.index_head_dim}, Role::kAttnIndexer, -1);
+    Add(p + "k_norm.bias", {ix.index_head_dim}, Role::kAttnIndexer, -1);
+    Add(p + "weights_proj.weight", {ix.index_n_heads, m_.hidden_size}, Role::kAttnIndexer, -1);
+  }
+
+  // Gated DeltaNet (transformers modeling_qwen3_next.py Qwen3NextGatedDeltaNet, HF names
+  // linear_attn.*): in_proj_qkvz [2·Kd + 2·Vd, D] and in_proj_ba [2·Hv, D] (grouped per key
+  // head, so a plain split by heads is exact), the depthwise causal conv1d over q | k | v
+  // [2·Kd + Vd, 1, kernel], dt_bias and A_log [Hv], the gated RMSNorm [hv] and out_proj
+  // [D, Vd]; Kd = key heads · key_head_dim, Vd = value heads · value_head_dim. TP shards heads
+  // (vLLM qwen3_next.py).
+  void LinearAttention() {
+    const auto& la = m_.attention.linear;
+    const int64_t d = m_.hidden_size;
+    const int64_t kd = la.num_key_heads * la.key_head_dim, vd = la.num_value_heads * la.value_head_dim;
+    const std::string p = "linear_attn.";
+    Add(p + "in_proj_qkvz.weight", {2 * kd + 2 * vd, d}, Role::kAttnLinear, 0);
+    Add(p + "in_proj_ba.weight", {2 * la.num_value_heads, d}, Role::kAttnLinear, 0);
+    Add(p + "conv1d.weight", {2 * kd + vd, 1, la.conv_kernel_dim}, Role::kAttnLinear, 0).fused_sections = {kd, kd, vd};
+    Add(p + "dt_bias", {la.num_value_heads}, Role::kAttnLinear, 0);
+    Add(p + "A_log", {la.num_value_heads}, Role::kAttnLinear, 0);
+    Add(p + "norm.weight", {la.value_head_dim}, Role::kAttnLinear, -1);
+    Add(p + "out_proj.weight", {d, vd}, Role::kAttnLinear, 1);
   }
 
   // SwiGLU MLP: gate/up column-parallel, down row-parallel. `first_role` is the gate role of

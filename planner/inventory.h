@@ -21,6 +21,8 @@ enum class Role {
   kAttnSinks,
   kAttnBias,                             // bias of a column-parallel attention projection
   kAttnOBias,                            // bias of o_proj (added after the row-parallel reduce)
+  kAttnIndexer,                          // DeepSeek Sparse Attention lightning indexer (replicated)
+  kAttnLinear,                           // Gated DeltaNet linear attention (Qwen3-Next linear_attn)
   kNorm,                                 // input / post-attention norms (weight or bias)
   kDenseMlpGate, kDenseMlpUp, kDenseMlpDown,
   kRouterGate, kRouterBias, kScoreCorrectionBias,

@@ -16,6 +16,12 @@ int64_t ModelSpec::NumMoeLayers() const {
   return n;
 }
 
+int64_t ModelSpec::NumLinearAttentionLayers() const {
+  int64_t n = 0;
+  for (bool b : linear_attention_layers) n += b ? 1 : 0;
+  return n;
+}
+
 std::string CanonicalDtype(const std::string& dtype) {
   if (dtype == "bf16") return "bfloat16";
   if (dtype == "fp16" || dtype == "half") return "float16";
@@ -85,6 +91,43 @@ void ValidateModelSpec(const ModelSpec& m, const std::string& file, bool from_hf
       Invalid(origin, "/attention/q_lora_rank", fmt::format("must be >= 0 (0 = none), got {}", a.q_lora_rank));
     }
   }
+  if (a.output_gate && a.kind != AttentionKind::kGqa) {
+    Invalid(origin, "/attention/output_gate", "the gated-attention output gate applies to attention kind \"gqa\" only");
+  }
+  if (a.indexer.present()) {
+    // The indexer's query projection wq_b reads the MLA query latent (DeepSeek-V3.2-Exp model.py).
+    if (a.kind != AttentionKind::kMla || a.q_lora_rank < 1) {
+      Invalid(origin, "/attention/indexer",
+              "the DeepSeek Sparse Attention indexer reads the MLA query latent: it needs attention kind \"mla\" "
+              "with q_lora_rank >= 1");
+    }
+    Positive(origin, "/attention/indexer/index_head_dim", a.indexer.index_head_dim);
+    Positive(origin, "/attention/indexer/index_topk", a.indexer.index_topk);
+  } else if (a.indexer.index_n_heads < 0) {
+    Invalid(origin, "/attention/indexer/index_n_heads", fmt::format("must be >= 1, got {}", a.indexer.index_n_heads));
+  }
+  const auto& la = a.linear;
+  if (la.present()) {
+    Positive(origin, "/attention/linear_attention/num_key_heads", la.num_key_heads);
+    Positive(origin, "/attention/linear_attention/key_head_dim", la.key_head_dim);
+    Positive(origin, "/attention/linear_attention/value_head_dim", la.value_head_dim);
+    Positive(origin, "/attention/linear_attention/conv_kernel_dim", la.conv_kernel_dim);
+    // Each key head serves num_value_heads / num_key_heads value heads (Qwen3NextGatedDeltaNet).
+    if (la.num_value_heads % la.num_key_heads != 0) {
+      Invalid(origin, "/attention/linear_attention/num_key_heads",
+              fmt::format("num_key_heads ({}) must divide num_value_heads ({}) (Gated DeltaNet head groups)",
+                          la.num_key_heads, la.num_value_heads));
+    }
+    if (static_cast<int64_t>(m.linear_attention_layers.size()) != m.num_hidden_layers) {
+      Invalid(origin, "/attention_layer_types",
+              fmt::format("has {} entries, must have one per layer (num_hidden_layers = {})",
+                          m.linear_attention_layers.size(), m.num_hidden_layers));
+    }
+  } else if (la.num_value_heads < 0) {
+    Invalid(origin, "/attention/linear_attention/num_value_heads", fmt::format("must be >= 1, got {}", la.num_value_heads));
+  } else if (!m.linear_attention_layers.empty()) {
+    Invalid(origin, "/attention_layer_types", "lists linear-attention layers, but /attention/linear_attention is absent");
+  }
   if (static_cast<int64_t>(m.moe_layers.size()) != m.num_hidden_layers) {
     Invalid(origin, "/mlp_layer_types",
             fmt::format("has {} entries, must have one per layer (num_hidden_layers = {})", m.moe_layers.size(),
@@ -124,7 +167,15 @@ void ValidateModelSpec(const ModelSpec& m, const std::string& file, bool from_hf
       {"/attention/v_head_dim", a.v_head_dim}, {"/moe/num_experts", m.moe.num_experts},
       {"/moe/moe_intermediate_size", m.moe.moe_intermediate_size},
       {"/moe/num_shared_experts", m.moe.num_shared_experts},
-      {"/moe/shared_expert_intermediate_size", m.moe.shared_expert_intermediate_size}};
+      {"/moe/shared_expert_intermediate_size", m.moe.shared_expert_intermediate_size},
+      {"/attention/indexer/index_n_heads", a.indexer.index_n_heads},
+      {"/attention/indexer/index_head_dim", a.indexer.index_head_dim},
+      {"/attention/indexer/index_topk", a.indexer.index_topk},
+      {"/attention/linear_attention/num_key_heads", la.num_key_heads},
+      {"/attention/linear_attention/num_value_heads", la.num_value_heads},
+      {"/attention/linear_attention/key_head_dim", la.key_head_dim},
+      {"/attention/linear_attention/value_head_dim", la.value_head_dim},
+      {"/attention/linear_attention/conv_kernel_dim", la.conv_kernel_dim}};
   for (const auto& [name, v] : dims) {
     if (v > kMaxDimSize) Invalid(origin, name, fmt::format("{} exceeds the largest supported size 2^40 ({})", v, kMaxDimSize));
   }
@@ -136,7 +187,11 @@ void ValidateModelSpec(const ModelSpec& m, const std::string& file, bool from_hf
        static_cast<__int128>(heads) * (a.qk_nope_head_dim + a.qk_rope_head_dim)},
       {"num_attention_heads * (qk_nope_head_dim + v_head_dim)",
        static_cast<__int128>(heads) * (a.qk_nope_head_dim + a.v_head_dim)},
-      {"2 * moe_intermediate_size", static_cast<__int128>(2) * m.moe.moe_intermediate_size}};
+      {"2 * moe_intermediate_size", static_cast<__int128>(2) * m.moe.moe_intermediate_size},
+      {"index_n_heads * index_head_dim", static_cast<__int128>(a.indexer.index_n_heads) * a.indexer.index_head_dim},
+      {"2 * (num_key_heads * key_head_dim + num_value_heads * value_head_dim)",
+       2 * (static_cast<__int128>(la.num_key_heads) * la.key_head_dim +
+            static_cast<__int128>(la.num_value_heads) * la.value_head_dim)}};
   for (const auto& [name, v] : wide) {
     if (v > kMaxDimSize) {
       Invalid(origin, name[0] == '2' ? "/moe/moe_intermediate_size" : "/attention",
@@ -193,6 +248,20 @@ Json ModelSpecToJson(const ModelSpec& m) {
   }
   attention["qkv_bias"] = a.qkv_bias;
   attention["o_bias"] = a.o_bias;
+  // The newer-family blocks are written only when present, so older specs stay byte-identical.
+  if (a.output_gate) attention["output_gate"] = true;
+  if (a.indexer.present()) {
+    attention["indexer"] = {{"index_n_heads", a.indexer.index_n_heads},
+                            {"index_head_dim", a.indexer.index_head_dim},
+                            {"index_topk", a.indexer.index_topk}};
+  }
+  if (a.linear.present()) {
+    attention["linear_attention"] = {{"num_key_heads", a.linear.num_key_heads},
+                                     {"num_value_heads", a.linear.num_value_heads},
+                                     {"key_head_dim", a.linear.key_head_dim},
+                                     {"value_head_dim", a.linear.value_head_dim},
+                                     {"conv_kernel_dim", a.linear.conv_kernel_dim}};
+  }
   const auto& e = m.moe;
   Json moe = {{"num_experts", e.num_experts},
               {"top_k", e.top_k},
@@ -223,6 +292,11 @@ Json ModelSpecToJson(const ModelSpec& m) {
               {"attention", attention},
               {"moe", moe},
               {"mlp_layer_types", layer_types}};
+  if (!m.linear_attention_layers.empty()) {
+    Json attention_types = Json::array();
+    for (bool b : m.linear_attention_layers) attention_types.push_back(b ? "linear_attention" : "full_attention");
+    out["attention_layer_types"] = attention_types;
+  }
   if (m.training) out["training"] = TrainingToJson(*m.training);
   return out;
 }
@@ -233,7 +307,7 @@ ModelSpec ModelSpecFromJson(const Json& json, const std::string& file) {
   JsonView root(&json, file, "");
   root.RejectUnknownKeys({"dockyard_model_spec", "name", "family", "vocab_size", "hidden_size", "num_hidden_layers",
                           "intermediate_size", "dtype", "norm", "norm_bias", "lm_head_bias", "tie_word_embeddings",
-                          "attention", "moe", "mlp_layer_types", "training"});
+                          "attention", "moe", "mlp_layer_types", "attention_layer_types", "training"});
   int64_t version = root.Int("dockyard_model_spec", INT64_MIN);
   if (version != kModelSpecVersion) {
     root.Fail("dockyard_model_spec", fmt::format("unsupported spec version {}; this dockyard reads version {}", version,
@@ -273,7 +347,7 @@ ModelSpec ModelSpecFromJson(const Json& json, const std::string& file) {
   JsonView at = root.Object("attention");
   at.RejectUnknownKeys({"kind", "num_attention_heads", "num_key_value_heads", "head_dim", "q_lora_rank", "kv_lora_rank",
                         "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "qkv_bias", "o_bias", "fused_qkv", "sinks",
-                        "qk_norm"});
+                        "qk_norm", "output_gate", "indexer", "linear_attention"});
   auto& a = m.attention;
   std::string kind = at.String("kind");
   if (kind != "gqa" && kind != "mla") at.Fail("kind", fmt::format("must be \"gqa\" or \"mla\", got \"{}\"", kind));
@@ -305,6 +379,23 @@ ModelSpec ModelSpecFromJson(const Json& json, const std::string& file) {
   else if (qk == "per_head") a.qk_norm = QkNorm::kPerHead;
   else if (qk == "full_width") a.qk_norm = QkNorm::kFullWidth;
   else at.Fail("qk_norm", fmt::format("must be \"none\", \"per_head\" or \"full_width\", got \"{}\"", qk));
+  a.output_gate = at.BoolOr("output_gate", false);
+  if (at.Has("indexer")) {
+    JsonView ix = at.Object("indexer");
+    ix.RejectUnknownKeys({"index_n_heads", "index_head_dim", "index_topk"});
+    a.indexer.index_n_heads = ix.Int("index_n_heads");
+    a.indexer.index_head_dim = ix.Int("index_head_dim");
+    a.indexer.index_topk = ix.Int("index_topk");
+  }
+  if (at.Has("linear_attention")) {
+    JsonView li = at.Object("linear_attention");
+    li.RejectUnknownKeys({"num_key_heads", "num_value_heads", "key_head_dim", "value_head_dim", "conv_kernel_dim"});
+    a.linear.num_key_heads = li.Int("num_key_heads");
+    a.linear.num_value_heads = li.Int("num_value_heads");
+    a.linear.key_head_dim = li.Int("key_head_dim");
+    a.linear.value_head_dim = li.Int("value_head_dim");
+    a.linear.conv_kernel_dim = li.Int("conv_kernel_dim");
+  }
 
   JsonView mo = root.Object("moe");
   mo.RejectUnknownKeys({"num_experts", "top_k", "moe_intermediate_size", "expert_bias", "router_bias",
@@ -341,6 +432,19 @@ ModelSpec ModelSpecFromJson(const Json& json, const std::string& file) {
   if (static_cast<int64_t>(m.moe_layers.size()) != m.num_hidden_layers) {
     root.Fail("mlp_layer_types", fmt::format("has {} entries, must have one per layer (num_hidden_layers = {})",
                                              m.moe_layers.size(), m.num_hidden_layers));
+  }
+  if (json.contains("attention_layer_types")) {
+    const Json& kinds = json["attention_layer_types"];
+    if (!kinds.is_array()) {
+      root.Fail("attention_layer_types", "must be an array with one \"full_attention\" or \"linear_attention\" per layer");
+    }
+    for (size_t i = 0; i < kinds.size(); ++i) {
+      if (!kinds[i].is_string() || (kinds[i] != "full_attention" && kinds[i] != "linear_attention")) {
+        throw Error(fmt::format("{}: /attention_layer_types/{}: must be \"full_attention\" or \"linear_attention\", got {}",
+                                file, i, JsonValueText(kinds[i])));
+      }
+      m.linear_attention_layers.push_back(kinds[i] == "linear_attention");
+    }
   }
   if (root.Has("training")) m.training = TrainingFromJson(root.Object("training"));
   ValidateModelSpec(m, file);

@@ -22,6 +22,31 @@ enum class AttentionKind { kGqa, kMla };
 enum class QkNorm { kNone, kPerHead, kFullWidth };
 enum class NormKind { kRmsNorm, kLayerNorm };
 
+// DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2-Exp, HF keys index_n_heads,
+// index_head_dim, index_topk; DeepSeek-V3.2-Exp inference/model.py `Indexer`): per MLA layer,
+// wq_b [index_n_heads * index_head_dim, q_lora_rank], wk [index_head_dim, hidden],
+// k_norm (LayerNorm, weight and bias [index_head_dim]) and weights_proj [index_n_heads, hidden].
+// Each query attends to the index_topk keys the indexer scores highest. index_n_heads == 0: none.
+struct IndexerSpec {
+  int64_t index_n_heads = 0;
+  int64_t index_head_dim = 0;
+  int64_t index_topk = 0;
+  bool present() const { return index_n_heads > 0; }
+};
+
+// Gated DeltaNet linear attention (Qwen3-Next, transformers modeling_qwen3_next.py
+// Qwen3NextGatedDeltaNet; HF keys linear_num_key_heads, linear_num_value_heads,
+// linear_key_head_dim, linear_value_head_dim, linear_conv_kernel_dim), used by the layers
+// that ModelSpec::linear_attention_layers marks. num_value_heads == 0: none.
+struct LinearAttentionSpec {
+  int64_t num_key_heads = 0;
+  int64_t num_value_heads = 0;
+  int64_t key_head_dim = 0;
+  int64_t value_head_dim = 0;
+  int64_t conv_kernel_dim = 0;
+  bool present() const { return num_value_heads > 0; }
+};
+
 struct AttentionSpec {
   AttentionKind kind = AttentionKind::kGqa;
   int64_t num_attention_heads = 0;
@@ -38,6 +63,11 @@ struct AttentionSpec {
   int64_t qk_nope_head_dim = 0;
   int64_t qk_rope_head_dim = 0;
   int64_t v_head_dim = 0;
+  // Qwen3-Next gated attention: q_proj also produces a sigmoid output gate per head
+  // (q_proj [2 * heads * head_dim, hidden]).
+  bool output_gate = false;
+  IndexerSpec indexer;        // MLA only
+  LinearAttentionSpec linear; // the linear-attention layers' block
 };
 
 struct MoeSpec {
@@ -72,10 +102,17 @@ struct ModelSpec {
   AttentionSpec attention;
   MoeSpec moe;
   std::vector<bool> moe_layers;  // [num_hidden_layers]: true where the layer's MLP is MoE
+  // [num_hidden_layers] where attention.linear is present: true where the layer's token mixer is
+  // linear attention instead of `attention`; empty otherwise.
+  std::vector<bool> linear_attention_layers;
   // The spec's optional `training` block (memory and traffic settings); CLI flags override it.
   std::optional<TrainingConfig> training;
 
   int64_t NumMoeLayers() const;
+  int64_t NumLinearAttentionLayers() const;
+  bool IsLinearAttentionLayer(int64_t layer) const {
+    return !linear_attention_layers.empty() && linear_attention_layers[layer];
+  }
 };
 
 // The families dockyard reads, as {family, HF architectures name, model_type}.

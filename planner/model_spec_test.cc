@@ -14,6 +14,8 @@ static const char* kConfigs[] = {
     "testdata/hf/deepseek-v2-lite.json", "testdata/hf/deepseek-v3.json",  "testdata/hf/gpt-oss-120b.json",
     "testdata/hf/mixtral-8x7b.json",     "testdata/hf/olmoe-1b-7b-0125-instruct.json",
     "testdata/hf/qwen1.5-moe-a2.7b.json", "testdata/hf/qwen3-30b-a3b.json",
+    "testdata/hf/deepseek-v3.2-exp.json", "testdata/hf/qwen3-next-80b-a3b-instruct.json",
+    "testdata/hf/minimax-m2.7-nvfp4.json", "testdata/hf/ernie-4.5-21b-a3b.json",
 };
 
 TEST_CASE("Every HF config round-trips through the dockyard spec with the same inventory") {

@@ -127,6 +127,12 @@ bool CheckDimsForModel(const ParallelDims& d, const ModelSpec& m, std::string* e
     return Fail(error, "tp ({}) must divide num_key_value_heads ({}): each TP rank holds whole KV heads",
                 d.tp, a.num_key_value_heads);
   }
+  // Gated DeltaNet shards its fused projections and conv by key-head groups (vLLM qwen3_next.py,
+  // Megatron-Core gated_delta_net.py): each TP rank holds whole key heads and their value heads.
+  if (a.linear.present() && a.linear.num_key_heads % d.tp != 0) {
+    return Fail(error, "tp ({}) must divide the linear-attention key heads ({}): Gated DeltaNet is sharded by key-head "
+                "groups", d.tp, a.linear.num_key_heads);
+  }
   // The TP degree that shards routed experts: tp when EP is off, etp when EP is on.
   // The TP degree that shards routed experts: torchtitan uses tp when EP is off and etp when it
   // is on; Megatron-Core always uses etp (its expert mesh exists even with ep == 1).

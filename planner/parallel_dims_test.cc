@@ -121,6 +121,22 @@ TEST_CASE("ValidateDimsForModel rejects tp that does not divide the KV heads") {
                        doctest::Contains("tp (4) must divide num_key_value_heads (2)"), Error);
 }
 
+TEST_CASE("ValidateDimsForModel rejects tp that does not divide the linear-attention key heads") {
+  auto m = dockyard::testing::TinyMixtral();  // 4 heads, 2 KV heads
+  m.attention.num_key_value_heads = 4;
+  m.attention.linear = {6, 12, 8, 8, 4};  // 6 key heads of 12 value heads: 4 does not divide 6
+  m.linear_attention_layers.assign(m.num_hidden_layers, true);
+  ParallelDimsOptions o = World(4);
+  o.tp = 4;
+  CHECK_THROWS_WITH_AS(dockyard::ValidateDimsForModel(ParallelDims::Build(o), m),
+                       doctest::Contains("tp (4) must divide the linear-attention key heads (6): Gated DeltaNet is "
+                                         "sharded by key-head groups"),
+                       Error);
+  m.attention.linear.num_key_heads = 4;  // 4 | 4 and 4 | 12: accepted
+  m.attention.linear.num_value_heads = 12;
+  CHECK_NOTHROW(dockyard::ValidateDimsForModel(ParallelDims::Build(o), m));
+}
+
 TEST_CASE("ValidateDimsForModel checks the logical expert intermediate size, not the fused 2F") {
   auto m = dockyard::testing::TinyMixtral();
   m.moe.moe_intermediate_size = 6;  // 2F = 12 is divisible by 4, F = 6 is not

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "planner/attention_support.h"
 #include "planner/error.h"
 #include "planner/layout_eval.h"
 
@@ -64,6 +65,9 @@ std::vector<LayoutCandidate> EnumerateLayouts(const ModelSpec& model, const Sear
 }
 
 SearchResult SearchLayouts(const ModelSpec& model, const SearchOptions& o) {
+  // Ranking needs the step time of every layout that fits: refuse before enumerating what the
+  // cost model cannot price (even when no layout would fit).
+  CheckCostModelCoversAttention(model);
   const auto start = std::chrono::steady_clock::now();
   SearchResult result;
   const auto candidates = EnumerateLayouts(model, o);

@@ -562,3 +562,45 @@ TEST_CASE("Outputs are compared as files, not spellings; the calibration is an i
   CHECK(r.code == 1);
   CHECK(r.out.find("--json '/nonexistent-dir/r.json': its directory '/nonexistent-dir' does not exist") != std::string::npos);
 }
+
+TEST_CASE("The newer families plan and check; simulate and search refuse what the cost model does not price") {
+  // DeepSeek-V3.2-Exp: 671,877,944,064 parameters (planner/hf_config_variants_test.cc).
+  const std::string plan = TmpDir() + "/dsv32-plan.json";
+  Result r = Run("--model testdata/hf/deepseek-v3.2-exp.json --world-size 64 --ep 64 --json " + plan);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("(671877944064)") != std::string::npos);
+  dockyard::Json j = dockyard::ReadJsonFile(plan);
+  CHECK(j["model"]["family"] == "deepseek_v32");
+  // Qwen3-Next-80B-A3B: 79,674,391,296 parameters; 512 experts / ep 8 = 64 per EP rank.
+  r = Run("--model testdata/hf/qwen3-next-80b-a3b-instruct.json --world-size 8 --ep 8");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("(79674391296)") != std::string::npos);
+  CHECK(r.out.find("64 per EP rank") != std::string::npos);
+  CHECK(Run("check --model testdata/hf/qwen3-next-80b-a3b-instruct.json --world-size 8 --ep 8 --gpu-memory-gib 4000").code == 0);
+
+  // simulate refuses, names the field, and writes nothing.
+  const std::string sim = TmpDir() + "/next-sim.json";
+  r = Run("simulate --model testdata/hf/qwen3-next-80b-a3b-instruct.json --world-size 8 --ep 8 --json " + sim);
+  CHECK(r.code == 1);
+  CHECK(r.out.find("/attention_layer_types/0 (HF layer_types / full_attention_interval) = \"linear_attention\"") !=
+        std::string::npos);
+  CHECK_FALSE(Exists(sim));
+  r = Run("simulate --model testdata/hf/deepseek-v3.2-exp.json --world-size 64 --ep 64 --json " + sim);
+  CHECK(r.code == 1);
+  CHECK(r.out.find("/attention/indexer/index_topk (HF index_topk) = 2048") != std::string::npos);
+  CHECK_FALSE(Exists(sim));
+  r = Run("search --model testdata/hf/qwen3-next-80b-a3b-instruct.json --world-size 8 --top 3");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("Gated DeltaNet linear attention (36 of 48 layers) is not in the cost model") != std::string::npos);
+
+  // MiniMax-M2 and ERNIE-4.5 are full softmax attention in every layer: simulate prices them.
+  r = Run("--model testdata/hf/minimax-m2.7-nvfp4.json --world-size 16 --ep 16");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("(228689764864)") != std::string::npos);
+  r = Run("simulate --model testdata/hf/minimax-m2.7-nvfp4.json --world-size 16 --ep 16 --seq-len 4096 --json " + sim);
+  REQUIRE(r.code == 0);
+  CHECK(dockyard::ReadJsonFile(sim)["predicted"]["step_time_us"].get<double>() > 0);
+  r = Run("simulate --model testdata/hf/ernie-4.5-21b-a3b.json --world-size 8 --ep 8 --seq-len 4096 --json " + sim);
+  REQUIRE(r.code == 0);
+  CHECK(dockyard::ReadJsonFile(sim)["predicted"]["step_time_us"].get<double>() > 0);
+}
