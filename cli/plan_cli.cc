@@ -232,7 +232,8 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
     std::optional<RedundantExpertsReport> redundant;
     if (const auto parsed = cli::ParseRedundantExpertsFlags(o.redundant)) {
       const RedundantExpertsOptions& ro = *parsed;
-      const RoutingModel routing_model = PrepareRouting(routing, plan.model.moe.num_experts, plan.model.moe.top_k, layers);
+      const RoutingModel routing_model = PrepareRouting(routing, plan.model.moe.num_experts, plan.model.moe.top_k, layers,
+                                                             GroupLimitOf(plan.model.moe));
       redundant = AnalyzeRedundantExperts(plan, *cluster, routing_model, sampled, *cost, memory, ro, options);
       redundant_text = RedundantExpertsToText(*redundant);
       if (o.refit_given) {

@@ -598,8 +598,9 @@ int64_t RoutingLayersToSample(const ModelSpec& model, const RoutingSpec& routing
 
 RoutingResult SampleRoutingForPlan(const Plan& plan, const RoutingSpec& routing, int64_t layers) {
   const Workload w = ComputeWorkload(plan);
-  return SampleRouting(routing, plan.model.moe.num_experts, plan.model.moe.top_k, plan.dims.ep, w.routed_tokens, layers,
-                       DispatchOep(plan));
+  return SampleRouting(PrepareRouting(routing, plan.model.moe.num_experts, plan.model.moe.top_k, layers,
+                                      GroupLimitOf(plan.model.moe)),
+                       plan.dims.ep, w.routed_tokens, DispatchOep(plan));
 }
 
 Json CostToJson(const CostBreakdown& cost) {

@@ -222,7 +222,8 @@ LayoutEvaluator::LayoutEvaluator(const ModelSpec& model, const SearchOptions& op
   inventory_ = BuildInventory(model_);
   int64_t layers = std::min<int64_t>(options_.routing_layers, model_.NumMoeLayers());
   if (options_.routing.kind == RoutingKind::kTrace) layers = model_.NumMoeLayers();
-  sampler_ = std::make_unique<RoutingSampler>(PrepareRouting(options_.routing, model_.moe.num_experts, model_.moe.top_k, layers));
+  sampler_ = std::make_unique<RoutingSampler>(PrepareRouting(options_.routing, model_.moe.num_experts, model_.moe.top_k, layers,
+                                                                     GroupLimitOf(model_.moe)));
   const double budget_gib = options_.training.gpu_memory_gib > 0 ? options_.training.gpu_memory_gib : options_.cluster.memory_gib;
   budget_bytes_ = budget_gib * 1073741824.0;
 

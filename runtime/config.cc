@@ -143,6 +143,7 @@ RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
   c.score_correction_bias = moe.score_correction_bias;
   c.norm_topk_prob = moe.norm_topk_prob;
   c.routed_scaling_factor = moe.routed_scaling_factor;
+  c.group_limit = GroupLimitOf(moe);
   c.shared_intermediate = moe.num_shared_experts > 0 ? moe.shared_expert_intermediate_size : 0;
   c.shared_expert_gate = moe.num_shared_experts > 0 && moe.shared_expert_gate;
 
@@ -272,7 +273,7 @@ RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
 
   if (o.routing) {
     // One sampler per MoE layer (a trace may list every layer); this layer's is used.
-    c.routing_model = std::make_shared<RoutingModel>(PrepareRouting(*o.routing, c.num_experts, c.top_k, m.NumMoeLayers()));
+    c.routing_model = std::make_shared<RoutingModel>(PrepareRouting(*o.routing, c.num_experts, c.top_k, m.NumMoeLayers(), GroupLimitOf(m.moe)));
     c.routing_layer = 0;
     for (int64_t l = 0; l < c.layer; ++l) c.routing_layer += m.moe_layers[static_cast<size_t>(l)] ? 1 : 0;
   }

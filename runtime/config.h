@@ -130,6 +130,7 @@ struct RunConfig {
   bool score_correction_bias = false;
   bool norm_topk_prob = false;
   double routed_scaling_factor = 1.0;
+  GroupLimit group_limit;  // ModelSpec.moe n_group / topk_group (GroupLimitOf)
   int64_t shared_intermediate = 0;  // 0 = no shared experts
   bool shared_expert_gate = false;
   // The layout.

@@ -14,6 +14,7 @@
 #include "runtime/data.h"
 #include "runtime/dispatch.h"
 #include "runtime/expert_ffn.h"
+#include "runtime/router.h"
 
 namespace dockyard::runtime {
 
@@ -109,12 +110,9 @@ class LayerRank {
       topk_.Resize(T * k);
       if (c_.routing_model) {
         topk_.CopyFromHost(assigned_);
-      } else if (c_.score_correction_bias) {
-        select_.Resize(T * E);
-        ops_.AddRowBias(scores_.data(), score_bias_.data(), T, E, select_.data());
-        ops_.TopK(select_.data(), T, E, k, topk_.data());
       } else {
-        ops_.TopK(scores_.data(), T, E, k, topk_.data());
+        if (c_.score_correction_bias || c_.group_limit.active()) select_.Resize(T * E);
+        SelectExperts(ops_, c_, scores_.data(), score_bias_.data(), T, select_.data(), topk_.data());
       }
       weights_.Resize(T * k);
       ops_.RouterWeights(scores_.data(), topk_.data(), T, E, k, c_.norm_topk_prob,
