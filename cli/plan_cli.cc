@@ -82,6 +82,7 @@ struct CliOptions {
   std::string dp_sharding, pp_layer_split, param_dtype, grad_dtype, optimizer, seq_len, micro_batch_size,
       num_microbatches, recompute, gpu_memory_gib, imbalance, gpus_per_node, dispatcher, oep, refit_dtype;
   bool model_given = false, json_given = false, refit_given = false, html_given = false;
+  bool dispatch_fp8 = false;  // --dispatch-fp8
   // simulate
   std::string cluster = "h100-sxm", routing = "uniform", seed = "0", routing_layers;
   bool no_overlap = false;
@@ -112,8 +113,10 @@ void AddPlanOptions(CLI::App* app, CliOptions& o) {
   app->add_option("--imbalance", o.imbalance, "max / mean tokens received per rank, sizes all-to-all buffers (default 1.0)");
   app->add_option("--gpus-per-node", o.gpus_per_node,
                   "GPUs per node, for cross-node traffic (default 8; simulate: the cluster's)");
-  app->add_option("--dispatcher", o.dispatcher, "all_to_all | deredundency (default all_to_all)")
-      ->check(CLI::IsMember({"all_to_all", "deredundency"}));
+  app->add_option("--dispatcher", o.dispatcher,
+                  "all_to_all | deredundency | deepep (Megatron flex: DeepEP / HybridEP) | allgather (default all_to_all)")
+      ->check(CLI::IsMember({"all_to_all", "deredundency", "deepep", "allgather"}));
+  app->add_flag("--dispatch-fp8", o.dispatch_fp8, "deepep: send the dispatch in FP8 (DeepEP use_fp8); the combine stays BF16");
   app->add_option("--oep", o.oep, "deredundency outer EP size (default: nodes spanned by an EP group)");
   app->add_option("--refit-dtype", o.refit_dtype, "dtype of the streamed per-expert tensors (default: param dtype)");
   app->add_option("--refit-json", o.refit_json, "write the per-expert refit map to PATH ('-' = stdout)");
@@ -142,6 +145,7 @@ TrainingConfig ResolveTraining(const CliOptions& o, const ModelSpec& model, int6
   if (auto v = ParseNumber("--imbalance", o.imbalance)) t.imbalance = *v;
   if (auto v = ParseInt("--gpus-per-node", o.gpus_per_node)) t.gpus_per_node = *v;
   if (!o.dispatcher.empty()) t.dispatcher = o.dispatcher;
+  if (o.dispatch_fp8) t.dispatch_fp8 = true;
   if (auto v = ParseInt("--oep", o.oep)) t.oep = *v;
   if (!o.refit_dtype.empty()) t.refit_dtype = CanonicalDtype(o.refit_dtype);
   ValidateTraining(t, "--");

@@ -37,6 +37,10 @@ const Knob kKnobs[] = {
      "the preset's intra_node_latency_us (docs/cluster.md)"},
     {"network_gbps", &Calibration::network_gbps, 0, true, 1e6, "the preset's network_gbps (docs/cluster.md)"},
     {"network_latency_us", &Calibration::network_latency_us, 0, true, 1e6, "the preset's network_latency_us (docs/cluster.md)"},
+    {"flex_nvlink_efficiency", &Calibration::flex_nvlink_efficiency, 0, true, 1,
+     "CostOptions::flex_nvlink_efficiency (planner/cost.h): DeepEP issue #493, 133.78 GB/s NVLink dispatch / 370"},
+    {"flex_network_efficiency", &Calibration::flex_network_efficiency, 0, true, 1,
+     "CostOptions::flex_network_efficiency (planner/cost.h): DeepEP issue #493, 40.89 GB/s RDMA dispatch / 48"},
 };
 
 }  // namespace
@@ -54,6 +58,8 @@ Calibration DefaultCalibration(const std::string& preset) {
   cal.dense_efficiency = o.dense_efficiency;
   cal.attention_efficiency = o.attention_efficiency;
   cal.memory_floor_us = o.memory_floor_us;
+  cal.flex_nvlink_efficiency = o.flex_nvlink_efficiency;
+  cal.flex_network_efficiency = o.flex_network_efficiency;
   cal.intra_node_gbps = c.intra_node_gbps;
   cal.intra_node_latency_us = c.intra_node_latency_us;
   cal.network_gbps = c.network_gbps;
@@ -118,6 +124,8 @@ void ApplyCalibration(const Calibration& cal, ClusterSpec* cluster, CostOptions*
   options->dense_efficiency = cal.dense_efficiency;
   options->attention_efficiency = cal.attention_efficiency;
   options->memory_floor_us = cal.memory_floor_us;
+  options->flex_nvlink_efficiency = cal.flex_nvlink_efficiency;
+  options->flex_network_efficiency = cal.flex_network_efficiency;
   cluster->intra_node_gbps = cal.intra_node_gbps;
   cluster->intra_node_latency_us = cal.intra_node_latency_us;
   cluster->network_gbps = cal.network_gbps;
