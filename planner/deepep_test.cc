@@ -5,6 +5,8 @@
 #include <doctest/doctest.h>
 
 #include "planner/error.h"
+#include "planner/memory.h"
+#include "planner/workload.h"
 
 using namespace dockyard;
 
@@ -98,4 +100,31 @@ TEST_CASE("deepep counts from the sampler: every token counted once per node it 
     CHECK(ranks >= visits);       // a node visit reaches >= 1 member
     CHECK(ranks <= 1000 * 8);     // at most top_k members per token
   }
+}
+
+TEST_CASE("deepep buffers replace the all-to-all buffers: RDMA rows per other node plus NVLink rows") {
+  Workload w;
+  w.tokens = w.routed_tokens = w.dispatch_tokens = 4096;
+  w.received_rows = 4096 * 8;
+  w.mean_received_rows = 4096 * 8;
+  w.act_bytes = 2;
+  ParallelDims d;
+  d.ep = 16;  // 2 nodes of 8
+  TrainingConfig t;
+  t.dp_sharding = DpSharding::kZero1;
+  t.dispatcher = "deepep";
+  const TrainingBytes tb;
+  const StageBufferBytes b = StageBuffers(0, true, w, d, t, tb, 1, 7168);
+  // RDMA: 1 other node x 4096 tokens x 7168 x 2 B = 58,720,256; NVLink: 32768 rows x 7168 x 2 B
+  // = 469,762,048; total 528,482,304.
+  CHECK(b.present[static_cast<int>(BufferUse::kDeepEp)]);
+  CHECK_FALSE(b.present[static_cast<int>(BufferUse::kAllToAll)]);
+  CHECK(b.bytes[static_cast<int>(BufferUse::kDeepEp)] == 528482304);
+  // FP8 dispatch: RDMA rows of 7168 + 56 x 4 = 7392 B: 4096 x 7392 = 30,277,632 + 469,762,048.
+  t.dispatch_fp8 = true;
+  CHECK(StageBuffers(0, true, w, d, t, tb, 1, 7168).bytes[static_cast<int>(BufferUse::kDeepEp)] == 500039680);
+  // all_to_all: (T_r k + R_max) rows x 7168 x 2 B = 65536 x 14336 = 939,524,096.
+  t.dispatch_fp8 = false;
+  t.dispatcher = "all_to_all";
+  CHECK(StageBuffers(0, true, w, d, t, tb, 1, 7168).bytes[static_cast<int>(BufferUse::kAllToAll)] == 939524096);
 }

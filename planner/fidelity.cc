@@ -235,7 +235,7 @@ TrainingConfig FidelityTraining(const FidelityRun& r) {
   t.num_microbatches = r.gbs / (dp * *r.mbs);
   t.recompute = r.recompute;
   t.gpus_per_node = r.cluster.gpus_per_node;
-  t.dispatcher = r.dispatcher == "a2a" ? "all_to_all" : "deredundency";
+  t.dispatcher = r.dispatcher == "a2a" ? "all_to_all" : "deepep";
   return t;
 }
 

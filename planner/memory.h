@@ -173,8 +173,11 @@ StageActivationBytes StageActivations(const LayerActivationTable& layers, const 
 //  - EP (ep > 1, the stage has MoE layers): the deredundency all-gather output and whiteboard
 //    (oep x T_r * top_k rows, 2 x act bytes), and the dispatch send (T_r * top_k) and receive
 //    (R_max) rows;
-//  - TP: the sequence-parallel all-gather of T rows; PP: send and receive of ceil(T / tp) rows.
-enum class BufferUse { kFsdpAllGather, kFsdpReduceScatter, kDeredundency, kAllToAll, kTpAllGather, kPpSendRecv, kCount };
+//  - TP: the sequence-parallel all-gather of T rows; PP: send and receive of ceil(T / tp) rows;
+//  - deepep dispatcher (planner/deepep.h), in place of the all-to-all buffers: the RDMA receive
+//    rows (one per token per other node the EP group spans: (nodes - 1) x T_d, in the dispatch's
+//    bytes per row, FP8 with dispatch_fp8) and the NVLink receive rows (R_max, act bytes).
+enum class BufferUse { kFsdpAllGather, kFsdpReduceScatter, kDeredundency, kAllToAll, kTpAllGather, kPpSendRecv, kDeepEp, kCount };
 const char* BufferUseName(BufferUse use);  // "fsdp_all_gather", ...
 struct StageBufferBytes {
   WideInt bytes[static_cast<int>(BufferUse::kCount)] = {};
