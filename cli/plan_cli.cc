@@ -83,6 +83,7 @@ struct CliOptions {
       num_microbatches, recompute, gpu_memory_gib, imbalance, gpus_per_node, dispatcher, oep, refit_dtype;
   bool model_given = false, json_given = false, refit_given = false, html_given = false;
   bool dispatch_fp8 = false;  // --dispatch-fp8
+  std::string search_dispatchers;  // search --search-dispatchers
   // simulate
   std::string cluster = "h100-sxm", routing = "uniform", seed = "0", routing_layers;
   bool no_overlap = false;
@@ -332,7 +333,27 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   s.routing.seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
   const ModelSpec model = LoadModelOrDefault(o.model);
   CliOptions training_flags = o;
+  training_flags.dispatch_fp8 = false;  // set on the deepep candidates only (SearchOptions::deepep_fp8)
   s.training = ResolveTraining(training_flags, model, 1);
+  std::vector<std::string> names;
+  for (size_t start = 0; !o.search_dispatchers.empty() && start <= o.search_dispatchers.size();) {
+    const size_t comma = std::min(o.search_dispatchers.find(',', start), o.search_dispatchers.size());
+    names.push_back(o.search_dispatchers.substr(start, comma - start));
+    start = comma + 1;
+  }
+  for (const std::string& name : names) {
+    if (name == "deepep") {
+      s.include_deepep = true;
+    } else if (name == "allgather") {
+      s.include_allgather = true;
+    } else {
+      throw Error(fmt::format("--search-dispatchers: unknown dispatcher '{}' (expected deepep or allgather, comma-separated)", name));
+    }
+  }
+  if (o.dispatch_fp8 && !s.include_deepep) {
+    throw Error("--dispatch-fp8 needs deepep in --search-dispatchers (FP8 dispatch is DeepEP's)");
+  }
+  s.deepep_fp8 = o.dispatch_fp8;
   if (use_default && o.recompute.empty()) s.training.recompute = Recompute::kFull;
   const int64_t moe_layers = model.NumMoeLayers();
   // (A trace samples every MoE layer; the sampler reads all of them whatever routing_layers says.)
@@ -437,6 +458,10 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   cli::AddRedundantExpertsFlags(search, o.redundant,
                                  "here a comma-separated list of R values or multiples of ep (e.g. 0,ep,2ep): re-rank the "
                                  "best layouts with each");
+  search->add_option("--search-dispatchers", o.search_dispatchers,
+                     "comma-separated dispatchers to rank beside all_to_all and deredundency: deepep, allgather "
+                     "(default none; deepep takes --dispatch-fp8)");
+  search->add_flag("--dispatch-fp8", o.dispatch_fp8, "deepep candidates send the dispatch in FP8 (DeepEP use_fp8)");
   search->add_option("--top", o.top, "layouts to show (default 10)");
   search->add_option("--max-pp", o.max_pp, "largest pipeline degree to try (default 16)");
   search->add_option("--calibration", o.calibration, "calibration JSON (calibration/PRESET.json; default: the built-in knobs)");
