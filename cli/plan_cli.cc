@@ -24,6 +24,7 @@
 #include "planner/error.h"
 #include "planner/file_util.h"
 #include "planner/cost.h"
+#include "planner/deepep.h"
 #include "planner/hf_config.h"
 #include "planner/html_report.h"
 #include "planner/memory.h"
@@ -253,6 +254,13 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
                                                           ReportProvenance(o)});
       if (redundant) j["redundant_experts"] = RedundantExpertsToJson(*redundant);
       if (calibration) j["calibration"] = CalibrationRefToJson(*calibration);
+      if (plan.dims.ep > 1 && plan.training.dispatcher == "deepep") {  // the link-level matrices (deepep.h)
+        const Workload w = ComputeWorkload(plan);
+        const double scale = w.routed_tokens > 0 ? static_cast<double>(w.dispatch_tokens) / static_cast<double>(w.routed_tokens) : 1.0;
+        j["dispatch_links"] = FlexLinksToJson(
+            sampled, FlexTokenBytes(static_cast<double>(plan.model.hidden_size), static_cast<double>(w.act_bytes), plan.training.dispatch_fp8) *
+                         scale);
+      }
       if (o.json_given) report_text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
       if (o.html_given) {
         Json page = PlanToJson(plan, source, memory);

@@ -165,6 +165,30 @@ bool FlexOrAllGatherTimesUs(const LayerRouting& L, const std::vector<int64_t>& e
   return true;
 }
 
+Json FlexLinksToJson(const RoutingResult& routing, double bytes_per_token) {
+  Json layers = Json::array();
+  for (const LayerRouting& L : routing.layers) {
+    if (!L.flex) return Json();
+    const LinkBytes b = FlexDispatchBytes(*L.flex, bytes_per_token);
+    const int64_t n = b.n;
+    std::vector<double> net_send(static_cast<size_t>(n), 0), net_recv(static_cast<size_t>(n), 0), nvl_send(static_cast<size_t>(n), 0),
+        nvl_recv(static_cast<size_t>(n), 0);
+    for (int64_t s = 0; s < n; ++s) {
+      for (int64_t d = 0; d < n; ++d) {
+        const size_t i = static_cast<size_t>(s * n + d);
+        net_send[static_cast<size_t>(s)] += b.network[i];
+        net_recv[static_cast<size_t>(d)] += b.network[i];
+        nvl_send[static_cast<size_t>(s)] += b.nvlink[i];
+        nvl_recv[static_cast<size_t>(d)] += b.nvlink[i];
+      }
+    }
+    layers.push_back({{"network", b.network}, {"nvlink", b.nvlink}, {"network_send", net_send}, {"network_recv", net_recv},
+                      {"nvlink_send", nvl_send}, {"nvlink_recv", nvl_recv}});
+  }
+  if (layers.empty()) return Json();
+  return {{"dispatcher", "deepep"}, {"bytes_per_token", bytes_per_token}, {"layers", layers}};
+}
+
 void AddFlexCounts(const RoutingModel& model, const std::vector<int64_t>& ep_group, int64_t gpus_per_node,
                    RoutingResult& routing) {
   for (size_t l = 0; l < routing.layers.size(); ++l) {

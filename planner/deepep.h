@@ -32,6 +32,7 @@
 
 #include "planner/cluster.h"
 #include "planner/cost.h"
+#include "planner/json_util.h"
 #include "planner/routing.h"
 
 namespace dockyard {
@@ -90,6 +91,13 @@ double AllGatherDispatchUs(int64_t ep, double tokens, double hidden, double act_
 // other nodes than `cluster` places the members on.
 bool FlexOrAllGatherTimesUs(const LayerRouting& layer, const std::vector<int64_t>& ep_group, const MoePhaseShape& s,
                             double sent_ab, const ClusterSpec& cluster, const CostOptions& options, double* dt, double* ct);
+
+// The deepep dispatch's link-level traffic of every sampled layer of `routing` (its flex counts),
+// for the simulate report: {"dispatcher": "deepep", "bytes_per_token", "layers": [{"network":
+// [n*n], "nvlink": [n*n] (bytes, row = sender), "network_send", "network_recv", "nvlink_send",
+// "nvlink_recv" ([n] bytes per member)}]}; the combine's are the transposes (in BF16 with FP8
+// dispatch: scale by hidden * act_bytes / bytes_per_token). Null when no layer has flex counts.
+Json FlexLinksToJson(const RoutingResult& routing, double bytes_per_token);
 
 // The plan's EP group of rank 0 (the members the routing sample's ranks stand for).
 // SampleRoutingForPlan fills every layer's flex counts with it when the dispatcher is deepep.

@@ -128,3 +128,23 @@ TEST_CASE("deepep buffers replace the all-to-all buffers: RDMA rows per other no
   t.dispatcher = "all_to_all";
   CHECK(StageBuffers(0, true, w, d, t, tb, 1, 7168).bytes[static_cast<int>(BufferUse::kAllToAll)] == 939524096);
 }
+
+TEST_CASE("the simulate report's link rows: per-member sends and receives of each link level") {
+  RoutingResult routing;
+  routing.layers.resize(1);
+  CHECK(FlexLinksToJson(routing, 1.0).is_null());  // no flex counts: no block
+  routing.layers[0].flex = std::make_shared<const FlexCounts>(HandRouting());
+  const Json j = FlexLinksToJson(routing, 100.0);
+  const Json& l = j["layers"][0];
+  // Hand routing above, 100 B per token: network 0 -> 4 (2 tokens), 5 -> 1 (1 token).
+  CHECK(l["network_send"][0].get<double>() == 200);
+  CHECK(l["network_recv"][4].get<double>() == 200);
+  CHECK(l["network_send"][5].get<double>() == 100);
+  CHECK(l["network_recv"][1].get<double>() == 100);
+  // NVLink: rank 4 forwards 2 tokens, rank 1 forwards 2, rank 0 sends 1 directly.
+  CHECK(l["nvlink_send"][4].get<double>() == 200);
+  CHECK(l["nvlink_send"][1].get<double>() == 200);
+  CHECK(l["nvlink_send"][0].get<double>() == 100);
+  CHECK(l["nvlink_recv"][6].get<double>() == 100);
+  CHECK(l["nvlink"][1 * 8 + 3].get<double>() == 100);
+}
