@@ -175,6 +175,10 @@ Json RunReportToJson(const RunReport& rep, const std::string& model_source) {
                         {"wrong", r.wrong},
                         {"checked", r.checked},
                         {"phases_us", phases}});
+    if (!r.flex_network_rows.empty()) {  // deepep: tokens sent per EP member and link level
+      per_rank.back()["network_rows"] = r.flex_network_rows;
+      per_rank.back()["nvlink_rows"] = r.flex_nvlink_rows;
+    }
   }
   Json phases = Json::array();
   for (const PhaseReport& p : rep.phases) {
