@@ -25,6 +25,7 @@
 #include "planner/error.h"
 #include "planner/file_util.h"
 #include "planner/cost.h"
+#include "planner/deepep.h"
 #include "planner/hf_config.h"
 #include "planner/html_report.h"
 #include "planner/memory.h"
@@ -86,6 +87,8 @@ struct CliOptions {
   // Schedule settings (planner/pipeline_schedule.h RunSettings).
   std::string fsdp_reshard, grad_accumulation_steps, vpp, cp_comm;
   bool overlap_grad_reduce = false, overlap_param_gather = false, overlap_moe_ep_comm = false;
+  bool dispatch_fp8 = false;  // --dispatch-fp8
+  std::string search_dispatchers;  // search --search-dispatchers
   // simulate
   std::string cluster = "h100-sxm", routing = "uniform", seed = "0", routing_layers;
   bool no_overlap = false;
@@ -116,8 +119,10 @@ void AddPlanOptions(CLI::App* app, CliOptions& o) {
   app->add_option("--imbalance", o.imbalance, "max / mean tokens received per rank, sizes all-to-all buffers (default 1.0)");
   app->add_option("--gpus-per-node", o.gpus_per_node,
                   "GPUs per node, for cross-node traffic (default 8; simulate: the cluster's)");
-  app->add_option("--dispatcher", o.dispatcher, "all_to_all | deredundency (default all_to_all)")
-      ->check(CLI::IsMember({"all_to_all", "deredundency"}));
+  app->add_option("--dispatcher", o.dispatcher,
+                  "all_to_all | deredundency | deepep (Megatron flex: DeepEP / HybridEP) | allgather (default all_to_all)")
+      ->check(CLI::IsMember({"all_to_all", "deredundency", "deepep", "allgather"}));
+  app->add_flag("--dispatch-fp8", o.dispatch_fp8, "deepep: send the dispatch in FP8 (DeepEP use_fp8); the combine stays BF16");
   app->add_option("--oep", o.oep, "deredundency outer EP size (default: nodes spanned by an EP group)");
   app->add_option("--refit-dtype", o.refit_dtype, "dtype of the streamed per-expert tensors (default: param dtype)");
   app->add_option("--refit-json", o.refit_json, "write the per-expert refit map to PATH ('-' = stdout)");
@@ -161,6 +166,7 @@ TrainingConfig ResolveTraining(const CliOptions& o, const ModelSpec& model, int6
   if (auto v = ParseNumber("--imbalance", o.imbalance)) t.imbalance = *v;
   if (auto v = ParseInt("--gpus-per-node", o.gpus_per_node)) t.gpus_per_node = *v;
   if (!o.dispatcher.empty()) t.dispatcher = o.dispatcher;
+  if (o.dispatch_fp8) t.dispatch_fp8 = true;
   if (auto v = ParseInt("--oep", o.oep)) t.oep = *v;
   if (!o.refit_dtype.empty()) t.refit_dtype = CanonicalDtype(o.refit_dtype);
   if (!o.fsdp_reshard.empty()) t.run.reshard_after_forward = ParseReshardPolicy(o.fsdp_reshard, "--fsdp-reshard-after-forward");
@@ -258,7 +264,8 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
     std::optional<RedundantExpertsReport> redundant;
     if (const auto parsed = cli::ParseRedundantExpertsFlags(o.redundant)) {
       const RedundantExpertsOptions& ro = *parsed;
-      const RoutingModel routing_model = PrepareRouting(routing, plan.model.moe.num_experts, plan.model.moe.top_k, layers);
+      const RoutingModel routing_model = PrepareRouting(routing, plan.model.moe.num_experts, plan.model.moe.top_k, layers,
+                                                             GroupLimitOf(plan.model.moe));
       redundant = AnalyzeRedundantExperts(plan, *cluster, routing_model, sampled, *cost, memory, ro, options);
       redundant_text = RedundantExpertsToText(*redundant);
       if (o.refit_given) {
@@ -273,6 +280,13 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
                                                           ReportProvenance(o)});
       if (redundant) j["redundant_experts"] = RedundantExpertsToJson(*redundant);
       if (calibration) j["calibration"] = CalibrationRefToJson(*calibration);
+      if (plan.dims.ep > 1 && plan.training.dispatcher == "deepep") {  // the link-level matrices (deepep.h)
+        const Workload w = ComputeWorkload(plan);
+        const double scale = w.routed_tokens > 0 ? static_cast<double>(w.dispatch_tokens) / static_cast<double>(w.routed_tokens) : 1.0;
+        j["dispatch_links"] = FlexLinksToJson(
+            sampled, FlexTokenBytes(static_cast<double>(plan.model.hidden_size), static_cast<double>(w.act_bytes), plan.training.dispatch_fp8) *
+                         scale);
+      }
       if (o.json_given) report_text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
       if (o.html_given) {
         Json page = PlanToJson(plan, source, memory);
@@ -353,7 +367,27 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   s.routing.seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
   const ModelSpec model = LoadModelOrDefault(o.model);
   CliOptions training_flags = o;
+  training_flags.dispatch_fp8 = false;  // set on the deepep candidates only (SearchOptions::deepep_fp8)
   s.training = ResolveTraining(training_flags, model, 1);
+  std::vector<std::string> names;
+  for (size_t start = 0; !o.search_dispatchers.empty() && start <= o.search_dispatchers.size();) {
+    const size_t comma = std::min(o.search_dispatchers.find(',', start), o.search_dispatchers.size());
+    names.push_back(o.search_dispatchers.substr(start, comma - start));
+    start = comma + 1;
+  }
+  for (const std::string& name : names) {
+    if (name == "deepep") {
+      s.include_deepep = true;
+    } else if (name == "allgather") {
+      s.include_allgather = true;
+    } else {
+      throw Error(fmt::format("--search-dispatchers: unknown dispatcher '{}' (expected deepep or allgather, comma-separated)", name));
+    }
+  }
+  if (o.dispatch_fp8 && !s.include_deepep) {
+    throw Error("--dispatch-fp8 needs deepep in --search-dispatchers (FP8 dispatch is DeepEP's)");
+  }
+  s.deepep_fp8 = o.dispatch_fp8;
   if (use_default && o.recompute.empty()) s.training.recompute = Recompute::kFull;
   const int64_t moe_layers = model.NumMoeLayers();
   // (A trace samples every MoE layer; the sampler reads all of them whatever routing_layers says.)
@@ -458,6 +492,10 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   cli::AddRedundantExpertsFlags(search, o.redundant,
                                  "here a comma-separated list of R values or multiples of ep (e.g. 0,ep,2ep): re-rank the "
                                  "best layouts with each");
+  search->add_option("--search-dispatchers", o.search_dispatchers,
+                     "comma-separated dispatchers to rank beside all_to_all and deredundency: deepep, allgather "
+                     "(default none; deepep takes --dispatch-fp8)");
+  search->add_flag("--dispatch-fp8", o.dispatch_fp8, "deepep candidates send the dispatch in FP8 (DeepEP use_fp8)");
   search->add_option("--top", o.top, "layouts to show (default 10)");
   search->add_option("--max-pp", o.max_pp, "largest pipeline degree to try (default 16)");
   search->add_option("--calibration", o.calibration, "calibration JSON (calibration/PRESET.json; default: the built-in knobs)");

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "planner/error.h"
+#include "planner/group_select.h"
 #include "runtime/data.h"
 
 namespace dockyard::kernels {
@@ -94,6 +95,16 @@ __global__ void AddRowBiasKernel(const float* x, const float* bias, int64_t rows
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     out[i] = x[i] + bias[i % cols];
+  }
+}
+
+// One thread per row: the CPU's GroupSelectRow itself (planner/group_select.h, host and device).
+__global__ void GroupSelectKernel(float* x, int64_t rows, int64_t cols, int64_t n_group, int64_t topk_group,
+                                  bool top2_sum) {
+  for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; r < rows;
+       r += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    float scratch[kMaxGroups];
+    GroupSelectRow(x + r * cols, cols, n_group, topk_group, top2_sum, scratch);
   }
 }
 
@@ -318,6 +329,18 @@ void AddRowBias(const float* x, const float* bias, int64_t rows, int64_t cols, f
   if (rows <= 0 || cols <= 0) return;
   AddRowBiasKernel<<<Blocks(rows * cols), kThreads, 0, stream>>>(x, bias, rows, cols, out);
   CheckLaunch("add_row_bias");
+}
+
+void GroupSelect(float* x, int64_t rows, int64_t cols, int64_t n_group, int64_t topk_group, bool top2_sum,
+                 cudaStream_t stream) {
+  if (n_group < 1 || n_group > kMaxGroups || cols % n_group != 0 || topk_group < 1) {
+    throw Error("group_select: n_group (" + std::to_string(n_group) + ") must be in [1, " + std::to_string(kMaxGroups) +
+                "] and divide the " + std::to_string(cols) + " experts, topk_group (" + std::to_string(topk_group) +
+                ") >= 1, on the cuda backend");
+  }
+  if (rows <= 0 || !(n_group > 1 && topk_group < n_group)) return;
+  GroupSelectKernel<<<Blocks(rows, 64), 64, 0, stream>>>(x, rows, cols, n_group, topk_group, top2_sum);
+  CheckLaunch("group_select");
 }
 
 void TopK(const float* x, int64_t rows, int64_t cols, int64_t k, int64_t* indices, cudaStream_t stream) {

@@ -45,6 +45,12 @@ const CalibrationKnob kKnobs[] = {
      kComponent, "the preset's network_gbps (docs/cluster.md)"},
     {"network_latency_us", "us", &Calibration::network_latency_us, &ClusterSpec::network_latency_us, nullptr, 0, true, 1e6,
      0.2, 10, true, kComponent, "the preset's network_latency_us (docs/cluster.md)"},
+    {"flex_nvlink_efficiency", "fraction of link", &Calibration::flex_nvlink_efficiency, nullptr, &CostOptions::flex_nvlink_efficiency,
+     0, true, 1, 0.1, 1.0, false, kComponent,
+     "CostOptions::flex_nvlink_efficiency (planner/cost.h): DeepEP issue #493, 133.78 GB/s NVLink dispatch / 370"},
+    {"flex_network_efficiency", "fraction of link", &Calibration::flex_network_efficiency, nullptr,
+     &CostOptions::flex_network_efficiency, 0, true, 1, 0.1, 1.0, false, kComponent,
+     "CostOptions::flex_network_efficiency (planner/cost.h): DeepEP issue #493, 40.89 GB/s RDMA dispatch / 48"},
 };
 
 }  // namespace

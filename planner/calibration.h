@@ -18,6 +18,8 @@
 //   intra_node_latency_us >= 0    per collective step inside a node, us
 //   network_gbps          > 0     network bandwidth per GPU, per direction, GB/s
 //   network_latency_us    >= 0    per collective step across nodes, us
+//   flex_nvlink_efficiency  (0, 1]  deepep dispatcher: fraction of intra_node_gbps its kernels reach
+//   flex_network_efficiency (0, 1]  deepep dispatcher: fraction of network_gbps its RDMA sends reach
 #pragma once
 
 #include <map>
@@ -38,6 +40,7 @@ struct Calibration {
   std::string sha256;       // SHA-256 of the file's bytes ("" for DefaultCalibration)
   // CostOptions knobs.
   double gemm_max_efficiency = 0, gemm_half_rows = 0, dense_efficiency = 0, attention_efficiency = 0, memory_floor_us = 0;
+  double flex_nvlink_efficiency = 0, flex_network_efficiency = 0;  // deepep dispatcher
   // ClusterSpec knobs.
   double intra_node_gbps = 0, intra_node_latency_us = 0, network_gbps = 0, network_latency_us = 0;
   // Knob name -> source written instead of the table's prior source (a fitted value says how it

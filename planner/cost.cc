@@ -12,6 +12,7 @@
 
 #include "planner/attention_support.h"
 #include "planner/comm.h"
+#include "planner/deepep.h"
 #include "planner/error.h"
 #include "planner/memory.h"
 #include "planner/network.h"
@@ -205,7 +206,9 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
       for (int64_t i = 0; i < ep * nle; ++i) rows[i] = static_cast<double>(L.rows_per_local_expert[i]);
       for (int64_t r = 0; r < ep; ++r) received[r] = static_cast<double>(L.received[r]);
       imbalance = std::max(imbalance, L.imbalance);
-      if (!deredundency && s.integer_sums && ep >= 2 && sent_ab == ab && BlockAllToAll(L, ep_nodes, D, ab, c, dt.data(), ct.data())) {
+      if (FlexOrAllGatherTimesUs(L, ep_group, s, sent_ab, c, o, dt.data(), ct.data())) {
+        // deepep / allgather dispatcher (deepep.h).
+      } else if (!deredundency && s.integer_sums && ep >= 2 && sent_ab == ab && BlockAllToAll(L, ep_nodes, D, ab, c, dt.data(), ct.data())) {
         // Same values from integer block sums (see BlockAllToAll).
       } else if (!deredundency) {
         // dispatch matrix and its transpose, the combine matrix (combine returns what dispatch
@@ -662,6 +665,9 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
                             DeredundencyOep(plan)));
   }
   MoePhaseShape shape = MoePhaseShapeOf(m, w, d.ep, deredundency);
+  shape.flex = d.ep > 1 && t.dispatcher == "deepep";
+  shape.flex_fp8 = t.dispatch_fp8;
+  shape.allgather = d.ep > 1 && t.dispatcher == "allgather";
   if (routing.num_slots > 0) shape.num_experts = routing.num_slots;  // replicas: the physical slots
   const MoePhaseTimes moe = SimulateMoePhases(routing, ep_group, shape, c, o);
   in.moe_phases = &moe;
@@ -697,8 +703,13 @@ int64_t RoutingLayersToSample(const ModelSpec& model, const RoutingSpec& routing
 
 RoutingResult SampleRoutingForPlan(const Plan& plan, const RoutingSpec& routing, int64_t layers) {
   const Workload w = ComputeWorkload(plan);
-  return SampleRouting(routing, plan.model.moe.num_experts, plan.model.moe.top_k, plan.dims.ep, w.routed_tokens, layers,
-                       DispatchOep(plan));
+  const RoutingModel model =
+      PrepareRouting(routing, plan.model.moe.num_experts, plan.model.moe.top_k, layers, GroupLimitOf(plan.model.moe));
+  RoutingResult result = SampleRouting(model, plan.dims.ep, w.routed_tokens, DispatchOep(plan));
+  if (plan.dims.ep > 1 && plan.training.dispatcher == "deepep") {
+    AddFlexCounts(model, plan.meshes.sparse.GroupOf(0, plan.meshes.sparse.AxisIndex("ep")), plan.training.gpus_per_node, result);
+  }
+  return result;
 }
 
 Json CostToJson(const CostBreakdown& cost) {

@@ -25,6 +25,11 @@ struct CostOptions {
   double dense_efficiency = 0.70;      // large dense GEMMs (attention projections, dense MLP)
   double attention_efficiency = 0.50;  // flash-attention core
   double memory_floor_us = 5.0;        // fixed cost of a memory-bound kernel (permute, top-k)
+  // deepep dispatcher (planner/deepep.h): the fraction of intra_node_gbps / network_gbps its
+  // SM-limited kernels reach. DeepEP issue #493 (2 x 8 H200, CX7 400G, normal kernels, BF16
+  // dispatch): 133.78 GB/s NVLink = 0.362 x 370; 40.89 GB/s RDMA = 0.852 x 48.
+  double flex_nvlink_efficiency = 0.362;
+  double flex_network_efficiency = 0.852;
 };
 
 struct PhaseCost {
@@ -89,6 +94,9 @@ struct MoePhaseShape {
   double act_bytes = 0;      // bytes per activation element
   double f_local = 0;        // F / expert TP degree (Workload::expert_f_local)
   bool deredundency = false; // ep > 1 and the deredundency dispatcher (oep from the routing sample)
+  bool flex = false;         // ep > 1 and the deepep dispatcher (LayerRouting::flex counts, deepep.h)
+  bool flex_fp8 = false;     // its dispatch in FP8
+  bool allgather = false;    // ep > 1 and the allgather dispatcher
   // Allows the all-to-all times of the plain dispatcher from integer block sums where they are
   // provably the same doubles (every partial sum an integer below 2^53; cost.cc BlockAllToAll):
   // O(ep x node block) instead of O(ep^2). The layout search sets it; SimulateStep does not, and

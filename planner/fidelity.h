@@ -116,7 +116,7 @@ double TokensPerSecondPerGpu(const FidelityRun& run, double step_s);
 
 // The run's degrees (Megatron convention) and training settings: seq, MBS, micro-batches =
 // GBS / (DP·MBS), recompute, the cluster's GPUs per node, the dispatcher (a2a -> all_to_all;
-// deepep / hybridep -> deredundency: tokens cross the network once per destination node).
+// deepep / hybridep -> deepep: tokens cross the network once per destination node, then NVLink).
 // Requires run.mbs.
 ParallelDimsOptions FidelityDims(const FidelityRun& run);
 TrainingConfig FidelityTraining(const FidelityRun& run);

@@ -168,6 +168,13 @@ ModelSpec ReadDeepseek(const JsonView& c, bool v3) {
   }
   // noaux_tc routing keeps a per-expert bias added to the scores for top-k selection.
   m.moe.score_correction_bias = v3 && c.StringOr("topk_method", "noaux_tc") == "noaux_tc";
+  // Group-limited routing: noaux_tc (V3) and group_limited_greedy (V2) keep topk_group of the
+  // n_group expert groups per token (modeling_deepseek.py MoEGate); greedy (V2-Lite) does not.
+  const std::string topk_method = c.StringOr("topk_method", v3 ? "noaux_tc" : "greedy");
+  if (topk_method == "noaux_tc" || topk_method == "group_limited_greedy") {
+    m.moe.n_group = c.IntOr("n_group", 1, 1);
+    m.moe.topk_group = c.IntOr("topk_group", m.moe.n_group, 1);
+  }
   DeepseekMoeLayers(c, m);
   return m;
 }

@@ -188,6 +188,14 @@ TEST_CASE("DeepSeek-V3 reads as deepseek_v3 and counts 671,026,419,200 parameter
   CHECK(m.moe.score_correction_bias);
   CHECK(m.moe.norm_topk_prob);
   CHECK(m.moe.routed_scaling_factor == 2.5);
+  CHECK(m.moe.n_group == 8);  // config.json n_group 8, topk_group 4, topk_method noaux_tc
+  CHECK(m.moe.topk_group == 4);
+  CHECK(GroupLimitOf(m.moe).active());
+  CHECK(GroupLimitOf(m.moe).top2_sum);
+  // The spec file keeps the limit.
+  const ModelSpec back = ModelSpecFromJson(ModelSpecToJson(m), "round-trip");
+  CHECK(back.moe.n_group == 8);
+  CHECK(back.moe.topk_group == 4);
   CHECK(m.intermediate_size == 18432);
   CHECK(m.NumMoeLayers() == 58);
   for (int i = 0; i < 3; ++i) CHECK_FALSE(m.moe_layers[i]);  // first_k_dense_replace 3
@@ -228,6 +236,7 @@ TEST_CASE("DeepSeek-V3 reads as deepseek_v3 and counts 671,026,419,200 parameter
 TEST_CASE("DeepSeek-V2-Lite reads as deepseek_v2 with MLA and no q compression") {
   ModelSpec m = Load("deepseek-v2-lite.json");
   CHECK(m.family == "deepseek_v2");
+  CHECK_FALSE(GroupLimitOf(m.moe).active());  // topk_method greedy, n_group 1
   CHECK(m.attention.kind == AttentionKind::kMla);
   CHECK(m.attention.q_lora_rank == 0);  // "q_lora_rank": null
   CHECK(m.attention.num_attention_heads == 16);

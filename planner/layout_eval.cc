@@ -1,6 +1,8 @@
 // Fast evaluation of layout-search candidates (see layout_eval.h).
 #include "planner/layout_eval.h"
 
+#include "planner/deepep.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -223,7 +225,8 @@ LayoutEvaluator::LayoutEvaluator(const ModelSpec& model, const SearchOptions& op
   inventory_ = BuildInventory(model_);
   int64_t layers = std::min<int64_t>(options_.routing_layers, model_.NumMoeLayers());
   if (options_.routing.kind == RoutingKind::kTrace) layers = model_.NumMoeLayers();
-  sampler_ = std::make_unique<RoutingSampler>(PrepareRouting(options_.routing, model_.moe.num_experts, model_.moe.top_k, layers));
+  sampler_ = std::make_unique<RoutingSampler>(PrepareRouting(options_.routing, model_.moe.num_experts, model_.moe.top_k, layers,
+                                                                     GroupLimitOf(model_.moe)));
   const double budget_gib = options_.training.gpu_memory_gib > 0 ? options_.training.gpu_memory_gib : options_.cluster.memory_gib;
   budget_bytes_ = budget_gib * 1073741824.0;
 
@@ -342,6 +345,7 @@ LayoutEvaluation LayoutEvaluator::EvaluateReference(const LayoutCandidate& c, bo
   t.dispatcher = c.dispatcher;
   t.gpus_per_node = options_.cluster.gpus_per_node;
   if (t.dispatcher != "deredundency") t.oep.reset();
+  t.dispatch_fp8 = t.dispatcher == "deepep" && options_.deepep_fp8;
   Plan plan;
   try {
     plan = BuildPlan(model_, inventory_, c.dims, t);
@@ -362,7 +366,14 @@ LayoutEvaluation LayoutEvaluator::EvaluateReference(const LayoutCandidate& c, bo
   if (it == reference_routing_cache_.end()) {
     it = reference_routing_cache_.emplace(key, SampleRouting(sampler_->model(), plan.dims.ep, w.routed_tokens, oep)).first;
   }
-  const CostBreakdown cost = SimulateStep(plan, options_.cluster, it->second, options_.cost);
+  // deepep: the per-token node counts of this layout's EP group (its members' nodes), not cached.
+  std::optional<RoutingResult> flex;
+  if (plan.dims.ep > 1 && plan.training.dispatcher == "deepep") {
+    flex = it->second;
+    AddFlexCounts(sampler_->model(), plan.meshes.sparse.GroupOf(0, plan.meshes.sparse.AxisIndex("ep")),
+                  plan.training.gpus_per_node, *flex);
+  }
+  const CostBreakdown cost = SimulateStep(plan, options_.cluster, flex ? *flex : it->second, options_.cost);
   r.simulated = true;
   r.step_time_us = cost.step_time_us;
   r.tokens_per_s_per_gpu = cost.tokens_per_s_per_gpu;

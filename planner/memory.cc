@@ -181,7 +181,7 @@ StageActivationBytes StageActivations(const LayerActivationTable& layer, const S
 const char* BufferUseName(BufferUse use) {
   static constexpr const char* kNames[] = {"fsdp_all_gather", "fsdp_reduce_scatter", "deredundency",
                                            "all_to_all",      "tp_all_gather",       "pp_send_recv",
-                                           "fsdp_unsharded_params", "fsdp_unsharded_grads"};
+                                           "fsdp_unsharded_params", "fsdp_unsharded_grads", "deepep"};
   return kNames[static_cast<int>(use)];
 }
 
@@ -202,7 +202,13 @@ StageBufferBytes StageBuffers(WideInt largest_fsdp_unit, bool has_moe_layers, co
     if (t.dispatcher == "deredundency") {
       set(BufferUse::kDeredundency, static_cast<WideInt>(oep) * w.mean_received_rows * h * (2 * w.act_bytes));
     }
-    set(BufferUse::kAllToAll, static_cast<WideInt>(w.mean_received_rows + w.received_rows) * h * w.act_bytes);
+    if (t.dispatcher == "deepep") {
+      const WideInt other_nodes = Ceil(d.ep, t.gpus_per_node) - 1;
+      const WideInt row = t.dispatch_fp8 ? h + 4 * Ceil(h, 128) : h * w.act_bytes;  // DeepEP FP8: 1 B + fp32 scale / 128
+      set(BufferUse::kDeepEp, other_nodes * w.dispatch_tokens * row + static_cast<WideInt>(w.received_rows) * h * w.act_bytes);
+    } else {
+      set(BufferUse::kAllToAll, static_cast<WideInt>(w.mean_received_rows + w.received_rows) * h * w.act_bytes);
+    }
   }
   if (d.tp > 1) set(BufferUse::kTpAllGather, static_cast<WideInt>(w.tokens) * h * w.act_bytes);
   if (d.pp > 1) set(BufferUse::kPpSendRecv, static_cast<WideInt>(Ceil(w.tokens, d.tp)) * h * (2 * w.act_bytes));

@@ -179,10 +179,13 @@ StageActivationBytes StageActivations(const LayerActivationTable& layers, const 
 //    elements in param_dtype; with pp > 1 gradient sync is off until the last micro-batch and
 //    the stage's unsharded gradients accumulate in the reduce dtype (grad_dtype): stage elements
 //    x grad bytes (torch.distributed.pipelining stage.py backward_maybe_with_nosync; FSDP2's
-//    unsharded_accumulated_grad).
+//    unsharded_accumulated_grad);
+//  - deepep dispatcher (planner/deepep.h), in place of the all-to-all buffers: the RDMA receive
+//    rows (one per token per other node the EP group spans: (nodes - 1) x T_d, in the dispatch's
+//    bytes per row, FP8 with dispatch_fp8) and the NVLink receive rows (R_max, act bytes).
 enum class BufferUse {
   kFsdpAllGather, kFsdpReduceScatter, kDeredundency, kAllToAll, kTpAllGather, kPpSendRecv,
-  kFsdpUnshardedParams, kFsdpUnshardedGrads, kCount
+  kFsdpUnshardedParams, kFsdpUnshardedGrads, kDeepEp, kCount
 };
 const char* BufferUseName(BufferUse use);  // "fsdp_all_gather", ...
 struct StageBufferBytes {

@@ -6,9 +6,12 @@
 #include <fmt/format.h>
 
 #include "planner/error.h"
+#include "planner/group_routing.h"
 #include "planner/hf_config.h"
 
 namespace dockyard {
+
+GroupLimit GroupLimitOf(const MoeSpec& moe) { return GroupLimit{moe.n_group, moe.topk_group, moe.score_correction_bias}; }
 
 int64_t ModelSpec::NumMoeLayers() const {
   int64_t n = 0;
@@ -202,6 +205,8 @@ void ValidateModelSpec(const ModelSpec& m, const std::string& file, bool from_hf
     Invalid(origin, "/num_hidden_layers", fmt::format("{} exceeds 100000", m.num_hidden_layers));
   }
   DtypeBytes(m.dtype, file + ": /dtype");
+  const std::string group_problem = GroupLimitProblem(m.moe.num_experts, m.moe.top_k, m.moe.n_group, m.moe.topk_group);
+  if (!group_problem.empty()) Invalid(origin, "/moe/n_group", group_problem);
   if (!std::isfinite(m.moe.routed_scaling_factor) || m.moe.routed_scaling_factor <= 0) {
     Invalid(origin, "/moe/routed_scaling_factor", fmt::format("must be a finite number > 0, got {}", m.moe.routed_scaling_factor));
   }
@@ -275,6 +280,10 @@ Json ModelSpecToJson(const ModelSpec& m) {
               {"num_shared_experts", e.num_shared_experts},
               {"shared_expert_intermediate_size", e.shared_expert_intermediate_size},
               {"shared_expert_gate", e.shared_expert_gate}};
+  if (e.n_group > 1) {  // written only when set, so specs without a group limit read as before
+    moe["n_group"] = e.n_group;
+    moe["topk_group"] = e.topk_group;
+  }
   Json layer_types = Json::array();
   for (bool b : m.moe_layers) layer_types.push_back(b ? "moe" : "dense");
   Json out{{"dockyard_model_spec", kModelSpecVersion},
@@ -400,7 +409,8 @@ ModelSpec ModelSpecFromJson(const Json& json, const std::string& file) {
   JsonView mo = root.Object("moe");
   mo.RejectUnknownKeys({"num_experts", "top_k", "moe_intermediate_size", "expert_bias", "router_bias",
                         "score_correction_bias", "score_func", "norm_topk_prob", "routed_scaling_factor",
-                        "num_shared_experts", "shared_expert_intermediate_size", "shared_expert_gate"});
+                        "num_shared_experts", "shared_expert_intermediate_size", "shared_expert_gate", "n_group",
+                        "topk_group"});
   auto& e = m.moe;
   e.num_experts = mo.Int("num_experts");
   e.top_k = mo.Int("top_k");
@@ -420,6 +430,8 @@ ModelSpec ModelSpecFromJson(const Json& json, const std::string& file) {
   if (e.top_k > e.num_experts) {
     mo.Fail("top_k", fmt::format("top_k ({}) must satisfy 1 <= top_k <= num_experts ({})", e.top_k, e.num_experts));
   }
+  e.n_group = mo.IntOr("n_group", 1, 1);
+  e.topk_group = mo.IntOr("topk_group", e.n_group, 1);
 
   const Json& types = json.contains("mlp_layer_types") ? json["mlp_layer_types"] : Json();
   if (!types.is_array()) root.Fail("mlp_layer_types", "required: an array with one \"dense\" or \"moe\" per layer");

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "planner/group_routing.h"
 #include "planner/json_util.h"
 #include "planner/training.h"
 
@@ -81,10 +82,18 @@ struct MoeSpec {
   std::string score_func = "softmax"; // "softmax" or "sigmoid"
   bool norm_topk_prob = false;
   double routed_scaling_factor = 1.0;
+  // Group-limited routing (HF n_group, topk_group; group_routing.h): the experts form n_group
+  // contiguous groups and a token keeps topk_group of them. n_group = 1: no limit.
+  int64_t n_group = 1;
+  int64_t topk_group = 1;
   int64_t num_shared_experts = 0;
   int64_t shared_expert_intermediate_size = 0;  // total F of the shared expert MLP
   bool shared_expert_gate = false;              // Qwen2-MoE: sigmoid gate [1, hidden]
 };
+
+// The model's group-limited routing rule (group_routing.h): n_group, topk_group, and the group
+// score of its router (top-2 sum with the score-correction bias, noaux_tc; else the max).
+GroupLimit GroupLimitOf(const MoeSpec& moe);
 
 struct ModelSpec {
   std::string name;    // free text, e.g. the file it came from

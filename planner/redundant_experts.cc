@@ -104,7 +104,8 @@ EplbOptions EplbOptionsFor(const Plan& plan, const RedundantExpertsOptions& o) {
 }
 
 std::vector<ExpertPlacement> PlaceMoeLayers(const Plan& plan, const RoutingSpec& spec, const RedundantExpertsOptions& o) {
-  const RoutingModel model = PrepareRouting(spec, plan.model.moe.num_experts, plan.model.moe.top_k, plan.model.NumMoeLayers());
+  const RoutingModel model = PrepareRouting(spec, plan.model.moe.num_experts, plan.model.moe.top_k, plan.model.NumMoeLayers(),
+                                            GroupLimitOf(plan.model.moe));
   const EplbOptions eo = EplbOptionsFor(plan, o);
   std::vector<ExpertPlacement> out;
   for (int64_t l = 0; l < model.num_layers; ++l) out.push_back(PlaceExperts(ExpectedShare(model, l), eo));

@@ -50,7 +50,7 @@ RedundantSearchResult SearchRedundantExperts(const ModelSpec& model, const Searc
   const double budget_bytes = base.budget_gib * 1073741824.0;
   const int64_t E = model.moe.num_experts;
   const int64_t layers = search.routing.kind == RoutingKind::kTrace ? model.NumMoeLayers() : search.routing_layers;
-  const RoutingModel routing = PrepareRouting(search.routing, E, model.moe.top_k, layers);
+  const RoutingModel routing = PrepareRouting(search.routing, E, model.moe.top_k, layers, GroupLimitOf(model.moe));
   for (const RankedLayout& ranked : base.top) {
     TrainingConfig t = search.training;
     t.dispatcher = ranked.layout.dispatcher;

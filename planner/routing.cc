@@ -17,6 +17,7 @@
 
 #include "planner/checked_math.h"
 #include "planner/error.h"
+#include "planner/group_routing.h"
 #include "planner/json_util.h"
 
 namespace dockyard {
@@ -382,7 +383,7 @@ RoutingTrace LoadRoutingTrace(const std::string& path) {
 
 namespace routing_detail {
 
-enum class DrawMode { kNone, kUniformReject, kUniformShuffle, kWeighted };
+enum class DrawMode { kNone, kUniformReject, kUniformShuffle, kWeighted, kGrouped };
 
 struct LayerSampler {
   int64_t num_experts = 0, top_k = 0;
@@ -397,6 +398,8 @@ struct LayerSampler {
   std::vector<uint32_t> alias;     // [n]
   std::vector<double> share;       // [E] target share of the assignments
   double calibration_error = 0;    // max |inclusion - target| after calibration
+  // kGrouped (group_routing.h): the two-stage draw over free_ids = 0..E-1, nothing forced.
+  std::shared_ptr<const GroupSampler> grouped;
 };
 
 }  // namespace routing_detail
@@ -677,6 +680,9 @@ void DrawTokens(const LayerSampler& s, Xoshiro256ss& rng, int64_t tokens, Scratc
   switch (s.mode) {
     case DrawMode::kNone:
       for (int64_t t = 0; t < tokens; ++t) sink.BeginToken();
+      return;
+    case DrawMode::kGrouped:
+      s.grouped->Draw(rng, tokens, sink);
       return;
     case DrawMode::kUniformReject: {
       uint32_t* stamp = sc.stamp.data();
@@ -1022,6 +1028,32 @@ RoutingResult RoutingSampler::Sample(int64_t ep, int64_t tokens_per_rank, int64_
     }
     return ranks.data() + static_cast<size_t>(rank) * E;
   });
+}
+
+RoutingModel PrepareRouting(const RoutingSpec& spec, int64_t num_experts, int64_t top_k, int64_t num_layers,
+                            const GroupLimit& limit) {
+  const std::string problem = GroupLimitProblem(num_experts, top_k, limit.n_group, limit.topk_group);
+  Require(problem.empty(), "group-limited routing: " + problem);
+  RoutingModel model = PrepareRouting(spec, num_experts, top_k, num_layers);
+  if (!limit.active()) return model;
+  std::map<const LayerSampler*, std::shared_ptr<const LayerSampler>> built;  // shared layers converted once
+  for (auto& layer : model.layers) {
+    auto it = built.find(layer.get());
+    if (it == built.end()) {
+      LayerSampler s;
+      s.num_experts = num_experts;
+      s.top_k = top_k;
+      s.free_ids.resize(static_cast<size_t>(num_experts));
+      std::iota(s.free_ids.begin(), s.free_ids.end(), 0);
+      s.free_k = top_k;
+      s.mode = DrawMode::kGrouped;
+      s.share = layer->share;
+      s.grouped = std::make_shared<const routing_detail::GroupSampler>(routing_detail::BuildGroupSampler(layer->share, top_k, limit));
+      it = built.emplace(layer.get(), std::make_shared<const LayerSampler>(std::move(s))).first;
+    }
+    layer = it->second;
+  }
+  return model;
 }
 
 RoutingResult SampleRouting(const RoutingSpec& spec, int64_t num_experts, int64_t top_k, int64_t ep, int64_t tokens_per_rank,

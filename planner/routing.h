@@ -132,6 +132,8 @@ RoutingTrace LoadRoutingTrace(const std::string& path);
 // ---------------------------------------------------------------------------------------------
 // Results.
 
+struct FlexCounts;  // planner/deepep.h
+
 struct LayerRouting {
   std::vector<int64_t> tokens_per_expert;       // [E] token-expert assignments per expert
   std::vector<int64_t> dispatch;                // [ep*ep] row-major: assignments src EP rank -> dst EP rank
@@ -147,6 +149,9 @@ struct LayerRouting {
   // = sum over o' of dispatch[(o'*iep + i) -> (o*iep + j)]. With oep = 1 it equals dispatch.
   std::vector<int64_t> iep_dispatch;
   std::vector<double> expected_share;           // [E] target share of the assignments (sums to 1)
+  // deepep dispatcher: token-level counts per EP member and node (deepep.h SampleFlexCounts);
+  // null unless the plan's dispatcher is deepep.
+  std::shared_ptr<const FlexCounts> flex;
 };
 
 // Sets max_received, mean_received (= tokens_per_rank * top_k), p99_received and imbalance of

@@ -55,6 +55,16 @@ std::vector<LayoutCandidate> EnumerateLayouts(const ModelSpec& model, const Sear
                 c.dispatcher = "deredundency";
                 out.push_back(c);
               }
+              // deepep and allgather: any EP group of 2 or more ranks (Megatron's flex and
+              // allgather dispatchers need expert parallelism to dispatch over).
+              if (o.include_deepep && ep > 1) {
+                c.dispatcher = "deepep";
+                out.push_back(c);
+              }
+              if (o.include_allgather && ep > 1) {
+                c.dispatcher = "allgather";
+                out.push_back(c);
+              }
             }
           }
         }

@@ -351,3 +351,42 @@ TEST_CASE("the deredundency dispatcher's default oep: the nodes an EP group span
   t.oep = 4;
   CHECK(dockyard::DeredundencyOep(t, 32) == 4);  // given: used as is (validated elsewhere)
 }
+
+TEST_CASE("Search ranks the opt-in deepep and allgather dispatchers for ep > 1 only, priced as simulate prices them") {
+  const auto model = dockyard::testing::TinyMixtral();
+  SearchOptions o = SmallSearch();
+  o.cluster.gpus_per_node = 4;  // 8 GPUs on 2 nodes: ep 8 spans both
+  const auto plain = dockyard::SearchLayouts(model, o);
+  o.include_deepep = true;
+  o.include_allgather = true;
+  const auto result = dockyard::SearchLayouts(model, o);
+  int64_t deepep = 0, allgather = 0, ep_gt_1 = 0;
+  for (const auto& c : dockyard::EnumerateLayouts(model, o)) {
+    if (c.dispatcher == "all_to_all" && c.dims.ep > 1) ++ep_gt_1;
+    if (c.dispatcher == "deepep") {
+      ++deepep;
+      CHECK(c.dims.ep > 1);
+    }
+    if (c.dispatcher == "allgather") {
+      ++allgather;
+      CHECK(c.dims.ep > 1);
+    }
+  }
+  CHECK(deepep == ep_gt_1);  // one deepep and one allgather candidate per all_to_all one with ep > 1
+  CHECK(allgather == ep_gt_1);
+  CHECK(result.enumerated == plain.enumerated + 2 * ep_gt_1);
+  // A ranked deepep layout has the step time of BuildPlan + SampleRoutingForPlan + SimulateStep.
+  bool seen = false;
+  for (const auto& x : result.top) {
+    if (x.layout.dispatcher != "deepep" || x.layout.dims.ep != 8) continue;
+    dockyard::TrainingConfig t = o.training;
+    t.dispatcher = "deepep";
+    t.gpus_per_node = 4;
+    const dockyard::Plan plan = dockyard::BuildPlan(model, x.layout.dims, t);
+    const auto cost = dockyard::SimulateStep(plan, o.cluster, dockyard::SampleRoutingForPlan(plan, o.routing, 1), o.cost);
+    CHECK(x.step_time_us == cost.step_time_us);
+    seen = true;
+    break;
+  }
+  CHECK(seen);
+}

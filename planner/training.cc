@@ -123,10 +123,17 @@ void ValidateTraining(const TrainingConfig& t, const std::string& origin) {
     fail("gpus_per_node", fmt::format("must be in [1, 2^20], got {}", t.gpus_per_node));
   }
   if (t.oep && *t.oep < 1) fail("oep", fmt::format("must be >= 1, got {}", *t.oep));
-  if (t.dispatcher != "all_to_all" && t.dispatcher != "deredundency") {
-    std::string rule = fmt::format("must be \"all_to_all\" or \"deredundency\", got \"{}\"", t.dispatcher);
-    if (auto s = DidYouMean(t.dispatcher, {"all_to_all", "deredundency"})) rule += fmt::format("; did you mean '{}'?", *s);
+  if (t.dispatcher != "all_to_all" && t.dispatcher != "deredundency" && t.dispatcher != "deepep" &&
+      t.dispatcher != "allgather") {
+    std::string rule =
+        fmt::format("must be \"all_to_all\", \"deredundency\", \"deepep\" or \"allgather\", got \"{}\"", t.dispatcher);
+    if (auto s = DidYouMean(t.dispatcher, {"all_to_all", "deredundency", "deepep", "allgather"})) {
+      rule += fmt::format("; did you mean '{}'?", *s);
+    }
     fail("dispatcher", rule);
+  }
+  if (t.dispatch_fp8 && t.dispatcher != "deepep") {
+    fail("dispatch_fp8", fmt::format("FP8 dispatch is DeepEP's (use_fp8); it needs the deepep dispatcher, got \"{}\"", t.dispatcher));
   }
   if (t.oep && t.dispatcher != "deredundency") {
     fail("oep", fmt::format("{} is set, but oep only applies to the deredundency dispatcher (dispatcher is \"{}\")", *t.oep, t.dispatcher));
@@ -136,7 +143,7 @@ void ValidateTraining(const TrainingConfig& t, const std::string& origin) {
 TrainingConfig TrainingFromJson(const JsonView& v) {
   v.RejectUnknownKeys({"dp_sharding", "param_dtype", "grad_dtype", "optimizer", "seq_len", "micro_batch_size",
                        "num_microbatches", "recompute", "pp_layer_split", "gpu_memory_gib", "imbalance", "gpus_per_node",
-                       "oep", "refit_dtype", "dispatcher"});
+                       "oep", "refit_dtype", "dispatcher", "dispatch_fp8"});
   TrainingConfig t;
   if (v.Has("dp_sharding")) {
     std::string s = v.String("dp_sharding");
@@ -171,6 +178,7 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
   t.refit_dtype = v.StringOr("refit_dtype", "");
   if (!t.refit_dtype.empty()) t.refit_dtype = CanonicalDtype(t.refit_dtype);
   t.dispatcher = v.StringOr("dispatcher", t.dispatcher);
+  t.dispatch_fp8 = v.BoolOr("dispatch_fp8", false);
   ValidateTraining(t, v.Where() + "/");
   return t;
 }
@@ -190,6 +198,7 @@ Json TrainingToJson(const TrainingConfig& t) {
   if (t.num_microbatches) j["num_microbatches"] = *t.num_microbatches;
   if (!t.pp_layer_split.empty()) j["pp_layer_split"] = t.pp_layer_split;
   if (t.oep) j["oep"] = *t.oep;
+  if (t.dispatch_fp8) j["dispatch_fp8"] = true;  // written only when set: other plans read as before
   if (!t.refit_dtype.empty()) j["refit_dtype"] = t.refit_dtype;
   return j;
 }

@@ -40,7 +40,11 @@ struct TrainingConfig {
   double gpu_memory_gib = 0;              // budget per GPU; 0 = none
   double imbalance = 1.0;                 // max / mean tokens received per rank (>= 1)
   int64_t gpus_per_node = 8;
-  std::string dispatcher = "all_to_all";  // "all_to_all" or "deredundency" (token dispatcher)
+  // Token dispatcher: "all_to_all", "deredundency", "deepep" (Megatron flex with DeepEP /
+  // HybridEP: once per destination node over the network, then NVLink; planner/deepep.h) or
+  // "allgather" (Megatron MoEAllGatherTokenDispatcher).
+  std::string dispatcher = "all_to_all";
+  bool dispatch_fp8 = false;              // deepep: dispatch rows in FP8 (DeepEP use_fp8); combine BF16
   std::optional<int64_t> oep;             // deredundency outer EP size; unset = nodes spanned by ep
   std::string refit_dtype;                // empty = param_dtype
   RunSettings run;                        // framework schedule settings (pipeline_schedule.h; flags only)

@@ -12,7 +12,9 @@
 
 namespace dockyard::runtime {
 
-const char* DispatcherName(Dispatcher d) { return d == Dispatcher::kDeredundency ? "deredundency" : "all_to_all"; }
+const char* DispatcherName(Dispatcher d) {
+  return d == Dispatcher::kDeredundency ? "deredundency" : d == Dispatcher::kDeepEp ? "deepep" : "all_to_all";
+}
 
 const char* SharedModeName(SharedMode m) {
   switch (m) {
@@ -115,9 +117,12 @@ RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
     c.dispatcher = Dispatcher::kAllToAll;
   } else if (dispatcher == "deredundency") {
     c.dispatcher = Dispatcher::kDeredundency;
+  } else if (dispatcher == "deepep") {
+    c.dispatcher = Dispatcher::kDeepEp;
   } else {
-    throw Error(fmt::format("dispatcher must be \"all_to_all\" or \"deredundency\", got \"{}\"", dispatcher));
+    throw Error(fmt::format("dispatcher must be \"all_to_all\", \"deredundency\" or \"deepep\", got \"{}\"", dispatcher));
   }
+  c.gpus_per_node = plan.training.gpus_per_node;
 
   // --- The layer.
   const int64_t num_layers = m.num_hidden_layers;
@@ -143,6 +148,7 @@ RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
   c.score_correction_bias = moe.score_correction_bias;
   c.norm_topk_prob = moe.norm_topk_prob;
   c.routed_scaling_factor = moe.routed_scaling_factor;
+  c.group_limit = GroupLimitOf(moe);
   c.shared_intermediate = moe.num_shared_experts > 0 ? moe.shared_expert_intermediate_size : 0;
   c.shared_expert_gate = moe.num_shared_experts > 0 && moe.shared_expert_gate;
 
@@ -272,9 +278,13 @@ RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
 
   if (o.routing) {
     // One sampler per MoE layer (a trace may list every layer); this layer's is used.
-    c.routing_model = std::make_shared<RoutingModel>(PrepareRouting(*o.routing, c.num_experts, c.top_k, m.NumMoeLayers()));
+    c.routing_model = std::make_shared<RoutingModel>(PrepareRouting(*o.routing, c.num_experts, c.top_k, m.NumMoeLayers(), GroupLimitOf(m.moe)));
     c.routing_layer = 0;
     for (int64_t l = 0; l < c.layer; ++l) c.routing_layer += m.moe_layers[static_cast<size_t>(l)] ? 1 : 0;
+  }
+  if (c.dispatcher == Dispatcher::kDeepEp) {
+    Require(c.expert_tp == 1, fmt::format("the deepep dispatcher runs with experts not TP-sharded (expert TP group of 1), got {}",
+                                          c.expert_tp));
   }
   if (!o.placement_file.empty()) {
     Require(c.dispatcher == Dispatcher::kAllToAll,

@@ -36,8 +36,8 @@
 
 namespace dockyard::runtime {
 
-enum class Dispatcher { kAllToAll, kDeredundency };
-const char* DispatcherName(Dispatcher d);  // "all_to_all", "deredundency"
+enum class Dispatcher { kAllToAll, kDeredundency, kDeepEp };
+const char* DispatcherName(Dispatcher d);  // "all_to_all", "deredundency", "deepep"
 
 enum class SharedMode { kNone, kLocal, kPartial, kSequenceParallel };
 const char* SharedModeName(SharedMode m);
@@ -130,6 +130,7 @@ struct RunConfig {
   bool score_correction_bias = false;
   bool norm_topk_prob = false;
   double routed_scaling_factor = 1.0;
+  GroupLimit group_limit;  // ModelSpec.moe n_group / topk_group (GroupLimitOf)
   int64_t shared_intermediate = 0;  // 0 = no shared experts
   bool shared_expert_gate = false;
   // The layout.
@@ -139,6 +140,7 @@ struct RunConfig {
   int64_t expert_tp = 1;  // size of the expert-TP group
   int64_t oep = 1, iep = 1;
   Dispatcher dispatcher = Dispatcher::kAllToAll;
+  int64_t gpus_per_node = 8;  // the plan's training.gpus_per_node: the deepep dispatcher's nodes
   RunOptions options;
   // Built from options.routing (one layer), or null for the router's own top-k.
   std::shared_ptr<const RoutingModel> routing_model;

@@ -12,8 +12,11 @@
 #include "planner/error.h"
 #include "planner/replica_routing.h"
 #include "runtime/data.h"
+#include "planner/deepep.h"
+#include "runtime/deepep_dispatch.h"
 #include "runtime/dispatch.h"
 #include "runtime/expert_ffn.h"
+#include "runtime/router.h"
 
 namespace dockyard::runtime {
 
@@ -109,12 +112,9 @@ class LayerRank {
       topk_.Resize(T * k);
       if (c_.routing_model) {
         topk_.CopyFromHost(assigned_);
-      } else if (c_.score_correction_bias) {
-        select_.Resize(T * E);
-        ops_.AddRowBias(scores_.data(), score_bias_.data(), T, E, select_.data());
-        ops_.TopK(select_.data(), T, E, k, topk_.data());
       } else {
-        ops_.TopK(scores_.data(), T, E, k, topk_.data());
+        if (c_.score_correction_bias || c_.group_limit.active()) select_.Resize(T * E);
+        SelectExperts(ops_, c_, scores_.data(), score_bias_.data(), T, select_.data(), topk_.data());
       }
       weights_.Resize(T * k);
       ops_.RouterWeights(scores_.data(), topk_.data(), T, E, k, c_.norm_topk_prob,
@@ -138,14 +138,18 @@ class LayerRank {
     });
     if (c_.dispatcher == Dispatcher::kAllToAll) {
       AllToAllPath(order);
-    } else {
+    } else if (c_.dispatcher == Dispatcher::kDeredundency) {
       DeredundencyPath(order);
+    } else {
+      DeepEpPath();  // its combine leaves each token's weighted sum in y_
     }
     // --- weighted sum of each token's top-k rows
-    y_.Resize(T * D);
-    Time(kUnpermute, [&] {
-      ops_.WeightedCombine(routed_out_.data(), row_of_slot_.data(), weights_.data(), T, k, D, y_.data());
-    });
+    if (c_.dispatcher != Dispatcher::kDeepEp) {
+      y_.Resize(T * D);
+      Time(kUnpermute, [&] {
+        ops_.WeightedCombine(routed_out_.data(), row_of_slot_.data(), weights_.data(), T, k, D, y_.data());
+      });
+    }
     SharedExperts();
     if (r_.expert_tp_group.size() > 1) {
       Time(kTpComm, [&] { ctx_.group("expert_tp").AllReduce(y_.data(), T * D); });
@@ -161,6 +165,8 @@ class LayerRank {
     out.sent_rows = sent_rows_;
     out.received_rows = received_rows_;
     out.tokens_per_local_expert = tokens_per_local_expert_;
+    out.flex_network_rows = flex_network_rows_;
+    out.flex_nvlink_rows = flex_nvlink_rows_;
     out.phase_us.assign(kNumPhases, 0.0);
     for (int p = 0; p < kNumPhases; ++p) out.phase_us[static_cast<size_t>(p)] = phase_seconds_[p] * 1e6 / static_cast<double>(iters);
   }
@@ -253,6 +259,169 @@ class LayerRank {
     } else {
       Time(kCombine, [&] { ep.AllToAllSingle(combine_in_.data(), output_splits, routed_out_.data(), input_splits, D); });
     }
+  }
+
+  // deepep dispatcher (deepep_dispatch.h, the rule in planner/deepep.h): each token goes once to
+  // the rail peer of every other node holding one of its experts, then every holder forwards it
+  // once to each member of its node with one of its experts; expert ranks return one weighted
+  // partial per token, forwarders sum their node's partials in member order, sources the nodes'
+  // in node order. Leaves y_ [T, D].
+  void DeepEpPath() {
+    Communicator& ep = ctx_.group("ep");
+    const int64_t n = ep.size(), me = ep.rank(), T = r_.tokens, k = c_.top_k, D = c_.hidden, M = k + 2;
+    const int64_t per = c_.num_experts / n, L = r_.num_local_experts;
+    const FlexCounts topo = MakeFlexCounts(r_.ep_group, c_.gpus_per_node);
+    const int64_t home = topo.node_index[static_cast<size_t>(me)];
+    auto member_of = [&](const TokenRecords& rec, int64_t i, int64_t j) { return rec.meta[static_cast<size_t>(i * M + 2 + j)] / per; };
+    TokenRecords held;  // own tokens first (index t), then those received from rail peers
+    {
+      const std::vector<int64_t> experts = topk_.ToHost();
+      held.weights = weights_.ToHost();
+      held.rows = x_.ToHost();
+      held.count = T;
+      for (int64_t t = 0; t < T; ++t) {
+        held.meta.push_back(me);
+        held.meta.push_back(t);
+        for (int64_t j = 0; j < k; ++j) held.meta.push_back(experts[static_cast<size_t>(t * k + j)]);
+      }
+    }
+    flex_network_rows_.assign(static_cast<size_t>(n), 0);
+    flex_nvlink_rows_.assign(static_cast<size_t>(n), 0);
+    std::vector<std::vector<int64_t>> sent_a(static_cast<size_t>(n)), sent_b(static_cast<size_t>(n));
+    std::vector<int64_t> recv_a, recv_b, local;  // local: held indices this rank computes itself
+    TokenRecords fin;                             // the tokens this rank computes: `local` ones, then received
+    Time(kDispatch, [&] {
+      std::vector<TokenRecords> buckets(static_cast<size_t>(n));
+      for (int64_t node = 0; node < topo.num_nodes; ++node) {
+        if (node == home) continue;
+        const int64_t peer = RailPeer(topo, me, node);
+        for (int64_t t = 0; t < T; ++t) {
+          bool reaches = false;
+          for (int64_t j = 0; j < k; ++j) reaches = reaches || topo.node_index[static_cast<size_t>(member_of(held, t, j))] == node;
+          if (!reaches) continue;
+          buckets[static_cast<size_t>(peer)].Append(held, t, M, k, D);
+          sent_a[static_cast<size_t>(peer)].push_back(t);
+        }
+        flex_network_rows_[static_cast<size_t>(peer)] = buckets[static_cast<size_t>(peer)].count;
+      }
+      const TokenRecords got = ExchangeRecords(ep, dev_, buckets, M, k, D, &recv_a);
+      for (int64_t i = 0; i < got.count; ++i) held.Append(got, i, M, k, D);
+      std::vector<TokenRecords> fan(static_cast<size_t>(n));
+      for (int64_t r = 0; r < n; ++r) {
+        if (topo.node_index[static_cast<size_t>(r)] != home) continue;
+        for (int64_t h = 0; h < held.count; ++h) {
+          bool reaches = false;
+          for (int64_t j = 0; j < k; ++j) reaches = reaches || member_of(held, h, j) == r;
+          if (!reaches) continue;
+          if (r == me) {
+            local.push_back(h);
+            fin.Append(held, h, M, k, D);
+          } else {
+            fan[static_cast<size_t>(r)].Append(held, h, M, k, D);
+            sent_b[static_cast<size_t>(r)].push_back(h);
+          }
+        }
+        if (r != me) flex_nvlink_rows_[static_cast<size_t>(r)] = fan[static_cast<size_t>(r)].count;
+      }
+      const TokenRecords got_b = ExchangeRecords(ep, dev_, fan, M, k, D, &recv_b);
+      for (int64_t i = 0; i < got_b.count; ++i) fin.Append(got_b, i, M, k, D);
+    });
+    sent_rows_ = 0;
+    for (int64_t r = 0; r < n; ++r) sent_rows_ += flex_network_rows_[static_cast<size_t>(r)] + flex_nvlink_rows_[static_cast<size_t>(r)];
+    // The (token, slot) pairs of the local experts, expert-major, tokens in `fin` order.
+    PermutePlan plan;
+    std::vector<int64_t> pair_row(static_cast<size_t>(fin.count * k), -1);
+    Time(kPermute, [&] {
+      plan.tokens_per_local_expert.assign(static_cast<size_t>(L), 0);
+      plan.expert_offsets.assign(static_cast<size_t>(L + 1), 0);
+      std::vector<float> in;
+      for (int64_t l = 0; l < L; ++l) {
+        for (int64_t i = 0; i < fin.count; ++i) {
+          for (int64_t j = 0; j < k; ++j) {
+            if (fin.meta[static_cast<size_t>(i * M + 2 + j)] != r_.first_expert + l) continue;
+            pair_row[static_cast<size_t>(i * k + j)] = plan.total_rows++;
+            ++plan.tokens_per_local_expert[static_cast<size_t>(l)];
+            in.insert(in.end(), fin.rows.begin() + i * D, fin.rows.begin() + (i + 1) * D);
+          }
+        }
+        plan.expert_offsets[static_cast<size_t>(l + 1)] = plan.total_rows;
+      }
+      expert_in_.CopyFromHost(in);
+    });
+    Experts(plan);
+    std::vector<float> partial(static_cast<size_t>(fin.count * D), 0.0f);  // weighted sum of the local slots, slot order
+    Time(kUnpermute, [&] {
+      const std::vector<float> out = expert_out_.ToHost();
+      for (int64_t i = 0; i < fin.count; ++i) {
+        for (int64_t j = 0; j < k; ++j) {
+          const int64_t row = pair_row[static_cast<size_t>(i * k + j)];
+          if (row < 0) continue;
+          const float w = fin.weights[static_cast<size_t>(i * k + j)];
+          for (int64_t d = 0; d < D; ++d) partial[static_cast<size_t>(i * D + d)] += w * out[static_cast<size_t>(row * D + d)];
+        }
+      }
+    });
+    std::vector<float> y(static_cast<size_t>(T * D), 0.0f);
+    Time(kCombine, [&] {
+      // NVLink back: the partials of the received tokens to their forwarders.
+      const int64_t nl = static_cast<int64_t>(local.size());
+      std::vector<std::vector<float>> to(static_cast<size_t>(n));
+      for (int64_t r = 0, i = nl; r < n; ++r) {
+        for (int64_t c = 0; c < recv_b[static_cast<size_t>(r)]; ++c, ++i) {
+          to[static_cast<size_t>(r)].insert(to[static_cast<size_t>(r)].end(), partial.begin() + i * D, partial.begin() + (i + 1) * D);
+        }
+      }
+      std::vector<int64_t> back_from(static_cast<size_t>(n));
+      for (int64_t r = 0; r < n; ++r) back_from[static_cast<size_t>(r)] = static_cast<int64_t>(sent_b[static_cast<size_t>(r)].size());
+      const std::vector<float> back = ExchangeRows(ep, dev_, to, recv_b, back_from, D);
+      // Node sums of the held tokens, members in order.
+      std::vector<float> node_sum(static_cast<size_t>(held.count * D), 0.0f);
+      std::vector<char> has(static_cast<size_t>(held.count), 0);
+      int64_t offset = 0;
+      for (int64_t r = 0; r < n; ++r) {
+        if (r == me) {
+          for (int64_t i = 0; i < nl; ++i) {
+            const int64_t h = local[static_cast<size_t>(i)];
+            has[static_cast<size_t>(h)] = 1;
+            for (int64_t d = 0; d < D; ++d) node_sum[static_cast<size_t>(h * D + d)] += partial[static_cast<size_t>(i * D + d)];
+          }
+        }
+        for (int64_t h : sent_b[static_cast<size_t>(r)]) {
+          has[static_cast<size_t>(h)] = 1;
+          for (int64_t d = 0; d < D; ++d) node_sum[static_cast<size_t>(h * D + d)] += back[static_cast<size_t>(offset * D + d)];
+          ++offset;
+        }
+      }
+      // Network back: the node sums of the tokens received from rail peers, to their sources.
+      std::vector<std::vector<float>> to_a(static_cast<size_t>(n));
+      for (int64_t r = 0, h = T; r < n; ++r) {
+        for (int64_t c = 0; c < recv_a[static_cast<size_t>(r)]; ++c, ++h) {
+          to_a[static_cast<size_t>(r)].insert(to_a[static_cast<size_t>(r)].end(), node_sum.begin() + h * D, node_sum.begin() + (h + 1) * D);
+        }
+      }
+      std::vector<int64_t> back_a_from(static_cast<size_t>(n));
+      for (int64_t r = 0; r < n; ++r) back_a_from[static_cast<size_t>(r)] = static_cast<int64_t>(sent_a[static_cast<size_t>(r)].size());
+      const std::vector<float> back_a = ExchangeRows(ep, dev_, to_a, recv_a, back_a_from, D);
+      // Per own token: the nodes' sums in node order.
+      std::vector<std::vector<const float*>> from_node(static_cast<size_t>(T), std::vector<const float*>(static_cast<size_t>(topo.num_nodes), nullptr));
+      for (int64_t t = 0; t < T; ++t) {
+        if (has[static_cast<size_t>(t)]) from_node[static_cast<size_t>(t)][static_cast<size_t>(home)] = &node_sum[static_cast<size_t>(t * D)];
+      }
+      offset = 0;
+      for (int64_t r = 0; r < n; ++r) {
+        for (int64_t t : sent_a[static_cast<size_t>(r)]) {
+          from_node[static_cast<size_t>(t)][static_cast<size_t>(topo.node_index[static_cast<size_t>(r)])] = &back_a[static_cast<size_t>(offset * D)];
+          ++offset;
+        }
+      }
+      for (int64_t t = 0; t < T; ++t) {
+        for (const float* part : from_node[static_cast<size_t>(t)]) {
+          if (part == nullptr) continue;
+          for (int64_t d = 0; d < D; ++d) y[static_cast<size_t>(t * D + d)] += part[d];
+        }
+      }
+      y_.CopyFromHost(y);
+    });
   }
 
   int64_t RankBlockBytes() const {
@@ -395,6 +564,7 @@ class LayerRank {
   double phase_seconds_[kNumPhases] = {};
   int64_t sent_rows_ = 0, received_rows_ = 0;
   std::vector<int64_t> tokens_per_local_expert_;
+  std::vector<int64_t> flex_network_rows_, flex_nvlink_rows_;  // deepep: tokens sent per member and stage
   std::vector<int64_t> assigned_;  // routing override [T * top_k]
 
   DeviceArray<float> x_;             // [T, D]

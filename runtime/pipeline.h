@@ -46,6 +46,9 @@ struct RankResult {
   std::vector<int64_t> tokens_per_local_expert;
   std::vector<double> phase_us;                 // aligned with PhaseNames(): mean per timed iteration
   std::vector<CollectiveRecord> collectives;    // one iteration's collectives (record_collectives)
+  // deepep dispatcher: tokens sent to each EP member in the network stage (to rail peers) and in
+  // the NVLink stage (inside the node), last iteration; empty for the other dispatchers.
+  std::vector<int64_t> flex_network_rows, flex_nvlink_rows;
 };
 
 // Runs warmup + iters forwards of the layer as `rank` and fills `result`. Throws

@@ -11,6 +11,7 @@
 #include "runtime/data.h"
 #include "runtime/expert_ffn.h"
 #include "runtime/pipeline.h"
+#include "runtime/router.h"
 
 namespace dockyard::runtime {
 
@@ -91,12 +92,9 @@ ReferenceOutput ComputeReference(const RunConfig& c, int threads) {
     s.experts.resize(static_cast<size_t>(T * k));
     if (c.routing_model) {
       s.experts = AssignedExperts(c, *c.routing_model, c.sources[static_cast<size_t>(i)], T);
-    } else if (c.score_correction_bias) {
-      select.resize(scores.size());
-      ops.AddRowBias(scores.data(), bias.data(), T, E, select.data());
-      ops.TopK(select.data(), T, E, k, s.experts.data());
     } else {
-      ops.TopK(scores.data(), T, E, k, s.experts.data());
+      select.resize(scores.size());
+      SelectExperts(ops, c, scores.data(), bias.data(), T, select.data(), s.experts.data());
     }
     s.weights.resize(static_cast<size_t>(T * k));
     ops.RouterWeights(scores.data(), s.experts.data(), T, E, k, c.norm_topk_prob,

@@ -85,7 +85,7 @@ ReplayReport ReplayRank(const Plan& plan, const ReplayOptions& o, Backend& backe
   const int64_t moe_layers = plan.model.NumMoeLayers();
   int64_t l = 0;  // this layer's index among the MoE layers
   for (int64_t i = 0; i < c.layer; ++i) l += plan.model.moe_layers[static_cast<size_t>(i)] ? 1 : 0;
-  const RoutingModel model = PrepareRouting(o.routing, E, k, moe_layers);
+  const RoutingModel model = PrepareRouting(o.routing, E, k, moe_layers, GroupLimitOf(plan.model.moe));
   std::vector<int32_t> own;
   std::vector<int64_t> recv_counts(static_cast<size_t>(ep * L), 0);
   for (int64_t s = 0; s < ep; ++s) {

@@ -125,6 +125,7 @@ class WrongGemmOps : public ComputeOps {
   void Softmax(float* x, int64_t r, int64_t c) override { in_.Softmax(x, r, c); }
   void Sigmoid(float* x, int64_t n) override { in_.Sigmoid(x, n); }
   void AddRowBias(const float* x, const float* b, int64_t r, int64_t c, float* o) override { in_.AddRowBias(x, b, r, c, o); }
+  void GroupSelect(float* x, int64_t r, int64_t c, int64_t g, int64_t kg, bool t) override { in_.GroupSelect(x, r, c, g, kg, t); }
   void TopK(const float* x, int64_t r, int64_t c, int64_t k, int64_t* i) override { in_.TopK(x, r, c, k, i); }
   void RouterWeights(const float* s, const int64_t* i, int64_t r, int64_t c, int64_t k, bool n, float sc, float* w) override {
     in_.RouterWeights(s, i, r, c, k, n, sc, w);

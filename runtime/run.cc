@@ -125,6 +125,8 @@ RunReport RunMoeLayer(const RunConfig& c, Backend& backend) {
     r.phase_us = got.phase_us;
     r.ep_index = c.ranks[i].ep_index;
     r.rows_per_local_expert = got.tokens_per_local_expert;
+    r.flex_network_rows = got.flex_network_rows;
+    r.flex_nvlink_rows = got.flex_nvlink_rows;
     const size_t s = static_cast<size_t>(std::lower_bound(ref.sources.begin(), ref.sources.end(), got.source) - ref.sources.begin());
     Compare(c, got, ref.outputs[s], r, report.first_mismatches);
     report.max_abs_error = std::max(report.max_abs_error, r.max_abs_error);
@@ -173,6 +175,10 @@ Json RunReportToJson(const RunReport& rep, const std::string& model_source) {
                         {"wrong", r.wrong},
                         {"checked", r.checked},
                         {"phases_us", phases}});
+    if (!r.flex_network_rows.empty()) {  // deepep: tokens sent per EP member and link level
+      per_rank.back()["network_rows"] = r.flex_network_rows;
+      per_rank.back()["nvlink_rows"] = r.flex_nvlink_rows;
+    }
   }
   Json phases = Json::array();
   for (const PhaseReport& p : rep.phases) {

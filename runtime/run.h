@@ -29,6 +29,9 @@ struct RankReport {
   std::vector<double> phase_us;  // aligned with PhaseNames()
   int64_t ep_index = 0;
   std::vector<int64_t> rows_per_local_expert;  // rows each local expert (physical slot with replicas) computed
+  // deepep dispatcher: tokens sent to each EP member over the network (to rail peers) and over
+  // NVLink (inside the node): the rows of the planner's FlexDispatchBytes in tokens. Else empty.
+  std::vector<int64_t> flex_network_rows, flex_nvlink_rows;
 };
 
 struct PhaseReport {

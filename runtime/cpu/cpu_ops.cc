@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "planner/error.h"
+#include "planner/group_select.h"
 #include "runtime/data.h"
 
 namespace dockyard::runtime::cpu {
@@ -101,6 +102,11 @@ void CpuOps::AddRowBias(const float* x, const float* bias, int64_t rows, int64_t
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c = 0; c < cols; ++c) out[r * cols + c] = x[r * cols + c] + bias[c];
   }
+}
+
+void CpuOps::GroupSelect(float* x, int64_t rows, int64_t cols, int64_t n_group, int64_t topk_group, bool top2_sum) {
+  std::vector<float> scratch(static_cast<size_t>(n_group > 0 ? n_group : 1));
+  for (int64_t r = 0; r < rows; ++r) GroupSelectRow(x + r * cols, cols, n_group, topk_group, top2_sum, scratch.data());
 }
 
 void CpuOps::TopK(const float* x, int64_t rows, int64_t cols, int64_t k, int64_t* indices) {

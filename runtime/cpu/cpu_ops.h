@@ -24,6 +24,7 @@ class CpuOps : public ComputeOps {
   void Softmax(float* x, int64_t rows, int64_t cols) override;
   void Sigmoid(float* x, int64_t count) override;
   void AddRowBias(const float* x, const float* bias, int64_t rows, int64_t cols, float* out) override;
+  void GroupSelect(float* x, int64_t rows, int64_t cols, int64_t n_group, int64_t topk_group, bool top2_sum) override;
   void TopK(const float* x, int64_t rows, int64_t cols, int64_t k, int64_t* indices) override;
   void RouterWeights(const float* scores, const int64_t* indices, int64_t rows, int64_t cols, int64_t k, bool normalize,
                      float scale, float* weights) override;

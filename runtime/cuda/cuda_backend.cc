@@ -156,6 +156,9 @@ class CudaOps : public ComputeOps {
   void AddRowBias(const float* x, const float* bias, int64_t rows, int64_t cols, float* out) override {
     kernels::AddRowBias(x, bias, rows, cols, out, stream_);
   }
+  void GroupSelect(float* x, int64_t rows, int64_t cols, int64_t n_group, int64_t topk_group, bool top2_sum) override {
+    kernels::GroupSelect(x, rows, cols, n_group, topk_group, top2_sum, stream_);
+  }
   void TopK(const float* x, int64_t rows, int64_t cols, int64_t k, int64_t* indices) override {
     kernels::TopK(x, rows, cols, k, indices, stream_);
   }

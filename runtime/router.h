@@ -1,0 +1,23 @@
+// The router's expert choice, one implementation for dockyard-run's ranks (pipeline.cc) and the
+// reference (reference.cc), on any backend:
+//   select = scores + e_score_correction_bias (score_correction_bias; else the scores)
+//   group-limited routing (n_group > 1, topk_group < n_group): every group but the topk_group
+//            best masked (ComputeOps::GroupSelect; planner/group_routing.h has the rule)
+//   top_k over select (ties to the lower expert).
+// The gate weights are then taken from the unbiased scores (ComputeOps::RouterWeights).
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/backend.h"
+#include "runtime/config.h"
+
+namespace dockyard::runtime {
+
+// scores [T, E] (after softmax / sigmoid), bias [E] (read only with score_correction_bias),
+// select [T, E] scratch (written when the bias or a group limit applies), topk [T, top_k] out.
+// All pointers are device memory of `ops`' backend.
+void SelectExperts(ComputeOps& ops, const RunConfig& c, const float* scores, const float* bias, int64_t T, float* select,
+                   int64_t* topk);
+
+}  // namespace dockyard::runtime
