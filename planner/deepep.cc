@@ -1,6 +1,8 @@
 // DeepEP-style (flex) and allgather dispatchers (see deepep.h).
 #include "planner/deepep.h"
 
+#include "planner/network.h"
+
 #include <algorithm>
 #include <map>
 
@@ -147,12 +149,15 @@ bool FlexOrAllGatherTimesUs(const LayerRouting& L, const std::vector<int64_t>& e
   }
   if (!s.flex) return false;
   if (!L.flex) throw Error("the deepep dispatcher needs the routing sample's per-token counts (SampleRoutingForPlan with deepep)");
+  // DeepEP / HybridEP forward over NVLink inside the NVLink domain (a node, or 72 GPUs of a
+  // GB200 NVL72) and cross the network between domains: the sample's nodes must be those domains.
+  const int64_t domain = NvlinkDomainGpus(cluster);
   for (int64_t m = 0; m < n; ++m) {
-    if (L.flex->node_of[static_cast<size_t>(m)] != ep_group[static_cast<size_t>(m)] / cluster.gpus_per_node) {
-      throw Error(fmt::format("the deepep routing sample places EP rank {} on node {}, the cluster ({} GPUs per node) on node {}; "
-                              "gpus_per_node of the plan and of the cluster must agree",
-                              ep_group[static_cast<size_t>(m)], L.flex->node_of[static_cast<size_t>(m)], cluster.gpus_per_node,
-                              ep_group[static_cast<size_t>(m)] / cluster.gpus_per_node));
+    const int64_t rank = ep_group[static_cast<size_t>(m)];
+    if (L.flex->node_of[static_cast<size_t>(m)] != rank / domain) {
+      throw Error(fmt::format("the deepep routing sample places EP rank {} on node {}, the cluster's NVLink domain ({} GPUs) on {}; "
+                              "the deepep dispatcher groups ranks by NVLink domain: give --gpus-per-node {}",
+                              rank, L.flex->node_of[static_cast<size_t>(m)], domain, rank / domain, domain));
     }
   }
   const double scale = sent_ab / s.act_bytes;  // megatron etp: a rank sends T_d / T_r of the sampled tokens

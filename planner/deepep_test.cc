@@ -79,9 +79,10 @@ TEST_CASE("deepep times: NVLink and RDMA at their calibrated fractions, the busi
   // The combine (transposed matrices) of rank 4: RDMA send 2b, NVLink receive 2b: the same.
   const std::vector<double> back = FlexTimesUs(m, true, {0, 1, 2, 3, 4, 5, 6, 7}, cl, o);
   CHECK(back[4] == doctest::Approx(t[4]).epsilon(1e-12));
-  // allgather: ring of 8 x 100 tokens x 7168 x 2 B over 2 nodes at 48 GB/s:
-  // 7 x (8 + 11468800 / 8 / 48000) = 7 x (8 + 29.8667) = 265.0667 us.
-  CHECK(AllGatherDispatchUs(8, 100, 7168, 2, {0, 1, 2, 3, 4, 5, 6, 7}, cl) == doctest::Approx(265.0666667).epsilon(1e-9));
+  // allgather: ring of 8 x 100 tokens x 7168 x 2 B over 2 nodes with 4 group members on each:
+  // one ring per rail, min(4 x 48, 370) = 192 GB/s (network.h RingBusGbps):
+  // 7 x (8 + 11468800 / 8 / 192000) = 7 x (8 + 7.46667) = 108.2667 us.
+  CHECK(AllGatherDispatchUs(8, 100, 7168, 2, {0, 1, 2, 3, 4, 5, 6, 7}, cl) == doctest::Approx(108.2666667).epsilon(1e-9));
 }
 
 TEST_CASE("deepep counts from the sampler: every token counted once per node it reaches") {
@@ -114,7 +115,7 @@ TEST_CASE("deepep buffers replace the all-to-all buffers: RDMA rows per other no
   t.dp_sharding = DpSharding::kZero1;
   t.dispatcher = "deepep";
   const TrainingBytes tb;
-  const StageBufferBytes b = StageBuffers(0, true, w, d, t, tb, 1, 7168);
+  const StageBufferBytes b = StageBuffers(0, true, w, d, t, tb, 1, 7168, 0);
   // RDMA: 1 other node x 4096 tokens x 7168 x 2 B = 58,720,256; NVLink: 32768 rows x 7168 x 2 B
   // = 469,762,048; total 528,482,304.
   CHECK(b.present[static_cast<int>(BufferUse::kDeepEp)]);
@@ -122,11 +123,11 @@ TEST_CASE("deepep buffers replace the all-to-all buffers: RDMA rows per other no
   CHECK(b.bytes[static_cast<int>(BufferUse::kDeepEp)] == 528482304);
   // FP8 dispatch: RDMA rows of 7168 + 56 x 4 = 7392 B: 4096 x 7392 = 30,277,632 + 469,762,048.
   t.dispatch_fp8 = true;
-  CHECK(StageBuffers(0, true, w, d, t, tb, 1, 7168).bytes[static_cast<int>(BufferUse::kDeepEp)] == 500039680);
+  CHECK(StageBuffers(0, true, w, d, t, tb, 1, 7168, 0).bytes[static_cast<int>(BufferUse::kDeepEp)] == 500039680);
   // all_to_all: (T_r k + R_max) rows x 7168 x 2 B = 65536 x 14336 = 939,524,096.
   t.dispatch_fp8 = false;
   t.dispatcher = "all_to_all";
-  CHECK(StageBuffers(0, true, w, d, t, tb, 1, 7168).bytes[static_cast<int>(BufferUse::kAllToAll)] == 939524096);
+  CHECK(StageBuffers(0, true, w, d, t, tb, 1, 7168, 0).bytes[static_cast<int>(BufferUse::kAllToAll)] == 939524096);
 }
 
 TEST_CASE("the simulate report's link rows: per-member sends and receives of each link level") {
