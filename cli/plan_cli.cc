@@ -85,12 +85,31 @@ struct CliOptions {
   // simulate
   std::string cluster = "h100-sxm", routing = "uniform", seed = "0", routing_layers;
   bool no_overlap = false;
+  // simulate / search: the kernel-level compute model and its run settings (opt-in).
+  std::string compute_model = "gemm", cross_entropy = "unfused";
+  bool cuda_graphs = false;
   cli::RedundantExpertsFlags redundant;  // simulate: redundant experts (opt-in)
   std::string calibration;  // simulate / search: calibration JSON (empty = the built-in defaults)
   std::vector<std::string> argv;  // the command line, recorded in reports
   // search
   std::string top = "10", max_pp;
 };
+
+// --compute-model, --cuda-graphs, --cross-entropy on `options`.
+void ApplyComputeFlags(const CliOptions& o, CostOptions* options) {
+  options->kernel_compute = o.compute_model == "kernels";
+  options->cuda_graphs = o.cuda_graphs;
+  options->fused_cross_entropy = o.cross_entropy == "fused";
+}
+
+void AddComputeFlags(CLI::App* app, CliOptions& o) {
+  app->add_option("--compute-model", o.compute_model,
+                  "gemm (GEMMs at fixed efficiencies) | kernels (also memory-bound kernels and launch gaps; default gemm)")
+      ->check(CLI::IsMember({"gemm", "kernels"}));
+  app->add_flag("--cuda-graphs", o.cuda_graphs, "with --compute-model kernels: kernels launched from CUDA graphs");
+  app->add_option("--cross-entropy", o.cross_entropy, "with --compute-model kernels: unfused | fused (default unfused)")
+      ->check(CLI::IsMember({"unfused", "fused"}));
+}
 
 void AddPlanOptions(CLI::App* app, CliOptions& o) {
   app->add_option("--model", o.model, "HF config.json or dockyard model spec (default: embedded DeepSeek-V3)");
@@ -226,6 +245,7 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
         RoutingLayersToSample(plan.model, routing, ParseInt("--routing-layers", o.routing_layers), 4, "--routing-layers");
     CostOptions options;
     options.overlap_shared_experts = !o.no_overlap;
+    ApplyComputeFlags(o, &options);
     if (calibration) ApplyCalibration(*calibration, &*cluster, &options);
     const RoutingResult sampled = SampleRoutingForPlan(plan, routing, layers);
     cost = SimulateStep(plan, *cluster, sampled, options);
@@ -323,6 +343,7 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
     calibration = LoadCalibration(o.calibration);
     ApplyCalibration(*calibration, &s.cluster, &s.cost);
   }
+  ApplyComputeFlags(o, &s.cost);
   s.routing = ParseRoutingSpec(o.routing);
   s.routing.seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
   const ModelSpec model = LoadModelOrDefault(o.model);
@@ -419,6 +440,7 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   simulate->add_option("--seed", o.seed, "routing sampling seed (default 0)");
   simulate->add_option("--routing-layers", o.routing_layers, "MoE layers to sample; each phase takes the mean of their slowest ranks (default min(4, MoE layers); a trace uses its own layers)");
   simulate->add_flag("--no-overlap", o.no_overlap, "do not overlap the shared experts with the combine all-to-all");
+  AddComputeFlags(simulate, o);
   cli::AddRedundantExpertsFlags(simulate, o.redundant,
                                  "report the EPLB placement, imbalance, MoE-layer time and memory before/after");
   simulate->add_option("--calibration", o.calibration, "calibration JSON (calibration/PRESET.json; default: the built-in knobs)");
@@ -428,6 +450,7 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   search->add_option("--convention", o.degrees.convention, "rank-group convention")->check(CLI::IsMember({"torchtitan", "megatron"}));
   search->add_option("--cluster", o.cluster, "preset (h100-sxm, h200-sxm, h100-pcie-400g) or cluster JSON (default h100-sxm)");
   search->add_option("--routing", o.routing, "uniform | zipf:S | hot:H:F | trace:PATH (default uniform)");
+  AddComputeFlags(search, o);
   search->add_option("--seed", o.seed, "routing sampling seed (default 0)");
   cli::AddRedundantExpertsFlags(search, o.redundant,
                                  "here a comma-separated list of R values or multiples of ep (e.g. 0,ep,2ep): re-rank the "

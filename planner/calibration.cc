@@ -32,6 +32,10 @@ const Knob kKnobs[] = {
     {"attention_efficiency", &Calibration::attention_efficiency, 0, true, 1,
      "CostOptions::attention_efficiency (planner/cost.h)"},
     {"memory_floor_us", &Calibration::memory_floor_us, 0, false, 1e6, "CostOptions::memory_floor_us (planner/cost.h)"},
+    {"hbm_efficiency", &Calibration::hbm_efficiency, 0, true, 1,
+     "CostOptions::hbm_efficiency (planner/cost.h); docs/cost-model.md, memory-bound kernels"},
+    {"kernel_launch_us", &Calibration::kernel_launch_us, 0, false, 1e6, "CostOptions::kernel_launch_us (planner/cost.h)"},
+    {"graph_launch_us", &Calibration::graph_launch_us, 0, false, 1e6, "CostOptions::graph_launch_us (planner/cost.h)"},
     {"intra_node_gbps", &Calibration::intra_node_gbps, 0, true, 1e6, "the preset's intra_node_gbps (docs/cluster.md)"},
     {"intra_node_latency_us", &Calibration::intra_node_latency_us, 0, true, 1e6,
      "the preset's intra_node_latency_us (docs/cluster.md)"},
@@ -54,6 +58,9 @@ Calibration DefaultCalibration(const std::string& preset) {
   cal.dense_efficiency = o.dense_efficiency;
   cal.attention_efficiency = o.attention_efficiency;
   cal.memory_floor_us = o.memory_floor_us;
+  cal.hbm_efficiency = o.hbm_efficiency;
+  cal.kernel_launch_us = o.kernel_launch_us;
+  cal.graph_launch_us = o.graph_launch_us;
   cal.intra_node_gbps = c.intra_node_gbps;
   cal.intra_node_latency_us = c.intra_node_latency_us;
   cal.network_gbps = c.network_gbps;
@@ -118,6 +125,9 @@ void ApplyCalibration(const Calibration& cal, ClusterSpec* cluster, CostOptions*
   options->dense_efficiency = cal.dense_efficiency;
   options->attention_efficiency = cal.attention_efficiency;
   options->memory_floor_us = cal.memory_floor_us;
+  options->hbm_efficiency = cal.hbm_efficiency;
+  options->kernel_launch_us = cal.kernel_launch_us;
+  options->graph_launch_us = cal.graph_launch_us;
   cluster->intra_node_gbps = cal.intra_node_gbps;
   cluster->intra_node_latency_us = cal.intra_node_latency_us;
   cluster->network_gbps = cal.network_gbps;

@@ -14,6 +14,9 @@
 //   dense_efficiency      (0, 1]  large dense GEMMs (attention projections, dense MLP, router, lm_head)
 //   attention_efficiency  (0, 1]  flash-attention core
 //   memory_floor_us       >= 0    fixed cost of a memory-bound kernel (permute, top-k), us
+//   hbm_efficiency        (0, 1]  fraction of the HBM bandwidth a memory-bound kernel moves (--compute-model kernels)
+//   kernel_launch_us      >= 0    exposed host gap per kernel launch, eager (--compute-model kernels), us
+//   graph_launch_us       >= 0    the same inside a CUDA graph (--cuda-graphs), us
 //   intra_node_gbps       > 0     NVLink bandwidth a collective sees, per direction, GB/s
 //   intra_node_latency_us >= 0    per collective step inside a node, us
 //   network_gbps          > 0     network bandwidth per GPU, per direction, GB/s
@@ -36,6 +39,7 @@ struct Calibration {
   std::string sha256;       // SHA-256 of the file's bytes ("" for DefaultCalibration)
   // CostOptions knobs.
   double gemm_max_efficiency = 0, gemm_half_rows = 0, dense_efficiency = 0, attention_efficiency = 0, memory_floor_us = 0;
+  double hbm_efficiency = 0, kernel_launch_us = 0, graph_launch_us = 0;
   // ClusterSpec knobs.
   double intra_node_gbps = 0, intra_node_latency_us = 0, network_gbps = 0, network_latency_us = 0;
 };

@@ -12,6 +12,7 @@
 
 #include "planner/comm.h"
 #include "planner/error.h"
+#include "planner/kernels_model.h"
 #include "planner/memory.h"
 #include "planner/workload.h"
 
@@ -263,6 +264,8 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
         const double M = rows[r * nle + e];
         g += 6.0 * M * D * f_local / (peak * GroupedGemmEfficiency(M, o));
       }
+      // Kernel-level model: the SwiGLU of the rank's received rows (kernels_model.h).
+      if (o.kernel_compute) g += MemoryBoundUs({SwigluKernel(received[r], f_local, ab, false)}, c.hbm_gbps, o.hbm_efficiency, o.memory_floor_us);
       const double pr = 2.0 * (Td * k + received[r]) * D * ab / hbm + o.memory_floor_us;
       out.gemm[r] += g / nlayers;
       out.permute[r] += pr / nlayers;
@@ -380,20 +383,26 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
   // recomputation it first re-runs the forward, communication included (3x compute, 2x comm).
   const bool full_recompute = t.recompute == Recompute::kFull;
   const double bwd_compute = full_recompute ? 3.0 : 2.0, bwd_comm = full_recompute ? 2.0 : 1.0;
+  // Memory-bound kernels and launch gaps (zero unless --compute-model kernels).
+  KernelExtrasUs kx;
+  if (o.kernel_compute) {
+    const KernelShape ks{T, static_cast<double>((w.tokens + d.tp - 1) / d.tp), static_cast<double>(w.dispatch_tokens), tp, ab};
+    kx = KernelExtras(m, ks, o, c.hbm_gbps, full_recompute);
+  }
   double moe_fwd = 0, moe_bwd = 0;
   for (int pass = 0; pass < 2; ++pass) {
     const double mult = pass == 0 ? 1.0 : bwd_compute;
     const double cmult = pass == 0 ? 1.0 : bwd_comm;
     double sum = 0;
-    sum += add(kAttention, true, pass, attention_us * mult);
+    sum += add(kAttention, true, pass, attention_us * mult + kx.attention[pass]);
     sum += add(kTpComm, true, pass, 4 * tp_collective * cmult);
-    sum += add(kRouter, true, pass, router_us * mult);
+    sum += add(kRouter, true, pass, router_us * mult + kx.router[pass]);
     sum += add(kPermute, true, pass, mp.permute_max * cmult, &mp.permute, cmult);
     sum += add(kDispatch, true, pass, mp.dispatch_max * cmult, &mp.dispatch, cmult);
-    sum += add(kGroupedGemm, true, pass, mp.gemm_max * mult, &mp.gemm, mult);
+    sum += add(kGroupedGemm, true, pass, mp.gemm_max * mult + kx.grouped_gemm[pass], &mp.gemm, mult);
     sum += add(kUnpermute, true, pass, mp.permute_max * cmult, &mp.permute, cmult);
     const double comb = add(kCombine, true, pass, mp.combine_max * cmult, &mp.combine, cmult);
-    const double shared = add(kSharedExperts, true, pass, shared_us * mult);
+    const double shared = add(kSharedExperts, true, pass, shared_us * mult + kx.shared_experts[pass]);
     sum += o.overlap_shared_experts ? std::max(comb, shared) : comb + shared;
     const double fsdp = add(kFsdpComm, true, pass, pass == 0 ? fsdp_fwd[0] : fsdp_bwd[0]);
     (pass == 0 ? moe_fwd : moe_bwd) = std::max(sum, fsdp);
@@ -408,8 +417,8 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
     for (int pass = 0; pass < 2; ++pass) {
       const double mult = pass == 0 ? 1.0 : bwd_compute;
       const double cmult = pass == 0 ? 1.0 : bwd_comm;
-      double sum = add(kAttention, false, pass, attention_us * mult) + add(kTpComm, false, pass, 4 * tp_collective * cmult) +
-                   add(kDenseMlp, false, pass, dense_mlp_us * mult);
+      double sum = add(kAttention, false, pass, attention_us * mult + kx.attention[pass]) +
+                   add(kTpComm, false, pass, 4 * tp_collective * cmult) + add(kDenseMlp, false, pass, dense_mlp_us * mult + kx.dense_mlp[pass]);
       const double fsdp = add(kFsdpComm, false, pass, pass == 0 ? fsdp_fwd[1] : fsdp_bwd[1]);
       (pass == 0 ? dense_fwd : dense_bwd) = std::max(sum, fsdp);
     }
@@ -418,7 +427,7 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
 
   // --- Stages, pipeline, data-parallel step communication, optimizer.
   const std::vector<int64_t>& layer_stage = *in.layer_stage;
-  const double lm_head_us = 3.0 * 2.0 * T * D * m.vocab_size / tp / (peak * o.dense_efficiency);
+  const double lm_head_us = 3.0 * 2.0 * T * D * m.vocab_size / tp / (peak * o.dense_efficiency) + kx.lm_head[0] + kx.lm_head[1];
   double worst_stage = 0;
   int64_t slowest_stage = 0;
   for (int64_t s = 0; s < d.pp; ++s) {

@@ -25,6 +25,14 @@ struct CostOptions {
   double dense_efficiency = 0.70;      // large dense GEMMs (attention projections, dense MLP)
   double attention_efficiency = 0.50;  // flash-attention core
   double memory_floor_us = 5.0;        // fixed cost of a memory-bound kernel (permute, top-k)
+  // The kernel-level compute model (planner/kernels_model.h, docs/cost-model.md "Memory-bound
+  // kernels"): off by default (`--compute-model gemm`), so existing predictions do not move.
+  bool kernel_compute = false;         // --compute-model kernels
+  bool cuda_graphs = false;            // --cuda-graphs (Megatron --enable-cuda-graph / --cuda-graph-impl)
+  bool fused_cross_entropy = false;    // --cross-entropy fused (Megatron --cross-entropy-loss-fusion)
+  double hbm_efficiency = 0.70;        // fraction of hbm_gbps a memory-bound kernel moves
+  double kernel_launch_us = 2.0;       // exposed host gap per kernel launch (eager)
+  double graph_launch_us = 0.5;        // the same inside a CUDA graph
 };
 
 struct PhaseCost {
