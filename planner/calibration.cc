@@ -36,6 +36,14 @@ const Knob kKnobs[] = {
      "CostOptions::hbm_efficiency (planner/cost.h); docs/cost-model.md, memory-bound kernels"},
     {"kernel_launch_us", &Calibration::kernel_launch_us, 0, false, 1e6, "CostOptions::kernel_launch_us (planner/cost.h)"},
     {"graph_launch_us", &Calibration::graph_launch_us, 0, false, 1e6, "CostOptions::graph_launch_us (planner/cost.h)"},
+    {"gemm_shape_efficiency", &Calibration::gemm_shape_efficiency, 0, true, 1,
+     "CostOptions::gemm_shape_efficiency (planner/cost.h); docs/cost-model.md, GEMM efficiency by shape"},
+    {"gemm_half_nk", &Calibration::gemm_half_nk, 0, true, 1e9, "CostOptions::gemm_half_nk (planner/cost.h)"},
+    {"gemm_tile_rows", &Calibration::gemm_tile_rows, 1, false, 1e6, "CostOptions::gemm_tile_rows (planner/cost.h)"},
+    {"flash_max_efficiency", &Calibration::flash_max_efficiency, 0, true, 1, "CostOptions::flash_max_efficiency (planner/cost.h)"},
+    {"flash_half_head_dim", &Calibration::flash_half_head_dim, 0, true, 1e6, "CostOptions::flash_half_head_dim (planner/cost.h)"},
+    {"flash_half_seq", &Calibration::flash_half_seq, 0, true, 1e9, "CostOptions::flash_half_seq (planner/cost.h)"},
+    {"flash_bwd_ratio", &Calibration::flash_bwd_ratio, 0, true, 1, "CostOptions::flash_bwd_ratio (planner/cost.h)"},
     {"intra_node_gbps", &Calibration::intra_node_gbps, 0, true, 1e6, "the preset's intra_node_gbps (docs/cluster.md)"},
     {"intra_node_latency_us", &Calibration::intra_node_latency_us, 0, true, 1e6,
      "the preset's intra_node_latency_us (docs/cluster.md)"},
@@ -61,6 +69,13 @@ Calibration DefaultCalibration(const std::string& preset) {
   cal.hbm_efficiency = o.hbm_efficiency;
   cal.kernel_launch_us = o.kernel_launch_us;
   cal.graph_launch_us = o.graph_launch_us;
+  cal.gemm_shape_efficiency = o.gemm_shape_efficiency;
+  cal.gemm_half_nk = o.gemm_half_nk;
+  cal.gemm_tile_rows = o.gemm_tile_rows;
+  cal.flash_max_efficiency = o.flash_max_efficiency;
+  cal.flash_half_head_dim = o.flash_half_head_dim;
+  cal.flash_half_seq = o.flash_half_seq;
+  cal.flash_bwd_ratio = o.flash_bwd_ratio;
   cal.intra_node_gbps = c.intra_node_gbps;
   cal.intra_node_latency_us = c.intra_node_latency_us;
   cal.network_gbps = c.network_gbps;
@@ -128,6 +143,13 @@ void ApplyCalibration(const Calibration& cal, ClusterSpec* cluster, CostOptions*
   options->hbm_efficiency = cal.hbm_efficiency;
   options->kernel_launch_us = cal.kernel_launch_us;
   options->graph_launch_us = cal.graph_launch_us;
+  options->gemm_shape_efficiency = cal.gemm_shape_efficiency;
+  options->gemm_half_nk = cal.gemm_half_nk;
+  options->gemm_tile_rows = cal.gemm_tile_rows;
+  options->flash_max_efficiency = cal.flash_max_efficiency;
+  options->flash_half_head_dim = cal.flash_half_head_dim;
+  options->flash_half_seq = cal.flash_half_seq;
+  options->flash_bwd_ratio = cal.flash_bwd_ratio;
   cluster->intra_node_gbps = cal.intra_node_gbps;
   cluster->intra_node_latency_us = cal.intra_node_latency_us;
   cluster->network_gbps = cal.network_gbps;

@@ -12,6 +12,7 @@
 
 #include "planner/comm.h"
 #include "planner/error.h"
+#include "planner/gemm_efficiency.h"
 #include "planner/kernels_model.h"
 #include "planner/memory.h"
 #include "planner/workload.h"
@@ -262,7 +263,8 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
       double g = 0;
       for (int64_t e = 0; e < nle; ++e) {
         const double M = rows[r * nle + e];
-        g += 6.0 * M * D * f_local / (peak * GroupedGemmEfficiency(M, o));
+        g += o.kernel_compute ? ExpertMlpForwardUs(M, D, f_local, c.dense_bf16_tflops, o)  // by shape (gemm_efficiency.h)
+                              : 6.0 * M * D * f_local / (peak * GroupedGemmEfficiency(M, o));
       }
       // Kernel-level model: the SwiGLU of the rank's received rows (kernels_model.h).
       if (o.kernel_compute) g += MemoryBoundUs({SwigluKernel(received[r], f_local, ab, false)}, c.hbm_gbps, o.hbm_efficiency, o.memory_floor_us);
@@ -389,20 +391,28 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
     const KernelShape ks{T, static_cast<double>((w.tokens + d.tp - 1) / d.tp), static_cast<double>(w.dispatch_tokens), tp, ab};
     kx = KernelExtras(m, ks, o, c.hbm_gbps, full_recompute);
   }
+  // GEMMs and flash attention by shape under --compute-model kernels (gemm_efficiency.h), else
+  // the fixed efficiencies above times the backward multiplier.
+  ShapedComputeUs sc;
+  if (o.kernel_compute) sc = ShapedCompute(m, T, static_cast<double>(w.dispatch_tokens), tp, static_cast<double>(t.seq_len), c.dense_bf16_tflops, o);
+  auto compute = [&](double fwd_us, const double (&shaped)[2], int pass, double mult) {
+    if (!o.kernel_compute) return fwd_us * mult;
+    return shaped[pass] + (pass == 1 && full_recompute ? shaped[0] : 0.0);
+  };
   double moe_fwd = 0, moe_bwd = 0;
   for (int pass = 0; pass < 2; ++pass) {
     const double mult = pass == 0 ? 1.0 : bwd_compute;
     const double cmult = pass == 0 ? 1.0 : bwd_comm;
     double sum = 0;
-    sum += add(kAttention, true, pass, attention_us * mult + kx.attention[pass]);
+    sum += add(kAttention, true, pass, compute(attention_us, sc.attention, pass, mult) + kx.attention[pass]);
     sum += add(kTpComm, true, pass, 4 * tp_collective * cmult);
-    sum += add(kRouter, true, pass, router_us * mult + kx.router[pass]);
+    sum += add(kRouter, true, pass, compute(router_us, sc.router, pass, mult) + kx.router[pass]);
     sum += add(kPermute, true, pass, mp.permute_max * cmult, &mp.permute, cmult);
     sum += add(kDispatch, true, pass, mp.dispatch_max * cmult, &mp.dispatch, cmult);
     sum += add(kGroupedGemm, true, pass, mp.gemm_max * mult + kx.grouped_gemm[pass], &mp.gemm, mult);
     sum += add(kUnpermute, true, pass, mp.permute_max * cmult, &mp.permute, cmult);
     const double comb = add(kCombine, true, pass, mp.combine_max * cmult, &mp.combine, cmult);
-    const double shared = add(kSharedExperts, true, pass, shared_us * mult + kx.shared_experts[pass]);
+    const double shared = add(kSharedExperts, true, pass, compute(shared_us, sc.shared_experts, pass, mult) + kx.shared_experts[pass]);
     sum += o.overlap_shared_experts ? std::max(comb, shared) : comb + shared;
     const double fsdp = add(kFsdpComm, true, pass, pass == 0 ? fsdp_fwd[0] : fsdp_bwd[0]);
     (pass == 0 ? moe_fwd : moe_bwd) = std::max(sum, fsdp);
@@ -417,8 +427,9 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
     for (int pass = 0; pass < 2; ++pass) {
       const double mult = pass == 0 ? 1.0 : bwd_compute;
       const double cmult = pass == 0 ? 1.0 : bwd_comm;
-      double sum = add(kAttention, false, pass, attention_us * mult + kx.attention[pass]) +
-                   add(kTpComm, false, pass, 4 * tp_collective * cmult) + add(kDenseMlp, false, pass, dense_mlp_us * mult + kx.dense_mlp[pass]);
+      double sum = add(kAttention, false, pass, compute(attention_us, sc.attention, pass, mult) + kx.attention[pass]) +
+                   add(kTpComm, false, pass, 4 * tp_collective * cmult) +
+                   add(kDenseMlp, false, pass, compute(dense_mlp_us, sc.dense_mlp, pass, mult) + kx.dense_mlp[pass]);
       const double fsdp = add(kFsdpComm, false, pass, pass == 0 ? fsdp_fwd[1] : fsdp_bwd[1]);
       (pass == 0 ? dense_fwd : dense_bwd) = std::max(sum, fsdp);
     }
@@ -427,7 +438,8 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
 
   // --- Stages, pipeline, data-parallel step communication, optimizer.
   const std::vector<int64_t>& layer_stage = *in.layer_stage;
-  const double lm_head_us = 3.0 * 2.0 * T * D * m.vocab_size / tp / (peak * o.dense_efficiency) + kx.lm_head[0] + kx.lm_head[1];
+  const double lm_head_us = (o.kernel_compute ? sc.lm_head[0] + sc.lm_head[1] : 3.0 * 2.0 * T * D * m.vocab_size / tp / (peak * o.dense_efficiency)) +
+                            kx.lm_head[0] + kx.lm_head[1];
   double worst_stage = 0;
   int64_t slowest_stage = 0;
   for (int64_t s = 0; s < d.pp; ++s) {

@@ -33,6 +33,14 @@ struct CostOptions {
   double hbm_efficiency = 0.70;        // fraction of hbm_gbps a memory-bound kernel moves
   double kernel_launch_us = 2.0;       // exposed host gap per kernel launch (eager)
   double graph_launch_us = 0.5;        // the same inside a CUDA graph
+  // GEMM and flash-attention efficiency by shape (planner/gemm_efficiency.h), --compute-model kernels.
+  double gemm_shape_efficiency = 0.72; // ceiling of eff(M, N, K); M's half-fill is gemm_half_rows
+  double gemm_half_nk = 34.0;          // N or K at which its factor is one half
+  double gemm_tile_rows = 128.0;       // rows of a grouped-GEMM tile (each expert padded to whole tiles)
+  double flash_max_efficiency = 0.69;  // flash-attention forward ceiling
+  double flash_half_head_dim = 10.0;   // head dim at which its factor is one half
+  double flash_half_seq = 240.0;       // attended keys at which their factor is one half
+  double flash_bwd_ratio = 0.70;       // backward efficiency / forward efficiency
 };
 
 struct PhaseCost {

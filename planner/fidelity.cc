@@ -354,7 +354,7 @@ FidelitySet LoadFidelitySet(const std::string& path) {
   return FidelitySetFromJson(ReadJsonFile(path), path, slash == std::string::npos ? "." : path.substr(0, slash));
 }
 
-FidelityPrediction PredictRun(const FidelityRun& run, const ModelSpec& model) {
+FidelityPrediction PredictRun(const FidelityRun& run, const ModelSpec& model, const CostOptions& options) {
   FidelityPrediction p;
   p.id = run.id;
   p.approximate = !run.unsupported.empty();
@@ -364,7 +364,9 @@ FidelityPrediction PredictRun(const FidelityRun& run, const ModelSpec& model) {
   RoutingSpec routing = ParseRoutingSpec("uniform");
   routing.seed = 0;
   const int64_t layers = RoutingLayersToSample(plan.model, routing, std::nullopt, 4, "routing layers");
-  const CostBreakdown cost = SimulateStep(plan, run.cluster, SampleRoutingForPlan(plan, routing, layers), CostOptions{});
+  CostOptions o = options;
+  if (o.kernel_compute && std::find(run.features.begin(), run.features.end(), "cuda_graphs") != run.features.end()) o.cuda_graphs = true;
+  const CostBreakdown cost = SimulateStep(plan, run.cluster, SampleRoutingForPlan(plan, routing, layers), o);
   p.measured_s = MeasuredStepSeconds(run);
   p.predicted_s = cost.step_time_us * 1e-6;
   p.error = p.predicted_s / p.measured_s - 1.0;
@@ -418,7 +420,7 @@ std::vector<FidelityGroupSummary> GroupSummaries(const std::vector<FidelityPredi
 
 }  // namespace
 
-FidelityReport RunFidelity(const FidelitySet& set, double order_threshold) {
+FidelityReport RunFidelity(const FidelitySet& set, double order_threshold, const CostOptions& options) {
   FidelityReport rep;
   std::map<std::string, const FidelityRun*> by_id;
   for (const FidelityRun& r : set.runs) {
@@ -432,7 +434,7 @@ FidelityReport RunFidelity(const FidelitySet& set, double order_threshold) {
       continue;
     }
     try {
-      FidelityPrediction p = PredictRun(r, model->second);
+      FidelityPrediction p = PredictRun(r, model->second, options);
       (p.approximate ? rep.approximate : rep.rows).push_back(p);
     } catch (const Error& e) {
       if (r.unsupported.empty()) throw Error(fmt::format("run {}: {}", r.id, e.what()));
