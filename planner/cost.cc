@@ -15,6 +15,7 @@
 #include "planner/gemm_efficiency.h"
 #include "planner/kernels_model.h"
 #include "planner/memory.h"
+#include "planner/model_flops.h"
 #include "planner/workload.h"
 
 namespace dockyard {
@@ -313,7 +314,7 @@ const char* PhaseNameOf(int id) { return PhaseName(static_cast<Phase>(id)); }
 
 }  // namespace
 
-CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& totals, const ParallelDims& d,
+CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*totals*/, const ParallelDims& d,
                                      const TrainingConfig& t, const ClusterSpec& c, const StepInputs& in,
                                      const CostOptions& o, bool detail) {
   const auto& a = m.attention;
@@ -461,9 +462,9 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
 
   const double global_tokens = M * t.micro_batch_size * t.seq_len * d.dp_replicate * d.dp_shard;
   out.tokens_per_s_per_gpu = global_tokens / (out.step_time_us * 1e-6) / d.world_size;
-  const double active_no_embed = static_cast<double>(totals.active_params_excluding_embedding);
-  const double attn_core_per_token = 3.0 * 2.0 * (t.seq_len / 2.0) * a.num_attention_heads * (d_qk + d_v) * m.num_hidden_layers;
-  const double model_flops = global_tokens * (6.0 * active_no_embed + attn_core_per_token);
+  // Megatron's model FLOPs (model_flops.h).
+  out.model_flops_per_token = ModelFlopsPerToken(m, t.seq_len);
+  const double model_flops = global_tokens * out.model_flops_per_token;
   out.mfu = model_flops / (out.step_time_us * 1e-6 * d.world_size * c.dense_bf16_tflops * 1e12);
 
   // Critical path: every contributor to the step by its share of it. Layer phases count once per
@@ -644,6 +645,7 @@ Json CostToJson(const CostBreakdown& cost) {
               {"step_time_us", cost.step_time_us},
               {"tokens_per_s_per_gpu", cost.tokens_per_s_per_gpu},
               {"mfu", cost.mfu},
+              {"model_flops_per_token", cost.model_flops_per_token},
               {"routing_imbalance", cost.routing_imbalance},
               {"critical_path", cost.critical_path},
               {"dominant_phase", cost.dominant_phase}};

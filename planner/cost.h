@@ -63,7 +63,8 @@ struct CostBreakdown {
   double optimizer_us = 0;
   double step_time_us = 0;
   double tokens_per_s_per_gpu = 0;
-  double mfu = 0;
+  double mfu = 0;                          // model FLOPs (model_flops.h) / (step time x GPUs x dense BF16 peak)
+  double model_flops_per_token = 0;        // Megatron's model FLOPs of one token, forward + backward
   // Contributors to the step, largest share first: layer phases (time x layers of the slowest
   // stage x (M + pp - 1)), "lm_head", "dp_step_comm", "optimizer".
   std::vector<std::string> critical_path;
