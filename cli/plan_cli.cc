@@ -80,7 +80,7 @@ struct CliOptions {
   std::string json_path, refit_json, html_path;
   // Training settings (empty = the spec's training block, else the default).
   std::string dp_sharding, pp_layer_split, param_dtype, grad_dtype, optimizer, seq_len, micro_batch_size,
-      num_microbatches, recompute, gpu_memory_gib, imbalance, gpus_per_node, dispatcher, oep, refit_dtype;
+      num_microbatches, recompute, recompute_modules, gpu_memory_gib, imbalance, gpus_per_node, dispatcher, oep, refit_dtype;
   bool model_given = false, json_given = false, refit_given = false, html_given = false;
   // simulate
   std::string cluster = "h100-sxm", routing = "uniform", seed = "0", routing_layers;
@@ -127,6 +127,9 @@ void AddPlanOptions(CLI::App* app, CliOptions& o) {
   app->add_option("--num-microbatches", o.num_microbatches, "micro-batches per step (default pp)");
   app->add_option("--recompute", o.recompute, "none | selective | full (default none)")
       ->check(CLI::IsMember({"none", "selective", "full"}));
+  app->add_option("--recompute-modules", o.recompute_modules,
+                  "with --recompute selective: comma-separated Megatron modules (core_attn, layernorm, moe_act, moe, "
+                  "mla_up_proj, shared_experts, mlp; default: layernorm and every SwiGLU activation)");
   app->add_option("--gpu-memory-gib", o.gpu_memory_gib, "memory budget per GPU in GiB: prints headroom (default none)");
   app->add_option("--imbalance", o.imbalance, "max / mean tokens received per rank, sizes all-to-all buffers (default 1.0)");
   app->add_option("--gpus-per-node", o.gpus_per_node,
@@ -156,6 +159,11 @@ TrainingConfig ResolveTraining(const CliOptions& o, const ModelSpec& model, int6
   if (auto v = ParseInt("--num-microbatches", o.num_microbatches)) t.num_microbatches = *v;
   if (!o.recompute.empty()) {
     t.recompute = o.recompute == "full" ? Recompute::kFull : o.recompute == "selective" ? Recompute::kSelective : Recompute::kNone;
+  }
+  if (!o.recompute_modules.empty()) {
+    t.recompute_modules.clear();
+    std::stringstream list(o.recompute_modules);
+    for (std::string item; std::getline(list, item, ',');) t.recompute_modules.push_back(item);
   }
   if (auto v = ParseNumber("--gpu-memory-gib", o.gpu_memory_gib)) t.gpu_memory_gib = *v;
   if (auto v = ParseNumber("--imbalance", o.imbalance)) t.imbalance = *v;
@@ -464,7 +472,8 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   const std::pair<const char*, std::string*> shared[] = {
       {"--dp-sharding", &o.dp_sharding}, {"--param-dtype", &o.param_dtype},       {"--grad-dtype", &o.grad_dtype},
       {"--optimizer", &o.optimizer},     {"--seq-len", &o.seq_len},               {"--micro-batch-size", &o.micro_batch_size},
-      {"--num-microbatches", &o.num_microbatches}, {"--recompute", &o.recompute}, {"--gpu-memory-gib", &o.gpu_memory_gib},
+      {"--num-microbatches", &o.num_microbatches}, {"--recompute", &o.recompute}, {"--recompute-modules", &o.recompute_modules},
+      {"--gpu-memory-gib", &o.gpu_memory_gib},
       {"--imbalance", &o.imbalance}};
   search->get_option("--json")->description("write the ranking as JSON to PATH ('-' = stdout); not written when no layout fits");
   // The same value checks as the plan's options.

@@ -16,6 +16,7 @@
 #include "planner/kernels_model.h"
 #include "planner/memory.h"
 #include "planner/model_flops.h"
+#include "planner/recompute.h"
 #include "planner/workload.h"
 
 namespace dockyard {
@@ -400,20 +401,57 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
     if (!o.kernel_compute) return fwd_us * mult;
     return shaped[pass] + (pass == 1 && full_recompute ? shaped[0] : 0.0);
   };
+  // Selective recomputation by module (recompute.h): the backward re-runs the forward of what the
+  // set drops; the norm and SwiGLU kernels cost time only under --compute-model kernels.
+  const RecomputeSet rs = RecomputeSetOf(t);
+  RecomputeForwardUs rf;
+  if (t.recompute == Recompute::kSelective) {
+    const KernelShape ks{T, static_cast<double>((w.tokens + d.tp - 1) / d.tp), static_cast<double>(w.dispatch_tokens), tp, ab};
+    auto mem = [&](const std::vector<KernelBytes>& k) { return MemoryBoundUs(k, c.hbm_gbps, o.hbm_efficiency, o.memory_floor_us); };
+    if (o.kernel_compute) {
+      std::vector<KernelBytes> norms;
+      for (const KernelBytes& k : AttentionBlockKernels(m, ks, false)) {
+        if (k.name.find("norm") != std::string::npos && k.name != "qk_norm") norms.push_back(k);
+      }
+      rf.norms = mem(norms);
+      rf.routed_act = mem({SwigluKernel(static_cast<double>(w.received_rows), static_cast<double>(w.expert_f_local), ab, false)});
+      rf.shared_act = mem({SwigluKernel(T, m.moe.shared_expert_intermediate_size / tp, ab, false)});
+      rf.dense_act = mem({SwigluKernel(T, m.intermediate_size / tp, ab, false)});
+    }
+    rf.attention_core = o.kernel_compute
+                            ? core_flops / (peak * FlashAttentionEfficiency(d_qk, static_cast<double>(t.seq_len), true, false, o))
+                            : core_flops / (peak * o.attention_efficiency);
+    if (a.kind == AttentionKind::kMla) {
+      const double q_b_n = heads_local * d_qk, kv_b_n = heads_local * (a.qk_nope_head_dim + a.v_head_dim);
+      const double q_b_k = a.q_lora_rank > 0 ? static_cast<double>(a.q_lora_rank) : 0.0;
+      const double kv_b_k = static_cast<double>(a.kv_lora_rank);
+      rf.mla_up_proj = o.kernel_compute ? LinearUs(T, q_b_n, q_b_k, false, c.dense_bf16_tflops, o) + LinearUs(T, kv_b_n, kv_b_k, false, c.dense_bf16_tflops, o)
+                                        : 2.0 * T * (q_b_n * q_b_k + kv_b_n * kv_b_k) / (peak * o.dense_efficiency);
+    }
+    rf.router = compute(router_us, sc.router, 0, 1.0) + kx.router[0];
+    rf.permute = rf.unpermute = mp.permute_max;
+    rf.dispatch = mp.dispatch_max;
+    rf.combine = mp.combine_max;
+    rf.grouped_gemm = mp.gemm_max + kx.grouped_gemm[0];
+    rf.shared_experts = compute(shared_us, sc.shared_experts, 0, 1.0) + kx.shared_experts[0];
+  }
+  RecomputeExtraUs rx = SelectiveRecomputeUs(rs, rf);
+  auto rb = [](double extra, int pass) { return pass == 1 ? extra : 0.0; };  // recomputation runs in the backward
   double moe_fwd = 0, moe_bwd = 0;
   for (int pass = 0; pass < 2; ++pass) {
     const double mult = pass == 0 ? 1.0 : bwd_compute;
     const double cmult = pass == 0 ? 1.0 : bwd_comm;
     double sum = 0;
-    sum += add(kAttention, true, pass, compute(attention_us, sc.attention, pass, mult) + kx.attention[pass]);
+    sum += add(kAttention, true, pass, compute(attention_us, sc.attention, pass, mult) + kx.attention[pass] + rb(rx.attention, pass));
     sum += add(kTpComm, true, pass, 4 * tp_collective * cmult);
-    sum += add(kRouter, true, pass, compute(router_us, sc.router, pass, mult) + kx.router[pass]);
-    sum += add(kPermute, true, pass, mp.permute_max * cmult, &mp.permute, cmult);
-    sum += add(kDispatch, true, pass, mp.dispatch_max * cmult, &mp.dispatch, cmult);
-    sum += add(kGroupedGemm, true, pass, mp.gemm_max * mult + kx.grouped_gemm[pass], &mp.gemm, mult);
-    sum += add(kUnpermute, true, pass, mp.permute_max * cmult, &mp.permute, cmult);
-    const double comb = add(kCombine, true, pass, mp.combine_max * cmult, &mp.combine, cmult);
-    const double shared = add(kSharedExperts, true, pass, compute(shared_us, sc.shared_experts, pass, mult) + kx.shared_experts[pass]);
+    sum += add(kRouter, true, pass, compute(router_us, sc.router, pass, mult) + kx.router[pass] + rb(rx.router, pass));
+    sum += add(kPermute, true, pass, mp.permute_max * cmult + rb(rx.permute, pass), &mp.permute, cmult);
+    sum += add(kDispatch, true, pass, mp.dispatch_max * cmult + rb(rx.dispatch, pass), &mp.dispatch, cmult);
+    sum += add(kGroupedGemm, true, pass, mp.gemm_max * mult + kx.grouped_gemm[pass] + rb(rx.grouped_gemm, pass), &mp.gemm, mult);
+    sum += add(kUnpermute, true, pass, mp.permute_max * cmult + rb(rx.unpermute, pass), &mp.permute, cmult);
+    const double comb = add(kCombine, true, pass, mp.combine_max * cmult + rb(rx.combine, pass), &mp.combine, cmult);
+    const double shared = add(kSharedExperts, true, pass,
+                              compute(shared_us, sc.shared_experts, pass, mult) + kx.shared_experts[pass] + rb(rx.shared_experts, pass));
     sum += o.overlap_shared_experts ? std::max(comb, shared) : comb + shared;
     const double fsdp = add(kFsdpComm, true, pass, pass == 0 ? fsdp_fwd[0] : fsdp_bwd[0]);
     (pass == 0 ? moe_fwd : moe_bwd) = std::max(sum, fsdp);
@@ -423,14 +461,18 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
   // --- Dense layer.
   const double dense_mlp_us = m.intermediate_size > 0 ? 6.0 * T * D * m.intermediate_size / tp / (peak * o.dense_efficiency) : 0.0;
   const bool has_dense = in.num_moe_layers < m.num_hidden_layers;
+  if (t.recompute == Recompute::kSelective) {
+    rf.dense_mlp = compute(dense_mlp_us, sc.dense_mlp, 0, 1.0) + kx.dense_mlp[0];
+    rx = SelectiveRecomputeUs(rs, rf);
+  }
   double dense_fwd = 0, dense_bwd = 0;
   if (has_dense) {
     for (int pass = 0; pass < 2; ++pass) {
       const double mult = pass == 0 ? 1.0 : bwd_compute;
       const double cmult = pass == 0 ? 1.0 : bwd_comm;
-      double sum = add(kAttention, false, pass, compute(attention_us, sc.attention, pass, mult) + kx.attention[pass]) +
+      double sum = add(kAttention, false, pass, compute(attention_us, sc.attention, pass, mult) + kx.attention[pass] + rb(rx.attention, pass)) +
                    add(kTpComm, false, pass, 4 * tp_collective * cmult) +
-                   add(kDenseMlp, false, pass, compute(dense_mlp_us, sc.dense_mlp, pass, mult) + kx.dense_mlp[pass]);
+                   add(kDenseMlp, false, pass, compute(dense_mlp_us, sc.dense_mlp, pass, mult) + kx.dense_mlp[pass] + rb(rx.dense_mlp, pass));
       const double fsdp = add(kFsdpComm, false, pass, pass == 0 ? fsdp_fwd[1] : fsdp_bwd[1]);
       (pass == 0 ? dense_fwd : dense_bwd) = std::max(sum, fsdp);
     }

@@ -234,6 +234,8 @@ TrainingConfig FidelityTraining(const FidelityRun& r) {
   const int64_t dp = r.world_size / (r.tp * r.pp * r.cp);
   t.num_microbatches = r.gbs / (dp * *r.mbs);
   t.recompute = r.recompute;
+  // Megatron's --recompute-modules; DeepSeek-V3's report names its norm recomputation "rmsnorm".
+  for (const std::string& module : r.recompute_modules) t.recompute_modules.push_back(module == "rmsnorm" ? "layernorm" : module);
   t.gpus_per_node = r.cluster.gpus_per_node;
   t.dispatcher = r.dispatcher == "a2a" ? "all_to_all" : "deredundency";
   return t;

@@ -412,7 +412,7 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   // Activations of one layer of each kind present.
   LayerActivationBytes act_layer[2];  // [0] MoE, [1] dense
   for (int which = 0; which < 2; ++which) {
-    if (im.first_kind[which] >= 0) act_layer[which] = LayerActivations(m, t.recompute, w, which == 0);
+    if (im.first_kind[which] >= 0) act_layer[which] = LayerActivations(m, RecomputeSetOf(t), w, which == 0);
   }
   const LayerActivationTable act_table = ActivationTable(act_layer[0], act_layer[1]);
   const Wide layer_input = static_cast<Wide>(Ceil(w.tokens, w.tp_shards)) * h * w.act_bytes;

@@ -1,6 +1,8 @@
 // Training settings (see training.h).
 #include "planner/training.h"
 
+#include "planner/recompute.h"
+
 #include <algorithm>
 #include <cmath>
 #include <sstream>
@@ -128,6 +130,7 @@ void ValidateTraining(const TrainingConfig& t, const std::string& origin) {
     if (auto s = DidYouMean(t.dispatcher, {"all_to_all", "deredundency"})) rule += fmt::format("; did you mean '{}'?", *s);
     fail("dispatcher", rule);
   }
+  ValidateRecomputeModules(t, origin + (flags ? "recompute-modules" : "recompute_modules"));
   if (t.oep && t.dispatcher != "deredundency") {
     fail("oep", fmt::format("{} is set, but oep only applies to the deredundency dispatcher (dispatcher is \"{}\")", *t.oep, t.dispatcher));
   }
@@ -136,7 +139,7 @@ void ValidateTraining(const TrainingConfig& t, const std::string& origin) {
 TrainingConfig TrainingFromJson(const JsonView& v) {
   v.RejectUnknownKeys({"dp_sharding", "param_dtype", "grad_dtype", "optimizer", "seq_len", "micro_batch_size",
                        "num_microbatches", "recompute", "pp_layer_split", "gpu_memory_gib", "imbalance", "gpus_per_node",
-                       "oep", "refit_dtype", "dispatcher"});
+                       "oep", "refit_dtype", "dispatcher", "recompute_modules"});
   TrainingConfig t;
   if (v.Has("dp_sharding")) {
     std::string s = v.String("dp_sharding");
@@ -160,6 +163,14 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
   else if (rc == "selective") t.recompute = Recompute::kSelective;
   else if (rc == "full") t.recompute = Recompute::kFull;
   else v.Fail("recompute", fmt::format("must be \"none\", \"selective\" or \"full\", got \"{}\"", rc));
+  if (v.Has("recompute_modules")) {
+    const Json& list = v.value().at("recompute_modules");
+    if (!list.is_array()) v.Fail("recompute_modules", "must be an array of module names");
+    for (const auto& x : list) {
+      if (!x.is_string()) v.Fail("recompute_modules", "must be an array of module names");
+      t.recompute_modules.push_back(x.get<std::string>());
+    }
+  }
   if (v.Has("pp_layer_split")) {
     t.pp_layer_split = v.IntList("pp_layer_split", 1);
     if (t.pp_layer_split.empty()) v.Fail("pp_layer_split", "must list the layers of every stage, got an empty array");
@@ -191,6 +202,7 @@ Json TrainingToJson(const TrainingConfig& t) {
   if (!t.pp_layer_split.empty()) j["pp_layer_split"] = t.pp_layer_split;
   if (t.oep) j["oep"] = *t.oep;
   if (!t.refit_dtype.empty()) j["refit_dtype"] = t.refit_dtype;
+  if (!t.recompute_modules.empty()) j["recompute_modules"] = t.recompute_modules;
   return j;
 }
 

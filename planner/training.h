@@ -35,6 +35,9 @@ struct TrainingConfig {
   int64_t micro_batch_size = 1;           // sequences per micro-batch (per data-parallel rank)
   std::optional<int64_t> num_microbatches;  // unset: pp (1F1B needs >= pp to fill the pipe)
   Recompute recompute = Recompute::kNone;
+  // With recompute selective: Megatron --recompute-modules names (planner/recompute.h); empty = the
+  // default set (norms and SwiGLU activations).
+  std::vector<std::string> recompute_modules;
   std::vector<int64_t> pp_layer_split;    // layers per stage; empty = even split
   double gpu_memory_gib = 0;              // budget per GPU; 0 = none
   double imbalance = 1.0;                 // max / mean tokens received per rank (>= 1)
