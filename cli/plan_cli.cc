@@ -80,7 +80,8 @@ struct CliOptions {
   std::string json_path, refit_json, html_path;
   // Training settings (empty = the spec's training block, else the default).
   std::string dp_sharding, pp_layer_split, param_dtype, grad_dtype, optimizer, seq_len, micro_batch_size,
-      num_microbatches, recompute, recompute_modules, gpu_memory_gib, imbalance, gpus_per_node, dispatcher, oep, refit_dtype;
+      num_microbatches, recompute, recompute_modules, precision, fp8_recipe, optimizer_states_dtype, gpu_memory_gib, imbalance, gpus_per_node, dispatcher, oep, refit_dtype;
+  bool fp8_dispatch = false;
   bool model_given = false, json_given = false, refit_given = false, html_given = false;
   // simulate
   std::string cluster = "h100-sxm", routing = "uniform", seed = "0", routing_layers;
@@ -130,6 +131,12 @@ void AddPlanOptions(CLI::App* app, CliOptions& o) {
   app->add_option("--recompute-modules", o.recompute_modules,
                   "with --recompute selective: comma-separated Megatron modules (core_attn, layernorm, moe_act, moe, "
                   "mla_up_proj, shared_experts, mlp; default: layernorm and every SwiGLU activation)");
+  app->add_option("--precision", o.precision, "bf16 | fp8: GEMMs in FP8 (FP8 weight copies; FP8 peak under --compute-model kernels; default bf16)")
+      ->check(CLI::IsMember({"bf16", "fp8"}));
+  app->add_option("--fp8-recipe", o.fp8_recipe, "with --precision fp8: tensorwise | blockwise scaling (default tensorwise)")
+      ->check(CLI::IsMember({"tensorwise", "blockwise"}));
+  app->add_flag("--fp8-dispatch", o.fp8_dispatch, "the EP dispatch all-to-all in FP8 (1 B + a scale per 128 elements), combine in BF16");
+  app->add_option("--optimizer-states-dtype", o.optimizer_states_dtype, "AdamW moments: float32 | bfloat16 (default float32)");
   app->add_option("--gpu-memory-gib", o.gpu_memory_gib, "memory budget per GPU in GiB: prints headroom (default none)");
   app->add_option("--imbalance", o.imbalance, "max / mean tokens received per rank, sizes all-to-all buffers (default 1.0)");
   app->add_option("--gpus-per-node", o.gpus_per_node,
@@ -160,6 +167,10 @@ TrainingConfig ResolveTraining(const CliOptions& o, const ModelSpec& model, int6
   if (!o.recompute.empty()) {
     t.recompute = o.recompute == "full" ? Recompute::kFull : o.recompute == "selective" ? Recompute::kSelective : Recompute::kNone;
   }
+  if (!o.precision.empty()) t.precision = o.precision;
+  if (!o.fp8_recipe.empty()) t.fp8_recipe = o.fp8_recipe;
+  if (o.fp8_dispatch) t.fp8_dispatch = true;
+  if (!o.optimizer_states_dtype.empty()) t.optimizer_states_dtype = CanonicalDtype(o.optimizer_states_dtype);
   if (!o.recompute_modules.empty()) {
     t.recompute_modules.clear();
     std::stringstream list(o.recompute_modules);

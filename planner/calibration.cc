@@ -44,6 +44,8 @@ const Knob kKnobs[] = {
     {"flash_half_head_dim", &Calibration::flash_half_head_dim, 0, true, 1e6, "CostOptions::flash_half_head_dim (planner/cost.h)"},
     {"flash_half_seq", &Calibration::flash_half_seq, 0, true, 1e9, "CostOptions::flash_half_seq (planner/cost.h)"},
     {"flash_bwd_ratio", &Calibration::flash_bwd_ratio, 0, true, 1, "CostOptions::flash_bwd_ratio (planner/cost.h)"},
+    {"fp8_efficiency_ratio", &Calibration::fp8_efficiency_ratio, 0, true, 1,
+     "CostOptions::fp8_efficiency_ratio (planner/cost.h); docs/cost-model.md, precision"},
     {"intra_node_gbps", &Calibration::intra_node_gbps, 0, true, 1e6, "the preset's intra_node_gbps (docs/cluster.md)"},
     {"intra_node_latency_us", &Calibration::intra_node_latency_us, 0, true, 1e6,
      "the preset's intra_node_latency_us (docs/cluster.md)"},
@@ -76,6 +78,7 @@ Calibration DefaultCalibration(const std::string& preset) {
   cal.flash_half_head_dim = o.flash_half_head_dim;
   cal.flash_half_seq = o.flash_half_seq;
   cal.flash_bwd_ratio = o.flash_bwd_ratio;
+  cal.fp8_efficiency_ratio = o.fp8_efficiency_ratio;
   cal.intra_node_gbps = c.intra_node_gbps;
   cal.intra_node_latency_us = c.intra_node_latency_us;
   cal.network_gbps = c.network_gbps;
@@ -150,6 +153,7 @@ void ApplyCalibration(const Calibration& cal, ClusterSpec* cluster, CostOptions*
   options->flash_half_head_dim = cal.flash_half_head_dim;
   options->flash_half_seq = cal.flash_half_seq;
   options->flash_bwd_ratio = cal.flash_bwd_ratio;
+  options->fp8_efficiency_ratio = cal.fp8_efficiency_ratio;
   cluster->intra_node_gbps = cal.intra_node_gbps;
   cluster->intra_node_latency_us = cal.intra_node_latency_us;
   cluster->network_gbps = cal.network_gbps;

@@ -24,6 +24,7 @@
 //   flash_half_head_dim   > 0     head dim at which its factor is one half
 //   flash_half_seq        > 0     attended keys at which their factor is one half
 //   flash_bwd_ratio       (0, 1]  flash backward efficiency / forward efficiency
+//   fp8_efficiency_ratio  (0, 1]  FP8 GEMM efficiency / BF16 efficiency of the same shape (--precision fp8)
 //   intra_node_gbps       > 0     NVLink bandwidth a collective sees, per direction, GB/s
 //   intra_node_latency_us >= 0    per collective step inside a node, us
 //   network_gbps          > 0     network bandwidth per GPU, per direction, GB/s
@@ -48,7 +49,7 @@ struct Calibration {
   double gemm_max_efficiency = 0, gemm_half_rows = 0, dense_efficiency = 0, attention_efficiency = 0, memory_floor_us = 0;
   double hbm_efficiency = 0, kernel_launch_us = 0, graph_launch_us = 0;
   double gemm_shape_efficiency = 0, gemm_half_nk = 0, gemm_tile_rows = 0, flash_max_efficiency = 0, flash_half_head_dim = 0,
-         flash_half_seq = 0, flash_bwd_ratio = 0;
+         flash_half_seq = 0, flash_bwd_ratio = 0, fp8_efficiency_ratio = 0;
   // ClusterSpec knobs.
   double intra_node_gbps = 0, intra_node_latency_us = 0, network_gbps = 0, network_latency_us = 0;
 };

@@ -16,6 +16,7 @@
 #include "planner/kernels_model.h"
 #include "planner/memory.h"
 #include "planner/model_flops.h"
+#include "planner/precision.h"
 #include "planner/recompute.h"
 #include "planner/workload.h"
 
@@ -188,6 +189,8 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
   // all-gather adds the rest), so the all-to-all bytes are scaled by dispatch_tokens / T_r.
   const double Td = s.dispatch_tokens > 0 ? s.dispatch_tokens : Tr;
   const double sent_ab = Td == Tr ? ab : ab * Td / Tr;
+  // FP8 dispatch (precision.h): the dispatch sends dispatch_act_bytes per element, combine stays at ab.
+  const double dispatch_ab = s.dispatch_act_bytes > 0 ? sent_ab * s.dispatch_act_bytes / ab : sent_ab;
   const int64_t oep = deredundency ? routing.oep : 1;
   const int64_t iep = ep / std::max<int64_t>(1, oep);
   MoePhaseTimes out;
@@ -207,7 +210,7 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
       for (int64_t i = 0; i < ep * nle; ++i) rows[i] = static_cast<double>(L.rows_per_local_expert[i]);
       for (int64_t r = 0; r < ep; ++r) received[r] = static_cast<double>(L.received[r]);
       imbalance = std::max(imbalance, L.imbalance);
-      if (!deredundency && s.integer_sums && ep >= 2 && sent_ab == ab && BlockAllToAll(L, ep_nodes, D, ab, c, dt.data(), ct.data())) {
+      if (!deredundency && s.integer_sums && ep >= 2 && sent_ab == ab && dispatch_ab == ab && BlockAllToAll(L, ep_nodes, D, ab, c, dt.data(), ct.data())) {
         // Same values from integer block sums (see BlockAllToAll).
       } else if (!deredundency) {
         // dispatch matrix and its transpose, the combine matrix (combine returns what dispatch
@@ -216,13 +219,24 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
         cbytes.resize(ep * ep);
         for (int64_t src = 0; src < ep; ++src) {
           for (int64_t dst = 0; dst < ep; ++dst) {
-            dbytes[src * ep + dst] = static_cast<double>(L.dispatch[src * ep + dst]) * D * sent_ab;
-            cbytes[dst * ep + src] = dbytes[src * ep + dst];
+            dbytes[src * ep + dst] = static_cast<double>(L.dispatch[src * ep + dst]) * D * dispatch_ab;
+            cbytes[dst * ep + src] = static_cast<double>(L.dispatch[src * ep + dst]) * D * sent_ab;
           }
         }
-        if (ep >= 2) {
+        if (ep >= 2 && dispatch_ab == sent_ab) {
           AllToAllTimesFromRows(dbytes.data(), cbytes.data(), ep_nodes.data(), ep, c, dt.data());
           AllToAllTimesFromRows(cbytes.data(), dbytes.data(), ep_nodes.data(), ep, c, ct.data());
+        } else if (ep >= 2) {
+          // FP8 dispatch: the two directions carry different bytes; each needs its own transpose.
+          std::vector<double> drecv(ep * ep), crecv(ep * ep);
+          for (int64_t src = 0; src < ep; ++src) {
+            for (int64_t dst = 0; dst < ep; ++dst) {
+              drecv[dst * ep + src] = dbytes[src * ep + dst];
+              crecv[src * ep + dst] = cbytes[dst * ep + src];
+            }
+          }
+          AllToAllTimesFromRows(dbytes.data(), drecv.data(), ep_nodes.data(), ep, c, dt.data());
+          AllToAllTimesFromRows(cbytes.data(), crecv.data(), ep_nodes.data(), ep, c, ct.data());
         }
       } else {
         // Deredundency (ep = oep x iep, inner index fastest): all-gather of every rank's T_r*k
@@ -265,7 +279,7 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
       double g = 0;
       for (int64_t e = 0; e < nle; ++e) {
         const double M = rows[r * nle + e];
-        g += o.kernel_compute ? ExpertMlpForwardUs(M, D, f_local, c.dense_bf16_tflops, o)  // by shape (gemm_efficiency.h)
+        g += o.kernel_compute ? ExpertMlpForwardUs(M, D, f_local, c.dense_bf16_tflops, o, c.hbm_gbps)  // by shape (gemm_efficiency.h)
                               : 6.0 * M * D * f_local / (peak * GroupedGemmEfficiency(M, o));
       }
       // Kernel-level model: the SwiGLU of the rank's received rows (kernels_model.h).
@@ -317,7 +331,8 @@ const char* PhaseNameOf(int id) { return PhaseName(static_cast<Phase>(id)); }
 
 CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*totals*/, const ParallelDims& d,
                                      const TrainingConfig& t, const ClusterSpec& c, const StepInputs& in,
-                                     const CostOptions& o, bool detail) {
+                                     const CostOptions& options_in, bool detail) {
+  const CostOptions o = WithPrecision(options_in, t);  // FP8 GEMMs from the training config
   const auto& a = m.attention;
   const Workload& w = in.workload;
   const double peak = c.dense_bf16_tflops * kFlopsPerUsPerTflops;  // FLOP per microsecond
@@ -396,7 +411,7 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
   // GEMMs and flash attention by shape under --compute-model kernels (gemm_efficiency.h), else
   // the fixed efficiencies above times the backward multiplier.
   ShapedComputeUs sc;
-  if (o.kernel_compute) sc = ShapedCompute(m, T, static_cast<double>(w.dispatch_tokens), tp, static_cast<double>(t.seq_len), c.dense_bf16_tflops, o);
+  if (o.kernel_compute) sc = ShapedCompute(m, T, static_cast<double>(w.dispatch_tokens), tp, static_cast<double>(t.seq_len), c.dense_bf16_tflops, o, c.hbm_gbps);
   auto compute = [&](double fwd_us, const double (&shaped)[2], int pass, double mult) {
     if (!o.kernel_compute) return fwd_us * mult;
     return shaped[pass] + (pass == 1 && full_recompute ? shaped[0] : 0.0);
@@ -570,10 +585,11 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
   return out;
 }
 
-CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const RoutingResult& routing, const CostOptions& o) {
+CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const RoutingResult& routing, const CostOptions& options_in) {
   const auto& m = plan.model;
   const auto& d = plan.dims;
   const auto& t = plan.training;
+  const CostOptions o = WithPrecision(options_in, t);  // FP8 GEMMs from the training config
   StepInputs in;
   in.workload = ComputeWorkload(plan);
   const Workload& w = in.workload;
@@ -633,6 +649,7 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
                             DeredundencyOep(plan)));
   }
   MoePhaseShape shape = MoePhaseShapeOf(m, w, d.ep, deredundency);
+  if (t.fp8_dispatch) shape.dispatch_act_bytes = DispatchBytesPerElement(t, shape.act_bytes);
   if (routing.num_slots > 0) shape.num_experts = routing.num_slots;  // replicas: the physical slots
   const MoePhaseTimes moe = SimulateMoePhases(routing, ep_group, shape, c, o);
   in.moe_phases = &moe;

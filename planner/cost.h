@@ -41,6 +41,9 @@ struct CostOptions {
   double flash_half_head_dim = 10.0;   // head dim at which its factor is one half
   double flash_half_seq = 240.0;       // attended keys at which their factor is one half
   double flash_bwd_ratio = 0.70;       // backward efficiency / forward efficiency
+  // FP8 GEMMs (planner/precision.h): set by SimulateStep / the search from the training config.
+  bool fp8_gemms = false, fp8_blockwise = false;
+  double fp8_efficiency_ratio = 0.87;  // FP8 GEMM efficiency / BF16 efficiency of the same shape
 };
 
 struct PhaseCost {
@@ -102,6 +105,7 @@ struct MoePhaseShape {
   double top_k = 0;
   double hidden = 0;         // D
   double act_bytes = 0;      // bytes per activation element
+  double dispatch_act_bytes = 0;  // bytes per element the dispatch sends; 0 = act_bytes (FP8 dispatch: precision.h)
   double f_local = 0;        // F / expert TP degree (Workload::expert_f_local)
   bool deredundency = false; // ep > 1 and the deredundency dispatcher (oep from the routing sample)
   // Allows the all-to-all times of the plain dispatcher from integer block sums where they are

@@ -1,6 +1,9 @@
 // Fast evaluation of layout-search candidates (see layout_eval.h).
 #include "planner/layout_eval.h"
 
+#include "planner/gemm_efficiency.h"
+#include "planner/precision.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -514,7 +517,8 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
     for (int64_t i = 0; i < d.ep; ++i) ep_group[i] = i * d.etp;
     MoePhaseShape shape = MoePhaseShapeOf(m, w, d.ep, deredundency);
     shape.integer_sums = true;
-    mit = im.moe_cache.emplace(moe_key, SimulateMoePhases(routing, ep_group, shape, options_.cluster, options_.cost)).first;
+    if (t.fp8_dispatch) shape.dispatch_act_bytes = DispatchBytesPerElement(t, shape.act_bytes);
+    mit = im.moe_cache.emplace(moe_key, SimulateMoePhases(routing, ep_group, shape, options_.cluster, WithPrecision(options_.cost, t))).first;
     cache_fill_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   in.moe_phases = &mit->second;

@@ -7,6 +7,7 @@
 
 #include "planner/checked_math.h"
 #include "planner/error.h"
+#include "planner/precision.h"
 
 namespace dockyard {
 namespace {
@@ -46,6 +47,17 @@ MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank) {
     params += b.params;
     grads += b.grads;
     opt += b.optimizer;
+  }
+  // FP8 weight copies (precision.h): the GEMM weights of attention and the MLPs, opt-in.
+  if (const double fp8 = Fp8WeightCopyBytesPerElement(plan.training); fp8 > 0) {
+    WideInt copies = 0;
+    for (const auto& [group, e] : elems) {
+      const std::string g = group;
+      if (g != "attention" && g != "routed_experts" && g != "shared_experts" && g != "dense_mlp") continue;
+      copies += static_cast<WideInt>(static_cast<double>(e.first + e.second) * fp8 + 0.5);
+    }
+    m.params_by_role["fp8_weights"] = Narrow(copies, "FP8 weight copy bytes");
+    params += copies;
   }
   m.params_bytes = Narrow(params, "params bytes");
   m.grads_bytes = Narrow(grads, "grads bytes");

@@ -1,6 +1,7 @@
 // Training settings (see training.h).
 #include "planner/training.h"
 
+#include "planner/precision.h"
 #include "planner/recompute.h"
 
 #include <algorithm>
@@ -131,6 +132,7 @@ void ValidateTraining(const TrainingConfig& t, const std::string& origin) {
     fail("dispatcher", rule);
   }
   ValidateRecomputeModules(t, origin + (flags ? "recompute-modules" : "recompute_modules"));
+  ValidatePrecision(t, origin);
   if (t.oep && t.dispatcher != "deredundency") {
     fail("oep", fmt::format("{} is set, but oep only applies to the deredundency dispatcher (dispatcher is \"{}\")", *t.oep, t.dispatcher));
   }
@@ -139,7 +141,8 @@ void ValidateTraining(const TrainingConfig& t, const std::string& origin) {
 TrainingConfig TrainingFromJson(const JsonView& v) {
   v.RejectUnknownKeys({"dp_sharding", "param_dtype", "grad_dtype", "optimizer", "seq_len", "micro_batch_size",
                        "num_microbatches", "recompute", "pp_layer_split", "gpu_memory_gib", "imbalance", "gpus_per_node",
-                       "oep", "refit_dtype", "dispatcher", "recompute_modules"});
+                       "oep", "refit_dtype", "dispatcher", "recompute_modules", "precision", "fp8_recipe",
+                       "fp8_dispatch", "optimizer_states_dtype"});
   TrainingConfig t;
   if (v.Has("dp_sharding")) {
     std::string s = v.String("dp_sharding");
@@ -182,6 +185,13 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
   t.refit_dtype = v.StringOr("refit_dtype", "");
   if (!t.refit_dtype.empty()) t.refit_dtype = CanonicalDtype(t.refit_dtype);
   t.dispatcher = v.StringOr("dispatcher", t.dispatcher);
+  t.precision = v.StringOr("precision", t.precision);
+  t.fp8_recipe = v.StringOr("fp8_recipe", t.fp8_recipe);
+  if (v.Has("fp8_dispatch")) {
+    if (!v.value().at("fp8_dispatch").is_boolean()) v.Fail("fp8_dispatch", "must be true or false");
+    t.fp8_dispatch = v.value().at("fp8_dispatch").get<bool>();
+  }
+  t.optimizer_states_dtype = CanonicalDtype(v.StringOr("optimizer_states_dtype", t.optimizer_states_dtype));
   ValidateTraining(t, v.Where() + "/");
   return t;
 }
@@ -203,6 +213,11 @@ Json TrainingToJson(const TrainingConfig& t) {
   if (t.oep) j["oep"] = *t.oep;
   if (!t.refit_dtype.empty()) j["refit_dtype"] = t.refit_dtype;
   if (!t.recompute_modules.empty()) j["recompute_modules"] = t.recompute_modules;
+  // Precision keys only when not the default, so default reports do not change.
+  if (t.precision != "bf16") j["precision"] = t.precision;
+  if (t.fp8_recipe != "tensorwise") j["fp8_recipe"] = t.fp8_recipe;
+  if (t.fp8_dispatch) j["fp8_dispatch"] = true;
+  if (t.optimizer_states_dtype != "float32") j["optimizer_states_dtype"] = t.optimizer_states_dtype;
   return j;
 }
 

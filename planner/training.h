@@ -38,6 +38,11 @@ struct TrainingConfig {
   // With recompute selective: Megatron --recompute-modules names (planner/recompute.h); empty = the
   // default set (norms and SwiGLU activations).
   std::vector<std::string> recompute_modules;
+  // Precision (planner/precision.h), all opt-in.
+  std::string precision = "bf16";              // "bf16" | "fp8": GEMMs in FP8 (--precision)
+  std::string fp8_recipe = "tensorwise";       // "tensorwise" | "blockwise" (--fp8-recipe)
+  bool fp8_dispatch = false;                   // FP8 dispatch all-to-all, BF16 combine (--fp8-dispatch)
+  std::string optimizer_states_dtype = "float32";  // AdamW moments: "float32" | "bfloat16"
   std::vector<int64_t> pp_layer_split;    // layers per stage; empty = even split
   double gpu_memory_gib = 0;              // budget per GPU; 0 = none
   double imbalance = 1.0;                 // max / mean tokens received per rank (>= 1)
