@@ -82,6 +82,7 @@ struct CliOptions {
   std::string dp_sharding, pp_layer_split, param_dtype, grad_dtype, optimizer, seq_len, micro_batch_size,
       num_microbatches, recompute, recompute_modules, precision, fp8_recipe, optimizer_states_dtype, gpu_memory_gib, imbalance, gpus_per_node, dispatcher, oep, refit_dtype;
   bool fp8_dispatch = false;
+  std::string mtp_layers;
   bool model_given = false, json_given = false, refit_given = false, html_given = false;
   // simulate
   std::string cluster = "h100-sxm", routing = "uniform", seed = "0", routing_layers;
@@ -137,6 +138,7 @@ void AddPlanOptions(CLI::App* app, CliOptions& o) {
       ->check(CLI::IsMember({"tensorwise", "blockwise"}));
   app->add_flag("--fp8-dispatch", o.fp8_dispatch, "the EP dispatch all-to-all in FP8 (1 B + a scale per 128 elements), combine in BF16");
   app->add_option("--optimizer-states-dtype", o.optimizer_states_dtype, "AdamW moments: float32 | bfloat16 (default float32)");
+  app->add_option("--mtp-layers", o.mtp_layers, "MTP modules trained (Megatron --mtp-num-layers; DeepSeek-V3: 1) on the last stage (default 0)");
   app->add_option("--gpu-memory-gib", o.gpu_memory_gib, "memory budget per GPU in GiB: prints headroom (default none)");
   app->add_option("--imbalance", o.imbalance, "max / mean tokens received per rank, sizes all-to-all buffers (default 1.0)");
   app->add_option("--gpus-per-node", o.gpus_per_node,
@@ -167,6 +169,7 @@ TrainingConfig ResolveTraining(const CliOptions& o, const ModelSpec& model, int6
   if (!o.recompute.empty()) {
     t.recompute = o.recompute == "full" ? Recompute::kFull : o.recompute == "selective" ? Recompute::kSelective : Recompute::kNone;
   }
+  if (auto v = ParseInt("--mtp-layers", o.mtp_layers)) t.mtp_layers = *v;
   if (!o.precision.empty()) t.precision = o.precision;
   if (!o.fp8_recipe.empty()) t.fp8_recipe = o.fp8_recipe;
   if (o.fp8_dispatch) t.fp8_dispatch = true;

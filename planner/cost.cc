@@ -501,7 +501,9 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
   double worst_stage = 0;
   int64_t slowest_stage = 0;
   for (int64_t s = 0; s < d.pp; ++s) {
-    double stage = s == d.pp - 1 ? lm_head_us : 0.0;
+    // The last stage runs lm_head and, with --mtp-layers, each MTP module's layer and logits.
+    const double mtp_us = static_cast<double>(t.mtp_layers) * ((m.moe_layers.back() ? out.moe_layer_us : out.dense_layer_us) + lm_head_us);
+    double stage = s == d.pp - 1 ? lm_head_us + mtp_us : 0.0;
     for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
       if (layer_stage[l] == s) stage += m.moe_layers[l] ? out.moe_layer_us : out.dense_layer_us;
     }
@@ -520,7 +522,7 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
   const double global_tokens = M * t.micro_batch_size * t.seq_len * d.dp_replicate * d.dp_shard;
   out.tokens_per_s_per_gpu = global_tokens / (out.step_time_us * 1e-6) / d.world_size;
   // Megatron's model FLOPs (model_flops.h).
-  out.model_flops_per_token = ModelFlopsPerToken(m, t.seq_len);
+  out.model_flops_per_token = ModelFlopsPerToken(m, t.seq_len, t.mtp_layers);
   const double model_flops = global_tokens * out.model_flops_per_token;
   out.mfu = model_flops / (out.step_time_us * 1e-6 * d.world_size * c.dense_bf16_tflops * 1e12);
 

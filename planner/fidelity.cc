@@ -28,7 +28,6 @@ namespace {
 const std::map<std::string, std::string>& UnsupportedFeatureReasons() {
   static const std::map<std::string, std::string> reasons = {
       {"megatron_fsdp", "Megatron FSDP (parameters, gradients and optimizer sharded over DP, overlapped gathers)"},
-      {"mtp", "MTP layer"},
       {"dualpipe", "DualPipe schedule"},
       {"ep_overlap", "EP all-to-all overlapped with another micro-batch's compute"},
       {"dropless", "dropless routing (the routing the run saw is not given)"},
@@ -191,7 +190,6 @@ std::vector<std::string> UnsupportedReasons(const FidelityRun& r) {
   if (r.model_file.empty()) out.push_back("no model config in the project");
   if (!r.mbs) out.push_back("MBS not stated");
   if (r.vpp > 1) out.push_back(fmt::format("VPP {} (interleaved 1F1B)", r.vpp));
-  if (r.precision == "fp8") out.push_back("FP8");
   for (const auto& f : r.features) {
     auto it = UnsupportedFeatureReasons().find(f);
     if (it != UnsupportedFeatureReasons().end()) out.push_back(it->second);
@@ -234,6 +232,9 @@ TrainingConfig FidelityTraining(const FidelityRun& r) {
   const int64_t dp = r.world_size / (r.tp * r.pp * r.cp);
   t.num_microbatches = r.gbs / (dp * *r.mbs);
   t.recompute = r.recompute;
+  // FP8 GEMMs (precision.h; the runs' recipes are per-tensor current scaling) and MTP modules.
+  t.precision = r.precision;
+  if (std::find(r.features.begin(), r.features.end(), "mtp") != r.features.end()) t.mtp_layers = 1;
   // Megatron's --recompute-modules; DeepSeek-V3's report names its norm recomputation "rmsnorm".
   for (const std::string& module : r.recompute_modules) t.recompute_modules.push_back(module == "rmsnorm" ? "layernorm" : module);
   t.gpus_per_node = r.cluster.gpus_per_node;

@@ -46,13 +46,19 @@ TEST_CASE("the calibration set loads: every published run and component measurem
   CHECK(set.components.size() == 26);
   int expressible = 0;
   for (const auto& r : set.runs) expressible += r.unsupported.empty() ? 1 : 0;
-  // S01-S06 (B200, 4-layer DeepSeek-V3) and G01, G04 (GB200, no VPP, BF16).
-  CHECK(expressible == 8);
+  // S01-S06 (B200, 4-layer DeepSeek-V3), G01, G04 (GB200, no VPP, BF16) and H06 (FP8, now
+  // expressible with --precision fp8).
+  CHECK(expressible == 9);
+  CHECK(Run(set, "H06").unsupported.empty());
   const FidelityRun& h01 = Run(set, "H01");
   REQUIRE(h01.unsupported.size() == 1);
   CHECK(h01.unsupported[0].find("Megatron FSDP") != std::string::npos);
-  const FidelityRun& h05 = Run(set, "H05");  // VPP 4, FP8, EP overlap
-  CHECK(h05.unsupported.size() == 3);
+  const FidelityRun& h05 = Run(set, "H05");  // VPP 4, EP overlap (FP8 is expressible)
+  CHECK(h05.unsupported.size() == 2);
+  // FP8 and the MTP module reach the training config.
+  CHECK(FidelityTraining(Run(set, "H06")).precision == "fp8");
+  CHECK(FidelityTraining(Run(set, "H07")).mtp_layers == 1);
+  CHECK(FidelityTraining(Run(set, "G04")).recompute_modules == std::vector<std::string>{"layernorm", "moe_act"});
   CHECK(Run(set, "S07a").unsupported == std::vector<std::string>{"no model config in the project"});
   CHECK(Run(set, "P05").unsupported.front() == "MBS not stated");
   // The truncated model: 1 dense + 3 MoE layers.
@@ -141,7 +147,7 @@ TEST_CASE("bad rows: one clear error naming the row and the field") {
 TEST_CASE("smoke: the benchmark's core predicts every expressible run (no accuracy threshold)") {
   const FidelitySet set = LoadFidelitySet(kRuns);
   const FidelityReport rep = RunFidelity(set);
-  CHECK(rep.rows.size() == 8);
+  CHECK(rep.rows.size() == 9);
   CHECK(rep.rows.size() + rep.approximate.size() + rep.not_predicted.size() == set.runs.size());
   for (const auto& p : rep.rows) {
     CHECK(std::isfinite(p.predicted_s));

@@ -7,6 +7,7 @@
 
 #include "planner/checked_math.h"
 #include "planner/error.h"
+#include "planner/mtp.h"
 #include "planner/precision.h"
 
 namespace dockyard {
@@ -35,6 +36,20 @@ MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank) {
     auto& e = elems[RoleGroup(p.role)];
     int64_t& n = OnSparseMesh(plan, i) ? e.second : e.first;
     n = CheckedAdd(n, LocalNumelOnRank(p, plan.placements[i], plan.MeshOf(i), rank), "local elements");
+  }
+  // MTP modules (opt-in, mtp.h) on the last stage: each a copy of the last decoder layer, sharded
+  // like it, plus eh_proj, its norms and (pp > 1) the word embedding; role group "mtp".
+  if (plan.training.mtp_layers > 0 && stage == plan.dims.pp - 1) {
+    auto& e = elems["mtp"];
+    const int64_t last = plan.model.num_hidden_layers - 1;
+    for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
+      if (plan.inventory.params[i].layer != last) continue;
+      int64_t& n = OnSparseMesh(plan, i) ? e.second : e.first;
+      n = CheckedAdd(n, LocalNumelOnRank(plan.inventory.params[i], plan.placements[i], plan.MeshOf(i), rank), "local elements");
+    }
+    e.first = CheckedAdd(e.first, MtpExtraElementsOnRank(plan.model, plan.dims.tp, plan.dims.pp), "MTP elements");
+    e.first = CheckedMul(e.first, plan.training.mtp_layers, "MTP elements");
+    e.second = CheckedMul(e.second, plan.training.mtp_layers, "MTP elements");
   }
   MemoryBreakdown m;
   WideInt params = 0, grads = 0, opt = 0;
@@ -252,6 +267,10 @@ StageLayers LayersOfStage(const Plan& plan, int64_t stage) {
   }
   st.first_stage = stage == 0;
   st.last_stage = stage == plan.dims.pp - 1;
+  // MTP modules (opt-in) run on the last stage: one more layer like the last each.
+  if (st.last_stage && plan.training.mtp_layers > 0) {
+    (plan.model.moe_layers.back() ? st.moe_layers : st.dense_layers) += plan.training.mtp_layers;
+  }
   return st;
 }
 
@@ -264,7 +283,8 @@ StageActivationBytes PlanStageActivations(const Plan& plan, const Workload& w, S
   const LayerActivationBytes moe = st.moe_layers > 0 ? LayerActivations(m, rs, w, true) : LayerActivationBytes{};
   const LayerActivationBytes dense = st.dense_layers > 0 ? LayerActivations(m, rs, w, false) : LayerActivationBytes{};
   const WideInt layer_input = static_cast<WideInt>(Ceil(w.tokens, w.tp_shards)) * m.hidden_size * w.act_bytes;
-  const WideInt logits = static_cast<WideInt>(w.tokens) * Ceil(m.vocab_size, plan.dims.tp) * 4;
+  // The logits, once more per MTP module on the last stage.
+  const WideInt logits = static_cast<WideInt>(w.tokens) * Ceil(m.vocab_size, plan.dims.tp) * 4 * (1 + plan.training.mtp_layers);
   if (!with_logits) st.last_stage = false;
   return StageActivations(ActivationTable(moe, dense), st, rc, layer_input, logits);
 }

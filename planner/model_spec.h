@@ -72,6 +72,7 @@ struct ModelSpec {
   AttentionSpec attention;
   MoeSpec moe;
   std::vector<bool> moe_layers;  // [num_hidden_layers]: true where the layer's MLP is MoE
+  int64_t num_nextn_predict_layers = 0;  // MTP modules of the checkpoint (HF; trained only with --mtp-layers)
   // The spec's optional `training` block (memory and traffic settings); CLI flags override it.
   std::optional<TrainingConfig> training;
 

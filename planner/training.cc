@@ -133,6 +133,7 @@ void ValidateTraining(const TrainingConfig& t, const std::string& origin) {
   }
   ValidateRecomputeModules(t, origin + (flags ? "recompute-modules" : "recompute_modules"));
   ValidatePrecision(t, origin);
+  if (t.mtp_layers < 0 || t.mtp_layers > 64) fail("mtp_layers", fmt::format("must be in [0, 64], got {}", t.mtp_layers));
   if (t.oep && t.dispatcher != "deredundency") {
     fail("oep", fmt::format("{} is set, but oep only applies to the deredundency dispatcher (dispatcher is \"{}\")", *t.oep, t.dispatcher));
   }
@@ -142,7 +143,7 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
   v.RejectUnknownKeys({"dp_sharding", "param_dtype", "grad_dtype", "optimizer", "seq_len", "micro_batch_size",
                        "num_microbatches", "recompute", "pp_layer_split", "gpu_memory_gib", "imbalance", "gpus_per_node",
                        "oep", "refit_dtype", "dispatcher", "recompute_modules", "precision", "fp8_recipe",
-                       "fp8_dispatch", "optimizer_states_dtype"});
+                       "fp8_dispatch", "optimizer_states_dtype", "mtp_layers"});
   TrainingConfig t;
   if (v.Has("dp_sharding")) {
     std::string s = v.String("dp_sharding");
@@ -185,6 +186,7 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
   t.refit_dtype = v.StringOr("refit_dtype", "");
   if (!t.refit_dtype.empty()) t.refit_dtype = CanonicalDtype(t.refit_dtype);
   t.dispatcher = v.StringOr("dispatcher", t.dispatcher);
+  t.mtp_layers = v.IntOr("mtp_layers", 0);
   t.precision = v.StringOr("precision", t.precision);
   t.fp8_recipe = v.StringOr("fp8_recipe", t.fp8_recipe);
   if (v.Has("fp8_dispatch")) {
@@ -218,6 +220,7 @@ Json TrainingToJson(const TrainingConfig& t) {
   if (t.fp8_recipe != "tensorwise") j["fp8_recipe"] = t.fp8_recipe;
   if (t.fp8_dispatch) j["fp8_dispatch"] = true;
   if (t.optimizer_states_dtype != "float32") j["optimizer_states_dtype"] = t.optimizer_states_dtype;
+  if (t.mtp_layers > 0) j["mtp_layers"] = t.mtp_layers;
   return j;
 }
 
