@@ -8,6 +8,7 @@
 #include "planner/fidelity.h"
 #include "planner/kernels_model.h"
 #include "tests/test_models.h"
+#include "tests/tiny_plan.h"
 
 using doctest::Approx;
 using dockyard::CostOptions;
@@ -116,13 +117,8 @@ TEST_CASE("ShapedCompute on the tiny model: projections by shape and the causal 
 }
 
 TEST_CASE("SimulateStep with --compute-model kernels uses the shaped compute") {
-  dockyard::ParallelDimsOptions d;
-  d.world_size = 4;
-  d.ep = 4;
-  dockyard::TrainingConfig t;
-  t.seq_len = 1024;
-  auto plan = dockyard::BuildPlan(dockyard::testing::TinyMixtral(), d, t);
-  auto routing = dockyard::SampleRouting({}, 8, 2, 4, 1024, 2);
+  const auto plan = dockyard::testing::TinyEp4Plan();
+  const auto routing = dockyard::testing::TinyEp4Routing();
   dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
   CostOptions o;
   o.kernel_compute = true;
@@ -138,13 +134,8 @@ TEST_CASE("SimulateStep with --compute-model kernels uses the shaped compute") {
 }
 
 TEST_CASE("Routed experts under --compute-model kernels: each expert by its rows (tiles), plus the rank's SwiGLU") {
-  dockyard::ParallelDimsOptions d;
-  d.world_size = 4;
-  d.ep = 4;
-  dockyard::TrainingConfig t;
-  t.seq_len = 1024;
-  auto plan = dockyard::BuildPlan(dockyard::testing::TinyMixtral(), d, t);
-  auto routing = dockyard::SampleRouting({}, 8, 2, 4, 1024, 1);
+  const auto plan = dockyard::testing::TinyEp4Plan();
+  const auto routing = dockyard::testing::TinyEp4Routing(1);
   dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
   CostOptions o;
   o.kernel_compute = true;

@@ -6,6 +6,7 @@
 #include "planner/cost.h"
 #include "planner/gemm_efficiency.h"
 #include "tests/test_models.h"
+#include "tests/tiny_plan.h"
 
 using doctest::Approx;
 using dockyard::KernelBytes;
@@ -132,13 +133,8 @@ TEST_CASE("KernelExtras: kernels plus launch gaps per phase, CUDA graphs shrink 
 }
 
 TEST_CASE("SimulateStep with --compute-model kernels adds the kernels to their phases; default unchanged") {
-  dockyard::ParallelDimsOptions d;
-  d.world_size = 4;
-  d.ep = 4;
-  dockyard::TrainingConfig t;
-  t.seq_len = 1024;
-  auto plan = dockyard::BuildPlan(dockyard::testing::TinyMixtral(), d, t);
-  auto routing = dockyard::SampleRouting({}, 8, 2, 4, 1024, 2);
+  const auto plan = dockyard::testing::TinyEp4Plan();
+  const auto routing = dockyard::testing::TinyEp4Routing();
   dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
   dockyard::CostOptions o;
   const auto base = dockyard::SimulateStep(plan, c, routing, o);

@@ -8,6 +8,7 @@
 #include "planner/error.h"
 #include "planner/fidelity.h"
 #include "tests/test_models.h"
+#include "tests/tiny_plan.h"
 
 using doctest::Approx;
 
@@ -51,13 +52,8 @@ TEST_CASE("Model FLOPs on the tiny model by hand") {
 }
 
 TEST_CASE("SimulateStep reports Megatron's model FLOPs and the MFU from them") {
-  dockyard::ParallelDimsOptions d;
-  d.world_size = 4;
-  d.ep = 4;
-  dockyard::TrainingConfig t;
-  t.seq_len = 1024;
-  auto plan = dockyard::BuildPlan(dockyard::testing::TinyMixtral(), d, t);
-  const auto cost = dockyard::SimulateStep(plan, dockyard::ClusterPreset("h100-sxm"), dockyard::SampleRouting({}, 8, 2, 4, 1024, 2));
+  const auto plan = dockyard::testing::TinyEp4Plan();
+  const auto cost = dockyard::SimulateStep(plan, dockyard::ClusterPreset("h100-sxm"), dockyard::testing::TinyEp4Routing());
   CHECK(cost.model_flops_per_token == 1465344);
   // 4 data-parallel ranks x 1 micro-batch x 1024 tokens = 4,096 tokens per step on 4 GPUs at 989 TFLOP/s.
   CHECK(cost.mfu == Approx(4096.0 * 1465344 / (cost.step_time_us * 1e-6 * 4 * 989e12)));

@@ -8,6 +8,7 @@
 #include "planner/inventory.h"
 #include "planner/memory.h"
 #include "tests/test_models.h"
+#include "tests/tiny_plan.h"
 
 using doctest::Approx;
 
@@ -24,14 +25,9 @@ TEST_CASE("DeepSeek-V3 with its MTP module: 685B parameters (671B + 14B, HF mode
 namespace {
 
 dockyard::Plan TinyPlan(int64_t mtp) {
-  dockyard::ParallelDimsOptions d;
-  d.world_size = 4;
-  d.ep = 4;
-  d.convention = dockyard::Convention::kMegatron;
   dockyard::TrainingConfig t;
-  t.seq_len = 1024;
   t.mtp_layers = mtp;
-  return dockyard::BuildPlan(dockyard::testing::TinyMixtral(), d, t);
+  return dockyard::testing::TinyEp4Plan(t, dockyard::Convention::kMegatron);
 }
 
 }  // namespace
@@ -53,7 +49,7 @@ TEST_CASE("MTP on the last stage: parameters, activations and time, only with --
   for (const auto& [k, v] : layer) one_layer += k == "embedding" ? 0 : v;  // two MoE layers (+ the first stage's embedding)
   CHECK(mem1.stages[0].worst.activations_bytes - mem0.stages[0].worst.activations_bytes == one_layer / 2 + 1024 * 1000 * 4);
   // Time: the last stage also runs one MoE layer and one lm_head.
-  auto routing = dockyard::SampleRouting({}, 8, 2, 4, 1024, 2);
+  const auto routing = dockyard::testing::TinyEp4Routing();
   const dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
   const auto t0 = dockyard::SimulateStep(TinyPlan(0), c, routing);
   const auto t1 = dockyard::SimulateStep(TinyPlan(1), c, routing);

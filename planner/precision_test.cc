@@ -8,18 +8,13 @@
 #include "planner/gemm_efficiency.h"
 #include "planner/memory.h"
 #include "tests/test_models.h"
+#include "tests/tiny_plan.h"
 
 using doctest::Approx;
 
 namespace {
 
-dockyard::Plan TinyPlan(const dockyard::TrainingConfig& t) {
-  dockyard::ParallelDimsOptions d;
-  d.world_size = 4;
-  d.ep = 4;
-  d.convention = dockyard::Convention::kMegatron;
-  return dockyard::BuildPlan(dockyard::testing::TinyMixtral(), d, t);
-}
+dockyard::Plan TinyPlan(const dockyard::TrainingConfig& t) { return dockyard::testing::TinyEp4Plan(t, dockyard::Convention::kMegatron); }
 
 }  // namespace
 
@@ -90,7 +85,7 @@ TEST_CASE("FP8 dispatch sends 1 B + 4 B / 128 per element; combine stays BF16") 
   t.fp8_dispatch = true;
   CHECK(dockyard::DispatchBytesPerElement(t, 2) == Approx(1.03125));
   const dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
-  auto routing = dockyard::SampleRouting({}, 8, 2, 4, 1024, 1);
+  const auto routing = dockyard::testing::TinyEp4Routing(1);
   const auto plan = TinyPlan(dockyard::TrainingConfig{});
   auto shape = dockyard::MoePhaseShapeOf(plan.model, dockyard::ComputeWorkload(plan), 4, false);
   const auto base = dockyard::SimulateMoePhases(routing, {0, 1, 2, 3}, shape, c);

@@ -8,6 +8,7 @@
 #include "planner/error.h"
 #include "planner/memory.h"
 #include "tests/test_models.h"
+#include "tests/tiny_plan.h"
 
 using doctest::Approx;
 using dockyard::RecomputeSet;
@@ -123,17 +124,13 @@ TEST_CASE("Module lists: names, defaults and errors") {
 }
 
 TEST_CASE("Backward time: each module re-runs its forward") {
-  dockyard::ParallelDimsOptions d;
-  d.world_size = 4;
-  d.ep = 4;
-  dockyard::TrainingConfig t;
-  t.seq_len = 1024;
-  auto routing = dockyard::SampleRouting({}, 8, 2, 4, 1024, 2);
+  const auto routing = dockyard::testing::TinyEp4Routing();
   const dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
   auto run = [&](dockyard::Recompute rc, std::vector<std::string> modules) {
+    dockyard::TrainingConfig t;
     t.recompute = rc;
     t.recompute_modules = modules;
-    return dockyard::SimulateStep(dockyard::BuildPlan(dockyard::testing::TinyMixtral(), d, t), c, routing);
+    return dockyard::SimulateStep(dockyard::testing::TinyEp4Plan(t), c, routing);
   };
   auto phase = [](const dockyard::CostBreakdown& cb, const char* name, const char* dir) {
     for (const auto& p : cb.phases) if (p.name == name && p.direction == dir) return p.time_us;
