@@ -82,7 +82,9 @@ struct CliOptions {
   std::string json_path, refit_json, html_path;
   // Training settings (empty = the spec's training block, else the default).
   std::string dp_sharding, pp_layer_split, param_dtype, grad_dtype, optimizer, seq_len, micro_batch_size,
-      num_microbatches, recompute, gpu_memory_gib, imbalance, gpus_per_node, dispatcher, oep, refit_dtype;
+      num_microbatches, recompute, recompute_modules, precision, fp8_recipe, optimizer_states_dtype, gpu_memory_gib, imbalance, gpus_per_node, dispatcher, oep, refit_dtype;
+  bool fp8_dispatch = false;
+  std::string mtp_layers;
   bool model_given = false, json_given = false, refit_given = false, html_given = false;
   // Schedule settings (planner/pipeline_schedule.h RunSettings).
   std::string fsdp_reshard, grad_accumulation_steps, vpp, cp_comm;
@@ -92,12 +94,31 @@ struct CliOptions {
   // simulate
   std::string cluster = "h100-sxm", routing = "uniform", seed = "0", routing_layers;
   bool no_overlap = false;
+  // simulate / search: the kernel-level compute model and its run settings (opt-in).
+  std::string compute_model = "gemm", cross_entropy = "unfused";
+  bool cuda_graphs = false;
   cli::RedundantExpertsFlags redundant;  // simulate: redundant experts (opt-in)
   std::string calibration;  // simulate / search: calibration JSON (empty = the built-in defaults)
   std::vector<std::string> argv;  // the command line, recorded in reports
   // search
   std::string top = "10", max_pp;
 };
+
+// --compute-model, --cuda-graphs, --cross-entropy on `options`.
+void ApplyComputeFlags(const CliOptions& o, CostOptions* options) {
+  options->kernel_compute = o.compute_model == "kernels";
+  options->cuda_graphs = o.cuda_graphs;
+  options->fused_cross_entropy = o.cross_entropy == "fused";
+}
+
+void AddComputeFlags(CLI::App* app, CliOptions& o) {
+  app->add_option("--compute-model", o.compute_model,
+                  "gemm (GEMMs at fixed efficiencies) | kernels (also memory-bound kernels and launch gaps; default gemm)")
+      ->check(CLI::IsMember({"gemm", "kernels"}));
+  app->add_flag("--cuda-graphs", o.cuda_graphs, "with --compute-model kernels: kernels launched from CUDA graphs");
+  app->add_option("--cross-entropy", o.cross_entropy, "with --compute-model kernels: unfused | fused (default unfused)")
+      ->check(CLI::IsMember({"unfused", "fused"}));
+}
 
 void AddPlanOptions(CLI::App* app, CliOptions& o) {
   app->add_option("--model", o.model, "HF config.json or dockyard model spec (default: embedded DeepSeek-V3)");
@@ -115,6 +136,16 @@ void AddPlanOptions(CLI::App* app, CliOptions& o) {
   app->add_option("--num-microbatches", o.num_microbatches, "micro-batches per step (default pp)");
   app->add_option("--recompute", o.recompute, "none | selective | full (default none)")
       ->check(CLI::IsMember({"none", "selective", "full"}));
+  app->add_option("--recompute-modules", o.recompute_modules,
+                  "with --recompute selective: comma-separated Megatron modules (core_attn, layernorm, moe_act, moe, "
+                  "mla_up_proj, shared_experts, mlp; default: layernorm and every SwiGLU activation)");
+  app->add_option("--precision", o.precision, "bf16 | fp8: GEMMs in FP8 (FP8 weight copies; FP8 peak under --compute-model kernels; default bf16)")
+      ->check(CLI::IsMember({"bf16", "fp8"}));
+  app->add_option("--fp8-recipe", o.fp8_recipe, "with --precision fp8: tensorwise | blockwise scaling (default tensorwise)")
+      ->check(CLI::IsMember({"tensorwise", "blockwise"}));
+  app->add_flag("--fp8-dispatch", o.fp8_dispatch, "the EP dispatch all-to-all in FP8 (1 B + a scale per 128 elements), combine in BF16");
+  app->add_option("--optimizer-states-dtype", o.optimizer_states_dtype, "AdamW moments: float32 | bfloat16 (default float32)");
+  app->add_option("--mtp-layers", o.mtp_layers, "MTP modules trained (Megatron --mtp-num-layers; DeepSeek-V3: 1) on the last stage (default 0)");
   app->add_option("--gpu-memory-gib", o.gpu_memory_gib, "memory budget per GPU in GiB: prints headroom (default none)");
   app->add_option("--imbalance", o.imbalance, "max / mean tokens received per rank, sizes all-to-all buffers (default 1.0)");
   app->add_option("--gpus-per-node", o.gpus_per_node,
@@ -161,6 +192,16 @@ TrainingConfig ResolveTraining(const CliOptions& o, const ModelSpec& model, int6
   if (auto v = ParseInt("--num-microbatches", o.num_microbatches)) t.num_microbatches = *v;
   if (!o.recompute.empty()) {
     t.recompute = o.recompute == "full" ? Recompute::kFull : o.recompute == "selective" ? Recompute::kSelective : Recompute::kNone;
+  }
+  if (auto v = ParseInt("--mtp-layers", o.mtp_layers)) t.mtp_layers = *v;
+  if (!o.precision.empty()) t.precision = o.precision;
+  if (!o.fp8_recipe.empty()) t.fp8_recipe = o.fp8_recipe;
+  if (o.fp8_dispatch) t.fp8_dispatch = true;
+  if (!o.optimizer_states_dtype.empty()) t.optimizer_states_dtype = CanonicalDtype(o.optimizer_states_dtype);
+  if (!o.recompute_modules.empty()) {
+    t.recompute_modules.clear();
+    std::stringstream list(o.recompute_modules);
+    for (std::string item; std::getline(list, item, ',');) t.recompute_modules.push_back(item);
   }
   if (auto v = ParseNumber("--gpu-memory-gib", o.gpu_memory_gib)) t.gpu_memory_gib = *v;
   if (auto v = ParseNumber("--imbalance", o.imbalance)) t.imbalance = *v;
@@ -258,6 +299,7 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
         RoutingLayersToSample(plan.model, routing, ParseInt("--routing-layers", o.routing_layers), 4, "--routing-layers");
     CostOptions options;
     options.overlap_shared_experts = !o.no_overlap;
+    ApplyComputeFlags(o, &options);
     if (calibration) ApplyCalibration(*calibration, &*cluster, &options);
     const RoutingResult sampled = SampleRoutingForPlan(plan, routing, layers);
     cost = SimulateStep(plan, *cluster, sampled, options);
@@ -363,6 +405,7 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
     calibration = LoadCalibration(o.calibration);
     ApplyCalibration(*calibration, &s.cluster, &s.cost);
   }
+  ApplyComputeFlags(o, &s.cost);
   s.routing = ParseRoutingSpec(o.routing);
   s.routing.seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
   const ModelSpec model = LoadModelOrDefault(o.model);
@@ -479,6 +522,7 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   simulate->add_option("--seed", o.seed, "routing sampling seed (default 0)");
   simulate->add_option("--routing-layers", o.routing_layers, "MoE layers to sample; each phase takes the mean of their slowest ranks (default min(4, MoE layers); a trace uses its own layers)");
   simulate->add_flag("--no-overlap", o.no_overlap, "do not overlap the shared experts with the combine all-to-all");
+  AddComputeFlags(simulate, o);
   cli::AddRedundantExpertsFlags(simulate, o.redundant,
                                  "report the EPLB placement, imbalance, MoE-layer time and memory before/after");
   simulate->add_option("--calibration", o.calibration, "calibration JSON (calibration/PRESET.json; default: the built-in knobs)");
@@ -488,6 +532,7 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   search->add_option("--convention", o.degrees.convention, "rank-group convention")->check(CLI::IsMember({"torchtitan", "megatron"}));
   search->add_option("--cluster", o.cluster, "preset (h100-sxm, h200-sxm, h100-pcie-400g) or cluster JSON (default h100-sxm)");
   search->add_option("--routing", o.routing, "uniform | zipf:S | hot:H:F | trace:PATH (default uniform)");
+  AddComputeFlags(search, o);
   search->add_option("--seed", o.seed, "routing sampling seed (default 0)");
   cli::AddRedundantExpertsFlags(search, o.redundant,
                                  "here a comma-separated list of R values or multiples of ep (e.g. 0,ep,2ep): re-rank the "
@@ -505,7 +550,8 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   const std::pair<const char*, std::string*> shared[] = {
       {"--dp-sharding", &o.dp_sharding}, {"--param-dtype", &o.param_dtype},       {"--grad-dtype", &o.grad_dtype},
       {"--optimizer", &o.optimizer},     {"--seq-len", &o.seq_len},               {"--micro-batch-size", &o.micro_batch_size},
-      {"--num-microbatches", &o.num_microbatches}, {"--recompute", &o.recompute}, {"--gpu-memory-gib", &o.gpu_memory_gib},
+      {"--num-microbatches", &o.num_microbatches}, {"--recompute", &o.recompute}, {"--recompute-modules", &o.recompute_modules},
+      {"--gpu-memory-gib", &o.gpu_memory_gib},
       {"--imbalance", &o.imbalance}};
   search->get_option("--json")->description("write the ranking as JSON to PATH ('-' = stdout); not written when no layout fits");
   // The same value checks as the plan's options.

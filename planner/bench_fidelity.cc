@@ -1,5 +1,5 @@
 // Benchmark: dockyard's predictions held against published, measured MoE training runs.
-//   bazel run -c opt //planner:bench_fidelity -- [runs.json]
+//   bazel run -c opt //planner:bench_fidelity -- [runs.json] [--compute-model kernels]
 // Prints Markdown tables (docs/fidelity.md): every expressible run's measured and predicted step,
 // error and dominant phase; mean / max |error|; per group the error and the order of pairs whose
 // measured throughput differs by more than 10 %; then the unsupported runs, predicted as
@@ -18,15 +18,30 @@
 
 int main(int argc, char** argv) {
   std::string path = "testdata/fidelity/runs.json";
-  if (argc > 1) {
-    path = argv[1];
+  dockyard::CostOptions options;
+  std::string given;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--compute-model" && i + 1 < argc) {
+      const std::string v = argv[++i];
+      if (v != "gemm" && v != "kernels") {
+        std::fprintf(stderr, "bench_fidelity: error: --compute-model must be gemm or kernels, got \"%s\"\n", v.c_str());
+        return 1;
+      }
+      options.kernel_compute = v == "kernels";
+    } else {
+      given = a;
+    }
+  }
+  if (!given.empty()) {
+    path = given;
   } else if (const char* runfiles = std::getenv("RUNFILES_DIR")) {
     path = std::string(runfiles) + "/dockyard/" + path;
   }
   try {
     const auto t0 = std::chrono::steady_clock::now();
     const dockyard::FidelitySet set = dockyard::LoadFidelitySet(path);
-    const dockyard::FidelityReport report = dockyard::RunFidelity(set);
+    const dockyard::FidelityReport report = dockyard::RunFidelity(set, 0.10, options);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     std::fputs(dockyard::FidelityReportToMarkdown(set, report).c_str(), stdout);
     std::printf("\n(%zu runs, %zu component measurements; load + predict %.0f ms)\n", set.runs.size(), set.components.size(), ms);

@@ -14,6 +14,17 @@
 //   dense_efficiency      (0, 1]  large dense GEMMs (attention projections, dense MLP, router, lm_head)
 //   attention_efficiency  (0, 1]  flash-attention core
 //   memory_floor_us       >= 0    fixed cost of a memory-bound kernel (permute, top-k), us
+//   hbm_efficiency        (0, 1]  fraction of the HBM bandwidth a memory-bound kernel moves (--compute-model kernels)
+//   kernel_launch_us      >= 0    exposed host gap per kernel launch, eager (--compute-model kernels), us
+//   graph_launch_us       >= 0    the same inside a CUDA graph (--cuda-graphs), us
+//   gemm_shape_efficiency (0, 1]  GEMM-by-shape ceiling (--compute-model kernels; gemm_efficiency.h)
+//   gemm_half_nk          > 0     N or K at which the GEMM's N / K factor is one half
+//   gemm_tile_rows        >= 1    rows of a grouped-GEMM tile
+//   flash_max_efficiency  (0, 1]  flash-attention forward ceiling
+//   flash_half_head_dim   > 0     head dim at which its factor is one half
+//   flash_half_seq        > 0     attended keys at which their factor is one half
+//   flash_bwd_ratio       (0, 1]  flash backward efficiency / forward efficiency
+//   fp8_efficiency_ratio  (0, 1]  FP8 GEMM efficiency / BF16 efficiency of the same shape (--precision fp8)
 //   intra_node_gbps       > 0     NVLink bandwidth a collective sees, per direction, GB/s
 //   intra_node_latency_us >= 0    per collective step inside a node, us
 //   network_gbps          > 0     network bandwidth per GPU, per direction, GB/s
@@ -41,6 +52,9 @@ struct Calibration {
   // CostOptions knobs.
   double gemm_max_efficiency = 0, gemm_half_rows = 0, dense_efficiency = 0, attention_efficiency = 0, memory_floor_us = 0;
   double flex_nvlink_efficiency = 0, flex_network_efficiency = 0;  // deepep dispatcher
+  double hbm_efficiency = 0, kernel_launch_us = 0, graph_launch_us = 0;
+  double gemm_shape_efficiency = 0, gemm_half_nk = 0, gemm_tile_rows = 0, flash_max_efficiency = 0, flash_half_head_dim = 0,
+         flash_half_seq = 0, flash_bwd_ratio = 0, fp8_efficiency_ratio = 0;
   // ClusterSpec knobs.
   double intra_node_gbps = 0, intra_node_latency_us = 0, network_gbps = 0, network_latency_us = 0;
   // Knob name -> source written instead of the table's prior source (a fitted value says how it

@@ -14,9 +14,14 @@
 #include "planner/comm.h"
 #include "planner/deepep.h"
 #include "planner/error.h"
+#include "planner/gemm_efficiency.h"
+#include "planner/kernels_model.h"
 #include "planner/memory.h"
 #include "planner/network.h"
 #include "planner/pipeline_schedule.h"
+#include "planner/model_flops.h"
+#include "planner/precision.h"
+#include "planner/recompute.h"
 #include "planner/workload.h"
 
 namespace dockyard {
@@ -186,6 +191,8 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
   // all-gather adds the rest), so the all-to-all bytes are scaled by dispatch_tokens / T_r.
   const double Td = s.dispatch_tokens > 0 ? s.dispatch_tokens : Tr;
   const double sent_ab = Td == Tr ? ab : ab * Td / Tr;
+  // FP8 dispatch (precision.h): the dispatch sends dispatch_act_bytes per element, combine stays at ab.
+  const double dispatch_ab = s.dispatch_act_bytes > 0 ? sent_ab * s.dispatch_act_bytes / ab : sent_ab;
   const int64_t oep = deredundency ? routing.oep : 1;
   const int64_t iep = ep / std::max<int64_t>(1, oep);
   MoePhaseTimes out;
@@ -208,7 +215,7 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
       imbalance = std::max(imbalance, L.imbalance);
       if (FlexOrAllGatherTimesUs(L, ep_group, s, sent_ab, c, o, dt.data(), ct.data())) {
         // deepep / allgather dispatcher (deepep.h).
-      } else if (!deredundency && s.integer_sums && ep >= 2 && sent_ab == ab && BlockAllToAll(L, ep_nodes, D, ab, c, dt.data(), ct.data())) {
+      } else if (!deredundency && s.integer_sums && ep >= 2 && sent_ab == ab && dispatch_ab == ab && BlockAllToAll(L, ep_nodes, D, ab, c, dt.data(), ct.data())) {
         // Same values from integer block sums (see BlockAllToAll).
       } else if (!deredundency) {
         // dispatch matrix and its transpose, the combine matrix (combine returns what dispatch
@@ -217,13 +224,24 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
         cbytes.resize(ep * ep);
         for (int64_t src = 0; src < ep; ++src) {
           for (int64_t dst = 0; dst < ep; ++dst) {
-            dbytes[src * ep + dst] = static_cast<double>(L.dispatch[src * ep + dst]) * D * sent_ab;
-            cbytes[dst * ep + src] = dbytes[src * ep + dst];
+            dbytes[src * ep + dst] = static_cast<double>(L.dispatch[src * ep + dst]) * D * dispatch_ab;
+            cbytes[dst * ep + src] = static_cast<double>(L.dispatch[src * ep + dst]) * D * sent_ab;
           }
         }
-        if (ep >= 2) {
+        if (ep >= 2 && dispatch_ab == sent_ab) {
           AllToAllTimesFromRows(dbytes.data(), cbytes.data(), ep_nodes.data(), ep, c, dt.data());
           AllToAllTimesFromRows(cbytes.data(), dbytes.data(), ep_nodes.data(), ep, c, ct.data());
+        } else if (ep >= 2) {
+          // FP8 dispatch: the two directions carry different bytes; each needs its own transpose.
+          std::vector<double> drecv(ep * ep), crecv(ep * ep);
+          for (int64_t src = 0; src < ep; ++src) {
+            for (int64_t dst = 0; dst < ep; ++dst) {
+              drecv[dst * ep + src] = dbytes[src * ep + dst];
+              crecv[src * ep + dst] = cbytes[dst * ep + src];
+            }
+          }
+          AllToAllTimesFromRows(dbytes.data(), drecv.data(), ep_nodes.data(), ep, c, dt.data());
+          AllToAllTimesFromRows(cbytes.data(), crecv.data(), ep_nodes.data(), ep, c, ct.data());
         }
       } else {
         // Deredundency (ep = oep x iep, inner index fastest): all-gather of every rank's T_r*k
@@ -266,8 +284,11 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
       double g = 0;
       for (int64_t e = 0; e < nle; ++e) {
         const double M = rows[r * nle + e];
-        g += 6.0 * M * D * f_local / (peak * GroupedGemmEfficiency(M, o));
+        g += o.kernel_compute ? ExpertMlpForwardUs(M, D, f_local, c.dense_bf16_tflops, o, c.hbm_gbps)  // by shape (gemm_efficiency.h)
+                              : 6.0 * M * D * f_local / (peak * GroupedGemmEfficiency(M, o));
       }
+      // Kernel-level model: the SwiGLU of the rank's received rows (kernels_model.h).
+      if (o.kernel_compute) g += MemoryBoundUs({SwigluKernel(received[r], f_local, ab, false)}, c.hbm_gbps, o.hbm_efficiency, o.memory_floor_us);
       const double pr = 2.0 * (Td * k + received[r]) * D * ab / hbm + o.memory_floor_us;
       out.gemm[r] += g / nlayers;
       out.permute[r] += pr / nlayers;
@@ -313,10 +334,11 @@ const char* PhaseNameOf(int id) { return PhaseName(static_cast<Phase>(id)); }
 
 }  // namespace
 
-CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& totals, const ParallelDims& d,
+CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*totals*/, const ParallelDims& d,
                                      const TrainingConfig& t, const ClusterSpec& c, const StepInputs& in,
-                                     const CostOptions& o, bool detail) {
+                                     const CostOptions& options_in, bool detail) {
   CheckCostModelCoversAttention(m);
+  const CostOptions o = WithPrecision(options_in, t);  // FP8 GEMMs from the training config
   const auto& a = m.attention;
   const Workload& w = in.workload;
   const double peak = c.dense_bf16_tflops * kFlopsPerUsPerTflops;  // FLOP per microsecond
@@ -416,6 +438,56 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
   // recomputation it first re-runs the forward, communication included (3x compute, 2x comm).
   const bool full_recompute = t.recompute == Recompute::kFull;
   const double bwd_compute = full_recompute ? 3.0 : 2.0, bwd_comm = full_recompute ? 2.0 : 1.0;
+  // Memory-bound kernels and launch gaps (zero unless --compute-model kernels).
+  KernelExtrasUs kx;
+  if (o.kernel_compute) {
+    const KernelShape ks{T, static_cast<double>((w.tokens + d.tp - 1) / d.tp), static_cast<double>(w.dispatch_tokens), tp, ab};
+    kx = KernelExtras(m, ks, o, c.hbm_gbps, full_recompute);
+  }
+  // GEMMs and flash attention by shape under --compute-model kernels (gemm_efficiency.h), else
+  // the fixed efficiencies above times the backward multiplier.
+  ShapedComputeUs sc;
+  if (o.kernel_compute) sc = ShapedCompute(m, T, static_cast<double>(w.dispatch_tokens), tp, static_cast<double>(t.seq_len), c.dense_bf16_tflops, o, c.hbm_gbps);
+  auto compute = [&](double fwd_us, const double (&shaped)[2], int pass, double mult) {
+    if (!o.kernel_compute) return fwd_us * mult;
+    return shaped[pass] + (pass == 1 && full_recompute ? shaped[0] : 0.0);
+  };
+  // Selective recomputation by module (recompute.h): the backward re-runs the forward of what the
+  // set drops; the norm and SwiGLU kernels cost time only under --compute-model kernels.
+  const RecomputeSet rs = RecomputeSetOf(t);
+  RecomputeForwardUs rf;
+  if (t.recompute == Recompute::kSelective) {
+    const KernelShape ks{T, static_cast<double>((w.tokens + d.tp - 1) / d.tp), static_cast<double>(w.dispatch_tokens), tp, ab};
+    auto mem = [&](const std::vector<KernelBytes>& k) { return MemoryBoundUs(k, c.hbm_gbps, o.hbm_efficiency, o.memory_floor_us); };
+    if (o.kernel_compute) {
+      std::vector<KernelBytes> norms;
+      for (const KernelBytes& k : AttentionBlockKernels(m, ks, false)) {
+        if (k.name.find("norm") != std::string::npos && k.name != "qk_norm") norms.push_back(k);
+      }
+      rf.norms = mem(norms);
+      rf.routed_act = mem({SwigluKernel(static_cast<double>(w.received_rows), static_cast<double>(w.expert_f_local), ab, false)});
+      rf.shared_act = mem({SwigluKernel(T, m.moe.shared_expert_intermediate_size / tp, ab, false)});
+      rf.dense_act = mem({SwigluKernel(T, m.intermediate_size / tp, ab, false)});
+    }
+    rf.attention_core = o.kernel_compute
+                            ? core_flops / (peak * FlashAttentionEfficiency(d_qk, static_cast<double>(t.seq_len), true, false, o))
+                            : core_flops / (peak * o.attention_efficiency);
+    if (a.kind == AttentionKind::kMla) {
+      const double q_b_n = heads_local * d_qk, kv_b_n = heads_local * (a.qk_nope_head_dim + a.v_head_dim);
+      const double q_b_k = a.q_lora_rank > 0 ? static_cast<double>(a.q_lora_rank) : 0.0;
+      const double kv_b_k = static_cast<double>(a.kv_lora_rank);
+      rf.mla_up_proj = o.kernel_compute ? LinearUs(T, q_b_n, q_b_k, false, c.dense_bf16_tflops, o) + LinearUs(T, kv_b_n, kv_b_k, false, c.dense_bf16_tflops, o)
+                                        : 2.0 * T * (q_b_n * q_b_k + kv_b_n * kv_b_k) / (peak * o.dense_efficiency);
+    }
+    rf.router = compute(router_us, sc.router, 0, 1.0) + kx.router[0];
+    rf.permute = rf.unpermute = mp.permute_max;
+    rf.dispatch = mp.dispatch_max;
+    rf.combine = mp.combine_max;
+    rf.grouped_gemm = mp.gemm_max + kx.grouped_gemm[0];
+    rf.shared_experts = compute(shared_us, sc.shared_experts, 0, 1.0) + kx.shared_experts[0];
+  }
+  RecomputeExtraUs rx = SelectiveRecomputeUs(rs, rf);
+  auto rb = [](double extra, int pass) { return pass == 1 ? extra : 0.0; };  // recomputation runs in the backward
   double moe_fwd = 0, moe_bwd = 0;
   // Per direction: the layer's sum, its EP all-to-alls, the rest of it, and the records of the
   // dispatch and combine phases (for --overlap-moe-expert-parallel-comm below).
@@ -425,23 +497,26 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
     const double mult = pass == 0 ? 1.0 : bwd_compute;
     const double cmult = pass == 0 ? 1.0 : bwd_comm;
     double sum = 0;
-    sum += add(kAttention, true, pass, attention_us * mult + (pass == 0 ? cp_fwd : cp_bwd + (full_recompute ? cp_fwd : 0.0)));
+    sum += add(kAttention, true, pass,
+               compute(attention_us, sc.attention, pass, mult) + kx.attention[pass] + rb(rx.attention, pass) +
+                   (pass == 0 ? cp_fwd : cp_bwd + (full_recompute ? cp_fwd : 0.0)));
     sum += add(kTpComm, true, pass, 4 * tp_collective * cmult);
-    sum += add(kRouter, true, pass, router_us * mult);
-    sum += add(kPermute, true, pass, mp.permute_max * cmult, &mp.permute, cmult);
+    sum += add(kRouter, true, pass, compute(router_us, sc.router, pass, mult) + kx.router[pass] + rb(rx.router, pass));
+    sum += add(kPermute, true, pass, mp.permute_max * cmult + rb(rx.permute, pass), &mp.permute, cmult);
     a2a_record[pass][0] = num_records;
-    sum += add(kDispatch, true, pass, mp.dispatch_max * cmult, &mp.dispatch, cmult);
-    sum += add(kGroupedGemm, true, pass, mp.gemm_max * mult, &mp.gemm, mult);
-    sum += add(kUnpermute, true, pass, mp.permute_max * cmult, &mp.permute, cmult);
+    sum += add(kDispatch, true, pass, mp.dispatch_max * cmult + rb(rx.dispatch, pass), &mp.dispatch, cmult);
+    sum += add(kGroupedGemm, true, pass, mp.gemm_max * mult + kx.grouped_gemm[pass] + rb(rx.grouped_gemm, pass), &mp.gemm, mult);
+    sum += add(kUnpermute, true, pass, mp.permute_max * cmult + rb(rx.unpermute, pass), &mp.permute, cmult);
     a2a_record[pass][1] = num_records;
-    const double comb = add(kCombine, true, pass, mp.combine_max * cmult, &mp.combine, cmult);
-    const double shared = add(kSharedExperts, true, pass, shared_us * mult);
+    const double comb = add(kCombine, true, pass, mp.combine_max * cmult + rb(rx.combine, pass), &mp.combine, cmult);
+    const double shared = add(kSharedExperts, true, pass,
+                              compute(shared_us, sc.shared_experts, pass, mult) + kx.shared_experts[pass] + rb(rx.shared_experts, pass));
     sum += o.overlap_shared_experts && !t.run.overlap_moe_ep_comm ? std::max(comb, shared) : comb + shared;
     const int64_t n_ag = pass == 0 ? fsdp_calls.forward_all_gathers : fsdp_calls.backward_all_gathers;
     const int64_t n_rs = pass == 0 ? 0 : fsdp_calls.reduce_scatters;
     add(kFsdpComm, true, pass, fsdp_mean(fsdp_ag[0], fsdp_rs[0], n_ag, n_rs));
     moe_sum[pass] = sum;
-    moe_a2a[pass] = (mp.dispatch_max + mp.combine_max) * cmult;
+    moe_a2a[pass] = (mp.dispatch_max + mp.combine_max) * cmult + rb(rx.dispatch, pass) + rb(rx.combine, pass);
     moe_rest[pass] = sum - moe_a2a[pass];
   }
   // Megatron's --overlap-moe-expert-parallel-comm: one micro-batch's all-to-alls run under another
@@ -472,14 +547,20 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
   // --- Dense layer.
   const double dense_mlp_us = m.intermediate_size > 0 ? 6.0 * T * D * m.intermediate_size / tp / (peak * o.dense_efficiency) : 0.0;
   const bool has_dense = in.num_moe_layers < m.num_hidden_layers;
+  if (t.recompute == Recompute::kSelective) {
+    rf.dense_mlp = compute(dense_mlp_us, sc.dense_mlp, 0, 1.0) + kx.dense_mlp[0];
+    rx = SelectiveRecomputeUs(rs, rf);
+  }
   double dense_fwd = 0, dense_bwd = 0;
   if (has_dense) {
     for (int pass = 0; pass < 2; ++pass) {
       const double mult = pass == 0 ? 1.0 : bwd_compute;
       const double cmult = pass == 0 ? 1.0 : bwd_comm;
       double sum = add(kAttention, false, pass,
-                       attention_us * mult + (pass == 0 ? cp_fwd : cp_bwd + (full_recompute ? cp_fwd : 0.0))) + add(kTpComm, false, pass, 4 * tp_collective * cmult) +
-                   add(kDenseMlp, false, pass, dense_mlp_us * mult);
+                       compute(attention_us, sc.attention, pass, mult) + kx.attention[pass] + rb(rx.attention, pass) +
+                           (pass == 0 ? cp_fwd : cp_bwd + (full_recompute ? cp_fwd : 0.0))) +
+                   add(kTpComm, false, pass, 4 * tp_collective * cmult) +
+                   add(kDenseMlp, false, pass, compute(dense_mlp_us, sc.dense_mlp, pass, mult) + kx.dense_mlp[pass] + rb(rx.dense_mlp, pass));
       const int64_t n_ag = pass == 0 ? fsdp_calls.forward_all_gathers : fsdp_calls.backward_all_gathers;
       const int64_t n_rs = pass == 0 ? 0 : fsdp_calls.reduce_scatters;
       add(kFsdpComm, false, pass, fsdp_mean(fsdp_ag[1], fsdp_rs[1], n_ag, n_rs));
@@ -490,7 +571,8 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
 
   // --- Stages, pipeline, data-parallel step communication, optimizer.
   const std::vector<int64_t>& layer_stage = *in.layer_stage;
-  const double lm_head_us = 3.0 * 2.0 * T * D * m.vocab_size / tp / (peak * o.dense_efficiency);
+  const double lm_head_us = (o.kernel_compute ? sc.lm_head[0] + sc.lm_head[1] : 3.0 * 2.0 * T * D * m.vocab_size / tp / (peak * o.dense_efficiency)) +
+                            kx.lm_head[0] + kx.lm_head[1];
   // Pipeline send/recv per micro-batch on every stage: activations forward and gradients back at
   // each of its vpp chunk boundaries, PpSendBytes each (comm.h), over the
   // link they cross (network.h P2pUs: some stage boundary leaves the domain once the world does).
@@ -501,7 +583,9 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
   double worst_stage = 0;
   int64_t slowest_stage = 0;
   for (int64_t s = 0; s < d.pp; ++s) {
-    double stage = (s == d.pp - 1 ? lm_head_us : 0.0) + p2p_us;
+    // The last stage runs lm_head and, with --mtp-layers, each MTP module's layer and logits.
+    const double mtp_us = static_cast<double>(t.mtp_layers) * ((m.moe_layers.back() ? out.moe_layer_us : out.dense_layer_us) + lm_head_us);
+    double stage = (s == d.pp - 1 ? lm_head_us + mtp_us : 0.0) + p2p_us;
     for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
       if (layer_stage[l] == s) stage += m.moe_layers[l] ? out.moe_layer_us : out.dense_layer_us;
     }
@@ -536,9 +620,9 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
 
   const double global_tokens = A * M * t.micro_batch_size * t.seq_len * d.dp_replicate * d.dp_shard;
   out.tokens_per_s_per_gpu = global_tokens / (out.step_time_us * 1e-6) / d.world_size;
-  const double active_no_embed = static_cast<double>(totals.active_params_excluding_embedding);
-  const double attn_core_per_token = 3.0 * 2.0 * (t.seq_len / 2.0) * a.num_attention_heads * (d_qk + d_v) * m.num_hidden_layers;
-  const double model_flops = global_tokens * (6.0 * active_no_embed + attn_core_per_token);
+  // Megatron's model FLOPs (model_flops.h).
+  out.model_flops_per_token = ModelFlopsPerToken(m, t.seq_len, t.mtp_layers);
+  const double model_flops = global_tokens * out.model_flops_per_token;
   out.mfu = model_flops / (out.step_time_us * 1e-6 * d.world_size * c.dense_bf16_tflops * 1e12);
 
   // Critical path: every contributor to the step by its share of it. Layer phases count once per
@@ -601,10 +685,11 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
   return out;
 }
 
-CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const RoutingResult& routing, const CostOptions& o) {
+CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const RoutingResult& routing, const CostOptions& options_in) {
   const auto& m = plan.model;
   const auto& d = plan.dims;
   const auto& t = plan.training;
+  const CostOptions o = WithPrecision(options_in, t);  // FP8 GEMMs from the training config
   StepInputs in;
   in.workload = ComputeWorkload(plan);
   const Workload& w = in.workload;
@@ -668,6 +753,7 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
   shape.flex = d.ep > 1 && t.dispatcher == "deepep";
   shape.flex_fp8 = t.dispatch_fp8;
   shape.allgather = d.ep > 1 && t.dispatcher == "allgather";
+  if (t.fp8_dispatch) shape.dispatch_act_bytes = DispatchBytesPerElement(t, shape.act_bytes);
   if (routing.num_slots > 0) shape.num_experts = routing.num_slots;  // replicas: the physical slots
   const MoePhaseTimes moe = SimulateMoePhases(routing, ep_group, shape, c, o);
   in.moe_phases = &moe;
@@ -733,6 +819,7 @@ Json CostToJson(const CostBreakdown& cost) {
               {"step_time_us", cost.step_time_us},
               {"tokens_per_s_per_gpu", cost.tokens_per_s_per_gpu},
               {"mfu", cost.mfu},
+              {"model_flops_per_token", cost.model_flops_per_token},
               {"routing_imbalance", cost.routing_imbalance},
               {"critical_path", cost.critical_path},
               {"dominant_phase", cost.dominant_phase}};

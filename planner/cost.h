@@ -30,6 +30,25 @@ struct CostOptions {
   // dispatch): 133.78 GB/s NVLink = 0.362 x 370; 40.89 GB/s RDMA = 0.852 x 48.
   double flex_nvlink_efficiency = 0.362;
   double flex_network_efficiency = 0.852;
+  // The kernel-level compute model (planner/kernels_model.h, docs/cost-model.md "Memory-bound
+  // kernels"): off by default (`--compute-model gemm`), so existing predictions do not move.
+  bool kernel_compute = false;         // --compute-model kernels
+  bool cuda_graphs = false;            // --cuda-graphs (Megatron --enable-cuda-graph / --cuda-graph-impl)
+  bool fused_cross_entropy = false;    // --cross-entropy fused (Megatron --cross-entropy-loss-fusion)
+  double hbm_efficiency = 0.70;        // fraction of hbm_gbps a memory-bound kernel moves
+  double kernel_launch_us = 2.0;       // exposed host gap per kernel launch (eager)
+  double graph_launch_us = 0.5;        // the same inside a CUDA graph
+  // GEMM and flash-attention efficiency by shape (planner/gemm_efficiency.h), --compute-model kernels.
+  double gemm_shape_efficiency = 0.72; // ceiling of eff(M, N, K); M's half-fill is gemm_half_rows
+  double gemm_half_nk = 34.0;          // N or K at which its factor is one half
+  double gemm_tile_rows = 128.0;       // rows of a grouped-GEMM tile (each expert padded to whole tiles)
+  double flash_max_efficiency = 0.69;  // flash-attention forward ceiling
+  double flash_half_head_dim = 10.0;   // head dim at which its factor is one half
+  double flash_half_seq = 240.0;       // attended keys at which their factor is one half
+  double flash_bwd_ratio = 0.70;       // backward efficiency / forward efficiency
+  // FP8 GEMMs (planner/precision.h): set by SimulateStep / the search from the training config.
+  bool fp8_gemms = false, fp8_blockwise = false;
+  double fp8_efficiency_ratio = 0.87;  // FP8 GEMM efficiency / BF16 efficiency of the same shape
 };
 
 struct PhaseCost {
@@ -52,7 +71,8 @@ struct CostBreakdown {
   double optimizer_us = 0;
   double step_time_us = 0;
   double tokens_per_s_per_gpu = 0;
-  double mfu = 0;
+  double mfu = 0;                          // model FLOPs (model_flops.h) / (step time x GPUs x dense BF16 peak)
+  double model_flops_per_token = 0;        // Megatron's model FLOPs of one token, forward + backward
   // Contributors to the step, largest share first: layer phases (time x layers of the slowest
   // stage x (M + pp - 1)), "lm_head", "dp_step_comm", "optimizer".
   std::vector<std::string> critical_path;
@@ -92,6 +112,7 @@ struct MoePhaseShape {
   double top_k = 0;
   double hidden = 0;         // D
   double act_bytes = 0;      // bytes per activation element
+  double dispatch_act_bytes = 0;  // bytes per element the dispatch sends; 0 = act_bytes (FP8 dispatch: precision.h)
   double f_local = 0;        // F / expert TP degree (Workload::expert_f_local)
   bool deredundency = false; // ep > 1 and the deredundency dispatcher (oep from the routing sample)
   bool flex = false;         // ep > 1 and the deepep dispatcher (LayerRouting::flex counts, deepep.h)

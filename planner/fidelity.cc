@@ -31,7 +31,6 @@ namespace {
 const std::map<std::string, std::string>& UnsupportedFeatureReasons() {
   static const std::map<std::string, std::string> reasons = {
       {"megatron_fsdp", "Megatron FSDP (parameters, gradients and optimizer sharded over DP, overlapped gathers)"},
-      {"mtp", "MTP layer"},
       {"dualpipe", "DualPipe schedule"},
       {"dropless", "dropless routing (the routing the run saw is not given)"},
       {"custom_pp_layout", "custom pipeline layout"},
@@ -204,7 +203,6 @@ std::vector<std::string> UnsupportedReasons(const FidelityRun& r) {
   std::vector<std::string> out;
   if (r.model_file.empty()) out.push_back("no model config in the project");
   if (!r.mbs) out.push_back("MBS not stated");
-  if (r.precision == "fp8") out.push_back("FP8");
   for (const auto& f : r.features) {
     auto it = UnsupportedFeatureReasons().find(f);
     if (it != UnsupportedFeatureReasons().end()) out.push_back(it->second);
@@ -247,6 +245,11 @@ TrainingConfig FidelityTraining(const FidelityRun& r) {
   const int64_t dp = r.world_size / (r.tp * r.pp * r.cp);
   t.num_microbatches = r.gbs / (dp * *r.mbs);
   t.recompute = r.recompute;
+  // FP8 GEMMs (precision.h; the runs' recipes are per-tensor current scaling) and MTP modules.
+  t.precision = r.precision;
+  if (std::find(r.features.begin(), r.features.end(), "mtp") != r.features.end()) t.mtp_layers = 1;
+  // Megatron's --recompute-modules; DeepSeek-V3's report names its norm recomputation "rmsnorm".
+  for (const std::string& module : r.recompute_modules) t.recompute_modules.push_back(module == "rmsnorm" ? "layernorm" : module);
   // The plan's node is the NVLink domain (HybridEP's and the deredundency dispatcher's locality
   // unit; gb200-nvl72: 72 GPUs over trays of 4).
   t.gpus_per_node = NvlinkDomainGpus(r.cluster);
@@ -385,13 +388,15 @@ PreparedRun PrepareRun(const FidelityRun& run, const ModelSpec& model) {
   return p;
 }
 
-FidelityPrediction PredictRun(const FidelityRun& run, const ModelSpec& model) {
+FidelityPrediction PredictRun(const FidelityRun& run, const ModelSpec& model, const CostOptions& options) {
   FidelityPrediction p;
   p.id = run.id;
   p.approximate = !run.unsupported.empty();
   const PreparedRun prepared = PrepareRun(run, model);
   p.peak_gib = prepared.peak_gib;
-  const CostBreakdown cost = SimulateStep(prepared.plan, run.cluster, prepared.routing, CostOptions{});
+  CostOptions o = options;
+  if (o.kernel_compute && std::find(run.features.begin(), run.features.end(), "cuda_graphs") != run.features.end()) o.cuda_graphs = true;
+  const CostBreakdown cost = SimulateStep(prepared.plan, run.cluster, prepared.routing, o);
   p.measured_s = MeasuredStepSeconds(run);
   p.predicted_s = cost.step_time_us * 1e-6;
   p.error = p.predicted_s / p.measured_s - 1.0;
@@ -445,7 +450,7 @@ std::vector<FidelityGroupSummary> GroupSummaries(const std::vector<FidelityPredi
 
 }  // namespace
 
-FidelityReport RunFidelity(const FidelitySet& set, double order_threshold) {
+FidelityReport RunFidelity(const FidelitySet& set, double order_threshold, const CostOptions& options) {
   FidelityReport rep;
   std::map<std::string, const FidelityRun*> by_id;
   for (const FidelityRun& r : set.runs) {
@@ -459,7 +464,7 @@ FidelityReport RunFidelity(const FidelitySet& set, double order_threshold) {
       continue;
     }
     try {
-      FidelityPrediction p = PredictRun(r, model->second);
+      FidelityPrediction p = PredictRun(r, model->second, options);
       (p.approximate ? rep.approximate : rep.rows).push_back(p);
     } catch (const Error& e) {
       if (r.unsupported.empty()) throw Error(fmt::format("run {}: {}", r.id, e.what()));

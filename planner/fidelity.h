@@ -141,9 +141,10 @@ PreparedRun PrepareRun(const FidelityRun& run, const ModelSpec& model);
 
 // dockyard's `simulate` path for a run: BuildPlan + ComputeMemory + SampleRoutingForPlan
 // (uniform routing, seed 0, 4 sampled MoE layers: the CLI's defaults) + SimulateStep with the
-// default CostOptions. `model` is set.models.at(run.model). Throws dockyard::Error when the plan
-// cannot be built.
-FidelityPrediction PredictRun(const FidelityRun& run, const ModelSpec& model);
+// `options` (default: the default CostOptions; with kernel_compute set, a run whose features
+// include "cuda_graphs" is also costed with cuda_graphs). `model` is set.models.at(run.model).
+// Throws dockyard::Error when the plan cannot be built.
+FidelityPrediction PredictRun(const FidelityRun& run, const ModelSpec& model, const CostOptions& options = {});
 
 // The benchmark's core: predicts every expressible run, and every unsupported run that has a
 // model config and an MBS as an approximation (listed apart, never in the summary), and sums up.
@@ -165,7 +166,7 @@ struct FidelityReport {
 };
 // Pairs in a group are compared on tokens/s/GPU; a pair counts when the measured values differ
 // by more than `order_threshold` (0.10: closer pairs are within the sources' own noise).
-FidelityReport RunFidelity(const FidelitySet& set, double order_threshold = 0.10);
+FidelityReport RunFidelity(const FidelitySet& set, double order_threshold = 0.10, const CostOptions& options = {});
 
 // The per-group summaries (RunFidelity's `groups`) of any predictions of `set`'s runs, e.g. a
 // fitted calibration's or held-out ones; and the Markdown table of such summaries.

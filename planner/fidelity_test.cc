@@ -46,18 +46,20 @@ TEST_CASE("the calibration set loads: every published run and component measurem
   CHECK(set.components.size() == 26);
   int expressible = 0;
   for (const auto& r : set.runs) expressible += r.unsupported.empty() ? 1 : 0;
-  // S01-S06 (B200, 4-layer DeepSeek-V3) and G01, G04 (GB200, no VPP, BF16), and with interleaved
-  // 1F1B (--vpp) H02-H04, H08, H09, P01-P04, G02 and G03.
-  CHECK(expressible == 19);
-  for (const char* id : {"H02", "H03", "H04", "H08", "H09", "P01", "P02", "P03", "P04", "G02", "G03"}) {
+  // S01-S06 (B200, 4-layer DeepSeek-V3) and G01, G04 (GB200, no VPP, BF16); with interleaved
+  // 1F1B (--vpp) H02-H04, H08, H09, P01-P04, G02 and G03; with FP8 (--precision fp8) H06, and
+  // H05 (VPP 4, EP overlap, FP8).
+  CHECK(expressible == 21);
+  for (const char* id : {"H02", "H03", "H04", "H05", "H06", "H08", "H09", "P01", "P02", "P03", "P04", "G02", "G03"}) {
     CHECK_MESSAGE(Run(set, id).unsupported.empty(), id);
   }
   const FidelityRun& h01 = Run(set, "H01");
   REQUIRE(h01.unsupported.size() == 1);
   CHECK(h01.unsupported[0].find("Megatron FSDP") != std::string::npos);
-  const FidelityRun& h05 = Run(set, "H05");  // VPP 4 and EP overlap (expressible), FP8
-  REQUIRE(h05.unsupported.size() == 1);
-  CHECK(h05.unsupported[0] == "FP8");
+  // FP8 and the MTP module reach the training config.
+  CHECK(FidelityTraining(Run(set, "H06")).precision == "fp8");
+  CHECK(FidelityTraining(Run(set, "H07")).mtp_layers == 1);
+  CHECK(FidelityTraining(Run(set, "G04")).recompute_modules == std::vector<std::string>{"layernorm", "moe_act"});
   CHECK(Run(set, "S07a").unsupported == std::vector<std::string>{"no model config in the project"});
   CHECK(Run(set, "P05").unsupported.front() == "MBS not stated");
   // The truncated model: 1 dense + 3 MoE layers.
@@ -146,7 +148,7 @@ TEST_CASE("bad rows: one clear error naming the row and the field") {
 TEST_CASE("smoke: the benchmark's core predicts every expressible run (no accuracy threshold)") {
   const FidelitySet set = LoadFidelitySet(kRuns);
   const FidelityReport rep = RunFidelity(set);
-  CHECK(rep.rows.size() == 19);
+  CHECK(rep.rows.size() == 21);
   CHECK(rep.rows.size() + rep.approximate.size() + rep.not_predicted.size() == set.runs.size());
   for (const auto& p : rep.rows) {
     CHECK(std::isfinite(p.predicted_s));

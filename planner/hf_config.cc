@@ -82,6 +82,7 @@ void DeepseekMoeLayers(const JsonView& c, ModelSpec& m) {
   int64_t freq = c.IntOr("moe_layer_freq", 1);
   m.moe_layers.assign(m.num_hidden_layers, false);
   for (int64_t i = 0; i < m.num_hidden_layers; ++i) m.moe_layers[i] = i >= first_dense && i % freq == 0;
+  m.num_nextn_predict_layers = c.IntOr("num_nextn_predict_layers", 0, 0);
 }
 
 ModelSpec ReadMixtral(const JsonView& c) {

@@ -2,6 +2,8 @@
 #include "planner/layout_eval.h"
 
 #include "planner/deepep.h"
+#include "planner/gemm_efficiency.h"
+#include "planner/precision.h"
 
 #include <algorithm>
 #include <chrono>
@@ -424,7 +426,7 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   // Activations of one layer of each kind present.
   LayerActivationBytes act_layer[2];  // [0] MoE, [1] dense
   for (int which = 0; which < 2; ++which) {
-    if (im.first_kind[which] >= 0) act_layer[which] = LayerActivations(m, t.recompute, w, which == 0);
+    if (im.first_kind[which] >= 0) act_layer[which] = LayerActivations(m, RecomputeSetOf(t), w, which == 0);
   }
   const LayerActivationTable act_table = ActivationTable(act_layer[0], act_layer[1]);
   const Wide layer_input = static_cast<Wide>(Ceil(w.tokens, w.tp_shards)) * h * w.act_bytes;
@@ -528,7 +530,8 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
     for (int64_t i = 0; i < d.ep; ++i) ep_group[i] = i * d.etp;
     MoePhaseShape shape = MoePhaseShapeOf(m, w, d.ep, deredundency);
     shape.integer_sums = true;
-    mit = im.moe_cache.emplace(moe_key, SimulateMoePhases(routing, ep_group, shape, options_.cluster, options_.cost)).first;
+    if (t.fp8_dispatch) shape.dispatch_act_bytes = DispatchBytesPerElement(t, shape.act_bytes);
+    mit = im.moe_cache.emplace(moe_key, SimulateMoePhases(routing, ep_group, shape, options_.cluster, WithPrecision(options_.cost, t))).first;
     cache_fill_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   in.moe_phases = &mit->second;

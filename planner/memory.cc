@@ -7,6 +7,8 @@
 
 #include "planner/checked_math.h"
 #include "planner/error.h"
+#include "planner/mtp.h"
+#include "planner/precision.h"
 
 namespace dockyard {
 namespace {
@@ -35,6 +37,20 @@ MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank) {
     int64_t& n = OnSparseMesh(plan, i) ? e.second : e.first;
     n = CheckedAdd(n, LocalNumelOnRank(p, plan.placements[i], plan.MeshOf(i), rank), "local elements");
   }
+  // MTP modules (opt-in, mtp.h) on the last stage: each a copy of the last decoder layer, sharded
+  // like it, plus eh_proj, its norms and (pp > 1) the word embedding; role group "mtp".
+  if (plan.training.mtp_layers > 0 && stage == plan.dims.pp - 1) {
+    auto& e = elems["mtp"];
+    const int64_t last = plan.model.num_hidden_layers - 1;
+    for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
+      if (plan.inventory.params[i].layer != last) continue;
+      int64_t& n = OnSparseMesh(plan, i) ? e.second : e.first;
+      n = CheckedAdd(n, LocalNumelOnRank(plan.inventory.params[i], plan.placements[i], plan.MeshOf(i), rank), "local elements");
+    }
+    e.first = CheckedAdd(e.first, MtpExtraElementsOnRank(plan.model, plan.dims.tp, plan.dims.pp), "MTP elements");
+    e.first = CheckedMul(e.first, plan.training.mtp_layers, "MTP elements");
+    e.second = CheckedMul(e.second, plan.training.mtp_layers, "MTP elements");
+  }
   MemoryBreakdown m;
   WideInt params = 0, grads = 0, opt = 0;
   const TrainingBytes tb = TrainingBytesOf(plan.training);
@@ -47,6 +63,17 @@ MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank) {
     grads += b.grads;
     opt += b.optimizer;
   }
+  // FP8 weight copies (precision.h): the GEMM weights of attention and the MLPs, opt-in.
+  if (const double fp8 = Fp8WeightCopyBytesPerElement(plan.training); fp8 > 0) {
+    WideInt copies = 0;
+    for (const auto& [group, e] : elems) {
+      const std::string g = group;
+      if (g != "attention" && g != "routed_experts" && g != "shared_experts" && g != "dense_mlp") continue;
+      copies += static_cast<WideInt>(static_cast<double>(e.first + e.second) * fp8 + 0.5);
+    }
+    m.params_by_role["fp8_weights"] = Narrow(copies, "FP8 weight copy bytes");
+    params += copies;
+  }
   m.params_bytes = Narrow(params, "params bytes");
   m.grads_bytes = Narrow(grads, "grads bytes");
   m.optimizer_bytes = Narrow(opt, "optimizer bytes");
@@ -54,8 +81,12 @@ MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank) {
 }
 
 LayerActivationBytes LayerActivations(const ModelSpec& m, Recompute rc, const Workload& w, bool moe_layer) {
+  return LayerActivations(m, rc == Recompute::kSelective ? DefaultSelectiveSet() : RecomputeSet{}, w, moe_layer);
+}
+
+LayerActivationBytes LayerActivations(const ModelSpec& m, const RecomputeSet& rs, const Workload& w, bool moe_layer) {
   const auto& a = m.attention;
-  const bool selective = rc == Recompute::kSelective;
+  const bool norms = rs.layernorm;  // norm outputs recomputed
   const int64_t ab = w.act_bytes, t = w.tp_shards, T = w.tokens, h = m.hidden_size;
   const int64_t ts = Ceil(T, t);  // sequence-parallel shard of the residual stream
   // Terms are products of at most four factors bounded by 2^53 (rows) or 2^41 (widths): they are
@@ -73,27 +104,35 @@ LayerActivationBytes LayerActivations(const ModelSpec& m, Recompute rc, const Wo
   g.moe_layer = moe_layer;
   g.shared_experts_present = moe_layer && m.moe.num_shared_experts > 0;
   // Attention block: norm input (+ its output unless recomputed), projections, core output.
-  Wide attn = mul(ts, h) + (selective ? 0 : mul(ts, h));
+  Wide attn = mul(ts, h) + (norms ? 0 : mul(ts, h));
   const int64_t heads_local = a.num_attention_heads / t;
   if (a.kind == AttentionKind::kGqa) {
     const int64_t q_out = a.num_attention_heads * a.head_dim, kv_out = a.num_key_value_heads * a.head_dim;
-    attn += mul(T, (q_out + 2 * kv_out) / t) + mul(T, q_out / t);
+    attn += mul(T, (q_out + 2 * kv_out) / t) + (rs.core_attn ? 0 : mul(T, q_out / t));  // qkv, core out
   } else {
     const int64_t qk = a.qk_nope_head_dim + a.qk_rope_head_dim;
-    if (a.q_lora_rank > 0) attn += mul(T, a.q_lora_rank) * (selective ? 1 : 2);  // q_a out (+ its norm)
-    attn += mul(T, heads_local * qk);                                             // q
-    attn += mul(T, a.kv_lora_rank + a.qk_rope_head_dim) + (selective ? 0 : mul(T, a.kv_lora_rank));
-    attn += mul(T, heads_local * (a.qk_nope_head_dim + a.v_head_dim));           // kv_b out
-    attn += mul(T, heads_local * a.v_head_dim);                                  // core out
+    if (a.q_lora_rank > 0) attn += mul(T, a.q_lora_rank) * (norms ? 1 : 2);  // q_a out (+ its norm)
+    if (!rs.mla_up_proj) attn += mul(T, heads_local * qk);                    // q (q_b out)
+    attn += mul(T, a.kv_lora_rank + a.qk_rope_head_dim) + (norms ? 0 : mul(T, a.kv_lora_rank));
+    if (!rs.mla_up_proj) attn += mul(T, heads_local * (a.qk_nope_head_dim + a.v_head_dim));  // kv_b out
+    if (!rs.core_attn) attn += mul(T, heads_local * a.v_head_dim);                          // core out
   }
-  g.attention = narrow(mul(attn, ab) + mul(mul(T, heads_local), 4));  // + flash-attention logsumexp, fp32
+  // + flash-attention logsumexp, fp32 (recomputed with the core).
+  g.attention = narrow(mul(attn, ab) + (rs.core_attn ? 0 : mul(mul(T, heads_local), 4)));
   // MLP block: post-attention norm input (+ output).
-  Wide norm = mul(ts, h) + (selective ? 0 : mul(ts, h));
+  Wide norm = mul(ts, h) + (norms ? 0 : mul(ts, h));
   g.norm = narrow(mul(norm, ab));
-  const int64_t keep_f = selective ? 2 : 4;  // gate, up (+ silu(gate), product)
+  // Intermediates of a SwiGLU MLP: gate, up (+ silu(gate), product unless the activation is recomputed).
+  auto keep = [](bool act_recomputed) -> int64_t { return act_recomputed ? 2 : 4; };
   if (!moe_layer) {
-    g.dense_mlp = narrow(mul(mul(mul(T, m.intermediate_size / t), keep_f), ab));
+    // The whole dense MLP recomputed (mlp): only its input, the norm output above, is kept.
+    g.dense_mlp = rs.mlp ? 0 : narrow(mul(mul(mul(T, m.intermediate_size / t), keep(rs.mlp_act)), ab));
+  } else if (rs.moe) {
+    // The whole MoE block recomputed (moe): router, routed rows and shared experts are rebuilt
+    // from the block's input (the norm output above).
+    g.router = g.routed_experts = g.shared_experts = 0;
   } else {
+    const int64_t keep_f = keep(rs.moe_act);
     const int64_t E = m.moe.num_experts, k = m.moe.top_k;
     // Router: logits and scores in fp32, top-k weights fp32 and indices int64.
     // The router runs on the tokens the rank dispatches (Workload::dispatch_tokens).
@@ -104,8 +143,8 @@ LayerActivationBytes LayerActivations(const ModelSpec& m, Recompute rc, const Wo
     Wide rows = mul(w.received_rows, 2 * h) + mul(mul(w.received_rows, w.expert_f_local), keep_f) +
                    mul(w.mean_received_rows, h);
     g.routed_experts = narrow(mul(rows, ab));
-    if (g.shared_experts_present) {
-      g.shared_experts = narrow(mul(mul(mul(T, m.moe.shared_expert_intermediate_size / t), keep_f), ab));
+    if (g.shared_experts_present && !rs.shared_experts) {
+      g.shared_experts = narrow(mul(mul(mul(T, m.moe.shared_expert_intermediate_size / t), keep(rs.shared_act)), ab));
     }
   }
   return g;
@@ -241,6 +280,10 @@ StageLayers LayersOfStage(const Plan& plan, int64_t stage) {
   }
   st.first_stage = stage == 0;
   st.last_stage = stage == plan.dims.pp - 1;
+  // MTP modules (opt-in) run on the last stage: one more layer like the last each.
+  if (st.last_stage && plan.training.mtp_layers > 0) {
+    (plan.model.moe_layers.back() ? st.moe_layers : st.dense_layers) += plan.training.mtp_layers;
+  }
   return st;
 }
 
@@ -249,10 +292,12 @@ StageActivationBytes PlanStageActivations(const Plan& plan, const Workload& w, S
   const auto& m = plan.model;
   const Recompute rc = plan.training.recompute;
   // Only the kinds the stage has (LayerActivations throws on overflow).
-  const LayerActivationBytes moe = st.moe_layers > 0 ? LayerActivations(m, rc, w, true) : LayerActivationBytes{};
-  const LayerActivationBytes dense = st.dense_layers > 0 ? LayerActivations(m, rc, w, false) : LayerActivationBytes{};
+  const RecomputeSet rs = RecomputeSetOf(plan.training);
+  const LayerActivationBytes moe = st.moe_layers > 0 ? LayerActivations(m, rs, w, true) : LayerActivationBytes{};
+  const LayerActivationBytes dense = st.dense_layers > 0 ? LayerActivations(m, rs, w, false) : LayerActivationBytes{};
   const WideInt layer_input = static_cast<WideInt>(Ceil(w.tokens, w.tp_shards)) * m.hidden_size * w.act_bytes;
-  const WideInt logits = static_cast<WideInt>(w.tokens) * Ceil(m.vocab_size, plan.dims.tp) * 4;
+  // The logits, once more per MTP module on the last stage.
+  const WideInt logits = static_cast<WideInt>(w.tokens) * Ceil(m.vocab_size, plan.dims.tp) * 4 * (1 + plan.training.mtp_layers);
   if (!with_logits) st.last_stage = false;
   return StageActivations(ActivationTable(moe, dense), st, rc, layer_input, logits);
 }

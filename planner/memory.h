@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "planner/plan.h"
+#include "planner/recompute.h"
 #include "planner/workload.h"
 
 namespace dockyard {
@@ -110,6 +111,8 @@ struct LayerActivationBytes {
   bool shared_experts_present = false;  // MoE layer of a model with shared experts
 };
 LayerActivationBytes LayerActivations(const ModelSpec& model, Recompute rc, const Workload& w, bool moe_layer);
+// The same with recomputation by module (planner/recompute.h): `rc` selective is DefaultSelectiveSet().
+LayerActivationBytes LayerActivations(const ModelSpec& model, const RecomputeSet& recompute, const Workload& w, bool moe_layer);
 
 // Activation bytes of one micro-batch for the layers of `stage` (no in-flight multiplier), by
 // role group. Throws dockyard::Error on overflow.

@@ -114,6 +114,7 @@ struct ModelSpec {
   // [num_hidden_layers] where attention.linear is present: true where the layer's token mixer is
   // linear attention instead of `attention`; empty otherwise.
   std::vector<bool> linear_attention_layers;
+  int64_t num_nextn_predict_layers = 0;  // MTP modules of the checkpoint (HF; trained only with --mtp-layers)
   // The spec's optional `training` block (memory and traffic settings); CLI flags override it.
   std::optional<TrainingConfig> training;
 

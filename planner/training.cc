@@ -1,6 +1,9 @@
 // Training settings (see training.h).
 #include "planner/training.h"
 
+#include "planner/precision.h"
+#include "planner/recompute.h"
+
 #include <algorithm>
 #include <cmath>
 #include <sstream>
@@ -135,6 +138,9 @@ void ValidateTraining(const TrainingConfig& t, const std::string& origin) {
   if (t.dispatch_fp8 && t.dispatcher != "deepep") {
     fail("dispatch_fp8", fmt::format("FP8 dispatch is DeepEP's (use_fp8); it needs the deepep dispatcher, got \"{}\"", t.dispatcher));
   }
+  ValidateRecomputeModules(t, origin + (flags ? "recompute-modules" : "recompute_modules"));
+  ValidatePrecision(t, origin);
+  if (t.mtp_layers < 0 || t.mtp_layers > 64) fail("mtp_layers", fmt::format("must be in [0, 64], got {}", t.mtp_layers));
   if (t.oep && t.dispatcher != "deredundency") {
     fail("oep", fmt::format("{} is set, but oep only applies to the deredundency dispatcher (dispatcher is \"{}\")", *t.oep, t.dispatcher));
   }
@@ -143,7 +149,8 @@ void ValidateTraining(const TrainingConfig& t, const std::string& origin) {
 TrainingConfig TrainingFromJson(const JsonView& v) {
   v.RejectUnknownKeys({"dp_sharding", "param_dtype", "grad_dtype", "optimizer", "seq_len", "micro_batch_size",
                        "num_microbatches", "recompute", "pp_layer_split", "gpu_memory_gib", "imbalance", "gpus_per_node",
-                       "oep", "refit_dtype", "dispatcher", "dispatch_fp8"});
+                       "oep", "refit_dtype", "dispatcher", "dispatch_fp8", "recompute_modules", "precision", "fp8_recipe",
+                       "fp8_dispatch", "optimizer_states_dtype", "mtp_layers"});
   TrainingConfig t;
   if (v.Has("dp_sharding")) {
     std::string s = v.String("dp_sharding");
@@ -167,6 +174,14 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
   else if (rc == "selective") t.recompute = Recompute::kSelective;
   else if (rc == "full") t.recompute = Recompute::kFull;
   else v.Fail("recompute", fmt::format("must be \"none\", \"selective\" or \"full\", got \"{}\"", rc));
+  if (v.Has("recompute_modules")) {
+    const Json& list = v.value().at("recompute_modules");
+    if (!list.is_array()) v.Fail("recompute_modules", "must be an array of module names");
+    for (const auto& x : list) {
+      if (!x.is_string()) v.Fail("recompute_modules", "must be an array of module names");
+      t.recompute_modules.push_back(x.get<std::string>());
+    }
+  }
   if (v.Has("pp_layer_split")) {
     t.pp_layer_split = v.IntList("pp_layer_split", 1);
     if (t.pp_layer_split.empty()) v.Fail("pp_layer_split", "must list the layers of every stage, got an empty array");
@@ -179,6 +194,14 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
   if (!t.refit_dtype.empty()) t.refit_dtype = CanonicalDtype(t.refit_dtype);
   t.dispatcher = v.StringOr("dispatcher", t.dispatcher);
   t.dispatch_fp8 = v.BoolOr("dispatch_fp8", false);
+  t.mtp_layers = v.IntOr("mtp_layers", 0);
+  t.precision = v.StringOr("precision", t.precision);
+  t.fp8_recipe = v.StringOr("fp8_recipe", t.fp8_recipe);
+  if (v.Has("fp8_dispatch")) {
+    if (!v.value().at("fp8_dispatch").is_boolean()) v.Fail("fp8_dispatch", "must be true or false");
+    t.fp8_dispatch = v.value().at("fp8_dispatch").get<bool>();
+  }
+  t.optimizer_states_dtype = CanonicalDtype(v.StringOr("optimizer_states_dtype", t.optimizer_states_dtype));
   ValidateTraining(t, v.Where() + "/");
   return t;
 }
@@ -200,6 +223,13 @@ Json TrainingToJson(const TrainingConfig& t) {
   if (t.oep) j["oep"] = *t.oep;
   if (t.dispatch_fp8) j["dispatch_fp8"] = true;  // written only when set: other plans read as before
   if (!t.refit_dtype.empty()) j["refit_dtype"] = t.refit_dtype;
+  if (!t.recompute_modules.empty()) j["recompute_modules"] = t.recompute_modules;
+  // Precision keys only when not the default, so default reports do not change.
+  if (t.precision != "bf16") j["precision"] = t.precision;
+  if (t.fp8_recipe != "tensorwise") j["fp8_recipe"] = t.fp8_recipe;
+  if (t.fp8_dispatch) j["fp8_dispatch"] = true;
+  if (t.optimizer_states_dtype != "float32") j["optimizer_states_dtype"] = t.optimizer_states_dtype;
+  if (t.mtp_layers > 0) j["mtp_layers"] = t.mtp_layers;
   return j;
 }
 

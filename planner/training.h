@@ -36,6 +36,15 @@ struct TrainingConfig {
   int64_t micro_batch_size = 1;           // sequences per micro-batch (per data-parallel rank)
   std::optional<int64_t> num_microbatches;  // unset: pp (1F1B needs >= pp to fill the pipe)
   Recompute recompute = Recompute::kNone;
+  // With recompute selective: Megatron --recompute-modules names (planner/recompute.h); empty = the
+  // default set (norms and SwiGLU activations).
+  std::vector<std::string> recompute_modules;
+  // Precision (planner/precision.h), all opt-in.
+  std::string precision = "bf16";              // "bf16" | "fp8": GEMMs in FP8 (--precision)
+  std::string fp8_recipe = "tensorwise";       // "tensorwise" | "blockwise" (--fp8-recipe)
+  bool fp8_dispatch = false;                   // FP8 dispatch all-to-all, BF16 combine (--fp8-dispatch)
+  std::string optimizer_states_dtype = "float32";  // AdamW moments: "float32" | "bfloat16"
+  int64_t mtp_layers = 0;                      // MTP modules trained (--mtp-layers, Megatron --mtp-num-layers; mtp.h)
   std::vector<int64_t> pp_layer_split;    // layers per stage; empty = even split
   double gpu_memory_gib = 0;              // budget per GPU; 0 = none
   double imbalance = 1.0;                 // max / mean tokens received per rank (>= 1)

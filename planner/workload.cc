@@ -15,7 +15,8 @@ TrainingBytes TrainingBytesOf(const TrainingConfig& t) {
   TrainingBytes b;
   b.param = DtypeBytes(t.param_dtype, "param_dtype");
   b.grad = DtypeBytes(t.grad_dtype, "grad_dtype");
-  b.moments = t.optimizer == Optimizer::kAdamW ? 8 : 0;  // exp_avg + exp_avg_sq, fp32
+  // exp_avg + exp_avg_sq, fp32 (bf16 with optimizer_states_dtype bfloat16, Megatron-Bridge recipes)
+  b.moments = t.optimizer == Optimizer::kAdamW ? (t.optimizer_states_dtype == "bfloat16" ? 4 : 8) : 0;
   b.master = b.param == 4 ? 0 : 4;                        // fp32 master copy
   return b;
 }

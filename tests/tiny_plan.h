@@ -1,0 +1,24 @@
+// The tiny model (test_models.h) planned on 4 GPUs with EP 4 and 1024-token sequences, and the
+// uniform routing sample the cost tests simulate it with (hand arithmetic in the tests).
+#pragma once
+
+#include "planner/plan.h"
+#include "planner/routing.h"
+#include "tests/test_models.h"
+
+namespace dockyard::testing {
+
+// `training` with seq_len 1024; world 4, EP 4, `convention`.
+inline Plan TinyEp4Plan(TrainingConfig training = {}, Convention convention = Convention::kTorchtitan) {
+  ParallelDimsOptions d;
+  d.world_size = 4;
+  d.ep = 4;
+  d.convention = convention;
+  training.seq_len = 1024;
+  return BuildPlan(TinyMixtral(), d, training);
+}
+
+// Uniform routing of the tiny model (8 experts, top-2) for EP 4, 1024 tokens per rank.
+inline RoutingResult TinyEp4Routing(int64_t layers = 2) { return SampleRouting({}, 8, 2, 4, 1024, layers); }
+
+}  // namespace dockyard::testing
