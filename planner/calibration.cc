@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "planner/error.h"
-#include "planner/provenance.h"
+#include "planner/digest.h"
 
 namespace dockyard {
 namespace {

@@ -11,7 +11,7 @@
 #include "planner/memory.h"
 #include "planner/model_spec.h"
 #include "planner/plan.h"
-#include "planner/provenance.h"
+#include "planner/digest.h"
 #include "planner/routing.h"
 
 namespace dockyard {

@@ -9,9 +9,6 @@
 
 namespace dockyard {
 
-// Lower-case hex SHA-256 of `data` (OpenSSL EVP).
-std::string Sha256Hex(const std::string& data);
-
 // {"dockyard_version", "argv": [...], "inputs": [{"path", "bytes", "sha256"}]}. An input that
 // cannot be read is an error naming it. `embedded` lists (name, content) pairs of inputs compiled
 // into the binary (the default model).
