@@ -3,11 +3,11 @@
 
 #include <fmt/format.h>
 
-#include "planner/calibrate.h"
-#include "planner/calibration.h"
-#include "planner/error.h"
-#include "planner/file_util.h"
-#include "planner/fidelity.h"
+#include "planner/sim/calibrate.h"
+#include "planner/sim/calibration.h"
+#include "planner/base/error.h"
+#include "planner/base/file_util.h"
+#include "planner/sim/fidelity.h"
 
 namespace dockyard {
 

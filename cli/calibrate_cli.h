@@ -1,5 +1,5 @@
 // `dockyard-plan calibrate`: fits a calibration file to runs files and dockyard-run reports
-// (planner/calibrate.h; docs/calibration.md, "Fitting").
+// (planner/sim/calibrate.h; docs/calibration.md, "Fitting").
 #pragma once
 
 #include <ostream>

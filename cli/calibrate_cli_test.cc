@@ -5,9 +5,9 @@
 #include <string>
 #include <unistd.h>
 
-#include "planner/calibration.h"
-#include "planner/error.h"
-#include "planner/json_util.h"
+#include "planner/sim/calibration.h"
+#include "planner/base/error.h"
+#include "planner/base/json_util.h"
 #include <doctest/doctest.h>
 
 namespace dockyard {

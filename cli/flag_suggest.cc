@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "planner/json_util.h"
+#include "planner/base/json_util.h"
 
 namespace dockyard::cli {
 

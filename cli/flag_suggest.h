@@ -1,6 +1,6 @@
 // "did you mean" for a mistyped flag: CLI11 reports unknown arguments ("The following arguments
 // were not expected: --seq-lenn 16"); this adds the closest flag of the program, as the library
-// does for unknown JSON keys (planner/json_util.h DidYouMean).
+// does for unknown JSON keys (planner/base/json_util.h DidYouMean).
 #pragma once
 
 #include <string>

@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "planner/error.h"
-#include "planner/file_util.h"
+#include "planner/base/error.h"
+#include "planner/base/file_util.h"
 
 namespace dockyard::cli {
 

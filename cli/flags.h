@@ -12,8 +12,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "planner/parallel_dims.h"
-#include "planner/redundant_experts.h"
+#include "planner/layout/parallel_dims.h"
+#include "planner/sim/redundant_experts.h"
 
 namespace dockyard::cli {
 
@@ -51,7 +51,7 @@ struct DegreeFlags {
 };
 
 // Writes a report: "-" prints `content` to `out`, any other path is written atomically
-// (planner/file_util.h). Throws dockyard::Error naming the path.
+// (planner/base/file_util.h). Throws dockyard::Error naming the path.
 void WriteOutput(const std::string& path, const std::string& content, std::ostream& out);
 
 // The redundant-experts flags of both front ends, as text: --redundant-experts R, --eplb-policy,

@@ -20,25 +20,25 @@
 #include "cli/flag_suggest.h"
 #include "cli/flags.h"
 #include "cli/default_model.h"
-#include "planner/calibration.h"
+#include "planner/sim/calibration.h"
 #include "cli/calibrate_cli.h"
-#include "planner/error.h"
-#include "planner/file_util.h"
-#include "planner/cost.h"
-#include "planner/deepep.h"
-#include "planner/hf_config.h"
-#include "planner/html_report.h"
-#include "planner/memory.h"
-#include "planner/model_spec.h"
-#include "planner/provenance.h"
-#include "planner/plan.h"
-#include "planner/redundant_experts.h"
-#include "planner/redundant_search.h"
-#include "planner/refit.h"
-#include "planner/replica_refit.h"
-#include "planner/report.h"
-#include "planner/search.h"
-#include "planner/workload.h"
+#include "planner/base/error.h"
+#include "planner/base/file_util.h"
+#include "planner/sim/cost.h"
+#include "planner/sim/deepep.h"
+#include "planner/model/hf_config.h"
+#include "planner/report/html_report.h"
+#include "planner/accounting/memory.h"
+#include "planner/model/model_spec.h"
+#include "planner/report/provenance.h"
+#include "planner/layout/plan.h"
+#include "planner/sim/redundant_experts.h"
+#include "planner/search/redundant_search.h"
+#include "planner/accounting/refit.h"
+#include "planner/accounting/replica_refit.h"
+#include "planner/report/report.h"
+#include "planner/search/search.h"
+#include "planner/accounting/workload.h"
 
 namespace dockyard {
 namespace {
@@ -86,7 +86,7 @@ struct CliOptions {
   bool fp8_dispatch = false;
   std::string mtp_layers;
   bool model_given = false, json_given = false, refit_given = false, html_given = false;
-  // Schedule settings (planner/pipeline_schedule.h RunSettings).
+  // Schedule settings (planner/model/pipeline_schedule.h RunSettings).
   std::string fsdp_reshard, grad_accumulation_steps, vpp, cp_comm;
   bool overlap_grad_reduce = false, overlap_param_gather = false, overlap_moe_ep_comm = false;
   bool dispatch_fp8 = false;  // --dispatch-fp8

@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "planner/json_util.h"
+#include "planner/base/json_util.h"
 
 namespace dockyard_fuzz {
 

@@ -5,9 +5,9 @@
 #include <string>
 
 #include "fuzz/fuzz_util.h"
-#include "planner/error.h"
-#include "planner/inventory.h"
-#include "planner/model_spec.h"
+#include "planner/base/error.h"
+#include "planner/model/inventory.h"
+#include "planner/model/model_spec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

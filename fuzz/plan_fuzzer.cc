@@ -13,13 +13,13 @@
 #include <vector>
 
 #include "fuzz/fuzz_util.h"
-#include "planner/error.h"
-#include "planner/hf_config.h"
-#include "planner/memory.h"
-#include "planner/model_spec.h"
-#include "planner/plan.h"
-#include "planner/refit.h"
-#include "planner/report.h"
+#include "planner/base/error.h"
+#include "planner/model/hf_config.h"
+#include "planner/accounting/memory.h"
+#include "planner/model/model_spec.h"
+#include "planner/layout/plan.h"
+#include "planner/accounting/refit.h"
+#include "planner/report/report.h"
 
 namespace {
 

@@ -9,9 +9,9 @@
 #include <string>
 
 #include "fuzz/fuzz_util.h"
-#include "planner/error.h"
-#include "planner/json_util.h"
-#include "planner/training.h"
+#include "planner/base/error.h"
+#include "planner/base/json_util.h"
+#include "planner/model/training.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

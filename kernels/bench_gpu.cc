@@ -29,7 +29,7 @@
 
 #include "kernels/grouped_gemm.h"
 #include "kernels/moe_kernels.h"
-#include "planner/error.h"
+#include "planner/base/error.h"
 
 namespace dockyard::kernels {
 namespace {

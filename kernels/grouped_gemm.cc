@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "kernels/moe_kernels.h"
-#include "planner/error.h"
+#include "planner/base/error.h"
 
 namespace dockyard::kernels {
 namespace {

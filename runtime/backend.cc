@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "planner/error.h"
+#include "planner/base/error.h"
 
 namespace dockyard::runtime {
 

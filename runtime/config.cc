@@ -6,9 +6,9 @@
 
 #include <fmt/format.h>
 
-#include "planner/checked_math.h"
-#include "planner/error.h"
-#include "planner/workload.h"
+#include "planner/base/checked_math.h"
+#include "planner/base/error.h"
+#include "planner/accounting/workload.h"
 
 namespace dockyard::runtime {
 

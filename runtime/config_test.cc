@@ -4,7 +4,7 @@
 
 #include <doctest/doctest.h>
 
-#include "planner/error.h"
+#include "planner/base/error.h"
 #include "runtime/test_layouts.h"
 
 using namespace dockyard;

@@ -6,7 +6,7 @@
 
 #include <doctest/doctest.h>
 
-#include "planner/error.h"
+#include "planner/base/error.h"
 
 using namespace dockyard::runtime;
 using V = std::vector<int64_t>;

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "planner/error.h"
+#include "planner/base/error.h"
 #include "runtime/data.h"
 
 namespace dockyard::runtime {

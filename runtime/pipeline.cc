@@ -1,7 +1,7 @@
 // One MoE layer's forward on one rank (pipeline.h).
 #include "runtime/pipeline.h"
 
-#include "planner/phase.h"
+#include "planner/base/phase.h"
 
 #include <algorithm>
 #include <chrono>
@@ -9,10 +9,10 @@
 
 #include <fmt/format.h>
 
-#include "planner/error.h"
-#include "planner/replica_routing.h"
+#include "planner/base/error.h"
+#include "planner/sim/replica_routing.h"
 #include "runtime/data.h"
-#include "planner/deepep.h"
+#include "planner/sim/deepep.h"
 #include "runtime/deepep_dispatch.h"
 #include "runtime/dispatch.h"
 #include "runtime/expert_ffn.h"
@@ -22,7 +22,7 @@ namespace dockyard::runtime {
 
 namespace {
 
-// The phases a rank measures, in report order (names: planner/phase.h).
+// The phases a rank measures, in report order (names: planner/base/phase.h).
 constexpr Phase kMeasured[] = {Phase::kRouter,    Phase::kPermute,        Phase::kDispatch,
                                Phase::kGroupedGemm, Phase::kUnpermute,    Phase::kCombine,
                                Phase::kSharedExperts, Phase::kTpComm,     Phase::kWeightGen};
@@ -261,7 +261,7 @@ class LayerRank {
     }
   }
 
-  // deepep dispatcher (deepep_dispatch.h, the rule in planner/deepep.h): each token goes once to
+  // deepep dispatcher (deepep_dispatch.h, the rule in planner/sim/deepep.h): each token goes once to
   // the rail peer of every other node holding one of its experts, then every holder forwards it
   // once to each member of its node with one of its experts; expert ranks return one weighted
   // partial per token, forwarders sum their node's partials in member order, sources the nodes'

@@ -1,7 +1,7 @@
 // Single-GPU replay of one rank's share of a plan (replay.h).
 #include "runtime/replay.h"
 
-#include "planner/phase.h"
+#include "planner/base/phase.h"
 
 #include <algorithm>
 #include <chrono>
@@ -14,9 +14,9 @@
 
 #include <fmt/format.h>
 
-#include "planner/cost.h"
-#include "planner/error.h"
-#include "planner/workload.h"
+#include "planner/sim/cost.h"
+#include "planner/base/error.h"
+#include "planner/accounting/workload.h"
 #include "runtime/config.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/cpu/cpu_ops.h"
@@ -27,7 +27,7 @@
 namespace dockyard::runtime {
 namespace {
 
-// The phases the replay times (names: planner/phase.h).
+// The phases the replay times (names: planner/base/phase.h).
 enum MeasuredIndex { kRouter, kPermute, kGroupedGemm, kWeightGen, kUnpermute, kSharedExperts, kNumMeasured };
 
 const PhaseCost* FindPhase(const CostBreakdown& cost, const std::string& name) {

@@ -1,6 +1,6 @@
 // Single-GPU replay: one rank's local share of a large plan on one device, to time the compute
 // phases of an MoE layer where only one GPU exists. Communication is not run: dispatch and combine come from the cost model
-// (planner/cost.h) for the same routing sample, so the report is a full forward of the layer
+// (planner/sim/cost.h) for the same routing sample, so the report is a full forward of the layer
 // for that rank with each phase marked "measured" or "cost model".
 //
 // What runs for global rank R of the plan (its EP index e, local experts [e*L, (e+1)*L), its
@@ -16,7 +16,7 @@
 //   shared_experts the shared experts over its T tokens (its TP slice of the intermediate dim)
 //   dispatch, combine   the cost model's time for EP rank e (per_ep_rank_us), not measured
 // Rows: the planner's routing model sampled for the plan's workload (T = routed tokens per rank,
-// planner/workload.h); the rows from source EP rank s to local expert j are counted from
+// planner/accounting/workload.h); the rows from source EP rank s to local expert j are counted from
 // SampleTokenExperts(s), the same stream SampleRouting's matrices count, so the replay
 // receives exactly the rows the simulated rank receives.
 // Validation: for every local expert with rows, its first and last `check_rows` rows are
@@ -28,10 +28,10 @@
 #include <string>
 #include <vector>
 
-#include "planner/cluster.h"
-#include "planner/json_util.h"
-#include "planner/plan.h"
-#include "planner/routing.h"
+#include "planner/sim/cluster.h"
+#include "planner/base/json_util.h"
+#include "planner/layout/plan.h"
+#include "planner/sim/routing.h"
 #include "runtime/backend.h"
 
 namespace dockyard::runtime {

@@ -4,9 +4,9 @@
 
 #include <doctest/doctest.h>
 
-#include "planner/cost.h"
-#include "planner/error.h"
-#include "planner/workload.h"
+#include "planner/sim/cost.h"
+#include "planner/base/error.h"
+#include "planner/accounting/workload.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/test_layouts.h"
 

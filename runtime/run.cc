@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "planner/replica_routing.h"
-#include "planner/report.h"
+#include "planner/sim/replica_routing.h"
+#include "planner/report/report.h"
 #include "runtime/pipeline.h"
 #include "runtime/reference.h"
 

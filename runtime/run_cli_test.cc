@@ -15,7 +15,7 @@
 
 #include <doctest/doctest.h>
 
-#include "planner/json_util.h"
+#include "planner/base/json_util.h"
 
 namespace {
 

@@ -1,8 +1,8 @@
 // Small models and plans for the runtime tests (built in code; hand arithmetic in the tests).
 #pragma once
 
-#include "planner/model_spec.h"
-#include "planner/plan.h"
+#include "planner/model/model_spec.h"
+#include "planner/layout/plan.h"
 #include "tests/test_models.h"
 
 namespace dockyard::runtime::testing {

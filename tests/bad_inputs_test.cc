@@ -21,7 +21,7 @@
 
 #include <doctest/doctest.h>
 
-#include "planner/json_util.h"
+#include "planner/base/json_util.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define DOCKYARD_ASAN 1

@@ -13,7 +13,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
-#include "planner/json_util.h"
+#include "planner/base/json_util.h"
 
 namespace {
 
@@ -564,7 +564,7 @@ TEST_CASE("Outputs are compared as files, not spellings; the calibration is an i
 }
 
 TEST_CASE("The newer families plan and check; simulate and search refuse what the cost model does not price") {
-  // DeepSeek-V3.2-Exp: 671,877,944,064 parameters (planner/hf_config_variants_test.cc).
+  // DeepSeek-V3.2-Exp: 671,877,944,064 parameters (planner/model/hf_config_variants_test.cc).
   const std::string plan = TmpDir() + "/dsv32-plan.json";
   Result r = Run("--model testdata/hf/deepseek-v3.2-exp.json --world-size 64 --ep 64 --json " + plan);
   REQUIRE(r.code == 0);

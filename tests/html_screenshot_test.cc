@@ -2,7 +2,7 @@
 // (tools/html_screenshots.py): a screenshot that is not blank and a page that logs nothing to the
 // console. Skipped (doctest skip, counted neither passed nor failed) when no chromium,
 // chromium-browser or google-chrome is on PATH or python3 is missing; the structural checks of the
-// same pages run everywhere (planner/html_report_test.cc, tests/cli_test.cc).
+// same pages run everywhere (planner/report/html_report_test.cc, tests/cli_test.cc).
 #include <cstdlib>
 #include <string>
 #include <sys/wait.h>

@@ -1,7 +1,7 @@
 // Small models built in code for tests (hand arithmetic in the tests that use them).
 #pragma once
 
-#include "planner/model_spec.h"
+#include "planner/model/model_spec.h"
 
 namespace dockyard::testing {
 

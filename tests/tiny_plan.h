@@ -2,8 +2,8 @@
 // uniform routing sample the cost tests simulate it with (hand arithmetic in the tests).
 #pragma once
 
-#include "planner/plan.h"
-#include "planner/routing.h"
+#include "planner/layout/plan.h"
+#include "planner/sim/routing.h"
 #include "tests/test_models.h"
 
 namespace dockyard::testing {

@@ -66,10 +66,10 @@ CXXFLAGS=(-std=c++17 -g -O1 -fno-omit-frame-pointer -I"$ROOT" -I"$GEN" -Wno-unus
 cmp -s "$GEN/cli/default_model.h.new" "$GEN/cli/default_model.h" 2>/dev/null || mv "$GEN/cli/default_model.h.new" "$GEN/cli/default_model.h"
 rm -f "$GEN/cli/default_model.h.new"
 
-# Library sources: every planner/*.cc but tests and benchmarks, and dockyard-plan's CLI sources
+# Library sources: every planner/*/*.cc but tests and benchmarks, and dockyard-plan's CLI sources
 # (every cli/*.cc but the mains and dockyard-run's, which needs the runtime).
 SOURCES=()
-for f in planner/*.cc cli/*.cc; do
+for f in planner/*/*.cc cli/*.cc; do
   case "$f" in *_test.cc|*/bench_*.cc|cli/dockyard_*.cc|cli/run_cli.cc) continue ;; esac
   SOURCES+=("$f")
 done
@@ -89,7 +89,7 @@ compile_one() {
 }
 
 # An object is rebuilt when its source or any header of the project is newer.
-newest_header="$(ls -t planner/*.h cli/*.h fuzz/*.h "$GEN/cli/default_model.h" 2>/dev/null | head -1)"
+newest_header="$(ls -t planner/*/*.h cli/*.h fuzz/*.h "$GEN/cli/default_model.h" 2>/dev/null | head -1)"
 build_failed=0
 pids=()
 objects=()

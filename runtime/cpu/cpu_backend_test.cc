@@ -7,7 +7,7 @@
 
 #include <doctest/doctest.h>
 
-#include "planner/error.h"
+#include "planner/base/error.h"
 
 using namespace dockyard::runtime;
 using dockyard::runtime::cpu::CpuBackend;

@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "planner/error.h"
-#include "planner/group_select.h"
+#include "planner/base/error.h"
+#include "planner/sim/group_select.h"
 #include "runtime/data.h"
 
 namespace dockyard::runtime::cpu {

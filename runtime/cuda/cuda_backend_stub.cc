@@ -1,5 +1,5 @@
 // The CUDA backend of a build without a CUDA toolkit (cuda_backend.h): every entry says so.
-#include "planner/error.h"
+#include "planner/base/error.h"
 #include "runtime/cuda/cuda_backend.h"
 
 namespace dockyard::runtime::cuda {

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "planner/error.h"
+#include "planner/base/error.h"
 
 namespace dockyard::runtime {
 namespace {

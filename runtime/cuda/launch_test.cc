@@ -10,7 +10,7 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
-#include "planner/error.h"
+#include "planner/base/error.h"
 
 namespace dockyard::runtime {
 namespace {

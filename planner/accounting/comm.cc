@@ -1,0 +1,382 @@
+// Communication volumes per training step (see comm.h and docs/memory-model.md).
+#include "planner/accounting/comm.h"
+
+#include <algorithm>
+#include <initializer_list>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "planner/base/checked_math.h"
+#include "planner/base/error.h"
+#include "planner/accounting/workload.h"
+
+namespace dockyard {
+
+double RingCrossNodeFraction(const std::vector<int64_t>& group, int64_t gpus_per_node) {
+  const size_t n = group.size();
+  if (n < 2) return 0.0;
+  size_t crossing = 0;
+  for (size_t i = 0; i < n; ++i) crossing += group[i] / gpus_per_node != group[(i + 1) % n] / gpus_per_node;
+  return static_cast<double>(crossing) / static_cast<double>(n);
+}
+
+double AllToAllCrossNodeFraction(const std::vector<int64_t>& group, int64_t rank, int64_t gpus_per_node) {
+  if (group.size() < 2) return 0.0;
+  size_t remote = 0;
+  for (int64_t r : group) remote += r / gpus_per_node != rank / gpus_per_node;
+  return static_cast<double>(remote) / static_cast<double>(group.size() - 1);
+}
+
+double RingCrossNodeFractionStrided(int64_t n, int64_t stride, int64_t gpus_per_node) {
+  if (n < 2) return 0.0;
+  // Edges i -> i+1 for i < n-1 cross when floor(i*s/g) changes: every edge when s >= g, else
+  // (steps of s < g move at most one node) as often as the last member's node index; the closing
+  // edge (n-1)*s -> 0 crosses when the last member is on another node than rank 0.
+  const int64_t last_node = (n - 1) * stride / gpus_per_node;
+  const int64_t inner = stride >= gpus_per_node ? n - 1 : last_node;
+  const int64_t crossing = inner + (last_node > 0 ? 1 : 0);
+  return static_cast<double>(crossing) / static_cast<double>(n);
+}
+
+double CollectiveWireBytes(std::string_view collective, int64_t n, int64_t calls, int64_t bytes_per_call) {
+  const double share = static_cast<double>(n - 1) / static_cast<double>(n);
+  const double total = static_cast<double>(bytes_per_call) * static_cast<double>(calls);
+  if (collective == "all_reduce") return 2.0 * total * share;
+  if (collective == "send_recv") return total;
+  return total * share;  // all_gather, reduce_scatter, all_to_all
+}
+
+int64_t PpSendBytes(const Workload& w, int64_t tp, int64_t h) {
+  return CheckedMul(CheckedMul((w.tokens + tp - 1) / tp, h, "pipeline send bytes"), w.act_bytes, "pipeline send bytes");
+}
+
+int64_t CpKvWidth(const ModelSpec& m, int64_t tp) {
+  const auto& a = m.attention;
+  return a.kind == AttentionKind::kGqa ? 2 * a.num_key_value_heads * a.head_dim / tp
+                                       : a.num_attention_heads / tp * (a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim);
+}
+
+namespace {
+
+// The inputs that scale a step's volumes, for overflow messages: what to lower, by field and flag.
+std::string VolumeInputs(const Plan& plan) {
+  const auto& t = plan.training;
+  return fmt::format("training.seq_len ({}) x micro_batch_size ({}) tokens per micro-batch, num_microbatches ({}); "
+                     "lower --seq-len, --micro-batch-size or --num-microbatches",
+                     t.seq_len, t.micro_batch_size, t.num_microbatches.value_or(plan.dims.pp));
+}
+
+class Builder {
+ public:
+  Builder(const Plan& plan, int64_t rank, CommReport& out) : plan_(plan), rank_(rank), out_(out) {}
+
+  // Adds an entry for `group` (ring order) with `calls` calls of `bytes` each.
+  void Add(const std::string& purpose, const std::string& collective, const std::string& mesh, const std::string& axis,
+           const std::string& phase, const std::vector<int64_t>& group, int64_t calls, int64_t bytes) {
+    const int64_t n = static_cast<int64_t>(group.size());
+    if (n < 2 || calls == 0 || bytes == 0) return;
+    CommEntry e{purpose, collective, mesh, axis, phase, n, calls, bytes, 0, 0};
+    const double wire = CollectiveWireBytes(collective, n, calls, bytes);
+    const double frac = collective == "all_to_all" ? AllToAllCrossNodeFraction(group, rank_, out_.gpus_per_node)
+                                                   : RingCrossNodeFraction(group, out_.gpus_per_node);
+    if (!(wire < 9.0e18)) {
+      throw Error(fmt::format("{} ({}): communication volume of {} calls x {} bytes per call exceeds 9e18 bytes per step "
+                              "({})",
+                              purpose, phase, calls, bytes, VolumeInputs(plan_)));
+    }
+    e.wire_bytes = static_cast<int64_t>(wire);
+    e.cross_node_bytes = static_cast<int64_t>(wire * frac);
+    out_.total_wire_bytes = CheckedAdd(out_.total_wire_bytes, e.wire_bytes, "total wire bytes");
+    out_.total_cross_node_bytes = CheckedAdd(out_.total_cross_node_bytes, e.cross_node_bytes, "total cross-node bytes");
+    out_.entries.push_back(std::move(e));
+  }
+
+  // The group of rank_ over the flattened `axes` of `mesh` (outer axis first), in ring order.
+  std::vector<int64_t> Group(const Mesh& mesh, const std::vector<std::string>& axes) const {
+    std::vector<int64_t> group = {rank_};
+    for (const auto& name : axes) {
+      const int a = mesh.AxisIndex(name);
+      if (a < 0 || mesh.axis_size(a) == 1) continue;
+      std::vector<int64_t> next;
+      for (int64_t r : group) {
+        for (int64_t member : mesh.GroupOf(r, a)) next.push_back(member);
+      }
+      group = std::move(next);
+    }
+    std::sort(group.begin(), group.end());
+    group.erase(std::unique(group.begin(), group.end()), group.end());
+    return group;
+  }
+
+ private:
+  const Plan& plan_;
+  int64_t rank_;
+  CommReport& out_;
+};
+
+std::string Join(const std::vector<std::string>& axes) {
+  std::string out;
+  for (const auto& a : axes) out += (out.empty() ? "" : "*") + a;
+  return out;
+}
+
+}  // namespace
+
+StepCollectiveList StepCollectives(const ParallelDims& d, DpSharding dp_sharding, const TrainingBytes& tb,
+                                   int64_t dense_elems, int64_t sparse_elems, int64_t tied_embedding_elems) {
+  using A = MeshAxis;
+  const bool megatron = d.convention == Convention::kMegatron;
+  const int64_t param_b = tb.param, grad_b = tb.grad;
+  auto mul = [](int64_t x, int64_t y) { return CheckedMul(x, y, "communication bytes"); };
+  StepCollectiveList out;
+  auto add = [&](const char* purpose, const char* collective, bool sparse, std::initializer_list<A> axes, int64_t stride,
+                 int64_t bytes) {
+    StepCollective c;
+    c.purpose = purpose;
+    c.collective = collective;
+    c.sparse = sparse;
+    for (A a : axes) {
+      c.axes[c.num_axes++] = a;
+      c.group_size *= MeshAxisSize(d, a);
+    }
+    c.stride = stride;
+    c.bytes = bytes;
+    out.items[out.size++] = c;
+  };
+  // Groups of rank 0 on row-major meshes (mesh.h): the dense data-parallel axes sit outside tp,
+  // the sparse ones outside ep (x etp), dp_replicate outside everything but pp.
+  const A dense_shard_axis = megatron ? A::kDp : A::kDpShard;
+  const A sparse_axis = megatron ? A::kEdp : A::kEfsdp;
+  const int64_t dense_n = MeshAxisSize(d, dense_shard_axis) * d.cp, sparse_n = MeshAxisSize(d, sparse_axis);
+  const int64_t dense_stride = d.tp, sparse_stride = d.ep * d.etp, replicate_stride = d.dp_shard * d.cp * d.tp;
+  // The replicas' all-reduce of each rank's shard (torchtitan HSDP; Megatron folds replicas into dp).
+  auto shard_bytes = [&] {
+    return mul((dense_elems + dense_n - 1) / dense_n + (sparse_elems + sparse_n - 1) / sparse_n, grad_b);
+  };
+  switch (dp_sharding) {
+    case DpSharding::kFsdp:
+      if (megatron) break;
+      add("hsdp_all_reduce_grads", "all_reduce", false, {A::kDpReplicate}, replicate_stride, shard_bytes());
+      break;
+    case DpSharding::kZero1:
+      add("zero1_reduce_scatter_grads", "reduce_scatter", false, {dense_shard_axis, A::kCp}, dense_stride,
+          mul(dense_elems, grad_b));
+      add("zero1_all_gather_params", "all_gather", false, {dense_shard_axis, A::kCp}, dense_stride,
+          mul(dense_elems, param_b));
+      add("zero1_reduce_scatter_grads", "reduce_scatter", true, {sparse_axis}, sparse_stride, mul(sparse_elems, grad_b));
+      add("zero1_all_gather_params", "all_gather", true, {sparse_axis}, sparse_stride, mul(sparse_elems, param_b));
+      if (!megatron) add("replica_all_reduce_grads", "all_reduce", false, {A::kDpReplicate}, replicate_stride, shard_bytes());
+      break;
+    case DpSharding::kDdp:
+      if (megatron) {
+        add("ddp_all_reduce_grads", "all_reduce", false, {A::kDp, A::kCp}, dense_stride, mul(dense_elems, grad_b));
+        add("ddp_all_reduce_grads", "all_reduce", true, {A::kEdp}, sparse_stride, mul(sparse_elems, grad_b));
+      } else {
+        add("ddp_all_reduce_grads", "all_reduce", false, {A::kDpReplicate, A::kDpShard, A::kCp}, dense_stride,
+            mul(dense_elems, grad_b));
+        add("ddp_all_reduce_grads", "all_reduce", true, {A::kDpReplicate, A::kEfsdp}, sparse_stride,
+            mul(sparse_elems, grad_b));
+      }
+      break;
+  }
+  if (megatron && d.pp > 1 && tied_embedding_elems > 0) {
+    add("embedding_all_reduce_grads", "all_reduce", false, {A::kPp}, (d.pp - 1) * d.stage_size(),
+        mul(tied_embedding_elems, grad_b));
+    out.items[out.size - 1].group_size = 2;
+    out.items[out.size - 1].embedding_group = true;
+  }
+  return out;
+}
+
+CommReport ComputeComm(const Plan& plan, int64_t rank) {
+  const auto& d = plan.dims;
+  const auto& t = plan.training;
+  const auto& m = plan.model;
+  const Workload w = ComputeWorkload(plan);
+  CommReport out;
+  out.rank = rank;
+  out.gpus_per_node = t.gpus_per_node;
+  out.dispatcher = t.dispatcher;
+  Builder b(plan, rank, out);
+  const bool megatron = d.convention == Convention::kMegatron;
+  const int64_t stage = plan.meshes.dense.Coord(rank, 0);
+  // Micro-batches per step: num_microbatches per pipeline schedule, times torchtitan's outer
+  // gradient-accumulation steps (pipeline_schedule.h RunSettings).
+  const int64_t A = t.run.grad_accumulation_steps;
+  const int64_t M = CheckedMul(t.num_microbatches.value_or(d.pp), A, "micro-batches per step");
+  const int64_t param_b = DtypeBytes(t.param_dtype, "param_dtype");
+  const int64_t grad_b = DtypeBytes(t.grad_dtype, "grad_dtype");
+  const int64_t h = m.hidden_size;
+  const std::string volume_what = "communication bytes (" + VolumeInputs(plan) + ")";
+  auto mul = [&](int64_t x, int64_t y) { return CheckedMul(x, y, volume_what); };
+
+  // Data parallelism. Model-parallel elements per FSDP unit and per mesh on this rank.
+  const std::vector<std::string> dense_dp = megatron ? std::vector<std::string>{"dp", "cp"}
+                                                     : std::vector<std::string>{"dp_shard", "cp"};
+  const std::vector<std::string> sparse_dp = {megatron ? "edp" : "efsdp"};
+  // FSDP unit (layer, on the sparse mesh; embedding -1, root -2) -> model-parallel elements.
+  std::map<std::pair<int64_t, bool>, int64_t> units;
+  int64_t dense_elems = 0, sparse_elems = 0;
+  for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
+    if (plan.placements[i].stage != stage) continue;
+    const auto& p = plan.inventory.params[i];
+    const int64_t n = ModelParallelNumel(plan, i, rank);
+    (plan.placements[i].sparse_mesh ? sparse_elems : dense_elems) += n;
+    units[p.layer >= 0 ? std::make_pair(p.layer, plan.placements[i].sparse_mesh)
+                       : std::make_pair<int64_t, bool>(p.role == Role::kEmbedding ? -1 : -2, false)] += n;
+  }
+  const Mesh& dense = plan.meshes.dense;
+  const Mesh& sparse = plan.meshes.sparse;
+  const auto dense_group = b.Group(dense, dense_dp);
+  const auto sparse_group = b.Group(sparse, sparse_dp);
+  if (*t.dp_sharding == DpSharding::kFsdp) {
+    // torchtitan: all-gathers and reduce-scatters per unit and accumulation step from the
+    // reshard-after-forward policy and pp (pipeline_schedule.h FsdpCallsPerStep).
+    const FsdpCalls calls = FsdpCallsPerStep(t.run.reshard_after_forward, d.pp, t.num_microbatches.value_or(d.pp));
+    for (const auto& [unit, elems] : units) {
+      const bool experts = unit.second;
+      const auto& group = experts ? sparse_group : dense_group;
+      const std::string mesh = experts ? "sparse" : "dense";
+      const std::string axis = Join(experts ? sparse_dp : dense_dp);
+      b.Add("fsdp_all_gather_forward", "all_gather", mesh, axis, "forward", group, mul(calls.forward_all_gathers, A),
+            mul(elems, param_b));
+      b.Add("fsdp_all_gather_backward", "all_gather", mesh, axis, "backward", group, mul(calls.backward_all_gathers, A),
+            mul(elems, param_b));
+      b.Add("fsdp_reduce_scatter_grads", "reduce_scatter", mesh, axis, "backward", group, mul(calls.reduce_scatters, A),
+            mul(elems, grad_b));
+    }
+  }
+  // The tied embedding's gradient on the first and last stage (StepCollectives' embedding group).
+  int64_t tied_elems = 0;
+  if (m.tie_word_embeddings && d.pp > 1 && (stage == 0 || stage == d.pp - 1)) {
+    for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
+      const auto& p = plan.inventory.params[i];
+      const bool tied = stage == 0 ? p.role == Role::kEmbedding : !p.tied_to.empty();
+      if (tied && plan.placements[i].stage == stage) tied_elems += ModelParallelNumel(plan, i, rank);
+    }
+  }
+  const StepCollectiveList step =
+      StepCollectives(d, *t.dp_sharding, TrainingBytesOf(t), dense_elems, sparse_elems, tied_elems);
+  for (int i = 0; i < step.size; ++i) {
+    const StepCollective& c = step.items[i];
+    std::vector<std::string> axes;
+    for (int j = 0; j < c.num_axes; ++j) axes.push_back(MeshAxisName(c.axes[j]));
+    const Mesh& mesh = c.sparse ? sparse : dense;
+    std::vector<int64_t> group;
+    if (c.embedding_group) {
+      const int64_t other = stage == 0 ? rank + c.stride : rank - c.stride;
+      group = stage == 0 ? std::vector<int64_t>{rank, other} : std::vector<int64_t>{other, rank};
+    } else {
+      group = b.Group(mesh, axes);
+    }
+    const size_t before = out.entries.size();
+    b.Add(c.purpose, c.collective, c.sparse ? "sparse" : "dense", Join(axes), "step", group, 1, c.bytes);
+    if (out.entries.size() > before) out.entries.back().stride = c.stride;
+  }
+
+  // Layers of this stage.
+  int64_t layers = 0, moe_layers = 0;
+  for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
+    if (plan.layer_stage[l] != stage) continue;
+    ++layers;
+    moe_layers += m.moe_layers[l] ? 1 : 0;
+  }
+
+  // Tensor parallelism with sequence parallelism: per layer, an all-gather of the full sequence
+  // before attention and before the MLP / MoE, a reduce-scatter after each; mirrored in backward.
+  const auto tp_group = b.Group(dense, {"tp"});
+  const int64_t tp_bytes = mul(mul(w.tokens, h), w.act_bytes);
+  b.Add("tp_sequence_parallel_all_gather", "all_gather", "dense", "tp", "forward", tp_group, mul(2 * layers, M), tp_bytes);
+  b.Add("tp_sequence_parallel_reduce_scatter", "reduce_scatter", "dense", "tp", "forward", tp_group, mul(2 * layers, M), tp_bytes);
+  b.Add("tp_sequence_parallel_all_gather", "all_gather", "dense", "tp", "backward", tp_group, mul(2 * layers, M), tp_bytes);
+  b.Add("tp_sequence_parallel_reduce_scatter", "reduce_scatter", "dense", "tp", "backward", tp_group, mul(2 * layers, M), tp_bytes);
+
+  // Context parallelism (ring attention): each layer passes its K and V blocks cp - 1 times in
+  // forward; backward passes K, V and their gradients.
+  if (d.cp > 1) {
+    const int64_t kv_width = CpKvWidth(m, d.tp);
+    const int64_t kv_bytes = mul(mul(w.tokens, kv_width), w.act_bytes);
+    const auto cp_group = b.Group(dense, {"cp"});
+    b.Add("cp_ring_attention_kv", "send_recv", "dense", "cp", "forward", cp_group, mul(mul(layers, d.cp - 1), M), kv_bytes);
+    b.Add("cp_ring_attention_kv_and_grads", "send_recv", "dense", "cp", "backward", cp_group, mul(mul(layers, d.cp - 1), M),
+          mul(kv_bytes, 2));
+  }
+
+  // Expert parallelism: per MoE layer and micro-batch, token dispatch and combine, in forward and
+  // again (as gradients) in backward. Send buffers hold T_r * top_k rows.
+  // Megatron-Core's dispatcher all-gathers the rows that reached a rank over the expert-TP group
+  // after the EP all-to-all (and reduce-scatters them before the combine), every MoE layer and
+  // micro-batch; backward mirrors it. The all-gather output is the T_r * top_k rows the experts
+  // compute (workload.h).
+  if (megatron && d.etp > 1 && moe_layers > 0) {
+    const int64_t gathered_bytes = mul(mul(w.mean_received_rows, h), w.act_bytes);
+    const int64_t calls = mul(moe_layers, M);
+    const auto etp_group = b.Group(sparse, {"etp"});
+    b.Add("etp_dispatch_all_gather", "all_gather", "sparse", "etp", "forward", etp_group, calls, gathered_bytes);
+    b.Add("etp_combine_reduce_scatter", "reduce_scatter", "sparse", "etp", "forward", etp_group, calls, gathered_bytes);
+    b.Add("etp_dispatch_grad_reduce_scatter", "reduce_scatter", "sparse", "etp", "backward", etp_group, calls, gathered_bytes);
+    b.Add("etp_combine_grad_all_gather", "all_gather", "sparse", "etp", "backward", etp_group, calls, gathered_bytes);
+  }
+  if (d.ep > 1 && moe_layers > 0) {
+    // The rows this rank sends: dispatch_tokens * top_k (= T_r * top_k but under megatron with etp > 1).
+    const int64_t rows_bytes = mul(mul(mul(w.dispatch_tokens, m.moe.top_k), h), w.act_bytes);
+    const int64_t counts_bytes = mul(m.moe.num_experts, 8);
+    const int64_t calls = mul(moe_layers, M);
+    const auto ep_group = b.Group(sparse, {"ep"});
+    if (t.dispatcher == "all_to_all") {
+      b.Add("ep_token_counts", "all_to_all", "sparse", "ep", "forward", ep_group, calls, counts_bytes);
+      for (const char* phase : {"forward", "backward"}) {
+        b.Add("ep_dispatch", "all_to_all", "sparse", "ep", phase, ep_group, calls, rows_bytes);
+        b.Add("ep_combine", "all_to_all", "sparse", "ep", phase, ep_group, calls, rows_bytes);
+      }
+    } else {
+      // Deredundency (hyper_parallel DeredundencyTokenDispatcher): ep = oep x iep, iep fastest. All-gather of the routed rows over
+      // oep, all-to-all of the selected rows (T_r * top_k on average) over iep, reduce-scatter
+      // of the oep-sized whiteboard on combine.
+      const int64_t oep = DeredundencyOep(plan);
+      if (d.ep % oep != 0) throw Error(fmt::format("oep ({}) must divide ep ({}) for the deredundency dispatcher", oep, d.ep));
+      out.oep = oep;
+      out.iep = d.ep / oep;
+      // The ep group in order; iep groups are consecutive runs of iep members.
+      const auto& ep_members = ep_group;
+      int64_t my_index = 0;
+      for (size_t i = 0; i < ep_members.size(); ++i) {
+        if (ep_members[i] == rank) my_index = static_cast<int64_t>(i);
+      }
+      std::vector<int64_t> iep_group, oep_group;
+      const int64_t outer = my_index / out.iep, inner = my_index % out.iep;
+      for (int64_t j = 0; j < out.iep; ++j) iep_group.push_back(ep_members[outer * out.iep + j]);
+      for (int64_t o = 0; o < oep; ++o) oep_group.push_back(ep_members[o * out.iep + inner]);
+      const int64_t whiteboard = mul(oep, rows_bytes);
+      for (const char* phase : {"forward", "backward"}) {
+        const bool fwd = std::string(phase) == "forward";
+        // Forward: all-gather on dispatch, reduce-scatter on combine; backward swaps them.
+        b.Add(fwd ? "deredundency_dispatch_all_gather" : "deredundency_dispatch_grad_reduce_scatter",
+              fwd ? "all_gather" : "reduce_scatter", "deredundency", "oep", phase, oep_group, calls, whiteboard);
+        b.Add("deredundency_dispatch", "all_to_all", "deredundency", "iep", phase, iep_group, calls, rows_bytes);
+        b.Add("deredundency_combine", "all_to_all", "deredundency", "iep", phase, iep_group, calls, rows_bytes);
+        b.Add(fwd ? "deredundency_combine_reduce_scatter" : "deredundency_combine_grad_all_gather",
+              fwd ? "reduce_scatter" : "all_gather", "deredundency", "oep", phase, oep_group, calls, whiteboard);
+      }
+      b.Add("deredundency_token_counts", "all_gather", "deredundency", "oep", "forward", oep_group, calls, counts_bytes * oep);
+    }
+  }
+
+  // Pipeline parallelism: activations to the next stage in forward, gradients back in backward.
+  if (d.pp > 1) {
+    const auto pp_group = b.Group(dense, {"pp"});
+    const int64_t bytes = PpSendBytes(w, d.tp, h);
+    // Interleaved 1F1B (--vpp): a micro-batch crosses each rank's boundary once per model chunk.
+    const int64_t sends = mul(M, t.run.vpp);
+    if (stage + 1 < d.pp) {
+      b.Add("pp_send_activations", "send_recv", "dense", "pp", "forward", {rank, pp_group[stage + 1]}, sends, bytes);
+    }
+    if (stage > 0) {
+      b.Add("pp_send_grads", "send_recv", "dense", "pp", "backward", {rank, pp_group[stage - 1]}, sends, bytes);
+    }
+  }
+  return out;
+}
+
+}  // namespace dockyard

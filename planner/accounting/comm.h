@@ -1,0 +1,103 @@
+// Communication volumes of one training step (num_microbatches micro-batches) for one rank, per
+// collective, per mesh axis (docs/memory-model.md, "Communication").
+//
+// Per entry: `calls` in the step, `bytes_per_call` = the collective's buffer size per rank
+// (nccl-tests "size": the all-gather output, the reduce-scatter input, the all-reduce buffer, the
+// all-to-all send buffer), `wire_bytes` = bytes this rank sends over all calls (ring all-gather /
+// reduce-scatter: size*(n-1)/n; ring all-reduce: 2*size*(n-1)/n; all-to-all: the share addressed
+// to other ranks under uniform routing, size*(n-1)/n; send/recv: size), and `cross_node_bytes` =
+// the part of wire_bytes that leaves the node (ranks fill nodes of gpus_per_node in order; ring
+// collectives: wire_bytes * crossing ring edges / n; all-to-all: wire_bytes * peers on other
+// nodes / (n - 1)).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "planner/layout/mesh.h"
+#include "planner/layout/plan.h"
+#include "planner/accounting/workload.h"
+
+namespace dockyard {
+
+struct CommEntry {
+  std::string purpose;     // e.g. "fsdp_all_gather_forward", "ep_dispatch", "tp_sequence_parallel"
+  std::string collective;  // "all_gather", "reduce_scatter", "all_reduce", "all_to_all", "send_recv"
+  std::string mesh;        // "dense", "sparse", or "deredundency" (the oep x iep mesh)
+  std::string axis;        // mesh axis (flattened axes joined by "*", e.g. "dp_shard*cp")
+  std::string phase;       // "forward", "backward", "step"
+  int64_t group_size = 1;
+  int64_t calls = 0;
+  int64_t bytes_per_call = 0;
+  int64_t wire_bytes = 0;
+  int64_t cross_node_bytes = 0;
+  int64_t stride = 0;  // "step" entries: rank 0's group is {0, stride, ...} (StepCollective::stride); else 0
+};
+
+struct CommReport {
+  int64_t rank = 0;
+  int64_t gpus_per_node = 8;
+  std::string dispatcher;  // "all_to_all" or "deredundency"
+  int64_t oep = 1, iep = 1;
+  std::vector<CommEntry> entries;
+  int64_t total_wire_bytes = 0;
+  int64_t total_cross_node_bytes = 0;
+};
+
+// Volumes for `rank`. Throws dockyard::Error for a deredundency oep that does not divide ep.
+CommReport ComputeComm(const Plan& plan, int64_t rank);
+
+// The data-parallel collectives at the end of a step (CommEntry phase "step", one call each), in
+// the order ComputeComm lists them; the one rule both ComputeComm and the layout search read.
+//  - fsdp (torchtitan HSDP): sharded gradients all-reduced over dp_replicate;
+//  - zero1 (Megatron distributed optimizer): reduce-scatter of the gradients and all-gather of
+//    the updated parameters over the dense (dp_shard*cp; Megatron dp*cp) and the sparse
+//    (efsdp; edp) data-parallel groups, then the replicas' all-reduce of their shard;
+//  - ddp: gradients all-reduced over every data-parallel rank (dp_replicate included).
+// `dense_elems` / `sparse_elems`: the rank's model-parallel elements on each mesh (its stage).
+// Megatron-Core's embedding group (parallel_state: the first and the last pipeline stage) with
+// tied embeddings and pp > 1: the last stage's lm_head copy and the embedding all-reduce their
+// gradients every step (finalize_model_grads, _allreduce_word_embedding_grads) over a group of
+// 2 ranks {r, r + (pp - 1) * stage_size}: "embedding_all_reduce_grads", `tied_embedding_elems`
+// (the rank's model-parallel embedding elements; 0 on other stages and without tying) x grad bytes.
+struct StepCollective {
+  const char* purpose = "";
+  const char* collective = "";  // as CommEntry::collective
+  bool sparse = false;          // on the sparse mesh, else the dense one
+  MeshAxis axes[3] = {};        // flattened, outer first (axes of size 1 included)
+  int num_axes = 0;
+  int64_t group_size = 1;       // product of the axes' sizes
+  int64_t stride = 1;           // rank 0's group is {0, stride, ..., (group_size - 1) * stride}
+  int64_t bytes = 0;            // per call
+  bool embedding_group = false; // the first and last pp stage only (axes: pp; group_size 2)
+};
+struct StepCollectiveList {
+  StepCollective items[6];
+  int size = 0;
+};
+StepCollectiveList StepCollectives(const ParallelDims& dims, DpSharding dp_sharding, const TrainingBytes& bytes,
+                                   int64_t dense_elems, int64_t sparse_elems, int64_t tied_embedding_elems = 0);
+
+// Bytes of one pipeline send (activations forward, their gradients backward): the sequence-
+// parallel shard of the micro-batch's hidden states, ceil(tokens / tp) x hidden x act bytes.
+int64_t PpSendBytes(const Workload& w, int64_t tp, int64_t hidden_size);
+
+// Elements per token of one layer's K and V on a rank (the ring-attention block width): GQA
+// 2 x num_key_value_heads x head_dim / tp; MLA num_attention_heads / tp x (qk_nope + qk_rope + v)
+// head dims (the decompressed keys and values).
+int64_t CpKvWidth(const ModelSpec& model, int64_t tp);
+
+// Fraction helpers, exposed for tests. `group` lists ranks in ring order.
+double RingCrossNodeFraction(const std::vector<int64_t>& group, int64_t gpus_per_node);
+double AllToAllCrossNodeFraction(const std::vector<int64_t>& group, int64_t rank, int64_t gpus_per_node);
+// RingCrossNodeFraction of the group {0, s, 2s, ..., (n-1)s} (n members, stride s >= 1), in
+// O(1): every data-parallel group of rank 0 has this form (mesh.h: row-major strides).
+double RingCrossNodeFractionStrided(int64_t n, int64_t stride, int64_t gpus_per_node);
+
+// wire_bytes of an entry before its conversion to int64 (see CommEntry): `calls` calls of
+// `bytes_per_call` over n >= 2 ranks; `collective` as in CommEntry.
+double CollectiveWireBytes(std::string_view collective, int64_t n, int64_t calls, int64_t bytes_per_call);
+
+}  // namespace dockyard

@@ -1,0 +1,190 @@
+// Communication volumes per step, by hand for small worlds.
+#include "planner/accounting/comm.h"
+
+#include <doctest/doctest.h>
+
+#include "tests/test_models.h"
+
+using dockyard::BuildPlan;
+using dockyard::CommEntry;
+using dockyard::DpSharding;
+using dockyard::ParallelDimsOptions;
+using dockyard::TrainingConfig;
+
+namespace {
+
+ParallelDimsOptions Dims(int64_t world, int64_t tp = 1, int64_t ep = 1) {
+  ParallelDimsOptions o;
+  o.world_size = world;
+  o.tp = tp;
+  o.ep = ep;
+  return o;
+}
+
+const CommEntry* Find(const dockyard::CommReport& r, const std::string& purpose, const std::string& phase = "") {
+  for (const auto& e : r.entries) {
+    if (e.purpose == purpose && (phase.empty() || e.phase == phase)) return &e;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("Cross-node fractions of ring and all-to-all groups") {
+  std::vector<int64_t> g(16);
+  for (int i = 0; i < 16; ++i) g[i] = i;
+  // 16 ranks on 2 nodes of 8: the ring crosses at 7->8 and 15->0.
+  CHECK(dockyard::RingCrossNodeFraction(g, 8) == doctest::Approx(2.0 / 16));
+  // Rank 0 sends to 15 peers, 8 of them on the other node.
+  CHECK(dockyard::AllToAllCrossNodeFraction(g, 0, 8) == doctest::Approx(8.0 / 15));
+  CHECK(dockyard::RingCrossNodeFraction(g, 16) == 0.0);
+}
+
+TEST_CASE("FSDP all-gathers each layer forward and backward and reduce-scatters its grads") {
+  TrainingConfig t;
+  t.dp_sharding = DpSharding::kFsdp;
+  t.seq_len = 16;
+  auto plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(4), t);
+  auto r = dockyard::ComputeComm(plan, 0);
+  // Units: embed 64000, layer 0 and 1 (62080 each, experts included: ep 1), root 64 + 64000 =
+  // 64064 elements -> forward all-gathers of 128000 + 124160 + 124160 + 128128 bytes (bf16).
+  int64_t fwd_bytes = 0, fwd_wire = 0, calls = 0;
+  for (const auto& e : r.entries) {
+    if (e.purpose != "fsdp_all_gather_forward") continue;
+    fwd_bytes += e.bytes_per_call * e.calls;
+    fwd_wire += e.wire_bytes;
+    calls += e.calls;
+    CHECK(e.axis == "dp_shard*cp");
+    CHECK(e.group_size == 4);
+  }
+  CHECK(calls == 4);
+  CHECK(fwd_bytes == 128000 + 124160 + 124160 + 128128);
+  CHECK(fwd_wire == fwd_bytes * 3 / 4);  // ring: (n-1)/n of the output
+  const CommEntry* rs = Find(r, "fsdp_reduce_scatter_grads");
+  REQUIRE(rs != nullptr);
+  CHECK(rs->bytes_per_call % 4 == 0);  // fp32 grads
+}
+
+TEST_CASE("FSDP2 all-gathers padded shards: world 3 gathers 3 x ceil(n / 3) rows of every tensor") {
+  TrainingConfig t;
+  t.dp_sharding = DpSharding::kFsdp;
+  t.seq_len = 16;
+  auto plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(3), t);
+  auto r = dockyard::ComputeComm(plan, 0);
+  // Padded units (memory_test "FSDP2 all-gather buffers hold the padded unit"): embedding 1002 x
+  // 64 = 64128, each layer 68676, root 64194 elements; bf16: 128256 + 2 x 137352 + 128388 bytes
+  // (unpadded: 128000 + 2 x 124160 + 128128).
+  int64_t fwd_bytes = 0;
+  for (const auto& e : r.entries) {
+    if (e.purpose == "fsdp_all_gather_forward") fwd_bytes += e.bytes_per_call * e.calls;
+  }
+  CHECK(fwd_bytes == 128256 + 2 * 137352 + 128388);
+}
+
+TEST_CASE("Megatron's embedding group all-reduces the tied embedding's gradient between the first and last stage") {
+  // Tiny Mixtral with tied embeddings, world 4, pp 2, tp 2 (megatron, zero1): stage 0 holds the
+  // embedding and stage 1 its lm_head copy, each [1000, 64] vocab-parallel over tp 2: 500 x 64 =
+  // 32000 elements per rank; fp32 grads: 128000 bytes, group {r, r + 2} of 2 ranks; ring
+  // all-reduce wire 2 x 128000 x 1/2 = 128000.
+  auto m = dockyard::testing::TinyMixtral();
+  m.tie_word_embeddings = true;
+  ParallelDimsOptions o = Dims(4, 2);
+  o.pp = 2;
+  o.convention = dockyard::Convention::kMegatron;
+  TrainingConfig t;
+  t.seq_len = 16;
+  const auto plan = BuildPlan(m, o, t);
+  for (int64_t rank : {0, 1, 2, 3}) {
+    CAPTURE(rank);
+    const auto r = dockyard::ComputeComm(plan, rank);
+    const CommEntry* e = Find(r, "embedding_all_reduce_grads");
+    REQUIRE(e != nullptr);
+    CHECK(e->bytes_per_call == 128000);
+    CHECK(e->group_size == 2);
+    CHECK(e->wire_bytes == 128000);
+    CHECK(e->axis == "pp");
+    CHECK(e->phase == "step");
+  }
+  // Untied: no embedding group traffic.
+  m.tie_word_embeddings = false;
+  CHECK(Find(dockyard::ComputeComm(BuildPlan(m, o, t), 0), "embedding_all_reduce_grads") == nullptr);
+}
+
+TEST_CASE("EP dispatch and combine: T x top_k x hidden per MoE layer, forward and backward") {
+  TrainingConfig t;
+  t.dp_sharding = DpSharding::kFsdp;
+  t.seq_len = 16;
+  t.gpus_per_node = 2;
+  auto plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(4, 1, 4), t);
+  auto r = dockyard::ComputeComm(plan, 0);
+  const CommEntry* d = Find(r, "ep_dispatch", "forward");
+  REQUIRE(d != nullptr);
+  CHECK(d->calls == 2);                      // 2 MoE layers x 1 micro-batch
+  CHECK(d->bytes_per_call == 16 * 2 * 64 * 2);  // 16 tokens x top_k 2 x h 64 x bf16 = 4096
+  CHECK(d->wire_bytes == 2 * 4096 * 3 / 4);  // 3 of 4 destinations are other ranks
+  // Ranks 0,1 on node 0 and 2,3 on node 1: 2 of rank 0's 3 peers are remote.
+  CHECK(d->cross_node_bytes == d->wire_bytes * 2 / 3);
+  CHECK(Find(r, "ep_combine", "backward") != nullptr);
+}
+
+TEST_CASE("Deredundency dispatcher: all-gather over oep, all-to-all over iep, reduce-scatter on combine") {
+  TrainingConfig t;
+  t.dp_sharding = DpSharding::kFsdp;
+  t.seq_len = 16;
+  t.gpus_per_node = 4;
+  t.dispatcher = "deredundency";
+  auto plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(8, 1, 8), t);
+  auto r = dockyard::ComputeComm(plan, 0);
+  CHECK(r.oep == 2);  // ep 8 over nodes of 4
+  CHECK(r.iep == 4);
+  const CommEntry* ag = Find(r, "deredundency_dispatch_all_gather");
+  REQUIRE(ag != nullptr);
+  CHECK(ag->group_size == 2);
+  CHECK(ag->bytes_per_call == 2 * 4096);  // oep x T x top_k x h x 2 bytes
+  CHECK(ag->cross_node_bytes == ag->wire_bytes);  // the oep peer is on the other node
+  const CommEntry* a2a = Find(r, "deredundency_dispatch", "forward");
+  REQUIRE(a2a != nullptr);
+  CHECK(a2a->group_size == 4);
+  CHECK(a2a->cross_node_bytes == 0);  // iep stays inside the node
+  CHECK(Find(r, "deredundency_combine_reduce_scatter") != nullptr);
+}
+
+TEST_CASE("ZeRO-1 reduce-scatters grads and all-gathers params once per step") {
+  TrainingConfig t;
+  t.dp_sharding = DpSharding::kZero1;
+  auto plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(4), t);
+  auto r = dockyard::ComputeComm(plan, 0);
+  const CommEntry* rs = Find(r, "zero1_reduce_scatter_grads");
+  REQUIRE(rs != nullptr);
+  CHECK(rs->calls == 1);
+  CHECK(rs->bytes_per_call == 252224 * 4);  // every parameter, fp32 grads (ep 1: all on the dense mesh)
+}
+
+TEST_CASE("TP with sequence parallelism: 4 collectives per layer forward, 4 backward") {
+  TrainingConfig t;
+  t.seq_len = 16;
+  auto plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(2, 2), t);
+  auto r = dockyard::ComputeComm(plan, 0);
+  const CommEntry* ag = Find(r, "tp_sequence_parallel_all_gather", "forward");
+  REQUIRE(ag != nullptr);
+  CHECK(ag->calls == 4);                    // 2 per layer x 2 layers
+  CHECK(ag->bytes_per_call == 16 * 64 * 2);  // full sequence x hidden x bf16
+}
+
+TEST_CASE("RingCrossNodeFractionStrided equals RingCrossNodeFraction of the group {0, s, ..., (n-1)s}") {
+  for (int64_t g : {1, 2, 3, 4, 8, 16}) {
+    for (int64_t n = 1; n <= 40; ++n) {
+      for (int64_t s = 1; s <= 40; ++s) {
+        std::vector<int64_t> group(n);
+        for (int64_t i = 0; i < n; ++i) group[i] = i * s;
+        CAPTURE(g);
+        CAPTURE(n);
+        CAPTURE(s);
+        CHECK(dockyard::RingCrossNodeFractionStrided(n, s, g) == dockyard::RingCrossNodeFraction(group, g));
+      }
+    }
+  }
+  CHECK(dockyard::RingCrossNodeFractionStrided(4, 2, 8) == 0.0);   // ranks 0, 2, 4, 6: one node
+  CHECK(dockyard::RingCrossNodeFractionStrided(4, 4, 8) == 0.5);   // 0, 4 | 8, 12: two crossings of 4 edges
+  CHECK(dockyard::RingCrossNodeFractionStrided(4, 8, 8) == 1.0);   // one rank per node
+}

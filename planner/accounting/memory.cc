@@ -1,0 +1,419 @@
+// Per-rank memory (see memory.h and docs/memory-model.md).
+#include "planner/accounting/memory.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "planner/base/checked_math.h"
+#include "planner/base/error.h"
+#include "planner/model/mtp.h"
+#include "planner/model/precision.h"
+
+namespace dockyard {
+namespace {
+
+bool OnSparseMesh(const Plan& plan, size_t i) { return plan.placements[i].sparse_mesh; }
+
+int64_t Ceil(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Narrows a 128-bit byte count for a report, naming what overflowed.
+int64_t Narrow(WideInt v, const char* what) {
+  if (v > static_cast<WideInt>(INT64_MAX)) throw Error(fmt::format("{} overflow a signed 64-bit integer", what));
+  return static_cast<int64_t>(v);
+}
+
+}  // namespace
+
+MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank) {
+  const int64_t stage = plan.meshes.dense.Coord(rank, 0);
+  // Local elements per role group (keyed by the group's literal) and mesh, without building
+  // strings per parameter: this runs for every rank of the world.
+  std::map<const char*, std::pair<int64_t, int64_t>> elems;  // group -> (dense, sparse)
+  for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
+    if (plan.placements[i].stage != stage) continue;
+    const auto& p = plan.inventory.params[i];
+    auto& e = elems[RoleGroup(p.role)];
+    int64_t& n = OnSparseMesh(plan, i) ? e.second : e.first;
+    n = CheckedAdd(n, LocalNumelOnRank(p, plan.placements[i], plan.MeshOf(i), rank), "local elements");
+  }
+  // MTP modules (opt-in, mtp.h) on the last stage: each a copy of the last decoder layer, sharded
+  // like it, plus eh_proj, its norms and (pp > 1) the word embedding; role group "mtp".
+  if (plan.training.mtp_layers > 0 && stage == plan.dims.pp - 1) {
+    auto& e = elems["mtp"];
+    const int64_t last = plan.model.num_hidden_layers - 1;
+    for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
+      if (plan.inventory.params[i].layer != last) continue;
+      int64_t& n = OnSparseMesh(plan, i) ? e.second : e.first;
+      n = CheckedAdd(n, LocalNumelOnRank(plan.inventory.params[i], plan.placements[i], plan.MeshOf(i), rank), "local elements");
+    }
+    e.first = CheckedAdd(e.first, MtpExtraElementsOnRank(plan.model, plan.dims.tp, plan.dims.pp), "MTP elements");
+    e.first = CheckedMul(e.first, plan.training.mtp_layers, "MTP elements");
+    e.second = CheckedMul(e.second, plan.training.mtp_layers, "MTP elements");
+  }
+  MemoryBreakdown m;
+  WideInt params = 0, grads = 0, opt = 0;
+  const TrainingBytes tb = TrainingBytesOf(plan.training);
+  for (const auto& [group, e] : elems) {
+    const StaticBytes b = StaticBytesOf(e.first, e.second, plan.dims, *plan.training.dp_sharding, tb);
+    m.params_by_role[group] = Narrow(b.params, "params bytes");
+    m.grads_by_role[group] = Narrow(b.grads, "grads bytes");
+    if (b.optimizer) m.optimizer_by_role[group] = Narrow(b.optimizer, "optimizer bytes");
+    params += b.params;
+    grads += b.grads;
+    opt += b.optimizer;
+  }
+  // FP8 weight copies (precision.h): the GEMM weights of attention and the MLPs, opt-in.
+  if (const double fp8 = Fp8WeightCopyBytesPerElement(plan.training); fp8 > 0) {
+    WideInt copies = 0;
+    for (const auto& [group, e] : elems) {
+      const std::string g = group;
+      if (g != "attention" && g != "routed_experts" && g != "shared_experts" && g != "dense_mlp") continue;
+      copies += static_cast<WideInt>(static_cast<double>(e.first + e.second) * fp8 + 0.5);
+    }
+    m.params_by_role["fp8_weights"] = Narrow(copies, "FP8 weight copy bytes");
+    params += copies;
+  }
+  m.params_bytes = Narrow(params, "params bytes");
+  m.grads_bytes = Narrow(grads, "grads bytes");
+  m.optimizer_bytes = Narrow(opt, "optimizer bytes");
+  return m;
+}
+
+LayerActivationBytes LayerActivations(const ModelSpec& m, Recompute rc, const Workload& w, bool moe_layer) {
+  return LayerActivations(m, rc == Recompute::kSelective ? DefaultSelectiveSet() : RecomputeSet{}, w, moe_layer);
+}
+
+LayerActivationBytes LayerActivations(const ModelSpec& m, const RecomputeSet& rs, const Workload& w, bool moe_layer) {
+  const auto& a = m.attention;
+  const bool norms = rs.layernorm;  // norm outputs recomputed
+  const int64_t ab = w.act_bytes, t = w.tp_shards, T = w.tokens, h = m.hidden_size;
+  const int64_t ts = Ceil(T, t);  // sequence-parallel shard of the residual stream
+  // Terms are products of at most four factors bounded by 2^53 (rows) or 2^41 (widths): they are
+  // formed in 128 bits and narrowed, with a check, when stored.
+  using Wide = __int128;
+  auto mul = [](Wide x, Wide y) { return x * y; };
+  auto narrow = [&](Wide v) {
+    if (v > static_cast<Wide>(INT64_MAX)) {
+      throw Error(fmt::format("activation bytes of one micro-batch overflow a signed 64-bit integer (tokens per rank {}, "
+                              "hidden_size {})", T, h));
+    }
+    return static_cast<int64_t>(v);
+  };
+  LayerActivationBytes g;
+  g.moe_layer = moe_layer;
+  g.shared_experts_present = moe_layer && m.moe.num_shared_experts > 0;
+  // Attention block: norm input (+ its output unless recomputed), projections, core output.
+  Wide attn = mul(ts, h) + (norms ? 0 : mul(ts, h));
+  const int64_t heads_local = a.num_attention_heads / t;
+  if (a.kind == AttentionKind::kGqa) {
+    const int64_t q_out = a.num_attention_heads * a.head_dim, kv_out = a.num_key_value_heads * a.head_dim;
+    attn += mul(T, (q_out + 2 * kv_out) / t) + (rs.core_attn ? 0 : mul(T, q_out / t));  // qkv, core out
+  } else {
+    const int64_t qk = a.qk_nope_head_dim + a.qk_rope_head_dim;
+    if (a.q_lora_rank > 0) attn += mul(T, a.q_lora_rank) * (norms ? 1 : 2);  // q_a out (+ its norm)
+    if (!rs.mla_up_proj) attn += mul(T, heads_local * qk);                    // q (q_b out)
+    attn += mul(T, a.kv_lora_rank + a.qk_rope_head_dim) + (norms ? 0 : mul(T, a.kv_lora_rank));
+    if (!rs.mla_up_proj) attn += mul(T, heads_local * (a.qk_nope_head_dim + a.v_head_dim));  // kv_b out
+    if (!rs.core_attn) attn += mul(T, heads_local * a.v_head_dim);                          // core out
+  }
+  // + flash-attention logsumexp, fp32 (recomputed with the core).
+  g.attention = narrow(mul(attn, ab) + (rs.core_attn ? 0 : mul(mul(T, heads_local), 4)));
+  // MLP block: post-attention norm input (+ output).
+  Wide norm = mul(ts, h) + (norms ? 0 : mul(ts, h));
+  g.norm = narrow(mul(norm, ab));
+  // Intermediates of a SwiGLU MLP: gate, up (+ silu(gate), product unless the activation is recomputed).
+  auto keep = [](bool act_recomputed) -> int64_t { return act_recomputed ? 2 : 4; };
+  if (!moe_layer) {
+    // The whole dense MLP recomputed (mlp): only its input, the norm output above, is kept.
+    g.dense_mlp = rs.mlp ? 0 : narrow(mul(mul(mul(T, m.intermediate_size / t), keep(rs.mlp_act)), ab));
+  } else if (rs.moe) {
+    // The whole MoE block recomputed (moe): router, routed rows and shared experts are rebuilt
+    // from the block's input (the norm output above).
+    g.router = g.routed_experts = g.shared_experts = 0;
+  } else {
+    const int64_t keep_f = keep(rs.moe_act);
+    const int64_t E = m.moe.num_experts, k = m.moe.top_k;
+    // Router: logits and scores in fp32, top-k weights fp32 and indices int64.
+    // The router runs on the tokens the rank dispatches (Workload::dispatch_tokens).
+    g.router = narrow(mul(mul(w.dispatch_tokens, E), 8) + mul(mul(w.dispatch_tokens, k), 12));
+    // Routed experts (NOT divided by EP: tokens are exchanged, not removed): received rows
+    // R_max in and out, 4 (or 2) intermediate tensors of F / expert-TP, and the combined
+    // copies of this rank's own T_r * top_k rows.
+    Wide rows = mul(w.received_rows, 2 * h) + mul(mul(w.received_rows, w.expert_f_local), keep_f) +
+                   mul(w.mean_received_rows, h);
+    g.routed_experts = narrow(mul(rows, ab));
+    if (g.shared_experts_present && !rs.shared_experts) {
+      g.shared_experts = narrow(mul(mul(mul(T, m.moe.shared_expert_intermediate_size / t), keep(rs.shared_act)), ab));
+    }
+  }
+  return g;
+}
+
+const char* ActivationKindName(ActivationKind kind) {
+  static constexpr const char* kNames[] = {"attention",      "norm",        "dense_mlp", "router", "routed_experts",
+                                           "shared_experts", "checkpoints", "embedding", "logits"};
+  return kNames[static_cast<int>(kind)];
+}
+
+LayerActivationTable ActivationTable(const LayerActivationBytes& moe, const LayerActivationBytes& dense) {
+  using K = ActivationKind;
+  LayerActivationTable t;
+  auto set = [&](int which, K k, int64_t v) {
+    t.bytes[which][static_cast<int>(k)] = v;
+    t.present[which][static_cast<int>(k)] = true;
+    t.sum[which] += v;
+  };
+  set(0, K::kAttention, moe.attention);
+  set(0, K::kNorm, moe.norm);
+  set(0, K::kRouter, moe.router);
+  set(0, K::kRoutedExperts, moe.routed_experts);
+  if (moe.shared_experts_present) set(0, K::kSharedExperts, moe.shared_experts);
+  set(1, K::kAttention, dense.attention);
+  set(1, K::kNorm, dense.norm);
+  set(1, K::kDenseMlp, dense.dense_mlp);
+  return t;
+}
+
+StageActivationBytes StageActivations(const LayerActivationTable& layer, const StageLayers& st, Recompute recompute,
+                                      WideInt layer_input_bytes, WideInt logits_bytes, bool by_kind) {
+  using K = ActivationKind;
+  constexpr int kKinds = static_cast<int>(K::kCount);
+  const int64_t count[2] = {st.moe_layers, st.dense_layers};
+  StageActivationBytes out;
+  auto add = [&](K k, WideInt v) {
+    out.total += v;
+    if (!by_kind) return;
+    out.bytes[static_cast<int>(k)] += v;
+    out.present[static_cast<int>(k)] = true;
+  };
+  // `times` copies of every kind of layer `which`.
+  auto add_layer = [&](int which, WideInt times) {
+    if (!by_kind) {
+      out.total += layer.sum[which] * times;
+      return;
+    }
+    for (int k = 0; k < kKinds; ++k) {
+      if (layer.present[which][k]) add(static_cast<K>(k), layer.bytes[which][k] * times);
+    }
+  };
+  if (recompute == Recompute::kFull) {
+    // Each layer's input is kept for every micro-batch in flight; one layer (the largest, the
+    // first of equals in layer order) is rebuilt at a time in backward.
+    add(K::kCheckpoints, layer_input_bytes * (count[0] + count[1]) * st.in_flight);
+    int largest = -1;
+    const int order[2] = {st.moe_first ? 0 : 1, st.moe_first ? 1 : 0};
+    for (int which : order) {
+      if (count[which] > 0 && (largest < 0 || layer.sum[which] > layer.sum[largest])) largest = which;
+    }
+    if (largest >= 0) add_layer(largest, 1);
+  } else {
+    for (int which = 0; which < 2; ++which) {
+      if (count[which] > 0) add_layer(which, static_cast<WideInt>(count[which]) * st.in_flight);
+    }
+  }
+  if (st.first_stage) add(K::kEmbedding, layer_input_bytes * st.in_flight);
+  if (st.last_stage) add(K::kLogits, logits_bytes);
+  return out;
+}
+
+const char* BufferUseName(BufferUse use) {
+  static constexpr const char* kNames[] = {"fsdp_all_gather", "fsdp_reduce_scatter", "deredundency",
+                                           "all_to_all",      "tp_all_gather",       "pp_send_recv",
+                                           "fsdp_unsharded_params", "fsdp_unsharded_grads", "deepep"};
+  return kNames[static_cast<int>(use)];
+}
+
+StageBufferBytes StageBuffers(WideInt largest_fsdp_unit, bool has_moe_layers, const Workload& w, const ParallelDims& d,
+                              const TrainingConfig& t, const TrainingBytes& tb, int64_t oep, int64_t h,
+                              WideInt stage_fsdp_elems) {
+  StageBufferBytes out;
+  auto set = [&](BufferUse use, WideInt v) {
+    out.bytes[static_cast<int>(use)] = v;
+    out.present[static_cast<int>(use)] = true;
+    out.total += v;
+  };
+  if (*t.dp_sharding == DpSharding::kFsdp) {
+    set(BufferUse::kFsdpAllGather, largest_fsdp_unit * tb.param * 2);
+    set(BufferUse::kFsdpReduceScatter, largest_fsdp_unit * tb.grad);
+  }
+  if (d.ep > 1 && has_moe_layers) {
+    if (t.dispatcher == "deredundency") {
+      set(BufferUse::kDeredundency, static_cast<WideInt>(oep) * w.mean_received_rows * h * (2 * w.act_bytes));
+    }
+    if (t.dispatcher == "deepep") {
+      const WideInt other_nodes = Ceil(d.ep, t.gpus_per_node) - 1;
+      const WideInt row = t.dispatch_fp8 ? h + 4 * Ceil(h, 128) : h * w.act_bytes;  // DeepEP FP8: 1 B + fp32 scale / 128
+      set(BufferUse::kDeepEp, other_nodes * w.dispatch_tokens * row + static_cast<WideInt>(w.received_rows) * h * w.act_bytes);
+    } else {
+      set(BufferUse::kAllToAll, static_cast<WideInt>(w.mean_received_rows + w.received_rows) * h * w.act_bytes);
+    }
+  }
+  if (d.tp > 1) set(BufferUse::kTpAllGather, static_cast<WideInt>(w.tokens) * h * w.act_bytes);
+  if (d.pp > 1) set(BufferUse::kPpSendRecv, static_cast<WideInt>(Ceil(w.tokens, d.tp)) * h * (2 * w.act_bytes));
+  if (*t.dp_sharding == DpSharding::kFsdp && KeepsUnshardedParams(t.run.reshard_after_forward, d.pp)) {
+    const WideInt others = stage_fsdp_elems - 2 * largest_fsdp_unit;
+    set(BufferUse::kFsdpUnshardedParams, (others > 0 ? others : 0) * tb.param);
+    if (AccumulatesUnshardedGrads(d.pp)) set(BufferUse::kFsdpUnshardedGrads, stage_fsdp_elems * tb.grad);
+  }
+  return out;
+}
+
+std::pair<int64_t, bool> FsdpUnitOf(const ParamInfo& p, bool sparse_mesh) {
+  // torchtitan wraps a layer's experts separately only when they live on the sparse mesh.
+  if (p.layer >= 0) return {p.layer, sparse_mesh};
+  return {p.role == Role::kEmbedding ? -1 : -2, false};
+}
+
+namespace {
+
+// The layers of `stage`: counts by kind and the kind of the first.
+StageLayers LayersOfStage(const Plan& plan, int64_t stage) {
+  StageLayers st;
+  bool first = true;
+  for (int64_t l = 0; l < plan.model.num_hidden_layers; ++l) {
+    if (plan.layer_stage[l] != stage) continue;
+    const bool moe = plan.model.moe_layers[l];
+    if (first) st.moe_first = moe;
+    first = false;
+    ++(moe ? st.moe_layers : st.dense_layers);
+  }
+  st.first_stage = stage == 0;
+  st.last_stage = stage == plan.dims.pp - 1;
+  // MTP modules (opt-in) run on the last stage: one more layer like the last each.
+  if (st.last_stage && plan.training.mtp_layers > 0) {
+    (plan.model.moe_layers.back() ? st.moe_layers : st.dense_layers) += plan.training.mtp_layers;
+  }
+  return st;
+}
+
+// Activations of a stage of `plan` (one micro-batch in flight unless `in_flight` says otherwise).
+StageActivationBytes PlanStageActivations(const Plan& plan, const Workload& w, StageLayers st, bool with_logits) {
+  const auto& m = plan.model;
+  const Recompute rc = plan.training.recompute;
+  // Only the kinds the stage has (LayerActivations throws on overflow).
+  const RecomputeSet rs = RecomputeSetOf(plan.training);
+  const LayerActivationBytes moe = st.moe_layers > 0 ? LayerActivations(m, rs, w, true) : LayerActivationBytes{};
+  const LayerActivationBytes dense = st.dense_layers > 0 ? LayerActivations(m, rs, w, false) : LayerActivationBytes{};
+  const WideInt layer_input = static_cast<WideInt>(Ceil(w.tokens, w.tp_shards)) * m.hidden_size * w.act_bytes;
+  // The logits, once more per MTP module on the last stage.
+  const WideInt logits = static_cast<WideInt>(w.tokens) * Ceil(m.vocab_size, plan.dims.tp) * 4 * (1 + plan.training.mtp_layers);
+  if (!with_logits) st.last_stage = false;
+  return StageActivations(ActivationTable(moe, dense), st, rc, layer_input, logits);
+}
+
+std::map<std::string, int64_t> ActivationMap(const StageActivationBytes& a) {
+  std::map<std::string, int64_t> out;
+  for (int k = 0; k < static_cast<int>(ActivationKind::kCount); ++k) {
+    if (a.present[k]) out[ActivationKindName(static_cast<ActivationKind>(k))] = Narrow(a.bytes[k], "activation bytes");
+  }
+  return out;
+}
+
+}  // namespace
+
+std::map<std::string, int64_t> ActivationBytesPerMicrobatch(const Plan& plan, const Workload& w, int64_t stage) {
+  StageLayers st = LayersOfStage(plan, stage);
+  st.in_flight = 1;
+  return ActivationMap(PlanStageActivations(plan, w, st, /*with_logits=*/false));
+}
+
+MemoryReport ComputeMemory(const Plan& plan) {
+  MemoryReport r;
+  r.workload = ComputeWorkload(plan);
+  r.budget_gib = plan.training.gpu_memory_gib;
+  const auto& w = r.workload;
+  const auto& t = plan.training;
+  const auto& d = plan.dims;
+  const int64_t h = plan.model.hidden_size;
+  const int64_t stage_size = d.stage_size();
+  r.worst_peak_bytes = -1;
+  for (int64_t s = 0; s < d.pp; ++s) {
+    StageMemory sm;
+    sm.stage = s;
+    sm.in_flight_microbatches = InFlightMicrobatches(plan, s);
+    // Activations of every micro-batch in flight, and the communication buffers.
+    StageLayers st = LayersOfStage(plan, s);
+    st.in_flight = sm.in_flight_microbatches;
+    const StageActivationBytes act = PlanStageActivations(plan, w, st, /*with_logits=*/true);
+    const std::map<std::string, int64_t> acts = ActivationMap(act);
+    const int64_t act_total = Narrow(act.total, "activation bytes");
+
+    const int64_t first = s * stage_size;
+    WideInt largest_unit = 0, stage_units = 0;
+    if (*t.dp_sharding == DpSharding::kFsdp) {
+      std::map<std::pair<int64_t, bool>, int64_t> units;  // FsdpUnitOf -> model-parallel elements
+      for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
+        if (plan.placements[i].stage != s) continue;
+        auto& n = units[FsdpUnitOf(plan.inventory.params[i], plan.placements[i].sparse_mesh)];
+        n = CheckedAdd(n, ModelParallelNumel(plan, i, first), "FSDP unit elements");
+      }
+      for (const auto& [u, n] : units) {
+        largest_unit = std::max<WideInt>(largest_unit, n);
+        stage_units += n;
+      }
+    }
+    const int64_t oep = DispatchOep(plan);
+    const StageBufferBytes buf =
+        StageBuffers(largest_unit, st.moe_layers > 0, w, d, t, TrainingBytesOf(t), oep, h, stage_units);
+    std::map<std::string, int64_t> buffers;
+    for (int u = 0; u < static_cast<int>(BufferUse::kCount); ++u) {
+      if (buf.present[u]) buffers[BufferUseName(static_cast<BufferUse>(u))] = Narrow(buf.bytes[u], "buffer bytes");
+    }
+    const int64_t buf_total = Narrow(buf.total, "buffer bytes");
+
+    sm.worst.peak_bytes = -1;
+    // The first rank of a stage is a worst rank: it has coordinate 0 on every axis, so it takes
+    // chunk 0 in every shard step, and torch.chunk's chunk sizes never grow with the index; every
+    // static kind grows with the local elements, and activations and buffers are the same on
+    // every rank of the stage.
+    {
+      MemoryBreakdown b = StaticMemoryOnRank(plan, first);
+      b.activations_bytes = act_total;
+      b.activations_by_role = acts;
+      b.comm_buffers_bytes = buf_total;
+      b.comm_buffers_by_use = buffers;
+      b.peak_bytes = CheckedAdd(CheckedAdd(CheckedAdd(b.params_bytes, b.grads_bytes, "peak"),
+                                           CheckedAdd(b.optimizer_bytes, act_total, "peak"), "peak"),
+                                buf_total, "peak");
+      sm.worst = std::move(b);
+      sm.worst_rank = first;
+    }
+    if (sm.worst.peak_bytes > r.worst_peak_bytes) {
+      r.worst_peak_bytes = sm.worst.peak_bytes;
+      r.worst_rank = sm.worst_rank;
+    }
+    r.stages.push_back(std::move(sm));
+  }
+  if (r.budget_gib > 0) {
+    for (const auto& sm : r.stages) {
+      if (static_cast<double>(sm.worst.peak_bytes) > r.budget_gib * 1073741824.0) r.over_budget_ranks.push_back(sm.worst_rank);
+    }
+  }
+  return r;
+}
+
+std::vector<StageOverBudget> RanksOverBudget(const Plan& plan, const MemoryReport& memory) {
+  std::vector<StageOverBudget> out;
+  if (memory.budget_gib <= 0) return out;
+  const double budget = memory.budget_gib * 1073741824.0;
+  const int64_t stage_size = plan.dims.stage_size();
+  for (const auto& s : memory.stages) {
+    const double peak_gib = static_cast<double>(s.worst.peak_bytes) / 1073741824.0;
+    if (peak_gib <= memory.budget_gib) continue;
+    StageOverBudget o;
+    o.stage = s.stage;
+    o.stage_size = stage_size;
+    o.worst_rank = s.worst_rank;
+    o.peak_gib = peak_gib;
+    const int64_t dynamic = s.worst.activations_bytes + s.worst.comm_buffers_bytes;
+    for (int64_t r = s.stage * stage_size; r < (s.stage + 1) * stage_size; ++r) {
+      const MemoryBreakdown b = StaticMemoryOnRank(plan, r);
+      if (static_cast<double>(b.params_bytes + b.grads_bytes + b.optimizer_bytes + dynamic) > budget) o.ranks_over.push_back(r);
+    }
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+}  // namespace dockyard

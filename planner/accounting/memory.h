@@ -1,0 +1,213 @@
+// Per-rank memory of a plan, by kind and by role (docs/memory-model.md derives every formula).
+//
+// Kinds: parameters, gradients, optimizer state, activations, communication buffers; peak is
+// their sum (an upper bound: it assumes the last micro-batch's activations and the full gradients
+// coexist, as they do at the start of the last backward).
+//
+// Data-parallel strategies (TrainingConfig::dp_sharding):
+//  - fsdp (torchtitan FSDP2, MixedPrecisionPolicy(param_dtype, reduce_dtype)): the sharded
+//    parameter is kept in float32 (FSDP2 keeps the original fp32 parameter and casts on all-gather),
+//    sharded grads in grad_dtype, AdamW moments 2 x fp32 sharded like the parameter; all-gather
+//    buffers of two FSDP units (current + prefetched layer) in param_dtype and one reduce-scatter
+//    buffer in grad_dtype.
+//  - zero1 (Megatron distributed optimizer): params in param_dtype and grads in grad_dtype
+//    replicated over data parallelism; fp32 master weights (when param_dtype is not fp32) and
+//    moments sharded over dp_shard*cp (dense) and efsdp (experts).
+//  - ddp: like zero1 with nothing sharded.
+// Model-parallel sharding (tp, ep, etp, pp) applies in every strategy, through the plan's
+// placements.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "planner/layout/plan.h"
+#include "planner/model/recompute.h"
+#include "planner/accounting/workload.h"
+
+namespace dockyard {
+
+struct MemoryBreakdown {
+  int64_t params_bytes = 0;
+  int64_t grads_bytes = 0;
+  int64_t optimizer_bytes = 0;
+  int64_t activations_bytes = 0;
+  int64_t comm_buffers_bytes = 0;
+  int64_t peak_bytes = 0;
+  // By role group (RoleGroup names, plus "logits" for activations): bytes per kind.
+  std::map<std::string, int64_t> params_by_role, grads_by_role, optimizer_by_role, activations_by_role;
+  std::map<std::string, int64_t> comm_buffers_by_use;  // "fsdp_all_gather", "fsdp_reduce_scatter", "all_to_all", ...
+};
+
+struct StageMemory {
+  int64_t stage = 0;
+  int64_t worst_rank = 0;          // the rank of the stage with the highest peak
+  int64_t in_flight_microbatches = 1;
+  MemoryBreakdown worst;           // that rank's breakdown
+};
+
+struct MemoryReport {
+  Workload workload;
+  std::vector<StageMemory> stages;
+  int64_t worst_rank = 0;          // highest peak over all ranks
+  int64_t worst_peak_bytes = 0;
+  double budget_gib = 0;           // 0 = no budget
+  // The worst rank of each stage whose peak exceeds the budget (empty when none or no budget).
+  std::vector<int64_t> over_budget_ranks;
+};
+
+// Parameter, gradient and optimizer bytes of one rank (activations and buffers left 0).
+MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank);
+
+// The per-rank memory rules, each in one place, over plain values: ComputeMemory applies them to
+// a plan's tensors, the layout search (layout_eval.h) to parameter classes. Sums are 128-bit so
+// that no int64 inputs overflow; callers narrow (ComputeMemory throws, the search falls back).
+using WideInt = __int128;
+
+// Static bytes of one role group on one rank from its local elements on the dense and on the
+// sparse mesh, under the data-parallel strategy `dp_sharding`:
+//  - fsdp: fp32 shard + grad_dtype grads + 8 B AdamW moments per element;
+//  - zero1: param_dtype params + grad_dtype grads per element, fp32 master (unless params are
+//    fp32) + moments sharded over dp_shard * cp (dense) and efsdp (sparse), ceil per group;
+//  - ddp: params + grads + master + moments per element.
+struct StaticBytes {
+  WideInt params = 0, grads = 0, optimizer = 0;
+};
+inline StaticBytes StaticBytesOf(WideInt dense_elems, WideInt sparse_elems, const ParallelDims& d, DpSharding strategy,
+                                 const TrainingBytes& tb) {
+  const WideInt both = dense_elems + sparse_elems;
+  StaticBytes out;
+  if (strategy == DpSharding::kFsdp) {
+    out.params = both * 4;  // FSDP2 keeps the shard in fp32
+    out.grads = both * tb.grad;
+    out.optimizer = both * tb.moments;
+    return out;
+  }
+  out.params = both * tb.param;
+  out.grads = both * tb.grad;
+  if (strategy == DpSharding::kDdp) {
+    out.optimizer = both * (tb.master + tb.moments);
+  } else {
+    // ZeRO-1: Megatron's distributed optimizer shards over the data-parallel group with cp for
+    // dense parameters and over the expert-data-parallel group for experts (replicas over
+    // dp_replicate).
+    const WideInt dense_dp = d.dp_shard * d.cp, sparse_dp = d.efsdp;
+    out.optimizer = (dense_elems + dense_dp - 1) / dense_dp * (tb.master + tb.moments) +
+                    (sparse_elems + sparse_dp - 1) / sparse_dp * (tb.master + tb.moments);
+  }
+  return out;
+}
+
+// Activation bytes of one micro-batch of one decoder layer by role group (no in-flight
+// multiplier; `rc` == kSelective keeps fewer tensors, kFull is applied per stage by the caller),
+// from the workload `w` of the plan's degrees. Groups a layer does not have are 0 (dense layers:
+// router, routed and shared experts; MoE layers: dense_mlp). Throws dockyard::Error when a group
+// overflows int64.
+struct LayerActivationBytes {
+  int64_t attention = 0, norm = 0, dense_mlp = 0, router = 0, routed_experts = 0, shared_experts = 0;
+  bool moe_layer = false;
+  bool shared_experts_present = false;  // MoE layer of a model with shared experts
+};
+LayerActivationBytes LayerActivations(const ModelSpec& model, Recompute rc, const Workload& w, bool moe_layer);
+// The same with recomputation by module (planner/model/recompute.h): `rc` selective is DefaultSelectiveSet().
+LayerActivationBytes LayerActivations(const ModelSpec& model, const RecomputeSet& recompute, const Workload& w, bool moe_layer);
+
+// Activation bytes of one micro-batch for the layers of `stage` (no in-flight multiplier), by
+// role group. Throws dockyard::Error on overflow.
+std::map<std::string, int64_t> ActivationBytesPerMicrobatch(const Plan& plan, const Workload& w, int64_t stage);
+
+MemoryReport ComputeMemory(const Plan& plan);
+
+// For each stage whose worst rank exceeds the report's budget (memory.budget_gib > 0): every rank
+// of the stage over it. Activations and buffers are the same on every rank of a stage; the static
+// part is counted per rank (StaticMemoryOnRank). O(stage ranks x parameters) per stage over.
+struct StageOverBudget {
+  int64_t stage = 0;
+  int64_t stage_size = 0;           // ranks in the stage
+  int64_t worst_rank = 0;
+  double peak_gib = 0;              // the worst rank's peak
+  std::vector<int64_t> ranks_over;  // increasing
+};
+std::vector<StageOverBudget> RanksOverBudget(const Plan& plan, const MemoryReport& memory);
+
+// Activation kinds of a stage, in the order of their report keys.
+enum class ActivationKind { kAttention, kNorm, kDenseMlp, kRouter, kRoutedExperts, kSharedExperts, kCheckpoints,
+                            kEmbedding, kLogits, kCount };
+const char* ActivationKindName(ActivationKind kind);  // "attention", ..., "logits"
+
+// Activation bytes on a rank of one stage, every micro-batch in flight included, by kind
+// (`present`: the kind has a report key). Inputs: one MoE layer's and one dense layer's
+// activations (ActivationTable), the stage's MoE and dense layer counts, whether its first layer is an MoE
+// layer (full recomputation keeps the first of equally large layers), micro-batches in flight,
+// the layer-input bytes ceil(T / tp) * hidden * act_bytes (checkpoint and embedding output), and
+// for the last stage the fp32 logits T * ceil(vocab / tp) * 4.
+//  - none / selective: every layer's tensors x in-flight micro-batches;
+//  - full: each layer's input x in-flight micro-batches, plus the largest layer once (the one
+//    rebuilt in backward).
+// The embedding output is kept on stage 0 for every micro-batch in flight; logits once.
+struct StageActivationBytes {
+  WideInt bytes[static_cast<int>(ActivationKind::kCount)] = {};
+  bool present[static_cast<int>(ActivationKind::kCount)] = {};
+  WideInt total = 0;
+};
+struct StageLayers {
+  int64_t moe_layers = 0, dense_layers = 0;
+  bool moe_first = false;
+  bool first_stage = false, last_stage = false;
+  int64_t in_flight = 1;
+};
+// One MoE [0] and one dense [1] layer's LayerActivations by kind, formed once per set of degrees.
+struct LayerActivationTable {
+  WideInt bytes[2][static_cast<int>(ActivationKind::kCount)] = {};
+  bool present[2][static_cast<int>(ActivationKind::kCount)] = {};
+  WideInt sum[2] = {};
+};
+LayerActivationTable ActivationTable(const LayerActivationBytes& moe_layer, const LayerActivationBytes& dense_layer);
+// `by_kind` false: only `total` is filled (the layout search's hot path; the same total).
+StageActivationBytes StageActivations(const LayerActivationTable& layers, const StageLayers& stage, Recompute recompute,
+                                      WideInt layer_input_bytes, WideInt logits_bytes, bool by_kind = true);
+
+// Communication buffers on a rank of one stage (transient, one layer at a time), by use, in the
+// order of their report keys:
+//  - FSDP: all-gather buffers of two units (current + prefetched) in param_dtype and one
+//    reduce-scatter buffer in grad_dtype, each the largest unit's model-parallel elements;
+//  - EP (ep > 1, the stage has MoE layers): the deredundency all-gather output and whiteboard
+//    (oep x T_r * top_k rows, 2 x act bytes), and the dispatch send (T_r * top_k) and receive
+//    (R_max) rows;
+//  - TP: the sequence-parallel all-gather of T rows; PP: send and receive of ceil(T / tp) rows;
+//  - FSDP units kept unsharded across micro-batches (pipeline_schedule.h KeepsUnshardedParams:
+//    pp > 1, or reshard after forward off): the stage's other units, (stage - 2 x largest unit)
+//    elements in param_dtype; with pp > 1 gradient sync is off until the last micro-batch and
+//    the stage's unsharded gradients accumulate in the reduce dtype (grad_dtype): stage elements
+//    x grad bytes (torch.distributed.pipelining stage.py backward_maybe_with_nosync; FSDP2's
+//    unsharded_accumulated_grad);
+//  - deepep dispatcher (planner/sim/deepep.h), in place of the all-to-all buffers: the RDMA receive
+//    rows (one per token per other node the EP group spans: (nodes - 1) x T_d, in the dispatch's
+//    bytes per row, FP8 with dispatch_fp8) and the NVLink receive rows (R_max, act bytes).
+enum class BufferUse {
+  kFsdpAllGather, kFsdpReduceScatter, kDeredundency, kAllToAll, kTpAllGather, kPpSendRecv,
+  kFsdpUnshardedParams, kFsdpUnshardedGrads, kDeepEp, kCount
+};
+const char* BufferUseName(BufferUse use);  // "fsdp_all_gather", ...
+struct StageBufferBytes {
+  WideInt bytes[static_cast<int>(BufferUse::kCount)] = {};
+  bool present[static_cast<int>(BufferUse::kCount)] = {};
+  WideInt total = 0;
+};
+// `largest_fsdp_unit`: the model-parallel elements of the stage's largest FSDP unit (FsdpUnitOf);
+// `oep`: the deredundency dispatcher's outer EP size (1 otherwise); `stage_fsdp_elems`: the
+// model-parallel elements of all the stage's FSDP units on its first rank.
+StageBufferBytes StageBuffers(WideInt largest_fsdp_unit, bool has_moe_layers, const Workload& w, const ParallelDims& dims,
+                              const TrainingConfig& training, const TrainingBytes& bytes, int64_t oep, int64_t hidden_size,
+                              WideInt stage_fsdp_elems);
+
+// The FSDP unit a parameter belongs to, as torchtitan wraps them: each decoder layer's dense
+// part, each layer's routed experts when they live on the sparse mesh, the embedding, and the
+// root (final norm + lm_head). Key: (layer, experts on the sparse mesh); embedding (-1, false),
+// root (-2, false).
+std::pair<int64_t, bool> FsdpUnitOf(const ParamInfo& param, bool sparse_mesh);
+
+
+}  // namespace dockyard

@@ -1,0 +1,213 @@
+// Memory per rank: the public cross-check derived by hand, and one test per rule that public
+// estimators get wrong (issue "Per-rank memory, communication volumes and the refit map").
+#include "planner/accounting/memory.h"
+
+#include <doctest/doctest.h>
+
+#include "tests/test_models.h"
+
+using dockyard::BuildPlan;
+using dockyard::DpSharding;
+using dockyard::ParallelDimsOptions;
+using dockyard::Plan;
+using dockyard::TrainingConfig;
+
+namespace {
+
+ParallelDimsOptions Dims(int64_t world, int64_t tp = 1, int64_t ep = 1, int64_t etp = 1, int64_t pp = 1) {
+  ParallelDimsOptions o;
+  o.world_size = world;
+  o.tp = tp;
+  o.ep = ep;
+  o.etp = etp;
+  o.pp = pp;
+  return o;
+}
+
+TrainingConfig Train(DpSharding s) {
+  TrainingConfig t;
+  t.dp_sharding = s;
+  return t;
+}
+
+int64_t Static(const dockyard::MemoryBreakdown& m) { return m.params_bytes + m.grads_bytes + m.optimizer_bytes; }
+
+}  // namespace
+
+TEST_CASE("Qwen3-30B-A3B on 8 GPUs, EP 8, distributed optimizer: 71.51 GiB of weights, grads and optimizer") {
+  // Published cross-check (public estimators agree within 0.2%): TP1 PP1 EP8, DP8, EDP1, bf16
+  // params, fp32 grads, Adam with the distributed optimizer: ~71.51 GiB per GPU.
+  // Routed experts: 48 layers x 128 x 3 x 2048 x 768 = 28,991,029,248 elements; per rank / ep 8 =
+  //   3,623,878,656, each 2 (bf16) + 4 (fp32 grad) + 12 / EDP 1 (fp32 master + 2 moments) = 18 bytes
+  //   -> 65,229,815,808 bytes.
+  // Everything else: 30,532,122,624 - 28,991,029,248 = 1,541,093,376 elements in full on each
+  //   rank: 6 bytes -> 9,246,560,256, plus 12 bytes over DP 8 -> 192,636,672 x 12 = 2,311,640,064.
+  // Total 76,788,016,128 bytes = 71.514 GiB.
+  Plan plan = BuildPlan(dockyard::LoadModel("testdata/hf/qwen3-30b-a3b.json"), Dims(8, 1, 8), Train(DpSharding::kZero1));
+  auto m = dockyard::StaticMemoryOnRank(plan, 0);
+  CHECK(Static(m) == 76788016128);
+  CHECK(Static(m) / 1073741824.0 == doctest::Approx(71.51).epsilon(0.0005));
+  CHECK(m.params_by_role["routed_experts"] == 3623878656LL * 2);
+}
+
+TEST_CASE("Qwen3-30B-A3B on 64 GPUs, EP 8, distributed optimizer: 34.19 GiB") {
+  // DP 64, EDP 8. Experts per rank 3,623,878,656 x 6 = 21,743,271,936 + 452,984,832 (/ EDP 8) x 12
+  //   = 5,435,817,984 -> 27,179,089,920. Non-expert 9,246,560,256 + 24,079,584 (/ DP 64) x 12
+  //   = 288,955,008 -> 9,535,515,264. Total 36,714,605,184 bytes = 34.193 GiB.
+  Plan plan = BuildPlan(dockyard::LoadModel("testdata/hf/qwen3-30b-a3b.json"), Dims(64, 1, 8), Train(DpSharding::kZero1));
+  auto m = dockyard::StaticMemoryOnRank(plan, 0);
+  CHECK(Static(m) == 36714605184);
+  CHECK(Static(m) / 1073741824.0 == doctest::Approx(34.19).epsilon(0.0005));
+}
+
+TEST_CASE("Dense and shared-expert parameters are divided by TP") {
+  auto model = dockyard::testing::TinyMixtral();
+  model.family = "qwen2_moe";
+  model.moe.num_shared_experts = 1;
+  model.moe.shared_expert_intermediate_size = 48;
+  Plan plan = BuildPlan(model, Dims(2, 2), Train(DpSharding::kDdp));
+  auto m = dockyard::StaticMemoryOnRank(plan, 0);
+  // Shared expert per layer: 3 x 48 x 64 = 9216 elements, / tp 2 = 4608, x 2 layers x 2 bytes.
+  CHECK(m.params_by_role["shared_experts"] == 4608 * 2 * 2);
+  // Attention per layer: q 4096 + k 2048 + v 2048 + o 4096 = 12288, / tp 2 = 6144, x 2 layers x 2 bytes.
+  CHECK(m.params_by_role["attention"] == 6144 * 2 * 2);
+}
+
+TEST_CASE("Norms and the router are counted in full on every rank, whatever the TP degree") {
+  Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(2, 2), Train(DpSharding::kZero1));
+  auto m = dockyard::StaticMemoryOnRank(plan, 1);
+  // Norms: 2 layers x 2 x 64 + final 64 = 320 elements; router: 2 x 8 x 64 = 1024; bf16.
+  CHECK(m.params_by_role["norm"] == 320 * 2);
+  CHECK(m.params_by_role["router"] == 1024 * 2);
+}
+
+TEST_CASE("Routed experts are divided by EP x ETP and then by their FSDP axis") {
+  // world 8, tp 2, ep 2, etp 2: efsdp = 4*2 / (2*2) = 2. Experts 2 layers x 49152 elements
+  // = 98304, / (ep 2 x etp 2 x efsdp 2) = 12288 per rank; FSDP keeps them in fp32.
+  Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(8, 2, 2, 2), Train(DpSharding::kFsdp));
+  auto m = dockyard::StaticMemoryOnRank(plan, 5);
+  CHECK(m.params_by_role["routed_experts"] == 12288 * 4);
+  CHECK(m.optimizer_by_role["routed_experts"] == 12288 * 8);  // two fp32 moments, sharded alike
+}
+
+TEST_CASE("Optimizer state is sharded over the axis that shards that parameter") {
+  // ZeRO-1, world 8, ep 4: dense optimizer over dp_shard 8, experts over efsdp = 8/4 = 2.
+  Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(8, 1, 4), Train(DpSharding::kZero1));
+  auto m = dockyard::StaticMemoryOnRank(plan, 0);
+  // Experts on a rank: 98304 / ep 4 = 24576 elements; optimizer 12 bytes / efsdp 2.
+  CHECK(m.optimizer_by_role["routed_experts"] == 24576 / 2 * 12);
+  // Router 1024 elements in full; optimizer over dp_shard 8.
+  CHECK(m.optimizer_by_role["router"] == 1024 / 8 * 12);
+}
+
+TEST_CASE("MoE activations are not divided by EP") {
+  TrainingConfig t = Train(DpSharding::kFsdp);
+  t.seq_len = 16;
+  Plan one = BuildPlan(dockyard::testing::TinyMixtral(), Dims(8, 1, 1), t);
+  Plan eight = BuildPlan(dockyard::testing::TinyMixtral(), Dims(8, 1, 8), t);
+  auto w1 = dockyard::ComputeWorkload(one);
+  auto a1 = dockyard::ActivationBytesPerMicrobatch(one, w1, 0);
+  auto a8 = dockyard::ActivationBytesPerMicrobatch(eight, dockyard::ComputeWorkload(eight), 0);
+  // Per layer, bf16: received rows R = 16 tokens x top_k 2 = 32; R x 2h (in + out) = 4096,
+  // 4 x R x F = 4096, combined copies T x k x h = 2048 -> 10240 elements = 20480 bytes; 2 layers.
+  CHECK(a1["routed_experts"] == 2 * 20480);
+  CHECK(a8["routed_experts"] == a1["routed_experts"]);
+}
+
+TEST_CASE("Activations of the tiny model by hand") {
+  TrainingConfig t = Train(DpSharding::kFsdp);
+  t.seq_len = 16;
+  Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(1), t);
+  auto mem = dockyard::ComputeMemory(plan);
+  const auto& acts = mem.stages[0].worst.activations_by_role;
+  // Per layer (T = 16, h = 64, bf16): attention: norm in + out 2048, q/k/v 16 x 128 = 2048, core
+  // out 1024 -> 5120 elements = 10240 bytes + logsumexp 16 x 4 heads x 4 bytes = 256 -> 10496.
+  CHECK(acts.at("attention") == 2 * 10496);
+  CHECK(acts.at("norm") == 2 * 4096);               // post-attention norm in + out, 2048 elements
+  CHECK(acts.at("router") == 2 * (1024 + 384));     // 16 x 8 x 8 bytes + 16 x 2 x 12 bytes
+  CHECK(acts.at("embedding") == 2048);              // 16 x 64 x 2
+  CHECK(acts.at("logits") == 16 * 1000 * 4);        // fp32 logits
+  CHECK(mem.stages[0].worst.activations_bytes == 2 * 10496 + 2 * 4096 + 2 * 1408 + 2 * 20480 + 2048 + 64000);
+}
+
+TEST_CASE("Selective recomputation drops norm outputs and the elementwise MLP tensors") {
+  dockyard::TrainingConfig t = Train(DpSharding::kFsdp);
+  t.seq_len = 16;
+  t.recompute = dockyard::Recompute::kSelective;
+  Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(1), t);
+  auto acts = dockyard::ComputeMemory(plan).stages[0].worst.activations_by_role;
+  // Per layer: attention keeps the norm input only: 1024 + 2048 + 1024 = 4096 elements = 8192
+  // bytes + logsumexp 256; norm group: input only, 1024 elements = 2048 bytes; routed experts:
+  // 4096 + 2 x 32 x 32 + 2048 = 8192 elements = 16384 bytes.
+  CHECK(acts.at("attention") == 2 * (8192 + 256));
+  CHECK(acts.at("norm") == 2 * 2048);
+  CHECK(acts.at("routed_experts") == 2 * 16384);
+}
+
+TEST_CASE("Full recomputation keeps layer inputs and rebuilds one layer") {
+  TrainingConfig t = Train(DpSharding::kFsdp);
+  t.seq_len = 16;
+  Plan none = BuildPlan(dockyard::testing::TinyMixtral(), Dims(1), t);
+  t.recompute = dockyard::Recompute::kFull;
+  Plan full = BuildPlan(dockyard::testing::TinyMixtral(), Dims(1), t);
+  auto a = dockyard::ComputeMemory(none).stages[0].worst.activations_bytes;
+  auto f = dockyard::ComputeMemory(full);
+  // Full: 2 layer inputs (2048 bytes each) + one layer rebuilt (36480) + embedding + logits.
+  CHECK(f.stages[0].worst.activations_bytes == 2 * 2048 + 36480 + 2048 + 64000);
+  CHECK(f.stages[0].worst.activations_bytes < a);
+}
+
+TEST_CASE("All-to-all buffers are sized for the routing imbalance, not the mean") {
+  TrainingConfig t = Train(DpSharding::kFsdp);
+  t.seq_len = 16;
+  t.imbalance = 2.0;
+  Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(4, 1, 4), t);
+  auto w = dockyard::ComputeWorkload(plan);
+  CHECK(w.mean_received_rows == 32);  // 16 tokens x top_k 2
+  CHECK(w.received_rows == 64);       // x imbalance 2
+  auto mem = dockyard::ComputeMemory(plan);
+  // send 32 rows + receive 64 rows, x h 64 x 2 bytes.
+  CHECK(mem.stages[0].worst.comm_buffers_by_use.at("all_to_all") == (32 + 64) * 64 * 2);
+}
+
+TEST_CASE("1F1B keeps pp - s micro-batches of activations on stage s") {
+  TrainingConfig t = Train(DpSharding::kFsdp);
+  t.num_microbatches = 8;
+  Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(2, 1, 1, 1, 2), t);
+  auto mem = dockyard::ComputeMemory(plan);
+  CHECK(mem.stages[0].in_flight_microbatches == 2);
+  CHECK(mem.stages[1].in_flight_microbatches == 1);
+}
+
+TEST_CASE("A budget lists the stages' worst ranks that exceed it") {
+  TrainingConfig t = Train(DpSharding::kFsdp);
+  t.gpu_memory_gib = 1e-6;  // about 1 KiB: everything exceeds it
+  Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(2, 1, 1, 1, 2), t);
+  auto mem = dockyard::ComputeMemory(plan);
+  CHECK(mem.over_budget_ranks.size() == 2);
+  t.gpu_memory_gib = 1000;
+  CHECK(dockyard::ComputeMemory(BuildPlan(dockyard::testing::TinyMixtral(), Dims(2, 1, 1, 1, 2), t)).over_budget_ranks.empty());
+}
+
+TEST_CASE("The first rank of each stage is a worst rank (chunk 0 is never smaller)") {
+  // Uneven FSDP shards: world 3 over the tiny model; compare every rank's static memory.
+  Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(3), Train(DpSharding::kFsdp));
+  const int64_t first = Static(dockyard::StaticMemoryOnRank(plan, 0));
+  // FSDP2 pads every shard to ceil(n / 3) (embedding 334 rows on all 3 ranks, not 334, 334, 332):
+  // every rank holds the same bytes.
+  for (int64_t r = 1; r < 3; ++r) CHECK(Static(dockyard::StaticMemoryOnRank(plan, r)) == first);
+  CHECK(dockyard::ComputeMemory(plan).worst_rank == 0);
+}
+
+TEST_CASE("FSDP2 all-gather buffers hold the padded unit") {
+  // world 3, FSDP: the largest unit is a decoder layer. Padded to multiples of 3 rows on dim 0:
+  // q [64,64] -> 66x64 = 4224, k and v [32,64] -> 33x64 = 2112 each, o 4224, two norms [64] ->
+  // 66 each, router [8,64] -> 9x64 = 576, experts gate_up [8,64,64] -> 9x4096 = 36864, down
+  // [8,64,32] -> 9x2048 = 18432: 68676 elements (62080 unpadded). The root (final norm 66 +
+  // lm_head 1002x64 = 64128) is 64194. Two bf16 all-gather buffers: 2 x 68676 x 2 = 274704 bytes.
+  Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(3), Train(DpSharding::kFsdp));
+  auto mem = dockyard::ComputeMemory(plan);
+  CHECK(mem.stages[0].worst.comm_buffers_by_use.at("fsdp_all_gather") == 274704);
+  // One reduce-scatter buffer in the grad dtype (fp32 by default): 68676 x 4 = 274704.
+  CHECK(mem.stages[0].worst.comm_buffers_by_use.at("fsdp_reduce_scatter") == 274704);
+}

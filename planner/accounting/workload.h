@@ -1,0 +1,66 @@
+// Tokens each rank handles per micro-batch, shared by the memory and communication models
+// (docs/memory-model.md, "Tokens per rank").
+#pragma once
+
+#include <cstdint>
+
+#include "planner/layout/plan.h"
+
+namespace dockyard {
+
+struct Workload {
+  int64_t tokens = 0;           // T: tokens of one micro-batch on a rank = ceil(b * s / cp)
+  int64_t routed_tokens = 0;    // T_r: tokens whose routed rows an expert rank computes (RoutedTokens)
+  int64_t dispatch_tokens = 0;  // tokens this rank routes and sends into the EP all-to-all: T_r under
+                                // torchtitan, ceil(T / tp) under megatron (before the etp all-gather)
+  int64_t received_rows = 0;    // R_max = min(ceil(T_r * top_k * imbalance), ep * T_r * min(top_k, E / ep)); = T_r * top_k when ep = 1
+  int64_t mean_received_rows = 0;  // T_r * top_k: the balanced mean
+  int64_t act_bytes = 2;        // bytes per activation element (param dtype)
+  int64_t tp_shards = 1;        // t: divisor of sequence-parallel activations (tp)
+  int64_t expert_f_local = 0;   // F / expert TP degree (etp, or tp with EP off)
+};
+
+// Bytes per element of the training dtypes (resolved once; the memory and communication rules
+// read them per stage and per collective).
+struct TrainingBytes {
+  int64_t param = 2;    // param_dtype: compute and all-gather copies, activations
+  int64_t grad = 4;     // grad_dtype: gradients and their reductions
+  int64_t moments = 8;  // AdamW exp_avg + exp_avg_sq in fp32; 0 for SGD
+  int64_t master = 4;   // fp32 master copy, 0 when params are fp32
+};
+// Throws dockyard::Error for an unknown dtype.
+TrainingBytes TrainingBytesOf(const TrainingConfig& training);
+
+// T_r, by convention:
+//  - torchtitan: with tp > 1, EP on and etp == 1, ReordererSequenceParallel splits the
+//    TP-replicated tokens over the tp ranks (T_r = ceil(T / tp)); otherwise every rank of a TP
+//    group routes the whole T (T_r = T), with ETP / TP sharding the expert F instead.
+//  - megatron: Megatron-Core's MoEAlltoAllTokenDispatcher starts from the ceil(T / tp) tokens
+//    sequence parallelism leaves on a rank, permutes them, runs the EP all-to-all, then
+//    all-gathers over the expert-TP group (gather_from_sequence_parallel_region on the etp group),
+//    so an expert rank computes the rows of etp ranks: T_r = ceil(T / tp) * etp, and the rank
+//    dispatches ceil(T / tp) tokens (Workload::dispatch_tokens). This equals torchtitan's rule
+//    for etp == 1 < ep; it differs for ep == 1 with tp > 1 and etp == 1 (T / tp, not T), for
+//    1 < etp < tp and for etp > tp (tp 1, etp 2: 2T).
+Workload ComputeWorkload(const Plan& plan);
+// T_r alone from the tokens of a rank T and the degrees (the rule above).
+int64_t RoutedTokens(int64_t tokens, int64_t tp, int64_t ep, int64_t etp, Convention convention);
+// The tokens a rank dispatches (Workload::dispatch_tokens, the rule above).
+int64_t DispatchTokens(int64_t tokens, int64_t tp, int64_t ep, int64_t etp, Convention convention);
+// The same from the plan's parts: `training` resolved as in a Plan (num_microbatches may be unset).
+Workload ComputeWorkload(const ModelSpec& model, const ParallelDims& dims, const TrainingConfig& training);
+
+// The deredundency dispatcher's outer EP size: the --oep given, else the number of nodes one EP
+// group spans, ceil(ep / gpus_per_node), rounded up to a divisor of ep (ep = oep x iep).
+int64_t DeredundencyOep(const Plan& plan);
+int64_t DeredundencyOep(const TrainingConfig& training, int64_t ep);
+// The outer EP size the plan's dispatcher uses: DeredundencyOep with the deredundency
+// dispatcher and ep > 1, else 1 (every routing sample and the dispatch buffers are keyed by it).
+int64_t DispatchOep(const Plan& plan);
+int64_t DispatchOep(const TrainingConfig& training, int64_t ep);
+
+// Micro-batches of activations stage `stage` keeps in flight under 1F1B: min(pp - stage, M).
+int64_t InFlightMicrobatches(const Plan& plan, int64_t stage);
+int64_t InFlightMicrobatches(const ParallelDims& dims, const TrainingConfig& training, int64_t stage);
+
+}  // namespace dockyard

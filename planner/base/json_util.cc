@@ -1,0 +1,220 @@
+// Typed, located JSON access (see json_util.h).
+#include "planner/base/json_util.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+
+#include <fmt/format.h>
+
+#include "planner/base/error.h"
+
+namespace dockyard {
+
+Json ParseJsonText(const std::string& text, const std::string& origin) {
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+    throw Error(fmt::format("{}: file is empty (expected a JSON object)", origin));
+  }
+  Json parsed;
+  try {
+    // Nesting is bounded so that neither parsing nor destroying the value recurses without limit.
+    static constexpr int kMaxDepth = 64;
+    parsed = Json::parse(text, [&origin](int depth, Json::parse_event_t, Json&) {
+      if (depth > kMaxDepth) throw Error(fmt::format("{}: JSON nested deeper than {} levels", origin, kMaxDepth));
+      return true;
+    });
+  } catch (const Json::parse_error& e) {
+    throw Error(fmt::format("{}: not valid JSON at byte {}: {}", origin, e.byte,
+                            std::string(e.what()).substr(std::string(e.what()).find(':') + 2)));
+  } catch (const Json::exception& e) {
+    // e.g. out_of_range 406: a number such as 1e400 that overflows a double.
+    std::string what = e.what();
+    const size_t bracket = what.find("] ");
+    throw Error(fmt::format("{}: not valid JSON: {}", origin, bracket == std::string::npos ? what : what.substr(bracket + 2)));
+  }
+  if (!parsed.is_object()) {
+    throw Error(fmt::format("{}: top level must be a JSON object, got {}", origin, parsed.type_name()));
+  }
+  return parsed;
+}
+
+Json ReadJsonFile(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) {
+    throw Error(fmt::format("{}: cannot open: no such file", path));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    throw Error(fmt::format("{}: is a directory, expected a JSON file", path));
+  }
+  if (!S_ISREG(st.st_mode)) throw Error(fmt::format("{}: is not a regular file (a device or pipe?), expected a JSON file", path));
+  if (st.st_size > kMaxJsonFileBytes) {
+    throw Error(fmt::format("{}: file is {} bytes, larger than the {} bytes a JSON input may have", path,
+                            static_cast<int64_t>(st.st_size), kMaxJsonFileBytes));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(fmt::format("{}: cannot open for reading", path));
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return ParseJsonText(buffer.str(), path);
+}
+
+std::string JsonPointerToken(const std::string& key) {
+  std::string out;
+  for (char c : key) {
+    if (c == '~') out += "~0";
+    else if (c == '/') out += "~1";
+    else out += c;
+  }
+  return out;
+}
+
+std::string JsonValueText(const Json& value) {
+  // Arrays and objects by their size only: dumping a deeply nested value would recurse deeply.
+  if (value.is_array()) return fmt::format("[... {} elements]", value.size());
+  if (value.is_object()) return fmt::format("{{... {} keys}}", value.size());
+  std::string text = value.dump(-1, ' ', false, Json::error_handler_t::replace);
+  if (text.size() > 60) text = text.substr(0, 57) + "...";
+  return text;
+}
+
+JsonView::JsonView(const Json* value, std::string file, std::string pointer)
+    : value_(value), file_(std::move(file)), pointer_(std::move(pointer)) {}
+
+std::string JsonView::Where() const { return fmt::format("{}: {}", file_, pointer_.empty() ? "/" : pointer_); }
+
+std::string JsonView::Where(const std::string& key) const {
+  return fmt::format("{}: {}/{}", file_, pointer_, JsonPointerToken(key));
+}
+
+void JsonView::Fail(const std::string& key, const std::string& message) const {
+  throw Error(fmt::format("{}: {}", Where(key), message));
+}
+
+bool JsonView::Has(const std::string& key) const {
+  auto it = value_->find(key);
+  return it != value_->end() && !it->is_null();
+}
+
+const Json& JsonView::Required(const std::string& key) const {
+  auto it = value_->find(key);
+  if (it == value_->end() || it->is_null()) {
+    Fail(key, "required key is missing" + (missing_context_.empty() ? "" : " " + missing_context_));
+  }
+  return *it;
+}
+
+static int64_t ToInt(const JsonView& view, const std::string& key, const Json& v, int64_t min_value) {
+  int64_t out = 0;
+  if (v.is_number_integer()) {
+    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+      view.Fail(key, fmt::format("value {} does not fit in a signed 64-bit integer", JsonValueText(v)));
+    }
+    out = v.get<int64_t>();
+  } else if (v.is_number_float()) {
+    double d = v.get<double>();
+    if (!std::isfinite(d) || d != std::floor(d) || std::fabs(d) > 9.0e15) {
+      view.Fail(key, fmt::format("must be an integer, got {}", JsonValueText(v)));
+    }
+    out = static_cast<int64_t>(d);
+  } else {
+    view.Fail(key, fmt::format("must be an integer, got {} {}", v.type_name(), JsonValueText(v)));
+  }
+  if (out < min_value) view.Fail(key, fmt::format("must be >= {}, got {}", min_value, out));
+  return out;
+}
+
+int64_t JsonView::Int(const std::string& key, int64_t min_value) const {
+  return ToInt(*this, key, Required(key), min_value);
+}
+
+int64_t JsonView::IntOr(const std::string& key, int64_t fallback, int64_t min_value) const {
+  return Has(key) ? Int(key, min_value) : fallback;
+}
+
+double JsonView::Number(const std::string& key) const {
+  const Json& v = Required(key);
+  if (!v.is_number()) Fail(key, fmt::format("must be a number, got {} {}", v.type_name(), JsonValueText(v)));
+  double d = v.get<double>();
+  if (!std::isfinite(d)) Fail(key, fmt::format("must be a finite number, got {}", JsonValueText(v)));
+  return d;
+}
+
+double JsonView::NumberOr(const std::string& key, double fallback) const {
+  return Has(key) ? Number(key) : fallback;
+}
+
+bool JsonView::Bool(const std::string& key) const {
+  const Json& v = Required(key);
+  if (!v.is_boolean()) Fail(key, fmt::format("must be true or false, got {} {}", v.type_name(), JsonValueText(v)));
+  return v.get<bool>();
+}
+
+bool JsonView::BoolOr(const std::string& key, bool fallback) const { return Has(key) ? Bool(key) : fallback; }
+
+std::string JsonView::String(const std::string& key) const {
+  const Json& v = Required(key);
+  if (!v.is_string()) Fail(key, fmt::format("must be a string, got {} {}", v.type_name(), JsonValueText(v)));
+  return v.get<std::string>();
+}
+
+std::string JsonView::StringOr(const std::string& key, const std::string& fallback) const {
+  return Has(key) ? String(key) : fallback;
+}
+
+std::vector<int64_t> JsonView::IntList(const std::string& key, int64_t min_value) const {
+  const Json& v = Required(key);
+  if (!v.is_array()) Fail(key, fmt::format("must be an array of integers, got {} {}", v.type_name(), JsonValueText(v)));
+  std::vector<int64_t> out;
+  JsonView list(&v, file_, pointer_ + "/" + JsonPointerToken(key));
+  for (size_t i = 0; i < v.size(); ++i) {
+    out.push_back(ToInt(list, std::to_string(i), v[i], min_value));
+  }
+  return out;
+}
+
+JsonView JsonView::Object(const std::string& key) const {
+  const Json& v = Required(key);
+  if (!v.is_object()) Fail(key, fmt::format("must be a JSON object, got {} {}", v.type_name(), JsonValueText(v)));
+  JsonView child(&v, file_, pointer_ + "/" + JsonPointerToken(key));
+  child.missing_context_ = missing_context_;
+  return child;
+}
+
+static size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::optional<std::string> DidYouMean(const std::string& word, const std::vector<std::string>& candidates) {
+  std::optional<std::string> best;
+  size_t best_distance = std::max<size_t>(2, word.size() / 3) + 1;
+  for (const auto& c : candidates) {
+    size_t d = EditDistance(word, c);
+    if (d < best_distance) {
+      best_distance = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+void JsonView::RejectUnknownKeys(const std::vector<std::string>& allowed) const {
+  for (auto it = value_->begin(); it != value_->end(); ++it) {
+    if (std::find(allowed.begin(), allowed.end(), it.key()) != allowed.end()) continue;
+    std::string message = "unknown key";
+    if (auto suggestion = DidYouMean(it.key(), allowed)) message += fmt::format("; did you mean '{}'?", *suggestion);
+    Fail(it.key(), message);
+  }
+}
+
+}  // namespace dockyard

@@ -1,0 +1,71 @@
+// Tests for located JSON access: every error names the file, the JSON pointer, value and rule.
+#include "planner/base/json_util.h"
+
+#include <cstdio>
+#include <fstream>
+#include <doctest/doctest.h>
+
+#include "planner/base/error.h"
+
+using dockyard::Error;
+using dockyard::Json;
+using dockyard::JsonView;
+
+TEST_CASE("ReadJsonFile reports a missing file by name") {
+  CHECK_THROWS_WITH_AS(dockyard::ReadJsonFile("/nonexistent/cfg.json"),
+                       doctest::Contains("/nonexistent/cfg.json: cannot open: no such file"), Error);
+}
+
+TEST_CASE("ReadJsonFile rejects a directory") {
+  CHECK_THROWS_WITH_AS(dockyard::ReadJsonFile("/tmp"), doctest::Contains("/tmp: is a directory"), Error);
+}
+
+TEST_CASE("ParseJsonText rejects empty text, broken JSON and a non-object top level") {
+  CHECK_THROWS_WITH_AS(dockyard::ParseJsonText("  \n", "a.json"), doctest::Contains("a.json: file is empty"), Error);
+  // Truncated object: the parser fails at the end of input (byte 14).
+  CHECK_THROWS_WITH_AS(dockyard::ParseJsonText("{\"hidden\": 12", "b.json"),
+                       doctest::Contains("b.json: not valid JSON at byte 14"), Error);
+  CHECK_THROWS_WITH_AS(dockyard::ParseJsonText("[1, 2]", "c.json"),
+                       doctest::Contains("c.json: top level must be a JSON object, got array"), Error);
+}
+
+TEST_CASE("JsonView names file, pointer, value and rule for a wrong type") {
+  Json j = Json::parse(R"({"outer": {"hidden_size": "4096"}})");
+  JsonView root(&j, "cfg.json", "");
+  JsonView outer = root.Object("outer");
+  CHECK_THROWS_WITH_AS(outer.Int("hidden_size"),
+                       doctest::Contains("cfg.json: /outer/hidden_size: must be an integer, got string \"4096\""), Error);
+}
+
+TEST_CASE("JsonView rejects fractional, non-finite-range and out-of-range integers") {
+  Json j = Json::parse(R"({"a": 2.5, "b": 0, "c": 18446744073709551615, "d": 64.0})");
+  JsonView v(&j, "cfg.json", "");
+  CHECK_THROWS_WITH_AS(v.Int("a"), doctest::Contains("/a: must be an integer, got 2.5"), Error);
+  CHECK_THROWS_WITH_AS(v.Int("b"), doctest::Contains("/b: must be >= 1, got 0"), Error);
+  CHECK_THROWS_WITH_AS(v.Int("c"), doctest::Contains("does not fit in a signed 64-bit integer"), Error);
+  CHECK(v.Int("d") == 64);  // an integral float is accepted
+}
+
+TEST_CASE("JsonView reports a missing key with its context") {
+  Json j = Json::parse(R"({"x": null})");
+  JsonView v(&j, "cfg.json", "");
+  v.set_missing_context("(family mixtral)");
+  CHECK_THROWS_WITH_AS(v.Int("x"), doctest::Contains("cfg.json: /x: required key is missing (family mixtral)"), Error);
+  CHECK(v.IntOr("x", 7) == 7);  // null counts as absent
+}
+
+TEST_CASE("JSON pointer tokens are escaped per RFC 6901") {
+  CHECK(dockyard::JsonPointerToken("a/b~c") == "a~1b~0c");
+}
+
+TEST_CASE("RejectUnknownKeys suggests the closest known key") {
+  Json j = Json::parse(R"({"num_expert": 8})");
+  JsonView v(&j, "spec.json", "/moe");
+  CHECK_THROWS_WITH_AS(v.RejectUnknownKeys({"num_experts", "top_k"}),
+                       doctest::Contains("spec.json: /moe/num_expert: unknown key; did you mean 'num_experts'?"), Error);
+}
+
+TEST_CASE("DidYouMean stays silent for unrelated words") {
+  CHECK_FALSE(dockyard::DidYouMean("completely_different", {"ep", "tp"}).has_value());
+  CHECK(dockyard::DidYouMean("etp ", {"ep", "etp"}).value() == "etp");
+}

@@ -1,0 +1,159 @@
+// BuildPlan (see plan.h).
+#include "planner/layout/plan.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "planner/base/checked_math.h"
+#include "planner/base/error.h"
+
+namespace dockyard {
+
+std::vector<int64_t> EvenLayerSplit(int64_t num_layers, int64_t pp) {
+  std::vector<int64_t> stage_of(num_layers);
+  const int64_t base = num_layers / pp, extra = num_layers % pp;
+  int64_t layer = 0;
+  for (int64_t s = 0; s < pp; ++s) {
+    const int64_t n = base + (s < extra ? 1 : 0);
+    for (int64_t i = 0; i < n; ++i) stage_of[layer++] = s;
+  }
+  return stage_of;
+}
+
+int64_t ModelParallelNumel(const Plan& plan, size_t i, int64_t rank) {
+  return GatheredNumelOnRank(plan.inventory.params[i], plan.placements[i], plan.MeshOf(i), rank);
+}
+
+std::vector<int64_t> ResolveLayerSplit(const TrainingConfig& training, int64_t num_layers, int64_t pp) {
+  const auto& split = training.pp_layer_split;
+  if (split.empty()) return EvenLayerSplit(num_layers, pp);
+  int64_t total = 0;
+  for (int64_t n : split) {
+    if (n < 1) throw Error(fmt::format("training.pp_layer_split: every stage needs >= 1 layer, got {}", n));
+    if (n > num_layers) {
+      throw Error(fmt::format("training.pp_layer_split: a stage of {} layers exceeds num_hidden_layers ({})", n, num_layers));
+    }
+    total += n;  // each <= num_hidden_layers <= 100000 and split.size() is checked below
+  }
+  if (static_cast<int64_t>(split.size()) != pp || total != num_layers) {
+    throw Error(fmt::format("training.pp_layer_split {} has {} stages summing to {} layers; need pp ({}) stages summing "
+                            "to num_hidden_layers ({})",
+                            fmt::format("[{}]", fmt::join(split, ",")), split.size(), total, pp, num_layers));
+  }
+  std::vector<int64_t> stage_of;
+  for (int64_t s = 0; s < pp; ++s) {
+    for (int64_t i = 0; i < split[s]; ++i) stage_of.push_back(s);
+  }
+  return stage_of;
+}
+
+Plan BuildPlan(const ModelSpec& model, const ParallelDimsOptions& options, const TrainingConfig& training) {
+  return BuildPlan(model, BuildInventory(model), options, training);
+}
+
+Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const ParallelDimsOptions& options,
+               const TrainingConfig& training) {
+  Plan plan;
+  plan.model = model;
+  // The plan carries its training settings once, resolved, in plan.training: the model spec's
+  // training block was only the default the caller resolved them from.
+  plan.model.training.reset();
+  plan.dims = ParallelDims::Build(options);
+  ValidateDimsForModel(plan.dims, model);
+  plan.training = training;
+  ValidateTraining(plan.training, "training.");
+  if (!plan.training.dp_sharding) {
+    plan.training.dp_sharding = plan.dims.convention == Convention::kMegatron ? DpSharding::kZero1 : DpSharding::kFsdp;
+  }
+  if (!plan.training.num_microbatches) plan.training.num_microbatches = plan.dims.pp;
+  ValidateRunSettings(plan.training.run, static_cast<int>(*plan.training.dp_sharding), plan.dims.pp);
+  ValidateEpOverlap(plan.training.run, plan.dims.pp, plan.dims.ep, plan.training.dispatcher,
+                    plan.training.recompute == Recompute::kFull);
+  if (plan.training.dispatcher == "deredundency" && plan.training.oep && plan.dims.ep % *plan.training.oep != 0) {
+    throw Error(fmt::format("oep ({}) must divide ep ({}) for the deredundency dispatcher (ep = oep x iep)",
+                            *plan.training.oep, plan.dims.ep));
+  }
+  plan.inventory = inventory;
+  // With tied embeddings and several pipeline stages, the last stage keeps its own copy of the
+  // embedding matrix as lm_head (gradients are all-reduced between the two stages). The copy is
+  // placed and counted in bytes per rank, not in the model totals.
+  if (model.tie_word_embeddings && plan.dims.pp > 1) {
+    ParamInfo copy = plan.inventory.params.front();
+    copy.fqn = "lm_head.weight";
+    copy.role = Role::kLmHead;
+    copy.tied_to = plan.inventory.params.front().fqn;
+    plan.inventory.params.push_back(std::move(copy));
+  }
+  plan.meshes = BuildMeshes(plan.dims);
+  plan.layer_stage = ResolveLayerSplit(plan.training, model.num_hidden_layers, plan.dims.pp);
+
+  plan.experts.num_experts = model.moe.num_experts;
+  plan.experts.ep = plan.dims.ep;
+  plan.experts.num_local_experts = model.moe.num_experts / plan.dims.ep;
+
+  const auto& params = plan.inventory.params;
+  plan.placements.reserve(params.size());
+  for (const auto& p : params) {
+    const bool fsdp = *plan.training.dp_sharding == DpSharding::kFsdp;
+    if (fsdp) {
+      const ShardCuts cuts = ShardCutsOf(p.routed_expert, p.tp_dim, plan.dims, model.moe.num_experts, true);
+      const UnevenFsdpCut uneven = FindUnevenFsdpCut(p.shape, cuts);
+      if (uneven.cut >= 0) throw Error(UnevenFsdpMessage(p.fqn, cuts.cuts[uneven.cut], uneven.size));
+    }
+    ParamPlacement pl = PlaceParam(p, plan.dims, plan.meshes, model.moe.num_experts, fsdp);
+    if (p.layer >= 0) pl.stage = plan.layer_stage[p.layer];
+    else pl.stage = p.role == Role::kEmbedding ? 0 : plan.dims.pp - 1;
+    ComputeLocalShapes(p, pl.sparse_mesh ? plan.meshes.sparse : plan.meshes.dense, pl);
+    plan.placements.push_back(std::move(pl));
+  }
+  return plan;
+}
+
+std::vector<int64_t> ParamBytesPerRank(const Plan& plan) {
+  const auto& params = plan.inventory.params;
+  const int64_t world = plan.dims.world_size;
+  std::vector<int64_t> out(world, 0);
+  std::vector<int64_t> dtype_bytes(params.size());
+  for (size_t i = 0; i < params.size(); ++i) dtype_bytes[i] = DtypeBytes(params[i].dtype, params[i].fqn);
+  for (int64_t rank = 0; rank < world; ++rank) {
+    const int64_t stage = plan.meshes.dense.Coord(rank, 0);
+    int64_t bytes = 0;
+    for (size_t i = 0; i < params.size(); ++i) {
+      const auto& pl = plan.placements[i];
+      if (pl.stage != stage) continue;
+      const int64_t numel = LocalNumelOnRank(params[i], pl, plan.MeshOf(i), rank);
+      bytes = CheckedAdd(bytes, CheckedMul(numel, dtype_bytes[i], params[i].fqn), "parameter bytes per rank");
+    }
+    out[rank] = bytes;
+  }
+  return out;
+}
+
+std::vector<StageSummary> SummarizeStages(const Plan& plan, const std::vector<int64_t>& param_bytes_per_rank) {
+  std::vector<StageSummary> stages;
+  for (int64_t s = 0; s < plan.dims.pp; ++s) {
+    StageSummary st;
+    st.stage = s;
+    auto first = std::find(plan.layer_stage.begin(), plan.layer_stage.end(), s);
+    auto last = std::find(plan.layer_stage.rbegin(), plan.layer_stage.rend(), s);
+    st.first_layer = first - plan.layer_stage.begin();
+    st.last_layer = static_cast<int64_t>(plan.layer_stage.size()) - 1 - (last - plan.layer_stage.rbegin());
+    const int64_t stage_size = plan.dims.stage_size();
+    st.max_param_bytes = -1;
+    st.min_param_bytes = INT64_MAX;
+    for (int64_t r = s * stage_size; r < (s + 1) * stage_size; ++r) {
+      const int64_t b = param_bytes_per_rank[r];
+      if (b > st.max_param_bytes) {
+        st.max_param_bytes = b;
+        st.worst_rank = r;
+      }
+      st.min_param_bytes = std::min(st.min_param_bytes, b);
+    }
+    stages.push_back(st);
+  }
+  return stages;
+}
+
+}  // namespace dockyard

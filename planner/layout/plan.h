@@ -1,0 +1,89 @@
+// Plan: everything dockyard-plan decides for one model and one set of parallel degrees —
+// validated degrees, meshes and rank groups, every parameter's placements and local shapes,
+// pipeline stages and expert ownership. Built by BuildPlan, which checks every invariant; the
+// runtime reads a Plan and never re-decides a placement. Per-rank tables for reports (parameter
+// bytes of every rank, stage summaries) are computed from a plan on demand (ParamBytesPerRank,
+// SummarizeStages), so a Plan has no part left empty.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planner/model/inventory.h"
+#include "planner/layout/mesh.h"
+#include "planner/model/model_spec.h"
+#include "planner/layout/parallel_dims.h"
+#include "planner/layout/placement.h"
+#include "planner/model/training.h"
+
+namespace dockyard {
+
+// Which routed experts each EP rank holds: EP rank r holds the contiguous global ids
+// [r * num_local_experts, (r + 1) * num_local_experts) (torchtitan / Megatron Shard(0) on ep).
+struct ExpertOwnership {
+  int64_t num_experts = 0;
+  int64_t ep = 1;
+  int64_t num_local_experts = 0;
+
+  int64_t FirstExpert(int64_t ep_rank) const { return ep_rank * num_local_experts; }
+  // The EP rank that owns a global expert id.
+  int64_t OwnerOf(int64_t expert_idx) const { return expert_idx / num_local_experts; }
+};
+
+struct StageSummary {
+  int64_t stage = 0;
+  int64_t first_layer = 0;      // decoder layers [first_layer, last_layer]
+  int64_t last_layer = 0;
+  int64_t max_param_bytes = 0;  // parameter bytes on the most loaded rank of the stage
+  int64_t min_param_bytes = 0;
+  int64_t worst_rank = 0;       // a rank with max_param_bytes
+};
+
+struct Plan {
+  ModelSpec model;          // as given, without its training block (model.training is empty)
+  TrainingConfig training;  // the one training config: resolved, dp_sharding and num_microbatches always set
+  ParamInventory inventory;
+  ParallelDims dims;
+  Meshes meshes;
+  std::vector<ParamPlacement> placements;  // aligned with inventory.params
+  ExpertOwnership experts;
+  std::vector<int64_t> layer_stage;        // [num_hidden_layers]: pp stage of each layer
+
+  const Mesh& MeshOf(size_t param_index) const {
+    return placements[param_index].sparse_mesh ? meshes.sparse : meshes.dense;
+  }
+};
+
+// Elements of parameter `param_index` on `rank` after model-parallel sharding only (tp / ep /
+// etp, no data-parallel axis): what an FSDP all-gather rebuilds (GatheredNumelOnRank: the FSDP
+// dim padded to a multiple of the FSDP degree, as FSDP2 gathers padded shards), and what ZeRO-1 /
+// DDP keep.
+int64_t ModelParallelNumel(const Plan& plan, size_t param_index, int64_t rank);
+
+// Pipeline split: layers spread evenly, the first (L % pp) stages taking one extra layer;
+// embedding on the first stage, final norm and lm_head on the last.
+std::vector<int64_t> EvenLayerSplit(int64_t num_layers, int64_t pp);
+
+// The pipeline stage of each of `num_layers` decoder layers: `training.pp_layer_split` when
+// given (pp entries, each >= 1 layer, summing to num_layers), else EvenLayerSplit. Throws
+// dockyard::Error naming the rule a given split breaks.
+std::vector<int64_t> ResolveLayerSplit(const TrainingConfig& training, int64_t num_layers, int64_t pp);
+
+// Parameter bytes of every rank (each parameter adds its local bytes to every rank of its
+// stage): [world_size]. O(world_size x parameters). Throws dockyard::Error on int64 overflow.
+std::vector<int64_t> ParamBytesPerRank(const Plan& plan);
+
+// Per stage: its layers and the most and least loaded ranks of `param_bytes_per_rank`
+// (ParamBytesPerRank of the same plan).
+std::vector<StageSummary> SummarizeStages(const Plan& plan, const std::vector<int64_t>& param_bytes_per_rank);
+
+// Validates the degrees (ParallelDims::Build, ValidateDimsForModel) and the training settings,
+// and builds the plan. Throws dockyard::Error naming the rule an input breaks.
+Plan BuildPlan(const ModelSpec& model, const ParallelDimsOptions& options, const TrainingConfig& training = {});
+// The same with a prebuilt inventory of `model` (BuildInventory), for callers that plan one model
+// many times (the layout search).
+Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const ParallelDimsOptions& options,
+               const TrainingConfig& training);
+
+}  // namespace dockyard

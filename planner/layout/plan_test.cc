@@ -1,0 +1,165 @@
+// BuildPlan: expert ownership, pipeline stages and parameter bytes per rank, by hand.
+#include "planner/layout/plan.h"
+
+#include <doctest/doctest.h>
+
+#include "planner/base/error.h"
+#include "tests/test_models.h"
+
+using dockyard::BuildPlan;
+using dockyard::ParallelDimsOptions;
+using dockyard::ParamBytesPerRank;
+using dockyard::Plan;
+using dockyard::StageSummary;
+using dockyard::SummarizeStages;
+
+TEST_CASE("EvenLayerSplit gives the first L % pp stages one extra layer") {
+  // 61 layers over 4 stages: 16, 15, 15, 15.
+  auto s = dockyard::EvenLayerSplit(61, 4);
+  CHECK(s[15] == 0);
+  CHECK(s[16] == 1);
+  CHECK(s[30] == 1);
+  CHECK(s[31] == 2);
+  CHECK(s[60] == 3);
+}
+
+TEST_CASE("Expert ownership is contiguous per EP rank") {
+  ParallelDimsOptions o;
+  o.world_size = 4;
+  o.ep = 4;
+  Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), o);
+  CHECK(plan.experts.num_local_experts == 2);  // 8 / 4
+  CHECK(plan.experts.FirstExpert(2) == 4);     // ep rank 2 holds experts 4, 5
+  CHECK(plan.experts.OwnerOf(7) == 3);
+  // Every expert owned exactly once.
+  std::vector<int> owned(8, 0);
+  for (int64_t r = 0; r < 4; ++r) {
+    for (int64_t e = 0; e < plan.experts.num_local_experts; ++e) owned[plan.experts.FirstExpert(r) + e]++;
+  }
+  CHECK(owned == std::vector<int>(8, 1));
+}
+
+TEST_CASE("Parameter bytes per rank for the tiny model on 4 ranks with ep 4") {
+  // Elements (bf16, 2 bytes each); world 4: dp_shard 4, ep 4, efsdp 1.
+  //   embedding [1000, 64] / 4 rows = 16000; lm_head the same; final norm [64] / 4 = 16.
+  //   per layer: norms 2 x 16; q [64,64]/4 = 1024; k, v [32,64]/4 = 512 each; o 1024;
+  //   router [8,64]/4 = 128; gate_up [8,64,64] / ep 4 = 8192; down [8,64,32] / 4 = 4096 -> 15520.
+  //   total = 16000 + 16000 + 16 + 2 * 15520 = 63056 elements = 126112 bytes on every rank.
+  ParallelDimsOptions o;
+  o.world_size = 4;
+  o.ep = 4;
+  Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), o);
+  const std::vector<int64_t> param_bytes_per_rank = ParamBytesPerRank(plan);
+  const std::vector<StageSummary> stages = SummarizeStages(plan, param_bytes_per_rank);
+  for (int64_t b : param_bytes_per_rank) CHECK(b == 126112);
+  REQUIRE(stages.size() == 1);
+  CHECK(stages[0].max_param_bytes == 126112);
+  // Whole model: 2 * 64000 + 64 + 2 * 62080 = 252224 elements = 4 ranks x 63056.
+  CHECK(plan.inventory.totals.total_params == 252224);
+}
+
+TEST_CASE("Pipeline stages hold their own layers; embedding first, lm_head last") {
+  ParallelDimsOptions o;
+  o.world_size = 2;
+  o.pp = 2;
+  Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), o);
+  const std::vector<int64_t> param_bytes_per_rank = ParamBytesPerRank(plan);
+  const std::vector<StageSummary> stages = SummarizeStages(plan, param_bytes_per_rank);
+  // Stage 0: embedding 64000 + layer 0 (62080) = 126080 elements; stage 1: layer 1 + norm 64
+  // + lm_head 64000 = 126144 elements.
+  CHECK(param_bytes_per_rank[0] == 2 * 126080);
+  CHECK(param_bytes_per_rank[1] == 2 * 126144);
+  CHECK(stages[1].first_layer == 1);
+  CHECK(stages[1].last_layer == 1);
+}
+
+TEST_CASE("BuildPlan reports the first rule the degrees break") {
+  ParallelDimsOptions o;
+  o.world_size = 6;
+  o.ep = 3;  // 8 experts
+  CHECK_THROWS_WITH_AS(BuildPlan(dockyard::testing::TinyMixtral(), o), doctest::Contains("ep (3) must divide num_experts (8)"),
+                       dockyard::Error);
+}
+
+TEST_CASE("DeepSeek-V3 on 256 ranks with ep 64: 4 local experts, efsdp 4, about 4.9 GiB of parameters per rank") {
+  auto model = dockyard::LoadModel("testdata/hf/deepseek-v3.json");
+  ParallelDimsOptions o;
+  o.world_size = 256;
+  o.ep = 64;
+  Plan plan = BuildPlan(model, o);
+  const std::vector<int64_t> param_bytes_per_rank = ParamBytesPerRank(plan);
+  const std::vector<StageSummary> stages = SummarizeStages(plan, param_bytes_per_rank);
+  CHECK(plan.experts.num_local_experts == 4);
+  CHECK(plan.dims.efsdp == 4);
+  // Routed experts: 58 MoE layers x 256 experts x 3 x 7168 x 2048 = 653,908,770,816 elements,
+  // split exactly over 256 ranks (ep 64 x efsdp 4 over 256 experts); the other
+  // 17,117,648,384 elements are FSDP-sharded over 256 (uneven rows round up per rank).
+  CHECK(plan.inventory.totals.routed_expert_params == 653908770816);
+  // Lower bound 671,026,419,200 / 256 * 2 bytes = 5,242,393,900 bytes; the worst rank is within
+  // a few MiB above it.
+  CHECK(stages[0].max_param_bytes >= 5242393900);
+  CHECK(stages[0].max_param_bytes < 5242393900 + 8 * 1024 * 1024);
+}
+
+TEST_CASE("torchtitan refuses tied embeddings with pipeline parallelism") {
+  // torchtitan pipeline_llm: NotImplementedError("Weight tying is not supported with Pipeline Parallel.")
+  auto m = dockyard::testing::TinyMixtral();
+  m.tie_word_embeddings = true;
+  ParallelDimsOptions o;
+  o.world_size = 2;
+  o.pp = 2;
+  CHECK_THROWS_WITH_AS(BuildPlan(m, o),
+                       "tie_word_embeddings (true) with pp (2) > 1: torchtitan refuses weight tying with pipeline "
+                       "parallelism (NotImplementedError: Weight tying is not supported with Pipeline Parallel.); use "
+                       "pp 1 or --convention megatron (its embedding group all-reduces the tied gradient)",
+                       dockyard::Error);
+  o.pp = 1;
+  CHECK_NOTHROW(BuildPlan(m, o));  // one stage: the embedding is the lm_head
+}
+
+TEST_CASE("Tied embeddings with pipeline stages put an lm_head copy on the last stage (megatron)") {
+  auto m = dockyard::testing::TinyMixtral();
+  m.tie_word_embeddings = true;
+  ParallelDimsOptions o;
+  o.world_size = 2;
+  o.pp = 2;
+  o.convention = dockyard::Convention::kMegatron;
+  Plan plan = BuildPlan(m, o);
+  const std::vector<int64_t> param_bytes_per_rank = ParamBytesPerRank(plan);
+  // Stage 1: layer 1 (62080) + final norm (64) + the lm_head copy [1000, 64] (64000) = 126144
+  // elements, as with untied weights; the model totals count the matrix once: 64000 + 64 + 2*62080.
+  CHECK(param_bytes_per_rank[1] == 2 * 126144);
+  CHECK(plan.inventory.totals.total_params == 188224);
+  CHECK(plan.inventory.params.back().tied_to == "model.embed_tokens.weight");
+}
+
+TEST_CASE("Megatron places routed experts on the expert mesh and shards them by etp even with ep 1") {
+  ParallelDimsOptions o;
+  o.world_size = 2;
+  o.etp = 2;
+  o.convention = dockyard::Convention::kMegatron;
+  Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), o);
+  for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
+    if (plan.inventory.params[i].fqn != "model.layers.0.mlp.experts.gate_up_proj") continue;
+    CHECK(plan.placements[i].sparse_mesh);
+    // expert mesh (pp, edp 1, ep 1, etp 2): placements over (edp, ep, etp).
+    CHECK(plan.placements[i].placements.back().ToString() == "Shard(1)");
+    CHECK(plan.placements[i].local_shapes.front().shape == std::vector<int64_t>{8, 32, 64});  // 2F = 64 / 2
+  }
+}
+
+TEST_CASE("The plan carries its training settings once: plan.training, resolved; the model's block is dropped") {
+  auto m = dockyard::testing::TinyMixtral();
+  dockyard::TrainingConfig block;
+  block.seq_len = 512;  // a spec's training block, the caller's default
+  m.training = block;
+  ParallelDimsOptions o;
+  o.world_size = 2;
+  o.pp = 2;
+  dockyard::TrainingConfig given = *m.training;  // what a front end resolves from the block and its flags
+  Plan plan = BuildPlan(m, o, given);
+  CHECK_FALSE(plan.model.training.has_value());
+  CHECK(plan.training.seq_len == 512);
+  CHECK(plan.training.num_microbatches == 2);  // resolved: pp
+  CHECK(plan.training.dp_sharding == dockyard::DpSharding::kFsdp);
+}

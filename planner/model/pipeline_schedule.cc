@@ -1,0 +1,135 @@
+// Schedule rules of a run's framework settings (see pipeline_schedule.h).
+#include "planner/model/pipeline_schedule.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "planner/base/error.h"
+
+namespace dockyard {
+
+const char* ReshardPolicyName(ReshardPolicy p) {
+  switch (p) {
+    case ReshardPolicy::kAlways: return "always";
+    case ReshardPolicy::kNever: return "never";
+    case ReshardPolicy::kDefault: break;
+  }
+  return "default";
+}
+
+ReshardPolicy ParseReshardPolicy(const std::string& text, const std::string& field) {
+  if (text == "default") return ReshardPolicy::kDefault;
+  if (text == "always") return ReshardPolicy::kAlways;
+  if (text == "never") return ReshardPolicy::kNever;
+  throw Error(fmt::format("{}: unknown reshard-after-forward policy \"{}\"; allowed: default (= not pp), always, never "
+                          "(torchtitan fsdp_reshard_after_forward)",
+                          field, text));
+}
+
+bool ReshardAfterForward(ReshardPolicy p, int64_t pp) {
+  if (p == ReshardPolicy::kAlways) return true;
+  if (p == ReshardPolicy::kNever) return false;
+  return pp <= 1;  // torchtitan: reshard_after_forward = not pp_enabled
+}
+
+FsdpCalls FsdpCallsPerStep(ReshardPolicy policy, int64_t pp, int64_t M) {
+  if (pp < 1 || M < 1) throw Error(fmt::format("FSDP calls need pp >= 1 and num_microbatches >= 1, got pp {} and {}", pp, M));
+  const bool reshard = ReshardAfterForward(policy, pp);
+  FsdpCalls c;
+  if (pp == 1) {
+    c.forward_all_gathers = M;
+    c.backward_all_gathers = reshard ? M : 0;
+    c.reduce_scatters = M;
+    return c;
+  }
+  c.reduce_scatters = 1;
+  if (!reshard) {
+    c.forward_all_gathers = 1;
+    return c;
+  }
+  const int64_t warmup = std::min(pp - 1, M);
+  c.forward_all_gathers = std::min(M, warmup + 1);
+  c.backward_all_gathers = std::max<int64_t>(1, M - warmup);
+  return c;
+}
+
+double FsdpLayerMeanUs(double c, double ag, double rs, int64_t n_ag, int64_t n_rs, int64_t M, double x) {
+  M = std::max<int64_t>(M, 1);
+  n_ag = std::clamp<int64_t>(n_ag, 0, M);
+  n_rs = std::clamp<int64_t>(n_rs, 0, M);
+  const int64_t b = std::min(n_ag, n_rs);
+  auto mb = [&](double comm) { return std::max(c, comm + x); };
+  const double sum = static_cast<double>(b) * mb(ag + rs) + static_cast<double>(n_ag - b) * mb(ag) +
+                     static_cast<double>(n_rs - b) * mb(rs) + static_cast<double>(M - std::max(n_ag, n_rs)) * c;
+  return sum / static_cast<double>(M);
+}
+
+bool KeepsUnshardedParams(ReshardPolicy policy, int64_t pp) { return pp > 1 || !ReshardAfterForward(policy, pp); }
+bool AccumulatesUnshardedGrads(int64_t pp) { return pp > 1; }
+
+void ValidateRunSettings(const RunSettings& s, int dp_sharding, int64_t pp) {
+  if (s.grad_accumulation_steps < 1 || s.grad_accumulation_steps > (int64_t{1} << 24)) {
+    throw Error(fmt::format("--grad-accumulation-steps: must be in [1, 2^24], got {}", s.grad_accumulation_steps));
+  }
+  if (s.reshard_after_forward != ReshardPolicy::kDefault && dp_sharding != 0) {
+    throw Error(fmt::format("--fsdp-reshard-after-forward {}: needs --dp-sharding fsdp (torchtitan's FSDP policy)",
+                            ReshardPolicyName(s.reshard_after_forward)));
+  }
+  if (s.overlap_grad_reduce && dp_sharding == 0) {
+    throw Error("--overlap-grad-reduce: needs --dp-sharding zero1 or ddp (Megatron-Core DDP); FSDP overlaps its own "
+                "reduce-scatters");
+  }
+  if (s.overlap_param_gather && dp_sharding != 1) {
+    throw Error("--overlap-param-gather: only supported with the distributed optimizer (--dp-sharding zero1; "
+                "megatron/training/arguments.py)");
+  }
+  if (s.overlap_param_gather && !s.overlap_grad_reduce) {
+    throw Error("--overlap-param-gather: --overlap-grad-reduce should be turned on when using --overlap-param-gather "
+                "(megatron/training/arguments.py)");
+  }
+  if (s.vpp < 1 || s.vpp > 1024) throw Error(fmt::format("--vpp: must be in [1, 1024], got {}", s.vpp));
+  if (s.vpp > 1 && pp < 2) {
+    throw Error(fmt::format("--vpp {}: the interleaved schedule needs pp > 1 (got pp {})", s.vpp, pp));
+  }
+  if (s.cp_comm != "p2p" && s.cp_comm != "a2a") {
+    throw Error(fmt::format("--cp-comm-type: must be \"p2p\" or \"a2a\", got \"{}\"", s.cp_comm));
+  }
+}
+
+void ValidateEpOverlap(const RunSettings& s, int64_t pp, int64_t ep, const std::string& dispatcher, bool full_recompute) {
+  if (!s.overlap_moe_ep_comm) return;
+  const char* flag = "--overlap-moe-expert-parallel-comm";
+  if (ep < 2) throw Error(fmt::format("{}: only supported with expert model parallelism (ep > 1), got ep {}", flag, ep));
+  if (dispatcher != "all_to_all") {
+    throw Error(fmt::format("{}: supported with the alltoall/flex token dispatcher, got --dispatcher {}", flag, dispatcher));
+  }
+  if (full_recompute) throw Error(fmt::format("{}: disable full recomputation (--recompute full)", flag));
+  if (pp > 1 && s.vpp < 2) {
+    throw Error(fmt::format("{}: with pp > 1 (pp {}) a virtual pipeline must be specified (--vpp > 1)", flag, pp));
+  }
+}
+
+EpOverlap EpOverlapExposedUs(double a2a_fwd, double a2a_bwd, double compute_fwd, double compute_bwd) {
+  EpOverlap o;
+  o.forward_exposed_us = std::max(0.0, a2a_fwd - compute_bwd);
+  o.backward_exposed_us = std::max(0.0, a2a_bwd - compute_fwd);
+  return o;
+}
+
+double PipelineSlots(int64_t M, int64_t pp, int64_t vpp) {
+  if (M < 1 || pp < 1 || vpp < 1) {
+    throw Error(fmt::format("pipeline slots need num_microbatches, pp and vpp >= 1, got {}, {}, {}", M, pp, vpp));
+  }
+  return static_cast<double>(M) + static_cast<double>(pp - 1) / static_cast<double>(vpp);
+}
+
+int64_t InFlightStageMicrobatches(int64_t pp, int64_t vpp, int64_t M, int64_t stage) {
+  if (vpp <= 1) return std::min<int64_t>(pp - stage, M);
+  const int64_t chunks = std::min<int64_t>(M * vpp, 2 * (pp - stage - 1) + (vpp - 1) * pp + 1);
+  return (chunks + vpp - 1) / vpp;
+}
+
+double ExposedUs(double comm_us, double hidden_under_us) { return std::max(0.0, comm_us - hidden_under_us); }
+
+}  // namespace dockyard

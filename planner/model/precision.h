@@ -1,0 +1,42 @@
+// Training precision: FP8 GEMMs (TransformerEngine recipes as Megatron-LM's --fp8-format /
+// --fp8-recipe select them), FP8 dispatch and BF16 optimizer states (docs/cost-model.md §3.14,
+// docs/memory-model.md "FP8"). All opt-in: with the defaults (bf16, fp32 moments) nothing moves.
+//
+//  - FP8 GEMMs (--precision fp8) run at the FP8 tensor-core peak, 2x the dense BF16 peak on every
+//    supported GPU (H100 / H200 / H800 / B200 / GB200 datasheets), at fp8_efficiency_ratio of the
+//    BF16 efficiency of the same shape (DeepGEMM FP8 grouped GEMM on H800: 1,099-1,297 TFLOP/s at
+//    4-8K rows per group, runs.json C22), plus the kernels that quantize each GEMM's input (forward:
+//    X, backward: dY): tensorwise current scaling reads the BF16 tensor twice (amax, then cast) and
+//    writes FP8; blockwise (1x128 activation tiles, 128x128 weight blocks, DeepSeek-V3 style) reads
+//    once and writes FP8 plus one fp32 scale per 128 elements. Costed under --compute-model kernels.
+//  - FP8 weight copies (memory): TransformerEngine keeps a row-wise and a column-wise (transposed)
+//    FP8 copy of every weight it runs in FP8: 2 B per element, plus one fp32 scale per 128x128 block
+//    of each copy with blockwise scaling.
+//  - FP8 dispatch (--fp8-dispatch, Megatron --moe-router-... DeepEP FP8 dispatch): the dispatch
+//    all-to-all sends 1 B per element plus one fp32 scale per 128 elements; combine stays BF16.
+//  - BF16 optimizer states (--optimizer-states-dtype bf16, Megatron --exp-avg-dtype /
+//    --exp-avg-sq-dtype bf16 as Megatron-Bridge recipes set them): AdamW moments 2 x 2 B.
+#pragma once
+
+#include <string>
+
+#include "planner/model/training.h"
+
+namespace dockyard {
+
+bool Fp8Gemms(const TrainingConfig& training);
+bool Fp8Blockwise(const TrainingConfig& training);
+
+// Bytes per element of the FP8 weight copies kept beside the parameters (0 without FP8).
+double Fp8WeightCopyBytesPerElement(const TrainingConfig& training);
+// Bytes an input-quantize kernel moves per element of a BF16 (`act_bytes`) tensor.
+double Fp8QuantizeBytesPerElement(bool blockwise, double act_bytes);
+// Bytes per element the dispatch all-to-all sends (act_bytes unless --fp8-dispatch).
+double DispatchBytesPerElement(const TrainingConfig& training, double act_bytes);
+
+// Checks precision ("bf16" | "fp8"), fp8_recipe ("tensorwise" | "blockwise", and not given
+// without fp8), optimizer_states_dtype ("float32" | "bfloat16"). Throws dockyard::Error naming
+// `origin` + the field, the value and the rule.
+void ValidatePrecision(const TrainingConfig& training, const std::string& origin);
+
+}  // namespace dockyard

@@ -1,0 +1,111 @@
+// Precision: FP8 GEMM time and weight copies, quantize kernels, FP8 dispatch, BF16 optimizer states.
+#include "planner/model/precision.h"
+
+#include <doctest/doctest.h>
+
+#include "planner/sim/cost.h"
+#include "planner/base/error.h"
+#include "planner/sim/gemm_efficiency.h"
+#include "planner/accounting/memory.h"
+#include "tests/test_models.h"
+#include "tests/tiny_plan.h"
+
+using doctest::Approx;
+
+namespace {
+
+dockyard::Plan TinyPlan(const dockyard::TrainingConfig& t) { return dockyard::testing::TinyEp4Plan(t, dockyard::Convention::kMegatron); }
+
+}  // namespace
+
+TEST_CASE("FP8 weight copies: 2 B per GEMM weight element on the rank, nothing without FP8") {
+  dockyard::TrainingConfig t;
+  const auto bf16 = dockyard::StaticMemoryOnRank(TinyPlan(t), 0);
+  CHECK(bf16.params_by_role.count("fp8_weights") == 0);
+  t.precision = "fp8";
+  const auto fp8 = dockyard::StaticMemoryOnRank(TinyPlan(t), 0);
+  // Attention 2 layers x (64x64 + 2 x 64x32 + 64x64) = 24,576 elements; routed experts 2 layers x
+  // 2 local experts x 3 x 64x32 = 24,576: (24,576 + 24,576) x 2 B = 98,304 B (row-wise + column-wise).
+  CHECK(fp8.params_by_role.at("fp8_weights") == 98304);
+  CHECK(fp8.params_bytes == bf16.params_bytes + 98304);
+  CHECK(fp8.grads_bytes == bf16.grads_bytes);
+  // Blockwise adds one fp32 scale per 128x128 block of each copy: 2 x (1 + 4 / 16,384) B per element.
+  t.fp8_recipe = "blockwise";
+  CHECK(dockyard::Fp8WeightCopyBytesPerElement(t) == Approx(2.0 + 8.0 / 16384));
+}
+
+TEST_CASE("BF16 optimizer states halve the AdamW moments") {
+  dockyard::TrainingConfig t;
+  CHECK(dockyard::TrainingBytesOf(t).moments == 8);
+  t.optimizer_states_dtype = "bfloat16";
+  CHECK(dockyard::TrainingBytesOf(t).moments == 4);
+  const auto base = dockyard::StaticMemoryOnRank(TinyPlan(dockyard::TrainingConfig{}), 0);
+  const auto half = dockyard::StaticMemoryOnRank(TinyPlan(t), 0);
+  CHECK(half.optimizer_bytes < base.optimizer_bytes);
+  CHECK(half.params_bytes == base.params_bytes);
+}
+
+TEST_CASE("FP8 GEMMs: twice the peak at fp8_efficiency_ratio of the BF16 shape efficiency") {
+  dockyard::CostOptions o;
+  const double bf16 = dockyard::LinearUs(4096, 4096, 7168, false, 989, o);
+  o.fp8_gemms = true;
+  CHECK(dockyard::LinearUs(4096, 4096, 7168, false, 989, o) == Approx(bf16 / (2.0 * 0.87)));
+  // DeepGEMM FP8 grouped GEMM on H800 (runs.json C22-C24; FP8 peak 2 x 989), expert shape N 4096,
+  // K 7168: 4-8K rows in 1,099-1,297 TFLOP/s, 1,024 rows in 925-1,233, 256 rows in 815-932.
+  auto tflops = [&](double rows) { return dockyard::GemmShapeEfficiency(rows, 4096, 7168, o) * o.fp8_efficiency_ratio * 2 * 989; };
+  CHECK(tflops(4096) >= 1099);
+  CHECK(tflops(8192) <= 1297);
+  CHECK(tflops(1024) >= 925);
+  CHECK(tflops(1024) <= 1233);
+  CHECK(tflops(256) >= 815);
+  CHECK(tflops(256) <= 932);
+}
+
+TEST_CASE("FP8 quantize kernels: bytes per element and their time in the shaped compute") {
+  // Tensorwise current scaling: amax read + cast read (2 x 2 B) + FP8 write 1 B; blockwise: one
+  // read, the write and a fp32 scale per 128 elements.
+  CHECK(dockyard::Fp8QuantizeBytesPerElement(false, 2) == 5.0);
+  CHECK(dockyard::Fp8QuantizeBytesPerElement(true, 2) == Approx(3.03125));
+  dockyard::CostOptions o;
+  o.fp8_gemms = true;
+  const auto m = dockyard::testing::TinyMixtral();
+  const auto without = dockyard::ShapedCompute(m, 1024, 1024, 1, 1024, 989, o);
+  const auto with = dockyard::ShapedCompute(m, 1024, 1024, 1, 1024, 989, o, 3350);
+  // Forward: the inputs of qkv (1024 x 64) and o (1024 x 64) are quantized: 2 kernels, each
+  // 65,536 x 5 B at 3350 GB/s x 0.70 = 0.14 us, under the 5 us floor: 10 us.
+  CHECK(with.attention[0] - without.attention[0] == Approx(10.0));
+  CHECK(with.router[0] == without.router[0]);  // the router stays BF16
+  // An expert's gate_up and down inputs: 2 more kernels.
+  CHECK(dockyard::ExpertMlpForwardUs(128, 64, 32, 989, o, 3350) - dockyard::ExpertMlpForwardUs(128, 64, 32, 989, o) == Approx(10.0));
+}
+
+TEST_CASE("FP8 dispatch sends 1 B + 4 B / 128 per element; combine stays BF16") {
+  dockyard::TrainingConfig t;
+  CHECK(dockyard::DispatchBytesPerElement(t, 2) == 2);
+  t.fp8_dispatch = true;
+  CHECK(dockyard::DispatchBytesPerElement(t, 2) == Approx(1.03125));
+  const dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
+  const auto routing = dockyard::testing::TinyEp4Routing(1);
+  const auto plan = TinyPlan(dockyard::TrainingConfig{});
+  auto shape = dockyard::MoePhaseShapeOf(plan.model, dockyard::ComputeWorkload(plan), 4, false);
+  const auto base = dockyard::SimulateMoePhases(routing, {0, 1, 2, 3}, shape, c);
+  shape.dispatch_act_bytes = 1.03125;
+  const auto fp8 = dockyard::SimulateMoePhases(routing, {0, 1, 2, 3}, shape, c);
+  // Inside one node: 3 us latency + the busiest NVLink direction, whose bytes scale by 1.03125 / 2.
+  CHECK(fp8.dispatch_max - 3.0 == Approx((base.dispatch_max - 3.0) * 1.03125 / 2.0));
+  CHECK(fp8.combine_max == Approx(base.combine_max));
+}
+
+TEST_CASE("Precision settings are validated") {
+  dockyard::TrainingConfig t;
+  t.precision = "fp16";
+  CHECK_THROWS_WITH_AS(dockyard::ValidateTraining(t, "--"), doctest::Contains("--precision: must be \"bf16\" or \"fp8\""),
+                       dockyard::Error);
+  t.precision = "bf16";
+  t.fp8_recipe = "blockwise";
+  CHECK_THROWS_WITH_AS(dockyard::ValidateTraining(t, "/training/"), doctest::Contains("/training/fp8_recipe: \"blockwise\" needs precision fp8"),
+                       dockyard::Error);
+  t.fp8_recipe = "tensorwise";
+  t.optimizer_states_dtype = "float16";
+  CHECK_THROWS_WITH_AS(dockyard::ValidateTraining(t, "--"), doctest::Contains("--optimizer-states-dtype"), dockyard::Error);
+}

@@ -1,0 +1,236 @@
+// Training settings (see training.h).
+#include "planner/model/training.h"
+
+#include "planner/model/precision.h"
+#include "planner/model/recompute.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "planner/base/error.h"
+#include "planner/model/model_spec.h"
+
+namespace dockyard {
+
+const char* DpShardingName(DpSharding s) {
+  switch (s) {
+    case DpSharding::kFsdp: return "fsdp";
+    case DpSharding::kZero1: return "zero1";
+    case DpSharding::kDdp: return "ddp";
+  }
+  return "fsdp";
+}
+
+const char* OptimizerName(Optimizer o) { return o == Optimizer::kSgd ? "sgd" : "adamw"; }
+
+const char* RecomputeName(Recompute r) {
+  switch (r) {
+    case Recompute::kNone: return "none";
+    case Recompute::kSelective: return "selective";
+    case Recompute::kFull: return "full";
+  }
+  return "none";
+}
+
+namespace {
+
+int64_t ParsePositive(const std::string& token, const std::string& field, const std::string& text) {
+  size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(token, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != token.size() || v < 1) {
+    throw Error(fmt::format("{} \"{}\": \"{}\" is not a layer count >= 1", field, text, token));
+  }
+  return v;
+}
+
+}  // namespace
+
+std::vector<int64_t> ParseLayerSplit(const std::string& text, int64_t pp, int64_t num_layers, const std::string& field) {
+  // Every stage needs a layer: reject an impossible pp before expanding "N+M" into pp entries.
+  if (pp < 1 || pp > num_layers) {
+    throw Error(fmt::format("{} \"{}\": pp ({}) must be in [1, num_hidden_layers ({})]", field, text, pp, num_layers));
+  }
+  if (text.find_first_of(" \t") != std::string::npos || text.empty() || text.back() == ',' || text.front() == ',') {
+    throw Error(fmt::format("{} \"{}\": expected layer counts like '7,6,6,6' or '7+6' (no spaces, no empty entries)", field, text));
+  }
+  std::vector<int64_t> split;
+  const size_t plus = text.find('+');
+  if (plus != std::string::npos) {
+    const int64_t first = ParsePositive(text.substr(0, plus), field, text);
+    const int64_t rest = ParsePositive(text.substr(plus + 1), field, text);
+    split.push_back(first);
+    for (int64_t s = 1; s < pp; ++s) split.push_back(rest);
+  } else {
+    std::stringstream in(text);
+    std::string token;
+    while (std::getline(in, token, ',')) split.push_back(ParsePositive(token, field, text));
+  }
+  if (static_cast<int64_t>(split.size()) != pp) {
+    throw Error(fmt::format("{} \"{}\" gives {} stages, but pp is {}", field, text, split.size(), pp));
+  }
+  int64_t total = 0;
+  for (int64_t n : split) {
+    if (n > num_layers) {
+      throw Error(fmt::format("{} \"{}\": a stage of {} layers exceeds num_hidden_layers ({})", field, text, n, num_layers));
+    }
+    total += n;  // <= pp * num_layers <= 100000^2: no overflow
+  }
+  if (total != num_layers) {
+    throw Error(fmt::format("{} \"{}\" sums to {} layers, but the model has num_hidden_layers {}", field, text, total,
+                            num_layers));
+  }
+  return split;
+}
+
+void ValidateTraining(const TrainingConfig& t, const std::string& origin) {
+  // Flags spell fields with dashes (--seq-len), JSON with underscores (/training/seq_len).
+  auto fail = [&](std::string field, const std::string& rule) {
+    if (origin == "--") std::replace(field.begin(), field.end(), '_', '-');
+    throw Error(fmt::format("{}{}: {}", origin, field, rule));
+  };
+  const bool flags = origin == "--";
+  DtypeBytes(t.param_dtype, origin + (flags ? "param-dtype" : "param_dtype"));
+  DtypeBytes(t.grad_dtype, origin + (flags ? "grad-dtype" : "grad_dtype"));
+  if (!t.refit_dtype.empty()) DtypeBytes(t.refit_dtype, origin + (flags ? "refit-dtype" : "refit_dtype"));
+  if (t.seq_len < 1) fail("seq_len", fmt::format("must be >= 1, got {}", t.seq_len));
+  if (t.micro_batch_size < 1) fail("micro_batch_size", fmt::format("must be >= 1, got {}", t.micro_batch_size));
+  if (t.num_microbatches && *t.num_microbatches < 1) {
+    fail("num_microbatches", fmt::format("must be >= 1, got {}", *t.num_microbatches));
+  }
+  // tokens per micro-batch = seq_len * micro_batch_size; keep it far from overflow when
+  // multiplied by hidden sizes and top_k (<= 2^40 each side is checked in the models).
+  constexpr int64_t kMaxTokens = int64_t{1} << 31;
+  if (t.seq_len > kMaxTokens) fail("seq_len", fmt::format("{} exceeds 2^31", t.seq_len));
+  if (t.micro_batch_size > kMaxTokens / t.seq_len) {
+    fail("micro_batch_size", fmt::format("seq_len ({}) * micro_batch_size ({}) exceeds 2^31 tokens per micro-batch",
+                                         t.seq_len, t.micro_batch_size));
+  }
+  if (t.num_microbatches && *t.num_microbatches > (int64_t{1} << 24)) {
+    fail("num_microbatches", fmt::format("{} exceeds 2^24", *t.num_microbatches));
+  }
+  if (!std::isfinite(t.gpu_memory_gib) || t.gpu_memory_gib < 0 || t.gpu_memory_gib > 1e6) {
+    fail("gpu_memory_gib", fmt::format("must be a finite number in [0, 1e6] GiB, got {}", t.gpu_memory_gib));
+  }
+  if (!std::isfinite(t.imbalance) || t.imbalance < 1.0 || t.imbalance > 1e6) {
+    fail("imbalance", fmt::format("must be a finite factor in [1, 1e6] (max / mean tokens received), got {}", t.imbalance));
+  }
+  if (t.gpus_per_node < 1 || t.gpus_per_node > (int64_t{1} << 20)) {
+    fail("gpus_per_node", fmt::format("must be in [1, 2^20], got {}", t.gpus_per_node));
+  }
+  if (t.oep && *t.oep < 1) fail("oep", fmt::format("must be >= 1, got {}", *t.oep));
+  if (t.dispatcher != "all_to_all" && t.dispatcher != "deredundency" && t.dispatcher != "deepep" &&
+      t.dispatcher != "allgather") {
+    std::string rule =
+        fmt::format("must be \"all_to_all\", \"deredundency\", \"deepep\" or \"allgather\", got \"{}\"", t.dispatcher);
+    if (auto s = DidYouMean(t.dispatcher, {"all_to_all", "deredundency", "deepep", "allgather"})) {
+      rule += fmt::format("; did you mean '{}'?", *s);
+    }
+    fail("dispatcher", rule);
+  }
+  if (t.dispatch_fp8 && t.dispatcher != "deepep") {
+    fail("dispatch_fp8", fmt::format("FP8 dispatch is DeepEP's (use_fp8); it needs the deepep dispatcher, got \"{}\"", t.dispatcher));
+  }
+  ValidateRecomputeModules(t, origin + (flags ? "recompute-modules" : "recompute_modules"));
+  ValidatePrecision(t, origin);
+  if (t.mtp_layers < 0 || t.mtp_layers > 64) fail("mtp_layers", fmt::format("must be in [0, 64], got {}", t.mtp_layers));
+  if (t.oep && t.dispatcher != "deredundency") {
+    fail("oep", fmt::format("{} is set, but oep only applies to the deredundency dispatcher (dispatcher is \"{}\")", *t.oep, t.dispatcher));
+  }
+}
+
+TrainingConfig TrainingFromJson(const JsonView& v) {
+  v.RejectUnknownKeys({"dp_sharding", "param_dtype", "grad_dtype", "optimizer", "seq_len", "micro_batch_size",
+                       "num_microbatches", "recompute", "pp_layer_split", "gpu_memory_gib", "imbalance", "gpus_per_node",
+                       "oep", "refit_dtype", "dispatcher", "dispatch_fp8", "recompute_modules", "precision", "fp8_recipe",
+                       "fp8_dispatch", "optimizer_states_dtype", "mtp_layers"});
+  TrainingConfig t;
+  if (v.Has("dp_sharding")) {
+    std::string s = v.String("dp_sharding");
+    if (s == "fsdp") t.dp_sharding = DpSharding::kFsdp;
+    else if (s == "zero1") t.dp_sharding = DpSharding::kZero1;
+    else if (s == "ddp") t.dp_sharding = DpSharding::kDdp;
+    else v.Fail("dp_sharding", fmt::format("must be \"fsdp\", \"zero1\" or \"ddp\", got \"{}\"", s));
+  }
+  t.param_dtype = CanonicalDtype(v.StringOr("param_dtype", t.param_dtype));
+  DtypeBytes(t.param_dtype, v.Where("param_dtype"));
+  t.grad_dtype = CanonicalDtype(v.StringOr("grad_dtype", t.grad_dtype));
+  DtypeBytes(t.grad_dtype, v.Where("grad_dtype"));
+  std::string opt = v.StringOr("optimizer", "adamw");
+  if (opt != "adamw" && opt != "sgd") v.Fail("optimizer", fmt::format("must be \"adamw\" or \"sgd\", got \"{}\"", opt));
+  t.optimizer = opt == "sgd" ? Optimizer::kSgd : Optimizer::kAdamW;
+  t.seq_len = v.IntOr("seq_len", t.seq_len);
+  t.micro_batch_size = v.IntOr("micro_batch_size", t.micro_batch_size);
+  if (v.Has("num_microbatches")) t.num_microbatches = v.Int("num_microbatches");
+  std::string rc = v.StringOr("recompute", "none");
+  if (rc == "none") t.recompute = Recompute::kNone;
+  else if (rc == "selective") t.recompute = Recompute::kSelective;
+  else if (rc == "full") t.recompute = Recompute::kFull;
+  else v.Fail("recompute", fmt::format("must be \"none\", \"selective\" or \"full\", got \"{}\"", rc));
+  if (v.Has("recompute_modules")) {
+    const Json& list = v.value().at("recompute_modules");
+    if (!list.is_array()) v.Fail("recompute_modules", "must be an array of module names");
+    for (const auto& x : list) {
+      if (!x.is_string()) v.Fail("recompute_modules", "must be an array of module names");
+      t.recompute_modules.push_back(x.get<std::string>());
+    }
+  }
+  if (v.Has("pp_layer_split")) {
+    t.pp_layer_split = v.IntList("pp_layer_split", 1);
+    if (t.pp_layer_split.empty()) v.Fail("pp_layer_split", "must list the layers of every stage, got an empty array");
+  }
+  t.gpu_memory_gib = v.NumberOr("gpu_memory_gib", 0);
+  t.imbalance = v.NumberOr("imbalance", 1.0);
+  t.gpus_per_node = v.IntOr("gpus_per_node", 8);
+  if (v.Has("oep")) t.oep = v.Int("oep");
+  t.refit_dtype = v.StringOr("refit_dtype", "");
+  if (!t.refit_dtype.empty()) t.refit_dtype = CanonicalDtype(t.refit_dtype);
+  t.dispatcher = v.StringOr("dispatcher", t.dispatcher);
+  t.dispatch_fp8 = v.BoolOr("dispatch_fp8", false);
+  t.mtp_layers = v.IntOr("mtp_layers", 0);
+  t.precision = v.StringOr("precision", t.precision);
+  t.fp8_recipe = v.StringOr("fp8_recipe", t.fp8_recipe);
+  if (v.Has("fp8_dispatch")) {
+    if (!v.value().at("fp8_dispatch").is_boolean()) v.Fail("fp8_dispatch", "must be true or false");
+    t.fp8_dispatch = v.value().at("fp8_dispatch").get<bool>();
+  }
+  t.optimizer_states_dtype = CanonicalDtype(v.StringOr("optimizer_states_dtype", t.optimizer_states_dtype));
+  ValidateTraining(t, v.Where() + "/");
+  return t;
+}
+
+Json TrainingToJson(const TrainingConfig& t) {
+  Json j = {{"param_dtype", t.param_dtype},
+            {"grad_dtype", t.grad_dtype},
+            {"optimizer", OptimizerName(t.optimizer)},
+            {"seq_len", t.seq_len},
+            {"micro_batch_size", t.micro_batch_size},
+            {"recompute", RecomputeName(t.recompute)},
+            {"gpu_memory_gib", t.gpu_memory_gib},
+            {"imbalance", t.imbalance},
+            {"gpus_per_node", t.gpus_per_node},
+            {"dispatcher", t.dispatcher}};
+  if (t.dp_sharding) j["dp_sharding"] = DpShardingName(*t.dp_sharding);
+  if (t.num_microbatches) j["num_microbatches"] = *t.num_microbatches;
+  if (!t.pp_layer_split.empty()) j["pp_layer_split"] = t.pp_layer_split;
+  if (t.oep) j["oep"] = *t.oep;
+  if (t.dispatch_fp8) j["dispatch_fp8"] = true;  // written only when set: other plans read as before
+  if (!t.refit_dtype.empty()) j["refit_dtype"] = t.refit_dtype;
+  if (!t.recompute_modules.empty()) j["recompute_modules"] = t.recompute_modules;
+  // Precision keys only when not the default, so default reports do not change.
+  if (t.precision != "bf16") j["precision"] = t.precision;
+  if (t.fp8_recipe != "tensorwise") j["fp8_recipe"] = t.fp8_recipe;
+  if (t.fp8_dispatch) j["fp8_dispatch"] = true;
+  if (t.optimizer_states_dtype != "float32") j["optimizer_states_dtype"] = t.optimizer_states_dtype;
+  if (t.mtp_layers > 0) j["mtp_layers"] = t.mtp_layers;
+  return j;
+}
+
+}  // namespace dockyard

@@ -1,0 +1,75 @@
+// Training settings that decide memory and traffic: dtypes, optimizer, batch geometry,
+// activation recomputation, the data-parallel sharding strategy and the pipeline layer split.
+// Set by CLI flags or by the `training` block of a dockyard model spec (docs/memory-model.md).
+//
+// Defaults (said in `dockyard-plan --help` and docs/memory-model.md): param dtype bfloat16, grad
+// (reduce) dtype float32, AdamW (fp32 master weights + two fp32 moments), seq_len 4096,
+// micro_batch_size 1, num_microbatches 1 (pp when pp > 1), recompute none, dp_sharding fsdp with
+// the torchtitan convention and zero1 with the megatron convention, imbalance 1.0 (balanced
+// routing), 8 GPUs per node.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/base/json_util.h"
+#include "planner/model/pipeline_schedule.h"
+
+namespace dockyard {
+
+enum class DpSharding { kFsdp, kZero1, kDdp };
+enum class Optimizer { kAdamW, kSgd };
+enum class Recompute { kNone, kSelective, kFull };
+
+const char* DpShardingName(DpSharding s);
+const char* OptimizerName(Optimizer o);
+const char* RecomputeName(Recompute r);
+
+struct TrainingConfig {
+  std::optional<DpSharding> dp_sharding;  // unset: fsdp (torchtitan) / zero1 (megatron)
+  std::string param_dtype = "bfloat16";   // compute / all-gather dtype
+  std::string grad_dtype = "float32";     // gradient storage and reduction dtype
+  Optimizer optimizer = Optimizer::kAdamW;
+  int64_t seq_len = 4096;                 // tokens per sequence
+  int64_t micro_batch_size = 1;           // sequences per micro-batch (per data-parallel rank)
+  std::optional<int64_t> num_microbatches;  // unset: pp (1F1B needs >= pp to fill the pipe)
+  Recompute recompute = Recompute::kNone;
+  // With recompute selective: Megatron --recompute-modules names (planner/model/recompute.h); empty = the
+  // default set (norms and SwiGLU activations).
+  std::vector<std::string> recompute_modules;
+  // Precision (planner/model/precision.h), all opt-in.
+  std::string precision = "bf16";              // "bf16" | "fp8": GEMMs in FP8 (--precision)
+  std::string fp8_recipe = "tensorwise";       // "tensorwise" | "blockwise" (--fp8-recipe)
+  bool fp8_dispatch = false;                   // FP8 dispatch all-to-all, BF16 combine (--fp8-dispatch)
+  std::string optimizer_states_dtype = "float32";  // AdamW moments: "float32" | "bfloat16"
+  int64_t mtp_layers = 0;                      // MTP modules trained (--mtp-layers, Megatron --mtp-num-layers; mtp.h)
+  std::vector<int64_t> pp_layer_split;    // layers per stage; empty = even split
+  double gpu_memory_gib = 0;              // budget per GPU; 0 = none
+  double imbalance = 1.0;                 // max / mean tokens received per rank (>= 1)
+  int64_t gpus_per_node = 8;
+  // Token dispatcher: "all_to_all", "deredundency", "deepep" (Megatron flex with DeepEP /
+  // HybridEP: once per destination node over the network, then NVLink; planner/sim/deepep.h) or
+  // "allgather" (Megatron MoEAllGatherTokenDispatcher).
+  std::string dispatcher = "all_to_all";
+  bool dispatch_fp8 = false;              // deepep: dispatch rows in FP8 (DeepEP use_fp8); combine BF16
+  std::optional<int64_t> oep;             // deredundency outer EP size; unset = nodes spanned by ep
+  std::string refit_dtype;                // empty = param_dtype
+  RunSettings run;                        // framework schedule settings (pipeline_schedule.h; flags only)
+};
+
+// Parses a layer split: "7,6,6,6" (layers per stage) or "7+6" (first stage 7, then 6 per stage).
+// The result must have `pp` entries, each >= 1, summing to `num_layers`. Throws dockyard::Error
+// naming `field` (e.g. "--pp-layer-split").
+std::vector<int64_t> ParseLayerSplit(const std::string& text, int64_t pp, int64_t num_layers, const std::string& field);
+
+// Checks ranges (dtypes known, sizes >= 1, imbalance >= 1, budget >= 0, finite). Throws
+// dockyard::Error naming the field with `prefix` ("--" for flags, "/training/" for JSON).
+void ValidateTraining(const TrainingConfig& t, const std::string& origin);
+
+// The `training` block of a dockyard model spec. Unknown keys are rejected with a suggestion.
+TrainingConfig TrainingFromJson(const JsonView& view);
+Json TrainingToJson(const TrainingConfig& t);
+
+}  // namespace dockyard

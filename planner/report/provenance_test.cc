@@ -1,0 +1,17 @@
+// Report provenance: the input list with each input's SHA-256.
+#include "planner/report/provenance.h"
+
+#include <doctest/doctest.h>
+
+#include "planner/base/error.h"
+
+TEST_CASE("Provenance lists the version, the command line and every input's digest") {
+  auto j = dockyard::Provenance({"dockyard-plan", "--ep", "8"}, {"testdata/specs/tiny-mixtral.json"}, {{"<embedded>", "abc"}});
+  CHECK(j["argv"][1] == "--ep");
+  CHECK(j["inputs"].size() == 2);
+  CHECK(j["inputs"][0]["path"] == "testdata/specs/tiny-mixtral.json");
+  CHECK(j["inputs"][0]["sha256"].get<std::string>().size() == 64);
+  CHECK(j["inputs"][1]["sha256"] == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  CHECK_THROWS_WITH_AS(dockyard::Provenance({}, {"/nonexistent.json"}), doctest::Contains("/nonexistent.json: cannot read"),
+                       dockyard::Error);
+}

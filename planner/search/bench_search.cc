@@ -1,0 +1,106 @@
+// Benchmark: layout search throughput on DeepSeek-V3.
+//   bazel run -c opt //planner/search:bench_search -- [--repeat N] [world_size ...]
+// Two sweeps, each search run N times (default 3) on one thread, best and median reported:
+//  1. world size (default 256 2048 16384): DeepSeek-V3 as published (256 routed experts);
+//  2. number of routed experts at 2048 GPUs: DeepSeek-V3 with moe.num_experts overridden to 64,
+//     128, 256 and 512 (a modified copy of the ModelSpec; every other field as published, so the
+//     routed-expert tensors grow with E and ep ranges over the divisors of E).
+// layouts/s/core = candidates enumerated / wall seconds of SearchLayouts (enumeration, validation,
+// memory, the per-phase cost model, first-time routing samples, ranking), one thread. The
+// "excl. routing" rate leaves out the once-per-key work (routing samples and the routing-dependent
+// MoE phases, SearchResult::routing_seconds), i.e. the per-candidate evaluation alone.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "planner/model/model_spec.h"
+#include "planner/search/search.h"
+
+namespace {
+
+struct Run {
+  dockyard::SearchResult result;  // of the fastest run
+  double best = 0, median = 0;    // seconds
+};
+
+Run Measure(const dockyard::ModelSpec& model, int64_t world, int repeat) {
+  dockyard::SearchOptions o;
+  o.world_size = world;
+  o.training.recompute = dockyard::Recompute::kFull;
+  o.routing_layers = 1;
+  Run run;
+  std::vector<double> seconds;
+  for (int i = 0; i < repeat; ++i) {
+    auto r = dockyard::SearchLayouts(model, o);
+    seconds.push_back(r.seconds);
+    if (i == 0 || r.seconds < run.result.seconds) run.result = std::move(r);
+  }
+  std::sort(seconds.begin(), seconds.end());
+  run.best = seconds.front();
+  run.median = seconds[seconds.size() / 2];
+  return run;
+}
+
+void Header(const char* first) {
+  std::printf("%8s %9s %8s %8s %8s %8s %9s %9s %10s %10s %14s\n", first, "layouts", "invalid", "over", "ranked", "routing",
+              "best s", "median s", "routing s", "layouts/s", "excl. routing");
+}
+
+void Row(int64_t key, const Run& run) {
+  const auto& r = run.result;
+  const double n = static_cast<double>(r.enumerated);
+  std::printf("%8lld %9lld %8lld %8lld %8lld %8lld %9.3f %9.3f %10.3f %10.0f %14.0f\n", (long long)key, (long long)r.enumerated,
+              (long long)r.invalid, (long long)r.over_budget, (long long)r.ranked, (long long)r.routing_samples, run.best,
+              run.median, r.routing_seconds, n / run.best, n / (run.best - r.routing_seconds));
+}
+
+void Best(const dockyard::SearchResult& r) {
+  if (r.top.empty()) return;
+  const auto& x = r.top.front();
+  const auto& d = x.layout.dims;
+  std::printf("         best: pp %lld dp_replicate %lld dp_shard %lld cp %lld tp %lld ep %lld etp %lld %s, %.0f tokens/s/GPU, %s\n",
+              (long long)d.pp, (long long)d.dp_replicate, (long long)d.dp_shard, (long long)d.cp, (long long)d.tp,
+              (long long)d.ep, (long long)d.etp, x.layout.dispatcher.c_str(), x.tokens_per_s_per_gpu, x.dominant_phase.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* runfiles = std::getenv("RUNFILES_DIR");
+  std::string path = "testdata/hf/deepseek-v3.json";
+  if (runfiles) path = std::string(runfiles) + "/dockyard/" + path;
+  const dockyard::ModelSpec model = dockyard::LoadModel(path);
+  std::vector<int64_t> worlds;
+  int repeat = 3;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) {
+      repeat = std::max(1, std::atoi(argv[++i]));
+    } else {
+      worlds.push_back(std::atoll(argv[i]));
+    }
+  }
+  if (worlds.empty()) worlds = {256, 2048, 16384};
+  std::printf("bench_search: DeepSeek-V3, h100-sxm, seq_len 4096, recompute full, uniform routing (1 layer sampled), "
+              "one thread, best of %d\n\n",
+              repeat);
+  std::printf("World size sweep (256 routed experts)\n");
+  Header("world");
+  for (int64_t world : worlds) {
+    const Run run = Measure(model, world, repeat);
+    Row(world, run);
+    Best(run.result);
+  }
+  std::printf("\nRouted-expert sweep at 2048 GPUs (DeepSeek-V3 with num_experts overridden)\n");
+  Header("experts");
+  for (int64_t experts : {64, 128, 256, 512}) {
+    dockyard::ModelSpec m = model;
+    m.moe.num_experts = experts;
+    const Run run = Measure(m, 2048, repeat);
+    Row(experts, run);
+    Best(run.result);
+  }
+  return 0;
+}

@@ -1,0 +1,568 @@
+// Fast evaluation of layout-search candidates (see layout_eval.h).
+#include "planner/search/layout_eval.h"
+
+#include "planner/sim/deepep.h"
+#include "planner/sim/gemm_efficiency.h"
+#include "planner/model/precision.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "planner/accounting/comm.h"
+#include "planner/base/error.h"
+#include "planner/accounting/memory.h"
+#include "planner/sim/network.h"
+#include "planner/layout/plan.h"
+#include "planner/accounting/workload.h"
+
+namespace dockyard {
+namespace {
+
+using Wide = WideInt;  // memory.h: the 128-bit sums of the memory rules
+constexpr Wide kInt64Max = static_cast<Wide>(INT64_MAX);
+constexpr Wide kExactDouble = static_cast<Wide>(1) << 53;  // integers below are exact as doubles
+
+// RoleGroup names (inventory.h), indexed.
+constexpr int kNumGroups = 8;
+constexpr const char* kGroupNames[kNumGroups] = {"embedding", "attention", "norm", "dense_mlp",
+                                                 "router", "routed_experts", "shared_experts", "lm_head"};
+
+int GroupIndex(Role role) {
+  const char* group = RoleGroup(role);
+  for (int i = 0; i < kNumGroups; ++i) {
+    if (std::strcmp(group, kGroupNames[i]) == 0) return i;
+  }
+  throw Error(fmt::format("internal: role group '{}' unknown to the layout evaluator", group));
+}
+
+int64_t Ceil(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+constexpr size_t kMaxMemoizedCuts = 1 << 16;
+
+// Parameters that get the same placement and local shape under any degrees, `count` of them.
+struct ParamClass {
+  std::vector<int64_t> shape;
+  int tp_dim = -1;
+  bool routed = false;
+  int group = 0;
+  int64_t count = 0;
+  int combo = -1;  // index of its (routed, tp_dim) in LayoutEvaluator::Impl::combos
+
+  bool SameKind(const ParamInfo& p, int g) const {
+    return shape == p.shape && tp_dim == p.tp_dim && routed == p.routed_expert && group == g;
+  }
+};
+
+// Adds `p` to `classes`, merging it into an equal class.
+void AddToClasses(std::vector<ParamClass>& classes, const ParamInfo& p) {
+  const int g = GroupIndex(p.role);
+  for (auto& c : classes) {
+    if (c.SameKind(p, g)) {
+      ++c.count;
+      return;
+    }
+  }
+  classes.push_back({p.shape, p.tp_dim, p.routed_expert, g, 1});
+}
+
+// Elements of one parameter of class `c` on the first rank of its stage under `cuts` (the
+// placement policy's cuts for the candidate, ShardCutsOf): `mp` after model-parallel cuts only
+// (ModelParallelNumel), `local` after all cuts (its placement).
+struct ClassNumel {
+  int64_t mp = 0, local = 0;
+  bool sparse = false;
+};
+
+ClassNumel NumelOf(const ParamClass& c, const ShardCuts& cuts) {
+  ClassNumel out;
+  out.sparse = cuts.sparse_mesh;
+  const FirstChunkElems n = FirstChunkNumel(c.shape, cuts);
+  out.mp = n.model_parallel;
+  out.local = n.local;
+  return out;
+}
+
+// A unit's elements on the first rank of a stage, for one candidate.
+struct UnitSums {
+  Wide local[kNumGroups][2] = {};  // placed elements by role group and mesh (0 dense, 1 sparse)
+  Wide mp[2] = {};                 // model-parallel elements by mesh
+
+  void Add(const ParamClass& c, const ShardCuts& cuts) {
+    const ClassNumel n = NumelOf(c, cuts);
+    local[c.group][n.sparse] += static_cast<Wide>(n.local) * c.count;
+    mp[n.sparse] += static_cast<Wide>(n.mp) * c.count;
+  }
+  void AddScaled(const UnitSums& u, int64_t times) {
+    if (times == 0) return;
+    for (int g = 0; g < kNumGroups; ++g) {
+      local[g][0] += u.local[g][0] * times;
+      local[g][1] += u.local[g][1] * times;
+    }
+    mp[0] += u.mp[0] * times;
+    mp[1] += u.mp[1] * times;
+  }
+};
+
+struct LayerKind {
+  std::vector<ParamClass> classes;
+  bool moe = false;
+};
+
+// The layer split of one pp: stage of each layer and per stage the layers of each kind.
+struct Split {
+  bool valid = true;
+  std::vector<int64_t> layer_stage;
+  std::vector<std::vector<int64_t>> kind_count;  // [stage][kind]
+  std::vector<int64_t> moe_layers, dense_layers;  // [stage]
+};
+
+}  // namespace
+
+struct LayoutEvaluator::Impl {
+  std::vector<LayerKind> kinds;
+  std::vector<int> layer_kind;          // [num_hidden_layers]
+  std::vector<ParamClass> embedding;    // unit of the input embedding, stage 0
+  std::vector<ParamClass> root;         // final norm, lm_head (+ bias), stage pp - 1
+  ParamClass tied_copy;                 // the last stage's lm_head copy (tied embeddings, pp > 1)
+  int first_kind[2] = {-1, -1};         // kind of the first MoE [0] / dense [1] layer
+  double attention_params = 0;
+  int64_t num_moe_layers = 0;
+  Wide all_params = 0;                  // every inventory element (+ a tied copy), for overflow guards
+  bool training_ok[2] = {false, false}; // ValidateTraining per dispatcher (all_to_all, deredundency)
+  TrainingConfig training[2];           // resolved per dispatcher
+  TrainingBytes training_bytes[2];      // their dtype sizes (valid where training_ok)
+  std::map<int64_t, Split> splits;      // per pp
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, bool>, MoePhaseTimes> moe_cache;
+  // The (routed, tp_dim) combinations of the classes: the placement policy (ShardCutsOf) depends
+  // on nothing else of a parameter, so a candidate's cuts are computed once per combination.
+  std::vector<std::pair<bool, int>> combos;
+  // Unit sums of every class under one set of cuts, memoized by the cuts themselves (their dims,
+  // chunks and meshes): the sums are a pure function of the classes and the cuts, and many
+  // candidates share cuts (pp, dp_replicate and the dispatcher do not change them).
+  struct ClassSums {
+    std::vector<UnitSums> kinds;
+    UnitSums embedding, root, tied_copy;
+    bool uneven_fsdp = false;  // a class FSDP2 cannot shard (FindUnevenFsdpCut): BuildPlan rejects it
+  };
+  std::unordered_map<std::string, ClassSums> class_sums;
+  std::string key;                      // scratch
+  std::vector<ShardCuts> cuts;          // scratch, per combo
+
+  int ComboOf(bool routed, int tp_dim) {
+    for (size_t i = 0; i < combos.size(); ++i) {
+      if (combos[i] == std::make_pair(routed, tp_dim)) return static_cast<int>(i);
+    }
+    combos.push_back({routed, tp_dim});
+    return static_cast<int>(combos.size()) - 1;
+  }
+
+  const ClassSums& SumsFor(const ParallelDims& d, int64_t num_experts, bool fsdp) {
+    key.clear();
+    for (size_t i = 0; i < combos.size(); ++i) {
+      cuts[i] = ShardCutsOf(combos[i].first, combos[i].second, d, num_experts, fsdp);
+      const ShardCuts& c = cuts[i];
+      key.push_back(static_cast<char>(c.sparse_mesh));
+      key.push_back(static_cast<char>(c.size));
+      for (int j = 0; j < c.size; ++j) {
+        key.push_back(static_cast<char>(c.cuts[j].dim));
+        key.push_back(static_cast<char>(c.cuts[j].kind));
+        key.append(reinterpret_cast<const char*>(&c.cuts[j].num_chunks), sizeof(int64_t));
+      }
+    }
+    auto it = class_sums.find(key);
+    if (it != class_sums.end()) return it->second;
+    if (class_sums.size() >= kMaxMemoizedCuts) class_sums.clear();  // bounds the memory of huge searches
+    ClassSums sums;
+    sums.kinds.resize(kinds.size());
+    auto check = [&](const ParamClass& pc) {
+      if (fsdp && FindUnevenFsdpCut(pc.shape, cuts[pc.combo]).cut >= 0) sums.uneven_fsdp = true;
+    };
+    for (size_t i = 0; i < kinds.size(); ++i) {
+      for (const auto& pc : kinds[i].classes) {
+        sums.kinds[i].Add(pc, cuts[pc.combo]);
+        check(pc);
+      }
+    }
+    for (const auto& pc : embedding) {
+      sums.embedding.Add(pc, cuts[pc.combo]);
+      check(pc);
+    }
+    for (const auto& pc : root) {
+      sums.root.Add(pc, cuts[pc.combo]);
+      check(pc);
+    }
+    if (tied_copy.combo >= 0) sums.tied_copy.Add(tied_copy, cuts[tied_copy.combo]);
+    return class_sums.emplace(key, std::move(sums)).first->second;
+  }
+
+  const Split& SplitFor(const ModelSpec& m, const TrainingConfig& t, int64_t pp) {
+    auto it = splits.find(pp);
+    if (it != splits.end()) return it->second;
+    Split s;
+    try {
+      s.layer_stage = ResolveLayerSplit(t, m.num_hidden_layers, pp);  // once per pp: the result is cached
+    } catch (const Error&) {
+      s.valid = false;
+    }
+    if (s.valid) {
+      s.kind_count.assign(pp, std::vector<int64_t>(kinds.size(), 0));
+      s.moe_layers.assign(pp, 0);
+      s.dense_layers.assign(pp, 0);
+      for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
+        const int64_t st = s.layer_stage[l];
+        ++s.kind_count[st][layer_kind[l]];
+        ++(m.moe_layers[l] ? s.moe_layers : s.dense_layers)[st];
+      }
+    }
+    return splits.emplace(pp, std::move(s)).first->second;
+  }
+};
+
+LayoutEvaluator::LayoutEvaluator(const ModelSpec& model, const SearchOptions& options)
+    : model_(model), options_(options), impl_(std::make_unique<Impl>()) {
+  inventory_ = BuildInventory(model_);
+  int64_t layers = std::min<int64_t>(options_.routing_layers, model_.NumMoeLayers());
+  if (options_.routing.kind == RoutingKind::kTrace) layers = model_.NumMoeLayers();
+  sampler_ = std::make_unique<RoutingSampler>(PrepareRouting(options_.routing, model_.moe.num_experts, model_.moe.top_k, layers,
+                                                                     GroupLimitOf(model_.moe)));
+  const double budget_gib = options_.training.gpu_memory_gib > 0 ? options_.training.gpu_memory_gib : options_.cluster.memory_gib;
+  budget_bytes_ = budget_gib * 1073741824.0;
+
+  Impl& im = *impl_;
+  const int64_t L = model_.num_hidden_layers;
+  if (static_cast<int64_t>(model_.moe_layers.size()) != L) {
+    throw Error(fmt::format("internal: moe_layers has {} entries for {} layers", model_.moe_layers.size(), L));
+  }
+  // Classes per layer, then layers with equal class lists merged into kinds.
+  std::vector<LayerKind> per_layer(L);
+  for (int64_t l = 0; l < L; ++l) per_layer[l].moe = model_.moe_layers[l];
+  for (const auto& p : inventory_.params) {
+    im.all_params += p.Numel();
+    if (p.layer >= 0) {
+      AddToClasses(per_layer[p.layer].classes, p);
+    } else {
+      AddToClasses(p.role == Role::kEmbedding ? im.embedding : im.root, p);
+    }
+    if (p.layer == 0 && RoleGroup(p.role) == std::string("attention")) im.attention_params += static_cast<double>(p.Numel());
+  }
+  if (!inventory_.params.empty()) {
+    const ParamInfo& e = inventory_.params.front();
+    im.tied_copy = {e.shape, e.tp_dim, e.routed_expert, GroupIndex(Role::kLmHead), 1};
+    im.all_params += e.Numel();
+  }
+  auto same = [](const LayerKind& a, const LayerKind& b) {
+    if (a.moe != b.moe || a.classes.size() != b.classes.size()) return false;
+    for (size_t i = 0; i < a.classes.size(); ++i) {
+      const auto& x = a.classes[i];
+      const auto& y = b.classes[i];
+      if (x.shape != y.shape || x.tp_dim != y.tp_dim || x.routed != y.routed || x.group != y.group || x.count != y.count) return false;
+    }
+    return true;
+  };
+  im.layer_kind.assign(L, -1);
+  for (int64_t l = 0; l < L; ++l) {
+    int kind = -1;
+    for (size_t k = 0; k < im.kinds.size() && kind < 0; ++k) {
+      if (same(im.kinds[k], per_layer[l])) kind = static_cast<int>(k);
+    }
+    if (kind < 0) {
+      kind = static_cast<int>(im.kinds.size());
+      im.kinds.push_back(std::move(per_layer[l]));
+    }
+    im.layer_kind[l] = kind;
+    const int which = model_.moe_layers[l] ? 0 : 1;
+    if (im.first_kind[which] < 0) im.first_kind[which] = kind;
+    if (model_.moe_layers[l]) ++im.num_moe_layers;
+  }
+  for (auto& kind : im.kinds) {
+    for (auto& pc : kind.classes) pc.combo = im.ComboOf(pc.routed, pc.tp_dim);
+  }
+  for (auto* unit : {&im.embedding, &im.root}) {
+    for (auto& pc : *unit) pc.combo = im.ComboOf(pc.routed, pc.tp_dim);
+  }
+  if (!inventory_.params.empty()) im.tied_copy.combo = im.ComboOf(im.tied_copy.routed, im.tied_copy.tp_dim);
+  im.cuts.resize(im.combos.size());
+  // Training settings per dispatcher, validated and resolved as BuildPlan does.
+  const char* dispatchers[2] = {"all_to_all", "deredundency"};
+  for (int i = 0; i < 2; ++i) {
+    TrainingConfig t = options_.training;
+    t.dispatcher = dispatchers[i];
+    t.gpus_per_node = options_.cluster.gpus_per_node;
+    if (t.dispatcher != "deredundency") t.oep.reset();  // a spec's oep is the deredundency dispatcher's
+    try {
+      ValidateTraining(t, "training.");
+      im.training_bytes[i] = TrainingBytesOf(t);
+      im.training_ok[i] = true;
+    } catch (const Error&) {
+      im.training_ok[i] = false;
+    }
+    if (!t.dp_sharding) t.dp_sharding = options_.convention == Convention::kMegatron ? DpSharding::kZero1 : DpSharding::kFsdp;
+    im.training[i] = std::move(t);
+  }
+}
+
+LayoutEvaluator::~LayoutEvaluator() = default;
+
+int64_t LayoutEvaluator::num_layer_kinds() const { return static_cast<int64_t>(impl_->kinds.size()); }
+
+int64_t LayoutEvaluator::num_classes() const {
+  size_t n = impl_->embedding.size() + impl_->root.size();
+  for (const auto& k : impl_->kinds) n += k.classes.size();
+  return static_cast<int64_t>(n);
+}
+
+void LayoutEvaluator::ExpectCandidates(const std::vector<LayoutCandidate>& candidates) {
+  const TrainingConfig& t = options_.training;
+  if (t.micro_batch_size < 1 || t.seq_len < 1 || t.micro_batch_size > (int64_t{1} << 31) / t.seq_len) return;
+  const int64_t seq_tokens = t.micro_batch_size * t.seq_len;
+  std::vector<int64_t> tokens;
+  for (const auto& c : candidates) {
+    const auto& d = c.dims;
+    if (d.cp < 1 || d.tp < 1) continue;
+    tokens.push_back(RoutedTokens((seq_tokens + d.cp - 1) / d.cp, d.tp, d.ep, d.etp, d.convention));
+  }
+  std::sort(tokens.begin(), tokens.end());
+  tokens.erase(std::unique(tokens.begin(), tokens.end()), tokens.end());
+  sampler_->ExpectTokenCounts(tokens);
+}
+
+const RoutingResult& LayoutEvaluator::Routing(int64_t ep, int64_t routed_tokens, int64_t oep) {
+  const auto key = std::make_tuple(ep, routed_tokens, oep);
+  auto it = routing_cache_.find(key);
+  if (it == routing_cache_.end()) {
+    const auto start = std::chrono::steady_clock::now();
+    it = routing_cache_.emplace(key, sampler_->Sample(ep, routed_tokens, oep)).first;
+    cache_fill_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  return it->second;
+}
+
+LayoutEvaluation LayoutEvaluator::EvaluateReference(const LayoutCandidate& c, bool simulate_over_budget) {
+  LayoutEvaluation r;
+  TrainingConfig t = options_.training;
+  t.dispatcher = c.dispatcher;
+  t.gpus_per_node = options_.cluster.gpus_per_node;
+  if (t.dispatcher != "deredundency") t.oep.reset();
+  t.dispatch_fp8 = t.dispatcher == "deepep" && options_.deepep_fp8;
+  Plan plan;
+  try {
+    plan = BuildPlan(model_, inventory_, c.dims, t);
+  } catch (const Error&) {
+    r.status = LayoutEvaluation::Status::kInvalid;
+    return r;
+  }
+  r.dims = plan.dims;
+  const MemoryReport memory = ComputeMemory(plan);
+  r.peak_bytes = memory.worst_peak_bytes;
+  const bool over = static_cast<double>(memory.worst_peak_bytes) > budget_bytes_;
+  r.status = over ? LayoutEvaluation::Status::kOverBudget : LayoutEvaluation::Status::kRanked;
+  if (over && !simulate_over_budget) return r;
+  const Workload w = ComputeWorkload(plan);
+  const int64_t oep = DispatchOep(plan);
+  const auto key = std::make_tuple(plan.dims.ep, w.routed_tokens, oep);
+  auto it = reference_routing_cache_.find(key);
+  if (it == reference_routing_cache_.end()) {
+    it = reference_routing_cache_.emplace(key, SampleRouting(sampler_->model(), plan.dims.ep, w.routed_tokens, oep)).first;
+  }
+  // deepep: the per-token node counts of this layout's EP group (its members' nodes), not cached.
+  std::optional<RoutingResult> flex;
+  if (plan.dims.ep > 1 && plan.training.dispatcher == "deepep") {
+    flex = it->second;
+    AddFlexCounts(sampler_->model(), plan.meshes.sparse.GroupOf(0, plan.meshes.sparse.AxisIndex("ep")),
+                  plan.training.gpus_per_node, *flex);
+  }
+  const CostBreakdown cost = SimulateStep(plan, options_.cluster, flex ? *flex : it->second, options_.cost);
+  r.simulated = true;
+  r.step_time_us = cost.step_time_us;
+  r.tokens_per_s_per_gpu = cost.tokens_per_s_per_gpu;
+  r.mfu = cost.mfu;
+  r.dominant_phase = cost.dominant_phase;
+  return r;
+}
+
+LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simulate_over_budget) {
+  Impl& im = *impl_;
+  const ModelSpec& m = model_;
+  LayoutEvaluation r;
+  r.status = LayoutEvaluation::Status::kInvalid;
+
+  // --- Validation (BuildPlan's rules, no messages).
+  const int di = c.dispatcher == "deredundency" ? 1 : c.dispatcher == "all_to_all" ? 0 : -1;
+  if (di < 0) return EvaluateReference(c, simulate_over_budget);  // ValidateTraining rejects it there
+  if (!im.training_ok[di]) return r;
+  const TrainingConfig& t = im.training[di];
+  ParallelDims d;
+  if (!TryBuildParallelDims(c.dims, &d, nullptr) || !CheckDimsForModel(d, m, nullptr)) return r;
+  if (di == 1 && t.oep && d.ep % *t.oep != 0) return r;
+  const Split& split = im.SplitFor(m, t, d.pp);
+  if (!split.valid) return r;
+  r.dims = d;
+
+  // --- Per-candidate shard steps and the elements of every unit on the first rank of a stage.
+  const bool megatron = d.convention == Convention::kMegatron;
+  const DpSharding strategy = *t.dp_sharding;
+  const Impl::ClassSums& sums = im.SumsFor(d, m.moe.num_experts, strategy == DpSharding::kFsdp);
+  if (sums.uneven_fsdp) return LayoutEvaluation{};  // invalid, as BuildPlan rejects it
+  const std::vector<UnitSums>& kind_sums = sums.kinds;
+  const size_t nk = im.kinds.size();
+  const UnitSums& emb = sums.embedding;
+  UnitSums root = sums.root;
+  if (m.tie_word_embeddings && d.pp > 1) root.AddScaled(sums.tied_copy, 1);
+
+  // --- Memory (ComputeMemory's worst peak), by the rules of memory.h: static bytes of the first
+  // rank of each stage, activations and communication buffers.
+  const Workload w = ComputeWorkload(m, d, t);
+  const TrainingBytes& tb = im.training_bytes[di];
+  const int64_t h = m.hidden_size;
+  bool fallback = false;
+  auto fits = [&](Wide v) {
+    if (v > kInt64Max) fallback = true;
+    return v;
+  };
+  // Activations of one layer of each kind present.
+  LayerActivationBytes act_layer[2];  // [0] MoE, [1] dense
+  for (int which = 0; which < 2; ++which) {
+    if (im.first_kind[which] >= 0) act_layer[which] = LayerActivations(m, RecomputeSetOf(t), w, which == 0);
+  }
+  const LayerActivationTable act_table = ActivationTable(act_layer[0], act_layer[1]);
+  const Wide layer_input = static_cast<Wide>(Ceil(w.tokens, w.tp_shards)) * h * w.act_bytes;
+  const Wide logits = static_cast<Wide>(w.tokens) * Ceil(m.vocab_size, d.tp) * 4;
+  Wide worst_peak = -1, static_rank0 = 0, dense0 = 0, sparse0 = 0;
+  const bool deredundency = d.ep > 1 && t.dispatcher == "deredundency";
+  const int64_t oep = DispatchOep(t, d.ep);
+  for (int64_t s = 0; s < d.pp; ++s) {
+    UnitSums st;
+    for (size_t i = 0; i < nk; ++i) st.AddScaled(kind_sums[i], split.kind_count[s][i]);
+    if (s == 0) st.AddScaled(emb, 1);
+    if (s == d.pp - 1) st.AddScaled(root, 1);
+    Wide stat = 0;
+    for (int g = 0; g < kNumGroups; ++g) {
+      const StaticBytes b = StaticBytesOf(st.local[g][0], st.local[g][1], d, strategy, tb);
+      stat += fits(b.params) + fits(b.grads) + fits(b.optimizer);
+    }
+    if (s == 0) {
+      static_rank0 = stat;
+      dense0 = st.mp[0];
+      sparse0 = st.mp[1];
+    }
+    StageLayers layers;
+    layers.moe_layers = split.moe_layers[s];
+    layers.dense_layers = split.dense_layers[s];
+    layers.first_stage = s == 0;
+    layers.last_stage = s == d.pp - 1;
+    layers.in_flight = InFlightMicrobatches(d, t, s);
+    const Wide act = StageActivations(act_table, layers, t.recompute, layer_input, logits, /*by_kind=*/false).total;
+    // The largest FSDP unit (FsdpUnitOf): a layer's dense part or its experts on the sparse mesh,
+    // the embedding, the root.
+    Wide largest = 0;
+    if (*t.dp_sharding == DpSharding::kFsdp) {
+      for (size_t i = 0; i < nk; ++i) {
+        if (split.kind_count[s][i] == 0) continue;
+        largest = std::max({largest, kind_sums[i].mp[0], kind_sums[i].mp[1]});
+      }
+      if (s == 0) largest = std::max(largest, emb.mp[0] + emb.mp[1]);
+      if (s == d.pp - 1) largest = std::max(largest, root.mp[0] + root.mp[1]);
+    }
+    const Wide buf = StageBuffers(largest, layers.moe_layers > 0, w, d, t, tb, oep, h, st.mp[0] + st.mp[1]).total;
+    const Wide peak = fits(fits(stat) + fits(act) + fits(buf));
+    worst_peak = std::max(worst_peak, peak);
+  }
+  // Comm volumes of the reference's ComputeComm (every entry, not only those used below) stay
+  // far below its overflow checks: a generous bound of their sum.
+  {
+    const double M = static_cast<double>(t.num_microbatches.value_or(d.pp));
+    const double L = static_cast<double>(m.num_hidden_layers), T = static_cast<double>(w.tokens);
+    const double H = static_cast<double>(h), P8 = 8.0 * static_cast<double>(im.all_params);
+    const auto& a = m.attention;
+    const double kv = static_cast<double>(a.num_attention_heads) *
+                          static_cast<double>(a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim + a.head_dim) +
+                      2.0 * static_cast<double>(a.num_key_value_heads) * static_cast<double>(a.head_dim);
+    const double rows = static_cast<double>(w.mean_received_rows) * H * 8.0;
+    const double bound = 2.0 * (3.0 * M * P8 + 10.0 * P8 + 8.0 * L * M * T * H * 8.0 + 3.0 * L * d.cp * M * T * kv * 8.0 +
+                                L * M * (4.0 * rows * (oep + 1) + 2.0 * 8.0 * m.moe.num_experts * oep) + 2.0 * M * T * H * 8.0);
+    if (!(bound < 4.0e18)) fallback = true;
+  }
+  if (fallback || dense0 > kInt64Max || sparse0 > kInt64Max) {
+    ++fallbacks_;
+    return EvaluateReference(c, simulate_over_budget);
+  }
+  r.peak_bytes = static_cast<int64_t>(worst_peak);
+  const bool over = static_cast<double>(r.peak_bytes) > budget_bytes_;
+  r.status = over ? LayoutEvaluation::Status::kOverBudget : LayoutEvaluation::Status::kRanked;
+  if (over && !simulate_over_budget) return r;
+
+  // --- Cost model inputs (what SimulateStep gathers from a plan).
+  // Rank 0's group {0, s, ..., (n-1)s}: spans nodes when its last member is on another node.
+  const int64_t domain = NvlinkDomainGpus(options_.cluster);
+  auto strided = [&](int64_t n, int64_t stride) {
+    return CollectiveGroup{n, (n - 1) * stride / domain > 0, MembersPerDomainStrided(n, stride, domain)};
+  };
+  StepInputs in;
+  in.workload = w;
+  in.attention_params = im.attention_params;
+  in.tp_group = strided(d.tp, 1);
+  const int64_t dense_dp_n = (megatron ? d.dp_replicate * d.dp_shard : d.dp_shard) * d.cp;
+  const int64_t sparse_dp_n = megatron ? d.edp() : d.efsdp;
+  const int64_t sparse_stride = d.ep * d.etp;
+  in.dense_dp_group = strided(dense_dp_n, d.tp);
+  in.sparse_dp_group = strided(sparse_dp_n, sparse_stride);
+  for (int which = 0; which < 2; ++which) {
+    if (im.first_kind[which] < 0) continue;
+    const UnitSums& u = kind_sums[im.first_kind[which]];
+    if (u.mp[0] >= kExactDouble || u.mp[1] >= kExactDouble) {
+      ++fallbacks_;
+      return EvaluateReference(c, simulate_over_budget);
+    }
+    in.fsdp_layer[which] = {true, static_cast<double>(static_cast<int64_t>(u.mp[0])), static_cast<double>(static_cast<int64_t>(u.mp[1]))};
+  }
+  // Routing-dependent MoE phases, cached: they depend on the routing sample (ep, T_r, oep), the
+  // EP group of rank 0 ({0, etp, 2 etp, ...}: the ep axis has stride etp) and F / expert TP.
+  const RoutingResult& routing = Routing(d.ep, w.routed_tokens, oep);
+  const auto moe_key = std::make_tuple(d.ep, w.routed_tokens, oep, d.etp, w.expert_f_local, deredundency);
+  auto mit = im.moe_cache.find(moe_key);
+  if (mit == im.moe_cache.end()) {
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<int64_t> ep_group(d.ep);
+    for (int64_t i = 0; i < d.ep; ++i) ep_group[i] = i * d.etp;
+    MoePhaseShape shape = MoePhaseShapeOf(m, w, d.ep, deredundency);
+    shape.integer_sums = true;
+    if (t.fp8_dispatch) shape.dispatch_act_bytes = DispatchBytesPerElement(t, shape.act_bytes);
+    mit = im.moe_cache.emplace(moe_key, SimulateMoePhases(routing, ep_group, shape, options_.cluster, WithPrecision(options_.cost, t))).first;
+    cache_fill_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  in.moe_phases = &mit->second;
+  in.num_moe_layers = im.num_moe_layers;
+  in.layer_stage = &split.layer_stage;
+  // Step-end data-parallel collectives of rank 0 (comm.h StepCollectives, in ComputeComm's order).
+  {
+    // Rank 0 is on stage 0: with tied embeddings and pp > 1 it holds the embedding (comm.h).
+    const Wide tied = m.tie_word_embeddings && d.pp > 1 ? emb.mp[0] + emb.mp[1] : 0;
+    const StepCollectiveList step = StepCollectives(d, strategy, tb, static_cast<int64_t>(dense0), static_cast<int64_t>(sparse0),
+                                                    static_cast<int64_t>(tied));
+    for (int i = 0; i < step.size; ++i) {
+      const StepCollective& e = step.items[i];
+      if (e.group_size < 2 || e.bytes == 0) continue;
+      const double wire = CollectiveWireBytes(e.collective, e.group_size, 1, e.bytes);
+      const double us = StepCollectiveUs(static_cast<double>(static_cast<int64_t>(wire)), e.group_size,
+                                         MembersPerDomainStrided(e.group_size, e.stride, domain),
+                                         (e.group_size - 1) * e.stride / domain > 0, options_.cluster);
+      in.dp_step_comm_us += us;
+      if (std::strcmp(e.purpose, "zero1_all_gather_params") == 0) in.dp_step_param_gather_us += us;
+    }
+  }
+  in.static_bytes_rank0 = static_cast<int64_t>(static_rank0);
+  const CostBreakdown cost = SimulateStepFromInputs(m, inventory_.totals, d, t, options_.cluster, in, options_.cost,
+                                                    /*detail=*/false);
+  r.simulated = true;
+  r.step_time_us = cost.step_time_us;
+  r.tokens_per_s_per_gpu = cost.tokens_per_s_per_gpu;
+  r.mfu = cost.mfu;
+  r.dominant_phase = cost.dominant_phase;
+  return r;
+}
+
+}  // namespace dockyard

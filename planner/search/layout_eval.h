@@ -1,0 +1,109 @@
+// Fast evaluation of layout-search candidates, bit-identical to the reference path
+// (BuildPlan(lite) + ComputeMemory + ComputeWorkload + SimulateStep) without building a plan.
+//
+// Why it is exact. Every figure the search needs is a sum over parameters of a function of the
+// parameter's placement and local shape on the FIRST rank of a stage (memory.h: that rank is a
+// worst rank; the cost model reads rank 0). On that rank every shard step takes chunk 0, so a
+// parameter's local shape is its global shape with each sharded dim cut to ceil(n / k) in step
+// order (placement.h) -- no mesh, no rank coordinates. Parameters that agree on (global shape,
+// tp_dim, routed_expert, role group) get the same placement and local shape under any degrees,
+// so the inventory is grouped once into parameter CLASSES with a multiplicity:
+//  - per decoder layer, its list of classes; layers with the same list share a LAYER KIND
+//    (DeepSeek-V3: 2 kinds -- 3 dense layers and 58 MoE layers -- of ~10 classes each);
+//  - the embedding unit (stage 0) and the root unit (final norm, lm_head and its bias, and with
+//    tied embeddings and pp > 1 the last stage's lm_head copy; stage pp - 1).
+// A candidate then costs O(classes + pp x kinds) integer operations instead of O(tensors x
+// ranks) with allocations, and data-parallel groups of rank 0 are arithmetic progressions
+// {0, s, ..., (n-1)s} (row-major meshes), whose node span and ring crossings are O(1).
+// Integer sums are formed in 128 bits; a sum of integers below 2^53 taken as doubles (the cost
+// model's FSDP element counts) is exact in any order, so reordering changes no bit. Floating-
+// point formulas are shared with the reference (SimulateStepFromInputs, SimulateMoePhases,
+// RingCollectiveUs, StepCommUs, LayerActivations), and so is the per-layer stage sum, which
+// runs over the layers in order as in SimulateStep.
+//
+// Where a candidate gets near int64 / 2^53 limits (quantities the reference would check or
+// overflow-throw on), the evaluator falls back to the reference path for that candidate, which
+// then throws exactly what the reference throws. LayoutEvaluator::fallbacks() counts those.
+//
+// Caches (per evaluator): the routing sample per (ep, routed tokens, oep) as SearchLayouts had
+// it (drawn through a RoutingSampler, so each source rank is drawn once per routed-token count
+// for all ep and oep), the routing-dependent MoE phases per (ep, routed tokens, oep, etp, F / expert TP,
+// dispatcher) -- they depend on nothing else --, and the layer split per pp.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "planner/sim/cost.h"
+#include "planner/model/inventory.h"
+#include "planner/model/model_spec.h"
+#include "planner/layout/parallel_dims.h"
+#include "planner/sim/routing.h"
+#include "planner/search/search.h"
+#include "planner/model/training.h"
+
+namespace dockyard {
+
+struct LayoutEvaluation {
+  enum class Status { kInvalid, kOverBudget, kRanked };
+  Status status = Status::kInvalid;
+  ParallelDims dims;            // validated degrees (dp_shard resolved, efsdp); valid candidates only
+  int64_t peak_bytes = 0;       // MemoryReport::worst_peak_bytes
+  // From SimulateStep; filled for ranked candidates, and for over-budget ones when asked.
+  bool simulated = false;
+  double step_time_us = 0;
+  double tokens_per_s_per_gpu = 0;
+  double mfu = 0;
+  std::string dominant_phase;
+};
+
+class LayoutEvaluator {
+ public:
+  // Prepares the classes of `model` for searches with `options` (world_size, cluster, training,
+  // convention, routing, routing_layers; the budget as SearchLayouts takes it). Throws
+  // dockyard::Error where PrepareRouting or BuildInventory do.
+  LayoutEvaluator(const ModelSpec& model, const SearchOptions& options);
+  ~LayoutEvaluator();
+
+  // Tells the routing sampler the routed-token counts of `candidates` (valid or not), so that each
+  // source rank is drawn once for all of them (RoutingSampler::ExpectTokenCounts). Optional; no
+  // result depends on it.
+  void ExpectCandidates(const std::vector<LayoutCandidate>& candidates);
+
+  // The fast path. `simulate_over_budget`: also simulate valid candidates over the budget (the
+  // search does not; tests compare them too). Throws what the reference path would throw.
+  LayoutEvaluation Evaluate(const LayoutCandidate& candidate, bool simulate_over_budget = false);
+  // The reference path (BuildPlan + ComputeMemory + ComputeWorkload + SimulateStep), with its own
+  // routing cache filled by SampleRouting, as SearchLayouts had it.
+  LayoutEvaluation EvaluateReference(const LayoutCandidate& candidate, bool simulate_over_budget = false);
+
+  double budget_bytes() const { return budget_bytes_; }
+  int64_t fallbacks() const { return fallbacks_; }          // candidates Evaluate handed to the reference
+  int64_t routing_samples() const { return static_cast<int64_t>(routing_cache_.size()); }
+  // Wall seconds spent filling the per-key caches: routing samples and routing-dependent MoE
+  // phases (steady clock, read only on cache misses).
+  double cache_fill_seconds() const { return cache_fill_seconds_; }
+  int64_t num_layer_kinds() const;
+  int64_t num_classes() const;                               // over all layer kinds and units
+
+ private:
+  struct Impl;
+  const RoutingResult& Routing(int64_t ep, int64_t routed_tokens, int64_t oep);
+
+  ModelSpec model_;  // a copy: the evaluator may outlive the caller's model
+  SearchOptions options_;
+  ParamInventory inventory_;
+  std::unique_ptr<RoutingSampler> sampler_;  // shares each rank's draws between ep and oep values
+  std::map<std::tuple<int64_t, int64_t, int64_t>, RoutingResult> routing_cache_;            // fast path
+  std::map<std::tuple<int64_t, int64_t, int64_t>, RoutingResult> reference_routing_cache_;  // reference path
+  double budget_bytes_ = 0;
+  int64_t fallbacks_ = 0;
+  double cache_fill_seconds_ = 0;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dockyard

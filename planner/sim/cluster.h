@@ -1,0 +1,51 @@
+// ClusterSpec: the hardware a layout runs on, for the cost model (docs/cluster.md cites the
+// source of every preset value). Bandwidths are effective per-GPU, per-direction figures in
+// GB/s (1e9 bytes/s); latencies in microseconds; compute in dense BF16 TFLOP/s (1e12 FLOP/s).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planner/base/json_util.h"
+
+namespace dockyard {
+
+struct ClusterSpec {
+  std::string name;
+  int64_t gpus_per_node = 8;
+  int64_t nodes = 0;                   // 0 = as many as the world needs
+  double dense_bf16_tflops = 989.0;    // peak dense BF16 tensor-core throughput per GPU
+  double hbm_gbps = 3350.0;            // HBM bandwidth per GPU
+  double memory_gib = 79.6;            // usable GPU memory
+  double intra_node_gbps = 370.0;      // NVLink bandwidth a collective sees, per direction
+  double intra_node_latency_us = 3.0;  // per collective step inside a node
+  double network_gbps = 48.0;          // network bandwidth per GPU, per direction
+  double network_latency_us = 8.0;     // per collective step across nodes
+  // NICs per node (rails); network_gbps x gpus_per_node is the node's NIC bandwidth, shared by
+  // its NICs. Used where a group runs alone on its nodes (network.h RingBusGbps).
+  int64_t nics_per_node = 8;
+  // GPUs of one NVLink domain (a multiple of gpus_per_node; 0 = one node): the locality unit of the
+  // cost model (network.h NvlinkDomainGpus). gb200-nvl72: 72 GPUs over 18 nodes of 4.
+  int64_t nvlink_domain_gpus = 0;
+};
+
+// Presets: "h100-sxm", "h200-sxm", "h100-pcie-400g" (one 400 Gb/s NIC per node, PCIe Gen5
+// inside the node), "h800-sxm" (NVLink ~160 GB/s achievable), "b200" (DGX B200), "gb200-nvl72"
+// (nodes of 4 in one 72-GPU NVLink domain). Throws dockyard::Error listing the presets for an
+// unknown name.
+ClusterSpec ClusterPreset(const std::string& name);
+std::vector<std::string> ClusterPresetNames();
+
+// A cluster JSON file (docs/cluster.md): {"name", "gpus_per_node", "nodes", "dense_bf16_tflops",
+// "hbm_gbps", "memory_gib", "intra_node_gbps", "intra_node_latency_us", "network_gbps",
+// "network_latency_us", "nics_per_node", "nvlink_domain_gpus"}, every field optional over the "base" preset (default "h100-sxm").
+// Errors name the file, the JSON pointer, the value and the rule.
+ClusterSpec ClusterFromJson(const Json& json, const std::string& file);
+
+// A preset name, or a path to a cluster JSON file.
+ClusterSpec LoadCluster(const std::string& name_or_path);
+
+Json ClusterToJson(const ClusterSpec& c);
+
+}  // namespace dockyard

@@ -1,0 +1,852 @@
+// Cost model (see cost.h and docs/cost-model.md).
+#include "planner/sim/cost.h"
+
+#include "planner/base/phase.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "planner/sim/attention_support.h"
+#include "planner/accounting/comm.h"
+#include "planner/sim/deepep.h"
+#include "planner/base/error.h"
+#include "planner/sim/gemm_efficiency.h"
+#include "planner/sim/kernels_model.h"
+#include "planner/accounting/memory.h"
+#include "planner/sim/network.h"
+#include "planner/model/pipeline_schedule.h"
+#include "planner/sim/model_flops.h"
+#include "planner/model/precision.h"
+#include "planner/model/recompute.h"
+#include "planner/accounting/workload.h"
+
+namespace dockyard {
+
+namespace {
+
+// Unit conversions: GB/s -> bytes per microsecond, TFLOP/s -> FLOP per microsecond.
+constexpr double kBytesPerUsPerGbps = 1e3;
+constexpr double kFlopsPerUsPerTflops = 1e6;
+
+bool SpansNodes(const std::vector<int64_t>& group, int64_t gpus_per_node) {
+  for (int64_t r : group) {
+    if (r / gpus_per_node != group.front() / gpus_per_node) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+double GroupedGemmEfficiency(double rows, const CostOptions& o) {
+  if (rows <= 0) return o.gemm_max_efficiency;
+  return o.gemm_max_efficiency * rows / (rows + o.gemm_half_rows);
+}
+
+double RingCollectiveUs(double bytes, const std::vector<int64_t>& group, const ClusterSpec& c) {
+  if (group.size() < 2 || bytes <= 0) return 0.0;
+  const int64_t domain = NvlinkDomainGpus(c);
+  return RingCollectiveUs(bytes, static_cast<int64_t>(group.size()), SpansNodes(group, domain), c,
+                          MembersPerDomain(group, domain));
+}
+
+namespace {
+
+// AllToAllTimesUs from row r of the sent matrix and row r of the received matrix (the sent one
+// transposed) for every member r, the node of every member given: both sums run over the
+// other members d in increasing order, reading rows only.
+void AllToAllTimesFromRows(const double* sent, const double* received, const int64_t* node, size_t n, const ClusterSpec& c,
+                           double* times) {
+  const double intra = c.intra_node_gbps * kBytesPerUsPerGbps, inter = c.network_gbps * kBytesPerUsPerGbps;
+  for (size_t r = 0; r < n; ++r) {
+    double send_intra = 0, send_inter = 0, recv_intra = 0, recv_inter = 0;
+    bool remote = false;
+    const double* sent_row = sent + r * n;
+    const double* recv_row = received + r * n;
+    for (size_t d = 0; d < n; ++d) {
+      if (d == r) continue;
+      const bool same = node[r] == node[d];
+      remote = remote || !same;
+      (same ? send_intra : send_inter) += sent_row[d];
+      (same ? recv_intra : recv_inter) += recv_row[d];
+    }
+    // NVLink and the NIC are separate links: the busiest one decides.
+    const double t = std::max({send_intra / intra, recv_intra / intra, send_inter / inter, recv_inter / inter});
+    times[r] = (remote ? c.network_latency_us : c.intra_node_latency_us) + t;
+  }
+}
+
+std::vector<int64_t> NodesOf(const std::vector<int64_t>& group, int64_t gpus_per_node) {
+  std::vector<int64_t> node(group.size());
+  for (size_t r = 0; r < group.size(); ++r) node[r] = group[r] / gpus_per_node;
+  return node;
+}
+
+// The dispatch (dt) and combine (ct) all-to-all times of one sampled layer without the O(ep^2)
+// floating-point sums, when that changes no bit. Every cell of the byte matrices is
+// count * D * ab with integer factors; if every row and column total of counts times D * ab is
+// below 2^53, every cell and every partial sum AllToAllTimesUs forms is an exact integer, so its
+// four sums per rank equal (integer sum of counts) * D * ab in any order: the same-node part is a
+// short sum over the rank's node block (members are sorted, so a node's members are
+// consecutive), the other-node part the row (column) total minus it and the diagonal. Returns
+// false, computing nothing, when the bound or the ordering does not hold.
+bool BlockAllToAll(const LayerRouting& L, const std::vector<int64_t>& node, double D, double ab, const ClusterSpec& c,
+                   double* dt, double* ct) {
+  const size_t n = node.size();
+  for (size_t r = 1; r < n; ++r) {
+    if (node[r] < node[r - 1]) return false;
+  }
+  std::vector<int64_t> row_total(n, 0);
+  int64_t largest = 0;
+  for (size_t r = 0; r < n; ++r) {
+    int64_t sum = 0;
+    for (size_t d = 0; d < n; ++d) sum += L.dispatch[r * n + d];  // counts: each <= T_r * top_k
+    row_total[r] = sum;
+    largest = std::max({largest, sum, L.received[r]});
+  }
+  if (!(static_cast<double>(largest) * D * ab < 9007199254740992.0)) return false;  // 2^53
+  const double intra = c.intra_node_gbps * kBytesPerUsPerGbps, inter = c.network_gbps * kBytesPerUsPerGbps;
+  auto bytes = [&](int64_t count) { return static_cast<double>(count) * D * ab; };
+  size_t begin = 0;
+  for (size_t r = 0; r < n; ++r) {
+    if (node[r] != node[begin]) begin = r;
+    size_t end = r + 1;
+    while (end < n && node[end] == node[r]) ++end;
+    int64_t send_same = 0, recv_same = 0;
+    for (size_t d = begin; d < end; ++d) {
+      if (d == r) continue;
+      send_same += L.dispatch[r * n + d];
+      recv_same += L.dispatch[d * n + r];
+    }
+    const int64_t self = L.dispatch[r * n + r];
+    const int64_t send_other = row_total[r] - send_same - self, recv_other = L.received[r] - recv_same - self;
+    const bool remote = end - begin < n;
+    const double latency = remote ? c.network_latency_us : c.intra_node_latency_us;
+    // NVLink and the NIC are separate links: the busiest one decides (AllToAllTimesUs).
+    dt[r] = latency + std::max({bytes(send_same) / intra, bytes(recv_same) / intra, bytes(send_other) / inter,
+                                bytes(recv_other) / inter});
+    // Combine sends what dispatch received and receives what it sent.
+    ct[r] = latency + std::max({bytes(recv_same) / intra, bytes(send_same) / intra, bytes(recv_other) / inter,
+                                bytes(send_other) / inter});
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<double> AllToAllTimesUs(const std::vector<double>& bytes, const std::vector<int64_t>& group,
+                                    const ClusterSpec& c) {
+  const size_t n = group.size();
+  if (bytes.size() != n * n) throw Error(fmt::format("all-to-all matrix has {} cells for a group of {}", bytes.size(), n));
+  std::vector<double> times(n, 0.0);
+  if (n < 2) return times;
+  std::vector<double> received(n * n);
+  for (size_t s = 0; s < n; ++s) {
+    for (size_t d = 0; d < n; ++d) received[d * n + s] = bytes[s * n + d];
+  }
+  const std::vector<int64_t> node = NodesOf(group, NvlinkDomainGpus(c));
+  AllToAllTimesFromRows(bytes.data(), received.data(), node.data(), n, c, times.data());
+  return times;
+}
+
+double RingCollectiveUs(double bytes, int64_t group_size, bool spans_nodes, const ClusterSpec& c, int64_t members_per_domain) {
+  return RingTimeUs(bytes, group_size, members_per_domain, spans_nodes, c);  // network.h: bandwidth from the group's shape
+}
+
+double StepCommUs(int64_t wire_bytes, int64_t cross_node_bytes, int64_t group_size, const ClusterSpec& c) {
+  // Step-end collectives are not overlapped with compute in this model.
+  const double bw = (cross_node_bytes > 0 ? c.network_gbps : c.intra_node_gbps) * kBytesPerUsPerGbps;
+  return static_cast<double>(wire_bytes) / bw +
+         (cross_node_bytes > 0 ? c.network_latency_us : c.intra_node_latency_us) * (group_size - 1);
+}
+
+MoePhaseShape MoePhaseShapeOf(const ModelSpec& m, const Workload& w, int64_t ep, bool deredundency) {
+  MoePhaseShape shape;
+  shape.ep = ep;
+  shape.num_experts = m.moe.num_experts;
+  shape.routed_tokens = static_cast<double>(w.routed_tokens);
+  shape.dispatch_tokens = static_cast<double>(w.dispatch_tokens);
+  shape.top_k = static_cast<double>(m.moe.top_k);
+  shape.hidden = static_cast<double>(m.hidden_size);
+  shape.act_bytes = static_cast<double>(w.act_bytes);
+  shape.f_local = static_cast<double>(w.expert_f_local);
+  shape.deredundency = deredundency;
+  return shape;
+}
+
+MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<int64_t>& ep_group, const MoePhaseShape& s,
+                                const ClusterSpec& c, const CostOptions& o) {
+  const double peak = c.dense_bf16_tflops * kFlopsPerUsPerTflops;  // FLOP per microsecond
+  const double hbm = c.hbm_gbps * kBytesPerUsPerGbps;
+  const int64_t ep = s.ep;
+  const int64_t nle = s.num_experts / ep;
+  const double Tr = s.routed_tokens, k = s.top_k, D = s.hidden, ab = s.act_bytes, E = static_cast<double>(s.num_experts);
+  const double f_local = s.f_local;
+  const bool deredundency = s.deredundency;
+  // The routing sample draws T_r tokens per rank, the rows an expert rank computes. Under
+  // megatron a rank sends only its own dispatch_tokens = T_r / etp of them (the expert-TP
+  // all-gather adds the rest), so the all-to-all bytes are scaled by dispatch_tokens / T_r.
+  const double Td = s.dispatch_tokens > 0 ? s.dispatch_tokens : Tr;
+  const double sent_ab = Td == Tr ? ab : ab * Td / Tr;
+  // FP8 dispatch (precision.h): the dispatch sends dispatch_act_bytes per element, combine stays at ab.
+  const double dispatch_ab = s.dispatch_act_bytes > 0 ? sent_ab * s.dispatch_act_bytes / ab : sent_ab;
+  const int64_t oep = deredundency ? routing.oep : 1;
+  const int64_t iep = ep / std::max<int64_t>(1, oep);
+  MoePhaseTimes out;
+  out.permute.assign(ep, 0);
+  out.dispatch.assign(ep, 0);
+  out.gemm.assign(ep, 0);
+  out.combine.assign(ep, 0);
+  double imbalance = 1.0;
+  const size_t nlayers = std::max<size_t>(1, routing.layers.size());
+  std::vector<double> dbytes, cbytes;
+  const std::vector<int64_t> ep_nodes = NodesOf(ep_group, NvlinkDomainGpus(c));
+  out.spans_domains = ep > 1 && SpansNodes(ep_group, NvlinkDomainGpus(c));
+  for (size_t li = 0; li < nlayers; ++li) {
+    std::vector<double> rows(nle * ep, 0.0), received(ep, 0.0);
+    std::vector<double> dt(ep, 0.0), ct(ep, 0.0);
+    if (ep > 1) {
+      const auto& L = routing.layers[li];
+      for (int64_t i = 0; i < ep * nle; ++i) rows[i] = static_cast<double>(L.rows_per_local_expert[i]);
+      for (int64_t r = 0; r < ep; ++r) received[r] = static_cast<double>(L.received[r]);
+      imbalance = std::max(imbalance, L.imbalance);
+      if (FlexOrAllGatherTimesUs(L, ep_group, s, sent_ab, c, o, dt.data(), ct.data())) {
+        // deepep / allgather dispatcher (deepep.h).
+      } else if (!deredundency && s.integer_sums && ep >= 2 && sent_ab == ab && dispatch_ab == ab && BlockAllToAll(L, ep_nodes, D, ab, c, dt.data(), ct.data())) {
+        // Same values from integer block sums (see BlockAllToAll).
+      } else if (!deredundency) {
+        // dispatch matrix and its transpose, the combine matrix (combine returns what dispatch
+        // sent): AllToAllTimesUs of each, reading rows of both.
+        dbytes.resize(ep * ep);
+        cbytes.resize(ep * ep);
+        for (int64_t src = 0; src < ep; ++src) {
+          for (int64_t dst = 0; dst < ep; ++dst) {
+            dbytes[src * ep + dst] = static_cast<double>(L.dispatch[src * ep + dst]) * D * dispatch_ab;
+            cbytes[dst * ep + src] = static_cast<double>(L.dispatch[src * ep + dst]) * D * sent_ab;
+          }
+        }
+        if (ep >= 2 && dispatch_ab == sent_ab) {
+          AllToAllTimesFromRows(dbytes.data(), cbytes.data(), ep_nodes.data(), ep, c, dt.data());
+          AllToAllTimesFromRows(cbytes.data(), dbytes.data(), ep_nodes.data(), ep, c, ct.data());
+        } else if (ep >= 2) {
+          // FP8 dispatch: the two directions carry different bytes; each needs its own transpose.
+          std::vector<double> drecv(ep * ep), crecv(ep * ep);
+          for (int64_t src = 0; src < ep; ++src) {
+            for (int64_t dst = 0; dst < ep; ++dst) {
+              drecv[dst * ep + src] = dbytes[src * ep + dst];
+              crecv[src * ep + dst] = cbytes[dst * ep + src];
+            }
+          }
+          AllToAllTimesFromRows(dbytes.data(), drecv.data(), ep_nodes.data(), ep, c, dt.data());
+          AllToAllTimesFromRows(cbytes.data(), crecv.data(), ep_nodes.data(), ep, c, ct.data());
+        }
+      } else {
+        // Deredundency (ep = oep x iep, inner index fastest): all-gather of every rank's T_r*k
+        // routed rows over its oep group, then an all-to-all inside its iep group (iep_dispatch
+        // matrix); combine mirrors it with a reduce-scatter over oep.
+        for (int64_t o = 0; o < oep; ++o) {
+          std::vector<int64_t> iep_ranks;
+          std::vector<double> bytes(iep * iep);
+          for (int64_t i = 0; i < iep; ++i) iep_ranks.push_back(ep_group[o * iep + i]);
+          for (int64_t i = 0; i < iep; ++i) {
+            for (int64_t j = 0; j < iep; ++j) {
+              bytes[i * iep + j] = static_cast<double>(L.iep_dispatch[(o * iep + i) * iep + j]) * D * sent_ab;
+            }
+          }
+          std::vector<double> back(iep * iep);
+          for (int64_t i = 0; i < iep; ++i) for (int64_t j = 0; j < iep; ++j) back[j * iep + i] = bytes[i * iep + j];
+          std::vector<double> a2a(iep, 0.0), a2a_back(iep, 0.0);
+          if (iep >= 2) {
+            const std::vector<int64_t> iep_nodes = NodesOf(iep_ranks, NvlinkDomainGpus(c));
+            AllToAllTimesFromRows(bytes.data(), back.data(), iep_nodes.data(), iep, c, a2a.data());
+            AllToAllTimesFromRows(back.data(), bytes.data(), iep_nodes.data(), iep, c, a2a_back.data());
+          }
+          for (int64_t i = 0; i < iep; ++i) {
+            std::vector<int64_t> oep_ranks;
+            for (int64_t x = 0; x < oep; ++x) oep_ranks.push_back(ep_group[x * iep + i]);
+            const double gathered = static_cast<double>(oep) * Td * k * D * ab;
+            const double ring = RingCollectiveUs(gathered, oep_ranks, c);
+            dt[o * iep + i] = ring + a2a[i];
+            ct[o * iep + i] = a2a_back[i] + ring;
+          }
+        }
+      }
+    } else {
+      // EP off: every rank computes all experts on its own T_r tokens, spread evenly.
+      for (int64_t e = 0; e < nle; ++e) rows[e] = Tr * k / E;
+      received[0] = Tr * k;
+    }
+    double pm = 0, dm = 0, gm = 0, cm = 0;
+    for (int64_t r = 0; r < ep; ++r) {
+      double g = 0;
+      for (int64_t e = 0; e < nle; ++e) {
+        const double M = rows[r * nle + e];
+        g += o.kernel_compute ? ExpertMlpForwardUs(M, D, f_local, c.dense_bf16_tflops, o, c.hbm_gbps)  // by shape (gemm_efficiency.h)
+                              : 6.0 * M * D * f_local / (peak * GroupedGemmEfficiency(M, o));
+      }
+      // Kernel-level model: the SwiGLU of the rank's received rows (kernels_model.h).
+      if (o.kernel_compute) g += MemoryBoundUs({SwigluKernel(received[r], f_local, ab, false)}, c.hbm_gbps, o.hbm_efficiency, o.memory_floor_us);
+      const double pr = 2.0 * (Td * k + received[r]) * D * ab / hbm + o.memory_floor_us;
+      out.gemm[r] += g / nlayers;
+      out.permute[r] += pr / nlayers;
+      out.dispatch[r] += dt[r] / nlayers;
+      out.combine[r] += ct[r] / nlayers;
+      gm = std::max(gm, g);
+      pm = std::max(pm, pr);
+      dm = std::max(dm, dt[r]);
+      cm = std::max(cm, ct[r]);
+    }
+    out.permute_max += pm / nlayers;
+    out.dispatch_max += dm / nlayers;
+    out.gemm_max += gm / nlayers;
+    out.combine_max += cm / nlayers;
+  }
+  out.imbalance = imbalance;
+  return out;
+}
+
+namespace {
+
+// The phases of one layer, in the order SimulateStepFromInputs adds them, and the other
+// contributors to the critical path.
+// (planner/base/phase.h; the cost model predicts every phase but weight_gen.)
+enum PhaseId {
+  kAttention = static_cast<int>(Phase::kAttention),
+  kTpComm = static_cast<int>(Phase::kTpComm),
+  kRouter = static_cast<int>(Phase::kRouter),
+  kPermute = static_cast<int>(Phase::kPermute),
+  kDispatch = static_cast<int>(Phase::kDispatch),
+  kGroupedGemm = static_cast<int>(Phase::kGroupedGemm),
+  kUnpermute = static_cast<int>(Phase::kUnpermute),
+  kCombine = static_cast<int>(Phase::kCombine),
+  kSharedExperts = static_cast<int>(Phase::kSharedExperts),
+  kFsdpComm = static_cast<int>(Phase::kFsdpComm),
+  kDenseMlp = static_cast<int>(Phase::kDenseMlp),
+  kLmHead = static_cast<int>(Phase::kLmHead),
+  kDpStepComm = static_cast<int>(Phase::kDpStepComm),
+  kOptimizer = static_cast<int>(Phase::kOptimizer),
+  kNumPhaseIds = static_cast<int>(Phase::kWeightGen)  // the predicted phases are those before weight_gen
+};
+const char* PhaseNameOf(int id) { return PhaseName(static_cast<Phase>(id)); }
+
+}  // namespace
+
+CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*totals*/, const ParallelDims& d,
+                                     const TrainingConfig& t, const ClusterSpec& c, const StepInputs& in,
+                                     const CostOptions& options_in, bool detail) {
+  CheckCostModelCoversAttention(m);
+  const CostOptions o = WithPrecision(options_in, t);  // FP8 GEMMs from the training config
+  const auto& a = m.attention;
+  const Workload& w = in.workload;
+  const double peak = c.dense_bf16_tflops * kFlopsPerUsPerTflops;  // FLOP per microsecond
+  const double hbm = c.hbm_gbps * kBytesPerUsPerGbps;
+  const double T = static_cast<double>(w.tokens);
+  const double D = static_cast<double>(m.hidden_size), ab = static_cast<double>(w.act_bytes);
+  const double tp = static_cast<double>(d.tp);
+  const double E = static_cast<double>(m.moe.num_experts);
+  CostBreakdown out;
+
+  // Attention: projections from the parameter count of one layer, core from the context.
+  const double attn_params = in.attention_params;
+  const double heads_local = a.num_attention_heads / tp;
+  const double d_qk = a.kind == AttentionKind::kMla ? a.qk_nope_head_dim + a.qk_rope_head_dim : a.head_dim;
+  const double d_v = a.kind == AttentionKind::kMla ? a.v_head_dim : a.head_dim;
+  // Causal attention: each of the T local tokens attends on average to half of the sequence.
+  const double core_flops = 2.0 * T * (t.seq_len / 2.0) * heads_local * (d_qk + d_v);
+  const double attention_us = 2.0 * T * attn_params / tp / (peak * o.dense_efficiency) + core_flops / (peak * o.attention_efficiency);
+  // Context parallelism's K/V exchange per layer (network.h): the ring's transfers under the
+  // attention core's blocks, or the Ulysses all-to-alls of Q, K, V and the output.
+  double cp_fwd = 0, cp_bwd = 0;
+  if (d.cp > 1) {
+    const double core_us = core_flops / (peak * o.attention_efficiency);
+    const int64_t domain = NvlinkDomainGpus(c);
+    const bool cp_spans = (d.cp - 1) * d.tp / domain > 0;  // rank 0's cp group {0, tp, ...}
+    if (t.run.cp_comm == "a2a") {
+      const double width = 2.0 * heads_local * (d_qk + d_v) + static_cast<double>(CpKvWidth(m, d.tp));  // q, o, k, v
+      cp_fwd = CpAllToAllUs(T * width * ab, d.cp, cp_spans, c);
+      cp_bwd = cp_fwd;
+    } else {
+      const double kv_bytes = T * static_cast<double>(CpKvWidth(m, d.tp)) * ab;
+      cp_fwd = CpRingExposedUs(kv_bytes, core_us, d.cp, cp_spans, c);
+      cp_bwd = CpRingExposedUs(2.0 * kv_bytes, 2.0 * core_us, d.cp, cp_spans, c);
+    }
+  }
+  const double tp_collective =
+      RingCollectiveUs(T * D * ab, in.tp_group.size, in.tp_group.spans_nodes, c, in.tp_group.members_per_domain);
+
+  // FSDP per layer: all-gathers of the layer's parameters and reduce-scatters of its gradients,
+  // each overlapped with the compute of the micro-batch that carries it (the micro-batch takes the
+  // longer of the two); how many of the M micro-batches carry one follows the reshard-after-forward
+  // policy and pp (pipeline_schedule.h FsdpCallsPerStep).
+  double fsdp_ag[2] = {0, 0}, fsdp_rs[2] = {0, 0};  // [0] MoE layer, [1] dense layer: one call each
+  if (*t.dp_sharding == DpSharding::kFsdp) {
+    const int64_t param_b = DtypeBytes(t.param_dtype, "param_dtype"), grad_b = DtypeBytes(t.grad_dtype, "grad_dtype");
+    const auto& dn = in.dense_dp_group;
+    const auto& sp = in.sparse_dp_group;
+    for (int kind = 0; kind < 2; ++kind) {
+      if (!in.fsdp_layer[kind].present) continue;
+      const double dense_elems = in.fsdp_layer[kind].dense_elems, sparse_elems = in.fsdp_layer[kind].sparse_elems;
+      fsdp_ag[kind] = RingCollectiveUs(dense_elems * param_b, dn.size, dn.spans_nodes, c, dn.members_per_domain) +
+                      RingCollectiveUs(sparse_elems * param_b, sp.size, sp.spans_nodes, c, sp.members_per_domain);
+      fsdp_rs[kind] = RingCollectiveUs(dense_elems * grad_b, dn.size, dn.spans_nodes, c, dn.members_per_domain) +
+                      RingCollectiveUs(sparse_elems * grad_b, sp.size, sp.spans_nodes, c, sp.members_per_domain);
+    }
+  }
+  const int64_t num_mb = t.num_microbatches.value_or(d.pp);
+  const FsdpCalls fsdp_calls = FsdpCallsPerStep(t.run.reshard_after_forward, d.pp, num_mb);
+  // FSDP's rings and the EP all-to-alls share the NICs when both cross NVLink domains (network.h):
+  // the all-to-all's time is added to the FSDP traffic of the micro-batches that carry some.
+  const bool fsdp_spans = in.dense_dp_group.spans_nodes || in.sparse_dp_group.spans_nodes;
+  auto fsdp_layer = [&](double compute, double ag, double rs, int64_t n_ag, int64_t n_rs, double a2a, bool a2a_spans) {
+    return FsdpLayerMeanUs(compute, ag, rs, n_ag, n_rs, num_mb, NicContentionUs(a2a, fsdp_spans, a2a_spans));
+  };
+  // The FSDP traffic of one layer direction per micro-batch, as the phase shows it.
+  auto fsdp_mean = [&](double ag, double rs, int64_t n_ag, int64_t n_rs) {
+    return (ag * static_cast<double>(n_ag) + rs * static_cast<double>(n_rs)) / static_cast<double>(num_mb);
+  };
+
+  // Every phase added, in order: (id, MoE layer?, backward?, time, per-EP-rank source).
+  struct Record {
+    PhaseId id;
+    bool moe;
+    bool backward;
+    double us;
+    const std::vector<double>* per_rank;  // scaled by `scale` when shown
+    double scale;
+  };
+  Record records[32];
+  int num_records = 0;
+  // `us` is the phase time; `per_rank` (routing-dependent phases) is shown per EP rank.
+  auto add = [&](PhaseId id, bool moe, int pass, double us, const std::vector<double>* per_rank = nullptr,
+                 double scale = 1.0) {
+    records[num_records++] = {id, moe, pass == 1, us, per_rank, scale};
+    return us;
+  };
+
+  // --- MoE layer over the sampled routing layers (SimulateMoePhases).
+  const MoePhaseTimes& mp = *in.moe_phases;
+  out.routing_imbalance = mp.imbalance;
+  const double router_us = std::max(2.0 * static_cast<double>(w.dispatch_tokens) * D * E / (peak * o.dense_efficiency),
+                                    o.memory_floor_us);
+  const double shared_us = m.moe.num_shared_experts > 0
+                               ? 6.0 * T * D * m.moe.shared_expert_intermediate_size / tp / (peak * o.dense_efficiency)
+                               : 0.0;
+  // Backward computes input and weight gradients (2x the forward FLOPs); with full
+  // recomputation it first re-runs the forward, communication included (3x compute, 2x comm).
+  const bool full_recompute = t.recompute == Recompute::kFull;
+  const double bwd_compute = full_recompute ? 3.0 : 2.0, bwd_comm = full_recompute ? 2.0 : 1.0;
+  // Memory-bound kernels and launch gaps (zero unless --compute-model kernels).
+  KernelExtrasUs kx;
+  if (o.kernel_compute) {
+    const KernelShape ks{T, static_cast<double>((w.tokens + d.tp - 1) / d.tp), static_cast<double>(w.dispatch_tokens), tp, ab};
+    kx = KernelExtras(m, ks, o, c.hbm_gbps, full_recompute);
+  }
+  // GEMMs and flash attention by shape under --compute-model kernels (gemm_efficiency.h), else
+  // the fixed efficiencies above times the backward multiplier.
+  ShapedComputeUs sc;
+  if (o.kernel_compute) sc = ShapedCompute(m, T, static_cast<double>(w.dispatch_tokens), tp, static_cast<double>(t.seq_len), c.dense_bf16_tflops, o, c.hbm_gbps);
+  auto compute = [&](double fwd_us, const double (&shaped)[2], int pass, double mult) {
+    if (!o.kernel_compute) return fwd_us * mult;
+    return shaped[pass] + (pass == 1 && full_recompute ? shaped[0] : 0.0);
+  };
+  // Selective recomputation by module (recompute.h): the backward re-runs the forward of what the
+  // set drops; the norm and SwiGLU kernels cost time only under --compute-model kernels.
+  const RecomputeSet rs = RecomputeSetOf(t);
+  RecomputeForwardUs rf;
+  if (t.recompute == Recompute::kSelective) {
+    const KernelShape ks{T, static_cast<double>((w.tokens + d.tp - 1) / d.tp), static_cast<double>(w.dispatch_tokens), tp, ab};
+    auto mem = [&](const std::vector<KernelBytes>& k) { return MemoryBoundUs(k, c.hbm_gbps, o.hbm_efficiency, o.memory_floor_us); };
+    if (o.kernel_compute) {
+      std::vector<KernelBytes> norms;
+      for (const KernelBytes& k : AttentionBlockKernels(m, ks, false)) {
+        if (k.name.find("norm") != std::string::npos && k.name != "qk_norm") norms.push_back(k);
+      }
+      rf.norms = mem(norms);
+      rf.routed_act = mem({SwigluKernel(static_cast<double>(w.received_rows), static_cast<double>(w.expert_f_local), ab, false)});
+      rf.shared_act = mem({SwigluKernel(T, m.moe.shared_expert_intermediate_size / tp, ab, false)});
+      rf.dense_act = mem({SwigluKernel(T, m.intermediate_size / tp, ab, false)});
+    }
+    rf.attention_core = o.kernel_compute
+                            ? core_flops / (peak * FlashAttentionEfficiency(d_qk, static_cast<double>(t.seq_len), true, false, o))
+                            : core_flops / (peak * o.attention_efficiency);
+    if (a.kind == AttentionKind::kMla) {
+      const double q_b_n = heads_local * d_qk, kv_b_n = heads_local * (a.qk_nope_head_dim + a.v_head_dim);
+      const double q_b_k = a.q_lora_rank > 0 ? static_cast<double>(a.q_lora_rank) : 0.0;
+      const double kv_b_k = static_cast<double>(a.kv_lora_rank);
+      rf.mla_up_proj = o.kernel_compute ? LinearUs(T, q_b_n, q_b_k, false, c.dense_bf16_tflops, o) + LinearUs(T, kv_b_n, kv_b_k, false, c.dense_bf16_tflops, o)
+                                        : 2.0 * T * (q_b_n * q_b_k + kv_b_n * kv_b_k) / (peak * o.dense_efficiency);
+    }
+    rf.router = compute(router_us, sc.router, 0, 1.0) + kx.router[0];
+    rf.permute = rf.unpermute = mp.permute_max;
+    rf.dispatch = mp.dispatch_max;
+    rf.combine = mp.combine_max;
+    rf.grouped_gemm = mp.gemm_max + kx.grouped_gemm[0];
+    rf.shared_experts = compute(shared_us, sc.shared_experts, 0, 1.0) + kx.shared_experts[0];
+  }
+  RecomputeExtraUs rx = SelectiveRecomputeUs(rs, rf);
+  auto rb = [](double extra, int pass) { return pass == 1 ? extra : 0.0; };  // recomputation runs in the backward
+  double moe_fwd = 0, moe_bwd = 0;
+  // Per direction: the layer's sum, its EP all-to-alls, the rest of it, and the records of the
+  // dispatch and combine phases (for --overlap-moe-expert-parallel-comm below).
+  double moe_sum[2] = {0, 0}, moe_a2a[2] = {0, 0}, moe_rest[2] = {0, 0};
+  int a2a_record[2][2] = {{-1, -1}, {-1, -1}};
+  for (int pass = 0; pass < 2; ++pass) {
+    const double mult = pass == 0 ? 1.0 : bwd_compute;
+    const double cmult = pass == 0 ? 1.0 : bwd_comm;
+    double sum = 0;
+    sum += add(kAttention, true, pass,
+               compute(attention_us, sc.attention, pass, mult) + kx.attention[pass] + rb(rx.attention, pass) +
+                   (pass == 0 ? cp_fwd : cp_bwd + (full_recompute ? cp_fwd : 0.0)));
+    sum += add(kTpComm, true, pass, 4 * tp_collective * cmult);
+    sum += add(kRouter, true, pass, compute(router_us, sc.router, pass, mult) + kx.router[pass] + rb(rx.router, pass));
+    sum += add(kPermute, true, pass, mp.permute_max * cmult + rb(rx.permute, pass), &mp.permute, cmult);
+    a2a_record[pass][0] = num_records;
+    sum += add(kDispatch, true, pass, mp.dispatch_max * cmult + rb(rx.dispatch, pass), &mp.dispatch, cmult);
+    sum += add(kGroupedGemm, true, pass, mp.gemm_max * mult + kx.grouped_gemm[pass] + rb(rx.grouped_gemm, pass), &mp.gemm, mult);
+    sum += add(kUnpermute, true, pass, mp.permute_max * cmult + rb(rx.unpermute, pass), &mp.permute, cmult);
+    a2a_record[pass][1] = num_records;
+    const double comb = add(kCombine, true, pass, mp.combine_max * cmult + rb(rx.combine, pass), &mp.combine, cmult);
+    const double shared = add(kSharedExperts, true, pass,
+                              compute(shared_us, sc.shared_experts, pass, mult) + kx.shared_experts[pass] + rb(rx.shared_experts, pass));
+    sum += o.overlap_shared_experts && !t.run.overlap_moe_ep_comm ? std::max(comb, shared) : comb + shared;
+    const int64_t n_ag = pass == 0 ? fsdp_calls.forward_all_gathers : fsdp_calls.backward_all_gathers;
+    const int64_t n_rs = pass == 0 ? 0 : fsdp_calls.reduce_scatters;
+    add(kFsdpComm, true, pass, fsdp_mean(fsdp_ag[0], fsdp_rs[0], n_ag, n_rs));
+    moe_sum[pass] = sum;
+    moe_a2a[pass] = (mp.dispatch_max + mp.combine_max) * cmult + rb(rx.dispatch, pass) + rb(rx.combine, pass);
+    moe_rest[pass] = sum - moe_a2a[pass];
+  }
+  // Megatron's --overlap-moe-expert-parallel-comm: one micro-batch's all-to-alls run under another
+  // micro-batch's compute of the other direction (pipeline_schedule.h EpOverlapExposedUs); the
+  // dispatch and combine phases show what stays exposed.
+  if (t.run.overlap_moe_ep_comm && d.ep > 1) {
+    const EpOverlap ov = EpOverlapExposedUs(moe_a2a[0], moe_a2a[1], moe_rest[0], moe_rest[1]);
+    const double exposed[2] = {ov.forward_exposed_us, ov.backward_exposed_us};
+    for (int pass = 0; pass < 2; ++pass) {
+      const double f = moe_a2a[pass] > 0 ? exposed[pass] / moe_a2a[pass] : 0.0;
+      for (int which = 0; which < 2; ++which) {
+        Record& r = records[a2a_record[pass][which]];
+        r.us *= f;
+        r.scale *= f;
+      }
+      moe_sum[pass] = moe_rest[pass] + exposed[pass];
+    }
+  }
+  for (int pass = 0; pass < 2; ++pass) {
+    const int64_t n_ag = pass == 0 ? fsdp_calls.forward_all_gathers : fsdp_calls.backward_all_gathers;
+    const int64_t n_rs = pass == 0 ? 0 : fsdp_calls.reduce_scatters;
+    // FSDP's rings and the EP all-to-alls share the NICs when both cross NVLink domains (network.h).
+    (pass == 0 ? moe_fwd : moe_bwd) =
+        fsdp_layer(moe_sum[pass], fsdp_ag[0], fsdp_rs[0], n_ag, n_rs, moe_a2a[pass], mp.spans_domains);
+  }
+  out.moe_layer_us = moe_fwd + moe_bwd;
+
+  // --- Dense layer.
+  const double dense_mlp_us = m.intermediate_size > 0 ? 6.0 * T * D * m.intermediate_size / tp / (peak * o.dense_efficiency) : 0.0;
+  const bool has_dense = in.num_moe_layers < m.num_hidden_layers;
+  if (t.recompute == Recompute::kSelective) {
+    rf.dense_mlp = compute(dense_mlp_us, sc.dense_mlp, 0, 1.0) + kx.dense_mlp[0];
+    rx = SelectiveRecomputeUs(rs, rf);
+  }
+  double dense_fwd = 0, dense_bwd = 0;
+  if (has_dense) {
+    for (int pass = 0; pass < 2; ++pass) {
+      const double mult = pass == 0 ? 1.0 : bwd_compute;
+      const double cmult = pass == 0 ? 1.0 : bwd_comm;
+      double sum = add(kAttention, false, pass,
+                       compute(attention_us, sc.attention, pass, mult) + kx.attention[pass] + rb(rx.attention, pass) +
+                           (pass == 0 ? cp_fwd : cp_bwd + (full_recompute ? cp_fwd : 0.0))) +
+                   add(kTpComm, false, pass, 4 * tp_collective * cmult) +
+                   add(kDenseMlp, false, pass, compute(dense_mlp_us, sc.dense_mlp, pass, mult) + kx.dense_mlp[pass] + rb(rx.dense_mlp, pass));
+      const int64_t n_ag = pass == 0 ? fsdp_calls.forward_all_gathers : fsdp_calls.backward_all_gathers;
+      const int64_t n_rs = pass == 0 ? 0 : fsdp_calls.reduce_scatters;
+      add(kFsdpComm, false, pass, fsdp_mean(fsdp_ag[1], fsdp_rs[1], n_ag, n_rs));
+      (pass == 0 ? dense_fwd : dense_bwd) = fsdp_layer(sum, fsdp_ag[1], fsdp_rs[1], n_ag, n_rs, 0.0, false);
+    }
+  }
+  out.dense_layer_us = dense_fwd + dense_bwd;
+
+  // --- Stages, pipeline, data-parallel step communication, optimizer.
+  const std::vector<int64_t>& layer_stage = *in.layer_stage;
+  const double lm_head_us = (o.kernel_compute ? sc.lm_head[0] + sc.lm_head[1] : 3.0 * 2.0 * T * D * m.vocab_size / tp / (peak * o.dense_efficiency)) +
+                            kx.lm_head[0] + kx.lm_head[1];
+  // Pipeline send/recv per micro-batch on every stage: activations forward and gradients back at
+  // each of its vpp chunk boundaries, PpSendBytes each (comm.h), over the
+  // link they cross (network.h P2pUs: some stage boundary leaves the domain once the world does).
+  const double p2p_us = d.pp > 1 ? 2.0 * static_cast<double>(t.run.vpp) *
+                                       P2pUs(static_cast<double>(PpSendBytes(w, d.tp, m.hidden_size)),
+                                             d.world_size > NvlinkDomainGpus(c), c)
+                                 : 0.0;
+  double worst_stage = 0;
+  int64_t slowest_stage = 0;
+  for (int64_t s = 0; s < d.pp; ++s) {
+    // The last stage runs lm_head and, with --mtp-layers, each MTP module's layer and logits.
+    const double mtp_us = static_cast<double>(t.mtp_layers) * ((m.moe_layers.back() ? out.moe_layer_us : out.dense_layer_us) + lm_head_us);
+    double stage = (s == d.pp - 1 ? lm_head_us + mtp_us : 0.0) + p2p_us;
+    for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
+      if (layer_stage[l] == s) stage += m.moe_layers[l] ? out.moe_layer_us : out.dense_layer_us;
+    }
+    if (stage > worst_stage) {
+      worst_stage = stage;
+      slowest_stage = s;
+    }
+  }
+  const double M = static_cast<double>(t.num_microbatches.value_or(d.pp));
+  // torchtitan's gradient accumulation with pp > 1: an outer loop of A pipeline schedules.
+  const double A = static_cast<double>(t.run.grad_accumulation_steps);
+  out.stage_microbatch_us = worst_stage;
+  const double vpp = static_cast<double>(t.run.vpp);
+  out.pipeline_bubble_us = A * (d.pp - 1) / vpp * worst_stage;
+  // Megatron's overlapped gradient reduce (under the slowest stage's last backward) and
+  // parameter gather (under its first forward) leave only what exceeds that compute exposed.
+  {
+    int64_t moe_n = 0, dense_n = 0;
+    for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
+      if (layer_stage[l] == slowest_stage) (m.moe_layers[l] ? moe_n : dense_n)++;
+    }
+    const double stage_fwd = static_cast<double>(moe_n) * moe_fwd + static_cast<double>(dense_n) * dense_fwd +
+                             (slowest_stage == d.pp - 1 ? lm_head_us / 3.0 : 0.0) + p2p_us / 2.0;
+    const double stage_bwd = worst_stage - stage_fwd;
+    const double param_us = in.dp_step_param_gather_us, grad_us = in.dp_step_comm_us - param_us;
+    out.dp_step_comm_us = (t.run.overlap_grad_reduce ? ExposedUs(grad_us, stage_bwd) : grad_us) +
+                          (t.run.overlap_param_gather ? ExposedUs(param_us, stage_fwd) : param_us);
+  }
+  out.optimizer_us = 2.0 * static_cast<double>(in.static_bytes_rank0) / hbm;
+  const double slots = A * PipelineSlots(static_cast<int64_t>(M), d.pp, t.run.vpp);
+  out.step_time_us = slots * worst_stage + out.dp_step_comm_us + out.optimizer_us;
+
+  const double global_tokens = A * M * t.micro_batch_size * t.seq_len * d.dp_replicate * d.dp_shard;
+  out.tokens_per_s_per_gpu = global_tokens / (out.step_time_us * 1e-6) / d.world_size;
+  // Megatron's model FLOPs (model_flops.h).
+  out.model_flops_per_token = ModelFlopsPerToken(m, t.seq_len, t.mtp_layers);
+  const double model_flops = global_tokens * out.model_flops_per_token;
+  out.mfu = model_flops / (out.step_time_us * 1e-6 * d.world_size * c.dense_bf16_tflops * 1e12);
+
+  // Critical path: every contributor to the step by its share of it. Layer phases count once per
+  // layer of the slowest stage per pipeline slot (A (M + (pp - 1) / vpp) slots); then the step-end terms.
+  double share[kNumPhaseIds] = {};
+  bool present[kNumPhaseIds] = {};
+  int64_t moe_count = 0, dense_count = 0;
+  for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
+    if (layer_stage[l] != slowest_stage) continue;
+    (m.moe_layers[l] ? moe_count : dense_count)++;
+  }
+  for (int i = 0; i < num_records; ++i) {
+    const Record& r = records[i];
+    share[r.id] += r.us * static_cast<double>(r.moe ? moe_count : dense_count) * slots;
+    present[r.id] = true;
+  }
+  if (slowest_stage == d.pp - 1) {
+    share[kLmHead] += lm_head_us * slots;
+    present[kLmHead] = true;
+  }
+  share[kDpStepComm] += out.dp_step_comm_us;
+  share[kOptimizer] += out.optimizer_us;
+  present[kDpStepComm] = present[kOptimizer] = true;
+  // The dominant phase: the largest share (> 0), ties to the name that sorts last.
+  int dominant = -1;
+  for (int id = 0; id < kNumPhaseIds; ++id) {
+    if (!present[id] || !(share[id] > 0)) continue;
+    if (dominant < 0 || share[id] > share[dominant] ||
+        (share[id] == share[dominant] && std::strcmp(PhaseNameOf(id), PhaseNameOf(dominant)) > 0)) {
+      dominant = id;
+    }
+  }
+  if (!detail) {
+    out.dominant_phase = dominant < 0 ? "" : PhaseNameOf(dominant);
+    return out;
+  }
+
+  for (int i = 0; i < num_records; ++i) {
+    const Record& r = records[i];
+    PhaseCost p;
+    p.name = PhaseNameOf(r.id);
+    p.layer_kind = r.moe ? "moe" : "dense";
+    p.direction = r.backward ? "backward" : "forward";
+    p.time_us = r.us;
+    if (r.per_rank && !r.per_rank->empty()) {
+      p.per_ep_rank_us = *r.per_rank;
+      for (auto& x : p.per_ep_rank_us) x *= r.scale;
+      auto it = std::max_element(p.per_ep_rank_us.begin(), p.per_ep_rank_us.end());
+      p.slowest_ep_rank = it - p.per_ep_rank_us.begin();
+    }
+    out.phases.push_back(std::move(p));
+  }
+  std::vector<std::pair<double, std::string>> ranked;
+  for (int id = 0; id < kNumPhaseIds; ++id) {
+    if (present[id]) ranked.push_back({share[id], PhaseNameOf(id)});
+  }
+  std::sort(ranked.rbegin(), ranked.rend());
+  for (const auto& [v, n] : ranked) if (v > 0) out.critical_path.push_back(n);
+  out.dominant_phase = out.critical_path.empty() ? "" : out.critical_path.front();
+  return out;
+}
+
+CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const RoutingResult& routing, const CostOptions& options_in) {
+  const auto& m = plan.model;
+  const auto& d = plan.dims;
+  const auto& t = plan.training;
+  const CostOptions o = WithPrecision(options_in, t);  // FP8 GEMMs from the training config
+  StepInputs in;
+  in.workload = ComputeWorkload(plan);
+  const Workload& w = in.workload;
+  if (d.ep > 1 && (routing.ep != d.ep || routing.num_experts != m.moe.num_experts || routing.layers.empty())) {
+    throw Error(fmt::format("routing was sampled for ep {} and {} experts, the plan has ep {} and {} experts", routing.ep,
+                            routing.num_experts, d.ep, m.moe.num_experts));
+  }
+  // Attention parameters of one layer.
+  for (const auto& p : plan.inventory.params) {
+    if (p.layer == 0 && RoleGroup(p.role) == std::string("attention")) in.attention_params += static_cast<double>(p.Numel());
+  }
+  // Groups of the slowest ranks.
+  auto group_of = [&](const std::vector<int64_t>& g) {
+    return CollectiveGroup{static_cast<int64_t>(g.size()), SpansNodes(g, NvlinkDomainGpus(c)),
+                           MembersPerDomain(g, NvlinkDomainGpus(c))};
+  };
+  in.tp_group = group_of(plan.meshes.dense.GroupOf(0, plan.meshes.dense.AxisIndex("tp")));
+  const int ep_axis = plan.meshes.sparse.AxisIndex("ep");
+  const auto ep_group = plan.meshes.sparse.GroupOf(0, ep_axis);
+
+  if (*t.dp_sharding == DpSharding::kFsdp) {
+    auto dp_group = [&](bool sparse) {
+      const Mesh& mesh = sparse ? plan.meshes.sparse : plan.meshes.dense;
+      std::vector<int64_t> g = {0};
+      for (const char* name : sparse ? std::vector<const char*>{"efsdp", "edp"} : std::vector<const char*>{"dp_shard", "dp", "cp"}) {
+        const int ax = mesh.AxisIndex(name);
+        if (ax < 0) continue;
+        std::vector<int64_t> next;
+        for (int64_t r : g) for (int64_t x : mesh.GroupOf(r, ax)) next.push_back(x);
+        g = next;
+      }
+      std::sort(g.begin(), g.end());
+      g.erase(std::unique(g.begin(), g.end()), g.end());
+      return g;
+    };
+    in.dense_dp_group = group_of(dp_group(false));
+    in.sparse_dp_group = group_of(dp_group(true));
+    for (int kind = 0; kind < 2; ++kind) {
+      const bool moe = kind == 0;
+      int64_t layer = -1;
+      for (int64_t l = 0; l < m.num_hidden_layers && layer < 0; ++l) if (m.moe_layers[l] == moe) layer = l;
+      if (layer < 0) continue;
+      double dense_elems = 0, sparse_elems = 0;
+      for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
+        const auto& p = plan.inventory.params[i];
+        if (p.layer != layer) continue;
+        // FSDP gathers the model-parallel shard back (rank 0 holds the largest one).
+        (plan.placements[i].sparse_mesh ? sparse_elems : dense_elems) += static_cast<double>(ModelParallelNumel(plan, i, 0));
+      }
+      in.fsdp_layer[kind] = {true, dense_elems, sparse_elems};
+    }
+  }
+
+  // Routing-dependent MoE phases.
+  const bool deredundency = d.ep > 1 && t.dispatcher == "deredundency";
+  if (deredundency && routing.oep != DeredundencyOep(plan)) {
+    throw Error(fmt::format("routing was sampled for oep {}, the plan's deredundency dispatcher uses oep {}", routing.oep,
+                            DeredundencyOep(plan)));
+  }
+  MoePhaseShape shape = MoePhaseShapeOf(m, w, d.ep, deredundency);
+  shape.flex = d.ep > 1 && t.dispatcher == "deepep";
+  shape.flex_fp8 = t.dispatch_fp8;
+  shape.allgather = d.ep > 1 && t.dispatcher == "allgather";
+  if (t.fp8_dispatch) shape.dispatch_act_bytes = DispatchBytesPerElement(t, shape.act_bytes);
+  if (routing.num_slots > 0) shape.num_experts = routing.num_slots;  // replicas: the physical slots
+  const MoePhaseTimes moe = SimulateMoePhases(routing, ep_group, shape, c, o);
+  in.moe_phases = &moe;
+  in.num_moe_layers = m.NumMoeLayers();
+  in.layer_stage = &plan.layer_stage;
+
+  const CommReport comm = ComputeComm(plan, 0);
+  for (const auto& e : comm.entries) {
+    if (e.phase != "step") continue;
+    // Rank 0's step groups are {0, stride, ...} (comm.h StepCollective): rails from that shape.
+    const int64_t domain = NvlinkDomainGpus(c);
+    const double us = StepCollectiveUs(static_cast<double>(e.wire_bytes), e.group_size,
+                                       MembersPerDomainStrided(e.group_size, e.stride, domain),
+                                       (e.group_size - 1) * e.stride / domain > 0, c);
+    in.dp_step_comm_us += us;
+    if (e.purpose == "zero1_all_gather_params") in.dp_step_param_gather_us += us;
+  }
+  const MemoryBreakdown mem = StaticMemoryOnRank(plan, 0);
+  in.static_bytes_rank0 = mem.params_bytes + mem.grads_bytes + mem.optimizer_bytes;
+  return SimulateStepFromInputs(m, plan.inventory.totals, d, t, c, in, o, /*detail=*/true);
+}
+
+int64_t RoutingLayersToSample(const ModelSpec& model, const RoutingSpec& routing, std::optional<int64_t> requested,
+                              int64_t default_layers, const char* flag) {
+  const int64_t moe_layers = model.NumMoeLayers();
+  if (routing.kind == RoutingKind::kTrace) return moe_layers;
+  const int64_t layers = requested.value_or(std::min<int64_t>(moe_layers, default_layers));
+  if (layers < 1 || layers > moe_layers) {
+    throw Error(fmt::format("{} ({}) must be in [1, num MoE layers ({})]", flag, layers, moe_layers));
+  }
+  return layers;
+}
+
+RoutingResult SampleRoutingForPlan(const Plan& plan, const RoutingSpec& routing, int64_t layers) {
+  const Workload w = ComputeWorkload(plan);
+  const RoutingModel model =
+      PrepareRouting(routing, plan.model.moe.num_experts, plan.model.moe.top_k, layers, GroupLimitOf(plan.model.moe));
+  RoutingResult result = SampleRouting(model, plan.dims.ep, w.routed_tokens, DispatchOep(plan));
+  if (plan.dims.ep > 1 && plan.training.dispatcher == "deepep") {
+    AddFlexCounts(model, plan.meshes.sparse.GroupOf(0, plan.meshes.sparse.AxisIndex("ep")), plan.training.gpus_per_node, result);
+  }
+  return result;
+}
+
+Json CostToJson(const CostBreakdown& cost) {
+  Json phases = Json::array();
+  for (const auto& p : cost.phases) {
+    Json j = {{"name", p.name}, {"layer_kind", p.layer_kind}, {"direction", p.direction}, {"time_us", p.time_us}};
+    if (!p.per_ep_rank_us.empty()) {
+      j["slowest_ep_rank"] = p.slowest_ep_rank;
+      j["per_ep_rank_us"] = p.per_ep_rank_us;
+    }
+    phases.push_back(std::move(j));
+  }
+  return Json{{"kind", "predicted"},
+              {"phases", phases},
+              {"moe_layer_us", cost.moe_layer_us},
+              {"dense_layer_us", cost.dense_layer_us},
+              {"stage_microbatch_us", cost.stage_microbatch_us},
+              {"pipeline_bubble_us", cost.pipeline_bubble_us},
+              {"dp_step_comm_us", cost.dp_step_comm_us},
+              {"optimizer_us", cost.optimizer_us},
+              {"step_time_us", cost.step_time_us},
+              {"tokens_per_s_per_gpu", cost.tokens_per_s_per_gpu},
+              {"mfu", cost.mfu},
+              {"model_flops_per_token", cost.model_flops_per_token},
+              {"routing_imbalance", cost.routing_imbalance},
+              {"critical_path", cost.critical_path},
+              {"dominant_phase", cost.dominant_phase}};
+}
+
+std::string CostToText(const CostBreakdown& cost) {
+  std::ostringstream out;
+  out << fmt::format("Predicted  step {:.1f} ms, {:.0f} tokens/s per GPU, MFU {:.1f}%, dominant phase: {} (routing imbalance {:.2f})\n",
+                     cost.step_time_us / 1e3, cost.tokens_per_s_per_gpu, 100.0 * cost.mfu, cost.dominant_phase,
+                     cost.routing_imbalance);
+  out << fmt::format("  per layer and micro-batch, slowest rank (us)\n  {:<16} {:<6} {:>12} {:>12}\n", "phase", "layer",
+                     "forward", "backward");
+  std::map<std::pair<std::string, std::string>, std::pair<double, double>> rows;
+  std::vector<std::pair<std::string, std::string>> order;
+  for (const auto& p : cost.phases) {
+    auto key = std::make_pair(p.layer_kind, p.name);
+    if (!rows.count(key)) order.push_back(key);
+    (p.direction == "forward" ? rows[key].first : rows[key].second) = p.time_us;
+  }
+  for (const auto& key : order) {
+    out << fmt::format("  {:<16} {:<6} {:>12.1f} {:>12.1f}\n", key.second, key.first, rows[key].first, rows[key].second);
+  }
+  out << fmt::format("  MoE layer {:.1f} us, dense layer {:.1f} us (fwd+bwd); slowest stage {:.1f} us per micro-batch; "
+                     "bubble {:.1f} us; step-end DP comm {:.1f} us; optimizer {:.1f} us\n",
+                     cost.moe_layer_us, cost.dense_layer_us, cost.stage_microbatch_us, cost.pipeline_bubble_us,
+                     cost.dp_step_comm_us, cost.optimizer_us);
+  return out.str();
+}
+
+}  // namespace dockyard

@@ -1,0 +1,205 @@
+// DeepEP-style (flex) and allgather dispatchers (see deepep.h).
+#include "planner/sim/deepep.h"
+
+#include "planner/sim/network.h"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "planner/base/error.h"
+
+namespace dockyard {
+
+namespace {
+constexpr double kBytesPerUsPerGbps = 1e3;  // 1 GB/s = 1e9 B/s = 1e3 B/us
+}
+
+FlexCounts MakeFlexCounts(const std::vector<int64_t>& ep_group, int64_t gpus_per_node) {
+  if (gpus_per_node < 1) throw Error(fmt::format("gpus_per_node must be >= 1, got {}", gpus_per_node));
+  FlexCounts c;
+  const int64_t n = static_cast<int64_t>(ep_group.size());
+  std::map<int64_t, int64_t> index;
+  for (int64_t r : ep_group) {
+    const int64_t node = r / gpus_per_node;
+    c.node_of.push_back(node);
+    auto it = index.find(node);
+    if (it == index.end()) it = index.emplace(node, static_cast<int64_t>(index.size())).first;
+    c.node_index.push_back(it->second);
+  }
+  c.num_nodes = static_cast<int64_t>(index.size());
+  c.rank_tokens.assign(static_cast<size_t>(n * n), 0);
+  c.node_tokens.assign(static_cast<size_t>(n * c.num_nodes), 0);
+  return c;
+}
+
+void AddFlexTokens(FlexCounts& c, int64_t source, const int32_t* experts, int64_t tokens, int64_t top_k,
+                   int64_t experts_per_member) {
+  const int64_t n = static_cast<int64_t>(c.node_of.size());
+  std::vector<int64_t> rank_seen(static_cast<size_t>(n), -1), node_seen(static_cast<size_t>(c.num_nodes), -1);
+  for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t j = 0; j < top_k; ++j) {
+      const int64_t d = experts[t * top_k + j] / experts_per_member;
+      if (rank_seen[static_cast<size_t>(d)] != t) {
+        rank_seen[static_cast<size_t>(d)] = t;
+        ++c.rank_tokens[static_cast<size_t>(source * n + d)];
+      }
+      const int64_t node = c.node_index[static_cast<size_t>(d)];
+      if (node_seen[static_cast<size_t>(node)] != t) {
+        node_seen[static_cast<size_t>(node)] = t;
+        ++c.node_tokens[static_cast<size_t>(source * c.num_nodes + node)];
+      }
+    }
+  }
+}
+
+FlexCounts SampleFlexCounts(const RoutingModel& model, int64_t layer, const std::vector<int64_t>& ep_group,
+                            int64_t gpus_per_node, int64_t tokens_per_rank) {
+  FlexCounts c = MakeFlexCounts(ep_group, gpus_per_node);
+  const int64_t n = static_cast<int64_t>(ep_group.size());
+  for (int64_t s = 0; s < n; ++s) {
+    const std::vector<int32_t> experts = SampleTokenExperts(model, layer, s, tokens_per_rank);
+    AddFlexTokens(c, s, experts.data(), tokens_per_rank, model.top_k, model.num_experts / n);
+  }
+  return c;
+}
+
+int64_t RailPeer(const FlexCounts& c, int64_t s, int64_t node) {
+  const int64_t n = static_cast<int64_t>(c.node_index.size());
+  int64_t local = 0;
+  for (int64_t m = 0; m < s; ++m) local += c.node_index[static_cast<size_t>(m)] == c.node_index[static_cast<size_t>(s)];
+  std::vector<int64_t> members;
+  for (int64_t m = 0; m < n; ++m) {
+    if (c.node_index[static_cast<size_t>(m)] == node) members.push_back(m);
+  }
+  return members[static_cast<size_t>(local % static_cast<int64_t>(members.size()))];
+}
+
+LinkBytes FlexDispatchBytes(const FlexCounts& c, double bytes_per_token) {
+  const int64_t n = static_cast<int64_t>(c.node_index.size());
+  LinkBytes b;
+  b.n = n;
+  b.nvlink.assign(static_cast<size_t>(n * n), 0.0);
+  b.network.assign(static_cast<size_t>(n * n), 0.0);
+  std::vector<int64_t> peer(static_cast<size_t>(n * c.num_nodes));
+  for (int64_t s = 0; s < n; ++s) {
+    for (int64_t j = 0; j < c.num_nodes; ++j) peer[static_cast<size_t>(s * c.num_nodes + j)] = RailPeer(c, s, j);
+  }
+  for (int64_t s = 0; s < n; ++s) {
+    const int64_t home = c.node_index[static_cast<size_t>(s)];
+    for (int64_t j = 0; j < c.num_nodes; ++j) {
+      if (j == home) continue;
+      b.network[static_cast<size_t>(s * n + peer[static_cast<size_t>(s * c.num_nodes + j)])] +=
+          static_cast<double>(c.node_tokens[static_cast<size_t>(s * c.num_nodes + j)]) * bytes_per_token;
+    }
+    for (int64_t r = 0; r < n; ++r) {
+      const int64_t j = c.node_index[static_cast<size_t>(r)];
+      const int64_t from = j == home ? s : peer[static_cast<size_t>(s * c.num_nodes + j)];
+      if (from == r) continue;  // the token is already on r (its own rows, or r is the RDMA receiver)
+      b.nvlink[static_cast<size_t>(from * n + r)] += static_cast<double>(c.rank_tokens[static_cast<size_t>(s * n + r)]) * bytes_per_token;
+    }
+  }
+  return b;
+}
+
+double FlexTokenBytes(double hidden, double act_bytes, bool fp8) {
+  if (!fp8) return hidden * act_bytes;
+  return hidden + 4.0 * static_cast<double>((static_cast<int64_t>(hidden) + 127) / 128);
+}
+
+std::vector<double> FlexTimesUs(const LinkBytes& b, bool transpose, const std::vector<int64_t>& ep_group,
+                                const ClusterSpec& cl, const CostOptions& o) {
+  const int64_t n = b.n;
+  const double nvl = cl.intra_node_gbps * o.flex_nvlink_efficiency * kBytesPerUsPerGbps;
+  const double net = cl.network_gbps * o.flex_network_efficiency * kBytesPerUsPerGbps;
+  bool spans = false;
+  for (int64_t r : ep_group) spans = spans || r / cl.gpus_per_node != ep_group.front() / cl.gpus_per_node;
+  std::vector<double> t(static_cast<size_t>(n), 0.0);
+  if (n < 2) return t;
+  for (int64_t r = 0; r < n; ++r) {
+    double nvl_send = 0, nvl_recv = 0, net_send = 0, net_recv = 0;
+    for (int64_t d = 0; d < n; ++d) {
+      const size_t out = static_cast<size_t>(r * n + d), in = static_cast<size_t>(d * n + r);
+      nvl_send += b.nvlink[transpose ? in : out];
+      nvl_recv += b.nvlink[transpose ? out : in];
+      net_send += b.network[transpose ? in : out];
+      net_recv += b.network[transpose ? out : in];
+    }
+    t[static_cast<size_t>(r)] = (spans ? cl.network_latency_us : cl.intra_node_latency_us) +
+                                std::max({nvl_send / nvl, nvl_recv / nvl, net_send / net, net_recv / net});
+  }
+  return t;
+}
+
+double AllGatherDispatchUs(int64_t ep, double tokens, double hidden, double act_bytes, const std::vector<int64_t>& ep_group,
+                           const ClusterSpec& cluster) {
+  return RingCollectiveUs(static_cast<double>(ep) * tokens * hidden * act_bytes, ep_group, cluster);
+}
+
+bool FlexOrAllGatherTimesUs(const LayerRouting& L, const std::vector<int64_t>& ep_group, const MoePhaseShape& s,
+                            double sent_ab, const ClusterSpec& cluster, const CostOptions& options, double* dt, double* ct) {
+  const int64_t n = static_cast<int64_t>(ep_group.size());
+  if (s.allgather) {
+    const double Td = s.dispatch_tokens > 0 ? s.dispatch_tokens : s.routed_tokens;
+    const double t = AllGatherDispatchUs(n, Td, s.hidden, s.act_bytes, ep_group, cluster);
+    std::fill(dt, dt + n, t);
+    std::fill(ct, ct + n, t);  // the reduce-scatter of the same buffer
+    return true;
+  }
+  if (!s.flex) return false;
+  if (!L.flex) throw Error("the deepep dispatcher needs the routing sample's per-token counts (SampleRoutingForPlan with deepep)");
+  // DeepEP / HybridEP forward over NVLink inside the NVLink domain (a node, or 72 GPUs of a
+  // GB200 NVL72) and cross the network between domains: the sample's nodes must be those domains.
+  const int64_t domain = NvlinkDomainGpus(cluster);
+  for (int64_t m = 0; m < n; ++m) {
+    const int64_t rank = ep_group[static_cast<size_t>(m)];
+    if (L.flex->node_of[static_cast<size_t>(m)] != rank / domain) {
+      throw Error(fmt::format("the deepep routing sample places EP rank {} on node {}, the cluster's NVLink domain ({} GPUs) on {}; "
+                              "the deepep dispatcher groups ranks by NVLink domain: give --gpus-per-node {}",
+                              rank, L.flex->node_of[static_cast<size_t>(m)], domain, rank / domain, domain));
+    }
+  }
+  const double scale = sent_ab / s.act_bytes;  // megatron etp: a rank sends T_d / T_r of the sampled tokens
+  const LinkBytes dispatch = FlexDispatchBytes(*L.flex, FlexTokenBytes(s.hidden, s.act_bytes, s.flex_fp8) * scale);
+  const std::vector<double> d = FlexTimesUs(dispatch, false, ep_group, cluster, options);
+  const LinkBytes combine = s.flex_fp8 ? FlexDispatchBytes(*L.flex, s.hidden * s.act_bytes * scale) : dispatch;
+  const std::vector<double> c = FlexTimesUs(combine, true, ep_group, cluster, options);
+  std::copy(d.begin(), d.end(), dt);
+  std::copy(c.begin(), c.end(), ct);
+  return true;
+}
+
+Json FlexLinksToJson(const RoutingResult& routing, double bytes_per_token) {
+  Json layers = Json::array();
+  for (const LayerRouting& L : routing.layers) {
+    if (!L.flex) return Json();
+    const LinkBytes b = FlexDispatchBytes(*L.flex, bytes_per_token);
+    const int64_t n = b.n;
+    std::vector<double> net_send(static_cast<size_t>(n), 0), net_recv(static_cast<size_t>(n), 0), nvl_send(static_cast<size_t>(n), 0),
+        nvl_recv(static_cast<size_t>(n), 0);
+    for (int64_t s = 0; s < n; ++s) {
+      for (int64_t d = 0; d < n; ++d) {
+        const size_t i = static_cast<size_t>(s * n + d);
+        net_send[static_cast<size_t>(s)] += b.network[i];
+        net_recv[static_cast<size_t>(d)] += b.network[i];
+        nvl_send[static_cast<size_t>(s)] += b.nvlink[i];
+        nvl_recv[static_cast<size_t>(d)] += b.nvlink[i];
+      }
+    }
+    layers.push_back({{"network", b.network}, {"nvlink", b.nvlink}, {"network_send", net_send}, {"network_recv", net_recv},
+                      {"nvlink_send", nvl_send}, {"nvlink_recv", nvl_recv}});
+  }
+  if (layers.empty()) return Json();
+  return {{"dispatcher", "deepep"}, {"bytes_per_token", bytes_per_token}, {"layers", layers}};
+}
+
+void AddFlexCounts(const RoutingModel& model, const std::vector<int64_t>& ep_group, int64_t gpus_per_node,
+                   RoutingResult& routing) {
+  for (size_t l = 0; l < routing.layers.size(); ++l) {
+    routing.layers[l].flex = std::make_shared<const FlexCounts>(
+        SampleFlexCounts(model, static_cast<int64_t>(l), ep_group, gpus_per_node, routing.tokens_per_rank));
+  }
+}
+
+}  // namespace dockyard

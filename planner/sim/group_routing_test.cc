@@ -1,0 +1,152 @@
+// Tests for group-limited routing: the sampler's bound on groups per token, its agreement with the
+// dispatch matrices, and the router's group selection worked by hand.
+#include "planner/sim/group_routing.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "planner/base/error.h"
+
+using dockyard::Error;
+using dockyard::GroupLimit;
+using dockyard::GroupLimitProblem;
+using dockyard::GroupLimitedSelectRow;
+using dockyard::ParseRoutingSpec;
+using dockyard::PrepareRouting;
+using dockyard::RoutingModel;
+using dockyard::RoutingSpec;
+using dockyard::SampleRouting;
+using dockyard::SampleTokenExperts;
+
+namespace {
+
+RoutingSpec Spec(const std::string& text, uint64_t seed = 7) {
+  RoutingSpec s = ParseRoutingSpec(text);
+  s.seed = seed;
+  return s;
+}
+
+std::string TempFile(const std::string& name, const std::string& content) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  const std::string path = std::string(dir ? dir : "/tmp") + "/" + name;
+  std::ofstream(path) << content;
+  return path;
+}
+
+// A 256-expert trace skewed toward the last groups: expert e has e + 1 tokens.
+std::string SkewedTrace() {
+  std::string counts;
+  for (int e = 0; e < 256; ++e) counts += (e ? "," : "") + std::to_string(e + 1);
+  return TempFile("group_trace.json", "{\"num_experts\": 256, \"layers\": [[" + counts + "]]}");
+}
+
+// The most groups any token of `tokens` tokens of `rank` reaches, checking each token's experts
+// are distinct.
+int64_t MaxGroupsPerToken(const RoutingModel& model, int64_t rank, int64_t tokens, int64_t group_size, bool* distinct) {
+  const std::vector<int32_t> picks = SampleTokenExperts(model, 0, rank, tokens);
+  int64_t worst = 0;
+  for (int64_t t = 0; t < tokens; ++t) {
+    std::set<int32_t> experts, groups;
+    for (int64_t j = 0; j < model.top_k; ++j) {
+      const int32_t e = picks[static_cast<size_t>(t * model.top_k + j)];
+      *distinct = *distinct && experts.insert(e).second;
+      groups.insert(e / static_cast<int32_t>(group_size));
+    }
+    worst = std::max<int64_t>(worst, static_cast<int64_t>(groups.size()));
+  }
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("group-limited sampling: no token reaches more than topk_group groups over 10^6 tokens") {
+  // DeepSeek-V3 (HF config.json): 256 experts, top-8, n_group 8, topk_group 4 -> groups of 32.
+  const GroupLimit limit{8, 4, true};
+  for (const std::string text : {"uniform", "zipf:1.2", "hot:16:0.9", "trace"}) {
+    CAPTURE(text);
+    const RoutingSpec spec = text == "trace" ? Spec("trace:" + SkewedTrace()) : Spec(text);
+    const RoutingModel model = PrepareRouting(spec, 256, 8, 1, limit);
+    bool distinct = true;
+    int64_t worst = 0;
+    for (int64_t rank = 0; rank < 4; ++rank) worst = std::max(worst, MaxGroupsPerToken(model, rank, 250000, 32, &distinct));
+    CHECK(distinct);
+    CHECK(worst == 4);  // some token does use 4 groups (8 picks), none more
+    // Without the limit tokens do reach more than 4 groups: the test can fail.
+    const RoutingModel free_model = PrepareRouting(spec, 256, 8, 1);
+    bool free_distinct = true;
+    CHECK(MaxGroupsPerToken(free_model, 0, 10000, 32, &free_distinct) > 4);
+  }
+}
+
+TEST_CASE("group-limited sampling: the matrices count the same draws as SampleTokenExperts") {
+  const RoutingModel model = PrepareRouting(Spec("zipf:1.0"), 64, 6, 2, GroupLimit{8, 3, true});
+  const int64_t ep = 4, T = 500;
+  const auto result = SampleRouting(model, ep, T);
+  for (int64_t layer = 0; layer < 2; ++layer) {
+    for (int64_t r = 0; r < ep; ++r) {
+      const std::vector<int32_t> picks = SampleTokenExperts(model, layer, r, T);
+      std::vector<int64_t> row(ep, 0);
+      for (int32_t e : picks) ++row[static_cast<size_t>(e / 16)];
+      for (int64_t d = 0; d < ep; ++d) CHECK(result.layers[layer].dispatch[r * ep + d] == row[d]);
+    }
+    // Every row holds T * top_k = 3000 assignments.
+    int64_t total = 0;
+    for (int64_t v : result.layers[layer].dispatch) total += v;
+    CHECK(total == ep * T * 6);
+  }
+}
+
+TEST_CASE("group-limited sampling: uniform stays uniform over experts") {
+  // 64 experts, top-4, 4 groups of 16, keep 2: by symmetry every expert gets 1/64 of the
+  // assignments. 200000 tokens x 4 = 800000 assignments; per expert mean 12500, sd ~ sqrt(12500)
+  // ~ 112 (less: without replacement); 6 sd = 670.
+  const RoutingModel model = PrepareRouting(Spec("uniform"), 64, 4, 1, GroupLimit{4, 2, true});
+  const auto result = SampleRouting(model, 1, 200000);
+  for (int64_t count : result.layers[0].tokens_per_expert) CHECK(std::abs(count - 12500) < 670);
+}
+
+TEST_CASE("group-limited sampling: an inactive limit is the plain model") {
+  const RoutingModel a = PrepareRouting(Spec("zipf:1.1"), 32, 4, 1, GroupLimit{1, 1, true});
+  const RoutingModel b = PrepareRouting(Spec("zipf:1.1"), 32, 4, 1);
+  CHECK(SampleTokenExperts(a, 0, 3, 100) == SampleTokenExperts(b, 0, 3, 100));
+}
+
+TEST_CASE("group limit validation names the field and the rule") {
+  CHECK(GroupLimitProblem(256, 8, 8, 4).empty());
+  CHECK(GroupLimitProblem(256, 8, 1, 1).empty());
+  CHECK(GroupLimitProblem(256, 8, 7, 4).find("n_group (7) must be >= 1 and divide num_experts (256)") != std::string::npos);
+  CHECK(GroupLimitProblem(256, 8, 8, 9).find("topk_group (9) must be in [1, n_group (8)]") != std::string::npos);
+  // 1 kept group of 256/64 = 4 experts cannot hold top-8.
+  CHECK(GroupLimitProblem(256, 8, 64, 1).find("hold fewer than top_k (8)") != std::string::npos);
+  CHECK_THROWS_AS(PrepareRouting(Spec("uniform"), 256, 8, 1, GroupLimit{64, 1, true}), Error);
+}
+
+TEST_CASE("router group selection by hand") {
+  const float inf = std::numeric_limits<float>::infinity();
+  // 8 experts in 4 groups of 2, keep 2 groups.
+  //   group 0: 0.9, 0.1 -> top-2 sum 1.0, max 0.9
+  //   group 1: 0.5, 0.6 -> 1.1, 0.6
+  //   group 2: 0.3, 0.2 -> 0.5, 0.3
+  //   group 3: 0.8, 0.25 -> 1.05, 0.8
+  // Top-2 sum (noaux_tc): keep groups 1 (1.1) and 3 (1.05); expert 0 (0.9, the best single
+  // score) is masked. Max (group_limited_greedy): keep groups 0 (0.9) and 3 (0.8).
+  const std::vector<float> row = {0.9f, 0.1f, 0.5f, 0.6f, 0.3f, 0.2f, 0.8f, 0.25f};
+  std::vector<float> scratch(4);
+  std::vector<float> sum_rule = row;
+  GroupLimitedSelectRow(sum_rule.data(), 8, GroupLimit{4, 2, true}, scratch.data());
+  CHECK(sum_rule == std::vector<float>{-inf, -inf, 0.5f, 0.6f, -inf, -inf, 0.8f, 0.25f});
+  std::vector<float> max_rule = row;
+  GroupLimitedSelectRow(max_rule.data(), 8, GroupLimit{4, 2, false}, scratch.data());
+  CHECK(max_rule == std::vector<float>{0.9f, 0.1f, -inf, -inf, -inf, -inf, 0.8f, 0.25f});
+  // Ties go to the lower group: groups 0 and 1 both sum to 1.0, keep 1 group -> group 0.
+  std::vector<float> tie = {0.5f, 0.5f, 0.4f, 0.6f};
+  GroupLimitedSelectRow(tie.data(), 4, GroupLimit{2, 1, true}, scratch.data());
+  CHECK(tie == std::vector<float>{0.5f, 0.5f, -inf, -inf});
+}
