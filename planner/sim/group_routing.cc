@@ -1,6 +1,8 @@
 // Group-limited routing (see group_routing.h).
 #include "planner/sim/group_routing.h"
 
+#include <algorithm>
+
 
 #include <fmt/format.h>
 
@@ -59,6 +61,14 @@ GroupSampler BuildGroupSampler(const std::vector<double>& share, int64_t top_k, 
   s.weight = share;
   s.group_weight.assign(static_cast<size_t>(limit.n_group), 0.0);
   for (int64_t e = 0; e < s.num_experts; ++e) s.group_weight[static_cast<size_t>(e / s.group_size)] += share[static_cast<size_t>(e)];
+  s.cum.assign(share.begin(), share.end());
+  for (int64_t e = 0; e < s.num_experts; ++e) {
+    if (e % s.group_size != 0) s.cum[static_cast<size_t>(e)] += s.cum[static_cast<size_t>(e - 1)];
+  }
+  s.uniform = !share.empty() && share.front() > 0 &&
+              std::all_of(share.begin(), share.end(), [&](double w) { return w == share.front(); });
+  s.group_cum = s.group_weight;
+  for (size_t g = 1; g < s.group_cum.size(); ++g) s.group_cum[g] += s.group_cum[g - 1];
   return s;
 }
 

@@ -73,6 +73,9 @@ struct GroupSampler {
   GroupLimit limit;
   std::vector<double> weight;        // [E] the expert shares
   std::vector<double> group_weight;  // [n_group] their sums per group
+  std::vector<double> cum;           // [E] inclusive prefix sums of weight inside each group
+  std::vector<double> group_cum;     // [n_group] inclusive prefix sums of group_weight
+  bool uniform = false;              // every expert has the same positive weight (uniform routing)
 
   // Draws `tokens` tokens: sink.BeginToken() then top_k sink.Pick(expert) per token.
   template <class Sink>
@@ -95,34 +98,96 @@ void GroupSampler::Draw(Xoshiro256ss& rng, int64_t tokens, Sink& sink) const {
   std::vector<double> kept_left(static_cast<size_t>(kg));  // untaken experts left in kept group i
   std::vector<uint8_t> taken(static_cast<size_t>(kg * S));
   const std::vector<uint8_t> none(static_cast<size_t>(kg), 0);
+  // Fast path: rejection sampling from the full distribution (a draw that hits a taken group or
+  // expert is repeated), which is a draw in proportion to weight over the untaken ones -- the same
+  // law as the successive sampling below, in O(log) per try. After kMaxTries misses (nearly all
+  // the remaining weight is taken) the exact successive sampling decides.
+  constexpr int kMaxTries = 32;
+  auto search = [](const double* c, int64_t n, double u) {
+    int64_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+      const int64_t mid = (lo + hi) / 2;
+      if (u < c[mid]) hi = mid; else lo = mid + 1;
+    }
+    return lo;
+  };
+  const double total = group_cum.empty() ? 0.0 : group_cum.back();
+  if (uniform) {
+    // Equal weights: topk_group distinct groups, then top_k distinct experts among their kg x S,
+    // each uniform (rejection of repeats; kg <= G and top_k <= kg x S).
+    std::vector<int64_t> picked(static_cast<size_t>(top_k));
+    for (int64_t t = 0; t < tokens; ++t) {
+      sink.BeginToken();
+      for (int64_t i = 0; i < kg; ++i) {
+        int64_t g;
+        do {
+          g = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(G)));
+        } while (std::find(kept.begin(), kept.begin() + i, g) != kept.begin() + i);
+        kept[static_cast<size_t>(i)] = g;
+      }
+      for (int64_t j = 0; j < top_k; ++j) {
+        int64_t x;
+        do {
+          x = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(kg * S)));
+        } while (std::find(picked.begin(), picked.begin() + j, x) != picked.begin() + j);
+        picked[static_cast<size_t>(j)] = x;
+        sink.Pick(static_cast<uint32_t>(kept[static_cast<size_t>(x / S)] * S + x % S));
+      }
+    }
+    return;
+  }
   for (int64_t t = 0; t < tokens; ++t) {
     sink.BeginToken();
     std::fill(group_taken.begin(), group_taken.end(), uint8_t{0});
     for (int64_t i = 0; i < kg; ++i) {
-      const int64_t g = Pick(group_weight.data(), group_taken.data(), G, rng);
+      int64_t g = -1;
+      for (int tries = 0; total > 0 && tries < kMaxTries && g < 0; ++tries) {
+        const int64_t c = search(group_cum.data(), G, rng.Uniform01() * total);
+        if (!group_taken[static_cast<size_t>(c)] && group_weight[static_cast<size_t>(c)] > 0) g = c;
+      }
+      if (g < 0) g = Pick(group_weight.data(), group_taken.data(), G, rng);
       group_taken[static_cast<size_t>(g)] = 1;
       kept[static_cast<size_t>(i)] = g;
       kept_mass[static_cast<size_t>(i)] = group_weight[static_cast<size_t>(g)];
       kept_left[static_cast<size_t>(i)] = static_cast<double>(S);
     }
     std::fill(taken.begin(), taken.end(), uint8_t{0});
-    // Each pick: a kept group in proportion to its untaken weight (in proportion to its untaken
-    // experts once no weight is left), then an expert inside it in proportion to its weight --
-    // together a draw in proportion to weight over the untaken experts of the kept groups.
+    double kept_total = 0;
+    for (int64_t i = 0; i < kg; ++i) kept_total += group_weight[static_cast<size_t>(kept[static_cast<size_t>(i)])];
     for (int64_t j = 0; j < top_k; ++j) {
-      bool any_mass = false;
-      for (int64_t i = 0; i < kg; ++i) any_mass = any_mass || (kept_mass[static_cast<size_t>(i)] > 0 && kept_left[static_cast<size_t>(i)] > 0);
-      if (any_mass) {
-        for (int64_t i = 0; i < kg; ++i) {
-          if (kept_left[static_cast<size_t>(i)] == 0) kept_mass[static_cast<size_t>(i)] = 0;  // rounding residue
+      int64_t i = -1, x = -1;
+      for (int tries = 0; kept_total > 0 && tries < kMaxTries && x < 0; ++tries) {
+        // A kept group in proportion to its full weight, then an expert in proportion to its weight.
+        double u = rng.Uniform01() * kept_total;
+        int64_t k = 0;
+        while (k + 1 < kg && u >= group_weight[static_cast<size_t>(kept[static_cast<size_t>(k)])]) {
+          u -= group_weight[static_cast<size_t>(kept[static_cast<size_t>(k)])];
+          ++k;
+        }
+        const int64_t g = kept[static_cast<size_t>(k)];
+        const int64_t e = search(cum.data() + g * S, S, rng.Uniform01() * group_weight[static_cast<size_t>(g)]);
+        if (!taken[static_cast<size_t>(k * S + e)] && weight[static_cast<size_t>(g * S + e)] > 0) {
+          i = k;
+          x = e;
         }
       }
-      const std::vector<double>& by = any_mass ? kept_mass : kept_left;
-      const int64_t i = Pick(by.data(), none.data(), kg, rng);
+      if (x < 0) {
+        // Exact successive sampling: a kept group in proportion to its untaken weight (to its
+        // untaken experts once no weight is left), then an expert inside it in proportion to its
+        // weight.
+        bool any_mass = false;
+        for (int64_t k = 0; k < kg; ++k) any_mass = any_mass || (kept_mass[static_cast<size_t>(k)] > 0 && kept_left[static_cast<size_t>(k)] > 0);
+        if (any_mass) {
+          for (int64_t k = 0; k < kg; ++k) {
+            if (kept_left[static_cast<size_t>(k)] == 0) kept_mass[static_cast<size_t>(k)] = 0;  // rounding residue
+          }
+        }
+        const std::vector<double>& by = any_mass ? kept_mass : kept_left;
+        i = Pick(by.data(), none.data(), kg, rng);
+        x = Pick(weight.data() + kept[static_cast<size_t>(i)] * S, taken.data() + i * S, S, rng);
+      }
       const int64_t g = kept[static_cast<size_t>(i)];
-      uint8_t* group_taken_experts = taken.data() + i * S;
-      const int64_t x = Pick(weight.data() + g * S, group_taken_experts, S, rng);
-      group_taken_experts[x] = 1;
+      taken[static_cast<size_t>(i * S + x)] = 1;
       kept_mass[static_cast<size_t>(i)] = std::max(0.0, kept_mass[static_cast<size_t>(i)] - weight[static_cast<size_t>(g * S + x)]);
       kept_left[static_cast<size_t>(i)] -= 1;
       sink.Pick(static_cast<uint32_t>(g * S + x));
