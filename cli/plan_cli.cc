@@ -89,7 +89,6 @@ struct CliOptions {
   // Schedule settings (planner/model/pipeline_schedule.h RunSettings).
   std::string fsdp_reshard, grad_accumulation_steps, vpp, cp_comm;
   bool overlap_grad_reduce = false, overlap_param_gather = false, overlap_moe_ep_comm = false;
-  bool dispatch_fp8 = false;  // --dispatch-fp8
   std::string search_dispatchers;  // search --search-dispatchers
   // simulate
   std::string cluster = "h100-sxm", routing = "uniform", seed = "0", routing_layers;
@@ -153,7 +152,6 @@ void AddPlanOptions(CLI::App* app, CliOptions& o) {
   app->add_option("--dispatcher", o.dispatcher,
                   "all_to_all | deredundency | deepep (Megatron flex: DeepEP / HybridEP) | allgather (default all_to_all)")
       ->check(CLI::IsMember({"all_to_all", "deredundency", "deepep", "allgather"}));
-  app->add_flag("--dispatch-fp8", o.dispatch_fp8, "deepep: send the dispatch in FP8 (DeepEP use_fp8); the combine stays BF16");
   app->add_option("--oep", o.oep, "deredundency outer EP size (default: nodes spanned by an EP group)");
   app->add_option("--refit-dtype", o.refit_dtype, "dtype of the streamed per-expert tensors (default: param dtype)");
   app->add_option("--refit-json", o.refit_json, "write the per-expert refit map to PATH ('-' = stdout)");
@@ -207,7 +205,6 @@ TrainingConfig ResolveTraining(const CliOptions& o, const ModelSpec& model, int6
   if (auto v = ParseNumber("--imbalance", o.imbalance)) t.imbalance = *v;
   if (auto v = ParseInt("--gpus-per-node", o.gpus_per_node)) t.gpus_per_node = *v;
   if (!o.dispatcher.empty()) t.dispatcher = o.dispatcher;
-  if (o.dispatch_fp8) t.dispatch_fp8 = true;
   if (auto v = ParseInt("--oep", o.oep)) t.oep = *v;
   if (!o.refit_dtype.empty()) t.refit_dtype = CanonicalDtype(o.refit_dtype);
   if (!o.fsdp_reshard.empty()) t.run.reshard_after_forward = ParseReshardPolicy(o.fsdp_reshard, "--fsdp-reshard-after-forward");
@@ -326,7 +323,7 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
         const Workload w = ComputeWorkload(plan);
         const double scale = w.routed_tokens > 0 ? static_cast<double>(w.dispatch_tokens) / static_cast<double>(w.routed_tokens) : 1.0;
         j["dispatch_links"] = FlexLinksToJson(
-            sampled, FlexTokenBytes(static_cast<double>(plan.model.hidden_size), static_cast<double>(w.act_bytes), plan.training.dispatch_fp8) *
+            sampled, FlexTokenBytes(static_cast<double>(plan.model.hidden_size), static_cast<double>(w.act_bytes), plan.training.fp8_dispatch) *
                          scale);
       }
       if (o.json_given) report_text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
@@ -409,9 +406,11 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   s.routing = ParseRoutingSpec(o.routing);
   s.routing.seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
   const ModelSpec model = LoadModelOrDefault(o.model);
+  // --fp8-dispatch reaches the candidates whose dispatcher has it (all_to_all, deepep).
   CliOptions training_flags = o;
-  training_flags.dispatch_fp8 = false;  // set on the deepep candidates only (SearchOptions::deepep_fp8)
+  training_flags.fp8_dispatch = false;
   s.training = ResolveTraining(training_flags, model, 1);
+  s.training.fp8_dispatch = o.fp8_dispatch;
   std::vector<std::string> names;
   for (size_t start = 0; !o.search_dispatchers.empty() && start <= o.search_dispatchers.size();) {
     const size_t comma = std::min(o.search_dispatchers.find(',', start), o.search_dispatchers.size());
@@ -427,10 +426,6 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
       throw Error(fmt::format("--search-dispatchers: unknown dispatcher '{}' (expected deepep or allgather, comma-separated)", name));
     }
   }
-  if (o.dispatch_fp8 && !s.include_deepep) {
-    throw Error("--dispatch-fp8 needs deepep in --search-dispatchers (FP8 dispatch is DeepEP's)");
-  }
-  s.deepep_fp8 = o.dispatch_fp8;
   if (use_default && o.recompute.empty()) s.training.recompute = Recompute::kFull;
   const int64_t moe_layers = model.NumMoeLayers();
   // (A trace samples every MoE layer; the sampler reads all of them whatever routing_layers says.)
@@ -539,8 +534,7 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
                                  "best layouts with each");
   search->add_option("--search-dispatchers", o.search_dispatchers,
                      "comma-separated dispatchers to rank beside all_to_all and deredundency: deepep, allgather "
-                     "(default none; deepep takes --dispatch-fp8)");
-  search->add_flag("--dispatch-fp8", o.dispatch_fp8, "deepep candidates send the dispatch in FP8 (DeepEP use_fp8)");
+                     "(default none; --fp8-dispatch applies to the all_to_all and deepep candidates)");
   search->add_option("--top", o.top, "layouts to show (default 10)");
   search->add_option("--max-pp", o.max_pp, "largest pipeline degree to try (default 16)");
   search->add_option("--calibration", o.calibration, "calibration JSON (calibration/PRESET.json; default: the built-in knobs)");

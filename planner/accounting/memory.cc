@@ -243,7 +243,7 @@ StageBufferBytes StageBuffers(WideInt largest_fsdp_unit, bool has_moe_layers, co
     }
     if (t.dispatcher == "deepep") {
       const WideInt other_nodes = Ceil(d.ep, t.gpus_per_node) - 1;
-      const WideInt row = t.dispatch_fp8 ? h + 4 * Ceil(h, 128) : h * w.act_bytes;  // DeepEP FP8: 1 B + fp32 scale / 128
+      const WideInt row = static_cast<WideInt>(DispatchRowBytes(static_cast<double>(h), static_cast<double>(w.act_bytes), t.fp8_dispatch));
       set(BufferUse::kDeepEp, other_nodes * w.dispatch_tokens * row + static_cast<WideInt>(w.received_rows) * h * w.act_bytes);
     } else {
       set(BufferUse::kAllToAll, static_cast<WideInt>(w.mean_received_rows + w.received_rows) * h * w.act_bytes);

@@ -185,7 +185,7 @@ StageActivationBytes StageActivations(const LayerActivationTable& layers, const 
 //    unsharded_accumulated_grad);
 //  - deepep dispatcher (planner/sim/deepep.h), in place of the all-to-all buffers: the RDMA receive
 //    rows (one per token per other node the EP group spans: (nodes - 1) x T_d, in the dispatch's
-//    bytes per row, FP8 with dispatch_fp8) and the NVLink receive rows (R_max, act bytes).
+//    bytes per row, FP8 with fp8_dispatch: deepep.h FlexTokenBytes) and the NVLink receive rows (R_max, act bytes).
 enum class BufferUse {
   kFsdpAllGather, kFsdpReduceScatter, kDeredundency, kAllToAll, kTpAllGather, kPpSendRecv,
   kFsdpUnshardedParams, kFsdpUnshardedGrads, kDeepEp, kCount

@@ -1,6 +1,8 @@
 // Training precision (see precision.h).
 #include "planner/model/precision.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "planner/base/error.h"
@@ -22,6 +24,10 @@ double Fp8WeightCopyBytesPerElement(const TrainingConfig& t) {
 
 double Fp8QuantizeBytesPerElement(bool blockwise, double ab) {
   return blockwise ? ab + 1.0 + kScaleBytes / kTile : 2.0 * ab + 1.0;
+}
+
+double DispatchRowBytes(double hidden, double act_bytes, bool fp8) {
+  return fp8 ? hidden + kScaleBytes * std::ceil(hidden / kTile) : hidden * act_bytes;
 }
 
 double DispatchBytesPerElement(const TrainingConfig& t, double ab) { return t.fp8_dispatch ? 1.0 + kScaleBytes / kTile : ab; }

@@ -33,6 +33,10 @@ double Fp8WeightCopyBytesPerElement(const TrainingConfig& training);
 double Fp8QuantizeBytesPerElement(bool blockwise, double act_bytes);
 // Bytes per element the dispatch all-to-all sends (act_bytes unless --fp8-dispatch).
 double DispatchBytesPerElement(const TrainingConfig& training, double act_bytes);
+// Bytes of one dispatched token row of `hidden` elements: hidden x act_bytes, or with FP8 dispatch
+// 1 B per element plus one fp32 scale per 128-element tile (DeepEP use_fp8:
+// hidden + 4 x ceil(hidden / 128)). The deepep dispatcher's rows and RDMA buffers use it.
+double DispatchRowBytes(double hidden, double act_bytes, bool fp8);
 
 // Checks precision ("bf16" | "fp8"), fp8_recipe ("tensorwise" | "blockwise", and not given
 // without fp8), optimizer_states_dtype ("float32" | "bfloat16"). Throws dockyard::Error naming

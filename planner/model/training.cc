@@ -135,8 +135,10 @@ void ValidateTraining(const TrainingConfig& t, const std::string& origin) {
     }
     fail("dispatcher", rule);
   }
-  if (t.dispatch_fp8 && t.dispatcher != "deepep") {
-    fail("dispatch_fp8", fmt::format("FP8 dispatch is DeepEP's (use_fp8); it needs the deepep dispatcher, got \"{}\"", t.dispatcher));
+  if (t.fp8_dispatch && t.dispatcher != "all_to_all" && t.dispatcher != "deepep") {
+    fail(flags ? "fp8-dispatch" : "fp8_dispatch",
+         fmt::format("FP8 dispatch applies to the all_to_all and deepep dispatchers (Megatron's FP8 all-to-all, DeepEP use_fp8), "
+                     "the dispatcher is \"{}\"", t.dispatcher));
   }
   ValidateRecomputeModules(t, origin + (flags ? "recompute-modules" : "recompute_modules"));
   ValidatePrecision(t, origin);
@@ -149,7 +151,7 @@ void ValidateTraining(const TrainingConfig& t, const std::string& origin) {
 TrainingConfig TrainingFromJson(const JsonView& v) {
   v.RejectUnknownKeys({"dp_sharding", "param_dtype", "grad_dtype", "optimizer", "seq_len", "micro_batch_size",
                        "num_microbatches", "recompute", "pp_layer_split", "gpu_memory_gib", "imbalance", "gpus_per_node",
-                       "oep", "refit_dtype", "dispatcher", "dispatch_fp8", "recompute_modules", "precision", "fp8_recipe",
+                       "oep", "refit_dtype", "dispatcher", "recompute_modules", "precision", "fp8_recipe",
                        "fp8_dispatch", "optimizer_states_dtype", "mtp_layers"});
   TrainingConfig t;
   if (v.Has("dp_sharding")) {
@@ -193,7 +195,6 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
   t.refit_dtype = v.StringOr("refit_dtype", "");
   if (!t.refit_dtype.empty()) t.refit_dtype = CanonicalDtype(t.refit_dtype);
   t.dispatcher = v.StringOr("dispatcher", t.dispatcher);
-  t.dispatch_fp8 = v.BoolOr("dispatch_fp8", false);
   t.mtp_layers = v.IntOr("mtp_layers", 0);
   t.precision = v.StringOr("precision", t.precision);
   t.fp8_recipe = v.StringOr("fp8_recipe", t.fp8_recipe);
@@ -221,7 +222,6 @@ Json TrainingToJson(const TrainingConfig& t) {
   if (t.num_microbatches) j["num_microbatches"] = *t.num_microbatches;
   if (!t.pp_layer_split.empty()) j["pp_layer_split"] = t.pp_layer_split;
   if (t.oep) j["oep"] = *t.oep;
-  if (t.dispatch_fp8) j["dispatch_fp8"] = true;  // written only when set: other plans read as before
   if (!t.refit_dtype.empty()) j["refit_dtype"] = t.refit_dtype;
   if (!t.recompute_modules.empty()) j["recompute_modules"] = t.recompute_modules;
   // Precision keys only when not the default, so default reports do not change.

@@ -53,7 +53,6 @@ struct TrainingConfig {
   // HybridEP: once per destination node over the network, then NVLink; planner/sim/deepep.h) or
   // "allgather" (Megatron MoEAllGatherTokenDispatcher).
   std::string dispatcher = "all_to_all";
-  bool dispatch_fp8 = false;              // deepep: dispatch rows in FP8 (DeepEP use_fp8); combine BF16
   std::optional<int64_t> oep;             // deredundency outer EP size; unset = nodes spanned by ep
   std::string refit_dtype;                // empty = param_dtype
   RunSettings run;                        // framework schedule settings (pipeline_schedule.h; flags only)

@@ -347,7 +347,8 @@ LayoutEvaluation LayoutEvaluator::EvaluateReference(const LayoutCandidate& c, bo
   t.dispatcher = c.dispatcher;
   t.gpus_per_node = options_.cluster.gpus_per_node;
   if (t.dispatcher != "deredundency") t.oep.reset();
-  t.dispatch_fp8 = t.dispatcher == "deepep" && options_.deepep_fp8;
+  // FP8 dispatch (--fp8-dispatch) where the candidate's dispatcher has it.
+  t.fp8_dispatch = options_.training.fp8_dispatch && (t.dispatcher == "all_to_all" || t.dispatcher == "deepep");
   Plan plan;
   try {
     plan = BuildPlan(model_, inventory_, c.dims, t);

@@ -54,11 +54,10 @@ struct SearchOptions {
   int64_t top = 10;
   bool include_deredundency = true;
   // Opt-in dispatchers (--search-dispatchers): deepep (Megatron flex) for every ep > 1, with FP8
-  // dispatch when training.dispatch_fp8; allgather for every ep > 1. Priced by the plan path
+  // dispatch when training.fp8_dispatch; allgather for every ep > 1. Priced by the plan path
   // (BuildPlan + SimulateStep), not the fast class sums.
   bool include_deepep = false;
   bool include_allgather = false;
-  bool deepep_fp8 = false;  // deepep candidates dispatch in FP8 (training.dispatch_fp8 set on them only)
   std::function<void(int64_t done, int64_t total)> progress;  // called now and then; may be empty
 };
 

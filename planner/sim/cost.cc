@@ -751,7 +751,7 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
   }
   MoePhaseShape shape = MoePhaseShapeOf(m, w, d.ep, deredundency);
   shape.flex = d.ep > 1 && t.dispatcher == "deepep";
-  shape.flex_fp8 = t.dispatch_fp8;
+  shape.flex_fp8 = t.fp8_dispatch;
   shape.allgather = d.ep > 1 && t.dispatcher == "allgather";
   if (t.fp8_dispatch) shape.dispatch_act_bytes = DispatchBytesPerElement(t, shape.act_bytes);
   if (routing.num_slots > 0) shape.num_experts = routing.num_slots;  // replicas: the physical slots

@@ -1,6 +1,7 @@
 // DeepEP-style (flex) and allgather dispatchers (see deepep.h).
 #include "planner/sim/deepep.h"
 
+#include "planner/model/precision.h"
 #include "planner/sim/network.h"
 
 #include <algorithm>
@@ -104,8 +105,7 @@ LinkBytes FlexDispatchBytes(const FlexCounts& c, double bytes_per_token) {
 }
 
 double FlexTokenBytes(double hidden, double act_bytes, bool fp8) {
-  if (!fp8) return hidden * act_bytes;
-  return hidden + 4.0 * static_cast<double>((static_cast<int64_t>(hidden) + 127) / 128);
+  return DispatchRowBytes(hidden, act_bytes, fp8);
 }
 
 std::vector<double> FlexTimesUs(const LinkBytes& b, bool transpose, const std::vector<int64_t>& ep_group,

@@ -122,10 +122,10 @@ TEST_CASE("deepep buffers replace the all-to-all buffers: RDMA rows per other no
   CHECK_FALSE(b.present[static_cast<int>(BufferUse::kAllToAll)]);
   CHECK(b.bytes[static_cast<int>(BufferUse::kDeepEp)] == 528482304);
   // FP8 dispatch: RDMA rows of 7168 + 56 x 4 = 7392 B: 4096 x 7392 = 30,277,632 + 469,762,048.
-  t.dispatch_fp8 = true;
+  t.fp8_dispatch = true;
   CHECK(StageBuffers(0, true, w, d, t, tb, 1, 7168, 0).bytes[static_cast<int>(BufferUse::kDeepEp)] == 500039680);
   // all_to_all: (T_r k + R_max) rows x 7168 x 2 B = 65536 x 14336 = 939,524,096.
-  t.dispatch_fp8 = false;
+  t.fp8_dispatch = false;
   t.dispatcher = "all_to_all";
   CHECK(StageBuffers(0, true, w, d, t, tb, 1, 7168, 0).bytes[static_cast<int>(BufferUse::kAllToAll)] == 939524096);
 }
