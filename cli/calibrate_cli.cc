@@ -54,7 +54,7 @@ int RunCalibrate(const CalibrateOptions& o, std::ostream& out) {
     } else if (json.is_object() && json.contains("runs")) {
       const size_t slash = path.rfind('/');
       const FidelitySet set = FidelitySetFromJson(json, path, slash == std::string::npos ? "." : path.substr(0, slash));
-      more = RowsFromFidelitySet(set, preset, &skipped);
+      more = RowsFromFidelitySet(set, preset, &skipped, o.cluster.empty() ? preset : hardware.name);
     } else {
       throw Error(fmt::format("{}: neither a runs file (a \"runs\" list, testdata/fidelity/README.md) nor a dockyard-run --json "
                               "report (\"kind\": \"dockyard_run\")",

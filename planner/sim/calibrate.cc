@@ -228,7 +228,7 @@ double StepSecondsAt(FidelityRun run, double value) {
 }  // namespace
 
 std::vector<CalibrationRow> RowsFromFidelitySet(const FidelitySet& set, const std::string& preset,
-                                                std::vector<std::pair<std::string, std::string>>* skipped) {
+                                                std::vector<std::pair<std::string, std::string>>* skipped, const std::string& only_hardware) {
   const ClusterSpec preset_cluster = ClusterPreset(preset);  // throws for an unknown preset
   std::vector<CalibrationRow> rows;
   for (const FidelityRun& run : set.runs) {
@@ -240,6 +240,11 @@ std::vector<CalibrationRow> RowsFromFidelitySet(const FidelitySet& set, const st
       std::string why;
       for (const auto& u : run.unsupported) why += (why.empty() ? "" : "; ") + u;
       skipped->push_back({run.id, "not expressible: " + why});
+      continue;
+    }
+    if (!only_hardware.empty() && run.cluster_name != only_hardware && run.cluster.name != only_hardware) {
+      skipped->push_back({run.id, fmt::format("hardware \"{}\": a calibration is per hardware (calibrating {})", run.cluster_name,
+                                              only_hardware)});
       continue;
     }
     auto prepared = std::make_shared<PreparedRun>(PrepareRun(run, set.models.at(run.model)));

@@ -97,8 +97,11 @@ std::map<std::string, double> HeldOutErrors(const std::vector<CalibrationRow>& r
 // A run's measured "phases" (optional; FidelityRun::phases) become stage-1 rows through the
 // dockyard-run mapping below (same-named predicted phase, same layer kind and direction).
 // A run's cluster gets the cluster knobs when its cluster is `preset` itself.
+// With `only_hardware` non-empty, whole-step rows of runs on other hardware (cluster name) are left
+// out and listed: the efficiencies a calibration file holds belong to one hardware preset
+// (calibrate's rule); bench_fidelity's cross-hardware held-out errors pass "".
 std::vector<CalibrationRow> RowsFromFidelitySet(const FidelitySet& set, const std::string& preset,
-                                                std::vector<std::pair<std::string, std::string>>* skipped);
+                                                std::vector<std::pair<std::string, std::string>>* skipped, const std::string& only_hardware = "");
 
 // Rows from a dockyard-run JSON report (`report` parsed from `file`): one stage-1 row per
 // measured phase the cost model predicts through the mapping below, on `cluster` (the hardware

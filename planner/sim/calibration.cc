@@ -22,19 +22,22 @@ constexpr CalibrationKnob::Stage kResidual = CalibrationKnob::kResidual;
 // Calibration field, the field it sets (ClusterSpec or CostOptions, the other nullptr), valid range
 // (min exclusive when min_open), physical bounds the fitter keeps to (multiples of the prior when
 // relative), fit stage, prior source. Physical bounds: efficiencies between a tenth and all of the
-// peak; a kernel floor between 0.5 and 100 us; grouped-GEMM half-rows between 8 and 4096 rows
+// peak, except the GEMM and attention ceilings: a large BF16 GEMM reaches 40-90 % of the dense
+// peak (cuBLAS on H100/H800/B200; the grouped-GEMM ceiling 30-95 %, runs.json C18-C21) and flash
+// attention 25-85 % (FlashAttention-2/3 forward and backward on H100) -- a fit that wants less is
+// missing physics and says so by hitting the bound; a kernel floor between 0.5 and 100 us; grouped-GEMM half-rows between 8 and 4096 rows
 // (testdata/fidelity C21: 29 % of peak at 128 rows); a link's effective bandwidth between a tenth
 // and 1.25x the cluster's figure (the presets' figures are effective busbw, 370 of NVLink4's 450
 // GB/s line rate: 1.22x); a latency between 0.2x and 10x the cluster's figure.
 const CalibrationKnob kKnobs[] = {
     {"gemm_max_efficiency", "fraction of peak", &Calibration::gemm_max_efficiency, nullptr, &CostOptions::gemm_max_efficiency,
-     0, true, 1, 0.1, 1.0, false, kComponent, "CostOptions::gemm_max_efficiency (planner/sim/cost.h); docs/cost-model.md, grouped GEMM"},
+     0, true, 1, 0.3, 0.95, false, kComponent, "CostOptions::gemm_max_efficiency (planner/sim/cost.h); docs/cost-model.md, grouped GEMM"},
     {"gemm_half_rows", "rows", &Calibration::gemm_half_rows, nullptr, &CostOptions::gemm_half_rows, 0, true, 1e9, 8, 4096, false,
      kComponent, "CostOptions::gemm_half_rows (planner/sim/cost.h)"},
     {"dense_efficiency", "fraction of peak", &Calibration::dense_efficiency, nullptr, &CostOptions::dense_efficiency, 0, true,
-     1, 0.1, 1.0, false, kResidual, "CostOptions::dense_efficiency (planner/sim/cost.h)"},
+     1, 0.4, 0.9, false, kResidual, "CostOptions::dense_efficiency (planner/sim/cost.h)"},
     {"attention_efficiency", "fraction of peak", &Calibration::attention_efficiency, nullptr,
-     &CostOptions::attention_efficiency, 0, true, 1, 0.1, 1.0, false, kResidual, "CostOptions::attention_efficiency (planner/sim/cost.h)"},
+     &CostOptions::attention_efficiency, 0, true, 1, 0.25, 0.85, false, kResidual, "CostOptions::attention_efficiency (planner/sim/cost.h)"},
     {"memory_floor_us", "us", &Calibration::memory_floor_us, nullptr, &CostOptions::memory_floor_us, 0, false, 1e6, 0.5, 100, false,
      kComponent, "CostOptions::memory_floor_us (planner/sim/cost.h)"},
     {"hbm_efficiency", "fraction of hbm_gbps", &Calibration::hbm_efficiency, nullptr, &CostOptions::hbm_efficiency, 0, true, 1,
