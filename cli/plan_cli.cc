@@ -105,6 +105,16 @@ struct CliOptions {
 
 // --compute-model, --cuda-graphs, --cross-entropy on `options`.
 void ApplyComputeFlags(const CliOptions& o, CostOptions* options) {
+  // The launch-gap and cross-entropy kernels exist only in the kernel-level compute model: refuse
+  // them elsewhere rather than ignore them.
+  if (o.compute_model != "kernels" && o.cuda_graphs) {
+    throw Error("--cuda-graphs: CUDA graphs shorten the kernel launch gaps of --compute-model kernels; with --compute-model "
+                + o.compute_model + " there are none to shorten (add --compute-model kernels)");
+  }
+  if (o.compute_model != "kernels" && o.cross_entropy == "fused") {
+    throw Error("--cross-entropy fused: the cross-entropy kernels are priced by --compute-model kernels only; with --compute-model "
+                + o.compute_model + " it changes nothing (add --compute-model kernels)");
+  }
   options->kernel_compute = o.compute_model == "kernels";
   options->cuda_graphs = o.cuda_graphs;
   options->fused_cross_entropy = o.cross_entropy == "fused";
