@@ -90,7 +90,15 @@ struct GroupSampler {
 GroupSampler BuildGroupSampler(const std::vector<double>& share, int64_t top_k, const GroupLimit& limit);
 
 template <class Sink>
-void GroupSampler::Draw(Xoshiro256ss& rng, int64_t tokens, Sink& sink) const {
+void GroupSampler::Draw(Xoshiro256ss& rng_ref, int64_t tokens, Sink& sink) const {
+  // A local copy of the generator keeps its state in registers; written back at the end (the
+  // stream is the same as drawing from rng_ref directly).
+  Xoshiro256ss rng = rng_ref;
+  struct WriteBack {
+    Xoshiro256ss& to;
+    const Xoshiro256ss& from;
+    ~WriteBack() { to = from; }
+  } write_back{rng_ref, rng};
   const int64_t G = limit.n_group, kg = limit.topk_group, S = group_size;
   std::vector<uint8_t> group_taken(static_cast<size_t>(G));
   std::vector<int64_t> kept(static_cast<size_t>(kg));
@@ -116,6 +124,9 @@ void GroupSampler::Draw(Xoshiro256ss& rng, int64_t tokens, Sink& sink) const {
     // Equal weights: topk_group distinct groups, then top_k distinct experts among their kg x S,
     // each uniform (rejection of repeats; kg <= G and top_k <= kg x S).
     std::vector<int64_t> picked(static_cast<size_t>(top_k));
+    const bool pow2 = (S & (S - 1)) == 0;  // group sizes are powers of two in practice (DeepSeek-V3: 32)
+    int shift = 0;
+    while ((int64_t{1} << shift) < S) ++shift;
     for (int64_t t = 0; t < tokens; ++t) {
       sink.BeginToken();
       for (int64_t i = 0; i < kg; ++i) {
@@ -131,7 +142,8 @@ void GroupSampler::Draw(Xoshiro256ss& rng, int64_t tokens, Sink& sink) const {
           x = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(kg * S)));
         } while (std::find(picked.begin(), picked.begin() + j, x) != picked.begin() + j);
         picked[static_cast<size_t>(j)] = x;
-        sink.Pick(static_cast<uint32_t>(kept[static_cast<size_t>(x / S)] * S + x % S));
+        const int64_t k = pow2 ? x >> shift : x / S, e = pow2 ? x & (S - 1) : x % S;
+        sink.Pick(static_cast<uint32_t>(kept[static_cast<size_t>(k)] * S + e));
       }
     }
     return;
