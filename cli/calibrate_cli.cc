@@ -18,6 +18,7 @@ int RunCalibrate(const CalibrateOptions& o, std::ostream& out) {
   inputs.push_back(o.from);
   inputs.push_back(o.cluster);
   RejectOutputOverInputs(o.out, "--out", inputs);
+  CheckOutputPath(o.out, "--out");  // before the fit, not after it
 
   Calibration prior;
   if (!o.from.empty()) {
@@ -62,7 +63,12 @@ int RunCalibrate(const CalibrateOptions& o, std::ostream& out) {
     }
     rows.insert(rows.end(), more.begin(), more.end());
   }
-  if (rows.empty()) throw Error("calibrate: the --runs files hold no row a knob models (see the rows left out above)");
+  if (rows.empty()) {
+    std::string why;
+    for (const auto& [id, reason] : skipped) why += fmt::format("\n  {}: {}", id, reason);
+    throw Error(fmt::format("calibrate: the --runs files hold no row a knob models{}",
+                            skipped.empty() ? " (no runs, no component measurements, no phases)" : "; left out:" + why));
+  }
 
   const std::vector<double> prior_values = KnobValues(prior);
   const CalibrationFit fit = FitCalibration(rows, prior_values);
