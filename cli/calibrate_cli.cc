@@ -57,9 +57,10 @@ int RunCalibrate(const CalibrateOptions& o, std::ostream& out) {
       const FidelitySet set = FidelitySetFromJson(json, path, slash == std::string::npos ? "." : path.substr(0, slash));
       more = RowsFromFidelitySet(set, preset, &skipped, o.cluster.empty() ? preset : hardware.name);
     } else {
-      throw Error(fmt::format("{}: neither a runs file (a \"runs\" list, testdata/fidelity/README.md) nor a dockyard-run --json "
-                              "report (\"kind\": \"dockyard_run\")",
-                              path));
+      throw Error(
+          fmt::format("{}: neither a runs file (a \"runs\" list, testdata/fidelity/README.md) nor a dockyard-run --json "
+                      "report (\"kind\": \"dockyard_run\")",
+                      path));
     }
     rows.insert(rows.end(), more.begin(), more.end());
   }

@@ -75,7 +75,8 @@ TEST_CASE("calibrate refuses a bad runs file with one error naming the row and t
   CHECK(negative.find("/runs/16/measured/value: must be > 0, got -4.1412") != std::string::npos);
 
   const std::string phase = CalibrateError(WriteRuns("p.json", [](Json& j) {
-    RunJson(j, "S02")["phases"] = Json::array({Json{{"name", "dispatch"}, {"layer_kind", "moe"}, {"direction", "forward"}, {"time_us", -2.5}}});
+    RunJson(j, "S02")["phases"] =
+        Json::array({Json{{"name", "dispatch"}, {"layer_kind", "moe"}, {"direction", "forward"}, {"time_us", -2.5}}});
   }));
   CHECK(phase.find("run S02: ") == 0);
   CHECK(phase.find("/runs/15/phases/0/time_us: must be a time >= 0, got -2.5") != std::string::npos);
@@ -101,7 +102,8 @@ TEST_CASE("calibrate writes a calibration that loads back, fitted knobs with the
   CHECK(cal.gemm_max_efficiency == doctest::Approx(0.70).epsilon(0.03));
   CHECK(cal.network_gbps == doctest::Approx(46).epsilon(0.01));  // C01, 46 GB/s busbw
   CHECK(cal.knob_sources.at("gemm_half_rows").find("fitted by dockyard-plan calibrate (component stage)") == 0);
-  CHECK(cal.knob_sources.at("network_latency_us") == "the preset's network_latency_us (docs/cluster.md)");  // undetermined: the prior's source
+  CHECK(cal.knob_sources.at("network_latency_us") ==
+        "the preset's network_latency_us (docs/cluster.md)");  // undetermined: the prior's source
   const std::string text = out.str();
   CHECK(text.find("group-held-out error") != std::string::npos);
   // The undetermined knobs: no row moves them (the latencies, the kernel floor, and the kernel
@@ -113,7 +115,8 @@ TEST_CASE("calibrate writes a calibration that loads back, fitted knobs with the
   for (const char* k : {"memory_floor_us", "intra_node_latency_us", "network_latency_us", "hbm_efficiency", "flex_nvlink_efficiency"}) {
     CHECK_MESSAGE(undetermined.find(k) != std::string::npos, k);
   }
-  for (const char* k : {"gemm_half_rows", "gemm_max_efficiency", "network_gbps"}) CHECK_MESSAGE(undetermined.find(k) == std::string::npos, k);
+  for (const char* k : {"gemm_half_rows", "gemm_max_efficiency", "network_gbps"})
+    CHECK_MESSAGE(undetermined.find(k) == std::string::npos, k);
 }
 
 }  // namespace

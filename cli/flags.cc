@@ -30,8 +30,8 @@ std::optional<double> ParseNumber(const std::string& flag, const std::string& te
   char* end = nullptr;
   errno = 0;
   const double v = std::strtod(text.c_str(), &end);
-  if (std::isspace(static_cast<unsigned char>(text.front())) || end != text.c_str() + text.size() || errno == ERANGE ||
-      !std::isfinite(v) || text.find_first_of("xXpP") != std::string::npos) {
+  if (std::isspace(static_cast<unsigned char>(text.front())) || end != text.c_str() + text.size() || errno == ERANGE || !std::isfinite(v) ||
+      text.find_first_of("xXpP") != std::string::npos) {
     throw UsageError(fmt::format("{} \"{}\": expected a finite decimal number", flag, text));
   }
   return v;
@@ -77,10 +77,8 @@ void AddRedundantExpertsFlags(CLI::App* app, RedundantExpertsFlags& f, const std
   app->add_option("--redundant-experts", f.redundant_experts,
                   "R redundant expert slots (num_experts + R divisible by ep): " + what + " (default: off)");
   app->add_option("--eplb-policy", f.eplb_policy, "auto | hierarchical | global | contiguous (default auto)");
-  app->add_option("--expert-groups", f.expert_groups,
-                  "expert groups for the hierarchical policy (DeepSeek-V3: n_group 8; default 1)");
-  app->add_option("--replica-choice", f.replica_choice,
-                  "local (same-node replica, then an even split) | random (default local)");
+  app->add_option("--expert-groups", f.expert_groups, "expert groups for the hierarchical policy (DeepSeek-V3: n_group 8; default 1)");
+  app->add_option("--replica-choice", f.replica_choice, "local (same-node replica, then an even split) | random (default local)");
 }
 
 std::optional<RedundantExpertsOptions> ParseRedundantExpertsFlags(const RedundantExpertsFlags& f) {

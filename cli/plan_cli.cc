@@ -81,8 +81,9 @@ struct CliOptions {
   cli::DegreeFlags degrees;
   std::string json_path, refit_json, html_path;
   // Training settings (empty = the spec's training block, else the default).
-  std::string dp_sharding, pp_layer_split, param_dtype, grad_dtype, optimizer, seq_len, micro_batch_size,
-      num_microbatches, recompute, recompute_modules, precision, fp8_recipe, optimizer_states_dtype, gpu_memory_gib, imbalance, gpus_per_node, dispatcher, oep, refit_dtype;
+  std::string dp_sharding, pp_layer_split, param_dtype, grad_dtype, optimizer, seq_len, micro_batch_size, num_microbatches, recompute,
+      recompute_modules, precision, fp8_recipe, optimizer_states_dtype, gpu_memory_gib, imbalance, gpus_per_node, dispatcher, oep,
+      refit_dtype;
   bool fp8_dispatch = false;
   std::string mtp_layers;
   bool model_given = false, json_given = false, refit_given = false, html_given = false;
@@ -97,8 +98,8 @@ struct CliOptions {
   std::string compute_model = "gemm", cross_entropy = "unfused";
   bool cuda_graphs = false;
   cli::RedundantExpertsFlags redundant;  // simulate: redundant experts (opt-in)
-  std::string calibration;  // simulate / search: calibration JSON (empty = the built-in defaults)
-  std::vector<std::string> argv;  // the command line, recorded in reports
+  std::string calibration;               // simulate / search: calibration JSON (empty = the built-in defaults)
+  std::vector<std::string> argv;         // the command line, recorded in reports
   // search
   std::string top = "10", max_pp;
 };
@@ -108,12 +109,12 @@ void ApplyComputeFlags(const CliOptions& o, CostOptions* options) {
   // The launch-gap and cross-entropy kernels exist only in the kernel-level compute model: refuse
   // them elsewhere rather than ignore them.
   if (o.compute_model != "kernels" && o.cuda_graphs) {
-    throw Error("--cuda-graphs: CUDA graphs shorten the kernel launch gaps of --compute-model kernels; with --compute-model "
-                + o.compute_model + " there are none to shorten (add --compute-model kernels)");
+    throw Error("--cuda-graphs: CUDA graphs shorten the kernel launch gaps of --compute-model kernels; with --compute-model " +
+                o.compute_model + " there are none to shorten (add --compute-model kernels)");
   }
   if (o.compute_model != "kernels" && o.cross_entropy == "fused") {
-    throw Error("--cross-entropy fused: the cross-entropy kernels are priced by --compute-model kernels only; with --compute-model "
-                + o.compute_model + " it changes nothing (add --compute-model kernels)");
+    throw Error("--cross-entropy fused: the cross-entropy kernels are priced by --compute-model kernels only; with --compute-model " +
+                o.compute_model + " it changes nothing (add --compute-model kernels)");
   }
   options->kernel_compute = o.compute_model == "kernels";
   options->cuda_graphs = o.cuda_graphs;
@@ -148,17 +149,18 @@ void AddPlanOptions(CLI::App* app, CliOptions& o) {
   app->add_option("--recompute-modules", o.recompute_modules,
                   "with --recompute selective: comma-separated Megatron modules (core_attn, layernorm, moe_act, moe, "
                   "mla_up_proj, shared_experts, mlp; default: layernorm and every SwiGLU activation)");
-  app->add_option("--precision", o.precision, "bf16 | fp8: GEMMs in FP8 (FP8 weight copies; FP8 peak under --compute-model kernels; default bf16)")
+  app->add_option("--precision", o.precision,
+                  "bf16 | fp8: GEMMs in FP8 (FP8 weight copies; FP8 peak under --compute-model kernels; default bf16)")
       ->check(CLI::IsMember({"bf16", "fp8"}));
   app->add_option("--fp8-recipe", o.fp8_recipe, "with --precision fp8: tensorwise | blockwise scaling (default tensorwise)")
       ->check(CLI::IsMember({"tensorwise", "blockwise"}));
   app->add_flag("--fp8-dispatch", o.fp8_dispatch, "the EP dispatch all-to-all in FP8 (1 B + a scale per 128 elements), combine in BF16");
   app->add_option("--optimizer-states-dtype", o.optimizer_states_dtype, "AdamW moments: float32 | bfloat16 (default float32)");
-  app->add_option("--mtp-layers", o.mtp_layers, "MTP modules trained (Megatron --mtp-num-layers; DeepSeek-V3: 1) on the last stage (default 0)");
+  app->add_option("--mtp-layers", o.mtp_layers,
+                  "MTP modules trained (Megatron --mtp-num-layers; DeepSeek-V3: 1) on the last stage (default 0)");
   app->add_option("--gpu-memory-gib", o.gpu_memory_gib, "memory budget per GPU in GiB: prints headroom (default none)");
   app->add_option("--imbalance", o.imbalance, "max / mean tokens received per rank, sizes all-to-all buffers (default 1.0)");
-  app->add_option("--gpus-per-node", o.gpus_per_node,
-                  "GPUs per node, for cross-node traffic (default 8; simulate: the cluster's)");
+  app->add_option("--gpus-per-node", o.gpus_per_node, "GPUs per node, for cross-node traffic (default 8; simulate: the cluster's)");
   app->add_option("--dispatcher", o.dispatcher,
                   "all_to_all | deredundency | deepep (Megatron flex: DeepEP / HybridEP) | allgather (default all_to_all)")
       ->check(CLI::IsMember({"all_to_all", "deredundency", "deepep", "allgather"}));
@@ -295,7 +297,7 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   const MemoryReport memory = ComputeMemory(plan);
   std::string report_text, html_text;
   std::optional<CostBreakdown> cost;
-  std::string redundant_text;  // simulate --redundant-experts
+  std::string redundant_text;         // simulate --redundant-experts
   std::optional<Json> replica_refit;  // simulate --redundant-experts --refit-json
   if (command == Command::kSimulate) {
     RoutingSpec routing = ParseRoutingSpec(o.routing);
@@ -313,8 +315,8 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
     std::optional<RedundantExpertsReport> redundant;
     if (const auto parsed = cli::ParseRedundantExpertsFlags(o.redundant)) {
       const RedundantExpertsOptions& ro = *parsed;
-      const RoutingModel routing_model = PrepareRouting(routing, plan.model.moe.num_experts, plan.model.moe.top_k, layers,
-                                                             GroupLimitOf(plan.model.moe));
+      const RoutingModel routing_model =
+          PrepareRouting(routing, plan.model.moe.num_experts, plan.model.moe.top_k, layers, GroupLimitOf(plan.model.moe));
       redundant = AnalyzeRedundantExperts(plan, *cluster, routing_model, sampled, *cost, memory, ro, options);
       redundant_text = RedundantExpertsToText(*redundant);
       if (o.refit_given) {
@@ -325,16 +327,15 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
       }
     }
     if (o.json_given || o.html_given) {
-      Json j = SimulateReportToJson(plan, memory, *cost, {source, *cluster, o.routing, routing.seed, layers,
-                                                          ReportProvenance(o)});
+      Json j = SimulateReportToJson(plan, memory, *cost, {source, *cluster, o.routing, routing.seed, layers, ReportProvenance(o)});
       if (redundant) j["redundant_experts"] = RedundantExpertsToJson(*redundant);
       if (calibration) j["calibration"] = CalibrationRefToJson(*calibration);
       if (plan.dims.ep > 1 && plan.training.dispatcher == "deepep") {  // the link-level matrices (deepep.h)
         const Workload w = ComputeWorkload(plan);
         const double scale = w.routed_tokens > 0 ? static_cast<double>(w.dispatch_tokens) / static_cast<double>(w.routed_tokens) : 1.0;
-        j["dispatch_links"] = FlexLinksToJson(
-            sampled, FlexTokenBytes(static_cast<double>(plan.model.hidden_size), static_cast<double>(w.act_bytes), plan.training.fp8_dispatch) *
-                         scale);
+        j["dispatch_links"] = FlexLinksToJson(sampled, FlexTokenBytes(static_cast<double>(plan.model.hidden_size),
+                                                                      static_cast<double>(w.act_bytes), plan.training.fp8_dispatch) *
+                                                           scale);
       }
       if (o.json_given) report_text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
       if (o.html_given) {
@@ -366,9 +367,9 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   const bool quiet = (o.json_given && o.json_path == "-") || (o.refit_given && o.refit_json == "-");
   if (!quiet) {
     if (use_default) {
-      out << fmt::format("(no --model: the embedded default, DeepSeek-V3 on {} GPUs{}, ep {}, recompute {})\n",
-                         dims.world_size, dims.world_size % 8 == 0 ? fmt::format(" = {} nodes x 8", dims.world_size / 8) : "",
-                         dims.ep, RecomputeName(plan.training.recompute));
+      out << fmt::format("(no --model: the embedded default, DeepSeek-V3 on {} GPUs{}, ep {}, recompute {})\n", dims.world_size,
+                         dims.world_size % 8 == 0 ? fmt::format(" = {} nodes x 8", dims.world_size / 8) : "", dims.ep,
+                         RecomputeName(plan.training.recompute));
     }
     if (cost) {
       if (calibration) out << CalibrationLine(*calibration);
@@ -383,10 +384,11 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   if (check) {
     if (!memory.over_budget_ranks.empty()) {
       for (const auto& s : RanksOverBudget(plan, memory)) {
-        err << fmt::format("dockyard-plan check: stage {}: {} of {} ranks exceed the {:.2f} GiB budget; worst rank {} needs "
-                           "{:.2f} GiB (over by {:.2f} GiB); ranks over: {}\n",
-                           s.stage, s.ranks_over.size(), s.stage_size, memory.budget_gib, s.worst_rank, s.peak_gib,
-                           s.peak_gib - memory.budget_gib, RankList(s.ranks_over));
+        err << fmt::format(
+            "dockyard-plan check: stage {}: {} of {} ranks exceed the {:.2f} GiB budget; worst rank {} needs "
+            "{:.2f} GiB (over by {:.2f} GiB); ranks over: {}\n",
+            s.stage, s.ranks_over.size(), s.stage_size, memory.budget_gib, s.worst_rank, s.peak_gib, s.peak_gib - memory.budget_gib,
+            RankList(s.ranks_over));
       }
       return 1;
     }
@@ -441,12 +443,12 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   // (A trace samples every MoE layer; the sampler reads all of them whatever routing_layers says.)
   s.routing_layers = s.routing.kind == RoutingKind::kTrace
                          ? ParseInt("--routing-layers", o.routing_layers).value_or(std::min<int64_t>(moe_layers, 2))
-                         : RoutingLayersToSample(model, s.routing, ParseInt("--routing-layers", o.routing_layers), 2,
-                                                 "--routing-layers");
+                         : RoutingLayersToSample(model, s.routing, ParseInt("--routing-layers", o.routing_layers), 2, "--routing-layers");
   if (!s.training.pp_layer_split.empty()) {
-    err << fmt::format("dockyard-plan search: note: the model's training block fixes pp_layer_split ({} stages): only "
-                       "pp = {} can be valid\n",
-                       s.training.pp_layer_split.size(), s.training.pp_layer_split.size());
+    err << fmt::format(
+        "dockyard-plan search: note: the model's training block fixes pp_layer_split ({} stages): only "
+        "pp = {} can be valid\n",
+        s.training.pp_layer_split.size(), s.training.pp_layer_split.size());
   }
   if (isatty(2)) {
     s.progress = [&err](int64_t done, int64_t total) {
@@ -501,8 +503,8 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   }
   out << fmt::format("Model      {} on {} GPUs, cluster {}\n", use_default ? kDefaultModelName : o.model, s.world_size, s.cluster.name);
   if (calibration) out << CalibrationLine(*calibration);
-  out << fmt::format("Routing    {} (seed {}), {} MoE layer(s) sampled per (ep, tokens, oep)\n", RoutingSpecText(s.routing),
-                     s.routing.seed, s.routing.kind == RoutingKind::kTrace ? moe_layers : s.routing_layers);
+  out << fmt::format("Routing    {} (seed {}), {} MoE layer(s) sampled per (ep, tokens, oep)\n", RoutingSpecText(s.routing), s.routing.seed,
+                     s.routing.kind == RoutingKind::kTrace ? moe_layers : s.routing_layers);
   out << SearchResultToText(result);
   if (redundant) out << RedundantSearchToText(*redundant);
   if (o.html_given) out << "HTML report written to " << o.html_path << "\n";
@@ -514,8 +516,9 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
 int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   CliOptions o;
   o.argv.assign(argv, argv + argc);
-  CLI::App app{"dockyard-plan: a dry run of an MoE sharding layout (meshes, rank groups, placements, local shapes, "
-               "expert ownership, memory and traffic per rank)."};
+  CLI::App app{
+      "dockyard-plan: a dry run of an MoE sharding layout (meshes, rank groups, placements, local shapes, "
+      "expert ownership, memory and traffic per rank)."};
   app.footer(kExamples);
   AddPlanOptions(&app, o);
   CLI::App* check = app.add_subcommand("check", "exit 1 and list the ranks whose peak memory exceeds --gpu-memory-gib");
@@ -525,13 +528,15 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   simulate->add_option("--cluster", o.cluster, "preset (h100-sxm, h200-sxm, h100-pcie-400g) or cluster JSON (default h100-sxm)");
   simulate->add_option("--routing", o.routing, "uniform | zipf:S | hot:H:F | trace:PATH (default uniform)");
   simulate->add_option("--seed", o.seed, "routing sampling seed (default 0)");
-  simulate->add_option("--routing-layers", o.routing_layers, "MoE layers to sample; each phase takes the mean of their slowest ranks (default min(4, MoE layers); a trace uses its own layers)");
+  simulate->add_option(
+      "--routing-layers", o.routing_layers,
+      "MoE layers to sample; each phase takes the mean of their slowest ranks (default min(4, MoE layers); a trace uses its own layers)");
   simulate->add_flag("--no-overlap", o.no_overlap, "do not overlap the shared experts with the combine all-to-all");
   AddComputeFlags(simulate, o);
-  cli::AddRedundantExpertsFlags(simulate, o.redundant,
-                                 "report the EPLB placement, imbalance, MoE-layer time and memory before/after");
+  cli::AddRedundantExpertsFlags(simulate, o.redundant, "report the EPLB placement, imbalance, MoE-layer time and memory before/after");
   simulate->add_option("--calibration", o.calibration, "calibration JSON (calibration/PRESET.json; default: the built-in knobs)");
-  CLI::App* search = app.add_subcommand("search", "enumerate valid layouts, drop those over the memory budget, rank by predicted tokens/s per GPU");
+  CLI::App* search =
+      app.add_subcommand("search", "enumerate valid layouts, drop those over the memory budget, rank by predicted tokens/s per GPU");
   search->add_option("--model", o.model, "HF config.json or dockyard model spec (default: embedded DeepSeek-V3)");
   search->add_option("--world-size", o.degrees.world_size, "number of GPUs (required with --model)");
   search->add_option("--convention", o.degrees.convention, "rank-group convention")->check(CLI::IsMember({"torchtitan", "megatron"}));
@@ -540,8 +545,8 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   AddComputeFlags(search, o);
   search->add_option("--seed", o.seed, "routing sampling seed (default 0)");
   cli::AddRedundantExpertsFlags(search, o.redundant,
-                                 "here a comma-separated list of R values or multiples of ep (e.g. 0,ep,2ep): re-rank the "
-                                 "best layouts with each");
+                                "here a comma-separated list of R values or multiples of ep (e.g. 0,ep,2ep): re-rank the "
+                                "best layouts with each");
   search->add_option("--search-dispatchers", o.search_dispatchers,
                      "comma-separated dispatchers to rank beside all_to_all and deredundency: deepep, allgather "
                      "(default none; --fp8-dispatch applies to the all_to_all and deepep candidates)");
@@ -551,12 +556,17 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   search->add_option("--json", o.json_path, "write the ranking as JSON to PATH ('-' = stdout)");
   search->add_option("--html", o.html_path, "write the ranking as a self-contained HTML page to PATH");
   // Training flags shared with the plan: bound to the same fields, with the plan's descriptions.
-  const std::pair<const char*, std::string*> shared[] = {
-      {"--dp-sharding", &o.dp_sharding}, {"--param-dtype", &o.param_dtype},       {"--grad-dtype", &o.grad_dtype},
-      {"--optimizer", &o.optimizer},     {"--seq-len", &o.seq_len},               {"--micro-batch-size", &o.micro_batch_size},
-      {"--num-microbatches", &o.num_microbatches}, {"--recompute", &o.recompute}, {"--recompute-modules", &o.recompute_modules},
-      {"--gpu-memory-gib", &o.gpu_memory_gib},
-      {"--imbalance", &o.imbalance}};
+  const std::pair<const char*, std::string*> shared[] = {{"--dp-sharding", &o.dp_sharding},
+                                                         {"--param-dtype", &o.param_dtype},
+                                                         {"--grad-dtype", &o.grad_dtype},
+                                                         {"--optimizer", &o.optimizer},
+                                                         {"--seq-len", &o.seq_len},
+                                                         {"--micro-batch-size", &o.micro_batch_size},
+                                                         {"--num-microbatches", &o.num_microbatches},
+                                                         {"--recompute", &o.recompute},
+                                                         {"--recompute-modules", &o.recompute_modules},
+                                                         {"--gpu-memory-gib", &o.gpu_memory_gib},
+                                                         {"--imbalance", &o.imbalance}};
   search->get_option("--json")->description("write the ranking as JSON to PATH ('-' = stdout); not written when no layout fits");
   // The same value checks as the plan's options.
   const std::map<std::string, std::vector<std::string>> allowed = {
@@ -577,8 +587,9 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   std::string spec_model, spec_out = "-";
   spec->add_option("--model", spec_model, "HF config.json or dockyard model spec")->required();
   spec->add_option("--out", spec_out, "output path ('-' = stdout, the default)");
-  CLI::App* calibrate = app.add_subcommand("calibrate", "fit a calibration file to measured runs, component measurements and "
-                                                       "dockyard-run reports (docs/calibration.md)");
+  CLI::App* calibrate = app.add_subcommand("calibrate",
+                                           "fit a calibration file to measured runs, component measurements and "
+                                           "dockyard-run reports (docs/calibration.md)");
   CalibrateOptions cal;
   calibrate->add_option("--runs", cal.runs, "runs file (testdata/fidelity/runs.json format) or dockyard-run --json report; repeatable")
       ->required();
@@ -595,7 +606,8 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
     out << app.help();
     return 0;
   } catch (const CLI::ParseError& e) {
-    err << "dockyard-plan: usage error: " << cli::ParseErrorText(app, e) << "\n" << "Run 'dockyard-plan --help' for usage.\n";
+    err << "dockyard-plan: usage error: " << cli::ParseErrorText(app, e) << "\n"
+        << "Run 'dockyard-plan --help' for usage.\n";
     return 2;
   }
 

@@ -86,13 +86,14 @@ std::unique_ptr<runtime::Backend> MakeBackend(const CliOptions& o, const runtime
 
 // --replay-rank: one rank's share of the plan on one device (runtime/replay.h).
 int RunReplay(const CliOptions& o, const Plan& plan, const runtime::RunOptions& run, const runtime::LaunchInfo& launch,
-              const std::optional<ClusterSpec>& plan_cluster, const std::string& model_path, bool json_given,
-              std::ostream& out, std::ostream& err) {
+              const std::optional<ClusterSpec>& plan_cluster, const std::string& model_path, bool json_given, std::ostream& out,
+              std::ostream& err) {
   if (launch.multi_process()) throw UsageError("--replay-rank runs on one GPU: start it without torchrun/srun/mpirun");
   // Flags a replay does not use are errors, not silently ignored.
   if (o.tokens_per_rank_given) {
-    throw UsageError("--tokens-per-rank does not apply to --replay-rank: the replay's tokens are the plan's routed "
-                     "tokens per rank (set them with --seq-len)");
+    throw UsageError(
+        "--tokens-per-rank does not apply to --replay-rank: the replay's tokens are the plan's routed "
+        "tokens per rank (set them with --seq-len)");
   }
   if (o.overlap_shared) throw UsageError("--overlap-shared-experts does not apply to --replay-rank (no combine runs)");
   if (!o.fault.empty()) throw UsageError("--inject-fault does not apply to --replay-rank");
@@ -141,8 +142,9 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
   runtime::LaunchInfo launch;
   if (o.backend == "cuda") {
     if (!runtime::cuda::CudaBackendCompiled()) {
-      throw Error("this dockyard-run was built without the CUDA backend (--backend cuda): no CUDA toolkit was found at "
-                  "build time; use --backend cpu");
+      throw Error(
+          "this dockyard-run was built without the CUDA backend (--backend cuda): no CUDA toolkit was found at "
+          "build time; use --backend cpu");
     }
     launch = runtime::LaunchFromEnv([](const char* name) { return std::getenv(name); });
     if (!o.nccl_job_id.empty()) launch.job_id = o.nccl_job_id;
@@ -222,9 +224,10 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
   if (plan_file && model_path.empty()) {
     model_path = plan_file->model_source;
     if (model_path.rfind("<embedded", 0) == 0) {
-      throw Error(fmt::format("{}: /model/source: the plan used dockyard-plan's embedded default model; pass --model "
-                              "testdata/hf/deepseek-v3.json with --plan",
-                              o.plan_path));
+      throw Error(
+          fmt::format("{}: /model/source: the plan used dockyard-plan's embedded default model; pass --model "
+                      "testdata/hf/deepseek-v3.json with --plan",
+                      o.plan_path));
     }
   }
   ModelSpec model = LoadModel(model_path);
@@ -340,11 +343,13 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
 int RunRunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   CliOptions o;
   o.argv.assign(argv, argv + argc);
-  CLI::App app{"dockyard-run: execute one MoE layer of a plan with real tokens (one thread per rank on the cpu backend), "
-               "check every output against a single-process reference and time each phase."};
+  CLI::App app{
+      "dockyard-run: execute one MoE layer of a plan with real tokens (one thread per rank on the cpu backend), "
+      "check every output against a single-process reference and time each phase."};
   app.footer(kExamples);
-  app.add_option("--plan", o.plan_path, "a plan file from dockyard-plan --json or dockyard-plan simulate --json: degrees, "
-                                        "training settings and placements come from it (placements are verified)");
+  app.add_option("--plan", o.plan_path,
+                 "a plan file from dockyard-plan --json or dockyard-plan simulate --json: degrees, "
+                 "training settings and placements come from it (placements are verified)");
   app.add_option("--model", o.model, "HF config.json or dockyard model spec (required without --plan; with --plan, overrides its model)");
   o.degrees.AddTo(&app, "number of ranks (required without --plan)",
                   "pipeline parallel degree (default 1); the stage holding --layer runs");
@@ -376,8 +381,8 @@ int RunRunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   app.add_option("--tokens-per-rank", o.tokens_per_rank, "tokens of hidden size on every rank (default 64)");
   app.add_option("--routing", o.routing, "uniform | zipf:S | hot:H:F | trace:PATH (default: the router's top-k)");
   cli::AddRedundantExpertsFlags(&app, o.redundant,
-                                 "run the EPLB placement of the layer (needs --routing), replicas holding identical "
-                                 "weights, and compare rows per rank with the planner's");
+                                "run the EPLB placement of the layer (needs --routing), replicas holding identical "
+                                "weights, and compare rows per rank with the planner's");
   app.add_option("--placement", o.placement,
                  "placement file: {\"physical_to_logical\": [...]} or a simulate --redundant-experts --json report "
                  "(its map of the layer); runs that layout of replicated experts (default: none)");
@@ -387,8 +392,9 @@ int RunRunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   app.add_option("--seed", o.seed, "seed of tokens, weights and sampled routing (default 0)");
   app.add_option("--atol", o.atol, "absolute tolerance (default 1e-4)");
   app.add_option("--rtol", o.rtol, "relative tolerance (default 1e-3): wrong when |out - ref| > atol + rtol |ref|");
-  app.add_option("--json", o.json_path, "write the JSON report to PATH ('-' = stdout, replaces the tables); "
-                                        "'{rank}' in PATH becomes the process's rank in a multi-process launch");
+  app.add_option("--json", o.json_path,
+                 "write the JSON report to PATH ('-' = stdout, replaces the tables); "
+                 "'{rank}' in PATH becomes the process's rank in a multi-process launch");
   app.add_option("--html", o.html_path, "write a self-contained HTML page of the run's figures to PATH (docs/html-report.md)");
   // A testing aid, not in --help: a deliberate ownership mistake that validation must catch.
   app.add_option("--inject-fault", o.fault, "")->group("")->check(CLI::IsMember({"wrong-expert"}));

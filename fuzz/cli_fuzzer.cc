@@ -34,14 +34,17 @@ bool WritesAFile(const std::vector<std::string>& args) {
 bool TooBig(const std::vector<std::string>& args) {
   for (size_t i = 0; i < args.size(); ++i) {
     std::string value;
-    if (args[i] == "--world-size" && i + 1 < args.size()) value = args[i + 1];
-    else if (args[i].rfind("--world-size=", 0) == 0) value = args[i].substr(13);
-    else continue;
+    if (args[i] == "--world-size" && i + 1 < args.size())
+      value = args[i + 1];
+    else if (args[i].rfind("--world-size=", 0) == 0)
+      value = args[i].substr(13);
+    else
+      continue;
     size_t p = !value.empty() && value[0] == '+' ? 1 : 0;
     while (p < value.size() && value[p] == '0') ++p;
     const std::string digits = value.substr(p);
     if (digits.find_first_not_of("0123456789") != std::string::npos) continue;  // a parse error
-    if (digits.size() > 7) continue;  // over kMaxWorldSize: rejected at once
+    if (digits.size() > 7) continue;                                            // over kMaxWorldSize: rejected at once
     if (!digits.empty() && std::stoll(digits) > 4096) return true;
   }
   return false;

@@ -19,8 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const dockyard::Json out = dockyard::ModelSpecToJson(spec);
   try {
-    const dockyard::ModelSpec again =
-        dockyard::ModelSpecFromJson(dockyard::ParseJsonText(out.dump(), "roundtrip.json"), "roundtrip.json");
+    const dockyard::ModelSpec again = dockyard::ModelSpecFromJson(dockyard::ParseJsonText(out.dump(), "roundtrip.json"), "roundtrip.json");
     if (dockyard::ModelSpecToJson(again) != out) dockyard_fuzz::Fail("spec round trip changed the spec");
   } catch (const dockyard::Error& e) {
     dockyard_fuzz::Fail(std::string("written spec rejected: ") + e.what());

@@ -93,8 +93,8 @@ Json BenchGroupedGemm(const Options& o, cudaStream_t stream) {
   for (int64_t e = 0; e < experts; ++e) b[e] = w + e * n * k;
   std::printf("\n# grouped_gemm: %lld experts, C[M, %lld] = A[M, %lld] . W_e^T, BF16 in and out, FP32 accumulate\n",
               static_cast<long long>(experts), static_cast<long long>(n), static_cast<long long>(k));
-  std::printf("%10s %12s %11s %9s %11s %9s %11s %9s %8s %8s\n", "rows/exp", "GFLOP", "grouped_us", "TFLOP/s",
-              "loop_us", "TFLOP/s", "dense_us", "TFLOP/s", "grp/dense", "%peak");
+  std::printf("%10s %12s %11s %9s %11s %9s %11s %9s %8s %8s\n", "rows/exp", "GFLOP", "grouped_us", "TFLOP/s", "loop_us", "TFLOP/s",
+              "dense_us", "TFLOP/s", "grp/dense", "%peak");
   Json rows = Json::array();
   for (int64_t m : rows_per_expert) {
     std::vector<int64_t> offsets = {0};
@@ -123,14 +123,22 @@ Json BenchGroupedGemm(const Options& o, cudaStream_t stream) {
     });
     const double flop = 2.0 * experts * m * n * k;
     const auto tf = [&](double us) { return flop / (us * 1e-6) / 1e12; };
-    std::printf("%10lld %12.1f %11.1f %9.1f %11.1f %9.1f %11.1f %9.1f %8.2f %7.1f%%%s\n", static_cast<long long>(m),
-                flop / 1e9, grouped_us, tf(grouped_us), loop_us, tf(loop_us), dense_us, tf(dense_us),
-                tf(grouped_us) / tf(dense_us), 100.0 * tf(grouped_us) / o.peak_tflops,
-                used == GroupedGemmPath::kLoop ? "  (grouped call unsupported: loop ran)" : "");
-    rows.push_back({{"experts", experts}, {"rows_per_expert", m}, {"n", n}, {"k", k}, {"gflop", flop / 1e9},
-                    {"grouped_us", grouped_us}, {"grouped_tflops", tf(grouped_us)}, {"grouped_path", PathName(used)},
-                    {"loop_us", loop_us}, {"loop_tflops", tf(loop_us)}, {"dense_us", dense_us},
-                    {"dense_tflops", tf(dense_us)}, {"peak_tflops", o.peak_tflops}});
+    std::printf("%10lld %12.1f %11.1f %9.1f %11.1f %9.1f %11.1f %9.1f %8.2f %7.1f%%%s\n", static_cast<long long>(m), flop / 1e9, grouped_us,
+                tf(grouped_us), loop_us, tf(loop_us), dense_us, tf(dense_us), tf(grouped_us) / tf(dense_us),
+                100.0 * tf(grouped_us) / o.peak_tflops, used == GroupedGemmPath::kLoop ? "  (grouped call unsupported: loop ran)" : "");
+    rows.push_back({{"experts", experts},
+                    {"rows_per_expert", m},
+                    {"n", n},
+                    {"k", k},
+                    {"gflop", flop / 1e9},
+                    {"grouped_us", grouped_us},
+                    {"grouped_tflops", tf(grouped_us)},
+                    {"grouped_path", PathName(used)},
+                    {"loop_us", loop_us},
+                    {"loop_tflops", tf(loop_us)},
+                    {"dense_us", dense_us},
+                    {"dense_tflops", tf(dense_us)},
+                    {"peak_tflops", o.peak_tflops}});
   }
   cudaFree(a);
   cudaFree(w);
@@ -146,8 +154,7 @@ Json BenchPermute(const Options& o, cudaStream_t stream) {
   auto* src = static_cast<float*>(Malloc(static_cast<size_t>(max_rows * hidden) * 4));
   auto* dst = static_cast<float*>(Malloc(static_cast<size_t>(max_rows * hidden) * 4));
   auto* idx = static_cast<int64_t*>(Malloc(static_cast<size_t>(max_rows) * 8));
-  std::printf("\n# permute: GatherRows, fp32 rows of %lld (HBM reference %.0f GB/s)\n", static_cast<long long>(hidden),
-              o.hbm_gbs);
+  std::printf("\n# permute: GatherRows, fp32 rows of %lld (HBM reference %.0f GB/s)\n", static_cast<long long>(hidden), o.hbm_gbs);
   std::printf("%10s %12s %11s %9s %11s %9s %8s\n", "rows", "bytes", "gather_us", "GB/s", "memcpy_us", "GB/s", "%hbm");
   Json rows = Json::array();
   for (int64_t r : row_counts) {
@@ -161,10 +168,16 @@ Json BenchPermute(const Options& o, cudaStream_t stream) {
       CheckCuda(cudaMemcpyAsync(dst, src, static_cast<size_t>(r * hidden) * 4, cudaMemcpyDeviceToDevice, stream), "memcpy");
     });
     const double gbs = bytes / (gather_us * 1e-6) / 1e9, copy_gbs = bytes / (copy_us * 1e-6) / 1e9;
-    std::printf("%10lld %12.0f %11.1f %9.0f %11.1f %9.0f %7.1f%%\n", static_cast<long long>(r), bytes, gather_us, gbs,
-                copy_us, copy_gbs, 100.0 * gbs / o.hbm_gbs);
-    rows.push_back({{"rows", r}, {"hidden", hidden}, {"bytes", bytes}, {"gather_us", gather_us}, {"gather_gbs", gbs},
-                    {"memcpy_us", copy_us}, {"memcpy_gbs", copy_gbs}, {"hbm_gbs", o.hbm_gbs}});
+    std::printf("%10lld %12.0f %11.1f %9.0f %11.1f %9.0f %7.1f%%\n", static_cast<long long>(r), bytes, gather_us, gbs, copy_us, copy_gbs,
+                100.0 * gbs / o.hbm_gbs);
+    rows.push_back({{"rows", r},
+                    {"hidden", hidden},
+                    {"bytes", bytes},
+                    {"gather_us", gather_us},
+                    {"gather_gbs", gbs},
+                    {"memcpy_us", copy_us},
+                    {"memcpy_gbs", copy_gbs},
+                    {"hbm_gbs", o.hbm_gbs}});
   }
   cudaFree(src);
   cudaFree(dst);
@@ -189,8 +202,7 @@ Json BenchAllToAll(const Options& o, int devices) {
     send[d] = static_cast<char*>(Malloc(static_cast<size_t>(sizes.back())));
     recv[d] = static_cast<char*>(Malloc(static_cast<size_t>(sizes.back())));
   }
-  std::printf("\n# all_to_all: NCCL send/recv pairs over %d GPU(s) in one process (nccl-tests alltoall columns)\n",
-              devices);
+  std::printf("\n# all_to_all: NCCL send/recv pairs over %d GPU(s) in one process (nccl-tests alltoall columns)\n", devices);
   std::printf("%14s %12s %8s %10s %10s %10s\n", "size (B)", "count", "type", "time (us)", "algbw", "busbw");
   Json rows = Json::array();
   for (int64_t bytes : sizes) {
@@ -219,8 +231,8 @@ Json BenchAllToAll(const Options& o, int devices) {
     const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / o.iters;
     const double algbw = static_cast<double>(bytes) / (us * 1e-6) / 1e9;
     const double busbw = algbw * (devices - 1) / devices;
-    std::printf("%14lld %12lld %8s %10.1f %10.2f %10.2f\n", static_cast<long long>(bytes), static_cast<long long>(bytes),
-                "int8", us, algbw, busbw);
+    std::printf("%14lld %12lld %8s %10.1f %10.2f %10.2f\n", static_cast<long long>(bytes), static_cast<long long>(bytes), "int8", us, algbw,
+                busbw);
     rows.push_back({{"bytes", bytes}, {"ranks", devices}, {"time_us", us}, {"algbw_gbs", algbw}, {"busbw_gbs", busbw}});
   }
   for (int d = 0; d < devices; ++d) {
@@ -263,8 +275,7 @@ int Main(int argc, char** argv) {
   }
   cudaDeviceProp prop{};
   CheckCuda(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
-  std::printf("bench_gpu: %d GPU(s), device 0: %s, %.1f GiB\n", devices, prop.name,
-              static_cast<double>(prop.totalGlobalMem) / (1 << 30));
+  std::printf("bench_gpu: %d GPU(s), device 0: %s, %.1f GiB\n", devices, prop.name, static_cast<double>(prop.totalGlobalMem) / (1 << 30));
   CheckCuda(cudaSetDevice(0), "cudaSetDevice");
   cudaStream_t stream;
   CheckCuda(cudaStreamCreate(&stream), "cudaStreamCreate");

@@ -13,8 +13,7 @@ bool HaveGpu() {
     int count = 0;
     const cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess || count == 0) {
-      std::fprintf(stderr, "no GPU visible (%s): GPU test cases are skipped\n",
-                   e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+      std::fprintf(stderr, "no GPU visible (%s): GPU test cases are skipped\n", e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
       return false;
     }
     return true;

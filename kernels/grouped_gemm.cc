@@ -9,20 +9,27 @@
 namespace dockyard::kernels {
 namespace {
 
-int64_t ElementBytes(cudaDataType_t t) { return t == CUDA_R_16BF ? 2 : 4; }
+int64_t ElementBytes(cudaDataType_t t) {
+  return t == CUDA_R_16BF ? 2 : 4;
+}
 
 }  // namespace
 
 const char* PrecisionName(GemmPrecision p) {
   switch (p) {
-    case GemmPrecision::kFp32: return "fp32";
-    case GemmPrecision::kTf32: return "tf32";
-    case GemmPrecision::kBf16: return "bf16";
+    case GemmPrecision::kFp32:
+      return "fp32";
+    case GemmPrecision::kTf32:
+      return "tf32";
+    case GemmPrecision::kBf16:
+      return "bf16";
   }
   return "?";
 }
 
-const char* PathName(GroupedGemmPath p) { return p == GroupedGemmPath::kGrouped ? "cublas_grouped" : "cublas_loop"; }
+const char* PathName(GroupedGemmPath p) {
+  return p == GroupedGemmPath::kGrouped ? "cublas_grouped" : "cublas_loop";
+}
 
 GemmPrecision ParsePrecision(const std::string& value, const std::string& flag) {
   if (value == "fp32") return GemmPrecision::kFp32;
@@ -66,14 +73,13 @@ void CublasGemm::EnsureScratch(void** ptr, int64_t* capacity, int64_t bytes) {
   *capacity = bytes;
 }
 
-void CublasGemm::Dense(int64_t m, int64_t n, int64_t k, const void* a, int64_t lda, const void* b, int64_t ldb,
-                       bool trans_b, void* c, int64_t ldc, bool accumulate, cudaDataType_t ab_type,
-                       cudaDataType_t c_type, cublasComputeType_t compute) {
+void CublasGemm::Dense(int64_t m, int64_t n, int64_t k, const void* a, int64_t lda, const void* b, int64_t ldb, bool trans_b, void* c,
+                       int64_t ldc, bool accumulate, cudaDataType_t ab_type, cudaDataType_t c_type, cublasComputeType_t compute) {
   if (m <= 0 || n <= 0) return;
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   // Column-major: C^T [n, m] = op(B)^T [n, k] . A^T [k, m].
-  CheckCublas(cublasGemmEx_64(handle_, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b, ab_type,
-                              ldb, a, ab_type, lda, &beta, c, c_type, ldc, compute, CUBLAS_GEMM_DEFAULT),
+  CheckCublas(cublasGemmEx_64(handle_, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b, ab_type, ldb, a, ab_type, lda,
+                              &beta, c, c_type, ldc, compute, CUBLAS_GEMM_DEFAULT),
               "cublasGemmEx");
 }
 
@@ -85,8 +91,7 @@ GroupedGemmPath CublasGemm::Run(const GroupedGemmDesc& d, GroupedGemmPath prefer
   for (int64_t g = 0; g < d.num_groups; ++g) {
     const int64_t rows = d.offsets[g + 1] - d.offsets[g];
     if (rows < 0) {
-      throw Error(fmt::format("grouped_gemm: offsets must not decrease (group {}: {} -> {})", g, d.offsets[g],
-                              d.offsets[g + 1]));
+      throw Error(fmt::format("grouped_gemm: offsets must not decrease (group {}: {} -> {})", g, d.offsets[g], d.offsets[g + 1]));
     }
     if (rows > 0) groups.push_back(g);
   }
@@ -97,8 +102,7 @@ GroupedGemmPath CublasGemm::Run(const GroupedGemmDesc& d, GroupedGemmPath prefer
   if (preferred == GroupedGemmPath::kGrouped && !grouped_unsupported_) {
     const int64_t count = static_cast<int64_t>(groups.size());
     std::vector<cublasOperation_t> ta(count, d.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N), tb(count, CUBLAS_OP_N);
-    std::vector<int64_t> m(count, d.n), n(count), k(count, d.k), lda(count, d.ldb), ldb(count, d.lda),
-        ldc(count, d.ldc), size(count, 1);
+    std::vector<int64_t> m(count, d.n), n(count), k(count, d.k), lda(count, d.ldb), ldb(count, d.lda), ldc(count, d.ldc), size(count, 1);
     std::vector<float> alpha(count, 1.0f), beta(count, d.accumulate ? 1.0f : 0.0f);
     const int64_t ptr_bytes = 3 * count * static_cast<int64_t>(sizeof(void*));
     EnsureScratch(&pointers_, &pointers_bytes_, ptr_bytes);
@@ -116,34 +120,32 @@ GroupedGemmPath CublasGemm::Run(const GroupedGemmDesc& d, GroupedGemmPath prefer
     for (int64_t i = 0; i < count; ++i) {
       const int64_t g = groups[i];
       n[i] = d.offsets[g + 1] - d.offsets[g];
-      host_ptrs[i] = d.b[g];                               // cuBLAS A = our B_g
-      host_ptrs[count + i] = a_of(g);                      // cuBLAS B = our A rows
-      host_ptrs[2 * count + i] = c_of(g);                  // C rows
+      host_ptrs[i] = d.b[g];               // cuBLAS A = our B_g
+      host_ptrs[count + i] = a_of(g);      // cuBLAS B = our A rows
+      host_ptrs[2 * count + i] = c_of(g);  // C rows
     }
     CheckCuda(cudaMemcpyAsync(pointers_, host_pointers_, static_cast<size_t>(ptr_bytes), cudaMemcpyHostToDevice, stream_),
               "cudaMemcpyAsync (gemm pointers)");
     CheckCuda(cudaEventRecord(uploaded_, stream_), "cudaEventRecord");
     const void* const* dev = static_cast<const void* const*>(pointers_);
     const cublasStatus_t status = cublasGemmGroupedBatchedEx_64(
-        handle_, ta.data(), tb.data(), m.data(), n.data(), k.data(), alpha.data(), dev, d.ab_type, lda.data(),
-        dev + count, d.ab_type, ldb.data(), beta.data(), static_cast<void* const*>(pointers_) + 2 * count,
-        d.c_type, ldc.data(), count, size.data(), d.compute);
+        handle_, ta.data(), tb.data(), m.data(), n.data(), k.data(), alpha.data(), dev, d.ab_type, lda.data(), dev + count, d.ab_type,
+        ldb.data(), beta.data(), static_cast<void* const*>(pointers_) + 2 * count, d.c_type, ldc.data(), count, size.data(), d.compute);
     if (status == CUBLAS_STATUS_SUCCESS) return last_path_ = GroupedGemmPath::kGrouped;
     // NOT_SUPPORTED: this cuBLAS lacks the type combination; anything else is a real error.
     if (status != CUBLAS_STATUS_NOT_SUPPORTED) CheckCublas(status, "cublasGemmGroupedBatchedEx");
     grouped_unsupported_ = true;  // fall through to the loop from now on
   }
   for (int64_t g : groups) {
-    Dense(d.offsets[g + 1] - d.offsets[g], d.n, d.k, a_of(g), d.lda, d.b[g], d.ldb, d.trans_b, c_of(g), d.ldc,
-          d.accumulate, d.ab_type, d.c_type, d.compute);
+    Dense(d.offsets[g + 1] - d.offsets[g], d.n, d.k, a_of(g), d.lda, d.b[g], d.ldb, d.trans_b, c_of(g), d.ldc, d.accumulate, d.ab_type,
+          d.c_type, d.compute);
   }
   return last_path_ = GroupedGemmPath::kLoop;
 }
 
-GroupedGemmPath CublasGemm::RunFloat(int64_t num_groups, const int64_t* offsets, int64_t n, int64_t k, const float* a,
-                                     int64_t lda, const float* const* b, int64_t ldb, bool trans_b, float* c,
-                                     int64_t ldc, bool accumulate, GemmPrecision precision,
-                                     GroupedGemmPath preferred) {
+GroupedGemmPath CublasGemm::RunFloat(int64_t num_groups, const int64_t* offsets, int64_t n, int64_t k, const float* a, int64_t lda,
+                                     const float* const* b, int64_t ldb, bool trans_b, float* c, int64_t ldc, bool accumulate,
+                                     GemmPrecision precision, GroupedGemmPath preferred) {
   GroupedGemmDesc d;
   d.num_groups = num_groups;
   d.offsets = offsets;

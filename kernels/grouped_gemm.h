@@ -33,8 +33,8 @@ namespace dockyard::kernels {
 enum class GemmPrecision { kFp32, kTf32, kBf16 };
 enum class GroupedGemmPath { kGrouped, kLoop };
 
-const char* PrecisionName(GemmPrecision p);    // "fp32", "tf32", "bf16"
-const char* PathName(GroupedGemmPath p);       // "cublas_grouped", "cublas_loop"
+const char* PrecisionName(GemmPrecision p);  // "fp32", "tf32", "bf16"
+const char* PathName(GroupedGemmPath p);     // "cublas_grouped", "cublas_loop"
 // Parses "fp32" | "tf32" | "bf16"; throws dockyard::Error naming `flag` otherwise.
 GemmPrecision ParsePrecision(const std::string& value, const std::string& flag);
 
@@ -70,13 +70,12 @@ class CublasGemm {
   // says the grouped call does not support the operands).
   GroupedGemmPath Run(const GroupedGemmDesc& desc, GroupedGemmPath preferred);
   // fp32 operands at `precision` (bf16: A and the B_g converted into scratch first).
-  GroupedGemmPath RunFloat(int64_t num_groups, const int64_t* offsets, int64_t n, int64_t k, const float* a,
-                           int64_t lda, const float* const* b, int64_t ldb, bool trans_b, float* c, int64_t ldc,
-                           bool accumulate, GemmPrecision precision, GroupedGemmPath preferred);
+  GroupedGemmPath RunFloat(int64_t num_groups, const int64_t* offsets, int64_t n, int64_t k, const float* a, int64_t lda,
+                           const float* const* b, int64_t ldb, bool trans_b, float* c, int64_t ldc, bool accumulate,
+                           GemmPrecision precision, GroupedGemmPath preferred);
   // One dense GEMM, row-major C[m, n] (+)= A[m, k] . op(B) with typed operands.
-  void Dense(int64_t m, int64_t n, int64_t k, const void* a, int64_t lda, const void* b, int64_t ldb, bool trans_b,
-             void* c, int64_t ldc, bool accumulate, cudaDataType_t ab_type, cudaDataType_t c_type,
-             cublasComputeType_t compute);
+  void Dense(int64_t m, int64_t n, int64_t k, const void* a, int64_t lda, const void* b, int64_t ldb, bool trans_b, void* c, int64_t ldc,
+             bool accumulate, cudaDataType_t ab_type, cudaDataType_t c_type, cublasComputeType_t compute);
 
   bool grouped_unsupported() const { return grouped_unsupported_; }
   // The last path that ran (kGrouped until a grouped call was refused).
@@ -96,9 +95,9 @@ class CublasGemm {
   cudaEvent_t uploaded_ = nullptr;  // the last upload from host_pointers_ has been read
   void* c16_ = nullptr;             // bf16 result before widening
   int64_t c16_bytes_ = 0;
-  void* a16_ = nullptr;       // bf16 copy of A
+  void* a16_ = nullptr;  // bf16 copy of A
   int64_t a16_bytes_ = 0;
-  void* b16_ = nullptr;       // bf16 copies of the B_g
+  void* b16_ = nullptr;  // bf16 copies of the B_g
   int64_t b16_bytes_ = 0;
 };
 

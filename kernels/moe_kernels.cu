@@ -22,10 +22,12 @@ int Blocks(int64_t work, int64_t per_block = kThreads) {
   return static_cast<int>(std::max<int64_t>(1, std::min(b, kMaxBlocks)));
 }
 
-void CheckLaunch(const char* what) { CheckCuda(cudaGetLastError(), what); }
+void CheckLaunch(const char* what) {
+  CheckCuda(cudaGetLastError(), what);
+}
 
-__global__ void GatherRowsKernel(const float* __restrict__ src, const int64_t* __restrict__ indices, int64_t num_rows,
-                                 int64_t row_elems, float* __restrict__ dst) {
+__global__ void GatherRowsKernel(const float* __restrict__ src, const int64_t* __restrict__ indices, int64_t num_rows, int64_t row_elems,
+                                 float* __restrict__ dst) {
   for (int64_t r = blockIdx.x; r < num_rows; r += gridDim.x) {
     const float* s = src + indices[r] * row_elems;
     float* d = dst + r * row_elems;
@@ -33,8 +35,8 @@ __global__ void GatherRowsKernel(const float* __restrict__ src, const int64_t* _
   }
 }
 
-__global__ void GatherRowsKernel4(const float4* __restrict__ src, const int64_t* __restrict__ indices, int64_t num_rows,
-                                  int64_t row_vecs, float4* __restrict__ dst) {
+__global__ void GatherRowsKernel4(const float4* __restrict__ src, const int64_t* __restrict__ indices, int64_t num_rows, int64_t row_vecs,
+                                  float4* __restrict__ dst) {
   for (int64_t r = blockIdx.x; r < num_rows; r += gridDim.x) {
     const float4* s = src + indices[r] * row_vecs;
     float4* d = dst + r * row_vecs;
@@ -42,8 +44,8 @@ __global__ void GatherRowsKernel4(const float4* __restrict__ src, const int64_t*
   }
 }
 
-__global__ void ScatterRowsKernel(const float* __restrict__ src, const int64_t* __restrict__ indices, int64_t num_rows,
-                                  int64_t row_elems, float* __restrict__ dst) {
+__global__ void ScatterRowsKernel(const float* __restrict__ src, const int64_t* __restrict__ indices, int64_t num_rows, int64_t row_elems,
+                                  float* __restrict__ dst) {
   for (int64_t r = blockIdx.x; r < num_rows; r += gridDim.x) {
     const float* s = src + r * row_elems;
     float* d = dst + indices[r] * row_elems;
@@ -51,8 +53,8 @@ __global__ void ScatterRowsKernel(const float* __restrict__ src, const int64_t* 
   }
 }
 
-__global__ void ScatterRowsKernel4(const float4* __restrict__ src, const int64_t* __restrict__ indices, int64_t num_rows,
-                                   int64_t row_vecs, float4* __restrict__ dst) {
+__global__ void ScatterRowsKernel4(const float4* __restrict__ src, const int64_t* __restrict__ indices, int64_t num_rows, int64_t row_vecs,
+                                   float4* __restrict__ dst) {
   for (int64_t r = blockIdx.x; r < num_rows; r += gridDim.x) {
     const float4* s = src + r * row_vecs;
     float4* d = dst + indices[r] * row_vecs;
@@ -92,15 +94,13 @@ __global__ void SigmoidKernel(float* x, int64_t count) {
 
 __global__ void AddRowBiasKernel(const float* x, const float* bias, int64_t rows, int64_t cols, float* out) {
   const int64_t n = rows * cols;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     out[i] = x[i] + bias[i % cols];
   }
 }
 
 // One thread per row: the CPU's GroupSelectRow itself (planner/sim/group_select.h, host and device).
-__global__ void GroupSelectKernel(float* x, int64_t rows, int64_t cols, int64_t n_group, int64_t topk_group,
-                                  bool top2_sum) {
+__global__ void GroupSelectKernel(float* x, int64_t rows, int64_t cols, int64_t n_group, int64_t topk_group, bool top2_sum) {
   for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; r < rows;
        r += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     float scratch[kMaxGroups];
@@ -135,8 +135,8 @@ __global__ void TopKKernel(const float* x, int64_t rows, int64_t cols, int64_t k
   }
 }
 
-__global__ void RouterWeightsKernel(const float* scores, const int64_t* indices, int64_t rows, int64_t cols, int64_t k,
-                                    bool normalize, float scale, float* weights) {
+__global__ void RouterWeightsKernel(const float* scores, const int64_t* indices, int64_t rows, int64_t cols, int64_t k, bool normalize,
+                                    float scale, float* weights) {
   for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; r < rows;
        r += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     float sum = 0.0f;
@@ -153,8 +153,8 @@ __global__ void RouterWeightsKernel(const float* scores, const int64_t* indices,
   }
 }
 
-__global__ void WeightedCombineKernel(const float* rows, const int64_t* row_of_slot, const float* weights,
-                                      int64_t tokens, int64_t top_k, int64_t row_elems, float* out) {
+__global__ void WeightedCombineKernel(const float* rows, const int64_t* row_of_slot, const float* weights, int64_t tokens, int64_t top_k,
+                                      int64_t row_elems, float* out) {
   for (int64_t t = blockIdx.x; t < tokens; t += gridDim.x) {
     for (int64_t d = threadIdx.x; d < row_elems; d += blockDim.x) {
       float o = 0.0f;
@@ -188,8 +188,7 @@ __global__ void FillKernel(float* x, float value, int64_t count) {
   }
 }
 
-__global__ void CountPerExpertKernel(const int64_t* expert_of_slot, int64_t num_slots, int64_t num_experts,
-                                     unsigned long long* counts) {
+__global__ void CountPerExpertKernel(const int64_t* expert_of_slot, int64_t num_slots, int64_t num_experts, unsigned long long* counts) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < num_slots;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t e = expert_of_slot[i];
@@ -204,8 +203,8 @@ __global__ void FillTokensKernel(uint64_t key, int64_t base, int64_t count, floa
   }
 }
 
-__global__ void FillWeightRowsKernel(uint64_t seed, int64_t layer, int64_t matrix, int64_t expert, int64_t row_begin,
-                                     int64_t rows, int64_t col_begin, int64_t cols, float scale, float* out) {
+__global__ void FillWeightRowsKernel(uint64_t seed, int64_t layer, int64_t matrix, int64_t expert, int64_t row_begin, int64_t rows,
+                                     int64_t col_begin, int64_t cols, float scale, float* out) {
   __shared__ runtime::RowStream stream;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     __syncthreads();  // the previous row's readers are done with `stream`
@@ -219,8 +218,8 @@ __global__ void FillWeightRowsKernel(uint64_t seed, int64_t layer, int64_t matri
 }
 
 // One thread per C element (see moe_kernels.h for the order of operations).
-__global__ void GemmExactNTKernel(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
-                                  int64_t ldb, float* c, int64_t ldc, bool acc) {
+__global__ void GemmExactNTKernel(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+                                  int64_t ldc, bool acc) {
   const int64_t total = m * n;
   const int64_t k8 = k & ~int64_t{7};
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
@@ -240,8 +239,8 @@ __global__ void GemmExactNTKernel(int64_t m, int64_t n, int64_t k, const float* 
   }
 }
 
-__global__ void GemmExactNNKernel(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
-                                  int64_t ldb, float* c, int64_t ldc, bool acc) {
+__global__ void GemmExactNNKernel(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+                                  int64_t ldc, bool acc) {
   const int64_t total = m * n;
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -261,8 +260,7 @@ __global__ void FloatToBf16Kernel(const float* src, int64_t ld, int64_t rows, in
   }
 }
 
-__global__ void AddBf16RowsKernel(const __nv_bfloat16* src, int64_t rows, int64_t cols, float* dst, int64_t ld,
-                                  bool accumulate) {
+__global__ void AddBf16RowsKernel(const __nv_bfloat16* src, int64_t rows, int64_t cols, float* dst, int64_t ld, bool accumulate) {
   const int64_t total = rows * cols;
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -273,7 +271,9 @@ __global__ void AddBf16RowsKernel(const __nv_bfloat16* src, int64_t rows, int64_
   }
 }
 
-bool Aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+bool Aligned16(const void* p) {
+  return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
+}
 
 }  // namespace
 
@@ -283,24 +283,22 @@ void CheckCuda(cudaError_t status, const char* what) {
   }
 }
 
-void GatherRows(const float* src, const int64_t* indices, int64_t num_rows, int64_t row_elems, float* dst,
-                cudaStream_t stream) {
+void GatherRows(const float* src, const int64_t* indices, int64_t num_rows, int64_t row_elems, float* dst, cudaStream_t stream) {
   if (num_rows <= 0 || row_elems <= 0) return;
   if (row_elems % 4 == 0 && Aligned16(src) && Aligned16(dst)) {
-    GatherRowsKernel4<<<Blocks(num_rows, 1), kThreads, 0, stream>>>(reinterpret_cast<const float4*>(src), indices,
-                                                                     num_rows, row_elems / 4, reinterpret_cast<float4*>(dst));
+    GatherRowsKernel4<<<Blocks(num_rows, 1), kThreads, 0, stream>>>(reinterpret_cast<const float4*>(src), indices, num_rows, row_elems / 4,
+                                                                    reinterpret_cast<float4*>(dst));
   } else {
     GatherRowsKernel<<<Blocks(num_rows, 1), kThreads, 0, stream>>>(src, indices, num_rows, row_elems, dst);
   }
   CheckLaunch("gather_rows");
 }
 
-void ScatterRows(const float* src, const int64_t* indices, int64_t num_rows, int64_t row_elems, float* dst,
-                 cudaStream_t stream) {
+void ScatterRows(const float* src, const int64_t* indices, int64_t num_rows, int64_t row_elems, float* dst, cudaStream_t stream) {
   if (num_rows <= 0 || row_elems <= 0) return;
   if (row_elems % 4 == 0 && Aligned16(src) && Aligned16(dst)) {
-    ScatterRowsKernel4<<<Blocks(num_rows, 1), kThreads, 0, stream>>>(reinterpret_cast<const float4*>(src), indices,
-                                                                      num_rows, row_elems / 4, reinterpret_cast<float4*>(dst));
+    ScatterRowsKernel4<<<Blocks(num_rows, 1), kThreads, 0, stream>>>(reinterpret_cast<const float4*>(src), indices, num_rows, row_elems / 4,
+                                                                     reinterpret_cast<float4*>(dst));
   } else {
     ScatterRowsKernel<<<Blocks(num_rows, 1), kThreads, 0, stream>>>(src, indices, num_rows, row_elems, dst);
   }
@@ -331,8 +329,7 @@ void AddRowBias(const float* x, const float* bias, int64_t rows, int64_t cols, f
   CheckLaunch("add_row_bias");
 }
 
-void GroupSelect(float* x, int64_t rows, int64_t cols, int64_t n_group, int64_t topk_group, bool top2_sum,
-                 cudaStream_t stream) {
+void GroupSelect(float* x, int64_t rows, int64_t cols, int64_t n_group, int64_t topk_group, bool top2_sum, cudaStream_t stream) {
   if (n_group < 1 || n_group > kMaxGroups || cols % n_group != 0 || topk_group < 1) {
     throw Error("group_select: n_group (" + std::to_string(n_group) + ") must be in [1, " + std::to_string(kMaxGroups) +
                 "] and divide the " + std::to_string(cols) + " experts, topk_group (" + std::to_string(topk_group) +
@@ -345,26 +342,25 @@ void GroupSelect(float* x, int64_t rows, int64_t cols, int64_t n_group, int64_t 
 
 void TopK(const float* x, int64_t rows, int64_t cols, int64_t k, int64_t* indices, cudaStream_t stream) {
   if (k < 0 || k > cols || k > kMaxTopK) {
-    throw Error("top_k: k (" + std::to_string(k) + ") must be in [0, min(" + std::to_string(cols) + ", " +
-                std::to_string(kMaxTopK) + ")] on the cuda backend");
+    throw Error("top_k: k (" + std::to_string(k) + ") must be in [0, min(" + std::to_string(cols) + ", " + std::to_string(kMaxTopK) +
+                ")] on the cuda backend");
   }
   if (rows <= 0 || k == 0) return;
   TopKKernel<<<Blocks(rows, 64), 64, 0, stream>>>(x, rows, cols, k, indices);
   CheckLaunch("top_k");
 }
 
-void RouterWeights(const float* scores, const int64_t* indices, int64_t rows, int64_t cols, int64_t k, bool normalize,
-                   float scale, float* weights, cudaStream_t stream) {
+void RouterWeights(const float* scores, const int64_t* indices, int64_t rows, int64_t cols, int64_t k, bool normalize, float scale,
+                   float* weights, cudaStream_t stream) {
   if (rows <= 0 || k <= 0) return;
   RouterWeightsKernel<<<Blocks(rows, 64), 64, 0, stream>>>(scores, indices, rows, cols, k, normalize, scale, weights);
   CheckLaunch("router_weights");
 }
 
-void WeightedCombine(const float* rows, const int64_t* row_of_slot, const float* weights, int64_t tokens,
-                     int64_t top_k, int64_t row_elems, float* out, cudaStream_t stream) {
+void WeightedCombine(const float* rows, const int64_t* row_of_slot, const float* weights, int64_t tokens, int64_t top_k, int64_t row_elems,
+                     float* out, cudaStream_t stream) {
   if (tokens <= 0 || row_elems <= 0) return;
-  WeightedCombineKernel<<<Blocks(tokens, 1), kThreads, 0, stream>>>(rows, row_of_slot, weights, tokens, top_k,
-                                                                     row_elems, out);
+  WeightedCombineKernel<<<Blocks(tokens, 1), kThreads, 0, stream>>>(rows, row_of_slot, weights, tokens, top_k, row_elems, out);
   CheckLaunch("weighted_combine");
 }
 
@@ -386,44 +382,39 @@ void Fill(float* x, float value, int64_t count, cudaStream_t stream) {
   CheckLaunch("fill");
 }
 
-void CountPerExpert(const int64_t* expert_of_slot, int64_t num_slots, int64_t num_experts, int64_t* counts,
-                    cudaStream_t stream) {
+void CountPerExpert(const int64_t* expert_of_slot, int64_t num_slots, int64_t num_experts, int64_t* counts, cudaStream_t stream) {
   if (num_experts <= 0) return;
   CheckCuda(cudaMemsetAsync(counts, 0, static_cast<size_t>(num_experts) * sizeof(int64_t), stream), "count_per_expert");
   if (num_slots <= 0) return;
   static_assert(sizeof(unsigned long long) == sizeof(int64_t), "counts are 64-bit");
   CountPerExpertKernel<<<Blocks(num_slots), kThreads, 0, stream>>>(expert_of_slot, num_slots, num_experts,
-                                                                    reinterpret_cast<unsigned long long*>(counts));
+                                                                   reinterpret_cast<unsigned long long*>(counts));
   CheckLaunch("count_per_expert");
 }
 
-void FillTokens(uint64_t seed, int64_t source, int64_t first_token, int64_t num_tokens, int64_t hidden, float* out,
-                cudaStream_t stream) {
+void FillTokens(uint64_t seed, int64_t source, int64_t first_token, int64_t num_tokens, int64_t hidden, float* out, cudaStream_t stream) {
   const int64_t count = num_tokens * hidden;
   if (count <= 0) return;
-  FillTokensKernel<<<Blocks(count), kThreads, 0, stream>>>(runtime::TokenKey(seed, source), first_token * hidden, count,
-                                                            out);
+  FillTokensKernel<<<Blocks(count), kThreads, 0, stream>>>(runtime::TokenKey(seed, source), first_token * hidden, count, out);
   CheckLaunch("fill_tokens");
 }
 
-void FillWeightRows(uint64_t seed, int64_t layer, int64_t matrix, int64_t expert, int64_t row_begin, int64_t row_end,
-                    int64_t col_begin, int64_t col_end, float scale, float* out, cudaStream_t stream) {
+void FillWeightRows(uint64_t seed, int64_t layer, int64_t matrix, int64_t expert, int64_t row_begin, int64_t row_end, int64_t col_begin,
+                    int64_t col_end, float scale, float* out, cudaStream_t stream) {
   const int64_t rows = row_end - row_begin, cols = col_end - col_begin;
   if (rows < 0 || cols < 0) {
-    throw Error("fill_weight_rows: empty or reversed range rows [" + std::to_string(row_begin) + ", " +
-                std::to_string(row_end) + ") cols [" + std::to_string(col_begin) + ", " + std::to_string(col_end) + ")");
+    throw Error("fill_weight_rows: empty or reversed range rows [" + std::to_string(row_begin) + ", " + std::to_string(row_end) +
+                ") cols [" + std::to_string(col_begin) + ", " + std::to_string(col_end) + ")");
   }
   if (rows == 0 || cols == 0) return;
-  FillWeightRowsKernel<<<Blocks(rows, 1), kThreads, 0, stream>>>(seed, layer, matrix, expert, row_begin, rows, col_begin,
-                                                                  cols, scale, out);
+  FillWeightRowsKernel<<<Blocks(rows, 1), kThreads, 0, stream>>>(seed, layer, matrix, expert, row_begin, rows, col_begin, cols, scale, out);
   CheckLaunch("fill_weight_rows");
 }
 
-void GemmExact(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, bool trans_b,
-               float* c, int64_t ldc, bool accumulate, cudaStream_t stream) {
+void GemmExact(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, bool trans_b, float* c,
+               int64_t ldc, bool accumulate, cudaStream_t stream) {
   if (m < 0 || n < 0 || k < 0) {
-    throw Error("gemm: sizes must be >= 0, got m " + std::to_string(m) + " n " + std::to_string(n) + " k " +
-                std::to_string(k));
+    throw Error("gemm: sizes must be >= 0, got m " + std::to_string(m) + " n " + std::to_string(n) + " k " + std::to_string(k));
   }
   if (m == 0 || n == 0) return;
   if (trans_b) {
@@ -440,16 +431,14 @@ void FloatToBf16(const float* src, uint16_t* dst, int64_t count, cudaStream_t st
 
 void FloatToBf16Rows(const float* src, int64_t ld, int64_t rows, int64_t cols, uint16_t* dst, cudaStream_t stream) {
   if (rows <= 0 || cols <= 0) return;
-  FloatToBf16Kernel<<<Blocks(rows * cols), kThreads, 0, stream>>>(src, ld, rows, cols,
-                                                                   reinterpret_cast<__nv_bfloat16*>(dst));
+  FloatToBf16Kernel<<<Blocks(rows * cols), kThreads, 0, stream>>>(src, ld, rows, cols, reinterpret_cast<__nv_bfloat16*>(dst));
   CheckLaunch("float_to_bf16");
 }
 
-void AddBf16Rows(const uint16_t* src, int64_t rows, int64_t cols, float* dst, int64_t ld, bool accumulate,
-                 cudaStream_t stream) {
+void AddBf16Rows(const uint16_t* src, int64_t rows, int64_t cols, float* dst, int64_t ld, bool accumulate, cudaStream_t stream) {
   if (rows <= 0 || cols <= 0) return;
-  AddBf16RowsKernel<<<Blocks(rows * cols), kThreads, 0, stream>>>(reinterpret_cast<const __nv_bfloat16*>(src), rows,
-                                                                   cols, dst, ld, accumulate);
+  AddBf16RowsKernel<<<Blocks(rows * cols), kThreads, 0, stream>>>(reinterpret_cast<const __nv_bfloat16*>(src), rows, cols, dst, ld,
+                                                                  accumulate);
   CheckLaunch("add_bf16_rows");
 }
 

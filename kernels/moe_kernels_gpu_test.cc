@@ -93,8 +93,7 @@ DOCKYARD_GPU_TEST("gather rows with source offsets past 2^31 elements (64-bit of
   // 2,457,595,904 > 2^31 = 2,147,483,648. Each row is filled with its own index.
   const int64_t rows = 600000, row_elems = 4096;
   float* src = nullptr;
-  CheckCuda(cudaMalloc(reinterpret_cast<void**>(&src), static_cast<size_t>(rows * row_elems) * sizeof(float)),
-            "cudaMalloc 9.8 GB");
+  CheckCuda(cudaMalloc(reinterpret_cast<void**>(&src), static_cast<size_t>(rows * row_elems) * sizeof(float)), "cudaMalloc 9.8 GB");
   for (int64_t r : {int64_t{0}, int64_t{524288}, int64_t{599999}}) {
     Fill(src + r * row_elems, static_cast<float>(r), row_elems, nullptr);
   }
@@ -227,8 +226,7 @@ DOCKYARD_GPU_TEST("token and weight generators give the host's bits") {
   w.out = wt.data();
   Cpu().FillWeightRows(w);
   Buffer<float> dw(static_cast<int64_t>(wt.size()));
-  FillWeightRows(w.seed, w.layer, w.matrix, w.expert, w.row_begin, w.row_end, w.col_begin, w.col_end, w.scale, dw.get(),
-                 nullptr);
+  FillWeightRows(w.seed, w.layer, w.matrix, w.expert, w.row_begin, w.row_end, w.col_begin, w.col_end, w.scale, dw.get(), nullptr);
   CheckBitExact(dw.ToHost(), wt);
 }
 
@@ -308,8 +306,8 @@ void GroupedCase(GemmPrecision precision, GroupedGemmPath path, bool trans_b, bo
     dbp.push_back(rows[i] == 0 ? nullptr : db.back()->get());  // an empty group may have a null weight
   }
   CublasGemm gemm(nullptr);
-  const GroupedGemmPath ran = gemm.RunFloat(groups, offsets.data(), n, k, da.get(), k, dbp.data(), trans_b ? k : n,
-                                            trans_b, dc.get(), n, accumulate, precision, path);
+  const GroupedGemmPath ran = gemm.RunFloat(groups, offsets.data(), n, k, da.get(), k, dbp.data(), trans_b ? k : n, trans_b, dc.get(), n,
+                                            accumulate, precision, path);
   // The documented type combinations (fp32; bf16 A, B and C) must run grouped, not fall back.
   CHECK_MESSAGE(ran == path, "asked for ", PathName(path), ", ran ", PathName(ran));
   CheckClose(dc.ToHost(), want, rtol, atol);

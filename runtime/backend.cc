@@ -11,17 +11,16 @@ void Communicator::Record(const char* op, const char* dtype, int64_t send_elems,
   if (log_ != nullptr) log_->push_back({op, label_, dtype, size(), send_elems, recv_elems});
 }
 
-void Communicator::CheckSplits(const std::vector<int64_t>& send_splits, const std::vector<int64_t>& recv_splits,
-                               int64_t row_elems) const {
+void Communicator::CheckSplits(const std::vector<int64_t>& send_splits, const std::vector<int64_t>& recv_splits, int64_t row_elems) const {
   if (static_cast<int64_t>(send_splits.size()) != size() || static_cast<int64_t>(recv_splits.size()) != size()) {
-    throw Error(fmt::format("all_to_all_single on group {} of {} ranks: {} send splits and {} recv splits (need {})",
-                            label_, size(), send_splits.size(), recv_splits.size(), size()));
+    throw Error(fmt::format("all_to_all_single on group {} of {} ranks: {} send splits and {} recv splits (need {})", label_, size(),
+                            send_splits.size(), recv_splits.size(), size()));
   }
   if (row_elems < 0) throw Error(fmt::format("all_to_all_single on group {}: row_elems must be >= 0, got {}", label_, row_elems));
   for (size_t p = 0; p < send_splits.size(); ++p) {
     if (send_splits[p] < 0 || recv_splits[p] < 0) {
-      throw Error(fmt::format("all_to_all_single on group {}: negative split for peer {} (send {}, recv {})", label_, p,
-                              send_splits[p], recv_splits[p]));
+      throw Error(fmt::format("all_to_all_single on group {}: negative split for peer {} (send {}, recv {})", label_, p, send_splits[p],
+                              recv_splits[p]));
     }
   }
 }

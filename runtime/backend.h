@@ -121,24 +121,24 @@ class Communicator {
 
   const std::string& label() const { return label_; }
   const std::vector<int64_t>& ranks() const { return ranks_; }  // global ranks, group order
-  int64_t rank() const { return index_; }                        // this member's index
+  int64_t rank() const { return index_; }                       // this member's index
   int64_t size() const { return static_cast<int64_t>(ranks_.size()); }
 
   // torch.distributed.all_to_all_single with split sizes, in rows of `row_elems` elements:
   // send_splits[p] rows go to member p (consecutive blocks of `send`), recv_splits[p] rows come
   // from member p (consecutive blocks of `recv`). Host arrays of size(); every member's
   // send_splits[q] must equal member q's recv_splits[p] (checked where the backend can).
-  void AllToAllSingle(const float* send, const std::vector<int64_t>& send_splits, float* recv,
-                      const std::vector<int64_t>& recv_splits, int64_t row_elems);
-  void AllToAllSingle(const int64_t* send, const std::vector<int64_t>& send_splits, int64_t* recv,
-                      const std::vector<int64_t>& recv_splits, int64_t row_elems);
+  void AllToAllSingle(const float* send, const std::vector<int64_t>& send_splits, float* recv, const std::vector<int64_t>& recv_splits,
+                      int64_t row_elems);
+  void AllToAllSingle(const int64_t* send, const std::vector<int64_t>& send_splits, int64_t* recv, const std::vector<int64_t>& recv_splits,
+                      int64_t row_elems);
   // The same exchange, started without waiting (the seed dispatcher's combine_start): `recv`
   // is ready, and `send` may be reused, after WaitPending() (combine_wait). At most one
   // exchange is pending per communicator; no other collective of this communicator may be
   // issued before WaitPending(). Backends without asynchronous communication (CPU) complete it
   // inside the call, which is correct but overlaps nothing.
-  void StartAllToAllSingle(const float* send, const std::vector<int64_t>& send_splits, float* recv,
-                           const std::vector<int64_t>& recv_splits, int64_t row_elems);
+  void StartAllToAllSingle(const float* send, const std::vector<int64_t>& send_splits, float* recv, const std::vector<int64_t>& recv_splits,
+                           int64_t row_elems);
   void WaitPending();
   // recv [size * count] = concatenation of every member's send [count], in group order.
   void AllGather(const float* send, int64_t count, float* recv);
@@ -154,8 +154,8 @@ class Communicator {
 
  protected:
   enum class Op { kAllToAll, kAllGather, kReduceScatter, kAllReduce, kBarrier };
-  virtual void DoAllToAll(const void* send, const std::vector<int64_t>& send_splits, void* recv,
-                          const std::vector<int64_t>& recv_splits, int64_t row_bytes) = 0;
+  virtual void DoAllToAll(const void* send, const std::vector<int64_t>& send_splits, void* recv, const std::vector<int64_t>& recv_splits,
+                          int64_t row_bytes) = 0;
   virtual void DoAllGather(const void* send, int64_t bytes, void* recv) = 0;
   virtual void DoReduceScatter(const float* send, float* recv, int64_t count) = 0;
   virtual void DoAllReduce(float* buf, int64_t count) = 0;
@@ -168,8 +168,7 @@ class Communicator {
 
  private:
   void Record(const char* op, const char* dtype, int64_t send_elems, int64_t recv_elems);
-  void CheckSplits(const std::vector<int64_t>& send_splits, const std::vector<int64_t>& recv_splits,
-                   int64_t row_elems) const;
+  void CheckSplits(const std::vector<int64_t>& send_splits, const std::vector<int64_t>& recv_splits, int64_t row_elems) const;
 
   std::string label_;
   std::vector<int64_t> ranks_;
@@ -204,12 +203,12 @@ struct GroupedGemmArgs {
   int64_t num_groups = 0;
   const int64_t* offsets = nullptr;  // host [num_groups + 1]
   int64_t n = 0, k = 0;
-  const float* a = nullptr;          // [offsets[num_groups], k]
+  const float* a = nullptr;  // [offsets[num_groups], k]
   int64_t lda = 0;
-  const float* const* b = nullptr;   // host [num_groups] device pointers
+  const float* const* b = nullptr;  // host [num_groups] device pointers
   int64_t ldb = 0;
   bool trans_b = true;
-  float* c = nullptr;                // [offsets[num_groups], n]
+  float* c = nullptr;  // [offsets[num_groups], n]
   int64_t ldc = 0;
   bool accumulate = false;
 };
@@ -246,11 +245,9 @@ class ComputeOps {
 
   // Permute: dst[i, :] = src[indices[i], :] for i < num_rows. src [*, row_elems], indices
   // (device) [num_rows], dst [num_rows, row_elems].
-  virtual void GatherRows(const float* src, const int64_t* indices, int64_t num_rows, int64_t row_elems,
-                          float* dst) = 0;
+  virtual void GatherRows(const float* src, const int64_t* indices, int64_t num_rows, int64_t row_elems, float* dst) = 0;
   // Unpermute: dst[indices[i], :] = src[i, :].
-  virtual void ScatterRows(const float* src, const int64_t* indices, int64_t num_rows, int64_t row_elems,
-                           float* dst) = 0;
+  virtual void ScatterRows(const float* src, const int64_t* indices, int64_t num_rows, int64_t row_elems, float* dst) = 0;
   // dst rows of every block = src rows of the block (blocks: host array).
   virtual void CopyRowBlocks(const float* src, float* dst, const std::vector<RowBlock>& blocks, int64_t row_elems) = 0;
 
@@ -271,11 +268,11 @@ class ComputeOps {
   virtual void TopK(const float* x, int64_t rows, int64_t cols, int64_t k, int64_t* indices) = 0;
   // weights [rows, k] = scores[r, indices[r, j]]; if normalize, divided by (their sum + 1e-20);
   // then times `scale` (routed_scaling_factor).
-  virtual void RouterWeights(const float* scores, const int64_t* indices, int64_t rows, int64_t cols, int64_t k,
-                             bool normalize, float scale, float* weights) = 0;
+  virtual void RouterWeights(const float* scores, const int64_t* indices, int64_t rows, int64_t cols, int64_t k, bool normalize,
+                             float scale, float* weights) = 0;
   // out[t, :] = sum over j < top_k, in j order, of weights[t, j] * rows[row_of_slot[t * top_k + j], :].
-  virtual void WeightedCombine(const float* rows, const int64_t* row_of_slot, const float* weights, int64_t tokens,
-                               int64_t top_k, int64_t row_elems, float* out) = 0;
+  virtual void WeightedCombine(const float* rows, const int64_t* row_of_slot, const float* weights, int64_t tokens, int64_t top_k,
+                               int64_t row_elems, float* out) = 0;
   // y[i] += x[i].
   virtual void Add(const float* x, float* y, int64_t count) = 0;
   // x[r, :] *= s[r] for r < rows.
@@ -285,8 +282,7 @@ class ComputeOps {
   // Data generators (runtime/data.h): the values depend only on their coordinates, so any rank
   // (and the reference) can recompute any element.
   // out [num_tokens, hidden]: tokens [first_token, first_token + num_tokens) of `source`.
-  virtual void FillTokens(uint64_t seed, int64_t source, int64_t first_token, int64_t num_tokens, int64_t hidden,
-                          float* out) = 0;
+  virtual void FillTokens(uint64_t seed, int64_t source, int64_t first_token, int64_t num_tokens, int64_t hidden, float* out) = 0;
   virtual void FillWeightRows(const WeightRowsArgs& args) = 0;
 };
 

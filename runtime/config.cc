@@ -18,10 +18,14 @@ const char* DispatcherName(Dispatcher d) {
 
 const char* SharedModeName(SharedMode m) {
   switch (m) {
-    case SharedMode::kNone: return "none";
-    case SharedMode::kLocal: return "local";
-    case SharedMode::kPartial: return "partial";
-    case SharedMode::kSequenceParallel: return "sequence_parallel";
+    case SharedMode::kNone:
+      return "none";
+    case SharedMode::kLocal:
+      return "local";
+    case SharedMode::kPartial:
+      return "partial";
+    case SharedMode::kSequenceParallel:
+      return "sequence_parallel";
   }
   return "?";
 }
@@ -81,8 +85,7 @@ void Require(bool ok, const std::string& message) {
 
 }  // namespace
 
-std::vector<DimSlice> ForwardSliceOnRank(const ParamInfo& param, const ParamPlacement& placement, const Mesh& mesh,
-                                         int64_t rank) {
+std::vector<DimSlice> ForwardSliceOnRank(const ParamInfo& param, const ParamPlacement& placement, const Mesh& mesh, int64_t rank) {
   return ShardsOnRank(param, placement, mesh, rank).slices;
 }
 
@@ -110,8 +113,7 @@ RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
   Require(std::isfinite(o.atol) && o.atol >= 0, fmt::format("atol must be a finite number >= 0, got {}", o.atol));
   Require(std::isfinite(o.rtol) && o.rtol >= 0, fmt::format("rtol must be a finite number >= 0, got {}", o.rtol));
   Require(o.weight_block_bytes >= 1, fmt::format("weight block bytes must be >= 1, got {}", o.weight_block_bytes));
-  Require(o.rank_weight_block_bytes >= 0,
-          fmt::format("rank weight block bytes must be >= 0, got {}", o.rank_weight_block_bytes));
+  Require(o.rank_weight_block_bytes >= 0, fmt::format("rank weight block bytes must be >= 0, got {}", o.rank_weight_block_bytes));
   const std::string dispatcher = o.dispatcher.empty() ? plan.training.dispatcher : o.dispatcher;
   if (dispatcher == "all_to_all") {
     c.dispatcher = Dispatcher::kAllToAll;
@@ -157,8 +159,7 @@ RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
   const int64_t gate = gate_up >= 0 ? gate_up : FindParam(plan, c.layer, Role::kExpertGate);
   const int64_t up = gate_up >= 0 ? gate_up : FindParam(plan, c.layer, Role::kExpertUp);
   const int64_t down = FindParam(plan, c.layer, Role::kExpertDown);
-  Require(gate >= 0 && up >= 0 && down >= 0,
-          fmt::format("layer {}: the plan lists no routed gate/up/down expert tensors", c.layer));
+  Require(gate >= 0 && up >= 0 && down >= 0, fmt::format("layer {}: the plan lists no routed gate/up/down expert tensors", c.layer));
   const int64_t shared_gate = c.shared_intermediate > 0 ? FindParam(plan, c.layer, Role::kSharedExpertGate) : -1;
   const int64_t shared_up = c.shared_intermediate > 0 ? FindParam(plan, c.layer, Role::kSharedExpertUp) : -1;
   const int64_t shared_down = c.shared_intermediate > 0 ? FindParam(plan, c.layer, Role::kSharedExpertDown) : -1;
@@ -192,8 +193,8 @@ RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
     RankConfig r;
     r.rank = rank;
     const ForwardShards g = ShardsOnRank(params[static_cast<size_t>(gate)], gate_pl, expert_mesh, rank);
-    const ForwardShards u = ShardsOnRank(params[static_cast<size_t>(up)], placements[static_cast<size_t>(up)],
-                                         plan.MeshOf(static_cast<size_t>(up)), rank);
+    const ForwardShards u =
+        ShardsOnRank(params[static_cast<size_t>(up)], placements[static_cast<size_t>(up)], plan.MeshOf(static_cast<size_t>(up)), rank);
     const ForwardShards d = ShardsOnRank(params[static_cast<size_t>(down)], placements[static_cast<size_t>(down)],
                                          plan.MeshOf(static_cast<size_t>(down)), rank);
     const ParamInfo& gp = params[static_cast<size_t>(gate)];
@@ -206,8 +207,8 @@ RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
     const DimSlice gf = g.slices[static_cast<size_t>(gp.tp_dim)];
     const DimSlice uf = u.slices[static_cast<size_t>(up_p.tp_dim)];
     const DimSlice df = d.slices[static_cast<size_t>(dp.tp_dim)];
-    Require(u.slices[0].begin == r.first_expert && d.slices[0].begin == r.first_expert &&
-                u.slices[0].size == r.num_local_experts && d.slices[0].size == r.num_local_experts,
+    Require(u.slices[0].begin == r.first_expert && d.slices[0].begin == r.first_expert && u.slices[0].size == r.num_local_experts &&
+                d.slices[0].size == r.num_local_experts,
             fmt::format("rank {}: the plan gives gate, up and down different experts", rank));
     Require(gf.begin == uf.begin && gf.size == uf.size && gf.begin == df.begin && gf.size == df.size,
             fmt::format("rank {}: the plan gives gate/up the intermediate slice [{}, {}) and down [{}, {})", rank, gf.begin,
@@ -223,10 +224,9 @@ RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
     const int64_t ep = static_cast<int64_t>(r.ep_group.size());
     Require(ep == plan.experts.ep && r.num_local_experts == plan.experts.num_local_experts &&
                 r.first_expert == plan.experts.FirstExpert(r.ep_index),
-            fmt::format("rank {}: placements give experts [{}, {}) on EP index {} of {}, plan.experts says [{}, {}) of ep {}",
-                        rank, r.first_expert, r.first_expert + r.num_local_experts, r.ep_index, ep,
-                        plan.experts.FirstExpert(r.ep_index), plan.experts.FirstExpert(r.ep_index) + plan.experts.num_local_experts,
-                        plan.experts.ep));
+            fmt::format("rank {}: placements give experts [{}, {}) on EP index {} of {}, plan.experts says [{}, {}) of ep {}", rank,
+                        r.first_expert, r.first_expert + r.num_local_experts, r.ep_index, ep, plan.experts.FirstExpert(r.ep_index),
+                        plan.experts.FirstExpert(r.ep_index) + plan.experts.num_local_experts, plan.experts.ep));
     if (local_experts < 0) local_experts = r.num_local_experts;
     Require(local_experts == r.num_local_experts, "every EP rank must hold the same number of experts");
     c.ep = ep;
@@ -237,10 +237,12 @@ RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
     if (c.shared_intermediate > 0) {
       const ParamInfo& sg = params[static_cast<size_t>(shared_gate)];
       const ParamInfo& sd = params[static_cast<size_t>(shared_down)];
-      const ForwardShards s = ShardsOnRank(sg, placements[static_cast<size_t>(shared_gate)], plan.MeshOf(static_cast<size_t>(shared_gate)), rank);
+      const ForwardShards s =
+          ShardsOnRank(sg, placements[static_cast<size_t>(shared_gate)], plan.MeshOf(static_cast<size_t>(shared_gate)), rank);
       const ForwardShards su = ShardsOnRank(params[static_cast<size_t>(shared_up)], placements[static_cast<size_t>(shared_up)],
                                             plan.MeshOf(static_cast<size_t>(shared_up)), rank);
-      const ForwardShards sdn = ShardsOnRank(sd, placements[static_cast<size_t>(shared_down)], plan.MeshOf(static_cast<size_t>(shared_down)), rank);
+      const ForwardShards sdn =
+          ShardsOnRank(sd, placements[static_cast<size_t>(shared_down)], plan.MeshOf(static_cast<size_t>(shared_down)), rank);
       const DimSlice a = s.slices[static_cast<size_t>(sg.tp_dim)];
       const DimSlice b = su.slices[0];
       const DimSlice e = sdn.slices[static_cast<size_t>(sd.tp_dim)];
@@ -256,9 +258,10 @@ RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
       } else if (r.expert_tp_group.size() == 1) {
         r.shared_mode = SharedMode::kSequenceParallel;
       } else {
-        throw Error(fmt::format("rank {}: shared experts are TP-sharded over ranks [{}] while the routed experts' tokens are "
-                                "replicated over ranks [{}]; the runtime supports etp = 1 or etp = tp only",
-                                rank, fmt::join(r.shared_tp_group, " "), fmt::join(r.expert_tp_group, " ")));
+        throw Error(
+            fmt::format("rank {}: shared experts are TP-sharded over ranks [{}] while the routed experts' tokens are "
+                        "replicated over ranks [{}]; the runtime supports etp = 1 or etp = tp only",
+                        rank, fmt::join(r.shared_tp_group, " "), fmt::join(r.expert_tp_group, " ")));
       }
     }
     c.ranks.push_back(std::move(r));
@@ -278,21 +281,22 @@ RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
 
   if (o.routing) {
     // One sampler per MoE layer (a trace may list every layer); this layer's is used.
-    c.routing_model = std::make_shared<RoutingModel>(PrepareRouting(*o.routing, c.num_experts, c.top_k, m.NumMoeLayers(), GroupLimitOf(m.moe)));
+    c.routing_model =
+        std::make_shared<RoutingModel>(PrepareRouting(*o.routing, c.num_experts, c.top_k, m.NumMoeLayers(), GroupLimitOf(m.moe)));
     c.routing_layer = 0;
     for (int64_t l = 0; l < c.layer; ++l) c.routing_layer += m.moe_layers[static_cast<size_t>(l)] ? 1 : 0;
   }
   if (c.dispatcher == Dispatcher::kDeepEp) {
-    Require(c.expert_tp == 1, fmt::format("the deepep dispatcher runs with experts not TP-sharded (expert TP group of 1), got {}",
-                                          c.expert_tp));
+    Require(c.expert_tp == 1,
+            fmt::format("the deepep dispatcher runs with experts not TP-sharded (expert TP group of 1), got {}", c.expert_tp));
   }
   if (!o.placement_file.empty()) {
     Require(c.dispatcher == Dispatcher::kAllToAll,
             "--placement runs with the all_to_all dispatcher (the deredundency dispatcher has no replicas)");
     std::vector<int64_t> map = ReadPlacementFile(o.placement_file, c.routing_layer, c.ep, c.num_experts);
     const int64_t slots = static_cast<int64_t>(map.size());
-    c.placement = std::make_shared<ExpertPlacement>(
-        PlacementFromMap(std::move(map), c.num_experts, c.ep, EpGroupNodes(plan), EplbPolicy::kGlobal));
+    c.placement =
+        std::make_shared<ExpertPlacement>(PlacementFromMap(std::move(map), c.num_experts, c.ep, EpGroupNodes(plan), EplbPolicy::kGlobal));
     if (o.redundant) {
       Require(o.redundant->redundant_experts == slots - c.num_experts,
               fmt::format("--redundant-experts ({}) does not match the placement file's {} slots for {} experts",
@@ -332,7 +336,8 @@ RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
     for (int64_t peer : r.shared_tp_group) {
       const RankConfig& p = c.ranks[static_cast<size_t>(peer - first_rank)];
       Require(p.tokens == r.tokens, fmt::format("sequence-parallel shared experts need equal tokens on the tp group of rank {} "
-                                                "({} on rank {}, {} on rank {})", r.rank, r.tokens, r.rank, p.tokens, p.rank));
+                                                "({} on rank {}, {} on rank {})",
+                                                r.rank, r.tokens, r.rank, p.tokens, p.rank));
     }
   }
 
@@ -343,13 +348,13 @@ RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
   const int64_t rows = CheckedMul(max_tokens, c.top_k, "tokens x top_k");
   const int64_t per_rank_rows = CheckedAdd(CheckedMul(rows, 8 + 2 * c.oep, "routed rows"),
                                            CheckedMul(CheckedMul(rows, c.ep, "received rows"), 3, "received rows"), "rows");
-  const int64_t bytes = CheckedMul(CheckedMul(CheckedMul(per_rank_rows, c.hidden, "buffer elements"), 4, "buffer bytes"),
-                                   stage_size, "buffer bytes of all ranks");
+  const int64_t bytes = CheckedMul(CheckedMul(CheckedMul(per_rank_rows, c.hidden, "buffer elements"), 4, "buffer bytes"), stage_size,
+                                   "buffer bytes of all ranks");
   constexpr int64_t kMaxBytes = int64_t{64} << 30;
-  Require(bytes <= kMaxBytes, fmt::format("{} tokens per rank of hidden {} with top_k {} on {} ranks (ep {}) could need {:.1f} "
-                                          "GiB of buffers (worst-case routing), more than the {} GiB allowed; use fewer tokens",
-                                          max_tokens, c.hidden, c.top_k, stage_size, c.ep,
-                                          static_cast<double>(bytes) / (1 << 30), kMaxBytes >> 30));
+  Require(bytes <= kMaxBytes,
+          fmt::format("{} tokens per rank of hidden {} with top_k {} on {} ranks (ep {}) could need {:.1f} "
+                      "GiB of buffers (worst-case routing), more than the {} GiB allowed; use fewer tokens",
+                      max_tokens, c.hidden, c.top_k, stage_size, c.ep, static_cast<double>(bytes) / (1 << 30), kMaxBytes >> 30));
   return c;
 }
 

@@ -130,7 +130,7 @@ struct RunConfig {
   bool score_correction_bias = false;
   bool norm_topk_prob = false;
   double routed_scaling_factor = 1.0;
-  GroupLimit group_limit;  // ModelSpec.moe n_group / topk_group (GroupLimitOf)
+  GroupLimit group_limit;           // ModelSpec.moe n_group / topk_group (GroupLimitOf)
   int64_t shared_intermediate = 0;  // 0 = no shared experts
   bool shared_expert_gate = false;
   // The layout.
@@ -148,9 +148,9 @@ struct RunConfig {
   // With options.redundant: the layer's placement; RankConfig::first_expert / num_local_experts
   // are then the rank's first physical slot and its P/ep slots.
   std::shared_ptr<const ExpertPlacement> placement;
-  std::vector<RankConfig> ranks;           // the stage's ranks, increasing
-  std::vector<int64_t> sources;            // distinct token sources, increasing
-  std::vector<int64_t> tokens_of_source;   // aligned with sources
+  std::vector<RankConfig> ranks;          // the stage's ranks, increasing
+  std::vector<int64_t> sources;           // distinct token sources, increasing
+  std::vector<int64_t> tokens_of_source;  // aligned with sources
 };
 
 // Builds the run of `options` on `plan`. Throws dockyard::Error naming the rule an input breaks
@@ -164,7 +164,6 @@ std::vector<RankSpec> RankSpecs(const RunConfig& config);
 // The slice [begin, begin + size) of every dim of `param` that `rank` holds after the plan's TP
 // and EP shard steps (data-parallel steps skipped, see above). On a dim with fused sections
 // (gate | up) the slice is that of one section, relative to the section's start.
-std::vector<DimSlice> ForwardSliceOnRank(const ParamInfo& param, const ParamPlacement& placement, const Mesh& mesh,
-                                         int64_t rank);
+std::vector<DimSlice> ForwardSliceOnRank(const ParamInfo& param, const ParamPlacement& placement, const Mesh& mesh, int64_t rank);
 
 }  // namespace dockyard::runtime

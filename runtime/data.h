@@ -63,10 +63,14 @@ DOCKYARD_HD inline uint64_t Mix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
-DOCKYARD_HD inline uint64_t HashCombine(uint64_t h, uint64_t v) { return Mix64(h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2))); }
+DOCKYARD_HD inline uint64_t HashCombine(uint64_t h, uint64_t v) {
+  return Mix64(h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)));
+}
 
 // int32 of the bits, times 2^-31: [-1, 1] (INT32_MAX rounds up to 2^31 in fp32).
-DOCKYARD_HD inline float BitsToUnit(uint32_t bits) { return static_cast<float>(static_cast<int32_t>(bits)) * 0x1p-31f; }
+DOCKYARD_HD inline float BitsToUnit(uint32_t bits) {
+  return static_cast<float>(static_cast<int32_t>(bits)) * 0x1p-31f;
+}
 
 DOCKYARD_HD inline uint64_t TokenKey(uint64_t seed, int64_t source) {
   return HashCombine(HashCombine(Mix64(seed ^ 0x746f6b656e73ULL), 0x78ULL), static_cast<uint64_t>(source));
@@ -103,16 +107,19 @@ DOCKYARD_HD inline uint32_t RowDelta(const RowStream& s, int64_t col) {
   return s.alpha + static_cast<uint32_t>(static_cast<uint64_t>(col)) * s.gamma;
 }
 
-DOCKYARD_HD inline float WeightValue(uint64_t seed, int64_t layer, int64_t matrix, int64_t expert, int64_t row, int64_t col,
-                         float scale) {
+DOCKYARD_HD inline float WeightValue(uint64_t seed, int64_t layer, int64_t matrix, int64_t expert, int64_t row, int64_t col, float scale) {
   return scale * BitsToUnit(RowBits(MakeRowStream(seed, layer, matrix, expert, row), col));
 }
 
-inline float GateUpScale(int64_t hidden) { return static_cast<float>(std::sqrt(3.0 / static_cast<double>(hidden))); }
+inline float GateUpScale(int64_t hidden) {
+  return static_cast<float>(std::sqrt(3.0 / static_cast<double>(hidden)));
+}
 inline float DownScale(int64_t intermediate) {
   return static_cast<float>(std::sqrt(3.0 / static_cast<double>(intermediate)));
 }
-inline float RouterScale(int64_t hidden) { return static_cast<float>(3.0 / std::sqrt(static_cast<double>(hidden))); }
+inline float RouterScale(int64_t hidden) {
+  return static_cast<float>(3.0 / std::sqrt(static_cast<double>(hidden)));
+}
 constexpr float kScoreBiasScale = 0.1f;
 
 }  // namespace dockyard::runtime

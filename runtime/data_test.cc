@@ -37,9 +37,9 @@ TEST_CASE("RowBits wraps modulo 2^32") {
 
 TEST_CASE("BitsToUnit maps int32 bits onto [-1, 1]") {
   CHECK(BitsToUnit(0u) == 0.0f);
-  CHECK(BitsToUnit(0x80000000u) == -1.0f);   // INT32_MIN / 2^31
-  CHECK(BitsToUnit(0x40000000u) == 0.5f);    // 2^30 / 2^31
-  CHECK(BitsToUnit(0x7fffffffu) == 1.0f);    // 2^31 - 1 rounds to 2^31 in fp32 (24-bit mantissa)
+  CHECK(BitsToUnit(0x80000000u) == -1.0f);  // INT32_MIN / 2^31
+  CHECK(BitsToUnit(0x40000000u) == 0.5f);   // 2^30 / 2^31
+  CHECK(BitsToUnit(0x7fffffffu) == 1.0f);   // 2^31 - 1 rounds to 2^31 in fp32 (24-bit mantissa)
 }
 
 TEST_CASE("Token values depend only on (seed, source, token, dim) and lie in [-1, 1]") {
@@ -98,6 +98,6 @@ TEST_CASE("Different experts, matrices and layers get different weights") {
 TEST_CASE("Scales give unit-variance router logits and 1/D gate variance") {
   // Var(U(-s, s)) = s^2 / 3: router 3/sqrt(D) gives 3/D, times D * Var(x) = D / 3 -> 1.
   CHECK(RouterScale(64) == doctest::Approx(3.0 / 8.0));
-  CHECK(GateUpScale(3) == doctest::Approx(1.0));    // sqrt(3 / 3)
-  CHECK(DownScale(12) == doctest::Approx(0.5));     // sqrt(3 / 12)
+  CHECK(GateUpScale(3) == doctest::Approx(1.0));  // sqrt(3 / 3)
+  CHECK(DownScale(12) == doctest::Approx(0.5));   // sqrt(3 / 12)
 }

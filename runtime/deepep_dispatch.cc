@@ -15,8 +15,8 @@ void TokenRecords::Append(const TokenRecords& from, int64_t i, int64_t meta_elem
 namespace {
 
 template <typename T>
-std::vector<T> Exchange(Communicator& ep, Device& device, const std::vector<std::vector<T>>& per_dest,
-                        const std::vector<int64_t>& count_to, const std::vector<int64_t>& count_from, int64_t elems) {
+std::vector<T> Exchange(Communicator& ep, Device& device, const std::vector<std::vector<T>>& per_dest, const std::vector<int64_t>& count_to,
+                        const std::vector<int64_t>& count_from, int64_t elems) {
   const int64_t n = ep.size(), self = ep.rank();
   std::vector<int64_t> send_splits(static_cast<size_t>(n)), recv_splits(static_cast<size_t>(n));
   std::vector<T> send;
@@ -35,8 +35,8 @@ std::vector<T> Exchange(Communicator& ep, Device& device, const std::vector<std:
 
 }  // namespace
 
-TokenRecords ExchangeRecords(Communicator& ep, Device& device, const std::vector<TokenRecords>& buckets, int64_t meta_elems,
-                             int64_t top_k, int64_t row_elems, std::vector<int64_t>* recv_counts) {
+TokenRecords ExchangeRecords(Communicator& ep, Device& device, const std::vector<TokenRecords>& buckets, int64_t meta_elems, int64_t top_k,
+                             int64_t row_elems, std::vector<int64_t>* recv_counts) {
   const int64_t n = ep.size(), self = ep.rank();
   std::vector<int64_t> count_to(static_cast<size_t>(n));
   for (int64_t d = 0; d < n; ++d) count_to[static_cast<size_t>(d)] = d == self ? 0 : buckets[static_cast<size_t>(d)].count;

@@ -28,8 +28,8 @@ struct TokenRecords {
 
 // Sends buckets[d] to EP member d for every d != self (buckets[self] is not sent), after an
 // exchange of counts; returns what arrived, in member order, and the count from each member.
-TokenRecords ExchangeRecords(Communicator& ep, Device& device, const std::vector<TokenRecords>& buckets, int64_t meta_elems,
-                             int64_t top_k, int64_t row_elems, std::vector<int64_t>* recv_counts);
+TokenRecords ExchangeRecords(Communicator& ep, Device& device, const std::vector<TokenRecords>& buckets, int64_t meta_elems, int64_t top_k,
+                             int64_t row_elems, std::vector<int64_t>* recv_counts);
 
 // Sends rows[d] (count_to[d] rows of row_elems, d != self) and receives count_from[d] rows from
 // each member, in member order (the combine: the reverse of an ExchangeRecords).

@@ -13,8 +13,7 @@ using namespace dockyard::runtime::testing;
 
 namespace {
 
-RunReport RunDeepEp(const ModelSpec& m, int64_t world, int64_t ep, int64_t gpus_per_node, const std::string& routing,
-                    int64_t tokens) {
+RunReport RunDeepEp(const ModelSpec& m, int64_t world, int64_t ep, int64_t gpus_per_node, const std::string& routing, int64_t tokens) {
   ParallelDimsOptions d;
   d.world_size = world;
   d.ep = ep;

@@ -96,11 +96,12 @@ std::vector<int64_t> ExpandToRowIndices(const std::vector<RowBlock>& blocks) {
 
 DeredundencyPlan DeredundencyDispatchBlocks(const std::vector<int64_t>& gathered_counts, int64_t oep, int64_t num_experts,
                                             int64_t expert_start, int64_t iep, int64_t experts_per_rank) {
-  if (oep < 1 || iep < 1 || experts_per_rank < 0 || static_cast<int64_t>(gathered_counts.size()) != oep * num_experts ||
-      expert_start < 0 || expert_start + iep * experts_per_rank > num_experts) {
-    throw Error(fmt::format("deredundency dispatch: {} gathered counts do not fit oep {} x {} experts with the outer range "
-                            "[{}, {} + {} x {})",
-                            gathered_counts.size(), oep, num_experts, expert_start, expert_start, iep, experts_per_rank));
+  if (oep < 1 || iep < 1 || experts_per_rank < 0 || static_cast<int64_t>(gathered_counts.size()) != oep * num_experts || expert_start < 0 ||
+      expert_start + iep * experts_per_rank > num_experts) {
+    throw Error(
+        fmt::format("deredundency dispatch: {} gathered counts do not fit oep {} x {} experts with the outer range "
+                    "[{}, {} + {} x {})",
+                    gathered_counts.size(), oep, num_experts, expert_start, expert_start, iep, experts_per_rank));
   }
   DeredundencyPlan plan;
   plan.source_totals.assign(static_cast<size_t>(oep), 0);

@@ -14,8 +14,8 @@ namespace dockyard::runtime {
 
 namespace {
 
-FfnArgs LayerFfnArgs(const RunConfig& c, int64_t intermediate, int64_t gate, int64_t up, int64_t down,
-                     std::vector<int64_t> experts, std::vector<int64_t> offsets, int64_t f_begin, int64_t f_end) {
+FfnArgs LayerFfnArgs(const RunConfig& c, int64_t intermediate, int64_t gate, int64_t up, int64_t down, std::vector<int64_t> experts,
+                     std::vector<int64_t> offsets, int64_t f_begin, int64_t f_end) {
   FfnArgs a;
   a.seed = c.options.seed;
   a.layer = c.layer;
@@ -33,20 +33,18 @@ FfnArgs LayerFfnArgs(const RunConfig& c, int64_t intermediate, int64_t gate, int
 
 }  // namespace
 
-FfnArgs RoutedFfnArgs(const RunConfig& c, std::vector<int64_t> experts, std::vector<int64_t> offsets, int64_t f_begin,
-                      int64_t f_end) {
-  return LayerFfnArgs(c, c.moe_intermediate, kMatrixGate, kMatrixUp, kMatrixDown, std::move(experts), std::move(offsets),
-                      f_begin, f_end);
+FfnArgs RoutedFfnArgs(const RunConfig& c, std::vector<int64_t> experts, std::vector<int64_t> offsets, int64_t f_begin, int64_t f_end) {
+  return LayerFfnArgs(c, c.moe_intermediate, kMatrixGate, kMatrixUp, kMatrixDown, std::move(experts), std::move(offsets), f_begin, f_end);
 }
 
 FfnArgs SharedFfnArgs(const RunConfig& c, std::vector<int64_t> offsets, int64_t f_begin, int64_t f_end) {
-  return LayerFfnArgs(c, c.shared_intermediate, kMatrixSharedGate, kMatrixSharedUp, kMatrixSharedDown, {0},
-                      std::move(offsets), f_begin, f_end);
+  return LayerFfnArgs(c, c.shared_intermediate, kMatrixSharedGate, kMatrixSharedUp, kMatrixSharedDown, {0}, std::move(offsets), f_begin,
+                      f_end);
 }
 
 int64_t FfnBlockRows(int64_t f_count, int64_t hidden, int64_t rows, int64_t block_bytes) {
   if (f_count <= 0) return 1;
-  const int64_t per_f_weights = 3 * hidden * 4;              // gate, up and down rows of one f
+  const int64_t per_f_weights = 3 * hidden * 4;                   // gate, up and down rows of one f
   const int64_t per_f_acts = 2 * std::max<int64_t>(1, rows) * 4;  // h_gate, h_up columns of one f
   const int64_t bf = std::min(block_bytes / per_f_weights, block_bytes / per_f_acts);
   return std::clamp<int64_t>(bf, 1, f_count);

@@ -21,13 +21,13 @@ struct FfnArgs {
   uint64_t seed = 0;
   int64_t layer = 0;
   int64_t hidden = 0;
-  int64_t intermediate = 0;  // the full logical F (sets the down scale)
+  int64_t intermediate = 0;                                 // the full logical F (sets the down scale)
   int64_t matrix_gate = 0, matrix_up = 0, matrix_down = 0;  // data.h kMatrix*
-  std::vector<int64_t> experts;  // [groups]: the global expert id whose weights group g uses
-  std::vector<int64_t> offsets;  // [groups + 1]: row offsets of the groups in x and out
+  std::vector<int64_t> experts;                             // [groups]: the global expert id whose weights group g uses
+  std::vector<int64_t> offsets;                             // [groups + 1]: row offsets of the groups in x and out
   int64_t f_begin = 0, f_end = 0;
-  const float* x = nullptr;  // [offsets.back(), hidden]
-  float* out = nullptr;      // [offsets.back(), hidden], overwritten
+  const float* x = nullptr;                // [offsets.back(), hidden]
+  float* out = nullptr;                    // [offsets.back(), hidden], overwritten
   int64_t block_bytes = int64_t{1} << 20;  // budget for one block of generated weights
 };
 
@@ -35,8 +35,7 @@ struct FfnArgs {
 // `offsets`, the slice [f_begin, f_end) of moe_intermediate) and of its shared-expert MLP
 // (expert 0, the slice of shared_intermediate), with c's seed and layer: the one definition the
 // ranks, the reference and the replay use. x, out and block_bytes are the caller's.
-FfnArgs RoutedFfnArgs(const RunConfig& c, std::vector<int64_t> experts, std::vector<int64_t> offsets, int64_t f_begin,
-                      int64_t f_end);
+FfnArgs RoutedFfnArgs(const RunConfig& c, std::vector<int64_t> experts, std::vector<int64_t> offsets, int64_t f_begin, int64_t f_end);
 FfnArgs SharedFfnArgs(const RunConfig& c, std::vector<int64_t> offsets, int64_t f_begin, int64_t f_end);
 
 // Device scratch reused across calls.

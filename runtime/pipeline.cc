@@ -23,9 +23,8 @@ namespace dockyard::runtime {
 namespace {
 
 // The phases a rank measures, in report order (names: planner/base/phase.h).
-constexpr Phase kMeasured[] = {Phase::kRouter,    Phase::kPermute,        Phase::kDispatch,
-                               Phase::kGroupedGemm, Phase::kUnpermute,    Phase::kCombine,
-                               Phase::kSharedExperts, Phase::kTpComm,     Phase::kWeightGen};
+constexpr Phase kMeasured[] = {Phase::kRouter,  Phase::kPermute,       Phase::kDispatch, Phase::kGroupedGemm, Phase::kUnpermute,
+                               Phase::kCombine, Phase::kSharedExperts, Phase::kTpComm,   Phase::kWeightGen};
 enum MeasuredIndex : int {
   kRouter,
   kPermute,
@@ -40,17 +39,47 @@ enum MeasuredIndex : int {
 };
 static_assert(sizeof(kMeasured) / sizeof(kMeasured[0]) == kNumPhases, "one index per measured phase");
 
-int64_t Total(const std::vector<int64_t>& v) { return std::accumulate(v.begin(), v.end(), int64_t{0}); }
+int64_t Total(const std::vector<int64_t>& v) {
+  return std::accumulate(v.begin(), v.end(), int64_t{0});
+}
 
 class LayerRank {
  public:
   LayerRank(RankContext& ctx, const RunConfig& config, const RankConfig& rank)
-      : ctx_(ctx), dev_(ctx.device()), ops_(ctx.ops()), c_(config), r_(rank), x_(&dev_), router_w_(&dev_),
-        score_bias_(&dev_), shared_sig_w_(&dev_), scores_(&dev_), select_(&dev_), topk_(&dev_), weights_(&dev_),
-        token_of_row_(&dev_), row_of_slot_(&dev_), routed_in_(&dev_), counts_send_(&dev_), counts_recv_(&dev_),
-        gathered_counts_(&dev_), gathered_(&dev_), outer_in_(&dev_), outer_out_(&dev_), whiteboard_(&dev_),
-        dispatched_(&dev_), expert_in_(&dev_), expert_out_(&dev_), combine_in_(&dev_), routed_out_(&dev_), y_(&dev_),
-        shared_x_(&dev_), shared_out_(&dev_), shared_own_(&dev_), shared_scale_(&dev_), ffn_ws_(&dev_) {}
+      : ctx_(ctx),
+        dev_(ctx.device()),
+        ops_(ctx.ops()),
+        c_(config),
+        r_(rank),
+        x_(&dev_),
+        router_w_(&dev_),
+        score_bias_(&dev_),
+        shared_sig_w_(&dev_),
+        scores_(&dev_),
+        select_(&dev_),
+        topk_(&dev_),
+        weights_(&dev_),
+        token_of_row_(&dev_),
+        row_of_slot_(&dev_),
+        routed_in_(&dev_),
+        counts_send_(&dev_),
+        counts_recv_(&dev_),
+        gathered_counts_(&dev_),
+        gathered_(&dev_),
+        outer_in_(&dev_),
+        outer_out_(&dev_),
+        whiteboard_(&dev_),
+        dispatched_(&dev_),
+        expert_in_(&dev_),
+        expert_out_(&dev_),
+        combine_in_(&dev_),
+        routed_out_(&dev_),
+        y_(&dev_),
+        shared_x_(&dev_),
+        shared_out_(&dev_),
+        shared_own_(&dev_),
+        shared_scale_(&dev_),
+        ffn_ws_(&dev_) {}
 
   void Setup() {
     const int64_t T = r_.tokens, D = c_.hidden, E = c_.num_experts;
@@ -117,8 +146,8 @@ class LayerRank {
         SelectExperts(ops_, c_, scores_.data(), score_bias_.data(), T, select_.data(), topk_.data());
       }
       weights_.Resize(T * k);
-      ops_.RouterWeights(scores_.data(), topk_.data(), T, E, k, c_.norm_topk_prob,
-                         static_cast<float>(c_.routed_scaling_factor), weights_.data());
+      ops_.RouterWeights(scores_.data(), topk_.data(), T, E, k, c_.norm_topk_prob, static_cast<float>(c_.routed_scaling_factor),
+                         weights_.data());
     });
     // --- permute: sort the (token, slot) pairs by expert, gather their rows
     RouteOrder order;
@@ -146,9 +175,7 @@ class LayerRank {
     // --- weighted sum of each token's top-k rows
     if (c_.dispatcher != Dispatcher::kDeepEp) {
       y_.Resize(T * D);
-      Time(kUnpermute, [&] {
-        ops_.WeightedCombine(routed_out_.data(), row_of_slot_.data(), weights_.data(), T, k, D, y_.data());
-      });
+      Time(kUnpermute, [&] { ops_.WeightedCombine(routed_out_.data(), row_of_slot_.data(), weights_.data(), T, k, D, y_.data()); });
     }
     SharedExperts();
     if (r_.expert_tp_group.size() > 1) {
@@ -289,7 +316,7 @@ class LayerRank {
     flex_nvlink_rows_.assign(static_cast<size_t>(n), 0);
     std::vector<std::vector<int64_t>> sent_a(static_cast<size_t>(n)), sent_b(static_cast<size_t>(n));
     std::vector<int64_t> recv_a, recv_b, local;  // local: held indices this rank computes itself
-    TokenRecords fin;                             // the tokens this rank computes: `local` ones, then received
+    TokenRecords fin;                            // the tokens this rank computes: `local` ones, then received
     Time(kDispatch, [&] {
       std::vector<TokenRecords> buckets(static_cast<size_t>(n));
       for (int64_t node = 0; node < topo.num_nodes; ++node) {
@@ -403,14 +430,17 @@ class LayerRank {
       for (int64_t r = 0; r < n; ++r) back_a_from[static_cast<size_t>(r)] = static_cast<int64_t>(sent_a[static_cast<size_t>(r)].size());
       const std::vector<float> back_a = ExchangeRows(ep, dev_, to_a, recv_a, back_a_from, D);
       // Per own token: the nodes' sums in node order.
-      std::vector<std::vector<const float*>> from_node(static_cast<size_t>(T), std::vector<const float*>(static_cast<size_t>(topo.num_nodes), nullptr));
+      std::vector<std::vector<const float*>> from_node(static_cast<size_t>(T),
+                                                       std::vector<const float*>(static_cast<size_t>(topo.num_nodes), nullptr));
       for (int64_t t = 0; t < T; ++t) {
-        if (has[static_cast<size_t>(t)]) from_node[static_cast<size_t>(t)][static_cast<size_t>(home)] = &node_sum[static_cast<size_t>(t * D)];
+        if (has[static_cast<size_t>(t)])
+          from_node[static_cast<size_t>(t)][static_cast<size_t>(home)] = &node_sum[static_cast<size_t>(t * D)];
       }
       offset = 0;
       for (int64_t r = 0; r < n; ++r) {
         for (int64_t t : sent_a[static_cast<size_t>(r)]) {
-          from_node[static_cast<size_t>(t)][static_cast<size_t>(topo.node_index[static_cast<size_t>(r)])] = &back_a[static_cast<size_t>(offset * D)];
+          from_node[static_cast<size_t>(t)][static_cast<size_t>(topo.node_index[static_cast<size_t>(r)])] =
+              &back_a[static_cast<size_t>(offset * D)];
           ++offset;
         }
       }
@@ -429,8 +459,7 @@ class LayerRank {
   }
 
   bool OverlapShared() const {
-    return c_.options.overlap_shared_experts && r_.shared_mode != SharedMode::kNone &&
-           r_.shared_mode != SharedMode::kSequenceParallel;
+    return c_.options.overlap_shared_experts && r_.shared_mode != SharedMode::kNone && r_.shared_mode != SharedMode::kSequenceParallel;
   }
 
   void DeredundencyPath(const RouteOrder& order) {
@@ -450,9 +479,10 @@ class LayerRank {
       // same number of rows (hyper_parallel _oep_gather_for_dispatch).
       for (int64_t o = 0; o < no; ++o) {
         if (dplan.source_totals[static_cast<size_t>(o)] != rows) {
-          throw Error(fmt::format("the deredundency dispatcher requires equal routed token counts within each oep group "
-                                  "(its shared token view is an all-gather), got totals [{}] on oep group [{}]",
-                                  fmt::join(dplan.source_totals, ", "), fmt::join(oep.ranks(), " ")));
+          throw Error(
+              fmt::format("the deredundency dispatcher requires equal routed token counts within each oep group "
+                          "(its shared token view is an all-gather), got totals [{}] on oep group [{}]",
+                          fmt::join(dplan.source_totals, ", "), fmt::join(oep.ranks(), " ")));
         }
       }
       gathered_.Resize(no * rows * D);
@@ -559,33 +589,33 @@ class LayerRank {
   const RunConfig& c_;
   const RankConfig& r_;
   bool timed_ = false;
-  bool shared_done_ = false;             // SharedCompute ran in this forward (combine overlap)
+  bool shared_done_ = false;               // SharedCompute ran in this forward (combine overlap)
   const float* shared_own_ptr_ = nullptr;  // this rank's shared-expert output [T, D]
   double phase_seconds_[kNumPhases] = {};
   int64_t sent_rows_ = 0, received_rows_ = 0;
   std::vector<int64_t> tokens_per_local_expert_;
   std::vector<int64_t> flex_network_rows_, flex_nvlink_rows_;  // deepep: tokens sent per member and stage
-  std::vector<int64_t> assigned_;  // routing override [T * top_k]
+  std::vector<int64_t> assigned_;                              // routing override [T * top_k]
 
-  DeviceArray<float> x_;             // [T, D]
-  DeviceArray<float> router_w_;      // [E, D]
-  DeviceArray<float> score_bias_;    // [E]
-  DeviceArray<float> shared_sig_w_;  // [D]
-  DeviceArray<float> scores_;        // [T, E]
-  DeviceArray<float> select_;        // [T, E] scores + bias
-  DeviceArray<int64_t> topk_;        // [T, k]
-  DeviceArray<float> weights_;       // [T, k]
+  DeviceArray<float> x_;                             // [T, D]
+  DeviceArray<float> router_w_;                      // [E, D]
+  DeviceArray<float> score_bias_;                    // [E]
+  DeviceArray<float> shared_sig_w_;                  // [D]
+  DeviceArray<float> scores_;                        // [T, E]
+  DeviceArray<float> select_;                        // [T, E] scores + bias
+  DeviceArray<int64_t> topk_;                        // [T, k]
+  DeviceArray<float> weights_;                       // [T, k]
   DeviceArray<int64_t> token_of_row_, row_of_slot_;  // [T * k]
-  DeviceArray<float> routed_in_;     // [T * k, D] expert-sorted
+  DeviceArray<float> routed_in_;                     // [T * k, D] expert-sorted
   DeviceArray<int64_t> counts_send_, counts_recv_, gathered_counts_;
-  DeviceArray<float> gathered_;      // [oep * T * k, D]
-  DeviceArray<float> outer_in_, outer_out_;  // deredundency outer buffers
-  DeviceArray<float> whiteboard_;    // [oep * T * k, D]
-  DeviceArray<float> dispatched_;    // received, rank-major
+  DeviceArray<float> gathered_;                // [oep * T * k, D]
+  DeviceArray<float> outer_in_, outer_out_;    // deredundency outer buffers
+  DeviceArray<float> whiteboard_;              // [oep * T * k, D]
+  DeviceArray<float> dispatched_;              // received, rank-major
   DeviceArray<float> expert_in_, expert_out_;  // expert-major
-  DeviceArray<float> combine_in_;    // rank-major, to send back
-  DeviceArray<float> routed_out_;    // [T * k, D] expert-sorted, back home
-  DeviceArray<float> y_;             // [T, D]
+  DeviceArray<float> combine_in_;              // rank-major, to send back
+  DeviceArray<float> routed_out_;              // [T * k, D] expert-sorted, back home
+  DeviceArray<float> y_;                       // [T, D]
   DeviceArray<float> shared_x_, shared_out_, shared_own_, shared_scale_;
   FfnWorkspace ffn_ws_;
 };

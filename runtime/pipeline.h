@@ -44,8 +44,8 @@ struct RankResult {
   int64_t sent_rows = 0;      // routed rows sent to other ranks in the dispatch
   int64_t received_rows = 0;  // rows the local experts computed
   std::vector<int64_t> tokens_per_local_expert;
-  std::vector<double> phase_us;                 // aligned with PhaseNames(): mean per timed iteration
-  std::vector<CollectiveRecord> collectives;    // one iteration's collectives (record_collectives)
+  std::vector<double> phase_us;               // aligned with PhaseNames(): mean per timed iteration
+  std::vector<CollectiveRecord> collectives;  // one iteration's collectives (record_collectives)
   // deepep dispatcher: tokens sent to each EP member in the network stage (to rail peers) and in
   // the NVLink stage (inside the node), last iteration; empty for the other dispatchers.
   std::vector<int64_t> flex_network_rows, flex_nvlink_rows;

@@ -29,7 +29,9 @@ RunOptions Options(int64_t tokens, const std::string& dispatcher = "all_to_all",
   return o;
 }
 
-RoutingSpec Routing(const std::string& text) { return ParseRoutingSpec(text); }
+RoutingSpec Routing(const std::string& text) {
+  return ParseRoutingSpec(text);
+}
 
 RunReport Run(const Plan& plan, const RunOptions& o) {
   cpu::CpuBackend backend;
@@ -236,8 +238,7 @@ TEST_CASE("16 ranks with thousands of tokens, both dispatchers, in seconds") {
     const auto t0 = std::chrono::steady_clock::now();
     const RunReport r = Run(plan, Options(256, d, 4));
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    MESSAGE(d << ": 16 ranks x 256 tokens in " << s << " s (run " << r.run_seconds << " s, reference " << r.reference_seconds
-              << " s)");
+    MESSAGE(d << ": 16 ranks x 256 tokens in " << s << " s (run " << r.run_seconds << " s, reference " << r.reference_seconds << " s)");
     CheckPassed(r);
     CHECK(r.checked == 16 * 256 * 128);
   }
@@ -259,8 +260,7 @@ TEST_CASE("The deredundency dispatcher rejects unequal routed token counts withi
   // so the all-gather of the routed rows (T x top_k) of group {0, 4} cannot line up.
   RunOptions o = Options(8, "deredundency", 2);
   o.tokens_per_source = {8, 8, 8, 8, 5, 8, 8, 8};
-  CHECK_THROWS_WITH_AS(Run(MakePlan(TinyMoe(), 8, 8), o), doctest::Contains("equal routed token counts within each oep group"),
-                       Error);
+  CHECK_THROWS_WITH_AS(Run(MakePlan(TinyMoe(), 8, 8), o), doctest::Contains("equal routed token counts within each oep group"), Error);
   o.dispatcher = "all_to_all";  // the all-to-all dispatcher has no such precondition
   CheckPassed(Run(MakePlan(TinyMoe(), 8, 8), o));
 }

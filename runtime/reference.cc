@@ -97,8 +97,8 @@ ReferenceOutput ComputeReference(const RunConfig& c, int threads) {
       SelectExperts(ops, c, scores.data(), bias.data(), T, select.data(), s.experts.data());
     }
     s.weights.resize(static_cast<size_t>(T * k));
-    ops.RouterWeights(scores.data(), s.experts.data(), T, E, k, c.norm_topk_prob,
-                      static_cast<float>(c.routed_scaling_factor), s.weights.data());
+    ops.RouterWeights(scores.data(), s.experts.data(), T, E, k, c.norm_topk_prob, static_cast<float>(c.routed_scaling_factor),
+                      s.weights.data());
     s.rows.assign(static_cast<size_t>(T * k * D), 0.0f);
   });
 

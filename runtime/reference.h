@@ -15,9 +15,9 @@
 namespace dockyard::runtime {
 
 struct ReferenceOutput {
-  std::vector<int64_t> sources;              // = config.sources
-  std::vector<std::vector<float>> outputs;   // per source [tokens, hidden]
-  std::vector<int64_t> tokens_per_expert;    // [num_experts] over all sources
+  std::vector<int64_t> sources;             // = config.sources
+  std::vector<std::vector<float>> outputs;  // per source [tokens, hidden]
+  std::vector<int64_t> tokens_per_expert;   // [num_experts] over all sources
 };
 
 // `threads` <= 0: std::thread::hardware_concurrency().

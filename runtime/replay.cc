@@ -59,9 +59,10 @@ ReplayReport ReplayRank(const Plan& plan, const ReplayOptions& o, Backend& backe
   const Workload w = ComputeWorkload(plan);
   const int64_t T = w.routed_tokens;
   if (T > (int64_t{1} << 24)) {
-    throw Error(fmt::format("replay: the plan routes {} tokens per rank (seq_len {} x micro_batch_size {} / cp {}); at "
-                            "most 2^24: lower --seq-len",
-                            T, plan.training.seq_len, plan.training.micro_batch_size, plan.dims.cp));
+    throw Error(
+        fmt::format("replay: the plan routes {} tokens per rank (seq_len {} x micro_batch_size {} / cp {}); at "
+                    "most 2^24: lower --seq-len",
+                    T, plan.training.seq_len, plan.training.micro_batch_size, plan.dims.cp));
   }
   RunOptions ro;
   ro.tokens_per_rank = T;
@@ -73,8 +74,8 @@ ReplayReport ReplayRank(const Plan& plan, const ReplayOptions& o, Backend& backe
   const RunConfig c = MakeRunConfig(plan, ro);
   const auto rit = std::find_if(c.ranks.begin(), c.ranks.end(), [&](const RankConfig& r) { return r.rank == o.rank; });
   if (rit == c.ranks.end()) {
-    throw Error(fmt::format("--replay-rank {}: not a rank of pipeline stage {}, which holds layer {} (ranks {}..{})", o.rank,
-                            c.stage, c.layer, c.ranks.front().rank, c.ranks.back().rank));
+    throw Error(fmt::format("--replay-rank {}: not a rank of pipeline stage {}, which holds layer {} (ranks {}..{})", o.rank, c.stage,
+                            c.layer, c.ranks.front().rank, c.ranks.back().rank));
   }
   const RankConfig& r = *rit;
   const int64_t E = c.num_experts, k = c.top_k, D = c.hidden, ep = c.ep, L = r.num_local_experts, e = r.ep_index;
@@ -132,8 +133,8 @@ ReplayReport ReplayRank(const Plan& plan, const ReplayOptions& o, Backend& backe
   for (int64_t j = 0; j < L; ++j) {
     const int64_t want = sampled.layers.front().rows_per_local_expert[static_cast<size_t>(e * L + j)];
     if (want != rep.rows_per_local_expert[static_cast<size_t>(j)]) {
-      throw Error(fmt::format("replay: local expert {} receives {} rows by token sampling but {} in the routing matrices",
-                              j, rep.rows_per_local_expert[static_cast<size_t>(j)], want));
+      throw Error(fmt::format("replay: local expert {} receives {} rows by token sampling but {} in the routing matrices", j,
+                              rep.rows_per_local_expert[static_cast<size_t>(j)], want));
     }
   }
   rep.received_rows = std::accumulate(rep.rows_per_local_expert.begin(), rep.rows_per_local_expert.end(), int64_t{0});
@@ -143,7 +144,8 @@ ReplayReport ReplayRank(const Plan& plan, const ReplayOptions& o, Backend& backe
   const int64_t slots = T * k;
   std::vector<int64_t> order(static_cast<size_t>(slots));
   std::iota(order.begin(), order.end(), int64_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return own[static_cast<size_t>(a)] < own[static_cast<size_t>(b)]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return own[static_cast<size_t>(a)] < own[static_cast<size_t>(b)]; });
   std::vector<int64_t> gather_idx(static_cast<size_t>(slots)), row_of_slot(static_cast<size_t>(slots));
   for (int64_t i = 0; i < slots; ++i) {
     gather_idx[static_cast<size_t>(i)] = order[static_cast<size_t>(i)] / k;
@@ -164,97 +166,98 @@ ReplayReport ReplayRank(const Plan& plan, const ReplayOptions& o, Backend& backe
   std::vector<double> seconds(kNumMeasured, 0.0);
   std::vector<float> recv_host, in_host, out_host;
   try {
-  backend.RunRanks({RankSpec{o.rank, {}}}, [&](RankContext& ctx) {
-    Device& dev = ctx.device();
-    ComputeOps& ops = ctx.ops();
-    DeviceArray<float> x(&dev, T * D), router_w(&dev, E * D), scores(&dev, T * E), routed(&dev, slots * D),
-        recv(&dev, R * D), expert_in(&dev, R * D), expert_out(&dev, R * D), combine_in(&dev, R * D),
-        weights(&dev, slots), out(&dev, T * D), shared_out(&dev, T * D);
-    DeviceArray<int64_t> topk(&dev, T * k), d_gather(&dev), d_row_of_slot(&dev);
-    d_gather.CopyFromHost(gather_idx);
-    d_row_of_slot.CopyFromHost(row_of_slot);
-    ops.FillTokens(o.seed, r.source, 0, T, D, x.data());
-    // The received rows are other ranks' tokens: any values; a source id no rank uses.
-    ops.FillTokens(o.seed, int64_t{1} << 40 | o.rank, 0, R, D, recv.data());
-    WeightRowsArgs wr;
-    wr.seed = o.seed;
-    wr.layer = c.layer;
-    wr.matrix = kMatrixRouter;
-    wr.row_end = E;
-    wr.col_end = D;
-    wr.scale = RouterScale(D);
-    wr.out = router_w.data();
-    ops.FillWeightRows(wr);
-    ops.Fill(weights.data(), 1.0f / static_cast<float>(k), slots);
-    FfnWorkspace ws(&dev), shared_ws(&dev);
+    backend.RunRanks({RankSpec{o.rank, {}}}, [&](RankContext& ctx) {
+      Device& dev = ctx.device();
+      ComputeOps& ops = ctx.ops();
+      DeviceArray<float> x(&dev, T * D), router_w(&dev, E * D), scores(&dev, T * E), routed(&dev, slots * D), recv(&dev, R * D),
+          expert_in(&dev, R * D), expert_out(&dev, R * D), combine_in(&dev, R * D), weights(&dev, slots), out(&dev, T * D),
+          shared_out(&dev, T * D);
+      DeviceArray<int64_t> topk(&dev, T * k), d_gather(&dev), d_row_of_slot(&dev);
+      d_gather.CopyFromHost(gather_idx);
+      d_row_of_slot.CopyFromHost(row_of_slot);
+      ops.FillTokens(o.seed, r.source, 0, T, D, x.data());
+      // The received rows are other ranks' tokens: any values; a source id no rank uses.
+      ops.FillTokens(o.seed, int64_t{1} << 40 | o.rank, 0, R, D, recv.data());
+      WeightRowsArgs wr;
+      wr.seed = o.seed;
+      wr.layer = c.layer;
+      wr.matrix = kMatrixRouter;
+      wr.row_end = E;
+      wr.col_end = D;
+      wr.scale = RouterScale(D);
+      wr.out = router_w.data();
+      ops.FillWeightRows(wr);
+      ops.Fill(weights.data(), 1.0f / static_cast<float>(k), slots);
+      FfnWorkspace ws(&dev), shared_ws(&dev);
 
-    const auto time = [&](MeasuredIndex p, bool timed, auto&& fn) {
-      dev.Synchronize();
-      const auto t0 = std::chrono::steady_clock::now();
-      fn();
-      dev.Synchronize();
-      if (timed) seconds[p] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    };
-    for (int64_t it = 0; it < o.warmup + o.iters; ++it) {
-      const bool timed = it >= o.warmup;
-      time(kRouter, timed, [&] {
-        const int64_t offsets[2] = {0, T};
-        const float* b[1] = {router_w.data()};
-        GroupedGemmArgs g;
-        g.num_groups = 1;
-        g.offsets = offsets;
-        g.n = E;
-        g.k = D;
-        g.a = x.data();
-        g.lda = D;
-        g.b = b;
-        g.ldb = D;
-        g.c = scores.data();
-        g.ldc = E;
-        ops.GroupedGemm(g);
-        if (c.sigmoid_scores) {
-          ops.Sigmoid(scores.data(), T * E);
-        } else {
-          ops.Softmax(scores.data(), T, E);
-        }
-        ops.TopK(scores.data(), T, E, k, topk.data());
-      });
-      time(kPermute, timed, [&] {
-        ops.GatherRows(x.data(), d_gather.data(), slots, D, routed.data());
-        ops.CopyRowBlocks(recv.data(), expert_in.data(), pp.blocks, D);
-      });
-      routed_ffn.x = expert_in.data();
-      routed_ffn.out = expert_out.data();
-      double gen = 0;
-      time(kGroupedGemm, timed, [&] { gen = RunSwiGluFfn(ops, dev, routed_ffn, ws); });
-      if (timed) {
-        seconds[kGroupedGemm] -= gen;
-        seconds[kWeightGen] += gen;
-      }
-      time(kUnpermute, timed, [&] {
-        ops.CopyRowBlocks(expert_out.data(), combine_in.data(), inverse, D);
-        ops.WeightedCombine(routed.data(), d_row_of_slot.data(), weights.data(), T, k, D, out.data());
-      });
-      if (shared) {
-        shared_ffn.x = x.data();
-        shared_ffn.out = shared_out.data();
-        double sgen = 0;
-        time(kSharedExperts, timed, [&] { sgen = RunSwiGluFfn(ops, dev, shared_ffn, shared_ws); });
+      const auto time = [&](MeasuredIndex p, bool timed, auto&& fn) {
+        dev.Synchronize();
+        const auto t0 = std::chrono::steady_clock::now();
+        fn();
+        dev.Synchronize();
+        if (timed) seconds[p] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      };
+      for (int64_t it = 0; it < o.warmup + o.iters; ++it) {
+        const bool timed = it >= o.warmup;
+        time(kRouter, timed, [&] {
+          const int64_t offsets[2] = {0, T};
+          const float* b[1] = {router_w.data()};
+          GroupedGemmArgs g;
+          g.num_groups = 1;
+          g.offsets = offsets;
+          g.n = E;
+          g.k = D;
+          g.a = x.data();
+          g.lda = D;
+          g.b = b;
+          g.ldb = D;
+          g.c = scores.data();
+          g.ldc = E;
+          ops.GroupedGemm(g);
+          if (c.sigmoid_scores) {
+            ops.Sigmoid(scores.data(), T * E);
+          } else {
+            ops.Softmax(scores.data(), T, E);
+          }
+          ops.TopK(scores.data(), T, E, k, topk.data());
+        });
+        time(kPermute, timed, [&] {
+          ops.GatherRows(x.data(), d_gather.data(), slots, D, routed.data());
+          ops.CopyRowBlocks(recv.data(), expert_in.data(), pp.blocks, D);
+        });
+        routed_ffn.x = expert_in.data();
+        routed_ffn.out = expert_out.data();
+        double gen = 0;
+        time(kGroupedGemm, timed, [&] { gen = RunSwiGluFfn(ops, dev, routed_ffn, ws); });
         if (timed) {
-          seconds[kSharedExperts] -= sgen;
-          seconds[kWeightGen] += sgen;
+          seconds[kGroupedGemm] -= gen;
+          seconds[kWeightGen] += gen;
+        }
+        time(kUnpermute, timed, [&] {
+          ops.CopyRowBlocks(expert_out.data(), combine_in.data(), inverse, D);
+          ops.WeightedCombine(routed.data(), d_row_of_slot.data(), weights.data(), T, k, D, out.data());
+        });
+        if (shared) {
+          shared_ffn.x = x.data();
+          shared_ffn.out = shared_out.data();
+          double sgen = 0;
+          time(kSharedExperts, timed, [&] { sgen = RunSwiGluFfn(ops, dev, shared_ffn, shared_ws); });
+          if (timed) {
+            seconds[kSharedExperts] -= sgen;
+            seconds[kWeightGen] += sgen;
+          }
         }
       }
-    }
-    recv_host = recv.ToHost();
-    in_host = expert_in.ToHost();
-    out_host = expert_out.ToHost();
-  });
+      recv_host = recv.ToHost();
+      in_host = expert_in.ToHost();
+      out_host = expert_out.ToHost();
+    });
   } catch (const std::bad_alloc&) {
     const double gib = static_cast<double>((T * (2 * D + E + 2 * k) + slots * D + 4 * R * D) * 4) / (1 << 30);
-    throw Error(fmt::format("replay: out of memory for rank {}'s buffers: {} tokens, {} received rows of hidden {} "
-                            "(about {:.1f} GiB, plus weights); lower --seq-len",
-                            o.rank, T, R, D, gib));
+    throw Error(
+        fmt::format("replay: out of memory for rank {}'s buffers: {} tokens, {} received rows of hidden {} "
+                    "(about {:.1f} GiB, plus weights); lower --seq-len",
+                    o.rank, T, R, D, gib));
   }
   rep.backend = backend.name();  // after the run: names the GEMM path that ran
 
@@ -346,21 +349,17 @@ Json ReplayReportToJson(const ReplayReport& r) {
                 {"phases", phases},
                 {"layer_forward_us", r.layer_forward_us},
                 {"validation",
-                 {{"checked", r.checked},
-                  {"wrong", r.wrong},
-                  {"max_abs_error", r.max_abs_error},
-                  {"atol", r.atol},
-                  {"rtol", r.rtol}}}}}};
+                 {{"checked", r.checked}, {"wrong", r.wrong}, {"max_abs_error", r.max_abs_error}, {"atol", r.atol}, {"rtol", r.rtol}}}}}};
 }
 
 std::string ReplayReportToText(const ReplayReport& r) {
   std::ostringstream out;
   out << fmt::format("Replay     {} layer {} rank {} (EP rank {} of {}): experts [{}, {}), intermediate [{}, {}), backend {}\n",
-                     r.model_name, r.layer, r.rank, r.ep_rank, r.ep, r.first_expert, r.first_expert + r.num_local_experts,
-                     r.f_begin, r.f_end, r.backend);
+                     r.model_name, r.layer, r.rank, r.ep_rank, r.ep, r.first_expert, r.first_expert + r.num_local_experts, r.f_begin,
+                     r.f_end, r.backend);
   out << fmt::format("Settings   cluster {}, routing {} (seed {}), expert GEMM {}\n", r.cluster, r.routing, r.seed, r.precision);
-  out << fmt::format("Rows       {} tokens route {} rows; this rank receives {} rows ({:.3f} x the mean)\n", r.tokens,
-                     r.tokens * r.top_k, r.received_rows, r.imbalance);
+  out << fmt::format("Rows       {} tokens route {} rows; this rank receives {} rows ({:.3f} x the mean)\n", r.tokens, r.tokens * r.top_k,
+                     r.received_rows, r.imbalance);
   out << fmt::format("  {:<16} {:>12} {:>14}  {}\n", "phase", "time (us)", "predicted (us)", "source");
   for (const ReplayPhase& p : r.phases) {
     out << fmt::format("  {:<16} {:>12.1f} {:>14}  {}\n", p.name, p.time_us,
@@ -372,8 +371,7 @@ std::string ReplayReportToText(const ReplayReport& r) {
   } else if (r.passed()) {
     out << fmt::format("Validation OK: 0 wrong of {} checked elements (max abs error {:.3e})\n", r.checked, r.max_abs_error);
   } else {
-    out << fmt::format("Validation FAILED: {} wrong of {} checked elements (max abs error {:.3e})\n", r.wrong, r.checked,
-                       r.max_abs_error);
+    out << fmt::format("Validation FAILED: {} wrong of {} checked elements (max abs error {:.3e})\n", r.wrong, r.checked, r.max_abs_error);
   }
   return out.str();
 }

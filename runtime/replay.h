@@ -37,24 +37,24 @@
 namespace dockyard::runtime {
 
 struct ReplayOptions {
-  int64_t rank = 0;          // global rank of the plan whose share runs
-  int64_t layer = -1;        // decoder layer (-1: the first MoE layer); its pipeline stage must hold `rank`
-  RoutingSpec routing;       // default uniform; seed = routing.seed
-  int64_t tokens = 0;        // T; 0 = the plan's routed tokens per rank (ComputeWorkload)
-  uint64_t seed = 0;         // tokens and weights (runtime/data.h)
+  int64_t rank = 0;     // global rank of the plan whose share runs
+  int64_t layer = -1;   // decoder layer (-1: the first MoE layer); its pipeline stage must hold `rank`
+  RoutingSpec routing;  // default uniform; seed = routing.seed
+  int64_t tokens = 0;   // T; 0 = the plan's routed tokens per rank (ComputeWorkload)
+  uint64_t seed = 0;    // tokens and weights (runtime/data.h)
   int64_t iters = 3;
   int64_t warmup = 1;
   int64_t weight_block_bytes = int64_t{1} << 30;  // one block of generated expert weights
-  int64_t check_rows = 2;    // rows checked at each end of every local expert's block
+  int64_t check_rows = 2;                         // rows checked at each end of every local expert's block
   double atol = 1e-4, rtol = 1e-3;
-  ClusterSpec cluster;       // for the cost model's dispatch and combine
+  ClusterSpec cluster;             // for the cost model's dispatch and combine
   std::string precision = "fp32";  // recorded in the report (the backend applies it)
 };
 
 struct ReplayPhase {
   std::string name;
-  double time_us = 0;     // mean per timed iteration (measured) or predicted (cost model)
-  std::string source;     // "measured" or "cost model"
+  double time_us = 0;        // mean per timed iteration (measured) or predicted (cost model)
+  std::string source;        // "measured" or "cost model"
   double predicted_us = -1;  // the cost model's time for the same phase and EP rank (-1: none)
 };
 

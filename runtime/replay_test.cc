@@ -46,8 +46,8 @@ TEST_CASE("every EP rank's replay receives its column of the routing matrix; tog
     const ReplayReport r = ReplayRank(plan, Options(rank), backend);
     CAPTURE(rank);
     CHECK(r.ep == 4);
-    CHECK(r.ep_rank == rank);              // ep = world: EP rank = global rank
-    CHECK(r.num_local_experts == 4);       // 16 experts / ep 4
+    CHECK(r.ep_rank == rank);         // ep = world: EP rank = global rank
+    CHECK(r.num_local_experts == 4);  // 16 experts / ep 4
     CHECK(r.first_expert == 4 * rank);
     CHECK(r.tokens == 64);
     CHECK(r.received_rows == sampled.layers[0].received[static_cast<size_t>(rank)]);
@@ -205,8 +205,7 @@ TEST_CASE("replay of layer 1 with pp 2 runs a stage-1 rank; a per-layer trace gi
 TEST_CASE("replay errors: a rank outside the layer's stage, bad iteration counts") {
   cpu::CpuBackend backend;
   const Plan pp2 = SmallPlan(4, 2, 1, 1, /*pp=*/2);  // layer 0 lives in stage 0: ranks 0..1
-  CHECK_THROWS_WITH_AS(ReplayRank(pp2, Options(3), backend),
-                       doctest::Contains("--replay-rank 3: not a rank of pipeline stage 0"), Error);
+  CHECK_THROWS_WITH_AS(ReplayRank(pp2, Options(3), backend), doctest::Contains("--replay-rank 3: not a rank of pipeline stage 0"), Error);
   ReplayOptions o = Options(0);
   o.iters = 0;
   CHECK_THROWS_WITH_AS(ReplayRank(SmallPlan(2, 2), o, backend), "replay: iters must be >= 1, got 0", Error);

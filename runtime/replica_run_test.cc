@@ -160,8 +160,7 @@ TEST_CASE("a placement file runs its own layout of replicas") {
   CHECK(r.replica_rows_mismatches == 0);
   // --redundant-experts must agree with the file's slot count.
   o.redundant = Redundant(16, EplbPolicy::kGlobal, ReplicaChoice::kLocal);
-  CHECK_THROWS_WITH_AS(MakeRunConfig(TwoNodePlan(), o), doctest::Contains("does not match the placement file's 24 slots"),
-                       Error);
+  CHECK_THROWS_WITH_AS(MakeRunConfig(TwoNodePlan(), o), doctest::Contains("does not match the placement file's 24 slots"), Error);
   // A map that leaves an expert without a slot.
   o.redundant.reset();
   o.placement_file = WriteTmp("bad-placement.json", R"({"physical_to_logical": [0, 0, 0, 0, 0, 0, 0, 0]})");

@@ -3,8 +3,7 @@
 
 namespace dockyard::runtime {
 
-void SelectExperts(ComputeOps& ops, const RunConfig& c, const float* scores, const float* bias, int64_t T, float* select,
-                   int64_t* topk) {
+void SelectExperts(ComputeOps& ops, const RunConfig& c, const float* scores, const float* bias, int64_t T, float* select, int64_t* topk) {
   const int64_t E = c.num_experts, k = c.top_k;
   const GroupLimit& g = c.group_limit;
   if (!c.score_correction_bias && !g.active()) {

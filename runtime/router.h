@@ -17,7 +17,6 @@ namespace dockyard::runtime {
 // scores [T, E] (after softmax / sigmoid), bias [E] (read only with score_correction_bias),
 // select [T, E] scratch (written when the bias or a group limit applies), topk [T, top_k] out.
 // All pointers are device memory of `ops`' backend.
-void SelectExperts(ComputeOps& ops, const RunConfig& c, const float* scores, const float* bias, int64_t T, float* select,
-                   int64_t* topk);
+void SelectExperts(ComputeOps& ops, const RunConfig& c, const float* scores, const float* bias, int64_t T, float* select, int64_t* topk);
 
 }  // namespace dockyard::runtime

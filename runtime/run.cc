@@ -22,8 +22,7 @@ double Seconds(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-void Compare(const RunConfig& c, const RankResult& got, const std::vector<float>& ref, RankReport& r,
-             std::vector<Mismatch>& mismatches) {
+void Compare(const RunConfig& c, const RankResult& got, const std::vector<float>& ref, RankReport& r, std::vector<Mismatch>& mismatches) {
   const double atol = c.options.atol, rtol = c.options.rtol;
   r.checked = static_cast<int64_t>(got.output.size());
   if (got.output.size() != ref.size()) {
@@ -60,7 +59,9 @@ std::string OverlapNotApplied(const RunConfig& c) {
   return "";
 }
 
-std::string Sci(double v) { return std::isfinite(v) ? fmt::format("{:.3e}", v) : std::string("inf"); }
+std::string Sci(double v) {
+  return std::isfinite(v) ? fmt::format("{:.3e}", v) : std::string("inf");
+}
 
 }  // namespace
 
@@ -68,12 +69,12 @@ namespace {
 
 // The planner's matrices of this layer beside the measured rows (RunReport::predicted_replica_routing).
 void CompareReplicaRows(const RunConfig& c, RunReport& report) {
-  const bool comparable = c.routing_model != nullptr && static_cast<int64_t>(c.ranks.size()) == c.ep && c.options.tokens_per_source.empty() &&
-                          std::all_of(c.ranks.begin(), c.ranks.end(),
-                                      [](const RankConfig& r) { return r.source == r.ep_index && r.rank == r.source; });
+  const bool comparable =
+      c.routing_model != nullptr && static_cast<int64_t>(c.ranks.size()) == c.ep && c.options.tokens_per_source.empty() &&
+      std::all_of(c.ranks.begin(), c.ranks.end(), [](const RankConfig& r) { return r.source == r.ep_index && r.rank == r.source; });
   if (!comparable) return;
-  report.predicted_replica_routing = SampleReplicatedLayer(*c.routing_model, c.routing_layer, *c.placement,
-                                                           c.options.tokens_per_rank, c.options.redundant->choice);
+  report.predicted_replica_routing =
+      SampleReplicatedLayer(*c.routing_model, c.routing_layer, *c.placement, c.options.tokens_per_rank, c.options.redundant->choice);
   const LayerRouting& L = *report.predicted_replica_routing;
   const int64_t slots = c.placement->SlotsPerRank();
   report.replica_rows_mismatches = 0;
@@ -273,15 +274,16 @@ Json RunReportToJson(const RunReport& rep, const std::string& model_source) {
 std::string RunReportToText(const RunReport& rep, const std::string& model_source) {
   const RunConfig& c = rep.config;
   std::ostringstream out;
-  out << fmt::format("Model      {} ({}), layer {}: hidden {}, moe_intermediate {}, {} experts, top-{}, {}{}{}\n", model_source,
-                     c.family, c.layer, c.hidden, c.moe_intermediate, c.num_experts, c.top_k,
-                     c.sigmoid_scores ? "sigmoid" : "softmax", c.score_correction_bias ? " + score bias" : "",
+  out << fmt::format("Model      {} ({}), layer {}: hidden {}, moe_intermediate {}, {} experts, top-{}, {}{}{}\n", model_source, c.family,
+                     c.layer, c.hidden, c.moe_intermediate, c.num_experts, c.top_k, c.sigmoid_scores ? "sigmoid" : "softmax",
+                     c.score_correction_bias ? " + score bias" : "",
                      c.shared_intermediate > 0 ? fmt::format(", shared {}", c.shared_intermediate) : "");
-  out << fmt::format("Layout     {} ranks (stage {} of world {}), ep {}, expert tp {}, dispatcher {}{}, shared experts {}; "
-                     "backend {}\n",
-                     c.ranks.size(), c.stage, c.world_size, c.ep, c.expert_tp, DispatcherName(c.dispatcher),
-                     c.dispatcher == Dispatcher::kDeredundency ? fmt::format(" (oep {} x iep {})", c.oep, c.iep) : "",
-                     c.ranks.empty() ? "none" : SharedModeName(c.ranks.front().shared_mode), rep.backend);
+  out << fmt::format(
+      "Layout     {} ranks (stage {} of world {}), ep {}, expert tp {}, dispatcher {}{}, shared experts {}; "
+      "backend {}\n",
+      c.ranks.size(), c.stage, c.world_size, c.ep, c.expert_tp, DispatcherName(c.dispatcher),
+      c.dispatcher == Dispatcher::kDeredundency ? fmt::format(" (oep {} x iep {})", c.oep, c.iep) : "",
+      c.ranks.empty() ? "none" : SharedModeName(c.ranks.front().shared_mode), rep.backend);
   out << fmt::format("Tokens     {} per rank ({} sources), seed {}, routing {}; {} warm-up + {} timed iterations\n",
                      c.options.tokens_per_rank, c.sources.size(), c.options.seed,
                      c.options.routing ? RoutingSpecText(*c.options.routing) : std::string("router top-k"), c.options.warmup,
@@ -291,19 +293,18 @@ std::string RunReportToText(const RunReport& rep, const std::string& model_sourc
     out << (why.empty() ? std::string("Overlap    shared experts run while the combine is in flight (combine = its exposed time)\n")
                         : fmt::format("Overlap    requested but not applied: {}\n", why));
   }
-  out << fmt::format("\n{:>6} {:>7} {:>8} {:>8} {:>9} {:>12} {:>12} {:>8}\n", "rank", "tokens", "routed", "sent", "received",
-                     "max_abs_err", "max_rel_err", "#wrong");
+  out << fmt::format("\n{:>6} {:>7} {:>8} {:>8} {:>9} {:>12} {:>12} {:>8}\n", "rank", "tokens", "routed", "sent", "received", "max_abs_err",
+                     "max_rel_err", "#wrong");
   for (const RankReport& r : rep.ranks) {
-    out << fmt::format("{:>6} {:>7} {:>8} {:>8} {:>9} {:>12} {:>12} {:>8}\n", r.rank, r.tokens, r.routed_rows, r.sent_rows,
-                       r.received_rows, Sci(r.max_abs_error), Sci(r.max_rel_error), r.wrong);
+    out << fmt::format("{:>6} {:>7} {:>8} {:>8} {:>9} {:>12} {:>12} {:>8}\n", r.rank, r.tokens, r.routed_rows, r.sent_rows, r.received_rows,
+                       Sci(r.max_abs_error), Sci(r.max_rel_error), r.wrong);
   }
   if (c.placement) {
     const ExpertPlacement& p = *c.placement;
-    out << fmt::format("\nRedundant experts  R = {} ({} policy, {} replica choice): {} slots, {} per EP rank; physical->logical [{}]\n",
-                       p.num_physical - p.num_experts,
-                       c.options.placement_file.empty() ? EplbPolicyName(p.policy) : c.options.placement_file.c_str(),
-                       ReplicaChoiceName(c.options.redundant->choice),
-                       p.num_physical, p.SlotsPerRank(), fmt::join(p.physical_to_logical, " "));
+    out << fmt::format(
+        "\nRedundant experts  R = {} ({} policy, {} replica choice): {} slots, {} per EP rank; physical->logical [{}]\n",
+        p.num_physical - p.num_experts, c.options.placement_file.empty() ? EplbPolicyName(p.policy) : c.options.placement_file.c_str(),
+        ReplicaChoiceName(c.options.redundant->choice), p.num_physical, p.SlotsPerRank(), fmt::join(p.physical_to_logical, " "));
     if (rep.predicted_replica_routing) {
       const LayerRouting& L = *rep.predicted_replica_routing;
       out << fmt::format("{:>6} {:>9} {:>10}   {}\n", "rank", "received", "predicted", "rows per local slot (measured)");
@@ -312,9 +313,9 @@ std::string RunReportToText(const RunReport& rep, const std::string& model_sourc
                            fmt::join(r.rows_per_local_expert, " "));
       }
       out << fmt::format("Rows per rank and slot: {} (planner imbalance {:.3f})\n",
-                         rep.replica_rows_mismatches == 0 ? std::string("equal to the planner's matrices")
-                                                          : fmt::format("{} rank(s) differ from the planner's matrices",
-                                                                        rep.replica_rows_mismatches),
+                         rep.replica_rows_mismatches == 0
+                             ? std::string("equal to the planner's matrices")
+                             : fmt::format("{} rank(s) differ from the planner's matrices", rep.replica_rows_mismatches),
                          L.imbalance);
     } else {
       out << "Rows per rank: not compared (the planner's matrices need --routing and ep ranks that are their own token "
@@ -337,11 +338,11 @@ std::string RunReportToText(const RunReport& rep, const std::string& model_sourc
   out << fmt::format("{:<16} {:>12.1f}   (slowest rank's sum of phases, weight_gen excluded)\n", "layer forward", layer_us);
   out << "\n";
   if (rep.passed()) {
-    out << fmt::format("Validation OK: 0 wrong of {} elements (atol {:g}, rtol {:g}), max abs error {}, max rel error {}\n",
-                       rep.checked, c.options.atol, c.options.rtol, Sci(rep.max_abs_error), Sci(rep.max_rel_error));
+    out << fmt::format("Validation OK: 0 wrong of {} elements (atol {:g}, rtol {:g}), max abs error {}, max rel error {}\n", rep.checked,
+                       c.options.atol, c.options.rtol, Sci(rep.max_abs_error), Sci(rep.max_rel_error));
   } else {
-    out << fmt::format("Validation FAILED: {} wrong of {} elements (atol {:g}, rtol {:g}), max abs error {}\n", rep.wrong,
-                       rep.checked, c.options.atol, c.options.rtol, Sci(rep.max_abs_error));
+    out << fmt::format("Validation FAILED: {} wrong of {} elements (atol {:g}, rtol {:g}), max abs error {}\n", rep.wrong, rep.checked,
+                       c.options.atol, c.options.rtol, Sci(rep.max_abs_error));
     for (const Mismatch& m : rep.first_mismatches) {
       out << fmt::format("  rank {} token {} dim {}: got {:.7g}, expected {:.7g}\n", m.rank, m.token, m.dim, m.got, m.expected);
     }

@@ -58,14 +58,18 @@ Result RunBinary(const std::string& binary, const std::string& args) {
   return r;
 }
 
-Result Run(const std::string& args) { return RunBinary("cli/dockyard-run", args); }
+Result Run(const std::string& args) {
+  return RunBinary("cli/dockyard-run", args);
+}
 
 bool Exists(const std::string& path) {
   struct stat st {};
   return stat(path.c_str(), &st) == 0;
 }
 
-bool Has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+bool Has(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
 
 // Runs a real-shape case and checks the report: zero #wrong on every rank, the model's real
 // sizes, every phase timed.
@@ -118,8 +122,10 @@ TEST_CASE("dockyard-run --json - prints only the JSON report") {
 
 TEST_CASE("dockyard-run exits 3 on a validation failure, prints the first mismatches, and still writes the report") {
   const std::string json = TmpDir() + "/fault.json";
-  const Result r = Run("--model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --tokens-per-rank 8 "
-                       "--inject-fault wrong-expert --json " + json);
+  const Result r =
+      Run("--model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --tokens-per-rank 8 "
+          "--inject-fault wrong-expert --json " +
+          json);
   CHECK(r.code == 3);
   CHECK(Has(r.out, "Validation FAILED"));
   CHECK(Has(r.out, "rank 0 token 0 dim 0: got"));
@@ -136,8 +142,7 @@ TEST_CASE("dockyard-run --backend cuda without the GPUs it needs says why and ex
   const Result r = Run("--model testdata/specs/tiny-mixtral.json --world-size 64 --ep 8 --backend cuda");
   CHECK(r.code == 1);
   const bool explained = Has(r.err, "dockyard-run: error: this dockyard-run was built without the CUDA backend") ||
-                         Has(r.err, "dockyard-run: error: --backend cuda: no GPU visible: ") ||
-                         Has(r.err, "the run has 64 ranks, ");
+                         Has(r.err, "dockyard-run: error: --backend cuda: no GPU visible: ") || Has(r.err, "the run has 64 ranks, ");
   CHECK_MESSAGE(explained, r.err);
   CHECK(r.out.empty());
 }
@@ -153,8 +158,9 @@ TEST_CASE("cuda-only flags are usage errors with the cpu backend") {
 }
 
 TEST_CASE("dockyard-run --replay-rank runs one rank's share on the cpu backend and validates it") {
-  const Result r = Run("--model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --replay-rank 2 --seq-len 32 "
-                       "--cluster h200-sxm --json -");
+  const Result r =
+      Run("--model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --replay-rank 2 --seq-len 32 "
+          "--cluster h200-sxm --json -");
   REQUIRE(r.code == 0);
   const dockyard::Json j = dockyard::Json::parse(r.out)["replay"];
   CHECK(j["ep_rank"] == 2);
@@ -188,8 +194,11 @@ TEST_CASE("replay from a simulate plan uses the plan's cluster and layer; --laye
   const std::string dir = TmpDir();
   const std::string plan = dir + "/sim.json";
   // The simulate report carries its cluster (h200-sxm), which the replay's cost model then uses.
-  REQUIRE(RunBinary("cli/dockyard-plan", "simulate --model testdata/specs/tiny-mixtral.json --world-size 4 --ep 2 --pp 2 "
-                                         "--seq-len 16 --cluster h200-sxm --json " + plan).code == 0);
+  REQUIRE(RunBinary("cli/dockyard-plan",
+                    "simulate --model testdata/specs/tiny-mixtral.json --world-size 4 --ep 2 --pp 2 "
+                    "--seq-len 16 --cluster h200-sxm --json " +
+                        plan)
+              .code == 0);
   const Result r = Run("--plan " + plan + " --replay-rank 3 --layer 1 --json -");
   REQUIRE(r.code == 0);
   const dockyard::Json j = dockyard::Json::parse(r.out);
@@ -207,8 +216,7 @@ TEST_CASE("replay from a simulate plan uses the plan's cluster and layer; --laye
 TEST_CASE("--nccl-id-dir in a single-process cuda run is an error, not ignored") {
   const Result r = Run("--model testdata/specs/tiny-mixtral.json --world-size 2 --ep 2 --backend cuda --nccl-id-dir /tmp");
   CHECK(r.code == 1);
-  CHECK((Has(r.err, "--nccl-id-dir '/tmp': this process was not started") ||
-         Has(r.err, "built without the CUDA backend")));
+  CHECK((Has(r.err, "--nccl-id-dir '/tmp': this process was not started") || Has(r.err, "built without the CUDA backend")));
 }
 
 TEST_CASE("dockyard-run exits 1 on a broken rule and writes no file") {
@@ -240,8 +248,9 @@ TEST_CASE("dockyard-run exits 2 on usage errors") {
 }
 
 TEST_CASE("dockyard-run draws experts from the planner's routing model with --routing") {
-  const Result r = Run("--model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --tokens-per-rank 16 "
-                       "--routing trace:testdata/routing/tiny_trace.json --json -");
+  const Result r =
+      Run("--model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --tokens-per-rank 16 "
+          "--routing trace:testdata/routing/tiny_trace.json --json -");
   CAPTURE(r.err);
   REQUIRE(r.code == 0);
   const dockyard::Json j = dockyard::ParseJsonText(r.out, "stdout");
@@ -252,8 +261,9 @@ TEST_CASE("dockyard-run draws experts from the planner's routing model with --ro
 }
 
 TEST_CASE("dockyard-run --redundant-experts runs the replicated placement with the planner's rows per rank") {
-  const Result r = Run("--model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --tokens-per-rank 16 "
-                       "--routing zipf:1.5 --redundant-experts 4 --eplb-policy global --json -");
+  const Result r =
+      Run("--model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --tokens-per-rank 16 "
+          "--routing zipf:1.5 --redundant-experts 4 --eplb-policy global --json -");
   CAPTURE(r.err);
   REQUIRE(r.code == 0);
   const dockyard::Json j = dockyard::ParseJsonText(r.out, "stdout");
@@ -278,29 +288,26 @@ TEST_CASE("Qwen3-30B-A3B: 8 ranks, ep 8, all_to_all") {
   RunModel("testdata/hf/qwen3-30b-a3b.json", "--world-size 8 --ep 8 --tokens-per-rank 32", 2048, 768, 8);
 }
 TEST_CASE("Qwen3-30B-A3B: 8 ranks, ep 8, deredundency oep 2") {
-  RunModel("testdata/hf/qwen3-30b-a3b.json", "--world-size 8 --ep 8 --tokens-per-rank 32 --dispatcher deredundency --oep 2",
-           2048, 768, 8);
+  RunModel("testdata/hf/qwen3-30b-a3b.json", "--world-size 8 --ep 8 --tokens-per-rank 32 --dispatcher deredundency --oep 2", 2048, 768, 8);
 }
 TEST_CASE("Qwen3-30B-A3B: 16 ranks, ep 16, all_to_all") {
   RunModel("testdata/hf/qwen3-30b-a3b.json", "--world-size 16 --ep 16 --tokens-per-rank 16", 2048, 768, 16);
 }
 TEST_CASE("Qwen3-30B-A3B: 16 ranks, ep 16, deredundency oep 2") {
-  RunModel("testdata/hf/qwen3-30b-a3b.json", "--world-size 16 --ep 16 --tokens-per-rank 16 --dispatcher deredundency --oep 2",
-           2048, 768, 16);
+  RunModel("testdata/hf/qwen3-30b-a3b.json", "--world-size 16 --ep 16 --tokens-per-rank 16 --dispatcher deredundency --oep 2", 2048, 768,
+           16);
 }
 TEST_CASE("DeepSeek-V3: 8 ranks, ep 8, all_to_all") {
   RunModel("testdata/hf/deepseek-v3.json", "--world-size 8 --ep 8 --tokens-per-rank 2", 7168, 2048, 8);
 }
 TEST_CASE("DeepSeek-V3: 8 ranks, ep 8, deredundency oep 2") {
-  RunModel("testdata/hf/deepseek-v3.json", "--world-size 8 --ep 8 --tokens-per-rank 2 --dispatcher deredundency --oep 2", 7168,
-           2048, 8);
+  RunModel("testdata/hf/deepseek-v3.json", "--world-size 8 --ep 8 --tokens-per-rank 2 --dispatcher deredundency --oep 2", 7168, 2048, 8);
 }
 TEST_CASE("DeepSeek-V3: 16 ranks, ep 16, all_to_all") {
   RunModel("testdata/hf/deepseek-v3.json", "--world-size 16 --ep 16 --tokens-per-rank 2", 7168, 2048, 16);
 }
 TEST_CASE("DeepSeek-V3: 16 ranks, ep 16, deredundency oep 2") {
-  RunModel("testdata/hf/deepseek-v3.json", "--world-size 16 --ep 16 --tokens-per-rank 2 --dispatcher deredundency --oep 2",
-           7168, 2048, 16);
+  RunModel("testdata/hf/deepseek-v3.json", "--world-size 16 --ep 16 --tokens-per-rank 2 --dispatcher deredundency --oep 2", 7168, 2048, 16);
 }
 
 TEST_CASE("dockyard-run --json never overwrites an input") {

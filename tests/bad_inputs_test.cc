@@ -49,8 +49,10 @@ std::string TmpDir() {
 std::string ShellQuote(const std::string& s) {
   std::string out = "'";
   for (char c : s) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
   }
   return out + "'";
 }
@@ -85,10 +87,10 @@ std::vector<std::string> ListDir(const std::string& dir) {
 }
 
 struct Run {
-  int code = -1;     // exit code; -1 when killed by a signal
+  int code = -1;  // exit code; -1 when killed by a signal
   int signal = 0;
-  std::string out;   // stdout
-  std::string err;   // stderr
+  std::string out;  // stdout
+  std::string err;  // stderr
 };
 
 Run RunPlan(const std::vector<std::string>& args, const std::string& scratch) {
@@ -175,13 +177,12 @@ void RunCases(const std::string& prefix) {
     for (const Json& e : c["expect"]) expected.push_back(Replace(e.get<std::string>(), "{file}", file));
     const std::vector<std::string> left = ListDir(outdir);
     // Under --config=asan a sanitizer report exits 1 too: never let it pass for the error.
-    const bool sanitizer_report =
-        r.err.find("Sanitizer") != std::string::npos || r.err.find("runtime error:") != std::string::npos;
+    const bool sanitizer_report = r.err.find("Sanitizer") != std::string::npos || r.err.find("runtime error:") != std::string::npos;
 
     if (known_bug) {
       // Still failing the expectation is the known state; report it, and say so when it passes.
-      bool passes = r.signal == 0 && !sanitizer_report && r.code == c["exit"].get<int>() && error_lines == 1 &&
-                    r.out.empty() && left.empty();
+      bool passes =
+          r.signal == 0 && !sanitizer_report && r.code == c["exit"].get<int>() && error_lines == 1 && r.out.empty() && left.empty();
       for (const auto& e : expected) passes = passes && r.err.find(e) != std::string::npos;
       if (passes) {
         MESSAGE("known_bug case " << name << " now passes: remove its known_bug key from " << kCatalog);
@@ -235,12 +236,22 @@ TEST_CASE("the bad-input catalog is complete and well formed") {
   }
 }
 
-TEST_CASE("bad HF config.json files fail with the file, the pointer, the value and the rule") { RunCases("hf-"); }
+TEST_CASE("bad HF config.json files fail with the file, the pointer, the value and the rule") {
+  RunCases("hf-");
+}
 
-TEST_CASE("bad dockyard model specs fail with the file, the pointer, the value and the rule") { RunCases("spec-"); }
+TEST_CASE("bad dockyard model specs fail with the file, the pointer, the value and the rule") {
+  RunCases("spec-");
+}
 
-TEST_CASE("bad training blocks fail with the file, the pointer, the value and the rule") { RunCases("training-"); }
+TEST_CASE("bad training blocks fail with the file, the pointer, the value and the rule") {
+  RunCases("training-");
+}
 
-TEST_CASE("empty, truncated, unparsable, missing and directory inputs fail cleanly") { RunCases("file-"); }
+TEST_CASE("empty, truncated, unparsable, missing and directory inputs fail cleanly") {
+  RunCases("file-");
+}
 
-TEST_CASE("bad degrees and flag values fail with the flag, the value and the rule") { RunCases("cli-"); }
+TEST_CASE("bad degrees and flag values fail with the flag, the value and the rule") {
+  RunCases("cli-");
+}

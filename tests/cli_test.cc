@@ -41,7 +41,9 @@ Result RunBinary(const std::string& binary, const std::string& args) {
   return r;
 }
 
-Result Run(const std::string& args) { return RunBinary("cli/dockyard-plan", args); }
+Result Run(const std::string& args) {
+  return RunBinary("cli/dockyard-plan", args);
+}
 
 bool Exists(const std::string& path) {
   struct stat st {};
@@ -53,7 +55,8 @@ bool Exists(const std::string& path) {
 TEST_CASE("dockyard-plan with no arguments plans the embedded DeepSeek-V3 default") {
   Result r = Run("");
   CHECK(r.code == 0);
-  CHECK(r.out.find("total 671.03B (671026419200)") != std::string::npos);  // DeepSeek-V3 as published: 671,026,419,200 parameters without MTP
+  CHECK(r.out.find("total 671.03B (671026419200)") !=
+        std::string::npos);  // DeepSeek-V3 as published: 671,026,419,200 parameters without MTP
   CHECK(r.out.find("ep 64") != std::string::npos);
   CHECK(r.out.find("4 per EP rank") != std::string::npos);  // 256 experts / ep 64
 }
@@ -141,8 +144,7 @@ TEST_CASE("dockyard-plan check exits 1 and names the rank over the budget") {
 
 TEST_CASE("dockyard-plan --refit-json writes the per-expert map") {
   const std::string out = TmpDir() + "/refit.json";
-  Result r = Run("--model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --refit-json " + out +
-                 " --refit-dtype float8_e4m3fn");
+  Result r = Run("--model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --refit-json " + out + " --refit-dtype float8_e4m3fn");
   REQUIRE(r.code == 0);
   dockyard::Json j = dockyard::ReadJsonFile(out);
   CHECK(j["entries"].size() == 48 * 128 * 3);  // MoE layers x experts x (gate, up, down)
@@ -200,8 +202,8 @@ TEST_CASE("dockyard-plan reports a failed write to stdout") {
 TEST_CASE("dockyard-plan writes no file at all when one of two outputs cannot be written") {
   const std::string json = TmpDir() + "/both.json";
   std::remove(json.c_str());
-  Result r = Run("--model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --json " + json +
-                 " --refit-json " + TmpDir() + "/no-such-dir/refit.json");
+  Result r = Run("--model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --json " + json + " --refit-json " + TmpDir() +
+                 "/no-such-dir/refit.json");
   CHECK(r.code == 1);
   CHECK_FALSE(Exists(json));
 }
@@ -226,8 +228,10 @@ TEST_CASE("dockyard-plan rejects --oep without the deredundency dispatcher") {
 
 TEST_CASE("dockyard-plan simulate prints a per-phase table and writes the predicted schema") {
   const std::string out = TmpDir() + "/sim.json";
-  Result r = Run("simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 16 --cluster h200-sxm "
-                 "--routing zipf:1.2 --seq-len 2048 --json " + out);
+  Result r =
+      Run("simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 16 --cluster h200-sxm "
+          "--routing zipf:1.2 --seq-len 2048 --json " +
+          out);
   REQUIRE(r.code == 0);
   CHECK(r.out.find("grouped_gemm") != std::string::npos);
   dockyard::Json j = dockyard::ReadJsonFile(out);
@@ -238,8 +242,9 @@ TEST_CASE("dockyard-plan simulate prints a per-phase table and writes the predic
 }
 
 TEST_CASE("dockyard-plan simulate --redundant-experts reports the placement before and after, opt-in") {
-  const std::string base = "simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 16 --cluster h200-sxm "
-                           "--routing hot:4:0.4 --seq-len 256";
+  const std::string base =
+      "simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 16 --cluster h200-sxm "
+      "--routing hot:4:0.4 --seq-len 256";
   const std::string out = TmpDir() + "/sim-redundant.json";
   Result r = Run(base + " --redundant-experts 16 --eplb-policy global --json " + out);
   REQUIRE(r.code == 0);
@@ -275,17 +280,23 @@ TEST_CASE("dockyard-plan simulate --redundant-experts reports the placement befo
 }
 
 namespace {
-Result RunRun(const std::string& args) { return RunBinary("cli/dockyard-run", args); }
+Result RunRun(const std::string& args) {
+  return RunBinary("cli/dockyard-run", args);
+}
 }  // namespace
 
 TEST_CASE("dockyard-run --placement runs the placement a simulate report chose") {
   const std::string sim = TmpDir() + "/sim-placement.json";
   REQUIRE(Run("simulate --model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --seq-len 16 --routing zipf:1.5 "
-              "--redundant-experts 4 --json " + sim).code == 0);
+              "--redundant-experts 4 --json " +
+              sim)
+              .code == 0);
   const dockyard::Json want = dockyard::ReadJsonFile(sim)["redundant_experts"]["layers"][0]["physical_to_logical"];
   const std::string out = TmpDir() + "/run-placement.json";
-  Result r = RunRun("--model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --tokens-per-rank 16 --routing zipf:1.5 "
-                    "--iters 1 --warmup 0 --placement " + sim + " --json " + out);
+  Result r = RunRun(
+      "--model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --tokens-per-rank 16 --routing zipf:1.5 "
+      "--iters 1 --warmup 0 --placement " +
+      sim + " --json " + out);
   REQUIRE(r.code == 0);
   const dockyard::Json j = dockyard::ReadJsonFile(out);
   CHECK(j["redundant_experts"]["physical_to_logical"] == want);
@@ -305,8 +316,7 @@ TEST_CASE("dockyard-run --plan executes a plan file and puts predicted beside me
   CHECK(r.out.find("routed tokens per rank") == std::string::npos);
   const Result other = RunRun("--plan " + sim + " --tokens-per-rank 32 --iters 1 --warmup 0");
   CHECK(other.code == 0);
-  CHECK(other.out.find("costed for 16 routed tokens per rank (seq_len 16 x micro_batch_size 1), the run routes 32") !=
-        std::string::npos);
+  CHECK(other.out.find("costed for 16 routed tokens per rank (seq_len 16 x micro_batch_size 1), the run routes 32") != std::string::npos);
   dockyard::Json j = dockyard::ReadJsonFile(out);
   bool paired = false;
   for (const auto& p : j["measured"]["phases"]) paired = paired || (p["name"] == "grouped_gemm" && p.contains("predicted_us"));
@@ -327,7 +337,8 @@ TEST_CASE("dockyard-run --plan refuses another schema version, changed placement
   // A file that says the routed experts are replicated: the runtime must not silently re-decide.
   dockyard::Json tampered = j;
   for (auto& p : tampered["parameters"]) {
-    if (p["fqn"] == "model.layers.0.mlp.experts.gate_up_proj") p["placements"] = dockyard::Json::array({"Replicate()", "Replicate()", "Replicate()"});
+    if (p["fqn"] == "model.layers.0.mlp.experts.gate_up_proj")
+      p["placements"] = dockyard::Json::array({"Replicate()", "Replicate()", "Replicate()"});
   }
   const std::string bad_placement = TmpDir() + "/plan-tampered.json";
   { std::ofstream(bad_placement) << tampered.dump(); }
@@ -343,8 +354,9 @@ TEST_CASE("search: a layout whose default oep would not divide ep is still searc
   const Result r = Run("search --model testdata/hf/qwen1.5-moe-a2.7b.json --world-size 120 --top 3");
   CHECK(r.code == 0);
   CHECK(r.out.find("ranked") != std::string::npos);
-  const Result d = Run("simulate --model testdata/hf/qwen1.5-moe-a2.7b.json --world-size 120 --ep 60 --dispatcher "
-                       "deredundency --seq-len 256 --json -");
+  const Result d =
+      Run("simulate --model testdata/hf/qwen1.5-moe-a2.7b.json --world-size 120 --ep 60 --dispatcher "
+          "deredundency --seq-len 256 --json -");
   CHECK(d.code == 0);
 }
 
@@ -380,8 +392,9 @@ TEST_CASE("search: flag values are checked like the plan's; outputs never replac
 }
 
 TEST_CASE("search: --redundant-experts re-ranks the best layouts with each R, opt-in") {
-  const std::string base = "search --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --cluster h200-sxm --routing "
-                           "zipf:1.2 --top 3 --json -";
+  const std::string base =
+      "search --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --cluster h200-sxm --routing "
+      "zipf:1.2 --top 3 --json -";
   Result r = Run(base + " --redundant-experts 0,ep");
   REQUIRE(r.code == 0);
   dockyard::Json j = dockyard::ParseJsonText(r.out, "stdout");
@@ -394,8 +407,9 @@ TEST_CASE("search: --redundant-experts re-ranks the best layouts with each R, op
 }
 
 TEST_CASE("search: --routing-layers is echoed, and the JSON gives the training settings as evaluated") {
-  const Result r = Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --routing-layers 3 --cluster "
-                       "h200-sxm --top 2 --json -");
+  const Result r =
+      Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --routing-layers 3 --cluster "
+          "h200-sxm --top 2 --json -");
   REQUIRE(r.code == 0);
   const dockyard::Json j = dockyard::Json::parse(r.out);
   CHECK(j["routing_layers_sampled"] == 3);
@@ -429,8 +443,8 @@ TEST_CASE("--html writes one self-contained page per report kind, beside an unch
     CHECK_MESSAGE(plan.find(std::string("id=\"") + id + "\"") != std::string::npos, id);
   }
   // simulate, search and a run from the simulate plan (measured beside predicted).
-  r = Run("simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --seq-len 64 --json " + dir +
-          "/sim.json --html " + dir + "/sim.html");
+  r = Run("simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --seq-len 64 --json " + dir + "/sim.json --html " + dir +
+          "/sim.html");
   REQUIRE(r.code == 0);
   const std::string sim = ReadAll(dir + "/sim.html");
   CHECK(sim.find("id=\"fig-pipeline\"") != std::string::npos);
@@ -522,8 +536,7 @@ TEST_CASE("simulate and search --calibration: the shipped file changes no figure
   const std::string d = TmpDir() + "/cal_d.json";
   const Result m = Run(base + " --cluster h200-sxm --calibration calibration/h100-sxm.json --json " + d);
   CHECK(m.code == 1);
-  CHECK(m.out.find("calibration \"h100-sxm-prior\" is for preset \"h100-sxm\", the cluster is preset \"h200-sxm\"") !=
-        std::string::npos);
+  CHECK(m.out.find("calibration \"h100-sxm-prior\" is for preset \"h100-sxm\", the cluster is preset \"h200-sxm\"") != std::string::npos);
   CHECK(!Exists(d));
 }
 
@@ -535,8 +548,7 @@ TEST_CASE("Outputs are compared as files, not spellings; the calibration is an i
   CHECK(r.code == 2);
   CHECK(r.out.find("--html and --json name the same output") != std::string::npos);
   CHECK_FALSE(Exists(dir + "/same.json"));
-  r = Run(base + " --json " + dir + "/same2.json --refit-json " + dir + "/../" + dir.substr(dir.find_last_of('/') + 1) +
-          "/same2.json");
+  r = Run(base + " --json " + dir + "/same2.json --refit-json " + dir + "/../" + dir.substr(dir.find_last_of('/') + 1) + "/same2.json");
   CHECK(r.code == 2);
   CHECK_FALSE(Exists(dir + "/same2.json"));
   // --calibration names an input file: no output may replace it.
@@ -582,8 +594,7 @@ TEST_CASE("The newer families plan and check; simulate and search refuse what th
   const std::string sim = TmpDir() + "/next-sim.json";
   r = Run("simulate --model testdata/hf/qwen3-next-80b-a3b-instruct.json --world-size 8 --ep 8 --json " + sim);
   CHECK(r.code == 1);
-  CHECK(r.out.find("/attention_layer_types/0 (HF layer_types / full_attention_interval) = \"linear_attention\"") !=
-        std::string::npos);
+  CHECK(r.out.find("/attention_layer_types/0 (HF layer_types / full_attention_interval) = \"linear_attention\"") != std::string::npos);
   CHECK_FALSE(Exists(sim));
   r = Run("simulate --model testdata/hf/deepseek-v3.2-exp.json --world-size 64 --ep 64 --json " + sim);
   CHECK(r.code == 1);

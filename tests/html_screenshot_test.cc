@@ -11,7 +11,9 @@
 
 namespace {
 
-bool OnPath(const char* name) { return std::system((std::string("command -v ") + name + " >/dev/null 2>&1").c_str()) == 0; }
+bool OnPath(const char* name) {
+  return std::system((std::string("command -v ") + name + " >/dev/null 2>&1").c_str()) == 0;
+}
 
 bool HaveBrowser() {
   return OnPath("python3") && (OnPath("chromium") || OnPath("chromium-browser") || OnPath("google-chrome"));
@@ -35,10 +37,12 @@ std::string Dir() {
 TEST_CASE("Every report kind renders in headless Chromium: not blank, no console output" * doctest::skip(!HaveBrowser())) {
   const std::string d = Dir();
   const std::string plan = "cli/dockyard-plan", run = "cli/dockyard-run";
-  REQUIRE(Sh(plan + " --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 8 --gpus-per-node 4 --gpu-memory-gib 80 --html " +
-             d + "/plan.html >/dev/null") == 0);
-  REQUIRE(Sh(plan + " simulate --model testdata/hf/deepseek-v3.json --world-size 256 --ep 64 --pp 4 --recompute full --cluster "
-                    "h200-sxm --routing zipf:1.2 --html " + d + "/simulate.html >/dev/null") == 0);
+  REQUIRE(Sh(plan + " --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 8 --gpus-per-node 4 --gpu-memory-gib 80 --html " + d +
+             "/plan.html >/dev/null") == 0);
+  REQUIRE(Sh(plan +
+             " simulate --model testdata/hf/deepseek-v3.json --world-size 256 --ep 64 --pp 4 --recompute full --cluster "
+             "h200-sxm --routing zipf:1.2 --html " +
+             d + "/simulate.html >/dev/null") == 0);
   REQUIRE(Sh(plan + " search --model testdata/hf/qwen3-30b-a3b.json --world-size 64 --cluster h200-sxm --top 200 --html " + d +
              "/search.html >/dev/null") == 0);
   REQUIRE(Sh(plan + " simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --seq-len 64 --json " + d +

@@ -19,6 +19,8 @@ inline Plan TinyEp4Plan(TrainingConfig training = {}, Convention convention = Co
 }
 
 // Uniform routing of the tiny model (8 experts, top-2) for EP 4, 1024 tokens per rank.
-inline RoutingResult TinyEp4Routing(int64_t layers = 2) { return SampleRouting({}, 8, 2, 4, 1024, layers); }
+inline RoutingResult TinyEp4Routing(int64_t layers = 2) {
+  return SampleRouting({}, 8, 2, 4, 1024, layers);
+}
 
 }  // namespace dockyard::testing

@@ -62,9 +62,10 @@ namespace {
 // The inputs that scale a step's volumes, for overflow messages: what to lower, by field and flag.
 std::string VolumeInputs(const Plan& plan) {
   const auto& t = plan.training;
-  return fmt::format("training.seq_len ({}) x micro_batch_size ({}) tokens per micro-batch, num_microbatches ({}); "
-                     "lower --seq-len, --micro-batch-size or --num-microbatches",
-                     t.seq_len, t.micro_batch_size, t.num_microbatches.value_or(plan.dims.pp));
+  return fmt::format(
+      "training.seq_len ({}) x micro_batch_size ({}) tokens per micro-batch, num_microbatches ({}); "
+      "lower --seq-len, --micro-batch-size or --num-microbatches",
+      t.seq_len, t.micro_batch_size, t.num_microbatches.value_or(plan.dims.pp));
 }
 
 class Builder {
@@ -81,9 +82,10 @@ class Builder {
     const double frac = collective == "all_to_all" ? AllToAllCrossNodeFraction(group, rank_, out_.gpus_per_node)
                                                    : RingCrossNodeFraction(group, out_.gpus_per_node);
     if (!(wire < 9.0e18)) {
-      throw Error(fmt::format("{} ({}): communication volume of {} calls x {} bytes per call exceeds 9e18 bytes per step "
-                              "({})",
-                              purpose, phase, calls, bytes, VolumeInputs(plan_)));
+      throw Error(
+          fmt::format("{} ({}): communication volume of {} calls x {} bytes per call exceeds 9e18 bytes per step "
+                      "({})",
+                      purpose, phase, calls, bytes, VolumeInputs(plan_)));
     }
     e.wire_bytes = static_cast<int64_t>(wire);
     e.cross_node_bytes = static_cast<int64_t>(wire * frac);
@@ -123,15 +125,14 @@ std::string Join(const std::vector<std::string>& axes) {
 
 }  // namespace
 
-StepCollectiveList StepCollectives(const ParallelDims& d, DpSharding dp_sharding, const TrainingBytes& tb,
-                                   int64_t dense_elems, int64_t sparse_elems, int64_t tied_embedding_elems) {
+StepCollectiveList StepCollectives(const ParallelDims& d, DpSharding dp_sharding, const TrainingBytes& tb, int64_t dense_elems,
+                                   int64_t sparse_elems, int64_t tied_embedding_elems) {
   using A = MeshAxis;
   const bool megatron = d.convention == Convention::kMegatron;
   const int64_t param_b = tb.param, grad_b = tb.grad;
   auto mul = [](int64_t x, int64_t y) { return CheckedMul(x, y, "communication bytes"); };
   StepCollectiveList out;
-  auto add = [&](const char* purpose, const char* collective, bool sparse, std::initializer_list<A> axes, int64_t stride,
-                 int64_t bytes) {
+  auto add = [&](const char* purpose, const char* collective, bool sparse, std::initializer_list<A> axes, int64_t stride, int64_t bytes) {
     StepCollective c;
     c.purpose = purpose;
     c.collective = collective;
@@ -151,19 +152,15 @@ StepCollectiveList StepCollectives(const ParallelDims& d, DpSharding dp_sharding
   const int64_t dense_n = MeshAxisSize(d, dense_shard_axis) * d.cp, sparse_n = MeshAxisSize(d, sparse_axis);
   const int64_t dense_stride = d.tp, sparse_stride = d.ep * d.etp, replicate_stride = d.dp_shard * d.cp * d.tp;
   // The replicas' all-reduce of each rank's shard (torchtitan HSDP; Megatron folds replicas into dp).
-  auto shard_bytes = [&] {
-    return mul((dense_elems + dense_n - 1) / dense_n + (sparse_elems + sparse_n - 1) / sparse_n, grad_b);
-  };
+  auto shard_bytes = [&] { return mul((dense_elems + dense_n - 1) / dense_n + (sparse_elems + sparse_n - 1) / sparse_n, grad_b); };
   switch (dp_sharding) {
     case DpSharding::kFsdp:
       if (megatron) break;
       add("hsdp_all_reduce_grads", "all_reduce", false, {A::kDpReplicate}, replicate_stride, shard_bytes());
       break;
     case DpSharding::kZero1:
-      add("zero1_reduce_scatter_grads", "reduce_scatter", false, {dense_shard_axis, A::kCp}, dense_stride,
-          mul(dense_elems, grad_b));
-      add("zero1_all_gather_params", "all_gather", false, {dense_shard_axis, A::kCp}, dense_stride,
-          mul(dense_elems, param_b));
+      add("zero1_reduce_scatter_grads", "reduce_scatter", false, {dense_shard_axis, A::kCp}, dense_stride, mul(dense_elems, grad_b));
+      add("zero1_all_gather_params", "all_gather", false, {dense_shard_axis, A::kCp}, dense_stride, mul(dense_elems, param_b));
       add("zero1_reduce_scatter_grads", "reduce_scatter", true, {sparse_axis}, sparse_stride, mul(sparse_elems, grad_b));
       add("zero1_all_gather_params", "all_gather", true, {sparse_axis}, sparse_stride, mul(sparse_elems, param_b));
       if (!megatron) add("replica_all_reduce_grads", "all_reduce", false, {A::kDpReplicate}, replicate_stride, shard_bytes());
@@ -173,16 +170,13 @@ StepCollectiveList StepCollectives(const ParallelDims& d, DpSharding dp_sharding
         add("ddp_all_reduce_grads", "all_reduce", false, {A::kDp, A::kCp}, dense_stride, mul(dense_elems, grad_b));
         add("ddp_all_reduce_grads", "all_reduce", true, {A::kEdp}, sparse_stride, mul(sparse_elems, grad_b));
       } else {
-        add("ddp_all_reduce_grads", "all_reduce", false, {A::kDpReplicate, A::kDpShard, A::kCp}, dense_stride,
-            mul(dense_elems, grad_b));
-        add("ddp_all_reduce_grads", "all_reduce", true, {A::kDpReplicate, A::kEfsdp}, sparse_stride,
-            mul(sparse_elems, grad_b));
+        add("ddp_all_reduce_grads", "all_reduce", false, {A::kDpReplicate, A::kDpShard, A::kCp}, dense_stride, mul(dense_elems, grad_b));
+        add("ddp_all_reduce_grads", "all_reduce", true, {A::kDpReplicate, A::kEfsdp}, sparse_stride, mul(sparse_elems, grad_b));
       }
       break;
   }
   if (megatron && d.pp > 1 && tied_embedding_elems > 0) {
-    add("embedding_all_reduce_grads", "all_reduce", false, {A::kPp}, (d.pp - 1) * d.stage_size(),
-        mul(tied_embedding_elems, grad_b));
+    add("embedding_all_reduce_grads", "all_reduce", false, {A::kPp}, (d.pp - 1) * d.stage_size(), mul(tied_embedding_elems, grad_b));
     out.items[out.size - 1].group_size = 2;
     out.items[out.size - 1].embedding_group = true;
   }
@@ -212,8 +206,7 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
   auto mul = [&](int64_t x, int64_t y) { return CheckedMul(x, y, volume_what); };
 
   // Data parallelism. Model-parallel elements per FSDP unit and per mesh on this rank.
-  const std::vector<std::string> dense_dp = megatron ? std::vector<std::string>{"dp", "cp"}
-                                                     : std::vector<std::string>{"dp_shard", "cp"};
+  const std::vector<std::string> dense_dp = megatron ? std::vector<std::string>{"dp", "cp"} : std::vector<std::string>{"dp_shard", "cp"};
   const std::vector<std::string> sparse_dp = {megatron ? "edp" : "efsdp"};
   // FSDP unit (layer, on the sparse mesh; embedding -1, root -2) -> model-parallel elements.
   std::map<std::pair<int64_t, bool>, int64_t> units;
@@ -239,8 +232,7 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
       const auto& group = experts ? sparse_group : dense_group;
       const std::string mesh = experts ? "sparse" : "dense";
       const std::string axis = Join(experts ? sparse_dp : dense_dp);
-      b.Add("fsdp_all_gather_forward", "all_gather", mesh, axis, "forward", group, mul(calls.forward_all_gathers, A),
-            mul(elems, param_b));
+      b.Add("fsdp_all_gather_forward", "all_gather", mesh, axis, "forward", group, mul(calls.forward_all_gathers, A), mul(elems, param_b));
       b.Add("fsdp_all_gather_backward", "all_gather", mesh, axis, "backward", group, mul(calls.backward_all_gathers, A),
             mul(elems, param_b));
       b.Add("fsdp_reduce_scatter_grads", "reduce_scatter", mesh, axis, "backward", group, mul(calls.reduce_scatters, A),
@@ -256,8 +248,7 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
       if (tied && plan.placements[i].stage == stage) tied_elems += ModelParallelNumel(plan, i, rank);
     }
   }
-  const StepCollectiveList step =
-      StepCollectives(d, *t.dp_sharding, TrainingBytesOf(t), dense_elems, sparse_elems, tied_elems);
+  const StepCollectiveList step = StepCollectives(d, *t.dp_sharding, TrainingBytesOf(t), dense_elems, sparse_elems, tied_elems);
   for (int i = 0; i < step.size; ++i) {
     const StepCollective& c = step.items[i];
     std::vector<std::string> axes;
@@ -352,12 +343,12 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
       for (const char* phase : {"forward", "backward"}) {
         const bool fwd = std::string(phase) == "forward";
         // Forward: all-gather on dispatch, reduce-scatter on combine; backward swaps them.
-        b.Add(fwd ? "deredundency_dispatch_all_gather" : "deredundency_dispatch_grad_reduce_scatter",
-              fwd ? "all_gather" : "reduce_scatter", "deredundency", "oep", phase, oep_group, calls, whiteboard);
+        b.Add(fwd ? "deredundency_dispatch_all_gather" : "deredundency_dispatch_grad_reduce_scatter", fwd ? "all_gather" : "reduce_scatter",
+              "deredundency", "oep", phase, oep_group, calls, whiteboard);
         b.Add("deredundency_dispatch", "all_to_all", "deredundency", "iep", phase, iep_group, calls, rows_bytes);
         b.Add("deredundency_combine", "all_to_all", "deredundency", "iep", phase, iep_group, calls, rows_bytes);
-        b.Add(fwd ? "deredundency_combine_reduce_scatter" : "deredundency_combine_grad_all_gather",
-              fwd ? "reduce_scatter" : "all_gather", "deredundency", "oep", phase, oep_group, calls, whiteboard);
+        b.Add(fwd ? "deredundency_combine_reduce_scatter" : "deredundency_combine_grad_all_gather", fwd ? "reduce_scatter" : "all_gather",
+              "deredundency", "oep", phase, oep_group, calls, whiteboard);
       }
       b.Add("deredundency_token_counts", "all_gather", "deredundency", "oep", "forward", oep_group, calls, counts_bytes * oep);
     }

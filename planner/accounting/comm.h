@@ -68,17 +68,17 @@ struct StepCollective {
   bool sparse = false;          // on the sparse mesh, else the dense one
   MeshAxis axes[3] = {};        // flattened, outer first (axes of size 1 included)
   int num_axes = 0;
-  int64_t group_size = 1;       // product of the axes' sizes
-  int64_t stride = 1;           // rank 0's group is {0, stride, ..., (group_size - 1) * stride}
-  int64_t bytes = 0;            // per call
-  bool embedding_group = false; // the first and last pp stage only (axes: pp; group_size 2)
+  int64_t group_size = 1;        // product of the axes' sizes
+  int64_t stride = 1;            // rank 0's group is {0, stride, ..., (group_size - 1) * stride}
+  int64_t bytes = 0;             // per call
+  bool embedding_group = false;  // the first and last pp stage only (axes: pp; group_size 2)
 };
 struct StepCollectiveList {
   StepCollective items[6];
   int size = 0;
 };
-StepCollectiveList StepCollectives(const ParallelDims& dims, DpSharding dp_sharding, const TrainingBytes& bytes,
-                                   int64_t dense_elems, int64_t sparse_elems, int64_t tied_embedding_elems = 0);
+StepCollectiveList StepCollectives(const ParallelDims& dims, DpSharding dp_sharding, const TrainingBytes& bytes, int64_t dense_elems,
+                                   int64_t sparse_elems, int64_t tied_embedding_elems = 0);
 
 // Bytes of one pipeline send (activations forward, their gradients backward): the sequence-
 // parallel shard of the micro-batch's hidden states, ceil(tokens / tp) x hidden x act bytes.

@@ -119,9 +119,9 @@ TEST_CASE("EP dispatch and combine: T x top_k x hidden per MoE layer, forward an
   auto r = dockyard::ComputeComm(plan, 0);
   const CommEntry* d = Find(r, "ep_dispatch", "forward");
   REQUIRE(d != nullptr);
-  CHECK(d->calls == 2);                      // 2 MoE layers x 1 micro-batch
+  CHECK(d->calls == 2);                         // 2 MoE layers x 1 micro-batch
   CHECK(d->bytes_per_call == 16 * 2 * 64 * 2);  // 16 tokens x top_k 2 x h 64 x bf16 = 4096
-  CHECK(d->wire_bytes == 2 * 4096 * 3 / 4);  // 3 of 4 destinations are other ranks
+  CHECK(d->wire_bytes == 2 * 4096 * 3 / 4);     // 3 of 4 destinations are other ranks
   // Ranks 0,1 on node 0 and 2,3 on node 1: 2 of rank 0's 3 peers are remote.
   CHECK(d->cross_node_bytes == d->wire_bytes * 2 / 3);
   CHECK(Find(r, "ep_combine", "backward") != nullptr);
@@ -140,7 +140,7 @@ TEST_CASE("Deredundency dispatcher: all-gather over oep, all-to-all over iep, re
   const CommEntry* ag = Find(r, "deredundency_dispatch_all_gather");
   REQUIRE(ag != nullptr);
   CHECK(ag->group_size == 2);
-  CHECK(ag->bytes_per_call == 2 * 4096);  // oep x T x top_k x h x 2 bytes
+  CHECK(ag->bytes_per_call == 2 * 4096);          // oep x T x top_k x h x 2 bytes
   CHECK(ag->cross_node_bytes == ag->wire_bytes);  // the oep peer is on the other node
   const CommEntry* a2a = Find(r, "deredundency_dispatch", "forward");
   REQUIRE(a2a != nullptr);
@@ -167,7 +167,7 @@ TEST_CASE("TP with sequence parallelism: 4 collectives per layer forward, 4 back
   auto r = dockyard::ComputeComm(plan, 0);
   const CommEntry* ag = Find(r, "tp_sequence_parallel_all_gather", "forward");
   REQUIRE(ag != nullptr);
-  CHECK(ag->calls == 4);                    // 2 per layer x 2 layers
+  CHECK(ag->calls == 4);                     // 2 per layer x 2 layers
   CHECK(ag->bytes_per_call == 16 * 64 * 2);  // full sequence x hidden x bf16
 }
 
@@ -184,7 +184,7 @@ TEST_CASE("RingCrossNodeFractionStrided equals RingCrossNodeFraction of the grou
       }
     }
   }
-  CHECK(dockyard::RingCrossNodeFractionStrided(4, 2, 8) == 0.0);   // ranks 0, 2, 4, 6: one node
-  CHECK(dockyard::RingCrossNodeFractionStrided(4, 4, 8) == 0.5);   // 0, 4 | 8, 12: two crossings of 4 edges
-  CHECK(dockyard::RingCrossNodeFractionStrided(4, 8, 8) == 1.0);   // one rank per node
+  CHECK(dockyard::RingCrossNodeFractionStrided(4, 2, 8) == 0.0);  // ranks 0, 2, 4, 6: one node
+  CHECK(dockyard::RingCrossNodeFractionStrided(4, 4, 8) == 0.5);  // 0, 4 | 8, 12: two crossings of 4 edges
+  CHECK(dockyard::RingCrossNodeFractionStrided(4, 8, 8) == 1.0);  // one rank per node
 }

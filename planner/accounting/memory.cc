@@ -13,9 +13,13 @@
 namespace dockyard {
 namespace {
 
-bool OnSparseMesh(const Plan& plan, size_t i) { return plan.placements[i].sparse_mesh; }
+bool OnSparseMesh(const Plan& plan, size_t i) {
+  return plan.placements[i].sparse_mesh;
+}
 
-int64_t Ceil(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t Ceil(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
 // Narrows a 128-bit byte count for a report, naming what overflowed.
 int64_t Narrow(WideInt v, const char* what) {
@@ -95,8 +99,10 @@ LayerActivationBytes LayerActivations(const ModelSpec& m, const RecomputeSet& rs
   auto mul = [](Wide x, Wide y) { return x * y; };
   auto narrow = [&](Wide v) {
     if (v > static_cast<Wide>(INT64_MAX)) {
-      throw Error(fmt::format("activation bytes of one micro-batch overflow a signed 64-bit integer (tokens per rank {}, "
-                              "hidden_size {})", T, h));
+      throw Error(
+          fmt::format("activation bytes of one micro-batch overflow a signed 64-bit integer (tokens per rank {}, "
+                      "hidden_size {})",
+                      T, h));
     }
     return static_cast<int64_t>(v);
   };
@@ -112,10 +118,10 @@ LayerActivationBytes LayerActivations(const ModelSpec& m, const RecomputeSet& rs
   } else {
     const int64_t qk = a.qk_nope_head_dim + a.qk_rope_head_dim;
     if (a.q_lora_rank > 0) attn += mul(T, a.q_lora_rank) * (norms ? 1 : 2);  // q_a out (+ its norm)
-    if (!rs.mla_up_proj) attn += mul(T, heads_local * qk);                    // q (q_b out)
+    if (!rs.mla_up_proj) attn += mul(T, heads_local * qk);                   // q (q_b out)
     attn += mul(T, a.kv_lora_rank + a.qk_rope_head_dim) + (norms ? 0 : mul(T, a.kv_lora_rank));
     if (!rs.mla_up_proj) attn += mul(T, heads_local * (a.qk_nope_head_dim + a.v_head_dim));  // kv_b out
-    if (!rs.core_attn) attn += mul(T, heads_local * a.v_head_dim);                          // core out
+    if (!rs.core_attn) attn += mul(T, heads_local * a.v_head_dim);                           // core out
   }
   // + flash-attention logsumexp, fp32 (recomputed with the core).
   g.attention = narrow(mul(attn, ab) + (rs.core_attn ? 0 : mul(mul(T, heads_local), 4)));
@@ -140,8 +146,7 @@ LayerActivationBytes LayerActivations(const ModelSpec& m, const RecomputeSet& rs
     // Routed experts (NOT divided by EP: tokens are exchanged, not removed): received rows
     // R_max in and out, 4 (or 2) intermediate tensors of F / expert-TP, and the combined
     // copies of this rank's own T_r * top_k rows.
-    Wide rows = mul(w.received_rows, 2 * h) + mul(mul(w.received_rows, w.expert_f_local), keep_f) +
-                   mul(w.mean_received_rows, h);
+    Wide rows = mul(w.received_rows, 2 * h) + mul(mul(w.received_rows, w.expert_f_local), keep_f) + mul(w.mean_received_rows, h);
     g.routed_experts = narrow(mul(rows, ab));
     if (g.shared_experts_present && !rs.shared_experts) {
       g.shared_experts = narrow(mul(mul(mul(T, m.moe.shared_expert_intermediate_size / t), keep(rs.shared_act)), ab));
@@ -218,15 +223,14 @@ StageActivationBytes StageActivations(const LayerActivationTable& layer, const S
 }
 
 const char* BufferUseName(BufferUse use) {
-  static constexpr const char* kNames[] = {"fsdp_all_gather", "fsdp_reduce_scatter", "deredundency",
-                                           "all_to_all",      "tp_all_gather",       "pp_send_recv",
-                                           "fsdp_unsharded_params", "fsdp_unsharded_grads", "deepep"};
+  static constexpr const char* kNames[] = {"fsdp_all_gather", "fsdp_reduce_scatter", "deredundency",          "all_to_all",
+                                           "tp_all_gather",   "pp_send_recv",        "fsdp_unsharded_params", "fsdp_unsharded_grads",
+                                           "deepep"};
   return kNames[static_cast<int>(use)];
 }
 
 StageBufferBytes StageBuffers(WideInt largest_fsdp_unit, bool has_moe_layers, const Workload& w, const ParallelDims& d,
-                              const TrainingConfig& t, const TrainingBytes& tb, int64_t oep, int64_t h,
-                              WideInt stage_fsdp_elems) {
+                              const TrainingConfig& t, const TrainingBytes& tb, int64_t oep, int64_t h, WideInt stage_fsdp_elems) {
   StageBufferBytes out;
   auto set = [&](BufferUse use, WideInt v) {
     out.bytes[static_cast<int>(use)] = v;
@@ -354,8 +358,7 @@ MemoryReport ComputeMemory(const Plan& plan) {
       }
     }
     const int64_t oep = DispatchOep(plan);
-    const StageBufferBytes buf =
-        StageBuffers(largest_unit, st.moe_layers > 0, w, d, t, TrainingBytesOf(t), oep, h, stage_units);
+    const StageBufferBytes buf = StageBuffers(largest_unit, st.moe_layers > 0, w, d, t, TrainingBytesOf(t), oep, h, stage_units);
     std::map<std::string, int64_t> buffers;
     for (int u = 0; u < static_cast<int>(BufferUse::kCount); ++u) {
       if (buf.present[u]) buffers[BufferUseName(static_cast<BufferUse>(u))] = Narrow(buf.bytes[u], "buffer bytes");
@@ -373,9 +376,9 @@ MemoryReport ComputeMemory(const Plan& plan) {
       b.activations_by_role = acts;
       b.comm_buffers_bytes = buf_total;
       b.comm_buffers_by_use = buffers;
-      b.peak_bytes = CheckedAdd(CheckedAdd(CheckedAdd(b.params_bytes, b.grads_bytes, "peak"),
-                                           CheckedAdd(b.optimizer_bytes, act_total, "peak"), "peak"),
-                                buf_total, "peak");
+      b.peak_bytes = CheckedAdd(
+          CheckedAdd(CheckedAdd(b.params_bytes, b.grads_bytes, "peak"), CheckedAdd(b.optimizer_bytes, act_total, "peak"), "peak"),
+          buf_total, "peak");
       sm.worst = std::move(b);
       sm.worst_rank = first;
     }

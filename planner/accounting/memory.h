@@ -43,17 +43,17 @@ struct MemoryBreakdown {
 
 struct StageMemory {
   int64_t stage = 0;
-  int64_t worst_rank = 0;          // the rank of the stage with the highest peak
+  int64_t worst_rank = 0;  // the rank of the stage with the highest peak
   int64_t in_flight_microbatches = 1;
-  MemoryBreakdown worst;           // that rank's breakdown
+  MemoryBreakdown worst;  // that rank's breakdown
 };
 
 struct MemoryReport {
   Workload workload;
   std::vector<StageMemory> stages;
-  int64_t worst_rank = 0;          // highest peak over all ranks
+  int64_t worst_rank = 0;  // highest peak over all ranks
   int64_t worst_peak_bytes = 0;
-  double budget_gib = 0;           // 0 = no budget
+  double budget_gib = 0;  // 0 = no budget
   // The worst rank of each stage whose peak exceeds the budget (empty when none or no budget).
   std::vector<int64_t> over_budget_ranks;
 };
@@ -125,7 +125,7 @@ MemoryReport ComputeMemory(const Plan& plan);
 // part is counted per rank (StaticMemoryOnRank). O(stage ranks x parameters) per stage over.
 struct StageOverBudget {
   int64_t stage = 0;
-  int64_t stage_size = 0;           // ranks in the stage
+  int64_t stage_size = 0;  // ranks in the stage
   int64_t worst_rank = 0;
   double peak_gib = 0;              // the worst rank's peak
   std::vector<int64_t> ranks_over;  // increasing
@@ -133,8 +133,18 @@ struct StageOverBudget {
 std::vector<StageOverBudget> RanksOverBudget(const Plan& plan, const MemoryReport& memory);
 
 // Activation kinds of a stage, in the order of their report keys.
-enum class ActivationKind { kAttention, kNorm, kDenseMlp, kRouter, kRoutedExperts, kSharedExperts, kCheckpoints,
-                            kEmbedding, kLogits, kCount };
+enum class ActivationKind {
+  kAttention,
+  kNorm,
+  kDenseMlp,
+  kRouter,
+  kRoutedExperts,
+  kSharedExperts,
+  kCheckpoints,
+  kEmbedding,
+  kLogits,
+  kCount
+};
 const char* ActivationKindName(ActivationKind kind);  // "attention", ..., "logits"
 
 // Activation bytes on a rank of one stage, every micro-batch in flight included, by kind
@@ -187,8 +197,16 @@ StageActivationBytes StageActivations(const LayerActivationTable& layers, const 
 //    rows (one per token per other node the EP group spans: (nodes - 1) x T_d, in the dispatch's
 //    bytes per row, FP8 with fp8_dispatch: deepep.h FlexTokenBytes) and the NVLink receive rows (R_max, act bytes).
 enum class BufferUse {
-  kFsdpAllGather, kFsdpReduceScatter, kDeredundency, kAllToAll, kTpAllGather, kPpSendRecv,
-  kFsdpUnshardedParams, kFsdpUnshardedGrads, kDeepEp, kCount
+  kFsdpAllGather,
+  kFsdpReduceScatter,
+  kDeredundency,
+  kAllToAll,
+  kTpAllGather,
+  kPpSendRecv,
+  kFsdpUnshardedParams,
+  kFsdpUnshardedGrads,
+  kDeepEp,
+  kCount
 };
 const char* BufferUseName(BufferUse use);  // "fsdp_all_gather", ...
 struct StageBufferBytes {
@@ -208,6 +226,5 @@ StageBufferBytes StageBuffers(WideInt largest_fsdp_unit, bool has_moe_layers, co
 // root (final norm + lm_head). Key: (layer, experts on the sparse mesh); embedding (-1, false),
 // root (-2, false).
 std::pair<int64_t, bool> FsdpUnitOf(const ParamInfo& param, bool sparse_mesh);
-
 
 }  // namespace dockyard

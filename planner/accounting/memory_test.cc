@@ -30,7 +30,9 @@ TrainingConfig Train(DpSharding s) {
   return t;
 }
 
-int64_t Static(const dockyard::MemoryBreakdown& m) { return m.params_bytes + m.grads_bytes + m.optimizer_bytes; }
+int64_t Static(const dockyard::MemoryBreakdown& m) {
+  return m.params_bytes + m.grads_bytes + m.optimizer_bytes;
+}
 
 }  // namespace
 
@@ -123,10 +125,10 @@ TEST_CASE("Activations of the tiny model by hand") {
   // Per layer (T = 16, h = 64, bf16): attention: norm in + out 2048, q/k/v 16 x 128 = 2048, core
   // out 1024 -> 5120 elements = 10240 bytes + logsumexp 16 x 4 heads x 4 bytes = 256 -> 10496.
   CHECK(acts.at("attention") == 2 * 10496);
-  CHECK(acts.at("norm") == 2 * 4096);               // post-attention norm in + out, 2048 elements
-  CHECK(acts.at("router") == 2 * (1024 + 384));     // 16 x 8 x 8 bytes + 16 x 2 x 12 bytes
-  CHECK(acts.at("embedding") == 2048);              // 16 x 64 x 2
-  CHECK(acts.at("logits") == 16 * 1000 * 4);        // fp32 logits
+  CHECK(acts.at("norm") == 2 * 4096);            // post-attention norm in + out, 2048 elements
+  CHECK(acts.at("router") == 2 * (1024 + 384));  // 16 x 8 x 8 bytes + 16 x 2 x 12 bytes
+  CHECK(acts.at("embedding") == 2048);           // 16 x 64 x 2
+  CHECK(acts.at("logits") == 16 * 1000 * 4);     // fp32 logits
   CHECK(mem.stages[0].worst.activations_bytes == 2 * 10496 + 2 * 4096 + 2 * 1408 + 2 * 20480 + 2048 + 64000);
 }
 

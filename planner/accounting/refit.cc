@@ -32,21 +32,40 @@ struct RefitNaming {
 };
 
 const RefitNaming* NamingFor(const std::string& family) {
-  static const RefitNaming kHfMlp = {"", "model.layers.{0}.mlp.experts.{1}.", "gate_proj.weight", "up_proj.weight",
-                                     "down_proj.weight", "gate_proj.bias", "up_proj.bias", "down_proj.bias"};
-  static const RefitNaming kBlockSparse = {"", "model.layers.{0}.block_sparse_moe.experts.{1}.", "w1.weight",
-                                           "w3.weight", "w2.weight", "w1.bias", "w3.bias", "w2.bias"};
-  static const RefitNaming kLlama4 = {"", "model.layers.{0}.feed_forward.experts.{1}.", "gate_proj.weight",
-                                      "up_proj.weight", "down_proj.weight", "gate_proj.bias", "up_proj.bias",
+  static const RefitNaming kHfMlp = {"",
+                                     "model.layers.{0}.mlp.experts.{1}.",
+                                     "gate_proj.weight",
+                                     "up_proj.weight",
+                                     "down_proj.weight",
+                                     "gate_proj.bias",
+                                     "up_proj.bias",
+                                     "down_proj.bias"};
+  static const RefitNaming kBlockSparse = {
+      "", "model.layers.{0}.block_sparse_moe.experts.{1}.", "w1.weight", "w3.weight", "w2.weight", "w1.bias", "w3.bias", "w2.bias"};
+  static const RefitNaming kLlama4 = {"",
+                                      "model.layers.{0}.feed_forward.experts.{1}.",
+                                      "gate_proj.weight",
+                                      "up_proj.weight",
+                                      "down_proj.weight",
+                                      "gate_proj.bias",
+                                      "up_proj.bias",
                                       "down_proj.bias"};
-  static const RefitNaming kGptOss = {"", "model.layers.{0}.mlp.experts.{1}.", nullptr, nullptr, "down_proj",
-                                      nullptr, nullptr, "down_proj_bias", "gate_up_proj", "gate_up_proj_bias", true};
-  static const RefitNaming kDbrx = {"", "transformer.blocks.{0}.ffn.experts.mlp.{1}.", "w1", "v1", "w2",
-                                    nullptr, nullptr, nullptr, nullptr, nullptr, true};
+  static const RefitNaming kGptOss = {"",
+                                      "model.layers.{0}.mlp.experts.{1}.",
+                                      nullptr,
+                                      nullptr,
+                                      "down_proj",
+                                      nullptr,
+                                      nullptr,
+                                      "down_proj_bias",
+                                      "gate_up_proj",
+                                      "gate_up_proj_bias",
+                                      true};
+  static const RefitNaming kDbrx = {
+      "", "transformer.blocks.{0}.ffn.experts.mlp.{1}.", "w1", "v1", "w2", nullptr, nullptr, nullptr, nullptr, nullptr, true};
   if (family == "mixtral" || family == "phimoe" || family == "minimax_m2") return &kBlockSparse;
-  if (family == "qwen2_moe" || family == "qwen3_moe" || family == "deepseek_v2" || family == "deepseek_v3" ||
-      family == "olmoe" || family == "glm4_moe" || family == "deepseek_v32" || family == "qwen3_next" ||
-      family == "ernie4_5_moe") {
+  if (family == "qwen2_moe" || family == "qwen3_moe" || family == "deepseek_v2" || family == "deepseek_v3" || family == "olmoe" ||
+      family == "glm4_moe" || family == "deepseek_v32" || family == "qwen3_next" || family == "ernie4_5_moe") {
     return &kHfMlp;
   }
   if (family == "llama4_text") return &kLlama4;
@@ -111,8 +130,8 @@ class MapBuilder {
     const bool bias = p.role == Role::kExpertGateUpBias || p.role == Role::kExpertDownBias;
     const size_t rank = bias ? 2 : 3;
     if (p.shape.size() != rank || p.shape[0] != map_.num_experts) {
-      throw Error(fmt::format("refit: {}: expected a {}-D [num_experts = {}, ...] tensor, got shape [{}]", p.fqn, rank,
-                              map_.num_experts, fmt::join(p.shape, ", ")));
+      throw Error(fmt::format("refit: {}: expected a {}-D [num_experts = {}, ...] tensor, got shape [{}]", p.fqn, rank, map_.num_experts,
+                              fmt::join(p.shape, ", ")));
     }
     if (!bias && (p.tp_dim < 1 || p.tp_dim > 2)) {
       throw Error(fmt::format("refit: {}: tp_dim {} does not name a dim of the [expert] slice", p.fqn, p.tp_dim));
@@ -134,8 +153,7 @@ class MapBuilder {
     return shape;
   }
 
-  void Emit(const ParamInfo& p, std::string name, std::vector<int64_t> shape, int dim, int64_t begin, int64_t end,
-            bool transpose) {
+  void Emit(const ParamInfo& p, std::string name, std::vector<int64_t> shape, int dim, int64_t begin, int64_t end, bool transpose) {
     RefitEntry r;
     r.name = std::move(name);
     r.shape = std::move(shape);
@@ -178,8 +196,8 @@ class MapBuilder {
     const int dim = bias ? 0 : p.tp_dim - 1;  // the 2F dim of the [expert] slice
     const auto& s = p.fused_sections;
     if (s.size() != 2 || s[0] < 1 || s[1] < 1 || s[0] + s[1] != p.shape[dim + 1]) {
-      throw Error(fmt::format("refit: {}: needs gate | up fused_sections summing to {} (dim {}), got [{}]", p.fqn,
-                              p.shape[dim + 1], dim + 1, fmt::join(s, ", ")));
+      throw Error(fmt::format("refit: {}: needs gate | up fused_sections summing to {} (dim {}), got [{}]", p.fqn, p.shape[dim + 1],
+                              dim + 1, fmt::join(s, ", ")));
     }
     const bool transpose = !bias && !n_.keep_stored && dim == 1;
     const int64_t bounds[3] = {0, s[0], s[0] + s[1]};
@@ -226,15 +244,15 @@ void CheckExpertCoverage(const std::vector<std::vector<int64_t>>& experts_per_ep
 
 RefitMap BuildRefitMap(const Plan& plan, const std::string& refit_dtype) {
   RefitMap map;
-  map.dtype = !refit_dtype.empty() ? refit_dtype
+  map.dtype = !refit_dtype.empty()                 ? refit_dtype
               : !plan.training.refit_dtype.empty() ? plan.training.refit_dtype
                                                    : plan.training.param_dtype;
   DtypeBytes(map.dtype, "refit: dtype");
 
   const ExpertOwnership& own = plan.experts;
   if (own.ep < 1 || own.num_local_experts < 1) {
-    throw Error(fmt::format("refit: expert ownership has ep {} and num_local_experts {}; both must be >= 1", own.ep,
-                            own.num_local_experts));
+    throw Error(
+        fmt::format("refit: expert ownership has ep {} and num_local_experts {}; both must be >= 1", own.ep, own.num_local_experts));
   }
   std::vector<std::vector<int64_t>> per_rank(static_cast<size_t>(own.ep));
   for (int64_t r = 0; r < own.ep; ++r) {
@@ -252,12 +270,24 @@ RefitMap BuildRefitMap(const Plan& plan, const std::string& refit_dtype) {
     if (!p.routed_expert) continue;
     LayerExperts& x = layers[p.layer];
     switch (p.role) {
-      case Role::kExpertGateUp: SetOnce(x.gate_up, p, "gate_up"); break;
-      case Role::kExpertGate: SetOnce(x.gate, p, "gate"); break;
-      case Role::kExpertUp: SetOnce(x.up, p, "up"); break;
-      case Role::kExpertDown: SetOnce(x.down, p, "down"); break;
-      case Role::kExpertGateUpBias: SetOnce(x.gate_up_bias, p, "gate_up bias"); break;
-      case Role::kExpertDownBias: SetOnce(x.down_bias, p, "down bias"); break;
+      case Role::kExpertGateUp:
+        SetOnce(x.gate_up, p, "gate_up");
+        break;
+      case Role::kExpertGate:
+        SetOnce(x.gate, p, "gate");
+        break;
+      case Role::kExpertUp:
+        SetOnce(x.up, p, "up");
+        break;
+      case Role::kExpertDown:
+        SetOnce(x.down, p, "down");
+        break;
+      case Role::kExpertGateUpBias:
+        SetOnce(x.gate_up_bias, p, "gate_up bias");
+        break;
+      case Role::kExpertDownBias:
+        SetOnce(x.down_bias, p, "down bias");
+        break;
       default:
         throw Error(fmt::format("refit: {}: routed-expert tensor with role {} has no refit rule", p.fqn, RoleName(p.role)));
     }

@@ -31,14 +31,14 @@ struct RefitEntry {
   std::string dtype;           // the refit dtype
   int64_t layer = -1;
   int64_t expert_idx = -1;
-  int64_t ep_rank = -1;        // the EP rank that holds the expert (plan.experts.OwnerOf)
-  std::string source_fqn;      // the fused tensor it is cut from
+  int64_t ep_rank = -1;    // the EP rank that holds the expert (plan.experts.OwnerOf)
+  std::string source_fqn;  // the fused tensor it is cut from
   // Range [slice_begin, slice_end) on dim slice_dim of the fused tensor's [expert] slice (dim 0
   // removed); -1 / 0 / 0 = the whole slice.
   int slice_dim = -1;
   int64_t slice_begin = 0;
   int64_t slice_end = 0;
-  bool transpose = false;      // the slice is [in, out] and must be transposed to [out, in]
+  bool transpose = false;  // the slice is [in, out] and must be transposed to [out, in]
 };
 
 struct RefitMap {

@@ -306,7 +306,7 @@ TEST_CASE("The refit map JSON carries every entry with its slice or null") {
   CHECK(up["slice"] == Json({{"dim", 0}, {"begin", 32}, {"end", 64}}));
   CHECK(up["transpose"] == false);
   CHECK(j["entries"][2]["slice"].is_null());  // down: the whole slice
-  CHECK(j["entries"][47]["ep_rank"] == 1);   // layer 1, expert 7 -> 7 / 4 = rank 1
+  CHECK(j["entries"][47]["ep_rank"] == 1);    // layer 1, expert 7 -> 7 / 4 = rank 1
 }
 
 TEST_CASE("Expert coverage rejects an expert held by two EP ranks") {
@@ -315,8 +315,7 @@ TEST_CASE("Expert coverage rejects an expert held by two EP ranks") {
 }
 
 TEST_CASE("Expert coverage rejects an expert held by no EP rank") {
-  CHECK_THROWS_WITH_AS(CheckExpertCoverage({{0}, {2}}, 3), doctest::Contains("refit: expert 1 is held by no EP rank"),
-                       dockyard::Error);
+  CHECK_THROWS_WITH_AS(CheckExpertCoverage({{0}, {2}}, 3), doctest::Contains("refit: expert 1 is held by no EP rank"), dockyard::Error);
 }
 
 TEST_CASE("Expert coverage rejects an expert id out of range") {

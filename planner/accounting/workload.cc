@@ -9,7 +9,9 @@
 
 namespace dockyard {
 
-Workload ComputeWorkload(const Plan& plan) { return ComputeWorkload(plan.model, plan.dims, plan.training); }
+Workload ComputeWorkload(const Plan& plan) {
+  return ComputeWorkload(plan.model, plan.dims, plan.training);
+}
 
 TrainingBytes TrainingBytesOf(const TrainingConfig& t) {
   TrainingBytes b;
@@ -17,7 +19,7 @@ TrainingBytes TrainingBytesOf(const TrainingConfig& t) {
   b.grad = DtypeBytes(t.grad_dtype, "grad_dtype");
   // exp_avg + exp_avg_sq, fp32 (bf16 with optimizer_states_dtype bfloat16, Megatron-Bridge recipes)
   b.moments = t.optimizer == Optimizer::kAdamW ? (t.optimizer_states_dtype == "bfloat16" ? 4 : 8) : 0;
-  b.master = b.param == 4 ? 0 : 4;                        // fp32 master copy
+  b.master = b.param == 4 ? 0 : 4;  // fp32 master copy
   return b;
 }
 
@@ -57,13 +59,17 @@ Workload ComputeWorkload(const ModelSpec& model, const ParallelDims& d, const Tr
   return w;
 }
 
-int64_t DispatchOep(const Plan& plan) { return DispatchOep(plan.training, plan.dims.ep); }
+int64_t DispatchOep(const Plan& plan) {
+  return DispatchOep(plan.training, plan.dims.ep);
+}
 
 int64_t DispatchOep(const TrainingConfig& training, int64_t ep) {
   return training.dispatcher == "deredundency" && ep > 1 ? DeredundencyOep(training, ep) : 1;
 }
 
-int64_t DeredundencyOep(const Plan& plan) { return DeredundencyOep(plan.training, plan.dims.ep); }
+int64_t DeredundencyOep(const Plan& plan) {
+  return DeredundencyOep(plan.training, plan.dims.ep);
+}
 
 int64_t DeredundencyOep(const TrainingConfig& training, int64_t ep) {
   if (training.oep) return *training.oep;
@@ -75,7 +81,9 @@ int64_t DeredundencyOep(const TrainingConfig& training, int64_t ep) {
   return std::min(oep, std::max<int64_t>(1, ep));
 }
 
-int64_t InFlightMicrobatches(const Plan& plan, int64_t stage) { return InFlightMicrobatches(plan.dims, plan.training, stage); }
+int64_t InFlightMicrobatches(const Plan& plan, int64_t stage) {
+  return InFlightMicrobatches(plan.dims, plan.training, stage);
+}
 
 int64_t InFlightMicrobatches(const ParallelDims& dims, const TrainingConfig& training, int64_t stage) {
   return InFlightStageMicrobatches(dims.pp, training.run.vpp, training.num_microbatches.value_or(dims.pp), stage);

@@ -9,15 +9,15 @@
 namespace dockyard {
 
 struct Workload {
-  int64_t tokens = 0;           // T: tokens of one micro-batch on a rank = ceil(b * s / cp)
-  int64_t routed_tokens = 0;    // T_r: tokens whose routed rows an expert rank computes (RoutedTokens)
-  int64_t dispatch_tokens = 0;  // tokens this rank routes and sends into the EP all-to-all: T_r under
-                                // torchtitan, ceil(T / tp) under megatron (before the etp all-gather)
-  int64_t received_rows = 0;    // R_max = min(ceil(T_r * top_k * imbalance), ep * T_r * min(top_k, E / ep)); = T_r * top_k when ep = 1
+  int64_t tokens = 0;              // T: tokens of one micro-batch on a rank = ceil(b * s / cp)
+  int64_t routed_tokens = 0;       // T_r: tokens whose routed rows an expert rank computes (RoutedTokens)
+  int64_t dispatch_tokens = 0;     // tokens this rank routes and sends into the EP all-to-all: T_r under
+                                   // torchtitan, ceil(T / tp) under megatron (before the etp all-gather)
+  int64_t received_rows = 0;       // R_max = min(ceil(T_r * top_k * imbalance), ep * T_r * min(top_k, E / ep)); = T_r * top_k when ep = 1
   int64_t mean_received_rows = 0;  // T_r * top_k: the balanced mean
-  int64_t act_bytes = 2;        // bytes per activation element (param dtype)
-  int64_t tp_shards = 1;        // t: divisor of sequence-parallel activations (tp)
-  int64_t expert_f_local = 0;   // F / expert TP degree (etp, or tp with EP off)
+  int64_t act_bytes = 2;           // bytes per activation element (param dtype)
+  int64_t tp_shards = 1;           // t: divisor of sequence-parallel activations (tp)
+  int64_t expert_f_local = 0;      // F / expert TP degree (etp, or tp with EP off)
 };
 
 // Bytes per element of the training dtypes (resolved once; the memory and communication rules

@@ -98,13 +98,15 @@ void WriteFilesAtomically(const std::vector<std::pair<std::string, std::string>>
       if (!targets[i].direct) temporaries[i] = WriteTemporary(targets[i].path, files[i].second);
     }
   } catch (...) {
-    for (const auto& t : temporaries) if (!t.empty()) unlink(t.c_str());
+    for (const auto& t : temporaries)
+      if (!t.empty()) unlink(t.c_str());
     throw;
   }
   for (size_t i = 0; i < files.size(); ++i) {
     if (targets[i].direct || rename(temporaries[i].c_str(), targets[i].path.c_str()) == 0) continue;
     const int err = errno;
-    for (size_t j = i; j < files.size(); ++j) if (!temporaries[j].empty()) unlink(temporaries[j].c_str());
+    for (size_t j = i; j < files.size(); ++j)
+      if (!temporaries[j].empty()) unlink(temporaries[j].c_str());
     throw Error(fmt::format("{}: cannot move output into place: {}", files[i].first, std::strerror(err)));
   }
   for (size_t i = 0; i < files.size(); ++i) {

@@ -50,8 +50,8 @@ Json ReadJsonFile(const std::string& path) {
   }
   if (!S_ISREG(st.st_mode)) throw Error(fmt::format("{}: is not a regular file (a device or pipe?), expected a JSON file", path));
   if (st.st_size > kMaxJsonFileBytes) {
-    throw Error(fmt::format("{}: file is {} bytes, larger than the {} bytes a JSON input may have", path,
-                            static_cast<int64_t>(st.st_size), kMaxJsonFileBytes));
+    throw Error(fmt::format("{}: file is {} bytes, larger than the {} bytes a JSON input may have", path, static_cast<int64_t>(st.st_size),
+                            kMaxJsonFileBytes));
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(fmt::format("{}: cannot open for reading", path));
@@ -63,9 +63,12 @@ Json ReadJsonFile(const std::string& path) {
 std::string JsonPointerToken(const std::string& key) {
   std::string out;
   for (char c : key) {
-    if (c == '~') out += "~0";
-    else if (c == '/') out += "~1";
-    else out += c;
+    if (c == '~')
+      out += "~0";
+    else if (c == '/')
+      out += "~1";
+    else
+      out += c;
   }
   return out;
 }
@@ -82,7 +85,9 @@ std::string JsonValueText(const Json& value) {
 JsonView::JsonView(const Json* value, std::string file, std::string pointer)
     : value_(value), file_(std::move(file)), pointer_(std::move(pointer)) {}
 
-std::string JsonView::Where() const { return fmt::format("{}: {}", file_, pointer_.empty() ? "/" : pointer_); }
+std::string JsonView::Where() const {
+  return fmt::format("{}: {}", file_, pointer_.empty() ? "/" : pointer_);
+}
 
 std::string JsonView::Where(const std::string& key) const {
   return fmt::format("{}: {}/{}", file_, pointer_, JsonPointerToken(key));
@@ -151,7 +156,9 @@ bool JsonView::Bool(const std::string& key) const {
   return v.get<bool>();
 }
 
-bool JsonView::BoolOr(const std::string& key, bool fallback) const { return Has(key) ? Bool(key) : fallback; }
+bool JsonView::BoolOr(const std::string& key, bool fallback) const {
+  return Has(key) ? Bool(key) : fallback;
+}
 
 std::string JsonView::String(const std::string& key) const {
   const Json& v = Required(key);

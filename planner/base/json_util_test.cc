@@ -23,18 +23,17 @@ TEST_CASE("ReadJsonFile rejects a directory") {
 TEST_CASE("ParseJsonText rejects empty text, broken JSON and a non-object top level") {
   CHECK_THROWS_WITH_AS(dockyard::ParseJsonText("  \n", "a.json"), doctest::Contains("a.json: file is empty"), Error);
   // Truncated object: the parser fails at the end of input (byte 14).
-  CHECK_THROWS_WITH_AS(dockyard::ParseJsonText("{\"hidden\": 12", "b.json"),
-                       doctest::Contains("b.json: not valid JSON at byte 14"), Error);
-  CHECK_THROWS_WITH_AS(dockyard::ParseJsonText("[1, 2]", "c.json"),
-                       doctest::Contains("c.json: top level must be a JSON object, got array"), Error);
+  CHECK_THROWS_WITH_AS(dockyard::ParseJsonText("{\"hidden\": 12", "b.json"), doctest::Contains("b.json: not valid JSON at byte 14"), Error);
+  CHECK_THROWS_WITH_AS(dockyard::ParseJsonText("[1, 2]", "c.json"), doctest::Contains("c.json: top level must be a JSON object, got array"),
+                       Error);
 }
 
 TEST_CASE("JsonView names file, pointer, value and rule for a wrong type") {
   Json j = Json::parse(R"({"outer": {"hidden_size": "4096"}})");
   JsonView root(&j, "cfg.json", "");
   JsonView outer = root.Object("outer");
-  CHECK_THROWS_WITH_AS(outer.Int("hidden_size"),
-                       doctest::Contains("cfg.json: /outer/hidden_size: must be an integer, got string \"4096\""), Error);
+  CHECK_THROWS_WITH_AS(outer.Int("hidden_size"), doctest::Contains("cfg.json: /outer/hidden_size: must be an integer, got string \"4096\""),
+                       Error);
 }
 
 TEST_CASE("JsonView rejects fractional, non-finite-range and out-of-range integers") {

@@ -29,8 +29,8 @@ enum class Phase : uint8_t {
 // "attention", "tp_comm", "router", ... "weight_gen": the names reports use.
 inline const char* PhaseName(Phase phase) {
   static constexpr const char* kNames[static_cast<int>(Phase::kCount)] = {
-      "attention", "tp_comm",   "router",    "permute", "dispatch",     "grouped_gemm", "unpermute", "combine",
-      "shared_experts", "fsdp_comm", "dense_mlp", "lm_head", "dp_step_comm", "optimizer", "weight_gen"};
+      "attention",      "tp_comm",   "router",    "permute", "dispatch",     "grouped_gemm", "unpermute", "combine",
+      "shared_experts", "fsdp_comm", "dense_mlp", "lm_head", "dp_step_comm", "optimizer",    "weight_gen"};
   return kNames[static_cast<int>(phase)];
 }
 

@@ -117,15 +117,21 @@ EplbPolicy ParseEplbPolicy(const std::string& text) {
 
 const char* EplbPolicyName(EplbPolicy policy) {
   switch (policy) {
-    case EplbPolicy::kAuto: return "auto";
-    case EplbPolicy::kHierarchical: return "hierarchical";
-    case EplbPolicy::kGlobal: return "global";
-    case EplbPolicy::kContiguous: return "contiguous";
+    case EplbPolicy::kAuto:
+      return "auto";
+    case EplbPolicy::kHierarchical:
+      return "hierarchical";
+    case EplbPolicy::kGlobal:
+      return "global";
+    case EplbPolicy::kContiguous:
+      return "contiguous";
   }
   return "?";
 }
 
-int64_t MaxRedundantExperts(int64_t num_experts, int64_t ep) { return num_experts * (ep - 1); }
+int64_t MaxRedundantExperts(int64_t num_experts, int64_t ep) {
+  return num_experts * (ep - 1);
+}
 
 void ValidateEplbOptions(const EplbOptions& o, int64_t E) {
   if (E < 1) throw Error(fmt::format("num_experts ({}) must be at least 1 for redundant experts", E));
@@ -137,17 +143,18 @@ void ValidateEplbOptions(const EplbOptions& o, int64_t E) {
   // has at most ep replicas, so at most num_experts x (ep - 1) redundant slots are useful.
   const int64_t max_redundant = MaxRedundantExperts(E, o.ep);
   if (o.redundant_experts > max_redundant) {
-    throw Error(fmt::format("--redundant-experts ({}) must be <= num_experts ({}) x (ep ({}) - 1) = {}: an expert with "
-                            "more replicas than EP ranks cannot spread its load further",
-                            o.redundant_experts, E, o.ep, max_redundant));
+    throw Error(
+        fmt::format("--redundant-experts ({}) must be <= num_experts ({}) x (ep ({}) - 1) = {}: an expert with "
+                    "more replicas than EP ranks cannot spread its load further",
+                    o.redundant_experts, E, o.ep, max_redundant));
   }
   const int64_t P = E + o.redundant_experts;
   if (P % o.ep != 0) {
-    throw Error(fmt::format(
-        "--redundant-experts ({}): num_experts ({}) + redundant experts = {} physical slots must be divisible by ep ({}) "
-        "so that every EP rank holds the same number of slots{}",
-        o.redundant_experts, E, P, o.ep,
-        E % o.ep == 0 ? fmt::format("; use a multiple of ep ({}, {}, ...)", o.ep, 2 * o.ep) : std::string()));
+    throw Error(
+        fmt::format("--redundant-experts ({}): num_experts ({}) + redundant experts = {} physical slots must be divisible by ep ({}) "
+                    "so that every EP rank holds the same number of slots{}",
+                    o.redundant_experts, E, P, o.ep,
+                    E % o.ep == 0 ? fmt::format("; use a multiple of ep ({}, {}, ...)", o.ep, 2 * o.ep) : std::string()));
   }
   if (o.num_nodes < 1 || o.ep % o.num_nodes != 0) {
     throw Error(fmt::format("the EP group's nodes ({}) must divide ep ({})", o.num_nodes, o.ep));
@@ -156,10 +163,10 @@ void ValidateEplbOptions(const EplbOptions& o, int64_t E) {
     throw Error(fmt::format("--expert-groups ({}) must divide num_experts ({})", o.num_groups, E));
   }
   if (o.policy == EplbPolicy::kHierarchical && o.num_groups % o.num_nodes != 0) {
-    throw Error(fmt::format(
-        "--eplb-policy hierarchical packs whole expert groups onto nodes: the EP group's nodes ({}) must divide "
-        "--expert-groups ({}); use --eplb-policy global (or auto)",
-        o.num_nodes, o.num_groups));
+    throw Error(
+        fmt::format("--eplb-policy hierarchical packs whole expert groups onto nodes: the EP group's nodes ({}) must divide "
+                    "--expert-groups ({}); use --eplb-policy global (or auto)",
+                    o.num_nodes, o.num_groups));
   }
 }
 
@@ -196,8 +203,7 @@ ExpertPlacement PlaceExperts(const std::vector<double>& load, const EplbOptions&
   return PlacementFromMap(std::move(p.physical_to_logical), E, o.ep, o.num_nodes, p.policy);
 }
 
-ExpertPlacement PlacementFromMap(std::vector<int64_t> physical_to_logical, int64_t E, int64_t ep, int64_t num_nodes,
-                                 EplbPolicy policy) {
+ExpertPlacement PlacementFromMap(std::vector<int64_t> physical_to_logical, int64_t E, int64_t ep, int64_t num_nodes, EplbPolicy policy) {
   ExpertPlacement p;
   p.policy = policy;
   p.num_experts = E;
@@ -205,9 +211,10 @@ ExpertPlacement PlacementFromMap(std::vector<int64_t> physical_to_logical, int64
   p.ep = ep;
   p.num_nodes = num_nodes;
   if (E < 1 || ep < 1 || p.num_physical % ep != 0 || num_nodes < 1 || ep % num_nodes != 0) {
-    throw Error(fmt::format("placement: {} physical slots over ep {} ({} nodes) for {} experts: the slots must be a multiple of "
-                            "ep and the nodes must divide ep",
-                            p.num_physical, ep, num_nodes, E));
+    throw Error(
+        fmt::format("placement: {} physical slots over ep {} ({} nodes) for {} experts: the slots must be a multiple of "
+                    "ep and the nodes must divide ep",
+                    p.num_physical, ep, num_nodes, E));
   }
   p.physical_to_logical = std::move(physical_to_logical);
   p.replica_count.assign(static_cast<size_t>(E), 0);
@@ -236,16 +243,15 @@ void CheckPlacement(const ExpertPlacement& p) {
   const int64_t E = p.num_experts, P = p.num_physical;
   if (p.ep < 1 || P % p.ep != 0 || static_cast<int64_t>(p.physical_to_logical.size()) != P ||
       static_cast<int64_t>(p.logical_to_physical.size()) != E || static_cast<int64_t>(p.replica_count.size()) != E) {
-    throw Error(fmt::format("placement: {} slots, {} experts, ep {}: map sizes {} / {} / {} do not match",
-                            P, E, p.ep, p.physical_to_logical.size(), p.logical_to_physical.size(), p.replica_count.size()));
+    throw Error(fmt::format("placement: {} slots, {} experts, ep {}: map sizes {} / {} / {} do not match", P, E, p.ep,
+                            p.physical_to_logical.size(), p.logical_to_physical.size(), p.replica_count.size()));
   }
   int64_t total = 0;
   for (int64_t e = 0; e < E; ++e) {
     const auto& slots = p.logical_to_physical[static_cast<size_t>(e)];
-    if (p.replica_count[static_cast<size_t>(e)] < 1 ||
-        static_cast<int64_t>(slots.size()) != p.replica_count[static_cast<size_t>(e)]) {
-      throw Error(fmt::format("placement: logical expert {} has {} replicas and {} slots", e,
-                              p.replica_count[static_cast<size_t>(e)], slots.size()));
+    if (p.replica_count[static_cast<size_t>(e)] < 1 || static_cast<int64_t>(slots.size()) != p.replica_count[static_cast<size_t>(e)]) {
+      throw Error(fmt::format("placement: logical expert {} has {} replicas and {} slots", e, p.replica_count[static_cast<size_t>(e)],
+                              slots.size()));
     }
     for (int64_t s : slots) {
       if (s < 0 || s >= P || p.physical_to_logical[static_cast<size_t>(s)] != e) {

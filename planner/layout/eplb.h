@@ -59,9 +59,9 @@ struct ExpertPlacement {
   int64_t num_physical = 0;                 // P = E + R
   int64_t ep = 1;
   int64_t num_nodes = 1;
-  std::vector<int64_t> physical_to_logical;              // [P]
-  std::vector<std::vector<int64_t>> logical_to_physical; // [E][replica_count[e]], increasing
-  std::vector<int64_t> replica_count;                    // [E], each >= 1, sum P
+  std::vector<int64_t> physical_to_logical;               // [P]
+  std::vector<std::vector<int64_t>> logical_to_physical;  // [E][replica_count[e]], increasing
+  std::vector<int64_t> replica_count;                     // [E], each >= 1, sum P
   int64_t SlotsPerRank() const { return num_physical / ep; }
   int64_t RankOfSlot(int64_t slot) const { return slot / SlotsPerRank(); }
   int64_t NodeOfRank(int64_t ep_rank) const { return ep_rank / (ep / num_nodes); }
@@ -85,8 +85,8 @@ ExpertPlacement PlaceExperts(const std::vector<double>& load, const EplbOptions&
 // fills the replica counts and the logical->physical map (policy left as given). Throws
 // dockyard::Error when P is not a multiple of ep, num_nodes does not divide ep, a value is out of
 // range or a logical expert has no replica.
-ExpertPlacement PlacementFromMap(std::vector<int64_t> physical_to_logical, int64_t num_experts, int64_t ep,
-                                 int64_t num_nodes, EplbPolicy policy = EplbPolicy::kGlobal);
+ExpertPlacement PlacementFromMap(std::vector<int64_t> physical_to_logical, int64_t num_experts, int64_t ep, int64_t num_nodes,
+                                 EplbPolicy policy = EplbPolicy::kGlobal);
 
 // Load per EP rank: the sum over the rank's slots of load[expert] / replica_count[expert]
 // (the balance EPLB optimizes). [ep].

@@ -146,15 +146,13 @@ TEST_CASE("more redundant slots than EP ranks can use are rejected") {
   const std::vector<double> load(16, 1.0);
   CHECK(PlaceExperts(load, Options(EplbPolicy::kGlobal, 112, 8, 1, 1)).num_physical == 128);
   CHECK_THROWS_WITH_AS(PlaceExperts(load, Options(EplbPolicy::kGlobal, 120, 8, 1, 1)),
-                       doctest::Contains("--redundant-experts (120) must be <= num_experts (16) x (ep (8) - 1) = 112"),
-                       Error);
+                       doctest::Contains("--redundant-experts (120) must be <= num_experts (16) x (ep (8) - 1) = 112"), Error);
 }
 
 TEST_CASE("hierarchical placement rejects groups that do not split over the nodes") {
   // 3 groups cannot be packed whole onto 2 nodes.
   const std::vector<double> load(12, 1.0);
-  CHECK_THROWS_WITH_AS(PlaceExperts(load, Options(EplbPolicy::kHierarchical, 4, 8, 2, 3)),
-                       doctest::Contains("--expert-groups (3)"), Error);
+  CHECK_THROWS_WITH_AS(PlaceExperts(load, Options(EplbPolicy::kHierarchical, 4, 8, 2, 3)), doctest::Contains("--expert-groups (3)"), Error);
   // auto falls back to global, as EPLB does.
   CHECK(PlaceExperts(load, Options(EplbPolicy::kAuto, 4, 8, 2, 3)).policy == EplbPolicy::kGlobal);
 }
@@ -162,8 +160,7 @@ TEST_CASE("hierarchical placement rejects groups that do not split over the node
 TEST_CASE("a negative load is rejected") {
   std::vector<double> load(4, 1.0);
   load[2] = -1;
-  CHECK_THROWS_WITH_AS(PlaceExperts(load, Options(EplbPolicy::kGlobal, 0, 4, 1, 1)),
-                       doctest::Contains("expert load [2] (-1)"), Error);
+  CHECK_THROWS_WITH_AS(PlaceExperts(load, Options(EplbPolicy::kGlobal, 0, 4, 1, 1)), doctest::Contains("expert load [2] (-1)"), Error);
 }
 
 TEST_CASE("--eplb-policy names are parsed and unknown ones rejected") {

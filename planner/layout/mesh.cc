@@ -47,32 +47,52 @@ std::vector<std::vector<int64_t>> Mesh::Groups(int axis) const {
 
 const char* MeshAxisName(MeshAxis axis) {
   switch (axis) {
-    case MeshAxis::kPp: return "pp";
-    case MeshAxis::kDpReplicate: return "dp_replicate";
-    case MeshAxis::kDpShard: return "dp_shard";
-    case MeshAxis::kCp: return "cp";
-    case MeshAxis::kTp: return "tp";
-    case MeshAxis::kDp: return "dp";
-    case MeshAxis::kEfsdp: return "efsdp";
-    case MeshAxis::kEdp: return "edp";
-    case MeshAxis::kEp: return "ep";
-    case MeshAxis::kEtp: return "etp";
+    case MeshAxis::kPp:
+      return "pp";
+    case MeshAxis::kDpReplicate:
+      return "dp_replicate";
+    case MeshAxis::kDpShard:
+      return "dp_shard";
+    case MeshAxis::kCp:
+      return "cp";
+    case MeshAxis::kTp:
+      return "tp";
+    case MeshAxis::kDp:
+      return "dp";
+    case MeshAxis::kEfsdp:
+      return "efsdp";
+    case MeshAxis::kEdp:
+      return "edp";
+    case MeshAxis::kEp:
+      return "ep";
+    case MeshAxis::kEtp:
+      return "etp";
   }
   return "?";
 }
 
 int64_t MeshAxisSize(const ParallelDims& d, MeshAxis axis) {
   switch (axis) {
-    case MeshAxis::kPp: return d.pp;
-    case MeshAxis::kDpReplicate: return d.dp_replicate;
-    case MeshAxis::kDpShard: return d.dp_shard;
-    case MeshAxis::kCp: return d.cp;
-    case MeshAxis::kTp: return d.tp;
-    case MeshAxis::kDp: return d.dp_replicate * d.dp_shard;  // Megatron's data-parallel group
-    case MeshAxis::kEfsdp: return d.efsdp;
-    case MeshAxis::kEdp: return d.edp();
-    case MeshAxis::kEp: return d.ep;
-    case MeshAxis::kEtp: return d.etp;
+    case MeshAxis::kPp:
+      return d.pp;
+    case MeshAxis::kDpReplicate:
+      return d.dp_replicate;
+    case MeshAxis::kDpShard:
+      return d.dp_shard;
+    case MeshAxis::kCp:
+      return d.cp;
+    case MeshAxis::kTp:
+      return d.tp;
+    case MeshAxis::kDp:
+      return d.dp_replicate * d.dp_shard;  // Megatron's data-parallel group
+    case MeshAxis::kEfsdp:
+      return d.efsdp;
+    case MeshAxis::kEdp:
+      return d.edp();
+    case MeshAxis::kEp:
+      return d.ep;
+    case MeshAxis::kEtp:
+      return d.etp;
   }
   return 1;
 }
@@ -104,8 +124,8 @@ Meshes BuildMeshes(const ParallelDims& d) {
     m.sparse = MeshOf("sparse", d, {A::kPp, A::kDpReplicate, A::kEfsdp, A::kEp, A::kEtp});
   }
   if (m.dense.size() != d.world_size || m.sparse.size() != d.world_size) {
-    throw Error(fmt::format("internal: mesh sizes dense {} / sparse {} differ from world_size {}", m.dense.size(),
-                            m.sparse.size(), d.world_size));
+    throw Error(
+        fmt::format("internal: mesh sizes dense {} / sparse {} differ from world_size {}", m.dense.size(), m.sparse.size(), d.world_size));
   }
   return m;
 }

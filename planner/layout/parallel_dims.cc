@@ -12,7 +12,9 @@
 
 namespace dockyard {
 
-const char* ConventionName(Convention c) { return c == Convention::kMegatron ? "megatron" : "torchtitan"; }
+const char* ConventionName(Convention c) {
+  return c == Convention::kMegatron ? "megatron" : "torchtitan";
+}
 
 namespace {
 
@@ -31,8 +33,8 @@ bool TryBuildParallelDims(const ParallelDimsOptions& o, ParallelDims* out, std::
   if (o.world_size > kMaxWorldSize) {
     return Fail(error, "world_size ({}) exceeds the largest supported world ({})", o.world_size, kMaxWorldSize);
   }
-  const std::pair<const char*, int64_t> degrees[] = {{"dp_replicate", o.dp_replicate}, {"cp", o.cp}, {"tp", o.tp},
-                                                     {"ep", o.ep}, {"etp", o.etp}, {"pp", o.pp}};
+  const std::pair<const char*, int64_t> degrees[] = {
+      {"dp_replicate", o.dp_replicate}, {"cp", o.cp}, {"tp", o.tp}, {"ep", o.ep}, {"etp", o.etp}, {"pp", o.pp}};
   for (const auto& [name, v] : degrees) {
     if (v < 1) return Fail(error, "{} must be >= 1, got {}", name, v);
     if (v > o.world_size) return Fail(error, "{} ({}) cannot exceed world_size ({})", name, v, o.world_size);
@@ -54,9 +56,8 @@ bool TryBuildParallelDims(const ParallelDimsOptions& o, ParallelDims* out, std::
   const int64_t others = CheckedMul(CheckedMul(CheckedMul(o.dp_replicate, o.cp, "degrees"), o.tp, "degrees"), o.pp, "degrees");
   if (o.dp_shard == -1) {
     if (o.world_size % others != 0) {
-      return Fail(error,
-          "dp_shard = -1 (infer) needs world_size ({}) divisible by dp_replicate({}) * cp({}) * tp({}) * pp({}) = {}",
-          o.world_size, o.dp_replicate, o.cp, o.tp, o.pp, others);
+      return Fail(error, "dp_shard = -1 (infer) needs world_size ({}) divisible by dp_replicate({}) * cp({}) * tp({}) * pp({}) = {}",
+                  o.world_size, o.dp_replicate, o.cp, o.tp, o.pp, others);
     }
     d.dp_shard = o.world_size / others;
   } else {
@@ -78,27 +79,28 @@ bool TryBuildParallelDims(const ParallelDimsOptions& o, ParallelDims* out, std::
     // ranks from dp_shard, cp and tp.
     if (sparse_region % (d.ep * d.etp) != 0) {
       return Fail(error,
-          "ep ({}) * etp ({}) = {} must divide dp_shard({}) * cp({}) * tp({}) = {}: expert parallelism borrows its "
-          "ranks from dp_shard, cp and tp (torchtitan sparse mesh: efsdp = dp_shard*cp*tp / (ep*etp))",
-          d.ep, d.etp, d.ep * d.etp, d.dp_shard, d.cp, d.tp, sparse_region);
+                  "ep ({}) * etp ({}) = {} must divide dp_shard({}) * cp({}) * tp({}) = {}: expert parallelism borrows its "
+                  "ranks from dp_shard, cp and tp (torchtitan sparse mesh: efsdp = dp_shard*cp*tp / (ep*etp))",
+                  d.ep, d.etp, d.ep * d.etp, d.dp_shard, d.cp, d.tp, sparse_region);
     }
   } else {
     if (d.dp_replicate != 1) {
       return Fail(error,
-          "dp_replicate ({}) must be 1 with the megatron convention: Megatron-Core has one data-parallel axis "
-          "(dp = world / (tp*cp*pp)); give it as dp_shard",
-          d.dp_replicate);
+                  "dp_replicate ({}) must be 1 with the megatron convention: Megatron-Core has one data-parallel axis "
+                  "(dp = world / (tp*cp*pp)); give it as dp_shard",
+                  d.dp_replicate);
     }
     // Megatron-Core: world_size must be divisible by expert_tensor_model_pipeline_parallel size.
     const int64_t expert_model = d.etp * d.ep * d.pp;
     if (o.world_size % expert_model != 0) {
-      return Fail(error, "world_size ({}) must be divisible by etp({}) * ep({}) * pp({}) = {} (Megatron-Core expert "
+      return Fail(error,
+                  "world_size ({}) must be divisible by etp({}) * ep({}) * pp({}) = {} (Megatron-Core expert "
                   "tensor-model-pipeline size)",
                   o.world_size, d.etp, d.ep, d.pp, expert_model);
     }
     if (sparse_region % (d.ep * d.etp) != 0) {
-      return Fail(error, "ep ({}) * etp ({}) = {} must divide dp({}) * cp({}) * tp({}) = {} (one pipeline stage)", d.ep,
-                  d.etp, d.ep * d.etp, d.dp_shard, d.cp, d.tp, sparse_region);
+      return Fail(error, "ep ({}) * etp ({}) = {} must divide dp({}) * cp({}) * tp({}) = {} (one pipeline stage)", d.ep, d.etp,
+                  d.ep * d.etp, d.dp_shard, d.cp, d.tp, sparse_region);
     }
   }
   d.efsdp = sparse_region / (d.ep * d.etp);
@@ -120,18 +122,18 @@ bool CheckDimsForModel(const ParallelDims& d, const ModelSpec& m, std::string* e
   }
   const auto& a = m.attention;
   if (a.num_attention_heads % d.tp != 0) {
-    return Fail(error, "tp ({}) must divide num_attention_heads ({}): attention is sharded by heads",
-                d.tp, a.num_attention_heads);
+    return Fail(error, "tp ({}) must divide num_attention_heads ({}): attention is sharded by heads", d.tp, a.num_attention_heads);
   }
   if (a.kind == AttentionKind::kGqa && a.num_key_value_heads % d.tp != 0) {
-    return Fail(error, "tp ({}) must divide num_key_value_heads ({}): each TP rank holds whole KV heads",
-                d.tp, a.num_key_value_heads);
+    return Fail(error, "tp ({}) must divide num_key_value_heads ({}): each TP rank holds whole KV heads", d.tp, a.num_key_value_heads);
   }
   // Gated DeltaNet shards its fused projections and conv by key-head groups (vLLM qwen3_next.py,
   // Megatron-Core gated_delta_net.py): each TP rank holds whole key heads and their value heads.
   if (a.linear.present() && a.linear.num_key_heads % d.tp != 0) {
-    return Fail(error, "tp ({}) must divide the linear-attention key heads ({}): Gated DeltaNet is sharded by key-head "
-                "groups", d.tp, a.linear.num_key_heads);
+    return Fail(error,
+                "tp ({}) must divide the linear-attention key heads ({}): Gated DeltaNet is sharded by key-head "
+                "groups",
+                d.tp, a.linear.num_key_heads);
   }
   // The TP degree that shards routed experts: tp when EP is off, etp when EP is on.
   // The TP degree that shards routed experts: torchtitan uses tp when EP is off and etp when it
@@ -141,21 +143,19 @@ bool CheckDimsForModel(const ParallelDims& d, const ModelSpec& m, std::string* e
   const char* expert_tp_name = experts_on_tp ? "tp" : "etp";
   if (e.moe_intermediate_size % expert_tp != 0) {
     return Fail(error,
-        "{} ({}) must divide moe_intermediate_size ({}): routed experts are column/row-sharded on the logical "
-        "intermediate size F, not the fused gate_up width 2F ({})",
-        expert_tp_name, expert_tp, e.moe_intermediate_size, 2 * e.moe_intermediate_size);
+                "{} ({}) must divide moe_intermediate_size ({}): routed experts are column/row-sharded on the logical "
+                "intermediate size F, not the fused gate_up width 2F ({})",
+                expert_tp_name, expert_tp, e.moe_intermediate_size, 2 * e.moe_intermediate_size);
   }
   // (The layer count is read only when the divisibility fails: this runs for every search candidate.)
   if (m.intermediate_size % d.tp != 0 && m.NumMoeLayers() < m.num_hidden_layers) {
     return Fail(error, "tp ({}) must divide intermediate_size ({}) of the dense MLP layers", d.tp, m.intermediate_size);
   }
   if (e.num_shared_experts > 0 && e.shared_expert_intermediate_size % d.tp != 0) {
-    return Fail(error, "tp ({}) must divide shared_expert_intermediate_size ({})", d.tp,
-                e.shared_expert_intermediate_size);
+    return Fail(error, "tp ({}) must divide shared_expert_intermediate_size ({})", d.tp, e.shared_expert_intermediate_size);
   }
   if (d.pp > m.num_hidden_layers) {
-    return Fail(error, "pp ({}) cannot exceed num_hidden_layers ({}): every stage needs a layer", d.pp,
-                m.num_hidden_layers);
+    return Fail(error, "pp ({}) cannot exceed num_hidden_layers ({}): every stage needs a layer", d.pp, m.num_hidden_layers);
   }
   if (m.tie_word_embeddings && d.pp > 1 && d.convention == Convention::kTorchtitan) {
     return Fail(error,
@@ -180,8 +180,8 @@ void ValidateDimsForModel(const ParallelDims& dims, const ModelSpec& model) {
 }
 
 int64_t DefaultEp(const ParallelDimsOptions& d, int64_t preferred) {
-  const bool in_range = d.pp >= 1 && d.dp_replicate >= 1 && d.pp <= d.world_size && d.dp_replicate <= d.world_size &&
-                        d.world_size <= kMaxWorldSize;
+  const bool in_range =
+      d.pp >= 1 && d.dp_replicate >= 1 && d.pp <= d.world_size && d.dp_replicate <= d.world_size && d.world_size <= kMaxWorldSize;
   const int64_t slice = in_range ? d.world_size / (d.pp * d.dp_replicate) : 0;
   return slice > 0 ? std::gcd(preferred, slice) : 1;
 }

@@ -33,8 +33,7 @@ TEST_CASE("ParallelDims rejects degrees whose product is not the world size") {
   o.dp_shard = 32;
   o.tp = 8;  // 32 * 8 = 256 != 512
   CHECK_THROWS_WITH_AS(ParallelDims::Build(o),
-                       doctest::Contains("dp_replicate(1) * dp_shard(32) * cp(1) * tp(8) * pp(1) = 256 != world_size(512)"),
-                       Error);
+                       doctest::Contains("dp_replicate(1) * dp_shard(32) * cp(1) * tp(8) * pp(1) = 256 != world_size(512)"), Error);
 }
 
 TEST_CASE("ParallelDims rejects dp_shard = -1 when the world is not divisible") {
@@ -77,21 +76,19 @@ TEST_CASE("ParallelDims accepts any etp dividing the stage with the megatron con
 TEST_CASE("ParallelDims rejects ep that does not divide dp_shard*cp*tp") {
   ParallelDimsOptions o = World(24);
   o.ep = 16;  // dp_shard = 24, 24 % 16 != 0
-  CHECK_THROWS_WITH_AS(ParallelDims::Build(o),
-                       doctest::Contains("ep (16) * etp (1) = 16 must divide dp_shard(24) * cp(1) * tp(1) = 24"), Error);
+  CHECK_THROWS_WITH_AS(ParallelDims::Build(o), doctest::Contains("ep (16) * etp (1) = 16 must divide dp_shard(24) * cp(1) * tp(1) = 24"),
+                       Error);
 }
 
 TEST_CASE("ParallelDims rejects dp_replicate > 1 with the megatron convention") {
   ParallelDimsOptions o = World(8);
   o.dp_replicate = 2;
   o.convention = Convention::kMegatron;
-  CHECK_THROWS_WITH_AS(ParallelDims::Build(o), doctest::Contains("dp_replicate (2) must be 1 with the megatron convention"),
-                       Error);
+  CHECK_THROWS_WITH_AS(ParallelDims::Build(o), doctest::Contains("dp_replicate (2) must be 1 with the megatron convention"), Error);
 }
 
 TEST_CASE("ParallelDims rejects a world beyond the supported size") {
-  CHECK_THROWS_WITH_AS(ParallelDims::Build(World(dockyard::kMaxWorldSize + 1)), doctest::Contains("exceeds the largest"),
-                       Error);
+  CHECK_THROWS_WITH_AS(ParallelDims::Build(World(dockyard::kMaxWorldSize + 1)), doctest::Contains("exceeds the largest"), Error);
 }
 
 TEST_CASE("ValidateDimsForModel rejects ep that does not divide num_experts") {
@@ -99,8 +96,8 @@ TEST_CASE("ValidateDimsForModel rejects ep that does not divide num_experts") {
   m.moe.num_experts = 6;
   ParallelDimsOptions o = World(4);
   o.ep = 4;
-  CHECK_THROWS_WITH_AS(dockyard::ValidateDimsForModel(ParallelDims::Build(o), m),
-                       doctest::Contains("ep (4) must divide num_experts (6)"), Error);
+  CHECK_THROWS_WITH_AS(dockyard::ValidateDimsForModel(ParallelDims::Build(o), m), doctest::Contains("ep (4) must divide num_experts (6)"),
+                       Error);
 }
 
 TEST_CASE("ValidateDimsForModel rejects tp that does not divide the attention heads") {

@@ -14,9 +14,12 @@ namespace dockyard {
 
 std::string Placement::ToString() const {
   switch (kind) {
-    case Kind::kShard: return fmt::format("Shard({})", dim);
-    case Kind::kPartial: return "Partial()";
-    case Kind::kReplicate: break;
+    case Kind::kShard:
+      return fmt::format("Shard({})", dim);
+    case Kind::kPartial:
+      return "Partial()";
+    case Kind::kReplicate:
+      break;
   }
   return "Replicate()";
 }
@@ -26,10 +29,11 @@ int64_t ChunkSize(int64_t n, int64_t k, int64_t index) {
   return std::clamp<int64_t>(n - index * c, 0, c);
 }
 
-int64_t ChunkBegin(int64_t n, int64_t k, int64_t index) { return std::min(n, index * ((n + k - 1) / k)); }
+int64_t ChunkBegin(int64_t n, int64_t k, int64_t index) {
+  return std::min(n, index * ((n + k - 1) / k));
+}
 
-std::vector<DimSlice> ModelParallelSliceOnRank(const ParamInfo& p, const ParamPlacement& pl, const Mesh& mesh,
-                                               int64_t rank) {
+std::vector<DimSlice> ModelParallelSliceOnRank(const ParamInfo& p, const ParamPlacement& pl, const Mesh& mesh, int64_t rank) {
   std::vector<DimSlice> out;
   for (int64_t size : p.shape) out.push_back({0, size});
   for (const ShardStep& s : pl.steps) {
@@ -68,14 +72,13 @@ UnevenFsdpCut FindUnevenFsdpCut(const std::vector<int64_t>& shape, const ShardCu
 std::string UnevenFsdpMessage(const std::string& fqn, const ShardCut& cut, int64_t size) {
   std::string axes;
   for (int j = 0; j < cut.num_axes; ++j) axes += (j ? "*" : "") + std::string(MeshAxisName(cut.axes[j]));
-  return fmt::format("{}: FSDP2 does not support uneven sharding on dim {}: size {} over {} ({}) (torch fully_shard "
-                     "shards dims other than 0 only when the FSDP degree divides them)",
-                     fqn, cut.dim, size, axes, cut.num_chunks);
+  return fmt::format(
+      "{}: FSDP2 does not support uneven sharding on dim {}: size {} over {} ({}) (torch fully_shard "
+      "shards dims other than 0 only when the FSDP degree divides them)",
+      fqn, cut.dim, size, axes, cut.num_chunks);
 }
 
-
-ShardCuts ShardCutsOf(bool routed_expert, int tp_dim, const ParallelDims& d, int64_t num_experts,
-                      bool shard_data_parallel) {
+ShardCuts ShardCutsOf(bool routed_expert, int tp_dim, const ParallelDims& d, int64_t num_experts, bool shard_data_parallel) {
   ShardCuts out;
   auto add = [&](int dim, std::initializer_list<MeshAxis> axes, ShardKind kind) {
     ShardCut c;
@@ -118,8 +121,7 @@ ShardCuts ShardCutsOf(bool routed_expert, int tp_dim, const ParallelDims& d, int
   return out;
 }
 
-ParamPlacement PlaceParam(const ParamInfo& p, const ParallelDims& d, const Meshes& meshes, int64_t num_experts,
-                          bool shard_data_parallel) {
+ParamPlacement PlaceParam(const ParamInfo& p, const ParallelDims& d, const Meshes& meshes, int64_t num_experts, bool shard_data_parallel) {
   const ShardCuts cuts = ShardCutsOf(p.routed_expert, p.tp_dim, d, num_experts, shard_data_parallel);
   ParamPlacement out;
   out.sparse_mesh = cuts.sparse_mesh;
@@ -148,8 +150,7 @@ namespace {
 
 // Distinct chunk sizes (size -> number of chunk-index combinations) of `n` cut by `ks` in order.
 // `padded[i]`: cut i is an FSDP2 step (every chunk ceil(n / k)).
-std::map<int64_t, int64_t> DistinctSizes(int64_t n, const std::vector<int64_t>& ks, const std::vector<bool>& padded,
-                                         size_t i = 0) {
+std::map<int64_t, int64_t> DistinctSizes(int64_t n, const std::vector<int64_t>& ks, const std::vector<bool>& padded, size_t i = 0) {
   if (i == ks.size()) return {{n, 1}};
   const int64_t k = ks[i];
   if (padded[i]) {
@@ -212,16 +213,14 @@ void ComputeLocalShapes(const ParamInfo& p, const Mesh& mesh, ParamPlacement& pl
     for (int64_t v : shape) n *= v;
     return n;
   };
-  std::stable_sort(shapes.begin(), shapes.end(),
-                   [&](const LocalShape& a, const LocalShape& b) { return numel(a.shape) > numel(b.shape); });
+  std::stable_sort(shapes.begin(), shapes.end(), [&](const LocalShape& a, const LocalShape& b) { return numel(a.shape) > numel(b.shape); });
   pl.local_shapes = std::move(shapes);
   pl.max_local_numel = pl.local_shapes.empty() ? 0 : numel(pl.local_shapes.front().shape);
 }
 
 std::vector<int64_t> LocalShapeOnRank(const ParamInfo& p, const ParamPlacement& pl, const Mesh& mesh, int64_t rank) {
   if (mesh.Coord(rank, 0) != pl.stage) {
-    throw Error(fmt::format("rank {} is on pp stage {}, but {} lives on stage {}", rank, mesh.Coord(rank, 0), p.fqn,
-                            pl.stage));
+    throw Error(fmt::format("rank {} is on pp stage {}, but {} lives on stage {}", rank, mesh.Coord(rank, 0), p.fqn, pl.stage));
   }
   std::vector<int64_t> shape = p.shape;
   for (const auto& s : pl.steps) {

@@ -70,11 +70,11 @@ struct LocalShape {
 };
 
 struct ParamPlacement {
-  bool sparse_mesh = false;             // placed on Meshes::sparse, else Meshes::dense
-  std::vector<Placement> placements;    // one per mesh axis after pp
-  std::vector<ShardStep> steps;         // how local shapes are cut, in application order
-  int64_t stage = 0;                    // pipeline stage holding the parameter
-  std::vector<LocalShape> local_shapes; // distinct shapes, largest first
+  bool sparse_mesh = false;              // placed on Meshes::sparse, else Meshes::dense
+  std::vector<Placement> placements;     // one per mesh axis after pp
+  std::vector<ShardStep> steps;          // how local shapes are cut, in application order
+  int64_t stage = 0;                     // pipeline stage holding the parameter
+  std::vector<LocalShape> local_shapes;  // distinct shapes, largest first
   int64_t max_local_numel = 0;
 };
 
@@ -91,8 +91,7 @@ struct DimSlice {
 // The part of `param` that `rank` computes with in the forward: each dim's range of the global
 // tensor after the model-parallel (tensor and expert) steps of `placement`; data-parallel steps
 // are left out (FSDP all-gathers them before the forward). Same chunks as LocalShapeOnRank.
-std::vector<DimSlice> ModelParallelSliceOnRank(const ParamInfo& param, const ParamPlacement& placement, const Mesh& mesh,
-                                               int64_t rank);
+std::vector<DimSlice> ModelParallelSliceOnRank(const ParamInfo& param, const ParamPlacement& placement, const Mesh& mesh, int64_t rank);
 // The size a rank holds along the dim of `step` for chunk `index`: ChunkSize, or ceil(n / k) on
 // every rank for a padded (FSDP2) step.
 int64_t StepChunkSize(int64_t n, const ShardStep& step, int64_t index);
@@ -120,8 +119,7 @@ struct ShardCuts {
 // routed expert or not, with TP dim `tp_dim` (-1: none), under `dims` with `num_experts` routed
 // experts; `shard_data_parallel`: FSDP. PlaceParam turns the cuts into placements on a mesh; the
 // layout search applies them to parameter classes (FirstChunkNumel). No allocation.
-ShardCuts ShardCutsOf(bool routed_expert, int tp_dim, const ParallelDims& dims, int64_t num_experts,
-                      bool shard_data_parallel);
+ShardCuts ShardCutsOf(bool routed_expert, int tp_dim, const ParallelDims& dims, int64_t num_experts, bool shard_data_parallel);
 
 // Elements of chunk 0 of every cut of `cuts` applied to `shape` (the local size on the first rank
 // of a stage, which takes chunk 0 everywhere: a worst rank, as chunk sizes never grow with the
@@ -204,8 +202,7 @@ ParamPlacement PlaceParam(const ParamInfo& param, const ParallelDims& dims, cons
 void ComputeLocalShapes(const ParamInfo& param, const Mesh& mesh, ParamPlacement& placement);
 
 // The local shape of `param` on global `rank` (the rank must belong to the param's stage).
-std::vector<int64_t> LocalShapeOnRank(const ParamInfo& param, const ParamPlacement& placement, const Mesh& mesh,
-                                      int64_t rank);
+std::vector<int64_t> LocalShapeOnRank(const ParamInfo& param, const ParamPlacement& placement, const Mesh& mesh, int64_t rank);
 
 // The element count of `param` on global `rank` (same rules, no allocation; for per-rank sums).
 int64_t LocalNumelOnRank(const ParamInfo& param, const ParamPlacement& placement, const Mesh& mesh, int64_t rank);

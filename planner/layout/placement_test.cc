@@ -66,7 +66,7 @@ TEST_CASE("Routed experts with EP on: Shard(0) on ep and on efsdp") {
   Found f = Find(plan, "layers.0.mlp.experts.gate_up_proj");
   CHECK(f.mesh == "sparse");
   CHECK(f.placements == S{"Replicate()", "Shard(0)", "Shard(0)"});  // dp_replicate, efsdp, ep
-  CHECK(f.local == V{1, 64, 64});  // 8 experts / ep 4 = 2, / efsdp 2 = 1; [E, 2F=64, D=64]
+  CHECK(f.local == V{1, 64, 64});                                   // 8 experts / ep 4 = 2, / efsdp 2 = 1; [E, 2F=64, D=64]
 }
 
 TEST_CASE("Routed experts switch FSDP to Shard(1) when efsdp * ep > num_experts (torchtitan)") {
@@ -97,7 +97,7 @@ TEST_CASE("Routed experts with ETP are sharded on ep and etp") {
   Plan plan = BuildPlan(m, Dims(8, 2, 2, 2));
   Found up = Find(plan, "layers.1.mlp.experts.gate_up_proj");
   CHECK(up.placements == S{"Replicate()", "Shard(0)", "Shard(0)", "Shard(1)"});  // dp_replicate, efsdp, ep, etp
-  CHECK(up.local == V{2, 32, 64});  // 8/2/2 experts; 2F 64 / etp 2
+  CHECK(up.local == V{2, 32, 64});                                               // 8/2/2 experts; 2F 64 / etp 2
   Found down = Find(plan, "layers.1.mlp.experts.down_proj");
   CHECK(down.placements == S{"Replicate()", "Shard(0)", "Shard(0)", "Shard(2)"});
   CHECK(down.local == V{2, 64, 16});
@@ -107,12 +107,12 @@ TEST_CASE("Attention, norms, router and embeddings follow the dense TP plan") {
   Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(2, 2));
   CHECK(Find(plan, "layers.0.self_attn.q_proj.weight").placements.back() == "Shard(0)");  // colwise
   CHECK(Find(plan, "layers.0.self_attn.q_proj.weight").local == V{32, 64});
-  CHECK(Find(plan, "layers.0.self_attn.k_proj.weight").local == V{16, 64});                // [2*16, 64] / 2
+  CHECK(Find(plan, "layers.0.self_attn.k_proj.weight").local == V{16, 64});               // [2*16, 64] / 2
   CHECK(Find(plan, "layers.0.self_attn.o_proj.weight").placements.back() == "Shard(1)");  // rowwise
   CHECK(Find(plan, "layers.0.self_attn.o_proj.weight").local == V{64, 32});
   CHECK(Find(plan, "layers.0.input_layernorm.weight").placements.back() == "Replicate()");
   CHECK(Find(plan, "layers.0.mlp.gate.weight").placements.back() == "Replicate()");  // router gate
-  CHECK(Find(plan, "model.embed_tokens.weight").placements.back() == "Shard(0)");     // vocab-parallel
+  CHECK(Find(plan, "model.embed_tokens.weight").placements.back() == "Shard(0)");    // vocab-parallel
   CHECK(Find(plan, "model.embed_tokens.weight").local == V{500, 64});
   CHECK(Find(plan, "lm_head.weight").local == V{500, 64});
 }
@@ -210,9 +210,9 @@ TEST_CASE("Stored layout decides the TP dim: gpt-oss [E, D, 2F] is Shard(2), its
   CHECK(Find(plan, "experts.gate_up_proj").placements.back() == "Shard(2)");
   CHECK(Find(plan, "experts.gate_up_proj").local == V{8, 64, 32});
   CHECK(Find(plan, "experts.down_proj").placements.back() == "Shard(1)");
-  CHECK(Find(plan, "experts.gate_up_proj_bias").local == V{8, 32});     // [E, 2F] colwise bias
+  CHECK(Find(plan, "experts.gate_up_proj_bias").local == V{8, 32});                // [E, 2F] colwise bias
   CHECK(Find(plan, "experts.down_proj_bias").placements.back() == "Replicate()");  // added after the reduce
-  CHECK(Find(plan, "self_attn.sinks").local == V{2});                   // one sink per head, heads split
+  CHECK(Find(plan, "self_attn.sinks").local == V{2});                              // one sink per head, heads split
 }
 
 TEST_CASE("DBRX stores w2 as [E*F, D]: its [E, F, D] view is row-sharded on dim 1") {

@@ -38,9 +38,10 @@ std::vector<int64_t> ResolveLayerSplit(const TrainingConfig& training, int64_t n
     total += n;  // each <= num_hidden_layers <= 100000 and split.size() is checked below
   }
   if (static_cast<int64_t>(split.size()) != pp || total != num_layers) {
-    throw Error(fmt::format("training.pp_layer_split {} has {} stages summing to {} layers; need pp ({}) stages summing "
-                            "to num_hidden_layers ({})",
-                            fmt::format("[{}]", fmt::join(split, ",")), split.size(), total, pp, num_layers));
+    throw Error(
+        fmt::format("training.pp_layer_split {} has {} stages summing to {} layers; need pp ({}) stages summing "
+                    "to num_hidden_layers ({})",
+                    fmt::format("[{}]", fmt::join(split, ",")), split.size(), total, pp, num_layers));
   }
   std::vector<int64_t> stage_of;
   for (int64_t s = 0; s < pp; ++s) {
@@ -69,11 +70,10 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
   }
   if (!plan.training.num_microbatches) plan.training.num_microbatches = plan.dims.pp;
   ValidateRunSettings(plan.training.run, static_cast<int>(*plan.training.dp_sharding), plan.dims.pp);
-  ValidateEpOverlap(plan.training.run, plan.dims.pp, plan.dims.ep, plan.training.dispatcher,
-                    plan.training.recompute == Recompute::kFull);
+  ValidateEpOverlap(plan.training.run, plan.dims.pp, plan.dims.ep, plan.training.dispatcher, plan.training.recompute == Recompute::kFull);
   if (plan.training.dispatcher == "deredundency" && plan.training.oep && plan.dims.ep % *plan.training.oep != 0) {
-    throw Error(fmt::format("oep ({}) must divide ep ({}) for the deredundency dispatcher (ep = oep x iep)",
-                            *plan.training.oep, plan.dims.ep));
+    throw Error(
+        fmt::format("oep ({}) must divide ep ({}) for the deredundency dispatcher (ep = oep x iep)", *plan.training.oep, plan.dims.ep));
   }
   plan.inventory = inventory;
   // With tied embeddings and several pipeline stages, the last stage keeps its own copy of the
@@ -94,9 +94,10 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
     // --account-for-loss-in-pipeline-split), so at most num_hidden_layers + 2 chunks.
     const int64_t chunks = plan.dims.pp * plan.training.run.vpp;
     if (chunks > model.num_hidden_layers + 2) {
-      throw Error(fmt::format("--vpp {}: pp x vpp = {} model chunks, more than num_hidden_layers ({}) + 2 (the embedding and "
-                              "the loss, which Megatron can count as pipeline layers); every chunk needs at least one layer",
-                              plan.training.run.vpp, chunks, model.num_hidden_layers));
+      throw Error(
+          fmt::format("--vpp {}: pp x vpp = {} model chunks, more than num_hidden_layers ({}) + 2 (the embedding and "
+                      "the loss, which Megatron can count as pipeline layers); every chunk needs at least one layer",
+                      plan.training.run.vpp, chunks, model.num_hidden_layers));
     }
   }
 
@@ -114,8 +115,10 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
       if (uneven.cut >= 0) throw Error(UnevenFsdpMessage(p.fqn, cuts.cuts[uneven.cut], uneven.size));
     }
     ParamPlacement pl = PlaceParam(p, plan.dims, plan.meshes, model.moe.num_experts, fsdp);
-    if (p.layer >= 0) pl.stage = plan.layer_stage[p.layer];
-    else pl.stage = p.role == Role::kEmbedding ? 0 : plan.dims.pp - 1;
+    if (p.layer >= 0)
+      pl.stage = plan.layer_stage[p.layer];
+    else
+      pl.stage = p.role == Role::kEmbedding ? 0 : plan.dims.pp - 1;
     ComputeLocalShapes(p, pl.sparse_mesh ? plan.meshes.sparse : plan.meshes.dense, pl);
     plan.placements.push_back(std::move(pl));
   }

@@ -33,11 +33,11 @@ struct ExpertOwnership {
 
 struct StageSummary {
   int64_t stage = 0;
-  int64_t first_layer = 0;      // decoder layers [first_layer, last_layer]
+  int64_t first_layer = 0;  // decoder layers [first_layer, last_layer]
   int64_t last_layer = 0;
   int64_t max_param_bytes = 0;  // parameter bytes on the most loaded rank of the stage
   int64_t min_param_bytes = 0;
-  int64_t worst_rank = 0;       // a rank with max_param_bytes
+  int64_t worst_rank = 0;  // a rank with max_param_bytes
 };
 
 struct Plan {
@@ -48,11 +48,9 @@ struct Plan {
   Meshes meshes;
   std::vector<ParamPlacement> placements;  // aligned with inventory.params
   ExpertOwnership experts;
-  std::vector<int64_t> layer_stage;        // [num_hidden_layers]: pp stage of each layer
+  std::vector<int64_t> layer_stage;  // [num_hidden_layers]: pp stage of each layer
 
-  const Mesh& MeshOf(size_t param_index) const {
-    return placements[param_index].sparse_mesh ? meshes.sparse : meshes.dense;
-  }
+  const Mesh& MeshOf(size_t param_index) const { return placements[param_index].sparse_mesh ? meshes.sparse : meshes.dense; }
 };
 
 // Elements of parameter `param_index` on `rank` after model-parallel sharding only (tp / ep /
@@ -83,7 +81,6 @@ std::vector<StageSummary> SummarizeStages(const Plan& plan, const std::vector<in
 Plan BuildPlan(const ModelSpec& model, const ParallelDimsOptions& options, const TrainingConfig& training = {});
 // The same with a prebuilt inventory of `model` (BuildInventory), for callers that plan one model
 // many times (the layout search).
-Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const ParallelDimsOptions& options,
-               const TrainingConfig& training);
+Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const ParallelDimsOptions& options, const TrainingConfig& training);
 
 }  // namespace dockyard

@@ -38,9 +38,8 @@ void ReadGqa(const JsonView& c, ModelSpec& m) {
     m.attention.head_dim = c.Int("head_dim");
   } else {
     if (m.hidden_size % m.attention.num_attention_heads != 0) {
-      c.Fail("num_attention_heads",
-             fmt::format("head_dim is absent, so hidden_size ({}) must be divisible by num_attention_heads ({})",
-                         m.hidden_size, m.attention.num_attention_heads));
+      c.Fail("num_attention_heads", fmt::format("head_dim is absent, so hidden_size ({}) must be divisible by num_attention_heads ({})",
+                                                m.hidden_size, m.attention.num_attention_heads));
     }
     m.attention.head_dim = m.hidden_size / m.attention.num_attention_heads;
   }
@@ -342,8 +341,8 @@ ModelSpec ModelSpecFromHfConfig(const Json& config, const std::string& file) {
   }
   std::string model_type = root.StringOr("model_type", "");
   if (architecture.empty() && model_type.empty()) {
-    root.Fail("architectures", "required key is missing (and so is /model_type); cannot tell the model family. Supported: " +
-                                   SupportedFamiliesText());
+    root.Fail("architectures",
+              "required key is missing (and so is /model_type); cannot tell the model family. Supported: " + SupportedFamiliesText());
   }
 
   // Llama 4 multimodal checkpoints nest the language model under text_config.
@@ -411,8 +410,8 @@ ModelSpec ModelSpecFromHfConfig(const Json& config, const std::string& file) {
   if (!found) {
     std::string key = architecture.empty() ? "model_type" : "architectures";
     std::string value = architecture.empty() ? model_type : architecture;
-    std::string message = fmt::format("unknown model family '{}' (model_type '{}'); supported: {}", value, model_type,
-                                      SupportedFamiliesText());
+    std::string message =
+        fmt::format("unknown model family '{}' (model_type '{}'); supported: {}", value, model_type, SupportedFamiliesText());
     // A suggestion only for a likely typo: the architecture is close to a supported one AND the
     // config's model_type does not name another model (a dense Llama config, architecture
     // LlamaForCausalLM with model_type llama, is not a misspelt Llama4ForCausalLM).
@@ -424,8 +423,9 @@ ModelSpec ModelSpecFromHfConfig(const Json& config, const std::string& file) {
     if (auto s = DidYouMean(value, names)) {
       message += fmt::format("; did you mean '{}'?", *s);
     } else {
-      message += "; to plan another architecture, write a dockyard model spec (docs/model-spec.md, "
-                 "\"dockyard_model_spec\": 1, with its attention and moe sections) and pass it with --model";
+      message +=
+          "; to plan another architecture, write a dockyard model spec (docs/model-spec.md, "
+          "\"dockyard_model_spec\": 1, with its attention and moe sections) and pass it with --model";
     }
     root.Fail(key == "architectures" ? "architectures" : "model_type", message);
   }

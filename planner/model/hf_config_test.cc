@@ -33,7 +33,9 @@ namespace {
 // Relative to the Bazel runfiles working directory, which is the workspace root.
 const std::string kHfDir = "testdata/hf/";
 
-ModelSpec Load(const std::string& file) { return LoadModel(kHfDir + file); }
+ModelSpec Load(const std::string& file) {
+  return LoadModel(kHfDir + file);
+}
 
 const ParamInfo* Find(const ParamInventory& inv, const std::string& fqn) {
   for (const auto& p : inv.params) {
@@ -56,8 +58,8 @@ using Shape = std::vector<int64_t>;
 // error below unit / published. Example: "15.7B" has unit 0.1e9, a relative tolerance of 0.64%.
 void CheckPublished(int64_t count, double published, double unit) {
   const double rel = std::fabs(static_cast<double>(count) - published) / published;
-  CHECK_MESSAGE(rel < unit / published, "count " << count << " vs published " << published << ": relative error "
-                                                   << rel << ", allowed " << unit / published);
+  CHECK_MESSAGE(rel < unit / published,
+                "count " << count << " vs published " << published << ": relative error " << rel << ", allowed " << unit / published);
 }
 
 constexpr double kB = 1e9;
@@ -68,14 +70,11 @@ constexpr double kB = 1e9;
 TEST_CASE("Every config in testdata/hf is one of the configs tested here") {
   // Adding a config without a test below (or removing one) fails here.
   const std::set<std::string> tested = {
-      "dbrx-instruct.json",          "deepseek-v2-lite.json",          "deepseek-v3.json",
-      "glm-4.5-air.json",            "glm-4.5.json",                   "gpt-oss-120b.json",
-      "kimi-k2-instruct.json",       "llama4-maverick-17b-128e.json",  "llama4-scout-17b-16e.json",
-      "mixtral-8x7b.json",           "olmoe-1b-7b-0125-instruct.json", "phi-3.5-moe-instruct.json",
-      "qwen1.5-moe-a2.7b.json",      "qwen2-57b-a14b.json",            "qwen3-30b-a3b.json",
+      "dbrx-instruct.json", "deepseek-v2-lite.json", "deepseek-v3.json", "glm-4.5-air.json", "glm-4.5.json", "gpt-oss-120b.json",
+      "kimi-k2-instruct.json", "llama4-maverick-17b-128e.json", "llama4-scout-17b-16e.json", "mixtral-8x7b.json",
+      "olmoe-1b-7b-0125-instruct.json", "phi-3.5-moe-instruct.json", "qwen1.5-moe-a2.7b.json", "qwen2-57b-a14b.json", "qwen3-30b-a3b.json",
       // Newer families, counted in hf_config_variants_test.cc.
-      "deepseek-v3.2-exp.json",      "qwen3-next-80b-a3b-instruct.json", "minimax-m2.7-nvfp4.json",
-      "ernie-4.5-21b-a3b.json"};
+      "deepseek-v3.2-exp.json", "qwen3-next-80b-a3b-instruct.json", "minimax-m2.7-nvfp4.json", "ernie-4.5-21b-a3b.json"};
   std::set<std::string> present;
   for (const auto& entry : std::filesystem::directory_iterator(kHfDir)) {
     if (entry.path().extension() == ".json") present.insert(entry.path().filename().string());
@@ -780,9 +779,8 @@ TEST_CASE("An unknown architecture is rejected with the list of supported famili
 TEST_CASE("A misspelled architecture gets a did-you-mean suggestion") {
   Json cfg = MixtralConfig();
   cfg["architectures"] = Json::array({"MixtralForCausalLm"});  // lower-case m
-  cfg["model_type"] = "mixtrall";                                // and no model_type to fall back on
-  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"), doctest::Contains("did you mean 'MixtralForCausalLM'?"),
-                       Error);
+  cfg["model_type"] = "mixtrall";                              // and no model_type to fall back on
+  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"), doctest::Contains("did you mean 'MixtralForCausalLM'?"), Error);
 }
 
 TEST_CASE("A dense Llama config is not taken for a misspelt Llama 4: it is told how to write a spec") {
@@ -810,8 +808,7 @@ TEST_CASE("A config with neither architectures nor model_type is rejected") {
   cfg.erase("architectures");  // nothing left to tell the family by
   cfg.erase("model_type");
   CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"),
-                       doctest::Contains("cfg.json: /architectures: required key is missing (and so is /model_type)"),
-                       Error);
+                       doctest::Contains("cfg.json: /architectures: required key is missing (and so is /model_type)"), Error);
 }
 
 TEST_CASE("architectures that is not an array of strings is rejected") {
@@ -831,10 +828,8 @@ TEST_CASE("A missing required key is named with its JSON pointer and the family"
 TEST_CASE("A missing key inside Llama-4's text_config is named with its nested pointer") {
   Json cfg = ReadJsonFile(kHfDir + "llama4-scout-17b-16e.json");
   cfg["text_config"].erase("num_local_experts");  // the expert count lives in text_config
-  CHECK_THROWS_WITH_AS(
-      ModelSpecFromHfConfig(cfg, "cfg.json"),
-      doctest::Contains("cfg.json: /text_config/num_local_experts: required key is missing (family llama4_text)"),
-      Error);
+  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"),
+                       doctest::Contains("cfg.json: /text_config/num_local_experts: required key is missing (family llama4_text)"), Error);
 }
 
 TEST_CASE("A missing key inside DBRX's ffn_config is named with its nested pointer") {
@@ -854,30 +849,30 @@ TEST_CASE("A string where an integer is expected names the field and the value")
 TEST_CASE("top_k larger than the number of experts is rejected") {
   Json cfg = MixtralConfig();
   cfg["num_experts_per_tok"] = 9;  // only 8 experts to choose from
-  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"),
-                       doctest::Contains("top_k (9) must satisfy 1 <= top_k <= num_experts (8)"), Error);
+  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"), doctest::Contains("top_k (9) must satisfy 1 <= top_k <= num_experts (8)"),
+                       Error);
   CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"), doctest::Contains("cfg.json"), Error);
 }
 
 TEST_CASE("Zero experts is rejected") {
   Json cfg = MixtralConfig();
   cfg["num_local_experts"] = 0;  // an MoE layer needs at least one expert
-  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"),
-                       doctest::Contains("cfg.json: /num_local_experts: must be >= 1, got 0"), Error);
+  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"), doctest::Contains("cfg.json: /num_local_experts: must be >= 1, got 0"),
+                       Error);
 }
 
 TEST_CASE("Zero experts per token is rejected") {
   Json cfg = MixtralConfig();
   cfg["num_experts_per_tok"] = 0;  // every token must go to at least one expert
-  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"),
-                       doctest::Contains("cfg.json: /num_experts_per_tok: must be >= 1, got 0"), Error);
+  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"), doctest::Contains("cfg.json: /num_experts_per_tok: must be >= 1, got 0"),
+                       Error);
 }
 
 TEST_CASE("A float with a fractional part where an integer is expected is rejected") {
   Json cfg = MixtralConfig();
   cfg["hidden_size"] = 4096.5;  // not a whole number of channels
-  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"),
-                       doctest::Contains("cfg.json: /hidden_size: must be an integer, got 4096.5"), Error);
+  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"), doctest::Contains("cfg.json: /hidden_size: must be an integer, got 4096.5"),
+                       Error);
 }
 
 TEST_CASE("A float with no fractional part is accepted as an integer") {
@@ -889,10 +884,9 @@ TEST_CASE("A float with no fractional part is accepted as an integer") {
 TEST_CASE("An unsigned value beyond int64 is rejected") {
   Json cfg = MixtralConfig();
   cfg["vocab_size"] = std::numeric_limits<uint64_t>::max();  // 2^64 - 1 does not fit in int64
-  CHECK_THROWS_WITH_AS(
-      ModelSpecFromHfConfig(cfg, "cfg.json"),
-      doctest::Contains("cfg.json: /vocab_size: value 18446744073709551615 does not fit in a signed 64-bit integer"),
-      Error);
+  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"),
+                       doctest::Contains("cfg.json: /vocab_size: value 18446744073709551615 does not fit in a signed 64-bit integer"),
+                       Error);
 }
 
 TEST_CASE("KV heads that do not divide the attention heads are rejected") {
@@ -906,24 +900,21 @@ TEST_CASE("A Qwen mlp_only_layers entry beyond the last layer is rejected") {
   Json cfg = ReadJsonFile(kHfDir + "qwen3-30b-a3b.json");
   cfg["mlp_only_layers"] = Json::array({48});  // layers are 0..47
   CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"),
-                       doctest::Contains("cfg.json: /mlp_only_layers: layer 48 is out of range [0, num_hidden_layers (48))"),
-                       Error);
+                       doctest::Contains("cfg.json: /mlp_only_layers: layer 48 is out of range [0, num_hidden_layers (48))"), Error);
 }
 
 TEST_CASE("A Llama-4 moe_layers entry beyond the last layer is rejected") {
   Json cfg = ReadJsonFile(kHfDir + "llama4-maverick-17b-128e.json");
   cfg["text_config"]["moe_layers"] = Json::array({1, 48});  // layers are 0..47
-  CHECK_THROWS_WITH_AS(
-      ModelSpecFromHfConfig(cfg, "cfg.json"),
-      doctest::Contains("cfg.json: /text_config/moe_layers: layer 48 is out of range [0, num_hidden_layers (48))"),
-      Error);
+  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"),
+                       doctest::Contains("cfg.json: /text_config/moe_layers: layer 48 is out of range [0, num_hidden_layers (48))"), Error);
 }
 
 TEST_CASE("An unknown torch_dtype is rejected with the supported list") {
   Json cfg = MixtralConfig();
   cfg["torch_dtype"] = "bfloat17";  // no such dtype
-  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"),
-                       doctest::Contains("cfg.json: /torch_dtype: unknown dtype \"bfloat17\""), Error);
+  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"), doctest::Contains("cfg.json: /torch_dtype: unknown dtype \"bfloat17\""),
+                       Error);
 }
 
 }  // namespace

@@ -60,9 +60,10 @@ void ReadMinimaxM2Extras(const JsonView& c, ModelSpec& m) {
     const std::vector<int64_t> types = c.IntList("attn_type_list");
     for (size_t i = 0; i < types.size(); ++i) {
       if (types[i] != 1) {
-        throw Error(fmt::format("{}/{}: {}: only full softmax attention (1) is modelled; 0 is MiniMax-01's lightning "
-                                "(linear) attention, which is not",
-                                c.Where("attn_type_list"), i, types[i]));
+        throw Error(
+            fmt::format("{}/{}: {}: only full softmax attention (1) is modelled; 0 is MiniMax-01's lightning "
+                        "(linear) attention, which is not",
+                        c.Where("attn_type_list"), i, types[i]));
       }
     }
   }
@@ -70,8 +71,9 @@ void ReadMinimaxM2Extras(const JsonView& c, ModelSpec& m) {
 
 void ReadErnie45MoeExtras(const JsonView& c, ModelSpec& m) {
   if (c.BoolOr("use_bias", false)) {
-    c.Fail("use_bias", "true: ERNIE biases on every linear layer (attention, MLPs, lm_head) are not modelled; the "
-                       "released ERNIE-4.5 configs have use_bias false");
+    c.Fail("use_bias",
+           "true: ERNIE biases on every linear layer (attention, MLPs, lm_head) are not modelled; the "
+           "released ERNIE-4.5 configs have use_bias false");
   }
   m.intermediate_size = c.Int("intermediate_size");
   m.moe.num_experts = c.Int("moe_num_experts");
@@ -104,8 +106,9 @@ void ReadQwen3NextExtras(const JsonView& c, ModelSpec& m) {
   // Qwen3NextAttention: q_proj emits the query and a per-head sigmoid gate on the output.
   m.attention.output_gate = true;
   if (c.BoolOr("use_sliding_window", false)) {
-    c.Fail("use_sliding_window", "true: sliding-window attention is not modelled (Qwen3-Next attends over the full "
-                                 "context, use_sliding_window false)");
+    c.Fail("use_sliding_window",
+           "true: sliding-window attention is not modelled (Qwen3-Next attends over the full "
+           "context, use_sliding_window false)");
   }
   // Qwen3NextGatedDeltaNet (defaults of Qwen3NextConfig).
   auto& la = m.attention.linear;
@@ -124,14 +127,14 @@ void ReadQwen3NextExtras(const JsonView& c, ModelSpec& m) {
   if (c.Has("layer_types")) {
     const Json& types = c.value()["layer_types"];
     if (!types.is_array() || static_cast<int64_t>(types.size()) != layers) {
-      c.Fail("layer_types", fmt::format("must be an array with one entry per layer (num_hidden_layers = {}), got {}",
-                                        layers, JsonValueText(types)));
+      c.Fail("layer_types",
+             fmt::format("must be an array with one entry per layer (num_hidden_layers = {}), got {}", layers, JsonValueText(types)));
     }
     for (int64_t i = 0; i < layers; ++i) {
       const Json& t = types[i];
       if (!t.is_string() || (t != "linear_attention" && t != "full_attention")) {
-        throw Error(fmt::format("{}/{}: must be \"linear_attention\" or \"full_attention\", got {}",
-                                c.Where("layer_types"), i, JsonValueText(t)));
+        throw Error(
+            fmt::format("{}/{}: must be \"linear_attention\" or \"full_attention\", got {}", c.Where("layer_types"), i, JsonValueText(t)));
       }
       m.linear_attention_layers[i] = t == "linear_attention";
     }

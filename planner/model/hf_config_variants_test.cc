@@ -266,8 +266,12 @@ TEST_CASE("ERNIE-4.5-21B-A3B reads as ernie4_5_moe: a dense first layer, 27 MoE 
 // ---------------------------------------------------------------------------------------------
 // Invalid inputs, one per test case.
 
-Json Qwen3NextConfig() { return ReadJsonFile(kHfDir + "qwen3-next-80b-a3b-instruct.json"); }
-Json DeepseekV32Config() { return ReadJsonFile(kHfDir + "deepseek-v3.2-exp.json"); }
+Json Qwen3NextConfig() {
+  return ReadJsonFile(kHfDir + "qwen3-next-80b-a3b-instruct.json");
+}
+Json DeepseekV32Config() {
+  return ReadJsonFile(kHfDir + "deepseek-v3.2-exp.json");
+}
 
 TEST_CASE("Qwen3-Next layer_types is used when present, layer by layer") {
   Json cfg = Qwen3NextConfig();
@@ -299,8 +303,7 @@ TEST_CASE("A Qwen3-Next layer_types of the wrong length is rejected") {
 TEST_CASE("A zero full_attention_interval is rejected") {
   Json cfg = Qwen3NextConfig();
   cfg["full_attention_interval"] = 0;  // (i + 1) % 0 is undefined
-  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"),
-                       doctest::Contains("cfg.json: /full_attention_interval"), Error);
+  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"), doctest::Contains("cfg.json: /full_attention_interval"), Error);
 }
 
 TEST_CASE("Linear-attention key heads that do not divide the value heads are rejected") {
@@ -316,8 +319,7 @@ TEST_CASE("A DeepSeek-V3.2 config without a query latent is rejected: the indexe
   Json cfg = DeepseekV32Config();
   cfg["q_lora_rank"] = nullptr;  // DeepSeek-V2-Lite style, no q compression
   CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"),
-                       doctest::Contains("cfg.json: /q_lora_rank: the lightning indexer's wq_b reads the query latent"),
-                       Error);
+                       doctest::Contains("cfg.json: /q_lora_rank: the lightning indexer's wq_b reads the query latent"), Error);
 }
 
 TEST_CASE("A zero index_topk is rejected") {
@@ -326,30 +328,29 @@ TEST_CASE("A zero index_topk is rejected") {
   CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"), doctest::Contains("cfg.json: /index_topk"), Error);
 }
 
-Json MinimaxConfig() { return ReadJsonFile(kHfDir + "minimax-m2.7-nvfp4.json"); }
+Json MinimaxConfig() {
+  return ReadJsonFile(kHfDir + "minimax-m2.7-nvfp4.json");
+}
 
 TEST_CASE("A MiniMax attn_type_list with a lightning-attention layer is rejected") {
   Json cfg = MinimaxConfig();
   cfg["attn_type_list"][5] = 0;  // MiniMax-01's linear attention, not modelled
   CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"),
-                       doctest::Contains("cfg.json: /attn_type_list/5: 0: only full softmax attention (1) is modelled"),
-                       Error);
+                       doctest::Contains("cfg.json: /attn_type_list/5: 0: only full softmax attention (1) is modelled"), Error);
 }
 
 TEST_CASE("A MiniMax sliding_window is rejected rather than planned as full attention") {
   Json cfg = MinimaxConfig();
   cfg["sliding_window"] = 4096;
   CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"),
-                       doctest::Contains("cfg.json: /sliding_window: 4096: sliding-window attention is not modelled"),
-                       Error);
+                       doctest::Contains("cfg.json: /sliding_window: 4096: sliding-window attention is not modelled"), Error);
 }
 
 TEST_CASE("A MiniMax shared MLP is rejected") {
   Json cfg = MinimaxConfig();
   cfg["shared_intermediate_size"] = 1536;
   CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"),
-                       doctest::Contains("cfg.json: /shared_intermediate_size: 1536: a MiniMax shared MLP is not modelled"),
-                       Error);
+                       doctest::Contains("cfg.json: /shared_intermediate_size: 1536: a MiniMax shared MLP is not modelled"), Error);
 }
 
 TEST_CASE("ERNIE with use_bias true is rejected: the inventory has no MLP biases") {
@@ -363,16 +364,14 @@ TEST_CASE("ERNIE moe_k above moe_num_experts is rejected with the ERNIE keys") {
   Json cfg = ReadJsonFile(kHfDir + "ernie-4.5-21b-a3b.json");
   cfg["moe_k"] = 65;  // 64 experts
   CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"),
-                       doctest::Contains("cfg.json: /moe_k: moe_k (65) must satisfy 1 <= moe_k <= moe_num_experts (64)"),
-                       Error);
+                       doctest::Contains("cfg.json: /moe_k: moe_k (65) must satisfy 1 <= moe_k <= moe_num_experts (64)"), Error);
 }
 
 TEST_CASE("Qwen3-Next with use_sliding_window true is rejected") {
   Json cfg = Qwen3NextConfig();
   cfg["use_sliding_window"] = true;
   CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"),
-                       doctest::Contains("cfg.json: /use_sliding_window: true: sliding-window attention is not modelled"),
-                       Error);
+                       doctest::Contains("cfg.json: /use_sliding_window: true: sliding-window attention is not modelled"), Error);
 }
 
 TEST_CASE("A dockyard spec with attention_layer_types but no linear_attention block is rejected") {

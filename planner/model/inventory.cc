@@ -11,70 +11,114 @@ namespace dockyard {
 
 const char* RoleName(Role role) {
   switch (role) {
-    case Role::kEmbedding: return "embedding";
-    case Role::kAttnQ: return "attention.q";
-    case Role::kAttnK: return "attention.k";
-    case Role::kAttnV: return "attention.v";
-    case Role::kAttnQkv: return "attention.qkv";
-    case Role::kAttnO: return "attention.o";
-    case Role::kAttnQA: return "attention.q_a";
-    case Role::kAttnQB: return "attention.q_b";
-    case Role::kAttnKvA: return "attention.kv_a";
-    case Role::kAttnKvB: return "attention.kv_b";
-    case Role::kAttnNorm: return "attention.norm";
-    case Role::kAttnSinks: return "attention.sinks";
-    case Role::kAttnBias: return "attention.bias";
-    case Role::kAttnOBias: return "attention.o_bias";
-    case Role::kAttnIndexer: return "attention.indexer";
-    case Role::kAttnLinear: return "attention.linear";
-    case Role::kNorm: return "norm";
-    case Role::kDenseMlpGate: return "dense_mlp.gate";
-    case Role::kDenseMlpUp: return "dense_mlp.up";
-    case Role::kDenseMlpDown: return "dense_mlp.down";
-    case Role::kRouterGate: return "router.gate";
-    case Role::kRouterBias: return "router.bias";
-    case Role::kScoreCorrectionBias: return "router.score_correction_bias";
-    case Role::kExpertGateUp: return "experts.gate_up";
-    case Role::kExpertGate: return "experts.gate";
-    case Role::kExpertUp: return "experts.up";
-    case Role::kExpertDown: return "experts.down";
-    case Role::kExpertGateUpBias: return "experts.gate_up_bias";
-    case Role::kExpertDownBias: return "experts.down_bias";
-    case Role::kSharedExpertGate: return "shared_experts.gate";
-    case Role::kSharedExpertUp: return "shared_experts.up";
-    case Role::kSharedExpertDown: return "shared_experts.down";
-    case Role::kSharedExpertGateWeight: return "shared_experts.sigmoid_gate";
-    case Role::kFinalNorm: return "final_norm";
-    case Role::kLmHead: return "lm_head";
-    case Role::kLmHeadBias: return "lm_head.bias";
+    case Role::kEmbedding:
+      return "embedding";
+    case Role::kAttnQ:
+      return "attention.q";
+    case Role::kAttnK:
+      return "attention.k";
+    case Role::kAttnV:
+      return "attention.v";
+    case Role::kAttnQkv:
+      return "attention.qkv";
+    case Role::kAttnO:
+      return "attention.o";
+    case Role::kAttnQA:
+      return "attention.q_a";
+    case Role::kAttnQB:
+      return "attention.q_b";
+    case Role::kAttnKvA:
+      return "attention.kv_a";
+    case Role::kAttnKvB:
+      return "attention.kv_b";
+    case Role::kAttnNorm:
+      return "attention.norm";
+    case Role::kAttnSinks:
+      return "attention.sinks";
+    case Role::kAttnBias:
+      return "attention.bias";
+    case Role::kAttnOBias:
+      return "attention.o_bias";
+    case Role::kAttnIndexer:
+      return "attention.indexer";
+    case Role::kAttnLinear:
+      return "attention.linear";
+    case Role::kNorm:
+      return "norm";
+    case Role::kDenseMlpGate:
+      return "dense_mlp.gate";
+    case Role::kDenseMlpUp:
+      return "dense_mlp.up";
+    case Role::kDenseMlpDown:
+      return "dense_mlp.down";
+    case Role::kRouterGate:
+      return "router.gate";
+    case Role::kRouterBias:
+      return "router.bias";
+    case Role::kScoreCorrectionBias:
+      return "router.score_correction_bias";
+    case Role::kExpertGateUp:
+      return "experts.gate_up";
+    case Role::kExpertGate:
+      return "experts.gate";
+    case Role::kExpertUp:
+      return "experts.up";
+    case Role::kExpertDown:
+      return "experts.down";
+    case Role::kExpertGateUpBias:
+      return "experts.gate_up_bias";
+    case Role::kExpertDownBias:
+      return "experts.down_bias";
+    case Role::kSharedExpertGate:
+      return "shared_experts.gate";
+    case Role::kSharedExpertUp:
+      return "shared_experts.up";
+    case Role::kSharedExpertDown:
+      return "shared_experts.down";
+    case Role::kSharedExpertGateWeight:
+      return "shared_experts.sigmoid_gate";
+    case Role::kFinalNorm:
+      return "final_norm";
+    case Role::kLmHead:
+      return "lm_head";
+    case Role::kLmHeadBias:
+      return "lm_head.bias";
   }
   return "unknown";
 }
 
 const char* RoleGroup(Role role) {
   switch (role) {
-    case Role::kEmbedding: return "embedding";
+    case Role::kEmbedding:
+      return "embedding";
     case Role::kNorm:
-    case Role::kFinalNorm: return "norm";
+    case Role::kFinalNorm:
+      return "norm";
     case Role::kDenseMlpGate:
     case Role::kDenseMlpUp:
-    case Role::kDenseMlpDown: return "dense_mlp";
+    case Role::kDenseMlpDown:
+      return "dense_mlp";
     case Role::kRouterGate:
     case Role::kRouterBias:
-    case Role::kScoreCorrectionBias: return "router";
+    case Role::kScoreCorrectionBias:
+      return "router";
     case Role::kExpertGateUp:
     case Role::kExpertGate:
     case Role::kExpertUp:
     case Role::kExpertDown:
     case Role::kExpertGateUpBias:
-    case Role::kExpertDownBias: return "routed_experts";
+    case Role::kExpertDownBias:
+      return "routed_experts";
     case Role::kSharedExpertGate:
     case Role::kSharedExpertUp:
     case Role::kSharedExpertDown:
-    case Role::kSharedExpertGateWeight: return "shared_experts";
+    case Role::kSharedExpertGateWeight:
+      return "shared_experts";
     case Role::kLmHead:
-    case Role::kLmHeadBias: return "lm_head";
-    default: return "attention";
+    case Role::kLmHeadBias:
+      return "lm_head";
+    default:
+      return "attention";
   }
 }
 
@@ -94,8 +138,8 @@ struct Naming {
   std::string input_norm = "input_layernorm";
   std::string post_norm = "post_attention_layernorm";
   std::string final_norm = "model.norm";
-  std::string mlp = "mlp.";       // MoE block and dense MLP prefix
-  std::string router = "gate";    // router module inside the MoE block
+  std::string mlp = "mlp.";     // MoE block and dense MLP prefix
+  std::string router = "gate";  // router module inside the MoE block
   std::string shared = "shared_experts.";
   std::string q = "q_proj", k = "k_proj", v = "v_proj", o = "o_proj";
 };
@@ -133,9 +177,15 @@ class Builder {
       layer_ = l;
       prefix_ = fmt::format(n_.layer, l);
       Norm(n_.input_norm);
-      if (m_.IsLinearAttentionLayer(l)) LinearAttention(); else Attention();
+      if (m_.IsLinearAttentionLayer(l))
+        LinearAttention();
+      else
+        Attention();
       Norm(n_.post_norm);
-      if (m_.moe_layers[l]) Moe(); else DenseMlp(n_.mlp, m_.intermediate_size, Role::kDenseMlpGate);
+      if (m_.moe_layers[l])
+        Moe();
+      else
+        DenseMlp(n_.mlp, m_.intermediate_size, Role::kDenseMlpGate);
     }
     layer_ = -1;
     prefix_.clear();
@@ -187,8 +237,7 @@ class Builder {
       }
       Add(p + "kv_a_proj_with_mqa.weight", {a.kv_lora_rank + a.qk_rope_head_dim, d}, Role::kAttnKvA, -1);
       Add(p + "kv_a_layernorm.weight", {a.kv_lora_rank}, Role::kAttnNorm, -1);
-      Colwise(p + "kv_b_proj", a.num_attention_heads * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank,
-              Role::kAttnKvB, false);
+      Colwise(p + "kv_b_proj", a.num_attention_heads * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank, Role::kAttnKvB, false);
       Add(p + "o_proj.weight", {d, a.num_attention_heads * a.v_head_dim}, Role::kAttnO, 1);
       if (a.o_bias) Add(p + "o_proj.bias", {d}, Role::kAttnOBias, -1);
       if (a.indexer.present()) Indexer();
@@ -284,8 +333,7 @@ class Builder {
       Expert("experts.down_proj", {E, f, d}, Role::kExpertDown, 1, "[E, F, D]");
       if (e.expert_bias) Expert("experts.down_proj_bias", {E, d}, Role::kExpertDownBias, -1, "[E, D]");
     } else if (m_.family == "llama4_text") {
-      Expert("experts.gate_up_proj", {E, d, 2 * f}, Role::kExpertGateUp, 2, "[E, D, 2F] (gate | up halves)")
-          .fused_sections = {f, f};
+      Expert("experts.gate_up_proj", {E, d, 2 * f}, Role::kExpertGateUp, 2, "[E, D, 2F] (gate | up halves)").fused_sections = {f, f};
       if (e.expert_bias) Expert("experts.gate_up_proj_bias", {E, 2 * f}, Role::kExpertGateUpBias, 1, "[E, 2F]").fused_sections = {f, f};
       Expert("experts.down_proj", {E, f, d}, Role::kExpertDown, 1, "[E, F, D]");
       if (e.expert_bias) Expert("experts.down_proj_bias", {E, d}, Role::kExpertDownBias, -1, "[E, D]");
@@ -295,8 +343,7 @@ class Builder {
       Expert("experts.mlp.w2", {E, f, d}, Role::kExpertDown, 1, "[E*F, D] stored, viewed [E, F, D] (in x out)");
     } else {
       // transformers v5 fused experts: gate rows [:F], up rows [F:].
-      Expert("experts.gate_up_proj", {E, 2 * f, d}, Role::kExpertGateUp, 1, "[E, 2F, D] (gate | up halves)")
-          .fused_sections = {f, f};
+      Expert("experts.gate_up_proj", {E, 2 * f, d}, Role::kExpertGateUp, 1, "[E, 2F, D] (gate | up halves)").fused_sections = {f, f};
       if (e.expert_bias) Expert("experts.gate_up_proj_bias", {E, 2 * f}, Role::kExpertGateUpBias, 1, "[E, 2F]").fused_sections = {f, f};
       Expert("experts.down_proj", {E, d, f}, Role::kExpertDown, 2, "[E, D, F]");
       if (e.expert_bias) Expert("experts.down_proj_bias", {E, d}, Role::kExpertDownBias, -1, "[E, D]");
@@ -322,8 +369,7 @@ class Builder {
     }
     t.non_expert_params = t.total_params - t.routed_expert_params;
     t.active_params = t.non_expert_params + routed_active;
-    t.active_params_excluding_embedding =
-        m_.tie_word_embeddings ? t.active_params : t.active_params - t.embedding_params;
+    t.active_params_excluding_embedding = m_.tie_word_embeddings ? t.active_params : t.active_params - t.embedding_params;
   }
 
   const ModelSpec& m_;

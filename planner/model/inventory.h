@@ -15,21 +15,41 @@ namespace dockyard {
 
 enum class Role {
   kEmbedding,
-  kAttnQ, kAttnK, kAttnV, kAttnQkv, kAttnO,
-  kAttnQA, kAttnQB, kAttnKvA, kAttnKvB,  // MLA
-  kAttnNorm,                             // q_norm / k_norm / q_a_layernorm / kv_a_layernorm
+  kAttnQ,
+  kAttnK,
+  kAttnV,
+  kAttnQkv,
+  kAttnO,
+  kAttnQA,
+  kAttnQB,
+  kAttnKvA,
+  kAttnKvB,   // MLA
+  kAttnNorm,  // q_norm / k_norm / q_a_layernorm / kv_a_layernorm
   kAttnSinks,
-  kAttnBias,                             // bias of a column-parallel attention projection
-  kAttnOBias,                            // bias of o_proj (added after the row-parallel reduce)
-  kAttnIndexer,                          // DeepSeek Sparse Attention lightning indexer (replicated)
-  kAttnLinear,                           // Gated DeltaNet linear attention (Qwen3-Next linear_attn)
-  kNorm,                                 // input / post-attention norms (weight or bias)
-  kDenseMlpGate, kDenseMlpUp, kDenseMlpDown,
-  kRouterGate, kRouterBias, kScoreCorrectionBias,
-  kExpertGateUp, kExpertGate, kExpertUp, kExpertDown, kExpertGateUpBias, kExpertDownBias,
-  kSharedExpertGate, kSharedExpertUp, kSharedExpertDown, kSharedExpertGateWeight,
+  kAttnBias,     // bias of a column-parallel attention projection
+  kAttnOBias,    // bias of o_proj (added after the row-parallel reduce)
+  kAttnIndexer,  // DeepSeek Sparse Attention lightning indexer (replicated)
+  kAttnLinear,   // Gated DeltaNet linear attention (Qwen3-Next linear_attn)
+  kNorm,         // input / post-attention norms (weight or bias)
+  kDenseMlpGate,
+  kDenseMlpUp,
+  kDenseMlpDown,
+  kRouterGate,
+  kRouterBias,
+  kScoreCorrectionBias,
+  kExpertGateUp,
+  kExpertGate,
+  kExpertUp,
+  kExpertDown,
+  kExpertGateUpBias,
+  kExpertDownBias,
+  kSharedExpertGate,
+  kSharedExpertUp,
+  kSharedExpertDown,
+  kSharedExpertGateWeight,
   kFinalNorm,
-  kLmHead, kLmHeadBias,
+  kLmHead,
+  kLmHeadBias,
 };
 
 // Stable role name used in reports, e.g. "experts.gate_up", "attention.q", "router.gate".
@@ -64,8 +84,8 @@ struct ParamTotals {
   int64_t total_params = 0;
   int64_t routed_expert_params = 0;  // all routed experts of all MoE layers
   int64_t shared_expert_params = 0;
-  int64_t non_expert_params = 0;     // total - routed
-  int64_t embedding_params = 0;      // input embedding only
+  int64_t non_expert_params = 0;  // total - routed
+  int64_t embedding_params = 0;   // input embedding only
   // Active per token: everything but routed experts, plus top_k / num_experts of them.
   int64_t active_params = 0;
   // The DeepSeek / gpt-oss convention: active without the input embedding (a tied embedding is

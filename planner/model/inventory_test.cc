@@ -66,11 +66,11 @@ TEST_CASE("MLA with q_lora lists q_a / q_b / kv_a / kv_b with DeepSeek shapes") 
   a.v_head_dim = 8;
   auto inv = BuildInventory(m);
   CHECK(Get(inv, "model.layers.0.self_attn.q_a_proj.weight").shape == V{24, 64});
-  CHECK(Get(inv, "model.layers.0.self_attn.q_b_proj.weight").shape == V{4 * 12, 24});     // heads x (8 + 4)
+  CHECK(Get(inv, "model.layers.0.self_attn.q_b_proj.weight").shape == V{4 * 12, 24});        // heads x (8 + 4)
   CHECK(Get(inv, "model.layers.0.self_attn.kv_a_proj_with_mqa.weight").shape == V{20, 64});  // 16 + 4
-  CHECK(Get(inv, "model.layers.0.self_attn.kv_b_proj.weight").shape == V{4 * 16, 16});    // heads x (8 + 8)
-  CHECK(Get(inv, "model.layers.0.self_attn.o_proj.weight").shape == V{64, 32});          // heads x v 8
-  CHECK(Get(inv, "model.layers.0.self_attn.q_a_proj.weight").tp_dim == -1);             // replicated under TP
+  CHECK(Get(inv, "model.layers.0.self_attn.kv_b_proj.weight").shape == V{4 * 16, 16});       // heads x (8 + 8)
+  CHECK(Get(inv, "model.layers.0.self_attn.o_proj.weight").shape == V{64, 32});              // heads x v 8
+  CHECK(Get(inv, "model.layers.0.self_attn.q_a_proj.weight").tp_dim == -1);                  // replicated under TP
 }
 
 TEST_CASE("Expert biases follow the expert_bias flag") {

@@ -11,7 +11,9 @@
 
 namespace dockyard {
 
-GroupLimit GroupLimitOf(const MoeSpec& moe) { return GroupLimit{moe.n_group, moe.topk_group, moe.score_correction_bias}; }
+GroupLimit GroupLimitOf(const MoeSpec& moe) {
+  return GroupLimit{moe.n_group, moe.topk_group, moe.score_correction_bias};
+}
 
 int64_t ModelSpec::NumMoeLayers() const {
   int64_t n = 0;
@@ -38,8 +40,8 @@ int64_t DtypeBytes(const std::string& dtype, const std::string& where) {
   if (dtype == "float32" || dtype == "fp32") return 4;
   if (dtype == "float8_e4m3fn" || dtype == "float8_e5m2" || dtype == "fp8") return 1;
   if (dtype == "float64") return 8;
-  throw Error(fmt::format("{}: unknown dtype \"{}\"; supported: bfloat16, float16, float32, float8_e4m3fn, float8_e5m2, float64",
-                          where, dtype));
+  throw Error(
+      fmt::format("{}: unknown dtype \"{}\"; supported: bfloat16, float16, float32, float8_e4m3fn, float8_e5m2, float64", where, dtype));
 }
 
 namespace {
@@ -82,8 +84,8 @@ void ValidateModelSpec(const ModelSpec& m, const std::string& file, bool from_hf
     Positive(origin, "/attention/head_dim", a.head_dim);
     if (a.num_attention_heads % a.num_key_value_heads != 0) {
       Invalid(origin, "/attention/num_key_value_heads",
-              fmt::format("num_key_value_heads ({}) must divide num_attention_heads ({}) (grouped-query attention)",
-                          a.num_key_value_heads, a.num_attention_heads));
+              fmt::format("num_key_value_heads ({}) must divide num_attention_heads ({}) (grouped-query attention)", a.num_key_value_heads,
+                          a.num_attention_heads));
     }
   } else {
     Positive(origin, "/attention/kv_lora_rank", a.kv_lora_rank);
@@ -118,13 +120,13 @@ void ValidateModelSpec(const ModelSpec& m, const std::string& file, bool from_hf
     // Each key head serves num_value_heads / num_key_heads value heads (Qwen3NextGatedDeltaNet).
     if (la.num_value_heads % la.num_key_heads != 0) {
       Invalid(origin, "/attention/linear_attention/num_key_heads",
-              fmt::format("num_key_heads ({}) must divide num_value_heads ({}) (Gated DeltaNet head groups)",
-                          la.num_key_heads, la.num_value_heads));
+              fmt::format("num_key_heads ({}) must divide num_value_heads ({}) (Gated DeltaNet head groups)", la.num_key_heads,
+                          la.num_value_heads));
     }
     if (static_cast<int64_t>(m.linear_attention_layers.size()) != m.num_hidden_layers) {
       Invalid(origin, "/attention_layer_types",
-              fmt::format("has {} entries, must have one per layer (num_hidden_layers = {})",
-                          m.linear_attention_layers.size(), m.num_hidden_layers));
+              fmt::format("has {} entries, must have one per layer (num_hidden_layers = {})", m.linear_attention_layers.size(),
+                          m.num_hidden_layers));
     }
   } else if (la.num_value_heads < 0) {
     Invalid(origin, "/attention/linear_attention/num_value_heads", fmt::format("must be >= 1, got {}", la.num_value_heads));
@@ -133,20 +135,18 @@ void ValidateModelSpec(const ModelSpec& m, const std::string& file, bool from_hf
   }
   if (static_cast<int64_t>(m.moe_layers.size()) != m.num_hidden_layers) {
     Invalid(origin, "/mlp_layer_types",
-            fmt::format("has {} entries, must have one per layer (num_hidden_layers = {})", m.moe_layers.size(),
-                        m.num_hidden_layers));
+            fmt::format("has {} entries, must have one per layer (num_hidden_layers = {})", m.moe_layers.size(), m.num_hidden_layers));
   }
   if (m.NumMoeLayers() == 0) Invalid(origin, "/mlp_layer_types", "no MoE layer: dockyard plans MoE models");
   if (m.NumMoeLayers() < m.num_hidden_layers && m.intermediate_size < 1) {
     Invalid(origin, "/intermediate_size",
-            fmt::format("must be >= 1 when the model has dense MLP layers ({} of {}), got {}",
-                        m.num_hidden_layers - m.NumMoeLayers(), m.num_hidden_layers, m.intermediate_size));
+            fmt::format("must be >= 1 when the model has dense MLP layers ({} of {}), got {}", m.num_hidden_layers - m.NumMoeLayers(),
+                        m.num_hidden_layers, m.intermediate_size));
   }
   Positive(origin, "/moe/num_experts", m.moe.num_experts);
   Positive(origin, "/moe/moe_intermediate_size", m.moe.moe_intermediate_size);
   if (m.moe.top_k < 1 || m.moe.top_k > m.moe.num_experts) {
-    Invalid(origin, "/moe/top_k",
-            fmt::format("top_k ({}) must satisfy 1 <= top_k <= num_experts ({})", m.moe.top_k, m.moe.num_experts));
+    Invalid(origin, "/moe/top_k", fmt::format("top_k ({}) must satisfy 1 <= top_k <= num_experts ({})", m.moe.top_k, m.moe.num_experts));
   }
   if (m.moe.num_shared_experts < 0) {
     Invalid(origin, "/moe/num_shared_experts", fmt::format("must be >= 0, got {}", m.moe.num_shared_experts));
@@ -161,24 +161,30 @@ void ValidateModelSpec(const ModelSpec& m, const std::string& file, bool from_hf
   // Every single size and every width derived from two of them stays <= 2^40, so that products
   // of a tensor's dims can be checked without any intermediate wrapping.
   const int64_t heads = a.num_attention_heads;
-  const std::pair<const char*, int64_t> dims[] = {
-      {"/vocab_size", m.vocab_size}, {"/hidden_size", m.hidden_size}, {"/num_hidden_layers", m.num_hidden_layers},
-      {"/intermediate_size", m.intermediate_size}, {"/attention/num_attention_heads", heads},
-      {"/attention/num_key_value_heads", a.num_key_value_heads}, {"/attention/head_dim", a.head_dim},
-      {"/attention/q_lora_rank", a.q_lora_rank}, {"/attention/kv_lora_rank", a.kv_lora_rank},
-      {"/attention/qk_nope_head_dim", a.qk_nope_head_dim}, {"/attention/qk_rope_head_dim", a.qk_rope_head_dim},
-      {"/attention/v_head_dim", a.v_head_dim}, {"/moe/num_experts", m.moe.num_experts},
-      {"/moe/moe_intermediate_size", m.moe.moe_intermediate_size},
-      {"/moe/num_shared_experts", m.moe.num_shared_experts},
-      {"/moe/shared_expert_intermediate_size", m.moe.shared_expert_intermediate_size},
-      {"/attention/indexer/index_n_heads", a.indexer.index_n_heads},
-      {"/attention/indexer/index_head_dim", a.indexer.index_head_dim},
-      {"/attention/indexer/index_topk", a.indexer.index_topk},
-      {"/attention/linear_attention/num_key_heads", la.num_key_heads},
-      {"/attention/linear_attention/num_value_heads", la.num_value_heads},
-      {"/attention/linear_attention/key_head_dim", la.key_head_dim},
-      {"/attention/linear_attention/value_head_dim", la.value_head_dim},
-      {"/attention/linear_attention/conv_kernel_dim", la.conv_kernel_dim}};
+  const std::pair<const char*, int64_t> dims[] = {{"/vocab_size", m.vocab_size},
+                                                  {"/hidden_size", m.hidden_size},
+                                                  {"/num_hidden_layers", m.num_hidden_layers},
+                                                  {"/intermediate_size", m.intermediate_size},
+                                                  {"/attention/num_attention_heads", heads},
+                                                  {"/attention/num_key_value_heads", a.num_key_value_heads},
+                                                  {"/attention/head_dim", a.head_dim},
+                                                  {"/attention/q_lora_rank", a.q_lora_rank},
+                                                  {"/attention/kv_lora_rank", a.kv_lora_rank},
+                                                  {"/attention/qk_nope_head_dim", a.qk_nope_head_dim},
+                                                  {"/attention/qk_rope_head_dim", a.qk_rope_head_dim},
+                                                  {"/attention/v_head_dim", a.v_head_dim},
+                                                  {"/moe/num_experts", m.moe.num_experts},
+                                                  {"/moe/moe_intermediate_size", m.moe.moe_intermediate_size},
+                                                  {"/moe/num_shared_experts", m.moe.num_shared_experts},
+                                                  {"/moe/shared_expert_intermediate_size", m.moe.shared_expert_intermediate_size},
+                                                  {"/attention/indexer/index_n_heads", a.indexer.index_n_heads},
+                                                  {"/attention/indexer/index_head_dim", a.indexer.index_head_dim},
+                                                  {"/attention/indexer/index_topk", a.indexer.index_topk},
+                                                  {"/attention/linear_attention/num_key_heads", la.num_key_heads},
+                                                  {"/attention/linear_attention/num_value_heads", la.num_value_heads},
+                                                  {"/attention/linear_attention/key_head_dim", la.key_head_dim},
+                                                  {"/attention/linear_attention/value_head_dim", la.value_head_dim},
+                                                  {"/attention/linear_attention/conv_kernel_dim", la.conv_kernel_dim}};
   for (const auto& [name, v] : dims) {
     if (v > kMaxDimSize) Invalid(origin, name, fmt::format("{} exceeds the largest supported size 2^40 ({})", v, kMaxDimSize));
   }
@@ -188,13 +194,11 @@ void ValidateModelSpec(const ModelSpec& m, const std::string& file, bool from_hf
       {"num_key_value_heads * head_dim", static_cast<__int128>(a.num_key_value_heads) * a.head_dim},
       {"num_attention_heads * (qk_nope_head_dim + qk_rope_head_dim)",
        static_cast<__int128>(heads) * (a.qk_nope_head_dim + a.qk_rope_head_dim)},
-      {"num_attention_heads * (qk_nope_head_dim + v_head_dim)",
-       static_cast<__int128>(heads) * (a.qk_nope_head_dim + a.v_head_dim)},
+      {"num_attention_heads * (qk_nope_head_dim + v_head_dim)", static_cast<__int128>(heads) * (a.qk_nope_head_dim + a.v_head_dim)},
       {"2 * moe_intermediate_size", static_cast<__int128>(2) * m.moe.moe_intermediate_size},
       {"index_n_heads * index_head_dim", static_cast<__int128>(a.indexer.index_n_heads) * a.indexer.index_head_dim},
       {"2 * (num_key_heads * key_head_dim + num_value_heads * value_head_dim)",
-       2 * (static_cast<__int128>(la.num_key_heads) * la.key_head_dim +
-            static_cast<__int128>(la.num_value_heads) * la.value_head_dim)}};
+       2 * (static_cast<__int128>(la.num_key_heads) * la.key_head_dim + static_cast<__int128>(la.num_value_heads) * la.value_head_dim)}};
   for (const auto& [name, v] : wide) {
     if (v > kMaxDimSize) {
       Invalid(origin, name[0] == '2' ? "/moe/moe_intermediate_size" : "/attention",
@@ -225,9 +229,12 @@ namespace {
 
 const char* QkNormName(QkNorm q) {
   switch (q) {
-    case QkNorm::kNone: return "none";
-    case QkNorm::kPerHead: return "per_head";
-    case QkNorm::kFullWidth: return "full_width";
+    case QkNorm::kNone:
+      return "none";
+    case QkNorm::kPerHead:
+      return "per_head";
+    case QkNorm::kFullWidth:
+      return "full_width";
   }
   return "none";
 }
@@ -236,8 +243,7 @@ const char* QkNormName(QkNorm q) {
 
 Json ModelSpecToJson(const ModelSpec& m) {
   const auto& a = m.attention;
-  Json attention = {{"kind", a.kind == AttentionKind::kMla ? "mla" : "gqa"},
-                    {"num_attention_heads", a.num_attention_heads}};
+  Json attention = {{"kind", a.kind == AttentionKind::kMla ? "mla" : "gqa"}, {"num_attention_heads", a.num_attention_heads}};
   if (a.kind == AttentionKind::kGqa) {
     attention["num_key_value_heads"] = a.num_key_value_heads;
     attention["head_dim"] = a.head_dim;
@@ -256,9 +262,8 @@ Json ModelSpecToJson(const ModelSpec& m) {
   // The newer-family blocks are written only when present, so older specs stay byte-identical.
   if (a.output_gate) attention["output_gate"] = true;
   if (a.indexer.present()) {
-    attention["indexer"] = {{"index_n_heads", a.indexer.index_n_heads},
-                            {"index_head_dim", a.indexer.index_head_dim},
-                            {"index_topk", a.indexer.index_topk}};
+    attention["indexer"] = {
+        {"index_n_heads", a.indexer.index_n_heads}, {"index_head_dim", a.indexer.index_head_dim}, {"index_topk", a.indexer.index_topk}};
   }
   if (a.linear.present()) {
     attention["linear_attention"] = {{"num_key_heads", a.linear.num_key_heads},
@@ -287,20 +292,20 @@ Json ModelSpecToJson(const ModelSpec& m) {
   Json layer_types = Json::array();
   for (bool b : m.moe_layers) layer_types.push_back(b ? "moe" : "dense");
   Json out{{"dockyard_model_spec", kModelSpecVersion},
-              {"name", m.name},
-              {"family", m.family},
-              {"vocab_size", m.vocab_size},
-              {"hidden_size", m.hidden_size},
-              {"num_hidden_layers", m.num_hidden_layers},
-              {"intermediate_size", m.intermediate_size},
-              {"dtype", m.dtype},
-              {"norm", m.norm == NormKind::kLayerNorm ? "layernorm" : "rmsnorm"},
-              {"norm_bias", m.norm_bias},
-              {"lm_head_bias", m.lm_head_bias},
-              {"tie_word_embeddings", m.tie_word_embeddings},
-              {"attention", attention},
-              {"moe", moe},
-              {"mlp_layer_types", layer_types}};
+           {"name", m.name},
+           {"family", m.family},
+           {"vocab_size", m.vocab_size},
+           {"hidden_size", m.hidden_size},
+           {"num_hidden_layers", m.num_hidden_layers},
+           {"intermediate_size", m.intermediate_size},
+           {"dtype", m.dtype},
+           {"norm", m.norm == NormKind::kLayerNorm ? "layernorm" : "rmsnorm"},
+           {"norm_bias", m.norm_bias},
+           {"lm_head_bias", m.lm_head_bias},
+           {"tie_word_embeddings", m.tie_word_embeddings},
+           {"attention", attention},
+           {"moe", moe},
+           {"mlp_layer_types", layer_types}};
   if (!m.linear_attention_layers.empty()) {
     Json attention_types = Json::array();
     for (bool b : m.linear_attention_layers) attention_types.push_back(b ? "linear_attention" : "full_attention");
@@ -310,17 +315,19 @@ Json ModelSpecToJson(const ModelSpec& m) {
   return out;
 }
 
-bool IsDockyardModelSpec(const Json& json) { return json.is_object() && json.contains("dockyard_model_spec"); }
+bool IsDockyardModelSpec(const Json& json) {
+  return json.is_object() && json.contains("dockyard_model_spec");
+}
 
 ModelSpec ModelSpecFromJson(const Json& json, const std::string& file) {
   JsonView root(&json, file, "");
-  root.RejectUnknownKeys({"dockyard_model_spec", "name", "family", "vocab_size", "hidden_size", "num_hidden_layers",
-                          "intermediate_size", "dtype", "norm", "norm_bias", "lm_head_bias", "tie_word_embeddings",
-                          "attention", "moe", "mlp_layer_types", "attention_layer_types", "training"});
+  root.RejectUnknownKeys({"dockyard_model_spec", "name", "family", "vocab_size", "hidden_size", "num_hidden_layers", "intermediate_size",
+                          "dtype", "norm", "norm_bias", "lm_head_bias", "tie_word_embeddings", "attention", "moe", "mlp_layer_types",
+                          "attention_layer_types", "training"});
   int64_t version = root.Int("dockyard_model_spec", INT64_MIN);
   if (version != kModelSpecVersion) {
-    root.Fail("dockyard_model_spec", fmt::format("unsupported spec version {}; this dockyard reads version {}", version,
-                                                 kModelSpecVersion));
+    root.Fail("dockyard_model_spec",
+              fmt::format("unsupported spec version {}; this dockyard reads version {}", version, kModelSpecVersion));
   }
   ModelSpec m;
   m.name = root.StringOr("name", file);
@@ -354,9 +361,9 @@ ModelSpec ModelSpecFromJson(const Json& json, const std::string& file) {
   m.tie_word_embeddings = root.BoolOr("tie_word_embeddings", false);
 
   JsonView at = root.Object("attention");
-  at.RejectUnknownKeys({"kind", "num_attention_heads", "num_key_value_heads", "head_dim", "q_lora_rank", "kv_lora_rank",
-                        "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "qkv_bias", "o_bias", "fused_qkv", "sinks",
-                        "qk_norm", "output_gate", "indexer", "linear_attention"});
+  at.RejectUnknownKeys({"kind", "num_attention_heads", "num_key_value_heads", "head_dim", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
+                        "qk_rope_head_dim", "v_head_dim", "qkv_bias", "o_bias", "fused_qkv", "sinks", "qk_norm", "output_gate", "indexer",
+                        "linear_attention"});
   auto& a = m.attention;
   std::string kind = at.String("kind");
   if (kind != "gqa" && kind != "mla") at.Fail("kind", fmt::format("must be \"gqa\" or \"mla\", got \"{}\"", kind));
@@ -366,8 +373,8 @@ ModelSpec ModelSpecFromJson(const Json& json, const std::string& file) {
   for (const char* key : a.kind == AttentionKind::kGqa
                              ? std::vector<const char*>{"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"}
                              : std::vector<const char*>{"num_key_value_heads", "head_dim", "fused_qkv", "sinks", "qk_norm"}) {
-    if (at.value().contains(key)) at.Fail(key, fmt::format("only applies to attention kind \"{}\", this spec has kind \"{}\"",
-                                                           kind == "gqa" ? "mla" : "gqa", kind));
+    if (at.value().contains(key))
+      at.Fail(key, fmt::format("only applies to attention kind \"{}\", this spec has kind \"{}\"", kind == "gqa" ? "mla" : "gqa", kind));
   }
   if (a.kind == AttentionKind::kGqa) {
     a.num_key_value_heads = at.Int("num_key_value_heads");
@@ -384,10 +391,14 @@ ModelSpec ModelSpecFromJson(const Json& json, const std::string& file) {
   a.fused_qkv = at.BoolOr("fused_qkv", false);
   a.sinks = at.BoolOr("sinks", false);
   std::string qk = at.StringOr("qk_norm", "none");
-  if (qk == "none") a.qk_norm = QkNorm::kNone;
-  else if (qk == "per_head") a.qk_norm = QkNorm::kPerHead;
-  else if (qk == "full_width") a.qk_norm = QkNorm::kFullWidth;
-  else at.Fail("qk_norm", fmt::format("must be \"none\", \"per_head\" or \"full_width\", got \"{}\"", qk));
+  if (qk == "none")
+    a.qk_norm = QkNorm::kNone;
+  else if (qk == "per_head")
+    a.qk_norm = QkNorm::kPerHead;
+  else if (qk == "full_width")
+    a.qk_norm = QkNorm::kFullWidth;
+  else
+    at.Fail("qk_norm", fmt::format("must be \"none\", \"per_head\" or \"full_width\", got \"{}\"", qk));
   a.output_gate = at.BoolOr("output_gate", false);
   if (at.Has("indexer")) {
     JsonView ix = at.Object("indexer");
@@ -407,10 +418,9 @@ ModelSpec ModelSpecFromJson(const Json& json, const std::string& file) {
   }
 
   JsonView mo = root.Object("moe");
-  mo.RejectUnknownKeys({"num_experts", "top_k", "moe_intermediate_size", "expert_bias", "router_bias",
-                        "score_correction_bias", "score_func", "norm_topk_prob", "routed_scaling_factor",
-                        "num_shared_experts", "shared_expert_intermediate_size", "shared_expert_gate", "n_group",
-                        "topk_group"});
+  mo.RejectUnknownKeys({"num_experts", "top_k", "moe_intermediate_size", "expert_bias", "router_bias", "score_correction_bias",
+                        "score_func", "norm_topk_prob", "routed_scaling_factor", "num_shared_experts", "shared_expert_intermediate_size",
+                        "shared_expert_gate", "n_group", "topk_group"});
   auto& e = m.moe;
   e.num_experts = mo.Int("num_experts");
   e.top_k = mo.Int("top_k");
@@ -442,8 +452,8 @@ ModelSpec ModelSpecFromJson(const Json& json, const std::string& file) {
     m.moe_layers.push_back(types[i] == "moe");
   }
   if (static_cast<int64_t>(m.moe_layers.size()) != m.num_hidden_layers) {
-    root.Fail("mlp_layer_types", fmt::format("has {} entries, must have one per layer (num_hidden_layers = {})",
-                                             m.moe_layers.size(), m.num_hidden_layers));
+    root.Fail("mlp_layer_types",
+              fmt::format("has {} entries, must have one per layer (num_hidden_layers = {})", m.moe_layers.size(), m.num_hidden_layers));
   }
   if (json.contains("attention_layer_types")) {
     const Json& kinds = json["attention_layer_types"];
@@ -452,8 +462,8 @@ ModelSpec ModelSpecFromJson(const Json& json, const std::string& file) {
     }
     for (size_t i = 0; i < kinds.size(); ++i) {
       if (!kinds[i].is_string() || (kinds[i] != "full_attention" && kinds[i] != "linear_attention")) {
-        throw Error(fmt::format("{}: /attention_layer_types/{}: must be \"full_attention\" or \"linear_attention\", got {}",
-                                file, i, JsonValueText(kinds[i])));
+        throw Error(fmt::format("{}: /attention_layer_types/{}: must be \"full_attention\" or \"linear_attention\", got {}", file, i,
+                                JsonValueText(kinds[i])));
       }
       m.linear_attention_layers.push_back(kinds[i] == "linear_attention");
     }

@@ -67,19 +67,19 @@ struct AttentionSpec {
   // Qwen3-Next gated attention: q_proj also produces a sigmoid output gate per head
   // (q_proj [2 * heads * head_dim, hidden]).
   bool output_gate = false;
-  IndexerSpec indexer;        // MLA only
-  LinearAttentionSpec linear; // the linear-attention layers' block
+  IndexerSpec indexer;         // MLA only
+  LinearAttentionSpec linear;  // the linear-attention layers' block
 };
 
 struct MoeSpec {
-  int64_t num_experts = 0;            // routed experts per MoE layer (HF: num_experts,
-                                      // num_local_experts, n_routed_experts, moe_num_experts)
-  int64_t top_k = 0;                  // routed experts per token (num_experts_per_tok)
-  int64_t moe_intermediate_size = 0;  // logical F of one routed expert (never the fused 2F)
-  bool expert_bias = false;           // gpt-oss: gate_up_proj_bias / down_proj_bias
-  bool router_bias = false;           // gpt-oss: router.bias
-  bool score_correction_bias = false; // DeepSeek-V3 / GLM-4.5: gate.e_score_correction_bias
-  std::string score_func = "softmax"; // "softmax" or "sigmoid"
+  int64_t num_experts = 0;             // routed experts per MoE layer (HF: num_experts,
+                                       // num_local_experts, n_routed_experts, moe_num_experts)
+  int64_t top_k = 0;                   // routed experts per token (num_experts_per_tok)
+  int64_t moe_intermediate_size = 0;   // logical F of one routed expert (never the fused 2F)
+  bool expert_bias = false;            // gpt-oss: gate_up_proj_bias / down_proj_bias
+  bool router_bias = false;            // gpt-oss: router.bias
+  bool score_correction_bias = false;  // DeepSeek-V3 / GLM-4.5: gate.e_score_correction_bias
+  std::string score_func = "softmax";  // "softmax" or "sigmoid"
   bool norm_topk_prob = false;
   double routed_scaling_factor = 1.0;
   // Group-limited routing (HF n_group, topk_group; group_routing.h): the experts form n_group
@@ -120,9 +120,7 @@ struct ModelSpec {
 
   int64_t NumMoeLayers() const;
   int64_t NumLinearAttentionLayers() const;
-  bool IsLinearAttentionLayer(int64_t layer) const {
-    return !linear_attention_layers.empty() && linear_attention_layers[layer];
-  }
+  bool IsLinearAttentionLayer(int64_t layer) const { return !linear_attention_layers.empty() && linear_attention_layers[layer]; }
 };
 
 // The families dockyard reads, as {family, HF architectures name, model_type}.

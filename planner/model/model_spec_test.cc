@@ -11,11 +11,17 @@ using dockyard::Error;
 using dockyard::Json;
 
 static const char* kConfigs[] = {
-    "testdata/hf/deepseek-v2-lite.json", "testdata/hf/deepseek-v3.json",  "testdata/hf/gpt-oss-120b.json",
-    "testdata/hf/mixtral-8x7b.json",     "testdata/hf/olmoe-1b-7b-0125-instruct.json",
-    "testdata/hf/qwen1.5-moe-a2.7b.json", "testdata/hf/qwen3-30b-a3b.json",
-    "testdata/hf/deepseek-v3.2-exp.json", "testdata/hf/qwen3-next-80b-a3b-instruct.json",
-    "testdata/hf/minimax-m2.7-nvfp4.json", "testdata/hf/ernie-4.5-21b-a3b.json",
+    "testdata/hf/deepseek-v2-lite.json",
+    "testdata/hf/deepseek-v3.json",
+    "testdata/hf/gpt-oss-120b.json",
+    "testdata/hf/mixtral-8x7b.json",
+    "testdata/hf/olmoe-1b-7b-0125-instruct.json",
+    "testdata/hf/qwen1.5-moe-a2.7b.json",
+    "testdata/hf/qwen3-30b-a3b.json",
+    "testdata/hf/deepseek-v3.2-exp.json",
+    "testdata/hf/qwen3-next-80b-a3b-instruct.json",
+    "testdata/hf/minimax-m2.7-nvfp4.json",
+    "testdata/hf/ernie-4.5-21b-a3b.json",
 };
 
 TEST_CASE("Every HF config round-trips through the dockyard spec with the same inventory") {
@@ -44,7 +50,9 @@ TEST_CASE("The shipped spec files load") {
 }
 
 namespace {
-Json TinySpec() { return dockyard::ModelSpecToJson(dockyard::testing::TinyMixtral()); }
+Json TinySpec() {
+  return dockyard::ModelSpecToJson(dockyard::testing::TinyMixtral());
+}
 }  // namespace
 
 TEST_CASE("Spec rejects an unknown key with a suggestion") {
@@ -71,8 +79,7 @@ TEST_CASE("Spec rejects a layer-type list of the wrong length") {
   Json j = TinySpec();
   j["mlp_layer_types"].push_back("moe");  // 3 entries for 2 layers
   CHECK_THROWS_WITH_AS(dockyard::ModelSpecFromJson(j, "s.json"),
-                       doctest::Contains("/mlp_layer_types: has 3 entries, must have one per layer (num_hidden_layers = 2)"),
-                       Error);
+                       doctest::Contains("/mlp_layer_types: has 3 entries, must have one per layer (num_hidden_layers = 2)"), Error);
 }
 
 TEST_CASE("Spec rejects an unknown layer type") {
@@ -85,8 +92,8 @@ TEST_CASE("Spec rejects an unknown layer type") {
 TEST_CASE("Spec rejects top_k above num_experts") {
   Json j = TinySpec();
   j["moe"]["top_k"] = 9;
-  CHECK_THROWS_WITH_AS(dockyard::ModelSpecFromJson(j, "s.json"),
-                       doctest::Contains("top_k (9) must satisfy 1 <= top_k <= num_experts (8)"), Error);
+  CHECK_THROWS_WITH_AS(dockyard::ModelSpecFromJson(j, "s.json"), doctest::Contains("top_k (9) must satisfy 1 <= top_k <= num_experts (8)"),
+                       Error);
 }
 
 TEST_CASE("Spec rejects KV heads that do not divide the attention heads") {
@@ -111,8 +118,7 @@ TEST_CASE("Spec rejects sizes beyond 2^40") {
 TEST_CASE("Spec rejects an unknown dtype") {
   Json j = TinySpec();
   j["dtype"] = "int3";
-  CHECK_THROWS_WITH_AS(dockyard::ModelSpecFromJson(j, "s.json"), doctest::Contains("s.json: /dtype: unknown dtype \"int3\""),
-                       Error);
+  CHECK_THROWS_WITH_AS(dockyard::ModelSpecFromJson(j, "s.json"), doctest::Contains("s.json: /dtype: unknown dtype \"int3\""), Error);
 }
 
 TEST_CASE("A model whose tensor element count overflows int64 is rejected, not wrapped") {

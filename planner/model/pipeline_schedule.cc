@@ -11,9 +11,12 @@ namespace dockyard {
 
 const char* ReshardPolicyName(ReshardPolicy p) {
   switch (p) {
-    case ReshardPolicy::kAlways: return "always";
-    case ReshardPolicy::kNever: return "never";
-    case ReshardPolicy::kDefault: break;
+    case ReshardPolicy::kAlways:
+      return "always";
+    case ReshardPolicy::kNever:
+      return "never";
+    case ReshardPolicy::kDefault:
+      break;
   }
   return "default";
 }
@@ -22,9 +25,10 @@ ReshardPolicy ParseReshardPolicy(const std::string& text, const std::string& fie
   if (text == "default") return ReshardPolicy::kDefault;
   if (text == "always") return ReshardPolicy::kAlways;
   if (text == "never") return ReshardPolicy::kNever;
-  throw Error(fmt::format("{}: unknown reshard-after-forward policy \"{}\"; allowed: default (= not pp), always, never "
-                          "(torchtitan fsdp_reshard_after_forward)",
-                          field, text));
+  throw Error(
+      fmt::format("{}: unknown reshard-after-forward policy \"{}\"; allowed: default (= not pp), always, never "
+                  "(torchtitan fsdp_reshard_after_forward)",
+                  field, text));
 }
 
 bool ReshardAfterForward(ReshardPolicy p, int64_t pp) {
@@ -65,8 +69,12 @@ double FsdpLayerMeanUs(double c, double ag, double rs, int64_t n_ag, int64_t n_r
   return sum / static_cast<double>(M);
 }
 
-bool KeepsUnshardedParams(ReshardPolicy policy, int64_t pp) { return pp > 1 || !ReshardAfterForward(policy, pp); }
-bool AccumulatesUnshardedGrads(int64_t pp) { return pp > 1; }
+bool KeepsUnshardedParams(ReshardPolicy policy, int64_t pp) {
+  return pp > 1 || !ReshardAfterForward(policy, pp);
+}
+bool AccumulatesUnshardedGrads(int64_t pp) {
+  return pp > 1;
+}
 
 void ValidateRunSettings(const RunSettings& s, int dp_sharding, int64_t pp) {
   if (s.grad_accumulation_steps < 1 || s.grad_accumulation_steps > (int64_t{1} << 24)) {
@@ -77,16 +85,19 @@ void ValidateRunSettings(const RunSettings& s, int dp_sharding, int64_t pp) {
                             ReshardPolicyName(s.reshard_after_forward)));
   }
   if (s.overlap_grad_reduce && dp_sharding == 0) {
-    throw Error("--overlap-grad-reduce: needs --dp-sharding zero1 or ddp (Megatron-Core DDP); FSDP overlaps its own "
-                "reduce-scatters");
+    throw Error(
+        "--overlap-grad-reduce: needs --dp-sharding zero1 or ddp (Megatron-Core DDP); FSDP overlaps its own "
+        "reduce-scatters");
   }
   if (s.overlap_param_gather && dp_sharding != 1) {
-    throw Error("--overlap-param-gather: only supported with the distributed optimizer (--dp-sharding zero1; "
-                "megatron/training/arguments.py)");
+    throw Error(
+        "--overlap-param-gather: only supported with the distributed optimizer (--dp-sharding zero1; "
+        "megatron/training/arguments.py)");
   }
   if (s.overlap_param_gather && !s.overlap_grad_reduce) {
-    throw Error("--overlap-param-gather: --overlap-grad-reduce should be turned on when using --overlap-param-gather "
-                "(megatron/training/arguments.py)");
+    throw Error(
+        "--overlap-param-gather: --overlap-grad-reduce should be turned on when using --overlap-param-gather "
+        "(megatron/training/arguments.py)");
   }
   if (s.vpp < 1 || s.vpp > 1024) throw Error(fmt::format("--vpp: must be in [1, 1024], got {}", s.vpp));
   if (s.vpp > 1 && pp < 2) {
@@ -130,6 +141,8 @@ int64_t InFlightStageMicrobatches(int64_t pp, int64_t vpp, int64_t M, int64_t st
   return (chunks + vpp - 1) / vpp;
 }
 
-double ExposedUs(double comm_us, double hidden_under_us) { return std::max(0.0, comm_us - hidden_under_us); }
+double ExposedUs(double comm_us, double hidden_under_us) {
+  return std::max(0.0, comm_us - hidden_under_us);
+}
 
 }  // namespace dockyard

@@ -112,8 +112,7 @@ int64_t InFlightStageMicrobatches(int64_t pp, int64_t vpp, int64_t num_microbatc
 // (megatron/core/transformer/transformer_config.py __post_init__): expert parallelism (ep > 1),
 // the alltoall or flex dispatcher ("all_to_all" here; not "deredundency"), no full recomputation,
 // and with pp > 1 a virtual pipeline (--vpp > 1). Throws dockyard::Error naming the flag and rule.
-void ValidateEpOverlap(const RunSettings& settings, int64_t pp, int64_t ep, const std::string& dispatcher,
-                       bool full_recompute);
+void ValidateEpOverlap(const RunSettings& settings, int64_t pp, int64_t ep, const std::string& dispatcher, bool full_recompute);
 
 // EP communication overlap (combined 1F1B): the forward all-to-alls of one micro-batch run under
 // the backward compute of another and the backward all-to-alls under a forward; hidden time is

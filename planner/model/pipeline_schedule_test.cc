@@ -158,15 +158,14 @@ TEST_CASE("SimulateStep: FSDP traffic per micro-batch under PP, and the accumula
     auto plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(4, 2), tc);
     return dockyard::SimulateStep(plan, c, dockyard::SampleRoutingForPlan(plan, {}, 2));
   };
-  const auto by_default = simulate(t);  // pp 2: not resharded: 1 forward all-gather of 4 micro-batches
+  const auto by_default = simulate(t);                   // pp 2: not resharded: 1 forward all-gather of 4 micro-batches
   t.run.reshard_after_forward = ReshardPolicy::kAlways;  // 2 forward all-gathers of 4 (W = 1)
   const auto always = simulate(t);
   const double one_gather = Phase(by_default, "fsdp_comm", "forward") * 4;
   CHECK(one_gather > 0);
   CHECK(Phase(always, "fsdp_comm", "forward") == Approx(one_gather * 2 / 4));
   // backward: default 1 reduce-scatter of 4; always 3 all-gathers + 1 reduce-scatter of 4.
-  CHECK(Phase(always, "fsdp_comm", "backward") ==
-        Approx(Phase(by_default, "fsdp_comm", "backward") + one_gather * 3 / 4));
+  CHECK(Phase(always, "fsdp_comm", "backward") == Approx(Phase(by_default, "fsdp_comm", "backward") + one_gather * 3 / 4));
   // Two accumulation steps: twice the pipeline (each with its bubble), the same step-end terms.
   t.run.reshard_after_forward = ReshardPolicy::kDefault;
   t.run.grad_accumulation_steps = 2;
@@ -216,8 +215,7 @@ TEST_CASE("SimulateStep with --vpp: bubble (pp - 1) / vpp stages, extra P2P per 
   CHECK(interleaved.stage_microbatch_us - plain.stage_microbatch_us == Approx(2 * send));
   CHECK(plain.pipeline_bubble_us == Approx(1.0 * plain.stage_microbatch_us));
   CHECK(interleaved.pipeline_bubble_us == Approx(0.5 * interleaved.stage_microbatch_us));
-  CHECK(interleaved.step_time_us - interleaved.dp_step_comm_us - interleaved.optimizer_us ==
-        Approx(4.5 * interleaved.stage_microbatch_us));
+  CHECK(interleaved.step_time_us - interleaved.dp_step_comm_us - interleaved.optimizer_us == Approx(4.5 * interleaved.stage_microbatch_us));
 }
 
 TEST_CASE("EP overlap: hidden time never exceeds the compute running at the same time") {
@@ -236,14 +234,10 @@ TEST_CASE("--overlap-moe-expert-parallel-comm follows Megatron's validity rules"
   dockyard::RunSettings s;
   s.overlap_moe_ep_comm = true;
   CHECK_NOTHROW(dockyard::ValidateEpOverlap(s, 1, 8, "all_to_all", false));
-  CHECK_THROWS_WITH_AS(dockyard::ValidateEpOverlap(s, 1, 1, "all_to_all", false), doctest::Contains("ep > 1"),
-                       dockyard::Error);
-  CHECK_THROWS_WITH_AS(dockyard::ValidateEpOverlap(s, 1, 8, "deredundency", false), doctest::Contains("alltoall/flex"),
-                       dockyard::Error);
-  CHECK_THROWS_WITH_AS(dockyard::ValidateEpOverlap(s, 1, 8, "all_to_all", true), doctest::Contains("full recomputation"),
-                       dockyard::Error);
-  CHECK_THROWS_WITH_AS(dockyard::ValidateEpOverlap(s, 4, 8, "all_to_all", false), doctest::Contains("--vpp > 1"),
-                       dockyard::Error);
+  CHECK_THROWS_WITH_AS(dockyard::ValidateEpOverlap(s, 1, 1, "all_to_all", false), doctest::Contains("ep > 1"), dockyard::Error);
+  CHECK_THROWS_WITH_AS(dockyard::ValidateEpOverlap(s, 1, 8, "deredundency", false), doctest::Contains("alltoall/flex"), dockyard::Error);
+  CHECK_THROWS_WITH_AS(dockyard::ValidateEpOverlap(s, 1, 8, "all_to_all", true), doctest::Contains("full recomputation"), dockyard::Error);
+  CHECK_THROWS_WITH_AS(dockyard::ValidateEpOverlap(s, 4, 8, "all_to_all", false), doctest::Contains("--vpp > 1"), dockyard::Error);
   s.vpp = 2;
   CHECK_NOTHROW(dockyard::ValidateEpOverlap(s, 4, 8, "all_to_all", false));
 }
@@ -264,7 +258,9 @@ TEST_CASE("SimulateStep with EP overlap: the exposed remainder per phase, bounde
     return dockyard::SimulateStep(plan, c, dockyard::SampleRoutingForPlan(plan, {}, 2));
   };
   const auto plain = simulate(false), overlapped = simulate(true);
-  auto a2a = [](const dockyard::CostBreakdown& cb, const std::string& dir) { return Phase(cb, "dispatch", dir) + Phase(cb, "combine", dir); };
+  auto a2a = [](const dockyard::CostBreakdown& cb, const std::string& dir) {
+    return Phase(cb, "dispatch", dir) + Phase(cb, "combine", dir);
+  };
   const double a2a_f = a2a(plain, "forward"), a2a_b = a2a(plain, "backward");
   // Without overlap the layer is a plain sum (shared experts: none in TinyMixtral).
   double rest_f = -a2a_f, rest_b = -a2a_b;

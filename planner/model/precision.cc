@@ -9,13 +9,17 @@
 
 namespace dockyard {
 namespace {
-constexpr double kScaleBytes = 4.0;         // fp32 scales
-constexpr double kTile = 128.0;             // activation tile 1 x 128
-constexpr double kBlock = 128.0 * 128.0;    // weight block 128 x 128
+constexpr double kScaleBytes = 4.0;       // fp32 scales
+constexpr double kTile = 128.0;           // activation tile 1 x 128
+constexpr double kBlock = 128.0 * 128.0;  // weight block 128 x 128
 }  // namespace
 
-bool Fp8Gemms(const TrainingConfig& t) { return t.precision == "fp8"; }
-bool Fp8Blockwise(const TrainingConfig& t) { return Fp8Gemms(t) && t.fp8_recipe == "blockwise"; }
+bool Fp8Gemms(const TrainingConfig& t) {
+  return t.precision == "fp8";
+}
+bool Fp8Blockwise(const TrainingConfig& t) {
+  return Fp8Gemms(t) && t.fp8_recipe == "blockwise";
+}
 
 double Fp8WeightCopyBytesPerElement(const TrainingConfig& t) {
   if (!Fp8Gemms(t)) return 0.0;
@@ -30,7 +34,9 @@ double DispatchRowBytes(double hidden, double act_bytes, bool fp8) {
   return fp8 ? hidden + kScaleBytes * std::ceil(hidden / kTile) : hidden * act_bytes;
 }
 
-double DispatchBytesPerElement(const TrainingConfig& t, double ab) { return t.fp8_dispatch ? 1.0 + kScaleBytes / kTile : ab; }
+double DispatchBytesPerElement(const TrainingConfig& t, double ab) {
+  return t.fp8_dispatch ? 1.0 + kScaleBytes / kTile : ab;
+}
 
 void ValidatePrecision(const TrainingConfig& t, const std::string& origin) {
   const bool flags = origin == "--";
@@ -42,12 +48,12 @@ void ValidatePrecision(const TrainingConfig& t, const std::string& origin) {
     throw Error(fmt::format("{}: must be \"tensorwise\" or \"blockwise\", got \"{}\"", name("fp8-recipe", "fp8_recipe"), t.fp8_recipe));
   }
   if (t.fp8_recipe != "tensorwise" && t.precision != "fp8") {
-    throw Error(fmt::format("{}: \"{}\" needs precision fp8, precision is \"{}\"", name("fp8-recipe", "fp8_recipe"), t.fp8_recipe,
-                            t.precision));
+    throw Error(
+        fmt::format("{}: \"{}\" needs precision fp8, precision is \"{}\"", name("fp8-recipe", "fp8_recipe"), t.fp8_recipe, t.precision));
   }
   if (t.optimizer_states_dtype != "float32" && t.optimizer_states_dtype != "bfloat16") {
-    throw Error(fmt::format("{}: must be \"float32\" or \"bfloat16\", got \"{}\"",
-                            name("optimizer-states-dtype", "optimizer_states_dtype"), t.optimizer_states_dtype));
+    throw Error(fmt::format("{}: must be \"float32\" or \"bfloat16\", got \"{}\"", name("optimizer-states-dtype", "optimizer_states_dtype"),
+                            t.optimizer_states_dtype));
   }
 }
 

@@ -14,7 +14,9 @@ using doctest::Approx;
 
 namespace {
 
-dockyard::Plan TinyPlan(const dockyard::TrainingConfig& t) { return dockyard::testing::TinyEp4Plan(t, dockyard::Convention::kMegatron); }
+dockyard::Plan TinyPlan(const dockyard::TrainingConfig& t) {
+  return dockyard::testing::TinyEp4Plan(t, dockyard::Convention::kMegatron);
+}
 
 }  // namespace
 
@@ -99,12 +101,11 @@ TEST_CASE("FP8 dispatch sends 1 B + 4 B / 128 per element; combine stays BF16") 
 TEST_CASE("Precision settings are validated") {
   dockyard::TrainingConfig t;
   t.precision = "fp16";
-  CHECK_THROWS_WITH_AS(dockyard::ValidateTraining(t, "--"), doctest::Contains("--precision: must be \"bf16\" or \"fp8\""),
-                       dockyard::Error);
+  CHECK_THROWS_WITH_AS(dockyard::ValidateTraining(t, "--"), doctest::Contains("--precision: must be \"bf16\" or \"fp8\""), dockyard::Error);
   t.precision = "bf16";
   t.fp8_recipe = "blockwise";
-  CHECK_THROWS_WITH_AS(dockyard::ValidateTraining(t, "/training/"), doctest::Contains("/training/fp8_recipe: \"blockwise\" needs precision fp8"),
-                       dockyard::Error);
+  CHECK_THROWS_WITH_AS(dockyard::ValidateTraining(t, "/training/"),
+                       doctest::Contains("/training/fp8_recipe: \"blockwise\" needs precision fp8"), dockyard::Error);
   t.fp8_recipe = "tensorwise";
   t.optimizer_states_dtype = "float16";
   CHECK_THROWS_WITH_AS(dockyard::ValidateTraining(t, "--"), doctest::Contains("--optimizer-states-dtype"), dockyard::Error);

@@ -11,8 +11,7 @@
 namespace dockyard {
 
 const std::vector<std::string>& RecomputeModuleNames() {
-  static const std::vector<std::string> names = {"core_attn", "layernorm",      "moe_act", "moe",
-                                                 "mla_up_proj", "shared_experts", "mlp"};
+  static const std::vector<std::string> names = {"core_attn", "layernorm", "moe_act", "moe", "mla_up_proj", "shared_experts", "mlp"};
   return names;
 }
 
@@ -27,14 +26,22 @@ RecomputeSet RecomputeSetOf(const TrainingConfig& t) {
   if (t.recompute_modules.empty()) return DefaultSelectiveSet();
   RecomputeSet s;
   for (const std::string& m : t.recompute_modules) {
-    if (m == "core_attn") s.core_attn = true;
-    else if (m == "layernorm") s.layernorm = true;
-    else if (m == "moe_act") s.moe_act = true;
-    else if (m == "moe") s.moe = true;
-    else if (m == "mla_up_proj") s.mla_up_proj = true;
-    else if (m == "shared_experts") s.shared_experts = true;
-    else if (m == "mlp") s.mlp = true;
-    else throw Error(fmt::format("recompute_modules: unknown module \"{}\"", m));
+    if (m == "core_attn")
+      s.core_attn = true;
+    else if (m == "layernorm")
+      s.layernorm = true;
+    else if (m == "moe_act")
+      s.moe_act = true;
+    else if (m == "moe")
+      s.moe = true;
+    else if (m == "mla_up_proj")
+      s.mla_up_proj = true;
+    else if (m == "shared_experts")
+      s.shared_experts = true;
+    else if (m == "mlp")
+      s.mlp = true;
+    else
+      throw Error(fmt::format("recompute_modules: unknown module \"{}\"", m));
   }
   return s;
 }
@@ -44,15 +51,14 @@ void ValidateRecomputeModules(const TrainingConfig& t, const std::string& field)
   std::vector<std::string> seen;
   for (const std::string& m : t.recompute_modules) {
     if (std::find(names.begin(), names.end(), m) == names.end()) {
-      throw Error(fmt::format("{}: unknown module \"{}\"; modules (Megatron --recompute-modules): {}", field, m,
-                              fmt::join(names, ", ")));
+      throw Error(fmt::format("{}: unknown module \"{}\"; modules (Megatron --recompute-modules): {}", field, m, fmt::join(names, ", ")));
     }
     if (std::find(seen.begin(), seen.end(), m) != seen.end()) throw Error(fmt::format("{}: module \"{}\" given twice", field, m));
     seen.push_back(m);
   }
   if (!t.recompute_modules.empty() && t.recompute != Recompute::kSelective) {
-    throw Error(fmt::format("{}: modules are only recomputed with recompute selective, recompute is {}", field,
-                            RecomputeName(t.recompute)));
+    throw Error(
+        fmt::format("{}: modules are only recomputed with recompute selective, recompute is {}", field, RecomputeName(t.recompute)));
   }
 }
 
@@ -72,11 +78,15 @@ RecomputeExtraUs SelectiveRecomputeUs(const RecomputeSet& s, const RecomputeForw
     x.shared_experts += f.shared_experts;
   } else {
     if (s.moe_act) x.grouped_gemm += f.routed_act;
-    if (s.shared_experts) x.shared_experts += f.shared_experts;
-    else if (s.shared_act) x.shared_experts += f.shared_act;
+    if (s.shared_experts)
+      x.shared_experts += f.shared_experts;
+    else if (s.shared_act)
+      x.shared_experts += f.shared_act;
   }
-  if (s.mlp) x.dense_mlp += f.dense_mlp;
-  else if (s.mlp_act) x.dense_mlp += f.dense_act;
+  if (s.mlp)
+    x.dense_mlp += f.dense_mlp;
+  else if (s.mlp_act)
+    x.dense_mlp += f.dense_act;
   return x;
 }
 

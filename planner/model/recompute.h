@@ -46,17 +46,17 @@ void ValidateRecomputeModules(const TrainingConfig& training, const std::string&
 // What re-running the forward of the recomputed modules costs in the backward of one layer, per
 // phase, in microseconds, from the forward times of the pieces (filled by the cost model).
 struct RecomputeForwardUs {
-  double norms = 0;          // the layer's norm kernels
-  double attention_core = 0; // flash-attention forward
-  double mla_up_proj = 0;    // q_b and kv_b GEMMs
+  double norms = 0;           // the layer's norm kernels
+  double attention_core = 0;  // flash-attention forward
+  double mla_up_proj = 0;     // q_b and kv_b GEMMs
   double router = 0, permute = 0, dispatch = 0, grouped_gemm = 0, unpermute = 0, combine = 0;
-  double routed_act = 0;     // the routed experts' SwiGLU kernel
+  double routed_act = 0;  // the routed experts' SwiGLU kernel
   double dense_act = 0, shared_act = 0;
   double shared_experts = 0, dense_mlp = 0;
 };
 struct RecomputeExtraUs {
-  double attention = 0, router = 0, permute = 0, dispatch = 0, grouped_gemm = 0, unpermute = 0, combine = 0,
-         shared_experts = 0, dense_mlp = 0;
+  double attention = 0, router = 0, permute = 0, dispatch = 0, grouped_gemm = 0, unpermute = 0, combine = 0, shared_experts = 0,
+         dense_mlp = 0;
 };
 RecomputeExtraUs SelectiveRecomputeUs(const RecomputeSet& set, const RecomputeForwardUs& fwd);
 

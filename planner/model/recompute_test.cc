@@ -10,8 +10,8 @@
 #include "tests/test_models.h"
 #include "tests/tiny_plan.h"
 
-using doctest::Approx;
 using dockyard::RecomputeSet;
+using doctest::Approx;
 
 namespace {
 
@@ -33,8 +33,12 @@ dockyard::Workload Work() {
   w.expert_f_local = 32;
   return w;
 }
-dockyard::LayerActivationBytes Moe(const RecomputeSet& s) { return dockyard::LayerActivations(Tiny(), s, Work(), true); }
-dockyard::LayerActivationBytes Dense(const RecomputeSet& s) { return dockyard::LayerActivations(Tiny(), s, Work(), false); }
+dockyard::LayerActivationBytes Moe(const RecomputeSet& s) {
+  return dockyard::LayerActivations(Tiny(), s, Work(), true);
+}
+dockyard::LayerActivationBytes Dense(const RecomputeSet& s) {
+  return dockyard::LayerActivations(Tiny(), s, Work(), false);
+}
 
 }  // namespace
 
@@ -118,8 +122,7 @@ TEST_CASE("Module lists: names, defaults and errors") {
   CHECK_THROWS_WITH_AS(dockyard::ValidateTraining(t, "--"), doctest::Contains("given twice"), dockyard::Error);
   t.recompute_modules = {"moe"};
   t.recompute = dockyard::Recompute::kFull;
-  CHECK_THROWS_WITH_AS(dockyard::ValidateTraining(t, "--"), doctest::Contains("only recomputed with recompute selective"),
-                       dockyard::Error);
+  CHECK_THROWS_WITH_AS(dockyard::ValidateTraining(t, "--"), doctest::Contains("only recomputed with recompute selective"), dockyard::Error);
   CHECK(dockyard::RecomputeSetOf(t).moe == false);  // full: no selective set
 }
 
@@ -133,7 +136,8 @@ TEST_CASE("Backward time: each module re-runs its forward") {
     return dockyard::SimulateStep(dockyard::testing::TinyEp4Plan(t), c, routing);
   };
   auto phase = [](const dockyard::CostBreakdown& cb, const char* name, const char* dir) {
-    for (const auto& p : cb.phases) if (p.name == name && p.direction == dir) return p.time_us;
+    for (const auto& p : cb.phases)
+      if (p.name == name && p.direction == dir) return p.time_us;
     return -1.0;
   };
   const auto none = run(dockyard::Recompute::kNone, {});
@@ -141,8 +145,7 @@ TEST_CASE("Backward time: each module re-runs its forward") {
   CHECK(run(dockyard::Recompute::kSelective, {}).step_time_us == none.step_time_us);
   // core_attn: the flash forward again, 2 x 1024 x 512 x 4 heads x 32 FLOP at 50 % of 989 TFLOP/s.
   const auto core = run(dockyard::Recompute::kSelective, {"core_attn"});
-  CHECK(phase(core, "attention", "backward") - phase(none, "attention", "backward") ==
-        Approx(2.0 * 1024 * 512 * 4 * 32 / (989e6 * 0.5)));
+  CHECK(phase(core, "attention", "backward") - phase(none, "attention", "backward") == Approx(2.0 * 1024 * 512 * 4 * 32 / (989e6 * 0.5)));
   // moe: the whole block again, its dispatch and combine included.
   const auto moe = run(dockyard::Recompute::kSelective, {"moe"});
   CHECK(phase(moe, "dispatch", "backward") == Approx(2 * phase(none, "dispatch", "forward")));

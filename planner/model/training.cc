@@ -17,20 +17,28 @@ namespace dockyard {
 
 const char* DpShardingName(DpSharding s) {
   switch (s) {
-    case DpSharding::kFsdp: return "fsdp";
-    case DpSharding::kZero1: return "zero1";
-    case DpSharding::kDdp: return "ddp";
+    case DpSharding::kFsdp:
+      return "fsdp";
+    case DpSharding::kZero1:
+      return "zero1";
+    case DpSharding::kDdp:
+      return "ddp";
   }
   return "fsdp";
 }
 
-const char* OptimizerName(Optimizer o) { return o == Optimizer::kSgd ? "sgd" : "adamw"; }
+const char* OptimizerName(Optimizer o) {
+  return o == Optimizer::kSgd ? "sgd" : "adamw";
+}
 
 const char* RecomputeName(Recompute r) {
   switch (r) {
-    case Recompute::kNone: return "none";
-    case Recompute::kSelective: return "selective";
-    case Recompute::kFull: return "full";
+    case Recompute::kNone:
+      return "none";
+    case Recompute::kSelective:
+      return "selective";
+    case Recompute::kFull:
+      return "full";
   }
   return "none";
 }
@@ -84,8 +92,7 @@ std::vector<int64_t> ParseLayerSplit(const std::string& text, int64_t pp, int64_
     total += n;  // <= pp * num_layers <= 100000^2: no overflow
   }
   if (total != num_layers) {
-    throw Error(fmt::format("{} \"{}\" sums to {} layers, but the model has num_hidden_layers {}", field, text, total,
-                            num_layers));
+    throw Error(fmt::format("{} \"{}\" sums to {} layers, but the model has num_hidden_layers {}", field, text, total, num_layers));
   }
   return split;
 }
@@ -110,8 +117,8 @@ void ValidateTraining(const TrainingConfig& t, const std::string& origin) {
   constexpr int64_t kMaxTokens = int64_t{1} << 31;
   if (t.seq_len > kMaxTokens) fail("seq_len", fmt::format("{} exceeds 2^31", t.seq_len));
   if (t.micro_batch_size > kMaxTokens / t.seq_len) {
-    fail("micro_batch_size", fmt::format("seq_len ({}) * micro_batch_size ({}) exceeds 2^31 tokens per micro-batch",
-                                         t.seq_len, t.micro_batch_size));
+    fail("micro_batch_size",
+         fmt::format("seq_len ({}) * micro_batch_size ({}) exceeds 2^31 tokens per micro-batch", t.seq_len, t.micro_batch_size));
   }
   if (t.num_microbatches && *t.num_microbatches > (int64_t{1} << 24)) {
     fail("num_microbatches", fmt::format("{} exceeds 2^24", *t.num_microbatches));
@@ -126,10 +133,8 @@ void ValidateTraining(const TrainingConfig& t, const std::string& origin) {
     fail("gpus_per_node", fmt::format("must be in [1, 2^20], got {}", t.gpus_per_node));
   }
   if (t.oep && *t.oep < 1) fail("oep", fmt::format("must be >= 1, got {}", *t.oep));
-  if (t.dispatcher != "all_to_all" && t.dispatcher != "deredundency" && t.dispatcher != "deepep" &&
-      t.dispatcher != "allgather") {
-    std::string rule =
-        fmt::format("must be \"all_to_all\", \"deredundency\", \"deepep\" or \"allgather\", got \"{}\"", t.dispatcher);
+  if (t.dispatcher != "all_to_all" && t.dispatcher != "deredundency" && t.dispatcher != "deepep" && t.dispatcher != "allgather") {
+    std::string rule = fmt::format("must be \"all_to_all\", \"deredundency\", \"deepep\" or \"allgather\", got \"{}\"", t.dispatcher);
     if (auto s = DidYouMean(t.dispatcher, {"all_to_all", "deredundency", "deepep", "allgather"})) {
       rule += fmt::format("; did you mean '{}'?", *s);
     }
@@ -138,7 +143,8 @@ void ValidateTraining(const TrainingConfig& t, const std::string& origin) {
   if (t.fp8_dispatch && t.dispatcher != "all_to_all" && t.dispatcher != "deepep") {
     fail(flags ? "fp8-dispatch" : "fp8_dispatch",
          fmt::format("FP8 dispatch applies to the all_to_all and deepep dispatchers (Megatron's FP8 all-to-all, DeepEP use_fp8), "
-                     "the dispatcher is \"{}\"", t.dispatcher));
+                     "the dispatcher is \"{}\"",
+                     t.dispatcher));
   }
   ValidateRecomputeModules(t, origin + (flags ? "recompute-modules" : "recompute_modules"));
   ValidatePrecision(t, origin);
@@ -149,17 +155,22 @@ void ValidateTraining(const TrainingConfig& t, const std::string& origin) {
 }
 
 TrainingConfig TrainingFromJson(const JsonView& v) {
-  v.RejectUnknownKeys({"dp_sharding", "param_dtype", "grad_dtype", "optimizer", "seq_len", "micro_batch_size",
-                       "num_microbatches", "recompute", "pp_layer_split", "gpu_memory_gib", "imbalance", "gpus_per_node",
-                       "oep", "refit_dtype", "dispatcher", "recompute_modules", "precision", "fp8_recipe",
-                       "fp8_dispatch", "optimizer_states_dtype", "mtp_layers"});
+  v.RejectUnknownKeys({"dp_sharding",       "param_dtype",      "grad_dtype", "optimizer",      "seq_len",
+                       "micro_batch_size",  "num_microbatches", "recompute",  "pp_layer_split", "gpu_memory_gib",
+                       "imbalance",         "gpus_per_node",    "oep",        "refit_dtype",    "dispatcher",
+                       "recompute_modules", "precision",        "fp8_recipe", "fp8_dispatch",   "optimizer_states_dtype",
+                       "mtp_layers"});
   TrainingConfig t;
   if (v.Has("dp_sharding")) {
     std::string s = v.String("dp_sharding");
-    if (s == "fsdp") t.dp_sharding = DpSharding::kFsdp;
-    else if (s == "zero1") t.dp_sharding = DpSharding::kZero1;
-    else if (s == "ddp") t.dp_sharding = DpSharding::kDdp;
-    else v.Fail("dp_sharding", fmt::format("must be \"fsdp\", \"zero1\" or \"ddp\", got \"{}\"", s));
+    if (s == "fsdp")
+      t.dp_sharding = DpSharding::kFsdp;
+    else if (s == "zero1")
+      t.dp_sharding = DpSharding::kZero1;
+    else if (s == "ddp")
+      t.dp_sharding = DpSharding::kDdp;
+    else
+      v.Fail("dp_sharding", fmt::format("must be \"fsdp\", \"zero1\" or \"ddp\", got \"{}\"", s));
   }
   t.param_dtype = CanonicalDtype(v.StringOr("param_dtype", t.param_dtype));
   DtypeBytes(t.param_dtype, v.Where("param_dtype"));
@@ -172,10 +183,14 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
   t.micro_batch_size = v.IntOr("micro_batch_size", t.micro_batch_size);
   if (v.Has("num_microbatches")) t.num_microbatches = v.Int("num_microbatches");
   std::string rc = v.StringOr("recompute", "none");
-  if (rc == "none") t.recompute = Recompute::kNone;
-  else if (rc == "selective") t.recompute = Recompute::kSelective;
-  else if (rc == "full") t.recompute = Recompute::kFull;
-  else v.Fail("recompute", fmt::format("must be \"none\", \"selective\" or \"full\", got \"{}\"", rc));
+  if (rc == "none")
+    t.recompute = Recompute::kNone;
+  else if (rc == "selective")
+    t.recompute = Recompute::kSelective;
+  else if (rc == "full")
+    t.recompute = Recompute::kFull;
+  else
+    v.Fail("recompute", fmt::format("must be \"none\", \"selective\" or \"full\", got \"{}\"", rc));
   if (v.Has("recompute_modules")) {
     const Json& list = v.value().at("recompute_modules");
     if (!list.is_array()) v.Fail("recompute_modules", "must be an array of module names");

@@ -32,30 +32,30 @@ struct TrainingConfig {
   std::string param_dtype = "bfloat16";   // compute / all-gather dtype
   std::string grad_dtype = "float32";     // gradient storage and reduction dtype
   Optimizer optimizer = Optimizer::kAdamW;
-  int64_t seq_len = 4096;                 // tokens per sequence
-  int64_t micro_batch_size = 1;           // sequences per micro-batch (per data-parallel rank)
+  int64_t seq_len = 4096;                   // tokens per sequence
+  int64_t micro_batch_size = 1;             // sequences per micro-batch (per data-parallel rank)
   std::optional<int64_t> num_microbatches;  // unset: pp (1F1B needs >= pp to fill the pipe)
   Recompute recompute = Recompute::kNone;
   // With recompute selective: Megatron --recompute-modules names (planner/model/recompute.h); empty = the
   // default set (norms and SwiGLU activations).
   std::vector<std::string> recompute_modules;
   // Precision (planner/model/precision.h), all opt-in.
-  std::string precision = "bf16";              // "bf16" | "fp8": GEMMs in FP8 (--precision)
-  std::string fp8_recipe = "tensorwise";       // "tensorwise" | "blockwise" (--fp8-recipe)
-  bool fp8_dispatch = false;                   // FP8 dispatch all-to-all, BF16 combine (--fp8-dispatch)
+  std::string precision = "bf16";                  // "bf16" | "fp8": GEMMs in FP8 (--precision)
+  std::string fp8_recipe = "tensorwise";           // "tensorwise" | "blockwise" (--fp8-recipe)
+  bool fp8_dispatch = false;                       // FP8 dispatch all-to-all, BF16 combine (--fp8-dispatch)
   std::string optimizer_states_dtype = "float32";  // AdamW moments: "float32" | "bfloat16"
-  int64_t mtp_layers = 0;                      // MTP modules trained (--mtp-layers, Megatron --mtp-num-layers; mtp.h)
-  std::vector<int64_t> pp_layer_split;    // layers per stage; empty = even split
-  double gpu_memory_gib = 0;              // budget per GPU; 0 = none
-  double imbalance = 1.0;                 // max / mean tokens received per rank (>= 1)
+  int64_t mtp_layers = 0;                          // MTP modules trained (--mtp-layers, Megatron --mtp-num-layers; mtp.h)
+  std::vector<int64_t> pp_layer_split;             // layers per stage; empty = even split
+  double gpu_memory_gib = 0;                       // budget per GPU; 0 = none
+  double imbalance = 1.0;                          // max / mean tokens received per rank (>= 1)
   int64_t gpus_per_node = 8;
   // Token dispatcher: "all_to_all", "deredundency", "deepep" (Megatron flex with DeepEP /
   // HybridEP: once per destination node over the network, then NVLink; planner/sim/deepep.h) or
   // "allgather" (Megatron MoEAllGatherTokenDispatcher).
   std::string dispatcher = "all_to_all";
-  std::optional<int64_t> oep;             // deredundency outer EP size; unset = nodes spanned by ep
-  std::string refit_dtype;                // empty = param_dtype
-  RunSettings run;                        // framework schedule settings (pipeline_schedule.h; flags only)
+  std::optional<int64_t> oep;  // deredundency outer EP size; unset = nodes spanned by ep
+  std::string refit_dtype;     // empty = param_dtype
+  RunSettings run;             // framework schedule settings (pipeline_schedule.h; flags only)
 };
 
 // Parses a layer split: "7,6,6,6" (layers per stage) or "7+6" (first stage 7, then 6 per stage).

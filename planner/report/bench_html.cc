@@ -51,11 +51,12 @@ int main(int argc, char** argv) {
     best_html = std::min(best_html, Ms(a, b));
     best_write = std::min(best_write, Ms(b, c));
   }
-  std::printf("bench_html: DeepSeek-V3, world_size %lld, ep %lld, full recompute (best of %d)\n", (long long)world,
-              (long long)plan.dims.ep, iters);
-  std::printf("  JSON report (PlanToJson, once) %9.2f ms\n  ReportToHtml                   %9.2f ms (%zu bytes)\n"
-              "  write                          %9.2f ms\n  HTML total                     %9.2f ms\n",
-              Ms(t0, t1), best_html, bytes, best_write, best_html + best_write);
+  std::printf("bench_html: DeepSeek-V3, world_size %lld, ep %lld, full recompute (best of %d)\n", (long long)world, (long long)plan.dims.ep,
+              iters);
+  std::printf(
+      "  JSON report (PlanToJson, once) %9.2f ms\n  ReportToHtml                   %9.2f ms (%zu bytes)\n"
+      "  write                          %9.2f ms\n  HTML total                     %9.2f ms\n",
+      Ms(t0, t1), best_html, bytes, best_write, best_html + best_write);
   std::printf("  HTML written to %s\n", out.c_str());
   return 0;
 }

@@ -45,10 +45,11 @@ int main(int argc, char** argv) {
     best_json = std::min(best_json, Ms(t2, t3));
     best_write = std::min(best_write, Ms(t3, t4));
   }
-  std::printf("bench_plan: DeepSeek-V3, world_size %lld, dp_shard %lld, ep 64 (best of %d)\n", (long long)world,
-              (long long)world, iters);
-  std::printf("  load model   %9.2f ms\n  BuildPlan    %9.2f ms\n  JSON report  %9.2f ms (%zu bytes)\n  write        %9.2f ms\n  total        %9.2f ms\n",
-              best_load, best_plan, best_json, bytes, best_write, best_load + best_plan + best_json + best_write);
+  std::printf("bench_plan: DeepSeek-V3, world_size %lld, dp_shard %lld, ep 64 (best of %d)\n", (long long)world, (long long)world, iters);
+  std::printf(
+      "  load model   %9.2f ms\n  BuildPlan    %9.2f ms\n  JSON report  %9.2f ms (%zu bytes)\n  write        %9.2f ms\n  total        "
+      "%9.2f ms\n",
+      best_load, best_plan, best_json, bytes, best_write, best_load + best_plan + best_json + best_write);
   std::printf("  JSON written to %s\n", out.c_str());
   return 0;
 }

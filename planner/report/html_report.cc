@@ -22,8 +22,7 @@ constexpr const char* kPalette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", 
                                     "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac", "#17becf", "#8c564b"};
 constexpr int kPaletteSize = 12;
 // Memory kinds in stacking order (memory.stages[] fields) and their colours.
-constexpr const char* kMemoryKinds[] = {"params_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes",
-                                        "comm_buffers_bytes"};
+constexpr const char* kMemoryKinds[] = {"params_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes", "comm_buffers_bytes"};
 constexpr const char* kMemoryColours[] = {"#4e79a7", "#59a14f", "#edc948", "#f28e2b", "#b07aa1"};
 
 std::string Esc(const std::string& s) {
@@ -31,18 +30,31 @@ std::string Esc(const std::string& s) {
   out.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
 }
 
-std::string JsonText(const Json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+std::string JsonText(const Json& v) {
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
 
 // A colour on a sequential scale from near-white (t = 0) to `dark` (t = 1).
 std::string Ramp(double t, int r1, int g1, int b1) {
@@ -51,8 +63,12 @@ std::string Ramp(double t, int r1, int g1, int b1) {
   auto mix = [t](int a, int b) { return static_cast<int>(std::lround(a + (b - a) * t)); };
   return fmt::format("#{:02x}{:02x}{:02x}", mix(r0, r1), mix(g0, g1), mix(b0, b1));
 }
-std::string Blue(double t) { return Ramp(t, 8, 48, 107); }
-std::string Orange(double t) { return Ramp(t, 127, 39, 4); }
+std::string Blue(double t) {
+  return Ramp(t, 8, 48, 107);
+}
+std::string Orange(double t) {
+  return Ramp(t, 127, 39, 4);
+}
 
 // Round tick step for an axis from 0 to `max` with about `n` ticks.
 double TickStep(double max, int n) {
@@ -71,10 +87,14 @@ std::string Num(double v) {
   return fmt::format("{:.2f}", v);
 }
 
-double Gib(double bytes) { return bytes / 1073741824.0; }
+double Gib(double bytes) {
+  return bytes / 1073741824.0;
+}
 
 // An axis tick of a time axis whose largest value is max_us: in ms from 10 ms up, else in us.
-std::string TimeTick(double us, double max_us) { return max_us >= 1e4 ? Num(us / 1e3) + " ms" : Num(us) + " us"; }
+std::string TimeTick(double us, double max_us) {
+  return max_us >= 1e4 ? Num(us / 1e3) + " ms" : Num(us) + " us";
+}
 
 struct Page {
   std::string body;
@@ -93,11 +113,13 @@ void Legend(Page& p, const std::vector<std::pair<std::string, std::string>>& ite
   if (!extra.empty()) p.body += fmt::format("<span class=\"key\">{}</span>", Esc(extra));
   p.body += "</div>\n";
 }
-void CloseFigure(Page& p) { p.body += "</figure>\n"; }
+void CloseFigure(Page& p) {
+  p.body += "</figure>\n";
+}
 
 std::string SvgOpen(double w, double h) {
-  return fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" viewBox=\"0 0 {:.0f} {:.0f}\">\n",
-                     w, h, w, h);
+  return fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" viewBox=\"0 0 {:.0f} {:.0f}\">\n", w, h,
+                     w, h);
 }
 
 // Sequential colour legend of a heatmap: `scale` at 0, 1/2, 1 of `max`.
@@ -132,8 +154,8 @@ std::string InputRows(const Json& r, const std::string& kind) {
     if (m.is_string()) {
       Row(inputs, "model", m.get<std::string>());
     } else {
-      Row(inputs, "model", fmt::format("{} ({})", JsonText(m.value("source", m.value("name", Json("?")))),
-                                        JsonText(m.value("family", Json("?")))));
+      Row(inputs, "model",
+          fmt::format("{} ({})", JsonText(m.value("source", m.value("name", Json("?")))), JsonText(m.value("family", Json("?")))));
       if (m.contains("num_experts")) {
         Row(inputs, "experts", fmt::format("{} routed, top_k {}", JsonText(m.at("num_experts")), JsonText(m.value("top_k", Json("?")))));
       }
@@ -142,9 +164,10 @@ std::string InputRows(const Json& r, const std::string& kind) {
   if (r.contains("parallel")) Row(inputs, "degrees", Degrees(r.at("parallel")));
   if (r.contains("layout")) {
     const Json& l = r.at("layout");
-    Row(inputs, "layout", fmt::format("world {}, stage {}, {} ranks run, ep {}, expert tp {}, dispatcher {}", JsonText(l.at("world_size")),
-                                      JsonText(l.at("stage")), JsonText(l.at("ranks")), JsonText(l.at("ep")), JsonText(l.at("expert_tp")),
-                                      JsonText(l.at("dispatcher"))));
+    Row(inputs, "layout",
+        fmt::format("world {}, stage {}, {} ranks run, ep {}, expert tp {}, dispatcher {}", JsonText(l.at("world_size")),
+                    JsonText(l.at("stage")), JsonText(l.at("ranks")), JsonText(l.at("ep")), JsonText(l.at("expert_tp")),
+                    JsonText(l.at("dispatcher"))));
   }
   if (r.contains("world_size") && !r.contains("parallel")) Row(inputs, "world size", JsonText(r.at("world_size")));
   if (r.contains("training")) {
@@ -166,14 +189,16 @@ std::string InputRows(const Json& r, const std::string& kind) {
     }
     Row(inputs, "cluster (calibration)", text);
   }
-  if (r.contains("routing")) Row(inputs, "routing", JsonText(r.at("routing")) + (r.contains("seed") ? " (seed " + JsonText(r.at("seed")) + ")" : ""));
+  if (r.contains("routing"))
+    Row(inputs, "routing", JsonText(r.at("routing")) + (r.contains("seed") ? " (seed " + JsonText(r.at("seed")) + ")" : ""));
   if (r.contains("run")) {
     const Json& run = r.at("run");
-    Row(inputs, "run", fmt::format("backend {}, {} tokens/rank, routing {}, seed {}, {} timed iterations", JsonText(run.at("backend")),
-                                   JsonText(run.at("tokens_per_rank")), JsonText(run.at("routing")), JsonText(run.at("seed")),
-                                   JsonText(run.at("iters"))));
+    Row(inputs, "run",
+        fmt::format("backend {}, {} tokens/rank, routing {}, seed {}, {} timed iterations", JsonText(run.at("backend")),
+                    JsonText(run.at("tokens_per_rank")), JsonText(run.at("routing")), JsonText(run.at("seed")), JsonText(run.at("iters"))));
   }
-  const std::string version = gen.contains("version") ? JsonText(gen.at("version")) : JsonText(r.value("dockyard_version", Json(kDockyardVersion)));
+  const std::string version =
+      gen.contains("version") ? JsonText(gen.at("version")) : JsonText(r.value("dockyard_version", Json(kDockyardVersion)));
   Row(inputs, "generator", fmt::format("{} {}", JsonText(gen.value("name", Json(kind))), version));
   if (prov.is_object()) {
     if (prov.contains("argv")) {
@@ -183,8 +208,9 @@ std::string InputRows(const Json& r, const std::string& kind) {
     }
     if (prov.contains("inputs")) {
       for (const auto& in : prov.at("inputs")) {
-        Row(inputs, "input", fmt::format("{} ({} bytes, sha256 {})", JsonText(in.value("path", Json("?"))),
-                                         JsonText(in.value("bytes", Json("?"))), JsonText(in.value("sha256", Json("?")))));
+        Row(inputs, "input",
+            fmt::format("{} ({} bytes, sha256 {})", JsonText(in.value("path", Json("?"))), JsonText(in.value("bytes", Json("?"))),
+                        JsonText(in.value("sha256", Json("?")))));
       }
     }
   }
@@ -230,7 +256,8 @@ std::string HeadlineNumbers(const Json& r, const std::string& kind) {
     head("invalid", JsonText(r.at("invalid")));
     head(fmt::format("over the {:.1f} GiB budget", r.at("budget_gib").get<double>()), JsonText(r.at("over_budget")));
     head("ranked", JsonText(r.at("ranked")));
-    if (!r.at("top").empty()) head("best tokens/s per GPU", fmt::format("{:.0f}", r.at("top").at(0).at("tokens_per_s_per_gpu").get<double>()));
+    if (!r.at("top").empty())
+      head("best tokens/s per GPU", fmt::format("{:.0f}", r.at("top").at(0).at("tokens_per_s_per_gpu").get<double>()));
   }
   if (r.contains("validation")) {
     const Json& v = r.at("validation");
@@ -242,8 +269,9 @@ std::string HeadlineNumbers(const Json& r, const std::string& kind) {
 }
 
 void Header(Page& p, const Json& r, const std::string& kind) {
-  p.body += fmt::format("<header><h1>dockyard {} report</h1>\n<div class=\"nums\">{}</div>\n<table class=\"inputs\">\n{}</table></header>\n",
-                        Esc(kind), HeadlineNumbers(r, kind), InputRows(r, kind));
+  p.body +=
+      fmt::format("<header><h1>dockyard {} report</h1>\n<div class=\"nums\">{}</div>\n<table class=\"inputs\">\n{}</table></header>\n",
+                  Esc(kind), HeadlineNumbers(r, kind), InputRows(r, kind));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -305,7 +333,7 @@ RankGrid GridOf(int64_t world, int64_t gpn) {
   g.per_node = g.nodes_per_cell > 0;
   g.unit = g.per_node ? gpn * g.nodes_per_cell : 1;  // ranks per cell
   g.cells = (world + g.unit - 1) / g.unit;
-  g.cells_per_node = g.per_node ? 1 : gpn;          // cells per outline
+  g.cells_per_node = g.per_node ? 1 : gpn;  // cells per outline
   g.outlines = g.per_node ? g.cells : g.nodes;
   const int64_t nodes_per_row = std::max<int64_t>(1, 64 / std::max<int64_t>(1, g.cells_per_node));
   g.cols = std::min(g.cells, nodes_per_row * g.cells_per_node);
@@ -328,9 +356,11 @@ void DrawRankGrid(Page& p, const RankGrid& gr, const std::vector<int64_t>& g, co
   for (int64_t c = 0; c < gr.cells; ++c) {
     const int64_t rank = c * gr.unit;
     const double x = gr.left + (c % gr.cols) * gr.cell, y = gr.top + (c / gr.cols) * gr.cell;
-    p.body += fmt::format("<rect class=\"r\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"><title>{} {}{}: {} group {}</title></rect>\n",
-                          x, y, gr.cell, gr.cell, kPalette[g[rank] % kPaletteSize], gr.per_node ? "node" : "rank",
-                          gr.per_node ? rank / gpn : rank, gr.per_node ? "" : fmt::format(" (node {})", rank / gpn), axis, g[rank]);
+    p.body += fmt::format(
+        "<rect class=\"r\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"><title>{} {}{}: {} group "
+        "{}</title></rect>\n",
+        x, y, gr.cell, gr.cell, kPalette[g[rank] % kPaletteSize], gr.per_node ? "node" : "rank", gr.per_node ? rank / gpn : rank,
+        gr.per_node ? "" : fmt::format(" (node {})", rank / gpn), axis, g[rank]);
     // Rank numbers where the cells are wide enough for them.
     if (!gr.per_node && gr.cell >= 24) {
       p.body += fmt::format("<text class=\"lab cellno\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", x + gr.cell / 2,
@@ -404,9 +434,10 @@ void ExpertsFigure(Page& p, const Json& experts) {
   const double rh = std::clamp(360.0 / ep, 3.0, 20.0);
   const double left = 70, top = 8;
   const double w = left + plot_w + 20, h = top + ep * rh + 36;
-  OpenFigure(p, "fig-experts", fmt::format("Expert ownership: {} EP ranks x {} routed experts ({} per EP rank)", ep, E,
-                                           JsonText(experts.at("num_local_experts"))),
-             "EP rank = coordinate on the sparse mesh's ep axis; its global ranks are meshes.sparse.groups.ep");
+  OpenFigure(
+      p, "fig-experts",
+      fmt::format("Expert ownership: {} EP ranks x {} routed experts ({} per EP rank)", ep, E, JsonText(experts.at("num_local_experts"))),
+      "EP rank = coordinate on the sparse mesh's ep axis; its global ranks are meshes.sparse.groups.ep");
   p.body += SvgOpen(w, h);
   const int label_every = static_cast<int>(std::ceil(12.0 / rh));
   for (const auto& own : experts.at("ownership")) {
@@ -418,8 +449,10 @@ void ExpertsFigure(Page& p, const Json& experts) {
     while (i < ids.size()) {
       size_t j = i;
       while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
-      p.body += fmt::format("<rect class=\"own\" x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"{}\"><title>EP rank {}: experts {}-{}</title></rect>\n",
-                            left + ids[i] * ex, top + r * rh, (ids[j] - ids[i] + 1) * ex, rh, kPalette[r % kPaletteSize], r, ids[i], ids[j]);
+      p.body += fmt::format(
+          "<rect class=\"own\" x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"{}\"><title>EP rank {}: experts "
+          "{}-{}</title></rect>\n",
+          left + ids[i] * ex, top + r * rh, (ids[j] - ids[i] + 1) * ex, rh, kPalette[r % kPaletteSize], r, ids[i], ids[j]);
       i = j + 1;
     }
     if (r % label_every == 0) {
@@ -435,7 +468,8 @@ void ExpertsFigure(Page& p, const Json& experts) {
   p.body += fmt::format("<text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">expert id</text>\n", left + plot_w / 2,
                         top + ep * rh + 30);
   p.body += "</svg>\n";
-  Legend(p, {{kPalette[0], "EP rank 0"}, {kPalette[1], "EP rank 1"}}, "one bar per EP rank over the experts it owns; colours repeat every 12 ranks");
+  Legend(p, {{kPalette[0], "EP rank 0"}, {kPalette[1], "EP rank 1"}},
+         "one bar per EP rank over the experts it owns; colours repeat every 12 ranks");
   CloseFigure(p);
 }
 
@@ -446,7 +480,8 @@ void TokensFigure(Page& p, const std::vector<std::vector<int64_t>>& rows, const 
   if (rows.empty() || rows[0].empty()) return;
   const int64_t E = static_cast<int64_t>(rows[0].size());
   int64_t max = 0;
-  for (const auto& r : rows) for (int64_t v : r) max = std::max(max, v);
+  for (const auto& r : rows)
+    for (int64_t v : r) max = std::max(max, v);
   const double plot_w = 720, ex = plot_w / E, rh = 22, left = 110, top = 8;
   const double h = top + rows.size() * (rh + 14) + 40;
   OpenFigure(p, "fig-tokens", fmt::format("Tokens per expert, {} layer(s) x {} experts", rows.size(), E), note);
@@ -461,9 +496,11 @@ void TokensFigure(Page& p, const std::vector<std::vector<int64_t>>& rows, const 
     for (int64_t e = 0; e < E; ++e) {
       const int64_t v = rows[l][e];
       const bool hottest = e == order[0];
-      p.body += fmt::format("<rect class=\"cell{}\" data-v=\"{}\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\"><title>{} expert {}{}: {} tokens</title></rect>\n",
-                            hottest ? " hot" : "", v, left + e * ex, y, ex, rh, Orange(max > 0 ? static_cast<double>(v) / max : 0),
-                            Esc(layer_names[l]), e, owned ? fmt::format(" (EP rank {})", owner[e]) : "", v);
+      p.body += fmt::format(
+          "<rect class=\"cell{}\" data-v=\"{}\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\"><title>{} expert "
+          "{}{}: {} tokens</title></rect>\n",
+          hottest ? " hot" : "", v, left + e * ex, y, ex, rh, Orange(max > 0 ? static_cast<double>(v) / max : 0), Esc(layer_names[l]), e,
+          owned ? fmt::format(" (EP rank {})", owner[e]) : "", v);
     }
     for (int64_t k = 0; k < std::min<int64_t>(5, E); ++k) {
       const int64_t e = order[k];
@@ -482,12 +519,16 @@ void TokensFigure(Page& p, const std::vector<std::vector<int64_t>>& rows, const 
           if (owner[e] == r) lo = std::min(lo, e), hi = std::max(hi, e);
         }
         if (hi >= lo) {
-          p.body += fmt::format("<rect class=\"rankmark\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"4\"><title>most-loaded EP rank {}: {} rows</title></rect>\n",
-                                left + lo * ex, y + rh + 2, (hi - lo + 1) * ex, r, *it);
+          p.body += fmt::format(
+              "<rect class=\"rankmark\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"4\"><title>most-loaded EP rank {}: {} "
+              "rows</title></rect>\n",
+              left + lo * ex, y + rh + 2, (hi - lo + 1) * ex, r, *it);
         }
       }
-      p.body += fmt::format("<text class=\"lab small\" x=\"{:.1f}\" y=\"{:.1f}\">EP rank {} receives the most: {} rows; hottest expert {} ({} tokens)</text>\n",
-                            left, y + rh + 13, r, *it, order[0], rows[l][order[0]]);
+      p.body += fmt::format(
+          "<text class=\"lab small\" x=\"{:.1f}\" y=\"{:.1f}\">EP rank {} receives the most: {} rows; hottest expert {} ({} "
+          "tokens)</text>\n",
+          left, y + rh + 13, r, *it, order[0], rows[l][order[0]]);
     }
   }
   p.body += "</svg>\n";
@@ -518,8 +559,10 @@ void MemoryFigure(Page& p, const Json& memory) {
   const double step_gib = TickStep(Gib(scale_max), 5);
   for (double t = 0; t <= Gib(scale_max); t += step_gib) {
     const double y = top + plot_h - t * 1073741824.0 / scale_max * plot_h;
-    p.body += fmt::format("<line class=\"grid\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/><text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{} GiB</text>\n",
-                          left, left + n * bw * 1.4, y, y, left - 4, y + 4, Num(t));
+    p.body += fmt::format(
+        "<line class=\"grid\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/><text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" "
+        "text-anchor=\"end\">{} GiB</text>\n",
+        left, left + n * bw * 1.4, y, y, left - 4, y + 4, Num(t));
   }
   const int label_every = static_cast<int>(std::ceil(28.0 / (bw * 1.4)));
   for (int64_t i = 0; i < n; ++i) {
@@ -534,8 +577,10 @@ void MemoryFigure(Page& p, const Json& memory) {
       const double b = s.at(kMemoryKinds[k]).get<double>();
       const double hgt = b / scale_max * plot_h;
       acc += hgt;
-      p.body += fmt::format("<rect class=\"seg\" data-kind=\"{}\" data-bytes=\"{}\" x=\"{:.1f}\" y=\"{:.3f}\" width=\"{:.1f}\" height=\"{:.3f}\" fill=\"{}\"><title>{}</title></rect>",
-                            kMemoryKinds[k], JsonText(s.at(kMemoryKinds[k])), x, top + plot_h - acc, bw, hgt, kMemoryColours[k], Esc(tip));
+      p.body += fmt::format(
+          "<rect class=\"seg\" data-kind=\"{}\" data-bytes=\"{}\" x=\"{:.1f}\" y=\"{:.3f}\" width=\"{:.1f}\" height=\"{:.3f}\" "
+          "fill=\"{}\"><title>{}</title></rect>",
+          kMemoryKinds[k], JsonText(s.at(kMemoryKinds[k])), x, top + plot_h - acc, bw, hgt, kMemoryColours[k], Esc(tip));
     }
     p.body += "</g>\n";
     if (i % label_every == 0) {
@@ -550,8 +595,10 @@ void MemoryFigure(Page& p, const Json& memory) {
   }
   if (has_budget) {
     const double y = top + plot_h - budget / scale_max * plot_h;
-    p.body += fmt::format("<line class=\"budget\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/><text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\">budget {}</text>\n",
-                          left, left + n * bw * 1.4, y, y, left + n * bw * 1.4 + 4, y + 4, FormatBytes(static_cast<int64_t>(budget)));
+    p.body += fmt::format(
+        "<line class=\"budget\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/><text class=\"lab\" x=\"{:.1f}\" "
+        "y=\"{:.1f}\">budget {}</text>\n",
+        left, left + n * bw * 1.4, y, y, left + n * bw * 1.4 + 4, y + 4, FormatBytes(static_cast<int64_t>(budget)));
   }
   p.body += "</svg>\n";
   std::vector<std::pair<std::string, std::string>> items;
@@ -609,24 +656,30 @@ void TrafficFigure(Page& p, const Json& sample, const std::vector<int64_t>& grou
   const double cell = std::clamp(560.0 / n, 4.0, 48.0), left = 90, top = 8;
   const double w = left + n * cell + 20, h = top + n * cell + 60;
   OpenFigure(p, "fig-traffic",
-             fmt::format("Dispatch traffic of EP group 0 (sampled layer 0): token-expert assignments, source x destination {}", per_node ? "node" : "rank"),
-             per_node ? fmt::format("{} EP ranks: summed per node pair", ep) : "rows: source rank; columns: destination rank (global ranks of meshes.sparse.groups.ep[0])");
+             fmt::format("Dispatch traffic of EP group 0 (sampled layer 0): token-expert assignments, source x destination {}",
+                         per_node ? "node" : "rank"),
+             per_node ? fmt::format("{} EP ranks: summed per node pair", ep)
+                      : "rows: source rank; columns: destination rank (global ranks of meshes.sparse.groups.ep[0])");
   p.body += SvgOpen(w, h);
   for (int64_t s = 0; s < n; ++s) {
     for (int64_t t = 0; t < n; ++t) {
       const int64_t v = m[s * n + t];
       const double f = max > 0 ? static_cast<double>(v) / max : 0;
-      p.body += fmt::format("<rect class=\"cell{}\" data-v=\"{}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"><title>{} -&gt; {}: {} assignments ({})</title></rect>\n",
-                            static_cast<size_t>(s * n + t) == hot ? " hot" : "", v, left + t * cell, top + s * cell, cell, cell,
-                            inter[s * n + t] ? Orange(f) : Blue(f), unit_name[s], unit_name[t], v, inter[s * n + t] ? "inter-node" : "intra-node");
+      p.body += fmt::format(
+          "<rect class=\"cell{}\" data-v=\"{}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"><title>{} -&gt; "
+          "{}: {} assignments ({})</title></rect>\n",
+          static_cast<size_t>(s * n + t) == hot ? " hot" : "", v, left + t * cell, top + s * cell, cell, cell,
+          inter[s * n + t] ? Orange(f) : Blue(f), unit_name[s], unit_name[t], v, inter[s * n + t] ? "inter-node" : "intra-node");
     }
   }
   // Node boundaries of the destination and source ranks (per-rank view).
   if (!per_node) {
     for (int64_t i = 1; i < n; ++i) {
       if (node_of(i) == node_of(i - 1)) continue;
-      p.body += fmt::format("<line class=\"nodeline\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/><line class=\"nodeline\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/>\n",
-                            left + i * cell, left + i * cell, top, top + n * cell, left, left + n * cell, top + i * cell, top + i * cell);
+      p.body += fmt::format(
+          "<line class=\"nodeline\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/><line class=\"nodeline\" x1=\"{:.1f}\" "
+          "x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/>\n",
+          left + i * cell, left + i * cell, top, top + n * cell, left, left + n * cell, top + i * cell, top + i * cell);
     }
   }
   // The hottest pair, outlined.
@@ -634,11 +687,12 @@ void TrafficFigure(Page& p, const Json& sample, const std::vector<int64_t>& grou
                         top + (hot / n) * cell, cell, cell);
   const int label_every = static_cast<int>(std::ceil(12.0 / cell));
   for (int64_t s = 0; s < n; s += label_every) {
-    p.body += fmt::format("<text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", left - 4, top + (s + 0.5) * cell + 4,
-                          unit_name[s]);
+    p.body += fmt::format("<text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", left - 4,
+                          top + (s + 0.5) * cell + 4, unit_name[s]);
   }
-  p.body += fmt::format("<text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">destination (hottest pair {} -&gt; {}: {})</text>\n",
-                        left + n * cell / 2, top + n * cell + 16, unit_name[hot / n], unit_name[hot % n], max);
+  p.body += fmt::format(
+      "<text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">destination (hottest pair {} -&gt; {}: {})</text>\n",
+      left + n * cell / 2, top + n * cell + 16, unit_name[hot / n], unit_name[hot % n], max);
   p.body += "</svg>\n";
   Legend(p, {{Blue(1.0), "intra-node (NVLink), max " + Num(static_cast<double>(max))},
              {Orange(1.0), "inter-node (network)"},
@@ -652,8 +706,8 @@ void TrafficFigure(Page& p, const Json& sample, const std::vector<int64_t>& grou
 
 struct PhaseRow {
   std::string name;
-  std::vector<double> values;        // one per series
-  std::vector<double> lo, hi;        // optional per-rank range of series 0
+  std::vector<double> values;  // one per series
+  std::vector<double> lo, hi;  // optional per-rank range of series 0
 };
 
 void PhaseFigure(Page& p, const std::string& title, const std::string& note, const std::vector<PhaseRow>& rows,
@@ -696,27 +750,32 @@ void PhaseFigure(Page& p, const std::string& title, const std::string& note, con
   }
   for (double t : ticks) {
     const double x = left + pos(t);
-    p.body += fmt::format("<line class=\"grid\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/><text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n",
-                          x, x, top, top + rows.size() * row_h, x, top + rows.size() * row_h + 14, TimeTick(t, log_axis ? t : max));
+    p.body += fmt::format(
+        "<line class=\"grid\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/><text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" "
+        "text-anchor=\"middle\">{}</text>\n",
+        x, x, top, top + rows.size() * row_h, x, top + rows.size() * row_h + 14, TimeTick(t, log_axis ? t : max));
   }
   p.body += fmt::format("<text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", left + plot_w / 2,
-                        top + rows.size() * row_h + 28,
-                        log_axis ? "time, log scale (bar labels in us)" : "time (bar labels in us)");
+                        top + rows.size() * row_h + 28, log_axis ? "time, log scale (bar labels in us)" : "time (bar labels in us)");
   for (size_t i = 0; i < rows.size(); ++i) {
     const double y = top + i * row_h + 4;
     p.body += fmt::format("<text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", left - 4,
                           y + bar_h * series.size() / 2 + 4, Esc(rows[i].name));
     for (size_t s = 0; s < series.size() && s < rows[i].values.size(); ++s) {
       const double v = rows[i].values[s];
-      p.body += fmt::format("<rect class=\"pbar\" data-us=\"{}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\"><title>{} {}: {:.1f} us</title></rect>",
-                            v, left, y + s * bar_h, pos(v), bar_h - 1, kPalette[s], Esc(rows[i].name), Esc(series[s]), v);
+      p.body += fmt::format(
+          "<rect class=\"pbar\" data-us=\"{}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\"><title>{} {}: "
+          "{:.1f} us</title></rect>",
+          v, left, y + s * bar_h, pos(v), bar_h - 1, kPalette[s], Esc(rows[i].name), Esc(series[s]), v);
       p.body += fmt::format("<text class=\"lab small\" x=\"{:.1f}\" y=\"{:.1f}\">{:.1f}</text>\n", left + pos(v) + 3,
                             y + s * bar_h + bar_h - 3, v);
     }
     if (!rows[i].lo.empty()) {
       const double lo = rows[i].lo[0], hi = rows[i].hi[0];
-      p.body += fmt::format("<line class=\"whisk\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"><title>per EP rank: {:.1f} to {:.1f} us</title></line>\n",
-                            left + pos(lo), left + pos(hi), y + bar_h / 2, y + bar_h / 2, lo, hi);
+      p.body += fmt::format(
+          "<line class=\"whisk\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"><title>per EP rank: {:.1f} to {:.1f} "
+          "us</title></line>\n",
+          left + pos(lo), left + pos(hi), y + bar_h / 2, y + bar_h / 2, lo, hi);
     }
   }
   p.body += "</svg>\n";
@@ -731,8 +790,8 @@ void PhaseFigure(Page& p, const std::string& title, const std::string& note, con
 }
 
 // Per-rank stacked time of phases (rank -> phase -> us).
-void RankPhaseFigure(Page& p, const std::string& title, const std::vector<std::string>& rank_names,
-                     const std::vector<std::string>& phases, const std::vector<std::vector<double>>& us) {
+void RankPhaseFigure(Page& p, const std::string& title, const std::vector<std::string>& rank_names, const std::vector<std::string>& phases,
+                     const std::vector<std::vector<double>>& us) {
   if (rank_names.empty() || phases.empty()) return;
   const int64_t n = static_cast<int64_t>(rank_names.size());
   double max = 0;
@@ -750,8 +809,10 @@ void RankPhaseFigure(Page& p, const std::string& title, const std::vector<std::s
   const double step = TickStep(max * 1.05, 5);
   for (double t = 0; t <= max * 1.05; t += step) {
     const double y = top + plot_h - t * scale;
-    p.body += fmt::format("<line class=\"grid\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/><text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n",
-                          left, left + n * bw, y, y, left - 4, y + 4, TimeTick(t, max));
+    p.body += fmt::format(
+        "<line class=\"grid\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/><text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" "
+        "text-anchor=\"end\">{}</text>\n",
+        left, left + n * bw, y, y, left - 4, y + 4, TimeTick(t, max));
   }
   const int label_every = static_cast<int>(std::ceil(40.0 / bw));
   for (int64_t r = 0; r < n; ++r) {
@@ -759,9 +820,10 @@ void RankPhaseFigure(Page& p, const std::string& title, const std::vector<std::s
     for (size_t k = 0; k < phases.size(); ++k) {
       const double v = us[r][k];
       acc += v * scale;
-      p.body += fmt::format("<rect x=\"{:.1f}\" y=\"{:.2f}\" width=\"{:.1f}\" height=\"{:.2f}\" fill=\"{}\"><title>{}: {} {:.1f} us</title></rect>",
-                            left + r * bw, top + plot_h - acc, std::max(bw - 1, 1.0), v * scale, kPalette[k % kPaletteSize],
-                            Esc(rank_names[r]), Esc(phases[k]), v);
+      p.body += fmt::format(
+          "<rect x=\"{:.1f}\" y=\"{:.2f}\" width=\"{:.1f}\" height=\"{:.2f}\" fill=\"{}\"><title>{}: {} {:.1f} us</title></rect>",
+          left + r * bw, top + plot_h - acc, std::max(bw - 1, 1.0), v * scale, kPalette[k % kPaletteSize], Esc(rank_names[r]),
+          Esc(phases[k]), v);
     }
     p.body += "\n";
     if (r % label_every == 0) {
@@ -809,28 +871,37 @@ void PipelineFigure(Page& p, const Json& predicted, int64_t pp, int64_t microbat
   const double scale = step > 0 ? plot_w / step : 0;
   const double h = top + pp * rh + 40;
   OpenFigure(p, "fig-pipeline",
-             fmt::format("Pipeline schedule of one step: {} stage(s), {} micro-batch(es), step {:.1f} ms (predicted)", pp, microbatches, step / 1e3),
+             fmt::format("Pipeline schedule of one step: {} stage(s), {} micro-batch(es), step {:.1f} ms (predicted)", pp, microbatches,
+                         step / 1e3),
              fmt::format("each slot is the slowest stage's forward + backward of one micro-batch (predicted.stage_microbatch_us), "
                          "split {:.0f} % forward / {:.0f} % backward as the predicted layer phases are; "
                          "dockyard does not model virtual stages (interleaving) yet",
                          100 * forward_share, 100 * (1 - forward_share)));
   p.body += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt::format("{:.0f}", left + plot_w + 20) + "\" height=\"" +
-            fmt::format("{:.0f}", h) + "\"><defs><pattern id=\"hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"#eeeeee\"/><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#bbbbbb\" stroke-width=\"3\"/></pattern></defs>\n";
+            fmt::format("{:.0f}", h) +
+            "\"><defs><pattern id=\"hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\"><rect "
+            "width=\"6\" height=\"6\" fill=\"#eeeeee\"/><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#bbbbbb\" "
+            "stroke-width=\"3\"/></pattern></defs>\n";
   for (int64_t s = 0; s < pp; ++s) {
     const double y = top + s * rh;
-    p.body += fmt::format("<text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">stage {}</text>\n", left - 4, y + rh / 2 + 4, s);
+    p.body +=
+        fmt::format("<text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">stage {}</text>\n", left - 4, y + rh / 2 + 4, s);
     for (int64_t k = 0; k < slots; ++k) {
       const int64_t m = k - s;
       const bool busy = m >= 0 && m < microbatches;
       const double x = left + k * slot * scale;
-      p.body += fmt::format("<rect class=\"{}\" data-us=\"{}\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\"><title>stage {} slot {}: {}</title></rect>",
-                            busy ? "busy" : "bubble", slot, x, y + 1, slot * scale, rh - 2, busy ? "#4e79a7" : "url(#hatch)", s, k,
-                            busy ? fmt::format("micro-batch {} forward + backward, {:.1f} us", m, slot) : fmt::format("bubble, {:.1f} us", slot));
+      p.body += fmt::format(
+          "<rect class=\"{}\" data-us=\"{}\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\"><title>stage {} slot "
+          "{}: {}</title></rect>",
+          busy ? "busy" : "bubble", slot, x, y + 1, slot * scale, rh - 2, busy ? "#4e79a7" : "url(#hatch)", s, k,
+          busy ? fmt::format("micro-batch {} forward + backward, {:.1f} us", m, slot) : fmt::format("bubble, {:.1f} us", slot));
       if (busy) {
         // The backward part of the slot, after its forward.
         const double bwd = slot * (1 - forward_share);
-        p.body += fmt::format("<rect class=\"bwd\" data-us=\"{}\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"#76b7b2\"><title>micro-batch {} backward, {:.1f} us</title></rect>",
-                              bwd, x + (slot - bwd) * scale, y + 1, bwd * scale, rh - 2, m, bwd);
+        p.body += fmt::format(
+            "<rect class=\"bwd\" data-us=\"{}\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" "
+            "fill=\"#76b7b2\"><title>micro-batch {} backward, {:.1f} us</title></rect>",
+            bwd, x + (slot - bwd) * scale, y + 1, bwd * scale, rh - 2, m, bwd);
       }
       if (busy && slot * scale > 18 && rh >= 12) {
         p.body += fmt::format("<text class=\"lab inv\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>", x + slot * scale / 2,
@@ -838,10 +909,14 @@ void PipelineFigure(Page& p, const Json& predicted, int64_t pp, int64_t microbat
       }
     }
     const double x0 = left + slots * slot * scale;
-    p.body += fmt::format("<rect class=\"dp\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"#f28e2b\"><title>exposed data-parallel communication {:.1f} us</title></rect>",
-                          x0, y + 1, dp * scale, rh - 2, dp);
-    p.body += fmt::format("<rect class=\"opt\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"#59a14f\"><title>optimizer {:.1f} us</title></rect>\n",
-                          x0 + dp * scale, y + 1, opt * scale, rh - 2, opt);
+    p.body += fmt::format(
+        "<rect class=\"dp\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"#f28e2b\"><title>exposed data-parallel "
+        "communication {:.1f} us</title></rect>",
+        x0, y + 1, dp * scale, rh - 2, dp);
+    p.body += fmt::format(
+        "<rect class=\"opt\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"#59a14f\"><title>optimizer {:.1f} "
+        "us</title></rect>\n",
+        x0 + dp * scale, y + 1, opt * scale, rh - 2, opt);
   }
   const double tick = TickStep(step / 1e3, 6);
   for (double t = 0; t <= step / 1e3 + 1e-9; t += tick) {
@@ -880,21 +955,28 @@ void ScatterAxes(Page& p, const Scatter& s, double budget_gib) {
   const double xs_step = TickStep(s.xmax, 6), ys_step = TickStep(s.ymax, 6);
   for (double t = 0; t <= s.xmax; t += xs_step) {
     const double x = s.X(t);
-    p.body += fmt::format("<line class=\"grid\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/><text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n",
-                          x, x, s.top, s.top + s.ph, x, s.top + s.ph + 14, Num(t));
+    p.body += fmt::format(
+        "<line class=\"grid\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/><text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" "
+        "text-anchor=\"middle\">{}</text>\n",
+        x, x, s.top, s.top + s.ph, x, s.top + s.ph + 14, Num(t));
   }
   for (double t = 0; t <= s.ymax; t += ys_step) {
     const double y = s.Y(t);
-    p.body += fmt::format("<line class=\"grid\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/><text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n",
-                          s.left, s.left + s.pw, y, y, s.left - 4, y + 4, Num(t));
+    p.body += fmt::format(
+        "<line class=\"grid\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/><text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" "
+        "text-anchor=\"end\">{}</text>\n",
+        s.left, s.left + s.pw, y, y, s.left - 4, y + 4, Num(t));
   }
-  p.body += fmt::format("<text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">peak memory per GPU (GiB)</text>\n", s.left + s.pw / 2,
-                        s.top + s.ph + 32);
-  p.body += fmt::format("<text class=\"lab\" transform=\"translate(14,{:.1f}) rotate(-90)\" text-anchor=\"middle\">tokens/s per GPU</text>\n",
-                        s.top + s.ph / 2);
+  p.body += fmt::format("<text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">peak memory per GPU (GiB)</text>\n",
+                        s.left + s.pw / 2, s.top + s.ph + 32);
+  p.body +=
+      fmt::format("<text class=\"lab\" transform=\"translate(14,{:.1f}) rotate(-90)\" text-anchor=\"middle\">tokens/s per GPU</text>\n",
+                  s.top + s.ph / 2);
   const double bx = s.X(budget_gib);
-  p.body += fmt::format("<line class=\"budget\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/><text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">budget {:.1f} GiB</text>\n",
-                        bx, bx, s.top, s.top + s.ph, bx - 3, s.top + 12, budget_gib);
+  p.body += fmt::format(
+      "<line class=\"budget\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/><text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" "
+      "text-anchor=\"end\">budget {:.1f} GiB</text>\n",
+      bx, bx, s.top, s.top + s.ph, bx - 3, s.top + 12, budget_gib);
 }
 
 // One point per ranked row (best drawn last, on top), the front's line and the "#1" label.
@@ -916,10 +998,17 @@ void ScatterPoints(Page& p, const Scatter& s, const Json& top, const std::vector
     // Hover titles on the first kHtmlMaxTitledPoints rows only: a large search stays a few MB.
     const bool titled = i < kHtmlMaxTitledPoints || hi || front[i];
     p.body += fmt::format("<circle class=\"pt{}{}\" data-row=\"{}\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\" fill=\"{}\">", hi ? " top" : "",
-                          front[i] ? " pareto" : "", i, x, y, hi ? 6 : titled ? 4 : 3, hi ? "#e15759" : front[i] ? "#f28e2b" : "#4e79a7");
+                          front[i] ? " pareto" : "", i, x, y,
+                          hi       ? 6
+                          : titled ? 4
+                                   : 3,
+                          hi         ? "#e15759"
+                          : front[i] ? "#f28e2b"
+                                     : "#4e79a7");
     if (titled) {
-      p.body += fmt::format("<title>#{} {}: {:.0f} tokens/s/GPU, {:.2f} GiB, MFU {:.1f}%, dominant {}</title>", i + 1, Esc(LayoutName(top.at(i))),
-                            ys[i], xs[i], 100 * top.at(i).at("mfu").get<double>(), JsonText(top.at(i).at("dominant_phase")));
+      p.body +=
+          fmt::format("<title>#{} {}: {:.0f} tokens/s/GPU, {:.2f} GiB, MFU {:.1f}%, dominant {}</title>", i + 1, Esc(LayoutName(top.at(i))),
+                      ys[i], xs[i], 100 * top.at(i).at("mfu").get<double>(), JsonText(top.at(i).at("dominant_phase")));
     }
     p.body += "</circle>\n";
     if (i == 0) p.body += fmt::format("<text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\">#1</text>\n", x + 8, y - 6);
@@ -930,11 +1019,14 @@ void ScatterPoints(Page& p, const Scatter& s, const Json& top, const std::vector
 void SearchTable(Page& p, const Json& top, const std::vector<double>& xs, const std::vector<double>& ys, const std::vector<bool>& front) {
   const int64_t n = static_cast<int64_t>(xs.size());
   p.body += "<p class=\"note\">The first 20 ranked layouts; shaded rows are on the Pareto front.</p>\n";
-  p.body += "<table class=\"rows\"><tr><th>#</th><th>layout</th><th>step (ms)</th><th>tokens/s/GPU</th><th>MFU</th><th>peak GiB</th><th>dominant phase</th></tr>\n";
+  p.body +=
+      "<table class=\"rows\"><tr><th>#</th><th>layout</th><th>step (ms)</th><th>tokens/s/GPU</th><th>MFU</th><th>peak GiB</th><th>dominant "
+      "phase</th></tr>\n";
   for (int64_t i = 0; i < std::min<int64_t>(n, 20); ++i) {
-    p.body += fmt::format("<tr{}><td>{}</td><td>{}</td><td>{:.1f}</td><td>{:.0f}</td><td>{:.1f}%</td><td>{:.2f}</td><td>{}</td></tr>\n",
-                          front[i] ? " class=\"pareto\"" : "", i + 1, Esc(LayoutName(top[i])), top[i].at("step_time_us").get<double>() / 1e3, ys[i],
-                          100 * top[i].at("mfu").get<double>(), xs[i], Esc(JsonText(top[i].at("dominant_phase"))));
+    p.body +=
+        fmt::format("<tr{}><td>{}</td><td>{}</td><td>{:.1f}</td><td>{:.0f}</td><td>{:.1f}%</td><td>{:.2f}</td><td>{}</td></tr>\n",
+                    front[i] ? " class=\"pareto\"" : "", i + 1, Esc(LayoutName(top[i])), top[i].at("step_time_us").get<double>() / 1e3,
+                    ys[i], 100 * top[i].at("mfu").get<double>(), xs[i], Esc(JsonText(top[i].at("dominant_phase"))));
   }
   p.body += "</table>\n";
 }
@@ -959,16 +1051,19 @@ void SearchFigure(Page& p, const Json& r) {
   const std::vector<bool> front = ParetoFront(peak, ys);
   // The top rows: the report's --top (top_rows, when the page plots every ranked layout), else 5.
   const int64_t highlighted = std::min<int64_t>(r.value("top_rows", int64_t{5}), n);
-  OpenFigure(p, "fig-search",
-             fmt::format("Search: tokens/s per GPU against peak memory, {} ranked row(s) of {} ranked layouts", n, JsonText(r.at("ranked"))),
-             "each point is a ranked layout (dockyard-plan search --html plots all of them; the JSON keeps the first --top); hover for the layout");
+  OpenFigure(
+      p, "fig-search",
+      fmt::format("Search: tokens/s per GPU against peak memory, {} ranked row(s) of {} ranked layouts", n, JsonText(r.at("ranked"))),
+      "each point is a ranked layout (dockyard-plan search --html plots all of them; the JSON keeps the first --top); hover for the "
+      "layout");
   p.body += SvgOpen(s.left + s.pw + 30, s.top + s.ph + 44);
   ScatterAxes(p, s, budget);
   ScatterPoints(p, s, top, xs, ys, front, highlighted);
   p.body += "</svg>\n";
-  Legend(p, {{"#e15759", fmt::format("top {} rows (#1 labelled; the first 20 in the table below)", highlighted)},
-             {"#f28e2b", "on the Pareto front (line)"},
-             {"#4e79a7", "other ranked rows"}},
+  Legend(p,
+         {{"#e15759", fmt::format("top {} rows (#1 labelled; the first 20 in the table below)", highlighted)},
+          {"#f28e2b", "on the Pareto front (line)"},
+          {"#4e79a7", "other ranked rows"}},
          "dashed red line: memory budget");
   SearchTable(p, top, xs, ys, front);
   CloseFigure(p);
@@ -997,7 +1092,8 @@ svg .pt{stroke:#fff;stroke-width:1}tr.pareto td{background:#fff4e6}
 )";
 
 // Recolours a rank grid when its axis selector changes (no network, no external code).
-constexpr const char* kScript = R"(var P=["#4e79a7","#f28e2b","#e15759","#76b7b2","#59a14f","#edc948","#b07aa1","#ff9da7","#9c755f","#bab0ac","#17becf","#8c564b"];
+constexpr const char* kScript =
+    R"(var P=["#4e79a7","#f28e2b","#e15759","#76b7b2","#59a14f","#edc948","#b07aa1","#ff9da7","#9c755f","#bab0ac","#17becf","#8c564b"];
 document.querySelectorAll("select[data-mesh]").forEach(function(s){s.addEventListener("change",function(){
 var m=s.getAttribute("data-mesh"),a=s.value,g=G[m][a],n=G[m]["#"+a],f=document.getElementById("fig-mesh-"+m);
 f.querySelectorAll("rect.r").forEach(function(e,i){e.setAttribute("fill",P[g[i]%12]);
@@ -1064,8 +1160,9 @@ void SimulateFigures(Page& p, const Json& r) {
       row.hi = {*std::max_element(v.begin(), v.end())};
     }
   }
-  PhaseFigure(p, fmt::format("Predicted time per phase of one MoE layer, one micro-batch (slowest rank), MoE layer {:.1f} us",
-                             pred.at("moe_layer_us").get<double>()),
+  PhaseFigure(p,
+              fmt::format("Predicted time per phase of one MoE layer, one micro-batch (slowest rank), MoE layer {:.1f} us",
+                          pred.at("moe_layer_us").get<double>()),
               "predicted.phases with layer_kind moe", rows, {"forward", "backward"});
   // Routing-dependent forward phases per EP rank.
   std::vector<std::string> phases;

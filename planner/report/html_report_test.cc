@@ -55,12 +55,18 @@ std::string Unescape(const std::string& s) {
     const size_t semi = s.find(';', i);
     REQUIRE_MESSAGE(semi != std::string::npos, "bare '&' at ", i);
     const std::string ent = s.substr(i, semi - i + 1);
-    if (ent == "&amp;") out += '&';
-    else if (ent == "&lt;") out += '<';
-    else if (ent == "&gt;") out += '>';
-    else if (ent == "&quot;") out += '"';
-    else if (ent == "&#39;") out += '\'';
-    else FAIL("unknown entity " << ent);
+    if (ent == "&amp;")
+      out += '&';
+    else if (ent == "&lt;")
+      out += '<';
+    else if (ent == "&gt;")
+      out += '>';
+    else if (ent == "&quot;")
+      out += '"';
+    else if (ent == "&#39;")
+      out += '\'';
+    else
+      FAIL("unknown entity " << ent);
     i = semi;
   }
   return out;

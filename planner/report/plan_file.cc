@@ -15,8 +15,8 @@ PlanFile ReadPlanFile(const std::string& path) {
   JsonView root(&j, path, "");
   const int64_t version = root.Int("schema_version", INT64_MIN);
   if (version != kReportSchemaVersion) {
-    root.Fail("schema_version", fmt::format("this plan file has schema version {}; this dockyard-run reads version {}",
-                                            version, kReportSchemaVersion));
+    root.Fail("schema_version",
+              fmt::format("this plan file has schema version {}; this dockyard-run reads version {}", version, kReportSchemaVersion));
   }
   PlanFile f;
   f.model_source = root.Object("model").String("source");
@@ -46,8 +46,7 @@ PlanFile ReadPlanFile(const std::string& path) {
   // A relative model path is resolved from the plan file's directory when it is not found from
   // the current one.
   struct stat st {};
-  if (!f.model_source.empty() && f.model_source[0] != '/' && f.model_source[0] != '<' &&
-      stat(f.model_source.c_str(), &st) != 0) {
+  if (!f.model_source.empty() && f.model_source[0] != '/' && f.model_source[0] != '<' && stat(f.model_source.c_str(), &st) != 0) {
     const size_t slash = path.find_last_of('/');
     const std::string beside = (slash == std::string::npos ? std::string(".") : path.substr(0, slash)) + "/" + f.model_source;
     if (stat(beside.c_str(), &st) == 0) {
@@ -63,8 +62,7 @@ PlanFile ReadPlanFile(const std::string& path) {
 
 void CheckPlacementsMatch(const Plan& plan, const PlanFile& f, const std::string& path) {
   if (f.parameters.size() != plan.inventory.params.size()) {
-    throw Error(fmt::format("{}: /parameters lists {} tensors; the model has {}", path, f.parameters.size(),
-                            plan.inventory.params.size()));
+    throw Error(fmt::format("{}: /parameters lists {} tensors; the model has {}", path, f.parameters.size(), plan.inventory.params.size()));
   }
   for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
     const Json& entry = f.parameters[i];
@@ -75,10 +73,10 @@ void CheckPlacementsMatch(const Plan& plan, const PlanFile& f, const std::string
     Json rebuilt = Json::array();
     for (const auto& pl : plan.placements[i].placements) rebuilt.push_back(pl.ToString());
     if (entry["fqn"] != plan.inventory.params[i].fqn || entry["placements"] != rebuilt) {
-      throw Error(fmt::format("{}: the file places {} as {}, but its own degrees give {} {}: the file was edited or "
-                              "written by another dockyard version; re-plan it",
-                              where, JsonValueText(entry["fqn"]), entry["placements"].dump(),
-                              plan.inventory.params[i].fqn, rebuilt.dump()));
+      throw Error(
+          fmt::format("{}: the file places {} as {}, but its own degrees give {} {}: the file was edited or "
+                      "written by another dockyard version; re-plan it",
+                      where, JsonValueText(entry["fqn"]), entry["placements"].dump(), plan.inventory.params[i].fqn, rebuilt.dump()));
     }
   }
 }

@@ -21,9 +21,9 @@ struct PlanFile {
   std::string model_source;  // the model path as the report names it, resolved (see ReadPlanFile)
   ParallelDimsOptions dims;
   TrainingConfig training;
-  Json parameters;           // [{fqn, placements, ...}] as the file says
-  Json predicted;            // simulate's predicted cost (CostToJson); null for a plain plan report
-  std::string routing;       // simulate's --routing text; empty for a plain plan report
+  Json parameters;      // [{fqn, placements, ...}] as the file says
+  Json predicted;       // simulate's predicted cost (CostToJson); null for a plain plan report
+  std::string routing;  // simulate's --routing text; empty for a plain plan report
   uint64_t routing_seed = 0;
   std::optional<ClusterSpec> cluster;  // simulate's cluster; absent in a plain plan report
 };

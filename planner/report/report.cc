@@ -41,11 +41,13 @@ Json MeshToJson(const Mesh& mesh) {
   }
   Json coords = Json::array();
   for (int64_t r = 0; r < mesh.size(); ++r) coords.push_back(mesh.Coords(r));
-  return Json{{"name", mesh.name()},  {"axes", axes},     {"sizes", sizes},
-              {"placement_axes", placement_axes}, {"groups", groups}, {"coords", coords}};
+  return Json{{"name", mesh.name()}, {"axes", axes},    {"sizes", sizes}, {"placement_axes", placement_axes},
+              {"groups", groups},    {"coords", coords}};
 }
 
-std::string ShapeText(const std::vector<int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
 
 std::string PlacementsText(const ParamPlacement& pl) {
   std::vector<std::string> parts;
@@ -184,8 +186,8 @@ Json PlanToJson(const Plan& plan, const std::string& model_source, const MemoryR
     }
     min_bytes = std::min(min_bytes, param_bytes_per_rank[r]);
   }
-  report["param_bytes"] = {{"max_per_rank", max_bytes}, {"min_per_rank", min_bytes}, {"worst_rank", worst},
-                           {"per_rank", param_bytes_per_rank}};
+  report["param_bytes"] = {
+      {"max_per_rank", max_bytes}, {"min_per_rank", min_bytes}, {"worst_rank", worst}, {"per_rank", param_bytes_per_rank}};
   Json training = TrainingToJson(plan.training);
   report["training"] = training;
   report["memory"] = MemoryToJson(memory);
@@ -203,20 +205,18 @@ std::string PlanToText(const Plan& plan, const std::string& model_source, const 
   const auto& d = plan.dims;
   std::ostringstream out;
   out << fmt::format("Model      {} (family {}, {})\n", model_source, m.family, m.dtype);
-  out << fmt::format("           {} layers ({} MoE, {} dense), hidden {}, vocab {}, {} attention, {} heads\n",
-                     m.num_hidden_layers, m.NumMoeLayers(), m.num_hidden_layers - m.NumMoeLayers(), m.hidden_size,
-                     m.vocab_size, m.attention.kind == AttentionKind::kMla ? "MLA" : "GQA", m.attention.num_attention_heads);
-  out << fmt::format("           {} routed experts (top_k {}, moe_intermediate_size {}){}\n", m.moe.num_experts,
-                     m.moe.top_k, m.moe.moe_intermediate_size,
+  out << fmt::format("           {} layers ({} MoE, {} dense), hidden {}, vocab {}, {} attention, {} heads\n", m.num_hidden_layers,
+                     m.NumMoeLayers(), m.num_hidden_layers - m.NumMoeLayers(), m.hidden_size, m.vocab_size,
+                     m.attention.kind == AttentionKind::kMla ? "MLA" : "GQA", m.attention.num_attention_heads);
+  out << fmt::format("           {} routed experts (top_k {}, moe_intermediate_size {}){}\n", m.moe.num_experts, m.moe.top_k,
+                     m.moe.moe_intermediate_size,
                      m.moe.num_shared_experts > 0
                          ? fmt::format(" + {} shared (intermediate {})", m.moe.num_shared_experts, m.moe.shared_expert_intermediate_size)
                          : "");
-  out << fmt::format("Params     total {} ({})  active {} ({})  active w/o input embedding {}\n",
-                     FormatCount(t.total_params), t.total_params, FormatCount(t.active_params), t.active_params,
-                     FormatCount(t.active_params_excluding_embedding));
-  out << fmt::format("           routed experts {}  shared experts {}  non-expert {}\n",
-                     FormatCount(t.routed_expert_params), FormatCount(t.shared_expert_params),
-                     FormatCount(t.non_expert_params));
+  out << fmt::format("Params     total {} ({})  active {} ({})  active w/o input embedding {}\n", FormatCount(t.total_params),
+                     t.total_params, FormatCount(t.active_params), t.active_params, FormatCount(t.active_params_excluding_embedding));
+  out << fmt::format("           routed experts {}  shared experts {}  non-expert {}\n", FormatCount(t.routed_expert_params),
+                     FormatCount(t.shared_expert_params), FormatCount(t.non_expert_params));
   out << fmt::format("Parallel   {} convention, world_size {} = pp {} x dp_replicate {} x dp_shard {} x cp {} x tp {}\n",
                      ConventionName(d.convention), d.world_size, d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp);
   out << fmt::format("           ep {}  etp {}  efsdp {} (= dp_shard*cp*tp / (ep*etp))\n", d.ep, d.etp, d.efsdp);
@@ -249,8 +249,14 @@ std::string PlanToText(const Plan& plan, const std::string& model_source, const 
     std::string pattern = p.layer >= 0 ? std::regex_replace(p.fqn, layer_number, ".{L}.", std::regex_constants::format_first_only) : p.fqn;
     std::string local = ShapeText(pl.local_shapes.front().shape);
     if (pl.local_shapes.size() > 1) local += fmt::format(" (+{} other shapes)", pl.local_shapes.size() - 1);
-    Row row{RoleName(p.role), pattern, ShapeText(p.shape), pl.sparse_mesh ? plan.meshes.sparse.name() : "dense",
-            PlacementsText(pl), local, pl.max_local_numel * DtypeBytes(p.dtype, p.fqn), {}};
+    Row row{RoleName(p.role),
+            pattern,
+            ShapeText(p.shape),
+            pl.sparse_mesh ? plan.meshes.sparse.name() : "dense",
+            PlacementsText(pl),
+            local,
+            pl.max_local_numel * DtypeBytes(p.dtype, p.fqn),
+            {}};
     std::string key = row.pattern + "|" + row.shape + "|" + row.placements + "|" + row.local;
     auto it = index.find(key);
     if (it == index.end()) {
@@ -272,12 +278,11 @@ std::string PlanToText(const Plan& plan, const std::string& model_source, const 
     w_place = std::max(w_place, r.placements.size());
     w_local = std::max(w_local, r.local.size());
   }
-  out << fmt::format("  {:<{}}  {:<{}}  {:<9}  {:<{}}  {:<6}  {:<{}}  {:<{}}  {}\n", "role", w_role, "name", w_name, "layers",
-                     "shape", w_shape, "mesh", "placements", w_place, "local shape", w_local, "bytes/rank (one tensor)");
+  out << fmt::format("  {:<{}}  {:<{}}  {:<9}  {:<{}}  {:<6}  {:<{}}  {:<{}}  {}\n", "role", w_role, "name", w_name, "layers", "shape",
+                     w_shape, "mesh", "placements", w_place, "local shape", w_local, "bytes/rank (one tensor)");
   for (const auto& r : rows) {
     out << fmt::format("  {:<{}}  {:<{}}  {:<9}  {:<{}}  {:<6}  {:<{}}  {:<{}}  {}\n", r.role, w_role, r.pattern, w_name,
-                       LayerRanges(r.layers), r.shape, w_shape, r.mesh, r.placements, w_place, r.local, w_local,
-                       FormatBytes(r.bytes));
+                       LayerRanges(r.layers), r.shape, w_shape, r.mesh, r.placements, w_place, r.local, w_local, FormatBytes(r.bytes));
   }
   const auto& e = plan.experts;
   out << fmt::format("Experts    {} per EP rank (num_local_experts), ep {}: ", e.num_local_experts, e.ep);
@@ -291,9 +296,9 @@ std::string PlanToText(const Plan& plan, const std::string& model_source, const 
                        r + 1 < e.ep ? "  " : "\n");
   }
   for (const auto& s : SummarizeStages(plan, ParamBytesPerRank(plan))) {
-    out << fmt::format("Stage {}    layers {}-{}: parameter bytes per rank max {} (rank {}), min {} ({} dtype as placed)\n",
-                       s.stage, s.first_layer, s.last_layer, FormatBytes(s.max_param_bytes), s.worst_rank,
-                       FormatBytes(s.min_param_bytes), plan.model.dtype);
+    out << fmt::format("Stage {}    layers {}-{}: parameter bytes per rank max {} (rank {}), min {} ({} dtype as placed)\n", s.stage,
+                       s.first_layer, s.last_layer, FormatBytes(s.max_param_bytes), s.worst_rank, FormatBytes(s.min_param_bytes),
+                       plan.model.dtype);
   }
   out << MemoryToText(plan, memory);
   out << CommToText(ComputeComm(plan, memory.worst_rank));
@@ -308,7 +313,9 @@ Json ByRole(const std::map<std::string, int64_t>& m) {
   return j;
 }
 
-std::string Gib(int64_t bytes) { return fmt::format("{:.2f}", static_cast<double>(bytes) / 1073741824.0); }
+std::string Gib(int64_t bytes) {
+  return fmt::format("{:.2f}", static_cast<double>(bytes) / 1073741824.0);
+}
 
 }  // namespace
 
@@ -323,7 +330,10 @@ Json MemoryToJson(const MemoryReport& memory) {
     }
     for (auto& [k, j] : roles) {
       const std::string& key = k;  // structured bindings cannot be captured in C++17
-      auto get = [&key](const std::map<std::string, int64_t>& m) { auto it = m.find(key); return it == m.end() ? int64_t{0} : it->second; };
+      auto get = [&key](const std::map<std::string, int64_t>& m) {
+        auto it = m.find(key);
+        return it == m.end() ? int64_t{0} : it->second;
+      };
       j = {{"params_bytes", get(b.params_by_role)},
            {"grads_bytes", get(b.grads_by_role)},
            {"optimizer_bytes", get(b.optimizer_by_role)},
@@ -346,10 +356,11 @@ Json MemoryToJson(const MemoryReport& memory) {
   Json j = {{"stages", stages},
             {"worst_rank", memory.worst_rank},
             {"worst_peak_bytes", memory.worst_peak_bytes},
-            {"workload", {{"tokens_per_microbatch", w.tokens},
-                          {"routed_tokens", w.routed_tokens},
-                          {"mean_received_rows", w.mean_received_rows},
-                          {"max_received_rows", w.received_rows}}}};
+            {"workload",
+             {{"tokens_per_microbatch", w.tokens},
+              {"routed_tokens", w.routed_tokens},
+              {"mean_received_rows", w.mean_received_rows},
+              {"max_received_rows", w.received_rows}}}};
   if (memory.budget_gib > 0) {
     j["budget_bytes"] = static_cast<int64_t>(memory.budget_gib * 1073741824.0);
     j["headroom_bytes"] = static_cast<int64_t>(memory.budget_gib * 1073741824.0) - memory.worst_peak_bytes;
@@ -372,12 +383,8 @@ Json CommToJson(const CommReport& comm) {
                        {"wire_bytes", e.wire_bytes},
                        {"cross_node_bytes", e.cross_node_bytes}});
   }
-  Json j = {{"rank", comm.rank},
-            {"gpus_per_node", comm.gpus_per_node},
-            {"dispatcher", comm.dispatcher},
-            {"entries", entries},
-            {"total_wire_bytes", comm.total_wire_bytes},
-            {"total_cross_node_bytes", comm.total_cross_node_bytes}};
+  Json j = {{"rank", comm.rank},  {"gpus_per_node", comm.gpus_per_node},       {"dispatcher", comm.dispatcher},
+            {"entries", entries}, {"total_wire_bytes", comm.total_wire_bytes}, {"total_cross_node_bytes", comm.total_cross_node_bytes}};
   if (comm.dispatcher == "deredundency") {
     j["oep"] = comm.oep;
     j["iep"] = comm.iep;
@@ -388,12 +395,13 @@ Json CommToJson(const CommReport& comm) {
 std::string MemoryToText(const Plan& plan, const MemoryReport& memory) {
   std::ostringstream out;
   const auto& t = plan.training;
-  out << fmt::format("Memory     per rank, GiB ({}, {} params, {} grads, {}, seq_len {} x micro-batch {}, {} micro-batches, "
-                     "recompute {}, imbalance {})\n",
-                     DpShardingName(*t.dp_sharding), t.param_dtype, t.grad_dtype, OptimizerName(t.optimizer), t.seq_len,
-                     t.micro_batch_size, t.num_microbatches.value_or(1), RecomputeName(t.recompute), t.imbalance);
-  out << fmt::format("  {:<6} {:<6} {:>9} {:>9} {:>10} {:>12} {:>9} {:>9}{}\n", "stage", "rank", "params", "grads",
-                     "optimizer", "activations", "buffers", "peak", memory.budget_gib > 0 ? "  headroom" : "");
+  out << fmt::format(
+      "Memory     per rank, GiB ({}, {} params, {} grads, {}, seq_len {} x micro-batch {}, {} micro-batches, "
+      "recompute {}, imbalance {})\n",
+      DpShardingName(*t.dp_sharding), t.param_dtype, t.grad_dtype, OptimizerName(t.optimizer), t.seq_len, t.micro_batch_size,
+      t.num_microbatches.value_or(1), RecomputeName(t.recompute), t.imbalance);
+  out << fmt::format("  {:<6} {:<6} {:>9} {:>9} {:>10} {:>12} {:>9} {:>9}{}\n", "stage", "rank", "params", "grads", "optimizer",
+                     "activations", "buffers", "peak", memory.budget_gib > 0 ? "  headroom" : "");
   for (const auto& s : memory.stages) {
     const auto& b = s.worst;
     std::string headroom;
@@ -402,8 +410,8 @@ std::string MemoryToText(const Plan& plan, const MemoryReport& memory) {
       headroom = fmt::format("  {:>8.2f}{}", h, h < 0 ? "  OVER BUDGET" : "");
     }
     out << fmt::format("  {:<6} {:<6} {:>9} {:>9} {:>10} {:>12} {:>9} {:>9}{}\n", s.stage, s.worst_rank, Gib(b.params_bytes),
-                       Gib(b.grads_bytes), Gib(b.optimizer_bytes), Gib(b.activations_bytes), Gib(b.comm_buffers_bytes),
-                       Gib(b.peak_bytes), headroom);
+                       Gib(b.grads_bytes), Gib(b.optimizer_bytes), Gib(b.activations_bytes), Gib(b.comm_buffers_bytes), Gib(b.peak_bytes),
+                       headroom);
   }
   // Breakdown by role of the worst rank overall.
   for (const auto& s : memory.stages) {
@@ -413,13 +421,16 @@ std::string MemoryToText(const Plan& plan, const MemoryReport& memory) {
     for (const auto* m : {&b.params_by_role, &b.grads_by_role, &b.optimizer_by_role, &b.activations_by_role}) {
       for (const auto& [k, v] : *m) roles[k] = 1;
     }
-    out << fmt::format("  worst rank {} by role, GiB: {:<15} {:>9} {:>9} {:>10} {:>12}\n", s.worst_rank, "role", "params",
-                       "grads", "optimizer", "activations");
+    out << fmt::format("  worst rank {} by role, GiB: {:<15} {:>9} {:>9} {:>10} {:>12}\n", s.worst_rank, "role", "params", "grads",
+                       "optimizer", "activations");
     for (const auto& [k, unused] : roles) {
       const std::string& key = k;  // structured bindings cannot be captured in C++17
-      auto get = [&key](const std::map<std::string, int64_t>& m) { auto it = m.find(key); return it == m.end() ? int64_t{0} : it->second; };
-      out << fmt::format("  {:<27}{:<15} {:>9} {:>9} {:>10} {:>12}\n", "", k, Gib(get(b.params_by_role)),
-                         Gib(get(b.grads_by_role)), Gib(get(b.optimizer_by_role)), Gib(get(b.activations_by_role)));
+      auto get = [&key](const std::map<std::string, int64_t>& m) {
+        auto it = m.find(key);
+        return it == m.end() ? int64_t{0} : it->second;
+      };
+      out << fmt::format("  {:<27}{:<15} {:>9} {:>9} {:>10} {:>12}\n", "", k, Gib(get(b.params_by_role)), Gib(get(b.grads_by_role)),
+                         Gib(get(b.optimizer_by_role)), Gib(get(b.activations_by_role)));
     }
   }
   return out.str();
@@ -444,18 +455,16 @@ std::string CommToText(const CommReport& comm) {
       it->second.bytes_per_call = std::max(it->second.bytes_per_call, e.bytes_per_call);
     }
   }
-  out << fmt::format("  {:<38} {:<15} {:<12} {:<9} {:>6} {:>7} {:>12} {:>12} {:>12}\n", "purpose", "collective", "axis",
-                     "phase", "group", "calls", "max size", "sent", "cross-node");
+  out << fmt::format("  {:<38} {:<15} {:<12} {:<9} {:>6} {:>7} {:>12} {:>12} {:>12}\n", "purpose", "collective", "axis", "phase", "group",
+                     "calls", "max size", "sent", "cross-node");
   for (const auto& [key, e] : folded) {
-    out << fmt::format("  {:<38} {:<15} {:<12} {:<9} {:>6} {:>7} {:>12} {:>12} {:>12}\n", e.purpose, e.collective, e.axis,
-                       e.phase, e.group_size, e.calls, FormatBytes(e.bytes_per_call), FormatBytes(e.wire_bytes),
-                       FormatBytes(e.cross_node_bytes));
+    out << fmt::format("  {:<38} {:<15} {:<12} {:<9} {:>6} {:>7} {:>12} {:>12} {:>12}\n", e.purpose, e.collective, e.axis, e.phase,
+                       e.group_size, e.calls, FormatBytes(e.bytes_per_call), FormatBytes(e.wire_bytes), FormatBytes(e.cross_node_bytes));
   }
   return out.str();
 }
 
-Json SimulateReportToJson(const Plan& plan, const MemoryReport& memory, const CostBreakdown& cost,
-                          const SimulateInputs& in) {
+Json SimulateReportToJson(const Plan& plan, const MemoryReport& memory, const CostBreakdown& cost, const SimulateInputs& in) {
   const Json full = PlanToJson(plan, in.model_source, memory);
   return {{"schema_version", kReportSchemaVersion},
           {"generator", {{"name", "dockyard-plan simulate"}, {"version", kDockyardVersion}, {"provenance", in.provenance}}},
@@ -470,8 +479,8 @@ Json SimulateReportToJson(const Plan& plan, const MemoryReport& memory, const Co
           {"predicted", CostToJson(cost)}};
 }
 
-Json SearchReportToJson(const SearchResult& result, const SearchOptions& options, const std::string& model_name,
-                        int64_t moe_layers, const Json& provenance) {
+Json SearchReportToJson(const SearchResult& result, const SearchOptions& options, const std::string& model_name, int64_t moe_layers,
+                        const Json& provenance) {
   Json j = SearchResultToJson(result);
   j["schema_version"] = kReportSchemaVersion;
   j["provenance"] = provenance;

@@ -47,14 +47,13 @@ struct SimulateInputs {
   int64_t routing_layers = 0;  // MoE layers sampled
   Json provenance;
 };
-Json SimulateReportToJson(const Plan& plan, const MemoryReport& memory, const CostBreakdown& cost,
-                          const SimulateInputs& inputs);
+Json SimulateReportToJson(const Plan& plan, const MemoryReport& memory, const CostBreakdown& cost, const SimulateInputs& inputs);
 
 // The `dockyard-plan search` report: SearchResultToJson with the schema version, `provenance`,
 // the model name, world size, cluster, the training settings as evaluated (the cluster's
 // gpus_per_node and the budget in use), the routing and the MoE layers sampled.
-Json SearchReportToJson(const SearchResult& result, const SearchOptions& options, const std::string& model_name,
-                        int64_t moe_layers, const Json& provenance);
+Json SearchReportToJson(const SearchResult& result, const SearchOptions& options, const std::string& model_name, int64_t moe_layers,
+                        const Json& provenance);
 
 Json MemoryToJson(const MemoryReport& memory);
 Json CommToJson(const CommReport& comm);

@@ -32,12 +32,10 @@ TEST_CASE("a prediction for GPUs beside a CPU run, and for other tokens, is said
   CHECK(PredictedRunMismatches(Simulated(), plan, "cuda", 16).empty());
   const auto cpu = PredictedRunMismatches(Simulated(), plan, "cpu", 16);
   REQUIRE(cpu.size() == 1);
-  CHECK(cpu[0].find("costed for cluster \"h100-sxm\" (989 TFLOP/s per GPU), the run measures the CPU backend") !=
-        std::string::npos);
+  CHECK(cpu[0].find("costed for cluster \"h100-sxm\" (989 TFLOP/s per GPU), the run measures the CPU backend") != std::string::npos);
   const auto tokens = PredictedRunMismatches(Simulated(), plan, "cuda", 64);
   REQUIRE(tokens.size() == 1);
-  CHECK(tokens[0].find("costed for 16 routed tokens per rank (seq_len 16 x micro_batch_size 1), the run routes 64") !=
-        std::string::npos);
+  CHECK(tokens[0].find("costed for 16 routed tokens per rank (seq_len 16 x micro_batch_size 1), the run routes 64") != std::string::npos);
   CHECK(PredictedRunMismatches(Simulated(), plan, "cpu", 64).size() == 2);
   // A plain plan report (no prediction) warns of nothing.
   PlanFile plain;

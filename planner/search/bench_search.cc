@@ -45,16 +45,16 @@ Run Measure(const dockyard::ModelSpec& model, int64_t world, int repeat) {
 }
 
 void Header(const char* first) {
-  std::printf("%8s %9s %8s %8s %8s %8s %9s %9s %10s %10s %14s\n", first, "layouts", "invalid", "over", "ranked", "routing",
-              "best s", "median s", "routing s", "layouts/s", "excl. routing");
+  std::printf("%8s %9s %8s %8s %8s %8s %9s %9s %10s %10s %14s\n", first, "layouts", "invalid", "over", "ranked", "routing", "best s",
+              "median s", "routing s", "layouts/s", "excl. routing");
 }
 
 void Row(int64_t key, const Run& run) {
   const auto& r = run.result;
   const double n = static_cast<double>(r.enumerated);
   std::printf("%8lld %9lld %8lld %8lld %8lld %8lld %9.3f %9.3f %10.3f %10.0f %14.0f\n", (long long)key, (long long)r.enumerated,
-              (long long)r.invalid, (long long)r.over_budget, (long long)r.ranked, (long long)r.routing_samples, run.best,
-              run.median, r.routing_seconds, n / run.best, n / (run.best - r.routing_seconds));
+              (long long)r.invalid, (long long)r.over_budget, (long long)r.ranked, (long long)r.routing_samples, run.best, run.median,
+              r.routing_seconds, n / run.best, n / (run.best - r.routing_seconds));
 }
 
 void Best(const dockyard::SearchResult& r) {
@@ -62,8 +62,8 @@ void Best(const dockyard::SearchResult& r) {
   const auto& x = r.top.front();
   const auto& d = x.layout.dims;
   std::printf("         best: pp %lld dp_replicate %lld dp_shard %lld cp %lld tp %lld ep %lld etp %lld %s, %.0f tokens/s/GPU, %s\n",
-              (long long)d.pp, (long long)d.dp_replicate, (long long)d.dp_shard, (long long)d.cp, (long long)d.tp,
-              (long long)d.ep, (long long)d.etp, x.layout.dispatcher.c_str(), x.tokens_per_s_per_gpu, x.dominant_phase.c_str());
+              (long long)d.pp, (long long)d.dp_replicate, (long long)d.dp_shard, (long long)d.cp, (long long)d.tp, (long long)d.ep,
+              (long long)d.etp, x.layout.dispatcher.c_str(), x.tokens_per_s_per_gpu, x.dominant_phase.c_str());
 }
 
 }  // namespace
@@ -83,9 +83,10 @@ int main(int argc, char** argv) {
     }
   }
   if (worlds.empty()) worlds = {256, 2048, 16384};
-  std::printf("bench_search: DeepSeek-V3, h100-sxm, seq_len 4096, recompute full, uniform routing (1 layer sampled), "
-              "one thread, best of %d\n\n",
-              repeat);
+  std::printf(
+      "bench_search: DeepSeek-V3, h100-sxm, seq_len 4096, recompute full, uniform routing (1 layer sampled), "
+      "one thread, best of %d\n\n",
+      repeat);
   std::printf("World size sweep (256 routed experts)\n");
   Header("world");
   for (int64_t world : worlds) {

@@ -35,8 +35,8 @@ ParallelDimsOptions Degrees() {
 // (efsdp 1). 24576 per layer, 49152 for the two layers (the unaltered rule halves both: etp 2).
 constexpr int64_t kExpertElems = 2 * (16384 + 8192);
 // FSDP keeps each element as an fp32 shard (4 B), an fp32 gradient (4 B) and two fp32 AdamW moments (8 B).
-constexpr int64_t kExpertParamBytes = kExpertElems * 4;      // 196,608
-constexpr int64_t kExpertStaticBytes = kExpertElems * 16;    // 786,432
+constexpr int64_t kExpertParamBytes = kExpertElems * 4;    // 196,608
+constexpr int64_t kExpertStaticBytes = kExpertElems * 16;  // 786,432
 
 }  // namespace
 
@@ -66,8 +66,7 @@ TEST_CASE("Altered in placement.cc alone, the expert-TP rule changes the plan, m
   const auto memory = dockyard::ComputeMemory(plan);
   CHECK(memory.stages[0].worst.params_by_role.at("routed_experts") == kExpertParamBytes);
   const auto& w = memory.stages[0].worst;
-  CHECK(w.params_by_role.at("routed_experts") + w.grads_by_role.at("routed_experts") +
-            w.optimizer_by_role.at("routed_experts") ==
+  CHECK(w.params_by_role.at("routed_experts") + w.grads_by_role.at("routed_experts") + w.optimizer_by_role.at("routed_experts") ==
         kExpertStaticBytes);
 
   // Search: the class evaluation of the same layout gives the plan path's peak and step time.
@@ -97,8 +96,7 @@ TEST_CASE("Altered in placement.cc alone, the expert-TP rule changes the plan, m
   bool found = false;
   for (const auto& row : result.top) {
     const auto& d = row.layout.dims;
-    if (d.tp == 2 && d.ep == 2 && d.etp == 2 && d.dp_replicate == 1 && d.pp == 1 && d.cp == 1 &&
-        row.layout.dispatcher == "all_to_all") {
+    if (d.tp == 2 && d.ep == 2 && d.etp == 2 && d.dp_replicate == 1 && d.pp == 1 && d.cp == 1 && row.layout.dispatcher == "all_to_all") {
       found = true;
       CHECK(row.peak_bytes == fast.peak_bytes);
     }

@@ -28,8 +28,8 @@ constexpr Wide kExactDouble = static_cast<Wide>(1) << 53;  // integers below are
 
 // RoleGroup names (inventory.h), indexed.
 constexpr int kNumGroups = 8;
-constexpr const char* kGroupNames[kNumGroups] = {"embedding", "attention", "norm", "dense_mlp",
-                                                 "router", "routed_experts", "shared_experts", "lm_head"};
+constexpr const char* kGroupNames[kNumGroups] = {"embedding", "attention",      "norm",           "dense_mlp",
+                                                 "router",    "routed_experts", "shared_experts", "lm_head"};
 
 int GroupIndex(Role role) {
   const char* group = RoleGroup(role);
@@ -39,7 +39,9 @@ int GroupIndex(Role role) {
   throw Error(fmt::format("internal: role group '{}' unknown to the layout evaluator", group));
 }
 
-int64_t Ceil(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t Ceil(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
 constexpr size_t kMaxMemoizedCuts = 1 << 16;
 
@@ -116,7 +118,7 @@ struct LayerKind {
 struct Split {
   bool valid = true;
   std::vector<int64_t> layer_stage;
-  std::vector<std::vector<int64_t>> kind_count;  // [stage][kind]
+  std::vector<std::vector<int64_t>> kind_count;   // [stage][kind]
   std::vector<int64_t> moe_layers, dense_layers;  // [stage]
 };
 
@@ -124,18 +126,18 @@ struct Split {
 
 struct LayoutEvaluator::Impl {
   std::vector<LayerKind> kinds;
-  std::vector<int> layer_kind;          // [num_hidden_layers]
-  std::vector<ParamClass> embedding;    // unit of the input embedding, stage 0
-  std::vector<ParamClass> root;         // final norm, lm_head (+ bias), stage pp - 1
-  ParamClass tied_copy;                 // the last stage's lm_head copy (tied embeddings, pp > 1)
-  int first_kind[2] = {-1, -1};         // kind of the first MoE [0] / dense [1] layer
+  std::vector<int> layer_kind;        // [num_hidden_layers]
+  std::vector<ParamClass> embedding;  // unit of the input embedding, stage 0
+  std::vector<ParamClass> root;       // final norm, lm_head (+ bias), stage pp - 1
+  ParamClass tied_copy;               // the last stage's lm_head copy (tied embeddings, pp > 1)
+  int first_kind[2] = {-1, -1};       // kind of the first MoE [0] / dense [1] layer
   double attention_params = 0;
   int64_t num_moe_layers = 0;
-  Wide all_params = 0;                  // every inventory element (+ a tied copy), for overflow guards
-  bool training_ok[2] = {false, false}; // ValidateTraining per dispatcher (all_to_all, deredundency)
-  TrainingConfig training[2];           // resolved per dispatcher
-  TrainingBytes training_bytes[2];      // their dtype sizes (valid where training_ok)
-  std::map<int64_t, Split> splits;      // per pp
+  Wide all_params = 0;                   // every inventory element (+ a tied copy), for overflow guards
+  bool training_ok[2] = {false, false};  // ValidateTraining per dispatcher (all_to_all, deredundency)
+  TrainingConfig training[2];            // resolved per dispatcher
+  TrainingBytes training_bytes[2];       // their dtype sizes (valid where training_ok)
+  std::map<int64_t, Split> splits;       // per pp
   std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, bool>, MoePhaseTimes> moe_cache;
   // The (routed, tp_dim) combinations of the classes: the placement policy (ShardCutsOf) depends
   // on nothing else of a parameter, so a candidate's cuts are computed once per combination.
@@ -149,8 +151,8 @@ struct LayoutEvaluator::Impl {
     bool uneven_fsdp = false;  // a class FSDP2 cannot shard (FindUnevenFsdpCut): BuildPlan rejects it
   };
   std::unordered_map<std::string, ClassSums> class_sums;
-  std::string key;                      // scratch
-  std::vector<ShardCuts> cuts;          // scratch, per combo
+  std::string key;              // scratch
+  std::vector<ShardCuts> cuts;  // scratch, per combo
 
   int ComboOf(bool routed, int tp_dim) {
     for (size_t i = 0; i < combos.size(); ++i) {
@@ -227,8 +229,8 @@ LayoutEvaluator::LayoutEvaluator(const ModelSpec& model, const SearchOptions& op
   inventory_ = BuildInventory(model_);
   int64_t layers = std::min<int64_t>(options_.routing_layers, model_.NumMoeLayers());
   if (options_.routing.kind == RoutingKind::kTrace) layers = model_.NumMoeLayers();
-  sampler_ = std::make_unique<RoutingSampler>(PrepareRouting(options_.routing, model_.moe.num_experts, model_.moe.top_k, layers,
-                                                                     GroupLimitOf(model_.moe)));
+  sampler_ = std::make_unique<RoutingSampler>(
+      PrepareRouting(options_.routing, model_.moe.num_experts, model_.moe.top_k, layers, GroupLimitOf(model_.moe)));
   const double budget_gib = options_.training.gpu_memory_gib > 0 ? options_.training.gpu_memory_gib : options_.cluster.memory_gib;
   budget_bytes_ = budget_gib * 1073741824.0;
 
@@ -307,7 +309,9 @@ LayoutEvaluator::LayoutEvaluator(const ModelSpec& model, const SearchOptions& op
 
 LayoutEvaluator::~LayoutEvaluator() = default;
 
-int64_t LayoutEvaluator::num_layer_kinds() const { return static_cast<int64_t>(impl_->kinds.size()); }
+int64_t LayoutEvaluator::num_layer_kinds() const {
+  return static_cast<int64_t>(impl_->kinds.size());
+}
 
 int64_t LayoutEvaluator::num_classes() const {
   size_t n = impl_->embedding.size() + impl_->root.size();
@@ -373,8 +377,7 @@ LayoutEvaluation LayoutEvaluator::EvaluateReference(const LayoutCandidate& c, bo
   std::optional<RoutingResult> flex;
   if (plan.dims.ep > 1 && plan.training.dispatcher == "deepep") {
     flex = it->second;
-    AddFlexCounts(sampler_->model(), plan.meshes.sparse.GroupOf(0, plan.meshes.sparse.AxisIndex("ep")),
-                  plan.training.gpus_per_node, *flex);
+    AddFlexCounts(sampler_->model(), plan.meshes.sparse.GroupOf(0, plan.meshes.sparse.AxisIndex("ep")), plan.training.gpus_per_node, *flex);
   }
   const CostBreakdown cost = SimulateStep(plan, options_.cluster, flex ? *flex : it->second, options_.cost);
   r.simulated = true;
@@ -532,7 +535,8 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
     MoePhaseShape shape = MoePhaseShapeOf(m, w, d.ep, deredundency);
     shape.integer_sums = true;
     if (t.fp8_dispatch) shape.dispatch_act_bytes = DispatchBytesPerElement(t, shape.act_bytes);
-    mit = im.moe_cache.emplace(moe_key, SimulateMoePhases(routing, ep_group, shape, options_.cluster, WithPrecision(options_.cost, t))).first;
+    mit =
+        im.moe_cache.emplace(moe_key, SimulateMoePhases(routing, ep_group, shape, options_.cluster, WithPrecision(options_.cost, t))).first;
     cache_fill_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   in.moe_phases = &mit->second;
@@ -542,8 +546,8 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   {
     // Rank 0 is on stage 0: with tied embeddings and pp > 1 it holds the embedding (comm.h).
     const Wide tied = m.tie_word_embeddings && d.pp > 1 ? emb.mp[0] + emb.mp[1] : 0;
-    const StepCollectiveList step = StepCollectives(d, strategy, tb, static_cast<int64_t>(dense0), static_cast<int64_t>(sparse0),
-                                                    static_cast<int64_t>(tied));
+    const StepCollectiveList step =
+        StepCollectives(d, strategy, tb, static_cast<int64_t>(dense0), static_cast<int64_t>(sparse0), static_cast<int64_t>(tied));
     for (int i = 0; i < step.size; ++i) {
       const StepCollective& e = step.items[i];
       if (e.group_size < 2 || e.bytes == 0) continue;

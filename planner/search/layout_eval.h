@@ -51,8 +51,8 @@ namespace dockyard {
 struct LayoutEvaluation {
   enum class Status { kInvalid, kOverBudget, kRanked };
   Status status = Status::kInvalid;
-  ParallelDims dims;            // validated degrees (dp_shard resolved, efsdp); valid candidates only
-  int64_t peak_bytes = 0;       // MemoryReport::worst_peak_bytes
+  ParallelDims dims;       // validated degrees (dp_shard resolved, efsdp); valid candidates only
+  int64_t peak_bytes = 0;  // MemoryReport::worst_peak_bytes
   // From SimulateStep; filled for ranked candidates, and for over-budget ones when asked.
   bool simulated = false;
   double step_time_us = 0;
@@ -82,13 +82,13 @@ class LayoutEvaluator {
   LayoutEvaluation EvaluateReference(const LayoutCandidate& candidate, bool simulate_over_budget = false);
 
   double budget_bytes() const { return budget_bytes_; }
-  int64_t fallbacks() const { return fallbacks_; }          // candidates Evaluate handed to the reference
+  int64_t fallbacks() const { return fallbacks_; }  // candidates Evaluate handed to the reference
   int64_t routing_samples() const { return static_cast<int64_t>(routing_cache_.size()); }
   // Wall seconds spent filling the per-key caches: routing samples and routing-dependent MoE
   // phases (steady clock, read only on cache misses).
   double cache_fill_seconds() const { return cache_fill_seconds_; }
   int64_t num_layer_kinds() const;
-  int64_t num_classes() const;                               // over all layer kinds and units
+  int64_t num_classes() const;  // over all layer kinds and units
 
  private:
   struct Impl;
@@ -97,8 +97,8 @@ class LayoutEvaluator {
   ModelSpec model_;  // a copy: the evaluator may outlive the caller's model
   SearchOptions options_;
   ParamInventory inventory_;
-  std::unique_ptr<RoutingSampler> sampler_;  // shares each rank's draws between ep and oep values
-  std::map<std::tuple<int64_t, int64_t, int64_t>, RoutingResult> routing_cache_;            // fast path
+  std::unique_ptr<RoutingSampler> sampler_;                                       // shares each rank's draws between ep and oep values
+  std::map<std::tuple<int64_t, int64_t, int64_t>, RoutingResult> routing_cache_;  // fast path
   std::map<std::tuple<int64_t, int64_t, int64_t>, RoutingResult> reference_routing_cache_;  // reference path
   double budget_bytes_ = 0;
   int64_t fallbacks_ = 0;

@@ -25,12 +25,10 @@ std::vector<RedundantCount> ParseRedundantCounts(const std::string& text) {
       digits = item.substr(0, item.size() - 2);
       if (digits.empty()) digits = "1";
     }
-    const bool ok = !digits.empty() && digits.size() <= 9 && std::all_of(digits.begin(), digits.end(), [](char ch) {
-      return ch >= '0' && ch <= '9';
-    });
+    const bool ok =
+        !digits.empty() && digits.size() <= 9 && std::all_of(digits.begin(), digits.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
     if (!ok || (c.per_ep && std::stoll(digits) < 1)) {
-      throw Error(fmt::format("--redundant-experts '{}': item '{}' is not an integer >= 0 or a multiple of ep ('ep', '2ep')",
-                              text, item));
+      throw Error(fmt::format("--redundant-experts '{}': item '{}' is not an integer >= 0 or a multiple of ep ('ep', '2ep')", text, item));
     }
     c.value = std::stoll(digits);
     out.push_back(c);
@@ -64,8 +62,7 @@ RedundantSearchResult SearchRedundantExperts(const ModelSpec& model, const Searc
     for (const RedundantCount& c : counts) {
       RedundantExpertsOptions o = options;
       o.redundant_experts = c.For(plan.dims.ep);
-      if ((E + o.redundant_experts) % plan.dims.ep != 0 || o.redundant_experts > MaxRedundantExperts(E, plan.dims.ep) ||
-          deredundency) {
+      if ((E + o.redundant_experts) % plan.dims.ep != 0 || o.redundant_experts > MaxRedundantExperts(E, plan.dims.ep) || deredundency) {
         ++out.skipped;
         continue;
       }
@@ -99,8 +96,8 @@ namespace {
 
 std::string LayoutText(const LayoutCandidate& c) {
   const auto& d = c.dims;
-  return fmt::format("pp {} dp_rep {} dp_shard {} cp {} tp {} ep {} etp {} {}", d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp,
-                     d.ep, d.etp, c.dispatcher);
+  return fmt::format("pp {} dp_rep {} dp_shard {} cp {} tp {} ep {} etp {} {}", d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp, d.ep, d.etp,
+                     c.dispatcher);
 }
 
 }  // namespace
@@ -110,8 +107,14 @@ Json RedundantSearchToJson(const RedundantSearchResult& r) {
   for (const auto& x : r.ranked) {
     const auto& d = x.layout.layout.dims;
     ranked.push_back({{"layout",
-                       {{"pp", d.pp}, {"dp_replicate", d.dp_replicate}, {"dp_shard", d.dp_shard}, {"cp", d.cp}, {"tp", d.tp},
-                        {"ep", d.ep}, {"etp", d.etp}, {"dispatcher", x.layout.layout.dispatcher}}},
+                       {{"pp", d.pp},
+                        {"dp_replicate", d.dp_replicate},
+                        {"dp_shard", d.dp_shard},
+                        {"cp", d.cp},
+                        {"tp", d.tp},
+                        {"ep", d.ep},
+                        {"etp", d.etp},
+                        {"dispatcher", x.layout.layout.dispatcher}}},
                       {"redundant_experts", x.redundant_experts},
                       {"policy", x.policy},
                       {"imbalance_before", x.imbalance_before},
@@ -128,11 +131,13 @@ Json RedundantSearchToJson(const RedundantSearchResult& r) {
 
 std::string RedundantSearchToText(const RedundantSearchResult& r) {
   std::ostringstream out;
-  out << fmt::format("\nRedundant experts: {} (layout, R) pairs ranked, {} skipped (slots not divisible by ep, more replicas than EP ranks, or deredundency), "
-                     "{} over budget\n",
-                     r.ranked.size(), r.skipped, r.over_budget);
-  out << fmt::format("  {:>3} {:<52} {:>5} {:>13} {:>9} {:>21} {:>10}\n", "#", "layout", "R", "policy", "imbalance",
-                     "tokens/s/GPU", "peak GiB");
+  out << fmt::format(
+      "\nRedundant experts: {} (layout, R) pairs ranked, {} skipped (slots not divisible by ep, more replicas than EP ranks, or "
+      "deredundency), "
+      "{} over budget\n",
+      r.ranked.size(), r.skipped, r.over_budget);
+  out << fmt::format("  {:>3} {:<52} {:>5} {:>13} {:>9} {:>21} {:>10}\n", "#", "layout", "R", "policy", "imbalance", "tokens/s/GPU",
+                     "peak GiB");
   for (size_t i = 0; i < r.ranked.size(); ++i) {
     const auto& x = r.ranked[i];
     out << fmt::format("  {:>3} {:<52} {:>5} {:>13} {:>4.2f}->{:<4.2f} {:>9.0f} -> {:>9.0f} {:>10.2f}\n", i + 1,

@@ -132,30 +132,43 @@ Json SearchResultToJson(const SearchResult& r) {
   Json top = Json::array();
   for (const auto& x : r.top) {
     const auto& d = x.layout.dims;
-    top.push_back({{"pp", d.pp}, {"dp_replicate", d.dp_replicate}, {"dp_shard", d.dp_shard}, {"cp", d.cp}, {"tp", d.tp},
-                   {"ep", d.ep}, {"etp", d.etp}, {"efsdp", x.efsdp}, {"dispatcher", x.layout.dispatcher},
-                   {"step_time_us", x.step_time_us}, {"tokens_per_s_per_gpu", x.tokens_per_s_per_gpu}, {"mfu", x.mfu},
-                   {"peak_bytes", x.peak_bytes}, {"dominant_phase", x.dominant_phase}});
+    top.push_back({{"pp", d.pp},
+                   {"dp_replicate", d.dp_replicate},
+                   {"dp_shard", d.dp_shard},
+                   {"cp", d.cp},
+                   {"tp", d.tp},
+                   {"ep", d.ep},
+                   {"etp", d.etp},
+                   {"efsdp", x.efsdp},
+                   {"dispatcher", x.layout.dispatcher},
+                   {"step_time_us", x.step_time_us},
+                   {"tokens_per_s_per_gpu", x.tokens_per_s_per_gpu},
+                   {"mfu", x.mfu},
+                   {"peak_bytes", x.peak_bytes},
+                   {"dominant_phase", x.dominant_phase}});
   }
-  return Json{{"enumerated", r.enumerated}, {"invalid", r.invalid}, {"over_budget", r.over_budget},
-              {"ranked", r.ranked},         {"budget_gib", r.budget_gib}, {"seconds", r.seconds},
+  return Json{{"enumerated", r.enumerated},
+              {"invalid", r.invalid},
+              {"over_budget", r.over_budget},
+              {"ranked", r.ranked},
+              {"budget_gib", r.budget_gib},
+              {"seconds", r.seconds},
               {"top", top}};
 }
 
 std::string SearchResultToText(const SearchResult& r) {
   std::ostringstream out;
-  out << fmt::format("Search     {} layouts enumerated: {} invalid, {} over the {:.1f} GiB budget, {} ranked ({:.2f} s, {:.0f} layouts/s)\n",
-                     r.enumerated, r.invalid, r.over_budget, r.budget_gib, r.ranked, r.seconds,
-                     r.seconds > 0 ? r.enumerated / r.seconds : 0.0);
-  out << fmt::format("  {:>4} {:>3} {:>4} {:>6} {:>3} {:>3} {:>4} {:>4} {:>6} {:<13} {:>10} {:>12} {:>6} {:>9}  {}\n", "rank",
-                     "pp", "dpr", "dps", "cp", "tp", "ep", "etp", "efsdp", "dispatcher", "step (ms)", "tok/s/GPU", "MFU",
-                     "peak GiB", "dominant phase");
+  out << fmt::format(
+      "Search     {} layouts enumerated: {} invalid, {} over the {:.1f} GiB budget, {} ranked ({:.2f} s, {:.0f} layouts/s)\n", r.enumerated,
+      r.invalid, r.over_budget, r.budget_gib, r.ranked, r.seconds, r.seconds > 0 ? r.enumerated / r.seconds : 0.0);
+  out << fmt::format("  {:>4} {:>3} {:>4} {:>6} {:>3} {:>3} {:>4} {:>4} {:>6} {:<13} {:>10} {:>12} {:>6} {:>9}  {}\n", "rank", "pp", "dpr",
+                     "dps", "cp", "tp", "ep", "etp", "efsdp", "dispatcher", "step (ms)", "tok/s/GPU", "MFU", "peak GiB", "dominant phase");
   for (size_t i = 0; i < r.top.size(); ++i) {
     const auto& x = r.top[i];
     const auto& d = x.layout.dims;
-    out << fmt::format("  {:>4} {:>3} {:>4} {:>6} {:>3} {:>3} {:>4} {:>4} {:>6} {:<13} {:>10.1f} {:>12.0f} {:>5.1f}% {:>9.2f}  {}\n",
-                       i + 1, d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp, d.ep, d.etp, x.efsdp, x.layout.dispatcher,
-                       x.step_time_us / 1e3, x.tokens_per_s_per_gpu, 100 * x.mfu, x.peak_bytes / 1073741824.0, x.dominant_phase);
+    out << fmt::format("  {:>4} {:>3} {:>4} {:>6} {:>3} {:>3} {:>4} {:>4} {:>6} {:<13} {:>10.1f} {:>12.0f} {:>5.1f}% {:>9.2f}  {}\n", i + 1,
+                       d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp, d.ep, d.etp, x.efsdp, x.layout.dispatcher, x.step_time_us / 1e3,
+                       x.tokens_per_s_per_gpu, 100 * x.mfu, x.peak_bytes / 1073741824.0, x.dominant_phase);
   }
   return out.str();
 }

@@ -48,7 +48,7 @@ struct SearchOptions {
   CostOptions cost;         // the cost model's knobs (a calibration file sets them)
   TrainingConfig training;  // dp_sharding, dtypes, batch, recompute ... as for a single plan
   Convention convention = Convention::kTorchtitan;
-  RoutingSpec routing;      // sampled once per (ep, routed tokens)
+  RoutingSpec routing;  // sampled once per (ep, routed tokens)
   int64_t routing_layers = 2;
   int64_t max_pp = 16;
   int64_t top = 10;
@@ -82,9 +82,9 @@ struct SearchResult {
   int64_t over_budget = 0;  // valid but over the memory budget
   int64_t ranked = 0;       // valid and within budget
   double budget_gib = 0;
-  double seconds = 0;       // wall time of SearchLayouts, one thread
-  int64_t routing_samples = 0;   // distinct (ep, routed tokens, oep) routing samples drawn
-  double routing_seconds = 0;    // part of `seconds` spent drawing them and their MoE phases (once per key)
+  double seconds = 0;             // wall time of SearchLayouts, one thread
+  int64_t routing_samples = 0;    // distinct (ep, routed tokens, oep) routing samples drawn
+  double routing_seconds = 0;     // part of `seconds` spent drawing them and their MoE phases (once per key)
   std::vector<RankedLayout> top;  // best first, at most options.top
 };
 

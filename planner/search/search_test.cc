@@ -264,8 +264,9 @@ TEST_CASE("Fast evaluation equals the plan path for every candidate: Qwen3-30B-A
     const Coverage cov = CompareEveryCandidate(dockyard::LoadModel("testdata/hf/olmoe-1b-7b-0125-instruct.json"), o);
     CHECK(cov.ranked > 0);
   }
-  SUBCASE("Qwen3-30B-A3B with tied embeddings (lm_head copy on the last stage and the embedding group's all-reduce "
-          "when pp > 1), megatron, SGD, 16 GPUs") {
+  SUBCASE(
+      "Qwen3-30B-A3B with tied embeddings (lm_head copy on the last stage and the embedding group's all-reduce "
+      "when pp > 1), megatron, SGD, 16 GPUs") {
     auto model = dockyard::LoadModel("testdata/hf/qwen3-30b-a3b.json");
     model.tie_word_embeddings = true;
     SearchOptions o = FullSearch(16);
@@ -318,18 +319,20 @@ TEST_CASE("Search results are those of the plan path: counts and top layouts on 
   std::vector<std::pair<double, int64_t>> ranked;  // (tokens/s per GPU, peak bytes)
   for (const auto& c : dockyard::EnumerateLayouts(model, o)) {
     const auto e = evaluator.EvaluateReference(c);
-    if (e.status == dockyard::LayoutEvaluation::Status::kInvalid) ++invalid;
-    else if (e.status == dockyard::LayoutEvaluation::Status::kOverBudget) ++over;
-    else ranked.push_back({e.tokens_per_s_per_gpu, e.peak_bytes});
+    if (e.status == dockyard::LayoutEvaluation::Status::kInvalid)
+      ++invalid;
+    else if (e.status == dockyard::LayoutEvaluation::Status::kOverBudget)
+      ++over;
+    else
+      ranked.push_back({e.tokens_per_s_per_gpu, e.peak_bytes});
   }
   CHECK(result.enumerated == 1865);
   CHECK(result.over_budget > 0);
   CHECK(result.invalid == invalid);
   CHECK(result.over_budget == over);
   CHECK(result.ranked == static_cast<int64_t>(ranked.size()));
-  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
-    return std::make_tuple(-a.first, a.second) < std::make_tuple(-b.first, b.second);
-  });
+  std::sort(ranked.begin(), ranked.end(),
+            [](const auto& a, const auto& b) { return std::make_tuple(-a.first, a.second) < std::make_tuple(-b.first, b.second); });
   REQUIRE(result.top.size() == 50);
   for (size_t i = 0; i < result.top.size(); ++i) {
     CHECK(result.top[i].tokens_per_s_per_gpu == ranked[i].first);
@@ -342,10 +345,10 @@ TEST_CASE("the deredundency dispatcher's default oep: the nodes an EP group span
   t.gpus_per_node = 8;
   CHECK(dockyard::DeredundencyOep(t, 64) == 8);  // 64 / 8
   CHECK(dockyard::DeredundencyOep(t, 16) == 2);
-  CHECK(dockyard::DeredundencyOep(t, 4) == 1);   // inside one node
-  CHECK(dockyard::DeredundencyOep(t, 12) == 2);  // ceil(12 / 8) = 2 divides 12
-  CHECK(dockyard::DeredundencyOep(t, 60) == 10); // ceil(60 / 8) = 8 does not divide 60; 9 neither; 10 does
-  CHECK(dockyard::DeredundencyOep(t, 7) == 1);   // ceil(7 / 8) = 1: inside one node
+  CHECK(dockyard::DeredundencyOep(t, 4) == 1);    // inside one node
+  CHECK(dockyard::DeredundencyOep(t, 12) == 2);   // ceil(12 / 8) = 2 divides 12
+  CHECK(dockyard::DeredundencyOep(t, 60) == 10);  // ceil(60 / 8) = 8 does not divide 60; 9 neither; 10 does
+  CHECK(dockyard::DeredundencyOep(t, 7) == 1);    // ceil(7 / 8) = 1: inside one node
   t.gpus_per_node = 6;
   CHECK(dockyard::DeredundencyOep(t, 32) == 8);  // ceil(32 / 6) = 6 and 7 do not divide 32; 8 does
   t.oep = 4;

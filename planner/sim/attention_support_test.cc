@@ -16,20 +16,18 @@ TEST_CASE("Softmax attention (GQA and MLA) is priced: no refusal") {
 }
 
 TEST_CASE("DeepSeek Sparse Attention is refused with index_topk, its value and the rule") {
-  CHECK_THROWS_WITH_AS(
-      CheckCostModelCoversAttention(LoadModel("testdata/hf/deepseek-v3.2-exp.json")),
-      doctest::Contains("testdata/hf/deepseek-v3.2-exp.json: /attention/indexer/index_topk (HF index_topk) = 2048: "
-                        "DeepSeek Sparse Attention is not in the cost model"),
-      Error);
+  CHECK_THROWS_WITH_AS(CheckCostModelCoversAttention(LoadModel("testdata/hf/deepseek-v3.2-exp.json")),
+                       doctest::Contains("testdata/hf/deepseek-v3.2-exp.json: /attention/indexer/index_topk (HF index_topk) = 2048: "
+                                         "DeepSeek Sparse Attention is not in the cost model"),
+                       Error);
 }
 
 TEST_CASE("Gated DeltaNet layers are refused with the first linear layer and the count") {
-  CHECK_THROWS_WITH_AS(
-      CheckCostModelCoversAttention(LoadModel("testdata/hf/qwen3-next-80b-a3b-instruct.json")),
-      doctest::Contains("testdata/hf/qwen3-next-80b-a3b-instruct.json: /attention_layer_types/0 (HF layer_types / "
-                        "full_attention_interval) = \"linear_attention\": Gated DeltaNet linear attention (36 of 48 "
-                        "layers) is not in the cost model"),
-      Error);
+  CHECK_THROWS_WITH_AS(CheckCostModelCoversAttention(LoadModel("testdata/hf/qwen3-next-80b-a3b-instruct.json")),
+                       doctest::Contains("testdata/hf/qwen3-next-80b-a3b-instruct.json: /attention_layer_types/0 (HF layer_types / "
+                                         "full_attention_interval) = \"linear_attention\": Gated DeltaNet linear attention (36 of 48 "
+                                         "layers) is not in the cost model"),
+                       Error);
 }
 
 TEST_CASE("A hybrid model whose linear layers are all switched to full attention is priced") {

@@ -47,7 +47,8 @@ int main(int argc, char** argv) {
     std::printf("\n(%zu runs, %zu component measurements; load + predict %.0f ms)\n", set.runs.size(), set.components.size(), ms);
     const auto t1 = std::chrono::steady_clock::now();
     std::fputs(dockyard::FidelityFitToMarkdown(set, "h100-sxm").c_str(), stdout);
-    std::printf("\n(fit + held-out fits %.0f ms)\n", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count());
+    std::printf("\n(fit + held-out fits %.0f ms)\n",
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count());
   } catch (const dockyard::Error& e) {
     std::fprintf(stderr, "bench_fidelity: error: %s\n", e.what());
     return 1;

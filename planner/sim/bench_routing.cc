@@ -14,15 +14,17 @@
 
 using Clock = std::chrono::steady_clock;
 
-static double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+static double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
 
 int main(int argc, char** argv) {
   const int64_t E = 256, k = 8, ep = 64;
   const int64_t T = argc > 1 ? std::atoll(argv[1]) : 8192;
   const int64_t layers = argc > 2 ? std::atoll(argv[2]) : 4;
   const int iters = 5;
-  std::printf("bench_routing: E %lld, top_k %lld, ep %lld, T %lld tokens per rank, %lld layers (best of %d, one core)\n",
-              (long long)E, (long long)k, (long long)ep, (long long)T, (long long)layers, iters);
+  std::printf("bench_routing: E %lld, top_k %lld, ep %lld, T %lld tokens per rank, %lld layers (best of %d, one core)\n", (long long)E,
+              (long long)k, (long long)ep, (long long)T, (long long)layers, iters);
   for (const char* text : {"uniform", "zipf:1.2", "zipf:1.2:noshuffle", "zipf:0.6", "hot:8:0.3"}) {
     dockyard::RoutingSpec spec = dockyard::ParseRoutingSpec(text);
     spec.seed = 1;
@@ -40,10 +42,11 @@ int main(int argc, char** argv) {
     // Experts every token picks (share capped at 1/top_k) are counted in bulk, not drawn.
     int forced = 0;
     for (double share : result.layers[0].expected_share) forced += share * static_cast<double>(k) >= 1.0 ? 1 : 0;
-    std::printf("  %-20s %7.1f M assignments/s per core  (%lld in %7.2f ms; %d of %lld picks per token drawn; "
-                "prepare %6.2f ms; max imbalance %.2f)\n",
-                text, static_cast<double>(result.assignments) / best_sample / 1e6, (long long)result.assignments,
-                best_sample * 1e3, static_cast<int>(k) - forced, (long long)k, best_prepare * 1e3, result.max_imbalance);
+    std::printf(
+        "  %-20s %7.1f M assignments/s per core  (%lld in %7.2f ms; %d of %lld picks per token drawn; "
+        "prepare %6.2f ms; max imbalance %.2f)\n",
+        text, static_cast<double>(result.assignments) / best_sample / 1e6, (long long)result.assignments, best_sample * 1e3,
+        static_cast<int>(k) - forced, (long long)k, best_prepare * 1e3, result.max_imbalance);
   }
   return 0;
 }

@@ -19,17 +19,21 @@
 namespace dockyard {
 namespace {
 
-constexpr double kPriorPull = 1e-4;        // weight of ln(value / prior)^2 in the minimized loss
-constexpr double kMinSensitivity = 0.01;   // below: the rows do not determine the knob
-constexpr double kHuberDelta = 1.0;        // in units of the row's noise
+constexpr double kPriorPull = 1e-4;       // weight of ln(value / prior)^2 in the minimized loss
+constexpr double kMinSensitivity = 0.01;  // below: the rows do not determine the knob
+constexpr double kHuberDelta = 1.0;       // in units of the row's noise
 
 const std::vector<CalibrationKnob>& Knobs() {
   static const std::vector<CalibrationKnob> knobs = CalibrationKnobs();
   return knobs;
 }
 
-double LowerBound(const CalibrationKnob& k, double prior) { return k.relative ? k.lower * prior : k.lower; }
-double UpperBound(const CalibrationKnob& k, double prior) { return k.relative ? k.upper * prior : k.upper; }
+double LowerBound(const CalibrationKnob& k, double prior) {
+  return k.relative ? k.lower * prior : k.lower;
+}
+double UpperBound(const CalibrationKnob& k, double prior) {
+  return k.relative ? k.upper * prior : k.upper;
+}
 
 // The loss weight of every row of `stage`: w_i / (sum of its group's w) / groups (0 for other rows).
 std::vector<double> RowWeights(const std::vector<CalibrationRow>& rows, CalibrationKnob::Stage stage) {
@@ -212,8 +216,7 @@ std::string PhaseNotFitted(const std::string& name, bool shared_overlapped) {
 }
 
 // The predicted time of phase (name, layer_kind, direction) of `cost`, 0 when it has none.
-double PredictedPhaseUs(const CostBreakdown& cost, const std::string& name, const std::string& layer_kind,
-                        const std::string& direction) {
+double PredictedPhaseUs(const CostBreakdown& cost, const std::string& name, const std::string& layer_kind, const std::string& direction) {
   for (const PhaseCost& ph : cost.phases) {
     if (ph.name == name && ph.layer_kind == layer_kind && ph.direction == direction) return ph.time_us;
   }
@@ -228,7 +231,8 @@ double StepSecondsAt(FidelityRun run, double value) {
 }  // namespace
 
 std::vector<CalibrationRow> RowsFromFidelitySet(const FidelitySet& set, const std::string& preset,
-                                                std::vector<std::pair<std::string, std::string>>* skipped, const std::string& only_hardware) {
+                                                std::vector<std::pair<std::string, std::string>>* skipped,
+                                                const std::string& only_hardware) {
   const ClusterSpec preset_cluster = ClusterPreset(preset);  // throws for an unknown preset
   std::vector<CalibrationRow> rows;
   for (const FidelityRun& run : set.runs) {
@@ -243,8 +247,8 @@ std::vector<CalibrationRow> RowsFromFidelitySet(const FidelitySet& set, const st
       continue;
     }
     if (!only_hardware.empty() && run.cluster_name != only_hardware && run.cluster.name != only_hardware) {
-      skipped->push_back({run.id, fmt::format("hardware \"{}\": a calibration is per hardware (calibrating {})", run.cluster_name,
-                                              only_hardware)});
+      skipped->push_back(
+          {run.id, fmt::format("hardware \"{}\": a calibration is per hardware (calibrating {})", run.cluster_name, only_hardware)});
       continue;
     }
     auto prepared = std::make_shared<PreparedRun>(PrepareRun(run, set.models.at(run.model)));
@@ -385,8 +389,9 @@ std::vector<CalibrationRow> RowsFromRunReport(const Json& report, const std::str
     v.Fail("layout", e.what());
   }
   if (ComputeWorkload(*plan).routed_tokens != t.seq_len) {
-    run.Fail("tokens_per_rank", fmt::format("{} tokens per rank do not match the rebuilt plan's routed tokens {} (tensor-parallel runs are not fitted yet)",
-                                            t.seq_len, ComputeWorkload(*plan).routed_tokens));
+    run.Fail("tokens_per_rank",
+             fmt::format("{} tokens per rank do not match the rebuilt plan's routed tokens {} (tensor-parallel runs are not fitted yet)",
+                         t.seq_len, ComputeWorkload(*plan).routed_tokens));
   }
   RoutingSpec routing = ParseRoutingSpec("uniform");
   routing.seed = static_cast<uint64_t>(run.Int("seed", 0));
@@ -441,19 +446,22 @@ std::string CalibrationFitToText(const std::vector<CalibrationRow>& rows, const 
   std::string out;
   std::set<std::string> groups[2];
   for (const CalibrationRow& r : rows) groups[r.stage == CalibrationKnob::kComponent ? 0 : 1].insert(r.group);
-  out += fmt::format("Rows: {} ({} groups) component / phase rows for stage 1, {} ({} groups) whole-step rows for stage 2\n\n",
-                     std::count_if(rows.begin(), rows.end(), [](const CalibrationRow& r) { return r.stage == CalibrationKnob::kComponent; }),
-                     groups[0].size(),
-                     std::count_if(rows.begin(), rows.end(), [](const CalibrationRow& r) { return r.stage == CalibrationKnob::kResidual; }),
-                     groups[1].size());
-  out += "| row | stage | measures | group | measured | unit | before | error | after | error |\n|---|---|---|---|---|---|---|---|---|---|\n";
+  out +=
+      fmt::format("Rows: {} ({} groups) component / phase rows for stage 1, {} ({} groups) whole-step rows for stage 2\n\n",
+                  std::count_if(rows.begin(), rows.end(), [](const CalibrationRow& r) { return r.stage == CalibrationKnob::kComponent; }),
+                  groups[0].size(),
+                  std::count_if(rows.begin(), rows.end(), [](const CalibrationRow& r) { return r.stage == CalibrationKnob::kResidual; }),
+                  groups[1].size());
+  out +=
+      "| row | stage | measures | group | measured | unit | before | error | after | error |\n|---|---|---|---|---|---|---|---|---|---|\n";
   double sum[2] = {0, 0}, mx[2] = {0, 0};
   int64_t n = 0;
   for (const CalibrationRow& r : rows) {
     const double before = PredictRow(r, fit.prior), after = PredictRow(r, fit.values);
-    out += fmt::format("| {} | {} | {} | {} | {:.4g}{} | {} | {:.4g} | {} | {:.4g} | {} |\n", r.id, r.stage == CalibrationKnob::kComponent ? 1 : 2,
-                       r.what, r.group, r.measured, r.range ? fmt::format(" [{:.4g}, {:.4g}]", r.range->first, r.range->second) : "",
-                       r.unit, before, pct(before / r.measured - 1), after, pct(after / r.measured - 1));
+    out += fmt::format("| {} | {} | {} | {} | {:.4g}{} | {} | {:.4g} | {} | {:.4g} | {} |\n", r.id,
+                       r.stage == CalibrationKnob::kComponent ? 1 : 2, r.what, r.group, r.measured,
+                       r.range ? fmt::format(" [{:.4g}, {:.4g}]", r.range->first, r.range->second) : "", r.unit, before,
+                       pct(before / r.measured - 1), after, pct(after / r.measured - 1));
     if (r.stage == CalibrationKnob::kResidual) {
       const double e[2] = {std::fabs(before / r.measured - 1), std::fabs(after / r.measured - 1)};
       for (int i = 0; i < 2; ++i) {
@@ -491,8 +499,9 @@ std::string CalibrationFitToText(const std::vector<CalibrationRow>& rows, const 
     if (held_out->empty()) {
       out += "group-held-out error: no whole-step rows\n";
     } else {
-      out += fmt::format("group-held-out error (fit without the row's group, predict it): mean |error| {:.1f} %, max {:.1f} % ({}) over {} rows\n",
-                         100 * s / static_cast<double>(held_out->size()), 100 * m, worst, held_out->size());
+      out += fmt::format(
+          "group-held-out error (fit without the row's group, predict it): mean |error| {:.1f} %, max {:.1f} % ({}) over {} rows\n",
+          100 * s / static_cast<double>(held_out->size()), 100 * m, worst, held_out->size());
     }
   }
   return out;
@@ -508,11 +517,12 @@ std::string FidelityFitToMarkdown(const FidelitySet& set, const std::string& pre
   const char* names[4] = {"prior (no fit)", "in-sample fit", "group-held-out", "leave-one-hardware-out"};
   std::vector<FidelityPrediction> variants[4];
   std::string table =
-      "| id | group | hardware | measured s | prior | in-sample | group-held-out | hardware-held-out |\n|---|---|---|---|---|---|---|---|\n";
+      "| id | group | hardware | measured s | prior | in-sample | group-held-out | hardware-held-out "
+      "|\n|---|---|---|---|---|---|---|---|\n";
   for (const CalibrationRow& r : rows) {
     if (r.stage != CalibrationKnob::kResidual) continue;
-    const double err[4] = {PredictRow(r, prior) / r.measured - 1, PredictRow(r, fit.values) / r.measured - 1,
-                           by_group.at(r.id), by_hardware.at(r.id)};
+    const double err[4] = {PredictRow(r, prior) / r.measured - 1, PredictRow(r, fit.values) / r.measured - 1, by_group.at(r.id),
+                           by_hardware.at(r.id)};
     for (int v = 0; v < 4; ++v) {
       FidelityPrediction p;
       p.id = r.id;
@@ -521,11 +531,13 @@ std::string FidelityFitToMarkdown(const FidelitySet& set, const std::string& pre
       p.error = err[v];
       variants[v].push_back(p);
     }
-    table += fmt::format("| {} | {} | {} | {:.3f} | {:+.1f} % | {:+.1f} % | {:+.1f} % | {:+.1f} % |\n", r.id, r.group, r.hardware, r.measured,
-                         100 * err[0], 100 * err[1], 100 * err[2], 100 * err[3]);
+    table += fmt::format("| {} | {} | {} | {:.3f} | {:+.1f} % | {:+.1f} % | {:+.1f} % | {:+.1f} % |\n", r.id, r.group, r.hardware,
+                         r.measured, 100 * err[0], 100 * err[1], 100 * err[2], 100 * err[3]);
   }
   std::string out = fmt::format("\n### Fitted (dockyard-plan calibrate's two-stage fit over this file, {} priors)\n\n", preset);
-  out += "| predictions | rows | mean abs error | max abs error | ordered pairs right (within groups, > 10 % apart) |\n|---|---|---|---|---|\n";
+  out +=
+      "| predictions | rows | mean abs error | max abs error | ordered pairs right (within groups, > 10 % apart) "
+      "|\n|---|---|---|---|---|\n";
   for (int v = 0; v < 4; ++v) {
     double sum = 0, mx = 0;
     for (const auto& p : variants[v]) {
@@ -545,6 +557,5 @@ std::string FidelityFitToMarkdown(const FidelitySet& set, const std::string& pre
   out += "\nThe fit (knobs, component rows):\n\n" + CalibrationFitToText(rows, fit, nullptr);
   return out;
 }
-
 
 }  // namespace dockyard

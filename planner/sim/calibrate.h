@@ -33,18 +33,18 @@ namespace dockyard {
 
 // One measurement the fit compares with a prediction, in the measurement's own unit.
 struct CalibrationRow {
-  std::string id;          // "C21[1]", "H06", "run.json:dispatch"
-  std::string what;        // "grouped_gemm_fraction at 128 rows", "step", "phase dispatch"
-  std::string group;       // source x model x hardware (runs), "component <source>", "dockyard-run <file>"
-  std::string hardware;    // the cluster's name (leave-one-hardware-out)
+  std::string id;        // "C21[1]", "H06", "run.json:dispatch"
+  std::string what;      // "grouped_gemm_fraction at 128 rows", "step", "phase dispatch"
+  std::string group;     // source x model x hardware (runs), "component <source>", "dockyard-run <file>"
+  std::string hardware;  // the cluster's name (leave-one-hardware-out)
   std::string unit;
   CalibrationKnob::Stage stage = CalibrationKnob::kResidual;
-  double measured = 0;     // > 0
+  double measured = 0;                             // > 0
   std::optional<std::pair<double, double>> range;  // release range in `unit`, lo <= hi
-  double weight = 1.0;     // (0, 1]
-  double noise = 0.15;     // sigma of ln(measured)
-  ClusterSpec cluster;     // the row's hardware before the knobs
-  bool calibrated_hardware = true;  // the cluster knobs apply to this row (its hardware is the one calibrated)
+  double weight = 1.0;                             // (0, 1]
+  double noise = 0.15;                             // sigma of ln(measured)
+  ClusterSpec cluster;                             // the row's hardware before the knobs
+  bool calibrated_hardware = true;                 // the cluster knobs apply to this row (its hardware is the one calibrated)
   std::function<double(const ClusterSpec&, const CostOptions&)> predict;  // in `unit`
 };
 
@@ -67,8 +67,8 @@ struct FittedKnob {
   bool hit_bound = false;       // fitted value within 0.1 % of a bound
 };
 struct CalibrationFit {
-  std::vector<FittedKnob> knobs;           // CalibrationKnobs order
-  std::vector<double> prior, values;       // knob values before and after
+  std::vector<FittedKnob> knobs;                           // CalibrationKnobs order
+  std::vector<double> prior, values;                       // knob values before and after
   double loss_before[2] = {0, 0}, loss_after[2] = {0, 0};  // per stage
 };
 // Fits both stages from `prior` (a calibration's knob values, CalibrationKnobs order).
@@ -101,7 +101,8 @@ std::map<std::string, double> HeldOutErrors(const std::vector<CalibrationRow>& r
 // out and listed: the efficiencies a calibration file holds belong to one hardware preset
 // (calibrate's rule); bench_fidelity's cross-hardware held-out errors pass "".
 std::vector<CalibrationRow> RowsFromFidelitySet(const FidelitySet& set, const std::string& preset,
-                                                std::vector<std::pair<std::string, std::string>>* skipped, const std::string& only_hardware = "");
+                                                std::vector<std::pair<std::string, std::string>>* skipped,
+                                                const std::string& only_hardware = "");
 
 // Rows from a dockyard-run JSON report (`report` parsed from `file`): one stage-1 row per
 // measured phase the cost model predicts through the mapping below, on `cluster` (the hardware

@@ -30,58 +30,60 @@ constexpr CalibrationKnob::Stage kResidual = CalibrationKnob::kResidual;
 // and 1.25x the cluster's figure (the presets' figures are effective busbw, 370 of NVLink4's 450
 // GB/s line rate: 1.22x); a latency between 0.2x and 10x the cluster's figure.
 const CalibrationKnob kKnobs[] = {
-    {"gemm_max_efficiency", "fraction of peak", &Calibration::gemm_max_efficiency, nullptr, &CostOptions::gemm_max_efficiency,
-     0, true, 1, 0.3, 0.95, false, kComponent, "CostOptions::gemm_max_efficiency (planner/sim/cost.h); docs/cost-model.md, grouped GEMM"},
+    {"gemm_max_efficiency", "fraction of peak", &Calibration::gemm_max_efficiency, nullptr, &CostOptions::gemm_max_efficiency, 0, true, 1,
+     0.3, 0.95, false, kComponent, "CostOptions::gemm_max_efficiency (planner/sim/cost.h); docs/cost-model.md, grouped GEMM"},
     {"gemm_half_rows", "rows", &Calibration::gemm_half_rows, nullptr, &CostOptions::gemm_half_rows, 0, true, 1e9, 8, 4096, false,
      kComponent, "CostOptions::gemm_half_rows (planner/sim/cost.h)"},
-    {"dense_efficiency", "fraction of peak", &Calibration::dense_efficiency, nullptr, &CostOptions::dense_efficiency, 0, true,
-     1, 0.4, 0.9, false, kResidual, "CostOptions::dense_efficiency (planner/sim/cost.h)"},
-    {"attention_efficiency", "fraction of peak", &Calibration::attention_efficiency, nullptr,
-     &CostOptions::attention_efficiency, 0, true, 1, 0.25, 0.85, false, kResidual, "CostOptions::attention_efficiency (planner/sim/cost.h)"},
+    {"dense_efficiency", "fraction of peak", &Calibration::dense_efficiency, nullptr, &CostOptions::dense_efficiency, 0, true, 1, 0.4, 0.9,
+     false, kResidual, "CostOptions::dense_efficiency (planner/sim/cost.h)"},
+    {"attention_efficiency", "fraction of peak", &Calibration::attention_efficiency, nullptr, &CostOptions::attention_efficiency, 0, true,
+     1, 0.25, 0.85, false, kResidual, "CostOptions::attention_efficiency (planner/sim/cost.h)"},
     {"memory_floor_us", "us", &Calibration::memory_floor_us, nullptr, &CostOptions::memory_floor_us, 0, false, 1e6, 0.5, 100, false,
      kComponent, "CostOptions::memory_floor_us (planner/sim/cost.h)"},
-    {"hbm_efficiency", "fraction of hbm_gbps", &Calibration::hbm_efficiency, nullptr, &CostOptions::hbm_efficiency, 0, true, 1,
-     0.1, 1.0, false, kComponent, "CostOptions::hbm_efficiency (planner/sim/cost.h); docs/cost-model.md, memory-bound kernels"},
-    {"kernel_launch_us", "us", &Calibration::kernel_launch_us, nullptr, &CostOptions::kernel_launch_us, 0, false, 1e6, 0.5, 20,
-     false, kComponent, "CostOptions::kernel_launch_us (planner/sim/cost.h)"},
-    {"graph_launch_us", "us", &Calibration::graph_launch_us, nullptr, &CostOptions::graph_launch_us, 0, false, 1e6, 0.1, 10,
-     false, kComponent, "CostOptions::graph_launch_us (planner/sim/cost.h)"},
-    {"gemm_shape_efficiency", "fraction of peak", &Calibration::gemm_shape_efficiency, nullptr,
-     &CostOptions::gemm_shape_efficiency, 0, true, 1, 0.1, 1.0, false, kComponent,
+    {"hbm_efficiency", "fraction of hbm_gbps", &Calibration::hbm_efficiency, nullptr, &CostOptions::hbm_efficiency, 0, true, 1, 0.1, 1.0,
+     false, kComponent, "CostOptions::hbm_efficiency (planner/sim/cost.h); docs/cost-model.md, memory-bound kernels"},
+    {"kernel_launch_us", "us", &Calibration::kernel_launch_us, nullptr, &CostOptions::kernel_launch_us, 0, false, 1e6, 0.5, 20, false,
+     kComponent, "CostOptions::kernel_launch_us (planner/sim/cost.h)"},
+    {"graph_launch_us", "us", &Calibration::graph_launch_us, nullptr, &CostOptions::graph_launch_us, 0, false, 1e6, 0.1, 10, false,
+     kComponent, "CostOptions::graph_launch_us (planner/sim/cost.h)"},
+    {"gemm_shape_efficiency", "fraction of peak", &Calibration::gemm_shape_efficiency, nullptr, &CostOptions::gemm_shape_efficiency, 0,
+     true, 1, 0.1, 1.0, false, kComponent,
      "CostOptions::gemm_shape_efficiency (planner/sim/cost.h); docs/cost-model.md, GEMM efficiency by shape"},
-    {"gemm_half_nk", "elements", &Calibration::gemm_half_nk, nullptr, &CostOptions::gemm_half_nk, 0, true, 1e9, 1, 4096, false,
-     kComponent, "CostOptions::gemm_half_nk (planner/sim/cost.h)"},
+    {"gemm_half_nk", "elements", &Calibration::gemm_half_nk, nullptr, &CostOptions::gemm_half_nk, 0, true, 1e9, 1, 4096, false, kComponent,
+     "CostOptions::gemm_half_nk (planner/sim/cost.h)"},
     {"gemm_tile_rows", "rows", &Calibration::gemm_tile_rows, nullptr, &CostOptions::gemm_tile_rows, 1, false, 1e6, 16, 256, false,
      kComponent, "CostOptions::gemm_tile_rows (planner/sim/cost.h)"},
-    {"flash_max_efficiency", "fraction of peak", &Calibration::flash_max_efficiency, nullptr, &CostOptions::flash_max_efficiency,
-     0, true, 1, 0.1, 1.0, false, kComponent, "CostOptions::flash_max_efficiency (planner/sim/cost.h)"},
-    {"flash_half_head_dim", "head dim", &Calibration::flash_half_head_dim, nullptr, &CostOptions::flash_half_head_dim, 0, true,
-     1e6, 1, 256, false, kComponent, "CostOptions::flash_half_head_dim (planner/sim/cost.h)"},
-    {"flash_half_seq", "keys", &Calibration::flash_half_seq, nullptr, &CostOptions::flash_half_seq, 0, true, 1e9, 16, 16384,
-     false, kComponent, "CostOptions::flash_half_seq (planner/sim/cost.h)"},
-    {"flash_bwd_ratio", "ratio", &Calibration::flash_bwd_ratio, nullptr, &CostOptions::flash_bwd_ratio, 0, true, 1, 0.1, 1.0,
-     false, kComponent, "CostOptions::flash_bwd_ratio (planner/sim/cost.h)"},
-    {"fp8_efficiency_ratio", "ratio", &Calibration::fp8_efficiency_ratio, nullptr, &CostOptions::fp8_efficiency_ratio, 0, true, 1,
-     0.1, 1.0, false, kComponent, "CostOptions::fp8_efficiency_ratio (planner/sim/cost.h); docs/cost-model.md, precision"},
+    {"flash_max_efficiency", "fraction of peak", &Calibration::flash_max_efficiency, nullptr, &CostOptions::flash_max_efficiency, 0, true,
+     1, 0.1, 1.0, false, kComponent, "CostOptions::flash_max_efficiency (planner/sim/cost.h)"},
+    {"flash_half_head_dim", "head dim", &Calibration::flash_half_head_dim, nullptr, &CostOptions::flash_half_head_dim, 0, true, 1e6, 1, 256,
+     false, kComponent, "CostOptions::flash_half_head_dim (planner/sim/cost.h)"},
+    {"flash_half_seq", "keys", &Calibration::flash_half_seq, nullptr, &CostOptions::flash_half_seq, 0, true, 1e9, 16, 16384, false,
+     kComponent, "CostOptions::flash_half_seq (planner/sim/cost.h)"},
+    {"flash_bwd_ratio", "ratio", &Calibration::flash_bwd_ratio, nullptr, &CostOptions::flash_bwd_ratio, 0, true, 1, 0.1, 1.0, false,
+     kComponent, "CostOptions::flash_bwd_ratio (planner/sim/cost.h)"},
+    {"fp8_efficiency_ratio", "ratio", &Calibration::fp8_efficiency_ratio, nullptr, &CostOptions::fp8_efficiency_ratio, 0, true, 1, 0.1, 1.0,
+     false, kComponent, "CostOptions::fp8_efficiency_ratio (planner/sim/cost.h); docs/cost-model.md, precision"},
     {"intra_node_gbps", "GB/s", &Calibration::intra_node_gbps, &ClusterSpec::intra_node_gbps, nullptr, 0, true, 1e6, 0.1, 1.25, true,
      kComponent, "the preset's intra_node_gbps (docs/cluster.md)"},
-    {"intra_node_latency_us", "us", &Calibration::intra_node_latency_us, &ClusterSpec::intra_node_latency_us, nullptr, 0, true,
-     1e6, 0.2, 10, true, kComponent, "the preset's intra_node_latency_us (docs/cluster.md)"},
-    {"network_gbps", "GB/s", &Calibration::network_gbps, &ClusterSpec::network_gbps, nullptr, 0, true, 1e6, 0.1, 1.25, true,
-     kComponent, "the preset's network_gbps (docs/cluster.md)"},
-    {"network_latency_us", "us", &Calibration::network_latency_us, &ClusterSpec::network_latency_us, nullptr, 0, true, 1e6,
-     0.2, 10, true, kComponent, "the preset's network_latency_us (docs/cluster.md)"},
-    {"flex_nvlink_efficiency", "fraction of link", &Calibration::flex_nvlink_efficiency, nullptr, &CostOptions::flex_nvlink_efficiency,
-     0, true, 1, 0.1, 1.0, false, kComponent,
+    {"intra_node_latency_us", "us", &Calibration::intra_node_latency_us, &ClusterSpec::intra_node_latency_us, nullptr, 0, true, 1e6, 0.2,
+     10, true, kComponent, "the preset's intra_node_latency_us (docs/cluster.md)"},
+    {"network_gbps", "GB/s", &Calibration::network_gbps, &ClusterSpec::network_gbps, nullptr, 0, true, 1e6, 0.1, 1.25, true, kComponent,
+     "the preset's network_gbps (docs/cluster.md)"},
+    {"network_latency_us", "us", &Calibration::network_latency_us, &ClusterSpec::network_latency_us, nullptr, 0, true, 1e6, 0.2, 10, true,
+     kComponent, "the preset's network_latency_us (docs/cluster.md)"},
+    {"flex_nvlink_efficiency", "fraction of link", &Calibration::flex_nvlink_efficiency, nullptr, &CostOptions::flex_nvlink_efficiency, 0,
+     true, 1, 0.1, 1.0, false, kComponent,
      "CostOptions::flex_nvlink_efficiency (planner/sim/cost.h): DeepEP issue #493, 133.78 GB/s NVLink dispatch / 370"},
-    {"flex_network_efficiency", "fraction of link", &Calibration::flex_network_efficiency, nullptr,
-     &CostOptions::flex_network_efficiency, 0, true, 1, 0.1, 1.0, false, kComponent,
+    {"flex_network_efficiency", "fraction of link", &Calibration::flex_network_efficiency, nullptr, &CostOptions::flex_network_efficiency,
+     0, true, 1, 0.1, 1.0, false, kComponent,
      "CostOptions::flex_network_efficiency (planner/sim/cost.h): DeepEP issue #493, 40.89 GB/s RDMA dispatch / 48"},
 };
 
 }  // namespace
 
-std::vector<CalibrationKnob> CalibrationKnobs() { return {std::begin(kKnobs), std::end(kKnobs)}; }
+std::vector<CalibrationKnob> CalibrationKnobs() {
+  return {std::begin(kKnobs), std::end(kKnobs)};
+}
 
 void ApplyKnob(const CalibrationKnob& k, double value, ClusterSpec* cluster, CostOptions* options) {
   if (k.cluster_field != nullptr && cluster != nullptr) cluster->*k.cluster_field = value;
@@ -94,8 +96,8 @@ Calibration DefaultCalibration(const std::string& preset) {
   Calibration cal;
   cal.name = preset + "-prior";
   cal.preset = preset;
-  cal.description = "the knobs dockyard uses without a calibration file (CostOptions defaults and the " + preset +
-                    " preset); priors, not fitted";
+  cal.description =
+      "the knobs dockyard uses without a calibration file (CostOptions defaults and the " + preset + " preset); priors, not fitted";
   for (const CalibrationKnob& k : kKnobs) cal.*k.field = k.cluster_field != nullptr ? c.*k.cluster_field : o.*k.options_field;
   return cal;
 }
@@ -150,8 +152,7 @@ Calibration LoadCalibration(const std::string& path) {
 void ApplyCalibration(const Calibration& cal, ClusterSpec* cluster, CostOptions* options) {
   const std::vector<std::string> presets = ClusterPresetNames();
   if (std::find(presets.begin(), presets.end(), cluster->name) != presets.end() && cluster->name != cal.preset) {
-    throw Error(fmt::format("calibration \"{}\" is for preset \"{}\", the cluster is preset \"{}\"", cal.name, cal.preset,
-                            cluster->name));
+    throw Error(fmt::format("calibration \"{}\" is for preset \"{}\", the cluster is preset \"{}\"", cal.name, cal.preset, cluster->name));
   }
   for (const CalibrationKnob& k : kKnobs) ApplyKnob(k, cal.*k.field, cluster, options);
 }
@@ -162,8 +163,8 @@ Json CalibrationToJson(const Calibration& cal) {
     const auto src = cal.knob_sources.find(k.name);
     knobs[k.name] = Json{{"value", cal.*k.field}, {"source", src != cal.knob_sources.end() ? src->second : k.source}};
   }
-  return Json{{"format", "dockyard-calibration"}, {"version", 1},          {"name", cal.name},
-              {"preset", cal.preset},             {"description", cal.description}, {"knobs", knobs}};
+  return Json{{"format", "dockyard-calibration"}, {"version", 1},  {"name", cal.name}, {"preset", cal.preset},
+              {"description", cal.description},   {"knobs", knobs}};
 }
 
 Json CalibrationRefToJson(const Calibration& cal) {

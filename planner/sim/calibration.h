@@ -45,10 +45,10 @@ namespace dockyard {
 
 struct Calibration {
   std::string name;
-  std::string preset;       // the hardware preset it was made for
+  std::string preset;  // the hardware preset it was made for
   std::string description;
-  std::string file;         // where it was read from ("" for DefaultCalibration)
-  std::string sha256;       // SHA-256 of the file's bytes ("" for DefaultCalibration)
+  std::string file;    // where it was read from ("" for DefaultCalibration)
+  std::string sha256;  // SHA-256 of the file's bytes ("" for DefaultCalibration)
   // CostOptions knobs.
   double gemm_max_efficiency = 0, gemm_half_rows = 0, dense_efficiency = 0, attention_efficiency = 0, memory_floor_us = 0;
   double flex_nvlink_efficiency = 0, flex_network_efficiency = 0;  // deepep dispatcher
@@ -74,13 +74,13 @@ struct CalibrationKnob {
   double Calibration::*field;
   double ClusterSpec::*cluster_field;  // nullptr when the knob sets CostOptions
   double CostOptions::*options_field;  // nullptr when the knob sets ClusterSpec
-  double min;        // exclusive when min_open, else inclusive
+  double min;                          // exclusive when min_open, else inclusive
   bool min_open;
-  double max;        // inclusive
+  double max;           // inclusive
   double lower, upper;  // physical bounds (inside the valid range)
   bool relative;        // lower and upper are multiples of the prior value (cluster figures)
   Stage stage;
-  const char* source;   // where the prior value comes from
+  const char* source;  // where the prior value comes from
 };
 std::vector<CalibrationKnob> CalibrationKnobs();
 // Sets knob `k` to `value` on `cluster` or `options` (whichever it belongs to; either may be nullptr).

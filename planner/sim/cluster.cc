@@ -26,9 +26,9 @@ ClusterSpec ClusterPreset(const std::string& name) {
   if (name == "h100-pcie-400g") {
     c.dense_bf16_tflops = 756.0;
     c.hbm_gbps = 2000.0;
-    c.intra_node_gbps = 50.0;    // PCIe Gen5 x16: 64 GB/s per direction, ~50 GB/s achieved
+    c.intra_node_gbps = 50.0;  // PCIe Gen5 x16: 64 GB/s per direction, ~50 GB/s achieved
     c.intra_node_latency_us = 5.0;
-    c.network_gbps = 6.0;        // one 400 Gb/s NIC (~48 GB/s) shared by 8 GPUs
+    c.network_gbps = 6.0;  // one 400 Gb/s NIC (~48 GB/s) shared by 8 GPUs
     c.network_latency_us = 10.0;
     c.nics_per_node = 1;
     return c;
@@ -38,7 +38,7 @@ ClusterSpec ClusterPreset(const std::string& name) {
     c.intra_node_gbps = 160.0;  // NVLink ~160 GB/s achievable (DeepSeek-V3 report, section 3.2.2)
     return c;                   // H100 compute, HBM and memory; 8 x 400 Gb/s InfiniBand per node
   }
-  if (name == "b200") {         // DGX B200: 8 x B200, NVLink5, 8 x ConnectX-7 400 Gb/s
+  if (name == "b200") {  // DGX B200: 8 x B200, NVLink5, 8 x ConnectX-7 400 Gb/s
     c.dense_bf16_tflops = 2250.0;
     c.hbm_gbps = 8000.0;
     c.memory_gib = 167.6;       // 180 GB
@@ -50,9 +50,9 @@ ClusterSpec ClusterPreset(const std::string& name) {
     c.nvlink_domain_gpus = 72;
     c.dense_bf16_tflops = 2500.0;
     c.hbm_gbps = 8000.0;
-    c.memory_gib = 173.2;       // 186 GB
+    c.memory_gib = 173.2;  // 186 GB
     c.intra_node_gbps = 740.0;
-    c.nics_per_node = 4;        // one 400 Gb/s NIC per GPU
+    c.nics_per_node = 4;  // one 400 Gb/s NIC per GPU
     return c;
   }
   std::string names;
@@ -64,9 +64,8 @@ ClusterSpec ClusterPreset(const std::string& name) {
 
 ClusterSpec ClusterFromJson(const Json& json, const std::string& file) {
   JsonView v(&json, file, "");
-  v.RejectUnknownKeys({"name", "base", "gpus_per_node", "nodes", "dense_bf16_tflops", "hbm_gbps", "memory_gib",
-                       "intra_node_gbps", "intra_node_latency_us", "network_gbps", "network_latency_us", "nics_per_node",
-                       "nvlink_domain_gpus"});
+  v.RejectUnknownKeys({"name", "base", "gpus_per_node", "nodes", "dense_bf16_tflops", "hbm_gbps", "memory_gib", "intra_node_gbps",
+                       "intra_node_latency_us", "network_gbps", "network_latency_us", "nics_per_node", "nvlink_domain_gpus"});
   ClusterSpec c;
   const std::string base = v.StringOr("base", "h100-sxm");
   try {
@@ -93,8 +92,8 @@ ClusterSpec ClusterFromJson(const Json& json, const std::string& file) {
   if (c.nics_per_node > 1024) v.Fail("nics_per_node", fmt::format("must be in [1, 1024], got {}", c.nics_per_node));
   c.nvlink_domain_gpus = v.IntOr("nvlink_domain_gpus", c.nvlink_domain_gpus, 0);
   if (c.nvlink_domain_gpus > (int64_t{1} << 20) || (c.nvlink_domain_gpus > 0 && c.nvlink_domain_gpus % c.gpus_per_node != 0)) {
-    v.Fail("nvlink_domain_gpus", fmt::format("must be 0 (one node) or a multiple of gpus_per_node ({}) up to 2^20, got {}",
-                                             c.gpus_per_node, c.nvlink_domain_gpus));
+    v.Fail("nvlink_domain_gpus", fmt::format("must be 0 (one node) or a multiple of gpus_per_node ({}) up to 2^20, got {}", c.gpus_per_node,
+                                             c.nvlink_domain_gpus));
   }
   return c;
 }

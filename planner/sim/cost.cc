@@ -49,8 +49,7 @@ double GroupedGemmEfficiency(double rows, const CostOptions& o) {
 double RingCollectiveUs(double bytes, const std::vector<int64_t>& group, const ClusterSpec& c) {
   if (group.size() < 2 || bytes <= 0) return 0.0;
   const int64_t domain = NvlinkDomainGpus(c);
-  return RingCollectiveUs(bytes, static_cast<int64_t>(group.size()), SpansNodes(group, domain), c,
-                          MembersPerDomain(group, domain));
+  return RingCollectiveUs(bytes, static_cast<int64_t>(group.size()), SpansNodes(group, domain), c, MembersPerDomain(group, domain));
 }
 
 namespace {
@@ -58,8 +57,7 @@ namespace {
 // AllToAllTimesUs from row r of the sent matrix and row r of the received matrix (the sent one
 // transposed) for every member r, the node of every member given: both sums run over the
 // other members d in increasing order, reading rows only.
-void AllToAllTimesFromRows(const double* sent, const double* received, const int64_t* node, size_t n, const ClusterSpec& c,
-                           double* times) {
+void AllToAllTimesFromRows(const double* sent, const double* received, const int64_t* node, size_t n, const ClusterSpec& c, double* times) {
   const double intra = c.intra_node_gbps * kBytesPerUsPerGbps, inter = c.network_gbps * kBytesPerUsPerGbps;
   for (size_t r = 0; r < n; ++r) {
     double send_intra = 0, send_inter = 0, recv_intra = 0, recv_inter = 0;
@@ -93,8 +91,8 @@ std::vector<int64_t> NodesOf(const std::vector<int64_t>& group, int64_t gpus_per
 // short sum over the rank's node block (members are sorted, so a node's members are
 // consecutive), the other-node part the row (column) total minus it and the diagonal. Returns
 // false, computing nothing, when the bound or the ordering does not hold.
-bool BlockAllToAll(const LayerRouting& L, const std::vector<int64_t>& node, double D, double ab, const ClusterSpec& c,
-                   double* dt, double* ct) {
+bool BlockAllToAll(const LayerRouting& L, const std::vector<int64_t>& node, double D, double ab, const ClusterSpec& c, double* dt,
+                   double* ct) {
   const size_t n = node.size();
   for (size_t r = 1; r < n; ++r) {
     if (node[r] < node[r - 1]) return false;
@@ -126,19 +124,16 @@ bool BlockAllToAll(const LayerRouting& L, const std::vector<int64_t>& node, doub
     const bool remote = end - begin < n;
     const double latency = remote ? c.network_latency_us : c.intra_node_latency_us;
     // NVLink and the NIC are separate links: the busiest one decides (AllToAllTimesUs).
-    dt[r] = latency + std::max({bytes(send_same) / intra, bytes(recv_same) / intra, bytes(send_other) / inter,
-                                bytes(recv_other) / inter});
+    dt[r] = latency + std::max({bytes(send_same) / intra, bytes(recv_same) / intra, bytes(send_other) / inter, bytes(recv_other) / inter});
     // Combine sends what dispatch received and receives what it sent.
-    ct[r] = latency + std::max({bytes(recv_same) / intra, bytes(send_same) / intra, bytes(recv_other) / inter,
-                                bytes(send_other) / inter});
+    ct[r] = latency + std::max({bytes(recv_same) / intra, bytes(send_same) / intra, bytes(recv_other) / inter, bytes(send_other) / inter});
   }
   return true;
 }
 
 }  // namespace
 
-std::vector<double> AllToAllTimesUs(const std::vector<double>& bytes, const std::vector<int64_t>& group,
-                                    const ClusterSpec& c) {
+std::vector<double> AllToAllTimesUs(const std::vector<double>& bytes, const std::vector<int64_t>& group, const ClusterSpec& c) {
   const size_t n = group.size();
   if (bytes.size() != n * n) throw Error(fmt::format("all-to-all matrix has {} cells for a group of {}", bytes.size(), n));
   std::vector<double> times(n, 0.0);
@@ -159,8 +154,7 @@ double RingCollectiveUs(double bytes, int64_t group_size, bool spans_nodes, cons
 double StepCommUs(int64_t wire_bytes, int64_t cross_node_bytes, int64_t group_size, const ClusterSpec& c) {
   // Step-end collectives are not overlapped with compute in this model.
   const double bw = (cross_node_bytes > 0 ? c.network_gbps : c.intra_node_gbps) * kBytesPerUsPerGbps;
-  return static_cast<double>(wire_bytes) / bw +
-         (cross_node_bytes > 0 ? c.network_latency_us : c.intra_node_latency_us) * (group_size - 1);
+  return static_cast<double>(wire_bytes) / bw + (cross_node_bytes > 0 ? c.network_latency_us : c.intra_node_latency_us) * (group_size - 1);
 }
 
 MoePhaseShape MoePhaseShapeOf(const ModelSpec& m, const Workload& w, int64_t ep, bool deredundency) {
@@ -215,7 +209,8 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
       imbalance = std::max(imbalance, L.imbalance);
       if (FlexOrAllGatherTimesUs(L, ep_group, s, sent_ab, c, o, dt.data(), ct.data())) {
         // deepep / allgather dispatcher (deepep.h).
-      } else if (!deredundency && s.integer_sums && ep >= 2 && sent_ab == ab && dispatch_ab == ab && BlockAllToAll(L, ep_nodes, D, ab, c, dt.data(), ct.data())) {
+      } else if (!deredundency && s.integer_sums && ep >= 2 && sent_ab == ab && dispatch_ab == ab &&
+                 BlockAllToAll(L, ep_nodes, D, ab, c, dt.data(), ct.data())) {
         // Same values from integer block sums (see BlockAllToAll).
       } else if (!deredundency) {
         // dispatch matrix and its transpose, the combine matrix (combine returns what dispatch
@@ -257,7 +252,8 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
             }
           }
           std::vector<double> back(iep * iep);
-          for (int64_t i = 0; i < iep; ++i) for (int64_t j = 0; j < iep; ++j) back[j * iep + i] = bytes[i * iep + j];
+          for (int64_t i = 0; i < iep; ++i)
+            for (int64_t j = 0; j < iep; ++j) back[j * iep + i] = bytes[i * iep + j];
           std::vector<double> a2a(iep, 0.0), a2a_back(iep, 0.0);
           if (iep >= 2) {
             const std::vector<int64_t> iep_nodes = NodesOf(iep_ranks, NvlinkDomainGpus(c));
@@ -288,7 +284,8 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
                               : 6.0 * M * D * f_local / (peak * GroupedGemmEfficiency(M, o));
       }
       // Kernel-level model: the SwiGLU of the rank's received rows (kernels_model.h).
-      if (o.kernel_compute) g += MemoryBoundUs({SwigluKernel(received[r], f_local, ab, false)}, c.hbm_gbps, o.hbm_efficiency, o.memory_floor_us);
+      if (o.kernel_compute)
+        g += MemoryBoundUs({SwigluKernel(received[r], f_local, ab, false)}, c.hbm_gbps, o.hbm_efficiency, o.memory_floor_us);
       const double pr = 2.0 * (Td * k + received[r]) * D * ab / hbm + o.memory_floor_us;
       out.gemm[r] += g / nlayers;
       out.permute[r] += pr / nlayers;
@@ -330,13 +327,14 @@ enum PhaseId {
   kOptimizer = static_cast<int>(Phase::kOptimizer),
   kNumPhaseIds = static_cast<int>(Phase::kWeightGen)  // the predicted phases are those before weight_gen
 };
-const char* PhaseNameOf(int id) { return PhaseName(static_cast<Phase>(id)); }
+const char* PhaseNameOf(int id) {
+  return PhaseName(static_cast<Phase>(id));
+}
 
 }  // namespace
 
-CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*totals*/, const ParallelDims& d,
-                                     const TrainingConfig& t, const ClusterSpec& c, const StepInputs& in,
-                                     const CostOptions& options_in, bool detail) {
+CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*totals*/, const ParallelDims& d, const TrainingConfig& t,
+                                     const ClusterSpec& c, const StepInputs& in, const CostOptions& options_in, bool detail) {
   CheckCostModelCoversAttention(m);
   const CostOptions o = WithPrecision(options_in, t);  // FP8 GEMMs from the training config
   const auto& a = m.attention;
@@ -374,8 +372,7 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
       cp_bwd = CpRingExposedUs(2.0 * kv_bytes, 2.0 * core_us, d.cp, cp_spans, c);
     }
   }
-  const double tp_collective =
-      RingCollectiveUs(T * D * ab, in.tp_group.size, in.tp_group.spans_nodes, c, in.tp_group.members_per_domain);
+  const double tp_collective = RingCollectiveUs(T * D * ab, in.tp_group.size, in.tp_group.spans_nodes, c, in.tp_group.members_per_domain);
 
   // FSDP per layer: all-gathers of the layer's parameters and reduce-scatters of its gradients,
   // each overlapped with the compute of the micro-batch that carries it (the micro-batch takes the
@@ -420,8 +417,7 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
   Record records[32];
   int num_records = 0;
   // `us` is the phase time; `per_rank` (routing-dependent phases) is shown per EP rank.
-  auto add = [&](PhaseId id, bool moe, int pass, double us, const std::vector<double>* per_rank = nullptr,
-                 double scale = 1.0) {
+  auto add = [&](PhaseId id, bool moe, int pass, double us, const std::vector<double>* per_rank = nullptr, double scale = 1.0) {
     records[num_records++] = {id, moe, pass == 1, us, per_rank, scale};
     return us;
   };
@@ -429,11 +425,9 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
   // --- MoE layer over the sampled routing layers (SimulateMoePhases).
   const MoePhaseTimes& mp = *in.moe_phases;
   out.routing_imbalance = mp.imbalance;
-  const double router_us = std::max(2.0 * static_cast<double>(w.dispatch_tokens) * D * E / (peak * o.dense_efficiency),
-                                    o.memory_floor_us);
-  const double shared_us = m.moe.num_shared_experts > 0
-                               ? 6.0 * T * D * m.moe.shared_expert_intermediate_size / tp / (peak * o.dense_efficiency)
-                               : 0.0;
+  const double router_us = std::max(2.0 * static_cast<double>(w.dispatch_tokens) * D * E / (peak * o.dense_efficiency), o.memory_floor_us);
+  const double shared_us =
+      m.moe.num_shared_experts > 0 ? 6.0 * T * D * m.moe.shared_expert_intermediate_size / tp / (peak * o.dense_efficiency) : 0.0;
   // Backward computes input and weight gradients (2x the forward FLOPs); with full
   // recomputation it first re-runs the forward, communication included (3x compute, 2x comm).
   const bool full_recompute = t.recompute == Recompute::kFull;
@@ -447,8 +441,10 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
   // GEMMs and flash attention by shape under --compute-model kernels (gemm_efficiency.h), else
   // the fixed efficiencies above times the backward multiplier.
   ShapedComputeUs sc;
-  if (o.kernel_compute) sc = ShapedCompute(m, T, static_cast<double>(w.dispatch_tokens), tp, static_cast<double>(t.seq_len), c.dense_bf16_tflops, o, c.hbm_gbps);
-  auto compute = [&](double fwd_us, const double (&shaped)[2], int pass, double mult) {
+  if (o.kernel_compute)
+    sc =
+        ShapedCompute(m, T, static_cast<double>(w.dispatch_tokens), tp, static_cast<double>(t.seq_len), c.dense_bf16_tflops, o, c.hbm_gbps);
+  auto compute = [&](double fwd_us, const double(&shaped)[2], int pass, double mult) {
     if (!o.kernel_compute) return fwd_us * mult;
     return shaped[pass] + (pass == 1 && full_recompute ? shaped[0] : 0.0);
   };
@@ -476,7 +472,8 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
       const double q_b_n = heads_local * d_qk, kv_b_n = heads_local * (a.qk_nope_head_dim + a.v_head_dim);
       const double q_b_k = a.q_lora_rank > 0 ? static_cast<double>(a.q_lora_rank) : 0.0;
       const double kv_b_k = static_cast<double>(a.kv_lora_rank);
-      rf.mla_up_proj = o.kernel_compute ? LinearUs(T, q_b_n, q_b_k, false, c.dense_bf16_tflops, o) + LinearUs(T, kv_b_n, kv_b_k, false, c.dense_bf16_tflops, o)
+      rf.mla_up_proj = o.kernel_compute ? LinearUs(T, q_b_n, q_b_k, false, c.dense_bf16_tflops, o) +
+                                              LinearUs(T, kv_b_n, kv_b_k, false, c.dense_bf16_tflops, o)
                                         : 2.0 * T * (q_b_n * q_b_k + kv_b_n * kv_b_k) / (peak * o.dense_efficiency);
     }
     rf.router = compute(router_us, sc.router, 0, 1.0) + kx.router[0];
@@ -539,8 +536,7 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
     const int64_t n_ag = pass == 0 ? fsdp_calls.forward_all_gathers : fsdp_calls.backward_all_gathers;
     const int64_t n_rs = pass == 0 ? 0 : fsdp_calls.reduce_scatters;
     // FSDP's rings and the EP all-to-alls share the NICs when both cross NVLink domains (network.h).
-    (pass == 0 ? moe_fwd : moe_bwd) =
-        fsdp_layer(moe_sum[pass], fsdp_ag[0], fsdp_rs[0], n_ag, n_rs, moe_a2a[pass], mp.spans_domains);
+    (pass == 0 ? moe_fwd : moe_bwd) = fsdp_layer(moe_sum[pass], fsdp_ag[0], fsdp_rs[0], n_ag, n_rs, moe_a2a[pass], mp.spans_domains);
   }
   out.moe_layer_us = moe_fwd + moe_bwd;
 
@@ -556,11 +552,12 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
     for (int pass = 0; pass < 2; ++pass) {
       const double mult = pass == 0 ? 1.0 : bwd_compute;
       const double cmult = pass == 0 ? 1.0 : bwd_comm;
-      double sum = add(kAttention, false, pass,
-                       compute(attention_us, sc.attention, pass, mult) + kx.attention[pass] + rb(rx.attention, pass) +
-                           (pass == 0 ? cp_fwd : cp_bwd + (full_recompute ? cp_fwd : 0.0))) +
-                   add(kTpComm, false, pass, 4 * tp_collective * cmult) +
-                   add(kDenseMlp, false, pass, compute(dense_mlp_us, sc.dense_mlp, pass, mult) + kx.dense_mlp[pass] + rb(rx.dense_mlp, pass));
+      double sum =
+          add(kAttention, false, pass,
+              compute(attention_us, sc.attention, pass, mult) + kx.attention[pass] + rb(rx.attention, pass) +
+                  (pass == 0 ? cp_fwd : cp_bwd + (full_recompute ? cp_fwd : 0.0))) +
+          add(kTpComm, false, pass, 4 * tp_collective * cmult) +
+          add(kDenseMlp, false, pass, compute(dense_mlp_us, sc.dense_mlp, pass, mult) + kx.dense_mlp[pass] + rb(rx.dense_mlp, pass));
       const int64_t n_ag = pass == 0 ? fsdp_calls.forward_all_gathers : fsdp_calls.backward_all_gathers;
       const int64_t n_rs = pass == 0 ? 0 : fsdp_calls.reduce_scatters;
       add(kFsdpComm, false, pass, fsdp_mean(fsdp_ag[1], fsdp_rs[1], n_ag, n_rs));
@@ -571,15 +568,16 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
 
   // --- Stages, pipeline, data-parallel step communication, optimizer.
   const std::vector<int64_t>& layer_stage = *in.layer_stage;
-  const double lm_head_us = (o.kernel_compute ? sc.lm_head[0] + sc.lm_head[1] : 3.0 * 2.0 * T * D * m.vocab_size / tp / (peak * o.dense_efficiency)) +
-                            kx.lm_head[0] + kx.lm_head[1];
+  const double lm_head_us =
+      (o.kernel_compute ? sc.lm_head[0] + sc.lm_head[1] : 3.0 * 2.0 * T * D * m.vocab_size / tp / (peak * o.dense_efficiency)) +
+      kx.lm_head[0] + kx.lm_head[1];
   // Pipeline send/recv per micro-batch on every stage: activations forward and gradients back at
   // each of its vpp chunk boundaries, PpSendBytes each (comm.h), over the
   // link they cross (network.h P2pUs: some stage boundary leaves the domain once the world does).
-  const double p2p_us = d.pp > 1 ? 2.0 * static_cast<double>(t.run.vpp) *
-                                       P2pUs(static_cast<double>(PpSendBytes(w, d.tp, m.hidden_size)),
-                                             d.world_size > NvlinkDomainGpus(c), c)
-                                 : 0.0;
+  const double p2p_us = d.pp > 1
+                            ? 2.0 * static_cast<double>(t.run.vpp) *
+                                  P2pUs(static_cast<double>(PpSendBytes(w, d.tp, m.hidden_size)), d.world_size > NvlinkDomainGpus(c), c)
+                            : 0.0;
   double worst_stage = 0;
   int64_t slowest_stage = 0;
   for (int64_t s = 0; s < d.pp; ++s) {
@@ -680,7 +678,8 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
     if (present[id]) ranked.push_back({share[id], PhaseNameOf(id)});
   }
   std::sort(ranked.rbegin(), ranked.rend());
-  for (const auto& [v, n] : ranked) if (v > 0) out.critical_path.push_back(n);
+  for (const auto& [v, n] : ranked)
+    if (v > 0) out.critical_path.push_back(n);
   out.dominant_phase = out.critical_path.empty() ? "" : out.critical_path.front();
   return out;
 }
@@ -703,8 +702,7 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
   }
   // Groups of the slowest ranks.
   auto group_of = [&](const std::vector<int64_t>& g) {
-    return CollectiveGroup{static_cast<int64_t>(g.size()), SpansNodes(g, NvlinkDomainGpus(c)),
-                           MembersPerDomain(g, NvlinkDomainGpus(c))};
+    return CollectiveGroup{static_cast<int64_t>(g.size()), SpansNodes(g, NvlinkDomainGpus(c)), MembersPerDomain(g, NvlinkDomainGpus(c))};
   };
   in.tp_group = group_of(plan.meshes.dense.GroupOf(0, plan.meshes.dense.AxisIndex("tp")));
   const int ep_axis = plan.meshes.sparse.AxisIndex("ep");
@@ -718,7 +716,8 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
         const int ax = mesh.AxisIndex(name);
         if (ax < 0) continue;
         std::vector<int64_t> next;
-        for (int64_t r : g) for (int64_t x : mesh.GroupOf(r, ax)) next.push_back(x);
+        for (int64_t r : g)
+          for (int64_t x : mesh.GroupOf(r, ax)) next.push_back(x);
         g = next;
       }
       std::sort(g.begin(), g.end());
@@ -730,7 +729,8 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
     for (int kind = 0; kind < 2; ++kind) {
       const bool moe = kind == 0;
       int64_t layer = -1;
-      for (int64_t l = 0; l < m.num_hidden_layers && layer < 0; ++l) if (m.moe_layers[l] == moe) layer = l;
+      for (int64_t l = 0; l < m.num_hidden_layers && layer < 0; ++l)
+        if (m.moe_layers[l] == moe) layer = l;
       if (layer < 0) continue;
       double dense_elems = 0, sparse_elems = 0;
       for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
@@ -746,8 +746,8 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
   // Routing-dependent MoE phases.
   const bool deredundency = d.ep > 1 && t.dispatcher == "deredundency";
   if (deredundency && routing.oep != DeredundencyOep(plan)) {
-    throw Error(fmt::format("routing was sampled for oep {}, the plan's deredundency dispatcher uses oep {}", routing.oep,
-                            DeredundencyOep(plan)));
+    throw Error(
+        fmt::format("routing was sampled for oep {}, the plan's deredundency dispatcher uses oep {}", routing.oep, DeredundencyOep(plan)));
   }
   MoePhaseShape shape = MoePhaseShapeOf(m, w, d.ep, deredundency);
   shape.flex = d.ep > 1 && t.dispatcher == "deepep";
@@ -765,9 +765,9 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
     if (e.phase != "step") continue;
     // Rank 0's step groups are {0, stride, ...} (comm.h StepCollective): rails from that shape.
     const int64_t domain = NvlinkDomainGpus(c);
-    const double us = StepCollectiveUs(static_cast<double>(e.wire_bytes), e.group_size,
-                                       MembersPerDomainStrided(e.group_size, e.stride, domain),
-                                       (e.group_size - 1) * e.stride / domain > 0, c);
+    const double us =
+        StepCollectiveUs(static_cast<double>(e.wire_bytes), e.group_size, MembersPerDomainStrided(e.group_size, e.stride, domain),
+                         (e.group_size - 1) * e.stride / domain > 0, c);
     in.dp_step_comm_us += us;
     if (e.purpose == "zero1_all_gather_params") in.dp_step_param_gather_us += us;
   }
@@ -776,8 +776,8 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
   return SimulateStepFromInputs(m, plan.inventory.totals, d, t, c, in, o, /*detail=*/true);
 }
 
-int64_t RoutingLayersToSample(const ModelSpec& model, const RoutingSpec& routing, std::optional<int64_t> requested,
-                              int64_t default_layers, const char* flag) {
+int64_t RoutingLayersToSample(const ModelSpec& model, const RoutingSpec& routing, std::optional<int64_t> requested, int64_t default_layers,
+                              const char* flag) {
   const int64_t moe_layers = model.NumMoeLayers();
   if (routing.kind == RoutingKind::kTrace) return moe_layers;
   const int64_t layers = requested.value_or(std::min<int64_t>(moe_layers, default_layers));
@@ -828,10 +828,9 @@ Json CostToJson(const CostBreakdown& cost) {
 std::string CostToText(const CostBreakdown& cost) {
   std::ostringstream out;
   out << fmt::format("Predicted  step {:.1f} ms, {:.0f} tokens/s per GPU, MFU {:.1f}%, dominant phase: {} (routing imbalance {:.2f})\n",
-                     cost.step_time_us / 1e3, cost.tokens_per_s_per_gpu, 100.0 * cost.mfu, cost.dominant_phase,
-                     cost.routing_imbalance);
-  out << fmt::format("  per layer and micro-batch, slowest rank (us)\n  {:<16} {:<6} {:>12} {:>12}\n", "phase", "layer",
-                     "forward", "backward");
+                     cost.step_time_us / 1e3, cost.tokens_per_s_per_gpu, 100.0 * cost.mfu, cost.dominant_phase, cost.routing_imbalance);
+  out << fmt::format("  per layer and micro-batch, slowest rank (us)\n  {:<16} {:<6} {:>12} {:>12}\n", "phase", "layer", "forward",
+                     "backward");
   std::map<std::pair<std::string, std::string>, std::pair<double, double>> rows;
   std::vector<std::pair<std::string, std::string>> order;
   for (const auto& p : cost.phases) {
@@ -842,10 +841,10 @@ std::string CostToText(const CostBreakdown& cost) {
   for (const auto& key : order) {
     out << fmt::format("  {:<16} {:<6} {:>12.1f} {:>12.1f}\n", key.second, key.first, rows[key].first, rows[key].second);
   }
-  out << fmt::format("  MoE layer {:.1f} us, dense layer {:.1f} us (fwd+bwd); slowest stage {:.1f} us per micro-batch; "
-                     "bubble {:.1f} us; step-end DP comm {:.1f} us; optimizer {:.1f} us\n",
-                     cost.moe_layer_us, cost.dense_layer_us, cost.stage_microbatch_us, cost.pipeline_bubble_us,
-                     cost.dp_step_comm_us, cost.optimizer_us);
+  out << fmt::format(
+      "  MoE layer {:.1f} us, dense layer {:.1f} us (fwd+bwd); slowest stage {:.1f} us per micro-batch; "
+      "bubble {:.1f} us; step-end DP comm {:.1f} us; optimizer {:.1f} us\n",
+      cost.moe_layer_us, cost.dense_layer_us, cost.stage_microbatch_us, cost.pipeline_bubble_us, cost.dp_step_comm_us, cost.optimizer_us);
   return out.str();
 }
 

@@ -32,20 +32,20 @@ struct CostOptions {
   double flex_network_efficiency = 0.852;
   // The kernel-level compute model (planner/sim/kernels_model.h, docs/cost-model.md "Memory-bound
   // kernels"): off by default (`--compute-model gemm`), so existing predictions do not move.
-  bool kernel_compute = false;         // --compute-model kernels
-  bool cuda_graphs = false;            // --cuda-graphs (Megatron --enable-cuda-graph / --cuda-graph-impl)
-  bool fused_cross_entropy = false;    // --cross-entropy fused (Megatron --cross-entropy-loss-fusion)
-  double hbm_efficiency = 0.70;        // fraction of hbm_gbps a memory-bound kernel moves
-  double kernel_launch_us = 2.0;       // exposed host gap per kernel launch (eager)
-  double graph_launch_us = 0.5;        // the same inside a CUDA graph
+  bool kernel_compute = false;       // --compute-model kernels
+  bool cuda_graphs = false;          // --cuda-graphs (Megatron --enable-cuda-graph / --cuda-graph-impl)
+  bool fused_cross_entropy = false;  // --cross-entropy fused (Megatron --cross-entropy-loss-fusion)
+  double hbm_efficiency = 0.70;      // fraction of hbm_gbps a memory-bound kernel moves
+  double kernel_launch_us = 2.0;     // exposed host gap per kernel launch (eager)
+  double graph_launch_us = 0.5;      // the same inside a CUDA graph
   // GEMM and flash-attention efficiency by shape (planner/sim/gemm_efficiency.h), --compute-model kernels.
-  double gemm_shape_efficiency = 0.72; // ceiling of eff(M, N, K); M's half-fill is gemm_half_rows
-  double gemm_half_nk = 34.0;          // N or K at which its factor is one half
-  double gemm_tile_rows = 128.0;       // rows of a grouped-GEMM tile (each expert padded to whole tiles)
-  double flash_max_efficiency = 0.69;  // flash-attention forward ceiling
-  double flash_half_head_dim = 10.0;   // head dim at which its factor is one half
-  double flash_half_seq = 240.0;       // attended keys at which their factor is one half
-  double flash_bwd_ratio = 0.70;       // backward efficiency / forward efficiency
+  double gemm_shape_efficiency = 0.72;  // ceiling of eff(M, N, K); M's half-fill is gemm_half_rows
+  double gemm_half_nk = 34.0;           // N or K at which its factor is one half
+  double gemm_tile_rows = 128.0;        // rows of a grouped-GEMM tile (each expert padded to whole tiles)
+  double flash_max_efficiency = 0.69;   // flash-attention forward ceiling
+  double flash_half_head_dim = 10.0;    // head dim at which its factor is one half
+  double flash_half_seq = 240.0;        // attended keys at which their factor is one half
+  double flash_bwd_ratio = 0.70;        // backward efficiency / forward efficiency
   // FP8 GEMMs (planner/model/precision.h): set by SimulateStep / the search from the training config.
   bool fp8_gemms = false, fp8_blockwise = false;
   double fp8_efficiency_ratio = 0.87;  // FP8 GEMM efficiency / BF16 efficiency of the same shape
@@ -62,22 +62,22 @@ struct PhaseCost {
 };
 
 struct CostBreakdown {
-  std::vector<PhaseCost> phases;        // per layer kind and direction
-  double moe_layer_us = 0;              // one MoE layer, forward + backward, one micro-batch
+  std::vector<PhaseCost> phases;  // per layer kind and direction
+  double moe_layer_us = 0;        // one MoE layer, forward + backward, one micro-batch
   double dense_layer_us = 0;
-  double stage_microbatch_us = 0;       // the slowest stage, one micro-batch, forward + backward
+  double stage_microbatch_us = 0;  // the slowest stage, one micro-batch, forward + backward
   double pipeline_bubble_us = 0;
-  double dp_step_comm_us = 0;           // exposed data-parallel communication at the step's end
+  double dp_step_comm_us = 0;  // exposed data-parallel communication at the step's end
   double optimizer_us = 0;
   double step_time_us = 0;
   double tokens_per_s_per_gpu = 0;
-  double mfu = 0;                          // model FLOPs (model_flops.h) / (step time x GPUs x dense BF16 peak)
-  double model_flops_per_token = 0;        // Megatron's model FLOPs of one token, forward + backward
+  double mfu = 0;                    // model FLOPs (model_flops.h) / (step time x GPUs x dense BF16 peak)
+  double model_flops_per_token = 0;  // Megatron's model FLOPs of one token, forward + backward
   // Contributors to the step, largest share first: layer phases (time x layers of the slowest
   // stage x (M + pp - 1)), "lm_head", "dp_step_comm", "optimizer".
   std::vector<std::string> critical_path;
-  std::string dominant_phase;              // critical_path.front()
-  double routing_imbalance = 1.0;          // max / mean received rows over the sampled layers
+  std::string dominant_phase;      // critical_path.front()
+  double routing_imbalance = 1.0;  // max / mean received rows over the sampled layers
 };
 
 // Grouped-GEMM efficiency for an expert with `rows` rows.
@@ -86,16 +86,14 @@ double GroupedGemmEfficiency(double rows, const CostOptions& options);
 // Time of one all-to-all over an EP group given a [n x n] matrix of bytes (row = sender), the
 // ranks of the group (to tell intra- from inter-node pairs) and the cluster. Returns per-rank
 // times; the phase takes the maximum.
-std::vector<double> AllToAllTimesUs(const std::vector<double>& bytes, const std::vector<int64_t>& group,
-                                    const ClusterSpec& cluster);
+std::vector<double> AllToAllTimesUs(const std::vector<double>& bytes, const std::vector<int64_t>& group, const ClusterSpec& cluster);
 
 // Ring collective time (all-gather or reduce-scatter) of `bytes` (the full buffer) over `group`.
 double RingCollectiveUs(double bytes, const std::vector<int64_t>& group, const ClusterSpec& cluster);
 // The same for a group of `group_size` ranks that spans NVLink domains or not, with
 // `members_per_domain` members in each domain (network.h RingTimeUs: a ring over domains runs
 // one NCCL ring per rail, so its bandwidth grows with the members per domain, capped by NVLink).
-double RingCollectiveUs(double bytes, int64_t group_size, bool spans_nodes, const ClusterSpec& cluster,
-                        int64_t members_per_domain = 1);
+double RingCollectiveUs(double bytes, int64_t group_size, bool spans_nodes, const ClusterSpec& cluster, int64_t members_per_domain = 1);
 
 // Time of one step-end data-parallel collective (not overlapped with compute) from its CommEntry
 // figures: wire_bytes / bandwidth + (group_size - 1) latencies, both of the network when any
@@ -107,17 +105,17 @@ double StepCommUs(int64_t wire_bytes, int64_t cross_node_bytes, int64_t group_si
 struct MoePhaseShape {
   int64_t ep = 1;
   int64_t num_experts = 0;
-  double routed_tokens = 0;  // T_r (Workload::routed_tokens)
+  double routed_tokens = 0;    // T_r (Workload::routed_tokens)
   double dispatch_tokens = 0;  // tokens a rank routes and sends (Workload::dispatch_tokens; megatron: T_r / etp)
   double top_k = 0;
-  double hidden = 0;         // D
-  double act_bytes = 0;      // bytes per activation element
+  double hidden = 0;              // D
+  double act_bytes = 0;           // bytes per activation element
   double dispatch_act_bytes = 0;  // bytes per element the dispatch sends; 0 = act_bytes (FP8 dispatch: precision.h)
-  double f_local = 0;        // F / expert TP degree (Workload::expert_f_local)
-  bool deredundency = false; // ep > 1 and the deredundency dispatcher (oep from the routing sample)
-  bool flex = false;         // ep > 1 and the deepep dispatcher (LayerRouting::flex counts, deepep.h)
-  bool flex_fp8 = false;     // its dispatch in FP8
-  bool allgather = false;    // ep > 1 and the allgather dispatcher
+  double f_local = 0;             // F / expert TP degree (Workload::expert_f_local)
+  bool deredundency = false;      // ep > 1 and the deredundency dispatcher (oep from the routing sample)
+  bool flex = false;              // ep > 1 and the deepep dispatcher (LayerRouting::flex counts, deepep.h)
+  bool flex_fp8 = false;          // its dispatch in FP8
+  bool allgather = false;         // ep > 1 and the allgather dispatcher
   // Allows the all-to-all times of the plain dispatcher from integer block sums where they are
   // provably the same doubles (every partial sum an integer below 2^53; cost.cc BlockAllToAll):
   // O(ep x node block) instead of O(ep^2). The layout search sets it; SimulateStep does not, and
@@ -134,7 +132,7 @@ struct MoePhaseTimes {
   std::vector<double> permute, dispatch, gemm, combine;  // [ep]: each EP rank's mean over the sampled layers
   // The mean over the sampled layers of each layer's slowest rank.
   double permute_max = 0, dispatch_max = 0, gemm_max = 0, combine_max = 0;
-  double imbalance = 1.0;  // max / mean received rows, the largest over the sampled layers
+  double imbalance = 1.0;      // max / mean received rows, the largest over the sampled layers
   bool spans_domains = false;  // the EP group spans NVLink domains (its all-to-alls use the NICs)
 };
 // `ep_group`: the global ranks of rank 0's EP group in EP order (size ep).
@@ -153,8 +151,8 @@ struct CollectiveGroup {
 // (layout_eval.h) derives the same figures from parameter classes without building a plan.
 struct StepInputs {
   Workload workload;
-  double attention_params = 0;    // elements of layer 0's attention parameters (summed as doubles)
-  CollectiveGroup tp_group;       // rank 0's tp group
+  double attention_params = 0;  // elements of layer 0's attention parameters (summed as doubles)
+  CollectiveGroup tp_group;     // rank 0's tp group
   // FSDP only: rank 0's data-parallel groups (dense: dp_shard*cp or dp*cp; sparse: efsdp or edp)
   // and, for the first MoE [0] and the first dense [1] layer, its model-parallel elements on rank 0
   // on the dense and the sparse mesh (summed as doubles in inventory order).
@@ -163,12 +161,12 @@ struct StepInputs {
     bool present = false;  // the model has a layer of this kind
     double dense_elems = 0, sparse_elems = 0;
   } fsdp_layer[2];
-  const MoePhaseTimes* moe_phases = nullptr;       // SimulateMoePhases for the plan's EP group
+  const MoePhaseTimes* moe_phases = nullptr;  // SimulateMoePhases for the plan's EP group
   int64_t num_moe_layers = 0;
   const std::vector<int64_t>* layer_stage = nullptr;  // [num_hidden_layers]: pp stage of each layer
-  double dp_step_comm_us = 0;     // sum of StepCollectiveUs over rank 0's "step" CommEntry list, in order
-  double dp_step_param_gather_us = 0;  // the part of it from "zero1_all_gather_params" (--overlap-param-gather)
-  int64_t static_bytes_rank0 = 0; // parameter + gradient + optimizer bytes of rank 0 (StaticMemoryOnRank)
+  double dp_step_comm_us = 0;                         // sum of StepCollectiveUs over rank 0's "step" CommEntry list, in order
+  double dp_step_param_gather_us = 0;                 // the part of it from "zero1_all_gather_params" (--overlap-param-gather)
+  int64_t static_bytes_rank0 = 0;                     // parameter + gradient + optimizer bytes of rank 0 (StaticMemoryOnRank)
 };
 
 // The cost model proper (everything of SimulateStep after gathering its inputs). `training` is
@@ -181,14 +179,13 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& model, const ParamTotals& 
 
 // Predicts one training step of `plan` on `cluster` with `routing` sampled for its EP degree
 // (tokens_per_rank = the workload's routed tokens). Throws dockyard::Error on mismatched routing.
-CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& cluster, const RoutingResult& routing,
-                           const CostOptions& options = {});
+CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& cluster, const RoutingResult& routing, const CostOptions& options = {});
 
 // The MoE layers to sample for a plan of `model`: a trace gives every MoE layer its own routing
 // (all of them); otherwise `requested`, else min(`default_layers`, MoE layers). Throws
 // dockyard::Error naming `flag` when the count is outside [1, MoE layers].
-int64_t RoutingLayersToSample(const ModelSpec& model, const RoutingSpec& routing, std::optional<int64_t> requested,
-                              int64_t default_layers, const char* flag);
+int64_t RoutingLayersToSample(const ModelSpec& model, const RoutingSpec& routing, std::optional<int64_t> requested, int64_t default_layers,
+                              const char* flag);
 
 // Routing of `layers` MoE layers sampled for `plan`: its EP degree, its routed tokens per rank
 // (ComputeWorkload) and its dispatcher's outer EP size (DispatchOep) -- what SimulateStep reads.

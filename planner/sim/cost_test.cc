@@ -99,7 +99,8 @@ TEST_CASE("Skewed routing slows the slowest rank's grouped GEMM") {
   zipf.zipf_shuffle = false;  // hot experts 0, 1, 2 ... all on EP rank 0
   auto skewed = dockyard::SimulateStep(plan, c, dockyard::SampleRouting(zipf, 128, 8, 8, 4096, 2));
   auto gemm = [](const dockyard::CostBreakdown& cb) {
-    for (const auto& p : cb.phases) if (p.name == "grouped_gemm" && p.direction == "forward") return p.time_us;
+    for (const auto& p : cb.phases)
+      if (p.name == "grouped_gemm" && p.direction == "forward") return p.time_us;
     return 0.0;
   };
   CHECK(skewed.routing_imbalance > 1.5);
@@ -122,7 +123,8 @@ TEST_CASE("The deredundency dispatcher is costed as oep all-gather plus iep all-
   auto a2a = dockyard::SimulateStep(a2a_plan, c, dockyard::SampleRouting({}, 128, 8, 16, 2048, 1));
   auto der = dockyard::SimulateStep(der_plan, c, dockyard::SampleRouting({}, 128, 8, 16, 2048, 1, 2));
   auto dispatch = [](const dockyard::CostBreakdown& cb) {
-    for (const auto& p : cb.phases) if (p.name == "dispatch" && p.direction == "forward") return p.time_us;
+    for (const auto& p : cb.phases)
+      if (p.name == "dispatch" && p.direction == "forward") return p.time_us;
     return 0.0;
   };
   // The all-gather over oep carries 2 x 2048 x 8 rows x 2048 x 2 bytes = 134 MB as a 2-rank ring
@@ -130,8 +132,8 @@ TEST_CASE("The deredundency dispatcher is costed as oep all-gather plus iep all-
   CHECK(dispatch(der) > 1398.0);
   CHECK(dispatch(der) != doctest::Approx(dispatch(a2a)));
   // A routing sample without the deredundency matrices is refused.
-  CHECK_THROWS_WITH_AS(dockyard::SimulateStep(der_plan, c, dockyard::SampleRouting({}, 128, 8, 16, 2048, 1)),
-                       doctest::Contains("oep"), dockyard::Error);
+  CHECK_THROWS_WITH_AS(dockyard::SimulateStep(der_plan, c, dockyard::SampleRouting({}, 128, 8, 16, 2048, 1)), doctest::Contains("oep"),
+                       dockyard::Error);
 }
 
 TEST_CASE("Full recomputation adds a forward pass to the backward") {
@@ -146,7 +148,8 @@ TEST_CASE("Full recomputation adds a forward pass to the backward") {
   t.recompute = dockyard::Recompute::kFull;
   auto full = dockyard::SimulateStep(dockyard::BuildPlan(dockyard::testing::TinyMixtral(), d, t), c, routing);
   auto bwd_gemm = [](const dockyard::CostBreakdown& cb) {
-    for (const auto& p : cb.phases) if (p.name == "grouped_gemm" && p.direction == "backward") return p.time_us;
+    for (const auto& p : cb.phases)
+      if (p.name == "grouped_gemm" && p.direction == "backward") return p.time_us;
     return 0.0;
   };
   CHECK(bwd_gemm(full) == Approx(bwd_gemm(none) * 1.5));  // 3x forward instead of 2x

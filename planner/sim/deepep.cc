@@ -35,8 +35,7 @@ FlexCounts MakeFlexCounts(const std::vector<int64_t>& ep_group, int64_t gpus_per
   return c;
 }
 
-void AddFlexTokens(FlexCounts& c, int64_t source, const int32_t* experts, int64_t tokens, int64_t top_k,
-                   int64_t experts_per_member) {
+void AddFlexTokens(FlexCounts& c, int64_t source, const int32_t* experts, int64_t tokens, int64_t top_k, int64_t experts_per_member) {
   const int64_t n = static_cast<int64_t>(c.node_of.size());
   std::vector<int64_t> rank_seen(static_cast<size_t>(n), -1), node_seen(static_cast<size_t>(c.num_nodes), -1);
   for (int64_t t = 0; t < tokens; ++t) {
@@ -55,8 +54,8 @@ void AddFlexTokens(FlexCounts& c, int64_t source, const int32_t* experts, int64_
   }
 }
 
-FlexCounts SampleFlexCounts(const RoutingModel& model, int64_t layer, const std::vector<int64_t>& ep_group,
-                            int64_t gpus_per_node, int64_t tokens_per_rank) {
+FlexCounts SampleFlexCounts(const RoutingModel& model, int64_t layer, const std::vector<int64_t>& ep_group, int64_t gpus_per_node,
+                            int64_t tokens_per_rank) {
   FlexCounts c = MakeFlexCounts(ep_group, gpus_per_node);
   const int64_t n = static_cast<int64_t>(ep_group.size());
   for (int64_t s = 0; s < n; ++s) {
@@ -108,8 +107,8 @@ double FlexTokenBytes(double hidden, double act_bytes, bool fp8) {
   return DispatchRowBytes(hidden, act_bytes, fp8);
 }
 
-std::vector<double> FlexTimesUs(const LinkBytes& b, bool transpose, const std::vector<int64_t>& ep_group,
-                                const ClusterSpec& cl, const CostOptions& o) {
+std::vector<double> FlexTimesUs(const LinkBytes& b, bool transpose, const std::vector<int64_t>& ep_group, const ClusterSpec& cl,
+                                const CostOptions& o) {
   const int64_t n = b.n;
   const double nvl = cl.intra_node_gbps * o.flex_nvlink_efficiency * kBytesPerUsPerGbps;
   const double net = cl.network_gbps * o.flex_network_efficiency * kBytesPerUsPerGbps;
@@ -137,8 +136,8 @@ double AllGatherDispatchUs(int64_t ep, double tokens, double hidden, double act_
   return RingCollectiveUs(static_cast<double>(ep) * tokens * hidden * act_bytes, ep_group, cluster);
 }
 
-bool FlexOrAllGatherTimesUs(const LayerRouting& L, const std::vector<int64_t>& ep_group, const MoePhaseShape& s,
-                            double sent_ab, const ClusterSpec& cluster, const CostOptions& options, double* dt, double* ct) {
+bool FlexOrAllGatherTimesUs(const LayerRouting& L, const std::vector<int64_t>& ep_group, const MoePhaseShape& s, double sent_ab,
+                            const ClusterSpec& cluster, const CostOptions& options, double* dt, double* ct) {
   const int64_t n = static_cast<int64_t>(ep_group.size());
   if (s.allgather) {
     const double Td = s.dispatch_tokens > 0 ? s.dispatch_tokens : s.routed_tokens;
@@ -155,9 +154,10 @@ bool FlexOrAllGatherTimesUs(const LayerRouting& L, const std::vector<int64_t>& e
   for (int64_t m = 0; m < n; ++m) {
     const int64_t rank = ep_group[static_cast<size_t>(m)];
     if (L.flex->node_of[static_cast<size_t>(m)] != rank / domain) {
-      throw Error(fmt::format("the deepep routing sample places EP rank {} on node {}, the cluster's NVLink domain ({} GPUs) on {}; "
-                              "the deepep dispatcher groups ranks by NVLink domain: give --gpus-per-node {}",
-                              rank, L.flex->node_of[static_cast<size_t>(m)], domain, rank / domain, domain));
+      throw Error(
+          fmt::format("the deepep routing sample places EP rank {} on node {}, the cluster's NVLink domain ({} GPUs) on {}; "
+                      "the deepep dispatcher groups ranks by NVLink domain: give --gpus-per-node {}",
+                      rank, L.flex->node_of[static_cast<size_t>(m)], domain, rank / domain, domain));
     }
   }
   const double scale = sent_ab / s.act_bytes;  // megatron etp: a rank sends T_d / T_r of the sampled tokens
@@ -187,15 +187,18 @@ Json FlexLinksToJson(const RoutingResult& routing, double bytes_per_token) {
         nvl_recv[static_cast<size_t>(d)] += b.nvlink[i];
       }
     }
-    layers.push_back({{"network", b.network}, {"nvlink", b.nvlink}, {"network_send", net_send}, {"network_recv", net_recv},
-                      {"nvlink_send", nvl_send}, {"nvlink_recv", nvl_recv}});
+    layers.push_back({{"network", b.network},
+                      {"nvlink", b.nvlink},
+                      {"network_send", net_send},
+                      {"network_recv", net_recv},
+                      {"nvlink_send", nvl_send},
+                      {"nvlink_recv", nvl_recv}});
   }
   if (layers.empty()) return Json();
   return {{"dispatcher", "deepep"}, {"bytes_per_token", bytes_per_token}, {"layers", layers}};
 }
 
-void AddFlexCounts(const RoutingModel& model, const std::vector<int64_t>& ep_group, int64_t gpus_per_node,
-                   RoutingResult& routing) {
+void AddFlexCounts(const RoutingModel& model, const std::vector<int64_t>& ep_group, int64_t gpus_per_node, RoutingResult& routing) {
   for (size_t l = 0; l < routing.layers.size(); ++l) {
     routing.layers[l].flex = std::make_shared<const FlexCounts>(
         SampleFlexCounts(model, static_cast<int64_t>(l), ep_group, gpus_per_node, routing.tokens_per_rank));

@@ -51,13 +51,12 @@ FlexCounts MakeFlexCounts(const std::vector<int64_t>& ep_group, int64_t gpus_per
 
 // Adds the tokens of `source` (member index): experts [tokens * top_k], member d owns the
 // contiguous experts [d * experts_per_member, (d + 1) * experts_per_member).
-void AddFlexTokens(FlexCounts& counts, int64_t source, const int32_t* experts, int64_t tokens, int64_t top_k,
-                   int64_t experts_per_member);
+void AddFlexTokens(FlexCounts& counts, int64_t source, const int32_t* experts, int64_t tokens, int64_t top_k, int64_t experts_per_member);
 
 // The counts of `layer` for every member, drawn with SampleTokenExperts (the stream the dispatch
 // matrices count).
-FlexCounts SampleFlexCounts(const RoutingModel& model, int64_t layer, const std::vector<int64_t>& ep_group,
-                            int64_t gpus_per_node, int64_t tokens_per_rank);
+FlexCounts SampleFlexCounts(const RoutingModel& model, int64_t layer, const std::vector<int64_t>& ep_group, int64_t gpus_per_node,
+                            int64_t tokens_per_rank);
 
 // The rail peer of member s on node j (above).
 int64_t RailPeer(const FlexCounts& counts, int64_t s, int64_t node);
@@ -76,8 +75,8 @@ LinkBytes FlexDispatchBytes(const FlexCounts& counts, double bytes_per_token);
 double FlexTokenBytes(double hidden, double act_bytes, bool fp8);
 
 // Per-member times (us) of the dispatch (transpose = false) or combine (true) of `bytes`.
-std::vector<double> FlexTimesUs(const LinkBytes& bytes, bool transpose, const std::vector<int64_t>& ep_group,
-                                const ClusterSpec& cluster, const CostOptions& options);
+std::vector<double> FlexTimesUs(const LinkBytes& bytes, bool transpose, const std::vector<int64_t>& ep_group, const ClusterSpec& cluster,
+                                const CostOptions& options);
 
 // The allgather dispatcher: ring all-gather of the EP group's tokens (ep * tokens * hidden *
 // act_bytes bytes gathered); the combine is the reduce-scatter of the same size.
@@ -89,8 +88,8 @@ double AllGatherDispatchUs(int64_t ep, double tokens, double hidden, double act_
 // megatron etp scaling of SimulateMoePhases). Returns false (nothing written) for the other
 // dispatchers. Throws dockyard::Error when a deepep layer has no flex counts, or counts for
 // other nodes than `cluster` places the members on.
-bool FlexOrAllGatherTimesUs(const LayerRouting& layer, const std::vector<int64_t>& ep_group, const MoePhaseShape& s,
-                            double sent_ab, const ClusterSpec& cluster, const CostOptions& options, double* dt, double* ct);
+bool FlexOrAllGatherTimesUs(const LayerRouting& layer, const std::vector<int64_t>& ep_group, const MoePhaseShape& s, double sent_ab,
+                            const ClusterSpec& cluster, const CostOptions& options, double* dt, double* ct);
 
 // The deepep dispatch's link-level traffic of every sampled layer of `routing` (its flex counts),
 // for the simulate report: {"dispatcher": "deepep", "bytes_per_token", "layers": [{"network":
@@ -101,7 +100,6 @@ Json FlexLinksToJson(const RoutingResult& routing, double bytes_per_token);
 
 // The plan's EP group of rank 0 (the members the routing sample's ranks stand for).
 // SampleRoutingForPlan fills every layer's flex counts with it when the dispatcher is deepep.
-void AddFlexCounts(const RoutingModel& model, const std::vector<int64_t>& ep_group, int64_t gpus_per_node,
-                   RoutingResult& routing);
+void AddFlexCounts(const RoutingModel& model, const std::vector<int64_t>& ep_group, int64_t gpus_per_node, RoutingResult& routing);
 
 }  // namespace dockyard

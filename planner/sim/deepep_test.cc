@@ -98,8 +98,8 @@ TEST_CASE("deepep counts from the sampler: every token counted once per node it 
     CHECK(visits <= 2000);
     int64_t ranks = 0;
     for (int64_t d = 0; d < 16; ++d) ranks += c.rank_tokens[s * 16 + d];
-    CHECK(ranks >= visits);       // a node visit reaches >= 1 member
-    CHECK(ranks <= 1000 * 8);     // at most top_k members per token
+    CHECK(ranks >= visits);    // a node visit reaches >= 1 member
+    CHECK(ranks <= 1000 * 8);  // at most top_k members per token
   }
 }
 

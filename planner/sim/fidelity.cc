@@ -17,14 +17,12 @@ namespace dockyard {
 
 const std::vector<std::string> kFidelityFeatures = {
     // Not expressible yet (UnsupportedReasons).
-    "megatron_fsdp", "mtp", "dualpipe", "dropless", "custom_pp_layout", "node_limited_routing",
-    "batch_ramp",
+    "megatron_fsdp", "mtp", "dualpipe", "dropless", "custom_pp_layout", "node_limited_routing", "batch_ramp",
     // Settings dockyard models (pipeline_schedule.h RunSettings).
     "ep_overlap",
     // Framework settings dockyard predicts without.
-    "sequence_parallel", "distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather",
-    "embedding_loss_pipeline_layers", "grouped_gemm", "permute_fusion", "router_fusion", "cuda_graphs",
-    "capacity_padded"};
+    "sequence_parallel", "distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather", "embedding_loss_pipeline_layers",
+    "grouped_gemm", "permute_fusion", "router_fusion", "cuda_graphs", "capacity_padded"};
 
 namespace {
 
@@ -84,8 +82,8 @@ std::string Keys(const std::map<std::string, std::string>& m) {
 
 FidelityRun ParseRun(const JsonView& v, const std::map<std::string, ClusterSpec>& clusters,
                      const std::map<std::string, std::string>& model_files, const std::map<std::string, std::string>& sources) {
-  v.RejectUnknownKeys({"id", "model", "cluster", "layout", "batch", "precision", "recompute", "recompute_modules",
-                       "dispatcher", "features", "measured", "group", "weight", "source", "notes", "phases"});
+  v.RejectUnknownKeys({"id", "model", "cluster", "layout", "batch", "precision", "recompute", "recompute_modules", "dispatcher", "features",
+                       "measured", "group", "weight", "source", "notes", "phases"});
   FidelityRun r;
   r.id = v.String("id");
   r.model = v.String("model");
@@ -192,9 +190,12 @@ FidelityRun ParseRun(const JsonView& v, const std::map<std::string, ClusterSpec>
 
 const char* MeasuredKindName(MeasuredKind k) {
   switch (k) {
-    case MeasuredKind::kStepSeconds: return "step_s";
-    case MeasuredKind::kTokensPerSecondPerGpu: return "tokens_per_s_per_gpu";
-    case MeasuredKind::kTflopsPerGpu: return "tflops_per_gpu";
+    case MeasuredKind::kStepSeconds:
+      return "step_s";
+    case MeasuredKind::kTokensPerSecondPerGpu:
+      return "tokens_per_s_per_gpu";
+    case MeasuredKind::kTflopsPerGpu:
+      return "tflops_per_gpu";
   }
   return "?";
 }
@@ -214,9 +215,12 @@ double MeasuredStepSeconds(const FidelityRun& r) {
   const double tokens = static_cast<double>(r.gbs) * static_cast<double>(r.seq);
   const double n = static_cast<double>(r.world_size);
   switch (r.measured.kind) {
-    case MeasuredKind::kStepSeconds: return r.measured.value;
-    case MeasuredKind::kTokensPerSecondPerGpu: return tokens / (n * r.measured.value);
-    case MeasuredKind::kTflopsPerGpu: return tokens * r.measured.gflop_per_token * 1e9 / (n * r.measured.value * 1e12);
+    case MeasuredKind::kStepSeconds:
+      return r.measured.value;
+    case MeasuredKind::kTokensPerSecondPerGpu:
+      return tokens / (n * r.measured.value);
+    case MeasuredKind::kTflopsPerGpu:
+      return tokens * r.measured.gflop_per_token * 1e9 / (n * r.measured.value * 1e12);
   }
   return 0;
 }
@@ -254,7 +258,7 @@ TrainingConfig FidelityTraining(const FidelityRun& r) {
   // unit; gb200-nvl72: 72 GPUs over trays of 4).
   t.gpus_per_node = NvlinkDomainGpus(r.cluster);
   t.dispatcher = r.dispatcher == "a2a" ? "all_to_all" : "deepep";  // Megatron flex: DeepEP / HybridEP
-  t.run.vpp = r.vpp;  // interleaved 1F1B (pipeline_schedule.h)
+  t.run.vpp = r.vpp;                                               // interleaved 1F1B (pipeline_schedule.h)
   auto has = [&](const char* f) { return std::find(r.features.begin(), r.features.end(), f) != r.features.end(); };
   t.run.overlap_grad_reduce = has("overlap_grad_reduce");
   t.run.overlap_param_gather = has("overlap_param_gather") && t.run.overlap_grad_reduce;
@@ -314,8 +318,7 @@ FidelitySet FidelitySetFromJson(const Json& json, const std::string& file, const
   for (size_t i = 0; i < runs.size(); ++i) {
     const JsonView v(&runs[i], file, fmt::format("/runs/{}", i));
     if (!runs[i].is_object()) top.Fail("runs", fmt::format("element {} must be an object", i));
-    const std::string id = runs[i].contains("id") && runs[i]["id"].is_string() ? runs[i]["id"].get<std::string>()
-                                                                                : fmt::format("#{}", i);
+    const std::string id = runs[i].contains("id") && runs[i]["id"].is_string() ? runs[i]["id"].get<std::string>() : fmt::format("#{}", i);
     try {
       FidelityRun r = ParseRun(v, clusters, model_files, set.sources);
       if (!ids.insert(r.id).second) v.Fail("id", fmt::format("duplicate id \"{}\"", r.id));
@@ -337,9 +340,8 @@ FidelitySet FidelitySetFromJson(const Json& json, const std::string& file, const
   if (!comps.is_array()) top.Fail("components", fmt::format("must be a list, got {}", JsonValueText(comps)));
   for (size_t i = 0; i < comps.size(); ++i) {
     const JsonView v(&comps[i], file, fmt::format("/components/{}", i));
-    const std::string id = comps[i].is_object() && comps[i].contains("id") && comps[i]["id"].is_string()
-                               ? comps[i]["id"].get<std::string>()
-                               : fmt::format("#{}", i);
+    const std::string id = comps[i].is_object() && comps[i].contains("id") && comps[i]["id"].is_string() ? comps[i]["id"].get<std::string>()
+                                                                                                         : fmt::format("#{}", i);
     try {
       if (!comps[i].is_object()) top.Fail("components", fmt::format("element {} must be an object", i));
       v.RejectUnknownKeys({"id", "kind", "hardware", "params", "value", "values", "unit", "source", "notes"});
@@ -356,7 +358,8 @@ FidelitySet FidelitySetFromJson(const Json& json, const std::string& file, const
         const Json& a = v.value().at("values");
         if (!a.is_array() || a.empty()) v.Fail("values", fmt::format("must be a non-empty list of numbers, got {}", JsonValueText(a)));
         for (const Json& e : a) {
-          if (!e.is_number() || !(e.get<double>() > 0)) v.Fail("values", fmt::format("every value must be a number > 0, got {}", JsonValueText(e)));
+          if (!e.is_number() || !(e.get<double>() > 0))
+            v.Fail("values", fmt::format("every value must be a number > 0, got {}", JsonValueText(e)));
           c.values.push_back(e.get<double>());
         }
       }
@@ -409,8 +412,7 @@ namespace {
 // Per group (in order of first appearance): error and the order of pairs whose measured
 // tokens/s/GPU differ by more than `order_threshold`.
 std::vector<FidelityGroupSummary> GroupSummaries(const std::vector<FidelityPrediction>& rows,
-                                                 const std::map<std::string, const FidelityRun*>& by_id,
-                                                 double order_threshold) {
+                                                 const std::map<std::string, const FidelityRun*>& by_id, double order_threshold) {
   std::vector<std::string> group_order;
   std::map<std::string, std::vector<const FidelityPrediction*>> groups;
   for (const FidelityPrediction& p : rows) {
@@ -494,7 +496,9 @@ FidelityReport RunFidelity(const FidelitySet& set, double order_threshold, const
 
 namespace {
 
-std::string Pct(double x) { return fmt::format("{:+.1f} %", 100.0 * x); }
+std::string Pct(double x) {
+  return fmt::format("{:+.1f} %", 100.0 * x);
+}
 
 std::string Layout(const FidelityRun& r) {
   std::string s = fmt::format("N{} TP{} PP{}", r.world_size, r.tp, r.pp);
@@ -511,10 +515,13 @@ std::string Batch(const FidelityRun& r) {
 
 std::string PredictionTable(const std::vector<FidelityPrediction>& rows, const std::map<std::string, const FidelityRun*>& by_id,
                             bool reasons) {
-  std::string out = reasons ? "| id | model | cluster | layout | GBS/MBS/seq | measured s | predicted s | error | dominant phase | peak GiB | predicted without |\n"
-                              "|---|---|---|---|---|---|---|---|---|---|---|\n"
-                            : "| id | model | cluster | layout | GBS/MBS/seq | recompute | measured s | predicted s | error | dominant phase | peak GiB |\n"
-                              "|---|---|---|---|---|---|---|---|---|---|---|\n";
+  std::string out =
+      reasons
+          ? "| id | model | cluster | layout | GBS/MBS/seq | measured s | predicted s | error | dominant phase | peak GiB | predicted "
+            "without |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|\n"
+          : "| id | model | cluster | layout | GBS/MBS/seq | recompute | measured s | predicted s | error | dominant phase | peak GiB |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const FidelityPrediction& p : rows) {
     const FidelityRun& r = *by_id.at(p.id);
     std::string tail;
@@ -524,11 +531,11 @@ std::string PredictionTable(const std::vector<FidelityPrediction>& rows, const s
       tail = RecomputeName(r.recompute);
     }
     if (reasons) {
-      out += fmt::format("| {} | {} | {} | {} | {} | {:.3f} | {:.3f} | {} | {} | {:.1f} | {} |\n", p.id, r.model, r.cluster_name,
-                         Layout(r), Batch(r), p.measured_s, p.predicted_s, Pct(p.error), p.dominant_phase, p.peak_gib, tail);
+      out += fmt::format("| {} | {} | {} | {} | {} | {:.3f} | {:.3f} | {} | {} | {:.1f} | {} |\n", p.id, r.model, r.cluster_name, Layout(r),
+                         Batch(r), p.measured_s, p.predicted_s, Pct(p.error), p.dominant_phase, p.peak_gib, tail);
     } else {
-      out += fmt::format("| {} | {} | {} | {} | {} | {} | {:.3f} | {:.3f} | {} | {} | {:.1f} |\n", p.id, r.model, r.cluster_name,
-                         Layout(r), Batch(r), tail, p.measured_s, p.predicted_s, Pct(p.error), p.dominant_phase, p.peak_gib);
+      out += fmt::format("| {} | {} | {} | {} | {} | {} | {:.3f} | {:.3f} | {} | {} | {:.1f} |\n", p.id, r.model, r.cluster_name, Layout(r),
+                         Batch(r), tail, p.measured_s, p.predicted_s, Pct(p.error), p.dominant_phase, p.peak_gib);
     }
   }
   return out;
@@ -541,8 +548,8 @@ std::string GroupTable(const std::vector<FidelityGroupSummary>& groups) {
   for (const auto& g : groups) {
     std::string rev;
     for (const auto& d : g.discordant) rev += (rev.empty() ? "" : ", ") + d;
-    out += fmt::format("| {} | {} | {:.1f} % | {:.1f} % | {} / {} | {} |\n", g.group, g.rows, 100 * g.mean_abs_error,
-                       100 * g.max_abs_error, g.concordant_pairs, g.ordered_pairs, rev.empty() ? "-" : rev);
+    out += fmt::format("| {} | {} | {:.1f} % | {:.1f} % | {} / {} | {} |\n", g.group, g.rows, 100 * g.mean_abs_error, 100 * g.max_abs_error,
+                       g.concordant_pairs, g.ordered_pairs, rev.empty() ? "-" : rev);
   }
   return out;
 }
@@ -556,7 +563,9 @@ std::vector<FidelityGroupSummary> SummarizeFidelityGroups(const FidelitySet& set
   return GroupSummaries(rows, by_id, order_threshold);
 }
 
-std::string FidelityGroupTable(const std::vector<FidelityGroupSummary>& groups) { return GroupTable(groups); }
+std::string FidelityGroupTable(const std::vector<FidelityGroupSummary>& groups) {
+  return GroupTable(groups);
+}
 
 std::string FidelityReportToMarkdown(const FidelitySet& set, const FidelityReport& rep) {
   std::map<std::string, const FidelityRun*> by_id;
@@ -568,8 +577,7 @@ std::string FidelityReportToMarkdown(const FidelitySet& set, const FidelityRepor
                      100 * rep.mean_abs_error, 100 * rep.weighted_mean_abs_error, 100 * rep.max_abs_error,
                      rep.max_abs_error_id.empty() ? "-" : rep.max_abs_error_id, rep.rows.size());
   out += "### Per group\n\n" + GroupTable(rep.groups);
-  out += fmt::format("\n### Unsupported runs predicted anyway (approximations, not in the figures above: {})\n\n",
-                     rep.approximate.size());
+  out += fmt::format("\n### Unsupported runs predicted anyway (approximations, not in the figures above: {})\n\n", rep.approximate.size());
   out += PredictionTable(rep.approximate, by_id, true);
   out += "\nPer group (approximations):\n\n" + GroupTable(rep.approximate_groups);
   out += fmt::format("\n### Runs not predicted ({})\n\n| id | why |\n|---|---|\n", rep.not_predicted.size());

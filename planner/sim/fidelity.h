@@ -36,37 +36,37 @@ const char* MeasuredKindName(MeasuredKind k);  // "step_s", "tokens_per_s_per_gp
 
 struct FidelityMeasured {
   MeasuredKind kind = MeasuredKind::kStepSeconds;
-  double value = 0;            // > 0, in the unit of `kind`
-  double gflop_per_token = 0;  // kTflopsPerGpu only (> 0): the source's model GFLOP per token
+  double value = 0;                                // > 0, in the unit of `kind`
+  double gflop_per_token = 0;                      // kTflopsPerGpu only (> 0): the source's model GFLOP per token
   std::optional<std::pair<double, double>> range;  // other releases, same kind, lo <= hi
 };
 
 struct FidelityRun {
   std::string id;
-  std::string model;          // key of "models"
-  std::string model_file;     // resolved path; empty when the set has no config for the model
-  std::string cluster_name;   // key of "clusters"
+  std::string model;         // key of "models"
+  std::string model_file;    // resolved path; empty when the set has no config for the model
+  std::string cluster_name;  // key of "clusters"
   ClusterSpec cluster;
   int64_t world_size = 0, tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1, etp = 1;
   int64_t gbs = 0;
   std::optional<int64_t> mbs;  // unset where the source does not state it
   int64_t seq = 0;
-  std::string precision;       // "bf16" or "fp8"
+  std::string precision;  // "bf16" or "fp8"
   Recompute recompute = Recompute::kNone;
   std::vector<std::string> recompute_modules;  // Megatron --recompute-modules (selective)
-  std::string dispatcher;      // "a2a" (NCCL all-to-all), "deepep", "hybridep" (Megatron flex dispatcher)
-  std::vector<std::string> features;  // kFidelityFeatures
+  std::string dispatcher;                      // "a2a" (NCCL all-to-all), "deepep", "hybridep" (Megatron flex dispatcher)
+  std::vector<std::string> features;           // kFidelityFeatures
   FidelityMeasured measured;
-  std::string group;           // source x model x hardware
-  double weight = 1.0;         // (0, 1]: the source's confidence
-  std::string source;          // key of "sources"
+  std::string group;    // source x model x hardware
+  double weight = 1.0;  // (0, 1]: the source's confidence
+  std::string source;   // key of "sources"
   std::string notes;
   // Optional measured phases of the run (a user's profile): per layer and micro-batch, in the
   // cost model's phase vocabulary (planner/base/phase.h), compared with the same-named predicted phase
   // by the fitter (planner/sim/calibrate.h), never summed into a step.
   struct Phase {
     std::string name, layer_kind, direction;  // e.g. "dispatch", "moe", "forward"
-    double time_us = 0;                        // >= 0
+    double time_us = 0;                       // >= 0
   };
   std::vector<Phase> phases;
   // Why dockyard cannot express the run yet (empty: it can). Derived from the fields above by
@@ -80,8 +80,8 @@ extern const std::vector<std::string> kFidelityFeatures;
 
 struct FidelityComponent {
   std::string id, kind, hardware;
-  Json params;                  // the conditions of the measurement, as the source states them
-  std::vector<double> values;   // "value" or "values", each > 0
+  Json params;                 // the conditions of the measurement, as the source states them
+  std::vector<double> values;  // "value" or "values", each > 0
   std::string unit, source, notes;
 };
 
@@ -123,11 +123,11 @@ TrainingConfig FidelityTraining(const FidelityRun& run);
 
 struct FidelityPrediction {
   std::string id;
-  bool approximate = false;   // predicted although unsupported (the unsupported features dropped)
+  bool approximate = false;  // predicted although unsupported (the unsupported features dropped)
   double measured_s = 0, predicted_s = 0;
-  double error = 0;           // predicted_s / measured_s - 1 (negative: predicted too fast)
+  double error = 0;  // predicted_s / measured_s - 1 (negative: predicted too fast)
   std::string dominant_phase;
-  double peak_gib = 0;        // ComputeMemory's worst rank
+  double peak_gib = 0;  // ComputeMemory's worst rank
 };
 
 // What PredictRun builds once per run (the fitter re-costs it under many knob values): the plan,
@@ -156,8 +156,8 @@ struct FidelityGroupSummary {
   std::vector<std::string> discordant;              // "S01 > S04" (measured order) where predicted reverses it
 };
 struct FidelityReport {
-  std::vector<FidelityPrediction> rows;          // expressible runs, file order
-  std::vector<FidelityPrediction> approximate;   // unsupported runs predicted anyway
+  std::vector<FidelityPrediction> rows;                            // expressible runs, file order
+  std::vector<FidelityPrediction> approximate;                     // unsupported runs predicted anyway
   std::vector<std::pair<std::string, std::string>> not_predicted;  // id, why
   double mean_abs_error = 0, weighted_mean_abs_error = 0, max_abs_error = 0;
   std::string max_abs_error_id;

@@ -11,7 +11,9 @@ namespace {
 
 constexpr double kFlopsPerUsPerTflops = 1e6;  // TFLOP/s -> FLOP per microsecond
 
-double Fill(double x, double half) { return x / (x + half); }
+double Fill(double x, double half) {
+  return x / (x + half);
+}
 
 double GemmUs(double m, double n, double k, double peak_tflops, const CostOptions& o) {
   if (m <= 0 || n <= 0 || k <= 0) return 0.0;

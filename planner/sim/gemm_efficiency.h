@@ -35,8 +35,7 @@ double LinearUs(double m, double n, double k, bool backward, double peak_tflops,
 // One expert's SwiGLU MLP forward (gate_up: N = 2 f, K = hidden; down: N = hidden, K = f) on
 // `rows` rows padded to whole gemm_tile_rows tiles, in microseconds; 0 for no rows.
 // With FP8 GEMMs (options.fp8_gemms) and `hbm_gbps` > 0, plus the quantize kernels of both inputs.
-double ExpertMlpForwardUs(double rows, double hidden, double f, double peak_tflops, const CostOptions& options,
-                          double hbm_gbps = 0);
+double ExpertMlpForwardUs(double rows, double hidden, double f, double peak_tflops, const CostOptions& options, double hbm_gbps = 0);
 
 // `options` with fp8_gemms / fp8_blockwise from the training config (precision.h).
 CostOptions WithPrecision(const CostOptions& options, const TrainingConfig& training);
@@ -56,7 +55,7 @@ struct ShapedComputeUs {
 };
 // `tokens` T (M of every dense GEMM), `router_tokens` (Workload::dispatch_tokens), `tp`, `seq_len`.
 // With FP8 GEMMs and `hbm_gbps` > 0, each FP8 linear also pays its input's quantize kernel.
-ShapedComputeUs ShapedCompute(const ModelSpec& model, double tokens, double router_tokens, double tp, double seq_len,
-                              double peak_tflops, const CostOptions& options, double hbm_gbps = 0);
+ShapedComputeUs ShapedCompute(const ModelSpec& model, double tokens, double router_tokens, double tp, double seq_len, double peak_tflops,
+                              const CostOptions& options, double hbm_gbps = 0);
 
 }  // namespace dockyard

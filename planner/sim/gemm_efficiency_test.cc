@@ -10,14 +10,15 @@
 #include "tests/test_models.h"
 #include "tests/tiny_plan.h"
 
-using doctest::Approx;
 using dockyard::CostOptions;
 using dockyard::GemmShapeEfficiency;
+using doctest::Approx;
 
 namespace {
 
 const dockyard::FidelityComponent& Component(const dockyard::FidelitySet& set, const std::string& id) {
-  for (const auto& c : set.components) if (c.id == id) return c;
+  for (const auto& c : set.components)
+    if (c.id == id) return c;
   FAIL("no component " << id);
   return set.components.front();
 }

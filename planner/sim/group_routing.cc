@@ -3,7 +3,6 @@
 
 #include <algorithm>
 
-
 #include <fmt/format.h>
 
 namespace dockyard {
@@ -65,8 +64,7 @@ GroupSampler BuildGroupSampler(const std::vector<double>& share, int64_t top_k, 
   for (int64_t e = 0; e < s.num_experts; ++e) {
     if (e % s.group_size != 0) s.cum[static_cast<size_t>(e)] += s.cum[static_cast<size_t>(e - 1)];
   }
-  s.uniform = !share.empty() && share.front() > 0 &&
-              std::all_of(share.begin(), share.end(), [&](double w) { return w == share.front(); });
+  s.uniform = !share.empty() && share.front() > 0 && std::all_of(share.begin(), share.end(), [&](double w) { return w == share.front(); });
   s.group_cum = s.group_weight;
   for (size_t g = 1; g < s.group_cum.size(); ++g) s.group_cum[g] += s.group_cum[g - 1];
   return s;

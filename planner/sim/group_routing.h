@@ -62,8 +62,7 @@ inline void GroupLimitedSelectRow(float* select, int64_t cols, const GroupLimit&
 // PrepareRouting (routing.h) for a group-limited model: every layer draws its tokens in the two
 // stages above from the layer's capped shares. With an inactive limit it equals PrepareRouting.
 // Throws dockyard::Error naming n_group / topk_group and the rule (GroupLimitProblem).
-RoutingModel PrepareRouting(const RoutingSpec& spec, int64_t num_experts, int64_t top_k, int64_t num_layers,
-                            const GroupLimit& limit);
+RoutingModel PrepareRouting(const RoutingSpec& spec, int64_t num_experts, int64_t top_k, int64_t num_layers, const GroupLimit& limit);
 
 namespace routing_detail {
 
@@ -115,7 +114,10 @@ void GroupSampler::Draw(Xoshiro256ss& rng_ref, int64_t tokens, Sink& sink) const
     int64_t lo = 0, hi = n - 1;
     while (lo < hi) {
       const int64_t mid = (lo + hi) / 2;
-      if (u < c[mid]) hi = mid; else lo = mid + 1;
+      if (u < c[mid])
+        hi = mid;
+      else
+        lo = mid + 1;
     }
     return lo;
   };
@@ -188,7 +190,8 @@ void GroupSampler::Draw(Xoshiro256ss& rng_ref, int64_t tokens, Sink& sink) const
         // untaken experts once no weight is left), then an expert inside it in proportion to its
         // weight.
         bool any_mass = false;
-        for (int64_t k = 0; k < kg; ++k) any_mass = any_mass || (kept_mass[static_cast<size_t>(k)] > 0 && kept_left[static_cast<size_t>(k)] > 0);
+        for (int64_t k = 0; k < kg; ++k)
+          any_mass = any_mass || (kept_mass[static_cast<size_t>(k)] > 0 && kept_left[static_cast<size_t>(k)] > 0);
         if (any_mass) {
           for (int64_t k = 0; k < kg; ++k) {
             if (kept_left[static_cast<size_t>(k)] == 0) kept_mass[static_cast<size_t>(k)] = 0;  // rounding residue

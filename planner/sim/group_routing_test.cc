@@ -16,8 +16,8 @@
 
 using dockyard::Error;
 using dockyard::GroupLimit;
-using dockyard::GroupLimitProblem;
 using dockyard::GroupLimitedSelectRow;
+using dockyard::GroupLimitProblem;
 using dockyard::ParseRoutingSpec;
 using dockyard::PrepareRouting;
 using dockyard::RoutingModel;

@@ -18,8 +18,8 @@ namespace dockyard {
 // highest), the topk_group best kept (ties to the lower group), every entry of the other groups
 // set to -inf. scratch holds n_group floats. Nothing happens unless 1 < n_group and topk_group <
 // n_group; n_group must divide cols and topk_group be >= 1 (GroupLimitProblem).
-DOCKYARD_HOST_DEVICE inline void GroupSelectRow(float* select, int64_t cols, int64_t n_group, int64_t topk_group,
-                                                bool top2_sum, float* scratch) {
+DOCKYARD_HOST_DEVICE inline void GroupSelectRow(float* select, int64_t cols, int64_t n_group, int64_t topk_group, bool top2_sum,
+                                                float* scratch) {
   if (!(n_group > 1 && topk_group < n_group)) return;
   const float neg_inf = -__builtin_huge_valf();
   const float pos_inf = __builtin_huge_valf();

@@ -79,8 +79,7 @@ double LaunchGapUs(double kernels, bool cuda_graphs, double kernel_launch_us, do
   return kernels * (cuda_graphs ? graph_launch_us : kernel_launch_us);
 }
 
-KernelExtrasUs KernelExtras(const ModelSpec& m, const KernelShape& s, const CostOptions& o, double hbm_gbps,
-                            bool full_recompute) {
+KernelExtrasUs KernelExtras(const ModelSpec& m, const KernelShape& s, const CostOptions& o, double hbm_gbps, bool full_recompute) {
   const auto& a = m.attention;
   auto mem = [&](const std::vector<KernelBytes>& k) { return MemoryBoundUs(k, hbm_gbps, o.hbm_efficiency, o.memory_floor_us); };
   auto gap = [&](double kernels) { return LaunchGapUs(kernels, o.cuda_graphs, o.kernel_launch_us, o.graph_launch_us); };

@@ -43,11 +43,11 @@ struct KernelBytes {
 
 // What the memory-bound kernels of one layer depend on.
 struct KernelShape {
-  double tokens = 0;          // T: tokens of one micro-batch on a rank (Workload::tokens)
-  double sp_tokens = 0;       // tokens the norms and residual adds see: ceil(T / tp) with sequence parallelism
-  double router_tokens = 0;   // tokens a rank routes (Workload::dispatch_tokens)
-  double tp = 1;              // tensor-parallel degree (heads and F are divided by it)
-  double act_bytes = 2;       // bytes per activation element
+  double tokens = 0;         // T: tokens of one micro-batch on a rank (Workload::tokens)
+  double sp_tokens = 0;      // tokens the norms and residual adds see: ceil(T / tp) with sequence parallelism
+  double router_tokens = 0;  // tokens a rank routes (Workload::dispatch_tokens)
+  double tp = 1;             // tensor-parallel degree (heads and F are divided by it)
+  double act_bytes = 2;      // bytes per activation element
 };
 
 // The memory-bound kernels of the attention block of one layer (input norm, q/k or MLA latent
@@ -59,8 +59,7 @@ std::vector<KernelBytes> RouterKernels(const ModelSpec& model, const KernelShape
 // The SwiGLU activation of `rows` rows of intermediate width `f` (already divided by any TP).
 KernelBytes SwigluKernel(double rows, double f, double act_bytes, bool backward);
 // The final norm and the cross-entropy over the vocabulary shard V / tp of the last stage.
-std::vector<KernelBytes> LossKernels(const ModelSpec& model, const KernelShape& shape, bool fused_cross_entropy,
-                                     bool backward);
+std::vector<KernelBytes> LossKernels(const ModelSpec& model, const KernelShape& shape, bool fused_cross_entropy, bool backward);
 
 // Sum over kernels of max(bytes / (hbm_gbps x hbm_efficiency), floor_us), in microseconds.
 double MemoryBoundUs(const std::vector<KernelBytes>& kernels, double hbm_gbps, double hbm_efficiency, double floor_us);
@@ -76,8 +75,8 @@ double LaunchGapUs(double kernels, bool cuda_graphs, double kernel_launch_us, do
 // kv_a, kv_b, o; each GEMM twice in the backward, dgrad and wgrad). The routed experts' SwiGLU is
 // routing-dependent and is added by SimulateMoePhases; grouped_gemm here is its launch gaps only.
 struct KernelExtrasUs {
-  double attention[2] = {0, 0}, router[2] = {0, 0}, grouped_gemm[2] = {0, 0}, shared_experts[2] = {0, 0},
-         dense_mlp[2] = {0, 0}, lm_head[2] = {0, 0};
+  double attention[2] = {0, 0}, router[2] = {0, 0}, grouped_gemm[2] = {0, 0}, shared_experts[2] = {0, 0}, dense_mlp[2] = {0, 0},
+         lm_head[2] = {0, 0};
 };
 // `hbm_gbps` is the GPU's HBM bandwidth (ClusterSpec::hbm_gbps); the rest comes from `options`
 // (hbm_efficiency, memory_floor_us, kernel_launch_us, graph_launch_us, cuda_graphs,

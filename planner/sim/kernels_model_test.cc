@@ -8,15 +8,16 @@
 #include "tests/test_models.h"
 #include "tests/tiny_plan.h"
 
-using doctest::Approx;
 using dockyard::KernelBytes;
 using dockyard::KernelShape;
+using doctest::Approx;
 
 namespace {
 
 double Bytes(const std::vector<KernelBytes>& k, const std::string& name) {
   double b = 0;
-  for (const auto& x : k) if (x.name == name) b += x.bytes;
+  for (const auto& x : k)
+    if (x.name == name) b += x.bytes;
   return b;
 }
 double Total(const std::vector<KernelBytes>& k) {
@@ -141,7 +142,8 @@ TEST_CASE("SimulateStep with --compute-model kernels adds the kernels to their p
   o.kernel_compute = true;
   const auto kern = dockyard::SimulateStep(plan, c, routing, o);
   auto phase = [](const dockyard::CostBreakdown& cb, const char* name) {
-    for (const auto& p : cb.phases) if (p.name == name && p.direction == "forward") return p.time_us;
+    for (const auto& p : cb.phases)
+      if (p.name == name && p.direction == "forward") return p.time_us;
     return -1.0;
   };
   // TinyMixtral (no q/k norm), 1024 tokens, tp 1: norms 262,144 B, rotary and residual adds

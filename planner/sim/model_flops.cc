@@ -26,15 +26,15 @@ double ModelFlopsPerToken(const ModelSpec& m, int64_t seq_len, int64_t mtp_layer
   if (mtp_layers < 0) throw Error(fmt::format("model FLOPs: MTP layers must be >= 0, got {}", mtp_layers));
   const auto& a = m.attention;
   const double D = static_cast<double>(m.hidden_size), H = static_cast<double>(a.num_attention_heads);
-  const double d_qk = a.kind == AttentionKind::kMla ? static_cast<double>(a.qk_nope_head_dim + a.qk_rope_head_dim)
-                                                    : static_cast<double>(a.head_dim);
+  const double d_qk =
+      a.kind == AttentionKind::kMla ? static_cast<double>(a.qk_nope_head_dim + a.qk_rope_head_dim) : static_cast<double>(a.head_dim);
   const double d_v = a.kind == AttentionKind::kMla ? static_cast<double>(a.v_head_dim) : static_cast<double>(a.head_dim);
   const double attn = AttentionMatmulParams(m);
   // Causal core, forward 2 x (QK^T + AV) FLOPs over half the square, times 3 for the backward.
   const double core = 3.0 * static_cast<double>(seq_len) * H * (d_qk + d_v);
-  const double moe_mlp = 3.0 * D *
-                         (static_cast<double>(m.moe.top_k * m.moe.moe_intermediate_size) +
-                          static_cast<double>(m.moe.shared_expert_intermediate_size));
+  const double moe_mlp =
+      3.0 * D *
+      (static_cast<double>(m.moe.top_k * m.moe.moe_intermediate_size) + static_cast<double>(m.moe.shared_expert_intermediate_size));
   const double dense_mlp = 3.0 * D * static_cast<double>(m.intermediate_size);
   const double logits = D * static_cast<double>(m.vocab_size);
   double flops = 0;

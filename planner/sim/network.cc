@@ -13,8 +13,9 @@ namespace {
 constexpr double kBytesPerUsPerGbps = 1e3;  // GB/s -> bytes per microsecond
 }  // namespace
 
-int64_t NvlinkDomainGpus(const ClusterSpec& c) { return std::max<int64_t>(c.gpus_per_node, c.nvlink_domain_gpus); }
-
+int64_t NvlinkDomainGpus(const ClusterSpec& c) {
+  return std::max<int64_t>(c.gpus_per_node, c.nvlink_domain_gpus);
+}
 
 int64_t MembersPerDomain(const std::vector<int64_t>& group, int64_t domain) {
   if (group.empty()) return 0;
@@ -68,8 +69,7 @@ double P2pUs(double bytes, bool spans_domains, const ClusterSpec& c) {
 
 double CpRingExposedUs(double kv_bytes, double core_us, int64_t cp, bool spans_domains, const ClusterSpec& c) {
   if (cp < 2) return 0.0;
-  return static_cast<double>(cp - 1) *
-         std::max(0.0, P2pUs(kv_bytes, spans_domains, c) - core_us / static_cast<double>(cp));
+  return static_cast<double>(cp - 1) * std::max(0.0, P2pUs(kv_bytes, spans_domains, c) - core_us / static_cast<double>(cp));
 }
 
 double CpAllToAllUs(double a2a_bytes, int64_t cp, bool spans_domains, const ClusterSpec& c) {
@@ -77,6 +77,8 @@ double CpAllToAllUs(double a2a_bytes, int64_t cp, bool spans_domains, const Clus
   return P2pUs(a2a_bytes * static_cast<double>(cp - 1) / static_cast<double>(cp), spans_domains, c);
 }
 
-double NicContentionUs(double other_us, bool spans, bool other_spans) { return spans && other_spans ? other_us : 0.0; }
+double NicContentionUs(double other_us, bool spans, bool other_spans) {
+  return spans && other_spans ? other_us : 0.0;
+}
 
 }  // namespace dockyard

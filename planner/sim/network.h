@@ -46,13 +46,11 @@ double RingBusGbps(const ClusterSpec& cluster, int64_t members_per_domain, bool 
 
 // One ring all-gather / reduce-scatter of a `bytes` buffer (the all-gather output) over
 // `group_size` ranks: (n - 1) x (latency + bytes / n / RingBusGbps). 0 for n < 2 or bytes <= 0.
-double RingTimeUs(double bytes, int64_t group_size, int64_t members_per_domain, bool spans_domains,
-                  const ClusterSpec& cluster);
+double RingTimeUs(double bytes, int64_t group_size, int64_t members_per_domain, bool spans_domains, const ClusterSpec& cluster);
 
 // A step-end collective from its wire bytes (CommEntry::wire_bytes): wire / RingBusGbps +
 // (group_size - 1) latencies of the network when it spans domains, else of NVLink.
-double StepCollectiveUs(double wire_bytes, int64_t group_size, int64_t members_per_domain, bool spans_domains,
-                        const ClusterSpec& cluster);
+double StepCollectiveUs(double wire_bytes, int64_t group_size, int64_t members_per_domain, bool spans_domains, const ClusterSpec& cluster);
 
 // Two collectives of different groups that run at the same time and both cross domains share the
 // NICs: the pair takes at least the sum of their times (each priced as if alone). When either

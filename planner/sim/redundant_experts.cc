@@ -37,7 +37,9 @@ RedundantExpertsSide Side(const RoutingResult& routing, const CostBreakdown& cos
   return s;
 }
 
-std::string GiB(int64_t bytes) { return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / 1073741824.0); }
+std::string GiB(int64_t bytes) {
+  return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / 1073741824.0);
+}
 
 }  // namespace
 
@@ -55,9 +57,10 @@ int64_t EpGroupNodes(const Plan& plan) {
     ok = same_node == (i / (ep / n) == (i - 1) / (ep / n));
   }
   if (!ok) {
-    throw Error(fmt::format("redundant experts: the EP group of rank 0 ({} ranks over {} nodes of {} GPUs) does not fill nodes in EP "
-                            "order with ep / nodes ranks each, which the placement's node model assumes",
-                            ep, n, gpn));
+    throw Error(
+        fmt::format("redundant experts: the EP group of rank 0 ({} ranks over {} nodes of {} GPUs) does not fill nodes in EP "
+                    "order with ep / nodes ranks each, which the placement's node model assumes",
+                    ep, n, gpn));
   }
   return n;
 }
@@ -79,13 +82,14 @@ std::vector<int64_t> ReadPlacementFile(const std::string& path, int64_t moe_laye
   if (top.Has("model")) {
     const JsonView model = top.Object("model");
     if (model.Has("num_experts") && model.Int("num_experts") != num_experts) {
-      model.Fail("num_experts", fmt::format("the report's model has {} routed experts, the run's model {}",
-                                            model.Int("num_experts"), num_experts));
+      model.Fail("num_experts",
+                 fmt::format("the report's model has {} routed experts, the run's model {}", model.Int("num_experts"), num_experts));
     }
   }
   const JsonView block = top.Object("redundant_experts");
   const Json& layers = block.value()["layers"];
-  if (!layers.is_array() || moe_layer < 0 || moe_layer >= static_cast<int64_t>(layers.size()) || !layers[static_cast<size_t>(moe_layer)].is_object()) {
+  if (!layers.is_array() || moe_layer < 0 || moe_layer >= static_cast<int64_t>(layers.size()) ||
+      !layers[static_cast<size_t>(moe_layer)].is_object()) {
     block.Fail("layers", fmt::format("has no entry for MoE layer {} (the report sampled {} layer(s))", moe_layer,
                                      layers.is_array() ? layers.size() : 0));
   }
@@ -104,8 +108,8 @@ EplbOptions EplbOptionsFor(const Plan& plan, const RedundantExpertsOptions& o) {
 }
 
 std::vector<ExpertPlacement> PlaceMoeLayers(const Plan& plan, const RoutingSpec& spec, const RedundantExpertsOptions& o) {
-  const RoutingModel model = PrepareRouting(spec, plan.model.moe.num_experts, plan.model.moe.top_k, plan.model.NumMoeLayers(),
-                                            GroupLimitOf(plan.model.moe));
+  const RoutingModel model =
+      PrepareRouting(spec, plan.model.moe.num_experts, plan.model.moe.top_k, plan.model.NumMoeLayers(), GroupLimitOf(plan.model.moe));
   const EplbOptions eo = EplbOptionsFor(plan, o);
   std::vector<ExpertPlacement> out;
   for (int64_t l = 0; l < model.num_layers; ++l) out.push_back(PlaceExperts(ExpectedShare(model, l), eo));
@@ -113,9 +117,8 @@ std::vector<ExpertPlacement> PlaceMoeLayers(const Plan& plan, const RoutingSpec&
 }
 
 RedundantExpertsReport AnalyzeRedundantExperts(const Plan& plan, const ClusterSpec& cluster, const RoutingModel& model,
-                                               const RoutingResult& before, const CostBreakdown& cost_before,
-                                               const MemoryReport& memory, const RedundantExpertsOptions& o,
-                                               const CostOptions& cost_options) {
+                                               const RoutingResult& before, const CostBreakdown& cost_before, const MemoryReport& memory,
+                                               const RedundantExpertsOptions& o, const CostOptions& cost_options) {
   const int64_t E = plan.model.moe.num_experts, ep = plan.dims.ep;
   if (E < 1) throw Error("--redundant-experts: the model has no routed experts");
   const double budget_gib = memory.budget_gib;
@@ -188,7 +191,8 @@ RedundantExpertsReport AnalyzeRedundantExperts(const Plan& plan, const ClusterSp
       if (plan.layer_stage[static_cast<size_t>(l)] == st.stage && plan.model.moe_layers[static_cast<size_t>(l)]) ++moe_layers;
     }
     if (moe_layers == 0) continue;
-    const double b = static_cast<double>(RoleBytes(st.worst.grads_by_role)) / (static_cast<double>(moe_layers) * static_cast<double>(E / std::max<int64_t>(1, ep)));
+    const double b = static_cast<double>(RoleBytes(st.worst.grads_by_role)) /
+                     (static_cast<double>(moe_layers) * static_cast<double>(E / std::max<int64_t>(1, ep)));
     if (b * static_cast<double>(moe_layers) > slot_grad_bytes * static_cast<double>(stage_moe_layers)) {
       slot_grad_bytes = b;
       stage_moe_layers = moe_layers;
@@ -221,9 +225,8 @@ RedundantExpertsReport AnalyzeRedundantExperts(const Plan& plan, const ClusterSp
 
 Json RedundantExpertsToJson(const RedundantExpertsReport& r) {
   auto side = [](const RedundantExpertsSide& s) {
-    return Json{{"imbalance", s.imbalance},       {"max_received", s.max_received},
-                {"p99_received", s.p99_received}, {"moe_layer_us", s.moe_layer_us},
-                {"step_time_us", s.step_time_us}, {"tokens_per_s_per_gpu", s.tokens_per_s_per_gpu},
+    return Json{{"imbalance", s.imbalance},       {"max_received", s.max_received}, {"p99_received", s.p99_received},
+                {"moe_layer_us", s.moe_layer_us}, {"step_time_us", s.step_time_us}, {"tokens_per_s_per_gpu", s.tokens_per_s_per_gpu},
                 {"peak_bytes", s.peak_bytes}};
   };
   Json layers = Json::array();
@@ -240,40 +243,47 @@ Json RedundantExpertsToJson(const RedundantExpertsReport& r) {
                       {"p99_received", L.p99_received}});
   }
   const CommEntry& c = r.replica_grad_all_reduce;
-  return Json{{"redundant_experts", r.options.redundant_experts},
-              {"policy", EplbPolicyName(r.policy)},
-              {"expert_groups", r.options.expert_groups},
-              {"replica_choice", ReplicaChoiceName(r.options.choice)},
-              {"num_slots", r.num_slots},
-              {"slots_per_rank", r.slots_per_rank},
-              {"ep_nodes", r.num_nodes},
-              {"before", side(r.before)},
-              {"after", side(r.after)},
-              {"extra_bytes_per_rank",
-               {{"params", r.extra_params_bytes}, {"grads", r.extra_grads_bytes}, {"optimizer", r.extra_optimizer_bytes}}},
-              {"replica_grad_all_reduce",
-               {{"purpose", c.purpose}, {"collective", c.collective}, {"mesh", c.mesh}, {"axis", c.axis}, {"phase", c.phase},
-                {"group_size", c.group_size}, {"calls", c.calls}, {"bytes_per_call", c.bytes_per_call},
-                {"wire_bytes", c.wire_bytes}, {"cross_node_bytes", c.cross_node_bytes},
-                {"time_us", r.replica_grad_all_reduce_us}}},
-              {"budget_gib", r.budget_gib},
-              {"after_over_budget", r.after_over_budget},
-              {"layers", layers}};
+  return Json{
+      {"redundant_experts", r.options.redundant_experts},
+      {"policy", EplbPolicyName(r.policy)},
+      {"expert_groups", r.options.expert_groups},
+      {"replica_choice", ReplicaChoiceName(r.options.choice)},
+      {"num_slots", r.num_slots},
+      {"slots_per_rank", r.slots_per_rank},
+      {"ep_nodes", r.num_nodes},
+      {"before", side(r.before)},
+      {"after", side(r.after)},
+      {"extra_bytes_per_rank", {{"params", r.extra_params_bytes}, {"grads", r.extra_grads_bytes}, {"optimizer", r.extra_optimizer_bytes}}},
+      {"replica_grad_all_reduce",
+       {{"purpose", c.purpose},
+        {"collective", c.collective},
+        {"mesh", c.mesh},
+        {"axis", c.axis},
+        {"phase", c.phase},
+        {"group_size", c.group_size},
+        {"calls", c.calls},
+        {"bytes_per_call", c.bytes_per_call},
+        {"wire_bytes", c.wire_bytes},
+        {"cross_node_bytes", c.cross_node_bytes},
+        {"time_us", r.replica_grad_all_reduce_us}}},
+      {"budget_gib", r.budget_gib},
+      {"after_over_budget", r.after_over_budget},
+      {"layers", layers}};
 }
 
 std::string RedundantExpertsToText(const RedundantExpertsReport& r) {
   std::ostringstream out;
-  out << fmt::format("Redundant experts  R = {} ({} policy, {} replica choice, {} expert group(s)): {} slots, {} per EP rank over {} "
-                     "node(s)\n",
-                     r.options.redundant_experts, EplbPolicyName(r.policy), ReplicaChoiceName(r.options.choice),
-                     r.options.expert_groups, r.num_slots, r.slots_per_rank, r.num_nodes);
-  out << fmt::format("  {:<8} {:>9} {:>13} {:>13} {:>14} {:>12} {:>16} {:>12}\n", "", "imbalance", "max rows/rank",
-                     "p99 rows/rank", "MoE layer us", "step ms", "tokens/s per GPU", "peak");
+  out << fmt::format(
+      "Redundant experts  R = {} ({} policy, {} replica choice, {} expert group(s)): {} slots, {} per EP rank over {} "
+      "node(s)\n",
+      r.options.redundant_experts, EplbPolicyName(r.policy), ReplicaChoiceName(r.options.choice), r.options.expert_groups, r.num_slots,
+      r.slots_per_rank, r.num_nodes);
+  out << fmt::format("  {:<8} {:>9} {:>13} {:>13} {:>14} {:>12} {:>16} {:>12}\n", "", "imbalance", "max rows/rank", "p99 rows/rank",
+                     "MoE layer us", "step ms", "tokens/s per GPU", "peak");
   for (int i = 0; i < 2; ++i) {
     const RedundantExpertsSide& s = i == 0 ? r.before : r.after;
-    out << fmt::format("  {:<8} {:>9.3f} {:>13} {:>13} {:>14.1f} {:>12.1f} {:>16.0f} {:>12}\n", i == 0 ? "before" : "after",
-                       s.imbalance, s.max_received, s.p99_received, s.moe_layer_us, s.step_time_us / 1e3,
-                       s.tokens_per_s_per_gpu, GiB(s.peak_bytes));
+    out << fmt::format("  {:<8} {:>9.3f} {:>13} {:>13} {:>14.1f} {:>12.1f} {:>16.0f} {:>12}\n", i == 0 ? "before" : "after", s.imbalance,
+                       s.max_received, s.p99_received, s.moe_layer_us, s.step_time_us / 1e3, s.tokens_per_s_per_gpu, GiB(s.peak_bytes));
   }
   out << fmt::format("  extra per rank: params {}, grads {}, optimizer {}\n", GiB(r.extra_params_bytes), GiB(r.extra_grads_bytes),
                      GiB(r.extra_optimizer_bytes));
@@ -281,8 +291,8 @@ std::string RedundantExpertsToText(const RedundantExpertsReport& r) {
     out << fmt::format("  OVER BUDGET after: peak {} exceeds the {:.2f} GiB budget\n", GiB(r.after.peak_bytes), r.budget_gib);
   }
   const CommEntry& c = r.replica_grad_all_reduce;
-  out << fmt::format("  {:<26} {:<10} {:<7} {:<5} {:>6} {:>6} {:>14} {:>14} {:>10}\n", "purpose", "collective", "mesh", "axis",
-                     "group", "calls", "wire", "cross-node", "time us");
+  out << fmt::format("  {:<26} {:<10} {:<7} {:<5} {:>6} {:>6} {:>14} {:>14} {:>10}\n", "purpose", "collective", "mesh", "axis", "group",
+                     "calls", "wire", "cross-node", "time us");
   out << fmt::format("  {:<26} {:<10} {:<7} {:<5} {:>6} {:>6} {:>14} {:>14} {:>10.1f}\n", c.purpose, c.collective, c.mesh, c.axis,
                      c.group_size, c.calls, GiB(c.wire_bytes), GiB(c.cross_node_bytes), r.replica_grad_all_reduce_us);
   return out.str();

@@ -39,20 +39,20 @@
 namespace dockyard {
 
 struct RedundantExpertsOptions {
-  int64_t redundant_experts = 0;             // --redundant-experts R
-  EplbPolicy policy = EplbPolicy::kAuto;     // --eplb-policy
-  int64_t expert_groups = 1;                 // --expert-groups (hierarchical policy)
+  int64_t redundant_experts = 0;                 // --redundant-experts R
+  EplbPolicy policy = EplbPolicy::kAuto;         // --eplb-policy
+  int64_t expert_groups = 1;                     // --expert-groups (hierarchical policy)
   ReplicaChoice choice = ReplicaChoice::kLocal;  // --replica-choice
 };
 
 struct RedundantExpertsSide {
-  double imbalance = 1.0;          // max over the sampled layers of max / mean received rows
-  int64_t max_received = 0;        // max over the sampled layers
-  int64_t p99_received = 0;        // max over the sampled layers
-  double moe_layer_us = 0;         // CostBreakdown::moe_layer_us
-  double step_time_us = 0;         // with the replica-gradient all-reduce (after)
+  double imbalance = 1.0;    // max over the sampled layers of max / mean received rows
+  int64_t max_received = 0;  // max over the sampled layers
+  int64_t p99_received = 0;  // max over the sampled layers
+  double moe_layer_us = 0;   // CostBreakdown::moe_layer_us
+  double step_time_us = 0;   // with the replica-gradient all-reduce (after)
   double tokens_per_s_per_gpu = 0;
-  int64_t peak_bytes = 0;          // worst rank over the stages
+  int64_t peak_bytes = 0;  // worst rank over the stages
 };
 
 struct RedundantExpertsReport {
@@ -64,10 +64,10 @@ struct RedundantExpertsReport {
   RedundantExpertsSide before, after;
   // Extra bytes of the worst rank of the stage with the largest peak after.
   int64_t extra_params_bytes = 0, extra_grads_bytes = 0, extra_optimizer_bytes = 0;
-  CommEntry replica_grad_all_reduce;        // calls 0 when no expert has two replicas
+  CommEntry replica_grad_all_reduce;  // calls 0 when no expert has two replicas
   double replica_grad_all_reduce_us = 0;
-  double budget_gib = 0;                    // the plan's memory budget (0 = none), as MemoryReport
-  bool after_over_budget = false;           // after.peak_bytes exceeds it
+  double budget_gib = 0;           // the plan's memory budget (0 = none), as MemoryReport
+  bool after_over_budget = false;  // after.peak_bytes exceeds it
 };
 
 // The nodes the EP group of `plan` spans (rank 0's group, training.gpus_per_node per node).
@@ -100,9 +100,8 @@ std::vector<int64_t> ReadPlacementFile(const std::string& path, int64_t moe_laye
 // dockyard::Error on invalid options (ValidateEplbOptions), the deredundency dispatcher (not
 // supported with replicas) or mismatched inputs.
 RedundantExpertsReport AnalyzeRedundantExperts(const Plan& plan, const ClusterSpec& cluster, const RoutingModel& model,
-                                               const RoutingResult& before, const CostBreakdown& cost_before,
-                                               const MemoryReport& memory, const RedundantExpertsOptions& options,
-                                               const CostOptions& cost_options = {});
+                                               const RoutingResult& before, const CostBreakdown& cost_before, const MemoryReport& memory,
+                                               const RedundantExpertsOptions& options, const CostOptions& cost_options = {});
 
 // JSON block "redundant_experts" (docs/report.md) and the terminal section.
 Json RedundantExpertsToJson(const RedundantExpertsReport& report);

@@ -125,17 +125,15 @@ TEST_CASE("replicas that share a rank need no all-reduce") {
 TEST_CASE("redundant experts with the deredundency dispatcher are rejected") {
   Setup s = MakeSetup("uniform");
   s.plan.training.dispatcher = "deredundency";
-  CHECK_THROWS_WITH_AS(
-      AnalyzeRedundantExperts(s.plan, s.cluster, s.model, s.before, s.cost, s.memory, Options(4, EplbPolicy::kGlobal)),
-      doctest::Contains("--dispatcher deredundency"), Error);
+  CHECK_THROWS_WITH_AS(AnalyzeRedundantExperts(s.plan, s.cluster, s.model, s.before, s.cost, s.memory, Options(4, EplbPolicy::kGlobal)),
+                       doctest::Contains("--dispatcher deredundency"), Error);
 }
 
 TEST_CASE("a slot count ep does not divide is rejected naming --redundant-experts") {
   Setup s = MakeSetup("uniform");
   // 8 + 2 = 10 slots over ep 4.
-  CHECK_THROWS_WITH_AS(
-      AnalyzeRedundantExperts(s.plan, s.cluster, s.model, s.before, s.cost, s.memory, Options(2, EplbPolicy::kGlobal)),
-      doctest::Contains("--redundant-experts (2)"), Error);
+  CHECK_THROWS_WITH_AS(AnalyzeRedundantExperts(s.plan, s.cluster, s.model, s.before, s.cost, s.memory, Options(2, EplbPolicy::kGlobal)),
+                       doctest::Contains("--redundant-experts (2)"), Error);
 }
 
 std::string WriteTmp(const std::string& name, const std::string& text) {
@@ -153,8 +151,7 @@ TEST_CASE("a placement file gives one map, or a simulate report's map of a sampl
   // The report sampled 2 layers: MoE layer 2 is not in it.
   CHECK_THROWS_WITH_AS(ReadPlacementFile(report, 2, 2, 2), doctest::Contains("/redundant_experts/layers: has no entry for MoE layer 2"),
                        Error);
-  CHECK_THROWS_WITH_AS(ReadPlacementFile(WriteTmp("q.json", R"({"phys": [0]})"), 0, 1, 1), doctest::Contains("physical_to_logical"),
-                       Error);
+  CHECK_THROWS_WITH_AS(ReadPlacementFile(WriteTmp("q.json", R"({"phys": [0]})"), 0, 1, 1), doctest::Contains("physical_to_logical"), Error);
   // A report priced for another layout is refused: made at ep 4 for 8 experts.
   const std::string other = WriteTmp("sim4.json", R"({"parallel": {"ep": 4}, "model": {"num_experts": 8},
       "redundant_experts": {"layers": [{"physical_to_logical": [0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3]}]}})");

@@ -16,10 +16,12 @@ ReplicaChoice ParseReplicaChoice(const std::string& text) {
   throw Error(fmt::format("--replica-choice '{}' is not one of local, random", text));
 }
 
-const char* ReplicaChoiceName(ReplicaChoice choice) { return choice == ReplicaChoice::kLocal ? "local" : "random"; }
+const char* ReplicaChoiceName(ReplicaChoice choice) {
+  return choice == ReplicaChoice::kLocal ? "local" : "random";
+}
 
-std::vector<int32_t> ChooseReplicas(const ExpertPlacement& p, ReplicaChoice choice, uint64_t seed, int64_t layer,
-                                    int64_t source, const std::vector<int32_t>& experts) {
+std::vector<int32_t> ChooseReplicas(const ExpertPlacement& p, ReplicaChoice choice, uint64_t seed, int64_t layer, int64_t source,
+                                    const std::vector<int32_t>& experts) {
   const int64_t E = p.num_experts;
   if (source < 0 || source >= p.ep) throw Error(fmt::format("replica choice: source EP rank {} outside [0, {})", source, p.ep));
   // Candidates per expert for this source: the replicas on its node if any, else all.
@@ -74,14 +76,15 @@ LayerRouting SampleReplicatedLayer(const RoutingModel& model, int64_t l, const E
       ++out.dispatch[static_cast<size_t>(src * ep + slots[i] / slots_per_rank)];
     }
   }
-  for (int64_t s = 0; s < P; ++s) out.received[static_cast<size_t>(s / slots_per_rank)] += out.rows_per_local_expert[static_cast<size_t>(s)];
+  for (int64_t s = 0; s < P; ++s)
+    out.received[static_cast<size_t>(s / slots_per_rank)] += out.rows_per_local_expert[static_cast<size_t>(s)];
   FillReceivedStats(out, tokens_per_rank, model.top_k);
   out.iep_dispatch = out.dispatch;
   return out;
 }
 
-RoutingResult SampleReplicatedRouting(const RoutingModel& model, const std::vector<ExpertPlacement>& placements,
-                                      int64_t tokens_per_rank, ReplicaChoice choice) {
+RoutingResult SampleReplicatedRouting(const RoutingModel& model, const std::vector<ExpertPlacement>& placements, int64_t tokens_per_rank,
+                                      ReplicaChoice choice) {
   if (static_cast<int64_t>(placements.size()) != model.num_layers) {
     throw Error(fmt::format("replicated routing: {} placements for {} MoE layers", placements.size(), model.num_layers));
   }
@@ -95,9 +98,9 @@ RoutingResult SampleReplicatedRouting(const RoutingModel& model, const std::vect
   result.tokens_per_rank = tokens_per_rank;
   result.oep = 1;
   result.num_slots = P;
-  result.assignments = CheckedMul(CheckedMul(CheckedMul(tokens_per_rank, ep, "routing tokens (tokens_per_rank * ep)"), model.top_k,
-                                             "routing assignments per layer"),
-                                  model.num_layers, "routing assignments");
+  result.assignments = CheckedMul(
+      CheckedMul(CheckedMul(tokens_per_rank, ep, "routing tokens (tokens_per_rank * ep)"), model.top_k, "routing assignments per layer"),
+      model.num_layers, "routing assignments");
   result.layers.resize(placements.size());
   for (int64_t l = 0; l < model.num_layers; ++l) {
     const ExpertPlacement& p = placements[static_cast<size_t>(l)];

@@ -37,14 +37,14 @@ constexpr uint64_t kReplicaStreamSalt = 0x5245504c49434153ULL;  // "REPLICAS"
 // The physical slot of each assignment of source EP rank `source` in one layer. `experts`:
 // [tokens * top_k] logical experts (SampleTokenExperts order). Returns [tokens * top_k] slots.
 // Throws dockyard::Error for an expert outside [0, E) or a source outside [0, ep).
-std::vector<int32_t> ChooseReplicas(const ExpertPlacement& placement, ReplicaChoice choice, uint64_t seed, int64_t layer,
-                                    int64_t source, const std::vector<int32_t>& experts);
+std::vector<int32_t> ChooseReplicas(const ExpertPlacement& placement, ReplicaChoice choice, uint64_t seed, int64_t layer, int64_t source,
+                                    const std::vector<int32_t>& experts);
 
 // One layer of SampleReplicatedRouting: `layer` of `model` over `placement` (ep source ranks of
 // tokens_per_rank tokens). Throws dockyard::Error on a layer outside the model or a placement for
 // another E.
-LayerRouting SampleReplicatedLayer(const RoutingModel& model, int64_t layer, const ExpertPlacement& placement,
-                                   int64_t tokens_per_rank, ReplicaChoice choice);
+LayerRouting SampleReplicatedLayer(const RoutingModel& model, int64_t layer, const ExpertPlacement& placement, int64_t tokens_per_rank,
+                                   ReplicaChoice choice);
 
 // The routing of `model`'s tokens (ep ranks of tokens_per_rank tokens, the seed of model.spec)
 // over `placements` ([model.num_layers], all with the same E, ep and slot count). The result has
@@ -52,7 +52,7 @@ LayerRouting SampleReplicatedLayer(const RoutingModel& model, int64_t layer, con
 // [ep*ep], received [ep], rows_per_local_expert [P] (rank d's local slot j at d*(P/ep)+j), the
 // statistics of FillReceivedStats, iep_dispatch = dispatch (no deredundency dispatcher), and
 // expected_share of the model. Throws dockyard::Error on mismatched shapes.
-RoutingResult SampleReplicatedRouting(const RoutingModel& model, const std::vector<ExpertPlacement>& placements,
-                                      int64_t tokens_per_rank, ReplicaChoice choice);
+RoutingResult SampleReplicatedRouting(const RoutingModel& model, const std::vector<ExpertPlacement>& placements, int64_t tokens_per_rank,
+                                      ReplicaChoice choice);
 
 }  // namespace dockyard

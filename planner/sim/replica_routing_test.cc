@@ -96,8 +96,8 @@ TEST_CASE("placements of the wrong shape are rejected") {
   const RoutingModel model = PrepareRouting(ParseRoutingSpec("uniform"), 4, 1, 2);
   const ExpertPlacement p = PlacementFromMap({0, 1, 2, 3}, 4, 2, 1);
   // Two MoE layers, one placement.
-  CHECK_THROWS_WITH_AS(SampleReplicatedRouting(model, {p}, 4, ReplicaChoice::kLocal),
-                       doctest::Contains("1 placements for 2 MoE layers"), Error);
+  CHECK_THROWS_WITH_AS(SampleReplicatedRouting(model, {p}, 4, ReplicaChoice::kLocal), doctest::Contains("1 placements for 2 MoE layers"),
+                       Error);
 }
 
 }  // namespace

@@ -52,7 +52,9 @@ Xoshiro256ss Xoshiro256ss::ForStream(uint64_t seed, uint64_t layer, uint64_t ran
 
 namespace {
 
-std::string FormatDouble(double v) { return fmt::format("{}", v); }
+std::string FormatDouble(double v) {
+  return fmt::format("{}", v);
+}
 
 // Strict decimal number: digits, one optional sign, '.', exponent; the whole text consumed.
 bool ParseStrictDouble(const std::string& text, double* out) {
@@ -116,16 +118,19 @@ RoutingSpec ParseRoutingSpec(const std::string& text) {
       throw Error(fmt::format("routing spec '{}': expected zipf:S or zipf:S:noshuffle with S a finite number >= 0", text));
     }
     if (!ParseStrictDouble(parts[1], &spec.zipf_s) || !std::isfinite(spec.zipf_s)) {
-      throw Error(fmt::format("routing spec '{}': Zipf exponent '{}' is not a finite number (expected zipf:S with S >= 0)",
-                              text, parts[1]));
+      throw Error(
+          fmt::format("routing spec '{}': Zipf exponent '{}' is not a finite number (expected zipf:S with S >= 0)", text, parts[1]));
     }
     if (spec.zipf_s < 0) {
       throw Error(fmt::format("routing spec '{}': Zipf exponent must be >= 0, got {}", text, parts[1]));
     }
     if (parts.size() == 3) {
-      if (parts[2] == "noshuffle") spec.zipf_shuffle = false;
-      else if (parts[2] == "shuffle") spec.zipf_shuffle = true;
-      else throw Error(fmt::format("routing spec '{}': unknown Zipf option '{}' (expected shuffle or noshuffle)", text, parts[2]));
+      if (parts[2] == "noshuffle")
+        spec.zipf_shuffle = false;
+      else if (parts[2] == "shuffle")
+        spec.zipf_shuffle = true;
+      else
+        throw Error(fmt::format("routing spec '{}': unknown Zipf option '{}' (expected shuffle or noshuffle)", text, parts[2]));
     }
     return spec;
   }
@@ -141,8 +146,8 @@ RoutingSpec ParseRoutingSpec(const std::string& text) {
       throw Error(fmt::format("routing spec '{}': hot expert count must be >= 0, got {}", text, spec.hot_experts));
     }
     if (!ParseStrictDouble(parts[2], &spec.hot_fraction) || !std::isfinite(spec.hot_fraction)) {
-      throw Error(fmt::format("routing spec '{}': hot fraction '{}' is not a finite number (expected hot:H:F with 0 <= F <= 1)",
-                              text, parts[2]));
+      throw Error(
+          fmt::format("routing spec '{}': hot fraction '{}' is not a finite number (expected hot:H:F with 0 <= F <= 1)", text, parts[2]));
     }
     if (spec.hot_fraction < 0 || spec.hot_fraction > 1) {
       throw Error(fmt::format("routing spec '{}': hot fraction must be in [0, 1], got {}", text, parts[2]));
@@ -158,10 +163,14 @@ RoutingSpec ParseRoutingSpec(const std::string& text) {
 
 std::string RoutingSpecText(const RoutingSpec& spec) {
   switch (spec.kind) {
-    case RoutingKind::kUniform: return "uniform";
-    case RoutingKind::kZipf: return "zipf:" + FormatDouble(spec.zipf_s) + (spec.zipf_shuffle ? "" : ":noshuffle");
-    case RoutingKind::kHot: return fmt::format("hot:{}:{}", spec.hot_experts, FormatDouble(spec.hot_fraction));
-    case RoutingKind::kTrace: return "trace:" + spec.trace_path;
+    case RoutingKind::kUniform:
+      return "uniform";
+    case RoutingKind::kZipf:
+      return "zipf:" + FormatDouble(spec.zipf_s) + (spec.zipf_shuffle ? "" : ":noshuffle");
+    case RoutingKind::kHot:
+      return fmt::format("hot:{}:{}", spec.hot_experts, FormatDouble(spec.hot_fraction));
+    case RoutingKind::kTrace:
+      return "trace:" + spec.trace_path;
   }
   return "uniform";
 }
@@ -232,15 +241,15 @@ RoutingTrace ParseJsonTrace(const std::string& path, const std::string& text) {
   if (!view.Has("layers")) view.Fail("layers", "required key is missing (an array of per-layer token counts)");
   const Json& layers = root.at("layers");
   if (!layers.is_array() || layers.empty()) {
-    view.Fail("layers", fmt::format("must be a non-empty array of layers (arrays of {} token counts), got {} {}",
-                                    trace.num_experts, layers.type_name(), JsonValueText(layers)));
+    view.Fail("layers", fmt::format("must be a non-empty array of layers (arrays of {} token counts), got {} {}", trace.num_experts,
+                                    layers.type_name(), JsonValueText(layers)));
   }
   for (size_t l = 0; l < layers.size(); ++l) {
     const std::string where = fmt::format("{}: /layers/{}", path, l);
     const Json& row = layers[l];
     if (!row.is_array()) {
-      throw Error(fmt::format("{}: must be an array of {} token counts, got {} {}", where, trace.num_experts, row.type_name(),
-                              JsonValueText(row)));
+      throw Error(
+          fmt::format("{}: must be an array of {} token counts, got {} {}", where, trace.num_experts, row.type_name(), JsonValueText(row)));
     }
     if (static_cast<int64_t>(row.size()) != trace.num_experts) {
       throw Error(fmt::format("{}: has {} token counts, num_experts is {}", where, row.size(), trace.num_experts));
@@ -294,8 +303,8 @@ RoutingTrace ParseCsvTrace(const std::string& path, const std::string& text) {
     }
     if (Trim(line).empty()) continue;
     if (fields.size() != 3) {
-      throw Error(fmt::format("{}: line {}: expected 3 comma-separated fields (layer,expert,tokens), got {}", path, line_no,
-                              fields.size()));
+      throw Error(
+          fmt::format("{}: line {}: expected 3 comma-separated fields (layer,expert,tokens), got {}", path, line_no, fields.size()));
     }
     Row row{0, 0, 0, line_no};
     const char* names[3] = {"layer", "expert", "tokens"};
@@ -311,9 +320,8 @@ RoutingTrace ParseCsvTrace(const std::string& path, const std::string& text) {
     rows.push_back(row);
   }
   if (rows.empty()) throw Error(fmt::format("{}: no data lines after the header 'layer,expert,tokens'", path));
-  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
-    return a.layer != b.layer ? a.layer < b.layer : a.expert < b.expert;
-  });
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const Row& a, const Row& b) { return a.layer != b.layer ? a.layer < b.layer : a.expert < b.expert; });
   int64_t max_layer = 0, max_expert = 0;
   for (const Row& r : rows) {
     max_layer = std::max(max_layer, r.layer);
@@ -344,8 +352,7 @@ RoutingTrace ParseCsvTrace(const std::string& path, const std::string& text) {
     }
     for (int64_t e = 0; e <= max_expert; ++e, ++i) {
       if (i == rows.size() || rows[i].layer != l || rows[i].expert != e) {
-        throw Error(fmt::format("{}: layer {} has no line for expert {} (every layer must list experts 0..{})", path, l, e,
-                                max_expert));
+        throw Error(fmt::format("{}: layer {} has no line for expert {} (every layer must list experts 0..{})", path, l, e, max_expert));
       }
     }
   }
@@ -372,9 +379,12 @@ RoutingTrace LoadRoutingTrace(const std::string& path) {
   if (path.empty()) throw Error("routing trace path is empty");
   const std::string text = ReadTraceFile(path);
   bool json = false;
-  if (EndsWith(path, ".json")) json = true;
-  else if (EndsWith(path, ".csv")) json = false;
-  else json = text[text.find_first_not_of(" \t\r\n")] == '{';
+  if (EndsWith(path, ".json"))
+    json = true;
+  else if (EndsWith(path, ".csv"))
+    json = false;
+  else
+    json = text[text.find_first_not_of(" \t\r\n")] == '{';
   return json ? ParseJsonTrace(path, text) : ParseCsvTrace(path, text);
 }
 
@@ -387,17 +397,17 @@ enum class DrawMode { kNone, kUniformReject, kUniformShuffle, kWeighted, kGroupe
 
 struct LayerSampler {
   int64_t num_experts = 0, top_k = 0;
-  std::vector<int32_t> forced;     // experts every token picks
-  std::vector<int32_t> free_ids;   // global ids of the drawn experts [n]
-  int64_t free_k = 0;              // picks drawn per token (top_k - forced)
+  std::vector<int32_t> forced;    // experts every token picks
+  std::vector<int32_t> free_ids;  // global ids of the drawn experts [n]
+  int64_t free_k = 0;             // picks drawn per token (top_k - forced)
   DrawMode mode = DrawMode::kNone;
   // Weighted draws over the free experts: per-draw probabilities and an alias table. Column c
   // keeps c when the low 64 bits of (x * n) are below threshold[c], else takes alias[c].
-  std::vector<double> prob;        // [n], sums to 1
-  std::vector<uint64_t> threshold; // [n]
-  std::vector<uint32_t> alias;     // [n]
-  std::vector<double> share;       // [E] target share of the assignments
-  double calibration_error = 0;    // max |inclusion - target| after calibration
+  std::vector<double> prob;         // [n], sums to 1
+  std::vector<uint64_t> threshold;  // [n]
+  std::vector<uint32_t> alias;      // [n]
+  std::vector<double> share;        // [E] target share of the assignments
+  double calibration_error = 0;     // max |inclusion - target| after calibration
   // kGrouped (group_routing.h): the two-stage draw over free_ids = 0..E-1, nothing forced.
   std::shared_ptr<const GroupSampler> grouped;
 };
@@ -471,8 +481,7 @@ std::vector<double> SuccessiveInclusion(const std::vector<double>& weights, int6
   const double u_lo = std::log(1e-13 / w_max);
   const double u_hi = std::log((40.0 + std::log(static_cast<double>(kk + 1))) / w_tail);
   const double step_target = 0.125;
-  const int64_t steps = std::min<int64_t>(
-      1 << 16, std::max<int64_t>(16, static_cast<int64_t>(std::ceil((u_hi - u_lo) / step_target))));
+  const int64_t steps = std::min<int64_t>(1 << 16, std::max<int64_t>(16, static_cast<int64_t>(std::ceil((u_hi - u_lo) / step_target))));
   const double h = (u_hi - u_lo) / static_cast<double>(steps);
   std::vector<double> pi(n, 0.0), fired(n), waiting(n), pre(kk), suffix_cum((n + 1) * kk), dist(kk);
   for (int64_t s = 0; s <= steps; ++s) {
@@ -778,8 +787,7 @@ void Require(bool ok, const std::string& message) {
 RoutingModel PrepareRouting(const RoutingSpec& spec, int64_t num_experts, int64_t top_k, int64_t num_layers) {
   Require(num_experts >= 1, fmt::format("num_experts must be >= 1, got {}", num_experts));
   Require(num_experts <= INT32_MAX, fmt::format("num_experts must be < 2^31 for routing, got {}", num_experts));
-  Require(top_k >= 1 && top_k <= num_experts,
-          fmt::format("top_k ({}) must be in [1, num_experts ({})]", top_k, num_experts));
+  Require(top_k >= 1 && top_k <= num_experts, fmt::format("top_k ({}) must be in [1, num_experts ({})]", top_k, num_experts));
   Require(num_layers >= 0, fmt::format("num_layers (MoE layers) must be >= 0, got {}", num_layers));
   RoutingModel model;
   model.spec = spec;
@@ -814,13 +822,12 @@ RoutingModel PrepareRouting(const RoutingSpec& spec, int64_t num_experts, int64_
     case RoutingKind::kHot: {
       const int64_t H = spec.hot_experts;
       const double F = spec.hot_fraction;
-      Require(H >= 0 && H <= num_experts,
-              fmt::format("hot expert count ({}) must be in [0, num_experts ({})]", H, num_experts));
+      Require(H >= 0 && H <= num_experts, fmt::format("hot expert count ({}) must be in [0, num_experts ({})]", H, num_experts));
       Require(std::isfinite(F) && F >= 0 && F <= 1, fmt::format("hot fraction must be in [0, 1], got {}", FormatDouble(F)));
       Require(H > 0 || F == 0, fmt::format("hot fraction {} needs at least one hot expert, got 0 hot experts", FormatDouble(F)));
       Require(H < num_experts || F == 1,
-              fmt::format("with all {} experts hot the hot fraction must be 1, got {} (no cold expert takes the rest)",
-                          num_experts, FormatDouble(F)));
+              fmt::format("with all {} experts hot the hot fraction must be 1, got {} (no cold expert takes the rest)", num_experts,
+                          FormatDouble(F)));
       std::vector<double> w(E);
       for (size_t e = 0; e < E; ++e) {
         w[e] = static_cast<int64_t>(e) < H ? F / static_cast<double>(H) : (1.0 - F) / static_cast<double>(num_experts - H);
@@ -833,12 +840,11 @@ RoutingModel PrepareRouting(const RoutingSpec& spec, int64_t num_experts, int64_
       Require(!spec.trace_path.empty(), "routing trace path (trace_path) is empty");
       const RoutingTrace trace = LoadRoutingTrace(spec.trace_path);
       Require(trace.num_experts == num_experts,
-              fmt::format("{}: the trace has {} experts, the model has {} (num_experts)", trace.path, trace.num_experts,
-                          num_experts));
+              fmt::format("{}: the trace has {} experts, the model has {} (num_experts)", trace.path, trace.num_experts, num_experts));
       const int64_t L = static_cast<int64_t>(trace.layers.size());
       Require(L == num_layers || L == 1,
-              fmt::format("{}: the trace has {} layers; expected {} (one per MoE layer) or 1 (broadcast to all layers)",
-                          trace.path, L, num_layers));
+              fmt::format("{}: the trace has {} layers; expected {} (one per MoE layer) or 1 (broadcast to all layers)", trace.path, L,
+                          num_layers));
       std::map<std::vector<int64_t>, std::shared_ptr<const LayerSampler>> built;  // identical layers built once
       for (int64_t l = 0; l < num_layers; ++l) {
         const std::vector<int64_t>& counts = trace.layers[L == 1 ? 0 : static_cast<size_t>(l)];
@@ -893,8 +899,7 @@ struct RankCounter {
 // SampleRouting's checks and result, with each source rank's per-expert counts from
 // `rank_counts(layer, rank)` (a pointer to E counts).
 template <class RankCounts>
-RoutingResult AssembleRouting(const RoutingModel& model, int64_t ep, int64_t tokens_per_rank, int64_t oep,
-                              RankCounts&& rank_counts) {
+RoutingResult AssembleRouting(const RoutingModel& model, int64_t ep, int64_t tokens_per_rank, int64_t oep, RankCounts&& rank_counts) {
   const int64_t E = model.num_experts, k = model.top_k;
   Require(ep >= 1, fmt::format("ep must be >= 1, got {}", ep));
   Require(E % ep == 0, fmt::format("ep ({}) must divide num_experts ({})", ep, E));
@@ -907,9 +912,9 @@ RoutingResult AssembleRouting(const RoutingModel& model, int64_t ep, int64_t tok
   const int64_t total = CheckedMul(per_layer, model.num_layers, "routing assignments (tokens_per_rank * ep * top_k * num_layers)");
   const int64_t entries = CheckedMul(CheckedMul(ep, ep, "dispatch matrix entries (ep * ep)"), std::max<int64_t>(1, model.num_layers),
                                      "dispatch matrix entries (ep * ep * num_layers)");
-  Require(entries <= kMaxMatrixEntries,
-          fmt::format("dispatch matrices would hold ep * ep * num_layers = {} entries, more than the {} allowed", entries,
-                      kMaxMatrixEntries));
+  Require(
+      entries <= kMaxMatrixEntries,
+      fmt::format("dispatch matrices would hold ep * ep * num_layers = {} entries, more than the {} allowed", entries, kMaxMatrixEntries));
 
   RoutingResult result;
   result.num_experts = E;
@@ -1030,8 +1035,7 @@ RoutingResult RoutingSampler::Sample(int64_t ep, int64_t tokens_per_rank, int64_
   });
 }
 
-RoutingModel PrepareRouting(const RoutingSpec& spec, int64_t num_experts, int64_t top_k, int64_t num_layers,
-                            const GroupLimit& limit) {
+RoutingModel PrepareRouting(const RoutingSpec& spec, int64_t num_experts, int64_t top_k, int64_t num_layers, const GroupLimit& limit) {
   const std::string problem = GroupLimitProblem(num_experts, top_k, limit.n_group, limit.topk_group);
   Require(problem.empty(), "group-limited routing: " + problem);
   RoutingModel model = PrepareRouting(spec, num_experts, top_k, num_layers);

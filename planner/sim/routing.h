@@ -135,20 +135,20 @@ RoutingTrace LoadRoutingTrace(const std::string& path);
 struct FlexCounts;  // planner/sim/deepep.h
 
 struct LayerRouting {
-  std::vector<int64_t> tokens_per_expert;       // [E] token-expert assignments per expert
-  std::vector<int64_t> dispatch;                // [ep*ep] row-major: assignments src EP rank -> dst EP rank
-  std::vector<int64_t> received;                // [ep] assignments received per rank (column sums)
-  std::vector<int64_t> rows_per_local_expert;   // [ep * E/ep]: rank d's local expert j at d*(E/ep)+j
+  std::vector<int64_t> tokens_per_expert;      // [E] token-expert assignments per expert
+  std::vector<int64_t> dispatch;               // [ep*ep] row-major: assignments src EP rank -> dst EP rank
+  std::vector<int64_t> received;               // [ep] assignments received per rank (column sums)
+  std::vector<int64_t> rows_per_local_expert;  // [ep * E/ep]: rank d's local expert j at d*(E/ep)+j
   int64_t max_received = 0;
-  double mean_received = 0;                     // exactly T * top_k
-  int64_t p99_received = 0;                     // nearest rank: sorted[ceil(0.99 ep) - 1]
-  double imbalance = 1.0;                       // max / mean received (1 when T = 0)
+  double mean_received = 0;  // exactly T * top_k
+  int64_t p99_received = 0;  // nearest rank: sorted[ceil(0.99 ep) - 1]
+  double imbalance = 1.0;    // max / mean received (1 when T = 0)
   // Deredundency dispatcher (ep = oep x iep, inner index fastest: EP rank r = o*iep + i): rank
   // (o,i) gathers the routed rows of the oep sources (o', i) and sends to (o, j) the assignments
   // of those rows whose expert is owned by (o, j). [ep*iep] row-major: iep_dispatch[r * iep + j]
   // = sum over o' of dispatch[(o'*iep + i) -> (o*iep + j)]. With oep = 1 it equals dispatch.
   std::vector<int64_t> iep_dispatch;
-  std::vector<double> expected_share;           // [E] target share of the assignments (sums to 1)
+  std::vector<double> expected_share;  // [E] target share of the assignments (sums to 1)
   // deepep dispatcher: token-level counts per EP member and node (deepep.h SampleFlexCounts);
   // null unless the plan's dispatcher is deepep.
   std::shared_ptr<const FlexCounts> flex;
@@ -214,14 +214,14 @@ class RoutingSampler {
 
  private:
   RoutingModel model_;
-  std::vector<int64_t> expected_;  // sorted, unique
+  std::vector<int64_t> expected_;                                // sorted, unique
   std::map<int64_t, std::vector<std::vector<int64_t>>> counts_;  // T -> [layer] -> [rank * E + e]
 };
 
 // PrepareRouting + SampleRouting. num_layers MoE layers; oep must divide ep (1 = no deredundency
 // matrices beyond the trivial one).
-RoutingResult SampleRouting(const RoutingSpec& spec, int64_t num_experts, int64_t top_k, int64_t ep,
-                            int64_t tokens_per_rank, int64_t num_layers, int64_t oep = 1);
+RoutingResult SampleRouting(const RoutingSpec& spec, int64_t num_experts, int64_t top_k, int64_t ep, int64_t tokens_per_rank,
+                            int64_t num_layers, int64_t oep = 1);
 
 // The experts each token of one source rank picks in one layer, [tokens * top_k] (token t's
 // experts at [t*top_k, (t+1)*top_k), distinct, experts picked by every token first). Same stream

@@ -32,9 +32,13 @@ RoutingSpec Spec(const std::string& text, uint64_t seed = 1) {
 }
 
 // doctest::Contains of a std::string (doctest::String copies the text).
-doctest::Contains Has(const std::string& text) { return doctest::Contains(text.c_str()); }
+doctest::Contains Has(const std::string& text) {
+  return doctest::Contains(text.c_str());
+}
 
-int64_t Sum(const std::vector<int64_t>& v) { return std::accumulate(v.begin(), v.end(), int64_t{0}); }
+int64_t Sum(const std::vector<int64_t>& v) {
+  return std::accumulate(v.begin(), v.end(), int64_t{0});
+}
 
 std::string TempFile(const std::string& name, const std::string& content) {
   const char* dir = std::getenv("TEST_TMPDIR");
@@ -45,8 +49,7 @@ std::string TempFile(const std::string& name, const std::string& content) {
 
 // Counts the experts SampleTokenExperts picks into a dispatch row; checks each token's picks
 // are distinct and in range.
-std::vector<int64_t> CountedRow(const dockyard::RoutingModel& model, int64_t layer, int64_t rank, int64_t tokens,
-                                int64_t ep) {
+std::vector<int64_t> CountedRow(const dockyard::RoutingModel& model, int64_t layer, int64_t rank, int64_t tokens, int64_t ep) {
   const std::vector<int32_t> picks = dockyard::SampleTokenExperts(model, layer, rank, tokens);
   REQUIRE(static_cast<int64_t>(picks.size()) == tokens * model.top_k);
   std::vector<int64_t> row(static_cast<size_t>(ep), 0);
@@ -83,9 +86,7 @@ TEST_CASE("splitmix64 and xoshiro256** match their published reference outputs")
 }
 
 TEST_CASE("Streams of different layers and ranks differ, the same stream repeats") {
-  auto first = [](uint64_t seed, uint64_t layer, uint64_t rank) {
-    return dockyard::Xoshiro256ss::ForStream(seed, layer, rank).Next();
-  };
+  auto first = [](uint64_t seed, uint64_t layer, uint64_t rank) { return dockyard::Xoshiro256ss::ForStream(seed, layer, rank).Next(); };
   CHECK(first(5, 0, 0) == first(5, 0, 0));
   CHECK(first(5, 0, 0) != first(5, 0, 1));
   CHECK(first(5, 0, 0) != first(5, 1, 0));
@@ -138,13 +139,13 @@ TEST_CASE("ParseRoutingSpec rejects an infinite or NaN Zipf exponent") {
 }
 
 TEST_CASE("ParseRoutingSpec rejects a negative Zipf exponent") {
-  CHECK_THROWS_WITH_AS(ParseRoutingSpec("zipf:-0.5"),
-                       doctest::Contains("routing spec 'zipf:-0.5': Zipf exponent must be >= 0, got -0.5"), Error);
+  CHECK_THROWS_WITH_AS(ParseRoutingSpec("zipf:-0.5"), doctest::Contains("routing spec 'zipf:-0.5': Zipf exponent must be >= 0, got -0.5"),
+                       Error);
 }
 
 TEST_CASE("ParseRoutingSpec rejects an unknown Zipf option") {
-  CHECK_THROWS_WITH_AS(ParseRoutingSpec("zipf:1:sorted"),
-                       doctest::Contains("unknown Zipf option 'sorted' (expected shuffle or noshuffle)"), Error);
+  CHECK_THROWS_WITH_AS(ParseRoutingSpec("zipf:1:sorted"), doctest::Contains("unknown Zipf option 'sorted' (expected shuffle or noshuffle)"),
+                       Error);
 }
 
 TEST_CASE("ParseRoutingSpec rejects hot without a fraction") {
@@ -152,8 +153,7 @@ TEST_CASE("ParseRoutingSpec rejects hot without a fraction") {
 }
 
 TEST_CASE("ParseRoutingSpec rejects a hot expert count that is not an integer") {
-  CHECK_THROWS_WITH_AS(ParseRoutingSpec("hot:2.5:0.5"),
-                       doctest::Contains("hot expert count '2.5' is not an integer"), Error);
+  CHECK_THROWS_WITH_AS(ParseRoutingSpec("hot:2.5:0.5"), doctest::Contains("hot expert count '2.5' is not an integer"), Error);
 }
 
 TEST_CASE("ParseRoutingSpec rejects a hot fraction outside [0, 1]") {
@@ -204,7 +204,7 @@ TEST_CASE("Every token gets top_k distinct experts and the totals add up") {
     CHECK(Sum(L.dispatch) == T * ep * k);
     CHECK(Sum(L.received) == T * ep * k);
     CHECK(L.rows_per_local_expert == L.tokens_per_expert);  // contiguous ownership
-    for (int64_t src = 0; src < ep; ++src) {  // each source sends its T * k assignments
+    for (int64_t src = 0; src < ep; ++src) {                // each source sends its T * k assignments
       int64_t row = 0;
       for (int64_t dst = 0; dst < ep; ++dst) row += L.dispatch[static_cast<size_t>(src * ep + dst)];
       CHECK(row == T * k);
@@ -401,8 +401,7 @@ TEST_CASE("A CSV trace routes exactly like the same JSON trace") {
   }
   const dockyard::RoutingTrace trace = dockyard::LoadRoutingTrace("testdata/routing/tiny_trace.csv");
   CHECK(trace.num_experts == 8);
-  CHECK(trace.layers == std::vector<std::vector<int64_t>>{{400, 200, 100, 100, 80, 60, 40, 20},
-                                                          {20, 40, 60, 80, 100, 100, 200, 400}});
+  CHECK(trace.layers == std::vector<std::vector<int64_t>>{{400, 200, 100, 100, 80, 60, 40, 20}, {20, 40, 60, 80, 100, 100, 200, 400}});
 }
 
 TEST_CASE("A one-layer trace is broadcast to every MoE layer") {
@@ -422,8 +421,7 @@ TEST_CASE("A trace with another expert count than the model is an error") {
 
 TEST_CASE("A trace with fewer layers than MoE layers (and not one) is an error") {
   CHECK_THROWS_WITH_AS(SampleRouting(Spec("trace:testdata/routing/tiny_trace.json"), 8, 2, 4, 10, 3),
-                       doctest::Contains("the trace has 2 layers; expected 3 (one per MoE layer) or 1 (broadcast to all layers)"),
-                       Error);
+                       doctest::Contains("the trace has 2 layers; expected 3 (one per MoE layer) or 1 (broadcast to all layers)"), Error);
 }
 
 TEST_CASE("A negative token count in a JSON trace names its pointer") {
@@ -434,45 +432,39 @@ TEST_CASE("A negative token count in a JSON trace names its pointer") {
 
 TEST_CASE("A fractional token count in a JSON trace is an error") {
   const std::string path = TempFile("fractional.json", R"({"num_experts": 4, "layers": [[1, 2, 2.5, 1]]})");
-  CHECK_THROWS_WITH_AS(dockyard::LoadRoutingTrace(path),
-                       Has(path + ": /layers/0/2: token count must be an integer >= 0, got 2.5"), Error);
+  CHECK_THROWS_WITH_AS(dockyard::LoadRoutingTrace(path), Has(path + ": /layers/0/2: token count must be an integer >= 0, got 2.5"), Error);
 }
 
 TEST_CASE("A JSON trace layer of the wrong length is an error") {
   const std::string path = TempFile("short.json", R"({"num_experts": 4, "layers": [[1, 2, 3, 4], [1, 2, 3]]})");
-  CHECK_THROWS_WITH_AS(dockyard::LoadRoutingTrace(path), Has(path + ": /layers/1: has 3 token counts, num_experts is 4"),
-                       Error);
+  CHECK_THROWS_WITH_AS(dockyard::LoadRoutingTrace(path), Has(path + ": /layers/1: has 3 token counts, num_experts is 4"), Error);
 }
 
 TEST_CASE("A JSON trace layer with no tokens is an error") {
   const std::string path = TempFile("zero.json", R"({"num_experts": 2, "layers": [[0, 0]]})");
-  CHECK_THROWS_WITH_AS(dockyard::LoadRoutingTrace(path),
-                       Has(path + ": /layers/0: all token counts are 0; a layer needs a positive total"), Error);
+  CHECK_THROWS_WITH_AS(dockyard::LoadRoutingTrace(path), Has(path + ": /layers/0: all token counts are 0; a layer needs a positive total"),
+                       Error);
 }
 
 TEST_CASE("A JSON trace with a misspelled key is an error with a suggestion") {
   const std::string path = TempFile("typo.json", R"({"num_expert": 2, "layers": [[1, 1]]})");
-  CHECK_THROWS_WITH_AS(dockyard::LoadRoutingTrace(path), Has(path + ": /num_expert: unknown key; did you mean 'num_experts'?"),
-                       Error);
+  CHECK_THROWS_WITH_AS(dockyard::LoadRoutingTrace(path), Has(path + ": /num_expert: unknown key; did you mean 'num_experts'?"), Error);
 }
 
 TEST_CASE("A JSON trace without layers is an error") {
   const std::string path = TempFile("nolayers.json", R"({"num_experts": 2, "layers": []})");
-  CHECK_THROWS_WITH_AS(dockyard::LoadRoutingTrace(path), Has(path + ": /layers: must be a non-empty array of layers"),
-                       Error);
+  CHECK_THROWS_WITH_AS(dockyard::LoadRoutingTrace(path), Has(path + ": /layers: must be a non-empty array of layers"), Error);
 }
 
 TEST_CASE("A CSV trace with a wrong header is an error") {
   const std::string path = TempFile("header.csv", "layer,expert,count\n0,0,1\n");
   CHECK_THROWS_WITH_AS(dockyard::LoadRoutingTrace(path),
-                       Has(path + ": line 1: the header must be 'layer,expert,tokens', got 'layer,expert,count'"),
-                       Error);
+                       Has(path + ": line 1: the header must be 'layer,expert,tokens', got 'layer,expert,count'"), Error);
 }
 
 TEST_CASE("A CSV trace with a value that is not an integer names the line") {
   const std::string path = TempFile("value.csv", "layer,expert,tokens\n0,0,1\n0,1,x7\n");
-  CHECK_THROWS_WITH_AS(dockyard::LoadRoutingTrace(path), Has(path + ": line 3: tokens must be an integer >= 0, got 'x7'"),
-                       Error);
+  CHECK_THROWS_WITH_AS(dockyard::LoadRoutingTrace(path), Has(path + ": line 3: tokens must be an integer >= 0, got 'x7'"), Error);
 }
 
 TEST_CASE("A CSV trace with a negative value names the line") {
@@ -492,9 +484,9 @@ TEST_CASE("A CSV trace that repeats a (layer, expert) pair names both lines") {
 }
 
 TEST_CASE("A CSV trace that misses an expert of a layer is an error") {
-  CHECK_THROWS_WITH_AS(dockyard::LoadRoutingTrace("testdata/routing/invalid_missing_expert.csv"),
-                       doctest::Contains("invalid_missing_expert.csv: layer 1 has no line for expert 1 (every layer must list experts 0..2)"),
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      dockyard::LoadRoutingTrace("testdata/routing/invalid_missing_expert.csv"),
+      doctest::Contains("invalid_missing_expert.csv: layer 1 has no line for expert 1 (every layer must list experts 0..2)"), Error);
 }
 
 TEST_CASE("A CSV trace with a far-out expert index fails on the gap, before sizing anything by it") {
@@ -505,8 +497,8 @@ TEST_CASE("A CSV trace with a far-out expert index fails on the gap, before sizi
 
 TEST_CASE("A CSV trace that skips a layer is an error") {
   const std::string path = TempFile("gap.csv", "layer,expert,tokens\n0,0,1\n0,1,1\n2,0,1\n2,1,1\n");
-  CHECK_THROWS_WITH_AS(dockyard::LoadRoutingTrace(path),
-                       Has(path + ": no lines for layer 1 (layers must be numbered 0..2 without gaps)"), Error);
+  CHECK_THROWS_WITH_AS(dockyard::LoadRoutingTrace(path), Has(path + ": no lines for layer 1 (layers must be numbered 0..2 without gaps)"),
+                       Error);
 }
 
 TEST_CASE("A missing trace file is an error naming it") {
@@ -727,8 +719,7 @@ TEST_CASE("A NaN Zipf exponent set in code is an error") {
   RoutingSpec s;
   s.kind = RoutingKind::kZipf;
   s.zipf_s = std::nan("");
-  CHECK_THROWS_WITH_AS(SampleRouting(s, 8, 2, 2, 10, 1), doctest::Contains("Zipf exponent (zipf_s) must be a finite number >= 0"),
-                       Error);
+  CHECK_THROWS_WITH_AS(SampleRouting(s, 8, 2, 2, 10, 1), doctest::Contains("Zipf exponent (zipf_s) must be a finite number >= 0"), Error);
 }
 
 TEST_CASE("More hot experts than experts is an error") {
@@ -796,7 +787,7 @@ TEST_CASE("RoutingSampler gives SampleRouting's result field for field, in any r
     dockyard::RoutingSampler sampler(model);
     // Small ep first (ranks drawn on demand), then larger ep and other token counts, repeats.
     const int64_t requests[][3] = {{4, 300, 1}, {16, 300, 1}, {16, 300, 4}, {64, 300, 8}, {2, 77, 1},
-                                   {64, 77, 1}, {8, 300, 2}, {1, 300, 1}, {32, 0, 4}, {16, 300, 1}};
+                                   {64, 77, 1}, {8, 300, 2},  {1, 300, 1},  {32, 0, 4},   {16, 300, 1}};
     for (const auto& q : requests) {
       CAPTURE(q[0]);
       CAPTURE(q[1]);

@@ -32,7 +32,9 @@ void* CpuDevice::Allocate(int64_t bytes) {
   return p;
 }
 
-void CpuDevice::Free(void* ptr) noexcept { std::free(ptr); }
+void CpuDevice::Free(void* ptr) noexcept {
+  std::free(ptr);
+}
 
 void CpuDevice::CopyToHost(void* host, const void* device, int64_t bytes) {
   if (bytes > 0) std::memcpy(host, device, static_cast<size_t>(bytes));
@@ -88,11 +90,16 @@ enum class OpCode { kAllToAll, kAllGather, kReduceScatter, kAllReduce, kBarrier 
 
 const char* OpName(OpCode op) {
   switch (op) {
-    case OpCode::kAllToAll: return "all_to_all_single";
-    case OpCode::kAllGather: return "all_gather";
-    case OpCode::kReduceScatter: return "reduce_scatter";
-    case OpCode::kAllReduce: return "all_reduce";
-    case OpCode::kBarrier: return "barrier";
+    case OpCode::kAllToAll:
+      return "all_to_all_single";
+    case OpCode::kAllGather:
+      return "all_gather";
+    case OpCode::kReduceScatter:
+      return "reduce_scatter";
+    case OpCode::kAllReduce:
+      return "all_reduce";
+    case OpCode::kBarrier:
+      return "barrier";
   }
   return "?";
 }
@@ -108,8 +115,7 @@ struct Slot {
 
 struct GroupState {
   GroupState(std::string label_in, std::vector<int64_t> ranks_in, RunState* run)
-      : label(std::move(label_in)), ranks(std::move(ranks_in)), barrier(static_cast<int64_t>(ranks.size()), run),
-        slots(ranks.size()) {}
+      : label(std::move(label_in)), ranks(std::move(ranks_in)), barrier(static_cast<int64_t>(ranks.size()), run), slots(ranks.size()) {}
   std::string label;
   std::vector<int64_t> ranks;
   Barrier barrier;
@@ -122,8 +128,8 @@ class CpuCommunicator : public Communicator {
   CpuCommunicator(GroupState* state, int64_t index) : Communicator(state->label, state->ranks, index), s_(state) {}
 
  protected:
-  void DoAllToAll(const void* send, const std::vector<int64_t>& send_splits, void* recv,
-                  const std::vector<int64_t>& recv_splits, int64_t row_bytes) override {
+  void DoAllToAll(const void* send, const std::vector<int64_t>& send_splits, void* recv, const std::vector<int64_t>& recv_splits,
+                  int64_t row_bytes) override {
     Post(OpCode::kAllToAll, row_bytes, send, &send_splits, &recv_splits);
     // Every member checks the whole split matrix from the shared slots, so all of them reach the
     // same verdict; they throw only after everyone has finished reading the peers' split vectors
@@ -152,8 +158,8 @@ class CpuCommunicator : public Communicator {
       for (int64_t q = 0; q < me; ++q) src_offset += peer_splits[static_cast<size_t>(q)];
       const int64_t rows = recv_splits[static_cast<size_t>(p)];
       if (rows > 0) {
-        std::memcpy(static_cast<char*>(recv) + recv_offset * row_bytes,
-                    static_cast<const char*>(peer.send) + src_offset * row_bytes, static_cast<size_t>(rows * row_bytes));
+        std::memcpy(static_cast<char*>(recv) + recv_offset * row_bytes, static_cast<const char*>(peer.send) + src_offset * row_bytes,
+                    static_cast<size_t>(rows * row_bytes));
       }
       recv_offset += rows;
     }
@@ -204,8 +210,7 @@ class CpuCommunicator : public Communicator {
 
  private:
   // Posts this member's slot, waits for all members, and checks they issued the same collective.
-  void Post(OpCode op, int64_t unit, const void* send, const std::vector<int64_t>* send_splits,
-            const std::vector<int64_t>* recv_splits) {
+  void Post(OpCode op, int64_t unit, const void* send, const std::vector<int64_t>* send_splits, const std::vector<int64_t>* recv_splits) {
     Slot& mine = s_->slots[static_cast<size_t>(rank())];
     mine.op = op;
     mine.unit_bytes = unit;
@@ -218,8 +223,8 @@ class CpuCommunicator : public Communicator {
       const bool same_unit = op == OpCode::kBarrier || peer.unit_bytes == unit;
       if (peer.op != op || !same_unit) {
         Fail(fmt::format("collective mismatch on group {}: rank {} issued {} ({}), rank {} issued {} ({})", label(),
-                         ranks()[static_cast<size_t>(rank())], OpName(op), unit, ranks()[static_cast<size_t>(p)],
-                         OpName(peer.op), peer.unit_bytes));
+                         ranks()[static_cast<size_t>(rank())], OpName(op), unit, ranks()[static_cast<size_t>(p)], OpName(peer.op),
+                         peer.unit_bytes));
       }
     }
   }

@@ -54,16 +54,16 @@ TEST_CASE("all_to_all_single moves uneven splits, including a rank that sends an
 
 TEST_CASE("all_to_all_single rejects split sizes that do not match the sender's") {
   CpuBackend backend;
-  CHECK_THROWS_WITH_AS(backend.RunRanks(OneGroup(2),
-                                        [&](RankContext& ctx) {
-                                          std::vector<float> buf(8);
-                                          // Rank 0 says it sends 1 row to rank 1; rank 1 expects 2.
-                                          const std::vector<int64_t> send = {1, 1};
-                                          const std::vector<int64_t> recv = ctx.rank() == 1 ? std::vector<int64_t>{2, 1}
-                                                                                             : std::vector<int64_t>{1, 1};
-                                          ctx.group("ep").AllToAllSingle(buf.data(), send, buf.data() + 4, recv, 1);
-                                        }),
-                       doctest::Contains("sends 1 rows to rank 1, which expects 2"), dockyard::Error);
+  CHECK_THROWS_WITH_AS(
+      backend.RunRanks(OneGroup(2),
+                       [&](RankContext& ctx) {
+                         std::vector<float> buf(8);
+                         // Rank 0 says it sends 1 row to rank 1; rank 1 expects 2.
+                         const std::vector<int64_t> send = {1, 1};
+                         const std::vector<int64_t> recv = ctx.rank() == 1 ? std::vector<int64_t>{2, 1} : std::vector<int64_t>{1, 1};
+                         ctx.group("ep").AllToAllSingle(buf.data(), send, buf.data() + 4, recv, 1);
+                       }),
+      doctest::Contains("sends 1 rows to rank 1, which expects 2"), dockyard::Error);
 }
 
 TEST_CASE("all_reduce and reduce_scatter sum in rank order on every rank") {
@@ -89,8 +89,8 @@ TEST_CASE("all_reduce and reduce_scatter sum in rank order on every rank") {
   for (float x : reduced) CHECK(x == 0.0f);
   // Element 2r of the reduce-scatter: rank r contributed 7r, the others their value.
   CHECK(scattered[0] == (0.0f + 1.0f) + -1e8f);  // (0 + 1) - 1e8
-  CHECK(scattered[1] == 0.0f);                    // (1e8 + 1) - 1e8
-  CHECK(scattered[2] == (1e8f + 7.0f) + -1e8f);   // 1e8 + 7 = 100000008 exactly, minus 1e8 = 8
+  CHECK(scattered[1] == 0.0f);                   // (1e8 + 1) - 1e8
+  CHECK(scattered[2] == (1e8f + 7.0f) + -1e8f);  // 1e8 + 7 = 100000008 exactly, minus 1e8 = 8
   CHECK(scattered[2] == 8.0f);
 }
 

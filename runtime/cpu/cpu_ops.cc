@@ -137,8 +137,8 @@ void CpuOps::TopK(const float* x, int64_t rows, int64_t cols, int64_t k, int64_t
   }
 }
 
-void CpuOps::RouterWeights(const float* scores, const int64_t* indices, int64_t rows, int64_t cols, int64_t k,
-                           bool normalize, float scale, float* weights) {
+void CpuOps::RouterWeights(const float* scores, const int64_t* indices, int64_t rows, int64_t cols, int64_t k, bool normalize, float scale,
+                           float* weights) {
   for (int64_t r = 0; r < rows; ++r) {
     float sum = 0.0f;
     for (int64_t j = 0; j < k; ++j) {
@@ -154,8 +154,8 @@ void CpuOps::RouterWeights(const float* scores, const int64_t* indices, int64_t 
   }
 }
 
-void CpuOps::WeightedCombine(const float* rows, const int64_t* row_of_slot, const float* weights, int64_t tokens,
-                             int64_t top_k, int64_t row_elems, float* out) {
+void CpuOps::WeightedCombine(const float* rows, const int64_t* row_of_slot, const float* weights, int64_t tokens, int64_t top_k,
+                             int64_t row_elems, float* out) {
   for (int64_t t = 0; t < tokens; ++t) {
     float* o = out + t * row_elems;
     for (int64_t d = 0; d < row_elems; ++d) o[d] = 0.0f;
@@ -181,8 +181,7 @@ void CpuOps::Fill(float* x, float value, int64_t count) {
   for (int64_t i = 0; i < count; ++i) x[i] = value;
 }
 
-void CpuOps::FillTokens(uint64_t seed, int64_t source, int64_t first_token, int64_t num_tokens, int64_t hidden,
-                        float* out) {
+void CpuOps::FillTokens(uint64_t seed, int64_t source, int64_t first_token, int64_t num_tokens, int64_t hidden, float* out) {
   const uint64_t key = TokenKey(seed, source);
   const int64_t base = first_token * hidden;
   for (int64_t i = 0; i < num_tokens * hidden; ++i) out[i] = TokenValueAt(key, base + i);
@@ -191,8 +190,8 @@ void CpuOps::FillTokens(uint64_t seed, int64_t source, int64_t first_token, int6
 void CpuOps::FillWeightRows(const WeightRowsArgs& a) {
   const int64_t cols = a.col_end - a.col_begin;
   if (a.row_end < a.row_begin || cols < 0) {
-    throw Error(fmt::format("fill_weight_rows: empty or reversed range rows [{}, {}) cols [{}, {})", a.row_begin, a.row_end,
-                            a.col_begin, a.col_end));
+    throw Error(fmt::format("fill_weight_rows: empty or reversed range rows [{}, {}) cols [{}, {})", a.row_begin, a.row_end, a.col_begin,
+                            a.col_end));
   }
   for (int64_t r = a.row_begin; r < a.row_end; ++r) {
     const RowStream s = MakeRowStream(a.seed, a.layer, a.matrix, a.expert, r);

@@ -124,7 +124,7 @@ TEST_CASE("Gemm gives a row the same bits whatever batch and position it is comp
 TEST_CASE("GroupedGemm uses each group's weight and skips an empty group with no weight") {
   CpuOps ops;
   // Rows: group 0 = rows [0, 1), group 1 = none (null weight), group 2 = rows [1, 3).
-  const float x[] = {1, 1, 2, 3, 4, 5};  // [3, 2]
+  const float x[] = {1, 1, 2, 3, 4, 5};      // [3, 2]
   const float w0[] = {1, 0}, w2[] = {0, 1};  // [1, 2]: pick column 0 / column 1
   const float* weights[] = {w0, nullptr, w2};
   const int64_t offsets[] = {0, 1, 1, 3};
@@ -188,7 +188,7 @@ TEST_CASE("SwiGlu is silu(gate) * up") {
   const float gate[] = {0, 1}, up[] = {5, 2};
   float out[2];
   ops.SwiGlu(gate, up, out, 2);
-  CHECK(out[0] == 0);                                            // silu(0) = 0
+  CHECK(out[0] == 0);                                              // silu(0) = 0
   CHECK(out[1] == doctest::Approx(2.0 / (1.0 + std::exp(-1.0))));  // silu(1) * 2 = 1.4621...
 }
 

@@ -8,11 +8,9 @@ namespace dockyard::runtime::cpu {
 struct KernelTable {
   const char* isa;
   // C[m, n] (+)= A[m, k] . B[n, k]^T (row strides lda, ldb, ldc).
-  void (*gemm_nt)(long m, long n, long k, const float* a, long lda, const float* b, long ldb, float* c, long ldc,
-                  bool accumulate);
+  void (*gemm_nt)(long m, long n, long k, const float* a, long lda, const float* b, long ldb, float* c, long ldc, bool accumulate);
   // C[m, n] (+)= A[m, k] . B[k, n].
-  void (*gemm_nn)(long m, long n, long k, const float* a, long lda, const float* b, long ldb, float* c, long ldc,
-                  bool accumulate);
+  void (*gemm_nn)(long m, long n, long k, const float* a, long lda, const float* b, long ldb, float* c, long ldc, bool accumulate);
   // out[i] = scale * int32(bits(c0 + i)) / 2^31 for one weight row (runtime/data.h).
   void (*weight_row)(unsigned alpha, unsigned beta, unsigned gamma, long c0, long count, float scale, float* out);
 };

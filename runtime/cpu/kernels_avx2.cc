@@ -22,6 +22,8 @@ const KernelTable* Avx2Kernels() {
 }  // namespace dockyard::runtime::cpu
 #else
 namespace dockyard::runtime::cpu {
-const KernelTable* Avx2Kernels() { return nullptr; }
+const KernelTable* Avx2Kernels() {
+  return nullptr;
+}
 }  // namespace dockyard::runtime::cpu
 #endif

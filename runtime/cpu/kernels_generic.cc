@@ -9,8 +9,7 @@ namespace generic_kernels {
 }  // namespace generic_kernels
 
 const KernelTable& GenericKernels() {
-  static const KernelTable table{"generic", &generic_kernels::GemmNT, &generic_kernels::GemmNN,
-                                 &generic_kernels::WeightRow};
+  static const KernelTable table{"generic", &generic_kernels::GemmNT, &generic_kernels::GemmNN, &generic_kernels::WeightRow};
   return table;
 }
 

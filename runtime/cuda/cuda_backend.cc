@@ -51,8 +51,7 @@ struct RankComms {
 // so a rank of this process never waits forever on a peer of this process that already
 // failed. Across processes a failed peer is not seen here: the failing process exits non-zero
 // and the launcher (torchrun, srun --kill-on-bad-exit, mpirun) ends the others.
-void WaitCollective(cudaStream_t stream, ncclComm_t comm, const std::atomic<bool>& aborted, RankComms& mine,
-                    const char* what) {
+void WaitCollective(cudaStream_t stream, ncclComm_t comm, const std::atomic<bool>& aborted, RankComms& mine, const char* what) {
   while (true) {
     const cudaError_t e = cudaStreamQuery(stream);
     if (e == cudaSuccess) return;
@@ -101,14 +100,12 @@ class CudaDevice : public Device {
   void Free(void* ptr) noexcept override { cudaFree(ptr); }
   void CopyToHost(void* host, const void* device, int64_t bytes) override {
     if (bytes <= 0) return;
-    CheckCuda(cudaMemcpyAsync(host, device, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, stream_),
-              "cudaMemcpyAsync (to host)");
+    CheckCuda(cudaMemcpyAsync(host, device, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync (to host)");
     Synchronize();
   }
   void CopyToDevice(void* device, const void* host, int64_t bytes) override {
     if (bytes <= 0) return;
-    CheckCuda(cudaMemcpyAsync(device, host, static_cast<size_t>(bytes), cudaMemcpyHostToDevice, stream_),
-              "cudaMemcpyAsync (to device)");
+    CheckCuda(cudaMemcpyAsync(device, host, static_cast<size_t>(bytes), cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync (to device)");
     Synchronize();  // the host buffer may be freed once we return
   }
   void Synchronize() override { CheckCuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
@@ -121,8 +118,7 @@ class CudaDevice : public Device {
 
 class CudaOps : public ComputeOps {
  public:
-  CudaOps(cudaStream_t stream, kernels::GemmPrecision precision, kernels::GroupedGemmPath path,
-          std::atomic<bool>* fell_back)
+  CudaOps(cudaStream_t stream, kernels::GemmPrecision precision, kernels::GroupedGemmPath path, std::atomic<bool>* fell_back)
       : stream_(stream), gemm_(stream), precision_(precision), path_(path), fell_back_(fell_back) {}
 
   // The router GEMM (and any plain Gemm): bit-exact with the CPU backend.
@@ -130,8 +126,8 @@ class CudaOps : public ComputeOps {
     kernels::GemmExact(g.m, g.n, g.k, g.a, g.lda, g.b, g.ldb, g.trans_b, g.c, g.ldc, g.accumulate, stream_);
   }
   void GroupedGemm(const GroupedGemmArgs& g) override {
-    const kernels::GroupedGemmPath ran = gemm_.RunFloat(g.num_groups, g.offsets, g.n, g.k, g.a, g.lda, g.b, g.ldb,
-                                                        g.trans_b, g.c, g.ldc, g.accumulate, precision_, path_);
+    const kernels::GroupedGemmPath ran =
+        gemm_.RunFloat(g.num_groups, g.offsets, g.n, g.k, g.a, g.lda, g.b, g.ldb, g.trans_b, g.c, g.ldc, g.accumulate, precision_, path_);
     if (ran != path_) *fell_back_ = true;
   }
   void GatherRows(const float* src, const int64_t* indices, int64_t num_rows, int64_t row_elems, float* dst) override {
@@ -148,9 +144,7 @@ class CudaOps : public ComputeOps {
                 "cudaMemcpyAsync (row blocks)");
     }
   }
-  void SwiGlu(const float* gate, const float* up, float* out, int64_t count) override {
-    kernels::SwiGlu(gate, up, out, count, stream_);
-  }
+  void SwiGlu(const float* gate, const float* up, float* out, int64_t count) override { kernels::SwiGlu(gate, up, out, count, stream_); }
   void Softmax(float* x, int64_t rows, int64_t cols) override { kernels::Softmax(x, rows, cols, stream_); }
   void Sigmoid(float* x, int64_t count) override { kernels::Sigmoid(x, count, stream_); }
   void AddRowBias(const float* x, const float* bias, int64_t rows, int64_t cols, float* out) override {
@@ -162,26 +156,22 @@ class CudaOps : public ComputeOps {
   void TopK(const float* x, int64_t rows, int64_t cols, int64_t k, int64_t* indices) override {
     kernels::TopK(x, rows, cols, k, indices, stream_);
   }
-  void RouterWeights(const float* scores, const int64_t* indices, int64_t rows, int64_t cols, int64_t k, bool normalize,
-                     float scale, float* weights) override {
+  void RouterWeights(const float* scores, const int64_t* indices, int64_t rows, int64_t cols, int64_t k, bool normalize, float scale,
+                     float* weights) override {
     kernels::RouterWeights(scores, indices, rows, cols, k, normalize, scale, weights, stream_);
   }
-  void WeightedCombine(const float* rows, const int64_t* row_of_slot, const float* weights, int64_t tokens,
-                       int64_t top_k, int64_t row_elems, float* out) override {
+  void WeightedCombine(const float* rows, const int64_t* row_of_slot, const float* weights, int64_t tokens, int64_t top_k,
+                       int64_t row_elems, float* out) override {
     kernels::WeightedCombine(rows, row_of_slot, weights, tokens, top_k, row_elems, out, stream_);
   }
   void Add(const float* x, float* y, int64_t count) override { kernels::Add(x, y, count, stream_); }
-  void ScaleRows(float* x, const float* s, int64_t rows, int64_t row_elems) override {
-    kernels::ScaleRows(x, s, rows, row_elems, stream_);
-  }
+  void ScaleRows(float* x, const float* s, int64_t rows, int64_t row_elems) override { kernels::ScaleRows(x, s, rows, row_elems, stream_); }
   void Fill(float* x, float value, int64_t count) override { kernels::Fill(x, value, count, stream_); }
-  void FillTokens(uint64_t seed, int64_t source, int64_t first_token, int64_t num_tokens, int64_t hidden,
-                  float* out) override {
+  void FillTokens(uint64_t seed, int64_t source, int64_t first_token, int64_t num_tokens, int64_t hidden, float* out) override {
     kernels::FillTokens(seed, source, first_token, num_tokens, hidden, out, stream_);
   }
   void FillWeightRows(const WeightRowsArgs& a) override {
-    kernels::FillWeightRows(a.seed, a.layer, a.matrix, a.expert, a.row_begin, a.row_end, a.col_begin, a.col_end, a.scale,
-                            a.out, stream_);
+    kernels::FillWeightRows(a.seed, a.layer, a.matrix, a.expert, a.row_begin, a.row_end, a.col_begin, a.col_end, a.scale, a.out, stream_);
   }
 
  private:
@@ -196,11 +186,7 @@ class NcclCommunicator : public Communicator {
  public:
   NcclCommunicator(std::string label, std::vector<int64_t> ranks, int64_t index, ncclComm_t comm, cudaStream_t stream,
                    const std::atomic<bool>* aborted, RankComms* mine)
-      : Communicator(std::move(label), std::move(ranks), index),
-        comm_(comm),
-        stream_(stream),
-        aborted_(aborted),
-        mine_(mine) {
+      : Communicator(std::move(label), std::move(ranks), index), comm_(comm), stream_(stream), aborted_(aborted), mine_(mine) {
     CheckCuda(cudaMalloc(&scratch_, sizeof(float)), "cudaMalloc (barrier)");
   }
   ~NcclCommunicator() override {
@@ -210,15 +196,15 @@ class NcclCommunicator : public Communicator {
   }
 
  protected:
-  void DoAllToAll(const void* send, const std::vector<int64_t>& send_splits, void* recv,
-                  const std::vector<int64_t>& recv_splits, int64_t row_bytes) override {
+  void DoAllToAll(const void* send, const std::vector<int64_t>& send_splits, void* recv, const std::vector<int64_t>& recv_splits,
+                  int64_t row_bytes) override {
     IssueAllToAll(send, send_splits, recv, recv_splits, row_bytes, stream_);
     WaitCollective(stream_, comm_, *aborted_, *mine_, "all_to_all_single");
   }
   // combine_start: the exchange runs on the communicator's own stream, after everything the
   // compute stream has queued so far (an event orders it), so compute issued meanwhile overlaps.
-  void DoStartAllToAll(const void* send, const std::vector<int64_t>& send_splits, void* recv,
-                       const std::vector<int64_t>& recv_splits, int64_t row_bytes) override {
+  void DoStartAllToAll(const void* send, const std::vector<int64_t>& send_splits, void* recv, const std::vector<int64_t>& recv_splits,
+                       int64_t row_bytes) override {
     if (comm_stream_ == nullptr) {
       CheckCuda(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking), "cudaStreamCreate (comm)");
       CheckCuda(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming), "cudaEventCreate");
@@ -230,8 +216,8 @@ class NcclCommunicator : public Communicator {
   // combine_wait.
   void DoWaitPending() override { WaitCollective(comm_stream_, comm_, *aborted_, *mine_, "all_to_all_single (async)"); }
 
-  void IssueAllToAll(const void* send, const std::vector<int64_t>& send_splits, void* recv,
-                     const std::vector<int64_t>& recv_splits, int64_t row_bytes, cudaStream_t stream) {
+  void IssueAllToAll(const void* send, const std::vector<int64_t>& send_splits, void* recv, const std::vector<int64_t>& recv_splits,
+                     int64_t row_bytes, cudaStream_t stream) {
     const char* s = static_cast<const char*>(send);
     char* r = static_cast<char*>(recv);
     int64_t send_off = 0, recv_off = 0;
@@ -251,8 +237,7 @@ class NcclCommunicator : public Communicator {
     WaitCollective(stream_, comm_, *aborted_, *mine_, "all_gather");
   }
   void DoReduceScatter(const float* send, float* recv, int64_t count) override {
-    CheckNccl(ncclReduceScatter(send, recv, static_cast<size_t>(count), ncclFloat, ncclSum, comm_, stream_),
-              "ncclReduceScatter");
+    CheckNccl(ncclReduceScatter(send, recv, static_cast<size_t>(count), ncclFloat, ncclSum, comm_, stream_), "ncclReduceScatter");
     WaitCollective(stream_, comm_, *aborted_, *mine_, "reduce_scatter");
   }
   void DoAllReduce(float* buf, int64_t count) override {
@@ -327,8 +312,8 @@ class CudaBackend : public Backend {
     std::vector<size_t> local;  // indices into `ranks` this process runs
     if (options_.launch.multi_process()) {
       if (options_.launch.world_size != n) {
-        throw Error(fmt::format("{} launched {} processes but the run has {} ranks (one process per rank)",
-                                options_.launch.launcher, options_.launch.world_size, n));
+        throw Error(fmt::format("{} launched {} processes but the run has {} ranks (one process per rank)", options_.launch.launcher,
+                                options_.launch.world_size, n));
       }
       if (options_.launch.local_rank >= devices_) {
         throw Error(fmt::format("local rank {} has no GPU: {} visible", options_.launch.local_rank, devices_));
@@ -336,9 +321,10 @@ class CudaBackend : public Backend {
       local.push_back(static_cast<size_t>(options_.launch.rank));
     } else {
       if (n > devices_) {
-        throw Error(fmt::format("--backend cuda in one process runs one rank per GPU: the run has {} ranks, {} GPU(s) are "
-                                "visible; launch one process per GPU (torchrun, srun or mpirun) with --nccl-id-dir",
-                                n, devices_));
+        throw Error(
+            fmt::format("--backend cuda in one process runs one rank per GPU: the run has {} ranks, {} GPU(s) are "
+                        "visible; launch one process per GPU (torchrun, srun or mpirun) with --nccl-id-dir",
+                        n, devices_));
       }
       for (size_t i = 0; i < ranks.size(); ++i) local.push_back(i);
     }
@@ -362,8 +348,7 @@ class CudaBackend : public Backend {
     for (size_t i : local) {
       threads.emplace_back([&, i] {
         try {
-          const int ordinal = options_.launch.multi_process() ? static_cast<int>(options_.launch.local_rank)
-                                                              : static_cast<int>(i);
+          const int ordinal = options_.launch.multi_process() ? static_cast<int>(options_.launch.local_rank) : static_cast<int>(i);
           RunOne(ranks[i], ordinal, ids, aborted, body);
         } catch (...) {
           std::lock_guard<std::mutex> lock(mu);
@@ -387,8 +372,8 @@ class CudaBackend : public Backend {
   }
 
  private:
-  void RunOne(const RankSpec& spec, int ordinal, const std::map<GroupKey, ncclUniqueId>& ids,
-              const std::atomic<bool>& aborted, const RankBody& body) {
+  void RunOne(const RankSpec& spec, int ordinal, const std::map<GroupKey, ncclUniqueId>& ids, const std::atomic<bool>& aborted,
+              const RankBody& body) {
     CheckCuda(cudaSetDevice(ordinal), "cudaSetDevice");
     cudaStream_t stream = nullptr;
     CheckCuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -411,16 +396,14 @@ class CudaBackend : public Backend {
             CheckNccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
             PublishId(options_.nccl_id_dir, id_file, std::vector<char>(id.internal, id.internal + sizeof(id.internal)));
           } else {
-            const std::vector<char> bytes =
-                WaitForId(options_.nccl_id_dir, id_file, sizeof(id.internal), options_.id_timeout_seconds);
+            const std::vector<char> bytes = WaitForId(options_.nccl_id_dir, id_file, sizeof(id.internal), options_.id_timeout_seconds);
             std::memcpy(id.internal, bytes.data(), sizeof(id.internal));
           }
         } else {
           id = ids.at({g.label, g.ranks.front()});
         }
         ncclComm_t comm = nullptr;
-        CheckNccl(ncclCommInitRank(&comm, static_cast<int>(g.ranks.size()), id, static_cast<int>(index)),
-                  "ncclCommInitRank");
+        CheckNccl(ncclCommInitRank(&comm, static_cast<int>(g.ranks.size()), id, static_cast<int>(index)), "ncclCommInitRank");
         mine.comms.push_back(comm);
         // Every member has joined once the (collective) init returns: the id file has been read.
         if (!id_file.empty() && index == 0) RemoveId(options_.nccl_id_dir, id_file);
@@ -449,7 +432,9 @@ class CudaBackend : public Backend {
 
 }  // namespace
 
-bool CudaBackendCompiled() { return true; }
+bool CudaBackendCompiled() {
+  return true;
+}
 
 int CudaDeviceCount(std::string* why) {
   int count = 0;
@@ -462,9 +447,10 @@ int CudaDeviceCount(std::string* why) {
       std::string hint;
       if (e == cudaErrorInsufficientDriver) {
         hint = driver == 0 ? "; no NVIDIA driver is installed on this machine"
-                           : fmt::format("; the NVIDIA driver supports CUDA {}.{}, this dockyard-run was built with CUDA "
-                                         "{}.{}: update the driver",
-                                         driver / 1000, driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
+                           : fmt::format(
+                                 "; the NVIDIA driver supports CUDA {}.{}, this dockyard-run was built with CUDA "
+                                 "{}.{}: update the driver",
+                                 driver / 1000, driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
       } else if (e == cudaErrorNoDevice) {
         hint = "; the driver sees no GPU (check CUDA_VISIBLE_DEVICES)";
       }

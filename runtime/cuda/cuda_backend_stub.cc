@@ -4,7 +4,9 @@
 
 namespace dockyard::runtime::cuda {
 
-bool CudaBackendCompiled() { return false; }
+bool CudaBackendCompiled() {
+  return false;
+}
 
 int CudaDeviceCount(std::string* why) {
   if (why != nullptr) *why = "this dockyard-run was built without the CUDA backend (no CUDA toolkit at build time)";

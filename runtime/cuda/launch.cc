@@ -40,8 +40,7 @@ struct Vars {
 LaunchInfo LaunchFromEnv(const std::function<const char*(const char*)>& getenv) {
   static const Vars kLaunchers[] = {
       {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
-      {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-       "OMPI_COMM_WORLD_LOCAL_SIZE"},
+      {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},
       {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"},
   };
   for (const Vars& v : kLaunchers) {
@@ -72,8 +71,8 @@ LaunchInfo LaunchFromEnv(const std::function<const char*(const char*)>& getenv) 
       if (std::string(v.launcher) == "slurm") s = s.substr(0, s.find('('));
       info.local_world_size = ParseVar(v.local_size, s.c_str());
       if (info.local_rank >= info.local_world_size) {
-        throw Error(fmt::format("environment variable {}={}: must be < {} ({})", v.local_rank, info.local_rank,
-                                v.local_size, info.local_world_size));
+        throw Error(fmt::format("environment variable {}={}: must be < {} ({})", v.local_rank, info.local_rank, v.local_size,
+                                info.local_world_size));
       }
     }
     const auto var = [&](const char* name) -> std::string {
@@ -95,17 +94,19 @@ LaunchInfo LaunchFromEnv(const std::function<const char*(const char*)>& getenv) 
 void ValidateLaunch(const LaunchInfo& launch, const std::string& dir) {
   if (!launch.multi_process()) {
     if (!dir.empty()) {
-      throw Error(fmt::format("--nccl-id-dir '{}': this process was not started as one of several by torchrun, srun or "
-                              "mpirun (no RANK/WORLD_SIZE > 1 ...): one process drives every GPU and needs no id "
-                              "directory",
-                              dir));
+      throw Error(
+          fmt::format("--nccl-id-dir '{}': this process was not started as one of several by torchrun, srun or "
+                      "mpirun (no RANK/WORLD_SIZE > 1 ...): one process drives every GPU and needs no id "
+                      "directory",
+                      dir));
     }
     return;
   }
   if (dir.empty()) {
-    throw Error(fmt::format("--backend cuda under {} ({} processes, one per GPU) needs --nccl-id-dir, a directory every "
-                            "process sees, to exchange the NCCL ids",
-                            launch.launcher, launch.world_size));
+    throw Error(
+        fmt::format("--backend cuda under {} ({} processes, one per GPU) needs --nccl-id-dir, a directory every "
+                    "process sees, to exchange the NCCL ids",
+                    launch.launcher, launch.world_size));
   }
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
@@ -113,20 +114,22 @@ void ValidateLaunch(const LaunchInfo& launch, const std::string& dir) {
   }
   if (::access(dir.c_str(), W_OK | X_OK) != 0) throw Error(fmt::format("--nccl-id-dir '{}': not writable", dir));
   if (launch.job_id.empty()) {
-    throw Error(fmt::format("{} gives no job id (torchrun: pass --rdzv-id; it sets TORCHELASTIC_RUN_ID): pass "
-                            "--nccl-job-id ID, unique per run, so that a rerun never reads a previous run's NCCL ids "
-                            "from '{}'",
-                            launch.launcher, dir));
+    throw Error(
+        fmt::format("{} gives no job id (torchrun: pass --rdzv-id; it sets TORCHELASTIC_RUN_ID): pass "
+                    "--nccl-job-id ID, unique per run, so that a rerun never reads a previous run's NCCL ids "
+                    "from '{}'",
+                    launch.launcher, dir));
   }
 }
 
-void RemoveId(const std::string& dir, const std::string& name) { std::remove((dir + "/" + name).c_str()); }
+void RemoveId(const std::string& dir, const std::string& name) {
+  std::remove((dir + "/" + name).c_str());
+}
 
 std::string IdFileName(const std::string& job_id, const std::string& label, int64_t first_rank) {
   std::string job = job_id;
   for (char& ch : job) {
-    const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
-                    ch == '_' || ch == '-';
+    const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-';
     if (!ok) ch = '_';
   }
   return fmt::format("{}-{}-{}.ncclid", job, label, first_rank);
@@ -141,8 +144,7 @@ void PublishId(const std::string& dir, const std::string& name, const std::vecto
     out.flush();
     if (!out) {
       std::remove(tmp.c_str());
-      throw Error(fmt::format("--nccl-id-dir: cannot write '{}' (is '{}' a writable directory shared by every process?)",
-                              tmp, dir));
+      throw Error(fmt::format("--nccl-id-dir: cannot write '{}' (is '{}' a writable directory shared by every process?)", tmp, dir));
     }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
@@ -159,15 +161,16 @@ std::vector<char> WaitForId(const std::string& dir, const std::string& name, int
     if (in) {
       std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
       if (static_cast<int64_t>(bytes.size()) != size) {
-        throw Error(fmt::format("--nccl-id-dir: '{}' holds {} bytes, an NCCL id has {} (a stale file from another job?)",
-                                path, bytes.size(), size));
+        throw Error(fmt::format("--nccl-id-dir: '{}' holds {} bytes, an NCCL id has {} (a stale file from another job?)", path,
+                                bytes.size(), size));
       }
       return bytes;
     }
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeout_seconds) {
-      throw Error(fmt::format("--nccl-id-dir: '{}' did not appear within {:g} s (did the group's first rank start, and "
-                              "do all processes see the same directory?)",
-                              path, timeout_seconds));
+      throw Error(
+          fmt::format("--nccl-id-dir: '{}' did not appear within {:g} s (did the group's first rank start, and "
+                      "do all processes see the same directory?)",
+                      path, timeout_seconds));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
