@@ -432,10 +432,11 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
   // recomputation it first re-runs the forward, communication included (3x compute, 2x comm).
   const bool full_recompute = t.recompute == Recompute::kFull;
   const double bwd_compute = full_recompute ? 3.0 : 2.0, bwd_comm = full_recompute ? 2.0 : 1.0;
+  // The layer's shape for the kernel model and the selective-recompute kernels (kernels_model.h).
+  const KernelShape ks{T, static_cast<double>((w.tokens + d.tp - 1) / d.tp), static_cast<double>(w.dispatch_tokens), tp, ab};
   // Memory-bound kernels and launch gaps (zero unless --compute-model kernels).
   KernelExtrasUs kx;
   if (o.kernel_compute) {
-    const KernelShape ks{T, static_cast<double>((w.tokens + d.tp - 1) / d.tp), static_cast<double>(w.dispatch_tokens), tp, ab};
     kx = KernelExtras(m, ks, o, c.hbm_gbps, full_recompute);
   }
   // GEMMs and flash attention by shape under --compute-model kernels (gemm_efficiency.h), else
@@ -453,7 +454,6 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
   const RecomputeSet rs = RecomputeSetOf(t);
   RecomputeForwardUs rf;
   if (t.recompute == Recompute::kSelective) {
-    const KernelShape ks{T, static_cast<double>((w.tokens + d.tp - 1) / d.tp), static_cast<double>(w.dispatch_tokens), tp, ab};
     auto mem = [&](const std::vector<KernelBytes>& k) { return MemoryBoundUs(k, c.hbm_gbps, o.hbm_efficiency, o.memory_floor_us); };
     if (o.kernel_compute) {
       std::vector<KernelBytes> norms;
