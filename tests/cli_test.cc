@@ -614,4 +614,18 @@ TEST_CASE("The newer families plan and check; simulate and search refuse what th
   r = Run("simulate --model testdata/hf/ernie-4.5-21b-a3b.json --world-size 8 --ep 8 --seq-len 4096 --json " + sim);
   REQUIRE(r.code == 0);
   CHECK(dockyard::ReadJsonFile(sim)["predicted"]["step_time_us"].get<double>() > 0);
+
+  // Ling 2.0 is GQA in every layer with group-limited sigmoid routing: plan counts the HF
+  // safetensors total, simulate prices it, and its MTP modules (--mtp-layers) add time.
+  r = Run("--model testdata/hf/ling-flash-2.0.json --world-size 8 --ep 8");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("(102889705216)") != std::string::npos);
+  CHECK(r.out.find("model.layers.{L}.attention.query_key_value.weight") != std::string::npos);
+  r = Run("simulate --model testdata/hf/ling-flash-2.0.json --world-size 8 --ep 8 --seq-len 4096 --json " + sim);
+  REQUIRE(r.code == 0);
+  const double ling_step = dockyard::ReadJsonFile(sim)["predicted"]["step_time_us"].get<double>();
+  CHECK(ling_step > 0);
+  r = Run("simulate --model testdata/hf/ling-flash-2.0.json --world-size 8 --ep 8 --seq-len 4096 --mtp-layers 1 --json " + sim);
+  REQUIRE(r.code == 0);
+  CHECK(dockyard::ReadJsonFile(sim)["predicted"]["step_time_us"].get<double>() > ling_step);
 }

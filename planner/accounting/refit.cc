@@ -65,7 +65,8 @@ const RefitNaming* NamingFor(const std::string& family) {
       "", "transformer.blocks.{0}.ffn.experts.mlp.{1}.", "w1", "v1", "w2", nullptr, nullptr, nullptr, nullptr, nullptr, true};
   if (family == "mixtral" || family == "phimoe" || family == "minimax_m2") return &kBlockSparse;
   if (family == "qwen2_moe" || family == "qwen3_moe" || family == "deepseek_v2" || family == "deepseek_v3" || family == "olmoe" ||
-      family == "glm4_moe" || family == "deepseek_v32" || family == "qwen3_next" || family == "ernie4_5_moe") {
+      family == "glm4_moe" || family == "deepseek_v32" || family == "qwen3_next" || family == "ernie4_5_moe" ||
+      family == "bailing_moe_v2") {
     return &kHfMlp;
   }
   if (family == "llama4_text") return &kLlama4;

@@ -316,6 +316,7 @@ const std::vector<FamilyInfo>& SupportedFamilies() {
       {"qwen3_next", "Qwen3NextForCausalLM", "qwen3_next"},
       {"minimax_m2", "MiniMaxM2ForCausalLM", "minimax_m2"},
       {"ernie4_5_moe", "Ernie4_5_MoeForCausalLM", "ernie4_5_moe"},
+      {"bailing_moe_v2", "BailingMoeV2ForCausalLM", "bailing_moe"},
   };
   return families;
 }
@@ -393,6 +394,15 @@ ModelSpec ModelSpecFromHfConfig(const Json& config, const std::string& file) {
          ReadCommon(c, m);
          ReadGqa(c, m);  // Ernie4_5_MoeAttention: LlamaAttention, biases only with use_bias
          ReadErnie45MoeExtras(c, m);
+         return m;
+       }},
+      {"bailing_moe_v2",
+       [](const JsonView& c) {
+         ModelSpec m;
+         ReadCommon(c, m);
+         ReadGqa(c, m);
+         DeepseekMoeLayers(c, m);  // first_k_dense_replace dense layers, num_nextn_predict_layers
+         ReadBailingMoeV2Extras(c, m);
          return m;
        }},
   };

@@ -74,7 +74,9 @@ TEST_CASE("Every config in testdata/hf is one of the configs tested here") {
       "kimi-k2-instruct.json", "llama4-maverick-17b-128e.json", "llama4-scout-17b-16e.json", "mixtral-8x7b.json",
       "olmoe-1b-7b-0125-instruct.json", "phi-3.5-moe-instruct.json", "qwen1.5-moe-a2.7b.json", "qwen2-57b-a14b.json", "qwen3-30b-a3b.json",
       // Newer families, counted in hf_config_variants_test.cc.
-      "deepseek-v3.2-exp.json", "qwen3-next-80b-a3b-instruct.json", "minimax-m2.7-nvfp4.json", "ernie-4.5-21b-a3b.json"};
+      "deepseek-v3.2-exp.json", "qwen3-next-80b-a3b-instruct.json", "minimax-m2.7-nvfp4.json", "ernie-4.5-21b-a3b.json",
+      // Ling 2.0, counted in hf_config_variants_test.cc.
+      "ling-flash-2.0.json"};
   std::set<std::string> present;
   for (const auto& entry : std::filesystem::directory_iterator(kHfDir)) {
     if (entry.path().extension() == ".json") present.insert(entry.path().filename().string());

@@ -97,6 +97,59 @@ void ReadErnie45MoeExtras(const JsonView& c, ModelSpec& m) {
   for (int64_t i = 0; i < layers; ++i) m.moe_layers[i] = (i + 1) % interval == 0 && i >= start && i <= end;
 }
 
+void ReadBailingMoeV2Extras(const JsonView& c, ModelSpec& m) {
+  if (c.Has("architectures")) {
+    const std::string arch = c.value()["architectures"][0].get<std::string>();
+    if (arch != "BailingMoeV2ForCausalLM") {
+      throw Error(
+          fmt::format("{}/0: \"{}\": model_type bailing_moe is read as Ling 2.0 (BailingMoeV2ForCausalLM) only; "
+                      "Ling 1.x (BailingMoeForCausalLM: softmax routing, no q/k norms) is not modelled",
+                      c.Where("architectures"), arch));
+    }
+  }
+  if (c.BoolOr("use_bias", false)) {
+    c.Fail("use_bias", "true: the bias on attention.dense is not modelled; the released Ling 2.0 configs have use_bias false");
+  }
+  if (c.BoolOr("use_sliding_window", false)) {
+    c.Fail("use_sliding_window",
+           "true: sliding-window attention is not modelled (Ling 2.0 attends over the full context, use_sliding_window false)");
+  }
+  // BailingMoeV2Attention: one query_key_value projection [(H + 2·KV)·hd, D], bias with
+  // use_qkv_bias; query_layernorm / key_layernorm RMSNorm over head_dim with use_qk_norm.
+  m.attention.fused_qkv = true;
+  m.attention.qkv_bias = c.BoolOr("use_qkv_bias", false);
+  m.attention.qk_norm = c.BoolOr("use_qk_norm", true) ? QkNorm::kPerHead : QkNorm::kNone;
+  m.intermediate_size = c.Int("intermediate_size");
+  m.moe.num_experts = c.Int("num_experts");
+  m.moe.top_k = c.Int("num_experts_per_tok");
+  if (m.moe.top_k > m.moe.num_experts) {
+    c.Fail("num_experts_per_tok", fmt::format("top_k ({}) must satisfy 1 <= top_k <= num_experts ({})", m.moe.top_k, m.moe.num_experts));
+  }
+  m.moe.moe_intermediate_size = c.Int("moe_intermediate_size");
+  // BailingMoeV2SparseMoeBlock: one shared MLP of moe_shared_expert_intermediate_size (else
+  // moe_intermediate_size) · num_shared_experts.
+  const int64_t shared_width = c.IntOr("moe_shared_expert_intermediate_size", m.moe.moe_intermediate_size);
+  m.moe.num_shared_experts = c.IntOr("num_shared_experts", 1, 0);
+  if (m.moe.num_shared_experts > (int64_t{1} << 20)) {
+    c.Fail("num_shared_experts", fmt::format("{} exceeds the largest supported count 2^20", m.moe.num_shared_experts));
+  }
+  if (shared_width > (int64_t{1} << 40)) {
+    c.Fail("moe_shared_expert_intermediate_size", fmt::format("{} exceeds the largest supported size 2^40", shared_width));
+  }
+  m.moe.shared_expert_intermediate_size = m.moe.num_shared_experts * shared_width;
+  // BailingMoeV2Gate: sigmoid (or softmax) scores, top-k on scores + expert_bias within the
+  // topk_group best of n_group groups, weights renormalized and scaled.
+  m.moe.score_func = c.StringOr("score_function", "sigmoid");
+  if (m.moe.score_func != "softmax" && m.moe.score_func != "sigmoid") {
+    c.Fail("score_function", fmt::format("must be \"softmax\" or \"sigmoid\", got \"{}\"", m.moe.score_func));
+  }
+  m.moe.score_correction_bias = c.BoolOr("moe_router_enable_expert_bias", true);
+  m.moe.norm_topk_prob = c.BoolOr("norm_topk_prob", true);
+  m.moe.routed_scaling_factor = c.NumberOr("routed_scaling_factor", 1.0);
+  m.moe.n_group = c.IntOr("n_group", 8);
+  m.moe.topk_group = c.IntOr("topk_group", 4);
+}
+
 void ReadQwen3NextExtras(const JsonView& c, ModelSpec& m) {
   // Qwen3NextSparseMoeBlock: one shared expert of shared_expert_intermediate_size with a
   // sigmoid gate [1, hidden], as in Qwen2-MoE.

@@ -8,7 +8,10 @@
 //   - MiniMax-M2, MiniMaxM2ForCausalLM: full attention in every layer with q/k norms over the
 //     full projection width, sigmoid routing with a correction bias;
 //   - ERNIE-4.5-MoE, Ernie4_5_MoeForCausalLM: GQA, dense MLP outside [moe_layer_start_index,
-//     moe_layer_end_index], shared experts, softmax routing with a correction bias.
+//     moe_layer_end_index], shared experts, softmax routing with a correction bias;
+//   - Ling 2.0 (Ling-mini/flash/1T-2.0), BailingMoeV2ForCausalLM (model_type bailing_moe): GQA
+//     with a fused query_key_value and per-head q/k RMSNorm, first_k_dense_replace dense layers,
+//     shared experts, sigmoid routing with an expert bias and group-limited top-k.
 // Key names and defaults follow transformers' configuration_deepseek_v32.py /
 // configuration_qwen3_next.py. Errors (dockyard::Error) name the file, the JSON pointer, the
 // value and the rule.
@@ -46,6 +49,21 @@ void ReadMinimaxM2Extras(const JsonView& c, ModelSpec& m);
 // moe_layer_end_index (absent or -1: the last layer). use_bias true (biases on every linear
 // layer) is refused: the inventory has no MLP biases.
 void ReadErnie45MoeExtras(const JsonView& c, ModelSpec& m);
+
+// Reads Ling 2.0's keys into a spec whose common, GQA and layer keys (first_k_dense_replace,
+// num_nextn_predict_layers) are read. Keys and defaults follow the checkpoints'
+// configuration_bailing_moe_v2.py / modeling_bailing_moe_v2.py (inclusionAI Ling-V2; mirrored
+// in NVIDIA NeMo Automodel components/models/ling_v2): num_experts, num_experts_per_tok,
+// moe_intermediate_size, num_shared_experts (default 1) shared experts of
+// moe_shared_expert_intermediate_size (absent: moe_intermediate_size) as one MLP of count ·
+// width, score_function (default "sigmoid") with moe_router_enable_expert_bias (default true, the
+// gate's fp32 expert_bias [E]), n_group / topk_group (defaults 8 / 4), norm_topk_prob (default
+// true), routed_scaling_factor, use_qk_norm (default true: query/key_layernorm [head_dim]),
+// use_qkv_bias. Refused, naming the key, the value and the rule: an architecture other than
+// BailingMoeV2ForCausalLM (Ling 1.x BailingMoeForCausalLM shares model_type bailing_moe),
+// use_bias true (a bias on attention.dense, not modelled), use_sliding_window true, a
+// score_function other than "sigmoid" / "softmax".
+void ReadBailingMoeV2Extras(const JsonView& c, ModelSpec& m);
 
 // Reads Qwen3-Next's shared expert (shared_expert_intermediate_size, with its sigmoid gate),
 // the attention output gate and the Gated DeltaNet block with its per-layer placement into a

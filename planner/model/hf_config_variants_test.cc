@@ -263,6 +263,99 @@ TEST_CASE("ERNIE-4.5-21B-A3B reads as ernie4_5_moe: a dense first layer, 27 MoE 
   CheckPublished(inv.totals.active_params, 3 * kB, 1 * kB);
 }
 
+TEST_CASE("Ling-flash-2.0 reads as bailing_moe_v2 and counts the HF safetensors total, 102,889,705,216") {
+  ModelSpec m = LoadModel(kHfDir + "ling-flash-2.0.json");
+  CHECK(m.family == "bailing_moe_v2");
+  CHECK(m.hidden_size == 4096);
+  CHECK(m.num_hidden_layers == 32);
+  CHECK(m.vocab_size == 157184);
+  CHECK_FALSE(m.tie_word_embeddings);
+  CHECK(m.attention.kind == AttentionKind::kGqa);
+  CHECK(m.attention.num_attention_heads == 32);
+  CHECK(m.attention.num_key_value_heads == 4);
+  CHECK(m.attention.head_dim == 128);
+  CHECK(m.attention.fused_qkv);
+  CHECK_FALSE(m.attention.qkv_bias);
+  CHECK(m.attention.qk_norm == QkNorm::kPerHead);
+  CHECK(m.intermediate_size == 9216);
+  CHECK(m.moe.num_experts == 256);
+  CHECK(m.moe.top_k == 8);
+  CHECK(m.moe.moe_intermediate_size == 1024);
+  CHECK(m.moe.num_shared_experts == 1);
+  CHECK(m.moe.shared_expert_intermediate_size == 1024);
+  CHECK(m.moe.score_func == "sigmoid");
+  CHECK(m.moe.score_correction_bias);  // moe_router_enable_expert_bias
+  CHECK(m.moe.norm_topk_prob);
+  CHECK(m.moe.routed_scaling_factor == 2.5);
+  CHECK(m.moe.n_group == 8);
+  CHECK(m.moe.topk_group == 4);
+  CHECK(m.num_nextn_predict_layers == 0);  // the key is absent: the release holds no MTP weights
+  CHECK_FALSE(m.moe_layers[0]);            // first_k_dense_replace 1
+  CHECK(m.NumMoeLayers() == 31);
+
+  ParamInventory inv = BuildInventory(m);
+  // Attention (D 4096, H 32, KV 4, hd 128): query_key_value (32 + 2·4)·128 = 5120 rows · 4096 =
+  //   20,971,520; dense 4096·4096 = 16,777,216; query/key_layernorm 2·128 = 256 → 37,748,992
+  // norms 2·4096 = 8,192 → 37,757,184 per layer; × 32 = 1,208,229,888
+  // dense layer 0: MLP 3·9216·4096 = 113,246,208
+  // MoE layers 1..31: experts 256 · 3·1024·4096 (12,582,912) = 3,221,225,472; shared 3·1024·4096 =
+  //   12,582,912; gate 256·4096 = 1,048,576; expert_bias 256 → 3,234,857,216; × 31 = 100,280,573,696
+  // word_embeddings + lm_head 2 · 157184·4096 (643,825,664) = 1,287,651,328; final norm 4,096
+  // total = 1,208,229,888 + 113,246,208 + 100,280,573,696 + 1,287,651,328 + 4,096 = 102,889,705,216
+  // active MoE layer = 3,234,857,216 − 248·12,582,912 = 114,295,040; so active = total − 31·248·12,582,912
+  //   = 102,889,705,216 − 96,737,427,456 = 6,152,277,760; excl. the input embedding 5,508,452,096
+  CHECK(ShapeOf(inv, "model.word_embeddings.weight") == Shape{157184, 4096});
+  CHECK(ShapeOf(inv, "model.layers.0.attention.query_key_value.weight") == Shape{5120, 4096});
+  CHECK(ShapeOf(inv, "model.layers.0.attention.dense.weight") == Shape{4096, 4096});
+  CHECK(ShapeOf(inv, "model.layers.0.attention.query_layernorm.weight") == Shape{128});
+  CHECK(ShapeOf(inv, "model.layers.0.mlp.gate_proj.weight") == Shape{9216, 4096});
+  CHECK(ShapeOf(inv, "model.layers.1.mlp.experts.gate_up_proj") == Shape{256, 2048, 4096});
+  CHECK(ShapeOf(inv, "model.layers.31.mlp.shared_experts.down_proj.weight") == Shape{4096, 1024});
+  CHECK(ShapeOf(inv, "model.layers.31.mlp.gate.expert_bias") == Shape{256});
+  CHECK(Find(inv, "model.layers.0.mlp.gate.weight") == nullptr);
+  CHECK(inv.totals.total_params == 102'889'705'216);
+  CHECK(inv.totals.active_params == 6'152'277'760);
+  CHECK(inv.totals.active_params_excluding_embedding == 5'508'452'096);
+  // The HF Hub's safetensors total of inclusionAI/Ling-flash-2.0 @ 649f8b94 is 102,889,705,216
+  // (BF16 102,889,697,280 + F32 7,936 = 31 expert_bias vectors of 256): equal to the count.
+  // Published (model card): "100B total parameters and 6.1B activated parameters (4.8B
+  // non-embedding)"; the card's non-embedding figure leaves out the lm_head too:
+  // 6,152,277,760 − 1,287,651,328 = 4,864,626,432.
+  CheckPublished(inv.totals.total_params, 100 * kB, 3 * kB);
+  CheckPublished(inv.totals.active_params, 6.1 * kB, 0.1 * kB);
+  CheckPublished(inv.totals.active_params - inv.totals.embedding_params - 157184 * 4096, 4.8 * kB, 0.1 * kB);
+}
+
+TEST_CASE("Ling-mini-2.0's sizes on the Ling-flash-2.0 file count its published 16.26B total, 1.43B active, 789M non-embedding") {
+  // Ling-mini-2.0 differs from Ling-flash-2.0 in its sizes only (the values public fixtures of
+  // its config agree on): 20 layers, hidden 2048, dense 5120, 16 heads, moe and shared 512.
+  Json cfg = ReadJsonFile(kHfDir + "ling-flash-2.0.json");
+  cfg["num_hidden_layers"] = 20;
+  cfg["hidden_size"] = 2048;
+  cfg["intermediate_size"] = 5120;
+  cfg["num_attention_heads"] = 16;
+  cfg["moe_intermediate_size"] = 512;
+  cfg["moe_shared_expert_intermediate_size"] = 512;
+  ModelSpec m = ModelSpecFromHfConfig(cfg, "ling-mini.json");
+  ParamInventory inv = BuildInventory(m);
+  // per layer: query_key_value 3072·2048 = 6,291,456; dense 2048·2048 = 4,194,304; q/k norms 256;
+  //   norms 4,096 → 10,490,112; × 20 = 209,802,240
+  // dense layer 0: 3·5120·2048 = 31,457,280
+  // MoE layers 1..19: experts 256 · 3·512·2048 (3,145,728) = 805,306,368; shared 3,145,728; gate
+  //   524,288; expert_bias 256 → 808,976,640; × 19 = 15,370,556,160
+  // embedding + lm_head 2 · 157184·2048 = 643,825,664; final norm 2,048
+  // total = 16,255,643,392; active = total − 19·248·3,145,728 (14,822,670,336) = 1,432,973,056;
+  //   without embedding and lm_head: 789,147,392
+  CHECK(inv.totals.total_params == 16'255'643'392);
+  CHECK(inv.totals.active_params == 1'432'973'056);
+  CHECK(inv.totals.active_params - inv.totals.embedding_params - 157184 * 2048 == 789'147'392);
+  // Published (inclusionAI Ling-V2 README / model card): 16.26B total, 1.43B activated,
+  // "non-embedding 789M".
+  CheckPublished(inv.totals.total_params, 16.26 * kB, 0.01 * kB);
+  CheckPublished(inv.totals.active_params, 1.43 * kB, 0.01 * kB);
+  CheckPublished(inv.totals.active_params - inv.totals.embedding_params - 157184 * 2048, 0.789 * kB, 0.001 * kB);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Invalid inputs, one per test case.
 
@@ -365,6 +458,65 @@ TEST_CASE("ERNIE moe_k above moe_num_experts is rejected with the ERNIE keys") {
   cfg["moe_k"] = 65;  // 64 experts
   CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"),
                        doctest::Contains("cfg.json: /moe_k: moe_k (65) must satisfy 1 <= moe_k <= moe_num_experts (64)"), Error);
+}
+
+Json LingConfig() {
+  return ReadJsonFile(kHfDir + "ling-flash-2.0.json");
+}
+
+TEST_CASE("Ling 1.x (BailingMoeForCausalLM, same model_type) is refused rather than read as Ling 2.0") {
+  Json cfg = LingConfig();
+  cfg["architectures"] = Json::array({"BailingMoeForCausalLM"});
+  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"),
+                       doctest::Contains("cfg.json: /architectures/0: \"BailingMoeForCausalLM\": model_type bailing_moe is read as "
+                                         "Ling 2.0 (BailingMoeV2ForCausalLM) only"),
+                       Error);
+}
+
+TEST_CASE("Ling with use_bias true is rejected: the attention.dense bias is not modelled") {
+  Json cfg = LingConfig();
+  cfg["use_bias"] = true;
+  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"),
+                       doctest::Contains("cfg.json: /use_bias: true: the bias on attention.dense is not modelled"), Error);
+}
+
+TEST_CASE("Ling with an unknown score_function is rejected") {
+  Json cfg = LingConfig();
+  cfg["score_function"] = "sqrtsoftplus";
+  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"),
+                       doctest::Contains("cfg.json: /score_function: must be \"softmax\" or \"sigmoid\", got \"sqrtsoftplus\""), Error);
+}
+
+TEST_CASE("Ling with use_sliding_window true is rejected rather than planned as full attention") {
+  Json cfg = LingConfig();
+  cfg["use_sliding_window"] = true;
+  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"),
+                       doctest::Contains("cfg.json: /use_sliding_window: true: sliding-window attention is not modelled"), Error);
+}
+
+TEST_CASE("Ling's MTP layers, shared-expert width and q/k norm keys are read") {
+  Json cfg = LingConfig();
+  cfg["num_nextn_predict_layers"] = 1;
+  cfg["num_shared_experts"] = 2;
+  cfg.erase("moe_shared_expert_intermediate_size");  // falls back to moe_intermediate_size (1024)
+  cfg["use_qk_norm"] = false;
+  cfg["n_group"] = 4;
+  cfg["topk_group"] = 2;
+  ModelSpec m = ModelSpecFromHfConfig(cfg, "cfg.json");
+  CHECK(m.num_nextn_predict_layers == 1);
+  CHECK(m.moe.num_shared_experts == 2);
+  CHECK(m.moe.shared_expert_intermediate_size == 2048);  // 2 · 1024
+  CHECK(m.attention.qk_norm == QkNorm::kNone);
+  CHECK(m.moe.n_group == 4);
+  CHECK(m.moe.topk_group == 2);
+}
+
+TEST_CASE("Ling n_group that does not divide num_experts is rejected with the group rule") {
+  Json cfg = LingConfig();
+  cfg["n_group"] = 3;  // 256 experts do not split into 3 groups
+  CHECK_THROWS_WITH_AS(
+      ModelSpecFromHfConfig(cfg, "cfg.json"),
+      doctest::Contains("cfg.json: n_group (normalized from the config): n_group (3) must be >= 1 and divide num_experts (256)"), Error);
 }
 
 TEST_CASE("Qwen3-Next with use_sliding_window true is rejected") {

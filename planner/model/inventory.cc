@@ -142,6 +142,9 @@ struct Naming {
   std::string router = "gate";  // router module inside the MoE block
   std::string shared = "shared_experts.";
   std::string q = "q_proj", k = "k_proj", v = "v_proj", o = "o_proj";
+  std::string qkv = "Wqkv";                            // fused q | k | v
+  std::string q_norm = "q_norm", k_norm = "k_norm";    // per-head or full-width q/k norms
+  std::string score_bias = "e_score_correction_bias";  // router's fp32 selection bias
 };
 
 Naming NamingFor(const std::string& family) {
@@ -163,6 +166,15 @@ Naming NamingFor(const std::string& family) {
     n.mlp = "ffn.";
     n.router = "router.layer";
     n.o = "out_proj";
+  }
+  if (family == "bailing_moe_v2") {  // Ling 2.0 checkpoints (modeling_bailing_moe_v2.py)
+    n.embed = "model.word_embeddings.weight";
+    n.attn = "attention.";
+    n.qkv = "query_key_value";
+    n.o = "dense";
+    n.q_norm = "query_layernorm";
+    n.k_norm = "key_layernorm";
+    n.score_bias = "expert_bias";
   }
   return n;
 }
@@ -246,7 +258,7 @@ class Builder {
     const int64_t q_out = a.num_attention_heads * a.head_dim;
     const int64_t kv_out = a.num_key_value_heads * a.head_dim;
     if (a.fused_qkv) {
-      Colwise(p + "Wqkv", q_out + 2 * kv_out, d, Role::kAttnQkv, a.qkv_bias);
+      Colwise(p + n_.qkv, q_out + 2 * kv_out, d, Role::kAttnQkv, a.qkv_bias);
       inv_.params[inv_.params.size() - (a.qkv_bias ? 2 : 1)].fused_sections = {q_out, kv_out, kv_out};
       if (a.qkv_bias) inv_.params.back().fused_sections = {q_out, kv_out, kv_out};
     } else {
@@ -258,12 +270,12 @@ class Builder {
     Add(p + n_.o + ".weight", {d, q_out}, Role::kAttnO, 1);
     if (a.o_bias) Add(p + n_.o + ".bias", {d}, Role::kAttnOBias, -1);
     if (a.qk_norm == QkNorm::kPerHead) {
-      Add(p + "q_norm.weight", {a.head_dim}, Role::kAttnNorm, -1);
-      Add(p + "k_norm.weight", {a.head_dim}, Role::kAttnNorm, -1);
+      Add(p + n_.q_norm + ".weight", {a.head_dim}, Role::kAttnNorm, -1);
+      Add(p + n_.k_norm + ".weight", {a.head_dim}, Role::kAttnNorm, -1);
     } else if (a.qk_norm == QkNorm::kFullWidth) {
       // OLMoE normalizes the whole projection; under TP each rank holds its heads' slice.
-      Add(p + "q_norm.weight", {q_out}, Role::kAttnNorm, 0);
-      Add(p + "k_norm.weight", {kv_out}, Role::kAttnNorm, 0);
+      Add(p + n_.q_norm + ".weight", {q_out}, Role::kAttnNorm, 0);
+      Add(p + n_.k_norm + ".weight", {kv_out}, Role::kAttnNorm, 0);
     }
     if (a.sinks) Add(p + "sinks", {a.num_attention_heads}, Role::kAttnSinks, 0);
   }
@@ -324,7 +336,7 @@ class Builder {
     if (e.router_bias) Add(n_.mlp + n_.router + ".bias", {E}, Role::kRouterBias, -1);
     if (e.score_correction_bias) {
       // A float32 buffer in HF (modeling_deepseek_v3.py), counted as a parameter in published totals.
-      Add(n_.mlp + n_.router + ".e_score_correction_bias", {E}, Role::kScoreCorrectionBias, -1).dtype = "float32";
+      Add(n_.mlp + n_.router + "." + n_.score_bias, {E}, Role::kScoreCorrectionBias, -1).dtype = "float32";
     }
     if (m_.family == "gpt_oss") {
       // gpt-oss: [E, D, 2F] with gate/up interleaved on the last dim, biases per expert.

@@ -22,6 +22,7 @@ static const char* kConfigs[] = {
     "testdata/hf/qwen3-next-80b-a3b-instruct.json",
     "testdata/hf/minimax-m2.7-nvfp4.json",
     "testdata/hf/ernie-4.5-21b-a3b.json",
+    "testdata/hf/ling-flash-2.0.json",
 };
 
 TEST_CASE("Every HF config round-trips through the dockyard spec with the same inventory") {
