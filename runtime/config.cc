@@ -106,6 +106,11 @@ RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
           fmt::format("moe.score_func must be \"softmax\" or \"sigmoid\", got \"{}\"", moe.score_func));
 
   // --- Options.
+  // Zero tokens route, dispatch and compare nothing: the check would pass with 0 elements checked.
+  // (Per-source counts, tokens_per_source, may hold zeros: the other sources still send rows.)
+  Require(o.tokens_per_rank != 0 || !o.tokens_per_source.empty(),
+          "--tokens-per-rank 0: tokens per rank must be in [1, 2^24]; with 0 tokens no row is routed, dispatched or compared, "
+          "so the run would pass with 0 elements checked");
   Require(o.tokens_per_rank >= 0 && o.tokens_per_rank <= (int64_t{1} << 24),
           fmt::format("tokens per rank must be in [0, 2^24], got {}", o.tokens_per_rank));
   Require(o.iters >= 1 && o.iters <= 1000000, fmt::format("iters must be in [1, 10^6], got {}", o.iters));

@@ -151,6 +151,17 @@ TEST_CASE("Options out of range are rejected with the field and value") {
   CHECK_THROWS_WITH_AS(MakeRunConfig(MakePlan(TinyMoe(), 2, 2), o), doctest::Contains("got \"nccl\""), Error);
 }
 
+TEST_CASE("Zero tokens per rank is rejected: nothing would be routed, dispatched or compared") {
+  RunOptions o;
+  o.tokens_per_rank = 0;
+  CHECK_THROWS_WITH_AS(MakeRunConfig(MakePlan(TinyMoe(), 2, 2), o),
+                       doctest::Contains("--tokens-per-rank 0: tokens per rank must be in [1, 2^24]; with 0 tokens no row is routed"),
+                       Error);
+  // Per-source counts may hold zeros (a source that sends nothing) while the others send rows.
+  o.tokens_per_source = {0, 4};
+  CHECK_NOTHROW(MakeRunConfig(MakePlan(TinyMoe(), 2, 2), o));
+}
+
 TEST_CASE("A run whose worst-case buffers exceed the memory bound is rejected before allocating") {
   RunOptions o;
   o.tokens_per_rank = 1 << 24;  // 2^24 tokens x top-2 x hidden 64 x (8 + 2 + 3*8 rows) x 8 ranks

@@ -190,6 +190,15 @@ TEST_CASE("dockyard-run --replay-rank runs one rank's share on the cpu backend a
   CHECK(Has(seq.err, "--seq-len must be in [1, 2^24], got 0"));
 }
 
+TEST_CASE("dockyard-run --tokens-per-rank 0 is refused instead of passing with 0 elements checked") {
+  const std::string json = TmpDir() + "/zero-tokens.json";
+  const Result r = Run("--model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --tokens-per-rank 0 --json " + json);
+  CHECK(r.code == 1);
+  CHECK(Has(r.err, "--tokens-per-rank 0: tokens per rank must be in [1, 2^24]"));
+  CHECK(r.out.empty());
+  CHECK_FALSE(std::ifstream(json).good());  // no report written
+}
+
 TEST_CASE("replay from a simulate plan uses the plan's cluster and layer; --layer picks a later stage") {
   const std::string dir = TmpDir();
   const std::string plan = dir + "/sim.json";

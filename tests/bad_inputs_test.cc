@@ -1,4 +1,5 @@
-// The bad-input catalog (testdata/bad/cases.json): runs cli/dockyard-plan on every broken input
+// The bad-input catalog (testdata/bad/cases.json): runs cli/dockyard-plan (or, for a case with
+// "tool": "dockyard-run", cli/dockyard-run) on every broken input
 // and checks that it fails the way the catalog says: the exit code (1 invalid input, 2 usage),
 // exactly one "error:" line on stderr carrying every expected substring (file, JSON pointer,
 // value, rule), nothing on stdout, and no output file (complete or temporary) left behind.
@@ -93,10 +94,10 @@ struct Run {
   std::string err;  // stderr
 };
 
-Run RunPlan(const std::vector<std::string>& args, const std::string& scratch) {
+Run RunPlan(const std::string& tool, const std::vector<std::string>& args, const std::string& scratch) {
   std::string cmd;
   if (!DOCKYARD_ASAN) cmd += "ulimit -v 4194304 2>/dev/null; ";
-  cmd += "exec timeout 60 cli/dockyard-plan";
+  cmd += "exec timeout 60 cli/" + tool;
   for (const auto& a : args) cmd += " " + ShellQuote(a);
   const std::string err_path = scratch + "/stderr.txt";
   cmd += " 2>" + ShellQuote(err_path);
@@ -164,8 +165,9 @@ void RunCases(const std::string& prefix) {
     if (!file.empty() && !names_file) args.insert(args.begin(), {"--model", file});
     if (!names_out && !c.value("no_out", false)) args.insert(args.end(), {"--json", out});
 
-    const Run r = RunPlan(args, scratch);
-    std::string command = "dockyard-plan";
+    const std::string tool = c.value("tool", std::string("dockyard-plan"));
+    const Run r = RunPlan(tool, args, scratch);
+    std::string command = tool;
     for (const auto& a : args) command += " " + ShellQuote(a);
     INFO("case " << name << " (" << c["what"].get<std::string>() << ")\n  " << command << "\n  exit " << r.code
                  << (r.signal ? " signal " + std::to_string(r.signal) : std::string()) << "\n  stderr: " << r.err
@@ -254,4 +256,8 @@ TEST_CASE("empty, truncated, unparsable, missing and directory inputs fail clean
 
 TEST_CASE("bad degrees and flag values fail with the flag, the value and the rule") {
   RunCases("cli-");
+}
+
+TEST_CASE("bad dockyard-run flag values fail with the flag, the value and the rule") {
+  RunCases("run-");
 }
