@@ -403,6 +403,7 @@ ModelSpec ModelSpecFromHfConfig(const Json& config, const std::string& file) {
          ReadGqa(c, m);
          DeepseekMoeLayers(c, m);  // first_k_dense_replace dense layers, num_nextn_predict_layers
          ReadBailingMoeV2Extras(c, m);
+         CheckTopK(c, "num_experts_per_tok", m);
          return m;
        }},
   };

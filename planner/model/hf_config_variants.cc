@@ -121,10 +121,7 @@ void ReadBailingMoeV2Extras(const JsonView& c, ModelSpec& m) {
   m.attention.qk_norm = c.BoolOr("use_qk_norm", true) ? QkNorm::kPerHead : QkNorm::kNone;
   m.intermediate_size = c.Int("intermediate_size");
   m.moe.num_experts = c.Int("num_experts");
-  m.moe.top_k = c.Int("num_experts_per_tok");
-  if (m.moe.top_k > m.moe.num_experts) {
-    c.Fail("num_experts_per_tok", fmt::format("top_k ({}) must satisfy 1 <= top_k <= num_experts ({})", m.moe.top_k, m.moe.num_experts));
-  }
+  m.moe.top_k = c.Int("num_experts_per_tok");  // bounded by num_experts in hf_config.cc (CheckTopK)
   m.moe.moe_intermediate_size = c.Int("moe_intermediate_size");
   // BailingMoeV2SparseMoeBlock: one shared MLP of moe_shared_expert_intermediate_size (else
   // moe_intermediate_size) · num_shared_experts.

@@ -494,6 +494,14 @@ TEST_CASE("Ling with use_sliding_window true is rejected rather than planned as 
                        doctest::Contains("cfg.json: /use_sliding_window: true: sliding-window attention is not modelled"), Error);
 }
 
+TEST_CASE("Ling num_experts_per_tok above num_experts is rejected with the Ling key") {
+  Json cfg = LingConfig();
+  cfg["num_experts_per_tok"] = 257;  // 256 experts
+  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"),
+                       doctest::Contains("cfg.json: /num_experts_per_tok: top_k (257) must satisfy 1 <= top_k <= num_experts (256)"),
+                       Error);
+}
+
 TEST_CASE("Ling's MTP layers, shared-expert width and q/k norm keys are read") {
   Json cfg = LingConfig();
   cfg["num_nextn_predict_layers"] = 1;
