@@ -125,6 +125,16 @@ RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
     throw Error(fmt::format("dispatcher must be \"all_to_all\", \"deredundency\" or \"deepep\", got \"{}\"", dispatcher));
   }
   c.gpus_per_node = plan.training.gpus_per_node;
+  c.fp8_dispatch = plan.training.fp8_dispatch;
+  // The planner's FP8 dispatch (Megatron's FP8 all-to-all, DeepEP use_fp8: precision.h
+  // DispatchRowBytes) sends 1 byte per element plus a scale per 128; the runtime's dispatchers
+  // send the run's float rows, so running it would measure other bytes than the plan predicts.
+  Require(!c.fp8_dispatch || !o.runs_dispatch,
+          fmt::format("training.fp8_dispatch (--fp8-dispatch) is true, but dockyard-run's {} dispatcher has no FP8 dispatch path "
+                      "(it sends the run's float rows, not 1 byte per element + a scale per 128 elements): plan without "
+                      "--fp8-dispatch, or time one rank's compute with --replay-rank (its dispatch and combine come from the "
+                      "cost model in FP8)",
+                      dispatcher));
 
   // --- The layer.
   const int64_t num_layers = m.num_hidden_layers;

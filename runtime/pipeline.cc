@@ -97,12 +97,7 @@ class LayerRank {
     ops_.FillWeightRows(w);
     if (c_.score_correction_bias) {
       score_bias_.Resize(E);
-      w.matrix = kMatrixScoreBias;
-      w.row_end = 1;
-      w.col_end = E;
-      w.scale = kScoreBiasScale;
-      w.out = score_bias_.data();
-      ops_.FillWeightRows(w);
+      FillScoreBias(ops_, c_, score_bias_.data());
     }
     if (c_.shared_expert_gate) {
       shared_sig_w_.Resize(D);
