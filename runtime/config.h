@@ -36,8 +36,8 @@
 
 namespace dockyard::runtime {
 
-enum class Dispatcher { kAllToAll, kDeredundency, kDeepEp };
-const char* DispatcherName(Dispatcher d);  // "all_to_all", "deredundency", "deepep"
+enum class Dispatcher { kAllToAll, kDeredundency, kDeepEp, kAllGather };
+const char* DispatcherName(Dispatcher d);  // "all_to_all", "deredundency", "deepep", "allgather"
 
 enum class SharedMode { kNone, kLocal, kPartial, kSequenceParallel };
 const char* SharedModeName(SharedMode m);
