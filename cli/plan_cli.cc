@@ -1,6 +1,8 @@
 // dockyard-plan command line (see plan_cli.h).
 #include "cli/plan_cli.h"
 
+#include "planner/sim/dispatch_traffic.h"
+
 #include <cerrno>
 #include <cctype>
 #include <cmath>
@@ -331,11 +333,7 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
       if (redundant) j["redundant_experts"] = RedundantExpertsToJson(*redundant);
       if (calibration) j["calibration"] = CalibrationRefToJson(*calibration);
       if (plan.dims.ep > 1 && plan.training.dispatcher == "deepep") {  // the link-level matrices (deepep.h)
-        const Workload w = ComputeWorkload(plan);
-        const double scale = w.routed_tokens > 0 ? static_cast<double>(w.dispatch_tokens) / static_cast<double>(w.routed_tokens) : 1.0;
-        j["dispatch_links"] = FlexLinksToJson(sampled, FlexTokenBytes(static_cast<double>(plan.model.hidden_size),
-                                                                      static_cast<double>(w.act_bytes), plan.training.fp8_dispatch) *
-                                                           scale);
+        j["dispatch_links"] = FlexLinksToJson(sampled, DeepEpRowBytes(plan, /*fp8=*/true));
       }
       if (o.json_given) report_text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
       if (o.html_given) {

@@ -374,8 +374,9 @@ int RunRunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   app.add_option("--cluster", o.cluster, "replay: cluster preset or JSON for the cost model (default h100-sxm)");
   app.add_option("--seq-len", o.seq_len, "replay: tokens per sequence of the plan's workload (default: the plan's)");
   app.add_option("--dispatcher", o.dispatcher,
-                 "all_to_all | deredundency | deepep (once per node over the network, then NVLink) (default all_to_all)")
-      ->check(CLI::IsMember({"all_to_all", "deredundency", "deepep"}));
+                 "all_to_all | deredundency | deepep (once per node over the network, then NVLink) | allgather (Megatron's "
+                 "all-gather / reduce-scatter) (default all_to_all)")
+      ->check(CLI::IsMember({"all_to_all", "deredundency", "deepep", "allgather"}));
   app.add_option("--oep", o.oep, "deredundency outer EP size (default: the nodes an EP group spans)");
   app.add_option("--gpus-per-node", o.gpus_per_node, "ranks per node, for the default --oep (default 8)");
   app.add_option("--tokens-per-rank", o.tokens_per_rank, "tokens of hidden size on every rank (default 64)");

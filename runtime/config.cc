@@ -13,7 +13,10 @@
 namespace dockyard::runtime {
 
 const char* DispatcherName(Dispatcher d) {
-  return d == Dispatcher::kDeredundency ? "deredundency" : d == Dispatcher::kDeepEp ? "deepep" : "all_to_all";
+  return d == Dispatcher::kDeredundency ? "deredundency"
+         : d == Dispatcher::kDeepEp     ? "deepep"
+         : d == Dispatcher::kAllGather  ? "allgather"
+                                        : "all_to_all";
 }
 
 const char* SharedModeName(SharedMode m) {
@@ -126,10 +129,22 @@ RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
     c.dispatcher = Dispatcher::kDeredundency;
   } else if (dispatcher == "deepep") {
     c.dispatcher = Dispatcher::kDeepEp;
+  } else if (dispatcher == "allgather") {
+    c.dispatcher = Dispatcher::kAllGather;
   } else {
-    throw Error(fmt::format("dispatcher must be \"all_to_all\", \"deredundency\" or \"deepep\", got \"{}\"", dispatcher));
+    throw Error(fmt::format("dispatcher must be \"all_to_all\", \"deredundency\", \"deepep\" or \"allgather\", got \"{}\"", dispatcher));
   }
   c.gpus_per_node = plan.training.gpus_per_node;
+  c.fp8_dispatch = plan.training.fp8_dispatch;
+  // The planner's FP8 dispatch (Megatron's FP8 all-to-all, DeepEP use_fp8: precision.h
+  // DispatchRowBytes) sends 1 byte per element plus a scale per 128; the runtime's dispatchers
+  // send the run's float rows, so running it would measure other bytes than the plan predicts.
+  Require(!c.fp8_dispatch || !o.runs_dispatch,
+          fmt::format("training.fp8_dispatch (--fp8-dispatch) is true, but dockyard-run's {} dispatcher has no FP8 dispatch path "
+                      "(it sends the run's float rows, not 1 byte per element + a scale per 128 elements): plan without "
+                      "--fp8-dispatch, or time one rank's compute with --replay-rank (its dispatch and combine come from the "
+                      "cost model in FP8)",
+                      dispatcher));
 
   // --- The layer.
   const int64_t num_layers = m.num_hidden_layers;
@@ -291,9 +306,9 @@ RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
     c.routing_layer = 0;
     for (int64_t l = 0; l < c.layer; ++l) c.routing_layer += m.moe_layers[static_cast<size_t>(l)] ? 1 : 0;
   }
-  if (c.dispatcher == Dispatcher::kDeepEp) {
-    Require(c.expert_tp == 1,
-            fmt::format("the deepep dispatcher runs with experts not TP-sharded (expert TP group of 1), got {}", c.expert_tp));
+  if (c.dispatcher == Dispatcher::kDeepEp || c.dispatcher == Dispatcher::kAllGather) {
+    Require(c.expert_tp == 1, fmt::format("the {} dispatcher runs with experts not TP-sharded (expert TP group of 1), got {}",
+                                          DispatcherName(c.dispatcher), c.expert_tp));
   }
   if (!o.placement_file.empty()) {
     Require(c.dispatcher == Dispatcher::kAllToAll,
@@ -334,6 +349,14 @@ RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
   }
   for (RankConfig& r : c.ranks) {
     r.tokens = o.tokens_per_source.empty() ? o.tokens_per_rank : o.tokens_per_source[static_cast<size_t>(r.source)];
+  }
+  if (c.dispatcher == Dispatcher::kAllGather) {
+    // The all-gather and the reduce-scatter move equal blocks: every source the same tokens.
+    for (int64_t t : c.tokens_of_source) {
+      Require(t == c.tokens_of_source.front(),
+              fmt::format("the allgather dispatcher all-gathers equal token blocks: every source needs the same tokens, got {} and {}",
+                          c.tokens_of_source.front(), t));
+    }
   }
   // Sequence-parallel shared experts all-gather equal slices.
   for (const RankConfig& r : c.ranks) {

@@ -36,8 +36,8 @@
 
 namespace dockyard::runtime {
 
-enum class Dispatcher { kAllToAll, kDeredundency, kDeepEp };
-const char* DispatcherName(Dispatcher d);  // "all_to_all", "deredundency", "deepep"
+enum class Dispatcher { kAllToAll, kDeredundency, kDeepEp, kAllGather };
+const char* DispatcherName(Dispatcher d);  // "all_to_all", "deredundency", "deepep", "allgather"
 
 enum class SharedMode { kNone, kLocal, kPartial, kSequenceParallel };
 const char* SharedModeName(SharedMode m);
@@ -95,6 +95,9 @@ struct RunOptions {
   // stage runs in this process). The single-GPU replay, which runs one rank and allocates only
   // the rows routing actually sends it, turns this off.
   bool check_buffer_bound = true;
+  // false: the caller runs no dispatch (the single-GPU replay, whose dispatch and combine come
+  // from the cost model with the plan's settings), so the plan's FP8 dispatch is not refused.
+  bool runs_dispatch = true;
 };
 
 struct RankConfig {
@@ -141,6 +144,9 @@ struct RunConfig {
   int64_t oep = 1, iep = 1;
   Dispatcher dispatcher = Dispatcher::kAllToAll;
   int64_t gpus_per_node = 8;  // the plan's training.gpus_per_node: the deepep dispatcher's nodes
+  // The plan's training.fp8_dispatch (--fp8-dispatch). MakeRunConfig refuses it when the run
+  // dispatches (RunOptions::runs_dispatch): no dispatcher of the runtime sends FP8 rows yet.
+  bool fp8_dispatch = false;
   RunOptions options;
   // Built from options.routing (one layer), or null for the router's own top-k.
   std::shared_ptr<const RoutingModel> routing_model;

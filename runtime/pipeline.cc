@@ -79,6 +79,8 @@ class LayerRank {
         shared_out_(&dev_),
         shared_own_(&dev_),
         shared_scale_(&dev_),
+        gathered_topk_(&dev_),
+        gathered_weights_(&dev_),
         ffn_ws_(&dev_) {}
 
   void Setup() {
@@ -97,12 +99,7 @@ class LayerRank {
     ops_.FillWeightRows(w);
     if (c_.score_correction_bias) {
       score_bias_.Resize(E);
-      w.matrix = kMatrixScoreBias;
-      w.row_end = 1;
-      w.col_end = E;
-      w.scale = kScoreBiasScale;
-      w.out = score_bias_.data();
-      ops_.FillWeightRows(w);
+      FillScoreBias(ops_, c_, score_bias_.data());
     }
     if (c_.shared_expert_gate) {
       shared_sig_w_.Resize(D);
@@ -169,11 +166,13 @@ class LayerRank {
       AllToAllPath(order);
     } else if (c_.dispatcher == Dispatcher::kDeredundency) {
       DeredundencyPath(order);
+    } else if (c_.dispatcher == Dispatcher::kAllGather) {
+      AllGatherPath();  // its reduce-scatter leaves each token's weighted sum in y_
     } else {
       DeepEpPath();  // its combine leaves each token's weighted sum in y_
     }
     // --- weighted sum of each token's top-k rows
-    if (c_.dispatcher != Dispatcher::kDeepEp) {
+    if (c_.dispatcher != Dispatcher::kDeepEp && c_.dispatcher != Dispatcher::kAllGather) {
       y_.Resize(T * D);
       Time(kUnpermute, [&] { ops_.WeightedCombine(routed_out_.data(), row_of_slot_.data(), weights_.data(), T, k, D, y_.data()); });
     }
@@ -194,6 +193,7 @@ class LayerRank {
     out.tokens_per_local_expert = tokens_per_local_expert_;
     out.flex_network_rows = flex_network_rows_;
     out.flex_nvlink_rows = flex_nvlink_rows_;
+    out.gathered_rows = gathered_rows_;
     out.phase_us.assign(kNumPhases, 0.0);
     for (int p = 0; p < kNumPhases; ++p) out.phase_us[static_cast<size_t>(p)] = phase_seconds_[p] * 1e6 / static_cast<double>(iters);
   }
@@ -286,6 +286,68 @@ class LayerRank {
     } else {
       Time(kCombine, [&] { ep.AllToAllSingle(combine_in_.data(), output_splits, routed_out_.data(), input_splits, D); });
     }
+  }
+
+  // allgather dispatcher (Megatron MoEAllGatherTokenDispatcher; the planner's volumes:
+  // accounting/comm.h AllGatherDispatchBytes): every EP member all-gathers the group's tokens with
+  // their top-k and gate weights, runs its local experts on every (token, slot) pair that picks
+  // one, writes the weighted sums in slot order into a [n * T, D] buffer, and the combine
+  // reduce-scatters it: each member gets its own T rows summed over the members in order.
+  // Leaves y_ [T, D].
+  void AllGatherPath() {
+    Communicator& ep = ctx_.group("ep");
+    const int64_t n = ep.size(), T = r_.tokens, k = c_.top_k, D = c_.hidden, L = r_.num_local_experts;
+    std::vector<int64_t> experts;
+    std::vector<float> weights;
+    Time(kDispatch, [&] {
+      gathered_.Resize(n * T * D);
+      ep.AllGather(x_.data(), T * D, gathered_.data());
+      gathered_topk_.Resize(n * T * k);
+      ep.AllGather(topk_.data(), T * k, gathered_topk_.data());
+      gathered_weights_.Resize(n * T * k);
+      ep.AllGather(weights_.data(), T * k, gathered_weights_.data());
+      experts = gathered_topk_.ToHost();
+      weights = gathered_weights_.ToHost();
+    });
+    gathered_rows_ = n * T;
+    sent_rows_ = (n - 1) * T;  // ring all-gather: every member's block passes on n - 1 times
+    // The (token, slot) pairs of the local experts, expert-major, tokens in gathered order.
+    PermutePlan plan;
+    std::vector<int64_t> pair_row(static_cast<size_t>(n * T * k), -1), token_of_row;
+    Time(kPermute, [&] {
+      plan.tokens_per_local_expert.assign(static_cast<size_t>(L), 0);
+      plan.expert_offsets.assign(static_cast<size_t>(L + 1), 0);
+      for (int64_t l = 0; l < L; ++l) {
+        for (int64_t i = 0; i < n * T; ++i) {
+          for (int64_t j = 0; j < k; ++j) {
+            if (experts[static_cast<size_t>(i * k + j)] != r_.first_expert + l) continue;
+            pair_row[static_cast<size_t>(i * k + j)] = plan.total_rows++;
+            ++plan.tokens_per_local_expert[static_cast<size_t>(l)];
+            token_of_row.push_back(i);
+          }
+        }
+        plan.expert_offsets[static_cast<size_t>(l + 1)] = plan.total_rows;
+      }
+      token_of_row_.CopyFromHost(token_of_row);
+      expert_in_.Resize(plan.total_rows * D);
+      ops_.GatherRows(gathered_.data(), token_of_row_.data(), plan.total_rows, D, expert_in_.data());
+    });
+    Experts(plan);
+    Time(kUnpermute, [&] {
+      const std::vector<float> out = expert_out_.ToHost();
+      std::vector<float> partial(static_cast<size_t>(n * T * D), 0.0f);  // weighted sum of the local slots, slot order
+      for (int64_t i = 0; i < n * T; ++i) {
+        for (int64_t j = 0; j < k; ++j) {
+          const int64_t row = pair_row[static_cast<size_t>(i * k + j)];
+          if (row < 0) continue;
+          const float w = weights[static_cast<size_t>(i * k + j)];
+          for (int64_t d = 0; d < D; ++d) partial[static_cast<size_t>(i * D + d)] += w * out[static_cast<size_t>(row * D + d)];
+        }
+      }
+      gathered_.CopyFromHost(partial);
+    });
+    y_.Resize(T * D);
+    Time(kCombine, [&] { ep.ReduceScatter(gathered_.data(), y_.data(), T * D); });
   }
 
   // deepep dispatcher (deepep_dispatch.h, the rule in planner/sim/deepep.h): each token goes once to
@@ -595,6 +657,7 @@ class LayerRank {
   int64_t sent_rows_ = 0, received_rows_ = 0;
   std::vector<int64_t> tokens_per_local_expert_;
   std::vector<int64_t> flex_network_rows_, flex_nvlink_rows_;  // deepep: tokens sent per member and stage
+  int64_t gathered_rows_ = 0;                                  // allgather: rows the all-gather delivered
   std::vector<int64_t> assigned_;                              // routing override [T * top_k]
 
   DeviceArray<float> x_;                             // [T, D]
@@ -617,6 +680,8 @@ class LayerRank {
   DeviceArray<float> routed_out_;              // [T * k, D] expert-sorted, back home
   DeviceArray<float> y_;                       // [T, D]
   DeviceArray<float> shared_x_, shared_out_, shared_own_, shared_scale_;
+  DeviceArray<int64_t> gathered_topk_;   // allgather: [ep * T, k] (gathered_: the tokens [ep * T, D], then the partial sums)
+  DeviceArray<float> gathered_weights_;  // allgather: [ep * T, k]
   FfnWorkspace ffn_ws_;
 };
 

@@ -49,6 +49,9 @@ struct RankResult {
   // deepep dispatcher: tokens sent to each EP member in the network stage (to rail peers) and in
   // the NVLink stage (inside the node), last iteration; empty for the other dispatchers.
   std::vector<int64_t> flex_network_rows, flex_nvlink_rows;
+  // allgather dispatcher: token rows the EP all-gather delivered to this rank (its own included),
+  // last iteration; 0 for the other dispatchers.
+  int64_t gathered_rows = 0;
 };
 
 // Runs warmup + iters forwards of the layer as `rank` and fills `result`. Throws

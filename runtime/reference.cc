@@ -58,14 +58,7 @@ ReferenceOutput ComputeReference(const RunConfig& c, int threads) {
   w.scale = RouterScale(D);
   w.out = router_w.data();
   ops.FillWeightRows(w);
-  if (c.score_correction_bias) {
-    w.matrix = kMatrixScoreBias;
-    w.row_end = 1;
-    w.col_end = E;
-    w.scale = kScoreBiasScale;
-    w.out = bias.data();
-    ops.FillWeightRows(w);
-  }
+  FillScoreBias(ops, c, bias.data());
   ParallelFor(S, threads, [&](int64_t i) {
     SourceRouting& s = src[static_cast<size_t>(i)];
     const int64_t T = c.tokens_of_source[static_cast<size_t>(i)];

@@ -23,6 +23,7 @@
 #include "runtime/data.h"
 #include "runtime/dispatch.h"
 #include "runtime/expert_ffn.h"
+#include "runtime/router.h"
 
 namespace dockyard::runtime {
 namespace {
@@ -71,6 +72,7 @@ ReplayReport ReplayRank(const Plan& plan, const ReplayOptions& o, Backend& backe
   ro.iters = o.iters;
   ro.warmup = o.warmup;
   ro.check_buffer_bound = false;  // one rank, actual rows only
+  ro.runs_dispatch = false;       // dispatch and combine from the cost model (the plan's FP8 dispatch included)
   const RunConfig c = MakeRunConfig(plan, ro);
   const auto rit = std::find_if(c.ranks.begin(), c.ranks.end(), [&](const RankConfig& r) { return r.rank == o.rank; });
   if (rit == c.ranks.end()) {
@@ -173,6 +175,10 @@ ReplayReport ReplayRank(const Plan& plan, const ReplayOptions& o, Backend& backe
           expert_in(&dev, R * D), expert_out(&dev, R * D), combine_in(&dev, R * D), weights(&dev, slots), out(&dev, T * D),
           shared_out(&dev, T * D);
       DeviceArray<int64_t> topk(&dev, T * k), d_gather(&dev), d_row_of_slot(&dev);
+      // The model's router (router.h): the score bias and the group limit where the model has them.
+      const bool select_scratch = c.score_correction_bias || c.group_limit.active();
+      DeviceArray<float> score_bias(&dev, c.score_correction_bias ? E : 0), select(&dev, select_scratch ? T * E : 0);
+      FillScoreBias(ops, c, score_bias.data());
       d_gather.CopyFromHost(gather_idx);
       d_row_of_slot.CopyFromHost(row_of_slot);
       ops.FillTokens(o.seed, r.source, 0, T, D, x.data());
@@ -219,7 +225,7 @@ ReplayReport ReplayRank(const Plan& plan, const ReplayOptions& o, Backend& backe
           } else {
             ops.Softmax(scores.data(), T, E);
           }
-          ops.TopK(scores.data(), T, E, k, topk.data());
+          SelectExperts(ops, c, scores.data(), score_bias.data(), T, select.data(), topk.data());
         });
         time(kPermute, timed, [&] {
           ops.GatherRows(x.data(), d_gather.data(), slots, D, routed.data());
@@ -248,6 +254,7 @@ ReplayReport ReplayRank(const Plan& plan, const ReplayOptions& o, Backend& backe
           }
         }
       }
+      if (o.router_experts != nullptr) *o.router_experts = topk.ToHost();
       recv_host = recv.ToHost();
       in_host = expert_in.ToHost();
       out_host = expert_out.ToHost();

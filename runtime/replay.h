@@ -6,7 +6,8 @@
 // What runs for global rank R of the plan (its EP index e, local experts [e*L, (e+1)*L), its
 // slice of the expert intermediate dim under ETP, its shared-expert slice):
 //   router         x [T, D] . W_router^T (through ComputeOps::GroupedGemm with one group, i.e.
-//                  cuBLAS on a GPU), scores (softmax | sigmoid), top-k
+//                  cuBLAS on a GPU), scores (softmax | sigmoid), the model's expert choice
+//                  (runtime/router.h SelectExperts: score bias, group limit, top-k)
 //   permute        its own T * top_k routed rows gathered expert-sorted (GatherRows), and the
 //                  received rows rank-major -> expert-major (CopyRowBlocks)
 //   grouped_gemm   SwiGLU of the L local experts over exactly the rows the routing sends this
@@ -49,6 +50,9 @@ struct ReplayOptions {
   double atol = 1e-4, rtol = 1e-3;
   ClusterSpec cluster;             // for the cost model's dispatch and combine
   std::string precision = "fp32";  // recorded in the report (the backend applies it)
+  // Tests and tools: when set, receives the router's expert choice of the last iteration,
+  // [tokens, top_k] row-major (router.h SelectExperts: bias and group limit included).
+  std::vector<int64_t>* router_experts = nullptr;
 };
 
 struct ReplayPhase {

@@ -2,12 +2,15 @@
 // validation, the cost-model phases, and that a wrong expert GEMM is caught.
 #include "runtime/replay.h"
 
+#include <algorithm>
+
 #include <doctest/doctest.h>
 
 #include "planner/sim/cost.h"
 #include "planner/base/error.h"
 #include "planner/accounting/workload.h"
 #include "runtime/cpu/cpu_backend.h"
+#include "runtime/reference.h"
 #include "runtime/test_layouts.h"
 
 namespace dockyard::runtime {
@@ -200,6 +203,45 @@ TEST_CASE("replay of layer 1 with pp 2 runs a stage-1 rank; a per-layer trace gi
   CHECK(r.received_rows < 2 * 2000 * 0.9);
   o.layer = 0;  // layer 0 lives on stage 0: rank 3 is not in it
   CHECK_THROWS_WITH_AS(ReplayRank(plan, o, backend), doctest::Contains("not a rank of pipeline stage 0"), Error);
+}
+
+TEST_CASE("replay routes with the model's router: the score bias and the group limit, as the runtime's reference does") {
+  // TinyDeepSeek: 16 experts, top-4, sigmoid + score bias. In 4 groups of 4 with one group kept,
+  // a token's 4 experts can only be the 4 of its group {4g, ..., 4g + 3}; a plain top-4 over the
+  // 16 scores picks across groups.
+  ModelSpec m = testing::TinyDeepSeek();
+  m.moe.n_group = 4;
+  m.moe.topk_group = 1;
+  ParallelDimsOptions d;
+  d.world_size = 4;
+  d.ep = 4;
+  TrainingConfig t;
+  t.seq_len = 64;  // T = 64 tokens per rank
+  const Plan plan = BuildPlan(m, d, t);
+  cpu::CpuBackend backend;
+  std::vector<int64_t> per_expert(16, 0);
+  for (int64_t rank = 0; rank < 4; ++rank) {
+    std::vector<int64_t> experts;
+    ReplayOptions o = Options(rank);
+    o.router_experts = &experts;
+    const ReplayReport r = ReplayRank(plan, o, backend);
+    CHECK(r.passed());
+    REQUIRE(experts.size() == 64 * 4);
+    for (int64_t tok = 0; tok < 64; ++tok) {
+      std::vector<int64_t> e(experts.begin() + tok * 4, experts.begin() + tok * 4 + 4);
+      std::sort(e.begin(), e.end());
+      const int64_t g = e[0] / 4;
+      CAPTURE(rank);
+      CAPTURE(tok);
+      CHECK(e == std::vector<int64_t>{4 * g, 4 * g + 1, 4 * g + 2, 4 * g + 3});
+      for (int64_t x : e) ++per_expert[static_cast<size_t>(x)];
+    }
+  }
+  // The multi-rank runtime's reference routes the same tokens (seed 0, sources 0..3, 64 each)
+  // with the same bias: the same tokens per expert.
+  RunOptions ro;
+  ro.tokens_per_rank = 64;
+  CHECK(per_expert == ComputeReference(MakeRunConfig(plan, ro), 1).tokens_per_expert);
 }
 
 TEST_CASE("replay errors: a rank outside the layer's stage, bad iteration counts") {

@@ -1,6 +1,8 @@
 // The router's expert choice (see router.h).
 #include "runtime/router.h"
 
+#include "runtime/data.h"
+
 namespace dockyard::runtime {
 
 void SelectExperts(ComputeOps& ops, const RunConfig& c, const float* scores, const float* bias, int64_t T, float* select, int64_t* topk) {
@@ -18,6 +20,19 @@ void SelectExperts(ComputeOps& ops, const RunConfig& c, const float* scores, con
   }
   ops.GroupSelect(select, T, E, g.n_group, g.topk_group, g.top2_sum);
   ops.TopK(select, T, E, k, topk);
+}
+
+void FillScoreBias(ComputeOps& ops, const RunConfig& c, float* bias) {
+  if (!c.score_correction_bias) return;
+  WeightRowsArgs w;
+  w.seed = c.options.seed;
+  w.layer = c.layer;
+  w.matrix = kMatrixScoreBias;
+  w.row_end = 1;
+  w.col_end = c.num_experts;
+  w.scale = kScoreBiasScale;
+  w.out = bias;
+  ops.FillWeightRows(w);
 }
 
 }  // namespace dockyard::runtime

@@ -19,4 +19,9 @@ namespace dockyard::runtime {
 // All pointers are device memory of `ops`' backend.
 void SelectExperts(ComputeOps& ops, const RunConfig& c, const float* scores, const float* bias, int64_t T, float* select, int64_t* topk);
 
+// The generated e_score_correction_bias of the config's layer into bias [E] (device memory of
+// `ops`' backend): runtime/data.h matrix kMatrixScoreBias, scale kScoreBiasScale. Writes nothing
+// unless c.score_correction_bias.
+void FillScoreBias(ComputeOps& ops, const RunConfig& c, float* bias);
+
 }  // namespace dockyard::runtime

@@ -128,6 +128,7 @@ RunReport RunMoeLayer(const RunConfig& c, Backend& backend) {
     r.rows_per_local_expert = got.tokens_per_local_expert;
     r.flex_network_rows = got.flex_network_rows;
     r.flex_nvlink_rows = got.flex_nvlink_rows;
+    r.gathered_rows = got.gathered_rows;
     const size_t s = static_cast<size_t>(std::lower_bound(ref.sources.begin(), ref.sources.end(), got.source) - ref.sources.begin());
     Compare(c, got, ref.outputs[s], r, report.first_mismatches);
     report.max_abs_error = std::max(report.max_abs_error, r.max_abs_error);
@@ -180,6 +181,7 @@ Json RunReportToJson(const RunReport& rep, const std::string& model_source) {
       per_rank.back()["network_rows"] = r.flex_network_rows;
       per_rank.back()["nvlink_rows"] = r.flex_nvlink_rows;
     }
+    if (c.dispatcher == Dispatcher::kAllGather) per_rank.back()["gathered_rows"] = r.gathered_rows;
   }
   Json phases = Json::array();
   for (const PhaseReport& p : rep.phases) {

@@ -32,6 +32,9 @@ struct RankReport {
   // deepep dispatcher: tokens sent to each EP member over the network (to rail peers) and over
   // NVLink (inside the node): the rows of the planner's FlexDispatchBytes in tokens. Else empty.
   std::vector<int64_t> flex_network_rows, flex_nvlink_rows;
+  // allgather dispatcher: token rows the EP all-gather delivered (ep x tokens: the planner's
+  // AllGatherDispatchBytes in rows). Else 0.
+  int64_t gathered_rows = 0;
 };
 
 struct PhaseReport {

@@ -222,6 +222,36 @@ TEST_CASE("replay from a simulate plan uses the plan's cluster and layer; --laye
   CHECK(Has(wrong_stage.err, "not a rank of pipeline stage 0"));
 }
 
+TEST_CASE("a plan's FP8 dispatch is carried: the run refuses it by name, the replay's cost model sends FP8") {
+  const std::string dir = TmpDir();
+  const std::string fp8 = dir + "/fp8.json", bf16 = dir + "/bf16.json";
+  const std::string sim = "simulate --model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --seq-len 16 --cluster h200-sxm ";
+  REQUIRE(RunBinary("cli/dockyard-plan", sim + "--fp8-dispatch --json " + fp8).code == 0);
+  REQUIRE(RunBinary("cli/dockyard-plan", sim + "--json " + bf16).code == 0);
+  // Multi-rank runs dispatch: no runtime dispatcher sends FP8 rows, so the plan is refused
+  // (it used to run in float rows, silently).
+  for (const char* d : {"", " --dispatcher deepep"}) {
+    const Result r = Run("--plan " + fp8 + d + " --tokens-per-rank 8 --iters 1 --warmup 0");
+    CHECK_MESSAGE(r.code == 1, d);
+    CHECK(Has(r.err, "training.fp8_dispatch (--fp8-dispatch) is true"));
+    CHECK(Has(r.err, "has no FP8 dispatch path"));
+  }
+  CHECK(Run("--plan " + bf16 + " --tokens-per-rank 8 --iters 1 --warmup 0").code == 0);
+  // The replay runs no dispatch: its dispatch phase is the cost model's, with the plan's FP8
+  // rows (hidden 64: 64 + 4 bytes per row instead of 64 x 2 = 128), so it is faster than BF16's.
+  auto dispatch_us = [&](const std::string& plan) {
+    const Result r = Run("--plan " + plan + " --replay-rank 1 --json -");
+    REQUIRE(r.code == 0);
+    const dockyard::Json j = dockyard::Json::parse(r.out);
+    for (const auto& p : j["replay"]["phases"]) {
+      if (p["name"] == "dispatch") return p["time_us"].get<double>();
+    }
+    FAIL("no dispatch phase");
+    return 0.0;
+  };
+  CHECK(dispatch_us(fp8) < dispatch_us(bf16));
+}
+
 TEST_CASE("--nccl-id-dir in a single-process cuda run is an error, not ignored") {
   const Result r = Run("--model testdata/specs/tiny-mixtral.json --world-size 2 --ep 2 --backend cuda --nccl-id-dir /tmp");
   CHECK(r.code == 1);

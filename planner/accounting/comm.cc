@@ -39,6 +39,10 @@ double RingCrossNodeFractionStrided(int64_t n, int64_t stride, int64_t gpus_per_
   return static_cast<double>(crossing) / static_cast<double>(n);
 }
 
+double AllGatherDispatchBytes(int64_t ep, double tokens, double hidden, double act_bytes) {
+  return static_cast<double>(ep) * tokens * hidden * act_bytes;
+}
+
 double CollectiveWireBytes(std::string_view collective, int64_t n, int64_t calls, int64_t bytes_per_call) {
   const double share = static_cast<double>(n - 1) / static_cast<double>(n);
   const double total = static_cast<double>(bytes_per_call) * static_cast<double>(calls);
@@ -309,6 +313,7 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
     b.Add("etp_dispatch_grad_reduce_scatter", "reduce_scatter", "sparse", "etp", "backward", etp_group, calls, gathered_bytes);
     b.Add("etp_combine_grad_all_gather", "all_gather", "sparse", "etp", "backward", etp_group, calls, gathered_bytes);
   }
+  out.moe_calls = mul(moe_layers, M);
   if (d.ep > 1 && moe_layers > 0) {
     // The rows this rank sends: dispatch_tokens * top_k (= T_r * top_k but under megatron with etp > 1).
     const int64_t rows_bytes = mul(mul(mul(w.dispatch_tokens, m.moe.top_k), h), w.act_bytes);
@@ -321,6 +326,22 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
         b.Add("ep_dispatch", "all_to_all", "sparse", "ep", phase, ep_group, calls, rows_bytes);
         b.Add("ep_combine", "all_to_all", "sparse", "ep", phase, ep_group, calls, rows_bytes);
       }
+    } else if (t.dispatcher == "allgather") {
+      // Megatron MoEAllGatherTokenDispatcher: every EP rank all-gathers the group's tokens and
+      // keeps its experts' rows; the combine is the reduce-scatter of the same buffer; backward
+      // swaps them (as sim/deepep.h AllGatherDispatchUs times them).
+      const double gathered =
+          AllGatherDispatchBytes(d.ep, static_cast<double>(w.dispatch_tokens), static_cast<double>(h), static_cast<double>(w.act_bytes));
+      if (!(gathered < 9.0e18))
+        throw Error(fmt::format("allgather dispatch buffer of {} bytes exceeds 9e18 ({})", gathered, VolumeInputs(plan)));
+      const int64_t bytes = static_cast<int64_t>(gathered);
+      b.Add("allgather_dispatch_all_gather", "all_gather", "sparse", "ep", "forward", ep_group, calls, bytes);
+      b.Add("allgather_combine_reduce_scatter", "reduce_scatter", "sparse", "ep", "forward", ep_group, calls, bytes);
+      b.Add("allgather_dispatch_grad_reduce_scatter", "reduce_scatter", "sparse", "ep", "backward", ep_group, calls, bytes);
+      b.Add("allgather_combine_grad_all_gather", "all_gather", "sparse", "ep", "backward", ep_group, calls, bytes);
+    } else if (t.dispatcher == "deepep") {
+      // The link-level dispatch and combine need the routing sample's per-token counts: the sim
+      // layer adds them (planner/sim/dispatch_traffic.h AddDispatcherTraffic).
     } else {
       // Deredundency (hyper_parallel DeredundencyTokenDispatcher): ep = oep x iep, iep fastest. All-gather of the routed rows over
       // oep, all-to-all of the selected rows (T_r * top_k on average) over iep, reduce-scatter

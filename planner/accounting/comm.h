@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,18 +37,40 @@ struct CommEntry {
   int64_t stride = 0;  // "step" entries: rank 0's group is {0, stride, ...} (StepCollective::stride); else 0
 };
 
+// The deepep dispatcher's per-call link volumes over the EP group of the reported rank (the
+// dispatch direction; the combine is its transpose, BF16): bytes per member, mean over the
+// sampled MoE layers. Filled by planner/sim/dispatch_traffic.h.
+struct DispatchLinks {
+  std::vector<int64_t> ep_group;  // global ranks, member order
+  int64_t layers_sampled = 0;
+  double dispatch_bytes_per_token = 0, combine_bytes_per_token = 0;
+  std::vector<double> network_send, network_recv, nvlink_send, nvlink_recv;  // [n] bytes per call
+};
+
 struct CommReport {
   int64_t rank = 0;
   int64_t gpus_per_node = 8;
-  std::string dispatcher;  // "all_to_all" or "deredundency"
+  std::string dispatcher;  // "all_to_all", "deredundency", "deepep" or "allgather"
   int64_t oep = 1, iep = 1;
   std::vector<CommEntry> entries;
   int64_t total_wire_bytes = 0;
   int64_t total_cross_node_bytes = 0;
+  int64_t moe_calls = 0;               // MoE layers of rank's stage x micro-batches per step: calls of each EP collective
+  std::optional<DispatchLinks> links;  // deepep only
 };
 
 // Volumes for `rank`. Throws dockyard::Error for a deredundency oep that does not divide ep.
+// Dispatchers: all_to_all (ep_dispatch / ep_combine all-to-alls), deredundency (oep all-gather,
+// iep all-to-all), allgather (all-gather / reduce-scatter of AllGatherDispatchBytes over ep);
+// deepep lists no dispatch or combine here: its link-level volumes depend on the routing sample
+// and come from planner/sim/dispatch_traffic.h AddDispatcherTraffic (which fills `links`).
 CommReport ComputeComm(const Plan& plan, int64_t rank);
+
+// Bytes of the allgather dispatcher's buffer (Megatron MoEAllGatherTokenDispatcher): the EP
+// group's tokens, ep x tokens (per rank) x hidden x act_bytes -- the all-gather output and the
+// combine's reduce-scatter input. The one rule the traffic table and the time model
+// (sim/deepep.h AllGatherDispatchUs) read.
+double AllGatherDispatchBytes(int64_t ep, double tokens, double hidden, double act_bytes);
 
 // The data-parallel collectives at the end of a step (CommEntry phase "step", one call each), in
 // the order ComputeComm lists them; the one rule both ComputeComm and the layout search read.

@@ -188,3 +188,34 @@ TEST_CASE("RingCrossNodeFractionStrided equals RingCrossNodeFraction of the grou
   CHECK(dockyard::RingCrossNodeFractionStrided(4, 4, 8) == 0.5);  // 0, 4 | 8, 12: two crossings of 4 edges
   CHECK(dockyard::RingCrossNodeFractionStrided(4, 8, 8) == 1.0);  // one rank per node
 }
+
+TEST_CASE("allgather dispatcher: all-gather of the EP group's tokens, reduce-scatter on combine, by hand") {
+  // Tiny model (hidden 64, bf16), 8 ranks, EP 8, nodes of 4, 1024 tokens: the gathered buffer is
+  // 8 x 1024 x 64 x 2 B = 1 MiB per call, 2 calls (2 MoE layers x 1 micro-batch). Ring wire
+  // bytes 2 x 1 MiB x 7/8 = 1835008; the ring 0..7 crosses nodes at 3 -> 4 and 7 -> 0: 2/8 of it.
+  TrainingConfig t;
+  t.seq_len = 1024;
+  t.gpus_per_node = 4;
+  t.dispatcher = "allgather";
+  const auto r = dockyard::ComputeComm(BuildPlan(dockyard::testing::TinyMixtral(), Dims(8, 1, 8), t), 0);
+  CHECK(dockyard::AllGatherDispatchBytes(8, 1024, 64, 2) == 1048576.0);
+  for (const auto& [purpose, phase] :
+       std::vector<std::pair<std::string, std::string>>{{"allgather_dispatch_all_gather", "forward"},
+                                                        {"allgather_combine_reduce_scatter", "forward"},
+                                                        {"allgather_dispatch_grad_reduce_scatter", "backward"},
+                                                        {"allgather_combine_grad_all_gather", "backward"}}) {
+    const CommEntry* e = Find(r, purpose, phase);
+    REQUIRE_MESSAGE(e != nullptr, purpose);
+    CHECK(e->group_size == 8);
+    CHECK(e->calls == 2);
+    CHECK(e->bytes_per_call == 1048576);
+    CHECK(e->wire_bytes == 1835008);
+    CHECK(e->cross_node_bytes == 458752);
+  }
+  // Nothing of the all-to-all or deredundency dispatchers.
+  for (const auto& e : r.entries) {
+    CAPTURE(e.purpose);
+    CHECK(e.purpose.rfind("deredundency", 0) != 0);
+    CHECK(e.purpose.rfind("ep_", 0) != 0);
+  }
+}

@@ -1,6 +1,8 @@
 // Plan report: JSON and terminal text (see report.h and docs/report.md).
 #include "planner/report/report.h"
 
+#include "planner/sim/dispatch_traffic.h"
+
 #include <map>
 #include <tuple>
 #include <regex>
@@ -191,7 +193,7 @@ Json PlanToJson(const Plan& plan, const std::string& model_source, const MemoryR
   Json training = TrainingToJson(plan.training);
   report["training"] = training;
   report["memory"] = MemoryToJson(memory);
-  report["communication"] = CommToJson(ComputeComm(plan, memory.worst_rank));
+  report["communication"] = CommToJson(ComputePlanComm(plan, memory.worst_rank));
   return report;
 }
 
@@ -301,7 +303,7 @@ std::string PlanToText(const Plan& plan, const std::string& model_source, const 
                        plan.model.dtype);
   }
   out << MemoryToText(plan, memory);
-  out << CommToText(ComputeComm(plan, memory.worst_rank));
+  out << CommToText(ComputePlanComm(plan, memory.worst_rank));
   return out.str();
 }
 
@@ -389,6 +391,17 @@ Json CommToJson(const CommReport& comm) {
     j["oep"] = comm.oep;
     j["iep"] = comm.iep;
   }
+  if (comm.links) {
+    const DispatchLinks& l = *comm.links;
+    j["dispatch_links"] = {{"ep_group", l.ep_group},
+                           {"layers_sampled", l.layers_sampled},
+                           {"dispatch_bytes_per_token", l.dispatch_bytes_per_token},
+                           {"combine_bytes_per_token", l.combine_bytes_per_token},
+                           {"network_send", l.network_send},
+                           {"network_recv", l.network_recv},
+                           {"nvlink_send", l.nvlink_send},
+                           {"nvlink_recv", l.nvlink_recv}};
+  }
   return j;
 }
 
@@ -460,6 +473,26 @@ std::string CommToText(const CommReport& comm) {
   for (const auto& [key, e] : folded) {
     out << fmt::format("  {:<38} {:<15} {:<12} {:<9} {:>6} {:>7} {:>12} {:>12} {:>12}\n", e.purpose, e.collective, e.axis, e.phase,
                        e.group_size, e.calls, FormatBytes(e.bytes_per_call), FormatBytes(e.wire_bytes), FormatBytes(e.cross_node_bytes));
+  }
+  if (comm.links) {
+    // Every EP member's dispatch per call (the combine returns it: send <-> recv, BF16 rows).
+    const DispatchLinks& l = *comm.links;
+    out << fmt::format(
+        "  deepep dispatch per MoE layer and micro-batch, rank {}'s EP group ({:.0f} B per token; mean of {} sampled layer(s), "
+        "uniform routing):\n",
+        comm.rank, l.dispatch_bytes_per_token, l.layers_sampled);
+    out << fmt::format("  {:>8} {:>6} {:>12} {:>12} {:>12} {:>12}\n", "member", "rank", "network sent", "network recv", "nvlink sent",
+                       "nvlink recv");
+    const size_t n = l.ep_group.size();
+    auto b = [](double v) { return FormatBytes(static_cast<int64_t>(v)); };
+    for (size_t i = 0; i < n; ++i) {
+      if (n > 16 && i == 8) {
+        out << fmt::format("  {:>8}\n", "...");
+        i = n - 8;
+      }
+      out << fmt::format("  {:>8} {:>6} {:>12} {:>12} {:>12} {:>12}\n", i, l.ep_group[i], b(l.network_send[i]), b(l.network_recv[i]),
+                         b(l.nvlink_send[i]), b(l.nvlink_recv[i]));
+    }
   }
   return out.str();
 }

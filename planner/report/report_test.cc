@@ -66,3 +66,31 @@ TEST_CASE("FormatBytes and FormatCount use binary and decimal units") {
   CHECK(dockyard::FormatBytes(512) == "512 B");
   CHECK(dockyard::FormatCount(671026419200) == "671.03B");
 }
+
+TEST_CASE("The plan report's deepep traffic: link-level entries and every EP member's per-call bytes, text and JSON") {
+  // Tiny model on 8 ranks, EP 8, nodes of 4 (dispatch_traffic_test has the bytes by hand).
+  dockyard::ParallelDimsOptions o;
+  o.world_size = 8;
+  o.ep = 8;
+  dockyard::TrainingConfig t;
+  t.seq_len = 1024;
+  t.gpus_per_node = 4;
+  t.dispatcher = "deepep";
+  const auto plan = dockyard::BuildPlan(dockyard::testing::TinyMixtral(), o, t);
+  const Json c = dockyard::PlanToJson(plan, "tiny.json")["communication"];
+  REQUIRE(c.contains("dispatch_links"));
+  const Json& l = c["dispatch_links"];
+  CHECK(l["ep_group"] == Json({0, 1, 2, 3, 4, 5, 6, 7}));
+  CHECK(l["dispatch_bytes_per_token"] == 128.0);  // 64 x 2 B
+  CHECK(l["network_send"].size() == 8);
+  // Rank 0's entries are its column of those per-call sums x 2 calls (2 MoE layers).
+  double net = 0;
+  for (const auto& e : c["entries"]) {
+    if (e["purpose"] == "deepep_dispatch_network" && e["phase"] == "forward") net = e["wire_bytes"].get<double>();
+    CHECK(e["purpose"].get<std::string>().rfind("deredundency", 0) != 0);
+  }
+  CHECK(net == static_cast<double>(2 * static_cast<int64_t>(l["network_send"][0].get<double>())));
+  const std::string text = dockyard::PlanToText(plan, "tiny.json");
+  CHECK(text.find("deepep_dispatch_network") != std::string::npos);
+  CHECK(text.find("deepep dispatch per MoE layer and micro-batch, rank 0's EP group (128 B per token") != std::string::npos);
+}

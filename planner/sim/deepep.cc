@@ -3,6 +3,7 @@
 
 #include "planner/model/precision.h"
 #include "planner/sim/network.h"
+#include "planner/accounting/comm.h"
 
 #include <algorithm>
 #include <map>
@@ -133,7 +134,7 @@ std::vector<double> FlexTimesUs(const LinkBytes& b, bool transpose, const std::v
 
 double AllGatherDispatchUs(int64_t ep, double tokens, double hidden, double act_bytes, const std::vector<int64_t>& ep_group,
                            const ClusterSpec& cluster) {
-  return RingCollectiveUs(static_cast<double>(ep) * tokens * hidden * act_bytes, ep_group, cluster);
+  return RingCollectiveUs(AllGatherDispatchBytes(ep, tokens, hidden, act_bytes), ep_group, cluster);
 }
 
 bool FlexOrAllGatherTimesUs(const LayerRouting& L, const std::vector<int64_t>& ep_group, const MoePhaseShape& s, double sent_ab,
