@@ -42,7 +42,8 @@ MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank) {
     n = CheckedAdd(n, LocalNumelOnRank(p, plan.placements[i], plan.MeshOf(i), rank), "local elements");
   }
   // MTP modules (opt-in, mtp.h) on the last stage: each a copy of the last decoder layer, sharded
-  // like it, plus eh_proj, its norms and (pp > 1) the word embedding; role group "mtp".
+  // like it, plus eh_proj, its norms and (pp > 1) the word embedding, placed by the same policy
+  // (TP, and FSDP over the data-parallel axes); role group "mtp".
   if (plan.training.mtp_layers > 0 && stage == plan.dims.pp - 1) {
     auto& e = elems["mtp"];
     const int64_t last = plan.model.num_hidden_layers - 1;
@@ -51,7 +52,12 @@ MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank) {
       int64_t& n = OnSparseMesh(plan, i) ? e.second : e.first;
       n = CheckedAdd(n, LocalNumelOnRank(plan.inventory.params[i], plan.placements[i], plan.MeshOf(i), rank), "local elements");
     }
-    e.first = CheckedAdd(e.first, MtpExtraElementsOnRank(plan.model, plan.dims.tp, plan.dims.pp), "MTP elements");
+    const bool fsdp = *plan.training.dp_sharding == DpSharding::kFsdp;
+    for (const ParamInfo& p : MtpExtraParams(plan.model, plan.dims.pp)) {
+      const ParamPlacement pl = PlaceParam(p, plan.dims, plan.meshes, plan.model.moe.num_experts, fsdp);
+      int64_t& n = pl.sparse_mesh ? e.second : e.first;
+      n = CheckedAdd(n, LocalNumelOnRank(p, pl, pl.sparse_mesh ? plan.meshes.sparse : plan.meshes.dense, rank), "MTP elements");
+    }
     e.first = CheckedMul(e.first, plan.training.mtp_layers, "MTP elements");
     e.second = CheckedMul(e.second, plan.training.mtp_layers, "MTP elements");
   }
