@@ -157,7 +157,8 @@ void AddPlanOptions(CLI::App* app, CliOptions& o) {
   app->add_flag("--fp8-dispatch", o.fp8_dispatch, "the EP dispatch all-to-all in FP8 (1 B + a scale per 128 elements), combine in BF16");
   app->add_option("--optimizer-states-dtype", o.optimizer_states_dtype, "AdamW moments: float32 | bfloat16 (default float32)");
   app->add_option("--mtp-layers", o.mtp_layers,
-                  "MTP modules trained (Megatron --mtp-num-layers; DeepSeek-V3: 1) on the last stage (default 0)");
+                  "MTP modules trained (Megatron --mtp-num-layers; DeepSeek-V3: 1) on the last stage, for any model: "
+                  "each a copy of its last layer (default 0)");
   app->add_option("--gpu-memory-gib", o.gpu_memory_gib, "memory budget per GPU in GiB: prints headroom (default none)");
   app->add_option("--imbalance", o.imbalance, "max / mean tokens received per rank, sizes all-to-all buffers (default 1.0)");
   app->add_option("--gpus-per-node", o.gpus_per_node, "GPUs per node, for cross-node traffic (default 8; simulate: the cluster's)");
