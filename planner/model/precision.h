@@ -8,7 +8,9 @@
 //    4-8K rows per group, runs.json C22), plus the kernels that quantize each GEMM's input (forward:
 //    X, backward: dY): tensorwise current scaling reads the BF16 tensor twice (amax, then cast) and
 //    writes FP8; blockwise (1x128 activation tiles, 128x128 weight blocks, DeepSeek-V3 style) reads
-//    once and writes FP8 plus one fp32 scale per 128 elements. Costed under --compute-model kernels.
+//    once and writes FP8 plus one fp32 scale per 128 elements. The peak and efficiency apply in
+//    both compute models (gemm_efficiency.h Fp8GemmSpeedup); the quantize kernels are costed
+//    under --compute-model kernels, the only model with memory-bound kernels.
 //  - FP8 weight copies (memory): TransformerEngine keeps a row-wise and a column-wise (transposed)
 //    FP8 copy of every weight it runs in FP8: 2 B per element, plus one fp32 scale per 128x128 block
 //    of each copy with blockwise scaling.
@@ -23,6 +25,10 @@
 #include "planner/model/training.h"
 
 namespace dockyard {
+
+// The FP8 dense tensor-core peak over the BF16 one: 2 on every supported GPU (H100 / H200 / H800 /
+// B200 / GB200 datasheets).
+constexpr double kFp8PeakOverBf16 = 2.0;
 
 bool Fp8Gemms(const TrainingConfig& training);
 bool Fp8Blockwise(const TrainingConfig& training);

@@ -63,6 +63,31 @@ TEST_CASE("FP8 GEMMs: twice the peak at fp8_efficiency_ratio of the BF16 shape e
   CHECK(tflops(256) <= 932);
 }
 
+TEST_CASE("FP8 GEMMs in the default compute model: projections and expert GEMMs at 2 x 0.87 the speed, core and router in BF16") {
+  dockyard::TrainingConfig t;
+  const auto routing = dockyard::testing::TinyEp4Routing();
+  const dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
+  const auto bf16 = dockyard::SimulateStep(TinyPlan(t), c, routing);
+  t.precision = "fp8";
+  const auto fp8 = dockyard::SimulateStep(TinyPlan(t), c, routing);
+  auto phase = [](const dockyard::CostBreakdown& cb, const char* name, const char* dir) {
+    for (const auto& p : cb.phases)
+      if (p.name == name && p.direction == dir) return p.time_us;
+    return -1.0;
+  };
+  const double peak = 989e6;  // FLOP per us, dense BF16 (h100-sxm)
+  // Projections 2 x 1024 tokens x 12,288 params at 70 % of 2 x 989 x 0.87; the causal core
+  // 2 x 1024 x 512 x 4 heads x 32 at 50 % of the BF16 peak (flash attention stays BF16).
+  const double core = 2.0 * 1024 * 512 * 4 * 32 / (peak * 0.5);
+  CHECK(phase(fp8, "attention", "forward") == Approx(2.0 * 1024 * 12288 / (peak * 0.7 * 2 * 0.87) + core));
+  CHECK(phase(bf16, "attention", "forward") == Approx(2.0 * 1024 * 12288 / (peak * 0.7) + core));
+  // Grouped GEMM: every expert's 6 M D f FLOP at 1.74x the speed, the same routing.
+  CHECK(phase(fp8, "grouped_gemm", "forward") == Approx(phase(bf16, "grouped_gemm", "forward") / 1.74));
+  CHECK(phase(fp8, "grouped_gemm", "backward") == Approx(phase(bf16, "grouped_gemm", "backward") / 1.74));
+  CHECK(phase(fp8, "router", "forward") == Approx(phase(bf16, "router", "forward")));  // BF16
+  CHECK(fp8.step_time_us < bf16.step_time_us);
+}
+
 TEST_CASE("FP8 quantize kernels: bytes per element and their time in the shaped compute") {
   // Tensorwise current scaling: amax read + cast read (2 x 2 B) + FP8 write 1 B; blockwise: one
   // read, the write and a fp32 scale per 128 elements.
