@@ -35,6 +35,15 @@ bool Fp8Blockwise(const TrainingConfig& training);
 
 // Bytes per element of the FP8 weight copies kept beside the parameters (0 without FP8).
 double Fp8WeightCopyBytesPerElement(const TrainingConfig& training);
+// Bytes of an FP8 activation of `elements` elements saved for backward: 1 B each, plus with
+// blockwise scaling one fp32 scale per 1x128 tile (a tensorwise scale is one fp32 per tensor, left
+// out). TransformerEngine's Linear / LayerNormLinear / GroupedLinear save the quantized input of
+// an FP8 GEMM for the wgrad GEMM, keeping only its column-wise data ("Discard row-wise data since
+// it is not needed in backward pass", transformer_engine/pytorch/module/linear.py _Linear.forward).
+template <typename Int>
+Int Fp8ActivationBytes(Int elements, bool blockwise) {
+  return elements + (blockwise ? (elements + 127) / 128 * 4 : 0);
+}
 // Bytes an input-quantize kernel moves per element of a BF16 (`act_bytes`) tensor.
 double Fp8QuantizeBytesPerElement(bool blockwise, double act_bytes);
 // Bytes per element the dispatch all-to-all sends (act_bytes unless --fp8-dispatch).

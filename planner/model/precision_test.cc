@@ -36,6 +36,46 @@ TEST_CASE("FP8 weight copies: 2 B per GEMM weight element on the rank, nothing w
   CHECK(dockyard::Fp8WeightCopyBytesPerElement(t) == Approx(2.0 + 8.0 / 16384));
 }
 
+TEST_CASE("FP8 activations: the inputs of FP8 linear layers are saved in 1 B (TransformerEngine), the rest unchanged") {
+  dockyard::TrainingConfig t;
+  const auto plan = TinyPlan(t);
+  const auto w = dockyard::ComputeWorkload(plan);
+  CHECK_FALSE(w.fp8_saved_inputs);
+  t.precision = "fp8";
+  const auto w8 = dockyard::ComputeWorkload(TinyPlan(t));
+  REQUIRE(w8.fp8_saved_inputs);
+  auto m = plan.model;
+  const dockyard::RecomputeSet none;
+  const auto bf16 = dockyard::LayerActivations(m, none, w, true);
+  const auto fp8 = dockyard::LayerActivations(m, none, w8, true);
+  // MoE layer, tp 1, T = 1024, hidden 64. Attention BF16: norm in + norm out (64 each) + qkv
+  // (64 + 2 x 32) + core out (64) = 320 x 1024 elements x 2 B + lse 1024 x 4 heads x 4 B = 671,744 B.
+  CHECK(bf16.attention == 671744);
+  // FP8: the norm output (qkv's input) and the core output (o's input), 2 x 65,536 elements, in
+  // 1 B instead of 2: 131,072 B less.
+  CHECK(fp8.attention == 671744 - 131072);
+  // The post-attention norm output feeds the BF16 router in an MoE layer: unchanged.
+  CHECK(fp8.norm == bf16.norm);
+  CHECK(fp8.router == bf16.router);
+  // Routed experts (R_max = 2048 rows, f_local 32): the grouped GEMM's input rows 2048 x 64 and the
+  // down projection's input 2048 x 32 in 1 B: 131,072 + 65,536 B less.
+  CHECK(fp8.routed_experts == bf16.routed_experts - 196608);
+  // A dense layer (F = 128): the norm output (1024 x 64) and the down input (1024 x 128) in FP8.
+  m.intermediate_size = 128;
+  const auto dense16 = dockyard::LayerActivations(m, none, w, false);
+  const auto dense8 = dockyard::LayerActivations(m, none, w8, false);
+  CHECK(dense8.norm == dense16.norm - 65536);
+  CHECK(dense16.dense_mlp == 1024 * 128 * 4 * 2);
+  CHECK(dense8.dense_mlp == 1024 * 128 * (3 * 2 + 1));
+  // Blockwise: each saved FP8 tensor keeps a fp32 scale per 1x128 tile: 131,072 elements + 1,024 x 4 B.
+  t.fp8_recipe = "blockwise";
+  const auto blockwise = dockyard::LayerActivations(m, none, dockyard::ComputeWorkload(TinyPlan(t)), true);
+  CHECK(blockwise.attention == 671744 - 262144 + 131072 + 4096);
+  // The stage's peak falls with FP8 by at least the activations saved.
+  CHECK(dockyard::ComputeMemory(TinyPlan(t)).stages[0].worst.activations_bytes <
+        dockyard::ComputeMemory(plan).stages[0].worst.activations_bytes);
+}
+
 TEST_CASE("BF16 optimizer states halve the AdamW moments") {
   dockyard::TrainingConfig t;
   CHECK(dockyard::TrainingBytesOf(t).moments == 8);
