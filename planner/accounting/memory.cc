@@ -77,8 +77,7 @@ MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank) {
   if (const double fp8 = Fp8WeightCopyBytesPerElement(plan.training); fp8 > 0) {
     WideInt copies = 0;
     for (const auto& [group, e] : elems) {
-      const std::string g = group;
-      if (g != "attention" && g != "routed_experts" && g != "shared_experts" && g != "dense_mlp") continue;
+      if (!Fp8GemmGroup(group)) continue;
       copies += static_cast<WideInt>(static_cast<double>(e.first + e.second) * fp8 + 0.5);
     }
     m.params_by_role["fp8_weights"] = Narrow(copies, "FP8 weight copy bytes");

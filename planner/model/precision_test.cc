@@ -6,6 +6,7 @@
 #include "planner/sim/cost.h"
 #include "planner/base/error.h"
 #include "planner/sim/gemm_efficiency.h"
+#include "planner/accounting/comm.h"
 #include "planner/accounting/memory.h"
 #include "tests/test_models.h"
 #include "tests/tiny_plan.h"
@@ -174,4 +175,53 @@ TEST_CASE("Precision settings are validated") {
   t.fp8_recipe = "tensorwise";
   t.optimizer_states_dtype = "float16";
   CHECK_THROWS_WITH_AS(dockyard::ValidateTraining(t, "--"), doctest::Contains("--optimizer-states-dtype"), dockyard::Error);
+}
+
+TEST_CASE("FP8 parameter all-gather: FSDP gathers the FP8 GEMM weights in 1 B, the rest in param_dtype") {
+  dockyard::TrainingConfig t;
+  t.precision = "fp8";
+  const auto base = dockyard::testing::TinyEp4Plan(t);  // torchtitan: FSDP over dp_shard 4
+  t.fp8_param_gather = true;
+  const auto gather = dockyard::testing::TinyEp4Plan(t);
+  // A layer's dense FSDP unit: attention 12,288 elements (FP8 GEMM weights) + 2 norms 128 + router
+  // 512 (BF16): 12,928 x 2 B = 25,856 B without, 640 x 2 + 12,288 x 1 = 13,568 B with; the
+  // embedding and root units (no FP8 GEMM weights) are unchanged; the experts' efsdp is 1 (no
+  // all-gather).
+  auto gathered = [](const dockyard::Plan& plan) {
+    std::vector<int64_t> out;
+    for (const auto& e : dockyard::ComputeComm(plan, 0).entries)
+      if (e.purpose == "fsdp_all_gather_forward") out.push_back(e.bytes_per_call);
+    return out;
+  };
+  const auto b0 = gathered(base), b1 = gathered(gather);
+  REQUIRE(b0.size() == b1.size());
+  int64_t total0 = 0, total1 = 0;
+  for (size_t i = 0; i < b0.size(); ++i) {
+    total0 += b0[i];
+    total1 += b1[i];
+    if (b0[i] == 25856) CHECK(b1[i] == 13568);
+  }
+  CHECK(total0 - total1 == 2 * 12288);
+  // Time: the MoE layer's forward FSDP traffic is one all-gather of those bytes over the 4 GPUs.
+  const auto routing = dockyard::testing::TinyEp4Routing();
+  const dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
+  auto fsdp_fwd = [&](const dockyard::Plan& plan) {
+    for (const auto& p : dockyard::SimulateStep(plan, c, routing).phases)
+      if (p.name == "fsdp_comm" && p.layer_kind == "moe" && p.direction == "forward") return p.time_us;
+    return -1.0;
+  };
+  CHECK(fsdp_fwd(base) == Approx(dockyard::RingCollectiveUs(25856, 4, false, c, 4)));
+  CHECK(fsdp_fwd(gather) == Approx(dockyard::RingCollectiveUs(13568, 4, false, c, 4)));
+  // Memory does not move (the all-gather buffers are not split by precision).
+  CHECK(dockyard::ComputeMemory(gather).worst_peak_bytes == dockyard::ComputeMemory(base).worst_peak_bytes);
+}
+
+TEST_CASE("FP8 parameter all-gather is refused without FP8 GEMMs and without FSDP") {
+  dockyard::TrainingConfig t;
+  t.fp8_param_gather = true;  // invalid: precision is bf16
+  CHECK_THROWS_WITH_AS(dockyard::ValidateTraining(t, "--"),
+                       doctest::Contains("--fp8-param-gather: FP8 parameter all-gather needs precision fp8"), dockyard::Error);
+  t.precision = "fp8";  // invalid: megatron's default dp_sharding is zero1
+  CHECK_THROWS_WITH_AS(TinyPlan(t), doctest::Contains("fp8_param_gather: the FP8 parameter all-gather is modelled for dp_sharding fsdp"),
+                       dockyard::Error);
 }

@@ -389,8 +389,12 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
     for (int kind = 0; kind < 2; ++kind) {
       if (!in.fsdp_layer[kind].present) continue;
       const double dense_elems = in.fsdp_layer[kind].dense_elems, sparse_elems = in.fsdp_layer[kind].sparse_elems;
-      fsdp_ag[kind] = RingCollectiveUs(dense_elems * param_b, dn.size, dn.spans_nodes, c, dn.members_per_domain) +
-                      RingCollectiveUs(sparse_elems * param_b, sp.size, sp.spans_nodes, c, sp.members_per_domain);
+      // --fp8-param-gather: the FP8 GEMM weights travel in FP8 (precision.h Fp8WeightBytesPerElement).
+      const double fp8_b = Fp8WeightBytesPerElement(t);
+      const double fp8_dense = in.fsdp_layer[kind].fp8_dense_elems, fp8_sparse = in.fsdp_layer[kind].fp8_sparse_elems;
+      fsdp_ag[kind] =
+          RingCollectiveUs((dense_elems - fp8_dense) * param_b + fp8_dense * fp8_b, dn.size, dn.spans_nodes, c, dn.members_per_domain) +
+          RingCollectiveUs((sparse_elems - fp8_sparse) * param_b + fp8_sparse * fp8_b, sp.size, sp.spans_nodes, c, sp.members_per_domain);
       fsdp_rs[kind] = RingCollectiveUs(dense_elems * grad_b, dn.size, dn.spans_nodes, c, dn.members_per_domain) +
                       RingCollectiveUs(sparse_elems * grad_b, sp.size, sp.spans_nodes, c, sp.members_per_domain);
     }
@@ -735,14 +739,16 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
       for (int64_t l = 0; l < m.num_hidden_layers && layer < 0; ++l)
         if (m.moe_layers[l] == moe) layer = l;
       if (layer < 0) continue;
-      double dense_elems = 0, sparse_elems = 0;
+      double dense_elems = 0, sparse_elems = 0, fp8_dense = 0, fp8_sparse = 0;
       for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
         const auto& p = plan.inventory.params[i];
         if (p.layer != layer) continue;
         // FSDP gathers the model-parallel shard back (rank 0 holds the largest one).
-        (plan.placements[i].sparse_mesh ? sparse_elems : dense_elems) += static_cast<double>(ModelParallelNumel(plan, i, 0));
+        const double n = static_cast<double>(ModelParallelNumel(plan, i, 0));
+        (plan.placements[i].sparse_mesh ? sparse_elems : dense_elems) += n;
+        if (t.fp8_param_gather && Fp8GemmGroup(RoleGroup(p.role))) (plan.placements[i].sparse_mesh ? fp8_sparse : fp8_dense) += n;
       }
-      in.fsdp_layer[kind] = {true, dense_elems, sparse_elems};
+      in.fsdp_layer[kind] = {true, dense_elems, sparse_elems, fp8_dense, fp8_sparse};
     }
   }
 
