@@ -87,6 +87,7 @@ struct CliOptions {
       recompute_modules, precision, fp8_recipe, optimizer_states_dtype, gpu_memory_gib, imbalance, gpus_per_node, dispatcher, oep,
       refit_dtype;
   bool fp8_dispatch = false;
+  bool fp8_param_gather = false;
   std::string mtp_layers;
   bool model_given = false, json_given = false, refit_given = false, html_given = false;
   // Schedule settings (planner/model/pipeline_schedule.h RunSettings).
@@ -157,9 +158,12 @@ void AddPlanOptions(CLI::App* app, CliOptions& o) {
   app->add_option("--fp8-recipe", o.fp8_recipe, "with --precision fp8: tensorwise | blockwise scaling (default tensorwise)")
       ->check(CLI::IsMember({"tensorwise", "blockwise"}));
   app->add_flag("--fp8-dispatch", o.fp8_dispatch, "the EP dispatch all-to-all in FP8 (1 B + a scale per 128 elements), combine in BF16");
+  app->add_flag("--fp8-param-gather", o.fp8_param_gather,
+                "with --precision fp8 and FSDP: all-gather the FP8 GEMM weights in FP8 (Megatron --fp8-param-gather)");
   app->add_option("--optimizer-states-dtype", o.optimizer_states_dtype, "AdamW moments: float32 | bfloat16 (default float32)");
   app->add_option("--mtp-layers", o.mtp_layers,
-                  "MTP modules trained (Megatron --mtp-num-layers; DeepSeek-V3: 1) on the last stage (default 0)");
+                  "MTP modules trained (Megatron --mtp-num-layers; DeepSeek-V3: 1) on the last stage, for any model: "
+                  "each a copy of its last layer (default 0)");
   app->add_option("--gpu-memory-gib", o.gpu_memory_gib, "memory budget per GPU in GiB: prints headroom (default none)");
   app->add_option("--imbalance", o.imbalance, "max / mean tokens received per rank, sizes all-to-all buffers (default 1.0)");
   app->add_option("--gpus-per-node", o.gpus_per_node, "GPUs per node, for cross-node traffic (default 8; simulate: the cluster's)");
@@ -209,6 +213,7 @@ TrainingConfig ResolveTraining(const CliOptions& o, const ModelSpec& model, int6
   if (!o.precision.empty()) t.precision = o.precision;
   if (!o.fp8_recipe.empty()) t.fp8_recipe = o.fp8_recipe;
   if (o.fp8_dispatch) t.fp8_dispatch = true;
+  if (o.fp8_param_gather) t.fp8_param_gather = true;
   if (!o.optimizer_states_dtype.empty()) t.optimizer_states_dtype = CanonicalDtype(o.optimizer_states_dtype);
   if (!o.recompute_modules.empty()) {
     t.recompute_modules.clear();

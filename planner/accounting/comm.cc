@@ -2,6 +2,7 @@
 #include "planner/accounting/comm.h"
 
 #include <algorithm>
+#include <cmath>
 #include <initializer_list>
 #include <map>
 
@@ -10,6 +11,7 @@
 #include "planner/base/checked_math.h"
 #include "planner/base/error.h"
 #include "planner/accounting/workload.h"
+#include "planner/model/precision.h"
 
 namespace dockyard {
 
@@ -214,14 +216,17 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
   const std::vector<std::string> sparse_dp = {megatron ? "edp" : "efsdp"};
   // FSDP unit (layer, on the sparse mesh; embedding -1, root -2) -> model-parallel elements.
   std::map<std::pair<int64_t, bool>, int64_t> units;
+  std::map<std::pair<int64_t, bool>, int64_t> fp8_units;  // --fp8-param-gather: their FP8 GEMM weights (precision.h)
   int64_t dense_elems = 0, sparse_elems = 0;
   for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
     if (plan.placements[i].stage != stage) continue;
     const auto& p = plan.inventory.params[i];
     const int64_t n = ModelParallelNumel(plan, i, rank);
     (plan.placements[i].sparse_mesh ? sparse_elems : dense_elems) += n;
-    units[p.layer >= 0 ? std::make_pair(p.layer, plan.placements[i].sparse_mesh)
-                       : std::make_pair<int64_t, bool>(p.role == Role::kEmbedding ? -1 : -2, false)] += n;
+    const auto unit = p.layer >= 0 ? std::make_pair(p.layer, plan.placements[i].sparse_mesh)
+                                   : std::make_pair<int64_t, bool>(p.role == Role::kEmbedding ? -1 : -2, false);
+    units[unit] += n;
+    if (t.fp8_param_gather && Fp8GemmGroup(RoleGroup(p.role))) fp8_units[unit] += n;
   }
   const Mesh& dense = plan.meshes.dense;
   const Mesh& sparse = plan.meshes.sparse;
@@ -236,9 +241,13 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
       const auto& group = experts ? sparse_group : dense_group;
       const std::string mesh = experts ? "sparse" : "dense";
       const std::string axis = Join(experts ? sparse_dp : dense_dp);
-      b.Add("fsdp_all_gather_forward", "all_gather", mesh, axis, "forward", group, mul(calls.forward_all_gathers, A), mul(elems, param_b));
-      b.Add("fsdp_all_gather_backward", "all_gather", mesh, axis, "backward", group, mul(calls.backward_all_gathers, A),
-            mul(elems, param_b));
+      // --fp8-param-gather: the unit's FP8 GEMM weights in FP8 (precision.h Fp8WeightBytesPerElement).
+      const auto fp8 = fp8_units.find(unit);
+      const int64_t fp8_elems = fp8 == fp8_units.end() ? 0 : fp8->second;
+      const int64_t gathered =
+          mul(elems - fp8_elems, param_b) + static_cast<int64_t>(std::ceil(static_cast<double>(fp8_elems) * Fp8WeightBytesPerElement(t)));
+      b.Add("fsdp_all_gather_forward", "all_gather", mesh, axis, "forward", group, mul(calls.forward_all_gathers, A), gathered);
+      b.Add("fsdp_all_gather_backward", "all_gather", mesh, axis, "backward", group, mul(calls.backward_all_gathers, A), gathered);
       b.Add("fsdp_reduce_scatter_grads", "reduce_scatter", mesh, axis, "backward", group, mul(calls.reduce_scatters, A),
             mul(elems, grad_b));
     }

@@ -42,7 +42,8 @@ MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank) {
     n = CheckedAdd(n, LocalNumelOnRank(p, plan.placements[i], plan.MeshOf(i), rank), "local elements");
   }
   // MTP modules (opt-in, mtp.h) on the last stage: each a copy of the last decoder layer, sharded
-  // like it, plus eh_proj, its norms and (pp > 1) the word embedding; role group "mtp".
+  // like it, plus eh_proj, its norms and (pp > 1) the word embedding, placed by the same policy
+  // (TP, and FSDP over the data-parallel axes); role group "mtp".
   if (plan.training.mtp_layers > 0 && stage == plan.dims.pp - 1) {
     auto& e = elems["mtp"];
     const int64_t last = plan.model.num_hidden_layers - 1;
@@ -51,7 +52,12 @@ MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank) {
       int64_t& n = OnSparseMesh(plan, i) ? e.second : e.first;
       n = CheckedAdd(n, LocalNumelOnRank(plan.inventory.params[i], plan.placements[i], plan.MeshOf(i), rank), "local elements");
     }
-    e.first = CheckedAdd(e.first, MtpExtraElementsOnRank(plan.model, plan.dims.tp, plan.dims.pp), "MTP elements");
+    const bool fsdp = *plan.training.dp_sharding == DpSharding::kFsdp;
+    for (const ParamInfo& p : MtpExtraParams(plan.model, plan.dims.pp)) {
+      const ParamPlacement pl = PlaceParam(p, plan.dims, plan.meshes, plan.model.moe.num_experts, fsdp);
+      int64_t& n = pl.sparse_mesh ? e.second : e.first;
+      n = CheckedAdd(n, LocalNumelOnRank(p, pl, pl.sparse_mesh ? plan.meshes.sparse : plan.meshes.dense, rank), "MTP elements");
+    }
     e.first = CheckedMul(e.first, plan.training.mtp_layers, "MTP elements");
     e.second = CheckedMul(e.second, plan.training.mtp_layers, "MTP elements");
   }
@@ -71,8 +77,7 @@ MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank) {
   if (const double fp8 = Fp8WeightCopyBytesPerElement(plan.training); fp8 > 0) {
     WideInt copies = 0;
     for (const auto& [group, e] : elems) {
-      const std::string g = group;
-      if (g != "attention" && g != "routed_experts" && g != "shared_experts" && g != "dense_mlp") continue;
+      if (!Fp8GemmGroup(group)) continue;
       copies += static_cast<WideInt>(static_cast<double>(e.first + e.second) * fp8 + 0.5);
     }
     m.params_by_role["fp8_weights"] = Narrow(copies, "FP8 weight copy bytes");
@@ -109,47 +114,59 @@ LayerActivationBytes LayerActivations(const ModelSpec& m, const RecomputeSet& rs
   LayerActivationBytes g;
   g.moe_layer = moe_layer;
   g.shared_experts_present = moe_layer && m.moe.num_shared_experts > 0;
-  // Attention block: norm input (+ its output unless recomputed), projections, core output.
-  Wide attn = mul(ts, h) + (norms ? 0 : mul(ts, h));
+  // Inputs of FP8 linear layers: with --precision fp8 TransformerEngine saves them quantized
+  // (precision.h Fp8ActivationBytes), else in the activation dtype like every other tensor.
+  auto lin_in = [&](Wide elems) -> Wide { return w.fp8_saved_inputs ? Fp8ActivationBytes<Wide>(elems, w.fp8_blockwise) : mul(elems, ab); };
+  // A SwiGLU MLP's `rows_f` = rows x F intermediates: gate and up (the activation's inputs), and
+  // unless the activation is recomputed silu(gate) and the product, the down projection's input.
+  auto swiglu = [&](Wide rows_f, bool act_recomputed) -> Wide {
+    return act_recomputed ? mul(mul(rows_f, 2), ab) : mul(mul(rows_f, 3), ab) + lin_in(rows_f);
+  };
+  // Attention block: norm input (+ its output, the projections' input, unless recomputed),
+  // projections, core output (o's input).
+  Wide attn = mul(ts, h), attn_in = norms ? 0 : mul(ts, h);
   const int64_t heads_local = a.num_attention_heads / t;
   if (a.kind == AttentionKind::kGqa) {
     const int64_t q_out = a.num_attention_heads * a.head_dim, kv_out = a.num_key_value_heads * a.head_dim;
-    attn += mul(T, (q_out + 2 * kv_out) / t) + (rs.core_attn ? 0 : mul(T, q_out / t));  // qkv, core out
+    attn += mul(T, (q_out + 2 * kv_out) / t);         // qkv
+    attn_in += rs.core_attn ? 0 : mul(T, q_out / t);  // core out
   } else {
     const int64_t qk = a.qk_nope_head_dim + a.qk_rope_head_dim;
-    if (a.q_lora_rank > 0) attn += mul(T, a.q_lora_rank) * (norms ? 1 : 2);  // q_a out (+ its norm)
-    if (!rs.mla_up_proj) attn += mul(T, heads_local * qk);                   // q (q_b out)
-    attn += mul(T, a.kv_lora_rank + a.qk_rope_head_dim) + (norms ? 0 : mul(T, a.kv_lora_rank));
+    if (a.q_lora_rank > 0) {
+      attn += mul(T, a.q_lora_rank);                 // q_a out
+      attn_in += norms ? 0 : mul(T, a.q_lora_rank);  // its norm (q_b's input)
+    }
+    if (!rs.mla_up_proj) attn += mul(T, heads_local * qk);  // q (q_b out)
+    attn += mul(T, a.kv_lora_rank + a.qk_rope_head_dim);
+    attn_in += norms ? 0 : mul(T, a.kv_lora_rank);                                           // normed latent (kv_b's input)
     if (!rs.mla_up_proj) attn += mul(T, heads_local * (a.qk_nope_head_dim + a.v_head_dim));  // kv_b out
-    if (!rs.core_attn) attn += mul(T, heads_local * a.v_head_dim);                           // core out
+    if (!rs.core_attn) attn_in += mul(T, heads_local * a.v_head_dim);                        // core out
   }
   // + flash-attention logsumexp, fp32 (recomputed with the core).
-  g.attention = narrow(mul(attn, ab) + (rs.core_attn ? 0 : mul(mul(T, heads_local), 4)));
-  // MLP block: post-attention norm input (+ output).
-  Wide norm = mul(ts, h) + (norms ? 0 : mul(ts, h));
-  g.norm = narrow(mul(norm, ab));
-  // Intermediates of a SwiGLU MLP: gate, up (+ silu(gate), product unless the activation is recomputed).
-  auto keep = [](bool act_recomputed) -> int64_t { return act_recomputed ? 2 : 4; };
+  g.attention = narrow(mul(attn, ab) + lin_in(attn_in) + (rs.core_attn ? 0 : mul(mul(T, heads_local), 4)));
+  // MLP block: post-attention norm input (+ output). The output is the dense MLP's FP8 input; in
+  // an MoE layer the BF16 router keeps it in the activation dtype.
+  const Wide norm_out = norms ? 0 : mul(ts, h);
+  g.norm = narrow(mul(mul(ts, h), ab) + (moe_layer ? mul(norm_out, ab) : lin_in(norm_out)));
   if (!moe_layer) {
     // The whole dense MLP recomputed (mlp): only its input, the norm output above, is kept.
-    g.dense_mlp = rs.mlp ? 0 : narrow(mul(mul(mul(T, m.intermediate_size / t), keep(rs.mlp_act)), ab));
+    g.dense_mlp = rs.mlp ? 0 : narrow(swiglu(mul(T, m.intermediate_size / t), rs.mlp_act));
   } else if (rs.moe) {
     // The whole MoE block recomputed (moe): router, routed rows and shared experts are rebuilt
     // from the block's input (the norm output above).
     g.router = g.routed_experts = g.shared_experts = 0;
   } else {
-    const int64_t keep_f = keep(rs.moe_act);
     const int64_t E = m.moe.num_experts, k = m.moe.top_k;
     // Router: logits and scores in fp32, top-k weights fp32 and indices int64.
     // The router runs on the tokens the rank dispatches (Workload::dispatch_tokens).
     g.router = narrow(mul(mul(w.dispatch_tokens, E), 8) + mul(mul(w.dispatch_tokens, k), 12));
     // Routed experts (NOT divided by EP: tokens are exchanged, not removed): received rows
-    // R_max in and out, 4 (or 2) intermediate tensors of F / expert-TP, and the combined
-    // copies of this rank's own T_r * top_k rows.
-    Wide rows = mul(w.received_rows, 2 * h) + mul(mul(w.received_rows, w.expert_f_local), keep_f) + mul(w.mean_received_rows, h);
-    g.routed_experts = narrow(mul(rows, ab));
+    // R_max in (the grouped GEMM's input) and out, their F / expert-TP intermediates, and the
+    // combined copies of this rank's own T_r * top_k rows.
+    g.routed_experts = narrow(mul(mul(w.received_rows, h) + mul(w.mean_received_rows, h), ab) + lin_in(mul(w.received_rows, h)) +
+                              swiglu(mul(w.received_rows, w.expert_f_local), rs.moe_act));
     if (g.shared_experts_present && !rs.shared_experts) {
-      g.shared_experts = narrow(mul(mul(mul(T, m.moe.shared_expert_intermediate_size / t), keep(rs.shared_act)), ab));
+      g.shared_experts = narrow(swiglu(mul(T, m.moe.shared_expert_intermediate_size / t), rs.shared_act));
     }
   }
   return g;

@@ -6,6 +6,7 @@
 
 #include "planner/base/checked_math.h"
 #include "planner/base/error.h"
+#include "planner/model/precision.h"
 
 namespace dockyard {
 
@@ -56,6 +57,8 @@ Workload ComputeWorkload(const ModelSpec& model, const ParallelDims& d, const Tr
   w.act_bytes = DtypeBytes(t.param_dtype, "param_dtype");
   w.tp_shards = d.tp;
   w.expert_f_local = model.moe.moe_intermediate_size / expert_tp;
+  w.fp8_saved_inputs = Fp8Gemms(t);
+  w.fp8_blockwise = Fp8Blockwise(t);
   return w;
 }
 

@@ -18,6 +18,9 @@ struct Workload {
   int64_t act_bytes = 2;           // bytes per activation element (param dtype)
   int64_t tp_shards = 1;           // t: divisor of sequence-parallel activations (tp)
   int64_t expert_f_local = 0;      // F / expert TP degree (etp, or tp with EP off)
+  // --precision fp8 (precision.h): the inputs of FP8 linear layers are saved for backward in FP8,
+  // with blockwise scaling plus their 1x128 tile scales (LayerActivations).
+  bool fp8_saved_inputs = false, fp8_blockwise = false;
 };
 
 // Bytes per element of the training dtypes (resolved once; the memory and communication rules

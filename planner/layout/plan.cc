@@ -69,6 +69,12 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
     plan.training.dp_sharding = plan.dims.convention == Convention::kMegatron ? DpSharding::kZero1 : DpSharding::kFsdp;
   }
   if (!plan.training.num_microbatches) plan.training.num_microbatches = plan.dims.pp;
+  if (plan.training.fp8_param_gather && *plan.training.dp_sharding != DpSharding::kFsdp) {
+    throw Error(
+        fmt::format("fp8_param_gather: the FP8 parameter all-gather is modelled for dp_sharding fsdp (FSDP's per-layer "
+                    "all-gathers), dp_sharding is \"{}\"",
+                    DpShardingName(*plan.training.dp_sharding)));
+  }
   ValidateRunSettings(plan.training.run, static_cast<int>(*plan.training.dp_sharding), plan.dims.pp);
   ValidateEpOverlap(plan.training.run, plan.dims.pp, plan.dims.ep, plan.training.dispatcher, plan.training.recompute == Recompute::kFull);
   if (plan.training.dispatcher == "deredundency" && plan.training.oep && plan.dims.ep % *plan.training.oep != 0) {

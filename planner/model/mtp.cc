@@ -19,10 +19,22 @@ int64_t MtpModuleParams(const ModelSpec& m) {
                     "MTP module parameters");
 }
 
-int64_t MtpExtraElementsOnRank(const ModelSpec& m, int64_t tp, int64_t pp) {
+std::vector<ParamInfo> MtpExtraParams(const ModelSpec& m, int64_t pp) {
   const int64_t D = m.hidden_size;
-  const int64_t embedding = pp > 1 ? CheckedMul((m.vocab_size + tp - 1) / tp, D, "MTP embedding") : 0;
-  return 3 * D + 2 * D * D / tp + embedding;
+  auto param = [&](const char* name, std::vector<int64_t> shape, Role role, int tp_dim) {
+    ParamInfo p;
+    p.fqn = std::string("mtp.") + name;
+    p.shape = std::move(shape);
+    p.dtype = m.dtype;
+    p.role = role;
+    p.tp_dim = tp_dim;
+    return p;
+  };
+  std::vector<ParamInfo> out = {param("enorm.weight", {D}, Role::kNorm, -1), param("hnorm.weight", {D}, Role::kNorm, -1),
+                                param("eh_proj.weight", {D, 2 * D}, Role::kDenseMlpUp, 0),
+                                param("final_layernorm.weight", {D}, Role::kNorm, -1)};
+  if (pp > 1) out.push_back(param("embed_tokens.weight", {m.vocab_size, D}, Role::kEmbedding, 0));
+  return out;
 }
 
 }  // namespace dockyard

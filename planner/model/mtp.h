@@ -8,7 +8,9 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
+#include "planner/model/inventory.h"
 #include "planner/model/model_spec.h"
 
 namespace dockyard {
@@ -18,10 +20,23 @@ namespace dockyard {
 // of embed_tokens and shared_head.head. DeepSeek-V3: 671B + 14B = 685B (HF model card).
 int64_t MtpModuleParams(const ModelSpec& model);
 
-// Elements of one MTP module besides its decoder layer that a last-stage rank keeps under
-// Megatron: eh_proj (TP-sharded on its output) and the three norms, plus the word embedding when
-// pp > 1 (the module embeds the next tokens on the last stage; with pp = 1 it shares the first
-// stage's). The output head is shared with the model's lm_head.
-int64_t MtpExtraElementsOnRank(const ModelSpec& model, int64_t tp, int64_t pp);
+// The tensors of one MTP module besides its decoder layer that a last-stage rank keeps under
+// Megatron (multi_token_prediction.py MultiTokenPredictionLayer; gpt_model.py builds
+// `self.embedding` when `pre_process or mtp_process`): enorm, hnorm and the final layernorm [D],
+// eh_proj [D, 2D] (ColumnParallelLinear: TP on dim 0), and with pp > 1 the word embedding
+// [V, D] (vocab-parallel, TP on dim 0) -- with pp = 1 the module uses the first stage's. The
+// output head is the model's lm_head on the same stage (the DeepSeek-V3 report: MTP modules
+// share the embedding and the output head), so it is not listed: no rank holds a second copy of
+// either. Shapes are global; the caller places them with the one placement policy
+// (planner/layout/placement.h PlaceParam), so TP and FSDP shard them like every other module
+// (torchtitan fully_shard on each module; Megatron's distributed optimizer over all parameters).
+// Each has layer -1, `fqn` "mtp.<name>" and the role of a tensor with the same TP cut (eh_proj:
+// kDenseMlpUp, a column-parallel projection).
+std::vector<ParamInfo> MtpExtraParams(const ModelSpec& model, int64_t pp);
+
+// A model needs no MTP entry in its config for --mtp-layers: Megatron-LM trains MTP on any GPT
+// model (--mtp-num-layers; the module is a copy of the model's last decoder layer plus the
+// tensors above), so every shape comes from the model itself. num_nextn_predict_layers only
+// says how many modules the checkpoint ships.
 
 }  // namespace dockyard

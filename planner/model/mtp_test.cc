@@ -57,3 +57,34 @@ TEST_CASE("MTP on the last stage: parameters, activations and time, only with --
   CHECK(t1.stage_microbatch_us == Approx(t0.stage_microbatch_us + t0.moe_layer_us + lm_head));
   CHECK(t1.model_flops_per_token > t0.model_flops_per_token);
 }
+
+TEST_CASE("MTP under FSDP: the module's eh_proj, norms and embedding copy are sharded like the rest of the stage") {
+  // torchtitan convention (FSDP over dp_shard 4), tp 1, ep 4 (efsdp 1), pp 1.
+  dockyard::TrainingConfig t;
+  t.mtp_layers = 1;
+  const auto plan = dockyard::testing::TinyEp4Plan(t);
+  REQUIRE(*plan.training.dp_sharding == dockyard::DpSharding::kFsdp);
+  REQUIRE(plan.dims.dp_shard == 4);
+  const auto mem = dockyard::StaticMemoryOnRank(plan, 0);
+  // Last-layer copy: attention (q 64x64 + k 32x64 + v 32x64 + o 64x64 = 12,288) / 4 = 3,072,
+  // 2 norms 64 / 4 = 32, router 8x64 / 4 = 128, 2 local experts 12,288 (efsdp 1: not cut);
+  // extras: eh_proj [64, 128] -> [16, 128] = 2,048, 3 norms 64 / 4 = 48 (pp 1: no embedding):
+  // 3,072 + 32 + 128 + 12,288 + 2,048 + 48 = 17,616 elements, fp32 FSDP shard = 70,464 B
+  // (unsharded extras would give 15,520 + 8,384 = 23,904 elements, 95,616 B).
+  CHECK(mem.params_by_role.at("mtp") == 70464);
+
+  // pp 2 (world 8, dp_shard 4): the last stage also keeps the word embedding [1000, 64], cut
+  // over dp_shard 4 to [250, 64] = 16,000 elements; the output head is the stage's lm_head (no
+  // second copy). Layer copy and extras as above: 17,616 + 16,000 = 33,616 elements x 4 B.
+  dockyard::ParallelDimsOptions d;
+  d.world_size = 8;
+  d.pp = 2;
+  d.ep = 4;
+  t.seq_len = 1024;
+  const auto pp2 = dockyard::BuildPlan(dockyard::testing::TinyMixtral(), d, t);
+  REQUIRE(pp2.dims.dp_shard == 4);
+  const auto last = dockyard::StaticMemoryOnRank(pp2, 4);  // first rank of stage 1
+  CHECK(last.params_by_role.at("mtp") == 134464);
+  CHECK(last.params_by_role.at("lm_head") == 16000 * 4);  // the head is counted once, as lm_head
+  CHECK(dockyard::StaticMemoryOnRank(pp2, 0).params_by_role.count("mtp") == 0);
+}

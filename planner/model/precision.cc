@@ -21,9 +21,17 @@ bool Fp8Blockwise(const TrainingConfig& t) {
   return Fp8Gemms(t) && t.fp8_recipe == "blockwise";
 }
 
-double Fp8WeightCopyBytesPerElement(const TrainingConfig& t) {
+bool Fp8GemmGroup(const std::string& g) {
+  return g == "attention" || g == "routed_experts" || g == "shared_experts" || g == "dense_mlp";
+}
+
+double Fp8WeightBytesPerElement(const TrainingConfig& t) {
   if (!Fp8Gemms(t)) return 0.0;
-  return 2.0 * (1.0 + (Fp8Blockwise(t) ? kScaleBytes / kBlock : 0.0));  // row-wise + column-wise copies
+  return 1.0 + (Fp8Blockwise(t) ? kScaleBytes / kBlock : 0.0);
+}
+
+double Fp8WeightCopyBytesPerElement(const TrainingConfig& t) {
+  return 2.0 * Fp8WeightBytesPerElement(t);  // row-wise + column-wise copies
 }
 
 double Fp8QuantizeBytesPerElement(bool blockwise, double ab) {
@@ -50,6 +58,10 @@ void ValidatePrecision(const TrainingConfig& t, const std::string& origin) {
   if (t.fp8_recipe != "tensorwise" && t.precision != "fp8") {
     throw Error(
         fmt::format("{}: \"{}\" needs precision fp8, precision is \"{}\"", name("fp8-recipe", "fp8_recipe"), t.fp8_recipe, t.precision));
+  }
+  if (t.fp8_param_gather && t.precision != "fp8") {
+    throw Error(fmt::format("{}: FP8 parameter all-gather needs precision fp8, precision is \"{}\"",
+                            name("fp8-param-gather", "fp8_param_gather"), t.precision));
   }
   if (t.optimizer_states_dtype != "float32" && t.optimizer_states_dtype != "bfloat16") {
     throw Error(fmt::format("{}: must be \"float32\" or \"bfloat16\", got \"{}\"", name("optimizer-states-dtype", "optimizer_states_dtype"),

@@ -8,10 +8,16 @@
 //    4-8K rows per group, runs.json C22), plus the kernels that quantize each GEMM's input (forward:
 //    X, backward: dY): tensorwise current scaling reads the BF16 tensor twice (amax, then cast) and
 //    writes FP8; blockwise (1x128 activation tiles, 128x128 weight blocks, DeepSeek-V3 style) reads
-//    once and writes FP8 plus one fp32 scale per 128 elements. Costed under --compute-model kernels.
+//    once and writes FP8 plus one fp32 scale per 128 elements. The peak and efficiency apply in
+//    both compute models (gemm_efficiency.h Fp8GemmSpeedup); the quantize kernels are costed
+//    under --compute-model kernels, the only model with memory-bound kernels.
 //  - FP8 weight copies (memory): TransformerEngine keeps a row-wise and a column-wise (transposed)
 //    FP8 copy of every weight it runs in FP8: 2 B per element, plus one fp32 scale per 128x128 block
 //    of each copy with blockwise scaling.
+//  - FP8 parameter all-gather (--fp8-param-gather; Megatron --fp8-param-gather, torchtitan
+//    float8 enable_fsdp_float8_all_gather): FSDP all-gathers the weights of FP8 GEMMs as FP8,
+//    1 B per element (plus blockwise 128x128 block scales) instead of param_dtype; the others
+//    (norms, router, embedding, lm_head) stay in param_dtype. Needs --precision fp8 and FSDP.
 //  - FP8 dispatch (--fp8-dispatch, Megatron --moe-router-... DeepEP FP8 dispatch): the dispatch
 //    all-to-all sends 1 B per element plus one fp32 scale per 128 elements; combine stays BF16.
 //  - BF16 optimizer states (--optimizer-states-dtype bf16, Megatron --exp-avg-dtype /
@@ -24,11 +30,32 @@
 
 namespace dockyard {
 
+// The FP8 dense tensor-core peak over the BF16 one: 2 on every supported GPU (H100 / H200 / H800 /
+// B200 / GB200 datasheets).
+constexpr double kFp8PeakOverBf16 = 2.0;
+
 bool Fp8Gemms(const TrainingConfig& training);
 bool Fp8Blockwise(const TrainingConfig& training);
 
+// Whether the parameters of role group `group` (inventory.h RoleGroup) are weights of FP8 GEMMs:
+// attention, routed experts, shared experts, dense MLP (TransformerEngine runs neither the
+// router, the norms, the embedding nor lm_head in FP8). The FP8 weight copies and the FP8
+// parameter all-gather both follow it.
+bool Fp8GemmGroup(const std::string& group);
+// Bytes per element of one FP8 copy of such a weight: 1 B, plus one fp32 scale per 128x128
+// block with blockwise scaling (0 without FP8). The all-gather sends one copy.
+double Fp8WeightBytesPerElement(const TrainingConfig& training);
 // Bytes per element of the FP8 weight copies kept beside the parameters (0 without FP8).
 double Fp8WeightCopyBytesPerElement(const TrainingConfig& training);
+// Bytes of an FP8 activation of `elements` elements saved for backward: 1 B each, plus with
+// blockwise scaling one fp32 scale per 1x128 tile (a tensorwise scale is one fp32 per tensor, left
+// out). TransformerEngine's Linear / LayerNormLinear / GroupedLinear save the quantized input of
+// an FP8 GEMM for the wgrad GEMM, keeping only its column-wise data ("Discard row-wise data since
+// it is not needed in backward pass", transformer_engine/pytorch/module/linear.py _Linear.forward).
+template <typename Int>
+Int Fp8ActivationBytes(Int elements, bool blockwise) {
+  return elements + (blockwise ? (elements + 127) / 128 * 4 : 0);
+}
 // Bytes an input-quantize kernel moves per element of a BF16 (`act_bytes`) tensor.
 double Fp8QuantizeBytesPerElement(bool blockwise, double act_bytes);
 // Bytes per element the dispatch all-to-all sends (act_bytes unless --fp8-dispatch).
@@ -39,7 +66,8 @@ double DispatchBytesPerElement(const TrainingConfig& training, double act_bytes)
 double DispatchRowBytes(double hidden, double act_bytes, bool fp8);
 
 // Checks precision ("bf16" | "fp8"), fp8_recipe ("tensorwise" | "blockwise", and not given
-// without fp8), optimizer_states_dtype ("float32" | "bfloat16"). Throws dockyard::Error naming
+// without fp8), fp8_param_gather (only with fp8; FSDP is checked by BuildPlan once dp_sharding
+// is resolved), optimizer_states_dtype ("float32" | "bfloat16"). Throws dockyard::Error naming
 // `origin` + the field, the value and the rule.
 void ValidatePrecision(const TrainingConfig& training, const std::string& origin);
 

@@ -6,6 +6,7 @@
 #include "planner/sim/cost.h"
 #include "planner/base/error.h"
 #include "planner/sim/gemm_efficiency.h"
+#include "planner/accounting/comm.h"
 #include "planner/accounting/memory.h"
 #include "tests/test_models.h"
 #include "tests/tiny_plan.h"
@@ -36,6 +37,46 @@ TEST_CASE("FP8 weight copies: 2 B per GEMM weight element on the rank, nothing w
   CHECK(dockyard::Fp8WeightCopyBytesPerElement(t) == Approx(2.0 + 8.0 / 16384));
 }
 
+TEST_CASE("FP8 activations: the inputs of FP8 linear layers are saved in 1 B (TransformerEngine), the rest unchanged") {
+  dockyard::TrainingConfig t;
+  const auto plan = TinyPlan(t);
+  const auto w = dockyard::ComputeWorkload(plan);
+  CHECK_FALSE(w.fp8_saved_inputs);
+  t.precision = "fp8";
+  const auto w8 = dockyard::ComputeWorkload(TinyPlan(t));
+  REQUIRE(w8.fp8_saved_inputs);
+  auto m = plan.model;
+  const dockyard::RecomputeSet none;
+  const auto bf16 = dockyard::LayerActivations(m, none, w, true);
+  const auto fp8 = dockyard::LayerActivations(m, none, w8, true);
+  // MoE layer, tp 1, T = 1024, hidden 64. Attention BF16: norm in + norm out (64 each) + qkv
+  // (64 + 2 x 32) + core out (64) = 320 x 1024 elements x 2 B + lse 1024 x 4 heads x 4 B = 671,744 B.
+  CHECK(bf16.attention == 671744);
+  // FP8: the norm output (qkv's input) and the core output (o's input), 2 x 65,536 elements, in
+  // 1 B instead of 2: 131,072 B less.
+  CHECK(fp8.attention == 671744 - 131072);
+  // The post-attention norm output feeds the BF16 router in an MoE layer: unchanged.
+  CHECK(fp8.norm == bf16.norm);
+  CHECK(fp8.router == bf16.router);
+  // Routed experts (R_max = 2048 rows, f_local 32): the grouped GEMM's input rows 2048 x 64 and the
+  // down projection's input 2048 x 32 in 1 B: 131,072 + 65,536 B less.
+  CHECK(fp8.routed_experts == bf16.routed_experts - 196608);
+  // A dense layer (F = 128): the norm output (1024 x 64) and the down input (1024 x 128) in FP8.
+  m.intermediate_size = 128;
+  const auto dense16 = dockyard::LayerActivations(m, none, w, false);
+  const auto dense8 = dockyard::LayerActivations(m, none, w8, false);
+  CHECK(dense8.norm == dense16.norm - 65536);
+  CHECK(dense16.dense_mlp == 1024 * 128 * 4 * 2);
+  CHECK(dense8.dense_mlp == 1024 * 128 * (3 * 2 + 1));
+  // Blockwise: each saved FP8 tensor keeps a fp32 scale per 1x128 tile: 131,072 elements + 1,024 x 4 B.
+  t.fp8_recipe = "blockwise";
+  const auto blockwise = dockyard::LayerActivations(m, none, dockyard::ComputeWorkload(TinyPlan(t)), true);
+  CHECK(blockwise.attention == 671744 - 262144 + 131072 + 4096);
+  // The stage's peak falls with FP8 by at least the activations saved.
+  CHECK(dockyard::ComputeMemory(TinyPlan(t)).stages[0].worst.activations_bytes <
+        dockyard::ComputeMemory(plan).stages[0].worst.activations_bytes);
+}
+
 TEST_CASE("BF16 optimizer states halve the AdamW moments") {
   dockyard::TrainingConfig t;
   CHECK(dockyard::TrainingBytesOf(t).moments == 8);
@@ -61,6 +102,31 @@ TEST_CASE("FP8 GEMMs: twice the peak at fp8_efficiency_ratio of the BF16 shape e
   CHECK(tflops(1024) <= 1233);
   CHECK(tflops(256) >= 815);
   CHECK(tflops(256) <= 932);
+}
+
+TEST_CASE("FP8 GEMMs in the default compute model: projections and expert GEMMs at 2 x 0.87 the speed, core and router in BF16") {
+  dockyard::TrainingConfig t;
+  const auto routing = dockyard::testing::TinyEp4Routing();
+  const dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
+  const auto bf16 = dockyard::SimulateStep(TinyPlan(t), c, routing);
+  t.precision = "fp8";
+  const auto fp8 = dockyard::SimulateStep(TinyPlan(t), c, routing);
+  auto phase = [](const dockyard::CostBreakdown& cb, const char* name, const char* dir) {
+    for (const auto& p : cb.phases)
+      if (p.name == name && p.direction == dir) return p.time_us;
+    return -1.0;
+  };
+  const double peak = 989e6;  // FLOP per us, dense BF16 (h100-sxm)
+  // Projections 2 x 1024 tokens x 12,288 params at 70 % of 2 x 989 x 0.87; the causal core
+  // 2 x 1024 x 512 x 4 heads x 32 at 50 % of the BF16 peak (flash attention stays BF16).
+  const double core = 2.0 * 1024 * 512 * 4 * 32 / (peak * 0.5);
+  CHECK(phase(fp8, "attention", "forward") == Approx(2.0 * 1024 * 12288 / (peak * 0.7 * 2 * 0.87) + core));
+  CHECK(phase(bf16, "attention", "forward") == Approx(2.0 * 1024 * 12288 / (peak * 0.7) + core));
+  // Grouped GEMM: every expert's 6 M D f FLOP at 1.74x the speed, the same routing.
+  CHECK(phase(fp8, "grouped_gemm", "forward") == Approx(phase(bf16, "grouped_gemm", "forward") / 1.74));
+  CHECK(phase(fp8, "grouped_gemm", "backward") == Approx(phase(bf16, "grouped_gemm", "backward") / 1.74));
+  CHECK(phase(fp8, "router", "forward") == Approx(phase(bf16, "router", "forward")));  // BF16
+  CHECK(fp8.step_time_us < bf16.step_time_us);
 }
 
 TEST_CASE("FP8 quantize kernels: bytes per element and their time in the shaped compute") {
@@ -109,4 +175,53 @@ TEST_CASE("Precision settings are validated") {
   t.fp8_recipe = "tensorwise";
   t.optimizer_states_dtype = "float16";
   CHECK_THROWS_WITH_AS(dockyard::ValidateTraining(t, "--"), doctest::Contains("--optimizer-states-dtype"), dockyard::Error);
+}
+
+TEST_CASE("FP8 parameter all-gather: FSDP gathers the FP8 GEMM weights in 1 B, the rest in param_dtype") {
+  dockyard::TrainingConfig t;
+  t.precision = "fp8";
+  const auto base = dockyard::testing::TinyEp4Plan(t);  // torchtitan: FSDP over dp_shard 4
+  t.fp8_param_gather = true;
+  const auto gather = dockyard::testing::TinyEp4Plan(t);
+  // A layer's dense FSDP unit: attention 12,288 elements (FP8 GEMM weights) + 2 norms 128 + router
+  // 512 (BF16): 12,928 x 2 B = 25,856 B without, 640 x 2 + 12,288 x 1 = 13,568 B with; the
+  // embedding and root units (no FP8 GEMM weights) are unchanged; the experts' efsdp is 1 (no
+  // all-gather).
+  auto gathered = [](const dockyard::Plan& plan) {
+    std::vector<int64_t> out;
+    for (const auto& e : dockyard::ComputeComm(plan, 0).entries)
+      if (e.purpose == "fsdp_all_gather_forward") out.push_back(e.bytes_per_call);
+    return out;
+  };
+  const auto b0 = gathered(base), b1 = gathered(gather);
+  REQUIRE(b0.size() == b1.size());
+  int64_t total0 = 0, total1 = 0;
+  for (size_t i = 0; i < b0.size(); ++i) {
+    total0 += b0[i];
+    total1 += b1[i];
+    if (b0[i] == 25856) CHECK(b1[i] == 13568);
+  }
+  CHECK(total0 - total1 == 2 * 12288);
+  // Time: the MoE layer's forward FSDP traffic is one all-gather of those bytes over the 4 GPUs.
+  const auto routing = dockyard::testing::TinyEp4Routing();
+  const dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
+  auto fsdp_fwd = [&](const dockyard::Plan& plan) {
+    for (const auto& p : dockyard::SimulateStep(plan, c, routing).phases)
+      if (p.name == "fsdp_comm" && p.layer_kind == "moe" && p.direction == "forward") return p.time_us;
+    return -1.0;
+  };
+  CHECK(fsdp_fwd(base) == Approx(dockyard::RingCollectiveUs(25856, 4, false, c, 4)));
+  CHECK(fsdp_fwd(gather) == Approx(dockyard::RingCollectiveUs(13568, 4, false, c, 4)));
+  // Memory does not move (the all-gather buffers are not split by precision).
+  CHECK(dockyard::ComputeMemory(gather).worst_peak_bytes == dockyard::ComputeMemory(base).worst_peak_bytes);
+}
+
+TEST_CASE("FP8 parameter all-gather is refused without FP8 GEMMs and without FSDP") {
+  dockyard::TrainingConfig t;
+  t.fp8_param_gather = true;  // invalid: precision is bf16
+  CHECK_THROWS_WITH_AS(dockyard::ValidateTraining(t, "--"),
+                       doctest::Contains("--fp8-param-gather: FP8 parameter all-gather needs precision fp8"), dockyard::Error);
+  t.precision = "fp8";  // invalid: megatron's default dp_sharding is zero1
+  CHECK_THROWS_WITH_AS(TinyPlan(t), doctest::Contains("fp8_param_gather: the FP8 parameter all-gather is modelled for dp_sharding fsdp"),
+                       dockyard::Error);
 }

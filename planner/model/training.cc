@@ -159,7 +159,7 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
                        "micro_batch_size",  "num_microbatches", "recompute",  "pp_layer_split", "gpu_memory_gib",
                        "imbalance",         "gpus_per_node",    "oep",        "refit_dtype",    "dispatcher",
                        "recompute_modules", "precision",        "fp8_recipe", "fp8_dispatch",   "optimizer_states_dtype",
-                       "mtp_layers"});
+                       "mtp_layers",        "fp8_param_gather"});
   TrainingConfig t;
   if (v.Has("dp_sharding")) {
     std::string s = v.String("dp_sharding");
@@ -217,6 +217,10 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
     if (!v.value().at("fp8_dispatch").is_boolean()) v.Fail("fp8_dispatch", "must be true or false");
     t.fp8_dispatch = v.value().at("fp8_dispatch").get<bool>();
   }
+  if (v.Has("fp8_param_gather")) {
+    if (!v.value().at("fp8_param_gather").is_boolean()) v.Fail("fp8_param_gather", "must be true or false");
+    t.fp8_param_gather = v.value().at("fp8_param_gather").get<bool>();
+  }
   t.optimizer_states_dtype = CanonicalDtype(v.StringOr("optimizer_states_dtype", t.optimizer_states_dtype));
   ValidateTraining(t, v.Where() + "/");
   return t;
@@ -243,6 +247,7 @@ Json TrainingToJson(const TrainingConfig& t) {
   if (t.precision != "bf16") j["precision"] = t.precision;
   if (t.fp8_recipe != "tensorwise") j["fp8_recipe"] = t.fp8_recipe;
   if (t.fp8_dispatch) j["fp8_dispatch"] = true;
+  if (t.fp8_param_gather) j["fp8_param_gather"] = true;
   if (t.optimizer_states_dtype != "float32") j["optimizer_states_dtype"] = t.optimizer_states_dtype;
   if (t.mtp_layers > 0) j["mtp_layers"] = t.mtp_layers;
   return j;

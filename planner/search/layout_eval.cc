@@ -397,6 +397,8 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   // --- Validation (BuildPlan's rules, no messages).
   const int di = c.dispatcher == "deredundency" ? 1 : c.dispatcher == "all_to_all" ? 0 : -1;
   if (di < 0) return EvaluateReference(c, simulate_over_budget);  // ValidateTraining rejects it there
+  // --fp8-param-gather splits each FSDP unit by precision: SimulateStep's path (opt-in).
+  if (options_.training.fp8_param_gather) return EvaluateReference(c, simulate_over_budget);
   if (!im.training_ok[di]) return r;
   const TrainingConfig& t = im.training[di];
   ParallelDims d;

@@ -281,7 +281,7 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
       for (int64_t e = 0; e < nle; ++e) {
         const double M = rows[r * nle + e];
         g += o.kernel_compute ? ExpertMlpForwardUs(M, D, f_local, c.dense_bf16_tflops, o, c.hbm_gbps)  // by shape (gemm_efficiency.h)
-                              : 6.0 * M * D * f_local / (peak * GroupedGemmEfficiency(M, o));
+                              : 6.0 * M * D * f_local / (peak * GroupedGemmEfficiency(M, o) * Fp8GemmSpeedup(o));
       }
       // Kernel-level model: the SwiGLU of the rank's received rows (kernels_model.h).
       if (o.kernel_compute)
@@ -354,7 +354,10 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
   const double d_v = a.kind == AttentionKind::kMla ? a.v_head_dim : a.head_dim;
   // Causal attention: each of the T local tokens attends on average to half of the sequence.
   const double core_flops = 2.0 * T * (t.seq_len / 2.0) * heads_local * (d_qk + d_v);
-  const double attention_us = 2.0 * T * attn_params / tp / (peak * o.dense_efficiency) + core_flops / (peak * o.attention_efficiency);
+  // FP8 GEMMs (gemm_efficiency.h Fp8GemmSpeedup) speed up the projections, not the flash core.
+  const double fp8x = Fp8GemmSpeedup(o);
+  const double attention_us =
+      2.0 * T * attn_params / tp / (peak * o.dense_efficiency * fp8x) + core_flops / (peak * o.attention_efficiency);
   // Context parallelism's K/V exchange per layer (network.h): the ring's transfers under the
   // attention core's blocks, or the Ulysses all-to-alls of Q, K, V and the output.
   double cp_fwd = 0, cp_bwd = 0;
@@ -386,8 +389,12 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
     for (int kind = 0; kind < 2; ++kind) {
       if (!in.fsdp_layer[kind].present) continue;
       const double dense_elems = in.fsdp_layer[kind].dense_elems, sparse_elems = in.fsdp_layer[kind].sparse_elems;
-      fsdp_ag[kind] = RingCollectiveUs(dense_elems * param_b, dn.size, dn.spans_nodes, c, dn.members_per_domain) +
-                      RingCollectiveUs(sparse_elems * param_b, sp.size, sp.spans_nodes, c, sp.members_per_domain);
+      // --fp8-param-gather: the FP8 GEMM weights travel in FP8 (precision.h Fp8WeightBytesPerElement).
+      const double fp8_b = Fp8WeightBytesPerElement(t);
+      const double fp8_dense = in.fsdp_layer[kind].fp8_dense_elems, fp8_sparse = in.fsdp_layer[kind].fp8_sparse_elems;
+      fsdp_ag[kind] =
+          RingCollectiveUs((dense_elems - fp8_dense) * param_b + fp8_dense * fp8_b, dn.size, dn.spans_nodes, c, dn.members_per_domain) +
+          RingCollectiveUs((sparse_elems - fp8_sparse) * param_b + fp8_sparse * fp8_b, sp.size, sp.spans_nodes, c, sp.members_per_domain);
       fsdp_rs[kind] = RingCollectiveUs(dense_elems * grad_b, dn.size, dn.spans_nodes, c, dn.members_per_domain) +
                       RingCollectiveUs(sparse_elems * grad_b, sp.size, sp.spans_nodes, c, sp.members_per_domain);
     }
@@ -427,7 +434,7 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
   out.routing_imbalance = mp.imbalance;
   const double router_us = std::max(2.0 * static_cast<double>(w.dispatch_tokens) * D * E / (peak * o.dense_efficiency), o.memory_floor_us);
   const double shared_us =
-      m.moe.num_shared_experts > 0 ? 6.0 * T * D * m.moe.shared_expert_intermediate_size / tp / (peak * o.dense_efficiency) : 0.0;
+      m.moe.num_shared_experts > 0 ? 6.0 * T * D * m.moe.shared_expert_intermediate_size / tp / (peak * o.dense_efficiency * fp8x) : 0.0;
   // Backward computes input and weight gradients (2x the forward FLOPs); with full
   // recomputation it first re-runs the forward, communication included (3x compute, 2x comm).
   const bool full_recompute = t.recompute == Recompute::kFull;
@@ -474,7 +481,7 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
       const double kv_b_k = static_cast<double>(a.kv_lora_rank);
       rf.mla_up_proj = o.kernel_compute ? LinearUs(T, q_b_n, q_b_k, false, c.dense_bf16_tflops, o) +
                                               LinearUs(T, kv_b_n, kv_b_k, false, c.dense_bf16_tflops, o)
-                                        : 2.0 * T * (q_b_n * q_b_k + kv_b_n * kv_b_k) / (peak * o.dense_efficiency);
+                                        : 2.0 * T * (q_b_n * q_b_k + kv_b_n * kv_b_k) / (peak * o.dense_efficiency * fp8x);
     }
     rf.router = compute(router_us, sc.router, 0, 1.0) + kx.router[0];
     rf.permute = rf.unpermute = mp.permute_max;
@@ -541,7 +548,7 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
   out.moe_layer_us = moe_fwd + moe_bwd;
 
   // --- Dense layer.
-  const double dense_mlp_us = m.intermediate_size > 0 ? 6.0 * T * D * m.intermediate_size / tp / (peak * o.dense_efficiency) : 0.0;
+  const double dense_mlp_us = m.intermediate_size > 0 ? 6.0 * T * D * m.intermediate_size / tp / (peak * o.dense_efficiency * fp8x) : 0.0;
   const bool has_dense = in.num_moe_layers < m.num_hidden_layers;
   if (t.recompute == Recompute::kSelective) {
     rf.dense_mlp = compute(dense_mlp_us, sc.dense_mlp, 0, 1.0) + kx.dense_mlp[0];
@@ -732,14 +739,16 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
       for (int64_t l = 0; l < m.num_hidden_layers && layer < 0; ++l)
         if (m.moe_layers[l] == moe) layer = l;
       if (layer < 0) continue;
-      double dense_elems = 0, sparse_elems = 0;
+      double dense_elems = 0, sparse_elems = 0, fp8_dense = 0, fp8_sparse = 0;
       for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
         const auto& p = plan.inventory.params[i];
         if (p.layer != layer) continue;
         // FSDP gathers the model-parallel shard back (rank 0 holds the largest one).
-        (plan.placements[i].sparse_mesh ? sparse_elems : dense_elems) += static_cast<double>(ModelParallelNumel(plan, i, 0));
+        const double n = static_cast<double>(ModelParallelNumel(plan, i, 0));
+        (plan.placements[i].sparse_mesh ? sparse_elems : dense_elems) += n;
+        if (t.fp8_param_gather && Fp8GemmGroup(RoleGroup(p.role))) (plan.placements[i].sparse_mesh ? fp8_sparse : fp8_dense) += n;
       }
-      in.fsdp_layer[kind] = {true, dense_elems, sparse_elems};
+      in.fsdp_layer[kind] = {true, dense_elems, sparse_elems, fp8_dense, fp8_sparse};
     }
   }
 

@@ -155,11 +155,14 @@ struct StepInputs {
   CollectiveGroup tp_group;     // rank 0's tp group
   // FSDP only: rank 0's data-parallel groups (dense: dp_shard*cp or dp*cp; sparse: efsdp or edp)
   // and, for the first MoE [0] and the first dense [1] layer, its model-parallel elements on rank 0
-  // on the dense and the sparse mesh (summed as doubles in inventory order).
+  // on the dense and the sparse mesh (summed as doubles in inventory order); with
+  // --fp8-param-gather, the part of each that is FP8 GEMM weights (precision.h Fp8GemmGroup),
+  // all-gathered in FP8.
   CollectiveGroup dense_dp_group, sparse_dp_group;
   struct FsdpLayer {
     bool present = false;  // the model has a layer of this kind
     double dense_elems = 0, sparse_elems = 0;
+    double fp8_dense_elems = 0, fp8_sparse_elems = 0;
   } fsdp_layer[2];
   const MoePhaseTimes* moe_phases = nullptr;  // SimulateMoePhases for the plan's EP group
   int64_t num_moe_layers = 0;

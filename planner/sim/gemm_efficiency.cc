@@ -18,9 +18,7 @@ double Fill(double x, double half) {
 double GemmUs(double m, double n, double k, double peak_tflops, const CostOptions& o) {
   if (m <= 0 || n <= 0 || k <= 0) return 0.0;
   // FP8: twice the BF16 peak at fp8_efficiency_ratio of the shape's BF16 efficiency (precision.h).
-  const double peak = o.fp8_gemms ? 2.0 * peak_tflops : peak_tflops;
-  const double eff = GemmShapeEfficiency(m, n, k, o) * (o.fp8_gemms ? o.fp8_efficiency_ratio : 1.0);
-  return 2.0 * m * n * k / (peak * kFlopsPerUsPerTflops * eff);
+  return 2.0 * m * n * k / (peak_tflops * kFlopsPerUsPerTflops * GemmShapeEfficiency(m, n, k, o) * Fp8GemmSpeedup(o));
 }
 
 // The FP8 input-quantize kernel of `elements` BF16 elements (0 without FP8 or without hbm_gbps).
@@ -48,6 +46,10 @@ double ExpertMlpForwardUs(double rows, double hidden, double f, double peak_tflo
   const double padded = tile > 0 ? std::ceil(rows / tile) * tile : rows;
   return GemmUs(padded, 2.0 * f, hidden, peak_tflops, o) + GemmUs(padded, hidden, f, peak_tflops, o) +
          QuantizeUs(rows * hidden, o, hbm_gbps) + QuantizeUs(rows * f, o, hbm_gbps);
+}
+
+double Fp8GemmSpeedup(const CostOptions& o) {
+  return o.fp8_gemms ? kFp8PeakOverBf16 * o.fp8_efficiency_ratio : 1.0;
 }
 
 CostOptions WithPrecision(const CostOptions& options, const TrainingConfig& training) {

@@ -1,6 +1,6 @@
 // GEMM and flash-attention efficiency by shape, for the kernel-level compute model
 // (`--compute-model kernels`, docs/cost-model.md "GEMM efficiency by shape"). Nothing here is read
-// with the default `--compute-model gemm`.
+// with the default `--compute-model gemm`, except the FP8 GEMM rule (Fp8GemmSpeedup).
 //
 // A GEMM C[M, N] = A[M, K] B[K, N] (2 M N K FLOP) runs at
 //   eff(M, N, K) = gemm_shape_efficiency · M / (M + gemm_half_rows) · N / (N + gemm_half_nk) · K / (K + gemm_half_nk)
@@ -36,6 +36,13 @@ double LinearUs(double m, double n, double k, bool backward, double peak_tflops,
 // `rows` rows padded to whole gemm_tile_rows tiles, in microseconds; 0 for no rows.
 // With FP8 GEMMs (options.fp8_gemms) and `hbm_gbps` > 0, plus the quantize kernels of both inputs.
 double ExpertMlpForwardUs(double rows, double hidden, double f, double peak_tflops, const CostOptions& options, double hbm_gbps = 0);
+
+// How many times faster a GEMM of a given shape runs with FP8 GEMMs (options.fp8_gemms) than in
+// BF16: the FP8 peak (precision.h kFp8PeakOverBf16) times fp8_efficiency_ratio; 1 without FP8.
+// The one FP8 GEMM rule of both compute models: LinearUs / ExpertMlpForwardUs here, and the
+// fixed-efficiency GEMMs of the default model (cost.cc: attention projections, grouped GEMM,
+// shared experts, dense MLP, MLA up-projections). The router, lm_head and the flash core stay BF16.
+double Fp8GemmSpeedup(const CostOptions& options);
 
 // `options` with fp8_gemms / fp8_blockwise from the training config (precision.h).
 CostOptions WithPrecision(const CostOptions& options, const TrainingConfig& training);
