@@ -115,7 +115,7 @@ RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
           "--tokens-per-rank 0: tokens per rank must be in [1, 2^24]; with 0 tokens no row is routed, dispatched or compared, "
           "so the run would pass with 0 elements checked");
   Require(o.tokens_per_rank >= 0 && o.tokens_per_rank <= (int64_t{1} << 24),
-          fmt::format("tokens per rank must be in [0, 2^24], got {}", o.tokens_per_rank));
+          fmt::format("--tokens-per-rank {}: tokens per rank must be in [1, 2^24]", o.tokens_per_rank));
   Require(o.iters >= 1 && o.iters <= 1000000, fmt::format("iters must be in [1, 10^6], got {}", o.iters));
   Require(o.warmup >= 0 && o.warmup <= 1000000, fmt::format("warmup must be in [0, 10^6], got {}", o.warmup));
   Require(std::isfinite(o.atol) && o.atol >= 0, fmt::format("atol must be a finite number >= 0, got {}", o.atol));

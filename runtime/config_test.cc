@@ -141,8 +141,8 @@ TEST_CASE("Shared experts over tp 2 with tokens replicated over etp 4 are reject
 TEST_CASE("Options out of range are rejected with the field and value") {
   RunOptions o;
   o.tokens_per_rank = -1;
-  CHECK_THROWS_WITH_AS(MakeRunConfig(MakePlan(TinyMoe(), 2, 2), o), doctest::Contains("tokens per rank must be in [0, 2^24], got -1"),
-                       Error);
+  CHECK_THROWS_WITH_AS(MakeRunConfig(MakePlan(TinyMoe(), 2, 2), o),
+                       doctest::Contains("--tokens-per-rank -1: tokens per rank must be in [1, 2^24]"), Error);
   o = {};
   o.iters = 0;
   CHECK_THROWS_WITH_AS(MakeRunConfig(MakePlan(TinyMoe(), 2, 2), o), doctest::Contains("iters must be in [1, 10^6], got 0"), Error);

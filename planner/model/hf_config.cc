@@ -45,8 +45,10 @@ void ReadGqa(const JsonView& c, ModelSpec& m) {
   }
 }
 
-// Layer lists are materialized per layer: bound the count before anything is allocated.
-constexpr int64_t kMaxLayers = 100000;
+// Layer lists, inventories and reports are materialized per layer: bound the count before anything
+// is allocated. Published MoE models have at most 128 layers (Kimi-K2 61, DeepSeek-V3 61,
+// Llama-4-Maverick 48, MiniMax-M2 62); 1024 leaves room, and keeps a plan under a few seconds.
+constexpr int64_t kMaxLayers = 1024;
 
 void ReadCommon(const JsonView& c, ModelSpec& m) {
   m.vocab_size = c.Int("vocab_size");
@@ -78,6 +80,10 @@ void QwenMoeLayers(const JsonView& c, ModelSpec& m) {
 // i % moe_layer_freq == 0.
 void DeepseekMoeLayers(const JsonView& c, ModelSpec& m) {
   int64_t first_dense = c.IntOr("first_k_dense_replace", 0, 0);
+  if (first_dense >= m.num_hidden_layers) {
+    c.Fail("first_k_dense_replace", fmt::format("{} leaves no MoE layer: the first {} layers are dense and num_hidden_layers is {}",
+                                                first_dense, first_dense, m.num_hidden_layers));
+  }
   int64_t freq = c.IntOr("moe_layer_freq", 1);
   m.moe_layers.assign(m.num_hidden_layers, false);
   for (int64_t i = 0; i < m.num_hidden_layers; ++i) m.moe_layers[i] = i >= first_dense && i % freq == 0;
@@ -166,11 +172,17 @@ ModelSpec ReadDeepseek(const JsonView& c, bool v3) {
   if (m.moe.score_func != "softmax" && m.moe.score_func != "sigmoid") {
     c.Fail("scoring_func", fmt::format("must be \"softmax\" or \"sigmoid\", got \"{}\"", m.moe.score_func));
   }
+  // MoEGate's three top-k methods (modeling_deepseek.py): greedy, group_limited_greedy, noaux_tc.
+  const std::string topk_method = c.StringOr("topk_method", v3 ? "noaux_tc" : "greedy");
+  if (topk_method != "greedy" && topk_method != "group_limited_greedy" && topk_method != "noaux_tc") {
+    c.Fail("topk_method",
+           fmt::format("must be \"greedy\", \"group_limited_greedy\" or \"noaux_tc\" (modeling_deepseek.py MoEGate), got \"{}\"",
+                       topk_method));
+  }
   // noaux_tc routing keeps a per-expert bias added to the scores for top-k selection.
-  m.moe.score_correction_bias = v3 && c.StringOr("topk_method", "noaux_tc") == "noaux_tc";
+  m.moe.score_correction_bias = v3 && topk_method == "noaux_tc";
   // Group-limited routing: noaux_tc (V3) and group_limited_greedy (V2) keep topk_group of the
   // n_group expert groups per token (modeling_deepseek.py MoEGate); greedy (V2-Lite) does not.
-  const std::string topk_method = c.StringOr("topk_method", v3 ? "noaux_tc" : "greedy");
   if (topk_method == "noaux_tc" || topk_method == "group_limited_greedy") {
     m.moe.n_group = c.IntOr("n_group", 1, 1);
     m.moe.topk_group = c.IntOr("topk_group", m.moe.n_group, 1);

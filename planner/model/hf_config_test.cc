@@ -919,5 +919,16 @@ TEST_CASE("An unknown torch_dtype is rejected with the supported list") {
                        Error);
 }
 
+TEST_CASE("An unknown DeepSeek topk_method is refused (it decides the score bias and the group limit)") {
+  Json cfg = ReadJsonFile(kHfDir + "deepseek-v3.json");
+  cfg["topk_method"] = "random";
+  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"),
+                       doctest::Contains("cfg.json: /topk_method: must be \"greedy\", \"group_limited_greedy\" or \"noaux_tc\""), Error);
+  cfg["topk_method"] = "group_limited_greedy";  // V2's method on V3: group limit kept, no score bias
+  ModelSpec m = ModelSpecFromHfConfig(cfg, "cfg.json");
+  CHECK_FALSE(m.moe.score_correction_bias);
+  CHECK(m.moe.n_group == 8);
+}
+
 }  // namespace
 }  // namespace dockyard

@@ -58,6 +58,10 @@ void ReadMinimaxM2Extras(const JsonView& c, ModelSpec& m) {
   }
   if (c.Has("attn_type_list")) {
     const std::vector<int64_t> types = c.IntList("attn_type_list");
+    if (static_cast<int64_t>(types.size()) != m.num_hidden_layers) {
+      c.Fail("attn_type_list",
+             fmt::format("one entry per layer: num_hidden_layers is {}, got {} elements", m.num_hidden_layers, types.size()));
+    }
     for (size_t i = 0; i < types.size(); ++i) {
       if (types[i] != 1) {
         throw Error(
@@ -92,6 +96,12 @@ void ReadErnie45MoeExtras(const JsonView& c, ModelSpec& m) {
   const int64_t start = c.Int("moe_layer_start_index", 0);
   const int64_t end_key = c.IntOr("moe_layer_end_index", -1, -1);
   const int64_t end = end_key == -1 ? layers - 1 : end_key;
+  if (start >= layers) {
+    c.Fail("moe_layer_start_index", fmt::format("{} leaves no MoE layer: num_hidden_layers is {}", start, layers));
+  }
+  if (end < start) {
+    c.Fail("moe_layer_end_index", fmt::format("{} is below moe_layer_start_index ({}): no layer is MoE", end, start));
+  }
   const int64_t interval = c.IntOr("moe_layer_interval", 1);
   m.moe_layers.assign(layers, false);
   for (int64_t i = 0; i < layers; ++i) m.moe_layers[i] = (i + 1) % interval == 0 && i >= start && i <= end;

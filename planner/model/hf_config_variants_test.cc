@@ -552,5 +552,34 @@ TEST_CASE("A dockyard spec with an indexer on GQA attention is rejected") {
                        Error);
 }
 
+TEST_CASE("A MiniMax attn_type_list needs one entry per layer") {
+  Json cfg = MinimaxConfig();
+  cfg["attn_type_list"] = Json::array({1, 1, 1, 1, 1, 1, 1, 1, 1, 1});  // 10 entries for num_hidden_layers 62
+  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"),
+                       doctest::Contains("cfg.json: /attn_type_list: one entry per layer: num_hidden_layers is 62, got 10 elements"),
+                       Error);
+}
+
+TEST_CASE("ERNIE MoE layer bounds that leave no MoE layer name the field at fault") {
+  Json cfg = ReadJsonFile(kHfDir + "ernie-4.5-21b-a3b.json");
+  cfg["moe_layer_start_index"] = 20;
+  cfg["moe_layer_end_index"] = 5;  // end below start: no layer i with 20 <= i <= 5
+  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"),
+                       doctest::Contains("cfg.json: /moe_layer_end_index: 5 is below moe_layer_start_index (20)"), Error);
+  cfg["moe_layer_end_index"] = 27;
+  cfg["moe_layer_start_index"] = 28;  // num_hidden_layers 28: layers 0..27
+  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"),
+                       doctest::Contains("cfg.json: /moe_layer_start_index: 28 leaves no MoE layer: num_hidden_layers is 28"), Error);
+}
+
+TEST_CASE("Ling first_k_dense_replace at or past the layer count names the field") {
+  Json cfg = ReadJsonFile(kHfDir + "ling-flash-2.0.json");
+  cfg["first_k_dense_replace"] = 40;  // num_hidden_layers 32
+  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"),
+                       doctest::Contains("cfg.json: /first_k_dense_replace: 40 leaves no MoE layer: the first 40 layers are dense and "
+                                         "num_hidden_layers is 32"),
+                       Error);
+}
+
 }  // namespace
 }  // namespace dockyard
