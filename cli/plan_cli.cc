@@ -89,6 +89,8 @@ struct CliOptions {
   bool model_given = false, json_given = false, refit_given = false, html_given = false;
   // Schedule settings (planner/model/pipeline_schedule.h RunSettings).
   std::string fsdp_reshard, grad_accumulation_steps, vpp, cp_comm;
+  std::string pipeline_layout;  // Megatron --pipeline-model-parallel-layout (planner/model/pipeline_layout.h)
+  bool account_for_embedding = false, account_for_loss = false;
   bool overlap_grad_reduce = false, overlap_param_gather = false, overlap_moe_ep_comm = false;
   std::string search_dispatchers;  // search --search-dispatchers
   // simulate
@@ -178,6 +180,13 @@ void AddPlanOptions(CLI::App* app, CliOptions& o) {
   app->add_flag("--overlap-moe-expert-parallel-comm", o.overlap_moe_ep_comm,
                 "Megatron: EP all-to-alls of one micro-batch under another's compute (ep > 1, all_to_all, no full "
                 "recompute, --vpp with pp > 1)");
+  app->add_option("--pipeline-model-parallel-layout", o.pipeline_layout,
+                  "Megatron layout of pp x vpp stages: E embedding, t layer, m MTP layer, L loss, | stage end, (..)*N "
+                  "repeat, e.g. 'Et|(tt|)*30mL' (sets vpp)");
+  app->add_flag("--account-for-embedding-in-pipeline-split", o.account_for_embedding,
+                "Megatron: the embedding counts as one layer when splitting layers over stages");
+  app->add_flag("--account-for-loss-in-pipeline-split", o.account_for_loss,
+                "Megatron: the loss (final norm, lm_head) counts as one layer when splitting layers over stages");
   app->add_flag("--overlap-grad-reduce", o.overlap_grad_reduce,
                 "Megatron: the step-end gradient reduce runs under the last backward (zero1 / ddp)");
   app->add_flag("--overlap-param-gather", o.overlap_param_gather,
@@ -226,6 +235,9 @@ TrainingConfig ResolveTraining(const CliOptions& o, const ModelSpec& model, int6
   if (o.overlap_grad_reduce) t.run.overlap_grad_reduce = true;
   if (o.overlap_moe_ep_comm) t.run.overlap_moe_ep_comm = true;
   if (o.overlap_param_gather) t.run.overlap_param_gather = true;
+  if (!o.pipeline_layout.empty()) t.run.pipeline_layout = o.pipeline_layout;
+  if (o.account_for_embedding) t.run.account_for_embedding = true;
+  if (o.account_for_loss) t.run.account_for_loss = true;
   ValidateTraining(t, "--");
   if (!o.pp_layer_split.empty()) t.pp_layer_split = ParseLayerSplit(o.pp_layer_split, pp, model.num_hidden_layers, "--pp-layer-split");
   return t;
@@ -417,6 +429,12 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   ApplyComputeFlags(o, &s.cost);
   s.routing = ParseRoutingSpec(o.routing);
   s.routing.seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
+  if (!o.pipeline_layout.empty()) {
+    throw Error(
+        fmt::format("--pipeline-model-parallel-layout \"{}\": a layout fixes pp x vpp stages; search varies pp (use plan / "
+                    "simulate for a layout, or --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split)",
+                    o.pipeline_layout));
+  }
   const ModelSpec model = LoadModelOrDefault(o.model);
   // --fp8-dispatch reaches the candidates whose dispatcher has it (all_to_all, deepep).
   CliOptions training_flags = o;

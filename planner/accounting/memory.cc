@@ -43,7 +43,7 @@ MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank) {
   }
   // MTP modules (opt-in, mtp.h) on the last stage: each a copy of the last decoder layer, sharded
   // like it, plus eh_proj, its norms and (pp > 1) the word embedding; role group "mtp".
-  if (plan.training.mtp_layers > 0 && stage == plan.dims.pp - 1) {
+  if (plan.training.mtp_layers > 0 && stage == plan.mtp_stage) {
     auto& e = elems["mtp"];
     const int64_t last = plan.model.num_hidden_layers - 1;
     for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
@@ -282,10 +282,10 @@ StageLayers LayersOfStage(const Plan& plan, int64_t stage) {
     first = false;
     ++(moe ? st.moe_layers : st.dense_layers);
   }
-  st.first_stage = stage == 0;
-  st.last_stage = stage == plan.dims.pp - 1;
-  // MTP modules (opt-in) run on the last stage: one more layer like the last each.
-  if (st.last_stage && plan.training.mtp_layers > 0) {
+  st.first_stage = stage == plan.embedding_stage;
+  st.last_stage = stage == plan.loss_stage;
+  // MTP modules (opt-in) run on the last stage (or where a layout puts them): one more layer like the last each.
+  if (stage == plan.mtp_stage && plan.training.mtp_layers > 0) {
     (plan.model.moe_layers.back() ? st.moe_layers : st.dense_layers) += plan.training.mtp_layers;
   }
   return st;

@@ -39,6 +39,10 @@ struct RunSettings {
   // micro-batch run under another micro-batch's compute (combined 1F1B: a forward paired with a
   // backward).
   bool overlap_moe_ep_comm = false;
+  // Megatron pipeline layouts (pipeline_layout.h): --pipeline-model-parallel-layout (empty =
+  // none), --account-for-embedding-in-pipeline-split, --account-for-loss-in-pipeline-split.
+  std::string pipeline_layout;
+  bool account_for_embedding = false, account_for_loss = false;
 };
 
 // The reshard-after-forward value `policy` gives at pipeline degree `pp`.

@@ -206,7 +206,10 @@ struct LayoutEvaluator::Impl {
     if (it != splits.end()) return it->second;
     Split s;
     try {
-      s.layer_stage = ResolveLayerSplit(t, m.num_hidden_layers, pp);  // once per pp: the result is cached
+      // Once per pp: the result is cached. The account-for-embedding / loss split keeps the
+      // embedding on stage 0 and the loss and MTP on stage pp - 1, as the rest of this evaluator
+      // assumes (a --pipeline-model-parallel-layout is refused by the search's front end).
+      s.layer_stage = ResolvePipelineStages(t, m.num_hidden_layers, pp).layer_stage;
     } catch (const Error&) {
       s.valid = false;
     }

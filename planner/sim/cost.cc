@@ -580,10 +580,13 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
                             : 0.0;
   double worst_stage = 0;
   int64_t slowest_stage = 0;
+  const int64_t loss_stage = in.loss_stage < 0 ? d.pp - 1 : in.loss_stage;
+  const int64_t mtp_stage = in.mtp_stage < 0 ? d.pp - 1 : in.mtp_stage;
   for (int64_t s = 0; s < d.pp; ++s) {
-    // The last stage runs lm_head and, with --mtp-layers, each MTP module's layer and logits.
+    // The last stage (a layout's loss stage) runs lm_head and, with --mtp-layers, each MTP
+    // module's layer and logits (on a layout's MTP stage).
     const double mtp_us = static_cast<double>(t.mtp_layers) * ((m.moe_layers.back() ? out.moe_layer_us : out.dense_layer_us) + lm_head_us);
-    double stage = (s == d.pp - 1 ? lm_head_us + mtp_us : 0.0) + p2p_us;
+    double stage = (s == loss_stage ? lm_head_us : 0.0) + (s == mtp_stage ? mtp_us : 0.0) + p2p_us;
     for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
       if (layer_stage[l] == s) stage += m.moe_layers[l] ? out.moe_layer_us : out.dense_layer_us;
     }
@@ -606,7 +609,7 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
       if (layer_stage[l] == slowest_stage) (m.moe_layers[l] ? moe_n : dense_n)++;
     }
     const double stage_fwd = static_cast<double>(moe_n) * moe_fwd + static_cast<double>(dense_n) * dense_fwd +
-                             (slowest_stage == d.pp - 1 ? lm_head_us / 3.0 : 0.0) + p2p_us / 2.0;
+                             (slowest_stage == loss_stage ? lm_head_us / 3.0 : 0.0) + p2p_us / 2.0;
     const double stage_bwd = worst_stage - stage_fwd;
     const double param_us = in.dp_step_param_gather_us, grad_us = in.dp_step_comm_us - param_us;
     out.dp_step_comm_us = (t.run.overlap_grad_reduce ? ExposedUs(grad_us, stage_bwd) : grad_us) +
@@ -637,7 +640,7 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
     share[r.id] += r.us * static_cast<double>(r.moe ? moe_count : dense_count) * slots;
     present[r.id] = true;
   }
-  if (slowest_stage == d.pp - 1) {
+  if (slowest_stage == loss_stage) {
     share[kLmHead] += lm_head_us * slots;
     present[kLmHead] = true;
   }
@@ -759,6 +762,8 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
   in.moe_phases = &moe;
   in.num_moe_layers = m.NumMoeLayers();
   in.layer_stage = &plan.layer_stage;
+  in.loss_stage = plan.loss_stage;
+  in.mtp_stage = plan.mtp_stage;
 
   const CommReport comm = ComputeComm(plan, 0);
   for (const auto& e : comm.entries) {
