@@ -91,6 +91,7 @@ struct CliOptions {
   std::string fsdp_reshard, grad_accumulation_steps, vpp, cp_comm;
   std::string pipeline_layout;  // Megatron --pipeline-model-parallel-layout (planner/model/pipeline_layout.h)
   bool account_for_embedding = false, account_for_loss = false;
+  std::string pipeline_schedule;  // --pipeline-schedule (pipeline_schedule.h)
   bool overlap_grad_reduce = false, overlap_param_gather = false, overlap_moe_ep_comm = false;
   std::string search_dispatchers;  // search --search-dispatchers
   // simulate
@@ -183,6 +184,9 @@ void AddPlanOptions(CLI::App* app, CliOptions& o) {
   app->add_option("--pipeline-model-parallel-layout", o.pipeline_layout,
                   "Megatron layout of pp x vpp stages: E embedding, t layer, m MTP layer, L loss, | stage end, (..)*N "
                   "repeat, e.g. 'Et|(tt|)*30mL' (sets vpp)");
+  app->add_option("--pipeline-schedule", o.pipeline_schedule,
+                  "1f1b (interleaved with --vpp) | dualpipe (DeepSeek-V3: even pp, micro-batches even and >= 2 pp; default 1f1b)")
+      ->check(CLI::IsMember({"1f1b", "dualpipe"}));
   app->add_flag("--account-for-embedding-in-pipeline-split", o.account_for_embedding,
                 "Megatron: the embedding counts as one layer when splitting layers over stages");
   app->add_flag("--account-for-loss-in-pipeline-split", o.account_for_loss,
@@ -238,6 +242,7 @@ TrainingConfig ResolveTraining(const CliOptions& o, const ModelSpec& model, int6
   if (!o.pipeline_layout.empty()) t.run.pipeline_layout = o.pipeline_layout;
   if (o.account_for_embedding) t.run.account_for_embedding = true;
   if (o.account_for_loss) t.run.account_for_loss = true;
+  if (!o.pipeline_schedule.empty()) t.run.schedule = o.pipeline_schedule;
   ValidateTraining(t, "--");
   if (!o.pp_layer_split.empty()) t.pp_layer_split = ParseLayerSplit(o.pp_layer_split, pp, model.num_hidden_layers, "--pp-layer-split");
   return t;
@@ -434,6 +439,11 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
         fmt::format("--pipeline-model-parallel-layout \"{}\": a layout fixes pp x vpp stages; search varies pp (use plan / "
                     "simulate for a layout, or --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split)",
                     o.pipeline_layout));
+  }
+  if (o.pipeline_schedule == "dualpipe") {
+    throw Error(
+        "--pipeline-schedule dualpipe: the layout search's memory rules do not hold DualPipe's second model chunk per rank "
+        "(use plan / simulate for DualPipe)");
   }
   const ModelSpec model = LoadModelOrDefault(o.model);
   // --fp8-dispatch reaches the candidates whose dispatcher has it (all_to_all, deepep).

@@ -29,8 +29,20 @@ int64_t Narrow(WideInt v, const char* what) {
 
 }  // namespace
 
-MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank) {
+MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank, bool with_mirror) {
   const int64_t stage = plan.meshes.dense.Coord(rank, 0);
+  if (with_mirror && IsDualPipe(plan.training.run)) {
+    MemoryBreakdown m = StaticMemoryOnRank(plan, rank, false);
+    const int64_t mirror = rank + (DualPipeMirrorStage(plan.dims.pp, stage) - stage) * plan.dims.stage_size();
+    const MemoryBreakdown other = StaticMemoryOnRank(plan, mirror, false);
+    m.params_bytes = CheckedAdd(m.params_bytes, other.params_bytes, "params bytes");
+    m.grads_bytes = CheckedAdd(m.grads_bytes, other.grads_bytes, "grads bytes");
+    m.optimizer_bytes = CheckedAdd(m.optimizer_bytes, other.optimizer_bytes, "optimizer bytes");
+    for (const auto& [k, v] : other.params_by_role) m.params_by_role[k] = CheckedAdd(m.params_by_role[k], v, "params bytes");
+    for (const auto& [k, v] : other.grads_by_role) m.grads_by_role[k] = CheckedAdd(m.grads_by_role[k], v, "grads bytes");
+    for (const auto& [k, v] : other.optimizer_by_role) m.optimizer_by_role[k] = CheckedAdd(m.optimizer_by_role[k], v, "optimizer bytes");
+    return m;
+  }
   // Local elements per role group (keyed by the group's literal) and mesh, without building
   // strings per parameter: this runs for every rank of the world.
   std::map<const char*, std::pair<int64_t, int64_t>> elems;  // group -> (dense, sparse)

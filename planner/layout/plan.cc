@@ -108,6 +108,7 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
   const PipelineStages stages = ResolvePipelineStages(plan.training, model.num_hidden_layers, plan.dims.pp);
   plan.training.run.vpp = stages.vpp;
   ValidateRunSettings(plan.training.run, static_cast<int>(*plan.training.dp_sharding), plan.dims.pp);
+  ValidateSchedule(plan.training.run, plan.dims.pp, *plan.training.num_microbatches);
   ValidateEpOverlap(plan.training.run, plan.dims.pp, plan.dims.ep, plan.training.dispatcher, plan.training.recompute == Recompute::kFull);
   if (plan.training.dispatcher == "deredundency" && plan.training.oep && plan.dims.ep % *plan.training.oep != 0) {
     throw Error(
