@@ -39,6 +39,7 @@
 #include "planner/report/report.h"
 #include "planner/search/search.h"
 #include "planner/accounting/workload.h"
+#include "planner/sim/network.h"
 
 namespace dockyard {
 namespace {
@@ -163,7 +164,8 @@ void AddPlanOptions(CLI::App* app, CliOptions& o) {
                   "MTP modules trained (Megatron --mtp-num-layers; DeepSeek-V3: 1) on the last stage (default 0)");
   app->add_option("--gpu-memory-gib", o.gpu_memory_gib, "memory budget per GPU in GiB: prints headroom (default none)");
   app->add_option("--imbalance", o.imbalance, "max / mean tokens received per rank, sizes all-to-all buffers (default 1.0)");
-  app->add_option("--gpus-per-node", o.gpus_per_node, "GPUs per node, for cross-node traffic (default 8; simulate: the cluster's)");
+  app->add_option("--gpus-per-node", o.gpus_per_node,
+                  "GPUs per node, for cross-node traffic (default 8; simulate: the cluster's NVLink domain)");
   app->add_option("--dispatcher", o.dispatcher,
                   "all_to_all | deredundency | deepep (Megatron flex: DeepEP / HybridEP) | allgather (default all_to_all)")
       ->check(CLI::IsMember({"all_to_all", "deredundency", "deepep", "allgather"}));
@@ -306,8 +308,9 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   if (command == Command::kSimulate) {
     cluster = LoadCluster(o.cluster);
     if (!o.calibration.empty()) calibration = LoadCalibration(o.calibration);
-    // The cluster's node size decides cross-node traffic unless --gpus-per-node says otherwise.
-    if (o.gpus_per_node.empty()) training.gpus_per_node = cluster->gpus_per_node;
+    // The cluster's locality unit decides cross-node traffic unless --gpus-per-node says otherwise:
+    // the NVLink domain, the time model's rule (network.h NvlinkDomainGpus).
+    if (o.gpus_per_node.empty()) training.gpus_per_node = NvlinkDomainGpus(*cluster);
   }
   Plan plan = BuildPlan(model, dims, training);
   // Everything that can fail is computed before anything is written.

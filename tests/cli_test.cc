@@ -615,3 +615,21 @@ TEST_CASE("The newer families plan and check; simulate and search refuse what th
   REQUIRE(r.code == 0);
   CHECK(dockyard::ReadJsonFile(sim)["predicted"]["step_time_us"].get<double>() > 0);
 }
+
+TEST_CASE("dockyard-plan simulate counts node crossings in the traffic table by the NVLink domain, as the time model does") {
+  // gb200-nvl72: trays of 4 GPUs in one 72-GPU NVLink domain (network.h NvlinkDomainGpus = 72).
+  // The 16 ranks of EP 16 all sit in domain 0, so no byte of the step crosses a domain; counted
+  // by trays of 4 the dispatch would send 12 of every 15 peers' bytes off the tray.
+  const std::string nvl = TmpDir() + "/nvl72.json", h100 = TmpDir() + "/h100.json";
+  const std::string base = "simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 16 --seq-len 1024 --json ";
+  REQUIRE(Run(base + nvl + " --cluster gb200-nvl72").code == 0);
+  dockyard::Json j = dockyard::ReadJsonFile(nvl);
+  CHECK(j["communication"]["gpus_per_node"] == 72);
+  CHECK(j["communication"]["total_wire_bytes"].get<int64_t>() > 0);
+  CHECK(j["communication"]["total_cross_node_bytes"] == 0);
+  // h100-sxm (8 GPUs per node = its NVLink domain): unchanged, two nodes, traffic crosses.
+  REQUIRE(Run(base + h100 + " --cluster h100-sxm").code == 0);
+  dockyard::Json k = dockyard::ReadJsonFile(h100);
+  CHECK(k["communication"]["gpus_per_node"] == 8);
+  CHECK(k["communication"]["total_cross_node_bytes"].get<int64_t>() > 0);
+}

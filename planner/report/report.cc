@@ -1,5 +1,6 @@
 // Plan report: JSON and terminal text (see report.h and docs/report.md).
 #include "planner/report/report.h"
+#include "planner/sim/network.h"
 
 #include <map>
 #include <tuple>
@@ -506,7 +507,7 @@ Json SearchReportToJson(const SearchResult& result, const SearchOptions& options
   j["world_size"] = options.world_size;
   j["cluster"] = ClusterToJson(options.cluster);
   TrainingConfig evaluated = options.training;
-  evaluated.gpus_per_node = options.cluster.gpus_per_node;
+  evaluated.gpus_per_node = NvlinkDomainGpus(options.cluster);  // as the search evaluated it (layout_eval.cc)
   evaluated.gpu_memory_gib = result.budget_gib;
   j["training"] = TrainingToJson(evaluated);
   j["routing"] = RoutingSpecText(options.routing);
