@@ -616,20 +616,25 @@ TEST_CASE("The newer families plan and check; simulate and search refuse what th
   CHECK(dockyard::ReadJsonFile(sim)["predicted"]["step_time_us"].get<double>() > 0);
 }
 
-TEST_CASE("dockyard-plan simulate counts node crossings in the traffic table by the NVLink domain, as the time model does") {
+TEST_CASE("dockyard-plan simulate counts node crossings in the memory and traffic tables by the NVLink domain, as the time model does") {
   // gb200-nvl72: trays of 4 GPUs in one 72-GPU NVLink domain (network.h NvlinkDomainGpus = 72).
-  // The 16 ranks of EP 16 all sit in domain 0, so no byte of the step crosses a domain; counted
-  // by trays of 4 the dispatch would send 12 of every 15 peers' bytes off the tray.
-  const std::string nvl = TmpDir() + "/nvl72.json", h100 = TmpDir() + "/h100.json";
-  const std::string base = "simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 16 --seq-len 1024 --json ";
-  REQUIRE(Run(base + nvl + " --cluster gb200-nvl72").code == 0);
+  // The plan takes 72 as its node: the 16 ranks of EP 16 sit in one domain, so the deepep
+  // dispatcher's RDMA receive buffer holds (ceil(16 / 72) - 1) = 0 rows of other nodes (counted by
+  // trays of 4 it would be 3 x the dispatched tokens), and the deepep routing sample agrees with
+  // the plan (counted by trays the run stopped: "give --gpus-per-node 72").
+  const std::string nvl = TmpDir() + "/nvl72.json", given = TmpDir() + "/nvl72-given.json", h100 = TmpDir() + "/h100.json";
+  const std::string base = "simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 16 --seq-len 1024 --dispatcher deepep ";
+  const Result r = Run(base + "--cluster gb200-nvl72 --json " + nvl);
+  REQUIRE(r.code == 0);
   dockyard::Json j = dockyard::ReadJsonFile(nvl);
-  CHECK(j["communication"]["gpus_per_node"] == 72);
-  CHECK(j["communication"]["total_wire_bytes"].get<int64_t>() > 0);
-  CHECK(j["communication"]["total_cross_node_bytes"] == 0);
-  // h100-sxm (8 GPUs per node = its NVLink domain): unchanged, two nodes, traffic crosses.
-  REQUIRE(Run(base + h100 + " --cluster h100-sxm").code == 0);
-  dockyard::Json k = dockyard::ReadJsonFile(h100);
-  CHECK(k["communication"]["gpus_per_node"] == 8);
-  CHECK(k["communication"]["total_cross_node_bytes"].get<int64_t>() > 0);
+  CHECK(j["training"]["gpus_per_node"] == 72);
+  CHECK(j["cluster"]["gpus_per_node"] == 4);
+  // The same plan as with --gpus-per-node 72 given: the same predictions and memory table.
+  const Result g = Run(base + "--cluster gb200-nvl72 --gpus-per-node 72 --json " + given);
+  REQUIRE(g.code == 0);
+  CHECK(dockyard::ReadJsonFile(given)["predicted"] == j["predicted"]);
+  CHECK(Run(base + "--cluster gb200-nvl72").out == Run(base + "--cluster gb200-nvl72 --gpus-per-node 72").out);
+  // h100-sxm (its NVLink domain is its 8-GPU node): unchanged.
+  REQUIRE(Run(base + "--cluster h100-sxm --json " + h100).code == 0);
+  CHECK(dockyard::ReadJsonFile(h100)["training"]["gpus_per_node"] == 8);
 }
