@@ -16,30 +16,9 @@ using dockyard::RunSettings;
 using dockyard::TrainingConfig;
 using doctest::Approx;
 
-namespace {
-dockyard::ModelSpec Tiny(int64_t layers) {
-  dockyard::ModelSpec m = dockyard::testing::TinyMixtral();
-  m.num_hidden_layers = layers;
-  m.moe_layers.assign(layers, true);
-  return m;
-}
-
-dockyard::ParallelDimsOptions Dims(int64_t world, int64_t pp, int64_t ep) {
-  dockyard::ParallelDimsOptions d;
-  d.world_size = world;
-  d.pp = pp;
-  d.ep = ep;
-  return d;
-}
-
-TrainingConfig Zero1(int64_t M) {
-  TrainingConfig t;
-  t.dp_sharding = DpSharding::kZero1;
-  t.seq_len = 256;
-  t.num_microbatches = M;
-  return t;
-}
-}  // namespace
+using dockyard::testing::PipelineDims;
+using dockyard::testing::TinyMixtralLayers;
+using dockyard::testing::Zero1Training;
 
 TEST_CASE("DualPipe's validity rules (dualpipe.py DualPipe.step)") {
   RunSettings s;
@@ -56,9 +35,10 @@ TEST_CASE("DualPipe's validity rules (dualpipe.py DualPipe.step)") {
   CHECK_THROWS_WITH_AS(dockyard::ValidateSchedule(s, 8, 16), doctest::Contains("must be \"1f1b\" or \"dualpipe\", got \"zb1p\""),
                        dockyard::Error);
   // Through a plan: pp 2 needs at least 4 micro-batches.
-  TrainingConfig t = Zero1(2);
+  TrainingConfig t = Zero1Training(2);
   t.run.schedule = "dualpipe";
-  CHECK_THROWS_WITH_AS(BuildPlan(Tiny(4), Dims(2, 2, 1), t), doctest::Contains("--pipeline-schedule dualpipe"), dockyard::Error);
+  CHECK_THROWS_WITH_AS(BuildPlan(TinyMixtralLayers(4), PipelineDims(2, 2, 1), t), doctest::Contains("--pipeline-schedule dualpipe"),
+                       dockyard::Error);
 }
 
 TEST_CASE("DualPipe's bubble (pp / 2 - 1)(F&B + B - 3W) and activations of pp + 1 micro-batches (README table)") {
@@ -80,10 +60,10 @@ TEST_CASE("SimulateStep and ComputeMemory under DualPipe: mirrored stages, 2x pa
   // P, T1 = 2 L + lm_head + P (P = 2 sends of 256 x 64 x 2 B = 32768 B in the node: 3 + 32768 /
   // 370e3 us each). 1F1B's slowest stage is T1; DualPipe runs T0 and T1 on both ranks, half the
   // micro-batches each: (T0 + T1) / 2 per micro-batch, and (2 / 2 - 1) = 0 bubble: step 4 x that.
-  TrainingConfig t = Zero1(4);
-  const auto plain_plan = BuildPlan(Tiny(4), Dims(2, 2, 1), t);
+  TrainingConfig t = Zero1Training(4);
+  const auto plain_plan = BuildPlan(TinyMixtralLayers(4), PipelineDims(2, 2, 1), t);
   t.run.schedule = "dualpipe";
-  const auto dual_plan = BuildPlan(Tiny(4), Dims(2, 2, 1), t);
+  const auto dual_plan = BuildPlan(TinyMixtralLayers(4), PipelineDims(2, 2, 1), t);
   const dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
   const auto plain = dockyard::SimulateStep(plain_plan, c, dockyard::SampleRoutingForPlan(plain_plan, {}, 4));
   const auto dual = dockyard::SimulateStep(dual_plan, c, dockyard::SampleRoutingForPlan(dual_plan, {}, 4));
@@ -111,15 +91,15 @@ TEST_CASE("DualPipe overlaps the EP all-to-alls as Megatron's EP overlap does; p
   // ep 2: DualPipe's overlapped forward-backward pairs hide each direction's all-to-alls under the
   // other's compute (EpOverlapExposedUs), the same per-layer time as
   // --overlap-moe-expert-parallel-comm (which needs --vpp with pp > 1).
-  TrainingConfig t = Zero1(4);
+  TrainingConfig t = Zero1Training(4);
   t.run.vpp = 2;
   t.run.overlap_moe_ep_comm = true;
-  const auto ov_plan = BuildPlan(Tiny(4), Dims(4, 2, 2), t);
+  const auto ov_plan = BuildPlan(TinyMixtralLayers(4), PipelineDims(4, 2, 2), t);
   t.run.vpp = 1;
   t.run.overlap_moe_ep_comm = false;
-  const auto plain_plan = BuildPlan(Tiny(4), Dims(4, 2, 2), t);
+  const auto plain_plan = BuildPlan(TinyMixtralLayers(4), PipelineDims(4, 2, 2), t);
   t.run.schedule = "dualpipe";
-  const auto dual_plan = BuildPlan(Tiny(4), Dims(4, 2, 2), t);
+  const auto dual_plan = BuildPlan(TinyMixtralLayers(4), PipelineDims(4, 2, 2), t);
   const dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
   const auto routing = dockyard::SampleRoutingForPlan(plain_plan, {}, 4);
   const auto ov = dockyard::SimulateStep(ov_plan, c, routing);
@@ -129,9 +109,9 @@ TEST_CASE("DualPipe overlaps the EP all-to-alls as Megatron's EP overlap does; p
   CHECK(dual.moe_layer_us < plain.moe_layer_us);
 
   // pp 4, M 8: bubble (4 / 2 - 1)(F&B + B - 3 B / 2) = F&B - B / 2, between F&B / 2 and F&B.
-  TrainingConfig u = Zero1(8);
+  TrainingConfig u = Zero1Training(8);
   u.run.schedule = "dualpipe";
-  const auto p4 = BuildPlan(Tiny(4), Dims(4, 4, 1), u);
+  const auto p4 = BuildPlan(TinyMixtralLayers(4), PipelineDims(4, 4, 1), u);
   const auto s4 = dockyard::SimulateStep(p4, c, dockyard::SampleRoutingForPlan(p4, {}, 4));
   CHECK(s4.pipeline_bubble_us > s4.stage_microbatch_us / 2);
   CHECK(s4.pipeline_bubble_us < s4.stage_microbatch_us);

@@ -19,43 +19,22 @@ using dockyard::Plan;
 using dockyard::TrainingConfig;
 using doctest::Approx;
 
-namespace {
-// The tiny Mixtral-like model (test_models.h) with `layers` MoE layers.
-dockyard::ModelSpec Tiny(int64_t layers) {
-  dockyard::ModelSpec m = dockyard::testing::TinyMixtral();
-  m.num_hidden_layers = layers;
-  m.moe_layers.assign(layers, true);
-  return m;
-}
-
-dockyard::ParallelDimsOptions Dims(int64_t world, int64_t pp) {
-  dockyard::ParallelDimsOptions d;
-  d.world_size = world;
-  d.pp = pp;
-  return d;
-}
-
-TrainingConfig Zero1() {
-  TrainingConfig t;
-  t.dp_sharding = DpSharding::kZero1;
-  t.seq_len = 256;
-  t.num_microbatches = 4;
-  return t;
-}
-}  // namespace
+using dockyard::testing::PipelineDims;
+using dockyard::testing::TinyMixtralLayers;
+using dockyard::testing::Zero1Training;
 
 TEST_CASE("account-for-embedding / loss move layers between stages; the time and memory per stage follow") {
   // 5 layers over pp 2: the even split is 3 + 2. With the embedding counted, 6 units = 3 per
   // rank: rank 0 builds E + 2 layers, rank 1 3 layers (Megatron get_num_layers_to_build). With
   // the loss counted the split is 3 + (2 + L), the even split's.
-  TrainingConfig t = Zero1();
-  const Plan even = BuildPlan(Tiny(5), Dims(2, 2), t);
+  TrainingConfig t = Zero1Training(4);
+  const Plan even = BuildPlan(TinyMixtralLayers(5), PipelineDims(2, 2), t);
   CHECK(even.layer_stage == std::vector<int64_t>{0, 0, 0, 1, 1});
   t.run.account_for_loss = true;
-  CHECK(BuildPlan(Tiny(5), Dims(2, 2), t).layer_stage == even.layer_stage);
+  CHECK(BuildPlan(TinyMixtralLayers(5), PipelineDims(2, 2), t).layer_stage == even.layer_stage);
   t.run.account_for_loss = false;
   t.run.account_for_embedding = true;
-  const Plan emb = BuildPlan(Tiny(5), Dims(2, 2), t);
+  const Plan emb = BuildPlan(TinyMixtralLayers(5), PipelineDims(2, 2), t);
   CHECK(emb.layer_stage == std::vector<int64_t>{0, 0, 1, 1, 1});
   CHECK(emb.embedding_stage == 0);
   CHECK(emb.loss_stage == 1);
@@ -85,10 +64,10 @@ TEST_CASE("account-for-embedding / loss move layers between stages; the time and
 }
 
 TEST_CASE("a layout string places layers, embedding, loss and MTP; a stage may hold only the embedding") {
-  TrainingConfig t = Zero1();
+  TrainingConfig t = Zero1Training(4);
   // "E|tttttL" on pp 2: rank 0 holds only the embedding: 1000 x 64 elements in bfloat16 = 128,000 B.
   t.run.pipeline_layout = "E|tttttL";
-  const Plan p = BuildPlan(Tiny(5), Dims(2, 2), t);
+  const Plan p = BuildPlan(TinyMixtralLayers(5), PipelineDims(2, 2), t);
   CHECK(p.layer_stage == std::vector<int64_t>(5, 1));
   CHECK(dockyard::ParamBytesPerRank(p)[0] == 128000);
   const auto stages = dockyard::SummarizeStages(p, dockyard::ParamBytesPerRank(p));
@@ -98,9 +77,9 @@ TEST_CASE("a layout string places layers, embedding, loss and MTP; a stage may h
   // Time: stage 1 = 5 L + lm_head + P; "Ett|tttL" (the account-for-embedding split as a string)
   // has 3 L + lm_head + P there: 2 L less.
   const dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
-  TrainingConfig u = Zero1();
+  TrainingConfig u = Zero1Training(4);
   u.run.pipeline_layout = "Ett|tttL";
-  const Plan q = BuildPlan(Tiny(5), Dims(2, 2), u);
+  const Plan q = BuildPlan(TinyMixtralLayers(5), PipelineDims(2, 2), u);
   CHECK(q.layer_stage == std::vector<int64_t>{0, 0, 1, 1, 1});
   const auto a = dockyard::SimulateStep(p, c, dockyard::SampleRoutingForPlan(p, {}, 2));
   const auto b = dockyard::SimulateStep(q, c, dockyard::SampleRoutingForPlan(q, {}, 2));
@@ -109,42 +88,45 @@ TEST_CASE("a layout string places layers, embedding, loss and MTP; a stage may h
   // With VPP: "Et|tt|t|tL" over pp 2 is vpp 2 (4 stages); virtual stage k on rank k % 2:
   // layers 0 | 1, 2 | 3 | 4 -> ranks 0, 1, 1, 0, 1.
   t.run.pipeline_layout = "Et|tt|t|tL";
-  const Plan v = BuildPlan(Tiny(5), Dims(2, 2), t);
+  const Plan v = BuildPlan(TinyMixtralLayers(5), PipelineDims(2, 2), t);
   CHECK(v.training.run.vpp == 2);
   CHECK(v.layer_stage == std::vector<int64_t>{0, 1, 1, 0, 1});
   t.run.vpp = 4;
-  CHECK_THROWS_WITH_AS(BuildPlan(Tiny(5), Dims(2, 2), t), doctest::Contains("is vpp 2, but --vpp is 4"), dockyard::Error);
+  CHECK_THROWS_WITH_AS(BuildPlan(TinyMixtralLayers(5), PipelineDims(2, 2), t), doctest::Contains("is vpp 2, but --vpp is 4"),
+                       dockyard::Error);
   t.run.vpp = 1;
 
   // A standalone MTP stage: "Ett|ttt|m|L" on pp 4 puts the MTP module's parameters on rank 2,
   // none on rank 3 (the loss).
   t.mtp_layers = 1;
   t.run.pipeline_layout = "Ett|ttt|m|L";
-  const Plan m = BuildPlan(Tiny(5), Dims(4, 4), t);
+  const Plan m = BuildPlan(TinyMixtralLayers(5), PipelineDims(4, 4), t);
   CHECK(m.mtp_stage == 2);
   CHECK(m.loss_stage == 3);
   CHECK(dockyard::StaticMemoryOnRank(m, 2).params_by_role.count("mtp") == 1);
   CHECK(dockyard::StaticMemoryOnRank(m, 3).params_by_role.count("mtp") == 0);
   // The default places MTP with the loss on the last stage.
   t.run.pipeline_layout.clear();
-  const Plan d = BuildPlan(Tiny(5), Dims(4, 4), t);
+  const Plan d = BuildPlan(TinyMixtralLayers(5), PipelineDims(4, 4), t);
   CHECK(d.mtp_stage == 3);
   CHECK(dockyard::StaticMemoryOnRank(d, 3).params_by_role.count("mtp") == 1);
 }
 
 TEST_CASE("pipeline layout arguments conflict as Megatron says") {
-  TrainingConfig t = Zero1();
+  TrainingConfig t = Zero1Training(4);
   t.run.pipeline_layout = "Ettt|ttL";
   t.run.account_for_loss = true;
-  CHECK_THROWS_WITH_AS(BuildPlan(Tiny(5), Dims(2, 2), t), doctest::Contains("cannot be set with other pipeline layout arguments"),
-                       dockyard::Error);
+  CHECK_THROWS_WITH_AS(BuildPlan(TinyMixtralLayers(5), PipelineDims(2, 2), t),
+                       doctest::Contains("cannot be set with other pipeline layout arguments"), dockyard::Error);
   t.run.account_for_loss = false;
   t.pp_layer_split = {3, 2};
-  CHECK_THROWS_WITH_AS(BuildPlan(Tiny(5), Dims(2, 2), t), doctest::Contains("cannot be set with training.pp_layer_split"), dockyard::Error);
+  CHECK_THROWS_WITH_AS(BuildPlan(TinyMixtralLayers(5), PipelineDims(2, 2), t),
+                       doctest::Contains("cannot be set with training.pp_layer_split"), dockyard::Error);
   t.pp_layer_split.clear();
   // The layout's stage count must be a multiple of pp; a layout's vpp still needs pp > 1.
   t.run.pipeline_layout = "Ett|tt|tL";
-  CHECK_THROWS_WITH_AS(BuildPlan(Tiny(5), Dims(2, 2), t), doctest::Contains("3 stages is not a multiple of pp (2)"), dockyard::Error);
+  CHECK_THROWS_WITH_AS(BuildPlan(TinyMixtralLayers(5), PipelineDims(2, 2), t), doctest::Contains("3 stages is not a multiple of pp (2)"),
+                       dockyard::Error);
   t.run.pipeline_layout = "Ettt|ttL";
-  CHECK_THROWS_WITH_AS(BuildPlan(Tiny(5), Dims(1, 1), t), doctest::Contains("needs pp > 1"), dockyard::Error);
+  CHECK_THROWS_WITH_AS(BuildPlan(TinyMixtralLayers(5), PipelineDims(1, 1), t), doctest::Contains("needs pp > 1"), dockyard::Error);
 }
