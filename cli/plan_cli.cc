@@ -41,6 +41,7 @@
 #include "planner/report/report.h"
 #include "planner/search/search.h"
 #include "planner/accounting/workload.h"
+#include "planner/sim/network.h"
 
 namespace dockyard {
 namespace {
@@ -92,6 +93,9 @@ struct CliOptions {
   bool model_given = false, json_given = false, refit_given = false, html_given = false;
   // Schedule settings (planner/model/pipeline_schedule.h RunSettings).
   std::string fsdp_reshard, grad_accumulation_steps, vpp, cp_comm;
+  std::string pipeline_layout;  // Megatron --pipeline-model-parallel-layout (planner/model/pipeline_layout.h)
+  bool account_for_embedding = false, account_for_loss = false;
+  std::string pipeline_schedule;  // --pipeline-schedule (pipeline_schedule.h)
   bool overlap_grad_reduce = false, overlap_param_gather = false, overlap_moe_ep_comm = false;
   std::string search_dispatchers;  // search --search-dispatchers
   // simulate
@@ -166,7 +170,8 @@ void AddPlanOptions(CLI::App* app, CliOptions& o) {
                   "each a copy of its last layer (default 0)");
   app->add_option("--gpu-memory-gib", o.gpu_memory_gib, "memory budget per GPU in GiB: prints headroom (default none)");
   app->add_option("--imbalance", o.imbalance, "max / mean tokens received per rank, sizes all-to-all buffers (default 1.0)");
-  app->add_option("--gpus-per-node", o.gpus_per_node, "GPUs per node, for cross-node traffic (default 8; simulate: the cluster's)");
+  app->add_option("--gpus-per-node", o.gpus_per_node,
+                  "GPUs per node, for cross-node traffic (default 8; simulate: the cluster's NVLink domain)");
   app->add_option("--dispatcher", o.dispatcher,
                   "all_to_all | deredundency | deepep (Megatron flex: DeepEP / HybridEP) | allgather (default all_to_all)")
       ->check(CLI::IsMember({"all_to_all", "deredundency", "deepep", "allgather"}));
@@ -184,6 +189,16 @@ void AddPlanOptions(CLI::App* app, CliOptions& o) {
   app->add_flag("--overlap-moe-expert-parallel-comm", o.overlap_moe_ep_comm,
                 "Megatron: EP all-to-alls of one micro-batch under another's compute (ep > 1, all_to_all, no full "
                 "recompute, --vpp with pp > 1)");
+  app->add_option("--pipeline-model-parallel-layout", o.pipeline_layout,
+                  "Megatron layout of pp x vpp stages: E embedding, t layer, m MTP layer, L loss, | stage end, (..)*N "
+                  "repeat, e.g. 'Et|(tt|)*30mL' (sets vpp)");
+  app->add_option("--pipeline-schedule", o.pipeline_schedule,
+                  "1f1b (interleaved with --vpp) | dualpipe (DeepSeek-V3: even pp, micro-batches even and >= 2 pp; default 1f1b)")
+      ->check(CLI::IsMember({"1f1b", "dualpipe"}));
+  app->add_flag("--account-for-embedding-in-pipeline-split", o.account_for_embedding,
+                "Megatron: the embedding counts as one layer when splitting layers over stages");
+  app->add_flag("--account-for-loss-in-pipeline-split", o.account_for_loss,
+                "Megatron: the loss (final norm, lm_head) counts as one layer when splitting layers over stages");
   app->add_flag("--overlap-grad-reduce", o.overlap_grad_reduce,
                 "Megatron: the step-end gradient reduce runs under the last backward (zero1 / ddp)");
   app->add_flag("--overlap-param-gather", o.overlap_param_gather,
@@ -233,6 +248,10 @@ TrainingConfig ResolveTraining(const CliOptions& o, const ModelSpec& model, int6
   if (o.overlap_grad_reduce) t.run.overlap_grad_reduce = true;
   if (o.overlap_moe_ep_comm) t.run.overlap_moe_ep_comm = true;
   if (o.overlap_param_gather) t.run.overlap_param_gather = true;
+  if (!o.pipeline_layout.empty()) t.run.pipeline_layout = o.pipeline_layout;
+  if (o.account_for_embedding) t.run.account_for_embedding = true;
+  if (o.account_for_loss) t.run.account_for_loss = true;
+  if (!o.pipeline_schedule.empty()) t.run.schedule = o.pipeline_schedule;
   ValidateTraining(t, "--");
   if (!o.pp_layer_split.empty()) t.pp_layer_split = ParseLayerSplit(o.pp_layer_split, pp, model.num_hidden_layers, "--pp-layer-split");
   return t;
@@ -296,8 +315,9 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   if (command == Command::kSimulate) {
     cluster = LoadCluster(o.cluster);
     if (!o.calibration.empty()) calibration = LoadCalibration(o.calibration);
-    // The cluster's node size decides cross-node traffic unless --gpus-per-node says otherwise.
-    if (o.gpus_per_node.empty()) training.gpus_per_node = cluster->gpus_per_node;
+    // The cluster's locality unit decides cross-node traffic unless --gpus-per-node says otherwise:
+    // the NVLink domain, the time model's rule (network.h NvlinkDomainGpus).
+    if (o.gpus_per_node.empty()) training.gpus_per_node = NvlinkDomainGpus(*cluster);
   }
   Plan plan = BuildPlan(model, dims, training);
   // Everything that can fail is computed before anything is written.
@@ -420,6 +440,17 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   ApplyComputeFlags(o, &s.cost);
   s.routing = ParseRoutingSpec(o.routing);
   s.routing.seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
+  if (!o.pipeline_layout.empty()) {
+    throw Error(
+        fmt::format("--pipeline-model-parallel-layout \"{}\": a layout fixes pp x vpp stages; search varies pp (use plan / "
+                    "simulate for a layout, or --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split)",
+                    o.pipeline_layout));
+  }
+  if (o.pipeline_schedule == "dualpipe") {
+    throw Error(
+        "--pipeline-schedule dualpipe: the layout search's memory rules do not hold DualPipe's second model chunk per rank "
+        "(use plan / simulate for DualPipe)");
+  }
   const ModelSpec model = LoadModelOrDefault(o.model);
   // --fp8-dispatch reaches the candidates whose dispatcher has it (all_to_all, deepep).
   CliOptions training_flags = o;

@@ -629,3 +629,26 @@ TEST_CASE("The newer families plan and check; simulate and search refuse what th
   REQUIRE(r.code == 0);
   CHECK(dockyard::ReadJsonFile(sim)["predicted"]["step_time_us"].get<double>() > ling_step);
 }
+
+TEST_CASE("dockyard-plan simulate counts node crossings in the memory and traffic tables by the NVLink domain, as the time model does") {
+  // gb200-nvl72: trays of 4 GPUs in one 72-GPU NVLink domain (network.h NvlinkDomainGpus = 72).
+  // The plan takes 72 as its node: the 16 ranks of EP 16 sit in one domain, so the deepep
+  // dispatcher's RDMA receive buffer holds (ceil(16 / 72) - 1) = 0 rows of other nodes (counted by
+  // trays of 4 it would be 3 x the dispatched tokens), and the deepep routing sample agrees with
+  // the plan (counted by trays the run stopped: "give --gpus-per-node 72").
+  const std::string nvl = TmpDir() + "/nvl72.json", given = TmpDir() + "/nvl72-given.json", h100 = TmpDir() + "/h100.json";
+  const std::string base = "simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 16 --seq-len 1024 --dispatcher deepep ";
+  const Result r = Run(base + "--cluster gb200-nvl72 --json " + nvl);
+  REQUIRE(r.code == 0);
+  dockyard::Json j = dockyard::ReadJsonFile(nvl);
+  CHECK(j["training"]["gpus_per_node"] == 72);
+  CHECK(j["cluster"]["gpus_per_node"] == 4);
+  // The same plan as with --gpus-per-node 72 given: the same predictions and memory table.
+  const Result g = Run(base + "--cluster gb200-nvl72 --gpus-per-node 72 --json " + given);
+  REQUIRE(g.code == 0);
+  CHECK(dockyard::ReadJsonFile(given)["predicted"] == j["predicted"]);
+  CHECK(Run(base + "--cluster gb200-nvl72").out == Run(base + "--cluster gb200-nvl72 --gpus-per-node 72").out);
+  // h100-sxm (its NVLink domain is its 8-GPU node): unchanged.
+  REQUIRE(Run(base + "--cluster h100-sxm --json " + h100).code == 0);
+  CHECK(dockyard::ReadJsonFile(h100)["training"]["gpus_per_node"] == 8);
+}

@@ -23,4 +23,30 @@ inline RoutingResult TinyEp4Routing(int64_t layers = 2) {
   return SampleRouting({}, 8, 2, 4, 1024, layers);
 }
 
+// The tiny model with `layers` MoE layers (pipeline tests).
+inline ModelSpec TinyMixtralLayers(int64_t layers) {
+  ModelSpec m = TinyMixtral();
+  m.num_hidden_layers = layers;
+  m.moe_layers.assign(layers, true);
+  return m;
+}
+
+// `world` GPUs in `pp` stages with EP `ep`.
+inline ParallelDimsOptions PipelineDims(int64_t world, int64_t pp, int64_t ep = 1) {
+  ParallelDimsOptions d;
+  d.world_size = world;
+  d.pp = pp;
+  d.ep = ep;
+  return d;
+}
+
+// ZeRO-1 training of 256-token sequences in `microbatches` micro-batches.
+inline TrainingConfig Zero1Training(int64_t microbatches) {
+  TrainingConfig t;
+  t.dp_sharding = DpSharding::kZero1;
+  t.seq_len = 256;
+  t.num_microbatches = microbatches;
+  return t;
+}
+
 }  // namespace dockyard::testing

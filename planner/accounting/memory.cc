@@ -29,8 +29,20 @@ int64_t Narrow(WideInt v, const char* what) {
 
 }  // namespace
 
-MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank) {
+MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank, bool with_mirror) {
   const int64_t stage = plan.meshes.dense.Coord(rank, 0);
+  if (with_mirror && IsDualPipe(plan.training.run)) {
+    MemoryBreakdown m = StaticMemoryOnRank(plan, rank, false);
+    const int64_t mirror = rank + (DualPipeMirrorStage(plan.dims.pp, stage) - stage) * plan.dims.stage_size();
+    const MemoryBreakdown other = StaticMemoryOnRank(plan, mirror, false);
+    m.params_bytes = CheckedAdd(m.params_bytes, other.params_bytes, "params bytes");
+    m.grads_bytes = CheckedAdd(m.grads_bytes, other.grads_bytes, "grads bytes");
+    m.optimizer_bytes = CheckedAdd(m.optimizer_bytes, other.optimizer_bytes, "optimizer bytes");
+    for (const auto& [k, v] : other.params_by_role) m.params_by_role[k] = CheckedAdd(m.params_by_role[k], v, "params bytes");
+    for (const auto& [k, v] : other.grads_by_role) m.grads_by_role[k] = CheckedAdd(m.grads_by_role[k], v, "grads bytes");
+    for (const auto& [k, v] : other.optimizer_by_role) m.optimizer_by_role[k] = CheckedAdd(m.optimizer_by_role[k], v, "optimizer bytes");
+    return m;
+  }
   // Local elements per role group (keyed by the group's literal) and mesh, without building
   // strings per parameter: this runs for every rank of the world.
   std::map<const char*, std::pair<int64_t, int64_t>> elems;  // group -> (dense, sparse)
@@ -44,7 +56,7 @@ MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank) {
   // MTP modules (opt-in, mtp.h) on the last stage: each a copy of the last decoder layer, sharded
   // like it, plus eh_proj, its norms and (pp > 1) the word embedding, placed by the same policy
   // (TP, and FSDP over the data-parallel axes); role group "mtp".
-  if (plan.training.mtp_layers > 0 && stage == plan.dims.pp - 1) {
+  if (plan.training.mtp_layers > 0 && stage == plan.mtp_stage) {
     auto& e = elems["mtp"];
     const int64_t last = plan.model.num_hidden_layers - 1;
     for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
@@ -299,10 +311,10 @@ StageLayers LayersOfStage(const Plan& plan, int64_t stage) {
     first = false;
     ++(moe ? st.moe_layers : st.dense_layers);
   }
-  st.first_stage = stage == 0;
-  st.last_stage = stage == plan.dims.pp - 1;
-  // MTP modules (opt-in) run on the last stage: one more layer like the last each.
-  if (st.last_stage && plan.training.mtp_layers > 0) {
+  st.first_stage = stage == plan.embedding_stage;
+  st.last_stage = stage == plan.loss_stage;
+  // MTP modules (opt-in) run on the last stage (or where a layout puts them): one more layer like the last each.
+  if (stage == plan.mtp_stage && plan.training.mtp_layers > 0) {
     (plan.model.moe_layers.back() ? st.moe_layers : st.dense_layers) += plan.training.mtp_layers;
   }
   return st;

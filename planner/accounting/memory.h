@@ -59,7 +59,9 @@ struct MemoryReport {
 };
 
 // Parameter, gradient and optimizer bytes of one rank (activations and buffers left 0).
-MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank);
+// Under DualPipe (pipeline_schedule.h) a rank also holds the stage pp - 1 - s at its coordinates
+// (README: 2x parameters per device): with `with_mirror` the two stages' static bytes are summed.
+MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank, bool with_mirror = true);
 
 // The per-rank memory rules, each in one place, over plain values: ComputeMemory applies them to
 // a plan's tensors, the layout search (layout_eval.h) to parameter classes. Sums are 128-bit so

@@ -89,7 +89,7 @@ int64_t InFlightMicrobatches(const Plan& plan, int64_t stage) {
 }
 
 int64_t InFlightMicrobatches(const ParallelDims& dims, const TrainingConfig& training, int64_t stage) {
-  return InFlightStageMicrobatches(dims.pp, training.run.vpp, training.num_microbatches.value_or(dims.pp), stage);
+  return ScheduleInFlightMicrobatches(training.run, dims.pp, training.num_microbatches.value_or(dims.pp), stage);
 }
 
 }  // namespace dockyard

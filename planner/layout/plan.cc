@@ -50,6 +50,42 @@ std::vector<int64_t> ResolveLayerSplit(const TrainingConfig& training, int64_t n
   return stage_of;
 }
 
+PipelineStages ResolvePipelineStages(const TrainingConfig& training, int64_t num_layers, int64_t pp) {
+  const RunSettings& run = training.run;
+  const bool account = run.account_for_embedding || run.account_for_loss;
+  PipelineStages out;
+  if (run.pipeline_layout.empty() && !account) {
+    out.layer_stage = ResolveLayerSplit(training, num_layers, pp);
+    out.embedding_stage = 0;
+    out.loss_stage = out.mtp_stage = pp - 1;
+    out.vpp = run.vpp;
+    return out;
+  }
+  const char* kLayout = "--pipeline-model-parallel-layout";
+  if (!run.pipeline_layout.empty() && account) {
+    throw Error(
+        fmt::format("{} \"{}\" cannot be set with other pipeline layout arguments (--account-for-embedding-in-pipeline-split, "
+                    "--account-for-loss-in-pipeline-split; Megatron transformer_config.py)",
+                    kLayout, run.pipeline_layout));
+  }
+  if (!training.pp_layer_split.empty()) {
+    throw Error(fmt::format("{} cannot be set with training.pp_layer_split / --pp-layer-split (both fix the layers per stage)",
+                            account ? "--account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split" : kLayout));
+  }
+  if (account) {
+    const VirtualStages stages =
+        AccountForLayout(num_layers, pp, run.vpp, run.account_for_embedding, run.account_for_loss, training.mtp_layers);
+    return ResolvePipelineLayout(stages, pp, num_layers, training.mtp_layers, "", "--account-for-embedding-in-pipeline-split");
+  }
+  out = ResolvePipelineLayout(ParsePipelineLayout(run.pipeline_layout, kLayout), pp, num_layers, training.mtp_layers, run.pipeline_layout,
+                              kLayout);
+  if (run.vpp != 1 && run.vpp != out.vpp) {
+    throw Error(fmt::format("{} \"{}\": {} stages over pp {} is vpp {}, but --vpp is {} (the layout lists pp x vpp stages)", kLayout,
+                            run.pipeline_layout, out.vpp * pp, pp, out.vpp, run.vpp));
+  }
+  return out;
+}
+
 Plan BuildPlan(const ModelSpec& model, const ParallelDimsOptions& options, const TrainingConfig& training) {
   return BuildPlan(model, BuildInventory(model), options, training);
 }
@@ -69,6 +105,8 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
     plan.training.dp_sharding = plan.dims.convention == Convention::kMegatron ? DpSharding::kZero1 : DpSharding::kFsdp;
   }
   if (!plan.training.num_microbatches) plan.training.num_microbatches = plan.dims.pp;
+  const PipelineStages stages = ResolvePipelineStages(plan.training, model.num_hidden_layers, plan.dims.pp);
+  plan.training.run.vpp = stages.vpp;
   if (plan.training.fp8_param_gather && *plan.training.dp_sharding != DpSharding::kFsdp) {
     throw Error(
         fmt::format("fp8_param_gather: the FP8 parameter all-gather is modelled for dp_sharding fsdp (FSDP's per-layer "
@@ -76,6 +114,7 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
                     DpShardingName(*plan.training.dp_sharding)));
   }
   ValidateRunSettings(plan.training.run, static_cast<int>(*plan.training.dp_sharding), plan.dims.pp);
+  ValidateSchedule(plan.training.run, plan.dims.pp, *plan.training.num_microbatches);
   ValidateEpOverlap(plan.training.run, plan.dims.pp, plan.dims.ep, plan.training.dispatcher, plan.training.recompute == Recompute::kFull);
   if (plan.training.dispatcher == "deredundency" && plan.training.oep && plan.dims.ep % *plan.training.oep != 0) {
     throw Error(
@@ -93,8 +132,12 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
     plan.inventory.params.push_back(std::move(copy));
   }
   plan.meshes = BuildMeshes(plan.dims);
-  plan.layer_stage = ResolveLayerSplit(plan.training, model.num_hidden_layers, plan.dims.pp);
-  if (plan.training.run.vpp > 1) {
+  plan.layer_stage = stages.layer_stage;
+  plan.embedding_stage = stages.embedding_stage;
+  plan.loss_stage = stages.loss_stage;
+  plan.mtp_stage = stages.mtp_stage;
+  // A layout may leave a model chunk empty (Megatron allows empty stages); the even split may not.
+  if (plan.training.run.vpp > 1 && plan.training.run.pipeline_layout.empty()) {
     // Interleaved 1F1B runs pp x vpp model chunks of at least one layer each; Megatron-Core can
     // count the embedding and the loss as pipeline layers (--account-for-embedding-in-pipeline-split,
     // --account-for-loss-in-pipeline-split), so at most num_hidden_layers + 2 chunks.
@@ -124,7 +167,7 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
     if (p.layer >= 0)
       pl.stage = plan.layer_stage[p.layer];
     else
-      pl.stage = p.role == Role::kEmbedding ? 0 : plan.dims.pp - 1;
+      pl.stage = p.role == Role::kEmbedding ? plan.embedding_stage : plan.loss_stage;
     ComputeLocalShapes(p, pl.sparse_mesh ? plan.meshes.sparse : plan.meshes.dense, pl);
     plan.placements.push_back(std::move(pl));
   }
@@ -160,6 +203,7 @@ std::vector<StageSummary> SummarizeStages(const Plan& plan, const std::vector<in
     auto last = std::find(plan.layer_stage.rbegin(), plan.layer_stage.rend(), s);
     st.first_layer = first - plan.layer_stage.begin();
     st.last_layer = static_cast<int64_t>(plan.layer_stage.size()) - 1 - (last - plan.layer_stage.rbegin());
+    if (first == plan.layer_stage.end()) st.first_layer = st.last_layer = -1;  // a layout's stage without decoder layers
     const int64_t stage_size = plan.dims.stage_size();
     st.max_param_bytes = -1;
     st.min_param_bytes = INT64_MAX;

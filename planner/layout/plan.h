@@ -13,6 +13,7 @@
 #include "planner/model/inventory.h"
 #include "planner/layout/mesh.h"
 #include "planner/model/model_spec.h"
+#include "planner/model/pipeline_layout.h"
 #include "planner/layout/parallel_dims.h"
 #include "planner/layout/placement.h"
 #include "planner/model/training.h"
@@ -33,7 +34,7 @@ struct ExpertOwnership {
 
 struct StageSummary {
   int64_t stage = 0;
-  int64_t first_layer = 0;  // decoder layers [first_layer, last_layer]
+  int64_t first_layer = 0;  // decoder layers [first_layer, last_layer]; both -1 when the stage has none (a layout's)
   int64_t last_layer = 0;
   int64_t max_param_bytes = 0;  // parameter bytes on the most loaded rank of the stage
   int64_t min_param_bytes = 0;
@@ -49,6 +50,10 @@ struct Plan {
   std::vector<ParamPlacement> placements;  // aligned with inventory.params
   ExpertOwnership experts;
   std::vector<int64_t> layer_stage;  // [num_hidden_layers]: pp stage of each layer
+  // Pipeline ranks of the word embedding, of the final norm + lm_head + loss, and of the MTP
+  // modules: 0, pp - 1 and pp - 1 unless a Megatron layout (--pipeline-model-parallel-layout)
+  // places them elsewhere (ResolvePipelineStages).
+  int64_t embedding_stage = 0, loss_stage = 0, mtp_stage = 0;
 
   const Mesh& MeshOf(size_t param_index) const { return placements[param_index].sparse_mesh ? meshes.sparse : meshes.dense; }
 };
@@ -67,6 +72,17 @@ std::vector<int64_t> EvenLayerSplit(int64_t num_layers, int64_t pp);
 // given (pp entries, each >= 1 layer, summing to num_layers), else EvenLayerSplit. Throws
 // dockyard::Error naming the rule a given split breaks.
 std::vector<int64_t> ResolveLayerSplit(const TrainingConfig& training, int64_t num_layers, int64_t pp);
+
+// Every pipeline placement of a plan: with a Megatron layout (training.run.pipeline_layout,
+// pipeline_layout.h ParsePipelineLayout / ResolvePipelineLayout) or the account-for-embedding /
+// loss split (AccountForLayout) the layers, embedding, loss and MTP modules where those put them
+// and vpp = the layout's stages / pp; otherwise ResolveLayerSplit, the embedding on stage 0, the
+// loss and MTP on stage pp - 1 and training.run.vpp. A layout with neither --vpp nor a matching
+// --vpp sets the vpp. Throws dockyard::Error naming the flag and rule: a layout together with the
+// account-for flags or with pp_layer_split (Megatron: "pipeline_model_parallel_layout cannot be
+// set with other pipeline layout arguments"), the account-for flags with pp_layer_split, a --vpp
+// that differs from the layout's.
+PipelineStages ResolvePipelineStages(const TrainingConfig& training, int64_t num_layers, int64_t pp);
 
 // Parameter bytes of every rank (each parameter adds its local bytes to every rank of its
 // stage): [world_size]. O(world_size x parameters). Throws dockyard::Error on int64 overflow.

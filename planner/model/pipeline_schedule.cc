@@ -141,6 +141,52 @@ int64_t InFlightStageMicrobatches(int64_t pp, int64_t vpp, int64_t M, int64_t st
   return (chunks + vpp - 1) / vpp;
 }
 
+bool IsDualPipe(const RunSettings& s) {
+  return s.schedule == "dualpipe";
+}
+
+bool EpCommOverlapped(const RunSettings& s) {
+  return s.overlap_moe_ep_comm || IsDualPipe(s);
+}
+
+int64_t DualPipeMirrorStage(int64_t pp, int64_t stage) {
+  return pp - 1 - stage;
+}
+
+void ValidateSchedule(const RunSettings& s, int64_t pp, int64_t M) {
+  if (s.schedule != "1f1b" && s.schedule != "dualpipe") {
+    throw Error(fmt::format("--pipeline-schedule: must be \"1f1b\" or \"dualpipe\", got \"{}\"", s.schedule));
+  }
+  if (!IsDualPipe(s)) return;
+  const char* flag = "--pipeline-schedule dualpipe";
+  if (pp < 2 || pp % 2 != 0) {
+    throw Error(fmt::format(
+        "{}: needs an even pp >= 2 (ranks pair stage s with stage pp - 1 - s; DualPipe.step: num_ranks % 2 == 0), got pp {}", flag, pp));
+  }
+  if (M % 2 != 0 || M < 2 * pp) {
+    throw Error(
+        fmt::format("{}: needs an even number of micro-batches >= 2 x pp = {} (half run in each direction; DualPipe.step: "
+                    "num_chunks % 2 == 0 and num_chunks >= num_ranks * 2), got --num-microbatches {}",
+                    flag, 2 * pp, M));
+  }
+  if (s.vpp != 1) {
+    throw Error(
+        fmt::format("{}: each rank already runs two model chunks (stage s and stage pp - 1 - s); --vpp must be 1, got {}", flag, s.vpp));
+  }
+}
+
+double DualPipeBubbleUs(int64_t pp, double fb_us, double b_us, double w_us) {
+  if (pp < 2 || pp % 2 != 0 || fb_us < 0 || b_us < 0 || w_us < 0) {
+    throw Error(fmt::format("DualPipe bubble needs an even pp >= 2 and times >= 0, got pp {}, F&B {}, B {}, W {}", pp, fb_us, b_us, w_us));
+  }
+  return static_cast<double>(pp / 2 - 1) * (fb_us + b_us - 3.0 * w_us);
+}
+
+int64_t ScheduleInFlightMicrobatches(const RunSettings& s, int64_t pp, int64_t M, int64_t stage) {
+  if (IsDualPipe(s)) return pp + 1;
+  return InFlightStageMicrobatches(pp, s.vpp, M, stage);
+}
+
 double ExposedUs(double comm_us, double hidden_under_us) {
   return std::max(0.0, comm_us - hidden_under_us);
 }

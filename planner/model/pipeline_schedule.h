@@ -39,6 +39,13 @@ struct RunSettings {
   // micro-batch run under another micro-batch's compute (combined 1F1B: a forward paired with a
   // backward).
   bool overlap_moe_ep_comm = false;
+  // Megatron pipeline layouts (pipeline_layout.h): --pipeline-model-parallel-layout (empty =
+  // none), --account-for-embedding-in-pipeline-split, --account-for-loss-in-pipeline-split.
+  std::string pipeline_layout;
+  bool account_for_embedding = false, account_for_loss = false;
+  // Pipeline schedule (--pipeline-schedule): "1f1b" (1F1B, interleaved with --vpp) or "dualpipe"
+  // (DeepSeek-V3's bidirectional DualPipe, github deepseek-ai/DualPipe).
+  std::string schedule = "1f1b";
 };
 
 // The reshard-after-forward value `policy` gives at pipeline degree `pp`.
@@ -122,6 +129,28 @@ struct EpOverlap {
   double forward_exposed_us = 0, backward_exposed_us = 0;
 };
 EpOverlap EpOverlapExposedUs(double a2a_fwd_us, double a2a_bwd_us, double compute_fwd_us, double compute_bwd_us);
+
+// DualPipe (github deepseek-ai/DualPipe, README and dualpipe/dualpipe.py DualPipe.step). Rules:
+// --pipeline-schedule is "1f1b" or "dualpipe"; DualPipe needs an even pp >= 2 ("assert
+// num_ranks % 2 == 0"), an even number of micro-batches of at least 2 pp ("num_chunks % 2 == 0
+// and num_chunks >= num_ranks * 2", half of them run in each direction) and no --vpp (each rank
+// already runs two model chunks: stage s and stage pp - 1 - s). Throws dockyard::Error naming the
+// flag, the value and the rule. A no-op for "1f1b" (besides the name check).
+void ValidateSchedule(const RunSettings& settings, int64_t pp, int64_t num_microbatches);
+bool IsDualPipe(const RunSettings& settings);
+// Whether the EP all-to-alls of one micro-batch run under another's compute: Megatron's
+// --overlap-moe-expert-parallel-comm, or DualPipe (its overlapped forward-backward chunk pairs,
+// DeepSeek-V3 technical report section 3.2.1).
+bool EpCommOverlapped(const RunSettings& settings);
+// The pipeline rank whose stage DualPipe also places on `stage`: pp - 1 - stage.
+int64_t DualPipeMirrorStage(int64_t pp, int64_t stage);
+// DualPipe's bubble (README table): (pp / 2 - 1)(F&B + B - 3W), with F&B the time of an overlapped
+// forward + backward chunk pair, B a full backward chunk and W its weight-gradient part, all in
+// us. Throws dockyard::Error for an odd pp or negative times.
+double DualPipeBubbleUs(int64_t pp, double fb_us, double b_us, double w_us);
+// Micro-batches of a stage's activations a rank holds at once under `settings`' schedule: DualPipe
+// holds pp + 1 (README table, "Activation Per Device"), otherwise InFlightStageMicrobatches.
+int64_t ScheduleInFlightMicrobatches(const RunSettings& settings, int64_t pp, int64_t num_microbatches, int64_t stage);
 
 // Megatron's overlapped step-end traffic: the exposed part of `comm_us` under `hidden_under_us`
 // of compute, max(0, comm - hidden).

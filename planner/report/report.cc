@@ -1,5 +1,6 @@
 // Plan report: JSON and terminal text (see report.h and docs/report.md).
 #include "planner/report/report.h"
+#include "planner/sim/network.h"
 
 #include "planner/sim/dispatch_traffic.h"
 
@@ -143,6 +144,17 @@ Json PlanToJson(const Plan& plan, const std::string& model_source, const MemoryR
                       {"worst_rank", s.worst_rank}});
   }
   report["pipeline"] = {{"layer_stage", plan.layer_stage}, {"stages", stages}};
+  const RunSettings& run = plan.training.run;
+  if (!run.pipeline_layout.empty() || run.account_for_embedding || run.account_for_loss) {
+    // Megatron pipeline layouts (opt-in): where the embedding, the loss and the MTP modules sit.
+    report["pipeline"]["layout"] = run.pipeline_layout;
+    report["pipeline"]["account_for_embedding"] = run.account_for_embedding;
+    report["pipeline"]["account_for_loss"] = run.account_for_loss;
+    report["pipeline"]["vpp"] = run.vpp;
+    report["pipeline"]["embedding_stage"] = plan.embedding_stage;
+    report["pipeline"]["loss_stage"] = plan.loss_stage;
+    report["pipeline"]["mtp_stage"] = plan.mtp_stage;
+  }
   Json params = Json::array();
   for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
     const auto& p = plan.inventory.params[i];
@@ -298,9 +310,16 @@ std::string PlanToText(const Plan& plan, const std::string& model_source, const 
                        r + 1 < e.ep ? "  " : "\n");
   }
   for (const auto& s : SummarizeStages(plan, ParamBytesPerRank(plan))) {
-    out << fmt::format("Stage {}    layers {}-{}: parameter bytes per rank max {} (rank {}), min {} ({} dtype as placed)\n", s.stage,
-                       s.first_layer, s.last_layer, FormatBytes(s.max_param_bytes), s.worst_rank, FormatBytes(s.min_param_bytes),
-                       plan.model.dtype);
+    out << fmt::format("Stage {}    layers {}: parameter bytes per rank max {} (rank {}), min {} ({} dtype as placed)\n", s.stage,
+                       s.first_layer < 0 ? std::string("none") : fmt::format("{}-{}", s.first_layer, s.last_layer),
+                       FormatBytes(s.max_param_bytes), s.worst_rank, FormatBytes(s.min_param_bytes), plan.model.dtype);
+  }
+  if (!plan.training.run.pipeline_layout.empty() || plan.training.run.account_for_embedding || plan.training.run.account_for_loss) {
+    out << fmt::format(
+        "Pipeline layout {}: vpp {}, embedding on stage {}, loss on stage {}{}\n",
+        plan.training.run.pipeline_layout.empty() ? std::string("(account-for split)") : "\"" + plan.training.run.pipeline_layout + "\"",
+        plan.training.run.vpp, plan.embedding_stage, plan.loss_stage,
+        plan.training.mtp_layers > 0 ? fmt::format(", MTP on stage {}", plan.mtp_stage) : std::string());
   }
   out << MemoryToText(plan, memory);
   out << CommToText(ComputePlanComm(plan, memory.worst_rank));
@@ -521,7 +540,7 @@ Json SearchReportToJson(const SearchResult& result, const SearchOptions& options
   j["world_size"] = options.world_size;
   j["cluster"] = ClusterToJson(options.cluster);
   TrainingConfig evaluated = options.training;
-  evaluated.gpus_per_node = options.cluster.gpus_per_node;
+  evaluated.gpus_per_node = NvlinkDomainGpus(options.cluster);  // as the search evaluated it (layout_eval.cc)
   evaluated.gpu_memory_gib = result.budget_gib;
   j["training"] = TrainingToJson(evaluated);
   j["routing"] = RoutingSpecText(options.routing);

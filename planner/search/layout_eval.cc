@@ -206,7 +206,10 @@ struct LayoutEvaluator::Impl {
     if (it != splits.end()) return it->second;
     Split s;
     try {
-      s.layer_stage = ResolveLayerSplit(t, m.num_hidden_layers, pp);  // once per pp: the result is cached
+      // Once per pp: the result is cached. The account-for-embedding / loss split keeps the
+      // embedding on stage 0 and the loss and MTP on stage pp - 1, as the rest of this evaluator
+      // assumes (a --pipeline-model-parallel-layout is refused by the search's front end).
+      s.layer_stage = ResolvePipelineStages(t, m.num_hidden_layers, pp).layer_stage;
     } catch (const Error&) {
       s.valid = false;
     }
@@ -293,8 +296,8 @@ LayoutEvaluator::LayoutEvaluator(const ModelSpec& model, const SearchOptions& op
   for (int i = 0; i < 2; ++i) {
     TrainingConfig t = options_.training;
     t.dispatcher = dispatchers[i];
-    t.gpus_per_node = options_.cluster.gpus_per_node;
-    if (t.dispatcher != "deredundency") t.oep.reset();  // a spec's oep is the deredundency dispatcher's
+    t.gpus_per_node = NvlinkDomainGpus(options_.cluster);  // the time model's locality unit (network.h)
+    if (t.dispatcher != "deredundency") t.oep.reset();     // a spec's oep is the deredundency dispatcher's
     try {
       ValidateTraining(t, "training.");
       im.training_bytes[i] = TrainingBytesOf(t);
@@ -349,7 +352,7 @@ LayoutEvaluation LayoutEvaluator::EvaluateReference(const LayoutCandidate& c, bo
   LayoutEvaluation r;
   TrainingConfig t = options_.training;
   t.dispatcher = c.dispatcher;
-  t.gpus_per_node = options_.cluster.gpus_per_node;
+  t.gpus_per_node = NvlinkDomainGpus(options_.cluster);  // the time model's locality unit (network.h)
   if (t.dispatcher != "deredundency") t.oep.reset();
   // FP8 dispatch (--fp8-dispatch) where the candidate's dispatcher has it.
   t.fp8_dispatch = options_.training.fp8_dispatch && (t.dispatcher == "all_to_all" || t.dispatcher == "deepep");

@@ -10,6 +10,7 @@
 #include "planner/accounting/memory.h"
 #include "planner/layout/plan.h"
 #include "planner/accounting/workload.h"
+#include "planner/sim/network.h"
 
 namespace dockyard {
 
@@ -52,7 +53,7 @@ RedundantSearchResult SearchRedundantExperts(const ModelSpec& model, const Searc
   for (const RankedLayout& ranked : base.top) {
     TrainingConfig t = search.training;
     t.dispatcher = ranked.layout.dispatcher;
-    t.gpus_per_node = search.cluster.gpus_per_node;
+    t.gpus_per_node = NvlinkDomainGpus(search.cluster);  // the time model's locality unit (network.h)
     if (t.dispatcher != "deredundency") t.oep.reset();
     const Plan plan = BuildPlan(model, ranked.layout.dims, t);
     const MemoryReport memory = ComputeMemory(plan);

@@ -15,6 +15,7 @@
 #include "planner/layout/plan.h"
 #include "planner/sim/routing.h"
 #include "planner/accounting/workload.h"
+#include "planner/sim/network.h"
 
 namespace dockyard {
 namespace {
@@ -378,7 +379,7 @@ std::vector<CalibrationRow> RowsFromRunReport(const Json& report, const std::str
   t.seq_len = run.Int("tokens_per_rank");
   t.micro_batch_size = 1;
   t.num_microbatches = 1;
-  t.gpus_per_node = cluster.gpus_per_node;
+  t.gpus_per_node = NvlinkDomainGpus(cluster);  // the time model's locality unit (network.h)
   t.dispatcher = layout.String("dispatcher");
   if (t.dispatcher == "deredundency") t.oep = layout.Int("oep");
   auto plan = std::make_shared<Plan>();

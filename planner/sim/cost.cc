@@ -515,7 +515,7 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
     const double comb = add(kCombine, true, pass, mp.combine_max * cmult + rb(rx.combine, pass), &mp.combine, cmult);
     const double shared = add(kSharedExperts, true, pass,
                               compute(shared_us, sc.shared_experts, pass, mult) + kx.shared_experts[pass] + rb(rx.shared_experts, pass));
-    sum += o.overlap_shared_experts && !t.run.overlap_moe_ep_comm ? std::max(comb, shared) : comb + shared;
+    sum += o.overlap_shared_experts && !EpCommOverlapped(t.run) ? std::max(comb, shared) : comb + shared;
     const int64_t n_ag = pass == 0 ? fsdp_calls.forward_all_gathers : fsdp_calls.backward_all_gathers;
     const int64_t n_rs = pass == 0 ? 0 : fsdp_calls.reduce_scatters;
     add(kFsdpComm, true, pass, fsdp_mean(fsdp_ag[0], fsdp_rs[0], n_ag, n_rs));
@@ -526,7 +526,7 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
   // Megatron's --overlap-moe-expert-parallel-comm: one micro-batch's all-to-alls run under another
   // micro-batch's compute of the other direction (pipeline_schedule.h EpOverlapExposedUs); the
   // dispatch and combine phases show what stays exposed.
-  if (t.run.overlap_moe_ep_comm && d.ep > 1) {
+  if (EpCommOverlapped(t.run) && d.ep > 1) {
     const EpOverlap ov = EpOverlapExposedUs(moe_a2a[0], moe_a2a[1], moe_rest[0], moe_rest[1]);
     const double exposed[2] = {ov.forward_exposed_us, ov.backward_exposed_us};
     for (int pass = 0; pass < 2; ++pass) {
@@ -587,10 +587,14 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
                             : 0.0;
   double worst_stage = 0;
   int64_t slowest_stage = 0;
+  std::vector<double> stage_us;  // [pp]: forward + backward of one micro-batch on each stage
+  const int64_t loss_stage = in.loss_stage < 0 ? d.pp - 1 : in.loss_stage;
+  const int64_t mtp_stage = in.mtp_stage < 0 ? d.pp - 1 : in.mtp_stage;
   for (int64_t s = 0; s < d.pp; ++s) {
-    // The last stage runs lm_head and, with --mtp-layers, each MTP module's layer and logits.
+    // The last stage (a layout's loss stage) runs lm_head and, with --mtp-layers, each MTP
+    // module's layer and logits (on a layout's MTP stage).
     const double mtp_us = static_cast<double>(t.mtp_layers) * ((m.moe_layers.back() ? out.moe_layer_us : out.dense_layer_us) + lm_head_us);
-    double stage = (s == d.pp - 1 ? lm_head_us + mtp_us : 0.0) + p2p_us;
+    double stage = (s == loss_stage ? lm_head_us : 0.0) + (s == mtp_stage ? mtp_us : 0.0) + p2p_us;
     for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
       if (layer_stage[l] == s) stage += m.moe_layers[l] ? out.moe_layer_us : out.dense_layer_us;
     }
@@ -598,6 +602,13 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
       worst_stage = stage;
       slowest_stage = s;
     }
+    stage_us.push_back(stage);
+  }
+  // DualPipe: rank s runs stage s and stage pp - 1 - s, half the micro-batches each, so a rank's
+  // time per micro-batch is the mean of the two stages'.
+  if (IsDualPipe(t.run)) {
+    worst_stage = 0;
+    for (int64_t s = 0; s < d.pp; ++s) worst_stage = std::max(worst_stage, (stage_us[s] + stage_us[DualPipeMirrorStage(d.pp, s)]) / 2.0);
   }
   const double M = static_cast<double>(t.num_microbatches.value_or(d.pp));
   // torchtitan's gradient accumulation with pp > 1: an outer loop of A pipeline schedules.
@@ -605,6 +616,7 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
   out.stage_microbatch_us = worst_stage;
   const double vpp = static_cast<double>(t.run.vpp);
   out.pipeline_bubble_us = A * (d.pp - 1) / vpp * worst_stage;
+  double stage_fwd_us = 0;  // the slowest stage's forward part
   // Megatron's overlapped gradient reduce (under the slowest stage's last backward) and
   // parameter gather (under its first forward) leave only what exceeds that compute exposed.
   {
@@ -613,14 +625,24 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
       if (layer_stage[l] == slowest_stage) (m.moe_layers[l] ? moe_n : dense_n)++;
     }
     const double stage_fwd = static_cast<double>(moe_n) * moe_fwd + static_cast<double>(dense_n) * dense_fwd +
-                             (slowest_stage == d.pp - 1 ? lm_head_us / 3.0 : 0.0) + p2p_us / 2.0;
+                             (slowest_stage == loss_stage ? lm_head_us / 3.0 : 0.0) + p2p_us / 2.0;
     const double stage_bwd = worst_stage - stage_fwd;
+    stage_fwd_us = stage_fwd;
     const double param_us = in.dp_step_param_gather_us, grad_us = in.dp_step_comm_us - param_us;
     out.dp_step_comm_us = (t.run.overlap_grad_reduce ? ExposedUs(grad_us, stage_bwd) : grad_us) +
                           (t.run.overlap_param_gather ? ExposedUs(param_us, stage_fwd) : param_us);
   }
   out.optimizer_us = 2.0 * static_cast<double>(in.static_bytes_rank0) / hbm;
-  const double slots = A * PipelineSlots(static_cast<int64_t>(M), d.pp, t.run.vpp);
+  double slots = A * PipelineSlots(static_cast<int64_t>(M), d.pp, t.run.vpp);
+  if (IsDualPipe(t.run)) {
+    // DualPipe's bubble (pipeline_schedule.h DualPipeBubbleUs): F&B is a stage's overlapped
+    // forward + backward (its EP all-to-alls already under the other direction's compute), B its
+    // backward and W the weight-gradient half of it (the weight-gradient GEMMs carry the same FLOPs
+    // as the input-gradient ones).
+    const double b_us = worst_stage - stage_fwd_us;
+    out.pipeline_bubble_us = A * DualPipeBubbleUs(d.pp, worst_stage, b_us, b_us / 2.0);
+    slots = A * M + (worst_stage > 0 ? out.pipeline_bubble_us / worst_stage : 0.0);
+  }
   out.step_time_us = slots * worst_stage + out.dp_step_comm_us + out.optimizer_us;
 
   const double global_tokens = A * M * t.micro_batch_size * t.seq_len * d.dp_replicate * d.dp_shard;
@@ -644,7 +666,7 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
     share[r.id] += r.us * static_cast<double>(r.moe ? moe_count : dense_count) * slots;
     present[r.id] = true;
   }
-  if (slowest_stage == d.pp - 1) {
+  if (slowest_stage == loss_stage) {
     share[kLmHead] += lm_head_us * slots;
     present[kLmHead] = true;
   }
@@ -768,6 +790,8 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
   in.moe_phases = &moe;
   in.num_moe_layers = m.NumMoeLayers();
   in.layer_stage = &plan.layer_stage;
+  in.loss_stage = plan.loss_stage;
+  in.mtp_stage = plan.mtp_stage;
 
   const CommReport comm = ComputeComm(plan, 0);
   for (const auto& e : comm.entries) {

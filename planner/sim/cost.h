@@ -170,6 +170,9 @@ struct StepInputs {
   double dp_step_comm_us = 0;                         // sum of StepCollectiveUs over rank 0's "step" CommEntry list, in order
   double dp_step_param_gather_us = 0;                 // the part of it from "zero1_all_gather_params" (--overlap-param-gather)
   int64_t static_bytes_rank0 = 0;                     // parameter + gradient + optimizer bytes of rank 0 (StaticMemoryOnRank)
+  // Pipeline ranks of lm_head + loss and of the MTP modules (plan.h Plan::loss_stage / mtp_stage);
+  // -1 = the last stage.
+  int64_t loss_stage = -1, mtp_stage = -1;
 };
 
 // The cost model proper (everything of SimulateStep after gathering its inputs). `training` is
