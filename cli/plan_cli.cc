@@ -83,7 +83,7 @@ struct CliOptions {
   // Training settings (empty = the spec's training block, else the default).
   std::string dp_sharding, pp_layer_split, param_dtype, grad_dtype, optimizer, seq_len, micro_batch_size, num_microbatches, recompute,
       recompute_modules, precision, fp8_recipe, optimizer_states_dtype, gpu_memory_gib, imbalance, gpus_per_node, dispatcher, oep,
-      refit_dtype;
+      refit_dtype, memory_reserve_gib;
   bool fp8_dispatch = false;
   std::string mtp_layers;
   bool model_given = false, json_given = false, refit_given = false, html_given = false;
@@ -159,6 +159,7 @@ void AddPlanOptions(CLI::App* app, CliOptions& o) {
   app->add_option("--mtp-layers", o.mtp_layers,
                   "MTP modules trained (Megatron --mtp-num-layers; DeepSeek-V3: 1) on the last stage (default 0)");
   app->add_option("--gpu-memory-gib", o.gpu_memory_gib, "memory budget per GPU in GiB: prints headroom (default none)");
+  cli::AddMemoryReserveFlag(app, o.memory_reserve_gib);
   app->add_option("--imbalance", o.imbalance, "max / mean tokens received per rank, sizes all-to-all buffers (default 1.0)");
   app->add_option("--gpus-per-node", o.gpus_per_node, "GPUs per node, for cross-node traffic (default 8; simulate: the cluster's)");
   app->add_option("--dispatcher", o.dispatcher,
@@ -214,6 +215,7 @@ TrainingConfig ResolveTraining(const CliOptions& o, const ModelSpec& model, int6
     for (std::string item; std::getline(list, item, ',');) t.recompute_modules.push_back(item);
   }
   if (auto v = ParseNumber("--gpu-memory-gib", o.gpu_memory_gib)) t.gpu_memory_gib = *v;
+  t.memory_reserve_gib = cli::ResolveMemoryReserve(o.memory_reserve_gib, t.memory_reserve_gib);
   if (auto v = ParseNumber("--imbalance", o.imbalance)) t.imbalance = *v;
   if (auto v = ParseInt("--gpus-per-node", o.gpus_per_node)) t.gpus_per_node = *v;
   if (!o.dispatcher.empty()) t.dispatcher = o.dispatcher;
@@ -381,20 +383,23 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
     if (o.refit_given) out << "Refit map written to " << o.refit_json << "\n";
     if (o.html_given) out << "HTML report written to " << o.html_path << "\n";
   }
-  if (check) {
-    if (!memory.over_budget_ranks.empty()) {
-      for (const auto& s : RanksOverBudget(plan, memory)) {
-        err << fmt::format(
-            "dockyard-plan check: stage {}: {} of {} ranks exceed the {:.2f} GiB budget; worst rank {} needs "
-            "{:.2f} GiB (over by {:.2f} GiB); ranks over: {}\n",
-            s.stage, s.ranks_over.size(), s.stage_size, memory.budget_gib, s.worst_rank, s.peak_gib, s.peak_gib - memory.budget_gib,
-            RankList(s.ranks_over));
-      }
-      return 1;
+  // check and simulate: a plan over its budget exits kExitOverBudget (its reports are written).
+  if ((check || command == Command::kSimulate) && !memory.over_budget_ranks.empty()) {
+    for (const auto& s : RanksOverBudget(plan, memory)) {
+      err << fmt::format(
+          "dockyard-plan {}: stage {}: {} of {} ranks exceed the {:.2f} GiB budget less the {:.2f} GiB reserve ({:.2f} GiB); "
+          "worst rank {} needs {:.2f} GiB (over by {:.2f} GiB); ranks over: {}\n",
+          check ? "check" : "simulate", s.stage, s.ranks_over.size(), s.stage_size, memory.budget_gib, memory.reserve_gib,
+          memory.budget_gib - memory.reserve_gib, s.worst_rank, s.peak_gib, s.peak_gib - (memory.budget_gib - memory.reserve_gib),
+          RankList(s.ranks_over));
     }
-    if (!quiet) out << fmt::format("check: every rank fits in {:.2f} GiB\n", memory.budget_gib);
+    return cli::kExitOverBudget;
   }
-  return 0;
+  if (check && !quiet) {
+    out << fmt::format("check: every rank fits in {:.2f} GiB ({:.2f} GiB budget less the {:.2f} GiB reserve)\n",
+                       memory.budget_gib - memory.reserve_gib, memory.budget_gib, memory.reserve_gib);
+  }
+  return cli::kExitOk;
 }
 
 int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
@@ -567,6 +572,7 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
                                                          {"--recompute-modules", &o.recompute_modules},
                                                          {"--gpu-memory-gib", &o.gpu_memory_gib},
                                                          {"--imbalance", &o.imbalance}};
+  cli::AddMemoryReserveFlag(search, o.memory_reserve_gib);
   search->get_option("--json")->description("write the ranking as JSON to PATH ('-' = stdout); not written when no layout fits");
   // The same value checks as the plan's options.
   const std::map<std::string, std::vector<std::string>> allowed = {

@@ -127,18 +127,19 @@ TEST_CASE("dockyard-plan --json - prints only JSON") {
   CHECK(j["experts"]["num_local_experts"] == 16);  // 128 / 8
 }
 
-TEST_CASE("dockyard-plan check exits 1 and names the rank over the budget") {
+TEST_CASE("dockyard-plan check exits 3 and names the rank over the budget") {
   // Qwen3-30B-A3B on 8 GPUs, EP 8, ZeRO-1: 71.51 GiB of weights, grads and optimizer alone
   // (memory_test), so a 40 GiB budget must fail and a 1000 GiB one pass.
   const std::string base = "check --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --dp-sharding zero1";
   Result over = Run(base + " --gpu-memory-gib 40");
-  CHECK(over.code == 1);
+  CHECK(over.code == 3);  // does not fit: its own exit code, not invalid input's 1
   // Every rank holds the same shares here (8 ranks, ep 8): all 8 are over.
-  CHECK(over.out.find("dockyard-plan check: stage 0: 8 of 8 ranks exceed the 40.00 GiB budget") != std::string::npos);
+  CHECK(over.out.find("dockyard-plan check: stage 0: 8 of 8 ranks exceed the 40.00 GiB budget less the 2.00 GiB reserve (38.00 GiB)") !=
+        std::string::npos);
   CHECK(over.out.find("ranks over: 0-7") != std::string::npos);
   Result fits = Run(base + " --gpu-memory-gib 1000");
   CHECK(fits.code == 0);
-  CHECK(fits.out.find("check: every rank fits in 1000.00 GiB") != std::string::npos);
+  CHECK(fits.out.find("check: every rank fits in 998.00 GiB (1000.00 GiB budget less the 2.00 GiB reserve)") != std::string::npos);
   CHECK(Run(base).code == 2);  // check without a budget is a usage error
 }
 

