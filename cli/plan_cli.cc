@@ -34,6 +34,8 @@
 #include "planner/layout/plan.h"
 #include "planner/sim/redundant_experts.h"
 #include "planner/search/redundant_search.h"
+#include "planner/sim/group_routing.h"
+#include "planner/sim/received_rows.h"
 #include "planner/accounting/refit.h"
 #include "planner/accounting/replica_refit.h"
 #include "planner/report/report.h"
@@ -93,6 +95,10 @@ struct CliOptions {
   std::string search_dispatchers;  // search --search-dispatchers
   // simulate
   std::string cluster = "h100-sxm", routing = "uniform", seed = "0", routing_layers;
+  // check / simulate: --routing given sizes the received rows in memory (received_rows.h);
+  // --capacity-factor reports the assignments that capacity would drop.
+  bool routing_given = false;
+  std::string capacity_factor;
   bool no_overlap = false;
   // simulate / search: the kernel-level compute model and its run settings (opt-in).
   std::string compute_model = "gemm", cross_entropy = "unfused";
@@ -183,6 +189,21 @@ void AddPlanOptions(CLI::App* app, CliOptions& o) {
                 "Megatron: the step-end gradient reduce runs under the last backward (zero1 / ddp)");
   app->add_flag("--overlap-param-gather", o.overlap_param_gather,
                 "Megatron: the distributed optimizer's parameter all-gather runs under the first forward (zero1)");
+}
+
+// The routing flags of check and simulate: the routing sampled, its seed, the MoE layers sampled
+// and the capacity factor whose drops are reported.
+void AddRoutingFlags(CLI::App* app, CliOptions& o) {
+  app->add_option("--routing", o.routing,
+                  "uniform | zipf:S | hot:H:F | trace:PATH (default uniform); when given, the sample's largest received rows "
+                  "size the all-to-all buffers and expert activations (in place of --imbalance)");
+  app->add_option("--seed", o.seed, "routing sampling seed (default 0)");
+  app->add_option(
+      "--routing-layers", o.routing_layers,
+      "MoE layers to sample; each phase takes the mean of their slowest ranks (default min(4, MoE layers); a trace uses its own layers)");
+  app->add_option("--capacity-factor", o.capacity_factor,
+                  "report the share of token-expert assignments a per-expert capacity of ceil(C x T x top_k / num_experts) per "
+                  "source rank would drop (Megatron --moe-expert-capacity-factor; default: not reported)");
 }
 
 ModelSpec LoadModelOrDefault(const std::string& path) {
@@ -295,6 +316,30 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
     if (o.gpus_per_node.empty()) training.gpus_per_node = cluster->gpus_per_node;
   }
   Plan plan = BuildPlan(model, dims, training);
+  // check / simulate: the routing sample. Given --routing, its largest received rows size the
+  // memory (SampleImbalance) in place of --imbalance; simulate also prices the step with it.
+  std::optional<RoutingSpec> routing;
+  int64_t layers = 0;
+  std::optional<RoutingResult> sampled;
+  std::optional<ReceivedRowsReport> received;
+  const std::optional<double> capacity_factor = ParseNumber("--capacity-factor", o.capacity_factor);
+  if (command == Command::kSimulate || (check && (o.routing_given || capacity_factor))) {
+    if (o.routing_given && !o.imbalance.empty()) {
+      throw UsageError("--imbalance and --routing both size the received rows: give one (--routing samples them)");
+    }
+    routing = ParseRoutingSpec(o.routing);
+    routing->seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
+    // A trace is given per MoE layer (or one layer for all); other distributions are sampled for
+    // a few layers whose per-layer slowest ranks are averaged.
+    layers = RoutingLayersToSample(plan.model, *routing, ParseInt("--routing-layers", o.routing_layers), 4, "--routing-layers");
+    sampled = SampleRoutingForPlan(plan, *routing, layers);
+    if (o.routing_given || capacity_factor) {
+      const RoutingModel routing_model =
+          PrepareRouting(*routing, plan.model.moe.num_experts, plan.model.moe.top_k, layers, GroupLimitOf(plan.model.moe));
+      received = AnalyzeReceivedRows(routing_model, *sampled, capacity_factor);
+      if (o.routing_given) plan.training.imbalance = received->imbalance;
+    }
+  }
   // Everything that can fail is computed before anything is written.
   const MemoryReport memory = ComputeMemory(plan);
   std::string report_text, html_text;
@@ -302,53 +347,48 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   std::string redundant_text;         // simulate --redundant-experts
   std::optional<Json> replica_refit;  // simulate --redundant-experts --refit-json
   if (command == Command::kSimulate) {
-    RoutingSpec routing = ParseRoutingSpec(o.routing);
-    routing.seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
-    // A trace is given per MoE layer (or one layer for all); other distributions are sampled for
-    // a few layers whose per-layer slowest ranks are averaged.
-    const int64_t layers =
-        RoutingLayersToSample(plan.model, routing, ParseInt("--routing-layers", o.routing_layers), 4, "--routing-layers");
     CostOptions options;
     options.overlap_shared_experts = !o.no_overlap;
     ApplyComputeFlags(o, &options);
     if (calibration) ApplyCalibration(*calibration, &*cluster, &options);
-    const RoutingResult sampled = SampleRoutingForPlan(plan, routing, layers);
-    cost = SimulateStep(plan, *cluster, sampled, options);
+    cost = SimulateStep(plan, *cluster, *sampled, options);
     std::optional<RedundantExpertsReport> redundant;
     if (const auto parsed = cli::ParseRedundantExpertsFlags(o.redundant)) {
       const RedundantExpertsOptions& ro = *parsed;
       const RoutingModel routing_model =
-          PrepareRouting(routing, plan.model.moe.num_experts, plan.model.moe.top_k, layers, GroupLimitOf(plan.model.moe));
-      redundant = AnalyzeRedundantExperts(plan, *cluster, routing_model, sampled, *cost, memory, ro, options);
+          PrepareRouting(*routing, plan.model.moe.num_experts, plan.model.moe.top_k, layers, GroupLimitOf(plan.model.moe));
+      redundant = AnalyzeRedundantExperts(plan, *cluster, routing_model, *sampled, *cost, memory, ro, options);
       redundant_text = RedundantExpertsToText(*redundant);
       if (o.refit_given) {
         // The refit map targets the physical slots of every MoE layer's placement.
-        const std::vector<ExpertPlacement> placements = PlaceMoeLayers(plan, routing, ro);
+        const std::vector<ExpertPlacement> placements = PlaceMoeLayers(plan, *routing, ro);
         const RefitMap map = BuildRefitMap(plan, plan.training.refit_dtype);
         replica_refit = ReplicaRefitMapToJson(map, ReplicaRefitTargets(map, plan.model, placements), placements);
       }
     }
     if (o.json_given || o.html_given) {
-      Json j = SimulateReportToJson(plan, memory, *cost, {source, *cluster, o.routing, routing.seed, layers, ReportProvenance(o)});
+      Json j = SimulateReportToJson(plan, memory, *cost, {source, *cluster, o.routing, routing->seed, layers, ReportProvenance(o)});
       if (redundant) j["redundant_experts"] = RedundantExpertsToJson(*redundant);
+      if (received) j["received_rows"] = ReceivedRowsToJson(*received);
       if (calibration) j["calibration"] = CalibrationRefToJson(*calibration);
       if (plan.dims.ep > 1 && plan.training.dispatcher == "deepep") {  // the link-level matrices (deepep.h)
         const Workload w = ComputeWorkload(plan);
         const double scale = w.routed_tokens > 0 ? static_cast<double>(w.dispatch_tokens) / static_cast<double>(w.routed_tokens) : 1.0;
-        j["dispatch_links"] = FlexLinksToJson(sampled, FlexTokenBytes(static_cast<double>(plan.model.hidden_size),
-                                                                      static_cast<double>(w.act_bytes), plan.training.fp8_dispatch) *
-                                                           scale);
+        j["dispatch_links"] = FlexLinksToJson(*sampled, FlexTokenBytes(static_cast<double>(plan.model.hidden_size),
+                                                                       static_cast<double>(w.act_bytes), plan.training.fp8_dispatch) *
+                                                            scale);
       }
       if (o.json_given) report_text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
       if (o.html_given) {
         Json page = PlanToJson(plan, source, memory);
         page.update(j);  // the plan's figures and simulate's report, one document
-        html_text = ReportToHtml(page, RoutingSampleToJson(sampled));
+        html_text = ReportToHtml(page, RoutingSampleToJson(*sampled));
       }
     }
   } else if (o.json_given || o.html_given) {
     Json j = PlanToJson(plan, source, memory);
     j["generator"]["provenance"] = ReportProvenance(o);
+    if (received) j["received_rows"] = ReceivedRowsToJson(*received);
     if (o.json_given) report_text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
     if (o.html_given) html_text = ReportToHtml(j, UniformRoutingSample(plan));
   }
@@ -373,6 +413,7 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
                          dims.world_size % 8 == 0 ? fmt::format(" = {} nodes x 8", dims.world_size / 8) : "", dims.ep,
                          RecomputeName(plan.training.recompute));
     }
+    if (received) out << ReceivedRowsToText(*received);
     if (cost) {
       if (calibration) out << CalibrationLine(*calibration);
       out << MemoryToText(plan, memory) << CostToText(*cost) << redundant_text;
@@ -526,16 +567,13 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
       "expert ownership, memory and traffic per rank)."};
   app.footer(kExamples);
   AddPlanOptions(&app, o);
-  CLI::App* check = app.add_subcommand("check", "exit 1 and list the ranks whose peak memory exceeds --gpu-memory-gib");
+  CLI::App* check = app.add_subcommand("check", "exit 3 and list the ranks whose peak memory exceeds --gpu-memory-gib less the reserve");
   AddPlanOptions(check, o);
+  AddRoutingFlags(check, o);
   CLI::App* simulate = app.add_subcommand("simulate", "predict the time of every phase of a training step on a cluster");
   AddPlanOptions(simulate, o);
   simulate->add_option("--cluster", o.cluster, "preset (h100-sxm, h200-sxm, h100-pcie-400g) or cluster JSON (default h100-sxm)");
-  simulate->add_option("--routing", o.routing, "uniform | zipf:S | hot:H:F | trace:PATH (default uniform)");
-  simulate->add_option("--seed", o.seed, "routing sampling seed (default 0)");
-  simulate->add_option(
-      "--routing-layers", o.routing_layers,
-      "MoE layers to sample; each phase takes the mean of their slowest ranks (default min(4, MoE layers); a trace uses its own layers)");
+  AddRoutingFlags(simulate, o);
   simulate->add_flag("--no-overlap", o.no_overlap, "do not overlap the shared experts with the combine all-to-all");
   AddComputeFlags(simulate, o);
   cli::AddRedundantExpertsFlags(simulate, o.redundant, "report the EPLB placement, imbalance, MoE-layer time and memory before/after");
@@ -624,6 +662,7 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
         return opt != nullptr && opt->count() > 0;
       };
       o.model_given = o.model_given || given("--model");
+      if (a != search) o.routing_given = o.routing_given || given("--routing");
       o.json_given = o.json_given || given("--json");
       o.refit_given = o.refit_given || given("--refit-json");
       o.html_given = o.html_given || given("--html");

@@ -97,3 +97,41 @@ TEST_CASE("search takes the reserve: more layouts are over budget with a larger 
   // Every ranked layout's peak is within the usable 69.6 GiB.
   for (const auto& row : big["top"]) CHECK(row["peak_bytes"].get<double>() <= (79.6 - 10) * 1073741824.0);
 }
+
+TEST_CASE("check --routing sizes the all-to-all buffers from the sample's largest received rows, by hand") {
+  // tiny-mixtral (8 experts, top_k 2, hidden 64, bf16) on 4 GPUs, EP 4, 16 tokens per rank.
+  // hot:2:1 sends every token to experts 0 and 1, both on EP rank 0: rank 0 receives 4 ranks x 16
+  // tokens x 2 = 128 rows, mean 16 x 2 = 32 (max/mean 4).
+  const std::string base = "check --model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --seq-len 16 --gpu-memory-gib 80 --json -";
+  const dockyard::Json hot = dockyard::ParseJsonText(Run(base + " --routing hot:2:1 --capacity-factor 1.5", false).out, "stdout");
+  CHECK(hot["memory"]["workload"]["max_received_rows"] == 128);
+  // all_to_all buffers: (send 32 + receive 128 rows) x 64 x 2 B = 20480 B.
+  CHECK(hot["memory"]["stages"][0]["comm_buffers_by_use"]["all_to_all"] == 20480);
+  CHECK(hot["training"]["imbalance"] == 4.0);
+  // The same as --imbalance 4 by hand, and more than the default balanced (32 + 32) x 128 = 8192 B.
+  const dockyard::Json by_hand = dockyard::ParseJsonText(Run(base + " --imbalance 4", false).out, "stdout");
+  CHECK(by_hand["memory"]["stages"] == hot["memory"]["stages"]);
+  const dockyard::Json plain = dockyard::ParseJsonText(Run(base, false).out, "stdout");
+  CHECK(plain["memory"]["stages"][0]["comm_buffers_by_use"]["all_to_all"] == 8192);
+  CHECK_FALSE(plain.contains("received_rows"));
+  // Per layer: max 128, mean 32, p99 128 (nearest rank of 4: sorted[3]).
+  const dockyard::Json& rows = hot["received_rows"];
+  REQUIRE(rows["layers"].size() == 2);
+  CHECK(rows["layers"][0]["max_received_rows"] == 128);
+  CHECK(rows["layers"][0]["mean_received_rows"] == 32.0);
+  CHECK(rows["layers"][0]["p99_received_rows"] == 128);
+  // Capacity 1.5: ceil(16 x 2 / 8 x 1.5) = 6 per expert and source rank; each rank sends 16 to
+  // expert 0 and 16 to expert 1: (10 + 10) x 4 ranks x 2 layers = 160 of 16 x 2 x 4 x 2 = 256.
+  CHECK(rows["capacity"]["capacity_per_expert_per_rank"] == 6);
+  CHECK(rows["capacity"]["dropped_assignments"] == 160);
+  CHECK(rows["capacity"]["drop_fraction"] == 0.625);
+  // Text: the per-layer table and the drop line.
+  const Result text =
+      Run("check --model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --seq-len 16 --gpu-memory-gib 80 "
+          "--routing hot:2:1 --capacity-factor 1.5");
+  CHECK(text.code == 0);
+  CHECK(text.out.find("memory sized for 128 received rows (imbalance 4.0000") != std::string::npos);
+  CHECK(text.out.find("160 of 256 assignments dropped (62.500%)") != std::string::npos);
+  // --routing and --imbalance both size the same rows: a usage error.
+  CHECK(Run(base + " --routing hot:2:1 --imbalance 2").code == 2);
+}
