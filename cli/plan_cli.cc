@@ -27,6 +27,7 @@
 #include "planner/sim/cost.h"
 #include "planner/sim/deepep.h"
 #include "planner/model/hf_config.h"
+#include "planner/report/header.h"
 #include "planner/report/html_report.h"
 #include "planner/accounting/memory.h"
 #include "planner/model/model_spec.h"
@@ -256,11 +257,6 @@ TrainingConfig ResolveTraining(const CliOptions& o, const ModelSpec& model, int6
 
 enum class Command { kPlan, kCheck, kSimulate };
 
-// The text report's line naming a calibration file (only when one is given).
-std::string CalibrationLine(const Calibration& c) {
-  return fmt::format("Calibration {} (preset {}, {}, sha256 {})\n", c.name, c.preset, c.file, c.sha256);
-}
-
 // What produced a report: version, command line and the digests of the input files.
 Json ReportProvenance(const CliOptions& o) {
   std::vector<std::string> files;
@@ -342,6 +338,23 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   }
   // Everything that can fail is computed before anything is written.
   const MemoryReport memory = ComputeMemory(plan);
+  ReportHeaderInputs header_inputs;
+  header_inputs.command = check ? "check" : command == Command::kSimulate ? "simulate" : "plan";
+  header_inputs.model_name = plan.model.name;
+  header_inputs.model_source = source;
+  header_inputs.dims = plan.dims;
+  header_inputs.world_size = plan.dims.world_size;
+  header_inputs.convention = plan.dims.convention;
+  if (cluster) header_inputs.cluster = cluster->name;
+  if (calibration) header_inputs.calibration = CalibrationRefToJson(*calibration);
+  if (routing) {
+    header_inputs.routing = RoutingSpecText(*routing);
+    header_inputs.seed = routing->seed;
+    header_inputs.routing_layers = layers;
+  }
+  header_inputs.imbalance = plan.training.imbalance;
+  header_inputs.provenance = ReportProvenance(o);
+  const Json header = ReportHeader(header_inputs);
   std::string report_text, html_text;
   std::optional<CostBreakdown> cost;
   std::string redundant_text;         // simulate --redundant-experts
@@ -370,6 +383,7 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
       Json j = SimulateReportToJson(plan, memory, *cost, {source, *cluster, o.routing, routing->seed, layers, ReportProvenance(o)});
       if (redundant) j["redundant_experts"] = RedundantExpertsToJson(*redundant);
       if (received) j["received_rows"] = ReceivedRowsToJson(*received);
+      j["header"] = header;
       if (calibration) j["calibration"] = CalibrationRefToJson(*calibration);
       if (plan.dims.ep > 1 && plan.training.dispatcher == "deepep") {  // the link-level matrices (deepep.h)
         const Workload w = ComputeWorkload(plan);
@@ -388,6 +402,7 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   } else if (o.json_given || o.html_given) {
     Json j = PlanToJson(plan, source, memory);
     j["generator"]["provenance"] = ReportProvenance(o);
+    j["header"] = header;
     if (received) j["received_rows"] = ReceivedRowsToJson(*received);
     if (o.json_given) report_text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
     if (o.html_given) html_text = ReportToHtml(j, UniformRoutingSample(plan));
@@ -408,6 +423,7 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   if (o.refit_given && o.refit_json == "-") out << refit_text;
   const bool quiet = (o.json_given && o.json_path == "-") || (o.refit_given && o.refit_json == "-");
   if (!quiet) {
+    out << ReportHeaderToText(header);
     if (use_default) {
       out << fmt::format("(no --model: the embedded default, DeepSeek-V3 on {} GPUs{}, ep {}, recompute {})\n", dims.world_size,
                          dims.world_size % 8 == 0 ? fmt::format(" = {} nodes x 8", dims.world_size / 8) : "", dims.ep,
@@ -415,7 +431,6 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
     }
     if (received) out << ReceivedRowsToText(*received);
     if (cost) {
-      if (calibration) out << CalibrationLine(*calibration);
       out << MemoryToText(plan, memory) << CostToText(*cost) << redundant_text;
     } else {
       out << (check ? MemoryToText(plan, memory) : PlanToText(plan, source, memory));
@@ -526,12 +541,28 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
     err << "dockyard-plan search: no valid layout fits the budget\n";
     return 1;
   }
+  // The header every report opens with (header.h); the routing is sampled per (ep, tokens, oep).
+  ReportHeaderInputs header_inputs;
+  header_inputs.command = "search";
+  header_inputs.model_name = model.name;
+  header_inputs.model_source = use_default ? kDefaultModelName : o.model;
+  header_inputs.world_size = s.world_size;
+  header_inputs.convention = s.convention;
+  header_inputs.cluster = s.cluster.name;
+  if (calibration) header_inputs.calibration = CalibrationRefToJson(*calibration);
+  header_inputs.routing = RoutingSpecText(s.routing);
+  header_inputs.seed = s.routing.seed;
+  header_inputs.routing_layers = s.routing.kind == RoutingKind::kTrace ? moe_layers : s.routing_layers;
+  header_inputs.imbalance = s.training.imbalance;
+  header_inputs.provenance = ReportProvenance(o);
+  const Json header = ReportHeader(header_inputs);
   std::optional<RedundantSearchResult> redundant;
   if (redundant_options) redundant = SearchRedundantExperts(model, s, result, redundant_counts, *redundant_options);
   if (o.json_given || o.html_given) {
     Json j = SearchReportToJson(result, s, use_default ? kDefaultModelName : o.model, moe_layers, ReportProvenance(o));
     if (redundant) j["redundant_experts"] = RedundantSearchToJson(*redundant);
     if (calibration) j["calibration"] = CalibrationRefToJson(*calibration);
+    j["header"] = header;
     const std::string text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
     std::vector<std::pair<std::string, std::string>> files;
     if (o.html_given) {
@@ -547,10 +578,7 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
       return 0;
     }
   }
-  out << fmt::format("Model      {} on {} GPUs, cluster {}\n", use_default ? kDefaultModelName : o.model, s.world_size, s.cluster.name);
-  if (calibration) out << CalibrationLine(*calibration);
-  out << fmt::format("Routing    {} (seed {}), {} MoE layer(s) sampled per (ep, tokens, oep)\n", RoutingSpecText(s.routing), s.routing.seed,
-                     s.routing.kind == RoutingKind::kTrace ? moe_layers : s.routing_layers);
+  out << ReportHeaderToText(header);
   out << SearchResultToText(result);
   if (redundant) out << RedundantSearchToText(*redundant);
   if (o.html_given) out << "HTML report written to " << o.html_path << "\n";

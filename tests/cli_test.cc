@@ -73,6 +73,8 @@ TEST_CASE("dockyard-plan writes a report equal to the golden JSON") {
   CHECK(got["generator"]["provenance"]["inputs"][0]["path"] == "testdata/hf/olmoe-1b-7b-0125-instruct.json");
   CHECK(got["generator"]["provenance"]["inputs"][0]["sha256"] == want["generator"]["provenance"]["inputs"][0]["sha256"]);
   got["generator"] = want["generator"];
+  CHECK(got["header"]["provenance"]["inputs"] == want["header"]["provenance"]["inputs"]);
+  got["header"]["provenance"] = want["header"]["provenance"];  // this run's command line
   // Compare section by section so that a failure names the section instead of printing 1 MB.
   for (auto it = want.begin(); it != want.end(); ++it) {
     CAPTURE(it.key());
@@ -329,12 +331,12 @@ TEST_CASE("dockyard-run --plan refuses another schema version, changed placement
   REQUIRE(Run("--model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --json " + plan).code == 0);
   dockyard::Json j = dockyard::ReadJsonFile(plan);
   dockyard::Json v2 = j;
-  v2["schema_version"] = 2;
+  v2["schema_version"] = 3;  // a version this dockyard does not read
   const std::string bad_version = TmpDir() + "/plan-v2.json";
   { std::ofstream(bad_version) << v2.dump(); }
   Result rv = RunRun("--plan " + bad_version);
   CHECK(rv.code == 1);
-  CHECK(rv.out.find("/schema_version: this plan file has schema version 2") != std::string::npos);
+  CHECK(rv.out.find("/schema_version: this plan file has schema version 3") != std::string::npos);
   // A file that says the routed experts are replicated: the runtime must not silently re-decide.
   dockyard::Json tampered = j;
   for (auto& p : tampered["parameters"]) {
@@ -437,6 +439,8 @@ TEST_CASE("--html writes one self-contained page per report kind, beside an unch
   dockyard::Json a = dockyard::ReadJsonFile(dir + "/a.json"), b = dockyard::ReadJsonFile(dir + "/b.json");
   a["generator"].erase("provenance");
   b["generator"].erase("provenance");  // the command lines differ
+  a["header"].erase("provenance");
+  b["header"].erase("provenance");
   CHECK(a == b);
   const std::string plan = ReadAll(dir + "/p.html");
   CHECK(plan.rfind("<!DOCTYPE html>", 0) == 0);
@@ -517,6 +521,8 @@ TEST_CASE("simulate and search --calibration: the shipped file changes no figure
   ja.erase("generator");
   jb.erase("generator");
   jb.erase("calibration");
+  ja.erase("header");  // the header names the calibration and the command line
+  jb.erase("header");
   CHECK(ja == jb);  // the shipped calibration holds today's defaults
 
   // A calibration with the dense efficiency halved: a slower step, and the search names the file.

@@ -135,3 +135,64 @@ TEST_CASE("check --routing sizes the all-to-all buffers from the sample's larges
   // --routing and --imbalance both size the same rows: a usage error.
   CHECK(Run(base + " --routing hot:2:1 --imbalance 2").code == 2);
 }
+TEST_CASE("simulate --routing sizes memory from its sample; without --routing memory keeps --imbalance") {
+  const std::string base = "simulate --model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --seq-len 16 --json -";
+  const dockyard::Json hot = dockyard::ParseJsonText(Run(base + " --routing hot:2:1", false).out, "stdout");
+  CHECK(hot["memory"]["stages"][0]["comm_buffers_by_use"]["all_to_all"] == 20480);  // as in check, by hand above
+  CHECK(hot["received_rows"]["max_received_rows"] == 128);
+  const dockyard::Json plain = dockyard::ParseJsonText(Run(base, false).out, "stdout");
+  CHECK(plain["memory"]["stages"][0]["comm_buffers_by_use"]["all_to_all"] == 8192);  // uniform sample, --imbalance 1
+}
+
+TEST_CASE("plan, check, simulate and search open with the same header, in JSON at /header and as the first text lines") {
+  const std::string model = "--model testdata/specs/tiny-mixtral.json --world-size 4";
+  const std::string layout = model + " --ep 4 --seq-len 16";
+  const dockyard::Json plan = dockyard::ParseJsonText(Run(layout + " --json -", false).out, "plan");
+  const dockyard::Json check = dockyard::ParseJsonText(Run("check " + layout + " --gpu-memory-gib 80 --json -", false).out, "check");
+  const dockyard::Json sim = dockyard::ParseJsonText(Run("simulate " + layout + " --routing zipf:1.2 --json -", false).out, "simulate");
+  const dockyard::Json search = dockyard::ParseJsonText(Run("search " + model + " --seq-len 16 --top 1 --json -", false).out, "search");
+  for (const dockyard::Json* j : {&plan, &check, &sim, &search}) {
+    CHECK((*j)["schema_version"] == 2);
+    const dockyard::Json& h = (*j)["header"];
+    for (const char* key : {"command", "model", "degrees", "cluster", "calibration", "routing", "imbalance", "provenance"}) {
+      CAPTURE(key);
+      CHECK(h.contains(key));
+    }
+    CHECK(h["model"]["name"] == "tiny-mixtral");
+    CHECK(h["degrees"]["world_size"] == 4);
+    CHECK(h["provenance"]["inputs"][0]["path"] == "testdata/specs/tiny-mixtral.json");
+  }
+  CHECK(plan["header"]["command"] == "plan");
+  CHECK(check["header"]["command"] == "check");
+  CHECK(sim["header"]["command"] == "simulate");
+  CHECK(search["header"]["command"] == "search");
+  // One layout: its degrees (dp_shard 4 / ep 4 = efsdp 1); search ranks many: none.
+  CHECK(plan["header"]["degrees"] == check["header"]["degrees"]);
+  CHECK(sim["header"]["degrees"]["ep"] == 4);
+  CHECK_FALSE(search["header"]["degrees"].contains("ep"));
+  CHECK(plan["header"]["routing"].is_null());
+  CHECK(plan["header"]["cluster"].is_null());
+  CHECK(sim["header"]["routing"]["spec"] == "zipf:1.2");
+  CHECK(sim["header"]["cluster"] == "h100-sxm");
+  CHECK(search["header"]["routing"]["spec"] == "uniform");
+  // Text: every report's first line names it, the next ones are the header's.
+  for (const char* cmd : {"", "check ", "simulate "}) {
+    const std::string args = std::string(cmd) + layout + (std::string(cmd) == "check " ? " --gpu-memory-gib 80" : "");
+    const Result r = Run(args, false);
+    CAPTURE(args);
+    CHECK(r.out.rfind("Report     dockyard-plan ", 0) == 0);
+    CHECK(r.out.find("\nModel      tiny-mixtral (testdata/specs/tiny-mixtral.json)\nDegrees    world_size 4 = pp 1") != std::string::npos);
+  }
+  CHECK(Run("search " + model + " --seq-len 16 --top 1", false).out.rfind("Report     dockyard-plan search\n", 0) == 0);
+}
+
+TEST_CASE("simulate --json carries the memory and communication sections of the plan's JSON writers") {
+  const std::string layout = "--model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --seq-len 16";
+  const dockyard::Json plan = dockyard::ParseJsonText(Run(layout + " --json -", false).out, "plan");
+  const dockyard::Json sim = dockyard::ParseJsonText(Run("simulate " + layout + " --json -", false).out, "simulate");
+  // The same plan (simulate takes gpus_per_node from the h100-sxm preset: 8, the plan's default).
+  CHECK(sim["memory"] == plan["memory"]);
+  CHECK(sim["communication"] == plan["communication"]);
+  CHECK(sim["memory"]["worst_peak_bytes"].get<int64_t>() > 0);
+  CHECK(!sim["communication"]["entries"].empty());
+}

@@ -481,6 +481,8 @@ Json SimulateReportToJson(const Plan& plan, const MemoryReport& memory, const Co
           {"routing_layers_sampled", in.routing_layers},
           {"parallel", full["parallel"]},
           {"training", TrainingToJson(plan.training)},
+          {"memory", full["memory"]},
+          {"communication", full["communication"]},
           {"predicted", CostToJson(cost)}};
 }
 
