@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "planner/accounting/memory.h"
 #include "planner/base/error.h"
 #include "planner/base/file_util.h"
 
@@ -51,17 +52,17 @@ int RunReportingErrors(const char* program, const char* oom_text, std::ostream& 
     return body();
   } catch (const UsageError& e) {
     err << program << ": usage error: " << e.what() << "\nRun '" << program << " --help' for usage.\n";
-    return 2;
+    return kExitUsage;
   } catch (const Error& e) {
     err << program << ": error: " << e.what() << "\n";
-    return 1;
+    return kExitInvalidInput;
   } catch (const std::bad_alloc&) {
     err << program << ": error: " << oom_text << "\n";
-    return 1;
+    return kExitInvalidInput;
   } catch (const std::exception& e) {
     // Not expected: every input error is a dockyard::Error. Still exit cleanly, never abort.
     err << program << ": error: internal error: " << e.what() << "\n";
-    return 1;
+    return kExitInvalidInput;
   }
 }
 
@@ -123,6 +124,18 @@ ParallelDimsOptions DegreeFlags::Parse(int64_t default_world_size) const {
   d.pp = ParseInt("--pp", pp).value_or(1);
   d.convention = convention == "megatron" ? Convention::kMegatron : Convention::kTorchtitan;
   return d;
+}
+
+void AddMemoryReserveFlag(CLI::App* app, std::string& value) {
+  app->add_option("--memory-reserve-gib", value,
+                  fmt::format("GiB of the budget held back for the CUDA context, NCCL buffers and allocator fragmentation "
+                              "(default {:.1f}; docs/memory-model.md)",
+                              kDefaultMemoryReserveGib));
+}
+
+double ResolveMemoryReserve(const std::string& value, std::optional<double> from_spec) {
+  if (const std::optional<double> v = ParseNumber("--memory-reserve-gib", value)) return *v;
+  return from_spec.value_or(kDefaultMemoryReserveGib);
 }
 
 }  // namespace dockyard::cli

@@ -17,6 +17,15 @@
 
 namespace dockyard::cli {
 
+// Exit codes of dockyard-plan (README "Exit codes", docs/report.md): success; invalid input (the
+// message names the field, its value and the rule; no output file is written); a malformed
+// command line; a plan that does not fit its memory budget (check, simulate: the reports are
+// still written, the ranks over are listed on stderr).
+constexpr int kExitOk = 0;
+constexpr int kExitInvalidInput = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitOverBudget = 3;
+
 // A malformed command line: the front ends print it as "usage error" and exit 2.
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -64,5 +73,14 @@ void AddRedundantExpertsFlags(CLI::App* app, RedundantExpertsFlags& flags, const
 // nullopt when --redundant-experts is not given. Throws UsageError for a malformed number,
 // dockyard::Error for an unknown policy or choice.
 std::optional<RedundantExpertsOptions> ParseRedundantExpertsFlags(const RedundantExpertsFlags& flags);
+
+// --memory-reserve-gib, the one definition check, simulate and search register: GiB of the
+// budget held back for the CUDA context, NCCL buffers and allocator fragmentation
+// (planner/accounting/memory.h OverBudget, kDefaultMemoryReserveGib).
+void AddMemoryReserveFlag(CLI::App* app, std::string& value);
+// The reserve in force: the flag's value when given, else `from_spec` (a model spec's training
+// block), else kDefaultMemoryReserveGib. Throws UsageError for a malformed number; the range is
+// ValidateTraining's.
+double ResolveMemoryReserve(const std::string& value, std::optional<double> from_spec);
 
 }  // namespace dockyard::cli

@@ -29,6 +29,7 @@
 #include "planner/sim/cost.h"
 #include "planner/sim/deepep.h"
 #include "planner/model/hf_config.h"
+#include "planner/report/header.h"
 #include "planner/report/html_report.h"
 #include "planner/accounting/memory.h"
 #include "planner/model/model_spec.h"
@@ -36,6 +37,8 @@
 #include "planner/layout/plan.h"
 #include "planner/sim/redundant_experts.h"
 #include "planner/search/redundant_search.h"
+#include "planner/sim/group_routing.h"
+#include "planner/sim/received_rows.h"
 #include "planner/accounting/refit.h"
 #include "planner/accounting/replica_refit.h"
 #include "planner/report/report.h"
@@ -86,7 +89,7 @@ struct CliOptions {
   // Training settings (empty = the spec's training block, else the default).
   std::string dp_sharding, pp_layer_split, param_dtype, grad_dtype, optimizer, seq_len, micro_batch_size, num_microbatches, recompute,
       recompute_modules, precision, fp8_recipe, optimizer_states_dtype, gpu_memory_gib, imbalance, gpus_per_node, dispatcher, oep,
-      refit_dtype;
+      refit_dtype, memory_reserve_gib;
   bool fp8_dispatch = false;
   bool fp8_param_gather = false;
   std::string mtp_layers;
@@ -100,6 +103,10 @@ struct CliOptions {
   std::string search_dispatchers;  // search --search-dispatchers
   // simulate
   std::string cluster = "h100-sxm", routing = "uniform", seed = "0", routing_layers;
+  // check / simulate: --routing given sizes the received rows in memory (received_rows.h);
+  // --capacity-factor reports the assignments that capacity would drop.
+  bool routing_given = false;
+  std::string capacity_factor;
   bool no_overlap = false;
   // simulate / search: the kernel-level compute model and its run settings (opt-in).
   std::string compute_model = "gemm", cross_entropy = "unfused";
@@ -169,6 +176,7 @@ void AddPlanOptions(CLI::App* app, CliOptions& o) {
                   "MTP modules trained (Megatron --mtp-num-layers; DeepSeek-V3: 1) on the last stage, for any model: "
                   "each a copy of its last layer (default 0)");
   app->add_option("--gpu-memory-gib", o.gpu_memory_gib, "memory budget per GPU in GiB: prints headroom (default none)");
+  cli::AddMemoryReserveFlag(app, o.memory_reserve_gib);
   app->add_option("--imbalance", o.imbalance, "max / mean tokens received per rank, sizes all-to-all buffers (default 1.0)");
   app->add_option("--gpus-per-node", o.gpus_per_node,
                   "GPUs per node, for cross-node traffic (default 8; simulate: the cluster's NVLink domain)");
@@ -205,6 +213,21 @@ void AddPlanOptions(CLI::App* app, CliOptions& o) {
                 "Megatron: the distributed optimizer's parameter all-gather runs under the first forward (zero1)");
 }
 
+// The routing flags of check and simulate: the routing sampled, its seed, the MoE layers sampled
+// and the capacity factor whose drops are reported.
+void AddRoutingFlags(CLI::App* app, CliOptions& o) {
+  app->add_option("--routing", o.routing,
+                  "uniform | zipf:S | hot:H:F | trace:PATH (default uniform); when given, the sample's largest received rows "
+                  "size the all-to-all buffers and expert activations (in place of --imbalance)");
+  app->add_option("--seed", o.seed, "routing sampling seed (default 0)");
+  app->add_option(
+      "--routing-layers", o.routing_layers,
+      "MoE layers to sample; each phase takes the mean of their slowest ranks (default min(4, MoE layers); a trace uses its own layers)");
+  app->add_option("--capacity-factor", o.capacity_factor,
+                  "report the share of token-expert assignments a per-expert capacity of ceil(C x T x top_k / num_experts) per "
+                  "source rank would drop (Megatron --moe-expert-capacity-factor; default: not reported)");
+}
+
 ModelSpec LoadModelOrDefault(const std::string& path) {
   if (!path.empty()) return LoadModel(path);
   return ModelSpecFromHfConfig(ParseJsonText(kDefaultModelJson, kDefaultModelName), kDefaultModelName);
@@ -236,6 +259,7 @@ TrainingConfig ResolveTraining(const CliOptions& o, const ModelSpec& model, int6
     for (std::string item; std::getline(list, item, ',');) t.recompute_modules.push_back(item);
   }
   if (auto v = ParseNumber("--gpu-memory-gib", o.gpu_memory_gib)) t.gpu_memory_gib = *v;
+  t.memory_reserve_gib = cli::ResolveMemoryReserve(o.memory_reserve_gib, t.memory_reserve_gib);
   if (auto v = ParseNumber("--imbalance", o.imbalance)) t.imbalance = *v;
   if (auto v = ParseInt("--gpus-per-node", o.gpus_per_node)) t.gpus_per_node = *v;
   if (!o.dispatcher.empty()) t.dispatcher = o.dispatcher;
@@ -258,11 +282,6 @@ TrainingConfig ResolveTraining(const CliOptions& o, const ModelSpec& model, int6
 }
 
 enum class Command { kPlan, kCheck, kSimulate };
-
-// The text report's line naming a calibration file (only when one is given).
-std::string CalibrationLine(const Calibration& c) {
-  return fmt::format("Calibration {} (preset {}, {}, sha256 {})\n", c.name, c.preset, c.file, c.sha256);
-}
 
 // What produced a report: version, command line and the digests of the input files.
 Json ReportProvenance(const CliOptions& o) {
@@ -320,56 +339,94 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
     if (o.gpus_per_node.empty()) training.gpus_per_node = NvlinkDomainGpus(*cluster);
   }
   Plan plan = BuildPlan(model, dims, training);
+  // check / simulate: the routing sample. Given --routing, its largest received rows size the
+  // memory (SampleImbalance) in place of --imbalance; simulate also prices the step with it.
+  std::optional<RoutingSpec> routing;
+  int64_t layers = 0;
+  std::optional<RoutingResult> sampled;
+  std::optional<ReceivedRowsReport> received;
+  const std::optional<double> capacity_factor = ParseNumber("--capacity-factor", o.capacity_factor);
+  if (command == Command::kSimulate || (check && (o.routing_given || capacity_factor))) {
+    if (o.routing_given && !o.imbalance.empty()) {
+      throw UsageError("--imbalance and --routing both size the received rows: give one (--routing samples them)");
+    }
+    routing = ParseRoutingSpec(o.routing);
+    routing->seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
+    // A trace is given per MoE layer (or one layer for all); other distributions are sampled for
+    // a few layers whose per-layer slowest ranks are averaged.
+    layers = RoutingLayersToSample(plan.model, *routing, ParseInt("--routing-layers", o.routing_layers), 4, "--routing-layers");
+    sampled = SampleRoutingForPlan(plan, *routing, layers);
+    if (o.routing_given || capacity_factor) {
+      const RoutingModel routing_model =
+          PrepareRouting(*routing, plan.model.moe.num_experts, plan.model.moe.top_k, layers, GroupLimitOf(plan.model.moe));
+      received = AnalyzeReceivedRows(routing_model, *sampled, capacity_factor);
+      if (o.routing_given) plan.training.imbalance = received->imbalance;
+    }
+  }
   // Everything that can fail is computed before anything is written.
   const MemoryReport memory = ComputeMemory(plan);
+  ReportHeaderInputs header_inputs;
+  header_inputs.command = check ? "check" : command == Command::kSimulate ? "simulate" : "plan";
+  header_inputs.model_name = plan.model.name;
+  header_inputs.model_source = source;
+  header_inputs.dims = plan.dims;
+  header_inputs.world_size = plan.dims.world_size;
+  header_inputs.convention = plan.dims.convention;
+  if (cluster) header_inputs.cluster = cluster->name;
+  if (calibration) header_inputs.calibration = CalibrationRefToJson(*calibration);
+  if (routing) {
+    header_inputs.routing = RoutingSpecText(*routing);
+    header_inputs.seed = routing->seed;
+    header_inputs.routing_layers = layers;
+  }
+  header_inputs.imbalance = plan.training.imbalance;
+  header_inputs.provenance = ReportProvenance(o);
+  const Json header = ReportHeader(header_inputs);
   std::string report_text, html_text;
   std::optional<CostBreakdown> cost;
   std::string redundant_text;         // simulate --redundant-experts
   std::optional<Json> replica_refit;  // simulate --redundant-experts --refit-json
   if (command == Command::kSimulate) {
-    RoutingSpec routing = ParseRoutingSpec(o.routing);
-    routing.seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
-    // A trace is given per MoE layer (or one layer for all); other distributions are sampled for
-    // a few layers whose per-layer slowest ranks are averaged.
-    const int64_t layers =
-        RoutingLayersToSample(plan.model, routing, ParseInt("--routing-layers", o.routing_layers), 4, "--routing-layers");
     CostOptions options;
     options.overlap_shared_experts = !o.no_overlap;
     ApplyComputeFlags(o, &options);
     if (calibration) ApplyCalibration(*calibration, &*cluster, &options);
-    const RoutingResult sampled = SampleRoutingForPlan(plan, routing, layers);
-    cost = SimulateStep(plan, *cluster, sampled, options);
+    cost = SimulateStep(plan, *cluster, *sampled, options);
     std::optional<RedundantExpertsReport> redundant;
     if (const auto parsed = cli::ParseRedundantExpertsFlags(o.redundant)) {
       const RedundantExpertsOptions& ro = *parsed;
       const RoutingModel routing_model =
-          PrepareRouting(routing, plan.model.moe.num_experts, plan.model.moe.top_k, layers, GroupLimitOf(plan.model.moe));
-      redundant = AnalyzeRedundantExperts(plan, *cluster, routing_model, sampled, *cost, memory, ro, options);
+          PrepareRouting(*routing, plan.model.moe.num_experts, plan.model.moe.top_k, layers, GroupLimitOf(plan.model.moe));
+      redundant = AnalyzeRedundantExperts(plan, *cluster, routing_model, *sampled, *cost, memory, ro, options);
       redundant_text = RedundantExpertsToText(*redundant);
       if (o.refit_given) {
         // The refit map targets the physical slots of every MoE layer's placement.
-        const std::vector<ExpertPlacement> placements = PlaceMoeLayers(plan, routing, ro);
+        const std::vector<ExpertPlacement> placements = PlaceMoeLayers(plan, *routing, ro);
         const RefitMap map = BuildRefitMap(plan, plan.training.refit_dtype);
         replica_refit = ReplicaRefitMapToJson(map, ReplicaRefitTargets(map, plan.model, placements), placements);
       }
     }
     if (o.json_given || o.html_given) {
-      Json j = SimulateReportToJson(plan, memory, *cost, {source, *cluster, o.routing, routing.seed, layers, ReportProvenance(o)});
+      Json j = SimulateReportToJson(plan, memory, *cost, {source, *cluster, o.routing, routing->seed, layers, ReportProvenance(o)});
       if (redundant) j["redundant_experts"] = RedundantExpertsToJson(*redundant);
+      if (received) j["received_rows"] = ReceivedRowsToJson(*received);
+      j["header"] = header;
       if (calibration) j["calibration"] = CalibrationRefToJson(*calibration);
       if (plan.dims.ep > 1 && plan.training.dispatcher == "deepep") {  // the link-level matrices (deepep.h)
-        j["dispatch_links"] = FlexLinksToJson(sampled, DeepEpRowBytes(plan, /*fp8=*/true));
+        j["dispatch_links"] = FlexLinksToJson(*sampled, DeepEpRowBytes(plan, /*fp8=*/true));
       }
       if (o.json_given) report_text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
       if (o.html_given) {
         Json page = PlanToJson(plan, source, memory);
         page.update(j);  // the plan's figures and simulate's report, one document
-        html_text = ReportToHtml(page, RoutingSampleToJson(sampled));
+        html_text = ReportToHtml(page, RoutingSampleToJson(*sampled));
       }
     }
   } else if (o.json_given || o.html_given) {
     Json j = PlanToJson(plan, source, memory);
     j["generator"]["provenance"] = ReportProvenance(o);
+    j["header"] = header;
+    if (received) j["received_rows"] = ReceivedRowsToJson(*received);
     if (o.json_given) report_text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
     if (o.html_given) html_text = ReportToHtml(j, UniformRoutingSample(plan));
   }
@@ -389,13 +446,14 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   if (o.refit_given && o.refit_json == "-") out << refit_text;
   const bool quiet = (o.json_given && o.json_path == "-") || (o.refit_given && o.refit_json == "-");
   if (!quiet) {
+    out << ReportHeaderToText(header);
     if (use_default) {
       out << fmt::format("(no --model: the embedded default, DeepSeek-V3 on {} GPUs{}, ep {}, recompute {})\n", dims.world_size,
                          dims.world_size % 8 == 0 ? fmt::format(" = {} nodes x 8", dims.world_size / 8) : "", dims.ep,
                          RecomputeName(plan.training.recompute));
     }
+    if (received) out << ReceivedRowsToText(*received);
     if (cost) {
-      if (calibration) out << CalibrationLine(*calibration);
       out << MemoryToText(plan, memory) << CostToText(*cost) << redundant_text;
     } else {
       out << (check ? MemoryToText(plan, memory) : PlanToText(plan, source, memory));
@@ -404,20 +462,23 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
     if (o.refit_given) out << "Refit map written to " << o.refit_json << "\n";
     if (o.html_given) out << "HTML report written to " << o.html_path << "\n";
   }
-  if (check) {
-    if (!memory.over_budget_ranks.empty()) {
-      for (const auto& s : RanksOverBudget(plan, memory)) {
-        err << fmt::format(
-            "dockyard-plan check: stage {}: {} of {} ranks exceed the {:.2f} GiB budget; worst rank {} needs "
-            "{:.2f} GiB (over by {:.2f} GiB); ranks over: {}\n",
-            s.stage, s.ranks_over.size(), s.stage_size, memory.budget_gib, s.worst_rank, s.peak_gib, s.peak_gib - memory.budget_gib,
-            RankList(s.ranks_over));
-      }
-      return 1;
+  // check and simulate: a plan over its budget exits kExitOverBudget (its reports are written).
+  if ((check || command == Command::kSimulate) && !memory.over_budget_ranks.empty()) {
+    for (const auto& s : RanksOverBudget(plan, memory)) {
+      err << fmt::format(
+          "dockyard-plan {}: stage {}: {} of {} ranks exceed the {:.2f} GiB budget less the {:.2f} GiB reserve ({:.2f} GiB); "
+          "worst rank {} needs {:.2f} GiB (over by {:.2f} GiB); ranks over: {}\n",
+          check ? "check" : "simulate", s.stage, s.ranks_over.size(), s.stage_size, memory.budget_gib, memory.reserve_gib,
+          memory.budget_gib - memory.reserve_gib, s.worst_rank, s.peak_gib, s.peak_gib - (memory.budget_gib - memory.reserve_gib),
+          RankList(s.ranks_over));
     }
-    if (!quiet) out << fmt::format("check: every rank fits in {:.2f} GiB\n", memory.budget_gib);
+    return cli::kExitOverBudget;
   }
-  return 0;
+  if (check && !quiet) {
+    out << fmt::format("check: every rank fits in {:.2f} GiB ({:.2f} GiB budget less the {:.2f} GiB reserve)\n",
+                       memory.budget_gib - memory.reserve_gib, memory.budget_gib, memory.reserve_gib);
+  }
+  return cli::kExitOk;
 }
 
 int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
@@ -514,12 +575,28 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
     err << "dockyard-plan search: no valid layout fits the budget\n";
     return 1;
   }
+  // The header every report opens with (header.h); the routing is sampled per (ep, tokens, oep).
+  ReportHeaderInputs header_inputs;
+  header_inputs.command = "search";
+  header_inputs.model_name = model.name;
+  header_inputs.model_source = use_default ? kDefaultModelName : o.model;
+  header_inputs.world_size = s.world_size;
+  header_inputs.convention = s.convention;
+  header_inputs.cluster = s.cluster.name;
+  if (calibration) header_inputs.calibration = CalibrationRefToJson(*calibration);
+  header_inputs.routing = RoutingSpecText(s.routing);
+  header_inputs.seed = s.routing.seed;
+  header_inputs.routing_layers = s.routing.kind == RoutingKind::kTrace ? moe_layers : s.routing_layers;
+  header_inputs.imbalance = s.training.imbalance;
+  header_inputs.provenance = ReportProvenance(o);
+  const Json header = ReportHeader(header_inputs);
   std::optional<RedundantSearchResult> redundant;
   if (redundant_options) redundant = SearchRedundantExperts(model, s, result, redundant_counts, *redundant_options);
   if (o.json_given || o.html_given) {
     Json j = SearchReportToJson(result, s, use_default ? kDefaultModelName : o.model, moe_layers, ReportProvenance(o));
     if (redundant) j["redundant_experts"] = RedundantSearchToJson(*redundant);
     if (calibration) j["calibration"] = CalibrationRefToJson(*calibration);
+    j["header"] = header;
     const std::string text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
     std::vector<std::pair<std::string, std::string>> files;
     if (o.html_given) {
@@ -535,10 +612,7 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
       return 0;
     }
   }
-  out << fmt::format("Model      {} on {} GPUs, cluster {}\n", use_default ? kDefaultModelName : o.model, s.world_size, s.cluster.name);
-  if (calibration) out << CalibrationLine(*calibration);
-  out << fmt::format("Routing    {} (seed {}), {} MoE layer(s) sampled per (ep, tokens, oep)\n", RoutingSpecText(s.routing), s.routing.seed,
-                     s.routing.kind == RoutingKind::kTrace ? moe_layers : s.routing_layers);
+  out << ReportHeaderToText(header);
   out << SearchResultToText(result);
   if (redundant) out << RedundantSearchToText(*redundant);
   if (o.html_given) out << "HTML report written to " << o.html_path << "\n";
@@ -555,16 +629,13 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
       "expert ownership, memory and traffic per rank)."};
   app.footer(kExamples);
   AddPlanOptions(&app, o);
-  CLI::App* check = app.add_subcommand("check", "exit 1 and list the ranks whose peak memory exceeds --gpu-memory-gib");
+  CLI::App* check = app.add_subcommand("check", "exit 3 and list the ranks whose peak memory exceeds --gpu-memory-gib less the reserve");
   AddPlanOptions(check, o);
+  AddRoutingFlags(check, o);
   CLI::App* simulate = app.add_subcommand("simulate", "predict the time of every phase of a training step on a cluster");
   AddPlanOptions(simulate, o);
   simulate->add_option("--cluster", o.cluster, "preset (h100-sxm, h200-sxm, h100-pcie-400g) or cluster JSON (default h100-sxm)");
-  simulate->add_option("--routing", o.routing, "uniform | zipf:S | hot:H:F | trace:PATH (default uniform)");
-  simulate->add_option("--seed", o.seed, "routing sampling seed (default 0)");
-  simulate->add_option(
-      "--routing-layers", o.routing_layers,
-      "MoE layers to sample; each phase takes the mean of their slowest ranks (default min(4, MoE layers); a trace uses its own layers)");
+  AddRoutingFlags(simulate, o);
   simulate->add_flag("--no-overlap", o.no_overlap, "do not overlap the shared experts with the combine all-to-all");
   AddComputeFlags(simulate, o);
   cli::AddRedundantExpertsFlags(simulate, o.redundant, "report the EPLB placement, imbalance, MoE-layer time and memory before/after");
@@ -601,6 +672,7 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
                                                          {"--recompute-modules", &o.recompute_modules},
                                                          {"--gpu-memory-gib", &o.gpu_memory_gib},
                                                          {"--imbalance", &o.imbalance}};
+  cli::AddMemoryReserveFlag(search, o.memory_reserve_gib);
   search->get_option("--json")->description("write the ranking as JSON to PATH ('-' = stdout); not written when no layout fits");
   // The same value checks as the plan's options.
   const std::map<std::string, std::vector<std::string>> allowed = {
@@ -652,6 +724,7 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
         return opt != nullptr && opt->count() > 0;
       };
       o.model_given = o.model_given || given("--model");
+      if (a != search) o.routing_given = o.routing_given || given("--routing");
       o.json_given = o.json_given || given("--json");
       o.refit_given = o.refit_given || given("--refit-json");
       o.html_given = o.html_given || given("--html");

@@ -4,7 +4,8 @@
 // skipped: --json, --refit-json and --out (also as --flag=value) must have the value "-". Worlds
 // over 4096 ranks and the `search` subcommand are skipped to keep executions fast.
 //
-// Checked: the exit code is 0, 1 or 2; a usage error (2) says "usage error:"; an error never
+// Checked: the exit code is 0, 1, 2 or 3; a usage error (2) says "usage error:"; over budget (3)
+// lists the ranks over it ("exceed the"); an error never
 // comes from the catch-all ("internal error": an exception that is not a dockyard::Error).
 #include <cstddef>
 #include <cstdint>
@@ -79,7 +80,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::ostringstream out, err;
   const int code = dockyard::RunPlanCli(static_cast<int>(storage.size()), argv.data(), out, err);
   const std::string e = err.str();
-  if (code < 0 || code > 2) dockyard_fuzz::Fail("exit code " + std::to_string(code));
+  if (code < 0 || code > 3) dockyard_fuzz::Fail("exit code " + std::to_string(code));
+  if (code == 3 && e.find("exceed the") == std::string::npos) dockyard_fuzz::Fail("exit 3 without the ranks over budget: " + e);
   if (code == 2 && e.find("usage error:") == std::string::npos) dockyard_fuzz::Fail("exit 2 without a usage error: " + e);
   if (("\n" + e).find("\ndockyard-plan: error: internal error") != std::string::npos) {
     dockyard_fuzz::Fail("an exception that is not a dockyard::Error: " + e);

@@ -355,6 +355,7 @@ MemoryReport ComputeMemory(const Plan& plan) {
   MemoryReport r;
   r.workload = ComputeWorkload(plan);
   r.budget_gib = plan.training.gpu_memory_gib;
+  r.reserve_gib = plan.training.memory_reserve_gib.value_or(0);
   const auto& w = r.workload;
   const auto& t = plan.training;
   const auto& d = plan.dims;
@@ -419,20 +420,31 @@ MemoryReport ComputeMemory(const Plan& plan) {
   }
   if (r.budget_gib > 0) {
     for (const auto& sm : r.stages) {
-      if (static_cast<double>(sm.worst.peak_bytes) > r.budget_gib * 1073741824.0) r.over_budget_ranks.push_back(sm.worst_rank);
+      if (OverBudget(static_cast<double>(sm.worst.peak_bytes), r.budget_gib, r.reserve_gib)) r.over_budget_ranks.push_back(sm.worst_rank);
     }
   }
   return r;
 }
 
+double UsableBudgetBytes(double budget_gib, double reserve_gib) {
+  return (budget_gib - reserve_gib) * 1073741824.0;
+}
+
+bool OverBudget(double peak_bytes, double budget_gib, double reserve_gib) {
+  return budget_gib > 0 && peak_bytes > UsableBudgetBytes(budget_gib, reserve_gib);
+}
+
+int64_t HeadroomBytes(int64_t peak_bytes, double budget_gib, double reserve_gib) {
+  return static_cast<int64_t>(budget_gib * 1073741824.0) - static_cast<int64_t>(reserve_gib * 1073741824.0) - peak_bytes;
+}
+
 std::vector<StageOverBudget> RanksOverBudget(const Plan& plan, const MemoryReport& memory) {
   std::vector<StageOverBudget> out;
   if (memory.budget_gib <= 0) return out;
-  const double budget = memory.budget_gib * 1073741824.0;
   const int64_t stage_size = plan.dims.stage_size();
   for (const auto& s : memory.stages) {
     const double peak_gib = static_cast<double>(s.worst.peak_bytes) / 1073741824.0;
-    if (peak_gib <= memory.budget_gib) continue;
+    if (!OverBudget(static_cast<double>(s.worst.peak_bytes), memory.budget_gib, memory.reserve_gib)) continue;
     StageOverBudget o;
     o.stage = s.stage;
     o.stage_size = stage_size;
@@ -441,7 +453,10 @@ std::vector<StageOverBudget> RanksOverBudget(const Plan& plan, const MemoryRepor
     const int64_t dynamic = s.worst.activations_bytes + s.worst.comm_buffers_bytes;
     for (int64_t r = s.stage * stage_size; r < (s.stage + 1) * stage_size; ++r) {
       const MemoryBreakdown b = StaticMemoryOnRank(plan, r);
-      if (static_cast<double>(b.params_bytes + b.grads_bytes + b.optimizer_bytes + dynamic) > budget) o.ranks_over.push_back(r);
+      if (OverBudget(static_cast<double>(b.params_bytes + b.grads_bytes + b.optimizer_bytes + dynamic), memory.budget_gib,
+                     memory.reserve_gib)) {
+        o.ranks_over.push_back(r);
+      }
     }
     out.push_back(std::move(o));
   }

@@ -53,7 +53,8 @@ struct MemoryReport {
   std::vector<StageMemory> stages;
   int64_t worst_rank = 0;  // highest peak over all ranks
   int64_t worst_peak_bytes = 0;
-  double budget_gib = 0;  // 0 = no budget
+  double budget_gib = 0;   // 0 = no budget
+  double reserve_gib = 0;  // held back from the budget (TrainingConfig::memory_reserve_gib)
   // The worst rank of each stage whose peak exceeds the budget (empty when none or no budget).
   std::vector<int64_t> over_budget_ranks;
 };
@@ -121,6 +122,31 @@ LayerActivationBytes LayerActivations(const ModelSpec& model, const RecomputeSet
 std::map<std::string, int64_t> ActivationBytesPerMicrobatch(const Plan& plan, const Workload& w, int64_t stage);
 
 MemoryReport ComputeMemory(const Plan& plan);
+
+// The memory budget rule, the one place a peak is compared with a budget (check, simulate, the
+// layout search's evaluator, redundant experts): a rank fits when
+//   peak_bytes <= (budget_gib - reserve_gib) * 2^30,
+// and headroom = budget - reserve - peak. budget_gib 0 means no budget (nothing is over it); a
+// reserve at or above the budget leaves nothing usable, so every rank is over.
+//
+// The reserve stands for memory the model does not count. Its default, kDefaultMemoryReserveGib =
+// 2 GiB per GPU, is the sum of three stated allowances (docs/memory-model.md, "Memory reserve"):
+//  - CUDA context, 0.5 GiB: about 300-400 MB per process with CUDA >= 11.7 lazy module loading
+//    (PyTorch maintainers in pytorch/pytorch issues 107667 and 109888; > 1000 MB before 11.7),
+//    plus cuBLAS / cuBLASLt workspaces;
+//  - NCCL buffers, 0.5 GiB: NCCL_BUFFSIZE (default 4 MiB, NCCL user guide "Environment
+//    Variables") per channel and peer: 4 MiB x 16 channels x 2 ring peers = 128 MiB per
+//    communicator, for four communicators (data-parallel, tp, ep, pp groups);
+//  - allocator fragmentation, 1 GiB: the PyTorch caching allocator's reserved-but-unallocated
+//    blocks (torch.cuda.memory_reserved - memory_allocated; "CUDA memory management" in the
+//    PyTorch CUDA semantics notes), an allowance, not a measurement.
+constexpr double kDefaultMemoryReserveGib = 2.0;
+// Bytes a rank may use: (budget_gib - reserve_gib) * 2^30 (negative when the reserve exceeds it).
+double UsableBudgetBytes(double budget_gib, double reserve_gib);
+// Whether `peak_bytes` breaks the rule above (false when budget_gib <= 0).
+bool OverBudget(double peak_bytes, double budget_gib, double reserve_gib);
+// budget - reserve - peak, in bytes (only meaningful with a budget).
+int64_t HeadroomBytes(int64_t peak_bytes, double budget_gib, double reserve_gib);
 
 // For each stage whose worst rank exceeds the report's budget (memory.budget_gib > 0): every rank
 // of the stage over it. Activations and buffers are the same on every rank of a stage; the static

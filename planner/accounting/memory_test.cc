@@ -191,6 +191,32 @@ TEST_CASE("A budget lists the stages' worst ranks that exceed it") {
   CHECK(dockyard::ComputeMemory(BuildPlan(dockyard::testing::TinyMixtral(), Dims(2, 1, 1, 1, 2), t)).over_budget_ranks.empty());
 }
 
+TEST_CASE("The budget rule subtracts the reserve: usable = budget - reserve, headroom = budget - reserve - peak") {
+  // 10 GiB budget, 2 GiB reserve: 8 GiB = 8 x 2^30 = 8589934592 B usable.
+  CHECK(dockyard::UsableBudgetBytes(10, 2) == 8589934592.0);
+  CHECK_FALSE(dockyard::OverBudget(8589934592.0, 10, 2));  // exactly the usable bytes fits
+  CHECK(dockyard::OverBudget(8589934593.0, 10, 2));        // one byte more does not
+  CHECK_FALSE(dockyard::OverBudget(1e18, 0, 2));           // no budget: nothing is over
+  CHECK(dockyard::OverBudget(1, 1, 1));                    // a reserve that takes the whole budget leaves nothing
+  // headroom of a 7 GiB peak: 10 - 2 - 7 = 1 GiB = 1073741824 B.
+  CHECK(dockyard::HeadroomBytes(7 * 1073741824LL, 10, 2) == 1073741824LL);
+}
+
+TEST_CASE("ComputeMemory applies the reserve: a plan that fits the budget is over it once the reserve is held back") {
+  TrainingConfig t = Train(DpSharding::kFsdp);
+  Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(2, 1, 1, 1, 2), t);
+  const int64_t peak = dockyard::ComputeMemory(plan).worst_peak_bytes;
+  // A budget of exactly the peak plus 1 MiB fits with no reserve and is over with a 2 MiB reserve.
+  t.gpu_memory_gib = static_cast<double>(peak + (1 << 20)) / 1073741824.0;
+  auto fits = dockyard::ComputeMemory(BuildPlan(dockyard::testing::TinyMixtral(), Dims(2, 1, 1, 1, 2), t));
+  CHECK(fits.over_budget_ranks.empty());
+  t.memory_reserve_gib = 2.0 / 1024;  // 2 MiB
+  auto over = dockyard::ComputeMemory(BuildPlan(dockyard::testing::TinyMixtral(), Dims(2, 1, 1, 1, 2), t));
+  CHECK(over.reserve_gib == 2.0 / 1024);
+  CHECK(!over.over_budget_ranks.empty());
+  CHECK(over.over_budget_ranks.front() == over.worst_rank);
+}
+
 TEST_CASE("The first rank of each stage is a worst rank (chunk 0 is never smaller)") {
   // Uneven FSDP shards: world 3 over the tiny model; compare every rank's static memory.
   Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(3), Train(DpSharding::kFsdp));

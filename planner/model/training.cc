@@ -126,6 +126,9 @@ void ValidateTraining(const TrainingConfig& t, const std::string& origin) {
   if (!std::isfinite(t.gpu_memory_gib) || t.gpu_memory_gib < 0 || t.gpu_memory_gib > 1e6) {
     fail("gpu_memory_gib", fmt::format("must be a finite number in [0, 1e6] GiB, got {}", t.gpu_memory_gib));
   }
+  if (t.memory_reserve_gib && (!std::isfinite(*t.memory_reserve_gib) || *t.memory_reserve_gib < 0 || *t.memory_reserve_gib > 1e6)) {
+    fail("memory_reserve_gib", fmt::format("must be a finite number in [0, 1e6] GiB, got {}", *t.memory_reserve_gib));
+  }
   if (!std::isfinite(t.imbalance) || t.imbalance < 1.0 || t.imbalance > 1e6) {
     fail("imbalance", fmt::format("must be a finite factor in [1, 1e6] (max / mean tokens received), got {}", t.imbalance));
   }
@@ -159,7 +162,7 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
                        "micro_batch_size",  "num_microbatches", "recompute",  "pp_layer_split", "gpu_memory_gib",
                        "imbalance",         "gpus_per_node",    "oep",        "refit_dtype",    "dispatcher",
                        "recompute_modules", "precision",        "fp8_recipe", "fp8_dispatch",   "optimizer_states_dtype",
-                       "mtp_layers",        "fp8_param_gather"});
+                       "mtp_layers",        "fp8_param_gather", "memory_reserve_gib"});
   TrainingConfig t;
   if (v.Has("dp_sharding")) {
     std::string s = v.String("dp_sharding");
@@ -204,6 +207,7 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
     if (t.pp_layer_split.empty()) v.Fail("pp_layer_split", "must list the layers of every stage, got an empty array");
   }
   t.gpu_memory_gib = v.NumberOr("gpu_memory_gib", 0);
+  if (v.Has("memory_reserve_gib")) t.memory_reserve_gib = v.NumberOr("memory_reserve_gib", 0);
   t.imbalance = v.NumberOr("imbalance", 1.0);
   t.gpus_per_node = v.IntOr("gpus_per_node", 8);
   if (v.Has("oep")) t.oep = v.Int("oep");
@@ -241,6 +245,7 @@ Json TrainingToJson(const TrainingConfig& t) {
   if (t.num_microbatches) j["num_microbatches"] = *t.num_microbatches;
   if (!t.pp_layer_split.empty()) j["pp_layer_split"] = t.pp_layer_split;
   if (t.oep) j["oep"] = *t.oep;
+  if (t.memory_reserve_gib) j["memory_reserve_gib"] = *t.memory_reserve_gib;
   if (!t.refit_dtype.empty()) j["refit_dtype"] = t.refit_dtype;
   if (!t.recompute_modules.empty()) j["recompute_modules"] = t.recompute_modules;
   // Precision keys only when not the default, so default reports do not change.

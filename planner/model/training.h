@@ -48,7 +48,11 @@ struct TrainingConfig {
   int64_t mtp_layers = 0;                          // MTP modules trained (--mtp-layers, Megatron --mtp-num-layers; mtp.h)
   std::vector<int64_t> pp_layer_split;             // layers per stage; empty = even split
   double gpu_memory_gib = 0;                       // budget per GPU; 0 = none
-  double imbalance = 1.0;                          // max / mean tokens received per rank (>= 1)
+  // GiB of the budget held back for what the model does not count (CUDA context, NCCL buffers,
+  // allocator fragmentation); unset = none here, the CLI applies kDefaultMemoryReserveGib
+  // (planner/accounting/memory.h). The budget rule is memory.h OverBudget.
+  std::optional<double> memory_reserve_gib;
+  double imbalance = 1.0;  // max / mean tokens received per rank (>= 1)
   int64_t gpus_per_node = 8;
   // Token dispatcher: "all_to_all", "deredundency", "deepep" (Megatron flex with DeepEP /
   // HybridEP: once per destination node over the network, then NVLink; planner/sim/deepep.h) or

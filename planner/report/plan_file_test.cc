@@ -66,7 +66,7 @@ TEST_CASE("An edited placement, another schema version or an unknown convention 
   Json old = j;
   old["schema_version"] = 0;
   CHECK_THROWS_WITH_AS(dockyard::ReadPlanFile(WriteTemp(old, "plan_v0.json")),
-                       doctest::Contains("this plan file has schema version 0; this dockyard-run reads version 1"), Error);
+                       doctest::Contains("this plan file has schema version 0; this dockyard-run reads version 2"), Error);
   Json convention = j;
   convention["parallel"]["convention"] = "deepspeed";
   CHECK_THROWS_WITH_AS(dockyard::ReadPlanFile(WriteTemp(convention, "plan_conv.json")),

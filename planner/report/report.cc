@@ -384,7 +384,8 @@ Json MemoryToJson(const MemoryReport& memory) {
               {"max_received_rows", w.received_rows}}}};
   if (memory.budget_gib > 0) {
     j["budget_bytes"] = static_cast<int64_t>(memory.budget_gib * 1073741824.0);
-    j["headroom_bytes"] = static_cast<int64_t>(memory.budget_gib * 1073741824.0) - memory.worst_peak_bytes;
+    j["reserve_bytes"] = static_cast<int64_t>(memory.reserve_gib * 1073741824.0);
+    j["headroom_bytes"] = HeadroomBytes(memory.worst_peak_bytes, memory.budget_gib, memory.reserve_gib);
     j["over_budget_ranks"] = memory.over_budget_ranks;
   }
   return j;
@@ -432,13 +433,17 @@ std::string MemoryToText(const Plan& plan, const MemoryReport& memory) {
       "recompute {}, imbalance {})\n",
       DpShardingName(*t.dp_sharding), t.param_dtype, t.grad_dtype, OptimizerName(t.optimizer), t.seq_len, t.micro_batch_size,
       t.num_microbatches.value_or(1), RecomputeName(t.recompute), t.imbalance);
+  if (memory.budget_gib > 0) {
+    out << fmt::format("  budget {:.2f} GiB - reserve {:.2f} GiB (CUDA context, NCCL buffers, fragmentation) = {:.2f} GiB for the peak\n",
+                       memory.budget_gib, memory.reserve_gib, memory.budget_gib - memory.reserve_gib);
+  }
   out << fmt::format("  {:<6} {:<6} {:>9} {:>9} {:>10} {:>12} {:>9} {:>9}{}\n", "stage", "rank", "params", "grads", "optimizer",
                      "activations", "buffers", "peak", memory.budget_gib > 0 ? "  headroom" : "");
   for (const auto& s : memory.stages) {
     const auto& b = s.worst;
     std::string headroom;
     if (memory.budget_gib > 0) {
-      const double h = memory.budget_gib - static_cast<double>(b.peak_bytes) / 1073741824.0;
+      const double h = static_cast<double>(HeadroomBytes(b.peak_bytes, memory.budget_gib, memory.reserve_gib)) / 1073741824.0;
       headroom = fmt::format("  {:>8.2f}{}", h, h < 0 ? "  OVER BUDGET" : "");
     }
     out << fmt::format("  {:<6} {:<6} {:>9} {:>9} {:>10} {:>12} {:>9} {:>9}{}\n", s.stage, s.worst_rank, Gib(b.params_bytes),
@@ -528,6 +533,8 @@ Json SimulateReportToJson(const Plan& plan, const MemoryReport& memory, const Co
           {"routing_layers_sampled", in.routing_layers},
           {"parallel", full["parallel"]},
           {"training", TrainingToJson(plan.training)},
+          {"memory", full["memory"]},
+          {"communication", full["communication"]},
           {"predicted", CostToJson(cost)}};
 }
 

@@ -15,7 +15,9 @@
 namespace dockyard {
 
 // Report schema version. Bump on any incompatible change to field names or meanings.
-constexpr int kReportSchemaVersion = 1;
+// 2: every report opens with `header` (header.h); simulate carries `memory` and
+// `communication`; `memory.reserve_bytes`, `training.memory_reserve_gib` (docs/report.md).
+constexpr int kReportSchemaVersion = 2;
 constexpr const char* kDockyardVersion = "0.1.0";
 
 // The JSON report of a plan. `model_source` is the file the model came from (or "<embedded>").

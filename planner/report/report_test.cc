@@ -18,7 +18,7 @@ static Json TinyReport() {
 
 TEST_CASE("Report has a schema version and the model totals") {
   Json r = TinyReport();
-  CHECK(r["schema_version"] == 1);
+  CHECK(r["schema_version"] == 2);
   CHECK(r["model"]["total_params"] == 252224);  // see plan_test: 2*64000 + 64 + 2*62080
   // Active: routed experts 2 layers x (32768 + 16384) = 98304, of which top_k/E = 2/8 is active:
   // 252224 - 98304 + 24576 = 178496; without the input embedding: 178496 - 64000 = 114496.

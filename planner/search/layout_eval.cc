@@ -235,7 +235,7 @@ LayoutEvaluator::LayoutEvaluator(const ModelSpec& model, const SearchOptions& op
   sampler_ = std::make_unique<RoutingSampler>(
       PrepareRouting(options_.routing, model_.moe.num_experts, model_.moe.top_k, layers, GroupLimitOf(model_.moe)));
   const double budget_gib = options_.training.gpu_memory_gib > 0 ? options_.training.gpu_memory_gib : options_.cluster.memory_gib;
-  budget_bytes_ = budget_gib * 1073741824.0;
+  budget_bytes_ = UsableBudgetBytes(budget_gib, options_.training.memory_reserve_gib.value_or(0));
 
   Impl& im = *impl_;
   const int64_t L = model_.num_hidden_layers;

@@ -46,7 +46,6 @@ std::string RedundantCountText(const RedundantCount& c) {
 RedundantSearchResult SearchRedundantExperts(const ModelSpec& model, const SearchOptions& search, const SearchResult& base,
                                              const std::vector<RedundantCount>& counts, const RedundantExpertsOptions& options) {
   RedundantSearchResult out;
-  const double budget_bytes = base.budget_gib * 1073741824.0;
   const int64_t E = model.moe.num_experts;
   const int64_t layers = search.routing.kind == RoutingKind::kTrace ? model.NumMoeLayers() : search.routing_layers;
   const RoutingModel routing = PrepareRouting(search.routing, E, model.moe.top_k, layers, GroupLimitOf(model.moe));
@@ -69,7 +68,7 @@ RedundantSearchResult SearchRedundantExperts(const ModelSpec& model, const Searc
       }
       if (!cost) cost = SimulateStep(plan, search.cluster, before);
       const RedundantExpertsReport rep = AnalyzeRedundantExperts(plan, search.cluster, routing, before, *cost, memory, o);
-      if (budget_bytes > 0 && static_cast<double>(rep.after.peak_bytes) > budget_bytes) {
+      if (OverBudget(static_cast<double>(rep.after.peak_bytes), base.budget_gib, memory.reserve_gib)) {
         ++out.over_budget;
         continue;
       }

@@ -219,7 +219,7 @@ RedundantExpertsReport AnalyzeRedundantExperts(const Plan& plan, const ClusterSp
   rep.after.tokens_per_s_per_gpu =
       rep.after.step_time_us > 0 ? cost_after.tokens_per_s_per_gpu * cost_after.step_time_us / rep.after.step_time_us : 0.0;
   rep.budget_gib = budget_gib;
-  rep.after_over_budget = budget_gib > 0 && static_cast<double>(rep.after.peak_bytes) > budget_gib * 1073741824.0;
+  rep.after_over_budget = OverBudget(static_cast<double>(rep.after.peak_bytes), budget_gib, memory.reserve_gib);
   return rep;
 }
 

@@ -1,0 +1,73 @@
+// The report header (see header.h).
+#include "planner/report/header.h"
+
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace dockyard {
+
+Json ReportHeader(const ReportHeaderInputs& in) {
+  Json degrees = {{"world_size", in.world_size}, {"convention", ConventionName(in.convention)}};
+  if (in.dims) {
+    const ParallelDims& d = *in.dims;
+    degrees["world_size"] = d.world_size;
+    degrees["convention"] = ConventionName(d.convention);
+    for (const auto& [name, value] : {std::pair<const char*, int64_t>{"pp", d.pp},
+                                      {"dp_replicate", d.dp_replicate},
+                                      {"dp_shard", d.dp_shard},
+                                      {"cp", d.cp},
+                                      {"tp", d.tp},
+                                      {"ep", d.ep},
+                                      {"etp", d.etp},
+                                      {"efsdp", d.efsdp}}) {
+      degrees[name] = value;
+    }
+  }
+  Json routing = nullptr;
+  if (in.routing) routing = {{"spec", *in.routing}, {"seed", in.seed}, {"layers_sampled", in.routing_layers}};
+  return Json{{"command", in.command},
+              {"model", {{"name", in.model_name}, {"source", in.model_source}}},
+              {"degrees", degrees},
+              {"cluster", in.cluster.empty() ? Json(nullptr) : Json(in.cluster)},
+              {"calibration", in.calibration.is_null() ? Json(nullptr) : in.calibration},
+              {"routing", routing},
+              {"imbalance", in.imbalance},
+              {"provenance", in.provenance}};
+}
+
+std::string ReportHeaderToText(const Json& h) {
+  std::ostringstream out;
+  out << fmt::format("Report     dockyard-plan {}\n", h.at("command").get<std::string>());
+  out << fmt::format("Model      {} ({})\n", h.at("model").at("name").get<std::string>(), h.at("model").at("source").get<std::string>());
+  const Json& d = h.at("degrees");
+  std::string degrees = fmt::format("world_size {}", d.at("world_size").get<int64_t>());
+  if (d.contains("pp")) {
+    degrees += fmt::format(" = pp {} x dp_replicate {} x dp_shard {} x cp {} x tp {}; ep {} etp {} efsdp {}", d.at("pp").get<int64_t>(),
+                           d.at("dp_replicate").get<int64_t>(), d.at("dp_shard").get<int64_t>(), d.at("cp").get<int64_t>(),
+                           d.at("tp").get<int64_t>(), d.at("ep").get<int64_t>(), d.at("etp").get<int64_t>(), d.at("efsdp").get<int64_t>());
+  } else {
+    degrees += " (every layout searched)";
+  }
+  out << fmt::format("Degrees    {}, {} convention\n", degrees, d.at("convention").get<std::string>());
+  out << fmt::format("Cluster    {}\n", h.at("cluster").is_null() ? std::string("none") : h.at("cluster").get<std::string>());
+  const Json& c = h.at("calibration");
+  out << fmt::format("Calibration {}\n", c.is_null() ? std::string("none (built-in knobs)")
+                                                     : fmt::format("{} (preset {}, {}, sha256 {})", c.at("name").get<std::string>(),
+                                                                   c.at("preset").get<std::string>(), c.at("file").get<std::string>(),
+                                                                   c.at("sha256").get<std::string>()));
+  const Json& r = h.at("routing");
+  if (r.is_null()) {
+    out << fmt::format("Routing    none sampled: received rows sized by imbalance {}\n", h.at("imbalance").get<double>());
+  } else {
+    out << fmt::format("Routing    {} (seed {}), {} MoE layer(s) sampled; memory sized by imbalance {:.4f}\n",
+                       r.at("spec").get<std::string>(), r.at("seed").get<uint64_t>(), r.at("layers_sampled").get<int64_t>(),
+                       h.at("imbalance").get<double>());
+  }
+  std::string argv;
+  for (const Json& a : h.at("provenance").value("argv", Json::array())) argv += (argv.empty() ? "" : " ") + a.get<std::string>();
+  out << fmt::format("Command    {}\n", argv);
+  return out.str();
+}
+
+}  // namespace dockyard

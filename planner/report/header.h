@@ -1,0 +1,43 @@
+// The header every dockyard-plan report opens with (plan, check, simulate, search; text and
+// JSON): model, degrees, cluster, calibration, routing and provenance, built by one function so
+// that CI finds the same fields at the same place (`/header` in JSON, the first lines of text).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "planner/base/json_util.h"
+#include "planner/layout/parallel_dims.h"
+
+namespace dockyard {
+
+struct ReportHeaderInputs {
+  std::string command;                   // "plan", "check", "simulate" or "search"
+  std::string model_name, model_source;  // ModelSpec::name; the file it came from (or "<embedded ...>")
+  // The layout's degrees; unset for search, which ranks many (only world_size and convention).
+  std::optional<ParallelDims> dims;
+  int64_t world_size = 0;
+  Convention convention = Convention::kTorchtitan;
+  std::string cluster;  // preset or cluster file name; empty = none (plan, check)
+  Json calibration;     // CalibrationRefToJson, or null for the built-in knobs / none
+  // Routing: the spec text as given, its seed and the MoE layers sampled; unset = none sampled
+  // (plan; check without --routing), memory then uses `imbalance`.
+  std::optional<std::string> routing;
+  uint64_t seed = 0;
+  int64_t routing_layers = 0;
+  double imbalance = 1.0;  // the imbalance memory is sized with
+  Json provenance;         // Provenance (provenance.h)
+};
+
+// The header as JSON:
+//   {"command", "model": {"name", "source"}, "degrees": {"world_size", "convention", and with a
+//    layout "pp", "dp_replicate", "dp_shard", "cp", "tp", "ep", "etp", "efsdp"}, "cluster": name
+//    or null, "calibration": object or null, "routing": {"spec", "seed", "layers_sampled"} or
+//    null, "imbalance", "provenance"}.
+Json ReportHeader(const ReportHeaderInputs& inputs);
+// The same header as the opening text lines ("Report", "Model", "Degrees", "Cluster",
+// "Calibration", "Routing", "Command"), read from ReportHeader's JSON.
+std::string ReportHeaderToText(const Json& header);
+
+}  // namespace dockyard

@@ -1,0 +1,198 @@
+// End-to-end: the memory reserve in check / simulate / search, the exit codes (1 invalid input, 2
+// usage, 3 over budget), --routing sizing memory in check and simulate, the report header every
+// report opens with, and the memory and communication sections of simulate --json.
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <doctest/doctest.h>
+
+#include "planner/base/json_util.h"
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+std::string TmpDir() {
+  const char* t = std::getenv("TEST_TMPDIR");
+  return t ? t : "/tmp";
+}
+
+Result Run(const std::string& args, bool with_stderr = true) {
+  const std::string cmd = "cli/dockyard-plan " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
+  Result r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+bool Exists(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0;
+}
+
+// Qwen3-30B-A3B on 8 GPUs, EP 8, ZeRO-1: peak 107.70 GiB on every rank (71.51 GiB static,
+// memory_test; 35.94 GiB activations, 0.25 GiB buffers).
+const char* kQwen8 = "--model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --dp-sharding zero1";
+
+}  // namespace
+
+TEST_CASE("check: the default 2 GiB reserve decides a plan within 2 GiB of its budget; --memory-reserve-gib overrides it") {
+  const std::string base = std::string("check ") + kQwen8 + " --gpu-memory-gib 109";
+  // 109 - 2 = 107 GiB usable < 107.70 GiB peak: over.
+  Result def = Run(base);
+  CHECK(def.code == 3);
+  CHECK(def.out.find("exceed the 109.00 GiB budget less the 2.00 GiB reserve (107.00 GiB)") != std::string::npos);
+  // 109 - 1 = 108 GiB usable: fits, headroom 108 - 107.70 = 0.30 GiB.
+  Result one = Run(base + " --memory-reserve-gib 1");
+  CHECK(one.code == 0);
+  CHECK(one.out.find("budget 109.00 GiB - reserve 1.00 GiB") != std::string::npos);
+  CHECK(one.out.find("    0.30\n") != std::string::npos);
+  CHECK(Run(base + " --memory-reserve-gib 0").code == 0);
+  // A negative reserve is invalid input (1), a malformed one a usage error (2).
+  Result neg = Run(base + " --memory-reserve-gib -1");
+  CHECK(neg.code == 1);
+  CHECK(neg.out.find("--memory-reserve-gib: must be a finite number in [0, 1e6] GiB, got -1") != std::string::npos);
+  CHECK(Run(base + " --memory-reserve-gib two").code == 2);
+}
+
+TEST_CASE("check and simulate exit 3 over budget, 1 on invalid input; simulate still writes its report") {
+  CHECK(Run(std::string("check ") + kQwen8 + " --gpu-memory-gib 40").code == 3);
+  // ep 3 does not divide dp_shard 8: invalid input, whatever the budget.
+  CHECK(Run("check --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 3 --gpu-memory-gib 40").code == 1);
+  const std::string out = TmpDir() + "/over.json";
+  Result sim = Run(std::string("simulate ") + kQwen8 + " --seq-len 1024 --gpu-memory-gib 40 --json " + out);
+  CHECK(sim.code == 3);
+  CHECK(sim.out.find("dockyard-plan simulate: stage 0: 8 of 8 ranks exceed the 40.00 GiB budget") != std::string::npos);
+  CHECK(Exists(out));
+  // Within budget: 0.
+  CHECK(Run(std::string("simulate ") + kQwen8 + " --seq-len 1024 --gpu-memory-gib 1000").code == 0);
+}
+
+TEST_CASE("search takes the reserve: more layouts are over budget with a larger reserve") {
+  const std::string base = "search --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --top 1 --json -";
+  // h100-sxm budget 79.6 GiB. With no reserve the best layout peaks at 77.28 GiB; the default
+  // 2 GiB reserve leaves 77.6 GiB (83 over instead of 82), a 10 GiB one 69.6 GiB: layouts move from
+  // ranked to over budget.
+  const dockyard::Json none = dockyard::ParseJsonText(Run(base + " --memory-reserve-gib 0", false).out, "stdout");
+  const dockyard::Json def = dockyard::ParseJsonText(Run(base, false).out, "stdout");
+  const dockyard::Json big = dockyard::ParseJsonText(Run(base + " --memory-reserve-gib 10", false).out, "stdout");
+  CHECK(def["over_budget"].get<int64_t>() > none["over_budget"].get<int64_t>());
+  CHECK(big["over_budget"].get<int64_t>() > none["over_budget"].get<int64_t>());
+  CHECK(big["ranked"].get<int64_t>() + big["over_budget"].get<int64_t>() ==
+        none["ranked"].get<int64_t>() + none["over_budget"].get<int64_t>());
+  CHECK(def["training"]["memory_reserve_gib"] == 2.0);
+  CHECK(big["training"]["memory_reserve_gib"] == 10.0);
+  // Every ranked layout's peak is within the usable 69.6 GiB.
+  for (const auto& row : big["top"]) CHECK(row["peak_bytes"].get<double>() <= (79.6 - 10) * 1073741824.0);
+}
+
+TEST_CASE("check --routing sizes the all-to-all buffers from the sample's largest received rows, by hand") {
+  // tiny-mixtral (8 experts, top_k 2, hidden 64, bf16) on 4 GPUs, EP 4, 16 tokens per rank.
+  // hot:2:1 sends every token to experts 0 and 1, both on EP rank 0: rank 0 receives 4 ranks x 16
+  // tokens x 2 = 128 rows, mean 16 x 2 = 32 (max/mean 4).
+  const std::string base = "check --model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --seq-len 16 --gpu-memory-gib 80 --json -";
+  const dockyard::Json hot = dockyard::ParseJsonText(Run(base + " --routing hot:2:1 --capacity-factor 1.5", false).out, "stdout");
+  CHECK(hot["memory"]["workload"]["max_received_rows"] == 128);
+  // all_to_all buffers: (send 32 + receive 128 rows) x 64 x 2 B = 20480 B.
+  CHECK(hot["memory"]["stages"][0]["comm_buffers_by_use"]["all_to_all"] == 20480);
+  CHECK(hot["training"]["imbalance"] == 4.0);
+  // The same as --imbalance 4 by hand, and more than the default balanced (32 + 32) x 128 = 8192 B.
+  const dockyard::Json by_hand = dockyard::ParseJsonText(Run(base + " --imbalance 4", false).out, "stdout");
+  CHECK(by_hand["memory"]["stages"] == hot["memory"]["stages"]);
+  const dockyard::Json plain = dockyard::ParseJsonText(Run(base, false).out, "stdout");
+  CHECK(plain["memory"]["stages"][0]["comm_buffers_by_use"]["all_to_all"] == 8192);
+  CHECK_FALSE(plain.contains("received_rows"));
+  // Per layer: max 128, mean 32, p99 128 (nearest rank of 4: sorted[3]).
+  const dockyard::Json& rows = hot["received_rows"];
+  REQUIRE(rows["layers"].size() == 2);
+  CHECK(rows["layers"][0]["max_received_rows"] == 128);
+  CHECK(rows["layers"][0]["mean_received_rows"] == 32.0);
+  CHECK(rows["layers"][0]["p99_received_rows"] == 128);
+  // Capacity 1.5: ceil(16 x 2 / 8 x 1.5) = 6 per expert and source rank; each rank sends 16 to
+  // expert 0 and 16 to expert 1: (10 + 10) x 4 ranks x 2 layers = 160 of 16 x 2 x 4 x 2 = 256.
+  CHECK(rows["capacity"]["capacity_per_expert_per_rank"] == 6);
+  CHECK(rows["capacity"]["dropped_assignments"] == 160);
+  CHECK(rows["capacity"]["drop_fraction"] == 0.625);
+  // Text: the per-layer table and the drop line.
+  const Result text =
+      Run("check --model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --seq-len 16 --gpu-memory-gib 80 "
+          "--routing hot:2:1 --capacity-factor 1.5");
+  CHECK(text.code == 0);
+  CHECK(text.out.find("memory sized for 128 received rows (imbalance 4.0000") != std::string::npos);
+  CHECK(text.out.find("160 of 256 assignments dropped (62.500%)") != std::string::npos);
+  // --routing and --imbalance both size the same rows: a usage error.
+  CHECK(Run(base + " --routing hot:2:1 --imbalance 2").code == 2);
+}
+TEST_CASE("simulate --routing sizes memory from its sample; without --routing memory keeps --imbalance") {
+  const std::string base = "simulate --model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --seq-len 16 --json -";
+  const dockyard::Json hot = dockyard::ParseJsonText(Run(base + " --routing hot:2:1", false).out, "stdout");
+  CHECK(hot["memory"]["stages"][0]["comm_buffers_by_use"]["all_to_all"] == 20480);  // as in check, by hand above
+  CHECK(hot["received_rows"]["max_received_rows"] == 128);
+  const dockyard::Json plain = dockyard::ParseJsonText(Run(base, false).out, "stdout");
+  CHECK(plain["memory"]["stages"][0]["comm_buffers_by_use"]["all_to_all"] == 8192);  // uniform sample, --imbalance 1
+}
+
+TEST_CASE("plan, check, simulate and search open with the same header, in JSON at /header and as the first text lines") {
+  const std::string model = "--model testdata/specs/tiny-mixtral.json --world-size 4";
+  const std::string layout = model + " --ep 4 --seq-len 16";
+  const dockyard::Json plan = dockyard::ParseJsonText(Run(layout + " --json -", false).out, "plan");
+  const dockyard::Json check = dockyard::ParseJsonText(Run("check " + layout + " --gpu-memory-gib 80 --json -", false).out, "check");
+  const dockyard::Json sim = dockyard::ParseJsonText(Run("simulate " + layout + " --routing zipf:1.2 --json -", false).out, "simulate");
+  const dockyard::Json search = dockyard::ParseJsonText(Run("search " + model + " --seq-len 16 --top 1 --json -", false).out, "search");
+  for (const dockyard::Json* j : {&plan, &check, &sim, &search}) {
+    CHECK((*j)["schema_version"] == 2);
+    const dockyard::Json& h = (*j)["header"];
+    for (const char* key : {"command", "model", "degrees", "cluster", "calibration", "routing", "imbalance", "provenance"}) {
+      CAPTURE(key);
+      CHECK(h.contains(key));
+    }
+    CHECK(h["model"]["name"] == "tiny-mixtral");
+    CHECK(h["degrees"]["world_size"] == 4);
+    CHECK(h["provenance"]["inputs"][0]["path"] == "testdata/specs/tiny-mixtral.json");
+  }
+  CHECK(plan["header"]["command"] == "plan");
+  CHECK(check["header"]["command"] == "check");
+  CHECK(sim["header"]["command"] == "simulate");
+  CHECK(search["header"]["command"] == "search");
+  // One layout: its degrees (dp_shard 4 / ep 4 = efsdp 1); search ranks many: none.
+  CHECK(plan["header"]["degrees"] == check["header"]["degrees"]);
+  CHECK(sim["header"]["degrees"]["ep"] == 4);
+  CHECK_FALSE(search["header"]["degrees"].contains("ep"));
+  CHECK(plan["header"]["routing"].is_null());
+  CHECK(plan["header"]["cluster"].is_null());
+  CHECK(sim["header"]["routing"]["spec"] == "zipf:1.2");
+  CHECK(sim["header"]["cluster"] == "h100-sxm");
+  CHECK(search["header"]["routing"]["spec"] == "uniform");
+  // Text: every report's first line names it, the next ones are the header's.
+  for (const char* cmd : {"", "check ", "simulate "}) {
+    const std::string args = std::string(cmd) + layout + (std::string(cmd) == "check " ? " --gpu-memory-gib 80" : "");
+    const Result r = Run(args, false);
+    CAPTURE(args);
+    CHECK(r.out.rfind("Report     dockyard-plan ", 0) == 0);
+    CHECK(r.out.find("\nModel      tiny-mixtral (testdata/specs/tiny-mixtral.json)\nDegrees    world_size 4 = pp 1") != std::string::npos);
+  }
+  CHECK(Run("search " + model + " --seq-len 16 --top 1", false).out.rfind("Report     dockyard-plan search\n", 0) == 0);
+}
+
+TEST_CASE("simulate --json carries the memory and communication sections of the plan's JSON writers") {
+  const std::string layout = "--model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --seq-len 16";
+  const dockyard::Json plan = dockyard::ParseJsonText(Run(layout + " --json -", false).out, "plan");
+  const dockyard::Json sim = dockyard::ParseJsonText(Run("simulate " + layout + " --json -", false).out, "simulate");
+  // The same plan (simulate takes gpus_per_node from the h100-sxm preset: 8, the plan's default).
+  CHECK(sim["memory"] == plan["memory"]);
+  CHECK(sim["communication"] == plan["communication"]);
+  CHECK(sim["memory"]["worst_peak_bytes"].get<int64_t>() > 0);
+  CHECK(!sim["communication"]["entries"].empty());
+}
