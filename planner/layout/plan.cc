@@ -88,18 +88,7 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
   }
   plan.meshes = BuildMeshes(plan.dims);
   plan.layer_stage = ResolveLayerSplit(plan.training, model.num_hidden_layers, plan.dims.pp);
-  if (plan.training.run.vpp > 1) {
-    // Interleaved 1F1B runs pp x vpp model chunks of at least one layer each; Megatron-Core can
-    // count the embedding and the loss as pipeline layers (--account-for-embedding-in-pipeline-split,
-    // --account-for-loss-in-pipeline-split), so at most num_hidden_layers + 2 chunks.
-    const int64_t chunks = plan.dims.pp * plan.training.run.vpp;
-    if (chunks > model.num_hidden_layers + 2) {
-      throw Error(
-          fmt::format("--vpp {}: pp x vpp = {} model chunks, more than num_hidden_layers ({}) + 2 (the embedding and "
-                      "the loss, which Megatron can count as pipeline layers); every chunk needs at least one layer",
-                      plan.training.run.vpp, chunks, model.num_hidden_layers));
-    }
-  }
+  ValidateVppChunks(plan.dims.pp, plan.training.run.vpp, model.num_hidden_layers);
 
   plan.experts.num_experts = model.moe.num_experts;
   plan.experts.ep = plan.dims.ep;
