@@ -5,6 +5,7 @@
 #include <chrono>
 #include <exception>
 #include <optional>
+#include <set>
 #include <thread>
 #include <sstream>
 #include <tuple>
@@ -268,8 +269,12 @@ TrainingConfig CandidateTraining(const TrainingConfig& base, const LayoutCandida
 
 std::vector<LayoutCandidate> EnumerateLayouts(const ModelSpec& model, const SearchOptions& o) {
   std::vector<LayoutCandidate> out;
-  for (const LayoutGroup& g : EnumerateGroups(model, o)) ForEachSetting(g, o, [&](const LayoutCandidate& c) { out.push_back(c); });
+  ForEachLayout(model, o, [&](const LayoutCandidate& c) { out.push_back(c); });
   return out;
+}
+
+void ForEachLayout(const ModelSpec& model, const SearchOptions& o, const std::function<void(const LayoutCandidate&)>& fn) {
+  for (const LayoutGroup& g : EnumerateGroups(model, o)) ForEachSetting(g, o, fn);
 }
 
 SearchResult SearchLayouts(const ModelSpec& model, const SearchOptions& o) {
@@ -326,8 +331,10 @@ SearchResult SearchLayouts(const ModelSpec& model, const SearchOptions& o) {
       tps[i] = ranked[i].tokens_per_s_per_gpu;
     }
     const std::vector<bool> front = ParetoFront(peaks, tps);
+    // One row per point of the front: the best-ranked of the layouts with equal peak and throughput.
+    std::set<std::pair<int64_t, double>> points;
     for (size_t i = 0; i < ranked.size(); ++i) {
-      if (front[i]) result.pareto.push_back(ranked[i]);
+      if (front[i] && points.insert({peaks[i], tps[i]}).second) result.pareto.push_back(ranked[i]);
     }
     // By peak memory ascending (the front's throughput then rises).
     std::stable_sort(result.pareto.begin(), result.pareto.end(),

@@ -145,16 +145,21 @@ struct SearchResult {
   int64_t global_batch_size = 0;  // sequences; 0 = none
   int64_t seq_len = 0;
   double budget_gib = 0;
-  double seconds = 0;                // wall time of SearchLayouts, one thread
-  int64_t routing_samples = 0;       // distinct (ep, routed tokens, oep) routing samples drawn
-  double routing_seconds = 0;        // part of `seconds` spent drawing them and their MoE phases (once per key)
-  std::vector<RankedLayout> top;     // best first, at most options.top
-  std::vector<RankedLayout> all;     // every ranked layout, best first (options.keep_all)
-  std::vector<RankedLayout> pareto;  // throughput vs peak memory: no other ranked layout is faster and smaller
+  double seconds = 0;             // wall time of SearchLayouts, one thread
+  int64_t routing_samples = 0;    // distinct (ep, routed tokens, oep) routing samples drawn
+  double routing_seconds = 0;     // part of `seconds` spent drawing them and their MoE phases (once per key)
+  std::vector<RankedLayout> top;  // best first, at most options.top
+  std::vector<RankedLayout> all;  // every ranked layout, best first (options.keep_all)
+  // The Pareto front of throughput vs peak memory (pareto.h ParetoFront over every ranked layout),
+  // one row per point (the best-ranked of equal peak and throughput), by peak ascending.
+  std::vector<RankedLayout> pareto;
 };
 
-// Every candidate of the search space (validated later).
+// Every candidate of the search space (validated later), in the search's order: degrees (pp,
+// dp_replicate, cp, tp, ep, etp), dispatcher, dp sharding, then micro-batch size, recompute, vpp,
+// EP overlap. ForEachLayout calls `fn` on each without storing them.
 std::vector<LayoutCandidate> EnumerateLayouts(const ModelSpec& model, const SearchOptions& options);
+void ForEachLayout(const ModelSpec& model, const SearchOptions& options, const std::function<void(const LayoutCandidate&)>& fn);
 
 // Runs the search. Throws dockyard::Error for bad options (world_size < 1, ...).
 SearchResult SearchLayouts(const ModelSpec& model, const SearchOptions& options);
