@@ -154,11 +154,14 @@ void ForEachSetting(const LayoutGroup& g, const SearchOptions& o, Fn&& fn) {
 
 // The total order of ranked layouts: time per token (equivalently step time at a fixed global
 // batch), then memory, then every degree and setting (ties in a fixed order whatever the threads).
-auto RankKey(const RankedLayout& x) {
-  const auto& d = x.layout.dims;
-  return std::make_tuple(-x.tokens_per_s_per_gpu, x.peak_bytes, d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp, d.ep, d.etp,
-                         x.layout.dispatcher, x.dp_sharding, x.micro_batch_size, x.num_microbatches, x.grad_accumulation_steps, x.vpp,
-                         x.recompute, x.overlap_moe_ep_comm);
+bool RankedBefore(const RankedLayout& a, const RankedLayout& b) {
+  if (a.tokens_per_s_per_gpu != b.tokens_per_s_per_gpu) return a.tokens_per_s_per_gpu > b.tokens_per_s_per_gpu;
+  const auto key = [](const RankedLayout& x) {  // references: no string copies per comparison
+    const auto& d = x.layout.dims;
+    return std::tie(x.peak_bytes, d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp, d.ep, d.etp, x.layout.dispatcher, x.dp_sharding,
+                    x.micro_batch_size, x.num_microbatches, x.grad_accumulation_steps, x.vpp, x.recompute, x.overlap_moe_ep_comm);
+  };
+  return key(a) < key(b);
 }
 
 // What one thread found.
@@ -168,7 +171,7 @@ struct Partial {
   std::vector<RankedLayout> ranked;
 };
 
-RankedLayout RowOf(const LayoutCandidate& c, const LayoutEvaluation& e, const SearchOptions& o, double budget_bytes) {
+RankedLayout RowOf(const LayoutCandidate& c, LayoutEvaluation&& e, const SearchOptions& o, double budget_bytes) {
   RankedLayout r;
   r.layout = c;
   r.layout.dims.dp_shard = e.dims.dp_shard;
@@ -177,15 +180,15 @@ RankedLayout RowOf(const LayoutCandidate& c, const LayoutEvaluation& e, const Se
   r.tokens_per_s_per_gpu = e.tokens_per_s_per_gpu;
   r.mfu = e.mfu;
   r.peak_bytes = e.peak_bytes;
-  r.dominant_phase = e.dominant_phase;
-  const TrainingConfig t = CandidateTraining(o.training, c);
+  r.dominant_phase = std::move(e.dominant_phase);
+  const ResolvedSettings t = ResolveSettings(o.training, c.settings);
   r.micro_batch_size = t.micro_batch_size;
   r.num_microbatches = t.num_microbatches.value_or(e.dims.pp);
-  r.grad_accumulation_steps = t.run.grad_accumulation_steps;
-  r.vpp = t.run.vpp;
+  r.grad_accumulation_steps = t.grad_accumulation_steps;
+  r.vpp = t.vpp;
   r.recompute = RecomputeName(t.recompute);
   r.dp_sharding = DpShardingName(t.dp_sharding.value_or(o.convention == Convention::kMegatron ? DpSharding::kZero1 : DpSharding::kFsdp));
-  r.overlap_moe_ep_comm = t.run.overlap_moe_ep_comm;
+  r.overlap_moe_ep_comm = t.overlap_moe_ep_comm;
   r.sequences_per_step = e.dims.dp_replicate * e.dims.dp_shard * r.micro_batch_size * r.num_microbatches * r.grad_accumulation_steps;
   r.headroom_gib = (budget_bytes - static_cast<double>(e.peak_bytes)) / 1073741824.0;
   return r;
@@ -231,7 +234,7 @@ void SearchGroups(const ModelSpec& model, const SearchOptions& o, const std::vec
         }
         return;
       }
-      const LayoutEvaluation e = evaluator.Evaluate(c);
+      LayoutEvaluation e = evaluator.Evaluate(c);
       if (e.status == LayoutEvaluation::Status::kInvalid) {
         ++out->invalid;
         return;
@@ -241,7 +244,7 @@ void SearchGroups(const ModelSpec& model, const SearchOptions& o, const std::vec
         if (o.prune && static_cast<double>(e.static_peak_bytes) > budget) pruned = true;
         return;
       }
-      out->ranked.push_back(RowOf(c, e, o, budget));
+      out->ranked.push_back(RowOf(c, std::move(e), o, budget));
     });
   }
   out->routing_samples = evaluator.routing_samples();
@@ -250,20 +253,32 @@ void SearchGroups(const ModelSpec& model, const SearchOptions& o, const std::vec
 
 }  // namespace
 
+ResolvedSettings ResolveSettings(const TrainingConfig& base, const CandidateSettings& s) {
+  ResolvedSettings r;
+  r.micro_batch_size = s.micro_batch_size > 0 ? s.micro_batch_size : base.micro_batch_size;
+  r.num_microbatches = s.num_microbatches > 0 ? std::optional<int64_t>(s.num_microbatches) : base.num_microbatches;
+  r.grad_accumulation_steps = s.grad_accumulation_steps > 0 ? s.grad_accumulation_steps : base.run.grad_accumulation_steps;
+  r.vpp = s.vpp > 0 ? s.vpp : base.run.vpp;
+  r.recompute = s.recompute.value_or(base.recompute);
+  r.dp_sharding = s.dp_sharding ? s.dp_sharding : base.dp_sharding;
+  r.overlap_moe_ep_comm = s.overlap_moe_ep_comm.value_or(base.run.overlap_moe_ep_comm);
+  return r;
+}
+
 TrainingConfig CandidateTraining(const TrainingConfig& base, const LayoutCandidate& c) {
   TrainingConfig t = base;
   t.dispatcher = c.dispatcher;
   if (t.dispatcher != "deredundency") t.oep.reset();  // a spec's oep is the deredundency dispatcher's
   // FP8 dispatch (--fp8-dispatch) where the candidate's dispatcher has it.
   t.fp8_dispatch = base.fp8_dispatch && (t.dispatcher == "all_to_all" || t.dispatcher == "deepep");
-  const CandidateSettings& s = c.settings;
-  if (s.micro_batch_size > 0) t.micro_batch_size = s.micro_batch_size;
-  if (s.num_microbatches > 0) t.num_microbatches = s.num_microbatches;
-  if (s.grad_accumulation_steps > 0) t.run.grad_accumulation_steps = s.grad_accumulation_steps;
-  if (s.vpp > 0) t.run.vpp = s.vpp;
-  if (s.recompute) t.recompute = *s.recompute;
-  if (s.dp_sharding) t.dp_sharding = *s.dp_sharding;
-  if (s.overlap_moe_ep_comm) t.run.overlap_moe_ep_comm = *s.overlap_moe_ep_comm;
+  const ResolvedSettings s = ResolveSettings(base, c.settings);
+  t.micro_batch_size = s.micro_batch_size;
+  t.num_microbatches = s.num_microbatches;
+  t.run.grad_accumulation_steps = s.grad_accumulation_steps;
+  t.run.vpp = s.vpp;
+  t.recompute = s.recompute;
+  t.dp_sharding = s.dp_sharding;
+  t.run.overlap_moe_ep_comm = s.overlap_moe_ep_comm;
   return t;
 }
 
@@ -322,7 +337,7 @@ SearchResult SearchLayouts(const ModelSpec& model, const SearchOptions& o) {
     ranked.insert(ranked.end(), std::make_move_iterator(p.ranked.begin()), std::make_move_iterator(p.ranked.end()));
   }
   result.ranked = static_cast<int64_t>(ranked.size());
-  std::sort(ranked.begin(), ranked.end(), [&](const RankedLayout& a, const RankedLayout& b) { return RankKey(a) < RankKey(b); });
+  std::sort(ranked.begin(), ranked.end(), RankedBefore);
   {
     std::vector<int64_t> peaks(ranked.size());
     std::vector<double> tps(ranked.size());

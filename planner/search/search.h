@@ -110,6 +110,18 @@ struct LayoutCandidate {
   std::string batch_reason;   // why not (GlobalBatchMismatch)
 };
 
+// A candidate's settings over `base` (unset = base's): the one rule CandidateTraining and the
+// search's rows share.
+struct ResolvedSettings {
+  int64_t micro_batch_size = 1;
+  std::optional<int64_t> num_microbatches;  // unset: pp (BuildPlan)
+  int64_t grad_accumulation_steps = 1, vpp = 1;
+  Recompute recompute = Recompute::kNone;
+  std::optional<DpSharding> dp_sharding;  // unset: the convention's
+  bool overlap_moe_ep_comm = false;
+};
+ResolvedSettings ResolveSettings(const TrainingConfig& base, const CandidateSettings& settings);
+
 // `base` with the candidate's dispatcher and settings applied: the one place a candidate's
 // training is formed (search fast path, its reference path, explain, the redundant-experts re-rank).
 TrainingConfig CandidateTraining(const TrainingConfig& base, const LayoutCandidate& candidate);
