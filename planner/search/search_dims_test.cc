@@ -185,6 +185,14 @@ void CheckSearchEqualsBruteForce(Convention convention) {
   CHECK(result.top.front().step_time_us == best);
 }
 
+// Every key of --explain for `x`: it matches `x` alone.
+std::string QueryOf(const RankedLayout& x) {
+  const auto& d = x.layout.dims;
+  return fmt::format("pp={},dpr={},dps={},cp={},tp={},ep={},etp={},vpp={},mbs={},recompute={},dispatcher={},dp_sharding={},overlap={}",
+                     d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp, d.ep, d.etp, x.vpp, x.micro_batch_size, x.recompute, x.layout.dispatcher,
+                     x.dp_sharding, x.overlap_moe_ep_comm ? "on" : "off");
+}
+
 }  // namespace
 
 TEST_CASE("On 8 GPUs the search over every dimension equals a brute force through the plan path (torchtitan)") {
@@ -293,20 +301,13 @@ TEST_CASE("Explain: the winner is rank 1; another layout shows the phases that m
   o.training.gpu_memory_gib = 1000;
   const SearchResult result = SearchLayouts(model, o);
   REQUIRE(result.ranked > 2);
-  const RankedLayout& w = result.all.front();
-  const auto& d = w.layout.dims;
-  const std::string winner = fmt::format(
-      "pp={},dpr={},dps={},cp={},tp={},ep={},etp={},vpp={},mbs={},recompute={},dispatcher={},dp_sharding={}", d.pp, d.dp_replicate,
-      d.dp_shard, d.cp, d.tp, d.ep, d.etp, w.vpp, w.micro_batch_size, w.recompute, w.layout.dispatcher, w.dp_sharding);
+  const std::string winner = QueryOf(result.all.front());
   const ExplainResult e = ExplainLayout(model, o, result, ParseLayoutQuery(winner));
   CHECK(e.rank == 1);
   CHECK(ExplainToText(e).find("rank 1 of") != std::string::npos);
   // The slowest ranked layout: its rank is the last, and its step is slower by the difference shown.
   const RankedLayout& last = result.all.back();
-  const auto& l = last.layout.dims;
-  const std::string query = fmt::format(
-      "pp={},dpr={},dps={},cp={},tp={},ep={},etp={},vpp={},mbs={},recompute={},dispatcher={},dp_sharding={}", l.pp, l.dp_replicate,
-      l.dp_shard, l.cp, l.tp, l.ep, l.etp, last.vpp, last.micro_batch_size, last.recompute, last.layout.dispatcher, last.dp_sharding);
+  const std::string query = QueryOf(last);
   const ExplainResult slow = ExplainLayout(model, o, result, ParseLayoutQuery(query));
   CHECK(slow.rank >= 2);
   CHECK(slow.layout->step_time_us == last.step_time_us);
