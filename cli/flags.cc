@@ -11,6 +11,7 @@
 #include "planner/accounting/memory.h"
 #include "planner/base/error.h"
 #include "planner/base/file_util.h"
+#include "planner/model/global_batch.h"
 
 namespace dockyard::cli {
 
@@ -91,6 +92,27 @@ std::optional<RedundantExpertsOptions> ParseRedundantExpertsFlags(const Redundan
   o.expert_groups = ParseInt("--expert-groups", f.expert_groups).value_or(1);
   o.choice = ParseReplicaChoice(f.replica_choice);
   return o;
+}
+
+void GlobalBatchFlags::AddTo(CLI::App* app, const std::string& default_help) {
+  app->add_option("--global-batch-size", size,
+                  "sequences per optimizer step (Megatron --global-batch-size, torchtitan global_batch_size); micro-batches per step "
+                  "= N / (dp x micro-batch size); " +
+                      default_help);
+  app->add_option("--global-batch-tokens", tokens, "the global batch in tokens (a multiple of --seq-len); " + default_help);
+}
+
+std::optional<int64_t> GlobalBatchFlags::Sequences(int64_t seq_len) const {
+  if (!size.empty() && !tokens.empty()) throw UsageError("--global-batch-size and --global-batch-tokens: give one, not both");
+  if (const auto n = ParseInt("--global-batch-size", size)) {
+    if (*n < 1) throw UsageError(fmt::format("--global-batch-size: must be >= 1, got {}", *n));
+    return n;
+  }
+  if (const auto n = ParseInt("--global-batch-tokens", tokens)) {
+    if (*n < 1) throw UsageError(fmt::format("--global-batch-tokens: must be >= 1, got {}", *n));
+    return GlobalBatchSequencesFromTokens(*n, seq_len);
+  }
+  return std::nullopt;
 }
 
 void DegreeFlags::AddTo(CLI::App* app, const std::string& world_size_help, const std::string& pp_help) {

@@ -59,6 +59,19 @@ struct DegreeFlags {
   ParallelDimsOptions Parse(int64_t default_world_size) const;
 };
 
+// The global batch of simulate and search (planner/model/global_batch.h): --global-batch-size N
+// sequences or --global-batch-tokens N tokens (a whole number of --seq-len sequences), not both.
+struct GlobalBatchFlags {
+  std::string size, tokens;
+
+  // Registers both options on `app`; `default_help` ends their help ("default: ...").
+  void AddTo(CLI::App* app, const std::string& default_help);
+  bool Given() const { return !size.empty() || !tokens.empty(); }
+  // The global batch in sequences, nullopt when neither flag is given. Throws UsageError when both
+  // are given or a value is malformed or < 1; dockyard::Error when the tokens are not whole sequences.
+  std::optional<int64_t> Sequences(int64_t seq_len) const;
+};
+
 // Writes a report: "-" prints `content` to `out`, any other path is written atomically
 // (planner/base/file_util.h). Throws dockyard::Error naming the path.
 void WriteOutput(const std::string& path, const std::string& content, std::ostream& out);

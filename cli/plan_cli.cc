@@ -42,7 +42,9 @@
 #include "planner/accounting/refit.h"
 #include "planner/accounting/replica_refit.h"
 #include "planner/report/report.h"
+#include "planner/search/explain.h"
 #include "planner/search/search.h"
+#include "planner/model/global_batch.h"
 #include "planner/accounting/workload.h"
 #include "planner/sim/network.h"
 
@@ -100,7 +102,9 @@ struct CliOptions {
   bool account_for_embedding = false, account_for_loss = false;
   std::string pipeline_schedule;  // --pipeline-schedule (pipeline_schedule.h)
   bool overlap_grad_reduce = false, overlap_param_gather = false, overlap_moe_ep_comm = false;
-  std::string search_dispatchers;  // search --search-dispatchers
+  std::string search_dispatchers;      // search --search-dispatchers
+  cli::GlobalBatchFlags global_batch;  // simulate / search
+  std::string threads = "1", explain;  // search
   // simulate
   std::string cluster = "h100-sxm", routing = "uniform", seed = "0", routing_layers;
   // check / simulate: --routing given sizes the received rows in memory (received_rows.h);
@@ -338,6 +342,18 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
     // the NVLink domain, the time model's rule (network.h NvlinkDomainGpus).
     if (o.gpus_per_node.empty()) training.gpus_per_node = NvlinkDomainGpus(*cluster);
   }
+  std::optional<GlobalBatchSchedule> global_batch;
+  if (const auto gbs = o.global_batch.Sequences(training.seq_len)) {
+    // The micro-batches per step and their schedule follow from the global batch (global_batch.h).
+    if (!o.grad_accumulation_steps.empty()) {
+      throw UsageError("--grad-accumulation-steps: derived from --global-batch-size (torchtitan's outer loop); give one of them");
+    }
+    const ParallelDims built = ParallelDims::Build(dims);
+    global_batch = ResolveGlobalBatch(*gbs, built.dp_replicate * built.dp_shard, training.micro_batch_size, built.pp,
+                                      built.convention == Convention::kMegatron, training.num_microbatches);
+    training.num_microbatches = global_batch->num_microbatches;
+    training.run.grad_accumulation_steps = global_batch->grad_accumulation_steps;
+  }
   Plan plan = BuildPlan(model, dims, training);
   // check / simulate: the routing sample. Given --routing, its largest received rows size the
   // memory (SampleImbalance) in place of --imbalance; simulate also prices the step with it.
@@ -454,6 +470,15 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
     }
     if (received) out << ReceivedRowsToText(*received);
     if (cost) {
+      if (global_batch) {
+        out << fmt::format(
+            "Global batch {} sequences ({} tokens): {} micro-batches of {} per data-parallel rank = {} schedule(s) of {}\n",
+            global_batch->microbatches_per_step * plan.training.micro_batch_size * plan.dims.dp_replicate * plan.dims.dp_shard,
+            global_batch->microbatches_per_step * plan.training.micro_batch_size * plan.dims.dp_replicate * plan.dims.dp_shard *
+                plan.training.seq_len,
+            global_batch->microbatches_per_step, plan.training.micro_batch_size, global_batch->grad_accumulation_steps,
+            global_batch->num_microbatches);
+      }
       out << MemoryToText(plan, memory) << CostToText(*cost) << redundant_text;
     } else {
       out << (check ? MemoryToText(plan, memory) : PlanToText(plan, source, memory));
@@ -533,7 +558,41 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
       throw Error(fmt::format("--search-dispatchers: unknown dispatcher '{}' (expected deepep or allgather, comma-separated)", name));
     }
   }
-  if (use_default && o.recompute.empty()) s.training.recompute = Recompute::kFull;
+  // Pins: a flag given fixes its dimension, any other is searched (docs/search.md).
+  s.pins.dp_replicate = ParseInt("--dp-replicate", o.degrees.dp_replicate).value_or(0);
+  s.pins.dp_shard = ParseInt("--dp-shard", o.degrees.dp_shard).value_or(0);
+  s.pins.cp = ParseInt("--cp", o.degrees.cp).value_or(0);
+  s.pins.tp = ParseInt("--tp", o.degrees.tp).value_or(0);
+  s.pins.ep = ParseInt("--ep", o.degrees.ep).value_or(0);
+  s.pins.etp = ParseInt("--etp", o.degrees.etp).value_or(0);
+  s.pins.pp = ParseInt("--pp", o.degrees.pp).value_or(0);
+  for (const auto& [flag, value] : {std::pair<const char*, int64_t>{"--dp-replicate", s.pins.dp_replicate},
+                                    {"--dp-shard", s.pins.dp_shard},
+                                    {"--cp", s.pins.cp},
+                                    {"--tp", s.pins.tp},
+                                    {"--ep", s.pins.ep},
+                                    {"--etp", s.pins.etp},
+                                    {"--pp", s.pins.pp}}) {
+    if (value < 0) throw UsageError(fmt::format("{}: a pinned degree must be >= 1, got {}", flag, value));
+  }
+  const bool megatron = s.convention == Convention::kMegatron;
+  if (o.micro_batch_size.empty()) s.micro_batch_sizes = {1, 2, 4};
+  if (o.recompute.empty()) s.recomputes = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
+  if (o.vpp.empty()) s.vpps = {1, 2, 4};
+  if (o.dp_sharding.empty()) {
+    s.dp_shardings = megatron ? std::vector<DpSharding>{DpSharding::kZero1, DpSharding::kDdp}
+                              : std::vector<DpSharding>{DpSharding::kFsdp, DpSharding::kDdp};
+  }
+  if (!o.overlap_moe_ep_comm && megatron) s.ep_overlaps = {false, true};
+  if (!o.dispatcher.empty()) s.dispatchers = {o.dispatcher};
+  s.threads = static_cast<int>(std::clamp<int64_t>(ParseInt("--threads", o.threads).value_or(1), -1, 1 << 20));
+  if (s.threads < 1 || s.threads > 1024) throw UsageError(fmt::format("--threads: must be in [1, 1024], got {}", o.threads));
+  s.global_batch_size = o.global_batch.Sequences(s.training.seq_len).value_or(s.world_size);
+  std::optional<LayoutQuery> explain;
+  if (!o.explain.empty()) {
+    explain = ParseLayoutQuery(o.explain);
+    s.keep_all = true;
+  }
   const int64_t moe_layers = model.NumMoeLayers();
   // (A trace samples every MoE layer; the sampler reads all of them whatever routing_layers says.)
   s.routing_layers = s.routing.kind == RoutingKind::kTrace
@@ -566,12 +625,14 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   if (o.html_given) s.top = std::numeric_limits<int64_t>::max();
   SearchResult result = SearchLayouts(model, s);
   s.top = top_rows;
+  std::optional<ExplainResult> explained;
+  if (explain) explained = ExplainLayout(model, s, result, *explain);
+  result.all.clear();
   SearchResult every = result;
   if (static_cast<int64_t>(result.top.size()) > top_rows) result.top.resize(top_rows);
   if (result.top.empty()) {
     // The same outcome in every output mode: the counts on stderr, exit 1, no file.
-    const std::string text = SearchResultToText(result);
-    err << text.substr(0, text.find('\n') + 1);  // the counts line
+    err << SearchCountsText(result);
     err << "dockyard-plan search: no valid layout fits the budget\n";
     return 1;
   }
@@ -593,7 +654,9 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   std::optional<RedundantSearchResult> redundant;
   if (redundant_options) redundant = SearchRedundantExperts(model, s, result, redundant_counts, *redundant_options);
   if (o.json_given || o.html_given) {
+    DescribeRows(model, s, &result.top);  // the phase breakdown of each row
     Json j = SearchReportToJson(result, s, use_default ? kDefaultModelName : o.model, moe_layers, ReportProvenance(o));
+    if (explained) j["explain"] = ExplainToJson(*explained);
     if (redundant) j["redundant_experts"] = RedundantSearchToJson(*redundant);
     if (calibration) j["calibration"] = CalibrationRefToJson(*calibration);
     j["header"] = header;
@@ -614,6 +677,7 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   }
   out << ReportHeaderToText(header);
   out << SearchResultToText(result);
+  if (explained) out << ExplainToText(*explained);
   if (redundant) out << RedundantSearchToText(*redundant);
   if (o.html_given) out << "HTML report written to " << o.html_path << "\n";
   return 0;
@@ -640,6 +704,8 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   AddComputeFlags(simulate, o);
   cli::AddRedundantExpertsFlags(simulate, o.redundant, "report the EPLB placement, imbalance, MoE-layer time and memory before/after");
   simulate->add_option("--calibration", o.calibration, "calibration JSON (calibration/PRESET.json; default: the built-in knobs)");
+  o.global_batch.AddTo(simulate,
+                       "sets --num-microbatches (Megatron: all in one schedule) and torchtitan's accumulation steps (default: not given)");
   CLI::App* search =
       app.add_subcommand("search", "enumerate valid layouts, drop those over the memory budget, rank by predicted tokens/s per GPU");
   search->add_option("--model", o.model, "HF config.json or dockyard model spec (default: embedded DeepSeek-V3)");
@@ -656,6 +722,24 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
                      "comma-separated dispatchers to rank beside all_to_all and deredundency: deepep, allgather "
                      "(default none; --fp8-dispatch applies to the all_to_all and deepep candidates)");
   search->add_option("--top", o.top, "layouts to show (default 10)");
+  o.global_batch.AddTo(search, "default: --global-batch-size = --world-size (one sequence per GPU per step)");
+  search->add_option("--dp-replicate", o.degrees.dp_replicate, "pins the HSDP replicas (default: searched)");
+  search->add_option("--dp-shard", o.degrees.dp_shard, "pins the FSDP degree (default: searched)");
+  search->add_option("--cp", o.degrees.cp, "pins the context parallel degree (default: searched)");
+  search->add_option("--tp", o.degrees.tp, "pins the tensor parallel degree (default: searched)");
+  search->add_option("--ep", o.degrees.ep, "pins the expert parallel degree (default: searched)");
+  search->add_option("--etp", o.degrees.etp, "pins the expert tensor parallel degree (default: searched, 1 or tp)");
+  search->add_option("--pp", o.degrees.pp, "pins the pipeline degree (default: searched up to --max-pp)");
+  search->add_option("--vpp", o.vpp, "pins the model chunks per pipeline rank (default: searched, 1, 2, 4 where pp > 1)");
+  search
+      ->add_option("--dispatcher", o.dispatcher, "pins the dispatcher: all_to_all | deredundency | deepep | allgather (default: searched)")
+      ->check(CLI::IsMember({"all_to_all", "deredundency", "deepep", "allgather"}));
+  search->add_flag("--overlap-moe-expert-parallel-comm", o.overlap_moe_ep_comm,
+                   "pins Megatron's EP overlap on (default: searched off and on with --convention megatron, off with torchtitan)");
+  search->add_option("--threads", o.threads, "worker threads; the result does not depend on them (default 1)");
+  search->add_option("--explain", o.explain,
+                     "LAYOUT, e.g. \"tp=2,pp=8,vpp=4,ep=32\": where the best layout matching it ranks, its breakdown beside the "
+                     "winner's and the phases that differ");
   search->add_option("--max-pp", o.max_pp, "largest pipeline degree to try (default 16)");
   search->add_option("--calibration", o.calibration, "calibration JSON (calibration/PRESET.json; default: the built-in knobs)");
   search->add_option("--json", o.json_path, "write the ranking as JSON to PATH ('-' = stdout)");
@@ -678,10 +762,19 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   const std::map<std::string, std::vector<std::string>> allowed = {
       {"--dp-sharding", {"fsdp", "zero1", "ddp"}}, {"--optimizer", {"adamw", "sgd"}}, {"--recompute", {"none", "selective", "full"}}};
   for (const auto& [flag, target] : shared) {
-    const std::string description = std::string(flag) == "--gpu-memory-gib"
-                                        ? "memory budget per GPU in GiB: layouts over it are dropped (default: the "
-                                          "cluster's memory_gib)"
-                                        : app.get_option(flag)->get_description();
+    // Flags that pin a searched dimension say so.
+    const std::map<std::string, std::string> search_help = {
+        {"--gpu-memory-gib", "memory budget per GPU in GiB: layouts over it are dropped (default: the cluster's memory_gib)"},
+        {"--micro-batch-size", "pins the sequences per micro-batch (default: searched, 1, 2, 4)"},
+        {"--recompute", "pins the recomputation: none | selective | full (default: searched, all three)"},
+        {"--dp-sharding",
+         "pins the data-parallel sharding: fsdp | zero1 | ddp (default: searched, fsdp and ddp with torchtitan, zero1 "
+         "and ddp with megatron)"},
+        {"--num-microbatches",
+         "micro-batches per pipeline schedule (torchtitan: the rest of the global batch is accumulation "
+         "steps; default: the smallest divisor >= pp of the micro-batches per step)"}};
+    const auto help = search_help.find(flag);
+    const std::string description = help != search_help.end() ? help->second : app.get_option(flag)->get_description();
     CLI::Option* opt = search->add_option(flag, *target, description);
     const auto it = allowed.find(flag);
     if (it != allowed.end()) opt->check(CLI::IsMember(it->second));

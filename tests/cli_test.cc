@@ -397,7 +397,7 @@ TEST_CASE("search: flag values are checked like the plan's; outputs never replac
 TEST_CASE("search: --redundant-experts re-ranks the best layouts with each R, opt-in") {
   const std::string base =
       "search --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --cluster h200-sxm --routing "
-      "zipf:1.2 --top 3 --json -";
+      "zipf:1.2 --top 3 --ep 8 --json -";  // ep pinned: the best layouts of the full search have ep 1
   Result r = Run(base + " --redundant-experts 0,ep");
   REQUIRE(r.code == 0);
   dockyard::Json j = dockyard::ParseJsonText(r.out, "stdout");
@@ -658,4 +658,71 @@ TEST_CASE("dockyard-plan simulate counts node crossings in the memory and traffi
   // h100-sxm (its NVLink domain is its 8-GPU node): unchanged.
   REQUIRE(Run(base + "--cluster h100-sxm --json " + h100).code == 0);
   CHECK(dockyard::ReadJsonFile(h100)["training"]["gpus_per_node"] == 8);
+}
+
+TEST_CASE("search --global-batch-size: every row runs it; a batch that divides no layout is exit 1 with the counts and no file") {
+  const std::string base = "search --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --cluster h200-sxm --top 5";
+  Result r = Run(base + " --global-batch-size 64 --tp 2 --recompute full --dispatcher all_to_all --json -");
+  REQUIRE(r.code == 0);
+  const dockyard::Json j = dockyard::ParseJsonText(r.out, "stdout");
+  CHECK(j["global_batch_size"] == 64);
+  CHECK(j["global_batch_tokens"] == 64 * 4096);
+  REQUIRE(!j["top"].empty());
+  for (const auto& row : j["top"]) {
+    CHECK(row["sequences_per_step"] == 64);  // dp x mbs x micro-batches per step
+    CHECK(row["tp"] == 2);                   // pinned
+    CHECK(row["recompute"] == "full");
+    CHECK(row["dispatcher"] == "all_to_all");
+    CHECK(row["phase_breakdown_us"].size() > 0);
+  }
+  CHECK(!j["pareto"].empty());
+  // 4M tokens = 1024 sequences of 4096.
+  r = Run(base + " --global-batch-tokens 4194304 --pp 2 --json -");
+  REQUIRE(r.code == 0);
+  for (const auto& row : dockyard::ParseJsonText(r.out, "stdout")["top"]) {
+    CHECK(row["sequences_per_step"] == 1024);
+    CHECK(row["pp"] == 2);
+  }
+  // 3 sequences at micro-batch 2 divide no layout.
+  const std::string json = TmpDir() + "/gbs_none.json";
+  r = Run(base + " --global-batch-size 3 --micro-batch-size 2 --json " + json);
+  CHECK(r.code == 1);
+  CHECK(r.out.find("global batch not divisible") != std::string::npos);
+  CHECK(r.out.find("0 ranked") != std::string::npos);
+  CHECK_FALSE(Exists(json));
+  CHECK(Run(base + " --global-batch-size 64 --global-batch-tokens 262144").code == 2);  // one of them
+  CHECK(Run(base + " --global-batch-tokens 4097").code == 1);                           // not whole sequences
+}
+
+TEST_CASE("search --explain: the winner says rank 1") {
+  const std::string base = "search --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --cluster h200-sxm --top 1 --json -";
+  Result r = Run(base);
+  REQUIRE(r.code == 0);
+  const dockyard::Json w = dockyard::ParseJsonText(r.out, "stdout")["top"][0];
+  const std::string query = fmt::format(
+      "pp={},dpr={},dps={},cp={},tp={},ep={},etp={},vpp={},mbs={},recompute={},dispatcher={},dp_sharding={}", w["pp"].get<int64_t>(),
+      w["dp_replicate"].get<int64_t>(), w["dp_shard"].get<int64_t>(), w["cp"].get<int64_t>(), w["tp"].get<int64_t>(),
+      w["ep"].get<int64_t>(), w["etp"].get<int64_t>(), w["vpp"].get<int64_t>(), w["micro_batch_size"].get<int64_t>(),
+      w["recompute"].get<std::string>(), w["dispatcher"].get<std::string>(), w["dp_sharding"].get<std::string>());
+  r = Run(base + " --explain " + query);
+  REQUIRE(r.code == 0);
+  CHECK(dockyard::ParseJsonText(r.out, "stdout")["explain"]["rank"] == 1);
+  r = Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --cluster h200-sxm --top 1 --explain " + query);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("rank 1 of") != std::string::npos);
+  CHECK(Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --explain tpp=2").code == 1);
+}
+
+TEST_CASE("simulate --global-batch-size: Megatron fills one schedule, torchtitan accumulates schedules of pp micro-batches") {
+  const std::string base = "simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --pp 2 --ep 8 --seq-len 1024";
+  // dp = 16 / 2 = 8; 128 sequences / (8 x 1) = 16 micro-batches.
+  Result r = Run(base + " --convention megatron --global-batch-size 128");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("16 micro-batches of 1 per data-parallel rank = 1 schedule(s) of 16") != std::string::npos);
+  r = Run(base + " --global-batch-size 128");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("16 micro-batches of 1 per data-parallel rank = 8 schedule(s) of 2") != std::string::npos);
+  r = Run(base + " --global-batch-size 100");  // 100 / 8 is not whole
+  CHECK(r.code == 1);
+  CHECK(r.out.find("global batch size 100 is not a multiple of dp (8) x micro_batch_size (1)") != std::string::npos);
 }

@@ -137,18 +137,7 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
   plan.loss_stage = stages.loss_stage;
   plan.mtp_stage = stages.mtp_stage;
   // A layout may leave a model chunk empty (Megatron allows empty stages); the even split may not.
-  if (plan.training.run.vpp > 1 && plan.training.run.pipeline_layout.empty()) {
-    // Interleaved 1F1B runs pp x vpp model chunks of at least one layer each; Megatron-Core can
-    // count the embedding and the loss as pipeline layers (--account-for-embedding-in-pipeline-split,
-    // --account-for-loss-in-pipeline-split), so at most num_hidden_layers + 2 chunks.
-    const int64_t chunks = plan.dims.pp * plan.training.run.vpp;
-    if (chunks > model.num_hidden_layers + 2) {
-      throw Error(
-          fmt::format("--vpp {}: pp x vpp = {} model chunks, more than num_hidden_layers ({}) + 2 (the embedding and "
-                      "the loss, which Megatron can count as pipeline layers); every chunk needs at least one layer",
-                      plan.training.run.vpp, chunks, model.num_hidden_layers));
-    }
-  }
+  if (plan.training.run.pipeline_layout.empty()) ValidateVppChunks(plan.dims.pp, plan.training.run.vpp, model.num_hidden_layers);
 
   plan.experts.num_experts = model.moe.num_experts;
   plan.experts.ep = plan.dims.ep;

@@ -108,6 +108,17 @@ void ValidateRunSettings(const RunSettings& s, int dp_sharding, int64_t pp) {
   }
 }
 
+void ValidateVppChunks(int64_t pp, int64_t vpp, int64_t num_layers) {
+  if (vpp <= 1) return;
+  const int64_t chunks = pp * vpp;
+  if (chunks > num_layers + 2) {
+    throw Error(
+        fmt::format("--vpp {}: pp x vpp = {} model chunks, more than num_hidden_layers ({}) + 2 (the embedding and "
+                    "the loss, which Megatron can count as pipeline layers); every chunk needs at least one layer",
+                    vpp, chunks, num_layers));
+  }
+}
+
 void ValidateEpOverlap(const RunSettings& s, int64_t pp, int64_t ep, const std::string& dispatcher, bool full_recompute) {
   if (!s.overlap_moe_ep_comm) return;
   const char* flag = "--overlap-moe-expert-parallel-comm";

@@ -101,6 +101,12 @@ bool AccumulatesUnshardedGrads(int64_t pp);
 // Throws dockyard::Error naming the flag and the rule.
 void ValidateRunSettings(const RunSettings& settings, int dp_sharding, int64_t pp);
 
+// Interleaved 1F1B runs pp x vpp model chunks of at least one layer each; Megatron-Core can count
+// the embedding and the loss as pipeline layers (--account-for-embedding-in-pipeline-split,
+// --account-for-loss-in-pipeline-split), so at most num_layers + 2 chunks. Throws dockyard::Error
+// naming --vpp when pp x vpp exceeds that.
+void ValidateVppChunks(int64_t pp, int64_t vpp, int64_t num_layers);
+
 // Pipeline slots of one schedule of M micro-batches over pp stages with vpp model chunks per
 // rank, in units of one stage's forward + backward of one micro-batch: M + (pp - 1) / vpp. The
 // bubble is (pp - 1) / vpp slots, a fraction (pp - 1) / (vpp x M) of the M busy slots

@@ -11,6 +11,7 @@
 // MoE phases, SearchResult::routing_seconds), i.e. the per-candidate evaluation alone.
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -24,19 +25,38 @@ namespace {
 struct Run {
   dockyard::SearchResult result;  // of the fastest run
   double best = 0, median = 0;    // seconds
+  double cpu = 0;                 // process CPU seconds of the fastest run (all threads): the work on a loaded machine
 };
 
-Run Measure(const dockyard::ModelSpec& model, int64_t world, int repeat) {
+// Every dimension searched as `dockyard-plan search` does by default (torchtitan): micro-batch
+// size 1, 2, 4; recompute none, selective, full; vpp 1, 2, 4 (pp > 1); dp sharding fsdp, ddp;
+// the global batch = world size sequences.
+void EveryDimension(dockyard::SearchOptions* o) {
+  o->micro_batch_sizes = {1, 2, 4};
+  o->recomputes = {dockyard::Recompute::kNone, dockyard::Recompute::kSelective, dockyard::Recompute::kFull};
+  o->vpps = {1, 2, 4};
+  o->dp_shardings = {dockyard::DpSharding::kFsdp, dockyard::DpSharding::kDdp};
+  o->global_batch_size = o->world_size;
+}
+
+Run Measure(const dockyard::ModelSpec& model, int64_t world, int repeat, bool every_dimension = false, int threads = 1) {
   dockyard::SearchOptions o;
   o.world_size = world;
   o.training.recompute = dockyard::Recompute::kFull;
   o.routing_layers = 1;
+  o.threads = threads;
+  if (every_dimension) EveryDimension(&o);
   Run run;
   std::vector<double> seconds;
   for (int i = 0; i < repeat; ++i) {
+    const std::clock_t cpu_start = std::clock();
     auto r = dockyard::SearchLayouts(model, o);
+    const double cpu = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
     seconds.push_back(r.seconds);
-    if (i == 0 || r.seconds < run.result.seconds) run.result = std::move(r);
+    if (i == 0 || r.seconds < run.result.seconds) {
+      run.result = std::move(r);
+      run.cpu = cpu;
+    }
   }
   std::sort(seconds.begin(), seconds.end());
   run.best = seconds.front();
@@ -93,6 +113,22 @@ int main(int argc, char** argv) {
     const Run run = Measure(model, world, repeat);
     Row(world, run);
     Best(run.result);
+  }
+  std::printf(
+      "\nEvery dimension (micro-batch size, recompute, vpp, dp sharding; global batch = world size sequences), "
+      "static-memory pruning on\n");
+  std::printf("%8s %8s %9s %9s %9s %9s %8s %8s %9s %8s %12s\n", "world", "threads", "layouts", "evaluated", "pruned", "not-div", "ranked",
+              "best s", "median s", "cpu s", "eval/cpu-s");
+  for (int64_t world : worlds) {
+    for (int threads : {1, 2}) {
+      const Run run = Measure(model, world, repeat, true, threads);
+      const auto& r = run.result;
+      const int64_t evaluated = r.enumerated - r.pruned - r.not_divisible;
+      std::printf("%8lld %8d %9lld %9lld %9lld %9lld %8lld %8.3f %9.3f %8.3f %12.0f\n", (long long)world, threads, (long long)r.enumerated,
+                  (long long)evaluated, (long long)r.pruned, (long long)r.not_divisible, (long long)r.ranked, run.best, run.median, run.cpu,
+                  static_cast<double>(evaluated) / run.cpu);
+      if (threads == 1) Best(r);
+    }
   }
   std::printf("\nRouted-expert sweep at 2048 GPUs (DeepSeek-V3 with num_experts overridden)\n");
   Header("experts");

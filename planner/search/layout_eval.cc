@@ -133,11 +133,18 @@ struct LayoutEvaluator::Impl {
   int first_kind[2] = {-1, -1};       // kind of the first MoE [0] / dense [1] layer
   double attention_params = 0;
   int64_t num_moe_layers = 0;
-  Wide all_params = 0;                   // every inventory element (+ a tied copy), for overflow guards
-  bool training_ok[2] = {false, false};  // ValidateTraining per dispatcher (all_to_all, deredundency)
-  TrainingConfig training[2];            // resolved per dispatcher
-  TrainingBytes training_bytes[2];       // their dtype sizes (valid where training_ok)
-  std::map<int64_t, Split> splits;       // per pp
+  Wide all_params = 0;  // every inventory element (+ a tied copy), for overflow guards
+  // Training settings per (dispatcher, candidate settings), validated and resolved as BuildPlan
+  // does (ValidateTraining; dp_sharding's convention default), with their dtype sizes.
+  struct TrainingEntry {
+    bool ok = false;
+    TrainingConfig t;
+    TrainingBytes bytes;
+    std::map<std::pair<int64_t, int64_t>, bool> run_ok;  // per (pp, ep): the run-setting rules hold
+  };
+  using TrainingKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int, int, int>;
+  std::map<TrainingKey, TrainingEntry> trainings;
+  std::map<int64_t, Split> splits;  // per pp
   std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, bool>, MoePhaseTimes> moe_cache;
   // The (routed, tp_dim) combinations of the classes: the placement policy (ShardCutsOf) depends
   // on nothing else of a parameter, so a candidate's cuts are computed once per combination.
@@ -291,23 +298,52 @@ LayoutEvaluator::LayoutEvaluator(const ModelSpec& model, const SearchOptions& op
   }
   if (!inventory_.params.empty()) im.tied_copy.combo = im.ComboOf(im.tied_copy.routed, im.tied_copy.tp_dim);
   im.cuts.resize(im.combos.size());
-  // Training settings per dispatcher, validated and resolved as BuildPlan does.
-  const char* dispatchers[2] = {"all_to_all", "deredundency"};
-  for (int i = 0; i < 2; ++i) {
-    TrainingConfig t = options_.training;
-    t.dispatcher = dispatchers[i];
-    t.gpus_per_node = NvlinkDomainGpus(options_.cluster);  // the time model's locality unit (network.h)
-    if (t.dispatcher != "deredundency") t.oep.reset();     // a spec's oep is the deredundency dispatcher's
-    try {
-      ValidateTraining(t, "training.");
-      im.training_bytes[i] = TrainingBytesOf(t);
-      im.training_ok[i] = true;
-    } catch (const Error&) {
-      im.training_ok[i] = false;
-    }
-    if (!t.dp_sharding) t.dp_sharding = options_.convention == Convention::kMegatron ? DpSharding::kZero1 : DpSharding::kFsdp;
-    im.training[i] = std::move(t);
+}
+
+// The candidate's training (CandidateTraining), validated and resolved as BuildPlan does, cached.
+static LayoutEvaluator::Impl::TrainingEntry& TrainingEntryOf(LayoutEvaluator::Impl& im, const SearchOptions& o, int di,
+                                                             const LayoutCandidate& c) {
+  const CandidateSettings& cs = c.settings;
+  const LayoutEvaluator::Impl::TrainingKey key{di,
+                                               cs.micro_batch_size,
+                                               cs.num_microbatches,
+                                               cs.grad_accumulation_steps,
+                                               cs.vpp,
+                                               cs.recompute ? static_cast<int>(*cs.recompute) : -1,
+                                               cs.dp_sharding ? static_cast<int>(*cs.dp_sharding) : -1,
+                                               cs.overlap_moe_ep_comm ? static_cast<int>(*cs.overlap_moe_ep_comm) : -1};
+  auto it = im.trainings.find(key);
+  if (it != im.trainings.end()) return it->second;
+  LayoutEvaluator::Impl::TrainingEntry e;
+  e.t = CandidateTraining(o.training, c);
+  e.t.gpus_per_node = NvlinkDomainGpus(o.cluster);  // the time model's locality unit (network.h)
+  try {
+    ValidateTraining(e.t, "training.");
+    e.bytes = TrainingBytesOf(e.t);
+    e.ok = true;
+  } catch (const Error&) {
+    e.ok = false;
   }
+  if (!e.t.dp_sharding) e.t.dp_sharding = o.convention == Convention::kMegatron ? DpSharding::kZero1 : DpSharding::kFsdp;
+  if (!e.t.num_microbatches) e.t.num_microbatches.reset();  // resolved per pp below (BuildPlan: pp)
+  return im.trainings.emplace(key, std::move(e)).first->second;
+}
+
+// BuildPlan's run-setting rules (ValidateRunSettings, ValidateEpOverlap, ValidateVppChunks) for
+// the entry at (pp, ep), cached: they depend on nothing else of a candidate.
+static bool RunSettingsHold(LayoutEvaluator::Impl::TrainingEntry& e, int64_t pp, int64_t ep, int64_t num_layers) {
+  const auto key = std::make_pair(pp, ep);
+  auto it = e.run_ok.find(key);
+  if (it != e.run_ok.end()) return it->second;
+  bool ok = true;
+  try {
+    ValidateRunSettings(e.t.run, static_cast<int>(*e.t.dp_sharding), pp);
+    ValidateEpOverlap(e.t.run, pp, ep, e.t.dispatcher, e.t.recompute == Recompute::kFull);
+    ValidateVppChunks(pp, e.t.run.vpp, num_layers);
+  } catch (const Error&) {
+    ok = false;
+  }
+  return e.run_ok.emplace(key, ok).first->second;
 }
 
 LayoutEvaluator::~LayoutEvaluator() = default;
@@ -324,11 +360,12 @@ int64_t LayoutEvaluator::num_classes() const {
 
 void LayoutEvaluator::ExpectCandidates(const std::vector<LayoutCandidate>& candidates) {
   const TrainingConfig& t = options_.training;
-  if (t.micro_batch_size < 1 || t.seq_len < 1 || t.micro_batch_size > (int64_t{1} << 31) / t.seq_len) return;
-  const int64_t seq_tokens = t.micro_batch_size * t.seq_len;
   std::vector<int64_t> tokens;
   for (const auto& c : candidates) {
     const auto& d = c.dims;
+    const int64_t mbs = c.settings.micro_batch_size > 0 ? c.settings.micro_batch_size : t.micro_batch_size;
+    if (mbs < 1 || t.seq_len < 1 || mbs > (int64_t{1} << 31) / t.seq_len) continue;
+    const int64_t seq_tokens = mbs * t.seq_len;
     if (d.cp < 1 || d.tp < 1) continue;
     tokens.push_back(RoutedTokens((seq_tokens + d.cp - 1) / d.cp, d.tp, d.ep, d.etp, d.convention));
   }
@@ -349,13 +386,20 @@ const RoutingResult& LayoutEvaluator::Routing(int64_t ep, int64_t routed_tokens,
 }
 
 LayoutEvaluation LayoutEvaluator::EvaluateReference(const LayoutCandidate& c, bool simulate_over_budget) {
+  return EvaluateReferenceDetail(c, simulate_over_budget, nullptr);
+}
+
+CostBreakdown LayoutEvaluator::Breakdown(const LayoutCandidate& c) {
+  CostBreakdown cost;
+  const LayoutEvaluation e = EvaluateReferenceDetail(c, true, &cost);
+  if (!e.simulated) throw Error("internal: Breakdown of a layout the plan path rejects");
+  return cost;
+}
+
+LayoutEvaluation LayoutEvaluator::EvaluateReferenceDetail(const LayoutCandidate& c, bool simulate_over_budget, CostBreakdown* detail) {
   LayoutEvaluation r;
-  TrainingConfig t = options_.training;
-  t.dispatcher = c.dispatcher;
+  TrainingConfig t = CandidateTraining(options_.training, c);
   t.gpus_per_node = NvlinkDomainGpus(options_.cluster);  // the time model's locality unit (network.h)
-  if (t.dispatcher != "deredundency") t.oep.reset();
-  // FP8 dispatch (--fp8-dispatch) where the candidate's dispatcher has it.
-  t.fp8_dispatch = options_.training.fp8_dispatch && (t.dispatcher == "all_to_all" || t.dispatcher == "deepep");
   Plan plan;
   try {
     plan = BuildPlan(model_, inventory_, c.dims, t);
@@ -366,6 +410,9 @@ LayoutEvaluation LayoutEvaluator::EvaluateReference(const LayoutCandidate& c, bo
   r.dims = plan.dims;
   const MemoryReport memory = ComputeMemory(plan);
   r.peak_bytes = memory.worst_peak_bytes;
+  for (const auto& st : memory.stages) {
+    r.static_peak_bytes = std::max(r.static_peak_bytes, st.worst.params_bytes + st.worst.grads_bytes + st.worst.optimizer_bytes);
+  }
   const bool over = static_cast<double>(memory.worst_peak_bytes) > budget_bytes_;
   r.status = over ? LayoutEvaluation::Status::kOverBudget : LayoutEvaluation::Status::kRanked;
   if (over && !simulate_over_budget) return r;
@@ -383,12 +430,22 @@ LayoutEvaluation LayoutEvaluator::EvaluateReference(const LayoutCandidate& c, bo
     AddFlexCounts(sampler_->model(), plan.meshes.sparse.GroupOf(0, plan.meshes.sparse.AxisIndex("ep")), plan.training.gpus_per_node, *flex);
   }
   const CostBreakdown cost = SimulateStep(plan, options_.cluster, flex ? *flex : it->second, options_.cost);
+  if (detail) *detail = cost;
   r.simulated = true;
   r.step_time_us = cost.step_time_us;
   r.tokens_per_s_per_gpu = cost.tokens_per_s_per_gpu;
   r.mfu = cost.mfu;
   r.dominant_phase = cost.dominant_phase;
   return r;
+}
+
+bool LayoutEvaluator::SettingsHold(const LayoutCandidate& c) {
+  const int di = c.dispatcher == "deredundency" ? 1 : c.dispatcher == "all_to_all" ? 0 : -1;
+  if (di < 0) return EvaluateReference(c, false).status != LayoutEvaluation::Status::kInvalid;
+  Impl::TrainingEntry& entry = TrainingEntryOf(*impl_, options_, di, c);
+  ParallelDims d;
+  if (!entry.ok || !TryBuildParallelDims(c.dims, &d, nullptr)) return false;
+  return RunSettingsHold(entry, d.pp, d.ep, model_.num_hidden_layers);
 }
 
 LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simulate_over_budget) {
@@ -402,10 +459,12 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   if (di < 0) return EvaluateReference(c, simulate_over_budget);  // ValidateTraining rejects it there
   // --fp8-param-gather splits each FSDP unit by precision: SimulateStep's path (opt-in).
   if (options_.training.fp8_param_gather) return EvaluateReference(c, simulate_over_budget);
-  if (!im.training_ok[di]) return r;
-  const TrainingConfig& t = im.training[di];
+  Impl::TrainingEntry& entry = TrainingEntryOf(im, options_, di, c);
+  if (!entry.ok) return r;
   ParallelDims d;
   if (!TryBuildParallelDims(c.dims, &d, nullptr) || !CheckDimsForModel(d, m, nullptr)) return r;
+  if (!RunSettingsHold(entry, d.pp, d.ep, m.num_hidden_layers)) return r;
+  const TrainingConfig& t = entry.t;
   if (di == 1 && t.oep && d.ep % *t.oep != 0) return r;
   const Split& split = im.SplitFor(m, t, d.pp);
   if (!split.valid) return r;
@@ -425,7 +484,7 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   // --- Memory (ComputeMemory's worst peak), by the rules of memory.h: static bytes of the first
   // rank of each stage, activations and communication buffers.
   const Workload w = ComputeWorkload(m, d, t);
-  const TrainingBytes& tb = im.training_bytes[di];
+  const TrainingBytes& tb = entry.bytes;
   const int64_t h = m.hidden_size;
   bool fallback = false;
   auto fits = [&](Wide v) {
@@ -440,7 +499,7 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   const LayerActivationTable act_table = ActivationTable(act_layer[0], act_layer[1]);
   const Wide layer_input = static_cast<Wide>(Ceil(w.tokens, w.tp_shards)) * h * w.act_bytes;
   const Wide logits = static_cast<Wide>(w.tokens) * Ceil(m.vocab_size, d.tp) * 4;
-  Wide worst_peak = -1, static_rank0 = 0, dense0 = 0, sparse0 = 0;
+  Wide worst_peak = -1, static_worst = 0, static_rank0 = 0, dense0 = 0, sparse0 = 0;
   const bool deredundency = d.ep > 1 && t.dispatcher == "deredundency";
   const int64_t oep = DispatchOep(t, d.ep);
   for (int64_t s = 0; s < d.pp; ++s) {
@@ -453,6 +512,7 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
       const StaticBytes b = StaticBytesOf(st.local[g][0], st.local[g][1], d, strategy, tb);
       stat += fits(b.params) + fits(b.grads) + fits(b.optimizer);
     }
+    static_worst = std::max(static_worst, stat);
     if (s == 0) {
       static_rank0 = stat;
       dense0 = st.mp[0];
@@ -483,7 +543,7 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   // Comm volumes of the reference's ComputeComm (every entry, not only those used below) stay
   // far below its overflow checks: a generous bound of their sum.
   {
-    const double M = static_cast<double>(t.num_microbatches.value_or(d.pp));
+    const double M = static_cast<double>(t.num_microbatches.value_or(d.pp)) * static_cast<double>(t.run.grad_accumulation_steps);
     const double L = static_cast<double>(m.num_hidden_layers), T = static_cast<double>(w.tokens);
     const double H = static_cast<double>(h), P8 = 8.0 * static_cast<double>(im.all_params);
     const auto& a = m.attention;
@@ -500,6 +560,7 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
     return EvaluateReference(c, simulate_over_budget);
   }
   r.peak_bytes = static_cast<int64_t>(worst_peak);
+  r.static_peak_bytes = static_cast<int64_t>(static_worst);
   const bool over = static_cast<double>(r.peak_bytes) > budget_bytes_;
   r.status = over ? LayoutEvaluation::Status::kOverBudget : LayoutEvaluation::Status::kRanked;
   if (over && !simulate_over_budget) return r;

@@ -53,6 +53,10 @@ struct LayoutEvaluation {
   Status status = Status::kInvalid;
   ParallelDims dims;       // validated degrees (dp_shard resolved, efsdp); valid candidates only
   int64_t peak_bytes = 0;  // MemoryReport::worst_peak_bytes
+  // The largest static bytes (params + grads + optimizer) of a rank: they do not depend on the
+  // micro-batch size, recompute, vpp or EP overlap, so when they alone exceed the budget every
+  // such setting of the layout does (the search's exact pruning bound).
+  int64_t static_peak_bytes = 0;
   // From SimulateStep; filled for ranked candidates, and for over-budget ones when asked.
   bool simulated = false;
   double step_time_us = 0;
@@ -63,6 +67,8 @@ struct LayoutEvaluation {
 
 class LayoutEvaluator {
  public:
+  struct Impl;  // the classes and caches (layout_eval.cc)
+
   // Prepares the classes of `model` for searches with `options` (world_size, cluster, training,
   // convention, routing, routing_layers; the budget as SearchLayouts takes it). Throws
   // dockyard::Error where PrepareRouting or BuildInventory do.
@@ -80,6 +86,13 @@ class LayoutEvaluator {
   // The reference path (BuildPlan + ComputeMemory + ComputeWorkload + SimulateStep), with its own
   // routing cache filled by SampleRouting, as SearchLayouts had it.
   LayoutEvaluation EvaluateReference(const LayoutCandidate& candidate, bool simulate_over_budget = false);
+  // Whether `candidate`'s degrees and settings pass the rules Evaluate checks before memory
+  // (ValidateTraining, the degrees, the run-setting rules): the search's pruned branch counts a
+  // candidate invalid exactly when Evaluate would.
+  bool SettingsHold(const LayoutCandidate& candidate);
+  // The reference path's full cost breakdown (phases, critical path and its shares) of a candidate
+  // the plan path accepts; throws dockyard::Error otherwise.
+  CostBreakdown Breakdown(const LayoutCandidate& candidate);
 
   double budget_bytes() const { return budget_bytes_; }
   int64_t fallbacks() const { return fallbacks_; }  // candidates Evaluate handed to the reference
@@ -91,7 +104,7 @@ class LayoutEvaluator {
   int64_t num_classes() const;  // over all layer kinds and units
 
  private:
-  struct Impl;
+  LayoutEvaluation EvaluateReferenceDetail(const LayoutCandidate& candidate, bool simulate_over_budget, CostBreakdown* detail);
   const RoutingResult& Routing(int64_t ep, int64_t routed_tokens, int64_t oep);
 
   ModelSpec model_;  // a copy: the evaluator may outlive the caller's model

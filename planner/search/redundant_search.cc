@@ -50,10 +50,8 @@ RedundantSearchResult SearchRedundantExperts(const ModelSpec& model, const Searc
   const int64_t layers = search.routing.kind == RoutingKind::kTrace ? model.NumMoeLayers() : search.routing_layers;
   const RoutingModel routing = PrepareRouting(search.routing, E, model.moe.top_k, layers, GroupLimitOf(model.moe));
   for (const RankedLayout& ranked : base.top) {
-    TrainingConfig t = search.training;
-    t.dispatcher = ranked.layout.dispatcher;
+    TrainingConfig t = CandidateTraining(search.training, ranked.layout);
     t.gpus_per_node = NvlinkDomainGpus(search.cluster);  // the time model's locality unit (network.h)
-    if (t.dispatcher != "deredundency") t.oep.reset();
     const Plan plan = BuildPlan(model, ranked.layout.dims, t);
     const MemoryReport memory = ComputeMemory(plan);
     const RoutingResult before = SampleRouting(routing, plan.dims.ep, ComputeWorkload(plan).routed_tokens);

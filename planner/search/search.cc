@@ -3,6 +3,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
+#include <optional>
+#include <set>
+#include <thread>
 #include <sstream>
 #include <tuple>
 
@@ -10,7 +14,9 @@
 
 #include "planner/sim/attention_support.h"
 #include "planner/base/error.h"
+#include "planner/model/global_batch.h"
 #include "planner/search/layout_eval.h"
+#include "planner/search/pareto.h"
 
 namespace dockyard {
 namespace {
@@ -26,44 +32,59 @@ std::vector<int64_t> Divisors(int64_t n) {
   return out;
 }
 
-}  // namespace
+// One (degrees, dispatcher, dp sharding) of the search: its settings are expanded by
+// ForEachSetting. Static memory is the same for all of them (the pruning bound).
+struct LayoutGroup {
+  ParallelDimsOptions dims;
+  std::string dispatcher;
+  std::optional<DpSharding> dp_sharding;
+};
 
-std::vector<LayoutCandidate> EnumerateLayouts(const ModelSpec& model, const SearchOptions& o) {
+bool PinHolds(int64_t pin, int64_t value) {
+  return pin == 0 || pin == value;
+}
+
+std::vector<LayoutGroup> EnumerateGroups(const ModelSpec& model, const SearchOptions& o) {
   if (o.world_size < 1 || o.world_size > kMaxWorldSize) {
     throw Error(fmt::format("search: world_size must be in [1, {}], got {}", kMaxWorldSize, o.world_size));
   }
-  std::vector<LayoutCandidate> out;
+  std::vector<LayoutGroup> out;
+  const DegreePins& pin = o.pins;
   const int64_t E = model.moe.num_experts;
+  std::vector<std::optional<DpSharding>> shardings;
+  for (DpSharding s : o.dp_shardings) shardings.push_back(s);
+  if (shardings.empty()) shardings.push_back(std::nullopt);
   for (int64_t pp : Divisors(o.world_size)) {
-    if (pp > std::min(model.num_hidden_layers, o.max_pp)) continue;
+    if (pp > std::min(model.num_hidden_layers, o.max_pp) || !PinHolds(pin.pp, pp)) continue;
     const int64_t stage = o.world_size / pp;
     for (int64_t dpr : Divisors(stage)) {
+      if (!PinHolds(pin.dp_replicate, dpr)) continue;
       for (int64_t cp : Divisors(stage / dpr)) {
+        if (!PinHolds(pin.cp, cp)) continue;
         for (int64_t tp : Divisors(stage / dpr / cp)) {
-          if (tp > o.cluster.gpus_per_node) continue;
+          if (tp > o.cluster.gpus_per_node || !PinHolds(pin.tp, tp)) continue;
           const int64_t dps = stage / dpr / cp / tp;
+          if (!PinHolds(pin.dp_shard, dps)) continue;
           const int64_t region = dps * cp * tp;
           for (int64_t ep : Divisors(E)) {
-            if (region % ep) continue;
-            for (int64_t etp : tp == 1 ? std::vector<int64_t>{1} : std::vector<int64_t>{1, tp}) {
+            if (region % ep || !PinHolds(pin.ep, ep)) continue;
+            std::vector<int64_t> etps = tp == 1 ? std::vector<int64_t>{1} : std::vector<int64_t>{1, tp};
+            if (pin.etp != 0) etps = {pin.etp};
+            for (int64_t etp : etps) {
               if (o.convention == Convention::kMegatron && dpr > 1) continue;
-              LayoutCandidate c;
-              c.dims = {o.world_size, dpr, dps, cp, tp, ep, etp, pp, o.convention};
-              out.push_back(c);
-              // The deredundency dispatcher only differs when an EP group spans nodes.
-              if (o.include_deredundency && ep * etp > o.cluster.gpus_per_node) {
-                c.dispatcher = "deredundency";
-                out.push_back(c);
+              const ParallelDimsOptions dims{o.world_size, dpr, dps, cp, tp, ep, etp, pp, o.convention};
+              std::vector<std::string> dispatchers = o.dispatchers;
+              if (dispatchers.empty()) {
+                dispatchers.push_back("all_to_all");
+                // The deredundency dispatcher only differs when an EP group spans nodes.
+                if (o.include_deredundency && ep * etp > o.cluster.gpus_per_node) dispatchers.push_back("deredundency");
+                // deepep and allgather: any EP group of 2 or more ranks (Megatron's flex and
+                // allgather dispatchers need expert parallelism to dispatch over).
+                if (o.include_deepep && ep > 1) dispatchers.push_back("deepep");
+                if (o.include_allgather && ep > 1) dispatchers.push_back("allgather");
               }
-              // deepep and allgather: any EP group of 2 or more ranks (Megatron's flex and
-              // allgather dispatchers need expert parallelism to dispatch over).
-              if (o.include_deepep && ep > 1) {
-                c.dispatcher = "deepep";
-                out.push_back(c);
-              }
-              if (o.include_allgather && ep > 1) {
-                c.dispatcher = "allgather";
-                out.push_back(c);
+              for (const std::string& dispatcher : dispatchers) {
+                for (const auto& sharding : shardings) out.push_back({dims, dispatcher, sharding});
               }
             }
           }
@@ -74,103 +95,388 @@ std::vector<LayoutCandidate> EnumerateLayouts(const ModelSpec& model, const Sear
   return out;
 }
 
+// Calls fn(candidate) for every setting of `g`: micro-batch size, recompute, vpp (pp > 1), EP
+// overlap (ep > 1), with the global batch's schedule (global_batch.h) or batch_divides false.
+template <typename Fn>
+void ForEachSetting(const LayoutGroup& g, const SearchOptions& o, Fn&& fn) {
+  const std::vector<int64_t> mbs_list = o.micro_batch_sizes.empty() ? std::vector<int64_t>{0} : o.micro_batch_sizes;
+  std::vector<std::optional<Recompute>> recomputes;
+  for (Recompute r : o.recomputes) recomputes.push_back(r);
+  if (recomputes.empty()) recomputes.push_back(std::nullopt);
+  std::vector<int64_t> vpps = {0};
+  if (!o.vpps.empty()) {
+    vpps.clear();
+    for (int64_t v : o.vpps) {
+      if (v == 1 || g.dims.pp > 1) vpps.push_back(v);  // vpp > 1 needs pp > 1
+    }
+  }
+  std::vector<std::optional<bool>> overlaps;
+  for (bool b : o.ep_overlaps) {
+    if (!b || g.dims.ep > 1) overlaps.push_back(b);  // EP overlap needs ep > 1
+  }
+  if (o.ep_overlaps.empty()) overlaps.push_back(std::nullopt);
+  const bool megatron = o.convention == Convention::kMegatron;
+  const int64_t dp = g.dims.dp_replicate * g.dims.dp_shard;
+  LayoutCandidate c;
+  c.dims = g.dims;
+  c.dispatcher = g.dispatcher;
+  c.settings.dp_sharding = g.dp_sharding;
+  for (int64_t mbs : mbs_list) {
+    c.settings.micro_batch_size = mbs;
+    c.batch_divides = true;
+    c.batch_reason.clear();
+    c.settings.num_microbatches = 0;
+    c.settings.grad_accumulation_steps = 0;
+    if (o.global_batch_size > 0) {
+      const int64_t m = mbs > 0 ? mbs : o.training.micro_batch_size;
+      const auto why = GlobalBatchMismatch(o.global_batch_size, dp, m, g.dims.pp, megatron, o.training.num_microbatches);
+      if (why) {
+        c.batch_divides = false;
+        c.batch_reason = *why;
+      } else {
+        const GlobalBatchSchedule sched = ResolveGlobalBatch(o.global_batch_size, dp, m, g.dims.pp, megatron, o.training.num_microbatches);
+        c.settings.num_microbatches = sched.num_microbatches;
+        c.settings.grad_accumulation_steps = sched.grad_accumulation_steps;
+      }
+    }
+    for (const auto& rc : recomputes) {
+      c.settings.recompute = rc;
+      for (int64_t v : vpps) {
+        c.settings.vpp = v;
+        for (const auto& ov : overlaps) {
+          c.settings.overlap_moe_ep_comm = ov;
+          fn(c);
+        }
+      }
+    }
+  }
+}
+
+// The total order of ranked layouts: time per token (equivalently step time at a fixed global
+// batch), then memory, then every degree and setting (ties in a fixed order whatever the threads).
+bool RankedBefore(const RankedLayout& a, const RankedLayout& b) {
+  if (a.tokens_per_s_per_gpu != b.tokens_per_s_per_gpu) return a.tokens_per_s_per_gpu > b.tokens_per_s_per_gpu;
+  const auto key = [](const RankedLayout& x) {  // references: no string copies per comparison
+    const auto& d = x.layout.dims;
+    return std::tie(x.peak_bytes, d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp, d.ep, d.etp, x.layout.dispatcher, x.dp_sharding,
+                    x.micro_batch_size, x.num_microbatches, x.grad_accumulation_steps, x.vpp, x.recompute, x.overlap_moe_ep_comm);
+  };
+  return key(a) < key(b);
+}
+
+// What one thread found.
+struct Partial {
+  int64_t enumerated = 0, invalid = 0, over_budget = 0, not_divisible = 0, pruned = 0, routing_samples = 0;
+  double routing_seconds = 0;
+  std::vector<RankedLayout> ranked;
+};
+
+RankedLayout RowOf(const LayoutCandidate& c, LayoutEvaluation&& e, const SearchOptions& o, double budget_bytes) {
+  RankedLayout r;
+  r.layout = c;
+  r.layout.dims.dp_shard = e.dims.dp_shard;
+  r.efsdp = e.dims.efsdp;
+  r.step_time_us = e.step_time_us;
+  r.tokens_per_s_per_gpu = e.tokens_per_s_per_gpu;
+  r.mfu = e.mfu;
+  r.peak_bytes = e.peak_bytes;
+  r.dominant_phase = std::move(e.dominant_phase);
+  const ResolvedSettings t = ResolveSettings(o.training, c.settings);
+  r.micro_batch_size = t.micro_batch_size;
+  r.num_microbatches = t.num_microbatches.value_or(e.dims.pp);
+  r.grad_accumulation_steps = t.grad_accumulation_steps;
+  r.vpp = t.vpp;
+  r.recompute = RecomputeName(t.recompute);
+  r.dp_sharding = DpShardingName(t.dp_sharding.value_or(o.convention == Convention::kMegatron ? DpSharding::kZero1 : DpSharding::kFsdp));
+  r.overlap_moe_ep_comm = t.overlap_moe_ep_comm;
+  r.sequences_per_step = e.dims.dp_replicate * e.dims.dp_shard * r.micro_batch_size * r.num_microbatches * r.grad_accumulation_steps;
+  r.headroom_gib = (budget_bytes - static_cast<double>(e.peak_bytes)) / 1073741824.0;
+  return r;
+}
+
+void SearchGroups(const ModelSpec& model, const SearchOptions& o, const std::vector<LayoutGroup>& groups, int thread, int threads,
+                  Partial* out) {
+  LayoutEvaluator evaluator(model, o);
+  {
+    // The routed-token counts this thread will meet (each source rank drawn once for all).
+    std::vector<LayoutCandidate> expect;
+    const std::vector<int64_t> mbs_list = o.micro_batch_sizes.empty() ? std::vector<int64_t>{0} : o.micro_batch_sizes;
+    for (size_t i = thread; i < groups.size(); i += threads) {
+      for (int64_t mbs : mbs_list) {
+        LayoutCandidate c;
+        c.dims = groups[i].dims;
+        c.settings.micro_batch_size = mbs;
+        expect.push_back(std::move(c));
+      }
+    }
+    evaluator.ExpectCandidates(expect);
+  }
+  const double budget = evaluator.budget_bytes();
+  for (size_t i = thread; i < groups.size(); i += threads) {
+    if (thread == 0 && o.progress && (i % 64 == 0 || i + threads >= groups.size())) {
+      o.progress(static_cast<int64_t>(std::min(groups.size(), i + threads)), static_cast<int64_t>(groups.size()));
+    }
+    bool pruned = false;  // a valid setting of this group had static memory over the budget
+    ForEachSetting(groups[i], o, [&](const LayoutCandidate& c) {
+      ++out->enumerated;
+      if (!c.batch_divides) {
+        ++out->not_divisible;
+        return;
+      }
+      if (pruned) {
+        // Exact: static bytes do not depend on the settings, so this one is over budget too when
+        // its settings are valid; invalid ones are counted as the full evaluation counts them.
+        if (evaluator.SettingsHold(c)) {
+          ++out->over_budget;
+          ++out->pruned;
+        } else {
+          ++out->invalid;
+        }
+        return;
+      }
+      LayoutEvaluation e = evaluator.Evaluate(c);
+      if (e.status == LayoutEvaluation::Status::kInvalid) {
+        ++out->invalid;
+        return;
+      }
+      if (e.status == LayoutEvaluation::Status::kOverBudget) {
+        ++out->over_budget;
+        if (o.prune && static_cast<double>(e.static_peak_bytes) > budget) pruned = true;
+        return;
+      }
+      out->ranked.push_back(RowOf(c, std::move(e), o, budget));
+    });
+  }
+  out->routing_samples = evaluator.routing_samples();
+  out->routing_seconds = evaluator.cache_fill_seconds();
+}
+
+}  // namespace
+
+ResolvedSettings ResolveSettings(const TrainingConfig& base, const CandidateSettings& s) {
+  ResolvedSettings r;
+  r.micro_batch_size = s.micro_batch_size > 0 ? s.micro_batch_size : base.micro_batch_size;
+  r.num_microbatches = s.num_microbatches > 0 ? std::optional<int64_t>(s.num_microbatches) : base.num_microbatches;
+  r.grad_accumulation_steps = s.grad_accumulation_steps > 0 ? s.grad_accumulation_steps : base.run.grad_accumulation_steps;
+  r.vpp = s.vpp > 0 ? s.vpp : base.run.vpp;
+  r.recompute = s.recompute.value_or(base.recompute);
+  r.dp_sharding = s.dp_sharding ? s.dp_sharding : base.dp_sharding;
+  r.overlap_moe_ep_comm = s.overlap_moe_ep_comm.value_or(base.run.overlap_moe_ep_comm);
+  return r;
+}
+
+TrainingConfig CandidateTraining(const TrainingConfig& base, const LayoutCandidate& c) {
+  TrainingConfig t = base;
+  t.dispatcher = c.dispatcher;
+  if (t.dispatcher != "deredundency") t.oep.reset();  // a spec's oep is the deredundency dispatcher's
+  // FP8 dispatch (--fp8-dispatch) where the candidate's dispatcher has it.
+  t.fp8_dispatch = base.fp8_dispatch && (t.dispatcher == "all_to_all" || t.dispatcher == "deepep");
+  const ResolvedSettings s = ResolveSettings(base, c.settings);
+  t.micro_batch_size = s.micro_batch_size;
+  t.num_microbatches = s.num_microbatches;
+  t.run.grad_accumulation_steps = s.grad_accumulation_steps;
+  t.run.vpp = s.vpp;
+  t.recompute = s.recompute;
+  t.dp_sharding = s.dp_sharding;
+  t.run.overlap_moe_ep_comm = s.overlap_moe_ep_comm;
+  return t;
+}
+
+std::vector<LayoutCandidate> EnumerateLayouts(const ModelSpec& model, const SearchOptions& o) {
+  std::vector<LayoutCandidate> out;
+  ForEachLayout(model, o, [&](const LayoutCandidate& c) { out.push_back(c); });
+  return out;
+}
+
+void ForEachLayout(const ModelSpec& model, const SearchOptions& o, const std::function<void(const LayoutCandidate&)>& fn) {
+  for (const LayoutGroup& g : EnumerateGroups(model, o)) ForEachSetting(g, o, fn);
+}
+
 SearchResult SearchLayouts(const ModelSpec& model, const SearchOptions& o) {
   // Ranking needs the step time of every layout that fits: refuse before enumerating what the
   // cost model cannot price (even when no layout would fit).
   CheckCostModelCoversAttention(model);
+  if (o.threads < 1 || o.threads > 1024) throw Error(fmt::format("--threads: must be in [1, 1024], got {}", o.threads));
+  if (o.global_batch_size < 0) throw Error(fmt::format("--global-batch-size: must be >= 1, got {}", o.global_batch_size));
   const auto start = std::chrono::steady_clock::now();
   SearchResult result;
-  const auto candidates = EnumerateLayouts(model, o);
-  result.enumerated = static_cast<int64_t>(candidates.size());
   result.budget_gib = o.training.gpu_memory_gib > 0 ? o.training.gpu_memory_gib : o.cluster.memory_gib;
-  // Per-class evaluation, bit-identical to BuildPlan + ComputeMemory + SimulateStep
-  // (layout_eval.h); routing is sampled once per (ep, routed tokens, oep).
-  LayoutEvaluator evaluator(model, o);
-  evaluator.ExpectCandidates(candidates);
+  result.global_batch_size = o.global_batch_size;
+  result.seq_len = o.training.seq_len;
+  const std::vector<LayoutGroup> groups = EnumerateGroups(model, o);
+  const int threads = static_cast<int>(std::min<size_t>(o.threads, std::max<size_t>(1, groups.size())));
+  std::vector<Partial> parts(threads);
+  if (threads == 1) {
+    SearchGroups(model, o, groups, 0, 1, &parts[0]);
+  } else {
+    std::vector<std::thread> pool;
+    std::vector<std::exception_ptr> errors(threads);
+    for (int t = 0; t < threads; ++t) {
+      pool.emplace_back([&, t] {
+        try {
+          SearchGroups(model, o, groups, t, threads, &parts[t]);
+        } catch (...) {
+          errors[t] = std::current_exception();
+        }
+      });
+    }
+    for (auto& th : pool) th.join();
+    for (const auto& e : errors) {
+      if (e) std::rethrow_exception(e);  // the first thread's error, whatever the timing
+    }
+  }
   std::vector<RankedLayout> ranked;
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    if (o.progress && (i % 64 == 0 || i + 1 == candidates.size())) o.progress(static_cast<int64_t>(i + 1), result.enumerated);
-    const auto& c = candidates[i];
-    const LayoutEvaluation e = evaluator.Evaluate(c);
-    if (e.status == LayoutEvaluation::Status::kInvalid) {
-      ++result.invalid;
-      continue;
-    }
-    if (e.status == LayoutEvaluation::Status::kOverBudget) {
-      ++result.over_budget;
-      continue;
-    }
-    RankedLayout r;
-    r.layout = c;
-    r.layout.dims.dp_shard = e.dims.dp_shard;
-    r.efsdp = e.dims.efsdp;
-    r.step_time_us = e.step_time_us;
-    r.tokens_per_s_per_gpu = e.tokens_per_s_per_gpu;
-    r.mfu = e.mfu;
-    r.peak_bytes = e.peak_bytes;
-    r.dominant_phase = e.dominant_phase;
-    ranked.push_back(std::move(r));
+  for (Partial& p : parts) {
+    result.enumerated += p.enumerated;
+    result.invalid += p.invalid;
+    result.over_budget += p.over_budget;
+    result.not_divisible += p.not_divisible;
+    result.pruned += p.pruned;
+    result.routing_samples += p.routing_samples;
+    result.routing_seconds += p.routing_seconds;
+    ranked.insert(ranked.end(), std::make_move_iterator(p.ranked.begin()), std::make_move_iterator(p.ranked.end()));
   }
   result.ranked = static_cast<int64_t>(ranked.size());
-  // Rank by time per token (layouts differ in tokens per step when dp differs), ties by memory.
-  // Ties (equal tokens/s and memory) in a fixed order: the degrees, pp first, then the dispatcher.
-  const auto key = [](const RankedLayout& x) {
-    const auto& d = x.layout.dims;
-    return std::make_tuple(-x.tokens_per_s_per_gpu, x.peak_bytes, d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp, d.ep, d.etp,
-                           x.layout.dispatcher);
-  };
-  std::sort(ranked.begin(), ranked.end(), [&](const RankedLayout& a, const RankedLayout& b) { return key(a) < key(b); });
+  std::sort(ranked.begin(), ranked.end(), RankedBefore);
+  {
+    std::vector<int64_t> peaks(ranked.size());
+    std::vector<double> tps(ranked.size());
+    for (size_t i = 0; i < ranked.size(); ++i) {
+      peaks[i] = ranked[i].peak_bytes;
+      tps[i] = ranked[i].tokens_per_s_per_gpu;
+    }
+    const std::vector<bool> front = ParetoFront(peaks, tps);
+    // One row per point of the front: the best-ranked of the layouts with equal peak and throughput.
+    std::set<std::pair<int64_t, double>> points;
+    for (size_t i = 0; i < ranked.size(); ++i) {
+      if (front[i] && points.insert({peaks[i], tps[i]}).second) result.pareto.push_back(ranked[i]);
+    }
+    // By peak memory ascending (the front's throughput then rises).
+    std::stable_sort(result.pareto.begin(), result.pareto.end(),
+                     [](const RankedLayout& a, const RankedLayout& b) { return a.peak_bytes < b.peak_bytes; });
+  }
+  if (o.keep_all) result.all = ranked;
   if (static_cast<int64_t>(ranked.size()) > o.top) ranked.resize(o.top);
   result.top = std::move(ranked);
-  result.routing_samples = evaluator.routing_samples();
-  result.routing_seconds = evaluator.cache_fill_seconds();
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }
 
-Json SearchResultToJson(const SearchResult& r) {
-  Json top = Json::array();
-  for (const auto& x : r.top) {
-    const auto& d = x.layout.dims;
-    top.push_back({{"pp", d.pp},
-                   {"dp_replicate", d.dp_replicate},
-                   {"dp_shard", d.dp_shard},
-                   {"cp", d.cp},
-                   {"tp", d.tp},
-                   {"ep", d.ep},
-                   {"etp", d.etp},
-                   {"efsdp", x.efsdp},
-                   {"dispatcher", x.layout.dispatcher},
-                   {"step_time_us", x.step_time_us},
-                   {"tokens_per_s_per_gpu", x.tokens_per_s_per_gpu},
-                   {"mfu", x.mfu},
-                   {"peak_bytes", x.peak_bytes},
-                   {"dominant_phase", x.dominant_phase}});
+Json RankedLayoutToJson(const RankedLayout& x) {
+  const auto& d = x.layout.dims;
+  Json j = {{"pp", d.pp},
+            {"dp_replicate", d.dp_replicate},
+            {"dp_shard", d.dp_shard},
+            {"cp", d.cp},
+            {"tp", d.tp},
+            {"ep", d.ep},
+            {"etp", d.etp},
+            {"efsdp", x.efsdp},
+            {"vpp", x.vpp},
+            {"micro_batch_size", x.micro_batch_size},
+            {"num_microbatches", x.num_microbatches},
+            {"grad_accumulation_steps", x.grad_accumulation_steps},
+            {"microbatches_per_step", x.num_microbatches * x.grad_accumulation_steps},
+            {"sequences_per_step", x.sequences_per_step},
+            {"recompute", x.recompute},
+            {"dp_sharding", x.dp_sharding},
+            {"overlap_moe_ep_comm", x.overlap_moe_ep_comm},
+            {"dispatcher", x.layout.dispatcher},
+            {"step_time_us", x.step_time_us},
+            {"tokens_per_s_per_gpu", x.tokens_per_s_per_gpu},
+            {"mfu", x.mfu},
+            {"peak_bytes", x.peak_bytes},
+            {"headroom_gib", x.headroom_gib},
+            {"dominant_phase", x.dominant_phase}};
+  if (!x.phase_us.empty()) {
+    Json phases = Json::object();
+    for (const auto& [name, us] : x.phase_us) phases[name] = us;
+    j["phase_breakdown_us"] = phases;
+    j["pipeline_bubble_us"] = x.pipeline_bubble_us;
   }
-  return Json{{"enumerated", r.enumerated},
-              {"invalid", r.invalid},
-              {"over_budget", r.over_budget},
-              {"ranked", r.ranked},
-              {"budget_gib", r.budget_gib},
-              {"seconds", r.seconds},
-              {"top", top}};
+  return j;
+}
+
+Json SearchResultToJson(const SearchResult& r) {
+  Json top = Json::array(), pareto = Json::array();
+  for (const auto& x : r.top) top.push_back(RankedLayoutToJson(x));
+  for (const auto& x : r.pareto) pareto.push_back(RankedLayoutToJson(x));
+  Json j{{"enumerated", r.enumerated},
+         {"invalid", r.invalid},
+         {"over_budget", r.over_budget},
+         {"not_divisible", r.not_divisible},
+         {"pruned", r.pruned},
+         {"ranked", r.ranked},
+         {"budget_gib", r.budget_gib},
+         {"seconds", r.seconds},
+         {"top", top},
+         {"pareto", pareto}};
+  if (r.global_batch_size > 0) {
+    j["global_batch_size"] = r.global_batch_size;
+    j["global_batch_tokens"] = r.global_batch_size * r.seq_len;
+  }
+  return j;
+}
+
+std::string SearchCountsText(const SearchResult& r) {
+  return fmt::format(
+      "Search     {} layouts enumerated: {} invalid by rule, {} global batch not divisible, {} over the {:.1f} GiB budget ({} of them "
+      "pruned by the static-memory bound), {} ranked ({:.2f} s, {:.0f} layouts/s)\n",
+      r.enumerated, r.invalid, r.not_divisible, r.over_budget, r.budget_gib, r.pruned, r.ranked, r.seconds,
+      r.seconds > 0 ? r.enumerated / r.seconds : 0.0);
+}
+
+std::string RankedLayoutsTable(const std::vector<RankedLayout>& rows, bool numbered) {
+  std::ostringstream out;
+  out << fmt::format(
+      "  {:>4} {:>3} {:>4} {:>5} {:>3} {:>3} {:>4} {:>3} {:>5} {:>3} {:>3} {:>6} {:<9} {:<5} {:<12} {:>10} {:>10} {:>6} {:>8} {:>8}  {}\n",
+      numbered ? "rank" : "", "pp", "dpr", "dps", "cp", "tp", "ep", "etp", "efsdp", "vpp", "mbs", "mb", "recompute", "dp", "dispatcher",
+      "step (ms)", "tok/s/GPU", "MFU", "peak GiB", "headroom", "dominant phase");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& x = rows[i];
+    const auto& d = x.layout.dims;
+    // Micro-batches per step: M, or A x M for torchtitan's accumulation loop of A schedules.
+    const std::string mb = x.grad_accumulation_steps > 1 ? fmt::format("{}x{}", x.grad_accumulation_steps, x.num_microbatches)
+                                                         : std::to_string(x.num_microbatches);
+    const std::string dispatcher = x.layout.dispatcher + (x.overlap_moe_ep_comm ? "+ov" : "");
+    out << fmt::format(
+        "  {:>4} {:>3} {:>4} {:>5} {:>3} {:>3} {:>4} {:>3} {:>5} {:>3} {:>3} {:>6} {:<9} {:<5} {:<12} {:>10.1f} {:>10.0f} {:>5.1f}% "
+        "{:>8.2f} {:>8.2f}  {}\n",
+        numbered ? std::to_string(i + 1) : "", d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp, d.ep, d.etp, x.efsdp, x.vpp,
+        x.micro_batch_size, mb, x.recompute, x.dp_sharding, dispatcher, x.step_time_us / 1e3, x.tokens_per_s_per_gpu, 100 * x.mfu,
+        x.peak_bytes / 1073741824.0, x.headroom_gib, x.dominant_phase);
+  }
+  return out.str();
 }
 
 std::string SearchResultToText(const SearchResult& r) {
   std::ostringstream out;
-  out << fmt::format(
-      "Search     {} layouts enumerated: {} invalid, {} over the {:.1f} GiB budget, {} ranked ({:.2f} s, {:.0f} layouts/s)\n", r.enumerated,
-      r.invalid, r.over_budget, r.budget_gib, r.ranked, r.seconds, r.seconds > 0 ? r.enumerated / r.seconds : 0.0);
-  out << fmt::format("  {:>4} {:>3} {:>4} {:>6} {:>3} {:>3} {:>4} {:>4} {:>6} {:<13} {:>10} {:>12} {:>6} {:>9}  {}\n", "rank", "pp", "dpr",
-                     "dps", "cp", "tp", "ep", "etp", "efsdp", "dispatcher", "step (ms)", "tok/s/GPU", "MFU", "peak GiB", "dominant phase");
-  for (size_t i = 0; i < r.top.size(); ++i) {
-    const auto& x = r.top[i];
-    const auto& d = x.layout.dims;
-    out << fmt::format("  {:>4} {:>3} {:>4} {:>6} {:>3} {:>3} {:>4} {:>4} {:>6} {:<13} {:>10.1f} {:>12.0f} {:>5.1f}% {:>9.2f}  {}\n", i + 1,
-                       d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp, d.ep, d.etp, x.efsdp, x.layout.dispatcher, x.step_time_us / 1e3,
-                       x.tokens_per_s_per_gpu, 100 * x.mfu, x.peak_bytes / 1073741824.0, x.dominant_phase);
+  out << SearchCountsText(r);
+  if (r.global_batch_size > 0) {
+    out << fmt::format(
+        "Global batch {} sequences x {} tokens = {} tokens per step, in every row (mb: micro-batches per step, AxM = A "
+        "accumulation steps of M)\n",
+        r.global_batch_size, r.seq_len, r.global_batch_size * r.seq_len);
+  }
+  out << RankedLayoutsTable(r.top, true);
+  if (!r.pareto.empty()) {
+    out << fmt::format(
+        "Pareto front (throughput vs peak memory: no ranked layout is faster at the same or lower peak), {} layouts, "
+        "by peak:\n",
+        r.pareto.size());
+    out << RankedLayoutsTable(r.pareto, false);
   }
   return out.str();
+}
+
+void DescribeRows(const ModelSpec& model, const SearchOptions& options, std::vector<RankedLayout>* rows) {
+  LayoutEvaluator evaluator(model, options);
+  for (RankedLayout& x : *rows) {
+    const CostBreakdown cost = evaluator.Breakdown(x.layout);
+    x.phase_us.clear();
+    for (size_t i = 0; i < cost.critical_path.size(); ++i) x.phase_us.push_back({cost.critical_path[i], cost.critical_path_us[i]});
+    x.pipeline_bubble_us = cost.pipeline_bubble_us;
+  }
 }
 
 }  // namespace dockyard

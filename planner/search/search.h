@@ -30,7 +30,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "planner/sim/cluster.h"
@@ -41,6 +43,12 @@
 #include "planner/model/training.h"
 
 namespace dockyard {
+
+// Degrees the user fixed (search --tp 2 ...): 0 = searched. dp_shard is derived from the others
+// unless pinned.
+struct DegreePins {
+  int64_t dp_replicate = 0, dp_shard = 0, cp = 0, tp = 0, ep = 0, etp = 0, pp = 0;
+};
 
 struct SearchOptions {
   int64_t world_size = 0;
@@ -59,12 +67,64 @@ struct SearchOptions {
   bool include_deepep = false;
   bool include_allgather = false;
   std::function<void(int64_t done, int64_t total)> progress;  // called now and then; may be empty
+
+  // The fixed global batch in sequences (Megatron --global-batch-size, torchtitan
+  // global_batch_size; planner/model/global_batch.h). 0 = none: every candidate runs
+  // training.num_microbatches (default pp) micro-batches, and layouts differ in tokens per step.
+  // With it, each candidate runs global_batch_size / (dp x micro_batch_size) micro-batches, scheduled
+  // as its convention does; candidates it does not divide are counted in SearchResult::not_divisible.
+  int64_t global_batch_size = 0;
+  DegreePins pins;
+  // Settings searched beside the degrees; an empty list = training's value only (pinned). Values a
+  // layout cannot take are not enumerated (vpp > 1 with pp = 1, EP overlap with ep = 1); the other
+  // framework rules (ValidateRunSettings, ValidateEpOverlap, the vpp chunk rule) count as invalid.
+  std::vector<int64_t> micro_batch_sizes;
+  std::vector<Recompute> recomputes;  // selective = training.recompute_modules (empty: Megatron's default set)
+  std::vector<int64_t> vpps;          // pp > 1 only
+  std::vector<DpSharding> dp_shardings;
+  std::vector<bool> ep_overlaps;  // --overlap-moe-expert-parallel-comm off / on (ep > 1 only)
+  // The dispatchers, pinned (--dispatcher): empty = all_to_all, deredundency where an EP group
+  // spans nodes (include_deredundency) and the opt-in ones above.
+  std::vector<std::string> dispatchers;
+  int threads = 1;        // worker threads; results do not depend on it
+  bool prune = true;      // skip what a bound proves cannot fit (exact; SearchResult::pruned)
+  bool keep_all = false;  // SearchResult::all: every ranked layout (explain, Pareto front)
+};
+
+// A candidate's training settings beside the degrees: 0 / unset = SearchOptions::training's.
+struct CandidateSettings {
+  int64_t micro_batch_size = 0;
+  int64_t num_microbatches = 0;         // per pipeline schedule (the global batch resolves it)
+  int64_t grad_accumulation_steps = 0;  // torchtitan's outer loop
+  int64_t vpp = 0;
+  std::optional<Recompute> recompute;
+  std::optional<DpSharding> dp_sharding;
+  std::optional<bool> overlap_moe_ep_comm;
 };
 
 struct LayoutCandidate {
   ParallelDimsOptions dims;
   std::string dispatcher = "all_to_all";
+  CandidateSettings settings;
+  bool batch_divides = true;  // false: the global batch does not divide it (not evaluated)
+  std::string batch_reason;   // why not (GlobalBatchMismatch)
 };
+
+// A candidate's settings over `base` (unset = base's): the one rule CandidateTraining and the
+// search's rows share.
+struct ResolvedSettings {
+  int64_t micro_batch_size = 1;
+  std::optional<int64_t> num_microbatches;  // unset: pp (BuildPlan)
+  int64_t grad_accumulation_steps = 1, vpp = 1;
+  Recompute recompute = Recompute::kNone;
+  std::optional<DpSharding> dp_sharding;  // unset: the convention's
+  bool overlap_moe_ep_comm = false;
+};
+ResolvedSettings ResolveSettings(const TrainingConfig& base, const CandidateSettings& settings);
+
+// `base` with the candidate's dispatcher and settings applied: the one place a candidate's
+// training is formed (search fast path, its reference path, explain, the redundant-experts re-rank).
+TrainingConfig CandidateTraining(const TrainingConfig& base, const LayoutCandidate& candidate);
 
 struct RankedLayout {
   LayoutCandidate layout;
@@ -74,27 +134,58 @@ struct RankedLayout {
   double mfu = 0;
   int64_t peak_bytes = 0;
   std::string dominant_phase;
+  // The candidate's training resolved (micro-batch size, micro-batches per schedule, accumulation
+  // steps, recompute, vpp, dp sharding, EP overlap) and what a step processes.
+  int64_t micro_batch_size = 1, num_microbatches = 1, grad_accumulation_steps = 1, vpp = 1;
+  std::string recompute, dp_sharding;
+  bool overlap_moe_ep_comm = false;
+  int64_t sequences_per_step = 0;  // dp x mbs x M x A
+  double headroom_gib = 0;         // budget - peak
+  // Filled by DescribeRows: each contributor's share of the step (CostBreakdown::critical_path and
+  // critical_path_us, us, largest first) and the pipeline bubble (us; inside the layer shares).
+  std::vector<std::pair<std::string, double>> phase_us;
+  double pipeline_bubble_us = 0;
 };
 
 struct SearchResult {
-  int64_t enumerated = 0;   // candidates generated
-  int64_t invalid = 0;      // rejected by BuildPlan (a rule broken)
-  int64_t over_budget = 0;  // valid but over the memory budget
-  int64_t ranked = 0;       // valid and within budget
+  int64_t enumerated = 0;         // candidates generated
+  int64_t invalid = 0;            // rejected by BuildPlan (a rule broken)
+  int64_t over_budget = 0;        // valid but over the memory budget (pruned ones included)
+  int64_t not_divisible = 0;      // the global batch does not divide dp x micro_batch_size
+  int64_t ranked = 0;             // valid and within budget
+  int64_t pruned = 0;             // over budget by a bound, not fully evaluated (counted in over_budget)
+  int64_t global_batch_size = 0;  // sequences; 0 = none
+  int64_t seq_len = 0;
   double budget_gib = 0;
   double seconds = 0;             // wall time of SearchLayouts, one thread
   int64_t routing_samples = 0;    // distinct (ep, routed tokens, oep) routing samples drawn
   double routing_seconds = 0;     // part of `seconds` spent drawing them and their MoE phases (once per key)
   std::vector<RankedLayout> top;  // best first, at most options.top
+  std::vector<RankedLayout> all;  // every ranked layout, best first (options.keep_all)
+  // The Pareto front of throughput vs peak memory (pareto.h ParetoFront over every ranked layout),
+  // one row per point (the best-ranked of equal peak and throughput), by peak ascending.
+  std::vector<RankedLayout> pareto;
 };
 
-// Every candidate of the search space (validated later).
+// Every candidate of the search space (validated later), in the search's order: degrees (pp,
+// dp_replicate, cp, tp, ep, etp), dispatcher, dp sharding, then micro-batch size, recompute, vpp,
+// EP overlap. ForEachLayout calls `fn` on each without storing them.
 std::vector<LayoutCandidate> EnumerateLayouts(const ModelSpec& model, const SearchOptions& options);
+void ForEachLayout(const ModelSpec& model, const SearchOptions& options, const std::function<void(const LayoutCandidate&)>& fn);
 
 // Runs the search. Throws dockyard::Error for bad options (world_size < 1, ...).
 SearchResult SearchLayouts(const ModelSpec& model, const SearchOptions& options);
 
+// Fills phase_us and pipeline_bubble_us of `rows` through the plan path (BuildPlan +
+// SimulateStep, as simulate runs it). Throws dockyard::Error for a row the plan path rejects.
+void DescribeRows(const ModelSpec& model, const SearchOptions& options, std::vector<RankedLayout>* rows);
+
+Json RankedLayoutToJson(const RankedLayout& row);
 Json SearchResultToJson(const SearchResult& result);
+// The first line of the text: the counts per outcome.
+std::string SearchCountsText(const SearchResult& result);
+// The table of `rows` (numbered: a rank column 1, 2, ...).
+std::string RankedLayoutsTable(const std::vector<RankedLayout>& rows, bool numbered);
 std::string SearchResultToText(const SearchResult& result);
 
 }  // namespace dockyard

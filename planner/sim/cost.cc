@@ -707,8 +707,11 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
     if (present[id]) ranked.push_back({share[id], PhaseNameOf(id)});
   }
   std::sort(ranked.rbegin(), ranked.rend());
-  for (const auto& [v, n] : ranked)
-    if (v > 0) out.critical_path.push_back(n);
+  for (const auto& [v, n] : ranked) {
+    if (!(v > 0)) continue;
+    out.critical_path.push_back(n);
+    out.critical_path_us.push_back(v);
+  }
   out.dominant_phase = out.critical_path.empty() ? "" : out.critical_path.front();
   return out;
 }

@@ -76,8 +76,9 @@ struct CostBreakdown {
   // Contributors to the step, largest share first: layer phases (time x layers of the slowest
   // stage x (M + pp - 1)), "lm_head", "dp_step_comm", "optimizer".
   std::vector<std::string> critical_path;
-  std::string dominant_phase;      // critical_path.front()
-  double routing_imbalance = 1.0;  // max / mean received rows over the sampled layers
+  std::vector<double> critical_path_us;  // each contributor's share of the step (us), as critical_path; detail only
+  std::string dominant_phase;            // critical_path.front()
+  double routing_imbalance = 1.0;        // max / mean received rows over the sampled layers
 };
 
 // Grouped-GEMM efficiency for an expert with `rows` rows.

@@ -1,0 +1,67 @@
+// The global batch and its schedule (see global_batch.h).
+#include "planner/model/global_batch.h"
+
+#include <fmt/format.h>
+
+#include "planner/base/error.h"
+
+namespace dockyard {
+
+int64_t GlobalBatchSequencesFromTokens(int64_t tokens, int64_t seq_len) {
+  if (tokens < 1) throw Error(fmt::format("--global-batch-tokens: must be >= 1, got {}", tokens));
+  if (seq_len < 1) throw Error(fmt::format("--seq-len: must be >= 1, got {}", seq_len));
+  if (tokens % seq_len != 0) {
+    throw Error(fmt::format("--global-batch-tokens {}: not a whole number of sequences of --seq-len {} ({} x {} = {})", tokens, seq_len,
+                            tokens / seq_len, seq_len, tokens / seq_len * seq_len));
+  }
+  return tokens / seq_len;
+}
+
+std::optional<std::string> GlobalBatchMismatch(int64_t gbs, int64_t dp, int64_t mbs, int64_t pp, bool megatron,
+                                               std::optional<int64_t> schedule) {
+  if (gbs < 1) return fmt::format("global batch size must be >= 1, got {}", gbs);
+  if (dp < 1 || mbs < 1 || pp < 1) return fmt::format("dp ({}), micro_batch_size ({}) and pp ({}) must be >= 1", dp, mbs, pp);
+  // dp x mbs can exceed int64 only for absurd inputs; compare by division first.
+  if (gbs / dp < mbs || gbs % dp != 0 || (gbs / dp) % mbs != 0) {
+    return fmt::format("global batch size {} is not a multiple of dp ({}) x micro_batch_size ({})", gbs, dp, mbs);
+  }
+  const int64_t n = gbs / dp / mbs;
+  if (schedule) {
+    if (*schedule < 1) return fmt::format("num_microbatches must be >= 1, got {}", *schedule);
+    if (megatron && *schedule != n) {
+      return fmt::format(
+          "num_microbatches {} != global batch size {} / (dp {} x micro_batch_size {}) = {} (Megatron runs them all in one schedule)",
+          *schedule, gbs, dp, mbs, n);
+    }
+    if (n % *schedule != 0) {
+      return fmt::format(
+          "{} micro-batches per step (global batch size {} / (dp {} x micro_batch_size {})) is not a multiple of num_microbatches {}", n,
+          gbs, dp, mbs, *schedule);
+    }
+  }
+  return std::nullopt;
+}
+
+GlobalBatchSchedule ResolveGlobalBatch(int64_t gbs, int64_t dp, int64_t mbs, int64_t pp, bool megatron, std::optional<int64_t> schedule) {
+  if (auto why = GlobalBatchMismatch(gbs, dp, mbs, pp, megatron, schedule)) throw Error("--global-batch-size: " + *why);
+  GlobalBatchSchedule s;
+  s.microbatches_per_step = gbs / dp / mbs;
+  const int64_t n = s.microbatches_per_step;
+  if (megatron || pp == 1) {
+    s.num_microbatches = schedule.value_or(n);
+  } else if (schedule) {
+    s.num_microbatches = *schedule;
+  } else {
+    s.num_microbatches = n;
+    for (int64_t m = pp; m < n; ++m) {
+      if (n % m == 0) {
+        s.num_microbatches = m;
+        break;
+      }
+    }
+  }
+  s.grad_accumulation_steps = n / s.num_microbatches;
+  return s;
+}
+
+}  // namespace dockyard

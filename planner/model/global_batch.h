@@ -1,0 +1,46 @@
+// The global batch: a fixed number of sequences per optimizer step (Megatron --global-batch-size,
+// torchtitan training.global_batch_size) turned into the micro-batches each data-parallel rank runs
+// and how its framework schedules them.
+//
+//   micro-batches per step N = global_batch_size / (dp x micro_batch_size),  dp = dp_replicate x dp_shard
+// (context parallelism splits a sequence, it does not add data-parallel replicas).
+//
+// Scheduling, as each framework runs it:
+//  - megatron: the N micro-batches fill one pipeline schedule (megatron/core/pipeline_parallel/
+//    schedules.py get_num_microbatches = global_batch_size / (micro_batch_size x dp)): M = N, A = 1.
+//  - torchtitan: gradient accumulation is an outer loop of A pipeline schedules of M micro-batches
+//    each (torchtitan/train.py: gradient_accumulation_steps = global_batch_size / (local_batch_size x
+//    dp); the pipeline's n_microbatches = local_batch_size / pipeline_parallel_microbatch_size), so
+//    each accumulation step pays its own bubble. With pp = 1 every micro-batch is one accumulation
+//    step of the plain loop, which the cost model counts as M = N, A = 1. With pp > 1, M is
+//    `schedule_microbatches` when given (--num-microbatches), else the smallest divisor of N that
+//    is >= pp (the smallest local batch that fills the pipe), or N when N < pp; A = N / M.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace dockyard {
+
+struct GlobalBatchSchedule {
+  int64_t microbatches_per_step = 0;    // N
+  int64_t num_microbatches = 0;         // M, micro-batches per pipeline schedule
+  int64_t grad_accumulation_steps = 1;  // A, schedules per step (N = A x M)
+};
+
+// The global batch in sequences from a token count: `tokens` / `seq_len`. Throws dockyard::Error
+// naming --global-batch-tokens when it is < 1 or not a multiple of seq_len.
+int64_t GlobalBatchSequencesFromTokens(int64_t tokens, int64_t seq_len);
+
+// Why `global_batch_size` sequences cannot be split over dp ranks at micro_batch_size (or the
+// pinned schedule does not divide N); nullopt when it can. The text names the values and the rule.
+std::optional<std::string> GlobalBatchMismatch(int64_t global_batch_size, int64_t dp, int64_t micro_batch_size, int64_t pp, bool megatron,
+                                               std::optional<int64_t> schedule_microbatches);
+
+// The schedule of `global_batch_size` sequences (see above). Throws dockyard::Error with
+// GlobalBatchMismatch's text when it does not divide, or for values < 1.
+GlobalBatchSchedule ResolveGlobalBatch(int64_t global_batch_size, int64_t dp, int64_t micro_batch_size, int64_t pp, bool megatron,
+                                       std::optional<int64_t> schedule_microbatches);
+
+}  // namespace dockyard

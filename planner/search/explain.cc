@@ -1,0 +1,203 @@
+// Why a layout ranks where it does (see explain.h).
+#include "planner/search/explain.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "planner/base/error.h"
+#include "planner/search/layout_eval.h"
+
+namespace dockyard {
+namespace {
+
+int64_t ParseQueryInt(const std::string& key, const std::string& value) {
+  const bool digits =
+      !value.empty() && value.size() <= 12 && std::all_of(value.begin(), value.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+  if (!digits || std::stoll(value) < 1) {
+    throw Error(fmt::format("--explain: {}={}: expected a whole number >= 1", key, value));
+  }
+  return std::stoll(value);
+}
+
+std::string OneOf(const std::string& key, const std::string& value, const std::vector<std::string>& allowed) {
+  if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return value;
+  std::string list;
+  for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+  throw Error(fmt::format("--explain: {}={}: expected one of {}", key, value, list));
+}
+
+std::string DpShardingOf(const TrainingConfig& t, Convention convention) {
+  return DpShardingName(t.dp_sharding.value_or(convention == Convention::kMegatron ? DpSharding::kZero1 : DpSharding::kFsdp));
+}
+
+template <typename T>
+bool Holds(const std::optional<T>& want, const T& have) {
+  return !want || *want == have;
+}
+
+}  // namespace
+
+LayoutQuery ParseLayoutQuery(const std::string& text) {
+  LayoutQuery q;
+  q.text = text;
+  const std::vector<std::string> keys = {"pp",        "dp_replicate", "dpr",         "dp_shard", "dps", "cp",
+                                         "tp",        "ep",           "etp",         "vpp",      "mbs", "micro_batch_size",
+                                         "recompute", "dispatcher",   "dp_sharding", "overlap"};
+  std::map<std::string, bool> seen;
+  size_t start = 0;
+  int items = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    start = comma + 1;
+    if (item.empty()) {
+      if (comma == text.size() && items > 0) break;  // a trailing comma
+      throw Error(fmt::format("--explain \"{}\": an empty item (expected key=value, comma-separated)", text));
+    }
+    ++items;
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) throw Error(fmt::format("--explain: \"{}\" is not key=value", item));
+    std::string key = item.substr(0, eq);
+    const std::string value = item.substr(eq + 1);
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+      const auto hint = DidYouMean(key, keys);
+      throw Error(
+          fmt::format("--explain: unknown key \"{}\"{} (keys: pp, dp_replicate, dp_shard, cp, tp, ep, etp, vpp, mbs, recompute, "
+                      "dispatcher, dp_sharding, overlap)",
+                      key, hint ? fmt::format(", did you mean '{}'?", *hint) : ""));
+    }
+    if (key == "dpr") key = "dp_replicate";
+    if (key == "dps") key = "dp_shard";
+    if (key == "micro_batch_size") key = "mbs";
+    if (seen[key]) throw Error(fmt::format("--explain: {} given twice", key));
+    seen[key] = true;
+    if (key == "pp") q.pp = ParseQueryInt(key, value);
+    if (key == "dp_replicate") q.dp_replicate = ParseQueryInt(key, value);
+    if (key == "dp_shard") q.dp_shard = ParseQueryInt(key, value);
+    if (key == "cp") q.cp = ParseQueryInt(key, value);
+    if (key == "tp") q.tp = ParseQueryInt(key, value);
+    if (key == "ep") q.ep = ParseQueryInt(key, value);
+    if (key == "etp") q.etp = ParseQueryInt(key, value);
+    if (key == "vpp") q.vpp = ParseQueryInt(key, value);
+    if (key == "mbs") q.micro_batch_size = ParseQueryInt(key, value);
+    if (key == "recompute") q.recompute = OneOf(key, value, {"none", "selective", "full"});
+    if (key == "dispatcher") q.dispatcher = OneOf(key, value, {"all_to_all", "deredundency", "deepep", "allgather"});
+    if (key == "dp_sharding") q.dp_sharding = OneOf(key, value, {"fsdp", "zero1", "ddp"});
+    if (key == "overlap") q.overlap_moe_ep_comm = OneOf(key, value, {"on", "off"}) == "on";
+  }
+  if (items == 0) throw Error("--explain: an empty layout (expected e.g. \"tp=2,pp=8,vpp=4,ep=32\")");
+  return q;
+}
+
+bool LayoutQuery::Matches(const RankedLayout& x) const {
+  const auto& d = x.layout.dims;
+  return Holds(pp, d.pp) && Holds(dp_replicate, d.dp_replicate) && Holds(dp_shard, d.dp_shard) && Holds(cp, d.cp) && Holds(tp, d.tp) &&
+         Holds(ep, d.ep) && Holds(etp, d.etp) && Holds(vpp, x.vpp) && Holds(micro_batch_size, x.micro_batch_size) &&
+         Holds(recompute, x.recompute) && Holds(dispatcher, x.layout.dispatcher) && Holds(dp_sharding, x.dp_sharding) &&
+         Holds(overlap_moe_ep_comm, x.overlap_moe_ep_comm);
+}
+
+bool LayoutQuery::Matches(const LayoutCandidate& c, const TrainingConfig& base) const {
+  const TrainingConfig t = CandidateTraining(base, c);
+  const auto& d = c.dims;
+  return Holds(pp, d.pp) && Holds(dp_replicate, d.dp_replicate) && Holds(dp_shard, d.dp_shard) && Holds(cp, d.cp) && Holds(tp, d.tp) &&
+         Holds(ep, d.ep) && Holds(etp, d.etp) && Holds(vpp, t.run.vpp) && Holds(micro_batch_size, t.micro_batch_size) &&
+         Holds(recompute, std::string(RecomputeName(t.recompute))) && Holds(dispatcher, c.dispatcher) &&
+         Holds(dp_sharding, DpShardingOf(t, d.convention)) && Holds(overlap_moe_ep_comm, t.run.overlap_moe_ep_comm);
+}
+
+ExplainResult ExplainLayout(const ModelSpec& model, const SearchOptions& options, const SearchResult& result, const LayoutQuery& query) {
+  if (!options.keep_all) throw Error("internal: ExplainLayout needs a search run with keep_all");
+  ExplainResult e;
+  e.query = query;
+  e.ranked = result.ranked;
+  for (size_t i = 0; i < result.all.size(); ++i) {
+    if (query.Matches(result.all[i])) {
+      e.rank = static_cast<int64_t>(i) + 1;
+      e.layout = result.all[i];
+      break;
+    }
+  }
+  if (!e.layout) {
+    // Why nothing matching ranks: the outcome of every matching candidate.
+    LayoutEvaluator evaluator(model, options);
+    ForEachLayout(model, options, [&](const LayoutCandidate& c) {
+      if (!query.Matches(c, options.training)) return;
+      ++e.matching;
+      if (!c.batch_divides) {
+        ++e.matching_not_divisible;
+        if (e.example_reason.empty()) e.example_reason = c.batch_reason;
+        return;
+      }
+      const LayoutEvaluation ev = evaluator.Evaluate(c);
+      if (ev.status == LayoutEvaluation::Status::kInvalid) ++e.matching_invalid;
+      if (ev.status == LayoutEvaluation::Status::kOverBudget) ++e.matching_over_budget;
+    });
+    return e;
+  }
+  e.winner = result.all.front();
+  std::vector<RankedLayout> rows = {*e.winner, *e.layout};
+  DescribeRows(model, options, &rows);
+  e.winner = rows[0];
+  e.layout = rows[1];
+  std::map<std::string, PhaseDifference> by_phase;
+  for (const auto& [name, us] : rows[0].phase_us) by_phase[name].winner_us = us;
+  for (const auto& [name, us] : rows[1].phase_us) by_phase[name].layout_us = us;
+  for (auto& [name, diff] : by_phase) {
+    diff.phase = name;
+    e.differences.push_back(diff);
+  }
+  std::stable_sort(e.differences.begin(), e.differences.end(), [](const PhaseDifference& a, const PhaseDifference& b) {
+    return std::fabs(a.difference_us()) > std::fabs(b.difference_us());
+  });
+  return e;
+}
+
+Json ExplainToJson(const ExplainResult& e) {
+  Json j = {{"query", e.query.text}, {"rank", e.rank}, {"ranked", e.ranked}};
+  if (!e.layout) {
+    j["matching"] = {{"enumerated", e.matching},
+                     {"invalid", e.matching_invalid},
+                     {"over_budget", e.matching_over_budget},
+                     {"not_divisible", e.matching_not_divisible}};
+    if (!e.example_reason.empty()) j["matching"]["not_divisible_reason"] = e.example_reason;
+    return j;
+  }
+  j["layout"] = RankedLayoutToJson(*e.layout);
+  j["winner"] = RankedLayoutToJson(*e.winner);
+  Json diffs = Json::array();
+  for (const auto& d : e.differences) {
+    diffs.push_back({{"phase", d.phase}, {"winner_us", d.winner_us}, {"layout_us", d.layout_us}, {"difference_us", d.difference_us()}});
+  }
+  j["differences"] = diffs;
+  return j;
+}
+
+std::string ExplainToText(const ExplainResult& e) {
+  std::ostringstream out;
+  if (!e.layout) {
+    out << fmt::format(
+        "Explain    \"{}\": no ranked layout matches; {} matching candidates: {} invalid by rule, {} over the budget, {} "
+        "global batch not divisible\n",
+        e.query.text, e.matching, e.matching_invalid, e.matching_over_budget, e.matching_not_divisible);
+    if (!e.example_reason.empty()) out << "           e.g. " << e.example_reason << "\n";
+    return out.str();
+  }
+  out << fmt::format("Explain    \"{}\": rank {} of {}{}\n", e.query.text, e.rank, e.ranked,
+                     e.rank == 1 ? " (the winner)" : " (the best ranked layout matching it)");
+  std::vector<RankedLayout> rows = {*e.winner, *e.layout};
+  out << "  winner, then this layout:\n" << RankedLayoutsTable(rows, false);
+  out << fmt::format("  {:<16} {:>12} {:>12} {:>12}\n", "phase (step)", "winner (ms)", "this (ms)", "diff (ms)");
+  for (const auto& d : e.differences) {
+    out << fmt::format("  {:<16} {:>12.2f} {:>12.2f} {:>+12.2f}\n", d.phase, d.winner_us / 1e3, d.layout_us / 1e3, d.difference_us() / 1e3);
+  }
+  out << fmt::format("  {:<16} {:>12.2f} {:>12.2f} {:>+12.2f}\n", "step", e.winner->step_time_us / 1e3, e.layout->step_time_us / 1e3,
+                     (e.layout->step_time_us - e.winner->step_time_us) / 1e3);
+  return out.str();
+}
+
+}  // namespace dockyard

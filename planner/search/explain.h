@@ -1,0 +1,58 @@
+// Why a layout ranks where it does: `search --explain "tp=2,pp=8,vpp=4,ep=32"` finds the best
+// ranked layout that matches every key given (keys not given are free), its rank, its cost
+// breakdown beside the winner's, and the phases that make the difference.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/base/json_util.h"
+#include "planner/model/model_spec.h"
+#include "planner/search/search.h"
+
+namespace dockyard {
+
+// A partial layout. Keys (comma-separated key=value): pp, dp_replicate (dpr), dp_shard (dps),
+// cp, tp, ep, etp, vpp, mbs (micro_batch_size), recompute (none | selective | full), dispatcher,
+// dp_sharding (fsdp | zero1 | ddp), overlap (EP overlap: on | off).
+struct LayoutQuery {
+  std::string text;
+  std::optional<int64_t> pp, dp_replicate, dp_shard, cp, tp, ep, etp, vpp, micro_batch_size;
+  std::optional<std::string> recompute, dispatcher, dp_sharding;
+  std::optional<bool> overlap_moe_ep_comm;
+
+  bool Matches(const RankedLayout& row) const;
+  bool Matches(const LayoutCandidate& candidate, const TrainingConfig& base) const;  // the candidate's own settings
+};
+
+// Throws dockyard::Error naming --explain, the key and the rule (unknown keys with a suggestion,
+// malformed numbers, unknown values, a key given twice, an empty query).
+LayoutQuery ParseLayoutQuery(const std::string& text);
+
+struct PhaseDifference {
+  std::string phase;
+  double winner_us = 0, layout_us = 0;  // share of the step (CostBreakdown::critical_path_us)
+  double difference_us() const { return layout_us - winner_us; }
+};
+
+struct ExplainResult {
+  LayoutQuery query;
+  int64_t rank = 0;    // 1-based among the ranked layouts; 0 = no ranked layout matches
+  int64_t ranked = 0;  // ranked layouts in all
+  std::optional<RankedLayout> layout, winner;
+  std::vector<PhaseDifference> differences;  // largest |difference| first; every phase of either
+  // When no ranked layout matches: the candidates matching the query by outcome.
+  int64_t matching = 0, matching_invalid = 0, matching_over_budget = 0, matching_not_divisible = 0;
+  std::string example_reason;  // a global-batch reason of one of them, when any
+};
+
+// `result` must come from SearchLayouts(model, options) with options.keep_all. Breakdowns through
+// the plan path (DescribeRows). Throws dockyard::Error when keep_all was off.
+ExplainResult ExplainLayout(const ModelSpec& model, const SearchOptions& options, const SearchResult& result, const LayoutQuery& query);
+
+Json ExplainToJson(const ExplainResult& e);
+std::string ExplainToText(const ExplainResult& e);
+
+}  // namespace dockyard

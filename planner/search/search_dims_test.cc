@@ -1,0 +1,324 @@
+// The search beyond the degrees: a fixed global batch, micro-batch size, recompute, vpp, dp
+// sharding, EP overlap and dispatcher as dimensions; pins; exact pruning; threads; explain.
+// On a small world the search equals a brute force over every dimension evaluated through the
+// plan path that simulate runs (BuildPlan + ComputeMemory + SimulateStep).
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include "planner/accounting/memory.h"
+#include "planner/base/error.h"
+#include "planner/layout/plan.h"
+#include "planner/model/global_batch.h"
+#include "planner/search/explain.h"
+#include "planner/search/search.h"
+#include "tests/test_models.h"
+
+namespace dockyard {
+namespace {
+
+// degrees, dispatcher, dp sharding, mbs, recompute, vpp, EP overlap
+using RowKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, std::string, std::string, int64_t, std::string,
+                          int64_t, bool>;
+
+RowKey KeyOf(const RankedLayout& x) {
+  const auto& d = x.layout.dims;
+  return {d.pp,        d.dp_replicate, d.dp_shard,           d.cp,          d.tp,
+          d.ep,        d.etp,          x.layout.dispatcher,  x.dp_sharding, x.micro_batch_size,
+          x.recompute, x.vpp,          x.overlap_moe_ep_comm};
+}
+
+// TinyMixtral with 4 MoE layers (pp up to 4, vpp 2 at pp 2), 8 GPUs on 2 nodes of 4 (EP groups of
+// 8 span nodes: the deredundency dispatcher is searched too).
+ModelSpec FourLayerTiny() {
+  ModelSpec m = testing::TinyMixtral();
+  m.num_hidden_layers = 4;
+  m.moe_layers = {true, true, true, true};
+  return m;
+}
+
+SearchOptions EveryDimension(Convention convention) {
+  SearchOptions o;
+  o.world_size = 8;
+  o.convention = convention;
+  o.cluster.gpus_per_node = 4;
+  o.training.seq_len = 256;
+  o.routing_layers = 1;
+  o.top = 1 << 30;
+  o.keep_all = true;
+  o.global_batch_size = 8;  // 8 sequences: dp 8 at micro-batch 2 does not divide it
+  o.micro_batch_sizes = {1, 2, 4};
+  o.recomputes = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
+  o.vpps = {1, 2};
+  o.dp_shardings = convention == Convention::kMegatron ? std::vector<DpSharding>{DpSharding::kZero1, DpSharding::kDdp}
+                                                       : std::vector<DpSharding>{DpSharding::kFsdp, DpSharding::kDdp};
+  o.ep_overlaps = convention == Convention::kMegatron ? std::vector<bool>{false, true} : std::vector<bool>{false};
+  return o;
+}
+
+struct Brute {
+  std::map<RowKey, std::pair<double, int64_t>> ranked;  // step time, peak bytes
+  int64_t over_budget = 0;
+};
+
+// Every combination, each through the plan path simulate runs; the global batch resolved by
+// ResolveGlobalBatch from the built degrees.
+Brute BruteForce(const ModelSpec& model, const SearchOptions& o) {
+  Brute out;
+  const double budget = o.training.gpu_memory_gib * 1073741824.0;
+  const bool megatron = o.convention == Convention::kMegatron;
+  for (int64_t pp = 1; pp <= 8; ++pp)
+    for (int64_t dpr = 1; dpr <= 8; ++dpr)
+      for (int64_t cp = 1; cp <= 8; ++cp)
+        for (int64_t tp = 1; tp <= 8; ++tp)
+          for (int64_t ep = 1; ep <= 8; ++ep)
+            for (int64_t etp = 1; etp <= 8; ++etp) {
+              // The search space's bounds (search.h): no replicate axis under Megatron, TP inside a
+              // node, etp 1 or tp.
+              if (megatron && dpr > 1) continue;
+              if (tp > o.cluster.gpus_per_node || (etp != 1 && etp != tp)) continue;
+              const ParallelDimsOptions dims{8, dpr, -1, cp, tp, ep, etp, pp, o.convention};
+              ParallelDims built;
+              try {
+                built = ParallelDims::Build(dims);
+              } catch (const Error&) {
+                continue;
+              }
+              std::vector<std::string> dispatchers = {"all_to_all"};
+              if (ep * etp > o.cluster.gpus_per_node) dispatchers.push_back("deredundency");
+              for (const std::string& dispatcher : dispatchers)
+                for (DpSharding sharding : o.dp_shardings)
+                  for (int64_t mbs : o.micro_batch_sizes)
+                    for (Recompute recompute : o.recomputes)
+                      for (int64_t vpp : o.vpps)
+                        for (bool overlap : o.ep_overlaps) {
+                          if (vpp > 1 && pp == 1) continue;  // not a setting of a one-stage layout
+                          if (overlap && ep == 1) continue;  // nor EP overlap without EP
+                          const int64_t dp = built.dp_replicate * built.dp_shard;
+                          if (GlobalBatchMismatch(o.global_batch_size, dp, mbs, pp, megatron, std::nullopt)) continue;
+                          const GlobalBatchSchedule g = ResolveGlobalBatch(o.global_batch_size, dp, mbs, pp, megatron, std::nullopt);
+                          TrainingConfig t = o.training;
+                          t.dispatcher = dispatcher;
+                          t.dp_sharding = sharding;
+                          t.micro_batch_size = mbs;
+                          t.recompute = recompute;
+                          t.run.vpp = vpp;
+                          t.run.overlap_moe_ep_comm = overlap;
+                          t.num_microbatches = g.num_microbatches;
+                          t.run.grad_accumulation_steps = g.grad_accumulation_steps;
+                          t.gpus_per_node = o.cluster.gpus_per_node;
+                          Plan plan;
+                          try {
+                            plan = BuildPlan(model, dims, t);
+                          } catch (const Error&) {
+                            continue;
+                          }
+                          const MemoryReport memory = ComputeMemory(plan);
+                          if (static_cast<double>(memory.worst_peak_bytes) > budget) {
+                            ++out.over_budget;
+                            continue;
+                          }
+                          const CostBreakdown cost = SimulateStep(plan, o.cluster, SampleRoutingForPlan(plan, o.routing, 1), o.cost);
+                          out.ranked[{pp, dpr, plan.dims.dp_shard, cp, tp, ep, etp, dispatcher, DpShardingName(sharding), mbs,
+                                      RecomputeName(recompute), vpp, overlap}] = {cost.step_time_us, memory.worst_peak_bytes};
+                        }
+            }
+  return out;
+}
+
+void CheckSearchEqualsBruteForce(Convention convention) {
+  const ModelSpec model = FourLayerTiny();
+  SearchOptions o = EveryDimension(convention);
+  // A budget that drops some layouts: the median peak of an unbounded search.
+  o.training.gpu_memory_gib = 1000;
+  const SearchResult unbounded = SearchLayouts(model, o);
+  REQUIRE(unbounded.ranked > 10);
+  std::vector<int64_t> peaks;
+  for (const auto& x : unbounded.all) peaks.push_back(x.peak_bytes);
+  std::sort(peaks.begin(), peaks.end());
+  o.training.gpu_memory_gib = static_cast<double>(peaks[peaks.size() / 2]) / 1073741824.0;
+  const SearchResult result = SearchLayouts(model, o);
+  const Brute brute = BruteForce(model, o);
+  CHECK(result.over_budget > 0);
+  CHECK(result.not_divisible > 0);  // dp 8 x micro-batch 2 does not divide 8 sequences
+  CHECK(result.over_budget == brute.over_budget);
+  {
+    std::set<RowKey> searched;
+    for (const auto& x : result.all) searched.insert(KeyOf(x));
+    int shown = 0;
+    for (const auto& [k, v] : brute.ranked) {
+      if (searched.count(k) || shown++ > 5) continue;
+      MESSAGE(fmt::format("missing pp {} dpr {} dps {} cp {} tp {} ep {} etp {} {} {} mbs {} {} vpp {} ov {}", std::get<0>(k),
+                          std::get<1>(k), std::get<2>(k), std::get<3>(k), std::get<4>(k), std::get<5>(k), std::get<6>(k), std::get<7>(k),
+                          std::get<8>(k), std::get<9>(k), std::get<10>(k), std::get<11>(k), std::get<12>(k)));
+    }
+  }
+  REQUIRE(result.ranked == static_cast<int64_t>(brute.ranked.size()));
+  std::set<std::string> recomputes;
+  std::set<int64_t> vpps, mbs;
+  std::set<bool> overlaps;
+  for (const auto& x : result.all) {
+    const auto it = brute.ranked.find(KeyOf(x));
+    REQUIRE(it != brute.ranked.end());
+    // The fast path and simulate's path agree to the bit.
+    CHECK(x.step_time_us == it->second.first);
+    CHECK(x.peak_bytes == it->second.second);
+    recomputes.insert(x.recompute);
+    vpps.insert(x.vpp);
+    mbs.insert(x.micro_batch_size);
+    overlaps.insert(x.overlap_moe_ep_comm);
+  }
+  // Every searched value of every dimension appears among the ranked layouts.
+  CHECK(recomputes.size() == 3);
+  CHECK(vpps.size() == 2);
+  CHECK(mbs.size() == 3);
+  CHECK(overlaps.size() == o.ep_overlaps.size());
+  // The winner is the brute force's fastest layout.
+  double best = 1e300;
+  for (const auto& [key, v] : brute.ranked) best = std::min(best, v.first);
+  CHECK(result.top.front().step_time_us == best);
+}
+
+// Every key of --explain for `x`: it matches `x` alone.
+std::string QueryOf(const RankedLayout& x) {
+  const auto& d = x.layout.dims;
+  return fmt::format("pp={},dpr={},dps={},cp={},tp={},ep={},etp={},vpp={},mbs={},recompute={},dispatcher={},dp_sharding={},overlap={}",
+                     d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp, d.ep, d.etp, x.vpp, x.micro_batch_size, x.recompute, x.layout.dispatcher,
+                     x.dp_sharding, x.overlap_moe_ep_comm ? "on" : "off");
+}
+
+}  // namespace
+
+TEST_CASE("On 8 GPUs the search over every dimension equals a brute force through the plan path (torchtitan)") {
+  CheckSearchEqualsBruteForce(Convention::kTorchtitan);
+}
+
+TEST_CASE("On 8 GPUs the search over every dimension equals a brute force through the plan path (megatron, EP overlap)") {
+  CheckSearchEqualsBruteForce(Convention::kMegatron);
+}
+
+TEST_CASE("Every ranked layout processes exactly the global batch asked for") {
+  const ModelSpec model = FourLayerTiny();
+  SearchOptions o = EveryDimension(Convention::kTorchtitan);
+  o.training.gpu_memory_gib = 1000;
+  o.global_batch_size = 16;
+  const SearchResult result = SearchLayouts(model, o);
+  REQUIRE(result.ranked > 0);
+  bool accumulates = false;
+  for (const auto& x : result.all) {
+    const auto& d = x.layout.dims;
+    // dp x micro-batch size x micro-batches per schedule x schedules = 16 sequences.
+    CHECK(d.dp_replicate * d.dp_shard * x.micro_batch_size * x.num_microbatches * x.grad_accumulation_steps == 16);
+    CHECK(x.sequences_per_step == 16);
+    accumulates = accumulates || x.grad_accumulation_steps > 1;
+    // tokens/s per GPU x step = the global batch's tokens / GPUs: 16 x 256 / 8 = 512 tokens per GPU.
+    CHECK(x.tokens_per_s_per_gpu * x.step_time_us * 1e-6 == doctest::Approx(512.0));
+  }
+  CHECK(accumulates);  // torchtitan: e.g. pp 2, dp 1, mbs 1: 16 micro-batches = 8 schedules of 2
+}
+
+TEST_CASE("Pinned degrees and settings hold in every row") {
+  const ModelSpec model = FourLayerTiny();
+  SearchOptions o = EveryDimension(Convention::kMegatron);
+  o.training.gpu_memory_gib = 1000;
+  o.pins.tp = 2;
+  o.pins.pp = 2;
+  o.recomputes = {Recompute::kSelective};
+  o.dispatchers = {"all_to_all"};
+  o.vpps = {2};
+  o.micro_batch_sizes = {1};
+  o.ep_overlaps = {true};
+  const SearchResult result = SearchLayouts(model, o);
+  REQUIRE(result.ranked > 0);
+  for (const auto& x : result.all) {
+    CHECK(x.layout.dims.tp == 2);
+    CHECK(x.layout.dims.pp == 2);
+    CHECK(x.recompute == "selective");
+    CHECK(x.layout.dispatcher == "all_to_all");
+    CHECK(x.vpp == 2);
+    CHECK(x.micro_batch_size == 1);
+    CHECK(x.overlap_moe_ep_comm);
+    CHECK(x.layout.dims.ep > 1);  // EP overlap needs ep > 1
+  }
+}
+
+TEST_CASE("Pruning by the static-memory bound and threads change no count and no row") {
+  const auto model = LoadModel("testdata/hf/qwen3-30b-a3b.json");
+  SearchOptions o;
+  o.world_size = 16;
+  o.training.gpu_memory_gib = 60;  // ep 1 keeps 28.99B expert parameters 16 ways: static memory alone is over
+  o.routing_layers = 1;
+  o.top = 1 << 30;
+  o.keep_all = true;
+  o.global_batch_size = 32;
+  o.micro_batch_sizes = {1, 2};
+  o.recomputes = {Recompute::kSelective, Recompute::kFull};
+  o.vpps = {1, 2};
+  o.prune = false;
+  const SearchResult full = SearchLayouts(model, o);
+  o.prune = true;
+  const SearchResult pruned = SearchLayouts(model, o);
+  o.threads = 3;
+  const SearchResult threaded = SearchLayouts(model, o);
+  CHECK(full.pruned == 0);
+  CHECK(pruned.pruned > 0);
+  CHECK(threaded.pruned == pruned.pruned);
+  for (const SearchResult* r : {&pruned, &threaded}) {
+    CHECK(r->enumerated == full.enumerated);
+    CHECK(r->invalid == full.invalid);
+    CHECK(r->over_budget == full.over_budget);
+    CHECK(r->not_divisible == full.not_divisible);
+    REQUIRE(r->all.size() == full.all.size());
+    for (size_t i = 0; i < full.all.size(); ++i) {
+      CHECK(KeyOf(r->all[i]) == KeyOf(full.all[i]));
+      CHECK(r->all[i].step_time_us == full.all[i].step_time_us);
+    }
+    REQUIRE(r->pareto.size() == full.pareto.size());
+  }
+  CHECK(full.enumerated == full.invalid + full.over_budget + full.not_divisible + full.ranked);
+}
+
+TEST_CASE("A global batch that divides no layout ranks nothing and counts every candidate as not divisible") {
+  const ModelSpec model = FourLayerTiny();
+  SearchOptions o = EveryDimension(Convention::kTorchtitan);
+  o.global_batch_size = 3;  // 3 sequences at micro-batch 2: never a whole number of micro-batches
+  o.micro_batch_sizes = {2};
+  const SearchResult result = SearchLayouts(model, o);
+  CHECK(result.ranked == 0);
+  CHECK(result.enumerated > 0);
+  CHECK(result.not_divisible == result.enumerated);
+}
+
+TEST_CASE("Explain: the winner is rank 1; another layout shows the phases that make the difference") {
+  const ModelSpec model = FourLayerTiny();
+  SearchOptions o = EveryDimension(Convention::kTorchtitan);
+  o.training.gpu_memory_gib = 1000;
+  const SearchResult result = SearchLayouts(model, o);
+  REQUIRE(result.ranked > 2);
+  const std::string winner = QueryOf(result.all.front());
+  const ExplainResult e = ExplainLayout(model, o, result, ParseLayoutQuery(winner));
+  CHECK(e.rank == 1);
+  CHECK(ExplainToText(e).find("rank 1 of") != std::string::npos);
+  // The slowest ranked layout: its rank is the last, and its step is slower by the difference shown.
+  const RankedLayout& last = result.all.back();
+  const std::string query = QueryOf(last);
+  const ExplainResult slow = ExplainLayout(model, o, result, ParseLayoutQuery(query));
+  CHECK(slow.rank >= 2);
+  CHECK(slow.layout->step_time_us == last.step_time_us);
+  CHECK(slow.layout->step_time_us > slow.winner->step_time_us);
+  REQUIRE_FALSE(slow.differences.empty());
+  CHECK(std::fabs(slow.differences.front().difference_us()) > 0);
+  // A layout that is never ranked: said, with the outcome of the candidates matching it.
+  const ExplainResult none = ExplainLayout(model, o, result, ParseLayoutQuery("tp=3"));
+  CHECK(none.rank == 0);
+  CHECK_THROWS_WITH_AS(ParseLayoutQuery("dispatch=deepep"), doctest::Contains("did you mean 'dispatcher'?"), Error);
+  CHECK_THROWS_WITH_AS(ParseLayoutQuery("tp=two"), doctest::Contains("tp=two: expected a whole number"), Error);
+}
+
+}  // namespace dockyard
