@@ -888,7 +888,7 @@ std::string CostToText(const CostBreakdown& cost) {
       cost.moe_layer_us, cost.dense_layer_us, cost.stage_microbatch_us, cost.pipeline_bubble_us, cost.dp_step_comm_us, cost.optimizer_us);
   if (cost.layer_sac_every > 0) {
     out << fmt::format(
-        "  per-layer selective checkpointing: every {}-th layer of a stage checkpointed (MoE layer {:.1f} us, dense layer "
+        "  per-layer selective checkpointing: one layer in {} of each stage checkpointed (MoE layer {:.1f} us, dense layer "
         "{:.1f} us fwd+bwd); the phases above are the other layers'\n",
         cost.layer_sac_every, cost.checkpointed_moe_layer_us, cost.checkpointed_dense_layer_us);
   }
