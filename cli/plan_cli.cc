@@ -448,6 +448,7 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
     }
   }
   if (use_default && o.recompute.empty()) s.training.recompute = Recompute::kFull;
+  ValidateSelectiveAcConvention(s.training, s.convention == Convention::kTorchtitan);  // else every layout is invalid
   const int64_t moe_layers = model.NumMoeLayers();
   // (A trace samples every MoE layer; the sampler reads all of them whatever routing_layers says.)
   s.routing_layers = s.routing.kind == RoutingKind::kTrace
