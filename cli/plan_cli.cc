@@ -91,7 +91,7 @@ struct CliOptions {
   // Training settings (empty = the spec's training block, else the default).
   std::string dp_sharding, pp_layer_split, param_dtype, grad_dtype, optimizer, seq_len, micro_batch_size, num_microbatches, recompute,
       recompute_modules, precision, fp8_recipe, optimizer_states_dtype, gpu_memory_gib, imbalance, gpus_per_node, dispatcher, oep,
-      refit_dtype, memory_reserve_gib;
+      refit_dtype, memory_reserve_gib, selective_ac_option;
   bool fp8_dispatch = false;
   bool fp8_param_gather = false;
   std::string mtp_layers;
@@ -167,6 +167,9 @@ void AddPlanOptions(CLI::App* app, CliOptions& o) {
   app->add_option("--recompute-modules", o.recompute_modules,
                   "with --recompute selective: comma-separated Megatron modules (core_attn, layernorm, moe_act, moe, "
                   "mla_up_proj, shared_experts, mlp; default: layernorm and every SwiGLU activation)");
+  app->add_option("--selective-ac-option", o.selective_ac_option,
+                  "with --recompute selective and --convention torchtitan: torchtitan's per-layer selective_ac_option N, "
+                  "every N-th block of a stage fully checkpointed, the others keep all activations (0 = every block)");
   app->add_option("--precision", o.precision,
                   "bf16 | fp8: GEMMs in FP8 (FP8 weight copies; FP8 peak under --compute-model kernels; default bf16)")
       ->check(CLI::IsMember({"bf16", "fp8"}));
@@ -262,6 +265,7 @@ TrainingConfig ResolveTraining(const CliOptions& o, const ModelSpec& model, int6
     std::stringstream list(o.recompute_modules);
     for (std::string item; std::getline(list, item, ',');) t.recompute_modules.push_back(item);
   }
+  if (!o.selective_ac_option.empty()) t.selective_ac_option = o.selective_ac_option;
   if (auto v = ParseNumber("--gpu-memory-gib", o.gpu_memory_gib)) t.gpu_memory_gib = *v;
   t.memory_reserve_gib = cli::ResolveMemoryReserve(o.memory_reserve_gib, t.memory_reserve_gib);
   if (auto v = ParseNumber("--imbalance", o.imbalance)) t.imbalance = *v;
@@ -593,6 +597,9 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
     explain = ParseLayoutQuery(o.explain);
     s.keep_all = true;
   }
+  ValidateSelectiveAcConvention(s.training, s.convention == Convention::kTorchtitan);  // else every layout is invalid
+  // torchtitan's per-layer checkpointing is a form of selective recompute: it pins that dimension.
+  if (!s.training.selective_ac_option.empty() && o.recompute.empty()) s.recomputes = {Recompute::kSelective};
   const int64_t moe_layers = model.NumMoeLayers();
   // (A trace samples every MoE layer; the sampler reads all of them whatever routing_layers says.)
   s.routing_layers = s.routing.kind == RoutingKind::kTrace
@@ -754,6 +761,7 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
                                                          {"--num-microbatches", &o.num_microbatches},
                                                          {"--recompute", &o.recompute},
                                                          {"--recompute-modules", &o.recompute_modules},
+                                                         {"--selective-ac-option", &o.selective_ac_option},
                                                          {"--gpu-memory-gib", &o.gpu_memory_gib},
                                                          {"--imbalance", &o.imbalance}};
   cli::AddMemoryReserveFlag(search, o.memory_reserve_gib);

@@ -231,20 +231,26 @@ StageActivationBytes StageActivations(const LayerActivationTable& layer, const S
       if (layer.present[which][k]) add(static_cast<K>(k), layer.bytes[which][k] * times);
     }
   };
-  if (recompute == Recompute::kFull) {
-    // Each layer's input is kept for every micro-batch in flight; one layer (the largest, the
-    // first of equals in layer order) is rebuilt at a time in backward.
-    add(K::kCheckpoints, layer_input_bytes * (count[0] + count[1]) * st.in_flight);
+  // Checkpointed layers: all of them with full recomputation, else those of torchtitan's per-layer
+  // selective checkpointing (none without it).
+  const bool full = recompute == Recompute::kFull;
+  const int64_t checkpointed[2] = {full ? count[0] : st.checkpointed_moe, full ? count[1] : st.checkpointed_dense};
+  const bool checkpointed_moe_first = full ? st.moe_first : st.checkpointed_moe_first;
+  if (checkpointed[0] + checkpointed[1] > 0) {
+    // Each checkpointed layer's input is kept for every micro-batch in flight; one of them (the
+    // largest, the first of equals in layer order) is rebuilt at a time in backward.
+    add(K::kCheckpoints, layer_input_bytes * (checkpointed[0] + checkpointed[1]) * st.in_flight);
     int largest = -1;
-    const int order[2] = {st.moe_first ? 0 : 1, st.moe_first ? 1 : 0};
+    const int order[2] = {checkpointed_moe_first ? 0 : 1, checkpointed_moe_first ? 1 : 0};
     for (int which : order) {
-      if (count[which] > 0 && (largest < 0 || layer.sum[which] > layer.sum[largest])) largest = which;
+      if (checkpointed[which] > 0 && (largest < 0 || layer.sum[which] > layer.sum[largest])) largest = which;
     }
     if (largest >= 0) add_layer(largest, 1);
-  } else {
-    for (int which = 0; which < 2; ++which) {
-      if (count[which] > 0) add_layer(which, static_cast<WideInt>(count[which]) * st.in_flight);
-    }
+  }
+  // The other layers keep every tensor for every micro-batch in flight.
+  for (int which = 0; which < 2; ++which) {
+    const int64_t kept = count[which] - checkpointed[which];
+    if (kept > 0) add_layer(which, static_cast<WideInt>(kept) * st.in_flight);
   }
   if (st.first_stage) add(K::kEmbedding, layer_input_bytes * st.in_flight);
   if (st.last_stage) add(K::kLogits, logits_bytes);
@@ -310,6 +316,16 @@ StageLayers LayersOfStage(const Plan& plan, int64_t stage) {
     if (first) st.moe_first = moe;
     first = false;
     ++(moe ? st.moe_layers : st.dense_layers);
+  }
+  // torchtitan's per-layer selective checkpointing: the stage's checkpointed layers.
+  if (const int64_t every = LayerSacEvery(plan.training); every > 0) {
+    const std::vector<bool> ckpt = LayerSacCheckpointed(plan.layer_stage, every);
+    for (int64_t l = 0; l < plan.model.num_hidden_layers; ++l) {
+      if (plan.layer_stage[l] != stage || !ckpt[l]) continue;
+      const bool moe = plan.model.moe_layers[l];
+      if (st.checkpointed_moe + st.checkpointed_dense == 0) st.checkpointed_moe_first = moe;
+      ++(moe ? st.checkpointed_moe : st.checkpointed_dense);
+    }
   }
   st.first_stage = stage == plan.embedding_stage;
   st.last_stage = stage == plan.loss_stage;

@@ -193,6 +193,12 @@ struct StageActivationBytes {
 struct StageLayers {
   int64_t moe_layers = 0, dense_layers = 0;
   bool moe_first = false;
+  // torchtitan's per-layer selective checkpointing (recompute.h LayerSacEvery): the stage's
+  // checkpointed MoE and dense layers, and whether the first of them is an MoE layer. Those layers
+  // count as under full recomputation (input kept, the largest rebuilt once), the others as under
+  // none. Ignored with `recompute` full (every layer checkpointed).
+  int64_t checkpointed_moe = 0, checkpointed_dense = 0;
+  bool checkpointed_moe_first = false;
   bool first_stage = false, last_stage = false;
   int64_t in_flight = 1;
 };

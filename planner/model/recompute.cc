@@ -23,6 +23,7 @@ RecomputeSet DefaultSelectiveSet() {
 
 RecomputeSet RecomputeSetOf(const TrainingConfig& t) {
   if (t.recompute != Recompute::kSelective) return {};
+  if (LayerSacEvery(t) > 0) return {};  // torchtitan per-layer: whole blocks, no module set
   if (t.recompute_modules.empty()) return DefaultSelectiveSet();
   RecomputeSet s;
   for (const std::string& m : t.recompute_modules) {
@@ -88,6 +89,54 @@ RecomputeExtraUs SelectiveRecomputeUs(const RecomputeSet& s, const RecomputeForw
   else if (s.mlp_act)
     x.dense_mlp += f.dense_act;
   return x;
+}
+
+int64_t LayerSacEvery(const TrainingConfig& t) {
+  if (t.recompute != Recompute::kSelective || t.selective_ac_option.empty()) return 0;
+  const int64_t n = std::stoll(t.selective_ac_option);  // digits only (ValidateSelectiveAcOption)
+  return n == 0 ? 1 : n;
+}
+
+std::vector<bool> LayerSacCheckpointed(const std::vector<int64_t>& layer_stage, int64_t every) {
+  std::vector<bool> out(layer_stage.size(), false);
+  std::vector<int64_t> count;  // blocks wrapped so far per rank
+  for (size_t l = 0; l < layer_stage.size(); ++l) {
+    const size_t s = static_cast<size_t>(layer_stage[l]);
+    if (count.size() <= s) count.resize(s + 1, 0);
+    out[l] = ++count[s] % every == 0;
+  }
+  return out;
+}
+
+void ValidateSelectiveAcOption(const TrainingConfig& t, const std::string& field) {
+  const std::string& v = t.selective_ac_option;
+  if (v.empty()) return;
+  const bool digits = v.size() <= 9 && std::all_of(v.begin(), v.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+  if (!digits) {
+    throw Error(
+        fmt::format("{}: \"{}\" is not a layer frequency; torchtitan's per-layer option is a non-negative integer N "
+                    "(every N-th transformer block checkpointed, at most 9 digits)",
+                    field, v));
+  }
+  if (t.recompute != Recompute::kSelective) {
+    throw Error(
+        fmt::format("{}: {} applies with recompute selective (torchtitan activation_checkpoint.mode \"selective\"), recompute is {}", field,
+                    v, RecomputeName(t.recompute)));
+  }
+  if (!t.recompute_modules.empty()) {
+    throw Error(
+        fmt::format("{}: {} checkpoints whole blocks (torchtitan); it cannot be combined with the Megatron module list "
+                    "recompute_modules ({})",
+                    field, v, fmt::join(t.recompute_modules, ",")));
+  }
+}
+
+void ValidateSelectiveAcConvention(const TrainingConfig& t, bool torchtitan) {
+  if (t.selective_ac_option.empty() || torchtitan) return;
+  throw Error(
+      fmt::format("selective_ac_option ({}): torchtitan's per-layer selective activation checkpointing needs --convention "
+                  "torchtitan; with --convention megatron use --recompute-modules",
+                  t.selective_ac_option));
 }
 
 }  // namespace dockyard

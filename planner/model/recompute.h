@@ -60,4 +60,28 @@ struct RecomputeExtraUs {
 };
 RecomputeExtraUs SelectiveRecomputeUs(const RecomputeSet& set, const RecomputeForwardUs& fwd);
 
+// torchtitan's per-layer selective activation checkpointing (activation_checkpoint.mode "selective",
+// selective_ac_option "N"; torchtitan/distributed/activation_checkpoint.py _apply_layer_sac up to
+// commit 114151ad4, which removed it in March 2026): a process-wide counter runs over the
+// transformer blocks each rank wraps, in order, and the k-th block (k from 1) is fully
+// checkpointed (checkpoint_wrapper) when k % N == 0 -- every N-th block of the stage -- while the
+// others keep all their activations; N = 0 checkpoints every block (its `not ac_freq` branch).
+// A checkpointed block costs what recompute full costs it (its input kept, its forward re-run in
+// backward), the others what recompute none costs them.
+//
+// The frequency N of `training` (an integer >= 1; torchtitan's 0 is returned as 1), or 0 when
+// per-layer checkpointing is off (recompute is not selective or selective_ac_option is empty).
+int64_t LayerSacEvery(const TrainingConfig& training);
+// Per decoder layer (`layer_stage[l]`: the pipeline rank holding layer l), whether it is
+// checkpointed under frequency `every` >= 1: its position among its rank's layers, counted from 1
+// in layer order, is a multiple of `every`.
+std::vector<bool> LayerSacCheckpointed(const std::vector<int64_t>& layer_stage, int64_t every);
+// Checks selective_ac_option: digits only (torchtitan's isdigit rule), only with recompute
+// selective, not together with recompute_modules. Throws dockyard::Error naming `field`
+// ("--selective-ac-option" or "/training/selective_ac_option"), the value and the rule.
+void ValidateSelectiveAcOption(const TrainingConfig& training, const std::string& field);
+// The convention rule: selective_ac_option is torchtitan's setting, refused with `torchtitan` false
+// (Megatron's selective recompute is --recompute-modules).
+void ValidateSelectiveAcConvention(const TrainingConfig& training, bool torchtitan);
+
 }  // namespace dockyard

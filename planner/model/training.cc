@@ -150,6 +150,7 @@ void ValidateTraining(const TrainingConfig& t, const std::string& origin) {
                      t.dispatcher));
   }
   ValidateRecomputeModules(t, origin + (flags ? "recompute-modules" : "recompute_modules"));
+  ValidateSelectiveAcOption(t, origin + (flags ? "selective-ac-option" : "selective_ac_option"));
   ValidatePrecision(t, origin);
   if (t.mtp_layers < 0 || t.mtp_layers > 64) fail("mtp_layers", fmt::format("must be in [0, 64], got {}", t.mtp_layers));
   if (t.oep && t.dispatcher != "deredundency") {
@@ -158,11 +159,14 @@ void ValidateTraining(const TrainingConfig& t, const std::string& origin) {
 }
 
 TrainingConfig TrainingFromJson(const JsonView& v) {
+  // clang-format off
   v.RejectUnknownKeys({"dp_sharding",       "param_dtype",      "grad_dtype", "optimizer",      "seq_len",
                        "micro_batch_size",  "num_microbatches", "recompute",  "pp_layer_split", "gpu_memory_gib",
                        "imbalance",         "gpus_per_node",    "oep",        "refit_dtype",    "dispatcher",
                        "recompute_modules", "precision",        "fp8_recipe", "fp8_dispatch",   "optimizer_states_dtype",
-                       "mtp_layers",        "fp8_param_gather", "memory_reserve_gib"});
+                       "mtp_layers",        "fp8_param_gather", "memory_reserve_gib",
+                       "selective_ac_option"});
+  // clang-format on
   TrainingConfig t;
   if (v.Has("dp_sharding")) {
     std::string s = v.String("dp_sharding");
@@ -194,6 +198,7 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
     t.recompute = Recompute::kFull;
   else
     v.Fail("recompute", fmt::format("must be \"none\", \"selective\" or \"full\", got \"{}\"", rc));
+  t.selective_ac_option = v.StringOr("selective_ac_option", "");
   if (v.Has("recompute_modules")) {
     const Json& list = v.value().at("recompute_modules");
     if (!list.is_array()) v.Fail("recompute_modules", "must be an array of module names");
@@ -248,6 +253,7 @@ Json TrainingToJson(const TrainingConfig& t) {
   if (t.memory_reserve_gib) j["memory_reserve_gib"] = *t.memory_reserve_gib;
   if (!t.refit_dtype.empty()) j["refit_dtype"] = t.refit_dtype;
   if (!t.recompute_modules.empty()) j["recompute_modules"] = t.recompute_modules;
+  if (!t.selective_ac_option.empty()) j["selective_ac_option"] = t.selective_ac_option;
   // Precision keys only when not the default, so default reports do not change.
   if (t.precision != "bf16") j["precision"] = t.precision;
   if (t.fp8_recipe != "tensorwise") j["fp8_recipe"] = t.fp8_recipe;

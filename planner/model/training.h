@@ -39,6 +39,9 @@ struct TrainingConfig {
   // With recompute selective: Megatron --recompute-modules names (planner/model/recompute.h); empty = the
   // default set (norms and SwiGLU activations).
   std::vector<std::string> recompute_modules;
+  // With recompute selective and --convention torchtitan: torchtitan's activation_checkpoint.selective_ac_option
+  // (planner/model/recompute.h LayerSacEvery); empty = unset (the module set above applies).
+  std::string selective_ac_option;
   // Precision (planner/model/precision.h), all opt-in.
   std::string precision = "bf16";                  // "bf16" | "fp8": GEMMs in FP8 (--precision)
   std::string fp8_recipe = "tensorwise";           // "tensorwise" | "blockwise" (--fp8-recipe)

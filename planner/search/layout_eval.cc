@@ -459,6 +459,8 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   if (di < 0) return EvaluateReference(c, simulate_over_budget);  // ValidateTraining rejects it there
   // --fp8-param-gather splits each FSDP unit by precision: SimulateStep's path (opt-in).
   if (options_.training.fp8_param_gather) return EvaluateReference(c, simulate_over_budget);
+  // torchtitan's per-layer selective checkpointing counts layers per stage: SimulateStep's path (opt-in).
+  if (!options_.training.selective_ac_option.empty()) return EvaluateReference(c, simulate_over_budget);
   Impl::TrainingEntry& entry = TrainingEntryOf(im, options_, di, c);
   if (!entry.ok) return r;
   ParallelDims d;

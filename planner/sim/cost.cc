@@ -333,7 +333,7 @@ const char* PhaseNameOf(int id) {
 
 }  // namespace
 
-CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*totals*/, const ParallelDims& d, const TrainingConfig& t,
+CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& totals, const ParallelDims& d, const TrainingConfig& t,
                                      const ClusterSpec& c, const StepInputs& in, const CostOptions& options_in, bool detail) {
   CheckCostModelCoversAttention(m);
   const CostOptions o = WithPrecision(options_in, t);  // FP8 GEMMs from the training config
@@ -346,6 +346,21 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
   const double tp = static_cast<double>(d.tp);
   const double E = static_cast<double>(m.moe.num_experts);
   CostBreakdown out;
+  // torchtitan's per-layer selective checkpointing (recompute.h): the checkpointed layers cost what
+  // they cost under recompute full (that run's layer times and phases), the others -- this run,
+  // whose recompute set is empty -- what they cost under recompute none.
+  CostBreakdown checkpointed;
+  std::vector<bool> layer_checkpointed(static_cast<size_t>(m.num_hidden_layers), false);
+  if (const int64_t every = LayerSacEvery(t); every > 0) {
+    TrainingConfig full = t;
+    full.recompute = Recompute::kFull;
+    full.selective_ac_option.clear();
+    checkpointed = SimulateStepFromInputs(m, totals, d, full, c, in, options_in, /*detail=*/true);
+    layer_checkpointed = LayerSacCheckpointed(*in.layer_stage, every);
+    out.layer_sac_every = every;
+    out.checkpointed_moe_layer_us = checkpointed.moe_layer_us;
+    out.checkpointed_dense_layer_us = checkpointed.dense_layer_us;
+  }
 
   // Attention: projections from the parameter count of one layer, core from the context.
   const double attn_params = in.attention_params;
@@ -596,7 +611,11 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
     const double mtp_us = static_cast<double>(t.mtp_layers) * ((m.moe_layers.back() ? out.moe_layer_us : out.dense_layer_us) + lm_head_us);
     double stage = (s == loss_stage ? lm_head_us : 0.0) + (s == mtp_stage ? mtp_us : 0.0) + p2p_us;
     for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
-      if (layer_stage[l] == s) stage += m.moe_layers[l] ? out.moe_layer_us : out.dense_layer_us;
+      if (layer_stage[l] != s) continue;
+      if (layer_checkpointed[l])
+        stage += m.moe_layers[l] ? out.checkpointed_moe_layer_us : out.checkpointed_dense_layer_us;
+      else
+        stage += m.moe_layers[l] ? out.moe_layer_us : out.dense_layer_us;
     }
     if (stage > worst_stage) {
       worst_stage = stage;
@@ -656,14 +675,21 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& /*to
   // layer of the slowest stage per pipeline slot (A (M + (pp - 1) / vpp) slots); then the step-end terms.
   double share[kNumPhaseIds] = {};
   bool present[kNumPhaseIds] = {};
-  int64_t moe_count = 0, dense_count = 0;
+  int64_t moe_count = 0, dense_count = 0, moe_checkpointed = 0, dense_checkpointed = 0;
   for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
     if (layer_stage[l] != slowest_stage) continue;
     (m.moe_layers[l] ? moe_count : dense_count)++;
+    if (layer_checkpointed[l]) (m.moe_layers[l] ? moe_checkpointed : dense_checkpointed)++;
   }
   for (int i = 0; i < num_records; ++i) {
     const Record& r = records[i];
-    share[r.id] += r.us * static_cast<double>(r.moe ? moe_count : dense_count) * slots;
+    // Checkpointed layers (per-layer selective checkpointing) at the recompute-full run's phase
+    // time: its records come in the same order.
+    const int64_t n_checkpointed = r.moe ? moe_checkpointed : dense_checkpointed;
+    const double us_checkpointed = n_checkpointed > 0 ? checkpointed.phases.at(i).time_us : 0.0;
+    share[r.id] += (r.us * static_cast<double>((r.moe ? moe_count : dense_count) - n_checkpointed) +
+                    us_checkpointed * static_cast<double>(n_checkpointed)) *
+                   slots;
     present[r.id] = true;
   }
   if (slowest_stage == loss_stage) {
@@ -844,21 +870,27 @@ Json CostToJson(const CostBreakdown& cost) {
     }
     phases.push_back(std::move(j));
   }
-  return Json{{"kind", "predicted"},
-              {"phases", phases},
-              {"moe_layer_us", cost.moe_layer_us},
-              {"dense_layer_us", cost.dense_layer_us},
-              {"stage_microbatch_us", cost.stage_microbatch_us},
-              {"pipeline_bubble_us", cost.pipeline_bubble_us},
-              {"dp_step_comm_us", cost.dp_step_comm_us},
-              {"optimizer_us", cost.optimizer_us},
-              {"step_time_us", cost.step_time_us},
-              {"tokens_per_s_per_gpu", cost.tokens_per_s_per_gpu},
-              {"mfu", cost.mfu},
-              {"model_flops_per_token", cost.model_flops_per_token},
-              {"routing_imbalance", cost.routing_imbalance},
-              {"critical_path", cost.critical_path},
-              {"dominant_phase", cost.dominant_phase}};
+  Json j{{"kind", "predicted"},
+         {"phases", phases},
+         {"moe_layer_us", cost.moe_layer_us},
+         {"dense_layer_us", cost.dense_layer_us},
+         {"stage_microbatch_us", cost.stage_microbatch_us},
+         {"pipeline_bubble_us", cost.pipeline_bubble_us},
+         {"dp_step_comm_us", cost.dp_step_comm_us},
+         {"optimizer_us", cost.optimizer_us},
+         {"step_time_us", cost.step_time_us},
+         {"tokens_per_s_per_gpu", cost.tokens_per_s_per_gpu},
+         {"mfu", cost.mfu},
+         {"model_flops_per_token", cost.model_flops_per_token},
+         {"routing_imbalance", cost.routing_imbalance},
+         {"critical_path", cost.critical_path},
+         {"dominant_phase", cost.dominant_phase}};
+  if (cost.layer_sac_every > 0) {  // opt-in keys only
+    j["layer_sac_every"] = cost.layer_sac_every;
+    j["checkpointed_moe_layer_us"] = cost.checkpointed_moe_layer_us;
+    j["checkpointed_dense_layer_us"] = cost.checkpointed_dense_layer_us;
+  }
+  return j;
 }
 
 std::string CostToText(const CostBreakdown& cost) {
@@ -881,6 +913,12 @@ std::string CostToText(const CostBreakdown& cost) {
       "  MoE layer {:.1f} us, dense layer {:.1f} us (fwd+bwd); slowest stage {:.1f} us per micro-batch; "
       "bubble {:.1f} us; step-end DP comm {:.1f} us; optimizer {:.1f} us\n",
       cost.moe_layer_us, cost.dense_layer_us, cost.stage_microbatch_us, cost.pipeline_bubble_us, cost.dp_step_comm_us, cost.optimizer_us);
+  if (cost.layer_sac_every > 0) {
+    out << fmt::format(
+        "  per-layer selective checkpointing: one layer in {} of each stage checkpointed (MoE layer {:.1f} us, dense layer "
+        "{:.1f} us fwd+bwd); the phases above are the other layers'\n",
+        cost.layer_sac_every, cost.checkpointed_moe_layer_us, cost.checkpointed_dense_layer_us);
+  }
   return out.str();
 }
 

@@ -65,6 +65,11 @@ struct CostBreakdown {
   std::vector<PhaseCost> phases;  // per layer kind and direction
   double moe_layer_us = 0;        // one MoE layer, forward + backward, one micro-batch
   double dense_layer_us = 0;
+  // torchtitan's per-layer selective checkpointing (recompute.h LayerSacEvery; 0 = off): the
+  // frequency, and one checkpointed MoE / dense layer, forward + backward (the layer under
+  // recompute full); moe_layer_us / dense_layer_us and the phases are then the other layers'.
+  int64_t layer_sac_every = 0;
+  double checkpointed_moe_layer_us = 0, checkpointed_dense_layer_us = 0;
   double stage_microbatch_us = 0;  // the slowest stage, one micro-batch, forward + backward
   double pipeline_bubble_us = 0;
   double dp_step_comm_us = 0;  // exposed data-parallel communication at the step's end
