@@ -138,13 +138,14 @@ double AllGatherDispatchUs(int64_t ep, double tokens, double hidden, double act_
 }
 
 bool FlexOrAllGatherTimesUs(const LayerRouting& L, const std::vector<int64_t>& ep_group, const MoePhaseShape& s, double sent_ab,
-                            const ClusterSpec& cluster, const CostOptions& options, double* dt, double* ct) {
+                            const ClusterSpec& cluster, const CostOptions& options, double* dt, double* ct, double* dt_bwd) {
   const int64_t n = static_cast<int64_t>(ep_group.size());
   if (s.allgather) {
     const double Td = s.dispatch_tokens > 0 ? s.dispatch_tokens : s.routed_tokens;
     const double t = AllGatherDispatchUs(n, Td, s.hidden, s.act_bytes, ep_group, cluster);
     std::fill(dt, dt + n, t);
     std::fill(ct, ct + n, t);  // the reduce-scatter of the same buffer
+    if (dt_bwd != nullptr) std::fill(dt_bwd, dt_bwd + n, t);
     return true;
   }
   if (!s.flex) return false;
@@ -164,10 +165,15 @@ bool FlexOrAllGatherTimesUs(const LayerRouting& L, const std::vector<int64_t>& e
   const double scale = sent_ab / s.act_bytes;  // megatron etp: a rank sends T_d / T_r of the sampled tokens
   const LinkBytes dispatch = FlexDispatchBytes(*L.flex, FlexTokenBytes(s.hidden, s.act_bytes, s.flex_fp8) * scale);
   const std::vector<double> d = FlexTimesUs(dispatch, false, ep_group, cluster, options);
-  const LinkBytes combine = s.flex_fp8 ? FlexDispatchBytes(*L.flex, s.hidden * s.act_bytes * scale) : dispatch;
+  const LinkBytes combine = s.flex_fp8 ? FlexDispatchBytes(*L.flex, FlexTokenBytes(s.hidden, s.act_bytes, false) * scale) : dispatch;
   const std::vector<double> c = FlexTimesUs(combine, true, ep_group, cluster, options);
   std::copy(d.begin(), d.end(), dt);
   std::copy(c.begin(), c.end(), ct);
+  if (dt_bwd != nullptr) {
+    // The backward dispatch moves BF16 rows: the dispatch pattern at the combine's row bytes.
+    const std::vector<double> b = s.flex_fp8 ? FlexTimesUs(combine, false, ep_group, cluster, options) : d;
+    std::copy(b.begin(), b.end(), dt_bwd);
+  }
   return true;
 }
 
