@@ -21,6 +21,7 @@ constexpr double kBytesPerUsPerGbps = 1e3;  // 1 GB/s = 1e9 B/s = 1e3 B/us
 FlexCounts MakeFlexCounts(const std::vector<int64_t>& ep_group, int64_t gpus_per_node) {
   if (gpus_per_node < 1) throw Error(fmt::format("gpus_per_node must be >= 1, got {}", gpus_per_node));
   FlexCounts c;
+  c.gpus_per_node = gpus_per_node;
   const int64_t n = static_cast<int64_t>(ep_group.size());
   std::map<int64_t, int64_t> index;
   for (int64_t r : ep_group) {
@@ -157,9 +158,10 @@ bool FlexOrAllGatherTimesUs(const LayerRouting& L, const std::vector<int64_t>& e
     const int64_t rank = ep_group[static_cast<size_t>(m)];
     if (L.flex->node_of[static_cast<size_t>(m)] != rank / domain) {
       throw Error(
-          fmt::format("the deepep routing sample places EP rank {} on node {}, the cluster's NVLink domain ({} GPUs) on {}; "
-                      "the deepep dispatcher groups ranks by NVLink domain: give --gpus-per-node {}",
-                      rank, L.flex->node_of[static_cast<size_t>(m)], domain, rank / domain, domain));
+          fmt::format("--gpus-per-node (training.gpus_per_node) is {}, but cluster {}'s NVLink domain is {} GPUs: the deepep "
+                      "dispatcher forwards over NVLink only inside one NVLink domain, so a node must be exactly one domain; give "
+                      "--gpus-per-node {}",
+                      L.flex->gpus_per_node, cluster.name, domain, domain));
     }
   }
   const double scale = sent_ab / s.act_bytes;  // megatron etp: a rank sends T_d / T_r of the sampled tokens

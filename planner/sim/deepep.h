@@ -39,6 +39,7 @@ namespace dockyard {
 
 // Token-level counts of one layer for the flex dispatcher (stored in LayerRouting).
 struct FlexCounts {
+  int64_t gpus_per_node = 0;         // the node size the counts were made with (MakeFlexCounts)
   std::vector<int64_t> node_of;      // [n] node of each EP member (rank / gpus_per_node)
   int64_t num_nodes = 0;             // distinct nodes, numbered 0.. in member order (node_index)
   std::vector<int64_t> node_index;   // [n] member -> 0..num_nodes-1
