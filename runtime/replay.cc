@@ -98,10 +98,9 @@ ReplayReport ReplayRank(const Plan& plan, const ReplayOptions& o, Backend& backe
     }
     if (s == e) own = std::move(experts);
   }
-  // The cost model on the same sample (routed tokens T, the plan's dispatcher).
-  const int64_t oep = DispatchOep(plan);
-  // The cost model sees this layer only.
-  RoutingResult sampled = SampleRouting(model, ep, T, oep);
+  // The cost model on the same sample, drawn as simulate draws it (SampleRoutingForPlan: routed
+  // tokens T, the dispatcher's outer EP size, the deepep per-token node counts). It sees this layer only.
+  RoutingResult sampled = SampleRoutingForPlan(plan, o.routing, moe_layers);
   LayerRouting layer = std::move(sampled.layers[static_cast<size_t>(l)]);
   sampled.layers.clear();
   sampled.max_imbalance = layer.imbalance;

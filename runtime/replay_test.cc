@@ -101,6 +101,42 @@ TEST_CASE("dispatch and combine come from the cost model for the rank's EP index
   CHECK(shared);
 }
 
+TEST_CASE("replay of a deepep plan samples routing as simulate does: dispatch and combine from the cost model") {
+  // ep 16 over 2 nodes of 8 GPUs (h200-sxm's NVLink domain): the deepep cost needs the per-token
+  // node counts that SampleRoutingForPlan adds for deepep; the replay's phases equal simulate's
+  // for EP index 11 (rank 11, node 1).
+  ModelSpec m = testing::TinyDeepSeek();
+  ParallelDimsOptions d;
+  d.world_size = 16;
+  d.ep = 16;
+  TrainingConfig t;
+  t.seq_len = 64;
+  t.dispatcher = "deepep";
+  for (const bool fp8 : {false, true}) {
+    CAPTURE(fp8);
+    t.fp8_dispatch = fp8;
+    const Plan plan = BuildPlan(m, d, t);
+    cpu::CpuBackend backend;
+    const ReplayReport r = ReplayRank(plan, Options(11), backend);
+    CHECK(r.passed());
+    const CostBreakdown cost = SimulateStep(plan, ClusterPreset("h200-sxm"), SampleRoutingForPlan(plan, RoutingSpec{}, 1));
+    int found = 0;
+    for (const ReplayPhase& p : r.phases) {
+      if (p.name != "dispatch" && p.name != "combine") continue;
+      CHECK(p.source == "cost model");
+      CHECK(p.time_us > 0);  // 2 nodes: some rows cross the network
+      for (const PhaseCost& c : cost.phases) {
+        if (c.name == p.name && c.layer_kind == "moe" && c.direction == "forward") {
+          REQUIRE(c.per_ep_rank_us.size() == 16);
+          CHECK(p.time_us == c.per_ep_rank_us[11]);
+          ++found;
+        }
+      }
+    }
+    CHECK(found == 2);
+  }
+}
+
 TEST_CASE("replay with TP-sharded experts computes the rank's slice of the intermediate dim") {
   const Plan plan = SmallPlan(4, 2, /*tp=*/2, /*etp=*/2);
   cpu::CpuBackend backend;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <initializer_list>
 #include <map>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -331,8 +332,14 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
     const auto ep_group = b.Group(sparse, {"ep"});
     if (t.dispatcher == "all_to_all") {
       b.Add("ep_token_counts", "all_to_all", "sparse", "ep", "forward", ep_group, calls, counts_bytes);
+      // --fp8-dispatch: the forward dispatch sends FP8 rows (precision.h DispatchRowBytes); the
+      // combine and the backward move BF16 gradients.
+      const int64_t fp8_rows_bytes =
+          mul(mul(w.dispatch_tokens, m.moe.top_k),
+              static_cast<int64_t>(DispatchRowBytes(static_cast<double>(h), static_cast<double>(w.act_bytes), true)));
       for (const char* phase : {"forward", "backward"}) {
-        b.Add("ep_dispatch", "all_to_all", "sparse", "ep", phase, ep_group, calls, rows_bytes);
+        const bool fp8 = t.fp8_dispatch && std::string(phase) == "forward";
+        b.Add("ep_dispatch", "all_to_all", "sparse", "ep", phase, ep_group, calls, fp8 ? fp8_rows_bytes : rows_bytes);
         b.Add("ep_combine", "all_to_all", "sparse", "ep", phase, ep_group, calls, rows_bytes);
       }
     } else if (t.dispatcher == "allgather") {

@@ -127,6 +127,22 @@ TEST_CASE("EP dispatch and combine: T x top_k x hidden per MoE layer, forward an
   CHECK(Find(r, "ep_combine", "backward") != nullptr);
 }
 
+TEST_CASE("EP dispatch with --fp8-dispatch: the forward dispatch sends FP8 rows, the combine and the backward BF16") {
+  TrainingConfig t;
+  t.dp_sharding = DpSharding::kFsdp;
+  t.seq_len = 16;
+  t.gpus_per_node = 2;
+  t.fp8_dispatch = true;
+  auto r = dockyard::ComputeComm(BuildPlan(dockyard::testing::TinyMixtral(), Dims(4, 1, 4), t), 0);
+  // 16 tokens x top_k 2 = 32 rows of DispatchRowBytes(64, 2, fp8) = 64 x 1 B + 4 B x ceil(64 / 128)
+  // = 68 B: 2176 B (BF16: 32 x 128 = 4096 B).
+  CHECK(Find(r, "ep_dispatch", "forward")->bytes_per_call == 32 * 68);
+  CHECK(Find(r, "ep_dispatch", "forward")->wire_bytes == 2 * 2176 * 3 / 4);  // 2 calls, 3 of 4 destinations remote
+  CHECK(Find(r, "ep_dispatch", "backward")->bytes_per_call == 4096);
+  CHECK(Find(r, "ep_combine", "forward")->bytes_per_call == 4096);
+  CHECK(Find(r, "ep_combine", "backward")->bytes_per_call == 4096);
+}
+
 TEST_CASE("Deredundency dispatcher: all-gather over oep, all-to-all over iep, reduce-scatter on combine") {
   TrainingConfig t;
   t.dp_sharding = DpSharding::kFsdp;

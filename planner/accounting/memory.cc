@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "planner/accounting/comm.h"
 #include "planner/base/checked_math.h"
 #include "planner/base/error.h"
 #include "planner/model/mtp.h"
@@ -260,7 +261,7 @@ StageActivationBytes StageActivations(const LayerActivationTable& layer, const S
 const char* BufferUseName(BufferUse use) {
   static constexpr const char* kNames[] = {"fsdp_all_gather", "fsdp_reduce_scatter", "deredundency",          "all_to_all",
                                            "tp_all_gather",   "pp_send_recv",        "fsdp_unsharded_params", "fsdp_unsharded_grads",
-                                           "deepep"};
+                                           "deepep",          "allgather_dispatch"};
   return kNames[static_cast<int>(use)];
 }
 
@@ -284,6 +285,11 @@ StageBufferBytes StageBuffers(WideInt largest_fsdp_unit, bool has_moe_layers, co
       const WideInt other_nodes = Ceil(d.ep, t.gpus_per_node) - 1;
       const WideInt row = static_cast<WideInt>(DispatchRowBytes(static_cast<double>(h), static_cast<double>(w.act_bytes), t.fp8_dispatch));
       set(BufferUse::kDeepEp, other_nodes * w.dispatch_tokens * row + static_cast<WideInt>(w.received_rows) * h * w.act_bytes);
+    } else if (t.dispatcher == "allgather") {
+      // The all-gather output and the reduce-scatter input (comm.h AllGatherDispatchBytes).
+      const double gathered =
+          AllGatherDispatchBytes(d.ep, static_cast<double>(w.dispatch_tokens), static_cast<double>(h), static_cast<double>(w.act_bytes));
+      set(BufferUse::kAllGatherDispatch, 2 * static_cast<WideInt>(gathered));
     } else {
       set(BufferUse::kAllToAll, static_cast<WideInt>(w.mean_received_rows + w.received_rows) * h * w.act_bytes);
     }

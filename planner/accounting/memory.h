@@ -230,6 +230,9 @@ StageActivationBytes StageActivations(const LayerActivationTable& layers, const 
 //  - deepep dispatcher (planner/sim/deepep.h), in place of the all-to-all buffers: the RDMA receive
 //    rows (one per token per other node the EP group spans: (nodes - 1) x T_d, in the dispatch's
 //    bytes per row, FP8 with fp8_dispatch: deepep.h FlexTokenBytes) and the NVLink receive rows (R_max, act bytes).
+//  - allgather dispatcher (Megatron MoEAllGatherTokenDispatcher), in place of the all-to-all
+//    buffers: the gathered tokens of the EP group and the combine's reduce-scatter input of the
+//    same size, 2 x comm.h AllGatherDispatchBytes(ep, T_d, h, act bytes).
 enum class BufferUse {
   kFsdpAllGather,
   kFsdpReduceScatter,
@@ -240,6 +243,7 @@ enum class BufferUse {
   kFsdpUnshardedParams,
   kFsdpUnshardedGrads,
   kDeepEp,
+  kAllGatherDispatch,
   kCount
 };
 const char* BufferUseName(BufferUse use);  // "fsdp_all_gather", ...

@@ -194,6 +194,7 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
   out.dispatch.assign(ep, 0);
   out.gemm.assign(ep, 0);
   out.combine.assign(ep, 0);
+  out.dispatch_bwd.assign(ep, 0);
   double imbalance = 1.0;
   const size_t nlayers = std::max<size_t>(1, routing.layers.size());
   std::vector<double> dbytes, cbytes;
@@ -202,13 +203,16 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
   for (size_t li = 0; li < nlayers; ++li) {
     std::vector<double> rows(nle * ep, 0.0), received(ep, 0.0);
     std::vector<double> dt(ep, 0.0), ct(ep, 0.0);
+    std::vector<double> dtb(ep, 0.0);  // the backward dispatch (BF16 rows; differs from dt with FP8 dispatch)
+    bool own_bwd = false;              // dtb written by the dispatcher's branch; else dtb = dt
     if (ep > 1) {
       const auto& L = routing.layers[li];
       for (int64_t i = 0; i < ep * nle; ++i) rows[i] = static_cast<double>(L.rows_per_local_expert[i]);
       for (int64_t r = 0; r < ep; ++r) received[r] = static_cast<double>(L.received[r]);
       imbalance = std::max(imbalance, L.imbalance);
-      if (FlexOrAllGatherTimesUs(L, ep_group, s, sent_ab, c, o, dt.data(), ct.data())) {
+      if (FlexOrAllGatherTimesUs(L, ep_group, s, sent_ab, c, o, dt.data(), ct.data(), dtb.data())) {
         // deepep / allgather dispatcher (deepep.h).
+        own_bwd = true;
       } else if (!deredundency && s.integer_sums && ep >= 2 && sent_ab == ab && dispatch_ab == ab &&
                  BlockAllToAll(L, ep_nodes, D, ab, c, dt.data(), ct.data())) {
         // Same values from integer block sums (see BlockAllToAll).
@@ -237,6 +241,10 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
           }
           AllToAllTimesFromRows(dbytes.data(), drecv.data(), ep_nodes.data(), ep, c, dt.data());
           AllToAllTimesFromRows(cbytes.data(), crecv.data(), ep_nodes.data(), ep, c, ct.data());
+          // The backward dispatch: the dispatch matrix in BF16 (crecv, rows = senders), its
+          // transpose cbytes.
+          AllToAllTimesFromRows(crecv.data(), cbytes.data(), ep_nodes.data(), ep, c, dtb.data());
+          own_bwd = true;
         }
       } else {
         // Deredundency (ep = oep x iep, inner index fastest): all-gather of every rank's T_r*k
@@ -275,7 +283,8 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
       for (int64_t e = 0; e < nle; ++e) rows[e] = Tr * k / E;
       received[0] = Tr * k;
     }
-    double pm = 0, dm = 0, gm = 0, cm = 0;
+    if (!own_bwd) dtb = dt;
+    double pm = 0, dm = 0, gm = 0, cm = 0, dbm = 0;
     for (int64_t r = 0; r < ep; ++r) {
       double g = 0;
       for (int64_t e = 0; e < nle; ++e) {
@@ -291,6 +300,8 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
       out.permute[r] += pr / nlayers;
       out.dispatch[r] += dt[r] / nlayers;
       out.combine[r] += ct[r] / nlayers;
+      out.dispatch_bwd[r] += dtb[r] / nlayers;
+      dbm = std::max(dbm, dtb[r]);
       gm = std::max(gm, g);
       pm = std::max(pm, pr);
       dm = std::max(dm, dt[r]);
@@ -298,6 +309,7 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
     }
     out.permute_max += pm / nlayers;
     out.dispatch_max += dm / nlayers;
+    out.dispatch_bwd_max += dbm / nlayers;
     out.gemm_max += gm / nlayers;
     out.combine_max += cm / nlayers;
   }
@@ -512,6 +524,11 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
   // dispatch and combine phases (for --overlap-moe-expert-parallel-comm below).
   double moe_sum[2] = {0, 0}, moe_a2a[2] = {0, 0}, moe_rest[2] = {0, 0};
   int a2a_record[2][2] = {{-1, -1}, {-1, -1}};
+  // The dispatch per pass: the forward's (FP8 rows with --fp8-dispatch); the backward's in BF16
+  // (dispatch_bwd), after the forward's again under full recomputation.
+  std::vector<double> dispatch_bwd_ranks = mp.dispatch_bwd;
+  for (size_t r = 0; r < dispatch_bwd_ranks.size() && full_recompute; ++r) dispatch_bwd_ranks[r] += mp.dispatch[r];
+  const double dispatch_us[2] = {mp.dispatch_max, mp.dispatch_bwd_max + (full_recompute ? mp.dispatch_max : 0.0)};
   for (int pass = 0; pass < 2; ++pass) {
     const double mult = pass == 0 ? 1.0 : bwd_compute;
     const double cmult = pass == 0 ? 1.0 : bwd_comm;
@@ -523,7 +540,7 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
     sum += add(kRouter, true, pass, compute(router_us, sc.router, pass, mult) + kx.router[pass] + rb(rx.router, pass));
     sum += add(kPermute, true, pass, mp.permute_max * cmult + rb(rx.permute, pass), &mp.permute, cmult);
     a2a_record[pass][0] = num_records;
-    sum += add(kDispatch, true, pass, mp.dispatch_max * cmult + rb(rx.dispatch, pass), &mp.dispatch, cmult);
+    sum += add(kDispatch, true, pass, dispatch_us[pass] + rb(rx.dispatch, pass), pass == 0 ? &mp.dispatch : &dispatch_bwd_ranks);
     sum += add(kGroupedGemm, true, pass, mp.gemm_max * mult + kx.grouped_gemm[pass] + rb(rx.grouped_gemm, pass), &mp.gemm, mult);
     sum += add(kUnpermute, true, pass, mp.permute_max * cmult + rb(rx.unpermute, pass), &mp.permute, cmult);
     a2a_record[pass][1] = num_records;
@@ -535,7 +552,7 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
     const int64_t n_rs = pass == 0 ? 0 : fsdp_calls.reduce_scatters;
     add(kFsdpComm, true, pass, fsdp_mean(fsdp_ag[0], fsdp_rs[0], n_ag, n_rs));
     moe_sum[pass] = sum;
-    moe_a2a[pass] = (mp.dispatch_max + mp.combine_max) * cmult + rb(rx.dispatch, pass) + rb(rx.combine, pass);
+    moe_a2a[pass] = dispatch_us[pass] + mp.combine_max * cmult + rb(rx.dispatch, pass) + rb(rx.combine, pass);
     moe_rest[pass] = sum - moe_a2a[pass];
   }
   // Megatron's --overlap-moe-expert-parallel-comm: one micro-batch's all-to-alls run under another

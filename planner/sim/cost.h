@@ -138,6 +138,12 @@ struct MoePhaseTimes {
   std::vector<double> permute, dispatch, gemm, combine;  // [ep]: each EP rank's mean over the sampled layers
   // The mean over the sampled layers of each layer's slowest rank.
   double permute_max = 0, dispatch_max = 0, gemm_max = 0, combine_max = 0;
+  // The backward pass's dispatch: the same rows in BF16 (act_bytes). Equal to `dispatch` unless
+  // the forward dispatch is FP8 (shape.dispatch_act_bytes / flex_fp8): only the forward dispatch
+  // sends FP8 rows; the backward moves BF16 gradients (Megatron moe/fused_a2a.py: the backward of
+  // the dispatch and of the combine run buffer.combine / buffer.dispatch on the gradient).
+  std::vector<double> dispatch_bwd;
+  double dispatch_bwd_max = 0;
   double imbalance = 1.0;      // max / mean received rows, the largest over the sampled layers
   bool spans_domains = false;  // the EP group spans NVLink domains (its all-to-alls use the NICs)
 };

@@ -21,6 +21,7 @@ constexpr double kBytesPerUsPerGbps = 1e3;  // 1 GB/s = 1e9 B/s = 1e3 B/us
 FlexCounts MakeFlexCounts(const std::vector<int64_t>& ep_group, int64_t gpus_per_node) {
   if (gpus_per_node < 1) throw Error(fmt::format("gpus_per_node must be >= 1, got {}", gpus_per_node));
   FlexCounts c;
+  c.gpus_per_node = gpus_per_node;
   const int64_t n = static_cast<int64_t>(ep_group.size());
   std::map<int64_t, int64_t> index;
   for (int64_t r : ep_group) {
@@ -138,13 +139,14 @@ double AllGatherDispatchUs(int64_t ep, double tokens, double hidden, double act_
 }
 
 bool FlexOrAllGatherTimesUs(const LayerRouting& L, const std::vector<int64_t>& ep_group, const MoePhaseShape& s, double sent_ab,
-                            const ClusterSpec& cluster, const CostOptions& options, double* dt, double* ct) {
+                            const ClusterSpec& cluster, const CostOptions& options, double* dt, double* ct, double* dt_bwd) {
   const int64_t n = static_cast<int64_t>(ep_group.size());
   if (s.allgather) {
     const double Td = s.dispatch_tokens > 0 ? s.dispatch_tokens : s.routed_tokens;
     const double t = AllGatherDispatchUs(n, Td, s.hidden, s.act_bytes, ep_group, cluster);
     std::fill(dt, dt + n, t);
     std::fill(ct, ct + n, t);  // the reduce-scatter of the same buffer
+    if (dt_bwd != nullptr) std::fill(dt_bwd, dt_bwd + n, t);
     return true;
   }
   if (!s.flex) return false;
@@ -156,18 +158,24 @@ bool FlexOrAllGatherTimesUs(const LayerRouting& L, const std::vector<int64_t>& e
     const int64_t rank = ep_group[static_cast<size_t>(m)];
     if (L.flex->node_of[static_cast<size_t>(m)] != rank / domain) {
       throw Error(
-          fmt::format("the deepep routing sample places EP rank {} on node {}, the cluster's NVLink domain ({} GPUs) on {}; "
-                      "the deepep dispatcher groups ranks by NVLink domain: give --gpus-per-node {}",
-                      rank, L.flex->node_of[static_cast<size_t>(m)], domain, rank / domain, domain));
+          fmt::format("--gpus-per-node (training.gpus_per_node) is {}, but cluster {}'s NVLink domain is {} GPUs: the deepep "
+                      "dispatcher forwards over NVLink only inside one NVLink domain, so a node must be exactly one domain; give "
+                      "--gpus-per-node {}",
+                      L.flex->gpus_per_node, cluster.name, domain, domain));
     }
   }
   const double scale = sent_ab / s.act_bytes;  // megatron etp: a rank sends T_d / T_r of the sampled tokens
   const LinkBytes dispatch = FlexDispatchBytes(*L.flex, FlexTokenBytes(s.hidden, s.act_bytes, s.flex_fp8) * scale);
   const std::vector<double> d = FlexTimesUs(dispatch, false, ep_group, cluster, options);
-  const LinkBytes combine = s.flex_fp8 ? FlexDispatchBytes(*L.flex, s.hidden * s.act_bytes * scale) : dispatch;
+  const LinkBytes combine = s.flex_fp8 ? FlexDispatchBytes(*L.flex, FlexTokenBytes(s.hidden, s.act_bytes, false) * scale) : dispatch;
   const std::vector<double> c = FlexTimesUs(combine, true, ep_group, cluster, options);
   std::copy(d.begin(), d.end(), dt);
   std::copy(c.begin(), c.end(), ct);
+  if (dt_bwd != nullptr) {
+    // The backward dispatch moves BF16 rows: the dispatch pattern at the combine's row bytes.
+    const std::vector<double> b = s.flex_fp8 ? FlexTimesUs(combine, false, ep_group, cluster, options) : d;
+    std::copy(b.begin(), b.end(), dt_bwd);
+  }
   return true;
 }
 

@@ -39,6 +39,7 @@ namespace dockyard {
 
 // Token-level counts of one layer for the flex dispatcher (stored in LayerRouting).
 struct FlexCounts {
+  int64_t gpus_per_node = 0;         // the node size the counts were made with (MakeFlexCounts)
   std::vector<int64_t> node_of;      // [n] node of each EP member (rank / gpus_per_node)
   int64_t num_nodes = 0;             // distinct nodes, numbered 0.. in member order (node_index)
   std::vector<int64_t> node_index;   // [n] member -> 0..num_nodes-1
@@ -86,10 +87,11 @@ double AllGatherDispatchUs(int64_t ep, double tokens, double hidden, double act_
 // The dispatch (dt) and combine (ct) times of one sampled layer under the deepep or allgather
 // dispatcher (s.flex / s.allgather), per EP member; `sent_ab` = bytes per element sent (the
 // megatron etp scaling of SimulateMoePhases). Returns false (nothing written) for the other
-// dispatchers. Throws dockyard::Error when a deepep layer has no flex counts, or counts for
-// other nodes than `cluster` places the members on.
+// dispatchers. `dt_bwd` (optional): the backward pass's dispatch, in BF16 rows even with FP8
+// dispatch (s.flex_fp8 only changes the forward). Throws dockyard::Error when a deepep layer has
+// no flex counts, or counts for other nodes than `cluster` places the members on.
 bool FlexOrAllGatherTimesUs(const LayerRouting& layer, const std::vector<int64_t>& ep_group, const MoePhaseShape& s, double sent_ab,
-                            const ClusterSpec& cluster, const CostOptions& options, double* dt, double* ct);
+                            const ClusterSpec& cluster, const CostOptions& options, double* dt, double* ct, double* dt_bwd = nullptr);
 
 // The deepep dispatch's link-level traffic of every sampled layer of `routing` (its flex counts),
 // for the simulate report: {"dispatcher": "deepep", "bytes_per_token", "layers": [{"network":

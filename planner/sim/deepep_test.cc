@@ -149,3 +149,25 @@ TEST_CASE("the simulate report's link rows: per-member sends and receives of eac
   CHECK(l["nvlink_recv"][6].get<double>() == 100);
   CHECK(l["nvlink"][1 * 8 + 3].get<double>() == 100);
 }
+
+TEST_CASE("deepep with --gpus-per-node other than the cluster's NVLink domain: the error names the flag, its value and the fix") {
+  // EP 16 counted on nodes of 16 (one node) on a cluster whose NVLink domain is 8 GPUs: rank 8
+  // is on node 0 by the flag but in the second NVLink domain.
+  std::vector<int64_t> group;
+  for (int64_t r = 0; r < 16; ++r) group.push_back(r);
+  LayerRouting L;
+  L.flex = std::make_shared<const FlexCounts>(MakeFlexCounts(group, 16));
+  MoePhaseShape s;
+  s.ep = 16;
+  s.hidden = 64;
+  s.act_bytes = 2;
+  s.flex = true;
+  ClusterSpec cl = ClusterPreset("h800-sxm");  // 8 GPUs per node, NVLink domain = node
+  std::vector<double> dt(16), ct(16);
+  const auto call = [&] { FlexOrAllGatherTimesUs(L, group, s, 2, cl, CostOptions{}, dt.data(), ct.data()); };
+  CHECK_THROWS_WITH_AS(call(),
+                       "--gpus-per-node (training.gpus_per_node) is 16, but cluster h800-sxm's NVLink domain is 8 GPUs: the deepep "
+                       "dispatcher forwards over NVLink only inside one NVLink domain, so a node must be exactly one domain; give "
+                       "--gpus-per-node 8",
+                       Error);
+}

@@ -2,6 +2,7 @@
 #include "planner/sim/dispatch_traffic.h"
 
 #include <algorithm>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -72,7 +73,9 @@ void AddDeepEpTraffic(const Plan& plan, int64_t rank, const std::vector<FlexCoun
                          {"deepep_combine_nvlink", links.nvlink_recv[m] * combine, false}};
   for (const char* phase : {"forward", "backward"}) {
     for (const Item& it : items) {
-      const int64_t per_call = static_cast<int64_t>(it.bytes);
+      // Only the forward dispatch sends FP8 rows: the backward dispatch moves BF16 gradients.
+      const bool bf16_dispatch = std::string(phase) == "backward" && std::string(it.purpose).rfind("deepep_dispatch", 0) == 0;
+      const int64_t per_call = static_cast<int64_t>(bf16_dispatch ? it.bytes * combine : it.bytes);
       if (calls == 0 || per_call == 0 || n < 2) continue;
       CommEntry e{it.purpose, it.network ? "rdma" : "nvlink", "sparse", "ep", phase, n, calls, per_call, 0, 0};
       e.wire_bytes = CheckedMul(calls, per_call, "deepep bytes per step");

@@ -104,6 +104,10 @@ TEST_CASE("deepep traffic with FP8 dispatch: 64 + 4 B per dispatched row, the co
   AddDeepEpTraffic(plan, 4, {HandCounts()}, r4);
   CHECK(Find(r4, "deepep_dispatch_nvlink", "forward")->bytes_per_call == 3 * 68);   // A, B to 5 and B to 6
   CHECK(Find(r4, "deepep_combine_network", "forward")->bytes_per_call == 3 * 128);  // A, B, C back to 0
+  // Only the forward dispatch is FP8: the backward passes move BF16 gradients (DeepEP's combine
+  // and dispatch of the backward take BF16 rows), 3 x 128 B each way.
+  CHECK(Find(r4, "deepep_dispatch_nvlink", "backward")->bytes_per_call == 3 * 128);
+  CHECK(Find(r4, "deepep_combine_network", "backward")->bytes_per_call == 3 * 128);
 }
 
 TEST_CASE("the plan's deepep table reads the sample simulate's time model reads") {
