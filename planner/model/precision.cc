@@ -42,8 +42,8 @@ double DispatchRowBytes(double hidden, double act_bytes, bool fp8) {
   return fp8 ? hidden + kScaleBytes * std::ceil(hidden / kTile) : hidden * act_bytes;
 }
 
-double DispatchBytesPerElement(const TrainingConfig& t, double ab) {
-  return t.fp8_dispatch ? 1.0 + kScaleBytes / kTile : ab;
+double DispatchBytesPerElement(const TrainingConfig& t, double hidden, double ab) {
+  return DispatchRowBytes(hidden, ab, t.fp8_dispatch) / hidden;  // the row rule, per element
 }
 
 void ValidatePrecision(const TrainingConfig& t, const std::string& origin) {

@@ -58,8 +58,9 @@ Int Fp8ActivationBytes(Int elements, bool blockwise) {
 }
 // Bytes an input-quantize kernel moves per element of a BF16 (`act_bytes`) tensor.
 double Fp8QuantizeBytesPerElement(bool blockwise, double act_bytes);
-// Bytes per element the dispatch all-to-all sends (act_bytes unless --fp8-dispatch).
-double DispatchBytesPerElement(const TrainingConfig& training, double act_bytes);
+// Bytes per element of a dispatched row of `hidden` elements: DispatchRowBytes / hidden (act_bytes
+// unless --fp8-dispatch; with it 1 B per element plus a 4 B scale per started 128-element tile).
+double DispatchBytesPerElement(const TrainingConfig& training, double hidden, double act_bytes);
 // Bytes of one dispatched token row of `hidden` elements: hidden x act_bytes, or with FP8 dispatch
 // 1 B per element plus one fp32 scale per 128-element tile (DeepEP use_fp8:
 // hidden + 4 x ceil(hidden / 128)). The deepep dispatcher's rows and RDMA buffers use it.

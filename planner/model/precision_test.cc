@@ -149,9 +149,11 @@ TEST_CASE("FP8 quantize kernels: bytes per element and their time in the shaped 
 
 TEST_CASE("FP8 dispatch sends 1 B + 4 B / 128 per element; combine stays BF16") {
   dockyard::TrainingConfig t;
-  CHECK(dockyard::DispatchBytesPerElement(t, 2) == 2);
+  CHECK(dockyard::DispatchBytesPerElement(t, 128, 2) == 2);
   t.fp8_dispatch = true;
-  CHECK(dockyard::DispatchBytesPerElement(t, 2) == Approx(1.03125));
+  CHECK(dockyard::DispatchBytesPerElement(t, 128, 2) == Approx(1.03125));  // (128 + 4) / 128
+  // hidden 64: one started tile, (64 + 4) / 64 = 1.0625 B per element, as the row rule counts it.
+  CHECK(dockyard::DispatchBytesPerElement(t, 64, 2) == Approx(1.0625));
   const dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
   const auto routing = dockyard::testing::TinyEp4Routing(1);
   const auto plan = TinyPlan(dockyard::TrainingConfig{});

@@ -602,7 +602,7 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
     for (int64_t i = 0; i < d.ep; ++i) ep_group[i] = i * d.etp;
     MoePhaseShape shape = MoePhaseShapeOf(m, w, d.ep, deredundency);
     shape.integer_sums = true;
-    if (t.fp8_dispatch) shape.dispatch_act_bytes = DispatchBytesPerElement(t, shape.act_bytes);
+    if (t.fp8_dispatch) shape.dispatch_act_bytes = DispatchBytesPerElement(t, static_cast<double>(m.hidden_size), shape.act_bytes);
     mit =
         im.moe_cache.emplace(moe_key, SimulateMoePhases(routing, ep_group, shape, options_.cluster, WithPrecision(options_.cost, t))).first;
     cache_fill_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

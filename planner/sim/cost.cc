@@ -830,7 +830,7 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
   shape.flex = d.ep > 1 && t.dispatcher == "deepep";
   shape.flex_fp8 = t.fp8_dispatch;
   shape.allgather = d.ep > 1 && t.dispatcher == "allgather";
-  if (t.fp8_dispatch) shape.dispatch_act_bytes = DispatchBytesPerElement(t, shape.act_bytes);
+  if (t.fp8_dispatch) shape.dispatch_act_bytes = DispatchBytesPerElement(t, static_cast<double>(m.hidden_size), shape.act_bytes);
   if (routing.num_slots > 0) shape.num_experts = routing.num_slots;  // replicas: the physical slots
   const MoePhaseTimes moe = SimulateMoePhases(routing, ep_group, shape, c, o);
   in.moe_phases = &moe;
