@@ -13,6 +13,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <tuple>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -570,14 +571,16 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   s.pins.ep = ParseInt("--ep", o.degrees.ep).value_or(0);
   s.pins.etp = ParseInt("--etp", o.degrees.etp).value_or(0);
   s.pins.pp = ParseInt("--pp", o.degrees.pp).value_or(0);
-  for (const auto& [flag, value] : {std::pair<const char*, int64_t>{"--dp-replicate", s.pins.dp_replicate},
-                                    {"--dp-shard", s.pins.dp_shard},
-                                    {"--cp", s.pins.cp},
-                                    {"--tp", s.pins.tp},
-                                    {"--ep", s.pins.ep},
-                                    {"--etp", s.pins.etp},
-                                    {"--pp", s.pins.pp}}) {
-    if (value < 0) throw UsageError(fmt::format("{}: a pinned degree must be >= 1, got {}", flag, value));
+  // A given flag pins its degree (0 would silently mean "searched"): it must be >= 1.
+  for (const auto& [flag, raw, value] :
+       {std::tuple<const char*, const std::string&, int64_t>{"--dp-replicate", o.degrees.dp_replicate, s.pins.dp_replicate},
+        {"--dp-shard", o.degrees.dp_shard, s.pins.dp_shard},
+        {"--cp", o.degrees.cp, s.pins.cp},
+        {"--tp", o.degrees.tp, s.pins.tp},
+        {"--ep", o.degrees.ep, s.pins.ep},
+        {"--etp", o.degrees.etp, s.pins.etp},
+        {"--pp", o.degrees.pp, s.pins.pp}}) {
+    if (!raw.empty() && value < 1) throw UsageError(fmt::format("{}: a pinned degree must be >= 1, got {}", flag, value));
   }
   const bool megatron = s.convention == Convention::kMegatron;
   if (o.micro_batch_size.empty()) s.micro_batch_sizes = {1, 2, 4};
@@ -591,6 +594,7 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   if (!o.dispatcher.empty()) s.dispatchers = {o.dispatcher};
   s.threads = static_cast<int>(std::clamp<int64_t>(ParseInt("--threads", o.threads).value_or(1), -1, 1 << 20));
   if (s.threads < 1 || s.threads > 1024) throw UsageError(fmt::format("--threads: must be in [1, 1024], got {}", o.threads));
+  if (s.world_size < 1) throw Error(fmt::format("--world-size: must be >= 1, got {}", s.world_size));
   s.global_batch_size = o.global_batch.Sequences(s.training.seq_len).value_or(s.world_size);
   std::optional<LayoutQuery> explain;
   if (!o.explain.empty()) {
@@ -640,7 +644,18 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   if (result.top.empty()) {
     // The same outcome in every output mode: the counts on stderr, exit 1, no file.
     err << SearchCountsText(result);
-    err << "dockyard-plan search: no valid layout fits the budget\n";
+    if (result.enumerated == 0) {
+      err << "dockyard-plan search: no layout of this world size matches the pinned degrees\n";
+    } else if (result.over_budget == 0 && result.invalid == 0) {
+      err << fmt::format(
+          "dockyard-plan search: the global batch ({} sequences) divides no layout: it must be a multiple of dp x "
+          "micro_batch_size (dp = dp_replicate x dp_shard) of some layout\n",
+          result.global_batch_size);
+    } else if (result.over_budget == 0) {
+      err << "dockyard-plan search: no valid layout (every candidate breaks a rule or the global batch; counts above)\n";
+    } else {
+      err << "dockyard-plan search: no valid layout fits the budget\n";
+    }
     return 1;
   }
   // The header every report opens with (header.h); the routing is sampled per (ep, tokens, oep).

@@ -699,7 +699,22 @@ TEST_CASE("search --global-batch-size: every row runs it; a batch that divides n
   CHECK(r.code == 1);
   CHECK(r.out.find("global batch not divisible") != std::string::npos);
   CHECK(r.out.find("0 ranked") != std::string::npos);
+  // No candidate broke a rule or the budget: the message names the batch, not the budget.
+  CHECK(r.out.find("the global batch (3 sequences) divides no layout: it must be a multiple of dp x micro_batch_size") !=
+        std::string::npos);
   CHECK_FALSE(Exists(json));
+  // A pin of 0 would silently mean "searched": refused, like simulate's degrees.
+  r = Run(base + " --tp 0");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--tp: a pinned degree must be >= 1, got 0") != std::string::npos);
+  // tp 3 does not divide 16 GPUs: nothing is enumerated, and the message says so.
+  r = Run(base + " --tp 3");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("no layout of this world size matches the pinned degrees") != std::string::npos);
+  r = Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size -1");
+  CHECK(r.code != 0);
+  CHECK(r.out.find("--world-size") != std::string::npos);
+  CHECK(r.out.find("--global-batch-size") == std::string::npos);
   CHECK(Run(base + " --global-batch-size 64 --global-batch-tokens 262144").code == 2);  // one of them
   CHECK(Run(base + " --global-batch-tokens 4097").code == 1);                           // not whole sequences
 }
@@ -723,13 +738,16 @@ TEST_CASE("search --explain: the winner says rank 1") {
   CHECK(Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --explain tpp=2").code == 1);
 }
 
-TEST_CASE("simulate --global-batch-size: Megatron fills one schedule, torchtitan accumulates schedules of pp micro-batches") {
+TEST_CASE("simulate --global-batch-size: Megatron fills one schedule; torchtitan too, or accumulates schedules of --num-microbatches") {
   const std::string base = "simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --pp 2 --ep 8 --seq-len 1024";
   // dp = 16 / 2 = 8; 128 sequences / (8 x 1) = 16 micro-batches.
   Result r = Run(base + " --convention megatron --global-batch-size 128");
   REQUIRE(r.code == 0);
   CHECK(r.out.find("16 micro-batches of 1 per data-parallel rank = 1 schedule(s) of 16") != std::string::npos);
-  r = Run(base + " --global-batch-size 128");
+  r = Run(base + " --global-batch-size 128");  // torchtitan: local_batch_size 128 / 8 = 16, one schedule
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("16 micro-batches of 1 per data-parallel rank = 1 schedule(s) of 16") != std::string::npos);
+  r = Run(base + " --global-batch-size 128 --num-microbatches 2");  // schedules of 2: 16 / 2 = 8 accumulation steps
   REQUIRE(r.code == 0);
   CHECK(r.out.find("16 micro-batches of 1 per data-parallel rank = 8 schedule(s) of 2") != std::string::npos);
   r = Run(base + " --global-batch-size 100");  // 100 / 8 is not whole

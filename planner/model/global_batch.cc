@@ -52,13 +52,10 @@ GlobalBatchSchedule ResolveGlobalBatch(int64_t gbs, int64_t dp, int64_t mbs, int
   } else if (schedule) {
     s.num_microbatches = *schedule;
   } else {
+    // local_batch_size = global_batch_size / dp (torchtitan's default global_batch_size = local x dp):
+    // one schedule of every micro-batch, no accumulation loop. With 1F1B the activations in flight
+    // are bounded by pp, so a longer schedule costs no memory and only shrinks the bubble's share.
     s.num_microbatches = n;
-    for (int64_t m = pp; m < n; ++m) {
-      if (n % m == 0) {
-        s.num_microbatches = m;
-        break;
-      }
-    }
   }
   s.grad_accumulation_steps = n / s.num_microbatches;
   return s;

@@ -13,8 +13,10 @@
 //    dp); the pipeline's n_microbatches = local_batch_size / pipeline_parallel_microbatch_size), so
 //    each accumulation step pays its own bubble. With pp = 1 every micro-batch is one accumulation
 //    step of the plain loop, which the cost model counts as M = N, A = 1. With pp > 1, M is
-//    `schedule_microbatches` when given (--num-microbatches), else the smallest divisor of N that
-//    is >= pp (the smallest local batch that fills the pipe), or N when N < pp; A = N / M.
+//    `schedule_microbatches` when given (--num-microbatches), else N: local_batch_size =
+//    global_batch_size / dp, one schedule, no accumulation loop (torchtitan's default
+//    global_batch_size is local_batch_size x dp); with 1F1B the activations in flight are bounded
+//    by pp, so the longer schedule costs no memory. A = N / M.
 #pragma once
 
 #include <cstdint>

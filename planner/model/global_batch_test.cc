@@ -15,15 +15,19 @@ TEST_CASE("Megatron runs every micro-batch of the global batch in one schedule")
   CHECK(s.grad_accumulation_steps == 1);
 }
 
-TEST_CASE("torchtitan with pp > 1 accumulates over schedules of the smallest divisor >= pp") {
-  // 1024 / (16 x 1) = 64 micro-batches, pp 8: schedules of 8 (64 = 8 x 8), 8 accumulation steps.
+TEST_CASE("torchtitan with pp > 1 runs one schedule of every micro-batch unless --num-microbatches sets the schedule") {
+  // 1024 / (16 x 1) = 64 micro-batches, pp 8: local_batch_size 1024 / 16 = 64, one schedule of 64.
   GlobalBatchSchedule s = ResolveGlobalBatch(1024, 16, 1, 8, false, std::nullopt);
-  CHECK(s.num_microbatches == 8);
-  CHECK(s.grad_accumulation_steps == 8);
-  // 96 / (8 x 1) = 12 micro-batches, pp 8: 8 does not divide 12, the next divisor >= 8 is 12: one schedule.
+  CHECK(s.num_microbatches == 64);
+  CHECK(s.grad_accumulation_steps == 1);
+  // 96 / (8 x 1) = 12 micro-batches, pp 8: one schedule of 12.
   s = ResolveGlobalBatch(96, 8, 1, 8, false, std::nullopt);
   CHECK(s.num_microbatches == 12);
   CHECK(s.grad_accumulation_steps == 1);
+  // A pinned schedule of 8: 64 / 8 = 8 accumulation steps, each paying its own bubble.
+  s = ResolveGlobalBatch(1024, 16, 1, 8, false, int64_t{8});
+  CHECK(s.num_microbatches == 8);
+  CHECK(s.grad_accumulation_steps == 8);
   // 16 / (4 x 1) = 4 micro-batches < pp 8: one schedule of 4.
   s = ResolveGlobalBatch(16, 4, 1, 8, false, std::nullopt);
   CHECK(s.num_microbatches == 4);

@@ -220,7 +220,18 @@ TEST_CASE("Every ranked layout processes exactly the global batch asked for") {
     // tokens/s per GPU x step = the global batch's tokens / GPUs: 16 x 256 / 8 = 512 tokens per GPU.
     CHECK(x.tokens_per_s_per_gpu * x.step_time_us * 1e-6 == doctest::Approx(512.0));
   }
-  CHECK(accumulates);  // torchtitan: e.g. pp 2, dp 1, mbs 1: 16 micro-batches = 8 schedules of 2
+  CHECK_FALSE(accumulates);  // torchtitan's default: local_batch_size = 16 / dp, one schedule of every micro-batch
+  // --num-microbatches 2 sets torchtitan's schedule: e.g. pp 2, dp 1, mbs 1: 16 micro-batches = 8 schedules of 2.
+  o.training.num_microbatches = 2;
+  const SearchResult pinned = SearchLayouts(model, o);
+  REQUIRE(pinned.ranked > 0);
+  for (const auto& x : pinned.all) {
+    const auto& d = x.layout.dims;
+    CHECK(d.dp_replicate * d.dp_shard * x.micro_batch_size * x.num_microbatches * x.grad_accumulation_steps == 16);
+    if (d.pp > 1) CHECK(x.num_microbatches == 2);
+    accumulates = accumulates || x.grad_accumulation_steps > 1;
+  }
+  CHECK(accumulates);
 }
 
 TEST_CASE("Pinned degrees and settings hold in every row") {
