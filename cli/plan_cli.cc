@@ -795,7 +795,7 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
          "and ddp with megatron)"},
         {"--num-microbatches",
          "micro-batches per pipeline schedule (torchtitan: the rest of the global batch is accumulation "
-         "steps; default: the smallest divisor >= pp of the micro-batches per step)"}};
+         "steps; default: every micro-batch of the step in one schedule)"}};
     const auto help = search_help.find(flag);
     const std::string description = help != search_help.end() ? help->second : app.get_option(flag)->get_description();
     CLI::Option* opt = search->add_option(flag, *target, description);
