@@ -689,7 +689,8 @@ TEST_CASE("search --global-batch-size: every row runs it; a batch that divides n
   // 4M tokens = 1024 sequences of 4096.
   r = Run(base + " --global-batch-tokens 4194304 --pp 2 --json -");
   REQUIRE(r.code == 0);
-  for (const auto& row : dockyard::ParseJsonText(r.out, "stdout")["top"]) {
+  const dockyard::Json tokens_report = dockyard::ParseJsonText(r.out, "stdout");  // kept alive for the loop
+  for (const auto& row : tokens_report["top"]) {
     CHECK(row["sequences_per_step"] == 1024);
     CHECK(row["pp"] == 2);
   }
