@@ -47,16 +47,12 @@ GlobalBatchSchedule ResolveGlobalBatch(int64_t gbs, int64_t dp, int64_t mbs, int
   GlobalBatchSchedule s;
   s.microbatches_per_step = gbs / dp / mbs;
   const int64_t n = s.microbatches_per_step;
-  if (megatron || pp == 1) {
-    s.num_microbatches = schedule.value_or(n);
-  } else if (schedule) {
-    s.num_microbatches = *schedule;
-  } else {
-    // local_batch_size = global_batch_size / dp (torchtitan's default global_batch_size = local x dp):
-    // one schedule of every micro-batch, no accumulation loop. With 1F1B the activations in flight
-    // are bounded by pp, so a longer schedule costs no memory and only shrinks the bubble's share.
-    s.num_microbatches = n;
-  }
+  // Megatron: every micro-batch in one schedule (a different pinned schedule is refused above).
+  // torchtitan: the pinned schedule, else local_batch_size = global_batch_size / dp (torchtitan's
+  // default global_batch_size = local x dp): one schedule of every micro-batch, no accumulation
+  // loop. With 1F1B the activations in flight are bounded by pp, so a longer schedule costs no
+  // memory and only shrinks the bubble's share.
+  s.num_microbatches = schedule.value_or(n);
   s.grad_accumulation_steps = n / s.num_microbatches;
   return s;
 }

@@ -7,23 +7,22 @@
 
 namespace dockyard {
 
+Json DegreesToJson(const ParallelDims& d) {
+  return {{"convention", ConventionName(d.convention)},
+          {"world_size", d.world_size},
+          {"pp", d.pp},
+          {"dp_replicate", d.dp_replicate},
+          {"dp_shard", d.dp_shard},
+          {"cp", d.cp},
+          {"tp", d.tp},
+          {"ep", d.ep},
+          {"etp", d.etp},
+          {"efsdp", d.efsdp}};
+}
+
 Json ReportHeader(const ReportHeaderInputs& in) {
-  Json degrees = {{"world_size", in.world_size}, {"convention", ConventionName(in.convention)}};
-  if (in.dims) {
-    const ParallelDims& d = *in.dims;
-    degrees["world_size"] = d.world_size;
-    degrees["convention"] = ConventionName(d.convention);
-    for (const auto& [name, value] : {std::pair<const char*, int64_t>{"pp", d.pp},
-                                      {"dp_replicate", d.dp_replicate},
-                                      {"dp_shard", d.dp_shard},
-                                      {"cp", d.cp},
-                                      {"tp", d.tp},
-                                      {"ep", d.ep},
-                                      {"etp", d.etp},
-                                      {"efsdp", d.efsdp}}) {
-      degrees[name] = value;
-    }
-  }
+  const Json degrees =
+      in.dims ? DegreesToJson(*in.dims) : Json{{"world_size", in.world_size}, {"convention", ConventionName(in.convention)}};
   Json routing = nullptr;
   if (in.routing) routing = {{"spec", *in.routing}, {"seed", in.seed}, {"layers_sampled", in.routing_layers}};
   return Json{{"command", in.command},

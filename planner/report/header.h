@@ -30,6 +30,9 @@ struct ReportHeaderInputs {
   Json provenance;         // Provenance (provenance.h)
 };
 
+// A layout's degrees as JSON: {"convention", "world_size", "pp", "dp_replicate", "dp_shard", "cp",
+// "tp", "ep", "etp", "efsdp"} (the header's "degrees", the plan report's "parallel").
+Json DegreesToJson(const ParallelDims& dims);
 // The header as JSON:
 //   {"command", "model": {"name", "source"}, "degrees": {"world_size", "convention", and with a
 //    layout "pp", "dp_replicate", "dp_shard", "cp", "tp", "ep", "etp", "efsdp"}, "cluster": name

@@ -1,5 +1,7 @@
 // Plan report: JSON and terminal text (see report.h and docs/report.md).
 #include "planner/report/report.h"
+
+#include "planner/report/header.h"
 #include "planner/sim/network.h"
 
 #include "planner/sim/dispatch_traffic.h"
@@ -121,17 +123,8 @@ Json PlanToJson(const Plan& plan, const std::string& model_source, const MemoryR
                      {"shared_expert_params", t.shared_expert_params},
                      {"non_expert_params", t.non_expert_params},
                      {"embedding_params", t.embedding_params}};
-  report["parallel"] = {{"convention", ConventionName(d.convention)},
-                        {"world_size", d.world_size},
-                        {"pp", d.pp},
-                        {"dp_replicate", d.dp_replicate},
-                        {"dp_shard", d.dp_shard},
-                        {"cp", d.cp},
-                        {"tp", d.tp},
-                        {"ep", d.ep},
-                        {"etp", d.etp},
-                        {"efsdp", d.efsdp},
-                        {"edp", d.edp()}};
+  report["parallel"] = DegreesToJson(d);
+  report["parallel"]["edp"] = d.edp();
   report["meshes"] = {{"dense", MeshToJson(plan.meshes.dense)}, {"sparse", MeshToJson(plan.meshes.sparse)}};
   const std::vector<int64_t> param_bytes_per_rank = ParamBytesPerRank(plan);
   Json stages = Json::array();
