@@ -93,7 +93,7 @@ TEST_CASE("Every config in testdata/hf is one of the configs tested here") {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Exact counts from the project's shared cases (tensor-by-tensor counts).
+// Exact counts from a tensor-by-tensor count of each published checkpoint.
 
 TEST_CASE("Mixtral-8x7B reads as mixtral and counts 46,702,792,704 parameters, 12,879,925,248 active") {
   ModelSpec m = Load("mixtral-8x7b.json");
