@@ -266,17 +266,10 @@ TrainingConfig FidelityTraining(const FidelityRun& r) {
   return t;
 }
 
-FidelitySet FidelitySetFromJson(const Json& json, const std::string& file, const std::string& base_dir) {
-  FidelitySet set;
-  set.file = file;
-  JsonView top(&json, file, "");
-  top.RejectUnknownKeys({"version", "description", "clusters", "models", "sources", "runs", "components"});
-  const int64_t version = top.Int("version");
-  if (version != 1) top.Fail("version", fmt::format("unsupported version {}; this dockyard reads version 1", version));
+namespace {
 
-  const JsonView sources = top.Object("sources");
-  for (const auto& [k, val] : sources.value().items()) set.sources[k] = sources.String(k);
-
+// /clusters: each a preset name or an inline cluster, with its source.
+std::map<std::string, ClusterSpec> ReadClusters(const JsonView& top) {
   std::map<std::string, ClusterSpec> clusters;
   const JsonView cl = top.Object("clusters");
   for (const auto& [k, _] : cl.value().items()) {
@@ -290,7 +283,12 @@ FidelitySet FidelitySetFromJson(const Json& json, const std::string& file, const
       c.Fail(c.Has("preset") ? "preset" : "cluster", e.what());
     }
   }
+  return clusters;
+}
 
+// /models: each model's config file (relative to base_dir unless absolute; null = no config),
+// loaded into set.models. Returns the path per model key ("" without a config).
+std::map<std::string, std::string> ReadModels(const JsonView& top, const std::string& base_dir, FidelitySet& set) {
   std::map<std::string, std::string> model_files;
   const JsonView ms = top.Object("models");
   for (const auto& [k, _] : ms.value().items()) {
@@ -311,12 +309,16 @@ FidelitySet FidelitySetFromJson(const Json& json, const std::string& file, const
     }
     model_files[k] = path;
   }
+  return model_files;
+}
 
+// /runs: each run parsed, its id unique, its layout valid for its model; errors name the run.
+void ReadRuns(const Json& json, const JsonView& top, const std::map<std::string, ClusterSpec>& clusters,
+              const std::map<std::string, std::string>& model_files, std::set<std::string>& ids, FidelitySet& set) {
   const Json& runs = json.contains("runs") ? json.at("runs") : Json();
   if (!runs.is_array()) top.Fail("runs", fmt::format("must be a list of runs, got {}", JsonValueText(runs)));
-  std::set<std::string> ids;
   for (size_t i = 0; i < runs.size(); ++i) {
-    const JsonView v(&runs[i], file, fmt::format("/runs/{}", i));
+    const JsonView v(&runs[i], set.file, fmt::format("/runs/{}", i));
     if (!runs[i].is_object()) top.Fail("runs", fmt::format("element {} must be an object", i));
     const std::string id = runs[i].contains("id") && runs[i]["id"].is_string() ? runs[i]["id"].get<std::string>() : fmt::format("#{}", i);
     try {
@@ -335,43 +337,71 @@ FidelitySet FidelitySetFromJson(const Json& json, const std::string& file, const
       throw Error(fmt::format("run {}: {}", id, e.what()));
     }
   }
+}
 
+// /components/i: a measured component (kind, hardware, params, one value or several, unit,
+// source); its id unique among runs and components.
+FidelityComponent ParseComponent(const JsonView& v, std::set<std::string>& ids, const std::map<std::string, std::string>& sources) {
+  v.RejectUnknownKeys({"id", "kind", "hardware", "params", "value", "values", "unit", "source", "notes"});
+  FidelityComponent c;
+  c.id = v.String("id");
+  if (!ids.insert(c.id).second) v.Fail("id", fmt::format("duplicate id \"{}\"", c.id));
+  c.kind = v.String("kind");
+  c.hardware = v.String("hardware");
+  c.params = v.Object("params").value();
+  if (v.Has("value") == v.Has("values")) v.Fail("value", "give exactly one of \"value\" and \"values\"");
+  if (v.Has("value")) {
+    c.values.push_back(Positive(v, "value"));
+  } else {
+    const Json& a = v.value().at("values");
+    if (!a.is_array() || a.empty()) v.Fail("values", fmt::format("must be a non-empty list of numbers, got {}", JsonValueText(a)));
+    for (const Json& e : a) {
+      if (!e.is_number() || !(e.get<double>() > 0))
+        v.Fail("values", fmt::format("every value must be a number > 0, got {}", JsonValueText(e)));
+      c.values.push_back(e.get<double>());
+    }
+  }
+  c.unit = v.String("unit");
+  c.source = v.String("source");
+  if (!sources.count(c.source)) v.Fail("source", fmt::format("unknown source \"{}\"; sources: {}", c.source, Keys(sources)));
+  c.notes = v.StringOr("notes", "");
+  return c;
+}
+
+// /components: every component parsed; errors name the component.
+void ReadComponents(const Json& json, const JsonView& top, std::set<std::string>& ids, FidelitySet& set) {
   const Json& comps = json.contains("components") ? json.at("components") : Json();
   if (!comps.is_array()) top.Fail("components", fmt::format("must be a list, got {}", JsonValueText(comps)));
   for (size_t i = 0; i < comps.size(); ++i) {
-    const JsonView v(&comps[i], file, fmt::format("/components/{}", i));
+    const JsonView v(&comps[i], set.file, fmt::format("/components/{}", i));
     const std::string id = comps[i].is_object() && comps[i].contains("id") && comps[i]["id"].is_string() ? comps[i]["id"].get<std::string>()
                                                                                                          : fmt::format("#{}", i);
     try {
       if (!comps[i].is_object()) top.Fail("components", fmt::format("element {} must be an object", i));
-      v.RejectUnknownKeys({"id", "kind", "hardware", "params", "value", "values", "unit", "source", "notes"});
-      FidelityComponent c;
-      c.id = v.String("id");
-      if (!ids.insert(c.id).second) v.Fail("id", fmt::format("duplicate id \"{}\"", c.id));
-      c.kind = v.String("kind");
-      c.hardware = v.String("hardware");
-      c.params = v.Object("params").value();
-      if (v.Has("value") == v.Has("values")) v.Fail("value", "give exactly one of \"value\" and \"values\"");
-      if (v.Has("value")) {
-        c.values.push_back(Positive(v, "value"));
-      } else {
-        const Json& a = v.value().at("values");
-        if (!a.is_array() || a.empty()) v.Fail("values", fmt::format("must be a non-empty list of numbers, got {}", JsonValueText(a)));
-        for (const Json& e : a) {
-          if (!e.is_number() || !(e.get<double>() > 0))
-            v.Fail("values", fmt::format("every value must be a number > 0, got {}", JsonValueText(e)));
-          c.values.push_back(e.get<double>());
-        }
-      }
-      c.unit = v.String("unit");
-      c.source = v.String("source");
-      if (!set.sources.count(c.source)) v.Fail("source", fmt::format("unknown source \"{}\"; sources: {}", c.source, Keys(set.sources)));
-      c.notes = v.StringOr("notes", "");
-      set.components.push_back(std::move(c));
+      set.components.push_back(ParseComponent(v, ids, set.sources));
     } catch (const Error& e) {
       throw Error(fmt::format("component {}: {}", id, e.what()));
     }
   }
+}
+
+}  // namespace
+
+FidelitySet FidelitySetFromJson(const Json& json, const std::string& file, const std::string& base_dir) {
+  FidelitySet set;
+  set.file = file;
+  JsonView top(&json, file, "");
+  top.RejectUnknownKeys({"version", "description", "clusters", "models", "sources", "runs", "components"});
+  const int64_t version = top.Int("version");
+  if (version != 1) top.Fail("version", fmt::format("unsupported version {}; this dockyard reads version 1", version));
+
+  const JsonView sources = top.Object("sources");
+  for (const auto& [k, val] : sources.value().items()) set.sources[k] = sources.String(k);
+  const std::map<std::string, ClusterSpec> clusters = ReadClusters(top);
+  const std::map<std::string, std::string> model_files = ReadModels(top, base_dir, set);
+  std::set<std::string> ids;  // run and component ids share one namespace
+  ReadRuns(json, top, clusters, model_files, ids, set);
+  ReadComponents(json, top, ids, set);
   return set;
 }
 
