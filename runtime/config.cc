@@ -35,39 +35,6 @@ const char* SharedModeName(SharedMode m) {
 
 namespace {
 
-// The forward slices of a parameter on a rank (ModelParallelSliceOnRank, the planner's chunk
-// rule) and the mesh axes of its TP and EP steps.
-struct ForwardShards {
-  std::vector<DimSlice> slices;
-  int tp_axis = -1;
-  int ep_axis = -1;
-};
-
-ForwardShards ShardsOnRank(const ParamInfo& p, const ParamPlacement& pl, const Mesh& mesh, int64_t rank) {
-  ForwardShards out;
-  if (!p.fused_sections.empty() && p.tp_dim >= 0) {
-    // Fused gate | up: TP shards each section alike, so the runtime slices one section.
-    for (int64_t s : p.fused_sections) {
-      if (s != p.fused_sections.front()) {
-        throw Error(fmt::format("{}: fused sections of different sizes are not supported by the runtime", p.fqn));
-      }
-    }
-    ParamInfo section = p;
-    section.shape[static_cast<size_t>(p.tp_dim)] = p.fused_sections.front();
-    out.slices = ModelParallelSliceOnRank(section, pl, mesh, rank);
-  } else {
-    out.slices = ModelParallelSliceOnRank(p, pl, mesh, rank);
-  }
-  for (const ShardStep& step : pl.steps) {
-    if (step.kind == ShardKind::kData) continue;  // FSDP: all-gathered before the forward
-    if (step.axes.size() != 1) {
-      throw Error(fmt::format("{}: a TP or EP shard step over several mesh axes is not supported by the runtime", p.fqn));
-    }
-    (step.kind == ShardKind::kTensor ? out.tp_axis : out.ep_axis) = step.axes.front();
-  }
-  return out;
-}
-
 std::vector<int64_t> GroupAlong(const Mesh& mesh, int axis, int64_t rank) {
   if (axis < 0) return {rank};
   return mesh.GroupOf(rank, axis);
@@ -190,10 +157,10 @@ int64_t MaxTokens(const RunOptions& o, int64_t world_size) {
   return max_tokens;
 }
 
-// The forward shards of inventory parameter `index` on `rank`.
+// The forward shards (placement.h ForwardShardsOnRank) of inventory parameter `index` on `rank`.
 ForwardShards ShardsOfParam(const Plan& plan, int64_t index, int64_t rank) {
   const size_t i = static_cast<size_t>(index);
-  return ShardsOnRank(plan.inventory.params[i], plan.placements[i], plan.MeshOf(i), rank);
+  return ForwardShardsOnRank(plan.inventory.params[i], plan.placements[i], plan.MeshOf(i), rank);
 }
 
 // A rank's routed experts, its intermediate slice and its EP and expert-TP groups, cross-checked
@@ -392,10 +359,6 @@ void CheckBufferBound(const RunConfig& c, int64_t max_tokens, int64_t stage_size
 }
 
 }  // namespace
-
-std::vector<DimSlice> ForwardSliceOnRank(const ParamInfo& param, const ParamPlacement& placement, const Mesh& mesh, int64_t rank) {
-  return ShardsOnRank(param, placement, mesh, rank).slices;
-}
 
 RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
   const ModelSpec& m = plan.model;

@@ -167,9 +167,8 @@ RunConfig MakeRunConfig(const Plan& plan, const RunOptions& options);
 // "expert_tp", "shared_tp".
 std::vector<RankSpec> RankSpecs(const RunConfig& config);
 
-// The slice [begin, begin + size) of every dim of `param` that `rank` holds after the plan's TP
-// and EP shard steps (data-parallel steps skipped, see above). On a dim with fused sections
-// (gate | up) the slice is that of one section, relative to the section's start.
-std::vector<DimSlice> ForwardSliceOnRank(const ParamInfo& param, const ParamPlacement& placement, const Mesh& mesh, int64_t rank);
+// The slice of every dim of a parameter that a rank computes with (TP and EP steps, fused sections
+// cut per section): planner/layout/placement.h ForwardSliceOnRank, beside the planner's local shapes.
+using dockyard::ForwardSliceOnRank;
 
 }  // namespace dockyard::runtime
