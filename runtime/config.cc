@@ -33,6 +33,11 @@ const char* SharedModeName(SharedMode m) {
   return "?";
 }
 
+const char* RankGroupName(RankGroup g) {
+  static constexpr const char* kNames[] = {"ep", "expert_tp", "oep", "iep", "shared_tp"};
+  return kNames[static_cast<int>(g)];
+}
+
 namespace {
 
 std::vector<int64_t> GroupAlong(const Mesh& mesh, int axis, int64_t rank) {
@@ -410,18 +415,38 @@ RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
   return c;
 }
 
+std::vector<RankGroup> GroupsOfRank(const RunConfig& config, const RankConfig& rank) {
+  std::vector<RankGroup> out = {RankGroup::kEp, RankGroup::kExpertTp};
+  if (config.dispatcher == Dispatcher::kDeredundency) {
+    out.push_back(RankGroup::kOep);
+    out.push_back(RankGroup::kIep);
+  }
+  if (rank.shared_mode != SharedMode::kNone) out.push_back(RankGroup::kSharedTp);
+  return out;
+}
+
+const std::vector<int64_t>& GroupMembers(const RankConfig& rank, RankGroup group) {
+  switch (group) {
+    case RankGroup::kEp:
+      return rank.ep_group;
+    case RankGroup::kExpertTp:
+      return rank.expert_tp_group;
+    case RankGroup::kOep:
+      return rank.oep_group;
+    case RankGroup::kIep:
+      return rank.iep_group;
+    case RankGroup::kSharedTp:
+      break;
+  }
+  return rank.shared_tp_group;
+}
+
 std::vector<RankSpec> RankSpecs(const RunConfig& config) {
   std::vector<RankSpec> out;
   for (const RankConfig& r : config.ranks) {
     RankSpec spec;
     spec.rank = r.rank;
-    spec.groups.push_back({"ep", r.ep_group});
-    spec.groups.push_back({"expert_tp", r.expert_tp_group});
-    if (config.dispatcher == Dispatcher::kDeredundency) {
-      spec.groups.push_back({"oep", r.oep_group});
-      spec.groups.push_back({"iep", r.iep_group});
-    }
-    if (r.shared_mode != SharedMode::kNone) spec.groups.push_back({"shared_tp", r.shared_tp_group});
+    for (RankGroup g : GroupsOfRank(config, r)) spec.groups.push_back({RankGroupName(g), GroupMembers(r, g)});
     out.push_back(std::move(spec));
   }
   return out;
