@@ -296,6 +296,15 @@ void TimeIterations(Device& dev, ComputeOps& ops, ReplayRun& run, RankBuffers& b
     dev.Synchronize();
     if (timed) seconds[p] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
+  // An MLP timed under `p`, its weight generation (RunSwiGluFfn's return) moved to kWeightGen.
+  const auto time_ffn = [&](MeasuredIndex p, bool timed, const FfnArgs& args, FfnWorkspace& w) {
+    double gen = 0;
+    time(p, timed, [&] { gen = RunSwiGluFfn(ops, dev, args, w); });
+    if (timed) {
+      seconds[p] -= gen;
+      seconds[kWeightGen] += gen;
+    }
+  };
   for (int64_t it = 0; it < run.o.warmup + run.o.iters; ++it) {
     const bool timed = it >= run.o.warmup;
     time(kRouter, timed, [&] { RouteTokens(ops, run.c, run.T, b); });
@@ -305,12 +314,7 @@ void TimeIterations(Device& dev, ComputeOps& ops, ReplayRun& run, RankBuffers& b
     });
     run.routed_ffn.x = b.expert_in.data();
     run.routed_ffn.out = b.expert_out.data();
-    double gen = 0;
-    time(kGroupedGemm, timed, [&] { gen = RunSwiGluFfn(ops, dev, run.routed_ffn, ws); });
-    if (timed) {
-      seconds[kGroupedGemm] -= gen;
-      seconds[kWeightGen] += gen;
-    }
+    time_ffn(kGroupedGemm, timed, run.routed_ffn, ws);
     time(kUnpermute, timed, [&] {
       ops.CopyRowBlocks(b.expert_out.data(), b.combine_in.data(), run.inverse, D);
       ops.WeightedCombine(b.routed.data(), b.d_row_of_slot.data(), b.weights.data(), run.T, run.c.top_k, D, b.out.data());
@@ -318,12 +322,7 @@ void TimeIterations(Device& dev, ComputeOps& ops, ReplayRun& run, RankBuffers& b
     if (run.shared) {
       run.shared_ffn.x = b.x.data();
       run.shared_ffn.out = b.shared_out.data();
-      double sgen = 0;
-      time(kSharedExperts, timed, [&] { sgen = RunSwiGluFfn(ops, dev, run.shared_ffn, shared_ws); });
-      if (timed) {
-        seconds[kSharedExperts] -= sgen;
-        seconds[kWeightGen] += sgen;
-      }
+      time_ffn(kSharedExperts, timed, run.shared_ffn, shared_ws);
     }
   }
 }

@@ -237,14 +237,22 @@ TEST_CASE("Megatron convention keeps parameters replicated on data-parallel axes
   CHECK(Find(plan, "model.embed_tokens.weight").placements == S{"Replicate()", "Replicate()", "Replicate()"});
 }
 
-TEST_CASE("ModelParallelSliceOnRank: the forward ranges after TP and EP, FSDP left out") {
-  // TinyMixtral on 4 ranks, tp 2, ep 2 (torchtitan): dense mesh (pp, dp_replicate, dp_shard 2, cp, tp 2),
-  // sparse mesh (pp, dp_replicate, efsdp 2, ep 2) with efsdp = dp_shard * tp / ep = 2.
+namespace {
+
+// TinyMixtral on 4 ranks, tp 2, ep 2 (torchtitan): dense mesh (pp, dp_replicate, dp_shard 2, cp, tp 2),
+// sparse mesh (pp, dp_replicate, efsdp 2, ep 2) with efsdp = dp_shard * tp / ep = 2.
+Plan TinyMixtralTp2Ep2() {
   dockyard::ParallelDimsOptions o;
   o.world_size = 4;
   o.tp = 2;
   o.ep = 2;
-  const auto plan = dockyard::BuildPlan(dockyard::testing::TinyMixtral(), o);
+  return dockyard::BuildPlan(dockyard::testing::TinyMixtral(), o);
+}
+
+}  // namespace
+
+TEST_CASE("ModelParallelSliceOnRank: the forward ranges after TP and EP, FSDP left out") {
+  const auto plan = TinyMixtralTp2Ep2();
   int found = 0;
   for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
     const auto& p = plan.inventory.params[i];
@@ -274,12 +282,7 @@ TEST_CASE("ModelParallelSliceOnRank: the forward ranges after TP and EP, FSDP le
 }
 
 TEST_CASE("ForwardShardsOnRank names the TP and EP axes and cuts a fused gate|up dim per section") {
-  // TinyMixtral on 4 ranks, tp 2, ep 2, etp 1 (torchtitan), as above.
-  dockyard::ParallelDimsOptions o;
-  o.world_size = 4;
-  o.tp = 2;
-  o.ep = 2;
-  const auto plan = dockyard::BuildPlan(dockyard::testing::TinyMixtral(), o);
+  const auto plan = TinyMixtralTp2Ep2();  // etp 1
   int found = 0;
   for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
     const auto& p = plan.inventory.params[i];
