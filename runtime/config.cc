@@ -33,40 +33,12 @@ const char* SharedModeName(SharedMode m) {
   return "?";
 }
 
-namespace {
-
-// The forward slices of a parameter on a rank (ModelParallelSliceOnRank, the planner's chunk
-// rule) and the mesh axes of its TP and EP steps.
-struct ForwardShards {
-  std::vector<DimSlice> slices;
-  int tp_axis = -1;
-  int ep_axis = -1;
-};
-
-ForwardShards ShardsOnRank(const ParamInfo& p, const ParamPlacement& pl, const Mesh& mesh, int64_t rank) {
-  ForwardShards out;
-  if (!p.fused_sections.empty() && p.tp_dim >= 0) {
-    // Fused gate | up: TP shards each section alike, so the runtime slices one section.
-    for (int64_t s : p.fused_sections) {
-      if (s != p.fused_sections.front()) {
-        throw Error(fmt::format("{}: fused sections of different sizes are not supported by the runtime", p.fqn));
-      }
-    }
-    ParamInfo section = p;
-    section.shape[static_cast<size_t>(p.tp_dim)] = p.fused_sections.front();
-    out.slices = ModelParallelSliceOnRank(section, pl, mesh, rank);
-  } else {
-    out.slices = ModelParallelSliceOnRank(p, pl, mesh, rank);
-  }
-  for (const ShardStep& step : pl.steps) {
-    if (step.kind == ShardKind::kData) continue;  // FSDP: all-gathered before the forward
-    if (step.axes.size() != 1) {
-      throw Error(fmt::format("{}: a TP or EP shard step over several mesh axes is not supported by the runtime", p.fqn));
-    }
-    (step.kind == ShardKind::kTensor ? out.tp_axis : out.ep_axis) = step.axes.front();
-  }
-  return out;
+const char* RankGroupName(RankGroup g) {
+  static constexpr const char* kNames[] = {"ep", "expert_tp", "oep", "iep", "shared_tp"};
+  return kNames[static_cast<int>(g)];
 }
+
+namespace {
 
 std::vector<int64_t> GroupAlong(const Mesh& mesh, int axis, int64_t rank) {
   if (axis < 0) return {rank};
@@ -86,29 +58,19 @@ void Require(bool ok, const std::string& message) {
   if (!ok) throw Error(message);
 }
 
-}  // namespace
-
-std::vector<DimSlice> ForwardSliceOnRank(const ParamInfo& param, const ParamPlacement& placement, const Mesh& mesh, int64_t rank) {
-  return ShardsOnRank(param, placement, mesh, rank).slices;
-}
-
-RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
-  const ModelSpec& m = plan.model;
+// What the runtime supports of the model: SwiGLU experts without biases, softmax or sigmoid scores.
+void CheckModelSupported(const ModelSpec& m) {
   const MoeSpec& moe = m.moe;
-  RunConfig c;
-  c.model_name = m.name;
-  c.family = m.family;
-  c.options = o;
-
-  // --- What the runtime supports.
   Require(!moe.expert_bias && !moe.router_bias,
           fmt::format("the runtime supports SwiGLU experts without biases; {} has expert or router biases (gpt-oss's clamped "
                       "SwiGLU) and is not supported yet",
                       m.family));
   Require(moe.score_func == "softmax" || moe.score_func == "sigmoid",
           fmt::format("moe.score_func must be \"softmax\" or \"sigmoid\", got \"{}\"", moe.score_func));
+}
 
-  // --- Options.
+// The ranges of the run options (tokens, iterations, tolerances, block sizes).
+void CheckOptionRanges(const RunOptions& o) {
   // Zero tokens route, dispatch and compare nothing: the check would pass with 0 elements checked.
   // (Per-source counts, tokens_per_source, may hold zeros: the other sources still send rows.)
   Require(o.tokens_per_rank != 0 || !o.tokens_per_source.empty(),
@@ -122,46 +84,34 @@ RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
   Require(std::isfinite(o.rtol) && o.rtol >= 0, fmt::format("rtol must be a finite number >= 0, got {}", o.rtol));
   Require(o.weight_block_bytes >= 1, fmt::format("weight block bytes must be >= 1, got {}", o.weight_block_bytes));
   Require(o.rank_weight_block_bytes >= 0, fmt::format("rank weight block bytes must be >= 0, got {}", o.rank_weight_block_bytes));
-  const std::string dispatcher = o.dispatcher.empty() ? plan.training.dispatcher : o.dispatcher;
-  if (dispatcher == "all_to_all") {
-    c.dispatcher = Dispatcher::kAllToAll;
-  } else if (dispatcher == "deredundency") {
-    c.dispatcher = Dispatcher::kDeredundency;
-  } else if (dispatcher == "deepep") {
-    c.dispatcher = Dispatcher::kDeepEp;
-  } else if (dispatcher == "allgather") {
-    c.dispatcher = Dispatcher::kAllGather;
-  } else {
-    throw Error(fmt::format("dispatcher must be \"all_to_all\", \"deredundency\", \"deepep\" or \"allgather\", got \"{}\"", dispatcher));
-  }
-  c.gpus_per_node = plan.training.gpus_per_node;
-  c.fp8_dispatch = plan.training.fp8_dispatch;
-  // The planner's FP8 dispatch (Megatron's FP8 all-to-all, DeepEP use_fp8: precision.h
-  // DispatchRowBytes) sends 1 byte per element plus a scale per 128; the runtime's dispatchers
-  // send the run's float rows, so running it would measure other bytes than the plan predicts.
-  Require(!c.fp8_dispatch || !o.runs_dispatch,
-          fmt::format("training.fp8_dispatch (--fp8-dispatch) is true, but dockyard-run's {} dispatcher has no FP8 dispatch path "
-                      "(it sends the run's float rows, not 1 byte per element + a scale per 128 elements): plan without "
-                      "--fp8-dispatch, or time one rank's compute with --replay-rank (its dispatch and combine come from the "
-                      "cost model in FP8)",
-                      dispatcher));
+}
 
-  // --- The layer.
+// The dispatcher named `name` (the option, else the plan's training.dispatcher).
+Dispatcher ParseDispatcher(const std::string& name) {
+  if (name == "all_to_all") return Dispatcher::kAllToAll;
+  if (name == "deredundency") return Dispatcher::kDeredundency;
+  if (name == "deepep") return Dispatcher::kDeepEp;
+  if (name == "allgather") return Dispatcher::kAllGather;
+  throw Error(fmt::format("dispatcher must be \"all_to_all\", \"deredundency\", \"deepep\" or \"allgather\", got \"{}\"", name));
+}
+
+// The decoder layer that runs: `layer`, or the first MoE layer when it is negative.
+int64_t ChooseLayer(const ModelSpec& m, int64_t layer) {
   const int64_t num_layers = m.num_hidden_layers;
-  if (o.layer < 0) {
-    c.layer = -1;
+  if (layer < 0) {
     for (int64_t l = 0; l < num_layers; ++l) {
-      if (m.moe_layers[static_cast<size_t>(l)]) {
-        c.layer = l;
-        break;
-      }
+      if (m.moe_layers[static_cast<size_t>(l)]) return l;
     }
-    Require(c.layer >= 0, fmt::format("{} has no MoE layer", m.name));
-  } else {
-    Require(o.layer < num_layers, fmt::format("layer ({}) must be in [0, {})", o.layer, num_layers));
-    Require(m.moe_layers[static_cast<size_t>(o.layer)], fmt::format("layer {} of {} is a dense layer, not MoE", o.layer, m.name));
-    c.layer = o.layer;
+    throw Error(fmt::format("{} has no MoE layer", m.name));
   }
+  Require(layer < num_layers, fmt::format("layer ({}) must be in [0, {})", layer, num_layers));
+  Require(m.moe_layers[static_cast<size_t>(layer)], fmt::format("layer {} of {} is a dense layer, not MoE", layer, m.name));
+  return layer;
+}
+
+// The layer's sizes and router settings, copied from the model.
+void CopyLayerShape(const ModelSpec& m, RunConfig& c) {
+  const MoeSpec& moe = m.moe;
   c.hidden = m.hidden_size;
   c.moe_intermediate = moe.moe_intermediate_size;
   c.num_experts = moe.num_experts;
@@ -173,121 +123,142 @@ RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
   c.group_limit = GroupLimitOf(moe);
   c.shared_intermediate = moe.num_shared_experts > 0 ? moe.shared_expert_intermediate_size : 0;
   c.shared_expert_gate = moe.num_shared_experts > 0 && moe.shared_expert_gate;
+}
 
-  // --- The layer's parameters and their placements.
+// Inventory indices of the layer's routed (and shared, -1 without) expert tensors.
+struct LayerParams {
+  int64_t gate = -1, up = -1, down = -1;
+  int64_t shared_gate = -1, shared_up = -1, shared_down = -1;
+};
+
+LayerParams FindLayerParams(const Plan& plan, const RunConfig& c) {
+  LayerParams lp;
   const int64_t gate_up = FindParam(plan, c.layer, Role::kExpertGateUp);
-  const int64_t gate = gate_up >= 0 ? gate_up : FindParam(plan, c.layer, Role::kExpertGate);
-  const int64_t up = gate_up >= 0 ? gate_up : FindParam(plan, c.layer, Role::kExpertUp);
-  const int64_t down = FindParam(plan, c.layer, Role::kExpertDown);
-  Require(gate >= 0 && up >= 0 && down >= 0, fmt::format("layer {}: the plan lists no routed gate/up/down expert tensors", c.layer));
-  const int64_t shared_gate = c.shared_intermediate > 0 ? FindParam(plan, c.layer, Role::kSharedExpertGate) : -1;
-  const int64_t shared_up = c.shared_intermediate > 0 ? FindParam(plan, c.layer, Role::kSharedExpertUp) : -1;
-  const int64_t shared_down = c.shared_intermediate > 0 ? FindParam(plan, c.layer, Role::kSharedExpertDown) : -1;
-  Require(c.shared_intermediate == 0 || (shared_gate >= 0 && shared_up >= 0 && shared_down >= 0),
+  lp.gate = gate_up >= 0 ? gate_up : FindParam(plan, c.layer, Role::kExpertGate);
+  lp.up = gate_up >= 0 ? gate_up : FindParam(plan, c.layer, Role::kExpertUp);
+  lp.down = FindParam(plan, c.layer, Role::kExpertDown);
+  Require(lp.gate >= 0 && lp.up >= 0 && lp.down >= 0,
+          fmt::format("layer {}: the plan lists no routed gate/up/down expert tensors", c.layer));
+  lp.shared_gate = c.shared_intermediate > 0 ? FindParam(plan, c.layer, Role::kSharedExpertGate) : -1;
+  lp.shared_up = c.shared_intermediate > 0 ? FindParam(plan, c.layer, Role::kSharedExpertUp) : -1;
+  lp.shared_down = c.shared_intermediate > 0 ? FindParam(plan, c.layer, Role::kSharedExpertDown) : -1;
+  Require(c.shared_intermediate == 0 || (lp.shared_gate >= 0 && lp.shared_up >= 0 && lp.shared_down >= 0),
           fmt::format("layer {}: the plan lists no shared-expert gate/up/down tensors", c.layer));
-  const auto& params = plan.inventory.params;
-  const auto& placements = plan.placements;
-  Require(placements.size() == params.size(), "plan: placements are not aligned with the inventory");
-  const ParamPlacement& gate_pl = placements[static_cast<size_t>(gate)];
-  c.stage = gate_pl.stage;
-  c.world_size = plan.dims.world_size;
-  const Mesh& expert_mesh = plan.MeshOf(static_cast<size_t>(gate));
-  const Mesh& dense_mesh = plan.meshes.dense;
+  Require(plan.placements.size() == plan.inventory.params.size(), "plan: placements are not aligned with the inventory");
+  return lp;
+}
 
-  // --- Degrees and memory bound (before anything is allocated).
-  const int64_t stage_size = plan.dims.stage_size();
-  const int64_t first_rank = c.stage * stage_size;
+// The most tokens any source holds (checks the per-source counts against the world).
+int64_t MaxTokens(const RunOptions& o, int64_t world_size) {
   int64_t max_tokens = o.tokens_per_rank;
   if (!o.tokens_per_source.empty()) {
-    Require(static_cast<int64_t>(o.tokens_per_source.size()) == c.world_size,
-            fmt::format("tokens per source: {} entries for a world of {}", o.tokens_per_source.size(), c.world_size));
+    Require(static_cast<int64_t>(o.tokens_per_source.size()) == world_size,
+            fmt::format("tokens per source: {} entries for a world of {}", o.tokens_per_source.size(), world_size));
     for (int64_t t : o.tokens_per_source) {
       Require(t >= 0 && t <= (int64_t{1} << 24), fmt::format("tokens per source must be in [0, 2^24], got {}", t));
       max_tokens = std::max(max_tokens, t);
     }
   }
+  return max_tokens;
+}
 
-  // --- Every rank of the stage.
+// The forward shards (placement.h ForwardShardsOnRank) of inventory parameter `index` on `rank`.
+ForwardShards ShardsOfParam(const Plan& plan, int64_t index, int64_t rank) {
+  const size_t i = static_cast<size_t>(index);
+  return ForwardShardsOnRank(plan.inventory.params[i], plan.placements[i], plan.MeshOf(i), rank);
+}
+
+// A rank's routed experts, its intermediate slice and its EP and expert-TP groups, cross-checked
+// against plan.experts.
+RankConfig RoutedExpertsOnRank(const Plan& plan, const LayerParams& lp, int64_t layer, int64_t rank) {
+  const auto& params = plan.inventory.params;
+  RankConfig r;
+  r.rank = rank;
+  const Mesh& expert_mesh = plan.MeshOf(static_cast<size_t>(lp.gate));
+  const ForwardShards g = ShardsOfParam(plan, lp.gate, rank);
+  const ForwardShards u = ShardsOfParam(plan, lp.up, rank);
+  const ForwardShards d = ShardsOfParam(plan, lp.down, rank);
+  const ParamInfo& gp = params[static_cast<size_t>(lp.gate)];
+  const ParamInfo& up_p = params[static_cast<size_t>(lp.up)];
+  const ParamInfo& dp = params[static_cast<size_t>(lp.down)];
+  Require(gp.tp_dim >= 0 && up_p.tp_dim >= 0 && dp.tp_dim >= 0,
+          fmt::format("layer {}: routed expert tensors without a TP dim are not supported", layer));
+  r.first_expert = g.slices[0].begin;
+  r.num_local_experts = g.slices[0].size;
+  const DimSlice gf = g.slices[static_cast<size_t>(gp.tp_dim)];
+  const DimSlice uf = u.slices[static_cast<size_t>(up_p.tp_dim)];
+  const DimSlice df = d.slices[static_cast<size_t>(dp.tp_dim)];
+  Require(u.slices[0].begin == r.first_expert && d.slices[0].begin == r.first_expert && u.slices[0].size == r.num_local_experts &&
+              d.slices[0].size == r.num_local_experts,
+          fmt::format("rank {}: the plan gives gate, up and down different experts", rank));
+  Require(gf.begin == uf.begin && gf.size == uf.size && gf.begin == df.begin && gf.size == df.size,
+          fmt::format("rank {}: the plan gives gate/up the intermediate slice [{}, {}) and down [{}, {})", rank, gf.begin,
+                      gf.begin + gf.size, df.begin, df.begin + df.size));
+  Require(g.tp_axis == d.tp_axis && g.ep_axis == d.ep_axis,
+          fmt::format("rank {}: gate/up and down are sharded over different mesh axes", rank));
+  r.f_begin = gf.begin;
+  r.f_end = gf.begin + gf.size;
+  r.ep_group = GroupAlong(expert_mesh, g.ep_axis, rank);
+  r.ep_index = std::find(r.ep_group.begin(), r.ep_group.end(), rank) - r.ep_group.begin();
+  r.expert_tp_group = GroupAlong(expert_mesh, g.tp_axis, rank);
+  // Ownership must agree with plan.experts (contiguous E / ep experts per EP rank).
+  const int64_t ep = static_cast<int64_t>(r.ep_group.size());
+  Require(ep == plan.experts.ep && r.num_local_experts == plan.experts.num_local_experts &&
+              r.first_expert == plan.experts.FirstExpert(r.ep_index),
+          fmt::format("rank {}: placements give experts [{}, {}) on EP index {} of {}, plan.experts says [{}, {}) of ep {}", rank,
+                      r.first_expert, r.first_expert + r.num_local_experts, r.ep_index, ep, plan.experts.FirstExpert(r.ep_index),
+                      plan.experts.FirstExpert(r.ep_index) + plan.experts.num_local_experts, plan.experts.ep));
+  r.source = *std::min_element(r.expert_tp_group.begin(), r.expert_tp_group.end());
+  return r;
+}
+
+// A rank's shared-expert slice, tp group and mode (local, partial sums with the routed experts, or
+// sequence-parallel).
+void SharedExpertsOnRank(const Plan& plan, const LayerParams& lp, int64_t rank, RankConfig& r) {
+  const auto& params = plan.inventory.params;
+  const ParamInfo& sg = params[static_cast<size_t>(lp.shared_gate)];
+  const ParamInfo& sd = params[static_cast<size_t>(lp.shared_down)];
+  const ForwardShards s = ShardsOfParam(plan, lp.shared_gate, rank);
+  const ForwardShards su = ShardsOfParam(plan, lp.shared_up, rank);
+  const ForwardShards sdn = ShardsOfParam(plan, lp.shared_down, rank);
+  const DimSlice a = s.slices[static_cast<size_t>(sg.tp_dim)];
+  const DimSlice b = su.slices[0];
+  const DimSlice e = sdn.slices[static_cast<size_t>(sd.tp_dim)];
+  Require(a.begin == b.begin && a.size == b.size && a.begin == e.begin && a.size == e.size,
+          fmt::format("rank {}: the plan gives the shared gate/up and down different intermediate slices", rank));
+  r.shared_f_begin = a.begin;
+  r.shared_f_end = a.begin + a.size;
+  r.shared_tp_group = GroupAlong(plan.meshes.dense, s.tp_axis, rank);
+  if (r.shared_tp_group.size() == 1) {
+    r.shared_mode = SharedMode::kLocal;
+  } else if (r.shared_tp_group == r.expert_tp_group) {
+    r.shared_mode = SharedMode::kPartial;
+  } else if (r.expert_tp_group.size() == 1) {
+    r.shared_mode = SharedMode::kSequenceParallel;
+  } else {
+    throw Error(
+        fmt::format("rank {}: shared experts are TP-sharded over ranks [{}] while the routed experts' tokens are "
+                    "replicated over ranks [{}]; the runtime supports etp = 1 or etp = tp only",
+                    rank, fmt::join(r.shared_tp_group, " "), fmt::join(r.expert_tp_group, " ")));
+  }
+}
+
+// Every rank of the stage from `first_rank`: experts, slices and groups; sets c.ep and c.expert_tp.
+void ConfigureRanks(const Plan& plan, const LayerParams& lp, int64_t first_rank, int64_t stage_size, RunConfig& c) {
   int64_t local_experts = -1;
   for (int64_t rank = first_rank; rank < first_rank + stage_size; ++rank) {
-    RankConfig r;
-    r.rank = rank;
-    const ForwardShards g = ShardsOnRank(params[static_cast<size_t>(gate)], gate_pl, expert_mesh, rank);
-    const ForwardShards u =
-        ShardsOnRank(params[static_cast<size_t>(up)], placements[static_cast<size_t>(up)], plan.MeshOf(static_cast<size_t>(up)), rank);
-    const ForwardShards d = ShardsOnRank(params[static_cast<size_t>(down)], placements[static_cast<size_t>(down)],
-                                         plan.MeshOf(static_cast<size_t>(down)), rank);
-    const ParamInfo& gp = params[static_cast<size_t>(gate)];
-    const ParamInfo& up_p = params[static_cast<size_t>(up)];
-    const ParamInfo& dp = params[static_cast<size_t>(down)];
-    Require(gp.tp_dim >= 0 && up_p.tp_dim >= 0 && dp.tp_dim >= 0,
-            fmt::format("layer {}: routed expert tensors without a TP dim are not supported", c.layer));
-    r.first_expert = g.slices[0].begin;
-    r.num_local_experts = g.slices[0].size;
-    const DimSlice gf = g.slices[static_cast<size_t>(gp.tp_dim)];
-    const DimSlice uf = u.slices[static_cast<size_t>(up_p.tp_dim)];
-    const DimSlice df = d.slices[static_cast<size_t>(dp.tp_dim)];
-    Require(u.slices[0].begin == r.first_expert && d.slices[0].begin == r.first_expert && u.slices[0].size == r.num_local_experts &&
-                d.slices[0].size == r.num_local_experts,
-            fmt::format("rank {}: the plan gives gate, up and down different experts", rank));
-    Require(gf.begin == uf.begin && gf.size == uf.size && gf.begin == df.begin && gf.size == df.size,
-            fmt::format("rank {}: the plan gives gate/up the intermediate slice [{}, {}) and down [{}, {})", rank, gf.begin,
-                        gf.begin + gf.size, df.begin, df.begin + df.size));
-    Require(g.tp_axis == d.tp_axis && g.ep_axis == d.ep_axis,
-            fmt::format("rank {}: gate/up and down are sharded over different mesh axes", rank));
-    r.f_begin = gf.begin;
-    r.f_end = gf.begin + gf.size;
-    r.ep_group = GroupAlong(expert_mesh, g.ep_axis, rank);
-    r.ep_index = std::find(r.ep_group.begin(), r.ep_group.end(), rank) - r.ep_group.begin();
-    r.expert_tp_group = GroupAlong(expert_mesh, g.tp_axis, rank);
-    // Ownership must agree with plan.experts (contiguous E / ep experts per EP rank).
-    const int64_t ep = static_cast<int64_t>(r.ep_group.size());
-    Require(ep == plan.experts.ep && r.num_local_experts == plan.experts.num_local_experts &&
-                r.first_expert == plan.experts.FirstExpert(r.ep_index),
-            fmt::format("rank {}: placements give experts [{}, {}) on EP index {} of {}, plan.experts says [{}, {}) of ep {}", rank,
-                        r.first_expert, r.first_expert + r.num_local_experts, r.ep_index, ep, plan.experts.FirstExpert(r.ep_index),
-                        plan.experts.FirstExpert(r.ep_index) + plan.experts.num_local_experts, plan.experts.ep));
+    RankConfig r = RoutedExpertsOnRank(plan, lp, c.layer, rank);
     if (local_experts < 0) local_experts = r.num_local_experts;
     Require(local_experts == r.num_local_experts, "every EP rank must hold the same number of experts");
-    c.ep = ep;
+    c.ep = static_cast<int64_t>(r.ep_group.size());
     c.expert_tp = static_cast<int64_t>(r.expert_tp_group.size());
-    r.source = *std::min_element(r.expert_tp_group.begin(), r.expert_tp_group.end());
-
-    // Shared experts.
-    if (c.shared_intermediate > 0) {
-      const ParamInfo& sg = params[static_cast<size_t>(shared_gate)];
-      const ParamInfo& sd = params[static_cast<size_t>(shared_down)];
-      const ForwardShards s =
-          ShardsOnRank(sg, placements[static_cast<size_t>(shared_gate)], plan.MeshOf(static_cast<size_t>(shared_gate)), rank);
-      const ForwardShards su = ShardsOnRank(params[static_cast<size_t>(shared_up)], placements[static_cast<size_t>(shared_up)],
-                                            plan.MeshOf(static_cast<size_t>(shared_up)), rank);
-      const ForwardShards sdn =
-          ShardsOnRank(sd, placements[static_cast<size_t>(shared_down)], plan.MeshOf(static_cast<size_t>(shared_down)), rank);
-      const DimSlice a = s.slices[static_cast<size_t>(sg.tp_dim)];
-      const DimSlice b = su.slices[0];
-      const DimSlice e = sdn.slices[static_cast<size_t>(sd.tp_dim)];
-      Require(a.begin == b.begin && a.size == b.size && a.begin == e.begin && a.size == e.size,
-              fmt::format("rank {}: the plan gives the shared gate/up and down different intermediate slices", rank));
-      r.shared_f_begin = a.begin;
-      r.shared_f_end = a.begin + a.size;
-      r.shared_tp_group = GroupAlong(dense_mesh, s.tp_axis, rank);
-      if (r.shared_tp_group.size() == 1) {
-        r.shared_mode = SharedMode::kLocal;
-      } else if (r.shared_tp_group == r.expert_tp_group) {
-        r.shared_mode = SharedMode::kPartial;
-      } else if (r.expert_tp_group.size() == 1) {
-        r.shared_mode = SharedMode::kSequenceParallel;
-      } else {
-        throw Error(
-            fmt::format("rank {}: shared experts are TP-sharded over ranks [{}] while the routed experts' tokens are "
-                        "replicated over ranks [{}]; the runtime supports etp = 1 or etp = tp only",
-                        rank, fmt::join(r.shared_tp_group, " "), fmt::join(r.expert_tp_group, " ")));
-      }
-    }
+    if (c.shared_intermediate > 0) SharedExpertsOnRank(plan, lp, rank, r);
     c.ranks.push_back(std::move(r));
   }
+}
 
-  // --- Deredundency sub-groups (ep = oep x iep, inner index fastest, as the planner).
+// Deredundency sub-groups (ep = oep x iep, inner index fastest, as the planner).
+void SplitDeredundencyGroups(const Plan& plan, const RunOptions& o, RunConfig& c) {
   c.oep = c.dispatcher == Dispatcher::kDeredundency ? o.oep.value_or(DeredundencyOep(plan)) : 1;
   Require(c.oep >= 1 && c.ep % c.oep == 0,
           fmt::format("oep ({}) must divide ep ({}) for the deredundency dispatcher (ep = oep x iep)", c.oep, c.ep));
@@ -298,18 +269,21 @@ RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
     for (int64_t x = 0; x < c.oep; ++x) r.oep_group.push_back(r.ep_group[static_cast<size_t>(x * c.iep + r.iep_index)]);
     for (int64_t j = 0; j < c.iep; ++j) r.iep_group.push_back(r.ep_group[static_cast<size_t>(r.oep_index * c.iep + j)]);
   }
+}
 
-  if (o.routing) {
-    // One sampler per MoE layer (a trace may list every layer); this layer's is used.
-    c.routing_model =
-        std::make_shared<RoutingModel>(PrepareRouting(*o.routing, c.num_experts, c.top_k, m.NumMoeLayers(), GroupLimitOf(m.moe)));
-    c.routing_layer = 0;
-    for (int64_t l = 0; l < c.layer; ++l) c.routing_layer += m.moe_layers[static_cast<size_t>(l)] ? 1 : 0;
-  }
-  if (c.dispatcher == Dispatcher::kDeepEp || c.dispatcher == Dispatcher::kAllGather) {
-    Require(c.expert_tp == 1, fmt::format("the {} dispatcher runs with experts not TP-sharded (expert TP group of 1), got {}",
-                                          DispatcherName(c.dispatcher), c.expert_tp));
-  }
+// The routing model of every MoE layer and this layer's index among them.
+void AttachRouting(const ModelSpec& m, const RunOptions& o, RunConfig& c) {
+  if (!o.routing) return;
+  // One sampler per MoE layer (a trace may list every layer); this layer's is used.
+  c.routing_model =
+      std::make_shared<RoutingModel>(PrepareRouting(*o.routing, c.num_experts, c.top_k, m.NumMoeLayers(), GroupLimitOf(m.moe)));
+  c.routing_layer = 0;
+  for (int64_t l = 0; l < c.layer; ++l) c.routing_layer += m.moe_layers[static_cast<size_t>(l)] ? 1 : 0;
+}
+
+// Redundant experts: the placement read from the placement file or placed from the routing
+// model's expected load; each rank then holds SlotsPerRank slots.
+void AttachPlacement(const Plan& plan, const RunOptions& o, RunConfig& c) {
   if (!o.placement_file.empty()) {
     Require(c.dispatcher == Dispatcher::kAllToAll,
             "--placement runs with the all_to_all dispatcher (the deredundency dispatcher has no replicas)");
@@ -339,8 +313,11 @@ RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
       r.first_expert = r.ep_index * r.num_local_experts;
     }
   }
+}
 
-  // --- Token sources.
+// The token sources and every rank's tokens; checks the equal blocks the allgather dispatcher and
+// sequence-parallel shared experts need.
+void AssignTokens(const RunOptions& o, int64_t first_rank, RunConfig& c) {
   for (const RankConfig& r : c.ranks) c.sources.push_back(r.source);
   std::sort(c.sources.begin(), c.sources.end());
   c.sources.erase(std::unique(c.sources.begin(), c.sources.end()), c.sources.end());
@@ -368,11 +345,12 @@ RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
                                                 r.rank, r.tokens, r.rank, p.tokens, p.rank));
     }
   }
+}
 
-  // Memory bound, worst case (every token of the EP group routed to one rank): routed buffers
-  // T*k*D several times, the deredundency gather and whiteboard oep*T*k*D each, received rows
-  // ep*T*k*D three times; times the ranks of the stage, in fp32.
-  if (!o.check_buffer_bound) return c;
+// Memory bound, worst case (every token of the EP group routed to one rank): routed buffers
+// T*k*D several times, the deredundency gather and whiteboard oep*T*k*D each, received rows
+// ep*T*k*D three times; times the ranks of the stage, in fp32.
+void CheckBufferBound(const RunConfig& c, int64_t max_tokens, int64_t stage_size) {
   const int64_t rows = CheckedMul(max_tokens, c.top_k, "tokens x top_k");
   const int64_t per_rank_rows = CheckedAdd(CheckedMul(rows, 8 + 2 * c.oep, "routed rows"),
                                            CheckedMul(CheckedMul(rows, c.ep, "received rows"), 3, "received rows"), "rows");
@@ -383,7 +361,84 @@ RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
           fmt::format("{} tokens per rank of hidden {} with top_k {} on {} ranks (ep {}) could need {:.1f} "
                       "GiB of buffers (worst-case routing), more than the {} GiB allowed; use fewer tokens",
                       max_tokens, c.hidden, c.top_k, stage_size, c.ep, static_cast<double>(bytes) / (1 << 30), kMaxBytes >> 30));
+}
+
+}  // namespace
+
+RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
+  const ModelSpec& m = plan.model;
+  RunConfig c;
+  c.model_name = m.name;
+  c.family = m.family;
+  c.options = o;
+
+  // --- What the runtime supports, and the options.
+  CheckModelSupported(m);
+  CheckOptionRanges(o);
+  const std::string dispatcher = o.dispatcher.empty() ? plan.training.dispatcher : o.dispatcher;
+  c.dispatcher = ParseDispatcher(dispatcher);
+  c.gpus_per_node = plan.training.gpus_per_node;
+  c.fp8_dispatch = plan.training.fp8_dispatch;
+  // The planner's FP8 dispatch (Megatron's FP8 all-to-all, DeepEP use_fp8: precision.h
+  // DispatchRowBytes) sends 1 byte per element plus a scale per 128; the runtime's dispatchers
+  // send the run's float rows, so running it would measure other bytes than the plan predicts.
+  Require(!c.fp8_dispatch || !o.runs_dispatch,
+          fmt::format("training.fp8_dispatch (--fp8-dispatch) is true, but dockyard-run's {} dispatcher has no FP8 dispatch path "
+                      "(it sends the run's float rows, not 1 byte per element + a scale per 128 elements): plan without "
+                      "--fp8-dispatch, or time one rank's compute with --replay-rank (its dispatch and combine come from the "
+                      "cost model in FP8)",
+                      dispatcher));
+
+  // --- The layer, its parameters and their placements.
+  c.layer = ChooseLayer(m, o.layer);
+  CopyLayerShape(m, c);
+  const LayerParams lp = FindLayerParams(plan, c);
+  c.stage = plan.placements[static_cast<size_t>(lp.gate)].stage;
+  c.world_size = plan.dims.world_size;
+
+  // --- Degrees and memory bound (before anything is allocated).
+  const int64_t stage_size = plan.dims.stage_size();
+  const int64_t first_rank = c.stage * stage_size;
+  const int64_t max_tokens = MaxTokens(o, c.world_size);
+
+  // --- Every rank of the stage, then the groups, routing, placement and tokens built on them.
+  ConfigureRanks(plan, lp, first_rank, stage_size, c);
+  SplitDeredundencyGroups(plan, o, c);
+  AttachRouting(m, o, c);
+  if (c.dispatcher == Dispatcher::kDeepEp || c.dispatcher == Dispatcher::kAllGather) {
+    Require(c.expert_tp == 1, fmt::format("the {} dispatcher runs with experts not TP-sharded (expert TP group of 1), got {}",
+                                          DispatcherName(c.dispatcher), c.expert_tp));
+  }
+  AttachPlacement(plan, o, c);
+  AssignTokens(o, first_rank, c);
+  if (o.check_buffer_bound) CheckBufferBound(c, max_tokens, stage_size);
   return c;
+}
+
+std::vector<RankGroup> GroupsOfRank(const RunConfig& config, const RankConfig& rank) {
+  std::vector<RankGroup> out = {RankGroup::kEp, RankGroup::kExpertTp};
+  if (config.dispatcher == Dispatcher::kDeredundency) {
+    out.push_back(RankGroup::kOep);
+    out.push_back(RankGroup::kIep);
+  }
+  if (rank.shared_mode != SharedMode::kNone) out.push_back(RankGroup::kSharedTp);
+  return out;
+}
+
+const std::vector<int64_t>& GroupMembers(const RankConfig& rank, RankGroup group) {
+  switch (group) {
+    case RankGroup::kEp:
+      return rank.ep_group;
+    case RankGroup::kExpertTp:
+      return rank.expert_tp_group;
+    case RankGroup::kOep:
+      return rank.oep_group;
+    case RankGroup::kIep:
+      return rank.iep_group;
+    case RankGroup::kSharedTp:
+      break;
+  }
+  return rank.shared_tp_group;
 }
 
 std::vector<RankSpec> RankSpecs(const RunConfig& config) {
@@ -391,13 +446,7 @@ std::vector<RankSpec> RankSpecs(const RunConfig& config) {
   for (const RankConfig& r : config.ranks) {
     RankSpec spec;
     spec.rank = r.rank;
-    spec.groups.push_back({"ep", r.ep_group});
-    spec.groups.push_back({"expert_tp", r.expert_tp_group});
-    if (config.dispatcher == Dispatcher::kDeredundency) {
-      spec.groups.push_back({"oep", r.oep_group});
-      spec.groups.push_back({"iep", r.iep_group});
-    }
-    if (r.shared_mode != SharedMode::kNone) spec.groups.push_back({"shared_tp", r.shared_tp_group});
+    for (RankGroup g : GroupsOfRank(config, r)) spec.groups.push_back({RankGroupName(g), GroupMembers(r, g)});
     out.push_back(std::move(spec));
   }
   return out;

@@ -42,6 +42,12 @@ const char* DispatcherName(Dispatcher d);  // "all_to_all", "deredundency", "dee
 enum class SharedMode { kNone, kLocal, kPartial, kSequenceParallel };
 const char* SharedModeName(SharedMode m);
 
+// The communication groups of a rank, by the label RankSpecs gives them and RankContext::group
+// finds them by: the EP group, the expert-TP group (whose partial sums are all-reduced), the
+// deredundency dispatcher's outer and inner EP groups (ep = oep x iep), the shared experts' TP group.
+enum class RankGroup { kEp, kExpertTp, kOep, kIep, kSharedTp };
+const char* RankGroupName(RankGroup g);  // "ep", "expert_tp", "oep", "iep", "shared_tp"
+
 // Deliberate mistakes, to prove that validation catches them (tests and `--inject-fault`).
 enum class Fault {
   kNone,
@@ -163,13 +169,18 @@ struct RunConfig {
 // or the feature the runtime does not support yet (checked before anything is allocated).
 RunConfig MakeRunConfig(const Plan& plan, const RunOptions& options);
 
-// The groups every rank communicates in, for Backend::RunRanks: "ep", "oep", "iep",
-// "expert_tp", "shared_tp".
+// The groups `rank` communicates in, in this order: ep and expert_tp always, oep and iep with the
+// deredundency dispatcher, shared_tp with shared experts.
+std::vector<RankGroup> GroupsOfRank(const RunConfig& config, const RankConfig& rank);
+// The global ranks of `group` as `rank` sees it, in group order.
+const std::vector<int64_t>& GroupMembers(const RankConfig& rank, RankGroup group);
+
+// The groups every rank communicates in (GroupsOfRank, labelled by RankGroupName), for
+// Backend::RunRanks.
 std::vector<RankSpec> RankSpecs(const RunConfig& config);
 
-// The slice [begin, begin + size) of every dim of `param` that `rank` holds after the plan's TP
-// and EP shard steps (data-parallel steps skipped, see above). On a dim with fused sections
-// (gate | up) the slice is that of one section, relative to the section's start.
-std::vector<DimSlice> ForwardSliceOnRank(const ParamInfo& param, const ParamPlacement& placement, const Mesh& mesh, int64_t rank);
+// The slice of every dim of a parameter that a rank computes with (TP and EP steps, fused sections
+// cut per section): planner/layout/placement.h ForwardSliceOnRank, beside the planner's local shapes.
+using dockyard::ForwardSliceOnRank;
 
 }  // namespace dockyard::runtime

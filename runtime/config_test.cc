@@ -97,6 +97,30 @@ TEST_CASE("Deredundency splits the EP group into oep x iep with the inner index 
   CHECK(c.ranks[5].iep_group == V{4, 5, 6, 7});
 }
 
+TEST_CASE("RankSpecs labels a rank's groups by RankGroupName: ep and expert_tp, oep and iep with deredundency, shared_tp") {
+  RunOptions o;
+  o.dispatcher = "deredundency";
+  o.oep = 2;
+  // TinyDeepSeek has shared experts; world 8, ep 8, tp 1: rank 5 is EP index 5 = o 1 * iep 4 + i 1,
+  // its expert-TP and shared tp groups are itself (the shared experts run locally).
+  const RunConfig c = MakeRunConfig(MakePlan(TinyDeepSeek(), 8, 8), o);
+  const RankSpec spec = RankSpecs(c)[5];
+  REQUIRE(spec.groups.size() == 5);
+  CHECK(spec.groups[0].label == "ep");
+  CHECK(spec.groups[0].ranks == V{0, 1, 2, 3, 4, 5, 6, 7});
+  CHECK(spec.groups[1].label == "expert_tp");
+  CHECK(spec.groups[1].ranks == V{5});
+  CHECK(spec.groups[2].label == "oep");
+  CHECK(spec.groups[2].ranks == V{1, 5});
+  CHECK(spec.groups[3].label == "iep");
+  CHECK(spec.groups[3].ranks == V{4, 5, 6, 7});
+  CHECK(spec.groups[4].label == "shared_tp");
+  CHECK(spec.groups[4].ranks == V{5});
+  // all_to_all without shared experts: the EP and expert-TP groups only.
+  const RunConfig plain = MakeRunConfig(MakePlan(TinyMoe(), 8, 8), {});
+  CHECK(GroupsOfRank(plain, plain.ranks[5]) == std::vector<RankGroup>{RankGroup::kEp, RankGroup::kExpertTp});
+}
+
 TEST_CASE("Deredundency rejects an oep that does not divide ep") {
   RunOptions o;
   o.dispatcher = "deredundency";

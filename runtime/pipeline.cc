@@ -178,7 +178,7 @@ class LayerRank {
     }
     SharedExperts();
     if (r_.expert_tp_group.size() > 1) {
-      Time(kTpComm, [&] { ctx_.group("expert_tp").AllReduce(y_.data(), T * D); });
+      Time(kTpComm, [&] { group(RankGroup::kExpertTp).AllReduce(y_.data(), T * D); });
     }
   }
 
@@ -252,7 +252,7 @@ class LayerRank {
   }
 
   void AllToAllPath(const RouteOrder& order) {
-    Communicator& ep = ctx_.group("ep");
+    Communicator& ep = group(RankGroup::kEp);
     const int64_t n = ep.size(), L = r_.num_local_experts, D = c_.hidden;
     std::vector<int64_t> recv_counts, input_splits, output_splits;
     Time(kDispatch, [&] {
@@ -295,7 +295,7 @@ class LayerRank {
   // reduce-scatters it: each member gets its own T rows summed over the members in order.
   // Leaves y_ [T, D].
   void AllGatherPath() {
-    Communicator& ep = ctx_.group("ep");
+    Communicator& ep = group(RankGroup::kEp);
     const int64_t n = ep.size(), T = r_.tokens, k = c_.top_k, D = c_.hidden, L = r_.num_local_experts;
     std::vector<int64_t> experts;
     std::vector<float> weights;
@@ -356,7 +356,7 @@ class LayerRank {
   // partial per token, forwarders sum their node's partials in member order, sources the nodes'
   // in node order. Leaves y_ [T, D].
   void DeepEpPath() {
-    Communicator& ep = ctx_.group("ep");
+    Communicator& ep = group(RankGroup::kEp);
     const int64_t n = ep.size(), me = ep.rank(), T = r_.tokens, k = c_.top_k, D = c_.hidden, M = k + 2;
     const int64_t per = c_.num_experts / n, L = r_.num_local_experts;
     const FlexCounts topo = MakeFlexCounts(r_.ep_group, c_.gpus_per_node);
@@ -525,8 +525,8 @@ class LayerRank {
   }
 
   void DeredundencyPath(const RouteOrder& order) {
-    Communicator& oep = ctx_.group("oep");
-    Communicator& iep = ctx_.group("iep");
+    Communicator& oep = group(RankGroup::kOep);
+    Communicator& iep = group(RankGroup::kIep);
     const int64_t no = oep.size(), ni = iep.size(), L = r_.num_local_experts, D = c_.hidden, E = c_.num_experts;
     const int64_t rows = r_.tokens * c_.top_k;
     DeredundencyPlan dplan;
@@ -600,7 +600,7 @@ class LayerRank {
     int64_t rows = T;
     const float* x = x_.data();
     if (sp) {
-      Communicator& tp = ctx_.group("shared_tp");
+      Communicator& tp = group(RankGroup::kSharedTp);
       rows = T * tp.size();
       shared_x_.Resize(rows * D);
       Time(kTpComm, [&] { tp.AllGather(x_.data(), T * D, shared_x_.data()); });
@@ -638,12 +638,15 @@ class LayerRank {
     }
     shared_own_ptr_ = shared_out_.data();
     if (sp) {
-      Communicator& tp = ctx_.group("shared_tp");
+      Communicator& tp = group(RankGroup::kSharedTp);
       shared_own_.Resize(T * D);
       Time(kTpComm, [&] { tp.ReduceScatter(shared_out_.data(), shared_own_.data(), T * D); });
       shared_own_ptr_ = shared_own_.data();
     }
   }
+
+  // The rank's communicator of `g` (RankSpecs labels it RankGroupName(g)).
+  Communicator& group(RankGroup g) { return ctx_.group(RankGroupName(g)); }
 
   RankContext& ctx_;
   Device& dev_;
@@ -714,21 +717,16 @@ void RunRank(RankContext& ctx, const RunConfig& config, const RankConfig& rank, 
   LayerRank layer(ctx, config, rank);
   layer.Setup();
   const int64_t total = config.options.warmup + config.options.iters;
-  std::vector<std::string> labels = {"ep", "expert_tp"};
-  if (config.dispatcher == Dispatcher::kDeredundency) {
-    labels.push_back("oep");
-    labels.push_back("iep");
-  }
-  if (rank.shared_mode != SharedMode::kNone) labels.push_back("shared_tp");
+  const std::vector<RankGroup> groups = GroupsOfRank(config, rank);
   for (int64_t it = 0; it < total; ++it) {
     const bool last = it + 1 == total;
     if (config.options.record_collectives) {
       result.collectives.clear();
-      for (const std::string& l : labels) ctx.group(l).set_log(last ? &result.collectives : nullptr);
+      for (RankGroup g : groups) ctx.group(RankGroupName(g)).set_log(last ? &result.collectives : nullptr);
     }
     layer.Forward(it >= config.options.warmup);
   }
-  for (const std::string& l : labels) ctx.group(l).set_log(nullptr);
+  for (RankGroup g : groups) ctx.group(RankGroupName(g)).set_log(nullptr);
   layer.Finish(result, config.options.iters);
 }
 

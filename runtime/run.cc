@@ -159,9 +159,15 @@ RunReport RunMoeLayer(const RunConfig& c, Backend& backend) {
   return report;
 }
 
-Json RunReportToJson(const RunReport& rep, const std::string& model_source) {
+namespace {
+
+Json FiniteOrNull(double v) {
+  return std::isfinite(v) ? Json(v) : Json(nullptr);
+}
+
+// One row per rank: tokens, rows, errors and phase times (deepep's link rows, allgather's gathered rows).
+Json PerRankJson(const RunReport& rep) {
   const RunConfig& c = rep.config;
-  auto finite = [](double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); };
   Json per_rank = Json::array();
   for (const RankReport& r : rep.ranks) {
     Json phases = Json::object();
@@ -172,8 +178,8 @@ Json RunReportToJson(const RunReport& rep, const std::string& model_source) {
                         {"routed_rows", r.routed_rows},
                         {"sent_rows", r.sent_rows},
                         {"received_rows", r.received_rows},
-                        {"max_abs_error", finite(r.max_abs_error)},
-                        {"max_rel_error", finite(r.max_rel_error)},
+                        {"max_abs_error", FiniteOrNull(r.max_abs_error)},
+                        {"max_rel_error", FiniteOrNull(r.max_rel_error)},
                         {"wrong", r.wrong},
                         {"checked", r.checked},
                         {"phases_us", phases}});
@@ -183,6 +189,11 @@ Json RunReportToJson(const RunReport& rep, const std::string& model_source) {
     }
     if (c.dispatcher == Dispatcher::kAllGather) per_rank.back()["gathered_rows"] = r.gathered_rows;
   }
+  return per_rank;
+}
+
+// The measured phases in the planner's phase schema (slowest rank, mean, per-rank times).
+Json PhasesJson(const RunReport& rep) {
   Json phases = Json::array();
   for (const PhaseReport& p : rep.phases) {
     phases.push_back({{"name", p.name},
@@ -193,83 +204,111 @@ Json RunReportToJson(const RunReport& rep, const std::string& model_source) {
                       {"slowest_rank", p.slowest_rank},
                       {"per_rank_us", p.per_rank_us}});
   }
+  return phases;
+}
+
+// The validation block: pass/fail, errors, and the first mismatches.
+Json ValidationJson(const RunReport& rep) {
   Json mismatches = Json::array();
   for (const Mismatch& m : rep.first_mismatches) {
-    mismatches.push_back({{"rank", m.rank}, {"token", m.token}, {"dim", m.dim}, {"got", finite(m.got)}, {"expected", m.expected}});
+    mismatches.push_back({{"rank", m.rank}, {"token", m.token}, {"dim", m.dim}, {"got", FiniteOrNull(m.got)}, {"expected", m.expected}});
   }
+  return {{"passed", rep.passed()},
+          {"max_abs_error", FiniteOrNull(rep.max_abs_error)},
+          {"max_rel_error", FiniteOrNull(rep.max_rel_error)},
+          {"wrong", rep.wrong},
+          {"checked", rep.checked},
+          {"first_mismatches", mismatches}};
+}
+
+// The layer that ran: its sizes and router settings.
+Json ModelJson(const RunConfig& c, const std::string& model_source) {
+  return {{"source", model_source},
+          {"name", c.model_name},
+          {"family", c.family},
+          {"layer", c.layer},
+          {"hidden_size", c.hidden},
+          {"moe_intermediate_size", c.moe_intermediate},
+          {"num_experts", c.num_experts},
+          {"top_k", c.top_k},
+          {"score_func", c.sigmoid_scores ? "sigmoid" : "softmax"},
+          {"score_correction_bias", c.score_correction_bias},
+          {"norm_topk_prob", c.norm_topk_prob},
+          {"routed_scaling_factor", c.routed_scaling_factor},
+          {"shared_expert_intermediate_size", c.shared_intermediate}};
+}
+
+// The stage's ranks, degrees and dispatcher.
+Json LayoutJson(const RunConfig& c) {
+  return {{"world_size", c.world_size},
+          {"stage", c.stage},
+          {"ranks", static_cast<int64_t>(c.ranks.size())},
+          {"ep", c.ep},
+          {"expert_tp", c.expert_tp},
+          {"dispatcher", DispatcherName(c.dispatcher)},
+          {"oep", c.oep},
+          {"iep", c.iep},
+          {"shared_experts", c.ranks.empty() ? "none" : SharedModeName(c.ranks.front().shared_mode)}};
+}
+
+// The run's settings: backend, tokens, routing, iterations, tolerances, overlap.
+Json RunSettingsJson(const RunReport& rep) {
+  const RunConfig& c = rep.config;
+  return {{"backend", rep.backend},
+          {"tokens_per_rank", c.options.tokens_per_rank},
+          {"token_sources", static_cast<int64_t>(c.sources.size())},
+          {"seed", c.options.seed},
+          {"routing", c.options.routing ? RoutingSpecText(*c.options.routing) : std::string("router")},
+          {"iters", c.options.iters},
+          {"warmup", c.options.warmup},
+          {"atol", c.options.atol},
+          {"rtol", c.options.rtol},
+          {"overlap_shared_experts",
+           {{"requested", c.options.overlap_shared_experts},
+            {"applied", c.options.overlap_shared_experts && OverlapNotApplied(c).empty()},
+            {"why_not", OverlapNotApplied(c)}}}};
+}
+
+// The redundant-expert placement and the rows each slot measured (and predicted).
+Json RedundantExpertsJson(const RunReport& rep) {
+  const RunConfig& c = rep.config;
+  const ExpertPlacement& p = *c.placement;
+  Json rows = Json::array();
+  for (const RankReport& r : rep.ranks) rows.push_back(r.rows_per_local_expert);
+  Json block = {{"redundant_experts", p.num_physical - p.num_experts},
+                {"policy", c.options.placement_file.empty() ? EplbPolicyName(p.policy) : "file"},
+                {"placement_file", c.options.placement_file},
+                {"replica_choice", ReplicaChoiceName(c.options.redundant->choice)},
+                {"physical_to_logical", p.physical_to_logical},
+                {"replica_count", p.replica_count},
+                {"measured_rows_per_local_slot", rows},
+                {"rows_mismatched_ranks", rep.replica_rows_mismatches}};
+  if (rep.predicted_replica_routing) {
+    block["predicted_rows_per_slot"] = rep.predicted_replica_routing->rows_per_local_expert;
+    block["predicted_received"] = rep.predicted_replica_routing->received;
+    block["predicted_imbalance"] = rep.predicted_replica_routing->imbalance;
+  }
+  return block;
+}
+
+}  // namespace
+
+Json RunReportToJson(const RunReport& rep, const std::string& model_source) {
+  const RunConfig& c = rep.config;
   Json j = {
       {"schema_version", kReportSchemaVersion},
       {"kind", "dockyard_run"},
       {"dockyard_version", kDockyardVersion},
-      {"model",
-       {{"source", model_source},
-        {"name", c.model_name},
-        {"family", c.family},
-        {"layer", c.layer},
-        {"hidden_size", c.hidden},
-        {"moe_intermediate_size", c.moe_intermediate},
-        {"num_experts", c.num_experts},
-        {"top_k", c.top_k},
-        {"score_func", c.sigmoid_scores ? "sigmoid" : "softmax"},
-        {"score_correction_bias", c.score_correction_bias},
-        {"norm_topk_prob", c.norm_topk_prob},
-        {"routed_scaling_factor", c.routed_scaling_factor},
-        {"shared_expert_intermediate_size", c.shared_intermediate}}},
-      {"layout",
-       {{"world_size", c.world_size},
-        {"stage", c.stage},
-        {"ranks", static_cast<int64_t>(c.ranks.size())},
-        {"ep", c.ep},
-        {"expert_tp", c.expert_tp},
-        {"dispatcher", DispatcherName(c.dispatcher)},
-        {"oep", c.oep},
-        {"iep", c.iep},
-        {"shared_experts", c.ranks.empty() ? "none" : SharedModeName(c.ranks.front().shared_mode)}}},
-      {"run",
-       {{"backend", rep.backend},
-        {"tokens_per_rank", c.options.tokens_per_rank},
-        {"token_sources", static_cast<int64_t>(c.sources.size())},
-        {"seed", c.options.seed},
-        {"routing", c.options.routing ? RoutingSpecText(*c.options.routing) : std::string("router")},
-        {"iters", c.options.iters},
-        {"warmup", c.options.warmup},
-        {"atol", c.options.atol},
-        {"rtol", c.options.rtol},
-        {"overlap_shared_experts",
-         {{"requested", c.options.overlap_shared_experts},
-          {"applied", c.options.overlap_shared_experts && OverlapNotApplied(c).empty()},
-          {"why_not", OverlapNotApplied(c)}}}}},
-      {"validation",
-       {{"passed", rep.passed()},
-        {"max_abs_error", finite(rep.max_abs_error)},
-        {"max_rel_error", finite(rep.max_rel_error)},
-        {"wrong", rep.wrong},
-        {"checked", rep.checked},
-        {"first_mismatches", mismatches}}},
-      {"per_rank", per_rank},
+      {"model", ModelJson(c, model_source)},
+      {"layout", LayoutJson(c)},
+      {"run", RunSettingsJson(rep)},
+      {"validation", ValidationJson(rep)},
+      {"per_rank", PerRankJson(rep)},
       {"tokens_per_expert", rep.tokens_per_expert},
-      {"measured", {{"kind", "measured"}, {"phases", phases}}},
+      {"measured", {{"kind", "measured"}, {"phases", PhasesJson(rep)}}},
       {"timing", {{"run_seconds", rep.run_seconds}, {"reference_seconds", rep.reference_seconds}}},
   };
-  if (c.placement) {
-    const ExpertPlacement& p = *c.placement;
-    Json rows = Json::array();
-    for (const RankReport& r : rep.ranks) rows.push_back(r.rows_per_local_expert);
-    Json block = {{"redundant_experts", p.num_physical - p.num_experts},
-                  {"policy", c.options.placement_file.empty() ? EplbPolicyName(p.policy) : "file"},
-                  {"placement_file", c.options.placement_file},
-                  {"replica_choice", ReplicaChoiceName(c.options.redundant->choice)},
-                  {"physical_to_logical", p.physical_to_logical},
-                  {"replica_count", p.replica_count},
-                  {"measured_rows_per_local_slot", rows},
-                  {"rows_mismatched_ranks", rep.replica_rows_mismatches}};
-    if (rep.predicted_replica_routing) {
-      block["predicted_rows_per_slot"] = rep.predicted_replica_routing->rows_per_local_expert;
-      block["predicted_received"] = rep.predicted_replica_routing->received;
-      block["predicted_imbalance"] = rep.predicted_replica_routing->imbalance;
-    }
-    j["redundant_experts"] = block;
-  }
+  if (c.placement) j["redundant_experts"] = RedundantExpertsJson(rep);
   return j;
 }
 

@@ -190,88 +190,110 @@ StepCollectiveList StepCollectives(const ParallelDims& d, DpSharding dp_sharding
   return out;
 }
 
-CommReport ComputeComm(const Plan& plan, int64_t rank) {
-  const auto& d = plan.dims;
-  const auto& t = plan.training;
-  const auto& m = plan.model;
-  const Workload w = ComputeWorkload(plan);
-  CommReport out;
-  out.rank = rank;
-  out.gpus_per_node = t.gpus_per_node;
-  out.dispatcher = t.dispatcher;
-  Builder b(plan, rank, out);
-  const bool megatron = d.convention == Convention::kMegatron;
-  const int64_t stage = plan.meshes.dense.Coord(rank, 0);
-  // Micro-batches per step: num_microbatches per pipeline schedule, times torchtitan's outer
-  // gradient-accumulation steps (pipeline_schedule.h RunSettings).
-  const int64_t A = t.run.grad_accumulation_steps;
-  const int64_t M = CheckedMul(t.num_microbatches.value_or(d.pp), A, "micro-batches per step");
-  const int64_t param_b = DtypeBytes(t.param_dtype, "param_dtype");
-  const int64_t grad_b = DtypeBytes(t.grad_dtype, "grad_dtype");
-  const int64_t h = m.hidden_size;
-  const std::string volume_what = "communication bytes (" + VolumeInputs(plan) + ")";
-  auto mul = [&](int64_t x, int64_t y) { return CheckedMul(x, y, volume_what); };
+namespace {
 
-  // Data parallelism. Model-parallel elements per FSDP unit and per mesh on this rank.
-  const std::vector<std::string> dense_dp = megatron ? std::vector<std::string>{"dp", "cp"} : std::vector<std::string>{"dp_shard", "cp"};
-  const std::vector<std::string> sparse_dp = {megatron ? "edp" : "efsdp"};
-  // FSDP unit (layer, on the sparse mesh; embedding -1, root -2) -> model-parallel elements.
+// What every step of ComputeComm reads: the plan, the rank and its stage, the step's sizes.
+struct CommStep {
+  const Plan& plan;
+  int64_t rank = 0;
+  const Workload& w;
+  int64_t stage = 0;  // the rank's pipeline stage
+  bool megatron = false;
+  // Micro-batches per step: num_microbatches per pipeline schedule (M), times torchtitan's outer
+  // gradient-accumulation steps (A; pipeline_schedule.h RunSettings).
+  int64_t A = 1;
+  int64_t M = 1;
+  int64_t param_b = 0, grad_b = 0;  // bytes per parameter and gradient element
+  std::string volume_what;          // what an overflow names
+  int64_t mul(int64_t x, int64_t y) const { return CheckedMul(x, y, volume_what); }
+};
+
+// The data-parallel axes of each mesh, as the convention names them.
+struct DpAxes {
+  std::vector<std::string> dense, sparse;
+};
+
+// Model-parallel elements of the rank's stage: per mesh, and per FSDP unit (layer, on the sparse
+// mesh; embedding -1, root -2).
+struct DpUnits {
   std::map<std::pair<int64_t, bool>, int64_t> units;
   std::map<std::pair<int64_t, bool>, int64_t> fp8_units;  // --fp8-param-gather: their FP8 GEMM weights (precision.h)
   int64_t dense_elems = 0, sparse_elems = 0;
+};
+
+DpUnits CollectDpUnits(const CommStep& s) {
+  const Plan& plan = s.plan;
+  DpUnits out;
   for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
-    if (plan.placements[i].stage != stage) continue;
+    if (plan.placements[i].stage != s.stage) continue;
     const auto& p = plan.inventory.params[i];
-    const int64_t n = ModelParallelNumel(plan, i, rank);
-    (plan.placements[i].sparse_mesh ? sparse_elems : dense_elems) += n;
+    const int64_t n = ModelParallelNumel(plan, i, s.rank);
+    (plan.placements[i].sparse_mesh ? out.sparse_elems : out.dense_elems) += n;
     const auto unit = p.layer >= 0 ? std::make_pair(p.layer, plan.placements[i].sparse_mesh)
                                    : std::make_pair<int64_t, bool>(p.role == Role::kEmbedding ? -1 : -2, false);
-    units[unit] += n;
-    if (t.fp8_param_gather && Fp8GemmGroup(RoleGroup(p.role))) fp8_units[unit] += n;
+    out.units[unit] += n;
+    if (plan.training.fp8_param_gather && Fp8GemmGroup(RoleGroup(p.role))) out.fp8_units[unit] += n;
   }
-  const Mesh& dense = plan.meshes.dense;
-  const Mesh& sparse = plan.meshes.sparse;
-  const auto dense_group = b.Group(dense, dense_dp);
-  const auto sparse_group = b.Group(sparse, sparse_dp);
-  if (*t.dp_sharding == DpSharding::kFsdp) {
-    // torchtitan: all-gathers and reduce-scatters per unit and accumulation step from the
-    // reshard-after-forward policy and pp (pipeline_schedule.h FsdpCallsPerStep).
-    const FsdpCalls calls = FsdpCallsPerStep(t.run.reshard_after_forward, d.pp, t.num_microbatches.value_or(d.pp));
-    for (const auto& [unit, elems] : units) {
-      const bool experts = unit.second;
-      const auto& group = experts ? sparse_group : dense_group;
-      const std::string mesh = experts ? "sparse" : "dense";
-      const std::string axis = Join(experts ? sparse_dp : dense_dp);
-      // --fp8-param-gather: the unit's FP8 GEMM weights in FP8 (precision.h Fp8WeightBytesPerElement).
-      const auto fp8 = fp8_units.find(unit);
-      const int64_t fp8_elems = fp8 == fp8_units.end() ? 0 : fp8->second;
-      const int64_t gathered =
-          mul(elems - fp8_elems, param_b) + static_cast<int64_t>(std::ceil(static_cast<double>(fp8_elems) * Fp8WeightBytesPerElement(t)));
-      b.Add("fsdp_all_gather_forward", "all_gather", mesh, axis, "forward", group, mul(calls.forward_all_gathers, A), gathered);
-      b.Add("fsdp_all_gather_backward", "all_gather", mesh, axis, "backward", group, mul(calls.backward_all_gathers, A), gathered);
-      b.Add("fsdp_reduce_scatter_grads", "reduce_scatter", mesh, axis, "backward", group, mul(calls.reduce_scatters, A),
-            mul(elems, grad_b));
-    }
+  return out;
+}
+
+// FSDP (torchtitan): all-gathers and reduce-scatters per unit and accumulation step from the
+// reshard-after-forward policy and pp (pipeline_schedule.h FsdpCallsPerStep).
+void AddFsdp(const CommStep& s, const DpUnits& u, const DpAxes& axes, Builder& b) {
+  const auto& t = s.plan.training;
+  const auto& d = s.plan.dims;
+  const auto dense_group = b.Group(s.plan.meshes.dense, axes.dense);
+  const auto sparse_group = b.Group(s.plan.meshes.sparse, axes.sparse);
+  if (*t.dp_sharding != DpSharding::kFsdp) return;
+  const FsdpCalls calls = FsdpCallsPerStep(t.run.reshard_after_forward, d.pp, t.num_microbatches.value_or(d.pp));
+  for (const auto& [unit, elems] : u.units) {
+    const bool experts = unit.second;
+    const auto& group = experts ? sparse_group : dense_group;
+    const std::string mesh = experts ? "sparse" : "dense";
+    const std::string axis = Join(experts ? axes.sparse : axes.dense);
+    // --fp8-param-gather: the unit's FP8 GEMM weights in FP8 (precision.h Fp8WeightBytesPerElement).
+    const auto fp8 = u.fp8_units.find(unit);
+    const int64_t fp8_elems = fp8 == u.fp8_units.end() ? 0 : fp8->second;
+    const int64_t gathered =
+        s.mul(elems - fp8_elems, s.param_b) + static_cast<int64_t>(std::ceil(static_cast<double>(fp8_elems) * Fp8WeightBytesPerElement(t)));
+    b.Add("fsdp_all_gather_forward", "all_gather", mesh, axis, "forward", group, s.mul(calls.forward_all_gathers, s.A), gathered);
+    b.Add("fsdp_all_gather_backward", "all_gather", mesh, axis, "backward", group, s.mul(calls.backward_all_gathers, s.A), gathered);
+    b.Add("fsdp_reduce_scatter_grads", "reduce_scatter", mesh, axis, "backward", group, s.mul(calls.reduce_scatters, s.A),
+          s.mul(elems, s.grad_b));
   }
-  // The tied embedding's gradient on the first and last stage (StepCollectives' embedding group).
+}
+
+// The tied embedding's gradient elements on the first and last stage (StepCollectives' embedding group).
+int64_t TiedEmbeddingElems(const CommStep& s) {
+  const Plan& plan = s.plan;
+  const auto& d = plan.dims;
   int64_t tied_elems = 0;
-  if (m.tie_word_embeddings && d.pp > 1 && (stage == 0 || stage == d.pp - 1)) {
+  if (plan.model.tie_word_embeddings && d.pp > 1 && (s.stage == 0 || s.stage == d.pp - 1)) {
     for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
       const auto& p = plan.inventory.params[i];
-      const bool tied = stage == 0 ? p.role == Role::kEmbedding : !p.tied_to.empty();
-      if (tied && plan.placements[i].stage == stage) tied_elems += ModelParallelNumel(plan, i, rank);
+      const bool tied = s.stage == 0 ? p.role == Role::kEmbedding : !p.tied_to.empty();
+      if (tied && plan.placements[i].stage == s.stage) tied_elems += ModelParallelNumel(plan, i, s.rank);
     }
   }
-  const StepCollectiveList step = StepCollectives(d, *t.dp_sharding, TrainingBytesOf(t), dense_elems, sparse_elems, tied_elems);
+  return tied_elems;
+}
+
+// The once-per-step collectives (StepCollectives) on this rank's groups.
+void AddStepCollectives(const CommStep& s, const DpUnits& u, CommReport& out, Builder& b) {
+  const auto& d = s.plan.dims;
+  const auto& t = s.plan.training;
+  const int64_t rank = s.rank;
+  const StepCollectiveList step =
+      StepCollectives(d, *t.dp_sharding, TrainingBytesOf(t), u.dense_elems, u.sparse_elems, TiedEmbeddingElems(s));
   for (int i = 0; i < step.size; ++i) {
     const StepCollective& c = step.items[i];
     std::vector<std::string> axes;
     for (int j = 0; j < c.num_axes; ++j) axes.push_back(MeshAxisName(c.axes[j]));
-    const Mesh& mesh = c.sparse ? sparse : dense;
+    const Mesh& mesh = c.sparse ? s.plan.meshes.sparse : s.plan.meshes.dense;
     std::vector<int64_t> group;
     if (c.embedding_group) {
-      const int64_t other = stage == 0 ? rank + c.stride : rank - c.stride;
-      group = stage == 0 ? std::vector<int64_t>{rank, other} : std::vector<int64_t>{other, rank};
+      const int64_t other = s.stage == 0 ? rank + c.stride : rank - c.stride;
+      group = s.stage == 0 ? std::vector<int64_t>{rank, other} : std::vector<int64_t>{other, rank};
     } else {
       group = b.Group(mesh, axes);
     }
@@ -279,131 +301,208 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
     b.Add(c.purpose, c.collective, c.sparse ? "sparse" : "dense", Join(axes), "step", group, 1, c.bytes);
     if (out.entries.size() > before) out.entries.back().stride = c.stride;
   }
+}
 
-  // Layers of this stage.
+// Layers of the rank's stage, and how many of them are MoE layers.
+struct StageLayers {
   int64_t layers = 0, moe_layers = 0;
+};
+
+StageLayers CountStageLayers(const CommStep& s) {
+  const auto& m = s.plan.model;
+  StageLayers out;
   for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
-    if (plan.layer_stage[l] != stage) continue;
-    ++layers;
-    moe_layers += m.moe_layers[l] ? 1 : 0;
+    if (s.plan.layer_stage[l] != s.stage) continue;
+    ++out.layers;
+    out.moe_layers += m.moe_layers[l] ? 1 : 0;
   }
+  return out;
+}
 
-  // Tensor parallelism with sequence parallelism: per layer, an all-gather of the full sequence
-  // before attention and before the MLP / MoE, a reduce-scatter after each; mirrored in backward.
-  const auto tp_group = b.Group(dense, {"tp"});
-  const int64_t tp_bytes = mul(mul(w.tokens, h), w.act_bytes);
-  b.Add("tp_sequence_parallel_all_gather", "all_gather", "dense", "tp", "forward", tp_group, mul(2 * layers, M), tp_bytes);
-  b.Add("tp_sequence_parallel_reduce_scatter", "reduce_scatter", "dense", "tp", "forward", tp_group, mul(2 * layers, M), tp_bytes);
-  b.Add("tp_sequence_parallel_all_gather", "all_gather", "dense", "tp", "backward", tp_group, mul(2 * layers, M), tp_bytes);
-  b.Add("tp_sequence_parallel_reduce_scatter", "reduce_scatter", "dense", "tp", "backward", tp_group, mul(2 * layers, M), tp_bytes);
+// Tensor parallelism with sequence parallelism: per layer, an all-gather of the full sequence
+// before attention and before the MLP / MoE, a reduce-scatter after each; mirrored in backward.
+void AddTensorParallel(const CommStep& s, int64_t layers, Builder& b) {
+  const int64_t M = s.M;
+  const auto tp_group = b.Group(s.plan.meshes.dense, {"tp"});
+  const int64_t tp_bytes = s.mul(s.mul(s.w.tokens, s.plan.model.hidden_size), s.w.act_bytes);
+  b.Add("tp_sequence_parallel_all_gather", "all_gather", "dense", "tp", "forward", tp_group, s.mul(2 * layers, M), tp_bytes);
+  b.Add("tp_sequence_parallel_reduce_scatter", "reduce_scatter", "dense", "tp", "forward", tp_group, s.mul(2 * layers, M), tp_bytes);
+  b.Add("tp_sequence_parallel_all_gather", "all_gather", "dense", "tp", "backward", tp_group, s.mul(2 * layers, M), tp_bytes);
+  b.Add("tp_sequence_parallel_reduce_scatter", "reduce_scatter", "dense", "tp", "backward", tp_group, s.mul(2 * layers, M), tp_bytes);
+}
 
-  // Context parallelism (ring attention): each layer passes its K and V blocks cp - 1 times in
-  // forward; backward passes K, V and their gradients.
-  if (d.cp > 1) {
-    const int64_t kv_width = CpKvWidth(m, d.tp);
-    const int64_t kv_bytes = mul(mul(w.tokens, kv_width), w.act_bytes);
-    const auto cp_group = b.Group(dense, {"cp"});
-    b.Add("cp_ring_attention_kv", "send_recv", "dense", "cp", "forward", cp_group, mul(mul(layers, d.cp - 1), M), kv_bytes);
-    b.Add("cp_ring_attention_kv_and_grads", "send_recv", "dense", "cp", "backward", cp_group, mul(mul(layers, d.cp - 1), M),
-          mul(kv_bytes, 2));
-  }
+// Context parallelism (ring attention): each layer passes its K and V blocks cp - 1 times in
+// forward; backward passes K, V and their gradients.
+void AddContextParallel(const CommStep& s, int64_t layers, Builder& b) {
+  const auto& d = s.plan.dims;
+  if (d.cp <= 1) return;
+  const int64_t kv_width = CpKvWidth(s.plan.model, d.tp);
+  const int64_t kv_bytes = s.mul(s.mul(s.w.tokens, kv_width), s.w.act_bytes);
+  const auto cp_group = b.Group(s.plan.meshes.dense, {"cp"});
+  b.Add("cp_ring_attention_kv", "send_recv", "dense", "cp", "forward", cp_group, s.mul(s.mul(layers, d.cp - 1), s.M), kv_bytes);
+  b.Add("cp_ring_attention_kv_and_grads", "send_recv", "dense", "cp", "backward", cp_group, s.mul(s.mul(layers, d.cp - 1), s.M),
+        s.mul(kv_bytes, 2));
+}
 
-  // Expert parallelism: per MoE layer and micro-batch, token dispatch and combine, in forward and
-  // again (as gradients) in backward. Send buffers hold T_r * top_k rows.
-  // Megatron-Core's dispatcher all-gathers the rows that reached a rank over the expert-TP group
-  // after the EP all-to-all (and reduce-scatters them before the combine), every MoE layer and
-  // micro-batch; backward mirrors it. The all-gather output is the T_r * top_k rows the experts
-  // compute (workload.h).
-  if (megatron && d.etp > 1 && moe_layers > 0) {
-    const int64_t gathered_bytes = mul(mul(w.mean_received_rows, h), w.act_bytes);
-    const int64_t calls = mul(moe_layers, M);
-    const auto etp_group = b.Group(sparse, {"etp"});
-    b.Add("etp_dispatch_all_gather", "all_gather", "sparse", "etp", "forward", etp_group, calls, gathered_bytes);
-    b.Add("etp_combine_reduce_scatter", "reduce_scatter", "sparse", "etp", "forward", etp_group, calls, gathered_bytes);
-    b.Add("etp_dispatch_grad_reduce_scatter", "reduce_scatter", "sparse", "etp", "backward", etp_group, calls, gathered_bytes);
-    b.Add("etp_combine_grad_all_gather", "all_gather", "sparse", "etp", "backward", etp_group, calls, gathered_bytes);
-  }
-  out.moe_calls = mul(moe_layers, M);
-  if (d.ep > 1 && moe_layers > 0) {
-    // The rows this rank sends: dispatch_tokens * top_k (= T_r * top_k but under megatron with etp > 1).
-    const int64_t rows_bytes = mul(mul(mul(w.dispatch_tokens, m.moe.top_k), h), w.act_bytes);
-    const int64_t counts_bytes = mul(m.moe.num_experts, 8);
-    const int64_t calls = mul(moe_layers, M);
-    const auto ep_group = b.Group(sparse, {"ep"});
-    if (t.dispatcher == "all_to_all") {
-      b.Add("ep_token_counts", "all_to_all", "sparse", "ep", "forward", ep_group, calls, counts_bytes);
-      // --fp8-dispatch: the forward dispatch sends FP8 rows (precision.h DispatchRowBytes); the
-      // combine and the backward move BF16 gradients.
-      const int64_t fp8_rows_bytes =
-          mul(mul(w.dispatch_tokens, m.moe.top_k),
-              static_cast<int64_t>(DispatchRowBytes(static_cast<double>(h), static_cast<double>(w.act_bytes), true)));
-      for (const char* phase : {"forward", "backward"}) {
-        const bool fp8 = t.fp8_dispatch && std::string(phase) == "forward";
-        b.Add("ep_dispatch", "all_to_all", "sparse", "ep", phase, ep_group, calls, fp8 ? fp8_rows_bytes : rows_bytes);
-        b.Add("ep_combine", "all_to_all", "sparse", "ep", phase, ep_group, calls, rows_bytes);
-      }
-    } else if (t.dispatcher == "allgather") {
-      // Megatron MoEAllGatherTokenDispatcher: every EP rank all-gathers the group's tokens and
-      // keeps its experts' rows; the combine is the reduce-scatter of the same buffer; backward
-      // swaps them (as sim/deepep.h AllGatherDispatchUs times them).
-      const double gathered =
-          AllGatherDispatchBytes(d.ep, static_cast<double>(w.dispatch_tokens), static_cast<double>(h), static_cast<double>(w.act_bytes));
-      if (!(gathered < 9.0e18))
-        throw Error(fmt::format("allgather dispatch buffer of {} bytes exceeds 9e18 ({})", gathered, VolumeInputs(plan)));
-      const int64_t bytes = static_cast<int64_t>(gathered);
-      b.Add("allgather_dispatch_all_gather", "all_gather", "sparse", "ep", "forward", ep_group, calls, bytes);
-      b.Add("allgather_combine_reduce_scatter", "reduce_scatter", "sparse", "ep", "forward", ep_group, calls, bytes);
-      b.Add("allgather_dispatch_grad_reduce_scatter", "reduce_scatter", "sparse", "ep", "backward", ep_group, calls, bytes);
-      b.Add("allgather_combine_grad_all_gather", "all_gather", "sparse", "ep", "backward", ep_group, calls, bytes);
-    } else if (t.dispatcher == "deepep") {
-      // The link-level dispatch and combine need the routing sample's per-token counts: the sim
-      // layer adds them (planner/sim/dispatch_traffic.h AddDispatcherTraffic).
-    } else {
-      // Deredundency (hyper_parallel DeredundencyTokenDispatcher): ep = oep x iep, iep fastest. All-gather of the routed rows over
-      // oep, all-to-all of the selected rows (T_r * top_k on average) over iep, reduce-scatter
-      // of the oep-sized whiteboard on combine.
-      const int64_t oep = DeredundencyOep(plan);
-      if (d.ep % oep != 0) throw Error(fmt::format("oep ({}) must divide ep ({}) for the deredundency dispatcher", oep, d.ep));
-      out.oep = oep;
-      out.iep = d.ep / oep;
-      // The ep group in order; iep groups are consecutive runs of iep members.
-      const auto& ep_members = ep_group;
-      int64_t my_index = 0;
-      for (size_t i = 0; i < ep_members.size(); ++i) {
-        if (ep_members[i] == rank) my_index = static_cast<int64_t>(i);
-      }
-      std::vector<int64_t> iep_group, oep_group;
-      const int64_t outer = my_index / out.iep, inner = my_index % out.iep;
-      for (int64_t j = 0; j < out.iep; ++j) iep_group.push_back(ep_members[outer * out.iep + j]);
-      for (int64_t o = 0; o < oep; ++o) oep_group.push_back(ep_members[o * out.iep + inner]);
-      const int64_t whiteboard = mul(oep, rows_bytes);
-      for (const char* phase : {"forward", "backward"}) {
-        const bool fwd = std::string(phase) == "forward";
-        // Forward: all-gather on dispatch, reduce-scatter on combine; backward swaps them.
-        b.Add(fwd ? "deredundency_dispatch_all_gather" : "deredundency_dispatch_grad_reduce_scatter", fwd ? "all_gather" : "reduce_scatter",
-              "deredundency", "oep", phase, oep_group, calls, whiteboard);
-        b.Add("deredundency_dispatch", "all_to_all", "deredundency", "iep", phase, iep_group, calls, rows_bytes);
-        b.Add("deredundency_combine", "all_to_all", "deredundency", "iep", phase, iep_group, calls, rows_bytes);
-        b.Add(fwd ? "deredundency_combine_reduce_scatter" : "deredundency_combine_grad_all_gather", fwd ? "reduce_scatter" : "all_gather",
-              "deredundency", "oep", phase, oep_group, calls, whiteboard);
-      }
-      b.Add("deredundency_token_counts", "all_gather", "deredundency", "oep", "forward", oep_group, calls, counts_bytes * oep);
-    }
-  }
+// Megatron-Core's dispatcher all-gathers the rows that reached a rank over the expert-TP group
+// after the EP all-to-all (and reduce-scatters them before the combine), every MoE layer and
+// micro-batch; backward mirrors it. The all-gather output is the T_r * top_k rows the experts
+// compute (workload.h).
+void AddExpertTpGather(const CommStep& s, int64_t moe_layers, Builder& b) {
+  if (!(s.megatron && s.plan.dims.etp > 1 && moe_layers > 0)) return;
+  const int64_t gathered_bytes = s.mul(s.mul(s.w.mean_received_rows, s.plan.model.hidden_size), s.w.act_bytes);
+  const int64_t calls = s.mul(moe_layers, s.M);
+  const auto etp_group = b.Group(s.plan.meshes.sparse, {"etp"});
+  b.Add("etp_dispatch_all_gather", "all_gather", "sparse", "etp", "forward", etp_group, calls, gathered_bytes);
+  b.Add("etp_combine_reduce_scatter", "reduce_scatter", "sparse", "etp", "forward", etp_group, calls, gathered_bytes);
+  b.Add("etp_dispatch_grad_reduce_scatter", "reduce_scatter", "sparse", "etp", "backward", etp_group, calls, gathered_bytes);
+  b.Add("etp_combine_grad_all_gather", "all_gather", "sparse", "etp", "backward", etp_group, calls, gathered_bytes);
+}
 
-  // Pipeline parallelism: activations to the next stage in forward, gradients back in backward.
-  if (d.pp > 1) {
-    const auto pp_group = b.Group(dense, {"pp"});
-    const int64_t bytes = PpSendBytes(w, d.tp, h);
-    // Interleaved 1F1B (--vpp): a micro-batch crosses each rank's boundary once per model chunk.
-    const int64_t sends = mul(M, t.run.vpp);
-    if (stage + 1 < d.pp) {
-      b.Add("pp_send_activations", "send_recv", "dense", "pp", "forward", {rank, pp_group[stage + 1]}, sends, bytes);
-    }
-    if (stage > 0) {
-      b.Add("pp_send_grads", "send_recv", "dense", "pp", "backward", {rank, pp_group[stage - 1]}, sends, bytes);
-    }
+// The EP group's dispatch and combine sizes: the rows this rank sends (dispatch_tokens * top_k,
+// = T_r * top_k but under megatron with etp > 1), the token counts, and calls per step.
+struct EpVolumes {
+  std::vector<int64_t> ep_group;
+  int64_t rows_bytes = 0, counts_bytes = 0, calls = 0;
+};
+
+// all_to_all dispatcher: token counts, then dispatch and combine in forward and backward.
+void AddAllToAllDispatch(const CommStep& s, const EpVolumes& v, Builder& b) {
+  const auto& t = s.plan.training;
+  const int64_t h = s.plan.model.hidden_size;
+  b.Add("ep_token_counts", "all_to_all", "sparse", "ep", "forward", v.ep_group, v.calls, v.counts_bytes);
+  // --fp8-dispatch: the forward dispatch sends FP8 rows (precision.h DispatchRowBytes); the
+  // combine and the backward move BF16 gradients.
+  const int64_t fp8_rows_bytes =
+      s.mul(s.mul(s.w.dispatch_tokens, s.plan.model.moe.top_k),
+            static_cast<int64_t>(DispatchRowBytes(static_cast<double>(h), static_cast<double>(s.w.act_bytes), true)));
+  for (const char* phase : {"forward", "backward"}) {
+    const bool fp8 = t.fp8_dispatch && std::string(phase) == "forward";
+    b.Add("ep_dispatch", "all_to_all", "sparse", "ep", phase, v.ep_group, v.calls, fp8 ? fp8_rows_bytes : v.rows_bytes);
+    b.Add("ep_combine", "all_to_all", "sparse", "ep", phase, v.ep_group, v.calls, v.rows_bytes);
   }
+}
+
+// Megatron MoEAllGatherTokenDispatcher: every EP rank all-gathers the group's tokens and
+// keeps its experts' rows; the combine is the reduce-scatter of the same buffer; backward
+// swaps them (as sim/deepep.h AllGatherDispatchUs times them).
+void AddAllGatherDispatch(const CommStep& s, const EpVolumes& v, Builder& b) {
+  const double gathered = AllGatherDispatchBytes(s.plan.dims.ep, static_cast<double>(s.w.dispatch_tokens),
+                                                 static_cast<double>(s.plan.model.hidden_size), static_cast<double>(s.w.act_bytes));
+  if (!(gathered < 9.0e18))
+    throw Error(fmt::format("allgather dispatch buffer of {} bytes exceeds 9e18 ({})", gathered, VolumeInputs(s.plan)));
+  const int64_t bytes = static_cast<int64_t>(gathered);
+  b.Add("allgather_dispatch_all_gather", "all_gather", "sparse", "ep", "forward", v.ep_group, v.calls, bytes);
+  b.Add("allgather_combine_reduce_scatter", "reduce_scatter", "sparse", "ep", "forward", v.ep_group, v.calls, bytes);
+  b.Add("allgather_dispatch_grad_reduce_scatter", "reduce_scatter", "sparse", "ep", "backward", v.ep_group, v.calls, bytes);
+  b.Add("allgather_combine_grad_all_gather", "all_gather", "sparse", "ep", "backward", v.ep_group, v.calls, bytes);
+}
+
+// Deredundency (hyper_parallel DeredundencyTokenDispatcher): ep = oep x iep, iep fastest. All-gather of the routed rows over
+// oep, all-to-all of the selected rows (T_r * top_k on average) over iep, reduce-scatter
+// of the oep-sized whiteboard on combine.
+void AddDeredundencyDispatch(const CommStep& s, const EpVolumes& v, CommReport& out, Builder& b) {
+  const auto& d = s.plan.dims;
+  const int64_t oep = DeredundencyOep(s.plan);
+  if (d.ep % oep != 0) throw Error(fmt::format("oep ({}) must divide ep ({}) for the deredundency dispatcher", oep, d.ep));
+  out.oep = oep;
+  out.iep = d.ep / oep;
+  // The ep group in order; iep groups are consecutive runs of iep members.
+  const auto& ep_members = v.ep_group;
+  int64_t my_index = 0;
+  for (size_t i = 0; i < ep_members.size(); ++i) {
+    if (ep_members[i] == s.rank) my_index = static_cast<int64_t>(i);
+  }
+  std::vector<int64_t> iep_group, oep_group;
+  const int64_t outer = my_index / out.iep, inner = my_index % out.iep;
+  for (int64_t j = 0; j < out.iep; ++j) iep_group.push_back(ep_members[outer * out.iep + j]);
+  for (int64_t o = 0; o < oep; ++o) oep_group.push_back(ep_members[o * out.iep + inner]);
+  const int64_t whiteboard = s.mul(oep, v.rows_bytes);
+  for (const char* phase : {"forward", "backward"}) {
+    const bool fwd = std::string(phase) == "forward";
+    // Forward: all-gather on dispatch, reduce-scatter on combine; backward swaps them.
+    b.Add(fwd ? "deredundency_dispatch_all_gather" : "deredundency_dispatch_grad_reduce_scatter", fwd ? "all_gather" : "reduce_scatter",
+          "deredundency", "oep", phase, oep_group, v.calls, whiteboard);
+    b.Add("deredundency_dispatch", "all_to_all", "deredundency", "iep", phase, iep_group, v.calls, v.rows_bytes);
+    b.Add("deredundency_combine", "all_to_all", "deredundency", "iep", phase, iep_group, v.calls, v.rows_bytes);
+    b.Add(fwd ? "deredundency_combine_reduce_scatter" : "deredundency_combine_grad_all_gather", fwd ? "reduce_scatter" : "all_gather",
+          "deredundency", "oep", phase, oep_group, v.calls, whiteboard);
+  }
+  b.Add("deredundency_token_counts", "all_gather", "deredundency", "oep", "forward", oep_group, v.calls, v.counts_bytes * oep);
+}
+
+// Expert parallelism: per MoE layer and micro-batch, token dispatch and combine, in forward and
+// again (as gradients) in backward, by the plan's dispatcher. Send buffers hold T_r * top_k rows.
+void AddExpertParallel(const CommStep& s, int64_t moe_layers, CommReport& out, Builder& b) {
+  const auto& m = s.plan.model;
+  const auto& t = s.plan.training;
+  if (!(s.plan.dims.ep > 1 && moe_layers > 0)) return;
+  EpVolumes v;
+  v.rows_bytes = s.mul(s.mul(s.mul(s.w.dispatch_tokens, m.moe.top_k), m.hidden_size), s.w.act_bytes);
+  v.counts_bytes = s.mul(m.moe.num_experts, 8);
+  v.calls = s.mul(moe_layers, s.M);
+  v.ep_group = b.Group(s.plan.meshes.sparse, {"ep"});
+  if (t.dispatcher == "all_to_all") {
+    AddAllToAllDispatch(s, v, b);
+  } else if (t.dispatcher == "allgather") {
+    AddAllGatherDispatch(s, v, b);
+  } else if (t.dispatcher == "deepep") {
+    // The link-level dispatch and combine need the routing sample's per-token counts: the sim
+    // layer adds them (planner/sim/dispatch_traffic.h AddDispatcherTraffic).
+  } else {
+    AddDeredundencyDispatch(s, v, out, b);
+  }
+}
+
+// Pipeline parallelism: activations to the next stage in forward, gradients back in backward.
+void AddPipeline(const CommStep& s, Builder& b) {
+  const auto& d = s.plan.dims;
+  if (d.pp <= 1) return;
+  const auto pp_group = b.Group(s.plan.meshes.dense, {"pp"});
+  const int64_t bytes = PpSendBytes(s.w, d.tp, s.plan.model.hidden_size);
+  // Interleaved 1F1B (--vpp): a micro-batch crosses each rank's boundary once per model chunk.
+  const int64_t sends = s.mul(s.M, s.plan.training.run.vpp);
+  if (s.stage + 1 < d.pp) {
+    b.Add("pp_send_activations", "send_recv", "dense", "pp", "forward", {s.rank, pp_group[s.stage + 1]}, sends, bytes);
+  }
+  if (s.stage > 0) {
+    b.Add("pp_send_grads", "send_recv", "dense", "pp", "backward", {s.rank, pp_group[s.stage - 1]}, sends, bytes);
+  }
+}
+
+}  // namespace
+
+CommReport ComputeComm(const Plan& plan, int64_t rank) {
+  const auto& d = plan.dims;
+  const auto& t = plan.training;
+  const Workload w = ComputeWorkload(plan);
+  CommReport out;
+  out.rank = rank;
+  out.gpus_per_node = t.gpus_per_node;
+  out.dispatcher = t.dispatcher;
+  Builder b(plan, rank, out);
+  CommStep s{plan, rank, w, plan.meshes.dense.Coord(rank, 0), d.convention == Convention::kMegatron};
+  s.A = t.run.grad_accumulation_steps;
+  s.M = CheckedMul(t.num_microbatches.value_or(d.pp), s.A, "micro-batches per step");
+  s.param_b = DtypeBytes(t.param_dtype, "param_dtype");
+  s.grad_b = DtypeBytes(t.grad_dtype, "grad_dtype");
+  s.volume_what = "communication bytes (" + VolumeInputs(plan) + ")";
+
+  // Data parallelism: per FSDP unit, then the once-per-step collectives.
+  const DpAxes dp_axes{s.megatron ? std::vector<std::string>{"dp", "cp"} : std::vector<std::string>{"dp_shard", "cp"},
+                       {s.megatron ? "edp" : "efsdp"}};
+  const DpUnits units = CollectDpUnits(s);
+  AddFsdp(s, units, dp_axes, b);
+  AddStepCollectives(s, units, out, b);
+
+  // Per layer of this stage: tensor, context and expert parallelism.
+  const StageLayers layers = CountStageLayers(s);
+  AddTensorParallel(s, layers.layers, b);
+  AddContextParallel(s, layers.layers, b);
+  AddExpertTpGather(s, layers.moe_layers, b);
+  out.moe_calls = s.mul(layers.moe_layers, s.M);
+  AddExpertParallel(s, layers.moe_layers, out, b);
+  AddPipeline(s, b);
   return out;
 }
 

@@ -26,9 +26,8 @@ bool Fail(std::string* error, fmt::format_string<Args...> format, Args&&... args
   return false;
 }
 
-}  // namespace
-
-bool TryBuildParallelDims(const ParallelDimsOptions& o, ParallelDims* out, std::string* error) {
+// Each degree in [1, world_size] (dp_shard may be -1: inferred), world_size in [1, kMaxWorldSize].
+bool CheckDegreeRanges(const ParallelDimsOptions& o, std::string* error) {
   if (o.world_size < 1) return Fail(error, "world_size must be >= 1, got {}", o.world_size);
   if (o.world_size > kMaxWorldSize) {
     return Fail(error, "world_size ({}) exceeds the largest supported world ({})", o.world_size, kMaxWorldSize);
@@ -41,16 +40,12 @@ bool TryBuildParallelDims(const ParallelDimsOptions& o, ParallelDims* out, std::
   }
   if (o.dp_shard != -1 && o.dp_shard < 1) return Fail(error, "dp_shard must be -1 (infer) or >= 1, got {}", o.dp_shard);
   if (o.dp_shard > o.world_size) return Fail(error, "dp_shard ({}) cannot exceed world_size ({})", o.dp_shard, o.world_size);
+  return true;
+}
 
-  ParallelDims d;
-  d.world_size = o.world_size;
-  d.dp_replicate = o.dp_replicate;
-  d.cp = o.cp;
-  d.tp = o.tp;
-  d.ep = o.ep;
-  d.etp = o.etp;
-  d.pp = o.pp;
-  d.convention = o.convention;
+// d.dp_shard (given, or inferred as world / (dp_replicate*cp*tp*pp)); the dense degrees must
+// multiply to world_size.
+bool ResolveDpShard(const ParallelDimsOptions& o, ParallelDims& d, std::string* error) {
   // Degrees are each <= world_size <= 2^20, so products of up to three fit easily; the full
   // product is checked anyway.
   const int64_t others = CheckedMul(CheckedMul(CheckedMul(o.dp_replicate, o.cp, "degrees"), o.tp, "degrees"), o.pp, "degrees");
@@ -68,41 +63,69 @@ bool TryBuildParallelDims(const ParallelDimsOptions& o, ParallelDims* out, std::
     return Fail(error, "Invalid parallel dims: dp_replicate({}) * dp_shard({}) * cp({}) * tp({}) * pp({}) = {} != world_size({})",
                 d.dp_replicate, d.dp_shard, d.cp, d.tp, d.pp, product, o.world_size);
   }
+  return true;
+}
+
+// torchtitan's expert degrees: ETP = TP or 1, and ep*etp re-factors dp_shard*cp*tp.
+bool CheckTorchtitanExpertDims(const ParallelDims& d, int64_t sparse_region, std::string* error) {
+  // torchtitan: "Currently we only support ETP=TP or ETP=1".
+  if (d.etp != 1 && d.etp != d.tp) {
+    return Fail(error, "etp ({}) must be 1 or equal to tp ({}) (torchtitan supports ETP=TP or ETP=1)", d.etp, d.tp);
+  }
+  // The sparse mesh (pp, dp_replicate, efsdp, ep, etp) re-factors dp_shard*cp*tp: EP borrows
+  // ranks from dp_shard, cp and tp.
+  if (sparse_region % (d.ep * d.etp) != 0) {
+    return Fail(error,
+                "ep ({}) * etp ({}) = {} must divide dp_shard({}) * cp({}) * tp({}) = {}: expert parallelism borrows its "
+                "ranks from dp_shard, cp and tp (torchtitan sparse mesh: efsdp = dp_shard*cp*tp / (ep*etp))",
+                d.ep, d.etp, d.ep * d.etp, d.dp_shard, d.cp, d.tp, sparse_region);
+  }
+  return true;
+}
+
+// Megatron-Core's: one data-parallel axis, the expert tensor-model-pipeline size divides the
+// world, ep*etp divides one pipeline stage.
+bool CheckMegatronExpertDims(const ParallelDims& d, int64_t sparse_region, std::string* error) {
+  if (d.dp_replicate != 1) {
+    return Fail(error,
+                "dp_replicate ({}) must be 1 with the megatron convention: Megatron-Core has one data-parallel axis "
+                "(dp = world / (tp*cp*pp)); give it as dp_shard",
+                d.dp_replicate);
+  }
+  // Megatron-Core: world_size must be divisible by expert_tensor_model_pipeline_parallel size.
+  const int64_t expert_model = d.etp * d.ep * d.pp;
+  if (d.world_size % expert_model != 0) {
+    return Fail(error,
+                "world_size ({}) must be divisible by etp({}) * ep({}) * pp({}) = {} (Megatron-Core expert "
+                "tensor-model-pipeline size)",
+                d.world_size, d.etp, d.ep, d.pp, expert_model);
+  }
+  if (sparse_region % (d.ep * d.etp) != 0) {
+    return Fail(error, "ep ({}) * etp ({}) = {} must divide dp({}) * cp({}) * tp({}) = {} (one pipeline stage)", d.ep, d.etp, d.ep * d.etp,
+                d.dp_shard, d.cp, d.tp, sparse_region);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool TryBuildParallelDims(const ParallelDimsOptions& o, ParallelDims* out, std::string* error) {
+  if (!CheckDegreeRanges(o, error)) return false;
+  ParallelDims d;
+  d.world_size = o.world_size;
+  d.dp_replicate = o.dp_replicate;
+  d.cp = o.cp;
+  d.tp = o.tp;
+  d.ep = o.ep;
+  d.etp = o.etp;
+  d.pp = o.pp;
+  d.convention = o.convention;
+  if (!ResolveDpShard(o, d, error)) return false;
 
   const int64_t sparse_region = d.dp_shard * d.cp * d.tp;  // ranks of one (pp, dp_replicate) slice
-  if (o.convention == Convention::kTorchtitan) {
-    // torchtitan: "Currently we only support ETP=TP or ETP=1".
-    if (d.etp != 1 && d.etp != d.tp) {
-      return Fail(error, "etp ({}) must be 1 or equal to tp ({}) (torchtitan supports ETP=TP or ETP=1)", d.etp, d.tp);
-    }
-    // The sparse mesh (pp, dp_replicate, efsdp, ep, etp) re-factors dp_shard*cp*tp: EP borrows
-    // ranks from dp_shard, cp and tp.
-    if (sparse_region % (d.ep * d.etp) != 0) {
-      return Fail(error,
-                  "ep ({}) * etp ({}) = {} must divide dp_shard({}) * cp({}) * tp({}) = {}: expert parallelism borrows its "
-                  "ranks from dp_shard, cp and tp (torchtitan sparse mesh: efsdp = dp_shard*cp*tp / (ep*etp))",
-                  d.ep, d.etp, d.ep * d.etp, d.dp_shard, d.cp, d.tp, sparse_region);
-    }
-  } else {
-    if (d.dp_replicate != 1) {
-      return Fail(error,
-                  "dp_replicate ({}) must be 1 with the megatron convention: Megatron-Core has one data-parallel axis "
-                  "(dp = world / (tp*cp*pp)); give it as dp_shard",
-                  d.dp_replicate);
-    }
-    // Megatron-Core: world_size must be divisible by expert_tensor_model_pipeline_parallel size.
-    const int64_t expert_model = d.etp * d.ep * d.pp;
-    if (o.world_size % expert_model != 0) {
-      return Fail(error,
-                  "world_size ({}) must be divisible by etp({}) * ep({}) * pp({}) = {} (Megatron-Core expert "
-                  "tensor-model-pipeline size)",
-                  o.world_size, d.etp, d.ep, d.pp, expert_model);
-    }
-    if (sparse_region % (d.ep * d.etp) != 0) {
-      return Fail(error, "ep ({}) * etp ({}) = {} must divide dp({}) * cp({}) * tp({}) = {} (one pipeline stage)", d.ep, d.etp,
-                  d.ep * d.etp, d.dp_shard, d.cp, d.tp, sparse_region);
-    }
-  }
+  const bool experts_ok = o.convention == Convention::kTorchtitan ? CheckTorchtitanExpertDims(d, sparse_region, error)
+                                                                  : CheckMegatronExpertDims(d, sparse_region, error);
+  if (!experts_ok) return false;
   d.efsdp = sparse_region / (d.ep * d.etp);
   // Re-check what was derived.
   if (d.pp * d.dp_replicate * d.efsdp * d.ep * d.etp != d.world_size) {

@@ -47,6 +47,35 @@ std::vector<DimSlice> ModelParallelSliceOnRank(const ParamInfo& p, const ParamPl
   return out;
 }
 
+ForwardShards ForwardShardsOnRank(const ParamInfo& p, const ParamPlacement& pl, const Mesh& mesh, int64_t rank) {
+  ForwardShards out;
+  if (!p.fused_sections.empty() && p.tp_dim >= 0) {
+    // Fused gate | up: TP shards each section alike, so the runtime slices one section.
+    for (int64_t s : p.fused_sections) {
+      if (s != p.fused_sections.front()) {
+        throw Error(fmt::format("{}: fused sections of different sizes are not supported by the runtime", p.fqn));
+      }
+    }
+    ParamInfo section = p;
+    section.shape[static_cast<size_t>(p.tp_dim)] = p.fused_sections.front();
+    out.slices = ModelParallelSliceOnRank(section, pl, mesh, rank);
+  } else {
+    out.slices = ModelParallelSliceOnRank(p, pl, mesh, rank);
+  }
+  for (const ShardStep& step : pl.steps) {
+    if (step.kind == ShardKind::kData) continue;  // FSDP: all-gathered before the forward
+    if (step.axes.size() != 1) {
+      throw Error(fmt::format("{}: a TP or EP shard step over several mesh axes is not supported by the runtime", p.fqn));
+    }
+    (step.kind == ShardKind::kTensor ? out.tp_axis : out.ep_axis) = step.axes.front();
+  }
+  return out;
+}
+
+std::vector<DimSlice> ForwardSliceOnRank(const ParamInfo& param, const ParamPlacement& placement, const Mesh& mesh, int64_t rank) {
+  return ForwardShardsOnRank(param, placement, mesh, rank).slices;
+}
+
 int64_t StepChunkSize(int64_t n, const ShardStep& step, int64_t index) {
   return step.kind == ShardKind::kData ? (n + step.num_chunks - 1) / step.num_chunks : ChunkSize(n, step.num_chunks, index);
 }

@@ -92,6 +92,20 @@ struct DimSlice {
 // tensor after the model-parallel (tensor and expert) steps of `placement`; data-parallel steps
 // are left out (FSDP all-gathers them before the forward). Same chunks as LocalShapeOnRank.
 std::vector<DimSlice> ModelParallelSliceOnRank(const ParamInfo& param, const ParamPlacement& placement, const Mesh& mesh, int64_t rank);
+// What `rank` computes with in the forward, as the runtime runs it: ModelParallelSliceOnRank,
+// except that on a dim with fused sections (gate | up) TP shards each section alike, so the
+// slice is that of one section, relative to the section's start; and the mesh axes of the
+// placement's TP and EP steps (-1 when it has none; data-parallel steps are skipped). Throws
+// dockyard::Error for fused sections of different sizes and for a TP or EP step over several
+// mesh axes (the runtime runs neither).
+struct ForwardShards {
+  std::vector<DimSlice> slices;  // one per dim of `param`
+  int tp_axis = -1;
+  int ep_axis = -1;
+};
+ForwardShards ForwardShardsOnRank(const ParamInfo& param, const ParamPlacement& placement, const Mesh& mesh, int64_t rank);
+// Its slices only.
+std::vector<DimSlice> ForwardSliceOnRank(const ParamInfo& param, const ParamPlacement& placement, const Mesh& mesh, int64_t rank);
 // The size a rank holds along the dim of `step` for chunk `index`: ChunkSize, or ceil(n / k) on
 // every rank for a padded (FSDP2) step.
 int64_t StepChunkSize(int64_t n, const ShardStep& step, int64_t index);

@@ -237,14 +237,22 @@ TEST_CASE("Megatron convention keeps parameters replicated on data-parallel axes
   CHECK(Find(plan, "model.embed_tokens.weight").placements == S{"Replicate()", "Replicate()", "Replicate()"});
 }
 
-TEST_CASE("ModelParallelSliceOnRank: the forward ranges after TP and EP, FSDP left out") {
-  // TinyMixtral on 4 ranks, tp 2, ep 2 (torchtitan): dense mesh (pp, dp_replicate, dp_shard 2, cp, tp 2),
-  // sparse mesh (pp, dp_replicate, efsdp 2, ep 2) with efsdp = dp_shard * tp / ep = 2.
+namespace {
+
+// TinyMixtral on 4 ranks, tp 2, ep 2 (torchtitan): dense mesh (pp, dp_replicate, dp_shard 2, cp, tp 2),
+// sparse mesh (pp, dp_replicate, efsdp 2, ep 2) with efsdp = dp_shard * tp / ep = 2.
+Plan TinyMixtralTp2Ep2() {
   dockyard::ParallelDimsOptions o;
   o.world_size = 4;
   o.tp = 2;
   o.ep = 2;
-  const auto plan = dockyard::BuildPlan(dockyard::testing::TinyMixtral(), o);
+  return dockyard::BuildPlan(dockyard::testing::TinyMixtral(), o);
+}
+
+}  // namespace
+
+TEST_CASE("ModelParallelSliceOnRank: the forward ranges after TP and EP, FSDP left out") {
+  const auto plan = TinyMixtralTp2Ep2();
   int found = 0;
   for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
     const auto& p = plan.inventory.params[i];
@@ -268,6 +276,40 @@ TEST_CASE("ModelParallelSliceOnRank: the forward ranges after TP and EP, FSDP le
       CHECK(s[0].begin == 32);
       CHECK(s[0].size == 32);
       CHECK(s[1].size == 64);
+    }
+  }
+  CHECK(found == 2);
+}
+
+TEST_CASE("ForwardShardsOnRank names the TP and EP axes and cuts a fused gate|up dim per section") {
+  const auto plan = TinyMixtralTp2Ep2();  // etp 1
+  int found = 0;
+  for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
+    const auto& p = plan.inventory.params[i];
+    const auto& pl = plan.placements[i];
+    const dockyard::Mesh& mesh = plan.MeshOf(i);
+    if (p.fqn == "model.layers.0.mlp.experts.gate_up_proj") {
+      ++found;
+      // [8, 2F = 64, 64] with sections {32, 32}; no TP step with etp 1, so the slice of dim 1 is one
+      // whole section [0, 32), not the fused [0, 64) of ModelParallelSliceOnRank; rank 3 has ep
+      // coordinate 1 -> experts [4, 8). Its one model-parallel step is EP, on the sparse "ep" axis.
+      const dockyard::ForwardShards s = dockyard::ForwardShardsOnRank(p, pl, mesh, 3);
+      CHECK(s.slices[0].begin == 4);
+      CHECK(s.slices[0].size == 4);
+      CHECK(s.slices[1].begin == 0);
+      CHECK(s.slices[1].size == 32);
+      CHECK(dockyard::ModelParallelSliceOnRank(p, pl, mesh, 3)[1].size == 64);
+      CHECK(s.ep_axis == mesh.AxisIndex("ep"));
+      CHECK(s.tp_axis == -1);
+    }
+    if (p.fqn == "model.layers.0.self_attn.q_proj.weight") {
+      ++found;
+      // [64, 64] colwise on tp 2: rank 1 computes rows [32, 64); TP on the dense "tp" axis, no EP.
+      const dockyard::ForwardShards s = dockyard::ForwardShardsOnRank(p, pl, mesh, 1);
+      CHECK(s.slices[0].begin == 32);
+      CHECK(s.slices[0].size == 32);
+      CHECK(s.tp_axis == mesh.AxisIndex("tp"));
+      CHECK(s.ep_axis == -1);
     }
   }
   CHECK(found == 2);

@@ -342,34 +342,10 @@ std::string SupportedFamiliesText() {
   return out + ", Llama4ForConditionalGeneration (llama4, via text_config)";
 }
 
-ModelSpec ModelSpecFromHfConfig(const Json& config, const std::string& file) {
-  JsonView root(&config, file, "");
-  std::string architecture;
-  if (root.Has("architectures")) {
-    const Json& arch = config["architectures"];
-    if (!arch.is_array() || arch.empty() || !arch[0].is_string()) {
-      root.Fail("architectures", fmt::format("must be a non-empty array of strings, got {}", JsonValueText(arch)));
-    }
-    architecture = arch[0].get<std::string>();
-  }
-  std::string model_type = root.StringOr("model_type", "");
-  if (architecture.empty() && model_type.empty()) {
-    root.Fail("architectures",
-              "required key is missing (and so is /model_type); cannot tell the model family. Supported: " + SupportedFamiliesText());
-  }
+namespace {
 
-  // Llama 4 multimodal checkpoints nest the language model under text_config.
-  if (architecture == "Llama4ForConditionalGeneration" || (architecture.empty() && model_type == "llama4")) {
-    JsonView text = root.Object("text_config");
-    text.set_missing_context("(family llama4_text)");
-    ModelSpec m = ReadLlama4Text(text);
-    m.family = "llama4_text";
-    m.name = file;
-    m.source = file;
-    ValidateModelSpec(m, file, true);
-    return m;
-  }
-
+// The reader of every family in SupportedFamilies, by family name.
+const std::vector<Reader>& FamilyReaders() {
   static const std::vector<Reader> readers = {
       {"mixtral", ReadMixtral},
       {"qwen2_moe", ReadQwen2Moe},
@@ -419,6 +395,21 @@ ModelSpec ModelSpecFromHfConfig(const Json& config, const std::string& file) {
          return m;
        }},
   };
+  return readers;
+}
+
+// config.architectures[0] ("" when absent), checked to be a string.
+std::string ReadArchitecture(const JsonView& root, const Json& config) {
+  if (!root.Has("architectures")) return "";
+  const Json& arch = config["architectures"];
+  if (!arch.is_array() || arch.empty() || !arch[0].is_string()) {
+    root.Fail("architectures", fmt::format("must be a non-empty array of strings, got {}", JsonValueText(arch)));
+  }
+  return arch[0].get<std::string>();
+}
+
+// The family of the architecture (else of the model_type); nullptr when neither is supported.
+const FamilyInfo* FindFamily(const std::string& architecture, const std::string& model_type) {
   const FamilyInfo* found = nullptr;
   for (const auto& f : SupportedFamilies()) {
     if (!architecture.empty() ? architecture == f.architecture : model_type == f.model_type) found = &f;
@@ -430,38 +421,67 @@ ModelSpec ModelSpecFromHfConfig(const Json& config, const std::string& file) {
       if (model_type == f.model_type) found = &f;
     }
   }
-  if (!found) {
-    std::string key = architecture.empty() ? "model_type" : "architectures";
-    std::string value = architecture.empty() ? model_type : architecture;
-    std::string message =
-        fmt::format("unknown model family '{}' (model_type '{}'); supported: {}", value, model_type, SupportedFamiliesText());
-    // A suggestion only for a likely typo: the architecture is close to a supported one AND the
-    // config's model_type does not name another model (a dense Llama config, architecture
-    // LlamaForCausalLM with model_type llama, is not a misspelt Llama4ForCausalLM).
-    std::vector<std::string> names;
-    for (const auto& f : SupportedFamilies()) {
-      const bool type_agrees = architecture.empty() || model_type.empty() || DidYouMean(model_type, {f.model_type});
-      if (type_agrees) names.push_back(architecture.empty() ? f.model_type : f.architecture);
-    }
-    if (auto s = DidYouMean(value, names)) {
-      message += fmt::format("; did you mean '{}'?", *s);
-    } else {
-      message +=
-          "; to plan another architecture, write a dockyard model spec (docs/model-spec.md, "
-          "\"dockyard_model_spec\": 1, with its attention and moe sections) and pass it with --model";
-    }
-    root.Fail(key == "architectures" ? "architectures" : "model_type", message);
+  return found;
+}
+
+// An unsupported family: the supported list, and a suggestion or how to write a spec instead.
+[[noreturn]] void FailUnknownFamily(const JsonView& root, const std::string& architecture, const std::string& model_type) {
+  std::string key = architecture.empty() ? "model_type" : "architectures";
+  std::string value = architecture.empty() ? model_type : architecture;
+  std::string message =
+      fmt::format("unknown model family '{}' (model_type '{}'); supported: {}", value, model_type, SupportedFamiliesText());
+  // A suggestion only for a likely typo: the architecture is close to a supported one AND the
+  // config's model_type does not name another model (a dense Llama config, architecture
+  // LlamaForCausalLM with model_type llama, is not a misspelt Llama4ForCausalLM).
+  std::vector<std::string> names;
+  for (const auto& f : SupportedFamilies()) {
+    const bool type_agrees = architecture.empty() || model_type.empty() || DidYouMean(model_type, {f.model_type});
+    if (type_agrees) names.push_back(architecture.empty() ? f.model_type : f.architecture);
   }
-  for (const auto& r : readers) {
+  if (auto s = DidYouMean(value, names)) {
+    message += fmt::format("; did you mean '{}'?", *s);
+  } else {
+    message +=
+        "; to plan another architecture, write a dockyard model spec (docs/model-spec.md, "
+        "\"dockyard_model_spec\": 1, with its attention and moe sections) and pass it with --model";
+  }
+  root.Fail(key == "architectures" ? "architectures" : "model_type", message);
+}
+
+// A read spec named after its file, with its family, validated as an HF config.
+ModelSpec FinishHfSpec(ModelSpec m, const std::string& family, const std::string& file) {
+  m.family = family;
+  m.name = file;
+  m.source = file;
+  ValidateModelSpec(m, file, true);
+  return m;
+}
+
+}  // namespace
+
+ModelSpec ModelSpecFromHfConfig(const Json& config, const std::string& file) {
+  JsonView root(&config, file, "");
+  const std::string architecture = ReadArchitecture(root, config);
+  std::string model_type = root.StringOr("model_type", "");
+  if (architecture.empty() && model_type.empty()) {
+    root.Fail("architectures",
+              "required key is missing (and so is /model_type); cannot tell the model family. Supported: " + SupportedFamiliesText());
+  }
+
+  // Llama 4 multimodal checkpoints nest the language model under text_config.
+  if (architecture == "Llama4ForConditionalGeneration" || (architecture.empty() && model_type == "llama4")) {
+    JsonView text = root.Object("text_config");
+    text.set_missing_context("(family llama4_text)");
+    return FinishHfSpec(ReadLlama4Text(text), "llama4_text", file);
+  }
+
+  const FamilyInfo* found = FindFamily(architecture, model_type);
+  if (!found) FailUnknownFamily(root, architecture, model_type);
+  for (const auto& r : FamilyReaders()) {
     if (std::string(r.family) != found->family) continue;
     JsonView view = root;
     view.set_missing_context(fmt::format("(family {})", found->family));
-    ModelSpec m = r.read(view);
-    m.family = found->family;
-    m.name = file;
-    m.source = file;
-    ValidateModelSpec(m, file, true);
-    return m;
+    return FinishHfSpec(r.read(view), found->family, file);
   }
   throw Error("internal: no reader for family " + std::string(found->family));
 }

@@ -69,15 +69,25 @@ void Positive(const Origin& o, const char* field, int64_t v) {
 // from int64 overflow (2^40 * 2^20 < 2^63) while allowing any real model.
 constexpr int64_t kMaxDimSize = int64_t{1} << 40;
 
-}  // namespace
+// The message for a family dockyard does not know ("" when it knows it); `suggest` adds the
+// nearest supported name.
+std::string UnknownFamilyRule(const std::string& family, bool suggest) {
+  bool known = false;
+  std::vector<std::string> names;
+  for (const auto& f : SupportedFamilies()) {
+    known = known || family == f.family;
+    names.push_back(f.family);
+  }
+  if (known) return "";
+  std::string message = fmt::format("unknown family \"{}\"; supported: {}", family, fmt::join(names, ", "));
+  if (suggest) {
+    if (auto s = DidYouMean(family, names)) message += fmt::format("; did you mean '{}'?", *s);
+  }
+  return message;
+}
 
-void ValidateModelSpec(const ModelSpec& m, const std::string& file, bool from_hf) {
-  const Origin origin{file, from_hf};
-  // Field names are the JSON pointers of dockyard's model spec (docs/model-spec.md).
-  Positive(origin, "/vocab_size", m.vocab_size);
-  Positive(origin, "/hidden_size", m.hidden_size);
-  Positive(origin, "/num_hidden_layers", m.num_hidden_layers);
-  const auto& a = m.attention;
+// The attention block: GQA or MLA sizes, the output gate, the DSA indexer.
+void ValidateAttention(const Origin& origin, const AttentionSpec& a) {
   Positive(origin, "/attention/num_attention_heads", a.num_attention_heads);
   if (a.kind == AttentionKind::kGqa) {
     Positive(origin, "/attention/num_key_value_heads", a.num_key_value_heads);
@@ -111,7 +121,11 @@ void ValidateModelSpec(const ModelSpec& m, const std::string& file, bool from_hf
   } else if (a.indexer.index_n_heads < 0) {
     Invalid(origin, "/attention/indexer/index_n_heads", fmt::format("must be >= 1, got {}", a.indexer.index_n_heads));
   }
-  const auto& la = a.linear;
+}
+
+// The Gated DeltaNet block and the per-layer attention kinds it needs.
+void ValidateLinearAttention(const Origin& origin, const ModelSpec& m) {
+  const auto& la = m.attention.linear;
   if (la.present()) {
     Positive(origin, "/attention/linear_attention/num_key_heads", la.num_key_heads);
     Positive(origin, "/attention/linear_attention/key_head_dim", la.key_head_dim);
@@ -133,6 +147,10 @@ void ValidateModelSpec(const ModelSpec& m, const std::string& file, bool from_hf
   } else if (!m.linear_attention_layers.empty()) {
     Invalid(origin, "/attention_layer_types", "lists linear-attention layers, but /attention/linear_attention is absent");
   }
+}
+
+// The per-layer MLP kinds, the dense MLP size they need, and the MoE block.
+void ValidateMlpAndMoe(const Origin& origin, const ModelSpec& m) {
   if (static_cast<int64_t>(m.moe_layers.size()) != m.num_hidden_layers) {
     Invalid(origin, "/mlp_layer_types",
             fmt::format("has {} entries, must have one per layer (num_hidden_layers = {})", m.moe_layers.size(), m.num_hidden_layers));
@@ -158,8 +176,13 @@ void ValidateModelSpec(const ModelSpec& m, const std::string& file, bool from_hf
   if (m.moe.expert_bias && m.family == "dbrx") {
     Invalid(origin, "/moe/expert_bias", "DBRX experts (w1 / v1 / w2) have no biases; expert_bias must be false for family dbrx");
   }
-  // Every single size and every width derived from two of them stays <= 2^40, so that products
-  // of a tensor's dims can be checked without any intermediate wrapping.
+}
+
+// Every single size and every width derived from two of them stays <= 2^40, so that products
+// of a tensor's dims can be checked without any intermediate wrapping.
+void CheckSizeBounds(const Origin& origin, const ModelSpec& m) {
+  const auto& a = m.attention;
+  const auto& la = a.linear;
   const int64_t heads = a.num_attention_heads;
   const std::pair<const char*, int64_t> dims[] = {{"/vocab_size", m.vocab_size},
                                                   {"/hidden_size", m.hidden_size},
@@ -205,6 +228,20 @@ void ValidateModelSpec(const ModelSpec& m, const std::string& file, bool from_hf
               fmt::format("{} exceeds the largest supported width 2^40", name));
     }
   }
+}
+
+}  // namespace
+
+void ValidateModelSpec(const ModelSpec& m, const std::string& file, bool from_hf) {
+  const Origin origin{file, from_hf};
+  // Field names are the JSON pointers of dockyard's model spec (docs/model-spec.md).
+  Positive(origin, "/vocab_size", m.vocab_size);
+  Positive(origin, "/hidden_size", m.hidden_size);
+  Positive(origin, "/num_hidden_layers", m.num_hidden_layers);
+  ValidateAttention(origin, m.attention);
+  ValidateLinearAttention(origin, m);
+  ValidateMlpAndMoe(origin, m);
+  CheckSizeBounds(origin, m);
   if (m.num_hidden_layers > 100000) {
     Invalid(origin, "/num_hidden_layers", fmt::format("{} exceeds 100000", m.num_hidden_layers));
   }
@@ -214,15 +251,8 @@ void ValidateModelSpec(const ModelSpec& m, const std::string& file, bool from_hf
   if (!std::isfinite(m.moe.routed_scaling_factor) || m.moe.routed_scaling_factor <= 0) {
     Invalid(origin, "/moe/routed_scaling_factor", fmt::format("must be a finite number > 0, got {}", m.moe.routed_scaling_factor));
   }
-  bool known = false;
-  std::vector<std::string> names;
-  for (const auto& f : SupportedFamilies()) {
-    known = known || m.family == f.family;
-    names.push_back(f.family);
-  }
-  if (!known) {
-    Invalid(origin, "/family", fmt::format("unknown family \"{}\"; supported: {}", m.family, fmt::join(names, ", ")));
-  }
+  const std::string family_problem = UnknownFamilyRule(m.family, false);
+  if (!family_problem.empty()) Invalid(origin, "/family", family_problem);
 }
 
 namespace {
@@ -319,33 +349,24 @@ bool IsDockyardModelSpec(const Json& json) {
   return json.is_object() && json.contains("dockyard_model_spec");
 }
 
-ModelSpec ModelSpecFromJson(const Json& json, const std::string& file) {
-  JsonView root(&json, file, "");
-  root.RejectUnknownKeys({"dockyard_model_spec", "name", "family", "vocab_size", "hidden_size", "num_hidden_layers", "intermediate_size",
-                          "dtype", "norm", "norm_bias", "lm_head_bias", "tie_word_embeddings", "attention", "moe", "mlp_layer_types",
-                          "attention_layer_types", "training"});
+namespace {
+
+// The spec's format version must be the one this dockyard reads.
+void CheckSpecVersion(const JsonView& root) {
   int64_t version = root.Int("dockyard_model_spec", INT64_MIN);
   if (version != kModelSpecVersion) {
     root.Fail("dockyard_model_spec",
               fmt::format("unsupported spec version {}; this dockyard reads version {}", version, kModelSpecVersion));
   }
-  ModelSpec m;
+}
+
+// The top-level fields: name, family, sizes, dtype and norm.
+void ReadTopLevel(const JsonView& root, const std::string& file, ModelSpec& m) {
   m.name = root.StringOr("name", file);
   m.source = file;
   m.family = root.String("family");
-  {
-    bool known = false;
-    std::vector<std::string> names;
-    for (const auto& f : SupportedFamilies()) {
-      known = known || m.family == f.family;
-      names.push_back(f.family);
-    }
-    if (!known) {
-      std::string message = fmt::format("unknown family \"{}\"; supported: {}", m.family, fmt::join(names, ", "));
-      if (auto s = DidYouMean(m.family, names)) message += fmt::format("; did you mean '{}'?", *s);
-      root.Fail("family", message);
-    }
-  }
+  const std::string family_problem = UnknownFamilyRule(m.family, true);
+  if (!family_problem.empty()) root.Fail("family", family_problem);
   m.vocab_size = root.Int("vocab_size");
   m.hidden_size = root.Int("hidden_size");
   m.num_hidden_layers = root.Int("num_hidden_layers");
@@ -359,12 +380,43 @@ ModelSpec ModelSpecFromJson(const Json& json, const std::string& file) {
   m.norm_bias = root.BoolOr("norm_bias", false);
   m.lm_head_bias = root.BoolOr("lm_head_bias", false);
   m.tie_word_embeddings = root.BoolOr("tie_word_embeddings", false);
+}
 
+// /attention/qk_norm: "none", "per_head" or "full_width".
+QkNorm ReadQkNorm(const JsonView& at) {
+  std::string qk = at.StringOr("qk_norm", "none");
+  if (qk == "none") return QkNorm::kNone;
+  if (qk == "per_head") return QkNorm::kPerHead;
+  if (qk == "full_width") return QkNorm::kFullWidth;
+  at.Fail("qk_norm", fmt::format("must be \"none\", \"per_head\" or \"full_width\", got \"{}\"", qk));
+}
+
+// The optional DSA indexer and Gated DeltaNet blocks of /attention.
+void ReadAttentionExtensions(const JsonView& at, AttentionSpec& a) {
+  if (at.Has("indexer")) {
+    JsonView ix = at.Object("indexer");
+    ix.RejectUnknownKeys({"index_n_heads", "index_head_dim", "index_topk"});
+    a.indexer.index_n_heads = ix.Int("index_n_heads");
+    a.indexer.index_head_dim = ix.Int("index_head_dim");
+    a.indexer.index_topk = ix.Int("index_topk");
+  }
+  if (at.Has("linear_attention")) {
+    JsonView li = at.Object("linear_attention");
+    li.RejectUnknownKeys({"num_key_heads", "num_value_heads", "key_head_dim", "value_head_dim", "conv_kernel_dim"});
+    a.linear.num_key_heads = li.Int("num_key_heads");
+    a.linear.num_value_heads = li.Int("num_value_heads");
+    a.linear.key_head_dim = li.Int("key_head_dim");
+    a.linear.value_head_dim = li.Int("value_head_dim");
+    a.linear.conv_kernel_dim = li.Int("conv_kernel_dim");
+  }
+}
+
+// /attention: the kind and its sizes (keys of the other kind rejected), biases and options.
+void ReadAttention(const JsonView& root, AttentionSpec& a) {
   JsonView at = root.Object("attention");
   at.RejectUnknownKeys({"kind", "num_attention_heads", "num_key_value_heads", "head_dim", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
                         "qk_rope_head_dim", "v_head_dim", "qkv_bias", "o_bias", "fused_qkv", "sinks", "qk_norm", "output_gate", "indexer",
                         "linear_attention"});
-  auto& a = m.attention;
   std::string kind = at.String("kind");
   if (kind != "gqa" && kind != "mla") at.Fail("kind", fmt::format("must be \"gqa\" or \"mla\", got \"{}\"", kind));
   a.kind = kind == "mla" ? AttentionKind::kMla : AttentionKind::kGqa;
@@ -390,38 +442,17 @@ ModelSpec ModelSpecFromJson(const Json& json, const std::string& file) {
   a.o_bias = at.BoolOr("o_bias", false);
   a.fused_qkv = at.BoolOr("fused_qkv", false);
   a.sinks = at.BoolOr("sinks", false);
-  std::string qk = at.StringOr("qk_norm", "none");
-  if (qk == "none")
-    a.qk_norm = QkNorm::kNone;
-  else if (qk == "per_head")
-    a.qk_norm = QkNorm::kPerHead;
-  else if (qk == "full_width")
-    a.qk_norm = QkNorm::kFullWidth;
-  else
-    at.Fail("qk_norm", fmt::format("must be \"none\", \"per_head\" or \"full_width\", got \"{}\"", qk));
+  a.qk_norm = ReadQkNorm(at);
   a.output_gate = at.BoolOr("output_gate", false);
-  if (at.Has("indexer")) {
-    JsonView ix = at.Object("indexer");
-    ix.RejectUnknownKeys({"index_n_heads", "index_head_dim", "index_topk"});
-    a.indexer.index_n_heads = ix.Int("index_n_heads");
-    a.indexer.index_head_dim = ix.Int("index_head_dim");
-    a.indexer.index_topk = ix.Int("index_topk");
-  }
-  if (at.Has("linear_attention")) {
-    JsonView li = at.Object("linear_attention");
-    li.RejectUnknownKeys({"num_key_heads", "num_value_heads", "key_head_dim", "value_head_dim", "conv_kernel_dim"});
-    a.linear.num_key_heads = li.Int("num_key_heads");
-    a.linear.num_value_heads = li.Int("num_value_heads");
-    a.linear.key_head_dim = li.Int("key_head_dim");
-    a.linear.value_head_dim = li.Int("value_head_dim");
-    a.linear.conv_kernel_dim = li.Int("conv_kernel_dim");
-  }
+  ReadAttentionExtensions(at, a);
+}
 
+// /moe: experts, router settings, shared experts and the group limit.
+void ReadMoe(const JsonView& root, MoeSpec& e) {
   JsonView mo = root.Object("moe");
   mo.RejectUnknownKeys({"num_experts", "top_k", "moe_intermediate_size", "expert_bias", "router_bias", "score_correction_bias",
                         "score_func", "norm_topk_prob", "routed_scaling_factor", "num_shared_experts", "shared_expert_intermediate_size",
                         "shared_expert_gate", "n_group", "topk_group"});
-  auto& e = m.moe;
   e.num_experts = mo.Int("num_experts");
   e.top_k = mo.Int("top_k");
   e.moe_intermediate_size = mo.Int("moe_intermediate_size");
@@ -442,32 +473,58 @@ ModelSpec ModelSpecFromJson(const Json& json, const std::string& file) {
   }
   e.n_group = mo.IntOr("n_group", 1, 1);
   e.topk_group = mo.IntOr("topk_group", e.n_group, 1);
+}
 
+// /mlp_layer_types: one "dense" or "moe" per layer (true = MoE).
+std::vector<bool> ReadMlpLayerTypes(const Json& json, const JsonView& root, const std::string& file, int64_t num_hidden_layers) {
+  std::vector<bool> moe_layers;
   const Json& types = json.contains("mlp_layer_types") ? json["mlp_layer_types"] : Json();
   if (!types.is_array()) root.Fail("mlp_layer_types", "required: an array with one \"dense\" or \"moe\" per layer");
   for (size_t i = 0; i < types.size(); ++i) {
     if (!types[i].is_string() || (types[i] != "dense" && types[i] != "moe")) {
       throw Error(fmt::format("{}: /mlp_layer_types/{}: must be \"dense\" or \"moe\", got {}", file, i, JsonValueText(types[i])));
     }
-    m.moe_layers.push_back(types[i] == "moe");
+    moe_layers.push_back(types[i] == "moe");
   }
-  if (static_cast<int64_t>(m.moe_layers.size()) != m.num_hidden_layers) {
+  if (static_cast<int64_t>(moe_layers.size()) != num_hidden_layers) {
     root.Fail("mlp_layer_types",
-              fmt::format("has {} entries, must have one per layer (num_hidden_layers = {})", m.moe_layers.size(), m.num_hidden_layers));
+              fmt::format("has {} entries, must have one per layer (num_hidden_layers = {})", moe_layers.size(), num_hidden_layers));
   }
-  if (json.contains("attention_layer_types")) {
-    const Json& kinds = json["attention_layer_types"];
-    if (!kinds.is_array()) {
-      root.Fail("attention_layer_types", "must be an array with one \"full_attention\" or \"linear_attention\" per layer");
-    }
-    for (size_t i = 0; i < kinds.size(); ++i) {
-      if (!kinds[i].is_string() || (kinds[i] != "full_attention" && kinds[i] != "linear_attention")) {
-        throw Error(fmt::format("{}: /attention_layer_types/{}: must be \"full_attention\" or \"linear_attention\", got {}", file, i,
-                                JsonValueText(kinds[i])));
-      }
-      m.linear_attention_layers.push_back(kinds[i] == "linear_attention");
-    }
+  return moe_layers;
+}
+
+// /attention_layer_types (optional): one "full_attention" or "linear_attention" per layer (true = linear).
+std::vector<bool> ReadAttentionLayerTypes(const Json& json, const JsonView& root, const std::string& file) {
+  std::vector<bool> linear_layers;
+  if (!json.contains("attention_layer_types")) return linear_layers;
+  const Json& kinds = json["attention_layer_types"];
+  if (!kinds.is_array()) {
+    root.Fail("attention_layer_types", "must be an array with one \"full_attention\" or \"linear_attention\" per layer");
   }
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    if (!kinds[i].is_string() || (kinds[i] != "full_attention" && kinds[i] != "linear_attention")) {
+      throw Error(fmt::format("{}: /attention_layer_types/{}: must be \"full_attention\" or \"linear_attention\", got {}", file, i,
+                              JsonValueText(kinds[i])));
+    }
+    linear_layers.push_back(kinds[i] == "linear_attention");
+  }
+  return linear_layers;
+}
+
+}  // namespace
+
+ModelSpec ModelSpecFromJson(const Json& json, const std::string& file) {
+  JsonView root(&json, file, "");
+  root.RejectUnknownKeys({"dockyard_model_spec", "name", "family", "vocab_size", "hidden_size", "num_hidden_layers", "intermediate_size",
+                          "dtype", "norm", "norm_bias", "lm_head_bias", "tie_word_embeddings", "attention", "moe", "mlp_layer_types",
+                          "attention_layer_types", "training"});
+  CheckSpecVersion(root);
+  ModelSpec m;
+  ReadTopLevel(root, file, m);
+  ReadAttention(root, m.attention);
+  ReadMoe(root, m.moe);
+  m.moe_layers = ReadMlpLayerTypes(json, root, file, m.num_hidden_layers);
+  m.linear_attention_layers = ReadAttentionLayerTypes(json, root, file);
   if (root.Has("training")) m.training = TrainingFromJson(root.Object("training"));
   ValidateModelSpec(m, file);
   return m;

@@ -613,67 +613,81 @@ void MemoryFigure(Page& p, const Json& memory) {
 // ---------------------------------------------------------------------------------------------
 // Dispatch traffic.
 
-void TrafficFigure(Page& p, const Json& sample, const std::vector<int64_t>& group, int64_t gpn) {
-  const int64_t ep = sample.at("ep").get<int64_t>();
-  const std::vector<int64_t> d = sample.at("layers").at(0).at("dispatch").get<std::vector<int64_t>>();
-  // One EP rank sends nothing to another: no traffic to draw.
-  if (ep < 2 || static_cast<int64_t>(d.size()) != ep * ep || static_cast<int64_t>(group.size()) != ep) return;
+// The dispatch matrix of one EP group, per rank or (past kHtmlMaxMatrixSide ranks) summed per
+// node pair, with its hottest cell.
+struct TrafficMatrix {
+  bool per_node = false;
+  std::vector<std::string> unit_name;  // [n]: "rank r" or "node k"
+  int64_t n = 0;
+  std::vector<int64_t> m;  // [n * n]: assignments source x destination
+  std::vector<int> inter;  // [n * n]: 1 where source and destination sit on different nodes
+  int64_t max = 0;
+  size_t hot = 0;  // index of the first largest cell
+};
+
+TrafficMatrix AggregateTraffic(const std::vector<int64_t>& d, const std::vector<int64_t>& group, int64_t ep, int64_t gpn) {
   auto node_of = [&](int64_t i) { return group[i] / gpn; };
+  TrafficMatrix tm;
   // Aggregate to node pairs when the group is too large to draw per rank.
   std::vector<int64_t> unit_of(ep);
-  std::vector<std::string> unit_name;
-  const bool per_node = ep > kHtmlMaxMatrixSide;
-  if (per_node) {
+  tm.per_node = ep > kHtmlMaxMatrixSide;
+  if (tm.per_node) {
     std::map<int64_t, int64_t> index;
     for (int64_t i = 0; i < ep; ++i) {
       auto [it, inserted] = index.emplace(node_of(i), static_cast<int64_t>(index.size()));
-      if (inserted) unit_name.push_back(fmt::format("node {}", node_of(i)));
+      if (inserted) tm.unit_name.push_back(fmt::format("node {}", node_of(i)));
       unit_of[i] = it->second;
     }
   } else {
     for (int64_t i = 0; i < ep; ++i) {
       unit_of[i] = i;
-      unit_name.push_back(fmt::format("rank {}", group[i]));
+      tm.unit_name.push_back(fmt::format("rank {}", group[i]));
     }
   }
-  const int64_t n = static_cast<int64_t>(unit_name.size());
-  std::vector<int64_t> m(n * n, 0);
-  std::vector<int> inter(n * n, 0);
+  const int64_t n = static_cast<int64_t>(tm.unit_name.size());
+  tm.n = n;
+  tm.m.assign(n * n, 0);
+  tm.inter.assign(n * n, 0);
   for (int64_t s = 0; s < ep; ++s) {
     for (int64_t t = 0; t < ep; ++t) {
-      m[unit_of[s] * n + unit_of[t]] += d[s * ep + t];
-      inter[unit_of[s] * n + unit_of[t]] = node_of(s) != node_of(t);
+      tm.m[unit_of[s] * n + unit_of[t]] += d[s * ep + t];
+      tm.inter[unit_of[s] * n + unit_of[t]] = node_of(s) != node_of(t);
     }
   }
-  int64_t max = 0;
-  size_t hot = 0;
-  for (size_t i = 0; i < m.size(); ++i) {
-    if (m[i] > max) {
-      max = m[i];
-      hot = i;
+  for (size_t i = 0; i < tm.m.size(); ++i) {
+    if (tm.m[i] > tm.max) {
+      tm.max = tm.m[i];
+      tm.hot = i;
     }
   }
-  const double cell = std::clamp(560.0 / n, 4.0, 48.0), left = 90, top = 8;
-  const double w = left + n * cell + 20, h = top + n * cell + 60;
-  OpenFigure(p, "fig-traffic",
-             fmt::format("Dispatch traffic of EP group 0 (sampled layer 0): token-expert assignments, source x destination {}",
-                         per_node ? "node" : "rank"),
-             per_node ? fmt::format("{} EP ranks: summed per node pair", ep)
-                      : "rows: source rank; columns: destination rank (global ranks of meshes.sparse.groups.ep[0])");
-  p.body += SvgOpen(w, h);
+  return tm;
+}
+
+// One coloured cell per (source, destination): blue within a node, orange across nodes.
+void DrawTrafficCells(Page& p, const TrafficMatrix& tm, double cell, double left, double top) {
+  const int64_t n = tm.n;
   for (int64_t s = 0; s < n; ++s) {
     for (int64_t t = 0; t < n; ++t) {
-      const int64_t v = m[s * n + t];
-      const double f = max > 0 ? static_cast<double>(v) / max : 0;
+      const int64_t v = tm.m[s * n + t];
+      const double f = tm.max > 0 ? static_cast<double>(v) / tm.max : 0;
       p.body += fmt::format(
           "<rect class=\"cell{}\" data-v=\"{}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"><title>{} -&gt; "
           "{}: {} assignments ({})</title></rect>\n",
-          static_cast<size_t>(s * n + t) == hot ? " hot" : "", v, left + t * cell, top + s * cell, cell, cell,
-          inter[s * n + t] ? Orange(f) : Blue(f), unit_name[s], unit_name[t], v, inter[s * n + t] ? "inter-node" : "intra-node");
+          static_cast<size_t>(s * n + t) == tm.hot ? " hot" : "", v, left + t * cell, top + s * cell, cell, cell,
+          tm.inter[s * n + t] ? Orange(f) : Blue(f), tm.unit_name[s], tm.unit_name[t], v,
+          tm.inter[s * n + t] ? "inter-node" : "intra-node");
     }
   }
+}
+
+// Node boundaries (per-rank view), the hottest pair outlined, row labels and the axis caption.
+void DrawTrafficMarks(Page& p, const TrafficMatrix& tm, const std::vector<int64_t>& group, int64_t gpn, double cell, double left,
+                      double top) {
+  auto node_of = [&](int64_t i) { return group[i] / gpn; };
+  const int64_t n = tm.n;
+  const size_t hot = tm.hot;
   // Node boundaries of the destination and source ranks (per-rank view).
-  if (!per_node) {
+  if (!tm.per_node) {
     for (int64_t i = 1; i < n; ++i) {
       if (node_of(i) == node_of(i - 1)) continue;
       p.body += fmt::format(
@@ -688,13 +702,32 @@ void TrafficFigure(Page& p, const Json& sample, const std::vector<int64_t>& grou
   const int label_every = static_cast<int>(std::ceil(12.0 / cell));
   for (int64_t s = 0; s < n; s += label_every) {
     p.body += fmt::format("<text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", left - 4,
-                          top + (s + 0.5) * cell + 4, unit_name[s]);
+                          top + (s + 0.5) * cell + 4, tm.unit_name[s]);
   }
   p.body += fmt::format(
       "<text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">destination (hottest pair {} -&gt; {}: {})</text>\n",
-      left + n * cell / 2, top + n * cell + 16, unit_name[hot / n], unit_name[hot % n], max);
+      left + n * cell / 2, top + n * cell + 16, tm.unit_name[hot / n], tm.unit_name[hot % n], tm.max);
+}
+
+void TrafficFigure(Page& p, const Json& sample, const std::vector<int64_t>& group, int64_t gpn) {
+  const int64_t ep = sample.at("ep").get<int64_t>();
+  const std::vector<int64_t> d = sample.at("layers").at(0).at("dispatch").get<std::vector<int64_t>>();
+  // One EP rank sends nothing to another: no traffic to draw.
+  if (ep < 2 || static_cast<int64_t>(d.size()) != ep * ep || static_cast<int64_t>(group.size()) != ep) return;
+  const TrafficMatrix tm = AggregateTraffic(d, group, ep, gpn);
+  const int64_t n = tm.n;
+  const double cell = std::clamp(560.0 / n, 4.0, 48.0), left = 90, top = 8;
+  const double w = left + n * cell + 20, h = top + n * cell + 60;
+  OpenFigure(p, "fig-traffic",
+             fmt::format("Dispatch traffic of EP group 0 (sampled layer 0): token-expert assignments, source x destination {}",
+                         tm.per_node ? "node" : "rank"),
+             tm.per_node ? fmt::format("{} EP ranks: summed per node pair", ep)
+                         : "rows: source rank; columns: destination rank (global ranks of meshes.sparse.groups.ep[0])");
+  p.body += SvgOpen(w, h);
+  DrawTrafficCells(p, tm, cell, left, top);
+  DrawTrafficMarks(p, tm, group, gpn, cell, left, top);
   p.body += "</svg>\n";
-  Legend(p, {{Blue(1.0), "intra-node (NVLink), max " + Num(static_cast<double>(max))},
+  Legend(p, {{Blue(1.0), "intra-node (NVLink), max " + Num(static_cast<double>(tm.max))},
              {Orange(1.0), "inter-node (network)"},
              {Blue(0.0), "0"},
              {"#000000", "outline: hottest pair; grey lines: node boundaries"}});

@@ -91,42 +91,34 @@ std::string GroupText(const std::vector<int64_t>& group) {
   return fmt::format("[{} {} {} .. {}]", group[0], group[1], group[2], group.back());
 }
 
-}  // namespace
-
-Json PlanToJson(const Plan& plan, const std::string& model_source) {
-  return PlanToJson(plan, model_source, ComputeMemory(plan));
-}
-
-Json PlanToJson(const Plan& plan, const std::string& model_source, const MemoryReport& memory) {
+// The model block of the plan report: sizes and parameter totals.
+Json ModelJson(const Plan& plan, const std::string& model_source) {
   const auto& m = plan.model;
   const auto& t = plan.inventory.totals;
-  const auto& d = plan.dims;
-  Json report;
-  report["schema_version"] = kReportSchemaVersion;
-  report["generator"] = {{"name", "dockyard-plan"}, {"version", kDockyardVersion}};
-  report["model"] = {{"name", m.name},
-                     {"family", m.family},
-                     {"source", model_source},
-                     {"dtype", m.dtype},
-                     {"num_hidden_layers", m.num_hidden_layers},
-                     {"num_moe_layers", m.NumMoeLayers()},
-                     {"hidden_size", m.hidden_size},
-                     {"vocab_size", m.vocab_size},
-                     {"num_experts", m.moe.num_experts},
-                     {"top_k", m.moe.top_k},
-                     {"moe_intermediate_size", m.moe.moe_intermediate_size},
-                     {"num_shared_experts", m.moe.num_shared_experts},
-                     {"total_params", t.total_params},
-                     {"active_params", t.active_params},
-                     {"active_params_excluding_embedding", t.active_params_excluding_embedding},
-                     {"routed_expert_params", t.routed_expert_params},
-                     {"shared_expert_params", t.shared_expert_params},
-                     {"non_expert_params", t.non_expert_params},
-                     {"embedding_params", t.embedding_params}};
-  report["parallel"] = DegreesToJson(d);
-  report["parallel"]["edp"] = d.edp();
-  report["meshes"] = {{"dense", MeshToJson(plan.meshes.dense)}, {"sparse", MeshToJson(plan.meshes.sparse)}};
-  const std::vector<int64_t> param_bytes_per_rank = ParamBytesPerRank(plan);
+  return {{"name", m.name},
+          {"family", m.family},
+          {"source", model_source},
+          {"dtype", m.dtype},
+          {"num_hidden_layers", m.num_hidden_layers},
+          {"num_moe_layers", m.NumMoeLayers()},
+          {"hidden_size", m.hidden_size},
+          {"vocab_size", m.vocab_size},
+          {"num_experts", m.moe.num_experts},
+          {"top_k", m.moe.top_k},
+          {"moe_intermediate_size", m.moe.moe_intermediate_size},
+          {"num_shared_experts", m.moe.num_shared_experts},
+          {"total_params", t.total_params},
+          {"active_params", t.active_params},
+          {"active_params_excluding_embedding", t.active_params_excluding_embedding},
+          {"routed_expert_params", t.routed_expert_params},
+          {"shared_expert_params", t.shared_expert_params},
+          {"non_expert_params", t.non_expert_params},
+          {"embedding_params", t.embedding_params}};
+}
+
+// The pipeline block: each layer's stage, per-stage parameter bytes, and the Megatron layout
+// when one is set.
+Json PipelineJson(const Plan& plan, const std::vector<int64_t>& param_bytes_per_rank) {
   Json stages = Json::array();
   for (const auto& s : SummarizeStages(plan, param_bytes_per_rank)) {
     stages.push_back({{"stage", s.stage},
@@ -136,81 +128,78 @@ Json PlanToJson(const Plan& plan, const std::string& model_source, const MemoryR
                       {"min_param_bytes", s.min_param_bytes},
                       {"worst_rank", s.worst_rank}});
   }
-  report["pipeline"] = {{"layer_stage", plan.layer_stage}, {"stages", stages}};
+  Json pipeline = {{"layer_stage", plan.layer_stage}, {"stages", stages}};
   const RunSettings& run = plan.training.run;
   if (!run.pipeline_layout.empty() || run.account_for_embedding || run.account_for_loss) {
     // Megatron pipeline layouts (opt-in): where the embedding, the loss and the MTP modules sit.
-    report["pipeline"]["layout"] = run.pipeline_layout;
-    report["pipeline"]["account_for_embedding"] = run.account_for_embedding;
-    report["pipeline"]["account_for_loss"] = run.account_for_loss;
-    report["pipeline"]["vpp"] = run.vpp;
-    report["pipeline"]["embedding_stage"] = plan.embedding_stage;
-    report["pipeline"]["loss_stage"] = plan.loss_stage;
-    report["pipeline"]["mtp_stage"] = plan.mtp_stage;
+    pipeline["layout"] = run.pipeline_layout;
+    pipeline["account_for_embedding"] = run.account_for_embedding;
+    pipeline["account_for_loss"] = run.account_for_loss;
+    pipeline["vpp"] = run.vpp;
+    pipeline["embedding_stage"] = plan.embedding_stage;
+    pipeline["loss_stage"] = plan.loss_stage;
+    pipeline["mtp_stage"] = plan.mtp_stage;
   }
-  Json params = Json::array();
-  for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
-    const auto& p = plan.inventory.params[i];
-    const auto& pl = plan.placements[i];
-    Json placements = Json::array();
-    for (const auto& x : pl.placements) placements.push_back(x.ToString());
-    Json local = Json::array();
-    for (const auto& s : pl.local_shapes) local.push_back({{"shape", s.shape}, {"num_ranks", s.num_ranks}});
-    Json entry = {{"fqn", p.fqn},
-                  {"shape", p.shape},
-                  {"dtype", p.dtype},
-                  {"role", RoleName(p.role)},
-                  {"group", RoleGroup(p.role)},
-                  {"layer", p.layer},
-                  {"moe_layer", p.moe_layer},
-                  {"numel", p.Numel()},
-                  {"mesh", pl.sparse_mesh ? "sparse" : "dense"},
-                  {"placements", placements},
-                  {"stage", pl.stage},
-                  {"local_shapes", local},
-                  {"max_local_bytes", pl.max_local_numel * DtypeBytes(p.dtype, p.fqn)}};
-    if (!p.stored_layout.empty()) entry["stored_layout"] = p.stored_layout;
-    if (!p.fused_sections.empty()) entry["fused_sections"] = p.fused_sections;
-    if (!p.tied_to.empty()) entry["tied_to"] = p.tied_to;
-    params.push_back(std::move(entry));
-  }
-  report["parameters"] = std::move(params);
+  return pipeline;
+}
+
+// One parameter: shape, role, placements and local shapes.
+Json ParameterJson(const ParamInfo& p, const ParamPlacement& pl) {
+  Json placements = Json::array();
+  for (const auto& x : pl.placements) placements.push_back(x.ToString());
+  Json local = Json::array();
+  for (const auto& s : pl.local_shapes) local.push_back({{"shape", s.shape}, {"num_ranks", s.num_ranks}});
+  Json entry = {{"fqn", p.fqn},
+                {"shape", p.shape},
+                {"dtype", p.dtype},
+                {"role", RoleName(p.role)},
+                {"group", RoleGroup(p.role)},
+                {"layer", p.layer},
+                {"moe_layer", p.moe_layer},
+                {"numel", p.Numel()},
+                {"mesh", pl.sparse_mesh ? "sparse" : "dense"},
+                {"placements", placements},
+                {"stage", pl.stage},
+                {"local_shapes", local},
+                {"max_local_bytes", pl.max_local_numel * DtypeBytes(p.dtype, p.fqn)}};
+  if (!p.stored_layout.empty()) entry["stored_layout"] = p.stored_layout;
+  if (!p.fused_sections.empty()) entry["fused_sections"] = p.fused_sections;
+  if (!p.tied_to.empty()) entry["tied_to"] = p.tied_to;
+  return entry;
+}
+
+// The experts block: counts and each EP rank's experts.
+Json ExpertsJson(const Plan& plan) {
   Json ownership = Json::array();
   for (int64_t r = 0; r < plan.experts.ep; ++r) {
     std::vector<int64_t> ids;
     for (int64_t e = 0; e < plan.experts.num_local_experts; ++e) ids.push_back(plan.experts.FirstExpert(r) + e);
     ownership.push_back({{"ep_rank", r}, {"experts", ids}});
   }
-  report["experts"] = {{"num_experts", plan.experts.num_experts},
-                       {"ep", plan.experts.ep},
-                       {"num_local_experts", plan.experts.num_local_experts},
-                       {"ownership", ownership}};
+  return {{"num_experts", plan.experts.num_experts},
+          {"ep", plan.experts.ep},
+          {"num_local_experts", plan.experts.num_local_experts},
+          {"ownership", ownership}};
+}
+
+// Parameter bytes per rank: the largest (first rank holding it), the smallest, and every rank's.
+Json ParamBytesJson(const std::vector<int64_t>& param_bytes_per_rank, int64_t world_size) {
   int64_t max_bytes = 0, min_bytes = INT64_MAX, worst = 0;
-  for (int64_t r = 0; r < d.world_size; ++r) {
+  for (int64_t r = 0; r < world_size; ++r) {
     if (param_bytes_per_rank[r] > max_bytes) {
       max_bytes = param_bytes_per_rank[r];
       worst = r;
     }
     min_bytes = std::min(min_bytes, param_bytes_per_rank[r]);
   }
-  report["param_bytes"] = {
-      {"max_per_rank", max_bytes}, {"min_per_rank", min_bytes}, {"worst_rank", worst}, {"per_rank", param_bytes_per_rank}};
-  Json training = TrainingToJson(plan.training);
-  report["training"] = training;
-  report["memory"] = MemoryToJson(memory);
-  report["communication"] = CommToJson(ComputePlanComm(plan, memory.worst_rank));
-  return report;
+  return {{"max_per_rank", max_bytes}, {"min_per_rank", min_bytes}, {"worst_rank", worst}, {"per_rank", param_bytes_per_rank}};
 }
 
-std::string PlanToText(const Plan& plan, const std::string& model_source) {
-  return PlanToText(plan, model_source, ComputeMemory(plan));
-}
-
-std::string PlanToText(const Plan& plan, const std::string& model_source, const MemoryReport& memory) {
+// The text report's model, parameter-count and degree lines.
+void WriteModelText(std::ostream& out, const Plan& plan, const std::string& model_source) {
   const auto& m = plan.model;
   const auto& t = plan.inventory.totals;
   const auto& d = plan.dims;
-  std::ostringstream out;
   out << fmt::format("Model      {} (family {}, {})\n", model_source, m.family, m.dtype);
   out << fmt::format("           {} layers ({} MoE, {} dense), hidden {}, vocab {}, {} attention, {} heads\n", m.num_hidden_layers,
                      m.NumMoeLayers(), m.num_hidden_layers - m.NumMoeLayers(), m.hidden_size, m.vocab_size,
@@ -227,6 +216,10 @@ std::string PlanToText(const Plan& plan, const std::string& model_source, const 
   out << fmt::format("Parallel   {} convention, world_size {} = pp {} x dp_replicate {} x dp_shard {} x cp {} x tp {}\n",
                      ConventionName(d.convention), d.world_size, d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp);
   out << fmt::format("           ep {}  etp {}  efsdp {} (= dp_shard*cp*tp / (ep*etp))\n", d.ep, d.etp, d.efsdp);
+}
+
+// Both meshes: their axes and, per axis of size > 1, the first groups.
+void WriteMeshesText(std::ostream& out, const Plan& plan) {
   out << "Meshes\n";
   for (const Mesh* mesh : {&plan.meshes.dense, &plan.meshes.sparse}) {
     std::vector<std::string> axes;
@@ -241,13 +234,18 @@ std::string PlanToText(const Plan& plan, const std::string& model_source, const 
       out << fmt::format("    {:<13} {} groups of {}: {}\n", mesh->axis_names()[a], groups.size(), mesh->axis_size(a), examples);
     }
   }
-  // Parameters folded over layers: same name pattern, shape, placements and local shape.
-  struct Row {
-    std::string role, pattern, shape, mesh, placements, local;
-    int64_t bytes = 0;
-    std::vector<int64_t> layers;
-  };
-  std::vector<Row> rows;
+}
+
+// One row of the parameter table: parameters folded over layers (same name pattern, shape,
+// placements and local shape).
+struct ParamRow {
+  std::string role, pattern, shape, mesh, placements, local;
+  int64_t bytes = 0;
+  std::vector<int64_t> layers;
+};
+
+std::vector<ParamRow> FoldParameters(const Plan& plan) {
+  std::vector<ParamRow> rows;
   std::map<std::string, size_t> index;
   const std::regex layer_number(R"(\.(\d+)\.)");
   for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
@@ -256,14 +254,14 @@ std::string PlanToText(const Plan& plan, const std::string& model_source, const 
     std::string pattern = p.layer >= 0 ? std::regex_replace(p.fqn, layer_number, ".{L}.", std::regex_constants::format_first_only) : p.fqn;
     std::string local = ShapeText(pl.local_shapes.front().shape);
     if (pl.local_shapes.size() > 1) local += fmt::format(" (+{} other shapes)", pl.local_shapes.size() - 1);
-    Row row{RoleName(p.role),
-            pattern,
-            ShapeText(p.shape),
-            pl.sparse_mesh ? plan.meshes.sparse.name() : "dense",
-            PlacementsText(pl),
-            local,
-            pl.max_local_numel * DtypeBytes(p.dtype, p.fqn),
-            {}};
+    ParamRow row{RoleName(p.role),
+                 pattern,
+                 ShapeText(p.shape),
+                 pl.sparse_mesh ? plan.meshes.sparse.name() : "dense",
+                 PlacementsText(pl),
+                 local,
+                 pl.max_local_numel * DtypeBytes(p.dtype, p.fqn),
+                 {}};
     std::string key = row.pattern + "|" + row.shape + "|" + row.placements + "|" + row.local;
     auto it = index.find(key);
     if (it == index.end()) {
@@ -273,6 +271,11 @@ std::string PlanToText(const Plan& plan, const std::string& model_source, const 
     }
     if (p.layer >= 0) rows[it->second].layers.push_back(p.layer);
   }
+  return rows;
+}
+
+// The parameter table, columns as wide as their longest entry.
+void WriteParameterTable(std::ostream& out, const Plan& plan, const std::vector<ParamRow>& rows) {
   std::vector<std::string> dense_axes(plan.meshes.dense.axis_names().begin() + 1, plan.meshes.dense.axis_names().end());
   std::vector<std::string> sparse_axes(plan.meshes.sparse.axis_names().begin() + 1, plan.meshes.sparse.axis_names().end());
   out << fmt::format("Parameters (placements over dense ({}) / {} ({}); local shape = largest; {{L}} = layer; layers a-b/s = every s-th)\n",
@@ -291,6 +294,11 @@ std::string PlanToText(const Plan& plan, const std::string& model_source, const 
     out << fmt::format("  {:<{}}  {:<{}}  {:<9}  {:<{}}  {:<6}  {:<{}}  {:<{}}  {}\n", r.role, w_role, r.pattern, w_name,
                        LayerRanges(r.layers), r.shape, w_shape, r.mesh, r.placements, w_place, r.local, w_local, FormatBytes(r.bytes));
   }
+}
+
+// Each EP rank's experts (the middle elided past 6 ranks), then per stage its layers and
+// parameter bytes, and the Megatron pipeline layout when one is set.
+void WriteExpertsAndStagesText(std::ostream& out, const Plan& plan) {
   const auto& e = plan.experts;
   out << fmt::format("Experts    {} per EP rank (num_local_experts), ep {}: ", e.num_local_experts, e.ep);
   for (int64_t r = 0; r < e.ep; ++r) {
@@ -314,6 +322,47 @@ std::string PlanToText(const Plan& plan, const std::string& model_source, const 
         plan.training.run.vpp, plan.embedding_stage, plan.loss_stage,
         plan.training.mtp_layers > 0 ? fmt::format(", MTP on stage {}", plan.mtp_stage) : std::string());
   }
+}
+
+}  // namespace
+
+Json PlanToJson(const Plan& plan, const std::string& model_source) {
+  return PlanToJson(plan, model_source, ComputeMemory(plan));
+}
+
+Json PlanToJson(const Plan& plan, const std::string& model_source, const MemoryReport& memory) {
+  const auto& d = plan.dims;
+  Json report;
+  report["schema_version"] = kReportSchemaVersion;
+  report["generator"] = {{"name", "dockyard-plan"}, {"version", kDockyardVersion}};
+  report["model"] = ModelJson(plan, model_source);
+  report["parallel"] = DegreesToJson(d);
+  report["parallel"]["edp"] = d.edp();
+  report["meshes"] = {{"dense", MeshToJson(plan.meshes.dense)}, {"sparse", MeshToJson(plan.meshes.sparse)}};
+  const std::vector<int64_t> param_bytes_per_rank = ParamBytesPerRank(plan);
+  report["pipeline"] = PipelineJson(plan, param_bytes_per_rank);
+  Json params = Json::array();
+  for (size_t i = 0; i < plan.inventory.params.size(); ++i) params.push_back(ParameterJson(plan.inventory.params[i], plan.placements[i]));
+  report["parameters"] = std::move(params);
+  report["experts"] = ExpertsJson(plan);
+  report["param_bytes"] = ParamBytesJson(param_bytes_per_rank, d.world_size);
+  Json training = TrainingToJson(plan.training);
+  report["training"] = training;
+  report["memory"] = MemoryToJson(memory);
+  report["communication"] = CommToJson(ComputePlanComm(plan, memory.worst_rank));
+  return report;
+}
+
+std::string PlanToText(const Plan& plan, const std::string& model_source) {
+  return PlanToText(plan, model_source, ComputeMemory(plan));
+}
+
+std::string PlanToText(const Plan& plan, const std::string& model_source, const MemoryReport& memory) {
+  std::ostringstream out;
+  WriteModelText(out, plan, model_source);
+  WriteMeshesText(out, plan);
+  WriteParameterTable(out, plan, FoldParameters(plan));
+  WriteExpertsAndStagesText(out, plan);
   out << MemoryToText(plan, memory);
   out << CommToText(ComputePlanComm(plan, memory.worst_rank));
   return out.str();

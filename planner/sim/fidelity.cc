@@ -80,12 +80,9 @@ std::string Keys(const std::map<std::string, std::string>& m) {
   return s;
 }
 
-FidelityRun ParseRun(const JsonView& v, const std::map<std::string, ClusterSpec>& clusters,
-                     const std::map<std::string, std::string>& model_files, const std::map<std::string, std::string>& sources) {
-  v.RejectUnknownKeys({"id", "model", "cluster", "layout", "batch", "precision", "recompute", "recompute_modules", "dispatcher", "features",
-                       "measured", "group", "weight", "source", "notes", "phases"});
-  FidelityRun r;
-  r.id = v.String("id");
+// The run's model and cluster, each a key of the file's /models and /clusters.
+void ReadRunModelAndCluster(const JsonView& v, const std::map<std::string, ClusterSpec>& clusters,
+                            const std::map<std::string, std::string>& model_files, FidelityRun& r) {
   r.model = v.String("model");
   auto mf = model_files.find(r.model);
   if (mf == model_files.end()) {
@@ -102,7 +99,10 @@ FidelityRun ParseRun(const JsonView& v, const std::map<std::string, ClusterSpec>
     v.Fail("cluster", fmt::format("unknown cluster \"{}\"; clusters: {}", r.cluster_name, names));
   }
   r.cluster = c->second;
+}
 
+// /layout (degrees) and /batch (gbs, mbs or null, seq) of a run.
+void ReadRunLayoutAndBatch(const JsonView& v, FidelityRun& r) {
   const JsonView l = v.Object("layout");
   l.RejectUnknownKeys({"world_size", "tp", "pp", "vpp", "cp", "ep", "etp"});
   r.world_size = l.Int("world_size");
@@ -120,7 +120,10 @@ FidelityRun ParseRun(const JsonView& v, const std::map<std::string, ClusterSpec>
   if (!b.value().contains("mbs")) b.Int("mbs");
   if (b.Has("mbs")) r.mbs = b.Int("mbs");
   r.seq = b.Int("seq");
+}
 
+// The run's settings: precision, recompute, dispatcher and features (each a known name).
+void ReadRunSettings(const JsonView& v, FidelityRun& r) {
   r.precision = OneOf(v, "precision", {"bf16", "fp8"});
   const std::string rc = OneOf(v, "recompute", {"none", "selective", "full"});
   r.recompute = rc == "full" ? Recompute::kFull : rc == "selective" ? Recompute::kSelective : Recompute::kNone;
@@ -135,13 +138,17 @@ FidelityRun ParseRun(const JsonView& v, const std::map<std::string, ClusterSpec>
       v.Fail("features", message + " (planner/sim/fidelity.cc kFidelityFeatures lists them)");
     }
   }
+}
 
+// /measured: the kind, its value (GFLOP per token with tflops_per_gpu) and an optional [lo, hi].
+FidelityMeasured ReadMeasured(const JsonView& v) {
+  FidelityMeasured out;
   const JsonView m = v.Object("measured");
   m.RejectUnknownKeys({"kind", "value", "gflop_per_token", "range"});
-  r.measured.kind = ParseKind(m, "kind");
-  r.measured.value = Positive(m, "value");
-  if (r.measured.kind == MeasuredKind::kTflopsPerGpu) {
-    r.measured.gflop_per_token = Positive(m, "gflop_per_token");
+  out.kind = ParseKind(m, "kind");
+  out.value = Positive(m, "value");
+  if (out.kind == MeasuredKind::kTflopsPerGpu) {
+    out.gflop_per_token = Positive(m, "gflop_per_token");
   } else if (m.Has("gflop_per_token")) {
     m.Fail("gflop_per_token", "is only read with kind tflops_per_gpu");
   }
@@ -152,9 +159,38 @@ FidelityRun ParseRun(const JsonView& v, const std::map<std::string, ClusterSpec>
     }
     const double lo = a[0].get<double>(), hi = a[1].get<double>();
     if (!(lo > 0) || !(hi >= lo) || !std::isfinite(hi)) m.Fail("range", fmt::format("needs 0 < lo <= hi, got [{}, {}]", lo, hi));
-    r.measured.range = {lo, hi};
+    out.range = {lo, hi};
   }
+  return out;
+}
 
+// /phases (optional): measured phase times.
+std::vector<FidelityRun::Phase> ReadRunPhases(const JsonView& v) {
+  std::vector<FidelityRun::Phase> out;
+  if (!v.Has("phases")) return out;
+  const Json& phases = v.value().at("phases");
+  if (!phases.is_array()) v.Fail("phases", fmt::format("must be a list of phases, got {}", JsonValueText(phases)));
+  for (size_t i = 0; i < phases.size(); ++i) {
+    const JsonView p(&phases[i], v.file(), fmt::format("{}/phases/{}", v.pointer(), i));
+    p.RejectUnknownKeys({"name", "layer_kind", "direction", "time_us"});
+    FidelityRun::Phase ph{p.String("name"), OneOf(p, "layer_kind", {"moe", "dense"}), OneOf(p, "direction", {"forward", "backward"}),
+                          p.Number("time_us")};
+    if (!(ph.time_us >= 0)) p.Fail("time_us", fmt::format("must be a time >= 0, got {}", ph.time_us));
+    out.push_back(ph);
+  }
+  return out;
+}
+
+FidelityRun ParseRun(const JsonView& v, const std::map<std::string, ClusterSpec>& clusters,
+                     const std::map<std::string, std::string>& model_files, const std::map<std::string, std::string>& sources) {
+  v.RejectUnknownKeys({"id", "model", "cluster", "layout", "batch", "precision", "recompute", "recompute_modules", "dispatcher", "features",
+                       "measured", "group", "weight", "source", "notes", "phases"});
+  FidelityRun r;
+  r.id = v.String("id");
+  ReadRunModelAndCluster(v, clusters, model_files, r);
+  ReadRunLayoutAndBatch(v, r);
+  ReadRunSettings(v, r);
+  r.measured = ReadMeasured(v);
   r.group = v.String("group");
   if (r.group.empty()) v.Fail("group", "must not be empty");
   r.weight = Positive(v, "weight");
@@ -162,25 +198,14 @@ FidelityRun ParseRun(const JsonView& v, const std::map<std::string, ClusterSpec>
   r.source = v.String("source");
   if (!sources.count(r.source)) v.Fail("source", fmt::format("unknown source \"{}\"; sources: {}", r.source, Keys(sources)));
   r.notes = v.StringOr("notes", "");
-  if (v.Has("phases")) {
-    const Json& phases = v.value().at("phases");
-    if (!phases.is_array()) v.Fail("phases", fmt::format("must be a list of phases, got {}", JsonValueText(phases)));
-    for (size_t i = 0; i < phases.size(); ++i) {
-      const JsonView p(&phases[i], v.file(), fmt::format("{}/phases/{}", v.pointer(), i));
-      p.RejectUnknownKeys({"name", "layer_kind", "direction", "time_us"});
-      FidelityRun::Phase ph{p.String("name"), OneOf(p, "layer_kind", {"moe", "dense"}), OneOf(p, "direction", {"forward", "backward"}),
-                            p.Number("time_us")};
-      if (!(ph.time_us >= 0)) p.Fail("time_us", fmt::format("must be a time >= 0, got {}", ph.time_us));
-      r.phases.push_back(ph);
-    }
-  }
+  r.phases = ReadRunPhases(v);
 
   // Degrees on their own (world, divisibility), then GBS against DP·MBS.
   std::string error;
   if (!TryBuildParallelDims(FidelityDims(r), nullptr, &error)) v.Fail("layout", error);
   const int64_t dp = r.world_size / (r.tp * r.pp * r.cp);
   if (r.mbs && r.gbs % (dp * *r.mbs) != 0) {
-    b.Fail("gbs", fmt::format("gbs ({}) must be a multiple of DP ({}) x MBS ({})", r.gbs, dp, *r.mbs));
+    v.Object("batch").Fail("gbs", fmt::format("gbs ({}) must be a multiple of DP ({}) x MBS ({})", r.gbs, dp, *r.mbs));
   }
   r.unsupported = UnsupportedReasons(r);
   return r;
@@ -266,17 +291,10 @@ TrainingConfig FidelityTraining(const FidelityRun& r) {
   return t;
 }
 
-FidelitySet FidelitySetFromJson(const Json& json, const std::string& file, const std::string& base_dir) {
-  FidelitySet set;
-  set.file = file;
-  JsonView top(&json, file, "");
-  top.RejectUnknownKeys({"version", "description", "clusters", "models", "sources", "runs", "components"});
-  const int64_t version = top.Int("version");
-  if (version != 1) top.Fail("version", fmt::format("unsupported version {}; this dockyard reads version 1", version));
+namespace {
 
-  const JsonView sources = top.Object("sources");
-  for (const auto& [k, val] : sources.value().items()) set.sources[k] = sources.String(k);
-
+// /clusters: each a preset name or an inline cluster, with its source.
+std::map<std::string, ClusterSpec> ReadClusters(const JsonView& top) {
   std::map<std::string, ClusterSpec> clusters;
   const JsonView cl = top.Object("clusters");
   for (const auto& [k, _] : cl.value().items()) {
@@ -290,7 +308,12 @@ FidelitySet FidelitySetFromJson(const Json& json, const std::string& file, const
       c.Fail(c.Has("preset") ? "preset" : "cluster", e.what());
     }
   }
+  return clusters;
+}
 
+// /models: each model's config file (relative to base_dir unless absolute; null = no config),
+// loaded into set.models. Returns the path per model key ("" without a config).
+std::map<std::string, std::string> ReadModels(const JsonView& top, const std::string& base_dir, FidelitySet& set) {
   std::map<std::string, std::string> model_files;
   const JsonView ms = top.Object("models");
   for (const auto& [k, _] : ms.value().items()) {
@@ -311,12 +334,16 @@ FidelitySet FidelitySetFromJson(const Json& json, const std::string& file, const
     }
     model_files[k] = path;
   }
+  return model_files;
+}
 
+// /runs: each run parsed, its id unique, its layout valid for its model; errors name the run.
+void ReadRuns(const Json& json, const JsonView& top, const std::map<std::string, ClusterSpec>& clusters,
+              const std::map<std::string, std::string>& model_files, std::set<std::string>& ids, FidelitySet& set) {
   const Json& runs = json.contains("runs") ? json.at("runs") : Json();
   if (!runs.is_array()) top.Fail("runs", fmt::format("must be a list of runs, got {}", JsonValueText(runs)));
-  std::set<std::string> ids;
   for (size_t i = 0; i < runs.size(); ++i) {
-    const JsonView v(&runs[i], file, fmt::format("/runs/{}", i));
+    const JsonView v(&runs[i], set.file, fmt::format("/runs/{}", i));
     if (!runs[i].is_object()) top.Fail("runs", fmt::format("element {} must be an object", i));
     const std::string id = runs[i].contains("id") && runs[i]["id"].is_string() ? runs[i]["id"].get<std::string>() : fmt::format("#{}", i);
     try {
@@ -335,43 +362,71 @@ FidelitySet FidelitySetFromJson(const Json& json, const std::string& file, const
       throw Error(fmt::format("run {}: {}", id, e.what()));
     }
   }
+}
 
+// /components/i: a measured component (kind, hardware, params, one value or several, unit,
+// source); its id unique among runs and components.
+FidelityComponent ParseComponent(const JsonView& v, std::set<std::string>& ids, const std::map<std::string, std::string>& sources) {
+  v.RejectUnknownKeys({"id", "kind", "hardware", "params", "value", "values", "unit", "source", "notes"});
+  FidelityComponent c;
+  c.id = v.String("id");
+  if (!ids.insert(c.id).second) v.Fail("id", fmt::format("duplicate id \"{}\"", c.id));
+  c.kind = v.String("kind");
+  c.hardware = v.String("hardware");
+  c.params = v.Object("params").value();
+  if (v.Has("value") == v.Has("values")) v.Fail("value", "give exactly one of \"value\" and \"values\"");
+  if (v.Has("value")) {
+    c.values.push_back(Positive(v, "value"));
+  } else {
+    const Json& a = v.value().at("values");
+    if (!a.is_array() || a.empty()) v.Fail("values", fmt::format("must be a non-empty list of numbers, got {}", JsonValueText(a)));
+    for (const Json& e : a) {
+      if (!e.is_number() || !(e.get<double>() > 0))
+        v.Fail("values", fmt::format("every value must be a number > 0, got {}", JsonValueText(e)));
+      c.values.push_back(e.get<double>());
+    }
+  }
+  c.unit = v.String("unit");
+  c.source = v.String("source");
+  if (!sources.count(c.source)) v.Fail("source", fmt::format("unknown source \"{}\"; sources: {}", c.source, Keys(sources)));
+  c.notes = v.StringOr("notes", "");
+  return c;
+}
+
+// /components: every component parsed; errors name the component.
+void ReadComponents(const Json& json, const JsonView& top, std::set<std::string>& ids, FidelitySet& set) {
   const Json& comps = json.contains("components") ? json.at("components") : Json();
   if (!comps.is_array()) top.Fail("components", fmt::format("must be a list, got {}", JsonValueText(comps)));
   for (size_t i = 0; i < comps.size(); ++i) {
-    const JsonView v(&comps[i], file, fmt::format("/components/{}", i));
+    const JsonView v(&comps[i], set.file, fmt::format("/components/{}", i));
     const std::string id = comps[i].is_object() && comps[i].contains("id") && comps[i]["id"].is_string() ? comps[i]["id"].get<std::string>()
                                                                                                          : fmt::format("#{}", i);
     try {
       if (!comps[i].is_object()) top.Fail("components", fmt::format("element {} must be an object", i));
-      v.RejectUnknownKeys({"id", "kind", "hardware", "params", "value", "values", "unit", "source", "notes"});
-      FidelityComponent c;
-      c.id = v.String("id");
-      if (!ids.insert(c.id).second) v.Fail("id", fmt::format("duplicate id \"{}\"", c.id));
-      c.kind = v.String("kind");
-      c.hardware = v.String("hardware");
-      c.params = v.Object("params").value();
-      if (v.Has("value") == v.Has("values")) v.Fail("value", "give exactly one of \"value\" and \"values\"");
-      if (v.Has("value")) {
-        c.values.push_back(Positive(v, "value"));
-      } else {
-        const Json& a = v.value().at("values");
-        if (!a.is_array() || a.empty()) v.Fail("values", fmt::format("must be a non-empty list of numbers, got {}", JsonValueText(a)));
-        for (const Json& e : a) {
-          if (!e.is_number() || !(e.get<double>() > 0))
-            v.Fail("values", fmt::format("every value must be a number > 0, got {}", JsonValueText(e)));
-          c.values.push_back(e.get<double>());
-        }
-      }
-      c.unit = v.String("unit");
-      c.source = v.String("source");
-      if (!set.sources.count(c.source)) v.Fail("source", fmt::format("unknown source \"{}\"; sources: {}", c.source, Keys(set.sources)));
-      c.notes = v.StringOr("notes", "");
-      set.components.push_back(std::move(c));
+      set.components.push_back(ParseComponent(v, ids, set.sources));
     } catch (const Error& e) {
       throw Error(fmt::format("component {}: {}", id, e.what()));
     }
   }
+}
+
+}  // namespace
+
+FidelitySet FidelitySetFromJson(const Json& json, const std::string& file, const std::string& base_dir) {
+  FidelitySet set;
+  set.file = file;
+  JsonView top(&json, file, "");
+  top.RejectUnknownKeys({"version", "description", "clusters", "models", "sources", "runs", "components"});
+  const int64_t version = top.Int("version");
+  if (version != 1) top.Fail("version", fmt::format("unsupported version {}; this dockyard reads version 1", version));
+
+  const JsonView sources = top.Object("sources");
+  for (const auto& [k, val] : sources.value().items()) set.sources[k] = sources.String(k);
+  const std::map<std::string, ClusterSpec> clusters = ReadClusters(top);
+  const std::map<std::string, std::string> model_files = ReadModels(top, base_dir, set);
+  std::set<std::string> ids;  // run and component ids share one namespace
+  ReadRuns(json, top, clusters, model_files, ids, set);
+  ReadComponents(json, top, ids, set);
   return set;
 }
 

@@ -273,11 +273,46 @@ std::string Trim(const std::string& s) {
   return s.substr(a, b - a + 1);
 }
 
-RoutingTrace ParseCsvTrace(const std::string& path, const std::string& text) {
-  struct Row {
-    int64_t layer, expert, tokens, line;
-  };
-  std::vector<Row> rows;
+// One data line of a CSV trace.
+struct CsvRow {
+  int64_t layer, expert, tokens, line;
+};
+
+// The comma-separated fields of a line, each trimmed.
+std::vector<std::string> SplitCsvLine(const std::string& line) {
+  std::vector<std::string> fields;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = line.find(',', start);
+    fields.push_back(Trim(line.substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return fields;
+}
+
+// A data line's layer, expert and tokens: integers >= 0, layer and expert < 2^31.
+CsvRow ParseCsvRow(const std::string& path, int64_t line_no, const std::vector<std::string>& fields) {
+  if (fields.size() != 3) {
+    throw Error(fmt::format("{}: line {}: expected 3 comma-separated fields (layer,expert,tokens), got {}", path, line_no, fields.size()));
+  }
+  CsvRow row{0, 0, 0, line_no};
+  const char* names[3] = {"layer", "expert", "tokens"};
+  int64_t* slots[3] = {&row.layer, &row.expert, &row.tokens};
+  for (int f = 0; f < 3; ++f) {
+    if (!ParseStrictInt(fields[f], slots[f])) {
+      throw Error(fmt::format("{}: line {}: {} must be an integer >= 0, got '{}'", path, line_no, names[f], fields[f]));
+    }
+    if (*slots[f] < 0) throw Error(fmt::format("{}: line {}: {} must be >= 0, got {}", path, line_no, names[f], *slots[f]));
+  }
+  if (row.layer > INT32_MAX) throw Error(fmt::format("{}: line {}: layer must be < 2^31, got {}", path, line_no, row.layer));
+  if (row.expert > INT32_MAX) throw Error(fmt::format("{}: line {}: expert must be < 2^31, got {}", path, line_no, row.expert));
+  return row;
+}
+
+// The data lines after the 'layer,expert,tokens' header, in file order (blank lines skipped).
+std::vector<CsvRow> ReadCsvRows(const std::string& path, const std::string& text) {
+  std::vector<CsvRow> rows;
   std::istringstream in(text);
   std::string line;
   int64_t line_no = 0;
@@ -285,14 +320,7 @@ RoutingTrace ParseCsvTrace(const std::string& path, const std::string& text) {
   while (std::getline(in, line)) {
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    std::vector<std::string> fields;
-    size_t start = 0;
-    while (true) {
-      const size_t comma = line.find(',', start);
-      fields.push_back(Trim(line.substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
+    const std::vector<std::string> fields = SplitCsvLine(line);
     if (!header_seen) {
       if (fields != std::vector<std::string>{"layer", "expert", "tokens"}) {
         throw Error(fmt::format("{}: line {}: the header must be 'layer,expert,tokens', got '{}'", path, line_no,
@@ -302,34 +330,16 @@ RoutingTrace ParseCsvTrace(const std::string& path, const std::string& text) {
       continue;
     }
     if (Trim(line).empty()) continue;
-    if (fields.size() != 3) {
-      throw Error(
-          fmt::format("{}: line {}: expected 3 comma-separated fields (layer,expert,tokens), got {}", path, line_no, fields.size()));
-    }
-    Row row{0, 0, 0, line_no};
-    const char* names[3] = {"layer", "expert", "tokens"};
-    int64_t* slots[3] = {&row.layer, &row.expert, &row.tokens};
-    for (int f = 0; f < 3; ++f) {
-      if (!ParseStrictInt(fields[f], slots[f])) {
-        throw Error(fmt::format("{}: line {}: {} must be an integer >= 0, got '{}'", path, line_no, names[f], fields[f]));
-      }
-      if (*slots[f] < 0) throw Error(fmt::format("{}: line {}: {} must be >= 0, got {}", path, line_no, names[f], *slots[f]));
-    }
-    if (row.layer > INT32_MAX) throw Error(fmt::format("{}: line {}: layer must be < 2^31, got {}", path, line_no, row.layer));
-    if (row.expert > INT32_MAX) throw Error(fmt::format("{}: line {}: expert must be < 2^31, got {}", path, line_no, row.expert));
-    rows.push_back(row);
+    rows.push_back(ParseCsvRow(path, line_no, fields));
   }
   if (rows.empty()) throw Error(fmt::format("{}: no data lines after the header 'layer,expert,tokens'", path));
-  std::stable_sort(rows.begin(), rows.end(),
-                   [](const Row& a, const Row& b) { return a.layer != b.layer ? a.layer < b.layer : a.expert < b.expert; });
-  int64_t max_layer = 0, max_expert = 0;
-  for (const Row& r : rows) {
-    max_layer = std::max(max_layer, r.layer);
-    max_expert = std::max(max_expert, r.expert);
-  }
-  // First duplicates (by the later line), then gaps.
-  const Row* worst_duplicate = nullptr;
-  const Row* first_of_duplicate = nullptr;
+  return rows;
+}
+
+// Rejects a (layer, expert) given twice in the sorted rows, naming the earliest repeated line.
+void CheckNoDuplicateRows(const std::string& path, const std::vector<CsvRow>& rows) {
+  const CsvRow* worst_duplicate = nullptr;
+  const CsvRow* first_of_duplicate = nullptr;
   for (size_t i = 1; i < rows.size(); ++i) {
     if (rows[i].layer == rows[i - 1].layer && rows[i].expert == rows[i - 1].expert) {
       if (!worst_duplicate || rows[i].line < worst_duplicate->line) {
@@ -343,8 +353,11 @@ RoutingTrace ParseCsvTrace(const std::string& path, const std::string& text) {
     throw Error(fmt::format("{}: line {}: layer {} expert {} is already given on line {}", path, worst_duplicate->line,
                             worst_duplicate->layer, worst_duplicate->expert, first_of_duplicate->line));
   }
-  // Every (layer, expert) pair exactly once: check the sorted rows walk 0..max_layer x
-  // 0..max_expert before allocating anything sized by those maxima.
+}
+
+// Every (layer, expert) pair exactly once: check the sorted rows walk 0..max_layer x
+// 0..max_expert before allocating anything sized by those maxima.
+void CheckNoGaps(const std::string& path, const std::vector<CsvRow>& rows, int64_t max_layer, int64_t max_expert) {
   size_t i = 0;
   for (int64_t l = 0; l <= max_layer; ++l) {
     if (i == rows.size() || rows[i].layer != l) {
@@ -356,10 +369,24 @@ RoutingTrace ParseCsvTrace(const std::string& path, const std::string& text) {
       }
     }
   }
+}
+
+RoutingTrace ParseCsvTrace(const std::string& path, const std::string& text) {
+  std::vector<CsvRow> rows = ReadCsvRows(path, text);
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const CsvRow& a, const CsvRow& b) { return a.layer != b.layer ? a.layer < b.layer : a.expert < b.expert; });
+  int64_t max_layer = 0, max_expert = 0;
+  for (const CsvRow& r : rows) {
+    max_layer = std::max(max_layer, r.layer);
+    max_expert = std::max(max_expert, r.expert);
+  }
+  // First duplicates (by the later line), then gaps.
+  CheckNoDuplicateRows(path, rows);
+  CheckNoGaps(path, rows, max_layer, max_expert);
   RoutingTrace trace;
   trace.path = path;
   trace.num_experts = max_expert + 1;
-  i = 0;
+  size_t i = 0;
   for (int64_t l = 0; l <= max_layer; ++l) {
     std::vector<int64_t> counts(static_cast<size_t>(trace.num_experts), 0);
     int64_t total = 0;
