@@ -338,6 +338,10 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   // The embedded default recomputes activations (full AC, as torchtitan's DeepSeek-V3 configs
   // do) so that its 256-GPU layout fits 80 GiB GPUs; --recompute overrides it.
   if (use_default && o.recompute.empty()) training.recompute = Recompute::kFull;
+  // A reserve at or above the budget is invalid input (exit 1), not a plan over budget (exit 3).
+  ValidateMemoryReserve(training.gpu_memory_gib, training.memory_reserve_gib.value_or(0),
+                        o.gpu_memory_gib.empty() ? "the model spec's training.gpu_memory_gib" : "--gpu-memory-gib",
+                        cli::MemoryReserveName(o.memory_reserve_gib));
   std::optional<ClusterSpec> cluster;
   std::optional<Calibration> calibration;
   if (command == Command::kSimulate) {
@@ -548,6 +552,11 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   training_flags.fp8_dispatch = false;
   s.training = ResolveTraining(training_flags, model, 1);
   s.training.fp8_dispatch = o.fp8_dispatch;
+  ValidateMemoryReserve(
+      s.training.gpu_memory_gib > 0 ? s.training.gpu_memory_gib : s.cluster.memory_gib, s.training.memory_reserve_gib.value_or(0),
+      s.training.gpu_memory_gib > 0 ? (o.gpu_memory_gib.empty() ? "the model spec's training.gpu_memory_gib" : "--gpu-memory-gib")
+                                    : "the cluster's memory_gib (" + s.cluster.name + ")",
+      cli::MemoryReserveName(o.memory_reserve_gib));
   std::vector<std::string> names;
   for (size_t start = 0; !o.search_dispatchers.empty() && start <= o.search_dispatchers.size();) {
     const size_t comma = std::min(o.search_dispatchers.find(',', start), o.search_dispatchers.size());

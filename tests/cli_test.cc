@@ -385,11 +385,11 @@ TEST_CASE("search: flag values are checked like the plan's; outputs never replac
   CHECK(first.find("\"architectures\"") != std::string::npos);  // still the HF config
 
   const std::string json = TmpDir() + "/nofit.json";
-  r = Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --gpu-memory-gib 1 --json " + json);
+  r = Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --gpu-memory-gib 3 --json " + json);
   CHECK(r.code == 1);
   CHECK(r.out.find("no valid layout fits the budget") != std::string::npos);
   CHECK_FALSE(Exists(json));
-  r = Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --gpu-memory-gib 1 --json -");
+  r = Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --gpu-memory-gib 3 --json -");
   CHECK(r.code == 1);
   CHECK(r.out.find("\"top\"") == std::string::npos);
 }
