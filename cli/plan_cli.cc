@@ -103,6 +103,7 @@ struct CliOptions {
   bool account_for_embedding = false, account_for_loss = false;
   std::string pipeline_schedule;  // --pipeline-schedule (pipeline_schedule.h)
   bool overlap_grad_reduce = false, overlap_param_gather = false, overlap_moe_ep_comm = false;
+  bool overlap_moe_ep_comm_pinned = false;  // search: the flag given, on or off
   std::string search_dispatchers;      // search --search-dispatchers
   cli::GlobalBatchFlags global_batch;  // simulate / search
   std::string threads = "1", explain;  // search
@@ -599,7 +600,7 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
     s.dp_shardings = megatron ? std::vector<DpSharding>{DpSharding::kZero1, DpSharding::kDdp}
                               : std::vector<DpSharding>{DpSharding::kFsdp, DpSharding::kDdp};
   }
-  if (!o.overlap_moe_ep_comm && megatron) s.ep_overlaps = {false, true};
+  if (!o.overlap_moe_ep_comm_pinned && megatron) s.ep_overlaps = {false, true};
   if (!o.dispatcher.empty()) s.dispatchers = {o.dispatcher};
   s.threads = static_cast<int>(std::clamp<int64_t>(ParseInt("--threads", o.threads).value_or(1), -1, 1 << 20));
   if (s.threads < 1 || s.threads > 1024) throw UsageError(fmt::format("--threads: must be in [1, 1024], got {}", o.threads));
@@ -765,8 +766,10 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   search
       ->add_option("--dispatcher", o.dispatcher, "pins the dispatcher: all_to_all | deredundency | deepep | allgather (default: searched)")
       ->check(CLI::IsMember({"all_to_all", "deredundency", "deepep", "allgather"}));
-  search->add_flag("--overlap-moe-expert-parallel-comm", o.overlap_moe_ep_comm,
-                   "pins Megatron's EP overlap on (default: searched off and on with --convention megatron, off with torchtitan)");
+  search->add_flag("--overlap-moe-expert-parallel-comm,!--no-overlap-moe-expert-parallel-comm", o.overlap_moe_ep_comm,
+                   "pins Megatron's EP overlap on (--overlap-moe-expert-parallel-comm, or =true) or off "
+                   "(--no-overlap-moe-expert-parallel-comm, or =false) (default: searched off and on with --convention megatron, "
+                   "off with torchtitan)");
   search->add_option("--threads", o.threads, "worker threads; the result does not depend on them (default 1)");
   search->add_option("--explain", o.explain,
                      "LAYOUT, e.g. \"tp=2,pp=8,vpp=4,ep=32\": where the best layout matching it ranks, its breakdown beside the "
@@ -853,6 +856,16 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
       o.json_given = o.json_given || given("--json");
       o.refit_given = o.refit_given || given("--refit-json");
       o.html_given = o.html_given || given("--html");
+    }
+    if (search->parsed()) {
+      // One of --overlap-moe-expert-parallel-comm[=true|false] / --no-overlap-moe-expert-parallel-comm pins it.
+      const CLI::Option* overlap = search->get_option("--overlap-moe-expert-parallel-comm");
+      o.overlap_moe_ep_comm_pinned = overlap->count() > 0;
+      if (overlap->count() > 1) {
+        throw UsageError(
+            "--overlap-moe-expert-parallel-comm: pinned more than once (give one of --overlap-moe-expert-parallel-comm, "
+            "--no-overlap-moe-expert-parallel-comm)");
+      }
     }
     // A flag given with an empty value is a usage error, whatever the flag.
     for (CLI::App* a : {&app, check, simulate, search, spec, calibrate}) {
