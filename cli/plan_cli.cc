@@ -644,6 +644,7 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   // The HTML page plots every ranked layout; the JSON and the table keep the first --top.
   const int64_t top_rows = s.top;
   if (o.html_given) s.top = std::numeric_limits<int64_t>::max();
+  if (explain) ValidateLayoutQuery(*explain, s);  // a query outside the pins or the rules fails before the search
   SearchResult result = SearchLayouts(model, s);
   s.top = top_rows;
   std::optional<ExplainResult> explained;
