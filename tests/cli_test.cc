@@ -709,10 +709,10 @@ TEST_CASE("search --global-batch-size: every row runs it; a batch that divides n
   r = Run(base + " --tp 0");
   CHECK(r.code == 2);
   CHECK(r.out.find("--tp: a pinned degree must be >= 1, got 0") != std::string::npos);
-  // tp 3 does not divide 16 GPUs: nothing is enumerated, and the message says so.
+  // tp 3 does not divide 16 GPUs: refused before the search, naming the pin and the rule.
   r = Run(base + " --tp 3");
   CHECK(r.code == 1);
-  CHECK(r.out.find("no layout of this world size matches the pinned degrees") != std::string::npos);
+  CHECK(r.out.find("--tp 3 does not divide --world-size 16 (every degree is a factor of the world size)") != std::string::npos);
   r = Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size -1");
   CHECK(r.code != 0);
   CHECK(r.out.find("--world-size") != std::string::npos);

@@ -18,6 +18,7 @@
 #include "planner/accounting/memory.h"
 #include "planner/search/layout_eval.h"
 #include "planner/search/pareto.h"
+#include "planner/search/search_pins.h"
 
 namespace dockyard {
 namespace {
@@ -299,6 +300,7 @@ SearchResult SearchLayouts(const ModelSpec& model, const SearchOptions& o) {
   CheckCostModelCoversAttention(model);
   if (o.threads < 1 || o.threads > 1024) throw Error(fmt::format("--threads: must be in [1, 1024], got {}", o.threads));
   if (o.global_batch_size < 0) throw Error(fmt::format("--global-batch-size: must be >= 1, got {}", o.global_batch_size));
+  ValidateSearchPins(o);
   const auto start = std::chrono::steady_clock::now();
   SearchResult result;
   result.budget_gib = o.training.gpu_memory_gib > 0 ? o.training.gpu_memory_gib : o.cluster.memory_gib;
