@@ -1,10 +1,13 @@
 // Pins refused before the search (see search_pins.h).
 #include "planner/search/search_pins.h"
 
+#include <algorithm>
 #include <string>
+#include <utility>
 #include <tuple>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "planner/base/error.h"
 #include "planner/model/pipeline_schedule.h"
@@ -48,6 +51,26 @@ void ValidateSearchPins(const SearchOptions& o) {
     if (o.training.run.vpp > 1 && p.pp == 1) {
       throw Error(fmt::format("--vpp {} needs pp > 1 (interleaved 1F1B runs vpp model chunks per pipeline rank), but --pp pins 1",
                               o.training.run.vpp));
+    }
+    if (o.training.run.vpp > 1 && o.max_pp == 1) {
+      throw Error(fmt::format("--vpp {} needs pp > 1 (interleaved 1F1B runs vpp model chunks per pipeline rank), but --max-pp is 1",
+                              o.training.run.vpp));
+    }
+  }
+  // A pinned dispatcher: the opt-in ones asked for must be among the pins, and one that is not the
+  // all-to-all needs tokens to leave their rank (ep > 1).
+  if (!o.dispatchers.empty()) {
+    auto pinned = [&](const std::string& d) { return std::find(o.dispatchers.begin(), o.dispatchers.end(), d) != o.dispatchers.end(); };
+    for (const auto& [asked, name] : {std::pair<bool, const char*>{o.include_deepep, "deepep"}, {o.include_allgather, "allgather"}}) {
+      if (asked && !pinned(name)) {
+        throw Error(fmt::format("--search-dispatchers {} and --dispatcher {}: the pin leaves {} unsearched (give one of them)", name,
+                                fmt::join(o.dispatchers, ","), name));
+      }
+    }
+    for (const std::string& d : o.dispatchers) {
+      if (d != "all_to_all" && p.ep == 1) {
+        throw Error(fmt::format("--dispatcher {} needs ep > 1 (with ep 1 no token leaves its rank), but --ep pins 1", d));
+      }
     }
   }
   if (o.ep_overlaps.empty() && o.training.run.overlap_moe_ep_comm) {

@@ -49,9 +49,30 @@ TEST_CASE("vpp and micro-batch sizes below 1, and a pinned vpp > 1 with --pp 1")
   o.pins.pp = 1;
   CHECK_THROWS_WITH_AS(ValidateSearchPins(o),
                        "--vpp 2 needs pp > 1 (interleaved 1F1B runs vpp model chunks per pipeline rank), but --pp pins 1", Error);
+  o.pins.pp = 0;
+  o.max_pp = 1;
+  CHECK_THROWS_WITH_AS(ValidateSearchPins(o),
+                       "--vpp 2 needs pp > 1 (interleaved 1F1B runs vpp model chunks per pipeline rank), but --max-pp is 1", Error);
   o = Options();
   o.micro_batch_sizes = {1, 0};
   CHECK_THROWS_WITH_AS(ValidateSearchPins(o), "--micro-batch-size: must be >= 1, got 0", Error);
+}
+
+TEST_CASE("A pinned dispatcher: the opt-in dispatchers asked for are among the pins; not the all-to-all with --ep 1") {
+  SearchOptions o = Options();
+  o.dispatchers = {"all_to_all"};
+  o.include_deepep = true;
+  CHECK_THROWS_WITH_AS(ValidateSearchPins(o),
+                       "--search-dispatchers deepep and --dispatcher all_to_all: the pin leaves deepep unsearched (give one of them)",
+                       Error);
+  o.dispatchers = {"deepep"};
+  CHECK_NOTHROW(ValidateSearchPins(o));
+  o.pins.ep = 1;
+  CHECK_THROWS_WITH_AS(ValidateSearchPins(o), "--dispatcher deepep needs ep > 1 (with ep 1 no token leaves its rank), but --ep pins 1",
+                       Error);
+  o.dispatchers = {"all_to_all"};
+  o.include_deepep = false;
+  CHECK_NOTHROW(ValidateSearchPins(o));
 }
 
 TEST_CASE("EP overlap pinned on against the other pins (Megatron's rules)") {
