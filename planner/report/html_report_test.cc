@@ -424,13 +424,19 @@ TEST_CASE("A simulate page draws the predicted MoE phases and a schedule whose b
   CHECK(!Select(all, "fig-rank-phases", "rect").empty());
 }
 
-TEST_CASE("Every search point is a ranked layout of the report, and the Pareto points are exactly the non-dominated ones") {
+// A small search of TinyMixtral on 16 GPUs, every ranked layout kept.
+SearchOptions TinySearch() {
   SearchOptions s;
   s.world_size = 16;
   s.cluster = ClusterPreset("h100-sxm");
   s.training.seq_len = 256;
   s.top = 1000;
   s.routing_layers = 1;
+  return s;
+}
+
+TEST_CASE("Every search point is a ranked layout of the report, and the Pareto points are exactly the non-dominated ones") {
+  SearchOptions s = TinySearch();
   const SearchResult result = SearchLayouts(testing::TinyMixtral(), s);
   Json j = SearchResultToJson(result);
   j["world_size"] = 16;
@@ -482,12 +488,7 @@ std::vector<std::vector<std::string>> TableCells(const std::vector<Element>& all
 }
 
 TEST_CASE("The search page has the text rows' columns, the Pareto front and the counts by outcome") {
-  SearchOptions s;
-  s.world_size = 16;
-  s.cluster = ClusterPreset("h100-sxm");
-  s.training.seq_len = 256;
-  s.top = 1000;
-  s.routing_layers = 1;
+  SearchOptions s = TinySearch();
   s.global_batch_size = 8;  // 8 sequences: layouts with dp > 8 (dp 16) are not divisible
   s.micro_batch_sizes = {1, 2};
   s.keep_all = true;
