@@ -160,4 +160,12 @@ double ResolveMemoryReserve(const std::string& value, std::optional<double> from
   return from_spec.value_or(kDefaultMemoryReserveGib);
 }
 
+std::string MemoryReserveName(const std::string& value) {
+  if (!value.empty()) return "--memory-reserve-gib";
+  return fmt::format(
+      "the memory reserve (--memory-reserve-gib not given: the default {:.1f} GiB or the model spec's "
+      "training.memory_reserve_gib)",
+      kDefaultMemoryReserveGib);
+}
+
 }  // namespace dockyard::cli

@@ -95,5 +95,8 @@ void AddMemoryReserveFlag(CLI::App* app, std::string& value);
 // block), else kDefaultMemoryReserveGib. Throws UsageError for a malformed number; the range is
 // ValidateTraining's.
 double ResolveMemoryReserve(const std::string& value, std::optional<double> from_spec);
+// How an error names the reserve: "--memory-reserve-gib" when the flag was given, else where the
+// value came from (kDefaultMemoryReserveGib or the model spec's training.memory_reserve_gib).
+std::string MemoryReserveName(const std::string& value);
 
 }  // namespace dockyard::cli

@@ -103,6 +103,7 @@ struct CliOptions {
   bool account_for_embedding = false, account_for_loss = false;
   std::string pipeline_schedule;  // --pipeline-schedule (pipeline_schedule.h)
   bool overlap_grad_reduce = false, overlap_param_gather = false, overlap_moe_ep_comm = false;
+  bool overlap_moe_ep_comm_pinned = false;  // search: the flag given, on or off
   std::string search_dispatchers;      // search --search-dispatchers
   cli::GlobalBatchFlags global_batch;  // simulate / search
   std::string threads = "1", explain;  // search
@@ -338,6 +339,10 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   // The embedded default recomputes activations (full AC, as torchtitan's DeepSeek-V3 configs
   // do) so that its 256-GPU layout fits 80 GiB GPUs; --recompute overrides it.
   if (use_default && o.recompute.empty()) training.recompute = Recompute::kFull;
+  // A reserve at or above the budget is invalid input (exit 1), not a plan over budget (exit 3).
+  ValidateMemoryReserve(training.gpu_memory_gib, training.memory_reserve_gib.value_or(0),
+                        o.gpu_memory_gib.empty() ? "the model spec's training.gpu_memory_gib" : "--gpu-memory-gib",
+                        cli::MemoryReserveName(o.memory_reserve_gib));
   std::optional<ClusterSpec> cluster;
   std::optional<Calibration> calibration;
   if (command == Command::kSimulate) {
@@ -548,6 +553,11 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   training_flags.fp8_dispatch = false;
   s.training = ResolveTraining(training_flags, model, 1);
   s.training.fp8_dispatch = o.fp8_dispatch;
+  ValidateMemoryReserve(
+      s.training.gpu_memory_gib > 0 ? s.training.gpu_memory_gib : s.cluster.memory_gib, s.training.memory_reserve_gib.value_or(0),
+      s.training.gpu_memory_gib > 0 ? (o.gpu_memory_gib.empty() ? "the model spec's training.gpu_memory_gib" : "--gpu-memory-gib")
+                                    : "the cluster's memory_gib (" + s.cluster.name + ")",
+      cli::MemoryReserveName(o.memory_reserve_gib));
   std::vector<std::string> names;
   for (size_t start = 0; !o.search_dispatchers.empty() && start <= o.search_dispatchers.size();) {
     const size_t comma = std::min(o.search_dispatchers.find(',', start), o.search_dispatchers.size());
@@ -590,7 +600,7 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
     s.dp_shardings = megatron ? std::vector<DpSharding>{DpSharding::kZero1, DpSharding::kDdp}
                               : std::vector<DpSharding>{DpSharding::kFsdp, DpSharding::kDdp};
   }
-  if (!o.overlap_moe_ep_comm && megatron) s.ep_overlaps = {false, true};
+  if (!o.overlap_moe_ep_comm_pinned && megatron) s.ep_overlaps = {false, true};
   if (!o.dispatcher.empty()) s.dispatchers = {o.dispatcher};
   s.threads = static_cast<int>(std::clamp<int64_t>(ParseInt("--threads", o.threads).value_or(1), -1, 1 << 20));
   if (s.threads < 1 || s.threads > 1024) throw UsageError(fmt::format("--threads: must be in [1, 1024], got {}", o.threads));
@@ -634,6 +644,7 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   // The HTML page plots every ranked layout; the JSON and the table keep the first --top.
   const int64_t top_rows = s.top;
   if (o.html_given) s.top = std::numeric_limits<int64_t>::max();
+  if (explain) ValidateLayoutQuery(*explain, s);  // a query outside the pins or the rules fails before the search
   SearchResult result = SearchLayouts(model, s);
   s.top = top_rows;
   std::optional<ExplainResult> explained;
@@ -756,8 +767,10 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   search
       ->add_option("--dispatcher", o.dispatcher, "pins the dispatcher: all_to_all | deredundency | deepep | allgather (default: searched)")
       ->check(CLI::IsMember({"all_to_all", "deredundency", "deepep", "allgather"}));
-  search->add_flag("--overlap-moe-expert-parallel-comm", o.overlap_moe_ep_comm,
-                   "pins Megatron's EP overlap on (default: searched off and on with --convention megatron, off with torchtitan)");
+  search->add_flag("--overlap-moe-expert-parallel-comm,!--no-overlap-moe-expert-parallel-comm", o.overlap_moe_ep_comm,
+                   "pins Megatron's EP overlap on (--overlap-moe-expert-parallel-comm, or =true) or off "
+                   "(--no-overlap-moe-expert-parallel-comm, or =false) (default: searched off and on with --convention megatron, "
+                   "off with torchtitan)");
   search->add_option("--threads", o.threads, "worker threads; the result does not depend on them (default 1)");
   search->add_option("--explain", o.explain,
                      "LAYOUT, e.g. \"tp=2,pp=8,vpp=4,ep=32\": where the best layout matching it ranks, its breakdown beside the "
@@ -844,6 +857,16 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
       o.json_given = o.json_given || given("--json");
       o.refit_given = o.refit_given || given("--refit-json");
       o.html_given = o.html_given || given("--html");
+    }
+    if (search->parsed()) {
+      // One of --overlap-moe-expert-parallel-comm[=true|false] / --no-overlap-moe-expert-parallel-comm pins it.
+      const CLI::Option* overlap = search->get_option("--overlap-moe-expert-parallel-comm");
+      o.overlap_moe_ep_comm_pinned = overlap->count() > 0;
+      if (overlap->count() > 1) {
+        throw UsageError(
+            "--overlap-moe-expert-parallel-comm: pinned more than once (give one of --overlap-moe-expert-parallel-comm, "
+            "--no-overlap-moe-expert-parallel-comm)");
+      }
     }
     // A flag given with an empty value is a usage error, whatever the flag.
     for (CLI::App* a : {&app, check, simulate, search, spec, calibrate}) {

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <sstream>
 #include <string>
 #include <sys/stat.h>
@@ -385,11 +386,11 @@ TEST_CASE("search: flag values are checked like the plan's; outputs never replac
   CHECK(first.find("\"architectures\"") != std::string::npos);  // still the HF config
 
   const std::string json = TmpDir() + "/nofit.json";
-  r = Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --gpu-memory-gib 1 --json " + json);
+  r = Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --gpu-memory-gib 3 --json " + json);
   CHECK(r.code == 1);
   CHECK(r.out.find("no valid layout fits the budget") != std::string::npos);
   CHECK_FALSE(Exists(json));
-  r = Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --gpu-memory-gib 1 --json -");
+  r = Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --gpu-memory-gib 3 --json -");
   CHECK(r.code == 1);
   CHECK(r.out.find("\"top\"") == std::string::npos);
 }
@@ -708,10 +709,10 @@ TEST_CASE("search --global-batch-size: every row runs it; a batch that divides n
   r = Run(base + " --tp 0");
   CHECK(r.code == 2);
   CHECK(r.out.find("--tp: a pinned degree must be >= 1, got 0") != std::string::npos);
-  // tp 3 does not divide 16 GPUs: nothing is enumerated, and the message says so.
+  // tp 3 does not divide 16 GPUs: refused before the search, naming the pin and the rule.
   r = Run(base + " --tp 3");
   CHECK(r.code == 1);
-  CHECK(r.out.find("no layout of this world size matches the pinned degrees") != std::string::npos);
+  CHECK(r.out.find("--tp 3 does not divide --world-size 16 (every degree is a factor of the world size)") != std::string::npos);
   r = Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size -1");
   CHECK(r.code != 0);
   CHECK(r.out.find("--world-size") != std::string::npos);
@@ -754,4 +755,40 @@ TEST_CASE("simulate --global-batch-size: Megatron fills one schedule; torchtitan
   r = Run(base + " --global-batch-size 100");  // 100 / 8 is not whole
   CHECK(r.code == 1);
   CHECK(r.out.find("global batch size 100 is not a multiple of dp (8) x micro_batch_size (1)") != std::string::npos);
+}
+
+TEST_CASE("search: Megatron's EP overlap is searched off and on (deepep too), and pinned on or off") {
+  const std::string base =
+      "search --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --convention megatron --search-dispatchers deepep --top 100000 "
+      "--json -";
+  // Counts rows by (dispatcher, overlap).
+  auto rows = [&](const std::string& extra) {
+    const Result r = Run(base + extra);
+    REQUIRE(r.code == 0);
+    std::map<std::pair<std::string, bool>, int> n;
+    const dockyard::Json j = dockyard::Json::parse(r.out);
+    for (const auto& row : j.at("top")) ++n[{row.at("dispatcher").get<std::string>(), row.at("overlap_moe_ep_comm").get<bool>()}];
+    return n;
+  };
+  const auto searched = rows("");
+  CHECK(searched.count({"all_to_all", false}) == 1);
+  CHECK(searched.count({"all_to_all", true}) == 1);
+  CHECK(searched.count({"deepep", false}) == 1);
+  CHECK(searched.count({"deepep", true}) == 1);  // Megatron allows the overlap with the flex dispatcher
+  for (const std::string off : {" --no-overlap-moe-expert-parallel-comm", " --overlap-moe-expert-parallel-comm=false"}) {
+    const auto n = rows(off);
+    CHECK(n.count({"all_to_all", true}) == 0);
+    CHECK(n.count({"deepep", true}) == 0);
+    CHECK(n.at({"all_to_all", false}) == searched.at({"all_to_all", false}));  // exactly the unpinned search's off rows
+    CHECK(n.at({"deepep", false}) == searched.at({"deepep", false}));
+  }
+  for (const std::string on : {" --overlap-moe-expert-parallel-comm", " --overlap-moe-expert-parallel-comm=true"}) {
+    const auto n = rows(on);
+    CHECK(n.count({"all_to_all", false}) == 0);
+    CHECK(n.count({"deepep", false}) == 0);
+    CHECK(n.at({"deepep", true}) == searched.at({"deepep", true}));
+  }
+  const Result both = Run(base + " --overlap-moe-expert-parallel-comm --no-overlap-moe-expert-parallel-comm");
+  CHECK(both.code == 2);
+  CHECK(both.out.find("--overlap-moe-expert-parallel-comm: pinned more than once") != std::string::npos);
 }

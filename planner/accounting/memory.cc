@@ -2,6 +2,7 @@
 #include "planner/accounting/memory.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -378,6 +379,7 @@ MemoryReport ComputeMemory(const Plan& plan) {
   r.workload = ComputeWorkload(plan);
   r.budget_gib = plan.training.gpu_memory_gib;
   r.reserve_gib = plan.training.memory_reserve_gib.value_or(0);
+  ValidateMemoryReserve(r.budget_gib, r.reserve_gib, "gpu_memory_gib", "memory_reserve_gib");
   const auto& w = r.workload;
   const auto& t = plan.training;
   const auto& d = plan.dims;
@@ -458,6 +460,18 @@ bool OverBudget(double peak_bytes, double budget_gib, double reserve_gib) {
 
 int64_t HeadroomBytes(int64_t peak_bytes, double budget_gib, double reserve_gib) {
   return static_cast<int64_t>(budget_gib * 1073741824.0) - static_cast<int64_t>(reserve_gib * 1073741824.0) - peak_bytes;
+}
+
+void ValidateMemoryReserve(double budget_gib, double reserve_gib, const std::string& budget_name, const std::string& reserve_name) {
+  if (!std::isfinite(reserve_gib) || reserve_gib < 0) {
+    throw Error(fmt::format("{} ({}): the memory reserve must be a finite number of GiB >= 0", reserve_name, reserve_gib));
+  }
+  if (budget_gib > 0 && reserve_gib >= budget_gib) {
+    throw Error(
+        fmt::format("{} ({} GiB) must be below the memory budget {} ({} GiB): a rank may use budget - reserve GiB, and a reserve at or "
+                    "above the budget leaves none (every rank would be over it)",
+                    reserve_name, reserve_gib, budget_name, budget_gib));
+  }
 }
 
 std::vector<StageOverBudget> RanksOverBudget(const Plan& plan, const MemoryReport& memory) {

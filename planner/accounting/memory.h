@@ -147,6 +147,13 @@ double UsableBudgetBytes(double budget_gib, double reserve_gib);
 bool OverBudget(double peak_bytes, double budget_gib, double reserve_gib);
 // budget - reserve - peak, in bytes (only meaningful with a budget).
 int64_t HeadroomBytes(int64_t peak_bytes, double budget_gib, double reserve_gib);
+// The reserve must leave memory to use: with a budget (budget_gib > 0), 0 <= reserve_gib <
+// budget_gib. A reserve at or above the budget would put every rank over it whatever the layout,
+// so it is invalid input, not a layout that does not fit. `budget_name` and `reserve_name` say
+// where each value came from in the message (a flag such as "--gpu-memory-gib", a field, "the
+// cluster's memory_gib"). Throws dockyard::Error naming both values and the rule; also for a
+// negative or non-finite reserve. No budget (budget_gib <= 0): only the reserve's own range.
+void ValidateMemoryReserve(double budget_gib, double reserve_gib, const std::string& budget_name, const std::string& reserve_name);
 
 // For each stage whose worst rank exceeds the report's budget (memory.budget_gib > 0): every rank
 // of the stage over it. Activations and buffers are the same on every rank of a stage; the static

@@ -2,8 +2,11 @@
 // estimators get wrong (issue "Per-rank memory, communication volumes and the refit map").
 #include "planner/accounting/memory.h"
 
+#include <cmath>
+
 #include <doctest/doctest.h>
 
+#include "planner/base/error.h"
 #include "tests/test_models.h"
 
 using dockyard::BuildPlan;
@@ -234,6 +237,31 @@ TEST_CASE("ComputeMemory applies the reserve: a plan that fits the budget is ove
   CHECK(over.reserve_gib == 2.0 / 1024);
   CHECK(!over.over_budget_ranks.empty());
   CHECK(over.over_budget_ranks.front() == over.worst_rank);
+}
+
+TEST_CASE("A reserve at or above the budget, negative or not finite is invalid input, not a plan over budget") {
+  // 80 GiB budget: a reserve of 79.5 leaves 0.5 GiB; 80 leaves 0 and 90 leaves -10: both refused.
+  CHECK_NOTHROW(dockyard::ValidateMemoryReserve(80, 79.5, "--gpu-memory-gib", "--memory-reserve-gib"));
+  CHECK_THROWS_WITH_AS(dockyard::ValidateMemoryReserve(80, 80, "--gpu-memory-gib", "--memory-reserve-gib"),
+                       "--memory-reserve-gib (80 GiB) must be below the memory budget --gpu-memory-gib (80 GiB): a rank may use "
+                       "budget - reserve GiB, and a reserve at or above the budget leaves none (every rank would be over it)",
+                       dockyard::Error);
+  CHECK_THROWS_WITH_AS(dockyard::ValidateMemoryReserve(80, 90, "--gpu-memory-gib", "--memory-reserve-gib"),
+                       doctest::Contains("--memory-reserve-gib (90 GiB) must be below the memory budget --gpu-memory-gib (80 GiB)"),
+                       dockyard::Error);
+  // No budget: any finite reserve >= 0 is allowed (nothing is compared with it).
+  CHECK_NOTHROW(dockyard::ValidateMemoryReserve(0, 1e6, "b", "r"));
+  CHECK_THROWS_WITH_AS(dockyard::ValidateMemoryReserve(80, -1, "b", "r"), doctest::Contains("r (-1): the memory reserve must be"),
+                       dockyard::Error);
+  CHECK_THROWS_WITH_AS(dockyard::ValidateMemoryReserve(80, std::nan(""), "b", "r"), doctest::Contains("finite"), dockyard::Error);
+  CHECK_THROWS_WITH_AS(dockyard::ValidateMemoryReserve(0, HUGE_VAL, "b", "r"), doctest::Contains("finite"), dockyard::Error);
+  // ComputeMemory applies the rule to the training fields.
+  TrainingConfig t = Train(DpSharding::kFsdp);
+  t.gpu_memory_gib = 4;
+  t.memory_reserve_gib = 4;
+  CHECK_THROWS_WITH_AS(dockyard::ComputeMemory(BuildPlan(dockyard::testing::TinyMixtral(), Dims(2, 1, 1, 1, 2), t)),
+                       doctest::Contains("memory_reserve_gib (4 GiB) must be below the memory budget gpu_memory_gib (4 GiB)"),
+                       dockyard::Error);
 }
 
 TEST_CASE("The first rank of each stage is a worst rank (chunk 0 is never smaller)") {

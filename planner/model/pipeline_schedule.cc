@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include "planner/base/error.h"
+#include "planner/model/recompute.h"
+#include "planner/model/training.h"
 
 namespace dockyard {
 
@@ -119,15 +121,28 @@ void ValidateVppChunks(int64_t pp, int64_t vpp, int64_t num_layers) {
   }
 }
 
-void ValidateEpOverlap(const RunSettings& s, int64_t pp, int64_t ep, const std::string& dispatcher, bool full_recompute) {
-  if (!s.overlap_moe_ep_comm) return;
+void ValidateEpOverlap(const TrainingConfig& t, int64_t pp, int64_t ep) {
+  if (!t.run.overlap_moe_ep_comm) return;
   const char* flag = "--overlap-moe-expert-parallel-comm";
   if (ep < 2) throw Error(fmt::format("{}: only supported with expert model parallelism (ep > 1), got ep {}", flag, ep));
-  if (dispatcher != "all_to_all") {
-    throw Error(fmt::format("{}: supported with the alltoall/flex token dispatcher, got --dispatcher {}", flag, dispatcher));
+  if (t.dispatcher != "all_to_all" && t.dispatcher != "deepep") {
+    throw Error(
+        fmt::format("{}: supported with the alltoall/flex token dispatcher (--dispatcher all_to_all or deepep), got --dispatcher {}", flag,
+                    t.dispatcher));
   }
-  if (full_recompute) throw Error(fmt::format("{}: disable full recomputation (--recompute full)", flag));
-  if (pp > 1 && s.vpp < 2) {
+  if (t.recompute == Recompute::kFull || LayerSacEvery(t) > 0) {
+    throw Error(fmt::format("{}: disable full recomputation (--recompute full{})", flag,
+                            LayerSacEvery(t) > 0 ? fmt::format(", or --selective-ac-option {}", t.selective_ac_option) : ""));
+  }
+  if (t.recompute == Recompute::kSelective &&
+      std::find(t.recompute_modules.begin(), t.recompute_modules.end(), "moe") != t.recompute_modules.end()) {
+    throw Error(fmt::format("{}: disable moe in --recompute-modules (the MoE recompute re-runs the dispatch)", flag));
+  }
+  if (t.param_dtype != "bfloat16" && t.param_dtype != "float16") {
+    throw Error(fmt::format("{}: only supported with a bf16 or fp16 model, got --param-dtype {}", flag, t.param_dtype));
+  }
+  if (t.mtp_layers > 1) throw Error(fmt::format("{}: MTP supports at most one layer, got --mtp-layers {}", flag, t.mtp_layers));
+  if (pp > 1 && t.run.vpp < 2) {
     throw Error(fmt::format("{}: with pp > 1 (pp {}) a virtual pipeline must be specified (--vpp > 1)", flag, pp));
   }
 }

@@ -9,6 +9,8 @@
 
 namespace dockyard {
 
+struct TrainingConfig;  // planner/model/training.h
+
 // torchtitan's fsdp_reshard_after_forward policy (torchtitan/models/llama3/infra/parallelize.py,
 // apply_fsdp): "always" reshards each FSDP unit after its forward, "never" keeps it unsharded
 // until its backward, "default" = not pp_enabled.
@@ -121,11 +123,26 @@ double PipelineSlots(int64_t num_microbatches, int64_t pp, int64_t vpp);
 // min(M vpp, that + 1) chunks of 1/vpp of the stage's layers are in flight: ceil(chunks / vpp).
 int64_t InFlightStageMicrobatches(int64_t pp, int64_t vpp, int64_t num_microbatches, int64_t stage);
 
-// Megatron's validity rules for --overlap-moe-expert-parallel-comm
-// (megatron/core/transformer/transformer_config.py __post_init__): expert parallelism (ep > 1),
-// the alltoall or flex dispatcher ("all_to_all" here; not "deredundency"), no full recomputation,
-// and with pp > 1 a virtual pipeline (--vpp > 1). Throws dockyard::Error naming the flag and rule.
-void ValidateEpOverlap(const RunSettings& settings, int64_t pp, int64_t ep, const std::string& dispatcher, bool full_recompute);
+// Megatron's validity rules for --overlap-moe-expert-parallel-comm, as Megatron-Core asserts them
+// (NVIDIA/Megatron-LM megatron/core/transformer/transformer_config.py, TransformerConfig
+// __post_init__, "if self.overlap_moe_expert_parallel_comm:"), for the settings dockyard models:
+//  - expert parallelism: ep > 1;
+//  - moe_token_dispatcher_type "alltoall" or "flex": dockyard's "all_to_all" and "deepep" (Megatron's
+//    flex dispatcher with DeepEP / HybridEP); not "allgather" nor dockyard's "deredundency";
+//  - recompute_granularity != "full": no --recompute full (nor torchtitan's per-layer selective_ac_option,
+//    which checkpoints whole blocks);
+//  - "moe" not in recompute_modules (with --recompute selective);
+//  - a bf16 or fp16 model: param_dtype bfloat16 or float16;
+//  - mtp_num_layers None, 0 or 1: --mtp-layers <= 1;
+//  - with pipeline_model_parallel_size > 1 a virtual pipeline (virtual_pipeline_model_parallel_size
+//    not None; megatron/training/arguments.py turns a size of 1 into None): --vpp > 1.
+// Megatron's other asserts there concern settings dockyard does not model (torch >= 2.6,
+// recompute_method / recompute_num_layers, which only full recomputation uses, ncclep offloading,
+// Transformer Engine CUDA-graph scopes, delay_wgrad_compute); moe_shared_expert_overlap is not a
+// setting here: the cost model never overlaps the shared experts under EP overlap (cost.cc).
+// A no-op when training.run.overlap_moe_ep_comm is off. Throws dockyard::Error naming the flag,
+// the value and the rule.
+void ValidateEpOverlap(const TrainingConfig& training, int64_t pp, int64_t ep);
 
 // EP communication overlap (combined 1F1B): the forward all-to-alls of one micro-batch run under
 // the backward compute of another and the backward all-to-alls under a forward; hidden time is

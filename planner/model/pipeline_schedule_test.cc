@@ -14,6 +14,7 @@ using dockyard::BuildPlan;
 using dockyard::DpSharding;
 using dockyard::FsdpCalls;
 using dockyard::FsdpCallsPerStep;
+using dockyard::Recompute;
 using dockyard::ReshardPolicy;
 using dockyard::TrainingConfig;
 using doctest::Approx;
@@ -230,25 +231,58 @@ TEST_CASE("EP overlap: hidden time never exceeds the compute running at the same
   CHECK(big.backward_exposed_us == Approx(800.0));
 }
 
-TEST_CASE("--overlap-moe-expert-parallel-comm follows Megatron's validity rules") {
-  dockyard::RunSettings s;
-  s.overlap_moe_ep_comm = true;
-  CHECK_NOTHROW(dockyard::ValidateEpOverlap(s, 1, 8, "all_to_all", false));
-  CHECK_THROWS_WITH_AS(dockyard::ValidateEpOverlap(s, 1, 1, "all_to_all", false), doctest::Contains("ep > 1"), dockyard::Error);
-  CHECK_THROWS_WITH_AS(dockyard::ValidateEpOverlap(s, 1, 8, "deredundency", false), doctest::Contains("alltoall/flex"), dockyard::Error);
-  CHECK_THROWS_WITH_AS(dockyard::ValidateEpOverlap(s, 1, 8, "all_to_all", true), doctest::Contains("full recomputation"), dockyard::Error);
-  CHECK_THROWS_WITH_AS(dockyard::ValidateEpOverlap(s, 4, 8, "all_to_all", false), doctest::Contains("--vpp > 1"), dockyard::Error);
-  s.vpp = 2;
-  CHECK_NOTHROW(dockyard::ValidateEpOverlap(s, 4, 8, "all_to_all", false));
+TEST_CASE("--overlap-moe-expert-parallel-comm follows Megatron's validity rules (transformer_config.py)") {
+  TrainingConfig t;
+  t.run.overlap_moe_ep_comm = true;
+  CHECK_NOTHROW(dockyard::ValidateEpOverlap(t, 1, 8));
+  CHECK_THROWS_WITH_AS(dockyard::ValidateEpOverlap(t, 1, 1), doctest::Contains("ep > 1"), dockyard::Error);
+  // Megatron allows the alltoall and the flex (DeepEP) dispatchers, not allgather.
+  t.dispatcher = "deepep";
+  CHECK_NOTHROW(dockyard::ValidateEpOverlap(t, 1, 8));
+  for (const char* refused : {"deredundency", "allgather"}) {
+    t.dispatcher = refused;
+    const std::string want = std::string("alltoall/flex token dispatcher (--dispatcher all_to_all or deepep), got --dispatcher ") + refused;
+    CHECK_THROWS_WITH_AS(dockyard::ValidateEpOverlap(t, 1, 8), doctest::Contains(want.c_str()), dockyard::Error);
+  }
+  t.dispatcher = "all_to_all";
+  t.recompute = Recompute::kFull;
+  CHECK_THROWS_WITH_AS(dockyard::ValidateEpOverlap(t, 1, 8), doctest::Contains("full recomputation"), dockyard::Error);
+  t.recompute = Recompute::kSelective;
+  t.recompute_modules = {"core_attn", "moe_act"};
+  CHECK_NOTHROW(dockyard::ValidateEpOverlap(t, 1, 8));
+  t.recompute_modules = {"core_attn", "moe"};
+  CHECK_THROWS_WITH_AS(dockyard::ValidateEpOverlap(t, 1, 8), doctest::Contains("disable moe in --recompute-modules"), dockyard::Error);
+  t.recompute = Recompute::kNone;
+  t.recompute_modules.clear();
+  t.param_dtype = "float32";
+  CHECK_THROWS_WITH_AS(dockyard::ValidateEpOverlap(t, 1, 8), doctest::Contains("bf16 or fp16 model, got --param-dtype float32"),
+                       dockyard::Error);
+  t.param_dtype = "float16";
+  CHECK_NOTHROW(dockyard::ValidateEpOverlap(t, 1, 8));
+  t.mtp_layers = 1;
+  CHECK_NOTHROW(dockyard::ValidateEpOverlap(t, 1, 8));
+  t.mtp_layers = 2;
+  CHECK_THROWS_WITH_AS(dockyard::ValidateEpOverlap(t, 1, 8), doctest::Contains("at most one layer, got --mtp-layers 2"), dockyard::Error);
+  t.mtp_layers = 0;
+  CHECK_THROWS_WITH_AS(dockyard::ValidateEpOverlap(t, 4, 8), doctest::Contains("--vpp > 1"), dockyard::Error);
+  t.run.vpp = 2;
+  CHECK_NOTHROW(dockyard::ValidateEpOverlap(t, 4, 8));
+  t.run.overlap_moe_ep_comm = false;  // off: nothing to check
+  t.dispatcher = "allgather";
+  CHECK_NOTHROW(dockyard::ValidateEpOverlap(t, 4, 1));
 }
 
-TEST_CASE("SimulateStep with EP overlap: the exposed remainder per phase, bounded by the compute") {
+// SimulateStep with and without EP overlap on a communication-heavy case: the dispatch and combine
+// phases keep exactly the exposed remainder EpOverlapExposedUs gives, whatever the dispatcher.
+static void CheckEpOverlapExposed(const std::string& dispatcher) {
   dockyard::ParallelDimsOptions d;
   d.world_size = 8;
   d.ep = 8;
   TrainingConfig t;
   t.seq_len = 256;
   t.dp_sharding = DpSharding::kZero1;  // no per-layer FSDP traffic
+  t.dispatcher = dispatcher;
+  if (dispatcher == "deepep") t.gpus_per_node = 2;  // the cluster's NVLink domain, as deepep requires
   dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
   c.gpus_per_node = 2;  // the all-to-all crosses nodes at a slow NIC: communication-heavy
   c.network_gbps = 4;
@@ -278,4 +312,14 @@ TEST_CASE("SimulateStep with EP overlap: the exposed remainder per phase, bounde
   // Hidden = a2a - exposed <= the compute it hides under.
   CHECK(a2a_f - exp_f <= rest_b + 1e-9);
   CHECK(a2a_b - exp_b <= rest_f + 1e-9);
+}
+
+TEST_CASE("SimulateStep with EP overlap: the exposed remainder per phase, bounded by the compute") {
+  CheckEpOverlapExposed("all_to_all");
+}
+
+TEST_CASE("SimulateStep with EP overlap and the deepep (flex) dispatcher: the same exposed-time rule") {
+  // Megatron allows the overlap with the flex dispatcher; cost.cc applies EpOverlapExposedUs to
+  // whatever dispatch and combine times the dispatcher has.
+  CheckEpOverlapExposed("deepep");
 }

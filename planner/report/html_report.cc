@@ -1041,26 +1041,71 @@ void ScatterPoints(Page& p, const Scatter& s, const Json& top, const std::vector
     if (titled) {
       p.body +=
           fmt::format("<title>#{} {}: {:.0f} tokens/s/GPU, {:.2f} GiB, MFU {:.1f}%, dominant {}</title>", i + 1, Esc(LayoutName(top.at(i))),
-                      ys[i], xs[i], 100 * top.at(i).at("mfu").get<double>(), JsonText(top.at(i).at("dominant_phase")));
+                      ys[i], xs[i], 100 * top.at(i).at("mfu").get<double>(), Esc(JsonText(top.at(i).at("dominant_phase"))));
     }
     p.body += "</circle>\n";
     if (i == 0) p.body += fmt::format("<text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\">#1</text>\n", x + 8, y - 6);
   }
 }
 
+// The cells a search row shows, as the text and JSON rows have them (search.cc
+// RankedLayoutsTable): degrees, vpp, micro-batch size, micro-batches per step (M, or AxM for A
+// accumulation steps of M), recompute, dp sharding, dispatcher (+ov with EP overlap), step time,
+// tokens/s per GPU, MFU, peak and headroom (budget - reserve - peak), the dominant phase.
+constexpr const char* kSearchRowHeads =
+    "<th>layout</th><th>vpp</th><th>mbs</th><th>micro-batches</th><th>recompute</th><th>dp sharding</th><th>dispatcher</th><th>step "
+    "(ms)</th><th>tokens/s/GPU</th><th>MFU</th><th>peak GiB</th><th>headroom GiB</th><th>dominant phase</th>";
+
+std::string SearchRowCells(const Json& x) {
+  const int64_t a = x.value("grad_accumulation_steps", int64_t{1});
+  const std::string mb =
+      a > 1 ? fmt::format("{}x{}", a, JsonText(x.at("num_microbatches"))) : JsonText(x.value("num_microbatches", Json(nullptr)));
+  const std::string dispatcher = JsonText(x.at("dispatcher")) + (x.value("overlap_moe_ep_comm", false) ? "+ov" : "");
+  return fmt::format(
+      "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1f}</td><td>{:.0f}</td><td>{:.1f}%</td>"
+      "<td>{:.2f}</td><td>{:.2f}</td><td>{}</td>",
+      Esc(fmt::format("pp {} dp_replicate {} dp_shard {} cp {} tp {} ep {} etp {}", JsonText(x.at("pp")), JsonText(x.at("dp_replicate")),
+                      JsonText(x.at("dp_shard")), JsonText(x.at("cp")), JsonText(x.at("tp")), JsonText(x.at("ep")), JsonText(x.at("etp")))),
+      Esc(JsonText(x.value("vpp", Json(nullptr)))), Esc(JsonText(x.value("micro_batch_size", Json(nullptr)))), Esc(mb),
+      Esc(JsonText(x.value("recompute", Json(nullptr)))), Esc(JsonText(x.value("dp_sharding", Json(nullptr)))), Esc(dispatcher),
+      x.at("step_time_us").get<double>() / 1e3, x.at("tokens_per_s_per_gpu").get<double>(), 100 * x.at("mfu").get<double>(),
+      Gib(x.at("peak_bytes").get<double>()), x.value("headroom_gib", 0.0), Esc(JsonText(x.at("dominant_phase"))));
+}
+
 // The first 20 ranked rows as a table, Pareto rows shaded.
-void SearchTable(Page& p, const Json& top, const std::vector<double>& xs, const std::vector<double>& ys, const std::vector<bool>& front) {
-  const int64_t n = static_cast<int64_t>(xs.size());
+void SearchTable(Page& p, const Json& top, const std::vector<bool>& front) {
+  const int64_t n = static_cast<int64_t>(top.size());
   p.body += "<p class=\"note\">The first 20 ranked layouts; shaded rows are on the Pareto front.</p>\n";
-  p.body +=
-      "<table class=\"rows\"><tr><th>#</th><th>layout</th><th>step (ms)</th><th>tokens/s/GPU</th><th>MFU</th><th>peak GiB</th><th>dominant "
-      "phase</th></tr>\n";
+  p.body += fmt::format("<table class=\"rows search-rows\"><tr><th>#</th>{}</tr>\n", kSearchRowHeads);
   for (int64_t i = 0; i < std::min<int64_t>(n, 20); ++i) {
-    p.body +=
-        fmt::format("<tr{}><td>{}</td><td>{}</td><td>{:.1f}</td><td>{:.0f}</td><td>{:.1f}%</td><td>{:.2f}</td><td>{}</td></tr>\n",
-                    front[i] ? " class=\"pareto\"" : "", i + 1, Esc(LayoutName(top[i])), top[i].at("step_time_us").get<double>() / 1e3,
-                    ys[i], 100 * top[i].at("mfu").get<double>(), xs[i], Esc(JsonText(top[i].at("dominant_phase"))));
+    p.body += fmt::format("<tr{}><td>{}</td>{}</tr>\n", front[i] ? " class=\"pareto\"" : "", i + 1, SearchRowCells(top[i]));
   }
+  p.body += "</table>\n";
+}
+
+// The search's Pareto front (the JSON's `pareto`, by peak ascending) and the candidates counted by
+// outcome: enumerated = invalid by rule + global batch not divisible + over budget + ranked.
+void SearchParetoAndCounts(Page& p, const Json& r) {
+  if (r.contains("pareto") && r.at("pareto").is_array() && !r.at("pareto").empty()) {
+    const Json& pareto = r.at("pareto");
+    p.body += fmt::format(
+        "<p class=\"note\">Pareto front of throughput against peak memory: {} layout(s) no other ranked layout beats on both "
+        "(faster at the same or lower peak), by peak.</p>\n",
+        pareto.size());
+    p.body += fmt::format("<table class=\"rows search-pareto\"><tr>{}</tr>\n", kSearchRowHeads);
+    for (const Json& x : pareto) p.body += fmt::format("<tr>{}</tr>\n", SearchRowCells(x));
+    p.body += "</table>\n";
+  }
+  p.body += "<p class=\"note\">Candidates by outcome.</p>\n<table class=\"rows search-counts\">\n";
+  auto row = [&](const std::string& what, const Json& value) {
+    p.body += fmt::format("<tr><td>{}</td><td>{}</td></tr>\n", Esc(what), Esc(JsonText(value)));
+  };
+  row("enumerated", r.at("enumerated"));
+  row("invalid by rule", r.at("invalid"));
+  row("global batch not divisible", r.value("not_divisible", Json(0)));
+  row(fmt::format("over the {:.1f} GiB budget", r.at("budget_gib").get<double>()), r.at("over_budget"));
+  row("of which pruned by the static-memory bound", r.value("pruned", Json(0)));
+  row("ranked", r.at("ranked"));
   p.body += "</table>\n";
 }
 
@@ -1098,7 +1143,8 @@ void SearchFigure(Page& p, const Json& r) {
           {"#f28e2b", "on the Pareto front (line)"},
           {"#4e79a7", "other ranked rows"}},
          "dashed red line: memory budget");
-  SearchTable(p, top, xs, ys, front);
+  SearchTable(p, top, front);
+  SearchParetoAndCounts(p, r);
   CloseFigure(p);
 }
 

@@ -424,13 +424,19 @@ TEST_CASE("A simulate page draws the predicted MoE phases and a schedule whose b
   CHECK(!Select(all, "fig-rank-phases", "rect").empty());
 }
 
-TEST_CASE("Every search point is a ranked layout of the report, and the Pareto points are exactly the non-dominated ones") {
+// A small search of TinyMixtral on 16 GPUs, every ranked layout kept.
+SearchOptions TinySearch() {
   SearchOptions s;
   s.world_size = 16;
   s.cluster = ClusterPreset("h100-sxm");
   s.training.seq_len = 256;
   s.top = 1000;
   s.routing_layers = 1;
+  return s;
+}
+
+TEST_CASE("Every search point is a ranked layout of the report, and the Pareto points are exactly the non-dominated ones") {
+  SearchOptions s = TinySearch();
   const SearchResult result = SearchLayouts(testing::TinyMixtral(), s);
   Json j = SearchResultToJson(result);
   j["world_size"] = 16;
@@ -464,6 +470,89 @@ TEST_CASE("Every search point is a ranked layout of the report, and the Pareto p
     CHECK(pt.HasClass("pareto") == !dominated);
     CHECK(pt.HasClass("top") == (row < 3));
   }
+}
+
+// The cells of each row of the table with class `cls` in `figure`, in page order.
+std::vector<std::vector<std::string>> TableCells(const std::vector<Element>& all, const std::string& figure, const std::string& cls) {
+  std::vector<std::vector<std::string>> rows;
+  bool in = false;
+  for (const auto& e : all) {
+    if (e.figure != figure) continue;
+    if (e.tag == "table") in = e.HasClass(cls);
+    if (!in) continue;
+    if (e.tag == "tr") rows.emplace_back();
+    if (e.tag == "td") rows.back().push_back(e.text);
+  }
+  if (!rows.empty() && rows.front().empty()) rows.erase(rows.begin());  // the heading row (th cells)
+  return rows;
+}
+
+TEST_CASE("The search page has the text rows' columns, the Pareto front and the counts by outcome") {
+  SearchOptions s = TinySearch();
+  s.global_batch_size = 8;  // 8 sequences: layouts with dp > 8 (dp 16) are not divisible
+  s.micro_batch_sizes = {1, 2};
+  s.keep_all = true;
+  const SearchResult result = SearchLayouts(testing::TinyMixtral(), s);
+  Json j = SearchResultToJson(result);
+  j["world_size"] = 16;
+  j["model"] = "tiny";
+  // Row 1 as torchtitan's accumulation loop of 3 schedules of 2 with deepep and EP overlap, and a
+  // dominant phase with markup: its cells read "3x2", "deepep+ov" and the phase unescaped.
+  Json& first = j["top"][0];
+  first["grad_accumulation_steps"] = 3;
+  first["num_microbatches"] = 2;
+  first["dispatcher"] = "deepep";
+  first["overlap_moe_ep_comm"] = true;
+  first["dominant_phase"] = "<a&b>";
+  const std::string html = ReportToHtml(j);
+  const auto all = ParsePage(html);
+  CheckSelfContained(html, all);
+  const auto rows = TableCells(all, "fig-search", "search-rows");
+  REQUIRE(rows.size() == std::min<size_t>(20, j["top"].size()));
+  // #, layout, vpp, mbs, micro-batches, recompute, dp sharding, dispatcher, step, tok/s, MFU, peak, headroom, phase
+  REQUIRE(rows[0].size() == 14);
+  CHECK(rows[0][4] == "3x2");
+  CHECK(rows[0][7] == "deepep+ov");
+  CHECK(rows[0][13] == "<a&b>");
+  CHECK(html.find("&lt;a&amp;b&gt;") != std::string::npos);
+  for (size_t i = 1; i < rows.size(); ++i) {
+    const Json& x = j["top"][i];
+    CHECK(rows[i][0] == std::to_string(i + 1));
+    CHECK(rows[i][1] == fmt::format("pp {} dp_replicate {} dp_shard {} cp {} tp {} ep {} etp {}", x["pp"].get<int64_t>(),
+                                    x["dp_replicate"].get<int64_t>(), x["dp_shard"].get<int64_t>(), x["cp"].get<int64_t>(),
+                                    x["tp"].get<int64_t>(), x["ep"].get<int64_t>(), x["etp"].get<int64_t>()));
+    CHECK(rows[i][2] == std::to_string(x["vpp"].get<int64_t>()));
+    CHECK(rows[i][3] == std::to_string(x["micro_batch_size"].get<int64_t>()));
+    // One schedule here: micro-batches per step = 8 / (dp x mbs).
+    CHECK(x["grad_accumulation_steps"] == 1);
+    const int64_t dp = x["dp_replicate"].get<int64_t>() * x["dp_shard"].get<int64_t>();
+    CHECK(rows[i][4] == std::to_string(8 / (dp * x["micro_batch_size"].get<int64_t>())));
+    CHECK(rows[i][5] == x["recompute"].get<std::string>());
+    CHECK(rows[i][6] == x["dp_sharding"].get<std::string>());
+    CHECK(rows[i][7] == x["dispatcher"].get<std::string>() + (x["overlap_moe_ep_comm"].get<bool>() ? "+ov" : ""));
+    CHECK(rows[i][10] == fmt::format("{:.1f}%", 100 * x["mfu"].get<double>()));
+    CHECK(rows[i][11] == fmt::format("{:.2f}", x["peak_bytes"].get<double>() / 1073741824.0));
+    CHECK(rows[i][12] == fmt::format("{:.2f}", x["headroom_gib"].get<double>()));
+    CHECK(rows[i][13] == x["dominant_phase"].get<std::string>());
+  }
+  // The Pareto front: one row per JSON point, by peak ascending.
+  const auto pareto = TableCells(all, "fig-search", "search-pareto");
+  REQUIRE(!j["pareto"].empty());
+  REQUIRE(pareto.size() == j["pareto"].size());
+  for (size_t i = 0; i < pareto.size(); ++i) {
+    CHECK(pareto[i][10] == fmt::format("{:.2f}", j["pareto"][i]["peak_bytes"].get<double>() / 1073741824.0));
+  }
+  // Counts: enumerated = invalid + not divisible + over budget + ranked, each from the JSON.
+  const auto counts = TableCells(all, "fig-search", "search-counts");
+  REQUIRE(counts.size() == 6);
+  std::map<std::string, int64_t> n;
+  for (const auto& c : counts) n[c[0]] = std::stoll(c[1]);
+  CHECK(n["global batch not divisible"] == j["not_divisible"].get<int64_t>());
+  CHECK(n["global batch not divisible"] > 0);
+  CHECK(n["enumerated"] == n["invalid by rule"] + n["global batch not divisible"] +
+                               n[fmt::format("over the {:.1f} GiB budget", j["budget_gib"].get<double>())] + n["ranked"]);
+  CHECK(n["ranked"] == j["ranked"].get<int64_t>());
+  CHECK(n["of which pruned by the static-memory bound"] == j["pruned"].get<int64_t>());
 }
 
 TEST_CASE("Names with markup characters are escaped: the page stays well-formed") {

@@ -5,10 +5,12 @@
 #include <cmath>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 #include <fmt/format.h>
 
 #include "planner/base/error.h"
+#include "planner/layout/plan.h"
 #include "planner/search/layout_eval.h"
 
 namespace dockyard {
@@ -110,8 +112,123 @@ bool LayoutQuery::Matches(const LayoutCandidate& c, const TrainingConfig& base) 
          Holds(dp_sharding, DpShardingOf(t, d.convention)) && Holds(overlap_moe_ep_comm, t.run.overlap_moe_ep_comm);
 }
 
+void ValidateLayoutQuery(const LayoutQuery& q, const SearchOptions& o) {
+  const std::string where = fmt::format("--explain \"{}\"", q.text);
+  // Pinned degrees (DegreePins: 0 = searched).
+  const std::tuple<const char*, const char*, const std::optional<int64_t>&, int64_t> degrees[] = {
+      {"pp", "--pp", q.pp, o.pins.pp},
+      {"dp_replicate", "--dp-replicate", q.dp_replicate, o.pins.dp_replicate},
+      {"dp_shard", "--dp-shard", q.dp_shard, o.pins.dp_shard},
+      {"cp", "--cp", q.cp, o.pins.cp},
+      {"tp", "--tp", q.tp, o.pins.tp},
+      {"ep", "--ep", q.ep, o.pins.ep},
+      {"etp", "--etp", q.etp, o.pins.etp}};
+  int64_t product = 1;  // of the mesh degrees given: pp x dp_replicate x dp_shard x cp x tp
+  for (const auto& [key, flag, want, pin] : degrees) {
+    if (!want) continue;
+    if (pin != 0 && *want != pin) {
+      throw Error(fmt::format("{}: {}={} is outside the search: {} pins it to {}", where, key, *want, flag, pin));
+    }
+    if (*want > o.world_size || o.world_size % *want != 0) {
+      throw Error(
+          fmt::format("{}: {}={} does not divide the world size {} (every degree is a factor of it)", where, key, *want, o.world_size));
+    }
+    if (std::string(key) != "ep" && std::string(key) != "etp") {
+      product *= *want;
+      if (o.world_size % product != 0) {
+        throw Error(
+            fmt::format("{}: the degrees given multiply to {} (by {}={}), which does not divide the world size {} (world = pp x "
+                        "dp_replicate x dp_shard x cp x tp)",
+                        where, product, key, *want, o.world_size));
+      }
+    }
+  }
+  if (q.pp && *q.pp > o.max_pp) throw Error(fmt::format("{}: pp={} is above --max-pp {}", where, *q.pp, o.max_pp));
+  // Searched settings: the list, or the training config's value when the list is empty (pinned).
+  auto in_list = [&](const char* key, const std::string& value, const std::vector<std::string>& values, const std::string& pin_flag) {
+    if (std::find(values.begin(), values.end(), value) != values.end()) return;
+    if (values.size() == 1 && !pin_flag.empty()) {
+      throw Error(fmt::format("{}: {}={} is outside the search: {} pins it to {}", where, key, value, pin_flag, values.front()));
+    }
+    throw Error(fmt::format("{}: {}={} is not searched (searched: {})", where, key, value, fmt::join(values, ", ")));
+  };
+  auto numbers = [](const std::vector<int64_t>& v) {
+    std::vector<std::string> out;
+    for (int64_t x : v) out.push_back(std::to_string(x));
+    return out;
+  };
+  if (q.micro_batch_size) {
+    const bool pinned = o.micro_batch_sizes.empty();
+    in_list("mbs", std::to_string(*q.micro_batch_size),
+            numbers(pinned ? std::vector<int64_t>{o.training.micro_batch_size} : o.micro_batch_sizes), pinned ? "--micro-batch-size" : "");
+  }
+  if (q.vpp) {
+    if (*q.vpp > 1 && q.pp && *q.pp == 1) {
+      throw Error(
+          fmt::format("{}: vpp={} needs pp > 1 (interleaved 1F1B runs vpp model chunks per pipeline rank), got pp=1", where, *q.vpp));
+    }
+    if (*q.vpp > 1 || o.training.run.vpp > 1) {  // vpp 1 is every pp = 1 layout's
+      const bool pinned = o.vpps.empty();
+      in_list("vpp", std::to_string(*q.vpp), numbers(pinned ? std::vector<int64_t>{o.training.run.vpp} : o.vpps), pinned ? "--vpp" : "");
+    }
+  }
+  if (q.recompute) {
+    std::vector<std::string> names;
+    for (Recompute r : o.recomputes) names.push_back(RecomputeName(r));
+    const bool pinned = names.empty();
+    if (pinned) names.push_back(RecomputeName(o.training.recompute));
+    in_list("recompute", *q.recompute, names, pinned ? "--recompute" : "");
+  }
+  if (q.dp_sharding) {
+    std::vector<std::string> names;
+    for (DpSharding d : o.dp_shardings) names.push_back(DpShardingName(d));
+    const bool pinned = names.empty();
+    if (pinned) names.push_back(DpShardingOf(o.training, o.convention));
+    in_list("dp_sharding", *q.dp_sharding, names, pinned ? "--dp-sharding" : "");
+  }
+  if (q.dispatcher) {
+    if (!o.dispatchers.empty()) {
+      in_list("dispatcher", *q.dispatcher, o.dispatchers, o.dispatchers.size() == 1 ? "--dispatcher" : "");
+    } else if ((*q.dispatcher == "deepep" && !o.include_deepep) || (*q.dispatcher == "allgather" && !o.include_allgather) ||
+               (*q.dispatcher == "deredundency" && !o.include_deredundency)) {
+      throw Error(fmt::format("{}: dispatcher={} is not searched (add --search-dispatchers {} or pin --dispatcher {})", where,
+                              *q.dispatcher, *q.dispatcher, *q.dispatcher));
+    }
+    if (*q.dispatcher != "all_to_all" && q.ep && *q.ep == 1) {
+      throw Error(fmt::format("{}: dispatcher={} needs ep > 1 (with ep 1 no token leaves its rank), got ep=1", where, *q.dispatcher));
+    }
+  }
+  if (q.overlap_moe_ep_comm) {
+    const bool on = *q.overlap_moe_ep_comm;
+    if (o.ep_overlaps.empty() && on != o.training.run.overlap_moe_ep_comm) {
+      throw Error(fmt::format("{}: overlap={} is outside the search: EP overlap is {} ({})", where, on ? "on" : "off",
+                              o.training.run.overlap_moe_ep_comm ? "on" : "off",
+                              o.convention == Convention::kMegatron ? "pinned by --overlap-moe-expert-parallel-comm"
+                                                                    : "searched under --convention megatron only"));
+    }
+    if (on) {
+      // Megatron's rules (ValidateEpOverlap) on the keys the query fixes; a key not given takes a
+      // value that passes, so only the query's own values can break them.
+      TrainingConfig t = o.training;
+      t.run.overlap_moe_ep_comm = true;
+      t.run.vpp = q.vpp.value_or(2);
+      if (q.dispatcher) t.dispatcher = *q.dispatcher;
+      if (!q.dispatcher) t.dispatcher = "all_to_all";
+      if (q.recompute)
+        t.recompute = *q.recompute == "full" ? Recompute::kFull : *q.recompute == "selective" ? Recompute::kSelective : Recompute::kNone;
+      if (!q.recompute && !o.recomputes.empty()) t.recompute = Recompute::kNone;  // searched: none is among them
+      try {
+        ValidateEpOverlap(t, q.pp.value_or(o.pins.pp != 0 ? o.pins.pp : 1), q.ep.value_or(o.pins.ep != 0 ? o.pins.ep : 2));
+      } catch (const Error& error) {
+        throw Error(fmt::format("{}: overlap=on breaks Megatron's rule: {}", where, error.what()));
+      }
+    }
+  }
+}
+
 ExplainResult ExplainLayout(const ModelSpec& model, const SearchOptions& options, const SearchResult& result, const LayoutQuery& query) {
   if (!options.keep_all) throw Error("internal: ExplainLayout needs a search run with keep_all");
+  ValidateLayoutQuery(query, options);
   ExplainResult e;
   e.query = query;
   e.ranked = result.ranked;
@@ -125,6 +242,7 @@ ExplainResult ExplainLayout(const ModelSpec& model, const SearchOptions& options
   if (!e.layout) {
     // Why nothing matching ranks: the outcome of every matching candidate.
     LayoutEvaluator evaluator(model, options);
+    std::optional<LayoutCandidate> first_invalid;
     ForEachLayout(model, options, [&](const LayoutCandidate& c) {
       if (!query.Matches(c, options.training)) return;
       ++e.matching;
@@ -134,9 +252,27 @@ ExplainResult ExplainLayout(const ModelSpec& model, const SearchOptions& options
         return;
       }
       const LayoutEvaluation ev = evaluator.Evaluate(c);
-      if (ev.status == LayoutEvaluation::Status::kInvalid) ++e.matching_invalid;
+      if (ev.status == LayoutEvaluation::Status::kInvalid) {
+        if (e.matching_invalid++ == 0) first_invalid = c;
+      }
       if (ev.status == LayoutEvaluation::Status::kOverBudget) ++e.matching_over_budget;
     });
+    if (e.matching == 0) {
+      throw Error(
+          fmt::format("--explain \"{}\": no layout of this search has these values together (world size {}; the degrees must factor it as "
+                      "the mesh rules require: docs/search.md)",
+                      query.text, options.world_size));
+    }
+    if (e.matching == e.matching_invalid) {
+      // Every matching candidate breaks a rule: name one, as BuildPlan words it.
+      std::string rule = "a framework rule";
+      try {
+        BuildPlan(model, first_invalid->dims, CandidateTraining(options.training, *first_invalid));
+      } catch (const Error& error) {
+        rule = error.what();
+      }
+      throw Error(fmt::format("--explain \"{}\": all {} matching layouts are invalid by rule, e.g. {}", query.text, e.matching, rule));
+    }
     return e;
   }
   e.winner = result.all.front();

@@ -31,6 +31,16 @@ struct LayoutQuery {
 // malformed numbers, unknown values, a key given twice, an empty query).
 LayoutQuery ParseLayoutQuery(const std::string& text);
 
+// Checks a query against the search it explains, before any layout is evaluated: every key the
+// search pins (--tp 2, --vpp 1, --recompute full, --dispatcher, the EP overlap, ...) must take the
+// pinned value, every searched setting one of the searched values (mbs 1, 2, 4; the dispatchers
+// searched, deepep / allgather only with --search-dispatchers), pp at most max_pp, the degrees
+// given must multiply to a divisor of the world size, and the query must obey the rules that need
+// only its own keys (vpp > 1 needs pp > 1; EP overlap needs ep > 1 and the alltoall or flex
+// dispatcher, and is searched under --convention megatron only). Throws dockyard::Error naming
+// --explain, the key, its value and the pin or rule.
+void ValidateLayoutQuery(const LayoutQuery& query, const SearchOptions& options);
+
 struct PhaseDifference {
   std::string phase;
   double winner_us = 0, layout_us = 0;  // share of the step (CostBreakdown::critical_path_us)
@@ -49,7 +59,9 @@ struct ExplainResult {
 };
 
 // `result` must come from SearchLayouts(model, options) with options.keep_all. Breakdowns through
-// the plan path (DescribeRows). Throws dockyard::Error when keep_all was off.
+// the plan path (DescribeRows). Throws dockyard::Error when keep_all was off, where
+// ValidateLayoutQuery does, when no candidate of the search matches the query, and when every
+// matching candidate is invalid by rule (the message is one such candidate's BuildPlan error).
 ExplainResult ExplainLayout(const ModelSpec& model, const SearchOptions& options, const SearchResult& result, const LayoutQuery& query);
 
 Json ExplainToJson(const ExplainResult& e);

@@ -338,7 +338,7 @@ static bool RunSettingsHold(LayoutEvaluator::Impl::TrainingEntry& e, int64_t pp,
   bool ok = true;
   try {
     ValidateRunSettings(e.t.run, static_cast<int>(*e.t.dp_sharding), pp);
-    ValidateEpOverlap(e.t.run, pp, ep, e.t.dispatcher, e.t.recompute == Recompute::kFull);
+    ValidateEpOverlap(e.t, pp, ep);
     ValidateVppChunks(pp, e.t.run.vpp, num_layers);
   } catch (const Error&) {
     ok = false;

@@ -15,8 +15,10 @@
 #include "planner/sim/attention_support.h"
 #include "planner/base/error.h"
 #include "planner/model/global_batch.h"
+#include "planner/accounting/memory.h"
 #include "planner/search/layout_eval.h"
 #include "planner/search/pareto.h"
+#include "planner/search/search_pins.h"
 
 namespace dockyard {
 namespace {
@@ -298,9 +300,12 @@ SearchResult SearchLayouts(const ModelSpec& model, const SearchOptions& o) {
   CheckCostModelCoversAttention(model);
   if (o.threads < 1 || o.threads > 1024) throw Error(fmt::format("--threads: must be in [1, 1024], got {}", o.threads));
   if (o.global_batch_size < 0) throw Error(fmt::format("--global-batch-size: must be >= 1, got {}", o.global_batch_size));
+  ValidateSearchPins(o);
   const auto start = std::chrono::steady_clock::now();
   SearchResult result;
   result.budget_gib = o.training.gpu_memory_gib > 0 ? o.training.gpu_memory_gib : o.cluster.memory_gib;
+  ValidateMemoryReserve(result.budget_gib, o.training.memory_reserve_gib.value_or(0), "gpu_memory_gib (or the cluster's memory_gib)",
+                        "memory_reserve_gib");
   result.global_batch_size = o.global_batch_size;
   result.seq_len = o.training.seq_len;
   const std::vector<LayoutGroup> groups = EnumerateGroups(model, o);

@@ -325,9 +325,15 @@ TEST_CASE("Explain: the winner is rank 1; another layout shows the phases that m
   CHECK(slow.layout->step_time_us > slow.winner->step_time_us);
   REQUIRE_FALSE(slow.differences.empty());
   CHECK(std::fabs(slow.differences.front().difference_us()) > 0);
-  // A layout that is never ranked: said, with the outcome of the candidates matching it.
-  const ExplainResult none = ExplainLayout(model, o, result, ParseLayoutQuery("tp=3"));
+  // A layout that is never ranked: said, with the outcome of the candidates matching it (dp 8 at
+  // micro-batch 4: 8 sequences / (8 x 4) is not whole, so every match is not divisible).
+  const ExplainResult none = ExplainLayout(model, o, result, ParseLayoutQuery("dps=8,dpr=1,mbs=4"));
   CHECK(none.rank == 0);
+  CHECK(none.matching > 0);
+  CHECK(none.matching_not_divisible == none.matching);
+  // A layout no candidate of the search can be: an error naming the key and the rule.
+  CHECK_THROWS_WITH_AS(ExplainLayout(model, o, result, ParseLayoutQuery("tp=3")),
+                       "--explain \"tp=3\": tp=3 does not divide the world size 8 (every degree is a factor of it)", Error);
   CHECK_THROWS_WITH_AS(ParseLayoutQuery("dispatch=deepep"), doctest::Contains("did you mean 'dispatcher'?"), Error);
   CHECK_THROWS_WITH_AS(ParseLayoutQuery("tp=two"), doctest::Contains("tp=two: expected a whole number"), Error);
 }

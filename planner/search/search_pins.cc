@@ -1,0 +1,90 @@
+// Pins refused before the search (see search_pins.h).
+#include "planner/search/search_pins.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <tuple>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "planner/base/error.h"
+#include "planner/model/pipeline_schedule.h"
+
+namespace dockyard {
+
+void ValidateSearchPins(const SearchOptions& o) {
+  const DegreePins& p = o.pins;
+  const std::tuple<const char*, int64_t, bool> degrees[] = {{"--pp", p.pp, true},
+                                                            {"--dp-replicate", p.dp_replicate, true},
+                                                            {"--dp-shard", p.dp_shard, true},
+                                                            {"--cp", p.cp, true},
+                                                            {"--tp", p.tp, true},
+                                                            {"--ep", p.ep, false},
+                                                            {"--etp", p.etp, false}};
+  int64_t product = 1;
+  std::string named;
+  for (const auto& [flag, pin, mesh] : degrees) {
+    if (pin == 0) continue;  // searched
+    if (pin < 1 || pin > o.world_size || o.world_size % pin != 0) {
+      throw Error(
+          fmt::format("{} {} does not divide --world-size {} (every degree is a factor of the world size)", flag, pin, o.world_size));
+    }
+    if (!mesh) continue;
+    product *= pin;
+    named += fmt::format("{}{} {}", named.empty() ? "" : " x ", flag, pin);
+    if (o.world_size % product != 0) {
+      throw Error(fmt::format("{} = {} does not divide --world-size {} (world = pp x dp_replicate x dp_shard x cp x tp)", named, product,
+                              o.world_size));
+    }
+  }
+  if (p.pp > o.max_pp) throw Error(fmt::format("--pp {} is above --max-pp {}", p.pp, o.max_pp));
+  for (int64_t mbs : o.micro_batch_sizes) {
+    if (mbs < 1) throw Error(fmt::format("--micro-batch-size: must be >= 1, got {}", mbs));
+  }
+  for (int64_t vpp : o.vpps) {
+    if (vpp < 1) throw Error(fmt::format("--vpp: must be >= 1, got {}", vpp));
+  }
+  if (o.vpps.empty()) {
+    if (o.training.run.vpp < 1) throw Error(fmt::format("--vpp: must be >= 1, got {}", o.training.run.vpp));
+    if (o.training.run.vpp > 1 && p.pp == 1) {
+      throw Error(fmt::format("--vpp {} needs pp > 1 (interleaved 1F1B runs vpp model chunks per pipeline rank), but --pp pins 1",
+                              o.training.run.vpp));
+    }
+    if (o.training.run.vpp > 1 && o.max_pp == 1) {
+      throw Error(fmt::format("--vpp {} needs pp > 1 (interleaved 1F1B runs vpp model chunks per pipeline rank), but --max-pp is 1",
+                              o.training.run.vpp));
+    }
+  }
+  // A pinned dispatcher: the opt-in ones asked for must be among the pins, and one that is not the
+  // all-to-all needs tokens to leave their rank (ep > 1).
+  if (!o.dispatchers.empty()) {
+    auto pinned = [&](const std::string& d) { return std::find(o.dispatchers.begin(), o.dispatchers.end(), d) != o.dispatchers.end(); };
+    for (const auto& [asked, name] : {std::pair<bool, const char*>{o.include_deepep, "deepep"}, {o.include_allgather, "allgather"}}) {
+      if (asked && !pinned(name)) {
+        throw Error(fmt::format("--search-dispatchers {} and --dispatcher {}: the pin leaves {} unsearched (give one of them)", name,
+                                fmt::join(o.dispatchers, ","), name));
+      }
+    }
+    for (const std::string& d : o.dispatchers) {
+      if (d != "all_to_all" && p.ep == 1) {
+        throw Error(fmt::format("--dispatcher {} needs ep > 1 (with ep 1 no token leaves its rank), but --ep pins 1", d));
+      }
+    }
+  }
+  if (o.ep_overlaps.empty() && o.training.run.overlap_moe_ep_comm) {
+    // Megatron's rules on what is pinned; what is searched takes a value that passes.
+    TrainingConfig t = o.training;
+    if (!o.vpps.empty()) t.run.vpp = 2;
+    if (!o.recomputes.empty()) t.recompute = Recompute::kNone;
+    t.dispatcher = o.dispatchers.size() == 1 ? o.dispatchers.front() : "all_to_all";
+    try {
+      ValidateEpOverlap(t, p.pp != 0 ? p.pp : 1, p.ep != 0 ? p.ep : 2);
+    } catch (const Error& error) {
+      throw Error(fmt::format("the pins conflict: {}", error.what()));
+    }
+  }
+}
+
+}  // namespace dockyard

@@ -1,0 +1,22 @@
+// Pins that contradict each other or the world size, refused before a search enumerates anything:
+// otherwise every candidate would be counted as invalid by rule (or none enumerated) and the user
+// would learn only "no layout" instead of which flags conflict.
+#pragma once
+
+#include "planner/search/search.h"
+
+namespace dockyard {
+
+// Throws dockyard::Error naming the flags, their values and the rule when:
+//  - a pinned degree (--pp, --dp-replicate, --dp-shard, --cp, --tp, --ep, --etp) does not divide
+//    --world-size, or the pinned mesh degrees (pp x dp_replicate x dp_shard x cp x tp) multiply to
+//    a number that does not divide it (world = pp x dp_replicate x dp_shard x cp x tp);
+//  - --pp is above --max-pp;
+//  - a vpp (pinned: training.run.vpp, or a searched value) or a searched micro-batch size is < 1;
+//    a pinned vpp > 1 with --pp 1 (interleaved 1F1B needs pp > 1);
+//  - the EP overlap is pinned on (training.run.overlap_moe_ep_comm with ep_overlaps empty) and the
+//    other pins alone break Megatron's rules (ValidateEpOverlap; a dimension not pinned takes a
+//    value that passes).
+void ValidateSearchPins(const SearchOptions& options);
+
+}  // namespace dockyard
