@@ -185,6 +185,31 @@ LayerActivationBytes LayerActivations(const ModelSpec& m, const RecomputeSet& rs
   return g;
 }
 
+LayerActivationBytes OpSacSavedActivations(const ModelSpec& m, const Workload& w, bool moe_layer, bool dispatches) {
+  const auto& a = m.attention;
+  const WideInt ab = w.act_bytes, t = w.tp_shards, T = w.tokens, h = m.hidden_size;
+  WideInt linears[3] = {0, 0, 0};  // by OpSacPart
+  for (const OpSacLinear& l : OpSacLinears(m, moe_layer)) {
+    if (l.saved) linears[static_cast<int>(l.part)] += T * (l.tp == LinearTp::kColwise ? l.out / t : l.out) * ab;
+  }
+  const WideInt reduce_scatter = t > 1 ? Ceil(w.tokens, w.tp_shards) * h * ab : 0;
+  const WideInt heads_local = a.num_attention_heads / t;
+  const WideInt v_dim = a.kind == AttentionKind::kGqa ? a.head_dim : a.v_head_dim;
+  LayerActivationBytes g;
+  g.moe_layer = moe_layer;
+  g.shared_experts_present = moe_layer && m.moe.num_shared_experts > 0;
+  g.attention = Narrow(linears[0] + T * heads_local * v_dim * ab + T * heads_local * 4 + reduce_scatter, "activation bytes");
+  if (!moe_layer) {
+    g.dense_mlp = Narrow(linears[1] + reduce_scatter, "activation bytes");
+  } else {
+    g.router = Narrow(static_cast<WideInt>(w.dispatch_tokens) * m.moe.top_k * 12, "activation bytes");
+    const WideInt a2a = dispatches ? static_cast<WideInt>(w.received_rows + w.mean_received_rows) * h * ab : 0;
+    g.routed_experts = Narrow(a2a + reduce_scatter, "activation bytes");
+    g.shared_experts = Narrow(linears[2], "activation bytes");
+  }
+  return g;
+}
+
 const char* ActivationKindName(ActivationKind kind) {
   static constexpr const char* kNames[] = {"attention",      "norm",        "dense_mlp", "router", "routed_experts",
                                            "shared_experts", "checkpoints", "embedding", "logits"};
@@ -223,24 +248,29 @@ StageActivationBytes StageActivations(const LayerActivationTable& layer, const S
     out.present[static_cast<int>(k)] = true;
   };
   // `times` copies of every kind of layer `which`.
-  auto add_layer = [&](int which, WideInt times) {
+  auto add_table = [&](const LayerActivationTable& table, int which, WideInt times) {
     if (!by_kind) {
-      out.total += layer.sum[which] * times;
+      out.total += table.sum[which] * times;
       return;
     }
     for (int k = 0; k < kKinds; ++k) {
-      if (layer.present[which][k]) add(static_cast<K>(k), layer.bytes[which][k] * times);
+      if (table.present[which][k]) add(static_cast<K>(k), table.bytes[which][k] * times);
     }
   };
-  // Checkpointed layers: all of them with full recomputation, else those of torchtitan's per-layer
-  // selective checkpointing (none without it).
-  const bool full = recompute == Recompute::kFull;
+  auto add_layer = [&](int which, WideInt times) { add_table(layer, which, times); };
+  // Checkpointed layers: all of them with full recomputation or per-op checkpointing, else those of
+  // torchtitan's per-layer selective checkpointing (none without it).
+  const bool full = recompute == Recompute::kFull || st.op_saved != nullptr;
   const int64_t checkpointed[2] = {full ? count[0] : st.checkpointed_moe, full ? count[1] : st.checkpointed_dense};
   const bool checkpointed_moe_first = full ? st.moe_first : st.checkpointed_moe_first;
   if (checkpointed[0] + checkpointed[1] > 0) {
     // Each checkpointed layer's input is kept for every micro-batch in flight; one of them (the
     // largest, the first of equals in layer order) is rebuilt at a time in backward.
     add(K::kCheckpoints, layer_input_bytes * (checkpointed[0] + checkpointed[1]) * st.in_flight);
+    // Per-op checkpointing: each layer's saved op outputs too, for every micro-batch in flight.
+    for (int which = 0; which < 2 && st.op_saved != nullptr; ++which) {
+      if (checkpointed[which] > 0) add_table(*st.op_saved, which, static_cast<WideInt>(checkpointed[which]) * st.in_flight);
+    }
     int largest = -1;
     const int order[2] = {checkpointed_moe_first ? 0 : 1, checkpointed_moe_first ? 1 : 0};
     for (int which : order) {
@@ -354,6 +384,14 @@ StageActivationBytes PlanStageActivations(const Plan& plan, const Workload& w, S
   // The logits, once more per MTP module on the last stage.
   const WideInt logits = static_cast<WideInt>(w.tokens) * Ceil(m.vocab_size, plan.dims.tp) * 4 * (1 + plan.training.mtp_layers);
   if (!with_logits) st.last_stage = false;
+  // torchtitan's per-op checkpointing: what each layer keeps besides its input.
+  LayerActivationTable op_saved;
+  if (OpSac(plan.training)) {
+    const bool dispatches = plan.dims.ep > 1;
+    op_saved = ActivationTable(st.moe_layers > 0 ? OpSacSavedActivations(m, w, true, dispatches) : LayerActivationBytes{},
+                               st.dense_layers > 0 ? OpSacSavedActivations(m, w, false, dispatches) : LayerActivationBytes{});
+    st.op_saved = &op_saved;
+  }
   return StageActivations(ActivationTable(moe, dense), st, rc, layer_input, logits);
 }
 
