@@ -124,9 +124,9 @@ void ValidateSelectiveAcOption(const TrainingConfig& t, const std::string& field
                     v, RecomputeName(t.recompute)));
   }
   if (!t.recompute_modules.empty()) {
-    throw Error(
-        fmt::format("{}: {} {} (torchtitan); it cannot be combined with the Megatron module list recompute_modules ({})", field, v,
-                    v == "op" ? "chooses the saved tensors op by op" : "checkpoints whole blocks", fmt::join(t.recompute_modules, ",")));
+    throw Error(fmt::format("{}: {} {} (torchtitan); it cannot be combined with the Megatron module list recompute_modules ({})", field, v,
+                            v == "op" ? "chooses the saved tensors op by op" : "checkpoints whole blocks",
+                            fmt::join(t.recompute_modules, ",")));
   }
 }
 

@@ -517,7 +517,8 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
     rf.combine = mp.combine_max;
     rf.grouped_gemm = mp.gemm_max + kx.grouped_gemm[0];
     rf.shared_experts = compute(shared_us, sc.shared_experts, 0, 1.0) + kx.shared_experts[0];
-    if (OpSac(t)) OpSacForwardUs(m, T, tp, o.kernel_compute ? mem(AttentionBlockKernels(m, ks, false)) : 0.0, tp_collective, c, peak, o, rf);
+    if (OpSac(t))
+      OpSacForwardUs(m, T, tp, o.kernel_compute ? mem(AttentionBlockKernels(m, ks, false)) : 0.0, tp_collective, c, peak, o, rf);
   }
   RecomputeExtraUs rx = OpSac(t) ? OpSacRecomputeUs(rf) : SelectiveRecomputeUs(rs, rf);
   auto rb = [](double extra, int pass) { return pass == 1 ? extra : 0.0; };  // recomputation runs in the backward
