@@ -202,7 +202,8 @@ void ValidateOpSac(const TrainingConfig& t, const ModelSpec& m) {
   if (t.precision == "fp8") {
     throw Error(
         "selective_ac_option (op) with precision fp8: torchao's float8 linears run as _scaled_mm, which torchtitan's per-op "
-        "policy neither counts as an mm nor saves (not modelled); use precision bf16 or a layer frequency");
+        "policy does not count as an mm (current torchtitan saves every one, the per-model lists before it none; not "
+        "modelled); use precision bf16 or a layer frequency");
   }
 }
 

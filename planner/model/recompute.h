@@ -134,7 +134,8 @@ struct OpSacLinear {
 std::vector<OpSacLinear> OpSacLinears(const ModelSpec& model, bool moe_layer);
 // The model rules of the per-op policy: refused for models whose blocks dockyard does not list
 // (linear-attention layers, DeepSeek Sparse Attention's indexer) and with --precision fp8
-// (torchao's float8 linears run as _scaled_mm, which the policy's mm counter does not see).
+// (torchao's float8 linears run as _scaled_mm, which the policy's mm counter does not see: current
+// torchtitan saves every one, the per-model lists before 114151ad4 none).
 // Throws dockyard::Error naming the field, its value and the rule.
 void ValidateOpSac(const TrainingConfig& training, const ModelSpec& model);
 
