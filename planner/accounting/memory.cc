@@ -57,22 +57,30 @@ MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank, bool with_mir
   // MTP modules (opt-in, mtp.h) on the last stage: each a copy of the last decoder layer, sharded
   // like it, plus eh_proj, its norms and (pp > 1) the word embedding, placed by the same policy
   // (TP, and FSDP over the data-parallel axes); role group "mtp".
+  // The modules' FP8 GEMM weights (Fp8GemmGroup of their roles) are counted apart for the FP8
+  // weight copies below.
+  int64_t mtp_fp8_elems = 0;
   if (plan.training.mtp_layers > 0 && stage == plan.mtp_stage) {
     auto& e = elems["mtp"];
     const int64_t last = plan.model.num_hidden_layers - 1;
     for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
       if (plan.inventory.params[i].layer != last) continue;
       int64_t& n = OnSparseMesh(plan, i) ? e.second : e.first;
-      n = CheckedAdd(n, LocalNumelOnRank(plan.inventory.params[i], plan.placements[i], plan.MeshOf(i), rank), "local elements");
+      const int64_t local = LocalNumelOnRank(plan.inventory.params[i], plan.placements[i], plan.MeshOf(i), rank);
+      n = CheckedAdd(n, local, "local elements");
+      if (Fp8GemmGroup(RoleGroup(plan.inventory.params[i].role))) mtp_fp8_elems = CheckedAdd(mtp_fp8_elems, local, "MTP elements");
     }
     const bool fsdp = *plan.training.dp_sharding == DpSharding::kFsdp;
     for (const ParamInfo& p : MtpExtraParams(plan.model, plan.dims.pp)) {
       const ParamPlacement pl = PlaceParam(p, plan.dims, plan.meshes, plan.model.moe.num_experts, fsdp);
       int64_t& n = pl.sparse_mesh ? e.second : e.first;
-      n = CheckedAdd(n, LocalNumelOnRank(p, pl, pl.sparse_mesh ? plan.meshes.sparse : plan.meshes.dense, rank), "MTP elements");
+      const int64_t local = LocalNumelOnRank(p, pl, pl.sparse_mesh ? plan.meshes.sparse : plan.meshes.dense, rank);
+      n = CheckedAdd(n, local, "MTP elements");
+      if (Fp8GemmGroup(RoleGroup(p.role))) mtp_fp8_elems = CheckedAdd(mtp_fp8_elems, local, "MTP elements");
     }
     e.first = CheckedMul(e.first, plan.training.mtp_layers, "MTP elements");
     e.second = CheckedMul(e.second, plan.training.mtp_layers, "MTP elements");
+    mtp_fp8_elems = CheckedMul(mtp_fp8_elems, plan.training.mtp_layers, "MTP elements");
   }
   MemoryBreakdown m;
   WideInt params = 0, grads = 0, opt = 0;
@@ -93,6 +101,8 @@ MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank, bool with_mir
       if (!Fp8GemmGroup(group)) continue;
       copies += static_cast<WideInt>(static_cast<double>(e.first + e.second) * fp8 + 0.5);
     }
+    // The MTP modules' GEMM weights: their decoder layer's attention and MLP, and eh_proj.
+    if (mtp_fp8_elems > 0) copies += static_cast<WideInt>(static_cast<double>(mtp_fp8_elems) * fp8 + 0.5);
     m.params_by_role["fp8_weights"] = Narrow(copies, "FP8 weight copy bytes");
     params += copies;
   }
@@ -372,6 +382,26 @@ StageLayers LayersOfStage(const Plan& plan, int64_t stage) {
   return st;
 }
 
+// One MTP module's FSDP units on `rank`, model-parallel elements (dense, sparse): like a decoder
+// layer (FsdpUnitOf: torchtitan fully_shard per module, the experts apart when they live on the
+// sparse mesh), its decoder layer -- a copy of the last -- with enorm, hnorm, eh_proj, its norm and
+// (pp > 1) its embedding (mtp.h MtpExtraParams) on the dense mesh, its experts on the sparse mesh.
+std::pair<int64_t, int64_t> MtpFsdpUnits(const Plan& plan, int64_t rank) {
+  std::pair<int64_t, int64_t> units{0, 0};
+  const int64_t last = plan.model.num_hidden_layers - 1;
+  for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
+    if (plan.inventory.params[i].layer != last) continue;
+    int64_t& n = OnSparseMesh(plan, i) ? units.second : units.first;
+    n = CheckedAdd(n, ModelParallelNumel(plan, i, rank), "FSDP unit elements");
+  }
+  for (const ParamInfo& p : MtpExtraParams(plan.model, plan.dims.pp)) {
+    const ParamPlacement pl = PlaceParam(p, plan.dims, plan.meshes, plan.model.moe.num_experts, /*fsdp=*/true);
+    int64_t& n = pl.sparse_mesh ? units.second : units.first;
+    n = CheckedAdd(n, GatheredNumelOnRank(p, pl, pl.sparse_mesh ? plan.meshes.sparse : plan.meshes.dense, rank), "FSDP unit elements");
+  }
+  return units;
+}
+
 // Activations of a stage of `plan` (one micro-batch in flight unless `in_flight` says otherwise).
 StageActivationBytes PlanStageActivations(const Plan& plan, const Workload& w, StageLayers st, bool with_logits) {
   const auto& m = plan.model;
@@ -445,6 +475,12 @@ MemoryReport ComputeMemory(const Plan& plan) {
       for (const auto& [u, n] : units) {
         largest_unit = std::max<WideInt>(largest_unit, n);
         stage_units += n;
+      }
+      // MTP modules (opt-in) on their stage: each its own FSDP unit or two (MtpFsdpUnits).
+      if (t.mtp_layers > 0 && s == plan.mtp_stage) {
+        const std::pair<int64_t, int64_t> mtp = MtpFsdpUnits(plan, first);
+        largest_unit = std::max<WideInt>(largest_unit, std::max(mtp.first, mtp.second));
+        stage_units += static_cast<WideInt>(mtp.first + mtp.second) * t.mtp_layers;
       }
     }
     const int64_t oep = DispatchOep(plan);
