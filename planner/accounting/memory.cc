@@ -28,6 +28,21 @@ int64_t Narrow(WideInt v, const char* what) {
   return static_cast<int64_t>(v);
 }
 
+// Calls f(param, placement, mesh) for each tensor of one MTP module: the last decoder layer's,
+// as placed, and mtp.h MtpExtraParams, placed by the one placement policy.
+template <class F>
+void ForEachMtpParam(const Plan& plan, F&& f) {
+  const int64_t last = plan.model.num_hidden_layers - 1;
+  for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
+    if (plan.inventory.params[i].layer == last) f(plan.inventory.params[i], plan.placements[i], plan.MeshOf(i));
+  }
+  const bool fsdp = *plan.training.dp_sharding == DpSharding::kFsdp;
+  for (const ParamInfo& p : MtpExtraParams(plan.model, plan.dims.pp)) {
+    const ParamPlacement pl = PlaceParam(p, plan.dims, plan.meshes, plan.model.moe.num_experts, fsdp);
+    f(p, pl, pl.sparse_mesh ? plan.meshes.sparse : plan.meshes.dense);
+  }
+}
+
 }  // namespace
 
 MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank, bool with_mirror) {
@@ -62,22 +77,12 @@ MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank, bool with_mir
   int64_t mtp_fp8_elems = 0;
   if (plan.training.mtp_layers > 0 && stage == plan.mtp_stage) {
     auto& e = elems["mtp"];
-    const int64_t last = plan.model.num_hidden_layers - 1;
-    for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
-      if (plan.inventory.params[i].layer != last) continue;
-      int64_t& n = OnSparseMesh(plan, i) ? e.second : e.first;
-      const int64_t local = LocalNumelOnRank(plan.inventory.params[i], plan.placements[i], plan.MeshOf(i), rank);
-      n = CheckedAdd(n, local, "local elements");
-      if (Fp8GemmGroup(RoleGroup(plan.inventory.params[i].role))) mtp_fp8_elems = CheckedAdd(mtp_fp8_elems, local, "MTP elements");
-    }
-    const bool fsdp = *plan.training.dp_sharding == DpSharding::kFsdp;
-    for (const ParamInfo& p : MtpExtraParams(plan.model, plan.dims.pp)) {
-      const ParamPlacement pl = PlaceParam(p, plan.dims, plan.meshes, plan.model.moe.num_experts, fsdp);
+    ForEachMtpParam(plan, [&](const ParamInfo& p, const ParamPlacement& pl, const Mesh& mesh) {
+      const int64_t local = LocalNumelOnRank(p, pl, mesh, rank);
       int64_t& n = pl.sparse_mesh ? e.second : e.first;
-      const int64_t local = LocalNumelOnRank(p, pl, pl.sparse_mesh ? plan.meshes.sparse : plan.meshes.dense, rank);
       n = CheckedAdd(n, local, "MTP elements");
       if (Fp8GemmGroup(RoleGroup(p.role))) mtp_fp8_elems = CheckedAdd(mtp_fp8_elems, local, "MTP elements");
-    }
+    });
     e.first = CheckedMul(e.first, plan.training.mtp_layers, "MTP elements");
     e.second = CheckedMul(e.second, plan.training.mtp_layers, "MTP elements");
     mtp_fp8_elems = CheckedMul(mtp_fp8_elems, plan.training.mtp_layers, "MTP elements");
@@ -388,17 +393,10 @@ StageLayers LayersOfStage(const Plan& plan, int64_t stage) {
 // (pp > 1) its embedding (mtp.h MtpExtraParams) on the dense mesh, its experts on the sparse mesh.
 std::pair<int64_t, int64_t> MtpFsdpUnits(const Plan& plan, int64_t rank) {
   std::pair<int64_t, int64_t> units{0, 0};
-  const int64_t last = plan.model.num_hidden_layers - 1;
-  for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
-    if (plan.inventory.params[i].layer != last) continue;
-    int64_t& n = OnSparseMesh(plan, i) ? units.second : units.first;
-    n = CheckedAdd(n, ModelParallelNumel(plan, i, rank), "FSDP unit elements");
-  }
-  for (const ParamInfo& p : MtpExtraParams(plan.model, plan.dims.pp)) {
-    const ParamPlacement pl = PlaceParam(p, plan.dims, plan.meshes, plan.model.moe.num_experts, /*fsdp=*/true);
+  ForEachMtpParam(plan, [&](const ParamInfo& p, const ParamPlacement& pl, const Mesh& mesh) {
     int64_t& n = pl.sparse_mesh ? units.second : units.first;
-    n = CheckedAdd(n, GatheredNumelOnRank(p, pl, pl.sparse_mesh ? plan.meshes.sparse : plan.meshes.dense, rank), "FSDP unit elements");
-  }
+    n = CheckedAdd(n, GatheredNumelOnRank(p, pl, mesh, rank), "FSDP unit elements");
+  });
   return units;
 }
 
