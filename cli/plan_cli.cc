@@ -171,7 +171,8 @@ void AddPlanOptions(CLI::App* app, CliOptions& o) {
                   "mla_up_proj, shared_experts, mlp; default: layernorm and every SwiGLU activation)");
   app->add_option("--selective-ac-option", o.selective_ac_option,
                   "with --recompute selective and --convention torchtitan: torchtitan's per-layer selective_ac_option N, "
-                  "every N-th block of a stage fully checkpointed, the others keep all activations (0 = every block)");
+                  "every N-th block of a stage fully checkpointed, the others keep all activations (0 = every block); or \"op\": "
+                  "torchtitan's per-op policy (matmul, attention and all-to-all outputs saved except every second matmul)");
   app->add_option("--precision", o.precision,
                   "bf16 | fp8: GEMMs in FP8 (FP8 weight copies; FP8 peak under --compute-model kernels; default bf16)")
       ->check(CLI::IsMember({"bf16", "fp8"}));

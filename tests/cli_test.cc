@@ -792,3 +792,31 @@ TEST_CASE("search: Megatron's EP overlap is searched off and on (deepep too), an
   CHECK(both.code == 2);
   CHECK(both.out.find("--overlap-moe-expert-parallel-comm: pinned more than once") != std::string::npos);
 }
+
+TEST_CASE("dockyard-plan simulate --recompute selective --selective-ac-option op: between none and full, torchtitan only") {
+  // torchtitan's per-op policy keeps more than full recomputation and less than none, and re-runs
+  // less than full in backward (planner/model/op_sac_test.cc has the figures by hand).
+  auto sim = [](const std::string& recompute, const std::string& name) {
+    const std::string out = TmpDir() + "/" + name + ".json";
+    Result r =
+        Run("simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 16 --seq-len 2048 --convention torchtitan "
+            "--recompute " +
+            recompute + " --json " + out);
+    REQUIRE(r.code == 0);
+    return dockyard::ReadJsonFile(out);
+  };
+  const dockyard::Json none = sim("none", "op_none"), op = sim("selective --selective-ac-option op", "op_op"),
+                       full = sim("full", "op_full");
+  CHECK(op["training"]["selective_ac_option"] == "op");
+  auto peak = [](const dockyard::Json& j) { return j["memory"]["worst_peak_bytes"].get<int64_t>(); };
+  auto step = [](const dockyard::Json& j) { return j["predicted"]["step_time_us"].get<double>(); };
+  CHECK(peak(none) > peak(op));
+  CHECK(peak(op) > peak(full));
+  CHECK(step(none) < step(op));
+  CHECK(step(op) < step(full));
+  Result mega =
+      Run("simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 16 --convention megatron --recompute selective "
+          "--selective-ac-option op");
+  CHECK(mega.code == 1);
+  CHECK(mega.out.find("per-op selective activation checkpointing needs --convention torchtitan") != std::string::npos);
+}

@@ -29,6 +29,21 @@ int64_t Narrow(WideInt v, const char* what) {
   return static_cast<int64_t>(v);
 }
 
+// Calls f(param, placement, mesh) for each tensor of one MTP module: the last decoder layer's,
+// as placed, and mtp.h MtpExtraParams, placed by the one placement policy.
+template <class F>
+void ForEachMtpParam(const Plan& plan, F&& f) {
+  const int64_t last = plan.model.num_hidden_layers - 1;
+  for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
+    if (plan.inventory.params[i].layer == last) f(plan.inventory.params[i], plan.placements[i], plan.MeshOf(i));
+  }
+  const bool fsdp = *plan.training.dp_sharding == DpSharding::kFsdp;
+  for (const ParamInfo& p : MtpExtraParams(plan.model, plan.dims.pp)) {
+    const ParamPlacement pl = PlaceParam(p, plan.dims, plan.meshes, plan.model.moe.num_experts, fsdp);
+    f(p, pl, pl.sparse_mesh ? plan.meshes.sparse : plan.meshes.dense);
+  }
+}
+
 }  // namespace
 
 MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank, bool with_mirror) {
@@ -58,22 +73,20 @@ MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank, bool with_mir
   // MTP modules (opt-in, mtp.h) on the last stage: each a copy of the last decoder layer, sharded
   // like it, plus eh_proj, its norms and (pp > 1) the word embedding, placed by the same policy
   // (TP, and FSDP over the data-parallel axes); role group "mtp".
+  // The modules' FP8 GEMM weights (Fp8GemmGroup of their roles) are counted apart for the FP8
+  // weight copies below.
+  int64_t mtp_fp8_elems = 0;
   if (plan.training.mtp_layers > 0 && stage == plan.mtp_stage) {
     auto& e = elems["mtp"];
-    const int64_t last = plan.model.num_hidden_layers - 1;
-    for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
-      if (plan.inventory.params[i].layer != last) continue;
-      int64_t& n = OnSparseMesh(plan, i) ? e.second : e.first;
-      n = CheckedAdd(n, LocalNumelOnRank(plan.inventory.params[i], plan.placements[i], plan.MeshOf(i), rank), "local elements");
-    }
-    const bool fsdp = *plan.training.dp_sharding == DpSharding::kFsdp;
-    for (const ParamInfo& p : MtpExtraParams(plan.model, plan.dims.pp)) {
-      const ParamPlacement pl = PlaceParam(p, plan.dims, plan.meshes, plan.model.moe.num_experts, fsdp);
+    ForEachMtpParam(plan, [&](const ParamInfo& p, const ParamPlacement& pl, const Mesh& mesh) {
+      const int64_t local = LocalNumelOnRank(p, pl, mesh, rank);
       int64_t& n = pl.sparse_mesh ? e.second : e.first;
-      n = CheckedAdd(n, LocalNumelOnRank(p, pl, pl.sparse_mesh ? plan.meshes.sparse : plan.meshes.dense, rank), "MTP elements");
-    }
+      n = CheckedAdd(n, local, "MTP elements");
+      if (Fp8GemmGroup(RoleGroup(p.role))) mtp_fp8_elems = CheckedAdd(mtp_fp8_elems, local, "MTP elements");
+    });
     e.first = CheckedMul(e.first, plan.training.mtp_layers, "MTP elements");
     e.second = CheckedMul(e.second, plan.training.mtp_layers, "MTP elements");
+    mtp_fp8_elems = CheckedMul(mtp_fp8_elems, plan.training.mtp_layers, "MTP elements");
   }
   MemoryBreakdown m;
   WideInt params = 0, grads = 0, opt = 0;
@@ -94,6 +107,8 @@ MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank, bool with_mir
       if (!Fp8GemmGroup(group)) continue;
       copies += static_cast<WideInt>(static_cast<double>(e.first + e.second) * fp8 + 0.5);
     }
+    // The MTP modules' GEMM weights: their decoder layer's attention and MLP, and eh_proj.
+    if (mtp_fp8_elems > 0) copies += static_cast<WideInt>(static_cast<double>(mtp_fp8_elems) * fp8 + 0.5);
     m.params_by_role["fp8_weights"] = Narrow(copies, "FP8 weight copy bytes");
     params += copies;
   }
@@ -186,6 +201,31 @@ LayerActivationBytes LayerActivations(const ModelSpec& m, const RecomputeSet& rs
   return g;
 }
 
+LayerActivationBytes OpSacSavedActivations(const ModelSpec& m, const Workload& w, bool moe_layer, bool dispatches) {
+  const auto& a = m.attention;
+  const WideInt ab = w.act_bytes, t = w.tp_shards, T = w.tokens, h = m.hidden_size;
+  WideInt linears[3] = {0, 0, 0};  // by OpSacPart
+  for (const OpSacLinear& l : OpSacLinears(m, moe_layer)) {
+    if (l.saved) linears[static_cast<int>(l.part)] += T * (l.tp == LinearTp::kColwise ? l.out / t : l.out) * ab;
+  }
+  const WideInt reduce_scatter = t > 1 ? Ceil(w.tokens, w.tp_shards) * h * ab : 0;
+  const WideInt heads_local = a.num_attention_heads / t;
+  const WideInt v_dim = a.kind == AttentionKind::kGqa ? a.head_dim : a.v_head_dim;
+  LayerActivationBytes g;
+  g.moe_layer = moe_layer;
+  g.shared_experts_present = moe_layer && m.moe.num_shared_experts > 0;
+  g.attention = Narrow(linears[0] + T * heads_local * v_dim * ab + T * heads_local * 4 + reduce_scatter, "activation bytes");
+  if (!moe_layer) {
+    g.dense_mlp = Narrow(linears[1] + reduce_scatter, "activation bytes");
+  } else {
+    g.router = Narrow(static_cast<WideInt>(w.dispatch_tokens) * m.moe.top_k * 12, "activation bytes");
+    const WideInt a2a = dispatches ? static_cast<WideInt>(w.received_rows + w.mean_received_rows) * h * ab : 0;
+    g.routed_experts = Narrow(a2a + reduce_scatter, "activation bytes");
+    g.shared_experts = Narrow(linears[2], "activation bytes");
+  }
+  return g;
+}
+
 const char* ActivationKindName(ActivationKind kind) {
   static constexpr const char* kNames[] = {"attention",      "norm",        "dense_mlp", "router", "routed_experts",
                                            "shared_experts", "checkpoints", "embedding", "logits"};
@@ -224,24 +264,29 @@ StageActivationBytes StageActivations(const LayerActivationTable& layer, const S
     out.present[static_cast<int>(k)] = true;
   };
   // `times` copies of every kind of layer `which`.
-  auto add_layer = [&](int which, WideInt times) {
+  auto add_table = [&](const LayerActivationTable& table, int which, WideInt times) {
     if (!by_kind) {
-      out.total += layer.sum[which] * times;
+      out.total += table.sum[which] * times;
       return;
     }
     for (int k = 0; k < kKinds; ++k) {
-      if (layer.present[which][k]) add(static_cast<K>(k), layer.bytes[which][k] * times);
+      if (table.present[which][k]) add(static_cast<K>(k), table.bytes[which][k] * times);
     }
   };
-  // Checkpointed layers: all of them with full recomputation, else those of torchtitan's per-layer
-  // selective checkpointing (none without it).
-  const bool full = recompute == Recompute::kFull;
+  auto add_layer = [&](int which, WideInt times) { add_table(layer, which, times); };
+  // Checkpointed layers: all of them with full recomputation or per-op checkpointing, else those of
+  // torchtitan's per-layer selective checkpointing (none without it).
+  const bool full = recompute == Recompute::kFull || st.op_saved != nullptr;
   const int64_t checkpointed[2] = {full ? count[0] : st.checkpointed_moe, full ? count[1] : st.checkpointed_dense};
   const bool checkpointed_moe_first = full ? st.moe_first : st.checkpointed_moe_first;
   if (checkpointed[0] + checkpointed[1] > 0) {
     // Each checkpointed layer's input is kept for every micro-batch in flight; one of them (the
     // largest, the first of equals in layer order) is rebuilt at a time in backward.
     add(K::kCheckpoints, layer_input_bytes * (checkpointed[0] + checkpointed[1]) * st.in_flight);
+    // Per-op checkpointing: each layer's saved op outputs too, for every micro-batch in flight.
+    for (int which = 0; which < 2 && st.op_saved != nullptr; ++which) {
+      if (checkpointed[which] > 0) add_table(*st.op_saved, which, static_cast<WideInt>(checkpointed[which]) * st.in_flight);
+    }
     int largest = -1;
     const int order[2] = {checkpointed_moe_first ? 0 : 1, checkpointed_moe_first ? 1 : 0};
     for (int which : order) {
@@ -343,6 +388,19 @@ StageLayers LayersOfStage(const Plan& plan, int64_t stage) {
   return st;
 }
 
+// One MTP module's FSDP units on `rank`, model-parallel elements (dense, sparse): like a decoder
+// layer (FsdpUnitOf: torchtitan fully_shard per module, the experts apart when they live on the
+// sparse mesh), its decoder layer -- a copy of the last -- with enorm, hnorm, eh_proj, its norm and
+// (pp > 1) its embedding (mtp.h MtpExtraParams) on the dense mesh, its experts on the sparse mesh.
+std::pair<int64_t, int64_t> MtpFsdpUnits(const Plan& plan, int64_t rank) {
+  std::pair<int64_t, int64_t> units{0, 0};
+  ForEachMtpParam(plan, [&](const ParamInfo& p, const ParamPlacement& pl, const Mesh& mesh) {
+    int64_t& n = pl.sparse_mesh ? units.second : units.first;
+    n = CheckedAdd(n, GatheredNumelOnRank(p, pl, mesh, rank), "FSDP unit elements");
+  });
+  return units;
+}
+
 // Activations of a stage of `plan` (one micro-batch in flight unless `in_flight` says otherwise).
 StageActivationBytes PlanStageActivations(const Plan& plan, const Workload& w, StageLayers st, bool with_logits) {
   const auto& m = plan.model;
@@ -355,6 +413,14 @@ StageActivationBytes PlanStageActivations(const Plan& plan, const Workload& w, S
   // The logits, once more per MTP module on the last stage.
   const WideInt logits = static_cast<WideInt>(w.tokens) * Ceil(m.vocab_size, plan.dims.tp) * 4 * (1 + plan.training.mtp_layers);
   if (!with_logits) st.last_stage = false;
+  // torchtitan's per-op checkpointing: what each layer keeps besides its input.
+  LayerActivationTable op_saved;
+  if (OpSac(plan.training)) {
+    const bool dispatches = plan.dims.ep > 1;
+    op_saved = ActivationTable(st.moe_layers > 0 ? OpSacSavedActivations(m, w, true, dispatches) : LayerActivationBytes{},
+                               st.dense_layers > 0 ? OpSacSavedActivations(m, w, false, dispatches) : LayerActivationBytes{});
+    st.op_saved = &op_saved;
+  }
   return StageActivations(ActivationTable(moe, dense), st, rc, layer_input, logits);
 }
 
@@ -409,6 +475,12 @@ MemoryReport ComputeMemory(const Plan& plan) {
       for (const auto& [u, n] : units) {
         largest_unit = std::max<WideInt>(largest_unit, n);
         stage_units += n;
+      }
+      // MTP modules (opt-in) on their stage: each its own FSDP unit or two (MtpFsdpUnits).
+      if (t.mtp_layers > 0 && s == plan.mtp_stage) {
+        const std::pair<int64_t, int64_t> mtp = MtpFsdpUnits(plan, first);
+        largest_unit = std::max<WideInt>(largest_unit, std::max(mtp.first, mtp.second));
+        stage_units += static_cast<WideInt>(mtp.first + mtp.second) * t.mtp_layers;
       }
     }
     const int64_t oep = DispatchOep(plan);

@@ -117,6 +117,18 @@ LayerActivationBytes LayerActivations(const ModelSpec& model, Recompute rc, cons
 // The same with recomputation by module (planner/model/recompute.h): `rc` selective is DefaultSelectiveSet().
 LayerActivationBytes LayerActivations(const ModelSpec& model, const RecomputeSet& recompute, const Workload& w, bool moe_layer);
 
+// torchtitan's per-op selective checkpointing (recompute.h OpSac): the bytes one micro-batch of a
+// decoder layer keeps between its forward and its backward besides its input, by role group, from
+// the workload `w`: the outputs of its saved (odd-numbered) linears (recompute.h OpSacLinears;
+// colwise T x out / tp, replicated T x out, rowwise the T x hidden partial sum), attention's
+// output and fp32 logsumexp (LayerActivations' core output and logsumexp), with tp > 1 each
+// block's output reduce-scatter (ceil(T / tp) x hidden), in an MoE layer the top-k weights (fp32)
+// and indices (int64) of the router and, with `dispatches` (ep > 1), the dispatch all-to-all's
+// R_max received rows and the combine's T_r x top_k returned rows. Norms, rotary, SwiGLU, router
+// scores and the routed experts' grouped GEMMs are not kept (re-run in backward). Throws
+// dockyard::Error when a group overflows int64.
+LayerActivationBytes OpSacSavedActivations(const ModelSpec& model, const Workload& w, bool moe_layer, bool dispatches);
+
 // Activation bytes of one micro-batch for the layers of `stage` (no in-flight multiplier), by
 // role group. Throws dockyard::Error on overflow.
 std::map<std::string, int64_t> ActivationBytesPerMicrobatch(const Plan& plan, const Workload& w, int64_t stage);
@@ -197,6 +209,7 @@ struct StageActivationBytes {
   bool present[static_cast<int>(ActivationKind::kCount)] = {};
   WideInt total = 0;
 };
+struct LayerActivationTable;
 struct StageLayers {
   int64_t moe_layers = 0, dense_layers = 0;
   bool moe_first = false;
@@ -206,6 +219,10 @@ struct StageLayers {
   // none. Ignored with `recompute` full (every layer checkpointed).
   int64_t checkpointed_moe = 0, checkpointed_dense = 0;
   bool checkpointed_moe_first = false;
+  // torchtitan's per-op selective checkpointing (recompute.h OpSac): each layer's kept bytes
+  // (OpSacSavedActivations, as a table); every layer is then checkpointed as under full and keeps
+  // these besides its input. Null: off.
+  const LayerActivationTable* op_saved = nullptr;
   bool first_stage = false, last_stage = false;
   int64_t in_flight = 1;
 };

@@ -88,3 +88,49 @@ TEST_CASE("MTP under FSDP: the module's eh_proj, norms and embedding copy are sh
   CHECK(last.params_by_role.at("lm_head") == 16000 * 4);  // the head is counted once, as lm_head
   CHECK(dockyard::StaticMemoryOnRank(pp2, 0).params_by_role.count("mtp") == 0);
 }
+
+TEST_CASE("MTP under FSDP is its own unit: the gather and reduce-scatter buffers and the unsharded units count it") {
+  // pp 2 (world 8, ep 4, dp_shard 4), torchtitan FSDP. Stage 1's units, model-parallel elements:
+  // layer 1 attention 12,288 + norms 128 + router 512 = 12,928 (its 2 local experts, 12,288, a
+  // unit of their own on the sparse mesh) and lm_head 64,000 + final norm 64 = 64,064. One MTP
+  // module: the layer copy's 12,928 + eh_proj 8,192 + 3 norms 192 + the embedding copy 64,000 =
+  // 85,312 (and its experts' 12,288 apart): the largest unit.
+  auto plan = [](int64_t mtp) {
+    dockyard::TrainingConfig t;
+    t.mtp_layers = mtp;
+    t.seq_len = 1024;
+    dockyard::ParallelDimsOptions d;
+    d.world_size = 8;
+    d.pp = 2;
+    d.ep = 4;
+    return dockyard::BuildPlan(dockyard::testing::TinyMixtral(), d, t);
+  };
+  const auto without = dockyard::ComputeMemory(plan(0)).stages[1].worst.comm_buffers_by_use;
+  const auto with = dockyard::ComputeMemory(plan(1)).stages[1].worst.comm_buffers_by_use;
+  CHECK(without.at("fsdp_all_gather") == 64064 * 2 * 2);  // two units in bf16
+  CHECK(with.at("fsdp_all_gather") == 85312 * 2 * 2);
+  CHECK(with.at("fsdp_reduce_scatter") == 85312 * 4);  // fp32 gradients
+  // pp > 1 keeps the other units unsharded: 12,928 + 12,288 + 64,064 + 85,312 + 12,288 = 186,880
+  // elements, less two of the largest: 16,256 x 2 B; and every unit's gradients, 186,880 x 4 B.
+  CHECK(without.at("fsdp_unsharded_params") == 0);
+  CHECK(with.at("fsdp_unsharded_params") == 16256 * 2);
+  CHECK(without.at("fsdp_unsharded_grads") == 89280 * 4);
+  CHECK(with.at("fsdp_unsharded_grads") == 186880 * 4);
+  // Stage 0 holds no MTP module: its buffers do not move.
+  CHECK(dockyard::ComputeMemory(plan(1)).stages[0].worst.comm_buffers_by_use ==
+        dockyard::ComputeMemory(plan(0)).stages[0].worst.comm_buffers_by_use);
+}
+
+TEST_CASE("MTP under --precision fp8: its GEMM weights get FP8 copies too") {
+  // Megatron convention (ZeRO-1: parameters not sharded), tp 1, ep 4, one module on rank 0: the
+  // layer copy's attention 12,288 and 2 local experts 12,288, and eh_proj 8,192 are GEMM weights
+  // (norms and router are not): 32,768 elements x 2 copies (row- and column-wise) x 1 B.
+  auto fp8 = [](int64_t mtp) {
+    dockyard::TrainingConfig t;
+    t.mtp_layers = mtp;
+    t.precision = "fp8";
+    return dockyard::StaticMemoryOnRank(dockyard::testing::TinyEp4Plan(t, dockyard::Convention::kMegatron), 0);
+  };
+  CHECK(fp8(1).params_by_role.at("fp8_weights") - fp8(0).params_by_role.at("fp8_weights") == 32768 * 2);
+  CHECK(fp8(1).params_bytes - fp8(0).params_bytes == 67200 + 32768 * 2);
+}

@@ -18,6 +18,7 @@
 #include "planner/sim/kernels_model.h"
 #include "planner/accounting/memory.h"
 #include "planner/sim/network.h"
+#include "planner/sim/op_sac_time.h"
 #include "planner/model/pipeline_schedule.h"
 #include "planner/sim/model_flops.h"
 #include "planner/model/precision.h"
@@ -516,8 +517,10 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
     rf.combine = mp.combine_max;
     rf.grouped_gemm = mp.gemm_max + kx.grouped_gemm[0];
     rf.shared_experts = compute(shared_us, sc.shared_experts, 0, 1.0) + kx.shared_experts[0];
+    if (OpSac(t))
+      OpSacForwardUs(m, T, tp, o.kernel_compute ? mem(AttentionBlockKernels(m, ks, false)) : 0.0, tp_collective, c, peak, o, rf);
   }
-  RecomputeExtraUs rx = SelectiveRecomputeUs(rs, rf);
+  RecomputeExtraUs rx = OpSac(t) ? OpSacRecomputeUs(rf) : SelectiveRecomputeUs(rs, rf);
   auto rb = [](double extra, int pass) { return pass == 1 ? extra : 0.0; };  // recomputation runs in the backward
   double moe_fwd = 0, moe_bwd = 0;
   // Per direction: the layer's sum, its EP all-to-alls, the rest of it, and the records of the
@@ -536,7 +539,7 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
     sum += add(kAttention, true, pass,
                compute(attention_us, sc.attention, pass, mult) + kx.attention[pass] + rb(rx.attention, pass) +
                    (pass == 0 ? cp_fwd : cp_bwd + (full_recompute ? cp_fwd : 0.0)));
-    sum += add(kTpComm, true, pass, 4 * tp_collective * cmult);
+    sum += add(kTpComm, true, pass, 4 * tp_collective * cmult + rb(rx.tp_comm, pass));
     sum += add(kRouter, true, pass, compute(router_us, sc.router, pass, mult) + kx.router[pass] + rb(rx.router, pass));
     sum += add(kPermute, true, pass, mp.permute_max * cmult + rb(rx.permute, pass), &mp.permute, cmult);
     a2a_record[pass][0] = num_records;
@@ -584,7 +587,7 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
   const bool has_dense = in.num_moe_layers < m.num_hidden_layers;
   if (t.recompute == Recompute::kSelective) {
     rf.dense_mlp = compute(dense_mlp_us, sc.dense_mlp, 0, 1.0) + kx.dense_mlp[0];
-    rx = SelectiveRecomputeUs(rs, rf);
+    rx = OpSac(t) ? OpSacRecomputeUs(rf) : SelectiveRecomputeUs(rs, rf);
   }
   double dense_fwd = 0, dense_bwd = 0;
   if (has_dense) {
@@ -595,7 +598,7 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
           add(kAttention, false, pass,
               compute(attention_us, sc.attention, pass, mult) + kx.attention[pass] + rb(rx.attention, pass) +
                   (pass == 0 ? cp_fwd : cp_bwd + (full_recompute ? cp_fwd : 0.0))) +
-          add(kTpComm, false, pass, 4 * tp_collective * cmult) +
+          add(kTpComm, false, pass, 4 * tp_collective * cmult + rb(rx.tp_comm, pass)) +
           add(kDenseMlp, false, pass, compute(dense_mlp_us, sc.dense_mlp, pass, mult) + kx.dense_mlp[pass] + rb(rx.dense_mlp, pass));
       const int64_t n_ag = pass == 0 ? fsdp_calls.forward_all_gathers : fsdp_calls.backward_all_gathers;
       const int64_t n_rs = pass == 0 ? 0 : fsdp_calls.reduce_scatters;
