@@ -23,6 +23,7 @@
 #include "planner/model/model_spec.h"
 #include "planner/layout/plan.h"
 #include "planner/report/plan_file.h"
+#include "planner/report/plan_file_run.h"
 #include "planner/report/run_match.h"
 #include "planner/report/provenance.h"
 #include "planner/sim/redundant_experts.h"
@@ -220,16 +221,7 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
   run.overlap_shared_experts = o.overlap_shared;
   if (o.backend == "cuda") run.rank_weight_block_bytes = int64_t{1} << 30;  // whole experts per grouped GEMM
 
-  std::string model_path = o.model;
-  if (plan_file && model_path.empty()) {
-    model_path = plan_file->model_source;
-    if (model_path.rfind("<embedded", 0) == 0) {
-      throw Error(
-          fmt::format("{}: /model/source: the plan used dockyard-plan's embedded default model; pass --model "
-                      "testdata/hf/deepseek-v3.json with --plan",
-                      o.plan_path));
-    }
-  }
+  const std::string model_path = plan_file ? PlanFileModelPath(*plan_file, o.plan_path, o.model) : o.model;
   ModelSpec model = LoadModel(model_path);
   TrainingConfig training = plan_file ? plan_file->training : model.training.value_or(TrainingConfig{});
   if (plan_file && o.dispatcher_given) {
@@ -249,25 +241,8 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
     throw UsageError("--cluster applies to --replay-rank only (its dispatch and combine come from the cost model)");
   }
   ValidateTraining(training, "--");
-  if (plan_file && !run.routing && !plan_file->routing.empty()) {
-    // A simulate plan carries the routing its predictions assumed: run with the same.
-    RoutingSpec spec;
-    try {
-      spec = ParseRoutingSpec(plan_file->routing);
-    } catch (const Error& e) {
-      throw Error(fmt::format("{}: /routing: {}", o.plan_path, e.what()));
-    }
-    spec.seed = plan_file->routing_seed;
-    run.routing = spec;
-  }
-  Plan plan;
-  try {
-    plan = BuildPlan(model, dims, training);
-  } catch (const Error& e) {
-    if (!plan_file) throw;
-    throw Error(fmt::format("{}: /parallel: {}", o.plan_path, e.what()));
-  }
-  if (plan_file) CheckPlacementsMatch(plan, *plan_file, o.plan_path);
+  if (plan_file && !run.routing) run.routing = PlanFileRouting(*plan_file, o.plan_path);
+  const Plan plan = plan_file ? RebuildPlanFromFile(model, *plan_file, training, o.plan_path) : BuildPlan(model, dims, training);
   if (plan_file && o.replay_rank.empty()) {
     for (const std::string& w : PredictedRunMismatches(*plan_file, plan, o.backend, run.tokens_per_rank)) {
       err << "dockyard-run: warning: " << w << "\n";
@@ -291,15 +266,7 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
     if (o.routing.rfind("trace:", 0) == 0) inputs.push_back(o.routing.substr(6));
     if (!o.placement.empty()) inputs.push_back(o.placement);
     j["provenance"] = Provenance(o.argv, inputs);
-    if (plan_file && plan_file->predicted.is_object()) {
-      // Predicted beside measured, row by row (same phase names, MoE layer forward).
-      j["predicted"] = plan_file->predicted;
-      if (j.contains("measured") && j["measured"].contains("phases")) {
-        for (auto& phase : j["measured"]["phases"]) {
-          if (auto us = PredictedMoeForwardUs(plan_file->predicted, phase.value("name", ""))) phase["predicted_us"] = *us;
-        }
-      }
-    }
+    if (plan_file) JoinPredictedPhases(plan_file->predicted, &j);
     // Files all-or-nothing; '-' goes to stdout.
     const std::string text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
     std::vector<std::pair<std::string, std::string>> files;
@@ -319,13 +286,10 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
   }
   if (!json_given || o.json_path != "-") {
     out << runtime::RunReportToText(report, model_path);
-    if (plan_file && plan_file->predicted.is_object()) {
-      out << "Predicted (from the plan file, MoE layer forward, us) beside measured:\n";
-      for (const auto& ph : report.phases) {
-        if (auto us = PredictedMoeForwardUs(plan_file->predicted, ph.name)) {
-          out << fmt::format("  {:<16} predicted {:>12.1f}   measured {:>12.1f}\n", ph.name, *us, ph.time_us);
-        }
-      }
+    if (plan_file) {
+      std::vector<std::pair<std::string, double>> measured;
+      for (const auto& ph : report.phases) measured.push_back({ph.name, ph.time_us});
+      out << PredictedBesideMeasuredText(plan_file->predicted, measured);
     }
     if (json_given) out << "JSON report written to " << o.json_path << "\n";
     if (!o.html_path.empty()) out << "HTML report written to " << o.html_path << "\n";
