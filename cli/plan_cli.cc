@@ -30,6 +30,7 @@
 #include "planner/sim/cost.h"
 #include "planner/sim/deepep.h"
 #include "planner/model/hf_config.h"
+#include "planner/report/budget_text.h"
 #include "planner/report/header.h"
 #include "planner/report/html_report.h"
 #include "planner/accounting/memory.h"
@@ -308,19 +309,6 @@ Json ReportProvenance(const CliOptions& o) {
   return Provenance(o.argv, files, embedded);
 }
 
-// "0-127, 256-383" style list of ranks.
-std::string RankList(const std::vector<int64_t>& ranks) {
-  std::string out;
-  size_t i = 0;
-  while (i < ranks.size()) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    out += (out.empty() ? "" : ", ") + (i == j ? std::to_string(ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]));
-    i = j + 1;
-  }
-  return out;
-}
-
 // Builds the plan from flags (or the embedded default) and writes what was asked.
 int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::ostream& err) {
   const bool check = command == Command::kCheck;
@@ -475,15 +463,7 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
     }
     if (received) out << ReceivedRowsToText(*received);
     if (cost) {
-      if (global_batch) {
-        out << fmt::format(
-            "Global batch {} sequences ({} tokens): {} micro-batches of {} per data-parallel rank = {} schedule(s) of {}\n",
-            global_batch->microbatches_per_step * plan.training.micro_batch_size * plan.dims.dp_replicate * plan.dims.dp_shard,
-            global_batch->microbatches_per_step * plan.training.micro_batch_size * plan.dims.dp_replicate * plan.dims.dp_shard *
-                plan.training.seq_len,
-            global_batch->microbatches_per_step, plan.training.micro_batch_size, global_batch->grad_accumulation_steps,
-            global_batch->num_microbatches);
-      }
+      if (global_batch) out << GlobalBatchText(*global_batch, plan);
       out << MemoryToText(plan, memory) << CostToText(*cost) << redundant_text;
     } else {
       out << (check ? MemoryToText(plan, memory) : PlanToText(plan, source, memory));
@@ -494,19 +474,11 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   }
   // check and simulate: a plan over its budget exits kExitOverBudget (its reports are written).
   if ((check || command == Command::kSimulate) && !memory.over_budget_ranks.empty()) {
-    for (const auto& s : RanksOverBudget(plan, memory)) {
-      err << fmt::format(
-          "dockyard-plan {}: stage {}: {} of {} ranks exceed the {:.2f} GiB budget less the {:.2f} GiB reserve ({:.2f} GiB); "
-          "worst rank {} needs {:.2f} GiB (over by {:.2f} GiB); ranks over: {}\n",
-          check ? "check" : "simulate", s.stage, s.ranks_over.size(), s.stage_size, memory.budget_gib, memory.reserve_gib,
-          memory.budget_gib - memory.reserve_gib, s.worst_rank, s.peak_gib, s.peak_gib - (memory.budget_gib - memory.reserve_gib),
-          RankList(s.ranks_over));
-    }
+    err << OverBudgetText(plan, memory, check ? "dockyard-plan check" : "dockyard-plan simulate");
     return cli::kExitOverBudget;
   }
   if (check && !quiet) {
-    out << fmt::format("check: every rank fits in {:.2f} GiB ({:.2f} GiB budget less the {:.2f} GiB reserve)\n",
-                       memory.budget_gib - memory.reserve_gib, memory.budget_gib, memory.reserve_gib);
+    out << BudgetFitsText(memory);
   }
   return cli::kExitOk;
 }
