@@ -22,7 +22,6 @@
 
 #include "cli/flag_suggest.h"
 #include "cli/flags.h"
-#include "cli/default_model.h"
 #include "planner/sim/calibration.h"
 #include "cli/calibrate_cli.h"
 #include "planner/base/error.h"
@@ -36,6 +35,7 @@
 #include "planner/accounting/memory.h"
 #include "planner/model/model_spec.h"
 #include "planner/report/provenance.h"
+#include "planner/layout/default_layout.h"
 #include "planner/layout/plan.h"
 #include "planner/sim/redundant_experts.h"
 #include "planner/search/redundant_search.h"
@@ -74,12 +74,6 @@ moments), --seq-len 4096, --micro-batch-size 1, --num-microbatches = pp, --recom
 (torchtitan) or zero1 (megatron), --imbalance 1.0, --gpus-per-node 8, --dispatcher all_to_all.
 A dockyard model spec's "training" block sets the same values; flags override it.
 )";
-
-// The embedded default: DeepSeek-V3 on 32 nodes x 8 GPUs; FSDP over all 256 ranks and EP 64
-// (DeepSeek-V3's own training used EP 64), giving 4 experts per EP rank and efsdp 4.
-constexpr int64_t kDefaultWorldSize = 256;
-constexpr int64_t kDefaultEp = 64;
-constexpr const char* kDefaultModelName = "<embedded testdata/hf/deepseek-v3.json>";
 
 using cli::ParseInt;
 using cli::ParseNumber;
@@ -237,11 +231,6 @@ void AddRoutingFlags(CLI::App* app, CliOptions& o) {
                   "source rank would drop (Megatron --moe-expert-capacity-factor; default: not reported)");
 }
 
-ModelSpec LoadModelOrDefault(const std::string& path) {
-  if (!path.empty()) return LoadModel(path);
-  return ModelSpecFromHfConfig(ParseJsonText(kDefaultModelJson, kDefaultModelName), kDefaultModelName);
-}
-
 TrainingConfig ResolveTraining(const CliOptions& o, const ModelSpec& model, int64_t pp) {
   TrainingConfig t = model.training.value_or(TrainingConfig{});
   if (!o.dp_sharding.empty()) {
@@ -300,7 +289,7 @@ Json ReportProvenance(const CliOptions& o) {
   if (o.model_given) {
     files.push_back(o.model);
   } else {
-    embedded.push_back({kDefaultModelName, kDefaultModelJson});
+    embedded.push_back({kDefaultModelName, DefaultModelJson()});
   }
   struct stat st {};
   if (stat(o.cluster.c_str(), &st) == 0 && S_ISREG(st.st_mode)) files.push_back(o.cluster);
@@ -318,14 +307,12 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   const bool use_default = !o.model_given;
   if (!use_default && o.degrees.world_size.empty()) throw UsageError("--world-size is required with --model");
   ParallelDimsOptions dims = o.degrees.Parse(kDefaultWorldSize);
-  if (use_default && o.degrees.ep.empty()) dims.ep = DefaultEp(dims, kDefaultEp);
+  if (use_default) ApplyDefaultLayout(!o.degrees.ep.empty(), &dims);
 
   ModelSpec model = LoadModelOrDefault(o.model);
-  const std::string source = use_default ? kDefaultModelName : o.model;
+  const std::string source = ModelSourceName(o.model);
   TrainingConfig training = ResolveTraining(o, model, dims.pp);
-  // The embedded default recomputes activations (full AC, as torchtitan's DeepSeek-V3 configs
-  // do) so that its 256-GPU layout fits 80 GiB GPUs; --recompute overrides it.
-  if (use_default && o.recompute.empty()) training.recompute = Recompute::kFull;
+  if (use_default) ApplyDefaultTraining(!o.recompute.empty(), &training);
   std::optional<ClusterSpec> cluster;
   std::optional<Calibration> calibration;
   if (command == Command::kSimulate) {
@@ -457,9 +444,7 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   if (!quiet) {
     out << ReportHeaderToText(header);
     if (use_default) {
-      out << fmt::format("(no --model: the embedded default, DeepSeek-V3 on {} GPUs{}, ep {}, recompute {})\n", dims.world_size,
-                         dims.world_size % 8 == 0 ? fmt::format(" = {} nodes x 8", dims.world_size / 8) : "", dims.ep,
-                         RecomputeName(plan.training.recompute));
+      out << DefaultModelNote(dims, plan.training.recompute);
     }
     if (received) out << ReceivedRowsToText(*received);
     if (cost) {
@@ -634,7 +619,7 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   ReportHeaderInputs header_inputs;
   header_inputs.command = "search";
   header_inputs.model_name = model.name;
-  header_inputs.model_source = use_default ? kDefaultModelName : o.model;
+  header_inputs.model_source = ModelSourceName(o.model);
   header_inputs.world_size = s.world_size;
   header_inputs.convention = s.convention;
   header_inputs.cluster = s.cluster.name;
@@ -649,7 +634,7 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   if (redundant_options) redundant = SearchRedundantExperts(model, s, result, redundant_counts, *redundant_options);
   if (o.json_given || o.html_given) {
     DescribeRows(model, s, &result.top);  // the phase breakdown of each row
-    Json j = SearchReportToJson(result, s, use_default ? kDefaultModelName : o.model, moe_layers, ReportProvenance(o));
+    Json j = SearchReportToJson(result, s, ModelSourceName(o.model), moe_layers, ReportProvenance(o));
     if (explained) j["explain"] = ExplainToJson(*explained);
     if (redundant) j["redundant_experts"] = RedundantSearchToJson(*redundant);
     if (calibration) j["calibration"] = CalibrationRefToJson(*calibration);
