@@ -46,6 +46,7 @@
 #include "planner/report/report.h"
 #include "planner/search/explain.h"
 #include "planner/search/search.h"
+#include "planner/search/search_space.h"
 #include "planner/model/global_batch.h"
 #include "planner/accounting/workload.h"
 #include "planner/sim/network.h"
@@ -488,38 +489,14 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   ApplyComputeFlags(o, &s.cost);
   s.routing = ParseRoutingSpec(o.routing);
   s.routing.seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
-  if (!o.pipeline_layout.empty()) {
-    throw Error(
-        fmt::format("--pipeline-model-parallel-layout \"{}\": a layout fixes pp x vpp stages; search varies pp (use plan / "
-                    "simulate for a layout, or --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split)",
-                    o.pipeline_layout));
-  }
-  if (o.pipeline_schedule == "dualpipe") {
-    throw Error(
-        "--pipeline-schedule dualpipe: the layout search's memory rules do not hold DualPipe's second model chunk per rank "
-        "(use plan / simulate for DualPipe)");
-  }
+  RejectUnsearchableRunSettings(o.pipeline_layout, o.pipeline_schedule);
   const ModelSpec model = LoadModelOrDefault(o.model);
   // --fp8-dispatch reaches the candidates whose dispatcher has it (all_to_all, deepep).
   CliOptions training_flags = o;
   training_flags.fp8_dispatch = false;
   s.training = ResolveTraining(training_flags, model, 1);
   s.training.fp8_dispatch = o.fp8_dispatch;
-  std::vector<std::string> names;
-  for (size_t start = 0; !o.search_dispatchers.empty() && start <= o.search_dispatchers.size();) {
-    const size_t comma = std::min(o.search_dispatchers.find(',', start), o.search_dispatchers.size());
-    names.push_back(o.search_dispatchers.substr(start, comma - start));
-    start = comma + 1;
-  }
-  for (const std::string& name : names) {
-    if (name == "deepep") {
-      s.include_deepep = true;
-    } else if (name == "allgather") {
-      s.include_allgather = true;
-    } else {
-      throw Error(fmt::format("--search-dispatchers: unknown dispatcher '{}' (expected deepep or allgather, comma-separated)", name));
-    }
-  }
+  ParseSearchDispatchers(o.search_dispatchers, &s);
   // Pins: a flag given fixes its dimension, any other is searched (docs/search.md).
   s.pins.dp_replicate = ParseInt("--dp-replicate", o.degrees.dp_replicate).value_or(0);
   s.pins.dp_shard = ParseInt("--dp-shard", o.degrees.dp_shard).value_or(0);
@@ -539,16 +516,14 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
         {"--pp", o.degrees.pp, s.pins.pp}}) {
     if (!raw.empty() && value < 1) throw UsageError(fmt::format("{}: a pinned degree must be >= 1, got {}", flag, value));
   }
-  const bool megatron = s.convention == Convention::kMegatron;
-  if (o.micro_batch_size.empty()) s.micro_batch_sizes = {1, 2, 4};
-  if (o.recompute.empty()) s.recomputes = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
-  if (o.vpp.empty()) s.vpps = {1, 2, 4};
-  if (o.dp_sharding.empty()) {
-    s.dp_shardings = megatron ? std::vector<DpSharding>{DpSharding::kZero1, DpSharding::kDdp}
-                              : std::vector<DpSharding>{DpSharding::kFsdp, DpSharding::kDdp};
-  }
-  if (!o.overlap_moe_ep_comm && megatron) s.ep_overlaps = {false, true};
-  if (!o.dispatcher.empty()) s.dispatchers = {o.dispatcher};
+  SearchSettingsPinned pinned;
+  pinned.micro_batch_size = !o.micro_batch_size.empty();
+  pinned.recompute = !o.recompute.empty();
+  pinned.vpp = !o.vpp.empty();
+  pinned.dp_sharding = !o.dp_sharding.empty();
+  pinned.ep_overlap = o.overlap_moe_ep_comm;
+  pinned.dispatcher = o.dispatcher;
+  ApplySearchedSettings(pinned, &s);
   s.threads = static_cast<int>(std::clamp<int64_t>(ParseInt("--threads", o.threads).value_or(1), -1, 1 << 20));
   if (s.threads < 1 || s.threads > 1024) throw UsageError(fmt::format("--threads: must be in [1, 1024], got {}", o.threads));
   if (s.world_size < 1) throw Error(fmt::format("--world-size: must be >= 1, got {}", s.world_size));
@@ -559,19 +534,9 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
     s.keep_all = true;
   }
   ValidateSelectiveAcConvention(s.training, s.convention == Convention::kTorchtitan);  // else every layout is invalid
-  // torchtitan's per-layer checkpointing is a form of selective recompute: it pins that dimension.
-  if (!s.training.selective_ac_option.empty() && o.recompute.empty()) s.recomputes = {Recompute::kSelective};
   const int64_t moe_layers = model.NumMoeLayers();
-  // (A trace samples every MoE layer; the sampler reads all of them whatever routing_layers says.)
-  s.routing_layers = s.routing.kind == RoutingKind::kTrace
-                         ? ParseInt("--routing-layers", o.routing_layers).value_or(std::min<int64_t>(moe_layers, 2))
-                         : RoutingLayersToSample(model, s.routing, ParseInt("--routing-layers", o.routing_layers), 2, "--routing-layers");
-  if (!s.training.pp_layer_split.empty()) {
-    err << fmt::format(
-        "dockyard-plan search: note: the model's training block fixes pp_layer_split ({} stages): only "
-        "pp = {} can be valid\n",
-        s.training.pp_layer_split.size(), s.training.pp_layer_split.size());
-  }
+  s.routing_layers = SearchRoutingLayers(model, s.routing, ParseInt("--routing-layers", o.routing_layers));
+  err << PinnedLayerSplitNote(s.training);
   if (isatty(2)) {
     s.progress = [&err](int64_t done, int64_t total) {
       const int width = 40;
@@ -600,19 +565,7 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   if (static_cast<int64_t>(result.top.size()) > top_rows) result.top.resize(top_rows);
   if (result.top.empty()) {
     // The same outcome in every output mode: the counts on stderr, exit 1, no file.
-    err << SearchCountsText(result);
-    if (result.enumerated == 0) {
-      err << "dockyard-plan search: no layout of this world size matches the pinned degrees\n";
-    } else if (result.over_budget == 0 && result.invalid == 0) {
-      err << fmt::format(
-          "dockyard-plan search: the global batch ({} sequences) divides no layout: it must be a multiple of dp x "
-          "micro_batch_size (dp = dp_replicate x dp_shard) of some layout\n",
-          result.global_batch_size);
-    } else if (result.over_budget == 0) {
-      err << "dockyard-plan search: no valid layout (every candidate breaks a rule or the global batch; counts above)\n";
-    } else {
-      err << "dockyard-plan search: no valid layout fits the budget\n";
-    }
+    err << EmptySearchText(result);
     return 1;
   }
   // The header every report opens with (header.h); the routing is sampled per (ep, tokens, oep).
@@ -626,7 +579,7 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   if (calibration) header_inputs.calibration = CalibrationRefToJson(*calibration);
   header_inputs.routing = RoutingSpecText(s.routing);
   header_inputs.seed = s.routing.seed;
-  header_inputs.routing_layers = s.routing.kind == RoutingKind::kTrace ? moe_layers : s.routing_layers;
+  header_inputs.routing_layers = HeaderRoutingLayers(model, s);
   header_inputs.imbalance = s.training.imbalance;
   header_inputs.provenance = ReportProvenance(o);
   const Json header = ReportHeader(header_inputs);
