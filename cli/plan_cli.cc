@@ -86,19 +86,8 @@ struct CliOptions {
   cli::DegreeFlags degrees;
   std::string json_path, refit_json, html_path;
   // Training settings (empty = the spec's training block, else the default).
-  std::string dp_sharding, pp_layer_split, param_dtype, grad_dtype, optimizer, seq_len, micro_batch_size, num_microbatches, recompute,
-      recompute_modules, precision, fp8_recipe, optimizer_states_dtype, gpu_memory_gib, imbalance, gpus_per_node, dispatcher, oep,
-      refit_dtype, memory_reserve_gib, selective_ac_option;
-  bool fp8_dispatch = false;
-  bool fp8_param_gather = false;
-  std::string mtp_layers;
+  cli::TrainingFlags training;
   bool model_given = false, json_given = false, refit_given = false, html_given = false;
-  // Schedule settings (planner/model/pipeline_schedule.h RunSettings).
-  std::string fsdp_reshard, grad_accumulation_steps, vpp, cp_comm;
-  std::string pipeline_layout;  // Megatron --pipeline-model-parallel-layout (planner/model/pipeline_layout.h)
-  bool account_for_embedding = false, account_for_loss = false;
-  std::string pipeline_schedule;  // --pipeline-schedule (pipeline_schedule.h)
-  bool overlap_grad_reduce = false, overlap_param_gather = false, overlap_moe_ep_comm = false;
   std::string search_dispatchers;      // search --search-dispatchers
   cli::GlobalBatchFlags global_batch;  // simulate / search
   std::string threads = "1", explain;  // search
@@ -150,71 +139,8 @@ void AddPlanOptions(CLI::App* app, CliOptions& o) {
   o.degrees.AddTo(app, "number of GPUs (required with --model)", "pipeline parallel degree, outermost axis (default 1)");
   app->add_option("--json", o.json_path, "write the JSON report to PATH ('-' = stdout, replaces the tables)");
   app->add_option("--html", o.html_path, "write a self-contained HTML page of figures to PATH (docs/html-report.md)");
-  app->add_option("--dp-sharding", o.dp_sharding, "fsdp | zero1 | ddp (default fsdp; zero1 with --convention megatron)")
-      ->check(CLI::IsMember({"fsdp", "zero1", "ddp"}));
-  app->add_option("--pp-layer-split", o.pp_layer_split, "layers per stage: '7,6,6,6' or '7+6' (first 7, then 6 per stage)");
-  app->add_option("--param-dtype", o.param_dtype, "compute / all-gather dtype (default bfloat16)");
-  app->add_option("--grad-dtype", o.grad_dtype, "gradient and reduction dtype (default float32)");
-  app->add_option("--optimizer", o.optimizer, "adamw | sgd (default adamw)")->check(CLI::IsMember({"adamw", "sgd"}));
-  app->add_option("--seq-len", o.seq_len, "tokens per sequence (default 4096)");
-  app->add_option("--micro-batch-size", o.micro_batch_size, "sequences per micro-batch (default 1)");
-  app->add_option("--num-microbatches", o.num_microbatches, "micro-batches per step (default pp)");
-  app->add_option("--recompute", o.recompute, "none | selective | full (default none)")
-      ->check(CLI::IsMember({"none", "selective", "full"}));
-  app->add_option("--recompute-modules", o.recompute_modules,
-                  "with --recompute selective: comma-separated Megatron modules (core_attn, layernorm, moe_act, moe, "
-                  "mla_up_proj, shared_experts, mlp; default: layernorm and every SwiGLU activation)");
-  app->add_option("--selective-ac-option", o.selective_ac_option,
-                  "with --recompute selective and --convention torchtitan: torchtitan's per-layer selective_ac_option N, "
-                  "every N-th block of a stage fully checkpointed, the others keep all activations (0 = every block)");
-  app->add_option("--precision", o.precision,
-                  "bf16 | fp8: GEMMs in FP8 (FP8 weight copies; FP8 peak under --compute-model kernels; default bf16)")
-      ->check(CLI::IsMember({"bf16", "fp8"}));
-  app->add_option("--fp8-recipe", o.fp8_recipe, "with --precision fp8: tensorwise | blockwise scaling (default tensorwise)")
-      ->check(CLI::IsMember({"tensorwise", "blockwise"}));
-  app->add_flag("--fp8-dispatch", o.fp8_dispatch, "the EP dispatch all-to-all in FP8 (1 B + a scale per 128 elements), combine in BF16");
-  app->add_flag("--fp8-param-gather", o.fp8_param_gather,
-                "with --precision fp8 and FSDP: all-gather the FP8 GEMM weights in FP8 (Megatron --fp8-param-gather)");
-  app->add_option("--optimizer-states-dtype", o.optimizer_states_dtype, "AdamW moments: float32 | bfloat16 (default float32)");
-  app->add_option("--mtp-layers", o.mtp_layers,
-                  "MTP modules trained (Megatron --mtp-num-layers; DeepSeek-V3: 1) on the last stage, for any model: "
-                  "each a copy of its last layer (default 0)");
-  app->add_option("--gpu-memory-gib", o.gpu_memory_gib, "memory budget per GPU in GiB: prints headroom (default none)");
-  cli::AddMemoryReserveFlag(app, o.memory_reserve_gib);
-  app->add_option("--imbalance", o.imbalance, "max / mean tokens received per rank, sizes all-to-all buffers (default 1.0)");
-  app->add_option("--gpus-per-node", o.gpus_per_node,
-                  "GPUs per node, for cross-node traffic (default 8; simulate: the cluster's NVLink domain)");
-  app->add_option("--dispatcher", o.dispatcher,
-                  "all_to_all | deredundency | deepep (Megatron flex: DeepEP / HybridEP) | allgather (default all_to_all)")
-      ->check(CLI::IsMember({"all_to_all", "deredundency", "deepep", "allgather"}));
-  app->add_option("--oep", o.oep, "deredundency outer EP size (default: nodes spanned by an EP group)");
-  app->add_option("--refit-dtype", o.refit_dtype, "dtype of the streamed per-expert tensors (default: param dtype)");
+  o.training.AddTo(app);
   app->add_option("--refit-json", o.refit_json, "write the per-expert refit map to PATH ('-' = stdout)");
-  app->add_option("--fsdp-reshard-after-forward", o.fsdp_reshard,
-                  "default | always | never: torchtitan's FSDP reshard-after-forward policy (default = not pp)")
-      ->check(CLI::IsMember({"default", "always", "never"}));
-  app->add_option("--grad-accumulation-steps", o.grad_accumulation_steps,
-                  "torchtitan's outer gradient-accumulation loop: pipeline schedules per step (default 1)");
-  app->add_option("--vpp", o.vpp, "model chunks per pipeline rank: interleaved 1F1B (default 1 = plain 1F1B)");
-  app->add_option("--cp-comm-type", o.cp_comm, "p2p | a2a: context-parallel K/V exchange, ring or all-to-all (default p2p)")
-      ->check(CLI::IsMember({"p2p", "a2a"}));
-  app->add_flag("--overlap-moe-expert-parallel-comm", o.overlap_moe_ep_comm,
-                "Megatron: EP all-to-alls of one micro-batch under another's compute (ep > 1, all_to_all, no full "
-                "recompute, --vpp with pp > 1)");
-  app->add_option("--pipeline-model-parallel-layout", o.pipeline_layout,
-                  "Megatron layout of pp x vpp stages: E embedding, t layer, m MTP layer, L loss, | stage end, (..)*N "
-                  "repeat, e.g. 'Et|(tt|)*30mL' (sets vpp)");
-  app->add_option("--pipeline-schedule", o.pipeline_schedule,
-                  "1f1b (interleaved with --vpp) | dualpipe (DeepSeek-V3: even pp, micro-batches even and >= 2 pp; default 1f1b)")
-      ->check(CLI::IsMember({"1f1b", "dualpipe"}));
-  app->add_flag("--account-for-embedding-in-pipeline-split", o.account_for_embedding,
-                "Megatron: the embedding counts as one layer when splitting layers over stages");
-  app->add_flag("--account-for-loss-in-pipeline-split", o.account_for_loss,
-                "Megatron: the loss (final norm, lm_head) counts as one layer when splitting layers over stages");
-  app->add_flag("--overlap-grad-reduce", o.overlap_grad_reduce,
-                "Megatron: the step-end gradient reduce runs under the last backward (zero1 / ddp)");
-  app->add_flag("--overlap-param-gather", o.overlap_param_gather,
-                "Megatron: the distributed optimizer's parameter all-gather runs under the first forward (zero1)");
 }
 
 // The routing flags of check and simulate: the routing sampled, its seed, the MoE layers sampled
@@ -232,53 +158,13 @@ void AddRoutingFlags(CLI::App* app, CliOptions& o) {
                   "source rank would drop (Megatron --moe-expert-capacity-factor; default: not reported)");
 }
 
-TrainingConfig ResolveTraining(const CliOptions& o, const ModelSpec& model, int64_t pp) {
-  TrainingConfig t = model.training.value_or(TrainingConfig{});
-  if (!o.dp_sharding.empty()) {
-    t.dp_sharding = o.dp_sharding == "zero1" ? DpSharding::kZero1 : o.dp_sharding == "ddp" ? DpSharding::kDdp : DpSharding::kFsdp;
-  }
-  if (!o.param_dtype.empty()) t.param_dtype = CanonicalDtype(o.param_dtype);
-  if (!o.grad_dtype.empty()) t.grad_dtype = CanonicalDtype(o.grad_dtype);
-  if (!o.optimizer.empty()) t.optimizer = o.optimizer == "sgd" ? Optimizer::kSgd : Optimizer::kAdamW;
-  if (auto v = ParseInt("--seq-len", o.seq_len)) t.seq_len = *v;
-  if (auto v = ParseInt("--micro-batch-size", o.micro_batch_size)) t.micro_batch_size = *v;
-  if (auto v = ParseInt("--num-microbatches", o.num_microbatches)) t.num_microbatches = *v;
-  if (!o.recompute.empty()) {
-    t.recompute = o.recompute == "full" ? Recompute::kFull : o.recompute == "selective" ? Recompute::kSelective : Recompute::kNone;
-  }
-  if (auto v = ParseInt("--mtp-layers", o.mtp_layers)) t.mtp_layers = *v;
-  if (!o.precision.empty()) t.precision = o.precision;
-  if (!o.fp8_recipe.empty()) t.fp8_recipe = o.fp8_recipe;
-  if (o.fp8_dispatch) t.fp8_dispatch = true;
-  if (o.fp8_param_gather) t.fp8_param_gather = true;
-  if (!o.optimizer_states_dtype.empty()) t.optimizer_states_dtype = CanonicalDtype(o.optimizer_states_dtype);
-  if (!o.recompute_modules.empty()) {
-    t.recompute_modules.clear();
-    std::stringstream list(o.recompute_modules);
-    for (std::string item; std::getline(list, item, ',');) t.recompute_modules.push_back(item);
-  }
-  if (!o.selective_ac_option.empty()) t.selective_ac_option = o.selective_ac_option;
-  if (auto v = ParseNumber("--gpu-memory-gib", o.gpu_memory_gib)) t.gpu_memory_gib = *v;
-  t.memory_reserve_gib = cli::ResolveMemoryReserve(o.memory_reserve_gib, t.memory_reserve_gib);
-  if (auto v = ParseNumber("--imbalance", o.imbalance)) t.imbalance = *v;
-  if (auto v = ParseInt("--gpus-per-node", o.gpus_per_node)) t.gpus_per_node = *v;
-  if (!o.dispatcher.empty()) t.dispatcher = o.dispatcher;
-  if (auto v = ParseInt("--oep", o.oep)) t.oep = *v;
-  if (!o.refit_dtype.empty()) t.refit_dtype = CanonicalDtype(o.refit_dtype);
-  if (!o.fsdp_reshard.empty()) t.run.reshard_after_forward = ParseReshardPolicy(o.fsdp_reshard, "--fsdp-reshard-after-forward");
-  if (auto v = ParseInt("--grad-accumulation-steps", o.grad_accumulation_steps)) t.run.grad_accumulation_steps = *v;
-  if (auto v = ParseInt("--vpp", o.vpp)) t.run.vpp = *v;
-  if (!o.cp_comm.empty()) t.run.cp_comm = o.cp_comm;
-  if (o.overlap_grad_reduce) t.run.overlap_grad_reduce = true;
-  if (o.overlap_moe_ep_comm) t.run.overlap_moe_ep_comm = true;
-  if (o.overlap_param_gather) t.run.overlap_param_gather = true;
-  if (!o.pipeline_layout.empty()) t.run.pipeline_layout = o.pipeline_layout;
-  if (o.account_for_embedding) t.run.account_for_embedding = true;
-  if (o.account_for_loss) t.run.account_for_loss = true;
-  if (!o.pipeline_schedule.empty()) t.run.schedule = o.pipeline_schedule;
-  ValidateTraining(t, "--");
-  if (!o.pp_layer_split.empty()) t.pp_layer_split = ParseLayerSplit(o.pp_layer_split, pp, model.num_hidden_layers, "--pp-layer-split");
-  return t;
+// The model spec's training block with the training flags over it (ApplyTrainingOverrides); the
+// memory reserve: the flag, else the block's, else the default (ResolveMemoryReserve).
+TrainingConfig ResolveTraining(const cli::TrainingFlags& flags, const ModelSpec& model, int64_t pp) {
+  const TrainingConfig base = model.training.value_or(TrainingConfig{});
+  TrainingOverrides overrides = flags.Parse();
+  overrides.memory_reserve_gib = cli::ResolveMemoryReserve(flags.memory_reserve_gib, base.memory_reserve_gib);
+  return ApplyTrainingOverrides(base, overrides, pp, model.num_hidden_layers);
 }
 
 enum class Command { kPlan, kCheck, kSimulate };
@@ -302,7 +188,7 @@ Json ReportProvenance(const CliOptions& o) {
 // Builds the plan from flags (or the embedded default) and writes what was asked.
 int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::ostream& err) {
   const bool check = command == Command::kCheck;
-  if (check && ParseNumber("--gpu-memory-gib", o.gpu_memory_gib).value_or(0) <= 0) {
+  if (check && ParseNumber("--gpu-memory-gib", o.training.gpu_memory_gib).value_or(0) <= 0) {
     throw UsageError("check needs a budget: --gpu-memory-gib GiB (> 0)");
   }
   const bool use_default = !o.model_given;
@@ -312,8 +198,8 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
 
   ModelSpec model = LoadModelOrDefault(o.model);
   const std::string source = ModelSourceName(o.model);
-  TrainingConfig training = ResolveTraining(o, model, dims.pp);
-  if (use_default) ApplyDefaultTraining(!o.recompute.empty(), &training);
+  TrainingConfig training = ResolveTraining(o.training, model, dims.pp);
+  if (use_default) ApplyDefaultTraining(!o.training.recompute.empty(), &training);
   std::optional<ClusterSpec> cluster;
   std::optional<Calibration> calibration;
   if (command == Command::kSimulate) {
@@ -321,12 +207,12 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
     if (!o.calibration.empty()) calibration = LoadCalibration(o.calibration);
     // The cluster's locality unit decides cross-node traffic unless --gpus-per-node says otherwise:
     // the NVLink domain, the time model's rule (network.h NvlinkDomainGpus).
-    if (o.gpus_per_node.empty()) training.gpus_per_node = NvlinkDomainGpus(*cluster);
+    if (o.training.gpus_per_node.empty()) training.gpus_per_node = NvlinkDomainGpus(*cluster);
   }
   std::optional<GlobalBatchSchedule> global_batch;
   if (const auto gbs = o.global_batch.Sequences(training.seq_len)) {
     // The micro-batches per step and their schedule follow from the global batch (global_batch.h).
-    if (!o.grad_accumulation_steps.empty()) {
+    if (!o.training.grad_accumulation_steps.empty()) {
       throw UsageError("--grad-accumulation-steps: derived from --global-batch-size (torchtitan's outer loop); give one of them");
     }
     const ParallelDims built = ParallelDims::Build(dims);
@@ -344,7 +230,7 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   std::optional<ReceivedRowsReport> received;
   const std::optional<double> capacity_factor = ParseNumber("--capacity-factor", o.capacity_factor);
   if (command == Command::kSimulate || (check && (o.routing_given || capacity_factor))) {
-    if (o.routing_given && !o.imbalance.empty()) {
+    if (o.routing_given && !o.training.imbalance.empty()) {
       throw UsageError("--imbalance and --routing both size the received rows: give one (--routing samples them)");
     }
     routing = ParseRoutingSpec(o.routing);
@@ -489,13 +375,13 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   ApplyComputeFlags(o, &s.cost);
   s.routing = ParseRoutingSpec(o.routing);
   s.routing.seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
-  RejectUnsearchableRunSettings(o.pipeline_layout, o.pipeline_schedule);
+  RejectUnsearchableRunSettings(o.training.pipeline_layout, o.training.pipeline_schedule);
   const ModelSpec model = LoadModelOrDefault(o.model);
   // --fp8-dispatch reaches the candidates whose dispatcher has it (all_to_all, deepep).
-  CliOptions training_flags = o;
+  cli::TrainingFlags training_flags = o.training;
   training_flags.fp8_dispatch = false;
   s.training = ResolveTraining(training_flags, model, 1);
-  s.training.fp8_dispatch = o.fp8_dispatch;
+  s.training.fp8_dispatch = o.training.fp8_dispatch;
   ParseSearchDispatchers(o.search_dispatchers, &s);
   // Pins: a flag given fixes its dimension, any other is searched (docs/search.md).
   s.pins.dp_replicate = ParseInt("--dp-replicate", o.degrees.dp_replicate).value_or(0);
@@ -517,12 +403,12 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
     if (!raw.empty() && value < 1) throw UsageError(fmt::format("{}: a pinned degree must be >= 1, got {}", flag, value));
   }
   SearchSettingsPinned pinned;
-  pinned.micro_batch_size = !o.micro_batch_size.empty();
-  pinned.recompute = !o.recompute.empty();
-  pinned.vpp = !o.vpp.empty();
-  pinned.dp_sharding = !o.dp_sharding.empty();
-  pinned.ep_overlap = o.overlap_moe_ep_comm;
-  pinned.dispatcher = o.dispatcher;
+  pinned.micro_batch_size = !o.training.micro_batch_size.empty();
+  pinned.recompute = !o.training.recompute.empty();
+  pinned.vpp = !o.training.vpp.empty();
+  pinned.dp_sharding = !o.training.dp_sharding.empty();
+  pinned.ep_overlap = o.training.overlap_moe_ep_comm;
+  pinned.dispatcher = o.training.dispatcher;
   ApplySearchedSettings(pinned, &s);
   s.threads = static_cast<int>(std::clamp<int64_t>(ParseInt("--threads", o.threads).value_or(1), -1, 1 << 20));
   if (s.threads < 1 || s.threads > 1024) throw UsageError(fmt::format("--threads: must be in [1, 1024], got {}", o.threads));
@@ -662,12 +548,6 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   search->add_option("--ep", o.degrees.ep, "pins the expert parallel degree (default: searched)");
   search->add_option("--etp", o.degrees.etp, "pins the expert tensor parallel degree (default: searched, 1 or tp)");
   search->add_option("--pp", o.degrees.pp, "pins the pipeline degree (default: searched up to --max-pp)");
-  search->add_option("--vpp", o.vpp, "pins the model chunks per pipeline rank (default: searched, 1, 2, 4 where pp > 1)");
-  search
-      ->add_option("--dispatcher", o.dispatcher, "pins the dispatcher: all_to_all | deredundency | deepep | allgather (default: searched)")
-      ->check(CLI::IsMember({"all_to_all", "deredundency", "deepep", "allgather"}));
-  search->add_flag("--overlap-moe-expert-parallel-comm", o.overlap_moe_ep_comm,
-                   "pins Megatron's EP overlap on (default: searched off and on with --convention megatron, off with torchtitan)");
   search->add_option("--threads", o.threads, "worker threads; the result does not depend on them (default 1)");
   search->add_option("--explain", o.explain,
                      "LAYOUT, e.g. \"tp=2,pp=8,vpp=4,ep=32\": where the best layout matching it ranks, its breakdown beside the "
@@ -676,42 +556,8 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   search->add_option("--calibration", o.calibration, "calibration JSON (calibration/PRESET.json; default: the built-in knobs)");
   search->add_option("--json", o.json_path, "write the ranking as JSON to PATH ('-' = stdout)");
   search->add_option("--html", o.html_path, "write the ranking as a self-contained HTML page to PATH");
-  // Training flags shared with the plan: bound to the same fields, with the plan's descriptions.
-  const std::pair<const char*, std::string*> shared[] = {{"--dp-sharding", &o.dp_sharding},
-                                                         {"--param-dtype", &o.param_dtype},
-                                                         {"--grad-dtype", &o.grad_dtype},
-                                                         {"--optimizer", &o.optimizer},
-                                                         {"--seq-len", &o.seq_len},
-                                                         {"--micro-batch-size", &o.micro_batch_size},
-                                                         {"--num-microbatches", &o.num_microbatches},
-                                                         {"--recompute", &o.recompute},
-                                                         {"--recompute-modules", &o.recompute_modules},
-                                                         {"--selective-ac-option", &o.selective_ac_option},
-                                                         {"--gpu-memory-gib", &o.gpu_memory_gib},
-                                                         {"--imbalance", &o.imbalance}};
-  cli::AddMemoryReserveFlag(search, o.memory_reserve_gib);
+  o.training.AddSearchPinsTo(search, app);
   search->get_option("--json")->description("write the ranking as JSON to PATH ('-' = stdout); not written when no layout fits");
-  // The same value checks as the plan's options.
-  const std::map<std::string, std::vector<std::string>> allowed = {
-      {"--dp-sharding", {"fsdp", "zero1", "ddp"}}, {"--optimizer", {"adamw", "sgd"}}, {"--recompute", {"none", "selective", "full"}}};
-  for (const auto& [flag, target] : shared) {
-    // Flags that pin a searched dimension say so.
-    const std::map<std::string, std::string> search_help = {
-        {"--gpu-memory-gib", "memory budget per GPU in GiB: layouts over it are dropped (default: the cluster's memory_gib)"},
-        {"--micro-batch-size", "pins the sequences per micro-batch (default: searched, 1, 2, 4)"},
-        {"--recompute", "pins the recomputation: none | selective | full (default: searched, all three)"},
-        {"--dp-sharding",
-         "pins the data-parallel sharding: fsdp | zero1 | ddp (default: searched, fsdp and ddp with torchtitan, zero1 "
-         "and ddp with megatron)"},
-        {"--num-microbatches",
-         "micro-batches per pipeline schedule (torchtitan: the rest of the global batch is accumulation "
-         "steps; default: every micro-batch of the step in one schedule)"}};
-    const auto help = search_help.find(flag);
-    const std::string description = help != search_help.end() ? help->second : app.get_option(flag)->get_description();
-    CLI::Option* opt = search->add_option(flag, *target, description);
-    const auto it = allowed.find(flag);
-    if (it != allowed.end()) opt->check(CLI::IsMember(it->second));
-  }
   search->add_option("--routing-layers", o.routing_layers,
                      "MoE layers to sample per (ep, tokens, oep); each phase takes the mean of their slowest ranks "
                      "(default min(2, MoE layers); simulate's default is min(4, ...): pass the same to compare)");

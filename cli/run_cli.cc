@@ -35,6 +35,7 @@
 #include "runtime/cuda/launch.h"
 #include "runtime/replay.h"
 #include "runtime/run.h"
+#include "runtime/run_settings.h"
 
 namespace dockyard {
 namespace {
@@ -62,16 +63,17 @@ using cli::WriteOutput;
 struct CliOptions {
   std::string model;
   cli::DegreeFlags degrees;
-  std::string backend = "cpu", dispatcher = "all_to_all", oep, gpus_per_node;
+  cli::TrainingFlags training;  // --dispatcher, --oep, --gpus-per-node, --seq-len (replay)
+  std::string backend = "cpu";
   std::string tokens_per_rank = "64", routing, layer, iters = "3", warmup = "1", seed = "0", atol, rtol;
   std::string json_path, fault, plan_path, html_path;
   std::string gemm_precision = "fp32", grouped_gemm = "grouped", nccl_id_dir, nccl_job_id;
-  std::string replay_rank, cluster, seq_len;
+  std::string replay_rank, cluster;
   cli::RedundantExpertsFlags redundant;
   std::string placement;
   bool overlap_shared = false, tokens_per_rank_given = false;
   std::set<std::string> cuda_flags_given;  // cuda-only flags present on the command line
-  bool dispatcher_given = false, convention_given = false;
+  bool convention_given = false;
   std::vector<std::string> argv;  // the command line, recorded in the report
 };
 
@@ -199,8 +201,8 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
   const ParallelDimsOptions dims = plan_file ? plan_file->dims : o.degrees.Parse(/*default_world_size=*/0);
 
   runtime::RunOptions run;
-  run.dispatcher = o.dispatcher;
-  run.oep = ParseInt("--oep", o.oep);
+  const TrainingOverrides training_flags = o.training.Parse();
+  run.oep = training_flags.oep;
   run.tokens_per_rank = *ParseInt("--tokens-per-rank", o.tokens_per_rank);
   run.iters = *ParseInt("--iters", o.iters);
   run.warmup = *ParseInt("--warmup", o.warmup);
@@ -223,24 +225,15 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
 
   const std::string model_path = plan_file ? PlanFileModelPath(*plan_file, o.plan_path, o.model) : o.model;
   ModelSpec model = LoadModel(model_path);
-  TrainingConfig training = plan_file ? plan_file->training : model.training.value_or(TrainingConfig{});
-  if (plan_file && o.dispatcher_given) {
-    training.dispatcher = o.dispatcher;
-  } else if (!plan_file) {
-    training.dispatcher = o.dispatcher;
-  }
-  run.dispatcher = training.dispatcher;
-  if (run.oep) training.oep = *run.oep;
-  if (auto g = ParseInt("--gpus-per-node", o.gpus_per_node)) training.gpus_per_node = *g;
-  if (auto s = ParseInt("--seq-len", o.seq_len)) {
-    if (o.replay_rank.empty()) throw UsageError("--seq-len applies to --replay-rank only (the run's tokens: --tokens-per-rank)");
-    if (*s < 1 || *s > (int64_t{1} << 24)) throw Error(fmt::format("--seq-len must be in [1, 2^24], got {}", *s));
-    training.seq_len = *s;
+  if (training_flags.seq_len && o.replay_rank.empty()) {
+    throw UsageError("--seq-len applies to --replay-rank only (the run's tokens: --tokens-per-rank)");
   }
   if (!o.cluster.empty() && o.replay_rank.empty()) {
     throw UsageError("--cluster applies to --replay-rank only (its dispatch and combine come from the cost model)");
   }
-  ValidateTraining(training, "--");
+  const TrainingConfig training = runtime::RunTraining(plan_file ? plan_file->training : model.training.value_or(TrainingConfig{}),
+                                                       plan_file.has_value(), training_flags);
+  run.dispatcher = training.dispatcher;
   if (plan_file && !run.routing) run.routing = PlanFileRouting(*plan_file, o.plan_path);
   const Plan plan = plan_file ? RebuildPlanFromFile(model, *plan_file, training, o.plan_path) : BuildPlan(model, dims, training);
   if (plan_file && o.replay_rank.empty()) {
@@ -336,13 +329,7 @@ int RunRunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
                  "single-GPU replay: run only this rank's share of the plan (its experts, the rows routing sends it) on "
                  "one device; dispatch/combine from the cost model (docs/runtime.md)");
   app.add_option("--cluster", o.cluster, "replay: cluster preset or JSON for the cost model (default h100-sxm)");
-  app.add_option("--seq-len", o.seq_len, "replay: tokens per sequence of the plan's workload (default: the plan's)");
-  app.add_option("--dispatcher", o.dispatcher,
-                 "all_to_all | deredundency | deepep (once per node over the network, then NVLink) | allgather (Megatron's "
-                 "all-gather / reduce-scatter) (default all_to_all)")
-      ->check(CLI::IsMember({"all_to_all", "deredundency", "deepep", "allgather"}));
-  app.add_option("--oep", o.oep, "deredundency outer EP size (default: the nodes an EP group spans)");
-  app.add_option("--gpus-per-node", o.gpus_per_node, "ranks per node, for the default --oep (default 8)");
+  o.training.AddRunTo(&app);
   app.add_option("--tokens-per-rank", o.tokens_per_rank, "tokens of hidden size on every rank (default 64)");
   app.add_option("--routing", o.routing, "uniform | zipf:S | hot:H:F | trace:PATH (default: the router's top-k)");
   cli::AddRedundantExpertsFlags(&app, o.redundant,
@@ -375,7 +362,6 @@ int RunRunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   }
   return cli::RunReportingErrors("dockyard-run", "out of memory", err, [&] {
     cli::RejectEmptyValues(app);
-    o.dispatcher_given = app.get_option("--dispatcher")->count() > 0;
     o.convention_given = app.get_option("--convention")->count() > 0;
     o.tokens_per_rank_given = app.get_option("--tokens-per-rank")->count() > 0;
     for (const char* flag : {"--gemm-precision", "--grouped-gemm", "--nccl-id-dir", "--nccl-job-id"}) {
