@@ -31,6 +31,7 @@
 #include "planner/model/hf_config.h"
 #include "planner/report/budget_text.h"
 #include "planner/report/header.h"
+#include "planner/report/plan_command.h"
 #include "planner/report/html_report.h"
 #include "planner/accounting/memory.h"
 #include "planner/model/model_spec.h"
@@ -167,7 +168,7 @@ TrainingConfig ResolveTraining(const cli::TrainingFlags& flags, const ModelSpec&
   return ApplyTrainingOverrides(base, overrides, pp, model.num_hidden_layers);
 }
 
-enum class Command { kPlan, kCheck, kSimulate };
+using Command = PlanCommand;
 
 // What produced a report: version, command line and the digests of the input files.
 Json ReportProvenance(const CliOptions& o) {
@@ -211,114 +212,40 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   }
   std::optional<GlobalBatchSchedule> global_batch;
   if (const auto gbs = o.global_batch.Sequences(training.seq_len)) {
-    // The micro-batches per step and their schedule follow from the global batch (global_batch.h).
     if (!o.training.grad_accumulation_steps.empty()) {
       throw UsageError("--grad-accumulation-steps: derived from --global-batch-size (torchtitan's outer loop); give one of them");
     }
-    const ParallelDims built = ParallelDims::Build(dims);
-    global_batch = ResolveGlobalBatch(*gbs, built.dp_replicate * built.dp_shard, training.micro_batch_size, built.pp,
-                                      built.convention == Convention::kMegatron, training.num_microbatches);
-    training.num_microbatches = global_batch->num_microbatches;
-    training.run.grad_accumulation_steps = global_batch->grad_accumulation_steps;
+    global_batch = ApplyGlobalBatch(*gbs, dims, &training);
   }
-  Plan plan = BuildPlan(model, dims, training);
-  // check / simulate: the routing sample. Given --routing, its largest received rows size the
-  // memory (SampleImbalance) in place of --imbalance; simulate also prices the step with it.
-  std::optional<RoutingSpec> routing;
-  int64_t layers = 0;
-  std::optional<RoutingResult> sampled;
-  std::optional<ReceivedRowsReport> received;
-  const std::optional<double> capacity_factor = ParseNumber("--capacity-factor", o.capacity_factor);
-  if (command == Command::kSimulate || (check && (o.routing_given || capacity_factor))) {
+  PlanCommandRequest request;
+  request.command = command;
+  request.model_source = source;
+  request.provenance = ReportProvenance(o);
+  request.capacity_factor = ParseNumber("--capacity-factor", o.capacity_factor);
+  request.routing_given = o.routing_given;
+  request.routing_text = o.routing;
+  if (command == Command::kSimulate || (check && (o.routing_given || request.capacity_factor))) {
     if (o.routing_given && !o.training.imbalance.empty()) {
       throw UsageError("--imbalance and --routing both size the received rows: give one (--routing samples them)");
     }
-    routing = ParseRoutingSpec(o.routing);
-    routing->seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
-    // A trace is given per MoE layer (or one layer for all); other distributions are sampled for
-    // a few layers whose per-layer slowest ranks are averaged.
-    layers = RoutingLayersToSample(plan.model, *routing, ParseInt("--routing-layers", o.routing_layers), 4, "--routing-layers");
-    sampled = SampleRoutingForPlan(plan, *routing, layers);
-    if (o.routing_given || capacity_factor) {
-      const RoutingModel routing_model =
-          PrepareRouting(*routing, plan.model.moe.num_experts, plan.model.moe.top_k, layers, GroupLimitOf(plan.model.moe));
-      received = AnalyzeReceivedRows(routing_model, *sampled, capacity_factor);
-      if (o.routing_given) plan.training.imbalance = received->imbalance;
-    }
+    request.seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
+    request.routing_layers = ParseInt("--routing-layers", o.routing_layers);
   }
-  // Everything that can fail is computed before anything is written.
-  const MemoryReport memory = ComputeMemory(plan);
-  ReportHeaderInputs header_inputs;
-  header_inputs.command = check ? "check" : command == Command::kSimulate ? "simulate" : "plan";
-  header_inputs.model_name = plan.model.name;
-  header_inputs.model_source = source;
-  header_inputs.dims = plan.dims;
-  header_inputs.world_size = plan.dims.world_size;
-  header_inputs.convention = plan.dims.convention;
-  if (cluster) header_inputs.cluster = cluster->name;
-  if (calibration) header_inputs.calibration = CalibrationRefToJson(*calibration);
-  if (routing) {
-    header_inputs.routing = RoutingSpecText(*routing);
-    header_inputs.seed = routing->seed;
-    header_inputs.routing_layers = layers;
-  }
-  header_inputs.imbalance = plan.training.imbalance;
-  header_inputs.provenance = ReportProvenance(o);
-  const Json header = ReportHeader(header_inputs);
-  std::string report_text, html_text;
-  std::optional<CostBreakdown> cost;
-  std::string redundant_text;         // simulate --redundant-experts
-  std::optional<Json> replica_refit;  // simulate --redundant-experts --refit-json
+  request.cluster = cluster;
+  request.calibration = calibration;
   if (command == Command::kSimulate) {
-    CostOptions options;
-    options.overlap_shared_experts = !o.no_overlap;
-    ApplyComputeFlags(o, &options);
-    if (calibration) ApplyCalibration(*calibration, &*cluster, &options);
-    cost = SimulateStep(plan, *cluster, *sampled, options);
-    std::optional<RedundantExpertsReport> redundant;
-    if (const auto parsed = cli::ParseRedundantExpertsFlags(o.redundant)) {
-      const RedundantExpertsOptions& ro = *parsed;
-      const RoutingModel routing_model =
-          PrepareRouting(*routing, plan.model.moe.num_experts, plan.model.moe.top_k, layers, GroupLimitOf(plan.model.moe));
-      redundant = AnalyzeRedundantExperts(plan, *cluster, routing_model, *sampled, *cost, memory, ro, options);
-      redundant_text = RedundantExpertsToText(*redundant);
-      if (o.refit_given) {
-        // The refit map targets the physical slots of every MoE layer's placement.
-        const std::vector<ExpertPlacement> placements = PlaceMoeLayers(plan, *routing, ro);
-        const RefitMap map = BuildRefitMap(plan, plan.training.refit_dtype);
-        replica_refit = ReplicaRefitMapToJson(map, ReplicaRefitTargets(map, plan.model, placements), placements);
-      }
-    }
-    if (o.json_given || o.html_given) {
-      Json j = SimulateReportToJson(plan, memory, *cost, {source, *cluster, o.routing, routing->seed, layers, ReportProvenance(o)});
-      if (redundant) j["redundant_experts"] = RedundantExpertsToJson(*redundant);
-      if (received) j["received_rows"] = ReceivedRowsToJson(*received);
-      j["header"] = header;
-      if (calibration) j["calibration"] = CalibrationRefToJson(*calibration);
-      if (plan.dims.ep > 1 && plan.training.dispatcher == "deepep") {  // the link-level matrices (deepep.h)
-        j["dispatch_links"] = FlexLinksToJson(*sampled, DeepEpRowBytes(plan, /*fp8=*/true));
-      }
-      if (o.json_given) report_text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
-      if (o.html_given) {
-        Json page = PlanToJson(plan, source, memory);
-        page.update(j);  // the plan's figures and simulate's report, one document
-        html_text = ReportToHtml(page, RoutingSampleToJson(*sampled));
-      }
-    }
-  } else if (o.json_given || o.html_given) {
-    Json j = PlanToJson(plan, source, memory);
-    j["generator"]["provenance"] = ReportProvenance(o);
-    j["header"] = header;
-    if (received) j["received_rows"] = ReceivedRowsToJson(*received);
-    if (o.json_given) report_text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
-    if (o.html_given) html_text = ReportToHtml(j, UniformRoutingSample(plan));
+    request.cost_options.overlap_shared_experts = !o.no_overlap;
+    ApplyComputeFlags(o, &request.cost_options);
+    request.redundant = cli::ParseRedundantExpertsFlags(o.redundant);
   }
-  std::string refit_text;
-  if (o.refit_given) {
-    Json refit = replica_refit ? *replica_refit : RefitMapToJson(BuildRefitMap(plan, plan.training.refit_dtype));
-    refit["provenance"] = ReportProvenance(o);
-    refit_text = refit.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
-  }
+  request.json = o.json_given;
+  request.html = o.html_given;
+  request.refit = o.refit_given;
+  const PlanCommandResult result = RunPlanCommand(BuildPlan(model, dims, training), request);
+  const Plan& plan = result.plan;
+  const MemoryReport& memory = result.memory;
+  const Json& header = result.header;
+  const std::string &report_text = result.report_text, &html_text = result.html_text, &refit_text = result.refit_text;
   // Files are written all-or-nothing; '-' goes to stdout.
   std::vector<std::pair<std::string, std::string>> files;
   if (o.json_given && o.json_path != "-") files.push_back({o.json_path, report_text});
@@ -333,10 +260,10 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
     if (use_default) {
       out << DefaultModelNote(dims, plan.training.recompute);
     }
-    if (received) out << ReceivedRowsToText(*received);
-    if (cost) {
+    if (result.received) out << ReceivedRowsToText(*result.received);
+    if (result.cost) {
       if (global_batch) out << GlobalBatchText(*global_batch, plan);
-      out << MemoryToText(plan, memory) << CostToText(*cost) << redundant_text;
+      out << MemoryToText(plan, memory) << CostToText(*result.cost) << result.redundant_text;
     } else {
       out << (check ? MemoryToText(plan, memory) : PlanToText(plan, source, memory));
     }

@@ -1,0 +1,99 @@
+// plan / check / simulate as one library call: the routing sample, the header, the cost and the
+// documents, on TinyMixtral (2 MoE layers, 8 experts, top-2) over 4 ranks with ep 2.
+#include "planner/report/plan_command.h"
+
+#include <string>
+
+#include <doctest/doctest.h>
+
+#include "planner/base/error.h"
+#include "planner/report/report.h"
+#include "tests/test_models.h"
+
+namespace {
+
+dockyard::ParallelDimsOptions TinyDims() {
+  dockyard::ParallelDimsOptions o;
+  o.world_size = 4;
+  o.ep = 2;
+  return o;
+}
+
+dockyard::Plan TinyPlan() {
+  return dockyard::BuildPlan(dockyard::testing::TinyMixtral(), TinyDims());
+}
+
+}  // namespace
+
+TEST_CASE("plan: the JSON report is the plan report with the header and provenance; nothing sampled") {
+  dockyard::PlanCommandRequest r;
+  r.model_source = "tiny.json";
+  r.provenance = {{"argv", {"dockyard-plan"}}};
+  r.json = true;
+  const auto result = dockyard::RunPlanCommand(TinyPlan(), r);
+  CHECK_FALSE(result.routing.has_value());
+  CHECK_FALSE(result.cost.has_value());
+  CHECK(result.html_text.empty());
+  CHECK(result.refit_text.empty());
+  CHECK(result.header["command"] == "plan");
+  CHECK(result.header["model"]["source"] == "tiny.json");
+  dockyard::Json expected = dockyard::PlanToJson(result.plan, "tiny.json", result.memory);
+  expected["generator"]["provenance"] = r.provenance;
+  expected["header"] = result.header;
+  CHECK(result.report_text == expected.dump(1, ' ', false, dockyard::Json::error_handler_t::replace) + "\n");
+}
+
+TEST_CASE("check: a given routing samples min(4, MoE layers) = 2 layers and its received rows size the memory") {
+  dockyard::PlanCommandRequest r;
+  r.command = dockyard::PlanCommand::kCheck;
+  const auto plain = dockyard::RunPlanCommand(TinyPlan(), r);
+  CHECK_FALSE(plain.routing.has_value());  // no --routing, no --capacity-factor: nothing sampled
+  CHECK(plain.plan.training.imbalance == 1.0);
+
+  r.routing_given = true;
+  r.routing_text = "zipf:1.2";
+  r.seed = 3;
+  const auto sampled = dockyard::RunPlanCommand(TinyPlan(), r);
+  REQUIRE(sampled.received.has_value());
+  CHECK(sampled.routing_layers == 2);
+  CHECK(sampled.plan.training.imbalance == sampled.received->imbalance);
+  CHECK(sampled.plan.training.imbalance >= 1.0);  // max / mean received rows
+  CHECK(sampled.header["routing"]["spec"] == "zipf:1.2");
+  CHECK(sampled.header["routing"]["seed"] == 3);
+  CHECK(sampled.header["routing"]["layers_sampled"] == 2);
+
+  r.routing_layers = 3;  // more than the 2 MoE layers
+  CHECK_THROWS_WITH_AS(dockyard::RunPlanCommand(TinyPlan(), r), doctest::Contains("--routing-layers"), dockyard::Error);
+}
+
+TEST_CASE("simulate: the step is priced on the cluster and the refit map carries the provenance") {
+  dockyard::PlanCommandRequest r;
+  r.command = dockyard::PlanCommand::kSimulate;
+  r.cluster = dockyard::ClusterPreset("h100-sxm");
+  r.provenance = {{"argv", {"dockyard-plan", "simulate"}}};
+  r.json = true;
+  r.refit = true;
+  const auto result = dockyard::RunPlanCommand(TinyPlan(), r);
+  REQUIRE(result.cost.has_value());
+  CHECK(result.cost->step_time_us > 0);
+  CHECK_FALSE(result.received.has_value());  // the default routing prices the step, it does not size the memory
+  CHECK(result.plan.training.imbalance == 1.0);
+  const dockyard::Json j = dockyard::ParseJsonText(result.report_text, "report");
+  CHECK(j["header"]["command"] == "simulate");
+  CHECK(j["header"]["cluster"] == "h100-sxm");
+  CHECK(j["header"]["routing"]["spec"] == "uniform");
+  CHECK(dockyard::ParseJsonText(result.refit_text, "refit")["provenance"] == r.provenance);
+}
+
+TEST_CASE("A global batch of 16 sequences on dp 4 at micro-batch 1 is 4 micro-batches in one schedule") {
+  dockyard::ParallelDimsOptions d;
+  d.world_size = 4;  // dp_shard inferred: 4
+  dockyard::TrainingConfig t;
+  const auto s = dockyard::ApplyGlobalBatch(16, d, &t);
+  CHECK(s.microbatches_per_step == 4);  // 16 / (4 x 1)
+  CHECK(s.num_microbatches == 4);
+  CHECK(s.grad_accumulation_steps == 1);
+  CHECK(t.num_microbatches == 4);
+  CHECK(t.run.grad_accumulation_steps == 1);
+  CHECK_THROWS_AS(dockyard::ApplyGlobalBatch(6, d, &t), dockyard::Error);  // 6 is not a multiple of dp 4
+}
