@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <map>
 #include <sstream>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -150,6 +151,29 @@ ParallelDimsOptions DegreeFlags::Parse(int64_t default_world_size) const {
   d.pp = ParseInt("--pp", pp).value_or(1);
   d.convention = convention == "megatron" ? Convention::kMegatron : Convention::kTorchtitan;
   return d;
+}
+
+DegreePins DegreeFlags::ParsePins() const {
+  DegreePins pins;
+  pins.dp_replicate = ParseInt("--dp-replicate", dp_replicate).value_or(0);
+  pins.dp_shard = ParseInt("--dp-shard", dp_shard).value_or(0);
+  pins.cp = ParseInt("--cp", cp).value_or(0);
+  pins.tp = ParseInt("--tp", tp).value_or(0);
+  pins.ep = ParseInt("--ep", ep).value_or(0);
+  pins.etp = ParseInt("--etp", etp).value_or(0);
+  pins.pp = ParseInt("--pp", pp).value_or(0);
+  // A given flag pins its degree (0 would silently mean "searched"): it must be >= 1.
+  for (const auto& [flag, raw, value] :
+       {std::tuple<const char*, const std::string&, int64_t>{"--dp-replicate", dp_replicate, pins.dp_replicate},
+        {"--dp-shard", dp_shard, pins.dp_shard},
+        {"--cp", cp, pins.cp},
+        {"--tp", tp, pins.tp},
+        {"--ep", ep, pins.ep},
+        {"--etp", etp, pins.etp},
+        {"--pp", pp, pins.pp}}) {
+    if (!raw.empty() && value < 1) throw UsageError(fmt::format("{}: a pinned degree must be >= 1, got {}", flag, value));
+  }
+  return pins;
 }
 
 void AddMemoryReserveFlag(CLI::App* app, std::string& value) {
@@ -329,6 +353,17 @@ TrainingOverrides TrainingFlags::Parse() const {
   if (!pipeline_schedule.empty()) t.pipeline_schedule = pipeline_schedule;
   if (!pp_layer_split.empty()) t.pp_layer_split = pp_layer_split;
   return t;
+}
+
+SearchSettingsPinned TrainingFlags::SearchPinned() const {
+  SearchSettingsPinned pinned;
+  pinned.micro_batch_size = !micro_batch_size.empty();
+  pinned.recompute = !recompute.empty();
+  pinned.vpp = !vpp.empty();
+  pinned.dp_sharding = !dp_sharding.empty();
+  pinned.ep_overlap = overlap_moe_ep_comm;
+  pinned.dispatcher = dispatcher;
+  return pinned;
 }
 
 }  // namespace dockyard::cli

@@ -15,6 +15,8 @@
 
 #include "planner/layout/parallel_dims.h"
 #include "planner/model/training_overrides.h"
+#include "planner/search/search.h"
+#include "planner/search/search_space.h"
 #include "planner/sim/redundant_experts.h"
 
 namespace dockyard::cli {
@@ -59,6 +61,10 @@ struct DegreeFlags {
   // The degrees given, defaults otherwise (world_size `default_world_size`, dp_shard -1 = infer,
   // the others 1). Throws UsageError for a malformed value; ranges are ParallelDims::Build's.
   ParallelDimsOptions Parse(int64_t default_world_size) const;
+  // search: a degree flag given pins its degree, any other is searched (0; docs/search.md).
+  // Throws UsageError for a malformed value or a pinned degree < 1 (0 would silently mean
+  // "searched").
+  DegreePins ParsePins() const;
 };
 
 // The dispatchers --dispatcher accepts (planner/model/training.h TrainingConfig::dispatcher).
@@ -92,6 +98,9 @@ struct TrainingFlags {
   // The flags given, typed. Throws UsageError for a malformed number (ranges are
   // ApplyTrainingOverrides' / ValidateTraining's).
   TrainingOverrides Parse() const;
+  // search: the settings searched beside the degrees that these flags pin
+  // (planner/search/search_space.h ApplySearchedSettings).
+  SearchSettingsPinned SearchPinned() const;
 };
 
 // The global batch of simulate and search (planner/model/global_batch.h): --global-batch-size N

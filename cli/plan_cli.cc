@@ -32,6 +32,7 @@
 #include "planner/report/budget_text.h"
 #include "planner/report/header.h"
 #include "planner/report/plan_command.h"
+#include "planner/report/search_command.h"
 #include "planner/report/html_report.h"
 #include "planner/accounting/memory.h"
 #include "planner/model/model_spec.h"
@@ -310,44 +311,18 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   s.training = ResolveTraining(training_flags, model, 1);
   s.training.fp8_dispatch = o.training.fp8_dispatch;
   ParseSearchDispatchers(o.search_dispatchers, &s);
-  // Pins: a flag given fixes its dimension, any other is searched (docs/search.md).
-  s.pins.dp_replicate = ParseInt("--dp-replicate", o.degrees.dp_replicate).value_or(0);
-  s.pins.dp_shard = ParseInt("--dp-shard", o.degrees.dp_shard).value_or(0);
-  s.pins.cp = ParseInt("--cp", o.degrees.cp).value_or(0);
-  s.pins.tp = ParseInt("--tp", o.degrees.tp).value_or(0);
-  s.pins.ep = ParseInt("--ep", o.degrees.ep).value_or(0);
-  s.pins.etp = ParseInt("--etp", o.degrees.etp).value_or(0);
-  s.pins.pp = ParseInt("--pp", o.degrees.pp).value_or(0);
-  // A given flag pins its degree (0 would silently mean "searched"): it must be >= 1.
-  for (const auto& [flag, raw, value] :
-       {std::tuple<const char*, const std::string&, int64_t>{"--dp-replicate", o.degrees.dp_replicate, s.pins.dp_replicate},
-        {"--dp-shard", o.degrees.dp_shard, s.pins.dp_shard},
-        {"--cp", o.degrees.cp, s.pins.cp},
-        {"--tp", o.degrees.tp, s.pins.tp},
-        {"--ep", o.degrees.ep, s.pins.ep},
-        {"--etp", o.degrees.etp, s.pins.etp},
-        {"--pp", o.degrees.pp, s.pins.pp}}) {
-    if (!raw.empty() && value < 1) throw UsageError(fmt::format("{}: a pinned degree must be >= 1, got {}", flag, value));
-  }
-  SearchSettingsPinned pinned;
-  pinned.micro_batch_size = !o.training.micro_batch_size.empty();
-  pinned.recompute = !o.training.recompute.empty();
-  pinned.vpp = !o.training.vpp.empty();
-  pinned.dp_sharding = !o.training.dp_sharding.empty();
-  pinned.ep_overlap = o.training.overlap_moe_ep_comm;
-  pinned.dispatcher = o.training.dispatcher;
-  ApplySearchedSettings(pinned, &s);
+  s.pins = o.degrees.ParsePins();
+  ApplySearchedSettings(o.training.SearchPinned(), &s);
   s.threads = static_cast<int>(std::clamp<int64_t>(ParseInt("--threads", o.threads).value_or(1), -1, 1 << 20));
   if (s.threads < 1 || s.threads > 1024) throw UsageError(fmt::format("--threads: must be in [1, 1024], got {}", o.threads));
   if (s.world_size < 1) throw Error(fmt::format("--world-size: must be >= 1, got {}", s.world_size));
   s.global_batch_size = o.global_batch.Sequences(s.training.seq_len).value_or(s.world_size);
-  std::optional<LayoutQuery> explain;
+  SearchCommandRequest request;
   if (!o.explain.empty()) {
-    explain = ParseLayoutQuery(o.explain);
+    request.explain = ParseLayoutQuery(o.explain);
     s.keep_all = true;
   }
   ValidateSelectiveAcConvention(s.training, s.convention == Convention::kTorchtitan);  // else every layout is invalid
-  const int64_t moe_layers = model.NumMoeLayers();
   s.routing_layers = SearchRoutingLayers(model, s.routing, ParseInt("--routing-layers", o.routing_layers));
   err << PinnedLayerSplitNote(s.training);
   if (isatty(2)) {
@@ -358,72 +333,31 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
       if (done == total) err << "\n";
     };
   }
-  std::vector<RedundantCount> redundant_counts;  // search --redundant-experts LIST (opt-in)
-  std::optional<RedundantExpertsOptions> redundant_options;
-  if (!o.redundant.redundant_experts.empty()) {
-    redundant_counts = ParseRedundantCounts(o.redundant.redundant_experts);
+  if (!o.redundant.redundant_experts.empty()) {  // search --redundant-experts LIST (opt-in)
+    request.redundant_counts = ParseRedundantCounts(o.redundant.redundant_experts);
     cli::RedundantExpertsFlags rest = o.redundant;
     rest.redundant_experts = "0";  // the list is parsed above; the policy, groups and choice here
-    redundant_options = cli::ParseRedundantExpertsFlags(rest);
+    request.redundant = cli::ParseRedundantExpertsFlags(rest);
   }
-  // The HTML page plots every ranked layout; the JSON and the table keep the first --top.
-  const int64_t top_rows = s.top;
-  if (o.html_given) s.top = std::numeric_limits<int64_t>::max();
-  SearchResult result = SearchLayouts(model, s);
-  s.top = top_rows;
-  std::optional<ExplainResult> explained;
-  if (explain) explained = ExplainLayout(model, s, result, *explain);
-  result.all.clear();
-  SearchResult every = result;
-  if (static_cast<int64_t>(result.top.size()) > top_rows) result.top.resize(top_rows);
-  if (result.top.empty()) {
-    // The same outcome in every output mode: the counts on stderr, exit 1, no file.
-    err << EmptySearchText(result);
+  request.model_source = ModelSourceName(o.model);
+  request.provenance = ReportProvenance(o);
+  request.calibration = calibration;
+  request.json = o.json_given;
+  request.html = o.html_given;
+  const SearchCommandResult result = RunSearchCommand(model, s, request);
+  if (result.empty) {
+    err << result.empty_text;
     return 1;
   }
-  // The header every report opens with (header.h); the routing is sampled per (ep, tokens, oep).
-  ReportHeaderInputs header_inputs;
-  header_inputs.command = "search";
-  header_inputs.model_name = model.name;
-  header_inputs.model_source = ModelSourceName(o.model);
-  header_inputs.world_size = s.world_size;
-  header_inputs.convention = s.convention;
-  header_inputs.cluster = s.cluster.name;
-  if (calibration) header_inputs.calibration = CalibrationRefToJson(*calibration);
-  header_inputs.routing = RoutingSpecText(s.routing);
-  header_inputs.seed = s.routing.seed;
-  header_inputs.routing_layers = HeaderRoutingLayers(model, s);
-  header_inputs.imbalance = s.training.imbalance;
-  header_inputs.provenance = ReportProvenance(o);
-  const Json header = ReportHeader(header_inputs);
-  std::optional<RedundantSearchResult> redundant;
-  if (redundant_options) redundant = SearchRedundantExperts(model, s, result, redundant_counts, *redundant_options);
-  if (o.json_given || o.html_given) {
-    DescribeRows(model, s, &result.top);  // the phase breakdown of each row
-    Json j = SearchReportToJson(result, s, ModelSourceName(o.model), moe_layers, ReportProvenance(o));
-    if (explained) j["explain"] = ExplainToJson(*explained);
-    if (redundant) j["redundant_experts"] = RedundantSearchToJson(*redundant);
-    if (calibration) j["calibration"] = CalibrationRefToJson(*calibration);
-    j["header"] = header;
-    const std::string text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
-    std::vector<std::pair<std::string, std::string>> files;
-    if (o.html_given) {
-      Json page = j;
-      page["top"] = SearchResultToJson(every).at("top");
-      page["top_rows"] = top_rows;
-      files.push_back({o.html_path, ReportToHtml(page)});
-    }
-    if (o.json_given && o.json_path != "-") files.push_back({o.json_path, text});
-    WriteFilesAtomically(files);
-    if (o.json_given && o.json_path == "-") {
-      WriteOutput("-", text, out);
-      return 0;
-    }
+  std::vector<std::pair<std::string, std::string>> files;
+  if (o.html_given) files.push_back({o.html_path, result.html_text});
+  if (o.json_given && o.json_path != "-") files.push_back({o.json_path, result.report_text});
+  WriteFilesAtomically(files);
+  if (o.json_given && o.json_path == "-") {
+    WriteOutput("-", result.report_text, out);
+    return 0;
   }
-  out << ReportHeaderToText(header);
-  out << SearchResultToText(result);
-  if (explained) out << ExplainToText(*explained);
-  if (redundant) out << RedundantSearchToText(*redundant);
+  out << result.text;
   if (o.html_given) out << "HTML report written to " << o.html_path << "\n";
   return 0;
 }
