@@ -100,32 +100,15 @@ int RunReplay(const CliOptions& o, const Plan& plan, const runtime::RunOptions& 
   }
   if (o.overlap_shared) throw UsageError("--overlap-shared-experts does not apply to --replay-rank (no combine runs)");
   if (!o.fault.empty()) throw UsageError("--inject-fault does not apply to --replay-rank");
-  runtime::ReplayOptions ro;
-  ro.rank = *ParseInt("--replay-rank", o.replay_rank);
-  if (ro.rank < 0 || ro.rank >= plan.dims.world_size) {
-    throw Error(fmt::format("--replay-rank must be in [0, {}) (the plan's world size), got {}", plan.dims.world_size, ro.rank));
-  }
-  if (run.routing) ro.routing = *run.routing;
-  ro.routing.seed = run.seed;
-  ro.seed = run.seed;
-  ro.iters = run.iters;
-  ro.warmup = run.warmup;
-  ro.atol = run.atol;
-  ro.rtol = run.rtol;
-  ro.layer = run.layer;
-  // The cluster: --cluster, else the simulate plan's, else h100-sxm (dockyard-plan's default).
-  ro.cluster = !o.cluster.empty() ? LoadCluster(o.cluster) : plan_cluster ? *plan_cluster : ClusterPreset("h100-sxm");
+  runtime::ReplayOptions ro = runtime::ReplayOptionsFromRun(run, *ParseInt("--replay-rank", o.replay_rank), plan.dims.world_size);
+  ro.cluster = runtime::ReplayCluster(o.cluster, plan_cluster);
   ro.precision = o.backend == "cuda" ? o.gemm_precision : "fp32";
   if (o.backend != "cuda") ro.weight_block_bytes = run.weight_block_bytes;  // CPU: blocks sized for L2
   const std::unique_ptr<runtime::Backend> backend = MakeBackend(o, launch);
   const runtime::ReplayReport report = runtime::ReplayRank(plan, ro, *backend);
   if (json_given) {
     Json j = runtime::ReplayReportToJson(report);
-    std::vector<std::string> inputs = {model_path};
-    if (!o.plan_path.empty()) inputs.push_back(o.plan_path);
-    if (o.routing.rfind("trace:", 0) == 0) inputs.push_back(o.routing.substr(6));
-    if (!o.cluster.empty() && o.cluster.find('/') != std::string::npos) inputs.push_back(o.cluster);
-    j["provenance"] = Provenance(o.argv, inputs);
+    j["provenance"] = Provenance(o.argv, runtime::ReplayInputFiles(model_path, o.plan_path, o.routing, o.cluster));
     WriteOutput(o.json_path, j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n", out);
   }
   if (!json_given || o.json_path != "-") {
@@ -151,20 +134,7 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
     }
     launch = runtime::LaunchFromEnv([](const char* name) { return std::getenv(name); });
     if (!o.nccl_job_id.empty()) launch.job_id = o.nccl_job_id;
-    // Looser defaults where the expert GEMMs round their inputs (kernels/grouped_gemm.h).
-    if (o.gemm_precision == "bf16") {
-      if (o.atol.empty()) o.atol = "5e-3";
-      if (o.rtol.empty()) o.rtol = "5e-2";
-    } else if (o.gemm_precision == "tf32") {
-      if (o.atol.empty()) o.atol = "1e-3";
-      if (o.rtol.empty()) o.rtol = "1e-2";
-    }
-    if (launch.multi_process()) {
-      // One report per process: "{rank}" in --json becomes this process's rank.
-      for (size_t at = o.json_path.find("{rank}"); at != std::string::npos; at = o.json_path.find("{rank}")) {
-        o.json_path.replace(at, 6, std::to_string(launch.rank));
-      }
-    }
+    if (launch.multi_process()) o.json_path = runtime::ExpandRankInPath(o.json_path, launch.rank);
   } else {
     for (const char* flag : {"--gemm-precision", "--grouped-gemm", "--nccl-id-dir", "--nccl-job-id"}) {
       if (o.cuda_flags_given.count(flag)) throw UsageError(fmt::format("{} applies to --backend cuda only", flag));
@@ -210,8 +180,9 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
   if (*ParseInt("--seed", o.seed) < 0) throw Error(fmt::format("--seed must be >= 0, got {}", o.seed));
   run.layer = ParseInt("--layer", o.layer).value_or(-1);
   if (!o.layer.empty() && run.layer < 0) throw Error(fmt::format("--layer must be >= 0, got {}", run.layer));
-  run.atol = ParseNumber("--atol", o.atol).value_or(run.atol);
-  run.rtol = ParseNumber("--rtol", o.rtol).value_or(run.rtol);
+  const runtime::Tolerances tolerances = o.backend == "cuda" ? runtime::GemmPrecisionTolerances(o.gemm_precision) : runtime::Tolerances{};
+  run.atol = ParseNumber("--atol", o.atol).value_or(tolerances.atol.value_or(run.atol));
+  run.rtol = ParseNumber("--rtol", o.rtol).value_or(tolerances.rtol.value_or(run.rtol));
   if (!o.routing.empty()) {
     RoutingSpec spec = ParseRoutingSpec(o.routing);
     spec.seed = run.seed;
@@ -254,11 +225,7 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
 
   if (json_given || !o.html_path.empty()) {
     Json j = runtime::RunReportToJson(report, model_path);
-    std::vector<std::string> inputs = {model_path};
-    if (plan_file) inputs.push_back(o.plan_path);
-    if (o.routing.rfind("trace:", 0) == 0) inputs.push_back(o.routing.substr(6));
-    if (!o.placement.empty()) inputs.push_back(o.placement);
-    j["provenance"] = Provenance(o.argv, inputs);
+    j["provenance"] = Provenance(o.argv, runtime::RunInputFiles(model_path, o.plan_path, o.routing, o.placement));
     if (plan_file) JoinPredictedPhases(plan_file->predicted, &j);
     // Files all-or-nothing; '-' goes to stdout.
     const std::string text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
