@@ -231,14 +231,7 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
     const std::string text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
     std::vector<std::pair<std::string, std::string>> files;
     if (!o.html_path.empty()) {
-      // The page also draws the plan the run executed (meshes, expert ownership, memory): the
-      // plan report's sections that the run report does not carry itself.
-      Json page = j;
-      const Json plan_json = PlanToJson(plan, model_path, ComputeMemory(plan));
-      for (const auto& [key, value] : plan_json.items()) {
-        if (!page.contains(key)) page[key] = value;
-      }
-      files.push_back({o.html_path, ReportToHtml(page)});
+      files.push_back({o.html_path, ReportToHtml(RunPageDocument(j, plan, model_path))});
     }
     if (json_given && o.json_path != "-") files.push_back({o.json_path, text});
     WriteFilesAtomically(files);

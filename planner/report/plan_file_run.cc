@@ -3,7 +3,9 @@
 
 #include <fmt/format.h>
 
+#include "planner/accounting/memory.h"
 #include "planner/base/error.h"
+#include "planner/report/report.h"
 
 namespace dockyard {
 
@@ -63,6 +65,17 @@ std::string PredictedBesideMeasuredText(const Json& predicted, const std::vector
     }
   }
   return out;
+}
+
+Json RunPageDocument(const Json& run_report, const Plan& plan, const std::string& model_path) {
+  // The page also draws the plan the run executed (meshes, expert ownership, memory): the
+  // plan report's sections that the run report does not carry itself.
+  Json page = run_report;
+  const Json plan_json = PlanToJson(plan, model_path, ComputeMemory(plan));
+  for (const auto& [key, value] : plan_json.items()) {
+    if (!page.contains(key)) page[key] = value;
+  }
+  return page;
 }
 
 }  // namespace dockyard

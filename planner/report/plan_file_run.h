@@ -43,4 +43,9 @@ void JoinPredictedPhases(const Json& predicted, Json* report);
 // an object.
 std::string PredictedBesideMeasuredText(const Json& predicted, const std::vector<std::pair<std::string, double>>& measured);
 
+// The document a run's HTML page renders (html_report.h ReportToHtml): the run report `run_report`
+// (runtime RunReportToJson) with the plan report's sections it does not carry itself (PlanToJson of
+// the plan the run executed: meshes, expert ownership, memory), so the page also draws the plan.
+Json RunPageDocument(const Json& run_report, const Plan& plan, const std::string& model_path);
+
 }  // namespace dockyard

@@ -101,3 +101,14 @@ TEST_CASE("Predicted phases join the measured ones by name, in JSON and text") {
         "  dispatch         predicted          7.5   measured          9.0\n");
   CHECK(dockyard::PredictedBesideMeasuredText(Json(), {{"dispatch", 9.0}}).empty());
 }
+
+TEST_CASE("A run's page document adds the plan's sections the run report lacks, keeping the run's own") {
+  const auto plan = dockyard::BuildPlan(dockyard::testing::TinyMixtral(), TinyDims());
+  const Json run = {{"kind", "dockyard_run"}, {"model", {{"source", "run-model"}}}};
+  const Json page = dockyard::RunPageDocument(run, plan, "tiny.json");
+  const Json plan_json = dockyard::PlanToJson(plan, "tiny.json", dockyard::ComputeMemory(plan));
+  CHECK(page["kind"] == "dockyard_run");
+  CHECK(page["model"] == run["model"]);          // the run's own section is kept
+  CHECK(page["meshes"] == plan_json["meshes"]);  // the plan's are added
+  CHECK(page.size() == plan_json.size() + 1);    // every plan key, and "kind"
+}
