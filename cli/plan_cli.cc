@@ -364,27 +364,9 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
 
 }  // namespace
 
-int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
-  CliOptions o;
-  o.argv.assign(argv, argv + argc);
-  CLI::App app{
-      "dockyard-plan: a dry run of an MoE sharding layout (meshes, rank groups, placements, local shapes, "
-      "expert ownership, memory and traffic per rank)."};
-  app.footer(kExamples);
-  AddPlanOptions(&app, o);
-  CLI::App* check = app.add_subcommand("check", "exit 3 and list the ranks whose peak memory exceeds --gpu-memory-gib less the reserve");
-  AddPlanOptions(check, o);
-  AddRoutingFlags(check, o);
-  CLI::App* simulate = app.add_subcommand("simulate", "predict the time of every phase of a training step on a cluster");
-  AddPlanOptions(simulate, o);
-  simulate->add_option("--cluster", o.cluster, "preset (h100-sxm, h200-sxm, h100-pcie-400g) or cluster JSON (default h100-sxm)");
-  AddRoutingFlags(simulate, o);
-  simulate->add_flag("--no-overlap", o.no_overlap, "do not overlap the shared experts with the combine all-to-all");
-  AddComputeFlags(simulate, o);
-  cli::AddRedundantExpertsFlags(simulate, o.redundant, "report the EPLB placement, imbalance, MoE-layer time and memory before/after");
-  simulate->add_option("--calibration", o.calibration, "calibration JSON (calibration/PRESET.json; default: the built-in knobs)");
-  o.global_batch.AddTo(simulate,
-                       "sets --num-microbatches (Megatron: all in one schedule) and torchtitan's accumulation steps (default: not given)");
+// The search subcommand's options: the model, world and convention, the cluster and routing, the
+// pinned degrees and settings, the ranking's size and outputs.
+CLI::App* AddSearchCommand(CLI::App& app, CliOptions& o) {
   CLI::App* search =
       app.add_subcommand("search", "enumerate valid layouts, drop those over the memory budget, rank by predicted tokens/s per GPU");
   search->add_option("--model", o.model, "HF config.json or dockyard model spec (default: embedded DeepSeek-V3)");
@@ -422,6 +404,60 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   search->add_option("--routing-layers", o.routing_layers,
                      "MoE layers to sample per (ep, tokens, oep); each phase takes the mean of their slowest ranks "
                      "(default min(2, MoE layers); simulate's default is min(4, ...): pass the same to compare)");
+  return search;
+}
+
+// --json, --refit-json and --html: given a path, distinct, at most one on stdout (never the HTML
+// page), none over an input (model, cluster JSON, calibration, routing trace).
+void CheckPlanOutputs(const CliOptions& o) {
+  if (o.json_given && o.refit_given && SameOutputPath(o.json_path, o.refit_json) && o.json_path != "-") {
+    throw UsageError(fmt::format("--json and --refit-json name the same output ({})", o.json_path));
+  }
+  if (o.model_given && o.model.empty()) throw UsageError("--model needs a path, got an empty string");
+  if (o.json_given && o.json_path.empty()) throw UsageError("--json needs a path or '-', got an empty string");
+  if (o.refit_given && o.refit_json.empty()) throw UsageError("--refit-json needs a path or '-', got an empty string");
+  if (o.json_given && o.refit_given && o.json_path == "-" && o.refit_json == "-") {
+    throw UsageError("--json - and --refit-json - cannot both write to stdout");
+  }
+  // No output may replace an input (model, cluster JSON, routing trace).
+  std::vector<std::string> inputs = {o.model, o.cluster, o.calibration};
+  if (o.routing.rfind("trace:", 0) == 0) inputs.push_back(o.routing.substr(6));
+  if (o.json_given) RejectOutputOverInputs(o.json_path, "--json", inputs);
+  if (o.refit_given) RejectOutputOverInputs(o.refit_json, "--refit-json", inputs);
+  if (o.html_given) {
+    if (o.html_path == "-") throw UsageError("--html needs a file path ('-' is not supported)");
+    if (o.json_given && SameOutputPath(o.html_path, o.json_path)) {
+      throw UsageError(fmt::format("--html and --json name the same output ({} and {})", o.html_path, o.json_path));
+    }
+    if (o.refit_given && SameOutputPath(o.html_path, o.refit_json)) {
+      throw UsageError(fmt::format("--html and --refit-json name the same output ({} and {})", o.html_path, o.refit_json));
+    }
+    RejectOutputOverInputs(o.html_path, "--html", inputs);
+  }
+}
+
+int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
+  CliOptions o;
+  o.argv.assign(argv, argv + argc);
+  CLI::App app{
+      "dockyard-plan: a dry run of an MoE sharding layout (meshes, rank groups, placements, local shapes, "
+      "expert ownership, memory and traffic per rank)."};
+  app.footer(kExamples);
+  AddPlanOptions(&app, o);
+  CLI::App* check = app.add_subcommand("check", "exit 3 and list the ranks whose peak memory exceeds --gpu-memory-gib less the reserve");
+  AddPlanOptions(check, o);
+  AddRoutingFlags(check, o);
+  CLI::App* simulate = app.add_subcommand("simulate", "predict the time of every phase of a training step on a cluster");
+  AddPlanOptions(simulate, o);
+  simulate->add_option("--cluster", o.cluster, "preset (h100-sxm, h200-sxm, h100-pcie-400g) or cluster JSON (default h100-sxm)");
+  AddRoutingFlags(simulate, o);
+  simulate->add_flag("--no-overlap", o.no_overlap, "do not overlap the shared experts with the combine all-to-all");
+  AddComputeFlags(simulate, o);
+  cli::AddRedundantExpertsFlags(simulate, o.redundant, "report the EPLB placement, imbalance, MoE-layer time and memory before/after");
+  simulate->add_option("--calibration", o.calibration, "calibration JSON (calibration/PRESET.json; default: the built-in knobs)");
+  o.global_batch.AddTo(simulate,
+                       "sets --num-microbatches (Megatron: all in one schedule) and torchtitan's accumulation steps (default: not given)");
+  CLI::App* search = AddSearchCommand(app, o);
   CLI::App* spec = app.add_subcommand("spec", "write the normalized dockyard model spec of a model");
   std::string spec_model, spec_out = "-";
   spec->add_option("--model", spec_model, "HF config.json or dockyard model spec")->required();
@@ -466,30 +502,7 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
     for (CLI::App* a : {&app, check, simulate, search, spec, calibrate}) {
       if (a == &app || a->parsed()) cli::RejectEmptyValues(*a);
     }
-    if (o.json_given && o.refit_given && SameOutputPath(o.json_path, o.refit_json) && o.json_path != "-") {
-      throw UsageError(fmt::format("--json and --refit-json name the same output ({})", o.json_path));
-    }
-    if (o.model_given && o.model.empty()) throw UsageError("--model needs a path, got an empty string");
-    if (o.json_given && o.json_path.empty()) throw UsageError("--json needs a path or '-', got an empty string");
-    if (o.refit_given && o.refit_json.empty()) throw UsageError("--refit-json needs a path or '-', got an empty string");
-    if (o.json_given && o.refit_given && o.json_path == "-" && o.refit_json == "-") {
-      throw UsageError("--json - and --refit-json - cannot both write to stdout");
-    }
-    // No output may replace an input (model, cluster JSON, routing trace).
-    std::vector<std::string> inputs = {o.model, o.cluster, o.calibration};
-    if (o.routing.rfind("trace:", 0) == 0) inputs.push_back(o.routing.substr(6));
-    if (o.json_given) RejectOutputOverInputs(o.json_path, "--json", inputs);
-    if (o.refit_given) RejectOutputOverInputs(o.refit_json, "--refit-json", inputs);
-    if (o.html_given) {
-      if (o.html_path == "-") throw UsageError("--html needs a file path ('-' is not supported)");
-      if (o.json_given && SameOutputPath(o.html_path, o.json_path)) {
-        throw UsageError(fmt::format("--html and --json name the same output ({} and {})", o.html_path, o.json_path));
-      }
-      if (o.refit_given && SameOutputPath(o.html_path, o.refit_json)) {
-        throw UsageError(fmt::format("--html and --refit-json name the same output ({} and {})", o.html_path, o.refit_json));
-      }
-      RejectOutputOverInputs(o.html_path, "--html", inputs);
-    }
+    CheckPlanOutputs(o);
     if (spec->parsed()) RejectOutputOverInputs(spec_out, "--out", {spec_model});
     if (spec->parsed()) {
       if (spec_out.empty()) throw UsageError("--out needs a path or '-', got an empty string");

@@ -123,8 +123,10 @@ int RunReplay(const CliOptions& o, const Plan& plan, const runtime::RunOptions& 
   return 0;
 }
 
-int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream& err) {
-  CliOptions o = o_in;
+// --backend cuda: the CUDA backend compiled in, the launcher's ranks (torchrun/srun/mpirun) and
+// "{rank}" in --json; --backend cpu refuses the CUDA-only flags.
+runtime::LaunchInfo PrepareLaunch(CliOptions* options) {
+  CliOptions& o = *options;
   runtime::LaunchInfo launch;
   if (o.backend == "cuda") {
     if (!runtime::cuda::CudaBackendCompiled()) {
@@ -140,15 +142,12 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
       if (o.cuda_flags_given.count(flag)) throw UsageError(fmt::format("{} applies to --backend cuda only", flag));
     }
   }
-  std::optional<PlanFile> plan_file;
-  if (!o.plan_path.empty()) {
-    if (o.degrees.AnyDegreeGiven()) throw UsageError("--plan gives the degrees; do not also pass --world-size/--tp/--ep/...");
-    if (o.convention_given) throw UsageError("--plan gives the convention; do not also pass --convention");
-    plan_file = ReadPlanFile(o.plan_path);
-  } else {
-    if (o.model.empty()) throw UsageError("--model is required (or --plan PLAN.json)");
-    if (o.degrees.world_size.empty()) throw UsageError("--world-size is required (or --plan PLAN.json)");
-  }
+  return launch;
+}
+
+// --json and --html: writable, not the same file, not over an input (model, plan, cluster,
+// placement, routing trace); checked before the run, not after it.
+void CheckRunOutputs(const CliOptions& o, bool json_given) {
   if (json_given && o.json_path.empty()) throw UsageError("--json needs a path or '-', got an empty string");
   if (json_given) {
     std::vector<std::string> inputs = {o.model, o.plan_path, o.cluster, o.placement};
@@ -167,11 +166,12 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
     if (o.routing.rfind("trace:", 0) == 0) inputs.push_back(o.routing.substr(6));
     RejectOutputOverInputs(o.html_path, "--html", inputs);
   }
+}
 
-  const ParallelDimsOptions dims = plan_file ? plan_file->dims : o.degrees.Parse(/*default_world_size=*/0);
-
+// The run's options from its flags (seed and layer >= 0; tolerances: the flag, else the CUDA
+// GEMM precision's, else RunOptions').
+runtime::RunOptions ParseRunOptions(const CliOptions& o, const TrainingOverrides& training_flags) {
   runtime::RunOptions run;
-  const TrainingOverrides training_flags = o.training.Parse();
   run.oep = training_flags.oep;
   run.tokens_per_rank = *ParseInt("--tokens-per-rank", o.tokens_per_rank);
   run.iters = *ParseInt("--iters", o.iters);
@@ -193,7 +193,27 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
   if (o.fault == "wrong-expert") run.fault = runtime::Fault::kWrongExpertOwner;
   run.overlap_shared_experts = o.overlap_shared;
   if (o.backend == "cuda") run.rank_weight_block_bytes = int64_t{1} << 30;  // whole experts per grouped GEMM
+  return run;
+}
 
+int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream& err) {
+  CliOptions o = o_in;
+  const runtime::LaunchInfo launch = PrepareLaunch(&o);
+  std::optional<PlanFile> plan_file;
+  if (!o.plan_path.empty()) {
+    if (o.degrees.AnyDegreeGiven()) throw UsageError("--plan gives the degrees; do not also pass --world-size/--tp/--ep/...");
+    if (o.convention_given) throw UsageError("--plan gives the convention; do not also pass --convention");
+    plan_file = ReadPlanFile(o.plan_path);
+  } else {
+    if (o.model.empty()) throw UsageError("--model is required (or --plan PLAN.json)");
+    if (o.degrees.world_size.empty()) throw UsageError("--world-size is required (or --plan PLAN.json)");
+  }
+  CheckRunOutputs(o, json_given);
+
+  const ParallelDimsOptions dims = plan_file ? plan_file->dims : o.degrees.Parse(/*default_world_size=*/0);
+
+  const TrainingOverrides training_flags = o.training.Parse();
+  runtime::RunOptions run = ParseRunOptions(o, training_flags);
   const std::string model_path = plan_file ? PlanFileModelPath(*plan_file, o.plan_path, o.model) : o.model;
   ModelSpec model = LoadModel(model_path);
   if (training_flags.seq_len && o.replay_rank.empty()) {
