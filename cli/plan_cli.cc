@@ -245,7 +245,6 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   const PlanCommandResult result = RunPlanCommand(BuildPlan(model, dims, training), request);
   const Plan& plan = result.plan;
   const MemoryReport& memory = result.memory;
-  const Json& header = result.header;
   const std::string &report_text = result.report_text, &html_text = result.html_text, &refit_text = result.refit_text;
   // Files are written all-or-nothing; '-' goes to stdout.
   std::vector<std::pair<std::string, std::string>> files;
@@ -257,23 +256,13 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   if (o.refit_given && o.refit_json == "-") out << refit_text;
   const bool quiet = (o.json_given && o.json_path == "-") || (o.refit_given && o.refit_json == "-");
   if (!quiet) {
-    out << ReportHeaderToText(header);
-    if (use_default) {
-      out << DefaultModelNote(dims, plan.training.recompute);
-    }
-    if (result.received) out << ReceivedRowsToText(*result.received);
-    if (result.cost) {
-      if (global_batch) out << GlobalBatchText(*global_batch, plan);
-      out << MemoryToText(plan, memory) << CostToText(*result.cost) << result.redundant_text;
-    } else {
-      out << (check ? MemoryToText(plan, memory) : PlanToText(plan, source, memory));
-    }
+    out << PlanCommandText(request, result, global_batch, use_default ? DefaultModelNote(dims, plan.training.recompute) : "");
     if (o.json_given) out << "JSON report written to " << o.json_path << "\n";
     if (o.refit_given) out << "Refit map written to " << o.refit_json << "\n";
     if (o.html_given) out << "HTML report written to " << o.html_path << "\n";
   }
   // check and simulate: a plan over its budget exits kExitOverBudget (its reports are written).
-  if ((check || command == Command::kSimulate) && !memory.over_budget_ranks.empty()) {
+  if (FailsBudget(request, result)) {
     err << OverBudgetText(plan, memory, check ? "dockyard-plan check" : "dockyard-plan simulate");
     return cli::kExitOverBudget;
   }

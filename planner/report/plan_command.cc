@@ -5,6 +5,7 @@
 
 #include "planner/accounting/refit.h"
 #include "planner/accounting/replica_refit.h"
+#include "planner/report/budget_text.h"
 #include "planner/report/header.h"
 #include "planner/report/html_report.h"
 #include "planner/report/report.h"
@@ -127,6 +128,25 @@ PlanCommandResult RunPlanCommand(Plan plan_in, const PlanCommandRequest& r) {
     result.refit_text = refit.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
   }
   return result;
+}
+
+std::string PlanCommandText(const PlanCommandRequest& r, const PlanCommandResult& result,
+                            const std::optional<GlobalBatchSchedule>& global_batch, const std::string& note) {
+  const Plan& plan = result.plan;
+  const MemoryReport& memory = result.memory;
+  std::string out = ReportHeaderToText(result.header) + note;
+  if (result.received) out += ReceivedRowsToText(*result.received);
+  if (result.cost) {
+    if (global_batch) out += GlobalBatchText(*global_batch, plan);
+    out += MemoryToText(plan, memory) + CostToText(*result.cost) + result.redundant_text;
+  } else {
+    out += r.command == PlanCommand::kCheck ? MemoryToText(plan, memory) : PlanToText(plan, r.model_source, memory);
+  }
+  return out;
+}
+
+bool FailsBudget(const PlanCommandRequest& r, const PlanCommandResult& result) {
+  return (r.command == PlanCommand::kCheck || r.command == PlanCommand::kSimulate) && !result.memory.over_budget_ranks.empty();
 }
 
 }  // namespace dockyard

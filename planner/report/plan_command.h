@@ -71,4 +71,14 @@ struct PlanCommandResult {
 
 PlanCommandResult RunPlanCommand(Plan plan, const PlanCommandRequest& request);
 
+// The terminal report: the header, `note` (e.g. default_layout.h DefaultModelNote), the received
+// rows when sampled, then per command: simulate the global batch's schedule (when given), memory,
+// cost and the redundant-experts analysis; check the memory; plan the plan's tables.
+std::string PlanCommandText(const PlanCommandRequest& request, const PlanCommandResult& result,
+                            const std::optional<GlobalBatchSchedule>& global_batch, const std::string& note);
+
+// Whether the command fails on the budget: check and simulate exit kExitOverBudget (3) when a rank
+// is over it (their reports are still written); plan only reports headroom.
+bool FailsBudget(const PlanCommandRequest& request, const PlanCommandResult& result);
+
 }  // namespace dockyard

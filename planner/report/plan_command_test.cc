@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include "planner/base/error.h"
+#include "planner/report/header.h"
 #include "planner/report/report.h"
 #include "tests/test_models.h"
 
@@ -96,4 +97,29 @@ TEST_CASE("A global batch of 16 sequences on dp 4 at micro-batch 1 is 4 micro-ba
   CHECK(t.num_microbatches == 4);
   CHECK(t.run.grad_accumulation_steps == 1);
   CHECK_THROWS_AS(dockyard::ApplyGlobalBatch(6, d, &t), dockyard::Error);  // 6 is not a multiple of dp 4
+}
+
+TEST_CASE("The terminal report and the budget verdict follow the command") {
+  dockyard::PlanCommandRequest r;
+  r.model_source = "tiny.json";
+  r.provenance = {{"argv", {"dockyard-plan"}}};
+  const auto plan = dockyard::RunPlanCommand(TinyPlan(), r);
+  const std::string header = dockyard::ReportHeaderToText(plan.header);
+  CHECK(dockyard::PlanCommandText(r, plan, std::nullopt, "(note)\n") ==
+        header + "(note)\n" + dockyard::PlanToText(plan.plan, "tiny.json", plan.memory));
+
+  r.command = dockyard::PlanCommand::kCheck;
+  const auto check = dockyard::RunPlanCommand(TinyPlan(), r);
+  CHECK(dockyard::PlanCommandText(r, check, std::nullopt, "") ==
+        dockyard::ReportHeaderToText(check.header) + dockyard::MemoryToText(check.plan, check.memory));
+  CHECK_FALSE(dockyard::FailsBudget(r, check));  // no budget: nothing is over it
+
+  dockyard::TrainingConfig tight;
+  tight.gpu_memory_gib = 0.01;  // 10 MiB: every rank is over
+  tight.memory_reserve_gib = 0.0;
+  const auto over = dockyard::RunPlanCommand(dockyard::BuildPlan(dockyard::testing::TinyMixtral(), TinyDims(), tight), r);
+  CHECK(dockyard::FailsBudget(r, over));
+  dockyard::PlanCommandRequest plain = r;
+  plain.command = dockyard::PlanCommand::kPlan;  // plan reports headroom, it does not fail
+  CHECK_FALSE(dockyard::FailsBudget(plain, over));
 }
