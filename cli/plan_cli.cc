@@ -173,18 +173,8 @@ using Command = PlanCommand;
 
 // What produced a report: version, command line and the digests of the input files.
 Json ReportProvenance(const CliOptions& o) {
-  std::vector<std::string> files;
-  std::vector<std::pair<std::string, std::string>> embedded;
-  if (o.model_given) {
-    files.push_back(o.model);
-  } else {
-    embedded.push_back({kDefaultModelName, DefaultModelJson()});
-  }
-  struct stat st {};
-  if (stat(o.cluster.c_str(), &st) == 0 && S_ISREG(st.st_mode)) files.push_back(o.cluster);
-  if (o.routing.rfind("trace:", 0) == 0) files.push_back(o.routing.substr(6));
-  if (!o.calibration.empty()) files.push_back(o.calibration);
-  return Provenance(o.argv, files, embedded);
+  const ReportInputs in = PlanReportInputs(o.model_given ? o.model : "", o.cluster, o.routing, o.calibration);
+  return Provenance(o.argv, in.files, in.embedded);
 }
 
 // Builds the plan from flags (or the embedded default) and writes what was asked.

@@ -1,9 +1,12 @@
 // plan / check / simulate as one library call (see plan_command.h).
 #include "planner/report/plan_command.h"
 
+#include <sys/stat.h>
+
 #include <vector>
 
 #include "planner/accounting/refit.h"
+#include "planner/layout/default_layout.h"
 #include "planner/accounting/replica_refit.h"
 #include "planner/report/budget_text.h"
 #include "planner/report/header.h"
@@ -14,6 +17,21 @@
 #include "planner/sim/group_routing.h"
 
 namespace dockyard {
+
+ReportInputs PlanReportInputs(const std::string& model_path, const std::string& cluster, const std::string& routing,
+                              const std::string& calibration) {
+  ReportInputs in;
+  if (!model_path.empty()) {
+    in.files.push_back(model_path);
+  } else {
+    in.embedded.push_back({kDefaultModelName, DefaultModelJson()});
+  }
+  struct stat st {};
+  if (stat(cluster.c_str(), &st) == 0 && S_ISREG(st.st_mode)) in.files.push_back(cluster);
+  if (routing.rfind("trace:", 0) == 0) in.files.push_back(routing.substr(6));
+  if (!calibration.empty()) in.files.push_back(calibration);
+  return in;
+}
 
 GlobalBatchSchedule ApplyGlobalBatch(int64_t global_batch_size, const ParallelDimsOptions& dims, TrainingConfig* training) {
   // The micro-batches per step and their schedule follow from the global batch (global_batch.h).

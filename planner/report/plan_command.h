@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "planner/accounting/memory.h"
 #include "planner/base/json_util.h"
@@ -29,6 +31,17 @@
 namespace dockyard {
 
 enum class PlanCommand { kPlan, kCheck, kSimulate };
+
+// The inputs a dockyard-plan report's provenance digests (provenance.h Provenance): the model file,
+// or the embedded default (default_layout.h) by name and text when `model_path` is empty; the
+// cluster when it names a regular file (a preset name does not); the trace of "trace:PATH"
+// routing; the calibration file when given.
+struct ReportInputs {
+  std::vector<std::string> files;
+  std::vector<std::pair<std::string, std::string>> embedded;  // (name, content)
+};
+ReportInputs PlanReportInputs(const std::string& model_path, const std::string& cluster, const std::string& routing,
+                              const std::string& calibration);
 
 // The schedule a global batch of `global_batch_size` sequences gives the layout `dims`
 // (ResolveGlobalBatch over dp = dp_replicate x dp_shard, training's micro-batch size and pinned

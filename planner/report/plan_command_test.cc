@@ -2,11 +2,15 @@
 // documents, on TinyMixtral (2 MoE layers, 8 experts, top-2) over 4 ranks with ep 2.
 #include "planner/report/plan_command.h"
 
+#include <cstdlib>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include <doctest/doctest.h>
 
 #include "planner/base/error.h"
+#include "planner/layout/default_layout.h"
 #include "planner/report/header.h"
 #include "planner/report/report.h"
 #include "tests/test_models.h"
@@ -122,4 +126,19 @@ TEST_CASE("The terminal report and the budget verdict follow the command") {
   dockyard::PlanCommandRequest plain = r;
   plain.command = dockyard::PlanCommand::kPlan;  // plan reports headroom, it does not fail
   CHECK_FALSE(dockyard::FailsBudget(plain, over));
+}
+
+TEST_CASE("A report's inputs: the model or the embedded default, a cluster file but not a preset, the trace, the calibration") {
+  const auto embedded = dockyard::PlanReportInputs("", "h100-sxm", "uniform", "");
+  CHECK(embedded.files.empty());  // a preset name is no file
+  REQUIRE(embedded.embedded.size() == 1);
+  CHECK(embedded.embedded[0].first == "<embedded testdata/hf/deepseek-v3.json>");
+  CHECK(embedded.embedded[0].second == dockyard::DefaultModelJson());
+
+  const char* dir = std::getenv("TEST_TMPDIR");
+  const std::string cluster = std::string(dir ? dir : "/tmp") + "/cluster_inputs.json";
+  std::ofstream(cluster) << "{}";
+  const auto files = dockyard::PlanReportInputs("m.json", cluster, "trace:t.json", "cal.json");
+  CHECK(files.files == std::vector<std::string>{"m.json", cluster, "t.json", "cal.json"});
+  CHECK(files.embedded.empty());
 }
