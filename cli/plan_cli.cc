@@ -1,56 +1,32 @@
 // dockyard-plan command line (see plan_cli.h).
 #include "cli/plan_cli.h"
 
-#include "planner/sim/dispatch_traffic.h"
-
-#include <cerrno>
-#include <cctype>
-#include <cmath>
-#include <cstdlib>
-#include <numeric>
+#include <algorithm>
 #include <optional>
-#include <sstream>
-#include <limits>
-#include <map>
 #include <string>
-#include <tuple>
-#include <sys/stat.h>
 #include <unistd.h>
+#include <utility>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "cli/calibrate_cli.h"
 #include "cli/flag_suggest.h"
 #include "cli/flags.h"
-#include "planner/sim/calibration.h"
-#include "cli/calibrate_cli.h"
 #include "planner/base/error.h"
 #include "planner/base/file_util.h"
-#include "planner/sim/cost.h"
-#include "planner/sim/deepep.h"
-#include "planner/model/hf_config.h"
-#include "planner/report/budget_text.h"
-#include "planner/report/header.h"
-#include "planner/report/plan_command.h"
-#include "planner/report/search_command.h"
-#include "planner/report/html_report.h"
-#include "planner/accounting/memory.h"
-#include "planner/model/model_spec.h"
-#include "planner/report/provenance.h"
 #include "planner/layout/default_layout.h"
 #include "planner/layout/plan.h"
-#include "planner/sim/redundant_experts.h"
-#include "planner/search/redundant_search.h"
-#include "planner/sim/group_routing.h"
-#include "planner/sim/received_rows.h"
-#include "planner/accounting/refit.h"
-#include "planner/accounting/replica_refit.h"
-#include "planner/report/report.h"
+#include "planner/model/model_spec.h"
+#include "planner/report/budget_text.h"
+#include "planner/report/plan_command.h"
+#include "planner/report/provenance.h"
+#include "planner/report/search_command.h"
 #include "planner/search/explain.h"
-#include "planner/search/search.h"
+#include "planner/search/redundant_search.h"
 #include "planner/search/search_space.h"
-#include "planner/model/global_batch.h"
-#include "planner/accounting/workload.h"
+#include "planner/sim/calibration.h"
 #include "planner/sim/network.h"
 
 namespace dockyard {
