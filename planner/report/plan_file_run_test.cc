@@ -3,13 +3,13 @@
 #include "planner/report/plan_file_run.h"
 
 #include <cstdlib>
-#include <fstream>
 #include <string>
 
 #include <doctest/doctest.h>
 
 #include "planner/base/error.h"
 #include "planner/report/report.h"
+#include "tests/temp_json.h"
 #include "tests/test_models.h"
 
 namespace {
@@ -17,12 +17,7 @@ namespace {
 using dockyard::Error;
 using dockyard::Json;
 
-std::string WriteTemp(const Json& j, const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  const std::string path = std::string(dir ? dir : "/tmp") + "/" + name;
-  std::ofstream(path) << j.dump(1);
-  return path;
-}
+const auto& WriteTemp = dockyard::testing::WriteTempJson;
 
 dockyard::ParallelDimsOptions TinyDims() {
   dockyard::ParallelDimsOptions o;
