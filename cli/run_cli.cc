@@ -1,33 +1,28 @@
 // dockyard-run command line (see run_cli.h).
 #include "cli/run_cli.h"
 
-#include <cerrno>
-#include <cmath>
 #include <cstdlib>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
-#include <sys/stat.h>
+#include <utility>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "cli/flag_suggest.h"
 #include "cli/flags.h"
-#include "planner/sim/cluster.h"
 #include "planner/base/error.h"
 #include "planner/base/file_util.h"
-#include "planner/report/html_report.h"
-#include "planner/accounting/memory.h"
-#include "planner/model/model_spec.h"
 #include "planner/layout/plan.h"
+#include "planner/model/model_spec.h"
+#include "planner/report/html_report.h"
 #include "planner/report/plan_file.h"
 #include "planner/report/plan_file_run.h"
-#include "planner/report/run_match.h"
 #include "planner/report/provenance.h"
-#include "planner/sim/redundant_experts.h"
-#include "planner/report/report.h"
+#include "planner/report/run_match.h"
 #include "planner/sim/routing.h"
 #include "runtime/config.h"
 #include "runtime/cpu/cpu_backend.h"
