@@ -9,10 +9,14 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "planner/layout/parallel_dims.h"
+#include "planner/model/training_overrides.h"
+#include "planner/search/search.h"
+#include "planner/search/search_space.h"
 #include "planner/sim/redundant_experts.h"
 
 namespace dockyard::cli {
@@ -57,6 +61,47 @@ struct DegreeFlags {
   // The degrees given, defaults otherwise (world_size `default_world_size`, dp_shard -1 = infer,
   // the others 1). Throws UsageError for a malformed value; ranges are ParallelDims::Build's.
   ParallelDimsOptions Parse(int64_t default_world_size) const;
+  // search: a degree flag given pins its degree, any other is searched (0; docs/search.md).
+  // Throws UsageError for a malformed value or a pinned degree < 1 (0 would silently mean
+  // "searched").
+  DegreePins ParsePins() const;
+};
+
+// The dispatchers --dispatcher accepts (planner/model/training.h TrainingConfig::dispatcher).
+inline const std::vector<std::string> kDispatcherNames = {"all_to_all", "deredundency", "deepep", "allgather"};
+
+// The training flags of both front ends, kept as text until parsed so that errors quote the value
+// given; Parse turns them into typed overrides of a spec's training block
+// (planner/model/training_overrides.h, ApplyTrainingOverrides). Empty text / false = not given.
+struct TrainingFlags {
+  std::string dp_sharding, pp_layer_split, param_dtype, grad_dtype, optimizer, seq_len, micro_batch_size, num_microbatches, recompute,
+      recompute_modules, precision, fp8_recipe, optimizer_states_dtype, gpu_memory_gib, imbalance, gpus_per_node, dispatcher, oep,
+      refit_dtype, memory_reserve_gib, selective_ac_option;
+  bool fp8_dispatch = false;
+  bool fp8_param_gather = false;
+  std::string mtp_layers;
+  // Schedule settings (planner/model/pipeline_schedule.h RunSettings).
+  std::string fsdp_reshard, grad_accumulation_steps, vpp, cp_comm;
+  std::string pipeline_layout;  // Megatron --pipeline-model-parallel-layout (planner/model/pipeline_layout.h)
+  bool account_for_embedding = false, account_for_loss = false;
+  std::string pipeline_schedule;  // --pipeline-schedule (pipeline_schedule.h)
+  bool overlap_grad_reduce = false, overlap_param_gather = false, overlap_moe_ep_comm = false;
+  bool overlap_moe_ep_comm_pinned = false;  // search: the flag given, on or off
+
+  // dockyard-plan (plan, check, simulate): every training flag, --dp-sharding ... --overlap-param-gather.
+  void AddTo(CLI::App* app);
+  // dockyard-plan search: the subset a search takes, with the plan's descriptions from `plan`
+  // (AddTo first) except where the flag pins a searched setting; --vpp, --dispatcher and
+  // --overlap-moe-expert-parallel-comm as pins.
+  void AddSearchPinsTo(CLI::App* search, const CLI::App& plan);
+  // dockyard-run: --seq-len (replay), --dispatcher, --oep, --gpus-per-node.
+  void AddRunTo(CLI::App* app);
+  // The flags given, typed. Throws UsageError for a malformed number (ranges are
+  // ApplyTrainingOverrides' / ValidateTraining's).
+  TrainingOverrides Parse() const;
+  // search: the settings searched beside the degrees that these flags pin
+  // (planner/search/search_space.h ApplySearchedSettings).
+  SearchSettingsPinned SearchPinned() const;
 };
 
 // The global batch of simulate and search (planner/model/global_batch.h): --global-batch-size N

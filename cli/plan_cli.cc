@@ -1,52 +1,33 @@
 // dockyard-plan command line (see plan_cli.h).
 #include "cli/plan_cli.h"
 
-#include "planner/sim/dispatch_traffic.h"
-
-#include <cerrno>
-#include <cctype>
-#include <cmath>
-#include <cstdlib>
-#include <numeric>
+#include <algorithm>
 #include <optional>
-#include <sstream>
-#include <limits>
-#include <map>
 #include <string>
-#include <tuple>
-#include <sys/stat.h>
 #include <unistd.h>
+#include <utility>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "cli/calibrate_cli.h"
 #include "cli/flag_suggest.h"
 #include "cli/flags.h"
-#include "cli/default_model.h"
-#include "planner/sim/calibration.h"
-#include "cli/calibrate_cli.h"
 #include "planner/base/error.h"
 #include "planner/base/file_util.h"
-#include "planner/sim/cost.h"
-#include "planner/sim/deepep.h"
-#include "planner/model/hf_config.h"
-#include "planner/report/header.h"
-#include "planner/report/html_report.h"
-#include "planner/accounting/memory.h"
-#include "planner/model/model_spec.h"
-#include "planner/report/provenance.h"
+#include "planner/layout/default_layout.h"
 #include "planner/layout/plan.h"
-#include "planner/sim/redundant_experts.h"
-#include "planner/search/redundant_search.h"
-#include "planner/sim/group_routing.h"
-#include "planner/sim/received_rows.h"
-#include "planner/accounting/refit.h"
-#include "planner/accounting/replica_refit.h"
-#include "planner/report/report.h"
+#include "planner/model/model_spec.h"
+#include "planner/report/budget_text.h"
+#include "planner/report/plan_command.h"
+#include "planner/report/provenance.h"
+#include "planner/report/search_command.h"
+#include "planner/accounting/memory.h"
 #include "planner/search/explain.h"
-#include "planner/search/search.h"
-#include "planner/model/global_batch.h"
-#include "planner/accounting/workload.h"
+#include "planner/search/redundant_search.h"
+#include "planner/search/search_space.h"
+#include "planner/sim/calibration.h"
 #include "planner/sim/network.h"
 
 namespace dockyard {
@@ -74,12 +55,6 @@ moments), --seq-len 4096, --micro-batch-size 1, --num-microbatches = pp, --recom
 A dockyard model spec's "training" block sets the same values; flags override it.
 )";
 
-// The embedded default: DeepSeek-V3 on 32 nodes x 8 GPUs; FSDP over all 256 ranks and EP 64
-// (DeepSeek-V3's own training used EP 64), giving 4 experts per EP rank and efsdp 4.
-constexpr int64_t kDefaultWorldSize = 256;
-constexpr int64_t kDefaultEp = 64;
-constexpr const char* kDefaultModelName = "<embedded testdata/hf/deepseek-v3.json>";
-
 using cli::ParseInt;
 using cli::ParseNumber;
 using cli::UsageError;
@@ -90,20 +65,8 @@ struct CliOptions {
   cli::DegreeFlags degrees;
   std::string json_path, refit_json, html_path;
   // Training settings (empty = the spec's training block, else the default).
-  std::string dp_sharding, pp_layer_split, param_dtype, grad_dtype, optimizer, seq_len, micro_batch_size, num_microbatches, recompute,
-      recompute_modules, precision, fp8_recipe, optimizer_states_dtype, gpu_memory_gib, imbalance, gpus_per_node, dispatcher, oep,
-      refit_dtype, memory_reserve_gib, selective_ac_option;
-  bool fp8_dispatch = false;
-  bool fp8_param_gather = false;
-  std::string mtp_layers;
+  cli::TrainingFlags training;
   bool model_given = false, json_given = false, refit_given = false, html_given = false;
-  // Schedule settings (planner/model/pipeline_schedule.h RunSettings).
-  std::string fsdp_reshard, grad_accumulation_steps, vpp, cp_comm;
-  std::string pipeline_layout;  // Megatron --pipeline-model-parallel-layout (planner/model/pipeline_layout.h)
-  bool account_for_embedding = false, account_for_loss = false;
-  std::string pipeline_schedule;  // --pipeline-schedule (pipeline_schedule.h)
-  bool overlap_grad_reduce = false, overlap_param_gather = false, overlap_moe_ep_comm = false;
-  bool overlap_moe_ep_comm_pinned = false;  // search: the flag given, on or off
   std::string search_dispatchers;      // search --search-dispatchers
   cli::GlobalBatchFlags global_batch;  // simulate / search
   std::string threads = "1", explain;  // search
@@ -155,72 +118,8 @@ void AddPlanOptions(CLI::App* app, CliOptions& o) {
   o.degrees.AddTo(app, "number of GPUs (required with --model)", "pipeline parallel degree, outermost axis (default 1)");
   app->add_option("--json", o.json_path, "write the JSON report to PATH ('-' = stdout, replaces the tables)");
   app->add_option("--html", o.html_path, "write a self-contained HTML page of figures to PATH (docs/html-report.md)");
-  app->add_option("--dp-sharding", o.dp_sharding, "fsdp | zero1 | ddp (default fsdp; zero1 with --convention megatron)")
-      ->check(CLI::IsMember({"fsdp", "zero1", "ddp"}));
-  app->add_option("--pp-layer-split", o.pp_layer_split, "layers per stage: '7,6,6,6' or '7+6' (first 7, then 6 per stage)");
-  app->add_option("--param-dtype", o.param_dtype, "compute / all-gather dtype (default bfloat16)");
-  app->add_option("--grad-dtype", o.grad_dtype, "gradient and reduction dtype (default float32)");
-  app->add_option("--optimizer", o.optimizer, "adamw | sgd (default adamw)")->check(CLI::IsMember({"adamw", "sgd"}));
-  app->add_option("--seq-len", o.seq_len, "tokens per sequence (default 4096)");
-  app->add_option("--micro-batch-size", o.micro_batch_size, "sequences per micro-batch (default 1)");
-  app->add_option("--num-microbatches", o.num_microbatches, "micro-batches per step (default pp)");
-  app->add_option("--recompute", o.recompute, "none | selective | full (default none)")
-      ->check(CLI::IsMember({"none", "selective", "full"}));
-  app->add_option("--recompute-modules", o.recompute_modules,
-                  "with --recompute selective: comma-separated Megatron modules (core_attn, layernorm, moe_act, moe, "
-                  "mla_up_proj, shared_experts, mlp; default: layernorm and every SwiGLU activation)");
-  app->add_option("--selective-ac-option", o.selective_ac_option,
-                  "with --recompute selective and --convention torchtitan: torchtitan's per-layer selective_ac_option N, "
-                  "every N-th block of a stage fully checkpointed, the others keep all activations (0 = every block); or \"op\": "
-                  "torchtitan's per-op policy (matmul, attention and all-to-all outputs saved except every second matmul)");
-  app->add_option("--precision", o.precision,
-                  "bf16 | fp8: GEMMs in FP8 (FP8 weight copies; FP8 peak under --compute-model kernels; default bf16)")
-      ->check(CLI::IsMember({"bf16", "fp8"}));
-  app->add_option("--fp8-recipe", o.fp8_recipe, "with --precision fp8: tensorwise | blockwise scaling (default tensorwise)")
-      ->check(CLI::IsMember({"tensorwise", "blockwise"}));
-  app->add_flag("--fp8-dispatch", o.fp8_dispatch, "the EP dispatch all-to-all in FP8 (1 B + a scale per 128 elements), combine in BF16");
-  app->add_flag("--fp8-param-gather", o.fp8_param_gather,
-                "with --precision fp8 and FSDP: all-gather the FP8 GEMM weights in FP8 (Megatron --fp8-param-gather)");
-  app->add_option("--optimizer-states-dtype", o.optimizer_states_dtype, "AdamW moments: float32 | bfloat16 (default float32)");
-  app->add_option("--mtp-layers", o.mtp_layers,
-                  "MTP modules trained (Megatron --mtp-num-layers; DeepSeek-V3: 1) on the last stage, for any model: "
-                  "each a copy of its last layer (default 0)");
-  app->add_option("--gpu-memory-gib", o.gpu_memory_gib, "memory budget per GPU in GiB: prints headroom (default none)");
-  cli::AddMemoryReserveFlag(app, o.memory_reserve_gib);
-  app->add_option("--imbalance", o.imbalance, "max / mean tokens received per rank, sizes all-to-all buffers (default 1.0)");
-  app->add_option("--gpus-per-node", o.gpus_per_node,
-                  "GPUs per node, for cross-node traffic (default 8; simulate: the cluster's NVLink domain)");
-  app->add_option("--dispatcher", o.dispatcher,
-                  "all_to_all | deredundency | deepep (Megatron flex: DeepEP / HybridEP) | allgather (default all_to_all)")
-      ->check(CLI::IsMember({"all_to_all", "deredundency", "deepep", "allgather"}));
-  app->add_option("--oep", o.oep, "deredundency outer EP size (default: nodes spanned by an EP group)");
-  app->add_option("--refit-dtype", o.refit_dtype, "dtype of the streamed per-expert tensors (default: param dtype)");
+  o.training.AddTo(app);
   app->add_option("--refit-json", o.refit_json, "write the per-expert refit map to PATH ('-' = stdout)");
-  app->add_option("--fsdp-reshard-after-forward", o.fsdp_reshard,
-                  "default | always | never: torchtitan's FSDP reshard-after-forward policy (default = not pp)")
-      ->check(CLI::IsMember({"default", "always", "never"}));
-  app->add_option("--grad-accumulation-steps", o.grad_accumulation_steps,
-                  "torchtitan's outer gradient-accumulation loop: pipeline schedules per step (default 1)");
-  app->add_option("--vpp", o.vpp, "model chunks per pipeline rank: interleaved 1F1B (default 1 = plain 1F1B)");
-  app->add_option("--cp-comm-type", o.cp_comm, "p2p | a2a: context-parallel K/V exchange, ring or all-to-all (default p2p)")
-      ->check(CLI::IsMember({"p2p", "a2a"}));
-  app->add_flag("--overlap-moe-expert-parallel-comm", o.overlap_moe_ep_comm,
-                "Megatron: EP all-to-alls of one micro-batch under another's compute (ep > 1, all_to_all, no full "
-                "recompute, --vpp with pp > 1)");
-  app->add_option("--pipeline-model-parallel-layout", o.pipeline_layout,
-                  "Megatron layout of pp x vpp stages: E embedding, t layer, m MTP layer, L loss, | stage end, (..)*N "
-                  "repeat, e.g. 'Et|(tt|)*30mL' (sets vpp)");
-  app->add_option("--pipeline-schedule", o.pipeline_schedule,
-                  "1f1b (interleaved with --vpp) | dualpipe (DeepSeek-V3: even pp, micro-batches even and >= 2 pp; default 1f1b)")
-      ->check(CLI::IsMember({"1f1b", "dualpipe"}));
-  app->add_flag("--account-for-embedding-in-pipeline-split", o.account_for_embedding,
-                "Megatron: the embedding counts as one layer when splitting layers over stages");
-  app->add_flag("--account-for-loss-in-pipeline-split", o.account_for_loss,
-                "Megatron: the loss (final norm, lm_head) counts as one layer when splitting layers over stages");
-  app->add_flag("--overlap-grad-reduce", o.overlap_grad_reduce,
-                "Megatron: the step-end gradient reduce runs under the last backward (zero1 / ddp)");
-  app->add_flag("--overlap-param-gather", o.overlap_param_gather,
-                "Megatron: the distributed optimizer's parameter all-gather runs under the first forward (zero1)");
 }
 
 // The routing flags of check and simulate: the routing sampled, its seed, the MoE layers sampled
@@ -238,112 +137,42 @@ void AddRoutingFlags(CLI::App* app, CliOptions& o) {
                   "source rank would drop (Megatron --moe-expert-capacity-factor; default: not reported)");
 }
 
-ModelSpec LoadModelOrDefault(const std::string& path) {
-  if (!path.empty()) return LoadModel(path);
-  return ModelSpecFromHfConfig(ParseJsonText(kDefaultModelJson, kDefaultModelName), kDefaultModelName);
+// The model spec's training block with the training flags over it (ApplyTrainingOverrides); the
+// memory reserve: the flag, else the block's, else the default (ResolveMemoryReserve).
+TrainingConfig ResolveTraining(const cli::TrainingFlags& flags, const ModelSpec& model, int64_t pp) {
+  const TrainingConfig base = model.training.value_or(TrainingConfig{});
+  TrainingOverrides overrides = flags.Parse();
+  overrides.memory_reserve_gib = cli::ResolveMemoryReserve(flags.memory_reserve_gib, base.memory_reserve_gib);
+  return ApplyTrainingOverrides(base, overrides, pp, model.num_hidden_layers);
 }
 
-TrainingConfig ResolveTraining(const CliOptions& o, const ModelSpec& model, int64_t pp) {
-  TrainingConfig t = model.training.value_or(TrainingConfig{});
-  if (!o.dp_sharding.empty()) {
-    t.dp_sharding = o.dp_sharding == "zero1" ? DpSharding::kZero1 : o.dp_sharding == "ddp" ? DpSharding::kDdp : DpSharding::kFsdp;
-  }
-  if (!o.param_dtype.empty()) t.param_dtype = CanonicalDtype(o.param_dtype);
-  if (!o.grad_dtype.empty()) t.grad_dtype = CanonicalDtype(o.grad_dtype);
-  if (!o.optimizer.empty()) t.optimizer = o.optimizer == "sgd" ? Optimizer::kSgd : Optimizer::kAdamW;
-  if (auto v = ParseInt("--seq-len", o.seq_len)) t.seq_len = *v;
-  if (auto v = ParseInt("--micro-batch-size", o.micro_batch_size)) t.micro_batch_size = *v;
-  if (auto v = ParseInt("--num-microbatches", o.num_microbatches)) t.num_microbatches = *v;
-  if (!o.recompute.empty()) {
-    t.recompute = o.recompute == "full" ? Recompute::kFull : o.recompute == "selective" ? Recompute::kSelective : Recompute::kNone;
-  }
-  if (auto v = ParseInt("--mtp-layers", o.mtp_layers)) t.mtp_layers = *v;
-  if (!o.precision.empty()) t.precision = o.precision;
-  if (!o.fp8_recipe.empty()) t.fp8_recipe = o.fp8_recipe;
-  if (o.fp8_dispatch) t.fp8_dispatch = true;
-  if (o.fp8_param_gather) t.fp8_param_gather = true;
-  if (!o.optimizer_states_dtype.empty()) t.optimizer_states_dtype = CanonicalDtype(o.optimizer_states_dtype);
-  if (!o.recompute_modules.empty()) {
-    t.recompute_modules.clear();
-    std::stringstream list(o.recompute_modules);
-    for (std::string item; std::getline(list, item, ',');) t.recompute_modules.push_back(item);
-  }
-  if (!o.selective_ac_option.empty()) t.selective_ac_option = o.selective_ac_option;
-  if (auto v = ParseNumber("--gpu-memory-gib", o.gpu_memory_gib)) t.gpu_memory_gib = *v;
-  t.memory_reserve_gib = cli::ResolveMemoryReserve(o.memory_reserve_gib, t.memory_reserve_gib);
-  if (auto v = ParseNumber("--imbalance", o.imbalance)) t.imbalance = *v;
-  if (auto v = ParseInt("--gpus-per-node", o.gpus_per_node)) t.gpus_per_node = *v;
-  if (!o.dispatcher.empty()) t.dispatcher = o.dispatcher;
-  if (auto v = ParseInt("--oep", o.oep)) t.oep = *v;
-  if (!o.refit_dtype.empty()) t.refit_dtype = CanonicalDtype(o.refit_dtype);
-  if (!o.fsdp_reshard.empty()) t.run.reshard_after_forward = ParseReshardPolicy(o.fsdp_reshard, "--fsdp-reshard-after-forward");
-  if (auto v = ParseInt("--grad-accumulation-steps", o.grad_accumulation_steps)) t.run.grad_accumulation_steps = *v;
-  if (auto v = ParseInt("--vpp", o.vpp)) t.run.vpp = *v;
-  if (!o.cp_comm.empty()) t.run.cp_comm = o.cp_comm;
-  if (o.overlap_grad_reduce) t.run.overlap_grad_reduce = true;
-  if (o.overlap_moe_ep_comm) t.run.overlap_moe_ep_comm = true;
-  if (o.overlap_param_gather) t.run.overlap_param_gather = true;
-  if (!o.pipeline_layout.empty()) t.run.pipeline_layout = o.pipeline_layout;
-  if (o.account_for_embedding) t.run.account_for_embedding = true;
-  if (o.account_for_loss) t.run.account_for_loss = true;
-  if (!o.pipeline_schedule.empty()) t.run.schedule = o.pipeline_schedule;
-  ValidateTraining(t, "--");
-  if (!o.pp_layer_split.empty()) t.pp_layer_split = ParseLayerSplit(o.pp_layer_split, pp, model.num_hidden_layers, "--pp-layer-split");
-  return t;
-}
-
-enum class Command { kPlan, kCheck, kSimulate };
+using Command = PlanCommand;
 
 // What produced a report: version, command line and the digests of the input files.
 Json ReportProvenance(const CliOptions& o) {
-  std::vector<std::string> files;
-  std::vector<std::pair<std::string, std::string>> embedded;
-  if (o.model_given) {
-    files.push_back(o.model);
-  } else {
-    embedded.push_back({kDefaultModelName, kDefaultModelJson});
-  }
-  struct stat st {};
-  if (stat(o.cluster.c_str(), &st) == 0 && S_ISREG(st.st_mode)) files.push_back(o.cluster);
-  if (o.routing.rfind("trace:", 0) == 0) files.push_back(o.routing.substr(6));
-  if (!o.calibration.empty()) files.push_back(o.calibration);
-  return Provenance(o.argv, files, embedded);
-}
-
-// "0-127, 256-383" style list of ranks.
-std::string RankList(const std::vector<int64_t>& ranks) {
-  std::string out;
-  size_t i = 0;
-  while (i < ranks.size()) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    out += (out.empty() ? "" : ", ") + (i == j ? std::to_string(ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]));
-    i = j + 1;
-  }
-  return out;
+  const ReportInputs in = PlanReportInputs(o.model_given ? o.model : "", o.cluster, o.routing, o.calibration);
+  return Provenance(o.argv, in.files, in.embedded);
 }
 
 // Builds the plan from flags (or the embedded default) and writes what was asked.
 int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::ostream& err) {
   const bool check = command == Command::kCheck;
-  if (check && ParseNumber("--gpu-memory-gib", o.gpu_memory_gib).value_or(0) <= 0) {
+  if (check && ParseNumber("--gpu-memory-gib", o.training.gpu_memory_gib).value_or(0) <= 0) {
     throw UsageError("check needs a budget: --gpu-memory-gib GiB (> 0)");
   }
   const bool use_default = !o.model_given;
   if (!use_default && o.degrees.world_size.empty()) throw UsageError("--world-size is required with --model");
   ParallelDimsOptions dims = o.degrees.Parse(kDefaultWorldSize);
-  if (use_default && o.degrees.ep.empty()) dims.ep = DefaultEp(dims, kDefaultEp);
+  if (use_default) ApplyDefaultLayout(!o.degrees.ep.empty(), &dims);
 
   ModelSpec model = LoadModelOrDefault(o.model);
-  const std::string source = use_default ? kDefaultModelName : o.model;
-  TrainingConfig training = ResolveTraining(o, model, dims.pp);
-  // The embedded default recomputes activations (full AC, as torchtitan's DeepSeek-V3 configs
-  // do) so that its 256-GPU layout fits 80 GiB GPUs; --recompute overrides it.
-  if (use_default && o.recompute.empty()) training.recompute = Recompute::kFull;
+  const std::string source = ModelSourceName(o.model);
+  TrainingConfig training = ResolveTraining(o.training, model, dims.pp);
+  if (use_default) ApplyDefaultTraining(!o.training.recompute.empty(), &training);
   // A reserve at or above the budget is invalid input (exit 1), not a plan over budget (exit 3).
   ValidateMemoryReserve(training.gpu_memory_gib, training.memory_reserve_gib.value_or(0),
-                        o.gpu_memory_gib.empty() ? "the model spec's training.gpu_memory_gib" : "--gpu-memory-gib",
-                        cli::MemoryReserveName(o.memory_reserve_gib));
+                        o.training.gpu_memory_gib.empty() ? "the model spec's training.gpu_memory_gib" : "--gpu-memory-gib",
+                        cli::MemoryReserveName(o.training.memory_reserve_gib));
   std::optional<ClusterSpec> cluster;
   std::optional<Calibration> calibration;
   if (command == Command::kSimulate) {
@@ -351,118 +180,43 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
     if (!o.calibration.empty()) calibration = LoadCalibration(o.calibration);
     // The cluster's locality unit decides cross-node traffic unless --gpus-per-node says otherwise:
     // the NVLink domain, the time model's rule (network.h NvlinkDomainGpus).
-    if (o.gpus_per_node.empty()) training.gpus_per_node = NvlinkDomainGpus(*cluster);
+    if (o.training.gpus_per_node.empty()) training.gpus_per_node = NvlinkDomainGpus(*cluster);
   }
   std::optional<GlobalBatchSchedule> global_batch;
   if (const auto gbs = o.global_batch.Sequences(training.seq_len)) {
-    // The micro-batches per step and their schedule follow from the global batch (global_batch.h).
-    if (!o.grad_accumulation_steps.empty()) {
+    if (!o.training.grad_accumulation_steps.empty()) {
       throw UsageError("--grad-accumulation-steps: derived from --global-batch-size (torchtitan's outer loop); give one of them");
     }
-    const ParallelDims built = ParallelDims::Build(dims);
-    global_batch = ResolveGlobalBatch(*gbs, built.dp_replicate * built.dp_shard, training.micro_batch_size, built.pp,
-                                      built.convention == Convention::kMegatron, training.num_microbatches);
-    training.num_microbatches = global_batch->num_microbatches;
-    training.run.grad_accumulation_steps = global_batch->grad_accumulation_steps;
+    global_batch = ApplyGlobalBatch(*gbs, dims, &training);
   }
-  Plan plan = BuildPlan(model, dims, training);
-  // check / simulate: the routing sample. Given --routing, its largest received rows size the
-  // memory (SampleImbalance) in place of --imbalance; simulate also prices the step with it.
-  std::optional<RoutingSpec> routing;
-  int64_t layers = 0;
-  std::optional<RoutingResult> sampled;
-  std::optional<ReceivedRowsReport> received;
-  const std::optional<double> capacity_factor = ParseNumber("--capacity-factor", o.capacity_factor);
-  if (command == Command::kSimulate || (check && (o.routing_given || capacity_factor))) {
-    if (o.routing_given && !o.imbalance.empty()) {
+  PlanCommandRequest request;
+  request.command = command;
+  request.model_source = source;
+  request.provenance = ReportProvenance(o);
+  request.capacity_factor = ParseNumber("--capacity-factor", o.capacity_factor);
+  request.routing_given = o.routing_given;
+  request.routing_text = o.routing;
+  if (command == Command::kSimulate || (check && (o.routing_given || request.capacity_factor))) {
+    if (o.routing_given && !o.training.imbalance.empty()) {
       throw UsageError("--imbalance and --routing both size the received rows: give one (--routing samples them)");
     }
-    routing = ParseRoutingSpec(o.routing);
-    routing->seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
-    // A trace is given per MoE layer (or one layer for all); other distributions are sampled for
-    // a few layers whose per-layer slowest ranks are averaged.
-    layers = RoutingLayersToSample(plan.model, *routing, ParseInt("--routing-layers", o.routing_layers), 4, "--routing-layers");
-    sampled = SampleRoutingForPlan(plan, *routing, layers);
-    if (o.routing_given || capacity_factor) {
-      const RoutingModel routing_model =
-          PrepareRouting(*routing, plan.model.moe.num_experts, plan.model.moe.top_k, layers, GroupLimitOf(plan.model.moe));
-      received = AnalyzeReceivedRows(routing_model, *sampled, capacity_factor);
-      if (o.routing_given) plan.training.imbalance = received->imbalance;
-    }
+    request.seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
+    request.routing_layers = ParseInt("--routing-layers", o.routing_layers);
   }
-  // Everything that can fail is computed before anything is written.
-  const MemoryReport memory = ComputeMemory(plan);
-  ReportHeaderInputs header_inputs;
-  header_inputs.command = check ? "check" : command == Command::kSimulate ? "simulate" : "plan";
-  header_inputs.model_name = plan.model.name;
-  header_inputs.model_source = source;
-  header_inputs.dims = plan.dims;
-  header_inputs.world_size = plan.dims.world_size;
-  header_inputs.convention = plan.dims.convention;
-  if (cluster) header_inputs.cluster = cluster->name;
-  if (calibration) header_inputs.calibration = CalibrationRefToJson(*calibration);
-  if (routing) {
-    header_inputs.routing = RoutingSpecText(*routing);
-    header_inputs.seed = routing->seed;
-    header_inputs.routing_layers = layers;
-  }
-  header_inputs.imbalance = plan.training.imbalance;
-  header_inputs.provenance = ReportProvenance(o);
-  const Json header = ReportHeader(header_inputs);
-  std::string report_text, html_text;
-  std::optional<CostBreakdown> cost;
-  std::string redundant_text;         // simulate --redundant-experts
-  std::optional<Json> replica_refit;  // simulate --redundant-experts --refit-json
+  request.cluster = cluster;
+  request.calibration = calibration;
   if (command == Command::kSimulate) {
-    CostOptions options;
-    options.overlap_shared_experts = !o.no_overlap;
-    ApplyComputeFlags(o, &options);
-    if (calibration) ApplyCalibration(*calibration, &*cluster, &options);
-    cost = SimulateStep(plan, *cluster, *sampled, options);
-    std::optional<RedundantExpertsReport> redundant;
-    if (const auto parsed = cli::ParseRedundantExpertsFlags(o.redundant)) {
-      const RedundantExpertsOptions& ro = *parsed;
-      const RoutingModel routing_model =
-          PrepareRouting(*routing, plan.model.moe.num_experts, plan.model.moe.top_k, layers, GroupLimitOf(plan.model.moe));
-      redundant = AnalyzeRedundantExperts(plan, *cluster, routing_model, *sampled, *cost, memory, ro, options);
-      redundant_text = RedundantExpertsToText(*redundant);
-      if (o.refit_given) {
-        // The refit map targets the physical slots of every MoE layer's placement.
-        const std::vector<ExpertPlacement> placements = PlaceMoeLayers(plan, *routing, ro);
-        const RefitMap map = BuildRefitMap(plan, plan.training.refit_dtype);
-        replica_refit = ReplicaRefitMapToJson(map, ReplicaRefitTargets(map, plan.model, placements), placements);
-      }
-    }
-    if (o.json_given || o.html_given) {
-      Json j = SimulateReportToJson(plan, memory, *cost, {source, *cluster, o.routing, routing->seed, layers, ReportProvenance(o)});
-      if (redundant) j["redundant_experts"] = RedundantExpertsToJson(*redundant);
-      if (received) j["received_rows"] = ReceivedRowsToJson(*received);
-      j["header"] = header;
-      if (calibration) j["calibration"] = CalibrationRefToJson(*calibration);
-      if (plan.dims.ep > 1 && plan.training.dispatcher == "deepep") {  // the link-level matrices (deepep.h)
-        j["dispatch_links"] = FlexLinksToJson(*sampled, DeepEpRowBytes(plan, /*fp8=*/true));
-      }
-      if (o.json_given) report_text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
-      if (o.html_given) {
-        Json page = PlanToJson(plan, source, memory);
-        page.update(j);  // the plan's figures and simulate's report, one document
-        html_text = ReportToHtml(page, RoutingSampleToJson(*sampled));
-      }
-    }
-  } else if (o.json_given || o.html_given) {
-    Json j = PlanToJson(plan, source, memory);
-    j["generator"]["provenance"] = ReportProvenance(o);
-    j["header"] = header;
-    if (received) j["received_rows"] = ReceivedRowsToJson(*received);
-    if (o.json_given) report_text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
-    if (o.html_given) html_text = ReportToHtml(j, UniformRoutingSample(plan));
+    request.cost_options.overlap_shared_experts = !o.no_overlap;
+    ApplyComputeFlags(o, &request.cost_options);
+    request.redundant = cli::ParseRedundantExpertsFlags(o.redundant);
   }
-  std::string refit_text;
-  if (o.refit_given) {
-    Json refit = replica_refit ? *replica_refit : RefitMapToJson(BuildRefitMap(plan, plan.training.refit_dtype));
-    refit["provenance"] = ReportProvenance(o);
-    refit_text = refit.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
-  }
+  request.json = o.json_given;
+  request.html = o.html_given;
+  request.refit = o.refit_given;
+  const PlanCommandResult result = RunPlanCommand(BuildPlan(model, dims, training), request);
+  const Plan& plan = result.plan;
+  const MemoryReport& memory = result.memory;
+  const std::string &report_text = result.report_text, &html_text = result.html_text, &refit_text = result.refit_text;
   // Files are written all-or-nothing; '-' goes to stdout.
   std::vector<std::pair<std::string, std::string>> files;
   if (o.json_given && o.json_path != "-") files.push_back({o.json_path, report_text});
@@ -473,46 +227,18 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   if (o.refit_given && o.refit_json == "-") out << refit_text;
   const bool quiet = (o.json_given && o.json_path == "-") || (o.refit_given && o.refit_json == "-");
   if (!quiet) {
-    out << ReportHeaderToText(header);
-    if (use_default) {
-      out << fmt::format("(no --model: the embedded default, DeepSeek-V3 on {} GPUs{}, ep {}, recompute {})\n", dims.world_size,
-                         dims.world_size % 8 == 0 ? fmt::format(" = {} nodes x 8", dims.world_size / 8) : "", dims.ep,
-                         RecomputeName(plan.training.recompute));
-    }
-    if (received) out << ReceivedRowsToText(*received);
-    if (cost) {
-      if (global_batch) {
-        out << fmt::format(
-            "Global batch {} sequences ({} tokens): {} micro-batches of {} per data-parallel rank = {} schedule(s) of {}\n",
-            global_batch->microbatches_per_step * plan.training.micro_batch_size * plan.dims.dp_replicate * plan.dims.dp_shard,
-            global_batch->microbatches_per_step * plan.training.micro_batch_size * plan.dims.dp_replicate * plan.dims.dp_shard *
-                plan.training.seq_len,
-            global_batch->microbatches_per_step, plan.training.micro_batch_size, global_batch->grad_accumulation_steps,
-            global_batch->num_microbatches);
-      }
-      out << MemoryToText(plan, memory) << CostToText(*cost) << redundant_text;
-    } else {
-      out << (check ? MemoryToText(plan, memory) : PlanToText(plan, source, memory));
-    }
+    out << PlanCommandText(request, result, global_batch, use_default ? DefaultModelNote(dims, plan.training.recompute) : "");
     if (o.json_given) out << "JSON report written to " << o.json_path << "\n";
     if (o.refit_given) out << "Refit map written to " << o.refit_json << "\n";
     if (o.html_given) out << "HTML report written to " << o.html_path << "\n";
   }
   // check and simulate: a plan over its budget exits kExitOverBudget (its reports are written).
-  if ((check || command == Command::kSimulate) && !memory.over_budget_ranks.empty()) {
-    for (const auto& s : RanksOverBudget(plan, memory)) {
-      err << fmt::format(
-          "dockyard-plan {}: stage {}: {} of {} ranks exceed the {:.2f} GiB budget less the {:.2f} GiB reserve ({:.2f} GiB); "
-          "worst rank {} needs {:.2f} GiB (over by {:.2f} GiB); ranks over: {}\n",
-          check ? "check" : "simulate", s.stage, s.ranks_over.size(), s.stage_size, memory.budget_gib, memory.reserve_gib,
-          memory.budget_gib - memory.reserve_gib, s.worst_rank, s.peak_gib, s.peak_gib - (memory.budget_gib - memory.reserve_gib),
-          RankList(s.ranks_over));
-    }
+  if (FailsBudget(request, result)) {
+    err << OverBudgetText(plan, memory, check ? "dockyard-plan check" : "dockyard-plan simulate");
     return cli::kExitOverBudget;
   }
   if (check && !quiet) {
-    out << fmt::format("check: every rank fits in {:.2f} GiB ({:.2f} GiB budget less the {:.2f} GiB reserve)\n",
-                       memory.budget_gib - memory.reserve_gib, memory.budget_gib, memory.reserve_gib);
+    out << BudgetFitsText(memory);
   }
   return cli::kExitOk;
 }
@@ -537,95 +263,33 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   ApplyComputeFlags(o, &s.cost);
   s.routing = ParseRoutingSpec(o.routing);
   s.routing.seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
-  if (!o.pipeline_layout.empty()) {
-    throw Error(
-        fmt::format("--pipeline-model-parallel-layout \"{}\": a layout fixes pp x vpp stages; search varies pp (use plan / "
-                    "simulate for a layout, or --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split)",
-                    o.pipeline_layout));
-  }
-  if (o.pipeline_schedule == "dualpipe") {
-    throw Error(
-        "--pipeline-schedule dualpipe: the layout search's memory rules do not hold DualPipe's second model chunk per rank "
-        "(use plan / simulate for DualPipe)");
-  }
+  RejectUnsearchableRunSettings(o.training.pipeline_layout, o.training.pipeline_schedule);
   const ModelSpec model = LoadModelOrDefault(o.model);
   // --fp8-dispatch reaches the candidates whose dispatcher has it (all_to_all, deepep).
-  CliOptions training_flags = o;
+  cli::TrainingFlags training_flags = o.training;
   training_flags.fp8_dispatch = false;
   s.training = ResolveTraining(training_flags, model, 1);
-  s.training.fp8_dispatch = o.fp8_dispatch;
+  s.training.fp8_dispatch = o.training.fp8_dispatch;
   ValidateMemoryReserve(
       s.training.gpu_memory_gib > 0 ? s.training.gpu_memory_gib : s.cluster.memory_gib, s.training.memory_reserve_gib.value_or(0),
-      s.training.gpu_memory_gib > 0 ? (o.gpu_memory_gib.empty() ? "the model spec's training.gpu_memory_gib" : "--gpu-memory-gib")
+      s.training.gpu_memory_gib > 0 ? (o.training.gpu_memory_gib.empty() ? "the model spec's training.gpu_memory_gib" : "--gpu-memory-gib")
                                     : "the cluster's memory_gib (" + s.cluster.name + ")",
-      cli::MemoryReserveName(o.memory_reserve_gib));
-  std::vector<std::string> names;
-  for (size_t start = 0; !o.search_dispatchers.empty() && start <= o.search_dispatchers.size();) {
-    const size_t comma = std::min(o.search_dispatchers.find(',', start), o.search_dispatchers.size());
-    names.push_back(o.search_dispatchers.substr(start, comma - start));
-    start = comma + 1;
-  }
-  for (const std::string& name : names) {
-    if (name == "deepep") {
-      s.include_deepep = true;
-    } else if (name == "allgather") {
-      s.include_allgather = true;
-    } else {
-      throw Error(fmt::format("--search-dispatchers: unknown dispatcher '{}' (expected deepep or allgather, comma-separated)", name));
-    }
-  }
-  // Pins: a flag given fixes its dimension, any other is searched (docs/search.md).
-  s.pins.dp_replicate = ParseInt("--dp-replicate", o.degrees.dp_replicate).value_or(0);
-  s.pins.dp_shard = ParseInt("--dp-shard", o.degrees.dp_shard).value_or(0);
-  s.pins.cp = ParseInt("--cp", o.degrees.cp).value_or(0);
-  s.pins.tp = ParseInt("--tp", o.degrees.tp).value_or(0);
-  s.pins.ep = ParseInt("--ep", o.degrees.ep).value_or(0);
-  s.pins.etp = ParseInt("--etp", o.degrees.etp).value_or(0);
-  s.pins.pp = ParseInt("--pp", o.degrees.pp).value_or(0);
-  // A given flag pins its degree (0 would silently mean "searched"): it must be >= 1.
-  for (const auto& [flag, raw, value] :
-       {std::tuple<const char*, const std::string&, int64_t>{"--dp-replicate", o.degrees.dp_replicate, s.pins.dp_replicate},
-        {"--dp-shard", o.degrees.dp_shard, s.pins.dp_shard},
-        {"--cp", o.degrees.cp, s.pins.cp},
-        {"--tp", o.degrees.tp, s.pins.tp},
-        {"--ep", o.degrees.ep, s.pins.ep},
-        {"--etp", o.degrees.etp, s.pins.etp},
-        {"--pp", o.degrees.pp, s.pins.pp}}) {
-    if (!raw.empty() && value < 1) throw UsageError(fmt::format("{}: a pinned degree must be >= 1, got {}", flag, value));
-  }
-  const bool megatron = s.convention == Convention::kMegatron;
-  if (o.micro_batch_size.empty()) s.micro_batch_sizes = {1, 2, 4};
-  if (o.recompute.empty()) s.recomputes = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
-  if (o.vpp.empty()) s.vpps = {1, 2, 4};
-  if (o.dp_sharding.empty()) {
-    s.dp_shardings = megatron ? std::vector<DpSharding>{DpSharding::kZero1, DpSharding::kDdp}
-                              : std::vector<DpSharding>{DpSharding::kFsdp, DpSharding::kDdp};
-  }
-  if (!o.overlap_moe_ep_comm_pinned && megatron) s.ep_overlaps = {false, true};
-  if (!o.dispatcher.empty()) s.dispatchers = {o.dispatcher};
+      cli::MemoryReserveName(o.training.memory_reserve_gib));
+  ParseSearchDispatchers(o.search_dispatchers, &s);
+  s.pins = o.degrees.ParsePins();
+  ApplySearchedSettings(o.training.SearchPinned(), &s);
   s.threads = static_cast<int>(std::clamp<int64_t>(ParseInt("--threads", o.threads).value_or(1), -1, 1 << 20));
   if (s.threads < 1 || s.threads > 1024) throw UsageError(fmt::format("--threads: must be in [1, 1024], got {}", o.threads));
   if (s.world_size < 1) throw Error(fmt::format("--world-size: must be >= 1, got {}", s.world_size));
   s.global_batch_size = o.global_batch.Sequences(s.training.seq_len).value_or(s.world_size);
-  std::optional<LayoutQuery> explain;
+  SearchCommandRequest request;
   if (!o.explain.empty()) {
-    explain = ParseLayoutQuery(o.explain);
+    request.explain = ParseLayoutQuery(o.explain);
     s.keep_all = true;
   }
   ValidateSelectiveAcConvention(s.training, s.convention == Convention::kTorchtitan);  // else every layout is invalid
-  // torchtitan's per-layer checkpointing is a form of selective recompute: it pins that dimension.
-  if (!s.training.selective_ac_option.empty() && o.recompute.empty()) s.recomputes = {Recompute::kSelective};
-  const int64_t moe_layers = model.NumMoeLayers();
-  // (A trace samples every MoE layer; the sampler reads all of them whatever routing_layers says.)
-  s.routing_layers = s.routing.kind == RoutingKind::kTrace
-                         ? ParseInt("--routing-layers", o.routing_layers).value_or(std::min<int64_t>(moe_layers, 2))
-                         : RoutingLayersToSample(model, s.routing, ParseInt("--routing-layers", o.routing_layers), 2, "--routing-layers");
-  if (!s.training.pp_layer_split.empty()) {
-    err << fmt::format(
-        "dockyard-plan search: note: the model's training block fixes pp_layer_split ({} stages): only "
-        "pp = {} can be valid\n",
-        s.training.pp_layer_split.size(), s.training.pp_layer_split.size());
-  }
+  s.routing_layers = SearchRoutingLayers(model, s.routing, ParseInt("--routing-layers", o.routing_layers));
+  err << PinnedLayerSplitNote(s.training);
   if (isatty(2)) {
     s.progress = [&err](int64_t done, int64_t total) {
       const int width = 40;
@@ -634,112 +298,40 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
       if (done == total) err << "\n";
     };
   }
-  std::vector<RedundantCount> redundant_counts;  // search --redundant-experts LIST (opt-in)
-  std::optional<RedundantExpertsOptions> redundant_options;
-  if (!o.redundant.redundant_experts.empty()) {
-    redundant_counts = ParseRedundantCounts(o.redundant.redundant_experts);
+  if (!o.redundant.redundant_experts.empty()) {  // search --redundant-experts LIST (opt-in)
+    request.redundant_counts = ParseRedundantCounts(o.redundant.redundant_experts);
     cli::RedundantExpertsFlags rest = o.redundant;
     rest.redundant_experts = "0";  // the list is parsed above; the policy, groups and choice here
-    redundant_options = cli::ParseRedundantExpertsFlags(rest);
+    request.redundant = cli::ParseRedundantExpertsFlags(rest);
   }
-  // The HTML page plots every ranked layout; the JSON and the table keep the first --top.
-  const int64_t top_rows = s.top;
-  if (o.html_given) s.top = std::numeric_limits<int64_t>::max();
-  if (explain) ValidateLayoutQuery(*explain, s);  // a query outside the pins or the rules fails before the search
-  SearchResult result = SearchLayouts(model, s);
-  s.top = top_rows;
-  std::optional<ExplainResult> explained;
-  if (explain) explained = ExplainLayout(model, s, result, *explain);
-  result.all.clear();
-  SearchResult every = result;
-  if (static_cast<int64_t>(result.top.size()) > top_rows) result.top.resize(top_rows);
-  if (result.top.empty()) {
-    // The same outcome in every output mode: the counts on stderr, exit 1, no file.
-    err << SearchCountsText(result);
-    if (result.enumerated == 0) {
-      err << "dockyard-plan search: no layout of this world size matches the pinned degrees\n";
-    } else if (result.over_budget == 0 && result.invalid == 0) {
-      err << fmt::format(
-          "dockyard-plan search: the global batch ({} sequences) divides no layout: it must be a multiple of dp x "
-          "micro_batch_size (dp = dp_replicate x dp_shard) of some layout\n",
-          result.global_batch_size);
-    } else if (result.over_budget == 0) {
-      err << "dockyard-plan search: no valid layout (every candidate breaks a rule or the global batch; counts above)\n";
-    } else {
-      err << "dockyard-plan search: no valid layout fits the budget\n";
-    }
+  request.model_source = ModelSourceName(o.model);
+  request.provenance = ReportProvenance(o);
+  request.calibration = calibration;
+  request.json = o.json_given;
+  request.html = o.html_given;
+  const SearchCommandResult result = RunSearchCommand(model, s, request);
+  if (result.empty) {
+    err << result.empty_text;
     return 1;
   }
-  // The header every report opens with (header.h); the routing is sampled per (ep, tokens, oep).
-  ReportHeaderInputs header_inputs;
-  header_inputs.command = "search";
-  header_inputs.model_name = model.name;
-  header_inputs.model_source = use_default ? kDefaultModelName : o.model;
-  header_inputs.world_size = s.world_size;
-  header_inputs.convention = s.convention;
-  header_inputs.cluster = s.cluster.name;
-  if (calibration) header_inputs.calibration = CalibrationRefToJson(*calibration);
-  header_inputs.routing = RoutingSpecText(s.routing);
-  header_inputs.seed = s.routing.seed;
-  header_inputs.routing_layers = s.routing.kind == RoutingKind::kTrace ? moe_layers : s.routing_layers;
-  header_inputs.imbalance = s.training.imbalance;
-  header_inputs.provenance = ReportProvenance(o);
-  const Json header = ReportHeader(header_inputs);
-  std::optional<RedundantSearchResult> redundant;
-  if (redundant_options) redundant = SearchRedundantExperts(model, s, result, redundant_counts, *redundant_options);
-  if (o.json_given || o.html_given) {
-    DescribeRows(model, s, &result.top);  // the phase breakdown of each row
-    Json j = SearchReportToJson(result, s, use_default ? kDefaultModelName : o.model, moe_layers, ReportProvenance(o));
-    if (explained) j["explain"] = ExplainToJson(*explained);
-    if (redundant) j["redundant_experts"] = RedundantSearchToJson(*redundant);
-    if (calibration) j["calibration"] = CalibrationRefToJson(*calibration);
-    j["header"] = header;
-    const std::string text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
-    std::vector<std::pair<std::string, std::string>> files;
-    if (o.html_given) {
-      Json page = j;
-      page["top"] = SearchResultToJson(every).at("top");
-      page["top_rows"] = top_rows;
-      files.push_back({o.html_path, ReportToHtml(page)});
-    }
-    if (o.json_given && o.json_path != "-") files.push_back({o.json_path, text});
-    WriteFilesAtomically(files);
-    if (o.json_given && o.json_path == "-") {
-      WriteOutput("-", text, out);
-      return 0;
-    }
+  std::vector<std::pair<std::string, std::string>> files;
+  if (o.html_given) files.push_back({o.html_path, result.html_text});
+  if (o.json_given && o.json_path != "-") files.push_back({o.json_path, result.report_text});
+  WriteFilesAtomically(files);
+  if (o.json_given && o.json_path == "-") {
+    WriteOutput("-", result.report_text, out);
+    return 0;
   }
-  out << ReportHeaderToText(header);
-  out << SearchResultToText(result);
-  if (explained) out << ExplainToText(*explained);
-  if (redundant) out << RedundantSearchToText(*redundant);
+  out << result.text;
   if (o.html_given) out << "HTML report written to " << o.html_path << "\n";
   return 0;
 }
 
 }  // namespace
 
-int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
-  CliOptions o;
-  o.argv.assign(argv, argv + argc);
-  CLI::App app{
-      "dockyard-plan: a dry run of an MoE sharding layout (meshes, rank groups, placements, local shapes, "
-      "expert ownership, memory and traffic per rank)."};
-  app.footer(kExamples);
-  AddPlanOptions(&app, o);
-  CLI::App* check = app.add_subcommand("check", "exit 3 and list the ranks whose peak memory exceeds --gpu-memory-gib less the reserve");
-  AddPlanOptions(check, o);
-  AddRoutingFlags(check, o);
-  CLI::App* simulate = app.add_subcommand("simulate", "predict the time of every phase of a training step on a cluster");
-  AddPlanOptions(simulate, o);
-  simulate->add_option("--cluster", o.cluster, "preset (h100-sxm, h200-sxm, h100-pcie-400g) or cluster JSON (default h100-sxm)");
-  AddRoutingFlags(simulate, o);
-  simulate->add_flag("--no-overlap", o.no_overlap, "do not overlap the shared experts with the combine all-to-all");
-  AddComputeFlags(simulate, o);
-  cli::AddRedundantExpertsFlags(simulate, o.redundant, "report the EPLB placement, imbalance, MoE-layer time and memory before/after");
-  simulate->add_option("--calibration", o.calibration, "calibration JSON (calibration/PRESET.json; default: the built-in knobs)");
-  o.global_batch.AddTo(simulate,
-                       "sets --num-microbatches (Megatron: all in one schedule) and torchtitan's accumulation steps (default: not given)");
+// The search subcommand's options: the model, world and convention, the cluster and routing, the
+// pinned degrees and settings, the ranking's size and outputs.
+CLI::App* AddSearchCommand(CLI::App& app, CliOptions& o) {
   CLI::App* search =
       app.add_subcommand("search", "enumerate valid layouts, drop those over the memory budget, rank by predicted tokens/s per GPU");
   search->add_option("--model", o.model, "HF config.json or dockyard model spec (default: embedded DeepSeek-V3)");
@@ -764,14 +356,6 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   search->add_option("--ep", o.degrees.ep, "pins the expert parallel degree (default: searched)");
   search->add_option("--etp", o.degrees.etp, "pins the expert tensor parallel degree (default: searched, 1 or tp)");
   search->add_option("--pp", o.degrees.pp, "pins the pipeline degree (default: searched up to --max-pp)");
-  search->add_option("--vpp", o.vpp, "pins the model chunks per pipeline rank (default: searched, 1, 2, 4 where pp > 1)");
-  search
-      ->add_option("--dispatcher", o.dispatcher, "pins the dispatcher: all_to_all | deredundency | deepep | allgather (default: searched)")
-      ->check(CLI::IsMember({"all_to_all", "deredundency", "deepep", "allgather"}));
-  search->add_flag("--overlap-moe-expert-parallel-comm,!--no-overlap-moe-expert-parallel-comm", o.overlap_moe_ep_comm,
-                   "pins Megatron's EP overlap on (--overlap-moe-expert-parallel-comm, or =true) or off "
-                   "(--no-overlap-moe-expert-parallel-comm, or =false) (default: searched off and on with --convention megatron, "
-                   "off with torchtitan)");
   search->add_option("--threads", o.threads, "worker threads; the result does not depend on them (default 1)");
   search->add_option("--explain", o.explain,
                      "LAYOUT, e.g. \"tp=2,pp=8,vpp=4,ep=32\": where the best layout matching it ranks, its breakdown beside the "
@@ -780,45 +364,65 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   search->add_option("--calibration", o.calibration, "calibration JSON (calibration/PRESET.json; default: the built-in knobs)");
   search->add_option("--json", o.json_path, "write the ranking as JSON to PATH ('-' = stdout)");
   search->add_option("--html", o.html_path, "write the ranking as a self-contained HTML page to PATH");
-  // Training flags shared with the plan: bound to the same fields, with the plan's descriptions.
-  const std::pair<const char*, std::string*> shared[] = {{"--dp-sharding", &o.dp_sharding},
-                                                         {"--param-dtype", &o.param_dtype},
-                                                         {"--grad-dtype", &o.grad_dtype},
-                                                         {"--optimizer", &o.optimizer},
-                                                         {"--seq-len", &o.seq_len},
-                                                         {"--micro-batch-size", &o.micro_batch_size},
-                                                         {"--num-microbatches", &o.num_microbatches},
-                                                         {"--recompute", &o.recompute},
-                                                         {"--recompute-modules", &o.recompute_modules},
-                                                         {"--selective-ac-option", &o.selective_ac_option},
-                                                         {"--gpu-memory-gib", &o.gpu_memory_gib},
-                                                         {"--imbalance", &o.imbalance}};
-  cli::AddMemoryReserveFlag(search, o.memory_reserve_gib);
+  o.training.AddSearchPinsTo(search, app);
   search->get_option("--json")->description("write the ranking as JSON to PATH ('-' = stdout); not written when no layout fits");
-  // The same value checks as the plan's options.
-  const std::map<std::string, std::vector<std::string>> allowed = {
-      {"--dp-sharding", {"fsdp", "zero1", "ddp"}}, {"--optimizer", {"adamw", "sgd"}}, {"--recompute", {"none", "selective", "full"}}};
-  for (const auto& [flag, target] : shared) {
-    // Flags that pin a searched dimension say so.
-    const std::map<std::string, std::string> search_help = {
-        {"--gpu-memory-gib", "memory budget per GPU in GiB: layouts over it are dropped (default: the cluster's memory_gib)"},
-        {"--micro-batch-size", "pins the sequences per micro-batch (default: searched, 1, 2, 4)"},
-        {"--recompute", "pins the recomputation: none | selective | full (default: searched, all three)"},
-        {"--dp-sharding",
-         "pins the data-parallel sharding: fsdp | zero1 | ddp (default: searched, fsdp and ddp with torchtitan, zero1 "
-         "and ddp with megatron)"},
-        {"--num-microbatches",
-         "micro-batches per pipeline schedule (torchtitan: the rest of the global batch is accumulation "
-         "steps; default: every micro-batch of the step in one schedule)"}};
-    const auto help = search_help.find(flag);
-    const std::string description = help != search_help.end() ? help->second : app.get_option(flag)->get_description();
-    CLI::Option* opt = search->add_option(flag, *target, description);
-    const auto it = allowed.find(flag);
-    if (it != allowed.end()) opt->check(CLI::IsMember(it->second));
-  }
   search->add_option("--routing-layers", o.routing_layers,
                      "MoE layers to sample per (ep, tokens, oep); each phase takes the mean of their slowest ranks "
                      "(default min(2, MoE layers); simulate's default is min(4, ...): pass the same to compare)");
+  return search;
+}
+
+// --json, --refit-json and --html: given a path, distinct, at most one on stdout (never the HTML
+// page), none over an input (model, cluster JSON, calibration, routing trace).
+void CheckPlanOutputs(const CliOptions& o) {
+  if (o.json_given && o.refit_given && SameOutputPath(o.json_path, o.refit_json) && o.json_path != "-") {
+    throw UsageError(fmt::format("--json and --refit-json name the same output ({})", o.json_path));
+  }
+  if (o.model_given && o.model.empty()) throw UsageError("--model needs a path, got an empty string");
+  if (o.json_given && o.json_path.empty()) throw UsageError("--json needs a path or '-', got an empty string");
+  if (o.refit_given && o.refit_json.empty()) throw UsageError("--refit-json needs a path or '-', got an empty string");
+  if (o.json_given && o.refit_given && o.json_path == "-" && o.refit_json == "-") {
+    throw UsageError("--json - and --refit-json - cannot both write to stdout");
+  }
+  // No output may replace an input (model, cluster JSON, routing trace).
+  std::vector<std::string> inputs = {o.model, o.cluster, o.calibration};
+  if (o.routing.rfind("trace:", 0) == 0) inputs.push_back(o.routing.substr(6));
+  if (o.json_given) RejectOutputOverInputs(o.json_path, "--json", inputs);
+  if (o.refit_given) RejectOutputOverInputs(o.refit_json, "--refit-json", inputs);
+  if (o.html_given) {
+    if (o.html_path == "-") throw UsageError("--html needs a file path ('-' is not supported)");
+    if (o.json_given && SameOutputPath(o.html_path, o.json_path)) {
+      throw UsageError(fmt::format("--html and --json name the same output ({} and {})", o.html_path, o.json_path));
+    }
+    if (o.refit_given && SameOutputPath(o.html_path, o.refit_json)) {
+      throw UsageError(fmt::format("--html and --refit-json name the same output ({} and {})", o.html_path, o.refit_json));
+    }
+    RejectOutputOverInputs(o.html_path, "--html", inputs);
+  }
+}
+
+int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
+  CliOptions o;
+  o.argv.assign(argv, argv + argc);
+  CLI::App app{
+      "dockyard-plan: a dry run of an MoE sharding layout (meshes, rank groups, placements, local shapes, "
+      "expert ownership, memory and traffic per rank)."};
+  app.footer(kExamples);
+  AddPlanOptions(&app, o);
+  CLI::App* check = app.add_subcommand("check", "exit 3 and list the ranks whose peak memory exceeds --gpu-memory-gib less the reserve");
+  AddPlanOptions(check, o);
+  AddRoutingFlags(check, o);
+  CLI::App* simulate = app.add_subcommand("simulate", "predict the time of every phase of a training step on a cluster");
+  AddPlanOptions(simulate, o);
+  simulate->add_option("--cluster", o.cluster, "preset (h100-sxm, h200-sxm, h100-pcie-400g) or cluster JSON (default h100-sxm)");
+  AddRoutingFlags(simulate, o);
+  simulate->add_flag("--no-overlap", o.no_overlap, "do not overlap the shared experts with the combine all-to-all");
+  AddComputeFlags(simulate, o);
+  cli::AddRedundantExpertsFlags(simulate, o.redundant, "report the EPLB placement, imbalance, MoE-layer time and memory before/after");
+  simulate->add_option("--calibration", o.calibration, "calibration JSON (calibration/PRESET.json; default: the built-in knobs)");
+  o.global_batch.AddTo(simulate,
+                       "sets --num-microbatches (Megatron: all in one schedule) and torchtitan's accumulation steps (default: not given)");
+  CLI::App* search = AddSearchCommand(app, o);
   CLI::App* spec = app.add_subcommand("spec", "write the normalized dockyard model spec of a model");
   std::string spec_model, spec_out = "-";
   spec->add_option("--model", spec_model, "HF config.json or dockyard model spec")->required();
@@ -862,7 +466,7 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
     if (search->parsed()) {
       // One of --overlap-moe-expert-parallel-comm[=true|false] / --no-overlap-moe-expert-parallel-comm pins it.
       const CLI::Option* overlap = search->get_option("--overlap-moe-expert-parallel-comm");
-      o.overlap_moe_ep_comm_pinned = overlap->count() > 0;
+      o.training.overlap_moe_ep_comm_pinned = overlap->count() > 0;
       if (overlap->count() > 1) {
         throw UsageError(
             "--overlap-moe-expert-parallel-comm: pinned more than once (give one of --overlap-moe-expert-parallel-comm, "
@@ -873,30 +477,7 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
     for (CLI::App* a : {&app, check, simulate, search, spec, calibrate}) {
       if (a == &app || a->parsed()) cli::RejectEmptyValues(*a);
     }
-    if (o.json_given && o.refit_given && SameOutputPath(o.json_path, o.refit_json) && o.json_path != "-") {
-      throw UsageError(fmt::format("--json and --refit-json name the same output ({})", o.json_path));
-    }
-    if (o.model_given && o.model.empty()) throw UsageError("--model needs a path, got an empty string");
-    if (o.json_given && o.json_path.empty()) throw UsageError("--json needs a path or '-', got an empty string");
-    if (o.refit_given && o.refit_json.empty()) throw UsageError("--refit-json needs a path or '-', got an empty string");
-    if (o.json_given && o.refit_given && o.json_path == "-" && o.refit_json == "-") {
-      throw UsageError("--json - and --refit-json - cannot both write to stdout");
-    }
-    // No output may replace an input (model, cluster JSON, routing trace).
-    std::vector<std::string> inputs = {o.model, o.cluster, o.calibration};
-    if (o.routing.rfind("trace:", 0) == 0) inputs.push_back(o.routing.substr(6));
-    if (o.json_given) RejectOutputOverInputs(o.json_path, "--json", inputs);
-    if (o.refit_given) RejectOutputOverInputs(o.refit_json, "--refit-json", inputs);
-    if (o.html_given) {
-      if (o.html_path == "-") throw UsageError("--html needs a file path ('-' is not supported)");
-      if (o.json_given && SameOutputPath(o.html_path, o.json_path)) {
-        throw UsageError(fmt::format("--html and --json name the same output ({} and {})", o.html_path, o.json_path));
-      }
-      if (o.refit_given && SameOutputPath(o.html_path, o.refit_json)) {
-        throw UsageError(fmt::format("--html and --refit-json name the same output ({} and {})", o.html_path, o.refit_json));
-      }
-      RejectOutputOverInputs(o.html_path, "--html", inputs);
-    }
+    CheckPlanOutputs(o);
     if (spec->parsed()) RejectOutputOverInputs(spec_out, "--out", {spec_model});
     if (spec->parsed()) {
       if (spec_out.empty()) throw UsageError("--out needs a path or '-', got an empty string");

@@ -1,32 +1,28 @@
 // dockyard-run command line (see run_cli.h).
 #include "cli/run_cli.h"
 
-#include <cerrno>
-#include <cmath>
 #include <cstdlib>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
-#include <sys/stat.h>
+#include <utility>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "cli/flag_suggest.h"
 #include "cli/flags.h"
-#include "planner/sim/cluster.h"
 #include "planner/base/error.h"
 #include "planner/base/file_util.h"
-#include "planner/report/html_report.h"
-#include "planner/accounting/memory.h"
-#include "planner/model/model_spec.h"
 #include "planner/layout/plan.h"
+#include "planner/model/model_spec.h"
+#include "planner/report/html_report.h"
 #include "planner/report/plan_file.h"
-#include "planner/report/run_match.h"
+#include "planner/report/plan_file_run.h"
 #include "planner/report/provenance.h"
-#include "planner/sim/redundant_experts.h"
-#include "planner/report/report.h"
+#include "planner/report/run_match.h"
 #include "planner/sim/routing.h"
 #include "runtime/config.h"
 #include "runtime/cpu/cpu_backend.h"
@@ -34,6 +30,7 @@
 #include "runtime/cuda/launch.h"
 #include "runtime/replay.h"
 #include "runtime/run.h"
+#include "runtime/run_settings.h"
 
 namespace dockyard {
 namespace {
@@ -61,16 +58,17 @@ using cli::WriteOutput;
 struct CliOptions {
   std::string model;
   cli::DegreeFlags degrees;
-  std::string backend = "cpu", dispatcher = "all_to_all", oep, gpus_per_node;
+  cli::TrainingFlags training;  // --dispatcher, --oep, --gpus-per-node, --seq-len (replay)
+  std::string backend = "cpu";
   std::string tokens_per_rank = "64", routing, layer, iters = "3", warmup = "1", seed = "0", atol, rtol;
   std::string json_path, fault, plan_path, html_path;
   std::string gemm_precision = "fp32", grouped_gemm = "grouped", nccl_id_dir, nccl_job_id;
-  std::string replay_rank, cluster, seq_len;
+  std::string replay_rank, cluster;
   cli::RedundantExpertsFlags redundant;
   std::string placement;
   bool overlap_shared = false, tokens_per_rank_given = false;
   std::set<std::string> cuda_flags_given;  // cuda-only flags present on the command line
-  bool dispatcher_given = false, convention_given = false;
+  bool convention_given = false;
   std::vector<std::string> argv;  // the command line, recorded in the report
 };
 
@@ -97,32 +95,15 @@ int RunReplay(const CliOptions& o, const Plan& plan, const runtime::RunOptions& 
   }
   if (o.overlap_shared) throw UsageError("--overlap-shared-experts does not apply to --replay-rank (no combine runs)");
   if (!o.fault.empty()) throw UsageError("--inject-fault does not apply to --replay-rank");
-  runtime::ReplayOptions ro;
-  ro.rank = *ParseInt("--replay-rank", o.replay_rank);
-  if (ro.rank < 0 || ro.rank >= plan.dims.world_size) {
-    throw Error(fmt::format("--replay-rank must be in [0, {}) (the plan's world size), got {}", plan.dims.world_size, ro.rank));
-  }
-  if (run.routing) ro.routing = *run.routing;
-  ro.routing.seed = run.seed;
-  ro.seed = run.seed;
-  ro.iters = run.iters;
-  ro.warmup = run.warmup;
-  ro.atol = run.atol;
-  ro.rtol = run.rtol;
-  ro.layer = run.layer;
-  // The cluster: --cluster, else the simulate plan's, else h100-sxm (dockyard-plan's default).
-  ro.cluster = !o.cluster.empty() ? LoadCluster(o.cluster) : plan_cluster ? *plan_cluster : ClusterPreset("h100-sxm");
+  runtime::ReplayOptions ro = runtime::ReplayOptionsFromRun(run, *ParseInt("--replay-rank", o.replay_rank), plan.dims.world_size);
+  ro.cluster = runtime::ReplayCluster(o.cluster, plan_cluster);
   ro.precision = o.backend == "cuda" ? o.gemm_precision : "fp32";
   if (o.backend != "cuda") ro.weight_block_bytes = run.weight_block_bytes;  // CPU: blocks sized for L2
   const std::unique_ptr<runtime::Backend> backend = MakeBackend(o, launch);
   const runtime::ReplayReport report = runtime::ReplayRank(plan, ro, *backend);
   if (json_given) {
     Json j = runtime::ReplayReportToJson(report);
-    std::vector<std::string> inputs = {model_path};
-    if (!o.plan_path.empty()) inputs.push_back(o.plan_path);
-    if (o.routing.rfind("trace:", 0) == 0) inputs.push_back(o.routing.substr(6));
-    if (!o.cluster.empty() && o.cluster.find('/') != std::string::npos) inputs.push_back(o.cluster);
-    j["provenance"] = Provenance(o.argv, inputs);
+    j["provenance"] = Provenance(o.argv, runtime::ReplayInputFiles(model_path, o.plan_path, o.routing, o.cluster));
     WriteOutput(o.json_path, j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n", out);
   }
   if (!json_given || o.json_path != "-") {
@@ -137,8 +118,10 @@ int RunReplay(const CliOptions& o, const Plan& plan, const runtime::RunOptions& 
   return 0;
 }
 
-int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream& err) {
-  CliOptions o = o_in;
+// --backend cuda: the CUDA backend compiled in, the launcher's ranks (torchrun/srun/mpirun) and
+// "{rank}" in --json; --backend cpu refuses the CUDA-only flags.
+runtime::LaunchInfo PrepareLaunch(CliOptions* options) {
+  CliOptions& o = *options;
   runtime::LaunchInfo launch;
   if (o.backend == "cuda") {
     if (!runtime::cuda::CudaBackendCompiled()) {
@@ -148,34 +131,18 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
     }
     launch = runtime::LaunchFromEnv([](const char* name) { return std::getenv(name); });
     if (!o.nccl_job_id.empty()) launch.job_id = o.nccl_job_id;
-    // Looser defaults where the expert GEMMs round their inputs (kernels/grouped_gemm.h).
-    if (o.gemm_precision == "bf16") {
-      if (o.atol.empty()) o.atol = "5e-3";
-      if (o.rtol.empty()) o.rtol = "5e-2";
-    } else if (o.gemm_precision == "tf32") {
-      if (o.atol.empty()) o.atol = "1e-3";
-      if (o.rtol.empty()) o.rtol = "1e-2";
-    }
-    if (launch.multi_process()) {
-      // One report per process: "{rank}" in --json becomes this process's rank.
-      for (size_t at = o.json_path.find("{rank}"); at != std::string::npos; at = o.json_path.find("{rank}")) {
-        o.json_path.replace(at, 6, std::to_string(launch.rank));
-      }
-    }
+    if (launch.multi_process()) o.json_path = runtime::ExpandRankInPath(o.json_path, launch.rank);
   } else {
     for (const char* flag : {"--gemm-precision", "--grouped-gemm", "--nccl-id-dir", "--nccl-job-id"}) {
       if (o.cuda_flags_given.count(flag)) throw UsageError(fmt::format("{} applies to --backend cuda only", flag));
     }
   }
-  std::optional<PlanFile> plan_file;
-  if (!o.plan_path.empty()) {
-    if (o.degrees.AnyDegreeGiven()) throw UsageError("--plan gives the degrees; do not also pass --world-size/--tp/--ep/...");
-    if (o.convention_given) throw UsageError("--plan gives the convention; do not also pass --convention");
-    plan_file = ReadPlanFile(o.plan_path);
-  } else {
-    if (o.model.empty()) throw UsageError("--model is required (or --plan PLAN.json)");
-    if (o.degrees.world_size.empty()) throw UsageError("--world-size is required (or --plan PLAN.json)");
-  }
+  return launch;
+}
+
+// --json and --html: writable, not the same file, not over an input (model, plan, cluster,
+// placement, routing trace); checked before the run, not after it.
+void CheckRunOutputs(const CliOptions& o, bool json_given) {
   if (json_given && o.json_path.empty()) throw UsageError("--json needs a path or '-', got an empty string");
   if (json_given) {
     std::vector<std::string> inputs = {o.model, o.plan_path, o.cluster, o.placement};
@@ -194,12 +161,13 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
     if (o.routing.rfind("trace:", 0) == 0) inputs.push_back(o.routing.substr(6));
     RejectOutputOverInputs(o.html_path, "--html", inputs);
   }
+}
 
-  const ParallelDimsOptions dims = plan_file ? plan_file->dims : o.degrees.Parse(/*default_world_size=*/0);
-
+// The run's options from its flags (seed and layer >= 0; tolerances: the flag, else the CUDA
+// GEMM precision's, else RunOptions').
+runtime::RunOptions ParseRunOptions(const CliOptions& o, const TrainingOverrides& training_flags) {
   runtime::RunOptions run;
-  run.dispatcher = o.dispatcher;
-  run.oep = ParseInt("--oep", o.oep);
+  run.oep = training_flags.oep;
   run.tokens_per_rank = *ParseInt("--tokens-per-rank", o.tokens_per_rank);
   run.iters = *ParseInt("--iters", o.iters);
   run.warmup = *ParseInt("--warmup", o.warmup);
@@ -207,8 +175,9 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
   if (*ParseInt("--seed", o.seed) < 0) throw Error(fmt::format("--seed must be >= 0, got {}", o.seed));
   run.layer = ParseInt("--layer", o.layer).value_or(-1);
   if (!o.layer.empty() && run.layer < 0) throw Error(fmt::format("--layer must be >= 0, got {}", run.layer));
-  run.atol = ParseNumber("--atol", o.atol).value_or(run.atol);
-  run.rtol = ParseNumber("--rtol", o.rtol).value_or(run.rtol);
+  const runtime::Tolerances tolerances = o.backend == "cuda" ? runtime::GemmPrecisionTolerances(o.gemm_precision) : runtime::Tolerances{};
+  run.atol = ParseNumber("--atol", o.atol).value_or(tolerances.atol.value_or(run.atol));
+  run.rtol = ParseNumber("--rtol", o.rtol).value_or(tolerances.rtol.value_or(run.rtol));
   if (!o.routing.empty()) {
     RoutingSpec spec = ParseRoutingSpec(o.routing);
     spec.seed = run.seed;
@@ -219,55 +188,40 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
   if (o.fault == "wrong-expert") run.fault = runtime::Fault::kWrongExpertOwner;
   run.overlap_shared_experts = o.overlap_shared;
   if (o.backend == "cuda") run.rank_weight_block_bytes = int64_t{1} << 30;  // whole experts per grouped GEMM
+  return run;
+}
 
-  std::string model_path = o.model;
-  if (plan_file && model_path.empty()) {
-    model_path = plan_file->model_source;
-    if (model_path.rfind("<embedded", 0) == 0) {
-      throw Error(
-          fmt::format("{}: /model/source: the plan used dockyard-plan's embedded default model; pass --model "
-                      "testdata/hf/deepseek-v3.json with --plan",
-                      o.plan_path));
-    }
+int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream& err) {
+  CliOptions o = o_in;
+  const runtime::LaunchInfo launch = PrepareLaunch(&o);
+  std::optional<PlanFile> plan_file;
+  if (!o.plan_path.empty()) {
+    if (o.degrees.AnyDegreeGiven()) throw UsageError("--plan gives the degrees; do not also pass --world-size/--tp/--ep/...");
+    if (o.convention_given) throw UsageError("--plan gives the convention; do not also pass --convention");
+    plan_file = ReadPlanFile(o.plan_path);
+  } else {
+    if (o.model.empty()) throw UsageError("--model is required (or --plan PLAN.json)");
+    if (o.degrees.world_size.empty()) throw UsageError("--world-size is required (or --plan PLAN.json)");
   }
+  CheckRunOutputs(o, json_given);
+
+  const ParallelDimsOptions dims = plan_file ? plan_file->dims : o.degrees.Parse(/*default_world_size=*/0);
+
+  const TrainingOverrides training_flags = o.training.Parse();
+  runtime::RunOptions run = ParseRunOptions(o, training_flags);
+  const std::string model_path = plan_file ? PlanFileModelPath(*plan_file, o.plan_path, o.model) : o.model;
   ModelSpec model = LoadModel(model_path);
-  TrainingConfig training = plan_file ? plan_file->training : model.training.value_or(TrainingConfig{});
-  if (plan_file && o.dispatcher_given) {
-    training.dispatcher = o.dispatcher;
-  } else if (!plan_file) {
-    training.dispatcher = o.dispatcher;
-  }
-  run.dispatcher = training.dispatcher;
-  if (run.oep) training.oep = *run.oep;
-  if (auto g = ParseInt("--gpus-per-node", o.gpus_per_node)) training.gpus_per_node = *g;
-  if (auto s = ParseInt("--seq-len", o.seq_len)) {
-    if (o.replay_rank.empty()) throw UsageError("--seq-len applies to --replay-rank only (the run's tokens: --tokens-per-rank)");
-    if (*s < 1 || *s > (int64_t{1} << 24)) throw Error(fmt::format("--seq-len must be in [1, 2^24], got {}", *s));
-    training.seq_len = *s;
+  if (training_flags.seq_len && o.replay_rank.empty()) {
+    throw UsageError("--seq-len applies to --replay-rank only (the run's tokens: --tokens-per-rank)");
   }
   if (!o.cluster.empty() && o.replay_rank.empty()) {
     throw UsageError("--cluster applies to --replay-rank only (its dispatch and combine come from the cost model)");
   }
-  ValidateTraining(training, "--");
-  if (plan_file && !run.routing && !plan_file->routing.empty()) {
-    // A simulate plan carries the routing its predictions assumed: run with the same.
-    RoutingSpec spec;
-    try {
-      spec = ParseRoutingSpec(plan_file->routing);
-    } catch (const Error& e) {
-      throw Error(fmt::format("{}: /routing: {}", o.plan_path, e.what()));
-    }
-    spec.seed = plan_file->routing_seed;
-    run.routing = spec;
-  }
-  Plan plan;
-  try {
-    plan = BuildPlan(model, dims, training);
-  } catch (const Error& e) {
-    if (!plan_file) throw;
-    throw Error(fmt::format("{}: /parallel: {}", o.plan_path, e.what()));
-  }
-  if (plan_file) CheckPlacementsMatch(plan, *plan_file, o.plan_path);
+  const TrainingConfig training = runtime::RunTraining(plan_file ? plan_file->training : model.training.value_or(TrainingConfig{}),
+                                                       plan_file.has_value(), training_flags);
+  run.dispatcher = training.dispatcher;
+  if (plan_file && !run.routing) run.routing = PlanFileRouting(*plan_file, o.plan_path);
+  const Plan plan = plan_file ? RebuildPlanFromFile(model, *plan_file, training, o.plan_path) : BuildPlan(model, dims, training);
   if (plan_file && o.replay_rank.empty()) {
     for (const std::string& w : PredictedRunMismatches(*plan_file, plan, o.backend, run.tokens_per_rank)) {
       err << "dockyard-run: warning: " << w << "\n";
@@ -286,32 +240,13 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
 
   if (json_given || !o.html_path.empty()) {
     Json j = runtime::RunReportToJson(report, model_path);
-    std::vector<std::string> inputs = {model_path};
-    if (plan_file) inputs.push_back(o.plan_path);
-    if (o.routing.rfind("trace:", 0) == 0) inputs.push_back(o.routing.substr(6));
-    if (!o.placement.empty()) inputs.push_back(o.placement);
-    j["provenance"] = Provenance(o.argv, inputs);
-    if (plan_file && plan_file->predicted.is_object()) {
-      // Predicted beside measured, row by row (same phase names, MoE layer forward).
-      j["predicted"] = plan_file->predicted;
-      if (j.contains("measured") && j["measured"].contains("phases")) {
-        for (auto& phase : j["measured"]["phases"]) {
-          if (auto us = PredictedMoeForwardUs(plan_file->predicted, phase.value("name", ""))) phase["predicted_us"] = *us;
-        }
-      }
-    }
+    j["provenance"] = Provenance(o.argv, runtime::RunInputFiles(model_path, o.plan_path, o.routing, o.placement));
+    if (plan_file) JoinPredictedPhases(plan_file->predicted, &j);
     // Files all-or-nothing; '-' goes to stdout.
     const std::string text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
     std::vector<std::pair<std::string, std::string>> files;
     if (!o.html_path.empty()) {
-      // The page also draws the plan the run executed (meshes, expert ownership, memory): the
-      // plan report's sections that the run report does not carry itself.
-      Json page = j;
-      const Json plan_json = PlanToJson(plan, model_path, ComputeMemory(plan));
-      for (const auto& [key, value] : plan_json.items()) {
-        if (!page.contains(key)) page[key] = value;
-      }
-      files.push_back({o.html_path, ReportToHtml(page)});
+      files.push_back({o.html_path, ReportToHtml(RunPageDocument(j, plan, model_path))});
     }
     if (json_given && o.json_path != "-") files.push_back({o.json_path, text});
     WriteFilesAtomically(files);
@@ -319,13 +254,10 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
   }
   if (!json_given || o.json_path != "-") {
     out << runtime::RunReportToText(report, model_path);
-    if (plan_file && plan_file->predicted.is_object()) {
-      out << "Predicted (from the plan file, MoE layer forward, us) beside measured:\n";
-      for (const auto& ph : report.phases) {
-        if (auto us = PredictedMoeForwardUs(plan_file->predicted, ph.name)) {
-          out << fmt::format("  {:<16} predicted {:>12.1f}   measured {:>12.1f}\n", ph.name, *us, ph.time_us);
-        }
-      }
+    if (plan_file) {
+      std::vector<std::pair<std::string, double>> measured;
+      for (const auto& ph : report.phases) measured.push_back({ph.name, ph.time_us});
+      out << PredictedBesideMeasuredText(plan_file->predicted, measured);
     }
     if (json_given) out << "JSON report written to " << o.json_path << "\n";
     if (!o.html_path.empty()) out << "HTML report written to " << o.html_path << "\n";
@@ -372,13 +304,7 @@ int RunRunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
                  "single-GPU replay: run only this rank's share of the plan (its experts, the rows routing sends it) on "
                  "one device; dispatch/combine from the cost model (docs/runtime.md)");
   app.add_option("--cluster", o.cluster, "replay: cluster preset or JSON for the cost model (default h100-sxm)");
-  app.add_option("--seq-len", o.seq_len, "replay: tokens per sequence of the plan's workload (default: the plan's)");
-  app.add_option("--dispatcher", o.dispatcher,
-                 "all_to_all | deredundency | deepep (once per node over the network, then NVLink) | allgather (Megatron's "
-                 "all-gather / reduce-scatter) (default all_to_all)")
-      ->check(CLI::IsMember({"all_to_all", "deredundency", "deepep", "allgather"}));
-  app.add_option("--oep", o.oep, "deredundency outer EP size (default: the nodes an EP group spans)");
-  app.add_option("--gpus-per-node", o.gpus_per_node, "ranks per node, for the default --oep (default 8)");
+  o.training.AddRunTo(&app);
   app.add_option("--tokens-per-rank", o.tokens_per_rank, "tokens of hidden size on every rank (default 64)");
   app.add_option("--routing", o.routing, "uniform | zipf:S | hot:H:F | trace:PATH (default: the router's top-k)");
   cli::AddRedundantExpertsFlags(&app, o.redundant,
@@ -411,7 +337,6 @@ int RunRunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   }
   return cli::RunReportingErrors("dockyard-run", "out of memory", err, [&] {
     cli::RejectEmptyValues(app);
-    o.dispatcher_given = app.get_option("--dispatcher")->count() > 0;
     o.convention_given = app.get_option("--convention")->count() > 0;
     o.tokens_per_rank_given = app.get_option("--tokens-per-rank")->count() > 0;
     for (const char* flag : {"--gemm-precision", "--grouped-gemm", "--nccl-id-dir", "--nccl-job-id"}) {

@@ -10,6 +10,7 @@
 
 #include "planner/base/error.h"
 #include "planner/report/report.h"
+#include "tests/temp_json.h"
 #include "tests/test_models.h"
 
 namespace {
@@ -17,13 +18,7 @@ namespace {
 using dockyard::Error;
 using dockyard::Json;
 
-// Writes `j` to a fresh file in $TEST_TMPDIR (or /tmp) and returns its path.
-std::string WriteTemp(const Json& j, const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  const std::string path = std::string(dir ? dir : "/tmp") + "/" + name;
-  std::ofstream(path) << j.dump(1);
-  return path;
-}
+const auto& WriteTemp = dockyard::testing::WriteTempJson;
 
 dockyard::Plan TinyPlan() {
   dockyard::ParallelDimsOptions o;

@@ -1,0 +1,49 @@
+// Command-line training settings over a spec's training block (see training_overrides.h).
+#include "planner/model/training_overrides.h"
+
+#include "planner/model/model_spec.h"
+
+namespace dockyard {
+
+TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const TrainingOverrides& o, int64_t pp, int64_t num_layers) {
+  TrainingConfig t = base;
+  if (o.dp_sharding) t.dp_sharding = *o.dp_sharding;
+  if (o.param_dtype) t.param_dtype = CanonicalDtype(*o.param_dtype);
+  if (o.grad_dtype) t.grad_dtype = CanonicalDtype(*o.grad_dtype);
+  if (o.optimizer) t.optimizer = *o.optimizer;
+  if (o.seq_len) t.seq_len = *o.seq_len;
+  if (o.micro_batch_size) t.micro_batch_size = *o.micro_batch_size;
+  if (o.num_microbatches) t.num_microbatches = *o.num_microbatches;
+  if (o.recompute) t.recompute = *o.recompute;
+  if (o.mtp_layers) t.mtp_layers = *o.mtp_layers;
+  if (o.precision) t.precision = *o.precision;
+  if (o.fp8_recipe) t.fp8_recipe = *o.fp8_recipe;
+  if (o.fp8_dispatch) t.fp8_dispatch = true;
+  if (o.fp8_param_gather) t.fp8_param_gather = true;
+  if (o.optimizer_states_dtype) t.optimizer_states_dtype = CanonicalDtype(*o.optimizer_states_dtype);
+  if (o.recompute_modules) t.recompute_modules = *o.recompute_modules;
+  if (o.selective_ac_option) t.selective_ac_option = *o.selective_ac_option;
+  if (o.gpu_memory_gib) t.gpu_memory_gib = *o.gpu_memory_gib;
+  if (o.memory_reserve_gib) t.memory_reserve_gib = *o.memory_reserve_gib;
+  if (o.imbalance) t.imbalance = *o.imbalance;
+  if (o.gpus_per_node) t.gpus_per_node = *o.gpus_per_node;
+  if (o.dispatcher) t.dispatcher = *o.dispatcher;
+  if (o.oep) t.oep = *o.oep;
+  if (o.refit_dtype) t.refit_dtype = CanonicalDtype(*o.refit_dtype);
+  if (o.reshard_after_forward) t.run.reshard_after_forward = *o.reshard_after_forward;
+  if (o.grad_accumulation_steps) t.run.grad_accumulation_steps = *o.grad_accumulation_steps;
+  if (o.vpp) t.run.vpp = *o.vpp;
+  if (o.cp_comm) t.run.cp_comm = *o.cp_comm;
+  if (o.overlap_grad_reduce) t.run.overlap_grad_reduce = true;
+  if (o.overlap_moe_ep_comm) t.run.overlap_moe_ep_comm = true;
+  if (o.overlap_param_gather) t.run.overlap_param_gather = true;
+  if (o.pipeline_layout) t.run.pipeline_layout = *o.pipeline_layout;
+  if (o.account_for_embedding) t.run.account_for_embedding = true;
+  if (o.account_for_loss) t.run.account_for_loss = true;
+  if (o.pipeline_schedule) t.run.schedule = *o.pipeline_schedule;
+  ValidateTraining(t, "--");
+  if (o.pp_layer_split) t.pp_layer_split = ParseLayerSplit(*o.pp_layer_split, pp, num_layers, "--pp-layer-split");
+  return t;
+}
+
+}  // namespace dockyard

@@ -1,0 +1,51 @@
+// Training settings given on a command line (dockyard-plan's and dockyard-run's training flags,
+// cli/flags.h TrainingFlags) over a model spec's `training` block: each set field replaces the
+// block's value, each unset one keeps it (else TrainingConfig's default, training.h).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/model/pipeline_schedule.h"
+#include "planner/model/training.h"
+
+namespace dockyard {
+
+struct TrainingOverrides {
+  std::optional<DpSharding> dp_sharding;                      // --dp-sharding
+  std::optional<std::string> param_dtype, grad_dtype;         // --param-dtype, --grad-dtype (any CanonicalDtype spelling)
+  std::optional<Optimizer> optimizer;                         // --optimizer
+  std::optional<int64_t> seq_len, micro_batch_size;           // --seq-len, --micro-batch-size
+  std::optional<int64_t> num_microbatches;                    // --num-microbatches
+  std::optional<Recompute> recompute;                         // --recompute
+  std::optional<std::vector<std::string>> recompute_modules;  // --recompute-modules a,b,c
+  std::optional<std::string> selective_ac_option;             // --selective-ac-option
+  std::optional<int64_t> mtp_layers;                          // --mtp-layers
+  std::optional<std::string> precision, fp8_recipe;           // --precision, --fp8-recipe
+  bool fp8_dispatch = false, fp8_param_gather = false;        // flags: true turns the setting on
+  std::optional<std::string> optimizer_states_dtype;          // --optimizer-states-dtype
+  std::optional<double> gpu_memory_gib, memory_reserve_gib;   // --gpu-memory-gib, --memory-reserve-gib
+  std::optional<double> imbalance;                            // --imbalance
+  std::optional<int64_t> gpus_per_node;                       // --gpus-per-node
+  std::optional<std::string> dispatcher;                      // --dispatcher
+  std::optional<int64_t> oep;                                 // --oep
+  std::optional<std::string> refit_dtype;                     // --refit-dtype
+  // Schedule settings (pipeline_schedule.h RunSettings).
+  std::optional<ReshardPolicy> reshard_after_forward;   // --fsdp-reshard-after-forward
+  std::optional<int64_t> grad_accumulation_steps, vpp;  // --grad-accumulation-steps, --vpp
+  std::optional<std::string> cp_comm;                   // --cp-comm-type
+  bool overlap_grad_reduce = false, overlap_moe_ep_comm = false, overlap_param_gather = false;
+  std::optional<std::string> pipeline_layout;  // --pipeline-model-parallel-layout
+  bool account_for_embedding = false, account_for_loss = false;
+  std::optional<std::string> pipeline_schedule;  // --pipeline-schedule
+  std::optional<std::string> pp_layer_split;     // --pp-layer-split "7,6" or "7+6" (ParseLayerSplit)
+};
+
+// `base` with `o` applied, the dtypes canonicalized (CanonicalDtype), then checked with
+// ValidateTraining(t, "--") (so errors name the flag), then --pp-layer-split parsed for `pp`
+// stages of `num_layers` layers (ParseLayerSplit, "--pp-layer-split"). Throws dockyard::Error.
+TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const TrainingOverrides& o, int64_t pp, int64_t num_layers);
+
+}  // namespace dockyard

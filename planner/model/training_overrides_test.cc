@@ -1,0 +1,57 @@
+// Command-line training settings over a spec's training block.
+#include "planner/model/training_overrides.h"
+
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "planner/base/error.h"
+
+using dockyard::Error;
+using dockyard::TrainingConfig;
+using dockyard::TrainingOverrides;
+
+TEST_CASE("Unset overrides keep the spec's training block; set ones replace it") {
+  TrainingConfig spec;  // as a model spec's training block sets it
+  spec.seq_len = 2048;
+  spec.fp8_dispatch = true;
+  spec.memory_reserve_gib = 3.0;
+  const TrainingConfig kept = dockyard::ApplyTrainingOverrides(spec, {}, 1, 2);
+  CHECK(kept.seq_len == 2048);
+  CHECK(kept.fp8_dispatch);  // a flag left off does not turn the block's setting off
+  CHECK(kept.memory_reserve_gib == 3.0);
+  CHECK(kept.param_dtype == "bfloat16");  // TrainingConfig's default
+
+  TrainingOverrides o;
+  o.seq_len = 8192;
+  o.param_dtype = "bf16";  // CanonicalDtype spelling
+  o.dp_sharding = dockyard::DpSharding::kZero1;
+  o.recompute = dockyard::Recompute::kSelective;
+  o.recompute_modules = std::vector<std::string>{"core_attn", "moe_act"};
+  o.vpp = 2;
+  o.overlap_grad_reduce = true;
+  o.dispatcher = "deredundency";
+  o.oep = 2;
+  spec.fp8_dispatch = false;  // FP8 dispatch is refused with deredundency (ValidateTraining)
+  const TrainingConfig t = dockyard::ApplyTrainingOverrides(spec, o, 1, 2);
+  CHECK(t.seq_len == 8192);
+  CHECK(t.param_dtype == "bfloat16");
+  CHECK(t.dp_sharding == dockyard::DpSharding::kZero1);
+  CHECK(t.recompute_modules == std::vector<std::string>{"core_attn", "moe_act"});
+  CHECK(t.run.vpp == 2);
+  CHECK(t.run.overlap_grad_reduce);
+  CHECK(t.dispatcher == "deredundency");
+  CHECK(t.oep == 2);
+}
+
+TEST_CASE("The result is validated with the flag's name, and the layer split parsed for pp stages") {
+  TrainingOverrides o;
+  o.micro_batch_size = 0;
+  CHECK_THROWS_WITH_AS(dockyard::ApplyTrainingOverrides({}, o, 1, 2), doctest::Contains("--micro-batch-size: must be >= 1, got 0"), Error);
+
+  TrainingOverrides split;
+  split.pp_layer_split = "7+6";  // 19 layers on 3 stages: 7, then 6 per stage
+  CHECK(dockyard::ApplyTrainingOverrides({}, split, 3, 19).pp_layer_split == std::vector<int64_t>{7, 6, 6});
+  CHECK_THROWS_WITH_AS(dockyard::ApplyTrainingOverrides({}, split, 3, 20), doctest::Contains("--pp-layer-split"), Error);
+}

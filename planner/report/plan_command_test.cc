@@ -1,0 +1,144 @@
+// plan / check / simulate as one library call: the routing sample, the header, the cost and the
+// documents, on TinyMixtral (2 MoE layers, 8 experts, top-2) over 4 ranks with ep 2.
+#include "planner/report/plan_command.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "planner/base/error.h"
+#include "planner/layout/default_layout.h"
+#include "planner/report/header.h"
+#include "planner/report/report.h"
+#include "tests/test_models.h"
+
+namespace {
+
+dockyard::ParallelDimsOptions TinyDims() {
+  dockyard::ParallelDimsOptions o;
+  o.world_size = 4;
+  o.ep = 2;
+  return o;
+}
+
+dockyard::Plan TinyPlan() {
+  return dockyard::BuildPlan(dockyard::testing::TinyMixtral(), TinyDims());
+}
+
+}  // namespace
+
+TEST_CASE("plan: the JSON report is the plan report with the header and provenance; nothing sampled") {
+  dockyard::PlanCommandRequest r;
+  r.model_source = "tiny.json";
+  r.provenance = {{"argv", {"dockyard-plan"}}};
+  r.json = true;
+  const auto result = dockyard::RunPlanCommand(TinyPlan(), r);
+  CHECK_FALSE(result.routing.has_value());
+  CHECK_FALSE(result.cost.has_value());
+  CHECK(result.html_text.empty());
+  CHECK(result.refit_text.empty());
+  CHECK(result.header["command"] == "plan");
+  CHECK(result.header["model"]["source"] == "tiny.json");
+  dockyard::Json expected = dockyard::PlanToJson(result.plan, "tiny.json", result.memory);
+  expected["generator"]["provenance"] = r.provenance;
+  expected["header"] = result.header;
+  CHECK(result.report_text == expected.dump(1, ' ', false, dockyard::Json::error_handler_t::replace) + "\n");
+}
+
+TEST_CASE("check: a given routing samples min(4, MoE layers) = 2 layers and its received rows size the memory") {
+  dockyard::PlanCommandRequest r;
+  r.command = dockyard::PlanCommand::kCheck;
+  const auto plain = dockyard::RunPlanCommand(TinyPlan(), r);
+  CHECK_FALSE(plain.routing.has_value());  // no --routing, no --capacity-factor: nothing sampled
+  CHECK(plain.plan.training.imbalance == 1.0);
+
+  r.routing_given = true;
+  r.routing_text = "zipf:1.2";
+  r.seed = 3;
+  const auto sampled = dockyard::RunPlanCommand(TinyPlan(), r);
+  REQUIRE(sampled.received.has_value());
+  CHECK(sampled.routing_layers == 2);
+  CHECK(sampled.plan.training.imbalance == sampled.received->imbalance);
+  CHECK(sampled.plan.training.imbalance >= 1.0);  // max / mean received rows
+  CHECK(sampled.header["routing"]["spec"] == "zipf:1.2");
+  CHECK(sampled.header["routing"]["seed"] == 3);
+  CHECK(sampled.header["routing"]["layers_sampled"] == 2);
+
+  r.routing_layers = 3;  // more than the 2 MoE layers
+  CHECK_THROWS_WITH_AS(dockyard::RunPlanCommand(TinyPlan(), r), doctest::Contains("--routing-layers"), dockyard::Error);
+}
+
+TEST_CASE("simulate: the step is priced on the cluster and the refit map carries the provenance") {
+  dockyard::PlanCommandRequest r;
+  r.command = dockyard::PlanCommand::kSimulate;
+  r.cluster = dockyard::ClusterPreset("h100-sxm");
+  r.provenance = {{"argv", {"dockyard-plan", "simulate"}}};
+  r.json = true;
+  r.refit = true;
+  const auto result = dockyard::RunPlanCommand(TinyPlan(), r);
+  REQUIRE(result.cost.has_value());
+  CHECK(result.cost->step_time_us > 0);
+  CHECK_FALSE(result.received.has_value());  // the default routing prices the step, it does not size the memory
+  CHECK(result.plan.training.imbalance == 1.0);
+  const dockyard::Json j = dockyard::ParseJsonText(result.report_text, "report");
+  CHECK(j["header"]["command"] == "simulate");
+  CHECK(j["header"]["cluster"] == "h100-sxm");
+  CHECK(j["header"]["routing"]["spec"] == "uniform");
+  CHECK(dockyard::ParseJsonText(result.refit_text, "refit")["provenance"] == r.provenance);
+}
+
+TEST_CASE("A global batch of 16 sequences on dp 4 at micro-batch 1 is 4 micro-batches in one schedule") {
+  dockyard::ParallelDimsOptions d;
+  d.world_size = 4;  // dp_shard inferred: 4
+  dockyard::TrainingConfig t;
+  const auto s = dockyard::ApplyGlobalBatch(16, d, &t);
+  CHECK(s.microbatches_per_step == 4);  // 16 / (4 x 1)
+  CHECK(s.num_microbatches == 4);
+  CHECK(s.grad_accumulation_steps == 1);
+  CHECK(t.num_microbatches == 4);
+  CHECK(t.run.grad_accumulation_steps == 1);
+  CHECK_THROWS_AS(dockyard::ApplyGlobalBatch(6, d, &t), dockyard::Error);  // 6 is not a multiple of dp 4
+}
+
+TEST_CASE("The terminal report and the budget verdict follow the command") {
+  dockyard::PlanCommandRequest r;
+  r.model_source = "tiny.json";
+  r.provenance = {{"argv", {"dockyard-plan"}}};
+  const auto plan = dockyard::RunPlanCommand(TinyPlan(), r);
+  const std::string header = dockyard::ReportHeaderToText(plan.header);
+  CHECK(dockyard::PlanCommandText(r, plan, std::nullopt, "(note)\n") ==
+        header + "(note)\n" + dockyard::PlanToText(plan.plan, "tiny.json", plan.memory));
+
+  r.command = dockyard::PlanCommand::kCheck;
+  const auto check = dockyard::RunPlanCommand(TinyPlan(), r);
+  CHECK(dockyard::PlanCommandText(r, check, std::nullopt, "") ==
+        dockyard::ReportHeaderToText(check.header) + dockyard::MemoryToText(check.plan, check.memory));
+  CHECK_FALSE(dockyard::FailsBudget(r, check));  // no budget: nothing is over it
+
+  dockyard::TrainingConfig tight;
+  tight.gpu_memory_gib = 0.01;  // 10 MiB: every rank is over
+  tight.memory_reserve_gib = 0.0;
+  const auto over = dockyard::RunPlanCommand(dockyard::BuildPlan(dockyard::testing::TinyMixtral(), TinyDims(), tight), r);
+  CHECK(dockyard::FailsBudget(r, over));
+  dockyard::PlanCommandRequest plain = r;
+  plain.command = dockyard::PlanCommand::kPlan;  // plan reports headroom, it does not fail
+  CHECK_FALSE(dockyard::FailsBudget(plain, over));
+}
+
+TEST_CASE("A report's inputs: the model or the embedded default, a cluster file but not a preset, the trace, the calibration") {
+  const auto embedded = dockyard::PlanReportInputs("", "h100-sxm", "uniform", "");
+  CHECK(embedded.files.empty());  // a preset name is no file
+  REQUIRE(embedded.embedded.size() == 1);
+  CHECK(embedded.embedded[0].first == "<embedded testdata/hf/deepseek-v3.json>");
+  CHECK(embedded.embedded[0].second == dockyard::DefaultModelJson());
+
+  const char* dir = std::getenv("TEST_TMPDIR");
+  const std::string cluster = std::string(dir ? dir : "/tmp") + "/cluster_inputs.json";
+  std::ofstream(cluster) << "{}";
+  const auto files = dockyard::PlanReportInputs("m.json", cluster, "trace:t.json", "cal.json");
+  CHECK(files.files == std::vector<std::string>{"m.json", cluster, "t.json", "cal.json"});
+  CHECK(files.embedded.empty());
+}

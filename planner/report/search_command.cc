@@ -1,0 +1,72 @@
+// search as one library call (see search_command.h).
+#include "planner/report/search_command.h"
+
+#include <limits>
+
+#include "planner/report/header.h"
+#include "planner/report/html_report.h"
+#include "planner/report/report.h"
+#include "planner/search/search_space.h"
+
+namespace dockyard {
+
+SearchCommandResult RunSearchCommand(const ModelSpec& model, SearchOptions s, const SearchCommandRequest& r) {
+  SearchCommandResult out;
+  SearchResult& result = out.result;
+  // The HTML page plots every ranked layout; the JSON and the table keep the first --top.
+  const int64_t top_rows = s.top;
+  if (r.html) s.top = std::numeric_limits<int64_t>::max();
+  if (r.explain) ValidateLayoutQuery(*r.explain, s);  // a query outside the pins or the rules fails before the search
+  result = SearchLayouts(model, s);
+  s.top = top_rows;
+  std::optional<ExplainResult>& explained = out.explained;
+  if (r.explain) explained = ExplainLayout(model, s, result, *r.explain);
+  result.all.clear();
+  SearchResult every = result;
+  if (static_cast<int64_t>(result.top.size()) > top_rows) result.top.resize(top_rows);
+  if (result.top.empty()) {
+    // The same outcome in every output mode: the counts on stderr, exit 1, no file.
+    out.empty = true;
+    out.empty_text = EmptySearchText(result);
+    return out;
+  }
+  // The header every report opens with (header.h); the routing is sampled per (ep, tokens, oep).
+  ReportHeaderInputs header_inputs;
+  header_inputs.command = "search";
+  header_inputs.model_name = model.name;
+  header_inputs.model_source = r.model_source;
+  header_inputs.world_size = s.world_size;
+  header_inputs.convention = s.convention;
+  header_inputs.cluster = s.cluster.name;
+  if (r.calibration) header_inputs.calibration = CalibrationRefToJson(*r.calibration);
+  header_inputs.routing = RoutingSpecText(s.routing);
+  header_inputs.seed = s.routing.seed;
+  header_inputs.routing_layers = HeaderRoutingLayers(model, s);
+  header_inputs.imbalance = s.training.imbalance;
+  header_inputs.provenance = r.provenance;
+  out.header = ReportHeader(header_inputs);
+  const Json& header = out.header;
+  std::optional<RedundantSearchResult>& redundant = out.redundant;
+  if (r.redundant) redundant = SearchRedundantExperts(model, s, result, r.redundant_counts, *r.redundant);
+  if (r.json || r.html) {
+    DescribeRows(model, s, &result.top);  // the phase breakdown of each row
+    Json j = SearchReportToJson(result, s, r.model_source, model.NumMoeLayers(), r.provenance);
+    if (explained) j["explain"] = ExplainToJson(*explained);
+    if (redundant) j["redundant_experts"] = RedundantSearchToJson(*redundant);
+    if (r.calibration) j["calibration"] = CalibrationRefToJson(*r.calibration);
+    j["header"] = header;
+    if (r.json) out.report_text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
+    if (r.html) {
+      Json page = j;
+      page["top"] = SearchResultToJson(every).at("top");
+      page["top_rows"] = top_rows;
+      out.html_text = ReportToHtml(page);
+    }
+  }
+  out.text = ReportHeaderToText(header) + SearchResultToText(result);
+  if (explained) out.text += ExplainToText(*explained);
+  if (redundant) out.text += RedundantSearchToText(*redundant);
+  return out;
+}
+
+}  // namespace dockyard

@@ -1,0 +1,66 @@
+// search as one library call: the ranking, its documents and the empty search's reason, on
+// TinyMixtral (8 experts, 2 layers) over 8 GPUs of an h100-sxm cluster.
+#include "planner/report/search_command.h"
+
+#include <string>
+
+#include <doctest/doctest.h>
+
+#include "planner/base/json_util.h"
+#include "planner/report/header.h"
+#include "tests/test_models.h"
+
+namespace {
+
+dockyard::SearchOptions TinySearch() {
+  dockyard::SearchOptions s;
+  s.world_size = 8;
+  s.top = 3;
+  s.global_batch_size = 8;  // one sequence per GPU per step
+  s.routing_layers = 2;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("A search keeps --top rows, and its JSON, HTML and text open with the same header") {
+  const dockyard::ModelSpec model = dockyard::testing::TinyMixtral();
+  dockyard::SearchCommandRequest r;
+  r.model_source = "tiny.json";
+  r.provenance = {{"argv", {"dockyard-plan", "search"}}};
+  r.json = true;
+  r.html = true;
+  const auto out = dockyard::RunSearchCommand(model, TinySearch(), r);
+  REQUIRE_FALSE(out.empty);
+  CHECK(out.result.top.size() == 3);  // more than 3 layouts of 8 GPUs rank; the table keeps --top
+  CHECK(out.result.ranked > 3);
+  CHECK(out.header["command"] == "search");
+  CHECK(out.header["model"]["source"] == "tiny.json");
+  const dockyard::Json j = dockyard::ParseJsonText(out.report_text, "report");
+  CHECK(j["header"] == out.header);
+  CHECK(j["top"].size() == 3);
+  CHECK(out.html_text.find("<html") != std::string::npos);
+  CHECK(out.text.rfind(dockyard::ReportHeaderToText(out.header), 0) == 0);
+  CHECK_FALSE(out.explained.has_value());
+  CHECK_FALSE(out.redundant.has_value());
+
+  dockyard::SearchCommandRequest text_only;
+  text_only.model_source = r.model_source;
+  text_only.provenance = r.provenance;
+  const auto quiet = dockyard::RunSearchCommand(model, TinySearch(), text_only);
+  CHECK(quiet.report_text.empty());
+  CHECK(quiet.html_text.empty());
+  CHECK(quiet.header == out.header);  // the same search, the same header (timings live in the counts line)
+  CHECK(quiet.text.rfind(dockyard::ReportHeaderToText(quiet.header), 0) == 0);
+}
+
+TEST_CASE("A search no layout matches gives no documents and says why") {
+  dockyard::SearchOptions s = TinySearch();
+  s.pins.tp = 3;  // 3 divides no world of 8
+  dockyard::SearchCommandRequest r;
+  r.json = true;
+  const auto out = dockyard::RunSearchCommand(dockyard::testing::TinyMixtral(), s, r);
+  CHECK(out.empty);
+  CHECK(out.report_text.empty());
+  CHECK(out.empty_text.find("no layout of this world size matches the pinned degrees") != std::string::npos);
+}

@@ -1,0 +1,108 @@
+// The search request's rules: searched settings, opt-in dispatchers, refused run settings, routing
+// layers and the empty-search message.
+#include "planner/search/search_space.h"
+
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "planner/base/error.h"
+#include "tests/test_models.h"
+
+using dockyard::DpSharding;
+using dockyard::Error;
+using dockyard::Recompute;
+
+TEST_CASE("Unpinned settings are searched, by convention; pinned ones are left to the training") {
+  dockyard::SearchOptions s;
+  dockyard::ApplySearchedSettings({}, &s);
+  CHECK(s.micro_batch_sizes == std::vector<int64_t>{1, 2, 4});
+  CHECK(s.vpps == std::vector<int64_t>{1, 2, 4});
+  CHECK(s.recomputes == std::vector<Recompute>{Recompute::kNone, Recompute::kSelective, Recompute::kFull});
+  CHECK(s.dp_shardings == std::vector<DpSharding>{DpSharding::kFsdp, DpSharding::kDdp});
+  CHECK(s.ep_overlaps.empty());  // a Megatron flag: off under torchtitan
+  CHECK(s.dispatchers.empty());
+
+  dockyard::SearchOptions m;
+  m.convention = dockyard::Convention::kMegatron;
+  dockyard::ApplySearchedSettings({}, &m);
+  CHECK(m.dp_shardings == std::vector<DpSharding>{DpSharding::kZero1, DpSharding::kDdp});
+  CHECK(m.ep_overlaps == std::vector<bool>{false, true});
+
+  dockyard::SearchOptions p;
+  p.convention = dockyard::Convention::kMegatron;
+  dockyard::SearchSettingsPinned all{true, true, true, true, true, "deepep"};
+  dockyard::ApplySearchedSettings(all, &p);
+  CHECK(p.micro_batch_sizes.empty());
+  CHECK(p.recomputes.empty());
+  CHECK(p.vpps.empty());
+  CHECK(p.dp_shardings.empty());
+  CHECK(p.ep_overlaps.empty());
+  CHECK(p.dispatchers == std::vector<std::string>{"deepep"});
+
+  dockyard::SearchOptions sac;
+  sac.training.selective_ac_option = "2";  // torchtitan's per-layer checkpointing: selective only
+  dockyard::ApplySearchedSettings({}, &sac);
+  CHECK(sac.recomputes == std::vector<Recompute>{Recompute::kSelective});
+}
+
+TEST_CASE("--search-dispatchers adds deepep and allgather, and names an unknown one") {
+  dockyard::SearchOptions s;
+  dockyard::ParseSearchDispatchers("", &s);
+  CHECK_FALSE(s.include_deepep);
+  CHECK_FALSE(s.include_allgather);
+  dockyard::ParseSearchDispatchers("allgather,deepep", &s);
+  CHECK(s.include_deepep);
+  CHECK(s.include_allgather);
+  CHECK_THROWS_WITH_AS(dockyard::ParseSearchDispatchers("deepep,nccl", &s), doctest::Contains("unknown dispatcher 'nccl'"), Error);
+  CHECK_THROWS_WITH_AS(dockyard::ParseSearchDispatchers("deepep,", &s), doctest::Contains("unknown dispatcher ''"), Error);
+}
+
+TEST_CASE("A pipeline layout or DualPipe cannot be searched") {
+  CHECK_NOTHROW(dockyard::RejectUnsearchableRunSettings("", ""));
+  CHECK_NOTHROW(dockyard::RejectUnsearchableRunSettings("", "1f1b"));
+  CHECK_THROWS_WITH_AS(dockyard::RejectUnsearchableRunSettings("Et|tL", ""),
+                       doctest::Contains("--pipeline-model-parallel-layout \"Et|tL\": a layout fixes pp x vpp stages"), Error);
+  CHECK_THROWS_WITH_AS(dockyard::RejectUnsearchableRunSettings("", "dualpipe"), doctest::Contains("--pipeline-schedule dualpipe"), Error);
+}
+
+TEST_CASE("A search samples min(2, MoE layers) unless told; a trace is not range-checked; the header names a trace's every layer") {
+  const dockyard::ModelSpec m = dockyard::testing::TinyMixtral();  // 2 MoE layers
+  dockyard::RoutingSpec uniform;
+  CHECK(dockyard::SearchRoutingLayers(m, uniform, std::nullopt) == 2);
+  CHECK(dockyard::SearchRoutingLayers(m, uniform, 1) == 1);
+  CHECK_THROWS_WITH_AS(dockyard::SearchRoutingLayers(m, uniform, 3), doctest::Contains("--routing-layers"), Error);
+  dockyard::RoutingSpec trace;
+  trace.kind = dockyard::RoutingKind::kTrace;
+  CHECK(dockyard::SearchRoutingLayers(m, trace, std::nullopt) == 2);
+  CHECK(dockyard::SearchRoutingLayers(m, trace, 5) == 5);
+
+  dockyard::SearchOptions s;
+  s.routing_layers = 1;
+  CHECK(dockyard::HeaderRoutingLayers(m, s) == 1);
+  s.routing = trace;
+  CHECK(dockyard::HeaderRoutingLayers(m, s) == 2);
+}
+
+TEST_CASE("A fixed layer split is noted: only its stage count can be valid") {
+  dockyard::TrainingConfig t;
+  CHECK(dockyard::PinnedLayerSplitNote(t).empty());
+  t.pp_layer_split = {7, 6};
+  CHECK(dockyard::PinnedLayerSplitNote(t) ==
+        "dockyard-plan search: note: the model's training block fixes pp_layer_split (2 stages): only pp = 2 can be valid\n");
+}
+
+TEST_CASE("An empty search says why after its counts") {
+  dockyard::SearchResult r;
+  const std::string counts = dockyard::SearchCountsText(r);
+  CHECK(dockyard::EmptySearchText(r) == counts + "dockyard-plan search: no layout of this world size matches the pinned degrees\n");
+  r.enumerated = 5;
+  r.not_divisible = 5;
+  r.global_batch_size = 6;
+  CHECK(dockyard::EmptySearchText(r).find("the global batch (6 sequences) divides no layout") != std::string::npos);
+  r.invalid = 3;
+  CHECK(dockyard::EmptySearchText(r).find("no valid layout (every candidate breaks a rule") != std::string::npos);
+  r.over_budget = 2;
+  CHECK(dockyard::EmptySearchText(r) == dockyard::SearchCountsText(r) + "dockyard-plan search: no valid layout fits the budget\n");
+}
