@@ -68,7 +68,7 @@ TEST_CASE("A search's training flags pin the settings they name") {
   CHECK(none.dispatcher.empty());
   f.micro_batch_size = "2";
   f.dispatcher = "deepep";
-  f.overlap_moe_ep_comm = true;
+  f.overlap_moe_ep_comm_pinned = true;  // given on or off: pinned either way
   const dockyard::SearchSettingsPinned p = f.SearchPinned();
   CHECK(p.micro_batch_size);
   CHECK_FALSE(p.vpp);

@@ -6,6 +6,7 @@
 
 #include <doctest/doctest.h>
 
+#include "planner/base/error.h"
 #include "planner/base/json_util.h"
 #include "planner/report/header.h"
 #include "tests/test_models.h"
@@ -54,13 +55,22 @@ TEST_CASE("A search keeps --top rows, and its JSON, HTML and text open with the 
   CHECK(quiet.text.rfind(dockyard::ReportHeaderToText(quiet.header), 0) == 0);
 }
 
-TEST_CASE("A search no layout matches gives no documents and says why") {
+TEST_CASE("A search no layout fits gives no documents and says why") {
   dockyard::SearchOptions s = TinySearch();
-  s.pins.tp = 3;  // 3 divides no world of 8
+  // A budget of 2^-20 GiB = 1 KiB per GPU and no reserve: no layout fits.
+  s.training.gpu_memory_gib = 1.0 / (1 << 20);
+  s.training.memory_reserve_gib = 0.0;
   dockyard::SearchCommandRequest r;
   r.json = true;
   const auto out = dockyard::RunSearchCommand(dockyard::testing::TinyMixtral(), s, r);
   CHECK(out.empty);
   CHECK(out.report_text.empty());
-  CHECK(out.empty_text.find("no layout of this world size matches the pinned degrees") != std::string::npos);
+  CHECK(out.empty_text.find("no valid layout fits the budget") != std::string::npos);
+}
+
+TEST_CASE("A search whose pins divide no world is refused before it runs") {
+  dockyard::SearchOptions s = TinySearch();
+  s.pins.tp = 3;  // 3 divides no world of 8 (search_pins.h)
+  CHECK_THROWS_WITH_AS(dockyard::RunSearchCommand(dockyard::testing::TinyMixtral(), s, dockyard::SearchCommandRequest{}),
+                       doctest::Contains("--tp 3 does not divide --world-size 8"), dockyard::Error);
 }
