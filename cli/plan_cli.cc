@@ -810,6 +810,8 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   calibrate->add_option("--from", cal.from, "calibration whose knobs are the priors (default: the preset's built-in knobs)");
   calibrate->add_option("--cluster", cal.cluster, "preset or cluster JSON the dockyard-run reports ran on (default: the preset)");
   calibrate->add_option("--name", cal.name, "name of the written calibration (default PRESET-fitted; with --cluster, CLUSTER-NAME-fitted)");
+  calibrate->add_option("--compute-model", cal.compute_model, "kernels (default) | gemm: the compute model the rows are predicted under")
+      ->check(CLI::IsMember({"gemm", "kernels"}));
   app.require_subcommand(0, 1);
 
   try {

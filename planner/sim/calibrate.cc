@@ -233,8 +233,8 @@ double StepSecondsAt(FidelityRun run, double value) {
 }  // namespace
 
 std::vector<CalibrationRow> RowsFromFidelitySet(const FidelitySet& set, const std::string& preset,
-                                                std::vector<std::pair<std::string, std::string>>* skipped,
-                                                const std::string& only_hardware, const CostOptions& options) {
+                                                std::vector<std::pair<std::string, std::string>>* skipped, const std::string& only_hardware,
+                                                const CostOptions& options) {
   const ClusterSpec preset_cluster = ClusterPreset(preset);  // throws for an unknown preset
   std::vector<CalibrationRow> rows;
   for (const FidelityRun& run : set.runs) {
@@ -333,9 +333,8 @@ std::vector<CalibrationRow> RowsFromFidelitySet(const FidelitySet& set, const st
         const double m = static_cast<double>(params.Int("m"));
         if (options.kernel_compute) {  // by shape: N and K are required
           const double n = static_cast<double>(params.Int("n")), k = static_cast<double>(params.Int("k"));
-          add(c.id, fmt::format("grouped GEMM at {} x {} x {}", m, n, k), c.values[0], [m, n, k](const ClusterSpec& cl, const CostOptions& o) {
-            return cl.dense_bf16_tflops * GemmShapeEfficiency(m, n, k, o);
-          });
+          add(c.id, fmt::format("grouped GEMM at {} x {} x {}", m, n, k), c.values[0],
+              [m, n, k](const ClusterSpec& cl, const CostOptions& o) { return cl.dense_bf16_tflops * GemmShapeEfficiency(m, n, k, o); });
         } else {
           add(c.id, fmt::format("grouped GEMM at {} rows", m), c.values[0],
               [m](const ClusterSpec& cl, const CostOptions& o) { return cl.dense_bf16_tflops * GroupedGemmEfficiency(m, o); });
@@ -365,7 +364,7 @@ std::vector<CalibrationRow> RowsFromFidelitySet(const FidelitySet& set, const st
 }
 
 std::vector<CalibrationRow> RowsFromRunReport(const Json& report, const std::string& file, const ClusterSpec& cluster,
-                                              std::vector<std::pair<std::string, std::string>>* skipped) {
+                                              std::vector<std::pair<std::string, std::string>>* skipped, const CostOptions& options) {
   const JsonView v(&report, file, "");
   const std::string kind = v.String("kind");
   if (kind != "dockyard_run") v.Fail("kind", fmt::format("must be \"dockyard_run\" (a dockyard-run --json report), got \"{}\"", kind));
@@ -441,10 +440,11 @@ std::vector<CalibrationRow> RowsFromRunReport(const Json& report, const std::str
     r.measured = us;
     r.cluster = cluster;
     r.calibrated_hardware = true;
+    r.options = options;
     r.predict = [plan, sampled, name](const ClusterSpec& c, const CostOptions& o) {
       return PredictedPhaseUs(SimulateStep(*plan, c, *sampled, o), name, "moe", "forward");
     };
-    if (!(r.predict(r.cluster, CostOptions{}) > 0)) {
+    if (!(r.predict(r.cluster, r.options) > 0)) {
       skipped->push_back({id, "the cost model predicts no such phase for this layout"});
       continue;
     }

@@ -121,8 +121,9 @@ std::vector<CalibrationRow> RowsFromFidelitySet(const FidelitySet& set, const st
 //   model predicts as 0 us for the layout, is skipped (listed).
 // Throws dockyard::Error naming the file and field for a missing or mistyped field, a negative
 // time, an unknown model file or a layout that does not validate.
+// Every row is predicted under `options` (the compute model).
 std::vector<CalibrationRow> RowsFromRunReport(const Json& report, const std::string& file, const ClusterSpec& cluster,
-                                              std::vector<std::pair<std::string, std::string>>* skipped);
+                                              std::vector<std::pair<std::string, std::string>>* skipped, const CostOptions& options = {});
 
 // The fit as text: the rows before and after, the knobs (prior, fitted, bounds, hit-bound,
 // sensitivity, stage), the undetermined knobs, and `held_out` (group-held-out) when given.
