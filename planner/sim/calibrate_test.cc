@@ -105,13 +105,28 @@ Json SyntheticReport(int64_t world_size, int64_t tokens) {
 
 namespace {
 
+// `rows` measured as the model predicts them under knob values `truth`, then fitted from the
+// h100-sxm priors: every knob back within 5 % of its truth, the `moved` ones determined, the loss
+// of both stages from the priors' to (nearly) zero.
+void CheckFitRecovers(std::vector<CalibrationRow> rows, const std::vector<double>& truth,
+                      const std::vector<std::pair<const char*, double>>& moved) {
+  for (CalibrationRow& r : rows) r.measured = PredictRow(r, truth);
+  const CalibrationFit fit = FitCalibration(rows, KnobValues(DefaultCalibration("h100-sxm")));
+  for (const FittedKnob& k : fit.knobs) {
+    const double want = truth[KnobIndex(k.knob.name)];
+    INFO(std::string(k.knob.name) << ": truth " << want << ", fitted " << k.value << ", prior " << k.prior);
+    CHECK(std::fabs(k.value / want - 1) <= 0.05);
+  }
+  for (const auto& [name, value] : moved) CHECK(fit.knobs[KnobIndex(name)].determined);
+  CHECK(fit.loss_before[0] > 0.01);
+  CHECK(fit.loss_after[0] < 1e-4);
+  CHECK(fit.loss_after[1] < 1e-4);
+}
+
 // Rows of the synthetic runs (five whole steps) and five dockyard-run reports (five fitted phases
-// each), predicted under `options`, measured as the model predicts them with `moved` knobs set;
-// then fitted from the priors: every knob back within 5 % of its truth, the moved ones determined.
+// each), predicted under `options`, with the `moved` knobs as the truth (CheckFitRecovers).
 void CheckRecovery(const CostOptions& options, const std::vector<std::pair<const char*, double>>& moved) {
-  const Calibration prior = DefaultCalibration("h100-sxm");
-  const std::vector<double> prior_values = KnobValues(prior);
-  std::vector<double> truth = prior_values;
+  std::vector<double> truth = KnobValues(DefaultCalibration("h100-sxm"));
   for (const auto& [name, value] : moved) truth[KnobIndex(name)] = value;
 
   std::vector<std::pair<std::string, std::string>> skipped;
@@ -125,19 +140,7 @@ void CheckRecovery(const CostOptions& options, const std::vector<std::pair<const
     }
   }
   REQUIRE(rows.size() == 5 + 5 * 5);  // five fitted phases per report (the router is not fitted)
-  for (CalibrationRow& r : rows) r.measured = PredictRow(r, truth);
-
-  const CalibrationFit fit = FitCalibration(rows, prior_values);
-  for (const FittedKnob& k : fit.knobs) {
-    const double want = truth[KnobIndex(k.knob.name)];
-    INFO(std::string(k.knob.name) << ": truth " << want << ", fitted " << k.value << ", prior " << k.prior);
-    CHECK(std::fabs(k.value / want - 1) <= 0.05);
-  }
-  for (const auto& [name, value] : moved) CHECK(fit.knobs[KnobIndex(name)].determined);
-  // The rows are reproduced: the loss falls from the priors' to (nearly) zero.
-  CHECK(fit.loss_before[0] > 0.01);
-  CHECK(fit.loss_after[0] < 1e-4);
-  CHECK(fit.loss_after[1] < 1e-4);
+  CheckFitRecovers(rows, truth, moved);
 }
 
 }  // namespace
@@ -160,9 +163,9 @@ TEST_CASE("recovery (default kernels): grouped-GEMM measurements at several shap
   // Under the kernel-level model a BF16 grouped_gemm component is peak x eff(m, n, k); six shapes
   // (small and large M, N, K) separate the ceiling, M's half-fill and N/K's half-fill. The five
   // whole-step runs are predicted with the shaped GEMMs too, so their loss also returns to zero.
-  const std::vector<double> prior = KnobValues(DefaultCalibration("h100-sxm"));
-  std::vector<double> truth = prior;
-  const std::pair<const char*, double> moved[] = {{"gemm_shape_efficiency", 0.62}, {"gemm_half_rows", 200}, {"gemm_half_nk", 60}};
+  std::vector<double> truth = KnobValues(DefaultCalibration("h100-sxm"));
+  const std::vector<std::pair<const char*, double>> moved = {
+      {"gemm_shape_efficiency", 0.62}, {"gemm_half_rows", 200}, {"gemm_half_nk", 60}};
   for (const auto& [name, value] : moved) truth[KnobIndex(name)] = value;
   Json runs = SyntheticRuns();
   const int64_t shapes[][3] = {{4096, 768, 2048}, {2048, 768, 2048}, {128, 4096, 7168},
@@ -180,17 +183,7 @@ TEST_CASE("recovery (default kernels): grouped-GEMM measurements at several shap
   std::vector<CalibrationRow> rows = RowsFromFidelitySet(FidelitySetFromJson(runs, "synthetic.json", "testdata/hf"), "h100-sxm", &skipped);
   REQUIRE(rows.size() == 5 + 6);
   CHECK(rows.back().what == "grouped GEMM at 8192 x 256 x 256");
-  for (CalibrationRow& r : rows) r.measured = PredictRow(r, truth);
-  const CalibrationFit fit = FitCalibration(rows, prior);
-  for (const FittedKnob& k : fit.knobs) {
-    const double want = truth[KnobIndex(k.knob.name)];
-    INFO(std::string(k.knob.name) << ": truth " << want << ", fitted " << k.value << ", prior " << k.prior);
-    CHECK(std::fabs(k.value / want - 1) <= 0.05);
-  }
-  for (const auto& [name, value] : moved) CHECK(fit.knobs[KnobIndex(name)].determined);
-  CHECK(fit.loss_before[0] > 0.01);
-  CHECK(fit.loss_after[0] < 1e-4);
-  CHECK(fit.loss_after[1] < 1e-4);
+  CheckFitRecovers(rows, truth, moved);
 }
 
 TEST_CASE("a run's measured phases are stage-1 rows through the phase mapping; attention is not fitted there") {
