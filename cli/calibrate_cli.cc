@@ -5,6 +5,7 @@
 
 #include "planner/sim/calibrate.h"
 #include "planner/sim/calibration.h"
+#include "planner/sim/compute_model.h"
 #include "planner/base/error.h"
 #include "planner/base/file_util.h"
 #include "planner/sim/fidelity.h"
@@ -33,7 +34,8 @@ int RunCalibrate(const CalibrateOptions& o, std::ostream& out) {
   // The hardware of the dockyard-run reports; without --from, a --cluster's figures are the
   // cluster knobs' priors.
   ClusterSpec hardware = ClusterPreset(preset);
-  CostOptions unused;
+  CostOptions unused, options;
+  ApplyComputeModel(o.compute_model, false, "unfused", &options);
   ApplyCalibration(prior, &hardware, &unused);
   if (!o.cluster.empty()) {
     hardware = LoadCluster(o.cluster);
@@ -51,11 +53,11 @@ int RunCalibrate(const CalibrateOptions& o, std::ostream& out) {
     const Json json = ReadJsonFile(path);
     std::vector<CalibrationRow> more;
     if (json.is_object() && json.contains("kind") && json.at("kind") == "dockyard_run") {
-      more = RowsFromRunReport(json, path, hardware, &skipped);
+      more = RowsFromRunReport(json, path, hardware, &skipped, options);
     } else if (json.is_object() && json.contains("runs")) {
       const size_t slash = path.rfind('/');
       const FidelitySet set = FidelitySetFromJson(json, path, slash == std::string::npos ? "." : path.substr(0, slash));
-      more = RowsFromFidelitySet(set, preset, &skipped, o.cluster.empty() ? preset : hardware.name);
+      more = RowsFromFidelitySet(set, preset, &skipped, o.cluster.empty() ? preset : hardware.name, options);
     } else {
       throw Error(
           fmt::format("{}: neither a runs file (a \"runs\" list, testdata/fidelity/README.md) nor a dockyard-run --json "

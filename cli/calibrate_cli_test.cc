@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "planner/sim/calibration.h"
+#include "planner/sim/gemm_efficiency.h"
 #include "planner/base/error.h"
 #include "planner/base/json_util.h"
 #include <doctest/doctest.h>
@@ -87,10 +88,11 @@ TEST_CASE("calibrate refuses a bad runs file with one error naming the row and t
   CHECK(layout.find("/runs/14/layout") != std::string::npos);
 }
 
-TEST_CASE("calibrate writes a calibration that loads back, fitted knobs with their source, from the published runs") {
+TEST_CASE("calibrate --compute-model gemm writes a calibration that loads back, fitted knobs with their source, from the published runs") {
   CalibrateOptions o;
   o.runs = {"testdata/fidelity/runs.json"};
   o.out = TempDir() + "/fitted.json";
+  o.compute_model = "gemm";  // the older model: the grouped-GEMM curve eff(M) the figures below fit
   std::ostringstream out;
   CHECK(RunCalibrate(o, out) == 0);
   const Calibration cal = LoadCalibration(o.out);
@@ -107,7 +109,7 @@ TEST_CASE("calibrate writes a calibration that loads back, fitted knobs with the
   const std::string text = out.str();
   CHECK(text.find("group-held-out error") != std::string::npos);
   // The undetermined knobs: no row moves them (the latencies, the kernel floor, and the kernel
-  // model's and the deepep dispatcher's knobs, which the default compute model and dispatchers of
+  // model's and the deepep dispatcher's knobs, which the gemm compute model and the dispatchers of
   // these rows never read); the fitted ones are not among them.
   const size_t at = text.find("undetermined (left at their priors): ");
   REQUIRE(at != std::string::npos);
@@ -117,6 +119,33 @@ TEST_CASE("calibrate writes a calibration that loads back, fitted knobs with the
   }
   for (const char* k : {"gemm_half_rows", "gemm_max_efficiency", "network_gbps"})
     CHECK_MESSAGE(undetermined.find(k) == std::string::npos, k);
+}
+
+TEST_CASE("calibrate under the default kernel-level model: the GEMM-by-shape knobs fit C18 and C19, the fixed efficiencies are not read") {
+  CalibrateOptions o;
+  o.runs = {"testdata/fidelity/runs.json"};
+  o.out = TempDir() + "/fitted-kernels.json";
+  std::ostringstream out;
+  CHECK(RunCalibrate(o, out) == 0);
+  const Calibration cal = LoadCalibration(o.out);
+  ClusterSpec cluster = ClusterPreset("h100-sxm");
+  CostOptions options;
+  ApplyCalibration(cal, &cluster, &options);
+  // C18 (TE CUTLASS grouped GEMM, H100, m 4096, n 768, k 2048) 650.6 TFLOP/s and C19 (m 2048) 636.9:
+  // the fitted curve x the 989 TFLOP/s peak reproduces both within 1 %.
+  CHECK(cluster.dense_bf16_tflops * GemmShapeEfficiency(4096, 768, 2048, options) == doctest::Approx(650.6).epsilon(0.01));
+  CHECK(cluster.dense_bf16_tflops * GemmShapeEfficiency(2048, 768, 2048, options) == doctest::Approx(636.9).epsilon(0.01));
+  CHECK(cal.knob_sources.at("gemm_shape_efficiency").find("fitted by dockyard-plan calibrate (component stage)") == 0);
+  const std::string text = out.str();
+  const size_t at = text.find("undetermined (left at their priors): ");
+  REQUIRE(at != std::string::npos);
+  const std::string undetermined = text.substr(at, text.find('\n', at) - at);
+  for (const char* k : {"dense_efficiency", "attention_efficiency", "gemm_max_efficiency"}) {
+    CHECK_MESSAGE(undetermined.find(k) != std::string::npos, k);
+  }
+  // The C21 rule of thumb gives no N and K: left out, with the reason.
+  CHECK(text.find("C21") != std::string::npos);
+  CHECK(text.find("rule of thumb without the GEMM's N and K") != std::string::npos);
 }
 
 }  // namespace

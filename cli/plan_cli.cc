@@ -17,6 +17,7 @@
 #include "planner/base/error.h"
 #include "planner/base/file_util.h"
 #include "planner/layout/default_layout.h"
+#include "planner/sim/compute_model.h"
 #include "planner/layout/plan.h"
 #include "planner/model/model_spec.h"
 #include "planner/report/budget_text.h"
@@ -77,8 +78,8 @@ struct CliOptions {
   bool routing_given = false;
   std::string capacity_factor;
   bool no_overlap = false;
-  // simulate / search: the kernel-level compute model and its run settings (opt-in).
-  std::string compute_model = "gemm", cross_entropy = "unfused";
+  // simulate / search: the compute model and its run settings (compute_model.h).
+  std::string compute_model = kDefaultComputeModel, cross_entropy = "unfused";
   bool cuda_graphs = false;
   cli::RedundantExpertsFlags redundant;  // simulate: redundant experts (opt-in)
   std::string calibration;               // simulate / search: calibration JSON (empty = the built-in defaults)
@@ -87,29 +88,18 @@ struct CliOptions {
   std::string top = "10", max_pp;
 };
 
-// --compute-model, --cuda-graphs, --cross-entropy on `options`.
+// --compute-model, --cuda-graphs, --cross-entropy on `options` (compute_model.h).
 void ApplyComputeFlags(const CliOptions& o, CostOptions* options) {
-  // The launch-gap and cross-entropy kernels exist only in the kernel-level compute model: refuse
-  // them elsewhere rather than ignore them.
-  if (o.compute_model != "kernels" && o.cuda_graphs) {
-    throw Error("--cuda-graphs: CUDA graphs shorten the kernel launch gaps of --compute-model kernels; with --compute-model " +
-                o.compute_model + " there are none to shorten (add --compute-model kernels)");
-  }
-  if (o.compute_model != "kernels" && o.cross_entropy == "fused") {
-    throw Error("--cross-entropy fused: the cross-entropy kernels are priced by --compute-model kernels only; with --compute-model " +
-                o.compute_model + " it changes nothing (add --compute-model kernels)");
-  }
-  options->kernel_compute = o.compute_model == "kernels";
-  options->cuda_graphs = o.cuda_graphs;
-  options->fused_cross_entropy = o.cross_entropy == "fused";
+  ApplyComputeModel(o.compute_model, o.cuda_graphs, o.cross_entropy, options);
 }
 
 void AddComputeFlags(CLI::App* app, CliOptions& o) {
   app->add_option("--compute-model", o.compute_model,
-                  "gemm (GEMMs at fixed efficiencies) | kernels (also memory-bound kernels and launch gaps; default gemm)")
+                  "kernels (GEMMs by shape, memory-bound kernels, launch gaps; default) | gemm (the older model: GEMMs at fixed "
+                  "efficiencies)")
       ->check(CLI::IsMember({"gemm", "kernels"}));
-  app->add_flag("--cuda-graphs", o.cuda_graphs, "with --compute-model kernels: kernels launched from CUDA graphs");
-  app->add_option("--cross-entropy", o.cross_entropy, "with --compute-model kernels: unfused | fused (default unfused)")
+  app->add_flag("--cuda-graphs", o.cuda_graphs, "kernels launched from CUDA graphs (not with --compute-model gemm)");
+  app->add_option("--cross-entropy", o.cross_entropy, "unfused | fused (default unfused; fused not with --compute-model gemm)")
       ->check(CLI::IsMember({"unfused", "fused"}));
 }
 
@@ -438,6 +428,8 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   calibrate->add_option("--from", cal.from, "calibration whose knobs are the priors (default: the preset's built-in knobs)");
   calibrate->add_option("--cluster", cal.cluster, "preset or cluster JSON the dockyard-run reports ran on (default: the preset)");
   calibrate->add_option("--name", cal.name, "name of the written calibration (default PRESET-fitted; with --cluster, CLUSTER-NAME-fitted)");
+  calibrate->add_option("--compute-model", cal.compute_model, "kernels (default) | gemm: the compute model the rows are predicted under")
+      ->check(CLI::IsMember({"gemm", "kernels"}));
   app.require_subcommand(0, 1);
 
   try {

@@ -526,10 +526,11 @@ TEST_CASE("simulate and search --calibration: the shipped file changes no figure
   jb.erase("header");
   CHECK(ja == jb);  // the shipped calibration holds today's defaults
 
-  // A calibration with the dense efficiency halved: a slower step, and the search names the file.
+  // A calibration with the GEMM-by-shape ceiling halved (the default kernel-level model's GEMMs):
+  // a slower step, and the search names the file.
   dockyard::Json slow = dockyard::ReadJsonFile("calibration/h100-sxm.json");
-  slow["name"] = "h100-sxm-slow-dense";
-  slow["knobs"]["dense_efficiency"]["value"] = 0.35;
+  slow["name"] = "h100-sxm-slow-gemm";
+  slow["knobs"]["gemm_shape_efficiency"]["value"] = 0.36;
   const std::string slow_path = TmpDir() + "/slow.json";
   std::ofstream(slow_path) << slow.dump(1);
   const std::string c = TmpDir() + "/cal_c.json";
@@ -538,7 +539,7 @@ TEST_CASE("simulate and search --calibration: the shipped file changes no figure
         dockyard::ReadJsonFile(a)["predicted"]["step_time_us"].get<double>());
   const Result s = Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --top 1 --calibration " + slow_path);
   CHECK(s.code == 0);
-  CHECK(s.out.find("Calibration h100-sxm-slow-dense") != std::string::npos);
+  CHECK(s.out.find("Calibration h100-sxm-slow-gemm") != std::string::npos);
 
   // A calibration made for another preset: exit 1, the rule named, no file.
   const std::string d = TmpDir() + "/cal_d.json";

@@ -126,14 +126,16 @@ TEST_CASE("Module lists: names, defaults and errors") {
   CHECK(dockyard::RecomputeSetOf(t).moe == false);  // full: no selective set
 }
 
-TEST_CASE("Backward time: each module re-runs its forward") {
+TEST_CASE("Backward time: each module re-runs its forward (--compute-model gemm)") {
   const auto routing = dockyard::testing::TinyEp4Routing();
   const dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
+  dockyard::CostOptions gemm;
+  gemm.kernel_compute = false;  // the older model's fixed efficiencies, which the figures below use
   auto run = [&](dockyard::Recompute rc, std::vector<std::string> modules) {
     dockyard::TrainingConfig t;
     t.recompute = rc;
     t.recompute_modules = modules;
-    return dockyard::SimulateStep(dockyard::testing::TinyEp4Plan(t), c, routing);
+    return dockyard::SimulateStep(dockyard::testing::TinyEp4Plan(t), c, routing, gemm);
   };
   auto phase = [](const dockyard::CostBreakdown& cb, const char* name, const char* dir) {
     for (const auto& p : cb.phases)

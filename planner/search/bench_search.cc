@@ -1,5 +1,5 @@
 // Benchmark: layout search throughput on DeepSeek-V3.
-//   bazel run -c opt //planner/search:bench_search -- [--repeat N] [world_size ...]
+//   bazel run -c opt //planner/search:bench_search -- [--repeat N] [--compute-model kernels|gemm] [world_size ...]
 // Two sweeps, each search run N times (default 3) on one thread, best and median reported:
 //  1. world size (default 256 2048 16384): DeepSeek-V3 as published (256 routed experts);
 //  2. number of routed experts at 2048 GPUs: DeepSeek-V3 with moe.num_experts overridden to 64,
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "planner/model/model_spec.h"
+#include "planner/sim/compute_model.h"
 #include "planner/search/search.h"
 
 namespace {
@@ -39,8 +40,12 @@ void EveryDimension(dockyard::SearchOptions* o) {
   o->global_batch_size = o->world_size;
 }
 
+// --compute-model (compute_model.h; default kernels).
+std::string g_compute_model = dockyard::kDefaultComputeModel;
+
 Run Measure(const dockyard::ModelSpec& model, int64_t world, int repeat, bool every_dimension = false, int threads = 1) {
   dockyard::SearchOptions o;
+  dockyard::ApplyComputeModel(g_compute_model, false, "unfused", &o.cost);
   o.world_size = world;
   o.training.recompute = dockyard::Recompute::kFull;
   o.routing_layers = 1;
@@ -98,6 +103,10 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) {
       repeat = std::max(1, std::atoi(argv[++i]));
+    } else if (std::strcmp(argv[i], "--compute-model") == 0 && i + 1 < argc) {
+      g_compute_model = argv[++i];
+      dockyard::CostOptions check;
+      dockyard::ApplyComputeModel(g_compute_model, false, "unfused", &check);  // throws for an unknown model
     } else {
       worlds.push_back(std::atoll(argv[i]));
     }
@@ -105,8 +114,8 @@ int main(int argc, char** argv) {
   if (worlds.empty()) worlds = {256, 2048, 16384};
   std::printf(
       "bench_search: DeepSeek-V3, h100-sxm, seq_len 4096, recompute full, uniform routing (1 layer sampled), "
-      "one thread, best of %d\n\n",
-      repeat);
+      "compute model %s, one thread, best of %d\n\n",
+      g_compute_model.c_str(), repeat);
   std::printf("World size sweep (256 routed experts)\n");
   Header("world");
   for (int64_t world : worlds) {

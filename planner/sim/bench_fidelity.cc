@@ -1,5 +1,6 @@
 // Benchmark: dockyard's predictions held against published, measured MoE training runs.
-//   bazel run -c opt //planner/sim:bench_fidelity -- [runs.json] [--compute-model kernels]
+//   bazel run -c opt //planner/sim:bench_fidelity -- [runs.json] [--compute-model kernels|gemm]
+// (default kernels, compute_model.h; gemm is the older model of fixed GEMM efficiencies)
 // Prints Markdown tables (docs/fidelity.md): every expressible run's measured and predicted step,
 // error and dominant phase; mean / max |error|; per group the error and the order of pairs whose
 // measured throughput differs by more than 10 %; then the unsupported runs, predicted as
@@ -14,6 +15,7 @@
 
 #include "planner/sim/calibrate.h"
 #include "planner/base/error.h"
+#include "planner/sim/compute_model.h"
 #include "planner/sim/fidelity.h"
 
 int main(int argc, char** argv) {
@@ -23,12 +25,12 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--compute-model" && i + 1 < argc) {
-      const std::string v = argv[++i];
-      if (v != "gemm" && v != "kernels") {
-        std::fprintf(stderr, "bench_fidelity: error: --compute-model must be gemm or kernels, got \"%s\"\n", v.c_str());
+      try {
+        dockyard::ApplyComputeModel(argv[++i], false, "unfused", &options);
+      } catch (const dockyard::Error& e) {
+        std::fprintf(stderr, "bench_fidelity: error: %s\n", e.what());
         return 1;
       }
-      options.kernel_compute = v == "kernels";
     } else {
       given = a;
     }
@@ -46,7 +48,7 @@ int main(int argc, char** argv) {
     std::fputs(dockyard::FidelityReportToMarkdown(set, report).c_str(), stdout);
     std::printf("\n(%zu runs, %zu component measurements; load + predict %.0f ms)\n", set.runs.size(), set.components.size(), ms);
     const auto t1 = std::chrono::steady_clock::now();
-    std::fputs(dockyard::FidelityFitToMarkdown(set, "h100-sxm").c_str(), stdout);
+    std::fputs(dockyard::FidelityFitToMarkdown(set, "h100-sxm", options).c_str(), stdout);
     std::printf("\n(fit + held-out fits %.0f ms)\n",
                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count());
   } catch (const dockyard::Error& e) {

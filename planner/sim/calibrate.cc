@@ -15,6 +15,7 @@
 #include "planner/layout/plan.h"
 #include "planner/sim/routing.h"
 #include "planner/accounting/workload.h"
+#include "planner/sim/gemm_efficiency.h"
 #include "planner/sim/network.h"
 
 namespace dockyard {
@@ -107,7 +108,7 @@ void Minimize(const std::vector<CalibrationRow>& rows, CalibrationKnob::Stage st
 
 double PredictRow(const CalibrationRow& row, const std::vector<double>& values) {
   ClusterSpec cluster = row.cluster;
-  CostOptions options;
+  CostOptions options = row.options;
   for (size_t k = 0; k < Knobs().size(); ++k) ApplyKnob(Knobs()[k], values[k], row.calibrated_hardware ? &cluster : nullptr, &options);
   return row.predict(cluster, options);
 }
@@ -232,8 +233,8 @@ double StepSecondsAt(FidelityRun run, double value) {
 }  // namespace
 
 std::vector<CalibrationRow> RowsFromFidelitySet(const FidelitySet& set, const std::string& preset,
-                                                std::vector<std::pair<std::string, std::string>>* skipped,
-                                                const std::string& only_hardware) {
+                                                std::vector<std::pair<std::string, std::string>>* skipped, const std::string& only_hardware,
+                                                const CostOptions& options) {
   const ClusterSpec preset_cluster = ClusterPreset(preset);  // throws for an unknown preset
   std::vector<CalibrationRow> rows;
   for (const FidelityRun& run : set.runs) {
@@ -268,6 +269,7 @@ std::vector<CalibrationRow> RowsFromFidelitySet(const FidelitySet& set, const st
     r.weight = run.weight;
     r.cluster = run.cluster;
     r.calibrated_hardware = run.cluster_name == preset || run.cluster.name == preset;
+    r.options = RunCostOptions(run, options);
     r.predict = [prepared](const ClusterSpec& c, const CostOptions& o) {
       return SimulateStep(prepared->plan, c, prepared->routing, o).step_time_us * 1e-6;
     };
@@ -288,7 +290,7 @@ std::vector<CalibrationRow> RowsFromFidelitySet(const FidelitySet& set, const st
       p.predict = [prepared, ph](const ClusterSpec& c, const CostOptions& o) {
         return PredictedPhaseUs(SimulateStep(prepared->plan, c, prepared->routing, o), ph.name, ph.layer_kind, ph.direction);
       };
-      if (!(p.predict(p.cluster, CostOptions{}) > 0)) {
+      if (!(p.predict(p.cluster, p.options) > 0)) {
         skipped->push_back({id, "the cost model predicts no such phase for this layout"});
         continue;
       }
@@ -312,6 +314,7 @@ std::vector<CalibrationRow> RowsFromFidelitySet(const FidelitySet& set, const st
     base.stage = CalibrationKnob::kComponent;
     base.cluster = preset_cluster;
     base.calibrated_hardware = true;
+    base.options = options;
     auto add = [&](const std::string& id, const std::string& what, double measured,
                    std::function<double(const ClusterSpec&, const CostOptions&)> predict) {
       CalibrationRow r = base;
@@ -328,8 +331,16 @@ std::vector<CalibrationRow> RowsFromFidelitySet(const FidelitySet& set, const st
         add(c.id, "NVLink collective bandwidth", c.values[0], [](const ClusterSpec& cl, const CostOptions&) { return cl.intra_node_gbps; });
       } else if (c.kind == "grouped_gemm" && params.StringOr("dtype", "") == "bf16" && c.values.size() == 1) {
         const double m = static_cast<double>(params.Int("m"));
-        add(c.id, fmt::format("grouped GEMM at {} rows", m), c.values[0],
-            [m](const ClusterSpec& cl, const CostOptions& o) { return cl.dense_bf16_tflops * GroupedGemmEfficiency(m, o); });
+        if (options.kernel_compute) {  // by shape: N and K are required
+          const double n = static_cast<double>(params.Int("n")), k = static_cast<double>(params.Int("k"));
+          add(c.id, fmt::format("grouped GEMM at {} x {} x {}", m, n, k), c.values[0],
+              [m, n, k](const ClusterSpec& cl, const CostOptions& o) { return cl.dense_bf16_tflops * GemmShapeEfficiency(m, n, k, o); });
+        } else {
+          add(c.id, fmt::format("grouped GEMM at {} rows", m), c.values[0],
+              [m](const ClusterSpec& cl, const CostOptions& o) { return cl.dense_bf16_tflops * GroupedGemmEfficiency(m, o); });
+        }
+      } else if (c.kind == "grouped_gemm_fraction" && options.kernel_compute) {
+        skipped->push_back({c.id, "a rule of thumb without the GEMM's N and K: the kernel-level model's efficiency needs the shape"});
       } else if (c.kind == "grouped_gemm_fraction") {
         const std::vector<int64_t> rows_per_expert = params.IntList("rows_per_expert", 1);
         if (rows_per_expert.size() != c.values.size()) {
@@ -353,7 +364,7 @@ std::vector<CalibrationRow> RowsFromFidelitySet(const FidelitySet& set, const st
 }
 
 std::vector<CalibrationRow> RowsFromRunReport(const Json& report, const std::string& file, const ClusterSpec& cluster,
-                                              std::vector<std::pair<std::string, std::string>>* skipped) {
+                                              std::vector<std::pair<std::string, std::string>>* skipped, const CostOptions& options) {
   const JsonView v(&report, file, "");
   const std::string kind = v.String("kind");
   if (kind != "dockyard_run") v.Fail("kind", fmt::format("must be \"dockyard_run\" (a dockyard-run --json report), got \"{}\"", kind));
@@ -429,10 +440,11 @@ std::vector<CalibrationRow> RowsFromRunReport(const Json& report, const std::str
     r.measured = us;
     r.cluster = cluster;
     r.calibrated_hardware = true;
+    r.options = options;
     r.predict = [plan, sampled, name](const ClusterSpec& c, const CostOptions& o) {
       return PredictedPhaseUs(SimulateStep(*plan, c, *sampled, o), name, "moe", "forward");
     };
-    if (!(r.predict(r.cluster, CostOptions{}) > 0)) {
+    if (!(r.predict(r.cluster, r.options) > 0)) {
       skipped->push_back({id, "the cost model predicts no such phase for this layout"});
       continue;
     }
@@ -508,9 +520,9 @@ std::string CalibrationFitToText(const std::vector<CalibrationRow>& rows, const 
   return out;
 }
 
-std::string FidelityFitToMarkdown(const FidelitySet& set, const std::string& preset) {
+std::string FidelityFitToMarkdown(const FidelitySet& set, const std::string& preset, const CostOptions& options) {
   std::vector<std::pair<std::string, std::string>> skipped;
-  const std::vector<CalibrationRow> rows = RowsFromFidelitySet(set, preset, &skipped);
+  const std::vector<CalibrationRow> rows = RowsFromFidelitySet(set, preset, &skipped, "", options);
   const std::vector<double> prior = KnobValues(DefaultCalibration(preset));
   const CalibrationFit fit = FitCalibration(rows, prior);
   const auto by_group = HeldOutErrors(rows, prior, [](const CalibrationRow& r) { return r.group; });

@@ -45,11 +45,12 @@ struct CalibrationRow {
   double noise = 0.15;                             // sigma of ln(measured)
   ClusterSpec cluster;                             // the row's hardware before the knobs
   bool calibrated_hardware = true;                 // the cluster knobs apply to this row (its hardware is the one calibrated)
+  CostOptions options;  // the run settings it is predicted under (compute model, CUDA graphs); the knobs are set on a copy
   std::function<double(const ClusterSpec&, const CostOptions&)> predict;  // in `unit`
 };
 
 // The row's prediction under knob values `values` (one per CalibrationKnobs entry, in order):
-// the CostOptions knobs always, the ClusterSpec knobs when row.calibrated_hardware.
+// the CostOptions knobs always (on row.options), the ClusterSpec knobs when row.calibrated_hardware.
 double PredictRow(const CalibrationRow& row, const std::vector<double>& values);
 // r_i of the loss above.
 double RowLogError(const CalibrationRow& row, double predicted);
@@ -90,8 +91,10 @@ std::map<std::string, double> HeldOutErrors(const std::vector<CalibrationRow>& r
 // `preset`'s GPU (the preset name before '-', upper-cased, in the component's "hardware"):
 //   all_to_all (params.scope "network")  GB/s       network_gbps
 //   nvlink_collective                      GB/s       intra_node_gbps
-//   grouped_gemm (params.dtype "bf16")     TFLOP/s    dense_bf16_tflops x GroupedGemmEfficiency(params.m)
-//   grouped_gemm_fraction                  fraction   GroupedGemmEfficiency(params.rows_per_expert[i])
+//   grouped_gemm (params.dtype "bf16")     TFLOP/s    dense_bf16_tflops x GroupedGemmEfficiency(params.m);
+//                                                     under the kernel-level model x GemmShapeEfficiency(m, n, k)
+//   grouped_gemm_fraction                  fraction   GroupedGemmEfficiency(params.rows_per_expert[i]) (gemm model
+//                                                     only: a rule of thumb without the GEMM's N and K)
 //   kernel_floor                           us         memory_floor_us
 // Other kinds (DeepEP, HybridEP, permute, FP8 GEMM) have no knob yet and are listed in `skipped`.
 // A run's measured "phases" (optional; FidelityRun::phases) become stage-1 rows through the
@@ -99,10 +102,11 @@ std::map<std::string, double> HeldOutErrors(const std::vector<CalibrationRow>& r
 // A run's cluster gets the cluster knobs when its cluster is `preset` itself.
 // With `only_hardware` non-empty, whole-step rows of runs on other hardware (cluster name) are left
 // out and listed: the efficiencies a calibration file holds belong to one hardware preset
-// (calibrate's rule); bench_fidelity's cross-hardware held-out errors pass "".
+// (calibrate's rule); bench_fidelity's cross-hardware held-out errors pass "". Every row is
+// predicted under `options` (the compute model; a run's rows under RunCostOptions(run, options)).
 std::vector<CalibrationRow> RowsFromFidelitySet(const FidelitySet& set, const std::string& preset,
                                                 std::vector<std::pair<std::string, std::string>>* skipped,
-                                                const std::string& only_hardware = "");
+                                                const std::string& only_hardware = "", const CostOptions& options = {});
 
 // Rows from a dockyard-run JSON report (`report` parsed from `file`): one stage-1 row per
 // measured phase the cost model predicts through the mapping below, on `cluster` (the hardware
@@ -117,8 +121,9 @@ std::vector<CalibrationRow> RowsFromFidelitySet(const FidelitySet& set, const st
 //   model predicts as 0 us for the layout, is skipped (listed).
 // Throws dockyard::Error naming the file and field for a missing or mistyped field, a negative
 // time, an unknown model file or a layout that does not validate.
+// Every row is predicted under `options` (the compute model).
 std::vector<CalibrationRow> RowsFromRunReport(const Json& report, const std::string& file, const ClusterSpec& cluster,
-                                              std::vector<std::pair<std::string, std::string>>* skipped);
+                                              std::vector<std::pair<std::string, std::string>>* skipped, const CostOptions& options = {});
 
 // The fit as text: the rows before and after, the knobs (prior, fitted, bounds, hit-bound,
 // sensitivity, stage), the undetermined knobs, and `held_out` (group-held-out) when given.
@@ -129,6 +134,6 @@ std::string CalibrationFitToText(const std::vector<CalibrationRow>& rows, const 
 // built-in knobs); per whole-step row the error with the priors, in-sample, group-held-out and
 // leave-one-hardware-out; for each variant mean / max |error| and the pairs ordered right within
 // groups (SummarizeFidelityGroups); the group-held-out per-group table; the fit's text.
-std::string FidelityFitToMarkdown(const FidelitySet& set, const std::string& preset);
+std::string FidelityFitToMarkdown(const FidelitySet& set, const std::string& preset, const CostOptions& options = {});
 
 }  // namespace dockyard

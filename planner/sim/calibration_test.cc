@@ -90,15 +90,19 @@ TEST_CASE("the shipped calibration leaves a prediction unchanged; a changed knob
   CHECK(same.step_time_us == before.step_time_us);
   CHECK(CostToJson(same).dump() == CostToJson(before).dump());
 
-  // Dense efficiency 0.70 -> 0.35: the dense MLP's forward time doubles (FLOPs / (peak x eff)).
+  // Dense efficiency 0.70 -> 0.35 under --compute-model gemm (the model that reads it): the dense
+  // MLP's forward time doubles (FLOPs / (peak x eff)).
+  CostOptions gemm;
+  gemm.kernel_compute = false;
+  const CostBreakdown gemm_before = Step(base, gemm);
   Calibration cal = DefaultCalibration("h100-sxm");
   cal.dense_efficiency = 0.35;
   ClusterSpec c2 = base;
-  CostOptions o2;
+  CostOptions o2 = gemm;
   ApplyCalibration(cal, &c2, &o2);
   const CostBreakdown slower = Step(c2, o2);
-  CHECK(Phase(slower, "dense_mlp", "dense") == doctest::Approx(2.0 * Phase(before, "dense_mlp", "dense")));
-  CHECK(slower.step_time_us > before.step_time_us);
+  CHECK(Phase(slower, "dense_mlp", "dense") == doctest::Approx(2.0 * Phase(gemm_before, "dense_mlp", "dense")));
+  CHECK(slower.step_time_us > gemm_before.step_time_us);
   // The network knob reaches the cluster.
   cal.network_gbps = 24.0;
   ApplyCalibration(cal, &c2, &o2);

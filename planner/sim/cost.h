@@ -30,9 +30,10 @@ struct CostOptions {
   // dispatch): 133.78 GB/s NVLink = 0.362 x 370; 40.89 GB/s RDMA = 0.852 x 48.
   double flex_nvlink_efficiency = 0.362;
   double flex_network_efficiency = 0.852;
-  // The kernel-level compute model (planner/sim/kernels_model.h, docs/cost-model.md "Memory-bound
-  // kernels"): off by default (`--compute-model gemm`), so existing predictions do not move.
-  bool kernel_compute = false;       // --compute-model kernels
+  // The kernel-level compute model (planner/sim/kernels_model.h, gemm_efficiency.h, docs/cost-model.md
+  // §3.11-3.12): the default (compute_model.h kDefaultComputeModel); false is `--compute-model gemm`,
+  // the older model of GEMMs at fixed efficiencies.
+  bool kernel_compute = true;        // --compute-model kernels (default) | gemm
   bool cuda_graphs = false;          // --cuda-graphs (Megatron --enable-cuda-graph / --cuda-graph-impl)
   bool fused_cross_entropy = false;  // --cross-entropy fused (Megatron --cross-entropy-loss-fusion)
   double hbm_efficiency = 0.70;      // fraction of hbm_gbps a memory-bound kernel moves

@@ -9,6 +9,18 @@
 using dockyard::ClusterSpec;
 using doctest::Approx;
 
+namespace {
+
+// --compute-model gemm: the older model whose fixed efficiencies (dense 0.70, attention 0.50, the
+// grouped-GEMM curve) the hand figures below use.
+dockyard::CostOptions GemmModel() {
+  dockyard::CostOptions o;
+  o.kernel_compute = false;
+  return o;
+}
+
+}  // namespace
+
 TEST_CASE("Grouped-GEMM efficiency halves at half_rows rows") {
   dockyard::CostOptions o;  // max 0.80, half at 128 rows
   CHECK(dockyard::GroupedGemmEfficiency(128, o) == Approx(0.40));
@@ -54,7 +66,7 @@ TEST_CASE("A cluster JSON overrides its base preset and rejects bad values") {
                        dockyard::Error);
 }
 
-TEST_CASE("SimulateStep on the tiny model: phase formulas and the step composition") {
+TEST_CASE("SimulateStep on the tiny model (--compute-model gemm): phase formulas and the step composition") {
   dockyard::ParallelDimsOptions d;
   d.world_size = 4;
   d.ep = 4;
@@ -63,7 +75,7 @@ TEST_CASE("SimulateStep on the tiny model: phase formulas and the step compositi
   auto plan = dockyard::BuildPlan(dockyard::testing::TinyMixtral(), d, t);
   auto routing = dockyard::SampleRouting({}, 8, 2, 4, 1024, 2);
   ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
-  auto cost = dockyard::SimulateStep(plan, c, routing);
+  auto cost = dockyard::SimulateStep(plan, c, routing, GemmModel());
   const double peak = 989e6;  // FLOP per us
   for (const auto& p : cost.phases) {
     if (p.name == "router" && p.direction == "forward") {
@@ -136,7 +148,7 @@ TEST_CASE("The deredundency dispatcher is costed as oep all-gather plus iep all-
                        dockyard::Error);
 }
 
-TEST_CASE("Full recomputation adds a forward pass to the backward") {
+TEST_CASE("Full recomputation adds a forward pass to the backward (--compute-model gemm)") {
   dockyard::ParallelDimsOptions d;
   d.world_size = 4;
   d.ep = 4;
@@ -144,9 +156,9 @@ TEST_CASE("Full recomputation adds a forward pass to the backward") {
   t.seq_len = 1024;
   auto routing = dockyard::SampleRouting({}, 8, 2, 4, 1024, 1);
   ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
-  auto none = dockyard::SimulateStep(dockyard::BuildPlan(dockyard::testing::TinyMixtral(), d, t), c, routing);
+  auto none = dockyard::SimulateStep(dockyard::BuildPlan(dockyard::testing::TinyMixtral(), d, t), c, routing, GemmModel());
   t.recompute = dockyard::Recompute::kFull;
-  auto full = dockyard::SimulateStep(dockyard::BuildPlan(dockyard::testing::TinyMixtral(), d, t), c, routing);
+  auto full = dockyard::SimulateStep(dockyard::BuildPlan(dockyard::testing::TinyMixtral(), d, t), c, routing, GemmModel());
   auto bwd_gemm = [](const dockyard::CostBreakdown& cb) {
     for (const auto& p : cb.phases)
       if (p.name == "grouped_gemm" && p.direction == "backward") return p.time_us;

@@ -446,15 +446,19 @@ PreparedRun PrepareRun(const FidelityRun& run, const ModelSpec& model) {
   return p;
 }
 
+CostOptions RunCostOptions(const FidelityRun& run, const CostOptions& options) {
+  CostOptions o = options;
+  if (o.kernel_compute && std::find(run.features.begin(), run.features.end(), "cuda_graphs") != run.features.end()) o.cuda_graphs = true;
+  return o;
+}
+
 FidelityPrediction PredictRun(const FidelityRun& run, const ModelSpec& model, const CostOptions& options) {
   FidelityPrediction p;
   p.id = run.id;
   p.approximate = !run.unsupported.empty();
   const PreparedRun prepared = PrepareRun(run, model);
   p.peak_gib = prepared.peak_gib;
-  CostOptions o = options;
-  if (o.kernel_compute && std::find(run.features.begin(), run.features.end(), "cuda_graphs") != run.features.end()) o.cuda_graphs = true;
-  const CostBreakdown cost = SimulateStep(prepared.plan, run.cluster, prepared.routing, o);
+  const CostBreakdown cost = SimulateStep(prepared.plan, run.cluster, prepared.routing, RunCostOptions(run, options));
   p.measured_s = MeasuredStepSeconds(run);
   p.predicted_s = cost.step_time_us * 1e-6;
   p.error = p.predicted_s / p.measured_s - 1.0;

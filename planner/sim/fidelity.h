@@ -139,10 +139,14 @@ struct PreparedRun {
 };
 PreparedRun PrepareRun(const FidelityRun& run, const ModelSpec& model);
 
+// The options a run is costed with: `options` with the run's framework features that the cost
+// model expresses as run settings (today "cuda_graphs", under the kernel-level compute model only).
+// One rule for PredictRun and the fit's rows (calibrate.h RowsFromFidelitySet).
+CostOptions RunCostOptions(const FidelityRun& run, const CostOptions& options);
+
 // dockyard's `simulate` path for a run: BuildPlan + ComputeMemory + SampleRoutingForPlan
 // (uniform routing, seed 0, 4 sampled MoE layers: the CLI's defaults) + SimulateStep with the
-// `options` (default: the default CostOptions; with kernel_compute set, a run whose features
-// include "cuda_graphs" is also costed with cuda_graphs). `model` is set.models.at(run.model).
+// RunCostOptions(run, options) (default: the default CostOptions). `model` is set.models.at(run.model).
 // Throws dockyard::Error when the plan cannot be built.
 FidelityPrediction PredictRun(const FidelityRun& run, const ModelSpec& model, const CostOptions& options = {});
 

@@ -1,6 +1,6 @@
 // GEMM and flash-attention efficiency by shape, for the kernel-level compute model
-// (`--compute-model kernels`, docs/cost-model.md "GEMM efficiency by shape"). Nothing here is read
-// with the default `--compute-model gemm`, except the FP8 GEMM rule (Fp8GemmSpeedup).
+// (`--compute-model kernels`, the default; docs/cost-model.md "GEMM efficiency by shape"). Nothing here is read
+// with `--compute-model gemm` (the older model), except the FP8 GEMM rule (Fp8GemmSpeedup).
 //
 // A GEMM C[M, N] = A[M, K] B[K, N] (2 M N K FLOP) runs at
 //   eff(M, N, K) = gemm_shape_efficiency · M / (M + gemm_half_rows) · N / (N + gemm_half_nk) · K / (K + gemm_half_nk)
