@@ -158,21 +158,21 @@ TEST_CASE("Time: op re-runs router, permutes, grouped GEMM and the even linears,
   // World 4, EP 4, DDP, 1024-token sequences, uniform routing (layer_sac_test.cc).
   const dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
   const auto routing = dockyard::SampleRouting({}, 8, 2, 4, 1024, 2);
-  auto run = [&](TrainingConfig t) {
+  // The gemm compute model by default here: linears at dense_efficiency, so the re-run linears are
+  // one product by hand (the kernels model adds the attention block's memory-bound kernels).
+  dockyard::CostOptions gemm;
+  gemm.kernel_compute = false;
+  auto run = [&](TrainingConfig t, const dockyard::CostOptions& options) {
     dockyard::ParallelDimsOptions d;
     d.world_size = 4;
     d.ep = 4;
     t.seq_len = 1024;
     t.dp_sharding = dockyard::DpSharding::kDdp;
-    // The gemm compute model: linears at dense_efficiency, so the re-run linears are one product by
-    // hand (the kernels model adds the attention block's memory-bound kernels, cost_test.cc).
-    dockyard::CostOptions gemm;
-    gemm.kernel_compute = false;
-    return dockyard::SimulateStep(dockyard::BuildPlan(Tiny(4), d, t), c, routing, gemm);
+    return dockyard::SimulateStep(dockyard::BuildPlan(Tiny(4), d, t), c, routing, options);
   };
   TrainingConfig full_t;
   full_t.recompute = Recompute::kFull;
-  const auto none = run({}), op = run(Op()), full = run(full_t);
+  const auto none = run({}, gemm), op = run(Op(), gemm), full = run(full_t, gemm);
   auto phase = [](const dockyard::CostBreakdown& b, const std::string& name, const std::string& dir) {
     for (const auto& p : b.phases)
       if (p.name == name && p.direction == dir && p.layer_kind == "moe") return p.time_us;
@@ -198,16 +198,9 @@ TEST_CASE("Time: op re-runs router, permutes, grouped GEMM and the even linears,
   CHECK(none.step_time_us < op.step_time_us);
   CHECK(op.step_time_us < full.step_time_us);
   // The same order under the default (kernels) compute model.
-  auto run_default = [&](TrainingConfig t) {
-    dockyard::ParallelDimsOptions d;
-    d.world_size = 4;
-    d.ep = 4;
-    t.seq_len = 1024;
-    t.dp_sharding = dockyard::DpSharding::kDdp;
-    return dockyard::SimulateStep(dockyard::BuildPlan(Tiny(4), d, t), c, routing).step_time_us;
-  };
-  CHECK(run_default({}) < run_default(Op()));
-  CHECK(run_default(Op()) < run_default(full_t));
+  const dockyard::CostOptions kernels;  // the default
+  CHECK(run({}, kernels).step_time_us < run(Op(), kernels).step_time_us);
+  CHECK(run(Op(), kernels).step_time_us < run(full_t, kernels).step_time_us);
   // No per-layer keys in the report.
   CHECK_FALSE(dockyard::CostToJson(op).contains("layer_sac_every"));
 }
