@@ -230,7 +230,9 @@ void AddRoutingFlags(CLI::App* app, CliOptions& o) {
   app->add_option("--seed", o.seed, "routing sampling seed (default 0)");
   app->add_option(
       "--routing-layers", o.routing_layers,
-      "MoE layers to sample; each phase takes the mean of their slowest ranks (default min(4, MoE layers); a trace uses its own layers)");
+      fmt::format("MoE layers to sample; each phase takes the mean of their slowest ranks (default min({}, MoE layers); a trace uses "
+                  "its own layers)",
+                  kDefaultRoutingLayers));
   app->add_option("--capacity-factor", o.capacity_factor,
                   "report the share of token-expert assignments a per-expert capacity of ceil(C x T x top_k / num_experts) per "
                   "source rank would drop (Megatron --moe-expert-capacity-factor; default: not reported)");
@@ -375,7 +377,8 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
     routing->seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
     // A trace is given per MoE layer (or one layer for all); other distributions are sampled for
     // a few layers whose per-layer slowest ranks are averaged.
-    layers = RoutingLayersToSample(plan.model, *routing, ParseInt("--routing-layers", o.routing_layers), 4, "--routing-layers");
+    layers = RoutingLayersToSample(plan.model, *routing, ParseInt("--routing-layers", o.routing_layers), kDefaultRoutingLayers,
+                                   "--routing-layers");
     sampled = SampleRoutingForPlan(plan, *routing, layers);
     if (o.routing_given || capacity_factor) {
       const RoutingModel routing_model =
@@ -607,8 +610,9 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   const int64_t moe_layers = model.NumMoeLayers();
   // (A trace samples every MoE layer; the sampler reads all of them whatever routing_layers says.)
   s.routing_layers = s.routing.kind == RoutingKind::kTrace
-                         ? ParseInt("--routing-layers", o.routing_layers).value_or(std::min<int64_t>(moe_layers, 2))
-                         : RoutingLayersToSample(model, s.routing, ParseInt("--routing-layers", o.routing_layers), 2, "--routing-layers");
+                         ? ParseInt("--routing-layers", o.routing_layers).value_or(std::min<int64_t>(moe_layers, kDefaultRoutingLayers))
+                         : RoutingLayersToSample(model, s.routing, ParseInt("--routing-layers", o.routing_layers), kDefaultRoutingLayers,
+                                                 "--routing-layers");
   if (!s.training.pp_layer_split.empty()) {
     err << fmt::format(
         "dockyard-plan search: note: the model's training block fixes pp_layer_split ({} stages): only "
@@ -803,8 +807,9 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
     if (it != allowed.end()) opt->check(CLI::IsMember(it->second));
   }
   search->add_option("--routing-layers", o.routing_layers,
-                     "MoE layers to sample per (ep, tokens, oep); each phase takes the mean of their slowest ranks "
-                     "(default min(2, MoE layers); simulate's default is min(4, ...): pass the same to compare)");
+                     fmt::format("MoE layers to sample per (ep, tokens, oep); each phase takes the mean of their slowest ranks "
+                                 "(default min({}, MoE layers), as simulate: a row's step time is simulate's for the same layout)",
+                                 kDefaultRoutingLayers));
   CLI::App* spec = app.add_subcommand("spec", "write the normalized dockyard model spec of a model");
   std::string spec_model, spec_out = "-";
   spec->add_option("--model", spec_model, "HF config.json or dockyard model spec")->required();

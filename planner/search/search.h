@@ -57,7 +57,7 @@ struct SearchOptions {
   TrainingConfig training;  // dp_sharding, dtypes, batch, recompute ... as for a single plan
   Convention convention = Convention::kTorchtitan;
   RoutingSpec routing;  // sampled once per (ep, routed tokens)
-  int64_t routing_layers = 2;
+  int64_t routing_layers = kDefaultRoutingLayers;  // cost.h: simulate's default too
   int64_t max_pp = 16;
   int64_t top = 10;
   bool include_deredundency = true;
