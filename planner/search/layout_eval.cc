@@ -602,26 +602,24 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   // EP group of rank 0 ({0, etp, 2 etp, ...}: the ep axis has stride etp), F / expert TP and the
   // dispatcher (with deepep, on the per-token node counts of that group).
   const SearchEvalCache::MoeKey moe_key{d.ep, w.routed_tokens, oep, d.etp, w.expert_f_local, d.ep > 1 ? di : 0, t.fp8_dispatch};
-  in.moe_phases = &cache_->MoePhases(
-      moe_key,
-      [&] {
-        const auto start = std::chrono::steady_clock::now();
-        std::vector<int64_t> ep_group(d.ep);
-        for (int64_t i = 0; i < d.ep; ++i) ep_group[i] = i * d.etp;
-        const bool flex = d.ep > 1 && di == 2;
-        const RoutingResult& routing =
-            flex ? cache_->FlexRouting(ep_group, t.gpus_per_node, w.routed_tokens) : cache_->Routing(d.ep, w.routed_tokens, oep);
-        // The shape as SimulateStep forms it.
-        MoePhaseShape shape = MoePhaseShapeOf(m, w, d.ep, deredundency);
-        shape.flex = flex;
-        shape.flex_fp8 = t.fp8_dispatch;
-        shape.allgather = d.ep > 1 && di == 3;
-        shape.integer_sums = true;
-        if (t.fp8_dispatch) shape.dispatch_act_bytes = DispatchBytesPerElement(t, static_cast<double>(m.hidden_size), shape.act_bytes);
-        MoePhaseTimes phases = SimulateMoePhases(routing, ep_group, shape, options_.cluster, WithPrecision(options_.cost, t));
-        cache_fill_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        return phases;
-      });
+  in.moe_phases = &cache_->MoePhases(moe_key, [&] {
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<int64_t> ep_group(d.ep);
+    for (int64_t i = 0; i < d.ep; ++i) ep_group[i] = i * d.etp;
+    const bool flex = d.ep > 1 && di == 2;
+    const RoutingResult& routing =
+        flex ? cache_->FlexRouting(ep_group, t.gpus_per_node, w.routed_tokens) : cache_->Routing(d.ep, w.routed_tokens, oep);
+    // The shape as SimulateStep forms it.
+    MoePhaseShape shape = MoePhaseShapeOf(m, w, d.ep, deredundency);
+    shape.flex = flex;
+    shape.flex_fp8 = t.fp8_dispatch;
+    shape.allgather = d.ep > 1 && di == 3;
+    shape.integer_sums = true;
+    if (t.fp8_dispatch) shape.dispatch_act_bytes = DispatchBytesPerElement(t, static_cast<double>(m.hidden_size), shape.act_bytes);
+    MoePhaseTimes phases = SimulateMoePhases(routing, ep_group, shape, options_.cluster, WithPrecision(options_.cost, t));
+    cache_fill_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return phases;
+  });
   in.num_moe_layers = im.num_moe_layers;
   in.layer_stage = &split.layer_stage;
   // Step-end data-parallel collectives of rank 0 (comm.h StepCollectives, in ComputeComm's order).

@@ -125,7 +125,7 @@ class LayoutEvaluator {
   ModelSpec model_;  // a copy: the evaluator may outlive the caller's model
   SearchOptions options_;
   ParamInventory inventory_;
-  std::shared_ptr<SearchEvalCache> cache_;  // fast path: routing, deepep counts, MoE phases
+  std::shared_ptr<SearchEvalCache> cache_;                                                  // fast path: routing, deepep counts, MoE phases
   std::map<std::tuple<int64_t, int64_t, int64_t>, RoutingResult> reference_routing_cache_;  // reference path
   double budget_bytes_ = 0;
   int64_t fallbacks_ = 0;

@@ -17,9 +17,9 @@
 // once per (ep, routed tokens, oep) through a RoutingSampler (each source rank drawn once per
 // token count), the deepep per-token node counts once per (ep, routed tokens, EP members per
 // NVLink domain) and the routing-dependent MoE phases once per (ep, routed tokens, oep, etp,
-// F / expert TP, dispatcher), in a cache every thread of the search shares (eval_cache.h). Results are bit-identical to BuildPlan + ComputeMemory +
-// ComputeWorkload + SimulateStep for every candidate (search_test.cc compares every candidate of
-// searches on five models); BuildPlan stays the path of `plan` and `simulate`.
+// F / expert TP, dispatcher), in a cache every thread of the search shares (eval_cache.h). Results are bit-identical to BuildPlan +
+// ComputeMemory + ComputeWorkload + SimulateStep for every candidate (search_test.cc compares every candidate of searches on five models);
+// BuildPlan stays the path of `plan` and `simulate`.
 //
 // Throughput (bazel run -c opt //planner/search:bench_search -- --repeat 5 256 2048 16384; DeepSeek-V3,
 // h100-sxm, seq_len 4096, full recompute, one thread, best of 5 on a shared 2-core machine):
