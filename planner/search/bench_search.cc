@@ -1,5 +1,6 @@
 // Benchmark: layout search throughput on DeepSeek-V3.
-//   bazel run -c opt //planner/search:bench_search -- [--repeat N] [--every-dimension-only] [world_size ...]
+//   bazel run -c opt //planner/search:bench_search -- [--repeat N] [--every-dimension-only] [--routing-layers N]
+//       [--no-opt-in-dispatchers] [world_size ...]
 // Two sweeps, each search run N times (default 3) on one thread, best and median reported:
 //  1. world size (default 256 2048 16384): DeepSeek-V3 as published (256 routed experts);
 //  2. number of routed experts at 2048 GPUs: DeepSeek-V3 with moe.num_experts overridden to 64,
@@ -33,10 +34,14 @@ struct Run {
 // dp sharding fsdp, ddp; the four dispatchers (all_to_all; deredundency where an EP group spans
 // nodes; deepep and allgather where ep > 1); the global batch = world size sequences; the
 // search's default routing layers (cost.h kDefaultRoutingLayers, as simulate).
+// --routing-layers N and --no-opt-in-dispatchers (all_to_all and deredundency only) reproduce
+// earlier configurations.
+int64_t g_every_routing_layers = dockyard::kDefaultRoutingLayers;
+bool g_every_opt_in_dispatchers = true;
 void EveryDimension(dockyard::SearchOptions* o) {
-  o->include_deepep = true;
-  o->include_allgather = true;
-  o->routing_layers = dockyard::kDefaultRoutingLayers;
+  o->include_deepep = g_every_opt_in_dispatchers;
+  o->include_allgather = g_every_opt_in_dispatchers;
+  o->routing_layers = g_every_routing_layers;
   o->micro_batch_sizes = {1, 2, 4};
   o->recomputes = {dockyard::Recompute::kNone, dockyard::Recompute::kSelective, dockyard::Recompute::kFull};
   o->vpps = {1, 2, 4};
@@ -104,6 +109,10 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--every-dimension-only") == 0) {
       every_only = true;
+    } else if (std::strcmp(argv[i], "--no-opt-in-dispatchers") == 0) {
+      g_every_opt_in_dispatchers = false;
+    } else if (std::strcmp(argv[i], "--routing-layers") == 0 && i + 1 < argc) {
+      g_every_routing_layers = std::max(1, std::atoi(argv[++i]));
     } else if (std::strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) {
       repeat = std::max(1, std::atoi(argv[++i]));
     } else {
@@ -124,9 +133,9 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "\nEvery dimension (micro-batch size, recompute, vpp, dp sharding, 4 dispatchers; global batch = world size sequences; "
-      "%lld routing layers), static-memory pruning on; cpu s = process CPU seconds (all threads), routing s = wall seconds "
+      "%lld routing layers%s), static-memory pruning on; cpu s = process CPU seconds (all threads), routing s = wall seconds "
       "filling the once-per-key caches (routing samples, deepep counts, MoE phases; summed over threads)\n",
-      (long long)dockyard::kDefaultRoutingLayers);
+      (long long)g_every_routing_layers, g_every_opt_in_dispatchers ? "" : "; deepep and allgather off");
   std::printf("%8s %8s %9s %9s %9s %9s %8s %8s %9s %8s %10s %12s\n", "world", "threads", "layouts", "evaluated", "pruned", "not-div",
               "ranked", "best s", "median s", "cpu s", "routing s", "eval/cpu-s");
   for (int64_t world : worlds) {
