@@ -121,7 +121,9 @@ void AddRoutingFlags(CLI::App* app, CliOptions& o) {
   app->add_option("--seed", o.seed, "routing sampling seed (default 0)");
   app->add_option(
       "--routing-layers", o.routing_layers,
-      "MoE layers to sample; each phase takes the mean of their slowest ranks (default min(4, MoE layers); a trace uses its own layers)");
+      fmt::format("MoE layers to sample; each phase takes the mean of their slowest ranks (default min({}, MoE layers); a trace uses "
+                  "its own layers)",
+                  kDefaultRoutingLayers));
   app->add_option("--capacity-factor", o.capacity_factor,
                   "report the share of token-expert assignments a per-expert capacity of ceil(C x T x top_k / num_experts) per "
                   "source rank would drop (Megatron --moe-expert-capacity-factor; default: not reported)");
@@ -357,8 +359,9 @@ CLI::App* AddSearchCommand(CLI::App& app, CliOptions& o) {
   o.training.AddSearchPinsTo(search, app);
   search->get_option("--json")->description("write the ranking as JSON to PATH ('-' = stdout); not written when no layout fits");
   search->add_option("--routing-layers", o.routing_layers,
-                     "MoE layers to sample per (ep, tokens, oep); each phase takes the mean of their slowest ranks "
-                     "(default min(2, MoE layers); simulate's default is min(4, ...): pass the same to compare)");
+                     fmt::format("MoE layers to sample per (ep, tokens, oep); each phase takes the mean of their slowest ranks "
+                                 "(default min({}, MoE layers), as simulate: a row's step time is simulate's for the same layout)",
+                                 kDefaultRoutingLayers));
   return search;
 }
 

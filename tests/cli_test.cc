@@ -821,3 +821,33 @@ TEST_CASE("dockyard-plan simulate --recompute selective --selective-ac-option op
   CHECK(mega.code == 1);
   CHECK(mega.out.find("per-op selective activation checkpointing needs --convention torchtitan") != std::string::npos);
 }
+
+TEST_CASE("search and simulate give the same step time for the same layout and flags (one routing-layer default)") {
+  // Both sample the same MoE layers by default (cost.h kDefaultRoutingLayers), so a search row
+  // is what simulate predicts for that layout: the same double, for every dispatcher.
+  struct Layout {
+    std::string flags;
+  };
+  const std::vector<Layout> layouts = {
+      {"--world-size 16 --pp 2 --tp 2 --ep 4 --micro-batch-size 1 --recompute selective --dispatcher all_to_all --global-batch-size 32"},
+      {"--world-size 32 --pp 1 --tp 1 --ep 16 --micro-batch-size 2 --recompute full --dispatcher deepep --global-batch-size 64"},
+      {"--world-size 32 --pp 1 --tp 1 --ep 16 --micro-batch-size 2 --recompute full --dispatcher allgather --global-batch-size 64"},
+  };
+  for (const Layout& l : layouts) {
+    CAPTURE(l.flags);
+    const std::string flags =
+        "--model testdata/hf/qwen3-30b-a3b.json --cluster h200-sxm --routing zipf:1.2 --cp 1 --etp 1 --dp-replicate 1 "
+        "--dp-sharding fsdp " +
+        l.flags;
+    Result s = Run("search " + flags + " --vpp 1 --json -");
+    REQUIRE(s.code == 0);
+    const dockyard::Json searched = dockyard::ParseJsonText(s.out, "stdout");
+    REQUIRE(searched["top"].size() == 1);  // every dimension pinned: one layout
+    Result m = Run("simulate " + flags + " --json -");
+    REQUIRE(m.code == 0);
+    const dockyard::Json simulated = dockyard::ParseJsonText(m.out, "stdout");
+    CHECK(simulated["routing_layers_sampled"] == 4);
+    // Exact: the same routing draws priced by the same cost model (JSON doubles round-trip).
+    CHECK(searched["top"][0]["step_time_us"].get<double>() == simulated["predicted"]["step_time_us"].get<double>());
+  }
+}

@@ -12,6 +12,7 @@
 #include "planner/report/header.h"
 #include "planner/report/html_report.h"
 #include "planner/report/report.h"
+#include "planner/sim/cost.h"
 #include "planner/sim/deepep.h"
 #include "planner/sim/dispatch_traffic.h"
 #include "planner/sim/group_routing.h"
@@ -64,7 +65,7 @@ PlanCommandResult RunPlanCommand(Plan plan_in, const PlanCommandRequest& r) {
     routing->seed = r.seed;
     // A trace is given per MoE layer (or one layer for all); other distributions are sampled for
     // a few layers whose per-layer slowest ranks are averaged.
-    layers = RoutingLayersToSample(plan.model, *routing, r.routing_layers, 4, "--routing-layers");
+    layers = RoutingLayersToSample(plan.model, *routing, r.routing_layers, kDefaultRoutingLayers, "--routing-layers");
     sampled = SampleRoutingForPlan(plan, *routing, layers);
     if (r.routing_given || capacity_factor) {
       const RoutingModel routing_model =

@@ -1,5 +1,6 @@
 // Benchmark: layout search throughput on DeepSeek-V3.
-//   bazel run -c opt //planner/search:bench_search -- [--repeat N] [--compute-model kernels|gemm] [world_size ...]
+//   bazel run -c opt //planner/search:bench_search -- [--repeat N] [--compute-model kernels|gemm] [--every-dimension-only]
+//       [--routing-layers N] [--no-opt-in-dispatchers] [world_size ...]
 // Two sweeps, each search run N times (default 3) on one thread, best and median reported:
 //  1. world size (default 256 2048 16384): DeepSeek-V3 as published (256 routed experts);
 //  2. number of routed experts at 2048 GPUs: DeepSeek-V3 with moe.num_experts overridden to 64,
@@ -29,10 +30,19 @@ struct Run {
   double cpu = 0;                 // process CPU seconds of the fastest run (all threads): the work on a loaded machine
 };
 
-// Every dimension searched as `dockyard-plan search` does by default (torchtitan): micro-batch
-// size 1, 2, 4; recompute none, selective, full; vpp 1, 2, 4 (pp > 1); dp sharding fsdp, ddp;
-// the global batch = world size sequences.
+// Every dimension searched as `dockyard-plan search --search-dispatchers deepep,allgather` does
+// (torchtitan): micro-batch size 1, 2, 4; recompute none, selective, full; vpp 1, 2, 4 (pp > 1);
+// dp sharding fsdp, ddp; the four dispatchers (all_to_all; deredundency where an EP group spans
+// nodes; deepep and allgather where ep > 1); the global batch = world size sequences; the
+// search's default routing layers (cost.h kDefaultRoutingLayers, as simulate).
+// --routing-layers N and --no-opt-in-dispatchers (all_to_all and deredundency only) reproduce
+// earlier configurations.
+int64_t g_every_routing_layers = dockyard::kDefaultRoutingLayers;
+bool g_every_opt_in_dispatchers = true;
 void EveryDimension(dockyard::SearchOptions* o) {
+  o->include_deepep = g_every_opt_in_dispatchers;
+  o->include_allgather = g_every_opt_in_dispatchers;
+  o->routing_layers = g_every_routing_layers;
   o->micro_batch_sizes = {1, 2, 4};
   o->recomputes = {dockyard::Recompute::kNone, dockyard::Recompute::kSelective, dockyard::Recompute::kFull};
   o->vpps = {1, 2, 4};
@@ -48,7 +58,7 @@ Run Measure(const dockyard::ModelSpec& model, int64_t world, int repeat, bool ev
   dockyard::ApplyComputeModel(g_compute_model, false, "unfused", &o.cost);
   o.world_size = world;
   o.training.recompute = dockyard::Recompute::kFull;
-  o.routing_layers = 1;
+  o.routing_layers = 1;  // the world and expert sweeps (EveryDimension sets the search's default)
   o.threads = threads;
   if (every_dimension) EveryDimension(&o);
   Run run;
@@ -100,8 +110,15 @@ int main(int argc, char** argv) {
   const dockyard::ModelSpec model = dockyard::LoadModel(path);
   std::vector<int64_t> worlds;
   int repeat = 3;
+  bool every_only = false;  // --every-dimension-only: the every-dimension sweep alone
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) {
+    if (std::strcmp(argv[i], "--every-dimension-only") == 0) {
+      every_only = true;
+    } else if (std::strcmp(argv[i], "--no-opt-in-dispatchers") == 0) {
+      g_every_opt_in_dispatchers = false;
+    } else if (std::strcmp(argv[i], "--routing-layers") == 0 && i + 1 < argc) {
+      g_every_routing_layers = std::max(1, std::atoi(argv[++i]));
+    } else if (std::strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) {
       repeat = std::max(1, std::atoi(argv[++i]));
     } else if (std::strcmp(argv[i], "--compute-model") == 0 && i + 1 < argc) {
       g_compute_model = argv[++i];
@@ -118,30 +135,32 @@ int main(int argc, char** argv) {
       g_compute_model.c_str(), repeat);
   std::printf("World size sweep (256 routed experts)\n");
   Header("world");
-  for (int64_t world : worlds) {
+  for (int64_t world : every_only ? std::vector<int64_t>{} : worlds) {
     const Run run = Measure(model, world, repeat);
     Row(world, run);
     Best(run.result);
   }
   std::printf(
-      "\nEvery dimension (micro-batch size, recompute, vpp, dp sharding; global batch = world size sequences), "
-      "static-memory pruning on\n");
-  std::printf("%8s %8s %9s %9s %9s %9s %8s %8s %9s %8s %12s\n", "world", "threads", "layouts", "evaluated", "pruned", "not-div", "ranked",
-              "best s", "median s", "cpu s", "eval/cpu-s");
+      "\nEvery dimension (micro-batch size, recompute, vpp, dp sharding, 4 dispatchers; global batch = world size sequences; "
+      "%lld routing layers%s), static-memory pruning on; cpu s = process CPU seconds (all threads), routing s = wall seconds "
+      "filling the once-per-key caches (routing samples, deepep counts, MoE phases; summed over threads)\n",
+      (long long)g_every_routing_layers, g_every_opt_in_dispatchers ? "" : "; deepep and allgather off");
+  std::printf("%8s %8s %9s %9s %9s %9s %8s %8s %9s %8s %10s %12s\n", "world", "threads", "layouts", "evaluated", "pruned", "not-div",
+              "ranked", "best s", "median s", "cpu s", "routing s", "eval/cpu-s");
   for (int64_t world : worlds) {
     for (int threads : {1, 2}) {
       const Run run = Measure(model, world, repeat, true, threads);
       const auto& r = run.result;
       const int64_t evaluated = r.enumerated - r.pruned - r.not_divisible;
-      std::printf("%8lld %8d %9lld %9lld %9lld %9lld %8lld %8.3f %9.3f %8.3f %12.0f\n", (long long)world, threads, (long long)r.enumerated,
-                  (long long)evaluated, (long long)r.pruned, (long long)r.not_divisible, (long long)r.ranked, run.best, run.median, run.cpu,
-                  static_cast<double>(evaluated) / run.cpu);
+      std::printf("%8lld %8d %9lld %9lld %9lld %9lld %8lld %8.3f %9.3f %8.3f %10.3f %12.0f\n", (long long)world, threads,
+                  (long long)r.enumerated, (long long)evaluated, (long long)r.pruned, (long long)r.not_divisible, (long long)r.ranked,
+                  run.best, run.median, run.cpu, r.routing_seconds, static_cast<double>(evaluated) / run.cpu);
       if (threads == 1) Best(r);
     }
   }
   std::printf("\nRouted-expert sweep at 2048 GPUs (DeepSeek-V3 with num_experts overridden)\n");
   Header("experts");
-  for (int64_t experts : {64, 128, 256, 512}) {
+  for (int64_t experts : every_only ? std::vector<int64_t>{} : std::vector<int64_t>{64, 128, 256, 512}) {
     dockyard::ModelSpec m = model;
     m.moe.num_experts = experts;
     const Run run = Measure(m, 2048, repeat);

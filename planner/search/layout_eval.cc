@@ -45,6 +45,16 @@ int64_t Ceil(int64_t a, int64_t b) {
 
 constexpr size_t kMaxMemoizedCuts = 1 << 16;
 
+// The dispatchers ValidateTraining accepts (training.h), indexed; -1 for any other name (the
+// reference path then rejects it with its message).
+int DispatcherIndex(const std::string& dispatcher) {
+  constexpr const char* kNames[] = {"all_to_all", "deredundency", "deepep", "allgather"};
+  for (int i = 0; i < 4; ++i) {
+    if (dispatcher == kNames[i]) return i;
+  }
+  return -1;
+}
+
 // Parameters that get the same placement and local shape under any degrees, `count` of them.
 struct ParamClass {
   std::vector<int64_t> shape;
@@ -145,7 +155,6 @@ struct LayoutEvaluator::Impl {
   using TrainingKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int, int, int>;
   std::map<TrainingKey, TrainingEntry> trainings;
   std::map<int64_t, Split> splits;  // per pp
-  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, bool>, MoePhaseTimes> moe_cache;
   // The (routed, tp_dim) combinations of the classes: the placement policy (ShardCutsOf) depends
   // on nothing else of a parameter, so a candidate's cuts are computed once per combination.
   std::vector<std::pair<bool, int>> combos;
@@ -234,13 +243,17 @@ struct LayoutEvaluator::Impl {
   }
 };
 
-LayoutEvaluator::LayoutEvaluator(const ModelSpec& model, const SearchOptions& options)
-    : model_(model), options_(options), impl_(std::make_unique<Impl>()) {
+std::shared_ptr<SearchEvalCache> LayoutEvaluator::MakeCache(const ModelSpec& model, const SearchOptions& options) {
+  int64_t layers = std::min<int64_t>(options.routing_layers, model.NumMoeLayers());
+  if (options.routing.kind == RoutingKind::kTrace) layers = model.NumMoeLayers();
+  return std::make_shared<SearchEvalCache>(
+      PrepareRouting(options.routing, model.moe.num_experts, model.moe.top_k, layers, GroupLimitOf(model.moe)));
+}
+
+LayoutEvaluator::LayoutEvaluator(const ModelSpec& model, const SearchOptions& options, std::shared_ptr<SearchEvalCache> cache)
+    : model_(model), options_(options), cache_(std::move(cache)), impl_(std::make_unique<Impl>()) {
   inventory_ = BuildInventory(model_);
-  int64_t layers = std::min<int64_t>(options_.routing_layers, model_.NumMoeLayers());
-  if (options_.routing.kind == RoutingKind::kTrace) layers = model_.NumMoeLayers();
-  sampler_ = std::make_unique<RoutingSampler>(
-      PrepareRouting(options_.routing, model_.moe.num_experts, model_.moe.top_k, layers, GroupLimitOf(model_.moe)));
+  if (!cache_) cache_ = MakeCache(model_, options_);
   const double budget_gib = options_.training.gpu_memory_gib > 0 ? options_.training.gpu_memory_gib : options_.cluster.memory_gib;
   budget_bytes_ = UsableBudgetBytes(budget_gib, options_.training.memory_reserve_gib.value_or(0));
 
@@ -371,22 +384,16 @@ void LayoutEvaluator::ExpectCandidates(const std::vector<LayoutCandidate>& candi
   }
   std::sort(tokens.begin(), tokens.end());
   tokens.erase(std::unique(tokens.begin(), tokens.end()), tokens.end());
-  sampler_->ExpectTokenCounts(tokens);
-}
-
-const RoutingResult& LayoutEvaluator::Routing(int64_t ep, int64_t routed_tokens, int64_t oep) {
-  const auto key = std::make_tuple(ep, routed_tokens, oep);
-  auto it = routing_cache_.find(key);
-  if (it == routing_cache_.end()) {
-    const auto start = std::chrono::steady_clock::now();
-    it = routing_cache_.emplace(key, sampler_->Sample(ep, routed_tokens, oep)).first;
-    cache_fill_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  }
-  return it->second;
+  cache_->ExpectTokenCounts(tokens);
 }
 
 LayoutEvaluation LayoutEvaluator::EvaluateReference(const LayoutCandidate& c, bool simulate_over_budget) {
   return EvaluateReferenceDetail(c, simulate_over_budget, nullptr);
+}
+
+LayoutEvaluation LayoutEvaluator::HandToReference(const LayoutCandidate& c, bool simulate_over_budget) {
+  ++handed_to_reference_;
+  return EvaluateReference(c, simulate_over_budget);
 }
 
 CostBreakdown LayoutEvaluator::Breakdown(const LayoutCandidate& c) {
@@ -421,13 +428,13 @@ LayoutEvaluation LayoutEvaluator::EvaluateReferenceDetail(const LayoutCandidate&
   const auto key = std::make_tuple(plan.dims.ep, w.routed_tokens, oep);
   auto it = reference_routing_cache_.find(key);
   if (it == reference_routing_cache_.end()) {
-    it = reference_routing_cache_.emplace(key, SampleRouting(sampler_->model(), plan.dims.ep, w.routed_tokens, oep)).first;
+    it = reference_routing_cache_.emplace(key, SampleRouting(cache_->model(), plan.dims.ep, w.routed_tokens, oep)).first;
   }
   // deepep: the per-token node counts of this layout's EP group (its members' nodes), not cached.
   std::optional<RoutingResult> flex;
   if (plan.dims.ep > 1 && plan.training.dispatcher == "deepep") {
     flex = it->second;
-    AddFlexCounts(sampler_->model(), plan.meshes.sparse.GroupOf(0, plan.meshes.sparse.AxisIndex("ep")), plan.training.gpus_per_node, *flex);
+    AddFlexCounts(cache_->model(), plan.meshes.sparse.GroupOf(0, plan.meshes.sparse.AxisIndex("ep")), plan.training.gpus_per_node, *flex);
   }
   const CostBreakdown cost = SimulateStep(plan, options_.cluster, flex ? *flex : it->second, options_.cost);
   if (detail) *detail = cost;
@@ -440,7 +447,7 @@ LayoutEvaluation LayoutEvaluator::EvaluateReferenceDetail(const LayoutCandidate&
 }
 
 bool LayoutEvaluator::SettingsHold(const LayoutCandidate& c) {
-  const int di = c.dispatcher == "deredundency" ? 1 : c.dispatcher == "all_to_all" ? 0 : -1;
+  const int di = DispatcherIndex(c.dispatcher);
   if (di < 0) return EvaluateReference(c, false).status != LayoutEvaluation::Status::kInvalid;
   Impl::TrainingEntry& entry = TrainingEntryOf(*impl_, options_, di, c);
   ParallelDims d;
@@ -455,12 +462,12 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   r.status = LayoutEvaluation::Status::kInvalid;
 
   // --- Validation (BuildPlan's rules, no messages).
-  const int di = c.dispatcher == "deredundency" ? 1 : c.dispatcher == "all_to_all" ? 0 : -1;
-  if (di < 0) return EvaluateReference(c, simulate_over_budget);  // ValidateTraining rejects it there
+  const int di = DispatcherIndex(c.dispatcher);
+  if (di < 0) return HandToReference(c, simulate_over_budget);  // ValidateTraining rejects it there
   // --fp8-param-gather splits each FSDP unit by precision: SimulateStep's path (opt-in).
-  if (options_.training.fp8_param_gather) return EvaluateReference(c, simulate_over_budget);
+  if (options_.training.fp8_param_gather) return HandToReference(c, simulate_over_budget);
   // torchtitan's per-layer selective checkpointing counts layers per stage: SimulateStep's path (opt-in).
-  if (!options_.training.selective_ac_option.empty()) return EvaluateReference(c, simulate_over_budget);
+  if (!options_.training.selective_ac_option.empty()) return HandToReference(c, simulate_over_budget);
   Impl::TrainingEntry& entry = TrainingEntryOf(im, options_, di, c);
   if (!entry.ok) return r;
   ParallelDims d;
@@ -559,7 +566,7 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   }
   if (fallback || dense0 > kInt64Max || sparse0 > kInt64Max) {
     ++fallbacks_;
-    return EvaluateReference(c, simulate_over_budget);
+    return HandToReference(c, simulate_over_budget);
   }
   r.peak_bytes = static_cast<int64_t>(worst_peak);
   r.static_peak_bytes = static_cast<int64_t>(static_worst);
@@ -587,27 +594,32 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
     const UnitSums& u = kind_sums[im.first_kind[which]];
     if (u.mp[0] >= kExactDouble || u.mp[1] >= kExactDouble) {
       ++fallbacks_;
-      return EvaluateReference(c, simulate_over_budget);
+      return HandToReference(c, simulate_over_budget);
     }
     in.fsdp_layer[which] = {true, static_cast<double>(static_cast<int64_t>(u.mp[0])), static_cast<double>(static_cast<int64_t>(u.mp[1]))};
   }
   // Routing-dependent MoE phases, cached: they depend on the routing sample (ep, T_r, oep), the
-  // EP group of rank 0 ({0, etp, 2 etp, ...}: the ep axis has stride etp) and F / expert TP.
-  const RoutingResult& routing = Routing(d.ep, w.routed_tokens, oep);
-  const auto moe_key = std::make_tuple(d.ep, w.routed_tokens, oep, d.etp, w.expert_f_local, deredundency);
-  auto mit = im.moe_cache.find(moe_key);
-  if (mit == im.moe_cache.end()) {
+  // EP group of rank 0 ({0, etp, 2 etp, ...}: the ep axis has stride etp), F / expert TP and the
+  // dispatcher (with deepep, on the per-token node counts of that group).
+  const SearchEvalCache::MoeKey moe_key{d.ep, w.routed_tokens, oep, d.etp, w.expert_f_local, d.ep > 1 ? di : 0, t.fp8_dispatch};
+  in.moe_phases = &cache_->MoePhases(moe_key, [&] {
     const auto start = std::chrono::steady_clock::now();
     std::vector<int64_t> ep_group(d.ep);
     for (int64_t i = 0; i < d.ep; ++i) ep_group[i] = i * d.etp;
+    const bool flex = d.ep > 1 && di == 2;
+    const RoutingResult& routing =
+        flex ? cache_->FlexRouting(ep_group, t.gpus_per_node, w.routed_tokens) : cache_->Routing(d.ep, w.routed_tokens, oep);
+    // The shape as SimulateStep forms it.
     MoePhaseShape shape = MoePhaseShapeOf(m, w, d.ep, deredundency);
+    shape.flex = flex;
+    shape.flex_fp8 = t.fp8_dispatch;
+    shape.allgather = d.ep > 1 && di == 3;
     shape.integer_sums = true;
     if (t.fp8_dispatch) shape.dispatch_act_bytes = DispatchBytesPerElement(t, static_cast<double>(m.hidden_size), shape.act_bytes);
-    mit =
-        im.moe_cache.emplace(moe_key, SimulateMoePhases(routing, ep_group, shape, options_.cluster, WithPrecision(options_.cost, t))).first;
+    MoePhaseTimes phases = SimulateMoePhases(routing, ep_group, shape, options_.cluster, WithPrecision(options_.cost, t));
     cache_fill_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  }
-  in.moe_phases = &mit->second;
+    return phases;
+  });
   in.num_moe_layers = im.num_moe_layers;
   in.layer_stage = &split.layer_stage;
   // Step-end data-parallel collectives of rank 0 (comm.h StepCollectives, in ComputeComm's order).

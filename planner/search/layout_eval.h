@@ -25,10 +25,16 @@
 // overflow-throw on), the evaluator falls back to the reference path for that candidate, which
 // then throws exactly what the reference throws. LayoutEvaluator::fallbacks() counts those.
 //
-// Caches (per evaluator): the routing sample per (ep, routed tokens, oep) as SearchLayouts had
-// it (drawn through a RoutingSampler, so each source rank is drawn once per routed-token count
-// for all ep and oep), the routing-dependent MoE phases per (ep, routed tokens, oep, etp, F / expert TP,
-// dispatcher) -- they depend on nothing else --, and the layer split per pp.
+// Caches: the routing sample per (ep, routed tokens, oep) as SearchLayouts had it (drawn through a
+// RoutingSampler, so each source rank is drawn once per routed-token count for all ep and oep),
+// the deepep per-token node counts per (ep, routed tokens, which EP members share an NVLink
+// domain), and the routing-dependent MoE phases per (ep, routed tokens, oep, etp, F / expert TP,
+// dispatcher) -- they depend on nothing else -- live in a SearchEvalCache (eval_cache.h) that the
+// threads of a search share; the layer split per pp and the class sums are per evaluator.
+//
+// Every dispatcher takes the fast path: all_to_all and deredundency, and deepep and allgather
+// (their buffers by StageBuffers' rules, their dispatch and combine by SimulateMoePhases from the
+// shared deepep counts, as SimulateStep prices them).
 #pragma once
 
 #include <cstdint>
@@ -43,6 +49,7 @@
 #include "planner/model/model_spec.h"
 #include "planner/layout/parallel_dims.h"
 #include "planner/sim/routing.h"
+#include "planner/search/eval_cache.h"
 #include "planner/search/search.h"
 #include "planner/model/training.h"
 
@@ -72,7 +79,12 @@ class LayoutEvaluator {
   // Prepares the classes of `model` for searches with `options` (world_size, cluster, training,
   // convention, routing, routing_layers; the budget as SearchLayouts takes it). Throws
   // dockyard::Error where PrepareRouting or BuildInventory do.
-  LayoutEvaluator(const ModelSpec& model, const SearchOptions& options);
+  // `cache`: the once-per-key work shared with other evaluators of the same model and options
+  // (MakeCache); null = a cache of its own.
+  LayoutEvaluator(const ModelSpec& model, const SearchOptions& options, std::shared_ptr<SearchEvalCache> cache = nullptr);
+  // The cache for evaluators of `model` under `options` (its routing model, routing_layers MoE
+  // layers, or every MoE layer of a trace). Throws dockyard::Error where PrepareRouting does.
+  static std::shared_ptr<SearchEvalCache> MakeCache(const ModelSpec& model, const SearchOptions& options);
   ~LayoutEvaluator();
 
   // Tells the routing sampler the routed-token counts of `candidates` (valid or not), so that each
@@ -95,26 +107,29 @@ class LayoutEvaluator {
   CostBreakdown Breakdown(const LayoutCandidate& candidate);
 
   double budget_bytes() const { return budget_bytes_; }
-  int64_t fallbacks() const { return fallbacks_; }  // candidates Evaluate handed to the reference
-  int64_t routing_samples() const { return static_cast<int64_t>(routing_cache_.size()); }
-  // Wall seconds spent filling the per-key caches: routing samples and routing-dependent MoE
-  // phases (steady clock, read only on cache misses).
+  int64_t fallbacks() const { return fallbacks_; }  // candidates Evaluate handed to the reference near overflow
+  // Every candidate Evaluate handed to the reference path: the overflow fallbacks and the opt-in
+  // settings it does not cover (--fp8-param-gather, --selective-ac-option, an unknown dispatcher).
+  int64_t handed_to_reference() const { return handed_to_reference_; }
+  int64_t routing_samples() const { return cache_->routing_samples(); }  // distinct keys, over all sharing evaluators
+  // Wall seconds this evaluator spent filling the per-key caches: routing samples, deepep counts
+  // and routing-dependent MoE phases (steady clock, read only on cache misses).
   double cache_fill_seconds() const { return cache_fill_seconds_; }
   int64_t num_layer_kinds() const;
   int64_t num_classes() const;  // over all layer kinds and units
 
  private:
+  LayoutEvaluation HandToReference(const LayoutCandidate& candidate, bool simulate_over_budget);
   LayoutEvaluation EvaluateReferenceDetail(const LayoutCandidate& candidate, bool simulate_over_budget, CostBreakdown* detail);
-  const RoutingResult& Routing(int64_t ep, int64_t routed_tokens, int64_t oep);
 
   ModelSpec model_;  // a copy: the evaluator may outlive the caller's model
   SearchOptions options_;
   ParamInventory inventory_;
-  std::unique_ptr<RoutingSampler> sampler_;                                       // shares each rank's draws between ep and oep values
-  std::map<std::tuple<int64_t, int64_t, int64_t>, RoutingResult> routing_cache_;  // fast path
+  std::shared_ptr<SearchEvalCache> cache_;                                                  // fast path: routing, deepep counts, MoE phases
   std::map<std::tuple<int64_t, int64_t, int64_t>, RoutingResult> reference_routing_cache_;  // reference path
   double budget_bytes_ = 0;
   int64_t fallbacks_ = 0;
+  int64_t handed_to_reference_ = 0;
   double cache_fill_seconds_ = 0;
   std::unique_ptr<Impl> impl_;
 };

@@ -168,7 +168,7 @@ bool RankedBefore(const RankedLayout& a, const RankedLayout& b) {
 
 // What one thread found.
 struct Partial {
-  int64_t enumerated = 0, invalid = 0, over_budget = 0, not_divisible = 0, pruned = 0, routing_samples = 0;
+  int64_t enumerated = 0, invalid = 0, over_budget = 0, not_divisible = 0, pruned = 0;
   double routing_seconds = 0;
   std::vector<RankedLayout> ranked;
 };
@@ -196,23 +196,25 @@ RankedLayout RowOf(const LayoutCandidate& c, LayoutEvaluation&& e, const SearchO
   return r;
 }
 
-void SearchGroups(const ModelSpec& model, const SearchOptions& o, const std::vector<LayoutGroup>& groups, int thread, int threads,
-                  Partial* out) {
-  LayoutEvaluator evaluator(model, o);
-  {
-    // The routed-token counts this thread will meet (each source rank drawn once for all).
-    std::vector<LayoutCandidate> expect;
-    const std::vector<int64_t> mbs_list = o.micro_batch_sizes.empty() ? std::vector<int64_t>{0} : o.micro_batch_sizes;
-    for (size_t i = thread; i < groups.size(); i += threads) {
-      for (int64_t mbs : mbs_list) {
-        LayoutCandidate c;
-        c.dims = groups[i].dims;
-        c.settings.micro_batch_size = mbs;
-        expect.push_back(std::move(c));
-      }
+// The routed-token counts the search will meet (each source rank drawn once for all).
+void ExpectGroups(const std::vector<LayoutGroup>& groups, const SearchOptions& o, LayoutEvaluator* evaluator) {
+  std::vector<LayoutCandidate> expect;
+  const std::vector<int64_t> mbs_list = o.micro_batch_sizes.empty() ? std::vector<int64_t>{0} : o.micro_batch_sizes;
+  for (const LayoutGroup& g : groups) {
+    for (int64_t mbs : mbs_list) {
+      LayoutCandidate c;
+      c.dims = g.dims;
+      c.settings.micro_batch_size = mbs;
+      expect.push_back(std::move(c));
     }
-    evaluator.ExpectCandidates(expect);
   }
+  evaluator->ExpectCandidates(expect);
+}
+
+// Evaluates groups thread, thread + threads, ... with an evaluator over the search's shared cache.
+void SearchGroups(const ModelSpec& model, const SearchOptions& o, const std::vector<LayoutGroup>& groups, int thread, int threads,
+                  const std::shared_ptr<SearchEvalCache>& cache, Partial* out) {
+  LayoutEvaluator evaluator(model, o, cache);
   const double budget = evaluator.budget_bytes();
   for (size_t i = thread; i < groups.size(); i += threads) {
     if (thread == 0 && o.progress && (i % 64 == 0 || i + threads >= groups.size())) {
@@ -249,7 +251,6 @@ void SearchGroups(const ModelSpec& model, const SearchOptions& o, const std::vec
       out->ranked.push_back(RowOf(c, std::move(e), o, budget));
     });
   }
-  out->routing_samples = evaluator.routing_samples();
   out->routing_seconds = evaluator.cache_fill_seconds();
 }
 
@@ -311,15 +312,22 @@ SearchResult SearchLayouts(const ModelSpec& model, const SearchOptions& o) {
   const std::vector<LayoutGroup> groups = EnumerateGroups(model, o);
   const int threads = static_cast<int>(std::min<size_t>(o.threads, std::max<size_t>(1, groups.size())));
   std::vector<Partial> parts(threads);
+  // The once-per-key work (routing samples, deepep counts, MoE phases) is shared by the threads:
+  // each key is computed once, and its value does not depend on which thread computes it.
+  const std::shared_ptr<SearchEvalCache> cache = LayoutEvaluator::MakeCache(model, o);
+  {
+    LayoutEvaluator expect(model, o, cache);
+    ExpectGroups(groups, o, &expect);
+  }
   if (threads == 1) {
-    SearchGroups(model, o, groups, 0, 1, &parts[0]);
+    SearchGroups(model, o, groups, 0, 1, cache, &parts[0]);
   } else {
     std::vector<std::thread> pool;
     std::vector<std::exception_ptr> errors(threads);
     for (int t = 0; t < threads; ++t) {
       pool.emplace_back([&, t] {
         try {
-          SearchGroups(model, o, groups, t, threads, &parts[t]);
+          SearchGroups(model, o, groups, t, threads, cache, &parts[t]);
         } catch (...) {
           errors[t] = std::current_exception();
         }
@@ -337,10 +345,10 @@ SearchResult SearchLayouts(const ModelSpec& model, const SearchOptions& o) {
     result.over_budget += p.over_budget;
     result.not_divisible += p.not_divisible;
     result.pruned += p.pruned;
-    result.routing_samples += p.routing_samples;
     result.routing_seconds += p.routing_seconds;
     ranked.insert(ranked.end(), std::make_move_iterator(p.ranked.begin()), std::make_move_iterator(p.ranked.end()));
   }
+  result.routing_samples = cache->routing_samples();
   result.ranked = static_cast<int64_t>(ranked.size());
   std::sort(ranked.begin(), ranked.end(), RankedBefore);
   {

@@ -15,10 +15,11 @@
 // CheckDimsForModel without messages; memory as ComputeMemory's worst peak; the cost model
 // through SimulateStepFromInputs, the same formulas as SimulateStep). The routing sample is drawn
 // once per (ep, routed tokens, oep) through a RoutingSampler (each source rank drawn once per
-// token count) and the routing-dependent MoE phases once per (ep, routed tokens, oep, etp,
-// F / expert TP, dispatcher). Results are bit-identical to BuildPlan + ComputeMemory +
-// ComputeWorkload + SimulateStep for every candidate (search_test.cc compares every candidate of
-// searches on five models); BuildPlan stays the path of `plan` and `simulate`.
+// token count), the deepep per-token node counts once per (ep, routed tokens, EP members per
+// NVLink domain) and the routing-dependent MoE phases once per (ep, routed tokens, oep, etp,
+// F / expert TP, dispatcher), in a cache every thread of the search shares (eval_cache.h). Results are bit-identical to BuildPlan +
+// ComputeMemory + ComputeWorkload + SimulateStep for every candidate (search_test.cc compares every candidate of searches on five models);
+// BuildPlan stays the path of `plan` and `simulate`.
 //
 // Throughput (bazel run -c opt //planner/search:bench_search -- --repeat 5 256 2048 16384; DeepSeek-V3,
 // h100-sxm, seq_len 4096, full recompute, one thread, best of 5 on a shared 2-core machine):
@@ -57,13 +58,13 @@ struct SearchOptions {
   TrainingConfig training;  // dp_sharding, dtypes, batch, recompute ... as for a single plan
   Convention convention = Convention::kTorchtitan;
   RoutingSpec routing;  // sampled once per (ep, routed tokens)
-  int64_t routing_layers = 2;
+  int64_t routing_layers = kDefaultRoutingLayers;  // cost.h: simulate's default too
   int64_t max_pp = 16;
   int64_t top = 10;
   bool include_deredundency = true;
   // Opt-in dispatchers (--search-dispatchers): deepep (Megatron flex) for every ep > 1, with FP8
-  // dispatch when training.fp8_dispatch; allgather for every ep > 1. Priced by the plan path
-  // (BuildPlan + SimulateStep), not the fast class sums.
+  // dispatch when training.fp8_dispatch; allgather for every ep > 1. Priced by the fast path like
+  // the others (layout_eval.h), equal to BuildPlan + SampleRoutingForPlan + SimulateStep.
   bool include_deepep = false;
   bool include_allgather = false;
   std::function<void(int64_t done, int64_t total)> progress;  // called now and then; may be empty

@@ -295,6 +295,44 @@ TEST_CASE("Pruning by the static-memory bound and threads change no count and no
   CHECK(full.enumerated == full.invalid + full.over_budget + full.not_divisible + full.ranked);
 }
 
+TEST_CASE("Two threads share the routing samples and give the rows and counts of one, under all four dispatchers") {
+  // Qwen3-30B-A3B on 32 GPUs of 4-GPU nodes with deepep and allgather searched: each (ep, routed
+  // tokens, oep) routing sample is drawn once for the whole search, whichever thread asks first,
+  // so both runs draw the same number of samples and every row is the same to the bit.
+  const auto model = LoadModel("testdata/hf/qwen3-30b-a3b.json");
+  SearchOptions o;
+  o.world_size = 32;
+  o.cluster.gpus_per_node = 4;
+  o.training.seq_len = 512;
+  o.routing_layers = 1;
+  o.top = 1 << 30;
+  o.keep_all = true;
+  o.global_batch_size = 64;
+  o.micro_batch_sizes = {1, 2};
+  o.recomputes = {Recompute::kSelective, Recompute::kFull};
+  o.include_deepep = true;
+  o.include_allgather = true;
+  const SearchResult one = SearchLayouts(model, o);
+  o.threads = 2;
+  const SearchResult two = SearchLayouts(model, o);
+  CHECK(one.routing_samples > 1);
+  CHECK(two.routing_samples == one.routing_samples);  // not drawn again by the second thread
+  CHECK(two.enumerated == one.enumerated);
+  CHECK(two.invalid == one.invalid);
+  CHECK(two.over_budget == one.over_budget);
+  CHECK(two.pruned == one.pruned);
+  CHECK(two.not_divisible == one.not_divisible);
+  REQUIRE(two.all.size() == one.all.size());
+  std::set<std::string> dispatchers;
+  for (size_t i = 0; i < one.all.size(); ++i) {
+    CHECK(KeyOf(two.all[i]) == KeyOf(one.all[i]));
+    CHECK(two.all[i].step_time_us == one.all[i].step_time_us);
+    CHECK(two.all[i].peak_bytes == one.all[i].peak_bytes);
+    dispatchers.insert(one.all[i].layout.dispatcher);
+  }
+  CHECK(dispatchers == std::set<std::string>{"all_to_all", "allgather", "deepep", "deredundency"});
+}
+
 TEST_CASE("A global batch that divides no layout ranks nothing and counts every candidate as not divisible") {
   const ModelSpec model = FourLayerTiny();
   SearchOptions o = EveryDimension(Convention::kTorchtitan);

@@ -60,8 +60,8 @@ void RejectUnsearchableRunSettings(const std::string& pipeline_layout, const std
 
 int64_t SearchRoutingLayers(const ModelSpec& model, const RoutingSpec& routing, std::optional<int64_t> requested) {
   // (A trace samples every MoE layer; the sampler reads all of them whatever routing_layers says.)
-  if (routing.kind == RoutingKind::kTrace) return requested.value_or(std::min<int64_t>(model.NumMoeLayers(), 2));
-  return RoutingLayersToSample(model, routing, requested, 2, "--routing-layers");
+  if (routing.kind == RoutingKind::kTrace) return requested.value_or(std::min<int64_t>(model.NumMoeLayers(), kDefaultRoutingLayers));
+  return RoutingLayersToSample(model, routing, requested, kDefaultRoutingLayers, "--routing-layers");
 }
 
 int64_t HeaderRoutingLayers(const ModelSpec& model, const SearchOptions& s) {

@@ -42,7 +42,7 @@ void ParseSearchDispatchers(const std::string& list, SearchOptions* s);
 // hold its second model chunk per rank). Empty text = not given.
 void RejectUnsearchableRunSettings(const std::string& pipeline_layout, const std::string& pipeline_schedule);
 
-// The MoE layers a search samples per (ep, tokens, oep): `requested`, else min(2, MoE layers)
+// The MoE layers a search samples per (ep, tokens, oep): `requested`, else min(kDefaultRoutingLayers, MoE layers), as simulate
 // (RoutingLayersToSample, named --routing-layers). A trace samples every layer whatever this says,
 // and is not range-checked here. HeaderRoutingLayers: the layers the report header names (a
 // trace: every MoE layer).

@@ -13,6 +13,7 @@
 #include "planner/search/layout_eval.h"
 #include "planner/accounting/memory.h"
 #include "planner/layout/plan.h"
+#include "planner/sim/network.h"
 #include "planner/accounting/workload.h"
 #include "tests/test_models.h"
 
@@ -117,6 +118,8 @@ namespace {
 
 struct Coverage {
   int64_t candidates = 0, invalid = 0, over_budget = 0, ranked = 0, pp_gt_1 = 0, deredundency = 0, etp_gt_1 = 0, cp_gt_1 = 0;
+  int64_t deepep = 0, allgather = 0, spanning_deepep = 0;  // valid candidates; deepep with an EP group over 2+ NVLink domains
+  int64_t handed_to_reference = 0;                         // LayoutEvaluator::handed_to_reference
   std::set<std::string> dominant;
 };
 
@@ -144,6 +147,9 @@ Coverage CompareEveryCandidate(const dockyard::ModelSpec& model, const SearchOpt
     (ref.status == Status::kOverBudget ? cov.over_budget : cov.ranked)++;
     cov.pp_gt_1 += d.pp > 1;
     cov.deredundency += c.dispatcher == "deredundency";
+    cov.deepep += c.dispatcher == "deepep";
+    cov.allgather += c.dispatcher == "allgather";
+    cov.spanning_deepep += c.dispatcher == "deepep" && d.ep * d.etp > dockyard::NvlinkDomainGpus(o.cluster);
     cov.etp_gt_1 += d.etp > 1;
     cov.cp_gt_1 += d.cp > 1;
     CHECK(fast.dims.dp_shard == ref.dims.dp_shard);
@@ -163,6 +169,7 @@ Coverage CompareEveryCandidate(const dockyard::ModelSpec& model, const SearchOpt
     cov.dominant.insert(ref.dominant_phase);
   }
   CHECK(evaluator.fallbacks() == 0);  // realistic models never get near the overflow guards
+  cov.handed_to_reference = evaluator.handed_to_reference();
   return cov;
 }
 
@@ -392,4 +399,43 @@ TEST_CASE("Search ranks the opt-in deepep and allgather dispatchers for ep > 1 o
     break;
   }
   CHECK(seen);
+}
+
+TEST_CASE("Fast evaluation equals the plan path for every candidate under all four dispatchers, without the plan path") {
+  // Qwen3-30B-A3B (128 experts, top 8) on 32 GPUs of 4-GPU nodes: EP groups of up to 32 ranks span
+  // up to 8 nodes, so deredundency's oep, deepep's per-node RDMA and NVLink forwarding and
+  // allgather's ring over nodes are all exercised. Short sequences keep the reference path's
+  // per-candidate deepep draws quick.
+  const auto model = dockyard::LoadModel("testdata/hf/qwen3-30b-a3b.json");
+  auto all_four = [](dockyard::Convention convention) {
+    SearchOptions o = FullSearch(32);
+    o.cluster.gpus_per_node = 4;
+    o.convention = convention;
+    o.training.seq_len = 256;
+    o.include_deepep = true;
+    o.include_allgather = true;
+    return o;
+  };
+  SUBCASE("torchtitan, fsdp, full recompute") {
+    const Coverage cov = CompareEveryCandidate(model, all_four(dockyard::Convention::kTorchtitan));
+    CHECK(cov.deredundency > 0);
+    CHECK(cov.deepep > 0);
+    CHECK(cov.spanning_deepep > 0);
+    CHECK(cov.allgather > 0);
+    CHECK(cov.etp_gt_1 > 0);
+    CHECK(cov.ranked > 0);
+    CHECK(cov.handed_to_reference == 0);  // deepep and allgather take the fast path too
+  }
+  SUBCASE("megatron (zero1, expert TP scaling of the sent rows), FP8 dispatch, zipf routing") {
+    SearchOptions o = all_four(dockyard::Convention::kMegatron);
+    o.training.fp8_dispatch = true;
+    o.routing = dockyard::ParseRoutingSpec("zipf:1.2");
+    const Coverage cov = CompareEveryCandidate(model, o);
+    CHECK(cov.deredundency > 0);
+    CHECK(cov.spanning_deepep > 0);
+    CHECK(cov.allgather > 0);
+    CHECK(cov.etp_gt_1 > 0);
+    CHECK(cov.pp_gt_1 > 0);
+    CHECK(cov.handed_to_reference == 0);
+  }
 }

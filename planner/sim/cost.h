@@ -200,6 +200,12 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& model, const ParamTotals& 
 // (tokens_per_rank = the workload's routed tokens). Throws dockyard::Error on mismatched routing.
 CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& cluster, const RoutingResult& routing, const CostOptions& options = {});
 
+// MoE layers sampled for routing unless told otherwise (--routing-layers), the same in simulate,
+// search (SearchOptions::routing_layers) and the fidelity bench, so that a search row's step
+// time is simulate's for the same layout and flags. Each phase is the mean over the sampled
+// layers of their slowest ranks; more layers average the sampling noise of the max down.
+constexpr int64_t kDefaultRoutingLayers = 4;
+
 // The MoE layers to sample for a plan of `model`: a trace gives every MoE layer its own routing
 // (all of them); otherwise `requested`, else min(`default_layers`, MoE layers). Throws
 // dockyard::Error naming `flag` when the count is outside [1, MoE layers].

@@ -441,7 +441,7 @@ PreparedRun PrepareRun(const FidelityRun& run, const ModelSpec& model) {
   p.peak_gib = static_cast<double>(memory.worst_peak_bytes) / static_cast<double>(int64_t{1} << 30);
   RoutingSpec routing = ParseRoutingSpec("uniform");
   routing.seed = 0;
-  const int64_t layers = RoutingLayersToSample(p.plan.model, routing, std::nullopt, 4, "routing layers");
+  const int64_t layers = RoutingLayersToSample(p.plan.model, routing, std::nullopt, kDefaultRoutingLayers, "routing layers");
   p.routing = SampleRoutingForPlan(p.plan, routing, layers);
   return p;
 }

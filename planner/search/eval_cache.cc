@@ -1,0 +1,59 @@
+// Once-per-key work of a layout search (see eval_cache.h).
+#include "planner/search/eval_cache.h"
+
+#include "planner/sim/deepep.h"
+
+namespace dockyard {
+
+void SearchEvalCache::ExpectTokenCounts(const std::vector<int64_t>& tokens_per_rank) {
+  std::lock_guard<std::mutex> lock(sampler_mu_);
+  sampler_.ExpectTokenCounts(tokens_per_rank);
+}
+
+const RoutingResult& SearchEvalCache::Routing(int64_t ep, int64_t routed_tokens, int64_t oep, bool* filled) {
+  return routing_.Get(
+      std::make_tuple(ep, routed_tokens, oep),
+      [&] {
+        std::lock_guard<std::mutex> lock(sampler_mu_);
+        return sampler_.Sample(ep, routed_tokens, oep);
+      },
+      filled);
+}
+
+const RoutingResult& SearchEvalCache::FlexRouting(const std::vector<int64_t>& ep_group, int64_t domain, int64_t routed_tokens,
+                                                  bool* filled) {
+  const int64_t ep = static_cast<int64_t>(ep_group.size());
+  const FlexCounts nodes = MakeFlexCounts(ep_group, domain);  // node_of and node_index only (no draws)
+  return flex_routing_.Get(
+      FlexKey{ep, routed_tokens, nodes.node_of},
+      [&] {
+        RoutingResult out = Routing(ep, routed_tokens, 1, filled);
+        const auto& counts = flex_counts_.Get(
+            FlexKey{ep, routed_tokens, nodes.node_index},
+            [&] {
+              // AddFlexCounts over an empty result of the same layers and tokens: the draws of
+              // SampleRoutingForPlan, made once for every group with this node_index.
+              RoutingResult scratch;
+              scratch.tokens_per_rank = out.tokens_per_rank;
+              scratch.layers.resize(out.layers.size());
+              AddFlexCounts(model(), ep_group, domain, scratch);
+              std::vector<std::shared_ptr<const FlexCounts>> layers;
+              for (const auto& l : scratch.layers) layers.push_back(l.flex);
+              return layers;
+            },
+            filled);
+        for (size_t l = 0; l < out.layers.size(); ++l) {
+          if (counts[l]->node_of == nodes.node_of) {
+            out.layers[l].flex = counts[l];
+          } else {
+            auto own = std::make_shared<FlexCounts>(*counts[l]);  // the same counts, this group's node numbers
+            own->node_of = nodes.node_of;
+            out.layers[l].flex = std::move(own);
+          }
+        }
+        return out;
+      },
+      filled);
+}
+
+}  // namespace dockyard

@@ -1,0 +1,100 @@
+// Once-per-key work of a layout search, shared by every thread of it: the routing samples, the
+// deepep dispatcher's per-token node counts, and the routing-dependent MoE phases.
+//
+// Each value is a pure function of its key (a RoutingSampler draw equals SampleRouting field for
+// field, whatever was drawn before; AddFlexCounts and SimulateMoePhases read only their inputs),
+// so which thread fills an entry, and when, changes no bit of any result: a search gives the same
+// rows with 1 or N threads while each key is computed once. An entry is filled once (the first
+// thread to ask computes it, the others wait for it); the routing sampler, which keeps state
+// between draws, runs under its own lock; the MoE phases of different keys run in parallel.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+#include "planner/sim/cost.h"
+#include "planner/sim/routing.h"
+
+namespace dockyard {
+
+// A map whose entries are computed once, safely from many threads. References stay valid for the
+// map's life (std::map nodes do not move). A `make` that throws leaves the entry to be retried.
+template <typename Key, typename Value>
+class OnceMap {
+ public:
+  template <typename Make>
+  const Value& Get(const Key& key, Make&& make, bool* filled = nullptr) {
+    Slot* slot;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      std::unique_ptr<Slot>& p = map_[key];
+      if (!p) p = std::make_unique<Slot>();
+      slot = p.get();
+    }
+    std::call_once(slot->once, [&] {
+      slot->value = make();
+      if (filled) *filled = true;
+    });
+    return slot->value;
+  }
+  int64_t size() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return static_cast<int64_t>(map_.size());
+  }
+
+ private:
+  struct Slot {
+    std::once_flag once;
+    Value value;
+  };
+  mutable std::mutex mu_;
+  std::map<Key, std::unique_ptr<Slot>> map_;
+};
+
+class SearchEvalCache {
+ public:
+  // The routing model of `routing` for `num_layers` MoE layers (PrepareRouting with the model's
+  // group limit). Throws dockyard::Error where PrepareRouting does.
+  explicit SearchEvalCache(RoutingModel model) : sampler_(std::move(model)) {}
+
+  const RoutingModel& model() const { return sampler_.model(); }
+
+  // RoutingSampler::ExpectTokenCounts (changes no result), under the sampler's lock.
+  void ExpectTokenCounts(const std::vector<int64_t>& tokens_per_rank);
+
+  // SampleRouting(model(), ep, routed_tokens, oep), drawn once per key.
+  const RoutingResult& Routing(int64_t ep, int64_t routed_tokens, int64_t oep, bool* filled = nullptr);
+
+  // Routing(ep, routed_tokens, 1) with every layer's deepep per-token counts for `ep_group` on
+  // NVLink domains of `domain` GPUs (AddFlexCounts: what SampleRoutingForPlan gives the plan path).
+  // The counts depend on the group only through which members share a domain (FlexCounts::
+  // node_index) and on E / ep, so they are drawn once per (ep, routed tokens, node_index) and
+  // given each group's own node numbers (FlexCounts::node_of, which the cost model checks).
+  const RoutingResult& FlexRouting(const std::vector<int64_t>& ep_group, int64_t domain, int64_t routed_tokens, bool* filled = nullptr);
+
+  // The routing-dependent MoE phases (SimulateMoePhases) under a caller's key of everything they
+  // depend on besides the cluster and cost options (fixed per search).
+  using MoeKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int, bool>;
+  template <typename Make>
+  const MoePhaseTimes& MoePhases(const MoeKey& key, Make&& make, bool* filled = nullptr) {
+    return moe_.Get(key, std::forward<Make>(make), filled);
+  }
+
+  int64_t routing_samples() const { return routing_.size(); }
+
+ private:
+  using FlexKey = std::tuple<int64_t, int64_t, std::vector<int64_t>>;  // ep, routed tokens, node_of
+  std::mutex sampler_mu_;
+  RoutingSampler sampler_;
+  OnceMap<std::tuple<int64_t, int64_t, int64_t>, RoutingResult> routing_;
+  // Per (ep, routed tokens, node_index): the counts of every sampled layer.
+  OnceMap<FlexKey, std::vector<std::shared_ptr<const FlexCounts>>> flex_counts_;
+  OnceMap<FlexKey, RoutingResult> flex_routing_;  // per (ep, routed tokens, node_of)
+  OnceMap<MoeKey, MoePhaseTimes> moe_;
+};
+
+}  // namespace dockyard
