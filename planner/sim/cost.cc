@@ -496,8 +496,11 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
         if (k.name.find("norm") != std::string::npos && k.name != "qk_norm") norms.push_back(k);
       }
       rf.norms = mem(norms);
-      rf.routed_act = mem({SwigluKernel(static_cast<double>(w.received_rows), static_cast<double>(w.expert_f_local), ab, false)});
-      rf.shared_act = mem({SwigluKernel(T, m.moe.shared_expert_intermediate_size / tp, ab, false)});
+      // The routed SwiGLU re-runs on the rows the routing sample sends the slowest rank (the
+      // forward's, SimulateMoePhases), not on the memory-sizing bound (training.imbalance).
+      const double sampled_rows = static_cast<double>(w.mean_received_rows) * mp.imbalance;
+      rf.routed_act = mem({SwigluKernel(sampled_rows, static_cast<double>(w.expert_f_local), ab, false)});
+      if (m.moe.num_shared_experts > 0) rf.shared_act = mem({SwigluKernel(T, m.moe.shared_expert_intermediate_size / tp, ab, false)});
       rf.dense_act = mem({SwigluKernel(T, m.intermediate_size / tp, ab, false)});
     }
     rf.attention_core = o.kernel_compute

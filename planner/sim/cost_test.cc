@@ -167,3 +167,28 @@ TEST_CASE("Full recomputation adds a forward pass to the backward (--compute-mod
   CHECK(bwd_gemm(full) == Approx(bwd_gemm(none) * 1.5));  // 3x forward instead of 2x
   CHECK(full.step_time_us > none.step_time_us);
 }
+
+TEST_CASE("Selective recompute under the kernels model: the routed SwiGLU re-runs the sampled rows, no shared expert is priced") {
+  // Qwen3-30B-A3B has no shared experts; its routed SwiGLU recompute (moe_act) re-runs on the rows
+  // the routing sample sends the slowest rank, so the memory-sizing bound training.imbalance
+  // (check / simulate set it from a --routing sample) leaves the time unchanged.
+  dockyard::ParallelDimsOptions d;
+  d.world_size = 8;
+  d.ep = 8;
+  auto model = dockyard::LoadModel("testdata/hf/qwen3-30b-a3b.json");
+  dockyard::TrainingConfig t;
+  t.recompute = dockyard::Recompute::kSelective;
+  const ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
+  dockyard::RoutingSpec zipf = dockyard::ParseRoutingSpec("zipf:1.2");
+  const auto routing = dockyard::SampleRouting(zipf, 128, 8, 8, 4096, 2);
+  const auto at = [&](double imbalance) {
+    dockyard::TrainingConfig ti = t;
+    ti.imbalance = imbalance;
+    return dockyard::SimulateStep(dockyard::BuildPlan(model, d, ti), c, routing);
+  };
+  const auto one = at(1.0), sampled = at(1.7);
+  CHECK(one.step_time_us == sampled.step_time_us);
+  for (const auto& p : one.phases) {
+    if (p.name == "shared_experts") CHECK(p.time_us == 0.0);
+  }
+}
