@@ -184,6 +184,21 @@ TEST_CASE("plan, check, simulate and search open with the same header, in JSON a
     CHECK(r.out.find("\nModel      tiny-mixtral (testdata/specs/tiny-mixtral.json)\nDegrees    world_size 4 = pp 1") != std::string::npos);
   }
   CHECK(Run("search " + model + " --seq-len 16 --top 1", false).out.rfind("Report     dockyard-plan search\n", 0) == 0);
+  // The compute model of a predicted time (simulate, search) is named; plan and check predict none.
+  const dockyard::Json kernels = {{"model", "kernels"}, {"cuda_graphs", false}, {"cross_entropy", "unfused"}};
+  CHECK(sim["header"]["compute"] == kernels);
+  CHECK(search["header"]["compute"] == kernels);
+  CHECK_FALSE(plan["header"].contains("compute"));
+  CHECK_FALSE(check["header"].contains("compute"));
+  const dockyard::Json gemm =
+      dockyard::ParseJsonText(Run("simulate " + layout + " --compute-model gemm --json -", false).out, "simulate")["header"]["compute"];
+  CHECK(gemm["model"] == "gemm");
+  const dockyard::Json graphs =
+      dockyard::ParseJsonText(Run("search " + model + " --seq-len 16 --top 1 --cuda-graphs --cross-entropy fused --json -", false).out,
+                              "search")["header"]["compute"];
+  CHECK(graphs == dockyard::Json{{"model", "kernels"}, {"cuda_graphs", true}, {"cross_entropy", "fused"}});
+  CHECK(Run("simulate " + layout, false).out.find("\nCompute    kernels model, CUDA graphs off, cross-entropy unfused\n") !=
+        std::string::npos);
 }
 
 TEST_CASE("simulate --json carries the memory and communication sections of the plan's JSON writers") {

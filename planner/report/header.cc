@@ -25,14 +25,16 @@ Json ReportHeader(const ReportHeaderInputs& in) {
       in.dims ? DegreesToJson(*in.dims) : Json{{"world_size", in.world_size}, {"convention", ConventionName(in.convention)}};
   Json routing = nullptr;
   if (in.routing) routing = {{"spec", *in.routing}, {"seed", in.seed}, {"layers_sampled", in.routing_layers}};
-  return Json{{"command", in.command},
-              {"model", {{"name", in.model_name}, {"source", in.model_source}}},
-              {"degrees", degrees},
-              {"cluster", in.cluster.empty() ? Json(nullptr) : Json(in.cluster)},
-              {"calibration", in.calibration.is_null() ? Json(nullptr) : in.calibration},
-              {"routing", routing},
-              {"imbalance", in.imbalance},
-              {"provenance", in.provenance}};
+  Json h{{"command", in.command},
+         {"model", {{"name", in.model_name}, {"source", in.model_source}}},
+         {"degrees", degrees},
+         {"cluster", in.cluster.empty() ? Json(nullptr) : Json(in.cluster)},
+         {"calibration", in.calibration.is_null() ? Json(nullptr) : in.calibration},
+         {"routing", routing},
+         {"imbalance", in.imbalance},
+         {"provenance", in.provenance}};
+  if (!in.compute.is_null()) h["compute"] = in.compute;
+  return h;
 }
 
 std::string ReportHeaderToText(const Json& h) {
@@ -62,6 +64,11 @@ std::string ReportHeaderToText(const Json& h) {
     out << fmt::format("Routing    {} (seed {}), {} MoE layer(s) sampled; memory sized by imbalance {:.4f}\n",
                        r.at("spec").get<std::string>(), r.at("seed").get<uint64_t>(), r.at("layers_sampled").get<int64_t>(),
                        h.at("imbalance").get<double>());
+  }
+  if (h.contains("compute")) {
+    const Json& k = h.at("compute");
+    out << fmt::format("Compute    {} model, CUDA graphs {}, cross-entropy {}\n", k.at("model").get<std::string>(),
+                       k.at("cuda_graphs").get<bool>() ? "on" : "off", k.at("cross_entropy").get<std::string>());
   }
   std::string argv;
   for (const Json& a : h.at("provenance").value("argv", Json::array())) argv += (argv.empty() ? "" : " ") + a.get<std::string>();

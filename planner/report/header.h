@@ -28,6 +28,9 @@ struct ReportHeaderInputs {
   int64_t routing_layers = 0;
   double imbalance = 1.0;  // the imbalance memory is sized with
   Json provenance;         // Provenance (provenance.h)
+  // The compute model a predicted time used (simulate, search): ComputeModelToJson
+  // (planner/sim/compute_model.h); null = no time predicted (plan, check), and then no key.
+  Json compute;
 };
 
 // A layout's degrees as JSON: {"convention", "world_size", "pp", "dp_replicate", "dp_shard", "cp",
@@ -37,10 +40,11 @@ Json DegreesToJson(const ParallelDims& dims);
 //   {"command", "model": {"name", "source"}, "degrees": {"world_size", "convention", and with a
 //    layout "pp", "dp_replicate", "dp_shard", "cp", "tp", "ep", "etp", "efsdp"}, "cluster": name
 //    or null, "calibration": object or null, "routing": {"spec", "seed", "layers_sampled"} or
-//    null, "imbalance", "provenance"}.
+//    null, "imbalance", "provenance"}, and for simulate and search "compute": {"model",
+//    "cuda_graphs", "cross_entropy"}.
 Json ReportHeader(const ReportHeaderInputs& inputs);
 // The same header as the opening text lines ("Report", "Model", "Degrees", "Cluster",
-// "Calibration", "Routing", "Command"), read from ReportHeader's JSON.
+// "Calibration", "Routing", "Compute" where set, "Command"), read from ReportHeader's JSON.
 std::string ReportHeaderToText(const Json& header);
 
 }  // namespace dockyard

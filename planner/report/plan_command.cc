@@ -10,6 +10,7 @@
 #include "planner/accounting/replica_refit.h"
 #include "planner/report/budget_text.h"
 #include "planner/report/header.h"
+#include "planner/sim/compute_model.h"
 #include "planner/report/html_report.h"
 #include "planner/report/report.h"
 #include "planner/sim/cost.h"
@@ -93,6 +94,7 @@ PlanCommandResult RunPlanCommand(Plan plan_in, const PlanCommandRequest& r) {
   }
   header_inputs.imbalance = plan.training.imbalance;
   header_inputs.provenance = r.provenance;
+  if (simulate) header_inputs.compute = ComputeModelToJson(r.cost_options);
   result.header = ReportHeader(header_inputs);
   const Json& header = result.header;
   std::string& report_text = result.report_text;

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "planner/report/header.h"
+#include "planner/sim/compute_model.h"
 #include "planner/report/html_report.h"
 #include "planner/report/report.h"
 #include "planner/search/search_space.h"
@@ -44,6 +45,7 @@ SearchCommandResult RunSearchCommand(const ModelSpec& model, SearchOptions s, co
   header_inputs.routing_layers = HeaderRoutingLayers(model, s);
   header_inputs.imbalance = s.training.imbalance;
   header_inputs.provenance = r.provenance;
+  header_inputs.compute = ComputeModelToJson(s.cost);
   out.header = ReportHeader(header_inputs);
   const Json& header = out.header;
   std::optional<RedundantSearchResult>& redundant = out.redundant;

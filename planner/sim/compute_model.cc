@@ -31,4 +31,10 @@ void ApplyComputeModel(const std::string& model, bool cuda_graphs, const std::st
   options->fused_cross_entropy = cross_entropy == "fused";
 }
 
+Json ComputeModelToJson(const CostOptions& options) {
+  return Json{{"model", options.kernel_compute ? "kernels" : "gemm"},
+              {"cuda_graphs", options.cuda_graphs},
+              {"cross_entropy", options.fused_cross_entropy ? "fused" : "unfused"}};
+}
+
 }  // namespace dockyard

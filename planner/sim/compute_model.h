@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "planner/base/json_util.h"
 #include "planner/sim/cost.h"
 
 namespace dockyard {
@@ -24,5 +25,9 @@ inline constexpr const char* kDefaultComputeModel = "kernels";
 // to shorten and no cross-entropy kernels to fuse, so the setting would change nothing (refused
 // rather than ignored).
 void ApplyComputeModel(const std::string& model, bool cuda_graphs, const std::string& cross_entropy, CostOptions* options);
+
+// What `options` prices with, as the reports name it: {"model": "kernels" | "gemm",
+// "cuda_graphs": bool, "cross_entropy": "unfused" | "fused"} (ApplyComputeModel's inverse).
+Json ComputeModelToJson(const CostOptions& options);
 
 }  // namespace dockyard
