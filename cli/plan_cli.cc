@@ -260,6 +260,9 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   // --fp8-dispatch reaches the candidates whose dispatcher has it (all_to_all, deepep).
   cli::TrainingFlags training_flags = o.training;
   training_flags.fp8_dispatch = false;
+  // torchtitan's selective_ac_option is a form of selective recompute: it pins that dimension
+  // (search_space.h ApplySearchedSettings), so the training it is validated with has it.
+  if (!training_flags.selective_ac_option.empty() && training_flags.recompute.empty()) training_flags.recompute = "selective";
   s.training = ResolveTraining(training_flags, model, 1);
   s.training.fp8_dispatch = o.training.fp8_dispatch;
   ValidateMemoryReserve(

@@ -851,3 +851,18 @@ TEST_CASE("search and simulate give the same step time for the same layout and f
     CHECK(searched["top"][0]["step_time_us"].get<double>() == simulated["predicted"]["step_time_us"].get<double>());
   }
 }
+
+TEST_CASE("search --selective-ac-option without --recompute searches selective recompute only") {
+  // torchtitan's per-layer and per-op options are forms of selective recompute: they pin it.
+  for (const std::string option : {"op", "2"}) {
+    CAPTURE(option);
+    const Result r =
+        Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --global-batch-size 64 --top 5 --json - "
+            "--selective-ac-option " +
+            option);
+    REQUIRE(r.code == 0);
+    const dockyard::Json j = dockyard::Json::parse(r.out);
+    REQUIRE(!j.at("top").empty());
+    for (const auto& row : j.at("top")) CHECK(row.at("recompute") == "selective");
+  }
+}
