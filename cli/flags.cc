@@ -215,7 +215,8 @@ void TrainingFlags::AddTo(CLI::App* app) {
                   "every N-th block of a stage fully checkpointed, the others keep all activations (0 = every block); or \"op\": "
                   "torchtitan's per-op policy (matmul, attention and all-to-all outputs saved except every second matmul)");
   app->add_option("--precision", precision,
-                  "bf16 | fp8: GEMMs in FP8 at the FP8 peak (FP8 weight copies, TransformerEngine's FP8-saved inputs; default bf16)")
+                  "bf16 | fp8: GEMMs in FP8 at the FP8 peak (megatron: TransformerEngine's FP8 weight copies and FP8-saved inputs; "
+                  "torchtitan: torchao keeps neither; default bf16)")
       ->check(CLI::IsMember({"bf16", "fp8"}));
   app->add_option("--fp8-recipe", fp8_recipe, "with --precision fp8: tensorwise | blockwise scaling (default tensorwise)")
       ->check(CLI::IsMember({"tensorwise", "blockwise"}));

@@ -100,8 +100,10 @@ MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank, bool with_mir
     grads += b.grads;
     opt += b.optimizer;
   }
-  // FP8 weight copies (precision.h): the GEMM weights of attention and the MLPs, opt-in.
-  if (const double fp8 = Fp8WeightCopyBytesPerElement(plan.training); fp8 > 0) {
+  // FP8 weight copies (precision.h), kept by TransformerEngine only (workload.h
+  // Fp8KeepsQuantizedTensors): the GEMM weights of attention and the MLPs.
+  if (const double fp8 = Fp8KeepsQuantizedTensors(plan.training, plan.dims.convention) ? Fp8WeightCopyBytesPerElement(plan.training) : 0.0;
+      fp8 > 0) {
     WideInt copies = 0;
     for (const auto& [group, e] : elems) {
       if (!Fp8GemmGroup(group)) continue;

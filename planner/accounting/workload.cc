@@ -57,9 +57,13 @@ Workload ComputeWorkload(const ModelSpec& model, const ParallelDims& d, const Tr
   w.act_bytes = DtypeBytes(t.param_dtype, "param_dtype");
   w.tp_shards = d.tp;
   w.expert_f_local = model.moe.moe_intermediate_size / expert_tp;
-  w.fp8_saved_inputs = Fp8Gemms(t);
+  w.fp8_saved_inputs = Fp8KeepsQuantizedTensors(t, d.convention);
   w.fp8_blockwise = Fp8Blockwise(t);
   return w;
+}
+
+bool Fp8KeepsQuantizedTensors(const TrainingConfig& t, Convention convention) {
+  return Fp8Gemms(t) && convention == Convention::kMegatron;
 }
 
 int64_t DispatchOep(const Plan& plan) {

@@ -18,10 +18,20 @@ struct Workload {
   int64_t act_bytes = 2;           // bytes per activation element (param dtype)
   int64_t tp_shards = 1;           // t: divisor of sequence-parallel activations (tp)
   int64_t expert_f_local = 0;      // F / expert TP degree (etp, or tp with EP off)
-  // --precision fp8 (precision.h): the inputs of FP8 linear layers are saved for backward in FP8,
-  // with blockwise scaling plus their 1x128 tile scales (LayerActivations).
+  // --precision fp8 (precision.h) under Fp8KeepsQuantizedTensors: the inputs of FP8 linear layers
+  // are saved for backward in FP8, with blockwise scaling plus their 1x128 tile scales
+  // (LayerActivations).
   bool fp8_saved_inputs = false, fp8_blockwise = false;
 };
+
+// Whether FP8 GEMMs keep quantized tensors between forward and backward: the FP8 weight copies
+// (precision.h Fp8WeightCopyBytesPerElement) and the FP8-saved inputs of the linear layers.
+//  - megatron: TransformerEngine keeps both (transformer_engine/pytorch/module/linear.py).
+//  - torchtitan: torchao's Float8Linear casts weight and input inside each GEMM and saves the
+//    high-precision ones for backward (torchao/float8/float8_linear.py,
+//    matmul_with_hp_or_float8_args: ctx.save_for_backward(input_hp, weight_hp_t)): no FP8 copy
+//    outlives a GEMM, and activations stay in param_dtype.
+bool Fp8KeepsQuantizedTensors(const TrainingConfig& training, Convention convention);
 
 // Bytes per element of the training dtypes (resolved once; the memory and communication rules
 // read them per stage and per collective).

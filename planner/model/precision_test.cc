@@ -8,6 +8,7 @@
 #include "planner/sim/gemm_efficiency.h"
 #include "planner/accounting/comm.h"
 #include "planner/accounting/memory.h"
+#include "planner/accounting/workload.h"
 #include "tests/test_models.h"
 #include "tests/tiny_plan.h"
 
@@ -228,4 +229,22 @@ TEST_CASE("FP8 parameter all-gather is refused without FP8 GEMMs and without FSD
   t.precision = "fp8";  // invalid: megatron's default dp_sharding is zero1
   CHECK_THROWS_WITH_AS(TinyPlan(t), doctest::Contains("fp8_param_gather: the FP8 parameter all-gather is modelled for dp_sharding fsdp"),
                        dockyard::Error);
+}
+
+TEST_CASE("FP8 under torchtitan (torchao Float8Linear): no FP8 weight copies, inputs saved in param_dtype") {
+  // torchao casts weight and input inside each GEMM and saves the high-precision ones
+  // (float8_linear.py: ctx.save_for_backward(input_hp, weight_hp_t)); TransformerEngine (megatron)
+  // keeps both quantized (the two cases above: 98,304 B of copies, FP8-saved inputs).
+  dockyard::TrainingConfig t;
+  const auto bf16_plan = dockyard::testing::TinyEp4Plan(t, dockyard::Convention::kTorchtitan);
+  t.precision = "fp8";
+  const auto fp8_plan = dockyard::testing::TinyEp4Plan(t, dockyard::Convention::kTorchtitan);
+  CHECK_FALSE(dockyard::Fp8KeepsQuantizedTensors(t, dockyard::Convention::kTorchtitan));
+  CHECK(dockyard::Fp8KeepsQuantizedTensors(t, dockyard::Convention::kMegatron));
+  CHECK_FALSE(dockyard::ComputeWorkload(fp8_plan).fp8_saved_inputs);
+  const auto bf16 = dockyard::StaticMemoryOnRank(bf16_plan, 0), fp8 = dockyard::StaticMemoryOnRank(fp8_plan, 0);
+  CHECK(fp8.params_by_role.count("fp8_weights") == 0);
+  CHECK(fp8.params_bytes == bf16.params_bytes);
+  CHECK(dockyard::ComputeMemory(fp8_plan).worst_peak_bytes == dockyard::ComputeMemory(bf16_plan).worst_peak_bytes);
+  CHECK(dockyard::StaticMemoryOnRank(TinyPlan(t), 0).params_by_role.at("fp8_weights") == 98304);  // megatron
 }
