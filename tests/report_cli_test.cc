@@ -211,3 +211,20 @@ TEST_CASE("simulate --json carries the memory and communication sections of the 
   CHECK(sim["memory"]["worst_peak_bytes"].get<int64_t>() > 0);
   CHECK(!sim["communication"]["entries"].empty());
 }
+
+TEST_CASE("plan --mtp-layers reports the MTP modules beside the model's totals (text and JSON)") {
+  // DeepSeek-V3: 671,026,419,200 parameters without MTP; its module is MtpModuleParams
+  // (mtp_test.cc: 671B + 14B = 685B, the HF model card), on the last of 8 stages.
+  const std::string layout = "--model testdata/hf/deepseek-v3.json --world-size 256 --pp 8 --ep 32";
+  const dockyard::Json with = dockyard::ParseJsonText(Run(layout + " --mtp-layers 1 --json -", false).out, "plan");
+  const dockyard::Json& mtp = with["model"]["mtp"];
+  CHECK(mtp["layers"] == 1);
+  CHECK(mtp["stage"] == 7);
+  const int64_t per_module = mtp["params_per_module"].get<int64_t>();
+  CHECK(per_module / 1e9 == doctest::Approx(14).epsilon(0.05));
+  CHECK(mtp["total_params_with_mtp"].get<int64_t>() == 671026419200 + per_module);
+  CHECK(with["model"]["total_params"] == 671026419200);  // the published count stays the model's
+  const dockyard::Json without = dockyard::ParseJsonText(Run(layout + " --json -", false).out, "plan");
+  CHECK_FALSE(without["model"].contains("mtp"));
+  CHECK(Run(layout + " --mtp-layers 1", false).out.find("+ 1 MTP module(s) of ") != std::string::npos);
+}

@@ -1,6 +1,7 @@
 // Plan report: JSON and terminal text (see report.h and docs/report.md).
 #include "planner/report/report.h"
 
+#include "planner/model/mtp.h"
 #include "planner/report/header.h"
 #include "planner/sim/network.h"
 
@@ -91,29 +92,41 @@ std::string GroupText(const std::vector<int64_t>& group) {
   return fmt::format("[{} {} {} .. {}]", group[0], group[1], group[2], group.back());
 }
 
+// The MTP modules trained (--mtp-layers): outside the model's totals (a checkpoint's
+// num_nextn_predict_layers modules are not part of its published count), on plan.mtp_stage.
+Json MtpJson(const Plan& plan) {
+  const int64_t per_module = MtpModuleParams(plan.model);
+  return Json{{"layers", plan.training.mtp_layers},
+              {"params_per_module", per_module},
+              {"total_params_with_mtp", plan.inventory.totals.total_params + plan.training.mtp_layers * per_module},
+              {"stage", plan.mtp_stage}};
+}
+
 // The model block of the plan report: sizes and parameter totals.
 Json ModelJson(const Plan& plan, const std::string& model_source) {
   const auto& m = plan.model;
   const auto& t = plan.inventory.totals;
-  return {{"name", m.name},
-          {"family", m.family},
-          {"source", model_source},
-          {"dtype", m.dtype},
-          {"num_hidden_layers", m.num_hidden_layers},
-          {"num_moe_layers", m.NumMoeLayers()},
-          {"hidden_size", m.hidden_size},
-          {"vocab_size", m.vocab_size},
-          {"num_experts", m.moe.num_experts},
-          {"top_k", m.moe.top_k},
-          {"moe_intermediate_size", m.moe.moe_intermediate_size},
-          {"num_shared_experts", m.moe.num_shared_experts},
-          {"total_params", t.total_params},
-          {"active_params", t.active_params},
-          {"active_params_excluding_embedding", t.active_params_excluding_embedding},
-          {"routed_expert_params", t.routed_expert_params},
-          {"shared_expert_params", t.shared_expert_params},
-          {"non_expert_params", t.non_expert_params},
-          {"embedding_params", t.embedding_params}};
+  Json j{{"name", m.name},
+         {"family", m.family},
+         {"source", model_source},
+         {"dtype", m.dtype},
+         {"num_hidden_layers", m.num_hidden_layers},
+         {"num_moe_layers", m.NumMoeLayers()},
+         {"hidden_size", m.hidden_size},
+         {"vocab_size", m.vocab_size},
+         {"num_experts", m.moe.num_experts},
+         {"top_k", m.moe.top_k},
+         {"moe_intermediate_size", m.moe.moe_intermediate_size},
+         {"num_shared_experts", m.moe.num_shared_experts},
+         {"total_params", t.total_params},
+         {"active_params", t.active_params},
+         {"active_params_excluding_embedding", t.active_params_excluding_embedding},
+         {"routed_expert_params", t.routed_expert_params},
+         {"shared_expert_params", t.shared_expert_params},
+         {"non_expert_params", t.non_expert_params},
+         {"embedding_params", t.embedding_params}};
+  if (plan.training.mtp_layers > 0) j["mtp"] = MtpJson(plan);
+  return j;
 }
 
 // The pipeline block: each layer's stage, per-stage parameter bytes, and the Megatron layout
@@ -213,6 +226,12 @@ void WriteModelText(std::ostream& out, const Plan& plan, const std::string& mode
                      t.total_params, FormatCount(t.active_params), t.active_params, FormatCount(t.active_params_excluding_embedding));
   out << fmt::format("           routed experts {}  shared experts {}  non-expert {}\n", FormatCount(t.routed_expert_params),
                      FormatCount(t.shared_expert_params), FormatCount(t.non_expert_params));
+  if (plan.training.mtp_layers > 0) {
+    const Json mtp = MtpJson(plan);
+    out << fmt::format("           + {} MTP module(s) of {} parameters on stage {} ({} with MTP; memory: the mtp rows)\n",
+                       plan.training.mtp_layers, FormatCount(mtp.at("params_per_module").get<int64_t>()), plan.mtp_stage,
+                       FormatCount(mtp.at("total_params_with_mtp").get<int64_t>()));
+  }
   out << fmt::format("Parallel   {} convention, world_size {} = pp {} x dp_replicate {} x dp_shard {} x cp {} x tp {}\n",
                      ConventionName(d.convention), d.world_size, d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp);
   out << fmt::format("           ep {}  etp {}  efsdp {} (= dp_shard*cp*tp / (ep*etp))\n", d.ep, d.etp, d.efsdp);
