@@ -102,15 +102,23 @@ void WriteFilesAtomically(const std::vector<std::pair<std::string, std::string>>
       if (!t.empty()) unlink(t.c_str());
     throw;
   }
+  // Devices and pipes (written through, no temporary) first: when one fails, no regular file has
+  // been moved into place yet, so nothing is left behind.
+  try {
+    for (size_t i = 0; i < files.size(); ++i) {
+      if (targets[i].direct) WriteThrough(targets[i].path, files[i].second);
+    }
+  } catch (...) {
+    for (const auto& t : temporaries)
+      if (!t.empty()) unlink(t.c_str());
+    throw;
+  }
   for (size_t i = 0; i < files.size(); ++i) {
     if (targets[i].direct || rename(temporaries[i].c_str(), targets[i].path.c_str()) == 0) continue;
     const int err = errno;
     for (size_t j = i; j < files.size(); ++j)
       if (!temporaries[j].empty()) unlink(temporaries[j].c_str());
     throw Error(fmt::format("{}: cannot move output into place: {}", files[i].first, std::strerror(err)));
-  }
-  for (size_t i = 0; i < files.size(); ++i) {
-    if (targets[i].direct) WriteThrough(targets[i].path, files[i].second);
   }
 }
 

@@ -15,7 +15,8 @@ void WriteFileAtomically(const std::string& path, const std::string& content);
 
 // Writes several files all-or-nothing: every regular file goes to a temporary file first and
 // is renamed into place only when all of them were written; on any failure the temporaries are
-// removed and no destination changes. Devices and FIFOs are written through last.
+// removed and no destination changes. Devices and FIFOs are written through before any rename, so
+// a failing one (e.g. /dev/full) leaves no regular file behind.
 void WriteFilesAtomically(const std::vector<std::pair<std::string, std::string>>& files);
 
 // Refuses an output that is one of the run's inputs (the same file, also through another path

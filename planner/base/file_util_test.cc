@@ -1,0 +1,39 @@
+// All-or-nothing output files.
+#include "planner/base/file_util.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include <doctest/doctest.h>
+
+#include "planner/base/error.h"
+
+namespace {
+
+bool Exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::string TmpPath(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return std::string(dir ? dir : "/tmp") + "/" + name;
+}
+
+}  // namespace
+
+TEST_CASE("WriteFilesAtomically: a device that fails leaves no regular file behind") {
+  const std::string html = TmpPath("file_util_test.html");
+  unlink(html.c_str());
+  // /dev/full accepts the open and fails every write (ENOSPC).
+  CHECK_THROWS_AS(dockyard::WriteFilesAtomically({{html, "<html></html>"}, {"/dev/full", "{}"}}), dockyard::Error);
+  CHECK_FALSE(Exists(html));
+  // Both regular: both written.
+  const std::string json = TmpPath("file_util_test.json");
+  dockyard::WriteFilesAtomically({{html, "<html></html>"}, {json, "{}"}});
+  CHECK(Exists(html));
+  CHECK(Exists(json));
+}
