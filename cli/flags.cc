@@ -300,6 +300,12 @@ void TrainingFlags::AddSearchPinsTo(CLI::App* search, const CLI::App& plan) {
     const auto it = allowed.find(flag);
     if (it != allowed.end()) opt->check(CLI::IsMember(it->second));
   }
+  // Megatron's uneven splits (pipeline_layout.h): the embedding / the loss count as a layer when the
+  // layers are split over each candidate's stages.
+  for (const auto& [flag, target] : {std::pair<const char*, bool*>{"--account-for-embedding-in-pipeline-split", &account_for_embedding},
+                                     {"--account-for-loss-in-pipeline-split", &account_for_loss}}) {
+    search->add_flag(flag, *target, plan.get_option(flag)->get_description());
+  }
   search->add_option("--vpp", vpp, "pins the model chunks per pipeline rank (default: searched, 1, 2, 4 where pp > 1)");
   search->add_option("--dispatcher", dispatcher, "pins the dispatcher: all_to_all | deredundency | deepep | allgather (default: searched)")
       ->check(CLI::IsMember(kDispatcherNames));

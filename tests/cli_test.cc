@@ -866,3 +866,30 @@ TEST_CASE("search --selective-ac-option without --recompute searches selective r
     for (const auto& row : j.at("top")) CHECK(row.at("recompute") == "selective");
   }
 }
+
+TEST_CASE("search takes Megatron's account-for flags: each candidate's layers split as simulate splits them") {
+  // Qwen3-235B-A22B, 94 layers: + embedding + loss = 96 = 8 stages x 12 (Megatron-Bridge's uneven
+  // split); without the flags the 94 layers split 12 x 6 + 11 x 2.
+  const std::string flags =
+      "--model testdata/fidelity/models/qwen3-235b-a22b.json --world-size 256 --convention megatron --pp 8 --tp 2 --ep 8 --cp 1 "
+      "--etp 1 --dp-replicate 1 --vpp 4 --micro-batch-size 1 --recompute full --dp-sharding zero1 --dispatcher all_to_all "
+      "--global-batch-size 512 --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split";
+  const Result s = Run("search " + flags + " --no-overlap-moe-expert-parallel-comm --json -");
+  REQUIRE(s.code == 0);
+  const dockyard::Json searched = dockyard::Json::parse(s.out);
+  REQUIRE(searched.at("top").size() == 1);
+  const Result m = Run("simulate " + flags + " --json -");
+  REQUIRE(m.code == 0);
+  const dockyard::Json simulated = dockyard::Json::parse(m.out);
+  // 32 virtual stages of 3: the first holds E + layers 0 and 1 (stage 0), the next layers 2 to 4
+  // (stage 1's first chunk).
+  const dockyard::Json plan =
+      dockyard::Json::parse(Run(flags.substr(0, flags.find(" --global-batch-size")) + " --account-for-embedding-in-pipeline-split "
+                                                                                      "--account-for-loss-in-pipeline-split --json -")
+                                .out);
+  CHECK(plan["pipeline"]["layer_stage"][1] == 0);
+  CHECK(plan["pipeline"]["layer_stage"][2] == 1);
+  CHECK(plan["pipeline"]["layer_stage"][4] == 1);
+  CHECK(plan["pipeline"]["layer_stage"][5] == 2);
+  CHECK(searched["top"][0]["step_time_us"].get<double>() == simulated["predicted"]["step_time_us"].get<double>());
+}
