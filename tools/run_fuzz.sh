@@ -53,18 +53,18 @@ fi
 # --- build ----------------------------------------------------------------------------------
 WORK="${DOCKYARD_FUZZ_DIR:-${TMPDIR:-/tmp}/dockyard-fuzz}"
 OBJ="$WORK/obj" GEN="$WORK/gen" BIN="$WORK/bin"
-mkdir -p "$OBJ" "$GEN/cli" "$BIN" "$WORK/corpus" "$WORK/artifacts" "$WORK/logs"
+mkdir -p "$OBJ" "$GEN/planner/layout" "$BIN" "$WORK/corpus" "$WORK/artifacts" "$WORK/logs"
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 CXXFLAGS=(-std=c++17 -g -O1 -fno-omit-frame-pointer -I"$ROOT" -I"$GEN" -Wno-unused-command-line-argument)
 
-# cli/default_model.h, as cli/BUILD's genrule makes it.
+# planner/layout/default_model.h, as planner/layout/BUILD's genrule makes it.
 (echo '// Generated from testdata/hf/deepseek-v3.json: the embedded default model.'
  echo '#pragma once'
  echo 'namespace dockyard { inline constexpr const char* kDefaultModelJson = R"dockyard('
  cat testdata/hf/deepseek-v3.json
- echo ')dockyard"; }') > "$GEN/cli/default_model.h.new"
-cmp -s "$GEN/cli/default_model.h.new" "$GEN/cli/default_model.h" 2>/dev/null || mv "$GEN/cli/default_model.h.new" "$GEN/cli/default_model.h"
-rm -f "$GEN/cli/default_model.h.new"
+ echo ')dockyard"; }') > "$GEN/planner/layout/default_model.h.new"
+cmp -s "$GEN/planner/layout/default_model.h.new" "$GEN/planner/layout/default_model.h" 2>/dev/null || mv "$GEN/planner/layout/default_model.h.new" "$GEN/planner/layout/default_model.h"
+rm -f "$GEN/planner/layout/default_model.h.new"
 
 # Library sources: every planner/*/*.cc but tests and benchmarks, and dockyard-plan's CLI sources
 # (every cli/*.cc but the mains and dockyard-run's, which needs the runtime).
@@ -89,7 +89,7 @@ compile_one() {
 }
 
 # An object is rebuilt when its source or any header of the project is newer.
-newest_header="$(ls -t planner/*/*.h cli/*.h fuzz/*.h "$GEN/cli/default_model.h" 2>/dev/null | head -1)"
+newest_header="$(ls -t planner/*/*.h cli/*.h fuzz/*.h "$GEN/planner/layout/default_model.h" 2>/dev/null | head -1)"
 build_failed=0
 pids=()
 objects=()
