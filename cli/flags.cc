@@ -188,6 +188,10 @@ double ResolveMemoryReserve(const std::string& value, std::optional<double> from
   return from_spec.value_or(kDefaultMemoryReserveGib);
 }
 
+std::string MemoryBudgetName(const std::string& value) {
+  return value.empty() ? "the model spec's training.gpu_memory_gib" : "--gpu-memory-gib";
+}
+
 std::string MemoryReserveName(const std::string& value) {
   if (!value.empty()) return "--memory-reserve-gib";
   return fmt::format(

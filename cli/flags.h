@@ -143,5 +143,8 @@ double ResolveMemoryReserve(const std::string& value, std::optional<double> from
 // How an error names the reserve: "--memory-reserve-gib" when the flag was given, else where the
 // value came from (kDefaultMemoryReserveGib or the model spec's training.memory_reserve_gib).
 std::string MemoryReserveName(const std::string& value);
+// How an error names the budget: "--gpu-memory-gib" when the flag was given, else the model
+// spec's training.gpu_memory_gib.
+std::string MemoryBudgetName(const std::string& value);
 
 }  // namespace dockyard::cli

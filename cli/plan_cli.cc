@@ -162,8 +162,7 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   TrainingConfig training = ResolveTraining(o.training, model, dims.pp);
   if (use_default) ApplyDefaultTraining(!o.training.recompute.empty(), &training);
   // A reserve at or above the budget is invalid input (exit 1), not a plan over budget (exit 3).
-  ValidateMemoryReserve(training.gpu_memory_gib, training.memory_reserve_gib.value_or(0),
-                        o.training.gpu_memory_gib.empty() ? "the model spec's training.gpu_memory_gib" : "--gpu-memory-gib",
+  ValidateMemoryReserve(training.gpu_memory_gib, training.memory_reserve_gib.value_or(0), cli::MemoryBudgetName(o.training.gpu_memory_gib),
                         cli::MemoryReserveName(o.training.memory_reserve_gib));
   std::optional<ClusterSpec> cluster;
   std::optional<Calibration> calibration;
@@ -265,11 +264,11 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   if (!training_flags.selective_ac_option.empty() && training_flags.recompute.empty()) training_flags.recompute = "selective";
   s.training = ResolveTraining(training_flags, model, 1);
   s.training.fp8_dispatch = o.training.fp8_dispatch;
-  ValidateMemoryReserve(
-      s.training.gpu_memory_gib > 0 ? s.training.gpu_memory_gib : s.cluster.memory_gib, s.training.memory_reserve_gib.value_or(0),
-      s.training.gpu_memory_gib > 0 ? (o.training.gpu_memory_gib.empty() ? "the model spec's training.gpu_memory_gib" : "--gpu-memory-gib")
-                                    : "the cluster's memory_gib (" + s.cluster.name + ")",
-      cli::MemoryReserveName(o.training.memory_reserve_gib));
+  ValidateMemoryReserve(s.training.gpu_memory_gib > 0 ? s.training.gpu_memory_gib : s.cluster.memory_gib,
+                        s.training.memory_reserve_gib.value_or(0),
+                        s.training.gpu_memory_gib > 0 ? cli::MemoryBudgetName(o.training.gpu_memory_gib)
+                                                      : "the cluster's memory_gib (" + s.cluster.name + ")",
+                        cli::MemoryReserveName(o.training.memory_reserve_gib));
   ParseSearchDispatchers(o.search_dispatchers, &s);
   s.pins = o.degrees.ParsePins();
   ApplySearchedSettings(o.training.SearchPinned(), &s);

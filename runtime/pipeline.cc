@@ -119,22 +119,7 @@ class LayerRank {
     // --- router
     Time(kRouter, [&] {
       scores_.Resize(T * E);
-      GemmArgs g;
-      g.m = T;
-      g.n = E;
-      g.k = D;
-      g.a = x_.data();
-      g.lda = D;
-      g.b = router_w_.data();
-      g.ldb = D;
-      g.c = scores_.data();
-      g.ldc = E;
-      ops_.Gemm(g);
-      if (c_.sigmoid_scores) {
-        ops_.Sigmoid(scores_.data(), T * E);
-      } else {
-        ops_.Softmax(scores_.data(), T, E);
-      }
+      RouterScores(ops_, c_, x_.data(), router_w_.data(), T, scores_.data());
       topk_.Resize(T * k);
       if (c_.routing_model) {
         topk_.CopyFromHost(assigned_);

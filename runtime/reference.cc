@@ -64,22 +64,7 @@ void RouteSource(cpu::CpuOps& ops, const RunConfig& c, const std::vector<float>&
   s.x.resize(static_cast<size_t>(T * D));
   ops.FillTokens(c.options.seed, c.sources[static_cast<size_t>(i)], 0, T, D, s.x.data());
   std::vector<float> scores(static_cast<size_t>(T * E)), select;
-  GemmArgs g;
-  g.m = T;
-  g.n = E;
-  g.k = D;
-  g.a = s.x.data();
-  g.lda = D;
-  g.b = router_w.data();
-  g.ldb = D;
-  g.c = scores.data();
-  g.ldc = E;
-  ops.Gemm(g);
-  if (c.sigmoid_scores) {
-    ops.Sigmoid(scores.data(), T * E);
-  } else {
-    ops.Softmax(scores.data(), T, E);
-  }
+  RouterScores(ops, c, s.x.data(), router_w.data(), T, scores.data());
   s.experts.resize(static_cast<size_t>(T * k));
   if (c.routing_model) {
     s.experts = AssignedExperts(c, *c.routing_model, c.sources[static_cast<size_t>(i)], T);

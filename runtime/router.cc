@@ -5,6 +5,26 @@
 
 namespace dockyard::runtime {
 
+void RouterScores(ComputeOps& ops, const RunConfig& c, const float* x, const float* router_w, int64_t T, float* scores) {
+  const int64_t D = c.hidden, E = c.num_experts;
+  GemmArgs g;
+  g.m = T;
+  g.n = E;
+  g.k = D;
+  g.a = x;
+  g.lda = D;
+  g.b = router_w;
+  g.ldb = D;
+  g.c = scores;
+  g.ldc = E;
+  ops.Gemm(g);
+  if (c.sigmoid_scores) {
+    ops.Sigmoid(scores, T * E);
+  } else {
+    ops.Softmax(scores, T, E);
+  }
+}
+
 void SelectExperts(ComputeOps& ops, const RunConfig& c, const float* scores, const float* bias, int64_t T, float* select, int64_t* topk) {
   const int64_t E = c.num_experts, k = c.top_k;
   const GroupLimit& g = c.group_limit;

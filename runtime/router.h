@@ -14,6 +14,10 @@
 
 namespace dockyard::runtime {
 
+// The router's scores of T tokens: scores [T, E] = x [T, D] . router_w [E, D]^T (one GEMM),
+// then the sigmoid (c.sigmoid_scores) or the softmax over each row. Device memory of `ops`.
+void RouterScores(ComputeOps& ops, const RunConfig& c, const float* x, const float* router_w, int64_t T, float* scores);
+
 // scores [T, E] (after softmax / sigmoid), bias [E] (read only with score_correction_bias),
 // select [T, E] scratch (written when the bias or a group limit applies), topk [T, top_k] out.
 // All pointers are device memory of `ops`' backend.
