@@ -15,13 +15,9 @@ using dockyard::TrainingConfig;
 
 namespace {
 
-// TinyMixtral with `layers` MoE layers (D 64, 4 heads of 16, 2 KV heads, 8 experts top-2, F 32,
-// vocab 1000).
+// TinyMixtral with `layers` MoE layers (tests/test_models.h).
 dockyard::ModelSpec Tiny(int64_t layers) {
-  auto m = dockyard::testing::TinyMixtral();
-  m.num_hidden_layers = layers;
-  m.moe_layers.assign(static_cast<size_t>(layers), true);
-  return m;
+  return dockyard::testing::TinyMixtralLayers(layers);
 }
 
 // The same with MLA attention: q_lora_rank 24, kv_lora_rank 16, nope 8 + rope 8, v 16.
