@@ -24,13 +24,4 @@ inline ModelSpec TinyMixtral() {
   return m;
 }
 
-// TinyMixtral with `layers` MoE layers (D 64, 4 heads of 16, 2 KV heads, 8 experts top-2, F 32,
-// vocab 1000).
-inline ModelSpec TinyMixtralLayers(int64_t layers) {
-  ModelSpec m = TinyMixtral();
-  m.num_hidden_layers = layers;
-  m.moe_layers.assign(static_cast<size_t>(layers), true);
-  return m;
-}
-
 }  // namespace dockyard::testing

@@ -7,13 +7,14 @@
 #include "planner/model/recompute.h"
 #include "planner/sim/cost.h"
 #include "tests/test_models.h"
+#include "tests/tiny_plan.h"
 
 using dockyard::Recompute;
 using dockyard::TrainingConfig;
 
 namespace {
 
-// TinyMixtral with `layers` MoE layers (tests/test_models.h).
+// TinyMixtral with `layers` MoE layers (tests/tiny_plan.h).
 dockyard::ModelSpec Tiny(int64_t layers) {
   return dockyard::testing::TinyMixtralLayers(layers);
 }
