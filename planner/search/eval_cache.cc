@@ -10,6 +10,10 @@ void SearchEvalCache::ExpectTokenCounts(const std::vector<int64_t>& tokens_per_r
   sampler_.ExpectTokenCounts(tokens_per_rank);
 }
 
+void SearchEvalCache::ExpectFlexGroups(const std::vector<int64_t>& tokens_per_rank, const std::vector<int64_t>& block_sizes) {
+  flex_blocks_ = std::make_unique<const FlexBlockLayout>(MakeFlexBlockLayout(model().num_experts, tokens_per_rank, block_sizes));
+}
+
 const RoutingResult& SearchEvalCache::Routing(int64_t ep, int64_t routed_tokens, int64_t oep, bool* filled) {
   return routing_.Get(
       std::make_tuple(ep, routed_tokens, oep),
@@ -28,6 +32,17 @@ const RoutingResult& SearchEvalCache::FlexRouting(const std::vector<int64_t>& ep
       FlexKey{ep, routed_tokens, nodes.node_of},
       [&] {
         RoutingResult out = Routing(ep, routed_tokens, 1, filled);
+        if (flex_blocks_ && FlexBlocksServe(*flex_blocks_, nodes, routed_tokens)) {
+          ++flex_from_blocks_;
+          for (size_t l = 0; l < out.layers.size(); ++l) {
+            const int64_t layer = static_cast<int64_t>(l);
+            out.layers[l].flex = std::make_shared<const FlexCounts>(
+                FlexCountsFromBlocks(*flex_blocks_, nodes, routed_tokens, [&](int64_t source) -> const std::vector<int32_t>& {
+                  return source_blocks_.Get({layer, source}, [&] { return CountSourceBlocks(model(), *flex_blocks_, layer, source); });
+                }));
+          }
+          return out;
+        }
         const auto& counts = flex_counts_.Get(
             FlexKey{ep, routed_tokens, nodes.node_index},
             [&] {

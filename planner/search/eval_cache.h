@@ -9,6 +9,7 @@
 // between draws, runs under its own lock; the MoE phases of different keys run in parallel.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "planner/sim/cost.h"
+#include "planner/sim/flex_blocks.h"
 #include "planner/sim/routing.h"
 
 namespace dockyard {
@@ -66,6 +68,12 @@ class SearchEvalCache {
   // RoutingSampler::ExpectTokenCounts (changes no result), under the sampler's lock.
   void ExpectTokenCounts(const std::vector<int64_t>& tokens_per_rank);
 
+  // The deepep groups the search will meet: FlexRouting then reads their counts from per-source
+  // block counts (flex_blocks.h: each source drawn once per layer for every group and token count)
+  // where a group qualifies, which changes no count. Call before any FlexRouting (not thread-safe
+  // with it). Throws dockyard::Error where MakeFlexBlockLayout does.
+  void ExpectFlexGroups(const std::vector<int64_t>& tokens_per_rank, const std::vector<int64_t>& block_sizes);
+
   // SampleRouting(model(), ep, routed_tokens, oep), drawn once per key.
   const RoutingResult& Routing(int64_t ep, int64_t routed_tokens, int64_t oep, bool* filled = nullptr);
 
@@ -85,13 +93,19 @@ class SearchEvalCache {
   }
 
   int64_t routing_samples() const { return routing_.size(); }
+  // FlexRouting keys whose counts came from the per-source block counts.
+  int64_t flex_from_blocks() const { return flex_from_blocks_.load(); }
 
  private:
   using FlexKey = std::tuple<int64_t, int64_t, std::vector<int64_t>>;  // ep, routed tokens, node_of
   std::mutex sampler_mu_;
   RoutingSampler sampler_;
   OnceMap<std::tuple<int64_t, int64_t, int64_t>, RoutingResult> routing_;
-  // Per (ep, routed tokens, node_index): the counts of every sampled layer.
+  std::atomic<int64_t> flex_from_blocks_{0};
+  std::unique_ptr<const FlexBlockLayout> flex_blocks_;                        // null: no groups expected
+  OnceMap<std::pair<int64_t, int64_t>, std::vector<int32_t>> source_blocks_;  // (layer, source) -> CountSourceBlocks
+  // Per (ep, routed tokens, node_index): the counts of every sampled layer (groups the block
+  // counts do not serve).
   OnceMap<FlexKey, std::vector<std::shared_ptr<const FlexCounts>>> flex_counts_;
   OnceMap<FlexKey, RoutingResult> flex_routing_;  // per (ep, routed tokens, node_of)
   OnceMap<MoeKey, MoePhaseTimes> moe_;

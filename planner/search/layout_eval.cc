@@ -2,12 +2,14 @@
 #include "planner/search/layout_eval.h"
 
 #include "planner/sim/deepep.h"
+#include "planner/sim/flex_blocks.h"
 #include "planner/sim/gemm_efficiency.h"
 #include "planner/model/precision.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <set>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -373,7 +375,10 @@ int64_t LayoutEvaluator::num_classes() const {
 
 void LayoutEvaluator::ExpectCandidates(const std::vector<LayoutCandidate>& candidates) {
   const TrainingConfig& t = options_.training;
-  std::vector<int64_t> tokens;
+  const bool deepep = options_.include_deepep || std::find(options_.dispatchers.begin(), options_.dispatchers.end(), "deepep") !=
+                                                     options_.dispatchers.end();
+  std::vector<int64_t> tokens, flex_tokens, block_sizes;
+  std::set<std::pair<int64_t, int64_t>> flex_groups;  // (ep, etp) of the candidates deepep may dispatch
   for (const auto& c : candidates) {
     const auto& d = c.dims;
     const int64_t mbs = c.settings.micro_batch_size > 0 ? c.settings.micro_batch_size : t.micro_batch_size;
@@ -381,11 +386,24 @@ void LayoutEvaluator::ExpectCandidates(const std::vector<LayoutCandidate>& candi
     const int64_t seq_tokens = mbs * t.seq_len;
     if (d.cp < 1 || d.tp < 1) continue;
     tokens.push_back(RoutedTokens((seq_tokens + d.cp - 1) / d.cp, d.tp, d.ep, d.etp, d.convention));
+    // The deepep counts of rank 0's EP group (Evaluate's ep_group), read from block counts.
+    if (deepep && d.ep > 1 && d.etp >= 1 && model_.moe.num_experts % d.ep == 0) {
+      flex_groups.insert({d.ep, d.etp});
+      flex_tokens.push_back(tokens.back());
+    }
+  }
+  for (const auto& [ep, etp] : flex_groups) {
+    std::vector<int64_t> ep_group(static_cast<size_t>(ep));
+    for (int64_t i = 0; i < ep; ++i) ep_group[static_cast<size_t>(i)] = i * etp;
+    for (int64_t r : FlexBlockSizes(model_.moe.num_experts, MakeFlexCounts(ep_group, t.gpus_per_node))) block_sizes.push_back(r);
   }
   std::sort(tokens.begin(), tokens.end());
   tokens.erase(std::unique(tokens.begin(), tokens.end()), tokens.end());
   cache_->ExpectTokenCounts(tokens);
+  if (!flex_tokens.empty()) cache_->ExpectFlexGroups(flex_tokens, block_sizes);
 }
+
+int64_t LayoutEvaluator::flex_from_blocks() const { return cache_->flex_from_blocks(); }
 
 LayoutEvaluation LayoutEvaluator::EvaluateReference(const LayoutCandidate& c, bool simulate_over_budget) {
   return EvaluateReferenceDetail(c, simulate_over_budget, nullptr);

@@ -111,6 +111,9 @@ class LayoutEvaluator {
   // Every candidate Evaluate handed to the reference path: the overflow fallbacks and the opt-in
   // settings it does not cover (--fp8-param-gather, --selective-ac-option, an unknown dispatcher).
   int64_t handed_to_reference() const { return handed_to_reference_; }
+  // Deepep groups whose counts the shared cache read from per-source block counts (after
+  // ExpectCandidates; SearchEvalCache::flex_from_blocks).
+  int64_t flex_from_blocks() const;
   int64_t routing_samples() const { return cache_->routing_samples(); }  // distinct keys, over all sharing evaluators
   // Wall seconds this evaluator spent filling the per-key caches: routing samples, deepep counts
   // and routing-dependent MoE phases (steady clock, read only on cache misses).

@@ -120,14 +120,17 @@ struct Coverage {
   int64_t candidates = 0, invalid = 0, over_budget = 0, ranked = 0, pp_gt_1 = 0, deredundency = 0, etp_gt_1 = 0, cp_gt_1 = 0;
   int64_t deepep = 0, allgather = 0, spanning_deepep = 0;  // valid candidates; deepep with an EP group over 2+ NVLink domains
   int64_t handed_to_reference = 0;                         // LayoutEvaluator::handed_to_reference
+  int64_t flex_from_blocks = 0;                            // deepep groups counted from block counts (flex_blocks.h)
   std::set<std::string> dominant;
 };
 
 Coverage CompareEveryCandidate(const dockyard::ModelSpec& model, const SearchOptions& o) {
   using Status = dockyard::LayoutEvaluation::Status;
   dockyard::LayoutEvaluator evaluator(model, o);
+  const std::vector<dockyard::LayoutCandidate> candidates = dockyard::EnumerateLayouts(model, o);
+  evaluator.ExpectCandidates(candidates);  // as the search does: deepep groups read per-source block counts
   Coverage cov;
-  for (const auto& c : dockyard::EnumerateLayouts(model, o)) {
+  for (const auto& c : candidates) {
     const auto& d = c.dims;
     CAPTURE(d.pp);
     CAPTURE(d.dp_replicate);
@@ -170,6 +173,7 @@ Coverage CompareEveryCandidate(const dockyard::ModelSpec& model, const SearchOpt
   }
   CHECK(evaluator.fallbacks() == 0);  // realistic models never get near the overflow guards
   cov.handed_to_reference = evaluator.handed_to_reference();
+  cov.flex_from_blocks = evaluator.flex_from_blocks();
   return cov;
 }
 
@@ -425,6 +429,7 @@ TEST_CASE("Fast evaluation equals the plan path for every candidate under all fo
     CHECK(cov.etp_gt_1 > 0);
     CHECK(cov.ranked > 0);
     CHECK(cov.handed_to_reference == 0);  // deepep and allgather take the fast path too
+    CHECK(cov.flex_from_blocks > 0);      // and the deepep counts came from the per-source block counts
   }
   SUBCASE("megatron (zero1, expert TP scaling of the sent rows), FP8 dispatch, zipf routing") {
     SearchOptions o = all_four(dockyard::Convention::kMegatron);
@@ -437,5 +442,6 @@ TEST_CASE("Fast evaluation equals the plan path for every candidate under all fo
     CHECK(cov.etp_gt_1 > 0);
     CHECK(cov.pp_gt_1 > 0);
     CHECK(cov.handed_to_reference == 0);
+    CHECK(cov.flex_from_blocks > 0);
   }
 }

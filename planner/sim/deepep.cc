@@ -67,15 +67,28 @@ FlexCounts SampleFlexCounts(const RoutingModel& model, int64_t layer, const std:
   return c;
 }
 
-int64_t RailPeer(const FlexCounts& c, int64_t s, int64_t node) {
+std::vector<int64_t> RailPeers(const FlexCounts& c) {
   const int64_t n = static_cast<int64_t>(c.node_index.size());
-  int64_t local = 0;
-  for (int64_t m = 0; m < s; ++m) local += c.node_index[static_cast<size_t>(m)] == c.node_index[static_cast<size_t>(s)];
-  std::vector<int64_t> members;
+  std::vector<std::vector<int64_t>> members(static_cast<size_t>(c.num_nodes));  // per node, in member order
+  std::vector<int64_t> local(static_cast<size_t>(n));                           // index among its node's members
   for (int64_t m = 0; m < n; ++m) {
-    if (c.node_index[static_cast<size_t>(m)] == node) members.push_back(m);
+    auto& on_node = members[static_cast<size_t>(c.node_index[static_cast<size_t>(m)])];
+    local[static_cast<size_t>(m)] = static_cast<int64_t>(on_node.size());
+    on_node.push_back(m);
   }
-  return members[static_cast<size_t>(local % static_cast<int64_t>(members.size()))];
+  std::vector<int64_t> peer(static_cast<size_t>(n * c.num_nodes));
+  for (int64_t s = 0; s < n; ++s) {
+    for (int64_t j = 0; j < c.num_nodes; ++j) {
+      const auto& on_node = members[static_cast<size_t>(j)];
+      peer[static_cast<size_t>(s * c.num_nodes + j)] =
+          on_node[static_cast<size_t>(local[static_cast<size_t>(s)] % static_cast<int64_t>(on_node.size()))];
+    }
+  }
+  return peer;
+}
+
+int64_t RailPeer(const FlexCounts& c, int64_t s, int64_t node) {
+  return RailPeers(c)[static_cast<size_t>(s * c.num_nodes + node)];
 }
 
 LinkBytes FlexDispatchBytes(const FlexCounts& c, double bytes_per_token) {
@@ -84,10 +97,7 @@ LinkBytes FlexDispatchBytes(const FlexCounts& c, double bytes_per_token) {
   b.n = n;
   b.nvlink.assign(static_cast<size_t>(n * n), 0.0);
   b.network.assign(static_cast<size_t>(n * n), 0.0);
-  std::vector<int64_t> peer(static_cast<size_t>(n * c.num_nodes));
-  for (int64_t s = 0; s < n; ++s) {
-    for (int64_t j = 0; j < c.num_nodes; ++j) peer[static_cast<size_t>(s * c.num_nodes + j)] = RailPeer(c, s, j);
-  }
+  const std::vector<int64_t> peer = RailPeers(c);
   for (int64_t s = 0; s < n; ++s) {
     const int64_t home = c.node_index[static_cast<size_t>(s)];
     for (int64_t j = 0; j < c.num_nodes; ++j) {

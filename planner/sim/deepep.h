@@ -59,7 +59,11 @@ void AddFlexTokens(FlexCounts& counts, int64_t source, const int32_t* experts, i
 FlexCounts SampleFlexCounts(const RoutingModel& model, int64_t layer, const std::vector<int64_t>& ep_group, int64_t gpus_per_node,
                             int64_t tokens_per_rank);
 
-// The rail peer of member s on node j (above).
+// The rail peer of every member on every node (above): [n * num_nodes], member s's peer on node j
+// at s * num_nodes + j.
+std::vector<int64_t> RailPeers(const FlexCounts& counts);
+
+// The rail peer of member s on node j (RailPeers' entry).
 int64_t RailPeer(const FlexCounts& counts, int64_t s, int64_t node);
 
 struct LinkBytes {

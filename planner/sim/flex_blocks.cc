@@ -1,0 +1,138 @@
+// Block counts of the deepep dispatcher's token counts (see flex_blocks.h).
+#include "planner/sim/flex_blocks.h"
+
+#include <algorithm>
+#include <climits>
+
+#include <fmt/format.h>
+
+#include "planner/base/error.h"
+
+namespace dockyard {
+
+namespace {
+
+void SortUnique(std::vector<int64_t>* v) {
+  std::sort(v->begin(), v->end());
+  v->erase(std::unique(v->begin(), v->end()), v->end());
+}
+
+int IndexOf(const std::vector<int64_t>& sorted, int64_t x) {
+  const auto it = std::lower_bound(sorted.begin(), sorted.end(), x);
+  return it != sorted.end() && *it == x ? static_cast<int>(it - sorted.begin()) : -1;
+}
+
+}  // namespace
+
+int FlexBlockLayout::TokenIndex(int64_t tokens) const {
+  return IndexOf(token_counts, tokens);
+}
+
+int FlexBlockLayout::BlockIndex(int64_t block_size) const {
+  return IndexOf(block_sizes, block_size);
+}
+
+FlexBlockLayout MakeFlexBlockLayout(int64_t num_experts, std::vector<int64_t> token_counts, std::vector<int64_t> block_sizes) {
+  if (num_experts < 1) throw Error(fmt::format("flex block counts: num_experts must be >= 1, got {}", num_experts));
+  FlexBlockLayout l;
+  l.num_experts = num_experts;
+  SortUnique(&token_counts);
+  SortUnique(&block_sizes);
+  for (int64_t t : token_counts) {
+    if (t < 0 || t > INT32_MAX) throw Error(fmt::format("flex block counts: a token count must be in [0, 2^31 - 1], got {}", t));
+  }
+  for (int64_t r : block_sizes) {
+    if (r < 1 || num_experts % r != 0) {
+      throw Error(fmt::format("flex block counts: block size {} must divide num_experts ({})", r, num_experts));
+    }
+  }
+  l.token_counts = std::move(token_counts);
+  l.block_sizes = std::move(block_sizes);
+  for (int64_t r : l.block_sizes) {
+    l.offset.push_back(l.row);
+    l.row += num_experts / r;
+  }
+  return l;
+}
+
+std::vector<int32_t> CountSourceBlocks(const RoutingModel& model, const FlexBlockLayout& layout, int64_t layer, int64_t source) {
+  if (layout.num_experts != model.num_experts) {
+    throw Error(fmt::format("flex block counts: laid out for {} experts, the routing model has {}", layout.num_experts, model.num_experts));
+  }
+  const size_t row = static_cast<size_t>(layout.row);
+  std::vector<int32_t> out(layout.token_counts.size() * row, 0);
+  if (layout.token_counts.empty() || layout.block_sizes.empty()) return out;
+  const int64_t k = model.top_k, tokens = layout.token_counts.back(), E = layout.num_experts;
+  const std::vector<int32_t> experts = SampleTokenExperts(model, layer, source, tokens);
+  // Per block size: each expert's block (a table, not a division per pick) and the last token
+  // counted in each block (a token's experts are distinct, but several may share a block).
+  const size_t nb = layout.block_sizes.size();
+  std::vector<int32_t> block_of(nb * static_cast<size_t>(E)), last(row, -1), running(row, 0);
+  for (size_t b = 0; b < nb; ++b) {
+    for (int64_t e = 0; e < E; ++e) block_of[b * E + e] = static_cast<int32_t>(layout.offset[b] + e / layout.block_sizes[b]);
+  }
+  size_t next = 0;                                                                     // the next token count to read
+  while (next < layout.token_counts.size() && layout.token_counts[next] == 0) ++next;  // zero tokens: all counts 0
+  for (int64_t t = 0; t < tokens; ++t) {
+    const int32_t* picks = experts.data() + t * k;
+    for (size_t b = 0; b < nb; ++b) {
+      const int32_t* of = block_of.data() + b * E;
+      for (int64_t j = 0; j < k; ++j) {
+        const int32_t block = of[picks[j]];  // index into the row: offset[b] + e / R
+        if (last[block] != t) {
+          last[block] = static_cast<int32_t>(t);
+          ++running[block];
+        }
+      }
+    }
+    if (next < layout.token_counts.size() && t + 1 == layout.token_counts[next]) {
+      std::copy(running.begin(), running.end(), out.begin() + static_cast<std::ptrdiff_t>(next * row));
+      ++next;
+    }
+  }
+  return out;
+}
+
+int64_t ConsecutiveMembersPerNode(const FlexCounts& nodes) {
+  const int64_t n = static_cast<int64_t>(nodes.node_index.size());
+  if (n < 1 || nodes.num_nodes < 1 || n % nodes.num_nodes != 0) return 0;
+  const int64_t m = n / nodes.num_nodes;
+  for (int64_t i = 0; i < n; ++i) {
+    if (nodes.node_index[static_cast<size_t>(i)] != i / m) return 0;
+  }
+  return m;
+}
+
+std::vector<int64_t> FlexBlockSizes(int64_t num_experts, const FlexCounts& nodes) {
+  const int64_t n = static_cast<int64_t>(nodes.node_index.size());
+  const int64_t m = ConsecutiveMembersPerNode(nodes);
+  if (m == 0 || num_experts % n != 0) return {};
+  return {num_experts / n, m * (num_experts / n)};
+}
+
+bool FlexBlocksServe(const FlexBlockLayout& layout, const FlexCounts& nodes, int64_t tokens) {
+  const std::vector<int64_t> sizes = FlexBlockSizes(layout.num_experts, nodes);
+  return !sizes.empty() && layout.TokenIndex(tokens) >= 0 && layout.BlockIndex(sizes[0]) >= 0 && layout.BlockIndex(sizes[1]) >= 0;
+}
+
+FlexCounts FlexCountsFromBlocks(const FlexBlockLayout& layout, FlexCounts nodes, int64_t tokens,
+                                const std::function<const std::vector<int32_t>&(int64_t source)>& source_counts) {
+  if (!FlexBlocksServe(layout, nodes, tokens)) {
+    throw Error(fmt::format("flex block counts: no counts for {} tokens over this group of {} members", tokens, nodes.node_index.size()));
+  }
+  const int64_t n = static_cast<int64_t>(nodes.node_index.size());
+  const std::vector<int64_t> sizes = FlexBlockSizes(layout.num_experts, nodes);
+  const size_t at = static_cast<size_t>(layout.TokenIndex(tokens)) * static_cast<size_t>(layout.row);
+  const size_t rank_at = at + static_cast<size_t>(layout.offset[static_cast<size_t>(layout.BlockIndex(sizes[0]))]);
+  const size_t node_at = at + static_cast<size_t>(layout.offset[static_cast<size_t>(layout.BlockIndex(sizes[1]))]);
+  for (int64_t s = 0; s < n; ++s) {
+    const std::vector<int32_t>& c = source_counts(s);
+    std::copy(c.begin() + static_cast<std::ptrdiff_t>(rank_at), c.begin() + static_cast<std::ptrdiff_t>(rank_at) + n,
+              nodes.rank_tokens.begin() + s * n);
+    std::copy(c.begin() + static_cast<std::ptrdiff_t>(node_at), c.begin() + static_cast<std::ptrdiff_t>(node_at) + nodes.num_nodes,
+              nodes.node_tokens.begin() + s * nodes.num_nodes);
+  }
+  return nodes;
+}
+
+}  // namespace dockyard

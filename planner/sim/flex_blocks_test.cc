@@ -1,0 +1,124 @@
+// Block counts: a hand-counted source, and groups assembled from them equal SampleFlexCounts
+// (AddFlexTokens over the same draws) for several groups, node sizes, token counts and routings.
+#include "planner/sim/flex_blocks.h"
+
+#include <doctest/doctest.h>
+
+#include <map>
+
+#include "planner/base/error.h"
+
+using namespace dockyard;
+
+namespace {
+
+// The EP group of rank 0 with expert TP etp: {0, etp, 2 etp, ...}.
+std::vector<int64_t> Group(int64_t ep, int64_t etp) {
+  std::vector<int64_t> g;
+  for (int64_t i = 0; i < ep; ++i) g.push_back(i * etp);
+  return g;
+}
+
+// Per-source block counts of `layer`, computed once each (as the search cache does).
+struct Sources {
+  const RoutingModel& model;
+  const FlexBlockLayout& layout;
+  int64_t layer;
+  std::map<int64_t, std::vector<int32_t>> counts;
+  const std::vector<int32_t>& operator()(int64_t s) {
+    auto it = counts.find(s);
+    if (it == counts.end()) it = counts.emplace(s, CountSourceBlocks(model, layout, layer, s)).first;
+    return it->second;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("block counts of one source are its tokens with >= 1 expert per block, read at each token count") {
+  const RoutingModel model = PrepareRouting(RoutingSpec{}, 8, 2, 1);
+  const FlexBlockLayout layout = MakeFlexBlockLayout(8, {3, 1, 3}, {4, 1, 2});
+  REQUIRE(layout.token_counts == std::vector<int64_t>{1, 3});
+  REQUIRE(layout.block_sizes == std::vector<int64_t>{1, 2, 4});
+  CHECK(layout.row == 8 + 4 + 2);  // E / R for R = 1, 2, 4
+  const std::vector<int32_t> experts = SampleTokenExperts(model, 0, 5, 3);
+  const std::vector<int32_t> c = CountSourceBlocks(model, layout, 0, 5);
+  REQUIRE(c.size() == 2 * 14);
+  // Hand count from the drawn experts: token t has experts experts[2t], experts[2t+1] (distinct).
+  for (int ti = 0; ti < 2; ++ti) {
+    const int tokens = ti == 0 ? 1 : 3;
+    for (int64_t r : {1, 2, 4}) {
+      std::vector<int32_t> want(static_cast<size_t>(8 / r), 0);
+      for (int t = 0; t < tokens; ++t) {
+        const int32_t a = experts[2 * t] / r, b = experts[2 * t + 1] / r;
+        ++want[static_cast<size_t>(a)];
+        if (b != a) ++want[static_cast<size_t>(b)];
+      }
+      const size_t at = static_cast<size_t>(ti * 14 + layout.offset[static_cast<size_t>(layout.BlockIndex(r))]);
+      CHECK(std::vector<int32_t>(c.begin() + at, c.begin() + at + want.size()) == want);
+    }
+  }
+  // R = 1: every expert is its own block, so each token adds top_k = 2: 3 tokens -> 6 in all.
+  int32_t total = 0;
+  for (int e = 0; e < 8; ++e) total += c[14 + e];
+  CHECK(total == 6);
+}
+
+TEST_CASE("groups assembled from block counts equal SampleFlexCounts, for every group, node size and token count") {
+  for (const char* text : {"uniform", "zipf:1.2", "hot:4:0.5"}) {
+    RoutingSpec spec = ParseRoutingSpec(text);
+    spec.seed = 7;
+    const RoutingModel model = PrepareRouting(spec, 64, 6, 2);
+    const std::vector<int64_t> tokens = {0, 5, 40, 96};
+    std::vector<std::pair<std::vector<int64_t>, int64_t>> groups;  // (ep group, gpus per node)
+    std::vector<int64_t> sizes;
+    for (int64_t ep : {2, 4, 8, 16, 32}) {
+      for (int64_t etp : {1, 2, 4}) {
+        for (int64_t node : {4, 8}) {
+          const FlexCounts nodes = MakeFlexCounts(Group(ep, etp), node);
+          const std::vector<int64_t> s = FlexBlockSizes(64, nodes);
+          REQUIRE(s.size() == 2);  // rank 0's groups on nodes of a multiple of etp GPUs qualify
+          sizes.insert(sizes.end(), s.begin(), s.end());
+          groups.push_back({Group(ep, etp), node});
+        }
+      }
+    }
+    const FlexBlockLayout layout = MakeFlexBlockLayout(64, tokens, sizes);
+    for (int64_t layer : {0, 1}) {
+      Sources sources{model, layout, layer, {}};
+      for (const auto& [group, node] : groups) {
+        for (int64_t t : tokens) {
+          CAPTURE(text);
+          CAPTURE(group.size());
+          CAPTURE(node);
+          CAPTURE(t);
+          const FlexCounts want = SampleFlexCounts(model, layer, group, node, t);
+          const FlexCounts got = FlexCountsFromBlocks(layout, MakeFlexCounts(group, node), t, std::ref(sources));
+          CHECK(got.rank_tokens == want.rank_tokens);
+          CHECK(got.node_tokens == want.node_tokens);
+          CHECK(got.node_of == want.node_of);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("groups whose nodes do not hold consecutive members, and unknown token counts, are not served") {
+  // Members on nodes 0, 1, 0, 1 (ranks 0, 8, 1, 9 on 8-GPU nodes): node 0 holds members 0 and 2.
+  const FlexCounts interleaved = MakeFlexCounts({0, 8, 1, 9}, 8);
+  CHECK(ConsecutiveMembersPerNode(interleaved) == 0);
+  CHECK(FlexBlockSizes(64, interleaved).empty());
+  // Ranks 0, 3, 6, 9 on 8-GPU nodes: 3 members on node 0, 1 on node 1 (unequal).
+  CHECK(ConsecutiveMembersPerNode(MakeFlexCounts({0, 3, 6, 9}, 8)) == 0);
+  // 4 members, 2 per node: blocks of 64 / 4 = 16 experts per member, 32 per node.
+  const FlexCounts two = MakeFlexCounts({0, 1, 8, 9}, 8);
+  CHECK(ConsecutiveMembersPerNode(two) == 2);
+  CHECK(FlexBlockSizes(64, two) == std::vector<int64_t>{16, 32});
+  const FlexBlockLayout layout = MakeFlexBlockLayout(64, {10}, {16, 32});
+  CHECK(FlexBlocksServe(layout, two, 10));
+  CHECK_FALSE(FlexBlocksServe(layout, two, 11));
+  CHECK_FALSE(FlexBlocksServe(layout, interleaved, 10));
+  CHECK_THROWS_WITH_AS(FlexCountsFromBlocks(layout, two, 11, [](int64_t) -> const std::vector<int32_t>& { throw Error("unused"); }),
+                       "flex block counts: no counts for 11 tokens over this group of 4 members", Error);
+  CHECK_THROWS_WITH_AS(MakeFlexBlockLayout(64, {1}, {3}), "flex block counts: block size 3 must divide num_experts (64)", Error);
+  CHECK_THROWS_WITH_AS(MakeFlexBlockLayout(64, {-1}, {1}), "flex block counts: a token count must be in [0, 2^31 - 1], got -1", Error);
+}
