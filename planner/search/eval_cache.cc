@@ -10,8 +10,8 @@ void SearchEvalCache::ExpectTokenCounts(const std::vector<int64_t>& tokens_per_r
   sampler_.ExpectTokenCounts(tokens_per_rank);
 }
 
-void SearchEvalCache::ExpectFlexGroups(const std::vector<int64_t>& tokens_per_rank, const std::vector<int64_t>& block_sizes) {
-  flex_blocks_ = std::make_unique<const FlexBlockLayout>(MakeFlexBlockLayout(model().num_experts, tokens_per_rank, block_sizes));
+void SearchEvalCache::ExpectFlexGroups(const std::vector<int64_t>& tokens_per_rank, const std::vector<FlexBlockNeed>& block_needs) {
+  flex_blocks_ = std::make_unique<const FlexBlockLayout>(MakeFlexBlockLayout(model().num_experts, tokens_per_rank, block_needs));
 }
 
 const RoutingResult& SearchEvalCache::Routing(int64_t ep, int64_t routed_tokens, int64_t oep, bool* filled) {

@@ -72,7 +72,7 @@ class SearchEvalCache {
   // block counts (flex_blocks.h: each source drawn once per layer for every group and token count)
   // where a group qualifies, which changes no count. Call before any FlexRouting (not thread-safe
   // with it). Throws dockyard::Error where MakeFlexBlockLayout does.
-  void ExpectFlexGroups(const std::vector<int64_t>& tokens_per_rank, const std::vector<int64_t>& block_sizes);
+  void ExpectFlexGroups(const std::vector<int64_t>& tokens_per_rank, const std::vector<FlexBlockNeed>& block_needs);
 
   // SampleRouting(model(), ep, routed_tokens, oep), drawn once per key.
   const RoutingResult& Routing(int64_t ep, int64_t routed_tokens, int64_t oep, bool* filled = nullptr);

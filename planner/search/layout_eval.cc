@@ -377,7 +377,8 @@ void LayoutEvaluator::ExpectCandidates(const std::vector<LayoutCandidate>& candi
   const TrainingConfig& t = options_.training;
   const bool deepep = options_.include_deepep || std::find(options_.dispatchers.begin(), options_.dispatchers.end(), "deepep") !=
                                                      options_.dispatchers.end();
-  std::vector<int64_t> tokens, flex_tokens, block_sizes;
+  std::vector<int64_t> tokens, flex_tokens;
+  std::vector<FlexBlockNeed> block_needs;
   std::set<std::pair<int64_t, int64_t>> flex_groups;  // (ep, etp) of the candidates deepep may dispatch
   for (const auto& c : candidates) {
     const auto& d = c.dims;
@@ -395,12 +396,14 @@ void LayoutEvaluator::ExpectCandidates(const std::vector<LayoutCandidate>& candi
   for (const auto& [ep, etp] : flex_groups) {
     std::vector<int64_t> ep_group(static_cast<size_t>(ep));
     for (int64_t i = 0; i < ep; ++i) ep_group[static_cast<size_t>(i)] = i * etp;
-    for (int64_t r : FlexBlockSizes(model_.moe.num_experts, MakeFlexCounts(ep_group, t.gpus_per_node))) block_sizes.push_back(r);
+    for (const FlexBlockNeed& need : FlexBlockSizes(model_.moe.num_experts, MakeFlexCounts(ep_group, t.gpus_per_node))) {
+      block_needs.push_back(need);
+    }
   }
   std::sort(tokens.begin(), tokens.end());
   tokens.erase(std::unique(tokens.begin(), tokens.end()), tokens.end());
   cache_->ExpectTokenCounts(tokens);
-  if (!flex_tokens.empty()) cache_->ExpectFlexGroups(flex_tokens, block_sizes);
+  if (!flex_tokens.empty()) cache_->ExpectFlexGroups(flex_tokens, block_needs);
 }
 
 int64_t LayoutEvaluator::flex_from_blocks() const { return cache_->flex_from_blocks(); }

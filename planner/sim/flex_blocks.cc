@@ -32,22 +32,28 @@ int FlexBlockLayout::BlockIndex(int64_t block_size) const {
   return IndexOf(block_sizes, block_size);
 }
 
-FlexBlockLayout MakeFlexBlockLayout(int64_t num_experts, std::vector<int64_t> token_counts, std::vector<int64_t> block_sizes) {
+FlexBlockLayout MakeFlexBlockLayout(int64_t num_experts, std::vector<int64_t> token_counts, const std::vector<FlexBlockNeed>& needs) {
   if (num_experts < 1) throw Error(fmt::format("flex block counts: num_experts must be >= 1, got {}", num_experts));
   FlexBlockLayout l;
   l.num_experts = num_experts;
   SortUnique(&token_counts);
-  SortUnique(&block_sizes);
   for (int64_t t : token_counts) {
     if (t < 0 || t > INT32_MAX) throw Error(fmt::format("flex block counts: a token count must be in [0, 2^31 - 1], got {}", t));
   }
-  for (int64_t r : block_sizes) {
-    if (r < 1 || num_experts % r != 0) {
-      throw Error(fmt::format("flex block counts: block size {} must divide num_experts ({})", r, num_experts));
-    }
-  }
   l.token_counts = std::move(token_counts);
-  l.block_sizes = std::move(block_sizes);
+  for (const FlexBlockNeed& need : needs) {
+    if (need.block_size < 1 || num_experts % need.block_size != 0) {
+      throw Error(fmt::format("flex block counts: block size {} must divide num_experts ({})", need.block_size, num_experts));
+    }
+    if (need.members < 1) throw Error(fmt::format("flex block counts: a group must have >= 1 member, got {}", need.members));
+    l.block_sizes.push_back(need.block_size);
+  }
+  SortUnique(&l.block_sizes);
+  l.sources.assign(l.block_sizes.size(), 0);
+  for (const FlexBlockNeed& need : needs) {
+    int64_t& sources = l.sources[static_cast<size_t>(l.BlockIndex(need.block_size))];
+    sources = std::max(sources, need.members);
+  }
   for (int64_t r : l.block_sizes) {
     l.offset.push_back(l.row);
     l.row += num_experts / r;
@@ -66,10 +72,12 @@ std::vector<int32_t> CountSourceBlocks(const RoutingModel& model, const FlexBloc
   const std::vector<int32_t> experts = SampleTokenExperts(model, layer, source, tokens);
   // Per block size: each expert's block (a table, not a division per pick) and the last token
   // counted in each block (a token's experts are distinct, but several may share a block).
-  const size_t nb = layout.block_sizes.size();
-  std::vector<int32_t> block_of(nb * static_cast<size_t>(E)), last(row, -1), running(row, 0);
-  for (size_t b = 0; b < nb; ++b) {
-    for (int64_t e = 0; e < E; ++e) block_of[b * E + e] = static_cast<int32_t>(layout.offset[b] + e / layout.block_sizes[b]);
+  std::vector<int32_t> block_of, last(row, -1), running(row, 0);
+  size_t nb = 0;  // the block sizes some group reads for this source
+  for (size_t b = 0; b < layout.block_sizes.size(); ++b) {
+    if (source >= layout.sources[b]) continue;
+    for (int64_t e = 0; e < E; ++e) block_of.push_back(static_cast<int32_t>(layout.offset[b] + e / layout.block_sizes[b]));
+    ++nb;
   }
   size_t next = 0;                                                                     // the next token count to read
   while (next < layout.token_counts.size() && layout.token_counts[next] == 0) ++next;  // zero tokens: all counts 0
@@ -103,16 +111,21 @@ int64_t ConsecutiveMembersPerNode(const FlexCounts& nodes) {
   return m;
 }
 
-std::vector<int64_t> FlexBlockSizes(int64_t num_experts, const FlexCounts& nodes) {
+std::vector<FlexBlockNeed> FlexBlockSizes(int64_t num_experts, const FlexCounts& nodes) {
   const int64_t n = static_cast<int64_t>(nodes.node_index.size());
   const int64_t m = ConsecutiveMembersPerNode(nodes);
   if (m == 0 || num_experts % n != 0) return {};
-  return {num_experts / n, m * (num_experts / n)};
+  return {{num_experts / n, n}, {m * (num_experts / n), n}};
 }
 
 bool FlexBlocksServe(const FlexBlockLayout& layout, const FlexCounts& nodes, int64_t tokens) {
-  const std::vector<int64_t> sizes = FlexBlockSizes(layout.num_experts, nodes);
-  return !sizes.empty() && layout.TokenIndex(tokens) >= 0 && layout.BlockIndex(sizes[0]) >= 0 && layout.BlockIndex(sizes[1]) >= 0;
+  if (layout.TokenIndex(tokens) < 0) return false;
+  const std::vector<FlexBlockNeed> needs = FlexBlockSizes(layout.num_experts, nodes);
+  for (const FlexBlockNeed& need : needs) {
+    const int b = layout.BlockIndex(need.block_size);
+    if (b < 0 || layout.sources[static_cast<size_t>(b)] < need.members) return false;
+  }
+  return !needs.empty();
 }
 
 FlexCounts FlexCountsFromBlocks(const FlexBlockLayout& layout, FlexCounts nodes, int64_t tokens,
@@ -121,10 +134,10 @@ FlexCounts FlexCountsFromBlocks(const FlexBlockLayout& layout, FlexCounts nodes,
     throw Error(fmt::format("flex block counts: no counts for {} tokens over this group of {} members", tokens, nodes.node_index.size()));
   }
   const int64_t n = static_cast<int64_t>(nodes.node_index.size());
-  const std::vector<int64_t> sizes = FlexBlockSizes(layout.num_experts, nodes);
+  const std::vector<FlexBlockNeed> needs = FlexBlockSizes(layout.num_experts, nodes);
   const size_t at = static_cast<size_t>(layout.TokenIndex(tokens)) * static_cast<size_t>(layout.row);
-  const size_t rank_at = at + static_cast<size_t>(layout.offset[static_cast<size_t>(layout.BlockIndex(sizes[0]))]);
-  const size_t node_at = at + static_cast<size_t>(layout.offset[static_cast<size_t>(layout.BlockIndex(sizes[1]))]);
+  const size_t rank_at = at + static_cast<size_t>(layout.offset[static_cast<size_t>(layout.BlockIndex(needs[0].block_size))]);
+  const size_t node_at = at + static_cast<size_t>(layout.offset[static_cast<size_t>(layout.BlockIndex(needs[1].block_size))]);
   for (int64_t s = 0; s < n; ++s) {
     const std::vector<int32_t>& c = source_counts(s);
     std::copy(c.begin() + static_cast<std::ptrdiff_t>(rank_at), c.begin() + static_cast<std::ptrdiff_t>(rank_at) + n,

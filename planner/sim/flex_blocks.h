@@ -30,6 +30,7 @@ struct FlexBlockLayout {
   int64_t num_experts = 0;
   std::vector<int64_t> token_counts;  // ascending, unique, each >= 0
   std::vector<int64_t> block_sizes;   // ascending, unique, each divides num_experts
+  std::vector<int64_t> sources;       // [block_sizes] sources 0..sources[b]-1 hold size b's counts (the largest group reading it)
   std::vector<int64_t> offset;        // [block_sizes] start of size R's E / R counts within one token count's row
   int64_t row = 0;                    // sum over block sizes of E / R: the counts of one token count
   // Index of `tokens` in token_counts, -1 when absent.
@@ -38,12 +39,19 @@ struct FlexBlockLayout {
   int BlockIndex(int64_t block_size) const;
 };
 
-// Sorts and deduplicates both lists. Throws dockyard::Error for num_experts < 1, a token count < 0
-// or above 2^31 - 1, or a block size that does not divide num_experts.
-FlexBlockLayout MakeFlexBlockLayout(int64_t num_experts, std::vector<int64_t> token_counts, std::vector<int64_t> block_sizes);
+// One block size a group reads (FlexBlockSizes) and the group's member count.
+struct FlexBlockNeed {
+  int64_t block_size = 0, members = 0;
+};
+
+// Sorts and deduplicates the token counts and block sizes; a block size is counted for the sources
+// of the largest group that reads it. Throws dockyard::Error for num_experts < 1, a token count < 0
+// or above 2^31 - 1, a block size that does not divide num_experts, or members < 1.
+FlexBlockLayout MakeFlexBlockLayout(int64_t num_experts, std::vector<int64_t> token_counts, const std::vector<FlexBlockNeed>& needs);
 
 // The block counts of `source` in `layer`: [token_counts.size() * row], token count i's counts at
-// [i * row + offset[b] + block] (block in [0, E / block_sizes[b])). Draws
+// [i * row + offset[b] + block] (block in [0, E / block_sizes[b]); zero for the sizes with
+// sources[b] <= source, which no group reads). Draws
 // SampleTokenExperts(model, layer, source, largest token count). Throws dockyard::Error where
 // SampleTokenExperts does, or when the layout's num_experts is not the model's.
 std::vector<int32_t> CountSourceBlocks(const RoutingModel& model, const FlexBlockLayout& layout, int64_t layer, int64_t source);
@@ -52,9 +60,9 @@ std::vector<int32_t> CountSourceBlocks(const RoutingModel& model, const FlexBloc
 // (node_index[i] == i / m); 0 otherwise (block counts cannot serve that group).
 int64_t ConsecutiveMembersPerNode(const FlexCounts& nodes);
 
-// Block sizes a group of n members over nodes (MakeFlexCounts) reads: {E / n, m E / n}; empty when
-// n does not divide E or ConsecutiveMembersPerNode is 0.
-std::vector<int64_t> FlexBlockSizes(int64_t num_experts, const FlexCounts& nodes);
+// Block sizes a group of n members over nodes (MakeFlexCounts) reads: {E / n, m E / n}, each with
+// n members; empty when n does not divide E or ConsecutiveMembersPerNode is 0.
+std::vector<FlexBlockNeed> FlexBlockSizes(int64_t num_experts, const FlexCounts& nodes);
 
 // Whether `layout` holds what FlexCountsFromBlocks needs for (nodes, tokens).
 bool FlexBlocksServe(const FlexBlockLayout& layout, const FlexCounts& nodes, int64_t tokens);

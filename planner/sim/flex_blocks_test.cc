@@ -36,7 +36,7 @@ struct Sources {
 
 TEST_CASE("block counts of one source are its tokens with >= 1 expert per block, read at each token count") {
   const RoutingModel model = PrepareRouting(RoutingSpec{}, 8, 2, 1);
-  const FlexBlockLayout layout = MakeFlexBlockLayout(8, {3, 1, 3}, {4, 1, 2});
+  const FlexBlockLayout layout = MakeFlexBlockLayout(8, {3, 1, 3}, {{4, 6}, {1, 6}, {2, 6}});
   REQUIRE(layout.token_counts == std::vector<int64_t>{1, 3});
   REQUIRE(layout.block_sizes == std::vector<int64_t>{1, 2, 4});
   CHECK(layout.row == 8 + 4 + 2);  // E / R for R = 1, 2, 4
@@ -61,6 +61,13 @@ TEST_CASE("block counts of one source are its tokens with >= 1 expert per block,
   int32_t total = 0;
   for (int e = 0; e < 8; ++e) total += c[14 + e];
   CHECK(total == 6);
+  // A block size read by groups of 4 members only is not counted for source 5: zeros.
+  const FlexBlockLayout some = MakeFlexBlockLayout(8, {3}, {{1, 6}, {2, 4}});
+  const std::vector<int32_t> c5 = CountSourceBlocks(model, some, 0, 5);
+  REQUIRE(c5.size() == 8 + 4);
+  CHECK(std::vector<int32_t>(c5.begin(), c5.begin() + 8) == std::vector<int32_t>(c.begin() + 14, c.begin() + 22));  // R = 1 as above
+  CHECK(std::vector<int32_t>(c5.begin() + 8, c5.end()) == std::vector<int32_t>(4, 0));
+  CHECK_THROWS_WITH_AS(MakeFlexBlockLayout(8, {3}, {{1, 0}}), "flex block counts: a group must have >= 1 member, got 0", Error);
 }
 
 TEST_CASE("groups assembled from block counts equal SampleFlexCounts, for every group, node size and token count") {
@@ -70,19 +77,19 @@ TEST_CASE("groups assembled from block counts equal SampleFlexCounts, for every 
     const RoutingModel model = PrepareRouting(spec, 64, 6, 2);
     const std::vector<int64_t> tokens = {0, 5, 40, 96};
     std::vector<std::pair<std::vector<int64_t>, int64_t>> groups;  // (ep group, gpus per node)
-    std::vector<int64_t> sizes;
+    std::vector<FlexBlockNeed> needs;
     for (int64_t ep : {2, 4, 8, 16, 32}) {
       for (int64_t etp : {1, 2, 4}) {
         for (int64_t node : {4, 8}) {
           const FlexCounts nodes = MakeFlexCounts(Group(ep, etp), node);
-          const std::vector<int64_t> s = FlexBlockSizes(64, nodes);
+          const std::vector<FlexBlockNeed> s = FlexBlockSizes(64, nodes);
           REQUIRE(s.size() == 2);  // rank 0's groups on nodes of a multiple of etp GPUs qualify
-          sizes.insert(sizes.end(), s.begin(), s.end());
+          needs.insert(needs.end(), s.begin(), s.end());
           groups.push_back({Group(ep, etp), node});
         }
       }
     }
-    const FlexBlockLayout layout = MakeFlexBlockLayout(64, tokens, sizes);
+    const FlexBlockLayout layout = MakeFlexBlockLayout(64, tokens, needs);
     for (int64_t layer : {0, 1}) {
       Sources sources{model, layout, layer, {}};
       for (const auto& [group, node] : groups) {
@@ -112,13 +119,19 @@ TEST_CASE("groups whose nodes do not hold consecutive members, and unknown token
   // 4 members, 2 per node: blocks of 64 / 4 = 16 experts per member, 32 per node.
   const FlexCounts two = MakeFlexCounts({0, 1, 8, 9}, 8);
   CHECK(ConsecutiveMembersPerNode(two) == 2);
-  CHECK(FlexBlockSizes(64, two) == std::vector<int64_t>{16, 32});
-  const FlexBlockLayout layout = MakeFlexBlockLayout(64, {10}, {16, 32});
+  const std::vector<FlexBlockNeed> needs = FlexBlockSizes(64, two);
+  REQUIRE(needs.size() == 2);
+  CHECK(needs[0].block_size == 16);
+  CHECK(needs[1].block_size == 32);
+  CHECK(needs[0].members == 4);
+  const FlexBlockLayout layout = MakeFlexBlockLayout(64, {10}, needs);
   CHECK(FlexBlocksServe(layout, two, 10));
   CHECK_FALSE(FlexBlocksServe(layout, two, 11));
   CHECK_FALSE(FlexBlocksServe(layout, interleaved, 10));
+  // Counts kept for the sources of a 2-member group only do not serve a 4-member group.
+  CHECK_FALSE(FlexBlocksServe(MakeFlexBlockLayout(64, {10}, {{16, 2}, {32, 2}}), two, 10));
   CHECK_THROWS_WITH_AS(FlexCountsFromBlocks(layout, two, 11, [](int64_t) -> const std::vector<int32_t>& { throw Error("unused"); }),
                        "flex block counts: no counts for 11 tokens over this group of 4 members", Error);
-  CHECK_THROWS_WITH_AS(MakeFlexBlockLayout(64, {1}, {3}), "flex block counts: block size 3 must divide num_experts (64)", Error);
-  CHECK_THROWS_WITH_AS(MakeFlexBlockLayout(64, {-1}, {1}), "flex block counts: a token count must be in [0, 2^31 - 1], got -1", Error);
+  CHECK_THROWS_WITH_AS(MakeFlexBlockLayout(64, {1}, {{3, 1}}), "flex block counts: block size 3 must divide num_experts (64)", Error);
+  CHECK_THROWS_WITH_AS(MakeFlexBlockLayout(64, {-1}, {{1, 1}}), "flex block counts: a token count must be in [0, 2^31 - 1], got -1", Error);
 }
