@@ -18,10 +18,26 @@ const RoutingResult& SearchEvalCache::Routing(int64_t ep, int64_t routed_tokens,
   return routing_.Get(
       std::make_tuple(ep, routed_tokens, oep),
       [&] {
+        // Where the deepep block counts hold every rank's per-expert counts, the same draws give
+        // the sample (no second draw of the streams).
+        const int64_t at = flex_blocks_ ? ExpertCountsAt(*flex_blocks_, routed_tokens, ep) : -1;
+        if (at >= 0) {
+          ++routing_from_blocks_;
+          std::vector<int64_t> counts(static_cast<size_t>(model().num_experts));
+          return AssembleRoutingFromCounts(model(), ep, routed_tokens, oep, [&](int64_t layer, int64_t rank) {
+            const std::vector<int32_t>& blocks = SourceBlocks(layer, rank);
+            std::copy(blocks.begin() + at, blocks.begin() + at + model().num_experts, counts.begin());
+            return counts.data();
+          });
+        }
         std::lock_guard<std::mutex> lock(sampler_mu_);
         return sampler_.Sample(ep, routed_tokens, oep);
       },
       filled);
+}
+
+const std::vector<int32_t>& SearchEvalCache::SourceBlocks(int64_t layer, int64_t source) {
+  return source_blocks_.Get({layer, source}, [&] { return CountSourceBlocks(model(), *flex_blocks_, layer, source); });
 }
 
 const RoutingResult& SearchEvalCache::FlexRouting(const std::vector<int64_t>& ep_group, int64_t domain, int64_t routed_tokens,
@@ -37,9 +53,8 @@ const RoutingResult& SearchEvalCache::FlexRouting(const std::vector<int64_t>& ep
           for (size_t l = 0; l < out.layers.size(); ++l) {
             const int64_t layer = static_cast<int64_t>(l);
             out.layers[l].flex = std::make_shared<const FlexCounts>(
-                FlexCountsFromBlocks(*flex_blocks_, nodes, routed_tokens, [&](int64_t source) -> const std::vector<int32_t>& {
-                  return source_blocks_.Get({layer, source}, [&] { return CountSourceBlocks(model(), *flex_blocks_, layer, source); });
-                }));
+                FlexCountsFromBlocks(*flex_blocks_, nodes, routed_tokens,
+                                     [&](int64_t source) -> const std::vector<int32_t>& { return SourceBlocks(layer, source); }));
           }
           return out;
         }

@@ -95,13 +95,18 @@ class SearchEvalCache {
   int64_t routing_samples() const { return routing_.size(); }
   // FlexRouting keys whose counts came from the per-source block counts.
   int64_t flex_from_blocks() const { return flex_from_blocks_.load(); }
+  // Routing keys whose per-expert counts came from the block counts (block size 1).
+  int64_t routing_from_blocks() const { return routing_from_blocks_.load(); }
 
  private:
+  // CountSourceBlocks of (layer, source), computed once (ExpectFlexGroups first).
+  const std::vector<int32_t>& SourceBlocks(int64_t layer, int64_t source);
+
   using FlexKey = std::tuple<int64_t, int64_t, std::vector<int64_t>>;  // ep, routed tokens, node_of
   std::mutex sampler_mu_;
   RoutingSampler sampler_;
   OnceMap<std::tuple<int64_t, int64_t, int64_t>, RoutingResult> routing_;
-  std::atomic<int64_t> flex_from_blocks_{0};
+  std::atomic<int64_t> flex_from_blocks_{0}, routing_from_blocks_{0};
   std::unique_ptr<const FlexBlockLayout> flex_blocks_;                        // null: no groups expected
   OnceMap<std::pair<int64_t, int64_t>, std::vector<int32_t>> source_blocks_;  // (layer, source) -> CountSourceBlocks
   // Per (ep, routed tokens, node_index): the counts of every sampled layer (groups the block

@@ -375,10 +375,11 @@ int64_t LayoutEvaluator::num_classes() const {
 
 void LayoutEvaluator::ExpectCandidates(const std::vector<LayoutCandidate>& candidates) {
   const TrainingConfig& t = options_.training;
-  const bool deepep = options_.include_deepep || std::find(options_.dispatchers.begin(), options_.dispatchers.end(), "deepep") !=
-                                                     options_.dispatchers.end();
-  std::vector<int64_t> tokens, flex_tokens;
+  const bool deepep = options_.include_deepep ||
+                      std::find(options_.dispatchers.begin(), options_.dispatchers.end(), "deepep") != options_.dispatchers.end();
+  std::vector<int64_t> tokens;
   std::vector<FlexBlockNeed> block_needs;
+  int64_t max_ep = 1;
   std::set<std::pair<int64_t, int64_t>> flex_groups;  // (ep, etp) of the candidates deepep may dispatch
   for (const auto& c : candidates) {
     const auto& d = c.dims;
@@ -388,10 +389,8 @@ void LayoutEvaluator::ExpectCandidates(const std::vector<LayoutCandidate>& candi
     if (d.cp < 1 || d.tp < 1) continue;
     tokens.push_back(RoutedTokens((seq_tokens + d.cp - 1) / d.cp, d.tp, d.ep, d.etp, d.convention));
     // The deepep counts of rank 0's EP group (Evaluate's ep_group), read from block counts.
-    if (deepep && d.ep > 1 && d.etp >= 1 && model_.moe.num_experts % d.ep == 0) {
-      flex_groups.insert({d.ep, d.etp});
-      flex_tokens.push_back(tokens.back());
-    }
+    if (deepep && d.ep > 1 && d.etp >= 1 && model_.moe.num_experts % d.ep == 0) flex_groups.insert({d.ep, d.etp});
+    if (d.ep >= 1 && model_.moe.num_experts % d.ep == 0) max_ep = std::max(max_ep, d.ep);
   }
   for (const auto& [ep, etp] : flex_groups) {
     std::vector<int64_t> ep_group(static_cast<size_t>(ep));
@@ -403,10 +402,16 @@ void LayoutEvaluator::ExpectCandidates(const std::vector<LayoutCandidate>& candi
   std::sort(tokens.begin(), tokens.end());
   tokens.erase(std::unique(tokens.begin(), tokens.end()), tokens.end());
   cache_->ExpectTokenCounts(tokens);
-  if (!flex_tokens.empty()) cache_->ExpectFlexGroups(flex_tokens, block_needs);
+  if (flex_groups.empty()) return;
+  // Block size 1 for every rank of every EP size: the routing samples' per-expert counts come from
+  // the same draws (SearchEvalCache::Routing).
+  block_needs.push_back({1, max_ep});
+  cache_->ExpectFlexGroups(tokens, block_needs);
 }
 
 int64_t LayoutEvaluator::flex_from_blocks() const { return cache_->flex_from_blocks(); }
+
+int64_t LayoutEvaluator::routing_from_blocks() const { return cache_->routing_from_blocks(); }
 
 LayoutEvaluation LayoutEvaluator::EvaluateReference(const LayoutCandidate& c, bool simulate_over_budget) {
   return EvaluateReferenceDetail(c, simulate_over_budget, nullptr);

@@ -114,6 +114,7 @@ class LayoutEvaluator {
   // Deepep groups whose counts the shared cache read from per-source block counts (after
   // ExpectCandidates; SearchEvalCache::flex_from_blocks).
   int64_t flex_from_blocks() const;
+  int64_t routing_from_blocks() const;  // SearchEvalCache::routing_from_blocks
   int64_t routing_samples() const { return cache_->routing_samples(); }  // distinct keys, over all sharing evaluators
   // Wall seconds this evaluator spent filling the per-key caches: routing samples, deepep counts
   // and routing-dependent MoE phases (steady clock, read only on cache misses).

@@ -121,6 +121,7 @@ struct Coverage {
   int64_t deepep = 0, allgather = 0, spanning_deepep = 0;  // valid candidates; deepep with an EP group over 2+ NVLink domains
   int64_t handed_to_reference = 0;                         // LayoutEvaluator::handed_to_reference
   int64_t flex_from_blocks = 0;                            // deepep groups counted from block counts (flex_blocks.h)
+  int64_t routing_from_blocks = 0;                         // routing samples assembled from the same block counts
   std::set<std::string> dominant;
 };
 
@@ -174,6 +175,7 @@ Coverage CompareEveryCandidate(const dockyard::ModelSpec& model, const SearchOpt
   CHECK(evaluator.fallbacks() == 0);  // realistic models never get near the overflow guards
   cov.handed_to_reference = evaluator.handed_to_reference();
   cov.flex_from_blocks = evaluator.flex_from_blocks();
+  cov.routing_from_blocks = evaluator.routing_from_blocks();
   return cov;
 }
 
@@ -429,7 +431,8 @@ TEST_CASE("Fast evaluation equals the plan path for every candidate under all fo
     CHECK(cov.etp_gt_1 > 0);
     CHECK(cov.ranked > 0);
     CHECK(cov.handed_to_reference == 0);  // deepep and allgather take the fast path too
-    CHECK(cov.flex_from_blocks > 0);      // and the deepep counts came from the per-source block counts
+    CHECK(cov.flex_from_blocks > 0);      // and the deepep counts came from the per-source block counts,
+    CHECK(cov.routing_from_blocks > 0);   // as did the routing samples' per-expert counts
   }
   SUBCASE("megatron (zero1, expert TP scaling of the sent rows), FP8 dispatch, zipf routing") {
     SearchOptions o = all_four(dockyard::Convention::kMegatron);
@@ -443,5 +446,6 @@ TEST_CASE("Fast evaluation equals the plan path for every candidate under all fo
     CHECK(cov.pp_gt_1 > 0);
     CHECK(cov.handed_to_reference == 0);
     CHECK(cov.flex_from_blocks > 0);
+    CHECK(cov.routing_from_blocks > 0);
   }
 }

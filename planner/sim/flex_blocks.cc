@@ -128,6 +128,12 @@ bool FlexBlocksServe(const FlexBlockLayout& layout, const FlexCounts& nodes, int
   return !needs.empty();
 }
 
+int64_t ExpertCountsAt(const FlexBlockLayout& layout, int64_t tokens, int64_t sources) {
+  const int t = layout.TokenIndex(tokens), b = layout.BlockIndex(1);
+  if (t < 0 || b < 0 || layout.sources[static_cast<size_t>(b)] < sources) return -1;
+  return t * layout.row + layout.offset[static_cast<size_t>(b)];
+}
+
 FlexCounts FlexCountsFromBlocks(const FlexBlockLayout& layout, FlexCounts nodes, int64_t tokens,
                                 const std::function<const std::vector<int32_t>&(int64_t source)>& source_counts) {
   if (!FlexBlocksServe(layout, nodes, tokens)) {

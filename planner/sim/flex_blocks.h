@@ -67,6 +67,11 @@ std::vector<FlexBlockNeed> FlexBlockSizes(int64_t num_experts, const FlexCounts&
 // Whether `layout` holds what FlexCountsFromBlocks needs for (nodes, tokens).
 bool FlexBlocksServe(const FlexBlockLayout& layout, const FlexCounts& nodes, int64_t tokens);
 
+// Where a source's per-expert counts (block size 1) of `tokens` tokens sit within its
+// CountSourceBlocks, when the layout holds them for sources 0..sources-1; -1 otherwise. They are the
+// routing sample's per-rank counts (AssembleRoutingFromCounts), from the same draws.
+int64_t ExpertCountsAt(const FlexBlockLayout& layout, int64_t tokens, int64_t sources);
+
 // `nodes` (MakeFlexCounts: node_of, node_index) with rank_tokens and node_tokens of `tokens` tokens
 // per source, read from source_counts(s) (CountSourceBlocks of member s in the layer wanted).
 // Throws dockyard::Error unless FlexBlocksServe.

@@ -135,3 +135,43 @@ TEST_CASE("groups whose nodes do not hold consecutive members, and unknown token
   CHECK_THROWS_WITH_AS(MakeFlexBlockLayout(64, {1}, {{3, 1}}), "flex block counts: block size 3 must divide num_experts (64)", Error);
   CHECK_THROWS_WITH_AS(MakeFlexBlockLayout(64, {-1}, {{1, 1}}), "flex block counts: a token count must be in [0, 2^31 - 1], got -1", Error);
 }
+
+TEST_CASE("the per-expert counts at block size 1 give the routing sample SampleRouting draws") {
+  RoutingSpec spec = ParseRoutingSpec("zipf:1.2");
+  spec.seed = 3;
+  const RoutingModel model = PrepareRouting(spec, 32, 4, 2);
+  const FlexBlockLayout layout = MakeFlexBlockLayout(32, {12, 50}, {{1, 16}, {4, 8}});
+  CHECK(ExpertCountsAt(layout, 12, 16) == 0);                                   // token count 0, block size 1 first
+  CHECK(ExpertCountsAt(layout, 50, 16) == layout.row);                          // the second token count's row
+  CHECK(ExpertCountsAt(layout, 50, 32) == -1);                                  // counted for 16 sources only
+  CHECK(ExpertCountsAt(layout, 13, 8) == -1);                                   // token count not held
+  CHECK(ExpertCountsAt(MakeFlexBlockLayout(32, {12}, {{4, 8}}), 12, 8) == -1);  // no block size 1
+  for (int64_t ep : {1, 4, 16}) {
+    for (int64_t oep : {int64_t{1}, ep >= 4 ? int64_t{2} : int64_t{1}}) {
+      for (int64_t tokens : {12, 50}) {
+        CAPTURE(ep);
+        CAPTURE(oep);
+        CAPTURE(tokens);
+        std::map<std::pair<int64_t, int64_t>, std::vector<int32_t>> blocks;
+        std::vector<int64_t> counts(32);
+        const int64_t at = ExpertCountsAt(layout, tokens, ep);
+        REQUIRE(at >= 0);
+        const RoutingResult got = AssembleRoutingFromCounts(model, ep, tokens, oep, [&](int64_t layer, int64_t rank) {
+          auto it = blocks.find({layer, rank});
+          if (it == blocks.end()) it = blocks.emplace(std::make_pair(layer, rank), CountSourceBlocks(model, layout, layer, rank)).first;
+          std::copy(it->second.begin() + at, it->second.begin() + at + 32, counts.begin());
+          return counts.data();
+        });
+        const RoutingResult want = SampleRouting(model, ep, tokens, oep);
+        REQUIRE(got.layers.size() == want.layers.size());
+        for (size_t l = 0; l < want.layers.size(); ++l) {
+          CHECK(got.layers[l].dispatch == want.layers[l].dispatch);
+          CHECK(got.layers[l].iep_dispatch == want.layers[l].iep_dispatch);
+          CHECK(got.layers[l].tokens_per_expert == want.layers[l].tokens_per_expert);
+          CHECK(got.layers[l].max_received == want.layers[l].max_received);
+        }
+        CHECK(got.max_imbalance == want.max_imbalance);
+      }
+    }
+  }
+}

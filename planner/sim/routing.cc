@@ -1018,6 +1018,11 @@ RoutingResult SampleRouting(const RoutingModel& model, int64_t ep, int64_t token
   });
 }
 
+RoutingResult AssembleRoutingFromCounts(const RoutingModel& model, int64_t ep, int64_t tokens_per_rank, int64_t oep,
+                                        const std::function<const int64_t*(int64_t layer, int64_t rank)>& rank_counts) {
+  return AssembleRouting(model, ep, tokens_per_rank, oep, rank_counts);
+}
+
 RoutingSampler::RoutingSampler(RoutingModel model) : model_(std::move(model)) {}
 
 void RoutingSampler::ExpectTokenCounts(const std::vector<int64_t>& tokens_per_rank) {
