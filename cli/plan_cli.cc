@@ -245,6 +245,7 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   if (s.top < 1) throw Error(fmt::format("--top must be >= 1, got {}", s.top));
   s.max_pp = ParseInt("--max-pp", o.max_pp).value_or(16);
   if (s.max_pp < 1) throw Error(fmt::format("--max-pp must be >= 1, got {}", s.max_pp));
+  ValidateSearchBudgetFlag(ParseNumber("--gpu-memory-gib", o.training.gpu_memory_gib));
   s.cluster = LoadCluster(o.cluster);
   std::optional<Calibration> calibration;
   if (!o.calibration.empty()) {
@@ -351,7 +352,7 @@ CLI::App* AddSearchCommand(CLI::App& app, CliOptions& o) {
   search->add_option("--etp", o.degrees.etp, "pins the expert tensor parallel degree (default: searched, 1 or tp)");
   search->add_option("--pp", o.degrees.pp, "pins the pipeline degree (default: searched up to --max-pp)");
   search->add_option("--threads", o.threads, "worker threads; the result does not depend on them (default 1)");
-  search->add_option("--explain", o.explain,
+  search->add_option("--explain,--layout", o.explain,
                      "LAYOUT, e.g. \"tp=2,pp=8,vpp=4,ep=32\": where the best layout matching it ranks, its breakdown beside the "
                      "winner's and the phases that differ");
   search->add_option("--max-pp", o.max_pp, "largest pipeline degree to try (default 16)");
@@ -382,6 +383,10 @@ void CheckPlanOutputs(const CliOptions& o) {
   // No output may replace an input (model, cluster JSON, routing trace).
   std::vector<std::string> inputs = {o.model, o.cluster, o.calibration};
   if (o.routing.rfind("trace:", 0) == 0) inputs.push_back(o.routing.substr(6));
+  // An output that cannot be written is refused before any work, naming its flag.
+  if (o.json_given) CheckOutputPath(o.json_path, "--json");
+  if (o.refit_given) CheckOutputPath(o.refit_json, "--refit-json");
+  if (o.html_given) CheckOutputPath(o.html_path, "--html");
   if (o.json_given) RejectOutputOverInputs(o.json_path, "--json", inputs);
   if (o.refit_given) RejectOutputOverInputs(o.refit_json, "--refit-json", inputs);
   if (o.html_given) {

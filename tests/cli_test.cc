@@ -893,3 +893,49 @@ TEST_CASE("search takes Megatron's account-for flags: each candidate's layers sp
   CHECK(plan["pipeline"]["layer_stage"][5] == 2);
   CHECK(searched["top"][0]["step_time_us"].get<double>() == simulated["predicted"]["step_time_us"].get<double>());
 }
+
+TEST_CASE("search refuses an output it cannot write before the search, naming the flag and the path") {
+  const std::string base = "search --model testdata/hf/qwen3-30b-a3b.json --world-size 8";
+  for (const std::string flag : {"--json", "--html"}) {
+    CAPTURE(flag);
+    const std::string path = TmpDir() + "/no-such-dir/out";
+    Result r = Run(base + " " + flag + " " + path);
+    CHECK(r.code == 1);
+    CHECK(r.out.find(fmt::format("dockyard-plan: error: {} '{}': its directory '{}/no-such-dir' does not exist", flag, path, TmpDir())) !=
+          std::string::npos);
+    CHECK(r.out.find("layouts enumerated") == std::string::npos);  // refused before the search ran
+    CHECK_FALSE(Exists(path));
+  }
+  // simulate and check refuse it before the plan too.
+  Result r = Run("simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --json " + TmpDir());
+  CHECK(r.code == 1);
+  CHECK(r.out.find(fmt::format("--json '{}' is a directory: name a file", TmpDir())) != std::string::npos);
+}
+
+TEST_CASE("search: the count line names the reserve; --gpu-memory-gib 0, a repeated dispatcher refused; --layout is --explain") {
+  const std::string base = "search --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --cluster h200-sxm --top 1";
+  // h200-sxm memory_gib 140.4 (141 GB HBM3e as GiB); the default reserve 2 GiB (docs/memory-model.md §5.1).
+  Result r = Run(base);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("over the 140.4 GiB budget less the 2.0 GiB reserve (") != std::string::npos);
+  r = Run(base + " --gpu-memory-gib 80 --memory-reserve-gib 5");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("over the 80.0 GiB budget less the 5.0 GiB reserve (") != std::string::npos);
+  r = Run(base + " --json -");
+  REQUIRE(r.code == 0);
+  CHECK(dockyard::ParseJsonText(r.out, "stdout")["memory_reserve_gib"] == 2.0);
+  r = Run(base + " --gpu-memory-gib 0");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("--gpu-memory-gib: must be > 0 in search, got 0") != std::string::npos);
+  r = Run(base + " --search-dispatchers deepep,deepep");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("--search-dispatchers deepep,deepep: 'deepep' is given twice") != std::string::npos);
+  CHECK(Run(base + " --search-dispatchers deepep,allgather").code == 0);
+  const Result explain = Run(base + " --explain tp=1 --json -");
+  const Result layout = Run(base + " --layout tp=1 --json -");
+  REQUIRE(explain.code == 0);
+  REQUIRE(layout.code == 0);
+  dockyard::Json a = dockyard::ParseJsonText(explain.out, "explain"), b = dockyard::ParseJsonText(layout.out, "layout");
+  CHECK(a["explain"]["rank"] == b["explain"]["rank"]);
+  CHECK(a["explain"]["rank"].get<int64_t>() >= 1);
+}

@@ -158,6 +158,7 @@ struct SearchResult {
   int64_t global_batch_size = 0;  // sequences; 0 = none
   int64_t seq_len = 0;
   double budget_gib = 0;
+  double reserve_gib = 0;         // held back from budget_gib (memory_reserve_gib): a layout fits at peak <= budget - reserve
   double seconds = 0;             // wall time of SearchLayouts, one thread
   int64_t routing_samples = 0;    // distinct (ep, routed tokens, oep) routing samples drawn
   double routing_seconds = 0;     // part of `seconds` spent drawing them and their MoE phases (once per key)

@@ -33,7 +33,11 @@ void ParseSearchDispatchers(const std::string& list, SearchOptions* s) {
     names.push_back(list.substr(start, comma - start));
     start = comma + 1;
   }
-  for (const std::string& name : names) {
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string& name = names[i];
+    if (std::find(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(i), name) != names.begin() + static_cast<std::ptrdiff_t>(i)) {
+      throw Error(fmt::format("--search-dispatchers {}: '{}' is given twice (list each dispatcher once)", list, name));
+    }
     if (name == "deepep") {
       s->include_deepep = true;
     } else if (name == "allgather") {
@@ -41,6 +45,13 @@ void ParseSearchDispatchers(const std::string& list, SearchOptions* s) {
     } else {
       throw Error(fmt::format("--search-dispatchers: unknown dispatcher '{}' (expected deepep or allgather, comma-separated)", name));
     }
+  }
+}
+
+void ValidateSearchBudgetFlag(std::optional<double> gpu_memory_gib) {
+  if (gpu_memory_gib && !(*gpu_memory_gib > 0)) {
+    throw Error(fmt::format("--gpu-memory-gib: must be > 0 in search, got {} (omit it to hold layouts to the cluster's memory_gib)",
+                            *gpu_memory_gib));
   }
 }
 
