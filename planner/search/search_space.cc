@@ -91,6 +91,15 @@ std::string EmptySearchText(const SearchResult& result) {
   std::string out = SearchCountsText(result);
   if (result.enumerated == 0) {
     out += "dockyard-plan search: no layout of this world size matches the pinned degrees\n";
+  } else if (result.over_budget == 0 && result.invalid == 0 && result.num_microbatches) {
+    // The pinned schedule, not dp x micro_batch_size, is what no layout meets (global_batch.h GlobalBatchMismatch).
+    out += fmt::format("dockyard-plan search: --num-microbatches {} meets the global batch ({} sequences) in no layout: {}\n",
+                       *result.num_microbatches, result.global_batch_size,
+                       result.megatron
+                           ? "Megatron runs every micro-batch of a step in one schedule, so num_microbatches must equal global batch / "
+                             "(dp x micro_batch_size) (dp = dp_replicate x dp_shard); omit --num-microbatches to derive it"
+                           : "torchtitan accumulates whole schedules, so global batch / (dp x micro_batch_size) (dp = dp_replicate x "
+                             "dp_shard) must be a multiple of num_microbatches; omit --num-microbatches for one schedule per step");
   } else if (result.over_budget == 0 && result.invalid == 0) {
     out += fmt::format(
         "dockyard-plan search: the global batch ({} sequences) divides no layout: it must be a multiple of dp x "
