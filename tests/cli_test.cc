@@ -987,20 +987,22 @@ TEST_CASE("A memory reserve with no budget is refused in plan and simulate, not 
   CHECK(Run("--model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --memory-reserve-gib 5 --gpu-memory-gib 200").code == 0);
 }
 
-TEST_CASE("--seq-len is bounded by the model's max_position_embeddings (no rope_scaling) and by 2^24 tokens") {
-  // OLMoE: max_position_embeddings 4096, no rope_scaling: refused at once, naming the flag, value and limit.
+TEST_CASE("--seq-len: 2^20 tokens at most (exit 1 at once, not a long run); beyond max_position_embeddings a warning") {
+  // 10,000,000 tokens: refused before any work, naming the flag, the value and the bound.
   Result r = Run("simulate --model testdata/hf/olmoe-1b-7b-0125-instruct.json --world-size 8 --seq-len 10000000");
   CHECK(r.code == 1);
-  CHECK(r.out.find("--seq-len 10000000: above the model's max_position_embeddings (4096)") != std::string::npos);
-  r = Run("search --model testdata/hf/olmoe-1b-7b-0125-instruct.json --world-size 8 --seq-len 8192");
+  CHECK(r.out.find("--seq-len 10000000: above dockyard's bound of 1048576 tokens per sequence") != std::string::npos);
+  r = Run("search --model testdata/specs/tiny-mixtral.json --world-size 8 --seq-len 1048577");
   CHECK(r.code == 1);
-  CHECK(r.out.find("--seq-len 8192: above the model's max_position_embeddings (4096)") != std::string::npos);
-  // A dockyard spec states no positions: only the hard bound.
-  r = Run("--model testdata/specs/tiny-mixtral.json --world-size 8 --seq-len 16777217");
-  CHECK(r.code == 1);
-  CHECK(r.out.find("--seq-len 16777217: above dockyard's bound of 16777216 tokens per sequence") != std::string::npos);
-  // DeepSeek-V3 has YaRN rope_scaling: beyond its 163840 positions is planned, with a warning.
+  CHECK(r.out.find("--seq-len 1048577: above dockyard's bound of 1048576 tokens per sequence") != std::string::npos);
+  // OLMoE's config: max_position_embeddings 4096, no rope_scaling: planned, with a warning.
+  r = Run("--model testdata/hf/olmoe-1b-7b-0125-instruct.json --world-size 8 --seq-len 8192");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("warning: --seq-len 8192 is above the model's max_position_embeddings (4096) and its config has no rope_scaling") !=
+        std::string::npos);
+  // DeepSeek-V3 has YaRN rope_scaling.
   r = Run("--model testdata/hf/deepseek-v3.json --world-size 64 --ep 64 --seq-len 262144");
   CHECK(r.code == 0);
-  CHECK(r.out.find("warning: --seq-len 262144 is above the model's max_position_embeddings (163840)") != std::string::npos);
+  CHECK(r.out.find("warning: --seq-len 262144 is above the model's max_position_embeddings (163840); the config's rope_scaling must "
+                   "cover it") != std::string::npos);
 }

@@ -1,7 +1,6 @@
-// The sequence length against the model's positions: a --seq-len beyond what the checkpoint's
-// position embeddings cover is refused (as Megatron-LM refuses it: megatron/training/arguments.py
-// validate_args, `assert args.max_position_embeddings >= args.seq_length`), and a hard sanity
-// bound holds where the model does not say (a dockyard model spec, a config without the key).
+// The sequence length against the model's positions: a hard sanity bound on --seq-len (a typo such
+// as 10000000 would otherwise run for minutes and look like a hang), and a warning for a sequence
+// beyond the checkpoint's max_position_embeddings.
 #pragma once
 
 #include <cstdint>
@@ -11,24 +10,27 @@
 
 namespace dockyard {
 
-// The longest sequence dockyard plans, in tokens: 2^24 = 16,777,216, above the longest published
-// context (Llama-4-Scout's max_position_embeddings 10,485,760, testdata/hf/llama4-scout-17b-16e.json).
-// A sequence beyond it is a typo, not a run (the activations of one such sequence are terabytes).
-constexpr int64_t kMaxSeqLen = int64_t{1} << 24;
+// The longest sequence dockyard plans, in tokens: 2^20 = 1,048,576, 16x the longest sequence of the
+// published runs dockyard is checked against (65,536: testdata/fidelity/runs.json H03). The time a
+// search spends grows with it (routing is sampled token by token).
+constexpr int64_t kMaxSeqLen = int64_t{1} << 20;
 
-// Throws dockyard::Error naming `flag` (e.g. "--seq-len"), the value and the limit when:
-//  - seq_len > kMaxSeqLen (every model);
-//  - seq_len > model.max_position_embeddings (HF max_position_embeddings, when the config has it)
-//    and the config has no rope_scaling: the positions beyond it were never trained (Megatron
-//    refuses seq_length > max_position_embeddings outright).
-// With rope_scaling (YaRN, linear, dynamic NTK, llama3) the scaled window is the config's business:
-// some configs state it in max_position_embeddings (DeepSeek-V3: 163840 = 40 x 4096), others do not
-// (Qwen3 documents YaRN factor 4 over 32768 added by the user), so a longer sequence passes with the
-// warning of SeqLenWarning.
+// Throws dockyard::Error naming `flag` (e.g. "--seq-len"), the value and the limit when
+// seq_len > kMaxSeqLen, whatever the model.
+//
+// A sequence beyond the HF config's max_position_embeddings is not refused: that number is the
+// checkpoint's pretrained window, not a limit of training. Megatron-LM's check
+// (megatron/training/arguments.py validate_args: max_position_embeddings >= seq_length) is against
+// its own --max-position-embeddings, which a long-context run raises, and a published run trains
+// Qwen3-235B-A22B (max_position_embeddings 40960, no rope_scaling) at 65,536 (runs.json H03).
+// torchtitan sizes its RoPE cache from its own model args. SeqLenWarning says it instead.
 void ValidateSeqLenForModel(int64_t seq_len, const ModelSpec& model, const std::string& flag);
 
-// The warning for a seq_len beyond max_position_embeddings of a config with rope_scaling ("" when
-// none): one line naming the flag, the value and the limit.
+// One line ("" when none) for a seq_len above model.max_position_embeddings (when the config has
+// it), naming the flag, the value and the limit, and whether the config's rope_scaling (YaRN,
+// linear, dynamic NTK, llama3) may cover it: some configs state the scaled window in
+// max_position_embeddings (DeepSeek-V3: 163840 = 40 x 4096), others leave the factor to the user
+// (Qwen3 documents YaRN factor 4 over 32768).
 std::string SeqLenWarning(int64_t seq_len, const ModelSpec& model, const std::string& flag);
 
 }  // namespace dockyard

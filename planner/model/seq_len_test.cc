@@ -1,4 +1,4 @@
-// --seq-len against the model's max_position_embeddings and dockyard's hard bound.
+// --seq-len: dockyard's hard bound, and the warning beyond the model's max_position_embeddings.
 #include "planner/model/seq_len.h"
 
 #include <doctest/doctest.h>
@@ -9,36 +9,35 @@
 namespace dockyard {
 namespace {
 
-TEST_CASE("A sequence beyond max_position_embeddings is refused without rope_scaling, warned with it") {
+TEST_CASE("The hard bound holds for every model, also one that states no positions") {
+  ModelSpec spec;                                                        // a dockyard spec: no max_position_embeddings
+  CHECK_NOTHROW(ValidateSeqLenForModel(kMaxSeqLen, spec, "--seq-len"));  // 2^20 = 1048576
+  CHECK_THROWS_WITH_AS(ValidateSeqLenForModel(10000000, spec, "--seq-len"),
+                       "--seq-len 10000000: above dockyard's bound of 1048576 tokens per sequence (2^20; the published runs it is "
+                       "checked against train at most 65536)",
+                       Error);
+  const ModelSpec olmoe = LoadModel("testdata/hf/olmoe-1b-7b-0125-instruct.json");  // max_position_embeddings 4096
+  CHECK_THROWS_WITH_AS(ValidateSeqLenForModel(kMaxSeqLen + 1, olmoe, "--seq-len"), doctest::Contains("--seq-len 1048577"), Error);
+}
+
+TEST_CASE("Beyond max_position_embeddings is a warning, naming the limit and the rope_scaling") {
   // OLMoE-1B-7B-0125-Instruct: max_position_embeddings 4096, no rope_scaling (testdata/hf).
   const ModelSpec olmoe = LoadModel("testdata/hf/olmoe-1b-7b-0125-instruct.json");
   CHECK(olmoe.max_position_embeddings == 4096);
   CHECK_FALSE(olmoe.rope_scaling);
-  CHECK_NOTHROW(ValidateSeqLenForModel(4096, olmoe, "--seq-len"));
-  CHECK_THROWS_WITH_AS(ValidateSeqLenForModel(4097, olmoe, "--seq-len"),
-                       "--seq-len 4097: above the model's max_position_embeddings (4096), and its config has no rope_scaling to "
-                       "extend it (Megatron-LM refuses seq_length > max_position_embeddings)",
-                       Error);
+  CHECK(SeqLenWarning(4096, olmoe, "--seq-len").empty());
+  CHECK(SeqLenWarning(8192, olmoe, "--seq-len") ==
+        "warning: --seq-len 8192 is above the model's max_position_embeddings (4096) and its config has no rope_scaling: the positions "
+        "beyond it were not pretrained (a long-context run extends RoPE itself)\n");
+  CHECK_NOTHROW(ValidateSeqLenForModel(8192, olmoe, "--seq-len"));  // planned, as runs.json H03 trains 65536 over 40960
   // DeepSeek-V3: max_position_embeddings 163840 with YaRN rope_scaling (factor 40 over 4096).
   const ModelSpec v3 = LoadModel("testdata/hf/deepseek-v3.json");
   CHECK(v3.max_position_embeddings == 163840);
   CHECK(v3.rope_scaling);
-  CHECK_NOTHROW(ValidateSeqLenForModel(262144, v3, "--seq-len"));
-  CHECK(SeqLenWarning(262144, v3, "--seq-len").find("warning: --seq-len 262144 is above the model's max_position_embeddings (163840)") ==
-        0);
-  CHECK(SeqLenWarning(4096, v3, "--seq-len").empty());
-  CHECK(SeqLenWarning(8192, olmoe, "--seq-len").empty());  // refused above, never only warned
-}
-
-TEST_CASE("The hard bound holds for every model, also one that states no positions") {
-  ModelSpec spec;                                                        // a dockyard spec: no max_position_embeddings
-  CHECK_NOTHROW(ValidateSeqLenForModel(kMaxSeqLen, spec, "--seq-len"));  // 2^24 = 16777216
-  CHECK_THROWS_WITH_AS(ValidateSeqLenForModel(kMaxSeqLen + 1, spec, "--seq-len"),
-                       doctest::Contains("--seq-len 16777217: above dockyard's bound of 16777216 tokens per sequence"), Error);
-  // Llama-4-Scout's 10485760 positions (the longest published) stay under the bound.
-  const ModelSpec scout = LoadModel("testdata/hf/llama4-scout-17b-16e.json");
-  CHECK(scout.max_position_embeddings == 10485760);
-  CHECK_NOTHROW(ValidateSeqLenForModel(10485760, scout, "--seq-len"));
+  CHECK(SeqLenWarning(262144, v3, "--seq-len") ==
+        "warning: --seq-len 262144 is above the model's max_position_embeddings (163840); the config's rope_scaling must cover it\n");
+  ModelSpec spec;  // no positions stated: no warning
+  CHECK(SeqLenWarning(65536, spec, "--seq-len").empty());
 }
 
 }  // namespace
