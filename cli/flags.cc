@@ -110,11 +110,11 @@ void GlobalBatchFlags::AddTo(CLI::App* app, const std::string& default_help) {
 std::optional<int64_t> GlobalBatchFlags::Sequences(int64_t seq_len) const {
   if (!size.empty() && !tokens.empty()) throw UsageError("--global-batch-size and --global-batch-tokens: give one, not both");
   if (const auto n = ParseInt("--global-batch-size", size)) {
-    if (*n < 1) throw UsageError(fmt::format("--global-batch-size: must be >= 1, got {}", *n));
+    if (*n < 1) throw Error(fmt::format("--global-batch-size: must be >= 1, got {}", *n));  // out of range: exit 1
     return n;
   }
   if (const auto n = ParseInt("--global-batch-tokens", tokens)) {
-    if (*n < 1) throw UsageError(fmt::format("--global-batch-tokens: must be >= 1, got {}", *n));
+    if (*n < 1) throw Error(fmt::format("--global-batch-tokens: must be >= 1, got {}", *n));
     return GlobalBatchSequencesFromTokens(*n, seq_len);
   }
   return std::nullopt;
@@ -171,7 +171,7 @@ DegreePins DegreeFlags::ParsePins() const {
         {"--ep", ep, pins.ep},
         {"--etp", etp, pins.etp},
         {"--pp", pp, pins.pp}}) {
-    if (!raw.empty() && value < 1) throw UsageError(fmt::format("{}: a pinned degree must be >= 1, got {}", flag, value));
+    if (!raw.empty() && value < 1) throw Error(fmt::format("{}: a pinned degree must be >= 1, got {}", flag, value));
   }
   return pins;
 }

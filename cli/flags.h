@@ -62,8 +62,8 @@ struct DegreeFlags {
   // the others 1). Throws UsageError for a malformed value; ranges are ParallelDims::Build's.
   ParallelDimsOptions Parse(int64_t default_world_size) const;
   // search: a degree flag given pins its degree, any other is searched (0; docs/search.md).
-  // Throws UsageError for a malformed value or a pinned degree < 1 (0 would silently mean
-  // "searched").
+  // Throws UsageError for a malformed value, dockyard::Error (exit 1, out of range) for a pinned
+  // degree < 1 (0 would silently mean "searched").
   DegreePins ParsePins() const;
 };
 
@@ -113,7 +113,8 @@ struct GlobalBatchFlags {
   void AddTo(CLI::App* app, const std::string& default_help);
   bool Given() const { return !size.empty() || !tokens.empty(); }
   // The global batch in sequences, nullopt when neither flag is given. Throws UsageError when both
-  // are given or a value is malformed or < 1; dockyard::Error when the tokens are not whole sequences.
+  // are given or a value is malformed; dockyard::Error (exit 1) for a value < 1 or tokens that are
+  // not whole sequences.
   std::optional<int64_t> Sequences(int64_t seq_len) const;
 };
 

@@ -7,6 +7,8 @@
 
 #include <doctest/doctest.h>
 
+#include "planner/base/error.h"
+
 using dockyard::cli::DegreeFlags;
 using dockyard::cli::TrainingFlags;
 using dockyard::cli::UsageError;
@@ -57,7 +59,7 @@ TEST_CASE("Degree flags given to search pin their degree; 0 is refused, not read
   CHECK(pins.pp == 8);
   CHECK(pins.ep == 0);  // searched
   d.ep = "0";
-  CHECK_THROWS_WITH_AS(d.ParsePins(), "--ep: a pinned degree must be >= 1, got 0", UsageError);
+  CHECK_THROWS_WITH_AS(d.ParsePins(), "--ep: a pinned degree must be >= 1, got 0", dockyard::Error);  // out of range: exit 1
 }
 
 TEST_CASE("A search's training flags pin the settings they name") {

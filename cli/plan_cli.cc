@@ -20,6 +20,7 @@
 #include "planner/sim/compute_model.h"
 #include "planner/layout/plan.h"
 #include "planner/model/model_spec.h"
+#include "planner/model/seq_len.h"
 #include "planner/report/budget_text.h"
 #include "planner/report/plan_command.h"
 #include "planner/report/provenance.h"
@@ -160,10 +161,16 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   ModelSpec model = LoadModelOrDefault(o.model);
   const std::string source = ModelSourceName(o.model);
   TrainingConfig training = ResolveTraining(o.training, model, dims.pp);
+  RejectMegatronOnlyOverrides(o.training.Parse(), dims.convention == Convention::kTorchtitan);
+  err << SeqLenWarning(training.seq_len, model, "--seq-len");
   if (use_default) ApplyDefaultTraining(!o.training.recompute.empty(), &training);
   // A reserve at or above the budget is invalid input (exit 1), not a plan over budget (exit 3).
   ValidateMemoryReserve(training.gpu_memory_gib, training.memory_reserve_gib.value_or(0), cli::MemoryBudgetName(o.training.gpu_memory_gib),
                         cli::MemoryReserveName(o.training.memory_reserve_gib));
+  if (!o.training.memory_reserve_gib.empty()) {
+    RequireBudgetForReserve(training.gpu_memory_gib, training.memory_reserve_gib.value_or(0), "--memory-reserve-gib",
+                            command == Command::kSimulate ? "simulate" : "plan");
+  }
   std::optional<ClusterSpec> cluster;
   std::optional<Calibration> calibration;
   if (command == Command::kSimulate) {
@@ -245,6 +252,7 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   if (s.top < 1) throw Error(fmt::format("--top must be >= 1, got {}", s.top));
   s.max_pp = ParseInt("--max-pp", o.max_pp).value_or(16);
   if (s.max_pp < 1) throw Error(fmt::format("--max-pp must be >= 1, got {}", s.max_pp));
+  ValidateSearchBudgetFlag(ParseNumber("--gpu-memory-gib", o.training.gpu_memory_gib));
   s.cluster = LoadCluster(o.cluster);
   std::optional<Calibration> calibration;
   if (!o.calibration.empty()) {
@@ -263,6 +271,8 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   // (search_space.h ApplySearchedSettings), so the training it is validated with has it.
   if (!training_flags.selective_ac_option.empty() && training_flags.recompute.empty()) training_flags.recompute = "selective";
   s.training = ResolveTraining(training_flags, model, 1);
+  RejectMegatronOnlyOverrides(training_flags.Parse(), s.convention == Convention::kTorchtitan);
+  err << SeqLenWarning(s.training.seq_len, model, "--seq-len");
   s.training.fp8_dispatch = o.training.fp8_dispatch;
   ValidateMemoryReserve(s.training.gpu_memory_gib > 0 ? s.training.gpu_memory_gib : s.cluster.memory_gib,
                         s.training.memory_reserve_gib.value_or(0),
@@ -273,7 +283,7 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   s.pins = o.degrees.ParsePins();
   ApplySearchedSettings(o.training.SearchPinned(), &s);
   s.threads = static_cast<int>(std::clamp<int64_t>(ParseInt("--threads", o.threads).value_or(1), -1, 1 << 20));
-  if (s.threads < 1 || s.threads > 1024) throw UsageError(fmt::format("--threads: must be in [1, 1024], got {}", o.threads));
+  if (s.threads < 1 || s.threads > 1024) throw Error(fmt::format("--threads: must be in [1, 1024], got {}", o.threads));
   if (s.world_size < 1) throw Error(fmt::format("--world-size: must be >= 1, got {}", s.world_size));
   s.global_batch_size = o.global_batch.Sequences(s.training.seq_len).value_or(s.world_size);
   SearchCommandRequest request;
@@ -351,7 +361,7 @@ CLI::App* AddSearchCommand(CLI::App& app, CliOptions& o) {
   search->add_option("--etp", o.degrees.etp, "pins the expert tensor parallel degree (default: searched, 1 or tp)");
   search->add_option("--pp", o.degrees.pp, "pins the pipeline degree (default: searched up to --max-pp)");
   search->add_option("--threads", o.threads, "worker threads; the result does not depend on them (default 1)");
-  search->add_option("--explain", o.explain,
+  search->add_option("--explain,--layout", o.explain,
                      "LAYOUT, e.g. \"tp=2,pp=8,vpp=4,ep=32\": where the best layout matching it ranks, its breakdown beside the "
                      "winner's and the phases that differ");
   search->add_option("--max-pp", o.max_pp, "largest pipeline degree to try (default 16)");
@@ -382,6 +392,10 @@ void CheckPlanOutputs(const CliOptions& o) {
   // No output may replace an input (model, cluster JSON, routing trace).
   std::vector<std::string> inputs = {o.model, o.cluster, o.calibration};
   if (o.routing.rfind("trace:", 0) == 0) inputs.push_back(o.routing.substr(6));
+  // An output that cannot be written is refused before any work, naming its flag.
+  if (o.json_given) CheckOutputPath(o.json_path, "--json");
+  if (o.refit_given) CheckOutputPath(o.refit_json, "--refit-json");
+  if (o.html_given) CheckOutputPath(o.html_path, "--html");
   if (o.json_given) RejectOutputOverInputs(o.json_path, "--json", inputs);
   if (o.refit_given) RejectOutputOverInputs(o.refit_json, "--refit-json", inputs);
   if (o.html_given) {

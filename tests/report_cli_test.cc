@@ -44,7 +44,7 @@ bool Exists(const std::string& path) {
 
 // Qwen3-30B-A3B on 8 GPUs, EP 8, ZeRO-1: peak 107.70 GiB on every rank (71.51 GiB static,
 // memory_test; 35.94 GiB activations, 0.25 GiB buffers).
-const char* kQwen8 = "--model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --dp-sharding zero1";
+const char* kQwen8 = "--model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --dp-sharding zero1 --convention megatron";
 
 }  // namespace
 

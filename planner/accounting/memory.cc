@@ -548,6 +548,14 @@ void ValidateMemoryReserve(double budget_gib, double reserve_gib, const std::str
   }
 }
 
+void RequireBudgetForReserve(double budget_gib, double reserve_gib, const std::string& reserve_flag, const std::string& command) {
+  if (budget_gib > 0) return;
+  throw Error(
+      fmt::format("{} {}: a reserve is held back from a memory budget, and {} has none: give --gpu-memory-gib G (a rank then fits at "
+                  "peak <= G - {})",
+                  reserve_flag, reserve_gib, command, reserve_gib));
+}
+
 std::vector<StageOverBudget> RanksOverBudget(const Plan& plan, const MemoryReport& memory) {
   std::vector<StageOverBudget> out;
   if (memory.budget_gib <= 0) return out;

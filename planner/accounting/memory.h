@@ -166,6 +166,12 @@ int64_t HeadroomBytes(int64_t peak_bytes, double budget_gib, double reserve_gib)
 // cluster's memory_gib"). Throws dockyard::Error naming both values and the rule; also for a
 // negative or non-finite reserve. No budget (budget_gib <= 0): only the reserve's own range.
 void ValidateMemoryReserve(double budget_gib, double reserve_gib, const std::string& budget_name, const std::string& reserve_name);
+// A reserve asked for (`reserve_flag`, e.g. "--memory-reserve-gib") is held back from a budget; a
+// plan or simulate run with none (budget_gib <= 0: no --gpu-memory-gib, no training.gpu_memory_gib)
+// would ignore it silently, so that is invalid input. (search holds layouts to the cluster's
+// memory_gib when no budget is given, and check requires one.) Throws dockyard::Error naming the
+// flag, its value and the rule.
+void RequireBudgetForReserve(double budget_gib, double reserve_gib, const std::string& reserve_flag, const std::string& command);
 
 // For each stage whose worst rank exceeds the report's budget (memory.budget_gib > 0): every rank
 // of the stage over it. Activations and buffers are the same on every rank of a stage; the static

@@ -286,3 +286,11 @@ TEST_CASE("FSDP2 all-gather buffers hold the padded unit") {
   // One reduce-scatter buffer in the grad dtype (fp32 by default): 68676 x 4 = 274704.
   CHECK(mem.stages[0].worst.comm_buffers_by_use.at("fsdp_reduce_scatter") == 274704);
 }
+
+TEST_CASE("A reserve given with no budget is refused: nothing would hold it back") {
+  CHECK_NOTHROW(dockyard::RequireBudgetForReserve(80, 5, "--memory-reserve-gib", "simulate"));
+  CHECK_THROWS_WITH_AS(dockyard::RequireBudgetForReserve(0, 5, "--memory-reserve-gib", "simulate"),
+                       "--memory-reserve-gib 5: a reserve is held back from a memory budget, and simulate has none: give "
+                       "--gpu-memory-gib G (a rank then fits at peak <= G - 5)",
+                       dockyard::Error);
+}

@@ -9,6 +9,7 @@
 #include "planner/base/checked_math.h"
 #include "planner/base/error.h"
 #include "planner/model/recompute.h"
+#include "planner/model/seq_len.h"
 
 namespace dockyard {
 
@@ -117,6 +118,7 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
   ValidateRunSettings(plan.training.run, static_cast<int>(*plan.training.dp_sharding), plan.dims.pp);
   ValidateSchedule(plan.training.run, plan.dims.pp, *plan.training.num_microbatches);
   ValidateSelectiveAcConvention(plan.training, plan.dims.convention == Convention::kTorchtitan);
+  ValidateSeqLenForModel(plan.training.seq_len, plan.model, "--seq-len");
   ValidateOpSac(plan.training, plan.model);
   ValidateEpOverlap(plan.training, plan.dims.pp, plan.dims.ep);
   if (plan.training.dispatcher == "deredundency" && plan.training.oep && plan.dims.ep % *plan.training.oep != 0) {

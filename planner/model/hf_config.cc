@@ -57,6 +57,8 @@ void ReadCommon(const JsonView& c, ModelSpec& m) {
   if (m.num_hidden_layers > kMaxLayers) c.Fail("num_hidden_layers", fmt::format("{} exceeds {}", m.num_hidden_layers, kMaxLayers));
   m.tie_word_embeddings = c.BoolOr("tie_word_embeddings", false);
   m.dtype = Dtype(c);
+  m.max_position_embeddings = c.IntOr("max_position_embeddings", 0, 0);
+  m.rope_scaling = c.Has("rope_scaling");  // present and not null
 }
 
 // Qwen2-MoE / Qwen3-MoE layer rule (modeling_qwen{2,3}_moe.py): layer i is sparse when

@@ -115,6 +115,10 @@ struct ModelSpec {
   // linear attention instead of `attention`; empty otherwise.
   std::vector<bool> linear_attention_layers;
   int64_t num_nextn_predict_layers = 0;  // MTP modules of the checkpoint (HF; trained only with --mtp-layers)
+  // HF max_position_embeddings (0 = not given: a dockyard model spec, or a config without it) and
+  // whether the config has a rope_scaling block: the positions the checkpoint covers (seq_len.h).
+  int64_t max_position_embeddings = 0;
+  bool rope_scaling = false;
   // The spec's optional `training` block (memory and traffic settings); CLI flags override it.
   std::optional<TrainingConfig> training;
 

@@ -1,6 +1,9 @@
 // Command-line training settings over a spec's training block (see training_overrides.h).
 #include "planner/model/training_overrides.h"
 
+#include <fmt/format.h>
+
+#include "planner/base/error.h"
 #include "planner/model/model_spec.h"
 
 namespace dockyard {
@@ -44,6 +47,20 @@ TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const Training
   ValidateTraining(t, "--");
   if (o.pp_layer_split) t.pp_layer_split = ParseLayerSplit(*o.pp_layer_split, pp, num_layers, "--pp-layer-split");
   return t;
+}
+
+void RejectMegatronOnlyOverrides(const TrainingOverrides& o, bool torchtitan) {
+  if (!torchtitan) return;
+  if (o.dp_sharding == DpSharding::kZero1) {
+    throw Error(
+        "--dp-sharding zero1: Megatron's distributed optimizer; torchtitan has FSDP (fsdp, the default), HSDP and DDP (ddp) but no "
+        "ZeRO-1 (torchtitan/config/parallelism.py): use --convention megatron, or --dp-sharding fsdp or ddp");
+  }
+  if (o.overlap_moe_ep_comm) {
+    throw Error(
+        "--overlap-moe-expert-parallel-comm: a Megatron-Core feature (EP all-to-all overlapped with another micro-batch's "
+        "compute); torchtitan has no such overlap (torchtitan/config/parallelism.py): use --convention megatron, or drop the flag");
+  }
 }
 
 }  // namespace dockyard

@@ -48,4 +48,14 @@ struct TrainingOverrides {
 // stages of `num_layers` layers (ParseLayerSplit, "--pp-layer-split"). Throws dockyard::Error.
 TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const TrainingOverrides& o, int64_t pp, int64_t num_layers);
 
+// Flags of Megatron-Core features torchtitan does not have, refused when `torchtitan` (the
+// --convention) is true rather than modelled as if torchtitan ran them:
+//  - --dp-sharding zero1: Megatron's distributed optimizer (--use-distributed-optimizer). torchtitan's
+//    data parallelism is FSDP2 (data_parallel_shard_degree), HSDP, or DDP (data_parallel_replicate_degree
+//    alone): torchtitan/config/parallelism.py ParallelismConfig has no ZeRO-1.
+//  - --overlap-moe-expert-parallel-comm (on): Megatron's EP all-to-all overlap (megatron/training/arguments.py);
+//    torchtitan's ParallelismConfig (expert_parallel_degree) has no such overlap.
+// Throws dockyard::Error naming the flag, the convention and the alternative.
+void RejectMegatronOnlyOverrides(const TrainingOverrides& o, bool torchtitan);
+
 }  // namespace dockyard

@@ -55,3 +55,19 @@ TEST_CASE("The result is validated with the flag's name, and the layer split par
   CHECK(dockyard::ApplyTrainingOverrides({}, split, 3, 19).pp_layer_split == std::vector<int64_t>{7, 6, 6});
   CHECK_THROWS_WITH_AS(dockyard::ApplyTrainingOverrides({}, split, 3, 20), doctest::Contains("--pp-layer-split"), Error);
 }
+
+TEST_CASE("Megatron-only flags are refused under torchtitan, kept under megatron") {
+  dockyard::TrainingOverrides zero1;
+  zero1.dp_sharding = dockyard::DpSharding::kZero1;
+  CHECK_NOTHROW(dockyard::RejectMegatronOnlyOverrides(zero1, false));
+  CHECK_THROWS_WITH_AS(dockyard::RejectMegatronOnlyOverrides(zero1, true),
+                       doctest::Contains("--dp-sharding zero1: Megatron's distributed optimizer; torchtitan has FSDP"), dockyard::Error);
+  dockyard::TrainingOverrides ddp;
+  ddp.dp_sharding = dockyard::DpSharding::kDdp;  // torchtitan's DDP (data_parallel_replicate_degree alone)
+  CHECK_NOTHROW(dockyard::RejectMegatronOnlyOverrides(ddp, true));
+  dockyard::TrainingOverrides overlap;
+  overlap.overlap_moe_ep_comm = true;
+  CHECK_NOTHROW(dockyard::RejectMegatronOnlyOverrides(overlap, false));
+  CHECK_THROWS_WITH_AS(dockyard::RejectMegatronOnlyOverrides(overlap, true),
+                       doctest::Contains("--overlap-moe-expert-parallel-comm: a Megatron-Core feature"), dockyard::Error);
+}

@@ -1132,8 +1132,8 @@ void SearchFigure(Page& p, const Json& r) {
   OpenFigure(
       p, "fig-search",
       fmt::format("Search: tokens/s per GPU against peak memory, {} ranked row(s) of {} ranked layouts", n, JsonText(r.at("ranked"))),
-      "each point is a ranked layout (dockyard-plan search --html plots all of them; the JSON keeps the first --top); hover for the "
-      "layout");
+      "each point is a ranked layout (dockyard-plan search --html plots the Pareto front and the best 1000 or --top; the JSON keeps the "
+      "first --top); hover for the layout");
   p.body += SvgOpen(s.left + s.pw + 30, s.top + s.ph + 44);
   ScatterAxes(p, s, budget);
   ScatterPoints(p, s, top, xs, ys, front, highlighted);

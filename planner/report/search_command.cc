@@ -1,20 +1,37 @@
 // search as one library call (see search_command.h).
 #include "planner/report/search_command.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "planner/report/header.h"
 #include "planner/sim/compute_model.h"
 #include "planner/report/html_report.h"
 #include "planner/report/report.h"
+#include "planner/search/pareto.h"
 #include "planner/search/search_space.h"
 
 namespace dockyard {
 
+std::vector<RankedLayout> HtmlSearchRows(const std::vector<RankedLayout>& ranked, int64_t rows) {
+  std::vector<int64_t> peak;
+  std::vector<double> tokens;
+  for (const RankedLayout& x : ranked) {
+    peak.push_back(x.peak_bytes);
+    tokens.push_back(x.tokens_per_s_per_gpu);
+  }
+  const std::vector<bool> front = ParetoFront(peak, tokens);
+  std::vector<RankedLayout> out;
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    if (static_cast<int64_t>(i) < rows || front[i]) out.push_back(ranked[i]);
+  }
+  return out;
+}
+
 SearchCommandResult RunSearchCommand(const ModelSpec& model, SearchOptions s, const SearchCommandRequest& r) {
   SearchCommandResult out;
   SearchResult& result = out.result;
-  // The HTML page plots every ranked layout; the JSON and the table keep the first --top.
+  // The HTML page plots the front and the best rows (HtmlSearchRows); the JSON and the table keep the first --top.
   const int64_t top_rows = s.top;
   if (r.html) s.top = std::numeric_limits<int64_t>::max();
   if (r.explain) ValidateLayoutQuery(*r.explain, s);  // a query outside the pins or the rules fails before the search
@@ -60,7 +77,9 @@ SearchCommandResult RunSearchCommand(const ModelSpec& model, SearchOptions s, co
     if (r.json) out.report_text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
     if (r.html) {
       Json page = j;
-      page["top"] = SearchResultToJson(every).at("top");
+      Json rows = Json::array();
+      for (const RankedLayout& x : HtmlSearchRows(every.top, std::max(kHtmlSearchRows, top_rows))) rows.push_back(RankedLayoutToJson(x));
+      page["top"] = rows;
       page["top_rows"] = top_rows;
       out.html_text = ReportToHtml(page);
     }

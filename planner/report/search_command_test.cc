@@ -74,3 +74,22 @@ TEST_CASE("A search whose pins divide no world is refused before it runs") {
   CHECK_THROWS_WITH_AS(dockyard::RunSearchCommand(dockyard::testing::TinyMixtral(), s, dockyard::SearchCommandRequest{}),
                        doctest::Contains("--tp 3 does not divide --world-size 8"), dockyard::Error);
 }
+
+TEST_CASE("The HTML page's rows: the best N and every later row on the Pareto front, in rank order") {
+  // (peak GiB, tokens/s) best first: r0 (50, 100), r1 (60, 90), r2 (40, 80), r3 (70, 70), r4 (30, 60).
+  // Front (no row faster at the same or lower peak): r0, r2, r4; r1 and r3 lose to r0.
+  std::vector<dockyard::RankedLayout> ranked(5);
+  const int64_t peaks[] = {50, 60, 40, 70, 30};
+  const double tokens[] = {100, 90, 80, 70, 60};
+  for (int i = 0; i < 5; ++i) {
+    ranked[i].peak_bytes = peaks[i] << 30;
+    ranked[i].tokens_per_s_per_gpu = tokens[i];
+  }
+  const std::vector<dockyard::RankedLayout> rows = dockyard::HtmlSearchRows(ranked, 2);
+  REQUIRE(rows.size() == 4);  // r0, r1 (the best 2), then r2, r4 (on the front)
+  CHECK(rows[0].tokens_per_s_per_gpu == 100);
+  CHECK(rows[1].tokens_per_s_per_gpu == 90);
+  CHECK(rows[2].tokens_per_s_per_gpu == 80);
+  CHECK(rows[3].tokens_per_s_per_gpu == 60);
+  CHECK(dockyard::HtmlSearchRows(ranked, 10).size() == 5);  // fewer ranked than N: all of them
+}

@@ -15,6 +15,7 @@
 #include "planner/sim/attention_support.h"
 #include "planner/base/error.h"
 #include "planner/model/global_batch.h"
+#include "planner/model/seq_len.h"
 #include "planner/accounting/memory.h"
 #include "planner/search/layout_eval.h"
 #include "planner/search/pareto.h"
@@ -302,11 +303,16 @@ SearchResult SearchLayouts(const ModelSpec& model, const SearchOptions& o) {
   if (o.threads < 1 || o.threads > 1024) throw Error(fmt::format("--threads: must be in [1, 1024], got {}", o.threads));
   if (o.global_batch_size < 0) throw Error(fmt::format("--global-batch-size: must be >= 1, got {}", o.global_batch_size));
   ValidateSearchPins(o);
+  ValidateSearchPinsForModel(o, model);
+  ValidateSeqLenForModel(o.training.seq_len, model, "--seq-len");
   const auto start = std::chrono::steady_clock::now();
   SearchResult result;
   result.budget_gib = o.training.gpu_memory_gib > 0 ? o.training.gpu_memory_gib : o.cluster.memory_gib;
   ValidateMemoryReserve(result.budget_gib, o.training.memory_reserve_gib.value_or(0), "gpu_memory_gib (or the cluster's memory_gib)",
                         "memory_reserve_gib");
+  result.reserve_gib = o.training.memory_reserve_gib.value_or(0);
+  result.num_microbatches = o.training.num_microbatches;
+  result.megatron = o.convention == Convention::kMegatron;
   result.global_batch_size = o.global_batch_size;
   result.seq_len = o.training.seq_len;
   const std::vector<LayoutGroup> groups = EnumerateGroups(model, o);
@@ -421,6 +427,7 @@ Json SearchResultToJson(const SearchResult& r) {
          {"pruned", r.pruned},
          {"ranked", r.ranked},
          {"budget_gib", r.budget_gib},
+         {"memory_reserve_gib", r.reserve_gib},
          {"seconds", r.seconds},
          {"top", top},
          {"pareto", pareto}};
@@ -433,9 +440,10 @@ Json SearchResultToJson(const SearchResult& r) {
 
 std::string SearchCountsText(const SearchResult& r) {
   return fmt::format(
-      "Search     {} layouts enumerated: {} invalid by rule, {} global batch not divisible, {} over the {:.1f} GiB budget ({} of them "
-      "pruned by the static-memory bound), {} ranked ({:.2f} s, {:.0f} layouts/s)\n",
-      r.enumerated, r.invalid, r.not_divisible, r.over_budget, r.budget_gib, r.pruned, r.ranked, r.seconds,
+      "Search     {} layouts enumerated: {} invalid by rule, {} global batch not divisible, {} over the {:.1f} GiB budget less the {:.1f} "
+      "GiB "
+      "reserve ({} of them pruned by the static-memory bound), {} ranked ({:.2f} s, {:.0f} layouts/s)\n",
+      r.enumerated, r.invalid, r.not_divisible, r.over_budget, r.budget_gib, r.reserve_gib, r.pruned, r.ranked, r.seconds,
       r.seconds > 0 ? r.enumerated / r.seconds : 0.0);
 }
 

@@ -57,7 +57,7 @@ struct SearchOptions {
   CostOptions cost;         // the cost model's knobs (a calibration file sets them)
   TrainingConfig training;  // dp_sharding, dtypes, batch, recompute ... as for a single plan
   Convention convention = Convention::kTorchtitan;
-  RoutingSpec routing;  // sampled once per (ep, routed tokens)
+  RoutingSpec routing;                             // sampled once per (ep, routed tokens)
   int64_t routing_layers = kDefaultRoutingLayers;  // cost.h: simulate's default too
   int64_t max_pp = 16;
   int64_t top = 10;
@@ -157,7 +157,10 @@ struct SearchResult {
   int64_t pruned = 0;             // over budget by a bound, not fully evaluated (counted in over_budget)
   int64_t global_batch_size = 0;  // sequences; 0 = none
   int64_t seq_len = 0;
+  std::optional<int64_t> num_microbatches;  // --num-microbatches pinned (training.num_microbatches); nullopt = per layout
+  bool megatron = false;                    // the convention: how a pinned num_microbatches meets the global batch
   double budget_gib = 0;
+  double reserve_gib = 0;         // held back from budget_gib (memory_reserve_gib): a layout fits at peak <= budget - reserve
   double seconds = 0;             // wall time of SearchLayouts, one thread
   int64_t routing_samples = 0;    // distinct (ep, routed tokens, oep) routing samples drawn
   double routing_seconds = 0;     // part of `seconds` spent drawing them and their MoE phases (once per key)

@@ -87,4 +87,12 @@ void ValidateSearchPins(const SearchOptions& o) {
   }
 }
 
+void ValidateSearchPinsForModel(const SearchOptions& o, const ModelSpec& model) {
+  const int64_t ep = o.pins.ep, experts = model.moe.num_experts;
+  if (ep > 0 && experts > 0 && experts % ep != 0) {
+    throw Error(
+        fmt::format("--ep {}: ep ({}) must divide num_experts ({}): each EP rank holds num_experts / ep whole experts", ep, ep, experts));
+  }
+}
+
 }  // namespace dockyard

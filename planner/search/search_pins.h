@@ -19,4 +19,10 @@ namespace dockyard {
 //    value that passes).
 void ValidateSearchPins(const SearchOptions& options);
 
+// The pins the model refuses, before the search: a pinned --ep that does not divide num_experts
+// (each EP rank holds num_experts / ep whole experts; the rule of layout/parallel_dims.h
+// CheckDimsForModel), which would otherwise enumerate no layout and say only that.
+// Throws dockyard::Error naming the flag, both values and the rule.
+void ValidateSearchPinsForModel(const SearchOptions& options, const ModelSpec& model);
+
 }  // namespace dockyard

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include "planner/base/error.h"
+#include "tests/test_models.h"
 
 namespace dockyard {
 namespace {
@@ -98,6 +99,19 @@ TEST_CASE("EP overlap pinned on against the other pins (Megatron's rules)") {
   o.vpps.clear();  // vpp pinned to 1 with pp pinned to 2: Megatron needs a virtual pipeline
   o.pins.pp = 2;
   CHECK_THROWS_WITH_AS(ValidateSearchPins(o), doctest::Contains("(pp 2) a virtual pipeline must be specified (--vpp > 1)"), Error);
+}
+
+TEST_CASE("A pinned --ep must divide num_experts, refused before the search with both values") {
+  SearchOptions o = Options();
+  const ModelSpec m = testing::TinyMixtral();  // 8 experts
+  o.world_size = 16;
+  o.pins.ep = 16;
+  CHECK_THROWS_WITH_AS(ValidateSearchPinsForModel(o, m),
+                       "--ep 16: ep (16) must divide num_experts (8): each EP rank holds num_experts / ep whole experts", Error);
+  o.pins.ep = 8;
+  CHECK_NOTHROW(ValidateSearchPinsForModel(o, m));
+  o.pins.ep = 0;  // searched
+  CHECK_NOTHROW(ValidateSearchPinsForModel(o, m));
 }
 
 }  // namespace

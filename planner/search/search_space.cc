@@ -33,7 +33,11 @@ void ParseSearchDispatchers(const std::string& list, SearchOptions* s) {
     names.push_back(list.substr(start, comma - start));
     start = comma + 1;
   }
-  for (const std::string& name : names) {
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string& name = names[i];
+    if (std::find(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(i), name) != names.begin() + static_cast<std::ptrdiff_t>(i)) {
+      throw Error(fmt::format("--search-dispatchers {}: '{}' is given twice (list each dispatcher once)", list, name));
+    }
     if (name == "deepep") {
       s->include_deepep = true;
     } else if (name == "allgather") {
@@ -41,6 +45,13 @@ void ParseSearchDispatchers(const std::string& list, SearchOptions* s) {
     } else {
       throw Error(fmt::format("--search-dispatchers: unknown dispatcher '{}' (expected deepep or allgather, comma-separated)", name));
     }
+  }
+}
+
+void ValidateSearchBudgetFlag(std::optional<double> gpu_memory_gib) {
+  if (gpu_memory_gib && !(*gpu_memory_gib > 0)) {
+    throw Error(fmt::format("--gpu-memory-gib: must be > 0 in search, got {} (omit it to hold layouts to the cluster's memory_gib)",
+                            *gpu_memory_gib));
   }
 }
 
@@ -80,6 +91,15 @@ std::string EmptySearchText(const SearchResult& result) {
   std::string out = SearchCountsText(result);
   if (result.enumerated == 0) {
     out += "dockyard-plan search: no layout of this world size matches the pinned degrees\n";
+  } else if (result.over_budget == 0 && result.invalid == 0 && result.num_microbatches) {
+    // The pinned schedule, not dp x micro_batch_size, is what no layout meets (global_batch.h GlobalBatchMismatch).
+    out += fmt::format("dockyard-plan search: --num-microbatches {} meets the global batch ({} sequences) in no layout: {}\n",
+                       *result.num_microbatches, result.global_batch_size,
+                       result.megatron
+                           ? "Megatron runs every micro-batch of a step in one schedule, so num_microbatches must equal global batch / "
+                             "(dp x micro_batch_size) (dp = dp_replicate x dp_shard); omit --num-microbatches to derive it"
+                           : "torchtitan accumulates whole schedules, so global batch / (dp x micro_batch_size) (dp = dp_replicate x "
+                             "dp_shard) must be a multiple of num_microbatches; omit --num-microbatches for one schedule per step");
   } else if (result.over_budget == 0 && result.invalid == 0) {
     out += fmt::format(
         "dockyard-plan search: the global batch ({} sequences) divides no layout: it must be a multiple of dp x "

@@ -34,8 +34,13 @@ struct SearchSettingsPinned {
 void ApplySearchedSettings(const SearchSettingsPinned& pinned, SearchOptions* s);
 
 // --search-dispatchers "deepep,allgather": the opt-in dispatchers ranked beside all_to_all and
-// deredundency. Empty text = none. Throws dockyard::Error naming an unknown name.
+// deredundency. Empty text = none. Throws dockyard::Error naming an unknown name or one given twice.
 void ParseSearchDispatchers(const std::string& list, SearchOptions* s);
+
+// search --gpu-memory-gib G: the budget every layout is held to, in GiB. Not given (nullopt), the
+// search uses the cluster's memory_gib; given, it must be > 0 (0 is not "no budget" in a search:
+// every layout has one). Throws dockyard::Error naming the flag and its value.
+void ValidateSearchBudgetFlag(std::optional<double> gpu_memory_gib);
 
 // Throws dockyard::Error for run settings a search cannot vary: a Megatron pipeline layout (it fixes
 // pp x vpp stages, the search varies pp) and the DualPipe schedule (the search's memory rules do not

@@ -106,3 +106,13 @@ TEST_CASE("An empty search says why after its counts") {
   r.over_budget = 2;
   CHECK(dockyard::EmptySearchText(r) == dockyard::SearchCountsText(r) + "dockyard-plan search: no valid layout fits the budget\n");
 }
+
+TEST_CASE("--search-dispatchers lists each dispatcher once; a search's --gpu-memory-gib must be > 0") {
+  dockyard::SearchOptions s;
+  CHECK_THROWS_WITH_AS(dockyard::ParseSearchDispatchers("deepep,allgather,deepep", &s),
+                       "--search-dispatchers deepep,allgather,deepep: 'deepep' is given twice (list each dispatcher once)", Error);
+  CHECK_NOTHROW(dockyard::ValidateSearchBudgetFlag(std::nullopt));  // not given: the cluster's memory_gib
+  CHECK_NOTHROW(dockyard::ValidateSearchBudgetFlag(80.0));
+  CHECK_THROWS_WITH_AS(dockyard::ValidateSearchBudgetFlag(0.0), doctest::Contains("--gpu-memory-gib: must be > 0 in search, got 0"), Error);
+  CHECK_THROWS_WITH_AS(dockyard::ValidateSearchBudgetFlag(-1.0), doctest::Contains("got -1"), Error);
+}

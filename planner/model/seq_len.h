@@ -1,0 +1,36 @@
+// The sequence length against the model's positions: a hard sanity bound on --seq-len (a typo such
+// as 10000000 would otherwise run for minutes and look like a hang), and a warning for a sequence
+// beyond the checkpoint's max_position_embeddings.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "planner/model/model_spec.h"
+
+namespace dockyard {
+
+// The longest sequence dockyard plans, in tokens: 2^20 = 1,048,576, 16x the longest sequence of the
+// published runs dockyard is checked against (65,536: testdata/fidelity/runs.json H03). The time a
+// search spends grows with it (routing is sampled token by token).
+constexpr int64_t kMaxSeqLen = int64_t{1} << 20;
+
+// Throws dockyard::Error naming `flag` (e.g. "--seq-len"), the value and the limit when
+// seq_len > kMaxSeqLen, whatever the model.
+//
+// A sequence beyond the HF config's max_position_embeddings is not refused: that number is the
+// checkpoint's pretrained window, not a limit of training. Megatron-LM's check
+// (megatron/training/arguments.py validate_args: max_position_embeddings >= seq_length) is against
+// its own --max-position-embeddings, which a long-context run raises, and a published run trains
+// Qwen3-235B-A22B (max_position_embeddings 40960, no rope_scaling) at 65,536 (runs.json H03).
+// torchtitan sizes its RoPE cache from its own model args. SeqLenWarning says it instead.
+void ValidateSeqLenForModel(int64_t seq_len, const ModelSpec& model, const std::string& flag);
+
+// One line ("" when none) for a seq_len above model.max_position_embeddings (when the config has
+// it), naming the flag, the value and the limit, and whether the config's rope_scaling (YaRN,
+// linear, dynamic NTK, llama3) may cover it: some configs state the scaled window in
+// max_position_embeddings (DeepSeek-V3: 163840 = 40 x 4096), others leave the factor to the user
+// (Qwen3 documents YaRN factor 4 over 32768).
+std::string SeqLenWarning(int64_t seq_len, const ModelSpec& model, const std::string& flag);
+
+}  // namespace dockyard

@@ -1,0 +1,44 @@
+// --seq-len: dockyard's hard bound, and the warning beyond the model's max_position_embeddings.
+#include "planner/model/seq_len.h"
+
+#include <doctest/doctest.h>
+
+#include "planner/base/error.h"
+#include "planner/model/model_spec.h"
+
+namespace dockyard {
+namespace {
+
+TEST_CASE("The hard bound holds for every model, also one that states no positions") {
+  ModelSpec spec;                                                        // a dockyard spec: no max_position_embeddings
+  CHECK_NOTHROW(ValidateSeqLenForModel(kMaxSeqLen, spec, "--seq-len"));  // 2^20 = 1048576
+  CHECK_THROWS_WITH_AS(ValidateSeqLenForModel(10000000, spec, "--seq-len"),
+                       "--seq-len 10000000: above dockyard's bound of 1048576 tokens per sequence (2^20; the published runs it is "
+                       "checked against train at most 65536)",
+                       Error);
+  const ModelSpec olmoe = LoadModel("testdata/hf/olmoe-1b-7b-0125-instruct.json");  // max_position_embeddings 4096
+  CHECK_THROWS_WITH_AS(ValidateSeqLenForModel(kMaxSeqLen + 1, olmoe, "--seq-len"), doctest::Contains("--seq-len 1048577"), Error);
+}
+
+TEST_CASE("Beyond max_position_embeddings is a warning, naming the limit and the rope_scaling") {
+  // OLMoE-1B-7B-0125-Instruct: max_position_embeddings 4096, no rope_scaling (testdata/hf).
+  const ModelSpec olmoe = LoadModel("testdata/hf/olmoe-1b-7b-0125-instruct.json");
+  CHECK(olmoe.max_position_embeddings == 4096);
+  CHECK_FALSE(olmoe.rope_scaling);
+  CHECK(SeqLenWarning(4096, olmoe, "--seq-len").empty());
+  CHECK(SeqLenWarning(8192, olmoe, "--seq-len") ==
+        "warning: --seq-len 8192 is above the model's max_position_embeddings (4096) and its config has no rope_scaling: the positions "
+        "beyond it were not pretrained (a long-context run extends RoPE itself)\n");
+  CHECK_NOTHROW(ValidateSeqLenForModel(8192, olmoe, "--seq-len"));  // planned, as runs.json H03 trains 65536 over 40960
+  // DeepSeek-V3: max_position_embeddings 163840 with YaRN rope_scaling (factor 40 over 4096).
+  const ModelSpec v3 = LoadModel("testdata/hf/deepseek-v3.json");
+  CHECK(v3.max_position_embeddings == 163840);
+  CHECK(v3.rope_scaling);
+  CHECK(SeqLenWarning(262144, v3, "--seq-len") ==
+        "warning: --seq-len 262144 is above the model's max_position_embeddings (163840); the config's rope_scaling must cover it\n");
+  ModelSpec spec;  // no positions stated: no warning
+  CHECK(SeqLenWarning(65536, spec, "--seq-len").empty());
+}
+
+}  // namespace
+}  // namespace dockyard
