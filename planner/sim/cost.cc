@@ -420,9 +420,12 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
       // --fp8-param-gather: the FP8 GEMM weights travel in FP8 (precision.h Fp8WeightBytesPerElement).
       const double fp8_b = Fp8WeightBytesPerElement(t);
       const double fp8_dense = in.fsdp_layer[kind].fp8_dense_elems, fp8_sparse = in.fsdp_layer[kind].fp8_sparse_elems;
-      fsdp_ag[kind] =
-          RingCollectiveUs((dense_elems - fp8_dense) * param_b + fp8_dense * fp8_b, dn.size, dn.spans_nodes, c, dn.members_per_domain) +
-          RingCollectiveUs((sparse_elems - fp8_sparse) * param_b + fp8_sparse * fp8_b, sp.size, sp.spans_nodes, c, sp.members_per_domain);
+      auto gathered = [&](double elems, double fp8) {  // comm.h ParamAllGatherBytes
+        return static_cast<double>(
+            ParamAllGatherBytes(static_cast<int64_t>(elems), static_cast<int64_t>(fp8), param_b, fp8_b, "FSDP all-gather bytes"));
+      };
+      fsdp_ag[kind] = RingCollectiveUs(gathered(dense_elems, fp8_dense), dn.size, dn.spans_nodes, c, dn.members_per_domain) +
+                      RingCollectiveUs(gathered(sparse_elems, fp8_sparse), sp.size, sp.spans_nodes, c, sp.members_per_domain);
       fsdp_rs[kind] = RingCollectiveUs(dense_elems * grad_b, dn.size, dn.spans_nodes, c, dn.members_per_domain) +
                       RingCollectiveUs(sparse_elems * grad_b, sp.size, sp.spans_nodes, c, sp.members_per_domain);
     }
