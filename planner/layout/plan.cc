@@ -114,6 +114,7 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
   ValidateSchedule(plan.training.run, plan.dims.pp, *plan.training.num_microbatches);
   ValidateSelectiveAcConvention(plan.training, plan.dims.convention == Convention::kTorchtitan);
   ValidateOpSac(plan.training, plan.model);
+  ValidateRecomputeModulesForModel(plan.training, plan.model);
   ValidateEpOverlap(plan.training, plan.dims.pp, plan.dims.ep);
   if (plan.training.dispatcher == "deredundency" && plan.training.oep && plan.dims.ep % *plan.training.oep != 0) {
     throw Error(
