@@ -226,7 +226,7 @@ void TrainingFlags::AddTo(CLI::App* app) {
       ->check(CLI::IsMember({"tensorwise", "blockwise"}));
   app->add_flag("--fp8-dispatch", fp8_dispatch, "the EP dispatch all-to-all in FP8 (1 B + a scale per 128 elements), combine in BF16");
   app->add_flag("--fp8-param-gather", fp8_param_gather,
-                "with --precision fp8 and FSDP: all-gather the FP8 GEMM weights in FP8 (Megatron --fp8-param-gather)");
+                "with --precision fp8 and FSDP or (megatron) zero1: all-gather the FP8 GEMM weights in FP8 (Megatron --fp8-param-gather)");
   app->add_option("--optimizer-states-dtype", optimizer_states_dtype, "AdamW moments: float32 | bfloat16 (default float32)");
   app->add_option("--mtp-layers", mtp_layers,
                   "MTP modules trained (Megatron --mtp-num-layers; DeepSeek-V3: 1) on the last stage, for any model: "

@@ -20,6 +20,7 @@
 #include "planner/sim/compute_model.h"
 #include "planner/layout/plan.h"
 #include "planner/model/model_spec.h"
+#include "planner/model/recompute.h"
 #include "planner/model/seq_len.h"
 #include "planner/report/budget_text.h"
 #include "planner/report/plan_command.h"
@@ -292,6 +293,7 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
     s.keep_all = true;
   }
   ValidateSelectiveAcConvention(s.training, s.convention == Convention::kTorchtitan);  // else every layout is invalid
+  ValidateRecomputeModulesForModel(s.training, model);                                 // the fast path builds no plan
   s.routing_layers = SearchRoutingLayers(model, s.routing, ParseInt("--routing-layers", o.routing_layers));
   err << PinnedLayerSplitNote(s.training);
   if (isatty(2)) {

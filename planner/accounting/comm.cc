@@ -132,8 +132,13 @@ std::string Join(const std::vector<std::string>& axes) {
 
 }  // namespace
 
+int64_t ParamAllGatherBytes(int64_t elems, int64_t fp8_elems, int64_t param_bytes, double fp8_bytes_per_element, const std::string& what) {
+  return CheckedAdd(CheckedMul(elems - fp8_elems, param_bytes, what),
+                    static_cast<int64_t>(std::ceil(static_cast<double>(fp8_elems) * fp8_bytes_per_element)), what);
+}
+
 StepCollectiveList StepCollectives(const ParallelDims& d, DpSharding dp_sharding, const TrainingBytes& tb, int64_t dense_elems,
-                                   int64_t sparse_elems, int64_t tied_embedding_elems) {
+                                   int64_t sparse_elems, int64_t tied_embedding_elems, const Fp8ParamGather& fp8) {
   using A = MeshAxis;
   const bool megatron = d.convention == Convention::kMegatron;
   const int64_t param_b = tb.param, grad_b = tb.grad;
@@ -167,9 +172,11 @@ StepCollectiveList StepCollectives(const ParallelDims& d, DpSharding dp_sharding
       break;
     case DpSharding::kZero1:
       add("zero1_reduce_scatter_grads", "reduce_scatter", false, {dense_shard_axis, A::kCp}, dense_stride, mul(dense_elems, grad_b));
-      add("zero1_all_gather_params", "all_gather", false, {dense_shard_axis, A::kCp}, dense_stride, mul(dense_elems, param_b));
+      add("zero1_all_gather_params", "all_gather", false, {dense_shard_axis, A::kCp}, dense_stride,
+          ParamAllGatherBytes(dense_elems, fp8.dense_elems, param_b, fp8.bytes_per_element, "communication bytes"));
       add("zero1_reduce_scatter_grads", "reduce_scatter", true, {sparse_axis}, sparse_stride, mul(sparse_elems, grad_b));
-      add("zero1_all_gather_params", "all_gather", true, {sparse_axis}, sparse_stride, mul(sparse_elems, param_b));
+      add("zero1_all_gather_params", "all_gather", true, {sparse_axis}, sparse_stride,
+          ParamAllGatherBytes(sparse_elems, fp8.sparse_elems, param_b, fp8.bytes_per_element, "communication bytes"));
       if (!megatron) add("replica_all_reduce_grads", "all_reduce", false, {A::kDpReplicate}, replicate_stride, shard_bytes());
       break;
     case DpSharding::kDdp:
@@ -219,6 +226,7 @@ struct DpUnits {
   std::map<std::pair<int64_t, bool>, int64_t> units;
   std::map<std::pair<int64_t, bool>, int64_t> fp8_units;  // --fp8-param-gather: their FP8 GEMM weights (precision.h)
   int64_t dense_elems = 0, sparse_elems = 0;
+  Fp8ParamGather fp8;  // --fp8-param-gather: the FP8 GEMM weights of each mesh
 };
 
 DpUnits CollectDpUnits(const CommStep& s) {
@@ -232,8 +240,12 @@ DpUnits CollectDpUnits(const CommStep& s) {
     const auto unit = p.layer >= 0 ? std::make_pair(p.layer, plan.placements[i].sparse_mesh)
                                    : std::make_pair<int64_t, bool>(p.role == Role::kEmbedding ? -1 : -2, false);
     out.units[unit] += n;
-    if (plan.training.fp8_param_gather && Fp8GemmGroup(RoleGroup(p.role))) out.fp8_units[unit] += n;
+    if (plan.training.fp8_param_gather && Fp8GemmGroup(RoleGroup(p.role))) {
+      out.fp8_units[unit] += n;
+      (plan.placements[i].sparse_mesh ? out.fp8.sparse_elems : out.fp8.dense_elems) += n;
+    }
   }
+  out.fp8.bytes_per_element = plan.training.fp8_param_gather ? Fp8WeightBytesPerElement(plan.training) : 0.0;
   return out;
 }
 
@@ -254,8 +266,7 @@ void AddFsdp(const CommStep& s, const DpUnits& u, const DpAxes& axes, Builder& b
     // --fp8-param-gather: the unit's FP8 GEMM weights in FP8 (precision.h Fp8WeightBytesPerElement).
     const auto fp8 = u.fp8_units.find(unit);
     const int64_t fp8_elems = fp8 == u.fp8_units.end() ? 0 : fp8->second;
-    const int64_t gathered =
-        s.mul(elems - fp8_elems, s.param_b) + static_cast<int64_t>(std::ceil(static_cast<double>(fp8_elems) * Fp8WeightBytesPerElement(t)));
+    const int64_t gathered = ParamAllGatherBytes(elems, fp8_elems, s.param_b, Fp8WeightBytesPerElement(t), s.volume_what);
     b.Add("fsdp_all_gather_forward", "all_gather", mesh, axis, "forward", group, s.mul(calls.forward_all_gathers, s.A), gathered);
     b.Add("fsdp_all_gather_backward", "all_gather", mesh, axis, "backward", group, s.mul(calls.backward_all_gathers, s.A), gathered);
     b.Add("fsdp_reduce_scatter_grads", "reduce_scatter", mesh, axis, "backward", group, s.mul(calls.reduce_scatters, s.A),
@@ -284,7 +295,7 @@ void AddStepCollectives(const CommStep& s, const DpUnits& u, CommReport& out, Bu
   const auto& t = s.plan.training;
   const int64_t rank = s.rank;
   const StepCollectiveList step =
-      StepCollectives(d, *t.dp_sharding, TrainingBytesOf(t), u.dense_elems, u.sparse_elems, TiedEmbeddingElems(s));
+      StepCollectives(d, *t.dp_sharding, TrainingBytesOf(t), u.dense_elems, u.sparse_elems, TiedEmbeddingElems(s), u.fp8);
   for (int i = 0; i < step.size; ++i) {
     const StepCollective& c = step.items[i];
     std::vector<std::string> axes;

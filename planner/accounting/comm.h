@@ -100,8 +100,22 @@ struct StepCollectiveList {
   StepCollective items[6];
   int size = 0;
 };
+// --fp8-param-gather under zero1 (precision.h; Megatron's uint8 parameter buffer): the part of
+// `dense_elems` / `sparse_elems` that is FP8 GEMM weights (precision.h Fp8GemmGroup), which
+// zero1_all_gather_params sends at `bytes_per_element` (precision.h Fp8WeightBytesPerElement)
+// instead of param bytes. All zero: every element in param bytes.
+struct Fp8ParamGather {
+  int64_t dense_elems = 0, sparse_elems = 0;
+  double bytes_per_element = 0;
+};
 StepCollectiveList StepCollectives(const ParallelDims& dims, DpSharding dp_sharding, const TrainingBytes& bytes, int64_t dense_elems,
-                                   int64_t sparse_elems, int64_t tied_embedding_elems = 0);
+                                   int64_t sparse_elems, int64_t tied_embedding_elems = 0, const Fp8ParamGather& fp8 = {});
+
+// Bytes of one parameter all-gather (FSDP's per unit, zero1's per step) of `elems` elements of
+// which `fp8_elems` travel in FP8: (elems - fp8_elems) x `param_bytes` + ceil(fp8_elems x
+// `fp8_bytes_per_element`) (precision.h Fp8WeightBytesPerElement; the FP8 parameter all-gather).
+// Throws dockyard::Error naming `what` when the product overflows int64.
+int64_t ParamAllGatherBytes(int64_t elems, int64_t fp8_elems, int64_t param_bytes, double fp8_bytes_per_element, const std::string& what);
 
 // Bytes of one pipeline send (activations forward, their gradients backward): the sequence-
 // parallel shard of the micro-batch's hidden states, ceil(tokens / tp) x hidden x act bytes.

@@ -76,23 +76,39 @@ MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank, bool with_mir
   // The modules' FP8 GEMM weights (Fp8GemmGroup of their roles) are counted apart for the FP8
   // weight copies below.
   int64_t mtp_fp8_elems = 0;
+  std::pair<int64_t, int64_t> mtp_fp8 = {0, 0};  // the same per mesh (dense, sparse)
   if (plan.training.mtp_layers > 0 && stage == plan.mtp_stage) {
     auto& e = elems["mtp"];
     ForEachMtpParam(plan, [&](const ParamInfo& p, const ParamPlacement& pl, const Mesh& mesh) {
       const int64_t local = LocalNumelOnRank(p, pl, mesh, rank);
       int64_t& n = pl.sparse_mesh ? e.second : e.first;
       n = CheckedAdd(n, local, "MTP elements");
-      if (Fp8GemmGroup(RoleGroup(p.role))) mtp_fp8_elems = CheckedAdd(mtp_fp8_elems, local, "MTP elements");
+      if (Fp8GemmGroup(RoleGroup(p.role))) {
+        mtp_fp8_elems = CheckedAdd(mtp_fp8_elems, local, "MTP elements");
+        int64_t& f = pl.sparse_mesh ? mtp_fp8.second : mtp_fp8.first;
+        f = CheckedAdd(f, local, "MTP elements");
+      }
     });
     e.first = CheckedMul(e.first, plan.training.mtp_layers, "MTP elements");
     e.second = CheckedMul(e.second, plan.training.mtp_layers, "MTP elements");
     mtp_fp8_elems = CheckedMul(mtp_fp8_elems, plan.training.mtp_layers, "MTP elements");
+    mtp_fp8.first = CheckedMul(mtp_fp8.first, plan.training.mtp_layers, "MTP elements");
+    mtp_fp8.second = CheckedMul(mtp_fp8.second, plan.training.mtp_layers, "MTP elements");
   }
   MemoryBreakdown m;
   WideInt params = 0, grads = 0, opt = 0;
   const TrainingBytes tb = TrainingBytesOf(plan.training);
+  // --fp8-param-gather under the distributed optimizer (workload.h Fp8ModelParams): the FP8 GEMM
+  // weights are FP8 parameters, counted at Fp8ModelParamBytes (their FP8 data below).
+  const bool fp8_params = Fp8ModelParams(plan.training);
   for (const auto& [group, e] : elems) {
-    const StaticBytes b = StaticBytesOf(e.first, e.second, plan.dims, *plan.training.dp_sharding, tb);
+    StaticBytes b = StaticBytesOf(e.first, e.second, plan.dims, *plan.training.dp_sharding,
+                                  fp8_params && Fp8GemmGroup(group) ? Fp8ModelParamBytes(tb) : tb);
+    if (fp8_params && std::string(group) == "mtp") {  // the MTP modules' GEMM weights apart from the rest
+      const StaticBytes rest = StaticBytesOf(e.first - mtp_fp8.first, e.second - mtp_fp8.second, plan.dims, *plan.training.dp_sharding, tb);
+      const StaticBytes fp8 = StaticBytesOf(mtp_fp8.first, mtp_fp8.second, plan.dims, *plan.training.dp_sharding, Fp8ModelParamBytes(tb));
+      b = {rest.params + fp8.params, rest.grads + fp8.grads, rest.optimizer + fp8.optimizer};
+    }
     m.params_by_role[group] = Narrow(b.params, "params bytes");
     m.grads_by_role[group] = Narrow(b.grads, "grads bytes");
     if (b.optimizer) m.optimizer_by_role[group] = Narrow(b.optimizer, "optimizer bytes");

@@ -24,6 +24,17 @@ TrainingBytes TrainingBytesOf(const TrainingConfig& t) {
   return b;
 }
 
+bool Fp8ModelParams(const TrainingConfig& t) {
+  return t.fp8_param_gather && Fp8Gemms(t) && t.dp_sharding == DpSharding::kZero1;
+}
+
+TrainingBytes Fp8ModelParamBytes(const TrainingBytes& bytes) {
+  TrainingBytes b = bytes;
+  b.param = 0;
+  b.master = 4;
+  return b;
+}
+
 int64_t DispatchTokens(int64_t tokens, int64_t tp, int64_t ep, int64_t etp, Convention convention) {
   if (convention == Convention::kMegatron) return (tokens + tp - 1) / tp;  // the sequence-parallel shard
   const bool split_over_tp = tp > 1 && ep > 1 && etp == 1;

@@ -44,6 +44,18 @@ struct TrainingBytes {
 // Throws dockyard::Error for an unknown dtype.
 TrainingBytes TrainingBytesOf(const TrainingConfig& training);
 
+// Whether the FP8 GEMM weights (precision.h Fp8GemmGroup) are themselves the model parameters,
+// kept in FP8 with no param_dtype copy: --fp8-param-gather under the distributed optimizer
+// (dp_sharding zero1; precision.h, Megatron fp8_model_init). Not under fsdp: FSDP keeps its fp32
+// shard and casts each all-gather (the memory of the FSDP rule does not move).
+bool Fp8ModelParams(const TrainingConfig& training);
+// The bytes per element of such weights under zero1 (memory.h StaticBytesOf): param 0 -- the
+// parameter is the row-wise FP8 copy that precision.h Fp8WeightCopyBytesPerElement already counts
+// (TransformerEngine's Float8Tensor holds its data and its transpose) -- and an fp32 master
+// always (the distributed optimizer's shard_fp32_from_float8, even with float32 param_dtype);
+// grads and moments as `bytes`.
+TrainingBytes Fp8ModelParamBytes(const TrainingBytes& bytes);
+
 // T_r, by convention:
 //  - torchtitan: with tp > 1, EP on and etp == 1, ReordererSequenceParallel splits the
 //    TP-replicated tokens over the tp ranks (T_r = ceil(T / tp)); otherwise every rank of a TP

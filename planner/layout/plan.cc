@@ -8,6 +8,7 @@
 
 #include "planner/base/checked_math.h"
 #include "planner/base/error.h"
+#include "planner/model/precision.h"
 #include "planner/model/recompute.h"
 #include "planner/model/seq_len.h"
 
@@ -109,17 +110,13 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
   if (!plan.training.num_microbatches) plan.training.num_microbatches = plan.dims.pp;
   const PipelineStages stages = ResolvePipelineStages(plan.training, model.num_hidden_layers, plan.dims.pp);
   plan.training.run.vpp = stages.vpp;
-  if (plan.training.fp8_param_gather && *plan.training.dp_sharding != DpSharding::kFsdp) {
-    throw Error(
-        fmt::format("fp8_param_gather: the FP8 parameter all-gather is modelled for dp_sharding fsdp (FSDP's per-layer "
-                    "all-gathers), dp_sharding is \"{}\"",
-                    DpShardingName(*plan.training.dp_sharding)));
-  }
+  ValidateFp8ParamGather(plan.training, plan.dims.convention == Convention::kMegatron);
   ValidateRunSettings(plan.training.run, static_cast<int>(*plan.training.dp_sharding), plan.dims.pp);
   ValidateSchedule(plan.training.run, plan.dims.pp, *plan.training.num_microbatches);
   ValidateSelectiveAcConvention(plan.training, plan.dims.convention == Convention::kTorchtitan);
   ValidateSeqLenForModel(plan.training.seq_len, plan.model, "--seq-len");
   ValidateOpSac(plan.training, plan.model);
+  ValidateRecomputeModulesForModel(plan.training, plan.model);
   ValidateEpOverlap(plan.training, plan.dims.pp, plan.dims.ep);
   if (plan.training.dispatcher == "deredundency" && plan.training.oep && plan.dims.ep % *plan.training.oep != 0) {
     throw Error(

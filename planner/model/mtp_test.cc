@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "planner/sim/cost.h"
+#include "planner/sim/gemm_efficiency.h"
 #include "planner/model/hf_config.h"
 #include "planner/model/inventory.h"
 #include "planner/accounting/memory.h"
@@ -48,13 +49,15 @@ TEST_CASE("MTP on the last stage: parameters, activations and time, only with --
   int64_t one_layer = 0;
   for (const auto& [k, v] : layer) one_layer += k == "embedding" ? 0 : v;  // two MoE layers (+ the first stage's embedding)
   CHECK(mem1.stages[0].worst.activations_bytes - mem0.stages[0].worst.activations_bytes == one_layer / 2 + 1024 * 1000 * 4);
-  // Time: the last stage also runs one MoE layer and one lm_head.
+  // Time: the last stage also runs one MoE layer, one lm_head and eh_proj (planner/sim/mtp_time_test).
   const auto routing = dockyard::testing::TinyEp4Routing();
   const dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
   const auto t0 = dockyard::SimulateStep(TinyPlan(0), c, routing);
   const auto t1 = dockyard::SimulateStep(TinyPlan(1), c, routing);
   const double lm_head = t0.stage_microbatch_us - 2 * t0.moe_layer_us;
-  CHECK(t1.stage_microbatch_us == Approx(t0.stage_microbatch_us + t0.moe_layer_us + lm_head));
+  const double eh_proj = dockyard::LinearUs(1024, 64, 128, false, 989, dockyard::CostOptions{}) +
+                         dockyard::LinearUs(1024, 64, 128, true, 989, dockyard::CostOptions{});
+  CHECK(t1.stage_microbatch_us == Approx(t0.stage_microbatch_us + t0.moe_layer_us + lm_head + eh_proj));
   CHECK(t1.model_flops_per_token > t0.model_flops_per_token);
 }
 

@@ -69,4 +69,14 @@ void ValidatePrecision(const TrainingConfig& t, const std::string& origin) {
   }
 }
 
+void ValidateFp8ParamGather(const TrainingConfig& t, bool megatron) {
+  if (!t.fp8_param_gather || !t.dp_sharding) return;
+  const DpSharding s = *t.dp_sharding;
+  if (s == DpSharding::kFsdp || (s == DpSharding::kZero1 && megatron)) return;
+  throw Error(
+      fmt::format("fp8_param_gather: the FP8 parameter all-gather is modelled for dp_sharding fsdp and, with convention megatron, zero1 "
+                  "(Megatron: --fp8-param-gather needs the distributed optimizer or FSDP), dp_sharding is \"{}\"{}",
+                  DpShardingName(s), s == DpSharding::kZero1 ? " under convention torchtitan" : ""));
+}
+
 }  // namespace dockyard

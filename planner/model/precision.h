@@ -15,9 +15,19 @@
 //    FP8 copy of every weight it runs in FP8: 2 B per element, plus one fp32 scale per 128x128 block
 //    of each copy with blockwise scaling.
 //  - FP8 parameter all-gather (--fp8-param-gather; Megatron --fp8-param-gather, torchtitan
-//    float8 enable_fsdp_float8_all_gather): FSDP all-gathers the weights of FP8 GEMMs as FP8,
+//    float8 enable_fsdp_float8_all_gather): the weights of FP8 GEMMs are all-gathered as FP8,
 //    1 B per element (plus blockwise 128x128 block scales) instead of param_dtype; the others
-//    (norms, router, embedding, lm_head) stay in param_dtype. Needs --precision fp8 and FSDP.
+//    (norms, router, embedding, lm_head) stay in param_dtype. Needs --precision fp8, and FSDP
+//    (the per-layer all-gathers) or, under --convention megatron, the distributed optimizer
+//    (dp_sharding zero1: the all-gather of the updated parameters after the optimizer step).
+//    Under the distributed optimizer Megatron builds those weights as FP8 tensors
+//    (megatron/training/training.py get_model: TransformerEngine fp8_model_init when
+//    args.fp8_param_gather), keeps them in a uint8 parameter buffer
+//    (megatron/core/distributed/param_and_grad_buffer.py group_params_for_buffers: "torch.uint8
+//    for FP8/NVFP4 parameters") which the step's all-gather sends, and casts the fp32 master
+//    shard to FP8 after the step (megatron/core/optimizer/distrib_optimizer.py
+//    _copy_main_params_to_model_params, quantize_param_shard): no param_dtype copy of those
+//    weights is kept (workload.h Fp8ModelParamBytes).
 //  - FP8 dispatch (--fp8-dispatch, Megatron --moe-router-... DeepEP FP8 dispatch): the dispatch
 //    all-to-all sends 1 B per element plus one fp32 scale per 128 elements; combine stays BF16.
 //  - BF16 optimizer states (--optimizer-states-dtype bf16, Megatron --exp-avg-dtype /
@@ -71,5 +81,13 @@ double DispatchRowBytes(double hidden, double act_bytes, bool fp8);
 // is resolved), optimizer_states_dtype ("float32" | "bfloat16"). Throws dockyard::Error naming
 // `origin` + the field, the value and the rule.
 void ValidatePrecision(const TrainingConfig& training, const std::string& origin);
+
+// Checks fp8_param_gather against the resolved dp_sharding (BuildPlan): fsdp under either
+// convention; zero1 only under --convention megatron (`megatron`), Megatron's distributed
+// optimizer (torchtitan has no FP8 all-gather outside FSDP2: torchao
+// enable_fsdp_float8_all_gather); never ddp (megatron/training/arguments.py: "--fp8-param-gather
+// only supported with distributed optimizer, torch fsdp2, megatron fsdp, or inference mode").
+// Throws dockyard::Error naming fp8_param_gather, the dp_sharding and the rule.
+void ValidateFp8ParamGather(const TrainingConfig& training, bool megatron);
 
 }  // namespace dockyard

@@ -221,12 +221,13 @@ TEST_CASE("FP8 parameter all-gather: FSDP gathers the FP8 GEMM weights in 1 B, t
   CHECK(dockyard::ComputeMemory(gather).worst_peak_bytes == dockyard::ComputeMemory(base).worst_peak_bytes);
 }
 
-TEST_CASE("FP8 parameter all-gather is refused without FP8 GEMMs and without FSDP") {
+TEST_CASE("FP8 parameter all-gather is refused without FP8 GEMMs and without FSDP or the distributed optimizer") {
   dockyard::TrainingConfig t;
   t.fp8_param_gather = true;  // invalid: precision is bf16
   CHECK_THROWS_WITH_AS(dockyard::ValidateTraining(t, "--"),
                        doctest::Contains("--fp8-param-gather: FP8 parameter all-gather needs precision fp8"), dockyard::Error);
-  t.precision = "fp8";  // invalid: megatron's default dp_sharding is zero1
+  t.precision = "fp8";
+  t.dp_sharding = dockyard::DpSharding::kDdp;  // invalid: Megatron needs the distributed optimizer (or FSDP)
   CHECK_THROWS_WITH_AS(TinyPlan(t), doctest::Contains("fp8_param_gather: the FP8 parameter all-gather is modelled for dp_sharding fsdp"),
                        dockyard::Error);
 }

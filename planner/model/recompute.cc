@@ -63,6 +63,24 @@ void ValidateRecomputeModules(const TrainingConfig& t, const std::string& field)
   }
 }
 
+void ValidateRecomputeModulesForModel(const TrainingConfig& t, const ModelSpec& m) {
+  auto given = [&](const char* module) {
+    return std::find(t.recompute_modules.begin(), t.recompute_modules.end(), module) != t.recompute_modules.end();
+  };
+  if (given("mla_up_proj") && m.attention.kind != AttentionKind::kMla) {
+    throw Error(
+        fmt::format("recompute_modules (--recompute-modules): \"mla_up_proj\" recomputes multi-latent attention's up-projections, and "
+                    "{} has GQA attention (no kv_lora_rank); Megatron allows mla_up_proj only with multi_latent_attention",
+                    m.name));
+  }
+  if (given("shared_experts") && m.moe.num_shared_experts == 0) {
+    throw Error(
+        fmt::format("recompute_modules (--recompute-modules): \"shared_experts\" recomputes the shared-expert MLP, and {} has no "
+                    "shared experts (num_shared_experts 0); drop the module",
+                    m.name));
+  }
+}
+
 RecomputeExtraUs SelectiveRecomputeUs(const RecomputeSet& s, const RecomputeForwardUs& f) {
   RecomputeExtraUs x;
   if (s.layernorm) x.attention += f.norms;

@@ -43,6 +43,17 @@ RecomputeSet DefaultSelectiveSet();
 // selective. Throws dockyard::Error naming `field` ("--recompute-modules" or
 // "/training/recompute_modules"), the value and the rule.
 void ValidateRecomputeModules(const TrainingConfig& training, const std::string& field);
+// The model rules of the module list (BuildPlan, and search before it enumerates layouts):
+//  - "mla_up_proj" needs multi-latent attention (Megatron raises "mla_up_proj in
+//    recompute_modules is only supported with multi_latent_attention",
+//    megatron/core/transformer/transformer_config.py __post_init__);
+//  - "shared_experts" needs shared experts (num_shared_experts > 0): Megatron wraps the
+//    SharedExpertMLP in a checkpoint only where a MoE layer builds one
+//    (megatron/core/transformer/moe/shared_experts.py), so on a model without them the module
+//    would recompute nothing; dockyard refuses it rather than ignore it.
+// Throws dockyard::Error naming recompute_modules (--recompute-modules), the module, the model's
+// value and the rule.
+void ValidateRecomputeModulesForModel(const TrainingConfig& training, const ModelSpec& model);
 
 // What re-running the forward of the recomputed modules costs in the backward of one layer, per
 // phase, in microseconds, from the forward times of the pieces (filled by the cost model).

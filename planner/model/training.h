@@ -46,7 +46,7 @@ struct TrainingConfig {
   std::string precision = "bf16";                  // "bf16" | "fp8": GEMMs in FP8 (--precision)
   std::string fp8_recipe = "tensorwise";           // "tensorwise" | "blockwise" (--fp8-recipe)
   bool fp8_dispatch = false;                       // FP8 dispatch all-to-all, BF16 combine (--fp8-dispatch)
-  bool fp8_param_gather = false;                   // FSDP all-gathers FP8 GEMM weights in FP8 (--fp8-param-gather)
+  bool fp8_param_gather = false;                   // FSDP / zero1 all-gather FP8 GEMM weights in FP8 (--fp8-param-gather)
   std::string optimizer_states_dtype = "float32";  // AdamW moments: "float32" | "bfloat16"
   int64_t mtp_layers = 0;                          // MTP modules trained (--mtp-layers, Megatron --mtp-num-layers; mtp.h)
   std::vector<int64_t> pp_layer_split;             // layers per stage; empty = even split

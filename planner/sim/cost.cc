@@ -420,9 +420,12 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
       // --fp8-param-gather: the FP8 GEMM weights travel in FP8 (precision.h Fp8WeightBytesPerElement).
       const double fp8_b = Fp8WeightBytesPerElement(t);
       const double fp8_dense = in.fsdp_layer[kind].fp8_dense_elems, fp8_sparse = in.fsdp_layer[kind].fp8_sparse_elems;
-      fsdp_ag[kind] =
-          RingCollectiveUs((dense_elems - fp8_dense) * param_b + fp8_dense * fp8_b, dn.size, dn.spans_nodes, c, dn.members_per_domain) +
-          RingCollectiveUs((sparse_elems - fp8_sparse) * param_b + fp8_sparse * fp8_b, sp.size, sp.spans_nodes, c, sp.members_per_domain);
+      auto gathered = [&](double elems, double fp8) {  // comm.h ParamAllGatherBytes
+        return static_cast<double>(
+            ParamAllGatherBytes(static_cast<int64_t>(elems), static_cast<int64_t>(fp8), param_b, fp8_b, "FSDP all-gather bytes"));
+      };
+      fsdp_ag[kind] = RingCollectiveUs(gathered(dense_elems, fp8_dense), dn.size, dn.spans_nodes, c, dn.members_per_domain) +
+                      RingCollectiveUs(gathered(sparse_elems, fp8_sparse), sp.size, sp.spans_nodes, c, sp.members_per_domain);
       fsdp_rs[kind] = RingCollectiveUs(dense_elems * grad_b, dn.size, dn.spans_nodes, c, dn.members_per_domain) +
                       RingCollectiveUs(sparse_elems * grad_b, sp.size, sp.spans_nodes, c, sp.members_per_domain);
     }
@@ -616,6 +619,11 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
   const double lm_head_us =
       (o.kernel_compute ? sc.lm_head[0] + sc.lm_head[1] : 3.0 * 2.0 * T * D * m.vocab_size / tp / (peak * o.dense_efficiency)) +
       kx.lm_head[0] + kx.lm_head[1];
+  // Each MTP module's eh_proj, forward and backward: the column-parallel projection of [h; emb]
+  // (2 D -> D / tp; megatron/core/transformer/multi_token_prediction.py MultiTokenPredictionLayer,
+  // gather_output=False) over the micro-batch's T tokens, an FP8 GEMM with --precision fp8.
+  const double eh_proj_us =
+      o.kernel_compute ? sc.eh_proj[0] + sc.eh_proj[1] : 3.0 * 2.0 * T * (2.0 * D) * D / tp / (peak * o.dense_efficiency * fp8x);
   // Pipeline send/recv per micro-batch on every stage: activations forward and gradients back at
   // each of its vpp chunk boundaries, PpSendBytes each (comm.h), over the
   // link they cross (network.h P2pUs: some stage boundary leaves the domain once the world does).
@@ -630,8 +638,9 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
   const int64_t mtp_stage = in.mtp_stage < 0 ? d.pp - 1 : in.mtp_stage;
   for (int64_t s = 0; s < d.pp; ++s) {
     // The last stage (a layout's loss stage) runs lm_head and, with --mtp-layers, each MTP
-    // module's layer and logits (on a layout's MTP stage).
-    const double mtp_us = static_cast<double>(t.mtp_layers) * ((m.moe_layers.back() ? out.moe_layer_us : out.dense_layer_us) + lm_head_us);
+    // module's eh_proj, layer and logits (on a layout's MTP stage).
+    const double mtp_us =
+        static_cast<double>(t.mtp_layers) * (eh_proj_us + (m.moe_layers.back() ? out.moe_layer_us : out.dense_layer_us) + lm_head_us);
     double stage = (s == loss_stage ? lm_head_us : 0.0) + (s == mtp_stage ? mtp_us : 0.0) + p2p_us;
     for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
       if (layer_stage[l] != s) continue;

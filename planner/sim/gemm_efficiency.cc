@@ -108,6 +108,7 @@ ShapedComputeUs ShapedCompute(const ModelSpec& m, double T, double router_tokens
       s.dense_mlp[pass] = lin(T, 2.0 * fd, D) + lin(T, D, fd);
     }
     s.lm_head[pass] = LinearUs(T, static_cast<double>(m.vocab_size) / tp, D, bwd, peak_tflops, bf16);
+    s.eh_proj[pass] = lin(T, D / tp, 2.0 * D);
   }
   return s;
 }

@@ -56,9 +56,11 @@ double FlashAttentionEfficiency(double head_dim, double seq_len, bool causal, bo
 // MLA: q_a (N = q_lora), q_b (N = H (dn + dr) / tp, K = q_lora) or q (K = D), kv_a
 // (N = kv_lora + dr), kv_b (N = H (dn + dv) / tp, K = kv_lora), o (K = H dv / tp); the latent
 // down-projections are not TP-sharded) and the causal flash core; router (N = E); shared experts
-// and dense MLP as two linears (gate_up N = 2 F / tp, down K = F / tp); lm_head (N = V / tp).
+// and dense MLP as two linears (gate_up N = 2 F / tp, down K = F / tp); lm_head (N = V / tp);
+// an MTP module's eh_proj (N = D / tp, K = 2 D: mtp.h, a column-parallel linear; FP8 with FP8 GEMMs).
 struct ShapedComputeUs {
   double attention[2] = {0, 0}, router[2] = {0, 0}, shared_experts[2] = {0, 0}, dense_mlp[2] = {0, 0}, lm_head[2] = {0, 0};
+  double eh_proj[2] = {0, 0};
 };
 // `tokens` T (M of every dense GEMM), `router_tokens` (Workload::dispatch_tokens), `tp`, `seq_len`.
 // With FP8 GEMMs and `hbm_gbps` > 0, each FP8 linear also pays its input's quantize kernel.
