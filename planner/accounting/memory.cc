@@ -118,13 +118,9 @@ MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank, bool with_mir
   }
   // FP8 weight copies (precision.h), kept by TransformerEngine only (workload.h
   // Fp8KeepsQuantizedTensors): the GEMM weights of attention and the MLPs.
-  if (const double fp8 = Fp8KeepsQuantizedTensors(plan.training, plan.dims.convention) ? Fp8WeightCopyBytesPerElement(plan.training) : 0.0;
-      fp8 > 0) {
+  if (const double fp8 = Fp8WeightCopyPerElement(plan.training, plan.dims.convention); fp8 > 0) {
     WideInt copies = 0;
-    for (const auto& [group, e] : elems) {
-      if (!Fp8GemmGroup(group)) continue;
-      copies += static_cast<WideInt>(static_cast<double>(e.first + e.second) * fp8 + 0.5);
-    }
+    for (const auto& [group, e] : elems) copies += Fp8WeightCopyBytes(group, e.first + e.second, fp8);
     // The MTP modules' GEMM weights: their decoder layer's attention and MLP, and eh_proj.
     if (mtp_fp8_elems > 0) copies += static_cast<WideInt>(static_cast<double>(mtp_fp8_elems) * fp8 + 0.5);
     m.params_by_role["fp8_weights"] = Narrow(copies, "FP8 weight copy bytes");
@@ -134,6 +130,15 @@ MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank, bool with_mir
   m.grads_bytes = Narrow(grads, "grads bytes");
   m.optimizer_bytes = Narrow(opt, "optimizer bytes");
   return m;
+}
+
+double Fp8WeightCopyPerElement(const TrainingConfig& training, Convention convention) {
+  return Fp8KeepsQuantizedTensors(training, convention) ? Fp8WeightCopyBytesPerElement(training) : 0.0;
+}
+
+WideInt Fp8WeightCopyBytes(const std::string& group, WideInt elems, double per_element) {
+  if (per_element <= 0 || !Fp8GemmGroup(group)) return 0;
+  return static_cast<WideInt>(static_cast<double>(elems) * per_element + 0.5);
 }
 
 LayerActivationBytes LayerActivations(const ModelSpec& m, Recompute rc, const Workload& w, bool moe_layer) {

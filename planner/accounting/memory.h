@@ -78,6 +78,16 @@ using WideInt = __int128;
 struct StaticBytes {
   WideInt params = 0, grads = 0, optimizer = 0;
 };
+
+// The FP8 weight copies a rank keeps beside its parameters (precision.h), per element of an FP8
+// GEMM group: Fp8WeightCopyBytesPerElement under a framework that keeps them (workload.h
+// Fp8KeepsQuantizedTensors: Megatron / TransformerEngine), else 0.
+double Fp8WeightCopyPerElement(const TrainingConfig& training, Convention convention);
+
+// Bytes of those copies for `elems` local elements (dense + sparse) of role group `group`: 0 unless
+// precision.h Fp8GemmGroup(group); rounded to the byte per group. ComputeMemory adds them as the
+// "fp8_weights" params role, the search's fast path to each stage's static bytes.
+WideInt Fp8WeightCopyBytes(const std::string& group, WideInt elems, double per_element);
 inline StaticBytes StaticBytesOf(WideInt dense_elems, WideInt sparse_elems, const ParallelDims& d, DpSharding strategy,
                                  const TrainingBytes& tb) {
   const WideInt both = dense_elems + sparse_elems;

@@ -535,6 +535,7 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   const Wide layer_input = static_cast<Wide>(Ceil(w.tokens, w.tp_shards)) * h * w.act_bytes;
   const Wide logits = static_cast<Wide>(w.tokens) * Ceil(m.vocab_size, d.tp) * 4;
   Wide worst_peak = -1, static_worst = 0, static_rank0 = 0, dense0 = 0, sparse0 = 0;
+  const double fp8_copy = Fp8WeightCopyPerElement(t, d.convention);  // FP8 weight copies (megatron)
   const bool deredundency = d.ep > 1 && t.dispatcher == "deredundency";
   const int64_t oep = DispatchOep(t, d.ep);
   for (int64_t s = 0; s < d.pp; ++s) {
@@ -545,7 +546,7 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
     Wide stat = 0;
     for (int g = 0; g < kNumGroups; ++g) {
       const StaticBytes b = StaticBytesOf(st.local[g][0], st.local[g][1], d, strategy, tb);
-      stat += fits(b.params) + fits(b.grads) + fits(b.optimizer);
+      stat += fits(b.params) + fits(b.grads) + fits(b.optimizer) + fits(Fp8WeightCopyBytes(kGroupNames[g], st.local[g][0] + st.local[g][1], fp8_copy));
     }
     static_worst = std::max(static_worst, stat);
     if (s == 0) {

@@ -291,6 +291,25 @@ TEST_CASE("Fast evaluation equals the plan path for every candidate: Qwen3-30B-A
   }
 }
 
+TEST_CASE("Fast evaluation equals the plan path for every candidate under FP8 (Megatron keeps FP8 weight copies, torchtitan none)") {
+  // Qwen3-30B-A3B on 16 GPUs, --precision fp8: under megatron (TransformerEngine) every rank holds
+  // an FP8 copy of its attention and MLP GEMM weights and saves FP8 linear inputs; under torchtitan
+  // (torchao) neither (workload.h Fp8KeepsQuantizedTensors). Both paths must price that alike.
+  const auto model = dockyard::LoadModel("testdata/hf/qwen3-30b-a3b.json");
+  for (const auto convention : {dockyard::Convention::kMegatron, dockyard::Convention::kTorchtitan}) {
+    for (const char* recipe : {"tensorwise", "blockwise"}) {
+      CAPTURE(recipe);
+      SearchOptions o = FullSearch(16);
+      o.convention = convention;
+      o.training.precision = "fp8";
+      o.training.fp8_recipe = recipe;
+      const Coverage cov = CompareEveryCandidate(model, o);
+      CHECK(cov.ranked > 0);
+      CHECK(cov.handed_to_reference == 0);
+    }
+  }
+}
+
 TEST_CASE("Fast evaluation equals the plan path where FSDP2 pads or refuses a cut") {
   // Tiny Mixtral with 6 experts and moe_intermediate_size 20 on 48 GPUs: FSDP degrees that do
   // not divide 6 experts pad dim 0 (e.g. ep 1, dp_shard 4: ceil(6/4) = 2 on every rank); degrees
