@@ -24,4 +24,16 @@ inline ModelSpec TinyMixtral() {
   return m;
 }
 
+// `m` with MLA attention: q_lora_rank 48, kv_lora_rank 32, qk_nope_head_dim 16, qk_rope_head_dim 8,
+// v_head_dim 16 (per head: q_b out 24, kv_b out 32).
+inline ModelSpec WithTinyMla(ModelSpec m) {
+  m.attention.kind = AttentionKind::kMla;
+  m.attention.q_lora_rank = 48;
+  m.attention.kv_lora_rank = 32;
+  m.attention.qk_nope_head_dim = 16;
+  m.attention.qk_rope_head_dim = 8;
+  m.attention.v_head_dim = 16;
+  return m;
+}
+
 }  // namespace dockyard::testing

@@ -18,13 +18,7 @@ dockyard::TrainingConfig Selective(std::vector<std::string> modules) {
 
 // The tiny model with MLA attention and one shared expert.
 dockyard::ModelSpec TinyMlaShared() {
-  auto m = dockyard::testing::TinyMixtral();
-  m.attention.kind = dockyard::AttentionKind::kMla;
-  m.attention.q_lora_rank = 48;
-  m.attention.kv_lora_rank = 32;
-  m.attention.qk_nope_head_dim = 16;
-  m.attention.qk_rope_head_dim = 8;
-  m.attention.v_head_dim = 16;
+  auto m = dockyard::testing::WithTinyMla(dockyard::testing::TinyMixtral());
   m.moe.num_shared_experts = 1;
   m.moe.shared_expert_intermediate_size = 32;
   return m;

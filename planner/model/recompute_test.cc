@@ -91,13 +91,7 @@ TEST_CASE("Memory delta of each Megatron module, by hand") {
 }
 
 TEST_CASE("MLA up-projection outputs") {
-  auto m = Tiny();
-  m.attention.kind = dockyard::AttentionKind::kMla;
-  m.attention.q_lora_rank = 48;
-  m.attention.kv_lora_rank = 32;
-  m.attention.qk_nope_head_dim = 16;
-  m.attention.qk_rope_head_dim = 8;
-  m.attention.v_head_dim = 16;
+  const auto m = dockyard::testing::WithTinyMla(Tiny());
   RecomputeSet s;
   s.mla_up_proj = true;
   // q_b out 128 x 4 x (16 + 8) and kv_b out 128 x 4 x (16 + 16), bf16: (12,288 + 16,384) x 2 = 57,344 B.
