@@ -18,6 +18,13 @@ inline Plan TinyEp4Plan(TrainingConfig training = {}, Convention convention = Co
   return BuildPlan(TinyMixtral(), d, training);
 }
 
+// TinyEp4Plan under megatron with `mtp` MTP layers (--mtp-layers).
+inline Plan TinyMtpPlan(int64_t mtp) {
+  TrainingConfig t;
+  t.mtp_layers = mtp;
+  return TinyEp4Plan(t, Convention::kMegatron);
+}
+
 // Uniform routing of the tiny model (8 experts, top-2) for EP 4, 1024 tokens per rank.
 inline RoutingResult TinyEp4Routing(int64_t layers = 2) {
   return SampleRouting({}, 8, 2, 4, 1024, layers);

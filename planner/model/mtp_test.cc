@@ -23,37 +23,27 @@ TEST_CASE("DeepSeek-V3 with its MTP module: 685B parameters (671B + 14B, HF mode
   CHECK((main + mtp) / 1e9 == Approx(685).epsilon(0.002));
 }
 
-namespace {
-
-dockyard::Plan TinyPlan(int64_t mtp) {
-  dockyard::TrainingConfig t;
-  t.mtp_layers = mtp;
-  return dockyard::testing::TinyEp4Plan(t, dockyard::Convention::kMegatron);
-}
-
-}  // namespace
-
 TEST_CASE("MTP on the last stage: parameters, activations and time, only with --mtp-layers") {
-  const auto base = dockyard::StaticMemoryOnRank(TinyPlan(0), 0);
+  const auto base = dockyard::StaticMemoryOnRank(dockyard::testing::TinyMtpPlan(0), 0);
   CHECK(base.params_by_role.count("mtp") == 0);
-  const auto with = dockyard::StaticMemoryOnRank(TinyPlan(1), 0);
+  const auto with = dockyard::StaticMemoryOnRank(dockyard::testing::TinyMtpPlan(1), 0);
   // Last layer on rank 0 (tp 1, ep 4): attention 12,288 + 2 norms 128 + router 512 + 2 local
   // experts 12,288; eh_proj 2 x 64 x 64 = 8,192 and 3 norms 192 (pp 1: no embedding copy):
   // 33,600 elements of bf16 = 67,200 B.
   CHECK(with.params_by_role.at("mtp") == 67200);
   CHECK(with.params_bytes == base.params_bytes + 67200);
   // Activations: one more MoE layer and one more fp32 logits buffer (1024 x 1000 x 4 B).
-  const auto mem0 = dockyard::ComputeMemory(TinyPlan(0));
-  const auto mem1 = dockyard::ComputeMemory(TinyPlan(1));
-  const auto layer = dockyard::ActivationBytesPerMicrobatch(TinyPlan(0), dockyard::ComputeWorkload(TinyPlan(0)), 0);
+  const auto mem0 = dockyard::ComputeMemory(dockyard::testing::TinyMtpPlan(0));
+  const auto mem1 = dockyard::ComputeMemory(dockyard::testing::TinyMtpPlan(1));
+  const auto layer = dockyard::ActivationBytesPerMicrobatch(dockyard::testing::TinyMtpPlan(0), dockyard::ComputeWorkload(dockyard::testing::TinyMtpPlan(0)), 0);
   int64_t one_layer = 0;
   for (const auto& [k, v] : layer) one_layer += k == "embedding" ? 0 : v;  // two MoE layers (+ the first stage's embedding)
   CHECK(mem1.stages[0].worst.activations_bytes - mem0.stages[0].worst.activations_bytes == one_layer / 2 + 1024 * 1000 * 4);
   // Time: the last stage also runs one MoE layer, one lm_head and eh_proj (planner/sim/mtp_time_test).
   const auto routing = dockyard::testing::TinyEp4Routing();
   const dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
-  const auto t0 = dockyard::SimulateStep(TinyPlan(0), c, routing);
-  const auto t1 = dockyard::SimulateStep(TinyPlan(1), c, routing);
+  const auto t0 = dockyard::SimulateStep(dockyard::testing::TinyMtpPlan(0), c, routing);
+  const auto t1 = dockyard::SimulateStep(dockyard::testing::TinyMtpPlan(1), c, routing);
   const double lm_head = t0.stage_microbatch_us - 2 * t0.moe_layer_us;
   const double eh_proj = dockyard::LinearUs(1024, 64, 128, false, 989, dockyard::CostOptions{}) +
                          dockyard::LinearUs(1024, 64, 128, true, 989, dockyard::CostOptions{});
