@@ -409,27 +409,27 @@ void LayoutEvaluator::ExpectCandidates(const std::vector<LayoutCandidate>& candi
   cache_->ExpectFlexGroups(tokens, block_needs);
 }
 
-int64_t LayoutEvaluator::flex_from_blocks() const { return cache_->flex_from_blocks(); }
-
-int64_t LayoutEvaluator::routing_from_blocks() const { return cache_->routing_from_blocks(); }
-
-LayoutEvaluation LayoutEvaluator::EvaluateReference(const LayoutCandidate& c, bool simulate_over_budget) {
-  return EvaluateReferenceDetail(c, simulate_over_budget, nullptr);
+int64_t LayoutEvaluator::flex_from_blocks() const {
+  return cache_->flex_from_blocks();
 }
 
-LayoutEvaluation LayoutEvaluator::HandToReference(const LayoutCandidate& c, bool simulate_over_budget) {
+int64_t LayoutEvaluator::routing_from_blocks() const {
+  return cache_->routing_from_blocks();
+}
+
+LayoutEvaluation LayoutEvaluator::HandToReference(const LayoutCandidate& c, bool simulate_over_budget, CostBreakdown* detail) {
   ++handed_to_reference_;
-  return EvaluateReference(c, simulate_over_budget);
+  return EvaluateReference(c, simulate_over_budget, detail);
 }
 
 CostBreakdown LayoutEvaluator::Breakdown(const LayoutCandidate& c) {
   CostBreakdown cost;
-  const LayoutEvaluation e = EvaluateReferenceDetail(c, true, &cost);
+  const LayoutEvaluation e = Evaluate(c, true, &cost);
   if (!e.simulated) throw Error("internal: Breakdown of a layout the plan path rejects");
   return cost;
 }
 
-LayoutEvaluation LayoutEvaluator::EvaluateReferenceDetail(const LayoutCandidate& c, bool simulate_over_budget, CostBreakdown* detail) {
+LayoutEvaluation LayoutEvaluator::EvaluateReference(const LayoutCandidate& c, bool simulate_over_budget, CostBreakdown* detail) {
   LayoutEvaluation r;
   TrainingConfig t = CandidateTraining(options_.training, c);
   t.gpus_per_node = NvlinkDomainGpus(options_.cluster);  // the time model's locality unit (network.h)
@@ -481,7 +481,7 @@ bool LayoutEvaluator::SettingsHold(const LayoutCandidate& c) {
   return RunSettingsHold(entry, d.pp, d.ep, model_.num_hidden_layers);
 }
 
-LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simulate_over_budget) {
+LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simulate_over_budget, CostBreakdown* detail) {
   Impl& im = *impl_;
   const ModelSpec& m = model_;
   LayoutEvaluation r;
@@ -489,11 +489,11 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
 
   // --- Validation (BuildPlan's rules, no messages).
   const int di = DispatcherIndex(c.dispatcher);
-  if (di < 0) return HandToReference(c, simulate_over_budget);  // ValidateTraining rejects it there
+  if (di < 0) return HandToReference(c, simulate_over_budget, detail);  // ValidateTraining rejects it there
   // --fp8-param-gather splits each FSDP unit by precision: SimulateStep's path (opt-in).
-  if (options_.training.fp8_param_gather) return HandToReference(c, simulate_over_budget);
+  if (options_.training.fp8_param_gather) return HandToReference(c, simulate_over_budget, detail);
   // torchtitan's per-layer selective checkpointing counts layers per stage: SimulateStep's path (opt-in).
-  if (!options_.training.selective_ac_option.empty()) return HandToReference(c, simulate_over_budget);
+  if (!options_.training.selective_ac_option.empty()) return HandToReference(c, simulate_over_budget, detail);
   Impl::TrainingEntry& entry = TrainingEntryOf(im, options_, di, c);
   if (!entry.ok) return r;
   ParallelDims d;
@@ -546,7 +546,8 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
     Wide stat = 0;
     for (int g = 0; g < kNumGroups; ++g) {
       const StaticBytes b = StaticBytesOf(st.local[g][0], st.local[g][1], d, strategy, tb);
-      stat += fits(b.params) + fits(b.grads) + fits(b.optimizer) + fits(Fp8WeightCopyBytes(kGroupNames[g], st.local[g][0] + st.local[g][1], fp8_copy));
+      stat += fits(b.params) + fits(b.grads) + fits(b.optimizer) +
+              fits(Fp8WeightCopyBytes(kGroupNames[g], st.local[g][0] + st.local[g][1], fp8_copy));
     }
     static_worst = std::max(static_worst, stat);
     if (s == 0) {
@@ -593,7 +594,7 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   }
   if (fallback || dense0 > kInt64Max || sparse0 > kInt64Max) {
     ++fallbacks_;
-    return HandToReference(c, simulate_over_budget);
+    return HandToReference(c, simulate_over_budget, detail);
   }
   r.peak_bytes = static_cast<int64_t>(worst_peak);
   r.static_peak_bytes = static_cast<int64_t>(static_worst);
@@ -621,7 +622,7 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
     const UnitSums& u = kind_sums[im.first_kind[which]];
     if (u.mp[0] >= kExactDouble || u.mp[1] >= kExactDouble) {
       ++fallbacks_;
-      return HandToReference(c, simulate_over_budget);
+      return HandToReference(c, simulate_over_budget, detail);
     }
     in.fsdp_layer[which] = {true, static_cast<double>(static_cast<int64_t>(u.mp[0])), static_cast<double>(static_cast<int64_t>(u.mp[1]))};
   }
@@ -667,13 +668,13 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
     }
   }
   in.static_bytes_rank0 = static_cast<int64_t>(static_rank0);
-  const CostBreakdown cost = SimulateStepFromInputs(m, inventory_.totals, d, t, options_.cluster, in, options_.cost,
-                                                    /*detail=*/false);
+  CostBreakdown cost = SimulateStepFromInputs(m, inventory_.totals, d, t, options_.cluster, in, options_.cost, detail != nullptr);
   r.simulated = true;
   r.step_time_us = cost.step_time_us;
   r.tokens_per_s_per_gpu = cost.tokens_per_s_per_gpu;
   r.mfu = cost.mfu;
   r.dominant_phase = cost.dominant_phase;
+  if (detail) *detail = std::move(cost);
   return r;
 }
 

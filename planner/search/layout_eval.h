@@ -93,17 +93,19 @@ class LayoutEvaluator {
   void ExpectCandidates(const std::vector<LayoutCandidate>& candidates);
 
   // The fast path. `simulate_over_budget`: also simulate valid candidates over the budget (the
-  // search does not; tests compare them too). Throws what the reference path would throw.
-  LayoutEvaluation Evaluate(const LayoutCandidate& candidate, bool simulate_over_budget = false);
+  // search does not; tests compare them too). `detail` (optional): the full cost breakdown (phases,
+  // critical path and its shares) of a simulated candidate. Throws what the reference path would throw.
+  LayoutEvaluation Evaluate(const LayoutCandidate& candidate, bool simulate_over_budget = false, CostBreakdown* detail = nullptr);
   // The reference path (BuildPlan + ComputeMemory + ComputeWorkload + SimulateStep), with its own
-  // routing cache filled by SampleRouting, as SearchLayouts had it.
-  LayoutEvaluation EvaluateReference(const LayoutCandidate& candidate, bool simulate_over_budget = false);
+  // routing cache filled by SampleRouting, as SearchLayouts had it; `detail` as Evaluate's.
+  LayoutEvaluation EvaluateReference(const LayoutCandidate& candidate, bool simulate_over_budget = false, CostBreakdown* detail = nullptr);
   // Whether `candidate`'s degrees and settings pass the rules Evaluate checks before memory
   // (ValidateTraining, the degrees, the run-setting rules): the search's pruned branch counts a
   // candidate invalid exactly when Evaluate would.
   bool SettingsHold(const LayoutCandidate& candidate);
-  // The reference path's full cost breakdown (phases, critical path and its shares) of a candidate
-  // the plan path accepts; throws dockyard::Error otherwise.
+  // The full cost breakdown (phases, critical path and its shares) of a candidate the plan path
+  // accepts, by the fast path (equal to the reference path's: search_test); throws dockyard::Error
+  // otherwise.
   CostBreakdown Breakdown(const LayoutCandidate& candidate);
 
   double budget_bytes() const { return budget_bytes_; }
@@ -114,7 +116,7 @@ class LayoutEvaluator {
   // Deepep groups whose counts the shared cache read from per-source block counts (after
   // ExpectCandidates; SearchEvalCache::flex_from_blocks).
   int64_t flex_from_blocks() const;
-  int64_t routing_from_blocks() const;  // SearchEvalCache::routing_from_blocks
+  int64_t routing_from_blocks() const;                                   // SearchEvalCache::routing_from_blocks
   int64_t routing_samples() const { return cache_->routing_samples(); }  // distinct keys, over all sharing evaluators
   // Wall seconds this evaluator spent filling the per-key caches: routing samples, deepep counts
   // and routing-dependent MoE phases (steady clock, read only on cache misses).
@@ -123,8 +125,7 @@ class LayoutEvaluator {
   int64_t num_classes() const;  // over all layer kinds and units
 
  private:
-  LayoutEvaluation HandToReference(const LayoutCandidate& candidate, bool simulate_over_budget);
-  LayoutEvaluation EvaluateReferenceDetail(const LayoutCandidate& candidate, bool simulate_over_budget, CostBreakdown* detail);
+  LayoutEvaluation HandToReference(const LayoutCandidate& candidate, bool simulate_over_budget, CostBreakdown* detail);
 
   ModelSpec model_;  // a copy: the evaluator may outlive the caller's model
   SearchOptions options_;

@@ -140,8 +140,9 @@ Coverage CompareEveryCandidate(const dockyard::ModelSpec& model, const SearchOpt
     CAPTURE(d.ep);
     CAPTURE(d.etp);
     CAPTURE(c.dispatcher);
-    const auto fast = evaluator.Evaluate(c, /*simulate_over_budget=*/true);
-    const auto ref = evaluator.EvaluateReference(c, /*simulate_over_budget=*/true);
+    dockyard::CostBreakdown fast_detail, ref_detail;  // the search's row breakdown (Breakdown) is the fast path's
+    const auto fast = evaluator.Evaluate(c, /*simulate_over_budget=*/true, &fast_detail);
+    const auto ref = evaluator.EvaluateReference(c, /*simulate_over_budget=*/true, &ref_detail);
     ++cov.candidates;
     REQUIRE(fast.status == ref.status);
     if (ref.status == Status::kInvalid) {
@@ -167,6 +168,16 @@ Coverage CompareEveryCandidate(const dockyard::ModelSpec& model, const SearchOpt
     CHECK(fast.tokens_per_s_per_gpu == ref.tokens_per_s_per_gpu);
     CHECK(fast.mfu == ref.mfu);
     CHECK(fast.dominant_phase == ref.dominant_phase);
+    CHECK(fast_detail.critical_path == ref_detail.critical_path);
+    CHECK(fast_detail.critical_path_us == ref_detail.critical_path_us);
+    CHECK(fast_detail.pipeline_bubble_us == ref_detail.pipeline_bubble_us);
+    CHECK(fast_detail.optimizer_us == ref_detail.optimizer_us);
+    REQUIRE(fast_detail.phases.size() == ref_detail.phases.size());
+    for (size_t i = 0; i < ref_detail.phases.size(); ++i) {
+      CHECK(fast_detail.phases[i].name == ref_detail.phases[i].name);
+      CHECK(fast_detail.phases[i].time_us == ref_detail.phases[i].time_us);
+      CHECK(fast_detail.phases[i].per_ep_rank_us == ref_detail.phases[i].per_ep_rank_us);
+    }
     CHECK(ref.step_time_us > 0);
     CHECK(ref.tokens_per_s_per_gpu > 0);
     CHECK(!ref.dominant_phase.empty());
