@@ -827,15 +827,15 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
   }
 
   // Routing-dependent MoE phases.
-  const bool deredundency = d.ep > 1 && t.dispatcher == "deredundency";
+  const bool deredundency = d.ep > 1 && t.dispatcher == Dispatcher::kDeredundency;
   if (deredundency && routing.oep != DeredundencyOep(plan)) {
     throw Error(
         fmt::format("routing was sampled for oep {}, the plan's deredundency dispatcher uses oep {}", routing.oep, DeredundencyOep(plan)));
   }
   MoePhaseShape shape = MoePhaseShapeOf(m, w, d.ep, deredundency);
-  shape.flex = d.ep > 1 && t.dispatcher == "deepep";
+  shape.flex = d.ep > 1 && t.dispatcher == Dispatcher::kDeepEp;
   shape.flex_fp8 = t.fp8_dispatch;
-  shape.allgather = d.ep > 1 && t.dispatcher == "allgather";
+  shape.allgather = d.ep > 1 && t.dispatcher == Dispatcher::kAllGather;
   if (t.fp8_dispatch) shape.dispatch_act_bytes = DispatchBytesPerElement(t, static_cast<double>(m.hidden_size), shape.act_bytes);
   if (routing.num_slots > 0) shape.num_experts = routing.num_slots;  // replicas: the physical slots
   const MoePhaseTimes moe = SimulateMoePhases(routing, ep_group, shape, c, o);
@@ -877,7 +877,7 @@ RoutingResult SampleRoutingForPlan(const Plan& plan, const RoutingSpec& routing,
   const RoutingModel model =
       PrepareRouting(routing, plan.model.moe.num_experts, plan.model.moe.top_k, layers, GroupLimitOf(plan.model.moe));
   RoutingResult result = SampleRouting(model, plan.dims.ep, w.routed_tokens, DispatchOep(plan));
-  if (plan.dims.ep > 1 && plan.training.dispatcher == "deepep") {
+  if (plan.dims.ep > 1 && plan.training.dispatcher == Dispatcher::kDeepEp) {
     AddFlexCounts(model, plan.meshes.sparse.GroupOf(0, plan.meshes.sparse.AxisIndex("ep")), plan.training.gpus_per_node, result);
   }
   return result;
