@@ -492,6 +492,57 @@ StageWalk WalkStages(const ModelSpec& m, const ParallelDims& d, const TrainingCo
   return {worst_stage, slowest_stage};
 }
 
+// The forward part of one micro-batch on the slowest stage: its layers' forward times, lm_head's
+// forward third on the loss stage, half its p2p sends.
+double SlowestStageForwardUs(const ModelSpec& m, const std::vector<int64_t>& layer_stage, int64_t slowest_stage, double moe_fwd,
+                             double dense_fwd, bool loss_stage, double lm_head_us, double p2p_us) {
+  int64_t moe_n = 0, dense_n = 0;
+  for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
+    if (layer_stage[l] == slowest_stage) (m.moe_layers[l] ? moe_n : dense_n)++;
+  }
+  return static_cast<double>(moe_n) * moe_fwd + static_cast<double>(dense_n) * dense_fwd + (loss_stage ? lm_head_us / 3.0 : 0.0) +
+         p2p_us / 2.0;
+}
+
+// The data-parallel step communication left exposed: Megatron's overlapped gradient reduce (under
+// the slowest stage's last backward, `stage_bwd_us`) and parameter gather (under its first forward,
+// `stage_fwd_us`) leave only what exceeds that compute (ExposedUs).
+double ExposedDpStepCommUs(const StepInputs& in, const RunSettings& run, double stage_fwd_us, double stage_bwd_us) {
+  const double param_us = in.dp_step_param_gather_us, grad_us = in.dp_step_comm_us - param_us;
+  return (run.overlap_grad_reduce ? ExposedUs(grad_us, stage_bwd_us) : grad_us) +
+         (run.overlap_param_gather ? ExposedUs(param_us, stage_fwd_us) : param_us);
+}
+
+// Each phase's share of the step from the layers of the slowest stage: a record counts once per
+// such layer of its kind per pipeline slot (`slots`); checkpointed layers (per-layer selective
+// checkpointing) at the recompute-full run's phase time (`checkpointed`, whose records come in the
+// same order).
+struct PhaseShares {
+  double share[kNumPhaseIds] = {};
+  bool present[kNumPhaseIds] = {};
+};
+PhaseShares LayerPhaseShares(const ModelSpec& m, const std::vector<int64_t>& layer_stage, const std::vector<bool>& layer_checkpointed,
+                             int64_t slowest_stage, const Record* records, int num_records, const CostBreakdown& checkpointed,
+                             double slots) {
+  PhaseShares p;
+  int64_t moe_count = 0, dense_count = 0, moe_checkpointed = 0, dense_checkpointed = 0;
+  for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
+    if (layer_stage[l] != slowest_stage) continue;
+    (m.moe_layers[l] ? moe_count : dense_count)++;
+    if (layer_checkpointed[l]) (m.moe_layers[l] ? moe_checkpointed : dense_checkpointed)++;
+  }
+  for (int i = 0; i < num_records; ++i) {
+    const Record& r = records[i];
+    const int64_t n_checkpointed = r.moe ? moe_checkpointed : dense_checkpointed;
+    const double us_checkpointed = n_checkpointed > 0 ? checkpointed.phases.at(i).time_us : 0.0;
+    p.share[r.id] += (r.us * static_cast<double>((r.moe ? moe_count : dense_count) - n_checkpointed) +
+                      us_checkpointed * static_cast<double>(n_checkpointed)) *
+                     slots;
+    p.present[r.id] = true;
+  }
+  return p;
+}
+
 }  // namespace
 
 CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& totals, const ParallelDims& d, const TrainingConfig& t,
@@ -746,22 +797,11 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
   out.stage_microbatch_us = worst_stage;
   const double vpp = static_cast<double>(t.run.vpp);
   out.pipeline_bubble_us = A * (d.pp - 1) / vpp * worst_stage;
-  double stage_fwd_us = 0;  // the slowest stage's forward part
   // Megatron's overlapped gradient reduce (under the slowest stage's last backward) and
   // parameter gather (under its first forward) leave only what exceeds that compute exposed.
-  {
-    int64_t moe_n = 0, dense_n = 0;
-    for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
-      if (layer_stage[l] == slowest_stage) (m.moe_layers[l] ? moe_n : dense_n)++;
-    }
-    const double stage_fwd = static_cast<double>(moe_n) * moe_fwd + static_cast<double>(dense_n) * dense_fwd +
-                             (slowest_stage == loss_stage ? lm_head_us / 3.0 : 0.0) + p2p_us / 2.0;
-    const double stage_bwd = worst_stage - stage_fwd;
-    stage_fwd_us = stage_fwd;
-    const double param_us = in.dp_step_param_gather_us, grad_us = in.dp_step_comm_us - param_us;
-    out.dp_step_comm_us = (t.run.overlap_grad_reduce ? ExposedUs(grad_us, stage_bwd) : grad_us) +
-                          (t.run.overlap_param_gather ? ExposedUs(param_us, stage_fwd) : param_us);
-  }
+  const double stage_fwd_us =
+      SlowestStageForwardUs(m, layer_stage, slowest_stage, moe_fwd, dense_fwd, slowest_stage == loss_stage, lm_head_us, p2p_us);
+  out.dp_step_comm_us = ExposedDpStepCommUs(in, t.run, stage_fwd_us, worst_stage - stage_fwd_us);
   out.optimizer_us = 2.0 * static_cast<double>(in.static_bytes_rank0) / hbm;
   double slots = A * PipelineSlots(static_cast<int64_t>(M), d.pp, t.run.vpp);
   if (IsDualPipe(t.run)) {
@@ -784,25 +824,9 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
 
   // Critical path: every contributor to the step by its share of it. Layer phases count once per
   // layer of the slowest stage per pipeline slot (A (M + (pp - 1) / vpp) slots); then the step-end terms.
-  double share[kNumPhaseIds] = {};
-  bool present[kNumPhaseIds] = {};
-  int64_t moe_count = 0, dense_count = 0, moe_checkpointed = 0, dense_checkpointed = 0;
-  for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
-    if (layer_stage[l] != slowest_stage) continue;
-    (m.moe_layers[l] ? moe_count : dense_count)++;
-    if (layer_checkpointed[l]) (m.moe_layers[l] ? moe_checkpointed : dense_checkpointed)++;
-  }
-  for (int i = 0; i < num_records; ++i) {
-    const Record& r = records[i];
-    // Checkpointed layers (per-layer selective checkpointing) at the recompute-full run's phase
-    // time: its records come in the same order.
-    const int64_t n_checkpointed = r.moe ? moe_checkpointed : dense_checkpointed;
-    const double us_checkpointed = n_checkpointed > 0 ? checkpointed.phases.at(i).time_us : 0.0;
-    share[r.id] += (r.us * static_cast<double>((r.moe ? moe_count : dense_count) - n_checkpointed) +
-                    us_checkpointed * static_cast<double>(n_checkpointed)) *
-                   slots;
-    present[r.id] = true;
-  }
+  PhaseShares shares = LayerPhaseShares(m, layer_stage, layer_checkpointed, slowest_stage, records, num_records, checkpointed, slots);
+  double(&share)[kNumPhaseIds] = shares.share;
+  bool(&present)[kNumPhaseIds] = shares.present;
   if (slowest_stage == loss_stage) {
     share[kLmHead] += lm_head_us * slots;
     present[kLmHead] = true;
