@@ -202,15 +202,15 @@ std::string MemoryReserveName(const std::string& value) {
 
 void TrainingFlags::AddTo(CLI::App* app) {
   app->add_option("--dp-sharding", dp_sharding, "fsdp | zero1 | ddp (default fsdp; zero1 with --convention megatron)")
-      ->check(CLI::IsMember({"fsdp", "zero1", "ddp"}));
+      ->check(CLI::IsMember(DpShardingNames()));
   app->add_option("--pp-layer-split", pp_layer_split, "layers per stage: '7,6,6,6' or '7+6' (first 7, then 6 per stage)");
   app->add_option("--param-dtype", param_dtype, "compute / all-gather dtype (default bfloat16)");
   app->add_option("--grad-dtype", grad_dtype, "gradient and reduction dtype (default float32)");
-  app->add_option("--optimizer", optimizer, "adamw | sgd (default adamw)")->check(CLI::IsMember({"adamw", "sgd"}));
+  app->add_option("--optimizer", optimizer, "adamw | sgd (default adamw)")->check(CLI::IsMember(OptimizerNames()));
   app->add_option("--seq-len", seq_len, "tokens per sequence (default 4096)");
   app->add_option("--micro-batch-size", micro_batch_size, "sequences per micro-batch (default 1)");
   app->add_option("--num-microbatches", num_microbatches, "micro-batches per step (default pp)");
-  app->add_option("--recompute", recompute, "none | selective | full (default none)")->check(CLI::IsMember({"none", "selective", "full"}));
+  app->add_option("--recompute", recompute, "none | selective | full (default none)")->check(CLI::IsMember(RecomputeNames()));
   app->add_option("--recompute-modules", recompute_modules,
                   "with --recompute selective: comma-separated Megatron modules (core_attn, layernorm, moe_act, moe, "
                   "mla_up_proj, shared_experts, mlp; default: layernorm and every SwiGLU activation)");
@@ -238,7 +238,7 @@ void TrainingFlags::AddTo(CLI::App* app) {
                   "GPUs per node, for cross-node traffic (default 8; simulate: the cluster's NVLink domain)");
   app->add_option("--dispatcher", dispatcher,
                   "all_to_all | deredundency | deepep (Megatron flex: DeepEP / HybridEP) | allgather (default all_to_all)")
-      ->check(CLI::IsMember(kDispatcherNames));
+      ->check(CLI::IsMember(DispatcherNames()));
   app->add_option("--oep", oep, "deredundency outer EP size (default: nodes spanned by an EP group)");
   app->add_option("--refit-dtype", refit_dtype, "dtype of the streamed per-expert tensors (default: param dtype)");
   app->add_option("--fsdp-reshard-after-forward", fsdp_reshard,
@@ -285,7 +285,7 @@ void TrainingFlags::AddSearchPinsTo(CLI::App* search, const CLI::App& plan) {
   AddMemoryReserveFlag(search, memory_reserve_gib);
   // The same value checks as the plan's options.
   const std::map<std::string, std::vector<std::string>> allowed = {
-      {"--dp-sharding", {"fsdp", "zero1", "ddp"}}, {"--optimizer", {"adamw", "sgd"}}, {"--recompute", {"none", "selective", "full"}}};
+      {"--dp-sharding", DpShardingNames()}, {"--optimizer", OptimizerNames()}, {"--recompute", RecomputeNames()}};
   for (const auto& [flag, target] : shared) {
     // Flags that pin a searched dimension say so.
     const std::map<std::string, std::string> search_help = {
@@ -312,7 +312,7 @@ void TrainingFlags::AddSearchPinsTo(CLI::App* search, const CLI::App& plan) {
   }
   search->add_option("--vpp", vpp, "pins the model chunks per pipeline rank (default: searched, 1, 2, 4 where pp > 1)");
   search->add_option("--dispatcher", dispatcher, "pins the dispatcher: all_to_all | deredundency | deepep | allgather (default: searched)")
-      ->check(CLI::IsMember(kDispatcherNames));
+      ->check(CLI::IsMember(DispatcherNames()));
   search->add_flag("--overlap-moe-expert-parallel-comm,!--no-overlap-moe-expert-parallel-comm", overlap_moe_ep_comm,
                    "pins Megatron's EP overlap on (--overlap-moe-expert-parallel-comm, or =true) or off "
                    "(--no-overlap-moe-expert-parallel-comm, or =false) (default: searched off and on with --convention megatron, "
@@ -324,7 +324,7 @@ void TrainingFlags::AddRunTo(CLI::App* app) {
   app->add_option("--dispatcher", dispatcher,
                   "all_to_all | deredundency | deepep (once per node over the network, then NVLink) | allgather (Megatron's "
                   "all-gather / reduce-scatter) (default all_to_all)")
-      ->check(CLI::IsMember(kDispatcherNames));
+      ->check(CLI::IsMember(DispatcherNames()));
   app->add_option("--oep", oep, "deredundency outer EP size (default: the nodes an EP group spans)");
   app->add_option("--gpus-per-node", gpus_per_node, "ranks per node, for the default --oep (default 8)");
 }
@@ -332,16 +332,16 @@ void TrainingFlags::AddRunTo(CLI::App* app) {
 TrainingOverrides TrainingFlags::Parse() const {
   TrainingOverrides t;
   if (!dp_sharding.empty()) {
-    t.dp_sharding = dp_sharding == "zero1" ? DpSharding::kZero1 : dp_sharding == "ddp" ? DpSharding::kDdp : DpSharding::kFsdp;
+    t.dp_sharding = ParseDpSharding(dp_sharding, "--dp-sharding");
   }
   if (!param_dtype.empty()) t.param_dtype = param_dtype;
   if (!grad_dtype.empty()) t.grad_dtype = grad_dtype;
-  if (!optimizer.empty()) t.optimizer = optimizer == "sgd" ? Optimizer::kSgd : Optimizer::kAdamW;
+  if (!optimizer.empty()) t.optimizer = ParseOptimizer(optimizer, "--optimizer");
   t.seq_len = ParseInt("--seq-len", seq_len);
   t.micro_batch_size = ParseInt("--micro-batch-size", micro_batch_size);
   t.num_microbatches = ParseInt("--num-microbatches", num_microbatches);
   if (!recompute.empty()) {
-    t.recompute = recompute == "full" ? Recompute::kFull : recompute == "selective" ? Recompute::kSelective : Recompute::kNone;
+    t.recompute = ParseRecompute(recompute, "--recompute");
   }
   t.mtp_layers = ParseInt("--mtp-layers", mtp_layers);
   if (!precision.empty()) t.precision = precision;
@@ -359,7 +359,7 @@ TrainingOverrides TrainingFlags::Parse() const {
   t.memory_reserve_gib = ParseNumber("--memory-reserve-gib", memory_reserve_gib);
   t.imbalance = ParseNumber("--imbalance", imbalance);
   t.gpus_per_node = ParseInt("--gpus-per-node", gpus_per_node);
-  if (!dispatcher.empty()) t.dispatcher = dispatcher;
+  if (!dispatcher.empty()) t.dispatcher = ParseDispatcher(dispatcher, "--dispatcher");
   t.oep = ParseInt("--oep", oep);
   if (!refit_dtype.empty()) t.refit_dtype = refit_dtype;
   if (!fsdp_reshard.empty()) t.reshard_after_forward = ParseReshardPolicy(fsdp_reshard, "--fsdp-reshard-after-forward");

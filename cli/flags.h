@@ -67,9 +67,6 @@ struct DegreeFlags {
   DegreePins ParsePins() const;
 };
 
-// The dispatchers --dispatcher accepts (planner/model/training.h TrainingConfig::dispatcher).
-inline const std::vector<std::string> kDispatcherNames = {"all_to_all", "deredundency", "deepep", "allgather"};
-
 // The training flags of both front ends, kept as text until parsed so that errors quote the value
 // given; Parse turns them into typed overrides of a spec's training block
 // (planner/model/training_overrides.h, ApplyTrainingOverrides). Empty text / false = not given.

@@ -14,6 +14,7 @@
 #include "cli/calibrate_cli.h"
 #include "cli/flag_suggest.h"
 #include "cli/flags.h"
+#include "cli/plan_flags.h"
 #include "planner/base/error.h"
 #include "planner/base/file_util.h"
 #include "planner/layout/default_layout.h"
@@ -36,109 +37,16 @@
 namespace dockyard {
 namespace {
 
-constexpr const char* kExamples = R"(Examples:
-  dockyard-plan                                   # embedded default: DeepSeek-V3 on 256 GPUs, dp_shard 256, ep 64
-  dockyard-plan --model testdata/hf/qwen3-30b-a3b.json --world-size 64 --ep 8 --gpu-memory-gib 80
-  dockyard-plan --model testdata/hf/mixtral-8x7b.json --world-size 16 --tp 4 --json plan.json
-  dockyard-plan --model testdata/hf/deepseek-v3.json --world-size 2048 --pp 8 --ep 64 --convention megatron --json -
-  dockyard-plan --model testdata/hf/deepseek-v3.json --world-size 1280 --pp 10 --pp-layer-split 7+6 --ep 64 \
-                --seq-len 4096 --recompute full --gpu-memory-gib 141
-  dockyard-plan check --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --gpu-memory-gib 80
-  dockyard-plan --model testdata/hf/qwen3-30b-a3b.json --world-size 64 --ep 8 --refit-json refit.json
-  dockyard-plan spec --model testdata/hf/gpt-oss-120b.json --out gpt-oss-120b.spec.json
-  dockyard-plan search --model testdata/hf/qwen3-30b-a3b.json --world-size 64 --cluster h200-sxm --top 5
-  dockyard-plan simulate --model testdata/hf/deepseek-v3.json --world-size 256 --ep 64 --recompute full \
-                --cluster h200-sxm --routing zipf:1.2
-  dockyard-plan simulate --model testdata/hf/deepseek-v3.json --world-size 256 --ep 64 --recompute full \
-                --cluster h200-sxm --routing zipf:1.2 --redundant-experts 64 --expert-groups 8
-
-Training defaults: --param-dtype bfloat16, --grad-dtype float32, --optimizer adamw (fp32 master + 2 fp32
-moments), --seq-len 4096, --micro-batch-size 1, --num-microbatches = pp, --recompute none, --dp-sharding fsdp
-(torchtitan) or zero1 (megatron), --imbalance 1.0, --gpus-per-node 8, --dispatcher all_to_all.
-A dockyard model spec's "training" block sets the same values; flags override it.
-)";
-
+using CliOptions = cli::PlanCliOptions;
+using cli::AddSearchCommand;
+using cli::ApplyComputeFlags;
+using cli::CheckPlanOutputs;
 using cli::ParseInt;
 using cli::ParseNumber;
+using cli::RecordGivenFlags;
+using cli::ResolveTraining;
 using cli::UsageError;
 using cli::WriteOutput;
-
-struct CliOptions {
-  std::string model;
-  cli::DegreeFlags degrees;
-  std::string json_path, refit_json, html_path;
-  // Training settings (empty = the spec's training block, else the default).
-  cli::TrainingFlags training;
-  bool model_given = false, json_given = false, refit_given = false, html_given = false;
-  std::string search_dispatchers;      // search --search-dispatchers
-  cli::GlobalBatchFlags global_batch;  // simulate / search
-  std::string threads = "1", explain;  // search
-  // simulate
-  std::string cluster = "h100-sxm", routing = "uniform", seed = "0", routing_layers;
-  // check / simulate: --routing given sizes the received rows in memory (received_rows.h);
-  // --capacity-factor reports the assignments that capacity would drop.
-  bool routing_given = false;
-  std::string capacity_factor;
-  bool no_overlap = false;
-  // simulate / search: the compute model and its run settings (compute_model.h).
-  std::string compute_model = kDefaultComputeModel, cross_entropy = "unfused";
-  bool cuda_graphs = false;
-  cli::RedundantExpertsFlags redundant;  // simulate: redundant experts (opt-in)
-  std::string calibration;               // simulate / search: calibration JSON (empty = the built-in defaults)
-  std::vector<std::string> argv;         // the command line, recorded in reports
-  // search
-  std::string top = "10", max_pp;
-};
-
-// --compute-model, --cuda-graphs, --cross-entropy on `options` (compute_model.h).
-void ApplyComputeFlags(const CliOptions& o, CostOptions* options) {
-  ApplyComputeModel(o.compute_model, o.cuda_graphs, o.cross_entropy, options);
-}
-
-void AddComputeFlags(CLI::App* app, CliOptions& o) {
-  app->add_option("--compute-model", o.compute_model,
-                  "kernels (GEMMs by shape, memory-bound kernels, launch gaps; default) | gemm (the older model: GEMMs at fixed "
-                  "efficiencies)")
-      ->check(CLI::IsMember({"gemm", "kernels"}));
-  app->add_flag("--cuda-graphs", o.cuda_graphs, "kernels launched from CUDA graphs (not with --compute-model gemm)");
-  app->add_option("--cross-entropy", o.cross_entropy, "unfused | fused (default unfused; fused not with --compute-model gemm)")
-      ->check(CLI::IsMember({"unfused", "fused"}));
-}
-
-void AddPlanOptions(CLI::App* app, CliOptions& o) {
-  app->add_option("--model", o.model, "HF config.json or dockyard model spec (default: embedded DeepSeek-V3)");
-  o.degrees.AddTo(app, "number of GPUs (required with --model)", "pipeline parallel degree, outermost axis (default 1)");
-  app->add_option("--json", o.json_path, "write the JSON report to PATH ('-' = stdout, replaces the tables)");
-  app->add_option("--html", o.html_path, "write a self-contained HTML page of figures to PATH (docs/html-report.md)");
-  o.training.AddTo(app);
-  app->add_option("--refit-json", o.refit_json, "write the per-expert refit map to PATH ('-' = stdout)");
-}
-
-// The routing flags of check and simulate: the routing sampled, its seed, the MoE layers sampled
-// and the capacity factor whose drops are reported.
-void AddRoutingFlags(CLI::App* app, CliOptions& o) {
-  app->add_option("--routing", o.routing,
-                  "uniform | zipf:S | hot:H:F | trace:PATH (default uniform); when given, the sample's largest received rows "
-                  "size the all-to-all buffers and expert activations (in place of --imbalance)");
-  app->add_option("--seed", o.seed, "routing sampling seed (default 0)");
-  app->add_option(
-      "--routing-layers", o.routing_layers,
-      fmt::format("MoE layers to sample; each phase takes the mean of their slowest ranks (default min({}, MoE layers); a trace uses "
-                  "its own layers)",
-                  kDefaultRoutingLayers));
-  app->add_option("--capacity-factor", o.capacity_factor,
-                  "report the share of token-expert assignments a per-expert capacity of ceil(C x T x top_k / num_experts) per "
-                  "source rank would drop (Megatron --moe-expert-capacity-factor; default: not reported)");
-}
-
-// The model spec's training block with the training flags over it (ApplyTrainingOverrides); the
-// memory reserve: the flag, else the block's, else the default (ResolveMemoryReserve).
-TrainingConfig ResolveTraining(const cli::TrainingFlags& flags, const ModelSpec& model, int64_t pp) {
-  const TrainingConfig base = model.training.value_or(TrainingConfig{});
-  TrainingOverrides overrides = flags.Parse();
-  overrides.memory_reserve_gib = cli::ResolveMemoryReserve(flags.memory_reserve_gib, base.memory_reserve_gib);
-  return ApplyTrainingOverrides(base, overrides, pp, model.num_hidden_layers);
-}
 
 using Command = PlanCommand;
 
@@ -335,104 +243,16 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
 
 }  // namespace
 
-// The search subcommand's options: the model, world and convention, the cluster and routing, the
-// pinned degrees and settings, the ranking's size and outputs.
-CLI::App* AddSearchCommand(CLI::App& app, CliOptions& o) {
-  CLI::App* search =
-      app.add_subcommand("search", "enumerate valid layouts, drop those over the memory budget, rank by predicted tokens/s per GPU");
-  search->add_option("--model", o.model, "HF config.json or dockyard model spec (default: embedded DeepSeek-V3)");
-  search->add_option("--world-size", o.degrees.world_size, "number of GPUs (required with --model)");
-  search->add_option("--convention", o.degrees.convention, "rank-group convention")->check(CLI::IsMember({"torchtitan", "megatron"}));
-  search->add_option("--cluster", o.cluster, "preset (h100-sxm, h200-sxm, h100-pcie-400g) or cluster JSON (default h100-sxm)");
-  search->add_option("--routing", o.routing, "uniform | zipf:S | hot:H:F | trace:PATH (default uniform)");
-  AddComputeFlags(search, o);
-  search->add_option("--seed", o.seed, "routing sampling seed (default 0)");
-  cli::AddRedundantExpertsFlags(search, o.redundant,
-                                "here a comma-separated list of R values or multiples of ep (e.g. 0,ep,2ep): re-rank the "
-                                "best layouts with each");
-  search->add_option("--search-dispatchers", o.search_dispatchers,
-                     "comma-separated dispatchers to rank beside all_to_all and deredundency: deepep, allgather "
-                     "(default none; --fp8-dispatch applies to the all_to_all and deepep candidates)");
-  search->add_option("--top", o.top, "layouts to show (default 10)");
-  o.global_batch.AddTo(search, "default: --global-batch-size = --world-size (one sequence per GPU per step)");
-  search->add_option("--dp-replicate", o.degrees.dp_replicate, "pins the HSDP replicas (default: searched)");
-  search->add_option("--dp-shard", o.degrees.dp_shard, "pins the FSDP degree (default: searched)");
-  search->add_option("--cp", o.degrees.cp, "pins the context parallel degree (default: searched)");
-  search->add_option("--tp", o.degrees.tp, "pins the tensor parallel degree (default: searched)");
-  search->add_option("--ep", o.degrees.ep, "pins the expert parallel degree (default: searched)");
-  search->add_option("--etp", o.degrees.etp, "pins the expert tensor parallel degree (default: searched, 1 or tp)");
-  search->add_option("--pp", o.degrees.pp, "pins the pipeline degree (default: searched up to --max-pp)");
-  search->add_option("--threads", o.threads, "worker threads; the result does not depend on them (default 1)");
-  search->add_option("--explain,--layout", o.explain,
-                     "LAYOUT, e.g. \"tp=2,pp=8,vpp=4,ep=32\": where the best layout matching it ranks, its breakdown beside the "
-                     "winner's and the phases that differ");
-  search->add_option("--max-pp", o.max_pp, "largest pipeline degree to try (default 16)");
-  search->add_option("--calibration", o.calibration, "calibration JSON (calibration/PRESET.json; default: the built-in knobs)");
-  search->add_option("--json", o.json_path, "write the ranking as JSON to PATH ('-' = stdout)");
-  search->add_option("--html", o.html_path, "write the ranking as a self-contained HTML page to PATH");
-  o.training.AddSearchPinsTo(search, app);
-  search->get_option("--json")->description("write the ranking as JSON to PATH ('-' = stdout); not written when no layout fits");
-  search->add_option("--routing-layers", o.routing_layers,
-                     fmt::format("MoE layers to sample per (ep, tokens, oep); each phase takes the mean of their slowest ranks "
-                                 "(default min({}, MoE layers), as simulate: a row's step time is simulate's for the same layout)",
-                                 kDefaultRoutingLayers));
-  return search;
-}
-
-// --json, --refit-json and --html: given a path, distinct, at most one on stdout (never the HTML
-// page), none over an input (model, cluster JSON, calibration, routing trace).
-void CheckPlanOutputs(const CliOptions& o) {
-  if (o.json_given && o.refit_given && SameOutputPath(o.json_path, o.refit_json) && o.json_path != "-") {
-    throw UsageError(fmt::format("--json and --refit-json name the same output ({})", o.json_path));
-  }
-  if (o.model_given && o.model.empty()) throw UsageError("--model needs a path, got an empty string");
-  if (o.json_given && o.json_path.empty()) throw UsageError("--json needs a path or '-', got an empty string");
-  if (o.refit_given && o.refit_json.empty()) throw UsageError("--refit-json needs a path or '-', got an empty string");
-  if (o.json_given && o.refit_given && o.json_path == "-" && o.refit_json == "-") {
-    throw UsageError("--json - and --refit-json - cannot both write to stdout");
-  }
-  // No output may replace an input (model, cluster JSON, routing trace).
-  std::vector<std::string> inputs = {o.model, o.cluster, o.calibration};
-  if (o.routing.rfind("trace:", 0) == 0) inputs.push_back(o.routing.substr(6));
-  // An output that cannot be written is refused before any work, naming its flag.
-  if (o.json_given) CheckOutputPath(o.json_path, "--json");
-  if (o.refit_given) CheckOutputPath(o.refit_json, "--refit-json");
-  if (o.html_given) CheckOutputPath(o.html_path, "--html");
-  if (o.json_given) RejectOutputOverInputs(o.json_path, "--json", inputs);
-  if (o.refit_given) RejectOutputOverInputs(o.refit_json, "--refit-json", inputs);
-  if (o.html_given) {
-    if (o.html_path == "-") throw UsageError("--html needs a file path ('-' is not supported)");
-    if (o.json_given && SameOutputPath(o.html_path, o.json_path)) {
-      throw UsageError(fmt::format("--html and --json name the same output ({} and {})", o.html_path, o.json_path));
-    }
-    if (o.refit_given && SameOutputPath(o.html_path, o.refit_json)) {
-      throw UsageError(fmt::format("--html and --refit-json name the same output ({} and {})", o.html_path, o.refit_json));
-    }
-    RejectOutputOverInputs(o.html_path, "--html", inputs);
-  }
-}
-
 int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   CliOptions o;
   o.argv.assign(argv, argv + argc);
   CLI::App app{
       "dockyard-plan: a dry run of an MoE sharding layout (meshes, rank groups, placements, local shapes, "
       "expert ownership, memory and traffic per rank)."};
-  app.footer(kExamples);
-  AddPlanOptions(&app, o);
-  CLI::App* check = app.add_subcommand("check", "exit 3 and list the ranks whose peak memory exceeds --gpu-memory-gib less the reserve");
-  AddPlanOptions(check, o);
-  AddRoutingFlags(check, o);
-  CLI::App* simulate = app.add_subcommand("simulate", "predict the time of every phase of a training step on a cluster");
-  AddPlanOptions(simulate, o);
-  simulate->add_option("--cluster", o.cluster, "preset (h100-sxm, h200-sxm, h100-pcie-400g) or cluster JSON (default h100-sxm)");
-  AddRoutingFlags(simulate, o);
-  simulate->add_flag("--no-overlap", o.no_overlap, "do not overlap the shared experts with the combine all-to-all");
-  AddComputeFlags(simulate, o);
-  cli::AddRedundantExpertsFlags(simulate, o.redundant, "report the EPLB placement, imbalance, MoE-layer time and memory before/after");
-  simulate->add_option("--calibration", o.calibration, "calibration JSON (calibration/PRESET.json; default: the built-in knobs)");
-  o.global_batch.AddTo(simulate,
-                       "sets --num-microbatches (Megatron: all in one schedule) and torchtitan's accumulation steps (default: not given)");
+  app.footer(cli::kPlanExamples);
+  CLI::App* check = nullptr;
+  CLI::App* simulate = nullptr;
+  cli::AddPlanCommands(app, o, &check, &simulate);
   CLI::App* search = AddSearchCommand(app, o);
   CLI::App* spec = app.add_subcommand("spec", "write the normalized dockyard model spec of a model");
   std::string spec_model, spec_out = "-";
@@ -465,27 +285,7 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   }
 
   return cli::RunReportingErrors("dockyard-plan", "out of memory building the plan", err, [&] {
-    for (CLI::App* a : {&app, check, simulate, search}) {
-      auto given = [a](const char* name) {
-        const CLI::Option* opt = a->get_option_no_throw(name);
-        return opt != nullptr && opt->count() > 0;
-      };
-      o.model_given = o.model_given || given("--model");
-      if (a != search) o.routing_given = o.routing_given || given("--routing");
-      o.json_given = o.json_given || given("--json");
-      o.refit_given = o.refit_given || given("--refit-json");
-      o.html_given = o.html_given || given("--html");
-    }
-    if (search->parsed()) {
-      // One of --overlap-moe-expert-parallel-comm[=true|false] / --no-overlap-moe-expert-parallel-comm pins it.
-      const CLI::Option* overlap = search->get_option("--overlap-moe-expert-parallel-comm");
-      o.training.overlap_moe_ep_comm_pinned = overlap->count() > 0;
-      if (overlap->count() > 1) {
-        throw UsageError(
-            "--overlap-moe-expert-parallel-comm: pinned more than once (give one of --overlap-moe-expert-parallel-comm, "
-            "--no-overlap-moe-expert-parallel-comm)");
-      }
-    }
+    RecordGivenFlags({&app, check, simulate, search}, search, o);
     // A flag given with an empty value is a usage error, whatever the flag.
     for (CLI::App* a : {&app, check, simulate, search, spec, calibrate}) {
       if (a == &app || a->parsed()) cli::RejectEmptyValues(*a);

@@ -128,7 +128,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (h[10] & 0x40) t.gpu_memory_gib = (h[10] & 0x3f) * 4.0;
   if (h[11] & 0x80) t.gpus_per_node = kGpusPerNode[h[11] % 8];
   if (h[12] & 0x80) {
-    t.dispatcher = "deredundency";
+    t.dispatcher = dockyard::Dispatcher::kDeredundency;
     if (h[12] & 0x40) t.oep = static_cast<int64_t>(h[12] & 0x3f) - 1;
   }
   if (h[13] & 0x80) {

@@ -21,7 +21,7 @@ Plan AllGatherPlan(const ModelSpec& m, int64_t world, int64_t ep, int64_t tokens
   d.ep = ep;
   TrainingConfig t;
   t.gpus_per_node = 4;
-  t.dispatcher = "allgather";
+  t.dispatcher = Dispatcher::kAllGather;
   t.seq_len = tokens;  // the plan's tokens per rank = the run's
   return BuildPlan(m, d, t);
 }

@@ -12,13 +12,6 @@
 
 namespace dockyard::runtime {
 
-const char* DispatcherName(Dispatcher d) {
-  return d == Dispatcher::kDeredundency ? "deredundency"
-         : d == Dispatcher::kDeepEp     ? "deepep"
-         : d == Dispatcher::kAllGather  ? "allgather"
-                                        : "all_to_all";
-}
-
 const char* SharedModeName(SharedMode m) {
   switch (m) {
     case SharedMode::kNone:
@@ -84,15 +77,6 @@ void CheckOptionRanges(const RunOptions& o) {
   Require(std::isfinite(o.rtol) && o.rtol >= 0, fmt::format("rtol must be a finite number >= 0, got {}", o.rtol));
   Require(o.weight_block_bytes >= 1, fmt::format("weight block bytes must be >= 1, got {}", o.weight_block_bytes));
   Require(o.rank_weight_block_bytes >= 0, fmt::format("rank weight block bytes must be >= 0, got {}", o.rank_weight_block_bytes));
-}
-
-// The dispatcher named `name` (the option, else the plan's training.dispatcher).
-Dispatcher ParseDispatcher(const std::string& name) {
-  if (name == "all_to_all") return Dispatcher::kAllToAll;
-  if (name == "deredundency") return Dispatcher::kDeredundency;
-  if (name == "deepep") return Dispatcher::kDeepEp;
-  if (name == "allgather") return Dispatcher::kAllGather;
-  throw Error(fmt::format("dispatcher must be \"all_to_all\", \"deredundency\", \"deepep\" or \"allgather\", got \"{}\"", name));
 }
 
 // The decoder layer that runs: `layer`, or the first MoE layer when it is negative.
@@ -375,8 +359,7 @@ RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
   // --- What the runtime supports, and the options.
   CheckModelSupported(m);
   CheckOptionRanges(o);
-  const std::string dispatcher = o.dispatcher.empty() ? plan.training.dispatcher : o.dispatcher;
-  c.dispatcher = ParseDispatcher(dispatcher);
+  c.dispatcher = o.dispatcher.value_or(plan.training.dispatcher);
   c.gpus_per_node = plan.training.gpus_per_node;
   c.fp8_dispatch = plan.training.fp8_dispatch;
   // The planner's FP8 dispatch (Megatron's FP8 all-to-all, DeepEP use_fp8: precision.h
@@ -387,7 +370,7 @@ RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
                       "(it sends the run's float rows, not 1 byte per element + a scale per 128 elements): plan without "
                       "--fp8-dispatch, or time one rank's compute with --replay-rank (its dispatch and combine come from the "
                       "cost model in FP8)",
-                      dispatcher));
+                      DispatcherName(c.dispatcher)));
 
   // --- The layer, its parameters and their placements.
   c.layer = ChooseLayer(m, o.layer);

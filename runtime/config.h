@@ -30,14 +30,14 @@
 
 #include "planner/layout/eplb.h"
 #include "planner/layout/plan.h"
+#include "planner/model/dispatcher.h"
 #include "planner/sim/redundant_experts.h"
 #include "planner/sim/routing.h"
 #include "runtime/backend.h"
 
 namespace dockyard::runtime {
 
-enum class Dispatcher { kAllToAll, kDeredundency, kDeepEp, kAllGather };
-const char* DispatcherName(Dispatcher d);  // "all_to_all", "deredundency", "deepep", "allgather"
+// The dispatcher vocabulary is the planner's (planner/model/dispatcher.h: Dispatcher, DispatcherName).
 
 enum class SharedMode { kNone, kLocal, kPartial, kSequenceParallel };
 const char* SharedModeName(SharedMode m);
@@ -55,8 +55,8 @@ enum class Fault {
 };
 
 struct RunOptions {
-  // Empty: the plan's training.dispatcher ("all_to_all" or "deredundency").
-  std::string dispatcher;
+  // Unset: the plan's training.dispatcher.
+  std::optional<Dispatcher> dispatcher;
   // Deredundency outer EP size; unset: the plan's (training.oep, else the nodes an EP group spans).
   std::optional<int64_t> oep;
   int64_t tokens_per_rank = 64;

@@ -19,7 +19,7 @@ RunReport RunDeepEp(const ModelSpec& m, int64_t world, int64_t ep, int64_t gpus_
   d.ep = ep;
   TrainingConfig t;
   t.gpus_per_node = gpus_per_node;
-  t.dispatcher = "deepep";
+  t.dispatcher = Dispatcher::kDeepEp;
   const Plan plan = BuildPlan(m, d, t);
   RunOptions o;
   o.tokens_per_rank = tokens;

@@ -22,7 +22,7 @@ namespace {
 RunOptions Options(int64_t tokens, const std::string& dispatcher = "all_to_all", int64_t oep = 1) {
   RunOptions o;
   o.tokens_per_rank = tokens;
-  o.dispatcher = dispatcher;
+  o.dispatcher = dockyard::ParseDispatcher(dispatcher, "dispatcher");
   o.oep = oep;
   o.iters = 1;
   o.warmup = 0;
@@ -79,7 +79,7 @@ TEST_CASE("Ranks that receive zero tokens and experts that receive none") {
   o.routing = Routing("hot:2:1.0");
   for (const std::string d : {"all_to_all", "deredundency"}) {
     CAPTURE(d);
-    o.dispatcher = d;
+    o.dispatcher = dockyard::ParseDispatcher(d, "dispatcher");
     o.oep = 2;
     const RunReport r = Run(MakePlan(TinyMoe(), 4, 4), o);
     CheckPassed(r);
@@ -261,7 +261,7 @@ TEST_CASE("The deredundency dispatcher rejects unequal routed token counts withi
   RunOptions o = Options(8, "deredundency", 2);
   o.tokens_per_source = {8, 8, 8, 8, 5, 8, 8, 8};
   CHECK_THROWS_WITH_AS(Run(MakePlan(TinyMoe(), 8, 8), o), doctest::Contains("equal routed token counts within each oep group"), Error);
-  o.dispatcher = "all_to_all";  // the all-to-all dispatcher has no such precondition
+  o.dispatcher = Dispatcher::kAllToAll;  // the all-to-all dispatcher has no such precondition
   CheckPassed(Run(MakePlan(TinyMoe(), 8, 8), o));
 }
 

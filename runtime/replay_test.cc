@@ -111,7 +111,7 @@ TEST_CASE("replay of a deepep plan samples routing as simulate does: dispatch an
   d.ep = 16;
   TrainingConfig t;
   t.seq_len = 64;
-  t.dispatcher = "deepep";
+  t.dispatcher = Dispatcher::kDeepEp;
   for (const bool fp8 : {false, true}) {
     CAPTURE(fp8);
     t.fp8_dispatch = fp8;

@@ -124,7 +124,7 @@ TEST_CASE("redundant experts need a routing model") {
 
 TEST_CASE("redundant experts are rejected with the deredundency dispatcher") {
   RunOptions o = Options(Redundant(8, EplbPolicy::kGlobal, ReplicaChoice::kLocal));
-  o.dispatcher = "deredundency";
+  o.dispatcher = Dispatcher::kDeredundency;
   o.oep = 2;
   CHECK_THROWS_WITH_AS(MakeRunConfig(TwoNodePlan(), o), doctest::Contains("all_to_all dispatcher"), Error);
 }

@@ -8,7 +8,7 @@
 namespace dockyard::runtime {
 
 TrainingConfig RunTraining(const TrainingConfig& base, bool from_plan_file, TrainingOverrides flags) {
-  if (!from_plan_file && !flags.dispatcher) flags.dispatcher = "all_to_all";
+  if (!from_plan_file && !flags.dispatcher) flags.dispatcher = Dispatcher::kAllToAll;
   if (flags.seq_len && (*flags.seq_len < 1 || *flags.seq_len > (int64_t{1} << 24))) {
     throw Error(fmt::format("--seq-len must be in [1, 2^24], got {}", *flags.seq_len));
   }

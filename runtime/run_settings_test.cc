@@ -11,20 +11,20 @@ using dockyard::TrainingOverrides;
 
 TEST_CASE("A run without a plan file runs all_to_all unless --dispatcher says otherwise, whatever the spec says") {
   TrainingConfig spec;
-  spec.dispatcher = "deredundency";  // a spec's training block
+  spec.dispatcher = dockyard::Dispatcher::kDeredundency;  // a spec's training block
   CHECK(dockyard::runtime::RunTraining(spec, false, {}).dispatcher == "all_to_all");
   TrainingOverrides flags;
-  flags.dispatcher = "allgather";
+  flags.dispatcher = dockyard::Dispatcher::kAllGather;
   CHECK(dockyard::runtime::RunTraining(spec, false, flags).dispatcher == "allgather");
 }
 
 TEST_CASE("A plan file's dispatcher is kept unless --dispatcher is given") {
   TrainingConfig file;
-  file.dispatcher = "deredundency";
+  file.dispatcher = dockyard::Dispatcher::kDeredundency;
   file.oep = 2;
   CHECK(dockyard::runtime::RunTraining(file, true, {}).dispatcher == "deredundency");
   TrainingOverrides flags;
-  flags.dispatcher = "all_to_all";
+  flags.dispatcher = dockyard::Dispatcher::kAllToAll;
   flags.oep.reset();
   TrainingConfig no_oep = file;
   no_oep.oep.reset();
@@ -33,7 +33,7 @@ TEST_CASE("A plan file's dispatcher is kept unless --dispatcher is given") {
 
 TEST_CASE("--oep, --gpus-per-node and a replay's --seq-len apply; --seq-len is bounded by 2^24 tokens") {
   TrainingOverrides flags;
-  flags.dispatcher = "deredundency";
+  flags.dispatcher = dockyard::Dispatcher::kDeredundency;
   flags.oep = 2;
   flags.gpus_per_node = 4;
   flags.seq_len = 1 << 24;  // 16,777,216: the largest accepted

@@ -453,11 +453,11 @@ void AddExpertParallel(const CommStep& s, int64_t moe_layers, CommReport& out, B
   v.counts_bytes = s.mul(m.moe.num_experts, 8);
   v.calls = s.mul(moe_layers, s.M);
   v.ep_group = b.Group(s.plan.meshes.sparse, {"ep"});
-  if (t.dispatcher == "all_to_all") {
+  if (t.dispatcher == Dispatcher::kAllToAll) {
     AddAllToAllDispatch(s, v, b);
-  } else if (t.dispatcher == "allgather") {
+  } else if (t.dispatcher == Dispatcher::kAllGather) {
     AddAllGatherDispatch(s, v, b);
-  } else if (t.dispatcher == "deepep") {
+  } else if (t.dispatcher == Dispatcher::kDeepEp) {
     // The link-level dispatch and combine need the routing sample's per-token counts: the sim
     // layer adds them (planner/sim/dispatch_traffic.h AddDispatcherTraffic).
   } else {

@@ -50,7 +50,7 @@ struct DispatchLinks {
 struct CommReport {
   int64_t rank = 0;
   int64_t gpus_per_node = 8;
-  std::string dispatcher;  // "all_to_all", "deredundency", "deepep" or "allgather"
+  Dispatcher dispatcher = Dispatcher::kAllToAll;  // planner/model/dispatcher.h
   int64_t oep = 1, iep = 1;
   std::vector<CommEntry> entries;
   int64_t total_wire_bytes = 0;

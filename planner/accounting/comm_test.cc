@@ -148,7 +148,7 @@ TEST_CASE("Deredundency dispatcher: all-gather over oep, all-to-all over iep, re
   t.dp_sharding = DpSharding::kFsdp;
   t.seq_len = 16;
   t.gpus_per_node = 4;
-  t.dispatcher = "deredundency";
+  t.dispatcher = dockyard::Dispatcher::kDeredundency;
   auto plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(8, 1, 8), t);
   auto r = dockyard::ComputeComm(plan, 0);
   CHECK(r.oep == 2);  // ep 8 over nodes of 4
@@ -212,7 +212,7 @@ TEST_CASE("allgather dispatcher: all-gather of the EP group's tokens, reduce-sca
   TrainingConfig t;
   t.seq_len = 1024;
   t.gpus_per_node = 4;
-  t.dispatcher = "allgather";
+  t.dispatcher = dockyard::Dispatcher::kAllGather;
   const auto r = dockyard::ComputeComm(BuildPlan(dockyard::testing::TinyMixtral(), Dims(8, 1, 8), t), 0);
   CHECK(dockyard::AllGatherDispatchBytes(8, 1024, 64, 2) == 1048576.0);
   for (const auto& [purpose, phase] :

@@ -347,14 +347,14 @@ StageBufferBytes StageBuffers(WideInt largest_fsdp_unit, bool has_moe_layers, co
     set(BufferUse::kFsdpReduceScatter, largest_fsdp_unit * tb.grad);
   }
   if (d.ep > 1 && has_moe_layers) {
-    if (t.dispatcher == "deredundency") {
+    if (t.dispatcher == Dispatcher::kDeredundency) {
       set(BufferUse::kDeredundency, static_cast<WideInt>(oep) * w.mean_received_rows * h * (2 * w.act_bytes));
     }
-    if (t.dispatcher == "deepep") {
+    if (t.dispatcher == Dispatcher::kDeepEp) {
       const WideInt other_nodes = Ceil(d.ep, t.gpus_per_node) - 1;
       const WideInt row = static_cast<WideInt>(DispatchRowBytes(static_cast<double>(h), static_cast<double>(w.act_bytes), t.fp8_dispatch));
       set(BufferUse::kDeepEp, other_nodes * w.dispatch_tokens * row + static_cast<WideInt>(w.received_rows) * h * w.act_bytes);
-    } else if (t.dispatcher == "allgather") {
+    } else if (t.dispatcher == Dispatcher::kAllGather) {
       // The all-gather output and the reduce-scatter input (comm.h AllGatherDispatchBytes).
       const double gathered =
           AllGatherDispatchBytes(d.ep, static_cast<double>(w.dispatch_tokens), static_cast<double>(h), static_cast<double>(w.act_bytes));

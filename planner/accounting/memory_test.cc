@@ -178,7 +178,7 @@ TEST_CASE("All-to-all buffers are sized for the routing imbalance, not the mean"
 TEST_CASE("allgather dispatcher buffers: the gathered ep x T x h tokens and the reduce-scatter input of the same size") {
   TrainingConfig t = Train(DpSharding::kFsdp);
   t.seq_len = 16;
-  t.dispatcher = "allgather";
+  t.dispatcher = dockyard::Dispatcher::kAllGather;
   Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(4, 1, 4), t);
   auto mem = dockyard::ComputeMemory(plan);
   const auto& by_use = mem.stages[0].worst.comm_buffers_by_use;
@@ -188,7 +188,7 @@ TEST_CASE("allgather dispatcher buffers: the gathered ep x T x h tokens and the 
   CHECK(by_use.at("allgather_dispatch") == 2 * 4 * 16 * 64 * 2);
   CHECK(by_use.count("all_to_all") == 0);
   // all_to_all's buffers are unchanged: send 32 rows + receive 32 rows (imbalance 1) x h 64 x 2 B.
-  t.dispatcher = "all_to_all";
+  t.dispatcher = dockyard::Dispatcher::kAllToAll;
   CHECK(dockyard::ComputeMemory(BuildPlan(dockyard::testing::TinyMixtral(), Dims(4, 1, 4), t))
             .stages[0]
             .worst.comm_buffers_by_use.at("all_to_all") == (32 + 32) * 64 * 2);

@@ -82,7 +82,7 @@ int64_t DispatchOep(const Plan& plan) {
 }
 
 int64_t DispatchOep(const TrainingConfig& training, int64_t ep) {
-  return training.dispatcher == "deredundency" && ep > 1 ? DeredundencyOep(training, ep) : 1;
+  return training.dispatcher == Dispatcher::kDeredundency && ep > 1 ? DeredundencyOep(training, ep) : 1;
 }
 
 int64_t DeredundencyOep(const Plan& plan) {

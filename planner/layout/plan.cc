@@ -118,7 +118,7 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
   ValidateOpSac(plan.training, plan.model);
   ValidateRecomputeModulesForModel(plan.training, plan.model);
   ValidateEpOverlap(plan.training, plan.dims.pp, plan.dims.ep);
-  if (plan.training.dispatcher == "deredundency" && plan.training.oep && plan.dims.ep % *plan.training.oep != 0) {
+  if (plan.training.dispatcher == Dispatcher::kDeredundency && plan.training.oep && plan.dims.ep % *plan.training.oep != 0) {
     throw Error(
         fmt::format("oep ({}) must divide ep ({}) for the deredundency dispatcher (ep = oep x iep)", *plan.training.oep, plan.dims.ep));
   }

@@ -125,10 +125,10 @@ void ValidateEpOverlap(const TrainingConfig& t, int64_t pp, int64_t ep) {
   if (!t.run.overlap_moe_ep_comm) return;
   const char* flag = "--overlap-moe-expert-parallel-comm";
   if (ep < 2) throw Error(fmt::format("{}: only supported with expert model parallelism (ep > 1), got ep {}", flag, ep));
-  if (t.dispatcher != "all_to_all" && t.dispatcher != "deepep") {
+  if (t.dispatcher != Dispatcher::kAllToAll && t.dispatcher != Dispatcher::kDeepEp) {
     throw Error(
         fmt::format("{}: supported with the alltoall/flex token dispatcher (--dispatcher all_to_all or deepep), got --dispatcher {}", flag,
-                    t.dispatcher));
+                    DispatcherName(t.dispatcher)));
   }
   if (t.recompute == Recompute::kFull || LayerSacEvery(t) > 0) {
     throw Error(fmt::format("{}: disable full recomputation (--recompute full{})", flag,

@@ -11,6 +11,7 @@
 #include "tests/test_models.h"
 
 using dockyard::BuildPlan;
+using dockyard::Dispatcher;
 using dockyard::DpSharding;
 using dockyard::FsdpCalls;
 using dockyard::FsdpCallsPerStep;
@@ -237,14 +238,14 @@ TEST_CASE("--overlap-moe-expert-parallel-comm follows Megatron's validity rules 
   CHECK_NOTHROW(dockyard::ValidateEpOverlap(t, 1, 8));
   CHECK_THROWS_WITH_AS(dockyard::ValidateEpOverlap(t, 1, 1), doctest::Contains("ep > 1"), dockyard::Error);
   // Megatron allows the alltoall and the flex (DeepEP) dispatchers, not allgather.
-  t.dispatcher = "deepep";
+  t.dispatcher = Dispatcher::kDeepEp;
   CHECK_NOTHROW(dockyard::ValidateEpOverlap(t, 1, 8));
   for (const char* refused : {"deredundency", "allgather"}) {
-    t.dispatcher = refused;
+    t.dispatcher = dockyard::ParseDispatcher(refused, "refused");
     const std::string want = std::string("alltoall/flex token dispatcher (--dispatcher all_to_all or deepep), got --dispatcher ") + refused;
     CHECK_THROWS_WITH_AS(dockyard::ValidateEpOverlap(t, 1, 8), doctest::Contains(want.c_str()), dockyard::Error);
   }
-  t.dispatcher = "all_to_all";
+  t.dispatcher = Dispatcher::kAllToAll;
   t.recompute = Recompute::kFull;
   CHECK_THROWS_WITH_AS(dockyard::ValidateEpOverlap(t, 1, 8), doctest::Contains("full recomputation"), dockyard::Error);
   t.recompute = Recompute::kSelective;
@@ -268,7 +269,7 @@ TEST_CASE("--overlap-moe-expert-parallel-comm follows Megatron's validity rules 
   t.run.vpp = 2;
   CHECK_NOTHROW(dockyard::ValidateEpOverlap(t, 4, 8));
   t.run.overlap_moe_ep_comm = false;  // off: nothing to check
-  t.dispatcher = "allgather";
+  t.dispatcher = Dispatcher::kAllGather;
   CHECK_NOTHROW(dockyard::ValidateEpOverlap(t, 4, 1));
 }
 
@@ -281,7 +282,7 @@ static void CheckEpOverlapExposed(const std::string& dispatcher) {
   TrainingConfig t;
   t.seq_len = 256;
   t.dp_sharding = DpSharding::kZero1;  // no per-layer FSDP traffic
-  t.dispatcher = dispatcher;
+  t.dispatcher = dockyard::ParseDispatcher(dispatcher, "dispatcher");
   if (dispatcher == "deepep") t.gpus_per_node = 2;  // the cluster's NVLink domain, as deepep requires
   dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
   c.gpus_per_node = 2;  // the all-to-all crosses nodes at a slow NIC: communication-heavy

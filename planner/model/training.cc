@@ -11,36 +11,57 @@
 #include <fmt/format.h>
 
 #include "planner/base/error.h"
+#include "planner/base/name_table.h"
 #include "planner/model/model_spec.h"
 
 namespace dockyard {
 
+namespace {
+
+constexpr NameTable<DpSharding, 3> kDpShardings{{{{DpSharding::kFsdp, "fsdp"}, {DpSharding::kZero1, "zero1"}, {DpSharding::kDdp, "ddp"}}}};
+constexpr NameTable<Optimizer, 2> kOptimizers{{{{Optimizer::kAdamW, "adamw"}, {Optimizer::kSgd, "sgd"}}}};
+constexpr NameTable<Recompute, 3> kRecomputes{
+    {{{Recompute::kNone, "none"}, {Recompute::kSelective, "selective"}, {Recompute::kFull, "full"}}}};
+
+}  // namespace
+
 const char* DpShardingName(DpSharding s) {
-  switch (s) {
-    case DpSharding::kFsdp:
-      return "fsdp";
-    case DpSharding::kZero1:
-      return "zero1";
-    case DpSharding::kDdp:
-      return "ddp";
-  }
-  return "fsdp";
+  return kDpShardings.Name(s);
 }
 
 const char* OptimizerName(Optimizer o) {
-  return o == Optimizer::kSgd ? "sgd" : "adamw";
+  return kOptimizers.Name(o);
 }
 
 const char* RecomputeName(Recompute r) {
-  switch (r) {
-    case Recompute::kNone:
-      return "none";
-    case Recompute::kSelective:
-      return "selective";
-    case Recompute::kFull:
-      return "full";
-  }
-  return "none";
+  return kRecomputes.Name(r);
+}
+
+DpSharding ParseDpSharding(const std::string& name, const std::string& field) {
+  return kDpShardings.Parse(name, field, /*suggest=*/false);
+}
+
+Optimizer ParseOptimizer(const std::string& name, const std::string& field) {
+  return kOptimizers.Parse(name, field, /*suggest=*/false);
+}
+
+Recompute ParseRecompute(const std::string& name, const std::string& field) {
+  return kRecomputes.Parse(name, field, /*suggest=*/false);
+}
+
+const std::vector<std::string>& DpShardingNames() {
+  static const std::vector<std::string> names = kDpShardings.Names();
+  return names;
+}
+
+const std::vector<std::string>& OptimizerNames() {
+  static const std::vector<std::string> names = kOptimizers.Names();
+  return names;
+}
+
+const std::vector<std::string>& RecomputeNames() {
+  static const std::vector<std::string> names = kRecomputes.Names();
+  return names;
 }
 
 namespace {
@@ -136,25 +157,19 @@ void ValidateTraining(const TrainingConfig& t, const std::string& origin) {
     fail("gpus_per_node", fmt::format("must be in [1, 2^20], got {}", t.gpus_per_node));
   }
   if (t.oep && *t.oep < 1) fail("oep", fmt::format("must be >= 1, got {}", *t.oep));
-  if (t.dispatcher != "all_to_all" && t.dispatcher != "deredundency" && t.dispatcher != "deepep" && t.dispatcher != "allgather") {
-    std::string rule = fmt::format("must be \"all_to_all\", \"deredundency\", \"deepep\" or \"allgather\", got \"{}\"", t.dispatcher);
-    if (auto s = DidYouMean(t.dispatcher, {"all_to_all", "deredundency", "deepep", "allgather"})) {
-      rule += fmt::format("; did you mean '{}'?", *s);
-    }
-    fail("dispatcher", rule);
-  }
-  if (t.fp8_dispatch && t.dispatcher != "all_to_all" && t.dispatcher != "deepep") {
+  if (t.fp8_dispatch && t.dispatcher != Dispatcher::kAllToAll && t.dispatcher != Dispatcher::kDeepEp) {
     fail(flags ? "fp8-dispatch" : "fp8_dispatch",
          fmt::format("FP8 dispatch applies to the all_to_all and deepep dispatchers (Megatron's FP8 all-to-all, DeepEP use_fp8), "
                      "the dispatcher is \"{}\"",
-                     t.dispatcher));
+                     DispatcherName(t.dispatcher)));
   }
   ValidateRecomputeModules(t, origin + (flags ? "recompute-modules" : "recompute_modules"));
   ValidateSelectiveAcOption(t, origin + (flags ? "selective-ac-option" : "selective_ac_option"));
   ValidatePrecision(t, origin);
   if (t.mtp_layers < 0 || t.mtp_layers > 64) fail("mtp_layers", fmt::format("must be in [0, 64], got {}", t.mtp_layers));
-  if (t.oep && t.dispatcher != "deredundency") {
-    fail("oep", fmt::format("{} is set, but oep only applies to the deredundency dispatcher (dispatcher is \"{}\")", *t.oep, t.dispatcher));
+  if (t.oep && t.dispatcher != Dispatcher::kDeredundency) {
+    fail("oep", fmt::format("{} is set, but oep only applies to the deredundency dispatcher (dispatcher is \"{}\")", *t.oep,
+                            DispatcherName(t.dispatcher)));
   }
 }
 
@@ -168,36 +183,16 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
                        "selective_ac_option"});
   // clang-format on
   TrainingConfig t;
-  if (v.Has("dp_sharding")) {
-    std::string s = v.String("dp_sharding");
-    if (s == "fsdp")
-      t.dp_sharding = DpSharding::kFsdp;
-    else if (s == "zero1")
-      t.dp_sharding = DpSharding::kZero1;
-    else if (s == "ddp")
-      t.dp_sharding = DpSharding::kDdp;
-    else
-      v.Fail("dp_sharding", fmt::format("must be \"fsdp\", \"zero1\" or \"ddp\", got \"{}\"", s));
-  }
+  if (v.Has("dp_sharding")) t.dp_sharding = ParseDpSharding(v.String("dp_sharding"), v.Where("dp_sharding"));
   t.param_dtype = CanonicalDtype(v.StringOr("param_dtype", t.param_dtype));
   DtypeBytes(t.param_dtype, v.Where("param_dtype"));
   t.grad_dtype = CanonicalDtype(v.StringOr("grad_dtype", t.grad_dtype));
   DtypeBytes(t.grad_dtype, v.Where("grad_dtype"));
-  std::string opt = v.StringOr("optimizer", "adamw");
-  if (opt != "adamw" && opt != "sgd") v.Fail("optimizer", fmt::format("must be \"adamw\" or \"sgd\", got \"{}\"", opt));
-  t.optimizer = opt == "sgd" ? Optimizer::kSgd : Optimizer::kAdamW;
+  t.optimizer = ParseOptimizer(v.StringOr("optimizer", "adamw"), v.Where("optimizer"));
   t.seq_len = v.IntOr("seq_len", t.seq_len);
   t.micro_batch_size = v.IntOr("micro_batch_size", t.micro_batch_size);
   if (v.Has("num_microbatches")) t.num_microbatches = v.Int("num_microbatches");
-  std::string rc = v.StringOr("recompute", "none");
-  if (rc == "none")
-    t.recompute = Recompute::kNone;
-  else if (rc == "selective")
-    t.recompute = Recompute::kSelective;
-  else if (rc == "full")
-    t.recompute = Recompute::kFull;
-  else
-    v.Fail("recompute", fmt::format("must be \"none\", \"selective\" or \"full\", got \"{}\"", rc));
+  t.recompute = ParseRecompute(v.StringOr("recompute", "none"), v.Where("recompute"));
   t.selective_ac_option = v.StringOr("selective_ac_option", "");
   if (v.Has("recompute_modules")) {
     const Json& list = v.value().at("recompute_modules");
@@ -218,7 +213,7 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
   if (v.Has("oep")) t.oep = v.Int("oep");
   t.refit_dtype = v.StringOr("refit_dtype", "");
   if (!t.refit_dtype.empty()) t.refit_dtype = CanonicalDtype(t.refit_dtype);
-  t.dispatcher = v.StringOr("dispatcher", t.dispatcher);
+  if (v.Has("dispatcher")) t.dispatcher = ParseDispatcher(v.String("dispatcher"), v.Where("dispatcher"));
   t.mtp_layers = v.IntOr("mtp_layers", 0);
   t.precision = v.StringOr("precision", t.precision);
   t.fp8_recipe = v.StringOr("fp8_recipe", t.fp8_recipe);
@@ -245,7 +240,7 @@ Json TrainingToJson(const TrainingConfig& t) {
             {"gpu_memory_gib", t.gpu_memory_gib},
             {"imbalance", t.imbalance},
             {"gpus_per_node", t.gpus_per_node},
-            {"dispatcher", t.dispatcher}};
+            {"dispatcher", DispatcherName(t.dispatcher)}};
   if (t.dp_sharding) j["dp_sharding"] = DpShardingName(*t.dp_sharding);
   if (t.num_microbatches) j["num_microbatches"] = *t.num_microbatches;
   if (!t.pp_layer_split.empty()) j["pp_layer_split"] = t.pp_layer_split;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "planner/base/json_util.h"
+#include "planner/model/dispatcher.h"
 #include "planner/model/pipeline_schedule.h"
 
 namespace dockyard {
@@ -23,9 +24,20 @@ enum class DpSharding { kFsdp, kZero1, kDdp };
 enum class Optimizer { kAdamW, kSgd };
 enum class Recompute { kNone, kSelective, kFull };
 
+// "fsdp", "zero1", "ddp"; "adamw", "sgd"; "none", "selective", "full": the spellings of JSON, flags
+// and reports, one table each (training.cc).
 const char* DpShardingName(DpSharding s);
 const char* OptimizerName(Optimizer o);
 const char* RecomputeName(Recompute r);
+// The enumerator spelled `name`, else throws dockyard::Error "{field}: must be \"fsdp\", \"zero1\" or
+// \"ddp\", got \"x\"" (likewise for the others).
+DpSharding ParseDpSharding(const std::string& name, const std::string& field);
+Optimizer ParseOptimizer(const std::string& name, const std::string& field);
+Recompute ParseRecompute(const std::string& name, const std::string& field);
+// Every spelling, in table order (CLI11 IsMember checks).
+const std::vector<std::string>& DpShardingNames();
+const std::vector<std::string>& OptimizerNames();
+const std::vector<std::string>& RecomputeNames();
 
 struct TrainingConfig {
   std::optional<DpSharding> dp_sharding;  // unset: fsdp (torchtitan) / zero1 (megatron)
@@ -57,10 +69,10 @@ struct TrainingConfig {
   std::optional<double> memory_reserve_gib;
   double imbalance = 1.0;  // max / mean tokens received per rank (>= 1)
   int64_t gpus_per_node = 8;
-  // Token dispatcher: "all_to_all", "deredundency", "deepep" (Megatron flex with DeepEP /
+  // Token dispatcher (dispatcher.h): all_to_all, deredundency, deepep (Megatron flex with DeepEP /
   // HybridEP: once per destination node over the network, then NVLink; planner/sim/deepep.h) or
-  // "allgather" (Megatron MoEAllGatherTokenDispatcher).
-  std::string dispatcher = "all_to_all";
+  // allgather (Megatron MoEAllGatherTokenDispatcher).
+  Dispatcher dispatcher = Dispatcher::kAllToAll;
   std::optional<int64_t> oep;  // deredundency outer EP size; unset = nodes spanned by ep
   std::string refit_dtype;     // empty = param_dtype
   RunSettings run;             // framework schedule settings (pipeline_schedule.h; flags only)

@@ -29,7 +29,7 @@ struct TrainingOverrides {
   std::optional<double> gpu_memory_gib, memory_reserve_gib;   // --gpu-memory-gib, --memory-reserve-gib
   std::optional<double> imbalance;                            // --imbalance
   std::optional<int64_t> gpus_per_node;                       // --gpus-per-node
-  std::optional<std::string> dispatcher;                      // --dispatcher
+  std::optional<Dispatcher> dispatcher;                       // --dispatcher
   std::optional<int64_t> oep;                                 // --oep
   std::optional<std::string> refit_dtype;                     // --refit-dtype
   // Schedule settings (pipeline_schedule.h RunSettings).

@@ -31,7 +31,7 @@ TEST_CASE("Unset overrides keep the spec's training block; set ones replace it")
   o.recompute_modules = std::vector<std::string>{"core_attn", "moe_act"};
   o.vpp = 2;
   o.overlap_grad_reduce = true;
-  o.dispatcher = "deredundency";
+  o.dispatcher = dockyard::Dispatcher::kDeredundency;
   o.oep = 2;
   spec.fp8_dispatch = false;  // FP8 dispatch is refused with deredundency (ValidateTraining)
   const TrainingConfig t = dockyard::ApplyTrainingOverrides(spec, o, 1, 2);

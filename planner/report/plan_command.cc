@@ -125,7 +125,7 @@ PlanCommandResult RunPlanCommand(Plan plan_in, const PlanCommandRequest& r) {
       if (received) j["received_rows"] = ReceivedRowsToJson(*received);
       j["header"] = header;
       if (r.calibration) j["calibration"] = CalibrationRefToJson(*r.calibration);
-      if (plan.dims.ep > 1 && plan.training.dispatcher == "deepep") {  // the link-level matrices (deepep.h)
+      if (plan.dims.ep > 1 && plan.training.dispatcher == Dispatcher::kDeepEp) {  // the link-level matrices (deepep.h)
         j["dispatch_links"] = FlexLinksToJson(*sampled, DeepEpRowBytes(plan, /*fp8=*/true));
       }
       if (r.json) report_text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";

@@ -466,9 +466,9 @@ Json CommToJson(const CommReport& comm) {
                        {"wire_bytes", e.wire_bytes},
                        {"cross_node_bytes", e.cross_node_bytes}});
   }
-  Json j = {{"rank", comm.rank},  {"gpus_per_node", comm.gpus_per_node},       {"dispatcher", comm.dispatcher},
+  Json j = {{"rank", comm.rank},  {"gpus_per_node", comm.gpus_per_node},       {"dispatcher", DispatcherName(comm.dispatcher)},
             {"entries", entries}, {"total_wire_bytes", comm.total_wire_bytes}, {"total_cross_node_bytes", comm.total_cross_node_bytes}};
-  if (comm.dispatcher == "deredundency") {
+  if (comm.dispatcher == Dispatcher::kDeredundency) {
     j["oep"] = comm.oep;
     j["iep"] = comm.iep;
   }
@@ -537,7 +537,7 @@ std::string MemoryToText(const Plan& plan, const MemoryReport& memory) {
 std::string CommToText(const CommReport& comm) {
   std::ostringstream out;
   out << fmt::format("Traffic    rank {} per step (all micro-batches), {} GPUs per node, dispatcher {}: sent {} ({} cross-node)\n",
-                     comm.rank, comm.gpus_per_node, comm.dispatcher, FormatBytes(comm.total_wire_bytes),
+                     comm.rank, comm.gpus_per_node, DispatcherName(comm.dispatcher), FormatBytes(comm.total_wire_bytes),
                      FormatBytes(comm.total_cross_node_bytes));
   // Fold entries with the same purpose, axis and phase.
   std::map<std::tuple<std::string, std::string, std::string, std::string>, CommEntry> folded;

@@ -75,7 +75,7 @@ TEST_CASE("The plan report's deepep traffic: link-level entries and every EP mem
   dockyard::TrainingConfig t;
   t.seq_len = 1024;
   t.gpus_per_node = 4;
-  t.dispatcher = "deepep";
+  t.dispatcher = dockyard::Dispatcher::kDeepEp;
   const auto plan = dockyard::BuildPlan(dockyard::testing::TinyMixtral(), o, t);
   const Json c = dockyard::PlanToJson(plan, "tiny.json")["communication"];
   REQUIRE(c.contains("dispatch_links"));

@@ -86,9 +86,9 @@ LayoutQuery ParseLayoutQuery(const std::string& text) {
     if (key == "etp") q.etp = ParseQueryInt(key, value);
     if (key == "vpp") q.vpp = ParseQueryInt(key, value);
     if (key == "mbs") q.micro_batch_size = ParseQueryInt(key, value);
-    if (key == "recompute") q.recompute = OneOf(key, value, {"none", "selective", "full"});
-    if (key == "dispatcher") q.dispatcher = OneOf(key, value, {"all_to_all", "deredundency", "deepep", "allgather"});
-    if (key == "dp_sharding") q.dp_sharding = OneOf(key, value, {"fsdp", "zero1", "ddp"});
+    if (key == "recompute") q.recompute = OneOf(key, value, RecomputeNames());
+    if (key == "dispatcher") q.dispatcher = OneOf(key, value, DispatcherNames());
+    if (key == "dp_sharding") q.dp_sharding = OneOf(key, value, DpShardingNames());
     if (key == "overlap") q.overlap_moe_ep_comm = OneOf(key, value, {"on", "off"}) == "on";
   }
   if (items == 0) throw Error("--explain: an empty layout (expected e.g. \"tp=2,pp=8,vpp=4,ep=32\")");
@@ -212,10 +212,8 @@ void ValidateLayoutQuery(const LayoutQuery& q, const SearchOptions& o) {
       TrainingConfig t = o.training;
       t.run.overlap_moe_ep_comm = true;
       t.run.vpp = q.vpp.value_or(2);
-      if (q.dispatcher) t.dispatcher = *q.dispatcher;
-      if (!q.dispatcher) t.dispatcher = "all_to_all";
-      if (q.recompute)
-        t.recompute = *q.recompute == "full" ? Recompute::kFull : *q.recompute == "selective" ? Recompute::kSelective : Recompute::kNone;
+      t.dispatcher = q.dispatcher ? ParseDispatcher(*q.dispatcher, "--explain: dispatcher") : Dispatcher::kAllToAll;
+      if (q.recompute) t.recompute = ParseRecompute(*q.recompute, "--explain: recompute");
       if (!q.recompute && !o.recomputes.empty()) t.recompute = Recompute::kNone;  // searched: none is among them
       try {
         ValidateEpOverlap(t, q.pp.value_or(o.pins.pp != 0 ? o.pins.pp : 1), q.ep.value_or(o.pins.ep != 0 ? o.pins.ep : 2));

@@ -55,7 +55,7 @@ RedundantSearchResult SearchRedundantExperts(const ModelSpec& model, const Searc
     const Plan plan = BuildPlan(model, ranked.layout.dims, t);
     const MemoryReport memory = ComputeMemory(plan);
     const RoutingResult before = SampleRouting(routing, plan.dims.ep, ComputeWorkload(plan).routed_tokens);
-    const bool deredundency = plan.dims.ep > 1 && t.dispatcher == "deredundency";
+    const bool deredundency = plan.dims.ep > 1 && t.dispatcher == Dispatcher::kDeredundency;
     std::optional<CostBreakdown> cost;
     for (const RedundantCount& c : counts) {
       RedundantExpertsOptions o = options;

@@ -271,10 +271,10 @@ ResolvedSettings ResolveSettings(const TrainingConfig& base, const CandidateSett
 
 TrainingConfig CandidateTraining(const TrainingConfig& base, const LayoutCandidate& c) {
   TrainingConfig t = base;
-  t.dispatcher = c.dispatcher;
-  if (t.dispatcher != "deredundency") t.oep.reset();  // a spec's oep is the deredundency dispatcher's
+  t.dispatcher = ParseDispatcher(c.dispatcher, "dispatcher");
+  if (t.dispatcher != Dispatcher::kDeredundency) t.oep.reset();  // a spec's oep is the deredundency dispatcher's
   // FP8 dispatch (--fp8-dispatch) where the candidate's dispatcher has it.
-  t.fp8_dispatch = base.fp8_dispatch && (t.dispatcher == "all_to_all" || t.dispatcher == "deepep");
+  t.fp8_dispatch = base.fp8_dispatch && (t.dispatcher == Dispatcher::kAllToAll || t.dispatcher == Dispatcher::kDeepEp);
   const ResolvedSettings s = ResolveSettings(base, c.settings);
   t.micro_batch_size = s.micro_batch_size;
   t.num_microbatches = s.num_microbatches;

@@ -104,7 +104,7 @@ Brute BruteForce(const ModelSpec& model, const SearchOptions& o) {
                           if (GlobalBatchMismatch(o.global_batch_size, dp, mbs, pp, megatron, std::nullopt)) continue;
                           const GlobalBatchSchedule g = ResolveGlobalBatch(o.global_batch_size, dp, mbs, pp, megatron, std::nullopt);
                           TrainingConfig t = o.training;
-                          t.dispatcher = dispatcher;
+                          t.dispatcher = dockyard::ParseDispatcher(dispatcher, "dispatcher");
                           t.dp_sharding = sharding;
                           t.micro_batch_size = mbs;
                           t.recompute = recompute;

@@ -78,7 +78,7 @@ void ValidateSearchPins(const SearchOptions& o) {
     TrainingConfig t = o.training;
     if (!o.vpps.empty()) t.run.vpp = 2;
     if (!o.recomputes.empty()) t.recompute = Recompute::kNone;
-    t.dispatcher = o.dispatchers.size() == 1 ? o.dispatchers.front() : "all_to_all";
+    t.dispatcher = o.dispatchers.size() == 1 ? ParseDispatcher(o.dispatchers.front(), "--dispatcher") : Dispatcher::kAllToAll;
     try {
       ValidateEpOverlap(t, p.pp != 0 ? p.pp : 1, p.ep != 0 ? p.ep : 2);
     } catch (const Error& error) {

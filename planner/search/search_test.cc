@@ -426,7 +426,7 @@ TEST_CASE("Search ranks the opt-in deepep and allgather dispatchers for ep > 1 o
   for (const auto& x : result.top) {
     if (x.layout.dispatcher != "deepep" || x.layout.dims.ep != 8) continue;
     dockyard::TrainingConfig t = o.training;
-    t.dispatcher = "deepep";
+    t.dispatcher = dockyard::Dispatcher::kDeepEp;
     t.gpus_per_node = 4;
     const dockyard::Plan plan = dockyard::BuildPlan(model, x.layout.dims, t);
     const auto cost = dockyard::SimulateStep(plan, o.cluster, dockyard::SampleRoutingForPlan(plan, o.routing, 1), o.cost);

@@ -391,8 +391,8 @@ std::vector<CalibrationRow> RowsFromRunReport(const Json& report, const std::str
   t.micro_batch_size = 1;
   t.num_microbatches = 1;
   t.gpus_per_node = NvlinkDomainGpus(cluster);  // the time model's locality unit (network.h)
-  t.dispatcher = layout.String("dispatcher");
-  if (t.dispatcher == "deredundency") t.oep = layout.Int("oep");
+  t.dispatcher = ParseDispatcher(layout.String("dispatcher"), layout.Where("dispatcher"));
+  if (t.dispatcher == Dispatcher::kDeredundency) t.oep = layout.Int("oep");
   auto plan = std::make_shared<Plan>();
   try {
     ValidateDimsForModel(ParallelDims::Build(d), model);

@@ -344,6 +344,209 @@ const char* PhaseNameOf(int id) {
   return PhaseName(static_cast<Phase>(id));
 }
 
+// Context parallelism's K/V exchange per layer (network.h), forward and backward: the ring's
+// transfers under the attention core's blocks (`core_us` of them), or the Ulysses all-to-alls of
+// Q, K, V and the output. T tokens of `ab` bytes per element, `heads_local` heads of width d_qk + d_v.
+struct CpExchangeUs {
+  double forward = 0, backward = 0;
+};
+CpExchangeUs CpExchangePerLayerUs(const ModelSpec& m, const ParallelDims& d, const TrainingConfig& t, const ClusterSpec& c, double T,
+                                  double ab, double heads_local, double d_qk, double d_v, double core_us) {
+  CpExchangeUs cp;
+  if (d.cp <= 1) return cp;
+  const int64_t domain = NvlinkDomainGpus(c);
+  const bool cp_spans = (d.cp - 1) * d.tp / domain > 0;  // rank 0's cp group {0, tp, ...}
+  if (t.run.cp_comm == "a2a") {
+    const double width = 2.0 * heads_local * (d_qk + d_v) + static_cast<double>(CpKvWidth(m, d.tp));  // q, o, k, v
+    cp.forward = CpAllToAllUs(T * width * ab, d.cp, cp_spans, c);
+    cp.backward = cp.forward;
+  } else {
+    const double kv_bytes = T * static_cast<double>(CpKvWidth(m, d.tp)) * ab;
+    cp.forward = CpRingExposedUs(kv_bytes, core_us, d.cp, cp_spans, c);
+    cp.backward = CpRingExposedUs(2.0 * kv_bytes, 2.0 * core_us, d.cp, cp_spans, c);
+  }
+  return cp;
+}
+
+// FSDP per layer, one call each: the all-gather of the layer's parameters and the reduce-scatter of
+// its gradients over rank 0's dense and sparse data-parallel groups; [0] the MoE layer, [1] the
+// dense layer (StepInputs::fsdp_layer). Zero without FSDP.
+struct FsdpLayerUs {
+  double all_gather[2] = {0, 0}, reduce_scatter[2] = {0, 0};
+};
+FsdpLayerUs FsdpPerLayerUs(const TrainingConfig& t, const StepInputs& in, const ClusterSpec& c) {
+  FsdpLayerUs f;
+  if (*t.dp_sharding != DpSharding::kFsdp) return f;
+  const int64_t param_b = DtypeBytes(t.param_dtype, "param_dtype"), grad_b = DtypeBytes(t.grad_dtype, "grad_dtype");
+  const auto& dn = in.dense_dp_group;
+  const auto& sp = in.sparse_dp_group;
+  for (int kind = 0; kind < 2; ++kind) {
+    if (!in.fsdp_layer[kind].present) continue;
+    const double dense_elems = in.fsdp_layer[kind].dense_elems, sparse_elems = in.fsdp_layer[kind].sparse_elems;
+    // --fp8-param-gather: the FP8 GEMM weights travel in FP8 (precision.h Fp8WeightBytesPerElement).
+    const double fp8_b = Fp8WeightBytesPerElement(t);
+    const double fp8_dense = in.fsdp_layer[kind].fp8_dense_elems, fp8_sparse = in.fsdp_layer[kind].fp8_sparse_elems;
+    auto gathered = [&](double elems, double fp8) {  // comm.h ParamAllGatherBytes
+      return static_cast<double>(
+          ParamAllGatherBytes(static_cast<int64_t>(elems), static_cast<int64_t>(fp8), param_b, fp8_b, "FSDP all-gather bytes"));
+    };
+    f.all_gather[kind] = RingCollectiveUs(gathered(dense_elems, fp8_dense), dn.size, dn.spans_nodes, c, dn.members_per_domain) +
+                         RingCollectiveUs(gathered(sparse_elems, fp8_sparse), sp.size, sp.spans_nodes, c, sp.members_per_domain);
+    f.reduce_scatter[kind] = RingCollectiveUs(dense_elems * grad_b, dn.size, dn.spans_nodes, c, dn.members_per_domain) +
+                             RingCollectiveUs(sparse_elems * grad_b, sp.size, sp.spans_nodes, c, sp.members_per_domain);
+  }
+  return f;
+}
+
+// One phase added to a layer's time: (id, MoE layer?, backward?, time, per-EP-rank source).
+struct Record {
+  PhaseId id;
+  bool moe;
+  bool backward;
+  double us;
+  const std::vector<double>* per_rank;  // scaled by `scale` when shown
+  double scale;
+};
+
+// The dominant phase: the largest share (> 0) among those present, ties to the name that sorts
+// last; -1 when none.
+int DominantPhaseId(const double (&share)[kNumPhaseIds], const bool (&present)[kNumPhaseIds]) {
+  int dominant = -1;
+  for (int id = 0; id < kNumPhaseIds; ++id) {
+    if (!present[id] || !(share[id] > 0)) continue;
+    if (dominant < 0 || share[id] > share[dominant] ||
+        (share[id] == share[dominant] && std::strcmp(PhaseNameOf(id), PhaseNameOf(dominant)) > 0)) {
+      dominant = id;
+    }
+  }
+  return dominant;
+}
+
+// The report's detail: every record as a PhaseCost (per EP rank where routing-dependent, with the
+// slowest rank), then the critical path, the phases present by share, largest first (ties by name).
+void AddPhaseDetail(const Record* records, int num_records, const double (&share)[kNumPhaseIds], const bool (&present)[kNumPhaseIds],
+                    CostBreakdown& out) {
+  for (int i = 0; i < num_records; ++i) {
+    const Record& r = records[i];
+    PhaseCost p;
+    p.name = PhaseNameOf(r.id);
+    p.layer_kind = r.moe ? "moe" : "dense";
+    p.direction = r.backward ? "backward" : "forward";
+    p.time_us = r.us;
+    if (r.per_rank && !r.per_rank->empty()) {
+      p.per_ep_rank_us = *r.per_rank;
+      for (auto& x : p.per_ep_rank_us) x *= r.scale;
+      auto it = std::max_element(p.per_ep_rank_us.begin(), p.per_ep_rank_us.end());
+      p.slowest_ep_rank = it - p.per_ep_rank_us.begin();
+    }
+    out.phases.push_back(std::move(p));
+  }
+  std::vector<std::pair<double, std::string>> ranked;
+  for (int id = 0; id < kNumPhaseIds; ++id) {
+    if (present[id]) ranked.push_back({share[id], PhaseNameOf(id)});
+  }
+  std::sort(ranked.rbegin(), ranked.rend());
+  for (const auto& [v, n] : ranked) {
+    if (!(v > 0)) continue;
+    out.critical_path.push_back(n);
+    out.critical_path_us.push_back(v);
+  }
+}
+
+// One micro-batch's forward + backward on every pipeline stage: its layers (those per-layer
+// selective checkpointing checkpoints at the recompute-full run's time, from `out`), lm_head on
+// the loss stage, each MTP module's eh_proj, layer and logits on the MTP stage, its p2p sends. `worst` is the
+// slowest stage's time -- with DualPipe the slowest rank's, the mean of its two stages -- and
+// `slowest` that stage.
+struct StageWalk {
+  double worst = 0;
+  int64_t slowest = 0;
+};
+StageWalk WalkStages(const ModelSpec& m, const ParallelDims& d, const TrainingConfig& t, const std::vector<int64_t>& layer_stage,
+                     const std::vector<bool>& layer_checkpointed, const CostBreakdown& out, int64_t loss_stage, int64_t mtp_stage,
+                     double lm_head_us, double eh_proj_us, double p2p_us) {
+  double worst_stage = 0;
+  int64_t slowest_stage = 0;
+  std::vector<double> stage_us;  // [pp]: forward + backward of one micro-batch on each stage
+  for (int64_t s = 0; s < d.pp; ++s) {
+    // The last stage (a layout's loss stage) runs lm_head and, with --mtp-layers, each MTP
+    // module's eh_proj, layer and logits (on a layout's MTP stage).
+    const double mtp_us =
+        static_cast<double>(t.mtp_layers) * (eh_proj_us + (m.moe_layers.back() ? out.moe_layer_us : out.dense_layer_us) + lm_head_us);
+    double stage = (s == loss_stage ? lm_head_us : 0.0) + (s == mtp_stage ? mtp_us : 0.0) + p2p_us;
+    for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
+      if (layer_stage[l] != s) continue;
+      if (layer_checkpointed[l])
+        stage += m.moe_layers[l] ? out.checkpointed_moe_layer_us : out.checkpointed_dense_layer_us;
+      else
+        stage += m.moe_layers[l] ? out.moe_layer_us : out.dense_layer_us;
+    }
+    if (stage > worst_stage) {
+      worst_stage = stage;
+      slowest_stage = s;
+    }
+    stage_us.push_back(stage);
+  }
+  // DualPipe: rank s runs stage s and stage pp - 1 - s, half the micro-batches each, so a rank's
+  // time per micro-batch is the mean of the two stages'.
+  if (IsDualPipe(t.run)) {
+    worst_stage = 0;
+    for (int64_t s = 0; s < d.pp; ++s) worst_stage = std::max(worst_stage, (stage_us[s] + stage_us[DualPipeMirrorStage(d.pp, s)]) / 2.0);
+  }
+  return {worst_stage, slowest_stage};
+}
+
+// The forward part of one micro-batch on the slowest stage: its layers' forward times, lm_head's
+// forward third on the loss stage, half its p2p sends.
+double SlowestStageForwardUs(const ModelSpec& m, const std::vector<int64_t>& layer_stage, int64_t slowest_stage, double moe_fwd,
+                             double dense_fwd, bool loss_stage, double lm_head_us, double p2p_us) {
+  int64_t moe_n = 0, dense_n = 0;
+  for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
+    if (layer_stage[l] == slowest_stage) (m.moe_layers[l] ? moe_n : dense_n)++;
+  }
+  return static_cast<double>(moe_n) * moe_fwd + static_cast<double>(dense_n) * dense_fwd + (loss_stage ? lm_head_us / 3.0 : 0.0) +
+         p2p_us / 2.0;
+}
+
+// The data-parallel step communication left exposed: Megatron's overlapped gradient reduce (under
+// the slowest stage's last backward, `stage_bwd_us`) and parameter gather (under its first forward,
+// `stage_fwd_us`) leave only what exceeds that compute (ExposedUs).
+double ExposedDpStepCommUs(const StepInputs& in, const RunSettings& run, double stage_fwd_us, double stage_bwd_us) {
+  const double param_us = in.dp_step_param_gather_us, grad_us = in.dp_step_comm_us - param_us;
+  return (run.overlap_grad_reduce ? ExposedUs(grad_us, stage_bwd_us) : grad_us) +
+         (run.overlap_param_gather ? ExposedUs(param_us, stage_fwd_us) : param_us);
+}
+
+// Each phase's share of the step from the layers of the slowest stage: a record counts once per
+// such layer of its kind per pipeline slot (`slots`); checkpointed layers (per-layer selective
+// checkpointing) at the recompute-full run's phase time (`checkpointed`, whose records come in the
+// same order).
+struct PhaseShares {
+  double share[kNumPhaseIds] = {};
+  bool present[kNumPhaseIds] = {};
+};
+PhaseShares LayerPhaseShares(const ModelSpec& m, const std::vector<int64_t>& layer_stage, const std::vector<bool>& layer_checkpointed,
+                             int64_t slowest_stage, const Record* records, int num_records, const CostBreakdown& checkpointed,
+                             double slots) {
+  PhaseShares p;
+  int64_t moe_count = 0, dense_count = 0, moe_checkpointed = 0, dense_checkpointed = 0;
+  for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
+    if (layer_stage[l] != slowest_stage) continue;
+    (m.moe_layers[l] ? moe_count : dense_count)++;
+    if (layer_checkpointed[l]) (m.moe_layers[l] ? moe_checkpointed : dense_checkpointed)++;
+  }
+  for (int i = 0; i < num_records; ++i) {
+    const Record& r = records[i];
+    const int64_t n_checkpointed = r.moe ? moe_checkpointed : dense_checkpointed;
+    const double us_checkpointed = n_checkpointed > 0 ? checkpointed.phases.at(i).time_us : 0.0;
+    p.share[r.id] += (r.us * static_cast<double>((r.moe ? moe_count : dense_count) - n_checkpointed) +
+                      us_checkpointed * static_cast<double>(n_checkpointed)) *
+                     slots;
+    p.present[r.id] = true;
+  }
+  return p;
+}
+
 }  // namespace
 
 CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& totals, const ParallelDims& d, const TrainingConfig& t,
@@ -388,48 +591,17 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
       2.0 * T * attn_params / tp / (peak * o.dense_efficiency * fp8x) + core_flops / (peak * o.attention_efficiency);
   // Context parallelism's K/V exchange per layer (network.h): the ring's transfers under the
   // attention core's blocks, or the Ulysses all-to-alls of Q, K, V and the output.
-  double cp_fwd = 0, cp_bwd = 0;
-  if (d.cp > 1) {
-    const double core_us = core_flops / (peak * o.attention_efficiency);
-    const int64_t domain = NvlinkDomainGpus(c);
-    const bool cp_spans = (d.cp - 1) * d.tp / domain > 0;  // rank 0's cp group {0, tp, ...}
-    if (t.run.cp_comm == "a2a") {
-      const double width = 2.0 * heads_local * (d_qk + d_v) + static_cast<double>(CpKvWidth(m, d.tp));  // q, o, k, v
-      cp_fwd = CpAllToAllUs(T * width * ab, d.cp, cp_spans, c);
-      cp_bwd = cp_fwd;
-    } else {
-      const double kv_bytes = T * static_cast<double>(CpKvWidth(m, d.tp)) * ab;
-      cp_fwd = CpRingExposedUs(kv_bytes, core_us, d.cp, cp_spans, c);
-      cp_bwd = CpRingExposedUs(2.0 * kv_bytes, 2.0 * core_us, d.cp, cp_spans, c);
-    }
-  }
+  const CpExchangeUs cp = CpExchangePerLayerUs(m, d, t, c, T, ab, heads_local, d_qk, d_v, core_flops / (peak * o.attention_efficiency));
+  const double cp_fwd = cp.forward, cp_bwd = cp.backward;
   const double tp_collective = RingCollectiveUs(T * D * ab, in.tp_group.size, in.tp_group.spans_nodes, c, in.tp_group.members_per_domain);
 
   // FSDP per layer: all-gathers of the layer's parameters and reduce-scatters of its gradients,
   // each overlapped with the compute of the micro-batch that carries it (the micro-batch takes the
   // longer of the two); how many of the M micro-batches carry one follows the reshard-after-forward
   // policy and pp (pipeline_schedule.h FsdpCallsPerStep).
-  double fsdp_ag[2] = {0, 0}, fsdp_rs[2] = {0, 0};  // [0] MoE layer, [1] dense layer: one call each
-  if (*t.dp_sharding == DpSharding::kFsdp) {
-    const int64_t param_b = DtypeBytes(t.param_dtype, "param_dtype"), grad_b = DtypeBytes(t.grad_dtype, "grad_dtype");
-    const auto& dn = in.dense_dp_group;
-    const auto& sp = in.sparse_dp_group;
-    for (int kind = 0; kind < 2; ++kind) {
-      if (!in.fsdp_layer[kind].present) continue;
-      const double dense_elems = in.fsdp_layer[kind].dense_elems, sparse_elems = in.fsdp_layer[kind].sparse_elems;
-      // --fp8-param-gather: the FP8 GEMM weights travel in FP8 (precision.h Fp8WeightBytesPerElement).
-      const double fp8_b = Fp8WeightBytesPerElement(t);
-      const double fp8_dense = in.fsdp_layer[kind].fp8_dense_elems, fp8_sparse = in.fsdp_layer[kind].fp8_sparse_elems;
-      auto gathered = [&](double elems, double fp8) {  // comm.h ParamAllGatherBytes
-        return static_cast<double>(
-            ParamAllGatherBytes(static_cast<int64_t>(elems), static_cast<int64_t>(fp8), param_b, fp8_b, "FSDP all-gather bytes"));
-      };
-      fsdp_ag[kind] = RingCollectiveUs(gathered(dense_elems, fp8_dense), dn.size, dn.spans_nodes, c, dn.members_per_domain) +
-                      RingCollectiveUs(gathered(sparse_elems, fp8_sparse), sp.size, sp.spans_nodes, c, sp.members_per_domain);
-      fsdp_rs[kind] = RingCollectiveUs(dense_elems * grad_b, dn.size, dn.spans_nodes, c, dn.members_per_domain) +
-                      RingCollectiveUs(sparse_elems * grad_b, sp.size, sp.spans_nodes, c, sp.members_per_domain);
-    }
-  }
+  const FsdpLayerUs fsdp = FsdpPerLayerUs(t, in, c);
+  const double(&fsdp_ag)[2] = fsdp.all_gather;  // [0] MoE layer, [1] dense layer: one call each
+  const double(&fsdp_rs)[2] = fsdp.reduce_scatter;
   const int64_t num_mb = t.num_microbatches.value_or(d.pp);
   const FsdpCalls fsdp_calls = FsdpCallsPerStep(t.run.reshard_after_forward, d.pp, num_mb);
   // FSDP's rings and the EP all-to-alls share the NICs when both cross NVLink domains (network.h):
@@ -443,15 +615,7 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
     return (ag * static_cast<double>(n_ag) + rs * static_cast<double>(n_rs)) / static_cast<double>(num_mb);
   };
 
-  // Every phase added, in order: (id, MoE layer?, backward?, time, per-EP-rank source).
-  struct Record {
-    PhaseId id;
-    bool moe;
-    bool backward;
-    double us;
-    const std::vector<double>* per_rank;  // scaled by `scale` when shown
-    double scale;
-  };
+  // Every phase added, in order (Record).
   Record records[32];
   int num_records = 0;
   // `us` is the phase time; `per_rank` (routing-dependent phases) is shown per EP rank.
@@ -631,58 +795,22 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
                             ? 2.0 * static_cast<double>(t.run.vpp) *
                                   P2pUs(static_cast<double>(PpSendBytes(w, d.tp, m.hidden_size)), d.world_size > NvlinkDomainGpus(c), c)
                             : 0.0;
-  double worst_stage = 0;
-  int64_t slowest_stage = 0;
-  std::vector<double> stage_us;  // [pp]: forward + backward of one micro-batch on each stage
   const int64_t loss_stage = in.loss_stage < 0 ? d.pp - 1 : in.loss_stage;
   const int64_t mtp_stage = in.mtp_stage < 0 ? d.pp - 1 : in.mtp_stage;
-  for (int64_t s = 0; s < d.pp; ++s) {
-    // The last stage (a layout's loss stage) runs lm_head and, with --mtp-layers, each MTP
-    // module's eh_proj, layer and logits (on a layout's MTP stage).
-    const double mtp_us =
-        static_cast<double>(t.mtp_layers) * (eh_proj_us + (m.moe_layers.back() ? out.moe_layer_us : out.dense_layer_us) + lm_head_us);
-    double stage = (s == loss_stage ? lm_head_us : 0.0) + (s == mtp_stage ? mtp_us : 0.0) + p2p_us;
-    for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
-      if (layer_stage[l] != s) continue;
-      if (layer_checkpointed[l])
-        stage += m.moe_layers[l] ? out.checkpointed_moe_layer_us : out.checkpointed_dense_layer_us;
-      else
-        stage += m.moe_layers[l] ? out.moe_layer_us : out.dense_layer_us;
-    }
-    if (stage > worst_stage) {
-      worst_stage = stage;
-      slowest_stage = s;
-    }
-    stage_us.push_back(stage);
-  }
-  // DualPipe: rank s runs stage s and stage pp - 1 - s, half the micro-batches each, so a rank's
-  // time per micro-batch is the mean of the two stages'.
-  if (IsDualPipe(t.run)) {
-    worst_stage = 0;
-    for (int64_t s = 0; s < d.pp; ++s) worst_stage = std::max(worst_stage, (stage_us[s] + stage_us[DualPipeMirrorStage(d.pp, s)]) / 2.0);
-  }
+  const StageWalk walk = WalkStages(m, d, t, layer_stage, layer_checkpointed, out, loss_stage, mtp_stage, lm_head_us, eh_proj_us, p2p_us);
+  const double worst_stage = walk.worst;
+  const int64_t slowest_stage = walk.slowest;
   const double M = static_cast<double>(t.num_microbatches.value_or(d.pp));
   // torchtitan's gradient accumulation with pp > 1: an outer loop of A pipeline schedules.
   const double A = static_cast<double>(t.run.grad_accumulation_steps);
   out.stage_microbatch_us = worst_stage;
   const double vpp = static_cast<double>(t.run.vpp);
   out.pipeline_bubble_us = A * (d.pp - 1) / vpp * worst_stage;
-  double stage_fwd_us = 0;  // the slowest stage's forward part
   // Megatron's overlapped gradient reduce (under the slowest stage's last backward) and
   // parameter gather (under its first forward) leave only what exceeds that compute exposed.
-  {
-    int64_t moe_n = 0, dense_n = 0;
-    for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
-      if (layer_stage[l] == slowest_stage) (m.moe_layers[l] ? moe_n : dense_n)++;
-    }
-    const double stage_fwd = static_cast<double>(moe_n) * moe_fwd + static_cast<double>(dense_n) * dense_fwd +
-                             (slowest_stage == loss_stage ? lm_head_us / 3.0 : 0.0) + p2p_us / 2.0;
-    const double stage_bwd = worst_stage - stage_fwd;
-    stage_fwd_us = stage_fwd;
-    const double param_us = in.dp_step_param_gather_us, grad_us = in.dp_step_comm_us - param_us;
-    out.dp_step_comm_us = (t.run.overlap_grad_reduce ? ExposedUs(grad_us, stage_bwd) : grad_us) +
-                          (t.run.overlap_param_gather ? ExposedUs(param_us, stage_fwd) : param_us);
-  }
+  const double stage_fwd_us =
+      SlowestStageForwardUs(m, layer_stage, slowest_stage, moe_fwd, dense_fwd, slowest_stage == loss_stage, lm_head_us, p2p_us);
+  out.dp_step_comm_us = ExposedDpStepCommUs(in, t.run, stage_fwd_us, worst_stage - stage_fwd_us);
   out.optimizer_us = 2.0 * static_cast<double>(in.static_bytes_rank0) / hbm;
   double slots = A * PipelineSlots(static_cast<int64_t>(M), d.pp, t.run.vpp);
   if (IsDualPipe(t.run)) {
@@ -705,25 +833,9 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
 
   // Critical path: every contributor to the step by its share of it. Layer phases count once per
   // layer of the slowest stage per pipeline slot (A (M + (pp - 1) / vpp) slots); then the step-end terms.
-  double share[kNumPhaseIds] = {};
-  bool present[kNumPhaseIds] = {};
-  int64_t moe_count = 0, dense_count = 0, moe_checkpointed = 0, dense_checkpointed = 0;
-  for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
-    if (layer_stage[l] != slowest_stage) continue;
-    (m.moe_layers[l] ? moe_count : dense_count)++;
-    if (layer_checkpointed[l]) (m.moe_layers[l] ? moe_checkpointed : dense_checkpointed)++;
-  }
-  for (int i = 0; i < num_records; ++i) {
-    const Record& r = records[i];
-    // Checkpointed layers (per-layer selective checkpointing) at the recompute-full run's phase
-    // time: its records come in the same order.
-    const int64_t n_checkpointed = r.moe ? moe_checkpointed : dense_checkpointed;
-    const double us_checkpointed = n_checkpointed > 0 ? checkpointed.phases.at(i).time_us : 0.0;
-    share[r.id] += (r.us * static_cast<double>((r.moe ? moe_count : dense_count) - n_checkpointed) +
-                    us_checkpointed * static_cast<double>(n_checkpointed)) *
-                   slots;
-    present[r.id] = true;
-  }
+  PhaseShares shares = LayerPhaseShares(m, layer_stage, layer_checkpointed, slowest_stage, records, num_records, checkpointed, slots);
+  double(&share)[kNumPhaseIds] = shares.share;
+  bool(&present)[kNumPhaseIds] = shares.present;
   if (slowest_stage == loss_stage) {
     share[kLmHead] += lm_head_us * slots;
     present[kLmHead] = true;
@@ -731,45 +843,12 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
   share[kDpStepComm] += out.dp_step_comm_us;
   share[kOptimizer] += out.optimizer_us;
   present[kDpStepComm] = present[kOptimizer] = true;
-  // The dominant phase: the largest share (> 0), ties to the name that sorts last.
-  int dominant = -1;
-  for (int id = 0; id < kNumPhaseIds; ++id) {
-    if (!present[id] || !(share[id] > 0)) continue;
-    if (dominant < 0 || share[id] > share[dominant] ||
-        (share[id] == share[dominant] && std::strcmp(PhaseNameOf(id), PhaseNameOf(dominant)) > 0)) {
-      dominant = id;
-    }
-  }
+  const int dominant = DominantPhaseId(share, present);
   if (!detail) {
     out.dominant_phase = dominant < 0 ? "" : PhaseNameOf(dominant);
     return out;
   }
-
-  for (int i = 0; i < num_records; ++i) {
-    const Record& r = records[i];
-    PhaseCost p;
-    p.name = PhaseNameOf(r.id);
-    p.layer_kind = r.moe ? "moe" : "dense";
-    p.direction = r.backward ? "backward" : "forward";
-    p.time_us = r.us;
-    if (r.per_rank && !r.per_rank->empty()) {
-      p.per_ep_rank_us = *r.per_rank;
-      for (auto& x : p.per_ep_rank_us) x *= r.scale;
-      auto it = std::max_element(p.per_ep_rank_us.begin(), p.per_ep_rank_us.end());
-      p.slowest_ep_rank = it - p.per_ep_rank_us.begin();
-    }
-    out.phases.push_back(std::move(p));
-  }
-  std::vector<std::pair<double, std::string>> ranked;
-  for (int id = 0; id < kNumPhaseIds; ++id) {
-    if (present[id]) ranked.push_back({share[id], PhaseNameOf(id)});
-  }
-  std::sort(ranked.rbegin(), ranked.rend());
-  for (const auto& [v, n] : ranked) {
-    if (!(v > 0)) continue;
-    out.critical_path.push_back(n);
-    out.critical_path_us.push_back(v);
-  }
+  AddPhaseDetail(records, num_records, share, present, out);
   out.dominant_phase = out.critical_path.empty() ? "" : out.critical_path.front();
   return out;
 }
@@ -836,15 +915,15 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
   }
 
   // Routing-dependent MoE phases.
-  const bool deredundency = d.ep > 1 && t.dispatcher == "deredundency";
+  const bool deredundency = d.ep > 1 && t.dispatcher == Dispatcher::kDeredundency;
   if (deredundency && routing.oep != DeredundencyOep(plan)) {
     throw Error(
         fmt::format("routing was sampled for oep {}, the plan's deredundency dispatcher uses oep {}", routing.oep, DeredundencyOep(plan)));
   }
   MoePhaseShape shape = MoePhaseShapeOf(m, w, d.ep, deredundency);
-  shape.flex = d.ep > 1 && t.dispatcher == "deepep";
+  shape.flex = d.ep > 1 && t.dispatcher == Dispatcher::kDeepEp;
   shape.flex_fp8 = t.fp8_dispatch;
-  shape.allgather = d.ep > 1 && t.dispatcher == "allgather";
+  shape.allgather = d.ep > 1 && t.dispatcher == Dispatcher::kAllGather;
   if (t.fp8_dispatch) shape.dispatch_act_bytes = DispatchBytesPerElement(t, static_cast<double>(m.hidden_size), shape.act_bytes);
   if (routing.num_slots > 0) shape.num_experts = routing.num_slots;  // replicas: the physical slots
   const MoePhaseTimes moe = SimulateMoePhases(routing, ep_group, shape, c, o);
@@ -886,7 +965,7 @@ RoutingResult SampleRoutingForPlan(const Plan& plan, const RoutingSpec& routing,
   const RoutingModel model =
       PrepareRouting(routing, plan.model.moe.num_experts, plan.model.moe.top_k, layers, GroupLimitOf(plan.model.moe));
   RoutingResult result = SampleRouting(model, plan.dims.ep, w.routed_tokens, DispatchOep(plan));
-  if (plan.dims.ep > 1 && plan.training.dispatcher == "deepep") {
+  if (plan.dims.ep > 1 && plan.training.dispatcher == Dispatcher::kDeepEp) {
     AddFlexCounts(model, plan.meshes.sparse.GroupOf(0, plan.meshes.sparse.AxisIndex("ep")), plan.training.gpus_per_node, result);
   }
   return result;

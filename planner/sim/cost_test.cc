@@ -130,7 +130,7 @@ TEST_CASE("The deredundency dispatcher is costed as oep all-gather plus iep all-
   t.seq_len = 2048;
   ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
   auto a2a_plan = dockyard::BuildPlan(model, d, t);
-  t.dispatcher = "deredundency";
+  t.dispatcher = dockyard::Dispatcher::kDeredundency;
   auto der_plan = dockyard::BuildPlan(model, d, t);
   auto a2a = dockyard::SimulateStep(a2a_plan, c, dockyard::SampleRouting({}, 128, 8, 16, 2048, 1));
   auto der = dockyard::SimulateStep(der_plan, c, dockyard::SampleRouting({}, 128, 8, 16, 2048, 1, 2));

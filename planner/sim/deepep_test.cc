@@ -113,7 +113,7 @@ TEST_CASE("deepep buffers replace the all-to-all buffers: RDMA rows per other no
   d.ep = 16;  // 2 nodes of 8
   TrainingConfig t;
   t.dp_sharding = DpSharding::kZero1;
-  t.dispatcher = "deepep";
+  t.dispatcher = Dispatcher::kDeepEp;
   const TrainingBytes tb;
   const StageBufferBytes b = StageBuffers(0, true, w, d, t, tb, 1, 7168, 0);
   // RDMA: 1 other node x 4096 tokens x 7168 x 2 B = 58,720,256; NVLink: 32768 rows x 7168 x 2 B
@@ -126,7 +126,7 @@ TEST_CASE("deepep buffers replace the all-to-all buffers: RDMA rows per other no
   CHECK(StageBuffers(0, true, w, d, t, tb, 1, 7168, 0).bytes[static_cast<int>(BufferUse::kDeepEp)] == 500039680);
   // all_to_all: (T_r k + R_max) rows x 7168 x 2 B = 65536 x 14336 = 939,524,096.
   t.fp8_dispatch = false;
-  t.dispatcher = "all_to_all";
+  t.dispatcher = Dispatcher::kAllToAll;
   CHECK(StageBuffers(0, true, w, d, t, tb, 1, 7168, 0).bytes[static_cast<int>(BufferUse::kAllToAll)] == 939524096);
 }
 

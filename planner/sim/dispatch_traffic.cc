@@ -89,7 +89,7 @@ void AddDeepEpTraffic(const Plan& plan, int64_t rank, const std::vector<FlexCoun
 }
 
 void AddDispatcherTraffic(const Plan& plan, int64_t rank, int64_t layers, CommReport& comm) {
-  if (plan.dims.ep < 2 || plan.training.dispatcher != "deepep") return;
+  if (plan.dims.ep < 2 || plan.training.dispatcher != Dispatcher::kDeepEp) return;
   const RoutingModel model =
       PrepareRouting(RoutingSpec{}, plan.model.moe.num_experts, plan.model.moe.top_k, layers, GroupLimitOf(plan.model.moe));
   const std::vector<int64_t> group = EpGroupOf(plan, rank);

@@ -21,7 +21,7 @@ Plan DeepEpPlan(bool fp8 = false) {
   TrainingConfig t;
   t.seq_len = 1024;
   t.gpus_per_node = 4;
-  t.dispatcher = "deepep";
+  t.dispatcher = Dispatcher::kDeepEp;
   t.fp8_dispatch = fp8;
   return BuildPlan(testing::TinyMixtral(), d, t);
 }

@@ -282,7 +282,7 @@ TrainingConfig FidelityTraining(const FidelityRun& r) {
   // The plan's node is the NVLink domain (HybridEP's and the deredundency dispatcher's locality
   // unit; gb200-nvl72: 72 GPUs over trays of 4).
   t.gpus_per_node = NvlinkDomainGpus(r.cluster);
-  t.dispatcher = r.dispatcher == "a2a" ? "all_to_all" : "deepep";  // Megatron flex: DeepEP / HybridEP
+  t.dispatcher = r.dispatcher == "a2a" ? Dispatcher::kAllToAll : Dispatcher::kDeepEp;  // Megatron flex: DeepEP / HybridEP
   t.run.vpp = r.vpp;                                               // interleaved 1F1B (pipeline_schedule.h)
   auto has = [&](const char* f) { return std::find(r.features.begin(), r.features.end(), f) != r.features.end(); };
   t.run.overlap_grad_reduce = has("overlap_grad_reduce");

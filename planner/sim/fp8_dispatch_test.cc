@@ -20,7 +20,7 @@ Plan Ep8Plan(const std::string& dispatcher, bool fp8, Recompute recompute = Reco
   TrainingConfig t;
   t.seq_len = 1024;
   t.gpus_per_node = 4;
-  t.dispatcher = dispatcher;
+  t.dispatcher = ParseDispatcher(dispatcher, "dispatcher");
   t.fp8_dispatch = fp8;
   t.recompute = recompute;
   return BuildPlan(testing::TinyMixtral(), d, t);

@@ -122,7 +122,7 @@ RedundantExpertsReport AnalyzeRedundantExperts(const Plan& plan, const ClusterSp
   const int64_t E = plan.model.moe.num_experts, ep = plan.dims.ep;
   if (E < 1) throw Error("--redundant-experts: the model has no routed experts");
   const double budget_gib = memory.budget_gib;
-  if (ep > 1 && plan.training.dispatcher == "deredundency") {
+  if (ep > 1 && plan.training.dispatcher == Dispatcher::kDeredundency) {
     throw Error("--redundant-experts is not supported with --dispatcher deredundency (use all_to_all)");
   }
   if (before.ep != ep || before.num_experts != E || before.num_slots != 0 ||

@@ -32,7 +32,7 @@ Setup MakeSetup(const std::string& routing, const std::string& dispatcher = "all
   d.ep = 4;
   TrainingConfig t;
   t.seq_len = 64;
-  t.dispatcher = dispatcher;
+  t.dispatcher = ParseDispatcher(dispatcher, "dispatcher");
   Setup s(BuildPlan(testing::TinyMixtral(), d, t));
   s.model = PrepareRouting(ParseRoutingSpec(routing), 8, 2, 2);
   s.before = SampleRouting(s.model, 4, ComputeWorkload(s.plan).routed_tokens);
@@ -124,7 +124,7 @@ TEST_CASE("replicas that share a rank need no all-reduce") {
 
 TEST_CASE("redundant experts with the deredundency dispatcher are rejected") {
   Setup s = MakeSetup("uniform");
-  s.plan.training.dispatcher = "deredundency";
+  s.plan.training.dispatcher = Dispatcher::kDeredundency;
   CHECK_THROWS_WITH_AS(AnalyzeRedundantExperts(s.plan, s.cluster, s.model, s.before, s.cost, s.memory, Options(4, EplbPolicy::kGlobal)),
                        doctest::Contains("--dispatcher deredundency"), Error);
 }

@@ -118,7 +118,7 @@ GPU_TEST("two GPUs: EP all-to-all over NCCL, both dispatchers, TP-sharded expert
   const auto backend = Cuda();
   for (const char* dispatcher : {"all_to_all", "deredundency"}) {
     RunOptions o = Options(64);
-    o.dispatcher = dispatcher;
+    o.dispatcher = dockyard::ParseDispatcher(dispatcher, "dispatcher");
     o.oep = std::string(dispatcher) == "deredundency" ? 2 : 1;
     const RunReport r = RunMoeLayer(testing::MakePlan(testing::TinyDeepSeek(), 2, 2), o, *backend);
     Report(r);

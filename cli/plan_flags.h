@@ -1,0 +1,72 @@
+// dockyard-plan's options and flag registration (plan, check, simulate, search): the options
+// struct the flags write into, the subcommands' flags, and the checks of the outputs they name.
+// cli/plan_cli.cc parses with them and makes the library calls.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/flags.h"
+#include "planner/model/model_spec.h"
+#include "planner/model/training.h"
+#include "planner/sim/compute_model.h"
+#include "planner/sim/cost.h"
+
+namespace dockyard::cli {
+
+// The --help footer: examples and the training defaults.
+extern const char* const kPlanExamples;
+
+struct PlanCliOptions {
+  std::string model;
+  DegreeFlags degrees;
+  std::string json_path, refit_json, html_path;
+  // Training settings (empty = the spec's training block, else the default).
+  TrainingFlags training;
+  bool model_given = false, json_given = false, refit_given = false, html_given = false;
+  std::string search_dispatchers;      // search --search-dispatchers
+  GlobalBatchFlags global_batch;       // simulate / search
+  std::string threads = "1", explain;  // search
+  // simulate
+  std::string cluster = "h100-sxm", routing = "uniform", seed = "0", routing_layers;
+  // check / simulate: --routing given sizes the received rows in memory (received_rows.h);
+  // --capacity-factor reports the assignments that capacity would drop.
+  bool routing_given = false;
+  std::string capacity_factor;
+  bool no_overlap = false;
+  // simulate / search: the compute model and its run settings (compute_model.h).
+  std::string compute_model = kDefaultComputeModel, cross_entropy = "unfused";
+  bool cuda_graphs = false;
+  RedundantExpertsFlags redundant;  // simulate: redundant experts (opt-in)
+  std::string calibration;          // simulate / search: calibration JSON (empty = the built-in defaults)
+  std::vector<std::string> argv;    // the command line, recorded in reports
+  // search
+  std::string top = "10", max_pp;
+};
+
+// --compute-model, --cuda-graphs, --cross-entropy on `options` (compute_model.h).
+void ApplyComputeFlags(const PlanCliOptions& o, CostOptions* options);
+// The flags of each command: the compute model's, the plan's (model, degrees, outputs, training),
+// the routing flags of check and simulate.
+void AddComputeFlags(CLI::App* app, PlanCliOptions& o);
+void AddPlanOptions(CLI::App* app, PlanCliOptions& o);
+void AddRoutingFlags(CLI::App* app, PlanCliOptions& o);
+// The plan's flags on `app`, then the check and simulate subcommands with theirs.
+void AddPlanCommands(CLI::App& app, PlanCliOptions& o, CLI::App** check, CLI::App** simulate);
+// The search subcommand's options: the model, world and convention, the cluster and routing, the
+// pinned degrees and settings, the ranking's size and outputs.
+CLI::App* AddSearchCommand(CLI::App& app, PlanCliOptions& o);
+// After parsing: which of --model, --routing (not search's), --json, --refit-json, --html were
+// given on any of `apps`, and search's EP-overlap pin (UsageError when pinned twice).
+void RecordGivenFlags(std::initializer_list<CLI::App*> apps, const CLI::App* search, PlanCliOptions& o);
+// --json, --refit-json and --html: given a path, distinct, at most one on stdout (never the HTML
+// page), none over an input (model, cluster JSON, calibration, routing trace). Throws UsageError.
+void CheckPlanOutputs(const PlanCliOptions& o);
+// The model spec's training block with the training flags over it (ApplyTrainingOverrides); the
+// memory reserve: the flag, else the block's, else the default (ResolveMemoryReserve).
+TrainingConfig ResolveTraining(const TrainingFlags& flags, const ModelSpec& model, int64_t pp);
+
+}  // namespace dockyard::cli

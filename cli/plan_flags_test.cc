@@ -1,0 +1,44 @@
+// The command-line rules that live beside the flags (plan_flags.h, run_flags.h): the training
+// settings resolved from a spec's block and the flags, and the output-path checks.
+#include "cli/plan_flags.h"
+
+#include <doctest/doctest.h>
+
+#include "cli/run_flags.h"
+
+namespace dockyard::cli {
+
+TEST_CASE("ResolveTraining: a flag replaces the spec's value, the others keep the block's; the reserve defaults") {
+  ModelSpec model;
+  model.num_hidden_layers = 4;
+  TrainingConfig block;
+  block.seq_len = 1024;
+  block.dispatcher = Dispatcher::kDeredundency;
+  model.training = block;
+  TrainingFlags flags;
+  flags.seq_len = "2048";
+  const TrainingConfig t = ResolveTraining(flags, model, 1);
+  CHECK(t.seq_len == 2048);                          // the flag
+  CHECK(t.dispatcher == Dispatcher::kDeredundency);  // the block's
+  CHECK(*t.memory_reserve_gib == 2.0);               // neither: kDefaultMemoryReserveGib (memory.h)
+  flags.memory_reserve_gib = "5";
+  CHECK(*ResolveTraining(flags, model, 1).memory_reserve_gib == 5.0);
+}
+
+TEST_CASE("CheckPlanOutputs and CheckRunOutputs refuse clashing or impossible outputs") {
+  PlanCliOptions o;
+  o.json_given = o.refit_given = true;
+  o.json_path = o.refit_json = "same.json";
+  CHECK_THROWS_WITH_AS(CheckPlanOutputs(o), "--json and --refit-json name the same output (same.json)", UsageError);
+  o.refit_json = "refit.json";
+  o.html_given = true;
+  o.html_path = "-";
+  CHECK_THROWS_WITH_AS(CheckPlanOutputs(o), "--html needs a file path ('-' is not supported)", UsageError);
+  RunCliOptions r;
+  r.html_path = "-";
+  CHECK_THROWS_WITH_AS(CheckRunOutputs(r, false), "--html needs a file path ('-' is not supported)", UsageError);
+  r.json_path = "";
+  CHECK_THROWS_WITH_AS(CheckRunOutputs(r, true), "--json needs a path or '-', got an empty string", UsageError);
+}
+
+}  // namespace dockyard::cli

@@ -1,0 +1,39 @@
+// The dispatcher vocabulary (see dispatcher.h).
+#include "planner/model/dispatcher.h"
+
+#include <cstring>
+
+#include "planner/base/name_table.h"
+
+namespace dockyard {
+namespace {
+
+constexpr NameTable<Dispatcher, 4> kDispatchers{{{{Dispatcher::kAllToAll, "all_to_all"},
+                                                  {Dispatcher::kDeredundency, "deredundency"},
+                                                  {Dispatcher::kDeepEp, "deepep"},
+                                                  {Dispatcher::kAllGather, "allgather"}}}};
+
+}  // namespace
+
+const char* DispatcherName(Dispatcher d) {
+  return kDispatchers.Name(d);
+}
+
+const std::vector<std::string>& DispatcherNames() {
+  static const std::vector<std::string> names = kDispatchers.Names();
+  return names;
+}
+
+Dispatcher ParseDispatcher(const std::string& name, const std::string& field) {
+  return kDispatchers.Parse(name, field, /*suggest=*/true);
+}
+
+bool operator==(Dispatcher d, const char* name) {
+  return std::strcmp(DispatcherName(d), name) == 0;
+}
+
+void to_json(Json& j, Dispatcher d) {
+  j = DispatcherName(d);
+}
+
+}  // namespace dockyard

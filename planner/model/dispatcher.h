@@ -1,0 +1,41 @@
+// The token dispatchers of expert parallelism: one vocabulary for the planner (TrainingConfig,
+// memory and communication accounting, the cost model, the search) and dockyard-run (runtime/config.h).
+//   all_to_all    Megatron MoEAlltoAllTokenDispatcher / torchtitan's all-to-all: each routed row
+//                 goes to its expert's EP rank and back (planner/accounting/comm.h).
+//   deredundency  hyper_parallel expert_parallel.py DeredundencyTokenDispatcher: ep = oep x iep, a
+//                 token crosses the outer EP group once, then an all-to-all inside (comm.h).
+//   deepep        Megatron flex dispatcher with DeepEP / HybridEP: once per destination node over the
+//                 network, then NVLink (planner/sim/deepep.h).
+//   allgather     Megatron MoEAllGatherTokenDispatcher: all-gather the tokens over EP, reduce-scatter
+//                 the outputs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "planner/base/json_util.h"
+
+namespace dockyard {
+
+enum class Dispatcher { kAllToAll, kDeredundency, kDeepEp, kAllGather };
+
+// "all_to_all", "deredundency", "deepep", "allgather" (JSON `dispatcher`, --dispatcher, reports).
+const char* DispatcherName(Dispatcher d);
+// Every name, in the order above (CLI11 IsMember, search spaces).
+const std::vector<std::string>& DispatcherNames();
+// The dispatcher spelled `name`, else throws dockyard::Error
+// "{field}: must be \"all_to_all\", \"deredundency\", \"deepep\" or \"allgather\", got \"x\"; did you mean 'y'?".
+Dispatcher ParseDispatcher(const std::string& name, const std::string& field);
+
+// Transitional: a dispatcher compared with its name, for the search's fast path
+// (planner/search/layout_eval.cc), which is being rewritten and still compares names; every other
+// caller compares enumerators. Remove once layout_eval.cc does too.
+bool operator==(Dispatcher d, const char* name);
+inline bool operator!=(Dispatcher d, const char* name) {
+  return !(d == name);
+}
+
+// JSON writes the name (nlohmann's to_json, found by argument-dependent lookup), never the ordinal.
+void to_json(Json& j, Dispatcher d);
+
+}  // namespace dockyard
