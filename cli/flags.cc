@@ -281,11 +281,16 @@ void TrainingFlags::AddSearchPinsTo(CLI::App* search, const CLI::App& plan) {
                                                          {"--recompute-modules", &recompute_modules},
                                                          {"--selective-ac-option", &selective_ac_option},
                                                          {"--gpu-memory-gib", &gpu_memory_gib},
-                                                         {"--imbalance", &imbalance}};
+                                                         {"--imbalance", &imbalance},
+                                                         {"--precision", &precision},
+                                                         {"--fp8-recipe", &fp8_recipe}};
   AddMemoryReserveFlag(search, memory_reserve_gib);
   // The same value checks as the plan's options.
-  const std::map<std::string, std::vector<std::string>> allowed = {
-      {"--dp-sharding", DpShardingNames()}, {"--optimizer", OptimizerNames()}, {"--recompute", RecomputeNames()}};
+  const std::map<std::string, std::vector<std::string>> allowed = {{"--dp-sharding", DpShardingNames()},
+                                                                   {"--optimizer", OptimizerNames()},
+                                                                   {"--recompute", RecomputeNames()},
+                                                                   {"--precision", {"bf16", "fp8"}},
+                                                                   {"--fp8-recipe", {"tensorwise", "blockwise"}}};
   for (const auto& [flag, target] : shared) {
     // Flags that pin a searched dimension say so.
     const std::map<std::string, std::string> search_help = {
@@ -303,6 +308,11 @@ void TrainingFlags::AddSearchPinsTo(CLI::App* search, const CLI::App& plan) {
     CLI::Option* opt = search->add_option(flag, *target, description);
     const auto it = allowed.find(flag);
     if (it != allowed.end()) opt->check(CLI::IsMember(it->second));
+  }
+  // FP8 settings hold for every candidate (--fp8-dispatch only for the dispatchers that have it).
+  for (const auto& [flag, target] :
+       {std::pair<const char*, bool*>{"--fp8-dispatch", &fp8_dispatch}, {"--fp8-param-gather", &fp8_param_gather}}) {
+    search->add_flag(flag, *target, plan.get_option(flag)->get_description());
   }
   // Megatron's uneven splits (pipeline_layout.h): the embedding / the loss count as a layer when the
   // layers are split over each candidate's stages.

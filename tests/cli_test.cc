@@ -858,6 +858,29 @@ TEST_CASE("search and simulate give the same step time for the same layout and f
   }
 }
 
+TEST_CASE("search takes the FP8 settings: a row has simulate's step time and peak under megatron FP8") {
+  // Megatron (TransformerEngine) keeps FP8 weight copies and FP8-saved inputs; --fp8-dispatch and
+  // --fp8-param-gather (zero1) change the dispatch rows and the step's parameter all-gather.
+  const std::string flags =
+      "--model testdata/hf/qwen3-30b-a3b.json --world-size 16 --convention megatron --pp 2 --tp 2 --ep 4 --cp 1 --etp 1 "
+      "--dp-replicate 1 --vpp 1 --micro-batch-size 1 --recompute selective --dp-sharding zero1 --dispatcher all_to_all "
+      "--global-batch-size 32 --precision fp8 --fp8-recipe blockwise --fp8-dispatch --fp8-param-gather";
+  const Result s = Run("search " + flags + " --no-overlap-moe-expert-parallel-comm --json -");
+  REQUIRE(s.code == 0);
+  const dockyard::Json searched = dockyard::Json::parse(s.out);
+  REQUIRE(searched.at("top").size() == 1);
+  const Result m = Run("simulate " + flags + " --json -");
+  REQUIRE(m.code == 0);
+  const dockyard::Json simulated = dockyard::Json::parse(m.out);
+  CHECK(searched["top"][0]["step_time_us"].get<double>() == simulated["predicted"]["step_time_us"].get<double>());
+  CHECK(searched["top"][0]["peak_bytes"] == simulated["memory"]["worst_peak_bytes"]);
+  // The FP8 settings reach the search: in BF16 the same layout has another step time and peak.
+  const std::string bf16 = flags.substr(0, flags.find(" --precision fp8"));
+  const dockyard::Json plain = dockyard::Json::parse(Run("search " + bf16 + " --no-overlap-moe-expert-parallel-comm --json -").out);
+  CHECK(plain["top"][0]["step_time_us"].get<double>() != searched["top"][0]["step_time_us"].get<double>());
+  CHECK(plain["top"][0]["peak_bytes"] != searched["top"][0]["peak_bytes"]);
+}
+
 TEST_CASE("search --selective-ac-option without --recompute searches selective recompute only") {
   // torchtitan's per-layer and per-op options are forms of selective recompute: they pin it.
   for (const std::string option : {"op", "2"}) {

@@ -183,6 +183,15 @@ void CheckOutputPath(const std::string& path, const std::string& flag) {
   }
   if (!S_ISDIR(st.st_mode)) throw Error(fmt::format("{} '{}': '{}' is not a directory", flag, path, dir));
   if (::access(dir.c_str(), W_OK) != 0) throw Error(fmt::format("{} '{}': directory '{}' is not writable", flag, path, dir));
+  // An existing device or pipe is written in place (OpenTarget); otherwise the writer creates a
+  // temporary file beside the path: try that now (root passes access() where a file system such
+  // as /proc still refuses new files).
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return;
+  std::string probe = path + ".tmp.XXXXXX";
+  const int fd = mkstemp(probe.data());
+  if (fd < 0) throw Error(fmt::format("{} '{}': cannot create a file there: {}", flag, path, std::strerror(errno)));
+  close(fd);
+  unlink(probe.c_str());
 }
 
 void WriteFileAtomically(const std::string& requested, const std::string& content) {

@@ -37,3 +37,16 @@ TEST_CASE("WriteFilesAtomically: a device that fails leaves no regular file behi
   CHECK(Exists(html));
   CHECK(Exists(json));
 }
+
+TEST_CASE("CheckOutputPath: refuses where no file can be created, naming the flag; leaves nothing behind") {
+  // /proc takes no new files, even for root (whom access(W_OK) lets through).
+  CHECK_THROWS_WITH_AS(dockyard::CheckOutputPath("/proc/dockyard-x.json", "--json"),
+                       doctest::Contains("--json '/proc/dockyard-x.json': cannot create a file there"), dockyard::Error);
+  CHECK_THROWS_WITH_AS(dockyard::CheckOutputPath(TmpPath("no-such-dir/x.json"), "--html"), doctest::Contains("--html '"), dockyard::Error);
+  // A writable directory passes, and the probe file is gone.
+  const std::string ok = TmpPath("check-output-ok.json");
+  dockyard::CheckOutputPath(ok, "--json");
+  CHECK_FALSE(Exists(ok));
+  // A device is written in place: no probe needed.
+  dockyard::CheckOutputPath("/dev/null", "--json");
+}

@@ -18,7 +18,8 @@ void ValidateSeqLenForModel(int64_t seq_len, const ModelSpec& m, const std::stri
 }
 
 std::string SeqLenWarning(int64_t seq_len, const ModelSpec& m, const std::string& flag) {
-  if (m.max_position_embeddings <= 0 || seq_len <= m.max_position_embeddings) return "";
+  // Above kMaxSeqLen the value is refused (ValidateSeqLenForModel): no warning before the error.
+  if (m.max_position_embeddings <= 0 || seq_len <= m.max_position_embeddings || seq_len > kMaxSeqLen) return "";
   return fmt::format("warning: {} {} is above the model's max_position_embeddings ({}){}\n", flag, seq_len, m.max_position_embeddings,
                      m.rope_scaling ? "; the config's rope_scaling must cover it"
                                     : " and its config has no rope_scaling: the positions beyond it were not pretrained (a "

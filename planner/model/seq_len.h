@@ -26,7 +26,8 @@ constexpr int64_t kMaxSeqLen = int64_t{1} << 20;
 // torchtitan sizes its RoPE cache from its own model args. SeqLenWarning says it instead.
 void ValidateSeqLenForModel(int64_t seq_len, const ModelSpec& model, const std::string& flag);
 
-// One line ("" when none) for a seq_len above model.max_position_embeddings (when the config has
+// One line ("" when none, and above kMaxSeqLen, which is an error) for a seq_len above
+// model.max_position_embeddings (when the config has
 // it), naming the flag, the value and the limit, and whether the config's rope_scaling (YaRN,
 // linear, dynamic NTK, llama3) may cover it: some configs state the scaled window in
 // max_position_embeddings (DeepSeek-V3: 163840 = 40 x 4096), others leave the factor to the user

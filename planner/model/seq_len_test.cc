@@ -30,6 +30,7 @@ TEST_CASE("Beyond max_position_embeddings is a warning, naming the limit and the
         "warning: --seq-len 8192 is above the model's max_position_embeddings (4096) and its config has no rope_scaling: the positions "
         "beyond it were not pretrained (a long-context run extends RoPE itself)\n");
   CHECK_NOTHROW(ValidateSeqLenForModel(8192, olmoe, "--seq-len"));  // planned, as runs.json H03 trains 65536 over 40960
+  CHECK(SeqLenWarning(kMaxSeqLen + 1, olmoe, "--seq-len").empty());  // refused instead: no warning before the error
   // DeepSeek-V3: max_position_embeddings 163840 with YaRN rope_scaling (factor 40 over 4096).
   const ModelSpec v3 = LoadModel("testdata/hf/deepseek-v3.json");
   CHECK(v3.max_position_embeddings == 163840);
