@@ -858,6 +858,18 @@ TEST_CASE("search and simulate give the same step time for the same layout and f
   }
 }
 
+// `search` with every dimension pinned by `flags` (plus `search_only`: flags simulate does not
+// take) and `simulate` with `flags`: the search's JSON (one row) and simulate's.
+std::pair<dockyard::Json, dockyard::Json> SearchBesideSimulate(const std::string& flags, const std::string& search_only) {
+  const Result s = Run("search " + flags + search_only + " --json -");
+  REQUIRE(s.code == 0);
+  dockyard::Json searched = dockyard::Json::parse(s.out);
+  REQUIRE(searched.at("top").size() == 1);
+  const Result m = Run("simulate " + flags + " --json -");
+  REQUIRE(m.code == 0);
+  return {std::move(searched), dockyard::Json::parse(m.out)};
+}
+
 TEST_CASE("search takes the FP8 settings: a row has simulate's step time and peak under megatron FP8") {
   // Megatron (TransformerEngine) keeps FP8 weight copies and FP8-saved inputs; --fp8-dispatch and
   // --fp8-param-gather (zero1) change the dispatch rows and the step's parameter all-gather.
@@ -865,13 +877,7 @@ TEST_CASE("search takes the FP8 settings: a row has simulate's step time and pea
       "--model testdata/hf/qwen3-30b-a3b.json --world-size 16 --convention megatron --pp 2 --tp 2 --ep 4 --cp 1 --etp 1 "
       "--dp-replicate 1 --vpp 1 --micro-batch-size 1 --recompute selective --dp-sharding zero1 --dispatcher all_to_all "
       "--global-batch-size 32 --precision fp8 --fp8-recipe blockwise --fp8-dispatch --fp8-param-gather";
-  const Result s = Run("search " + flags + " --no-overlap-moe-expert-parallel-comm --json -");
-  REQUIRE(s.code == 0);
-  const dockyard::Json searched = dockyard::Json::parse(s.out);
-  REQUIRE(searched.at("top").size() == 1);
-  const Result m = Run("simulate " + flags + " --json -");
-  REQUIRE(m.code == 0);
-  const dockyard::Json simulated = dockyard::Json::parse(m.out);
+  const auto [searched, simulated] = SearchBesideSimulate(flags, " --no-overlap-moe-expert-parallel-comm");
   CHECK(searched["top"][0]["step_time_us"].get<double>() == simulated["predicted"]["step_time_us"].get<double>());
   CHECK(searched["top"][0]["peak_bytes"] == simulated["memory"]["worst_peak_bytes"]);
   // The FP8 settings reach the search: in BF16 the same layout has another step time and peak.
@@ -903,13 +909,7 @@ TEST_CASE("search takes Megatron's account-for flags: each candidate's layers sp
       "--model testdata/fidelity/models/qwen3-235b-a22b.json --world-size 256 --convention megatron --pp 8 --tp 2 --ep 8 --cp 1 "
       "--etp 1 --dp-replicate 1 --vpp 4 --micro-batch-size 1 --recompute full --dp-sharding zero1 --dispatcher all_to_all "
       "--global-batch-size 512 --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split";
-  const Result s = Run("search " + flags + " --no-overlap-moe-expert-parallel-comm --json -");
-  REQUIRE(s.code == 0);
-  const dockyard::Json searched = dockyard::Json::parse(s.out);
-  REQUIRE(searched.at("top").size() == 1);
-  const Result m = Run("simulate " + flags + " --json -");
-  REQUIRE(m.code == 0);
-  const dockyard::Json simulated = dockyard::Json::parse(m.out);
+  const auto [searched, simulated] = SearchBesideSimulate(flags, " --no-overlap-moe-expert-parallel-comm");
   // 32 virtual stages of 3: the first holds E + layers 0 and 1 (stage 0), the next layers 2 to 4
   // (stage 1's first chunk).
   const dockyard::Json plan =
