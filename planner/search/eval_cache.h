@@ -2,7 +2,9 @@
 // deepep dispatcher's per-token node counts, and the routing-dependent MoE phases.
 //
 // Each value is a pure function of its key (a RoutingSampler draw equals SampleRouting field for
-// field, whatever was drawn before; AddFlexCounts and SimulateMoePhases read only their inputs),
+// field, whatever was drawn before; so do the per-source block counts, flex_blocks.h, that serve
+// the deepep counts and, when deepep is searched, the routing samples; AddFlexCounts and
+// SimulateMoePhases read only their inputs),
 // so which thread fills an entry, and when, changes no bit of any result: a search gives the same
 // rows with 1 or N threads while each key is computed once. An entry is filled once (the first
 // thread to ask computes it, the others wait for it); the routing sampler, which keeps state
@@ -79,9 +81,11 @@ class SearchEvalCache {
 
   // Routing(ep, routed_tokens, 1) with every layer's deepep per-token counts for `ep_group` on
   // NVLink domains of `domain` GPUs (AddFlexCounts: what SampleRoutingForPlan gives the plan path).
-  // The counts depend on the group only through which members share a domain (FlexCounts::
-  // node_index) and on E / ep, so they are drawn once per (ep, routed tokens, node_index) and
-  // given each group's own node numbers (FlexCounts::node_of, which the cost model checks).
+  // After ExpectFlexGroups, a group whose nodes hold consecutive members reads them from the
+  // per-source block counts (FlexCountsFromBlocks). Otherwise: the counts depend on the group only
+  // through which members share a domain (FlexCounts::node_index) and on E / ep, so they are drawn
+  // once per (ep, routed tokens, node_index) and given each group's own node numbers
+  // (FlexCounts::node_of, which the cost model checks).
   const RoutingResult& FlexRouting(const std::vector<int64_t>& ep_group, int64_t domain, int64_t routed_tokens, bool* filled = nullptr);
 
   // The routing-dependent MoE phases (SimulateMoePhases) under a caller's key of everything they
