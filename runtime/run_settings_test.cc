@@ -12,23 +12,23 @@ using dockyard::TrainingOverrides;
 TEST_CASE("A run without a plan file runs all_to_all unless --dispatcher says otherwise, whatever the spec says") {
   TrainingConfig spec;
   spec.dispatcher = dockyard::Dispatcher::kDeredundency;  // a spec's training block
-  CHECK(dockyard::runtime::RunTraining(spec, false, {}).dispatcher == "all_to_all");
+  CHECK(dockyard::runtime::RunTraining(spec, false, {}).dispatcher == dockyard::Dispatcher::kAllToAll);
   TrainingOverrides flags;
   flags.dispatcher = dockyard::Dispatcher::kAllGather;
-  CHECK(dockyard::runtime::RunTraining(spec, false, flags).dispatcher == "allgather");
+  CHECK(dockyard::runtime::RunTraining(spec, false, flags).dispatcher == dockyard::Dispatcher::kAllGather);
 }
 
 TEST_CASE("A plan file's dispatcher is kept unless --dispatcher is given") {
   TrainingConfig file;
   file.dispatcher = dockyard::Dispatcher::kDeredundency;
   file.oep = 2;
-  CHECK(dockyard::runtime::RunTraining(file, true, {}).dispatcher == "deredundency");
+  CHECK(dockyard::runtime::RunTraining(file, true, {}).dispatcher == dockyard::Dispatcher::kDeredundency);
   TrainingOverrides flags;
   flags.dispatcher = dockyard::Dispatcher::kAllToAll;
   flags.oep.reset();
   TrainingConfig no_oep = file;
   no_oep.oep.reset();
-  CHECK(dockyard::runtime::RunTraining(no_oep, true, flags).dispatcher == "all_to_all");
+  CHECK(dockyard::runtime::RunTraining(no_oep, true, flags).dispatcher == dockyard::Dispatcher::kAllToAll);
 }
 
 TEST_CASE("--oep, --gpus-per-node and a replay's --seq-len apply; --seq-len is bounded by 2^24 tokens") {

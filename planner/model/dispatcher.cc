@@ -28,10 +28,6 @@ Dispatcher ParseDispatcher(const std::string& name, const std::string& field) {
   return kDispatchers.Parse(name, field, /*suggest=*/true);
 }
 
-bool operator==(Dispatcher d, const char* name) {
-  return std::strcmp(DispatcherName(d), name) == 0;
-}
-
 void to_json(Json& j, Dispatcher d) {
   j = DispatcherName(d);
 }

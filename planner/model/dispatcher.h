@@ -27,14 +27,6 @@ const std::vector<std::string>& DispatcherNames();
 // "{field}: must be \"all_to_all\", \"deredundency\", \"deepep\" or \"allgather\", got \"x\"; did you mean 'y'?".
 Dispatcher ParseDispatcher(const std::string& name, const std::string& field);
 
-// Transitional: a dispatcher compared with its name, for the search's fast path
-// (planner/search/layout_eval.cc), which is being rewritten and still compares names; every other
-// caller compares enumerators. Remove once layout_eval.cc does too.
-bool operator==(Dispatcher d, const char* name);
-inline bool operator!=(Dispatcher d, const char* name) {
-  return !(d == name);
-}
-
 // JSON writes the name (nlohmann's to_json, found by argument-dependent lookup), never the ordinal.
 void to_json(Json& j, Dispatcher d);
 

@@ -41,7 +41,7 @@ TEST_CASE("Unset overrides keep the spec's training block; set ones replace it")
   CHECK(t.recompute_modules == std::vector<std::string>{"core_attn", "moe_act"});
   CHECK(t.run.vpp == 2);
   CHECK(t.run.overlap_grad_reduce);
-  CHECK(t.dispatcher == "deredundency");
+  CHECK(t.dispatcher == dockyard::Dispatcher::kDeredundency);
   CHECK(t.oep == 2);
 }
 

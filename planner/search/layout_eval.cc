@@ -458,7 +458,7 @@ LayoutEvaluation LayoutEvaluator::EvaluateReference(const LayoutCandidate& c, bo
   }
   // deepep: the per-token node counts of this layout's EP group (its members' nodes), not cached.
   std::optional<RoutingResult> flex;
-  if (plan.dims.ep > 1 && plan.training.dispatcher == "deepep") {
+  if (plan.dims.ep > 1 && plan.training.dispatcher == Dispatcher::kDeepEp) {
     flex = it->second;
     AddFlexCounts(cache_->model(), plan.meshes.sparse.GroupOf(0, plan.meshes.sparse.AxisIndex("ep")), plan.training.gpus_per_node, *flex);
   }
@@ -536,7 +536,7 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   const Wide logits = static_cast<Wide>(w.tokens) * Ceil(m.vocab_size, d.tp) * 4;
   Wide worst_peak = -1, static_worst = 0, static_rank0 = 0, dense0 = 0, sparse0 = 0;
   const double fp8_copy = Fp8WeightCopyPerElement(t, d.convention);  // FP8 weight copies (megatron)
-  const bool deredundency = d.ep > 1 && t.dispatcher == "deredundency";
+  const bool deredundency = d.ep > 1 && t.dispatcher == Dispatcher::kDeredundency;
   const int64_t oep = DispatchOep(t, d.ep);
   for (int64_t s = 0; s < d.pp; ++s) {
     UnitSums st;

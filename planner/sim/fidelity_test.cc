@@ -85,12 +85,12 @@ TEST_CASE("a run's training settings: micro-batches = GBS / (DP x MBS), Megatron
   // S04: N 8, TP 1, PP 2 -> DP 4; GBS 16, MBS 1 -> 4 micro-batches.
   const TrainingConfig t = FidelityTraining(Run(set, "S04"));
   CHECK(*t.num_microbatches == 4);
-  CHECK(t.dispatcher == "all_to_all");
+  CHECK(t.dispatcher == dockyard::Dispatcher::kAllToAll);
   // G01: N 16 -> DP 16; GBS 512, MBS 4 -> 8; HybridEP -> deepep (flex); GB200: one 72-GPU NVLink domain.
   const TrainingConfig g = FidelityTraining(Run(set, "G01"));
   CHECK(*g.num_microbatches == 8);
   CHECK(g.micro_batch_size == 4);
-  CHECK(g.dispatcher == "deepep");
+  CHECK(g.dispatcher == dockyard::Dispatcher::kDeepEp);
   CHECK(g.gpus_per_node == 72);
   CHECK(FidelityDims(Run(set, "G01")).convention == Convention::kMegatron);
   CHECK_THROWS_AS(FidelityTraining(Run(set, "P05")), Error);  // MBS not stated
