@@ -281,6 +281,15 @@ ExplainResult ExplainLayout(const ModelSpec& model, const SearchOptions& options
   std::map<std::string, PhaseDifference> by_phase;
   for (const auto& [name, us] : rows[0].phase_us) by_phase[name].winner_us = us;
   for (const auto& [name, us] : rows[1].phase_us) by_phase[name].layout_us = us;
+  // The step time no phase's share covers (pipeline sends, what the shares leave of the bubble and
+  // of overlapped communication): listed so that the differences add up to the step's.
+  auto unattributed = [](const RankedLayout& r) {
+    double attributed = 0;
+    for (const auto& [name, us] : r.phase_us) attributed += us;
+    return r.step_time_us - attributed;
+  };
+  by_phase["other"].winner_us = unattributed(rows[0]);
+  by_phase["other"].layout_us = unattributed(rows[1]);
   for (auto& [name, diff] : by_phase) {
     diff.phase = name;
     e.differences.push_back(diff);

@@ -363,6 +363,10 @@ TEST_CASE("Explain: the winner is rank 1; another layout shows the phases that m
   CHECK(slow.layout->step_time_us > slow.winner->step_time_us);
   REQUIRE_FALSE(slow.differences.empty());
   CHECK(std::fabs(slow.differences.front().difference_us()) > 0);
+  // With "other" (the step time no phase's share covers) the differences add up to the step's.
+  double sum = 0;
+  for (const auto& d : slow.differences) sum += d.difference_us();
+  CHECK(sum == doctest::Approx(slow.layout->step_time_us - slow.winner->step_time_us).epsilon(1e-9));
   // A layout that is never ranked: said, with the outcome of the candidates matching it (dp 8 at
   // micro-batch 4: 8 sequences / (8 x 4) is not whole, so every match is not divisible).
   const ExplainResult none = ExplainLayout(model, o, result, ParseLayoutQuery("dps=8,dpr=1,mbs=4"));
