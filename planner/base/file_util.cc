@@ -67,9 +67,14 @@ Target Resolve(const std::string& requested) {
   return t;
 }
 
+// The mkstemp template of the temporary file written beside `path` before the rename.
+std::string TemporaryTemplate(const std::string& path) {
+  return path + ".tmp.XXXXXX";
+}
+
 // Writes `content` to a new temporary file next to `path`; returns its name.
 std::string WriteTemporary(const std::string& path, const std::string& content) {
-  std::string tmpl = path + ".tmp.XXXXXX";
+  std::string tmpl = TemporaryTemplate(path);
   int fd = mkstemp(tmpl.data());
   if (fd < 0) throw Error(fmt::format("{}: cannot create output file: {}", path, std::strerror(errno)));
   try {
@@ -187,7 +192,7 @@ void CheckOutputPath(const std::string& path, const std::string& flag) {
   // temporary file beside the path: try that now (root passes access() where a file system such
   // as /proc still refuses new files).
   if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return;
-  std::string probe = path + ".tmp.XXXXXX";
+  std::string probe = TemporaryTemplate(path);  // the file the writer will create
   const int fd = mkstemp(probe.data());
   if (fd < 0) throw Error(fmt::format("{} '{}': cannot create a file there: {}", flag, path, std::strerror(errno)));
   close(fd);
