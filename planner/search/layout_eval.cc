@@ -134,7 +134,46 @@ struct Split {
   std::vector<int64_t> moe_layers, dense_layers;  // [stage]
 };
 
+// Whether two candidates have the same degrees (every field ParallelDims is built from).
+bool SameDims(const ParallelDimsOptions& a, const ParallelDimsOptions& b) {
+  return a.world_size == b.world_size && a.dp_replicate == b.dp_replicate && a.dp_shard == b.dp_shard && a.cp == b.cp &&
+         a.tp == b.tp && a.ep == b.ep && a.etp == b.etp && a.pp == b.pp && a.convention == b.convention;
+}
+
+// One stage's figures on its first rank that depend only on the group (below).
+struct StageStatics {
+  Wide stat = 0;     // params + grads + optimizer (+ FP8 weight copies), bytes (memory.h StaticBytesOf)
+  Wide mp = 0;       // model-parallel elements, dense + sparse (StageBuffers' last argument)
+  Wide largest = 0;  // the largest FSDP unit (FsdpUnitOf), elements; 0 without FSDP
+};
+
 }  // namespace
+
+// What a candidate's memory and step-end collectives read that depends only on its degrees, dp
+// sharding and dtypes -- not on micro-batch size, recompute, vpp, EP overlap or the dispatcher.
+struct LayoutEvaluator::GroupStatics {
+  // Key (with the degrees, LayoutEvaluator::Impl::last_dims).
+  bool filled = false;
+  ParallelDimsOptions dims;
+  DpSharding strategy = DpSharding::kFsdp;
+  TrainingBytes bytes;
+  double fp8_copy = 0;
+  // Figures.
+  bool valid = false;      // the layer split exists and FSDP2 can shard every class
+  bool overflow = false;   // a static figure beyond int64: the reference path takes the candidate
+  const Split* split = nullptr;
+  const std::vector<UnitSums>* kind_sums = nullptr;
+  const UnitSums* embedding = nullptr;
+  UnitSums root;  // the root unit, with the last stage's tied lm_head copy (tied embeddings, pp > 1)
+  std::vector<StageStatics> stages;
+  Wide static_worst = 0, static_rank0 = 0, dense0 = 0, sparse0 = 0, tied = 0;
+  double dp_step_comm_us = 0, dp_step_param_gather_us = 0;  // rank 0's step-end data-parallel collectives
+
+  bool SameKey(const ParallelDimsOptions& o, DpSharding s, const TrainingBytes& b, double copy) const {
+    return filled && SameDims(dims, o) && strategy == s && bytes.param == b.param && bytes.grad == b.grad && bytes.moments == b.moments &&
+           bytes.master == b.master && fp8_copy == copy;
+  }
+};
 
 struct LayoutEvaluator::Impl {
   std::vector<LayerKind> kinds;
@@ -171,6 +210,114 @@ struct LayoutEvaluator::Impl {
   std::unordered_map<std::string, ClassSums> class_sums;
   std::string key;              // scratch
   std::vector<ShardCuts> cuts;  // scratch, per combo
+
+  // The degrees of the last candidate, validated (TryBuildParallelDims, CheckDimsForModel).
+  struct DimsCheck {
+    bool filled = false;
+    ParallelDimsOptions options;
+    bool ok = false;
+    ParallelDims d;
+  } last_dims;
+  // The last group's figures (GroupStatics): the search visits every setting of a group in a row.
+  GroupStatics last_group;
+
+  const DimsCheck& DimsFor(const ParallelDimsOptions& o, const ModelSpec& m) {
+    DimsCheck& c = last_dims;
+    if (c.filled && SameDims(c.options, o)) return c;
+    c.filled = true;
+    c.options = o;
+    c.ok = TryBuildParallelDims(o, &c.d, nullptr) && CheckDimsForModel(c.d, m, nullptr);
+    return c;
+  }
+
+  // The group figures of valid degrees `d` (DimsFor) under training `t` (its dp sharding, dtypes
+  // and precision), by the rules of memory.h and comm.h on the first rank of each stage.
+  const GroupStatics& StaticsFor(const ModelSpec& m, const ClusterSpec& cluster, const ParallelDimsOptions& o, const ParallelDims& d,
+                                 const TrainingConfig& t, const TrainingBytes& tb) {
+    const DpSharding strategy = *t.dp_sharding;
+    const double fp8_copy = Fp8WeightCopyPerElement(t, d.convention);  // FP8 weight copies (megatron)
+    GroupStatics& g = last_group;
+    if (g.SameKey(o, strategy, tb, fp8_copy)) return g;
+    g = GroupStatics{};
+    g.filled = true;
+    g.dims = o;
+    g.strategy = strategy;
+    g.bytes = tb;
+    g.fp8_copy = fp8_copy;
+    g.split = &SplitFor(m, t, d.pp);
+    if (!g.split->valid) return g;
+    const ClassSums& sums = SumsFor(d, m.moe.num_experts, strategy == DpSharding::kFsdp);
+    if (sums.uneven_fsdp) return g;  // BuildPlan rejects it
+    g.valid = true;
+    g.kind_sums = &sums.kinds;
+    g.embedding = &sums.embedding;
+    g.root = sums.root;
+    if (m.tie_word_embeddings && d.pp > 1) g.root.AddScaled(sums.tied_copy, 1);
+    auto fits = [&](Wide v) {
+      if (v > kInt64Max) g.overflow = true;
+      return v;
+    };
+    const size_t nk = kinds.size();
+    for (int64_t s = 0; s < d.pp; ++s) {
+      UnitSums st;
+      for (size_t i = 0; i < nk; ++i) st.AddScaled(sums.kinds[i], g.split->kind_count[s][i]);
+      if (s == 0) st.AddScaled(sums.embedding, 1);
+      if (s == d.pp - 1) st.AddScaled(g.root, 1);
+      StageStatics out;
+      for (int k = 0; k < kNumGroups; ++k) {
+        const StaticBytes b = StaticBytesOf(st.local[k][0], st.local[k][1], d, strategy, tb);
+        out.stat += fits(b.params) + fits(b.grads) + fits(b.optimizer) +
+                    fits(Fp8WeightCopyBytes(kGroupNames[k], st.local[k][0] + st.local[k][1], fp8_copy));
+      }
+      g.static_worst = std::max(g.static_worst, out.stat);
+      if (s == 0) {
+        g.static_rank0 = out.stat;
+        g.dense0 = st.mp[0];
+        g.sparse0 = st.mp[1];
+      }
+      out.mp = st.mp[0] + st.mp[1];
+      // The largest FSDP unit (FsdpUnitOf): a layer's dense part or its experts on the sparse mesh,
+      // the embedding, the root.
+      if (strategy == DpSharding::kFsdp) {
+        for (size_t i = 0; i < nk; ++i) {
+          if (g.split->kind_count[s][i] == 0) continue;
+          out.largest = std::max({out.largest, sums.kinds[i].mp[0], sums.kinds[i].mp[1]});
+        }
+        if (s == 0) out.largest = std::max(out.largest, sums.embedding.mp[0] + sums.embedding.mp[1]);
+        if (s == d.pp - 1) out.largest = std::max(out.largest, g.root.mp[0] + g.root.mp[1]);
+      }
+      g.stages.push_back(out);
+    }
+    if (g.overflow || g.dense0 > kInt64Max || g.sparse0 > kInt64Max) {
+      g.overflow = true;
+      return g;
+    }
+    // Rank 0 is on stage 0: with tied embeddings and pp > 1 it holds the embedding (comm.h).
+    g.tied = m.tie_word_embeddings && d.pp > 1 ? sums.embedding.mp[0] + sums.embedding.mp[1] : 0;
+    StepCollectiveTimes(d, strategy, tb, cluster, &g);
+    return g;
+  }
+
+  // Rank 0's step-end data-parallel collectives (comm.h StepCollectives, in ComputeComm's order)
+  // and their time, into g.dp_step_comm_us (the zero1 parameter all-gather also in
+  // g.dp_step_param_gather_us). Rank 0's groups {0, s, ..., (n-1)s} span NVLink domains when the
+  // last member is on another one.
+  static void StepCollectiveTimes(const ParallelDims& d, DpSharding strategy, const TrainingBytes& tb, const ClusterSpec& cluster,
+                                  GroupStatics* g) {
+    const int64_t domain = NvlinkDomainGpus(cluster);
+    const StepCollectiveList step = StepCollectives(d, strategy, tb, static_cast<int64_t>(g->dense0), static_cast<int64_t>(g->sparse0),
+                                                    static_cast<int64_t>(g->tied));
+    for (int i = 0; i < step.size; ++i) {
+      const StepCollective& e = step.items[i];
+      if (e.group_size < 2 || e.bytes == 0) continue;
+      const double wire = CollectiveWireBytes(e.collective, e.group_size, 1, e.bytes);
+      const double us = StepCollectiveUs(static_cast<double>(static_cast<int64_t>(wire)), e.group_size,
+                                         MembersPerDomainStrided(e.group_size, e.stride, domain),
+                                         (e.group_size - 1) * e.stride / domain > 0, cluster);
+      g->dp_step_comm_us += us;
+      if (std::strcmp(e.purpose, "zero1_all_gather_params") == 0) g->dp_step_param_gather_us += us;
+    }
+  }
 
   int ComboOf(bool routed, int tp_dim) {
     for (size_t i = 0; i < combos.size(); ++i) {
@@ -481,6 +628,60 @@ bool LayoutEvaluator::SettingsHold(const LayoutCandidate& c) {
   return RunSettingsHold(entry, d.pp, d.ep, model_.num_hidden_layers);
 }
 
+// ComputeMemory's worst peak of a candidate of group `g` (its settings in `w` and `t`): per stage,
+// the group's static bytes, the activations and the communication buffers (memory.h rules).
+// Sets *fallback when a figure passes int64.
+static Wide WorstPeak(const LayoutEvaluator::Impl& im, const ModelSpec& m, const LayoutEvaluator::GroupStatics& g, const Workload& w,
+                      const ParallelDims& d, const TrainingConfig& t, bool* fallback) {
+  auto fits = [&](Wide v) {
+    if (v > kInt64Max) *fallback = true;
+    return v;
+  };
+  // Activations of one layer of each kind present.
+  LayerActivationBytes act_layer[2];  // [0] MoE, [1] dense
+  for (int which = 0; which < 2; ++which) {
+    if (im.first_kind[which] >= 0) act_layer[which] = LayerActivations(m, RecomputeSetOf(t), w, which == 0);
+  }
+  const LayerActivationTable act_table = ActivationTable(act_layer[0], act_layer[1]);
+  const int64_t h = m.hidden_size;
+  const Wide layer_input = static_cast<Wide>(Ceil(w.tokens, w.tp_shards)) * h * w.act_bytes;
+  const Wide logits = static_cast<Wide>(w.tokens) * Ceil(m.vocab_size, d.tp) * 4;
+  const int64_t oep = DispatchOep(t, d.ep);
+  Wide worst_peak = -1;
+  for (int64_t s = 0; s < d.pp; ++s) {
+    const StageStatics& st = g.stages[static_cast<size_t>(s)];
+    StageLayers layers;
+    layers.moe_layers = g.split->moe_layers[s];
+    layers.dense_layers = g.split->dense_layers[s];
+    layers.first_stage = s == 0;
+    layers.last_stage = s == d.pp - 1;
+    layers.in_flight = InFlightMicrobatches(d, t, s);
+    const Wide act = StageActivations(act_table, layers, t.recompute, layer_input, logits, /*by_kind=*/false).total;
+    const Wide buf = StageBuffers(st.largest, layers.moe_layers > 0, w, d, t, g.bytes, oep, h, st.mp).total;
+    worst_peak = std::max(worst_peak, fits(fits(st.stat) + fits(act) + fits(buf)));
+  }
+  return worst_peak;
+}
+
+// Whether the communication volumes of the reference's ComputeComm (every entry, not only those
+// the cost model uses) could come near its overflow checks: true unless a generous bound of their
+// sum stays below 4e18 (then the reference path takes the candidate).
+static bool CommVolumesNearLimit(const LayoutEvaluator::Impl& im, const ModelSpec& m, const Workload& w, const ParallelDims& d,
+                                 const TrainingConfig& t) {
+  const int64_t oep = DispatchOep(t, d.ep);
+  const double M = static_cast<double>(t.num_microbatches.value_or(d.pp)) * static_cast<double>(t.run.grad_accumulation_steps);
+  const double L = static_cast<double>(m.num_hidden_layers), T = static_cast<double>(w.tokens);
+  const double H = static_cast<double>(m.hidden_size), P8 = 8.0 * static_cast<double>(im.all_params);
+  const auto& a = m.attention;
+  const double kv = static_cast<double>(a.num_attention_heads) *
+                        static_cast<double>(a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim + a.head_dim) +
+                    2.0 * static_cast<double>(a.num_key_value_heads) * static_cast<double>(a.head_dim);
+  const double rows = static_cast<double>(w.mean_received_rows) * H * 8.0;
+  const double bound = 2.0 * (3.0 * M * P8 + 10.0 * P8 + 8.0 * L * M * T * H * 8.0 + 3.0 * L * d.cp * M * T * kv * 8.0 +
+                              L * M * (4.0 * rows * (oep + 1) + 2.0 * 8.0 * m.moe.num_experts * oep) + 2.0 * M * T * H * 8.0);
+  return !(bound < 4.0e18);
+}
+
 LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simulate_over_budget, CostBreakdown* detail) {
   Impl& im = *impl_;
   const ModelSpec& m = model_;
@@ -496,141 +697,89 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   if (!options_.training.selective_ac_option.empty()) return HandToReference(c, simulate_over_budget, detail);
   Impl::TrainingEntry& entry = TrainingEntryOf(im, options_, di, c);
   if (!entry.ok) return r;
-  ParallelDims d;
-  if (!TryBuildParallelDims(c.dims, &d, nullptr) || !CheckDimsForModel(d, m, nullptr)) return r;
+  const Impl::DimsCheck& dims = im.DimsFor(c.dims, m);
+  if (!dims.ok) return r;
+  const ParallelDims& d = dims.d;
   if (!RunSettingsHold(entry, d.pp, d.ep, m.num_hidden_layers)) return r;
   const TrainingConfig& t = entry.t;
   if (di == 1 && t.oep && d.ep % *t.oep != 0) return r;
-  const Split& split = im.SplitFor(m, t, d.pp);
-  if (!split.valid) return r;
+  const GroupStatics& g = im.StaticsFor(m, options_.cluster, c.dims, d, t, entry.bytes);
+  if (!g.valid) return r;
   r.dims = d;
 
-  // --- Per-candidate shard steps and the elements of every unit on the first rank of a stage.
-  const bool megatron = d.convention == Convention::kMegatron;
-  const DpSharding strategy = *t.dp_sharding;
-  const Impl::ClassSums& sums = im.SumsFor(d, m.moe.num_experts, strategy == DpSharding::kFsdp);
-  if (sums.uneven_fsdp) return LayoutEvaluation{};  // invalid, as BuildPlan rejects it
-  const std::vector<UnitSums>& kind_sums = sums.kinds;
-  const size_t nk = im.kinds.size();
-  const UnitSums& emb = sums.embedding;
-  UnitSums root = sums.root;
-  if (m.tie_word_embeddings && d.pp > 1) root.AddScaled(sums.tied_copy, 1);
-
-  // --- Memory (ComputeMemory's worst peak), by the rules of memory.h: static bytes of the first
-  // rank of each stage, activations and communication buffers.
+  // --- Memory (ComputeMemory's worst peak): the group's static bytes, then the activations and
+  // communication buffers of this candidate's settings.
   const Workload w = ComputeWorkload(m, d, t);
-  const TrainingBytes& tb = entry.bytes;
-  const int64_t h = m.hidden_size;
-  bool fallback = false;
-  auto fits = [&](Wide v) {
-    if (v > kInt64Max) fallback = true;
-    return v;
-  };
-  // Activations of one layer of each kind present.
-  LayerActivationBytes act_layer[2];  // [0] MoE, [1] dense
-  for (int which = 0; which < 2; ++which) {
-    if (im.first_kind[which] >= 0) act_layer[which] = LayerActivations(m, RecomputeSetOf(t), w, which == 0);
-  }
-  const LayerActivationTable act_table = ActivationTable(act_layer[0], act_layer[1]);
-  const Wide layer_input = static_cast<Wide>(Ceil(w.tokens, w.tp_shards)) * h * w.act_bytes;
-  const Wide logits = static_cast<Wide>(w.tokens) * Ceil(m.vocab_size, d.tp) * 4;
-  Wide worst_peak = -1, static_worst = 0, static_rank0 = 0, dense0 = 0, sparse0 = 0;
-  const double fp8_copy = Fp8WeightCopyPerElement(t, d.convention);  // FP8 weight copies (megatron)
-  const bool deredundency = d.ep > 1 && t.dispatcher == Dispatcher::kDeredundency;
-  const int64_t oep = DispatchOep(t, d.ep);
-  for (int64_t s = 0; s < d.pp; ++s) {
-    UnitSums st;
-    for (size_t i = 0; i < nk; ++i) st.AddScaled(kind_sums[i], split.kind_count[s][i]);
-    if (s == 0) st.AddScaled(emb, 1);
-    if (s == d.pp - 1) st.AddScaled(root, 1);
-    Wide stat = 0;
-    for (int g = 0; g < kNumGroups; ++g) {
-      const StaticBytes b = StaticBytesOf(st.local[g][0], st.local[g][1], d, strategy, tb);
-      stat += fits(b.params) + fits(b.grads) + fits(b.optimizer) +
-              fits(Fp8WeightCopyBytes(kGroupNames[g], st.local[g][0] + st.local[g][1], fp8_copy));
-    }
-    static_worst = std::max(static_worst, stat);
-    if (s == 0) {
-      static_rank0 = stat;
-      dense0 = st.mp[0];
-      sparse0 = st.mp[1];
-    }
-    StageLayers layers;
-    layers.moe_layers = split.moe_layers[s];
-    layers.dense_layers = split.dense_layers[s];
-    layers.first_stage = s == 0;
-    layers.last_stage = s == d.pp - 1;
-    layers.in_flight = InFlightMicrobatches(d, t, s);
-    const Wide act = StageActivations(act_table, layers, t.recompute, layer_input, logits, /*by_kind=*/false).total;
-    // The largest FSDP unit (FsdpUnitOf): a layer's dense part or its experts on the sparse mesh,
-    // the embedding, the root.
-    Wide largest = 0;
-    if (*t.dp_sharding == DpSharding::kFsdp) {
-      for (size_t i = 0; i < nk; ++i) {
-        if (split.kind_count[s][i] == 0) continue;
-        largest = std::max({largest, kind_sums[i].mp[0], kind_sums[i].mp[1]});
-      }
-      if (s == 0) largest = std::max(largest, emb.mp[0] + emb.mp[1]);
-      if (s == d.pp - 1) largest = std::max(largest, root.mp[0] + root.mp[1]);
-    }
-    const Wide buf = StageBuffers(largest, layers.moe_layers > 0, w, d, t, tb, oep, h, st.mp[0] + st.mp[1]).total;
-    const Wide peak = fits(fits(stat) + fits(act) + fits(buf));
-    worst_peak = std::max(worst_peak, peak);
-  }
-  // Comm volumes of the reference's ComputeComm (every entry, not only those used below) stay
-  // far below its overflow checks: a generous bound of their sum.
-  {
-    const double M = static_cast<double>(t.num_microbatches.value_or(d.pp)) * static_cast<double>(t.run.grad_accumulation_steps);
-    const double L = static_cast<double>(m.num_hidden_layers), T = static_cast<double>(w.tokens);
-    const double H = static_cast<double>(h), P8 = 8.0 * static_cast<double>(im.all_params);
-    const auto& a = m.attention;
-    const double kv = static_cast<double>(a.num_attention_heads) *
-                          static_cast<double>(a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim + a.head_dim) +
-                      2.0 * static_cast<double>(a.num_key_value_heads) * static_cast<double>(a.head_dim);
-    const double rows = static_cast<double>(w.mean_received_rows) * H * 8.0;
-    const double bound = 2.0 * (3.0 * M * P8 + 10.0 * P8 + 8.0 * L * M * T * H * 8.0 + 3.0 * L * d.cp * M * T * kv * 8.0 +
-                                L * M * (4.0 * rows * (oep + 1) + 2.0 * 8.0 * m.moe.num_experts * oep) + 2.0 * M * T * H * 8.0);
-    if (!(bound < 4.0e18)) fallback = true;
-  }
-  if (fallback || dense0 > kInt64Max || sparse0 > kInt64Max) {
+  bool fallback = g.overflow;
+  const Wide worst_peak = fallback ? 0 : WorstPeak(im, m, g, w, d, t, &fallback);
+  if (!fallback) fallback = CommVolumesNearLimit(im, m, w, d, t);
+  if (fallback) {
     ++fallbacks_;
     return HandToReference(c, simulate_over_budget, detail);
   }
   r.peak_bytes = static_cast<int64_t>(worst_peak);
-  r.static_peak_bytes = static_cast<int64_t>(static_worst);
+  r.static_peak_bytes = static_cast<int64_t>(g.static_worst);
   const bool over = static_cast<double>(r.peak_bytes) > budget_bytes_;
   r.status = over ? LayoutEvaluation::Status::kOverBudget : LayoutEvaluation::Status::kRanked;
   if (over && !simulate_over_budget) return r;
 
-  // --- Cost model inputs (what SimulateStep gathers from a plan).
+  // --- The cost model (what SimulateStep gathers from a plan).
+  StepInputs in;
+  if (!FillStepInputs(g, w, d, t, di, &in)) {
+    ++fallbacks_;
+    return HandToReference(c, simulate_over_budget, detail);
+  }
+  CostBreakdown cost = SimulateStepFromInputs(m, inventory_.totals, d, t, options_.cluster, in, options_.cost, detail != nullptr);
+  r.simulated = true;
+  r.step_time_us = cost.step_time_us;
+  r.tokens_per_s_per_gpu = cost.tokens_per_s_per_gpu;
+  r.mfu = cost.mfu;
+  r.dominant_phase = cost.dominant_phase;
+  if (detail) *detail = std::move(cost);
+  return r;
+}
+
+bool LayoutEvaluator::FillStepInputs(const GroupStatics& g, const Workload& w, const ParallelDims& d, const TrainingConfig& t, int di,
+                                     StepInputs* out) {
+  const Impl& im = *impl_;
+  StepInputs& in = *out;
   // Rank 0's group {0, s, ..., (n-1)s}: spans nodes when its last member is on another node.
   const int64_t domain = NvlinkDomainGpus(options_.cluster);
   auto strided = [&](int64_t n, int64_t stride) {
     return CollectiveGroup{n, (n - 1) * stride / domain > 0, MembersPerDomainStrided(n, stride, domain)};
   };
-  StepInputs in;
+  const bool megatron = d.convention == Convention::kMegatron;
   in.workload = w;
   in.attention_params = im.attention_params;
   in.tp_group = strided(d.tp, 1);
   const int64_t dense_dp_n = (megatron ? d.dp_replicate * d.dp_shard : d.dp_shard) * d.cp;
   const int64_t sparse_dp_n = megatron ? d.edp() : d.efsdp;
-  const int64_t sparse_stride = d.ep * d.etp;
   in.dense_dp_group = strided(dense_dp_n, d.tp);
-  in.sparse_dp_group = strided(sparse_dp_n, sparse_stride);
+  in.sparse_dp_group = strided(sparse_dp_n, d.ep * d.etp);
   for (int which = 0; which < 2; ++which) {
     if (im.first_kind[which] < 0) continue;
-    const UnitSums& u = kind_sums[im.first_kind[which]];
-    if (u.mp[0] >= kExactDouble || u.mp[1] >= kExactDouble) {
-      ++fallbacks_;
-      return HandToReference(c, simulate_over_budget, detail);
-    }
+    const UnitSums& u = (*g.kind_sums)[static_cast<size_t>(im.first_kind[which])];
+    if (u.mp[0] >= kExactDouble || u.mp[1] >= kExactDouble) return false;
     in.fsdp_layer[which] = {true, static_cast<double>(static_cast<int64_t>(u.mp[0])), static_cast<double>(static_cast<int64_t>(u.mp[1]))};
   }
+  in.moe_phases = &MoePhasesOf(w, d, t, di);
+  in.num_moe_layers = im.num_moe_layers;
+  in.layer_stage = &g.split->layer_stage;
+  in.dp_step_comm_us = g.dp_step_comm_us;
+  in.dp_step_param_gather_us = g.dp_step_param_gather_us;
+  in.static_bytes_rank0 = static_cast<int64_t>(g.static_rank0);
+  return true;
+}
+
+const MoePhaseTimes& LayoutEvaluator::MoePhasesOf(const Workload& w, const ParallelDims& d, const TrainingConfig& t, int di) {
   // Routing-dependent MoE phases, cached: they depend on the routing sample (ep, T_r, oep), the
   // EP group of rank 0 ({0, etp, 2 etp, ...}: the ep axis has stride etp), F / expert TP and the
   // dispatcher (with deepep, on the per-token node counts of that group).
-  const SearchEvalCache::MoeKey moe_key{d.ep, w.routed_tokens, oep, d.etp, w.expert_f_local, d.ep > 1 ? di : 0, t.fp8_dispatch};
-  in.moe_phases = &cache_->MoePhases(moe_key, [&] {
+  const ModelSpec& m = model_;
+  const int64_t oep = DispatchOep(t, d.ep);
+  const bool deredundency = d.ep > 1 && t.dispatcher == Dispatcher::kDeredundency;
+  const SearchEvalCache::MoeKey key{d.ep, w.routed_tokens, oep, d.etp, w.expert_f_local, d.ep > 1 ? di : 0, t.fp8_dispatch};
+  return cache_->MoePhases(key, [&] {
     const auto start = std::chrono::steady_clock::now();
     std::vector<int64_t> ep_group(d.ep);
     for (int64_t i = 0; i < d.ep; ++i) ep_group[i] = i * d.etp;
@@ -648,34 +797,6 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
     cache_fill_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return phases;
   });
-  in.num_moe_layers = im.num_moe_layers;
-  in.layer_stage = &split.layer_stage;
-  // Step-end data-parallel collectives of rank 0 (comm.h StepCollectives, in ComputeComm's order).
-  {
-    // Rank 0 is on stage 0: with tied embeddings and pp > 1 it holds the embedding (comm.h).
-    const Wide tied = m.tie_word_embeddings && d.pp > 1 ? emb.mp[0] + emb.mp[1] : 0;
-    const StepCollectiveList step =
-        StepCollectives(d, strategy, tb, static_cast<int64_t>(dense0), static_cast<int64_t>(sparse0), static_cast<int64_t>(tied));
-    for (int i = 0; i < step.size; ++i) {
-      const StepCollective& e = step.items[i];
-      if (e.group_size < 2 || e.bytes == 0) continue;
-      const double wire = CollectiveWireBytes(e.collective, e.group_size, 1, e.bytes);
-      const double us = StepCollectiveUs(static_cast<double>(static_cast<int64_t>(wire)), e.group_size,
-                                         MembersPerDomainStrided(e.group_size, e.stride, domain),
-                                         (e.group_size - 1) * e.stride / domain > 0, options_.cluster);
-      in.dp_step_comm_us += us;
-      if (std::strcmp(e.purpose, "zero1_all_gather_params") == 0) in.dp_step_param_gather_us += us;
-    }
-  }
-  in.static_bytes_rank0 = static_cast<int64_t>(static_rank0);
-  CostBreakdown cost = SimulateStepFromInputs(m, inventory_.totals, d, t, options_.cluster, in, options_.cost, detail != nullptr);
-  r.simulated = true;
-  r.step_time_us = cost.step_time_us;
-  r.tokens_per_s_per_gpu = cost.tokens_per_s_per_gpu;
-  r.mfu = cost.mfu;
-  r.dominant_phase = cost.dominant_phase;
-  if (detail) *detail = std::move(cost);
-  return r;
 }
 
 }  // namespace dockyard

@@ -74,7 +74,8 @@ struct LayoutEvaluation {
 
 class LayoutEvaluator {
  public:
-  struct Impl;  // the classes and caches (layout_eval.cc)
+  struct Impl;          // the classes and caches (layout_eval.cc)
+  struct GroupStatics;  // what a candidate reads that depends only on its degrees, dp sharding and dtypes (layout_eval.cc)
 
   // Prepares the classes of `model` for searches with `options` (world_size, cluster, training,
   // convention, routing, routing_layers; the budget as SearchLayouts takes it). Throws
@@ -126,6 +127,13 @@ class LayoutEvaluator {
 
  private:
   LayoutEvaluation HandToReference(const LayoutCandidate& candidate, bool simulate_over_budget, CostBreakdown* detail);
+  // What SimulateStepFromInputs reads of a candidate of group `g` (its settings in `w`, `t`, and
+  // `dispatcher_index`): rank 0's groups, the FSDP units, the MoE phases, the step-end collectives.
+  // False when an FSDP element count reaches 2^53 (then the reference path takes the candidate).
+  bool FillStepInputs(const GroupStatics& g, const Workload& w, const ParallelDims& d, const TrainingConfig& t, int dispatcher_index,
+                      StepInputs* out);
+  // The routing-dependent MoE phases of a candidate, from the shared cache (filled on a miss).
+  const MoePhaseTimes& MoePhasesOf(const Workload& w, const ParallelDims& d, const TrainingConfig& t, int dispatcher_index);
 
   ModelSpec model_;  // a copy: the evaluator may outlive the caller's model
   SearchOptions options_;

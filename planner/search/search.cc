@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <limits>
 #include <optional>
 #include <set>
 #include <thread>
@@ -167,11 +168,76 @@ bool RankedBefore(const RankedLayout& a, const RankedLayout& b) {
   return key(a) < key(b);
 }
 
+// The ranked rows one thread keeps. With keep_all, every row. Otherwise only rows that can still
+// be among the best `top` or on the Pareto front (pareto.h); exact, because a row left out has
+// `top` kept rows ranked before it (RankedBefore orders by throughput first) and a kept row that
+// dominates it (peak <= and throughput >), and both relations are transitive. Rows are gathered
+// and compacted (sorted, cut to the best `top` and the front) when their count doubles.
+class RowKeeper {
+ public:
+  RowKeeper(int64_t top, bool keep_all) : top_(std::max<int64_t>(0, top)), keep_all_(keep_all) {}
+
+  // False when a row of this throughput and peak is neither among the best `top` nor on the front
+  // of the rows kept at the last compaction (then it need not be formed).
+  bool Wanted(double tokens_per_s, int64_t peak_bytes) const {
+    if (keep_all_ || tokens_per_s >= cutoff_) return true;
+    const auto it = std::upper_bound(front_peak_.begin(), front_peak_.end(), peak_bytes);  // front points of peak <= this one
+    return it == front_peak_.begin() || front_best_[static_cast<size_t>(it - front_peak_.begin()) - 1] <= tokens_per_s;
+  }
+  void Add(RankedLayout&& row) {
+    rows_.push_back(std::move(row));
+    if (!keep_all_ && rows_.size() >= limit_) Compact();
+  }
+  std::vector<RankedLayout>& rows() { return rows_; }
+
+ private:
+  void Compact() {
+    std::sort(rows_.begin(), rows_.end(), RankedBefore);
+    std::vector<int64_t> peaks(rows_.size());
+    std::vector<double> tps(rows_.size());
+    for (size_t i = 0; i < rows_.size(); ++i) {
+      peaks[i] = rows_[i].peak_bytes;
+      tps[i] = rows_[i].tokens_per_s_per_gpu;
+    }
+    const std::vector<bool> front = ParetoFront(peaks, tps);
+    if (top_ == 0) {
+      cutoff_ = std::numeric_limits<double>::infinity();
+    } else if (static_cast<int64_t>(rows_.size()) >= top_) {
+      cutoff_ = rows_[static_cast<size_t>(top_ - 1)].tokens_per_s_per_gpu;
+    }
+    std::vector<RankedLayout> kept;
+    std::vector<std::pair<int64_t, double>> points;
+    for (size_t i = 0; i < rows_.size(); ++i) {
+      if (static_cast<int64_t>(i) < top_ || front[i]) kept.push_back(std::move(rows_[i]));
+      if (front[i]) points.push_back({peaks[i], tps[i]});
+    }
+    rows_ = std::move(kept);
+    std::sort(points.begin(), points.end());
+    front_peak_.clear();
+    front_best_.clear();
+    for (const auto& [peak, t] : points) {
+      front_peak_.push_back(peak);
+      front_best_.push_back(front_best_.empty() ? t : std::max(front_best_.back(), t));
+    }
+    limit_ = std::max<size_t>(kMinLimit, 2 * rows_.size());
+  }
+
+  static constexpr size_t kMinLimit = 4096;
+  int64_t top_;
+  bool keep_all_;
+  std::vector<RankedLayout> rows_;
+  size_t limit_ = kMinLimit;
+  double cutoff_ = -std::numeric_limits<double>::infinity();  // the top-th best throughput kept (rows below it are not top)
+  std::vector<int64_t> front_peak_;                            // the kept front by peak ascending
+  std::vector<double> front_best_;                             // the best throughput at or below each of those peaks
+};
+
 // What one thread found.
 struct Partial {
-  int64_t enumerated = 0, invalid = 0, over_budget = 0, not_divisible = 0, pruned = 0;
+  Partial(int64_t top, bool keep_all) : kept(top, keep_all) {}
+  int64_t enumerated = 0, invalid = 0, over_budget = 0, not_divisible = 0, pruned = 0, ranked = 0;
   double routing_seconds = 0;
-  std::vector<RankedLayout> ranked;
+  RowKeeper kept;
 };
 
 RankedLayout RowOf(const LayoutCandidate& c, LayoutEvaluation&& e, const SearchOptions& o, double budget_bytes) {
@@ -249,7 +315,8 @@ void SearchGroups(const ModelSpec& model, const SearchOptions& o, const std::vec
         if (o.prune && static_cast<double>(e.static_peak_bytes) > budget) pruned = true;
         return;
       }
-      out->ranked.push_back(RowOf(c, std::move(e), o, budget));
+      ++out->ranked;
+      if (out->kept.Wanted(e.tokens_per_s_per_gpu, e.peak_bytes)) out->kept.Add(RowOf(c, std::move(e), o, budget));
     });
   }
   out->routing_seconds = evaluator.cache_fill_seconds();
@@ -317,7 +384,7 @@ SearchResult SearchLayouts(const ModelSpec& model, const SearchOptions& o) {
   result.seq_len = o.training.seq_len;
   const std::vector<LayoutGroup> groups = EnumerateGroups(model, o);
   const int threads = static_cast<int>(std::min<size_t>(o.threads, std::max<size_t>(1, groups.size())));
-  std::vector<Partial> parts(threads);
+  std::vector<Partial> parts(threads, Partial(o.top, o.keep_all));
   // The once-per-key work (routing samples, deepep counts, MoE phases) is shared by the threads:
   // each key is computed once, and its value does not depend on which thread computes it.
   const std::shared_ptr<SearchEvalCache> cache = LayoutEvaluator::MakeCache(model, o);
@@ -352,10 +419,11 @@ SearchResult SearchLayouts(const ModelSpec& model, const SearchOptions& o) {
     result.not_divisible += p.not_divisible;
     result.pruned += p.pruned;
     result.routing_seconds += p.routing_seconds;
-    ranked.insert(ranked.end(), std::make_move_iterator(p.ranked.begin()), std::make_move_iterator(p.ranked.end()));
+    result.ranked += p.ranked;
+    std::vector<RankedLayout>& rows = p.kept.rows();
+    ranked.insert(ranked.end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
   }
   result.routing_samples = cache->routing_samples();
-  result.ranked = static_cast<int64_t>(ranked.size());
   std::sort(ranked.begin(), ranked.end(), RankedBefore);
   {
     std::vector<int64_t> peaks(ranked.size());

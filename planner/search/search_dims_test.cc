@@ -295,6 +295,48 @@ TEST_CASE("Pruning by the static-memory bound and threads change no count and no
   CHECK(full.enumerated == full.invalid + full.over_budget + full.not_divisible + full.ranked);
 }
 
+TEST_CASE("Without keep_all the search keeps only the best rows and the front, and they equal those of the whole ranking") {
+  // DeepSeek-V3 on 256 GPUs over micro-batch size, recompute, vpp, dp sharding and the allgather
+  // dispatcher beside all_to_all and deredundency: over 12,288
+  // layouts fit, so each thread's rows are cut to the best `top` and the Pareto front several
+  // times (at 4,096 rows, then whenever they double). The top 25 and the front must be those of the
+  // full ranking (keep_all sorts every ranked row), row for row, and the counts unchanged.
+  const auto model = LoadModel("testdata/hf/deepseek-v3.json");
+  SearchOptions o;
+  o.world_size = 256;
+  o.routing_layers = 1;
+  o.top = 25;
+  o.global_batch_size = 512;
+  o.micro_batch_sizes = {1, 2, 4};
+  o.recomputes = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
+  o.vpps = {1, 2, 4};
+  o.dp_shardings = {DpSharding::kFsdp, DpSharding::kDdp};
+  o.include_allgather = true;
+  o.keep_all = true;
+  const SearchResult all = SearchLayouts(model, o);
+  REQUIRE(all.ranked > 3 * 4096);  // compaction runs more than once
+  o.keep_all = false;
+  for (int threads : {1, 2}) {
+    o.threads = threads;
+    const SearchResult kept = SearchLayouts(model, o);
+    CHECK(kept.all.empty());
+    CHECK(kept.ranked == all.ranked);
+    CHECK(kept.over_budget == all.over_budget);
+    CHECK(kept.invalid == all.invalid);
+    REQUIRE(kept.top.size() == all.top.size());
+    for (size_t i = 0; i < all.top.size(); ++i) {
+      CHECK(KeyOf(kept.top[i]) == KeyOf(all.top[i]));
+      CHECK(kept.top[i].step_time_us == all.top[i].step_time_us);
+    }
+    REQUIRE(kept.pareto.size() == all.pareto.size());
+    for (size_t i = 0; i < all.pareto.size(); ++i) {
+      CHECK(KeyOf(kept.pareto[i]) == KeyOf(all.pareto[i]));
+      CHECK(kept.pareto[i].peak_bytes == all.pareto[i].peak_bytes);
+    }
+  }
+  CHECK(all.pareto.size() >= 3);
+}
+
 TEST_CASE("Two threads share the routing samples and give the rows and counts of one, under all four dispatchers") {
   // Qwen3-30B-A3B on 32 GPUs of 4-GPU nodes with deepep and allgather searched: each (ep, routed
   // tokens, oep) routing sample is drawn once for the whole search, whichever thread asks first,

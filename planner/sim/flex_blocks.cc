@@ -69,13 +69,21 @@ std::vector<int32_t> CountSourceBlocks(const RoutingModel& model, const FlexBloc
   std::vector<int32_t> out(layout.token_counts.size() * row, 0);
   if (layout.token_counts.empty() || layout.block_sizes.empty()) return out;
   const int64_t k = model.top_k, tokens = layout.token_counts.back(), E = layout.num_experts;
-  const std::vector<int32_t> experts = SampleTokenExperts(model, layer, source, tokens);
+  // One buffer per thread for the draws (tokens * top_k experts; a search draws hundreds of sources).
+  thread_local std::vector<int32_t> experts;
+  SampleTokenExpertsInto(model, layer, source, tokens, &experts);
   // Per block size: each expert's block (a table, not a division per pick) and the last token
   // counted in each block (a token's experts are distinct, but several may share a block).
+  // Block size 1 needs no such check: each pick is its own block (`singles`, its offset).
   std::vector<int32_t> block_of, last(row, -1), running(row, 0);
-  size_t nb = 0;  // the block sizes some group reads for this source
+  size_t nb = 0;            // the block sizes > 1 some group reads for this source
+  int64_t singles = -1;     // offset of block size 1 in the row, when read for this source
   for (size_t b = 0; b < layout.block_sizes.size(); ++b) {
     if (source >= layout.sources[b]) continue;
+    if (layout.block_sizes[b] == 1) {
+      singles = layout.offset[b];
+      continue;
+    }
     for (int64_t e = 0; e < E; ++e) block_of.push_back(static_cast<int32_t>(layout.offset[b] + e / layout.block_sizes[b]));
     ++nb;
   }
@@ -83,6 +91,10 @@ std::vector<int32_t> CountSourceBlocks(const RoutingModel& model, const FlexBloc
   while (next < layout.token_counts.size() && layout.token_counts[next] == 0) ++next;  // zero tokens: all counts 0
   for (int64_t t = 0; t < tokens; ++t) {
     const int32_t* picks = experts.data() + t * k;
+    if (singles >= 0) {
+      int32_t* per_expert = running.data() + singles;
+      for (int64_t j = 0; j < k; ++j) ++per_expert[picks[j]];
+    }
     for (size_t b = 0; b < nb; ++b) {
       const int32_t* of = block_of.data() + b * E;
       for (int64_t j = 0; j < k; ++j) {
