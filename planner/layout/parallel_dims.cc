@@ -51,8 +51,10 @@ bool ResolveDpShard(const ParallelDimsOptions& o, ParallelDims& d, std::string* 
   const int64_t others = CheckedMul(CheckedMul(CheckedMul(o.dp_replicate, o.cp, "degrees"), o.tp, "degrees"), o.pp, "degrees");
   if (o.dp_shard == -1) {
     if (o.world_size % others != 0) {
-      return Fail(error, "dp_shard = -1 (infer) needs world_size ({}) divisible by dp_replicate({}) * cp({}) * tp({}) * pp({}) = {}",
-                  o.world_size, o.dp_replicate, o.cp, o.tp, o.pp, others);
+      return Fail(error,
+                  "dp_replicate({}) * cp({}) * tp({}) * pp({}) = {} must divide world_size ({}) to infer dp_shard (default -1: "
+                  "world_size / that product)",
+                  o.dp_replicate, o.cp, o.tp, o.pp, others, o.world_size);
     }
     d.dp_shard = o.world_size / others;
   } else {

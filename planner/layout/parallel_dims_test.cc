@@ -39,7 +39,7 @@ TEST_CASE("ParallelDims rejects degrees whose product is not the world size") {
 TEST_CASE("ParallelDims rejects dp_shard = -1 when the world is not divisible") {
   ParallelDimsOptions o = World(10);
   o.tp = 4;  // 10 % 4 != 0
-  CHECK_THROWS_WITH_AS(ParallelDims::Build(o), doctest::Contains("world_size (10) divisible by"), Error);
+  CHECK_THROWS_WITH_AS(ParallelDims::Build(o), doctest::Contains("= 4 must divide world_size (10) to infer dp_shard"), Error);
 }
 
 TEST_CASE("ParallelDims rejects a degree below 1") {

@@ -73,6 +73,7 @@ TEST_CASE("Every config in testdata/hf is one of the configs tested here") {
       "dbrx-instruct.json", "deepseek-v2-lite.json", "deepseek-v3.json", "glm-4.5-air.json", "glm-4.5.json", "gpt-oss-120b.json",
       "kimi-k2-instruct.json", "llama4-maverick-17b-128e.json", "llama4-scout-17b-16e.json", "mixtral-8x7b.json",
       "olmoe-1b-7b-0125-instruct.json", "phi-3.5-moe-instruct.json", "qwen1.5-moe-a2.7b.json", "qwen2-57b-a14b.json", "qwen3-30b-a3b.json",
+      "qwen3-235b-a22b.json",
       // Newer families, counted in hf_config_variants_test.cc.
       "deepseek-v3.2-exp.json", "qwen3-next-80b-a3b-instruct.json", "minimax-m2.7-nvfp4.json", "ernie-4.5-21b-a3b.json",
       // Ling 2.0, counted in hf_config_variants_test.cc.
@@ -172,6 +173,37 @@ TEST_CASE("Qwen3-30B-A3B reads as qwen3_moe and counts 30,532,122,624 parameters
   CheckPublished(inv.totals.active_params, 3.3 * kB, 0.1 * kB);
   CHECK(ShapeOf(inv, "model.layers.0.self_attn.q_norm.weight") == Shape{128});
   CHECK(ShapeOf(inv, "model.layers.0.self_attn.q_proj.weight") == Shape{4096, 2048});
+}
+
+TEST_CASE("Qwen3-235B-A22B reads as qwen3_moe and counts 235,093,634,560 parameters, 22,190,763,520 active") {
+  ModelSpec m = Load("qwen3-235b-a22b.json");
+  CHECK(m.family == "qwen3_moe");
+  CHECK(m.hidden_size == 4096);
+  CHECK(m.num_hidden_layers == 94);
+  CHECK(m.attention.num_attention_heads == 64);
+  CHECK(m.attention.num_key_value_heads == 4);
+  CHECK(m.moe.num_experts == 128);
+  CHECK(m.moe.top_k == 8);
+  CHECK(m.moe.moe_intermediate_size == 1536);
+  CHECK(m.NumMoeLayers() == 94);
+
+  ParamInventory inv = BuildInventory(m);
+  // Per layer (D 4096, H 64, KV 4, hd 128, E 128, F 1536):
+  //   attention q 8192·4096 = 33,554,432; k, v 512·4096 = 2,097,152 each; o 4096·8192 = 33,554,432;
+  //             q_norm, k_norm 128 each = 71,303,424
+  //   norms 8,192; router 128·4096 = 524,288
+  //   experts 128 · 3·1536·4096 (18,874,368) = 2,415,919,104
+  //   layer = 2,487,755,008; × 94 = 233,848,970,752
+  // emb + head + norm = 151,936·4096 (622,329,856) · 2 + 4,096 = 1,244,663,808
+  // total = 233,848,970,752 + 1,244,663,808 = 235,093,634,560
+  // active per layer = 2,487,755,008 − 120·18,874,368 = 222,830,848; × 94 = 20,946,099,712;
+  //   + 1,244,663,808 = 22,190,763,520
+  CHECK(inv.totals.total_params == 235'093'634'560);
+  CHECK(inv.totals.active_params == 22'190'763'520);
+  // Published (Qwen3-235B-A22B model card): 235B total, 234B without embeddings, 22B activated.
+  CheckPublished(inv.totals.total_params, 235 * kB, 1 * kB);
+  CheckPublished(inv.totals.total_params - 2 * inv.totals.embedding_params, 234 * kB, 1 * kB);
+  CheckPublished(inv.totals.active_params, 22 * kB, 1 * kB);
 }
 
 TEST_CASE("DeepSeek-V3 reads as deepseek_v3 and counts 671,026,419,200 parameters, 37,552,297,472 active") {

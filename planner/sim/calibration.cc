@@ -138,7 +138,12 @@ Calibration CalibrationFromJson(const Json& json, const std::string& file) {
 }
 
 Calibration LoadCalibration(const std::string& path) {
-  const Json json = ReadJsonFile(path);  // size, type and parse checks
+  Json json;
+  try {
+    json = ReadJsonFile(path);  // size, type and parse checks
+  } catch (const Error& e) {
+    throw Error(fmt::format("calibration file {}", e.what()));  // names what the path was given as
+  }
   std::ifstream in(path, std::ios::binary);
   std::ostringstream bytes;
   bytes << in.rdbuf();
