@@ -492,7 +492,7 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
   out.gpus_per_node = t.gpus_per_node;
   out.dispatcher = t.dispatcher;
   Builder b(plan, rank, out);
-  CommStep s{plan, rank, w, plan.meshes.dense.Coord(rank, 0), d.convention == Convention::kMegatron};
+  CommStep s{plan, rank, w, plan.meshes.dense.Coord(rank, 0), d.convention == Convention::kMegatron, 1, 1, 0, 0, {}};
   s.A = t.run.grad_accumulation_steps;
   s.M = CheckedMul(t.num_microbatches.value_or(d.pp), s.A, "micro-batches per step");
   s.param_b = DtypeBytes(t.param_dtype, "param_dtype");
