@@ -70,6 +70,63 @@ TEST_CASE("block counts of one source are its tokens with >= 1 expert per block,
   CHECK_THROWS_WITH_AS(MakeFlexBlockLayout(8, {3}, {{1, 0}}), "flex block counts: a group must have >= 1 member, got 0", Error);
 }
 
+namespace {
+
+// Tokens among the first `tokens` of `experts` (top_k picks each) with >= 1 pick in each block of
+// R contiguous experts, counted pick by pick.
+std::vector<int32_t> HandCount(const std::vector<int32_t>& experts, int64_t k, int64_t tokens, int64_t R, int64_t E) {
+  std::vector<int32_t> want(static_cast<size_t>(E / R), 0);
+  for (int64_t t = 0; t < tokens; ++t) {
+    std::vector<bool> hit(static_cast<size_t>(E / R), false);
+    for (int64_t j = 0; j < k; ++j) hit[static_cast<size_t>(experts[static_cast<size_t>(t * k + j)] / R)] = true;
+    for (size_t b = 0; b < hit.size(); ++b) want[b] += hit[b];
+  }
+  return want;
+}
+
+}  // namespace
+
+TEST_CASE("block counts equal a pick-by-pick count for nested and for non-nested block sizes") {
+  // Nested sizes (each divides the next: 64 experts, 1 ... 64, with and without size 1) and
+  // non-nested ones (12 experts: 2, 3, 4, 6, 12): the hand count of every source at every token
+  // count, zeros where a size is read by fewer sources.
+  struct Case {
+    int64_t E, k;
+    std::vector<FlexBlockNeed> needs;
+  };
+  const std::vector<Case> cases = {
+      {64, 6, {{1, 8}, {2, 8}, {4, 6}, {8, 4}, {16, 3}, {32, 2}, {64, 1}}},
+      {64, 6, {{4, 8}, {16, 8}}},  // nested, no block size 1
+      {12, 3, {{2, 6}, {3, 4}, {4, 3}, {6, 2}, {12, 1}}},
+      {12, 3, {{1, 6}, {3, 6}, {4, 6}}},
+  };
+  for (const Case& c : cases) {
+    for (const char* text : {"uniform", "zipf:1.2"}) {
+      CAPTURE(c.E);
+      CAPTURE(text);
+      const RoutingModel model = PrepareRouting(ParseRoutingSpec(text), c.E, c.k, 1);
+      const FlexBlockLayout layout = MakeFlexBlockLayout(c.E, {0, 1, 7, 50}, c.needs);
+      for (int64_t s = 0; s < 8; ++s) {
+        CAPTURE(s);
+        const std::vector<int32_t> got = CountSourceBlocks(model, layout, 0, s);
+        const std::vector<int32_t> experts = SampleTokenExperts(model, 0, s, 50);
+        for (size_t ti = 0; ti < layout.token_counts.size(); ++ti) {
+          for (size_t b = 0; b < layout.block_sizes.size(); ++b) {
+            const int64_t R = layout.block_sizes[b];
+            CAPTURE(R);
+            CAPTURE(layout.token_counts[ti]);
+            const size_t at = ti * static_cast<size_t>(layout.row) + static_cast<size_t>(layout.offset[b]);
+            const std::vector<int32_t> want = s < layout.sources[b] ? HandCount(experts, c.k, layout.token_counts[ti], R, c.E)
+                                                                    : std::vector<int32_t>(static_cast<size_t>(c.E / R), 0);
+            CHECK(std::vector<int32_t>(got.begin() + static_cast<std::ptrdiff_t>(at),
+                                       got.begin() + static_cast<std::ptrdiff_t>(at + want.size())) == want);
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("groups assembled from block counts equal SampleFlexCounts, for every group, node size and token count") {
   for (const char* text : {"uniform", "zipf:1.2", "hot:4:0.5"}) {
     RoutingSpec spec = ParseRoutingSpec(text);
