@@ -18,7 +18,7 @@
 // token count), the deepep per-token node counts once per (ep, routed tokens, EP members per
 // NVLink domain) and the routing-dependent MoE phases once per (ep, routed tokens, oep, etp,
 // F / expert TP, dispatcher), in a cache every thread of the search shares (eval_cache.h). Results are bit-identical to BuildPlan +
-// ComputeMemory + ComputeWorkload + SimulateStep for every candidate (search_test.cc compares every candidate of searches on five models);
+// ComputeMemory + ComputeWorkload + SimulateStep for every candidate (layout_eval_test.cc and layout_eval_models_test.cc compare every candidate of searches on five models);
 // BuildPlan stays the path of `plan` and `simulate`.
 //
 // Throughput (bazel run -c opt //planner/search:bench_search -- --repeat 5 256 2048 16384; DeepSeek-V3,
@@ -89,7 +89,7 @@ struct SearchOptions {
   std::vector<std::string> dispatchers;
   int threads = 1;        // worker threads; results do not depend on it
   bool prune = true;      // skip what a bound proves cannot fit (exact; SearchResult::pruned)
-  bool keep_all = false;  // SearchResult::all: every ranked layout (explain, Pareto front)
+  bool keep_all = false;  // SearchResult::all: every ranked layout (explain); without it only the top and the Pareto front are kept
 };
 
 // A candidate's training settings beside the degrees: 0 / unset = SearchOptions::training's.
