@@ -23,6 +23,7 @@ const RoutingResult& SearchEvalCache::Routing(int64_t ep, int64_t routed_tokens,
         const int64_t at = flex_blocks_ ? ExpertCountsAt(*flex_blocks_, routed_tokens, ep) : -1;
         if (at >= 0) {
           ++routing_from_blocks_;
+          FillSources(ep);
           std::vector<int64_t> counts(static_cast<size_t>(model().num_experts));
           return AssembleRoutingFromCounts(model(), ep, routed_tokens, oep, [&](int64_t layer, int64_t rank) {
             const std::vector<int32_t>& blocks = SourceBlocks(layer, rank);
@@ -40,6 +41,19 @@ const std::vector<int32_t>& SearchEvalCache::SourceBlocks(int64_t layer, int64_t
   return source_blocks_.Get({layer, source}, [&] { return CountSourceBlocks(model(), *flex_blocks_, layer, source); });
 }
 
+void SearchEvalCache::FillSources(int64_t sources) {
+  const int64_t n = model().num_layers * sources;
+  if (n < 1) return;
+  // Successive calls start about 0.618 n apart (the golden ratio): two or three threads that
+  // ask at once start far from each other.
+  const uint64_t turn = fill_turn_.fetch_add(1);
+  const int64_t start = static_cast<int64_t>((turn * 0x9E3779B97F4A7C15ull >> 32) % static_cast<uint64_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t key = (start + i) % n;
+    SourceBlocks(key / sources, key % sources);
+  }
+}
+
 const RoutingResult& SearchEvalCache::FlexRouting(const std::vector<int64_t>& ep_group, int64_t domain, int64_t routed_tokens,
                                                   bool* filled) {
   const int64_t ep = static_cast<int64_t>(ep_group.size());
@@ -50,6 +64,7 @@ const RoutingResult& SearchEvalCache::FlexRouting(const std::vector<int64_t>& ep
         RoutingResult out = Routing(ep, routed_tokens, 1, filled);
         if (flex_blocks_ && FlexBlocksServe(*flex_blocks_, nodes, routed_tokens)) {
           ++flex_from_blocks_;
+          FillSources(ep);
           for (size_t l = 0; l < out.layers.size(); ++l) {
             const int64_t layer = static_cast<int64_t>(l);
             out.layers[l].flex = std::make_shared<const FlexCounts>(

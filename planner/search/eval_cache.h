@@ -105,12 +105,17 @@ class SearchEvalCache {
  private:
   // CountSourceBlocks of (layer, source), computed once (ExpectFlexGroups first).
   const std::vector<int32_t>& SourceBlocks(int64_t layer, int64_t source);
+  // SourceBlocks of every layer for sources 0..sources-1, visited from a start that differs per
+  // call (a rotating offset), so that threads asking for the same sources at once compute
+  // different ones in parallel instead of waiting on each other in the same order.
+  void FillSources(int64_t sources);
 
   using FlexKey = std::tuple<int64_t, int64_t, std::vector<int64_t>>;  // ep, routed tokens, node_of
   std::mutex sampler_mu_;
   RoutingSampler sampler_;
   OnceMap<std::tuple<int64_t, int64_t, int64_t>, RoutingResult> routing_;
   std::atomic<int64_t> flex_from_blocks_{0}, routing_from_blocks_{0};
+  std::atomic<uint64_t> fill_turn_{0};  // FillSources' rotating start
   std::unique_ptr<const FlexBlockLayout> flex_blocks_;                        // null: no groups expected
   OnceMap<std::pair<int64_t, int64_t>, std::vector<int32_t>> source_blocks_;  // (layer, source) -> CountSourceBlocks
   // Per (ep, routed tokens, node_index): the counts of every sampled layer (groups the block
