@@ -1071,8 +1071,9 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
   const RecomputeSet rs = RecomputeSetOf(t);
   RecomputeForwardUs rf = RecomputeForwardOf(L, mp);
   RecomputeExtraUs rx = RecomputeExtraOf(t, rs, rf);
-  PhaseRecords records;                                                                        // every phase added, in order
-  const std::vector<double> dispatch_bwd_ranks = BackwardDispatchRanks(mp, L.full_recompute);  // outlives `records`
+  PhaseRecords records;  // every phase added, in order
+  // The backward dispatch per EP rank; `records` point at it.
+  const std::vector<double> dispatch_bwd_ranks = BackwardDispatchRanks(mp, L.full_recompute);
   const LayerUs moe = MoeLayerUs(L, mp, rx, dispatch_bwd_ranks, fsdp, records);
   out.moe_layer_us = moe.fwd + moe.bwd;
 
