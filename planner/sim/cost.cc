@@ -4,6 +4,7 @@
 #include "planner/base/phase.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <map>
 #include <sstream>
@@ -172,24 +173,173 @@ MoePhaseShape MoePhaseShapeOf(const ModelSpec& m, const Workload& w, int64_t ep,
   return shape;
 }
 
-MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<int64_t>& ep_group, const MoePhaseShape& s,
-                                const ClusterSpec& c, const CostOptions& o) {
+namespace {
+
+// The bytes per hidden element each direction of the EP all-to-all carries (bytes per element) and
+// the deredundency dispatcher's split ep = oep x iep (ranks).
+struct MoeWire {
+  double Td = 0;           // tokens a rank sends (dispatch_tokens, else T_r)
+  double sent_ab = 0;      // bytes per element the combine sends (and a BF16 dispatch)
+  double dispatch_ab = 0;  // bytes per element the forward dispatch sends (FP8 with --fp8-dispatch)
+  int64_t oep = 1, iep = 1;
+};
+MoeWire MoeWireOf(const RoutingResult& routing, const MoePhaseShape& s) {
+  const double Tr = s.routed_tokens, ab = s.act_bytes;
+  MoeWire wire;
+  // The routing sample draws T_r tokens per rank, the rows an expert rank computes. Under
+  // megatron a rank sends only its own dispatch_tokens = T_r / etp of them (the expert-TP
+  // all-gather adds the rest), so the all-to-all bytes are scaled by dispatch_tokens / T_r.
+  wire.Td = s.dispatch_tokens > 0 ? s.dispatch_tokens : Tr;
+  wire.sent_ab = wire.Td == Tr ? ab : ab * wire.Td / Tr;
+  // FP8 dispatch (precision.h): the dispatch sends dispatch_act_bytes per element, combine stays at ab.
+  wire.dispatch_ab = s.dispatch_act_bytes > 0 ? wire.sent_ab * s.dispatch_act_bytes / ab : wire.sent_ab;
+  wire.oep = s.deredundency ? routing.oep : 1;
+  wire.iep = s.ep / std::max<int64_t>(1, wire.oep);
+  return wire;
+}
+
+// The dispatch (dt), combine (ct) and, with FP8 dispatch, backward-dispatch (dtb) all-to-all times
+// (us per EP rank) of one sampled layer from its full byte matrices (AllToAllTimesUs of each,
+// reading rows of both); `dbytes` and `cbytes` are scratch of ep x ep. Returns whether dtb was written.
+bool MatrixAllToAllUs(const LayerRouting& L, const std::vector<int64_t>& ep_nodes, int64_t ep, double D, const MoeWire& wire,
+                      const ClusterSpec& c, std::vector<double>& dbytes, std::vector<double>& cbytes, double* dt, double* ct, double* dtb) {
+  // dispatch matrix and its transpose, the combine matrix (combine returns what dispatch
+  // sent): AllToAllTimesUs of each, reading rows of both.
+  dbytes.resize(ep * ep);
+  cbytes.resize(ep * ep);
+  for (int64_t src = 0; src < ep; ++src) {
+    for (int64_t dst = 0; dst < ep; ++dst) {
+      dbytes[src * ep + dst] = static_cast<double>(L.dispatch[src * ep + dst]) * D * wire.dispatch_ab;
+      cbytes[dst * ep + src] = static_cast<double>(L.dispatch[src * ep + dst]) * D * wire.sent_ab;
+    }
+  }
+  if (ep >= 2 && wire.dispatch_ab == wire.sent_ab) {
+    AllToAllTimesFromRows(dbytes.data(), cbytes.data(), ep_nodes.data(), ep, c, dt);
+    AllToAllTimesFromRows(cbytes.data(), dbytes.data(), ep_nodes.data(), ep, c, ct);
+  } else if (ep >= 2) {
+    // FP8 dispatch: the two directions carry different bytes; each needs its own transpose.
+    std::vector<double> drecv(ep * ep), crecv(ep * ep);
+    for (int64_t src = 0; src < ep; ++src) {
+      for (int64_t dst = 0; dst < ep; ++dst) {
+        drecv[dst * ep + src] = dbytes[src * ep + dst];
+        crecv[src * ep + dst] = cbytes[dst * ep + src];
+      }
+    }
+    AllToAllTimesFromRows(dbytes.data(), drecv.data(), ep_nodes.data(), ep, c, dt);
+    AllToAllTimesFromRows(cbytes.data(), crecv.data(), ep_nodes.data(), ep, c, ct);
+    // The backward dispatch: the dispatch matrix in BF16 (crecv, rows = senders), its
+    // transpose cbytes.
+    AllToAllTimesFromRows(crecv.data(), cbytes.data(), ep_nodes.data(), ep, c, dtb);
+    return true;
+  }
+  return false;
+}
+
+// The deredundency dispatcher's dispatch (dt) and combine (ct) times (us per EP rank) of one
+// sampled layer: ep = oep x iep (inner index fastest), an all-gather of every rank's T_r*k routed
+// rows over its oep group, then an all-to-all inside its iep group (iep_dispatch matrix); combine
+// mirrors it with a reduce-scatter over oep.
+void DeredundencyAllToAllUs(const LayerRouting& L, const std::vector<int64_t>& ep_group, const MoePhaseShape& s, const MoeWire& wire,
+                            const ClusterSpec& c, double* dt, double* ct) {
+  const int64_t oep = wire.oep, iep = wire.iep;
+  const double k = s.top_k, D = s.hidden, ab = s.act_bytes;
+  for (int64_t o = 0; o < oep; ++o) {
+    std::vector<int64_t> iep_ranks;
+    std::vector<double> bytes(iep * iep);
+    for (int64_t i = 0; i < iep; ++i) iep_ranks.push_back(ep_group[o * iep + i]);
+    for (int64_t i = 0; i < iep; ++i) {
+      for (int64_t j = 0; j < iep; ++j) {
+        bytes[i * iep + j] = static_cast<double>(L.iep_dispatch[(o * iep + i) * iep + j]) * D * wire.sent_ab;
+      }
+    }
+    std::vector<double> back(iep * iep);
+    for (int64_t i = 0; i < iep; ++i)
+      for (int64_t j = 0; j < iep; ++j) back[j * iep + i] = bytes[i * iep + j];
+    std::vector<double> a2a(iep, 0.0), a2a_back(iep, 0.0);
+    if (iep >= 2) {
+      const std::vector<int64_t> iep_nodes = NodesOf(iep_ranks, NvlinkDomainGpus(c));
+      AllToAllTimesFromRows(bytes.data(), back.data(), iep_nodes.data(), iep, c, a2a.data());
+      AllToAllTimesFromRows(back.data(), bytes.data(), iep_nodes.data(), iep, c, a2a_back.data());
+    }
+    for (int64_t i = 0; i < iep; ++i) {
+      std::vector<int64_t> oep_ranks;
+      for (int64_t x = 0; x < oep; ++x) oep_ranks.push_back(ep_group[x * iep + i]);
+      const double gathered = static_cast<double>(oep) * wire.Td * k * D * ab;
+      const double ring = RingCollectiveUs(gathered, oep_ranks, c);
+      dt[o * iep + i] = ring + a2a[i];
+      ct[o * iep + i] = a2a_back[i] + ring;
+    }
+  }
+}
+
+// One sampled layer's dispatch (dt), combine (ct) and backward-dispatch (dtb) times (us per EP
+// rank, ep > 1) by the dispatcher: deepep / allgather (deepep.h), integer block sums
+// (BlockAllToAll), the full matrices, or deredundency. Returns whether dtb was written (else dtb = dt).
+bool LayerAllToAllUs(const LayerRouting& L, const std::vector<int64_t>& ep_group, const std::vector<int64_t>& ep_nodes,
+                     const MoePhaseShape& s, const MoeWire& wire, const ClusterSpec& c, const CostOptions& o, std::vector<double>& dbytes,
+                     std::vector<double>& cbytes, double* dt, double* ct, double* dtb) {
+  const int64_t ep = s.ep;
+  const double D = s.hidden, ab = s.act_bytes;
+  if (FlexOrAllGatherTimesUs(L, ep_group, s, wire.sent_ab, c, o, dt, ct, dtb)) return true;  // deepep / allgather dispatcher (deepep.h).
+  if (!s.deredundency && s.integer_sums && ep >= 2 && wire.sent_ab == ab && wire.dispatch_ab == ab &&
+      BlockAllToAll(L, ep_nodes, D, ab, c, dt, ct)) {
+    return false;  // Same values from integer block sums (see BlockAllToAll).
+  }
+  if (!s.deredundency) return MatrixAllToAllUs(L, ep_nodes, ep, D, wire, c, dbytes, cbytes, dt, ct, dtb);
+  DeredundencyAllToAllUs(L, ep_group, s, wire, c, dt, ct);
+  return false;
+}
+
+// Adds one sampled layer (of `nlayers`) to `out`: each EP rank's grouped GEMM (from its rows per
+// local expert) and permute (from the rows it sends and receives) times, its dispatch (dt),
+// combine (ct) and backward-dispatch (dtb) times, each divided by nlayers (us), and the slowest
+// rank's of each likewise.
+void AddSampledLayer(const std::vector<double>& rows, const std::vector<double>& received, const std::vector<double>& dt,
+                     const std::vector<double>& ct, const std::vector<double>& dtb, const MoePhaseShape& s, double Td, size_t nlayers,
+                     const ClusterSpec& c, const CostOptions& o, MoePhaseTimes& out) {
   const double peak = c.dense_bf16_tflops * kFlopsPerUsPerTflops;  // FLOP per microsecond
   const double hbm = c.hbm_gbps * kBytesPerUsPerGbps;
   const int64_t ep = s.ep;
   const int64_t nle = s.num_experts / ep;
-  const double Tr = s.routed_tokens, k = s.top_k, D = s.hidden, ab = s.act_bytes, E = static_cast<double>(s.num_experts);
-  const double f_local = s.f_local;
-  const bool deredundency = s.deredundency;
-  // The routing sample draws T_r tokens per rank, the rows an expert rank computes. Under
-  // megatron a rank sends only its own dispatch_tokens = T_r / etp of them (the expert-TP
-  // all-gather adds the rest), so the all-to-all bytes are scaled by dispatch_tokens / T_r.
-  const double Td = s.dispatch_tokens > 0 ? s.dispatch_tokens : Tr;
-  const double sent_ab = Td == Tr ? ab : ab * Td / Tr;
-  // FP8 dispatch (precision.h): the dispatch sends dispatch_act_bytes per element, combine stays at ab.
-  const double dispatch_ab = s.dispatch_act_bytes > 0 ? sent_ab * s.dispatch_act_bytes / ab : sent_ab;
-  const int64_t oep = deredundency ? routing.oep : 1;
-  const int64_t iep = ep / std::max<int64_t>(1, oep);
+  const double k = s.top_k, D = s.hidden, ab = s.act_bytes, f_local = s.f_local;
+  double pm = 0, dm = 0, gm = 0, cm = 0, dbm = 0;
+  for (int64_t r = 0; r < ep; ++r) {
+    double g = 0;
+    for (int64_t e = 0; e < nle; ++e) {
+      const double M = rows[r * nle + e];
+      g += o.kernel_compute ? ExpertMlpForwardUs(M, D, f_local, c.dense_bf16_tflops, o, c.hbm_gbps)  // by shape (gemm_efficiency.h)
+                            : 6.0 * M * D * f_local / (peak * GroupedGemmEfficiency(M, o) * Fp8GemmSpeedup(o));
+    }
+    // Kernel-level model: the SwiGLU of the rank's received rows (kernels_model.h).
+    if (o.kernel_compute)
+      g += MemoryBoundUs({SwigluKernel(received[r], f_local, ab, false)}, c.hbm_gbps, o.hbm_efficiency, o.memory_floor_us);
+    const double pr = 2.0 * (Td * k + received[r]) * D * ab / hbm + o.memory_floor_us;
+    out.gemm[r] += g / nlayers;
+    out.permute[r] += pr / nlayers;
+    out.dispatch[r] += dt[r] / nlayers;
+    out.combine[r] += ct[r] / nlayers;
+    out.dispatch_bwd[r] += dtb[r] / nlayers;
+    dbm = std::max(dbm, dtb[r]);
+    gm = std::max(gm, g);
+    pm = std::max(pm, pr);
+    dm = std::max(dm, dt[r]);
+    cm = std::max(cm, ct[r]);
+  }
+  out.permute_max += pm / nlayers;
+  out.dispatch_max += dm / nlayers;
+  out.dispatch_bwd_max += dbm / nlayers;
+  out.gemm_max += gm / nlayers;
+  out.combine_max += cm / nlayers;
+}
+
+}  // namespace
+
+MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<int64_t>& ep_group, const MoePhaseShape& s,
+                                const ClusterSpec& c, const CostOptions& o) {
+  const int64_t ep = s.ep;
+  const int64_t nle = s.num_experts / ep;
+  const double Tr = s.routed_tokens, k = s.top_k, E = static_cast<double>(s.num_experts);
+  const MoeWire wire = MoeWireOf(routing, s);
   MoePhaseTimes out;
   out.permute.assign(ep, 0);
   out.dispatch.assign(ep, 0);
@@ -211,108 +361,14 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
       for (int64_t i = 0; i < ep * nle; ++i) rows[i] = static_cast<double>(L.rows_per_local_expert[i]);
       for (int64_t r = 0; r < ep; ++r) received[r] = static_cast<double>(L.received[r]);
       imbalance = std::max(imbalance, L.imbalance);
-      if (FlexOrAllGatherTimesUs(L, ep_group, s, sent_ab, c, o, dt.data(), ct.data(), dtb.data())) {
-        // deepep / allgather dispatcher (deepep.h).
-        own_bwd = true;
-      } else if (!deredundency && s.integer_sums && ep >= 2 && sent_ab == ab && dispatch_ab == ab &&
-                 BlockAllToAll(L, ep_nodes, D, ab, c, dt.data(), ct.data())) {
-        // Same values from integer block sums (see BlockAllToAll).
-      } else if (!deredundency) {
-        // dispatch matrix and its transpose, the combine matrix (combine returns what dispatch
-        // sent): AllToAllTimesUs of each, reading rows of both.
-        dbytes.resize(ep * ep);
-        cbytes.resize(ep * ep);
-        for (int64_t src = 0; src < ep; ++src) {
-          for (int64_t dst = 0; dst < ep; ++dst) {
-            dbytes[src * ep + dst] = static_cast<double>(L.dispatch[src * ep + dst]) * D * dispatch_ab;
-            cbytes[dst * ep + src] = static_cast<double>(L.dispatch[src * ep + dst]) * D * sent_ab;
-          }
-        }
-        if (ep >= 2 && dispatch_ab == sent_ab) {
-          AllToAllTimesFromRows(dbytes.data(), cbytes.data(), ep_nodes.data(), ep, c, dt.data());
-          AllToAllTimesFromRows(cbytes.data(), dbytes.data(), ep_nodes.data(), ep, c, ct.data());
-        } else if (ep >= 2) {
-          // FP8 dispatch: the two directions carry different bytes; each needs its own transpose.
-          std::vector<double> drecv(ep * ep), crecv(ep * ep);
-          for (int64_t src = 0; src < ep; ++src) {
-            for (int64_t dst = 0; dst < ep; ++dst) {
-              drecv[dst * ep + src] = dbytes[src * ep + dst];
-              crecv[src * ep + dst] = cbytes[dst * ep + src];
-            }
-          }
-          AllToAllTimesFromRows(dbytes.data(), drecv.data(), ep_nodes.data(), ep, c, dt.data());
-          AllToAllTimesFromRows(cbytes.data(), crecv.data(), ep_nodes.data(), ep, c, ct.data());
-          // The backward dispatch: the dispatch matrix in BF16 (crecv, rows = senders), its
-          // transpose cbytes.
-          AllToAllTimesFromRows(crecv.data(), cbytes.data(), ep_nodes.data(), ep, c, dtb.data());
-          own_bwd = true;
-        }
-      } else {
-        // Deredundency (ep = oep x iep, inner index fastest): all-gather of every rank's T_r*k
-        // routed rows over its oep group, then an all-to-all inside its iep group (iep_dispatch
-        // matrix); combine mirrors it with a reduce-scatter over oep.
-        for (int64_t o = 0; o < oep; ++o) {
-          std::vector<int64_t> iep_ranks;
-          std::vector<double> bytes(iep * iep);
-          for (int64_t i = 0; i < iep; ++i) iep_ranks.push_back(ep_group[o * iep + i]);
-          for (int64_t i = 0; i < iep; ++i) {
-            for (int64_t j = 0; j < iep; ++j) {
-              bytes[i * iep + j] = static_cast<double>(L.iep_dispatch[(o * iep + i) * iep + j]) * D * sent_ab;
-            }
-          }
-          std::vector<double> back(iep * iep);
-          for (int64_t i = 0; i < iep; ++i)
-            for (int64_t j = 0; j < iep; ++j) back[j * iep + i] = bytes[i * iep + j];
-          std::vector<double> a2a(iep, 0.0), a2a_back(iep, 0.0);
-          if (iep >= 2) {
-            const std::vector<int64_t> iep_nodes = NodesOf(iep_ranks, NvlinkDomainGpus(c));
-            AllToAllTimesFromRows(bytes.data(), back.data(), iep_nodes.data(), iep, c, a2a.data());
-            AllToAllTimesFromRows(back.data(), bytes.data(), iep_nodes.data(), iep, c, a2a_back.data());
-          }
-          for (int64_t i = 0; i < iep; ++i) {
-            std::vector<int64_t> oep_ranks;
-            for (int64_t x = 0; x < oep; ++x) oep_ranks.push_back(ep_group[x * iep + i]);
-            const double gathered = static_cast<double>(oep) * Td * k * D * ab;
-            const double ring = RingCollectiveUs(gathered, oep_ranks, c);
-            dt[o * iep + i] = ring + a2a[i];
-            ct[o * iep + i] = a2a_back[i] + ring;
-          }
-        }
-      }
+      own_bwd = LayerAllToAllUs(L, ep_group, ep_nodes, s, wire, c, o, dbytes, cbytes, dt.data(), ct.data(), dtb.data());
     } else {
       // EP off: every rank computes all experts on its own T_r tokens, spread evenly.
       for (int64_t e = 0; e < nle; ++e) rows[e] = Tr * k / E;
       received[0] = Tr * k;
     }
     if (!own_bwd) dtb = dt;
-    double pm = 0, dm = 0, gm = 0, cm = 0, dbm = 0;
-    for (int64_t r = 0; r < ep; ++r) {
-      double g = 0;
-      for (int64_t e = 0; e < nle; ++e) {
-        const double M = rows[r * nle + e];
-        g += o.kernel_compute ? ExpertMlpForwardUs(M, D, f_local, c.dense_bf16_tflops, o, c.hbm_gbps)  // by shape (gemm_efficiency.h)
-                              : 6.0 * M * D * f_local / (peak * GroupedGemmEfficiency(M, o) * Fp8GemmSpeedup(o));
-      }
-      // Kernel-level model: the SwiGLU of the rank's received rows (kernels_model.h).
-      if (o.kernel_compute)
-        g += MemoryBoundUs({SwigluKernel(received[r], f_local, ab, false)}, c.hbm_gbps, o.hbm_efficiency, o.memory_floor_us);
-      const double pr = 2.0 * (Td * k + received[r]) * D * ab / hbm + o.memory_floor_us;
-      out.gemm[r] += g / nlayers;
-      out.permute[r] += pr / nlayers;
-      out.dispatch[r] += dt[r] / nlayers;
-      out.combine[r] += ct[r] / nlayers;
-      out.dispatch_bwd[r] += dtb[r] / nlayers;
-      dbm = std::max(dbm, dtb[r]);
-      gm = std::max(gm, g);
-      pm = std::max(pm, pr);
-      dm = std::max(dm, dt[r]);
-      cm = std::max(cm, ct[r]);
-    }
-    out.permute_max += pm / nlayers;
-    out.dispatch_max += dm / nlayers;
-    out.dispatch_bwd_max += dbm / nlayers;
-    out.gemm_max += gm / nlayers;
-    out.combine_max += cm / nlayers;
+    AddSampledLayer(rows, received, dt, ct, dtb, s, wire.Td, nlayers, c, o, out);
   }
   out.imbalance = imbalance;
   return out;
@@ -547,257 +603,381 @@ PhaseShares LayerPhaseShares(const ModelSpec& m, const std::vector<int64_t>& lay
   return p;
 }
 
-}  // namespace
+// One phase added to a layer's time, in the order they are added (Record); at most 32.
+struct PhaseRecords {
+  Record at[32];
+  int size = 0;
+  // Records phase `id` of the MoE (`moe`) or dense layer in `pass` (0 forward, 1 backward): `us`
+  // its time, `per_rank` (routing-dependent phases) shown per EP rank times `scale`; returns us.
+  double Add(PhaseId id, bool moe, int pass, double us, const std::vector<double>* per_rank = nullptr, double scale = 1.0) {
+    at[size++] = {id, moe, pass == 1, us, per_rank, scale};
+    return us;
+  }
+};
 
-CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& totals, const ParallelDims& d, const TrainingConfig& t,
-                                     const ClusterSpec& c, const StepInputs& in, const CostOptions& options_in, bool detail) {
-  CheckCostModelCoversAttention(m);
-  const CostOptions o = WithPrecision(options_in, t);  // FP8 GEMMs from the training config
-  const auto& a = m.attention;
-  const Workload& w = in.workload;
-  const double peak = c.dense_bf16_tflops * kFlopsPerUsPerTflops;  // FLOP per microsecond
-  const double hbm = c.hbm_gbps * kBytesPerUsPerGbps;
-  const double T = static_cast<double>(w.tokens);
-  const double D = static_cast<double>(m.hidden_size), ab = static_cast<double>(w.act_bytes);
-  const double tp = static_cast<double>(d.tp);
-  const double E = static_cast<double>(m.moe.num_experts);
-  CostBreakdown out;
-  // torchtitan's per-layer selective checkpointing (recompute.h): the checkpointed layers cost what
-  // they cost under recompute full (that run's layer times and phases), the others -- this run,
-  // whose recompute set is empty -- what they cost under recompute none.
+// torchtitan's per-layer selective checkpointing (recompute.h): one layer in `every` of each stage
+// checkpointed (0: none), costing what it costs under recompute full (`checkpointed`: that run's
+// layer times and phases, us, detail on); `layer_checkpointed` [num_hidden_layers] marks them.
+struct LayerSac {
+  int64_t every = 0;
   CostBreakdown checkpointed;
-  std::vector<bool> layer_checkpointed(static_cast<size_t>(m.num_hidden_layers), false);
+  std::vector<bool> layer_checkpointed;
+};
+LayerSac LayerSacOf(const ModelSpec& m, const ParamTotals& totals, const ParallelDims& d, const TrainingConfig& t, const ClusterSpec& c,
+                    const StepInputs& in, const CostOptions& options_in) {
+  LayerSac sac;
+  sac.layer_checkpointed.assign(static_cast<size_t>(m.num_hidden_layers), false);
   if (const int64_t every = LayerSacEvery(t); every > 0) {
     TrainingConfig full = t;
     full.recompute = Recompute::kFull;
     full.selective_ac_option.clear();
-    checkpointed = SimulateStepFromInputs(m, totals, d, full, c, in, options_in, /*detail=*/true);
-    layer_checkpointed = LayerSacCheckpointed(*in.layer_stage, every);
-    out.layer_sac_every = every;
-    out.checkpointed_moe_layer_us = checkpointed.moe_layer_us;
-    out.checkpointed_dense_layer_us = checkpointed.dense_layer_us;
+    sac.every = every;
+    sac.checkpointed = SimulateStepFromInputs(m, totals, d, full, c, in, options_in, /*detail=*/true);
+    sac.layer_checkpointed = LayerSacCheckpointed(*in.layer_stage, every);
   }
+  return sac;
+}
 
-  // Attention: projections from the parameter count of one layer, core from the context.
-  const double attn_params = in.attention_params;
-  const double heads_local = a.num_attention_heads / tp;
-  const double d_qk = a.kind == AttentionKind::kMla ? a.qk_nope_head_dim + a.qk_rope_head_dim : a.head_dim;
-  const double d_v = a.kind == AttentionKind::kMla ? a.v_head_dim : a.head_dim;
-  // Causal attention: each of the T local tokens attends on average to half of the sequence.
-  const double core_flops = 2.0 * T * (t.seq_len / 2.0) * heads_local * (d_qk + d_v);
-  // FP8 GEMMs (gemm_efficiency.h Fp8GemmSpeedup) speed up the projections, not the flash core.
-  const double fp8x = Fp8GemmSpeedup(o);
-  const double attention_us =
-      2.0 * T * attn_params / tp / (peak * o.dense_efficiency * fp8x) + core_flops / (peak * o.attention_efficiency);
-  // Context parallelism's K/V exchange per layer (network.h): the ring's transfers under the
-  // attention core's blocks, or the Ulysses all-to-alls of Q, K, V and the output.
-  const CpExchangeUs cp = CpExchangePerLayerUs(m, d, t, c, T, ab, heads_local, d_qk, d_v, core_flops / (peak * o.attention_efficiency));
-  const double cp_fwd = cp.forward, cp_bwd = cp.backward;
-  const double tp_collective = RingCollectiveUs(T * D * ab, in.tp_group.size, in.tp_group.spans_nodes, c, in.tp_group.members_per_domain);
-
-  // FSDP per layer: all-gathers of the layer's parameters and reduce-scatters of its gradients,
-  // each overlapped with the compute of the micro-batch that carries it (the micro-batch takes the
-  // longer of the two); how many of the M micro-batches carry one follows the reshard-after-forward
-  // policy and pp (pipeline_schedule.h FsdpCallsPerStep).
-  const FsdpLayerUs fsdp = FsdpPerLayerUs(t, in, c);
-  const double(&fsdp_ag)[2] = fsdp.all_gather;  // [0] MoE layer, [1] dense layer: one call each
-  const double(&fsdp_rs)[2] = fsdp.reduce_scatter;
-  const int64_t num_mb = t.num_microbatches.value_or(d.pp);
-  const FsdpCalls fsdp_calls = FsdpCallsPerStep(t.run.reshard_after_forward, d.pp, num_mb);
-  // FSDP's rings and the EP all-to-alls share the NICs when both cross NVLink domains (network.h):
-  // the all-to-all's time is added to the FSDP traffic of the micro-batches that carry some.
-  const bool fsdp_spans = in.dense_dp_group.spans_nodes || in.sparse_dp_group.spans_nodes;
-  auto fsdp_layer = [&](double compute, double ag, double rs, int64_t n_ag, int64_t n_rs, double a2a, bool a2a_spans) {
-    return FsdpLayerMeanUs(compute, ag, rs, n_ag, n_rs, num_mb, NicContentionUs(a2a, fsdp_spans, a2a_spans));
-  };
-  // The FSDP traffic of one layer direction per micro-batch, as the phase shows it.
-  auto fsdp_mean = [&](double ag, double rs, int64_t n_ag, int64_t n_rs) {
-    return (ag * static_cast<double>(n_ag) + rs * static_cast<double>(n_rs)) / static_cast<double>(num_mb);
-  };
-
-  // Every phase added, in order (Record).
-  Record records[32];
-  int num_records = 0;
-  // `us` is the phase time; `per_rank` (routing-dependent phases) is shown per EP rank.
-  auto add = [&](PhaseId id, bool moe, int pass, double us, const std::vector<double>* per_rank = nullptr, double scale = 1.0) {
-    records[num_records++] = {id, moe, pass == 1, us, per_rank, scale};
-    return us;
-  };
-
-  // --- MoE layer over the sampled routing layers (SimulateMoePhases).
-  const MoePhaseTimes& mp = *in.moe_phases;
-  out.routing_imbalance = mp.imbalance;
-  const double router_us = std::max(2.0 * static_cast<double>(w.dispatch_tokens) * D * E / (peak * o.dense_efficiency), o.memory_floor_us);
-  const double shared_us =
-      m.moe.num_shared_experts > 0 ? 6.0 * T * D * m.moe.shared_expert_intermediate_size / tp / (peak * o.dense_efficiency * fp8x) : 0.0;
+// The figures every phase of one layer reads: the run's inputs, unit rates, the micro-batch's shape
+// and each compute phase's forward time at the fixed efficiencies (us per layer and micro-batch).
+struct LayerTerms {
+  LayerTerms(const ModelSpec& m_, const ParallelDims& d_, const TrainingConfig& t_, const ClusterSpec& c_, const StepInputs& in_,
+             const CostOptions& o_)
+      : m(m_), d(d_), t(t_), c(c_), in(in_), o(o_) {}
+  const ModelSpec& m;
+  const ParallelDims& d;
+  const TrainingConfig& t;
+  const ClusterSpec& c;
+  const StepInputs& in;
+  const CostOptions& o;                        // with the training config's FP8 GEMMs (WithPrecision)
+  double peak = 0;                             // dense BF16 FLOP per microsecond
+  double hbm = 0;                              // HBM bytes per microsecond
+  double T = 0, D = 0, ab = 0, tp = 0, E = 0;  // tokens, hidden size, bytes per activation element, tp, num_experts
+  double fp8x = 1;                             // FP8 GEMM speedup of projections and MLPs (gemm_efficiency.h Fp8GemmSpeedup)
   // Backward computes input and weight gradients (2x the forward FLOPs); with full
   // recomputation it first re-runs the forward, communication included (3x compute, 2x comm).
-  const bool full_recompute = t.recompute == Recompute::kFull;
-  const double bwd_compute = full_recompute ? 3.0 : 2.0, bwd_comm = full_recompute ? 2.0 : 1.0;
-  // The layer's shape for the kernel model and the selective-recompute kernels (kernels_model.h).
-  const KernelShape ks{T, static_cast<double>((w.tokens + d.tp - 1) / d.tp), static_cast<double>(w.dispatch_tokens), tp, ab};
-  // Memory-bound kernels and launch gaps (zero unless --compute-model kernels).
-  KernelExtrasUs kx;
-  if (o.kernel_compute) {
-    kx = KernelExtras(m, ks, o, c.hbm_gbps, full_recompute);
-  }
-  // GEMMs and flash attention by shape under --compute-model kernels (gemm_efficiency.h), else
-  // the fixed efficiencies above times the backward multiplier.
-  ShapedComputeUs sc;
-  if (o.kernel_compute)
-    sc =
-        ShapedCompute(m, T, static_cast<double>(w.dispatch_tokens), tp, static_cast<double>(t.seq_len), c.dense_bf16_tflops, o, c.hbm_gbps);
-  auto compute = [&](double fwd_us, const double(&shaped)[2], int pass, double mult) {
+  bool full_recompute = false;
+  double bwd_compute = 2.0, bwd_comm = 1.0;
+  KernelShape ks;      // the layer's shape for the kernel model and the selective-recompute kernels (kernels_model.h)
+  KernelExtrasUs kx;   // memory-bound kernels and launch gaps (zero unless --compute-model kernels)
+  ShapedComputeUs sc;  // GEMMs and flash attention by shape (gemm_efficiency.h; --compute-model kernels only)
+  double heads_local = 0, d_qk = 0, d_v = 0;              // attention heads on a rank and their q/k and v widths
+  double core_flops = 0;                                  // the causal attention core, FLOP
+  double attention_us = 0;                                // attention forward: projections and core
+  CpExchangeUs cp;                                        // context parallelism's K/V exchange
+  double tp_collective = 0;                               // one tp ring collective of the layer's T x D activations
+  double router_us = 0, shared_us = 0, dense_mlp_us = 0;  // forward times
+  // The multipliers of a forward time in `pass` (0 forward, 1 backward): compute and communication.
+  double ComputeMult(int pass) const { return pass == 0 ? 1.0 : bwd_compute; }
+  double CommMult(int pass) const { return pass == 0 ? 1.0 : bwd_comm; }
+  // A compute phase in `pass` (us): by shape under --compute-model kernels (`shaped`, the backward
+  // after the forward's re-run under full recomputation), else `fwd_us` times `mult`.
+  double Compute(double fwd_us, const double (&shaped)[2], int pass, double mult) const {
     if (!o.kernel_compute) return fwd_us * mult;
     return shaped[pass] + (pass == 1 && full_recompute ? shaped[0] : 0.0);
-  };
-  // Selective recomputation by module (recompute.h): the backward re-runs the forward of what the
-  // set drops; the norm and SwiGLU kernels cost time only under --compute-model kernels.
-  const RecomputeSet rs = RecomputeSetOf(t);
-  RecomputeForwardUs rf;
-  if (t.recompute == Recompute::kSelective) {
-    auto mem = [&](const std::vector<KernelBytes>& k) { return MemoryBoundUs(k, c.hbm_gbps, o.hbm_efficiency, o.memory_floor_us); };
-    if (o.kernel_compute) {
-      std::vector<KernelBytes> norms;
-      for (const KernelBytes& k : AttentionBlockKernels(m, ks, false)) {
-        if (k.name.find("norm") != std::string::npos && k.name != "qk_norm") norms.push_back(k);
-      }
-      rf.norms = mem(norms);
-      // The routed SwiGLU re-runs on the rows the routing sample sends the slowest rank (the
-      // forward's, SimulateMoePhases), not on the memory-sizing bound (training.imbalance).
-      const double sampled_rows = static_cast<double>(w.mean_received_rows) * mp.imbalance;
-      rf.routed_act = mem({SwigluKernel(sampled_rows, static_cast<double>(w.expert_f_local), ab, false)});
-      if (m.moe.num_shared_experts > 0) rf.shared_act = mem({SwigluKernel(T, m.moe.shared_expert_intermediate_size / tp, ab, false)});
-      rf.dense_act = mem({SwigluKernel(T, m.intermediate_size / tp, ab, false)});
-    }
-    rf.attention_core = o.kernel_compute
-                            ? core_flops / (peak * FlashAttentionEfficiency(d_qk, static_cast<double>(t.seq_len), true, false, o))
-                            : core_flops / (peak * o.attention_efficiency);
-    if (a.kind == AttentionKind::kMla) {
-      const double q_b_n = heads_local * d_qk, kv_b_n = heads_local * (a.qk_nope_head_dim + a.v_head_dim);
-      const double q_b_k = a.q_lora_rank > 0 ? static_cast<double>(a.q_lora_rank) : 0.0;
-      const double kv_b_k = static_cast<double>(a.kv_lora_rank);
-      rf.mla_up_proj = o.kernel_compute ? LinearUs(T, q_b_n, q_b_k, false, c.dense_bf16_tflops, o) +
-                                              LinearUs(T, kv_b_n, kv_b_k, false, c.dense_bf16_tflops, o)
-                                        : 2.0 * T * (q_b_n * q_b_k + kv_b_n * kv_b_k) / (peak * o.dense_efficiency * fp8x);
-    }
-    rf.router = compute(router_us, sc.router, 0, 1.0) + kx.router[0];
-    rf.permute = rf.unpermute = mp.permute_max;
-    rf.dispatch = mp.dispatch_max;
-    rf.combine = mp.combine_max;
-    rf.grouped_gemm = mp.gemm_max + kx.grouped_gemm[0];
-    rf.shared_experts = compute(shared_us, sc.shared_experts, 0, 1.0) + kx.shared_experts[0];
-    if (OpSac(t))
-      OpSacForwardUs(m, T, tp, o.kernel_compute ? mem(AttentionBlockKernels(m, ks, false)) : 0.0, tp_collective, c, peak, o, rf);
   }
-  RecomputeExtraUs rx = OpSac(t) ? OpSacRecomputeUs(rf) : SelectiveRecomputeUs(rs, rf);
-  auto rb = [](double extra, int pass) { return pass == 1 ? extra : 0.0; };  // recomputation runs in the backward
-  double moe_fwd = 0, moe_bwd = 0;
-  // Per direction: the layer's sum, its EP all-to-alls, the rest of it, and the records of the
-  // dispatch and combine phases (for --overlap-moe-expert-parallel-comm below).
-  double moe_sum[2] = {0, 0}, moe_a2a[2] = {0, 0}, moe_rest[2] = {0, 0};
-  int a2a_record[2][2] = {{-1, -1}, {-1, -1}};
-  // The dispatch per pass: the forward's (FP8 rows with --fp8-dispatch); the backward's in BF16
-  // (dispatch_bwd), after the forward's again under full recomputation.
+};
+LayerTerms LayerTermsOf(const ModelSpec& m, const ParallelDims& d, const TrainingConfig& t, const ClusterSpec& c, const StepInputs& in,
+                        const CostOptions& o) {
+  LayerTerms L(m, d, t, c, in, o);
+  const auto& a = m.attention;
+  const Workload& w = in.workload;
+  L.peak = c.dense_bf16_tflops * kFlopsPerUsPerTflops;  // FLOP per microsecond
+  L.hbm = c.hbm_gbps * kBytesPerUsPerGbps;
+  L.T = static_cast<double>(w.tokens);
+  L.D = static_cast<double>(m.hidden_size), L.ab = static_cast<double>(w.act_bytes);
+  L.tp = static_cast<double>(d.tp);
+  L.E = static_cast<double>(m.moe.num_experts);
+  const double peak = L.peak, T = L.T, D = L.D, ab = L.ab, tp = L.tp, E = L.E;
+  // Attention: projections from the parameter count of one layer, core from the context.
+  const double attn_params = in.attention_params;
+  L.heads_local = a.num_attention_heads / tp;
+  L.d_qk = a.kind == AttentionKind::kMla ? a.qk_nope_head_dim + a.qk_rope_head_dim : a.head_dim;
+  L.d_v = a.kind == AttentionKind::kMla ? a.v_head_dim : a.head_dim;
+  // Causal attention: each of the T local tokens attends on average to half of the sequence.
+  L.core_flops = 2.0 * T * (t.seq_len / 2.0) * L.heads_local * (L.d_qk + L.d_v);
+  // FP8 GEMMs (gemm_efficiency.h Fp8GemmSpeedup) speed up the projections, not the flash core.
+  L.fp8x = Fp8GemmSpeedup(o);
+  L.attention_us = 2.0 * T * attn_params / tp / (peak * o.dense_efficiency * L.fp8x) + L.core_flops / (peak * o.attention_efficiency);
+  // Context parallelism's K/V exchange per layer (network.h): the ring's transfers under the
+  // attention core's blocks, or the Ulysses all-to-alls of Q, K, V and the output.
+  L.cp = CpExchangePerLayerUs(m, d, t, c, T, ab, L.heads_local, L.d_qk, L.d_v, L.core_flops / (peak * o.attention_efficiency));
+  L.tp_collective = RingCollectiveUs(T * D * ab, in.tp_group.size, in.tp_group.spans_nodes, c, in.tp_group.members_per_domain);
+  L.router_us = std::max(2.0 * static_cast<double>(w.dispatch_tokens) * D * E / (peak * o.dense_efficiency), o.memory_floor_us);
+  L.shared_us =
+      m.moe.num_shared_experts > 0 ? 6.0 * T * D * m.moe.shared_expert_intermediate_size / tp / (peak * o.dense_efficiency * L.fp8x) : 0.0;
+  L.dense_mlp_us = m.intermediate_size > 0 ? 6.0 * T * D * m.intermediate_size / tp / (peak * o.dense_efficiency * L.fp8x) : 0.0;
+  L.full_recompute = t.recompute == Recompute::kFull;
+  L.bwd_compute = L.full_recompute ? 3.0 : 2.0, L.bwd_comm = L.full_recompute ? 2.0 : 1.0;
+  L.ks = KernelShape{T, static_cast<double>((w.tokens + d.tp - 1) / d.tp), static_cast<double>(w.dispatch_tokens), tp, ab};
+  if (o.kernel_compute) {
+    L.kx = KernelExtras(m, L.ks, o, c.hbm_gbps, L.full_recompute);
+    L.sc =
+        ShapedCompute(m, T, static_cast<double>(w.dispatch_tokens), tp, static_cast<double>(t.seq_len), c.dense_bf16_tflops, o, c.hbm_gbps);
+  }
+  return L;
+}
+
+// FSDP per layer: all-gathers of the layer's parameters and reduce-scatters of its gradients,
+// each overlapped with the compute of the micro-batch that carries it (the micro-batch takes the
+// longer of the two); how many of the M micro-batches carry one follows the reshard-after-forward
+// policy and pp (pipeline_schedule.h FsdpCallsPerStep). `kind` 0 is the MoE layer, 1 the dense one.
+struct FsdpSchedule {
+  FsdpLayerUs us;  // one call each
+  int64_t num_mb = 1;
+  FsdpCalls calls;
+  bool spans = false;  // a data-parallel group crosses NVLink domains
+  int64_t AllGathers(int pass) const { return pass == 0 ? calls.forward_all_gathers : calls.backward_all_gathers; }
+  int64_t ReduceScatters(int pass) const { return pass == 0 ? 0 : calls.reduce_scatters; }
+  // One layer direction's mean time per micro-batch (us) with `compute_us` under its collectives;
+  // FSDP's rings and the EP all-to-alls (`a2a_us`) share the NICs when both cross NVLink domains
+  // (network.h): the all-to-all's time is added to the FSDP traffic of the micro-batches that carry some.
+  double LayerUs(int kind, int pass, double compute_us, double a2a_us, bool a2a_spans) const {
+    return FsdpLayerMeanUs(compute_us, us.all_gather[kind], us.reduce_scatter[kind], AllGathers(pass), ReduceScatters(pass), num_mb,
+                           NicContentionUs(a2a_us, spans, a2a_spans));
+  }
+  // The FSDP traffic of one layer direction per micro-batch (us), as the phase shows it.
+  double MeanUs(int kind, int pass) const {
+    return (us.all_gather[kind] * static_cast<double>(AllGathers(pass)) +
+            us.reduce_scatter[kind] * static_cast<double>(ReduceScatters(pass))) /
+           static_cast<double>(num_mb);
+  }
+};
+FsdpSchedule FsdpScheduleOf(const ParallelDims& d, const TrainingConfig& t, const StepInputs& in, const ClusterSpec& c) {
+  FsdpSchedule f;
+  f.us = FsdpPerLayerUs(t, in, c);
+  f.num_mb = t.num_microbatches.value_or(d.pp);
+  f.calls = FsdpCallsPerStep(t.run.reshard_after_forward, d.pp, f.num_mb);
+  f.spans = in.dense_dp_group.spans_nodes || in.sparse_dp_group.spans_nodes;
+  return f;
+}
+
+// Selective recomputation by module (recompute.h): the forward time (us) of each piece the backward
+// may re-run; the norm and SwiGLU kernels cost time only under --compute-model kernels. All zero
+// unless recompute is selective; the dense MLP's is the caller's (after the MoE layer).
+RecomputeForwardUs RecomputeForwardOf(const LayerTerms& L, const MoePhaseTimes& mp) {
+  RecomputeForwardUs rf;
+  const ModelSpec& m = L.m;
+  const TrainingConfig& t = L.t;
+  const ClusterSpec& c = L.c;
+  const CostOptions& o = L.o;
+  const Workload& w = L.in.workload;
+  const auto& a = m.attention;
+  const double T = L.T, ab = L.ab, tp = L.tp, peak = L.peak, fp8x = L.fp8x, heads_local = L.heads_local, d_qk = L.d_qk;
+  const double core_flops = L.core_flops;
+  if (t.recompute != Recompute::kSelective) return rf;
+  auto mem = [&](const std::vector<KernelBytes>& k) { return MemoryBoundUs(k, c.hbm_gbps, o.hbm_efficiency, o.memory_floor_us); };
+  if (o.kernel_compute) {
+    std::vector<KernelBytes> norms;
+    for (const KernelBytes& k : AttentionBlockKernels(m, L.ks, false)) {
+      if (k.name.find("norm") != std::string::npos && k.name != "qk_norm") norms.push_back(k);
+    }
+    rf.norms = mem(norms);
+    // The routed SwiGLU re-runs on the rows the routing sample sends the slowest rank (the
+    // forward's, SimulateMoePhases), not on the memory-sizing bound (training.imbalance).
+    const double sampled_rows = static_cast<double>(w.mean_received_rows) * mp.imbalance;
+    rf.routed_act = mem({SwigluKernel(sampled_rows, static_cast<double>(w.expert_f_local), ab, false)});
+    if (m.moe.num_shared_experts > 0) rf.shared_act = mem({SwigluKernel(T, m.moe.shared_expert_intermediate_size / tp, ab, false)});
+    rf.dense_act = mem({SwigluKernel(T, m.intermediate_size / tp, ab, false)});
+  }
+  rf.attention_core = o.kernel_compute
+                          ? core_flops / (peak * FlashAttentionEfficiency(d_qk, static_cast<double>(t.seq_len), true, false, o))
+                          : core_flops / (peak * o.attention_efficiency);
+  if (a.kind == AttentionKind::kMla) {
+    const double q_b_n = heads_local * d_qk, kv_b_n = heads_local * (a.qk_nope_head_dim + a.v_head_dim);
+    const double q_b_k = a.q_lora_rank > 0 ? static_cast<double>(a.q_lora_rank) : 0.0;
+    const double kv_b_k = static_cast<double>(a.kv_lora_rank);
+    rf.mla_up_proj = o.kernel_compute ? LinearUs(T, q_b_n, q_b_k, false, c.dense_bf16_tflops, o) +
+                                            LinearUs(T, kv_b_n, kv_b_k, false, c.dense_bf16_tflops, o)
+                                      : 2.0 * T * (q_b_n * q_b_k + kv_b_n * kv_b_k) / (peak * o.dense_efficiency * fp8x);
+  }
+  rf.router = L.Compute(L.router_us, L.sc.router, 0, 1.0) + L.kx.router[0];
+  rf.permute = rf.unpermute = mp.permute_max;
+  rf.dispatch = mp.dispatch_max;
+  rf.combine = mp.combine_max;
+  rf.grouped_gemm = mp.gemm_max + L.kx.grouped_gemm[0];
+  rf.shared_experts = L.Compute(L.shared_us, L.sc.shared_experts, 0, 1.0) + L.kx.shared_experts[0];
+  if (OpSac(t))
+    OpSacForwardUs(m, T, tp, o.kernel_compute ? mem(AttentionBlockKernels(m, L.ks, false)) : 0.0, L.tp_collective, c, peak, o, rf);
+  return rf;
+}
+
+// What the backward re-runs of each phase (us): per-op checkpointing's set or the module set `rs`.
+RecomputeExtraUs RecomputeExtraOf(const TrainingConfig& t, const RecomputeSet& rs, const RecomputeForwardUs& rf) {
+  return OpSac(t) ? OpSacRecomputeUs(rf) : SelectiveRecomputeUs(rs, rf);
+}
+
+// A recomputation time (us) in `pass`: recomputation runs in the backward only.
+double BackwardOnly(double extra, int pass) {
+  return pass == 1 ? extra : 0.0;
+}
+
+// The attention phase of one layer, forward [0] and backward [1] (us): projections and core, the
+// kernel model's extras, what recomputation re-runs, and context parallelism's exchange (the
+// backward's after the forward's again under full recomputation).
+std::array<double, 2> AttentionPhaseUs(const LayerTerms& L, const RecomputeExtraUs& rx) {
+  std::array<double, 2> us;
+  for (int pass = 0; pass < 2; ++pass) {
+    us[pass] = L.Compute(L.attention_us, L.sc.attention, pass, L.ComputeMult(pass)) + L.kx.attention[pass] +
+               BackwardOnly(rx.attention, pass) + (pass == 0 ? L.cp.forward : L.cp.backward + (L.full_recompute ? L.cp.forward : 0.0));
+  }
+  return us;
+}
+
+// The tensor-parallel communication of one layer, forward [0] and backward [1] (us): four tp
+// collectives and what recomputation re-runs.
+std::array<double, 2> TpCommPhaseUs(const LayerTerms& L, const RecomputeExtraUs& rx) {
+  std::array<double, 2> us;
+  for (int pass = 0; pass < 2; ++pass) us[pass] = 4 * L.tp_collective * L.CommMult(pass) + BackwardOnly(rx.tp_comm, pass);
+  return us;
+}
+
+// The backward dispatch per EP rank (us): BF16 rows (dispatch_bwd), after the forward's again under
+// full recomputation.
+std::vector<double> BackwardDispatchRanks(const MoePhaseTimes& mp, bool full_recompute) {
   std::vector<double> dispatch_bwd_ranks = mp.dispatch_bwd;
   for (size_t r = 0; r < dispatch_bwd_ranks.size() && full_recompute; ++r) dispatch_bwd_ranks[r] += mp.dispatch[r];
-  const double dispatch_us[2] = {mp.dispatch_max, mp.dispatch_bwd_max + (full_recompute ? mp.dispatch_max : 0.0)};
+  return dispatch_bwd_ranks;
+}
+
+// One layer of one micro-batch, forward and backward (us).
+struct LayerUs {
+  double fwd = 0, bwd = 0;
+};
+
+// Per direction of the MoE layer (us): its phases' sum, its EP all-to-alls, the rest of it, and
+// the records of its dispatch and combine phases (for --overlap-moe-expert-parallel-comm).
+struct MoePassSums {
+  double sum[2] = {0, 0}, a2a[2] = {0, 0}, rest[2] = {0, 0};
+  int a2a_record[2][2] = {{-1, -1}, {-1, -1}};
+};
+
+// Records the MoE layer's phases, forward then backward (us per layer and micro-batch; the
+// routing-dependent ones per EP rank from `mp`, the backward dispatch from `dispatch_bwd_ranks`,
+// which must outlive `records`), and returns each direction's sums.
+MoePassSums AddMoeLayerPhases(const LayerTerms& L, const MoePhaseTimes& mp, const RecomputeExtraUs& rx,
+                              const std::vector<double>& dispatch_bwd_ranks, const FsdpSchedule& fsdp, PhaseRecords& records) {
+  MoePassSums s;
+  const std::array<double, 2> attention = AttentionPhaseUs(L, rx), tp_comm = TpCommPhaseUs(L, rx);
+  // The dispatch per pass: the forward's (FP8 rows with --fp8-dispatch); the backward's in BF16
+  // (dispatch_bwd), after the forward's again under full recomputation.
+  const double dispatch_us[2] = {mp.dispatch_max, mp.dispatch_bwd_max + (L.full_recompute ? mp.dispatch_max : 0.0)};
   for (int pass = 0; pass < 2; ++pass) {
-    const double mult = pass == 0 ? 1.0 : bwd_compute;
-    const double cmult = pass == 0 ? 1.0 : bwd_comm;
+    const double mult = L.ComputeMult(pass);
+    const double cmult = L.CommMult(pass);
     double sum = 0;
-    sum += add(kAttention, true, pass,
-               compute(attention_us, sc.attention, pass, mult) + kx.attention[pass] + rb(rx.attention, pass) +
-                   (pass == 0 ? cp_fwd : cp_bwd + (full_recompute ? cp_fwd : 0.0)));
-    sum += add(kTpComm, true, pass, 4 * tp_collective * cmult + rb(rx.tp_comm, pass));
-    sum += add(kRouter, true, pass, compute(router_us, sc.router, pass, mult) + kx.router[pass] + rb(rx.router, pass));
-    sum += add(kPermute, true, pass, mp.permute_max * cmult + rb(rx.permute, pass), &mp.permute, cmult);
-    a2a_record[pass][0] = num_records;
-    sum += add(kDispatch, true, pass, dispatch_us[pass] + rb(rx.dispatch, pass), pass == 0 ? &mp.dispatch : &dispatch_bwd_ranks);
-    sum += add(kGroupedGemm, true, pass, mp.gemm_max * mult + kx.grouped_gemm[pass] + rb(rx.grouped_gemm, pass), &mp.gemm, mult);
-    sum += add(kUnpermute, true, pass, mp.permute_max * cmult + rb(rx.unpermute, pass), &mp.permute, cmult);
-    a2a_record[pass][1] = num_records;
-    const double comb = add(kCombine, true, pass, mp.combine_max * cmult + rb(rx.combine, pass), &mp.combine, cmult);
-    const double shared = add(kSharedExperts, true, pass,
-                              compute(shared_us, sc.shared_experts, pass, mult) + kx.shared_experts[pass] + rb(rx.shared_experts, pass));
-    sum += o.overlap_shared_experts && !EpCommOverlapped(t.run) ? std::max(comb, shared) : comb + shared;
-    const int64_t n_ag = pass == 0 ? fsdp_calls.forward_all_gathers : fsdp_calls.backward_all_gathers;
-    const int64_t n_rs = pass == 0 ? 0 : fsdp_calls.reduce_scatters;
-    add(kFsdpComm, true, pass, fsdp_mean(fsdp_ag[0], fsdp_rs[0], n_ag, n_rs));
-    moe_sum[pass] = sum;
-    moe_a2a[pass] = dispatch_us[pass] + mp.combine_max * cmult + rb(rx.dispatch, pass) + rb(rx.combine, pass);
-    moe_rest[pass] = sum - moe_a2a[pass];
+    sum += records.Add(kAttention, true, pass, attention[pass]);
+    sum += records.Add(kTpComm, true, pass, tp_comm[pass]);
+    sum += records.Add(kRouter, true, pass,
+                       L.Compute(L.router_us, L.sc.router, pass, mult) + L.kx.router[pass] + BackwardOnly(rx.router, pass));
+    sum += records.Add(kPermute, true, pass, mp.permute_max * cmult + BackwardOnly(rx.permute, pass), &mp.permute, cmult);
+    s.a2a_record[pass][0] = records.size;
+    sum += records.Add(kDispatch, true, pass, dispatch_us[pass] + BackwardOnly(rx.dispatch, pass),
+                       pass == 0 ? &mp.dispatch : &dispatch_bwd_ranks);
+    sum += records.Add(kGroupedGemm, true, pass, mp.gemm_max * mult + L.kx.grouped_gemm[pass] + BackwardOnly(rx.grouped_gemm, pass),
+                       &mp.gemm, mult);
+    sum += records.Add(kUnpermute, true, pass, mp.permute_max * cmult + BackwardOnly(rx.unpermute, pass), &mp.permute, cmult);
+    s.a2a_record[pass][1] = records.size;
+    const double comb = records.Add(kCombine, true, pass, mp.combine_max * cmult + BackwardOnly(rx.combine, pass), &mp.combine, cmult);
+    const double shared = records.Add(
+        kSharedExperts, true, pass,
+        L.Compute(L.shared_us, L.sc.shared_experts, pass, mult) + L.kx.shared_experts[pass] + BackwardOnly(rx.shared_experts, pass));
+    sum += L.o.overlap_shared_experts && !EpCommOverlapped(L.t.run) ? std::max(comb, shared) : comb + shared;
+    records.Add(kFsdpComm, true, pass, fsdp.MeanUs(0, pass));
+    s.sum[pass] = sum;
+    s.a2a[pass] = dispatch_us[pass] + mp.combine_max * cmult + BackwardOnly(rx.dispatch, pass) + BackwardOnly(rx.combine, pass);
+    s.rest[pass] = sum - s.a2a[pass];
   }
-  // Megatron's --overlap-moe-expert-parallel-comm: one micro-batch's all-to-alls run under another
-  // micro-batch's compute of the other direction (pipeline_schedule.h EpOverlapExposedUs); the
-  // dispatch and combine phases show what stays exposed.
-  if (EpCommOverlapped(t.run) && d.ep > 1) {
-    const EpOverlap ov = EpOverlapExposedUs(moe_a2a[0], moe_a2a[1], moe_rest[0], moe_rest[1]);
-    const double exposed[2] = {ov.forward_exposed_us, ov.backward_exposed_us};
-    for (int pass = 0; pass < 2; ++pass) {
-      const double f = moe_a2a[pass] > 0 ? exposed[pass] / moe_a2a[pass] : 0.0;
-      for (int which = 0; which < 2; ++which) {
-        Record& r = records[a2a_record[pass][which]];
-        r.us *= f;
-        r.scale *= f;
-      }
-      moe_sum[pass] = moe_rest[pass] + exposed[pass];
-    }
-  }
+  return s;
+}
+
+// Megatron's --overlap-moe-expert-parallel-comm: one micro-batch's all-to-alls run under another
+// micro-batch's compute of the other direction (pipeline_schedule.h EpOverlapExposedUs); the
+// dispatch and combine records are scaled to what stays exposed, and each direction's sum becomes
+// the rest plus that (us).
+void OverlapEpComm(MoePassSums& s, PhaseRecords& records) {
+  const EpOverlap ov = EpOverlapExposedUs(s.a2a[0], s.a2a[1], s.rest[0], s.rest[1]);
+  const double exposed[2] = {ov.forward_exposed_us, ov.backward_exposed_us};
   for (int pass = 0; pass < 2; ++pass) {
-    const int64_t n_ag = pass == 0 ? fsdp_calls.forward_all_gathers : fsdp_calls.backward_all_gathers;
-    const int64_t n_rs = pass == 0 ? 0 : fsdp_calls.reduce_scatters;
-    // FSDP's rings and the EP all-to-alls share the NICs when both cross NVLink domains (network.h).
-    (pass == 0 ? moe_fwd : moe_bwd) = fsdp_layer(moe_sum[pass], fsdp_ag[0], fsdp_rs[0], n_ag, n_rs, moe_a2a[pass], mp.spans_domains);
-  }
-  out.moe_layer_us = moe_fwd + moe_bwd;
-
-  // --- Dense layer.
-  const double dense_mlp_us = m.intermediate_size > 0 ? 6.0 * T * D * m.intermediate_size / tp / (peak * o.dense_efficiency * fp8x) : 0.0;
-  const bool has_dense = in.num_moe_layers < m.num_hidden_layers;
-  if (t.recompute == Recompute::kSelective) {
-    rf.dense_mlp = compute(dense_mlp_us, sc.dense_mlp, 0, 1.0) + kx.dense_mlp[0];
-    rx = OpSac(t) ? OpSacRecomputeUs(rf) : SelectiveRecomputeUs(rs, rf);
-  }
-  double dense_fwd = 0, dense_bwd = 0;
-  if (has_dense) {
-    for (int pass = 0; pass < 2; ++pass) {
-      const double mult = pass == 0 ? 1.0 : bwd_compute;
-      const double cmult = pass == 0 ? 1.0 : bwd_comm;
-      double sum =
-          add(kAttention, false, pass,
-              compute(attention_us, sc.attention, pass, mult) + kx.attention[pass] + rb(rx.attention, pass) +
-                  (pass == 0 ? cp_fwd : cp_bwd + (full_recompute ? cp_fwd : 0.0))) +
-          add(kTpComm, false, pass, 4 * tp_collective * cmult + rb(rx.tp_comm, pass)) +
-          add(kDenseMlp, false, pass, compute(dense_mlp_us, sc.dense_mlp, pass, mult) + kx.dense_mlp[pass] + rb(rx.dense_mlp, pass));
-      const int64_t n_ag = pass == 0 ? fsdp_calls.forward_all_gathers : fsdp_calls.backward_all_gathers;
-      const int64_t n_rs = pass == 0 ? 0 : fsdp_calls.reduce_scatters;
-      add(kFsdpComm, false, pass, fsdp_mean(fsdp_ag[1], fsdp_rs[1], n_ag, n_rs));
-      (pass == 0 ? dense_fwd : dense_bwd) = fsdp_layer(sum, fsdp_ag[1], fsdp_rs[1], n_ag, n_rs, 0.0, false);
+    const double f = s.a2a[pass] > 0 ? exposed[pass] / s.a2a[pass] : 0.0;
+    for (int which = 0; which < 2; ++which) {
+      Record& r = records.at[s.a2a_record[pass][which]];
+      r.us *= f;
+      r.scale *= f;
     }
+    s.sum[pass] = s.rest[pass] + exposed[pass];
   }
-  out.dense_layer_us = dense_fwd + dense_bwd;
+}
 
-  // --- Stages, pipeline, data-parallel step communication, optimizer.
-  const std::vector<int64_t>& layer_stage = *in.layer_stage;
-  const double lm_head_us =
-      (o.kernel_compute ? sc.lm_head[0] + sc.lm_head[1] : 3.0 * 2.0 * T * D * m.vocab_size / tp / (peak * o.dense_efficiency)) +
-      kx.lm_head[0] + kx.lm_head[1];
+// The MoE layer of one micro-batch, forward and backward (us), its phases recorded (AddMoeLayerPhases),
+// the EP all-to-alls overlapped where the run says so, and FSDP's collectives overlapped with it.
+LayerUs MoeLayerUs(const LayerTerms& L, const MoePhaseTimes& mp, const RecomputeExtraUs& rx, const std::vector<double>& dispatch_bwd_ranks,
+                   const FsdpSchedule& fsdp, PhaseRecords& records) {
+  MoePassSums s = AddMoeLayerPhases(L, mp, rx, dispatch_bwd_ranks, fsdp, records);
+  if (EpCommOverlapped(L.t.run) && L.d.ep > 1) OverlapEpComm(s, records);
+  LayerUs u;
+  for (int pass = 0; pass < 2; ++pass) {
+    // FSDP's rings and the EP all-to-alls share the NICs when both cross NVLink domains (network.h).
+    (pass == 0 ? u.fwd : u.bwd) = fsdp.LayerUs(0, pass, s.sum[pass], s.a2a[pass], mp.spans_domains);
+  }
+  return u;
+}
+
+// The dense layer of one micro-batch, forward and backward (us; zero when the model has none): its
+// attention, tp communication and dense MLP recorded, FSDP's collectives overlapped with them.
+LayerUs DenseLayerUs(const LayerTerms& L, const RecomputeExtraUs& rx, const FsdpSchedule& fsdp, PhaseRecords& records) {
+  LayerUs u;
+  if (!(L.in.num_moe_layers < L.m.num_hidden_layers)) return u;
+  const std::array<double, 2> attention = AttentionPhaseUs(L, rx), tp_comm = TpCommPhaseUs(L, rx);
+  for (int pass = 0; pass < 2; ++pass) {
+    const double mult = L.ComputeMult(pass);
+    double sum =
+        records.Add(kAttention, false, pass, attention[pass]) + records.Add(kTpComm, false, pass, tp_comm[pass]) +
+        records.Add(kDenseMlp, false, pass,
+                    L.Compute(L.dense_mlp_us, L.sc.dense_mlp, pass, mult) + L.kx.dense_mlp[pass] + BackwardOnly(rx.dense_mlp, pass));
+    records.Add(kFsdpComm, false, pass, fsdp.MeanUs(1, pass));
+    (pass == 0 ? u.fwd : u.bwd) = fsdp.LayerUs(1, pass, sum, 0.0, false);
+  }
+  return u;
+}
+
+// Per micro-batch outside the layers (us): lm_head forward + backward on the loss stage, each MTP
+// module's eh_proj forward + backward, and every stage's pipeline send/recv.
+struct StageExtrasUs {
+  double lm_head = 0, eh_proj = 0, p2p = 0;
+};
+StageExtrasUs StageExtrasOf(const LayerTerms& L) {
+  const ModelSpec& m = L.m;
+  const ParallelDims& d = L.d;
+  const TrainingConfig& t = L.t;
+  const ClusterSpec& c = L.c;
+  const CostOptions& o = L.o;
+  const double T = L.T, D = L.D, tp = L.tp, peak = L.peak;
+  StageExtrasUs x;
+  x.lm_head = (o.kernel_compute ? L.sc.lm_head[0] + L.sc.lm_head[1] : 3.0 * 2.0 * T * D * m.vocab_size / tp / (peak * o.dense_efficiency)) +
+              L.kx.lm_head[0] + L.kx.lm_head[1];
   // Each MTP module's eh_proj, forward and backward: the column-parallel projection of [h; emb]
   // (2 D -> D / tp; megatron/core/transformer/multi_token_prediction.py MultiTokenPredictionLayer,
   // gather_output=False) over the micro-batch's T tokens, an FP8 GEMM with --precision fp8.
-  const double eh_proj_us =
-      o.kernel_compute ? sc.eh_proj[0] + sc.eh_proj[1] : 3.0 * 2.0 * T * (2.0 * D) * D / tp / (peak * o.dense_efficiency * fp8x);
+  x.eh_proj =
+      o.kernel_compute ? L.sc.eh_proj[0] + L.sc.eh_proj[1] : 3.0 * 2.0 * T * (2.0 * D) * D / tp / (peak * o.dense_efficiency * L.fp8x);
   // Pipeline send/recv per micro-batch on every stage: activations forward and gradients back at
   // each of its vpp chunk boundaries, PpSendBytes each (comm.h), over the
   // link they cross (network.h P2pUs: some stage boundary leaves the domain once the world does).
-  const double p2p_us = d.pp > 1
-                            ? 2.0 * static_cast<double>(t.run.vpp) *
-                                  P2pUs(static_cast<double>(PpSendBytes(w, d.tp, m.hidden_size)), d.world_size > NvlinkDomainGpus(c), c)
-                            : 0.0;
-  const int64_t loss_stage = in.loss_stage < 0 ? d.pp - 1 : in.loss_stage;
-  const int64_t mtp_stage = in.mtp_stage < 0 ? d.pp - 1 : in.mtp_stage;
-  const StageWalk walk = WalkStages(m, d, t, layer_stage, layer_checkpointed, out, loss_stage, mtp_stage, lm_head_us, eh_proj_us, p2p_us);
+  x.p2p = d.pp > 1 ? 2.0 * static_cast<double>(t.run.vpp) *
+                         P2pUs(static_cast<double>(PpSendBytes(L.in.workload, d.tp, m.hidden_size)), d.world_size > NvlinkDomainGpus(c), c)
+                   : 0.0;
+  return x;
+}
+
+// The step from its slowest stage (`walk`), written to `out` (us): the stage's micro-batch, the
+// pipeline bubble, the exposed data-parallel step communication, the optimizer and the step time.
+// Returns the pipeline slots per step: A (M + (pp - 1) / vpp), or DualPipe's.
+double SetPipelineStep(const LayerTerms& L, const StageWalk& walk, const StageExtrasUs& x, int64_t loss_stage, const LayerUs& moe,
+                       const LayerUs& dense, CostBreakdown& out) {
+  const ParallelDims& d = L.d;
+  const TrainingConfig& t = L.t;
+  const StepInputs& in = L.in;
   const double worst_stage = walk.worst;
   const int64_t slowest_stage = walk.slowest;
   const double M = static_cast<double>(t.num_microbatches.value_or(d.pp));
@@ -809,9 +989,9 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
   // Megatron's overlapped gradient reduce (under the slowest stage's last backward) and
   // parameter gather (under its first forward) leave only what exceeds that compute exposed.
   const double stage_fwd_us =
-      SlowestStageForwardUs(m, layer_stage, slowest_stage, moe_fwd, dense_fwd, slowest_stage == loss_stage, lm_head_us, p2p_us);
+      SlowestStageForwardUs(L.m, *in.layer_stage, slowest_stage, moe.fwd, dense.fwd, slowest_stage == loss_stage, x.lm_head, x.p2p);
   out.dp_step_comm_us = ExposedDpStepCommUs(in, t.run, stage_fwd_us, worst_stage - stage_fwd_us);
-  out.optimizer_us = 2.0 * static_cast<double>(in.static_bytes_rank0) / hbm;
+  out.optimizer_us = 2.0 * static_cast<double>(in.static_bytes_rank0) / L.hbm;
   double slots = A * PipelineSlots(static_cast<int64_t>(M), d.pp, t.run.vpp);
   if (IsDualPipe(t.run)) {
     // DualPipe's bubble (pipeline_schedule.h DualPipeBubbleUs): F&B is a stage's overlapped
@@ -823,17 +1003,31 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
     slots = A * M + (worst_stage > 0 ? out.pipeline_bubble_us / worst_stage : 0.0);
   }
   out.step_time_us = slots * worst_stage + out.dp_step_comm_us + out.optimizer_us;
+  return slots;
+}
 
+// Tokens per second per GPU, Megatron's model FLOPs per token (model_flops.h) and the MFU of the
+// step time in `out`.
+void SetThroughput(const LayerTerms& L, CostBreakdown& out) {
+  const ParallelDims& d = L.d;
+  const TrainingConfig& t = L.t;
+  const double M = static_cast<double>(t.num_microbatches.value_or(d.pp));
+  const double A = static_cast<double>(t.run.grad_accumulation_steps);
   const double global_tokens = A * M * t.micro_batch_size * t.seq_len * d.dp_replicate * d.dp_shard;
   out.tokens_per_s_per_gpu = global_tokens / (out.step_time_us * 1e-6) / d.world_size;
   // Megatron's model FLOPs (model_flops.h).
-  out.model_flops_per_token = ModelFlopsPerToken(m, t.seq_len, t.mtp_layers);
+  out.model_flops_per_token = ModelFlopsPerToken(L.m, t.seq_len, t.mtp_layers);
   const double model_flops = global_tokens * out.model_flops_per_token;
-  out.mfu = model_flops / (out.step_time_us * 1e-6 * d.world_size * c.dense_bf16_tflops * 1e12);
+  out.mfu = model_flops / (out.step_time_us * 1e-6 * d.world_size * L.c.dense_bf16_tflops * 1e12);
+}
 
-  // Critical path: every contributor to the step by its share of it. Layer phases count once per
-  // layer of the slowest stage per pipeline slot (A (M + (pp - 1) / vpp) slots); then the step-end terms.
-  PhaseShares shares = LayerPhaseShares(m, layer_stage, layer_checkpointed, slowest_stage, records, num_records, checkpointed, slots);
+// Critical path: every contributor to the step by its share of it (us). Layer phases count once per
+// layer of the slowest stage per pipeline slot (`slots`); then lm_head on the loss stage and the
+// step-end terms. Sets the dominant phase and, with `detail`, the phases and the critical path.
+void SetCriticalPath(const ModelSpec& m, const std::vector<int64_t>& layer_stage, const LayerSac& sac, int64_t slowest_stage,
+                     int64_t loss_stage, const PhaseRecords& records, double lm_head_us, double slots, bool detail, CostBreakdown& out) {
+  PhaseShares shares =
+      LayerPhaseShares(m, layer_stage, sac.layer_checkpointed, slowest_stage, records.at, records.size, sac.checkpointed, slots);
   double(&share)[kNumPhaseIds] = shares.share;
   bool(&present)[kNumPhaseIds] = shares.present;
   if (slowest_stage == loss_stage) {
@@ -846,12 +1040,156 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
   const int dominant = DominantPhaseId(share, present);
   if (!detail) {
     out.dominant_phase = dominant < 0 ? "" : PhaseNameOf(dominant);
-    return out;
+    return;
   }
-  AddPhaseDetail(records, num_records, share, present, out);
+  AddPhaseDetail(records.at, records.size, share, present, out);
   out.dominant_phase = out.critical_path.empty() ? "" : out.critical_path.front();
+}
+
+}  // namespace
+
+CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& totals, const ParallelDims& d, const TrainingConfig& t,
+                                     const ClusterSpec& c, const StepInputs& in, const CostOptions& options_in, bool detail) {
+  CheckCostModelCoversAttention(m);
+  const CostOptions o = WithPrecision(options_in, t);  // FP8 GEMMs from the training config
+  CostBreakdown out;
+  // torchtitan's per-layer selective checkpointing (recompute.h): the checkpointed layers cost what
+  // they cost under recompute full (that run's layer times and phases), the others -- this run,
+  // whose recompute set is empty -- what they cost under recompute none.
+  const LayerSac sac = LayerSacOf(m, totals, d, t, c, in, options_in);
+  if (sac.every > 0) {
+    out.layer_sac_every = sac.every;
+    out.checkpointed_moe_layer_us = sac.checkpointed.moe_layer_us;
+    out.checkpointed_dense_layer_us = sac.checkpointed.dense_layer_us;
+  }
+  const LayerTerms L = LayerTermsOf(m, d, t, c, in, o);
+  const FsdpSchedule fsdp = FsdpScheduleOf(d, t, in, c);
+
+  // --- MoE layer over the sampled routing layers (SimulateMoePhases).
+  const MoePhaseTimes& mp = *in.moe_phases;
+  out.routing_imbalance = mp.imbalance;
+  const RecomputeSet rs = RecomputeSetOf(t);
+  RecomputeForwardUs rf = RecomputeForwardOf(L, mp);
+  RecomputeExtraUs rx = RecomputeExtraOf(t, rs, rf);
+  PhaseRecords records;  // every phase added, in order
+  // The backward dispatch per EP rank; `records` point at it.
+  const std::vector<double> dispatch_bwd_ranks = BackwardDispatchRanks(mp, L.full_recompute);
+  const LayerUs moe = MoeLayerUs(L, mp, rx, dispatch_bwd_ranks, fsdp, records);
+  out.moe_layer_us = moe.fwd + moe.bwd;
+
+  // --- Dense layer.
+  if (t.recompute == Recompute::kSelective) {
+    rf.dense_mlp = L.Compute(L.dense_mlp_us, L.sc.dense_mlp, 0, 1.0) + L.kx.dense_mlp[0];
+    rx = RecomputeExtraOf(t, rs, rf);
+  }
+  const LayerUs dense = DenseLayerUs(L, rx, fsdp, records);
+  out.dense_layer_us = dense.fwd + dense.bwd;
+
+  // --- Stages, pipeline, data-parallel step communication, optimizer.
+  const std::vector<int64_t>& layer_stage = *in.layer_stage;
+  const StageExtrasUs x = StageExtrasOf(L);
+  const int64_t loss_stage = in.loss_stage < 0 ? d.pp - 1 : in.loss_stage;
+  const int64_t mtp_stage = in.mtp_stage < 0 ? d.pp - 1 : in.mtp_stage;
+  const StageWalk walk = WalkStages(m, d, t, layer_stage, sac.layer_checkpointed, out, loss_stage, mtp_stage, x.lm_head, x.eh_proj, x.p2p);
+  const double slots = SetPipelineStep(L, walk, x, loss_stage, moe, dense, out);
+  SetThroughput(L, out);
+  SetCriticalPath(m, layer_stage, sac, walk.slowest, loss_stage, records, x.lm_head, slots, detail, out);
   return out;
 }
+
+namespace {
+
+// Rank 0's view of a collective over `group` (global ranks): its size, whether it spans NVLink
+// domains and its members in rank 0's domain (network.h).
+CollectiveGroup CollectiveGroupOf(const std::vector<int64_t>& group, const ClusterSpec& c) {
+  return CollectiveGroup{static_cast<int64_t>(group.size()), SpansNodes(group, NvlinkDomainGpus(c)),
+                         MembersPerDomain(group, NvlinkDomainGpus(c))};
+}
+
+// Rank 0's FSDP data-parallel group (global ranks, sorted): efsdp x edp on the sparse mesh,
+// dp_shard x dp x cp on the dense mesh (the axes the mesh has).
+std::vector<int64_t> FsdpGroupOfRank0(const Plan& plan, bool sparse) {
+  const Mesh& mesh = sparse ? plan.meshes.sparse : plan.meshes.dense;
+  std::vector<int64_t> g = {0};
+  for (const char* name : sparse ? std::vector<const char*>{"efsdp", "edp"} : std::vector<const char*>{"dp_shard", "dp", "cp"}) {
+    const int ax = mesh.AxisIndex(name);
+    if (ax < 0) continue;
+    std::vector<int64_t> next;
+    for (int64_t r : g)
+      for (int64_t x : mesh.GroupOf(r, ax)) next.push_back(x);
+    g = next;
+  }
+  std::sort(g.begin(), g.end());
+  g.erase(std::unique(g.begin(), g.end()), g.end());
+  return g;
+}
+
+// FSDP's step inputs (StepInputs): rank 0's data-parallel groups and, for the first MoE [0] and the
+// first dense [1] layer, rank 0's model-parallel elements on each mesh (and, with
+// --fp8-param-gather, the FP8 GEMM weights among them). Nothing without FSDP.
+void AddFsdpInputs(const Plan& plan, const ClusterSpec& c, StepInputs& in) {
+  const auto& m = plan.model;
+  const auto& t = plan.training;
+  if (*t.dp_sharding != DpSharding::kFsdp) return;
+  in.dense_dp_group = CollectiveGroupOf(FsdpGroupOfRank0(plan, false), c);
+  in.sparse_dp_group = CollectiveGroupOf(FsdpGroupOfRank0(plan, true), c);
+  for (int kind = 0; kind < 2; ++kind) {
+    const bool moe = kind == 0;
+    int64_t layer = -1;
+    for (int64_t l = 0; l < m.num_hidden_layers && layer < 0; ++l)
+      if (m.moe_layers[l] == moe) layer = l;
+    if (layer < 0) continue;
+    double dense_elems = 0, sparse_elems = 0, fp8_dense = 0, fp8_sparse = 0;
+    for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
+      const auto& p = plan.inventory.params[i];
+      if (p.layer != layer) continue;
+      // FSDP gathers the model-parallel shard back (rank 0 holds the largest one).
+      const double n = static_cast<double>(ModelParallelNumel(plan, i, 0));
+      (plan.placements[i].sparse_mesh ? sparse_elems : dense_elems) += n;
+      if (t.fp8_param_gather && Fp8GemmGroup(RoleGroup(p.role))) (plan.placements[i].sparse_mesh ? fp8_sparse : fp8_dense) += n;
+    }
+    in.fsdp_layer[kind] = {true, dense_elems, sparse_elems, fp8_dense, fp8_sparse};
+  }
+}
+
+// The MoE phase shape of `plan` (MoePhaseShapeOf with its dispatcher, FP8 dispatch bytes and, with
+// replicas, the physical slots). Throws dockyard::Error when `routing` was sampled for another
+// deredundency oep.
+MoePhaseShape PlanMoePhaseShape(const Plan& plan, const Workload& w, const RoutingResult& routing) {
+  const auto& m = plan.model;
+  const auto& d = plan.dims;
+  const auto& t = plan.training;
+  const bool deredundency = d.ep > 1 && t.dispatcher == Dispatcher::kDeredundency;
+  if (deredundency && routing.oep != DeredundencyOep(plan)) {
+    throw Error(
+        fmt::format("routing was sampled for oep {}, the plan's deredundency dispatcher uses oep {}", routing.oep, DeredundencyOep(plan)));
+  }
+  MoePhaseShape shape = MoePhaseShapeOf(m, w, d.ep, deredundency);
+  shape.flex = d.ep > 1 && t.dispatcher == Dispatcher::kDeepEp;
+  shape.flex_fp8 = t.fp8_dispatch;
+  shape.allgather = d.ep > 1 && t.dispatcher == Dispatcher::kAllGather;
+  if (t.fp8_dispatch) shape.dispatch_act_bytes = DispatchBytesPerElement(t, static_cast<double>(m.hidden_size), shape.act_bytes);
+  if (routing.num_slots > 0) shape.num_experts = routing.num_slots;  // replicas: the physical slots
+  return shape;
+}
+
+// Rank 0's step-end data-parallel communication (us): the sum of StepCollectiveUs over its "step"
+// CommEntry list, in order, and the part of it that gathers ZeRO-1 parameters.
+void AddStepCommInputs(const Plan& plan, const ClusterSpec& c, StepInputs& in) {
+  const CommReport comm = ComputeComm(plan, 0);
+  for (const auto& e : comm.entries) {
+    if (e.phase != "step") continue;
+    // Rank 0's step groups are {0, stride, ...} (comm.h StepCollective): rails from that shape.
+    const int64_t domain = NvlinkDomainGpus(c);
+    const double us =
+        StepCollectiveUs(static_cast<double>(e.wire_bytes), e.group_size, MembersPerDomainStrided(e.group_size, e.stride, domain),
+                         (e.group_size - 1) * e.stride / domain > 0, c);
+    in.dp_step_comm_us += us;
+    if (e.purpose == "zero1_all_gather_params") in.dp_step_param_gather_us += us;
+  }
+}
+
+}  // namespace
 
 CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const RoutingResult& routing, const CostOptions& options_in) {
   const auto& m = plan.model;
@@ -870,62 +1208,13 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
     if (p.layer == 0 && RoleGroup(p.role) == std::string("attention")) in.attention_params += static_cast<double>(p.Numel());
   }
   // Groups of the slowest ranks.
-  auto group_of = [&](const std::vector<int64_t>& g) {
-    return CollectiveGroup{static_cast<int64_t>(g.size()), SpansNodes(g, NvlinkDomainGpus(c)), MembersPerDomain(g, NvlinkDomainGpus(c))};
-  };
-  in.tp_group = group_of(plan.meshes.dense.GroupOf(0, plan.meshes.dense.AxisIndex("tp")));
+  in.tp_group = CollectiveGroupOf(plan.meshes.dense.GroupOf(0, plan.meshes.dense.AxisIndex("tp")), c);
   const int ep_axis = plan.meshes.sparse.AxisIndex("ep");
   const auto ep_group = plan.meshes.sparse.GroupOf(0, ep_axis);
-
-  if (*t.dp_sharding == DpSharding::kFsdp) {
-    auto dp_group = [&](bool sparse) {
-      const Mesh& mesh = sparse ? plan.meshes.sparse : plan.meshes.dense;
-      std::vector<int64_t> g = {0};
-      for (const char* name : sparse ? std::vector<const char*>{"efsdp", "edp"} : std::vector<const char*>{"dp_shard", "dp", "cp"}) {
-        const int ax = mesh.AxisIndex(name);
-        if (ax < 0) continue;
-        std::vector<int64_t> next;
-        for (int64_t r : g)
-          for (int64_t x : mesh.GroupOf(r, ax)) next.push_back(x);
-        g = next;
-      }
-      std::sort(g.begin(), g.end());
-      g.erase(std::unique(g.begin(), g.end()), g.end());
-      return g;
-    };
-    in.dense_dp_group = group_of(dp_group(false));
-    in.sparse_dp_group = group_of(dp_group(true));
-    for (int kind = 0; kind < 2; ++kind) {
-      const bool moe = kind == 0;
-      int64_t layer = -1;
-      for (int64_t l = 0; l < m.num_hidden_layers && layer < 0; ++l)
-        if (m.moe_layers[l] == moe) layer = l;
-      if (layer < 0) continue;
-      double dense_elems = 0, sparse_elems = 0, fp8_dense = 0, fp8_sparse = 0;
-      for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
-        const auto& p = plan.inventory.params[i];
-        if (p.layer != layer) continue;
-        // FSDP gathers the model-parallel shard back (rank 0 holds the largest one).
-        const double n = static_cast<double>(ModelParallelNumel(plan, i, 0));
-        (plan.placements[i].sparse_mesh ? sparse_elems : dense_elems) += n;
-        if (t.fp8_param_gather && Fp8GemmGroup(RoleGroup(p.role))) (plan.placements[i].sparse_mesh ? fp8_sparse : fp8_dense) += n;
-      }
-      in.fsdp_layer[kind] = {true, dense_elems, sparse_elems, fp8_dense, fp8_sparse};
-    }
-  }
+  AddFsdpInputs(plan, c, in);
 
   // Routing-dependent MoE phases.
-  const bool deredundency = d.ep > 1 && t.dispatcher == Dispatcher::kDeredundency;
-  if (deredundency && routing.oep != DeredundencyOep(plan)) {
-    throw Error(
-        fmt::format("routing was sampled for oep {}, the plan's deredundency dispatcher uses oep {}", routing.oep, DeredundencyOep(plan)));
-  }
-  MoePhaseShape shape = MoePhaseShapeOf(m, w, d.ep, deredundency);
-  shape.flex = d.ep > 1 && t.dispatcher == Dispatcher::kDeepEp;
-  shape.flex_fp8 = t.fp8_dispatch;
-  shape.allgather = d.ep > 1 && t.dispatcher == Dispatcher::kAllGather;
-  if (t.fp8_dispatch) shape.dispatch_act_bytes = DispatchBytesPerElement(t, static_cast<double>(m.hidden_size), shape.act_bytes);
-  if (routing.num_slots > 0) shape.num_experts = routing.num_slots;  // replicas: the physical slots
+  const MoePhaseShape shape = PlanMoePhaseShape(plan, w, routing);
   const MoePhaseTimes moe = SimulateMoePhases(routing, ep_group, shape, c, o);
   in.moe_phases = &moe;
   in.num_moe_layers = m.NumMoeLayers();
@@ -933,17 +1222,7 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
   in.loss_stage = plan.loss_stage;
   in.mtp_stage = plan.mtp_stage;
 
-  const CommReport comm = ComputeComm(plan, 0);
-  for (const auto& e : comm.entries) {
-    if (e.phase != "step") continue;
-    // Rank 0's step groups are {0, stride, ...} (comm.h StepCollective): rails from that shape.
-    const int64_t domain = NvlinkDomainGpus(c);
-    const double us =
-        StepCollectiveUs(static_cast<double>(e.wire_bytes), e.group_size, MembersPerDomainStrided(e.group_size, e.stride, domain),
-                         (e.group_size - 1) * e.stride / domain > 0, c);
-    in.dp_step_comm_us += us;
-    if (e.purpose == "zero1_all_gather_params") in.dp_step_param_gather_us += us;
-  }
+  AddStepCommInputs(plan, c, in);
   const MemoryBreakdown mem = StaticMemoryOnRank(plan, 0);
   in.static_bytes_rank0 = mem.params_bytes + mem.grads_bytes + mem.optimizer_bytes;
   return SimulateStepFromInputs(m, plan.inventory.totals, d, t, c, in, o, /*detail=*/true);
