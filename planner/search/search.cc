@@ -168,7 +168,8 @@ bool RankedBefore(const RankedLayout& a, const RankedLayout& b) {
     return std::tie(x.peak_bytes, d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp, d.ep, d.etp, dispatcher, x.dp_sharding, x.micro_batch_size,
                     x.num_microbatches, x.grad_accumulation_steps, x.vpp, x.recompute, x.overlap_moe_ep_comm);
   };
-  return key(a, DispatcherName(a.layout.dispatcher)) < key(b, DispatcherName(b.layout.dispatcher));
+  const std::string_view name_a = DispatcherName(a.layout.dispatcher), name_b = DispatcherName(b.layout.dispatcher);
+  return key(a, name_a) < key(b, name_b);
 }
 
 // The ranked rows one thread keeps. With keep_all, every row. Otherwise only rows that can still
