@@ -394,7 +394,7 @@ SearchSettingsPinned TrainingFlags::SearchPinned() const {
   pinned.vpp = !vpp.empty();
   pinned.dp_sharding = !dp_sharding.empty();
   pinned.ep_overlap = overlap_moe_ep_comm_pinned;
-  pinned.dispatcher = dispatcher;
+  if (!dispatcher.empty()) pinned.dispatcher = ParseDispatcher(dispatcher, "--dispatcher");
   return pinned;
 }
 

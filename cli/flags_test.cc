@@ -67,7 +67,7 @@ TEST_CASE("A search's training flags pin the settings they name") {
   const dockyard::SearchSettingsPinned none = f.SearchPinned();
   CHECK_FALSE(none.micro_batch_size);
   CHECK_FALSE(none.recompute);
-  CHECK(none.dispatcher.empty());
+  CHECK_FALSE(none.dispatcher.has_value());
   f.micro_batch_size = "2";
   f.dispatcher = "deepep";
   f.overlap_moe_ep_comm_pinned = true;  // given on or off: pinned either way
@@ -75,5 +75,5 @@ TEST_CASE("A search's training flags pin the settings they name") {
   CHECK(p.micro_batch_size);
   CHECK_FALSE(p.vpp);
   CHECK(p.ep_overlap);
-  CHECK(p.dispatcher == "deepep");
+  CHECK(p.dispatcher == dockyard::Dispatcher::kDeepEp);
 }

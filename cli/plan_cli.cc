@@ -2,6 +2,7 @@
 #include "cli/plan_cli.h"
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <string>
 #include <unistd.h>
@@ -56,23 +57,38 @@ Json ReportProvenance(const CliOptions& o) {
   return Provenance(o.argv, in.files, in.embedded);
 }
 
-// Builds the plan from flags (or the embedded default) and writes what was asked.
-int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::ostream& err) {
-  const bool check = command == Command::kCheck;
-  if (check && ParseNumber("--gpu-memory-gib", o.training.gpu_memory_gib).value_or(0) <= 0) {
+// What plan, check and simulate build the plan from: the degrees (the embedded default's layout
+// without --model), the model, its training with the flags over it, simulate's cluster and
+// calibration, and the global batch's schedule when --global-batch-size is given.
+struct PlanInputs {
+  bool use_default = false;
+  ParallelDimsOptions dims;
+  ModelSpec model;
+  std::string source;
+  TrainingConfig training;
+  std::optional<ClusterSpec> cluster;
+  std::optional<Calibration> calibration;
+  std::optional<GlobalBatchSchedule> global_batch;
+};
+
+// The degrees from the flags (check: only with a budget; --model: only with --world-size).
+ParallelDimsOptions PlanDims(const CliOptions& o, Command command) {
+  if (command == Command::kCheck && ParseNumber("--gpu-memory-gib", o.training.gpu_memory_gib).value_or(0) <= 0) {
     throw UsageError("check needs a budget: --gpu-memory-gib GiB (> 0)");
   }
-  const bool use_default = !o.model_given;
-  if (!use_default && o.degrees.world_size.empty()) throw UsageError("--world-size is required with --model");
+  if (o.model_given && o.degrees.world_size.empty()) throw UsageError("--world-size is required with --model");
   ParallelDimsOptions dims = o.degrees.Parse(kDefaultWorldSize);
-  if (use_default) ApplyDefaultLayout(!o.degrees.ep.empty(), &dims);
+  if (!o.model_given) ApplyDefaultLayout(!o.degrees.ep.empty(), &dims);
+  return dims;
+}
 
-  ModelSpec model = LoadModelOrDefault(o.model);
-  const std::string source = ModelSourceName(o.model);
-  TrainingConfig training = ResolveTraining(o.training, model, dims.pp);
-  RejectMegatronOnlyOverrides(o.training.Parse(), dims.convention == Convention::kTorchtitan);
-  err << SeqLenWarning(training.seq_len, model, "--seq-len");
-  if (use_default) ApplyDefaultTraining(!o.training.recompute.empty(), &training);
+// The model's training with the flags over it, its sequence length warned about on `err` and its
+// memory reserve checked against the budget.
+TrainingConfig PlanTraining(const CliOptions& o, Command command, const PlanInputs& in, std::ostream& err) {
+  TrainingConfig training = ResolveTraining(o.training, in.model, in.dims.pp);
+  RejectMegatronOnlyOverrides(o.training.Parse(), in.dims.convention == Convention::kTorchtitan);
+  err << SeqLenWarning(training.seq_len, in.model, "--seq-len");
+  if (in.use_default) ApplyDefaultTraining(!o.training.recompute.empty(), &training);
   // A reserve at or above the budget is invalid input (exit 1), not a plan over budget (exit 3).
   ValidateMemoryReserve(training.gpu_memory_gib, training.memory_reserve_gib.value_or(0), cli::MemoryBudgetName(o.training.gpu_memory_gib),
                         cli::MemoryReserveName(o.training.memory_reserve_gib));
@@ -80,38 +96,53 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
     RequireBudgetForReserve(training.gpu_memory_gib, training.memory_reserve_gib.value_or(0), "--memory-reserve-gib",
                             command == Command::kSimulate ? "simulate" : "plan");
   }
-  std::optional<ClusterSpec> cluster;
-  std::optional<Calibration> calibration;
+  return training;
+}
+
+// Every input of the plan, read and checked in the order the flags' errors are reported.
+PlanInputs ReadPlanInputs(const CliOptions& o, Command command, std::ostream& err) {
+  PlanInputs in;
+  in.use_default = !o.model_given;
+  in.dims = PlanDims(o, command);
+  in.model = LoadModelOrDefault(o.model);
+  in.source = ModelSourceName(o.model);
+  in.training = PlanTraining(o, command, in, err);
   if (command == Command::kSimulate) {
-    cluster = LoadCluster(o.cluster);
-    if (!o.calibration.empty()) calibration = LoadCalibration(o.calibration);
+    in.cluster = LoadCluster(o.cluster);
+    if (!o.calibration.empty()) in.calibration = LoadCalibration(o.calibration);
     // The cluster's locality unit decides cross-node traffic unless --gpus-per-node says otherwise:
     // the NVLink domain, the time model's rule (network.h NvlinkDomainGpus).
-    if (o.training.gpus_per_node.empty()) training.gpus_per_node = NvlinkDomainGpus(*cluster);
+    if (o.training.gpus_per_node.empty()) in.training.gpus_per_node = NvlinkDomainGpus(*in.cluster);
   }
-  std::optional<GlobalBatchSchedule> global_batch;
-  if (const auto gbs = o.global_batch.Sequences(training.seq_len)) {
+  if (const auto gbs = o.global_batch.Sequences(in.training.seq_len)) {
     if (!o.training.grad_accumulation_steps.empty()) {
       throw UsageError("--grad-accumulation-steps: derived from --global-batch-size (torchtitan's outer loop); give one of them");
     }
-    global_batch = ApplyGlobalBatch(*gbs, dims, &training);
+    in.global_batch = ApplyGlobalBatch(*gbs, in.dims, &in.training);
   }
+  return in;
+}
+
+// The library request of the command: provenance, routing (simulate, and check given --routing or
+// --capacity-factor), cluster and calibration, simulate's compute and redundant-experts options,
+// the documents asked for.
+PlanCommandRequest MakePlanRequest(const CliOptions& o, Command command, const PlanInputs& in) {
   PlanCommandRequest request;
   request.command = command;
-  request.model_source = source;
+  request.model_source = in.source;
   request.provenance = ReportProvenance(o);
   request.capacity_factor = ParseNumber("--capacity-factor", o.capacity_factor);
   request.routing_given = o.routing_given;
   request.routing_text = o.routing;
-  if (command == Command::kSimulate || (check && (o.routing_given || request.capacity_factor))) {
+  if (command == Command::kSimulate || (command == Command::kCheck && (o.routing_given || request.capacity_factor))) {
     if (o.routing_given && !o.training.imbalance.empty()) {
       throw UsageError("--imbalance and --routing both size the received rows: give one (--routing samples them)");
     }
     request.seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
     request.routing_layers = ParseInt("--routing-layers", o.routing_layers);
   }
-  request.cluster = cluster;
-  request.calibration = calibration;
+  request.cluster = in.cluster;
+  request.calibration = in.calibration;
   if (command == Command::kSimulate) {
     request.cost_options.overlap_shared_experts = !o.no_overlap;
     ApplyComputeFlags(o, &request.cost_options);
@@ -120,110 +151,119 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   request.json = o.json_given;
   request.html = o.html_given;
   request.refit = o.refit_given;
-  const PlanCommandResult result = RunPlanCommand(BuildPlan(model, dims, training), request);
-  const Plan& plan = result.plan;
-  const MemoryReport& memory = result.memory;
-  const std::string &report_text = result.report_text, &html_text = result.html_text, &refit_text = result.refit_text;
-  // Files are written all-or-nothing; '-' goes to stdout.
+  return request;
+}
+
+// Writes the documents asked for (files all-or-nothing; '-' goes to stdout) and, unless a document
+// went to stdout, the command's text and where each file went. Returns whether it was quiet.
+bool WritePlanOutputs(const CliOptions& o, const PlanCommandRequest& request, const PlanCommandResult& result, const PlanInputs& in,
+                      std::ostream& out) {
   std::vector<std::pair<std::string, std::string>> files;
-  if (o.json_given && o.json_path != "-") files.push_back({o.json_path, report_text});
-  if (o.refit_given && o.refit_json != "-") files.push_back({o.refit_json, refit_text});
-  if (o.html_given) files.push_back({o.html_path, html_text});
+  if (o.json_given && o.json_path != "-") files.push_back({o.json_path, result.report_text});
+  if (o.refit_given && o.refit_json != "-") files.push_back({o.refit_json, result.refit_text});
+  if (o.html_given) files.push_back({o.html_path, result.html_text});
   WriteFilesAtomically(files);
-  if (o.json_given && o.json_path == "-") out << report_text;
-  if (o.refit_given && o.refit_json == "-") out << refit_text;
+  if (o.json_given && o.json_path == "-") out << result.report_text;
+  if (o.refit_given && o.refit_json == "-") out << result.refit_text;
   const bool quiet = (o.json_given && o.json_path == "-") || (o.refit_given && o.refit_json == "-");
   if (!quiet) {
-    out << PlanCommandText(request, result, global_batch, use_default ? DefaultModelNote(dims, plan.training.recompute) : "");
+    out << PlanCommandText(request, result, in.global_batch,
+                           in.use_default ? DefaultModelNote(in.dims, result.plan.training.recompute) : "");
     if (o.json_given) out << "JSON report written to " << o.json_path << "\n";
     if (o.refit_given) out << "Refit map written to " << o.refit_json << "\n";
     if (o.html_given) out << "HTML report written to " << o.html_path << "\n";
   }
+  return quiet;
+}
+
+// Builds the plan from flags (or the embedded default) and writes what was asked.
+int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::ostream& err) {
+  const bool check = command == Command::kCheck;
+  const PlanInputs in = ReadPlanInputs(o, command, err);
+  const PlanCommandRequest request = MakePlanRequest(o, command, in);
+  const PlanCommandResult result = RunPlanCommand(BuildPlan(in.model, in.dims, in.training), request);
+  const bool quiet = WritePlanOutputs(o, request, result, in, out);
   // check and simulate: a plan over its budget exits kExitOverBudget (its reports are written).
   if (FailsBudget(request, result)) {
-    err << OverBudgetText(plan, memory, check ? "dockyard-plan check" : "dockyard-plan simulate");
+    err << OverBudgetText(result.plan, result.memory, check ? "dockyard-plan check" : "dockyard-plan simulate");
     return cli::kExitOverBudget;
   }
   if (check && !quiet) {
-    out << BudgetFitsText(memory);
+    out << BudgetFitsText(result.memory);
   }
   return cli::kExitOk;
 }
 
-int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
-  const bool use_default = !o.model_given;
-  if (!use_default && o.degrees.world_size.empty()) throw UsageError("--world-size is required with --model");
-  SearchOptions s;
+// The search's scope and machine from the flags: world size and convention, --top, --max-pp, the
+// budget flag, the cluster with the calibration applied (returned), the compute flags and the
+// routing.
+std::optional<Calibration> ReadSearchMachine(const CliOptions& o, SearchOptions* s) {
+  if (o.model_given && o.degrees.world_size.empty()) throw UsageError("--world-size is required with --model");
   const ParallelDimsOptions given = o.degrees.Parse(kDefaultWorldSize);
-  s.world_size = given.world_size;
-  s.convention = given.convention;
-  s.top = ParseInt("--top", o.top).value_or(10);
-  if (s.top < 1) throw Error(fmt::format("--top must be >= 1, got {}", s.top));
-  s.max_pp = ParseInt("--max-pp", o.max_pp).value_or(16);
-  if (s.max_pp < 1) throw Error(fmt::format("--max-pp must be >= 1, got {}", s.max_pp));
+  s->world_size = given.world_size;
+  s->convention = given.convention;
+  s->top = ParseInt("--top", o.top).value_or(10);
+  if (s->top < 1) throw Error(fmt::format("--top must be >= 1, got {}", s->top));
+  s->max_pp = ParseInt("--max-pp", o.max_pp).value_or(16);
+  if (s->max_pp < 1) throw Error(fmt::format("--max-pp must be >= 1, got {}", s->max_pp));
   ValidateSearchBudgetFlag(ParseNumber("--gpu-memory-gib", o.training.gpu_memory_gib));
-  s.cluster = LoadCluster(o.cluster);
+  s->cluster = LoadCluster(o.cluster);
   std::optional<Calibration> calibration;
   if (!o.calibration.empty()) {
     calibration = LoadCalibration(o.calibration);
-    ApplyCalibration(*calibration, &s.cluster, &s.cost);
+    ApplyCalibration(*calibration, &s->cluster, &s->cost);
   }
-  ApplyComputeFlags(o, &s.cost);
-  s.routing = ParseRoutingSpec(o.routing);
-  s.routing.seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
-  RejectUnsearchableRunSettings(o.training.pipeline_layout, o.training.pipeline_schedule);
-  const ModelSpec model = LoadModelOrDefault(o.model);
+  ApplyComputeFlags(o, &s->cost);
+  s->routing = ParseRoutingSpec(o.routing);
+  s->routing.seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
+  return calibration;
+}
+
+// The training every candidate starts from (the model's block with the flags over it), its
+// sequence length warned about on `err` and its memory reserve checked against the budget.
+void ReadSearchTraining(const CliOptions& o, const ModelSpec& model, SearchOptions* s, std::ostream& err) {
   // --fp8-dispatch reaches the candidates whose dispatcher has it (all_to_all, deepep).
   cli::TrainingFlags training_flags = o.training;
   training_flags.fp8_dispatch = false;
   // torchtitan's selective_ac_option is a form of selective recompute: it pins that dimension
   // (search_space.h ApplySearchedSettings), so the training it is validated with has it.
   if (!training_flags.selective_ac_option.empty() && training_flags.recompute.empty()) training_flags.recompute = "selective";
-  s.training = ResolveTraining(training_flags, model, 1);
-  RejectMegatronOnlyOverrides(training_flags.Parse(), s.convention == Convention::kTorchtitan);
-  err << SeqLenWarning(s.training.seq_len, model, "--seq-len");
-  s.training.fp8_dispatch = o.training.fp8_dispatch;
-  ValidateMemoryReserve(s.training.gpu_memory_gib > 0 ? s.training.gpu_memory_gib : s.cluster.memory_gib,
-                        s.training.memory_reserve_gib.value_or(0),
-                        s.training.gpu_memory_gib > 0 ? cli::MemoryBudgetName(o.training.gpu_memory_gib)
-                                                      : "the cluster's memory_gib (" + s.cluster.name + ")",
+  s->training = ResolveTraining(training_flags, model, 1);
+  RejectMegatronOnlyOverrides(training_flags.Parse(), s->convention == Convention::kTorchtitan);
+  err << SeqLenWarning(s->training.seq_len, model, "--seq-len");
+  s->training.fp8_dispatch = o.training.fp8_dispatch;
+  ValidateMemoryReserve(s->training.gpu_memory_gib > 0 ? s->training.gpu_memory_gib : s->cluster.memory_gib,
+                        s->training.memory_reserve_gib.value_or(0),
+                        s->training.gpu_memory_gib > 0 ? cli::MemoryBudgetName(o.training.gpu_memory_gib)
+                                                       : "the cluster's memory_gib (" + s->cluster.name + ")",
                         cli::MemoryReserveName(o.training.memory_reserve_gib));
-  ParseSearchDispatchers(o.search_dispatchers, &s);
-  s.pins = o.degrees.ParsePins();
-  ApplySearchedSettings(o.training.SearchPinned(), &s);
-  s.threads = static_cast<int>(std::clamp<int64_t>(ParseInt("--threads", o.threads).value_or(1), -1, 1 << 20));
-  if (s.threads < 1 || s.threads > 1024) throw Error(fmt::format("--threads: must be in [1, 1024], got {}", o.threads));
-  if (s.world_size < 1) throw Error(fmt::format("--world-size: must be >= 1, got {}", s.world_size));
-  s.global_batch_size = o.global_batch.Sequences(s.training.seq_len).value_or(s.world_size);
-  SearchCommandRequest request;
-  if (!o.explain.empty()) {
-    request.explain = ParseLayoutQuery(o.explain);
-    s.keep_all = true;
-  }
-  ValidateSelectiveAcConvention(s.training, s.convention == Convention::kTorchtitan);  // else every layout is invalid
-  ValidateRecomputeModulesForModel(s.training, model);                                 // the fast path builds no plan
-  s.routing_layers = SearchRoutingLayers(model, s.routing, ParseInt("--routing-layers", o.routing_layers));
-  err << PinnedLayerSplitNote(s.training);
-  if (isatty(2)) {
-    s.progress = [&err](int64_t done, int64_t total) {
-      const int width = 40;
-      const int filled = static_cast<int>(width * done / std::max<int64_t>(1, total));
-      err << "\r[" << std::string(filled, '#') << std::string(width - filled, ' ') << "] " << done << "/" << total << std::flush;
-      if (done == total) err << "\n";
-    };
-  }
-  if (!o.redundant.redundant_experts.empty()) {  // search --redundant-experts LIST (opt-in)
-    request.redundant_counts = ParseRedundantCounts(o.redundant.redundant_experts);
-    cli::RedundantExpertsFlags rest = o.redundant;
-    rest.redundant_experts = "0";  // the list is parsed above; the policy, groups and choice here
-    request.redundant = cli::ParseRedundantExpertsFlags(rest);
-  }
-  request.model_source = ModelSourceName(o.model);
-  request.provenance = ReportProvenance(o);
-  request.calibration = calibration;
-  request.json = o.json_given;
-  request.html = o.html_given;
-  const SearchCommandResult result = RunSearchCommand(model, s, request);
+}
+
+// What the search varies and how: the opt-in dispatchers, the pinned degrees and settings, the
+// threads and the global batch (default: one sequence per GPU).
+void ReadSearchSpace(const CliOptions& o, SearchOptions* s) {
+  ParseSearchDispatchers(o.search_dispatchers, s);
+  s->pins = o.degrees.ParsePins();
+  ApplySearchedSettings(o.training.SearchPinned(), s);
+  s->threads = static_cast<int>(std::clamp<int64_t>(ParseInt("--threads", o.threads).value_or(1), -1, 1 << 20));
+  if (s->threads < 1 || s->threads > 1024) throw Error(fmt::format("--threads: must be in [1, 1024], got {}", o.threads));
+  if (s->world_size < 1) throw Error(fmt::format("--world-size: must be >= 1, got {}", s->world_size));
+  s->global_batch_size = o.global_batch.Sequences(s->training.seq_len).value_or(s->world_size);
+}
+
+// A progress bar on `err`, redrawn in place (for a terminal).
+std::function<void(int64_t, int64_t)> ProgressBar(std::ostream& err) {
+  return [&err](int64_t done, int64_t total) {
+    const int width = 40;
+    const int filled = static_cast<int>(width * done / std::max<int64_t>(1, total));
+    err << "\r[" << std::string(filled, '#') << std::string(width - filled, ' ') << "] " << done << "/" << total << std::flush;
+    if (done == total) err << "\n";
+  };
+}
+
+// Writes the search's documents (files all-or-nothing; '-' goes to stdout) and its text. Returns
+// the exit status: 1 when nothing ranked (why, on `err`).
+int WriteSearchOutputs(const CliOptions& o, const SearchCommandResult& result, std::ostream& out, std::ostream& err) {
   if (result.empty) {
     err << result.empty_text;
     return 1;
@@ -239,6 +279,36 @@ int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   out << result.text;
   if (o.html_given) out << "HTML report written to " << o.html_path << "\n";
   return 0;
+}
+
+int RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
+  SearchOptions s;
+  SearchCommandRequest request;
+  request.calibration = ReadSearchMachine(o, &s);
+  RejectUnsearchableRunSettings(o.training.pipeline_layout, o.training.pipeline_schedule);
+  const ModelSpec model = LoadModelOrDefault(o.model);
+  ReadSearchTraining(o, model, &s, err);
+  ReadSearchSpace(o, &s);
+  if (!o.explain.empty()) {
+    request.explain = ParseLayoutQuery(o.explain);
+    s.keep_all = true;
+  }
+  ValidateSelectiveAcConvention(s.training, s.convention == Convention::kTorchtitan);  // else every layout is invalid
+  ValidateRecomputeModulesForModel(s.training, model);                                 // the fast path builds no plan
+  s.routing_layers = SearchRoutingLayers(model, s.routing, ParseInt("--routing-layers", o.routing_layers));
+  err << PinnedLayerSplitNote(s.training);
+  if (isatty(2)) s.progress = ProgressBar(err);
+  if (!o.redundant.redundant_experts.empty()) {  // search --redundant-experts LIST (opt-in)
+    request.redundant_counts = ParseRedundantCounts(o.redundant.redundant_experts);
+    cli::RedundantExpertsFlags rest = o.redundant;
+    rest.redundant_experts = "0";  // the list is parsed above; the policy, groups and choice here
+    request.redundant = cli::ParseRedundantExpertsFlags(rest);
+  }
+  request.model_source = ModelSourceName(o.model);
+  request.provenance = ReportProvenance(o);
+  request.json = o.json_given;
+  request.html = o.html_given;
+  return WriteSearchOutputs(o, RunSearchCommand(model, s, request), out, err);
 }
 
 }  // namespace

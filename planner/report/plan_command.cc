@@ -46,105 +46,135 @@ GlobalBatchSchedule ApplyGlobalBatch(int64_t global_batch_size, const ParallelDi
   return global_batch;
 }
 
-PlanCommandResult RunPlanCommand(Plan plan_in, const PlanCommandRequest& r) {
-  PlanCommandResult result;
-  result.plan = std::move(plan_in);
-  Plan& plan = result.plan;
+namespace {
+
+// check / simulate: the routing sample. Given --routing, its largest received rows size the
+// memory (SampleImbalance) in place of --imbalance; simulate also prices the step with it. Sets
+// result->routing, routing_layers, received and the plan's imbalance; nullopt for plan (and check
+// without --routing or --capacity-factor).
+std::optional<RoutingResult> SampleCommandRouting(const PlanCommandRequest& r, PlanCommandResult* result) {
+  Plan& plan = result->plan;
   const bool check = r.command == PlanCommand::kCheck;
   const bool simulate = r.command == PlanCommand::kSimulate;
-  const std::string& source = r.model_source;
-  std::optional<ClusterSpec> cluster = r.cluster;
-  // check / simulate: the routing sample. Given --routing, its largest received rows size the
-  // memory (SampleImbalance) in place of --imbalance; simulate also prices the step with it.
-  std::optional<RoutingSpec>& routing = result.routing;
-  int64_t& layers = result.routing_layers;
-  std::optional<RoutingResult> sampled;
-  std::optional<ReceivedRowsReport>& received = result.received;
   const std::optional<double>& capacity_factor = r.capacity_factor;
-  if (simulate || (check && (r.routing_given || capacity_factor))) {
-    routing = ParseRoutingSpec(r.routing_text);
-    routing->seed = r.seed;
-    // A trace is given per MoE layer (or one layer for all); other distributions are sampled for
-    // a few layers whose per-layer slowest ranks are averaged.
-    layers = RoutingLayersToSample(plan.model, *routing, r.routing_layers, kDefaultRoutingLayers, "--routing-layers");
-    sampled = SampleRoutingForPlan(plan, *routing, layers);
-    if (r.routing_given || capacity_factor) {
-      const RoutingModel routing_model =
-          PrepareRouting(*routing, plan.model.moe.num_experts, plan.model.moe.top_k, layers, GroupLimitOf(plan.model.moe));
-      received = AnalyzeReceivedRows(routing_model, *sampled, capacity_factor);
-      if (r.routing_given) plan.training.imbalance = received->imbalance;
-    }
+  if (!simulate && !(check && (r.routing_given || capacity_factor))) return std::nullopt;
+  std::optional<RoutingSpec>& routing = result->routing;
+  int64_t& layers = result->routing_layers;
+  routing = ParseRoutingSpec(r.routing_text);
+  routing->seed = r.seed;
+  // A trace is given per MoE layer (or one layer for all); other distributions are sampled for
+  // a few layers whose per-layer slowest ranks are averaged.
+  layers = RoutingLayersToSample(plan.model, *routing, r.routing_layers, kDefaultRoutingLayers, "--routing-layers");
+  std::optional<RoutingResult> sampled = SampleRoutingForPlan(plan, *routing, layers);
+  if (r.routing_given || capacity_factor) {
+    const RoutingModel routing_model =
+        PrepareRouting(*routing, plan.model.moe.num_experts, plan.model.moe.top_k, layers, GroupLimitOf(plan.model.moe));
+    result->received = AnalyzeReceivedRows(routing_model, *sampled, capacity_factor);
+    if (r.routing_given) plan.training.imbalance = result->received->imbalance;
   }
-  // Everything that can fail is computed before anything is written.
-  result.memory = ComputeMemory(plan);
-  const MemoryReport& memory = result.memory;
+  return sampled;
+}
+
+// The command's report header (header.h): command, model, degrees, cluster, calibration, routing,
+// imbalance, provenance and (simulate) the compute model.
+Json CommandHeader(const PlanCommandRequest& r, const PlanCommandResult& result) {
+  const Plan& plan = result.plan;
+  const bool check = r.command == PlanCommand::kCheck;
+  const bool simulate = r.command == PlanCommand::kSimulate;
   ReportHeaderInputs header_inputs;
   header_inputs.command = check ? "check" : simulate ? "simulate" : "plan";
   header_inputs.model_name = plan.model.name;
-  header_inputs.model_source = source;
+  header_inputs.model_source = r.model_source;
   header_inputs.dims = plan.dims;
   header_inputs.world_size = plan.dims.world_size;
   header_inputs.convention = plan.dims.convention;
-  if (cluster) header_inputs.cluster = cluster->name;
+  if (r.cluster) header_inputs.cluster = r.cluster->name;
   if (r.calibration) header_inputs.calibration = CalibrationRefToJson(*r.calibration);
-  if (routing) {
-    header_inputs.routing = RoutingSpecText(*routing);
-    header_inputs.seed = routing->seed;
-    header_inputs.routing_layers = layers;
+  if (result.routing) {
+    header_inputs.routing = RoutingSpecText(*result.routing);
+    header_inputs.seed = result.routing->seed;
+    header_inputs.routing_layers = result.routing_layers;
   }
   header_inputs.imbalance = plan.training.imbalance;
   header_inputs.provenance = r.provenance;
   if (simulate) header_inputs.compute = ComputeModelToJson(r.cost_options);
-  result.header = ReportHeader(header_inputs);
-  const Json& header = result.header;
-  std::string& report_text = result.report_text;
-  std::string& html_text = result.html_text;
-  std::optional<CostBreakdown>& cost = result.cost;
+  return ReportHeader(header_inputs);
+}
+
+// simulate: the step's cost on the calibrated cluster, the redundant-experts analysis (with its
+// replica refit map when --refit-json is asked: returned), and the JSON report and HTML page asked for.
+std::optional<Json> SimulateCommand(const PlanCommandRequest& r, const RoutingResult& sampled, PlanCommandResult* result) {
+  const Plan& plan = result->plan;
+  const MemoryReport& memory = result->memory;
+  const RoutingSpec& routing = *result->routing;
+  const int64_t layers = result->routing_layers;
+  ClusterSpec cluster = *r.cluster;
+  CostOptions options = r.cost_options;
+  if (r.calibration) ApplyCalibration(*r.calibration, &cluster, &options);
+  result->cost = SimulateStep(plan, cluster, sampled, options);
+  const CostBreakdown& cost = *result->cost;
+  std::optional<Json> replica_refit;
+  std::optional<RedundantExpertsReport> redundant;
+  if (r.redundant) {
+    const RedundantExpertsOptions& ro = *r.redundant;
+    const RoutingModel routing_model =
+        PrepareRouting(routing, plan.model.moe.num_experts, plan.model.moe.top_k, layers, GroupLimitOf(plan.model.moe));
+    redundant = AnalyzeRedundantExperts(plan, cluster, routing_model, sampled, cost, memory, ro, options);
+    result->redundant_text = RedundantExpertsToText(*redundant);
+    if (r.refit) {
+      // The refit map targets the physical slots of every MoE layer's placement.
+      const std::vector<ExpertPlacement> placements = PlaceMoeLayers(plan, routing, ro);
+      const RefitMap map = BuildRefitMap(plan, plan.training.refit_dtype);
+      replica_refit = ReplicaRefitMapToJson(map, ReplicaRefitTargets(map, plan.model, placements), placements);
+    }
+  }
+  if (!r.json && !r.html) return replica_refit;
+  Json j = SimulateReportToJson(plan, memory, cost, {r.model_source, cluster, r.routing_text, routing.seed, layers, r.provenance});
+  if (redundant) j["redundant_experts"] = RedundantExpertsToJson(*redundant);
+  if (result->received) j["received_rows"] = ReceivedRowsToJson(*result->received);
+  j["header"] = result->header;
+  if (r.calibration) j["calibration"] = CalibrationRefToJson(*r.calibration);
+  if (plan.dims.ep > 1 && plan.training.dispatcher == Dispatcher::kDeepEp) {  // the link-level matrices (deepep.h)
+    j["dispatch_links"] = FlexLinksToJson(sampled, DeepEpRowBytes(plan, /*fp8=*/true));
+  }
+  if (r.json) result->report_text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
+  if (r.html) {
+    Json page = PlanToJson(plan, r.model_source, memory);
+    page.update(j);  // the plan's figures and simulate's report, one document
+    result->html_text = ReportToHtml(page, RoutingSampleToJson(sampled));
+  }
+  return replica_refit;
+}
+
+// plan and check: the JSON report and HTML page asked for.
+void PlanDocuments(const PlanCommandRequest& r, PlanCommandResult* result) {
+  if (!r.json && !r.html) return;
+  const Plan& plan = result->plan;
+  Json j = PlanToJson(plan, r.model_source, result->memory);
+  j["generator"]["provenance"] = r.provenance;
+  j["header"] = result->header;
+  if (result->received) j["received_rows"] = ReceivedRowsToJson(*result->received);
+  if (r.json) result->report_text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
+  if (r.html) result->html_text = ReportToHtml(j, UniformRoutingSample(plan));
+}
+
+}  // namespace
+
+PlanCommandResult RunPlanCommand(Plan plan_in, const PlanCommandRequest& r) {
+  PlanCommandResult result;
+  result.plan = std::move(plan_in);
+  const std::optional<RoutingResult> sampled = SampleCommandRouting(r, &result);
+  // Everything that can fail is computed before anything is written.
+  result.memory = ComputeMemory(result.plan);
+  result.header = CommandHeader(r, result);
   std::optional<Json> replica_refit;  // simulate --redundant-experts --refit-json
-  if (simulate) {
-    CostOptions options = r.cost_options;
-    if (r.calibration) ApplyCalibration(*r.calibration, &*cluster, &options);
-    cost = SimulateStep(plan, *cluster, *sampled, options);
-    std::optional<RedundantExpertsReport> redundant;
-    if (r.redundant) {
-      const RedundantExpertsOptions& ro = *r.redundant;
-      const RoutingModel routing_model =
-          PrepareRouting(*routing, plan.model.moe.num_experts, plan.model.moe.top_k, layers, GroupLimitOf(plan.model.moe));
-      redundant = AnalyzeRedundantExperts(plan, *cluster, routing_model, *sampled, *cost, memory, ro, options);
-      result.redundant_text = RedundantExpertsToText(*redundant);
-      if (r.refit) {
-        // The refit map targets the physical slots of every MoE layer's placement.
-        const std::vector<ExpertPlacement> placements = PlaceMoeLayers(plan, *routing, ro);
-        const RefitMap map = BuildRefitMap(plan, plan.training.refit_dtype);
-        replica_refit = ReplicaRefitMapToJson(map, ReplicaRefitTargets(map, plan.model, placements), placements);
-      }
-    }
-    if (r.json || r.html) {
-      Json j = SimulateReportToJson(plan, memory, *cost, {source, *cluster, r.routing_text, routing->seed, layers, r.provenance});
-      if (redundant) j["redundant_experts"] = RedundantExpertsToJson(*redundant);
-      if (received) j["received_rows"] = ReceivedRowsToJson(*received);
-      j["header"] = header;
-      if (r.calibration) j["calibration"] = CalibrationRefToJson(*r.calibration);
-      if (plan.dims.ep > 1 && plan.training.dispatcher == Dispatcher::kDeepEp) {  // the link-level matrices (deepep.h)
-        j["dispatch_links"] = FlexLinksToJson(*sampled, DeepEpRowBytes(plan, /*fp8=*/true));
-      }
-      if (r.json) report_text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
-      if (r.html) {
-        Json page = PlanToJson(plan, source, memory);
-        page.update(j);  // the plan's figures and simulate's report, one document
-        html_text = ReportToHtml(page, RoutingSampleToJson(*sampled));
-      }
-    }
-  } else if (r.json || r.html) {
-    Json j = PlanToJson(plan, source, memory);
-    j["generator"]["provenance"] = r.provenance;
-    j["header"] = header;
-    if (received) j["received_rows"] = ReceivedRowsToJson(*received);
-    if (r.json) report_text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
-    if (r.html) html_text = ReportToHtml(j, UniformRoutingSample(plan));
+  if (r.command == PlanCommand::kSimulate) {
+    replica_refit = SimulateCommand(r, *sampled, &result);
+  } else {
+    PlanDocuments(r, &result);
   }
   if (r.refit) {
-    Json refit = replica_refit ? *replica_refit : RefitMapToJson(BuildRefitMap(plan, plan.training.refit_dtype));
+    Json refit = replica_refit ? *replica_refit : RefitMapToJson(BuildRefitMap(result.plan, result.plan.training.refit_dtype));
     refit["provenance"] = r.provenance;
     result.refit_text = refit.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
   }

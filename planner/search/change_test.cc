@@ -96,7 +96,8 @@ TEST_CASE("Altered in placement.cc alone, the expert-TP rule changes the plan, m
   bool found = false;
   for (const auto& row : result.top) {
     const auto& d = row.layout.dims;
-    if (d.tp == 2 && d.ep == 2 && d.etp == 2 && d.dp_replicate == 1 && d.pp == 1 && d.cp == 1 && row.layout.dispatcher == "all_to_all") {
+    if (d.tp == 2 && d.ep == 2 && d.etp == 2 && d.dp_replicate == 1 && d.pp == 1 && d.cp == 1 &&
+        row.layout.dispatcher == dockyard::Dispatcher::kAllToAll) {
       found = true;
       CHECK(row.peak_bytes == fast.peak_bytes);
     }

@@ -19,6 +19,7 @@
 #include <tuple>
 #include <vector>
 
+#include "planner/model/dispatcher.h"
 #include "planner/sim/cost.h"
 #include "planner/sim/flex_blocks.h"
 #include "planner/sim/routing.h"
@@ -90,7 +91,7 @@ class SearchEvalCache {
 
   // The routing-dependent MoE phases (SimulateMoePhases) under a caller's key of everything they
   // depend on besides the cluster and cost options (fixed per search).
-  using MoeKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int, bool>;
+  using MoeKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, Dispatcher, bool>;
   template <typename Make>
   const MoePhaseTimes& MoePhases(const MoeKey& key, Make&& make, bool* filled = nullptr) {
     return moe_.Get(key, std::forward<Make>(make), filled);

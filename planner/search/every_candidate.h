@@ -44,7 +44,8 @@ inline Coverage CompareEveryCandidate(const dockyard::ModelSpec& model, const Se
     CAPTURE(d.tp);
     CAPTURE(d.ep);
     CAPTURE(d.etp);
-    CAPTURE(c.dispatcher);
+    const std::string dispatcher = dockyard::DispatcherName(c.dispatcher);
+    CAPTURE(dispatcher);
     dockyard::CostBreakdown fast_detail, ref_detail;  // the search's row breakdown (Breakdown) is the fast path's
     const auto fast = evaluator.Evaluate(c, /*simulate_over_budget=*/true, &fast_detail);
     const auto ref = evaluator.EvaluateReference(c, /*simulate_over_budget=*/true, &ref_detail);
@@ -56,10 +57,10 @@ inline Coverage CompareEveryCandidate(const dockyard::ModelSpec& model, const Se
     }
     (ref.status == Status::kOverBudget ? cov.over_budget : cov.ranked)++;
     cov.pp_gt_1 += d.pp > 1;
-    cov.deredundency += c.dispatcher == "deredundency";
-    cov.deepep += c.dispatcher == "deepep";
-    cov.allgather += c.dispatcher == "allgather";
-    cov.spanning_deepep += c.dispatcher == "deepep" && d.ep * d.etp > dockyard::NvlinkDomainGpus(o.cluster);
+    cov.deredundency += c.dispatcher == dockyard::Dispatcher::kDeredundency;
+    cov.deepep += c.dispatcher == dockyard::Dispatcher::kDeepEp;
+    cov.allgather += c.dispatcher == dockyard::Dispatcher::kAllGather;
+    cov.spanning_deepep += c.dispatcher == dockyard::Dispatcher::kDeepEp && d.ep * d.etp > dockyard::NvlinkDomainGpus(o.cluster);
     cov.etp_gt_1 += d.etp > 1;
     cov.cp_gt_1 += d.cp > 1;
     CHECK(fast.dims.dp_shard == ref.dims.dp_shard);

@@ -41,6 +41,140 @@ bool Holds(const std::optional<T>& want, const T& have) {
   return !want || *want == have;
 }
 
+// Throws unless `value` is among `values` (a searched setting's values, or its one pinned value
+// when `pin_flag` names the flag that pins it).
+void RequireSearched(const std::string& where, const char* key, const std::string& value, const std::vector<std::string>& values,
+                     const std::string& pin_flag) {
+  if (std::find(values.begin(), values.end(), value) != values.end()) return;
+  if (values.size() == 1 && !pin_flag.empty()) {
+    throw Error(fmt::format("{}: {}={} is outside the search: {} pins it to {}", where, key, value, pin_flag, values.front()));
+  }
+  throw Error(fmt::format("{}: {}={} is not searched (searched: {})", where, key, value, fmt::join(values, ", ")));
+}
+
+// Each number as text, in order.
+std::vector<std::string> Numbers(const std::vector<int64_t>& v) {
+  std::vector<std::string> out;
+  for (int64_t x : v) out.push_back(std::to_string(x));
+  return out;
+}
+
+// The query's degrees against the pins (DegreePins: 0 = searched), the world size and --max-pp.
+void CheckQueryDegrees(const LayoutQuery& q, const SearchOptions& o, const std::string& where) {
+  const std::tuple<const char*, const char*, const std::optional<int64_t>&, int64_t> degrees[] = {
+      {"pp", "--pp", q.pp, o.pins.pp},
+      {"dp_replicate", "--dp-replicate", q.dp_replicate, o.pins.dp_replicate},
+      {"dp_shard", "--dp-shard", q.dp_shard, o.pins.dp_shard},
+      {"cp", "--cp", q.cp, o.pins.cp},
+      {"tp", "--tp", q.tp, o.pins.tp},
+      {"ep", "--ep", q.ep, o.pins.ep},
+      {"etp", "--etp", q.etp, o.pins.etp}};
+  int64_t product = 1;  // of the mesh degrees given: pp x dp_replicate x dp_shard x cp x tp
+  for (const auto& [key, flag, want, pin] : degrees) {
+    if (!want) continue;
+    if (pin != 0 && *want != pin) {
+      throw Error(fmt::format("{}: {}={} is outside the search: {} pins it to {}", where, key, *want, flag, pin));
+    }
+    if (*want > o.world_size || o.world_size % *want != 0) {
+      throw Error(
+          fmt::format("{}: {}={} does not divide the world size {} (every degree is a factor of it)", where, key, *want, o.world_size));
+    }
+    if (std::string(key) != "ep" && std::string(key) != "etp") {
+      product *= *want;
+      if (o.world_size % product != 0) {
+        throw Error(
+            fmt::format("{}: the degrees given multiply to {} (by {}={}), which does not divide the world size {} (world = pp x "
+                        "dp_replicate x dp_shard x cp x tp)",
+                        where, product, key, *want, o.world_size));
+      }
+    }
+  }
+  if (q.pp && *q.pp > o.max_pp) throw Error(fmt::format("{}: pp={} is above --max-pp {}", where, *q.pp, o.max_pp));
+}
+
+// The query's mbs, vpp, recompute and dp_sharding: one of the searched values, or the training
+// config's value when the list is empty (pinned).
+void CheckQuerySettings(const LayoutQuery& q, const SearchOptions& o, const std::string& where) {
+  if (q.micro_batch_size) {
+    const bool pinned = o.micro_batch_sizes.empty();
+    RequireSearched(where, "mbs", std::to_string(*q.micro_batch_size),
+                    Numbers(pinned ? std::vector<int64_t>{o.training.micro_batch_size} : o.micro_batch_sizes),
+                    pinned ? "--micro-batch-size" : "");
+  }
+  if (q.vpp) {
+    if (*q.vpp > 1 && q.pp && *q.pp == 1) {
+      throw Error(
+          fmt::format("{}: vpp={} needs pp > 1 (interleaved 1F1B runs vpp model chunks per pipeline rank), got pp=1", where, *q.vpp));
+    }
+    if (*q.vpp > 1 || o.training.run.vpp > 1) {  // vpp 1 is every pp = 1 layout's
+      const bool pinned = o.vpps.empty();
+      RequireSearched(where, "vpp", std::to_string(*q.vpp), Numbers(pinned ? std::vector<int64_t>{o.training.run.vpp} : o.vpps),
+                      pinned ? "--vpp" : "");
+    }
+  }
+  if (q.recompute) {
+    std::vector<std::string> names;
+    for (Recompute r : o.recomputes) names.push_back(RecomputeName(r));
+    const bool pinned = names.empty();
+    if (pinned) names.push_back(RecomputeName(o.training.recompute));
+    RequireSearched(where, "recompute", *q.recompute, names, pinned ? "--recompute" : "");
+  }
+  if (q.dp_sharding) {
+    std::vector<std::string> names;
+    for (DpSharding d : o.dp_shardings) names.push_back(DpShardingName(d));
+    const bool pinned = names.empty();
+    if (pinned) names.push_back(DpShardingOf(o.training, o.convention));
+    RequireSearched(where, "dp_sharding", *q.dp_sharding, names, pinned ? "--dp-sharding" : "");
+  }
+}
+
+// The query's dispatcher: pinned by --dispatcher, searched (the opt-in ones only when asked for),
+// and not with ep 1 unless it is the all-to-all.
+void CheckQueryDispatcher(const LayoutQuery& q, const SearchOptions& o, const std::string& where) {
+  if (!q.dispatcher) return;
+  const Dispatcher want = *q.dispatcher;
+  const std::string name = DispatcherName(want);
+  if (!o.dispatchers.empty()) {
+    std::vector<std::string> names;
+    for (Dispatcher d : o.dispatchers) names.push_back(DispatcherName(d));
+    RequireSearched(where, "dispatcher", name, names, o.dispatchers.size() == 1 ? "--dispatcher" : "");
+  } else if ((want == Dispatcher::kDeepEp && !o.include_deepep) || (want == Dispatcher::kAllGather && !o.include_allgather) ||
+             (want == Dispatcher::kDeredundency && !o.include_deredundency)) {
+    throw Error(
+        fmt::format("{}: dispatcher={} is not searched (add --search-dispatchers {} or pin --dispatcher {})", where, name, name, name));
+  }
+  if (want != Dispatcher::kAllToAll && q.ep && *q.ep == 1) {
+    throw Error(fmt::format("{}: dispatcher={} needs ep > 1 (with ep 1 no token leaves its rank), got ep=1", where, name));
+  }
+}
+
+// The query's EP overlap: searched (or pinned to it), and, when on, Megatron's rules on the keys
+// the query fixes.
+void CheckQueryOverlap(const LayoutQuery& q, const SearchOptions& o, const std::string& where) {
+  if (!q.overlap_moe_ep_comm) return;
+  const bool on = *q.overlap_moe_ep_comm;
+  if (o.ep_overlaps.empty() && on != o.training.run.overlap_moe_ep_comm) {
+    throw Error(fmt::format("{}: overlap={} is outside the search: EP overlap is {} ({})", where, on ? "on" : "off",
+                            o.training.run.overlap_moe_ep_comm ? "on" : "off",
+                            o.convention == Convention::kMegatron ? "pinned by --overlap-moe-expert-parallel-comm"
+                                                                  : "searched under --convention megatron only"));
+  }
+  if (!on) return;
+  // Megatron's rules (ValidateEpOverlap) on the keys the query fixes; a key not given takes a
+  // value that passes, so only the query's own values can break them.
+  TrainingConfig t = o.training;
+  t.run.overlap_moe_ep_comm = true;
+  t.run.vpp = q.vpp.value_or(2);
+  t.dispatcher = q.dispatcher.value_or(Dispatcher::kAllToAll);
+  if (q.recompute) t.recompute = ParseRecompute(*q.recompute, "--explain: recompute");
+  if (!q.recompute && !o.recomputes.empty()) t.recompute = Recompute::kNone;  // searched: none is among them
+  try {
+    ValidateEpOverlap(t, q.pp.value_or(o.pins.pp != 0 ? o.pins.pp : 1), q.ep.value_or(o.pins.ep != 0 ? o.pins.ep : 2));
+  } catch (const Error& error) {
+    throw Error(fmt::format("{}: overlap=on breaks Megatron's rule: {}", where, error.what()));
+  }
+}
+
 }  // namespace
 
 LayoutQuery ParseLayoutQuery(const std::string& text) {
@@ -87,7 +221,7 @@ LayoutQuery ParseLayoutQuery(const std::string& text) {
     if (key == "vpp") q.vpp = ParseQueryInt(key, value);
     if (key == "mbs") q.micro_batch_size = ParseQueryInt(key, value);
     if (key == "recompute") q.recompute = OneOf(key, value, RecomputeNames());
-    if (key == "dispatcher") q.dispatcher = OneOf(key, value, DispatcherNames());
+    if (key == "dispatcher") q.dispatcher = ParseDispatcher(OneOf(key, value, DispatcherNames()), "--explain: dispatcher");
     if (key == "dp_sharding") q.dp_sharding = OneOf(key, value, DpShardingNames());
     if (key == "overlap") q.overlap_moe_ep_comm = OneOf(key, value, {"on", "off"}) == "on";
   }
@@ -114,114 +248,10 @@ bool LayoutQuery::Matches(const LayoutCandidate& c, const TrainingConfig& base) 
 
 void ValidateLayoutQuery(const LayoutQuery& q, const SearchOptions& o) {
   const std::string where = fmt::format("--explain \"{}\"", q.text);
-  // Pinned degrees (DegreePins: 0 = searched).
-  const std::tuple<const char*, const char*, const std::optional<int64_t>&, int64_t> degrees[] = {
-      {"pp", "--pp", q.pp, o.pins.pp},
-      {"dp_replicate", "--dp-replicate", q.dp_replicate, o.pins.dp_replicate},
-      {"dp_shard", "--dp-shard", q.dp_shard, o.pins.dp_shard},
-      {"cp", "--cp", q.cp, o.pins.cp},
-      {"tp", "--tp", q.tp, o.pins.tp},
-      {"ep", "--ep", q.ep, o.pins.ep},
-      {"etp", "--etp", q.etp, o.pins.etp}};
-  int64_t product = 1;  // of the mesh degrees given: pp x dp_replicate x dp_shard x cp x tp
-  for (const auto& [key, flag, want, pin] : degrees) {
-    if (!want) continue;
-    if (pin != 0 && *want != pin) {
-      throw Error(fmt::format("{}: {}={} is outside the search: {} pins it to {}", where, key, *want, flag, pin));
-    }
-    if (*want > o.world_size || o.world_size % *want != 0) {
-      throw Error(
-          fmt::format("{}: {}={} does not divide the world size {} (every degree is a factor of it)", where, key, *want, o.world_size));
-    }
-    if (std::string(key) != "ep" && std::string(key) != "etp") {
-      product *= *want;
-      if (o.world_size % product != 0) {
-        throw Error(
-            fmt::format("{}: the degrees given multiply to {} (by {}={}), which does not divide the world size {} (world = pp x "
-                        "dp_replicate x dp_shard x cp x tp)",
-                        where, product, key, *want, o.world_size));
-      }
-    }
-  }
-  if (q.pp && *q.pp > o.max_pp) throw Error(fmt::format("{}: pp={} is above --max-pp {}", where, *q.pp, o.max_pp));
-  // Searched settings: the list, or the training config's value when the list is empty (pinned).
-  auto in_list = [&](const char* key, const std::string& value, const std::vector<std::string>& values, const std::string& pin_flag) {
-    if (std::find(values.begin(), values.end(), value) != values.end()) return;
-    if (values.size() == 1 && !pin_flag.empty()) {
-      throw Error(fmt::format("{}: {}={} is outside the search: {} pins it to {}", where, key, value, pin_flag, values.front()));
-    }
-    throw Error(fmt::format("{}: {}={} is not searched (searched: {})", where, key, value, fmt::join(values, ", ")));
-  };
-  auto numbers = [](const std::vector<int64_t>& v) {
-    std::vector<std::string> out;
-    for (int64_t x : v) out.push_back(std::to_string(x));
-    return out;
-  };
-  if (q.micro_batch_size) {
-    const bool pinned = o.micro_batch_sizes.empty();
-    in_list("mbs", std::to_string(*q.micro_batch_size),
-            numbers(pinned ? std::vector<int64_t>{o.training.micro_batch_size} : o.micro_batch_sizes), pinned ? "--micro-batch-size" : "");
-  }
-  if (q.vpp) {
-    if (*q.vpp > 1 && q.pp && *q.pp == 1) {
-      throw Error(
-          fmt::format("{}: vpp={} needs pp > 1 (interleaved 1F1B runs vpp model chunks per pipeline rank), got pp=1", where, *q.vpp));
-    }
-    if (*q.vpp > 1 || o.training.run.vpp > 1) {  // vpp 1 is every pp = 1 layout's
-      const bool pinned = o.vpps.empty();
-      in_list("vpp", std::to_string(*q.vpp), numbers(pinned ? std::vector<int64_t>{o.training.run.vpp} : o.vpps), pinned ? "--vpp" : "");
-    }
-  }
-  if (q.recompute) {
-    std::vector<std::string> names;
-    for (Recompute r : o.recomputes) names.push_back(RecomputeName(r));
-    const bool pinned = names.empty();
-    if (pinned) names.push_back(RecomputeName(o.training.recompute));
-    in_list("recompute", *q.recompute, names, pinned ? "--recompute" : "");
-  }
-  if (q.dp_sharding) {
-    std::vector<std::string> names;
-    for (DpSharding d : o.dp_shardings) names.push_back(DpShardingName(d));
-    const bool pinned = names.empty();
-    if (pinned) names.push_back(DpShardingOf(o.training, o.convention));
-    in_list("dp_sharding", *q.dp_sharding, names, pinned ? "--dp-sharding" : "");
-  }
-  if (q.dispatcher) {
-    if (!o.dispatchers.empty()) {
-      in_list("dispatcher", *q.dispatcher, o.dispatchers, o.dispatchers.size() == 1 ? "--dispatcher" : "");
-    } else if ((*q.dispatcher == "deepep" && !o.include_deepep) || (*q.dispatcher == "allgather" && !o.include_allgather) ||
-               (*q.dispatcher == "deredundency" && !o.include_deredundency)) {
-      throw Error(fmt::format("{}: dispatcher={} is not searched (add --search-dispatchers {} or pin --dispatcher {})", where,
-                              *q.dispatcher, *q.dispatcher, *q.dispatcher));
-    }
-    if (*q.dispatcher != "all_to_all" && q.ep && *q.ep == 1) {
-      throw Error(fmt::format("{}: dispatcher={} needs ep > 1 (with ep 1 no token leaves its rank), got ep=1", where, *q.dispatcher));
-    }
-  }
-  if (q.overlap_moe_ep_comm) {
-    const bool on = *q.overlap_moe_ep_comm;
-    if (o.ep_overlaps.empty() && on != o.training.run.overlap_moe_ep_comm) {
-      throw Error(fmt::format("{}: overlap={} is outside the search: EP overlap is {} ({})", where, on ? "on" : "off",
-                              o.training.run.overlap_moe_ep_comm ? "on" : "off",
-                              o.convention == Convention::kMegatron ? "pinned by --overlap-moe-expert-parallel-comm"
-                                                                    : "searched under --convention megatron only"));
-    }
-    if (on) {
-      // Megatron's rules (ValidateEpOverlap) on the keys the query fixes; a key not given takes a
-      // value that passes, so only the query's own values can break them.
-      TrainingConfig t = o.training;
-      t.run.overlap_moe_ep_comm = true;
-      t.run.vpp = q.vpp.value_or(2);
-      t.dispatcher = q.dispatcher ? ParseDispatcher(*q.dispatcher, "--explain: dispatcher") : Dispatcher::kAllToAll;
-      if (q.recompute) t.recompute = ParseRecompute(*q.recompute, "--explain: recompute");
-      if (!q.recompute && !o.recomputes.empty()) t.recompute = Recompute::kNone;  // searched: none is among them
-      try {
-        ValidateEpOverlap(t, q.pp.value_or(o.pins.pp != 0 ? o.pins.pp : 1), q.ep.value_or(o.pins.ep != 0 ? o.pins.ep : 2));
-      } catch (const Error& error) {
-        throw Error(fmt::format("{}: overlap=on breaks Megatron's rule: {}", where, error.what()));
-      }
-    }
-  }
+  CheckQueryDegrees(q, o, where);
+  CheckQuerySettings(q, o, where);
+  CheckQueryDispatcher(q, o, where);
+  CheckQueryOverlap(q, o, where);
 }
 
 ExplainResult ExplainLayout(const ModelSpec& model, const SearchOptions& options, const SearchResult& result, const LayoutQuery& query) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "planner/base/json_util.h"
+#include "planner/model/dispatcher.h"
 #include "planner/model/model_spec.h"
 #include "planner/search/search.h"
 
@@ -20,7 +21,8 @@ namespace dockyard {
 struct LayoutQuery {
   std::string text;
   std::optional<int64_t> pp, dp_replicate, dp_shard, cp, tp, ep, etp, vpp, micro_batch_size;
-  std::optional<std::string> recompute, dispatcher, dp_sharding;
+  std::optional<std::string> recompute, dp_sharding;
+  std::optional<Dispatcher> dispatcher;
   std::optional<bool> overlap_moe_ep_comm;
 
   bool Matches(const RankedLayout& row) const;

@@ -41,7 +41,7 @@ TEST_CASE("--explain: a key outside the pins names the pin") {
   o.recomputes.clear();
   o.training.recompute = Recompute::kFull;
   Refused("recompute=none", o, "--explain \"recompute=none\": recompute=none is outside the search: --recompute pins it to full");
-  o.dispatchers = {"deepep"};
+  o.dispatchers = {Dispatcher::kDeepEp};
   Refused("dispatcher=all_to_all", o,
           "--explain \"dispatcher=all_to_all\": dispatcher=all_to_all is outside the search: --dispatcher pins it to deepep");
   o.ep_overlaps.clear();  // pinned off

@@ -40,7 +40,8 @@ TEST_CASE("search --fp8-param-gather (megatron): zero1 layouts ranked at the pla
     CAPTURE(c.dims.etp);
     CAPTURE(c.dims.cp);
     CAPTURE(c.settings.micro_batch_size);
-    CAPTURE(c.dispatcher);
+    const std::string dispatcher = dockyard::DispatcherName(c.dispatcher);
+    CAPTURE(dispatcher);
     const auto r = gather.Evaluate(c, /*simulate_over_budget=*/true);
     ++evaluated;
     if (c.settings.dp_sharding == dockyard::DpSharding::kDdp) {

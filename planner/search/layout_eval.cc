@@ -47,16 +47,6 @@ int64_t Ceil(int64_t a, int64_t b) {
 
 constexpr size_t kMaxMemoizedCuts = 1 << 16;
 
-// The dispatchers ValidateTraining accepts (training.h), indexed; -1 for any other name (the
-// reference path then rejects it with its message).
-int DispatcherIndex(const std::string& dispatcher) {
-  constexpr const char* kNames[] = {"all_to_all", "deredundency", "deepep", "allgather"};
-  for (int i = 0; i < 4; ++i) {
-    if (dispatcher == kNames[i]) return i;
-  }
-  return -1;
-}
-
 // Parameters that get the same placement and local shape under any degrees, `count` of them.
 struct ParamClass {
   std::vector<int64_t> shape;
@@ -193,7 +183,7 @@ struct LayoutEvaluator::Impl {
     TrainingBytes bytes;
     std::map<std::pair<int64_t, int64_t>, bool> run_ok;  // per (pp, ep): the run-setting rules hold
   };
-  using TrainingKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int, int, int>;
+  using TrainingKey = std::tuple<Dispatcher, int64_t, int64_t, int64_t, int64_t, int, int, int>;
   std::map<TrainingKey, TrainingEntry> trainings;
   std::map<int64_t, Split> splits;  // per pp
   // The (routed, tp_dim) combinations of the classes: the placement policy (ShardCutsOf) depends
@@ -463,10 +453,9 @@ LayoutEvaluator::LayoutEvaluator(const ModelSpec& model, const SearchOptions& op
 }
 
 // The candidate's training (CandidateTraining), validated and resolved as BuildPlan does, cached.
-static LayoutEvaluator::Impl::TrainingEntry& TrainingEntryOf(LayoutEvaluator::Impl& im, const SearchOptions& o, int di,
-                                                             const LayoutCandidate& c) {
+static LayoutEvaluator::Impl::TrainingEntry& TrainingEntryOf(LayoutEvaluator::Impl& im, const SearchOptions& o, const LayoutCandidate& c) {
   const CandidateSettings& cs = c.settings;
-  const LayoutEvaluator::Impl::TrainingKey key{di,
+  const LayoutEvaluator::Impl::TrainingKey key{c.dispatcher,
                                                cs.micro_batch_size,
                                                cs.num_microbatches,
                                                cs.grad_accumulation_steps,
@@ -522,8 +511,8 @@ int64_t LayoutEvaluator::num_classes() const {
 
 void LayoutEvaluator::ExpectCandidates(const std::vector<LayoutCandidate>& candidates) {
   const TrainingConfig& t = options_.training;
-  const bool deepep = options_.include_deepep ||
-                      std::find(options_.dispatchers.begin(), options_.dispatchers.end(), "deepep") != options_.dispatchers.end();
+  const std::vector<Dispatcher>& pinned = options_.dispatchers;
+  const bool deepep = options_.include_deepep || std::find(pinned.begin(), pinned.end(), Dispatcher::kDeepEp) != pinned.end();
   std::vector<int64_t> tokens;
   std::vector<FlexBlockNeed> block_needs;
   int64_t max_ep = 1;
@@ -620,9 +609,7 @@ LayoutEvaluation LayoutEvaluator::EvaluateReference(const LayoutCandidate& c, bo
 }
 
 bool LayoutEvaluator::SettingsHold(const LayoutCandidate& c) {
-  const int di = DispatcherIndex(c.dispatcher);
-  if (di < 0) return EvaluateReference(c, false).status != LayoutEvaluation::Status::kInvalid;
-  Impl::TrainingEntry& entry = TrainingEntryOf(*impl_, options_, di, c);
+  Impl::TrainingEntry& entry = TrainingEntryOf(*impl_, options_, c);
   ParallelDims d;
   if (!entry.ok || !TryBuildParallelDims(c.dims, &d, nullptr)) return false;
   return RunSettingsHold(entry, d.pp, d.ep, model_.num_hidden_layers);
@@ -689,20 +676,18 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   r.status = LayoutEvaluation::Status::kInvalid;
 
   // --- Validation (BuildPlan's rules, no messages).
-  const int di = DispatcherIndex(c.dispatcher);
-  if (di < 0) return HandToReference(c, simulate_over_budget, detail);  // ValidateTraining rejects it there
   // --fp8-param-gather splits each FSDP unit by precision: SimulateStep's path (opt-in).
   if (options_.training.fp8_param_gather) return HandToReference(c, simulate_over_budget, detail);
   // torchtitan's per-layer selective checkpointing counts layers per stage: SimulateStep's path (opt-in).
   if (!options_.training.selective_ac_option.empty()) return HandToReference(c, simulate_over_budget, detail);
-  Impl::TrainingEntry& entry = TrainingEntryOf(im, options_, di, c);
+  Impl::TrainingEntry& entry = TrainingEntryOf(im, options_, c);
   if (!entry.ok) return r;
   const Impl::DimsCheck& dims = im.DimsFor(c.dims, m);
   if (!dims.ok) return r;
   const ParallelDims& d = dims.d;
   if (!RunSettingsHold(entry, d.pp, d.ep, m.num_hidden_layers)) return r;
   const TrainingConfig& t = entry.t;
-  if (di == 1 && t.oep && d.ep % *t.oep != 0) return r;
+  if (t.dispatcher == Dispatcher::kDeredundency && t.oep && d.ep % *t.oep != 0) return r;
   const GroupStatics& g = im.StaticsFor(m, options_.cluster, c.dims, d, t, entry.bytes);
   if (!g.valid) return r;
   r.dims = d;
@@ -725,7 +710,7 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
 
   // --- The cost model (what SimulateStep gathers from a plan).
   StepInputs in;
-  if (!FillStepInputs(g, w, d, t, di, &in)) {
+  if (!FillStepInputs(g, w, d, t, &in)) {
     ++fallbacks_;
     return HandToReference(c, simulate_over_budget, detail);
   }
@@ -739,7 +724,7 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   return r;
 }
 
-bool LayoutEvaluator::FillStepInputs(const GroupStatics& g, const Workload& w, const ParallelDims& d, const TrainingConfig& t, int di,
+bool LayoutEvaluator::FillStepInputs(const GroupStatics& g, const Workload& w, const ParallelDims& d, const TrainingConfig& t,
                                      StepInputs* out) {
   const Impl& im = *impl_;
   StepInputs& in = *out;
@@ -762,7 +747,7 @@ bool LayoutEvaluator::FillStepInputs(const GroupStatics& g, const Workload& w, c
     if (u.mp[0] >= kExactDouble || u.mp[1] >= kExactDouble) return false;
     in.fsdp_layer[which] = {true, static_cast<double>(static_cast<int64_t>(u.mp[0])), static_cast<double>(static_cast<int64_t>(u.mp[1]))};
   }
-  in.moe_phases = &MoePhasesOf(w, d, t, di);
+  in.moe_phases = &MoePhasesOf(w, d, t);
   in.num_moe_layers = im.num_moe_layers;
   in.layer_stage = &g.split->layer_stage;
   in.dp_step_comm_us = g.dp_step_comm_us;
@@ -771,26 +756,27 @@ bool LayoutEvaluator::FillStepInputs(const GroupStatics& g, const Workload& w, c
   return true;
 }
 
-const MoePhaseTimes& LayoutEvaluator::MoePhasesOf(const Workload& w, const ParallelDims& d, const TrainingConfig& t, int di) {
+const MoePhaseTimes& LayoutEvaluator::MoePhasesOf(const Workload& w, const ParallelDims& d, const TrainingConfig& t) {
   // Routing-dependent MoE phases, cached: they depend on the routing sample (ep, T_r, oep), the
   // EP group of rank 0 ({0, etp, 2 etp, ...}: the ep axis has stride etp), F / expert TP and the
   // dispatcher (with deepep, on the per-token node counts of that group).
   const ModelSpec& m = model_;
   const int64_t oep = DispatchOep(t, d.ep);
   const bool deredundency = d.ep > 1 && t.dispatcher == Dispatcher::kDeredundency;
-  const SearchEvalCache::MoeKey key{d.ep, w.routed_tokens, oep, d.etp, w.expert_f_local, d.ep > 1 ? di : 0, t.fp8_dispatch};
+  const SearchEvalCache::MoeKey key{
+      d.ep, w.routed_tokens, oep, d.etp, w.expert_f_local, d.ep > 1 ? t.dispatcher : Dispatcher::kAllToAll, t.fp8_dispatch};
   return cache_->MoePhases(key, [&] {
     const auto start = std::chrono::steady_clock::now();
     std::vector<int64_t> ep_group(d.ep);
     for (int64_t i = 0; i < d.ep; ++i) ep_group[i] = i * d.etp;
-    const bool flex = d.ep > 1 && di == 2;
+    const bool flex = d.ep > 1 && t.dispatcher == Dispatcher::kDeepEp;
     const RoutingResult& routing =
         flex ? cache_->FlexRouting(ep_group, t.gpus_per_node, w.routed_tokens) : cache_->Routing(d.ep, w.routed_tokens, oep);
     // The shape as SimulateStep forms it.
     MoePhaseShape shape = MoePhaseShapeOf(m, w, d.ep, deredundency);
     shape.flex = flex;
     shape.flex_fp8 = t.fp8_dispatch;
-    shape.allgather = d.ep > 1 && di == 3;
+    shape.allgather = d.ep > 1 && t.dispatcher == Dispatcher::kAllGather;
     shape.integer_sums = true;
     if (t.fp8_dispatch) shape.dispatch_act_bytes = DispatchBytesPerElement(t, static_cast<double>(m.hidden_size), shape.act_bytes);
     MoePhaseTimes phases = SimulateMoePhases(routing, ep_group, shape, options_.cluster, WithPrecision(options_.cost, t));

@@ -112,7 +112,7 @@ class LayoutEvaluator {
   double budget_bytes() const { return budget_bytes_; }
   int64_t fallbacks() const { return fallbacks_; }  // candidates Evaluate handed to the reference near overflow
   // Every candidate Evaluate handed to the reference path: the overflow fallbacks and the opt-in
-  // settings it does not cover (--fp8-param-gather, --selective-ac-option, an unknown dispatcher).
+  // settings it does not cover (--fp8-param-gather, --selective-ac-option).
   int64_t handed_to_reference() const { return handed_to_reference_; }
   // Deepep groups whose counts the shared cache read from per-source block counts (after
   // ExpectCandidates; SearchEvalCache::flex_from_blocks).
@@ -127,13 +127,12 @@ class LayoutEvaluator {
 
  private:
   LayoutEvaluation HandToReference(const LayoutCandidate& candidate, bool simulate_over_budget, CostBreakdown* detail);
-  // What SimulateStepFromInputs reads of a candidate of group `g` (its settings in `w`, `t`, and
-  // `dispatcher_index`): rank 0's groups, the FSDP units, the MoE phases, the step-end collectives.
+  // What SimulateStepFromInputs reads of a candidate of group `g` (its settings, dispatcher
+  // included, in `w` and `t`): rank 0's groups, the FSDP units, the MoE phases, the step-end collectives.
   // False when an FSDP element count reaches 2^53 (then the reference path takes the candidate).
-  bool FillStepInputs(const GroupStatics& g, const Workload& w, const ParallelDims& d, const TrainingConfig& t, int dispatcher_index,
-                      StepInputs* out);
+  bool FillStepInputs(const GroupStatics& g, const Workload& w, const ParallelDims& d, const TrainingConfig& t, StepInputs* out);
   // The routing-dependent MoE phases of a candidate, from the shared cache (filled on a miss).
-  const MoePhaseTimes& MoePhasesOf(const Workload& w, const ParallelDims& d, const TrainingConfig& t, int dispatcher_index);
+  const MoePhaseTimes& MoePhasesOf(const Workload& w, const ParallelDims& d, const TrainingConfig& t);
 
   ModelSpec model_;  // a copy: the evaluator may outlive the caller's model
   SearchOptions options_;

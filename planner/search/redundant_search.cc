@@ -95,7 +95,7 @@ namespace {
 std::string LayoutText(const LayoutCandidate& c) {
   const auto& d = c.dims;
   return fmt::format("pp {} dp_rep {} dp_shard {} cp {} tp {} ep {} etp {} {}", d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp, d.ep, d.etp,
-                     c.dispatcher);
+                     DispatcherName(c.dispatcher));
 }
 
 }  // namespace
@@ -112,7 +112,7 @@ Json RedundantSearchToJson(const RedundantSearchResult& r) {
                         {"tp", d.tp},
                         {"ep", d.ep},
                         {"etp", d.etp},
-                        {"dispatcher", x.layout.layout.dispatcher}}},
+                        {"dispatcher", DispatcherName(x.layout.layout.dispatcher)}}},
                       {"redundant_experts", x.redundant_experts},
                       {"policy", x.policy},
                       {"imbalance_before", x.imbalance_before},

@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 #include <sstream>
+#include <string_view>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -40,7 +41,7 @@ std::vector<int64_t> Divisors(int64_t n) {
 // ForEachSetting. Static memory is the same for all of them (the pruning bound).
 struct LayoutGroup {
   ParallelDimsOptions dims;
-  std::string dispatcher;
+  Dispatcher dispatcher = Dispatcher::kAllToAll;
   std::optional<DpSharding> dp_sharding;
 };
 
@@ -77,17 +78,17 @@ std::vector<LayoutGroup> EnumerateGroups(const ModelSpec& model, const SearchOpt
             for (int64_t etp : etps) {
               if (o.convention == Convention::kMegatron && dpr > 1) continue;
               const ParallelDimsOptions dims{o.world_size, dpr, dps, cp, tp, ep, etp, pp, o.convention};
-              std::vector<std::string> dispatchers = o.dispatchers;
+              std::vector<Dispatcher> dispatchers = o.dispatchers;
               if (dispatchers.empty()) {
-                dispatchers.push_back("all_to_all");
+                dispatchers.push_back(Dispatcher::kAllToAll);
                 // The deredundency dispatcher only differs when an EP group spans nodes.
-                if (o.include_deredundency && ep * etp > o.cluster.gpus_per_node) dispatchers.push_back("deredundency");
+                if (o.include_deredundency && ep * etp > o.cluster.gpus_per_node) dispatchers.push_back(Dispatcher::kDeredundency);
                 // deepep and allgather: any EP group of 2 or more ranks (Megatron's flex and
                 // allgather dispatchers need expert parallelism to dispatch over).
-                if (o.include_deepep && ep > 1) dispatchers.push_back("deepep");
-                if (o.include_allgather && ep > 1) dispatchers.push_back("allgather");
+                if (o.include_deepep && ep > 1) dispatchers.push_back(Dispatcher::kDeepEp);
+                if (o.include_allgather && ep > 1) dispatchers.push_back(Dispatcher::kAllGather);
               }
-              for (const std::string& dispatcher : dispatchers) {
+              for (Dispatcher dispatcher : dispatchers) {
                 for (const auto& sharding : shardings) out.push_back({dims, dispatcher, sharding});
               }
             }
@@ -160,12 +161,15 @@ void ForEachSetting(const LayoutGroup& g, const SearchOptions& o, Fn&& fn) {
 // batch), then memory, then every degree and setting (ties in a fixed order whatever the threads).
 bool RankedBefore(const RankedLayout& a, const RankedLayout& b) {
   if (a.tokens_per_s_per_gpu != b.tokens_per_s_per_gpu) return a.tokens_per_s_per_gpu > b.tokens_per_s_per_gpu;
-  const auto key = [](const RankedLayout& x) {  // references: no string copies per comparison
+  // The dispatcher by its name (the order the rows have always had); the rest by reference: no
+  // string copies per comparison.
+  const auto key = [](const RankedLayout& x, const std::string_view& dispatcher) {
     const auto& d = x.layout.dims;
-    return std::tie(x.peak_bytes, d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp, d.ep, d.etp, x.layout.dispatcher, x.dp_sharding,
-                    x.micro_batch_size, x.num_microbatches, x.grad_accumulation_steps, x.vpp, x.recompute, x.overlap_moe_ep_comm);
+    return std::tie(x.peak_bytes, d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp, d.ep, d.etp, dispatcher, x.dp_sharding, x.micro_batch_size,
+                    x.num_microbatches, x.grad_accumulation_steps, x.vpp, x.recompute, x.overlap_moe_ep_comm);
   };
-  return key(a) < key(b);
+  const std::string_view name_a = DispatcherName(a.layout.dispatcher), name_b = DispatcherName(b.layout.dispatcher);
+  return key(a, name_a) < key(b, name_b);
 }
 
 // The ranked rows one thread keeps. With keep_all, every row. Otherwise only rows that can still
@@ -322,6 +326,95 @@ void SearchGroups(const ModelSpec& model, const SearchOptions& o, const std::vec
   out->routing_seconds = evaluator.cache_fill_seconds();
 }
 
+// Refuses options the search cannot run: what the cost model cannot price (even when no layout
+// would fit), bad thread counts and global batches, pins that break a rule, a sequence length the
+// model cannot take.
+void ValidateSearchOptions(const ModelSpec& model, const SearchOptions& o) {
+  CheckCostModelCoversAttention(model);
+  if (o.threads < 1 || o.threads > 1024) throw Error(fmt::format("--threads: must be in [1, 1024], got {}", o.threads));
+  if (o.global_batch_size < 0) throw Error(fmt::format("--global-batch-size: must be >= 1, got {}", o.global_batch_size));
+  ValidateSearchPins(o);
+  ValidateSearchPinsForModel(o, model);
+  ValidateSeqLenForModel(o.training.seq_len, model, "--seq-len");
+}
+
+// A result with no layout yet: the budget (its reserve checked), the batch and schedule settings.
+SearchResult EmptyResult(const SearchOptions& o) {
+  SearchResult result;
+  result.budget_gib = o.training.gpu_memory_gib > 0 ? o.training.gpu_memory_gib : o.cluster.memory_gib;
+  ValidateMemoryReserve(result.budget_gib, o.training.memory_reserve_gib.value_or(0), "gpu_memory_gib (or the cluster's memory_gib)",
+                        "memory_reserve_gib");
+  result.reserve_gib = o.training.memory_reserve_gib.value_or(0);
+  result.num_microbatches = o.training.num_microbatches;
+  result.megatron = o.convention == Convention::kMegatron;
+  result.global_batch_size = o.global_batch_size;
+  result.seq_len = o.training.seq_len;
+  return result;
+}
+
+// Evaluates `groups` on parts->size() threads (SearchGroups, thread t into (*parts)[t]); rethrows
+// the first thread's error, whatever the timing.
+void SearchInThreads(const ModelSpec& model, const SearchOptions& o, const std::vector<LayoutGroup>& groups,
+                     const std::shared_ptr<SearchEvalCache>& cache, std::vector<Partial>* parts) {
+  const int threads = static_cast<int>(parts->size());
+  if (threads == 1) {
+    SearchGroups(model, o, groups, 0, 1, cache, &(*parts)[0]);
+    return;
+  }
+  std::vector<std::thread> pool;
+  std::vector<std::exception_ptr> errors(threads);
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      try {
+        SearchGroups(model, o, groups, t, threads, cache, &(*parts)[t]);
+      } catch (...) {
+        errors[t] = std::current_exception();
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  for (const auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+// Adds each thread's counts to `result` and returns their kept rows (unsorted).
+std::vector<RankedLayout> MergeParts(std::vector<Partial>* parts, SearchResult* result) {
+  std::vector<RankedLayout> ranked;
+  for (Partial& p : *parts) {
+    result->enumerated += p.enumerated;
+    result->invalid += p.invalid;
+    result->over_budget += p.over_budget;
+    result->not_divisible += p.not_divisible;
+    result->pruned += p.pruned;
+    result->routing_seconds += p.routing_seconds;
+    result->ranked += p.ranked;
+    std::vector<RankedLayout>& rows = p.kept.rows();
+    ranked.insert(ranked.end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
+  }
+  return ranked;
+}
+
+// The Pareto front of `ranked` (sorted by RankedBefore): one row per point, the best-ranked of the
+// layouts with equal peak and throughput, by peak memory ascending (the front's throughput then
+// rises).
+std::vector<RankedLayout> ParetoRows(const std::vector<RankedLayout>& ranked) {
+  std::vector<int64_t> peaks(ranked.size());
+  std::vector<double> tps(ranked.size());
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    peaks[i] = ranked[i].peak_bytes;
+    tps[i] = ranked[i].tokens_per_s_per_gpu;
+  }
+  const std::vector<bool> front = ParetoFront(peaks, tps);
+  std::vector<RankedLayout> pareto;
+  std::set<std::pair<int64_t, double>> points;
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    if (front[i] && points.insert({peaks[i], tps[i]}).second) pareto.push_back(ranked[i]);
+  }
+  std::stable_sort(pareto.begin(), pareto.end(), [](const RankedLayout& a, const RankedLayout& b) { return a.peak_bytes < b.peak_bytes; });
+  return pareto;
+}
+
 }  // namespace
 
 ResolvedSettings ResolveSettings(const TrainingConfig& base, const CandidateSettings& s) {
@@ -338,7 +431,7 @@ ResolvedSettings ResolveSettings(const TrainingConfig& base, const CandidateSett
 
 TrainingConfig CandidateTraining(const TrainingConfig& base, const LayoutCandidate& c) {
   TrainingConfig t = base;
-  t.dispatcher = ParseDispatcher(c.dispatcher, "dispatcher");
+  t.dispatcher = c.dispatcher;
   if (t.dispatcher != Dispatcher::kDeredundency) t.oep.reset();  // a spec's oep is the deredundency dispatcher's
   // FP8 dispatch (--fp8-dispatch) where the candidate's dispatcher has it.
   t.fp8_dispatch = base.fp8_dispatch && (t.dispatcher == Dispatcher::kAllToAll || t.dispatcher == Dispatcher::kDeepEp);
@@ -364,24 +457,9 @@ void ForEachLayout(const ModelSpec& model, const SearchOptions& o, const std::fu
 }
 
 SearchResult SearchLayouts(const ModelSpec& model, const SearchOptions& o) {
-  // Ranking needs the step time of every layout that fits: refuse before enumerating what the
-  // cost model cannot price (even when no layout would fit).
-  CheckCostModelCoversAttention(model);
-  if (o.threads < 1 || o.threads > 1024) throw Error(fmt::format("--threads: must be in [1, 1024], got {}", o.threads));
-  if (o.global_batch_size < 0) throw Error(fmt::format("--global-batch-size: must be >= 1, got {}", o.global_batch_size));
-  ValidateSearchPins(o);
-  ValidateSearchPinsForModel(o, model);
-  ValidateSeqLenForModel(o.training.seq_len, model, "--seq-len");
+  ValidateSearchOptions(model, o);
   const auto start = std::chrono::steady_clock::now();
-  SearchResult result;
-  result.budget_gib = o.training.gpu_memory_gib > 0 ? o.training.gpu_memory_gib : o.cluster.memory_gib;
-  ValidateMemoryReserve(result.budget_gib, o.training.memory_reserve_gib.value_or(0), "gpu_memory_gib (or the cluster's memory_gib)",
-                        "memory_reserve_gib");
-  result.reserve_gib = o.training.memory_reserve_gib.value_or(0);
-  result.num_microbatches = o.training.num_microbatches;
-  result.megatron = o.convention == Convention::kMegatron;
-  result.global_batch_size = o.global_batch_size;
-  result.seq_len = o.training.seq_len;
+  SearchResult result = EmptyResult(o);
   const std::vector<LayoutGroup> groups = EnumerateGroups(model, o);
   const int threads = static_cast<int>(std::min<size_t>(o.threads, std::max<size_t>(1, groups.size())));
   std::vector<Partial> parts(threads, Partial(o.top, o.keep_all));
@@ -392,56 +470,11 @@ SearchResult SearchLayouts(const ModelSpec& model, const SearchOptions& o) {
     LayoutEvaluator expect(model, o, cache);
     ExpectGroups(groups, o, &expect);
   }
-  if (threads == 1) {
-    SearchGroups(model, o, groups, 0, 1, cache, &parts[0]);
-  } else {
-    std::vector<std::thread> pool;
-    std::vector<std::exception_ptr> errors(threads);
-    for (int t = 0; t < threads; ++t) {
-      pool.emplace_back([&, t] {
-        try {
-          SearchGroups(model, o, groups, t, threads, cache, &parts[t]);
-        } catch (...) {
-          errors[t] = std::current_exception();
-        }
-      });
-    }
-    for (auto& th : pool) th.join();
-    for (const auto& e : errors) {
-      if (e) std::rethrow_exception(e);  // the first thread's error, whatever the timing
-    }
-  }
-  std::vector<RankedLayout> ranked;
-  for (Partial& p : parts) {
-    result.enumerated += p.enumerated;
-    result.invalid += p.invalid;
-    result.over_budget += p.over_budget;
-    result.not_divisible += p.not_divisible;
-    result.pruned += p.pruned;
-    result.routing_seconds += p.routing_seconds;
-    result.ranked += p.ranked;
-    std::vector<RankedLayout>& rows = p.kept.rows();
-    ranked.insert(ranked.end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
-  }
+  SearchInThreads(model, o, groups, cache, &parts);
+  std::vector<RankedLayout> ranked = MergeParts(&parts, &result);
   result.routing_samples = cache->routing_samples();
   std::sort(ranked.begin(), ranked.end(), RankedBefore);
-  {
-    std::vector<int64_t> peaks(ranked.size());
-    std::vector<double> tps(ranked.size());
-    for (size_t i = 0; i < ranked.size(); ++i) {
-      peaks[i] = ranked[i].peak_bytes;
-      tps[i] = ranked[i].tokens_per_s_per_gpu;
-    }
-    const std::vector<bool> front = ParetoFront(peaks, tps);
-    // One row per point of the front: the best-ranked of the layouts with equal peak and throughput.
-    std::set<std::pair<int64_t, double>> points;
-    for (size_t i = 0; i < ranked.size(); ++i) {
-      if (front[i] && points.insert({peaks[i], tps[i]}).second) result.pareto.push_back(ranked[i]);
-    }
-    // By peak memory ascending (the front's throughput then rises).
-    std::stable_sort(result.pareto.begin(), result.pareto.end(),
-                     [](const RankedLayout& a, const RankedLayout& b) { return a.peak_bytes < b.peak_bytes; });
-  }
+  result.pareto = ParetoRows(ranked);
   if (o.keep_all) result.all = ranked;
   if (static_cast<int64_t>(ranked.size()) > o.top) ranked.resize(o.top);
   result.top = std::move(ranked);
@@ -468,7 +501,7 @@ Json RankedLayoutToJson(const RankedLayout& x) {
             {"recompute", x.recompute},
             {"dp_sharding", x.dp_sharding},
             {"overlap_moe_ep_comm", x.overlap_moe_ep_comm},
-            {"dispatcher", x.layout.dispatcher},
+            {"dispatcher", DispatcherName(x.layout.dispatcher)},
             {"step_time_us", x.step_time_us},
             {"tokens_per_s_per_gpu", x.tokens_per_s_per_gpu},
             {"mfu", x.mfu},
@@ -527,7 +560,7 @@ std::string RankedLayoutsTable(const std::vector<RankedLayout>& rows, bool numbe
     // Micro-batches per step: M, or A x M for torchtitan's accumulation loop of A schedules.
     const std::string mb = x.grad_accumulation_steps > 1 ? fmt::format("{}x{}", x.grad_accumulation_steps, x.num_microbatches)
                                                          : std::to_string(x.num_microbatches);
-    const std::string dispatcher = x.layout.dispatcher + (x.overlap_moe_ep_comm ? "+ov" : "");
+    const std::string dispatcher = DispatcherName(x.layout.dispatcher) + std::string(x.overlap_moe_ep_comm ? "+ov" : "");
     out << fmt::format(
         "  {:>4} {:>3} {:>4} {:>5} {:>3} {:>3} {:>4} {:>3} {:>5} {:>3} {:>3} {:>6} {:<9} {:<5} {:<12} {:>10.1f} {:>10.0f} {:>5.1f}% "
         "{:>8.2f} {:>8.2f}  {}\n",

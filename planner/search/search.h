@@ -40,6 +40,7 @@
 #include "planner/sim/cost.h"
 #include "planner/model/model_spec.h"
 #include "planner/layout/parallel_dims.h"
+#include "planner/model/dispatcher.h"
 #include "planner/sim/routing.h"
 #include "planner/model/training.h"
 
@@ -86,7 +87,7 @@ struct SearchOptions {
   std::vector<bool> ep_overlaps;  // --overlap-moe-expert-parallel-comm off / on (ep > 1 only)
   // The dispatchers, pinned (--dispatcher): empty = all_to_all, deredundency where an EP group
   // spans nodes (include_deredundency) and the opt-in ones above.
-  std::vector<std::string> dispatchers;
+  std::vector<Dispatcher> dispatchers;
   int threads = 1;        // worker threads; results do not depend on it
   bool prune = true;      // skip what a bound proves cannot fit (exact; SearchResult::pruned)
   bool keep_all = false;  // SearchResult::all: every ranked layout (explain); without it only the top and the Pareto front are kept
@@ -105,7 +106,7 @@ struct CandidateSettings {
 
 struct LayoutCandidate {
   ParallelDimsOptions dims;
-  std::string dispatcher = "all_to_all";
+  Dispatcher dispatcher = Dispatcher::kAllToAll;
   CandidateSettings settings;
   bool batch_divides = true;  // false: the global batch does not divide it (not evaluated)
   std::string batch_reason;   // why not (GlobalBatchMismatch)

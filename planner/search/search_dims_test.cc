@@ -24,8 +24,8 @@ namespace dockyard {
 namespace {
 
 // degrees, dispatcher, dp sharding, mbs, recompute, vpp, EP overlap
-using RowKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, std::string, std::string, int64_t, std::string,
-                          int64_t, bool>;
+using RowKey =
+    std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, Dispatcher, std::string, int64_t, std::string, int64_t, bool>;
 
 RowKey KeyOf(const RankedLayout& x) {
   const auto& d = x.layout.dims;
@@ -90,9 +90,9 @@ Brute BruteForce(const ModelSpec& model, const SearchOptions& o) {
               } catch (const Error&) {
                 continue;
               }
-              std::vector<std::string> dispatchers = {"all_to_all"};
-              if (ep * etp > o.cluster.gpus_per_node) dispatchers.push_back("deredundency");
-              for (const std::string& dispatcher : dispatchers)
+              std::vector<Dispatcher> dispatchers = {Dispatcher::kAllToAll};
+              if (ep * etp > o.cluster.gpus_per_node) dispatchers.push_back(Dispatcher::kDeredundency);
+              for (Dispatcher dispatcher : dispatchers)
                 for (DpSharding sharding : o.dp_shardings)
                   for (int64_t mbs : o.micro_batch_sizes)
                     for (Recompute recompute : o.recomputes)
@@ -104,7 +104,7 @@ Brute BruteForce(const ModelSpec& model, const SearchOptions& o) {
                           if (GlobalBatchMismatch(o.global_batch_size, dp, mbs, pp, megatron, std::nullopt)) continue;
                           const GlobalBatchSchedule g = ResolveGlobalBatch(o.global_batch_size, dp, mbs, pp, megatron, std::nullopt);
                           TrainingConfig t = o.training;
-                          t.dispatcher = dockyard::ParseDispatcher(dispatcher, "dispatcher");
+                          t.dispatcher = dispatcher;
                           t.dp_sharding = sharding;
                           t.micro_batch_size = mbs;
                           t.recompute = recompute;
@@ -155,8 +155,9 @@ void CheckSearchEqualsBruteForce(Convention convention) {
     for (const auto& [k, v] : brute.ranked) {
       if (searched.count(k) || shown++ > 5) continue;
       MESSAGE(fmt::format("missing pp {} dpr {} dps {} cp {} tp {} ep {} etp {} {} {} mbs {} {} vpp {} ov {}", std::get<0>(k),
-                          std::get<1>(k), std::get<2>(k), std::get<3>(k), std::get<4>(k), std::get<5>(k), std::get<6>(k), std::get<7>(k),
-                          std::get<8>(k), std::get<9>(k), std::get<10>(k), std::get<11>(k), std::get<12>(k)));
+                          std::get<1>(k), std::get<2>(k), std::get<3>(k), std::get<4>(k), std::get<5>(k), std::get<6>(k),
+                          DispatcherName(std::get<7>(k)), std::get<8>(k), std::get<9>(k), std::get<10>(k), std::get<11>(k),
+                          std::get<12>(k)));
     }
   }
   REQUIRE(result.ranked == static_cast<int64_t>(brute.ranked.size()));
@@ -189,8 +190,8 @@ void CheckSearchEqualsBruteForce(Convention convention) {
 std::string QueryOf(const RankedLayout& x) {
   const auto& d = x.layout.dims;
   return fmt::format("pp={},dpr={},dps={},cp={},tp={},ep={},etp={},vpp={},mbs={},recompute={},dispatcher={},dp_sharding={},overlap={}",
-                     d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp, d.ep, d.etp, x.vpp, x.micro_batch_size, x.recompute, x.layout.dispatcher,
-                     x.dp_sharding, x.overlap_moe_ep_comm ? "on" : "off");
+                     d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp, d.ep, d.etp, x.vpp, x.micro_batch_size, x.recompute,
+                     DispatcherName(x.layout.dispatcher), x.dp_sharding, x.overlap_moe_ep_comm ? "on" : "off");
 }
 
 }  // namespace
@@ -241,7 +242,7 @@ TEST_CASE("Pinned degrees and settings hold in every row") {
   o.pins.tp = 2;
   o.pins.pp = 2;
   o.recomputes = {Recompute::kSelective};
-  o.dispatchers = {"all_to_all"};
+  o.dispatchers = {Dispatcher::kAllToAll};
   o.vpps = {2};
   o.micro_batch_sizes = {1};
   o.ep_overlaps = {true};
@@ -251,7 +252,7 @@ TEST_CASE("Pinned degrees and settings hold in every row") {
     CHECK(x.layout.dims.tp == 2);
     CHECK(x.layout.dims.pp == 2);
     CHECK(x.recompute == "selective");
-    CHECK(x.layout.dispatcher == "all_to_all");
+    CHECK(x.layout.dispatcher == Dispatcher::kAllToAll);
     CHECK(x.vpp == 2);
     CHECK(x.micro_batch_size == 1);
     CHECK(x.overlap_moe_ep_comm);
@@ -365,14 +366,14 @@ TEST_CASE("Two threads share the routing samples and give the rows and counts of
   CHECK(two.pruned == one.pruned);
   CHECK(two.not_divisible == one.not_divisible);
   REQUIRE(two.all.size() == one.all.size());
-  std::set<std::string> dispatchers;
+  std::set<Dispatcher> dispatchers;
   for (size_t i = 0; i < one.all.size(); ++i) {
     CHECK(KeyOf(two.all[i]) == KeyOf(one.all[i]));
     CHECK(two.all[i].step_time_us == one.all[i].step_time_us);
     CHECK(two.all[i].peak_bytes == one.all[i].peak_bytes);
     dispatchers.insert(one.all[i].layout.dispatcher);
   }
-  CHECK(dispatchers == std::set<std::string>{"all_to_all", "allgather", "deepep", "deredundency"});
+  CHECK(dispatchers == std::set<Dispatcher>{Dispatcher::kAllToAll, Dispatcher::kAllGather, Dispatcher::kDeepEp, Dispatcher::kDeredundency});
 }
 
 TEST_CASE("A global batch that divides no layout ranks nothing and counts every candidate as not divisible") {

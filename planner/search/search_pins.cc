@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 #include <tuple>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -60,16 +61,20 @@ void ValidateSearchPins(const SearchOptions& o) {
   // A pinned dispatcher: the opt-in ones asked for must be among the pins, and one that is not the
   // all-to-all needs tokens to leave their rank (ep > 1).
   if (!o.dispatchers.empty()) {
-    auto pinned = [&](const std::string& d) { return std::find(o.dispatchers.begin(), o.dispatchers.end(), d) != o.dispatchers.end(); };
-    for (const auto& [asked, name] : {std::pair<bool, const char*>{o.include_deepep, "deepep"}, {o.include_allgather, "allgather"}}) {
-      if (asked && !pinned(name)) {
+    auto pinned = [&](Dispatcher d) { return std::find(o.dispatchers.begin(), o.dispatchers.end(), d) != o.dispatchers.end(); };
+    std::vector<std::string> pins;
+    for (Dispatcher d : o.dispatchers) pins.push_back(DispatcherName(d));
+    for (const auto& [asked, opt_in] :
+         {std::pair<bool, Dispatcher>{o.include_deepep, Dispatcher::kDeepEp}, {o.include_allgather, Dispatcher::kAllGather}}) {
+      if (asked && !pinned(opt_in)) {
+        const char* name = DispatcherName(opt_in);
         throw Error(fmt::format("--search-dispatchers {} and --dispatcher {}: the pin leaves {} unsearched (give one of them)", name,
-                                fmt::join(o.dispatchers, ","), name));
+                                fmt::join(pins, ","), name));
       }
     }
-    for (const std::string& d : o.dispatchers) {
-      if (d != "all_to_all" && p.ep == 1) {
-        throw Error(fmt::format("--dispatcher {} needs ep > 1 (with ep 1 no token leaves its rank), but --ep pins 1", d));
+    for (Dispatcher d : o.dispatchers) {
+      if (d != Dispatcher::kAllToAll && p.ep == 1) {
+        throw Error(fmt::format("--dispatcher {} needs ep > 1 (with ep 1 no token leaves its rank), but --ep pins 1", DispatcherName(d)));
       }
     }
   }
@@ -78,7 +83,7 @@ void ValidateSearchPins(const SearchOptions& o) {
     TrainingConfig t = o.training;
     if (!o.vpps.empty()) t.run.vpp = 2;
     if (!o.recomputes.empty()) t.recompute = Recompute::kNone;
-    t.dispatcher = o.dispatchers.size() == 1 ? ParseDispatcher(o.dispatchers.front(), "--dispatcher") : Dispatcher::kAllToAll;
+    t.dispatcher = o.dispatchers.size() == 1 ? o.dispatchers.front() : Dispatcher::kAllToAll;
     try {
       ValidateEpOverlap(t, p.pp != 0 ? p.pp : 1, p.ep != 0 ? p.ep : 2);
     } catch (const Error& error) {

@@ -61,17 +61,17 @@ TEST_CASE("vpp and micro-batch sizes below 1, and a pinned vpp > 1 with --pp 1")
 
 TEST_CASE("A pinned dispatcher: the opt-in dispatchers asked for are among the pins; not the all-to-all with --ep 1") {
   SearchOptions o = Options();
-  o.dispatchers = {"all_to_all"};
+  o.dispatchers = {Dispatcher::kAllToAll};
   o.include_deepep = true;
   CHECK_THROWS_WITH_AS(ValidateSearchPins(o),
                        "--search-dispatchers deepep and --dispatcher all_to_all: the pin leaves deepep unsearched (give one of them)",
                        Error);
-  o.dispatchers = {"deepep"};
+  o.dispatchers = {Dispatcher::kDeepEp};
   CHECK_NOTHROW(ValidateSearchPins(o));
   o.pins.ep = 1;
   CHECK_THROWS_WITH_AS(ValidateSearchPins(o), "--dispatcher deepep needs ep > 1 (with ep 1 no token leaves its rank), but --ep pins 1",
                        Error);
-  o.dispatchers = {"all_to_all"};
+  o.dispatchers = {Dispatcher::kAllToAll};
   o.include_deepep = false;
   CHECK_NOTHROW(ValidateSearchPins(o));
 }
@@ -92,9 +92,9 @@ TEST_CASE("EP overlap pinned on against the other pins (Megatron's rules)") {
   CHECK_THROWS_WITH_AS(ValidateSearchPins(o), doctest::Contains("the pins conflict: --overlap-moe-expert-parallel-comm: disable full"),
                        Error);
   o.training.recompute = Recompute::kNone;
-  o.dispatchers = {"allgather"};
+  o.dispatchers = {Dispatcher::kAllGather};
   CHECK_THROWS_WITH_AS(ValidateSearchPins(o), doctest::Contains("got --dispatcher allgather"), Error);
-  o.dispatchers = {"deepep"};
+  o.dispatchers = {Dispatcher::kDeepEp};
   CHECK_NOTHROW(ValidateSearchPins(o));
   o.vpps.clear();  // vpp pinned to 1 with pp pinned to 2: Megatron needs a virtual pipeline
   o.pins.pp = 2;

@@ -21,7 +21,7 @@ void ApplySearchedSettings(const SearchSettingsPinned& pinned, SearchOptions* s)
                                : std::vector<DpSharding>{DpSharding::kFsdp, DpSharding::kDdp};
   }
   if (!pinned.ep_overlap && megatron) s->ep_overlaps = {false, true};
-  if (!pinned.dispatcher.empty()) s->dispatchers = {pinned.dispatcher};
+  if (pinned.dispatcher) s->dispatchers = {*pinned.dispatcher};
   // torchtitan's per-layer checkpointing is a form of selective recompute: it pins that dimension.
   if (!s->training.selective_ac_option.empty() && !pinned.recompute) s->recomputes = {Recompute::kSelective};
 }
@@ -38,9 +38,9 @@ void ParseSearchDispatchers(const std::string& list, SearchOptions* s) {
     if (std::find(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(i), name) != names.begin() + static_cast<std::ptrdiff_t>(i)) {
       throw Error(fmt::format("--search-dispatchers {}: '{}' is given twice (list each dispatcher once)", list, name));
     }
-    if (name == "deepep") {
+    if (name == DispatcherName(Dispatcher::kDeepEp)) {
       s->include_deepep = true;
-    } else if (name == "allgather") {
+    } else if (name == DispatcherName(Dispatcher::kAllGather)) {
       s->include_allgather = true;
     } else {
       throw Error(fmt::format("--search-dispatchers: unknown dispatcher '{}' (expected deepep or allgather, comma-separated)", name));

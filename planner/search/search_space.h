@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "planner/model/dispatcher.h"
 #include "planner/model/model_spec.h"
 #include "planner/model/training.h"
 #include "planner/search/search.h"
@@ -16,10 +17,10 @@
 namespace dockyard {
 
 // Which of the settings searched beside the degrees the command line pins (its value is then in
-// SearchOptions::training); `dispatcher` empty = searched.
+// SearchOptions::training); `dispatcher` unset = searched.
 struct SearchSettingsPinned {
   bool micro_batch_size = false, recompute = false, vpp = false, dp_sharding = false, ep_overlap = false;
-  std::string dispatcher;
+  std::optional<Dispatcher> dispatcher;
 };
 
 // Fills SearchOptions' searched lists for what is not pinned (s->convention and s->training set):

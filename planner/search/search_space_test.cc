@@ -32,14 +32,14 @@ TEST_CASE("Unpinned settings are searched, by convention; pinned ones are left t
 
   dockyard::SearchOptions p;
   p.convention = dockyard::Convention::kMegatron;
-  dockyard::SearchSettingsPinned all{true, true, true, true, true, "deepep"};
+  dockyard::SearchSettingsPinned all{true, true, true, true, true, dockyard::Dispatcher::kDeepEp};
   dockyard::ApplySearchedSettings(all, &p);
   CHECK(p.micro_batch_sizes.empty());
   CHECK(p.recomputes.empty());
   CHECK(p.vpps.empty());
   CHECK(p.dp_shardings.empty());
   CHECK(p.ep_overlaps.empty());
-  CHECK(p.dispatchers == std::vector<std::string>{"deepep"});
+  CHECK(p.dispatchers == std::vector<dockyard::Dispatcher>{dockyard::Dispatcher::kDeepEp});
 
   dockyard::SearchOptions sac;
   sac.training.selective_ac_option = "2";  // torchtitan's per-layer checkpointing: selective only

@@ -169,12 +169,12 @@ TEST_CASE("Search ranks the opt-in deepep and allgather dispatchers for ep > 1 o
   const auto result = dockyard::SearchLayouts(model, o);
   int64_t deepep = 0, allgather = 0, ep_gt_1 = 0;
   for (const auto& c : dockyard::EnumerateLayouts(model, o)) {
-    if (c.dispatcher == "all_to_all" && c.dims.ep > 1) ++ep_gt_1;
-    if (c.dispatcher == "deepep") {
+    if (c.dispatcher == dockyard::Dispatcher::kAllToAll && c.dims.ep > 1) ++ep_gt_1;
+    if (c.dispatcher == dockyard::Dispatcher::kDeepEp) {
       ++deepep;
       CHECK(c.dims.ep > 1);
     }
-    if (c.dispatcher == "allgather") {
+    if (c.dispatcher == dockyard::Dispatcher::kAllGather) {
       ++allgather;
       CHECK(c.dims.ep > 1);
     }
@@ -185,7 +185,7 @@ TEST_CASE("Search ranks the opt-in deepep and allgather dispatchers for ep > 1 o
   // A ranked deepep layout has the step time of BuildPlan + SampleRoutingForPlan + SimulateStep.
   bool seen = false;
   for (const auto& x : result.top) {
-    if (x.layout.dispatcher != "deepep" || x.layout.dims.ep != 8) continue;
+    if (x.layout.dispatcher != dockyard::Dispatcher::kDeepEp || x.layout.dims.ep != 8) continue;
     dockyard::TrainingConfig t = o.training;
     t.dispatcher = dockyard::Dispatcher::kDeepEp;
     t.gpus_per_node = 4;
