@@ -6,6 +6,8 @@
 #include "cli/flags.h"
 #include "planner/base/file_util.h"
 #include "planner/model/training_overrides.h"
+#include "planner/report/plan_command.h"
+#include "planner/report/provenance.h"
 
 namespace dockyard::cli {
 
@@ -199,6 +201,11 @@ TrainingConfig ResolveTraining(const TrainingFlags& flags, const ModelSpec& mode
   TrainingOverrides overrides = flags.Parse();
   overrides.memory_reserve_gib = ResolveMemoryReserve(flags.memory_reserve_gib, base.memory_reserve_gib);
   return ApplyTrainingOverrides(base, overrides, pp, model.num_hidden_layers);
+}
+
+Json ReportProvenance(const PlanCliOptions& o) {
+  const ReportInputs in = PlanReportInputs(o.model_given ? o.model : "", o.cluster, o.routing, o.calibration);
+  return Provenance(o.argv, in.files, in.embedded);
 }
 
 }  // namespace dockyard::cli

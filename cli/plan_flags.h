@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/flags.h"
+#include "planner/base/json_util.h"
 #include "planner/model/model_spec.h"
 #include "planner/model/training.h"
 #include "planner/sim/compute_model.h"
@@ -68,5 +69,10 @@ void CheckPlanOutputs(const PlanCliOptions& o);
 // The model spec's training block with the training flags over it (ApplyTrainingOverrides); the
 // memory reserve: the flag, else the block's, else the default (ResolveMemoryReserve).
 TrainingConfig ResolveTraining(const TrainingFlags& flags, const ModelSpec& model, int64_t pp);
+
+// What produced a report (planner/report/provenance.h Provenance): the version, the command
+// line and the digests of the input files the flags name (model, cluster, routing trace,
+// calibration).
+Json ReportProvenance(const PlanCliOptions& o);
 
 }  // namespace dockyard::cli

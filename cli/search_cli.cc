@@ -1,0 +1,160 @@
+// dockyard-plan search (see search_cli.h).
+#include "cli/search_cli.h"
+
+#include <algorithm>
+#include <functional>
+#include <optional>
+#include <string>
+#include <unistd.h>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cli/flags.h"
+#include "planner/base/error.h"
+#include "planner/base/file_util.h"
+#include "planner/layout/default_layout.h"
+#include "planner/model/model_spec.h"
+#include "planner/model/recompute.h"
+#include "planner/model/seq_len.h"
+#include "planner/report/search_command.h"
+#include "planner/search/explain.h"
+#include "planner/search/redundant_search.h"
+#include "planner/search/search_space.h"
+#include "planner/sim/calibration.h"
+#include "planner/sim/compute_model.h"
+#include "planner/sim/network.h"
+
+namespace dockyard {
+namespace {
+
+using CliOptions = cli::PlanCliOptions;
+using cli::ApplyComputeFlags;
+using cli::ParseInt;
+using cli::ParseNumber;
+using cli::ReportProvenance;
+using cli::ResolveTraining;
+using cli::UsageError;
+using cli::WriteOutput;
+
+// The search's scope and machine from the flags: world size and convention, --top, --max-pp, the
+// budget flag, the cluster with the calibration applied (returned), the compute flags and the
+// routing.
+std::optional<Calibration> ReadSearchMachine(const CliOptions& o, SearchOptions* s) {
+  if (o.model_given && o.degrees.world_size.empty()) throw UsageError("--world-size is required with --model");
+  const ParallelDimsOptions given = o.degrees.Parse(kDefaultWorldSize);
+  s->world_size = given.world_size;
+  s->convention = given.convention;
+  s->top = ParseInt("--top", o.top).value_or(10);
+  if (s->top < 1) throw Error(fmt::format("--top must be >= 1, got {}", s->top));
+  s->max_pp = ParseInt("--max-pp", o.max_pp).value_or(16);
+  if (s->max_pp < 1) throw Error(fmt::format("--max-pp must be >= 1, got {}", s->max_pp));
+  ValidateSearchBudgetFlag(ParseNumber("--gpu-memory-gib", o.training.gpu_memory_gib));
+  s->cluster = LoadCluster(o.cluster);
+  std::optional<Calibration> calibration;
+  if (!o.calibration.empty()) {
+    calibration = LoadCalibration(o.calibration);
+    ApplyCalibration(*calibration, &s->cluster, &s->cost);
+  }
+  ApplyComputeFlags(o, &s->cost);
+  s->routing = ParseRoutingSpec(o.routing);
+  s->routing.seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
+  return calibration;
+}
+
+// The training every candidate starts from (the model's block with the flags over it), its
+// sequence length warned about on `err` and its memory reserve checked against the budget.
+void ReadSearchTraining(const CliOptions& o, const ModelSpec& model, SearchOptions* s, std::ostream& err) {
+  // --fp8-dispatch reaches the candidates whose dispatcher has it (all_to_all, deepep).
+  cli::TrainingFlags training_flags = o.training;
+  training_flags.fp8_dispatch = false;
+  // torchtitan's selective_ac_option is a form of selective recompute: it pins that dimension
+  // (search_space.h ApplySearchedSettings), so the training it is validated with has it.
+  if (!training_flags.selective_ac_option.empty() && training_flags.recompute.empty()) training_flags.recompute = "selective";
+  s->training = ResolveTraining(training_flags, model, 1);
+  RejectMegatronOnlyOverrides(training_flags.Parse(), s->convention == Convention::kTorchtitan);
+  err << SeqLenWarning(s->training.seq_len, model, "--seq-len");
+  s->training.fp8_dispatch = o.training.fp8_dispatch;
+  ValidateMemoryReserve(s->training.gpu_memory_gib > 0 ? s->training.gpu_memory_gib : s->cluster.memory_gib,
+                        s->training.memory_reserve_gib.value_or(0),
+                        s->training.gpu_memory_gib > 0 ? cli::MemoryBudgetName(o.training.gpu_memory_gib)
+                                                       : "the cluster's memory_gib (" + s->cluster.name + ")",
+                        cli::MemoryReserveName(o.training.memory_reserve_gib));
+}
+
+// What the search varies and how: the opt-in dispatchers, the pinned degrees and settings, the
+// threads and the global batch (default: one sequence per GPU).
+void ReadSearchSpace(const CliOptions& o, SearchOptions* s) {
+  ParseSearchDispatchers(o.search_dispatchers, s);
+  s->pins = o.degrees.ParsePins();
+  ApplySearchedSettings(o.training.SearchPinned(), s);
+  s->threads = static_cast<int>(std::clamp<int64_t>(ParseInt("--threads", o.threads).value_or(1), -1, 1 << 20));
+  if (s->threads < 1 || s->threads > 1024) throw Error(fmt::format("--threads: must be in [1, 1024], got {}", o.threads));
+  if (s->world_size < 1) throw Error(fmt::format("--world-size: must be >= 1, got {}", s->world_size));
+  s->global_batch_size = o.global_batch.Sequences(s->training.seq_len).value_or(s->world_size);
+}
+
+// A progress bar on `err`, redrawn in place (for a terminal).
+std::function<void(int64_t, int64_t)> ProgressBar(std::ostream& err) {
+  return [&err](int64_t done, int64_t total) {
+    const int width = 40;
+    const int filled = static_cast<int>(width * done / std::max<int64_t>(1, total));
+    err << "\r[" << std::string(filled, '#') << std::string(width - filled, ' ') << "] " << done << "/" << total << std::flush;
+    if (done == total) err << "\n";
+  };
+}
+
+// Writes the search's documents (files all-or-nothing; '-' goes to stdout) and its text. Returns
+// the exit status: 1 when nothing ranked (why, on `err`).
+int WriteSearchOutputs(const CliOptions& o, const SearchCommandResult& result, std::ostream& out, std::ostream& err) {
+  if (result.empty) {
+    err << result.empty_text;
+    return 1;
+  }
+  std::vector<std::pair<std::string, std::string>> files;
+  if (o.html_given) files.push_back({o.html_path, result.html_text});
+  if (o.json_given && o.json_path != "-") files.push_back({o.json_path, result.report_text});
+  WriteFilesAtomically(files);
+  if (o.json_given && o.json_path == "-") {
+    WriteOutput("-", result.report_text, out);
+    return 0;
+  }
+  out << result.text;
+  if (o.html_given) out << "HTML report written to " << o.html_path << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int cli::RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
+  SearchOptions s;
+  SearchCommandRequest request;
+  request.calibration = ReadSearchMachine(o, &s);
+  RejectUnsearchableRunSettings(o.training.pipeline_layout, o.training.pipeline_schedule);
+  const ModelSpec model = LoadModelOrDefault(o.model);
+  ReadSearchTraining(o, model, &s, err);
+  ReadSearchSpace(o, &s);
+  if (!o.explain.empty()) {
+    request.explain = ParseLayoutQuery(o.explain);
+    s.keep_all = true;
+  }
+  ValidateSelectiveAcConvention(s.training, s.convention == Convention::kTorchtitan);  // else every layout is invalid
+  ValidateRecomputeModulesForModel(s.training, model);                                 // the fast path builds no plan
+  s.routing_layers = SearchRoutingLayers(model, s.routing, ParseInt("--routing-layers", o.routing_layers));
+  err << PinnedLayerSplitNote(s.training);
+  if (isatty(2)) s.progress = ProgressBar(err);
+  if (!o.redundant.redundant_experts.empty()) {  // search --redundant-experts LIST (opt-in)
+    request.redundant_counts = ParseRedundantCounts(o.redundant.redundant_experts);
+    cli::RedundantExpertsFlags rest = o.redundant;
+    rest.redundant_experts = "0";  // the list is parsed above; the policy, groups and choice here
+    request.redundant = cli::ParseRedundantExpertsFlags(rest);
+  }
+  request.model_source = ModelSourceName(o.model);
+  request.provenance = ReportProvenance(o);
+  request.json = o.json_given;
+  request.html = o.html_given;
+  return WriteSearchOutputs(o, RunSearchCommand(model, s, request), out, err);
+}
+
+}  // namespace dockyard
