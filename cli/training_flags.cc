@@ -1,0 +1,214 @@
+// The training flags shared by plan, check, simulate and search (TrainingFlags, see flags.h).
+#include "cli/flags.h"
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "planner/base/error.h"
+#include "planner/model/dispatcher.h"
+
+namespace dockyard::cli {
+
+void TrainingFlags::AddTo(CLI::App* app) {
+  app->add_option("--dp-sharding", dp_sharding, "fsdp | zero1 | ddp (default fsdp; zero1 with --convention megatron)")
+      ->check(CLI::IsMember(DpShardingNames()));
+  app->add_option("--pp-layer-split", pp_layer_split, "layers per stage: '7,6,6,6' or '7+6' (first 7, then 6 per stage)");
+  app->add_option("--param-dtype", param_dtype, "compute / all-gather dtype (default bfloat16)");
+  app->add_option("--grad-dtype", grad_dtype, "gradient and reduction dtype (default float32)");
+  app->add_option("--optimizer", optimizer, "adamw | sgd (default adamw)")->check(CLI::IsMember(OptimizerNames()));
+  app->add_option("--seq-len", seq_len, "tokens per sequence (default 4096)");
+  app->add_option("--micro-batch-size", micro_batch_size, "sequences per micro-batch (default 1)");
+  app->add_option("--num-microbatches", num_microbatches, "micro-batches per step (default pp)");
+  app->add_option("--recompute", recompute, "none | selective | full (default none)")->check(CLI::IsMember(RecomputeNames()));
+  app->add_option("--recompute-modules", recompute_modules,
+                  "with --recompute selective: comma-separated Megatron modules (core_attn, layernorm, moe_act, moe, "
+                  "mla_up_proj, shared_experts, mlp; default: layernorm and every SwiGLU activation)");
+  app->add_option("--selective-ac-option", selective_ac_option,
+                  "with --recompute selective and --convention torchtitan: torchtitan's per-layer selective_ac_option N, "
+                  "every N-th block of a stage fully checkpointed, the others keep all activations (0 = every block); or \"op\": "
+                  "torchtitan's per-op policy (matmul, attention and all-to-all outputs saved except every second matmul)");
+  app->add_option("--precision", precision,
+                  "bf16 | fp8: GEMMs in FP8 at the FP8 peak (megatron: TransformerEngine's FP8 weight copies and FP8-saved inputs; "
+                  "torchtitan: torchao keeps neither; default bf16)")
+      ->check(CLI::IsMember({"bf16", "fp8"}));
+  app->add_option("--fp8-recipe", fp8_recipe, "with --precision fp8: tensorwise | blockwise scaling (default tensorwise)")
+      ->check(CLI::IsMember({"tensorwise", "blockwise"}));
+  app->add_flag("--fp8-dispatch", fp8_dispatch, "the EP dispatch all-to-all in FP8 (1 B + a scale per 128 elements), combine in BF16");
+  app->add_flag("--fp8-param-gather", fp8_param_gather,
+                "with --precision fp8 and FSDP or (megatron) zero1: all-gather the FP8 GEMM weights in FP8 (Megatron --fp8-param-gather)");
+  app->add_option("--optimizer-states-dtype", optimizer_states_dtype, "AdamW moments: float32 | bfloat16 (default float32)");
+  app->add_option("--mtp-layers", mtp_layers,
+                  "MTP modules trained (Megatron --mtp-num-layers; DeepSeek-V3: 1) on the last stage, for any model: "
+                  "each a copy of its last layer (default 0)");
+  app->add_option("--gpu-memory-gib", gpu_memory_gib, "memory budget per GPU in GiB: prints headroom (default none)");
+  AddMemoryReserveFlag(app, memory_reserve_gib);
+  app->add_option("--imbalance", imbalance, "max / mean tokens received per rank, sizes all-to-all buffers (default 1.0)");
+  app->add_option("--gpus-per-node", gpus_per_node,
+                  "GPUs per node, for cross-node traffic (default 8; simulate: the cluster's NVLink domain)");
+  app->add_option("--dispatcher", dispatcher,
+                  "all_to_all | deredundency | deepep (Megatron flex: DeepEP / HybridEP) | allgather (default all_to_all)")
+      ->check(CLI::IsMember(DispatcherNames()));
+  app->add_option("--oep", oep, "deredundency outer EP size (default: nodes spanned by an EP group)");
+  app->add_option("--refit-dtype", refit_dtype, "dtype of the streamed per-expert tensors (default: param dtype)");
+  app->add_option("--fsdp-reshard-after-forward", fsdp_reshard,
+                  "default | always | never: torchtitan's FSDP reshard-after-forward policy (default = not pp)")
+      ->check(CLI::IsMember({"default", "always", "never"}));
+  app->add_option("--grad-accumulation-steps", grad_accumulation_steps,
+                  "torchtitan's outer gradient-accumulation loop: pipeline schedules per step (default 1)");
+  app->add_option("--vpp", vpp, "model chunks per pipeline rank: interleaved 1F1B (default 1 = plain 1F1B)");
+  app->add_option("--cp-comm-type", cp_comm, "p2p | a2a: context-parallel K/V exchange, ring or all-to-all (default p2p)")
+      ->check(CLI::IsMember({"p2p", "a2a"}));
+  app->add_flag("--overlap-moe-expert-parallel-comm", overlap_moe_ep_comm,
+                "Megatron: EP all-to-alls of one micro-batch under another's compute (ep > 1, all_to_all, no full "
+                "recompute, --vpp with pp > 1)");
+  app->add_option("--pipeline-model-parallel-layout", pipeline_layout,
+                  "Megatron layout of pp x vpp stages: E embedding, t layer, m MTP layer, L loss, | stage end, (..)*N "
+                  "repeat, e.g. 'Et|(tt|)*30mL' (sets vpp)");
+  app->add_option("--pipeline-schedule", pipeline_schedule,
+                  "1f1b (interleaved with --vpp) | dualpipe (DeepSeek-V3: even pp, micro-batches even and >= 2 pp; default 1f1b)")
+      ->check(CLI::IsMember({"1f1b", "dualpipe"}));
+  app->add_flag("--account-for-embedding-in-pipeline-split", account_for_embedding,
+                "Megatron: the embedding counts as one layer when splitting layers over stages");
+  app->add_flag("--account-for-loss-in-pipeline-split", account_for_loss,
+                "Megatron: the loss (final norm, lm_head) counts as one layer when splitting layers over stages");
+  app->add_flag("--overlap-grad-reduce", overlap_grad_reduce,
+                "Megatron: the step-end gradient reduce runs under the last backward (zero1 / ddp)");
+  app->add_flag("--overlap-param-gather", overlap_param_gather,
+                "Megatron: the distributed optimizer's parameter all-gather runs under the first forward (zero1)");
+}
+
+void TrainingFlags::AddSearchPinsTo(CLI::App* search, const CLI::App& plan) {
+  // Training flags shared with the plan: bound to the same fields, with the plan's descriptions.
+  const std::pair<const char*, std::string*> shared[] = {{"--dp-sharding", &dp_sharding},
+                                                         {"--param-dtype", &param_dtype},
+                                                         {"--grad-dtype", &grad_dtype},
+                                                         {"--optimizer", &optimizer},
+                                                         {"--seq-len", &seq_len},
+                                                         {"--micro-batch-size", &micro_batch_size},
+                                                         {"--num-microbatches", &num_microbatches},
+                                                         {"--recompute", &recompute},
+                                                         {"--recompute-modules", &recompute_modules},
+                                                         {"--selective-ac-option", &selective_ac_option},
+                                                         {"--gpu-memory-gib", &gpu_memory_gib},
+                                                         {"--imbalance", &imbalance},
+                                                         {"--precision", &precision},
+                                                         {"--fp8-recipe", &fp8_recipe}};
+  AddMemoryReserveFlag(search, memory_reserve_gib);
+  // The same value checks as the plan's options.
+  const std::map<std::string, std::vector<std::string>> allowed = {{"--dp-sharding", DpShardingNames()},
+                                                                   {"--optimizer", OptimizerNames()},
+                                                                   {"--recompute", RecomputeNames()},
+                                                                   {"--precision", {"bf16", "fp8"}},
+                                                                   {"--fp8-recipe", {"tensorwise", "blockwise"}}};
+  for (const auto& [flag, target] : shared) {
+    // Flags that pin a searched dimension say so.
+    const std::map<std::string, std::string> search_help = {
+        {"--gpu-memory-gib", "memory budget per GPU in GiB: layouts over it are dropped (default: the cluster's memory_gib)"},
+        {"--micro-batch-size", "pins the sequences per micro-batch (default: searched, 1, 2, 4)"},
+        {"--recompute", "pins the recomputation: none | selective | full (default: searched, all three)"},
+        {"--dp-sharding",
+         "pins the data-parallel sharding: fsdp | zero1 | ddp (default: searched, fsdp and ddp with torchtitan, zero1 "
+         "and ddp with megatron)"},
+        {"--num-microbatches",
+         "micro-batches per pipeline schedule (torchtitan: the rest of the global batch is accumulation "
+         "steps; default: every micro-batch of the step in one schedule)"}};
+    const auto help = search_help.find(flag);
+    const std::string description = help != search_help.end() ? help->second : plan.get_option(flag)->get_description();
+    CLI::Option* opt = search->add_option(flag, *target, description);
+    const auto it = allowed.find(flag);
+    if (it != allowed.end()) opt->check(CLI::IsMember(it->second));
+  }
+  // FP8 settings hold for every candidate (--fp8-dispatch only for the dispatchers that have it).
+  for (const auto& [flag, target] :
+       {std::pair<const char*, bool*>{"--fp8-dispatch", &fp8_dispatch}, {"--fp8-param-gather", &fp8_param_gather}}) {
+    search->add_flag(flag, *target, plan.get_option(flag)->get_description());
+  }
+  // Megatron's uneven splits (pipeline_layout.h): the embedding / the loss count as a layer when the
+  // layers are split over each candidate's stages.
+  for (const auto& [flag, target] : {std::pair<const char*, bool*>{"--account-for-embedding-in-pipeline-split", &account_for_embedding},
+                                     {"--account-for-loss-in-pipeline-split", &account_for_loss}}) {
+    search->add_flag(flag, *target, plan.get_option(flag)->get_description());
+  }
+  search->add_option("--vpp", vpp, "pins the model chunks per pipeline rank (default: searched, 1, 2, 4 where pp > 1)");
+  search->add_option("--dispatcher", dispatcher, "pins the dispatcher: all_to_all | deredundency | deepep | allgather (default: searched)")
+      ->check(CLI::IsMember(DispatcherNames()));
+  search->add_flag("--overlap-moe-expert-parallel-comm,!--no-overlap-moe-expert-parallel-comm", overlap_moe_ep_comm,
+                   "pins Megatron's EP overlap on (--overlap-moe-expert-parallel-comm, or =true) or off "
+                   "(--no-overlap-moe-expert-parallel-comm, or =false) (default: searched off and on with --convention megatron, "
+                   "off with torchtitan)");
+}
+
+void TrainingFlags::AddRunTo(CLI::App* app) {
+  app->add_option("--seq-len", seq_len, "replay: tokens per sequence of the plan's workload (default: the plan's)");
+  app->add_option("--dispatcher", dispatcher,
+                  "all_to_all | deredundency | deepep (once per node over the network, then NVLink) | allgather (Megatron's "
+                  "all-gather / reduce-scatter) (default all_to_all)")
+      ->check(CLI::IsMember(DispatcherNames()));
+  app->add_option("--oep", oep, "deredundency outer EP size (default: the nodes an EP group spans)");
+  app->add_option("--gpus-per-node", gpus_per_node, "ranks per node, for the default --oep (default 8)");
+}
+
+TrainingOverrides TrainingFlags::Parse() const {
+  TrainingOverrides t;
+  if (!dp_sharding.empty()) {
+    t.dp_sharding = ParseDpSharding(dp_sharding, "--dp-sharding");
+  }
+  if (!param_dtype.empty()) t.param_dtype = param_dtype;
+  if (!grad_dtype.empty()) t.grad_dtype = grad_dtype;
+  if (!optimizer.empty()) t.optimizer = ParseOptimizer(optimizer, "--optimizer");
+  t.seq_len = ParseInt("--seq-len", seq_len);
+  t.micro_batch_size = ParseInt("--micro-batch-size", micro_batch_size);
+  t.num_microbatches = ParseInt("--num-microbatches", num_microbatches);
+  if (!recompute.empty()) {
+    t.recompute = ParseRecompute(recompute, "--recompute");
+  }
+  t.mtp_layers = ParseInt("--mtp-layers", mtp_layers);
+  if (!precision.empty()) t.precision = precision;
+  if (!fp8_recipe.empty()) t.fp8_recipe = fp8_recipe;
+  t.fp8_dispatch = fp8_dispatch;
+  t.fp8_param_gather = fp8_param_gather;
+  if (!optimizer_states_dtype.empty()) t.optimizer_states_dtype = optimizer_states_dtype;
+  if (!recompute_modules.empty()) {
+    t.recompute_modules.emplace();
+    std::stringstream list(recompute_modules);
+    for (std::string item; std::getline(list, item, ',');) t.recompute_modules->push_back(item);
+  }
+  if (!selective_ac_option.empty()) t.selective_ac_option = selective_ac_option;
+  t.gpu_memory_gib = ParseNumber("--gpu-memory-gib", gpu_memory_gib);
+  t.memory_reserve_gib = ParseNumber("--memory-reserve-gib", memory_reserve_gib);
+  t.imbalance = ParseNumber("--imbalance", imbalance);
+  t.gpus_per_node = ParseInt("--gpus-per-node", gpus_per_node);
+  if (!dispatcher.empty()) t.dispatcher = ParseDispatcher(dispatcher, "--dispatcher");
+  t.oep = ParseInt("--oep", oep);
+  if (!refit_dtype.empty()) t.refit_dtype = refit_dtype;
+  if (!fsdp_reshard.empty()) t.reshard_after_forward = ParseReshardPolicy(fsdp_reshard, "--fsdp-reshard-after-forward");
+  t.grad_accumulation_steps = ParseInt("--grad-accumulation-steps", grad_accumulation_steps);
+  t.vpp = ParseInt("--vpp", vpp);
+  if (!cp_comm.empty()) t.cp_comm = cp_comm;
+  t.overlap_grad_reduce = overlap_grad_reduce;
+  t.overlap_moe_ep_comm = overlap_moe_ep_comm;
+  t.overlap_param_gather = overlap_param_gather;
+  if (!pipeline_layout.empty()) t.pipeline_layout = pipeline_layout;
+  t.account_for_embedding = account_for_embedding;
+  t.account_for_loss = account_for_loss;
+  if (!pipeline_schedule.empty()) t.pipeline_schedule = pipeline_schedule;
+  if (!pp_layer_split.empty()) t.pp_layer_split = pp_layer_split;
+  return t;
+}
+
+SearchSettingsPinned TrainingFlags::SearchPinned() const {
+  SearchSettingsPinned pinned;
+  pinned.micro_batch_size = !micro_batch_size.empty();
+  pinned.recompute = !recompute.empty();
+  pinned.vpp = !vpp.empty();
+  pinned.dp_sharding = !dp_sharding.empty();
+  pinned.ep_overlap = overlap_moe_ep_comm_pinned;
+  if (!dispatcher.empty()) pinned.dispatcher = ParseDispatcher(dispatcher, "--dispatcher");
+  return pinned;
+}
+
+}  // namespace dockyard::cli
