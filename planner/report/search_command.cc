@@ -14,13 +14,7 @@
 namespace dockyard {
 
 std::vector<RankedLayout> HtmlSearchRows(const std::vector<RankedLayout>& ranked, int64_t rows) {
-  std::vector<int64_t> peak;
-  std::vector<double> tokens;
-  for (const RankedLayout& x : ranked) {
-    peak.push_back(x.peak_bytes);
-    tokens.push_back(x.tokens_per_s_per_gpu);
-  }
-  const std::vector<bool> front = ParetoFront(peak, tokens);
+  const std::vector<bool> front = ParetoFrontOf(ranked);
   std::vector<RankedLayout> out;
   for (size_t i = 0; i < ranked.size(); ++i) {
     if (static_cast<int64_t>(i) < rows || front[i]) out.push_back(ranked[i]);

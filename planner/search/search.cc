@@ -197,13 +197,7 @@ class RowKeeper {
  private:
   void Compact() {
     std::sort(rows_.begin(), rows_.end(), RankedBefore);
-    std::vector<int64_t> peaks(rows_.size());
-    std::vector<double> tps(rows_.size());
-    for (size_t i = 0; i < rows_.size(); ++i) {
-      peaks[i] = rows_[i].peak_bytes;
-      tps[i] = rows_[i].tokens_per_s_per_gpu;
-    }
-    const std::vector<bool> front = ParetoFront(peaks, tps);
+    const std::vector<bool> front = ParetoFrontOf(rows_);
     if (top_ == 0) {
       cutoff_ = std::numeric_limits<double>::infinity();
     } else if (static_cast<int64_t>(rows_.size()) >= top_) {
@@ -213,7 +207,7 @@ class RowKeeper {
     std::vector<std::pair<int64_t, double>> points;
     for (size_t i = 0; i < rows_.size(); ++i) {
       if (static_cast<int64_t>(i) < top_ || front[i]) kept.push_back(std::move(rows_[i]));
-      if (front[i]) points.push_back({peaks[i], tps[i]});
+      if (front[i]) points.push_back({kept.back().peak_bytes, kept.back().tokens_per_s_per_gpu});
     }
     rows_ = std::move(kept);
     std::sort(points.begin(), points.end());
@@ -399,23 +393,27 @@ std::vector<RankedLayout> MergeParts(std::vector<Partial>* parts, SearchResult* 
 // layouts with equal peak and throughput, by peak memory ascending (the front's throughput then
 // rises).
 std::vector<RankedLayout> ParetoRows(const std::vector<RankedLayout>& ranked) {
-  std::vector<int64_t> peaks(ranked.size());
-  std::vector<double> tps(ranked.size());
-  for (size_t i = 0; i < ranked.size(); ++i) {
-    peaks[i] = ranked[i].peak_bytes;
-    tps[i] = ranked[i].tokens_per_s_per_gpu;
-  }
-  const std::vector<bool> front = ParetoFront(peaks, tps);
+  const std::vector<bool> front = ParetoFrontOf(ranked);
   std::vector<RankedLayout> pareto;
   std::set<std::pair<int64_t, double>> points;
   for (size_t i = 0; i < ranked.size(); ++i) {
-    if (front[i] && points.insert({peaks[i], tps[i]}).second) pareto.push_back(ranked[i]);
+    if (front[i] && points.insert({ranked[i].peak_bytes, ranked[i].tokens_per_s_per_gpu}).second) pareto.push_back(ranked[i]);
   }
   std::stable_sort(pareto.begin(), pareto.end(), [](const RankedLayout& a, const RankedLayout& b) { return a.peak_bytes < b.peak_bytes; });
   return pareto;
 }
 
 }  // namespace
+
+std::vector<bool> ParetoFrontOf(const std::vector<RankedLayout>& rows) {
+  std::vector<int64_t> peaks(rows.size());
+  std::vector<double> tps(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    peaks[i] = rows[i].peak_bytes;
+    tps[i] = rows[i].tokens_per_s_per_gpu;
+  }
+  return ParetoFront(peaks, tps);
+}
 
 ResolvedSettings ResolveSettings(const TrainingConfig& base, const CandidateSettings& s) {
   ResolvedSettings r;

@@ -185,6 +185,9 @@ SearchResult SearchLayouts(const ModelSpec& model, const SearchOptions& options)
 // SimulateStep, as simulate runs it). Throws dockyard::Error for a row the plan path rejects.
 void DescribeRows(const ModelSpec& model, const SearchOptions& options, std::vector<RankedLayout>* rows);
 
+// ParetoFront (pareto.h) over the rows' peak_bytes and tokens_per_s_per_gpu: front[i] for rows[i].
+std::vector<bool> ParetoFrontOf(const std::vector<RankedLayout>& rows);
+
 Json RankedLayoutToJson(const RankedLayout& row);
 Json SearchResultToJson(const SearchResult& result);
 // The first line of the text: the counts per outcome.
