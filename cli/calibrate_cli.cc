@@ -12,7 +12,11 @@
 
 namespace dockyard {
 
-int RunCalibrate(const CalibrateOptions& o, std::ostream& out) {
+namespace {
+
+// Refuses a run without --runs or --out, and an --out that is one of the inputs or cannot be
+// written (checked before the fit, not after it).
+void CheckCalibrateFiles(const CalibrateOptions& o) {
   if (o.runs.empty()) throw Error("calibrate: give at least one --runs FILE");
   if (o.out.empty()) throw Error("calibrate: --out CAL.json is required");
   std::vector<std::string> inputs = o.runs;
@@ -20,7 +24,11 @@ int RunCalibrate(const CalibrateOptions& o, std::ostream& out) {
   inputs.push_back(o.cluster);
   RejectOutputOverInputs(o.out, "--out", inputs);
   CheckOutputPath(o.out, "--out");  // before the fit, not after it
+}
 
+// The calibration the priors come from: --from (whose preset must be --preset's when both are
+// given), else the built-in one of --preset (default h100-sxm).
+Calibration PriorCalibration(const CalibrateOptions& o) {
   Calibration prior;
   if (!o.from.empty()) {
     prior = LoadCalibration(o.from);
@@ -30,34 +38,40 @@ int RunCalibrate(const CalibrateOptions& o, std::ostream& out) {
   } else {
     prior = DefaultCalibration(o.preset.empty() ? "h100-sxm" : o.preset);
   }
-  const std::string preset = prior.preset;
-  // The hardware of the dockyard-run reports; without --from, a --cluster's figures are the
-  // cluster knobs' priors.
-  ClusterSpec hardware = ClusterPreset(preset);
-  CostOptions unused, options;
-  ApplyComputeModel(o.compute_model, false, "unfused", &options);
-  ApplyCalibration(prior, &hardware, &unused);
+  return prior;
+}
+
+// Puts `prior`'s cluster knobs on `hardware` (the preset's cluster) or, with --cluster, on that
+// cluster; without --from, a --cluster's own figures become the cluster knobs' priors.
+void ApplyCalibrateHardware(const CalibrateOptions& o, Calibration* prior, ClusterSpec* hardware) {
+  CostOptions unused;
+  ApplyCalibration(*prior, hardware, &unused);
   if (!o.cluster.empty()) {
-    hardware = LoadCluster(o.cluster);
+    *hardware = LoadCluster(o.cluster);
     if (o.from.empty()) {  // the cluster's own figures are the priors; with --from, the calibration's apply to it
       for (const CalibrationKnob& k : CalibrationKnobs()) {
-        if (k.cluster_field != nullptr) prior.*k.field = hardware.*k.cluster_field;
+        if (k.cluster_field != nullptr) prior->*k.field = hardware->*k.cluster_field;
       }
     }
-    ApplyCalibration(prior, &hardware, &unused);
+    ApplyCalibration(*prior, hardware, &unused);
   }
+}
 
+// The fit's rows of every --runs file (a runs file or a dockyard-run --json report); the runs,
+// phases and components left out go to `skipped`. Throws when a file is neither kind, or when no
+// row is left (listing what was left out).
+std::vector<CalibrationRow> CalibrateRows(const CalibrateOptions& o, const std::string& preset, const ClusterSpec& hardware,
+                                          const CostOptions& options, std::vector<std::pair<std::string, std::string>>* skipped) {
   std::vector<CalibrationRow> rows;
-  std::vector<std::pair<std::string, std::string>> skipped;
   for (const std::string& path : o.runs) {
     const Json json = ReadJsonFile(path);
     std::vector<CalibrationRow> more;
     if (json.is_object() && json.contains("kind") && json.at("kind") == "dockyard_run") {
-      more = RowsFromRunReport(json, path, hardware, &skipped, options);
+      more = RowsFromRunReport(json, path, hardware, skipped, options);
     } else if (json.is_object() && json.contains("runs")) {
       const size_t slash = path.rfind('/');
       const FidelitySet set = FidelitySetFromJson(json, path, slash == std::string::npos ? "." : path.substr(0, slash));
-      more = RowsFromFidelitySet(set, preset, &skipped, o.cluster.empty() ? preset : hardware.name, options);
+      more = RowsFromFidelitySet(set, preset, skipped, o.cluster.empty() ? preset : hardware.name, options);
     } else {
       throw Error(
           fmt::format("{}: neither a runs file (a \"runs\" list, testdata/fidelity/README.md) nor a dockyard-run --json "
@@ -68,15 +82,17 @@ int RunCalibrate(const CalibrateOptions& o, std::ostream& out) {
   }
   if (rows.empty()) {
     std::string why;
-    for (const auto& [id, reason] : skipped) why += fmt::format("\n  {}: {}", id, reason);
+    for (const auto& [id, reason] : *skipped) why += fmt::format("\n  {}: {}", id, reason);
     throw Error(fmt::format("calibrate: the --runs files hold no row a knob models{}",
-                            skipped.empty() ? " (no runs, no component measurements, no phases)" : "; left out:" + why));
+                            skipped->empty() ? " (no runs, no component measurements, no phases)" : "; left out:" + why));
   }
+  return rows;
+}
 
-  const std::vector<double> prior_values = KnobValues(prior);
-  const CalibrationFit fit = FitCalibration(rows, prior_values);
-  const std::map<std::string, double> held_out = HeldOutErrors(rows, prior_values, [](const CalibrationRow& r) { return r.group; });
-
+// `prior` with the fitted knob values, named (--name, else "<preset or cluster>-fitted") and
+// described after the --runs files, with a source for every fitted knob; file and sha256 cleared.
+Calibration FittedCalibration(const CalibrateOptions& o, const Calibration& prior, const CalibrationFit& fit, const std::string& preset,
+                              const ClusterSpec& hardware) {
   Calibration fitted = prior;
   SetKnobValues(fit.values, &fitted);
   // A calibration fitted on a cluster JSON (e.g. the CPU backend) is named after that cluster, so
@@ -94,6 +110,29 @@ int RunCalibrate(const CalibrateOptions& o, std::ostream& out) {
         fmt::format("fitted by dockyard-plan calibrate ({} stage) from {}; prior {} ({})",
                     k.knob.stage == CalibrationKnob::kComponent ? "component" : "residual", files, k.prior, k.knob.source);
   }
+  return fitted;
+}
+
+}  // namespace
+
+int RunCalibrate(const CalibrateOptions& o, std::ostream& out) {
+  CheckCalibrateFiles(o);
+  Calibration prior = PriorCalibration(o);
+  const std::string preset = prior.preset;
+  // The hardware of the dockyard-run reports; without --from, a --cluster's figures are the
+  // cluster knobs' priors.
+  ClusterSpec hardware = ClusterPreset(preset);
+  CostOptions options;
+  ApplyComputeModel(o.compute_model, false, "unfused", &options);
+  ApplyCalibrateHardware(o, &prior, &hardware);
+
+  std::vector<std::pair<std::string, std::string>> skipped;
+  const std::vector<CalibrationRow> rows = CalibrateRows(o, preset, hardware, options, &skipped);
+  const std::vector<double> prior_values = KnobValues(prior);
+  const CalibrationFit fit = FitCalibration(rows, prior_values);
+  const std::map<std::string, double> held_out = HeldOutErrors(rows, prior_values, [](const CalibrationRow& r) { return r.group; });
+
+  const Calibration fitted = FittedCalibration(o, prior, fit, preset, hardware);
   const std::string text = CalibrationToJson(fitted).dump(1) + "\n";
   CalibrationFromJson(CalibrationToJson(fitted), o.out);  // the file must load back
 

@@ -44,25 +44,25 @@ void ForEachMtpParam(const Plan& plan, F&& f) {
   }
 }
 
-}  // namespace
+// The static memory (params, grads, optimizer, per role; bytes) of two ranks together: DualPipe's
+// rank and the rank holding its mirror stage.
+MemoryBreakdown AddStaticMemory(MemoryBreakdown m, const MemoryBreakdown& other) {
+  m.params_bytes = CheckedAdd(m.params_bytes, other.params_bytes, "params bytes");
+  m.grads_bytes = CheckedAdd(m.grads_bytes, other.grads_bytes, "grads bytes");
+  m.optimizer_bytes = CheckedAdd(m.optimizer_bytes, other.optimizer_bytes, "optimizer bytes");
+  for (const auto& [k, v] : other.params_by_role) m.params_by_role[k] = CheckedAdd(m.params_by_role[k], v, "params bytes");
+  for (const auto& [k, v] : other.grads_by_role) m.grads_by_role[k] = CheckedAdd(m.grads_by_role[k], v, "grads bytes");
+  for (const auto& [k, v] : other.optimizer_by_role) m.optimizer_by_role[k] = CheckedAdd(m.optimizer_by_role[k], v, "optimizer bytes");
+  return m;
+}
 
-MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank, bool with_mirror) {
-  const int64_t stage = plan.meshes.dense.Coord(rank, 0);
-  if (with_mirror && IsDualPipe(plan.training.run)) {
-    MemoryBreakdown m = StaticMemoryOnRank(plan, rank, false);
-    const int64_t mirror = rank + (DualPipeMirrorStage(plan.dims.pp, stage) - stage) * plan.dims.stage_size();
-    const MemoryBreakdown other = StaticMemoryOnRank(plan, mirror, false);
-    m.params_bytes = CheckedAdd(m.params_bytes, other.params_bytes, "params bytes");
-    m.grads_bytes = CheckedAdd(m.grads_bytes, other.grads_bytes, "grads bytes");
-    m.optimizer_bytes = CheckedAdd(m.optimizer_bytes, other.optimizer_bytes, "optimizer bytes");
-    for (const auto& [k, v] : other.params_by_role) m.params_by_role[k] = CheckedAdd(m.params_by_role[k], v, "params bytes");
-    for (const auto& [k, v] : other.grads_by_role) m.grads_by_role[k] = CheckedAdd(m.grads_by_role[k], v, "grads bytes");
-    for (const auto& [k, v] : other.optimizer_by_role) m.optimizer_by_role[k] = CheckedAdd(m.optimizer_by_role[k], v, "optimizer bytes");
-    return m;
-  }
-  // Local elements per role group (keyed by the group's literal) and mesh, without building
-  // strings per parameter: this runs for every rank of the world.
-  std::map<const char*, std::pair<int64_t, int64_t>> elems;  // group -> (dense, sparse)
+// Local elements of `rank` per role group (keyed by the group's literal) and mesh: group -> (dense, sparse).
+using GroupElems = std::map<const char*, std::pair<int64_t, int64_t>>;
+
+// The local elements of `rank` of the parameters of `stage`, per role group and mesh, without
+// building strings per parameter: this runs for every rank of the world.
+GroupElems LocalElemsByGroup(const Plan& plan, int64_t rank, int64_t stage) {
+  GroupElems elems;
   for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
     if (plan.placements[i].stage != stage) continue;
     const auto& p = plan.inventory.params[i];
@@ -70,45 +70,78 @@ MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank, bool with_mir
     int64_t& n = OnSparseMesh(plan, i) ? e.second : e.first;
     n = CheckedAdd(n, LocalNumelOnRank(p, plan.placements[i], plan.MeshOf(i), rank), "local elements");
   }
-  // MTP modules (opt-in, mtp.h) on the last stage: each a copy of the last decoder layer, sharded
-  // like it, plus eh_proj, its norms and (pp > 1) the word embedding, placed by the same policy
-  // (TP, and FSDP over the data-parallel axes); role group "mtp".
-  // The modules' FP8 GEMM weights (Fp8GemmGroup of their roles) are counted apart for the FP8
-  // weight copies below.
-  int64_t mtp_fp8_elems = 0;
-  std::pair<int64_t, int64_t> mtp_fp8 = {0, 0};  // the same per mesh (dense, sparse)
+  return elems;
+}
+
+// The local elements of `rank` of all mtp_layers MTP modules (mtp.h): every tensor per mesh
+// (dense, sparse), and their FP8 GEMM weights (Fp8GemmGroup of their roles) in all and per mesh.
+struct MtpElems {
+  std::pair<int64_t, int64_t> all = {0, 0};
+  int64_t fp8 = 0;
+  std::pair<int64_t, int64_t> fp8_by_mesh = {0, 0};
+};
+
+// MTP modules (opt-in, mtp.h) on the last stage: each a copy of the last decoder layer, sharded
+// like it, plus eh_proj, its norms and (pp > 1) the word embedding, placed by the same policy
+// (TP, and FSDP over the data-parallel axes): `rank`'s elements of all of them.
+MtpElems MtpElemsOnRank(const Plan& plan, int64_t rank) {
+  MtpElems out;
+  ForEachMtpParam(plan, [&](const ParamInfo& p, const ParamPlacement& pl, const Mesh& mesh) {
+    const int64_t local = LocalNumelOnRank(p, pl, mesh, rank);
+    int64_t& n = pl.sparse_mesh ? out.all.second : out.all.first;
+    n = CheckedAdd(n, local, "MTP elements");
+    if (Fp8GemmGroup(RoleGroup(p.role))) {
+      out.fp8 = CheckedAdd(out.fp8, local, "MTP elements");
+      int64_t& f = pl.sparse_mesh ? out.fp8_by_mesh.second : out.fp8_by_mesh.first;
+      f = CheckedAdd(f, local, "MTP elements");
+    }
+  });
+  const int64_t k = plan.training.mtp_layers;
+  out.all = {CheckedMul(out.all.first, k, "MTP elements"), CheckedMul(out.all.second, k, "MTP elements")};
+  out.fp8 = CheckedMul(out.fp8, k, "MTP elements");
+  out.fp8_by_mesh = {CheckedMul(out.fp8_by_mesh.first, k, "MTP elements"), CheckedMul(out.fp8_by_mesh.second, k, "MTP elements")};
+  return out;
+}
+
+// The params, grads and optimizer bytes of role group `group` holding elements `e` (dense,
+// sparse) on a rank: StaticBytesOf at `tb`; with `fp8_params` (--fp8-param-gather under the
+// distributed optimizer, workload.h Fp8ModelParams) the FP8 GEMM weights at Fp8ModelParamBytes
+// (their FP8 data is counted with the FP8 weight copies), of the "mtp" group its FP8 GEMM
+// weights `mtp` only.
+StaticBytes GroupStaticBytes(const Plan& plan, const TrainingBytes& tb, bool fp8_params, const char* group,
+                             const std::pair<int64_t, int64_t>& e, const MtpElems& mtp) {
+  const DpSharding sharding = *plan.training.dp_sharding;
+  if (fp8_params && std::string(group) == "mtp") {  // the MTP modules' GEMM weights apart from the rest
+    const StaticBytes rest = StaticBytesOf(e.first - mtp.fp8_by_mesh.first, e.second - mtp.fp8_by_mesh.second, plan.dims, sharding, tb);
+    const StaticBytes fp8 = StaticBytesOf(mtp.fp8_by_mesh.first, mtp.fp8_by_mesh.second, plan.dims, sharding, Fp8ModelParamBytes(tb));
+    return {rest.params + fp8.params, rest.grads + fp8.grads, rest.optimizer + fp8.optimizer};
+  }
+  return StaticBytesOf(e.first, e.second, plan.dims, sharding, fp8_params && Fp8GemmGroup(group) ? Fp8ModelParamBytes(tb) : tb);
+}
+
+}  // namespace
+
+MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank, bool with_mirror) {
+  const int64_t stage = plan.meshes.dense.Coord(rank, 0);
+  if (with_mirror && IsDualPipe(plan.training.run)) {
+    const int64_t mirror = rank + (DualPipeMirrorStage(plan.dims.pp, stage) - stage) * plan.dims.stage_size();
+    MemoryBreakdown m = StaticMemoryOnRank(plan, rank, false);
+    return AddStaticMemory(std::move(m), StaticMemoryOnRank(plan, mirror, false));
+  }
+  GroupElems elems = LocalElemsByGroup(plan, rank, stage);
+  // MTP modules (opt-in, mtp.h) on the last stage, role group "mtp". The modules' FP8 GEMM weights
+  // are counted apart for the FP8 weight copies below.
+  MtpElems mtp;
   if (plan.training.mtp_layers > 0 && stage == plan.mtp_stage) {
-    auto& e = elems["mtp"];
-    ForEachMtpParam(plan, [&](const ParamInfo& p, const ParamPlacement& pl, const Mesh& mesh) {
-      const int64_t local = LocalNumelOnRank(p, pl, mesh, rank);
-      int64_t& n = pl.sparse_mesh ? e.second : e.first;
-      n = CheckedAdd(n, local, "MTP elements");
-      if (Fp8GemmGroup(RoleGroup(p.role))) {
-        mtp_fp8_elems = CheckedAdd(mtp_fp8_elems, local, "MTP elements");
-        int64_t& f = pl.sparse_mesh ? mtp_fp8.second : mtp_fp8.first;
-        f = CheckedAdd(f, local, "MTP elements");
-      }
-    });
-    e.first = CheckedMul(e.first, plan.training.mtp_layers, "MTP elements");
-    e.second = CheckedMul(e.second, plan.training.mtp_layers, "MTP elements");
-    mtp_fp8_elems = CheckedMul(mtp_fp8_elems, plan.training.mtp_layers, "MTP elements");
-    mtp_fp8.first = CheckedMul(mtp_fp8.first, plan.training.mtp_layers, "MTP elements");
-    mtp_fp8.second = CheckedMul(mtp_fp8.second, plan.training.mtp_layers, "MTP elements");
+    mtp = MtpElemsOnRank(plan, rank);
+    elems["mtp"] = mtp.all;
   }
   MemoryBreakdown m;
   WideInt params = 0, grads = 0, opt = 0;
   const TrainingBytes tb = TrainingBytesOf(plan.training);
-  // --fp8-param-gather under the distributed optimizer (workload.h Fp8ModelParams): the FP8 GEMM
-  // weights are FP8 parameters, counted at Fp8ModelParamBytes (their FP8 data below).
   const bool fp8_params = Fp8ModelParams(plan.training);
   for (const auto& [group, e] : elems) {
-    StaticBytes b = StaticBytesOf(e.first, e.second, plan.dims, *plan.training.dp_sharding,
-                                  fp8_params && Fp8GemmGroup(group) ? Fp8ModelParamBytes(tb) : tb);
-    if (fp8_params && std::string(group) == "mtp") {  // the MTP modules' GEMM weights apart from the rest
-      const StaticBytes rest = StaticBytesOf(e.first - mtp_fp8.first, e.second - mtp_fp8.second, plan.dims, *plan.training.dp_sharding, tb);
-      const StaticBytes fp8 = StaticBytesOf(mtp_fp8.first, mtp_fp8.second, plan.dims, *plan.training.dp_sharding, Fp8ModelParamBytes(tb));
-      b = {rest.params + fp8.params, rest.grads + fp8.grads, rest.optimizer + fp8.optimizer};
-    }
+    const StaticBytes b = GroupStaticBytes(plan, tb, fp8_params, group, e, mtp);
     m.params_by_role[group] = Narrow(b.params, "params bytes");
     m.grads_by_role[group] = Narrow(b.grads, "grads bytes");
     if (b.optimizer) m.optimizer_by_role[group] = Narrow(b.optimizer, "optimizer bytes");
@@ -122,7 +155,7 @@ MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank, bool with_mir
     WideInt copies = 0;
     for (const auto& [group, e] : elems) copies += Fp8WeightCopyBytes(group, e.first + e.second, fp8);
     // The MTP modules' GEMM weights: their decoder layer's attention and MLP, and eh_proj.
-    if (mtp_fp8_elems > 0) copies += static_cast<WideInt>(static_cast<double>(mtp_fp8_elems) * fp8 + 0.5);
+    if (mtp.fp8 > 0) copies += static_cast<WideInt>(static_cast<double>(mtp.fp8) * fp8 + 0.5);
     m.params_by_role["fp8_weights"] = Narrow(copies, "FP8 weight copy bytes");
     params += copies;
   }
@@ -455,6 +488,81 @@ std::map<std::string, int64_t> ActivationMap(const StageActivationBytes& a) {
   return out;
 }
 
+// The largest FSDP unit of stage `s` and the sum of its units, in model-parallel elements on
+// `first` (the stage's first rank): FsdpUnitOf per parameter, the MTP modules (opt-in) on their
+// stage each its own unit or two (MtpFsdpUnits); {0, 0} unless the data-parallel sharding is FSDP.
+std::pair<WideInt, WideInt> StageFsdpUnits(const Plan& plan, int64_t s, int64_t first) {
+  const auto& t = plan.training;
+  WideInt largest_unit = 0, stage_units = 0;
+  if (*t.dp_sharding == DpSharding::kFsdp) {
+    std::map<std::pair<int64_t, bool>, int64_t> units;  // FsdpUnitOf -> model-parallel elements
+    for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
+      if (plan.placements[i].stage != s) continue;
+      auto& n = units[FsdpUnitOf(plan.inventory.params[i], plan.placements[i].sparse_mesh)];
+      n = CheckedAdd(n, ModelParallelNumel(plan, i, first), "FSDP unit elements");
+    }
+    for (const auto& [u, n] : units) {
+      largest_unit = std::max<WideInt>(largest_unit, n);
+      stage_units += n;
+    }
+    // MTP modules (opt-in) on their stage: each its own FSDP unit or two (MtpFsdpUnits).
+    if (t.mtp_layers > 0 && s == plan.mtp_stage) {
+      const std::pair<int64_t, int64_t> mtp = MtpFsdpUnits(plan, first);
+      largest_unit = std::max<WideInt>(largest_unit, std::max(mtp.first, mtp.second));
+      stage_units += static_cast<WideInt>(mtp.first + mtp.second) * t.mtp_layers;
+    }
+  }
+  return {largest_unit, stage_units};
+}
+
+// The communication buffers of a stage per use (BufferUseName), in bytes: the uses it has.
+std::map<std::string, int64_t> BufferMap(const StageBufferBytes& buf) {
+  std::map<std::string, int64_t> out;
+  for (int u = 0; u < static_cast<int>(BufferUse::kCount); ++u) {
+    if (buf.present[u]) out[BufferUseName(static_cast<BufferUse>(u))] = Narrow(buf.bytes[u], "buffer bytes");
+  }
+  return out;
+}
+
+// The memory of pipeline stage `s` (bytes): the static memory of its first rank, the activations
+// of every micro-batch in flight and the communication buffers.
+StageMemory StageMemoryOf(const Plan& plan, const Workload& w, int64_t s) {
+  const auto& t = plan.training;
+  StageMemory sm;
+  sm.stage = s;
+  sm.in_flight_microbatches = InFlightMicrobatches(plan, s);
+  // Activations of every micro-batch in flight, and the communication buffers.
+  StageLayers st = LayersOfStage(plan, s);
+  st.in_flight = sm.in_flight_microbatches;
+  const StageActivationBytes act = PlanStageActivations(plan, w, st, /*with_logits=*/true);
+  const std::map<std::string, int64_t> acts = ActivationMap(act);
+  const int64_t act_total = Narrow(act.total, "activation bytes");
+
+  const int64_t first = s * plan.dims.stage_size();
+  const auto [largest_unit, stage_units] = StageFsdpUnits(plan, s, first);
+  const int64_t oep = DispatchOep(plan);
+  const StageBufferBytes buf =
+      StageBuffers(largest_unit, st.moe_layers > 0, w, plan.dims, t, TrainingBytesOf(t), oep, plan.model.hidden_size, stage_units);
+  std::map<std::string, int64_t> buffers = BufferMap(buf);
+  const int64_t buf_total = Narrow(buf.total, "buffer bytes");
+
+  // The first rank of a stage is a worst rank: it has coordinate 0 on every axis, so it takes
+  // chunk 0 in every shard step, and torch.chunk's chunk sizes never grow with the index; every
+  // static kind grows with the local elements, and activations and buffers are the same on
+  // every rank of the stage.
+  MemoryBreakdown b = StaticMemoryOnRank(plan, first);
+  b.activations_bytes = act_total;
+  b.activations_by_role = acts;
+  b.comm_buffers_bytes = buf_total;
+  b.comm_buffers_by_use = std::move(buffers);
+  b.peak_bytes =
+      CheckedAdd(CheckedAdd(CheckedAdd(b.params_bytes, b.grads_bytes, "peak"), CheckedAdd(b.optimizer_bytes, act_total, "peak"), "peak"),
+                 buf_total, "peak");
+  sm.worst = std::move(b);
+  sm.worst_rank = first;
+  return sm;
+}
+
 }  // namespace
 
 std::map<std::string, int64_t> ActivationBytesPerMicrobatch(const Plan& plan, const Workload& w, int64_t stage) {
@@ -469,68 +577,9 @@ MemoryReport ComputeMemory(const Plan& plan) {
   r.budget_gib = plan.training.gpu_memory_gib;
   r.reserve_gib = plan.training.memory_reserve_gib.value_or(0);
   ValidateMemoryReserve(r.budget_gib, r.reserve_gib, "gpu_memory_gib", "memory_reserve_gib");
-  const auto& w = r.workload;
-  const auto& t = plan.training;
-  const auto& d = plan.dims;
-  const int64_t h = plan.model.hidden_size;
-  const int64_t stage_size = d.stage_size();
   r.worst_peak_bytes = -1;
-  for (int64_t s = 0; s < d.pp; ++s) {
-    StageMemory sm;
-    sm.stage = s;
-    sm.in_flight_microbatches = InFlightMicrobatches(plan, s);
-    // Activations of every micro-batch in flight, and the communication buffers.
-    StageLayers st = LayersOfStage(plan, s);
-    st.in_flight = sm.in_flight_microbatches;
-    const StageActivationBytes act = PlanStageActivations(plan, w, st, /*with_logits=*/true);
-    const std::map<std::string, int64_t> acts = ActivationMap(act);
-    const int64_t act_total = Narrow(act.total, "activation bytes");
-
-    const int64_t first = s * stage_size;
-    WideInt largest_unit = 0, stage_units = 0;
-    if (*t.dp_sharding == DpSharding::kFsdp) {
-      std::map<std::pair<int64_t, bool>, int64_t> units;  // FsdpUnitOf -> model-parallel elements
-      for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
-        if (plan.placements[i].stage != s) continue;
-        auto& n = units[FsdpUnitOf(plan.inventory.params[i], plan.placements[i].sparse_mesh)];
-        n = CheckedAdd(n, ModelParallelNumel(plan, i, first), "FSDP unit elements");
-      }
-      for (const auto& [u, n] : units) {
-        largest_unit = std::max<WideInt>(largest_unit, n);
-        stage_units += n;
-      }
-      // MTP modules (opt-in) on their stage: each its own FSDP unit or two (MtpFsdpUnits).
-      if (t.mtp_layers > 0 && s == plan.mtp_stage) {
-        const std::pair<int64_t, int64_t> mtp = MtpFsdpUnits(plan, first);
-        largest_unit = std::max<WideInt>(largest_unit, std::max(mtp.first, mtp.second));
-        stage_units += static_cast<WideInt>(mtp.first + mtp.second) * t.mtp_layers;
-      }
-    }
-    const int64_t oep = DispatchOep(plan);
-    const StageBufferBytes buf = StageBuffers(largest_unit, st.moe_layers > 0, w, d, t, TrainingBytesOf(t), oep, h, stage_units);
-    std::map<std::string, int64_t> buffers;
-    for (int u = 0; u < static_cast<int>(BufferUse::kCount); ++u) {
-      if (buf.present[u]) buffers[BufferUseName(static_cast<BufferUse>(u))] = Narrow(buf.bytes[u], "buffer bytes");
-    }
-    const int64_t buf_total = Narrow(buf.total, "buffer bytes");
-
-    sm.worst.peak_bytes = -1;
-    // The first rank of a stage is a worst rank: it has coordinate 0 on every axis, so it takes
-    // chunk 0 in every shard step, and torch.chunk's chunk sizes never grow with the index; every
-    // static kind grows with the local elements, and activations and buffers are the same on
-    // every rank of the stage.
-    {
-      MemoryBreakdown b = StaticMemoryOnRank(plan, first);
-      b.activations_bytes = act_total;
-      b.activations_by_role = acts;
-      b.comm_buffers_bytes = buf_total;
-      b.comm_buffers_by_use = buffers;
-      b.peak_bytes = CheckedAdd(
-          CheckedAdd(CheckedAdd(b.params_bytes, b.grads_bytes, "peak"), CheckedAdd(b.optimizer_bytes, act_total, "peak"), "peak"),
-          buf_total, "peak");
-      sm.worst = std::move(b);
-      sm.worst_rank = first;
-    }
+  for (int64_t s = 0; s < plan.dims.pp; ++s) {
+    StageMemory sm = StageMemoryOf(plan, r.workload, s);
     if (sm.worst.peak_bytes > r.worst_peak_bytes) {
       r.worst_peak_bytes = sm.worst.peak_bytes;
       r.worst_rank = sm.worst_rank;

@@ -230,158 +230,166 @@ double StepSecondsAt(FidelityRun run, double value) {
   return MeasuredStepSeconds(run);
 }
 
-}  // namespace
-
-std::vector<CalibrationRow> RowsFromFidelitySet(const FidelitySet& set, const std::string& preset,
-                                                std::vector<std::pair<std::string, std::string>>* skipped, const std::string& only_hardware,
-                                                const CostOptions& options) {
-  const ClusterSpec preset_cluster = ClusterPreset(preset);  // throws for an unknown preset
-  std::vector<CalibrationRow> rows;
-  for (const FidelityRun& run : set.runs) {
-    if (std::find(run.features.begin(), run.features.end(), "dropless") != run.features.end()) {
-      skipped->push_back({run.id, "dropless routing: out of the fit"});
-      continue;
-    }
-    if (!run.unsupported.empty()) {
-      std::string why;
-      for (const auto& u : run.unsupported) why += (why.empty() ? "" : "; ") + u;
-      skipped->push_back({run.id, "not expressible: " + why});
-      continue;
-    }
-    if (!only_hardware.empty() && run.cluster_name != only_hardware && run.cluster.name != only_hardware) {
-      skipped->push_back(
-          {run.id, fmt::format("hardware \"{}\": a calibration is per hardware (calibrating {})", run.cluster_name, only_hardware)});
-      continue;
-    }
-    auto prepared = std::make_shared<PreparedRun>(PrepareRun(run, set.models.at(run.model)));
-    CalibrationRow r;
-    r.id = run.id;
-    r.what = "step";
-    r.group = run.group;
-    r.hardware = run.cluster_name;
-    r.unit = "s";
-    r.stage = CalibrationKnob::kResidual;
-    r.measured = MeasuredStepSeconds(run);
-    if (run.measured.range) {
-      const double a = StepSecondsAt(run, run.measured.range->first), b = StepSecondsAt(run, run.measured.range->second);
-      r.range = std::make_pair(std::min(a, b), std::max(a, b));
-    }
-    r.weight = run.weight;
-    r.cluster = run.cluster;
-    r.calibrated_hardware = run.cluster_name == preset || run.cluster.name == preset;
-    r.options = RunCostOptions(run, options);
-    r.predict = [prepared](const ClusterSpec& c, const CostOptions& o) {
-      return SimulateStep(prepared->plan, c, prepared->routing, o).step_time_us * 1e-6;
-    };
-    for (const FidelityRun::Phase& ph : run.phases) {  // a user's measured phases: stage-1 rows
-      const std::string id = run.id + ":" + ph.layer_kind + ":" + ph.direction + ":" + ph.name;
-      const std::string why = PhaseNotFitted(ph.name, CostOptions{}.overlap_shared_experts);
-      if (!why.empty() || ph.time_us == 0) {
-        skipped->push_back({id, why.empty() ? "measured 0 us" : why});
-        continue;
-      }
-      CalibrationRow p = r;
-      p.id = id;
-      p.what = fmt::format("phase {} ({}, {} layer)", ph.name, ph.direction, ph.layer_kind);
-      p.unit = "us";
-      p.stage = CalibrationKnob::kComponent;
-      p.measured = ph.time_us;
-      p.range.reset();
-      p.predict = [prepared, ph](const ClusterSpec& c, const CostOptions& o) {
-        return PredictedPhaseUs(SimulateStep(prepared->plan, c, prepared->routing, o), ph.name, ph.layer_kind, ph.direction);
-      };
-      if (!(p.predict(p.cluster, p.options) > 0)) {
-        skipped->push_back({id, "the cost model predicts no such phase for this layout"});
-        continue;
-      }
-      rows.push_back(std::move(p));
-    }
-    rows.push_back(std::move(r));
+// Why `run` is left out of the fit ("" when it is fitted): dropless routing, a feature the cost
+// model does not express, or hardware other than `only_hardware` (when given).
+std::string RunLeftOutReason(const FidelityRun& run, const std::string& only_hardware) {
+  if (std::find(run.features.begin(), run.features.end(), "dropless") != run.features.end()) return "dropless routing: out of the fit";
+  if (!run.unsupported.empty()) {
+    std::string why;
+    for (const auto& u : run.unsupported) why += (why.empty() ? "" : "; ") + u;
+    return "not expressible: " + why;
   }
-
-  const std::string gpu = Upper(preset.substr(0, preset.find('-')));
-  for (size_t ci = 0; ci < set.components.size(); ++ci) {
-    const FidelityComponent& c = set.components[ci];
-    if (c.hardware.find(gpu) == std::string::npos) {
-      skipped->push_back({c.id, fmt::format("hardware \"{}\" is not the preset's {}", c.hardware, gpu)});
-      continue;
-    }
-    const JsonView params(&c.params, set.file, fmt::format("/components/{}/params", ci));
-    CalibrationRow base;
-    base.group = "component " + c.source;
-    base.hardware = preset;
-    base.unit = c.unit;
-    base.stage = CalibrationKnob::kComponent;
-    base.cluster = preset_cluster;
-    base.calibrated_hardware = true;
-    base.options = options;
-    auto add = [&](const std::string& id, const std::string& what, double measured,
-                   std::function<double(const ClusterSpec&, const CostOptions&)> predict) {
-      CalibrationRow r = base;
-      r.id = id;
-      r.what = what;
-      r.measured = measured;
-      r.predict = std::move(predict);
-      rows.push_back(std::move(r));
-    };
-    try {
-      if (c.kind == "all_to_all" && params.StringOr("scope", "") == "network" && c.values.size() == 1) {
-        add(c.id, "network all-to-all bandwidth", c.values[0], [](const ClusterSpec& cl, const CostOptions&) { return cl.network_gbps; });
-      } else if (c.kind == "nvlink_collective" && c.values.size() == 1) {
-        add(c.id, "NVLink collective bandwidth", c.values[0], [](const ClusterSpec& cl, const CostOptions&) { return cl.intra_node_gbps; });
-      } else if (c.kind == "grouped_gemm" && params.StringOr("dtype", "") == "bf16" && c.values.size() == 1) {
-        const double m = static_cast<double>(params.Int("m"));
-        if (options.kernel_compute) {  // by shape: N and K are required
-          const double n = static_cast<double>(params.Int("n")), k = static_cast<double>(params.Int("k"));
-          add(c.id, fmt::format("grouped GEMM at {} x {} x {}", m, n, k), c.values[0],
-              [m, n, k](const ClusterSpec& cl, const CostOptions& o) { return cl.dense_bf16_tflops * GemmShapeEfficiency(m, n, k, o); });
-        } else {
-          add(c.id, fmt::format("grouped GEMM at {} rows", m), c.values[0],
-              [m](const ClusterSpec& cl, const CostOptions& o) { return cl.dense_bf16_tflops * GroupedGemmEfficiency(m, o); });
-        }
-      } else if (c.kind == "grouped_gemm_fraction" && options.kernel_compute) {
-        skipped->push_back({c.id, "a rule of thumb without the GEMM's N and K: the kernel-level model's efficiency needs the shape"});
-      } else if (c.kind == "grouped_gemm_fraction") {
-        const std::vector<int64_t> rows_per_expert = params.IntList("rows_per_expert", 1);
-        if (rows_per_expert.size() != c.values.size()) {
-          params.Fail("rows_per_expert", fmt::format("needs one entry per value ({}), got {}", c.values.size(), rows_per_expert.size()));
-        }
-        for (size_t i = 0; i < c.values.size(); ++i) {
-          const double m = static_cast<double>(rows_per_expert[i]);
-          add(fmt::format("{}[{}]", c.id, i), fmt::format("grouped-GEMM fraction at {} rows", m), c.values[i],
-              [m](const ClusterSpec&, const CostOptions& o) { return GroupedGemmEfficiency(m, o); });
-        }
-      } else if (c.kind == "kernel_floor" && c.values.size() == 1) {
-        add(c.id, "memory-bound kernel floor", c.values[0], [](const ClusterSpec&, const CostOptions& o) { return o.memory_floor_us; });
-      } else {
-        skipped->push_back({c.id, fmt::format("{}: no knob models it yet", c.kind)});
-      }
-    } catch (const Error& e) {
-      throw Error(fmt::format("component {}: {}", c.id, e.what()));
-    }
+  if (!only_hardware.empty() && run.cluster_name != only_hardware && run.cluster.name != only_hardware) {
+    return fmt::format("hardware \"{}\": a calibration is per hardware (calibrating {})", run.cluster_name, only_hardware);
   }
-  return rows;
+  return "";
 }
 
-std::vector<CalibrationRow> RowsFromRunReport(const Json& report, const std::string& file, const ClusterSpec& cluster,
-                                              std::vector<std::pair<std::string, std::string>>* skipped, const CostOptions& options) {
-  const JsonView v(&report, file, "");
-  const std::string kind = v.String("kind");
-  if (kind != "dockyard_run") v.Fail("kind", fmt::format("must be \"dockyard_run\" (a dockyard-run --json report), got \"{}\"", kind));
-  const JsonView m = v.Object("model");
-  std::string source = m.String("source");
-  if (!std::ifstream(source).good()) {
+// The whole-step row of `run` (stage 2, seconds; its release range when given), predicted by
+// SimulateStep on `prepared` under RunCostOptions(run, options).
+CalibrationRow StepRow(const FidelityRun& run, const std::string& preset, const CostOptions& options,
+                       const std::shared_ptr<PreparedRun>& prepared) {
+  CalibrationRow r;
+  r.id = run.id;
+  r.what = "step";
+  r.group = run.group;
+  r.hardware = run.cluster_name;
+  r.unit = "s";
+  r.stage = CalibrationKnob::kResidual;
+  r.measured = MeasuredStepSeconds(run);
+  if (run.measured.range) {
+    const double a = StepSecondsAt(run, run.measured.range->first), b = StepSecondsAt(run, run.measured.range->second);
+    r.range = std::make_pair(std::min(a, b), std::max(a, b));
+  }
+  r.weight = run.weight;
+  r.cluster = run.cluster;
+  r.calibrated_hardware = run.cluster_name == preset || run.cluster.name == preset;
+  r.options = RunCostOptions(run, options);
+  r.predict = [prepared](const ClusterSpec& c, const CostOptions& o) {
+    return SimulateStep(prepared->plan, c, prepared->routing, o).step_time_us * 1e-6;
+  };
+  return r;
+}
+
+// Appends to `rows` the stage-1 rows (us) of a user's measured phases of `run`, each a copy of
+// its whole-step row `step` predicted through PredictedPhaseUs; the phases left out go to `skipped`.
+void AppendPhaseRows(const FidelityRun& run, const CalibrationRow& step, const std::shared_ptr<PreparedRun>& prepared,
+                     std::vector<CalibrationRow>* rows, std::vector<std::pair<std::string, std::string>>* skipped) {
+  for (const FidelityRun::Phase& ph : run.phases) {
+    const std::string id = run.id + ":" + ph.layer_kind + ":" + ph.direction + ":" + ph.name;
+    const std::string why = PhaseNotFitted(ph.name, CostOptions{}.overlap_shared_experts);
+    if (!why.empty() || ph.time_us == 0) {
+      skipped->push_back({id, why.empty() ? "measured 0 us" : why});
+      continue;
+    }
+    CalibrationRow p = step;
+    p.id = id;
+    p.what = fmt::format("phase {} ({}, {} layer)", ph.name, ph.direction, ph.layer_kind);
+    p.unit = "us";
+    p.stage = CalibrationKnob::kComponent;
+    p.measured = ph.time_us;
+    p.range.reset();
+    p.predict = [prepared, ph](const ClusterSpec& c, const CostOptions& o) {
+      return PredictedPhaseUs(SimulateStep(prepared->plan, c, prepared->routing, o), ph.name, ph.layer_kind, ph.direction);
+    };
+    if (!(p.predict(p.cluster, p.options) > 0)) {
+      skipped->push_back({id, "the cost model predicts no such phase for this layout"});
+      continue;
+    }
+    rows->push_back(std::move(p));
+  }
+}
+
+// Appends to `rows` the stage-1 rows (in the measurement's unit) of component measurement `ci` of
+// `set` on `preset_cluster` (the kinds a knob models: calibrate.h RowsFromFidelitySet); a
+// measurement on another GPU than `gpu`, or of a kind no knob models, goes to `skipped`. Throws
+// dockyard::Error naming the component for a missing or mistyped parameter.
+void AppendComponentRows(const FidelitySet& set, size_t ci, const std::string& gpu, const std::string& preset,
+                         const ClusterSpec& preset_cluster, const CostOptions& options, std::vector<CalibrationRow>* rows,
+                         std::vector<std::pair<std::string, std::string>>* skipped) {
+  const FidelityComponent& c = set.components[ci];
+  if (c.hardware.find(gpu) == std::string::npos) {
+    skipped->push_back({c.id, fmt::format("hardware \"{}\" is not the preset's {}", c.hardware, gpu)});
+    return;
+  }
+  const JsonView params(&c.params, set.file, fmt::format("/components/{}/params", ci));
+  CalibrationRow base;
+  base.group = "component " + c.source;
+  base.hardware = preset;
+  base.unit = c.unit;
+  base.stage = CalibrationKnob::kComponent;
+  base.cluster = preset_cluster;
+  base.calibrated_hardware = true;
+  base.options = options;
+  auto add = [&](const std::string& id, const std::string& what, double measured,
+                 std::function<double(const ClusterSpec&, const CostOptions&)> predict) {
+    CalibrationRow r = base;
+    r.id = id;
+    r.what = what;
+    r.measured = measured;
+    r.predict = std::move(predict);
+    rows->push_back(std::move(r));
+  };
+  try {
+    if (c.kind == "all_to_all" && params.StringOr("scope", "") == "network" && c.values.size() == 1) {
+      add(c.id, "network all-to-all bandwidth", c.values[0], [](const ClusterSpec& cl, const CostOptions&) { return cl.network_gbps; });
+    } else if (c.kind == "nvlink_collective" && c.values.size() == 1) {
+      add(c.id, "NVLink collective bandwidth", c.values[0], [](const ClusterSpec& cl, const CostOptions&) { return cl.intra_node_gbps; });
+    } else if (c.kind == "grouped_gemm" && params.StringOr("dtype", "") == "bf16" && c.values.size() == 1) {
+      const double m = static_cast<double>(params.Int("m"));
+      if (options.kernel_compute) {  // by shape: N and K are required
+        const double n = static_cast<double>(params.Int("n")), k = static_cast<double>(params.Int("k"));
+        add(c.id, fmt::format("grouped GEMM at {} x {} x {}", m, n, k), c.values[0],
+            [m, n, k](const ClusterSpec& cl, const CostOptions& o) { return cl.dense_bf16_tflops * GemmShapeEfficiency(m, n, k, o); });
+      } else {
+        add(c.id, fmt::format("grouped GEMM at {} rows", m), c.values[0],
+            [m](const ClusterSpec& cl, const CostOptions& o) { return cl.dense_bf16_tflops * GroupedGemmEfficiency(m, o); });
+      }
+    } else if (c.kind == "grouped_gemm_fraction" && options.kernel_compute) {
+      skipped->push_back({c.id, "a rule of thumb without the GEMM's N and K: the kernel-level model's efficiency needs the shape"});
+    } else if (c.kind == "grouped_gemm_fraction") {
+      const std::vector<int64_t> rows_per_expert = params.IntList("rows_per_expert", 1);
+      if (rows_per_expert.size() != c.values.size()) {
+        params.Fail("rows_per_expert", fmt::format("needs one entry per value ({}), got {}", c.values.size(), rows_per_expert.size()));
+      }
+      for (size_t i = 0; i < c.values.size(); ++i) {
+        const double m = static_cast<double>(rows_per_expert[i]);
+        add(fmt::format("{}[{}]", c.id, i), fmt::format("grouped-GEMM fraction at {} rows", m), c.values[i],
+            [m](const ClusterSpec&, const CostOptions& o) { return GroupedGemmEfficiency(m, o); });
+      }
+    } else if (c.kind == "kernel_floor" && c.values.size() == 1) {
+      add(c.id, "memory-bound kernel floor", c.values[0], [](const ClusterSpec&, const CostOptions& o) { return o.memory_floor_us; });
+    } else {
+      skipped->push_back({c.id, fmt::format("{}: no knob models it yet", c.kind)});
+    }
+  } catch (const Error& e) {
+    throw Error(fmt::format("component {}: {}", c.id, e.what()));
+  }
+}
+
+// The model a dockyard-run report's /model/source names (relative to the report's folder when it
+// is not found as given); `source` gets the path read. Throws naming /model/source.
+ModelSpec ReportModel(const JsonView& m, const std::string& file, std::string* source) {
+  *source = m.String("source");
+  if (!std::ifstream(*source).good()) {
     const size_t slash = file.rfind('/');
-    if (slash != std::string::npos && !source.empty() && source[0] != '/') source = file.substr(0, slash) + "/" + source;
+    if (slash != std::string::npos && !source->empty() && (*source)[0] != '/') *source = file.substr(0, slash) + "/" + *source;
   }
   ModelSpec model;
   try {
-    model = LoadModel(source);
+    model = LoadModel(*source);
   } catch (const Error& e) {
     m.Fail("source", e.what());
   }
-  const JsonView layout = v.Object("layout");
-  const JsonView run = v.Object("run");
+  return model;
+}
+
+// The plan as dockyard-run ran it (the report `v`'s /layout and /run: world size, ep, expert TP,
+// dispatcher, oep; seq_len = tokens_per_rank, one micro-batch; `cluster`'s NVLink domain as the
+// node). Throws naming /layout when it does not validate, /run/tokens_per_rank when it does not
+// match the plan's routed tokens.
+std::shared_ptr<Plan> ReportPlan(const JsonView& v, const JsonView& layout, const JsonView& run, const ModelSpec& model,
+                                 const ClusterSpec& cluster) {
   ParallelDimsOptions d;
   d.world_size = layout.Int("world_size");
   d.ep = layout.Int("ep");
@@ -405,6 +413,43 @@ std::vector<CalibrationRow> RowsFromRunReport(const Json& report, const std::str
              fmt::format("{} tokens per rank do not match the rebuilt plan's routed tokens {} (tensor-parallel runs are not fitted yet)",
                          t.seq_len, ComputeWorkload(*plan).routed_tokens));
   }
+  return plan;
+}
+
+}  // namespace
+
+std::vector<CalibrationRow> RowsFromFidelitySet(const FidelitySet& set, const std::string& preset,
+                                                std::vector<std::pair<std::string, std::string>>* skipped, const std::string& only_hardware,
+                                                const CostOptions& options) {
+  const ClusterSpec preset_cluster = ClusterPreset(preset);  // throws for an unknown preset
+  std::vector<CalibrationRow> rows;
+  for (const FidelityRun& run : set.runs) {
+    if (const std::string why = RunLeftOutReason(run, only_hardware); !why.empty()) {
+      skipped->push_back({run.id, why});
+      continue;
+    }
+    auto prepared = std::make_shared<PreparedRun>(PrepareRun(run, set.models.at(run.model)));
+    CalibrationRow r = StepRow(run, preset, options, prepared);
+    AppendPhaseRows(run, r, prepared, &rows, skipped);  // a user's measured phases: stage-1 rows
+    rows.push_back(std::move(r));
+  }
+
+  const std::string gpu = Upper(preset.substr(0, preset.find('-')));
+  for (size_t ci = 0; ci < set.components.size(); ++ci) AppendComponentRows(set, ci, gpu, preset, preset_cluster, options, &rows, skipped);
+  return rows;
+}
+
+std::vector<CalibrationRow> RowsFromRunReport(const Json& report, const std::string& file, const ClusterSpec& cluster,
+                                              std::vector<std::pair<std::string, std::string>>* skipped, const CostOptions& options) {
+  const JsonView v(&report, file, "");
+  const std::string kind = v.String("kind");
+  if (kind != "dockyard_run") v.Fail("kind", fmt::format("must be \"dockyard_run\" (a dockyard-run --json report), got \"{}\"", kind));
+  const JsonView m = v.Object("model");
+  std::string source;
+  const ModelSpec model = ReportModel(m, file, &source);
+  const JsonView layout = v.Object("layout");
+  const JsonView run = v.Object("run");
+  const std::shared_ptr<Plan> plan = ReportPlan(v, layout, run, model, cluster);
   RoutingSpec routing = ParseRoutingSpec("uniform");
   routing.seed = static_cast<uint64_t>(run.Int("seed", 0));
   auto sampled = std::make_shared<RoutingResult>(SampleRoutingForPlan(*plan, routing, 1));

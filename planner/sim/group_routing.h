@@ -81,12 +81,52 @@ struct GroupSampler {
   void Draw(Xoshiro256ss& rng, int64_t tokens, Sink& sink) const;
 
  private:
+  // Per-token state of the weighted draw: the kept groups, and per kept group its untaken experts.
+  struct DrawState {
+    std::vector<uint8_t> group_taken;  // [n_group]
+    std::vector<int64_t> kept;         // [topk_group] the kept groups, in draw order
+    std::vector<double> kept_mass;     // [topk_group] untaken weight left in kept group i
+    std::vector<double> kept_left;     // [topk_group] untaken experts left in kept group i
+    std::vector<uint8_t> taken;        // [topk_group x group_size] expert e of kept group i taken
+    std::vector<uint8_t> none;         // [topk_group] zeros
+  };
+
+  // The steps of Draw are always inlined into it, so that the generator's state stays in
+  // registers as it did in one function (bench_routing's "groups 8/4" rows).
+
+  // Draw of a uniform sampler: topk_group distinct groups, then top_k distinct experts among
+  // their topk_group x group_size, each uniform (rejection of repeats).
+  template <class Sink>
+  __attribute__((always_inline)) inline void DrawUniform(Xoshiro256ss& rng, int64_t tokens, Sink& sink) const;
+  // Keeps one token's topk_group groups in proportion to their summed share (`total`: the sum of
+  // all groups), into state->kept, kept_mass and kept_left.
+  __attribute__((always_inline)) inline void KeepGroups(Xoshiro256ss& rng, double total, DrawState* state) const;
+  // One more expert (0..E-1) of the token among the untaken experts of its kept groups, in
+  // proportion to its share (`kept_total`: the kept groups' full weight), marked taken in `state`.
+  __attribute__((always_inline)) inline int64_t PickKeptExpert(Xoshiro256ss& rng, double kept_total, DrawState* state) const;
+  // The index (0..n-1) of the first of the n inclusive prefix sums c[] above u (n - 1 when none is).
+  __attribute__((always_inline)) static inline int64_t SearchCumulative(const double* c, int64_t n, double u);
+  // Rejection sampling gives up after this many draws that hit a taken group or expert (nearly
+  // all the remaining weight is taken); the exact successive sampling (Pick) decides then.
+  static constexpr int kMaxTries = 32;
   // Successive sampling of one item among `n` with weights w[] (skipping taken[] ones):
   // returns its index; uniform over the untaken ones when their total weight is 0.
   static int64_t Pick(const double* w, const uint8_t* taken, int64_t n, Xoshiro256ss& rng);
 };
 
 GroupSampler BuildGroupSampler(const std::vector<double>& share, int64_t top_k, const GroupLimit& limit);
+
+inline int64_t GroupSampler::SearchCumulative(const double* c, int64_t n, double u) {
+  int64_t lo = 0, hi = n - 1;
+  while (lo < hi) {
+    const int64_t mid = (lo + hi) / 2;
+    if (u < c[mid])
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
+}
 
 template <class Sink>
 void GroupSampler::Draw(Xoshiro256ss& rng_ref, int64_t tokens, Sink& sink) const {
@@ -98,116 +138,117 @@ void GroupSampler::Draw(Xoshiro256ss& rng_ref, int64_t tokens, Sink& sink) const
     const Xoshiro256ss& from;
     ~WriteBack() { to = from; }
   } write_back{rng_ref, rng};
-  const int64_t G = limit.n_group, kg = limit.topk_group, S = group_size;
-  std::vector<uint8_t> group_taken(static_cast<size_t>(G));
-  std::vector<int64_t> kept(static_cast<size_t>(kg));
-  std::vector<double> kept_mass(static_cast<size_t>(kg));  // untaken weight left in kept group i
-  std::vector<double> kept_left(static_cast<size_t>(kg));  // untaken experts left in kept group i
-  std::vector<uint8_t> taken(static_cast<size_t>(kg * S));
-  const std::vector<uint8_t> none(static_cast<size_t>(kg), 0);
-  // Fast path: rejection sampling from the full distribution (a draw that hits a taken group or
-  // expert is repeated), which is a draw in proportion to weight over the untaken ones -- the same
-  // law as the successive sampling below, in O(log) per try. After kMaxTries misses (nearly all
-  // the remaining weight is taken) the exact successive sampling decides.
-  constexpr int kMaxTries = 32;
-  auto search = [](const double* c, int64_t n, double u) {
-    int64_t lo = 0, hi = n - 1;
-    while (lo < hi) {
-      const int64_t mid = (lo + hi) / 2;
-      if (u < c[mid])
-        hi = mid;
-      else
-        lo = mid + 1;
-    }
-    return lo;
-  };
-  const double total = group_cum.empty() ? 0.0 : group_cum.back();
   if (uniform) {
-    // Equal weights: topk_group distinct groups, then top_k distinct experts among their kg x S,
-    // each uniform (rejection of repeats; kg <= G and top_k <= kg x S).
-    std::vector<int64_t> picked(static_cast<size_t>(top_k));
-    const bool pow2 = (S & (S - 1)) == 0;  // group sizes are powers of two in practice (DeepSeek-V3: 32)
-    int shift = 0;
-    while ((int64_t{1} << shift) < S) ++shift;
-    for (int64_t t = 0; t < tokens; ++t) {
-      sink.BeginToken();
-      for (int64_t i = 0; i < kg; ++i) {
-        int64_t g;
-        do {
-          g = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(G)));
-        } while (std::find(kept.begin(), kept.begin() + i, g) != kept.begin() + i);
-        kept[static_cast<size_t>(i)] = g;
-      }
-      for (int64_t j = 0; j < top_k; ++j) {
-        int64_t x;
-        do {
-          x = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(kg * S)));
-        } while (std::find(picked.begin(), picked.begin() + j, x) != picked.begin() + j);
-        picked[static_cast<size_t>(j)] = x;
-        const int64_t k = pow2 ? x >> shift : x / S, e = pow2 ? x & (S - 1) : x % S;
-        sink.Pick(static_cast<uint32_t>(kept[static_cast<size_t>(k)] * S + e));
-      }
-    }
+    DrawUniform(rng, tokens, sink);
     return;
   }
+  // Fast path: rejection sampling from the full distribution (a draw that hits a taken group or
+  // expert is repeated), which is a draw in proportion to weight over the untaken ones -- the same
+  // law as the successive sampling, in O(log) per try; after kMaxTries misses the exact
+  // successive sampling decides.
+  const int64_t G = limit.n_group, kg = limit.topk_group, S = group_size;
+  DrawState state{std::vector<uint8_t>(static_cast<size_t>(G)),      std::vector<int64_t>(static_cast<size_t>(kg)),
+                  std::vector<double>(static_cast<size_t>(kg)),      std::vector<double>(static_cast<size_t>(kg)),
+                  std::vector<uint8_t>(static_cast<size_t>(kg * S)), std::vector<uint8_t>(static_cast<size_t>(kg), 0)};
+  const double total = group_cum.empty() ? 0.0 : group_cum.back();
   for (int64_t t = 0; t < tokens; ++t) {
     sink.BeginToken();
-    std::fill(group_taken.begin(), group_taken.end(), uint8_t{0});
-    for (int64_t i = 0; i < kg; ++i) {
-      int64_t g = -1;
-      for (int tries = 0; total > 0 && tries < kMaxTries && g < 0; ++tries) {
-        const int64_t c = search(group_cum.data(), G, rng.Uniform01() * total);
-        if (!group_taken[static_cast<size_t>(c)] && group_weight[static_cast<size_t>(c)] > 0) g = c;
-      }
-      if (g < 0) g = Pick(group_weight.data(), group_taken.data(), G, rng);
-      group_taken[static_cast<size_t>(g)] = 1;
-      kept[static_cast<size_t>(i)] = g;
-      kept_mass[static_cast<size_t>(i)] = group_weight[static_cast<size_t>(g)];
-      kept_left[static_cast<size_t>(i)] = static_cast<double>(S);
-    }
-    std::fill(taken.begin(), taken.end(), uint8_t{0});
+    KeepGroups(rng, total, &state);
+    std::fill(state.taken.begin(), state.taken.end(), uint8_t{0});
     double kept_total = 0;
-    for (int64_t i = 0; i < kg; ++i) kept_total += group_weight[static_cast<size_t>(kept[static_cast<size_t>(i)])];
+    for (int64_t i = 0; i < kg; ++i) kept_total += group_weight[static_cast<size_t>(state.kept[static_cast<size_t>(i)])];
+    for (int64_t j = 0; j < top_k; ++j) sink.Pick(static_cast<uint32_t>(PickKeptExpert(rng, kept_total, &state)));
+  }
+}
+
+template <class Sink>
+void GroupSampler::DrawUniform(Xoshiro256ss& rng, int64_t tokens, Sink& sink) const {
+  // kg <= G and top_k <= kg x S.
+  const int64_t G = limit.n_group, kg = limit.topk_group, S = group_size;
+  std::vector<int64_t> kept(static_cast<size_t>(kg));
+  std::vector<int64_t> picked(static_cast<size_t>(top_k));
+  const bool pow2 = (S & (S - 1)) == 0;  // group sizes are powers of two in practice (DeepSeek-V3: 32)
+  int shift = 0;
+  while ((int64_t{1} << shift) < S) ++shift;
+  for (int64_t t = 0; t < tokens; ++t) {
+    sink.BeginToken();
+    for (int64_t i = 0; i < kg; ++i) {
+      int64_t g;
+      do {
+        g = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(G)));
+      } while (std::find(kept.begin(), kept.begin() + i, g) != kept.begin() + i);
+      kept[static_cast<size_t>(i)] = g;
+    }
     for (int64_t j = 0; j < top_k; ++j) {
-      int64_t i = -1, x = -1;
-      for (int tries = 0; kept_total > 0 && tries < kMaxTries && x < 0; ++tries) {
-        // A kept group in proportion to its full weight, then an expert in proportion to its weight.
-        double u = rng.Uniform01() * kept_total;
-        int64_t k = 0;
-        while (k + 1 < kg && u >= group_weight[static_cast<size_t>(kept[static_cast<size_t>(k)])]) {
-          u -= group_weight[static_cast<size_t>(kept[static_cast<size_t>(k)])];
-          ++k;
-        }
-        const int64_t g = kept[static_cast<size_t>(k)];
-        const int64_t e = search(cum.data() + g * S, S, rng.Uniform01() * group_weight[static_cast<size_t>(g)]);
-        if (!taken[static_cast<size_t>(k * S + e)] && weight[static_cast<size_t>(g * S + e)] > 0) {
-          i = k;
-          x = e;
-        }
-      }
-      if (x < 0) {
-        // Exact successive sampling: a kept group in proportion to its untaken weight (to its
-        // untaken experts once no weight is left), then an expert inside it in proportion to its
-        // weight.
-        bool any_mass = false;
-        for (int64_t k = 0; k < kg; ++k)
-          any_mass = any_mass || (kept_mass[static_cast<size_t>(k)] > 0 && kept_left[static_cast<size_t>(k)] > 0);
-        if (any_mass) {
-          for (int64_t k = 0; k < kg; ++k) {
-            if (kept_left[static_cast<size_t>(k)] == 0) kept_mass[static_cast<size_t>(k)] = 0;  // rounding residue
-          }
-        }
-        const std::vector<double>& by = any_mass ? kept_mass : kept_left;
-        i = Pick(by.data(), none.data(), kg, rng);
-        x = Pick(weight.data() + kept[static_cast<size_t>(i)] * S, taken.data() + i * S, S, rng);
-      }
-      const int64_t g = kept[static_cast<size_t>(i)];
-      taken[static_cast<size_t>(i * S + x)] = 1;
-      kept_mass[static_cast<size_t>(i)] = std::max(0.0, kept_mass[static_cast<size_t>(i)] - weight[static_cast<size_t>(g * S + x)]);
-      kept_left[static_cast<size_t>(i)] -= 1;
-      sink.Pick(static_cast<uint32_t>(g * S + x));
+      int64_t x;
+      do {
+        x = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(kg * S)));
+      } while (std::find(picked.begin(), picked.begin() + j, x) != picked.begin() + j);
+      picked[static_cast<size_t>(j)] = x;
+      const int64_t k = pow2 ? x >> shift : x / S, e = pow2 ? x & (S - 1) : x % S;
+      sink.Pick(static_cast<uint32_t>(kept[static_cast<size_t>(k)] * S + e));
     }
   }
+}
+
+inline void GroupSampler::KeepGroups(Xoshiro256ss& rng, double total, DrawState* state) const {
+  const int64_t G = limit.n_group, kg = limit.topk_group, S = group_size;
+  std::fill(state->group_taken.begin(), state->group_taken.end(), uint8_t{0});
+  for (int64_t i = 0; i < kg; ++i) {
+    int64_t g = -1;
+    for (int tries = 0; total > 0 && tries < kMaxTries && g < 0; ++tries) {
+      const int64_t c = SearchCumulative(group_cum.data(), G, rng.Uniform01() * total);
+      if (!state->group_taken[static_cast<size_t>(c)] && group_weight[static_cast<size_t>(c)] > 0) g = c;
+    }
+    if (g < 0) g = Pick(group_weight.data(), state->group_taken.data(), G, rng);
+    state->group_taken[static_cast<size_t>(g)] = 1;
+    state->kept[static_cast<size_t>(i)] = g;
+    state->kept_mass[static_cast<size_t>(i)] = group_weight[static_cast<size_t>(g)];
+    state->kept_left[static_cast<size_t>(i)] = static_cast<double>(S);
+  }
+}
+
+inline int64_t GroupSampler::PickKeptExpert(Xoshiro256ss& rng, double kept_total, DrawState* state) const {
+  const int64_t kg = limit.topk_group, S = group_size;
+  const std::vector<int64_t>& kept = state->kept;
+  int64_t i = -1, x = -1;
+  for (int tries = 0; kept_total > 0 && tries < kMaxTries && x < 0; ++tries) {
+    // A kept group in proportion to its full weight, then an expert in proportion to its weight.
+    double u = rng.Uniform01() * kept_total;
+    int64_t k = 0;
+    while (k + 1 < kg && u >= group_weight[static_cast<size_t>(kept[static_cast<size_t>(k)])]) {
+      u -= group_weight[static_cast<size_t>(kept[static_cast<size_t>(k)])];
+      ++k;
+    }
+    const int64_t g = kept[static_cast<size_t>(k)];
+    const int64_t e = SearchCumulative(cum.data() + g * S, S, rng.Uniform01() * group_weight[static_cast<size_t>(g)]);
+    if (!state->taken[static_cast<size_t>(k * S + e)] && weight[static_cast<size_t>(g * S + e)] > 0) {
+      i = k;
+      x = e;
+    }
+  }
+  if (x < 0) {
+    // Exact successive sampling: a kept group in proportion to its untaken weight (to its
+    // untaken experts once no weight is left), then an expert inside it in proportion to its
+    // weight.
+    bool any_mass = false;
+    for (int64_t k = 0; k < kg; ++k)
+      any_mass = any_mass || (state->kept_mass[static_cast<size_t>(k)] > 0 && state->kept_left[static_cast<size_t>(k)] > 0);
+    if (any_mass) {
+      for (int64_t k = 0; k < kg; ++k) {
+        if (state->kept_left[static_cast<size_t>(k)] == 0) state->kept_mass[static_cast<size_t>(k)] = 0;  // rounding residue
+      }
+    }
+    const std::vector<double>& by = any_mass ? state->kept_mass : state->kept_left;
+    i = Pick(by.data(), state->none.data(), kg, rng);
+    x = Pick(weight.data() + kept[static_cast<size_t>(i)] * S, state->taken.data() + i * S, S, rng);
+  }
+  const int64_t g = kept[static_cast<size_t>(i)];
+  state->taken[static_cast<size_t>(i * S + x)] = 1;
+  state->kept_mass[static_cast<size_t>(i)] =
+      std::max(0.0, state->kept_mass[static_cast<size_t>(i)] - weight[static_cast<size_t>(g * S + x)]);
+  state->kept_left[static_cast<size_t>(i)] -= 1;
+  return g * S + x;
 }
 
 }  // namespace routing_detail

@@ -41,6 +41,13 @@ std::string GiB(int64_t bytes) {
   return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / 1073741824.0);
 }
 
+// The placement (PlaceExperts) of every sampled MoE layer of `model`, by its expected shares.
+std::vector<ExpertPlacement> PlaceLayers(const RoutingModel& model, const EplbOptions& eo) {
+  std::vector<ExpertPlacement> out;
+  for (int64_t l = 0; l < model.num_layers; ++l) out.push_back(PlaceExperts(ExpectedShare(model, l), eo));
+  return out;
+}
+
 }  // namespace
 
 int64_t EpGroupNodes(const Plan& plan) {
@@ -110,18 +117,16 @@ EplbOptions EplbOptionsFor(const Plan& plan, const RedundantExpertsOptions& o) {
 std::vector<ExpertPlacement> PlaceMoeLayers(const Plan& plan, const RoutingSpec& spec, const RedundantExpertsOptions& o) {
   const RoutingModel model =
       PrepareRouting(spec, plan.model.moe.num_experts, plan.model.moe.top_k, plan.model.NumMoeLayers(), GroupLimitOf(plan.model.moe));
-  const EplbOptions eo = EplbOptionsFor(plan, o);
-  std::vector<ExpertPlacement> out;
-  for (int64_t l = 0; l < model.num_layers; ++l) out.push_back(PlaceExperts(ExpectedShare(model, l), eo));
-  return out;
+  return PlaceLayers(model, EplbOptionsFor(plan, o));
 }
 
-RedundantExpertsReport AnalyzeRedundantExperts(const Plan& plan, const ClusterSpec& cluster, const RoutingModel& model,
-                                               const RoutingResult& before, const CostBreakdown& cost_before, const MemoryReport& memory,
-                                               const RedundantExpertsOptions& o, const CostOptions& cost_options) {
+namespace {
+
+// Refuses a model without routed experts, the deredundency dispatcher (ep > 1), and a plain
+// routing sample `before` that is not the plan's (ep, experts, no slots, one entry per layer).
+void CheckRedundantInputs(const Plan& plan, const RoutingModel& model, const RoutingResult& before) {
   const int64_t E = plan.model.moe.num_experts, ep = plan.dims.ep;
   if (E < 1) throw Error("--redundant-experts: the model has no routed experts");
-  const double budget_gib = memory.budget_gib;
   if (ep > 1 && plan.training.dispatcher == Dispatcher::kDeredundency) {
     throw Error("--redundant-experts is not supported with --dispatcher deredundency (use all_to_all)");
   }
@@ -129,43 +134,37 @@ RedundantExpertsReport AnalyzeRedundantExperts(const Plan& plan, const ClusterSp
       static_cast<int64_t>(before.layers.size()) != model.num_layers) {
     throw Error("redundant experts: the plain routing sample does not match the plan");
   }
-  RedundantExpertsReport rep;
-  rep.options = o;
-  rep.num_experts = E;
-  rep.ep = ep;
-  const EplbOptions eo = EplbOptionsFor(plan, o);
-  rep.num_nodes = eo.num_nodes;
-  for (int64_t l = 0; l < model.num_layers; ++l) rep.placements.push_back(PlaceExperts(ExpectedShare(model, l), eo));
-  rep.policy = rep.placements.front().policy;
-  rep.num_slots = E + o.redundant_experts;
-  rep.slots_per_rank = rep.num_slots / ep;
-  rep.routing = SampleReplicatedRouting(model, rep.placements, before.tokens_per_rank, o.choice);
-  const CostBreakdown cost_after = SimulateStep(plan, cluster, rep.routing, cost_options);
-  rep.before = Side(before, cost_before);
-  rep.after = Side(rep.routing, cost_after);
+}
 
-  // Memory: the worst rank of every stage, routed-expert bytes x R / E more of each kind.
-  const int64_t R = o.redundant_experts;
+// Memory: the worst rank of every stage, routed-expert bytes x R / E more of each kind; sets the
+// peak bytes before and after and the extra bytes of the worst rank after.
+void AddReplicaMemory(const MemoryReport& memory, int64_t R, int64_t E, RedundantExpertsReport* rep) {
   for (const auto& st : memory.stages) {
     const auto& w = st.worst;
     const int64_t p = Scale(RoleBytes(w.params_by_role), R, E), g = Scale(RoleBytes(w.grads_by_role), R, E),
                   x = Scale(RoleBytes(w.optimizer_by_role), R, E);
-    rep.before.peak_bytes = std::max(rep.before.peak_bytes, w.peak_bytes);
-    if (w.peak_bytes + p + g + x >= rep.after.peak_bytes) {
-      rep.after.peak_bytes = w.peak_bytes + p + g + x;
-      rep.extra_params_bytes = p;
-      rep.extra_grads_bytes = g;
-      rep.extra_optimizer_bytes = x;
+    rep->before.peak_bytes = std::max(rep->before.peak_bytes, w.peak_bytes);
+    if (w.peak_bytes + p + g + x >= rep->after.peak_bytes) {
+      rep->after.peak_bytes = w.peak_bytes + p + g + x;
+      rep->extra_params_bytes = p;
+      rep->extra_grads_bytes = g;
+      rep->extra_optimizer_bytes = x;
     }
   }
+}
 
-  // Replica-gradient all-reduce: replicas on one rank sum locally first; the d distinct ranks
-  // holding an expert then all-reduce one slot gradient. Per sampled layer every rank adds
-  // 2 (d - 1) / d (in slot gradients) once per expert it holds with d >= 2; the worst rank,
-  // averaged over the sampled layers.
-  std::vector<double> per_rank(static_cast<size_t>(ep), 0.0), cross(static_cast<size_t>(ep), 0.0);
+// Per EP rank, the replica-gradient all-reduce summed over the sampled layers, in slot gradients:
+// all of it and the part of sets that span nodes; and the largest set of distinct ranks.
+struct ReplicaGradShares {
+  std::vector<double> per_rank, cross;  // [ep]
   int64_t largest_set = 1;
-  for (const auto& p : rep.placements) {
+};
+
+// Replicas on one rank sum locally first; the d distinct ranks holding an expert then all-reduce
+// one slot gradient: every rank adds 2 (d - 1) / d per sampled layer once per expert it holds with d >= 2.
+ReplicaGradShares ReplicaGradSharesOf(const std::vector<ExpertPlacement>& placements, int64_t E, int64_t ep) {
+  ReplicaGradShares out{std::vector<double>(static_cast<size_t>(ep), 0.0), std::vector<double>(static_cast<size_t>(ep), 0.0), 1};
+  for (const auto& p : placements) {
     for (int64_t e = 0; e < E; ++e) {
       std::set<int64_t> ranks, nodes;
       for (int64_t s : p.logical_to_physical[static_cast<size_t>(e)]) {
@@ -174,16 +173,21 @@ RedundantExpertsReport AnalyzeRedundantExperts(const Plan& plan, const ClusterSp
       }
       const int64_t d = static_cast<int64_t>(ranks.size());
       if (d < 2) continue;
-      largest_set = std::max(largest_set, d);
+      out.largest_set = std::max(out.largest_set, d);
       const double share = 2.0 * static_cast<double>(d - 1) / static_cast<double>(d);
       for (int64_t r : ranks) {
-        per_rank[static_cast<size_t>(r)] += share;
-        if (nodes.size() > 1) cross[static_cast<size_t>(r)] += share;
+        out.per_rank[static_cast<size_t>(r)] += share;
+        if (nodes.size() > 1) out.cross[static_cast<size_t>(r)] += share;
       }
     }
   }
-  const int64_t worst = static_cast<int64_t>(std::max_element(per_rank.begin(), per_rank.end()) - per_rank.begin());
-  double slot_grad_bytes = 0;  // of one layer's slot, the stage with the most routed-expert gradients
+  return out;
+}
+
+// The bytes of one layer's slot gradient on the worst rank of the stage with the most
+// routed-expert gradients, and that stage's MoE layers (0 and 0 without MoE layers).
+std::pair<double, int64_t> SlotGradBytes(const Plan& plan, const MemoryReport& memory, int64_t E, int64_t ep) {
+  double slot_grad_bytes = 0;
   int64_t stage_moe_layers = 0;
   for (const auto& st : memory.stages) {
     int64_t moe_layers = 0;
@@ -198,28 +202,63 @@ RedundantExpertsReport AnalyzeRedundantExperts(const Plan& plan, const ClusterSp
       stage_moe_layers = moe_layers;
     }
   }
-  const double layers_sampled = static_cast<double>(rep.placements.size());
-  CommEntry& c = rep.replica_grad_all_reduce;
+  return {slot_grad_bytes, stage_moe_layers};
+}
+
+// The replica-gradient all-reduce of the worst rank (bytes of the whole step, averaged over the
+// sampled layers, once per MoE layer of its stage) into rep->replica_grad_all_reduce, and its
+// time (StepCommUs, us) into rep->replica_grad_all_reduce_us.
+void PriceReplicaGradAllReduce(const Plan& plan, const ClusterSpec& cluster, const MemoryReport& memory, RedundantExpertsReport* rep) {
+  const ReplicaGradShares shares = ReplicaGradSharesOf(rep->placements, rep->num_experts, rep->ep);
+  const int64_t worst = static_cast<int64_t>(std::max_element(shares.per_rank.begin(), shares.per_rank.end()) - shares.per_rank.begin());
+  const auto [slot_grad_bytes, stage_moe_layers] = SlotGradBytes(plan, memory, rep->num_experts, rep->ep);
+  const double layers_sampled = static_cast<double>(rep->placements.size());
+  CommEntry& c = rep->replica_grad_all_reduce;
   c.purpose = "replica_grad_all_reduce";
   c.collective = "all_reduce";
   c.mesh = "sparse";
   c.axis = "ep";
   c.phase = "step";
-  c.group_size = largest_set;
-  if (per_rank[static_cast<size_t>(worst)] > 0 && stage_moe_layers > 0) {
-    const double per_layer = per_rank[static_cast<size_t>(worst)] / layers_sampled;
+  c.group_size = shares.largest_set;
+  if (shares.per_rank[static_cast<size_t>(worst)] > 0 && stage_moe_layers > 0) {
+    const double per_layer = shares.per_rank[static_cast<size_t>(worst)] / layers_sampled;
     c.calls = stage_moe_layers;
     c.wire_bytes = static_cast<int64_t>(std::llround(per_layer * slot_grad_bytes * static_cast<double>(stage_moe_layers)));
     c.cross_node_bytes = static_cast<int64_t>(
-        std::llround(cross[static_cast<size_t>(worst)] / layers_sampled * slot_grad_bytes * static_cast<double>(stage_moe_layers)));
+        std::llround(shares.cross[static_cast<size_t>(worst)] / layers_sampled * slot_grad_bytes * static_cast<double>(stage_moe_layers)));
     c.bytes_per_call = static_cast<int64_t>(std::llround(slot_grad_bytes));
-    rep.replica_grad_all_reduce_us = StepCommUs(c.wire_bytes, c.cross_node_bytes, c.group_size, cluster);
+    rep->replica_grad_all_reduce_us = StepCommUs(c.wire_bytes, c.cross_node_bytes, c.group_size, cluster);
   }
+}
+
+}  // namespace
+
+RedundantExpertsReport AnalyzeRedundantExperts(const Plan& plan, const ClusterSpec& cluster, const RoutingModel& model,
+                                               const RoutingResult& before, const CostBreakdown& cost_before, const MemoryReport& memory,
+                                               const RedundantExpertsOptions& o, const CostOptions& cost_options) {
+  CheckRedundantInputs(plan, model, before);
+  const int64_t E = plan.model.moe.num_experts, ep = plan.dims.ep;
+  RedundantExpertsReport rep;
+  rep.options = o;
+  rep.num_experts = E;
+  rep.ep = ep;
+  const EplbOptions eo = EplbOptionsFor(plan, o);
+  rep.num_nodes = eo.num_nodes;
+  rep.placements = PlaceLayers(model, eo);
+  rep.policy = rep.placements.front().policy;
+  rep.num_slots = E + o.redundant_experts;
+  rep.slots_per_rank = rep.num_slots / ep;
+  rep.routing = SampleReplicatedRouting(model, rep.placements, before.tokens_per_rank, o.choice);
+  const CostBreakdown cost_after = SimulateStep(plan, cluster, rep.routing, cost_options);
+  rep.before = Side(before, cost_before);
+  rep.after = Side(rep.routing, cost_after);
+  AddReplicaMemory(memory, o.redundant_experts, E, &rep);
+  PriceReplicaGradAllReduce(plan, cluster, memory, &rep);
   rep.after.step_time_us = cost_after.step_time_us + rep.replica_grad_all_reduce_us;
   rep.after.tokens_per_s_per_gpu =
       rep.after.step_time_us > 0 ? cost_after.tokens_per_s_per_gpu * cost_after.step_time_us / rep.after.step_time_us : 0.0;
-  rep.budget_gib = budget_gib;
-  rep.after_over_budget = OverBudget(static_cast<double>(rep.after.peak_bytes), budget_gib, memory.reserve_gib);
+  rep.budget_gib = memory.budget_gib;
+  rep.after_over_budget = OverBudget(static_cast<double>(rep.after.peak_bytes), memory.budget_gib, memory.reserve_gib);
   return rep;
 }
 
