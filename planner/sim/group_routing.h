@@ -166,25 +166,29 @@ void GroupSampler::DrawUniform(Xoshiro256ss& rng, int64_t tokens, Sink& sink) co
   // kg <= G and top_k <= kg x S.
   const int64_t G = limit.n_group, kg = limit.topk_group, S = group_size;
   std::vector<int64_t> kept(static_cast<size_t>(kg));
-  std::vector<int64_t> picked(static_cast<size_t>(top_k));
+  // Which groups and kept-group slots the current token has taken: stamped with t + 1 (one load
+  // per draw instead of a search of the token's earlier picks; the same draws are rejected).
+  std::vector<int64_t> group_stamp(static_cast<size_t>(G), 0), slot_stamp(static_cast<size_t>(kg * S), 0);
   const bool pow2 = (S & (S - 1)) == 0;  // group sizes are powers of two in practice (DeepSeek-V3: 32)
   int shift = 0;
   while ((int64_t{1} << shift) < S) ++shift;
   for (int64_t t = 0; t < tokens; ++t) {
     sink.BeginToken();
+    const int64_t stamp = t + 1;
     for (int64_t i = 0; i < kg; ++i) {
       int64_t g;
       do {
         g = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(G)));
-      } while (std::find(kept.begin(), kept.begin() + i, g) != kept.begin() + i);
+      } while (group_stamp[static_cast<size_t>(g)] == stamp);
+      group_stamp[static_cast<size_t>(g)] = stamp;
       kept[static_cast<size_t>(i)] = g;
     }
     for (int64_t j = 0; j < top_k; ++j) {
       int64_t x;
       do {
         x = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(kg * S)));
-      } while (std::find(picked.begin(), picked.begin() + j, x) != picked.begin() + j);
-      picked[static_cast<size_t>(j)] = x;
+      } while (slot_stamp[static_cast<size_t>(x)] == stamp);
+      slot_stamp[static_cast<size_t>(x)] = stamp;
       const int64_t k = pow2 ? x >> shift : x / S, e = pow2 ? x & (S - 1) : x % S;
       sink.Pick(static_cast<uint32_t>(kept[static_cast<size_t>(k)] * S + e));
     }
