@@ -21,12 +21,8 @@
 // ComputeMemory + ComputeWorkload + SimulateStep for every candidate (layout_eval_test.cc and layout_eval_models_test.cc compare every candidate of searches on five models);
 // BuildPlan stays the path of `plan` and `simulate`.
 //
-// Throughput (bazel run -c opt //planner/search:bench_search -- --repeat 5 256 2048 16384; DeepSeek-V3,
-// h100-sxm, seq_len 4096, full recompute, one thread, best of 5 on a shared 2-core machine):
-// 256 GPUs 5,445 layouts ~155,000/s; 2048 GPUs 16,015 layouts ~259,000/s; 16384 GPUs 32,005
-// layouts ~331,000/s (was 1,749 / 1,064 / 446 with a plan per candidate). Most of what is left
-// is once-per-key work (routing draws, ep x ep dispatch matrices); the per-candidate evaluation
-// alone runs at ~600,000 layouts/s (docs/cost-model.md, "Search").
+// Throughput: bazel run -c opt //planner/search:bench_search; the measured figures and where the
+// time goes are in docs/search.md, "Speed".
 #pragma once
 
 #include <cstdint>
