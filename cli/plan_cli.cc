@@ -131,9 +131,7 @@ PlanCommandRequest MakePlanRequest(const CliOptions& o, Command command, const P
   request.routing_given = o.routing_given;
   request.routing_text = o.routing;
   if (command == Command::kSimulate || (command == Command::kCheck && (o.routing_given || request.capacity_factor))) {
-    if (o.routing_given && !o.training.imbalance.empty()) {
-      throw UsageError("--imbalance and --routing both size the received rows: give one (--routing samples them)");
-    }
+    cli::RejectImbalanceWithRouting(o.routing_given, o.training.imbalance);
     request.seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
     request.routing_layers = ParseInt("--routing-layers", o.routing_layers);
   }

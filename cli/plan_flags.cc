@@ -145,6 +145,7 @@ void RecordGivenFlags(std::initializer_list<CLI::App*> apps, const CLI::App* sea
     };
     o.model_given = o.model_given || given("--model");
     if (a != search) o.routing_given = o.routing_given || given("--routing");
+    if (a == search) o.search_routing_given = given("--routing");
     o.json_given = o.json_given || given("--json");
     o.refit_given = o.refit_given || given("--refit-json");
     o.html_given = o.html_given || given("--html");
@@ -201,6 +202,12 @@ TrainingConfig ResolveTraining(const TrainingFlags& flags, const ModelSpec& mode
   TrainingOverrides overrides = flags.Parse();
   overrides.memory_reserve_gib = ResolveMemoryReserve(flags.memory_reserve_gib, base.memory_reserve_gib);
   return ApplyTrainingOverrides(base, overrides, pp, model.num_hidden_layers);
+}
+
+void RejectImbalanceWithRouting(bool routing_given, const std::string& imbalance) {
+  if (routing_given && !imbalance.empty()) {
+    throw UsageError("--imbalance and --routing both size the received rows: give one (--routing samples them)");
+  }
 }
 
 Json ReportProvenance(const PlanCliOptions& o) {

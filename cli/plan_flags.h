@@ -36,6 +36,7 @@ struct PlanCliOptions {
   // check / simulate: --routing given sizes the received rows in memory (received_rows.h);
   // --capacity-factor reports the assignments that capacity would drop.
   bool routing_given = false;
+  bool search_routing_given = false;  // search --routing: each layout's sample sizes its memory
   std::string capacity_factor;
   bool no_overlap = false;
   // simulate / search: the compute model and its run settings (compute_model.h).
@@ -74,5 +75,9 @@ TrainingConfig ResolveTraining(const TrainingFlags& flags, const ModelSpec& mode
 // line and the digests of the input files the flags name (model, cluster, routing trace,
 // calibration).
 Json ReportProvenance(const PlanCliOptions& o);
+
+// --imbalance and --routing both size the received rows (check, simulate, search: --routing's
+// samples do): throws cli::UsageError when both are given.
+void RejectImbalanceWithRouting(bool routing_given, const std::string& imbalance);
 
 }  // namespace dockyard::cli

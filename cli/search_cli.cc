@@ -60,6 +60,8 @@ std::optional<Calibration> ReadSearchMachine(const CliOptions& o, SearchOptions*
   ApplyComputeFlags(o, &s->cost);
   s->routing = ParseRoutingSpec(o.routing);
   s->routing.seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
+  cli::RejectImbalanceWithRouting(o.search_routing_given, o.training.imbalance);
+  s->routing_sizes_memory = o.search_routing_given;  // as check and simulate: the sample sizes memory
   return calibration;
 }
 

@@ -887,6 +887,28 @@ TEST_CASE("search takes the FP8 settings: a row has simulate's step time and pea
   CHECK(plain["top"][0]["peak_bytes"] != searched["top"][0]["peak_bytes"]);
 }
 
+TEST_CASE("search --routing sizes each layout's memory by its own sample, as simulate does") {
+  // Zipf routing on Qwen3-30B-A3B, ep 8: the sample's most loaded rank receives about 2.4x the mean
+  // rows. simulate sizes the all-to-all buffers and expert activations by that (SampleImbalance);
+  // the search row of the same layout must have simulate's peak and step time.
+  const std::string flags =
+      "--model testdata/hf/qwen3-30b-a3b.json --world-size 32 --pp 2 --tp 1 --ep 8 --cp 8 --etp 1 --dp-replicate 1 --vpp 4 "
+      "--micro-batch-size 4 --recompute selective --dp-sharding fsdp --dispatcher all_to_all --global-batch-size 32 "
+      "--routing zipf:1.2";
+  const auto [searched, simulated] = SearchBesideSimulate(flags, "");
+  CHECK(searched["top"][0]["step_time_us"].get<double>() == simulated["predicted"]["step_time_us"].get<double>());
+  CHECK(searched["top"][0]["peak_bytes"] == simulated["memory"]["worst_peak_bytes"]);
+  CHECK(searched["header"]["imbalance_per_layout"] == true);
+  // Without --routing the same layout is sized by --imbalance 1.0: a lower peak.
+  const std::string uniform = flags.substr(0, flags.find(" --routing"));
+  const dockyard::Json plain = dockyard::Json::parse(Run("search " + uniform + " --json -").out);
+  CHECK(plain["top"][0]["peak_bytes"].get<int64_t>() < searched["top"][0]["peak_bytes"].get<int64_t>());
+  // --imbalance beside --routing is refused by search as by simulate.
+  const Result both = Run("search " + flags + " --imbalance 2");
+  CHECK(both.code == 2);
+  CHECK(both.out.find("--imbalance and --routing both size the received rows") != std::string::npos);
+}
+
 TEST_CASE("search --selective-ac-option without --recompute searches selective recompute only") {
   // torchtitan's per-layer and per-op options are forms of selective recompute: they pin it.
   for (const std::string option : {"op", "2"}) {

@@ -34,6 +34,7 @@ Json ReportHeader(const ReportHeaderInputs& in) {
          {"imbalance", in.imbalance},
          {"provenance", in.provenance}};
   if (!in.compute.is_null()) h["compute"] = in.compute;
+  if (in.imbalance_per_layout) h["imbalance_per_layout"] = true;
   return h;
 }
 
@@ -60,6 +61,9 @@ std::string ReportHeaderToText(const Json& h) {
   const Json& r = h.at("routing");
   if (r.is_null()) {
     out << fmt::format("Routing    none sampled: received rows sized by imbalance {}\n", h.at("imbalance").get<double>());
+  } else if (h.value("imbalance_per_layout", false)) {
+    out << fmt::format("Routing    {} (seed {}), {} MoE layer(s) sampled; each layout's memory sized by its own sample\n",
+                       r.at("spec").get<std::string>(), r.at("seed").get<uint64_t>(), r.at("layers_sampled").get<int64_t>());
   } else {
     out << fmt::format("Routing    {} (seed {}), {} MoE layer(s) sampled; memory sized by imbalance {:.4f}\n",
                        r.at("spec").get<std::string>(), r.at("seed").get<uint64_t>(), r.at("layers_sampled").get<int64_t>(),

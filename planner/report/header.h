@@ -27,6 +27,9 @@ struct ReportHeaderInputs {
   uint64_t seed = 0;
   int64_t routing_layers = 0;
   double imbalance = 1.0;  // the imbalance memory is sized with
+  // search --routing: each layout's memory is sized by its own sample (SearchOptions::
+  // routing_sizes_memory), so no single imbalance applies; the header says so.
+  bool imbalance_per_layout = false;
   Json provenance;         // Provenance (provenance.h)
   // The compute model a predicted time used (simulate, search): ComputeModelToJson
   // (planner/sim/compute_model.h); null = no time predicted (plan, check), and then no key.
@@ -41,7 +44,8 @@ Json DegreesToJson(const ParallelDims& dims);
 //    layout "pp", "dp_replicate", "dp_shard", "cp", "tp", "ep", "etp", "efsdp"}, "cluster": name
 //    or null, "calibration": object or null, "routing": {"spec", "seed", "layers_sampled"} or
 //    null, "imbalance", "provenance"}, and for simulate and search "compute": {"model",
-//    "cuda_graphs", "cross_entropy"}.
+//    "cuda_graphs", "cross_entropy"}; with imbalance_per_layout also "imbalance_per_layout": true
+//    ("imbalance" is then the --imbalance default that no layout uses).
 Json ReportHeader(const ReportHeaderInputs& inputs);
 // The same header as the opening text lines ("Report", "Model", "Degrees", "Cluster",
 // "Calibration", "Routing", "Compute" where set, "Command"), read from ReportHeader's JSON.

@@ -55,6 +55,7 @@ SearchCommandResult RunSearchCommand(const ModelSpec& model, SearchOptions s, co
   header_inputs.seed = s.routing.seed;
   header_inputs.routing_layers = HeaderRoutingLayers(model, s);
   header_inputs.imbalance = s.training.imbalance;
+  header_inputs.imbalance_per_layout = s.routing_sizes_memory;
   header_inputs.provenance = r.provenance;
   header_inputs.compute = ComputeModelToJson(s.cost);
   out.header = ReportHeader(header_inputs);

@@ -2,6 +2,7 @@
 #include "planner/search/eval_cache.h"
 
 #include "planner/sim/deepep.h"
+#include "planner/sim/received_rows.h"
 
 namespace dockyard {
 
@@ -35,6 +36,11 @@ const RoutingResult& SearchEvalCache::Routing(int64_t ep, int64_t routed_tokens,
         return sampler_.Sample(ep, routed_tokens, oep);
       },
       filled);
+}
+
+double SearchEvalCache::SampleImbalance(int64_t ep, int64_t routed_tokens, int64_t oep) {
+  return imbalance_.Get(std::make_tuple(ep, routed_tokens, oep),
+                        [&] { return AnalyzeReceivedRows(model(), Routing(ep, routed_tokens, oep), std::nullopt).imbalance; });
 }
 
 const std::vector<int32_t>& SearchEvalCache::SourceBlocks(int64_t layer, int64_t source) {

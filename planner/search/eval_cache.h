@@ -97,6 +97,10 @@ class SearchEvalCache {
     return moe_.Get(key, std::forward<Make>(make), filled);
   }
 
+  // AnalyzeReceivedRows(model(), Routing(ep, routed_tokens, oep)).imbalance: the imbalance the
+  // routing sample sizes memory with (check and simulate with --routing), once per key.
+  double SampleImbalance(int64_t ep, int64_t routed_tokens, int64_t oep);
+
   int64_t routing_samples() const { return routing_.size(); }
   // FlexRouting keys whose counts came from the per-source block counts.
   int64_t flex_from_blocks() const { return flex_from_blocks_.load(); }
@@ -124,6 +128,7 @@ class SearchEvalCache {
   OnceMap<FlexKey, std::vector<std::shared_ptr<const FlexCounts>>> flex_counts_;
   OnceMap<FlexKey, RoutingResult> flex_routing_;  // per (ep, routed tokens, node_of)
   OnceMap<MoeKey, MoePhaseTimes> moe_;
+  OnceMap<std::tuple<int64_t, int64_t, int64_t>, double> imbalance_;  // SampleImbalance per (ep, routed tokens, oep)
 };
 
 }  // namespace dockyard

@@ -18,6 +18,7 @@
 #include "planner/base/error.h"
 #include "planner/accounting/memory.h"
 #include "planner/sim/network.h"
+#include "planner/sim/received_rows.h"
 #include "planner/layout/plan.h"
 #include "planner/accounting/workload.h"
 
@@ -577,6 +578,18 @@ LayoutEvaluation LayoutEvaluator::EvaluateReference(const LayoutCandidate& c, bo
     return r;
   }
   r.dims = plan.dims;
+  // The routing sample of this layout, drawn once per key (SampleRouting, as simulate draws it).
+  auto sample = [&]() -> const RoutingResult& {
+    const Workload w = ComputeWorkload(plan);
+    const auto key = std::make_tuple(plan.dims.ep, w.routed_tokens, DispatchOep(plan));
+    auto it = reference_routing_cache_.find(key);
+    if (it == reference_routing_cache_.end()) {
+      it = reference_routing_cache_.emplace(key, SampleRouting(cache_->model(), plan.dims.ep, w.routed_tokens, DispatchOep(plan))).first;
+    }
+    return it->second;
+  };
+  // With --routing, the sample sizes the received rows (plan_command.cc: check and simulate).
+  if (options_.routing_sizes_memory) plan.training.imbalance = AnalyzeReceivedRows(cache_->model(), sample(), std::nullopt).imbalance;
   const MemoryReport memory = ComputeMemory(plan);
   r.peak_bytes = memory.worst_peak_bytes;
   for (const auto& st : memory.stages) {
@@ -585,20 +598,14 @@ LayoutEvaluation LayoutEvaluator::EvaluateReference(const LayoutCandidate& c, bo
   const bool over = static_cast<double>(memory.worst_peak_bytes) > budget_bytes_;
   r.status = over ? LayoutEvaluation::Status::kOverBudget : LayoutEvaluation::Status::kRanked;
   if (over && !simulate_over_budget) return r;
-  const Workload w = ComputeWorkload(plan);
-  const int64_t oep = DispatchOep(plan);
-  const auto key = std::make_tuple(plan.dims.ep, w.routed_tokens, oep);
-  auto it = reference_routing_cache_.find(key);
-  if (it == reference_routing_cache_.end()) {
-    it = reference_routing_cache_.emplace(key, SampleRouting(cache_->model(), plan.dims.ep, w.routed_tokens, oep)).first;
-  }
+  const RoutingResult& routing = sample();
   // deepep: the per-token node counts of this layout's EP group (its members' nodes), not cached.
   std::optional<RoutingResult> flex;
   if (plan.dims.ep > 1 && plan.training.dispatcher == Dispatcher::kDeepEp) {
-    flex = it->second;
+    flex = routing;
     AddFlexCounts(cache_->model(), plan.meshes.sparse.GroupOf(0, plan.meshes.sparse.AxisIndex("ep")), plan.training.gpus_per_node, *flex);
   }
-  const CostBreakdown cost = SimulateStep(plan, options_.cluster, flex ? *flex : it->second, options_.cost);
+  const CostBreakdown cost = SimulateStep(plan, options_.cluster, flex ? *flex : routing, options_.cost);
   if (detail) *detail = cost;
   r.simulated = true;
   r.step_time_us = cost.step_time_us;
@@ -686,11 +693,18 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   if (!dims.ok) return r;
   const ParallelDims& d = dims.d;
   if (!RunSettingsHold(entry, d.pp, d.ep, m.num_hidden_layers)) return r;
-  const TrainingConfig& t = entry.t;
-  if (t.dispatcher == Dispatcher::kDeredundency && t.oep && d.ep % *t.oep != 0) return r;
-  const GroupStatics& g = im.StaticsFor(m, options_.cluster, c.dims, d, t, entry.bytes);
+  if (entry.t.dispatcher == Dispatcher::kDeredundency && entry.t.oep && d.ep % *entry.t.oep != 0) return r;
+  const GroupStatics& g = im.StaticsFor(m, options_.cluster, c.dims, d, entry.t, entry.bytes);
   if (!g.valid) return r;
   r.dims = d;
+  // With --routing, the candidate's own routing sample sizes its received rows (as simulate does).
+  TrainingConfig sized;
+  if (options_.routing_sizes_memory) {
+    sized = entry.t;
+    const int64_t routed_tokens = ComputeWorkload(m, d, sized).routed_tokens;
+    sized.imbalance = cache_->SampleImbalance(d.ep, routed_tokens, DispatchOep(sized, d.ep));
+  }
+  const TrainingConfig& t = options_.routing_sizes_memory ? sized : entry.t;
 
   // --- Memory (ComputeMemory's worst peak): the group's static bytes, then the activations and
   // communication buffers of this candidate's settings.

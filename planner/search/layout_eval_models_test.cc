@@ -51,6 +51,26 @@ TEST_CASE("Fast evaluation equals the plan path for every candidate: Qwen3-30B-A
     CHECK(cov.deredundency > 0);
     CHECK(cov.pp_gt_1 > 0);
   }
+  SUBCASE("Qwen3-30B-A3B on 16 GPUs, zipf routing sizing each layout's memory (search --routing)") {
+    SearchOptions o = FullSearch(16);
+    o.routing = dockyard::ParseRoutingSpec("zipf:1.2");
+    o.routing_sizes_memory = true;
+    o.training.gpu_memory_gib = 40;
+    const auto model = dockyard::LoadModel("testdata/hf/qwen3-30b-a3b.json");
+    const Coverage cov = CompareEveryCandidate(model, o);
+    CHECK(cov.over_budget > 0);
+    CHECK(cov.ranked > 0);
+    // The samples move memory: some layout (ep > 1) peaks higher than at --imbalance 1.0.
+    dockyard::LayoutEvaluator sized(model, o);
+    o.routing_sizes_memory = false;
+    dockyard::LayoutEvaluator plain(model, o);
+    bool higher = false;
+    for (const auto& c : dockyard::EnumerateLayouts(model, o)) {
+      const auto a = sized.Evaluate(c, true), b = plain.Evaluate(c, true);
+      if (a.status != dockyard::LayoutEvaluation::Status::kInvalid && a.peak_bytes > b.peak_bytes) higher = true;
+    }
+    CHECK(higher);
+  }
   SUBCASE("OLMoE on 64 GPUs (full-width q/k norms), float32 params, bfloat16 grads, hot routing") {
     SearchOptions o = FullSearch(64);
     o.training.param_dtype = "float32";

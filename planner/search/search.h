@@ -55,6 +55,10 @@ struct SearchOptions {
   TrainingConfig training;  // dp_sharding, dtypes, batch, recompute ... as for a single plan
   Convention convention = Convention::kTorchtitan;
   RoutingSpec routing;                             // sampled once per (ep, routed tokens)
+  // --routing given: each layout's memory is sized by its own routing sample (received rows at
+  // SampleImbalance, received_rows.h), as check and simulate size it, in place of
+  // training.imbalance; false: training.imbalance (--imbalance, default 1.0).
+  bool routing_sizes_memory = false;
   int64_t routing_layers = kDefaultRoutingLayers;  // cost.h: simulate's default too
   int64_t max_pp = 16;
   int64_t top = 10;
