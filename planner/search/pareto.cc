@@ -17,9 +17,10 @@ std::vector<bool> ParetoFront(const std::vector<int64_t>& peak_bytes, const std:
     size_t h = g;
     double group_best = -1;
     while (h < n && peak_bytes[by_peak[h]] == peak_bytes[by_peak[g]]) group_best = std::max(group_best, tokens_per_s[by_peak[h++]]);
-    const double bar = std::max(best_before, group_best);
-    for (size_t k = g; k < h; ++k) front[by_peak[k]] = tokens_per_s[by_peak[k]] >= bar;
-    best_before = bar;
+    // On the front: the group's best, and strictly faster than every row of lower peak (a row
+    // of lower peak and equal throughput dominates it).
+    for (size_t k = g; k < h; ++k) front[by_peak[k]] = tokens_per_s[by_peak[k]] >= group_best && tokens_per_s[by_peak[k]] > best_before;
+    best_before = std::max(best_before, group_best);
     g = h;
   }
   return front;

@@ -20,6 +20,10 @@ TEST_CASE("ParetoFront keeps the layouts no other beats on both peak memory and 
 
 TEST_CASE("ParetoFront: a row with lower throughput at a higher peak is dominated; empty input gives an empty front") {
   CHECK(ParetoFront({1, 2}, {5.0, 4.0}) == std::vector<bool>{true, false});
+  // Equal throughput at a higher peak is dominated too (the deredundency twin of an all_to_all row
+  // with a few more buffer bytes): (1, 5) is as fast for less memory than (2, 5).
+  CHECK(ParetoFront({1, 2}, {5.0, 5.0}) == std::vector<bool>{true, false});
+  CHECK(ParetoFront({2, 1, 2}, {5.0, 5.0, 5.0}) == std::vector<bool>{false, true, false});
   CHECK(ParetoFront({}, {}).empty());
   CHECK_THROWS_AS(ParetoFront({1}, {}), std::invalid_argument);
 }

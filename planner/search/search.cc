@@ -226,8 +226,8 @@ class RowKeeper {
   std::vector<RankedLayout> rows_;
   size_t limit_ = kMinLimit;
   double cutoff_ = -std::numeric_limits<double>::infinity();  // the top-th best throughput kept (rows below it are not top)
-  std::vector<int64_t> front_peak_;                            // the kept front by peak ascending
-  std::vector<double> front_best_;                             // the best throughput at or below each of those peaks
+  std::vector<int64_t> front_peak_;                           // the kept front by peak ascending
+  std::vector<double> front_best_;                            // the best throughput at or below each of those peaks
 };
 
 // What one thread found.
@@ -581,7 +581,8 @@ std::string SearchResultToText(const SearchResult& r) {
   out << RankedLayoutsTable(r.top, true);
   if (!r.pareto.empty()) {
     out << fmt::format(
-        "Pareto front (throughput vs peak memory: no ranked layout is faster at the same or lower peak), {} layouts, "
+        "Pareto front (throughput vs peak memory: no ranked layout is faster at the same or lower peak, or as fast at a lower "
+        "peak), {} layouts, "
         "by peak:\n",
         r.pareto.size());
     out << RankedLayoutsTable(r.pareto, false);
