@@ -174,6 +174,7 @@ bool WritePlanOutputs(const CliOptions& o, const PlanCommandRequest& request, co
 int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::ostream& err) {
   const bool check = command == Command::kCheck;
   const PlanInputs in = ReadPlanInputs(o, command, err);
+  if (in.cluster) err << cli::BudgetAboveClusterWarning(in.training.gpu_memory_gib, *in.cluster);
   const PlanCommandRequest request = MakePlanRequest(o, command, in);
   const PlanCommandResult result = RunPlanCommand(BuildPlan(in.model, in.dims, in.training), request);
   const bool quiet = WritePlanOutputs(o, request, result, in, out);

@@ -80,4 +80,9 @@ Json ReportProvenance(const PlanCliOptions& o);
 // samples do): throws cli::UsageError when both are given.
 void RejectImbalanceWithRouting(bool routing_given, const std::string& imbalance);
 
+// "warning: ..." (one line) when --gpu-memory-gib `budget_gib` is above `cluster`'s memory per
+// GPU (memory_gib: a budget none of its GPUs has), else empty. A warning, not an error: a user may
+// size for a GPU the presets do not hold.
+std::string BudgetAboveClusterWarning(double budget_gib, const ClusterSpec& cluster);
+
 }  // namespace dockyard::cli

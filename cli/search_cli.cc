@@ -78,6 +78,7 @@ void ReadSearchTraining(const CliOptions& o, const ModelSpec& model, SearchOptio
   RejectMegatronOnlyOverrides(training_flags.Parse(), s->convention == Convention::kTorchtitan);
   err << SeqLenWarning(s->training.seq_len, model, "--seq-len");
   s->training.fp8_dispatch = o.training.fp8_dispatch;
+  err << cli::BudgetAboveClusterWarning(s->training.gpu_memory_gib, s->cluster);
   ValidateMemoryReserve(s->training.gpu_memory_gib > 0 ? s->training.gpu_memory_gib : s->cluster.memory_gib,
                         s->training.memory_reserve_gib.value_or(0),
                         s->training.gpu_memory_gib > 0 ? cli::MemoryBudgetName(o.training.gpu_memory_gib)

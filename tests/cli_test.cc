@@ -909,6 +909,17 @@ TEST_CASE("search --routing sizes each layout's memory by its own sample, as sim
   CHECK(both.out.find("--imbalance and --routing both size the received rows") != std::string::npos);
 }
 
+TEST_CASE("a --gpu-memory-gib above the cluster's memory per GPU is warned about in search and simulate") {
+  // h100-sxm holds 79.6 GiB per GPU (planner/sim/cluster.cc): a 200 GiB budget is none of its GPUs'.
+  for (const std::string cmd : {"search --world-size 256 --top 1", "simulate --world-size 256 --ep 64"}) {
+    CAPTURE(cmd);
+    const Result over = Run(cmd + " --gpu-memory-gib 200");
+    CHECK(over.out.find("warning: --gpu-memory-gib 200 is above h100-sxm's 79.6 GiB per GPU") != std::string::npos);
+    const Result within = Run(cmd + " --gpu-memory-gib 79");
+    CHECK(within.out.find("warning: --gpu-memory-gib") == std::string::npos);
+  }
+}
+
 TEST_CASE("search --selective-ac-option without --recompute searches selective recompute only") {
   // torchtitan's per-layer and per-op options are forms of selective recompute: they pin it.
   for (const std::string option : {"op", "2"}) {
