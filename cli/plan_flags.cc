@@ -212,9 +212,10 @@ void RejectImbalanceWithRouting(bool routing_given, const std::string& imbalance
 
 std::string BudgetAboveClusterWarning(double budget_gib, const ClusterSpec& cluster) {
   if (!(budget_gib > cluster.memory_gib)) return "";
-  return fmt::format("dockyard-plan: warning: --gpu-memory-gib {} is above {}'s {} GiB per GPU (memory_gib): layouts are judged "
-                     "against memory its GPUs do not have\n",
-                     budget_gib, cluster.name, cluster.memory_gib);
+  return fmt::format(
+      "dockyard-plan: warning: --gpu-memory-gib {} is above {}'s {} GiB per GPU (memory_gib): layouts are judged "
+      "against memory its GPUs do not have\n",
+      budget_gib, cluster.name, cluster.memory_gib);
 }
 
 Json ReportProvenance(const PlanCliOptions& o) {
