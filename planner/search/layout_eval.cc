@@ -127,8 +127,8 @@ struct Split {
 
 // Whether two candidates have the same degrees (every field ParallelDims is built from).
 bool SameDims(const ParallelDimsOptions& a, const ParallelDimsOptions& b) {
-  return a.world_size == b.world_size && a.dp_replicate == b.dp_replicate && a.dp_shard == b.dp_shard && a.cp == b.cp &&
-         a.tp == b.tp && a.ep == b.ep && a.etp == b.etp && a.pp == b.pp && a.convention == b.convention;
+  return a.world_size == b.world_size && a.dp_replicate == b.dp_replicate && a.dp_shard == b.dp_shard && a.cp == b.cp && a.tp == b.tp &&
+         a.ep == b.ep && a.etp == b.etp && a.pp == b.pp && a.convention == b.convention;
 }
 
 // One stage's figures on its first rank that depend only on the group (below).
@@ -143,15 +143,14 @@ struct StageStatics {
 // What a candidate's memory and step-end collectives read that depends only on its degrees, dp
 // sharding and dtypes -- not on micro-batch size, recompute, vpp, EP overlap or the dispatcher.
 struct LayoutEvaluator::GroupStatics {
-  // Key (with the degrees, LayoutEvaluator::Impl::last_dims).
+  // Key: the degrees are last_dims' (DimsFor drops the group when they change), then these.
   bool filled = false;
-  ParallelDimsOptions dims;
   DpSharding strategy = DpSharding::kFsdp;
   TrainingBytes bytes;
   double fp8_copy = 0;
   // Figures.
-  bool valid = false;      // the layer split exists and FSDP2 can shard every class
-  bool overflow = false;   // a static figure beyond int64: the reference path takes the candidate
+  bool valid = false;     // the layer split exists and FSDP2 can shard every class
+  bool overflow = false;  // a static figure beyond int64: the reference path takes the candidate
   const Split* split = nullptr;
   const std::vector<UnitSums>* kind_sums = nullptr;
   const UnitSums* embedding = nullptr;
@@ -160,8 +159,8 @@ struct LayoutEvaluator::GroupStatics {
   Wide static_worst = 0, static_rank0 = 0, dense0 = 0, sparse0 = 0, tied = 0;
   double dp_step_comm_us = 0, dp_step_param_gather_us = 0;  // rank 0's step-end data-parallel collectives
 
-  bool SameKey(const ParallelDimsOptions& o, DpSharding s, const TrainingBytes& b, double copy) const {
-    return filled && SameDims(dims, o) && strategy == s && bytes.param == b.param && bytes.grad == b.grad && bytes.moments == b.moments &&
+  bool SameKey(DpSharding s, const TrainingBytes& b, double copy) const {
+    return filled && strategy == s && bytes.param == b.param && bytes.grad == b.grad && bytes.moments == b.moments &&
            bytes.master == b.master && fp8_copy == copy;
   }
 };
@@ -217,21 +216,21 @@ struct LayoutEvaluator::Impl {
     if (c.filled && SameDims(c.options, o)) return c;
     c.filled = true;
     c.options = o;
+    last_group.filled = false;  // its figures were for other degrees
     c.ok = TryBuildParallelDims(o, &c.d, nullptr) && CheckDimsForModel(c.d, m, nullptr);
     return c;
   }
 
-  // The group figures of valid degrees `d` (DimsFor) under training `t` (its dp sharding, dtypes
+  // The group figures of the degrees DimsFor checked last (valid: `d`) under training `t` (its dp sharding, dtypes
   // and precision), by the rules of memory.h and comm.h on the first rank of each stage.
-  const GroupStatics& StaticsFor(const ModelSpec& m, const ClusterSpec& cluster, const ParallelDimsOptions& o, const ParallelDims& d,
-                                 const TrainingConfig& t, const TrainingBytes& tb) {
+  const GroupStatics& StaticsFor(const ModelSpec& m, const ClusterSpec& cluster, const ParallelDims& d, const TrainingConfig& t,
+                                 const TrainingBytes& tb) {
     const DpSharding strategy = *t.dp_sharding;
     const double fp8_copy = Fp8WeightCopyPerElement(t, d.convention);  // FP8 weight copies (megatron)
     GroupStatics& g = last_group;
-    if (g.SameKey(o, strategy, tb, fp8_copy)) return g;
+    if (g.SameKey(strategy, tb, fp8_copy)) return g;
     g = GroupStatics{};
     g.filled = true;
-    g.dims = o;
     g.strategy = strategy;
     g.bytes = tb;
     g.fp8_copy = fp8_copy;
@@ -296,15 +295,15 @@ struct LayoutEvaluator::Impl {
   static void StepCollectiveTimes(const ParallelDims& d, DpSharding strategy, const TrainingBytes& tb, const ClusterSpec& cluster,
                                   GroupStatics* g) {
     const int64_t domain = NvlinkDomainGpus(cluster);
-    const StepCollectiveList step = StepCollectives(d, strategy, tb, static_cast<int64_t>(g->dense0), static_cast<int64_t>(g->sparse0),
-                                                    static_cast<int64_t>(g->tied));
+    const StepCollectiveList step =
+        StepCollectives(d, strategy, tb, static_cast<int64_t>(g->dense0), static_cast<int64_t>(g->sparse0), static_cast<int64_t>(g->tied));
     for (int i = 0; i < step.size; ++i) {
       const StepCollective& e = step.items[i];
       if (e.group_size < 2 || e.bytes == 0) continue;
       const double wire = CollectiveWireBytes(e.collective, e.group_size, 1, e.bytes);
-      const double us = StepCollectiveUs(static_cast<double>(static_cast<int64_t>(wire)), e.group_size,
-                                         MembersPerDomainStrided(e.group_size, e.stride, domain),
-                                         (e.group_size - 1) * e.stride / domain > 0, cluster);
+      const double us =
+          StepCollectiveUs(static_cast<double>(static_cast<int64_t>(wire)), e.group_size,
+                           MembersPerDomainStrided(e.group_size, e.stride, domain), (e.group_size - 1) * e.stride / domain > 0, cluster);
       g->dp_step_comm_us += us;
       if (std::strcmp(e.purpose, "zero1_all_gather_params") == 0) g->dp_step_param_gather_us += us;
     }
@@ -578,15 +577,19 @@ LayoutEvaluation LayoutEvaluator::EvaluateReference(const LayoutCandidate& c, bo
     return r;
   }
   r.dims = plan.dims;
-  // The routing sample of this layout, drawn once per key (SampleRouting, as simulate draws it).
+  // The routing sample of this layout (SampleRouting, as simulate draws it), looked up or drawn
+  // on first use; the cache holds one per key.
+  const RoutingResult* sampled = nullptr;
   auto sample = [&]() -> const RoutingResult& {
-    const Workload w = ComputeWorkload(plan);
-    const auto key = std::make_tuple(plan.dims.ep, w.routed_tokens, DispatchOep(plan));
+    if (sampled) return *sampled;
+    const int64_t routed_tokens = ComputeWorkload(plan).routed_tokens, oep = DispatchOep(plan);
+    const auto key = std::make_tuple(plan.dims.ep, routed_tokens, oep);
     auto it = reference_routing_cache_.find(key);
     if (it == reference_routing_cache_.end()) {
-      it = reference_routing_cache_.emplace(key, SampleRouting(cache_->model(), plan.dims.ep, w.routed_tokens, DispatchOep(plan))).first;
+      it = reference_routing_cache_.emplace(key, SampleRouting(cache_->model(), plan.dims.ep, routed_tokens, oep)).first;
     }
-    return it->second;
+    sampled = &it->second;
+    return *sampled;
   };
   // With --routing, the sample sizes the received rows (plan_command.cc: check and simulate).
   if (options_.routing_sizes_memory) plan.training.imbalance = AnalyzeReceivedRows(cache_->model(), sample(), std::nullopt).imbalance;
@@ -694,7 +697,7 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   const ParallelDims& d = dims.d;
   if (!RunSettingsHold(entry, d.pp, d.ep, m.num_hidden_layers)) return r;
   if (entry.t.dispatcher == Dispatcher::kDeredundency && entry.t.oep && d.ep % *entry.t.oep != 0) return r;
-  const GroupStatics& g = im.StaticsFor(m, options_.cluster, c.dims, d, entry.t, entry.bytes);
+  const GroupStatics& g = im.StaticsFor(m, options_.cluster, d, entry.t, entry.bytes);
   if (!g.valid) return r;
   r.dims = d;
   // With --routing, the candidate's own routing sample sizes its received rows (as simulate does).
