@@ -60,22 +60,24 @@ void SearchEvalCache::FillSources(int64_t sources) {
   }
 }
 
-const RoutingResult& SearchEvalCache::FlexRouting(const std::vector<int64_t>& ep_group, int64_t domain, int64_t routed_tokens,
-                                                  bool* filled) {
+const FlexRoutingResult& SearchEvalCache::FlexRouting(const std::vector<int64_t>& ep_group, int64_t domain, int64_t routed_tokens,
+                                                      bool* filled) {
   const int64_t ep = static_cast<int64_t>(ep_group.size());
   const FlexCounts nodes = MakeFlexCounts(ep_group, domain);  // node_of and node_index only (no draws)
   return flex_routing_.Get(
       FlexKey{ep, routed_tokens, nodes.node_of},
       [&] {
-        RoutingResult out = Routing(ep, routed_tokens, 1, filled);
+        FlexRoutingResult out;
+        out.routing = &Routing(ep, routed_tokens, 1, filled);
+        const size_t num_layers = out.routing->layers.size();
         if (flex_blocks_ && FlexBlocksServe(*flex_blocks_, nodes, routed_tokens)) {
           ++flex_from_blocks_;
           FillSources(ep);
-          for (size_t l = 0; l < out.layers.size(); ++l) {
+          for (size_t l = 0; l < num_layers; ++l) {
             const int64_t layer = static_cast<int64_t>(l);
-            out.layers[l].flex = std::make_shared<const FlexCounts>(
+            out.layers.push_back(std::make_shared<const FlexCounts>(
                 FlexCountsFromBlocks(*flex_blocks_, nodes, routed_tokens,
-                                     [&](int64_t source) -> const std::vector<int32_t>& { return SourceBlocks(layer, source); }));
+                                     [&](int64_t source) -> const std::vector<int32_t>& { return SourceBlocks(layer, source); })));
           }
           return out;
         }
@@ -85,21 +87,21 @@ const RoutingResult& SearchEvalCache::FlexRouting(const std::vector<int64_t>& ep
               // AddFlexCounts over an empty result of the same layers and tokens: the draws of
               // SampleRoutingForPlan, made once for every group with this node_index.
               RoutingResult scratch;
-              scratch.tokens_per_rank = out.tokens_per_rank;
-              scratch.layers.resize(out.layers.size());
+              scratch.tokens_per_rank = out.routing->tokens_per_rank;
+              scratch.layers.resize(num_layers);
               AddFlexCounts(model(), ep_group, domain, scratch);
               std::vector<std::shared_ptr<const FlexCounts>> layers;
               for (const auto& l : scratch.layers) layers.push_back(l.flex);
               return layers;
             },
             filled);
-        for (size_t l = 0; l < out.layers.size(); ++l) {
+        for (size_t l = 0; l < num_layers; ++l) {
           if (counts[l]->node_of == nodes.node_of) {
-            out.layers[l].flex = counts[l];
+            out.layers.push_back(counts[l]);
           } else {
             auto own = std::make_shared<FlexCounts>(*counts[l]);  // the same counts, this group's node numbers
             own->node_of = nodes.node_of;
-            out.layers[l].flex = std::move(own);
+            out.layers.push_back(std::move(own));
           }
         }
         return out;

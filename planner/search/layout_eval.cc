@@ -787,8 +787,8 @@ const MoePhaseTimes& LayoutEvaluator::MoePhasesOf(const Workload& w, const Paral
     std::vector<int64_t> ep_group(d.ep);
     for (int64_t i = 0; i < d.ep; ++i) ep_group[i] = i * d.etp;
     const bool flex = d.ep > 1 && t.dispatcher == Dispatcher::kDeepEp;
-    const RoutingResult& routing =
-        flex ? cache_->FlexRouting(ep_group, t.gpus_per_node, w.routed_tokens) : cache_->Routing(d.ep, w.routed_tokens, oep);
+    const FlexRoutingResult* flex_routing = flex ? &cache_->FlexRouting(ep_group, t.gpus_per_node, w.routed_tokens) : nullptr;
+    const RoutingResult& routing = flex ? *flex_routing->routing : cache_->Routing(d.ep, w.routed_tokens, oep);
     // The shape as SimulateStep forms it.
     MoePhaseShape shape = MoePhaseShapeOf(m, w, d.ep, deredundency);
     shape.flex = flex;
@@ -796,7 +796,8 @@ const MoePhaseTimes& LayoutEvaluator::MoePhasesOf(const Workload& w, const Paral
     shape.allgather = d.ep > 1 && t.dispatcher == Dispatcher::kAllGather;
     shape.integer_sums = true;
     if (t.fp8_dispatch) shape.dispatch_act_bytes = DispatchBytesPerElement(t, static_cast<double>(m.hidden_size), shape.act_bytes);
-    MoePhaseTimes phases = SimulateMoePhases(routing, ep_group, shape, options_.cluster, WithPrecision(options_.cost, t));
+    MoePhaseTimes phases = SimulateMoePhases(routing, ep_group, shape, options_.cluster, WithPrecision(options_.cost, t),
+                                             flex ? &flex_routing->layers : nullptr);
     cache_fill_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return phases;
   });

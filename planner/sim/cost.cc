@@ -274,13 +274,14 @@ void DeredundencyAllToAllUs(const LayerRouting& L, const std::vector<int64_t>& e
 
 // One sampled layer's dispatch (dt), combine (ct) and backward-dispatch (dtb) times (us per EP
 // rank, ep > 1) by the dispatcher: deepep / allgather (deepep.h), integer block sums
-// (BlockAllToAll), the full matrices, or deredundency. Returns whether dtb was written (else dtb = dt).
-bool LayerAllToAllUs(const LayerRouting& L, const std::vector<int64_t>& ep_group, const std::vector<int64_t>& ep_nodes,
-                     const MoePhaseShape& s, const MoeWire& wire, const ClusterSpec& c, const CostOptions& o, std::vector<double>& dbytes,
-                     std::vector<double>& cbytes, double* dt, double* ct, double* dtb) {
+// (BlockAllToAll), the full matrices, or deredundency. `flex`: the layer's deepep per-token counts.
+// Returns whether dtb was written (else dtb = dt).
+bool LayerAllToAllUs(const LayerRouting& L, const FlexCounts* flex, const std::vector<int64_t>& ep_group,
+                     const std::vector<int64_t>& ep_nodes, const MoePhaseShape& s, const MoeWire& wire, const ClusterSpec& c,
+                     const CostOptions& o, std::vector<double>& dbytes, std::vector<double>& cbytes, double* dt, double* ct, double* dtb) {
   const int64_t ep = s.ep;
   const double D = s.hidden, ab = s.act_bytes;
-  if (FlexOrAllGatherTimesUs(L, ep_group, s, wire.sent_ab, c, o, dt, ct, dtb)) return true;  // deepep / allgather dispatcher (deepep.h).
+  if (FlexOrAllGatherTimesUs(flex, ep_group, s, wire.sent_ab, c, o, dt, ct, dtb)) return true;  // deepep / allgather dispatcher (deepep.h).
   if (!s.deredundency && s.integer_sums && ep >= 2 && wire.sent_ab == ab && wire.dispatch_ab == ab &&
       BlockAllToAll(L, ep_nodes, D, ab, c, dt, ct)) {
     return false;  // Same values from integer block sums (see BlockAllToAll).
@@ -335,7 +336,12 @@ void AddSampledLayer(const std::vector<double>& rows, const std::vector<double>&
 }  // namespace
 
 MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<int64_t>& ep_group, const MoePhaseShape& s,
-                                const ClusterSpec& c, const CostOptions& o) {
+                                const ClusterSpec& c, const CostOptions& o,
+                                const std::vector<std::shared_ptr<const FlexCounts>>* flex_layers) {
+  if (flex_layers != nullptr && flex_layers->size() != routing.layers.size()) {
+    throw Error(fmt::format("MoE phases: {} layers of deepep counts for a routing sample of {} layers", flex_layers->size(),
+                            routing.layers.size()));
+  }
   const int64_t ep = s.ep;
   const int64_t nle = s.num_experts / ep;
   const double Tr = s.routed_tokens, k = s.top_k, E = static_cast<double>(s.num_experts);
@@ -361,7 +367,8 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
       for (int64_t i = 0; i < ep * nle; ++i) rows[i] = static_cast<double>(L.rows_per_local_expert[i]);
       for (int64_t r = 0; r < ep; ++r) received[r] = static_cast<double>(L.received[r]);
       imbalance = std::max(imbalance, L.imbalance);
-      own_bwd = LayerAllToAllUs(L, ep_group, ep_nodes, s, wire, c, o, dbytes, cbytes, dt.data(), ct.data(), dtb.data());
+      const FlexCounts* flex = flex_layers != nullptr ? (*flex_layers)[li].get() : L.flex.get();
+      own_bwd = LayerAllToAllUs(L, flex, ep_group, ep_nodes, s, wire, c, o, dbytes, cbytes, dt.data(), ct.data(), dtb.data());
     } else {
       // EP off: every rank computes all experts on its own T_r tokens, spread evenly.
       for (int64_t e = 0; e < nle; ++e) rows[e] = Tr * k / E;

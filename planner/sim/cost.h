@@ -148,9 +148,13 @@ struct MoePhaseTimes {
   double imbalance = 1.0;      // max / mean received rows, the largest over the sampled layers
   bool spans_domains = false;  // the EP group spans NVLink domains (its all-to-alls use the NICs)
 };
-// `ep_group`: the global ranks of rank 0's EP group in EP order (size ep).
+// `ep_group`: the global ranks of rank 0's EP group in EP order (size ep). `flex_layers`
+// (optional, one per sampled layer): the deepep dispatcher's per-token counts in place of
+// routing.layers[l].flex, so that a caller holding one sample for several EP groups (the layout
+// search's cache, eval_cache.h) need not copy the sample per group.
 MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<int64_t>& ep_group, const MoePhaseShape& shape,
-                                const ClusterSpec& cluster, const CostOptions& options = {});
+                                const ClusterSpec& cluster, const CostOptions& options = {},
+                                const std::vector<std::shared_ptr<const FlexCounts>>* flex_layers = nullptr);
 
 // A collective group as the cost model sees it: its size and whether it spans nodes.
 struct CollectiveGroup {

@@ -148,7 +148,7 @@ double AllGatherDispatchUs(int64_t ep, double tokens, double hidden, double act_
   return RingCollectiveUs(AllGatherDispatchBytes(ep, tokens, hidden, act_bytes), ep_group, cluster);
 }
 
-bool FlexOrAllGatherTimesUs(const LayerRouting& L, const std::vector<int64_t>& ep_group, const MoePhaseShape& s, double sent_ab,
+bool FlexOrAllGatherTimesUs(const FlexCounts* flex, const std::vector<int64_t>& ep_group, const MoePhaseShape& s, double sent_ab,
                             const ClusterSpec& cluster, const CostOptions& options, double* dt, double* ct, double* dt_bwd) {
   const int64_t n = static_cast<int64_t>(ep_group.size());
   if (s.allgather) {
@@ -160,24 +160,24 @@ bool FlexOrAllGatherTimesUs(const LayerRouting& L, const std::vector<int64_t>& e
     return true;
   }
   if (!s.flex) return false;
-  if (!L.flex) throw Error("the deepep dispatcher needs the routing sample's per-token counts (SampleRoutingForPlan with deepep)");
+  if (flex == nullptr) throw Error("the deepep dispatcher needs the routing sample's per-token counts (SampleRoutingForPlan with deepep)");
   // DeepEP / HybridEP forward over NVLink inside the NVLink domain (a node, or 72 GPUs of a
   // GB200 NVL72) and cross the network between domains: the sample's nodes must be those domains.
   const int64_t domain = NvlinkDomainGpus(cluster);
   for (int64_t m = 0; m < n; ++m) {
     const int64_t rank = ep_group[static_cast<size_t>(m)];
-    if (L.flex->node_of[static_cast<size_t>(m)] != rank / domain) {
+    if (flex->node_of[static_cast<size_t>(m)] != rank / domain) {
       throw Error(
           fmt::format("--gpus-per-node (training.gpus_per_node) is {}, but cluster {}'s NVLink domain is {} GPUs: the deepep "
                       "dispatcher forwards over NVLink only inside one NVLink domain, so a node must be exactly one domain; give "
                       "--gpus-per-node {}",
-                      L.flex->gpus_per_node, cluster.name, domain, domain));
+                      flex->gpus_per_node, cluster.name, domain, domain));
     }
   }
   const double scale = sent_ab / s.act_bytes;  // megatron etp: a rank sends T_d / T_r of the sampled tokens
-  const LinkBytes dispatch = FlexDispatchBytes(*L.flex, FlexTokenBytes(s.hidden, s.act_bytes, s.flex_fp8) * scale);
+  const LinkBytes dispatch = FlexDispatchBytes(*flex, FlexTokenBytes(s.hidden, s.act_bytes, s.flex_fp8) * scale);
   const std::vector<double> d = FlexTimesUs(dispatch, false, ep_group, cluster, options);
-  const LinkBytes combine = s.flex_fp8 ? FlexDispatchBytes(*L.flex, FlexTokenBytes(s.hidden, s.act_bytes, false) * scale) : dispatch;
+  const LinkBytes combine = s.flex_fp8 ? FlexDispatchBytes(*flex, FlexTokenBytes(s.hidden, s.act_bytes, false) * scale) : dispatch;
   const std::vector<double> c = FlexTimesUs(combine, true, ep_group, cluster, options);
   std::copy(d.begin(), d.end(), dt);
   std::copy(c.begin(), c.end(), ct);

@@ -92,9 +92,10 @@ double AllGatherDispatchUs(int64_t ep, double tokens, double hidden, double act_
 // dispatcher (s.flex / s.allgather), per EP member; `sent_ab` = bytes per element sent (the
 // megatron etp scaling of SimulateMoePhases). Returns false (nothing written) for the other
 // dispatchers. `dt_bwd` (optional): the backward pass's dispatch, in BF16 rows even with FP8
-// dispatch (s.flex_fp8 only changes the forward). Throws dockyard::Error when a deepep layer has
-// no flex counts, or counts for other nodes than `cluster` places the members on.
-bool FlexOrAllGatherTimesUs(const LayerRouting& layer, const std::vector<int64_t>& ep_group, const MoePhaseShape& s, double sent_ab,
+// dispatch (s.flex_fp8 only changes the forward). `flex`: the layer's per-token counts
+// (LayerRouting::flex). Throws dockyard::Error when a deepep layer has no flex counts (null), or
+// counts for other nodes than `cluster` places the members on.
+bool FlexOrAllGatherTimesUs(const FlexCounts* flex, const std::vector<int64_t>& ep_group, const MoePhaseShape& s, double sent_ab,
                             const ClusterSpec& cluster, const CostOptions& options, double* dt, double* ct, double* dt_bwd = nullptr);
 
 // The deepep dispatch's link-level traffic of every sampled layer of `routing` (its flex counts),

@@ -164,7 +164,7 @@ TEST_CASE("deepep with --gpus-per-node other than the cluster's NVLink domain: t
   s.flex = true;
   ClusterSpec cl = ClusterPreset("h800-sxm");  // 8 GPUs per node, NVLink domain = node
   std::vector<double> dt(16), ct(16);
-  const auto call = [&] { FlexOrAllGatherTimesUs(L, group, s, 2, cl, CostOptions{}, dt.data(), ct.data()); };
+  const auto call = [&] { FlexOrAllGatherTimesUs(L.flex.get(), group, s, 2, cl, CostOptions{}, dt.data(), ct.data()); };
   CHECK_THROWS_WITH_AS(call(),
                        "--gpus-per-node (training.gpus_per_node) is 16, but cluster h800-sxm's NVLink domain is 8 GPUs: the deepep "
                        "dispatcher forwards over NVLink only inside one NVLink domain, so a node must be exactly one domain; give "

@@ -17,6 +17,19 @@ void SortUnique(std::vector<int64_t>* v) {
   v->erase(std::unique(v->begin(), v->end()), v->end());
 }
 
+// Set bits of x. Without the popcnt instruction (x86-64 builds without -mpopcnt),
+// __builtin_popcountll is a library call per word: the SWAR sum inlines instead.
+inline int32_t Popcount64(uint64_t x) {
+#if defined(__x86_64__) && !defined(__POPCNT__)
+  x = x - ((x >> 1) & 0x5555555555555555ull);
+  x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+  x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+  return static_cast<int32_t>((x * 0x0101010101010101ull) >> 56);
+#else
+  return __builtin_popcountll(x);
+#endif
+}
+
 int IndexOf(const std::vector<int64_t>& sorted, int64_t x) {
   const auto it = std::lower_bound(sorted.begin(), sorted.end(), x);
   return it != sorted.end() && *it == x ? static_cast<int>(it - sorted.begin()) : -1;
@@ -72,43 +85,58 @@ std::vector<int32_t> CountSourceBlocks(const RoutingModel& model, const FlexBloc
   // One buffer per thread for the draws (tokens * top_k experts; a search draws hundreds of sources).
   thread_local std::vector<int32_t> experts;
   SampleTokenExpertsInto(model, layer, source, tokens, &experts);
-  // Per block size: each expert's block (a table, not a division per pick) and the last token
-  // counted in each block (a token's experts are distinct, but several may share a block).
-  // Block size 1 needs no such check: each pick is its own block (`singles`, its offset).
-  std::vector<int32_t> block_of, last(row, -1), running(row, 0);
-  size_t nb = 0;            // the block sizes > 1 some group reads for this source
-  int64_t singles = -1;     // offset of block size 1 in the row, when read for this source
+  // Bit-sliced counting, 64 tokens at a time: hit[e] has bit u set when token (batch start + u)
+  // picked expert e. A block of R experts is hit by the OR of its experts' words (a token's
+  // picks are distinct, and several in one block count once), and the popcount of that word is
+  // the batch's tokens with >= 1 expert in the block. Each needed size folds from the largest
+  // smaller needed size that divides it (or from the experts' words). A batch also ends at each
+  // token count read, where the running counts are copied out.
+  struct Level {
+    int64_t size, offset;
+    int from;  // index of the level it folds from; -1 = the experts' words
+  };
+  std::vector<Level> levels;
   for (size_t b = 0; b < layout.block_sizes.size(); ++b) {
     if (source >= layout.sources[b]) continue;
-    if (layout.block_sizes[b] == 1) {
-      singles = layout.offset[b];
-      continue;
+    const int64_t R = layout.block_sizes[b];
+    int from = -1;
+    for (int i = static_cast<int>(levels.size()) - 1; i >= 0 && from < 0; --i) {
+      if (R % levels[static_cast<size_t>(i)].size == 0) from = i;
     }
-    for (int64_t e = 0; e < E; ++e) block_of.push_back(static_cast<int32_t>(layout.offset[b] + e / layout.block_sizes[b]));
-    ++nb;
+    levels.push_back({R, layout.offset[b], from});
   }
-  size_t next = 0;                                                                     // the next token count to read
-  while (next < layout.token_counts.size() && layout.token_counts[next] == 0) ++next;  // zero tokens: all counts 0
-  for (int64_t t = 0; t < tokens; ++t) {
-    const int32_t* picks = experts.data() + t * k;
-    if (singles >= 0) {
-      int32_t* per_expert = running.data() + singles;
-      for (int64_t j = 0; j < k; ++j) ++per_expert[picks[j]];
-    }
-    for (size_t b = 0; b < nb; ++b) {
-      const int32_t* of = block_of.data() + b * E;
-      for (int64_t j = 0; j < k; ++j) {
-        const int32_t block = of[picks[j]];  // index into the row: offset[b] + e / R
-        if (last[block] != t) {
-          last[block] = static_cast<int32_t>(t);
-          ++running[block];
-        }
-      }
-    }
-    if (next < layout.token_counts.size() && t + 1 == layout.token_counts[next]) {
+  if (levels.empty()) return out;
+  std::vector<uint64_t> hit(static_cast<size_t>(E));
+  std::vector<std::vector<uint64_t>> words(levels.size());
+  for (size_t i = 0; i < levels.size(); ++i) words[i].resize(static_cast<size_t>(E / levels[i].size));
+  std::vector<int32_t> running(row, 0);
+  size_t next = 0;  // the next token count to read
+  int64_t t = 0;
+  while (true) {
+    while (next < layout.token_counts.size() && layout.token_counts[next] == t) {
       std::copy(running.begin(), running.end(), out.begin() + static_cast<std::ptrdiff_t>(next * row));
       ++next;
     }
+    if (next == layout.token_counts.size()) break;
+    const int64_t end = std::min(t + 64, layout.token_counts[next]);
+    std::fill(hit.begin(), hit.end(), 0);
+    for (int64_t u = t; u < end; ++u) {
+      const uint64_t bit = uint64_t{1} << (u - t);
+      const int32_t* picks = experts.data() + u * k;
+      for (int64_t j = 0; j < k; ++j) hit[static_cast<size_t>(picks[j])] |= bit;
+    }
+    for (size_t i = 0; i < levels.size(); ++i) {
+      const std::vector<uint64_t>& src = levels[i].from < 0 ? hit : words[static_cast<size_t>(levels[i].from)];
+      const size_t fold = src.size() / words[i].size();
+      int32_t* counts = running.data() + levels[i].offset;
+      for (size_t w = 0; w < words[i].size(); ++w) {
+        uint64_t x = 0;
+        for (size_t c = 0; c < fold; ++c) x |= src[w * fold + c];
+        words[i][w] = x;
+        counts[w] += Popcount64(x);
+      }
+    }
+    t = end;
   }
   return out;
 }

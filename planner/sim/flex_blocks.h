@@ -12,8 +12,9 @@
 // its block counts read at every expected token count and block size. A group's counts assembled
 // from them equal SampleFlexCounts's (AddFlexTokens over the same draws) entry for entry.
 //
-// Cost per (layer, source): T_max * top_k draws and T_max * top_k * |block sizes| block
-// lookups, instead of T * top_k draws and lookups per (group, T) that asks.
+// Cost per (layer, source): T_max * top_k draws and bit sets, then per 64 tokens one OR and one
+// popcount per block of every size (bit-sliced counting, flex_blocks.cc), instead of T * top_k
+// draws and lookups per (group, T) that asks.
 #pragma once
 
 #include <cstdint>
