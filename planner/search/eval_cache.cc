@@ -1,6 +1,8 @@
 // Once-per-key work of a layout search (see eval_cache.h).
 #include "planner/search/eval_cache.h"
 
+#include <algorithm>
+
 #include "planner/sim/deepep.h"
 #include "planner/sim/received_rows.h"
 
@@ -45,6 +47,13 @@ double SearchEvalCache::SampleImbalance(int64_t ep, int64_t routed_tokens, int64
 
 const std::vector<int32_t>& SearchEvalCache::SourceBlocks(int64_t layer, int64_t source) {
   return source_blocks_.Get({layer, source}, [&] { return CountSourceBlocks(model(), *flex_blocks_, layer, source); });
+}
+
+void SearchEvalCache::PrefillSources(int part, int parts) {
+  if (!flex_blocks_ || flex_blocks_->sources.empty() || parts < 1) return;
+  const int64_t sources = *std::max_element(flex_blocks_->sources.begin(), flex_blocks_->sources.end());
+  const int64_t n = model().num_layers * sources;
+  for (int64_t key = part; key < n; key += parts) SourceBlocks(key / sources, key % sources);
 }
 
 void SearchEvalCache::FillSources(int64_t sources) {

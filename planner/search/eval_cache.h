@@ -109,6 +109,12 @@ class SearchEvalCache {
   // routing sample sizes memory with (check and simulate with --routing), once per key.
   double SampleImbalance(int64_t ep, int64_t routed_tokens, int64_t oep);
 
+  // Part `part` of `parts` (0 <= part < parts) of every per-source block count ExpectFlexGroups
+  // laid out (each (layer, source) with index % parts == part), for the search's threads to draw
+  // them side by side up front instead of meeting on the first keys that read them. Nothing
+  // without ExpectFlexGroups. Changes no value (each is a pure function of its key).
+  void PrefillSources(int part, int parts);
+
   int64_t routing_samples() const { return routing_.size(); }
   // FlexRouting keys whose counts came from the per-source block counts.
   int64_t flex_from_blocks() const { return flex_from_blocks_.load(); }

@@ -234,7 +234,7 @@ class RowKeeper {
 struct Partial {
   Partial(int64_t top, bool keep_all) : kept(top, keep_all) {}
   int64_t enumerated = 0, invalid = 0, over_budget = 0, not_divisible = 0, pruned = 0, ranked = 0;
-  double routing_seconds = 0;
+  double routing_seconds = 0, prefill_seconds = 0;  // prefill: PrefillSources' share (several threads)
   RowKeeper kept;
 };
 
@@ -281,6 +281,13 @@ void SearchGroups(const ModelSpec& model, const SearchOptions& o, const std::vec
                   const std::shared_ptr<SearchEvalCache>& cache, Partial* out) {
   LayoutEvaluator evaluator(model, o, cache);
   const double budget = evaluator.budget_bytes();
+  // With several threads, the deepep block counts (the largest once-per-key work) are drawn up
+  // front, each thread a share; alone, a thread draws them as keys first read them.
+  if (threads > 1) {
+    const auto start = std::chrono::steady_clock::now();
+    cache->PrefillSources(thread, threads);
+    out->prefill_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
   for (size_t i = thread; i < groups.size(); i += threads) {
     if (thread == 0 && o.progress && (i % 64 == 0 || i + threads >= groups.size())) {
       o.progress(static_cast<int64_t>(std::min(groups.size(), i + threads)), static_cast<int64_t>(groups.size()));
@@ -317,7 +324,7 @@ void SearchGroups(const ModelSpec& model, const SearchOptions& o, const std::vec
       if (out->kept.Wanted(e.tokens_per_s_per_gpu, e.peak_bytes)) out->kept.Add(RowOf(c, std::move(e), o, budget));
     });
   }
-  out->routing_seconds = evaluator.cache_fill_seconds();
+  out->routing_seconds = evaluator.cache_fill_seconds() + out->prefill_seconds;
 }
 
 // Refuses options the search cannot run: what the cost model cannot price (even when no layout
