@@ -88,8 +88,8 @@ TrainingConfig PlanTraining(const CliOptions& o, Command command, PlanInputs& in
   err << SeqLenWarning(training.seq_len, in.model, "--seq-len");
   if (in.use_default) ApplyDefaultTraining(!o.training.recompute.empty(), &training);
   // A reserve at or above the budget is invalid input (exit 1), not a plan over budget (exit 3).
-  ValidateMemoryReserve(in.machine.gpu_memory_gib, training.memory_reserve_gib.value_or(0), cli::MemoryBudgetName(o.training.gpu_memory_gib),
-                        cli::MemoryReserveName(o.training.memory_reserve_gib));
+  ValidateMemoryReserve(in.machine.gpu_memory_gib, training.memory_reserve_gib.value_or(0),
+                        cli::MemoryBudgetName(o.training.gpu_memory_gib), cli::MemoryReserveName(o.training.memory_reserve_gib));
   if (!o.training.memory_reserve_gib.empty()) {
     RequireBudgetForReserve(in.machine.gpu_memory_gib, training.memory_reserve_gib.value_or(0), "--memory-reserve-gib",
                             command == Command::kSimulate ? "simulate" : "plan");

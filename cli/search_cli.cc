@@ -80,10 +80,10 @@ void ReadSearchTraining(const CliOptions& o, const ModelSpec& model, SearchOptio
   err << SeqLenWarning(s->training.seq_len, model, "--seq-len");
   s->training.fp8_dispatch = o.training.fp8_dispatch;
   err << cli::BudgetAboveClusterWarning(s->gpu_memory_gib, s->cluster);
-  ValidateMemoryReserve(SearchBudgetGib(*s), s->training.memory_reserve_gib.value_or(0),
-                        s->gpu_memory_gib > 0 ? cli::MemoryBudgetName(o.training.gpu_memory_gib)
-                                                       : "the cluster's memory_gib (" + s->cluster.name + ")",
-                        cli::MemoryReserveName(o.training.memory_reserve_gib));
+  ValidateMemoryReserve(
+      SearchBudgetGib(*s), s->training.memory_reserve_gib.value_or(0),
+      s->gpu_memory_gib > 0 ? cli::MemoryBudgetName(o.training.gpu_memory_gib) : "the cluster's memory_gib (" + s->cluster.name + ")",
+      cli::MemoryReserveName(o.training.memory_reserve_gib));
 }
 
 // What the search varies and how: the opt-in dispatchers, the pinned degrees and settings, the

@@ -542,9 +542,8 @@ StageMemory StageMemoryOf(const Plan& plan, const Workload& w, int64_t s) {
   const int64_t first = s * plan.dims.stage_size();
   const auto [largest_unit, stage_units] = StageFsdpUnits(plan, s, first);
   const int64_t oep = DispatchOep(plan);
-  const StageBufferBytes buf =
-      StageBuffers(largest_unit, st.moe_layers > 0, w, plan.dims, t, plan.machine, TrainingBytesOf(t), oep, plan.model.hidden_size,
-                   stage_units);
+  const StageBufferBytes buf = StageBuffers(largest_unit, st.moe_layers > 0, w, plan.dims, t, plan.machine, TrainingBytesOf(t), oep,
+                                            plan.model.hidden_size, stage_units);
   std::map<std::string, int64_t> buffers = BufferMap(buf);
   const int64_t buf_total = Narrow(buf.total, "buffer bytes");
 

@@ -93,8 +93,8 @@ Plan BuildPlan(const ModelSpec& model, const ParallelDimsOptions& options, const
   return BuildPlan(model, BuildInventory(model), options, training, machine);
 }
 
-Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const ParallelDimsOptions& options,
-               const TrainingConfig& training, const Machine& machine) {
+Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const ParallelDimsOptions& options, const TrainingConfig& training,
+               const Machine& machine) {
   Plan plan;
   plan.model = model;
   // The plan carries its training settings once, resolved, in plan.training, and its machine once

@@ -58,7 +58,7 @@ struct SearchOptions {
   // a search has no other.
   double gpu_memory_gib = 0;
   Convention convention = Convention::kTorchtitan;
-  RoutingSpec routing;                             // sampled once per (ep, routed tokens)
+  RoutingSpec routing;  // sampled once per (ep, routed tokens)
   // --routing given: each layout's memory is sized by its own routing sample (received rows at
   // SampleImbalance, received_rows.h), as check and simulate size it, in place of
   // training.imbalance; false: training.imbalance (--imbalance, default 1.0).

@@ -199,3 +199,14 @@ TEST_CASE("Search ranks the opt-in deepep and allgather dispatchers for ep > 1 o
   }
   CHECK(seen);
 }
+
+TEST_CASE("A search holds layouts to --gpu-memory-gib, else the cluster's memory_gib; its plans take the cluster's node size") {
+  SearchOptions o = SmallSearch();  // gpu_memory_gib 1000 on h100-sxm (80 GiB per GPU)
+  CHECK(dockyard::SearchBudgetGib(o) == 1000.0);
+  CHECK(dockyard::SearchPlanMachine(o).gpu_memory_gib == 1000.0);
+  o.gpu_memory_gib = 0;
+  CHECK(dockyard::SearchBudgetGib(o) == 79.6);                  // h100-sxm memory_gib (cluster.h: usable GPU memory)
+  CHECK(dockyard::SearchPlanMachine(o).gpu_memory_gib == 0.0);  // the plans as plan would build them: no budget
+  o.cluster = dockyard::ClusterPreset("gb200-nvl72");
+  CHECK(dockyard::SearchPlanMachine(o).gpus_per_node == 72);  // the NVLink domain, not the 4-GPU tray
+}
