@@ -62,6 +62,7 @@ struct PlanInputs {
   ModelSpec model;
   std::string source;
   TrainingConfig training;
+  Machine machine;  // the node size and budget: the spec's, the flags', simulate's cluster's node size
   std::optional<ClusterSpec> cluster;
   std::optional<Calibration> calibration;
   std::optional<GlobalBatchSchedule> global_batch;
@@ -78,18 +79,19 @@ ParallelDimsOptions PlanDims(const CliOptions& o, Command command) {
   return dims;
 }
 
-// The model's training with the flags over it, its sequence length warned about on `err` and its
-// memory reserve checked against the budget.
-TrainingConfig PlanTraining(const CliOptions& o, Command command, const PlanInputs& in, std::ostream& err) {
+// The model's training with the flags over it (and its machine, set in `in`), its sequence length
+// warned about on `err` and its memory reserve checked against the budget.
+TrainingConfig PlanTraining(const CliOptions& o, Command command, PlanInputs& in, std::ostream& err) {
   TrainingConfig training = ResolveTraining(o.training, in.model, in.dims.pp);
+  in.machine = cli::ResolveMachine(o.training, in.model);
   RejectMegatronOnlyOverrides(o.training.Parse(), in.dims.convention == Convention::kTorchtitan);
   err << SeqLenWarning(training.seq_len, in.model, "--seq-len");
   if (in.use_default) ApplyDefaultTraining(!o.training.recompute.empty(), &training);
   // A reserve at or above the budget is invalid input (exit 1), not a plan over budget (exit 3).
-  ValidateMemoryReserve(training.gpu_memory_gib, training.memory_reserve_gib.value_or(0), cli::MemoryBudgetName(o.training.gpu_memory_gib),
-                        cli::MemoryReserveName(o.training.memory_reserve_gib));
+  ValidateMemoryReserve(in.machine.gpu_memory_gib, training.memory_reserve_gib.value_or(0),
+                        cli::MemoryBudgetName(o.training.gpu_memory_gib), cli::MemoryReserveName(o.training.memory_reserve_gib));
   if (!o.training.memory_reserve_gib.empty()) {
-    RequireBudgetForReserve(training.gpu_memory_gib, training.memory_reserve_gib.value_or(0), "--memory-reserve-gib",
+    RequireBudgetForReserve(in.machine.gpu_memory_gib, training.memory_reserve_gib.value_or(0), "--memory-reserve-gib",
                             command == Command::kSimulate ? "simulate" : "plan");
   }
   return training;
@@ -108,7 +110,7 @@ PlanInputs ReadPlanInputs(const CliOptions& o, Command command, std::ostream& er
     if (!o.calibration.empty()) in.calibration = LoadCalibration(o.calibration);
     // The cluster's locality unit decides cross-node traffic unless --gpus-per-node says otherwise:
     // the NVLink domain, the time model's rule (network.h NvlinkDomainGpus).
-    if (o.training.gpus_per_node.empty()) in.training.gpus_per_node = NvlinkDomainGpus(*in.cluster);
+    if (o.training.gpus_per_node.empty()) in.machine = MachineOf(*in.cluster, in.machine.gpu_memory_gib);
   }
   if (const auto gbs = o.global_batch.Sequences(in.training.seq_len)) {
     if (!o.training.grad_accumulation_steps.empty()) {
@@ -174,9 +176,9 @@ bool WritePlanOutputs(const CliOptions& o, const PlanCommandRequest& request, co
 int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::ostream& err) {
   const bool check = command == Command::kCheck;
   const PlanInputs in = ReadPlanInputs(o, command, err);
-  if (in.cluster) err << cli::BudgetAboveClusterWarning(in.training.gpu_memory_gib, *in.cluster);
+  if (in.cluster) err << cli::BudgetAboveClusterWarning(in.machine.gpu_memory_gib, *in.cluster);
   const PlanCommandRequest request = MakePlanRequest(o, command, in);
-  const PlanCommandResult result = RunPlanCommand(BuildPlan(in.model, in.dims, in.training), request);
+  const PlanCommandResult result = RunPlanCommand(BuildPlan(in.model, in.dims, in.training, in.machine), request);
   const bool quiet = WritePlanOutputs(o, request, result, in, out);
   // check and simulate: a plan over its budget exits kExitOverBudget (its reports are written).
   if (FailsBudget(request, result)) {

@@ -204,6 +204,10 @@ TrainingConfig ResolveTraining(const TrainingFlags& flags, const ModelSpec& mode
   return ApplyTrainingOverrides(base, overrides, pp, model.num_hidden_layers);
 }
 
+Machine ResolveMachine(const TrainingFlags& flags, const ModelSpec& model) {
+  return ApplyMachineOverrides(model.machine, flags.Parse());
+}
+
 void RejectImbalanceWithRouting(bool routing_given, const std::string& imbalance) {
   if (routing_given && !imbalance.empty()) {
     throw UsageError("--imbalance and --routing both size the received rows: give one (--routing samples them)");

@@ -70,6 +70,9 @@ void CheckPlanOutputs(const PlanCliOptions& o);
 // The model spec's training block with the training flags over it (ApplyTrainingOverrides); the
 // memory reserve: the flag, else the block's, else the default (ResolveMemoryReserve).
 TrainingConfig ResolveTraining(const TrainingFlags& flags, const ModelSpec& model, int64_t pp);
+// The model spec's machine (its training block's gpus_per_node and gpu_memory_gib) with
+// --gpus-per-node and --gpu-memory-gib over it (ApplyMachineOverrides).
+Machine ResolveMachine(const TrainingFlags& flags, const ModelSpec& model);
 
 // What produced a report (planner/report/provenance.h Provenance): the version, the command
 // line and the digests of the input files the flags name (model, cluster, routing trace,

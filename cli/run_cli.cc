@@ -167,9 +167,11 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
   }
   const TrainingConfig training = runtime::RunTraining(plan_file ? plan_file->training : model.training.value_or(TrainingConfig{}),
                                                        plan_file.has_value(), training_flags);
+  const Machine machine = runtime::RunMachine(plan_file ? plan_file->machine : model.machine, training_flags);
   run.dispatcher = training.dispatcher;
   if (plan_file && !run.routing) run.routing = PlanFileRouting(*plan_file, o.plan_path);
-  const Plan plan = plan_file ? RebuildPlanFromFile(model, *plan_file, training, o.plan_path) : BuildPlan(model, dims, training);
+  const Plan plan =
+      plan_file ? RebuildPlanFromFile(model, *plan_file, training, machine, o.plan_path) : BuildPlan(model, dims, training, machine);
   if (plan_file && o.replay_rank.empty()) {
     for (const std::string& w : PredictedRunMismatches(*plan_file, plan, o.backend, run.tokens_per_rank)) {
       err << "dockyard-run: warning: " << w << "\n";

@@ -75,15 +75,15 @@ void ReadSearchTraining(const CliOptions& o, const ModelSpec& model, SearchOptio
   // (search_space.h ApplySearchedSettings), so the training it is validated with has it.
   if (!training_flags.selective_ac_option.empty() && training_flags.recompute.empty()) training_flags.recompute = "selective";
   s->training = ResolveTraining(training_flags, model, 1);
+  s->gpu_memory_gib = cli::ResolveMachine(training_flags, model).gpu_memory_gib;  // the node size is the cluster's
   RejectMegatronOnlyOverrides(training_flags.Parse(), s->convention == Convention::kTorchtitan);
   err << SeqLenWarning(s->training.seq_len, model, "--seq-len");
   s->training.fp8_dispatch = o.training.fp8_dispatch;
-  err << cli::BudgetAboveClusterWarning(s->training.gpu_memory_gib, s->cluster);
-  ValidateMemoryReserve(s->training.gpu_memory_gib > 0 ? s->training.gpu_memory_gib : s->cluster.memory_gib,
-                        s->training.memory_reserve_gib.value_or(0),
-                        s->training.gpu_memory_gib > 0 ? cli::MemoryBudgetName(o.training.gpu_memory_gib)
-                                                       : "the cluster's memory_gib (" + s->cluster.name + ")",
-                        cli::MemoryReserveName(o.training.memory_reserve_gib));
+  err << cli::BudgetAboveClusterWarning(s->gpu_memory_gib, s->cluster);
+  ValidateMemoryReserve(
+      SearchBudgetGib(*s), s->training.memory_reserve_gib.value_or(0),
+      s->gpu_memory_gib > 0 ? cli::MemoryBudgetName(o.training.gpu_memory_gib) : "the cluster's memory_gib (" + s->cluster.name + ")",
+      cli::MemoryReserveName(o.training.memory_reserve_gib));
 }
 
 // What the search varies and how: the opt-in dispatchers, the pinned degrees and settings, the

@@ -125,8 +125,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (s < 3) t.dp_sharding = static_cast<dockyard::DpSharding>(s);
   }
   if (h[10] & 0x80) t.imbalance = kImbalance[h[10] % 6];
-  if (h[10] & 0x40) t.gpu_memory_gib = (h[10] & 0x3f) * 4.0;
-  if (h[11] & 0x80) t.gpus_per_node = kGpusPerNode[h[11] % 8];
+  dockyard::Machine machine;
+  if (h[10] & 0x40) machine.gpu_memory_gib = (h[10] & 0x3f) * 4.0;
+  if (h[11] & 0x80) machine.gpus_per_node = kGpusPerNode[h[11] % 8];
   if (h[12] & 0x80) {
     t.dispatcher = dockyard::Dispatcher::kDeredundency;
     if (h[12] & 0x40) t.oep = static_cast<int64_t>(h[12] & 0x3f) - 1;
@@ -142,7 +143,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<int64_t> param_bytes_per_rank;
   try {
     dockyard::ValidateTraining(t, "training.");
-    plan = dockyard::BuildPlan(model, o, t);
+    dockyard::ValidateMachine(machine, "training.");
+    plan = dockyard::BuildPlan(model, o, t, machine);
     param_bytes_per_rank = dockyard::ParamBytesPerRank(plan);
   } catch (const dockyard::Error&) {
     return 0;

@@ -31,18 +31,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   dockyard::TrainingConfig t;
+  dockyard::Machine machine;
   try {
     const dockyard::Json json = dockyard::ParseJsonText(text, "fuzz.json");
     t = dockyard::TrainingFromJson(dockyard::JsonView(&json, "fuzz.json", "/training"));
+    machine = dockyard::MachineFromTrainingJson(dockyard::JsonView(&json, "fuzz.json", "/training"));
   } catch (const dockyard::Error&) {
     return 0;
   }
-  const dockyard::Json out = dockyard::TrainingToJson(t);
+  const dockyard::Json out = dockyard::TrainingToJson(t, machine);
   dockyard_fuzz::CheckFinite(out, "/training");
   try {
     const dockyard::Json back = dockyard::ParseJsonText(out.dump(), "roundtrip.json");
     const dockyard::TrainingConfig again = dockyard::TrainingFromJson(dockyard::JsonView(&back, "roundtrip.json", "/training"));
-    if (dockyard::TrainingToJson(again) != out) dockyard_fuzz::Fail("training round trip changed the block");
+    const dockyard::Machine machine_again = dockyard::MachineFromTrainingJson(dockyard::JsonView(&back, "roundtrip.json", "/training"));
+    if (dockyard::TrainingToJson(again, machine_again) != out) dockyard_fuzz::Fail("training round trip changed the block");
   } catch (const dockyard::Error& e) {
     dockyard_fuzz::Fail(std::string("written training block rejected: ") + e.what());
   }

@@ -20,10 +20,11 @@ Plan AllGatherPlan(const ModelSpec& m, int64_t world, int64_t ep, int64_t tokens
   d.world_size = world;
   d.ep = ep;
   TrainingConfig t;
-  t.gpus_per_node = 4;
+  dockyard::Machine machine;
+  machine.gpus_per_node = 4;
   t.dispatcher = Dispatcher::kAllGather;
   t.seq_len = tokens;  // the plan's tokens per rank = the run's
-  return BuildPlan(m, d, t);
+  return BuildPlan(m, d, t, machine);
 }
 
 RunReport RunAllGather(const Plan& plan, const std::string& routing, int64_t tokens) {

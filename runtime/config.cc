@@ -360,7 +360,7 @@ RunConfig MakeRunConfig(const Plan& plan, const RunOptions& o) {
   CheckModelSupported(m);
   CheckOptionRanges(o);
   c.dispatcher = o.dispatcher.value_or(plan.training.dispatcher);
-  c.gpus_per_node = plan.training.gpus_per_node;
+  c.gpus_per_node = plan.machine.gpus_per_node;
   c.fp8_dispatch = plan.training.fp8_dispatch;
   // The planner's FP8 dispatch (Megatron's FP8 all-to-all, DeepEP use_fp8: precision.h
   // DispatchRowBytes) sends 1 byte per element plus a scale per 128; the runtime's dispatchers

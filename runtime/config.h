@@ -149,7 +149,7 @@ struct RunConfig {
   int64_t expert_tp = 1;  // size of the expert-TP group
   int64_t oep = 1, iep = 1;
   Dispatcher dispatcher = Dispatcher::kAllToAll;
-  int64_t gpus_per_node = 8;  // the plan's training.gpus_per_node: the deepep dispatcher's nodes
+  int64_t gpus_per_node = 8;  // the plan's machine.gpus_per_node: the deepep dispatcher's nodes
   // The plan's training.fp8_dispatch (--fp8-dispatch). MakeRunConfig refuses it when the run
   // dispatches (RunOptions::runs_dispatch): no dispatcher of the runtime sends FP8 rows yet.
   bool fp8_dispatch = false;

@@ -18,9 +18,10 @@ RunReport RunDeepEp(const ModelSpec& m, int64_t world, int64_t ep, int64_t gpus_
   d.world_size = world;
   d.ep = ep;
   TrainingConfig t;
-  t.gpus_per_node = gpus_per_node;
+  dockyard::Machine machine;
+  machine.gpus_per_node = gpus_per_node;
   t.dispatcher = Dispatcher::kDeepEp;
-  const Plan plan = BuildPlan(m, d, t);
+  const Plan plan = BuildPlan(m, d, t, machine);
   RunOptions o;
   o.tokens_per_rank = tokens;
   o.iters = 1;

@@ -49,7 +49,7 @@ RunReport Run(const Plan& plan, const RunOptions& o) {
 // TinyDeepSeek (16 experts, top_k 4, a shared expert) on 8 ranks, ep 8, 4 GPUs per node: 2 nodes.
 Plan TwoNodePlan() {
   Plan plan = MakePlan(TinyDeepSeek(), 8, 8);
-  plan.training.gpus_per_node = 4;
+  plan.machine.gpus_per_node = 4;
   return plan;
 }
 

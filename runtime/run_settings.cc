@@ -15,6 +15,10 @@ TrainingConfig RunTraining(const TrainingConfig& base, bool from_plan_file, Trai
   return ApplyTrainingOverrides(base, flags, /*pp=*/1, /*num_layers=*/0);  // no --pp-layer-split in a run
 }
 
+Machine RunMachine(const Machine& base, const TrainingOverrides& flags) {
+  return ApplyMachineOverrides(base, flags);
+}
+
 Tolerances GemmPrecisionTolerances(const std::string& gemm_precision) {
   // Looser defaults where the expert GEMMs round their inputs (kernels/grouped_gemm.h).
   if (gemm_precision == "bf16") return {5e-3, 5e-2};

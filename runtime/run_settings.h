@@ -17,11 +17,15 @@
 namespace dockyard::runtime {
 
 // The training a run executes: `base` (the plan file's training with --plan, else the model spec's
-// block) with the run's flags over it (ApplyTrainingOverrides: --dispatcher, --oep,
-// --gpus-per-node, --seq-len), validated (ValidateTraining, names the flag). The dispatcher is
+// block) with the run's flags over it (ApplyTrainingOverrides: --dispatcher, --oep, --seq-len),
+// validated (ValidateTraining, names the flag). The dispatcher is
 // --dispatcher; without a plan file it is all_to_all when not given (dockyard-run's default, not
 // the spec's), with one the file's. A replay's --seq-len must be in [1, 2^24] (dockyard::Error).
 TrainingConfig RunTraining(const TrainingConfig& base, bool from_plan_file, TrainingOverrides flags);
+// The machine a run plans on: `base` (the plan file's, else the model spec's) with --gpus-per-node
+// over it (ApplyMachineOverrides; the node size the deepep dispatcher and the default --oep count
+// nodes by), validated with the flag's name.
+Machine RunMachine(const Machine& base, const TrainingOverrides& flags);
 
 // The default tolerances of the CUDA backend's expert GEMMs at `gemm_precision`, looser where they
 // round their inputs (kernels/grouped_gemm.h): bf16 atol 5e-3, rtol 5e-2; tf32 atol 1e-3, rtol 1e-2;

@@ -39,7 +39,7 @@ TEST_CASE("--oep, --gpus-per-node and a replay's --seq-len apply; --seq-len is b
   flags.seq_len = 1 << 24;  // 16,777,216: the largest accepted
   const TrainingConfig t = dockyard::runtime::RunTraining({}, false, flags);
   CHECK(t.oep == 2);
-  CHECK(t.gpus_per_node == 4);
+  CHECK(dockyard::runtime::RunMachine({}, flags).gpus_per_node == 4);
   CHECK(t.seq_len == 16777216);
   flags.seq_len = (1 << 24) + 1;
   CHECK_THROWS_WITH_AS(dockyard::runtime::RunTraining({}, false, flags), "--seq-len must be in [1, 2^24], got 16777217", Error);
@@ -50,7 +50,7 @@ TEST_CASE("--oep, --gpus-per-node and a replay's --seq-len apply; --seq-len is b
 TEST_CASE("The run's training is validated with the flag's name") {
   TrainingOverrides flags;
   flags.gpus_per_node = 0;
-  CHECK_THROWS_WITH_AS(dockyard::runtime::RunTraining({}, false, flags), doctest::Contains("--gpus-per-node"), Error);
+  CHECK_THROWS_WITH_AS(dockyard::runtime::RunMachine({}, flags), doctest::Contains("--gpus-per-node"), Error);
 }
 
 TEST_CASE("The CUDA GEMMs' default tolerances loosen with the precision they round to") {

@@ -489,7 +489,7 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
   const Workload w = ComputeWorkload(plan);
   CommReport out;
   out.rank = rank;
-  out.gpus_per_node = t.gpus_per_node;
+  out.gpus_per_node = plan.machine.gpus_per_node;
   out.dispatcher = t.dispatcher;
   Builder b(plan, rank, out);
   CommStep s{plan, rank, w, plan.meshes.dense.Coord(rank, 0), d.convention == Convention::kMegatron, 1, 1, 0, 0, {}};

@@ -114,8 +114,9 @@ TEST_CASE("EP dispatch and combine: T x top_k x hidden per MoE layer, forward an
   TrainingConfig t;
   t.dp_sharding = DpSharding::kFsdp;
   t.seq_len = 16;
-  t.gpus_per_node = 2;
-  auto plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(4, 1, 4), t);
+  dockyard::Machine machine;
+  machine.gpus_per_node = 2;
+  auto plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(4, 1, 4), t, machine);
   auto r = dockyard::ComputeComm(plan, 0);
   const CommEntry* d = Find(r, "ep_dispatch", "forward");
   REQUIRE(d != nullptr);
@@ -131,9 +132,10 @@ TEST_CASE("EP dispatch with --fp8-dispatch: the forward dispatch sends FP8 rows,
   TrainingConfig t;
   t.dp_sharding = DpSharding::kFsdp;
   t.seq_len = 16;
-  t.gpus_per_node = 2;
+  dockyard::Machine machine;
+  machine.gpus_per_node = 2;
   t.fp8_dispatch = true;
-  auto r = dockyard::ComputeComm(BuildPlan(dockyard::testing::TinyMixtral(), Dims(4, 1, 4), t), 0);
+  auto r = dockyard::ComputeComm(BuildPlan(dockyard::testing::TinyMixtral(), Dims(4, 1, 4), t, machine), 0);
   // 16 tokens x top_k 2 = 32 rows of DispatchRowBytes(64, 2, fp8) = 64 x 1 B + 4 B x ceil(64 / 128)
   // = 68 B: 2176 B (BF16: 32 x 128 = 4096 B).
   CHECK(Find(r, "ep_dispatch", "forward")->bytes_per_call == 32 * 68);
@@ -147,9 +149,10 @@ TEST_CASE("Deredundency dispatcher: all-gather over oep, all-to-all over iep, re
   TrainingConfig t;
   t.dp_sharding = DpSharding::kFsdp;
   t.seq_len = 16;
-  t.gpus_per_node = 4;
+  dockyard::Machine machine;
+  machine.gpus_per_node = 4;
   t.dispatcher = dockyard::Dispatcher::kDeredundency;
-  auto plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(8, 1, 8), t);
+  auto plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(8, 1, 8), t, machine);
   auto r = dockyard::ComputeComm(plan, 0);
   CHECK(r.oep == 2);  // ep 8 over nodes of 4
   CHECK(r.iep == 4);
@@ -211,9 +214,10 @@ TEST_CASE("allgather dispatcher: all-gather of the EP group's tokens, reduce-sca
   // bytes 2 x 1 MiB x 7/8 = 1835008; the ring 0..7 crosses nodes at 3 -> 4 and 7 -> 0: 2/8 of it.
   TrainingConfig t;
   t.seq_len = 1024;
-  t.gpus_per_node = 4;
+  dockyard::Machine machine;
+  machine.gpus_per_node = 4;
   t.dispatcher = dockyard::Dispatcher::kAllGather;
-  const auto r = dockyard::ComputeComm(BuildPlan(dockyard::testing::TinyMixtral(), Dims(8, 1, 8), t), 0);
+  const auto r = dockyard::ComputeComm(BuildPlan(dockyard::testing::TinyMixtral(), Dims(8, 1, 8), t, machine), 0);
   CHECK(dockyard::AllGatherDispatchBytes(8, 1024, 64, 2) == 1048576.0);
   for (const auto& [purpose, phase] :
        std::vector<std::pair<std::string, std::string>>{{"allgather_dispatch_all_gather", "forward"},

@@ -368,7 +368,8 @@ const char* BufferUseName(BufferUse use) {
 }
 
 StageBufferBytes StageBuffers(WideInt largest_fsdp_unit, bool has_moe_layers, const Workload& w, const ParallelDims& d,
-                              const TrainingConfig& t, const TrainingBytes& tb, int64_t oep, int64_t h, WideInt stage_fsdp_elems) {
+                              const TrainingConfig& t, const Machine& machine, const TrainingBytes& tb, int64_t oep, int64_t h,
+                              WideInt stage_fsdp_elems) {
   StageBufferBytes out;
   auto set = [&](BufferUse use, WideInt v) {
     out.bytes[static_cast<int>(use)] = v;
@@ -384,7 +385,7 @@ StageBufferBytes StageBuffers(WideInt largest_fsdp_unit, bool has_moe_layers, co
       set(BufferUse::kDeredundency, static_cast<WideInt>(oep) * w.mean_received_rows * h * (2 * w.act_bytes));
     }
     if (t.dispatcher == Dispatcher::kDeepEp) {
-      const WideInt other_nodes = Ceil(d.ep, t.gpus_per_node) - 1;
+      const WideInt other_nodes = Ceil(d.ep, machine.gpus_per_node) - 1;
       const WideInt row = static_cast<WideInt>(DispatchRowBytes(static_cast<double>(h), static_cast<double>(w.act_bytes), t.fp8_dispatch));
       set(BufferUse::kDeepEp, other_nodes * w.dispatch_tokens * row + static_cast<WideInt>(w.received_rows) * h * w.act_bytes);
     } else if (t.dispatcher == Dispatcher::kAllGather) {
@@ -541,8 +542,8 @@ StageMemory StageMemoryOf(const Plan& plan, const Workload& w, int64_t s) {
   const int64_t first = s * plan.dims.stage_size();
   const auto [largest_unit, stage_units] = StageFsdpUnits(plan, s, first);
   const int64_t oep = DispatchOep(plan);
-  const StageBufferBytes buf =
-      StageBuffers(largest_unit, st.moe_layers > 0, w, plan.dims, t, TrainingBytesOf(t), oep, plan.model.hidden_size, stage_units);
+  const StageBufferBytes buf = StageBuffers(largest_unit, st.moe_layers > 0, w, plan.dims, t, plan.machine, TrainingBytesOf(t), oep,
+                                            plan.model.hidden_size, stage_units);
   std::map<std::string, int64_t> buffers = BufferMap(buf);
   const int64_t buf_total = Narrow(buf.total, "buffer bytes");
 
@@ -574,7 +575,7 @@ std::map<std::string, int64_t> ActivationBytesPerMicrobatch(const Plan& plan, co
 MemoryReport ComputeMemory(const Plan& plan) {
   MemoryReport r;
   r.workload = ComputeWorkload(plan);
-  r.budget_gib = plan.training.gpu_memory_gib;
+  r.budget_gib = plan.machine.gpu_memory_gib;
   r.reserve_gib = plan.training.memory_reserve_gib.value_or(0);
   ValidateMemoryReserve(r.budget_gib, r.reserve_gib, "gpu_memory_gib", "memory_reserve_gib");
   r.worst_peak_bytes = -1;

@@ -294,10 +294,11 @@ struct StageBufferBytes {
 };
 // `largest_fsdp_unit`: the model-parallel elements of the stage's largest FSDP unit (FsdpUnitOf);
 // `oep`: the deredundency dispatcher's outer EP size (1 otherwise); `stage_fsdp_elems`: the
-// model-parallel elements of all the stage's FSDP units on its first rank.
+// model-parallel elements of all the stage's FSDP units on its first rank; `machine`: the node size
+// the deepep buffers count other nodes by.
 StageBufferBytes StageBuffers(WideInt largest_fsdp_unit, bool has_moe_layers, const Workload& w, const ParallelDims& dims,
-                              const TrainingConfig& training, const TrainingBytes& bytes, int64_t oep, int64_t hidden_size,
-                              WideInt stage_fsdp_elems);
+                              const TrainingConfig& training, const Machine& machine, const TrainingBytes& bytes, int64_t oep,
+                              int64_t hidden_size, WideInt stage_fsdp_elems);
 
 // The FSDP unit a parameter belongs to, as torchtitan wraps them: each decoder layer's dense
 // part, each layer's routed experts when they live on the sparse mesh, the embedding, and the

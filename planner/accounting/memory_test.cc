@@ -205,12 +205,13 @@ TEST_CASE("1F1B keeps pp - s micro-batches of activations on stage s") {
 
 TEST_CASE("A budget lists the stages' worst ranks that exceed it") {
   TrainingConfig t = Train(DpSharding::kFsdp);
-  t.gpu_memory_gib = 1e-6;  // about 1 KiB: everything exceeds it
-  Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(2, 1, 1, 1, 2), t);
+  dockyard::Machine machine;
+  machine.gpu_memory_gib = 1e-6;  // about 1 KiB: everything exceeds it
+  Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(2, 1, 1, 1, 2), t, machine);
   auto mem = dockyard::ComputeMemory(plan);
   CHECK(mem.over_budget_ranks.size() == 2);
-  t.gpu_memory_gib = 1000;
-  CHECK(dockyard::ComputeMemory(BuildPlan(dockyard::testing::TinyMixtral(), Dims(2, 1, 1, 1, 2), t)).over_budget_ranks.empty());
+  machine.gpu_memory_gib = 1000;
+  CHECK(dockyard::ComputeMemory(BuildPlan(dockyard::testing::TinyMixtral(), Dims(2, 1, 1, 1, 2), t, machine)).over_budget_ranks.empty());
 }
 
 TEST_CASE("The budget rule subtracts the reserve: usable = budget - reserve, headroom = budget - reserve - peak") {
@@ -229,11 +230,12 @@ TEST_CASE("ComputeMemory applies the reserve: a plan that fits the budget is ove
   Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(2, 1, 1, 1, 2), t);
   const int64_t peak = dockyard::ComputeMemory(plan).worst_peak_bytes;
   // A budget of exactly the peak plus 1 MiB fits with no reserve and is over with a 2 MiB reserve.
-  t.gpu_memory_gib = static_cast<double>(peak + (1 << 20)) / 1073741824.0;
-  auto fits = dockyard::ComputeMemory(BuildPlan(dockyard::testing::TinyMixtral(), Dims(2, 1, 1, 1, 2), t));
+  dockyard::Machine machine;
+  machine.gpu_memory_gib = static_cast<double>(peak + (1 << 20)) / 1073741824.0;
+  auto fits = dockyard::ComputeMemory(BuildPlan(dockyard::testing::TinyMixtral(), Dims(2, 1, 1, 1, 2), t, machine));
   CHECK(fits.over_budget_ranks.empty());
   t.memory_reserve_gib = 2.0 / 1024;  // 2 MiB
-  auto over = dockyard::ComputeMemory(BuildPlan(dockyard::testing::TinyMixtral(), Dims(2, 1, 1, 1, 2), t));
+  auto over = dockyard::ComputeMemory(BuildPlan(dockyard::testing::TinyMixtral(), Dims(2, 1, 1, 1, 2), t, machine));
   CHECK(over.reserve_gib == 2.0 / 1024);
   CHECK(!over.over_budget_ranks.empty());
   CHECK(over.over_budget_ranks.front() == over.worst_rank);
@@ -257,9 +259,10 @@ TEST_CASE("A reserve at or above the budget, negative or not finite is invalid i
   CHECK_THROWS_WITH_AS(dockyard::ValidateMemoryReserve(0, HUGE_VAL, "b", "r"), doctest::Contains("finite"), dockyard::Error);
   // ComputeMemory applies the rule to the training fields.
   TrainingConfig t = Train(DpSharding::kFsdp);
-  t.gpu_memory_gib = 4;
+  dockyard::Machine machine;
+  machine.gpu_memory_gib = 4;
   t.memory_reserve_gib = 4;
-  CHECK_THROWS_WITH_AS(dockyard::ComputeMemory(BuildPlan(dockyard::testing::TinyMixtral(), Dims(2, 1, 1, 1, 2), t)),
+  CHECK_THROWS_WITH_AS(dockyard::ComputeMemory(BuildPlan(dockyard::testing::TinyMixtral(), Dims(2, 1, 1, 1, 2), t, machine)),
                        doctest::Contains("memory_reserve_gib (4 GiB) must be below the memory budget gpu_memory_gib (4 GiB)"),
                        dockyard::Error);
 }

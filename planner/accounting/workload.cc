@@ -78,22 +78,22 @@ bool Fp8KeepsQuantizedTensors(const TrainingConfig& t, Convention convention) {
 }
 
 int64_t DispatchOep(const Plan& plan) {
-  return DispatchOep(plan.training, plan.dims.ep);
+  return DispatchOep(plan.training, plan.machine, plan.dims.ep);
 }
 
-int64_t DispatchOep(const TrainingConfig& training, int64_t ep) {
-  return training.dispatcher == Dispatcher::kDeredundency && ep > 1 ? DeredundencyOep(training, ep) : 1;
+int64_t DispatchOep(const TrainingConfig& training, const Machine& machine, int64_t ep) {
+  return training.dispatcher == Dispatcher::kDeredundency && ep > 1 ? DeredundencyOep(training, machine, ep) : 1;
 }
 
 int64_t DeredundencyOep(const Plan& plan) {
-  return DeredundencyOep(plan.training, plan.dims.ep);
+  return DeredundencyOep(plan.training, plan.machine, plan.dims.ep);
 }
 
-int64_t DeredundencyOep(const TrainingConfig& training, int64_t ep) {
+int64_t DeredundencyOep(const TrainingConfig& training, const Machine& machine, int64_t ep) {
   if (training.oep) return *training.oep;
   // The nodes an EP group spans, ceil(ep / gpus_per_node), rounded up to a divisor of ep (the
   // dispatcher needs ep = oep x iep): ep 60 on 8-GPU nodes spans 8 nodes, oep 10 x iep 6.
-  const int64_t gpn = std::max<int64_t>(1, training.gpus_per_node);
+  const int64_t gpn = std::max<int64_t>(1, machine.gpus_per_node);
   int64_t oep = std::max<int64_t>(1, (ep + gpn - 1) / gpn);
   while (oep < ep && ep % oep != 0) ++oep;
   return std::min(oep, std::max<int64_t>(1, ep));

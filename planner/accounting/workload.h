@@ -76,13 +76,14 @@ int64_t DispatchTokens(int64_t tokens, int64_t tp, int64_t ep, int64_t etp, Conv
 Workload ComputeWorkload(const ModelSpec& model, const ParallelDims& dims, const TrainingConfig& training);
 
 // The deredundency dispatcher's outer EP size: the --oep given, else the number of nodes one EP
-// group spans, ceil(ep / gpus_per_node), rounded up to a divisor of ep (ep = oep x iep).
+// group spans, ceil(ep / gpus_per_node), rounded up to a divisor of ep (ep = oep x iep);
+// gpus_per_node is the machine's (machine.h, Plan::machine).
 int64_t DeredundencyOep(const Plan& plan);
-int64_t DeredundencyOep(const TrainingConfig& training, int64_t ep);
+int64_t DeredundencyOep(const TrainingConfig& training, const Machine& machine, int64_t ep);
 // The outer EP size the plan's dispatcher uses: DeredundencyOep with the deredundency
 // dispatcher and ep > 1, else 1 (every routing sample and the dispatch buffers are keyed by it).
 int64_t DispatchOep(const Plan& plan);
-int64_t DispatchOep(const TrainingConfig& training, int64_t ep);
+int64_t DispatchOep(const TrainingConfig& training, const Machine& machine, int64_t ep);
 
 // Micro-batches of activations stage `stage` keeps in flight under 1F1B: min(pp - stage, M).
 int64_t InFlightMicrobatches(const Plan& plan, int64_t stage);

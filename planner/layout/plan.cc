@@ -89,21 +89,24 @@ PipelineStages ResolvePipelineStages(const TrainingConfig& training, int64_t num
   return out;
 }
 
-Plan BuildPlan(const ModelSpec& model, const ParallelDimsOptions& options, const TrainingConfig& training) {
-  return BuildPlan(model, BuildInventory(model), options, training);
+Plan BuildPlan(const ModelSpec& model, const ParallelDimsOptions& options, const TrainingConfig& training, const Machine& machine) {
+  return BuildPlan(model, BuildInventory(model), options, training, machine);
 }
 
-Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const ParallelDimsOptions& options,
-               const TrainingConfig& training) {
+Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const ParallelDimsOptions& options, const TrainingConfig& training,
+               const Machine& machine) {
   Plan plan;
   plan.model = model;
-  // The plan carries its training settings once, resolved, in plan.training: the model spec's
-  // training block was only the default the caller resolved them from.
+  // The plan carries its training settings once, resolved, in plan.training, and its machine once
+  // in plan.machine: the model spec's training block was only the default the caller resolved them from.
   plan.model.training.reset();
+  plan.model.machine = Machine{};
   plan.dims = ParallelDims::Build(options);
   ValidateDimsForModel(plan.dims, model);
   plan.training = training;
   ValidateTraining(plan.training, "training.");
+  plan.machine = machine;
+  ValidateMachine(plan.machine, "training.");
   if (!plan.training.dp_sharding) {
     plan.training.dp_sharding = plan.dims.convention == Convention::kMegatron ? DpSharding::kZero1 : DpSharding::kFsdp;
   }

@@ -44,6 +44,7 @@ struct StageSummary {
 struct Plan {
   ModelSpec model;          // as given, without its training block (model.training is empty)
   TrainingConfig training;  // the one training config: resolved, dp_sharding and num_microbatches always set
+  Machine machine;          // the one node size and memory budget (machine.h; model.machine is the default)
   ParamInventory inventory;
   ParallelDims dims;
   Meshes meshes;
@@ -92,11 +93,16 @@ std::vector<int64_t> ParamBytesPerRank(const Plan& plan);
 // (ParamBytesPerRank of the same plan).
 std::vector<StageSummary> SummarizeStages(const Plan& plan, const std::vector<int64_t>& param_bytes_per_rank);
 
-// Validates the degrees (ParallelDims::Build, ValidateDimsForModel) and the training settings,
-// and builds the plan. Throws dockyard::Error naming the rule an input breaks.
-Plan BuildPlan(const ModelSpec& model, const ParallelDimsOptions& options, const TrainingConfig& training = {});
+// Validates the degrees (ParallelDims::Build, ValidateDimsForModel), the training settings and the
+// machine (ValidateMachine, "training." as the plan report spells them), and builds the plan. The
+// machine's node size and budget are the caller's (flags, the cluster: network.h MachineOf, or the
+// spec's training block: ModelSpec::machine); the default is 8 GPUs per node and no budget.
+// Throws dockyard::Error naming the rule an input breaks.
+Plan BuildPlan(const ModelSpec& model, const ParallelDimsOptions& options, const TrainingConfig& training = {},
+               const Machine& machine = {});
 // The same with a prebuilt inventory of `model` (BuildInventory), for callers that plan one model
 // many times (the layout search).
-Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const ParallelDimsOptions& options, const TrainingConfig& training);
+Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const ParallelDimsOptions& options, const TrainingConfig& training,
+               const Machine& machine);
 
 }  // namespace dockyard

@@ -31,7 +31,7 @@ TEST_CASE("JSON writes a dispatcher's name, not its ordinal") {
   CHECK(j.dump() == "{\"dispatcher\":\"allgather\"}");
   TrainingConfig t;
   t.dispatcher = Dispatcher::kDeredundency;
-  CHECK(TrainingToJson(t).at("dispatcher") == "deredundency");
+  CHECK(TrainingToJson(t, dockyard::Machine{}).at("dispatcher") == "deredundency");
 }
 
 TEST_CASE("the training settings' tables: two names read 'a or b', three 'a, b or c'; no suggestion") {

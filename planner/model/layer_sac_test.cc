@@ -68,7 +68,7 @@ TEST_CASE("selective_ac_option: digits, recompute selective, no module list, tor
   d.convention = dockyard::Convention::kMegatron;
   CHECK_THROWS_WITH_AS(dockyard::BuildPlan(Tiny(4), d, Sac("2")), doctest::Contains("needs --convention torchtitan"), dockyard::Error);
   // JSON: the training block round-trips the key.
-  const dockyard::Json j = dockyard::TrainingToJson(Sac("3"));
+  const dockyard::Json j = dockyard::TrainingToJson(Sac("3"), dockyard::Machine{});
   const TrainingConfig back = dockyard::TrainingFromJson(dockyard::JsonView(&j, "spec.json", "/training"));
   CHECK(back.selective_ac_option == "3");
 }

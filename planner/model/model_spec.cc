@@ -341,7 +341,7 @@ Json ModelSpecToJson(const ModelSpec& m) {
     for (bool b : m.linear_attention_layers) attention_types.push_back(b ? "linear_attention" : "full_attention");
     out["attention_layer_types"] = attention_types;
   }
-  if (m.training) out["training"] = TrainingToJson(*m.training);
+  if (m.training) out["training"] = TrainingToJson(*m.training, m.machine);
   return out;
 }
 
@@ -525,7 +525,10 @@ ModelSpec ModelSpecFromJson(const Json& json, const std::string& file) {
   ReadMoe(root, m.moe);
   m.moe_layers = ReadMlpLayerTypes(json, root, file, m.num_hidden_layers);
   m.linear_attention_layers = ReadAttentionLayerTypes(json, root, file);
-  if (root.Has("training")) m.training = TrainingFromJson(root.Object("training"));
+  if (root.Has("training")) {
+    m.training = TrainingFromJson(root.Object("training"));
+    m.machine = MachineFromTrainingJson(root.Object("training"));
+  }
   ValidateModelSpec(m, file);
   return m;
 }

@@ -121,6 +121,9 @@ struct ModelSpec {
   bool rope_scaling = false;
   // The spec's optional `training` block (memory and traffic settings); CLI flags override it.
   std::optional<TrainingConfig> training;
+  // The block's `gpus_per_node` and `gpu_memory_gib` (machine.h MachineFromTrainingJson); the
+  // defaults without a block. Written back into the block with it.
+  Machine machine;
 
   int64_t NumMoeLayers() const;
   int64_t NumLinearAttentionLayers() const;

@@ -241,6 +241,6 @@ TEST_CASE("selective_ac_option op: recompute selective, no module list, torchtit
   CHECK_THROWS_WITH_AS(dockyard::ValidateOpSac(Op(), linear), doctest::Contains("has 1 linear-attention layers"), dockyard::Error);
   CHECK_NOTHROW(dockyard::ValidateOpSac(TrainingConfig{}, linear));  // only the op policy is refused
   // JSON round trip.
-  const dockyard::Json j = dockyard::TrainingToJson(Op());
+  const dockyard::Json j = dockyard::TrainingToJson(Op(), dockyard::Machine{});
   CHECK(dockyard::TrainingFromJson(dockyard::JsonView(&j, "spec.json", "/training")).selective_ac_option == "op");
 }

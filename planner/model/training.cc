@@ -144,17 +144,11 @@ void ValidateTraining(const TrainingConfig& t, const std::string& origin) {
   if (t.num_microbatches && *t.num_microbatches > (int64_t{1} << 24)) {
     fail("num_microbatches", fmt::format("{} exceeds 2^24", *t.num_microbatches));
   }
-  if (!std::isfinite(t.gpu_memory_gib) || t.gpu_memory_gib < 0 || t.gpu_memory_gib > 1e6) {
-    fail("gpu_memory_gib", fmt::format("must be a finite number in [0, 1e6] GiB, got {}", t.gpu_memory_gib));
-  }
   if (t.memory_reserve_gib && (!std::isfinite(*t.memory_reserve_gib) || *t.memory_reserve_gib < 0 || *t.memory_reserve_gib > 1e6)) {
     fail("memory_reserve_gib", fmt::format("must be a finite number in [0, 1e6] GiB, got {}", *t.memory_reserve_gib));
   }
   if (!std::isfinite(t.imbalance) || t.imbalance < 1.0 || t.imbalance > 1e6) {
     fail("imbalance", fmt::format("must be a finite factor in [1, 1e6] (max / mean tokens received), got {}", t.imbalance));
-  }
-  if (t.gpus_per_node < 1 || t.gpus_per_node > (int64_t{1} << 20)) {
-    fail("gpus_per_node", fmt::format("must be in [1, 2^20], got {}", t.gpus_per_node));
   }
   if (t.oep && *t.oep < 1) fail("oep", fmt::format("must be >= 1, got {}", *t.oep));
   if (t.fp8_dispatch && t.dispatcher != Dispatcher::kAllToAll && t.dispatcher != Dispatcher::kDeepEp) {
@@ -206,10 +200,8 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
     t.pp_layer_split = v.IntList("pp_layer_split", 1);
     if (t.pp_layer_split.empty()) v.Fail("pp_layer_split", "must list the layers of every stage, got an empty array");
   }
-  t.gpu_memory_gib = v.NumberOr("gpu_memory_gib", 0);
   if (v.Has("memory_reserve_gib")) t.memory_reserve_gib = v.NumberOr("memory_reserve_gib", 0);
   t.imbalance = v.NumberOr("imbalance", 1.0);
-  t.gpus_per_node = v.IntOr("gpus_per_node", 8);
   if (v.Has("oep")) t.oep = v.Int("oep");
   t.refit_dtype = v.StringOr("refit_dtype", "");
   if (!t.refit_dtype.empty()) t.refit_dtype = CanonicalDtype(t.refit_dtype);
@@ -230,16 +222,14 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
   return t;
 }
 
-Json TrainingToJson(const TrainingConfig& t) {
+Json TrainingToJson(const TrainingConfig& t, const Machine& machine) {
   Json j = {{"param_dtype", t.param_dtype},
             {"grad_dtype", t.grad_dtype},
             {"optimizer", OptimizerName(t.optimizer)},
             {"seq_len", t.seq_len},
             {"micro_batch_size", t.micro_batch_size},
             {"recompute", RecomputeName(t.recompute)},
-            {"gpu_memory_gib", t.gpu_memory_gib},
             {"imbalance", t.imbalance},
-            {"gpus_per_node", t.gpus_per_node},
             {"dispatcher", DispatcherName(t.dispatcher)}};
   if (t.dp_sharding) j["dp_sharding"] = DpShardingName(*t.dp_sharding);
   if (t.num_microbatches) j["num_microbatches"] = *t.num_microbatches;
@@ -256,6 +246,7 @@ Json TrainingToJson(const TrainingConfig& t) {
   if (t.fp8_param_gather) j["fp8_param_gather"] = true;
   if (t.optimizer_states_dtype != "float32") j["optimizer_states_dtype"] = t.optimizer_states_dtype;
   if (t.mtp_layers > 0) j["mtp_layers"] = t.mtp_layers;
+  AddMachineToTrainingJson(machine, &j);
   return j;
 }
 

@@ -6,7 +6,8 @@
 // (reduce) dtype float32, AdamW (fp32 master weights + two fp32 moments), seq_len 4096,
 // micro_batch_size 1, num_microbatches 1 (pp when pp > 1), recompute none, dp_sharding fsdp with
 // the torchtitan convention and zero1 with the megatron convention, imbalance 1.0 (balanced
-// routing), 8 GPUs per node.
+// routing). The node size and the memory budget are not training settings: they are the machine's
+// (machine.h Machine), read from the same `training` block of a spec for compatibility.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,7 @@
 
 #include "planner/base/json_util.h"
 #include "planner/model/dispatcher.h"
+#include "planner/model/machine.h"
 #include "planner/model/pipeline_schedule.h"
 
 namespace dockyard {
@@ -62,13 +64,11 @@ struct TrainingConfig {
   std::string optimizer_states_dtype = "float32";  // AdamW moments: "float32" | "bfloat16"
   int64_t mtp_layers = 0;                          // MTP modules trained (--mtp-layers, Megatron --mtp-num-layers; mtp.h)
   std::vector<int64_t> pp_layer_split;             // layers per stage; empty = even split
-  double gpu_memory_gib = 0;                       // budget per GPU; 0 = none
-  // GiB of the budget held back for what the model does not count (CUDA context, NCCL buffers,
+  // GiB of the budget (machine.h Machine::gpu_memory_gib) held back for what the model does not count (CUDA context, NCCL buffers,
   // allocator fragmentation); unset = none here, the CLI applies kDefaultMemoryReserveGib
   // (planner/accounting/memory.h). The budget rule is memory.h OverBudget.
   std::optional<double> memory_reserve_gib;
   double imbalance = 1.0;  // max / mean tokens received per rank (>= 1)
-  int64_t gpus_per_node = 8;
   // Token dispatcher (dispatcher.h): all_to_all, deredundency, deepep (Megatron flex with DeepEP /
   // HybridEP: once per destination node over the network, then NVLink; planner/sim/deepep.h) or
   // allgather (Megatron MoEAllGatherTokenDispatcher).
@@ -87,8 +87,12 @@ std::vector<int64_t> ParseLayerSplit(const std::string& text, int64_t pp, int64_
 // dockyard::Error naming the field with `prefix` ("--" for flags, "/training/" for JSON).
 void ValidateTraining(const TrainingConfig& t, const std::string& origin);
 
-// The `training` block of a dockyard model spec. Unknown keys are rejected with a suggestion.
+// The `training` block of a dockyard model spec. Unknown keys are rejected with a suggestion. The
+// block's `gpus_per_node` and `gpu_memory_gib` are accepted and left to MachineFromTrainingJson
+// (machine.h): they are the machine's, not the training's.
 TrainingConfig TrainingFromJson(const JsonView& view);
-Json TrainingToJson(const TrainingConfig& t);
+// The block with the machine's two keys written beside the training's (AddMachineToTrainingJson),
+// as one `training` object: the shape plan reports and spec files have always had.
+Json TrainingToJson(const TrainingConfig& t, const Machine& machine);
 
 }  // namespace dockyard

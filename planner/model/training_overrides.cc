@@ -26,10 +26,8 @@ TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const Training
   if (o.optimizer_states_dtype) t.optimizer_states_dtype = CanonicalDtype(*o.optimizer_states_dtype);
   if (o.recompute_modules) t.recompute_modules = *o.recompute_modules;
   if (o.selective_ac_option) t.selective_ac_option = *o.selective_ac_option;
-  if (o.gpu_memory_gib) t.gpu_memory_gib = *o.gpu_memory_gib;
   if (o.memory_reserve_gib) t.memory_reserve_gib = *o.memory_reserve_gib;
   if (o.imbalance) t.imbalance = *o.imbalance;
-  if (o.gpus_per_node) t.gpus_per_node = *o.gpus_per_node;
   if (o.dispatcher) t.dispatcher = *o.dispatcher;
   if (o.oep) t.oep = *o.oep;
   if (o.refit_dtype) t.refit_dtype = CanonicalDtype(*o.refit_dtype);
@@ -47,6 +45,14 @@ TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const Training
   ValidateTraining(t, "--");
   if (o.pp_layer_split) t.pp_layer_split = ParseLayerSplit(*o.pp_layer_split, pp, num_layers, "--pp-layer-split");
   return t;
+}
+
+Machine ApplyMachineOverrides(const Machine& base, const TrainingOverrides& o) {
+  Machine m = base;
+  if (o.gpu_memory_gib) m.gpu_memory_gib = *o.gpu_memory_gib;
+  if (o.gpus_per_node) m.gpus_per_node = *o.gpus_per_node;
+  ValidateMachine(m, "--");
+  return m;
 }
 
 void RejectMegatronOnlyOverrides(const TrainingOverrides& o, bool torchtitan) {

@@ -1,6 +1,7 @@
 // Training settings given on a command line (dockyard-plan's and dockyard-run's training flags,
 // cli/flags.h TrainingFlags) over a model spec's `training` block: each set field replaces the
-// block's value, each unset one keeps it (else TrainingConfig's default, training.h).
+// block's value, each unset one keeps it (else TrainingConfig's default, training.h). --gpus-per-node
+// and --gpu-memory-gib set the machine (machine.h), not the training: ApplyMachineOverrides.
 #pragma once
 
 #include <cstdint>
@@ -56,6 +57,10 @@ TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const Training
 //  - --overlap-moe-expert-parallel-comm (on): Megatron's EP all-to-all overlap (megatron/training/arguments.py);
 //    torchtitan's ParallelismConfig (expert_parallel_degree) has no such overlap.
 // Throws dockyard::Error naming the flag, the convention and the alternative.
+// `base` (a spec's or plan file's Machine) with --gpus-per-node and --gpu-memory-gib applied,
+// checked with ValidateMachine(m, "--") (errors name the flag). Throws dockyard::Error.
+Machine ApplyMachineOverrides(const Machine& base, const TrainingOverrides& o);
+
 void RejectMegatronOnlyOverrides(const TrainingOverrides& o, bool torchtitan);
 
 }  // namespace dockyard

@@ -31,8 +31,9 @@ int main(int argc, char** argv) {
   dims.ep = world >= 64 ? 64 : world;
   dockyard::TrainingConfig training;
   training.recompute = dockyard::Recompute::kFull;
-  training.gpu_memory_gib = 80;
-  const dockyard::Plan plan = dockyard::BuildPlan(dockyard::LoadModel(path), dims, training);
+  dockyard::Machine machine;
+  machine.gpu_memory_gib = 80;
+  const dockyard::Plan plan = dockyard::BuildPlan(dockyard::LoadModel(path), dims, training, machine);
   const dockyard::MemoryReport memory = dockyard::ComputeMemory(plan);
   auto t0 = Clock::now();
   const dockyard::Json report = dockyard::PlanToJson(plan, path, memory);

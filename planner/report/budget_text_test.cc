@@ -13,9 +13,10 @@ dockyard::Plan TinyPlan(double budget_gib) {
   o.world_size = 4;
   o.tp = 2;
   dockyard::TrainingConfig t;
-  t.gpu_memory_gib = budget_gib;
+  dockyard::Machine machine;
+  machine.gpu_memory_gib = budget_gib;
   t.memory_reserve_gib = 0.0;
-  return dockyard::BuildPlan(dockyard::testing::TinyMixtral(), o, t);
+  return dockyard::BuildPlan(dockyard::testing::TinyMixtral(), o, t, machine);
 }
 
 }  // namespace

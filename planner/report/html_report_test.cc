@@ -203,10 +203,11 @@ PlanPage MakePlanPage(const ModelSpec& model, int64_t world, int64_t ep, int64_t
   dims.ep = ep;
   dims.pp = pp;
   TrainingConfig t;
-  t.gpus_per_node = gpus_per_node;
-  t.gpu_memory_gib = budget_gib;
+  dockyard::Machine machine;
+  machine.gpus_per_node = gpus_per_node;
+  machine.gpu_memory_gib = budget_gib;
   t.seq_len = 64;
-  p.plan = BuildPlan(model, dims, t);
+  p.plan = BuildPlan(model, dims, t, machine);
   p.report = PlanToJson(p.plan, "tiny", ComputeMemory(p.plan));
   p.routing = UniformRoutingSample(p.plan);
   p.html = ReportToHtml(p.report, p.routing);

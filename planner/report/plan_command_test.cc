@@ -119,9 +119,10 @@ TEST_CASE("The terminal report and the budget verdict follow the command") {
   CHECK_FALSE(dockyard::FailsBudget(r, check));  // no budget: nothing is over it
 
   dockyard::TrainingConfig tight;
-  tight.gpu_memory_gib = 0.01;  // 10 MiB: every rank is over
+  dockyard::Machine machine;
+  machine.gpu_memory_gib = 0.01;  // 10 MiB: every rank is over
   tight.memory_reserve_gib = 0.0;
-  const auto over = dockyard::RunPlanCommand(dockyard::BuildPlan(dockyard::testing::TinyMixtral(), TinyDims(), tight), r);
+  const auto over = dockyard::RunPlanCommand(dockyard::BuildPlan(dockyard::testing::TinyMixtral(), TinyDims(), tight, machine), r);
   CHECK(dockyard::FailsBudget(r, over));
   dockyard::PlanCommandRequest plain = r;
   plain.command = dockyard::PlanCommand::kPlan;  // plan reports headroom, it does not fail

@@ -35,6 +35,7 @@ PlanFile ReadPlanFile(const std::string& path) {
   }
   f.dims.convention = convention == "megatron" ? Convention::kMegatron : Convention::kTorchtitan;
   f.training = TrainingFromJson(root.Object("training"));
+  f.machine = MachineFromTrainingJson(root.Object("training"));
   if (!j.contains("parameters") || !j["parameters"].is_array()) root.Fail("parameters", "required: the plan's parameter list");
   f.parameters = j["parameters"];
   if (j.contains("predicted")) f.predicted = j["predicted"];

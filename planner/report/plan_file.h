@@ -21,6 +21,7 @@ struct PlanFile {
   std::string model_source;  // the model path as the report names it, resolved (see ReadPlanFile)
   ParallelDimsOptions dims;
   TrainingConfig training;
+  Machine machine;      // the training block's gpus_per_node and gpu_memory_gib (machine.h)
   Json parameters;      // [{fqn, placements, ...}] as the file says
   Json predicted;       // simulate's predicted cost (CostToJson); null for a plain plan report
   std::string routing;  // simulate's --routing text; empty for a plain plan report

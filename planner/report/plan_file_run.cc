@@ -33,10 +33,11 @@ std::optional<RoutingSpec> PlanFileRouting(const PlanFile& file, const std::stri
   return spec;
 }
 
-Plan RebuildPlanFromFile(const ModelSpec& model, const PlanFile& file, const TrainingConfig& training, const std::string& path) {
+Plan RebuildPlanFromFile(const ModelSpec& model, const PlanFile& file, const TrainingConfig& training, const Machine& machine,
+                         const std::string& path) {
   Plan plan;
   try {
-    plan = BuildPlan(model, file.dims, training);
+    plan = BuildPlan(model, file.dims, training, machine);
   } catch (const Error& e) {
     throw Error(fmt::format("{}: /parallel: {}", path, e.what()));
   }

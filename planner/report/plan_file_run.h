@@ -28,9 +28,10 @@ std::string PlanFileModelPath(const PlanFile& file, const std::string& path, con
 // text does not parse (ParseRoutingSpec's rule).
 std::optional<RoutingSpec> PlanFileRouting(const PlanFile& file, const std::string& path);
 
-// BuildPlan(model, file.dims, training), then CheckPlacementsMatch: the run never re-decides a
+// BuildPlan(model, file.dims, training, machine), then CheckPlacementsMatch: the run never re-decides a
 // placement. A degree rule BuildPlan refuses is reported as "PATH: /parallel: ...".
-Plan RebuildPlanFromFile(const ModelSpec& model, const PlanFile& file, const TrainingConfig& training, const std::string& path);
+Plan RebuildPlanFromFile(const ModelSpec& model, const PlanFile& file, const TrainingConfig& training, const Machine& machine,
+                         const std::string& path);
 
 // Predicted beside measured in a dockyard-run JSON report (runtime RunReportToJson): sets
 // report["predicted"] = predicted (CostToJson of simulate) and, for every /measured/phases entry

@@ -60,7 +60,7 @@ TEST_CASE("RebuildPlanFromFile rebuilds the file's layout and refuses an edited 
   Json j = dockyard::PlanToJson(plan, "/");
   const std::string ok_path = WriteTemp(j, "run_plan_ok.json");
   const auto f = dockyard::ReadPlanFile(ok_path);
-  const auto rebuilt = dockyard::RebuildPlanFromFile(model, f, f.training, ok_path);
+  const auto rebuilt = dockyard::RebuildPlanFromFile(model, f, f.training, f.machine, ok_path);
   CHECK(rebuilt.dims.world_size == 4);
   CHECK(rebuilt.dims.dp_shard == 2);  // 4 / tp 2
   CHECK(rebuilt.inventory.params.size() == plan.inventory.params.size());
@@ -69,11 +69,13 @@ TEST_CASE("RebuildPlanFromFile rebuilds the file's layout and refuses an edited 
   edited["parameters"][0]["placements"][1] = "Replicate()";  // embed_tokens: Shard(0) on dp_shard in the plan
   const std::string edited_path = WriteTemp(edited, "run_plan_edited.json");
   const auto fe = dockyard::ReadPlanFile(edited_path);
-  CHECK_THROWS_WITH_AS(dockyard::RebuildPlanFromFile(model, fe, fe.training, edited_path), doctest::Contains(edited_path.c_str()), Error);
+  CHECK_THROWS_WITH_AS(dockyard::RebuildPlanFromFile(model, fe, fe.training, fe.machine, edited_path),
+                       doctest::Contains(edited_path.c_str()), Error);
 
   dockyard::PlanFile bad = f;
   bad.dims.tp = 3;  // 4 ranks do not divide by tp 3
-  CHECK_THROWS_WITH_AS(dockyard::RebuildPlanFromFile(model, bad, bad.training, "p.json"), doctest::Contains("p.json: /parallel: "), Error);
+  CHECK_THROWS_WITH_AS(dockyard::RebuildPlanFromFile(model, bad, bad.training, bad.machine, "p.json"),
+                       doctest::Contains("p.json: /parallel: "), Error);
 }
 
 TEST_CASE("Predicted phases join the measured ones by name, in JSON and text") {

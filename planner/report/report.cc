@@ -365,7 +365,7 @@ Json PlanToJson(const Plan& plan, const std::string& model_source, const MemoryR
   report["parameters"] = std::move(params);
   report["experts"] = ExpertsJson(plan);
   report["param_bytes"] = ParamBytesJson(param_bytes_per_rank, d.world_size);
-  Json training = TrainingToJson(plan.training);
+  Json training = TrainingToJson(plan.training, plan.machine);
   report["training"] = training;
   report["memory"] = MemoryToJson(memory);
   report["communication"] = CommToJson(ComputePlanComm(plan, memory.worst_rank));
@@ -593,7 +593,7 @@ Json SimulateReportToJson(const Plan& plan, const MemoryReport& memory, const Co
           {"seed", in.seed},
           {"routing_layers_sampled", in.routing_layers},
           {"parallel", full["parallel"]},
-          {"training", TrainingToJson(plan.training)},
+          {"training", TrainingToJson(plan.training, plan.machine)},
           {"memory", full["memory"]},
           {"communication", full["communication"]},
           {"predicted", CostToJson(cost)}};
@@ -607,10 +607,8 @@ Json SearchReportToJson(const SearchResult& result, const SearchOptions& options
   j["model"] = model_name;
   j["world_size"] = options.world_size;
   j["cluster"] = ClusterToJson(options.cluster);
-  TrainingConfig evaluated = options.training;
-  evaluated.gpus_per_node = NvlinkDomainGpus(options.cluster);  // as the search evaluated it (layout_eval.cc)
-  evaluated.gpu_memory_gib = result.budget_gib;
-  j["training"] = TrainingToJson(evaluated);
+  // The node size as the search evaluated it (the cluster's locality unit) and the budget it held layouts to.
+  j["training"] = TrainingToJson(options.training, MachineOf(options.cluster, result.budget_gib));
   j["routing"] = RoutingSpecText(options.routing);
   j["routing_layers_sampled"] = options.routing.kind == RoutingKind::kTrace ? moe_layers : options.routing_layers;
   return j;

@@ -74,9 +74,10 @@ TEST_CASE("The plan report's deepep traffic: link-level entries and every EP mem
   o.ep = 8;
   dockyard::TrainingConfig t;
   t.seq_len = 1024;
-  t.gpus_per_node = 4;
+  dockyard::Machine machine;
+  machine.gpus_per_node = 4;
   t.dispatcher = dockyard::Dispatcher::kDeepEp;
-  const auto plan = dockyard::BuildPlan(dockyard::testing::TinyMixtral(), o, t);
+  const auto plan = dockyard::BuildPlan(dockyard::testing::TinyMixtral(), o, t, machine);
   const Json c = dockyard::PlanToJson(plan, "tiny.json")["communication"];
   REQUIRE(c.contains("dispatch_links"));
   const Json& l = c["dispatch_links"];

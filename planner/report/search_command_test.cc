@@ -58,7 +58,7 @@ TEST_CASE("A search keeps --top rows, and its JSON, HTML and text open with the 
 TEST_CASE("A search no layout fits gives no documents and says why") {
   dockyard::SearchOptions s = TinySearch();
   // A budget of 2^-20 GiB = 1 KiB per GPU and no reserve: no layout fits.
-  s.training.gpu_memory_gib = 1.0 / (1 << 20);
+  s.gpu_memory_gib = 1.0 / (1 << 20);
   s.training.memory_reserve_gib = 0.0;
   dockyard::SearchCommandRequest r;
   r.json = true;

@@ -87,8 +87,9 @@ TEST_CASE("Altered in placement.cc alone, the expert-TP rule changes the plan, m
   // And the peak the search ranks holds the altered expert bytes: the same plan with the
   // search's training settings, through ComputeMemory.
   dockyard::TrainingConfig t = options.training;
-  t.gpus_per_node = options.cluster.gpus_per_node;
-  const auto searched_plan = dockyard::BuildPlan(model, Degrees(), t);
+  dockyard::Machine machine;
+  machine.gpus_per_node = options.cluster.gpus_per_node;
+  const auto searched_plan = dockyard::BuildPlan(model, Degrees(), t, machine);
   const auto searched_memory = dockyard::ComputeMemory(searched_plan);
   CHECK(searched_memory.worst_peak_bytes == fast.peak_bytes);
   CHECK(searched_memory.stages[0].worst.params_by_role.at("routed_experts") == kExpertParamBytes);

@@ -295,7 +295,7 @@ ExplainResult ExplainLayout(const ModelSpec& model, const SearchOptions& options
       // Every matching candidate breaks a rule: name one, as BuildPlan words it.
       std::string rule = "a framework rule";
       try {
-        BuildPlan(model, first_invalid->dims, CandidateTraining(options.training, *first_invalid));
+        BuildPlan(model, first_invalid->dims, CandidateTraining(options.training, *first_invalid), SearchPlanMachine(options));
       } catch (const Error& error) {
         rule = error.what();
       }

@@ -15,7 +15,7 @@ dockyard::SearchOptions Fp8Search(bool gather) {
   o.world_size = 8;
   o.convention = dockyard::Convention::kMegatron;
   o.training.seq_len = 256;
-  o.training.gpu_memory_gib = 1000;  // everything fits
+  o.gpu_memory_gib = 1000;  // everything fits
   o.training.precision = "fp8";
   o.training.fp8_param_gather = gather;
   o.dp_shardings = {dockyard::DpSharding::kZero1, dockyard::DpSharding::kDdp};

@@ -166,6 +166,7 @@ struct LayoutEvaluator::GroupStatics {
 };
 
 struct LayoutEvaluator::Impl {
+  Machine machine;  // the plans' node size and budget (search.h SearchPlanMachine)
   std::vector<LayerKind> kinds;
   std::vector<int> layer_kind;        // [num_hidden_layers]
   std::vector<ParamClass> embedding;  // unit of the input embedding, stage 0
@@ -393,10 +394,10 @@ LayoutEvaluator::LayoutEvaluator(const ModelSpec& model, const SearchOptions& op
     : model_(model), options_(options), cache_(std::move(cache)), impl_(std::make_unique<Impl>()) {
   inventory_ = BuildInventory(model_);
   if (!cache_) cache_ = MakeCache(model_, options_);
-  const double budget_gib = options_.training.gpu_memory_gib > 0 ? options_.training.gpu_memory_gib : options_.cluster.memory_gib;
-  budget_bytes_ = UsableBudgetBytes(budget_gib, options_.training.memory_reserve_gib.value_or(0));
+  budget_bytes_ = UsableBudgetBytes(SearchBudgetGib(options_), options_.training.memory_reserve_gib.value_or(0));
 
   Impl& im = *impl_;
+  im.machine = SearchPlanMachine(options_);
   const int64_t L = model_.num_hidden_layers;
   if (static_cast<int64_t>(model_.moe_layers.size()) != L) {
     throw Error(fmt::format("internal: moe_layers has {} entries for {} layers", model_.moe_layers.size(), L));
@@ -467,7 +468,6 @@ static LayoutEvaluator::Impl::TrainingEntry& TrainingEntryOf(LayoutEvaluator::Im
   if (it != im.trainings.end()) return it->second;
   LayoutEvaluator::Impl::TrainingEntry e;
   e.t = CandidateTraining(o.training, c);
-  e.t.gpus_per_node = NvlinkDomainGpus(o.cluster);  // the time model's locality unit (network.h)
   try {
     ValidateTraining(e.t, "training.");
     e.bytes = TrainingBytesOf(e.t);
@@ -531,7 +531,7 @@ void LayoutEvaluator::ExpectCandidates(const std::vector<LayoutCandidate>& candi
   for (const auto& [ep, etp] : flex_groups) {
     std::vector<int64_t> ep_group(static_cast<size_t>(ep));
     for (int64_t i = 0; i < ep; ++i) ep_group[static_cast<size_t>(i)] = i * etp;
-    for (const FlexBlockNeed& need : FlexBlockSizes(model_.moe.num_experts, MakeFlexCounts(ep_group, t.gpus_per_node))) {
+    for (const FlexBlockNeed& need : FlexBlockSizes(model_.moe.num_experts, MakeFlexCounts(ep_group, impl_->machine.gpus_per_node))) {
       block_needs.push_back(need);
     }
   }
@@ -568,10 +568,9 @@ CostBreakdown LayoutEvaluator::Breakdown(const LayoutCandidate& c) {
 LayoutEvaluation LayoutEvaluator::EvaluateReference(const LayoutCandidate& c, bool simulate_over_budget, CostBreakdown* detail) {
   LayoutEvaluation r;
   TrainingConfig t = CandidateTraining(options_.training, c);
-  t.gpus_per_node = NvlinkDomainGpus(options_.cluster);  // the time model's locality unit (network.h)
   Plan plan;
   try {
-    plan = BuildPlan(model_, inventory_, c.dims, t);
+    plan = BuildPlan(model_, inventory_, c.dims, t, impl_->machine);
   } catch (const Error&) {
     r.status = LayoutEvaluation::Status::kInvalid;
     return r;
@@ -606,7 +605,7 @@ LayoutEvaluation LayoutEvaluator::EvaluateReference(const LayoutCandidate& c, bo
   std::optional<RoutingResult> flex;
   if (plan.dims.ep > 1 && plan.training.dispatcher == Dispatcher::kDeepEp) {
     flex = routing;
-    AddFlexCounts(cache_->model(), plan.meshes.sparse.GroupOf(0, plan.meshes.sparse.AxisIndex("ep")), plan.training.gpus_per_node, *flex);
+    AddFlexCounts(cache_->model(), plan.meshes.sparse.GroupOf(0, plan.meshes.sparse.AxisIndex("ep")), plan.machine.gpus_per_node, *flex);
   }
   const CostBreakdown cost = SimulateStep(plan, options_.cluster, flex ? *flex : routing, options_.cost);
   if (detail) *detail = cost;
@@ -643,7 +642,7 @@ static Wide WorstPeak(const LayoutEvaluator::Impl& im, const ModelSpec& m, const
   const int64_t h = m.hidden_size;
   const Wide layer_input = static_cast<Wide>(Ceil(w.tokens, w.tp_shards)) * h * w.act_bytes;
   const Wide logits = static_cast<Wide>(w.tokens) * Ceil(m.vocab_size, d.tp) * 4;
-  const int64_t oep = DispatchOep(t, d.ep);
+  const int64_t oep = DispatchOep(t, im.machine, d.ep);
   Wide worst_peak = -1;
   for (int64_t s = 0; s < d.pp; ++s) {
     const StageStatics& st = g.stages[static_cast<size_t>(s)];
@@ -654,7 +653,7 @@ static Wide WorstPeak(const LayoutEvaluator::Impl& im, const ModelSpec& m, const
     layers.last_stage = s == d.pp - 1;
     layers.in_flight = InFlightMicrobatches(d, t, s);
     const Wide act = StageActivations(act_table, layers, t.recompute, layer_input, logits, /*by_kind=*/false).total;
-    const Wide buf = StageBuffers(st.largest, layers.moe_layers > 0, w, d, t, g.bytes, oep, h, st.mp).total;
+    const Wide buf = StageBuffers(st.largest, layers.moe_layers > 0, w, d, t, im.machine, g.bytes, oep, h, st.mp).total;
     worst_peak = std::max(worst_peak, fits(fits(st.stat) + fits(act) + fits(buf)));
   }
   return worst_peak;
@@ -665,7 +664,7 @@ static Wide WorstPeak(const LayoutEvaluator::Impl& im, const ModelSpec& m, const
 // sum stays below 4e18 (then the reference path takes the candidate).
 static bool CommVolumesNearLimit(const LayoutEvaluator::Impl& im, const ModelSpec& m, const Workload& w, const ParallelDims& d,
                                  const TrainingConfig& t) {
-  const int64_t oep = DispatchOep(t, d.ep);
+  const int64_t oep = DispatchOep(t, im.machine, d.ep);
   const double M = static_cast<double>(t.num_microbatches.value_or(d.pp)) * static_cast<double>(t.run.grad_accumulation_steps);
   const double L = static_cast<double>(m.num_hidden_layers), T = static_cast<double>(w.tokens);
   const double H = static_cast<double>(m.hidden_size), P8 = 8.0 * static_cast<double>(im.all_params);
@@ -705,7 +704,7 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   if (options_.routing_sizes_memory) {
     sized = entry.t;
     const int64_t routed_tokens = ComputeWorkload(m, d, sized).routed_tokens;
-    sized.imbalance = cache_->SampleImbalance(d.ep, routed_tokens, DispatchOep(sized, d.ep));
+    sized.imbalance = cache_->SampleImbalance(d.ep, routed_tokens, DispatchOep(sized, im.machine, d.ep));
   }
   const TrainingConfig& t = options_.routing_sizes_memory ? sized : entry.t;
 
@@ -778,7 +777,7 @@ const MoePhaseTimes& LayoutEvaluator::MoePhasesOf(const Workload& w, const Paral
   // EP group of rank 0 ({0, etp, 2 etp, ...}: the ep axis has stride etp), F / expert TP and the
   // dispatcher (with deepep, on the per-token node counts of that group).
   const ModelSpec& m = model_;
-  const int64_t oep = DispatchOep(t, d.ep);
+  const int64_t oep = DispatchOep(t, impl_->machine, d.ep);
   const bool deredundency = d.ep > 1 && t.dispatcher == Dispatcher::kDeredundency;
   const SearchEvalCache::MoeKey key{
       d.ep, w.routed_tokens, oep, d.etp, w.expert_f_local, d.ep > 1 ? t.dispatcher : Dispatcher::kAllToAll, t.fp8_dispatch};
@@ -787,7 +786,7 @@ const MoePhaseTimes& LayoutEvaluator::MoePhasesOf(const Workload& w, const Paral
     std::vector<int64_t> ep_group(d.ep);
     for (int64_t i = 0; i < d.ep; ++i) ep_group[i] = i * d.etp;
     const bool flex = d.ep > 1 && t.dispatcher == Dispatcher::kDeepEp;
-    const FlexRoutingResult* flex_routing = flex ? &cache_->FlexRouting(ep_group, t.gpus_per_node, w.routed_tokens) : nullptr;
+    const FlexRoutingResult* flex_routing = flex ? &cache_->FlexRouting(ep_group, impl_->machine.gpus_per_node, w.routed_tokens) : nullptr;
     const RoutingResult& routing = flex ? *flex_routing->routing : cache_->Routing(d.ep, w.routed_tokens, oep);
     // The shape as SimulateStep forms it.
     MoePhaseShape shape = MoePhaseShapeOf(m, w, d.ep, deredundency);

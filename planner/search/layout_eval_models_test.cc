@@ -16,7 +16,7 @@ using dockyard::testing::FullSearch;
 TEST_CASE("Fast evaluation equals the plan path for every candidate: Qwen3-30B-A3B, Mixtral, gpt-oss-120b, OLMoE") {
   SUBCASE("Qwen3-30B-A3B on 8 GPUs, everything fits") {
     SearchOptions o = FullSearch(8);
-    o.training.gpu_memory_gib = 1000;
+    o.gpu_memory_gib = 1000;
     const Coverage cov = CompareEveryCandidate(dockyard::LoadModel("testdata/hf/qwen3-30b-a3b.json"), o);
     CHECK(cov.candidates == 158);
     CHECK(cov.over_budget == 0);
@@ -36,7 +36,7 @@ TEST_CASE("Fast evaluation equals the plan path for every candidate: Qwen3-30B-A
     SearchOptions o = FullSearch(64);
     o.training.dp_sharding = dockyard::DpSharding::kZero1;
     o.training.recompute = dockyard::Recompute::kNone;
-    o.training.gpu_memory_gib = 60;
+    o.gpu_memory_gib = 60;
     const Coverage cov = CompareEveryCandidate(dockyard::LoadModel("testdata/hf/mixtral-8x7b.json"), o);
     CHECK(cov.over_budget > 0);
     CHECK(cov.ranked > 0);
@@ -55,7 +55,7 @@ TEST_CASE("Fast evaluation equals the plan path for every candidate: Qwen3-30B-A
     SearchOptions o = FullSearch(16);
     o.routing = dockyard::ParseRoutingSpec("zipf:1.2");
     o.routing_sizes_memory = true;
-    o.training.gpu_memory_gib = 40;
+    o.gpu_memory_gib = 40;
     const auto model = dockyard::LoadModel("testdata/hf/qwen3-30b-a3b.json");
     const Coverage cov = CompareEveryCandidate(model, o);
     CHECK(cov.over_budget > 0);

@@ -51,8 +51,7 @@ RedundantSearchResult SearchRedundantExperts(const ModelSpec& model, const Searc
   const RoutingModel routing = PrepareRouting(search.routing, E, model.moe.top_k, layers, GroupLimitOf(model.moe));
   for (const RankedLayout& ranked : base.top) {
     TrainingConfig t = CandidateTraining(search.training, ranked.layout);
-    t.gpus_per_node = NvlinkDomainGpus(search.cluster);  // the time model's locality unit (network.h)
-    const Plan plan = BuildPlan(model, ranked.layout.dims, t);
+    const Plan plan = BuildPlan(model, ranked.layout.dims, t, SearchPlanMachine(search));
     const MemoryReport memory = ComputeMemory(plan);
     const RoutingResult before = SampleRouting(routing, plan.dims.ep, ComputeWorkload(plan).routed_tokens);
     const bool deredundency = plan.dims.ep > 1 && t.dispatcher == Dispatcher::kDeredundency;

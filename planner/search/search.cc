@@ -22,6 +22,7 @@
 #include "planner/search/layout_eval.h"
 #include "planner/search/pareto.h"
 #include "planner/search/search_pins.h"
+#include "planner/sim/network.h"
 
 namespace dockyard {
 namespace {
@@ -342,7 +343,7 @@ void ValidateSearchOptions(const ModelSpec& model, const SearchOptions& o) {
 // A result with no layout yet: the budget (its reserve checked), the batch and schedule settings.
 SearchResult EmptyResult(const SearchOptions& o) {
   SearchResult result;
-  result.budget_gib = o.training.gpu_memory_gib > 0 ? o.training.gpu_memory_gib : o.cluster.memory_gib;
+  result.budget_gib = SearchBudgetGib(o);
   ValidateMemoryReserve(result.budget_gib, o.training.memory_reserve_gib.value_or(0), "gpu_memory_gib (or the cluster's memory_gib)",
                         "memory_reserve_gib");
   result.reserve_gib = o.training.memory_reserve_gib.value_or(0);
@@ -459,6 +460,14 @@ std::vector<LayoutCandidate> EnumerateLayouts(const ModelSpec& model, const Sear
 
 void ForEachLayout(const ModelSpec& model, const SearchOptions& o, const std::function<void(const LayoutCandidate&)>& fn) {
   for (const LayoutGroup& g : EnumerateGroups(model, o)) ForEachSetting(g, o, fn);
+}
+
+double SearchBudgetGib(const SearchOptions& options) {
+  return options.gpu_memory_gib > 0 ? options.gpu_memory_gib : options.cluster.memory_gib;
+}
+
+Machine SearchPlanMachine(const SearchOptions& options) {
+  return MachineOf(options.cluster, options.gpu_memory_gib);
 }
 
 SearchResult SearchLayouts(const ModelSpec& model, const SearchOptions& o) {

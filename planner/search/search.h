@@ -53,8 +53,12 @@ struct SearchOptions {
   ClusterSpec cluster = ClusterPreset("h100-sxm");
   CostOptions cost;         // the cost model's knobs (a calibration file sets them)
   TrainingConfig training;  // dp_sharding, dtypes, batch, recompute ... as for a single plan
+  // Memory budget per GPU in GiB (--gpu-memory-gib, or the spec's training.gpu_memory_gib); 0 = the
+  // cluster's memory_gib (SearchBudgetGib). The node size is the cluster's (network.h MachineOf):
+  // a search has no other.
+  double gpu_memory_gib = 0;
   Convention convention = Convention::kTorchtitan;
-  RoutingSpec routing;                             // sampled once per (ep, routed tokens)
+  RoutingSpec routing;  // sampled once per (ep, routed tokens)
   // --routing given: each layout's memory is sized by its own routing sample (received rows at
   // SampleImbalance, received_rows.h), as check and simulate size it, in place of
   // training.imbalance; false: training.imbalance (--imbalance, default 1.0).
@@ -177,6 +181,14 @@ struct SearchResult {
 // EP overlap. ForEachLayout calls `fn` on each without storing them.
 std::vector<LayoutCandidate> EnumerateLayouts(const ModelSpec& model, const SearchOptions& options);
 void ForEachLayout(const ModelSpec& model, const SearchOptions& options, const std::function<void(const LayoutCandidate&)>& fn);
+
+// The budget layouts are held to, in GiB: options.gpu_memory_gib when > 0, else the cluster's
+// memory_gib (the hardware's HBM per GPU).
+double SearchBudgetGib(const SearchOptions& options);
+// The machine of the plans a search builds (its reference path, explain, the redundant-experts
+// re-rank): the cluster's locality unit as the node size (network.h MachineOf, as the time model
+// counts nodes) and options.gpu_memory_gib as given (0 = none; layouts are held to SearchBudgetGib).
+Machine SearchPlanMachine(const SearchOptions& options);
 
 // Runs the search. Throws dockyard::Error for bad options (world_size < 1, ...).
 SearchResult SearchLayouts(const ModelSpec& model, const SearchOptions& options);

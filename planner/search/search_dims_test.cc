@@ -71,7 +71,7 @@ struct Brute {
 // ResolveGlobalBatch from the built degrees.
 Brute BruteForce(const ModelSpec& model, const SearchOptions& o) {
   Brute out;
-  const double budget = o.training.gpu_memory_gib * 1073741824.0;
+  const double budget = o.gpu_memory_gib * 1073741824.0;
   const bool megatron = o.convention == Convention::kMegatron;
   for (int64_t pp = 1; pp <= 8; ++pp)
     for (int64_t dpr = 1; dpr <= 8; ++dpr)
@@ -112,10 +112,12 @@ Brute BruteForce(const ModelSpec& model, const SearchOptions& o) {
                           t.run.overlap_moe_ep_comm = overlap;
                           t.num_microbatches = g.num_microbatches;
                           t.run.grad_accumulation_steps = g.grad_accumulation_steps;
-                          t.gpus_per_node = o.cluster.gpus_per_node;
+                          Machine machine;
+                          machine.gpus_per_node = o.cluster.gpus_per_node;
+                          machine.gpu_memory_gib = o.gpu_memory_gib;
                           Plan plan;
                           try {
-                            plan = BuildPlan(model, dims, t);
+                            plan = BuildPlan(model, dims, t, machine);
                           } catch (const Error&) {
                             continue;
                           }
@@ -136,13 +138,13 @@ void CheckSearchEqualsBruteForce(Convention convention) {
   const ModelSpec model = FourLayerTiny();
   SearchOptions o = EveryDimension(convention);
   // A budget that drops some layouts: the median peak of an unbounded search.
-  o.training.gpu_memory_gib = 1000;
+  o.gpu_memory_gib = 1000;
   const SearchResult unbounded = SearchLayouts(model, o);
   REQUIRE(unbounded.ranked > 10);
   std::vector<int64_t> peaks;
   for (const auto& x : unbounded.all) peaks.push_back(x.peak_bytes);
   std::sort(peaks.begin(), peaks.end());
-  o.training.gpu_memory_gib = static_cast<double>(peaks[peaks.size() / 2]) / 1073741824.0;
+  o.gpu_memory_gib = static_cast<double>(peaks[peaks.size() / 2]) / 1073741824.0;
   const SearchResult result = SearchLayouts(model, o);
   const Brute brute = BruteForce(model, o);
   CHECK(result.over_budget > 0);
@@ -207,7 +209,7 @@ TEST_CASE("On 8 GPUs the search over every dimension equals a brute force throug
 TEST_CASE("Every ranked layout processes exactly the global batch asked for") {
   const ModelSpec model = FourLayerTiny();
   SearchOptions o = EveryDimension(Convention::kTorchtitan);
-  o.training.gpu_memory_gib = 1000;
+  o.gpu_memory_gib = 1000;
   o.global_batch_size = 16;
   const SearchResult result = SearchLayouts(model, o);
   REQUIRE(result.ranked > 0);
@@ -238,7 +240,7 @@ TEST_CASE("Every ranked layout processes exactly the global batch asked for") {
 TEST_CASE("Pinned degrees and settings hold in every row") {
   const ModelSpec model = FourLayerTiny();
   SearchOptions o = EveryDimension(Convention::kMegatron);
-  o.training.gpu_memory_gib = 1000;
+  o.gpu_memory_gib = 1000;
   o.pins.tp = 2;
   o.pins.pp = 2;
   o.recomputes = {Recompute::kSelective};
@@ -264,7 +266,7 @@ TEST_CASE("Pruning by the static-memory bound and threads change no count and no
   const auto model = LoadModel("testdata/hf/qwen3-30b-a3b.json");
   SearchOptions o;
   o.world_size = 16;
-  o.training.gpu_memory_gib = 60;  // ep 1 keeps 28.99B expert parameters 16 ways: static memory alone is over
+  o.gpu_memory_gib = 60;  // ep 1 keeps 28.99B expert parameters 16 ways: static memory alone is over
   o.routing_layers = 1;
   o.top = 1 << 30;
   o.keep_all = true;
@@ -390,7 +392,7 @@ TEST_CASE("A global batch that divides no layout ranks nothing and counts every 
 TEST_CASE("Explain: the winner is rank 1; another layout shows the phases that make the difference") {
   const ModelSpec model = FourLayerTiny();
   SearchOptions o = EveryDimension(Convention::kTorchtitan);
-  o.training.gpu_memory_gib = 1000;
+  o.gpu_memory_gib = 1000;
   const SearchResult result = SearchLayouts(model, o);
   REQUIRE(result.ranked > 2);
   const std::string winner = QueryOf(result.all.front());

@@ -28,7 +28,7 @@ SearchOptions SmallSearch() {
   SearchOptions o;
   o.world_size = 8;
   o.training.seq_len = 256;
-  o.training.gpu_memory_gib = 1000;  // everything fits
+  o.gpu_memory_gib = 1000;  // everything fits
   o.top = 100000;
   o.routing_layers = 1;
   return o;
@@ -93,7 +93,7 @@ TEST_CASE("Search never returns a layout over the memory budget") {
   SearchOptions o;
   o.world_size = 16;
   o.training.seq_len = 4096;
-  o.training.gpu_memory_gib = 60;
+  o.gpu_memory_gib = 60;
   o.top = 1000;
   o.routing_layers = 1;
   const auto result = dockyard::SearchLayouts(model, o);
@@ -115,7 +115,7 @@ TEST_CASE("Search results are those of the plan path: counts and top layouts on 
   SearchOptions o = FullSearch(64);
   o.routing_layers = 1;
   o.top = 50;
-  o.training.gpu_memory_gib = 20;  // some layouts over budget
+  o.gpu_memory_gib = 20;  // some layouts over budget
   const auto result = dockyard::SearchLayouts(model, o);
   // The reference path over every candidate, ranked the same way.
   dockyard::LayoutEvaluator evaluator(model, o);
@@ -146,17 +146,18 @@ TEST_CASE("Search results are those of the plan path: counts and top layouts on 
 
 TEST_CASE("the deredundency dispatcher's default oep: the nodes an EP group spans, rounded up to a divisor of ep") {
   dockyard::TrainingConfig t;
-  t.gpus_per_node = 8;
-  CHECK(dockyard::DeredundencyOep(t, 64) == 8);  // 64 / 8
-  CHECK(dockyard::DeredundencyOep(t, 16) == 2);
-  CHECK(dockyard::DeredundencyOep(t, 4) == 1);    // inside one node
-  CHECK(dockyard::DeredundencyOep(t, 12) == 2);   // ceil(12 / 8) = 2 divides 12
-  CHECK(dockyard::DeredundencyOep(t, 60) == 10);  // ceil(60 / 8) = 8 does not divide 60; 9 neither; 10 does
-  CHECK(dockyard::DeredundencyOep(t, 7) == 1);    // ceil(7 / 8) = 1: inside one node
-  t.gpus_per_node = 6;
-  CHECK(dockyard::DeredundencyOep(t, 32) == 8);  // ceil(32 / 6) = 6 and 7 do not divide 32; 8 does
+  dockyard::Machine machine;
+  machine.gpus_per_node = 8;
+  CHECK(dockyard::DeredundencyOep(t, machine, 64) == 8);  // 64 / 8
+  CHECK(dockyard::DeredundencyOep(t, machine, 16) == 2);
+  CHECK(dockyard::DeredundencyOep(t, machine, 4) == 1);    // inside one node
+  CHECK(dockyard::DeredundencyOep(t, machine, 12) == 2);   // ceil(12 / 8) = 2 divides 12
+  CHECK(dockyard::DeredundencyOep(t, machine, 60) == 10);  // ceil(60 / 8) = 8 does not divide 60; 9 neither; 10 does
+  CHECK(dockyard::DeredundencyOep(t, machine, 7) == 1);    // ceil(7 / 8) = 1: inside one node
+  machine.gpus_per_node = 6;
+  CHECK(dockyard::DeredundencyOep(t, machine, 32) == 8);  // ceil(32 / 6) = 6 and 7 do not divide 32; 8 does
   t.oep = 4;
-  CHECK(dockyard::DeredundencyOep(t, 32) == 4);  // given: used as is (validated elsewhere)
+  CHECK(dockyard::DeredundencyOep(t, machine, 32) == 4);  // given: used as is (validated elsewhere)
 }
 
 TEST_CASE("Search ranks the opt-in deepep and allgather dispatchers for ep > 1 only, priced as simulate prices them") {
@@ -188,12 +189,24 @@ TEST_CASE("Search ranks the opt-in deepep and allgather dispatchers for ep > 1 o
     if (x.layout.dispatcher != dockyard::Dispatcher::kDeepEp || x.layout.dims.ep != 8) continue;
     dockyard::TrainingConfig t = o.training;
     t.dispatcher = dockyard::Dispatcher::kDeepEp;
-    t.gpus_per_node = 4;
-    const dockyard::Plan plan = dockyard::BuildPlan(model, x.layout.dims, t);
+    dockyard::Machine machine;
+    machine.gpus_per_node = 4;
+    const dockyard::Plan plan = dockyard::BuildPlan(model, x.layout.dims, t, machine);
     const auto cost = dockyard::SimulateStep(plan, o.cluster, dockyard::SampleRoutingForPlan(plan, o.routing, 1), o.cost);
     CHECK(x.step_time_us == cost.step_time_us);
     seen = true;
     break;
   }
   CHECK(seen);
+}
+
+TEST_CASE("A search holds layouts to --gpu-memory-gib, else the cluster's memory_gib; its plans take the cluster's node size") {
+  SearchOptions o = SmallSearch();  // gpu_memory_gib 1000 on h100-sxm (80 GiB per GPU)
+  CHECK(dockyard::SearchBudgetGib(o) == 1000.0);
+  CHECK(dockyard::SearchPlanMachine(o).gpu_memory_gib == 1000.0);
+  o.gpu_memory_gib = 0;
+  CHECK(dockyard::SearchBudgetGib(o) == 79.6);                  // h100-sxm memory_gib (cluster.h: usable GPU memory)
+  CHECK(dockyard::SearchPlanMachine(o).gpu_memory_gib == 0.0);  // the plans as plan would build them: no budget
+  o.cluster = dockyard::ClusterPreset("gb200-nvl72");
+  CHECK(dockyard::SearchPlanMachine(o).gpus_per_node == 72);  // the NVLink domain, not the 4-GPU tray
 }

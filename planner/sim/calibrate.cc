@@ -398,13 +398,12 @@ std::shared_ptr<Plan> ReportPlan(const JsonView& v, const JsonView& layout, cons
   t.seq_len = run.Int("tokens_per_rank");
   t.micro_batch_size = 1;
   t.num_microbatches = 1;
-  t.gpus_per_node = NvlinkDomainGpus(cluster);  // the time model's locality unit (network.h)
   t.dispatcher = ParseDispatcher(layout.String("dispatcher"), layout.Where("dispatcher"));
   if (t.dispatcher == Dispatcher::kDeredundency) t.oep = layout.Int("oep");
   auto plan = std::make_shared<Plan>();
   try {
     ValidateDimsForModel(ParallelDims::Build(d), model);
-    *plan = BuildPlan(model, d, t);
+    *plan = BuildPlan(model, d, t, MachineOf(cluster, 0));  // the time model's locality unit (network.h)
   } catch (const Error& e) {
     v.Fail("layout", e.what());
   }

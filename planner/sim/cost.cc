@@ -1252,7 +1252,7 @@ RoutingResult SampleRoutingForPlan(const Plan& plan, const RoutingSpec& routing,
       PrepareRouting(routing, plan.model.moe.num_experts, plan.model.moe.top_k, layers, GroupLimitOf(plan.model.moe));
   RoutingResult result = SampleRouting(model, plan.dims.ep, w.routed_tokens, DispatchOep(plan));
   if (plan.dims.ep > 1 && plan.training.dispatcher == Dispatcher::kDeepEp) {
-    AddFlexCounts(model, plan.meshes.sparse.GroupOf(0, plan.meshes.sparse.AxisIndex("ep")), plan.training.gpus_per_node, result);
+    AddFlexCounts(model, plan.meshes.sparse.GroupOf(0, plan.meshes.sparse.AxisIndex("ep")), plan.machine.gpus_per_node, result);
   }
   return result;
 }

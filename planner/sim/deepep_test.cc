@@ -115,7 +115,8 @@ TEST_CASE("deepep buffers replace the all-to-all buffers: RDMA rows per other no
   t.dp_sharding = DpSharding::kZero1;
   t.dispatcher = Dispatcher::kDeepEp;
   const TrainingBytes tb;
-  const StageBufferBytes b = StageBuffers(0, true, w, d, t, tb, 1, 7168, 0);
+  const dockyard::Machine machine;  // 8 GPUs per node
+  const StageBufferBytes b = StageBuffers(0, true, w, d, t, machine, tb, 1, 7168, 0);
   // RDMA: 1 other node x 4096 tokens x 7168 x 2 B = 58,720,256; NVLink: 32768 rows x 7168 x 2 B
   // = 469,762,048; total 528,482,304.
   CHECK(b.present[static_cast<int>(BufferUse::kDeepEp)]);
@@ -123,11 +124,11 @@ TEST_CASE("deepep buffers replace the all-to-all buffers: RDMA rows per other no
   CHECK(b.bytes[static_cast<int>(BufferUse::kDeepEp)] == 528482304);
   // FP8 dispatch: RDMA rows of 7168 + 56 x 4 = 7392 B: 4096 x 7392 = 30,277,632 + 469,762,048.
   t.fp8_dispatch = true;
-  CHECK(StageBuffers(0, true, w, d, t, tb, 1, 7168, 0).bytes[static_cast<int>(BufferUse::kDeepEp)] == 500039680);
+  CHECK(StageBuffers(0, true, w, d, t, machine, tb, 1, 7168, 0).bytes[static_cast<int>(BufferUse::kDeepEp)] == 500039680);
   // all_to_all: (T_r k + R_max) rows x 7168 x 2 B = 65536 x 14336 = 939,524,096.
   t.fp8_dispatch = false;
   t.dispatcher = Dispatcher::kAllToAll;
-  CHECK(StageBuffers(0, true, w, d, t, tb, 1, 7168, 0).bytes[static_cast<int>(BufferUse::kAllToAll)] == 939524096);
+  CHECK(StageBuffers(0, true, w, d, t, machine, tb, 1, 7168, 0).bytes[static_cast<int>(BufferUse::kAllToAll)] == 939524096);
 }
 
 TEST_CASE("the simulate report's link rows: per-member sends and receives of each link level") {

@@ -95,7 +95,7 @@ void AddDispatcherTraffic(const Plan& plan, int64_t rank, int64_t layers, CommRe
   const std::vector<int64_t> group = EpGroupOf(plan, rank);
   const int64_t tokens = ComputeWorkload(plan).routed_tokens;
   std::vector<FlexCounts> counts;
-  for (int64_t l = 0; l < layers; ++l) counts.push_back(SampleFlexCounts(model, l, group, plan.training.gpus_per_node, tokens));
+  for (int64_t l = 0; l < layers; ++l) counts.push_back(SampleFlexCounts(model, l, group, plan.machine.gpus_per_node, tokens));
   AddDeepEpTraffic(plan, rank, counts, comm);
 }
 

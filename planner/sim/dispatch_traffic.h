@@ -22,7 +22,7 @@ double DeepEpRowBytes(const Plan& plan, bool fp8);
 
 // Adds the deepep dispatch and combine of `rank` to `comm` (ComputeComm(plan, rank)) from the
 // per-token counts of each sampled MoE layer over rank's EP group (counts[l].node_of the nodes
-// of training.gpus_per_node): per MoE layer and micro-batch, forward and backward,
+// of machine.gpus_per_node): per MoE layer and micro-batch, forward and backward,
 //   deepep_dispatch_network  bytes rank sends by RDMA  (row sums of FlexDispatchBytes().network)
 //   deepep_dispatch_nvlink   bytes rank writes over NVLink (row sums of .nvlink)
 //   deepep_combine_network / _nvlink   the transposes (column sums) in BF16 rows

@@ -20,10 +20,11 @@ Plan DeepEpPlan(bool fp8 = false) {
   d.ep = 8;
   TrainingConfig t;
   t.seq_len = 1024;
-  t.gpus_per_node = 4;
+  dockyard::Machine machine;
+  machine.gpus_per_node = 4;
   t.dispatcher = Dispatcher::kDeepEp;
   t.fp8_dispatch = fp8;
-  return BuildPlan(testing::TinyMixtral(), d, t);
+  return BuildPlan(testing::TinyMixtral(), d, t, machine);
 }
 
 // One expert per member. Member 0 sends token A -> experts {1, 5}, B -> {5, 6}, C -> {4, 2};

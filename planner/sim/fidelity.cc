@@ -266,6 +266,10 @@ ParallelDimsOptions FidelityDims(const FidelityRun& r) {
   return d;
 }
 
+Machine FidelityMachine(const FidelityRun& run) {
+  return MachineOf(run.cluster, 0);
+}
+
 TrainingConfig FidelityTraining(const FidelityRun& r) {
   if (!r.mbs) throw Error(fmt::format("run {}: /batch/mbs is not stated", r.id));
   TrainingConfig t;
@@ -279,11 +283,8 @@ TrainingConfig FidelityTraining(const FidelityRun& r) {
   if (std::find(r.features.begin(), r.features.end(), "mtp") != r.features.end()) t.mtp_layers = 1;
   // Megatron's --recompute-modules; DeepSeek-V3's report names its norm recomputation "rmsnorm".
   for (const std::string& module : r.recompute_modules) t.recompute_modules.push_back(module == "rmsnorm" ? "layernorm" : module);
-  // The plan's node is the NVLink domain (HybridEP's and the deredundency dispatcher's locality
-  // unit; gb200-nvl72: 72 GPUs over trays of 4).
-  t.gpus_per_node = NvlinkDomainGpus(r.cluster);
   t.dispatcher = r.dispatcher == "a2a" ? Dispatcher::kAllToAll : Dispatcher::kDeepEp;  // Megatron flex: DeepEP / HybridEP
-  t.run.vpp = r.vpp;                                               // interleaved 1F1B (pipeline_schedule.h)
+  t.run.vpp = r.vpp;                                                                   // interleaved 1F1B (pipeline_schedule.h)
   auto has = [&](const char* f) { return std::find(r.features.begin(), r.features.end(), f) != r.features.end(); };
   t.run.overlap_grad_reduce = has("overlap_grad_reduce");
   t.run.overlap_param_gather = has("overlap_param_gather") && t.run.overlap_grad_reduce;
@@ -436,7 +437,7 @@ FidelitySet LoadFidelitySet(const std::string& path) {
 }
 
 PreparedRun PrepareRun(const FidelityRun& run, const ModelSpec& model) {
-  PreparedRun p{BuildPlan(model, FidelityDims(run), FidelityTraining(run)), {}, 0};
+  PreparedRun p{BuildPlan(model, FidelityDims(run), FidelityTraining(run), FidelityMachine(run)), {}, 0};
   const MemoryReport memory = ComputeMemory(p.plan);
   p.peak_gib = static_cast<double>(memory.worst_peak_bytes) / static_cast<double>(int64_t{1} << 30);
   RoutingSpec routing = ParseRoutingSpec("uniform");

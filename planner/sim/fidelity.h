@@ -115,11 +115,15 @@ double MeasuredStepSeconds(const FidelityRun& run);
 double TokensPerSecondPerGpu(const FidelityRun& run, double step_s);
 
 // The run's degrees (Megatron convention) and training settings: seq, MBS, micro-batches =
-// GBS / (DP·MBS), recompute, the cluster's GPUs per node, the dispatcher (a2a -> all_to_all;
+// GBS / (DP·MBS), recompute, the dispatcher (a2a -> all_to_all;
 // deepep / hybridep -> deepep: tokens cross the network once per destination node, then NVLink).
 // Requires run.mbs.
 ParallelDimsOptions FidelityDims(const FidelityRun& run);
 TrainingConfig FidelityTraining(const FidelityRun& run);
+// The machine of a run's plan: the node is the cluster's NVLink domain (HybridEP's and the
+// deredundency dispatcher's locality unit; gb200-nvl72: 72 GPUs over trays of 4), no budget
+// (network.h MachineOf).
+Machine FidelityMachine(const FidelityRun& run);
 
 struct FidelityPrediction {
   std::string id;

@@ -91,7 +91,7 @@ TEST_CASE("a run's training settings: micro-batches = GBS / (DP x MBS), Megatron
   CHECK(*g.num_microbatches == 8);
   CHECK(g.micro_batch_size == 4);
   CHECK(g.dispatcher == dockyard::Dispatcher::kDeepEp);
-  CHECK(g.gpus_per_node == 72);
+  CHECK(FidelityMachine(Run(set, "G01")).gpus_per_node == 72);
   CHECK(FidelityDims(Run(set, "G01")).convention == Convention::kMegatron);
   CHECK_THROWS_AS(FidelityTraining(Run(set, "P05")), Error);  // MBS not stated
 }

@@ -19,11 +19,12 @@ Plan Ep8Plan(const std::string& dispatcher, bool fp8, Recompute recompute = Reco
   d.ep = 8;
   TrainingConfig t;
   t.seq_len = 1024;
-  t.gpus_per_node = 4;
+  dockyard::Machine machine;
+  machine.gpus_per_node = 4;
   t.dispatcher = ParseDispatcher(dispatcher, "dispatcher");
   t.fp8_dispatch = fp8;
   t.recompute = recompute;
-  return BuildPlan(testing::TinyMixtral(), d, t);
+  return BuildPlan(testing::TinyMixtral(), d, t, machine);
 }
 
 // h100-sxm with 4 GPUs per node: the EP group spans 2 nodes (8 us network latency).

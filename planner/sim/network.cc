@@ -17,6 +17,10 @@ int64_t NvlinkDomainGpus(const ClusterSpec& c) {
   return std::max<int64_t>(c.gpus_per_node, c.nvlink_domain_gpus);
 }
 
+Machine MachineOf(const ClusterSpec& cluster, double gpu_memory_gib) {
+  return Machine{NvlinkDomainGpus(cluster), gpu_memory_gib};
+}
+
 int64_t MembersPerDomain(const std::vector<int64_t>& group, int64_t domain) {
   if (group.empty()) return 0;
   int64_t k = 0;

@@ -22,12 +22,19 @@
 #include <cstdint>
 #include <vector>
 
+#include "planner/model/machine.h"
 #include "planner/sim/cluster.h"
 
 namespace dockyard {
 
 // The locality unit: max(gpus_per_node, nvlink_domain_gpus).
 int64_t NvlinkDomainGpus(const ClusterSpec& cluster);
+
+// The machine a plan sees on `cluster` (machine.h): its locality unit as the node size
+// (NvlinkDomainGpus: ranks in one NVLink domain talk over NVLink, as the time model counts them)
+// and `gpu_memory_gib` as the budget (0 = none; the search passes the cluster's memory_gib when no
+// budget is given, search.h SearchMachine).
+Machine MachineOf(const ClusterSpec& cluster, double gpu_memory_gib);
 
 // Members of `group` (global ranks) in the NVLink domain of its first member (ranks fill domains
 // of `domain` GPUs in order). Groups of a row-major mesh have the same count in every domain.

@@ -131,3 +131,13 @@ TEST_CASE("Presets: gb200-nvl72 keeps 72 GPUs on NVLink, h800-sxm's NVLink caps 
   // b200: 8 x 48 = 384 below NVLink5's 740.
   CHECK(dockyard::RingBusGbps(ClusterPreset("b200"), 8, true) == Approx(384.0));
 }
+
+TEST_CASE("MachineOf: a plan on a cluster takes its NVLink domain as the node size and the budget given") {
+  // gb200-nvl72: trays of 4 GPUs in one 72-GPU NVLink domain; h100-sxm: 8-GPU nodes, no larger domain.
+  const dockyard::Machine g = dockyard::MachineOf(ClusterPreset("gb200-nvl72"), 0);
+  CHECK(g.gpus_per_node == 72);
+  CHECK(g.gpu_memory_gib == 0.0);
+  const dockyard::Machine h = dockyard::MachineOf(ClusterPreset("h100-sxm"), 60);
+  CHECK(h.gpus_per_node == 8);
+  CHECK(h.gpu_memory_gib == 60.0);
+}

@@ -52,7 +52,7 @@ std::vector<ExpertPlacement> PlaceLayers(const RoutingModel& model, const EplbOp
 
 int64_t EpGroupNodes(const Plan& plan) {
   const auto group = plan.meshes.sparse.GroupOf(0, plan.meshes.sparse.AxisIndex("ep"));
-  const int64_t gpn = plan.training.gpus_per_node;
+  const int64_t gpn = plan.machine.gpus_per_node;
   std::set<int64_t> nodes;
   for (int64_t r : group) nodes.insert(r / gpn);
   const int64_t n = static_cast<int64_t>(nodes.size());

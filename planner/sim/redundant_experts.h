@@ -70,7 +70,7 @@ struct RedundantExpertsReport {
   bool after_over_budget = false;  // after.peak_bytes exceeds it
 };
 
-// The nodes the EP group of `plan` spans (rank 0's group, training.gpus_per_node per node).
+// The nodes the EP group of `plan` spans (rank 0's group, machine.gpus_per_node per node).
 // Throws dockyard::Error when the group does not fill nodes in EP order, ep / nodes ranks each
 // (the node model of eplb.h).
 int64_t EpGroupNodes(const Plan& plan);

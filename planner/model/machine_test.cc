@@ -1,0 +1,72 @@
+// Machine: the node size and budget read from a training block, written back, checked, and set by flags.
+#include "planner/model/machine.h"
+
+#include <string>
+
+#include <doctest/doctest.h>
+
+#include "planner/base/error.h"
+#include "planner/base/json_util.h"
+#include "planner/model/training.h"
+#include "planner/model/training_overrides.h"
+
+using dockyard::Error;
+using dockyard::Json;
+using dockyard::JsonView;
+using dockyard::Machine;
+
+namespace {
+
+Machine FromBlock(const std::string& text) {
+  const Json j = dockyard::ParseJsonText(text, "spec.json");
+  return dockyard::MachineFromTrainingJson(JsonView(&j, "spec.json", "/training"));
+}
+
+}  // namespace
+
+TEST_CASE("A training block's gpus_per_node and gpu_memory_gib land in the machine; absent keys keep 8 GPUs and no budget") {
+  const Machine given = FromBlock(R"({"gpus_per_node": 4, "gpu_memory_gib": 80, "seq_len": 2048})");
+  CHECK(given.gpus_per_node == 4);
+  CHECK(given.gpu_memory_gib == 80.0);
+  const Machine none = FromBlock(R"({"seq_len": 2048})");
+  CHECK(none.gpus_per_node == 8);
+  CHECK(none.gpu_memory_gib == 0.0);
+  // The training reader accepts the two keys (they are not unknown) and leaves them to the machine.
+  const Json j = dockyard::ParseJsonText(R"({"gpus_per_node": 4, "gpu_memory_gib": 80, "seq_len": 2048})", "spec.json");
+  CHECK(dockyard::TrainingFromJson(JsonView(&j, "spec.json", "/training")).seq_len == 2048);
+}
+
+TEST_CASE("Out-of-range machine values name the field as JSON or as the flag spells it") {
+  CHECK_THROWS_WITH_AS(FromBlock(R"({"gpu_memory_gib": -80})"),
+                       doctest::Contains("/training/gpu_memory_gib: must be a finite number in [0, 1e6] GiB, got -80"), Error);
+  // JSON integers below 1 are refused by the reader (JsonView::IntOr), as the training block always did.
+  CHECK_THROWS_WITH_AS(FromBlock(R"({"gpus_per_node": 0})"), "spec.json: /training/gpus_per_node: must be >= 1, got 0", Error);
+  CHECK_THROWS_WITH_AS(FromBlock(R"({"gpus_per_node": 2000000})"),
+                       doctest::Contains("/training/gpus_per_node: must be in [1, 2^20], got 2000000"), Error);
+  dockyard::TrainingOverrides o;
+  o.gpus_per_node = 0;
+  CHECK_THROWS_WITH_AS(dockyard::ApplyMachineOverrides(Machine{}, o), "--gpus-per-node: must be in [1, 2^20], got 0", Error);
+  o.gpus_per_node = 2;
+  o.gpu_memory_gib = 40;
+  const Machine m = dockyard::ApplyMachineOverrides(FromBlock(R"({"gpus_per_node": 4, "gpu_memory_gib": 80})"), o);
+  CHECK(m.gpus_per_node == 2);  // the flag over the block
+  CHECK(m.gpu_memory_gib == 40.0);
+  CHECK(dockyard::ApplyMachineOverrides(FromBlock(R"({"gpus_per_node": 4})"), {}).gpus_per_node == 4);  // no flag: the block's
+}
+
+TEST_CASE("TrainingToJson writes the machine's keys into the training block, and the block reads back to both") {
+  dockyard::TrainingConfig t;
+  t.seq_len = 1024;
+  Machine m;
+  m.gpus_per_node = 72;
+  m.gpu_memory_gib = 186;
+  const Json j = dockyard::TrainingToJson(t, m);
+  CHECK(j.at("gpus_per_node") == 72);
+  CHECK(j.at("gpu_memory_gib") == 186.0);
+  CHECK(j.at("seq_len") == 1024);
+  const Json back = dockyard::ParseJsonText(j.dump(), "back.json");
+  const Machine again = dockyard::MachineFromTrainingJson(JsonView(&back, "back.json", "/training"));
+  CHECK(again.gpus_per_node == 72);
+  CHECK(again.gpu_memory_gib == 186.0);
+  CHECK(dockyard::TrainingToJson(dockyard::TrainingFromJson(JsonView(&back, "back.json", "/training")), again) == j);
+}
