@@ -201,7 +201,6 @@ struct LayoutEvaluator::Impl {
     std::vector<UnitSums> kinds;
     UnitSums embedding, root, tied_copy;
     bool uneven_fsdp = false;  // a class FSDP2 cannot shard (FindUnevenFsdpCut): BuildPlan rejects it
-    std::string uneven_error;  // its UnevenFsdpMessage
   };
   std::unordered_map<std::string, ClassSums> class_sums;
   std::string key;              // scratch
@@ -249,7 +248,7 @@ struct LayoutEvaluator::Impl {
     }
     const ClassSums& sums = SumsFor(d, m.moe.num_experts, strategy == DpSharding::kFsdp);
     if (sums.uneven_fsdp) {  // BuildPlan rejects it
-      g.error = sums.uneven_error;
+      g.error = UnevenFsdpError();
       return g;
     }
     g.valid = true;
@@ -331,6 +330,28 @@ struct LayoutEvaluator::Impl {
     return static_cast<int>(combos.size()) - 1;
   }
 
+  // BuildPlan's message for the first class FSDP2 cannot shard under the cuts SumsFor computed last
+  // (the memoized sums are shared by cuts of other meshes, whose names the message carries).
+  std::string UnevenFsdpError() const {
+    auto message = [&](const ParamClass& pc) -> std::string {
+      const UnevenFsdpCut uneven = FindUnevenFsdpCut(pc.shape, cuts[pc.combo]);
+      return uneven.cut < 0 ? "" : UnevenFsdpMessage(pc.fqn, cuts[pc.combo].cuts[uneven.cut], uneven.size);
+    };
+    // The inventory's order: the embedding, the layers, the root unit.
+    for (const auto& pc : embedding) {
+      if (std::string m = message(pc); !m.empty()) return m;
+    }
+    for (const auto& kind : kinds) {
+      for (const auto& pc : kind.classes) {
+        if (std::string m = message(pc); !m.empty()) return m;
+      }
+    }
+    for (const auto& pc : root) {
+      if (std::string m = message(pc); !m.empty()) return m;
+    }
+    return "internal: an FSDP cut the search found uneven is even";
+  }
+
   const ClassSums& SumsFor(const ParallelDims& d, int64_t num_experts, bool fsdp) {
     key.clear();
     for (size_t i = 0; i < combos.size(); ++i) {
@@ -350,11 +371,7 @@ struct LayoutEvaluator::Impl {
     ClassSums sums;
     sums.kinds.resize(kinds.size());
     auto check = [&](const ParamClass& pc) {
-      if (!fsdp || sums.uneven_fsdp) return;
-      const UnevenFsdpCut uneven = FindUnevenFsdpCut(pc.shape, cuts[pc.combo]);
-      if (uneven.cut < 0) return;
-      sums.uneven_fsdp = true;
-      sums.uneven_error = UnevenFsdpMessage(pc.fqn, cuts[pc.combo].cuts[uneven.cut], uneven.size);
+      if (fsdp && FindUnevenFsdpCut(pc.shape, cuts[pc.combo]).cut >= 0) sums.uneven_fsdp = true;
     };
     for (size_t i = 0; i < kinds.size(); ++i) {
       for (const auto& pc : kinds[i].classes) {

@@ -9,6 +9,7 @@
 
 #include "planner/base/error.h"
 #include "planner/layout/plan.h"
+#include "planner/search/every_candidate.h"
 #include "planner/search/layout_eval.h"
 #include "planner/search/search.h"
 #include "planner/search/search_space.h"
@@ -17,14 +18,7 @@
 namespace dockyard {
 namespace {
 
-SearchOptions SmallSearch() {
-  SearchOptions o;
-  o.world_size = 8;
-  o.training.seq_len = 256;
-  o.training.gpu_memory_gib = 1000;  // everything fits
-  o.routing_layers = 1;
-  return o;
-}
+using testing::SmallSearch;
 
 int64_t Sum(const std::map<std::string, int64_t>& m) {
   int64_t n = 0;
@@ -84,7 +78,6 @@ TEST_CASE("The search's reason for each invalid candidate is the rule the plan p
 TEST_CASE("seq_len not divisible by 2 x cp rejects the cp layouts in the search, with the reason") {
   const ModelSpec model = testing::TinyMixtral();
   SearchOptions o = SmallSearch();
-  o.top = 100000;
   // 6 tokens: cp 2 needs a multiple of 4, cp 4 of 8, cp 8 of 16; only cp 1 layouts remain.
   o.training.seq_len = 6;
   const SearchResult r = SearchLayouts(model, o);
