@@ -32,12 +32,16 @@ std::string SearchSplitNotes(const ModelSpec& model, const SearchOptions& o, con
     entry.first += (entry.first.empty() ? "" : ", ") + std::to_string(i + 1);
     entry.second = reason;
   }
+  // The explained layout joins the line of its (pp, vpp) when there is one, else gets its own below.
+  if (explained) {
+    auto it = by_split.find({explained->layout.dims.pp, explained->vpp});
+    if (it != by_split.end()) it->second.first += ", explained layout";
+  }
   std::string out;
   for (const auto& [split, entry] : by_split) {
     out += fmt::format("Note       row{} {} (pp {}, vpp {}): {}\n", entry.first.find(',') == std::string::npos ? "" : "s", entry.first,
                        split.first, split.second, entry.second);
   }
-  // The explained layout, unless a row line already says it for its (pp, vpp).
   if (explained && by_split.count({explained->layout.dims.pp, explained->vpp}) == 0) {
     const std::string reason = RowReason(model, o, *explained);
     if (!reason.empty()) {

@@ -13,7 +13,8 @@ namespace dockyard {
 
 // One "Note       rows R1, R2 (pp P, vpp V): <MegatronEvenSplitReason>" line per (pp, vpp) of the
 // ranked `rows` (numbered from 1) that needs one, then "Note       explained layout (pp P, vpp V):
-// ..." for `explained` when it needs one and no row line covers its (pp, vpp). "" for the torchtitan convention or when none needs one.
+// ..." for `explained` when it needs one; when a row line has its (pp, vpp), that line ends its
+// list with "explained layout" instead. "" for the torchtitan convention or when none needs one.
 std::string SearchSplitNotes(const ModelSpec& model, const SearchOptions& options, const std::vector<RankedLayout>& rows,
                              const std::optional<RankedLayout>& explained);
 
