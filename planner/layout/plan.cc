@@ -89,6 +89,11 @@ PipelineStages ResolvePipelineStages(const TrainingConfig& training, int64_t num
   return out;
 }
 
+std::string DeredundencyOepError(const TrainingConfig& training, int64_t ep) {
+  if (training.dispatcher != Dispatcher::kDeredundency || !training.oep || ep % *training.oep == 0) return "";
+  return fmt::format("oep ({}) must divide ep ({}) for the deredundency dispatcher (ep = oep x iep)", *training.oep, ep);
+}
+
 Plan BuildPlan(const ModelSpec& model, const ParallelDimsOptions& options, const TrainingConfig& training, const Machine& machine) {
   return BuildPlan(model, BuildInventory(model), options, training, machine);
 }
@@ -118,13 +123,12 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
   ValidateSchedule(plan.training.run, plan.dims.pp, *plan.training.num_microbatches);
   ValidateSelectiveAcConvention(plan.training, plan.dims.convention == Convention::kTorchtitan);
   ValidateSeqLenForModel(plan.training.seq_len, plan.model, "--seq-len");
+  ValidateSeqLenForCp(plan.training.seq_len, plan.dims.cp);
   ValidateOpSac(plan.training, plan.model);
   ValidateRecomputeModulesForModel(plan.training, plan.model);
   ValidateEpOverlap(plan.training, plan.dims.pp, plan.dims.ep);
-  if (plan.training.dispatcher == Dispatcher::kDeredundency && plan.training.oep && plan.dims.ep % *plan.training.oep != 0) {
-    throw Error(
-        fmt::format("oep ({}) must divide ep ({}) for the deredundency dispatcher (ep = oep x iep)", *plan.training.oep, plan.dims.ep));
-  }
+  const std::string oep_error = DeredundencyOepError(plan.training, plan.dims.ep);
+  if (!oep_error.empty()) throw Error(oep_error);
   plan.inventory = inventory;
   // With tied embeddings and several pipeline stages, the last stage keeps its own copy of the
   // embedding matrix as lm_head (gradients are all-reduced between the two stages). The copy is

@@ -93,6 +93,10 @@ std::vector<int64_t> ParamBytesPerRank(const Plan& plan);
 // (ParamBytesPerRank of the same plan).
 std::vector<StageSummary> SummarizeStages(const Plan& plan, const std::vector<int64_t>& param_bytes_per_rank);
 
+// The deredundency dispatcher's rule (ep = oep x iep): its message when training.oep does not
+// divide ep, empty otherwise (and for other dispatchers). BuildPlan throws it; the search counts it.
+std::string DeredundencyOepError(const TrainingConfig& training, int64_t ep);
+
 // Validates the degrees (ParallelDims::Build, ValidateDimsForModel), the training settings and the
 // machine (ValidateMachine, "training." as the plan report spells them), and builds the plan. The
 // machine's node size and budget are the caller's (flags, the cluster: network.h MachineOf, or the

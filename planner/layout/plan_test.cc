@@ -163,3 +163,15 @@ TEST_CASE("The plan carries its training settings once: plan.training, resolved;
   CHECK(plan.training.num_microbatches == 2);  // resolved: pp
   CHECK(plan.training.dp_sharding == dockyard::DpSharding::kFsdp);
 }
+
+TEST_CASE("BuildPlan refuses a seq_len that does not split into 2 x cp chunks (check and simulate build through it)") {
+  const auto model = dockyard::testing::TinyMixtral();
+  ParallelDimsOptions o;
+  o.world_size = 8;
+  o.cp = 4;
+  dockyard::TrainingConfig t;
+  t.seq_len = 100;  // 100 = 8 x 12 + 4: not a multiple of 2 x cp = 8 (Megatron get_batch_on_this_cp_rank)
+  CHECK_THROWS_WITH_AS(BuildPlan(model, o, t), doctest::Contains("--seq-len 100 must be divisible by 2 x cp = 8 (cp 4)"), dockyard::Error);
+  t.seq_len = 104;  // 8 x 13
+  CHECK_NOTHROW(BuildPlan(model, o, t));
+}

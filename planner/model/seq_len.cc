@@ -26,4 +26,20 @@ std::string SeqLenWarning(int64_t seq_len, const ModelSpec& m, const std::string
                                       "long-context run extends RoPE itself)");
 }
 
+bool SeqLenSplitsOverCp(int64_t seq_len, int64_t cp, std::string* error) {
+  if (cp <= 1 || seq_len % (2 * cp) == 0) return true;
+  if (error) {
+    *error = fmt::format(
+        "--seq-len {} must be divisible by 2 x cp = {} (cp {}): load-balanced context parallelism splits each sequence into "
+        "2 x cp chunks (Megatron get_batch_on_this_cp_rank, PyTorch context_parallel's head-tail load balancer)",
+        seq_len, 2 * cp, cp);
+  }
+  return false;
+}
+
+void ValidateSeqLenForCp(int64_t seq_len, int64_t cp) {
+  std::string error;
+  if (!SeqLenSplitsOverCp(seq_len, cp, &error)) throw Error(error);
+}
+
 }  // namespace dockyard

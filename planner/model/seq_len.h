@@ -34,4 +34,15 @@ void ValidateSeqLenForModel(int64_t seq_len, const ModelSpec& model, const std::
 // (Qwen3 documents YaRN factor 4 over 32768).
 std::string SeqLenWarning(int64_t seq_len, const ModelSpec& model, const std::string& flag);
 
+// Load-balanced context parallelism cuts each sequence into 2 x cp equal chunks and gives cp rank
+// r chunks r and 2 cp - 1 - r, so seq_len must be a multiple of 2 x cp when cp > 1:
+//  - Megatron: megatron/core/utils.py get_batch_on_this_cp_rank views the sequence dim as
+//    [2 * cp_size, seq_len // (2 * cp_size)] ("The sequence length must be divisible by 2 * cp_size");
+//  - torchtitan: PyTorch's context_parallel load balancer (torch/distributed/tensor/experimental/
+//    _context_parallel/_load_balancer.py _HeadTailLoadBalancer) asserts seq_length % (2 * world_size) == 0.
+// SeqLenSplitsOverCp returns false on the broken rule and, when `error` is not null, writes there
+// the message ValidateSeqLenForCp throws (naming --seq-len, its value, cp and 2 x cp); cp <= 1 always holds.
+bool SeqLenSplitsOverCp(int64_t seq_len, int64_t cp, std::string* error);
+void ValidateSeqLenForCp(int64_t seq_len, int64_t cp);
+
 }  // namespace dockyard

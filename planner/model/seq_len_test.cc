@@ -29,7 +29,7 @@ TEST_CASE("Beyond max_position_embeddings is a warning, naming the limit and the
   CHECK(SeqLenWarning(8192, olmoe, "--seq-len") ==
         "warning: --seq-len 8192 is above the model's max_position_embeddings (4096) and its config has no rope_scaling: the positions "
         "beyond it were not pretrained (a long-context run extends RoPE itself)\n");
-  CHECK_NOTHROW(ValidateSeqLenForModel(8192, olmoe, "--seq-len"));  // planned, as runs.json H03 trains 65536 over 40960
+  CHECK_NOTHROW(ValidateSeqLenForModel(8192, olmoe, "--seq-len"));   // planned, as runs.json H03 trains 65536 over 40960
   CHECK(SeqLenWarning(kMaxSeqLen + 1, olmoe, "--seq-len").empty());  // refused instead: no warning before the error
   // DeepSeek-V3: max_position_embeddings 163840 with YaRN rope_scaling (factor 40 over 4096).
   const ModelSpec v3 = LoadModel("testdata/hf/deepseek-v3.json");
@@ -39,6 +39,22 @@ TEST_CASE("Beyond max_position_embeddings is a warning, naming the limit and the
         "warning: --seq-len 262144 is above the model's max_position_embeddings (163840); the config's rope_scaling must cover it\n");
   ModelSpec spec;  // no positions stated: no warning
   CHECK(SeqLenWarning(65536, spec, "--seq-len").empty());
+}
+
+TEST_CASE("Context parallelism needs seq_len divisible by 2 x cp") {
+  // Megatron get_batch_on_this_cp_rank: 2 x cp chunks per sequence. 4096 = 512 x 8: cp 4 splits it.
+  CHECK(SeqLenSplitsOverCp(4096, 4, nullptr));
+  CHECK_NOTHROW(ValidateSeqLenForCp(4096, 4));
+  // 4100 = 8 x 512 + 4: not a multiple of 2 x cp = 8.
+  std::string error;
+  CHECK_FALSE(SeqLenSplitsOverCp(4100, 4, &error));
+  CHECK(error.find("--seq-len 4100 must be divisible by 2 x cp = 8 (cp 4)") == 0);
+  CHECK_THROWS_WITH_AS(ValidateSeqLenForCp(4100, 4), doctest::Contains("2 x cp = 8"), Error);
+  // cp 3: 6 splits into 6 chunks of 1 token; 9 divides by cp (3) but not by 2 x cp (6).
+  CHECK(SeqLenSplitsOverCp(6, 3, nullptr));
+  CHECK_FALSE(SeqLenSplitsOverCp(9, 3, nullptr));
+  // cp 1: no split, any length.
+  CHECK(SeqLenSplitsOverCp(4097, 1, nullptr));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "planner/accounting/refit.h"
 #include "planner/layout/default_layout.h"
+#include "planner/layout/megatron_split.h"
 #include "planner/accounting/replica_refit.h"
 #include "planner/report/budget_text.h"
 #include "planner/report/header.h"
@@ -186,6 +187,8 @@ std::string PlanCommandText(const PlanCommandRequest& r, const PlanCommandResult
   const Plan& plan = result.plan;
   const MemoryReport& memory = result.memory;
   std::string out = ReportHeaderToText(result.header) + note;
+  // Megatron would refuse dockyard's even split without a split flag: say which flag reproduces it.
+  out += MegatronEvenSplitNote(plan.training, plan.model.num_hidden_layers, plan.dims.pp, plan.dims.convention == Convention::kMegatron);
   if (result.received) out += ReceivedRowsToText(*result.received);
   if (result.cost) {
     if (global_batch) out += GlobalBatchText(*global_batch, plan);

@@ -143,3 +143,26 @@ TEST_CASE("A report's inputs: the model or the embedded default, a cluster file 
   CHECK(files.files == std::vector<std::string>{"m.json", cluster, "t.json", "cal.json"});
   CHECK(files.embedded.empty());
 }
+
+TEST_CASE("check under Megatron notes an uneven even split and the flag that reproduces it") {
+  auto model = dockyard::testing::TinyMixtral();
+  model.num_hidden_layers = 3;  // 3 layers over pp 2: 2 + 1, which Megatron refuses without a split flag
+  model.moe_layers = {true, true, true};
+  dockyard::ParallelDimsOptions d = TinyDims();
+  d.pp = 2;
+  d.ep = 2;
+  d.convention = dockyard::Convention::kMegatron;
+  dockyard::PlanCommandRequest r;
+  r.model_source = "tiny.json";
+  r.provenance = {{"argv", {"dockyard-plan"}}};
+  r.command = dockyard::PlanCommand::kCheck;
+  const auto result = dockyard::RunPlanCommand(dockyard::BuildPlan(model, d), r);
+  const std::string text = dockyard::PlanCommandText(r, result, std::nullopt, "");
+  CHECK(text.find("Note       Megatron refuses this split without a split flag: num_hidden_layers (3) is not divisible by pp (2)") !=
+        std::string::npos);
+  CHECK(text.find("pass --decoder-first-pipeline-num-layers 2\n") != std::string::npos);
+  // torchtitan takes the split as it is: no note.
+  d.convention = dockyard::Convention::kTorchtitan;
+  const auto titan = dockyard::RunPlanCommand(dockyard::BuildPlan(model, d), r);
+  CHECK(dockyard::PlanCommandText(r, titan, std::nullopt, "").find("Megatron refuses") == std::string::npos);
+}

@@ -10,6 +10,7 @@
 #include "planner/report/report.h"
 #include "planner/search/pareto.h"
 #include "planner/search/search_space.h"
+#include "planner/search/split_notes.h"
 
 namespace dockyard {
 
@@ -81,6 +82,7 @@ SearchCommandResult RunSearchCommand(const ModelSpec& model, SearchOptions s, co
   }
   out.text = ReportHeaderToText(header) + SearchResultToText(result);
   if (explained) out.text += ExplainToText(*explained);
+  out.text += SearchSplitNotes(model, s, result.top, explained ? explained->layout : std::nullopt);
   if (redundant) out.text += RedundantSearchToText(*redundant);
   return out;
 }

@@ -2,7 +2,8 @@
 // reference path (BuildPlan + ComputeMemory + ComputeWorkload + SimulateStep) for EVERY candidate
 // of a search: the same validity, degrees, worst peak bytes and, for every valid candidate (over
 // budget or not), bit-identical step time, tokens/s per GPU and MFU, the same dominant phase and
-// the same breakdown. Used by layout_eval_test.cc, layout_eval_models_test.cc and search_test.cc.
+// the same breakdown; for every invalid candidate the same reason (the rule's message). Used by layout_eval_test.cc,
+// layout_eval_models_test.cc and search_test.cc.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +21,17 @@ namespace dockyard::testing {
 
 using dockyard::SearchOptions;
 
+// A search on 8 GPUs where everything fits (a 1000 GiB budget): seq_len 256, every ranked layout
+// kept (top 100000), one routing layer.
+inline SearchOptions SmallSearch() {
+  SearchOptions o;
+  o.world_size = 8;
+  o.training.seq_len = 256;
+  o.gpu_memory_gib = 1000;
+  o.top = 100000;
+  o.routing_layers = 1;
+  return o;
+}
 
 struct Coverage {
   int64_t candidates = 0, invalid = 0, over_budget = 0, ranked = 0, pp_gt_1 = 0, deredundency = 0, etp_gt_1 = 0, cp_gt_1 = 0;
@@ -53,6 +65,9 @@ inline Coverage CompareEveryCandidate(const dockyard::ModelSpec& model, const Se
     REQUIRE(fast.status == ref.status);
     if (ref.status == Status::kInvalid) {
       ++cov.invalid;
+      // The search counts it under the plan path's own message (SearchResult::invalid_reasons).
+      CHECK(!fast.reason.empty());
+      CHECK(fast.reason == ref.reason);
       continue;
     }
     (ref.status == Status::kOverBudget ? cov.over_budget : cov.ranked)++;

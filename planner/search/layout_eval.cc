@@ -20,6 +20,7 @@
 #include "planner/sim/network.h"
 #include "planner/sim/received_rows.h"
 #include "planner/layout/plan.h"
+#include "planner/model/seq_len.h"
 #include "planner/accounting/workload.h"
 
 namespace dockyard {
@@ -55,7 +56,8 @@ struct ParamClass {
   bool routed = false;
   int group = 0;
   int64_t count = 0;
-  int combo = -1;  // index of its (routed, tp_dim) in LayoutEvaluator::Impl::combos
+  int combo = -1;   // index of its (routed, tp_dim) in LayoutEvaluator::Impl::combos
+  std::string fqn;  // its first parameter's (the uneven-FSDP message names it)
 
   bool SameKind(const ParamInfo& p, int g) const {
     return shape == p.shape && tp_dim == p.tp_dim && routed == p.routed_expert && group == g;
@@ -71,7 +73,7 @@ void AddToClasses(std::vector<ParamClass>& classes, const ParamInfo& p) {
       return;
     }
   }
-  classes.push_back({p.shape, p.tp_dim, p.routed_expert, g, 1});
+  classes.push_back({p.shape, p.tp_dim, p.routed_expert, g, 1, -1, p.fqn});
 }
 
 // Elements of one parameter of class `c` on the first rank of its stage under `cuts` (the
@@ -120,6 +122,7 @@ struct LayerKind {
 // The layer split of one pp: stage of each layer and per stage the layers of each kind.
 struct Split {
   bool valid = true;
+  std::string error;  // why not valid (ResolvePipelineStages' message)
   std::vector<int64_t> layer_stage;
   std::vector<std::vector<int64_t>> kind_count;   // [stage][kind]
   std::vector<int64_t> moe_layers, dense_layers;  // [stage]
@@ -150,6 +153,7 @@ struct LayoutEvaluator::GroupStatics {
   double fp8_copy = 0;
   // Figures.
   bool valid = false;     // the layer split exists and FSDP2 can shard every class
+  std::string error;      // why not valid: the split's or UnevenFsdpMessage
   bool overflow = false;  // a static figure beyond int64: the reference path takes the candidate
   const Split* split = nullptr;
   const std::vector<UnitSums>* kind_sums = nullptr;
@@ -180,9 +184,10 @@ struct LayoutEvaluator::Impl {
   // does (ValidateTraining; dp_sharding's convention default), with their dtype sizes.
   struct TrainingEntry {
     bool ok = false;
+    std::string error;  // why not ok (ValidateTraining's message)
     TrainingConfig t;
     TrainingBytes bytes;
-    std::map<std::pair<int64_t, int64_t>, bool> run_ok;  // per (pp, ep): the run-setting rules hold
+    std::map<std::pair<int64_t, int64_t>, std::string> run_error;  // per (pp, ep): the run-setting rule broken, empty = they hold
   };
   using TrainingKey = std::tuple<Dispatcher, int64_t, int64_t, int64_t, int64_t, int, int, int>;
   std::map<TrainingKey, TrainingEntry> trainings;
@@ -207,18 +212,20 @@ struct LayoutEvaluator::Impl {
     bool filled = false;
     ParallelDimsOptions options;
     bool ok = false;
+    std::string error;  // why not ok (TryBuildParallelDims, CheckDimsForModel, SeqLenSplitsOverCp)
     ParallelDims d;
   } last_dims;
   // The last group's figures (GroupStatics): the search visits every setting of a group in a row.
   GroupStatics last_group;
 
-  const DimsCheck& DimsFor(const ParallelDimsOptions& o, const ModelSpec& m) {
+  const DimsCheck& DimsFor(const ParallelDimsOptions& o, const ModelSpec& m, int64_t seq_len) {
     DimsCheck& c = last_dims;
     if (c.filled && SameDims(c.options, o)) return c;
     c.filled = true;
     c.options = o;
     last_group.filled = false;  // its figures were for other degrees
-    c.ok = TryBuildParallelDims(o, &c.d, nullptr) && CheckDimsForModel(c.d, m, nullptr);
+    c.error.clear();
+    c.ok = TryBuildParallelDims(o, &c.d, &c.error) && CheckDimsForModel(c.d, m, &c.error) && SeqLenSplitsOverCp(seq_len, c.d.cp, &c.error);
     return c;
   }
 
@@ -236,9 +243,15 @@ struct LayoutEvaluator::Impl {
     g.bytes = tb;
     g.fp8_copy = fp8_copy;
     g.split = &SplitFor(m, t, d.pp);
-    if (!g.split->valid) return g;
+    if (!g.split->valid) {
+      g.error = g.split->error;
+      return g;
+    }
     const ClassSums& sums = SumsFor(d, m.moe.num_experts, strategy == DpSharding::kFsdp);
-    if (sums.uneven_fsdp) return g;  // BuildPlan rejects it
+    if (sums.uneven_fsdp) {  // BuildPlan rejects it
+      g.error = UnevenFsdpError();
+      return g;
+    }
     g.valid = true;
     g.kind_sums = &sums.kinds;
     g.embedding = &sums.embedding;
@@ -318,6 +331,28 @@ struct LayoutEvaluator::Impl {
     return static_cast<int>(combos.size()) - 1;
   }
 
+  // BuildPlan's message for the first class FSDP2 cannot shard under the cuts SumsFor computed last
+  // (the memoized sums are shared by cuts of other meshes, whose names the message carries).
+  std::string UnevenFsdpError() const {
+    auto message = [&](const ParamClass& pc) -> std::string {
+      const UnevenFsdpCut uneven = FindUnevenFsdpCut(pc.shape, cuts[pc.combo]);
+      return uneven.cut < 0 ? "" : UnevenFsdpMessage(pc.fqn, cuts[pc.combo].cuts[uneven.cut], uneven.size);
+    };
+    // The inventory's order: the embedding, the layers, the root unit.
+    for (const auto& pc : embedding) {
+      if (std::string m = message(pc); !m.empty()) return m;
+    }
+    for (const auto& kind : kinds) {
+      for (const auto& pc : kind.classes) {
+        if (std::string m = message(pc); !m.empty()) return m;
+      }
+    }
+    for (const auto& pc : root) {
+      if (std::string m = message(pc); !m.empty()) return m;
+    }
+    return "internal: an FSDP cut the search found uneven is even";
+  }
+
   const ClassSums& SumsFor(const ParallelDims& d, int64_t num_experts, bool fsdp) {
     key.clear();
     for (size_t i = 0; i < combos.size(); ++i) {
@@ -366,8 +401,9 @@ struct LayoutEvaluator::Impl {
       // embedding on stage 0 and the loss and MTP on stage pp - 1, as the rest of this evaluator
       // assumes (a --pipeline-model-parallel-layout is refused by the search's front end).
       s.layer_stage = ResolvePipelineStages(t, m.num_hidden_layers, pp).layer_stage;
-    } catch (const Error&) {
+    } catch (const Error& e) {
       s.valid = false;
+      s.error = e.what();
     }
     if (s.valid) {
       s.kind_count.assign(pp, std::vector<int64_t>(kinds.size(), 0));
@@ -472,8 +508,9 @@ static LayoutEvaluator::Impl::TrainingEntry& TrainingEntryOf(LayoutEvaluator::Im
     ValidateTraining(e.t, "training.");
     e.bytes = TrainingBytesOf(e.t);
     e.ok = true;
-  } catch (const Error&) {
+  } catch (const Error& err) {
     e.ok = false;
+    e.error = err.what();
   }
   if (!e.t.dp_sharding) e.t.dp_sharding = o.convention == Convention::kMegatron ? DpSharding::kZero1 : DpSharding::kFsdp;
   if (!e.t.num_microbatches) e.t.num_microbatches.reset();  // resolved per pp below (BuildPlan: pp)
@@ -481,20 +518,21 @@ static LayoutEvaluator::Impl::TrainingEntry& TrainingEntryOf(LayoutEvaluator::Im
 }
 
 // BuildPlan's run-setting rules (ValidateRunSettings, ValidateEpOverlap, ValidateVppChunks) for
-// the entry at (pp, ep), cached: they depend on nothing else of a candidate.
-static bool RunSettingsHold(LayoutEvaluator::Impl::TrainingEntry& e, int64_t pp, int64_t ep, int64_t num_layers) {
+// the entry at (pp, ep), cached: they depend on nothing else of a candidate. Returns the message
+// of the rule broken, empty when they hold (a reference into the cache).
+static const std::string& RunSettingsError(LayoutEvaluator::Impl::TrainingEntry& e, int64_t pp, int64_t ep, int64_t num_layers) {
   const auto key = std::make_pair(pp, ep);
-  auto it = e.run_ok.find(key);
-  if (it != e.run_ok.end()) return it->second;
-  bool ok = true;
+  auto it = e.run_error.find(key);
+  if (it != e.run_error.end()) return it->second;
+  std::string error;
   try {
     ValidateRunSettings(e.t.run, static_cast<int>(*e.t.dp_sharding), pp);
     ValidateEpOverlap(e.t, pp, ep);
     ValidateVppChunks(pp, e.t.run.vpp, num_layers);
-  } catch (const Error&) {
-    ok = false;
+  } catch (const Error& err) {
+    error = err.what();
   }
-  return e.run_ok.emplace(key, ok).first->second;
+  return e.run_error.emplace(key, std::move(error)).first->second;
 }
 
 LayoutEvaluator::~LayoutEvaluator() = default;
@@ -571,8 +609,9 @@ LayoutEvaluation LayoutEvaluator::EvaluateReference(const LayoutCandidate& c, bo
   Plan plan;
   try {
     plan = BuildPlan(model_, inventory_, c.dims, t, impl_->machine);
-  } catch (const Error&) {
+  } catch (const Error& e) {
     r.status = LayoutEvaluation::Status::kInvalid;
+    r.reason = e.what();
     return r;
   }
   r.dims = plan.dims;
@@ -617,11 +656,18 @@ LayoutEvaluation LayoutEvaluator::EvaluateReference(const LayoutCandidate& c, bo
   return r;
 }
 
-bool LayoutEvaluator::SettingsHold(const LayoutCandidate& c) {
+bool LayoutEvaluator::SettingsHold(const LayoutCandidate& c, std::string* reason) {
   Impl::TrainingEntry& entry = TrainingEntryOf(*impl_, options_, c);
+  if (!entry.ok) {
+    if (reason) *reason = entry.error;
+    return false;
+  }
   ParallelDims d;
-  if (!entry.ok || !TryBuildParallelDims(c.dims, &d, nullptr)) return false;
-  return RunSettingsHold(entry, d.pp, d.ep, model_.num_hidden_layers);
+  if (!TryBuildParallelDims(c.dims, &d, reason)) return false;
+  const std::string& error = RunSettingsError(entry, d.pp, d.ep, model_.num_hidden_layers);
+  if (error.empty()) return true;
+  if (reason) *reason = error;
+  return false;
 }
 
 // ComputeMemory's worst peak of a candidate of group `g` (its settings in `w` and `t`): per stage,
@@ -689,15 +735,23 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   if (options_.training.fp8_param_gather) return HandToReference(c, simulate_over_budget, detail);
   // torchtitan's per-layer selective checkpointing counts layers per stage: SimulateStep's path (opt-in).
   if (!options_.training.selective_ac_option.empty()) return HandToReference(c, simulate_over_budget, detail);
+  // Each broken rule's message goes to r.reason (the search counts candidates per reason).
+  auto invalid = [&r](const std::string& reason) -> LayoutEvaluation& {
+    r.reason = reason;
+    return r;
+  };
   Impl::TrainingEntry& entry = TrainingEntryOf(im, options_, c);
-  if (!entry.ok) return r;
-  const Impl::DimsCheck& dims = im.DimsFor(c.dims, m);
-  if (!dims.ok) return r;
+  if (!entry.ok) return invalid(entry.error);
+  const Impl::DimsCheck& dims = im.DimsFor(c.dims, m, options_.training.seq_len);
+  if (!dims.ok) return invalid(dims.error);
   const ParallelDims& d = dims.d;
-  if (!RunSettingsHold(entry, d.pp, d.ep, m.num_hidden_layers)) return r;
-  if (entry.t.dispatcher == Dispatcher::kDeredundency && entry.t.oep && d.ep % *entry.t.oep != 0) return r;
+  const std::string& run_error = RunSettingsError(entry, d.pp, d.ep, m.num_hidden_layers);
+  if (!run_error.empty()) return invalid(run_error);
+  if (entry.t.dispatcher == Dispatcher::kDeredundency && entry.t.oep && d.ep % *entry.t.oep != 0) {
+    return invalid(DeredundencyOepError(entry.t, d.ep));
+  }
   const GroupStatics& g = im.StaticsFor(m, options_.cluster, d, entry.t, entry.bytes);
-  if (!g.valid) return r;
+  if (!g.valid) return invalid(g.error);
   r.dims = d;
   // With --routing, the candidate's own routing sample sizes its received rows (as simulate does).
   TrainingConfig sized;

@@ -70,6 +70,9 @@ struct LayoutEvaluation {
   double tokens_per_s_per_gpu = 0;
   double mfu = 0;
   std::string dominant_phase;
+  // kInvalid: the message of the rule the candidate breaks, as the plan path words it (BuildPlan's
+  // checks, seq_len.h SeqLenSplitsOverCp); the first one met in the fast path's order.
+  std::string reason;
 };
 
 class LayoutEvaluator {
@@ -103,7 +106,8 @@ class LayoutEvaluator {
   // Whether `candidate`'s degrees and settings pass the rules Evaluate checks before memory
   // (ValidateTraining, the degrees, the run-setting rules): the search's pruned branch counts a
   // candidate invalid exactly when Evaluate would.
-  bool SettingsHold(const LayoutCandidate& candidate);
+  // `reason` (optional): when false, the rule's message, as LayoutEvaluation::reason.
+  bool SettingsHold(const LayoutCandidate& candidate, std::string* reason = nullptr);
   // The full cost breakdown (phases, critical path and its shares) of a candidate the plan path
   // accepts, by the fast path (equal to the reference path's: search_test); throws dockyard::Error
   // otherwise.

@@ -11,6 +11,7 @@
 #include "planner/layout/plan.h"
 #include "planner/accounting/workload.h"
 #include "planner/sim/network.h"
+#include "planner/search/layout_eval.h"
 
 namespace dockyard {
 
@@ -47,13 +48,19 @@ RedundantSearchResult SearchRedundantExperts(const ModelSpec& model, const Searc
                                              const std::vector<RedundantCount>& counts, const RedundantExpertsOptions& options) {
   RedundantSearchResult out;
   const int64_t E = model.moe.num_experts;
-  const int64_t layers = search.routing.kind == RoutingKind::kTrace ? model.NumMoeLayers() : search.routing_layers;
-  const RoutingModel routing = PrepareRouting(search.routing, E, model.moe.top_k, layers, GroupLimitOf(model.moe));
+  // The search's routing model and per-layout memory sizing (eval_cache.h): the same MoE layers
+  // sampled and, with --routing, the same imbalance per (ep, routed tokens, oep) as its rows.
+  const std::shared_ptr<SearchEvalCache> cache = LayoutEvaluator::MakeCache(model, search);
+  const RoutingModel& routing = cache->model();
   for (const RankedLayout& ranked : base.top) {
     TrainingConfig t = CandidateTraining(search.training, ranked.layout);
-    const Plan plan = BuildPlan(model, ranked.layout.dims, t, SearchPlanMachine(search));
+    Plan plan = BuildPlan(model, ranked.layout.dims, t, SearchPlanMachine(search));
+    const int64_t routed_tokens = ComputeWorkload(plan).routed_tokens;
+    const RoutingResult before = SampleRouting(routing, plan.dims.ep, routed_tokens);
+    // With --routing, the layout's own sample sizes its received rows, as the search's rows
+    // (SearchOptions::routing_sizes_memory), check and simulate size them.
+    if (search.routing_sizes_memory) plan.training.imbalance = cache->SampleImbalance(plan.dims.ep, routed_tokens, DispatchOep(plan));
     const MemoryReport memory = ComputeMemory(plan);
-    const RoutingResult before = SampleRouting(routing, plan.dims.ep, ComputeWorkload(plan).routed_tokens);
     const bool deredundency = plan.dims.ep > 1 && t.dispatcher == Dispatcher::kDeredundency;
     std::optional<CostBreakdown> cost;
     for (const RedundantCount& c : counts) {

@@ -235,7 +235,8 @@ class RowKeeper {
 struct Partial {
   Partial(int64_t top, bool keep_all) : kept(top, keep_all) {}
   int64_t enumerated = 0, invalid = 0, over_budget = 0, not_divisible = 0, pruned = 0, ranked = 0;
-  double routing_seconds = 0, prefill_seconds = 0;  // prefill: PrefillSources' share (several threads)
+  std::map<std::string, int64_t> invalid_reasons, not_divisible_reasons;  // SearchResult's
+  double routing_seconds = 0, prefill_seconds = 0;                        // prefill: PrefillSources' share (several threads)
   RowKeeper kept;
 };
 
@@ -289,6 +290,7 @@ void SearchGroups(const ModelSpec& model, const SearchOptions& o, const std::vec
     cache->PrefillSources(thread, threads);
     out->prefill_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
+  std::string reason;  // scratch: why a pruned candidate's settings break a rule
   for (size_t i = thread; i < groups.size(); i += threads) {
     if (thread == 0 && o.progress && (i % 64 == 0 || i + threads >= groups.size())) {
       o.progress(static_cast<int64_t>(std::min(groups.size(), i + threads)), static_cast<int64_t>(groups.size()));
@@ -298,22 +300,25 @@ void SearchGroups(const ModelSpec& model, const SearchOptions& o, const std::vec
       ++out->enumerated;
       if (!c.batch_divides) {
         ++out->not_divisible;
+        ++out->not_divisible_reasons[c.batch_reason];
         return;
       }
       if (pruned) {
         // Exact: static bytes do not depend on the settings, so this one is over budget too when
         // its settings are valid; invalid ones are counted as the full evaluation counts them.
-        if (evaluator.SettingsHold(c)) {
+        if (evaluator.SettingsHold(c, &reason)) {
           ++out->over_budget;
           ++out->pruned;
         } else {
           ++out->invalid;
+          ++out->invalid_reasons[reason];
         }
         return;
       }
       LayoutEvaluation e = evaluator.Evaluate(c);
       if (e.status == LayoutEvaluation::Status::kInvalid) {
         ++out->invalid;
+        ++out->invalid_reasons[e.reason];
         return;
       }
       if (e.status == LayoutEvaluation::Status::kOverBudget) {
@@ -391,6 +396,8 @@ std::vector<RankedLayout> MergeParts(std::vector<Partial>* parts, SearchResult* 
     result->pruned += p.pruned;
     result->routing_seconds += p.routing_seconds;
     result->ranked += p.ranked;
+    for (const auto& [why, n] : p.invalid_reasons) result->invalid_reasons[why] += n;
+    for (const auto& [why, n] : p.not_divisible_reasons) result->not_divisible_reasons[why] += n;
     std::vector<RankedLayout>& rows = p.kept.rows();
     ranked.insert(ranked.end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
   }

@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -160,6 +161,10 @@ struct SearchResult {
   int64_t not_divisible = 0;      // the global batch does not divide dp x micro_batch_size
   int64_t ranked = 0;             // valid and within budget
   int64_t pruned = 0;             // over budget by a bound, not fully evaluated (counted in over_budget)
+  // Why candidates were rejected: layouts per message of the rule broken (LayoutEvaluation::reason,
+  // as BuildPlan words it) and per global-batch mismatch (GlobalBatchMismatch's text). Their
+  // counts sum to `invalid` and `not_divisible`.
+  std::map<std::string, int64_t> invalid_reasons, not_divisible_reasons;
   int64_t global_batch_size = 0;  // sequences; 0 = none
   int64_t seq_len = 0;
   std::optional<int64_t> num_microbatches;  // --num-microbatches pinned (training.num_microbatches); nullopt = per layout

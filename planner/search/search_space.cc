@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "planner/base/error.h"
+#include "planner/search/rejection_reasons.h"
 #include "planner/sim/cost.h"
 
 namespace dockyard {
@@ -110,6 +111,8 @@ std::string EmptySearchText(const SearchResult& result) {
   } else {
     out += "dockyard-plan search: no valid layout fits the budget\n";
   }
+  // Nothing over the budget: every candidate was rejected by a rule or the global batch; say which.
+  if (result.enumerated > 0 && result.over_budget == 0) out += RejectionReasonsText(result);
   return out;
 }
 

@@ -20,21 +20,8 @@
 
 using dockyard::SearchOptions;
 using dockyard::testing::FullSearch;
+using dockyard::testing::SmallSearch;
 using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
-
-namespace {
-
-SearchOptions SmallSearch() {
-  SearchOptions o;
-  o.world_size = 8;
-  o.training.seq_len = 256;
-  o.gpu_memory_gib = 1000;  // everything fits
-  o.top = 100000;
-  o.routing_layers = 1;
-  return o;
-}
-
-}  // namespace
 
 TEST_CASE("Search on 8 GPUs finds exactly the layouts a brute force over all degrees accepts") {
   const auto model = dockyard::testing::TinyMixtral();  // 8 experts, 4 heads, 2 KV heads, 2 layers

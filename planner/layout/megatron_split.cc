@@ -1,0 +1,99 @@
+// Megatron and dockyard's even layer split (see megatron_split.h).
+#include "planner/layout/megatron_split.h"
+
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "planner/layout/plan.h"
+
+namespace dockyard {
+
+namespace {
+
+// Layers per stage of EvenLayerSplit.
+std::vector<int64_t> StageLayers(int64_t num_layers, int64_t pp) {
+  std::vector<int64_t> n(static_cast<size_t>(pp), 0);
+  for (int64_t s : EvenLayerSplit(num_layers, pp)) ++n[static_cast<size_t>(s)];
+  return n;
+}
+
+// "t*N" (N > 1), "t" (N = 1) or "" (an empty stage).
+std::string Layers(char c, int64_t n) {
+  if (n <= 0) return "";
+  return n == 1 ? std::string(1, c) : fmt::format("{}*{}", c, n);
+}
+
+}  // namespace
+
+std::string EvenSplitPipelineLayout(int64_t num_layers, int64_t pp, int64_t vpp, int64_t mtp_layers) {
+  const std::vector<int64_t> per_rank = StageLayers(num_layers, pp);
+  const int64_t stages = pp * vpp;
+  std::vector<std::string> text(static_cast<size_t>(stages));
+  for (int64_t k = 0; k < stages; ++k) {
+    const int64_t p = k % pp, v = k / pp, n = per_rank[static_cast<size_t>(p)];
+    const int64_t layers = n / vpp + (v < n % vpp ? 1 : 0);
+    std::string s = Layers('t', layers);
+    if (k == 0) s = "E" + s;
+    if (k == stages - 1) s += Layers('m', mtp_layers) + "L";
+    text[static_cast<size_t>(k)] = std::move(s);
+  }
+  // Runs of equal stages as "(S|)*N"; the last stage has no '|' after it.
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    size_t j = i + 1;
+    while (j < text.size() && text[j] == text[i]) ++j;
+    const size_t last = text.size() - 1;
+    const size_t run = (j - 1 == last ? j - 1 : j) - i;  // stages of the run followed by '|'
+    if (run > 1) {
+      out += fmt::format("({}|)*{}", text[i], run);
+    } else if (run == 1) {
+      out += text[i] + "|";
+    }
+    if (j - 1 == last) out += text[last];
+    i = j;
+  }
+  return out;
+}
+
+std::string MegatronEvenSplitReason(const TrainingConfig& t, int64_t num_layers, int64_t pp, bool megatron) {
+  const RunSettings& run = t.run;
+  if (!megatron || pp <= 1 || num_layers < 1 || !t.pp_layer_split.empty() || !run.pipeline_layout.empty() || run.account_for_embedding ||
+      run.account_for_loss) {
+    return "";
+  }
+  const int64_t vpp = run.vpp, base = num_layers / pp, extra = num_layers % pp;
+  std::string rule;
+  if (extra != 0) {
+    rule = fmt::format(
+        "num_hidden_layers ({}) is not divisible by pp ({}): Megatron's validate_args asserts \"Number of layers should be "
+        "divisible by the pipeline-model-parallel size\"",
+        num_layers, pp);
+  } else if (vpp > 1 && base % vpp != 0) {
+    rule = fmt::format(
+        "the {} layers of each pipeline rank do not divide into vpp ({}) model chunks (Megatron's transformer_block.py "
+        "get_num_layers_to_build asserts num_layers_per_pipeline_rank % vp_size == 0)",
+        base, vpp);
+  } else {
+    return "";
+  }
+  std::string flag;
+  if (vpp == 1 && extra == 1) {
+    flag = fmt::format("--decoder-first-pipeline-num-layers {}", base + 1);
+  } else if (vpp == 1 && extra == pp - 1) {
+    flag = fmt::format("--decoder-last-pipeline-num-layers {}", base);
+  } else {
+    flag = fmt::format("--pipeline-model-parallel-layout \"{}\"", EvenSplitPipelineLayout(num_layers, pp, vpp, t.mtp_layers));
+  }
+  const std::string split =
+      extra == 0 ? fmt::format("{} stages of {}", pp, base) : fmt::format("{} stage(s) of {}, {} of {}", extra, base + 1, pp - extra, base);
+  return fmt::format("Megatron refuses this split without a split flag: {}. dockyard planned its even split ({}{}); to run it, pass {}",
+                     rule, split, vpp > 1 ? fmt::format(", {} model chunks per rank", vpp) : "", flag);
+}
+
+std::string MegatronEvenSplitNote(const TrainingConfig& training, int64_t num_layers, int64_t pp, bool megatron) {
+  const std::string reason = MegatronEvenSplitReason(training, num_layers, pp, megatron);
+  return reason.empty() ? "" : "Note       " + reason + "\n";
+}
+
+}  // namespace dockyard

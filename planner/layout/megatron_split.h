@@ -1,0 +1,39 @@
+// Megatron and dockyard's even layer split. Without a split flag Megatron-LM refuses to start when
+// the decoder layers do not divide evenly:
+//  - over pp: megatron/training/arguments.py validate_args asserts "Number of layers should be
+//    divisible by the pipeline-model-parallel size" (no --decoder-first/last-pipeline-num-layers,
+//    no --account-for-*-in-pipeline-split, no --pipeline-model-parallel-layout);
+//  - over vpp: each rank's layers must divide into its vpp model chunks
+//    (megatron/core/transformer/transformer_block.py get_num_layers_to_build asserts
+//    num_layers_per_pipeline_rank % vp_size == 0).
+// dockyard plans such layouts with EvenLayerSplit (plan.h: the first num_layers % pp stages one layer
+// more), as the published fidelity runs need; this file says so and gives the Megatron flag that
+// reproduces that split.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "planner/model/training.h"
+
+namespace dockyard {
+
+// The --pipeline-model-parallel-layout string (pipeline_layout.h grammar) of EvenLayerSplit(num_layers, pp)
+// with vpp model chunks per rank: rank p's n_p layers go to its chunks n_p / vpp each, the first
+// n_p % vpp chunks one more; virtual stage v x pp + p is rank p's chunk v (Megatron's order). The
+// embedding opens virtual stage 0; the MTP modules (mtp_layers) and the loss close the last one.
+// Runs of equal stages are written "(S|)*N". E.g. (94, 8, 1, 0): "Et*12|(t*12|)*5t*11|t*11L".
+// Requires num_layers >= 1, pp >= 1, vpp >= 1.
+std::string EvenSplitPipelineLayout(int64_t num_layers, int64_t pp, int64_t vpp, int64_t mtp_layers);
+
+// A note ("Note       ...", ending in '\n'; "" when none) for a Megatron-convention layout whose split Megatron would
+// refuse without a split flag: pp > 1, no pp_layer_split, no pipeline_layout, no account-for flag,
+// and num_layers % pp != 0 or (vpp > 1 and some rank's layers % vpp != 0). It names the rule and
+// the flag that reproduces dockyard's split: --decoder-first-pipeline-num-layers N (vpp 1, one extra
+// layer on the first stage) or --decoder-last-pipeline-num-layers N (vpp 1, one layer fewer on the
+// last stage), else --pipeline-model-parallel-layout (EvenSplitPipelineLayout).
+std::string MegatronEvenSplitNote(const TrainingConfig& training, int64_t num_layers, int64_t pp, bool megatron);
+// The note's sentence alone (no "Note" column, no newline; "" when none), for reports that place it.
+std::string MegatronEvenSplitReason(const TrainingConfig& training, int64_t num_layers, int64_t pp, bool megatron);
+
+}  // namespace dockyard
