@@ -566,6 +566,15 @@ TEST_CASE("Outputs are compared as files, not spellings; the calibration is an i
   r = Run(base + " --json " + dir + "/same2.json --refit-json " + dir + "/../" + dir.substr(dir.find_last_of('/') + 1) + "/same2.json");
   CHECK(r.code == 2);
   CHECK_FALSE(Exists(dir + "/same2.json"));
+  // A hard link is the same file too: search refuses it before searching, both files untouched.
+  std::ofstream(dir + "/hard-a.json") << "old";
+  unlink((dir + "/hard-b.html").c_str());
+  REQUIRE(link((dir + "/hard-a.json").c_str(), (dir + "/hard-b.html").c_str()) == 0);
+  r = Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --json " + dir + "/hard-a.json --html " + dir + "/hard-b.html");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--html and --json name the same output (" + dir + "/hard-b.html and " + dir + "/hard-a.json)") != std::string::npos);
+  CHECK(r.out.find("Rank") == std::string::npos);  // nothing searched
+  CHECK(ReadAll(dir + "/hard-a.json") == "old");
   // --calibration names an input file: no output may replace it.
   const std::string cal = dir + "/cal.json";
   {
