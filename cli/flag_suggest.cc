@@ -4,6 +4,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "planner/base/json_util.h"
 
@@ -36,9 +37,35 @@ std::vector<std::string> CommandsWith(const CLI::App& app, const std::string& fl
   return out;
 }
 
+// The option named `name` ("--tp") that was given on `app` or on the subcommand it ran; null when none.
+const CLI::Option* GivenOption(const CLI::App& app, const std::string& name) {
+  const CLI::Option* opt = app.get_option_no_throw(name);
+  if (opt != nullptr && opt->count() > 0) return opt;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    if (const CLI::Option* found = GivenOption(*sub, name)) return found;
+  }
+  return nullptr;
+}
+
+// CLI11's "--tp: At Most 1 required but received 2" for an option given more than once, said as
+// dockyard says it: "--tp is given 2 times (2, 4): give it once". Empty for other errors.
+std::string GivenTwiceText(const CLI::App& app, const CLI::ParseError& error) {
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&error) == nullptr) return "";
+  const std::string text = error.what();
+  const size_t at = text.find(": At Most 1 required but received ");
+  if (at == std::string::npos) return "";
+  const std::string name = text.substr(0, at);
+  const CLI::Option* opt = GivenOption(app, name);
+  if (opt == nullptr) return "";
+  std::vector<std::string> values;
+  for (const std::string& v : opt->results()) values.push_back("'" + v + "'");
+  return fmt::format("{} is given {} times ({}): give it once", name, values.size(), fmt::join(values, ", "));
+}
+
 }  // namespace
 
 std::string ParseErrorText(const CLI::App& app, const CLI::ParseError& error) {
+  if (std::string twice = GivenTwiceText(app, error); !twice.empty()) return twice;
   std::string text = error.what();
   if (dynamic_cast<const CLI::ExtrasError*>(&error) == nullptr) return text;
   std::vector<std::string> flags;
@@ -58,6 +85,18 @@ std::string ParseErrorText(const CLI::App& app, const CLI::ParseError& error) {
     if (auto s = DidYouMean(name, flags)) return text + fmt::format("; did you mean '{}'?", *s);
   }
   return text;
+}
+
+int ReportParseError(const char* program, const CLI::App& app, const CLI::ParseError& error, std::ostream& err) {
+  // A value outside the names an option takes (CLI11's IsMember check: "--dispatcher: bogus not in
+  // {...}") is invalid input, as a value out of its range is (README "Exit codes"); the rest --
+  // unknown flags, missing values, a flag given twice -- is a malformed command line.
+  if (dynamic_cast<const CLI::ValidationError*>(&error) != nullptr) {
+    err << program << ": error: " << error.what() << "\n";
+    return 1;
+  }
+  err << program << ": usage error: " << ParseErrorText(app, error) << "\nRun '" << program << " --help' for usage.\n";
+  return 2;
 }
 
 }  // namespace dockyard::cli

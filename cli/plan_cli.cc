@@ -229,9 +229,7 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
     out << app.help();
     return 0;
   } catch (const CLI::ParseError& e) {
-    err << "dockyard-plan: usage error: " << cli::ParseErrorText(app, e) << "\n"
-        << "Run 'dockyard-plan --help' for usage.\n";
-    return 2;
+    return cli::ReportParseError("dockyard-plan", app, e, err);
   }
 
   return cli::RunReportingErrors("dockyard-plan", "out of memory building the plan", err, [&] {

@@ -121,6 +121,9 @@ CLI::App* AddSearchCommand(CLI::App& app, PlanCliOptions& o) {
   search->add_option("--etp", o.degrees.etp, "pins the expert tensor parallel degree (default: searched, 1 or tp)");
   search->add_option("--pp", o.degrees.pp, "pins the pipeline degree (default: searched up to --max-pp)");
   search->add_option("--threads", o.threads, "worker threads; the result does not depend on them (default 1)");
+  search->add_option("--progress-interval", o.progress_interval,
+                     "seconds between two plain progress lines on stderr when it is not a terminal (default 10; 0 = at every "
+                     "update; a terminal gets a bar)");
   search->add_option("--explain,--layout", o.explain,
                      "LAYOUT, e.g. \"tp=2,pp=8,vpp=4,ep=32\": where the best layout matching it ranks, its breakdown beside the "
                      "winner's and the phases that differ");

@@ -47,6 +47,7 @@ struct PlanCliOptions {
   std::vector<std::string> argv;    // the command line, recorded in reports
   // search
   std::string top = "10", max_pp;
+  std::string progress_interval;  // search --progress-interval (progress_lines.h; empty = the default)
 };
 
 // --compute-model, --cuda-graphs, --cross-entropy on `options` (compute_model.h).

@@ -237,8 +237,7 @@ int RunRunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
     out << app.help();
     return 0;
   } catch (const CLI::ParseError& e) {
-    err << "dockyard-run: usage error: " << cli::ParseErrorText(app, e) << "\nRun 'dockyard-run --help' for usage.\n";
-    return 2;
+    return cli::ReportParseError("dockyard-run", app, e, err);
   }
   return cli::RunReportingErrors("dockyard-run", "out of memory", err, [&] {
     cli::RejectEmptyValues(app);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "cli/flags.h"
+#include "cli/progress_lines.h"
 #include "planner/base/error.h"
 #include "planner/base/file_util.h"
 #include "planner/layout/default_layout.h"
@@ -31,8 +33,11 @@ namespace {
 
 using CliOptions = cli::PlanCliOptions;
 using cli::ApplyComputeFlags;
+using cli::kDefaultProgressIntervalS;
 using cli::ParseInt;
 using cli::ParseNumber;
+using cli::ProgressLines;
+using cli::ProgressTicker;
 using cli::ReportProvenance;
 using cli::ResolveTraining;
 using cli::UsageError;
@@ -108,6 +113,14 @@ std::function<void(int64_t, int64_t)> ProgressBar(std::ostream& err) {
   };
 }
 
+// --progress-interval: seconds >= 0, default kDefaultProgressIntervalS. Throws UsageError for a
+// malformed number, dockyard::Error (exit 1) for a negative one.
+double ProgressInterval(const std::string& text) {
+  const double v = ParseNumber("--progress-interval", text).value_or(kDefaultProgressIntervalS);
+  if (v < 0) throw Error(fmt::format("--progress-interval: must be >= 0 seconds, got {}", text));
+  return v;
+}
+
 // Writes the search's documents (files all-or-nothing; '-' goes to stdout) and its text. Returns
 // the exit status: 1 when nothing ranked (why, on `err`).
 int WriteSearchOutputs(const CliOptions& o, const SearchCommandResult& result, std::ostream& out, std::ostream& err) {
@@ -131,6 +144,7 @@ int WriteSearchOutputs(const CliOptions& o, const SearchCommandResult& result, s
 }  // namespace
 
 int cli::RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
+  const double progress_interval = ProgressInterval(o.progress_interval);  // before any work
   SearchOptions s;
   SearchCommandRequest request;
   request.calibration = ReadSearchMachine(o, &s);
@@ -146,7 +160,16 @@ int cli::RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   ValidateRecomputeModulesForModel(s.training, model);                                 // the fast path builds no plan
   s.routing_layers = SearchRoutingLayers(model, s.routing, ParseInt("--routing-layers", o.routing_layers));
   err << PinnedLayerSplitNote(s.training);
-  if (isatty(2)) s.progress = ProgressBar(err);
+  // A terminal gets the bar; a log, file or pipe a plain line now and then (progress_lines.h).
+  std::unique_ptr<ProgressLines> lines;
+  std::unique_ptr<ProgressTicker> ticker;
+  if (isatty(2)) {
+    s.progress = ProgressBar(err);
+  } else {
+    lines = std::make_unique<ProgressLines>(err, progress_interval);
+    s.progress = [&lines](int64_t done, int64_t total) { lines->Update(done, total); };
+    ticker = std::make_unique<ProgressTicker>(lines.get(), 1.0);
+  }
   if (!o.redundant.redundant_experts.empty()) {  // search --redundant-experts LIST (opt-in)
     request.redundant_counts = ParseRedundantCounts(o.redundant.redundant_experts);
     cli::RedundantExpertsFlags rest = o.redundant;
@@ -157,7 +180,9 @@ int cli::RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   request.provenance = ReportProvenance(o);
   request.json = o.json_given;
   request.html = o.html_given;
-  return WriteSearchOutputs(o, RunSearchCommand(model, s, request), out, err);
+  const SearchCommandResult result = RunSearchCommand(model, s, request);
+  ticker.reset();  // no progress line after the search, among its outputs
+  return WriteSearchOutputs(o, result, out, err);
 }
 
 }  // namespace dockyard

@@ -153,8 +153,10 @@ TEST_CASE("cuda-only flags are usage errors with the cpu backend") {
     CHECK(r.code == 2);
     CHECK(Has(r.err, "applies to --backend cuda only"));
   }
+  // A precision the flag does not name is invalid input, exit 1 (README "Exit codes").
   const Result bad = Run("--model testdata/specs/tiny-mixtral.json --world-size 2 --backend cuda --gemm-precision fp8");
-  CHECK(bad.code == 2);
+  CHECK(bad.code == 1);
+  CHECK(Has(bad.err, "--gemm-precision: fp8 not in {fp32,tf32,bf16}"));
 }
 
 TEST_CASE("dockyard-run --replay-rank runs one rank's share on the cpu backend and validates it") {
@@ -278,8 +280,9 @@ TEST_CASE("dockyard-run exits 2 on usage errors") {
   CHECK(Run("--world-size 2").code == 2);                                                  // no --model
   CHECK(Run("--model testdata/specs/tiny-mixtral.json").code == 2);                        // no --world-size
   CHECK(Run("--model testdata/specs/tiny-mixtral.json --world-size 2 --ep x").code == 2);  // not a number
-  CHECK(Run("--model testdata/specs/tiny-mixtral.json --world-size 2 --dispatcher nccl").code == 2);
   CHECK(Run("--model testdata/specs/tiny-mixtral.json --world-size 2 --bogus").code == 2);
+  // A value that is not one of the flag's names is invalid input, exit 1, as in dockyard-plan.
+  CHECK(Run("--model testdata/specs/tiny-mixtral.json --world-size 2 --dispatcher nccl").code == 1);
   const Result help = Run("--help");
   CHECK(help.code == 0);
   CHECK(Has(help.out, "--tokens-per-rank"));

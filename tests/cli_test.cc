@@ -107,7 +107,7 @@ TEST_CASE("dockyard-plan exits 2 on usage errors") {
   CHECK(Run("--model testdata/hf/mixtral-8x7b.json").code == 2);  // --world-size missing
   CHECK(Run("--world-size eight").code == 2);
   CHECK(Run("--no-such-flag 1").code == 2);
-  CHECK(Run("--convention deepspeed").code == 2);
+  CHECK(Run("--convention deepspeed").code == 1);  // a value not among the flag's names: invalid input
   CHECK(Run("--help").code == 0);
 }
 
@@ -366,10 +366,10 @@ TEST_CASE("search: a layout whose default oep would not divide ep is still searc
 
 TEST_CASE("search: flag values are checked like the plan's; outputs never replace inputs; no fit is exit 1 and no file") {
   Result r = Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --dp-sharding ZERO1");
-  CHECK(r.code == 2);
+  CHECK(r.code == 1);  // a value not among the flag's names: invalid input (README "Exit codes")
   CHECK(r.out.find("--dp-sharding: ZERO1 not in {fsdp,zero1,ddp}") != std::string::npos);
-  CHECK(Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --recompute FULL").code == 2);
-  CHECK(Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --optimizer adam").code == 2);
+  CHECK(Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --recompute FULL").code == 1);
+  CHECK(Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --optimizer adam").code == 1);
 
   const std::string model = TmpDir() + "/model_copy.json";
   {
@@ -566,6 +566,15 @@ TEST_CASE("Outputs are compared as files, not spellings; the calibration is an i
   r = Run(base + " --json " + dir + "/same2.json --refit-json " + dir + "/../" + dir.substr(dir.find_last_of('/') + 1) + "/same2.json");
   CHECK(r.code == 2);
   CHECK_FALSE(Exists(dir + "/same2.json"));
+  // A hard link is the same file too: search refuses it before searching, both files untouched.
+  std::ofstream(dir + "/hard-a.json") << "old";
+  unlink((dir + "/hard-b.html").c_str());
+  REQUIRE(link((dir + "/hard-a.json").c_str(), (dir + "/hard-b.html").c_str()) == 0);
+  r = Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --json " + dir + "/hard-a.json --html " + dir + "/hard-b.html");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--html and --json name the same output (" + dir + "/hard-b.html and " + dir + "/hard-a.json)") != std::string::npos);
+  CHECK(r.out.find("Rank") == std::string::npos);  // nothing searched
+  CHECK(ReadAll(dir + "/hard-a.json") == "old");
   // --calibration names an input file: no output may replace it.
   const std::string cal = dir + "/cal.json";
   {
@@ -1061,4 +1070,67 @@ TEST_CASE("--seq-len: 2^20 tokens at most (exit 1 at once, not a long run); beyo
   CHECK(r.code == 0);
   CHECK(r.out.find("warning: --seq-len 262144 is above the model's max_position_embeddings (163840); the config's rope_scaling must "
                    "cover it") != std::string::npos);
+}
+
+TEST_CASE("search on a stderr that is not a terminal: plain progress lines at most every --progress-interval, the outputs unchanged") {
+  const std::string dir = TmpDir();
+  const std::string base = "search --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --top 3";
+  // The default interval (10 s) is longer than this search: no progress line, no '\r' bar.
+  const Result quiet = Run(base + " --json " + dir + "/progress-a.json");
+  REQUIRE(quiet.code == 0);
+  CHECK(quiet.out.find("layout groups") == std::string::npos);
+  CHECK(quiet.out.find('\r') == std::string::npos);
+  // --progress-interval 0: a line at every update of the search, on stderr only.
+  const Result lines = Run(base + " --json " + dir + "/progress-b.json --progress-interval 0");
+  REQUIRE(lines.code == 0);
+  CHECK(lines.out.find("dockyard-plan search: 1/") != std::string::npos);
+  CHECK(lines.out.find(" layout groups, 0 s elapsed\n") != std::string::npos);
+  // The same ranking (the command lines and the seconds taken differ).
+  const dockyard::Json a = dockyard::ReadJsonFile(dir + "/progress-a.json"), b = dockyard::ReadJsonFile(dir + "/progress-b.json");
+  for (const char* key : {"top", "pareto", "enumerated", "ranked", "invalid", "over_budget"}) CHECK(a.at(key) == b.at(key));
+  // Out of range: exit 1 before the search, naming the flag.
+  const Result bad = Run(base + " --progress-interval -1");
+  CHECK(bad.code == 1);
+  CHECK(bad.out.find("--progress-interval: must be >= 0 seconds, got -1") != std::string::npos);
+}
+
+TEST_CASE("A value outside a flag's names is invalid input (exit 1) in every form; a flag given twice is named") {
+  const std::string m = "--model testdata/hf/qwen3-30b-a3b.json --world-size 8";
+  // The same mistake, one exit code: a single name (CLI11's check) or one of a list (the library's parser).
+  Result r = Run("simulate " + m + " --ep 8 --dispatcher bogus");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("dockyard-plan: error: --dispatcher: bogus not in {all_to_all,deredundency,deepep,allgather}") != std::string::npos);
+  CHECK(Run("search " + m + " --dispatcher bogus").code == 1);
+  r = Run("search " + m + " --search-dispatchers deepep,bogus");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("--search-dispatchers: unknown dispatcher 'bogus'") != std::string::npos);
+  CHECK(Run("simulate " + m + " --ep 8 --redundant-experts 8 --eplb-policy bogus").code == 1);
+  CHECK(Run("simulate " + m + " --ep 8 --cp-comm-type ring").code == 1);
+  CHECK(RunRun("--model testdata/hf/qwen3-30b-a3b.json --world-size 2 --ep 2 --tokens-per-rank 2 --backend tpu").code == 1);
+  // A malformed command line stays a usage error: a flag given twice, said so, with both values.
+  r = Run("simulate " + m + " --ep 8 --tp 2 --tp 4");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("dockyard-plan: usage error: --tp is given 2 times ('2', '4'): give it once") != std::string::npos);
+  r = Run("search " + m + " --json a.json --json b.json");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--json is given 2 times ('a.json', 'b.json'): give it once") != std::string::npos);
+  r = RunRun("--model testdata/hf/qwen3-30b-a3b.json --world-size 2 --ep 2 --ep 2 --tokens-per-rank 2");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("dockyard-run: usage error: --ep is given 2 times ('2', '2'): give it once") != std::string::npos);
+}
+
+TEST_CASE("search rows show AxM only for accumulation steps of a pipeline schedule; with pp 1 the micro-batch count") {
+  const std::string base =
+      "search --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --global-batch-size 1024 --num-microbatches 16 --top 40";
+  // pp 1: 1024 sequences / (dp x mbs) micro-batches per rank, one after another (no "64x16").
+  Result r = Run(base + " --pp 1 --html " + TmpDir() + "/mb-pp1.html");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("x16 ") == std::string::npos);
+  CHECK(r.out.find(" 1024 ") != std::string::npos);  // dp 1, mbs 1: 1024 micro-batches
+  const std::string html = ReadAll(TmpDir() + "/mb-pp1.html");
+  CHECK(html.find("x16<") == std::string::npos);
+  // pp 2: torchtitan's accumulation loop of schedules of 16, each with its bubble: AxM.
+  r = Run(base + " --pp 2");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("x16 ") != std::string::npos);
 }

@@ -6,6 +6,8 @@
 #include <fcntl.h>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 #include <string>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -149,31 +151,21 @@ std::pair<std::string, std::string> SplitPath(const std::string& path) {
   return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
 }
 
-// realpath(dir)/name, or the path as given when the directory cannot be resolved.
-std::string CanonicalOutput(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0) {  // an existing file (or link to one): its real path
-    char* real = ::realpath(path.c_str(), nullptr);
-    if (real != nullptr) {
-      std::string out(real);
-      std::free(real);
-      return out;
-    }
-  }
-  const auto [dir, name] = SplitPath(path);
-  char* real = ::realpath(dir.c_str(), nullptr);
-  if (real == nullptr) return path;
-  std::string out(real);
-  std::free(real);
-  return out + "/" + name;
-}
-
 }  // namespace
 
 bool SameOutputPath(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
   if (a.empty() || b.empty()) return false;
   if (a == "-" || b == "-") return a == b;
-  return a == b || CanonicalOutput(a) == CanonicalOutput(b);
+  if (a == b) return true;
+  std::error_code ec;
+  // Both exist: one file (same device and inode) whatever the names -- hard links, symlinks, spellings.
+  if (fs::equivalent(a, b, ec) && !ec) return true;
+  // Otherwise (one of them not written yet) their absolute paths with every existing part resolved
+  // ("./", "..", symlinked directories and a symlink to an existing file).
+  std::error_code ea, eb;
+  const fs::path ca = fs::weakly_canonical(fs::absolute(a, ea), ea), cb = fs::weakly_canonical(fs::absolute(b, eb), eb);
+  return !ea && !eb && ca == cb;
 }
 
 void CheckOutputPath(const std::string& path, const std::string& flag) {

@@ -26,7 +26,9 @@ void WriteFilesAtomically(const std::vector<std::pair<std::string, std::string>>
 void RejectOutputOverInputs(const std::string& output, const std::string& flag, const std::vector<std::string>& inputs);
 
 // Whether two output paths name the same file, also through another spelling ("./x", an absolute
-// path, a symlinked directory) or a link, whether or not the file exists yet. "-" equals only "-".
+// path, a symlinked directory), a symlink or a hard link, whether or not the file exists yet:
+// std::filesystem::equivalent when both exist, else their weakly_canonical absolute paths. "-"
+// equals only "-".
 bool SameOutputPath(const std::string& a, const std::string& b);
 
 // Checks before any work that `path` can be written: its directory exists and is a directory,

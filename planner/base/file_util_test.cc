@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include <doctest/doctest.h>
@@ -49,4 +51,24 @@ TEST_CASE("CheckOutputPath: refuses where no file can be created, naming the fla
   CHECK_FALSE(Exists(ok));
   // A device is written in place: no probe needed.
   dockyard::CheckOutputPath("/dev/null", "--json");
+}
+
+TEST_CASE("SameOutputPath: one file under two names -- spellings, a symlink, a hard link, a symlinked directory") {
+  const std::string dir = TmpPath("same_output_test");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string a = dir + "/a.json";
+  { std::ofstream(a) << "{}"; }
+  std::filesystem::create_hard_link(a, dir + "/hard.json");
+  std::filesystem::create_symlink(a, dir + "/sym.json");
+  std::filesystem::create_directory_symlink(dir, dir + "/dirlink");
+  CHECK(dockyard::SameOutputPath(a, dir + "/./a.json"));
+  CHECK(dockyard::SameOutputPath(a, dir + "/hard.json"));  // a hard link: another name, one inode
+  CHECK(dockyard::SameOutputPath(dir + "/sym.json", a));
+  CHECK(dockyard::SameOutputPath(dir + "/new.json", dir + "/dirlink/new.json"));  // not written yet
+  CHECK_FALSE(dockyard::SameOutputPath(a, dir + "/new.json"));
+  CHECK_FALSE(dockyard::SameOutputPath(dir + "/x.json", dir + "/y.json"));
+  CHECK(dockyard::SameOutputPath("-", "-"));
+  CHECK_FALSE(dockyard::SameOutputPath("-", a));
+  std::filesystem::remove_all(dir);
 }

@@ -202,6 +202,13 @@ static size_t EditDistance(const std::string& a, const std::string& b) {
   return prev[b.size()];
 }
 
+std::string TrimSpaces(const std::string& text) {
+  const size_t a = text.find_first_not_of(" \t");
+  if (a == std::string::npos) return "";
+  const size_t b = text.find_last_not_of(" \t");
+  return text.substr(a, b - a + 1);
+}
+
 std::optional<std::string> DidYouMean(const std::string& word, const std::vector<std::string>& candidates) {
   std::optional<std::string> best;
   size_t best_distance = std::max<size_t>(2, word.size() / 3) + 1;

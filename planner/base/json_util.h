@@ -86,4 +86,8 @@ std::string JsonValueText(const Json& value);
 // The candidate closest to `word` by edit distance, if it is close enough to suggest.
 std::optional<std::string> DidYouMean(const std::string& word, const std::vector<std::string>& candidates);
 
+// `text` without the spaces and tabs around it ("" when it has nothing else): how a field of a
+// hand-written list (a CSV trace line, a --explain item) is read.
+std::string TrimSpaces(const std::string& text);
+
 }  // namespace dockyard

@@ -57,4 +57,9 @@ GlobalBatchSchedule ResolveGlobalBatch(int64_t gbs, int64_t dp, int64_t mbs, int
   return s;
 }
 
+std::string MicroBatchesText(int64_t pp, int64_t grad_accumulation_steps, int64_t num_microbatches) {
+  if (pp > 1 && grad_accumulation_steps > 1) return fmt::format("{}x{}", grad_accumulation_steps, num_microbatches);
+  return std::to_string(grad_accumulation_steps * num_microbatches);
+}
+
 }  // namespace dockyard

@@ -45,4 +45,11 @@ std::optional<std::string> GlobalBatchMismatch(int64_t global_batch_size, int64_
 GlobalBatchSchedule ResolveGlobalBatch(int64_t global_batch_size, int64_t dp, int64_t micro_batch_size, int64_t pp, bool megatron,
                                        std::optional<int64_t> schedule_microbatches);
 
+// How reports show the micro-batches per step of a data-parallel rank: "AxM" (A schedules of M,
+// torchtitan's accumulation loop around the pipeline schedule, each paying its bubble) when pp > 1
+// and A > 1; otherwise the count A x M alone -- one schedule, or pp = 1, where there is no pipeline
+// schedule and the A x M micro-batches simply run one after another (--num-microbatches only groups
+// them; the step time is the same).
+std::string MicroBatchesText(int64_t pp, int64_t grad_accumulation_steps, int64_t num_microbatches);
+
 }  // namespace dockyard

@@ -62,3 +62,9 @@ TEST_CASE("global batch tokens must be whole sequences") {
 }
 
 }  // namespace dockyard
+
+TEST_CASE("MicroBatchesText: AxM only for accumulation steps of a pipeline schedule; else the count") {
+  CHECK(dockyard::MicroBatchesText(1, 64, 16) == "1024");  // pp 1: 64 x 16 micro-batches one after another
+  CHECK(dockyard::MicroBatchesText(2, 4, 16) == "4x16");   // 4 schedules of 16, each with its bubble
+  CHECK(dockyard::MicroBatchesText(8, 1, 16) == "16");     // one schedule
+}

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "planner/model/global_batch.h"
+
 namespace dockyard {
 
 // "0-127, 256-383" style list of ranks.
@@ -37,9 +39,11 @@ std::string BudgetFitsText(const MemoryReport& memory) {
 
 std::string GlobalBatchText(const GlobalBatchSchedule& schedule, const Plan& plan) {
   const int64_t sequences = schedule.microbatches_per_step * plan.training.micro_batch_size * plan.dims.dp_replicate * plan.dims.dp_shard;
-  return fmt::format("Global batch {} sequences ({} tokens): {} micro-batches of {} per data-parallel rank = {} schedule(s) of {}\n",
-                     sequences, sequences * plan.training.seq_len, schedule.microbatches_per_step, plan.training.micro_batch_size,
-                     schedule.grad_accumulation_steps, schedule.num_microbatches);
+  // With pp = 1 there is no pipeline schedule to split them into (MicroBatchesText).
+  const std::string schedules =
+      plan.dims.pp > 1 ? fmt::format(" = {} schedule(s) of {}", schedule.grad_accumulation_steps, schedule.num_microbatches) : "";
+  return fmt::format("Global batch {} sequences ({} tokens): {} micro-batches of {} per data-parallel rank{}\n", sequences,
+                     sequences * plan.training.seq_len, schedule.microbatches_per_step, plan.training.micro_batch_size, schedules);
 }
 
 }  // namespace dockyard

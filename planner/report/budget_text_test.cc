@@ -53,11 +53,20 @@ TEST_CASE("BudgetFitsText states the usable budget: 80 GiB less a 4 GiB reserve 
 TEST_CASE("GlobalBatchText: 8 micro-batches of 1 on each of 2 dp ranks are 16 sequences, 16 x 4096 = 65536 tokens") {
   const dockyard::Plan plan = TinyPlan(0);
   REQUIRE(plan.dims.dp_shard == 2);
+  REQUIRE(plan.dims.pp == 1);
   REQUIRE(plan.training.seq_len == 4096);
   dockyard::GlobalBatchSchedule s;
   s.microbatches_per_step = 8;
   s.num_microbatches = 4;
   s.grad_accumulation_steps = 2;
-  CHECK(dockyard::GlobalBatchText(s, plan) ==
-        "Global batch 16 sequences (65536 tokens): 8 micro-batches of 1 per data-parallel rank = 2 schedule(s) of 4\n");
+  // pp 1: no pipeline schedule to split the 8 into (2 x 4 is only how --num-microbatches groups them).
+  CHECK(dockyard::GlobalBatchText(s, plan) == "Global batch 16 sequences (65536 tokens): 8 micro-batches of 1 per data-parallel rank\n");
+  // pp 2 (world 4 = tp 2 x pp 2, dp 1): 8 micro-batches = 2 schedules of 4, 8 x 1 x 1 = 8 sequences.
+  dockyard::ParallelDimsOptions o;
+  o.world_size = 4;
+  o.tp = 2;
+  o.pp = 2;
+  const dockyard::Plan piped = dockyard::BuildPlan(dockyard::testing::TinyMixtral(), o, dockyard::TrainingConfig{});
+  CHECK(dockyard::GlobalBatchText(s, piped) ==
+        "Global batch 8 sequences (32768 tokens): 8 micro-batches of 1 per data-parallel rank = 2 schedule(s) of 4\n");
 }

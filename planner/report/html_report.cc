@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "planner/base/error.h"
+#include "planner/model/global_batch.h"
 #include "planner/report/report.h"
 #include "planner/sim/cost.h"
 #include "planner/search/pareto.h"
@@ -1058,8 +1059,9 @@ constexpr const char* kSearchRowHeads =
 
 std::string SearchRowCells(const Json& x) {
   const int64_t a = x.value("grad_accumulation_steps", int64_t{1});
+  const Json& m = x.value("num_microbatches", Json(nullptr));
   const std::string mb =
-      a > 1 ? fmt::format("{}x{}", a, JsonText(x.at("num_microbatches"))) : JsonText(x.value("num_microbatches", Json(nullptr)));
+      m.is_number_integer() ? MicroBatchesText(x.value("pp", int64_t{1}), a, m.get<int64_t>()) : JsonText(m);  // search.cc's cell
   const std::string dispatcher = JsonText(x.at("dispatcher")) + (x.value("overlap_moe_ep_comm", false) ? "+ov" : "");
   return fmt::format(
       "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1f}</td><td>{:.0f}</td><td>{:.1f}%</td>"

@@ -500,6 +500,7 @@ TEST_CASE("The search page has the text rows' columns, the Pareto front and the 
   // Row 1 as torchtitan's accumulation loop of 3 schedules of 2 with deepep and EP overlap, and a
   // dominant phase with markup: its cells read "3x2", "deepep+ov" and the phase unescaped.
   Json& first = j["top"][0];
+  first["pp"] = 2;  // accumulation steps of a pipeline schedule
   first["grad_accumulation_steps"] = 3;
   first["num_microbatches"] = 2;
   first["dispatcher"] = "deepep";
@@ -513,6 +514,12 @@ TEST_CASE("The search page has the text rows' columns, the Pareto front and the 
   // #, layout, vpp, mbs, micro-batches, recompute, dp sharding, dispatcher, step, tok/s, MFU, peak, headroom, phase
   REQUIRE(rows[0].size() == 14);
   CHECK(rows[0][4] == "3x2");
+  {
+    // With pp 1 there is no schedule: the 3 x 2 = 6 micro-batches as one count (MicroBatchesText).
+    Json flat = j;
+    flat["top"][0]["pp"] = 1;
+    CHECK(TableCells(ParsePage(ReportToHtml(flat)), "fig-search", "search-rows")[0][4] == "6");
+  }
   CHECK(rows[0][7] == "deepep+ov");
   CHECK(rows[0][13] == "<a&b>");
   CHECK(html.find("&lt;a&amp;b&gt;") != std::string::npos);

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "planner/base/error.h"
+#include "planner/base/json_util.h"
 #include "planner/layout/plan.h"
 #include "planner/search/layout_eval.h"
 
@@ -188,7 +189,7 @@ LayoutQuery ParseLayoutQuery(const std::string& text) {
   int items = 0;
   while (start <= text.size()) {
     const size_t comma = std::min(text.find(',', start), text.size());
-    const std::string item = text.substr(start, comma - start);
+    const std::string item = TrimSpaces(text.substr(start, comma - start));  // " tp = 2 " is tp=2
     start = comma + 1;
     if (item.empty()) {
       if (comma == text.size() && items > 0) break;  // a trailing comma
@@ -197,8 +198,8 @@ LayoutQuery ParseLayoutQuery(const std::string& text) {
     ++items;
     const size_t eq = item.find('=');
     if (eq == std::string::npos) throw Error(fmt::format("--explain: \"{}\" is not key=value", item));
-    std::string key = item.substr(0, eq);
-    const std::string value = item.substr(eq + 1);
+    std::string key = TrimSpaces(item.substr(0, eq));
+    const std::string value = TrimSpaces(item.substr(eq + 1));
     if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
       const auto hint = DidYouMean(key, keys);
       throw Error(

@@ -29,6 +29,7 @@ struct LayoutQuery {
   bool Matches(const LayoutCandidate& candidate, const TrainingConfig& base) const;  // the candidate's own settings
 };
 
+// Spaces and tabs around an item, a key or a value are ignored (" tp = 2 , ep=8" is tp=2,ep=8).
 // Throws dockyard::Error naming --explain, the key and the rule (unknown keys with a suggestion,
 // malformed numbers, unknown values, a key given twice, an empty query).
 LayoutQuery ParseLayoutQuery(const std::string& text);

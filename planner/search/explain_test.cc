@@ -91,3 +91,19 @@ TEST_CASE("--explain: rules the query's own keys break (vpp needs pp; Megatron's
 
 }  // namespace
 }  // namespace dockyard
+
+namespace dockyard {
+
+TEST_CASE("--explain: spaces around items, keys and values are ignored") {
+  const LayoutQuery q = ParseLayoutQuery(" tp = 2 , ep=8,\tdispatcher = deepep , recompute= full ");
+  CHECK(q.tp == 2);
+  CHECK(q.ep == 8);
+  CHECK(q.dispatcher == Dispatcher::kDeepEp);
+  CHECK(q.recompute == std::string("full"));
+  CHECK_FALSE(q.pp.has_value());
+  // A blank item is still an empty item; a space inside a value is still refused.
+  CHECK_THROWS_WITH_AS(ParseLayoutQuery("tp=2, ,ep=8"), doctest::Contains("an empty item"), Error);
+  CHECK_THROWS_AS(ParseLayoutQuery("tp=2 4"), Error);
+}
+
+}  // namespace dockyard

@@ -578,9 +578,8 @@ std::string RankedLayoutsTable(const std::vector<RankedLayout>& rows, bool numbe
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto& x = rows[i];
     const auto& d = x.layout.dims;
-    // Micro-batches per step: M, or A x M for torchtitan's accumulation loop of A schedules.
-    const std::string mb = x.grad_accumulation_steps > 1 ? fmt::format("{}x{}", x.grad_accumulation_steps, x.num_microbatches)
-                                                         : std::to_string(x.num_microbatches);
+    // Micro-batches per step: M, or A x M for torchtitan's accumulation loop of A schedules (pp > 1).
+    const std::string mb = MicroBatchesText(d.pp, x.grad_accumulation_steps, x.num_microbatches);
     const std::string dispatcher = DispatcherName(x.layout.dispatcher) + std::string(x.overlap_moe_ep_comm ? "+ov" : "");
     out << fmt::format(
         "  {:>4} {:>3} {:>4} {:>5} {:>3} {:>3} {:>4} {:>3} {:>5} {:>3} {:>3} {:>6} {:<9} {:<5} {:<12} {:>10.1f} {:>10.0f} {:>5.1f}% "

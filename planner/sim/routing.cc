@@ -267,10 +267,7 @@ RoutingTrace ParseJsonTrace(const std::string& path, const std::string& text) {
 }
 
 std::string Trim(const std::string& s) {
-  const size_t a = s.find_first_not_of(" \t");
-  if (a == std::string::npos) return "";
-  const size_t b = s.find_last_not_of(" \t");
-  return s.substr(a, b - a + 1);
+  return TrimSpaces(s);
 }
 
 // One data line of a CSV trace.
