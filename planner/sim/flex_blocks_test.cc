@@ -5,7 +5,6 @@
 #include <doctest/doctest.h>
 
 #include <map>
-#include <tuple>
 
 #include "planner/base/error.h"
 
@@ -90,27 +89,34 @@ std::vector<int32_t> HandCount(const std::vector<int32_t>& experts, int64_t k, i
 TEST_CASE("block counts equal a pick-by-pick count for nested and for non-nested block sizes") {
   // Nested sizes (each divides the next: 64 experts, 1 ... 64, with and without size 1) and
   // non-nested ones (12 experts: 2, 3, 4, 6, 12): the hand count of every source at every token
-  // count, zeros where a size is read by fewer sources.
+  // count, zeros where a size is read by fewer sources. The counts are taken 64 tokens at a time
+  // (bit-sliced) and at each token count read: the last two cases read token counts at, just
+  // before and just after batch ends (63, 64, 65, 128), inside a later batch (200) and past
+  // several (1000).
   struct Case {
     int64_t E, k;
     std::vector<FlexBlockNeed> needs;
+    std::vector<int64_t> tokens = {0, 1, 7, 50};
   };
+  const std::vector<int64_t> batches = {0, 63, 64, 65, 128, 200, 1000};
   const std::vector<Case> cases = {
       {64, 6, {{1, 8}, {2, 8}, {4, 6}, {8, 4}, {16, 3}, {32, 2}, {64, 1}}},
       {64, 6, {{4, 8}, {16, 8}}},  // nested, no block size 1
       {12, 3, {{2, 6}, {3, 4}, {4, 3}, {6, 2}, {12, 1}}},
       {12, 3, {{1, 6}, {3, 6}, {4, 6}}},
+      {64, 8, {{1, 4}, {2, 4}, {8, 4}, {32, 2}}, batches},
+      {12, 3, {{1, 3}, {4, 3}, {6, 3}, {2, 2}}, batches},
   };
   for (const Case& c : cases) {
     for (const char* text : {"uniform", "zipf:1.2"}) {
       CAPTURE(c.E);
       CAPTURE(text);
       const RoutingModel model = PrepareRouting(ParseRoutingSpec(text), c.E, c.k, 1);
-      const FlexBlockLayout layout = MakeFlexBlockLayout(c.E, {0, 1, 7, 50}, c.needs);
+      const FlexBlockLayout layout = MakeFlexBlockLayout(c.E, c.tokens, c.needs);
       for (int64_t s = 0; s < 8; ++s) {
         CAPTURE(s);
         const std::vector<int32_t> got = CountSourceBlocks(model, layout, 0, s);
-        const std::vector<int32_t> experts = SampleTokenExperts(model, 0, s, 50);
+        const std::vector<int32_t> experts = SampleTokenExperts(model, 0, s, c.tokens.back());
         for (size_t ti = 0; ti < layout.token_counts.size(); ++ti) {
           for (size_t b = 0; b < layout.block_sizes.size(); ++b) {
             const int64_t R = layout.block_sizes[b];
@@ -122,35 +128,6 @@ TEST_CASE("block counts equal a pick-by-pick count for nested and for non-nested
             CHECK(std::vector<int32_t>(got.begin() + static_cast<std::ptrdiff_t>(at),
                                        got.begin() + static_cast<std::ptrdiff_t>(at + want.size())) == want);
           }
-        }
-      }
-    }
-  }
-}
-
-TEST_CASE("block counts equal a pick-by-pick count across many 64-token batches and token counts inside them") {
-  // The counts are taken 64 tokens at a time (bit-sliced) and at each token count read: token
-  // counts at, just before and just after batch ends (63, 64, 65, 128), inside a later batch
-  // (200) and past several (1000), for nested (64 experts) and non-nested (12 experts) sizes.
-  for (const auto& [E, k, needs] : std::vector<std::tuple<int64_t, int64_t, std::vector<FlexBlockNeed>>>{
-           {64, 8, {{1, 4}, {2, 4}, {8, 4}, {32, 2}}}, {12, 3, {{1, 3}, {4, 3}, {6, 3}, {2, 2}}}}) {
-    CAPTURE(E);
-    const RoutingModel model = PrepareRouting(ParseRoutingSpec("zipf:1.2"), E, k, 1);
-    const FlexBlockLayout layout = MakeFlexBlockLayout(E, {0, 63, 64, 65, 128, 200, 1000}, needs);
-    for (int64_t s = 0; s < 4; ++s) {
-      CAPTURE(s);
-      const std::vector<int32_t> got = CountSourceBlocks(model, layout, 0, s);
-      const std::vector<int32_t> experts = SampleTokenExperts(model, 0, s, 1000);
-      for (size_t ti = 0; ti < layout.token_counts.size(); ++ti) {
-        for (size_t b = 0; b < layout.block_sizes.size(); ++b) {
-          const int64_t R = layout.block_sizes[b];
-          CAPTURE(R);
-          CAPTURE(layout.token_counts[ti]);
-          const size_t at = ti * static_cast<size_t>(layout.row) + static_cast<size_t>(layout.offset[b]);
-          const std::vector<int32_t> want = s < layout.sources[b] ? HandCount(experts, k, layout.token_counts[ti], R, E)
-                                                                  : std::vector<int32_t>(static_cast<size_t>(E / R), 0);
-          CHECK(std::vector<int32_t>(got.begin() + static_cast<std::ptrdiff_t>(at),
-                                     got.begin() + static_cast<std::ptrdiff_t>(at + want.size())) == want);
         }
       }
     }
