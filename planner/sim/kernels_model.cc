@@ -23,6 +23,7 @@ std::vector<KernelBytes> AttentionBlockKernels(const ModelSpec& m, const KernelS
   const double D = static_cast<double>(m.hidden_size), ab = s.act_bytes, T = s.tokens, sp = s.sp_tokens;
   const double heads = static_cast<double>(a.num_attention_heads) / s.tp;
   std::vector<KernelBytes> k;
+  k.reserve(7);  // at most: two norms, two latent norms (MLA), rotary, two residual adds
   k.push_back(Norm("input_rmsnorm", sp, D, ab, backward));
   if (a.kind == AttentionKind::kMla) {
     // The latent norms of MLA (q_a_layernorm, kv_a_layernorm) on the replicated down-projections.
@@ -57,6 +58,7 @@ std::vector<KernelBytes> LossKernels(const ModelSpec& m, const KernelShape& s, b
   const double D = static_cast<double>(m.hidden_size), ab = s.act_bytes;
   const double logits = s.tokens * static_cast<double>(m.vocab_size) / s.tp;  // elements of the vocabulary shard
   std::vector<KernelBytes> k;
+  k.reserve(2);
   k.push_back(Norm("final_rmsnorm", s.sp_tokens, D, ab, backward));
   double per_logit;
   if (fused) {
