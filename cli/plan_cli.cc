@@ -68,11 +68,8 @@ struct PlanInputs {
   std::optional<GlobalBatchSchedule> global_batch;
 };
 
-// The degrees from the flags (check: only with a budget; --model: only with --world-size).
+// The degrees from the flags (--model: only with --world-size).
 ParallelDimsOptions PlanDims(const CliOptions& o, Command command) {
-  if (command == Command::kCheck && ParseNumber("--gpu-memory-gib", o.training.gpu_memory_gib).value_or(0) <= 0) {
-    throw UsageError("check needs a budget: --gpu-memory-gib GiB (> 0)");
-  }
   if (o.model_given && o.degrees.world_size.empty()) throw UsageError("--world-size is required with --model");
   ParallelDimsOptions dims = o.degrees.Parse(kDefaultWorldSize);
   if (!o.model_given) ApplyDefaultLayout(!o.degrees.ep.empty(), &dims);
@@ -84,6 +81,10 @@ ParallelDimsOptions PlanDims(const CliOptions& o, Command command) {
 TrainingConfig PlanTraining(const CliOptions& o, Command command, PlanInputs& in, std::ostream& err) {
   TrainingConfig training = ResolveTraining(o.training, in.model, in.dims.pp);
   in.machine = cli::ResolveMachine(o.training, in.model);
+  // check holds every rank to a budget: the flag's, else the spec's (the range is ValidateMachine's, exit 1).
+  if (command == Command::kCheck && !(in.machine.gpu_memory_gib > 0)) {
+    throw UsageError("check needs a budget: --gpu-memory-gib GiB (> 0) or the model spec's training.gpu_memory_gib");
+  }
   RejectMegatronOnlyOverrides(o.training.Parse(), in.dims.convention == Convention::kTorchtitan);
   err << SeqLenWarning(training.seq_len, in.model, "--seq-len");
   if (in.use_default) ApplyDefaultTraining(!o.training.recompute.empty(), &training);

@@ -1134,3 +1134,58 @@ TEST_CASE("search rows show AxM only for accumulation steps of a pipeline schedu
   REQUIRE(r.code == 0);
   CHECK(r.out.find("x16 ") != std::string::npos);
 }
+
+namespace {
+
+// testdata/hf/qwen3-30b-a3b.json as a model spec (the spec command) with `training` as its training
+// block, written to `name` under the test's temp dir; returns the path.
+std::string QwenSpecWithTraining(const std::string& name, const dockyard::Json& training) {
+  const std::string path = TmpDir() + "/" + name;
+  REQUIRE(Run("spec --model testdata/hf/qwen3-30b-a3b.json --out " + path).code == 0);
+  std::ifstream in(path);
+  dockyard::Json spec = dockyard::Json::parse(in);
+  in.close();
+  spec["training"] = training;
+  std::ofstream(path) << spec.dump(2);
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("check takes its budget from the spec's training.gpu_memory_gib when --gpu-memory-gib is not given") {
+  const std::string spec = QwenSpecWithTraining("q4.spec.json", {{"gpus_per_node", 4}, {"gpu_memory_gib", 40}});
+  const std::string base = "check --model " + spec + " --world-size 16 --ep 8 --convention megatron";
+  // The spec's 40 GiB is the budget (the same figure as the flag): less the 2 GiB default reserve, 38 GiB.
+  Result from_spec = Run(base);
+  Result from_flag = Run(base + " --gpu-memory-gib 40");
+  CHECK(from_spec.code == from_flag.code);
+  CHECK(from_spec.code != 2);
+  CHECK(from_spec.out.find("40.00 GiB budget less the 2.00 GiB reserve") != std::string::npos);
+  // The flag is over the spec: 1000 GiB fits.
+  Result fits = Run(base + " --gpu-memory-gib 1000");
+  CHECK(fits.code == 0);
+  CHECK(fits.out.find("1000.00 GiB budget") != std::string::npos);
+  // Neither the flag nor the spec: still a usage error.
+  Result none = Run("check --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 8 --convention megatron");
+  CHECK(none.code == 2);
+  CHECK(none.out.find("check needs a budget: --gpu-memory-gib GiB (> 0) or the model spec's training.gpu_memory_gib") !=
+        std::string::npos);
+}
+
+TEST_CASE("A negative or non-finite --gpu-memory-gib is one exit-1 message in every command") {
+  const std::string model = " --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8";
+  for (const char* command : {"", "check", "simulate", "search"}) {
+    CAPTURE(command);
+    Result r = Run(std::string(command) + model + " --gpu-memory-gib -3");
+    CHECK(r.code == 1);
+    CHECK(r.out.find("--gpu-memory-gib: must be a finite number in [0, 1e6] GiB, got -3") != std::string::npos);
+    r = Run(std::string(command) + model + " --gpu-memory-gib 2e6");
+    CHECK(r.code == 1);
+    CHECK(r.out.find("--gpu-memory-gib: must be a finite number in [0, 1e6] GiB, got 2000000") != std::string::npos);
+  }
+  // 0 is in range: "no budget" for plan and simulate, a usage error for check, refused by search.
+  CHECK(Run("check" + model + " --gpu-memory-gib 0").code == 2);
+  Result r = Run("search" + model + " --gpu-memory-gib 0");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("--gpu-memory-gib: must be > 0 in search, got 0") != std::string::npos);
+}

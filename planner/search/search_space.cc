@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "planner/base/error.h"
+#include "planner/model/machine.h"
 #include "planner/search/rejection_reasons.h"
 #include "planner/sim/cost.h"
 
@@ -50,7 +51,11 @@ void ParseSearchDispatchers(const std::string& list, SearchOptions* s) {
 }
 
 void ValidateSearchBudgetFlag(std::optional<double> gpu_memory_gib) {
-  if (gpu_memory_gib && !(*gpu_memory_gib > 0)) {
+  if (!gpu_memory_gib) return;
+  Machine budget;
+  budget.gpu_memory_gib = *gpu_memory_gib;
+  ValidateMachine(budget, "--");  // the range (exit 1), worded as plan, check and simulate word it
+  if (!(*gpu_memory_gib > 0)) {
     throw Error(fmt::format("--gpu-memory-gib: must be > 0 in search, got {} (omit it to hold layouts to the cluster's memory_gib)",
                             *gpu_memory_gib));
   }

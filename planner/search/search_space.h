@@ -39,8 +39,9 @@ void ApplySearchedSettings(const SearchSettingsPinned& pinned, SearchOptions* s)
 void ParseSearchDispatchers(const std::string& list, SearchOptions* s);
 
 // search --gpu-memory-gib G: the budget every layout is held to, in GiB. Not given (nullopt), the
-// search uses the cluster's memory_gib; given, it must be > 0 (0 is not "no budget" in a search:
-// every layout has one). Throws dockyard::Error naming the flag and its value.
+// search uses the cluster's memory_gib; given, it must be in machine.h ValidateMachine's range
+// (finite, [0, 1e6]) and > 0 (0 is not "no budget" in a search: every layout has one). Throws
+// dockyard::Error naming the flag, its value and the rule.
 void ValidateSearchBudgetFlag(std::optional<double> gpu_memory_gib);
 
 // Throws dockyard::Error for run settings a search cannot vary: a Megatron pipeline layout (it fixes
