@@ -192,6 +192,10 @@ std::string MemoryBudgetName(const std::string& value) {
   return value.empty() ? "the model spec's training.gpu_memory_gib" : "--gpu-memory-gib";
 }
 
+std::string SeqLenName(const std::string& value) {
+  return value.empty() ? "the model spec's /training/seq_len" : "--seq-len";
+}
+
 std::string MemoryReserveName(const std::string& value) {
   if (!value.empty()) return "--memory-reserve-gib";
   return fmt::format(

@@ -144,5 +144,8 @@ std::string MemoryReserveName(const std::string& value);
 // How an error names the budget: "--gpu-memory-gib" when the flag was given, else the model
 // spec's training.gpu_memory_gib.
 std::string MemoryBudgetName(const std::string& value);
+// How an error or warning names the sequence length: "--seq-len" when the flag was given, else the
+// model spec's training.seq_len, by its JSON path (the only other source a bad value can have).
+std::string SeqLenName(const std::string& value);
 
 }  // namespace dockyard::cli

@@ -86,7 +86,9 @@ TrainingConfig PlanTraining(const CliOptions& o, Command command, PlanInputs& in
     throw UsageError("check needs a budget: --gpu-memory-gib GiB (> 0) or the model spec's training.gpu_memory_gib");
   }
   RejectMegatronOnlyOverrides(o.training.Parse(), in.dims.convention == Convention::kTorchtitan);
-  err << SeqLenWarning(training.seq_len, in.model, "--seq-len");
+  // The bound first (BuildPlan holds it too, naming the flag): a bad value is blamed on where it came from.
+  ValidateSeqLenForModel(training.seq_len, in.model, cli::SeqLenName(o.training.seq_len));
+  err << SeqLenWarning(training.seq_len, in.model, cli::SeqLenName(o.training.seq_len));
   if (in.use_default) ApplyDefaultTraining(!o.training.recompute.empty(), &training);
   // A reserve at or above the budget is invalid input (exit 1), not a plan over budget (exit 3).
   ValidateMemoryReserve(in.machine.gpu_memory_gib, training.memory_reserve_gib.value_or(0),

@@ -82,7 +82,9 @@ void ReadSearchTraining(const CliOptions& o, const ModelSpec& model, SearchOptio
   s->training = ResolveTraining(training_flags, model, 1);
   s->gpu_memory_gib = cli::ResolveMachine(training_flags, model).gpu_memory_gib;  // the node size is the cluster's
   RejectMegatronOnlyOverrides(training_flags.Parse(), s->convention == Convention::kTorchtitan);
-  err << SeqLenWarning(s->training.seq_len, model, "--seq-len");
+  // The bound first (RunSearch holds it too, naming the flag): a bad value is blamed on where it came from.
+  ValidateSeqLenForModel(s->training.seq_len, model, cli::SeqLenName(o.training.seq_len));
+  err << SeqLenWarning(s->training.seq_len, model, cli::SeqLenName(o.training.seq_len));
   s->training.fp8_dispatch = o.training.fp8_dispatch;
   err << cli::BudgetAboveClusterWarning(s->gpu_memory_gib, s->cluster);
   ValidateMemoryReserve(

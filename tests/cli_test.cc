@@ -1189,3 +1189,18 @@ TEST_CASE("A negative or non-finite --gpu-memory-gib is one exit-1 message in ev
   CHECK(r.code == 1);
   CHECK(r.out.find("--gpu-memory-gib: must be > 0 in search, got 0") != std::string::npos);
 }
+
+TEST_CASE("A sequence length from the spec's training block is blamed on /training/seq_len, not on --seq-len") {
+  const std::string spec = QwenSpecWithTraining("qseq.spec.json", {{"seq_len", 2000000}});
+  for (const char* command : {"", "check", "simulate", "search"}) {
+    CAPTURE(command);
+    Result r = Run(std::string(command) + " --model " + spec + " --world-size 8 --ep 8 --gpu-memory-gib 70");
+    CHECK(r.code == 1);
+    CHECK(r.out.find("the model spec's /training/seq_len 2000000: above dockyard's bound of 1048576 tokens") != std::string::npos);
+    CHECK(r.out.find("--seq-len") == std::string::npos);
+    // Given, the flag is over the spec and is the one named.
+    r = Run(std::string(command) + " --model " + spec + " --world-size 8 --ep 8 --gpu-memory-gib 70 --seq-len 1048577");
+    CHECK(r.code == 1);
+    CHECK(r.out.find("--seq-len 1048577: above dockyard's bound") != std::string::npos);
+  }
+}
