@@ -110,6 +110,7 @@ PlanInputs ReadPlanInputs(const CliOptions& o, Command command, std::ostream& er
   in.training = PlanTraining(o, command, in, err);
   if (command == Command::kSimulate) {
     in.cluster = LoadCluster(o.cluster);
+    err << cli::NodeSizeClusterWarning(o.training, in.model, *in.cluster, "simulate");
     if (!o.calibration.empty()) in.calibration = LoadCalibration(o.calibration);
     // The cluster's locality unit decides cross-node traffic unless --gpus-per-node says otherwise:
     // the NVLink domain, the time model's rule (network.h NvlinkDomainGpus).

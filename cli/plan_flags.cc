@@ -1,6 +1,8 @@
 // dockyard-plan's options and flag registration (see plan_flags.h).
 #include "cli/plan_flags.h"
 
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "cli/flags.h"
@@ -8,6 +10,7 @@
 #include "planner/model/training_overrides.h"
 #include "planner/report/plan_command.h"
 #include "planner/report/provenance.h"
+#include "planner/sim/network.h"
 
 namespace dockyard::cli {
 
@@ -223,6 +226,25 @@ std::string BudgetAboveClusterWarning(double budget_gib, const ClusterSpec& clus
       "dockyard-plan: warning: --gpu-memory-gib {} is above {}'s {} GiB per GPU (memory_gib): layouts are judged "
       "against memory its GPUs do not have\n",
       budget_gib, cluster.name, cluster.memory_gib);
+}
+
+std::string NodeSizeClusterWarning(const TrainingFlags& flags, const ModelSpec& model, const ClusterSpec& cluster,
+                                   const std::string& command) {
+  const int64_t domain = NvlinkDomainGpus(cluster);
+  if (const std::optional<int64_t> flag = ParseInt("--gpus-per-node", flags.gpus_per_node)) {
+    if (*flag == domain) return "";
+    return fmt::format(
+        "dockyard-plan: warning: --gpus-per-node {} differs from {}'s NVLink domain of {} GPUs (the cluster's node size): "
+        "{} counts the memory and traffic tables' node crossings by {} (the flag is over the cluster) while the time model "
+        "prices NVLink by {}; give the cluster's number (docs/cluster.md)\n",
+        *flag, cluster.name, domain, command, *flag, domain);
+  }
+  if (!model.training || model.machine.gpus_per_node == domain) return "";
+  return fmt::format(
+      "dockyard-plan: warning: the model spec's training.gpus_per_node {} differs from {}'s NVLink domain of {} GPUs (the "
+      "cluster's node size): {} uses {} (the cluster is over the spec){}\n",
+      model.machine.gpus_per_node, cluster.name, domain, command, domain,
+      command == "simulate" ? fmt::format("; --gpus-per-node {} would use the spec's", model.machine.gpus_per_node) : "");
 }
 
 Json ReportProvenance(const PlanCliOptions& o) {

@@ -89,4 +89,13 @@ void RejectImbalanceWithRouting(bool routing_given, const std::string& imbalance
 // size for a GPU the presets do not hold.
 std::string BudgetAboveClusterWarning(double budget_gib, const ClusterSpec& cluster);
 
+// "warning: ..." (one line) when the node size given by --gpus-per-node (simulate; over the spec) or,
+// without the flag, by the model spec's training.gpus_per_node differs from `cluster`'s NVLink domain
+// (network.h NvlinkDomainGpus, the time model's locality unit), else empty. It names both values,
+// their sources and the one `command` uses: the flag is over the cluster (simulate), the cluster is
+// over the spec (simulate, search: network.h MachineOf; docs/cluster.md "gpus_per_node in simulate
+// and search"). A spec with a training block but no gpus_per_node key counts as its default 8.
+std::string NodeSizeClusterWarning(const TrainingFlags& flags, const ModelSpec& model, const ClusterSpec& cluster,
+                                   const std::string& command);
+
 }  // namespace dockyard::cli

@@ -87,6 +87,7 @@ void ReadSearchTraining(const CliOptions& o, const ModelSpec& model, SearchOptio
   err << SeqLenWarning(s->training.seq_len, model, cli::SeqLenName(o.training.seq_len));
   s->training.fp8_dispatch = o.training.fp8_dispatch;
   err << cli::BudgetAboveClusterWarning(s->gpu_memory_gib, s->cluster);
+  err << cli::NodeSizeClusterWarning(o.training, model, s->cluster, "search");
   ValidateMemoryReserve(
       SearchBudgetGib(*s), s->training.memory_reserve_gib.value_or(0),
       s->gpu_memory_gib > 0 ? cli::MemoryBudgetName(o.training.gpu_memory_gib) : "the cluster's memory_gib (" + s->cluster.name + ")",

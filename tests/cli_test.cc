@@ -1168,8 +1168,7 @@ TEST_CASE("check takes its budget from the spec's training.gpu_memory_gib when -
   // Neither the flag nor the spec: still a usage error.
   Result none = Run("check --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 8 --convention megatron");
   CHECK(none.code == 2);
-  CHECK(none.out.find("check needs a budget: --gpu-memory-gib GiB (> 0) or the model spec's training.gpu_memory_gib") !=
-        std::string::npos);
+  CHECK(none.out.find("check needs a budget: --gpu-memory-gib GiB (> 0) or the model spec's training.gpu_memory_gib") != std::string::npos);
 }
 
 TEST_CASE("A negative or non-finite --gpu-memory-gib is one exit-1 message in every command") {
@@ -1202,5 +1201,32 @@ TEST_CASE("A sequence length from the spec's training block is blamed on /traini
     r = Run(std::string(command) + " --model " + spec + " --world-size 8 --ep 8 --gpu-memory-gib 70 --seq-len 1048577");
     CHECK(r.code == 1);
     CHECK(r.out.find("--seq-len 1048577: above dockyard's bound") != std::string::npos);
+  }
+}
+
+TEST_CASE("A node size that differs from the cluster's NVLink domain is named with both values and sources, once") {
+  // h100-sxm: 8 GPUs per node, nvlink_domain_gpus 0, so its NVLink domain is 8 (network.h NvlinkDomainGpus).
+  const std::string spec = QwenSpecWithTraining("q4node.spec.json", {{"gpus_per_node", 4}});
+  const std::string from_spec =
+      "the model spec's training.gpus_per_node 4 differs from h100-sxm's NVLink domain of 8 GPUs (the cluster's node size): ";
+  Result r = Run("simulate --model " + spec + " --world-size 16 --ep 8 --cluster h100-sxm");
+  CHECK(r.code == 0);
+  CHECK(r.out.find(from_spec + "simulate uses 8 (the cluster is over the spec); --gpus-per-node 4 would use the spec's") !=
+        std::string::npos);
+  r = Run("search --model " + spec + " --world-size 16 --cluster h100-sxm --top 1");
+  CHECK(r.code == 0);
+  CHECK(r.out.find(from_spec + "search uses 8 (the cluster is over the spec)\n") != std::string::npos);
+  // The flag is over the cluster in simulate: said, with both numbers.
+  r = Run("simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 8 --cluster h100-sxm --gpus-per-node 4");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("warning: --gpus-per-node 4 differs from h100-sxm's NVLink domain of 8 GPUs (the cluster's node size): simulate "
+                   "counts the memory and traffic tables' node crossings by 4") != std::string::npos);
+  // The same number, or no node size given: no warning.
+  for (const std::string& args :
+       {"simulate --model " + spec + " --world-size 16 --ep 8 --cluster h100-sxm --gpus-per-node 8",
+        std::string("simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 8 --cluster h100-sxm")}) {
+    r = Run(args);
+    CHECK(r.code == 0);
+    CHECK(r.out.find("NVLink domain of") == std::string::npos);
   }
 }
