@@ -1230,3 +1230,22 @@ TEST_CASE("A node size that differs from the cluster's NVLink domain is named wi
     CHECK(r.out.find("NVLink domain of") == std::string::npos);
   }
 }
+
+TEST_CASE("The text reports of check, simulate and search state the node size and budget they used; plan's are unchanged") {
+  const std::string spec = QwenSpecWithTraining("q4machine.spec.json", {{"gpus_per_node", 4}, {"gpu_memory_gib", 40}});
+  // check: the spec's 4 GPUs per node and 40 GiB (no cluster to override them).
+  Result r = Run("check --model " + spec + " --world-size 16 --ep 8 --convention megatron");
+  CHECK(r.out.find("\nMachine    4 GPUs per node, budget 40.00 GiB per GPU\n") != std::string::npos);
+  // simulate and search on h100-sxm: the cluster's NVLink domain, 8, over the spec's 4 (the warning says so).
+  r = Run("simulate --model " + spec + " --world-size 16 --ep 8 --cluster h100-sxm");
+  CHECK(r.out.find("\nMachine    8 GPUs per node, budget 40.00 GiB per GPU\n") != std::string::npos);
+  r = Run("search --model " + spec + " --world-size 16 --cluster h100-sxm --top 1");
+  CHECK(r.out.find("\nMachine    8 GPUs per node, budget 40.00 GiB per GPU\n") != std::string::npos);
+  // search without a budget holds layouts to the cluster's memory_gib: h100-sxm's 79.6 GiB (planner/sim/cluster.cc).
+  r = Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --cluster h100-sxm --top 1");
+  CHECK(r.out.find("\nMachine    8 GPUs per node, budget 79.60 GiB per GPU\n") != std::string::npos);
+  // simulate without a budget says so; plan has no Machine line.
+  r = Run("simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 8 --gpus-per-node 8");
+  CHECK(r.out.find("\nMachine    8 GPUs per node, no memory budget\n") != std::string::npos);
+  CHECK(Run("--model " + spec + " --world-size 16 --ep 8").out.find("\nMachine ") == std::string::npos);
+}

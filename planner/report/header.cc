@@ -35,6 +35,7 @@ Json ReportHeader(const ReportHeaderInputs& in) {
          {"provenance", in.provenance}};
   if (!in.compute.is_null()) h["compute"] = in.compute;
   if (in.imbalance_per_layout) h["imbalance_per_layout"] = true;
+  if (in.machine) h["machine"] = {{"gpus_per_node", in.machine->gpus_per_node}, {"gpu_memory_gib", in.machine->gpu_memory_gib}};
   return h;
 }
 
@@ -73,6 +74,12 @@ std::string ReportHeaderToText(const Json& h) {
     const Json& k = h.at("compute");
     out << fmt::format("Compute    {} model, CUDA graphs {}, cross-entropy {}\n", k.at("model").get<std::string>(),
                        k.at("cuda_graphs").get<bool>() ? "on" : "off", k.at("cross_entropy").get<std::string>());
+  }
+  if (h.contains("machine")) {
+    const Json& m = h.at("machine");
+    const double budget = m.at("gpu_memory_gib").get<double>();
+    out << fmt::format("Machine    {} GPUs per node, {}\n", m.at("gpus_per_node").get<int64_t>(),
+                       budget > 0 ? fmt::format("budget {:.2f} GiB per GPU", budget) : std::string("no memory budget"));
   }
   std::string argv;
   for (const Json& a : h.at("provenance").value("argv", Json::array())) argv += (argv.empty() ? "" : " ") + a.get<std::string>();

@@ -9,6 +9,7 @@
 
 #include "planner/base/json_util.h"
 #include "planner/layout/parallel_dims.h"
+#include "planner/model/machine.h"
 
 namespace dockyard {
 
@@ -30,10 +31,14 @@ struct ReportHeaderInputs {
   // search --routing: each layout's memory is sized by its own sample (SearchOptions::
   // routing_sizes_memory), so no single imbalance applies; the header says so.
   bool imbalance_per_layout = false;
-  Json provenance;         // Provenance (provenance.h)
+  Json provenance;  // Provenance (provenance.h)
   // The compute model a predicted time used (simulate, search): ComputeModelToJson
   // (planner/sim/compute_model.h); null = no time predicted (plan, check), and then no key.
   Json compute;
+  // The node size and per-GPU budget the memory and traffic figures used (machine.h; check and
+  // simulate: the plan's, search: network.h MachineOf with search.h SearchBudgetGib); unset (plan)
+  // = no "machine" key and no "Machine" line, so plan reports stay as they were.
+  std::optional<Machine> machine;
 };
 
 // A layout's degrees as JSON: {"convention", "world_size", "pp", "dp_replicate", "dp_shard", "cp",
@@ -45,10 +50,11 @@ Json DegreesToJson(const ParallelDims& dims);
 //    or null, "calibration": object or null, "routing": {"spec", "seed", "layers_sampled"} or
 //    null, "imbalance", "provenance"}, and for simulate and search "compute": {"model",
 //    "cuda_graphs", "cross_entropy"}; with imbalance_per_layout also "imbalance_per_layout": true
-//    ("imbalance" is then the --imbalance default that no layout uses).
+//    ("imbalance" is then the --imbalance default that no layout uses); with a machine
+//    "machine": {"gpus_per_node", "gpu_memory_gib"} (0 = no budget).
 Json ReportHeader(const ReportHeaderInputs& inputs);
 // The same header as the opening text lines ("Report", "Model", "Degrees", "Cluster",
-// "Calibration", "Routing", "Compute" where set, "Command"), read from ReportHeader's JSON.
+// "Calibration", "Routing", "Compute" and "Machine" where set, "Command"), read from ReportHeader's JSON.
 std::string ReportHeaderToText(const Json& header);
 
 }  // namespace dockyard

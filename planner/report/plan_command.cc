@@ -98,6 +98,7 @@ Json CommandHeader(const PlanCommandRequest& r, const PlanCommandResult& result)
   }
   header_inputs.imbalance = plan.training.imbalance;
   header_inputs.provenance = r.provenance;
+  if (check || simulate) header_inputs.machine = plan.machine;
   if (simulate) header_inputs.compute = ComputeModelToJson(r.cost_options);
   return ReportHeader(header_inputs);
 }

@@ -11,6 +11,7 @@
 #include "planner/search/pareto.h"
 #include "planner/search/search_space.h"
 #include "planner/search/split_notes.h"
+#include "planner/sim/network.h"
 
 namespace dockyard {
 
@@ -58,6 +59,7 @@ SearchCommandResult RunSearchCommand(const ModelSpec& model, SearchOptions s, co
   header_inputs.imbalance = s.training.imbalance;
   header_inputs.imbalance_per_layout = s.routing_sizes_memory;
   header_inputs.provenance = r.provenance;
+  header_inputs.machine = MachineOf(s.cluster, SearchBudgetGib(s));  // the node size its layouts were counted by
   header_inputs.compute = ComputeModelToJson(s.cost);
   out.header = ReportHeader(header_inputs);
   const Json& header = out.header;
