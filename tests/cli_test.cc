@@ -1171,7 +1171,7 @@ TEST_CASE("check takes its budget from the spec's training.gpu_memory_gib when -
   CHECK(none.out.find("check needs a budget: --gpu-memory-gib GiB (> 0) or the model spec's training.gpu_memory_gib") != std::string::npos);
 }
 
-TEST_CASE("A negative or non-finite --gpu-memory-gib is one exit-1 message in every command") {
+TEST_CASE("A negative or too large --gpu-memory-gib is one exit-1 message in every command; a non-number one usage error") {
   const std::string model = " --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8";
   for (const char* command : {"", "check", "simulate", "search"}) {
     CAPTURE(command);
@@ -1181,6 +1181,10 @@ TEST_CASE("A negative or non-finite --gpu-memory-gib is one exit-1 message in ev
     r = Run(std::string(command) + model + " --gpu-memory-gib 2e6");
     CHECK(r.code == 1);
     CHECK(r.out.find("--gpu-memory-gib: must be a finite number in [0, 1e6] GiB, got 2000000") != std::string::npos);
+    // inf is not a finite decimal number: the flag parser's usage error (exit 2), the same in every command.
+    r = Run(std::string(command) + model + " --gpu-memory-gib inf");
+    CHECK(r.code == 2);
+    CHECK(r.out.find("--gpu-memory-gib \"inf\": expected a finite decimal number") != std::string::npos);
   }
   // 0 is in range: "no budget" for plan and simulate, a usage error for check, refused by search.
   CHECK(Run("check" + model + " --gpu-memory-gib 0").code == 2);
