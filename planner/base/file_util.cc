@@ -153,6 +153,26 @@ std::pair<std::string, std::string> SplitPath(const std::string& path) {
 
 }  // namespace
 
+namespace {
+
+// The path a chain of symlinks ends at, also when the last target does not exist yet (a dangling
+// link is written through: the writer creates its target). Each relative target is read from the
+// link's own directory, as the kernel does; at most 40 hops (Linux's MAXSYMLINKS), after which the
+// path is returned as it stands (a loop names no other file).
+std::filesystem::path FollowSymlinks(std::filesystem::path path) {
+  namespace fs = std::filesystem;
+  for (int hop = 0; hop < 40; ++hop) {
+    std::error_code ec;
+    if (!fs::is_symlink(fs::symlink_status(path, ec)) || ec) return path;
+    const fs::path target = fs::read_symlink(path, ec);
+    if (ec) return path;
+    path = target.is_absolute() ? target : path.parent_path() / target;
+  }
+  return path;
+}
+
+}  // namespace
+
 bool SameOutputPath(const std::string& a, const std::string& b) {
   namespace fs = std::filesystem;
   if (a.empty() || b.empty()) return false;
@@ -162,9 +182,11 @@ bool SameOutputPath(const std::string& a, const std::string& b) {
   // Both exist: one file (same device and inode) whatever the names -- hard links, symlinks, spellings.
   if (fs::equivalent(a, b, ec) && !ec) return true;
   // Otherwise (one of them not written yet) their absolute paths with every existing part resolved
-  // ("./", "..", symlinked directories and a symlink to an existing file).
+  // ("./", "..", symlinked directories and a symlink to an existing file), after following a symlink
+  // chain whose last target is not written yet.
   std::error_code ea, eb;
-  const fs::path ca = fs::weakly_canonical(fs::absolute(a, ea), ea), cb = fs::weakly_canonical(fs::absolute(b, eb), eb);
+  const fs::path ca = fs::weakly_canonical(FollowSymlinks(fs::absolute(a, ea)), ea);
+  const fs::path cb = fs::weakly_canonical(FollowSymlinks(fs::absolute(b, eb)), eb);
   return !ea && !eb && ca == cb;
 }
 

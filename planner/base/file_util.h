@@ -27,8 +27,9 @@ void RejectOutputOverInputs(const std::string& output, const std::string& flag, 
 
 // Whether two output paths name the same file, also through another spelling ("./x", an absolute
 // path, a symlinked directory), a symlink or a hard link, whether or not the file exists yet:
-// std::filesystem::equivalent when both exist, else their weakly_canonical absolute paths. "-"
-// equals only "-".
+// std::filesystem::equivalent when both exist, else their weakly_canonical absolute paths after
+// following symlink chains (relative targets from the link's directory, at most 40 hops), so a
+// dangling symlink names the file it will create. "-" equals only "-".
 bool SameOutputPath(const std::string& a, const std::string& b);
 
 // Checks before any work that `path` can be written: its directory exists and is a directory,
