@@ -111,6 +111,13 @@ TEST_CASE("dockyard-plan exits 2 on usage errors") {
   CHECK(Run("--help").code == 0);
 }
 
+TEST_CASE("Unexpected arguments are named in command-line order") {
+  // CLI11 joins its left-over arguments last first (CLI::detail::rjoin); the message gives them as typed.
+  const Result r = Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 64 first second 3");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("The following arguments were not expected: first second 3\n") != std::string::npos);
+}
+
 TEST_CASE("dockyard-plan spec writes a normalized spec that plans like the HF config") {
   const std::string spec = TmpDir() + "/gpt-oss.spec.json";
   REQUIRE(Run("spec --model testdata/hf/gpt-oss-120b.json --out " + spec).code == 0);
