@@ -334,15 +334,24 @@ ExplainResult ExplainLayout(const ModelSpec& model, const SearchOptions& options
   std::map<std::string, PhaseDifference> by_phase;
   for (const auto& [name, us] : rows[0].phase_us) by_phase[name].winner_us = us;
   for (const auto& [name, us] : rows[1].phase_us) by_phase[name].layout_us = us;
-  // The step time no phase's share covers (pipeline sends, what the shares leave of the bubble and
-  // of overlapped communication): listed so that the differences add up to the step's.
+  // The step time no phase's share covers ("other": pipeline sends, what the shares leave of the
+  // bubble) or, when the shares add up to more than the step, the time they count twice
+  // ("overlapped": phases hidden under others, subtracted): listed so that the differences add up
+  // to the step's, and no line is negative.
   auto unattributed = [](const RankedLayout& r) {
     double attributed = 0;
     for (const auto& [name, us] : r.phase_us) attributed += us;
     return r.step_time_us - attributed;
   };
-  by_phase["other"].winner_us = unattributed(rows[0]);
-  by_phase["other"].layout_us = unattributed(rows[1]);
+  const double rest[2] = {unattributed(rows[0]), unattributed(rows[1])};
+  by_phase["other"].winner_us = std::max(rest[0], 0.0);
+  by_phase["other"].layout_us = std::max(rest[1], 0.0);
+  if (rest[0] < 0 || rest[1] < 0) {
+    PhaseDifference& overlapped = by_phase["overlapped"];
+    overlapped.subtracted = true;
+    overlapped.winner_us = std::max(-rest[0], 0.0);
+    overlapped.layout_us = std::max(-rest[1], 0.0);
+  }
   for (auto& [name, diff] : by_phase) {
     diff.phase = name;
     e.differences.push_back(diff);
@@ -368,6 +377,7 @@ Json ExplainToJson(const ExplainResult& e) {
   Json diffs = Json::array();
   for (const auto& d : e.differences) {
     diffs.push_back({{"phase", d.phase}, {"winner_us", d.winner_us}, {"layout_us", d.layout_us}, {"difference_us", d.difference_us()}});
+    if (d.subtracted) diffs.back()["subtracted"] = true;
   }
   j["differences"] = diffs;
   return j;
@@ -389,7 +399,8 @@ std::string ExplainToText(const ExplainResult& e) {
   out << "  winner, then this layout:\n" << RankedLayoutsTable(rows, false);
   out << fmt::format("  {:<16} {:>12} {:>12} {:>12}\n", "phase (step)", "winner (ms)", "this (ms)", "diff (ms)");
   for (const auto& d : e.differences) {
-    out << fmt::format("  {:<16} {:>12.2f} {:>12.2f} {:>+12.2f}\n", d.phase, d.winner_us / 1e3, d.layout_us / 1e3, d.difference_us() / 1e3);
+    out << fmt::format("  {:<16} {:>12.2f} {:>12.2f} {:>+12.2f}\n", d.subtracted ? d.phase + " (-)" : d.phase, d.winner_us / 1e3,
+                       d.layout_us / 1e3, d.difference_us() / 1e3);
   }
   out << fmt::format("  {:<16} {:>12.2f} {:>12.2f} {:>+12.2f}\n", "step", e.winner->step_time_us / 1e3, e.layout->step_time_us / 1e3,
                      (e.layout->step_time_us - e.winner->step_time_us) / 1e3);
