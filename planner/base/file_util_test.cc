@@ -73,6 +73,19 @@ TEST_CASE("SameOutputPath: one file under two names -- spellings, a symlink, a h
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("WriteFileAtomically through a dangling symlink writes its target and keeps the link") {
+  const std::string dir = TmpPath("write_dangling_test");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::filesystem::create_symlink("out.json", dir + "/link.html");  // out.json not written yet
+  dockyard::WriteFileAtomically(dir + "/link.html", "{}\n");
+  CHECK(std::filesystem::is_symlink(dir + "/link.html"));  // as SameOutputPath names it: the link is out.json
+  std::ifstream in(dir + "/out.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text == "{}\n");
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("SameOutputPath: a dangling symlink (its target not written yet) names its target, also through a chain") {
   const std::string dir = TmpPath("same_output_dangling_test");
   std::filesystem::remove_all(dir);
