@@ -68,6 +68,12 @@ std::string ParseErrorText(const CLI::App& app, const CLI::ParseError& error) {
   if (std::string twice = GivenTwiceText(app, error); !twice.empty()) return twice;
   std::string text = error.what();
   if (dynamic_cast<const CLI::ExtrasError*>(&error) == nullptr) return text;
+  // CLI11 joins the left-over arguments last first (CLI::detail::rjoin): name them as typed.
+  const std::vector<std::string> extras = app.remaining(true);
+  const std::string reversed = CLI::detail::rjoin(extras, " ");
+  if (!extras.empty() && text.size() >= reversed.size() && text.compare(text.size() - reversed.size(), reversed.size(), reversed) == 0) {
+    text = text.substr(0, text.size() - reversed.size()) + CLI::detail::join(extras, " ");
+  }
   std::vector<std::string> flags;
   CollectFlags(app, flags);
   for (const std::string& arg : app.remaining(true)) {

@@ -129,8 +129,12 @@ void TrainingFlags::AddSearchPinsTo(CLI::App* search, const CLI::App& plan) {
   }
   // Megatron's uneven splits (pipeline_layout.h): the embedding / the loss count as a layer when the
   // layers are split over each candidate's stages.
+  // Megatron-Core DDP's overlaps (RunSettings) hold for every candidate, as in the plan; a candidate
+  // whose DP sharding cannot run them is rejected by the plan's rule (ValidateRunSettings).
   for (const auto& [flag, target] : {std::pair<const char*, bool*>{"--account-for-embedding-in-pipeline-split", &account_for_embedding},
-                                     {"--account-for-loss-in-pipeline-split", &account_for_loss}}) {
+                                     {"--account-for-loss-in-pipeline-split", &account_for_loss},
+                                     {"--overlap-grad-reduce", &overlap_grad_reduce},
+                                     {"--overlap-param-gather", &overlap_param_gather}}) {
     search->add_flag(flag, *target, plan.get_option(flag)->get_description());
   }
   search->add_option("--vpp", vpp, "pins the model chunks per pipeline rank (default: searched, 1, 2, 4 where pp > 1)");

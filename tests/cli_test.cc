@@ -111,6 +111,13 @@ TEST_CASE("dockyard-plan exits 2 on usage errors") {
   CHECK(Run("--help").code == 0);
 }
 
+TEST_CASE("Unexpected arguments are named in command-line order") {
+  // CLI11 joins its left-over arguments last first (CLI::detail::rjoin); the message gives them as typed.
+  const Result r = Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 64 first second 3");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("The following arguments were not expected: first second 3\n") != std::string::npos);
+}
+
 TEST_CASE("dockyard-plan spec writes a normalized spec that plans like the HF config") {
   const std::string spec = TmpDir() + "/gpt-oss.spec.json";
   REQUIRE(Run("spec --model testdata/hf/gpt-oss-120b.json --out " + spec).code == 0);
@@ -894,6 +901,26 @@ TEST_CASE("search takes the FP8 settings: a row has simulate's step time and pea
   const dockyard::Json plain = dockyard::Json::parse(Run("search " + bf16 + " --no-overlap-moe-expert-parallel-comm --json -").out);
   CHECK(plain["top"][0]["step_time_us"].get<double>() != searched["top"][0]["step_time_us"].get<double>());
   CHECK(plain["top"][0]["peak_bytes"] != searched["top"][0]["peak_bytes"]);
+}
+
+TEST_CASE("search takes --overlap-grad-reduce / --overlap-param-gather: a row has simulate's step time with them") {
+  // Megatron-Core DDP hides the step-end gradient reduce under the last backward and the zero1
+  // parameter all-gather under the first forward (cost.cc ExposedUs): dp_shard 2 here, so the
+  // step-end DP communication is real and the overlapped row is faster than the plain one.
+  const std::string plain_flags =
+      "--model testdata/hf/qwen3-30b-a3b.json --world-size 16 --convention megatron --pp 2 --tp 2 --ep 4 --cp 1 --etp 1 "
+      "--dp-replicate 1 --vpp 1 --micro-batch-size 1 --recompute selective --dp-sharding zero1 --dispatcher all_to_all "
+      "--global-batch-size 32";
+  const std::string flags = plain_flags + " --overlap-grad-reduce --overlap-param-gather";
+  const auto [searched, simulated] = SearchBesideSimulate(flags, " --no-overlap-moe-expert-parallel-comm");
+  CHECK(searched["top"][0]["step_time_us"].get<double>() == simulated["predicted"]["step_time_us"].get<double>());
+  const dockyard::Json plain = dockyard::Json::parse(Run("search " + plain_flags + " --no-overlap-moe-expert-parallel-comm --json -").out);
+  CHECK(plain["top"][0]["step_time_us"].get<double>() > searched["top"][0]["step_time_us"].get<double>());
+  // --overlap-param-gather needs zero1 (megatron/training/arguments.py): a ddp-pinned search has no valid layout.
+  const std::string ddp = flags.substr(0, flags.find(" --dp-sharding")) + " --dp-sharding ddp" + flags.substr(flags.find(" --dispatcher"));
+  const Result refused = Run("search " + ddp + " --no-overlap-moe-expert-parallel-comm");
+  CHECK(refused.code != 0);
+  CHECK(refused.out.find("--overlap-param-gather: only supported with the distributed optimizer") != std::string::npos);
 }
 
 TEST_CASE("search --routing sizes each layout's memory by its own sample, as simulate does") {

@@ -45,6 +45,22 @@ void WriteThrough(const std::string& path, const std::string& content) {
   if (close(fd) != 0) throw Error(fmt::format("{}: write failed: {}", path, std::strerror(errno)));
 }
 
+// The path a chain of symlinks ends at, also when the last target does not exist yet (a dangling
+// link is written through: the writer creates its target). Each relative target is read from the
+// link's own directory, as the kernel does; at most 40 hops (Linux's MAXSYMLINKS), after which the
+// path is returned as it stands (a loop names no other file).
+std::filesystem::path FollowSymlinks(std::filesystem::path path) {
+  namespace fs = std::filesystem;
+  for (int hop = 0; hop < 40; ++hop) {
+    std::error_code ec;
+    if (!fs::is_symlink(fs::symlink_status(path, ec)) || ec) return path;
+    const fs::path target = fs::read_symlink(path, ec);
+    if (ec) return path;
+    path = target.is_absolute() ? target : path.parent_path() / target;
+  }
+  return path;
+}
+
 // Where a requested output really goes: symlinks followed; `direct` for devices and FIFOs.
 struct Target {
   std::string path;
@@ -59,6 +75,8 @@ Target Resolve(const std::string& requested) {
     if (char* resolved = realpath(requested.c_str(), nullptr)) {
       t.path = resolved;
       free(resolved);
+    } else {
+      t.path = FollowSymlinks(requested).string();  // a dangling link: write the file it names (SameOutputPath)
     }
   }
   struct stat st {};
@@ -162,9 +180,11 @@ bool SameOutputPath(const std::string& a, const std::string& b) {
   // Both exist: one file (same device and inode) whatever the names -- hard links, symlinks, spellings.
   if (fs::equivalent(a, b, ec) && !ec) return true;
   // Otherwise (one of them not written yet) their absolute paths with every existing part resolved
-  // ("./", "..", symlinked directories and a symlink to an existing file).
+  // ("./", "..", symlinked directories and a symlink to an existing file), after following a symlink
+  // chain whose last target is not written yet.
   std::error_code ea, eb;
-  const fs::path ca = fs::weakly_canonical(fs::absolute(a, ea), ea), cb = fs::weakly_canonical(fs::absolute(b, eb), eb);
+  const fs::path ca = fs::weakly_canonical(FollowSymlinks(fs::absolute(a, ea)), ea);
+  const fs::path cb = fs::weakly_canonical(FollowSymlinks(fs::absolute(b, eb)), eb);
   return !ea && !eb && ca == cb;
 }
 

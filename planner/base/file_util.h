@@ -1,6 +1,6 @@
 // Atomic output files: content goes to a temporary file in the same directory, is flushed and
 // then renamed over the destination, so a reader never sees a half-written file and a failure
-// leaves no partial output behind. A symlink is followed (its target is replaced); an existing
+// leaves no partial output behind. A symlink is followed (its target is replaced, or created when the link dangles); an existing
 // device or FIFO (e.g. /dev/null) is written through, never replaced. Errors throw
 // dockyard::Error naming the path.
 #pragma once
@@ -27,8 +27,9 @@ void RejectOutputOverInputs(const std::string& output, const std::string& flag, 
 
 // Whether two output paths name the same file, also through another spelling ("./x", an absolute
 // path, a symlinked directory), a symlink or a hard link, whether or not the file exists yet:
-// std::filesystem::equivalent when both exist, else their weakly_canonical absolute paths. "-"
-// equals only "-".
+// std::filesystem::equivalent when both exist, else their weakly_canonical absolute paths after
+// following symlink chains (relative targets from the link's directory, at most 40 hops), so a
+// dangling symlink names the file it will create. "-" equals only "-".
 bool SameOutputPath(const std::string& a, const std::string& b);
 
 // Checks before any work that `path` can be written: its directory exists and is a directory,

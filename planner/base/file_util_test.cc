@@ -72,3 +72,35 @@ TEST_CASE("SameOutputPath: one file under two names -- spellings, a symlink, a h
   CHECK_FALSE(dockyard::SameOutputPath("-", a));
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("WriteFileAtomically through a dangling symlink writes its target and keeps the link") {
+  const std::string dir = TmpPath("write_dangling_test");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::filesystem::create_symlink("out.json", dir + "/link.html");  // out.json not written yet
+  dockyard::WriteFileAtomically(dir + "/link.html", "{}\n");
+  CHECK(std::filesystem::is_symlink(dir + "/link.html"));  // as SameOutputPath names it: the link is out.json
+  std::ifstream in(dir + "/out.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text == "{}\n");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("SameOutputPath: a dangling symlink (its target not written yet) names its target, also through a chain") {
+  const std::string dir = TmpPath("same_output_dangling_test");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir + "/sub");
+  // link.html -> out.json (relative, resolved from the link's directory); out.json does not exist.
+  std::filesystem::create_symlink("out.json", dir + "/link.html");
+  CHECK(dockyard::SameOutputPath(dir + "/out.json", dir + "/link.html"));
+  CHECK(dockyard::SameOutputPath(dir + "/link.html", dir + "/out.json"));
+  // sub/chain -> ../link.html -> out.json: two hops, the first relative to sub/.
+  std::filesystem::create_symlink("../link.html", dir + "/sub/chain");
+  CHECK(dockyard::SameOutputPath(dir + "/sub/chain", dir + "/out.json"));
+  CHECK_FALSE(dockyard::SameOutputPath(dir + "/sub/chain", dir + "/other.json"));
+  // A loop (a -> b -> a) ends at the depth bound instead of spinning; it is not another file's name.
+  std::filesystem::create_symlink("loop_b", dir + "/loop_a");
+  std::filesystem::create_symlink("loop_a", dir + "/loop_b");
+  CHECK_FALSE(dockyard::SameOutputPath(dir + "/loop_a", dir + "/out.json"));
+  std::filesystem::remove_all(dir);
+}

@@ -84,7 +84,7 @@ SearchCommandResult RunSearchCommand(const ModelSpec& model, SearchOptions s, co
   }
   out.text = ReportHeaderToText(header) + SearchResultToText(result);
   if (explained) out.text += ExplainToText(*explained);
-  out.text += SearchSplitNotes(model, s, result.top, explained ? explained->layout : std::nullopt);
+  out.text += SearchSplitNotes(model, s, result.top, explained ? explained->layout : std::nullopt, result.pareto);
   if (redundant) out.text += RedundantSearchToText(*redundant);
   return out;
 }

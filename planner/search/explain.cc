@@ -7,6 +7,7 @@
 #include <sstream>
 #include <tuple>
 
+#include <CLI/TypeTools.hpp>
 #include <fmt/format.h>
 
 #include "planner/base/error.h"
@@ -21,7 +22,9 @@ int64_t ParseQueryInt(const std::string& key, const std::string& value) {
   const bool digits =
       !value.empty() && value.size() <= 12 && std::all_of(value.begin(), value.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
   if (!digits || std::stoll(value) < 1) {
-    throw Error(fmt::format("--explain: {}={}: expected a whole number >= 1", key, value));
+    const bool separator = value.find_first_of(";:& ") != std::string::npos;  // "tp=2;pp=2": one item to this parser
+    throw Error(fmt::format("--explain: {}={}: expected a whole number >= 1{}", key, value,
+                            separator ? " (items are separated by commas: \"tp=2,pp=2\")" : ""));
   }
   return std::stoll(value);
 }
@@ -31,6 +34,17 @@ std::string OneOf(const std::string& key, const std::string& value, const std::v
   std::string list;
   for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
   throw Error(fmt::format("--explain: {}={}: expected one of {}", key, value, list));
+}
+
+// A yes/no value spelled as a flag's value: CLI11's flag parser (CLI::detail::to_flag_value), the
+// one that reads --overlap-moe-expert-parallel-comm=VALUE, so the query and the flag take the same words
+// (on/off, true/false, yes/no, enable/disable, 1/0, any case).
+bool ParseQueryBool(const std::string& key, const std::string& value) {
+  try {
+    return CLI::detail::to_flag_value(value) > 0;
+  } catch (const std::exception&) {
+    throw Error(fmt::format("--explain: {}={}: expected on or off (or true/false, yes/no, 1/0, as the flag takes)", key, value));
+  }
 }
 
 std::string DpShardingOf(const TrainingConfig& t, Convention convention) {
@@ -199,9 +213,17 @@ LayoutQuery ParseLayoutQuery(const std::string& text) {
     const size_t eq = item.find('=');
     if (eq == std::string::npos) throw Error(fmt::format("--explain: \"{}\" is not key=value", item));
     std::string key = TrimSpaces(item.substr(0, eq));
+    std::transform(key.begin(), key.end(), key.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
     const std::string value = TrimSpaces(item.substr(eq + 1));
     if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
-      const auto hint = DidYouMean(key, keys);
+      // A value that only one key takes names that key ("dp=zero1": dp_sharding); else the closest spelling.
+      std::optional<std::string> hint;
+      for (const auto& [named, values] : {std::pair<const char*, std::vector<std::string>>{"recompute", RecomputeNames()},
+                                          {"dispatcher", DispatcherNames()},
+                                          {"dp_sharding", DpShardingNames()}}) {
+        if (std::find(values.begin(), values.end(), value) != values.end()) hint = named;
+      }
+      if (!hint) hint = DidYouMean(key, keys);
       throw Error(
           fmt::format("--explain: unknown key \"{}\"{} (keys: pp, dp_replicate, dp_shard, cp, tp, ep, etp, vpp, mbs, recompute, "
                       "dispatcher, dp_sharding, overlap)",
@@ -224,7 +246,7 @@ LayoutQuery ParseLayoutQuery(const std::string& text) {
     if (key == "recompute") q.recompute = OneOf(key, value, RecomputeNames());
     if (key == "dispatcher") q.dispatcher = ParseDispatcher(OneOf(key, value, DispatcherNames()), "--explain: dispatcher");
     if (key == "dp_sharding") q.dp_sharding = OneOf(key, value, DpShardingNames());
-    if (key == "overlap") q.overlap_moe_ep_comm = OneOf(key, value, {"on", "off"}) == "on";
+    if (key == "overlap") q.overlap_moe_ep_comm = ParseQueryBool(key, value);
   }
   if (items == 0) throw Error("--explain: an empty layout (expected e.g. \"tp=2,pp=8,vpp=4,ep=32\")");
   return q;
@@ -312,15 +334,24 @@ ExplainResult ExplainLayout(const ModelSpec& model, const SearchOptions& options
   std::map<std::string, PhaseDifference> by_phase;
   for (const auto& [name, us] : rows[0].phase_us) by_phase[name].winner_us = us;
   for (const auto& [name, us] : rows[1].phase_us) by_phase[name].layout_us = us;
-  // The step time no phase's share covers (pipeline sends, what the shares leave of the bubble and
-  // of overlapped communication): listed so that the differences add up to the step's.
+  // The step time no phase's share covers ("other": pipeline sends, what the shares leave of the
+  // bubble) or, when the shares add up to more than the step, the time they count twice
+  // ("overlapped": phases hidden under others, subtracted): listed so that the differences add up
+  // to the step's, and no line is negative.
   auto unattributed = [](const RankedLayout& r) {
     double attributed = 0;
     for (const auto& [name, us] : r.phase_us) attributed += us;
     return r.step_time_us - attributed;
   };
-  by_phase["other"].winner_us = unattributed(rows[0]);
-  by_phase["other"].layout_us = unattributed(rows[1]);
+  const double rest[2] = {unattributed(rows[0]), unattributed(rows[1])};
+  by_phase["other"].winner_us = std::max(rest[0], 0.0);
+  by_phase["other"].layout_us = std::max(rest[1], 0.0);
+  if (rest[0] < 0 || rest[1] < 0) {
+    PhaseDifference& overlapped = by_phase["overlapped"];
+    overlapped.subtracted = true;
+    overlapped.winner_us = std::max(-rest[0], 0.0);
+    overlapped.layout_us = std::max(-rest[1], 0.0);
+  }
   for (auto& [name, diff] : by_phase) {
     diff.phase = name;
     e.differences.push_back(diff);
@@ -346,6 +377,7 @@ Json ExplainToJson(const ExplainResult& e) {
   Json diffs = Json::array();
   for (const auto& d : e.differences) {
     diffs.push_back({{"phase", d.phase}, {"winner_us", d.winner_us}, {"layout_us", d.layout_us}, {"difference_us", d.difference_us()}});
+    if (d.subtracted) diffs.back()["subtracted"] = true;
   }
   j["differences"] = diffs;
   return j;
@@ -367,7 +399,8 @@ std::string ExplainToText(const ExplainResult& e) {
   out << "  winner, then this layout:\n" << RankedLayoutsTable(rows, false);
   out << fmt::format("  {:<16} {:>12} {:>12} {:>12}\n", "phase (step)", "winner (ms)", "this (ms)", "diff (ms)");
   for (const auto& d : e.differences) {
-    out << fmt::format("  {:<16} {:>12.2f} {:>12.2f} {:>+12.2f}\n", d.phase, d.winner_us / 1e3, d.layout_us / 1e3, d.difference_us() / 1e3);
+    out << fmt::format("  {:<16} {:>12.2f} {:>12.2f} {:>+12.2f}\n", d.subtracted ? d.phase + " (-)" : d.phase, d.winner_us / 1e3,
+                       d.layout_us / 1e3, d.difference_us() / 1e3);
   }
   out << fmt::format("  {:<16} {:>12.2f} {:>12.2f} {:>+12.2f}\n", "step", e.winner->step_time_us / 1e3, e.layout->step_time_us / 1e3,
                      (e.layout->step_time_us - e.winner->step_time_us) / 1e3);

@@ -44,10 +44,18 @@ LayoutQuery ParseLayoutQuery(const std::string& text);
 // --explain, the key, its value and the pin or rule.
 void ValidateLayoutQuery(const LayoutQuery& query, const SearchOptions& options);
 
+// One line of --explain's breakdown. Phases are CostBreakdown::critical_path_us shares, each counted
+// in full even where it runs under another phase (FSDP all-gathers under compute, the shared expert
+// under the combine, Megatron's EP overlap), so the shares can add up to more or less than the step.
+// "other" is the step time no share covers (pipeline sends, what the shares leave of the bubble);
+// "overlapped" (subtracted) is what the shares count beyond the step: time hidden under another
+// phase, net of "other". At most one of the two is > 0 for a row; both are >= 0.
 struct PhaseDifference {
   std::string phase;
-  double winner_us = 0, layout_us = 0;  // share of the step (CostBreakdown::critical_path_us)
-  double difference_us() const { return layout_us - winner_us; }
+  double winner_us = 0, layout_us = 0;  // share of the step (CostBreakdown::critical_path_us), >= 0
+  bool subtracted = false;              // "overlapped": taken off the sum of the shares
+  // This line's part of the step difference (layout - winner): the lines' parts add up to it.
+  double difference_us() const { return subtracted ? winner_us - layout_us : layout_us - winner_us; }
 };
 
 struct ExplainResult {

@@ -106,4 +106,21 @@ TEST_CASE("--explain: spaces around items, keys and values are ignored") {
   CHECK_THROWS_AS(ParseLayoutQuery("tp=2 4"), Error);
 }
 
+TEST_CASE("--explain: keys in any case, a value that names its key, the flag's boolean spellings, ';' between items") {
+  // Keys are matched case-insensitively: TP=2 is tp=2.
+  CHECK(*ParseLayoutQuery("TP=2,Ep=8").tp == 2);
+  CHECK(*ParseLayoutQuery("TP=2,Ep=8").ep == 8);
+  // An unknown key whose value belongs to one key suggests that key: zero1 is a dp_sharding.
+  CHECK_THROWS_WITH_AS(ParseLayoutQuery("dp=zero1"), doctest::Contains("did you mean 'dp_sharding'?"), Error);
+  CHECK_THROWS_WITH_AS(ParseLayoutQuery("rc=selective"), doctest::Contains("did you mean 'recompute'?"), Error);
+  // overlap takes what --overlap-moe-expert-parallel-comm=VALUE takes (CLI11's flag values).
+  for (const char* on : {"on", "true", "TRUE", "yes", "1", "enable"})
+    CHECK(*ParseLayoutQuery(std::string("overlap=") + on).overlap_moe_ep_comm);
+  for (const char* off : {"off", "false", "no", "0", "disable"})
+    CHECK_FALSE(*ParseLayoutQuery(std::string("overlap=") + off).overlap_moe_ep_comm);
+  CHECK_THROWS_WITH_AS(ParseLayoutQuery("overlap=maybe"), doctest::Contains("overlap=maybe: expected on or off"), Error);
+  // A ';' (or another separator) inside a value: the items are comma-separated.
+  CHECK_THROWS_WITH_AS(ParseLayoutQuery("tp=2;pp=2"), doctest::Contains("items are separated by commas"), Error);
+}
+
 }  // namespace dockyard

@@ -389,6 +389,30 @@ TEST_CASE("A global batch that divides no layout ranks nothing and counts every 
   CHECK(result.not_divisible == result.enumerated);
 }
 
+TEST_CASE("Explain: no line of the breakdown is negative; overlapped time is its own line, and the diffs add up") {
+  // FSDP's all-gathers run under the layer's compute, so a layer's phase shares can add up to more
+  // than the step: the excess is the "overlapped" line (subtracted), not a negative "other".
+  const ModelSpec model = FourLayerTiny();
+  SearchOptions o = EveryDimension(Convention::kTorchtitan);
+  o.gpu_memory_gib = 1000;
+  const SearchResult result = SearchLayouts(model, o);
+  REQUIRE(result.ranked > 2);
+  bool saw_overlapped = false;
+  for (size_t i = 0; i < result.all.size(); i += std::max<size_t>(1, result.all.size() / 40)) {
+    const ExplainResult e = ExplainLayout(model, o, result, ParseLayoutQuery(QueryOf(result.all[i])));
+    double sum = 0;
+    for (const auto& d : e.differences) {
+      CAPTURE(d.phase);
+      CHECK(d.winner_us >= 0);
+      CHECK(d.layout_us >= 0);
+      sum += d.difference_us();
+      saw_overlapped |= d.phase == "overlapped" && (d.winner_us > 0 || d.layout_us > 0);
+    }
+    CHECK(sum == doctest::Approx(e.layout->step_time_us - e.winner->step_time_us).epsilon(1e-9));
+  }
+  CHECK(saw_overlapped);
+}
+
 TEST_CASE("Explain: the winner is rank 1; another layout shows the phases that make the difference") {
   const ModelSpec model = FourLayerTiny();
   SearchOptions o = EveryDimension(Convention::kTorchtitan);

@@ -44,6 +44,11 @@ void ParseSearchDispatchers(const std::string& list, SearchOptions* s) {
       s->include_deepep = true;
     } else if (name == DispatcherName(Dispatcher::kAllGather)) {
       s->include_allgather = true;
+    } else if (name == DispatcherName(Dispatcher::kAllToAll) || name == DispatcherName(Dispatcher::kDeredundency)) {
+      throw Error(fmt::format(
+          "--search-dispatchers: '{}' is always searched (all_to_all for every layout, deredundency where an EP group spans nodes); "
+          "the list adds only the opt-in dispatchers deepep and allgather, comma-separated",
+          name));
     } else {
       throw Error(fmt::format("--search-dispatchers: unknown dispatcher '{}' (expected deepep or allgather, comma-separated)", name));
     }

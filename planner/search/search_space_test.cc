@@ -59,6 +59,16 @@ TEST_CASE("--search-dispatchers adds deepep and allgather, and names an unknown 
   CHECK_THROWS_WITH_AS(dockyard::ParseSearchDispatchers("deepep,", &s), doctest::Contains("unknown dispatcher ''"), Error);
 }
 
+TEST_CASE("--search-dispatchers all_to_all / deredundency: always searched, said so") {
+  dockyard::SearchOptions s;
+  CHECK_THROWS_WITH_AS(dockyard::ParseSearchDispatchers("all_to_all", &s),
+                       "--search-dispatchers: 'all_to_all' is always searched (all_to_all for every layout, deredundency where an EP "
+                       "group spans nodes); the list adds only the opt-in dispatchers deepep and allgather, comma-separated",
+                       Error);
+  CHECK_THROWS_WITH_AS(dockyard::ParseSearchDispatchers("deepep,deredundency", &s), doctest::Contains("'deredundency' is always searched"),
+                       Error);
+}
+
 TEST_CASE("A pipeline layout or DualPipe cannot be searched") {
   CHECK_NOTHROW(dockyard::RejectUnsearchableRunSettings("", ""));
   CHECK_NOTHROW(dockyard::RejectUnsearchableRunSettings("", "1f1b"));

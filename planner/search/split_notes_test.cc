@@ -42,6 +42,17 @@ TEST_CASE("A Megatron search notes the rows whose even split Megatron refuses, g
   // torchtitan: no note (Megatron's rule is not the run's).
   o.convention = Convention::kTorchtitan;
   CHECK(SearchSplitNotes(model, o, rows, Row(2, 1)).empty());
+  CHECK(SearchSplitNotes(model, o, rows, std::nullopt, rows).empty());
+  // The Pareto front's rows (numbered from 1 in the order of that table) get notes too: its rows 1
+  // and 2 here are pp 2 (3 layers over 2 stages) and pp 1 (no note).
+  o.convention = Convention::kMegatron;
+  const std::vector<RankedLayout> pareto = {Row(2, 1), Row(1, 1)};
+  CHECK(SearchSplitNotes(model, o, {Row(1, 1)}, std::nullopt, pareto)
+            .rfind("Note       Pareto front row 1 (pp 2, vpp 1): Megatron refuses this split without a split flag", 0) == 0);
+  // ... joining the ranked rows' line of the same pp and vpp.
+  const std::string joined = SearchSplitNotes(model, o, rows, Row(2, 1), pareto);
+  CHECK(joined.rfind("Note       rows 1, 3, Pareto front row 1, explained layout (pp 2, vpp 1): Megatron refuses", 0) == 0);
+  CHECK(joined.find('\n') == joined.size() - 1);  // still one line
 }
 
 }  // namespace
