@@ -121,6 +121,8 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
   ValidateFp8ParamGather(plan.training, plan.dims.convention == Convention::kMegatron);
   ValidateRunSettings(plan.training.run, static_cast<int>(*plan.training.dp_sharding), plan.dims.pp);
   ValidateSchedule(plan.training.run, plan.dims.pp, *plan.training.num_microbatches);
+  ValidateInterleavedMicrobatches(plan.training.run, plan.dims.pp, *plan.training.num_microbatches,
+                                  plan.dims.convention == Convention::kMegatron);
   ValidateSelectiveAcConvention(plan.training, plan.dims.convention == Convention::kTorchtitan);
   ValidateSeqLenForModel(plan.training.seq_len, plan.model, "--seq-len");
   ValidateSeqLenForCp(plan.training.seq_len, plan.dims.cp);

@@ -201,6 +201,27 @@ void ValidateSchedule(const RunSettings& s, int64_t pp, int64_t M) {
   }
 }
 
+void ValidateInterleavedMicrobatches(const RunSettings& s, int64_t pp, int64_t M, bool megatron) {
+  if (pp < 2 || s.vpp < 2 || IsDualPipe(s)) return;
+  const std::string what =
+      fmt::format("--num-microbatches {} (micro-batches per pipeline schedule; from the global batch when not given) with pp {}, --vpp {}",
+                  M, pp, s.vpp);
+  if (megatron) {
+    if (M >= pp && M % pp == 0) return;
+    throw Error(fmt::format(
+        "{}: Megatron-Core's interleaved schedule needs a multiple of pp ({} % {} = {}): its micro-batch group per virtual stage "
+        "(microbatch_group_size_per_vp_stage, default pp) must lie in [pp, M] and divide M or leave a remainder >= pp "
+        "(megatron/core/pipeline_parallel/schedules.py forward_backward_pipelining_with_interleaving)",
+        what, M, pp, M % pp));
+  }
+  const int64_t rounds = std::max<int64_t>(1, M / pp);
+  if (M % rounds == 0) return;
+  throw Error(
+      fmt::format("{}: torch.distributed.pipelining's interleaved 1F1B needs a multiple of its rounds max(1, M / pp) = {} ({} % {} = {}) "
+                  "(torch/distributed/pipelining/schedules.py ScheduleInterleaved1F1B)",
+                  what, rounds, M, rounds, M % rounds));
+}
+
 double DualPipeBubbleUs(int64_t pp, double fb_us, double b_us, double w_us) {
   if (pp < 2 || pp % 2 != 0 || fb_us < 0 || b_us < 0 || w_us < 0) {
     throw Error(fmt::format("DualPipe bubble needs an even pp >= 2 and times >= 0, got pp {}, F&B {}, B {}, W {}", pp, fb_us, b_us, w_us));

@@ -161,6 +161,23 @@ EpOverlap EpOverlapExposedUs(double a2a_fwd_us, double a2a_bwd_us, double comput
 // flag, the value and the rule. A no-op for "1f1b" (besides the name check).
 void ValidateSchedule(const RunSettings& settings, int64_t pp, int64_t num_microbatches);
 bool IsDualPipe(const RunSettings& settings);
+
+// Interleaved 1F1B's rule on M, the micro-batches of one pipeline schedule (--num-microbatches, or
+// from the global batch; under torchtitan's gradient accumulation M is one accumulation step's
+// schedule, not the step's A x M). A no-op unless pp > 1, vpp > 1 and the "1f1b" schedule. Rules:
+//  - megatron: M a multiple of pp. Megatron-Core (NVIDIA/Megatron-LM
+//    megatron/core/pipeline_parallel/schedules.py, forward_backward_pipelining_with_interleaving)
+//    raises unless the micro-batch group per virtual stage G lies in [pp, M] ("The number of
+//    contiguous micro-batches in a virtual pipeline stage should range in [PP, M]") and M % G is 0
+//    or >= pp; G = microbatch_group_size_per_vp_stage defaults to pp
+//    (megatron/core/model_parallel_config.py, ModelParallelConfig.__post_init__), so M >= pp and
+//    M % pp = 0 (older releases asserted M % pp == 0 directly).
+//  - torchtitan: M a multiple of rounds = max(1, M / pp) (integer division). pytorch/pytorch
+//    torch/distributed/pipelining/schedules.py, ScheduleInterleaved1F1B.__init__: "Interleaved 1F1B
+//    requires the number of microbatches to be a multiple of the number of rounds".
+//    E.g. M 97, pp 8: rounds 12, 97 % 12 = 1, refused; M 96: rounds 12, ok; M 6, pp 8: rounds 1, ok.
+// Throws dockyard::Error naming --num-microbatches, its value, pp, vpp, the rule and its source.
+void ValidateInterleavedMicrobatches(const RunSettings& settings, int64_t pp, int64_t num_microbatches, bool megatron);
 // Whether the EP all-to-alls of one micro-batch run under another's compute: Megatron's
 // --overlap-moe-expert-parallel-comm, or DualPipe (its overlapped forward-backward chunk pairs,
 // DeepSeek-V3 technical report section 3.2.1).

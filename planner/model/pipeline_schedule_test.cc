@@ -325,3 +325,55 @@ TEST_CASE("SimulateStep with EP overlap and the deepep (flex) dispatcher: the sa
   // whatever dispatch and combine times the dispatcher has.
   CheckEpOverlapExposed("deepep");
 }
+
+TEST_CASE("Interleaved 1F1B's micro-batch rule: torchtitan rounds, Megatron multiples of pp") {
+  using dockyard::ValidateInterleavedMicrobatches;
+  dockyard::RunSettings s;
+  s.vpp = 2;
+  // torchtitan (ScheduleInterleaved1F1B): rounds = max(1, M / pp), M % rounds == 0.
+  // M 97, pp 8: rounds 97 / 8 = 12, 97 % 12 = 1: refused.
+  CHECK_THROWS_WITH_AS(
+      ValidateInterleavedMicrobatches(s, 8, 97, false),
+      doctest::Contains("--num-microbatches 97 (micro-batches per pipeline schedule; from the global batch when not given) "
+                        "with pp 8, --vpp 2: torch.distributed.pipelining's interleaved 1F1B needs a multiple of its "
+                        "rounds max(1, M / pp) = 12 (97 % 12 = 1)"),
+      dockyard::Error);
+  // M 96, pp 8: rounds 12, 96 % 12 = 0.
+  CHECK_NOTHROW(ValidateInterleavedMicrobatches(s, 8, 96, false));
+  // M 6 < pp 8: rounds max(1, 0) = 1, every M is a multiple of 1.
+  CHECK_NOTHROW(ValidateInterleavedMicrobatches(s, 8, 6, false));
+  // M 9, pp 4: rounds 2, 9 % 2 = 1: refused; M 10: rounds 2, ok; M 11: rounds 2, refused; M 12: rounds 3, ok.
+  CHECK_THROWS_WITH_AS(ValidateInterleavedMicrobatches(s, 4, 9, false), doctest::Contains("= 2 (9 % 2 = 1)"), dockyard::Error);
+  CHECK_NOTHROW(ValidateInterleavedMicrobatches(s, 4, 10, false));
+  CHECK_THROWS_AS(ValidateInterleavedMicrobatches(s, 4, 11, false), dockyard::Error);
+  CHECK_NOTHROW(ValidateInterleavedMicrobatches(s, 4, 12, false));
+  // Megatron (forward_backward_pipelining_with_interleaving, group size pp): M >= pp and M % pp == 0.
+  // pp 4, M 6: 6 % 4 = 2, refused; M 2 < pp: refused; M 8: ok; M 96, pp 8: ok; M 97, pp 8: 97 % 8 = 1.
+  CHECK_THROWS_WITH_AS(ValidateInterleavedMicrobatches(s, 4, 6, true),
+                       doctest::Contains("--num-microbatches 6 (micro-batches per pipeline schedule; from the global batch when not given) "
+                                         "with pp 4, --vpp 2: Megatron-Core's interleaved schedule needs a multiple of pp (6 % 4 = 2)"),
+                       dockyard::Error);
+  CHECK_THROWS_WITH_AS(ValidateInterleavedMicrobatches(s, 4, 2, true), doctest::Contains("(2 % 4 = 2)"), dockyard::Error);
+  CHECK_NOTHROW(ValidateInterleavedMicrobatches(s, 4, 8, true));
+  CHECK_NOTHROW(ValidateInterleavedMicrobatches(s, 8, 96, true));
+  CHECK_THROWS_AS(ValidateInterleavedMicrobatches(s, 8, 97, true), dockyard::Error);
+  // No interleaving: plain 1F1B (vpp 1) and DualPipe take any count here (DualPipe has its own rule).
+  s.vpp = 1;
+  CHECK_NOTHROW(ValidateInterleavedMicrobatches(s, 4, 6, true));
+  CHECK_NOTHROW(ValidateInterleavedMicrobatches(s, 8, 97, false));
+  // BuildPlan refuses the same (simulate, plan, check): pp 2, vpp 2 under megatron, 3 micro-batches: 3 % 2 = 1.
+  TrainingConfig t;
+  t.dp_sharding = DpSharding::kZero1;
+  t.seq_len = 256;
+  t.run.vpp = 2;
+  t.num_microbatches = 3;
+  dockyard::ParallelDimsOptions megatron = Dims(4, 2);
+  megatron.convention = dockyard::Convention::kMegatron;
+  CHECK_THROWS_WITH_AS(BuildPlan(dockyard::testing::TinyMixtral(), megatron, t), doctest::Contains("a multiple of pp (3 % 2 = 1)"),
+                       dockyard::Error);
+  t.num_microbatches = 4;
+  CHECK_NOTHROW(BuildPlan(dockyard::testing::TinyMixtral(), megatron, t));
+  // torchtitan: 3 micro-batches at pp 2 are rounds max(1, 1) = 1: accepted.
+  t.num_microbatches = 3;
+  CHECK_NOTHROW(BuildPlan(dockyard::testing::TinyMixtral(), Dims(4, 2), t));
+}

@@ -187,7 +187,8 @@ struct LayoutEvaluator::Impl {
     std::string error;  // why not ok (ValidateTraining's message)
     TrainingConfig t;
     TrainingBytes bytes;
-    std::map<std::pair<int64_t, int64_t>, std::string> run_error;  // per (pp, ep): the run-setting rule broken, empty = they hold
+    std::map<std::tuple<int64_t, int64_t, bool>, std::string>
+        run_error;  // per (pp, ep, megatron): the run-setting rule broken, empty = they hold
   };
   using TrainingKey = std::tuple<Dispatcher, int64_t, int64_t, int64_t, int64_t, int, int, int>;
   std::map<TrainingKey, TrainingEntry> trainings;
@@ -517,11 +518,13 @@ static LayoutEvaluator::Impl::TrainingEntry& TrainingEntryOf(LayoutEvaluator::Im
   return im.trainings.emplace(key, std::move(e)).first->second;
 }
 
-// BuildPlan's run-setting rules (ValidateRunSettings, ValidateEpOverlap, ValidateVppChunks) for
-// the entry at (pp, ep), cached: they depend on nothing else of a candidate. Returns the message
-// of the rule broken, empty when they hold (a reference into the cache).
-static const std::string& RunSettingsError(LayoutEvaluator::Impl::TrainingEntry& e, int64_t pp, int64_t ep, int64_t num_layers) {
-  const auto key = std::make_pair(pp, ep);
+// BuildPlan's run-setting rules (ValidateRunSettings, ValidateEpOverlap, ValidateVppChunks,
+// ValidateInterleavedMicrobatches) for the entry at (pp, ep) under the candidate's convention
+// (`megatron`), cached: they depend on nothing else of a candidate. Returns the message of the
+// rule broken, empty when they hold (a reference into the cache).
+static const std::string& RunSettingsError(LayoutEvaluator::Impl::TrainingEntry& e, int64_t pp, int64_t ep, bool megatron,
+                                           int64_t num_layers) {
+  const auto key = std::make_tuple(pp, ep, megatron);
   auto it = e.run_error.find(key);
   if (it != e.run_error.end()) return it->second;
   std::string error;
@@ -529,6 +532,8 @@ static const std::string& RunSettingsError(LayoutEvaluator::Impl::TrainingEntry&
     ValidateRunSettings(e.t.run, static_cast<int>(*e.t.dp_sharding), pp);
     ValidateEpOverlap(e.t, pp, ep);
     ValidateVppChunks(pp, e.t.run.vpp, num_layers);
+    // The entry's micro-batch count is part of its key (TrainingKey); unset, it resolves to pp.
+    ValidateInterleavedMicrobatches(e.t.run, pp, e.t.num_microbatches.value_or(pp), megatron);
   } catch (const Error& err) {
     error = err.what();
   }
@@ -664,7 +669,7 @@ bool LayoutEvaluator::SettingsHold(const LayoutCandidate& c, std::string* reason
   }
   ParallelDims d;
   if (!TryBuildParallelDims(c.dims, &d, reason)) return false;
-  const std::string& error = RunSettingsError(entry, d.pp, d.ep, model_.num_hidden_layers);
+  const std::string& error = RunSettingsError(entry, d.pp, d.ep, d.convention == Convention::kMegatron, model_.num_hidden_layers);
   if (error.empty()) return true;
   if (reason) *reason = error;
   return false;
@@ -745,7 +750,7 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   const Impl::DimsCheck& dims = im.DimsFor(c.dims, m, options_.training.seq_len);
   if (!dims.ok) return invalid(dims.error);
   const ParallelDims& d = dims.d;
-  const std::string& run_error = RunSettingsError(entry, d.pp, d.ep, m.num_hidden_layers);
+  const std::string& run_error = RunSettingsError(entry, d.pp, d.ep, d.convention == Convention::kMegatron, m.num_hidden_layers);
   if (!run_error.empty()) return invalid(run_error);
   if (entry.t.dispatcher == Dispatcher::kDeredundency && entry.t.oep && d.ep % *entry.t.oep != 0) {
     return invalid(DeredundencyOepError(entry.t, d.ep));

@@ -450,3 +450,51 @@ TEST_CASE("Explain: the winner is rank 1; another layout shows the phases that m
 }
 
 }  // namespace dockyard
+
+namespace dockyard {
+namespace {
+
+// Whether `x`'s schedule obeys interleaved 1F1B's micro-batch rule, by hand (pipeline_schedule.h):
+// Megatron-Core M % pp == 0, torch.distributed.pipelining M % max(1, M / pp) == 0.
+bool InterleavedRuleHolds(const RankedLayout& x, bool megatron) {
+  const int64_t pp = x.layout.dims.pp, M = x.num_microbatches;
+  if (pp < 2 || x.vpp < 2) return true;
+  return megatron ? M % pp == 0 : M % std::max<int64_t>(1, M / pp) == 0;
+}
+
+TEST_CASE("Every ranked interleaved layout obeys its framework's micro-batch rule; the others count as invalid with its reason") {
+  const ModelSpec model = FourLayerTiny();
+  // torchtitan, 10 sequences: pp 2, vpp 2 at dp 1, mbs 1 runs M 10 (rounds 5, 10 % 5 = 0: ranked); at
+  // dp 2, mbs 1 or dp 1, mbs 2 M 5 (rounds 2, 5 % 2 = 1: invalid).
+  // megatron, 6 sequences: pp 2, vpp 2 at dp 1, mbs 1 runs M 6 (6 % 2 = 0: ranked); at dp 2 or mbs 2 M 3 (3 % 2 = 1: invalid).
+  for (const auto& [convention, gbs, ok_m, bad_m] : {std::tuple<Convention, int64_t, int64_t, int64_t>{Convention::kTorchtitan, 10, 10, 5},
+                                                     std::tuple<Convention, int64_t, int64_t, int64_t>{Convention::kMegatron, 6, 6, 3}}) {
+    const bool megatron = convention == Convention::kMegatron;
+    CAPTURE(megatron);
+    SearchOptions o = EveryDimension(convention);
+    o.gpu_memory_gib = 1000;
+    o.global_batch_size = gbs;
+    o.micro_batch_sizes = {1, 2};
+    const SearchResult result = SearchLayouts(model, o);
+    REQUIRE(result.ranked > 0);
+    bool interleaved_ok = false;
+    for (const auto& x : result.all) {
+      CHECK(InterleavedRuleHolds(x, megatron));
+      interleaved_ok = interleaved_ok || (x.vpp == 2 && x.num_microbatches == ok_m);
+      CHECK_FALSE((x.vpp == 2 && x.num_microbatches == bad_m));
+    }
+    CHECK(interleaved_ok);
+    int64_t refused = 0;
+    for (const auto& [why, n] : result.invalid_reasons) {
+      if (why.find(fmt::format("--num-microbatches {} (micro-batches per pipeline schedule", bad_m)) != std::string::npos) {
+        CHECK(why.find(megatron ? "megatron/core/pipeline_parallel/schedules.py" : "torch/distributed/pipelining/schedules.py") !=
+              std::string::npos);
+        refused += n;
+      }
+    }
+    CHECK(refused > 0);
+  }
+}
+
+}  // namespace
+}  // namespace dockyard
