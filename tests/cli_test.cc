@@ -29,8 +29,11 @@ std::string TmpDir() {
 }
 
 // Runs a binary of the workspace with `args`, stdout and stderr together.
-Result RunBinary(const std::string& binary, const std::string& args) {
-  std::string cmd = binary + " " + args + " 2>&1";
+// Runs `binary args`; Result::out holds stdout and stderr together unless `stderr_too` is false
+// (then stderr is dropped: what --json - writes, without warnings or the search's progress lines,
+// which come on a slow run).
+Result RunBinary(const std::string& binary, const std::string& args, bool stderr_too = true) {
+  std::string cmd = binary + " " + args + (stderr_too ? " 2>&1" : " 2>/dev/null");
   Result r;
   FILE* pipe = popen(cmd.c_str(), "r");
   REQUIRE(pipe != nullptr);
@@ -44,6 +47,11 @@ Result RunBinary(const std::string& binary, const std::string& args) {
 
 Result Run(const std::string& args) {
   return RunBinary("cli/dockyard-plan", args);
+}
+
+// Run with stdout only: for parsing `--json -`.
+Result RunStdout(const std::string& args) {
+  return RunBinary("cli/dockyard-plan", args, false);
 }
 
 bool Exists(const std::string& path) {
@@ -418,9 +426,9 @@ TEST_CASE("search: --redundant-experts re-ranks the best layouts with each R, op
 }
 
 TEST_CASE("search: --routing-layers is echoed, and the JSON gives the training settings as evaluated") {
-  const Result r =
-      Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --routing-layers 3 --cluster "
-          "h200-sxm --top 2 --json -");
+  const Result r = RunStdout(
+      "search --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --routing-layers 3 --cluster "
+      "h200-sxm --top 2 --json -");
   REQUIRE(r.code == 0);
   const dockyard::Json j = dockyard::Json::parse(r.out);
   CHECK(j["routing_layers_sampled"] == 3);
@@ -786,7 +794,7 @@ TEST_CASE("search: Megatron's EP overlap is searched off and on (deepep too), an
       "--json -";
   // Counts rows by (dispatcher, overlap).
   auto rows = [&](const std::string& extra) {
-    const Result r = Run(base + extra);
+    const Result r = RunStdout(base + extra);
     REQUIRE(r.code == 0);
     std::map<std::pair<std::string, bool>, int> n;
     const dockyard::Json j = dockyard::Json::parse(r.out);
@@ -877,11 +885,11 @@ TEST_CASE("search and simulate give the same step time for the same layout and f
 // `search` with every dimension pinned by `flags` (plus `search_only`: flags simulate does not
 // take) and `simulate` with `flags`: the search's JSON (one row) and simulate's.
 std::pair<dockyard::Json, dockyard::Json> SearchBesideSimulate(const std::string& flags, const std::string& search_only) {
-  const Result s = Run("search " + flags + search_only + " --json -");
+  const Result s = RunStdout("search " + flags + search_only + " --json -");
   REQUIRE(s.code == 0);
   dockyard::Json searched = dockyard::Json::parse(s.out);
   REQUIRE(searched.at("top").size() == 1);
-  const Result m = Run("simulate " + flags + " --json -");
+  const Result m = RunStdout("simulate " + flags + " --json -");
   REQUIRE(m.code == 0);
   return {std::move(searched), dockyard::Json::parse(m.out)};
 }
@@ -898,7 +906,7 @@ TEST_CASE("search takes the FP8 settings: a row has simulate's step time and pea
   CHECK(searched["top"][0]["peak_bytes"] == simulated["memory"]["worst_peak_bytes"]);
   // The FP8 settings reach the search: in BF16 the same layout has another step time and peak.
   const std::string bf16 = flags.substr(0, flags.find(" --precision fp8"));
-  const dockyard::Json plain = dockyard::Json::parse(Run("search " + bf16 + " --no-overlap-moe-expert-parallel-comm --json -").out);
+  const dockyard::Json plain = dockyard::Json::parse(RunStdout("search " + bf16 + " --no-overlap-moe-expert-parallel-comm --json -").out);
   CHECK(plain["top"][0]["step_time_us"].get<double>() != searched["top"][0]["step_time_us"].get<double>());
   CHECK(plain["top"][0]["peak_bytes"] != searched["top"][0]["peak_bytes"]);
 }
@@ -914,7 +922,8 @@ TEST_CASE("search takes --overlap-grad-reduce / --overlap-param-gather: a row ha
   const std::string flags = plain_flags + " --overlap-grad-reduce --overlap-param-gather";
   const auto [searched, simulated] = SearchBesideSimulate(flags, " --no-overlap-moe-expert-parallel-comm");
   CHECK(searched["top"][0]["step_time_us"].get<double>() == simulated["predicted"]["step_time_us"].get<double>());
-  const dockyard::Json plain = dockyard::Json::parse(Run("search " + plain_flags + " --no-overlap-moe-expert-parallel-comm --json -").out);
+  const dockyard::Json plain =
+      dockyard::Json::parse(RunStdout("search " + plain_flags + " --no-overlap-moe-expert-parallel-comm --json -").out);
   CHECK(plain["top"][0]["step_time_us"].get<double>() > searched["top"][0]["step_time_us"].get<double>());
   // --overlap-param-gather needs zero1 (megatron/training/arguments.py): a ddp-pinned search has no valid layout.
   const std::string ddp = flags.substr(0, flags.find(" --dp-sharding")) + " --dp-sharding ddp" + flags.substr(flags.find(" --dispatcher"));
@@ -937,7 +946,7 @@ TEST_CASE("search --routing sizes each layout's memory by its own sample, as sim
   CHECK(searched["header"]["imbalance_per_layout"] == true);
   // Without --routing the same layout is sized by --imbalance 1.0: a lower peak.
   const std::string uniform = flags.substr(0, flags.find(" --routing"));
-  const dockyard::Json plain = dockyard::Json::parse(Run("search " + uniform + " --json -").out);
+  const dockyard::Json plain = dockyard::Json::parse(RunStdout("search " + uniform + " --json -").out);
   CHECK(plain["top"][0]["peak_bytes"].get<int64_t>() < searched["top"][0]["peak_bytes"].get<int64_t>());
   // --imbalance beside --routing is refused by search as by simulate.
   const Result both = Run("search " + flags + " --imbalance 2");
@@ -960,10 +969,10 @@ TEST_CASE("search --selective-ac-option without --recompute searches selective r
   // torchtitan's per-layer and per-op options are forms of selective recompute: they pin it.
   for (const std::string option : {"op", "2"}) {
     CAPTURE(option);
-    const Result r =
-        Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --global-batch-size 64 --top 5 --json - "
-            "--selective-ac-option " +
-            option);
+    const Result r = RunStdout(
+        "search --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --global-batch-size 64 --top 5 --json - "
+        "--selective-ac-option " +
+        option);
     REQUIRE(r.code == 0);
     const dockyard::Json j = dockyard::Json::parse(r.out);
     REQUIRE(!j.at("top").empty());
@@ -982,8 +991,8 @@ TEST_CASE("search takes Megatron's account-for flags: each candidate's layers sp
   // 32 virtual stages of 3: the first holds E + layers 0 and 1 (stage 0), the next layers 2 to 4
   // (stage 1's first chunk).
   const dockyard::Json plan =
-      dockyard::Json::parse(Run(flags.substr(0, flags.find(" --global-batch-size")) + " --account-for-embedding-in-pipeline-split "
-                                                                                      "--account-for-loss-in-pipeline-split --json -")
+      dockyard::Json::parse(RunStdout(flags.substr(0, flags.find(" --global-batch-size")) + " --account-for-embedding-in-pipeline-split "
+                                                                                            "--account-for-loss-in-pipeline-split --json -")
                                 .out);
   CHECK(plan["pipeline"]["layer_stage"][1] == 0);
   CHECK(plan["pipeline"]["layer_stage"][2] == 1);
