@@ -661,17 +661,29 @@ LayoutEvaluation LayoutEvaluator::EvaluateReference(const LayoutCandidate& c, bo
   return r;
 }
 
+// The rules Evaluate checks before memory, in BuildPlan's order: ValidateTraining (the entry), the
+// degrees (DimsFor), the run settings and the deredundency oep. Returns the first broken rule's
+// message, empty when they hold; sets *entry and *dims for the caller.
+static std::string PreMemoryRuleBroken(LayoutEvaluator::Impl& im, const SearchOptions& o, const ModelSpec& m, const LayoutCandidate& c,
+                                       LayoutEvaluator::Impl::TrainingEntry** entry, const LayoutEvaluator::Impl::DimsCheck** dims) {
+  *entry = &TrainingEntryOf(im, o, c);
+  if (!(*entry)->ok) return (*entry)->error;
+  *dims = &im.DimsFor(c.dims, m, o.training.seq_len);
+  if (!(*dims)->ok) return (*dims)->error;
+  const ParallelDims& d = (*dims)->d;
+  const TrainingConfig& t = (*entry)->t;
+  const std::string& run_error = RunSettingsError(**entry, d.pp, d.ep, d.convention == Convention::kMegatron, m.num_hidden_layers);
+  if (!run_error.empty()) return run_error;
+  if (t.dispatcher == Dispatcher::kDeredundency && t.oep && d.ep % *t.oep != 0) return DeredundencyOepError(t, d.ep);
+  return "";
+}
+
 bool LayoutEvaluator::SettingsHold(const LayoutCandidate& c, std::string* reason) {
-  Impl::TrainingEntry& entry = TrainingEntryOf(*impl_, options_, c);
-  if (!entry.ok) {
-    if (reason) *reason = entry.error;
-    return false;
-  }
-  ParallelDims d;
-  if (!TryBuildParallelDims(c.dims, &d, reason)) return false;
-  const std::string& error = RunSettingsError(entry, d.pp, d.ep, d.convention == Convention::kMegatron, model_.num_hidden_layers);
+  Impl::TrainingEntry* entry = nullptr;
+  const Impl::DimsCheck* dims = nullptr;
+  std::string error = PreMemoryRuleBroken(*impl_, options_, model_, c, &entry, &dims);
   if (error.empty()) return true;
-  if (reason) *reason = error;
+  if (reason) *reason = std::move(error);
   return false;
 }
 
@@ -741,20 +753,15 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   // torchtitan's per-layer selective checkpointing counts layers per stage: SimulateStep's path (opt-in).
   if (!options_.training.selective_ac_option.empty()) return HandToReference(c, simulate_over_budget, detail);
   // Each broken rule's message goes to r.reason (the search counts candidates per reason).
-  auto invalid = [&r](const std::string& reason) -> LayoutEvaluation& {
-    r.reason = reason;
+  auto invalid = [&r](std::string reason) -> LayoutEvaluation& {
+    r.reason = std::move(reason);
     return r;
   };
-  Impl::TrainingEntry& entry = TrainingEntryOf(im, options_, c);
-  if (!entry.ok) return invalid(entry.error);
-  const Impl::DimsCheck& dims = im.DimsFor(c.dims, m, options_.training.seq_len);
-  if (!dims.ok) return invalid(dims.error);
-  const ParallelDims& d = dims.d;
-  const std::string& run_error = RunSettingsError(entry, d.pp, d.ep, d.convention == Convention::kMegatron, m.num_hidden_layers);
-  if (!run_error.empty()) return invalid(run_error);
-  if (entry.t.dispatcher == Dispatcher::kDeredundency && entry.t.oep && d.ep % *entry.t.oep != 0) {
-    return invalid(DeredundencyOepError(entry.t, d.ep));
-  }
+  Impl::TrainingEntry* entry_ptr = nullptr;
+  const Impl::DimsCheck* dims = nullptr;
+  if (std::string broken = PreMemoryRuleBroken(im, options_, m, c, &entry_ptr, &dims); !broken.empty()) return invalid(std::move(broken));
+  Impl::TrainingEntry& entry = *entry_ptr;
+  const ParallelDims& d = dims->d;
   const GroupStatics& g = im.StaticsFor(m, options_.cluster, d, entry.t, entry.bytes);
   if (!g.valid) return invalid(g.error);
   r.dims = d;

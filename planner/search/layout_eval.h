@@ -104,8 +104,9 @@ class LayoutEvaluator {
   // routing cache filled by SampleRouting, as SearchLayouts had it; `detail` as Evaluate's.
   LayoutEvaluation EvaluateReference(const LayoutCandidate& candidate, bool simulate_over_budget = false, CostBreakdown* detail = nullptr);
   // Whether `candidate`'s degrees and settings pass the rules Evaluate checks before memory
-  // (ValidateTraining, the degrees, the run-setting rules): the search's pruned branch counts a
-  // candidate invalid exactly when Evaluate would.
+  // (ValidateTraining, the degrees, the run-setting rules, the deredundency oep; the same check
+  // Evaluate makes): the search's pruned branch counts a candidate invalid exactly when Evaluate
+  // would (the group-level rules of a pruned group held for the candidate that was over budget).
   // `reason` (optional): when false, the rule's message, as LayoutEvaluation::reason.
   bool SettingsHold(const LayoutCandidate& candidate, std::string* reason = nullptr);
   // The full cost breakdown (phases, critical path and its shares) of a candidate the plan path

@@ -822,7 +822,7 @@ double BackwardOnly(double extra, int pass) {
 
 // The attention phase of one layer, forward [0] and backward [1] (us): projections and core, the
 // kernel model's extras and what recomputation re-runs (context parallelism's exchange is the
-// cp_comm phase, CpCommPhaseUs).
+// cp_comm phase, AddCpComm).
 std::array<double, 2> AttentionPhaseUs(const LayerTerms& L, const RecomputeExtraUs& rx) {
   std::array<double, 2> us;
   for (int pass = 0; pass < 2; ++pass) {
@@ -832,18 +832,14 @@ std::array<double, 2> AttentionPhaseUs(const LayerTerms& L, const RecomputeExtra
   return us;
 }
 
-// Context parallelism's K/V exchange of one layer, forward [0] and backward [1] (us; zero with cp
-// 1): CpExchangePerLayerUs, the backward's after the forward's again under full recomputation. It
-// runs beside the attention core and is added right after the attention phase, so the layer's sum
-// is the same sum of the same terms in the same order as when it was part of that phase.
-std::array<double, 2> CpCommPhaseUs(const LayerTerms& L) {
-  return {L.cp.forward, L.cp.backward + (L.full_recompute ? L.cp.forward : 0.0)};
-}
-
 // Records the cp_comm phase of a layer in `pass` when context parallelism is on (cp > 1; no row
-// otherwise) and returns its time (us; 0 with cp 1).
-double AddCpComm(const LayerTerms& L, bool moe, int pass, const std::array<double, 2>& cp_comm, PhaseRecords& records) {
-  return L.d.cp > 1 ? records.Add(kCpComm, moe, pass, cp_comm[pass]) : 0.0;
+// otherwise) and returns its time (us; 0 with cp 1): the K/V exchange, CpExchangePerLayerUs, the
+// backward's after the forward's again under full recomputation. It runs beside the attention
+// core and is added right after the attention phase, so the layer's sum is the same sum of the
+// same terms in the same order as when it was part of that phase.
+double AddCpComm(const LayerTerms& L, bool moe, int pass, PhaseRecords& records) {
+  if (L.d.cp <= 1) return 0.0;
+  return records.Add(kCpComm, moe, pass, pass == 0 ? L.cp.forward : L.cp.backward + (L.full_recompute ? L.cp.forward : 0.0));
 }
 
 // The tensor-parallel communication of one layer, forward [0] and backward [1] (us): four tp
@@ -880,7 +876,7 @@ struct MoePassSums {
 MoePassSums AddMoeLayerPhases(const LayerTerms& L, const MoePhaseTimes& mp, const RecomputeExtraUs& rx,
                               const std::vector<double>& dispatch_bwd_ranks, const FsdpSchedule& fsdp, PhaseRecords& records) {
   MoePassSums s;
-  const std::array<double, 2> attention = AttentionPhaseUs(L, rx), cp_comm = CpCommPhaseUs(L), tp_comm = TpCommPhaseUs(L, rx);
+  const std::array<double, 2> attention = AttentionPhaseUs(L, rx), tp_comm = TpCommPhaseUs(L, rx);
   // The dispatch per pass: the forward's (FP8 rows with --fp8-dispatch); the backward's in BF16
   // (dispatch_bwd), after the forward's again under full recomputation.
   const double dispatch_us[2] = {mp.dispatch_max, mp.dispatch_bwd_max + (L.full_recompute ? mp.dispatch_max : 0.0)};
@@ -889,7 +885,7 @@ MoePassSums AddMoeLayerPhases(const LayerTerms& L, const MoePhaseTimes& mp, cons
     const double cmult = L.CommMult(pass);
     double sum = 0;
     sum += records.Add(kAttention, true, pass, attention[pass]);
-    sum += AddCpComm(L, true, pass, cp_comm, records);
+    sum += AddCpComm(L, true, pass, records);
     sum += records.Add(kTpComm, true, pass, tp_comm[pass]);
     sum += records.Add(kRouter, true, pass,
                        L.Compute(L.router_us, L.sc.router, pass, mult) + L.kx.router[pass] + BackwardOnly(rx.router, pass));
@@ -951,11 +947,11 @@ LayerUs MoeLayerUs(const LayerTerms& L, const MoePhaseTimes& mp, const Recompute
 LayerUs DenseLayerUs(const LayerTerms& L, const RecomputeExtraUs& rx, const FsdpSchedule& fsdp, PhaseRecords& records) {
   LayerUs u;
   if (!(L.in.num_moe_layers < L.m.num_hidden_layers)) return u;
-  const std::array<double, 2> attention = AttentionPhaseUs(L, rx), cp_comm = CpCommPhaseUs(L), tp_comm = TpCommPhaseUs(L, rx);
+  const std::array<double, 2> attention = AttentionPhaseUs(L, rx), tp_comm = TpCommPhaseUs(L, rx);
   for (int pass = 0; pass < 2; ++pass) {
     const double mult = L.ComputeMult(pass);
     double sum =
-        records.Add(kAttention, false, pass, attention[pass]) + AddCpComm(L, false, pass, cp_comm, records) +
+        records.Add(kAttention, false, pass, attention[pass]) + AddCpComm(L, false, pass, records) +
         records.Add(kTpComm, false, pass, tp_comm[pass]) +
         records.Add(kDenseMlp, false, pass,
                     L.Compute(L.dense_mlp_us, L.sc.dense_mlp, pass, mult) + L.kx.dense_mlp[pass] + BackwardOnly(rx.dense_mlp, pass));
