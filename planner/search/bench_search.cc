@@ -1,6 +1,6 @@
 // Benchmark: layout search throughput on DeepSeek-V3.
 //   bazel run -c opt //planner/search:bench_search -- [--repeat N] [--compute-model kernels|gemm] [--every-dimension-only]
-//       [--routing-layers N] [--no-opt-in-dispatchers] [world_size ...]
+//       [--routing-layers N] [--no-opt-in-dispatchers] [--threads 1|2] [world_size ...]
 // Two sweeps, each search run N times (default 3) on one thread, best and median reported:
 //  1. world size (default 256 2048 16384): DeepSeek-V3 as published (256 routed experts);
 //  2. number of routed experts at 2048 GPUs: DeepSeek-V3 with moe.num_experts overridden to 64,
@@ -111,6 +111,7 @@ int main(int argc, char** argv) {
   std::vector<int64_t> worlds;
   int repeat = 3;
   bool every_only = false;  // --every-dimension-only: the every-dimension sweep alone
+  std::vector<int> thread_counts = {1, 2};  // --threads N: one thread count instead of both
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--every-dimension-only") == 0) {
       every_only = true;
@@ -124,8 +125,24 @@ int main(int argc, char** argv) {
       g_compute_model = argv[++i];
       dockyard::CostOptions check;
       dockyard::ApplyComputeModel(g_compute_model, false, "unfused", &check);  // throws for an unknown model
+    } else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+      const int t = std::atoi(argv[++i]);
+      if (t < 1 || t > 2) {
+        std::fprintf(stderr, "bench_search: --threads must be 1 or 2, got %s\n", argv[i]);
+        return 1;
+      }
+      thread_counts = {t};
     } else {
-      worlds.push_back(std::atoll(argv[i]));
+      char* end = nullptr;
+      const long long world = std::strtoll(argv[i], &end, 10);
+      if (end == argv[i] || *end != '\0' || world < 1) {
+        std::fprintf(stderr,
+                     "bench_search: unknown argument '%s' (flags: --repeat N, --threads 1|2, --compute-model M, "
+                     "--every-dimension-only, --routing-layers N, --no-opt-in-dispatchers; or a world size >= 1)\n",
+                     argv[i]);
+        return 1;
+      }
+      worlds.push_back(world);
     }
   }
   if (worlds.empty()) worlds = {256, 2048, 16384};
@@ -148,7 +165,7 @@ int main(int argc, char** argv) {
   std::printf("%8s %8s %9s %9s %9s %9s %8s %8s %9s %8s %10s %12s\n", "world", "threads", "layouts", "evaluated", "pruned", "not-div",
               "ranked", "best s", "median s", "cpu s", "routing s", "eval/cpu-s");
   for (int64_t world : worlds) {
-    for (int threads : {1, 2}) {
+    for (int threads : thread_counts) {
       const Run run = Measure(model, world, repeat, true, threads);
       const auto& r = run.result;
       const int64_t evaluated = r.enumerated - r.pruned - r.not_divisible;

@@ -60,13 +60,39 @@ GroupSampler BuildGroupSampler(const std::vector<double>& share, int64_t top_k, 
   s.weight = share;
   s.group_weight.assign(static_cast<size_t>(limit.n_group), 0.0);
   for (int64_t e = 0; e < s.num_experts; ++e) s.group_weight[static_cast<size_t>(e / s.group_size)] += share[static_cast<size_t>(e)];
-  s.cum.assign(share.begin(), share.end());
-  for (int64_t e = 0; e < s.num_experts; ++e) {
-    if (e % s.group_size != 0) s.cum[static_cast<size_t>(e)] += s.cum[static_cast<size_t>(e - 1)];
+  const size_t G = static_cast<size_t>(limit.n_group), S = static_cast<size_t>(s.group_size);
+  for (double w : s.group_weight) s.total_weight += w;
+  std::vector<double> prob(std::max(G, S));
+  s.group_threshold.resize(G);
+  s.group_alias.resize(G);
+  for (size_t g = 0; g < G; ++g) prob[g] = s.total_weight > 0 ? s.group_weight[g] / s.total_weight : 0.0;
+  BuildAliasTable(prob.data(), G, s.group_threshold.data(), s.group_alias.data());
+  s.expert_threshold.resize(share.size());
+  s.expert_alias.resize(share.size());
+  for (size_t g = 0; g < G; ++g) {
+    for (size_t e = 0; e < S; ++e) prob[e] = s.group_weight[g] > 0 ? share[g * S + e] / s.group_weight[g] : 0.0;
+    BuildAliasTable(prob.data(), S, s.expert_threshold.data() + g * S, s.expert_alias.data() + g * S);
   }
   s.uniform = !share.empty() && share.front() > 0 && std::all_of(share.begin(), share.end(), [&](double w) { return w == share.front(); });
-  s.group_cum = s.group_weight;
-  for (size_t g = 1; g < s.group_cum.size(); ++g) s.group_cum[g] += s.group_cum[g - 1];
+  if (s.uniform && limit.n_group <= 64) {
+    // C(n_group, topk_group) by the product formula (each partial product is a binomial
+    // coefficient, so the division is exact), stopping once it passes the table limit.
+    const uint64_t G = static_cast<uint64_t>(limit.n_group), kg = static_cast<uint64_t>(limit.topk_group);
+    uint64_t count = 1;
+    for (uint64_t i = 1; i <= kg && count <= GroupSampler::kMaxKeptSets; ++i) count = count * (G - kg + i) / i;
+    if (count <= GroupSampler::kMaxKeptSets) {
+      s.kept_sets.reserve(static_cast<size_t>(count));
+      // Gosper's hack: the next larger mask with the same number of set bits.
+      const uint64_t end = G == 64 ? 0 : uint64_t{1} << G;
+      for (uint64_t m = kg == 64 ? ~uint64_t{0} : (uint64_t{1} << kg) - 1;;) {
+        s.kept_sets.push_back(m);
+        const uint64_t c = m & (~m + 1), r = m + c;
+        if (r == 0 || (end != 0 && r >= end)) break;  // r wrapped past bit 63, or left the n_group bits
+        m = (((r ^ m) >> 2) / c) | r;
+        if (end != 0 && m >= end) break;
+      }
+    }
+  }
   return s;
 }
 

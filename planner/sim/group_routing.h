@@ -72,9 +72,18 @@ struct GroupSampler {
   GroupLimit limit;
   std::vector<double> weight;        // [E] the expert shares
   std::vector<double> group_weight;  // [n_group] their sums per group
-  std::vector<double> cum;           // [E] inclusive prefix sums of weight inside each group
-  std::vector<double> group_cum;     // [n_group] inclusive prefix sums of group_weight
+  double total_weight = 0;           // the sum of group_weight
+  // Alias tables (routing.h BuildAliasTable): of the groups in proportion to group_weight, and
+  // per group g, in entries [g * group_size, (g + 1) * group_size), of its experts in proportion
+  // to weight (aliases are indices inside the group). A group of no weight has a table of
+  // rounding leftovers, never used: its draws are rejected.
+  std::vector<uint64_t> group_threshold, expert_threshold;  // [n_group], [E]
+  std::vector<uint32_t> group_alias, expert_alias;          // [n_group], [E]
   bool uniform = false;              // every expert has the same positive weight (uniform routing)
+  // Uniform samplers with n_group <= 64 and C(n_group, topk_group) <= kMaxKeptSets: every set of
+  // topk_group groups as a bit mask (bit g = group g), in increasing order; empty otherwise.
+  std::vector<uint64_t> kept_sets;
+  static constexpr uint64_t kMaxKeptSets = 1 << 16;
 
   // Draws `tokens` tokens: sink.BeginToken() then top_k sink.Pick(expert) per token.
   template <class Sink>
@@ -104,8 +113,6 @@ struct GroupSampler {
   // One more expert (0..E-1) of the token among the untaken experts of its kept groups, in
   // proportion to its share (`kept_total`: the kept groups' full weight), marked taken in `state`.
   __attribute__((always_inline)) inline int64_t PickKeptExpert(Xoshiro256ss& rng, double kept_total, DrawState* state) const;
-  // The index (0..n-1) of the first of the n inclusive prefix sums c[] above u (n - 1 when none is).
-  __attribute__((always_inline)) static inline int64_t SearchCumulative(const double* c, int64_t n, double u);
   // Rejection sampling gives up after this many draws that hit a taken group or expert (nearly
   // all the remaining weight is taken); the exact successive sampling (Pick) decides then.
   static constexpr int kMaxTries = 32;
@@ -116,30 +123,14 @@ struct GroupSampler {
 
 GroupSampler BuildGroupSampler(const std::vector<double>& share, int64_t top_k, const GroupLimit& limit);
 
-inline int64_t GroupSampler::SearchCumulative(const double* c, int64_t n, double u) {
-  int64_t lo = 0, hi = n - 1;
-  while (lo < hi) {
-    const int64_t mid = (lo + hi) / 2;
-    if (u < c[mid])
-      hi = mid;
-    else
-      lo = mid + 1;
-  }
-  return lo;
-}
-
 template <class Sink>
 void GroupSampler::Draw(Xoshiro256ss& rng_ref, int64_t tokens, Sink& sink) const {
-  // A local copy of the generator keeps its state in registers; written back at the end (the
-  // stream is the same as drawing from rng_ref directly).
-  Xoshiro256ss rng = rng_ref;
-  struct WriteBack {
-    Xoshiro256ss& to;
-    const Xoshiro256ss& from;
-    ~WriteBack() { to = from; }
-  } write_back{rng_ref, rng};
+  // Each loop runs on a local copy of the generator, so that its state stays in registers, and
+  // writes it back at the end (the stream is the same as drawing from rng_ref directly). Nothing
+  // in the loops throws; a destructor that wrote the state back instead kept it in memory
+  // through them (three times slower).
   if (uniform) {
-    DrawUniform(rng, tokens, sink);
+    DrawUniform(rng_ref, tokens, sink);
     return;
   }
   // Fast path: rejection sampling from the full distribution (a draw that hits a taken group or
@@ -150,7 +141,8 @@ void GroupSampler::Draw(Xoshiro256ss& rng_ref, int64_t tokens, Sink& sink) const
   DrawState state{std::vector<uint8_t>(static_cast<size_t>(G)),      std::vector<int64_t>(static_cast<size_t>(kg)),
                   std::vector<double>(static_cast<size_t>(kg)),      std::vector<double>(static_cast<size_t>(kg)),
                   std::vector<uint8_t>(static_cast<size_t>(kg * S)), std::vector<uint8_t>(static_cast<size_t>(kg), 0)};
-  const double total = group_cum.empty() ? 0.0 : group_cum.back();
+  const double total = total_weight;
+  Xoshiro256ss rng = rng_ref;
   for (int64_t t = 0; t < tokens; ++t) {
     sink.BeginToken();
     KeepGroups(rng, total, &state);
@@ -159,40 +151,57 @@ void GroupSampler::Draw(Xoshiro256ss& rng_ref, int64_t tokens, Sink& sink) const
     for (int64_t i = 0; i < kg; ++i) kept_total += group_weight[static_cast<size_t>(state.kept[static_cast<size_t>(i)])];
     for (int64_t j = 0; j < top_k; ++j) sink.Pick(static_cast<uint32_t>(PickKeptExpert(rng, kept_total, &state)));
   }
+  rng_ref = rng;
 }
 
 template <class Sink>
-void GroupSampler::DrawUniform(Xoshiro256ss& rng, int64_t tokens, Sink& sink) const {
+void GroupSampler::DrawUniform(Xoshiro256ss& rng_ref, int64_t tokens, Sink& sink) const {
   // kg <= G and top_k <= kg x S.
-  const int64_t G = limit.n_group, kg = limit.topk_group, S = group_size;
-  std::vector<int64_t> kept(static_cast<size_t>(kg));
+  const int64_t G = limit.n_group, kg = limit.topk_group, S = group_size, slots = kg * S;
+  std::vector<int64_t> kept_base(static_cast<size_t>(kg));  // the first expert of kept group i
   // Which groups and kept-group slots the current token has taken: stamped with t + 1 (one load
-  // per draw instead of a search of the token's earlier picks; the same draws are rejected).
-  std::vector<int64_t> group_stamp(static_cast<size_t>(G), 0), slot_stamp(static_cast<size_t>(kg * S), 0);
+  // per draw instead of a search of the token's earlier picks).
+  std::vector<int64_t> group_stamp(static_cast<size_t>(G), 0), slot_stamp(static_cast<size_t>(slots), 0);
   const bool pow2 = (S & (S - 1)) == 0;  // group sizes are powers of two in practice (DeepSeek-V3: 32)
   int shift = 0;
   while ((int64_t{1} << shift) < S) ++shift;
+  // Slots of a power-of-two count (DeepSeek-V3: 4 x 32) take whole bits, several draws per
+  // generator output (Xoshiro256ss::Bits); others draw Below().
+  const int slot_bits = Log2IfPow2(static_cast<uint64_t>(slots));
+  const uint64_t num_sets = kept_sets.size();
+  Xoshiro256ss rng = rng_ref;  // written back after the loop (Draw)
   for (int64_t t = 0; t < tokens; ++t) {
     sink.BeginToken();
     const int64_t stamp = t + 1;
-    for (int64_t i = 0; i < kg; ++i) {
-      int64_t g;
-      do {
-        g = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(G)));
-      } while (group_stamp[static_cast<size_t>(g)] == stamp);
-      group_stamp[static_cast<size_t>(g)] = stamp;
-      kept[static_cast<size_t>(i)] = g;
+    if (num_sets > 0) {
+      // The kept groups: one of the C(G, kg) sets, uniform (the law of kg successive uniform
+      // draws without repeats), in increasing group order.
+      uint64_t mask = kept_sets[static_cast<size_t>(rng.Below(num_sets))];
+      for (int64_t i = 0; i < kg; ++i) {
+        kept_base[static_cast<size_t>(i)] = static_cast<int64_t>(__builtin_ctzll(mask)) * S;
+        mask &= mask - 1;
+      }
+    } else {
+      for (int64_t i = 0; i < kg; ++i) {
+        int64_t g;
+        do {
+          g = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(G)));
+        } while (group_stamp[static_cast<size_t>(g)] == stamp);
+        group_stamp[static_cast<size_t>(g)] = stamp;
+        kept_base[static_cast<size_t>(i)] = g * S;
+      }
     }
     for (int64_t j = 0; j < top_k; ++j) {
       int64_t x;
       do {
-        x = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(kg * S)));
+        x = static_cast<int64_t>(slot_bits > 0 ? rng.Bits(slot_bits) : rng.Below(static_cast<uint64_t>(slots)));
       } while (slot_stamp[static_cast<size_t>(x)] == stamp);
       slot_stamp[static_cast<size_t>(x)] = stamp;
       const int64_t k = pow2 ? x >> shift : x / S, e = pow2 ? x & (S - 1) : x % S;
-      sink.Pick(static_cast<uint32_t>(kept[static_cast<size_t>(k)] * S + e));
+      sink.Pick(static_cast<uint32_t>(kept_base[static_cast<size_t>(k)] + e));
     }
   }
+  rng_ref = rng;
 }
 
 inline void GroupSampler::KeepGroups(Xoshiro256ss& rng, double total, DrawState* state) const {
@@ -201,7 +210,7 @@ inline void GroupSampler::KeepGroups(Xoshiro256ss& rng, double total, DrawState*
   for (int64_t i = 0; i < kg; ++i) {
     int64_t g = -1;
     for (int tries = 0; total > 0 && tries < kMaxTries && g < 0; ++tries) {
-      const int64_t c = SearchCumulative(group_cum.data(), G, rng.Uniform01() * total);
+      const int64_t c = AliasPick(group_threshold.data(), group_alias.data(), static_cast<uint64_t>(G), rng.Next());
       if (!state->group_taken[static_cast<size_t>(c)] && group_weight[static_cast<size_t>(c)] > 0) g = c;
     }
     if (g < 0) g = Pick(group_weight.data(), state->group_taken.data(), G, rng);
@@ -218,14 +227,19 @@ inline int64_t GroupSampler::PickKeptExpert(Xoshiro256ss& rng, double kept_total
   int64_t i = -1, x = -1;
   for (int tries = 0; kept_total > 0 && tries < kMaxTries && x < 0; ++tries) {
     // A kept group in proportion to its full weight, then an expert in proportion to its weight.
+    // (The walk subtracts each passed group's weight from u, with conditional moves: which
+    // group a draw lands in is a coin flip the CPU cannot predict.)
     double u = rng.Uniform01() * kept_total;
     int64_t k = 0;
-    while (k + 1 < kg && u >= group_weight[static_cast<size_t>(kept[static_cast<size_t>(k)])]) {
-      u -= group_weight[static_cast<size_t>(kept[static_cast<size_t>(k)])];
-      ++k;
+    bool going = true;
+    for (int64_t i = 0; i + 1 < kg; ++i) {
+      const double w = group_weight[static_cast<size_t>(kept[static_cast<size_t>(i)])];
+      going = going && u >= w;
+      u = going ? u - w : u;
+      k += going;
     }
     const int64_t g = kept[static_cast<size_t>(k)];
-    const int64_t e = SearchCumulative(cum.data() + g * S, S, rng.Uniform01() * group_weight[static_cast<size_t>(g)]);
+    const int64_t e = AliasPick(expert_threshold.data() + g * S, expert_alias.data() + g * S, static_cast<uint64_t>(S), rng.Next());
     if (!state->taken[static_cast<size_t>(k * S + e)] && weight[static_cast<size_t>(g * S + e)] > 0) {
       i = k;
       x = e;

@@ -2,6 +2,7 @@
 // dispatch matrices, and the router's group selection worked by hand.
 #include "planner/sim/group_routing.h"
 
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -149,4 +150,44 @@ TEST_CASE("router group selection by hand") {
   std::vector<float> tie = {0.5f, 0.5f, 0.4f, 0.6f};
   GroupLimitedSelectRow(tie.data(), 4, GroupLimit{2, 1, true}, scratch.data());
   CHECK(tie == std::vector<float>{0.5f, 0.5f, -inf, -inf});
+}
+
+TEST_CASE("group-limited sampling: every set of kept groups is tabled once for uniform routing") {
+  // C(8, 4) = 8*7*6*5 / 4! = 70 sets (DeepSeek-V3); C(64, 2) = 64*63/2 = 2016; each mask has
+  // topk_group bits inside the n_group low bits, the masks strictly increase.
+  for (const auto& [G, kg, count] : std::vector<std::array<int64_t, 3>>{{8, 4, 70}, {8, 3, 56}, {64, 2, 2016}, {4, 1, 4}}) {
+    CAPTURE(G);
+    CAPTURE(kg);
+    const auto s = dockyard::routing_detail::BuildGroupSampler(std::vector<double>(static_cast<size_t>(G * 2), 1.0), 2, GroupLimit{G, kg, true});
+    REQUIRE(static_cast<int64_t>(s.kept_sets.size()) == count);
+    for (size_t i = 0; i < s.kept_sets.size(); ++i) {
+      CHECK(__builtin_popcountll(s.kept_sets[i]) == kg);
+      if (G < 64) CHECK((s.kept_sets[i] >> G) == 0u);
+      if (i > 0) CHECK(s.kept_sets[i] > s.kept_sets[i - 1]);
+    }
+  }
+  // C(32, 16) = 601080390 passes the table limit (2^16): no table, the groups are drawn one by
+  // one. Weighted shares never table.
+  CHECK(dockyard::routing_detail::BuildGroupSampler(std::vector<double>(64, 1.0), 4, GroupLimit{32, 16, true}).kept_sets.empty());
+  CHECK(dockyard::routing_detail::BuildGroupSampler({1, 2, 3, 4, 5, 6, 7, 8}, 2, GroupLimit{4, 2, true}).kept_sets.empty());
+}
+
+TEST_CASE("group-limited sampling: uniform stays uniform without the kept-set table") {
+  // 64 experts in 32 groups of 2, keep 16 (C(32, 16) is past the table: one group at a time),
+  // top-4: by symmetry each expert gets 1/64 of 200000 x 4 assignments, mean 12500, 6 sd ~ 670.
+  const RoutingModel model = PrepareRouting(Spec("uniform"), 64, 4, 1, GroupLimit{32, 16, true});
+  const auto result = SampleRouting(model, 1, 200000);
+  for (int64_t count : result.layers[0].tokens_per_expert) CHECK(std::abs(count - 12500) < 670);
+}
+
+TEST_CASE("group-limited sampling: weighted draws follow the two-stage law") {
+  // Trace shares 0.1, 0.3, 0.2, 0.4 over 4 experts in 2 groups of 2, keep 1 group, top-1: the
+  // group comes with its summed share (0.4, 0.6), then an expert with its share inside it
+  // (0.1 / 0.4 = 0.25 ...), so each expert comes out with its share: 0.1, 0.3, 0.2, 0.4 of
+  // 400000 tokens. sd <= sqrt(400000 * 0.25) ~ 316; 6 sd ~ 1900.
+  const std::string trace = TempFile("law_trace.json", "{\"num_experts\": 4, \"layers\": [[1, 3, 2, 4]]}");
+  const RoutingModel model = PrepareRouting(Spec("trace:" + trace), 4, 1, 1, GroupLimit{2, 1, true});
+  const auto result = SampleRouting(model, 1, 400000);
+  const std::vector<double> share = {0.1, 0.3, 0.2, 0.4};
+  for (size_t e = 0; e < 4; ++e) CHECK(std::abs(static_cast<double>(result.layers[0].tokens_per_expert[e]) - 400000 * share[e]) < 1900);
 }

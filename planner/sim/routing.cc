@@ -436,6 +436,37 @@ struct LayerSampler {
   std::shared_ptr<const GroupSampler> grouped;
 };
 
+void BuildAliasTable(const double* prob, size_t n, uint64_t* threshold, uint32_t* alias) {
+  std::vector<double> scaled(n);
+  std::vector<uint32_t> small, large;
+  for (size_t i = 0; i < n; ++i) {
+    scaled[i] = prob[i] * static_cast<double>(n);
+    (scaled[i] < 1.0 ? small : large).push_back(static_cast<uint32_t>(i));
+  }
+  auto set = [&](uint32_t col, double keep, uint32_t other) {
+    if (keep >= 1.0) {
+      threshold[col] = ~uint64_t{0};
+      alias[col] = col;
+    } else {
+      threshold[col] = static_cast<uint64_t>(std::max(0.0, keep) * 18446744073709551616.0);
+      alias[col] = other;
+    }
+  };
+  while (!small.empty() && !large.empty()) {
+    const uint32_t lo = small.back();
+    small.pop_back();
+    const uint32_t hi = large.back();
+    set(lo, scaled[lo], hi);
+    scaled[hi] = (scaled[hi] + scaled[lo]) - 1.0;
+    if (scaled[hi] < 1.0) {
+      large.pop_back();
+      small.push_back(hi);
+    }
+  }
+  for (uint32_t c : large) set(c, 1.0, c);
+  for (uint32_t c : small) set(c, 1.0, c);  // rounding leftovers
+}
+
 }  // namespace routing_detail
 
 using routing_detail::DrawMode;
@@ -568,39 +599,10 @@ std::vector<double> CalibrateWeights(const std::vector<double>& target, int64_t 
   return w;
 }
 
-// Vose's alias method with 64-bit integer thresholds.
 void BuildAlias(LayerSampler& s) {
-  const size_t n = s.prob.size();
-  s.threshold.assign(n, 0);
-  s.alias.assign(n, 0);
-  std::vector<double> scaled(n);
-  std::vector<uint32_t> small, large;
-  for (size_t i = 0; i < n; ++i) {
-    scaled[i] = s.prob[i] * static_cast<double>(n);
-    (scaled[i] < 1.0 ? small : large).push_back(static_cast<uint32_t>(i));
-  }
-  auto set = [&](uint32_t col, double keep, uint32_t other) {
-    if (keep >= 1.0) {
-      s.threshold[col] = ~uint64_t{0};
-      s.alias[col] = col;
-    } else {
-      s.threshold[col] = static_cast<uint64_t>(std::max(0.0, keep) * 18446744073709551616.0);
-      s.alias[col] = other;
-    }
-  };
-  while (!small.empty() && !large.empty()) {
-    const uint32_t lo = small.back();
-    small.pop_back();
-    const uint32_t hi = large.back();
-    set(lo, scaled[lo], hi);
-    scaled[hi] = (scaled[hi] + scaled[lo]) - 1.0;
-    if (scaled[hi] < 1.0) {
-      large.pop_back();
-      small.push_back(hi);
-    }
-  }
-  for (uint32_t c : large) set(c, 1.0, c);
-  for (uint32_t c : small) set(c, 1.0, c);  // rounding leftovers
+  s.threshold.resize(s.prob.size());
+  s.alias.resize(s.prob.size());
+  routing_detail::BuildAliasTable(s.prob.data(), s.prob.size(), s.threshold.data(), s.alias.data());
 }
 
 // A sampler for one weight vector over the experts (ids 0..E-1).
@@ -705,11 +707,12 @@ inline uint32_t ScanDraw(const LayerSampler& s, Scratch& sc, Xoshiro256ss& rng) 
   return static_cast<uint32_t>(last);  // rounding: the last unpicked expert
 }
 
+template <class Sink>
+void DrawFreeTokens(const LayerSampler& s, Xoshiro256ss& rng, int64_t tokens, Scratch& sc, Sink& sink);
+
 // Draws the free picks of `tokens` tokens. sink.BeginToken() and sink.Pick(free_index) per token.
 template <class Sink>
 void DrawTokens(const LayerSampler& s, Xoshiro256ss& rng, int64_t tokens, Scratch& sc, Sink& sink) {
-  const uint64_t n = s.free_ids.size();
-  const int64_t k = s.free_k;
   switch (s.mode) {
     case DrawMode::kNone:
       for (int64_t t = 0; t < tokens; ++t) sink.BeginToken();
@@ -717,8 +720,30 @@ void DrawTokens(const LayerSampler& s, Xoshiro256ss& rng, int64_t tokens, Scratc
     case DrawMode::kGrouped:
       s.grouped->Draw(rng, tokens, sink);
       return;
+    default: {
+      // The loops run on a local copy of the generator, written back after (the same stream):
+      // the sink's stores could otherwise alias its state and keep it in memory.
+      Xoshiro256ss local = rng;
+      DrawFreeTokens(s, local, tokens, sc, sink);
+      rng = local;
+    }
+  }
+}
+
+// DrawTokens' one-stage modes (kUniformReject, kUniformShuffle, kWeighted).
+template <class Sink>
+void DrawFreeTokens(const LayerSampler& s, Xoshiro256ss& rng, int64_t tokens, Scratch& sc, Sink& sink) {
+  const uint64_t n = s.free_ids.size();
+  const int64_t k = s.free_k;
+  switch (s.mode) {
+    case DrawMode::kNone:
+    case DrawMode::kGrouped:
+      return;  // DrawTokens
     case DrawMode::kUniformReject: {
       uint32_t* stamp = sc.stamp.data();
+      // A power-of-two n (128 experts) takes whole bits, several draws per generator output
+      // (Xoshiro256ss::Bits); others draw Below().
+      const int bits = Log2IfPow2(n);
       for (int64_t t = 0; t < tokens; ++t) {
         sink.BeginToken();
         sc.NextToken();
@@ -726,7 +751,7 @@ void DrawTokens(const LayerSampler& s, Xoshiro256ss& rng, int64_t tokens, Scratc
         for (int64_t i = 0; i < k; ++i) {
           uint64_t idx;
           do {
-            idx = rng.Below(n);
+            idx = bits > 0 ? rng.Bits(bits) : rng.Below(n);
           } while (stamp[idx] == cur);  // duplicates: probability < 1/2 per draw since 2k <= n
           stamp[idx] = cur;
           sink.Pick(static_cast<uint32_t>(idx));
@@ -764,12 +789,7 @@ void DrawTokens(const LayerSampler& s, Xoshiro256ss& rng, int64_t tokens, Scratc
           bool drawn = false;
           if (remaining >= scan_below) {
             for (int attempt = 0; attempt < 64; ++attempt) {
-              const unsigned __int128 m = static_cast<unsigned __int128>(rng.Next()) * n;
-              const uint32_t col = static_cast<uint32_t>(m >> 64);
-              const uint64_t frac = static_cast<uint64_t>(m);
-              // Branch-free select: the comparison is a coin flip the CPU cannot predict.
-              const uint32_t keep = static_cast<uint32_t>(frac < threshold[col]) - 1u;  // 0 keep, ~0 alias
-              idx = col ^ ((col ^ alias[col]) & keep);
+              idx = routing_detail::AliasPick(threshold, alias, n, rng.Next());
               if (stamp[idx] != cur) {
                 drawn = true;
                 break;

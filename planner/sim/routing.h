@@ -81,11 +81,36 @@ class Xoshiro256ss {
   uint64_t Below(uint64_t n) { return static_cast<uint64_t>((static_cast<unsigned __int128>(Next()) * n) >> 64); }
   // A double in [0, 1) with 53 random bits.
   double Uniform01() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
+  // An integer in [0, 2^bits), 0 <= bits <= 64, exactly uniform: `bits` at a time from the top
+  // of a buffered output, which is dropped once fewer are left (one Next() gives nine 7-bit draws
+  // for 128 experts). The buffer is part of the generator's state, so a stream drawn in several
+  // calls equals the same stream drawn in one (the prefix property routing.h relies on).
+  uint64_t Bits(int bits) {
+    if (bits == 0) return 0;
+    if (bits_left_ < bits) {
+      bits_ = Next();
+      bits_left_ = 64;
+    }
+    const uint64_t v = bits_ >> (64 - bits);
+    bits_ = bits == 64 ? 0 : bits_ << bits;
+    bits_left_ -= bits;
+    return v;
+  }
 
  private:
   static uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
   uint64_t s_[4];
+  uint64_t bits_ = 0;  // Bits(): the buffered output, its unused bits at the top
+  int bits_left_ = 0;
 };
+
+// log2(n) when n is a power of two (n >= 1), else -1.
+inline int Log2IfPow2(uint64_t n) {
+  if (n == 0 || (n & (n - 1)) != 0) return -1;
+  int b = 0;
+  while ((uint64_t{1} << b) < n) ++b;
+  return b;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Specification.
@@ -175,7 +200,23 @@ struct RoutingResult {
 
 namespace routing_detail {
 struct LayerSampler;  // defined in routing.cc
+
+// Vose's alias method with 64-bit integer thresholds over n items of probabilities prob[0..n)
+// (>= 0, summing to 1): column c keeps c when the low 64 bits of (x * n) are below
+// threshold[c], else takes alias[c], for a uniform 64-bit x (AliasPick). Item i comes out with
+// probability prob[i] up to the 2^-64 resolution of a threshold (rounding leftovers keep their
+// column). Fills threshold[0..n) and alias[0..n).
+void BuildAliasTable(const double* prob, size_t n, uint64_t* threshold, uint32_t* alias);
+
+// One draw from a table of n columns (BuildAliasTable) with the 64-bit uniform x; branch-free
+// (the comparison is a coin flip the CPU cannot predict).
+inline uint32_t AliasPick(const uint64_t* threshold, const uint32_t* alias, uint64_t n, uint64_t x) {
+  const unsigned __int128 m = static_cast<unsigned __int128>(x) * n;
+  const uint32_t col = static_cast<uint32_t>(m >> 64);
+  const uint32_t keep = static_cast<uint32_t>(static_cast<uint64_t>(m) < threshold[col]) - 1u;  // 0 keep, ~0 alias
+  return col ^ ((col ^ alias[col]) & keep);
 }
+}  // namespace routing_detail
 
 // The per-layer samplers of a spec for one model (E, top_k, MoE layers): weights, capping,
 // calibration and alias tables, built once. Sampling it for many (ep, T, oep) layouts repeats

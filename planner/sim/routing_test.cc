@@ -565,11 +565,13 @@ TEST_CASE("A layer's routing does not depend on how many layers are sampled") {
 TEST_CASE("Pinned routing: the sampled stream is the same on every platform") {
   // E = 8, top_k 2, ep 2, T = 8, seed 42. Pinned from this implementation: it changes only if
   // the generator, the stream derivation or the draw order changes, all of which would silently
-  // change every simulation, so they must be deliberate.
+  // change every simulation, so they must be deliberate. (2026-12-02: uniform draws over a
+  // power-of-two range take whole bits, Xoshiro256ss::Bits; the uniform values were re-pinned.)
   const RoutingResult u = SampleRouting(Spec("uniform", 42), 8, 2, 2, 8, 1);
   const RoutingResult z = SampleRouting(Spec("zipf:1:noshuffle", 42), 8, 2, 2, 8, 1);
-  CHECK(u.layers[0].tokens_per_expert == std::vector<int64_t>{4, 2, 2, 6, 4, 2, 6, 6});
-  CHECK(u.layers[0].dispatch == std::vector<int64_t>{8, 8, 6, 10});
+  // 8 tokens x 2 ranks x 2 picks = 32 assignments in each vector.
+  CHECK(u.layers[0].tokens_per_expert == std::vector<int64_t>{5, 2, 5, 2, 3, 4, 6, 5});
+  CHECK(u.layers[0].dispatch == std::vector<int64_t>{7, 9, 7, 9});
   CHECK(z.layers[0].tokens_per_expert == std::vector<int64_t>{11, 8, 1, 4, 2, 1, 2, 3});
   CHECK(z.layers[0].dispatch == std::vector<int64_t>{13, 3, 11, 5});
 }
@@ -857,4 +859,44 @@ TEST_CASE("received are the column sums of dispatch and iep_dispatch sums dispat
       }
     }
   }
+}
+
+TEST_CASE("Xoshiro256ss::Bits takes whole bits from the top of one output, then the next") {
+  dockyard::Xoshiro256ss a(1, 2, 3, 4), b(1, 2, 3, 4);
+  // First output 11520 = 0x2D00 (splitmix test above): its top 7 bits are 0, and so are the next
+  // 7; the ninth 7-bit draw takes bits 1..7 from the bottom: (11520 >> 1) & 127 = 5760 & 127 = 0.
+  const uint64_t first = b.Next();
+  for (int i = 0; i < 9; ++i) CHECK(a.Bits(7) == ((first >> (57 - 7 * i)) & 127));
+  // One bit is left (63 used): a tenth 7-bit draw takes the second output's top bits (0).
+  const uint64_t second = b.Next();
+  CHECK(a.Bits(7) == second >> 57);
+  // A 64-bit draw takes a whole output (the 57 left over are dropped); 0 bits draw nothing.
+  CHECK(a.Bits(0) == 0);
+  CHECK(a.Bits(64) == b.Next());
+  CHECK(a.Next() == b.Next());
+  CHECK(dockyard::Log2IfPow2(1) == 0);
+  CHECK(dockyard::Log2IfPow2(128) == 7);
+  CHECK(dockyard::Log2IfPow2(96) == -1);
+  CHECK(dockyard::Log2IfPow2(0) == -1);
+}
+
+TEST_CASE("An alias table gives each item its probability") {
+  // P(i) = sum over columns c of (1/n) * (keep share of c if c = i) + (1/n) * (1 - keep share of
+  // c if alias[c] = i), keep share = threshold / 2^64. For {0.5, 0.25, 0.125, 0.125}: n = 4,
+  // scaled 2, 1, 0.5, 0.5: the two 0.5 columns alias to column 0, which keeps 2 - 0.5 - 0.5 = 1.
+  const std::vector<double> prob = {0.5, 0.25, 0.125, 0.125};
+  std::vector<uint64_t> threshold(4);
+  std::vector<uint32_t> alias(4);
+  dockyard::routing_detail::BuildAliasTable(prob.data(), 4, threshold.data(), alias.data());
+  std::vector<double> got(4, 0.0);
+  for (size_t c = 0; c < 4; ++c) {
+    const double keep = static_cast<double>(threshold[c]) / 18446744073709551616.0;
+    got[c] += keep / 4;
+    got[alias[c]] += (1 - keep) / 4;
+  }
+  for (size_t i = 0; i < 4; ++i) CHECK(got[i] == doctest::Approx(prob[i]).epsilon(1e-15));
+  // AliasPick: x = 0 lands in column 0 and keeps it; x just under 2^64 * 3/4 is column 2, whose
+  // keep share is 0.5: the low word of x * 4 is then just under 2^64, past the threshold: alias.
+  CHECK(dockyard::routing_detail::AliasPick(threshold.data(), alias.data(), 4, 0) == 0);
+  CHECK(dockyard::routing_detail::AliasPick(threshold.data(), alias.data(), 4, 0xBFFFFFFFFFFFFFFFULL) == alias[2]);
 }
