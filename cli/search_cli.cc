@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include <CLI/TypeTools.hpp>
 #include <fmt/format.h>
 
 #include "cli/flags.h"
@@ -156,7 +157,8 @@ int cli::RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   ReadSearchTraining(o, model, &s, err);
   ReadSearchSpace(o, &s);
   if (!o.explain.empty()) {
-    request.explain = ParseLayoutQuery(o.explain);
+    // overlap=VALUE takes the words --overlap-moe-expert-parallel-comm=VALUE takes (CLI11's flag parser).
+    request.explain = ParseLayoutQuery(o.explain, [](const std::string& v) { return CLI::detail::to_flag_value(v) > 0; });
     s.keep_all = true;
   }
   ValidateSelectiveAcConvention(s.training, s.convention == Convention::kTorchtitan);  // else every layout is invalid

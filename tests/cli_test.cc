@@ -769,6 +769,15 @@ TEST_CASE("search --explain: the winner says rank 1") {
   REQUIRE(r.code == 0);
   CHECK(r.out.find("rank 1 of") != std::string::npos);
   CHECK(Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --explain tpp=2").code == 1);
+  // overlap= takes the words the flag takes (CLI11's flag parser: yes is on), under Megatron,
+  // where the EP overlap is searched; a word the flag refuses is exit 1 naming the item.
+  const std::string megatron = "search --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --convention megatron --top 1 --explain ";
+  r = Run(megatron + "tp=1,pp=1,ep=8,overlap=yes");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("Explain    \"tp=1,pp=1,ep=8,overlap=yes\": rank ") != std::string::npos);
+  r = Run(megatron + "tp=1,overlap=maybe");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("overlap=maybe: expected on or off") != std::string::npos);
 }
 
 TEST_CASE("simulate --global-batch-size: Megatron fills one schedule; torchtitan too, or accumulates schedules of --num-microbatches") {

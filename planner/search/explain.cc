@@ -7,7 +7,6 @@
 #include <sstream>
 #include <tuple>
 
-#include <CLI/TypeTools.hpp>
 #include <fmt/format.h>
 
 #include "planner/base/error.h"
@@ -36,15 +35,16 @@ std::string OneOf(const std::string& key, const std::string& value, const std::v
   throw Error(fmt::format("--explain: {}={}: expected one of {}", key, value, list));
 }
 
-// A yes/no value spelled as a flag's value: CLI11's flag parser (CLI::detail::to_flag_value), the
-// one that reads --overlap-moe-expert-parallel-comm=VALUE, so the query and the flag take the same words
-// (on/off, true/false, yes/no, enable/disable, 1/0, any case).
-bool ParseQueryBool(const std::string& key, const std::string& value) {
+// A yes/no value: `parse_bool` (the front end's flag parser, so the query and the flag take the
+// same words), else on/off. Any exception of the parser is the query's error.
+bool ParseQueryBool(const std::string& key, const std::string& value, const QueryBoolParser& parse_bool) {
   try {
-    return CLI::detail::to_flag_value(value) > 0;
+    if (parse_bool) return parse_bool(value);
   } catch (const std::exception&) {
     throw Error(fmt::format("--explain: {}={}: expected on or off (or true/false, yes/no, 1/0, as the flag takes)", key, value));
   }
+  if (value == "on" || value == "off") return value == "on";
+  throw Error(fmt::format("--explain: {}={}: expected on or off", key, value));
 }
 
 std::string DpShardingOf(const TrainingConfig& t, Convention convention) {
@@ -192,7 +192,7 @@ void CheckQueryOverlap(const LayoutQuery& q, const SearchOptions& o, const std::
 
 }  // namespace
 
-LayoutQuery ParseLayoutQuery(const std::string& text) {
+LayoutQuery ParseLayoutQuery(const std::string& text, const QueryBoolParser& parse_bool) {
   LayoutQuery q;
   q.text = text;
   const std::vector<std::string> keys = {"pp",        "dp_replicate", "dpr",         "dp_shard", "dps", "cp",
@@ -246,7 +246,7 @@ LayoutQuery ParseLayoutQuery(const std::string& text) {
     if (key == "recompute") q.recompute = OneOf(key, value, RecomputeNames());
     if (key == "dispatcher") q.dispatcher = ParseDispatcher(OneOf(key, value, DispatcherNames()), "--explain: dispatcher");
     if (key == "dp_sharding") q.dp_sharding = OneOf(key, value, DpShardingNames());
-    if (key == "overlap") q.overlap_moe_ep_comm = ParseQueryBool(key, value);
+    if (key == "overlap") q.overlap_moe_ep_comm = ParseQueryBool(key, value, parse_bool);
   }
   if (items == 0) throw Error("--explain: an empty layout (expected e.g. \"tp=2,pp=8,vpp=4,ep=32\")");
   return q;

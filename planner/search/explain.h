@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,10 +30,15 @@ struct LayoutQuery {
   bool Matches(const LayoutCandidate& candidate, const TrainingConfig& base) const;  // the candidate's own settings
 };
 
+// Reads a yes/no value (overlap=VALUE) as the front end reads a flag's value; throws on a word it
+// does not take. The CLI passes CLI11's flag parser (on/off, true/false, yes/no, 1/0, ...).
+using QueryBoolParser = std::function<bool(const std::string& value)>;
+
 // Spaces and tabs around an item, a key or a value are ignored (" tp = 2 , ep=8" is tp=2,ep=8).
+// Yes/no values go through `parse_bool`; without one only on and off are taken.
 // Throws dockyard::Error naming --explain, the key and the rule (unknown keys with a suggestion,
 // malformed numbers, unknown values, a key given twice, an empty query).
-LayoutQuery ParseLayoutQuery(const std::string& text);
+LayoutQuery ParseLayoutQuery(const std::string& text, const QueryBoolParser& parse_bool = nullptr);
 
 // Checks a query against the search it explains, before any layout is evaluated: every key the
 // search pins (--tp 2, --vpp 1, --recompute full, --dispatcher, the EP overlap, ...) must take the
