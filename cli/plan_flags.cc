@@ -82,6 +82,9 @@ void AddPlanCommands(CLI::App& app, PlanCliOptions& o, CLI::App** check_out, CLI
   CLI::App* check = app.add_subcommand("check", "exit 3 and list the ranks whose peak memory exceeds --gpu-memory-gib less the reserve");
   AddPlanOptions(check, o);
   AddRoutingFlags(check, o);
+  o.global_batch.AddTo(check,
+                       "sets --num-microbatches as simulate and search do (the micro-batches in flight size the activations; "
+                       "default: not given)");
   CLI::App* simulate = app.add_subcommand("simulate", "predict the time of every phase of a training step on a cluster");
   AddPlanOptions(simulate, o);
   simulate->add_option("--cluster", o.cluster, "preset (h100-sxm, h200-sxm, h100-pcie-400g) or cluster JSON (default h100-sxm)");

@@ -780,6 +780,26 @@ TEST_CASE("search --explain: the winner says rank 1") {
   CHECK(r.out.find("overlap=maybe: expected on or off") != std::string::npos);
 }
 
+TEST_CASE("check --global-batch-size: the micro-batches in flight follow the global batch, as simulate and search count them") {
+  // 16 GPUs, pp 4, ep 4: dp_shard 4. 8 sequences / (4 dp x micro-batch 1) = 2 micro-batches, so
+  // stage 0 holds 2 in flight (1F1B: min(pp - stage, M)) instead of the default M = pp = 4 --
+  // the same plan as --num-microbatches 2.
+  const std::string base = "check --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --pp 4 --ep 4 --gpu-memory-gib 80";
+  Result gbs = Run(base + " --global-batch-size 8");
+  REQUIRE(gbs.code == 0);
+  CHECK(gbs.out.find("Global batch 8 sequences (32768 tokens): 2 micro-batches of 1 per data-parallel rank") != std::string::npos);
+  const Result pinned = Run(base + " --num-microbatches 2");
+  REQUIRE(pinned.code == 0);
+  auto memory = [](const std::string& out) { return out.substr(out.find("Memory     per rank")); };
+  CHECK(memory(gbs.out) == memory(pinned.out));
+  CHECK(memory(gbs.out) != memory(Run(base).out));  // the default (4 micro-batches) holds more
+  CHECK(Run(base + " --global-batch-tokens 32768").out.find("Global batch 8 sequences") != std::string::npos);  // 8 x 4096
+  // 7 sequences do not divide over 4 data-parallel ranks: exit 1 naming the rule.
+  const Result bad = Run(base + " --global-batch-size 7");
+  CHECK(bad.code == 1);
+  CHECK(bad.out.find("global batch size 7 is not a multiple of dp (4) x micro_batch_size (1)") != std::string::npos);
+}
+
 TEST_CASE("simulate --global-batch-size: Megatron fills one schedule; torchtitan too, or accumulates schedules of --num-microbatches") {
   const std::string base = "simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --pp 2 --ep 8 --seq-len 1024";
   // dp = 16 / 2 = 8; 128 sequences / (8 x 1) = 16 micro-batches.

@@ -191,8 +191,8 @@ std::string PlanCommandText(const PlanCommandRequest& r, const PlanCommandResult
   // Megatron would refuse dockyard's even split without a split flag: say which flag reproduces it.
   out += MegatronEvenSplitNote(plan.training, plan.model.num_hidden_layers, plan.dims.pp, plan.dims.convention == Convention::kMegatron);
   if (result.received) out += ReceivedRowsToText(*result.received);
+  if (global_batch) out += GlobalBatchText(*global_batch, plan);
   if (result.cost) {
-    if (global_batch) out += GlobalBatchText(*global_batch, plan);
     out += MemoryToText(plan, memory) + CostToText(*result.cost) + result.redundant_text;
   } else {
     out += r.command == PlanCommand::kCheck ? MemoryToText(plan, memory) : PlanToText(plan, r.model_source, memory);
