@@ -817,6 +817,7 @@ bool LayoutEvaluator::FillStepInputs(const GroupStatics& g, const Workload& w, c
   };
   const bool megatron = d.convention == Convention::kMegatron;
   in.workload = w;
+  in.kernel_memo = kernel_memo_.get();
   in.attention_params = im.attention_params;
   in.tp_group = strided(d.tp, 1);
   const int64_t dense_dp_n = (megatron ? d.dp_replicate * d.dp_shard : d.dp_shard) * d.cp;

@@ -149,6 +149,9 @@ class LayoutEvaluator {
   int64_t handed_to_reference_ = 0;
   double cache_fill_seconds_ = 0;
   std::unique_ptr<Impl> impl_;
+  // The kernel model's per-shape layer times (cost.h KernelTermsMemo) of this evaluator's model,
+  // cluster and cost options (options_ is not changed after construction).
+  KernelTermsMemoPtr kernel_memo_ = MakeKernelTermsMemo();
 };
 
 }  // namespace dockyard

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <sstream>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -685,8 +686,65 @@ struct LayerTerms {
     return shaped[pass] + (pass == 1 && full_recompute ? shaped[0] : 0.0);
   }
 };
+}  // namespace
+
+class KernelTermsMemo {
+ public:
+  struct Terms {
+    KernelExtrasUs kx;
+    ShapedComputeUs sc;
+  };
+  // The terms of `ks` under the rest of the key, `compute()` on a miss. `base` is the cost options
+  // before WithPrecision (o is after it: its FP8 flags are part of the key).
+  template <class Compute>
+  const Terms& Get(const ModelSpec& m, const ClusterSpec& c, const CostOptions& base, const KernelShape& ks, bool full_recompute,
+                   double seq_len, const CostOptions& o, Compute compute) {
+    if (!model_) {
+      model_ = &m, cluster_ = &c, base_ = &base;
+    } else if (model_ != &m || cluster_ != &c || base_ != &base) {
+      throw Error("internal: a KernelTermsMemo was used with another model, cluster or cost options");
+    }
+    const Key key{ks.tokens, ks.sp_tokens, ks.router_tokens, ks.tp, ks.act_bytes, seq_len, full_recompute, o.fp8_gemms, o.fp8_blockwise};
+    auto it = terms_.find(key);
+    if (it == terms_.end()) it = terms_.emplace(key, compute()).first;
+    return it->second;
+  }
+
+ private:
+  struct Key {
+    double tokens, sp_tokens, router_tokens, tp, act_bytes, seq_len;
+    bool full_recompute, fp8_gemms, fp8_blockwise;
+    bool operator==(const Key& k) const {
+      return tokens == k.tokens && sp_tokens == k.sp_tokens && router_tokens == k.router_tokens && tp == k.tp &&
+             act_bytes == k.act_bytes && seq_len == k.seq_len && full_recompute == k.full_recompute && fp8_gemms == k.fp8_gemms &&
+             fp8_blockwise == k.fp8_blockwise;
+    }
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      size_t h = std::hash<double>()(k.tokens);
+      for (double x : {k.sp_tokens, k.router_tokens, k.tp, k.act_bytes, k.seq_len}) h = h * 1000003u ^ std::hash<double>()(x);
+      return h * 31u + (k.full_recompute ? 4u : 0u) + (k.fp8_gemms ? 2u : 0u) + (k.fp8_blockwise ? 1u : 0u);
+    }
+  };
+  const ModelSpec* model_ = nullptr;
+  const ClusterSpec* cluster_ = nullptr;
+  const CostOptions* base_ = nullptr;
+  std::unordered_map<Key, Terms, KeyHash> terms_;
+};
+
+void KernelTermsMemoDeleter::operator()(KernelTermsMemo* memo) const {
+  delete memo;
+}
+
+KernelTermsMemoPtr MakeKernelTermsMemo() {
+  return KernelTermsMemoPtr(new KernelTermsMemo);
+}
+
+namespace {
+
 LayerTerms LayerTermsOf(const ModelSpec& m, const ParallelDims& d, const TrainingConfig& t, const ClusterSpec& c, const StepInputs& in,
-                        const CostOptions& o) {
+                        const CostOptions& o, const CostOptions& options_in) {
   LayerTerms L(m, d, t, c, in, o);
   const auto& a = m.attention;
   const Workload& w = in.workload;
@@ -719,9 +777,16 @@ LayerTerms LayerTermsOf(const ModelSpec& m, const ParallelDims& d, const Trainin
   L.bwd_compute = L.full_recompute ? 3.0 : 2.0, L.bwd_comm = L.full_recompute ? 2.0 : 1.0;
   L.ks = KernelShape{T, static_cast<double>((w.tokens + d.tp - 1) / d.tp), static_cast<double>(w.dispatch_tokens), tp, ab};
   if (o.kernel_compute) {
-    L.kx = KernelExtras(m, L.ks, o, c.hbm_gbps, L.full_recompute);
-    L.sc =
-        ShapedCompute(m, T, static_cast<double>(w.dispatch_tokens), tp, static_cast<double>(t.seq_len), c.dense_bf16_tflops, o, c.hbm_gbps);
+    auto compute = [&] {
+      return KernelTermsMemo::Terms{KernelExtras(m, L.ks, o, c.hbm_gbps, L.full_recompute),
+                                    ShapedCompute(m, T, static_cast<double>(w.dispatch_tokens), tp, static_cast<double>(t.seq_len),
+                                                  c.dense_bf16_tflops, o, c.hbm_gbps)};
+    };
+    const KernelTermsMemo::Terms terms =
+        in.kernel_memo ? in.kernel_memo->Get(m, c, options_in, L.ks, L.full_recompute, static_cast<double>(t.seq_len), o, compute)
+                       : compute();
+    L.kx = terms.kx;
+    L.sc = terms.sc;
   }
   return L;
 }
@@ -1082,7 +1147,7 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
     out.checkpointed_moe_layer_us = sac.checkpointed.moe_layer_us;
     out.checkpointed_dense_layer_us = sac.checkpointed.dense_layer_us;
   }
-  const LayerTerms L = LayerTermsOf(m, d, t, c, in, o);
+  const LayerTerms L = LayerTermsOf(m, d, t, c, in, o, options_in);
   const FsdpSchedule fsdp = FsdpScheduleOf(d, t, in, c);
 
   // --- MoE layer over the sampled routing layers (SimulateMoePhases).

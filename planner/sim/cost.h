@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -166,8 +167,23 @@ struct CollectiveGroup {
 // Everything SimulateStep reads from a plan beyond its degrees, training settings and model:
 // SimulateStep gathers it from the plan's meshes and placements; the layout search
 // (layout_eval.h) derives the same figures from parameter classes without building a plan.
+// A memo of the kernel model's shape-dependent times of one layer (--compute-model kernels:
+// kernels_model.h KernelExtras, gemm_efficiency.h ShapedCompute), keyed by the shape they read
+// (tokens, sequence-parallel tokens, routed tokens, tp, activation bytes, full recompute,
+// seq_len, FP8 GEMMs): SimulateStepFromInputs looks them up instead of recomputing them when
+// StepInputs::kernel_memo is set, with the same numbers. One memo serves one (model, cluster,
+// cost options) -- the first call's, checked by address on every later one (dockyard::Error
+// otherwise) -- and one thread at a time: the layout search keeps one per evaluator.
+class KernelTermsMemo;
+struct KernelTermsMemoDeleter {
+  void operator()(KernelTermsMemo* memo) const;
+};
+using KernelTermsMemoPtr = std::unique_ptr<KernelTermsMemo, KernelTermsMemoDeleter>;
+KernelTermsMemoPtr MakeKernelTermsMemo();
+
 struct StepInputs {
   Workload workload;
+  KernelTermsMemo* kernel_memo = nullptr;  // optional (see KernelTermsMemo)
   double attention_params = 0;  // elements of layer 0's attention parameters (summed as doubles)
   CollectiveGroup tp_group;     // rank 0's tp group
   // FSDP only: rank 0's data-parallel groups (dense: dp_shard*cp or dp*cp; sparse: efsdp or edp)
