@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -129,6 +130,16 @@ struct Split {
 };
 
 // Whether two candidates have the same degrees (every field ParallelDims is built from).
+// A hash of a tuple of integers and enums (the evaluator's cache keys).
+struct TupleHash {
+  template <class... T>
+  size_t operator()(const std::tuple<T...>& t) const {
+    size_t h = 0;
+    std::apply([&h](const auto&... x) { ((h = h * 1000003u ^ static_cast<size_t>(x)), ...); }, t);
+    return h;
+  }
+};
+
 bool SameDims(const ParallelDimsOptions& a, const ParallelDimsOptions& b) {
   return a.world_size == b.world_size && a.dp_replicate == b.dp_replicate && a.dp_shard == b.dp_shard && a.cp == b.cp && a.tp == b.tp &&
          a.ep == b.ep && a.etp == b.etp && a.pp == b.pp && a.convention == b.convention;
@@ -187,11 +198,12 @@ struct LayoutEvaluator::Impl {
     std::string error;  // why not ok (ValidateTraining's message)
     TrainingConfig t;
     TrainingBytes bytes;
-    std::map<std::tuple<int64_t, int64_t, bool>, std::string>
+    std::unordered_map<std::tuple<int64_t, int64_t, bool>, std::string, TupleHash>
         run_error;  // per (pp, ep, megatron): the run-setting rule broken, empty = they hold
   };
   using TrainingKey = std::tuple<Dispatcher, int64_t, int64_t, int64_t, int64_t, int, int, int>;
-  std::map<TrainingKey, TrainingEntry> trainings;
+  // Hashed, not ordered: looked up once per candidate (references stay valid as it grows).
+  std::unordered_map<TrainingKey, TrainingEntry, TupleHash> trainings;
   std::map<int64_t, Split> splits;  // per pp
   // The (routed, tp_dim) combinations of the classes: the placement policy (ShardCutsOf) depends
   // on nothing else of a parameter, so a candidate's cuts are computed once per combination.
@@ -218,6 +230,9 @@ struct LayoutEvaluator::Impl {
   } last_dims;
   // The last group's figures (GroupStatics): the search visits every setting of a group in a row.
   GroupStatics last_group;
+  // The MoE phases this evaluator has read from the shared cache, by key: a lookup without the
+  // shared cache's lock (entries there never move).
+  std::unordered_map<SearchEvalCache::MoeKey, const MoePhaseTimes*, TupleHash> moe_seen;
 
   const DimsCheck& DimsFor(const ParallelDimsOptions& o, const ModelSpec& m, int64_t seq_len) {
     DimsCheck& c = last_dims;
@@ -848,7 +863,9 @@ const MoePhaseTimes& LayoutEvaluator::MoePhasesOf(const Workload& w, const Paral
   const bool deredundency = d.ep > 1 && t.dispatcher == Dispatcher::kDeredundency;
   const SearchEvalCache::MoeKey key{
       d.ep, w.routed_tokens, oep, d.etp, w.expert_f_local, d.ep > 1 ? t.dispatcher : Dispatcher::kAllToAll, t.fp8_dispatch};
-  return cache_->MoePhases(key, [&] {
+  const MoePhaseTimes*& seen = impl_->moe_seen[key];
+  if (seen) return *seen;
+  seen = &cache_->MoePhases(key, [&] {
     const auto start = std::chrono::steady_clock::now();
     std::vector<int64_t> ep_group(d.ep);
     for (int64_t i = 0; i < d.ep; ++i) ep_group[i] = i * d.etp;
@@ -867,6 +884,7 @@ const MoePhaseTimes& LayoutEvaluator::MoePhasesOf(const Workload& w, const Paral
     cache_fill_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return phases;
   });
+  return *seen;
 }
 
 }  // namespace dockyard

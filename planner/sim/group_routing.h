@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "planner/sim/group_select.h"
@@ -155,53 +156,66 @@ void GroupSampler::Draw(Xoshiro256ss& rng_ref, int64_t tokens, Sink& sink) const
 }
 
 template <class Sink>
-void GroupSampler::DrawUniform(Xoshiro256ss& rng_ref, int64_t tokens, Sink& sink) const {
+void GroupSampler::DrawUniform(Xoshiro256ss& rng_ref, int64_t tokens, Sink& sink_ref) const {
   // kg <= G and top_k <= kg x S.
-  const int64_t G = limit.n_group, kg = limit.topk_group, S = group_size, slots = kg * S;
+  const int64_t G = limit.n_group, kg = limit.topk_group, S = group_size, slots = kg * S, K = top_k;
   std::vector<int64_t> kept_base(static_cast<size_t>(kg));  // the first expert of kept group i
   // Which groups and kept-group slots the current token has taken: stamped with t + 1 (one load
   // per draw instead of a search of the token's earlier picks).
   std::vector<int64_t> group_stamp(static_cast<size_t>(G), 0), slot_stamp(static_cast<size_t>(slots), 0);
-  const bool pow2 = (S & (S - 1)) == 0;  // group sizes are powers of two in practice (DeepSeek-V3: 32)
   int shift = 0;
   while ((int64_t{1} << shift) < S) ++shift;
-  // Slots of a power-of-two count (DeepSeek-V3: 4 x 32) take whole bits, several draws per
-  // generator output (Xoshiro256ss::Bits); others draw Below().
+  // Slots of a power-of-two count (DeepSeek-V3: 4 x 32; then S is one too) take whole bits,
+  // several draws per generator output (Xoshiro256ss::Bits), and map to experts by shifts; others
+  // draw Below() and divide.
   const int slot_bits = Log2IfPow2(static_cast<uint64_t>(slots));
   const uint64_t num_sets = kept_sets.size();
-  Xoshiro256ss rng = rng_ref;  // written back after the loop (Draw)
-  for (int64_t t = 0; t < tokens; ++t) {
-    sink.BeginToken();
-    const int64_t stamp = t + 1;
-    if (num_sets > 0) {
-      // The kept groups: one of the C(G, kg) sets, uniform (the law of kg successive uniform
-      // draws without repeats), in increasing group order.
-      uint64_t mask = kept_sets[static_cast<size_t>(rng.Below(num_sets))];
-      for (int64_t i = 0; i < kg; ++i) {
-        kept_base[static_cast<size_t>(i)] = static_cast<int64_t>(__builtin_ctzll(mask)) * S;
-        mask &= mask - 1;
+  // The generator and the sink in registers for the loop, written back after it (Draw).
+  Xoshiro256ss rng = rng_ref;
+  Sink sink = sink_ref;
+  int64_t* const base = kept_base.data();
+  int64_t* const taken = slot_stamp.data();
+  auto draw = [&](auto power_of_two) {
+    constexpr bool kBits = decltype(power_of_two)::value;
+    for (int64_t t = 0; t < tokens; ++t) {
+      sink.BeginToken();
+      const int64_t stamp = t + 1;
+      if (num_sets > 0) {
+        // The kept groups: one of the C(G, kg) sets, uniform (the law of kg successive uniform
+        // draws without repeats), in increasing group order.
+        uint64_t mask = kept_sets[static_cast<size_t>(rng.Below(num_sets))];
+        for (int64_t i = 0; i < kg; ++i) {
+          base[i] = static_cast<int64_t>(__builtin_ctzll(mask)) * S;
+          mask &= mask - 1;
+        }
+      } else {
+        for (int64_t i = 0; i < kg; ++i) {
+          int64_t g;
+          do {
+            g = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(G)));
+          } while (group_stamp[static_cast<size_t>(g)] == stamp);
+          group_stamp[static_cast<size_t>(g)] = stamp;
+          base[i] = g * S;
+        }
       }
-    } else {
-      for (int64_t i = 0; i < kg; ++i) {
-        int64_t g;
+      for (int64_t j = 0; j < K; ++j) {
+        int64_t x;
         do {
-          g = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(G)));
-        } while (group_stamp[static_cast<size_t>(g)] == stamp);
-        group_stamp[static_cast<size_t>(g)] = stamp;
-        kept_base[static_cast<size_t>(i)] = g * S;
+          x = static_cast<int64_t>(kBits ? rng.Bits(slot_bits) : rng.Below(static_cast<uint64_t>(slots)));
+        } while (taken[x] == stamp);
+        taken[x] = stamp;
+        const int64_t k = kBits ? x >> shift : x / S, e = kBits ? x & (S - 1) : x % S;
+        sink.Pick(static_cast<uint32_t>(base[k] + e));
       }
     }
-    for (int64_t j = 0; j < top_k; ++j) {
-      int64_t x;
-      do {
-        x = static_cast<int64_t>(slot_bits > 0 ? rng.Bits(slot_bits) : rng.Below(static_cast<uint64_t>(slots)));
-      } while (slot_stamp[static_cast<size_t>(x)] == stamp);
-      slot_stamp[static_cast<size_t>(x)] = stamp;
-      const int64_t k = pow2 ? x >> shift : x / S, e = pow2 ? x & (S - 1) : x % S;
-      sink.Pick(static_cast<uint32_t>(kept_base[static_cast<size_t>(k)] + e));
-    }
+  };
+  if (slot_bits > 0) {
+    draw(std::true_type{});
+  } else {
+    draw(std::false_type{});
   }
   rng_ref = rng;
+  sink_ref = sink;
 }
 
 inline void GroupSampler::KeepGroups(Xoshiro256ss& rng, double total, DrawState* state) const {

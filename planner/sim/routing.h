@@ -92,7 +92,7 @@ class Xoshiro256ss {
       bits_left_ = 64;
     }
     const uint64_t v = bits_ >> (64 - bits);
-    bits_ = bits == 64 ? 0 : bits_ << bits;
+    bits_ = (bits_ << (bits - 1)) << 1;  // two shifts: one of 64 would be undefined
     bits_left_ -= bits;
     return v;
   }
