@@ -35,7 +35,8 @@ std::string CanonicalDtype(const std::string& dtype) {
   return dtype;
 }
 
-int64_t DtypeBytes(const std::string& dtype, const std::string& where) {
+int64_t DtypeBytes(std::string_view dtype, std::string_view where) {
+  // string_view: the comparisons check the length first (the cost model calls this per layout).
   if (dtype == "bfloat16" || dtype == "float16" || dtype == "bf16" || dtype == "fp16") return 2;
   if (dtype == "float32" || dtype == "fp32") return 4;
   if (dtype == "float8_e4m3fn" || dtype == "float8_e5m2" || dtype == "fp8") return 1;

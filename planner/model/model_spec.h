@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "planner/sim/group_routing.h"
@@ -141,7 +142,7 @@ std::string SupportedFamiliesText();
 
 // Bytes per element of a dtype name ("bfloat16", "float16", "float32", "float8_e4m3fn", ...).
 // Throws dockyard::Error naming `where` for an unknown dtype.
-int64_t DtypeBytes(const std::string& dtype, const std::string& where);
+int64_t DtypeBytes(std::string_view dtype, std::string_view where);
 // The canonical torch name of a dtype synonym ("bf16" -> "bfloat16", "fp32" -> "float32", ...).
 std::string CanonicalDtype(const std::string& dtype);
 

@@ -2,6 +2,7 @@
 #include "planner/model/pipeline_schedule.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -168,7 +169,7 @@ int64_t InFlightStageMicrobatches(int64_t pp, int64_t vpp, int64_t M, int64_t st
 }
 
 bool IsDualPipe(const RunSettings& s) {
-  return s.schedule == "dualpipe";
+  return std::string_view(s.schedule) == "dualpipe";  // the length first: called per stage and layout in a search
 }
 
 bool EpCommOverlapped(const RunSettings& s) {

@@ -2,6 +2,7 @@
 #include "planner/model/precision.h"
 
 #include <cmath>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -14,11 +15,12 @@ constexpr double kTile = 128.0;           // activation tile 1 x 128
 constexpr double kBlock = 128.0 * 128.0;  // weight block 128 x 128
 }  // namespace
 
+// string_view comparisons check the length first: these run per layout in a search.
 bool Fp8Gemms(const TrainingConfig& t) {
-  return t.precision == "fp8";
+  return std::string_view(t.precision) == "fp8";
 }
 bool Fp8Blockwise(const TrainingConfig& t) {
-  return Fp8Gemms(t) && t.fp8_recipe == "blockwise";
+  return Fp8Gemms(t) && std::string_view(t.fp8_recipe) == "blockwise";
 }
 
 bool Fp8GemmGroup(const std::string& g) {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <unordered_map>
@@ -781,13 +782,14 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   if (!g.valid) return invalid(g.error);
   r.dims = d;
   // With --routing, the candidate's own routing sample sizes its received rows (as simulate does).
-  TrainingConfig sized;
+  // (Only then a copy: a TrainingConfig holds strings.)
+  std::optional<TrainingConfig> sized;
   if (options_.routing_sizes_memory) {
     sized = entry.t;
-    const int64_t routed_tokens = ComputeWorkload(m, d, sized).routed_tokens;
-    sized.imbalance = cache_->SampleImbalance(d.ep, routed_tokens, DispatchOep(sized, im.machine, d.ep));
+    const int64_t routed_tokens = ComputeWorkload(m, d, *sized).routed_tokens;
+    sized->imbalance = cache_->SampleImbalance(d.ep, routed_tokens, DispatchOep(*sized, im.machine, d.ep));
   }
-  const TrainingConfig& t = options_.routing_sizes_memory ? sized : entry.t;
+  const TrainingConfig& t = sized ? *sized : entry.t;
 
   // --- Memory (ComputeMemory's worst peak): the group's static bytes, then the activations and
   // communication buffers of this candidate's settings.

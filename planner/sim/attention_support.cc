@@ -8,7 +8,8 @@
 namespace dockyard {
 
 void CheckCostModelCoversAttention(const ModelSpec& m) {
-  const std::string file = m.source.empty() ? m.name : m.source;
+  // A reference, not a copy: the search checks every layout it times.
+  const std::string& file = m.source.empty() ? m.name : m.source;
   const auto& a = m.attention;
   if (a.indexer.present()) {
     throw Error(
