@@ -723,6 +723,10 @@ static Wide WorstPeak(const LayoutEvaluator::Impl& im, const ModelSpec& m, const
   const Wide logits = static_cast<Wide>(w.tokens) * Ceil(m.vocab_size, d.tp) * 4;
   const int64_t oep = DispatchOep(t, im.machine, d.ep);
   Wide worst_peak = -1;
+  // The buffers of a stage read only its largest FSDP unit, whether it has MoE layers and its
+  // model-parallel elements: interior stages repeat the previous stage's.
+  Wide buf = 0, buf_largest = -1, buf_mp = -1;
+  bool buf_moe = false;
   for (int64_t s = 0; s < d.pp; ++s) {
     const StageStatics& st = g.stages[static_cast<size_t>(s)];
     StageLayers layers;
@@ -732,7 +736,10 @@ static Wide WorstPeak(const LayoutEvaluator::Impl& im, const ModelSpec& m, const
     layers.last_stage = s == d.pp - 1;
     layers.in_flight = InFlightMicrobatches(d, t, s);
     const Wide act = StageActivations(act_table, layers, t.recompute, layer_input, logits, /*by_kind=*/false).total;
-    const Wide buf = StageBuffers(st.largest, layers.moe_layers > 0, w, d, t, im.machine, g.bytes, oep, h, st.mp).total;
+    if (!(st.largest == buf_largest && st.mp == buf_mp && (layers.moe_layers > 0) == buf_moe)) {
+      buf_largest = st.largest, buf_mp = st.mp, buf_moe = layers.moe_layers > 0;
+      buf = StageBuffers(st.largest, buf_moe, w, d, t, im.machine, g.bytes, oep, h, st.mp).total;
+    }
     worst_peak = std::max(worst_peak, fits(fits(st.stat) + fits(act) + fits(buf)));
   }
   return worst_peak;

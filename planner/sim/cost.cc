@@ -532,25 +532,25 @@ StageWalk WalkStages(const ModelSpec& m, const ParallelDims& d, const TrainingCo
                      double lm_head_us, double eh_proj_us, double p2p_us) {
   double worst_stage = 0;
   int64_t slowest_stage = 0;
-  std::vector<double> stage_us;  // [pp]: forward + backward of one micro-batch on each stage
+  // [pp]: forward + backward of one micro-batch on each stage. The last stage (a layout's loss
+  // stage) runs lm_head and, with --mtp-layers, each MTP module's eh_proj, layer and logits (on a
+  // layout's MTP stage); then each stage adds its layers in layer order (one pass over the layers).
+  const double mtp_us =
+      static_cast<double>(t.mtp_layers) * (eh_proj_us + (m.moe_layers.back() ? out.moe_layer_us : out.dense_layer_us) + lm_head_us);
+  std::vector<double> stage_us(static_cast<size_t>(d.pp));
+  for (int64_t s = 0; s < d.pp; ++s) stage_us[s] = (s == loss_stage ? lm_head_us : 0.0) + (s == mtp_stage ? mtp_us : 0.0) + p2p_us;
+  for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
+    double& stage = stage_us[static_cast<size_t>(layer_stage[l])];
+    if (layer_checkpointed[l])
+      stage += m.moe_layers[l] ? out.checkpointed_moe_layer_us : out.checkpointed_dense_layer_us;
+    else
+      stage += m.moe_layers[l] ? out.moe_layer_us : out.dense_layer_us;
+  }
   for (int64_t s = 0; s < d.pp; ++s) {
-    // The last stage (a layout's loss stage) runs lm_head and, with --mtp-layers, each MTP
-    // module's eh_proj, layer and logits (on a layout's MTP stage).
-    const double mtp_us =
-        static_cast<double>(t.mtp_layers) * (eh_proj_us + (m.moe_layers.back() ? out.moe_layer_us : out.dense_layer_us) + lm_head_us);
-    double stage = (s == loss_stage ? lm_head_us : 0.0) + (s == mtp_stage ? mtp_us : 0.0) + p2p_us;
-    for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
-      if (layer_stage[l] != s) continue;
-      if (layer_checkpointed[l])
-        stage += m.moe_layers[l] ? out.checkpointed_moe_layer_us : out.checkpointed_dense_layer_us;
-      else
-        stage += m.moe_layers[l] ? out.moe_layer_us : out.dense_layer_us;
-    }
-    if (stage > worst_stage) {
-      worst_stage = stage;
+    if (stage_us[s] > worst_stage) {
+      worst_stage = stage_us[s];
       slowest_stage = s;
     }
-    stage_us.push_back(stage);
   }
   // DualPipe: rank s runs stage s and stage pp - 1 - s, half the micro-batches each, so a rank's
   // time per micro-batch is the mean of the two stages'.
@@ -710,6 +710,16 @@ class KernelTermsMemo {
     return it->second;
   }
 
+  // model_flops.h ModelFlopsPerToken of the memo's model (the last (seq_len, mtp_layers) asked).
+  double ModelFlops(const ModelSpec& m, int64_t seq_len, int64_t mtp_layers) {
+    if (model_ && model_ != &m) throw Error("internal: a KernelTermsMemo was used with another model");
+    if (!(flops_model_ == &m && flops_seq_len_ == seq_len && flops_mtp_ == mtp_layers)) {
+      flops_ = ModelFlopsPerToken(m, seq_len, mtp_layers);
+      flops_model_ = &m, flops_seq_len_ = seq_len, flops_mtp_ = mtp_layers;
+    }
+    return flops_;
+  }
+
  private:
   struct Key {
     double tokens, sp_tokens, router_tokens, tp, act_bytes, seq_len;
@@ -731,6 +741,9 @@ class KernelTermsMemo {
   const ClusterSpec* cluster_ = nullptr;
   const CostOptions* base_ = nullptr;
   std::unordered_map<Key, Terms, KeyHash> terms_;
+  const ModelSpec* flops_model_ = nullptr;
+  int64_t flops_seq_len_ = -1, flops_mtp_ = -1;
+  double flops_ = 0;
 };
 
 void KernelTermsMemoDeleter::operator()(KernelTermsMemo* memo) const {
@@ -1101,7 +1114,8 @@ void SetThroughput(const LayerTerms& L, CostBreakdown& out) {
   const double global_tokens = A * M * t.micro_batch_size * t.seq_len * d.dp_replicate * d.dp_shard;
   out.tokens_per_s_per_gpu = global_tokens / (out.step_time_us * 1e-6) / d.world_size;
   // Megatron's model FLOPs (model_flops.h).
-  out.model_flops_per_token = ModelFlopsPerToken(L.m, t.seq_len, t.mtp_layers);
+  out.model_flops_per_token = L.in.kernel_memo ? L.in.kernel_memo->ModelFlops(L.m, t.seq_len, t.mtp_layers)
+                                               : ModelFlopsPerToken(L.m, t.seq_len, t.mtp_layers);
   const double model_flops = global_tokens * out.model_flops_per_token;
   out.mfu = model_flops / (out.step_time_us * 1e-6 * d.world_size * L.c.dense_bf16_tflops * 1e12);
 }

@@ -170,8 +170,9 @@ struct CollectiveGroup {
 // A memo of the kernel model's shape-dependent times of one layer (--compute-model kernels:
 // kernels_model.h KernelExtras, gemm_efficiency.h ShapedCompute), keyed by the shape they read
 // (tokens, sequence-parallel tokens, routed tokens, tp, activation bytes, full recompute,
-// seq_len, FP8 GEMMs): SimulateStepFromInputs looks them up instead of recomputing them when
-// StepInputs::kernel_memo is set, with the same numbers. One memo serves one (model, cluster,
+// seq_len, FP8 GEMMs), and the model FLOPs per token (model_flops.h): SimulateStepFromInputs
+// looks them up instead of recomputing them when StepInputs::kernel_memo is set, with the same
+// numbers. One memo serves one (model, cluster,
 // cost options) -- the first call's, checked by address on every later one (dockyard::Error
 // otherwise) -- and one thread at a time: the layout search keeps one per evaluator.
 class KernelTermsMemo;
