@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -132,7 +133,7 @@ std::string Join(const std::vector<std::string>& axes) {
 
 }  // namespace
 
-int64_t ParamAllGatherBytes(int64_t elems, int64_t fp8_elems, int64_t param_bytes, double fp8_bytes_per_element, const std::string& what) {
+int64_t ParamAllGatherBytes(int64_t elems, int64_t fp8_elems, int64_t param_bytes, double fp8_bytes_per_element, std::string_view what) {
   return CheckedAdd(CheckedMul(elems - fp8_elems, param_bytes, what),
                     static_cast<int64_t>(std::ceil(static_cast<double>(fp8_elems) * fp8_bytes_per_element)), what);
 }

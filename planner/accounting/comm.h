@@ -115,7 +115,7 @@ StepCollectiveList StepCollectives(const ParallelDims& dims, DpSharding dp_shard
 // which `fp8_elems` travel in FP8: (elems - fp8_elems) x `param_bytes` + ceil(fp8_elems x
 // `fp8_bytes_per_element`) (precision.h Fp8WeightBytesPerElement; the FP8 parameter all-gather).
 // Throws dockyard::Error naming `what` when the product overflows int64.
-int64_t ParamAllGatherBytes(int64_t elems, int64_t fp8_elems, int64_t param_bytes, double fp8_bytes_per_element, const std::string& what);
+int64_t ParamAllGatherBytes(int64_t elems, int64_t fp8_elems, int64_t param_bytes, double fp8_bytes_per_element, std::string_view what);
 
 // Bytes of one pipeline send (activations forward, their gradients backward): the sequence-
 // parallel shard of the micro-batch's hidden states, ceil(tokens / tp) x hidden x act bytes.

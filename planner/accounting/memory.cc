@@ -169,7 +169,7 @@ double Fp8WeightCopyPerElement(const TrainingConfig& training, Convention conven
   return Fp8KeepsQuantizedTensors(training, convention) ? Fp8WeightCopyBytesPerElement(training) : 0.0;
 }
 
-WideInt Fp8WeightCopyBytes(const std::string& group, WideInt elems, double per_element) {
+WideInt Fp8WeightCopyBytes(std::string_view group, WideInt elems, double per_element) {
   if (per_element <= 0 || !Fp8GemmGroup(group)) return 0;
   return static_cast<WideInt>(static_cast<double>(elems) * per_element + 0.5);
 }

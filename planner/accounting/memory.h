@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "planner/layout/plan.h"
@@ -87,7 +88,7 @@ double Fp8WeightCopyPerElement(const TrainingConfig& training, Convention conven
 // Bytes of those copies for `elems` local elements (dense + sparse) of role group `group`: 0 unless
 // precision.h Fp8GemmGroup(group); rounded to the byte per group. ComputeMemory adds them as the
 // "fp8_weights" params role, the search's fast path to each stage's static bytes.
-WideInt Fp8WeightCopyBytes(const std::string& group, WideInt elems, double per_element);
+WideInt Fp8WeightCopyBytes(std::string_view group, WideInt elems, double per_element);
 inline StaticBytes StaticBytesOf(WideInt dense_elems, WideInt sparse_elems, const ParallelDims& d, DpSharding strategy,
                                  const TrainingBytes& tb) {
   const WideInt both = dense_elems + sparse_elems;

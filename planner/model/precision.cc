@@ -23,7 +23,7 @@ bool Fp8Blockwise(const TrainingConfig& t) {
   return Fp8Gemms(t) && std::string_view(t.fp8_recipe) == "blockwise";
 }
 
-bool Fp8GemmGroup(const std::string& g) {
+bool Fp8GemmGroup(std::string_view g) {
   return g == "attention" || g == "routed_experts" || g == "shared_experts" || g == "dense_mlp";
 }
 

@@ -35,6 +35,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "planner/model/training.h"
 
@@ -51,7 +52,7 @@ bool Fp8Blockwise(const TrainingConfig& training);
 // attention, routed experts, shared experts, dense MLP (TransformerEngine runs neither the
 // router, the norms, the embedding nor lm_head in FP8). The FP8 weight copies and the FP8
 // parameter all-gather both follow it.
-bool Fp8GemmGroup(const std::string& group);
+bool Fp8GemmGroup(std::string_view group);
 // Bytes per element of one FP8 copy of such a weight: 1 B, plus one fp32 scale per 128x128
 // block with blockwise scaling (0 without FP8). The all-gather sends one copy.
 double Fp8WeightBytesPerElement(const TrainingConfig& training);

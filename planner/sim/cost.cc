@@ -647,6 +647,25 @@ LayerSac LayerSacOf(const ModelSpec& m, const ParamTotals& totals, const Paralle
   return sac;
 }
 
+// The memory-bound kernels selective recomputation re-runs that depend only on the layer's shape
+// (--compute-model kernels): the attention block's norms, the shared experts' and the dense
+// MLP's SwiGLU, forward, us (MemoryBoundUs). The routed SwiGLU depends on the routing sample.
+struct SelectiveKernelsUs {
+  double norms = 0, shared_act = 0, dense_act = 0;
+};
+SelectiveKernelsUs SelectiveKernelsOf(const ModelSpec& m, const KernelShape& ks, const CostOptions& o, double hbm_gbps) {
+  auto mem = [&](const std::vector<KernelBytes>& k) { return MemoryBoundUs(k, hbm_gbps, o.hbm_efficiency, o.memory_floor_us); };
+  SelectiveKernelsUs s;
+  std::vector<KernelBytes> norms;
+  for (const KernelBytes& k : AttentionBlockKernels(m, ks, false)) {
+    if (k.name.find("norm") != std::string::npos && k.name != "qk_norm") norms.push_back(k);
+  }
+  s.norms = mem(norms);
+  if (m.moe.num_shared_experts > 0) s.shared_act = mem({SwigluKernel(ks.tokens, m.moe.shared_expert_intermediate_size / ks.tp, ks.act_bytes, false)});
+  s.dense_act = mem({SwigluKernel(ks.tokens, m.intermediate_size / ks.tp, ks.act_bytes, false)});
+  return s;
+}
+
 // The figures every phase of one layer reads: the run's inputs, unit rates, the micro-batch's shape
 // and each compute phase's forward time at the fixed efficiencies (us per layer and micro-batch).
 struct LayerTerms {
@@ -670,6 +689,7 @@ struct LayerTerms {
   KernelShape ks;      // the layer's shape for the kernel model and the selective-recompute kernels (kernels_model.h)
   KernelExtrasUs kx;   // memory-bound kernels and launch gaps (zero unless --compute-model kernels)
   ShapedComputeUs sc;  // GEMMs and flash attention by shape (gemm_efficiency.h; --compute-model kernels only)
+  SelectiveKernelsUs selective;  // what selective recomputation re-runs of the memory-bound kernels (--compute-model kernels only)
   double heads_local = 0, d_qk = 0, d_v = 0;              // attention heads on a rank and their q/k and v widths
   double core_flops = 0;                                  // the causal attention core, FLOP
   double attention_us = 0;                                // attention forward: projections and core
@@ -693,6 +713,7 @@ class KernelTermsMemo {
   struct Terms {
     KernelExtrasUs kx;
     ShapedComputeUs sc;
+    SelectiveKernelsUs selective;
   };
   // The terms of `ks` under the rest of the key, `compute()` on a miss. `base` is the cost options
   // before WithPrecision (o is after it: its FP8 flags are part of the key).
@@ -732,9 +753,15 @@ class KernelTermsMemo {
   };
   struct KeyHash {
     size_t operator()(const Key& k) const {
-      size_t h = std::hash<double>()(k.tokens);
-      for (double x : {k.sp_tokens, k.router_tokens, k.tp, k.act_bytes, k.seq_len}) h = h * 1000003u ^ std::hash<double>()(x);
-      return h * 31u + (k.full_recompute ? 4u : 0u) + (k.fp8_gemms ? 2u : 0u) + (k.fp8_blockwise ? 1u : 0u);
+      // The doubles' bits, mixed (std::hash<double> hashes bytes out of line).
+      uint64_t h = 0;
+      for (double x : {k.tokens, k.sp_tokens, k.router_tokens, k.tp, k.act_bytes, k.seq_len}) {
+        uint64_t bits;
+        std::memcpy(&bits, &x, sizeof bits);
+        h = (h ^ bits) * 0x9E3779B97F4A7C15ull;
+        h ^= h >> 29;
+      }
+      return static_cast<size_t>(h * 31u + (k.full_recompute ? 4u : 0u) + (k.fp8_gemms ? 2u : 0u) + (k.fp8_blockwise ? 1u : 0u));
     }
   };
   const ModelSpec* model_ = nullptr;
@@ -793,13 +820,15 @@ LayerTerms LayerTermsOf(const ModelSpec& m, const ParallelDims& d, const Trainin
     auto compute = [&] {
       return KernelTermsMemo::Terms{KernelExtras(m, L.ks, o, c.hbm_gbps, L.full_recompute),
                                     ShapedCompute(m, T, static_cast<double>(w.dispatch_tokens), tp, static_cast<double>(t.seq_len),
-                                                  c.dense_bf16_tflops, o, c.hbm_gbps)};
+                                                  c.dense_bf16_tflops, o, c.hbm_gbps),
+                                    SelectiveKernelsOf(m, L.ks, o, c.hbm_gbps)};
     };
     const KernelTermsMemo::Terms terms =
         in.kernel_memo ? in.kernel_memo->Get(m, c, options_in, L.ks, L.full_recompute, static_cast<double>(t.seq_len), o, compute)
                        : compute();
     L.kx = terms.kx;
     L.sc = terms.sc;
+    L.selective = terms.selective;
   }
   return L;
 }
@@ -854,17 +883,13 @@ RecomputeForwardUs RecomputeForwardOf(const LayerTerms& L, const MoePhaseTimes& 
   if (t.recompute != Recompute::kSelective) return rf;
   auto mem = [&](const std::vector<KernelBytes>& k) { return MemoryBoundUs(k, c.hbm_gbps, o.hbm_efficiency, o.memory_floor_us); };
   if (o.kernel_compute) {
-    std::vector<KernelBytes> norms;
-    for (const KernelBytes& k : AttentionBlockKernels(m, L.ks, false)) {
-      if (k.name.find("norm") != std::string::npos && k.name != "qk_norm") norms.push_back(k);
-    }
-    rf.norms = mem(norms);
+    rf.norms = L.selective.norms;
     // The routed SwiGLU re-runs on the rows the routing sample sends the slowest rank (the
     // forward's, SimulateMoePhases), not on the memory-sizing bound (training.imbalance).
     const double sampled_rows = static_cast<double>(w.mean_received_rows) * mp.imbalance;
     rf.routed_act = mem({SwigluKernel(sampled_rows, static_cast<double>(w.expert_f_local), ab, false)});
-    if (m.moe.num_shared_experts > 0) rf.shared_act = mem({SwigluKernel(T, m.moe.shared_expert_intermediate_size / tp, ab, false)});
-    rf.dense_act = mem({SwigluKernel(T, m.intermediate_size / tp, ab, false)});
+    rf.shared_act = L.selective.shared_act;
+    rf.dense_act = L.selective.dense_act;
   }
   rf.attention_core = o.kernel_compute
                           ? core_flops / (peak * FlashAttentionEfficiency(d_qk, static_cast<double>(t.seq_len), true, false, o))
