@@ -54,7 +54,12 @@ __attribute__((target("popcnt"))) void FoldCountPopcnt(const uint64_t* src, size
   FoldCountWith(src, fold, n, words, counts, [](uint64_t x) { return static_cast<int32_t>(__builtin_popcountll(x)); });
 }
 using FoldCountFn = void (*)(const uint64_t*, size_t, size_t, uint64_t*, int32_t*);
-const FoldCountFn kFoldCount = __builtin_cpu_supports("popcnt") ? FoldCountPopcnt : FoldCountPortable;
+// Chosen during static initialization: __builtin_cpu_init first (GCC: required before any
+// constructor may run __builtin_cpu_supports).
+const FoldCountFn kFoldCount = [] {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("popcnt") ? FoldCountPopcnt : FoldCountPortable;
+}();
 #else
 constexpr auto kFoldCount = FoldCountPortable;
 #endif
