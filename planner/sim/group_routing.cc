@@ -77,13 +77,13 @@ GroupSampler BuildGroupSampler(const std::vector<double>& share, int64_t top_k, 
   if (s.uniform && limit.n_group <= 64) {
     // C(n_group, topk_group) by the product formula (each partial product is a binomial
     // coefficient, so the division is exact), stopping once it passes the table limit.
-    const uint64_t G = static_cast<uint64_t>(limit.n_group), kg = static_cast<uint64_t>(limit.topk_group);
+    const uint64_t groups = static_cast<uint64_t>(limit.n_group), kg = static_cast<uint64_t>(limit.topk_group);
     uint64_t count = 1;
-    for (uint64_t i = 1; i <= kg && count <= GroupSampler::kMaxKeptSets; ++i) count = count * (G - kg + i) / i;
+    for (uint64_t i = 1; i <= kg && count <= GroupSampler::kMaxKeptSets; ++i) count = count * (groups - kg + i) / i;
     if (count <= GroupSampler::kMaxKeptSets) {
       s.kept_sets.reserve(static_cast<size_t>(count));
       // Gosper's hack: the next larger mask with the same number of set bits.
-      const uint64_t end = G == 64 ? 0 : uint64_t{1} << G;
+      const uint64_t end = groups == 64 ? 0 : uint64_t{1} << groups;
       for (uint64_t m = kg == 64 ? ~uint64_t{0} : (uint64_t{1} << kg) - 1;;) {
         s.kept_sets.push_back(m);
         const uint64_t c = m & (~m + 1), r = m + c;
