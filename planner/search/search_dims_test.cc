@@ -389,13 +389,24 @@ TEST_CASE("A global batch that divides no layout ranks nothing and counts every 
   CHECK(result.not_divisible == result.enumerated);
 }
 
+// The explain tests' search: every dimension of the four-layer model, every layout in budget.
+struct ExplainSearch {
+  ModelSpec model = FourLayerTiny();
+  SearchOptions o = [] {
+    SearchOptions x = EveryDimension(Convention::kTorchtitan);
+    x.gpu_memory_gib = 1000;
+    return x;
+  }();
+  SearchResult result = SearchLayouts(model, o);
+};
+
 TEST_CASE("Explain: no line of the breakdown is negative; overlapped time is its own line, and the diffs add up") {
   // FSDP's all-gathers run under the layer's compute, so a layer's phase shares can add up to more
   // than the step: the excess is the "overlapped" line (subtracted), not a negative "other".
-  const ModelSpec model = FourLayerTiny();
-  SearchOptions o = EveryDimension(Convention::kTorchtitan);
-  o.gpu_memory_gib = 1000;
-  const SearchResult result = SearchLayouts(model, o);
+  const ExplainSearch s;
+  const ModelSpec& model = s.model;
+  const SearchOptions& o = s.o;
+  const SearchResult& result = s.result;
   REQUIRE(result.ranked > 2);
   bool saw_overlapped = false;
   for (size_t i = 0; i < result.all.size(); i += std::max<size_t>(1, result.all.size() / 40)) {
@@ -414,10 +425,10 @@ TEST_CASE("Explain: no line of the breakdown is negative; overlapped time is its
 }
 
 TEST_CASE("Explain: the winner is rank 1; another layout shows the phases that make the difference") {
-  const ModelSpec model = FourLayerTiny();
-  SearchOptions o = EveryDimension(Convention::kTorchtitan);
-  o.gpu_memory_gib = 1000;
-  const SearchResult result = SearchLayouts(model, o);
+  const ExplainSearch s;
+  const ModelSpec& model = s.model;
+  const SearchOptions& o = s.o;
+  const SearchResult& result = s.result;
   REQUIRE(result.ranked > 2);
   const std::string winner = QueryOf(result.all.front());
   const ExplainResult e = ExplainLayout(model, o, result, ParseLayoutQuery(winner));

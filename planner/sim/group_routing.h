@@ -163,12 +163,11 @@ void GroupSampler::DrawUniform(Xoshiro256ss& rng_ref, int64_t tokens, Sink& sink
   // Which groups and kept-group slots the current token has taken: stamped with t + 1 (one load
   // per draw instead of a search of the token's earlier picks).
   std::vector<int64_t> group_stamp(static_cast<size_t>(G), 0), slot_stamp(static_cast<size_t>(slots), 0);
-  int shift = 0;
-  while ((int64_t{1} << shift) < S) ++shift;
   // Slots of a power-of-two count (DeepSeek-V3: 4 x 32; then S is one too) take whole bits,
   // several draws per generator output (Xoshiro256ss::Bits), and map to experts by shifts; others
   // draw Below() and divide.
   const int slot_bits = Log2IfPow2(static_cast<uint64_t>(slots));
+  const int shift = Log2IfPow2(static_cast<uint64_t>(S));  // read only with slot_bits > 0
   const uint64_t num_sets = kept_sets.size();
   // The generator and the sink in registers for the loop, written back after it (Draw).
   Xoshiro256ss rng = rng_ref;
