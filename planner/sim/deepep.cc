@@ -91,54 +91,83 @@ int64_t RailPeer(const FlexCounts& c, int64_t s, int64_t node) {
   return RailPeers(c)[static_cast<size_t>(s * c.num_nodes + node)];
 }
 
+namespace {
+// The dispatch's transfers of one sampled layer (the rule in deepep.h): fn(from, to, rows,
+// network) for every (source, destination node) RDMA send and every NVLink write, in source order.
+template <class Fn>
+void ForEachFlexTransfer(const FlexCounts& c, Fn&& fn) {
+  const int64_t n = static_cast<int64_t>(c.node_index.size());
+  const std::vector<int64_t> peer = RailPeers(c);
+  for (int64_t s = 0; s < n; ++s) {
+    const int64_t home = c.node_index[static_cast<size_t>(s)];
+    const int64_t* rail = peer.data() + s * c.num_nodes;
+    for (int64_t j = 0; j < c.num_nodes; ++j) {
+      if (j == home) continue;
+      fn(s, rail[j], c.node_tokens[static_cast<size_t>(s * c.num_nodes + j)], true);
+    }
+    const int64_t* rows = c.rank_tokens.data() + s * n;
+    for (int64_t r = 0; r < n; ++r) {
+      const int64_t j = c.node_index[static_cast<size_t>(r)];
+      const int64_t from = j == home ? s : rail[j];
+      if (from == r) continue;  // the token is already on r (its own rows, or r is the RDMA receiver)
+      fn(from, r, rows[r], false);
+    }
+  }
+}
+}  // namespace
+
 LinkBytes FlexDispatchBytes(const FlexCounts& c, double bytes_per_token) {
   const int64_t n = static_cast<int64_t>(c.node_index.size());
   LinkBytes b;
   b.n = n;
   b.nvlink.assign(static_cast<size_t>(n * n), 0.0);
   b.network.assign(static_cast<size_t>(n * n), 0.0);
-  const std::vector<int64_t> peer = RailPeers(c);
-  for (int64_t s = 0; s < n; ++s) {
-    const int64_t home = c.node_index[static_cast<size_t>(s)];
-    for (int64_t j = 0; j < c.num_nodes; ++j) {
-      if (j == home) continue;
-      b.network[static_cast<size_t>(s * n + peer[static_cast<size_t>(s * c.num_nodes + j)])] +=
-          static_cast<double>(c.node_tokens[static_cast<size_t>(s * c.num_nodes + j)]) * bytes_per_token;
-    }
-    for (int64_t r = 0; r < n; ++r) {
-      const int64_t j = c.node_index[static_cast<size_t>(r)];
-      const int64_t from = j == home ? s : peer[static_cast<size_t>(s * c.num_nodes + j)];
-      if (from == r) continue;  // the token is already on r (its own rows, or r is the RDMA receiver)
-      b.nvlink[static_cast<size_t>(from * n + r)] += static_cast<double>(c.rank_tokens[static_cast<size_t>(s * n + r)]) * bytes_per_token;
-    }
-  }
+  ForEachFlexTransfer(c, [&](int64_t from, int64_t to, int64_t rows, bool network) {
+    (network ? b.network : b.nvlink)[static_cast<size_t>(from * n + to)] += static_cast<double>(rows) * bytes_per_token;
+  });
   return b;
+}
+
+FlexLinkRows FlexDispatchRows(const FlexCounts& c) {
+  const int64_t n = static_cast<int64_t>(c.node_index.size());
+  FlexLinkRows t;
+  t.n = n;
+  for (auto* v : {&t.nvlink_send, &t.nvlink_recv, &t.network_send, &t.network_recv}) v->assign(static_cast<size_t>(n), 0);
+  int64_t* const nvl_send = t.nvlink_send.data();
+  int64_t* const nvl_recv = t.nvlink_recv.data();
+  int64_t* const net_send = t.network_send.data();
+  int64_t* const net_recv = t.network_recv.data();
+  ForEachFlexTransfer(c, [&](int64_t from, int64_t to, int64_t rows, bool network) {
+    (network ? net_send : nvl_send)[from] += rows;
+    (network ? net_recv : nvl_recv)[to] += rows;
+  });
+  return t;
 }
 
 double FlexTokenBytes(double hidden, double act_bytes, bool fp8) {
   return DispatchRowBytes(hidden, act_bytes, fp8);
 }
 
-std::vector<double> FlexTimesUs(const LinkBytes& b, bool transpose, const std::vector<int64_t>& ep_group, const ClusterSpec& cl,
-                                const CostOptions& o) {
-  const int64_t n = b.n;
+std::vector<double> FlexTimesUs(const FlexLinkRows& rows, double bytes_per_token, bool transpose, const std::vector<int64_t>& ep_group,
+                                const ClusterSpec& cl, const CostOptions& o) {
+  const int64_t n = rows.n;
   const double nvl = cl.intra_node_gbps * o.flex_nvlink_efficiency * kBytesPerUsPerGbps;
   const double net = cl.network_gbps * o.flex_network_efficiency * kBytesPerUsPerGbps;
   bool spans = false;
   for (int64_t r : ep_group) spans = spans || r / cl.gpus_per_node != ep_group.front() / cl.gpus_per_node;
   std::vector<double> t(static_cast<size_t>(n), 0.0);
   if (n < 2) return t;
-  for (int64_t r = 0; r < n; ++r) {
-    double nvl_send = 0, nvl_recv = 0, net_send = 0, net_recv = 0;
-    for (int64_t d = 0; d < n; ++d) {
-      const size_t out = static_cast<size_t>(r * n + d), in = static_cast<size_t>(d * n + r);
-      nvl_send += b.nvlink[transpose ? in : out];
-      nvl_recv += b.nvlink[transpose ? out : in];
-      net_send += b.network[transpose ? in : out];
-      net_recv += b.network[transpose ? out : in];
-    }
-    t[static_cast<size_t>(r)] = (spans ? cl.network_latency_us : cl.intra_node_latency_us) +
-                                std::max({nvl_send / nvl, nvl_recv / nvl, net_send / net, net_recv / net});
+  // The combine (transpose) sends what the dispatch received.
+  const std::vector<int64_t>& nvl_send = transpose ? rows.nvlink_recv : rows.nvlink_send;
+  const std::vector<int64_t>& nvl_recv = transpose ? rows.nvlink_send : rows.nvlink_recv;
+  const std::vector<int64_t>& net_send = transpose ? rows.network_recv : rows.network_send;
+  const std::vector<int64_t>& net_recv = transpose ? rows.network_send : rows.network_recv;
+  const double latency = spans ? cl.network_latency_us : cl.intra_node_latency_us;
+  for (size_t r = 0; r < static_cast<size_t>(n); ++r) {
+    const double busiest =
+        std::max({static_cast<double>(nvl_send[r]) * bytes_per_token / nvl, static_cast<double>(nvl_recv[r]) * bytes_per_token / nvl,
+                  static_cast<double>(net_send[r]) * bytes_per_token / net, static_cast<double>(net_recv[r]) * bytes_per_token / net});
+    t[r] = latency + busiest;
   }
   return t;
 }
@@ -175,15 +204,16 @@ bool FlexOrAllGatherTimesUs(const FlexCounts* flex, const std::vector<int64_t>& 
     }
   }
   const double scale = sent_ab / s.act_bytes;  // megatron etp: a rank sends T_d / T_r of the sampled tokens
-  const LinkBytes dispatch = FlexDispatchBytes(*flex, FlexTokenBytes(s.hidden, s.act_bytes, s.flex_fp8) * scale);
-  const std::vector<double> d = FlexTimesUs(dispatch, false, ep_group, cluster, options);
-  const LinkBytes combine = s.flex_fp8 ? FlexDispatchBytes(*flex, FlexTokenBytes(s.hidden, s.act_bytes, false) * scale) : dispatch;
-  const std::vector<double> c = FlexTimesUs(combine, true, ep_group, cluster, options);
+  const FlexLinkRows rows = FlexDispatchRows(*flex);
+  const double dispatch_bytes = FlexTokenBytes(s.hidden, s.act_bytes, s.flex_fp8) * scale;
+  const double combine_bytes = s.flex_fp8 ? FlexTokenBytes(s.hidden, s.act_bytes, false) * scale : dispatch_bytes;
+  const std::vector<double> d = FlexTimesUs(rows, dispatch_bytes, false, ep_group, cluster, options);
+  const std::vector<double> c = FlexTimesUs(rows, combine_bytes, true, ep_group, cluster, options);
   std::copy(d.begin(), d.end(), dt);
   std::copy(c.begin(), c.end(), ct);
   if (dt_bwd != nullptr) {
     // The backward dispatch moves BF16 rows: the dispatch pattern at the combine's row bytes.
-    const std::vector<double> b = s.flex_fp8 ? FlexTimesUs(combine, false, ep_group, cluster, options) : d;
+    const std::vector<double> b = s.flex_fp8 ? FlexTimesUs(rows, combine_bytes, false, ep_group, cluster, options) : d;
     std::copy(b.begin(), b.end(), dt_bwd);
   }
   return true;

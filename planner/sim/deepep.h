@@ -79,9 +79,19 @@ LinkBytes FlexDispatchBytes(const FlexCounts& counts, double bytes_per_token);
 // Bytes of one token row in the dispatch: hidden * act_bytes, or with FP8 hidden + 4 * ceil(hidden / 128).
 double FlexTokenBytes(double hidden, double act_bytes, bool fp8);
 
-// Per-member times (us) of the dispatch (transpose = false) or combine (true) of `bytes`.
-std::vector<double> FlexTimesUs(const LinkBytes& bytes, bool transpose, const std::vector<int64_t>& ep_group, const ClusterSpec& cluster,
-                                const CostOptions& options);
+// The row sums and column sums of FlexDispatchBytes' matrices, in token rows (exact integers):
+// per member, the rows it sends and receives over NVLink and by RDMA in the dispatch. The combine
+// sends what the dispatch received (its matrices are the transposes).
+struct FlexLinkRows {
+  int64_t n = 0;
+  std::vector<int64_t> nvlink_send, nvlink_recv, network_send, network_recv;  // [n]
+};
+FlexLinkRows FlexDispatchRows(const FlexCounts& counts);
+
+// Per-member times (us) of the dispatch (transpose = false) or combine (true) of `rows`, each row
+// bytes_per_token bytes.
+std::vector<double> FlexTimesUs(const FlexLinkRows& rows, double bytes_per_token, bool transpose, const std::vector<int64_t>& ep_group,
+                                const ClusterSpec& cluster, const CostOptions& options);
 
 // The allgather dispatcher: ring all-gather of the EP group's tokens (ep * tokens * hidden *
 // act_bytes bytes gathered); the combine is the reduce-scatter of the same size.

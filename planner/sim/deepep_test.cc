@@ -62,7 +62,26 @@ TEST_CASE("node dedup: a token crosses the network once per destination node, th
 TEST_CASE("deepep times: NVLink and RDMA at their calibrated fractions, the busiest direction decides") {
   const FlexCounts c = HandRouting();
   const double b = 7168 * 2;
-  const LinkBytes m = FlexDispatchBytes(c, b);
+  // The rows per member are the row and column sums of the link matrices (in rows: bytes 1).
+  const FlexLinkRows rows = FlexDispatchRows(c);
+  const LinkBytes m = FlexDispatchBytes(c, 1.0);
+  for (int64_t r = 0; r < 8; ++r) {
+    double nvl_send = 0, nvl_recv = 0, net_send = 0, net_recv = 0;
+    for (int64_t d = 0; d < 8; ++d) {
+      nvl_send += m.nvlink[r * 8 + d];
+      nvl_recv += m.nvlink[d * 8 + r];
+      net_send += m.network[r * 8 + d];
+      net_recv += m.network[d * 8 + r];
+    }
+    CHECK(rows.nvlink_send[r] == nvl_send);
+    CHECK(rows.nvlink_recv[r] == nvl_recv);
+    CHECK(rows.network_send[r] == net_send);
+    CHECK(rows.network_recv[r] == net_recv);
+  }
+  // Rank 4 (the hand routing above): forwards A to 5 and B to 6, receives both by RDMA from 0.
+  CHECK(rows.nvlink_send[4] == 2);
+  CHECK(rows.network_recv[4] == 2);
+  CHECK(rows.network_send[0] == 2);
   ClusterSpec cl;  // h100-sxm defaults: 370 GB/s NVLink, 48 GB/s network, 4 GPUs per node here
   cl.gpus_per_node = 4;
   cl.intra_node_gbps = 370;
@@ -70,14 +89,14 @@ TEST_CASE("deepep times: NVLink and RDMA at their calibrated fractions, the busi
   cl.network_latency_us = 8;
   cl.intra_node_latency_us = 3;
   CostOptions o;  // flex_nvlink_efficiency 0.362, flex_network_efficiency 0.852
-  const std::vector<double> t = FlexTimesUs(m, false, {0, 1, 2, 3, 4, 5, 6, 7}, cl, o);
+  const std::vector<double> t = FlexTimesUs(rows, b, false, {0, 1, 2, 3, 4, 5, 6, 7}, cl, o);
   // Rank 4: NVLink send 2b = 28672 B at 370 x 0.362 = 133.94 GB/s -> 0.21407 us; RDMA receive
   // 2b at 48 x 0.852 = 40.896 GB/s -> 0.70110 us; + 8 us latency (the group spans 2 nodes).
   CHECK(t[4] == doctest::Approx(8.0 + 28672.0 / 40896.0).epsilon(1e-12));
   // Rank 7: nothing sent or received: latency only.
   CHECK(t[7] == doctest::Approx(8.0));
   // The combine (transposed matrices) of rank 4: RDMA send 2b, NVLink receive 2b: the same.
-  const std::vector<double> back = FlexTimesUs(m, true, {0, 1, 2, 3, 4, 5, 6, 7}, cl, o);
+  const std::vector<double> back = FlexTimesUs(rows, b, true, {0, 1, 2, 3, 4, 5, 6, 7}, cl, o);
   CHECK(back[4] == doctest::Approx(t[4]).epsilon(1e-12));
   // allgather: ring of 8 x 100 tokens x 7168 x 2 B over 2 nodes with 4 group members on each:
   // one ring per rail, min(4 x 48, 370) = 192 GB/s (network.h RingBusGbps):

@@ -47,15 +47,13 @@ void AddDeepEpTraffic(const Plan& plan, int64_t rank, const std::vector<FlexCoun
     if (static_cast<int64_t>(c.node_of.size()) != n) {
       throw Error(fmt::format("deepep traffic: counts over {} members, rank {}'s EP group has {}", c.node_of.size(), rank, n));
     }
-    const LinkBytes b = FlexDispatchBytes(c, links.dispatch_bytes_per_token);
-    for (int64_t s = 0; s < n; ++s) {
-      for (int64_t d = 0; d < n; ++d) {
-        const size_t i = static_cast<size_t>(s * n + d);
-        links.network_send[static_cast<size_t>(s)] += b.network[i] * per_layer;
-        links.network_recv[static_cast<size_t>(d)] += b.network[i] * per_layer;
-        links.nvlink_send[static_cast<size_t>(s)] += b.nvlink[i] * per_layer;
-        links.nvlink_recv[static_cast<size_t>(d)] += b.nvlink[i] * per_layer;
-      }
+    const FlexLinkRows rows = FlexDispatchRows(c);
+    const double bytes = links.dispatch_bytes_per_token * per_layer;
+    for (size_t s = 0; s < static_cast<size_t>(n); ++s) {
+      links.network_send[s] += static_cast<double>(rows.network_send[s]) * bytes;
+      links.network_recv[s] += static_cast<double>(rows.network_recv[s]) * bytes;
+      links.nvlink_send[s] += static_cast<double>(rows.nvlink_send[s]) * bytes;
+      links.nvlink_recv[s] += static_cast<double>(rows.nvlink_recv[s]) * bytes;
     }
   }
   // The combine sends back what the dispatch received, in BF16 rows.

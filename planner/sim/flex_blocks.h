@@ -17,6 +17,7 @@
 // draws and lookups per (group, T) that asks.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -78,5 +79,17 @@ int64_t ExpertCountsAt(const FlexBlockLayout& layout, int64_t tokens, int64_t so
 // Throws dockyard::Error unless FlexBlocksServe.
 FlexCounts FlexCountsFromBlocks(const FlexBlockLayout& layout, FlexCounts nodes, int64_t tokens,
                                 const std::function<const std::vector<int32_t>&(int64_t source)>& source_counts);
+
+namespace flex_blocks_detail {
+// One step of CountSourceBlocks' bit-sliced counting: words[w] = OR of src[w * fold .. w * fold +
+// fold), counts[w] += its set bits, for w < n. The implementations this CPU runs (the portable
+// one first, then popcnt and AVX-512 VPOPCNTDQ where present; CountSourceBlocks takes the last):
+// a test checks they agree.
+struct FoldCountImpl {
+  const char* name;
+  void (*fn)(const uint64_t* src, size_t fold, size_t n, uint64_t* words, int32_t* counts);
+};
+std::vector<FoldCountImpl> FoldCountImpls();
+}  // namespace flex_blocks_detail
 
 }  // namespace dockyard

@@ -5,6 +5,8 @@
 #include <doctest/doctest.h>
 
 #include <map>
+#include <string>
+#include <vector>
 
 #include "planner/base/error.h"
 
@@ -235,6 +237,52 @@ TEST_CASE("the per-expert counts at block size 1 give the routing sample SampleR
           CHECK(got.layers[l].max_received == want.layers[l].max_received);
         }
         CHECK(got.max_imbalance == want.max_imbalance);
+      }
+    }
+  }
+}
+
+TEST_CASE("The fold-and-count step: every implementation this CPU runs equals the hand rule and the portable one") {
+  using flex_blocks_detail::FoldCountImpl;
+  const std::vector<FoldCountImpl> impls = flex_blocks_detail::FoldCountImpls();
+  REQUIRE(impls.size() >= 1);
+  CHECK(std::string(impls[0].name) == "portable");
+  // Hand case, fold 2 over 4 words: {0b0011 | 0b0101, 0 | ~0} -> words {0b0111, ~0}, counts += {3, 64}.
+  for (const FoldCountImpl& impl : impls) {
+    CAPTURE(impl.name);
+    const uint64_t src[4] = {0b0011, 0b0101, 0, ~uint64_t{0}};
+    uint64_t words[2] = {9, 9};
+    int32_t counts[2] = {10, 20};
+    impl.fn(src, 2, 2, words, counts);
+    CHECK(words[0] == 0b0111);
+    CHECK(words[1] == ~uint64_t{0});
+    CHECK(counts[0] == 13);
+    CHECK(counts[1] == 84);
+  }
+  // Random words: folds 1, 2 and 4 over lengths around the 8-word vectors (tails included).
+  uint64_t state = 12345;
+  std::vector<uint64_t> src(4 * 37);
+  for (uint64_t& x : src) x = SplitMix64(state) & SplitMix64(state);  // about 16 bits set
+  for (size_t fold : {1, 2, 4}) {
+    for (size_t n : {0, 1, 7, 8, 9, 16, 23, 37}) {
+      CAPTURE(fold);
+      CAPTURE(n);
+      std::vector<uint64_t> want_words(n);
+      std::vector<int32_t> want_counts(n, 5);
+      impls[0].fn(src.data(), fold, n, want_words.data(), want_counts.data());
+      for (size_t w = 0; w < n; ++w) {
+        uint64_t x = 0;
+        for (size_t c = 0; c < fold; ++c) x |= src[w * fold + c];
+        CHECK(want_words[w] == x);
+        CHECK(want_counts[w] == 5 + __builtin_popcountll(x));
+      }
+      for (const FoldCountImpl& impl : impls) {
+        CAPTURE(impl.name);
+        std::vector<uint64_t> words(n);
+        std::vector<int32_t> counts(n, 5);
+        impl.fn(src.data(), fold, n, words.data(), counts.data());
+        CHECK(words == want_words);
+        CHECK(counts == want_counts);
       }
     }
   }

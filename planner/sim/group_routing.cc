@@ -91,6 +91,14 @@ GroupSampler BuildGroupSampler(const std::vector<double>& share, int64_t top_k, 
         m = (((r ^ m) >> 2) / c) | r;
         if (end != 0 && m >= end) break;
       }
+      if (s.kept_sets.size() * kg * S <= GroupSampler::kMaxSlotTable) {
+        s.kept_experts.reserve(s.kept_sets.size() * kg * S);
+        for (uint64_t m : s.kept_sets) {
+          for (; m != 0; m &= m - 1) {
+            for (size_t e = 0; e < S; ++e) s.kept_experts.push_back(static_cast<int32_t>(static_cast<size_t>(__builtin_ctzll(m)) * S + e));
+          }
+        }
+      }
     }
   }
   return s;

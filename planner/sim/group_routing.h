@@ -80,11 +80,16 @@ struct GroupSampler {
   // rounding leftovers, never used: its draws are rejected.
   std::vector<uint64_t> group_threshold, expert_threshold;  // [n_group], [E]
   std::vector<uint32_t> group_alias, expert_alias;          // [n_group], [E]
-  bool uniform = false;              // every expert has the same positive weight (uniform routing)
+  bool uniform = false;                                     // every expert has the same positive weight (uniform routing)
   // Uniform samplers with n_group <= 64 and C(n_group, topk_group) <= kMaxKeptSets: every set of
   // topk_group groups as a bit mask (bit g = group g), in increasing order; empty otherwise.
   std::vector<uint64_t> kept_sets;
+  // With kept_sets and at most kMaxSlotTable entries: [kept_sets.size() x slots] (slots =
+  // topk_group x group_size), the expert of each slot of set i at [i x slots, (i + 1) x slots):
+  // slot k x group_size + e is expert e of the set's k-th group (increasing order). Empty otherwise.
+  std::vector<int32_t> kept_experts;
   static constexpr uint64_t kMaxKeptSets = 1 << 16;
+  static constexpr uint64_t kMaxSlotTable = 1 << 20;
 
   // Draws `tokens` tokens: sink.BeginToken() then top_k sink.Pick(expert) per token.
   template <class Sink>
@@ -158,8 +163,8 @@ void GroupSampler::Draw(Xoshiro256ss& rng_ref, int64_t tokens, Sink& sink) const
 template <class Sink>
 void GroupSampler::DrawUniform(Xoshiro256ss& rng_ref, int64_t tokens, Sink& sink_ref) const {
   // kg <= G and top_k <= kg x S.
-  const int64_t G = limit.n_group, kg = limit.topk_group, S = group_size, slots = kg * S, K = top_k;
-  std::vector<int64_t> kept_base(static_cast<size_t>(kg));  // the first expert of kept group i
+  const int64_t G = limit.n_group, kg = limit.topk_group, S = group_size, slots = kg * S;
+  std::vector<int64_t> drawn_base(static_cast<size_t>(kg));  // without the slot table: the first expert of kept group i
   // Which groups and kept-group slots the current token has taken: stamped with t + 1 (one load
   // per draw instead of a search of the token's earlier picks).
   std::vector<int64_t> group_stamp(static_cast<size_t>(G), 0), slot_stamp(static_cast<size_t>(slots), 0);
@@ -168,53 +173,66 @@ void GroupSampler::DrawUniform(Xoshiro256ss& rng_ref, int64_t tokens, Sink& sink
   // draw Below() and divide.
   const int slot_bits = Log2IfPow2(static_cast<uint64_t>(slots));
   const int shift = Log2IfPow2(static_cast<uint64_t>(S));  // read only with slot_bits > 0
-  const uint64_t num_sets = kept_sets.size();
-  // The generator and the sink in registers for the loop, written back after it (Draw).
-  Xoshiro256ss rng = rng_ref;
-  Sink sink = sink_ref;
-  int64_t* const base = kept_base.data();
-  int64_t* const taken = slot_stamp.data();
-  auto draw = [&](auto power_of_two) {
-    constexpr bool kBits = decltype(power_of_two)::value;
+  auto draw = [&](auto power_of_two, auto slot_table) {
+    constexpr bool kBits = decltype(power_of_two)::value, kTable = decltype(slot_table)::value;
+    // Everything the loop reads, as locals of this function: the stores of the loop (stamps,
+    // the sink's) could otherwise alias them and force reloads. The generator and the sink are
+    // copies written back after the loop (Draw).
+    Xoshiro256ss rng = rng_ref;
+    Sink sink = sink_ref;
+    const int64_t n_group = G, n_kept = kg, n_slots = slots, group_mask = S - 1, size = S, K = top_k;
+    const int bits = slot_bits, group_shift = shift;
+    const uint64_t bits_mask = kBits ? (uint64_t{1} << slot_bits) - 1 : 0;  // slot_bits <= 31 (slots <= E < 2^31)
+    const uint64_t sets = kept_sets.size();
+    const uint64_t* const masks = kept_sets.data();
+    const int32_t* const table = kept_experts.data();
+    int64_t* const drawn = drawn_base.data();
+    int64_t* const groups_taken = group_stamp.data();
+    int64_t* const taken = slot_stamp.data();
     for (int64_t t = 0; t < tokens; ++t) {
       sink.BeginToken();
       const int64_t stamp = t + 1;
-      if (num_sets > 0) {
-        // The kept groups: one of the C(G, kg) sets, uniform (the law of kg successive uniform
-        // draws without repeats), in increasing group order.
-        uint64_t mask = kept_sets[static_cast<size_t>(rng.Below(num_sets))];
-        for (int64_t i = 0; i < kg; ++i) {
-          base[i] = static_cast<int64_t>(__builtin_ctzll(mask)) * S;
-          mask &= mask - 1;
-        }
+      // The kept groups: with the table of the C(G, kg) sets, one of them, uniform (the law of kg
+      // successive uniform draws without repeats), in increasing group order; else kg draws.
+      const int32_t* row = nullptr;
+      if (kTable) {
+        row = table + rng.Below(sets) * static_cast<uint64_t>(n_slots);
+      } else if (sets > 0) {
+        uint64_t mask = masks[rng.Below(sets)];
+        for (int64_t i = 0; i < n_kept; ++i, mask &= mask - 1) drawn[i] = static_cast<int64_t>(__builtin_ctzll(mask)) * size;
       } else {
-        for (int64_t i = 0; i < kg; ++i) {
+        for (int64_t i = 0; i < n_kept; ++i) {
           int64_t g;
           do {
-            g = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(G)));
-          } while (group_stamp[static_cast<size_t>(g)] == stamp);
-          group_stamp[static_cast<size_t>(g)] = stamp;
-          base[i] = g * S;
+            g = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(n_group)));
+          } while (groups_taken[g] == stamp);
+          groups_taken[g] = stamp;
+          drawn[i] = g * size;
         }
       }
       for (int64_t j = 0; j < K; ++j) {
         int64_t x;
         do {
-          x = static_cast<int64_t>(kBits ? rng.Bits(slot_bits) : rng.Below(static_cast<uint64_t>(slots)));
+          x = static_cast<int64_t>(kBits ? rng.TakeBits(bits, bits_mask) : rng.Below(static_cast<uint64_t>(n_slots)));
         } while (taken[x] == stamp);
         taken[x] = stamp;
-        const int64_t k = kBits ? x >> shift : x / S, e = kBits ? x & (S - 1) : x % S;
-        sink.Pick(static_cast<uint32_t>(base[k] + e));
+        if (kTable) {
+          sink.Pick(static_cast<uint32_t>(row[x]));
+        } else {
+          const int64_t k = kBits ? x >> group_shift : x / size, e = kBits ? x & group_mask : x % size;
+          sink.Pick(static_cast<uint32_t>(drawn[k] + e));
+        }
       }
     }
+    rng_ref = rng;
+    sink_ref = sink;
   };
+  const bool table = !kept_experts.empty();
   if (slot_bits > 0) {
-    draw(std::true_type{});
+    table ? draw(std::true_type{}, std::true_type{}) : draw(std::true_type{}, std::false_type{});
   } else {
-    draw(std::false_type{});
+    table ? draw(std::false_type{}, std::true_type{}) : draw(std::false_type{}, std::false_type{});
   }
-  rng_ref = rng;
-  sink_ref = sink;
 }
 
 inline void GroupSampler::KeepGroups(Xoshiro256ss& rng, double total, DrawState* state) const {

@@ -166,6 +166,15 @@ TEST_CASE("group-limited sampling: every set of kept groups is tabled once for u
       if (i > 0) CHECK(s.kept_sets[i] > s.kept_sets[i - 1]);
     }
   }
+  // The slot table of C(8, 4) over groups of 2: set 0 = groups {0, 1, 2, 3} -> experts 0..7;
+  // set 69 = {4, 5, 6, 7} -> experts 8..15; set 1 = {0, 1, 2, 4} -> 0..5, 8, 9.
+  const auto deepseek = dockyard::routing_detail::BuildGroupSampler(std::vector<double>(16, 1.0), 2, GroupLimit{8, 4, true});
+  REQUIRE(deepseek.kept_experts.size() == 70 * 8);
+  CHECK(std::vector<int32_t>(deepseek.kept_experts.begin(), deepseek.kept_experts.begin() + 8) == std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7});
+  CHECK(std::vector<int32_t>(deepseek.kept_experts.begin() + 8, deepseek.kept_experts.begin() + 16) ==
+        std::vector<int32_t>{0, 1, 2, 3, 4, 5, 8, 9});
+  CHECK(std::vector<int32_t>(deepseek.kept_experts.end() - 8, deepseek.kept_experts.end()) ==
+        std::vector<int32_t>{8, 9, 10, 11, 12, 13, 14, 15});
   // C(32, 16) = 601080390 passes the table limit (2^16): no table, the groups are drawn one by
   // one. Weighted shares never table.
   CHECK(dockyard::routing_detail::BuildGroupSampler(std::vector<double>(64, 1.0), 4, GroupLimit{32, 16, true}).kept_sets.empty());
@@ -178,6 +187,15 @@ TEST_CASE("group-limited sampling: uniform stays uniform without the kept-set ta
   const RoutingModel model = PrepareRouting(Spec("uniform"), 64, 4, 1, GroupLimit{32, 16, true});
   const auto result = SampleRouting(model, 1, 200000);
   for (int64_t count : result.layers[0].tokens_per_expert) CHECK(std::abs(count - 12500) < 670);
+  // 256 experts in 16 groups of 16, keep 8: C(16, 8) = 12870 sets are tabled as masks, but their
+  // slot table (12870 x 8 x 16 = 1647360 entries) is past kMaxSlotTable: the groups come from the
+  // mask. Top-8: each expert gets 1/256 of 100000 x 8 assignments, mean 3125, 6 sd ~ 335.
+  const auto s = dockyard::routing_detail::BuildGroupSampler(std::vector<double>(256, 1.0), 8, GroupLimit{16, 8, true});
+  CHECK(s.kept_sets.size() == 12870);
+  CHECK(s.kept_experts.empty());
+  const RoutingModel masks = PrepareRouting(Spec("uniform"), 256, 8, 1, GroupLimit{16, 8, true});
+  const auto from_masks = SampleRouting(masks, 1, 100000);
+  for (int64_t count : from_masks.layers[0].tokens_per_expert) CHECK(std::abs(count - 3125) < 335);
 }
 
 TEST_CASE("group-limited sampling: weighted draws follow the two-stage law") {
@@ -190,4 +208,45 @@ TEST_CASE("group-limited sampling: weighted draws follow the two-stage law") {
   const auto result = SampleRouting(model, 1, 400000);
   const std::vector<double> share = {0.1, 0.3, 0.2, 0.4};
   for (size_t e = 0; e < 4; ++e) CHECK(std::abs(static_cast<double>(result.layers[0].tokens_per_expert[e]) - 400000 * share[e]) < 1900);
+}
+
+TEST_CASE("TokenHitStream: batches of bit-sliced hits are the stream SampleTokenExperts draws, in every draw mode") {
+  // (spec, E, top_k, group limit): uniform rejection, Fisher-Yates (top_k = E - 1), zipf alias
+  // draws, hot experts forced on every token, and both two-stage group-limited draws.
+  struct Case {
+    std::string spec;
+    int64_t experts, top_k;
+    GroupLimit limit;
+  };
+  const std::vector<Case> cases = {
+      {"uniform", 64, 6, GroupLimit{}},         {"uniform", 16, 15, GroupLimit{}},        {"zipf:1.2", 64, 6, GroupLimit{}},
+      {"hot:1:0.9", 32, 4, GroupLimit{}},       {"uniform", 256, 8, GroupLimit{8, 4, true}}, {"zipf:1.2", 256, 8, GroupLimit{8, 4, true}},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.spec);
+    CAPTURE(c.top_k);
+    const RoutingModel model = PrepareRouting(Spec(c.spec), c.experts, c.top_k, 2, c.limit);
+    const int64_t tokens = 200;
+    const std::vector<int32_t> picks = SampleTokenExperts(model, 1, 3, tokens);
+    dockyard::TokenHitStream stream(model, 1, 3);
+    int64_t t = 0;
+    // Batches of 64, 1, 0, 63, 64 and the last 8: bit u of each batch is token t + u.
+    for (int64_t batch : {64, 1, 0, 63, 64, 8}) {
+      const int64_t n = std::min<int64_t>(batch, tokens - t);
+      std::vector<uint64_t> hit(static_cast<size_t>(c.experts), 0);
+      stream.Next(n, hit.data());
+      std::vector<uint64_t> want(static_cast<size_t>(c.experts), 0);
+      for (int64_t u = 0; u < n; ++u) {
+        for (int64_t j = 0; j < c.top_k; ++j) want[static_cast<size_t>(picks[static_cast<size_t>((t + u) * c.top_k + j)])] |= uint64_t{1} << u;
+      }
+      CHECK(hit == want);
+      t += n;
+    }
+    CHECK(t == tokens);
+  }
+  const RoutingModel model = PrepareRouting(Spec("uniform"), 16, 2, 1);
+  dockyard::TokenHitStream stream(model, 0, 0);
+  std::vector<uint64_t> hit(16);
+  CHECK_THROWS_WITH_AS(stream.Next(65, hit.data()), "a batch of token hits holds 0 to 64 tokens, got 65", Error);
+  CHECK_THROWS_WITH_AS(dockyard::TokenHitStream(model, 1, 0), "layer must be in [0, 1), got 1", Error);
 }

@@ -822,6 +822,33 @@ struct RecordSink {
   void Pick(uint32_t idx) { *out++ = s->free_ids[idx]; }
 };
 
+// Sets token u's bit in the words of the experts it picks (TokenHitStream).
+struct HitSink {
+  const int32_t* free_ids;             // LayerSampler::free_ids
+  const int32_t *forced, *forced_end;  // LayerSampler::forced
+  uint64_t* hit;
+  uint64_t next_bit = 1;  // the bit of the token BeginToken starts
+  uint64_t bit = 0;
+  void BeginToken() {
+    bit = next_bit;
+    next_bit <<= 1;
+    for (const int32_t* e = forced; e != forced_end; ++e) hit[*e] |= bit;
+  }
+  void Pick(uint32_t idx) { hit[free_ids[idx]] |= bit; }
+};
+// The same for the group-limited draw, whose picks are the experts themselves (free_ids = 0..E-1,
+// nothing forced): one load and one register less in its inner loop.
+struct ExpertHitSink {
+  uint64_t* hit;
+  uint64_t next_bit = 1;
+  uint64_t bit = 0;
+  void BeginToken() {
+    bit = next_bit;
+    next_bit <<= 1;
+  }
+  void Pick(uint32_t expert) { hit[expert] |= bit; }
+};
+
 void Require(bool ok, const std::string& message) {
   if (!ok) throw Error(message);
 }
@@ -1141,6 +1168,36 @@ void SampleTokenExpertsInto(const RoutingModel& model, int64_t layer, int64_t ep
   scratch.Reset(s.free_ids.size());
   RecordSink sink{&s, out->data()};
   DrawTokens(s, rng, tokens, scratch, sink);
+}
+
+struct TokenHitStream::State {
+  const LayerSampler* sampler;
+  Xoshiro256ss rng;
+  Scratch scratch;
+};
+
+TokenHitStream::TokenHitStream(const RoutingModel& model, int64_t layer, int64_t ep_rank) {
+  Require(layer >= 0 && layer < model.num_layers && static_cast<int64_t>(model.layers.size()) == model.num_layers,
+          fmt::format("layer must be in [0, {}), got {}", model.num_layers, layer));
+  Require(ep_rank >= 0, fmt::format("ep_rank must be >= 0, got {}", ep_rank));
+  const LayerSampler& s = *model.layers[static_cast<size_t>(layer)];
+  state_ = std::make_unique<State>(
+      State{&s, Xoshiro256ss::ForStream(model.spec.seed, static_cast<uint64_t>(layer), static_cast<uint64_t>(ep_rank)), Scratch{}});
+  state_->scratch.Reset(s.free_ids.size());
+}
+
+TokenHitStream::~TokenHitStream() = default;
+
+void TokenHitStream::Next(int64_t tokens, uint64_t* hit) {
+  Require(tokens >= 0 && tokens <= 64, fmt::format("a batch of token hits holds 0 to 64 tokens, got {}", tokens));
+  const LayerSampler& s = *state_->sampler;
+  if (s.mode == DrawMode::kGrouped) {
+    ExpertHitSink sink{hit};
+    s.grouped->Draw(state_->rng, tokens, sink);
+    return;
+  }
+  HitSink sink{s.free_ids.data(), s.forced.data(), s.forced.data() + s.forced.size(), hit};
+  DrawTokens(s, state_->rng, tokens, state_->scratch, sink);
 }
 
 }  // namespace dockyard

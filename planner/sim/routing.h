@@ -87,14 +87,20 @@ class Xoshiro256ss {
   // calls equals the same stream drawn in one (the prefix property routing.h relies on).
   uint64_t Bits(int bits) {
     if (bits == 0) return 0;
+    return TakeBits(bits, bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1);
+  }
+  // Bits(bits) for 1 <= bits <= 64 with its mask given (mask = 2^bits - 1): a loop drawing many
+  // computes the mask once.
+  uint64_t TakeBits(int bits, uint64_t mask) {
     if (bits_left_ < bits) {
       bits_ = Next();
       bits_left_ = 64;
     }
-    const uint64_t v = bits_ >> (64 - bits);
-    bits_ = (bits_ << (bits - 1)) << 1;  // two shifts: one of 64 would be undefined
+    // The top `bits` bits, rotated to the bottom: the unused bits stay on top (one rotation with
+    // the count masked to 0..63, so that 64 is the identity, instead of two shifts).
+    bits_ = (bits_ << (bits & 63)) | (bits_ >> ((64 - bits) & 63));
     bits_left_ -= bits;
-    return v;
+    return bits_ & mask;
   }
 
  private:
@@ -280,6 +286,25 @@ std::vector<int32_t> SampleTokenExperts(const RoutingModel& model, int64_t layer
 // The same draws into `out` (resized to tokens * top_k; its capacity is kept, so a caller drawing
 // many sources reuses one buffer instead of allocating and zeroing one per source).
 void SampleTokenExpertsInto(const RoutingModel& model, int64_t layer, int64_t ep_rank, int64_t tokens, std::vector<int32_t>* out);
+
+// The same draws as bit-sliced words, a batch of at most 64 tokens at a time (what the deepep
+// block counts read, flex_blocks.h): Next(tokens, hit) draws the stream's next `tokens` tokens
+// and sets bit u of hit[e] (hit: [E] words) for every expert e token u of the batch picks, forced
+// ones included; bits of other tokens are left as they are. The batches in sequence are the
+// stream SampleTokenExperts draws. Holds the model by reference. Throws dockyard::Error where
+// SampleTokenExperts does (construction) or for tokens outside [0, 64] (Next).
+class TokenHitStream {
+ public:
+  TokenHitStream(const RoutingModel& model, int64_t layer, int64_t ep_rank);
+  ~TokenHitStream();
+  TokenHitStream(const TokenHitStream&) = delete;
+  TokenHitStream& operator=(const TokenHitStream&) = delete;
+  void Next(int64_t tokens, uint64_t* hit);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 // The target share of the assignments of every expert in `layer` of `model` ([E], capped, sums
 // to 1; LayerRouting::expected_share). Throws dockyard::Error for a layer outside the model.
