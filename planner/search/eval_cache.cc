@@ -84,13 +84,13 @@ const FlexRoutingResult& SearchEvalCache::FlexRouting(const std::vector<int64_t>
           FillSources(ep);
           for (size_t l = 0; l < num_layers; ++l) {
             const int64_t layer = static_cast<int64_t>(l);
-            out.layers.push_back(std::make_shared<const FlexCounts>(
-                FlexCountsFromBlocks(*flex_blocks_, nodes, routed_tokens,
-                                     [&](int64_t source) -> const std::vector<int32_t>& { return SourceBlocks(layer, source); })));
+            out.layers.push_back(std::make_shared<const FlexLinks>(
+                FlexLinksFromBlocks(*flex_blocks_, nodes, routed_tokens,
+                                    [&](int64_t source) -> const std::vector<int32_t>& { return SourceBlocks(layer, source); })));
           }
           return out;
         }
-        const auto& counts = flex_counts_.Get(
+        const auto& links = flex_links_.Get(
             FlexKey{ep, routed_tokens, nodes.node_index},
             [&] {
               // AddFlexCounts over an empty result of the same layers and tokens: the draws of
@@ -99,16 +99,16 @@ const FlexRoutingResult& SearchEvalCache::FlexRouting(const std::vector<int64_t>
               scratch.tokens_per_rank = out.routing->tokens_per_rank;
               scratch.layers.resize(num_layers);
               AddFlexCounts(model(), ep_group, domain, scratch);
-              std::vector<std::shared_ptr<const FlexCounts>> layers;
-              for (const auto& l : scratch.layers) layers.push_back(l.flex);
+              std::vector<std::shared_ptr<const FlexLinks>> layers;
+              for (const auto& l : scratch.layers) layers.push_back(std::make_shared<const FlexLinks>(FlexLinksOf(*l.flex)));
               return layers;
             },
             filled);
         for (size_t l = 0; l < num_layers; ++l) {
-          if (counts[l]->node_of == nodes.node_of) {
-            out.layers.push_back(counts[l]);
+          if (links[l]->node_of == nodes.node_of) {
+            out.layers.push_back(links[l]);
           } else {
-            auto own = std::make_shared<FlexCounts>(*counts[l]);  // the same counts, this group's node numbers
+            auto own = std::make_shared<FlexLinks>(*links[l]);  // the same rows, this group's node numbers
             own->node_of = nodes.node_of;
             out.layers.push_back(std::move(own));
           }

@@ -60,12 +60,12 @@ class OnceMap {
   std::map<Key, std::unique_ptr<Slot>> map_;
 };
 
-// A routing sample and one EP group's deepep per-token counts of each of its layers
-// (SimulateMoePhases' flex_layers): the sample is shared by every group of its (ep, routed
-// tokens), not copied per group.
+// A routing sample and one EP group's deepep links (rows per link, from the per-token counts) of
+// each of its layers (SimulateMoePhases' flex_layers): the sample is shared by every group of its
+// (ep, routed tokens), not copied per group, and no n x n counts are kept.
 struct FlexRoutingResult {
-  const RoutingResult* routing = nullptr;                 // SearchEvalCache::Routing(ep, routed tokens, 1)
-  std::vector<std::shared_ptr<const FlexCounts>> layers;  // [routing->layers.size()]
+  const RoutingResult* routing = nullptr;                // SearchEvalCache::Routing(ep, routed tokens, 1)
+  std::vector<std::shared_ptr<const FlexLinks>> layers;  // [routing->layers.size()] (deepep.h FlexLinksOf)
 };
 
 class SearchEvalCache {
@@ -88,13 +88,13 @@ class SearchEvalCache {
   // SampleRouting(model(), ep, routed_tokens, oep), drawn once per key.
   const RoutingResult& Routing(int64_t ep, int64_t routed_tokens, int64_t oep, bool* filled = nullptr);
 
-  // Routing(ep, routed_tokens, 1) and every layer's deepep per-token counts for `ep_group` on
-  // NVLink domains of `domain` GPUs (AddFlexCounts: what SampleRoutingForPlan gives the plan path).
-  // After ExpectFlexGroups, a group whose nodes hold consecutive members reads them from the
-  // per-source block counts (FlexCountsFromBlocks). Otherwise: the counts depend on the group only
+  // Routing(ep, routed_tokens, 1) and every layer's deepep links for `ep_group` on NVLink domains
+  // of `domain` GPUs (FlexLinksOf the AddFlexCounts that SampleRoutingForPlan gives the plan path).
+  // After ExpectFlexGroups, a group whose nodes hold consecutive members sums them from the
+  // per-source block counts (FlexLinksFromBlocks). Otherwise: the counts depend on the group only
   // through which members share a domain (FlexCounts::node_index) and on E / ep, so they are drawn
   // once per (ep, routed tokens, node_index) and given each group's own node numbers
-  // (FlexCounts::node_of, which the cost model checks).
+  // (FlexLinks::node_of, which the cost model checks).
   const FlexRoutingResult& FlexRouting(const std::vector<int64_t>& ep_group, int64_t domain, int64_t routed_tokens, bool* filled = nullptr);
 
   // The routing-dependent MoE phases (SimulateMoePhases) under a caller's key of everything they
@@ -137,9 +137,9 @@ class SearchEvalCache {
   std::atomic<uint64_t> fill_turn_{0};                                        // FillSources' rotating start
   std::unique_ptr<const FlexBlockLayout> flex_blocks_;                        // null: no groups expected
   OnceMap<std::pair<int64_t, int64_t>, std::vector<int32_t>> source_blocks_;  // (layer, source) -> CountSourceBlocks
-  // Per (ep, routed tokens, node_index): the counts of every sampled layer (groups the block
-  // counts do not serve).
-  OnceMap<FlexKey, std::vector<std::shared_ptr<const FlexCounts>>> flex_counts_;
+  // Per (ep, routed tokens, node_index): the links of every sampled layer (groups the block
+  // counts do not serve), with the node numbers of the first group to ask.
+  OnceMap<FlexKey, std::vector<std::shared_ptr<const FlexLinks>>> flex_links_;
   OnceMap<FlexKey, FlexRoutingResult> flex_routing_;  // per (ep, routed tokens, node_of)
   OnceMap<MoeKey, MoePhaseTimes> moe_;
   OnceMap<std::tuple<int64_t, int64_t, int64_t>, double> imbalance_;  // SampleImbalance per (ep, routed tokens, oep)

@@ -4,6 +4,7 @@
 #include "planner/base/phase.h"
 
 #include <algorithm>
+#include <optional>
 #include <array>
 #include <cstring>
 #include <map>
@@ -275,9 +276,9 @@ void DeredundencyAllToAllUs(const LayerRouting& L, const std::vector<int64_t>& e
 
 // One sampled layer's dispatch (dt), combine (ct) and backward-dispatch (dtb) times (us per EP
 // rank, ep > 1) by the dispatcher: deepep / allgather (deepep.h), integer block sums
-// (BlockAllToAll), the full matrices, or deredundency. `flex`: the layer's deepep per-token counts.
+// (BlockAllToAll), the full matrices, or deredundency. `flex`: the layer's deepep links (FlexLinksOf).
 // Returns whether dtb was written (else dtb = dt).
-bool LayerAllToAllUs(const LayerRouting& L, const FlexCounts* flex, const std::vector<int64_t>& ep_group,
+bool LayerAllToAllUs(const LayerRouting& L, const FlexLinks* flex, const std::vector<int64_t>& ep_group,
                      const std::vector<int64_t>& ep_nodes, const MoePhaseShape& s, const MoeWire& wire, const ClusterSpec& c,
                      const CostOptions& o, std::vector<double>& dbytes, std::vector<double>& cbytes, double* dt, double* ct, double* dtb) {
   const int64_t ep = s.ep;
@@ -338,7 +339,7 @@ void AddSampledLayer(const std::vector<double>& rows, const std::vector<double>&
 
 MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<int64_t>& ep_group, const MoePhaseShape& s,
                                 const ClusterSpec& c, const CostOptions& o,
-                                const std::vector<std::shared_ptr<const FlexCounts>>* flex_layers) {
+                                const std::vector<std::shared_ptr<const FlexLinks>>* flex_layers) {
   if (flex_layers != nullptr && flex_layers->size() != routing.layers.size()) {
     throw Error(fmt::format("MoE phases: {} layers of deepep counts for a routing sample of {} layers", flex_layers->size(),
                             routing.layers.size()));
@@ -368,7 +369,14 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
       for (int64_t i = 0; i < ep * nle; ++i) rows[i] = static_cast<double>(L.rows_per_local_expert[i]);
       for (int64_t r = 0; r < ep; ++r) received[r] = static_cast<double>(L.received[r]);
       imbalance = std::max(imbalance, L.imbalance);
-      const FlexCounts* flex = flex_layers != nullptr ? (*flex_layers)[li].get() : L.flex.get();
+      std::optional<FlexLinks> own_links;  // the plan path: from the layer's own counts
+      const FlexLinks* flex = nullptr;
+      if (flex_layers != nullptr) {
+        flex = (*flex_layers)[li].get();
+      } else if (L.flex) {
+        own_links = FlexLinksOf(*L.flex);
+        flex = &*own_links;
+      }
       own_bwd = LayerAllToAllUs(L, flex, ep_group, ep_nodes, s, wire, c, o, dbytes, cbytes, dt.data(), ct.data(), dtb.data());
     } else {
       // EP off: every rank computes all experts on its own T_r tokens, spread evenly.
@@ -661,7 +669,8 @@ SelectiveKernelsUs SelectiveKernelsOf(const ModelSpec& m, const KernelShape& ks,
     if (k.name.find("norm") != std::string::npos && k.name != "qk_norm") norms.push_back(k);
   }
   s.norms = mem(norms);
-  if (m.moe.num_shared_experts > 0) s.shared_act = mem({SwigluKernel(ks.tokens, m.moe.shared_expert_intermediate_size / ks.tp, ks.act_bytes, false)});
+  if (m.moe.num_shared_experts > 0)
+    s.shared_act = mem({SwigluKernel(ks.tokens, m.moe.shared_expert_intermediate_size / ks.tp, ks.act_bytes, false)});
   s.dense_act = mem({SwigluKernel(ks.tokens, m.intermediate_size / ks.tp, ks.act_bytes, false)});
   return s;
 }
@@ -686,9 +695,9 @@ struct LayerTerms {
   // recomputation it first re-runs the forward, communication included (3x compute, 2x comm).
   bool full_recompute = false;
   double bwd_compute = 2.0, bwd_comm = 1.0;
-  KernelShape ks;      // the layer's shape for the kernel model and the selective-recompute kernels (kernels_model.h)
-  KernelExtrasUs kx;   // memory-bound kernels and launch gaps (zero unless --compute-model kernels)
-  ShapedComputeUs sc;  // GEMMs and flash attention by shape (gemm_efficiency.h; --compute-model kernels only)
+  KernelShape ks;                // the layer's shape for the kernel model and the selective-recompute kernels (kernels_model.h)
+  KernelExtrasUs kx;             // memory-bound kernels and launch gaps (zero unless --compute-model kernels)
+  ShapedComputeUs sc;            // GEMMs and flash attention by shape (gemm_efficiency.h; --compute-model kernels only)
   SelectiveKernelsUs selective;  // what selective recomputation re-runs of the memory-bound kernels (--compute-model kernels only)
   double heads_local = 0, d_qk = 0, d_v = 0;              // attention heads on a rank and their q/k and v widths
   double core_flops = 0;                                  // the causal attention core, FLOP
@@ -746,9 +755,8 @@ class KernelTermsMemo {
     double tokens, sp_tokens, router_tokens, tp, act_bytes, seq_len;
     bool full_recompute, fp8_gemms, fp8_blockwise;
     bool operator==(const Key& k) const {
-      return tokens == k.tokens && sp_tokens == k.sp_tokens && router_tokens == k.router_tokens && tp == k.tp &&
-             act_bytes == k.act_bytes && seq_len == k.seq_len && full_recompute == k.full_recompute && fp8_gemms == k.fp8_gemms &&
-             fp8_blockwise == k.fp8_blockwise;
+      return tokens == k.tokens && sp_tokens == k.sp_tokens && router_tokens == k.router_tokens && tp == k.tp && act_bytes == k.act_bytes &&
+             seq_len == k.seq_len && full_recompute == k.full_recompute && fp8_gemms == k.fp8_gemms && fp8_blockwise == k.fp8_blockwise;
     }
   };
   struct KeyHash {
@@ -1139,8 +1147,8 @@ void SetThroughput(const LayerTerms& L, CostBreakdown& out) {
   const double global_tokens = A * M * t.micro_batch_size * t.seq_len * d.dp_replicate * d.dp_shard;
   out.tokens_per_s_per_gpu = global_tokens / (out.step_time_us * 1e-6) / d.world_size;
   // Megatron's model FLOPs (model_flops.h).
-  out.model_flops_per_token = L.in.kernel_memo ? L.in.kernel_memo->ModelFlops(L.m, t.seq_len, t.mtp_layers)
-                                               : ModelFlopsPerToken(L.m, t.seq_len, t.mtp_layers);
+  out.model_flops_per_token =
+      L.in.kernel_memo ? L.in.kernel_memo->ModelFlops(L.m, t.seq_len, t.mtp_layers) : ModelFlopsPerToken(L.m, t.seq_len, t.mtp_layers);
   const double model_flops = global_tokens * out.model_flops_per_token;
   out.mfu = model_flops / (out.step_time_us * 1e-6 * d.world_size * L.c.dense_bf16_tflops * 1e12);
 }

@@ -149,13 +149,15 @@ struct MoePhaseTimes {
   double imbalance = 1.0;      // max / mean received rows, the largest over the sampled layers
   bool spans_domains = false;  // the EP group spans NVLink domains (its all-to-alls use the NICs)
 };
+struct FlexLinks;  // deepep.h
 // `ep_group`: the global ranks of rank 0's EP group in EP order (size ep). `flex_layers`
-// (optional, one per sampled layer): the deepep dispatcher's per-token counts in place of
-// routing.layers[l].flex, so that a caller holding one sample for several EP groups (the layout
-// search's cache, eval_cache.h) need not copy the sample per group.
+// (optional, one per sampled layer): the deepep dispatcher's rows per link in place of those of
+// routing.layers[l].flex (FlexLinksOf), so that a caller holding one sample for several EP groups
+// (the layout search's cache, eval_cache.h) need not copy the sample, nor keep its n x n counts,
+// per group.
 MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<int64_t>& ep_group, const MoePhaseShape& shape,
                                 const ClusterSpec& cluster, const CostOptions& options = {},
-                                const std::vector<std::shared_ptr<const FlexCounts>>* flex_layers = nullptr);
+                                const std::vector<std::shared_ptr<const FlexLinks>>* flex_layers = nullptr);
 
 // A collective group as the cost model sees it: its size and whether it spans nodes.
 struct CollectiveGroup {
@@ -185,8 +187,8 @@ KernelTermsMemoPtr MakeKernelTermsMemo();
 struct StepInputs {
   Workload workload;
   KernelTermsMemo* kernel_memo = nullptr;  // optional (see KernelTermsMemo)
-  double attention_params = 0;  // elements of layer 0's attention parameters (summed as doubles)
-  CollectiveGroup tp_group;     // rank 0's tp group
+  double attention_params = 0;             // elements of layer 0's attention parameters (summed as doubles)
+  CollectiveGroup tp_group;                // rank 0's tp group
   // FSDP only: rank 0's data-parallel groups (dense: dp_shard*cp or dp*cp; sparse: efsdp or edp)
   // and, for the first MoE [0] and the first dense [1] layer, its model-parallel elements on rank 0
   // on the dense and the sparse mesh (summed as doubles in inventory order); with

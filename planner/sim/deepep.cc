@@ -67,54 +67,33 @@ FlexCounts SampleFlexCounts(const RoutingModel& model, int64_t layer, const std:
   return c;
 }
 
-std::vector<int64_t> RailPeers(const FlexCounts& c) {
-  const int64_t n = static_cast<int64_t>(c.node_index.size());
-  std::vector<std::vector<int64_t>> members(static_cast<size_t>(c.num_nodes));  // per node, in member order
-  std::vector<int64_t> local(static_cast<size_t>(n));                           // index among its node's members
+std::vector<int64_t> RailPeers(const std::vector<int64_t>& node_index, int64_t num_nodes) {
+  const int64_t n = static_cast<int64_t>(node_index.size());
+  std::vector<std::vector<int64_t>> members(static_cast<size_t>(num_nodes));  // per node, in member order
+  std::vector<int64_t> local(static_cast<size_t>(n));                         // index among its node's members
   for (int64_t m = 0; m < n; ++m) {
-    auto& on_node = members[static_cast<size_t>(c.node_index[static_cast<size_t>(m)])];
+    auto& on_node = members[static_cast<size_t>(node_index[static_cast<size_t>(m)])];
     local[static_cast<size_t>(m)] = static_cast<int64_t>(on_node.size());
     on_node.push_back(m);
   }
-  std::vector<int64_t> peer(static_cast<size_t>(n * c.num_nodes));
+  std::vector<int64_t> peer(static_cast<size_t>(n * num_nodes));
   for (int64_t s = 0; s < n; ++s) {
-    for (int64_t j = 0; j < c.num_nodes; ++j) {
+    for (int64_t j = 0; j < num_nodes; ++j) {
       const auto& on_node = members[static_cast<size_t>(j)];
-      peer[static_cast<size_t>(s * c.num_nodes + j)] =
+      peer[static_cast<size_t>(s * num_nodes + j)] =
           on_node[static_cast<size_t>(local[static_cast<size_t>(s)] % static_cast<int64_t>(on_node.size()))];
     }
   }
   return peer;
 }
 
+std::vector<int64_t> RailPeers(const FlexCounts& c) {
+  return RailPeers(c.node_index, c.num_nodes);
+}
+
 int64_t RailPeer(const FlexCounts& c, int64_t s, int64_t node) {
   return RailPeers(c)[static_cast<size_t>(s * c.num_nodes + node)];
 }
-
-namespace {
-// The dispatch's transfers of one sampled layer (the rule in deepep.h): fn(from, to, rows,
-// network) for every (source, destination node) RDMA send and every NVLink write, in source order.
-template <class Fn>
-void ForEachFlexTransfer(const FlexCounts& c, Fn&& fn) {
-  const int64_t n = static_cast<int64_t>(c.node_index.size());
-  const std::vector<int64_t> peer = RailPeers(c);
-  for (int64_t s = 0; s < n; ++s) {
-    const int64_t home = c.node_index[static_cast<size_t>(s)];
-    const int64_t* rail = peer.data() + s * c.num_nodes;
-    for (int64_t j = 0; j < c.num_nodes; ++j) {
-      if (j == home) continue;
-      fn(s, rail[j], c.node_tokens[static_cast<size_t>(s * c.num_nodes + j)], true);
-    }
-    const int64_t* rows = c.rank_tokens.data() + s * n;
-    for (int64_t r = 0; r < n; ++r) {
-      const int64_t j = c.node_index[static_cast<size_t>(r)];
-      const int64_t from = j == home ? s : rail[j];
-      if (from == r) continue;  // the token is already on r (its own rows, or r is the RDMA receiver)
-      fn(from, r, rows[r], false);
-    }
-  }
-}
-}  // namespace
 
 LinkBytes FlexDispatchBytes(const FlexCounts& c, double bytes_per_token) {
   const int64_t n = static_cast<int64_t>(c.node_index.size());
@@ -122,26 +101,18 @@ LinkBytes FlexDispatchBytes(const FlexCounts& c, double bytes_per_token) {
   b.n = n;
   b.nvlink.assign(static_cast<size_t>(n * n), 0.0);
   b.network.assign(static_cast<size_t>(n * n), 0.0);
-  ForEachFlexTransfer(c, [&](int64_t from, int64_t to, int64_t rows, bool network) {
+  ForEachFlexTransfer(c.node_index, c.num_nodes, RankRowsOf(c), NodeRowsOf(c), [&](int64_t from, int64_t to, int64_t rows, bool network) {
     (network ? b.network : b.nvlink)[static_cast<size_t>(from * n + to)] += static_cast<double>(rows) * bytes_per_token;
   });
   return b;
 }
 
 FlexLinkRows FlexDispatchRows(const FlexCounts& c) {
-  const int64_t n = static_cast<int64_t>(c.node_index.size());
-  FlexLinkRows t;
-  t.n = n;
-  for (auto* v : {&t.nvlink_send, &t.nvlink_recv, &t.network_send, &t.network_recv}) v->assign(static_cast<size_t>(n), 0);
-  int64_t* const nvl_send = t.nvlink_send.data();
-  int64_t* const nvl_recv = t.nvlink_recv.data();
-  int64_t* const net_send = t.network_send.data();
-  int64_t* const net_recv = t.network_recv.data();
-  ForEachFlexTransfer(c, [&](int64_t from, int64_t to, int64_t rows, bool network) {
-    (network ? net_send : nvl_send)[from] += rows;
-    (network ? net_recv : nvl_recv)[to] += rows;
-  });
-  return t;
+  return FlexDispatchRows(c.node_index, c.num_nodes, RankRowsOf(c), NodeRowsOf(c));
+}
+
+FlexLinks FlexLinksOf(const FlexCounts& c) {
+  return FlexLinks{c.gpus_per_node, c.node_of, FlexDispatchRows(c)};
 }
 
 double FlexTokenBytes(double hidden, double act_bytes, bool fp8) {
@@ -177,7 +148,7 @@ double AllGatherDispatchUs(int64_t ep, double tokens, double hidden, double act_
   return RingCollectiveUs(AllGatherDispatchBytes(ep, tokens, hidden, act_bytes), ep_group, cluster);
 }
 
-bool FlexOrAllGatherTimesUs(const FlexCounts* flex, const std::vector<int64_t>& ep_group, const MoePhaseShape& s, double sent_ab,
+bool FlexOrAllGatherTimesUs(const FlexLinks* flex, const std::vector<int64_t>& ep_group, const MoePhaseShape& s, double sent_ab,
                             const ClusterSpec& cluster, const CostOptions& options, double* dt, double* ct, double* dt_bwd) {
   const int64_t n = static_cast<int64_t>(ep_group.size());
   if (s.allgather) {
@@ -204,7 +175,7 @@ bool FlexOrAllGatherTimesUs(const FlexCounts* flex, const std::vector<int64_t>& 
     }
   }
   const double scale = sent_ab / s.act_bytes;  // megatron etp: a rank sends T_d / T_r of the sampled tokens
-  const FlexLinkRows rows = FlexDispatchRows(*flex);
+  const FlexLinkRows& rows = flex->rows;
   const double dispatch_bytes = FlexTokenBytes(s.hidden, s.act_bytes, s.flex_fp8) * scale;
   const double combine_bytes = s.flex_fp8 ? FlexTokenBytes(s.hidden, s.act_bytes, false) * scale : dispatch_bytes;
   const std::vector<double> d = FlexTimesUs(rows, dispatch_bytes, false, ep_group, cluster, options);

@@ -60,7 +60,8 @@ FlexCounts SampleFlexCounts(const RoutingModel& model, int64_t layer, const std:
                             int64_t tokens_per_rank);
 
 // The rail peer of every member on every node (above): [n * num_nodes], member s's peer on node j
-// at s * num_nodes + j.
+// at s * num_nodes + j, for members on nodes node_index[0..n) (0..num_nodes-1).
+std::vector<int64_t> RailPeers(const std::vector<int64_t>& node_index, int64_t num_nodes);
 std::vector<int64_t> RailPeers(const FlexCounts& counts);
 
 // The rail peer of member s on node j (RailPeers' entry).
@@ -88,6 +89,64 @@ struct FlexLinkRows {
 };
 FlexLinkRows FlexDispatchRows(const FlexCounts& counts);
 
+// The dispatch's transfers (the rule above), the one home of it: fn(from, to, rows, network) for
+// every RDMA send (network = true: source s to its rail peer on each other node j,
+// node_rows(s)[j] rows) and every NVLink write (rank_rows(s)[r] rows to member r, from s on its
+// own node, else from the rail peer that received them; none when they are already on r), source
+// by source. rank_rows(s) and node_rows(s) point at source s's n and num_nodes counts
+// (FlexCounts::rank_tokens and node_tokens rows, or the search's block counts, any integer type).
+template <class RankRows, class NodeRows, class Fn>
+void ForEachFlexTransfer(const std::vector<int64_t>& node_index, int64_t num_nodes, RankRows&& rank_rows, NodeRows&& node_rows, Fn&& fn) {
+  const int64_t n = static_cast<int64_t>(node_index.size());
+  const std::vector<int64_t> peer = RailPeers(node_index, num_nodes);
+  for (int64_t s = 0; s < n; ++s) {
+    const int64_t home = node_index[static_cast<size_t>(s)];
+    const int64_t* rail = peer.data() + s * num_nodes;
+    const auto* to_node = node_rows(s);
+    for (int64_t j = 0; j < num_nodes; ++j) {
+      if (j != home) fn(s, rail[j], static_cast<int64_t>(to_node[j]), true);
+    }
+    const auto* to_rank = rank_rows(s);
+    for (int64_t r = 0; r < n; ++r) {
+      const int64_t j = node_index[static_cast<size_t>(r)];
+      const int64_t from = j == home ? s : rail[j];
+      if (from != r) fn(from, r, static_cast<int64_t>(to_rank[r]), false);
+    }
+  }
+}
+// Accessors of a FlexCounts' rows for ForEachFlexTransfer.
+inline auto RankRowsOf(const FlexCounts& c) {
+  return [&c](int64_t s) { return c.rank_tokens.data() + s * static_cast<int64_t>(c.node_index.size()); };
+}
+inline auto NodeRowsOf(const FlexCounts& c) {
+  return [&c](int64_t s) { return c.node_tokens.data() + s * c.num_nodes; };
+}
+// FlexLinkRows from counts read through accessors (ForEachFlexTransfer).
+template <class RankRows, class NodeRows>
+FlexLinkRows FlexDispatchRows(const std::vector<int64_t>& node_index, int64_t num_nodes, RankRows&& rank_rows, NodeRows&& node_rows) {
+  FlexLinkRows t;
+  t.n = static_cast<int64_t>(node_index.size());
+  for (auto* v : {&t.nvlink_send, &t.nvlink_recv, &t.network_send, &t.network_recv}) v->assign(static_cast<size_t>(t.n), 0);
+  int64_t* const nvl_send = t.nvlink_send.data();
+  int64_t* const nvl_recv = t.nvlink_recv.data();
+  int64_t* const net_send = t.network_send.data();
+  int64_t* const net_recv = t.network_recv.data();
+  ForEachFlexTransfer(node_index, num_nodes, rank_rows, node_rows, [&](int64_t from, int64_t to, int64_t rows, bool network) {
+    (network ? net_send : nvl_send)[from] += rows;
+    (network ? net_recv : nvl_recv)[to] += rows;
+  });
+  return t;
+}
+
+// What the deepep time model reads of one sampled layer: the members' nodes (checked against the
+// cluster's NVLink domains) and the rows per link.
+struct FlexLinks {
+  int64_t gpus_per_node = 0;     // FlexCounts::gpus_per_node
+  std::vector<int64_t> node_of;  // [n] FlexCounts::node_of
+  FlexLinkRows rows;             // FlexDispatchRows
+};
+FlexLinks FlexLinksOf(const FlexCounts& counts);
+
 // Per-member times (us) of the dispatch (transpose = false) or combine (true) of `rows`, each row
 // bytes_per_token bytes.
 std::vector<double> FlexTimesUs(const FlexLinkRows& rows, double bytes_per_token, bool transpose, const std::vector<int64_t>& ep_group,
@@ -103,9 +162,9 @@ double AllGatherDispatchUs(int64_t ep, double tokens, double hidden, double act_
 // megatron etp scaling of SimulateMoePhases). Returns false (nothing written) for the other
 // dispatchers. `dt_bwd` (optional): the backward pass's dispatch, in BF16 rows even with FP8
 // dispatch (s.flex_fp8 only changes the forward). `flex`: the layer's per-token counts
-// (LayerRouting::flex). Throws dockyard::Error when a deepep layer has no flex counts (null), or
-// counts for other nodes than `cluster` places the members on.
-bool FlexOrAllGatherTimesUs(const FlexCounts* flex, const std::vector<int64_t>& ep_group, const MoePhaseShape& s, double sent_ab,
+// (FlexLinksOf LayerRouting::flex). Throws dockyard::Error when a deepep layer has no flex counts
+// (null), or counts for other nodes than `cluster` places the members on.
+bool FlexOrAllGatherTimesUs(const FlexLinks* flex, const std::vector<int64_t>& ep_group, const MoePhaseShape& s, double sent_ab,
                             const ClusterSpec& cluster, const CostOptions& options, double* dt, double* ct, double* dt_bwd = nullptr);
 
 // The deepep dispatch's link-level traffic of every sampled layer of `routing` (its flex counts),

@@ -175,8 +175,7 @@ TEST_CASE("deepep with --gpus-per-node other than the cluster's NVLink domain: t
   // is on node 0 by the flag but in the second NVLink domain.
   std::vector<int64_t> group;
   for (int64_t r = 0; r < 16; ++r) group.push_back(r);
-  LayerRouting L;
-  L.flex = std::make_shared<const FlexCounts>(MakeFlexCounts(group, 16));
+  const FlexLinks links = FlexLinksOf(MakeFlexCounts(group, 16));
   MoePhaseShape s;
   s.ep = 16;
   s.hidden = 64;
@@ -184,7 +183,7 @@ TEST_CASE("deepep with --gpus-per-node other than the cluster's NVLink domain: t
   s.flex = true;
   ClusterSpec cl = ClusterPreset("h800-sxm");  // 8 GPUs per node, NVLink domain = node
   std::vector<double> dt(16), ct(16);
-  const auto call = [&] { FlexOrAllGatherTimesUs(L.flex.get(), group, s, 2, cl, CostOptions{}, dt.data(), ct.data()); };
+  const auto call = [&] { FlexOrAllGatherTimesUs(&links, group, s, 2, cl, CostOptions{}, dt.data(), ct.data()); };
   CHECK_THROWS_WITH_AS(call(),
                        "--gpus-per-node (training.gpus_per_node) is 16, but cluster h800-sxm's NVLink domain is 8 GPUs: the deepep "
                        "dispatcher forwards over NVLink only inside one NVLink domain, so a node must be exactly one domain; give "

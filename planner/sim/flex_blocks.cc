@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <utility>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -244,16 +245,24 @@ int64_t ExpertCountsAt(const FlexBlockLayout& layout, int64_t tokens, int64_t so
   return t * layout.row + layout.offset[static_cast<size_t>(b)];
 }
 
-FlexCounts FlexCountsFromBlocks(const FlexBlockLayout& layout, FlexCounts nodes, int64_t tokens,
-                                const std::function<const std::vector<int32_t>&(int64_t source)>& source_counts) {
+namespace {
+// Where a group's rank and node counts of `tokens` tokens sit in each source's block counts
+// (FlexBlockSizes' two sizes). Throws dockyard::Error unless FlexBlocksServe.
+std::pair<size_t, size_t> GroupCountsAt(const FlexBlockLayout& layout, const FlexCounts& nodes, int64_t tokens) {
   if (!FlexBlocksServe(layout, nodes, tokens)) {
     throw Error(fmt::format("flex block counts: no counts for {} tokens over this group of {} members", tokens, nodes.node_index.size()));
   }
-  const int64_t n = static_cast<int64_t>(nodes.node_index.size());
   const std::vector<FlexBlockNeed> needs = FlexBlockSizes(layout.num_experts, nodes);
   const size_t at = static_cast<size_t>(layout.TokenIndex(tokens)) * static_cast<size_t>(layout.row);
-  const size_t rank_at = at + static_cast<size_t>(layout.offset[static_cast<size_t>(layout.BlockIndex(needs[0].block_size))]);
-  const size_t node_at = at + static_cast<size_t>(layout.offset[static_cast<size_t>(layout.BlockIndex(needs[1].block_size))]);
+  return {at + static_cast<size_t>(layout.offset[static_cast<size_t>(layout.BlockIndex(needs[0].block_size))]),
+          at + static_cast<size_t>(layout.offset[static_cast<size_t>(layout.BlockIndex(needs[1].block_size))])};
+}
+}  // namespace
+
+FlexCounts FlexCountsFromBlocks(const FlexBlockLayout& layout, FlexCounts nodes, int64_t tokens,
+                                const std::function<const std::vector<int32_t>&(int64_t source)>& source_counts) {
+  const auto [rank_at, node_at] = GroupCountsAt(layout, nodes, tokens);
+  const int64_t n = static_cast<int64_t>(nodes.node_index.size());
   for (int64_t s = 0; s < n; ++s) {
     const std::vector<int32_t>& c = source_counts(s);
     std::copy(c.begin() + static_cast<std::ptrdiff_t>(rank_at), c.begin() + static_cast<std::ptrdiff_t>(rank_at) + n,
@@ -262,6 +271,18 @@ FlexCounts FlexCountsFromBlocks(const FlexBlockLayout& layout, FlexCounts nodes,
               nodes.node_tokens.begin() + s * nodes.num_nodes);
   }
   return nodes;
+}
+
+FlexLinks FlexLinksFromBlocks(const FlexBlockLayout& layout, const FlexCounts& nodes, int64_t tokens,
+                              const std::function<const std::vector<int32_t>&(int64_t source)>& source_counts) {
+  const auto [rank_at, node_at] = GroupCountsAt(layout, nodes, tokens);
+  FlexLinks links;
+  links.gpus_per_node = nodes.gpus_per_node;
+  links.node_of = nodes.node_of;
+  links.rows = FlexDispatchRows(
+      nodes.node_index, nodes.num_nodes, [&, rank_at = rank_at](int64_t s) { return source_counts(s).data() + rank_at; },
+      [&, node_at = node_at](int64_t s) { return source_counts(s).data() + node_at; });
+  return links;
 }
 
 }  // namespace dockyard

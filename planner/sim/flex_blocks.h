@@ -80,6 +80,12 @@ int64_t ExpertCountsAt(const FlexBlockLayout& layout, int64_t tokens, int64_t so
 FlexCounts FlexCountsFromBlocks(const FlexBlockLayout& layout, FlexCounts nodes, int64_t tokens,
                                 const std::function<const std::vector<int32_t>&(int64_t source)>& source_counts);
 
+// FlexLinksOf(FlexCountsFromBlocks(layout, nodes, tokens, source_counts)) without the n x n
+// counts: the rows per link summed straight from the block counts. Throws dockyard::Error unless
+// FlexBlocksServe.
+FlexLinks FlexLinksFromBlocks(const FlexBlockLayout& layout, const FlexCounts& nodes, int64_t tokens,
+                              const std::function<const std::vector<int32_t>&(int64_t source)>& source_counts);
+
 namespace flex_blocks_detail {
 // One step of CountSourceBlocks' bit-sliced counting: words[w] = OR of src[w * fold .. w * fold +
 // fold), counts[w] += its set bits, for w < n. The implementations this CPU runs (the portable

@@ -169,6 +169,15 @@ TEST_CASE("groups assembled from block counts equal SampleFlexCounts, for every 
           CHECK(got.rank_tokens == want.rank_tokens);
           CHECK(got.node_tokens == want.node_tokens);
           CHECK(got.node_of == want.node_of);
+          // The links summed straight from the blocks equal those of the sampled counts.
+          const FlexLinks links = FlexLinksFromBlocks(layout, MakeFlexCounts(group, node), t, std::ref(sources));
+          const FlexLinks want_links = FlexLinksOf(want);
+          CHECK(links.node_of == want_links.node_of);
+          CHECK(links.gpus_per_node == want_links.gpus_per_node);
+          CHECK(links.rows.nvlink_send == want_links.rows.nvlink_send);
+          CHECK(links.rows.nvlink_recv == want_links.rows.nvlink_recv);
+          CHECK(links.rows.network_send == want_links.rows.network_send);
+          CHECK(links.rows.network_recv == want_links.rows.network_recv);
         }
       }
     }
@@ -197,6 +206,8 @@ TEST_CASE("groups whose nodes do not hold consecutive members, and unknown token
   // Counts kept for the sources of a 2-member group only do not serve a 4-member group.
   CHECK_FALSE(FlexBlocksServe(MakeFlexBlockLayout(64, {10}, {{16, 2}, {32, 2}}), two, 10));
   CHECK_THROWS_WITH_AS(FlexCountsFromBlocks(layout, two, 11, [](int64_t) -> const std::vector<int32_t>& { throw Error("unused"); }),
+                       "flex block counts: no counts for 11 tokens over this group of 4 members", Error);
+  CHECK_THROWS_WITH_AS(FlexLinksFromBlocks(layout, two, 11, [](int64_t) -> const std::vector<int32_t>& { throw Error("unused"); }),
                        "flex block counts: no counts for 11 tokens over this group of 4 members", Error);
   CHECK_THROWS_WITH_AS(MakeFlexBlockLayout(64, {1}, {{3, 1}}), "flex block counts: block size 3 must divide num_experts (64)", Error);
   CHECK_THROWS_WITH_AS(MakeFlexBlockLayout(64, {-1}, {{1, 1}}), "flex block counts: a token count must be in [0, 2^31 - 1], got -1", Error);
