@@ -231,6 +231,36 @@ struct LayoutEvaluator::Impl {
   } last_dims;
   // The last group's figures (GroupStatics): the search visits every setting of a group in a row.
   GroupStatics last_group;
+  // A candidate's training entry and run-setting verdict (RunSettingsError) by its
+  // LayoutCandidate::setting_index, without hashing its settings: in one search, the settings at
+  // an index depend on its group only through the dispatcher, dp sharding, dp (= dp_replicate x
+  // dp_shard: the global batch's schedule), pp (vpp > 1 needs pp > 1) and ep (EP overlap needs
+  // ep > 1), and the verdict on the entry, pp and ep. One slot table per such family, found once
+  // per group (the search visits every setting of a group in a row).
+  struct SettingSlot {
+    TrainingEntry* entry = nullptr;
+    const std::string* run_error = nullptr;
+  };
+  using SlotFamily = std::tuple<Dispatcher, int, int64_t, int64_t, int64_t>;  // dispatcher, dp sharding (-1 unset), dp, pp, ep
+  std::unordered_map<SlotFamily, std::vector<SettingSlot>, TupleHash> slot_families;
+  std::vector<SettingSlot>* slots = nullptr;  // the family of slot_dims, slot_dispatcher and slot_sharding
+  ParallelDimsOptions slot_dims;
+  Dispatcher slot_dispatcher = Dispatcher::kAllToAll;
+  std::optional<DpSharding> slot_sharding;
+  SettingSlot* SlotFor(const LayoutCandidate& c) {
+    if (c.setting_index < 0) return nullptr;
+    if (slots == nullptr || !SameDims(slot_dims, c.dims) || slot_dispatcher != c.dispatcher || slot_sharding != c.settings.dp_sharding) {
+      slot_dims = c.dims;
+      slot_dispatcher = c.dispatcher;
+      slot_sharding = c.settings.dp_sharding;
+      const auto& d = c.dims;
+      slots = &slot_families[SlotFamily{c.dispatcher, c.settings.dp_sharding ? static_cast<int>(*c.settings.dp_sharding) : -1,
+                                        d.dp_replicate * d.dp_shard, d.pp, d.ep}];
+    }
+    const size_t i = static_cast<size_t>(c.setting_index);
+    if (i >= slots->size()) slots->resize(i + 1);
+    return &(*slots)[i];
+  }
   // The MoE phases this evaluator has read from the shared cache, by key: a lookup without the
   // shared cache's lock (entries there never move).
   std::unordered_map<SearchEvalCache::MoeKey, const MoePhaseTimes*, TupleHash> moe_seen;
@@ -682,13 +712,18 @@ LayoutEvaluation LayoutEvaluator::EvaluateReference(const LayoutCandidate& c, bo
 // message, empty when they hold; sets *entry and *dims for the caller.
 static std::string PreMemoryRuleBroken(LayoutEvaluator::Impl& im, const SearchOptions& o, const ModelSpec& m, const LayoutCandidate& c,
                                        LayoutEvaluator::Impl::TrainingEntry** entry, const LayoutEvaluator::Impl::DimsCheck** dims) {
-  *entry = &TrainingEntryOf(im, o, c);
+  LayoutEvaluator::Impl::SettingSlot* slot = im.SlotFor(c);
+  *entry = slot != nullptr && slot->entry != nullptr ? slot->entry : &TrainingEntryOf(im, o, c);
+  if (slot != nullptr) slot->entry = *entry;
   if (!(*entry)->ok) return (*entry)->error;
   *dims = &im.DimsFor(c.dims, m, o.training.seq_len);
   if (!(*dims)->ok) return (*dims)->error;
   const ParallelDims& d = (*dims)->d;
   const TrainingConfig& t = (*entry)->t;
-  const std::string& run_error = RunSettingsError(**entry, d.pp, d.ep, d.convention == Convention::kMegatron, m.num_hidden_layers);
+  const std::string& run_error = slot != nullptr && slot->run_error != nullptr
+                                     ? *slot->run_error
+                                     : RunSettingsError(**entry, d.pp, d.ep, d.convention == Convention::kMegatron, m.num_hidden_layers);
+  if (slot != nullptr) slot->run_error = &run_error;
   if (!run_error.empty()) return run_error;
   if (t.dispatcher == Dispatcher::kDeredundency && t.oep && d.ep % *t.oep != 0) return DeredundencyOepError(t, d.ep);
   return "";

@@ -127,6 +127,7 @@ void ForEachSetting(const LayoutGroup& g, const SearchOptions& o, Fn&& fn) {
   c.dims = g.dims;
   c.dispatcher = g.dispatcher;
   c.settings.dp_sharding = g.dp_sharding;
+  c.setting_index = 0;
   for (int64_t mbs : mbs_list) {
     c.settings.micro_batch_size = mbs;
     c.batch_divides = true;
@@ -152,6 +153,7 @@ void ForEachSetting(const LayoutGroup& g, const SearchOptions& o, Fn&& fn) {
         for (const auto& ov : overlaps) {
           c.settings.overlap_moe_ep_comm = ov;
           fn(c);
+          ++c.setting_index;
         }
       }
     }

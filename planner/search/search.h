@@ -18,8 +18,8 @@
 // token count), the deepep per-token node counts once per (ep, routed tokens, EP members per
 // NVLink domain) and the routing-dependent MoE phases once per (ep, routed tokens, oep, etp,
 // F / expert TP, dispatcher), in a cache every thread of the search shares (eval_cache.h). Results are bit-identical to BuildPlan +
-// ComputeMemory + ComputeWorkload + SimulateStep for every candidate (layout_eval_test.cc and layout_eval_models_test.cc compare every candidate of searches on five models);
-// BuildPlan stays the path of `plan` and `simulate`.
+// ComputeMemory + ComputeWorkload + SimulateStep for every candidate (layout_eval_test.cc and layout_eval_models_test.cc compare every
+// candidate of searches on five models); BuildPlan stays the path of `plan` and `simulate`.
 //
 // Throughput: bazel run -c opt //planner/search:bench_search; the measured figures and where the
 // time goes are in docs/search.md, "Speed".
@@ -115,6 +115,11 @@ struct LayoutCandidate {
   CandidateSettings settings;
   bool batch_divides = true;  // false: the global batch does not divide it (not evaluated)
   std::string batch_reason;   // why not (GlobalBatchMismatch)
+  // Its position among the settings of its group (degrees, dispatcher, dp sharding) in the
+  // search's enumeration order (ForEachLayout): within one search, the same index in the same
+  // group is the same settings, which lets LayoutEvaluator reuse their validation without a
+  // lookup. -1 (a candidate formed elsewhere): none.
+  int64_t setting_index = -1;
 };
 
 // A candidate's settings over `base` (unset = base's): the one rule CandidateTraining and the
@@ -155,12 +160,12 @@ struct RankedLayout {
 };
 
 struct SearchResult {
-  int64_t enumerated = 0;         // candidates generated
-  int64_t invalid = 0;            // rejected by BuildPlan (a rule broken)
-  int64_t over_budget = 0;        // valid but over the memory budget (pruned ones included)
-  int64_t not_divisible = 0;      // the global batch does not divide dp x micro_batch_size
-  int64_t ranked = 0;             // valid and within budget
-  int64_t pruned = 0;             // over budget by a bound, not fully evaluated (counted in over_budget)
+  int64_t enumerated = 0;     // candidates generated
+  int64_t invalid = 0;        // rejected by BuildPlan (a rule broken)
+  int64_t over_budget = 0;    // valid but over the memory budget (pruned ones included)
+  int64_t not_divisible = 0;  // the global batch does not divide dp x micro_batch_size
+  int64_t ranked = 0;         // valid and within budget
+  int64_t pruned = 0;         // over budget by a bound, not fully evaluated (counted in over_budget)
   // Why candidates were rejected: layouts per message of the rule broken (LayoutEvaluation::reason,
   // as BuildPlan words it) and per global-batch mismatch (GlobalBatchMismatch's text). Their
   // counts sum to `invalid` and `not_divisible`.
