@@ -243,6 +243,7 @@ struct LayoutEvaluator::Impl {
   };
   using SlotFamily = std::tuple<Dispatcher, int, int64_t, int64_t, int64_t>;  // dispatcher, dp sharding (-1 unset), dp, pp, ep
   std::unordered_map<SlotFamily, std::vector<SettingSlot>, TupleHash> slot_families;
+  std::string oep_error;  // PreMemoryRuleBroken's scratch for the deredundency oep message
   std::vector<SettingSlot>* slots = nullptr;  // the family of slot_dims, slot_dispatcher and slot_sharding
   ParallelDimsOptions slot_dims;
   Dispatcher slot_dispatcher = Dispatcher::kAllToAll;
@@ -709,32 +710,36 @@ LayoutEvaluation LayoutEvaluator::EvaluateReference(const LayoutCandidate& c, bo
 
 // The rules Evaluate checks before memory, in BuildPlan's order: ValidateTraining (the entry), the
 // degrees (DimsFor), the run settings and the deredundency oep. Returns the first broken rule's
-// message, empty when they hold; sets *entry and *dims for the caller.
-static std::string PreMemoryRuleBroken(LayoutEvaluator::Impl& im, const SearchOptions& o, const ModelSpec& m, const LayoutCandidate& c,
+// message (in the evaluator's caches, valid until its next call), null when they hold; sets
+// *entry and *dims for the caller.
+static const std::string* PreMemoryRuleBroken(LayoutEvaluator::Impl& im, const SearchOptions& o, const ModelSpec& m, const LayoutCandidate& c,
                                        LayoutEvaluator::Impl::TrainingEntry** entry, const LayoutEvaluator::Impl::DimsCheck** dims) {
   LayoutEvaluator::Impl::SettingSlot* slot = im.SlotFor(c);
   *entry = slot != nullptr && slot->entry != nullptr ? slot->entry : &TrainingEntryOf(im, o, c);
   if (slot != nullptr) slot->entry = *entry;
-  if (!(*entry)->ok) return (*entry)->error;
+  if (!(*entry)->ok) return &(*entry)->error;
   *dims = &im.DimsFor(c.dims, m, o.training.seq_len);
-  if (!(*dims)->ok) return (*dims)->error;
+  if (!(*dims)->ok) return &(*dims)->error;
   const ParallelDims& d = (*dims)->d;
   const TrainingConfig& t = (*entry)->t;
   const std::string& run_error = slot != nullptr && slot->run_error != nullptr
                                      ? *slot->run_error
                                      : RunSettingsError(**entry, d.pp, d.ep, d.convention == Convention::kMegatron, m.num_hidden_layers);
   if (slot != nullptr) slot->run_error = &run_error;
-  if (!run_error.empty()) return run_error;
-  if (t.dispatcher == Dispatcher::kDeredundency && t.oep && d.ep % *t.oep != 0) return DeredundencyOepError(t, d.ep);
-  return "";
+  if (!run_error.empty()) return &run_error;
+  if (t.dispatcher == Dispatcher::kDeredundency && t.oep && d.ep % *t.oep != 0) {
+    im.oep_error = DeredundencyOepError(t, d.ep);
+    return &im.oep_error;
+  }
+  return nullptr;
 }
 
 bool LayoutEvaluator::SettingsHold(const LayoutCandidate& c, std::string* reason) {
   Impl::TrainingEntry* entry = nullptr;
   const Impl::DimsCheck* dims = nullptr;
-  std::string error = PreMemoryRuleBroken(*impl_, options_, model_, c, &entry, &dims);
-  if (error.empty()) return true;
-  if (reason) *reason = std::move(error);
+  const std::string* error = PreMemoryRuleBroken(*impl_, options_, model_, c, &entry, &dims);
+  if (error == nullptr) return true;
+  if (reason) *reason = *error;
   return false;
 }
 
@@ -811,13 +816,13 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
   // torchtitan's per-layer selective checkpointing counts layers per stage: SimulateStep's path (opt-in).
   if (!options_.training.selective_ac_option.empty()) return HandToReference(c, simulate_over_budget, detail);
   // Each broken rule's message goes to r.reason (the search counts candidates per reason).
-  auto invalid = [&r](std::string reason) -> LayoutEvaluation& {
-    r.reason = std::move(reason);
+  auto invalid = [&r](const std::string& reason) -> LayoutEvaluation& {
+    r.reason = reason;
     return r;
   };
   Impl::TrainingEntry* entry_ptr = nullptr;
   const Impl::DimsCheck* dims = nullptr;
-  if (std::string broken = PreMemoryRuleBroken(im, options_, m, c, &entry_ptr, &dims); !broken.empty()) return invalid(std::move(broken));
+  if (const std::string* broken = PreMemoryRuleBroken(im, options_, m, c, &entry_ptr, &dims)) return invalid(*broken);
   Impl::TrainingEntry& entry = *entry_ptr;
   const ParallelDims& d = dims->d;
   const GroupStatics& g = im.StaticsFor(m, options_.cluster, d, entry.t, entry.bytes);

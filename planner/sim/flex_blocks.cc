@@ -279,9 +279,11 @@ FlexLinks FlexLinksFromBlocks(const FlexBlockLayout& layout, const FlexCounts& n
   FlexLinks links;
   links.gpus_per_node = nodes.gpus_per_node;
   links.node_of = nodes.node_of;
+  std::vector<const int32_t*> counts(nodes.node_index.size());  // each source's counts, looked up once
+  for (size_t s = 0; s < counts.size(); ++s) counts[s] = source_counts(static_cast<int64_t>(s)).data();
   links.rows = FlexDispatchRows(
-      nodes.node_index, nodes.num_nodes, [&, rank_at = rank_at](int64_t s) { return source_counts(s).data() + rank_at; },
-      [&, node_at = node_at](int64_t s) { return source_counts(s).data() + node_at; });
+      nodes.node_index, nodes.num_nodes, [&, rank_at = rank_at](int64_t s) { return counts[static_cast<size_t>(s)] + rank_at; },
+      [&, node_at = node_at](int64_t s) { return counts[static_cast<size_t>(s)] + node_at; });
   return links;
 }
 
