@@ -7,6 +7,7 @@
 #include "planner/model/precision.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <optional>
@@ -146,6 +147,21 @@ bool SameDims(const ParallelDimsOptions& a, const ParallelDimsOptions& b) {
          a.ep == b.ep && a.etp == b.etp && a.pp == b.pp && a.convention == b.convention;
 }
 
+// Field-by-field equality of the memo keys (the static_asserts flag a field added to either
+// struct, which these must then compare).
+bool SameWorkload(const Workload& a, const Workload& b) {
+  static_assert(sizeof(Workload) == 8 * sizeof(int64_t) + 8, "a Workload field was added: compare it here");
+  return std::tie(a.tokens, a.routed_tokens, a.dispatch_tokens, a.received_rows, a.mean_received_rows, a.act_bytes, a.tp_shards,
+                  a.expert_f_local, a.fp8_saved_inputs,
+                  a.fp8_blockwise) == std::tie(b.tokens, b.routed_tokens, b.dispatch_tokens, b.received_rows, b.mean_received_rows,
+                                               b.act_bytes, b.tp_shards, b.expert_f_local, b.fp8_saved_inputs, b.fp8_blockwise);
+}
+bool SameRecomputeSet(const RecomputeSet& a, const RecomputeSet& b) {
+  static_assert(sizeof(RecomputeSet) == 9, "a RecomputeSet field was added: compare it here");
+  return std::tie(a.layernorm, a.core_attn, a.moe_act, a.mlp_act, a.shared_act, a.moe, a.mla_up_proj, a.shared_experts, a.mlp) ==
+         std::tie(b.layernorm, b.core_attn, b.moe_act, b.mlp_act, b.shared_act, b.moe, b.mla_up_proj, b.shared_experts, b.mlp);
+}
+
 // One stage's figures on its first rank that depend only on the group (below).
 struct StageStatics {
   Wide stat = 0;     // params + grads + optimizer (+ FP8 weight copies), bytes (memory.h StaticBytesOf)
@@ -229,8 +245,11 @@ struct LayoutEvaluator::Impl {
     std::string error;  // why not ok (TryBuildParallelDims, CheckDimsForModel, SeqLenSplitsOverCp)
     ParallelDims d;
   } last_dims;
-  // The last group's figures (GroupStatics): the search visits every setting of a group in a row.
-  GroupStatics last_group;
+  // The figures (GroupStatics) of the last degrees' groups, one per (dp sharding, dtypes, FP8
+  // copy): the search visits every setting of a group in a row, and the groups of one set of
+  // degrees (dispatchers x dp shardings) one after the other, alternating the dp sharding.
+  std::array<GroupStatics, 4> groups;
+  size_t next_group = 0;  // the slot the next miss fills (round robin)
   // A candidate's training entry and run-setting verdict (RunSettingsError) by its
   // LayoutCandidate::setting_index, without hashing its settings: in one search, the settings at
   // an index depend on its group only through the dispatcher, dp sharding, dp (= dp_replicate x
@@ -244,6 +263,14 @@ struct LayoutEvaluator::Impl {
   using SlotFamily = std::tuple<Dispatcher, int, int64_t, int64_t, int64_t>;  // dispatcher, dp sharding (-1 unset), dp, pp, ep
   std::unordered_map<SlotFamily, std::vector<SettingSlot>, TupleHash> slot_families;
   std::string oep_error;  // PreMemoryRuleBroken's scratch for the deredundency oep message
+  // WorstPeak's layer activations of the last (workload, recompute set) it met (LayerActivations
+  // reads nothing else of a candidate).
+  struct ActivationMemo {
+    bool filled = false;
+    Workload w;
+    RecomputeSet recompute;
+    LayerActivationTable table;
+  } activation_memo;
   std::vector<SettingSlot>* slots = nullptr;  // the family of slot_dims, slot_dispatcher and slot_sharding
   ParallelDimsOptions slot_dims;
   Dispatcher slot_dispatcher = Dispatcher::kAllToAll;
@@ -271,7 +298,7 @@ struct LayoutEvaluator::Impl {
     if (c.filled && SameDims(c.options, o)) return c;
     c.filled = true;
     c.options = o;
-    last_group.filled = false;  // its figures were for other degrees
+    for (GroupStatics& g : groups) g.filled = false;  // their figures were for other degrees
     c.error.clear();
     c.ok = TryBuildParallelDims(o, &c.d, &c.error) && CheckDimsForModel(c.d, m, &c.error) && SeqLenSplitsOverCp(seq_len, c.d.cp, &c.error);
     return c;
@@ -283,8 +310,11 @@ struct LayoutEvaluator::Impl {
                                  const TrainingBytes& tb) {
     const DpSharding strategy = *t.dp_sharding;
     const double fp8_copy = Fp8WeightCopyPerElement(t, d.convention);  // FP8 weight copies (megatron)
-    GroupStatics& g = last_group;
-    if (g.SameKey(strategy, tb, fp8_copy)) return g;
+    for (const GroupStatics& g : groups) {
+      if (g.SameKey(strategy, tb, fp8_copy)) return g;
+    }
+    GroupStatics& g = groups[next_group];
+    next_group = (next_group + 1) % groups.size();
     g = GroupStatics{};
     g.filled = true;
     g.strategy = strategy;
@@ -712,8 +742,9 @@ LayoutEvaluation LayoutEvaluator::EvaluateReference(const LayoutCandidate& c, bo
 // degrees (DimsFor), the run settings and the deredundency oep. Returns the first broken rule's
 // message (in the evaluator's caches, valid until its next call), null when they hold; sets
 // *entry and *dims for the caller.
-static const std::string* PreMemoryRuleBroken(LayoutEvaluator::Impl& im, const SearchOptions& o, const ModelSpec& m, const LayoutCandidate& c,
-                                       LayoutEvaluator::Impl::TrainingEntry** entry, const LayoutEvaluator::Impl::DimsCheck** dims) {
+static const std::string* PreMemoryRuleBroken(LayoutEvaluator::Impl& im, const SearchOptions& o, const ModelSpec& m,
+                                              const LayoutCandidate& c, LayoutEvaluator::Impl::TrainingEntry** entry,
+                                              const LayoutEvaluator::Impl::DimsCheck** dims) {
   LayoutEvaluator::Impl::SettingSlot* slot = im.SlotFor(c);
   *entry = slot != nullptr && slot->entry != nullptr ? slot->entry : &TrainingEntryOf(im, o, c);
   if (slot != nullptr) slot->entry = *entry;
@@ -746,18 +777,24 @@ bool LayoutEvaluator::SettingsHold(const LayoutCandidate& c, std::string* reason
 // ComputeMemory's worst peak of a candidate of group `g` (its settings in `w` and `t`): per stage,
 // the group's static bytes, the activations and the communication buffers (memory.h rules).
 // Sets *fallback when a figure passes int64.
-static Wide WorstPeak(const LayoutEvaluator::Impl& im, const ModelSpec& m, const LayoutEvaluator::GroupStatics& g, const Workload& w,
+static Wide WorstPeak(LayoutEvaluator::Impl& im, const ModelSpec& m, const LayoutEvaluator::GroupStatics& g, const Workload& w,
                       const ParallelDims& d, const TrainingConfig& t, bool* fallback) {
   auto fits = [&](Wide v) {
     if (v > kInt64Max) *fallback = true;
     return v;
   };
-  // Activations of one layer of each kind present.
-  LayerActivationBytes act_layer[2];  // [0] MoE, [1] dense
-  for (int which = 0; which < 2; ++which) {
-    if (im.first_kind[which] >= 0) act_layer[which] = LayerActivations(m, RecomputeSetOf(t), w, which == 0);
+  // Activations of one layer of each kind present (the last candidate's when its workload and
+  // recompute set were the same: its vpp and EP overlap variants).
+  const RecomputeSet recompute = RecomputeSetOf(t);
+  LayoutEvaluator::Impl::ActivationMemo& memo = im.activation_memo;
+  if (!(memo.filled && SameWorkload(memo.w, w) && SameRecomputeSet(memo.recompute, recompute))) {
+    LayerActivationBytes act_layer[2];  // [0] MoE, [1] dense
+    for (int which = 0; which < 2; ++which) {
+      if (im.first_kind[which] >= 0) act_layer[which] = LayerActivations(m, recompute, w, which == 0);
+    }
+    memo = {true, w, recompute, ActivationTable(act_layer[0], act_layer[1])};
   }
-  const LayerActivationTable act_table = ActivationTable(act_layer[0], act_layer[1]);
+  const LayerActivationTable& act_table = memo.table;
   const int64_t h = m.hidden_size;
   const Wide layer_input = static_cast<Wide>(Ceil(w.tokens, w.tp_shards)) * h * w.act_bytes;
   const Wide logits = static_cast<Wide>(w.tokens) * Ceil(m.vocab_size, d.tp) * 4;
