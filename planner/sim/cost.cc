@@ -245,10 +245,17 @@ void DeredundencyAllToAllUs(const LayerRouting& L, const std::vector<int64_t>& e
                             const ClusterSpec& c, double* dt, double* ct) {
   const int64_t oep = wire.oep, iep = wire.iep;
   const double k = s.top_k, D = s.hidden, ab = s.act_bytes;
+  // The all-gather / reduce-scatter ring of inner index i spans {i, iep + i, ...}: the same for every o.
+  const double gathered = static_cast<double>(oep) * wire.Td * k * D * ab;
+  std::vector<int64_t> iep_ranks(static_cast<size_t>(iep)), oep_ranks(static_cast<size_t>(oep));
+  std::vector<double> ring(static_cast<size_t>(iep));
+  for (int64_t i = 0; i < iep; ++i) {
+    for (int64_t x = 0; x < oep; ++x) oep_ranks[static_cast<size_t>(x)] = ep_group[x * iep + i];
+    ring[static_cast<size_t>(i)] = RingCollectiveUs(gathered, oep_ranks, c);
+  }
   for (int64_t o = 0; o < oep; ++o) {
-    std::vector<int64_t> iep_ranks;
     std::vector<double> bytes(iep * iep);
-    for (int64_t i = 0; i < iep; ++i) iep_ranks.push_back(ep_group[o * iep + i]);
+    for (int64_t i = 0; i < iep; ++i) iep_ranks[static_cast<size_t>(i)] = ep_group[o * iep + i];
     for (int64_t i = 0; i < iep; ++i) {
       for (int64_t j = 0; j < iep; ++j) {
         bytes[i * iep + j] = static_cast<double>(L.iep_dispatch[(o * iep + i) * iep + j]) * D * wire.sent_ab;
@@ -264,12 +271,8 @@ void DeredundencyAllToAllUs(const LayerRouting& L, const std::vector<int64_t>& e
       AllToAllTimesFromRows(back.data(), bytes.data(), iep_nodes.data(), iep, c, a2a_back.data());
     }
     for (int64_t i = 0; i < iep; ++i) {
-      std::vector<int64_t> oep_ranks;
-      for (int64_t x = 0; x < oep; ++x) oep_ranks.push_back(ep_group[x * iep + i]);
-      const double gathered = static_cast<double>(oep) * wire.Td * k * D * ab;
-      const double ring = RingCollectiveUs(gathered, oep_ranks, c);
-      dt[o * iep + i] = ring + a2a[i];
-      ct[o * iep + i] = a2a_back[i] + ring;
+      dt[o * iep + i] = ring[static_cast<size_t>(i)] + a2a[i];
+      ct[o * iep + i] = a2a_back[i] + ring[static_cast<size_t>(i)];
     }
   }
 }

@@ -1189,7 +1189,7 @@ TokenHitStream::TokenHitStream(const RoutingModel& model, int64_t layer, int64_t
 TokenHitStream::~TokenHitStream() = default;
 
 void TokenHitStream::Next(int64_t tokens, uint64_t* hit) {
-  Require(tokens >= 0 && tokens <= 64, fmt::format("a batch of token hits holds 0 to 64 tokens, got {}", tokens));
+  if (tokens < 0 || tokens > 64) throw Error(fmt::format("a batch of token hits holds 0 to 64 tokens, got {}", tokens));
   const LayerSampler& s = *state_->sampler;
   if (s.mode == DrawMode::kGrouped) {
     ExpertHitSink sink{hit};
