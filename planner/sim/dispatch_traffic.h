@@ -1,7 +1,7 @@
 // The plan's traffic table for the deepep dispatcher: its dispatch and combine per link level
-// (network = RDMA between NVLink domains, nvlink = inside one), from the link-level byte
-// matrices the time model reads (deepep.h FlexDispatchBytes over the routing sample's per-token
-// counts, rows of precision.h DispatchRowBytes). ComputeComm (accounting/comm.h) lists no deepep
+// (network = RDMA between NVLink domains, nvlink = inside one), from the rows per link the time
+// model reads (deepep.h FlexDispatchRows over the routing sample's per-token counts: the row and
+// column sums of the link-level matrices, rows of precision.h DispatchRowBytes). ComputeComm (accounting/comm.h) lists no deepep
 // dispatch or combine: they depend on the routing sample, which lives in this layer.
 #pragma once
 

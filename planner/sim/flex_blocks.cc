@@ -245,10 +245,7 @@ int64_t ExpertCountsAt(const FlexBlockLayout& layout, int64_t tokens, int64_t so
   return t * layout.row + layout.offset[static_cast<size_t>(b)];
 }
 
-namespace {
-// Where a group's rank and node counts of `tokens` tokens sit in each source's block counts
-// (FlexBlockSizes' two sizes). Throws dockyard::Error unless FlexBlocksServe.
-std::pair<size_t, size_t> GroupCountsAt(const FlexBlockLayout& layout, const FlexCounts& nodes, int64_t tokens) {
+FlexGroupCountsAt GroupCountsAt(const FlexBlockLayout& layout, const FlexCounts& nodes, int64_t tokens) {
   if (!FlexBlocksServe(layout, nodes, tokens)) {
     throw Error(fmt::format("flex block counts: no counts for {} tokens over this group of {} members", tokens, nodes.node_index.size()));
   }
@@ -257,33 +254,18 @@ std::pair<size_t, size_t> GroupCountsAt(const FlexBlockLayout& layout, const Fle
   return {at + static_cast<size_t>(layout.offset[static_cast<size_t>(layout.BlockIndex(needs[0].block_size))]),
           at + static_cast<size_t>(layout.offset[static_cast<size_t>(layout.BlockIndex(needs[1].block_size))])};
 }
-}  // namespace
-
-FlexCounts FlexCountsFromBlocks(const FlexBlockLayout& layout, FlexCounts nodes, int64_t tokens,
-                                const std::function<const std::vector<int32_t>&(int64_t source)>& source_counts) {
-  const auto [rank_at, node_at] = GroupCountsAt(layout, nodes, tokens);
-  const int64_t n = static_cast<int64_t>(nodes.node_index.size());
-  for (int64_t s = 0; s < n; ++s) {
-    const std::vector<int32_t>& c = source_counts(s);
-    std::copy(c.begin() + static_cast<std::ptrdiff_t>(rank_at), c.begin() + static_cast<std::ptrdiff_t>(rank_at) + n,
-              nodes.rank_tokens.begin() + s * n);
-    std::copy(c.begin() + static_cast<std::ptrdiff_t>(node_at), c.begin() + static_cast<std::ptrdiff_t>(node_at) + nodes.num_nodes,
-              nodes.node_tokens.begin() + s * nodes.num_nodes);
-  }
-  return nodes;
-}
 
 FlexLinks FlexLinksFromBlocks(const FlexBlockLayout& layout, const FlexCounts& nodes, int64_t tokens,
                               const std::function<const std::vector<int32_t>&(int64_t source)>& source_counts) {
-  const auto [rank_at, node_at] = GroupCountsAt(layout, nodes, tokens);
+  const FlexGroupCountsAt at = GroupCountsAt(layout, nodes, tokens);
   FlexLinks links;
   links.gpus_per_node = nodes.gpus_per_node;
   links.node_of = nodes.node_of;
   std::vector<const int32_t*> counts(nodes.node_index.size());  // each source's counts, looked up once
   for (size_t s = 0; s < counts.size(); ++s) counts[s] = source_counts(static_cast<int64_t>(s)).data();
   links.rows = FlexDispatchRows(
-      nodes.node_index, nodes.num_nodes, [&, rank_at = rank_at](int64_t s) { return counts[static_cast<size_t>(s)] + rank_at; },
-      [&, node_at = node_at](int64_t s) { return counts[static_cast<size_t>(s)] + node_at; });
+      nodes.node_index, nodes.num_nodes, [&](int64_t s) { return counts[static_cast<size_t>(s)] + at.rank; },
+      [&](int64_t s) { return counts[static_cast<size_t>(s)] + at.node; });
   return links;
 }
 

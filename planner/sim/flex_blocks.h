@@ -66,7 +66,7 @@ int64_t ConsecutiveMembersPerNode(const FlexCounts& nodes);
 // n members; empty when n does not divide E or ConsecutiveMembersPerNode is 0.
 std::vector<FlexBlockNeed> FlexBlockSizes(int64_t num_experts, const FlexCounts& nodes);
 
-// Whether `layout` holds what FlexCountsFromBlocks needs for (nodes, tokens).
+// Whether `layout` holds the counts of the group over `nodes` of `tokens` tokens (GroupCountsAt).
 bool FlexBlocksServe(const FlexBlockLayout& layout, const FlexCounts& nodes, int64_t tokens);
 
 // Where a source's per-expert counts (block size 1) of `tokens` tokens sit within its
@@ -74,15 +74,18 @@ bool FlexBlocksServe(const FlexBlockLayout& layout, const FlexCounts& nodes, int
 // routing sample's per-rank counts (AssembleRoutingFromCounts), from the same draws.
 int64_t ExpertCountsAt(const FlexBlockLayout& layout, int64_t tokens, int64_t sources);
 
-// `nodes` (MakeFlexCounts: node_of, node_index) with rank_tokens and node_tokens of `tokens` tokens
-// per source, read from source_counts(s) (CountSourceBlocks of member s in the layer wanted).
+// Where the counts of the group over `nodes` (MakeFlexCounts: node_of, node_index) of `tokens`
+// tokens sit in each source's CountSourceBlocks: member d's count of source s (its
+// FlexCounts::rank_tokens[s][d]) at [rank + d], node j's (node_tokens[s][j]) at [node + j].
 // Throws dockyard::Error unless FlexBlocksServe.
-FlexCounts FlexCountsFromBlocks(const FlexBlockLayout& layout, FlexCounts nodes, int64_t tokens,
-                                const std::function<const std::vector<int32_t>&(int64_t source)>& source_counts);
+struct FlexGroupCountsAt {
+  size_t rank = 0, node = 0;
+};
+FlexGroupCountsAt GroupCountsAt(const FlexBlockLayout& layout, const FlexCounts& nodes, int64_t tokens);
 
-// FlexLinksOf(FlexCountsFromBlocks(layout, nodes, tokens, source_counts)) without the n x n
-// counts: the rows per link summed straight from the block counts. Throws dockyard::Error unless
-// FlexBlocksServe.
+// FlexLinksOf the group's counts (GroupCountsAt in source_counts(s), CountSourceBlocks of member
+// s in the layer wanted) without forming its n x n FlexCounts: the rows per link summed straight
+// from the block counts. Throws dockyard::Error unless FlexBlocksServe.
 FlexLinks FlexLinksFromBlocks(const FlexBlockLayout& layout, const FlexCounts& nodes, int64_t tokens,
                               const std::function<const std::vector<int32_t>&(int64_t source)>& source_counts);
 

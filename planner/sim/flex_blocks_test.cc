@@ -165,10 +165,18 @@ TEST_CASE("groups assembled from block counts equal SampleFlexCounts, for every 
           CAPTURE(node);
           CAPTURE(t);
           const FlexCounts want = SampleFlexCounts(model, layer, group, node, t);
-          const FlexCounts got = FlexCountsFromBlocks(layout, MakeFlexCounts(group, node), t, std::ref(sources));
-          CHECK(got.rank_tokens == want.rank_tokens);
-          CHECK(got.node_tokens == want.node_tokens);
-          CHECK(got.node_of == want.node_of);
+          // Every entry of the group's counts, read where GroupCountsAt says.
+          const FlexCounts nodes = MakeFlexCounts(group, node);
+          const FlexGroupCountsAt at = GroupCountsAt(layout, nodes, t);
+          const int64_t n = static_cast<int64_t>(group.size());
+          std::vector<int64_t> rank_tokens, node_tokens;
+          for (int64_t s = 0; s < n; ++s) {
+            const std::vector<int32_t>& c = sources(s);
+            for (int64_t d = 0; d < n; ++d) rank_tokens.push_back(c[at.rank + static_cast<size_t>(d)]);
+            for (int64_t j = 0; j < nodes.num_nodes; ++j) node_tokens.push_back(c[at.node + static_cast<size_t>(j)]);
+          }
+          CHECK(rank_tokens == want.rank_tokens);
+          CHECK(node_tokens == want.node_tokens);
           // The links summed straight from the blocks equal those of the sampled counts.
           const FlexLinks links = FlexLinksFromBlocks(layout, MakeFlexCounts(group, node), t, std::ref(sources));
           const FlexLinks want_links = FlexLinksOf(want);
@@ -205,8 +213,7 @@ TEST_CASE("groups whose nodes do not hold consecutive members, and unknown token
   CHECK_FALSE(FlexBlocksServe(layout, interleaved, 10));
   // Counts kept for the sources of a 2-member group only do not serve a 4-member group.
   CHECK_FALSE(FlexBlocksServe(MakeFlexBlockLayout(64, {10}, {{16, 2}, {32, 2}}), two, 10));
-  CHECK_THROWS_WITH_AS(FlexCountsFromBlocks(layout, two, 11, [](int64_t) -> const std::vector<int32_t>& { throw Error("unused"); }),
-                       "flex block counts: no counts for 11 tokens over this group of 4 members", Error);
+  CHECK_THROWS_WITH_AS(GroupCountsAt(layout, two, 11), "flex block counts: no counts for 11 tokens over this group of 4 members", Error);
   CHECK_THROWS_WITH_AS(FlexLinksFromBlocks(layout, two, 11, [](int64_t) -> const std::vector<int32_t>& { throw Error("unused"); }),
                        "flex block counts: no counts for 11 tokens over this group of 4 members", Error);
   CHECK_THROWS_WITH_AS(MakeFlexBlockLayout(64, {1}, {{3, 1}}), "flex block counts: block size 3 must divide num_experts (64)", Error);

@@ -1151,23 +1151,18 @@ const std::vector<double>& ExpectedShare(const RoutingModel& model, int64_t laye
 }
 
 std::vector<int32_t> SampleTokenExperts(const RoutingModel& model, int64_t layer, int64_t ep_rank, int64_t tokens) {
-  std::vector<int32_t> out;
-  SampleTokenExpertsInto(model, layer, ep_rank, tokens, &out);
-  return out;
-}
-
-void SampleTokenExpertsInto(const RoutingModel& model, int64_t layer, int64_t ep_rank, int64_t tokens, std::vector<int32_t>* out) {
   Require(layer >= 0 && layer < model.num_layers && static_cast<int64_t>(model.layers.size()) == model.num_layers,
           fmt::format("layer must be in [0, {}), got {}", model.num_layers, layer));
   Require(ep_rank >= 0, fmt::format("ep_rank must be >= 0, got {}", ep_rank));
   Require(tokens >= 0, fmt::format("tokens must be >= 0, got {}", tokens));
   const LayerSampler& s = *model.layers[static_cast<size_t>(layer)];
-  out->resize(static_cast<size_t>(CheckedMul(tokens, model.top_k, "sampled experts (tokens * top_k)")));
+  std::vector<int32_t> out(static_cast<size_t>(CheckedMul(tokens, model.top_k, "sampled experts (tokens * top_k)")));
   Xoshiro256ss rng = Xoshiro256ss::ForStream(model.spec.seed, static_cast<uint64_t>(layer), static_cast<uint64_t>(ep_rank));
   Scratch scratch;
   scratch.Reset(s.free_ids.size());
-  RecordSink sink{&s, out->data()};
+  RecordSink sink{&s, out.data()};
   DrawTokens(s, rng, tokens, scratch, sink);
+  return out;
 }
 
 struct TokenHitStream::State {

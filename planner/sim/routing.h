@@ -283,9 +283,6 @@ RoutingResult SampleRouting(const RoutingSpec& spec, int64_t num_experts, int64_
 // experts at [t*top_k, (t+1)*top_k), distinct, experts picked by every token first). Same stream
 // as SampleRouting, so counting these for rank r reproduces that rank's row of its matrices.
 std::vector<int32_t> SampleTokenExperts(const RoutingModel& model, int64_t layer, int64_t ep_rank, int64_t tokens);
-// The same draws into `out` (resized to tokens * top_k; its capacity is kept, so a caller drawing
-// many sources reuses one buffer instead of allocating and zeroing one per source).
-void SampleTokenExpertsInto(const RoutingModel& model, int64_t layer, int64_t ep_rank, int64_t tokens, std::vector<int32_t>* out);
 
 // The same draws as bit-sliced words, a batch of at most 64 tokens at a time (what the deepep
 // block counts read, flex_blocks.h): Next(tokens, hit) draws the stream's next `tokens` tokens
