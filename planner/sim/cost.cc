@@ -4,10 +4,10 @@
 #include "planner/base/phase.h"
 
 #include <algorithm>
-#include <optional>
 #include <array>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <unordered_map>
 
