@@ -23,7 +23,7 @@ std::string GroupLimitProblem(int64_t num_experts, int64_t top_k, int64_t n_grou
 
 namespace routing_detail {
 
-int64_t GroupSampler::Pick(const double* w, const uint8_t* taken, int64_t n, Xoshiro256ss& rng) {
+int64_t GroupSampler::Pick(const double* w, const uint8_t* taken, int64_t n, uint64_t x) {
   double total = 0;
   int64_t untaken = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -32,7 +32,7 @@ int64_t GroupSampler::Pick(const double* w, const uint8_t* taken, int64_t n, Xos
     ++untaken;
   }
   if (total > 0) {
-    double u = rng.Uniform01() * total;
+    double u = Xoshiro256ss::Uniform01Of(x) * total;
     int64_t last = -1;
     for (int64_t i = 0; i < n; ++i) {
       if (taken[i] || w[i] <= 0) continue;
@@ -43,7 +43,7 @@ int64_t GroupSampler::Pick(const double* w, const uint8_t* taken, int64_t n, Xos
     return last;  // rounding: the last untaken positive-weight item
   }
   // Only zero-weight items left: uniform among them.
-  int64_t r = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(untaken)));
+  int64_t r = static_cast<int64_t>(Xoshiro256ss::BelowOf(x, static_cast<uint64_t>(untaken)));
   for (int64_t i = 0; i < n; ++i) {
     if (taken[i]) continue;
     if (r-- == 0) return i;

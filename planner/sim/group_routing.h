@@ -122,9 +122,11 @@ struct GroupSampler {
   // Rejection sampling gives up after this many draws that hit a taken group or expert (nearly
   // all the remaining weight is taken); the exact successive sampling (Pick) decides then.
   static constexpr int kMaxTries = 32;
-  // Successive sampling of one item among `n` with weights w[] (skipping taken[] ones):
-  // returns its index; uniform over the untaken ones when their total weight is 0.
-  static int64_t Pick(const double* w, const uint8_t* taken, int64_t n, Xoshiro256ss& rng);
+  // Successive sampling of one item among `n` with weights w[] (skipping taken[] ones), from
+  // one generator output x: returns its index; uniform over the untaken ones when their total
+  // weight is 0. (An output, not the generator: a generator passed by reference to a function
+  // that is not inlined lives in memory through the whole draw loop.)
+  static int64_t Pick(const double* w, const uint8_t* taken, int64_t n, uint64_t x);
 };
 
 GroupSampler BuildGroupSampler(const std::vector<double>& share, int64_t top_k, const GroupLimit& limit);
@@ -244,7 +246,7 @@ inline void GroupSampler::KeepGroups(Xoshiro256ss& rng, double total, DrawState*
       const int64_t c = AliasPick(group_threshold.data(), group_alias.data(), static_cast<uint64_t>(G), rng.Next());
       if (!state->group_taken[static_cast<size_t>(c)] && group_weight[static_cast<size_t>(c)] > 0) g = c;
     }
-    if (g < 0) g = Pick(group_weight.data(), state->group_taken.data(), G, rng);
+    if (g < 0) g = Pick(group_weight.data(), state->group_taken.data(), G, rng.Next());
     state->group_taken[static_cast<size_t>(g)] = 1;
     state->kept[static_cast<size_t>(i)] = g;
     state->kept_mass[static_cast<size_t>(i)] = group_weight[static_cast<size_t>(g)];
@@ -289,8 +291,8 @@ inline int64_t GroupSampler::PickKeptExpert(Xoshiro256ss& rng, double kept_total
       }
     }
     const std::vector<double>& by = any_mass ? state->kept_mass : state->kept_left;
-    i = Pick(by.data(), state->none.data(), kg, rng);
-    x = Pick(weight.data() + kept[static_cast<size_t>(i)] * S, state->taken.data() + i * S, S, rng);
+    i = Pick(by.data(), state->none.data(), kg, rng.Next());
+    x = Pick(weight.data() + kept[static_cast<size_t>(i)] * S, state->taken.data() + i * S, S, rng.Next());
   }
   const int64_t g = kept[static_cast<size_t>(i)];
   state->taken[static_cast<size_t>(i * S + x)] = 1;

@@ -78,9 +78,13 @@ class Xoshiro256ss {
     return result;
   }
   // An integer in [0, n) by Lemire's multiply-shift (bias below n / 2^64), n >= 1.
-  uint64_t Below(uint64_t n) { return static_cast<uint64_t>((static_cast<unsigned __int128>(Next()) * n) >> 64); }
+  uint64_t Below(uint64_t n) { return BelowOf(Next(), n); }
   // A double in [0, 1) with 53 random bits.
-  double Uniform01() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
+  double Uniform01() { return Uniform01Of(Next()); }
+  // The same from a given output x of Next() (a caller that hands one output to code that must
+  // not hold the generator: its address would keep the generator's state out of registers).
+  static uint64_t BelowOf(uint64_t x, uint64_t n) { return static_cast<uint64_t>((static_cast<unsigned __int128>(x) * n) >> 64); }
+  static double Uniform01Of(uint64_t x) { return static_cast<double>(x >> 11) * 0x1.0p-53; }
   // An integer in [0, 2^bits), 0 <= bits <= 64, exactly uniform: `bits` at a time from the top
   // of a buffered output, which is dropped once fewer are left (one Next() gives nine 7-bit draws
   // for 128 experts). The buffer is part of the generator's state, so a stream drawn in several
