@@ -162,6 +162,12 @@ bool SameRecomputeSet(const RecomputeSet& a, const RecomputeSet& b) {
          std::tie(b.layernorm, b.core_attn, b.moe_act, b.mlp_act, b.shared_act, b.moe, b.mla_up_proj, b.shared_experts, b.mlp);
 }
 
+bool SameSettings(const CandidateSettings& a, const CandidateSettings& b) {
+  return a.micro_batch_size == b.micro_batch_size && a.num_microbatches == b.num_microbatches &&
+         a.grad_accumulation_steps == b.grad_accumulation_steps && a.vpp == b.vpp && a.recompute == b.recompute &&
+         a.dp_sharding == b.dp_sharding && a.overlap_moe_ep_comm == b.overlap_moe_ep_comm;
+}
+
 // One stage's figures on its first rank that depend only on the group (below).
 struct StageStatics {
   Wide stat = 0;     // params + grads + optimizer (+ FP8 weight copies), bytes (memory.h StaticBytesOf)
@@ -259,6 +265,7 @@ struct LayoutEvaluator::Impl {
   struct SettingSlot {
     TrainingEntry* entry = nullptr;
     const std::string* run_error = nullptr;
+    CandidateSettings settings;  // the settings it was filled for: a candidate of other settings at the index refills it
   };
   using SlotFamily = std::tuple<Dispatcher, int, int64_t, int64_t, int64_t>;  // dispatcher, dp sharding (-1 unset), dp, pp, ep
   std::unordered_map<SlotFamily, std::vector<SettingSlot>, TupleHash> slot_families;
@@ -746,8 +753,12 @@ static const std::string* PreMemoryRuleBroken(LayoutEvaluator::Impl& im, const S
                                               const LayoutCandidate& c, LayoutEvaluator::Impl::TrainingEntry** entry,
                                               const LayoutEvaluator::Impl::DimsCheck** dims) {
   LayoutEvaluator::Impl::SettingSlot* slot = im.SlotFor(c);
+  if (slot != nullptr && slot->entry != nullptr && !SameSettings(slot->settings, c.settings)) *slot = {};  // another search's index
   *entry = slot != nullptr && slot->entry != nullptr ? slot->entry : &TrainingEntryOf(im, o, c);
-  if (slot != nullptr) slot->entry = *entry;
+  if (slot != nullptr && slot->entry == nullptr) {
+    slot->entry = *entry;
+    slot->settings = c.settings;
+  }
   if (!(*entry)->ok) return &(*entry)->error;
   *dims = &im.DimsFor(c.dims, m, o.training.seq_len);
   if (!(*dims)->ok) return &(*dims)->error;

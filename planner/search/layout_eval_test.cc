@@ -82,3 +82,37 @@ TEST_CASE("Under torchtitan no layout with tied embeddings and pp > 1 is valid, 
   CHECK(cov.pp_gt_1 == 0);  // every pp > 1 candidate invalid (torchtitan refuses tying with PP)
   CHECK(cov.ranked > 0);
 }
+
+TEST_CASE("A setting index met again with other settings is validated and evaluated for those settings") {
+  // The evaluator finds a candidate's training entry by (group family, setting_index); a candidate
+  // carrying the index of another search's enumeration (other settings at the same index) must
+  // not read the slot the first one filled. Recompute none keeps every layer's activations,
+  // full only each layer's input, so the two peaks differ; the second must equal a fresh
+  // evaluation of the same candidate without an index.
+  const auto model = dockyard::LoadModel("testdata/hf/deepseek-v3.json");
+  const SearchOptions o = FullSearch(256);
+  const std::vector<dockyard::LayoutCandidate> all = dockyard::EnumerateLayouts(model, o);
+  dockyard::LayoutEvaluator fresh(model, o);
+  bool found = false;
+  for (const dockyard::LayoutCandidate& base : all) {
+    dockyard::LayoutCandidate none = base, full = base;
+    none.settings.recompute = dockyard::Recompute::kNone;
+    full.settings.recompute = dockyard::Recompute::kFull;
+    none.setting_index = full.setting_index = 0;
+    dockyard::LayoutCandidate full_unindexed = full;
+    full_unindexed.setting_index = -1;
+    const dockyard::LayoutEvaluation want = fresh.Evaluate(full_unindexed);
+    if (want.status == dockyard::LayoutEvaluation::Status::kInvalid) continue;
+    dockyard::LayoutEvaluator evaluator(model, o);
+    const dockyard::LayoutEvaluation first = evaluator.Evaluate(none);
+    if (first.status == dockyard::LayoutEvaluation::Status::kInvalid) continue;
+    const dockyard::LayoutEvaluation second = evaluator.Evaluate(full);
+    CHECK(first.peak_bytes > second.peak_bytes);
+    CHECK(second.peak_bytes == want.peak_bytes);
+    CHECK(second.status == want.status);
+    CHECK(second.step_time_us == want.step_time_us);
+    found = true;
+    break;
+  }
+  CHECK(found);
+}

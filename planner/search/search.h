@@ -118,7 +118,8 @@ struct LayoutCandidate {
   // Its position among the settings of its group (degrees, dispatcher, dp sharding) in the
   // search's enumeration order (ForEachLayout): within one search, the same index in the same
   // group is the same settings, which lets LayoutEvaluator reuse their validation without a
-  // lookup. -1 (a candidate formed elsewhere): none.
+  // lookup (a candidate with other settings at an index is validated afresh). -1 (a candidate
+  // formed elsewhere): none.
   int64_t setting_index = -1;
 };
 
