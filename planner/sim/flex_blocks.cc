@@ -51,7 +51,6 @@ __attribute__((always_inline)) inline void FoldCountWith(const uint64_t* src, si
 void FoldCountPortable(const uint64_t* src, size_t fold, size_t n, uint64_t* words, int32_t* counts) {
   FoldCountWith(src, fold, n, words, counts, Popcount64);
 }
-using FoldCountFn = void (*)(const uint64_t*, size_t, size_t, uint64_t*, int32_t*);
 
 #if defined(__x86_64__)
 // The same with the popcnt instruction, for CPUs that have it (every x86-64 CPU since 2008;
@@ -87,15 +86,6 @@ __attribute__((target("popcnt,avx2,avx512f,avx512vpopcntdq"))) void FoldCountAvx
                 [](uint64_t x) { return static_cast<int32_t>(__builtin_popcountll(x)); });
 }
 
-// Chosen during static initialization: __builtin_cpu_init first (GCC: required before any
-// constructor may run __builtin_cpu_supports).
-const FoldCountFn kFoldCount = [] {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq")) return FoldCountAvx512;
-  return __builtin_cpu_supports("popcnt") ? FoldCountPopcnt : FoldCountPortable;
-}();
-#else
-constexpr FoldCountFn kFoldCount = FoldCountPortable;
 #endif
 
 }  // namespace
@@ -104,6 +94,7 @@ namespace flex_blocks_detail {
 std::vector<FoldCountImpl> FoldCountImpls() {
   std::vector<FoldCountImpl> out = {{"portable", FoldCountPortable}};
 #if defined(__x86_64__)
+  __builtin_cpu_init();  // GCC: required before __builtin_cpu_supports when a constructor asks (kFoldCount)
   if (__builtin_cpu_supports("popcnt")) out.push_back({"popcnt", FoldCountPopcnt});
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq")) out.push_back({"avx512", FoldCountAvx512});
 #endif
@@ -112,6 +103,9 @@ std::vector<FoldCountImpl> FoldCountImpls() {
 }  // namespace flex_blocks_detail
 
 namespace {
+
+// The fastest implementation this CPU runs, chosen once during static initialization.
+const auto kFoldCount = flex_blocks_detail::FoldCountImpls().back().fn;
 
 int IndexOf(const std::vector<int64_t>& sorted, int64_t x) {
   const auto it = std::lower_bound(sorted.begin(), sorted.end(), x);

@@ -92,8 +92,8 @@ FlexLinks FlexLinksFromBlocks(const FlexBlockLayout& layout, const FlexCounts& n
 namespace flex_blocks_detail {
 // One step of CountSourceBlocks' bit-sliced counting: words[w] = OR of src[w * fold .. w * fold +
 // fold), counts[w] += its set bits, for w < n. The implementations this CPU runs (the portable
-// one first, then popcnt and AVX-512 VPOPCNTDQ where present; CountSourceBlocks takes the last):
-// a test checks they agree.
+// one first, then popcnt and AVX-512 VPOPCNTDQ where present; CountSourceBlocks takes the last,
+// chosen once at static initialization): a test checks they agree.
 struct FoldCountImpl {
   const char* name;
   void (*fn)(const uint64_t* src, size_t fold, size_t n, uint64_t* words, int32_t* counts);

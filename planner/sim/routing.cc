@@ -1150,36 +1150,39 @@ const std::vector<double>& ExpectedShare(const RoutingModel& model, int64_t laye
   return model.layers[static_cast<size_t>(layer)]->share;
 }
 
-std::vector<int32_t> SampleTokenExperts(const RoutingModel& model, int64_t layer, int64_t ep_rank, int64_t tokens) {
-  Require(layer >= 0 && layer < model.num_layers && static_cast<int64_t>(model.layers.size()) == model.num_layers,
-          fmt::format("layer must be in [0, {}), got {}", model.num_layers, layer));
-  Require(ep_rank >= 0, fmt::format("ep_rank must be >= 0, got {}", ep_rank));
-  Require(tokens >= 0, fmt::format("tokens must be >= 0, got {}", tokens));
-  const LayerSampler& s = *model.layers[static_cast<size_t>(layer)];
-  std::vector<int32_t> out(static_cast<size_t>(CheckedMul(tokens, model.top_k, "sampled experts (tokens * top_k)")));
-  Xoshiro256ss rng = Xoshiro256ss::ForStream(model.spec.seed, static_cast<uint64_t>(layer), static_cast<uint64_t>(ep_rank));
-  Scratch scratch;
-  scratch.Reset(s.free_ids.size());
-  RecordSink sink{&s, out.data()};
-  DrawTokens(s, rng, tokens, scratch, sink);
-  return out;
-}
-
-struct TokenHitStream::State {
+namespace {
+// The draw state of stream (seed, layer, ep_rank) before its first token: the one start of
+// SampleTokenExperts and TokenHitStream. Throws dockyard::Error for a layer outside the model or
+// ep_rank < 0.
+struct TokenDraws {
   const LayerSampler* sampler;
   Xoshiro256ss rng;
   Scratch scratch;
 };
-
-TokenHitStream::TokenHitStream(const RoutingModel& model, int64_t layer, int64_t ep_rank) {
+TokenDraws StartTokenDraws(const RoutingModel& model, int64_t layer, int64_t ep_rank) {
   Require(layer >= 0 && layer < model.num_layers && static_cast<int64_t>(model.layers.size()) == model.num_layers,
           fmt::format("layer must be in [0, {}), got {}", model.num_layers, layer));
   Require(ep_rank >= 0, fmt::format("ep_rank must be >= 0, got {}", ep_rank));
   const LayerSampler& s = *model.layers[static_cast<size_t>(layer)];
-  state_ = std::make_unique<State>(
-      State{&s, Xoshiro256ss::ForStream(model.spec.seed, static_cast<uint64_t>(layer), static_cast<uint64_t>(ep_rank)), Scratch{}});
-  state_->scratch.Reset(s.free_ids.size());
+  TokenDraws d{&s, Xoshiro256ss::ForStream(model.spec.seed, static_cast<uint64_t>(layer), static_cast<uint64_t>(ep_rank)), Scratch{}};
+  d.scratch.Reset(s.free_ids.size());
+  return d;
 }
+}  // namespace
+
+std::vector<int32_t> SampleTokenExperts(const RoutingModel& model, int64_t layer, int64_t ep_rank, int64_t tokens) {
+  TokenDraws d = StartTokenDraws(model, layer, ep_rank);
+  Require(tokens >= 0, fmt::format("tokens must be >= 0, got {}", tokens));
+  std::vector<int32_t> out(static_cast<size_t>(CheckedMul(tokens, model.top_k, "sampled experts (tokens * top_k)")));
+  RecordSink sink{d.sampler, out.data()};
+  DrawTokens(*d.sampler, d.rng, tokens, d.scratch, sink);
+  return out;
+}
+
+struct TokenHitStream::State : TokenDraws {};
+
+TokenHitStream::TokenHitStream(const RoutingModel& model, int64_t layer, int64_t ep_rank)
+    : state_(std::make_unique<State>(State{StartTokenDraws(model, layer, ep_rank)})) {}
 
 TokenHitStream::~TokenHitStream() = default;
 
