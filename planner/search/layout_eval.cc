@@ -129,6 +129,7 @@ struct Split {
   std::vector<int64_t> layer_stage;
   std::vector<std::vector<int64_t>> kind_count;   // [stage][kind]
   std::vector<int64_t> moe_layers, dense_layers;  // [stage]
+  StageLayerRuns runs;                            // of layer_stage (cost.h StageLayerRunsOf; StepInputs::stage_runs)
 };
 
 // Whether two candidates have the same degrees (every field ParallelDims is built from).
@@ -499,6 +500,7 @@ struct LayoutEvaluator::Impl {
         ++s.kind_count[st][layer_kind[l]];
         ++(m.moe_layers[l] ? s.moe_layers : s.dense_layers)[st];
       }
+      s.runs = StageLayerRunsOf(m.moe_layers, s.layer_stage, nullptr, pp);
     }
     return splits.emplace(pp, std::move(s)).first->second;
   }
@@ -945,6 +947,7 @@ bool LayoutEvaluator::FillStepInputs(const GroupStatics& g, const Workload& w, c
   in.moe_phases = &MoePhasesOf(w, d, t);
   in.num_moe_layers = im.num_moe_layers;
   in.layer_stage = &g.split->layer_stage;
+  in.stage_runs = &g.split->runs;
   in.dp_step_comm_us = g.dp_step_comm_us;
   in.dp_step_param_gather_us = g.dp_step_param_gather_us;
   in.static_bytes_rank0 = static_cast<int64_t>(g.static_rank0);

@@ -45,6 +45,49 @@ bool SpansNodes(const std::vector<int64_t>& group, int64_t gpus_per_node) {
 
 }  // namespace
 
+StageLayerRuns StageLayerRunsOf(const std::vector<bool>& moe_layers, const std::vector<int64_t>& layer_stage,
+                                const std::vector<bool>* checkpointed, int64_t pp) {
+  const size_t n = layer_stage.size();
+  if (moe_layers.size() != n) {
+    throw Error(fmt::format("stage layer runs: layer_stage has {} layers, moe_layers {}", n, moe_layers.size()));
+  }
+  const bool marked = checkpointed != nullptr && !checkpointed->empty();
+  if (marked && checkpointed->size() != n) {
+    throw Error(fmt::format("stage layer runs: layer_stage has {} layers, the checkpointed marks {}", n, checkpointed->size()));
+  }
+  if (pp < 1) throw Error(fmt::format("stage layer runs: pp must be >= 1, got {}", pp));
+  // Each stage's runs in layer order, then laid out stage after stage.
+  std::vector<std::vector<StageLayerRuns::Run>> per_stage(static_cast<size_t>(pp));
+  for (size_t l = 0; l < n; ++l) {
+    const int64_t s = layer_stage[l];
+    if (s < 0 || s >= pp) throw Error(fmt::format("stage layer runs: layer {} is on stage {}, outside [0, {})", l, s, pp));
+    const bool moe = moe_layers[l], ckpt = marked && (*checkpointed)[l];
+    std::vector<StageLayerRuns::Run>& runs = per_stage[static_cast<size_t>(s)];
+    if (!runs.empty() && runs.back().moe == moe && runs.back().checkpointed == ckpt) {
+      ++runs.back().count;
+    } else {
+      runs.push_back({moe, ckpt, 1});
+    }
+  }
+  StageLayerRuns out;
+  out.stage_begin.push_back(0);
+  for (const auto& runs : per_stage) {
+    out.runs.insert(out.runs.end(), runs.begin(), runs.end());
+    out.stage_begin.push_back(static_cast<int64_t>(out.runs.size()));
+  }
+  return out;
+}
+
+StageLayerRuns::Counts StageLayerRuns::CountsOf(int64_t stage) const {
+  Counts c;
+  for (int64_t i = stage_begin[static_cast<size_t>(stage)]; i < stage_begin[static_cast<size_t>(stage) + 1]; ++i) {
+    const Run& r = runs[static_cast<size_t>(i)];
+    (r.moe ? c.moe : c.dense) += r.count;
+    if (r.checkpointed) (r.moe ? c.moe_checkpointed : c.dense_checkpointed) += r.count;
+  }
+  return c;
+}
+
 double GroupedGemmEfficiency(double rows, const CostOptions& o) {
   if (rows <= 0) return o.gemm_max_efficiency;
   return o.gemm_max_efficiency * rows / (rows + o.gemm_half_rows);
@@ -538,28 +581,31 @@ struct StageWalk {
   double worst = 0;
   int64_t slowest = 0;
 };
-StageWalk WalkStages(const ModelSpec& m, const ParallelDims& d, const TrainingConfig& t, const std::vector<int64_t>& layer_stage,
-                     const std::vector<bool>& layer_checkpointed, const CostBreakdown& out, int64_t loss_stage, int64_t mtp_stage,
-                     double lm_head_us, double eh_proj_us, double p2p_us) {
+StageWalk WalkStages(const ModelSpec& m, const ParallelDims& d, const TrainingConfig& t, const StageLayerRuns& runs,
+                     const CostBreakdown& out, int64_t loss_stage, int64_t mtp_stage, double lm_head_us, double eh_proj_us, double p2p_us) {
   double worst_stage = 0;
   int64_t slowest_stage = 0;
   // [pp]: forward + backward of one micro-batch on each stage. The last stage (a layout's loss
   // stage) runs lm_head and, with --mtp-layers, each MTP module's eh_proj, layer and logits (on a
-  // layout's MTP stage); then each stage adds its layers in layer order (one pass over the layers).
+  // layout's MTP stage); then each stage adds its layers one by one in layer order (its runs).
   const double mtp_us =
       static_cast<double>(t.mtp_layers) * (eh_proj_us + (m.moe_layers.back() ? out.moe_layer_us : out.dense_layer_us) + lm_head_us);
-  std::vector<double> stage_us(static_cast<size_t>(d.pp));
-  for (int64_t s = 0; s < d.pp; ++s) stage_us[s] = (s == loss_stage ? lm_head_us : 0.0) + (s == mtp_stage ? mtp_us : 0.0) + p2p_us;
-  for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
-    double& stage = stage_us[static_cast<size_t>(layer_stage[l])];
-    if (layer_checkpointed[l])
-      stage += m.moe_layers[l] ? out.checkpointed_moe_layer_us : out.checkpointed_dense_layer_us;
-    else
-      stage += m.moe_layers[l] ? out.moe_layer_us : out.dense_layer_us;
-  }
+  constexpr int64_t kInline = 64;  // stages kept on the stack (no allocation per step)
+  double inline_us[kInline];
+  std::vector<double> heap_us;
+  if (d.pp > kInline) heap_us.resize(static_cast<size_t>(d.pp));
+  double* const stage_us = d.pp > kInline ? heap_us.data() : inline_us;
   for (int64_t s = 0; s < d.pp; ++s) {
-    if (stage_us[s] > worst_stage) {
-      worst_stage = stage_us[s];
+    double stage = (s == loss_stage ? lm_head_us : 0.0) + (s == mtp_stage ? mtp_us : 0.0) + p2p_us;
+    for (int64_t i = runs.stage_begin[static_cast<size_t>(s)]; i < runs.stage_begin[static_cast<size_t>(s) + 1]; ++i) {
+      const StageLayerRuns::Run& r = runs.runs[static_cast<size_t>(i)];
+      const double layer_us = r.checkpointed ? (r.moe ? out.checkpointed_moe_layer_us : out.checkpointed_dense_layer_us)
+                                             : (r.moe ? out.moe_layer_us : out.dense_layer_us);
+      for (int64_t k = 0; k < r.count; ++k) stage += layer_us;  // one addition per layer, in layer order (the sum's rounding)
+    }
+    stage_us[s] = stage;
+    if (stage > worst_stage) {
+      worst_stage = stage;
       slowest_stage = s;
     }
   }
@@ -574,13 +620,10 @@ StageWalk WalkStages(const ModelSpec& m, const ParallelDims& d, const TrainingCo
 
 // The forward part of one micro-batch on the slowest stage: its layers' forward times, lm_head's
 // forward third on the loss stage, half its p2p sends.
-double SlowestStageForwardUs(const ModelSpec& m, const std::vector<int64_t>& layer_stage, int64_t slowest_stage, double moe_fwd,
-                             double dense_fwd, bool loss_stage, double lm_head_us, double p2p_us) {
-  int64_t moe_n = 0, dense_n = 0;
-  for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
-    if (layer_stage[l] == slowest_stage) (m.moe_layers[l] ? moe_n : dense_n)++;
-  }
-  return static_cast<double>(moe_n) * moe_fwd + static_cast<double>(dense_n) * dense_fwd + (loss_stage ? lm_head_us / 3.0 : 0.0) +
+double SlowestStageForwardUs(const StageLayerRuns& runs, int64_t slowest_stage, double moe_fwd, double dense_fwd, bool loss_stage,
+                             double lm_head_us, double p2p_us) {
+  const StageLayerRuns::Counts n = runs.CountsOf(slowest_stage);
+  return static_cast<double>(n.moe) * moe_fwd + static_cast<double>(n.dense) * dense_fwd + (loss_stage ? lm_head_us / 3.0 : 0.0) +
          p2p_us / 2.0;
 }
 
@@ -601,16 +644,11 @@ struct PhaseShares {
   double share[kNumPhaseIds] = {};
   bool present[kNumPhaseIds] = {};
 };
-PhaseShares LayerPhaseShares(const ModelSpec& m, const std::vector<int64_t>& layer_stage, const std::vector<bool>& layer_checkpointed,
-                             int64_t slowest_stage, const Record* records, int num_records, const CostBreakdown& checkpointed,
-                             double slots) {
+PhaseShares LayerPhaseShares(const StageLayerRuns& runs, int64_t slowest_stage, const Record* records, int num_records,
+                             const CostBreakdown& checkpointed, double slots) {
   PhaseShares p;
-  int64_t moe_count = 0, dense_count = 0, moe_checkpointed = 0, dense_checkpointed = 0;
-  for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
-    if (layer_stage[l] != slowest_stage) continue;
-    (m.moe_layers[l] ? moe_count : dense_count)++;
-    if (layer_checkpointed[l]) (m.moe_layers[l] ? moe_checkpointed : dense_checkpointed)++;
-  }
+  const StageLayerRuns::Counts n = runs.CountsOf(slowest_stage);
+  const int64_t moe_count = n.moe, dense_count = n.dense, moe_checkpointed = n.moe_checkpointed, dense_checkpointed = n.dense_checkpointed;
   for (int i = 0; i < num_records; ++i) {
     const Record& r = records[i];
     const int64_t n_checkpointed = r.moe ? moe_checkpointed : dense_checkpointed;
@@ -637,7 +675,8 @@ struct PhaseRecords {
 
 // torchtitan's per-layer selective checkpointing (recompute.h): one layer in `every` of each stage
 // checkpointed (0: none), costing what it costs under recompute full (`checkpointed`: that run's
-// layer times and phases, us, detail on); `layer_checkpointed` [num_hidden_layers] marks them.
+// layer times and phases, us, detail on); `layer_checkpointed` [num_hidden_layers] marks them
+// (empty when every is 0).
 struct LayerSac {
   int64_t every = 0;
   CostBreakdown checkpointed;
@@ -646,7 +685,6 @@ struct LayerSac {
 LayerSac LayerSacOf(const ModelSpec& m, const ParamTotals& totals, const ParallelDims& d, const TrainingConfig& t, const ClusterSpec& c,
                     const StepInputs& in, const CostOptions& options_in) {
   LayerSac sac;
-  sac.layer_checkpointed.assign(static_cast<size_t>(m.num_hidden_layers), false);
   if (const int64_t every = LayerSacEvery(t); every > 0) {
     TrainingConfig full = t;
     full.recompute = Recompute::kFull;
@@ -1107,8 +1145,8 @@ StageExtrasUs StageExtrasOf(const LayerTerms& L) {
 // The step from its slowest stage (`walk`), written to `out` (us): the stage's micro-batch, the
 // pipeline bubble, the exposed data-parallel step communication, the optimizer and the step time.
 // Returns the pipeline slots per step: A (M + (pp - 1) / vpp), or DualPipe's.
-double SetPipelineStep(const LayerTerms& L, const StageWalk& walk, const StageExtrasUs& x, int64_t loss_stage, const LayerUs& moe,
-                       const LayerUs& dense, CostBreakdown& out) {
+double SetPipelineStep(const LayerTerms& L, const StageLayerRuns& runs, const StageWalk& walk, const StageExtrasUs& x, int64_t loss_stage,
+                       const LayerUs& moe, const LayerUs& dense, CostBreakdown& out) {
   const ParallelDims& d = L.d;
   const TrainingConfig& t = L.t;
   const StepInputs& in = L.in;
@@ -1122,8 +1160,7 @@ double SetPipelineStep(const LayerTerms& L, const StageWalk& walk, const StageEx
   out.pipeline_bubble_us = A * (d.pp - 1) / vpp * worst_stage;
   // Megatron's overlapped gradient reduce (under the slowest stage's last backward) and
   // parameter gather (under its first forward) leave only what exceeds that compute exposed.
-  const double stage_fwd_us =
-      SlowestStageForwardUs(L.m, *in.layer_stage, slowest_stage, moe.fwd, dense.fwd, slowest_stage == loss_stage, x.lm_head, x.p2p);
+  const double stage_fwd_us = SlowestStageForwardUs(runs, slowest_stage, moe.fwd, dense.fwd, slowest_stage == loss_stage, x.lm_head, x.p2p);
   out.dp_step_comm_us = ExposedDpStepCommUs(in, t.run, stage_fwd_us, worst_stage - stage_fwd_us);
   out.optimizer_us = 2.0 * static_cast<double>(in.static_bytes_rank0) / L.hbm;
   double slots = A * PipelineSlots(static_cast<int64_t>(M), d.pp, t.run.vpp);
@@ -1159,10 +1196,9 @@ void SetThroughput(const LayerTerms& L, CostBreakdown& out) {
 // Critical path: every contributor to the step by its share of it (us). Layer phases count once per
 // layer of the slowest stage per pipeline slot (`slots`); then lm_head on the loss stage and the
 // step-end terms. Sets the dominant phase and, with `detail`, the phases and the critical path.
-void SetCriticalPath(const ModelSpec& m, const std::vector<int64_t>& layer_stage, const LayerSac& sac, int64_t slowest_stage,
-                     int64_t loss_stage, const PhaseRecords& records, double lm_head_us, double slots, bool detail, CostBreakdown& out) {
-  PhaseShares shares =
-      LayerPhaseShares(m, layer_stage, sac.layer_checkpointed, slowest_stage, records.at, records.size, sac.checkpointed, slots);
+void SetCriticalPath(const StageLayerRuns& runs, const LayerSac& sac, int64_t slowest_stage, int64_t loss_stage,
+                     const PhaseRecords& records, double lm_head_us, double slots, bool detail, CostBreakdown& out) {
+  PhaseShares shares = LayerPhaseShares(runs, slowest_stage, records.at, records.size, sac.checkpointed, slots);
   double(&share)[kNumPhaseIds] = shares.share;
   bool(&present)[kNumPhaseIds] = shares.present;
   if (slowest_stage == loss_stage) {
@@ -1221,14 +1257,20 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
   out.dense_layer_us = dense.fwd + dense.bwd;
 
   // --- Stages, pipeline, data-parallel step communication, optimizer.
-  const std::vector<int64_t>& layer_stage = *in.layer_stage;
+  // The stages' layers as runs (StageLayerRuns): the caller's when given, made here otherwise or
+  // when per-layer selective checkpointing marks layers.
+  std::optional<StageLayerRuns> own_runs;
+  if (in.stage_runs == nullptr || sac.every > 0) {
+    own_runs = StageLayerRunsOf(m.moe_layers, *in.layer_stage, &sac.layer_checkpointed, d.pp);
+  }
+  const StageLayerRuns& runs = own_runs ? *own_runs : *in.stage_runs;
   const StageExtrasUs x = StageExtrasOf(L);
   const int64_t loss_stage = in.loss_stage < 0 ? d.pp - 1 : in.loss_stage;
   const int64_t mtp_stage = in.mtp_stage < 0 ? d.pp - 1 : in.mtp_stage;
-  const StageWalk walk = WalkStages(m, d, t, layer_stage, sac.layer_checkpointed, out, loss_stage, mtp_stage, x.lm_head, x.eh_proj, x.p2p);
-  const double slots = SetPipelineStep(L, walk, x, loss_stage, moe, dense, out);
+  const StageWalk walk = WalkStages(m, d, t, runs, out, loss_stage, mtp_stage, x.lm_head, x.eh_proj, x.p2p);
+  const double slots = SetPipelineStep(L, runs, walk, x, loss_stage, moe, dense, out);
   SetThroughput(L, out);
-  SetCriticalPath(m, layer_stage, sac, walk.slowest, loss_stage, records, x.lm_head, slots, detail, out);
+  SetCriticalPath(runs, sac, walk.slowest, loss_stage, records, x.lm_head, slots, detail, out);
   return out;
 }
 

@@ -184,6 +184,32 @@ struct KernelTermsMemoDeleter {
 using KernelTermsMemoPtr = std::unique_ptr<KernelTermsMemo, KernelTermsMemoDeleter>;
 KernelTermsMemoPtr MakeKernelTermsMemo();
 
+// The decoder layers of each pipeline stage as runs of one kind, in layer order: what the step's
+// stage walk reads of the layer split (layer_stage), read per stage instead of per layer.
+// Stage s's runs are runs[stage_begin[s], stage_begin[s + 1]); a run holds `count` >= 1
+// consecutive layers of the stage (consecutive among its layers: with vpp > 1 a run may span a
+// chunk boundary) that are all MoE or all dense, all checkpointed or none.
+struct StageLayerRuns {
+  struct Run {
+    bool moe = false;           // ModelSpec::moe_layers of its layers
+    bool checkpointed = false;  // per-layer selective checkpointing (recompute.h LayerSacCheckpointed)
+    int64_t count = 0;
+  };
+  std::vector<Run> runs;
+  std::vector<int64_t> stage_begin;  // [pp + 1]
+  // Layers of stage s: MoE / dense, and of those the checkpointed ones.
+  struct Counts {
+    int64_t moe = 0, dense = 0, moe_checkpointed = 0, dense_checkpointed = 0;
+  };
+  Counts CountsOf(int64_t stage) const;
+};
+// The runs of `layer_stage` ([num_hidden_layers]: the stage of each layer, in [0, pp)) for a
+// model whose MoE layers are `moe_layers` (same size); `checkpointed` ([num_hidden_layers]) marks
+// the checkpointed layers, null or empty = none. Throws dockyard::Error when the sizes differ or a
+// stage is outside [0, pp).
+StageLayerRuns StageLayerRunsOf(const std::vector<bool>& moe_layers, const std::vector<int64_t>& layer_stage,
+                                const std::vector<bool>* checkpointed, int64_t pp);
+
 struct StepInputs {
   Workload workload;
   KernelTermsMemo* kernel_memo = nullptr;  // optional (see KernelTermsMemo)
@@ -203,9 +229,13 @@ struct StepInputs {
   const MoePhaseTimes* moe_phases = nullptr;  // SimulateMoePhases for the plan's EP group
   int64_t num_moe_layers = 0;
   const std::vector<int64_t>* layer_stage = nullptr;  // [num_hidden_layers]: pp stage of each layer
-  double dp_step_comm_us = 0;                         // sum of StepCollectiveUs over rank 0's "step" CommEntry list, in order
-  double dp_step_param_gather_us = 0;                 // the part of it from "zero1_all_gather_params" (--overlap-param-gather)
-  int64_t static_bytes_rank0 = 0;                     // parameter + gradient + optimizer bytes of rank 0 (StaticMemoryOnRank)
+  // Optional: StageLayerRunsOf(model.moe_layers, *layer_stage, none, pp), made once for many steps
+  // (the search keeps one per split); null = made per step. Ignored under per-layer selective
+  // checkpointing (the runs then carry the checkpointed layers).
+  const StageLayerRuns* stage_runs = nullptr;
+  double dp_step_comm_us = 0;          // sum of StepCollectiveUs over rank 0's "step" CommEntry list, in order
+  double dp_step_param_gather_us = 0;  // the part of it from "zero1_all_gather_params" (--overlap-param-gather)
+  int64_t static_bytes_rank0 = 0;      // parameter + gradient + optimizer bytes of rank 0 (StaticMemoryOnRank)
   // Pipeline ranks of lm_head + loss and of the MTP modules (plan.h Plan::loss_stage / mtp_stage);
   // -1 = the last stage.
   int64_t loss_stage = -1, mtp_stage = -1;

@@ -192,3 +192,49 @@ TEST_CASE("Selective recompute under the kernels model: the routed SwiGLU re-run
     if (p.name == "shared_experts") CHECK(p.time_us == 0.0);
   }
 }
+
+TEST_CASE("Stage layer runs: each stage's layers of one kind in layer order, counted per stage") {
+  // Six layers, two dense then four MoE, in interleaved chunks over pp 2 (a hand split, as vpp
+  // makes them): layers {0,1} -> stage 0, {2} -> 1, {3} -> 0, {4,5} -> 1.
+  const std::vector<bool> moe = {false, false, true, true, true, true};
+  const std::vector<int64_t> stage = {0, 0, 1, 0, 1, 1};
+  const dockyard::StageLayerRuns r = dockyard::StageLayerRunsOf(moe, stage, nullptr, 2);
+  // Stage 0: layers 0, 1 (dense), 3 (MoE) -> runs {dense x2}, {MoE x1}.
+  // Stage 1: layers 2, 4, 5 (MoE, consecutive among stage 1's layers) -> one run {MoE x3}.
+  REQUIRE(r.stage_begin == std::vector<int64_t>{0, 2, 3});
+  CHECK(!r.runs[0].moe);
+  CHECK(r.runs[0].count == 2);
+  CHECK(r.runs[1].moe);
+  CHECK(r.runs[1].count == 1);
+  CHECK(r.runs[2].moe);
+  CHECK(r.runs[2].count == 3);
+  const auto c0 = r.CountsOf(0), c1 = r.CountsOf(1);
+  CHECK(c0.moe == 1);
+  CHECK(c0.dense == 2);
+  CHECK(c1.moe == 3);
+  CHECK(c1.dense == 0);
+  CHECK(c1.moe_checkpointed == 0);
+
+  // Layers 4 and 0 checkpointed: stage 1 splits into {MoE x1} {MoE ckpt x1} {MoE x1}; stage 0 into
+  // {dense ckpt x1} {dense x1} {MoE x1}.
+  const std::vector<bool> ckpt = {true, false, false, false, true, false};
+  const dockyard::StageLayerRuns k = dockyard::StageLayerRunsOf(moe, stage, &ckpt, 2);
+  REQUIRE(k.stage_begin == std::vector<int64_t>{0, 3, 6});
+  CHECK(k.runs[0].checkpointed);
+  CHECK(!k.runs[0].moe);
+  CHECK(k.runs[4].checkpointed);
+  CHECK(k.runs[4].moe);
+  CHECK(k.CountsOf(0).dense_checkpointed == 1);
+  CHECK(k.CountsOf(0).dense == 2);
+  CHECK(k.CountsOf(1).moe_checkpointed == 1);
+  CHECK(k.CountsOf(1).moe == 3);
+  // An empty mark vector is "none"; a stage with no layers has no runs.
+  const std::vector<bool> none;
+  CHECK(dockyard::StageLayerRunsOf(moe, stage, &none, 3).stage_begin == std::vector<int64_t>{0, 2, 3, 3});
+
+  CHECK_THROWS_WITH_AS(dockyard::StageLayerRunsOf(moe, {0, 0, 1}, nullptr, 2), doctest::Contains("moe_layers 6"), dockyard::Error);
+  CHECK_THROWS_WITH_AS(dockyard::StageLayerRunsOf(moe, stage, nullptr, 1), doctest::Contains("layer 2 is on stage 1, outside [0, 1)"),
+                       dockyard::Error);
+  const std::vector<bool> short_marks = {true};
+  CHECK_THROWS_WITH_AS(dockyard::StageLayerRunsOf(moe, stage, &short_marks, 2), doctest::Contains("checkpointed marks 1"), dockyard::Error);
+}
