@@ -265,8 +265,13 @@ struct LayoutEvaluator::Impl {
   // per group (the search visits every setting of a group in a row).
   struct SettingSlot {
     TrainingEntry* entry = nullptr;
-    const std::string* run_error = nullptr;
-    CandidateSettings settings;  // the settings it was filled for: a candidate of other settings at the index refills it
+    const std::string* run_error = nullptr;  // null until the run-setting rules were checked
+    CandidateSettings settings;              // the settings it was filled for: a candidate of other settings at the index refills it
+    // The verdicts behind the pointers, copied here: a candidate whose rules were checked reads
+    // only its slot (the entries lie scattered in their maps, a cache miss each).
+    bool entry_ok = false;  // entry->ok
+    bool run_ok = false;    // run_error->empty(), once run_error is set
+    bool oep_ok = false;    // the deredundency oep divides ep, once run_error is set and run_ok
   };
   using SlotFamily = std::tuple<Dispatcher, int, int64_t, int64_t, int64_t>;  // dispatcher, dp sharding (-1 unset), dp, pp, ep
   std::unordered_map<SlotFamily, std::vector<SettingSlot>, TupleHash> slot_families;
@@ -756,22 +761,36 @@ static const std::string* PreMemoryRuleBroken(LayoutEvaluator::Impl& im, const S
                                               const LayoutEvaluator::Impl::DimsCheck** dims) {
   LayoutEvaluator::Impl::SettingSlot* slot = im.SlotFor(c);
   if (slot != nullptr && slot->entry != nullptr && !SameSettings(slot->settings, c.settings)) *slot = {};  // another search's index
-  *entry = slot != nullptr && slot->entry != nullptr ? slot->entry : &TrainingEntryOf(im, o, c);
-  if (slot != nullptr && slot->entry == nullptr) {
-    slot->entry = *entry;
-    slot->settings = c.settings;
+  if (slot != nullptr && slot->entry != nullptr) {
+    *entry = slot->entry;
+    if (!slot->entry_ok) return &slot->entry->error;
+  } else {
+    *entry = &TrainingEntryOf(im, o, c);
+    if (slot != nullptr) {
+      slot->entry = *entry;
+      slot->settings = c.settings;
+      slot->entry_ok = (*entry)->ok;
+    }
+    if (!(*entry)->ok) return &(*entry)->error;
   }
-  if (!(*entry)->ok) return &(*entry)->error;
   *dims = &im.DimsFor(c.dims, m, o.training.seq_len);
   if (!(*dims)->ok) return &(*dims)->error;
   const ParallelDims& d = (*dims)->d;
+  if (slot != nullptr && slot->run_error != nullptr) {
+    if (!slot->run_ok) return slot->run_error;
+    if (slot->oep_ok) return nullptr;
+  } else {
+    const std::string& run_error = RunSettingsError(**entry, d.pp, d.ep, d.convention == Convention::kMegatron, m.num_hidden_layers);
+    if (slot != nullptr) {
+      slot->run_error = &run_error;
+      slot->run_ok = run_error.empty();
+    }
+    if (!run_error.empty()) return &run_error;
+  }
   const TrainingConfig& t = (*entry)->t;
-  const std::string& run_error = slot != nullptr && slot->run_error != nullptr
-                                     ? *slot->run_error
-                                     : RunSettingsError(**entry, d.pp, d.ep, d.convention == Convention::kMegatron, m.num_hidden_layers);
-  if (slot != nullptr) slot->run_error = &run_error;
-  if (!run_error.empty()) return &run_error;
-  if (t.dispatcher == Dispatcher::kDeredundency && t.oep && d.ep % *t.oep != 0) {
+  const bool oep_broken = t.dispatcher == Dispatcher::kDeredundency && t.oep && d.ep % *t.oep != 0;
+  if (slot != nullptr) slot->oep_ok = !oep_broken;
+  if (oep_broken) {
     im.oep_error = DeredundencyOepError(t, d.ep);
     return &im.oep_error;
   }
