@@ -287,6 +287,7 @@ bool MatrixAllToAllUs(const LayerRouting& L, const std::vector<int64_t>& ep_node
 void DeredundencyAllToAllUs(const LayerRouting& L, const std::vector<int64_t>& ep_group, const MoePhaseShape& s, const MoeWire& wire,
                             const ClusterSpec& c, double* dt, double* ct) {
   const int64_t oep = wire.oep, iep = wire.iep;
+  const std::vector<int64_t>& iep_dispatch = IepDispatchOf(L);
   const double k = s.top_k, D = s.hidden, ab = s.act_bytes;
   // The all-gather / reduce-scatter ring of inner index i spans {i, iep + i, ...}: the same for every o.
   const double gathered = static_cast<double>(oep) * wire.Td * k * D * ab;
@@ -301,7 +302,7 @@ void DeredundencyAllToAllUs(const LayerRouting& L, const std::vector<int64_t>& e
     for (int64_t i = 0; i < iep; ++i) iep_ranks[static_cast<size_t>(i)] = ep_group[o * iep + i];
     for (int64_t i = 0; i < iep; ++i) {
       for (int64_t j = 0; j < iep; ++j) {
-        bytes[i * iep + j] = static_cast<double>(L.iep_dispatch[(o * iep + i) * iep + j]) * D * wire.sent_ab;
+        bytes[i * iep + j] = static_cast<double>(iep_dispatch[(o * iep + i) * iep + j]) * D * wire.sent_ab;
       }
     }
     std::vector<double> back(iep * iep);

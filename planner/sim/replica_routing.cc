@@ -79,8 +79,7 @@ LayerRouting SampleReplicatedLayer(const RoutingModel& model, int64_t l, const E
   for (int64_t s = 0; s < P; ++s)
     out.received[static_cast<size_t>(s / slots_per_rank)] += out.rows_per_local_expert[static_cast<size_t>(s)];
   FillReceivedStats(out, tokens_per_rank, model.top_k);
-  out.iep_dispatch = out.dispatch;
-  return out;
+  return out;  // iep_dispatch empty: dispatch itself (IepDispatchOf)
 }
 
 RoutingResult SampleReplicatedRouting(const RoutingModel& model, const std::vector<ExpertPlacement>& placements, int64_t tokens_per_rank,

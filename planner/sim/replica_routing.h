@@ -50,7 +50,7 @@ LayerRouting SampleReplicatedLayer(const RoutingModel& model, int64_t layer, con
 // over `placements` ([model.num_layers], all with the same E, ep and slot count). The result has
 // num_slots = P; per layer: tokens_per_expert [E] (logical, as without replicas), dispatch
 // [ep*ep], received [ep], rows_per_local_expert [P] (rank d's local slot j at d*(P/ep)+j), the
-// statistics of FillReceivedStats, iep_dispatch = dispatch (no deredundency dispatcher), and
+// statistics of FillReceivedStats, iep_dispatch empty (IepDispatchOf: dispatch; no deredundency dispatcher), and
 // expected_share of the model. Throws dockyard::Error on mismatched shapes.
 RoutingResult SampleReplicatedRouting(const RoutingModel& model, const std::vector<ExpertPlacement>& placements, int64_t tokens_per_rank,
                                       ReplicaChoice choice);

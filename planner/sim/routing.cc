@@ -1021,10 +1021,7 @@ RoutingResult AssembleRouting(const RoutingModel& model, int64_t ep, int64_t tok
     }
     FillReceivedStats(out, tokens_per_rank, k);
     result.max_imbalance = l == 0 ? out.imbalance : std::max(result.max_imbalance, out.imbalance);
-    if (oep == 1) {
-      out.iep_dispatch = out.dispatch;  // iep = ep: the sum over one outer index is dispatch itself
-      continue;
-    }
+    if (oep == 1) continue;  // iep = ep: the sum over one outer index is dispatch itself (IepDispatchOf)
     out.iep_dispatch.assign(static_cast<size_t>(ep * iep), 0);
     for (int64_t o = 0; o < oep; ++o) {
       for (int64_t i = 0; i < iep; ++i) {

@@ -182,13 +182,20 @@ struct LayerRouting {
   // Deredundency dispatcher (ep = oep x iep, inner index fastest: EP rank r = o*iep + i): rank
   // (o,i) gathers the routed rows of the oep sources (o', i) and sends to (o, j) the assignments
   // of those rows whose expert is owned by (o, j). [ep*iep] row-major: iep_dispatch[r * iep + j]
-  // = sum over o' of dispatch[(o'*iep + i) -> (o*iep + j)]. With oep = 1 it equals dispatch.
+  // = sum over o' of dispatch[(o'*iep + i) -> (o*iep + j)]. Empty with oep = 1, where it would
+  // equal dispatch (no copy of an ep x ep matrix per layer): read it through IepDispatchOf.
   std::vector<int64_t> iep_dispatch;
   std::vector<double> expected_share;  // [E] target share of the assignments (sums to 1)
   // deepep dispatcher: token-level counts per EP member and node (deepep.h SampleFlexCounts);
   // null unless the plan's dispatcher is deepep.
   std::shared_ptr<const FlexCounts> flex;
 };
+
+// The deredundency matrix of `layer` ([ep*iep]): iep_dispatch, or dispatch itself with oep = 1
+// (iep_dispatch empty).
+inline const std::vector<int64_t>& IepDispatchOf(const LayerRouting& layer) {
+  return layer.iep_dispatch.empty() ? layer.dispatch : layer.iep_dispatch;
+}
 
 // Sets max_received, mean_received (= tokens_per_rank * top_k), p99_received and imbalance of
 // `out` from out.received (size ep >= 1).
