@@ -27,12 +27,8 @@ const RoutingResult& SearchEvalCache::Routing(int64_t ep, int64_t routed_tokens,
         if (at >= 0) {
           ++routing_from_blocks_;
           FillSources(ep);
-          std::vector<int64_t> counts(static_cast<size_t>(model().num_experts));
-          return AssembleRoutingFromCounts(model(), ep, routed_tokens, oep, [&](int64_t layer, int64_t rank) {
-            const std::vector<int32_t>& blocks = SourceBlocks(layer, rank);
-            std::copy(blocks.begin() + at, blocks.begin() + at + model().num_experts, counts.begin());
-            return counts.data();
-          });
+          return AssembleRoutingFromCounts(model(), ep, routed_tokens, oep,
+                                           [&](int64_t layer, int64_t rank) { return SourceBlocks(layer, rank).data() + at; });
         }
         std::lock_guard<std::mutex> lock(sampler_mu_);
         return sampler_.Sample(ep, routed_tokens, oep);

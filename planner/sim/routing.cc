@@ -1003,7 +1003,7 @@ RoutingResult AssembleRouting(const RoutingModel& model, int64_t ep, int64_t tok
     out.dispatch.assign(static_cast<size_t>(ep * ep), 0);
     out.expected_share = s.share;
     for (int64_t r = 0; r < ep; ++r) {
-      const int64_t* counts = rank_counts(l, r);
+      const auto* counts = rank_counts(l, r);  // int64 (SampleRouting) or int32 (block counts)
       int64_t* row = &out.dispatch[static_cast<size_t>(r * ep)];
       for (int64_t e = 0; e < E; ++e) out.tokens_per_expert[static_cast<size_t>(e)] += counts[e];
       // Destination rank dst owns experts [dst * local, (dst + 1) * local).
@@ -1060,7 +1060,7 @@ RoutingResult SampleRouting(const RoutingModel& model, int64_t ep, int64_t token
 }
 
 RoutingResult AssembleRoutingFromCounts(const RoutingModel& model, int64_t ep, int64_t tokens_per_rank, int64_t oep,
-                                        const std::function<const int64_t*(int64_t layer, int64_t rank)>& rank_counts) {
+                                        const std::function<const int32_t*(int64_t layer, int64_t rank)>& rank_counts) {
   return AssembleRouting(model, ep, tokens_per_rank, oep, rank_counts);
 }
 

@@ -279,11 +279,12 @@ class RoutingSampler {
 
 // SampleRouting's checks and result from per-expert counts the caller already holds:
 // rank_counts(layer, rank) points at E counts (the tokens of that source rank picking each expert,
-// its first tokens_per_rank draws of stream (seed, layer, rank)), read before the next call. Equal
-// to SampleRouting(model, ep, tokens_per_rank, oep) when the counts are those draws' (the search's
-// block counts at block size 1, flex_blocks.h). Throws dockyard::Error where SampleRouting does.
+// its first tokens_per_rank draws of stream (seed, layer, rank); int32, the type of the block
+// counts they are read from), read before the next call. Equal to SampleRouting(model, ep,
+// tokens_per_rank, oep) when the counts are those draws' (the search's block counts at block size
+// 1, flex_blocks.h). Throws dockyard::Error where SampleRouting does.
 RoutingResult AssembleRoutingFromCounts(const RoutingModel& model, int64_t ep, int64_t tokens_per_rank, int64_t oep,
-                                        const std::function<const int64_t*(int64_t layer, int64_t rank)>& rank_counts);
+                                        const std::function<const int32_t*(int64_t layer, int64_t rank)>& rank_counts);
 
 // PrepareRouting + SampleRouting. num_layers MoE layers; oep must divide ep (1 = no deredundency
 // matrices beyond the trivial one).
