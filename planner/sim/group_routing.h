@@ -175,16 +175,21 @@ void GroupSampler::DrawUniform(Xoshiro256ss& rng_ref, int64_t tokens, Sink& sink
   // draw Below() and divide.
   const int slot_bits = Log2IfPow2(static_cast<uint64_t>(slots));
   const int shift = Log2IfPow2(static_cast<uint64_t>(S));  // read only with slot_bits > 0
-  auto draw = [&](auto power_of_two, auto slot_table) {
+  // fixed_bits / fixed_k: the slot bits and top_k as compile-time constants where nonzero (the
+  // loop then rotates and masks by immediates and unrolls the picks, which frees the registers
+  // the generator needs), read at run time where zero.
+  auto draw = [&](auto power_of_two, auto slot_table, auto fixed_bits, auto fixed_k) {
     constexpr bool kBits = decltype(power_of_two)::value, kTable = decltype(slot_table)::value;
+    constexpr int kFixedBits = decltype(fixed_bits)::value;
+    constexpr int64_t kFixedK = decltype(fixed_k)::value;
     // Everything the loop reads, as locals of this function: the stores of the loop (stamps,
     // the sink's) could otherwise alias them and force reloads. The generator and the sink are
     // copies written back after the loop (Draw).
     Xoshiro256ss rng = rng_ref;
     Sink sink = sink_ref;
-    const int64_t n_group = G, n_kept = kg, n_slots = slots, group_mask = S - 1, size = S, K = top_k;
-    const int bits = slot_bits, group_shift = shift;
-    const uint64_t bits_mask = kBits ? (uint64_t{1} << slot_bits) - 1 : 0;  // slot_bits <= 31 (slots <= E < 2^31)
+    const int64_t n_group = G, n_kept = kg, n_slots = slots, group_mask = S - 1, size = S, K = kFixedK > 0 ? kFixedK : top_k;
+    const int bits = kFixedBits > 0 ? kFixedBits : slot_bits, group_shift = shift;
+    const uint64_t bits_mask = kBits ? (uint64_t{1} << bits) - 1 : 0;  // slot_bits <= 31 (slots <= E < 2^31)
     const uint64_t sets = kept_sets.size();
     const uint64_t* const masks = kept_sets.data();
     const int32_t* const table = kept_experts.data();
@@ -212,6 +217,7 @@ void GroupSampler::DrawUniform(Xoshiro256ss& rng_ref, int64_t tokens, Sink& sink
           drawn[i] = g * size;
         }
       }
+#pragma GCC unroll 8
       for (int64_t j = 0; j < K; ++j) {
         int64_t x;
         do {
@@ -230,10 +236,17 @@ void GroupSampler::DrawUniform(Xoshiro256ss& rng_ref, int64_t tokens, Sink& sink
     sink_ref = sink;
   };
   const bool table = !kept_experts.empty();
-  if (slot_bits > 0) {
-    table ? draw(std::true_type{}, std::true_type{}) : draw(std::true_type{}, std::false_type{});
+  using Runtime = std::integral_constant<int, 0>;
+  using RuntimeK = std::integral_constant<int64_t, 0>;
+  if (table && slot_bits == 7 && top_k == 8) {
+    // DeepSeek-V3's shape (4 kept groups x 32 experts = 128 slots, top_k 8): the same draws.
+    draw(std::true_type{}, std::true_type{}, std::integral_constant<int, 7>{}, std::integral_constant<int64_t, 8>{});
+  } else if (slot_bits > 0) {
+    table ? draw(std::true_type{}, std::true_type{}, Runtime{}, RuntimeK{})
+          : draw(std::true_type{}, std::false_type{}, Runtime{}, RuntimeK{});
   } else {
-    table ? draw(std::false_type{}, std::true_type{}) : draw(std::false_type{}, std::false_type{});
+    table ? draw(std::false_type{}, std::true_type{}, Runtime{}, RuntimeK{})
+          : draw(std::false_type{}, std::false_type{}, Runtime{}, RuntimeK{});
   }
 }
 
