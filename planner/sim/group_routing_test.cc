@@ -158,7 +158,8 @@ TEST_CASE("group-limited sampling: every set of kept groups is tabled once for u
   for (const auto& [G, kg, count] : std::vector<std::array<int64_t, 3>>{{8, 4, 70}, {8, 3, 56}, {64, 2, 2016}, {4, 1, 4}}) {
     CAPTURE(G);
     CAPTURE(kg);
-    const auto s = dockyard::routing_detail::BuildGroupSampler(std::vector<double>(static_cast<size_t>(G * 2), 1.0), 2, GroupLimit{G, kg, true});
+    const auto s =
+        dockyard::routing_detail::BuildGroupSampler(std::vector<double>(static_cast<size_t>(G * 2), 1.0), 2, GroupLimit{G, kg, true});
     REQUIRE(static_cast<int64_t>(s.kept_sets.size()) == count);
     for (size_t i = 0; i < s.kept_sets.size(); ++i) {
       CHECK(__builtin_popcountll(s.kept_sets[i]) == kg);
@@ -170,7 +171,8 @@ TEST_CASE("group-limited sampling: every set of kept groups is tabled once for u
   // set 69 = {4, 5, 6, 7} -> experts 8..15; set 1 = {0, 1, 2, 4} -> 0..5, 8, 9.
   const auto deepseek = dockyard::routing_detail::BuildGroupSampler(std::vector<double>(16, 1.0), 2, GroupLimit{8, 4, true});
   REQUIRE(deepseek.kept_experts.size() == 70 * 8);
-  CHECK(std::vector<int32_t>(deepseek.kept_experts.begin(), deepseek.kept_experts.begin() + 8) == std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7});
+  CHECK(std::vector<int32_t>(deepseek.kept_experts.begin(), deepseek.kept_experts.begin() + 8) ==
+        std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7});
   CHECK(std::vector<int32_t>(deepseek.kept_experts.begin() + 8, deepseek.kept_experts.begin() + 16) ==
         std::vector<int32_t>{0, 1, 2, 3, 4, 5, 8, 9});
   CHECK(std::vector<int32_t>(deepseek.kept_experts.end() - 8, deepseek.kept_experts.end()) ==
@@ -219,8 +221,8 @@ TEST_CASE("TokenHitStream: batches of bit-sliced hits are the stream SampleToken
     GroupLimit limit;
   };
   const std::vector<Case> cases = {
-      {"uniform", 64, 6, GroupLimit{}},         {"uniform", 16, 15, GroupLimit{}},        {"zipf:1.2", 64, 6, GroupLimit{}},
-      {"hot:1:0.9", 32, 4, GroupLimit{}},       {"uniform", 256, 8, GroupLimit{8, 4, true}}, {"zipf:1.2", 256, 8, GroupLimit{8, 4, true}},
+      {"uniform", 64, 6, GroupLimit{}},   {"uniform", 16, 15, GroupLimit{}},           {"zipf:1.2", 64, 6, GroupLimit{}},
+      {"hot:1:0.9", 32, 4, GroupLimit{}}, {"uniform", 256, 8, GroupLimit{8, 4, true}}, {"zipf:1.2", 256, 8, GroupLimit{8, 4, true}},
   };
   for (const Case& c : cases) {
     CAPTURE(c.spec);
@@ -237,7 +239,8 @@ TEST_CASE("TokenHitStream: batches of bit-sliced hits are the stream SampleToken
       stream.Next(n, hit.data());
       std::vector<uint64_t> want(static_cast<size_t>(c.experts), 0);
       for (int64_t u = 0; u < n; ++u) {
-        for (int64_t j = 0; j < c.top_k; ++j) want[static_cast<size_t>(picks[static_cast<size_t>((t + u) * c.top_k + j)])] |= uint64_t{1} << u;
+        for (int64_t j = 0; j < c.top_k; ++j)
+          want[static_cast<size_t>(picks[static_cast<size_t>((t + u) * c.top_k + j)])] |= uint64_t{1} << u;
       }
       CHECK(hit == want);
       t += n;
@@ -249,4 +252,39 @@ TEST_CASE("TokenHitStream: batches of bit-sliced hits are the stream SampleToken
   std::vector<uint64_t> hit(16);
   CHECK_THROWS_WITH_AS(stream.Next(65, hit.data()), "a batch of token hits holds 0 to 64 tokens, got 65", Error);
   CHECK_THROWS_WITH_AS(dockyard::TokenHitStream(model, 1, 0), "layer must be in [0, 1), got 1", Error);
+}
+
+TEST_CASE("group-limited uniform draws: DeepSeek-V3's compiled shape, the slot table and the kept-set masks draw the same experts") {
+  // 256 experts in 8 groups of 32, keep 4, top-8 (128 slots of 7 bits): with the slot table the
+  // draw runs the loop compiled for this shape; a copy without the table maps slots through the
+  // kept-set masks in the loop for any shape. Same generator outputs, so the same experts, token
+  // by token, and the same generator state after.
+  struct Record {
+    std::vector<uint32_t>* out;
+    void BeginToken() {}
+    void Pick(uint32_t e) { out->push_back(e); }
+  };
+  const auto table = dockyard::routing_detail::BuildGroupSampler(std::vector<double>(256, 1.0), 8, GroupLimit{8, 4, true});
+  REQUIRE(!table.kept_experts.empty());
+  auto masks = table;
+  masks.kept_experts.clear();
+  dockyard::Xoshiro256ss a(7), b(7);
+  std::vector<uint32_t> from_table, from_masks;
+  Record ra{&from_table}, rb{&from_masks};
+  for (int64_t batch : {64, 1, 0, 37}) {
+    table.Draw(a, batch, ra);
+    masks.Draw(b, batch, rb);
+  }
+  REQUIRE(from_table.size() == 102 * 8);
+  CHECK(from_table == from_masks);
+  CHECK(a.Next() == b.Next());
+  // Each token's 8 experts are distinct and lie in at most 4 groups of 32.
+  for (size_t t = 0; t < 102; ++t) {
+    std::set<uint32_t> experts(from_table.begin() + static_cast<std::ptrdiff_t>(8 * t),
+                               from_table.begin() + static_cast<std::ptrdiff_t>(8 * t + 8));
+    std::set<uint32_t> groups;
+    for (uint32_t e : experts) groups.insert(e / 32);
+    CHECK(experts.size() == 8);
+    CHECK(groups.size() <= 4);
+  }
 }
