@@ -362,7 +362,7 @@ void AddSampledLayer(const std::vector<double>& rows, const std::vector<double>&
     }
     // Kernel-level model: the SwiGLU of the rank's received rows (kernels_model.h).
     if (o.kernel_compute)
-      g += MemoryBoundUs({SwigluKernel(received[r], f_local, ab, false)}, c.hbm_gbps, o.hbm_efficiency, o.memory_floor_us);
+      g += MemoryBoundUs(SwigluKernel(received[r], f_local, ab, false), c.hbm_gbps, o.hbm_efficiency, o.memory_floor_us);
     const double pr = 2.0 * (Td * k + received[r]) * D * ab / hbm + o.memory_floor_us;
     out.gemm[r] += g / nlayers;
     out.permute[r] += pr / nlayers;
@@ -937,7 +937,8 @@ RecomputeForwardUs RecomputeForwardOf(const LayerTerms& L, const MoePhaseTimes& 
     // The routed SwiGLU re-runs on the rows the routing sample sends the slowest rank (the
     // forward's, SimulateMoePhases), not on the memory-sizing bound (training.imbalance).
     const double sampled_rows = static_cast<double>(w.mean_received_rows) * mp.imbalance;
-    rf.routed_act = mem({SwigluKernel(sampled_rows, static_cast<double>(w.expert_f_local), ab, false)});
+    rf.routed_act = MemoryBoundUs(SwigluKernel(sampled_rows, static_cast<double>(w.expert_f_local), ab, false), c.hbm_gbps,
+                                  o.hbm_efficiency, o.memory_floor_us);
     rf.shared_act = L.selective.shared_act;
     rf.dense_act = L.selective.dense_act;
   }
@@ -1244,8 +1245,9 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& tota
   RecomputeForwardUs rf = RecomputeForwardOf(L, mp);
   RecomputeExtraUs rx = RecomputeExtraOf(t, rs, rf);
   PhaseRecords records;  // every phase added, in order
-  // The backward dispatch per EP rank; `records` point at it.
-  const std::vector<double> dispatch_bwd_ranks = BackwardDispatchRanks(mp, L.full_recompute);
+  // The backward dispatch per EP rank; `records` point at it. Only the detail shows per-rank
+  // figures (AddPhaseDetail): without it, none (no copy per step).
+  const std::vector<double> dispatch_bwd_ranks = detail ? BackwardDispatchRanks(mp, L.full_recompute) : std::vector<double>{};
   const LayerUs moe = MoeLayerUs(L, mp, rx, dispatch_bwd_ranks, fsdp, records);
   out.moe_layer_us = moe.fwd + moe.bwd;
 

@@ -24,7 +24,7 @@ double GemmUs(double m, double n, double k, double peak_tflops, const CostOption
 // The FP8 input-quantize kernel of `elements` BF16 elements (0 without FP8 or without hbm_gbps).
 double QuantizeUs(double elements, const CostOptions& o, double hbm_gbps) {
   if (!o.fp8_gemms || hbm_gbps <= 0 || elements <= 0) return 0.0;
-  return MemoryBoundUs({{"fp8_quantize", elements * Fp8QuantizeBytesPerElement(o.fp8_blockwise, 2.0)}}, hbm_gbps, o.hbm_efficiency,
+  return MemoryBoundUs(KernelBytes{"fp8_quantize", elements * Fp8QuantizeBytesPerElement(o.fp8_blockwise, 2.0)}, hbm_gbps, o.hbm_efficiency,
                        o.memory_floor_us);
 }
 

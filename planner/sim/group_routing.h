@@ -166,10 +166,24 @@ template <class Sink>
 void GroupSampler::DrawUniform(Xoshiro256ss& rng_ref, int64_t tokens, Sink& sink_ref) const {
   // kg <= G and top_k <= kg x S.
   const int64_t G = limit.n_group, kg = limit.topk_group, S = group_size, slots = kg * S;
-  std::vector<int64_t> drawn_base(static_cast<size_t>(kg));  // without the slot table: the first expert of kept group i
-  // Which groups and kept-group slots the current token has taken: stamped with t + 1 (one load
-  // per draw instead of a search of the token's earlier picks).
-  std::vector<int64_t> group_stamp(static_cast<size_t>(G), 0), slot_stamp(static_cast<size_t>(slots), 0);
+  // Without the slot table: the first expert of kept group i [kg]. Which groups [G] and kept-group
+  // slots [slots] the current token has taken: stamped with t + 1 (one load per draw instead of a
+  // search of the token's earlier picks). On the stack when small (a call draws at most 64
+  // tokens of a stream: no allocation per call), else on the heap.
+  constexpr int64_t kInline = 256;
+  int64_t inline_drawn[kInline], inline_groups[kInline], inline_slots[kInline];
+  std::vector<int64_t> heap_drawn, heap_groups, heap_slots;
+  auto zeroed = [](int64_t n, int64_t* inline_array, std::vector<int64_t>& heap) {
+    if (n > kInline) {
+      heap.assign(static_cast<size_t>(n), 0);
+      return heap.data();
+    }
+    std::fill(inline_array, inline_array + n, int64_t{0});
+    return inline_array;
+  };
+  int64_t* const drawn_base = zeroed(kg, inline_drawn, heap_drawn);
+  int64_t* const group_stamp = zeroed(G, inline_groups, heap_groups);
+  int64_t* const slot_stamp = zeroed(slots, inline_slots, heap_slots);
   // Slots of a power-of-two count (DeepSeek-V3: 4 x 32; then S is one too) take whole bits,
   // several draws per generator output (Xoshiro256ss::Bits), and map to experts by shifts; others
   // draw Below() and divide.
@@ -193,9 +207,9 @@ void GroupSampler::DrawUniform(Xoshiro256ss& rng_ref, int64_t tokens, Sink& sink
     const uint64_t sets = kept_sets.size();
     const uint64_t* const masks = kept_sets.data();
     const int32_t* const table = kept_experts.data();
-    int64_t* const drawn = drawn_base.data();
-    int64_t* const groups_taken = group_stamp.data();
-    int64_t* const taken = slot_stamp.data();
+    int64_t* const drawn = drawn_base;
+    int64_t* const groups_taken = group_stamp;
+    int64_t* const taken = slot_stamp;
     for (int64_t t = 0; t < tokens; ++t) {
       sink.BeginToken();
       const int64_t stamp = t + 1;

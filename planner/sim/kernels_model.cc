@@ -70,10 +70,14 @@ std::vector<KernelBytes> LossKernels(const ModelSpec& m, const KernelShape& s, b
   return k;
 }
 
-double MemoryBoundUs(const std::vector<KernelBytes>& kernels, double hbm_gbps, double hbm_efficiency, double floor_us) {
+double MemoryBoundUs(const KernelBytes& kernel, double hbm_gbps, double hbm_efficiency, double floor_us) {
   const double bw = hbm_gbps * hbm_efficiency * kBytesPerUsPerGbps;
+  return std::max(kernel.bytes / bw, floor_us);
+}
+
+double MemoryBoundUs(const std::vector<KernelBytes>& kernels, double hbm_gbps, double hbm_efficiency, double floor_us) {
   double us = 0;
-  for (const KernelBytes& k : kernels) us += std::max(k.bytes / bw, floor_us);
+  for (const KernelBytes& k : kernels) us += MemoryBoundUs(k, hbm_gbps, hbm_efficiency, floor_us);
   return us;
 }
 

@@ -63,6 +63,8 @@ std::vector<KernelBytes> LossKernels(const ModelSpec& model, const KernelShape& 
 
 // Sum over kernels of max(bytes / (hbm_gbps x hbm_efficiency), floor_us), in microseconds.
 double MemoryBoundUs(const std::vector<KernelBytes>& kernels, double hbm_gbps, double hbm_efficiency, double floor_us);
+// The same for one kernel (no list to build): max(bytes / bandwidth, floor_us).
+double MemoryBoundUs(const KernelBytes& kernel, double hbm_gbps, double hbm_efficiency, double floor_us);
 
 // The exposed host gap of launching `kernels` kernels: kernels x (graph_launch_us under CUDA graphs,
 // else kernel_launch_us), in microseconds.
