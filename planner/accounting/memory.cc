@@ -307,29 +307,36 @@ LayerActivationTable ActivationTable(const LayerActivationBytes& moe, const Laye
   return t;
 }
 
-StageActivationBytes StageActivations(const LayerActivationTable& layer, const StageLayers& st, Recompute recompute,
-                                      WideInt layer_input_bytes, WideInt logits_bytes, bool by_kind) {
-  using K = ActivationKind;
-  constexpr int kKinds = static_cast<int>(K::kCount);
-  const int64_t count[2] = {st.moe_layers, st.dense_layers};
+namespace {
+
+// What the stage rules below add up: each kind's bytes (ByKind: the report's breakdown) or only
+// their sum (TotalOnly: the layout search's hot path). Add(kind, bytes) adds one figure;
+// AddTable(table, which, times) adds `times` copies of every kind of layer `which` of a table.
+struct ActivationsByKind {
   StageActivationBytes out;
-  auto add = [&](K k, WideInt v) {
+  void Add(ActivationKind k, WideInt v) {
     out.total += v;
-    if (!by_kind) return;
     out.bytes[static_cast<int>(k)] += v;
     out.present[static_cast<int>(k)] = true;
-  };
-  // `times` copies of every kind of layer `which`.
-  auto add_table = [&](const LayerActivationTable& table, int which, WideInt times) {
-    if (!by_kind) {
-      out.total += table.sum[which] * times;
-      return;
+  }
+  void AddTable(const LayerActivationTable& table, int which, WideInt times) {
+    for (int k = 0; k < static_cast<int>(ActivationKind::kCount); ++k) {
+      if (table.present[which][k]) Add(static_cast<ActivationKind>(k), table.bytes[which][k] * times);
     }
-    for (int k = 0; k < kKinds; ++k) {
-      if (table.present[which][k]) add(static_cast<K>(k), table.bytes[which][k] * times);
-    }
-  };
-  auto add_layer = [&](int which, WideInt times) { add_table(layer, which, times); };
+  }
+};
+struct ActivationsTotal {
+  WideInt total = 0;
+  void Add(ActivationKind, WideInt v) { total += v; }
+  void AddTable(const LayerActivationTable& table, int which, WideInt times) { total += table.sum[which] * times; }
+};
+
+// StageActivations' rule, into `acc`.
+template <class Acc>
+void AddStageActivations(const LayerActivationTable& layer, const StageLayers& st, Recompute recompute, WideInt layer_input_bytes,
+                         WideInt logits_bytes, Acc& acc) {
+  using K = ActivationKind;
+  const int64_t count[2] = {st.moe_layers, st.dense_layers};
   // Checkpointed layers: all of them with full recomputation or per-op checkpointing, else those of
   // torchtitan's per-layer selective checkpointing (none without it).
   const bool full = recompute == Recompute::kFull || st.op_saved != nullptr;
@@ -338,26 +345,46 @@ StageActivationBytes StageActivations(const LayerActivationTable& layer, const S
   if (checkpointed[0] + checkpointed[1] > 0) {
     // Each checkpointed layer's input is kept for every micro-batch in flight; one of them (the
     // largest, the first of equals in layer order) is rebuilt at a time in backward.
-    add(K::kCheckpoints, layer_input_bytes * (checkpointed[0] + checkpointed[1]) * st.in_flight);
+    acc.Add(K::kCheckpoints, layer_input_bytes * (checkpointed[0] + checkpointed[1]) * st.in_flight);
     // Per-op checkpointing: each layer's saved op outputs too, for every micro-batch in flight.
     for (int which = 0; which < 2 && st.op_saved != nullptr; ++which) {
-      if (checkpointed[which] > 0) add_table(*st.op_saved, which, static_cast<WideInt>(checkpointed[which]) * st.in_flight);
+      if (checkpointed[which] > 0) acc.AddTable(*st.op_saved, which, static_cast<WideInt>(checkpointed[which]) * st.in_flight);
     }
     int largest = -1;
     const int order[2] = {checkpointed_moe_first ? 0 : 1, checkpointed_moe_first ? 1 : 0};
     for (int which : order) {
       if (checkpointed[which] > 0 && (largest < 0 || layer.sum[which] > layer.sum[largest])) largest = which;
     }
-    if (largest >= 0) add_layer(largest, 1);
+    if (largest >= 0) acc.AddTable(layer, largest, 1);
   }
   // The other layers keep every tensor for every micro-batch in flight.
   for (int which = 0; which < 2; ++which) {
     const int64_t kept = count[which] - checkpointed[which];
-    if (kept > 0) add_layer(which, static_cast<WideInt>(kept) * st.in_flight);
+    if (kept > 0) acc.AddTable(layer, which, static_cast<WideInt>(kept) * st.in_flight);
   }
-  if (st.first_stage) add(K::kEmbedding, layer_input_bytes * st.in_flight);
-  if (st.last_stage) add(K::kLogits, logits_bytes);
-  return out;
+  if (st.first_stage) acc.Add(K::kEmbedding, layer_input_bytes * st.in_flight);
+  if (st.last_stage) acc.Add(K::kLogits, logits_bytes);
+}
+
+}  // namespace
+
+StageActivationBytes StageActivations(const LayerActivationTable& layer, const StageLayers& st, Recompute recompute,
+                                      WideInt layer_input_bytes, WideInt logits_bytes, bool by_kind) {
+  if (!by_kind) {
+    StageActivationBytes out;
+    out.total = StageActivationsTotal(layer, st, recompute, layer_input_bytes, logits_bytes);
+    return out;
+  }
+  ActivationsByKind acc;
+  AddStageActivations(layer, st, recompute, layer_input_bytes, logits_bytes, acc);
+  return acc.out;
+}
+
+WideInt StageActivationsTotal(const LayerActivationTable& layer, const StageLayers& st, Recompute recompute, WideInt layer_input_bytes,
+                              WideInt logits_bytes) {
+  ActivationsTotal acc;
+  AddStageActivations(layer, st, recompute, layer_input_bytes, logits_bytes, acc);
+  return acc.total;
 }
 
 const char* BufferUseName(BufferUse use) {
@@ -367,15 +394,12 @@ const char* BufferUseName(BufferUse use) {
   return kNames[static_cast<int>(use)];
 }
 
-StageBufferBytes StageBuffers(WideInt largest_fsdp_unit, bool has_moe_layers, const Workload& w, const ParallelDims& d,
-                              const TrainingConfig& t, const Machine& machine, const TrainingBytes& tb, int64_t oep, int64_t h,
-                              WideInt stage_fsdp_elems) {
-  StageBufferBytes out;
-  auto set = [&](BufferUse use, WideInt v) {
-    out.bytes[static_cast<int>(use)] = v;
-    out.present[static_cast<int>(use)] = true;
-    out.total += v;
-  };
+namespace {
+
+// StageBuffers' rule: set(use, bytes) for each buffer the stage holds.
+template <class Set>
+void ForEachStageBuffer(WideInt largest_fsdp_unit, bool has_moe_layers, const Workload& w, const ParallelDims& d, const TrainingConfig& t,
+                        const Machine& machine, const TrainingBytes& tb, int64_t oep, int64_t h, WideInt stage_fsdp_elems, Set&& set) {
   if (*t.dp_sharding == DpSharding::kFsdp) {
     set(BufferUse::kFsdpAllGather, largest_fsdp_unit * tb.param * 2);
     set(BufferUse::kFsdpReduceScatter, largest_fsdp_unit * tb.grad);
@@ -404,7 +428,28 @@ StageBufferBytes StageBuffers(WideInt largest_fsdp_unit, bool has_moe_layers, co
     set(BufferUse::kFsdpUnshardedParams, (others > 0 ? others : 0) * tb.param);
     if (AccumulatesUnshardedGrads(d.pp)) set(BufferUse::kFsdpUnshardedGrads, stage_fsdp_elems * tb.grad);
   }
+}
+
+}  // namespace
+
+StageBufferBytes StageBuffers(WideInt largest_fsdp_unit, bool has_moe_layers, const Workload& w, const ParallelDims& d,
+                              const TrainingConfig& t, const Machine& machine, const TrainingBytes& tb, int64_t oep, int64_t h,
+                              WideInt stage_fsdp_elems) {
+  StageBufferBytes out;
+  ForEachStageBuffer(largest_fsdp_unit, has_moe_layers, w, d, t, machine, tb, oep, h, stage_fsdp_elems, [&](BufferUse use, WideInt v) {
+    out.bytes[static_cast<int>(use)] = v;
+    out.present[static_cast<int>(use)] = true;
+    out.total += v;
+  });
   return out;
+}
+
+WideInt StageBuffersTotal(WideInt largest_fsdp_unit, bool has_moe_layers, const Workload& w, const ParallelDims& d, const TrainingConfig& t,
+                          const Machine& machine, const TrainingBytes& tb, int64_t oep, int64_t h, WideInt stage_fsdp_elems) {
+  WideInt total = 0;
+  ForEachStageBuffer(largest_fsdp_unit, has_moe_layers, w, d, t, machine, tb, oep, h, stage_fsdp_elems,
+                     [&](BufferUse, WideInt v) { total += v; });
+  return total;
 }
 
 std::pair<int64_t, bool> FsdpUnitOf(const ParamInfo& p, bool sparse_mesh) {

@@ -250,9 +250,12 @@ struct LayerActivationTable {
   WideInt sum[2] = {};
 };
 LayerActivationTable ActivationTable(const LayerActivationBytes& moe_layer, const LayerActivationBytes& dense_layer);
-// `by_kind` false: only `total` is filled (the layout search's hot path; the same total).
+// `by_kind` false: only `total` is filled (the same total).
 StageActivationBytes StageActivations(const LayerActivationTable& layers, const StageLayers& stage, Recompute recompute,
                                       WideInt layer_input_bytes, WideInt logits_bytes, bool by_kind = true);
+// StageActivations(...).total without forming the breakdown (the layout search's hot path).
+WideInt StageActivationsTotal(const LayerActivationTable& layers, const StageLayers& stage, Recompute recompute, WideInt layer_input_bytes,
+                              WideInt logits_bytes);
 
 // Communication buffers on a rank of one stage (transient, one layer at a time), by use, in the
 // order of their report keys:
@@ -300,6 +303,10 @@ struct StageBufferBytes {
 StageBufferBytes StageBuffers(WideInt largest_fsdp_unit, bool has_moe_layers, const Workload& w, const ParallelDims& dims,
                               const TrainingConfig& training, const Machine& machine, const TrainingBytes& bytes, int64_t oep,
                               int64_t hidden_size, WideInt stage_fsdp_elems);
+// StageBuffers(...).total without forming the breakdown (the layout search's hot path).
+WideInt StageBuffersTotal(WideInt largest_fsdp_unit, bool has_moe_layers, const Workload& w, const ParallelDims& dims,
+                          const TrainingConfig& training, const Machine& machine, const TrainingBytes& bytes, int64_t oep,
+                          int64_t hidden_size, WideInt stage_fsdp_elems);
 
 // The FSDP unit a parameter belongs to, as torchtitan wraps them: each decoder layer's dense
 // part, each layer's routed experts when they live on the sparse mesh, the embedding, and the

@@ -297,3 +297,47 @@ TEST_CASE("A reserve given with no budget is refused: nothing would hold it back
                        "--gpu-memory-gib G (a rank then fits at peak <= G - 5)",
                        dockyard::Error);
 }
+
+TEST_CASE("Stage totals without the breakdown equal the breakdown's totals (the search's hot path)") {
+  // A hand table: MoE layer 100 attention + 300 routed-expert bytes = 400; dense layer 100 + 50
+  // dense-MLP bytes = 150. Stage 0 of 3 MoE and 2 dense layers, 4 micro-batches in flight, input
+  // 10 bytes per layer, logits 7:
+  //  - no recompute: (3 x 400 + 2 x 150) x 4 + embedding 10 x 4 = 6000 + 40 = 6040;
+  //  - full: checkpoints 10 x 5 x 4 = 200, one layer rebuilt (the MoE, 400), embedding 40 = 640;
+  //  - last stage, full: 200 + 400 + logits 7 = 607.
+  dockyard::LayerActivationBytes moe, dense;
+  moe.moe_layer = true;
+  moe.attention = 100;
+  moe.routed_experts = 300;
+  dense.attention = 100;
+  dense.dense_mlp = 50;
+  const dockyard::LayerActivationTable table = dockyard::ActivationTable(moe, dense);
+  dockyard::StageLayers st;
+  st.moe_layers = 3;
+  st.dense_layers = 2;
+  st.in_flight = 4;
+  st.first_stage = true;
+  const auto none = dockyard::StageActivations(table, st, dockyard::Recompute::kNone, 10, 7);
+  CHECK(none.total == 6040);
+  CHECK(dockyard::StageActivationsTotal(table, st, dockyard::Recompute::kNone, 10, 7) == 6040);
+  CHECK(dockyard::StageActivations(table, st, dockyard::Recompute::kNone, 10, 7, /*by_kind=*/false).total == 6040);
+  CHECK(dockyard::StageActivationsTotal(table, st, dockyard::Recompute::kFull, 10, 7) == 640);
+  CHECK(dockyard::StageActivations(table, st, dockyard::Recompute::kFull, 10, 7).total == 640);
+  st.first_stage = false;
+  st.last_stage = true;
+  CHECK(dockyard::StageActivationsTotal(table, st, dockyard::Recompute::kFull, 10, 7) == 607);
+  CHECK(dockyard::StageActivations(table, st, dockyard::Recompute::kFull, 10, 7).total == 607);
+
+  // Buffers of a real plan's stage: the total alone equals the breakdown's.
+  TrainingConfig t = Train(DpSharding::kFsdp);
+  t.seq_len = 16;
+  const Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(8, 1, 8), t);
+  const dockyard::Workload w = dockyard::ComputeWorkload(plan);
+  const dockyard::StageBufferBytes b = dockyard::StageBuffers(1000, true, w, plan.dims, plan.training, plan.machine,
+                                                              dockyard::TrainingBytesOf(plan.training), 1, plan.model.hidden_size, 5000);
+  // FSDP's two all-gather buffers and one reduce-scatter buffer of the 1000-element unit, at least.
+  const dockyard::TrainingBytes tb = dockyard::TrainingBytesOf(plan.training);
+  CHECK(b.total >= 1000 * tb.param * 2 + 1000 * tb.grad);
+  CHECK(dockyard::StageBuffersTotal(1000, true, w, plan.dims, plan.training, plan.machine, dockyard::TrainingBytesOf(plan.training), 1,
+                                    plan.model.hidden_size, 5000) == b.total);
+}

@@ -844,10 +844,10 @@ static Wide WorstPeak(LayoutEvaluator::Impl& im, const ModelSpec& m, const Layou
     layers.first_stage = s == 0;
     layers.last_stage = s == d.pp - 1;
     layers.in_flight = InFlightMicrobatches(d, t, s);
-    const Wide act = StageActivations(act_table, layers, t.recompute, layer_input, logits, /*by_kind=*/false).total;
+    const Wide act = StageActivationsTotal(act_table, layers, t.recompute, layer_input, logits);
     if (!(st.largest == buf_largest && st.mp == buf_mp && (layers.moe_layers > 0) == buf_moe)) {
       buf_largest = st.largest, buf_mp = st.mp, buf_moe = layers.moe_layers > 0;
-      buf = StageBuffers(st.largest, buf_moe, w, d, t, im.machine, g.bytes, oep, h, st.mp).total;
+      buf = StageBuffersTotal(st.largest, buf_moe, w, d, t, im.machine, g.bytes, oep, h, st.mp);
     }
     worst_peak = std::max(worst_peak, fits(fits(st.stat) + fits(act) + fits(buf)));
   }
