@@ -195,6 +195,12 @@ struct LayoutEvaluator::GroupStatics {
   const UnitSums* embedding = nullptr;
   UnitSums root;  // the root unit, with the last stage's tied lm_head copy (tied embeddings, pp > 1)
   std::vector<StageStatics> stages;
+  // Stages whose figures other than the micro-batches in flight are the same (statics, layers,
+  // first / last): class_of[s] is stage s's class, class_first[c] the first stage of class c.
+  // A class's peak is its stage with the most micro-batches in flight (activations grow with
+  // them; nothing else differs).
+  std::vector<int32_t> class_of;
+  std::vector<int64_t> class_first;
   Wide static_worst = 0, static_rank0 = 0, dense0 = 0, sparse0 = 0, tied = 0;
   double dp_step_comm_us = 0, dp_step_param_gather_us = 0;  // rank 0's step-end data-parallel collectives
 
@@ -382,6 +388,20 @@ struct LayoutEvaluator::Impl {
         if (s == d.pp - 1) out.largest = std::max(out.largest, g.root.mp[0] + g.root.mp[1]);
       }
       g.stages.push_back(out);
+    }
+    for (int64_t s = 0; s < d.pp; ++s) {
+      const StageStatics& a = g.stages[static_cast<size_t>(s)];
+      int32_t c = 0;
+      for (; c < static_cast<int32_t>(g.class_first.size()); ++c) {
+        const int64_t f = g.class_first[static_cast<size_t>(c)];
+        const StageStatics& b = g.stages[static_cast<size_t>(f)];
+        if (f != 0 && s != d.pp - 1 && a.stat == b.stat && a.mp == b.mp && a.largest == b.largest &&
+            g.split->moe_layers[s] == g.split->moe_layers[f] && g.split->dense_layers[s] == g.split->dense_layers[f]) {
+          break;
+        }
+      }
+      if (c == static_cast<int32_t>(g.class_first.size())) g.class_first.push_back(s);
+      g.class_of.push_back(c);
     }
     if (g.overflow || g.dense0 > kInt64Max || g.sparse0 > kInt64Max) {
       g.overflow = true;
@@ -832,18 +852,30 @@ static Wide WorstPeak(LayoutEvaluator::Impl& im, const ModelSpec& m, const Layou
   const Wide logits = static_cast<Wide>(w.tokens) * Ceil(m.vocab_size, d.tp) * 4;
   const int64_t oep = DispatchOep(t, im.machine, d.ep);
   Wide worst_peak = -1;
+  // The most micro-batches in flight on a stage of each class (GroupStatics::class_of).
+  const size_t classes = g.class_first.size();
+  constexpr size_t kInline = 64;
+  int64_t inline_flight[kInline];
+  std::vector<int64_t> heap_flight;
+  int64_t* const in_flight = classes > kInline ? (heap_flight.resize(classes), heap_flight.data()) : inline_flight;
+  std::fill(in_flight, in_flight + classes, int64_t{0});
+  for (int64_t s = 0; s < d.pp; ++s) {
+    int64_t& most = in_flight[static_cast<size_t>(g.class_of[static_cast<size_t>(s)])];
+    most = std::max(most, InFlightMicrobatches(d, t, s));
+  }
   // The buffers of a stage read only its largest FSDP unit, whether it has MoE layers and its
   // model-parallel elements: interior stages repeat the previous stage's.
   Wide buf = 0, buf_largest = -1, buf_mp = -1;
   bool buf_moe = false;
-  for (int64_t s = 0; s < d.pp; ++s) {
+  for (size_t c = 0; c < classes; ++c) {
+    const int64_t s = g.class_first[c];
     const StageStatics& st = g.stages[static_cast<size_t>(s)];
     StageLayers layers;
     layers.moe_layers = g.split->moe_layers[s];
     layers.dense_layers = g.split->dense_layers[s];
     layers.first_stage = s == 0;
     layers.last_stage = s == d.pp - 1;
-    layers.in_flight = InFlightMicrobatches(d, t, s);
+    layers.in_flight = in_flight[c];
     const Wide act = StageActivationsTotal(act_table, layers, t.recompute, layer_input, logits);
     if (!(st.largest == buf_largest && st.mp == buf_mp && (layers.moe_layers > 0) == buf_moe)) {
       buf_largest = st.largest, buf_mp = st.mp, buf_moe = layers.moe_layers > 0;
