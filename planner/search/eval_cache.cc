@@ -15,6 +15,10 @@ void SearchEvalCache::ExpectTokenCounts(const std::vector<int64_t>& tokens_per_r
 
 void SearchEvalCache::ExpectFlexGroups(const std::vector<int64_t>& tokens_per_rank, const std::vector<FlexBlockNeed>& block_needs) {
   flex_blocks_ = std::make_unique<const FlexBlockLayout>(MakeFlexBlockLayout(model().num_experts, tokens_per_rank, block_needs));
+  ready_sources_ = flex_blocks_->sources.empty() ? 0 : *std::max_element(flex_blocks_->sources.begin(), flex_blocks_->sources.end());
+  const int64_t entries = std::max<int64_t>(0, model().num_layers) * ready_sources_;
+  source_ready_ = std::make_unique<std::atomic<const std::vector<int32_t>*>[]>(static_cast<size_t>(entries));
+  for (int64_t i = 0; i < entries; ++i) source_ready_[static_cast<size_t>(i)].store(nullptr, std::memory_order_relaxed);
 }
 
 const RoutingResult& SearchEvalCache::Routing(int64_t ep, int64_t routed_tokens, int64_t oep, bool* filled) {
@@ -42,7 +46,16 @@ double SearchEvalCache::SampleImbalance(int64_t ep, int64_t routed_tokens, int64
 }
 
 const std::vector<int32_t>& SearchEvalCache::SourceBlocks(int64_t layer, int64_t source) {
-  return source_blocks_.Get({layer, source}, [&] { return CountSourceBlocks(model(), *flex_blocks_, layer, source); });
+  const bool indexed = source_ready_ && layer >= 0 && layer < model().num_layers && source >= 0 && source < ready_sources_;
+  std::atomic<const std::vector<int32_t>*>* ready =
+      indexed ? &source_ready_[static_cast<size_t>(layer * ready_sources_ + source)] : nullptr;
+  if (ready) {
+    if (const std::vector<int32_t>* blocks = ready->load(std::memory_order_acquire)) return *blocks;
+  }
+  const std::vector<int32_t>& blocks =
+      source_blocks_.Get({layer, source}, [&] { return CountSourceBlocks(model(), *flex_blocks_, layer, source); });
+  if (ready) ready->store(&blocks, std::memory_order_release);
+  return blocks;
 }
 
 void SearchEvalCache::PrefillSources(int part, int parts) {

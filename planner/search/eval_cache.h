@@ -137,6 +137,11 @@ class SearchEvalCache {
   std::atomic<uint64_t> fill_turn_{0};                                        // FillSources' rotating start
   std::unique_ptr<const FlexBlockLayout> flex_blocks_;                        // null: no groups expected
   OnceMap<std::pair<int64_t, int64_t>, std::vector<int32_t>> source_blocks_;  // (layer, source) -> CountSourceBlocks
+  // The filled entries of source_blocks_ by layer x sources + source (ExpectFlexGroups sizes it):
+  // a read of one already computed takes no lock (the map's lock and once flag on every read
+  // added up over the routing keys' ep x layers reads).
+  std::unique_ptr<std::atomic<const std::vector<int32_t>*>[]> source_ready_;
+  int64_t ready_sources_ = 0;  // sources per layer in source_ready_
   // Per (ep, routed tokens, node_index): the links of every sampled layer (groups the block
   // counts do not serve), with the node numbers of the first group to ask.
   OnceMap<FlexKey, std::vector<std::shared_ptr<const FlexLinks>>> flex_links_;
