@@ -650,6 +650,17 @@ PhaseShares LayerPhaseShares(const StageLayerRuns& runs, int64_t slowest_stage, 
   PhaseShares p;
   const StageLayerRuns::Counts n = runs.CountsOf(slowest_stage);
   const int64_t moe_count = n.moe, dense_count = n.dense, moe_checkpointed = n.moe_checkpointed, dense_checkpointed = n.dense_checkpointed;
+  if (moe_checkpointed == 0 && dense_checkpointed == 0) {
+    // No layer of the stage checkpointed: the sum below with its checkpointed term zero (the
+    // same value: x + 0 x 0 is x).
+    const double layers[2] = {static_cast<double>(dense_count), static_cast<double>(moe_count)};
+    for (int i = 0; i < num_records; ++i) {
+      const Record& r = records[i];
+      p.share[r.id] += r.us * layers[r.moe] * slots;
+      p.present[r.id] = true;
+    }
+    return p;
+  }
   for (int i = 0; i < num_records; ++i) {
     const Record& r = records[i];
     const int64_t n_checkpointed = r.moe ? moe_checkpointed : dense_checkpointed;
