@@ -134,6 +134,17 @@ TEST_CASE("check --routing sizes the all-to-all buffers from the sample's larges
   CHECK(text.out.find("160 of 256 assignments dropped (62.500%)") != std::string::npos);
   // --routing and --imbalance both size the same rows: a usage error.
   CHECK(Run(base + " --routing hot:2:1 --imbalance 2").code == 2);
+  // --capacity-factor without --routing: the uniform sample reports its rows and drops, but
+  // --imbalance (1 here) sizes memory, and the text says so rather than "memory sized for".
+  const dockyard::Json cf = dockyard::ParseJsonText(Run(base + " --capacity-factor 1.5", false).out, "stdout");
+  CHECK(cf["received_rows"]["sizes_memory"] == false);
+  CHECK(hot["received_rows"]["sizes_memory"] == true);
+  CHECK(cf["memory"]["stages"] == plain["memory"]["stages"]);
+  const Result cf_text =
+      Run("check --model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --seq-len 16 --gpu-memory-gib 80 --capacity-factor 1.5");
+  CHECK(cf_text.code == 0);
+  CHECK(cf_text.out.find("memory sized for") == std::string::npos);
+  CHECK(cf_text.out.find("memory is sized by --imbalance, not by this sample (give --routing for that)") != std::string::npos);
 }
 TEST_CASE("simulate --routing sizes memory from its sample; without --routing memory keeps --imbalance") {
   const std::string base = "simulate --model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --seq-len 16 --json -";
@@ -227,4 +238,24 @@ TEST_CASE("plan --mtp-layers reports the MTP modules beside the model's totals (
   const dockyard::Json without = dockyard::ParseJsonText(Run(layout + " --json -", false).out, "plan");
   CHECK_FALSE(without["model"].contains("mtp"));
   CHECK(Run(layout + " --mtp-layers 1", false).out.find("+ 1 MTP module(s) of ") != std::string::npos);
+}
+
+TEST_CASE("search's header lists the pinned dimensions; the training block names the searched ones") {
+  const std::string base = "search --model testdata/specs/tiny-mixtral.json --world-size 4 --seq-len 16 --top 1";
+  const Result all = Run(base);
+  CHECK(all.code == 0);
+  CHECK(all.out.find("Degrees    world_size 4 (every layout searched), torchtitan convention") != std::string::npos);
+  const Result pinned = Run(base + " --tp 2 --recompute full --dispatcher all_to_all");
+  CHECK(pinned.code == 0);
+  CHECK(pinned.out.find("Degrees    world_size 4 (layouts searched; pinned: dispatcher all_to_all, recompute full, tp 2), torchtitan "
+                        "convention") != std::string::npos);
+  const dockyard::Json j = dockyard::ParseJsonText(Run(base + " --tp 2 --recompute full --json -", false).out, "stdout");
+  CHECK(j["header"]["degrees"]["pinned"] == dockyard::Json{{"tp", 2}, {"recompute", "full"}});
+  CHECK(j["training"]["searched"] == dockyard::Json{"micro_batch_size", "vpp", "dp_sharding", "dispatcher"});
+  // Every row holds the pins.
+  REQUIRE(j["top"].size() == 1);
+  for (const auto& row : j["top"]) {
+    CHECK(row["tp"] == 2);
+    CHECK(row["recompute"] == "full");
+  }
 }

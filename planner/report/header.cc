@@ -21,8 +21,8 @@ Json DegreesToJson(const ParallelDims& d) {
 }
 
 Json ReportHeader(const ReportHeaderInputs& in) {
-  const Json degrees =
-      in.dims ? DegreesToJson(*in.dims) : Json{{"world_size", in.world_size}, {"convention", ConventionName(in.convention)}};
+  Json degrees = in.dims ? DegreesToJson(*in.dims) : Json{{"world_size", in.world_size}, {"convention", ConventionName(in.convention)}};
+  if (!in.pinned.is_null()) degrees["pinned"] = in.pinned;
   Json routing = nullptr;
   if (in.routing) routing = {{"spec", *in.routing}, {"seed", in.seed}, {"layers_sampled", in.routing_layers}};
   Json h{{"command", in.command},
@@ -49,6 +49,19 @@ std::string ReportHeaderToText(const Json& h) {
     degrees += fmt::format(" = pp {} x dp_replicate {} x dp_shard {} x cp {} x tp {}; ep {} etp {} efsdp {}", d.at("pp").get<int64_t>(),
                            d.at("dp_replicate").get<int64_t>(), d.at("dp_shard").get<int64_t>(), d.at("cp").get<int64_t>(),
                            d.at("tp").get<int64_t>(), d.at("ep").get<int64_t>(), d.at("etp").get<int64_t>(), d.at("efsdp").get<int64_t>());
+  } else if (d.contains("pinned") && !d.at("pinned").empty()) {
+    // The pins, as "name value" (a list's values joined by commas), the rest searched.
+    std::string pins;
+    for (const auto& [name, value] : d.at("pinned").items()) {
+      std::string text;
+      if (value.is_array()) {
+        for (const Json& v : value) text += (text.empty() ? "" : ",") + (v.is_string() ? v.get<std::string>() : v.dump());
+      } else {
+        text = value.is_string() ? value.get<std::string>() : value.dump();
+      }
+      pins += fmt::format("{}{} {}", pins.empty() ? "" : ", ", name, text);
+    }
+    degrees += fmt::format(" (layouts searched; pinned: {})", pins);
   } else {
     degrees += " (every layout searched)";
   }

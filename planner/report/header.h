@@ -18,6 +18,9 @@ struct ReportHeaderInputs {
   std::string model_name, model_source;  // ModelSpec::name; the file it came from (or "<embedded ...>")
   // The layout's degrees; unset for search, which ranks many (only world_size and convention).
   std::optional<ParallelDims> dims;
+  // search: the dimensions it holds fixed (search_pins.h SearchPinsToJson), at "degrees"/"pinned";
+  // null = none given (plan, check, simulate).
+  Json pinned;
   int64_t world_size = 0;
   Convention convention = Convention::kTorchtitan;
   std::string cluster;  // preset or cluster file name; empty = none (plan, check)

@@ -71,6 +71,7 @@ std::optional<RoutingResult> SampleCommandRouting(const PlanCommandRequest& r, P
     const RoutingModel routing_model =
         PrepareRouting(*routing, plan.model.moe.num_experts, plan.model.moe.top_k, layers, GroupLimitOf(plan.model.moe));
     result->received = AnalyzeReceivedRows(routing_model, *sampled, capacity_factor);
+    result->received->sizes_memory = r.routing_given;
     if (r.routing_given) plan.training.imbalance = result->received->imbalance;
   }
   return sampled;

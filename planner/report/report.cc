@@ -3,6 +3,7 @@
 
 #include "planner/model/mtp.h"
 #include "planner/report/header.h"
+#include "planner/search/search_pins.h"
 #include "planner/sim/network.h"
 
 #include "planner/sim/dispatch_traffic.h"
@@ -609,6 +610,9 @@ Json SearchReportToJson(const SearchResult& result, const SearchOptions& options
   j["cluster"] = ClusterToJson(options.cluster);
   // The node size as the search evaluated it (the cluster's locality unit) and the budget it held layouts to.
   j["training"] = TrainingToJson(options.training, MachineOf(options.cluster, result.budget_gib));
+  // The settings each row gives for itself: the training block's values of these are the base the
+  // search varies, not the rows' (header "degrees"/"pinned" lists the fixed ones).
+  j["training"]["searched"] = SearchedSettings(options);
   j["routing"] = RoutingSpecText(options.routing);
   j["routing_layers_sampled"] = options.routing.kind == RoutingKind::kTrace ? moe_layers : options.routing_layers;
   return j;

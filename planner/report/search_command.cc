@@ -9,6 +9,7 @@
 #include "planner/report/html_report.h"
 #include "planner/report/report.h"
 #include "planner/search/pareto.h"
+#include "planner/search/search_pins.h"
 #include "planner/search/search_space.h"
 #include "planner/search/split_notes.h"
 #include "planner/sim/network.h"
@@ -51,6 +52,7 @@ SearchCommandResult RunSearchCommand(const ModelSpec& model, SearchOptions s, co
   header_inputs.model_source = r.model_source;
   header_inputs.world_size = s.world_size;
   header_inputs.convention = s.convention;
+  header_inputs.pinned = SearchPinsToJson(s);
   header_inputs.cluster = s.cluster.name;
   if (r.calibration) header_inputs.calibration = CalibrationRefToJson(*r.calibration);
   header_inputs.routing = RoutingSpecText(s.routing);

@@ -3,6 +3,10 @@
 // would learn only "no layout" instead of which flags conflict.
 #pragma once
 
+#include <string>
+#include <vector>
+
+#include "planner/base/json_util.h"
 #include "planner/search/search.h"
 
 namespace dockyard {
@@ -24,5 +28,15 @@ void ValidateSearchPins(const SearchOptions& options);
 // CheckDimsForModel), which would otherwise enumerate no layout and say only that.
 // Throws dockyard::Error naming the flag, both values and the rule.
 void ValidateSearchPinsForModel(const SearchOptions& options, const ModelSpec& model);
+
+// The dimensions a search holds fixed, for the report header (header.h "degrees" / "pinned"): the
+// pinned degrees ({"pp": 8, "tp": 2, ...}: DegreePins that are set) and the settings searched by
+// no list (SearchOptions: micro_batch_sizes, recomputes, vpps, dp_shardings, ep_overlaps empty:
+// the training value holds in every row; the EP overlap under torchtitan only when on, as it is
+// Megatron's flag) under their row names, and "dispatcher" (a list) when --dispatcher pins them.
+// An empty object when every dimension is searched.
+Json SearchPinsToJson(const SearchOptions& options);
+// The settings a search varies per row (those SearchPinsToJson leaves out), by row name.
+std::vector<std::string> SearchedSettings(const SearchOptions& options);
 
 }  // namespace dockyard

@@ -85,7 +85,8 @@ Json ReceivedRowsToJson(const ReceivedRowsReport& r) {
             {"top_k", r.top_k},
             {"layers", layers},
             {"imbalance", r.imbalance},
-            {"max_received_rows", r.max_received_rows}};
+            {"max_received_rows", r.max_received_rows},
+            {"sizes_memory", r.sizes_memory}};
   if (r.capacity_factor) {
     j["capacity"] = {{"capacity_factor", *r.capacity_factor},
                      {"capacity_per_expert_per_rank", r.capacity},
@@ -108,8 +109,15 @@ std::string ReceivedRowsToText(const ReceivedRowsReport& r) {
         "  {:>5} {:>10} {:>12.1f} {:>10} {:>9.3f}{}\n", x.layer, x.max_received, x.mean_received, x.p99_received, x.max_over_mean,
         r.capacity_factor ? fmt::format(" {:>13.3f}%", layer_assignments > 0 ? 100.0 * x.dropped / layer_assignments : 0.0) : "");
   }
-  out << fmt::format("  memory sized for {} received rows (imbalance {:.4f}, the largest over the sampled layers)\n", r.max_received_rows,
-                     r.imbalance);
+  if (r.sizes_memory) {
+    out << fmt::format("  memory sized for {} received rows (imbalance {:.4f}, the largest over the sampled layers)\n", r.max_received_rows,
+                       r.imbalance);
+  } else {
+    out << fmt::format(
+        "  the largest is {} received rows (imbalance {:.4f}); memory is sized by --imbalance, not by this sample (give --routing for "
+        "that)\n",
+        r.max_received_rows, r.imbalance);
+  }
   if (r.capacity_factor) {
     out << fmt::format(
         "  capacity factor {}: {} rows per expert per source rank (ceil({} x {} / {} x {})); {} of {} assignments dropped ({:.3f}%)\n",

@@ -47,6 +47,9 @@ struct ReceivedRowsReport {
   int64_t assignments = 0;   // T * top_k * ep * layers
   int64_t dropped = 0;       // over all layers
   double drop_fraction = 0;  // dropped / assignments
+  // Whether the sample sizes the memory figures (check / simulate given --routing); without it
+  // --imbalance does, and the report says so instead of "memory sized for".
+  bool sizes_memory = true;
 };
 
 // The statistics of `sample` (drawn from `model`, e.g. SampleRoutingForPlan). With a capacity
