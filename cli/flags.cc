@@ -111,11 +111,14 @@ std::optional<int64_t> GlobalBatchFlags::Sequences(int64_t seq_len) const {
   if (!size.empty() && !tokens.empty()) throw UsageError("--global-batch-size and --global-batch-tokens: give one, not both");
   if (const auto n = ParseInt("--global-batch-size", size)) {
     if (*n < 1) throw Error(fmt::format("--global-batch-size: must be >= 1, got {}", *n));  // out of range: exit 1
+    CheckGlobalBatchTokens(*n, seq_len, "--global-batch-size");
     return n;
   }
   if (const auto n = ParseInt("--global-batch-tokens", tokens)) {
     if (*n < 1) throw Error(fmt::format("--global-batch-tokens: must be >= 1, got {}", *n));
-    return GlobalBatchSequencesFromTokens(*n, seq_len);
+    const int64_t sequences = GlobalBatchSequencesFromTokens(*n, seq_len);
+    CheckGlobalBatchTokens(sequences, seq_len, "--global-batch-tokens");
+    return sequences;
   }
   return std::nullopt;
 }

@@ -7,6 +7,16 @@
 
 namespace dockyard {
 
+void CheckGlobalBatchTokens(int64_t sequences, int64_t seq_len, const std::string& flag) {
+  if (sequences < 1 || seq_len < 1) return;  // refused elsewhere (>= 1)
+  if (sequences > kMaxGlobalBatchTokens / seq_len) {
+    throw Error(
+        fmt::format("{}: {} sequences x seq_len {} is more than the {} (2^36) tokens per step dockyard takes (about a thousand "
+                    "times the largest published global batch; more would overflow its 64-bit byte counts)",
+                    flag, sequences, seq_len, kMaxGlobalBatchTokens));
+  }
+}
+
 int64_t GlobalBatchSequencesFromTokens(int64_t tokens, int64_t seq_len) {
   if (tokens < 1) throw Error(fmt::format("--global-batch-tokens: must be >= 1, got {}", tokens));
   if (seq_len < 1) throw Error(fmt::format("--seq-len: must be >= 1, got {}", seq_len));

@@ -31,6 +31,14 @@ struct GlobalBatchSchedule {
   int64_t grad_accumulation_steps = 1;  // A, schedules per step (N = A x M)
 };
 
+// The most tokens per step dockyard takes: 2^36 (about 6.9e10), about a thousand times the largest
+// published global batch (DeepSeek-V3: 15,360 sequences of 4,096 tokens, 6.3e7; arXiv 2412.19437
+// §4.2); larger steps overflow its 64-bit byte counts.
+constexpr int64_t kMaxGlobalBatchTokens = int64_t{1} << 36;
+// Throws dockyard::Error naming `flag`, the values and the rule when `sequences` x `seq_len`
+// exceeds kMaxGlobalBatchTokens (both >= 1).
+void CheckGlobalBatchTokens(int64_t sequences, int64_t seq_len, const std::string& flag);
+
 // The global batch in sequences from a token count: `tokens` / `seq_len`. Throws dockyard::Error
 // naming --global-batch-tokens when it is < 1 or not a multiple of seq_len.
 int64_t GlobalBatchSequencesFromTokens(int64_t tokens, int64_t seq_len);

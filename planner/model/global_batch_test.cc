@@ -68,3 +68,14 @@ TEST_CASE("MicroBatchesText: AxM only for accumulation steps of a pipeline sched
   CHECK(dockyard::MicroBatchesText(2, 4, 16) == "4x16");   // 4 schedules of 16, each with its bubble
   CHECK(dockyard::MicroBatchesText(8, 1, 16) == "16");     // one schedule
 }
+
+TEST_CASE("The global batch is at most 2^36 tokens per step") {
+  // 2^24 sequences of 4096 = 2^36 tokens: the largest taken; one more sequence is refused.
+  CHECK_NOTHROW(dockyard::CheckGlobalBatchTokens(int64_t{1} << 24, 4096, "--global-batch-size"));
+  CHECK_THROWS_WITH_AS(dockyard::CheckGlobalBatchTokens((int64_t{1} << 24) + 1, 4096, "--global-batch-size"),
+                       doctest::Contains("--global-batch-size: 16777217 sequences x seq_len 4096 is more than the 68719476736 (2^36)"),
+                       dockyard::Error);
+  // 2^32 sequences (QA's try) at seq 4096: refused up front, naming the flag.
+  CHECK_THROWS_WITH_AS(dockyard::CheckGlobalBatchTokens(int64_t{1} << 32, 4096, "--global-batch-tokens"),
+                       doctest::Contains("--global-batch-tokens: 4294967296 sequences"), dockyard::Error);
+}

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "planner/accounting/comm.h"
+#include "planner/base/checked_math.h"
 #include "planner/base/error.h"
 #include "planner/accounting/memory.h"
 #include "planner/sim/network.h"
@@ -720,11 +721,24 @@ CostBreakdown LayoutEvaluator::Breakdown(const LayoutCandidate& c) {
 }
 
 LayoutEvaluation LayoutEvaluator::EvaluateReference(const LayoutCandidate& c, bool simulate_over_budget, CostBreakdown* detail) {
+  try {
+    return EvaluatePlanPath(c, simulate_over_budget, detail);
+  } catch (const OverflowError&) {
+    LayoutEvaluation r;
+    r.status = LayoutEvaluation::Status::kInvalid;
+    r.reason = kOverflowReason;
+    return r;
+  }
+}
+
+LayoutEvaluation LayoutEvaluator::EvaluatePlanPath(const LayoutCandidate& c, bool simulate_over_budget, CostBreakdown* detail) {
   LayoutEvaluation r;
   TrainingConfig t = CandidateTraining(options_.training, c);
   Plan plan;
   try {
     plan = BuildPlan(model_, inventory_, c.dims, t, impl_->machine);
+  } catch (const OverflowError&) {
+    throw;  // EvaluateReference's one reason
   } catch (const Error& e) {
     r.status = LayoutEvaluation::Status::kInvalid;
     r.reason = e.what();

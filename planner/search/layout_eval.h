@@ -101,8 +101,13 @@ class LayoutEvaluator {
   // critical path and its shares) of a simulated candidate. Throws what the reference path would throw.
   LayoutEvaluation Evaluate(const LayoutCandidate& candidate, bool simulate_over_budget = false, CostBreakdown* detail = nullptr);
   // The reference path (BuildPlan + ComputeMemory + ComputeWorkload + SimulateStep), with its own
-  // routing cache filled by SampleRouting, as SearchLayouts had it; `detail` as Evaluate's.
+  // routing cache filled by SampleRouting, as SearchLayouts had it; `detail` as Evaluate's. A
+  // layout whose figures overflow int64 (checked_math.h OverflowError: a global batch far beyond
+  // its layout's byte counts) is invalid with kOverflowReason, one reason for all such layouts.
   LayoutEvaluation EvaluateReference(const LayoutCandidate& candidate, bool simulate_over_budget = false, CostBreakdown* detail = nullptr);
+  static constexpr const char* kOverflowReason =
+      "a per-step figure of this layout (bytes, rows) overflows a signed 64-bit integer at this global batch (fewer sequences per step "
+      "avoid it)";
   // Whether `candidate`'s degrees and settings pass the rules Evaluate checks before memory
   // (ValidateTraining, the degrees, the run-setting rules, the deredundency oep; the same check
   // Evaluate makes): the search's pruned branch counts a candidate invalid exactly when Evaluate
@@ -131,6 +136,8 @@ class LayoutEvaluator {
   int64_t num_classes() const;  // over all layer kinds and units
 
  private:
+  // EvaluateReference without the overflow rule (it throws OverflowError).
+  LayoutEvaluation EvaluatePlanPath(const LayoutCandidate& candidate, bool simulate_over_budget, CostBreakdown* detail);
   LayoutEvaluation HandToReference(const LayoutCandidate& candidate, bool simulate_over_budget, CostBreakdown* detail);
   // What SimulateStepFromInputs reads of a candidate of group `g` (its settings, dispatcher
   // included, in `w` and `t`): rank 0's groups, the FSDP units, the MoE phases, the step-end collectives.

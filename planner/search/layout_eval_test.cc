@@ -2,6 +2,7 @@
 // (two layer kinds, MLA), FSDP2's padded and refused cuts, tied embeddings under torchtitan.
 #include <doctest/doctest.h>
 
+#include "planner/base/checked_math.h"
 #include "planner/base/error.h"
 #include "planner/layout/plan.h"
 #include "planner/search/every_candidate.h"
@@ -115,4 +116,13 @@ TEST_CASE("A setting index met again with other settings is validated and evalua
     break;
   }
   CHECK(found);
+}
+
+TEST_CASE("Figures beyond int64 throw OverflowError, a dockyard::Error the search's plan path turns into one invalid reason") {
+  // 2^62 x 4 and INT64_MAX + 1 pass the signed 64-bit range.
+  CHECK_THROWS_AS(dockyard::CheckedMul(int64_t{1} << 62, 4, "bytes"), dockyard::OverflowError);
+  CHECK_THROWS_WITH_AS(dockyard::CheckedAdd(INT64_MAX, 1, "total wire bytes"),
+                       "total wire bytes: 9223372036854775807 + 1 overflows a signed 64-bit integer", dockyard::Error);
+  CHECK(std::string(dockyard::LayoutEvaluator::kOverflowReason).find("overflows a signed 64-bit integer at this global batch") !=
+        std::string::npos);
 }
