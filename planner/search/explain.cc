@@ -18,9 +18,11 @@ namespace dockyard {
 namespace {
 
 int64_t ParseQueryInt(const std::string& key, const std::string& value) {
-  const bool digits =
-      !value.empty() && value.size() <= 12 && std::all_of(value.begin(), value.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
-  if (!digits || std::stoll(value) < 1) {
+  const bool all_digits = !value.empty() && std::all_of(value.begin(), value.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+  if (all_digits && value.size() > 12) {
+    throw Error(fmt::format("--explain: {}={}: out of range (a whole number below 10^12 expected)", key, value));
+  }
+  if (!all_digits || std::stoll(value) < 1) {
     const bool separator = value.find_first_of(";:& ") != std::string::npos;  // "tp=2;pp=2": one item to this parser
     throw Error(fmt::format("--explain: {}={}: expected a whole number >= 1{}", key, value,
                             separator ? " (items are separated by commas: \"tp=2,pp=2\")" : ""));
@@ -213,6 +215,7 @@ LayoutQuery ParseLayoutQuery(const std::string& text, const QueryBoolParser& par
     const size_t eq = item.find('=');
     if (eq == std::string::npos) throw Error(fmt::format("--explain: \"{}\" is not key=value", item));
     std::string key = TrimSpaces(item.substr(0, eq));
+    if (key.empty()) throw Error(fmt::format("--explain: \"{}\": an empty key (expected key=value)", item));
     std::transform(key.begin(), key.end(), key.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
     const std::string value = TrimSpaces(item.substr(eq + 1));
     if (std::find(keys.begin(), keys.end(), key) == keys.end()) {

@@ -105,6 +105,9 @@ TEST_CASE("--explain: spaces around items, keys and values are ignored") {
   CHECK_FALSE(q.pp.has_value());
   // A blank item is still an empty item; a space inside a value is still refused.
   CHECK_THROWS_WITH_AS(ParseLayoutQuery("tp=2, ,ep=8"), doctest::Contains("an empty item"), Error);
+  // An item with no key, and a number past the range, say so.
+  CHECK_THROWS_WITH_AS(ParseLayoutQuery("=2"), doctest::Contains("\"=2\": an empty key"), Error);
+  CHECK_THROWS_WITH_AS(ParseLayoutQuery("tp=99999999999999999999"), doctest::Contains("tp=99999999999999999999: out of range"), Error);
   CHECK_THROWS_AS(ParseLayoutQuery("tp=2 4"), Error);
 }
 

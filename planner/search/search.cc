@@ -563,11 +563,17 @@ Json SearchResultToJson(const SearchResult& r) {
 }
 
 std::string SearchCountsText(const SearchResult& r) {
+  // GiB with one decimal, or every digit it takes when one would round it (a 79.59 GiB reserve
+  // must not read as the 79.6 GiB budget).
+  auto gib = [](double x) {
+    const std::string one = fmt::format("{:.1f}", x);
+    return std::stod(one) == x ? one : fmt::format("{}", x);
+  };
   return fmt::format(
-      "Search     {} layouts enumerated: {} invalid by rule, {} global batch not divisible, {} over the {:.1f} GiB budget less the {:.1f} "
+      "Search     {} layouts enumerated: {} invalid by rule, {} global batch not divisible, {} over the {} GiB budget less the {} "
       "GiB "
       "reserve ({} of them pruned by the static-memory bound), {} ranked ({:.2f} s, {:.0f} layouts/s)\n",
-      r.enumerated, r.invalid, r.not_divisible, r.over_budget, r.budget_gib, r.reserve_gib, r.pruned, r.ranked, r.seconds,
+      r.enumerated, r.invalid, r.not_divisible, r.over_budget, gib(r.budget_gib), gib(r.reserve_gib), r.pruned, r.ranked, r.seconds,
       r.seconds > 0 ? r.enumerated / r.seconds : 0.0);
 }
 

@@ -126,3 +126,15 @@ TEST_CASE("--search-dispatchers lists each dispatcher once; a search's --gpu-mem
   CHECK_THROWS_WITH_AS(dockyard::ValidateSearchBudgetFlag(0.0), doctest::Contains("--gpu-memory-gib: must be > 0 in search, got 0"), Error);
   CHECK_THROWS_WITH_AS(dockyard::ValidateSearchBudgetFlag(-1.0), doctest::Contains("got -1"), Error);
 }
+
+TEST_CASE("The count line's budget and reserve keep every digit one decimal would round away") {
+  dockyard::SearchResult r;
+  r.budget_gib = 79.6;
+  r.reserve_gib = 2;
+  CHECK(dockyard::SearchCountsText(r).find("over the 79.6 GiB budget less the 2.0 GiB reserve") != std::string::npos);
+  r.reserve_gib = 79.59;  // would print 79.6, the budget's figure
+  CHECK(dockyard::SearchCountsText(r).find("over the 79.6 GiB budget less the 79.59 GiB reserve") != std::string::npos);
+  r.budget_gib = 40;
+  r.reserve_gib = 39.999;
+  CHECK(dockyard::SearchCountsText(r).find("over the 40.0 GiB budget less the 39.999 GiB reserve") != std::string::npos);
+}
