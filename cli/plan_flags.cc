@@ -10,9 +10,19 @@
 #include "planner/model/training_overrides.h"
 #include "planner/report/plan_command.h"
 #include "planner/report/provenance.h"
+#include "planner/sim/cluster.h"
 #include "planner/sim/network.h"
 
 namespace dockyard::cli {
+
+namespace {
+// --cluster's help: every preset (cluster.h ClusterPresetNames, the one list) or a cluster JSON.
+std::string ClusterFlagHelp() {
+  std::string names;
+  for (const std::string& n : ClusterPresetNames()) names += (names.empty() ? "" : ", ") + n;
+  return "preset (" + names + ") or cluster JSON (default h100-sxm)";
+}
+}  // namespace
 
 const char* const kPlanExamples = R"(Examples:
   dockyard-plan                                   # embedded default: DeepSeek-V3 on 256 GPUs, dp_shard 256, ep 64
@@ -87,7 +97,7 @@ void AddPlanCommands(CLI::App& app, PlanCliOptions& o, CLI::App** check_out, CLI
                        "default: not given)");
   CLI::App* simulate = app.add_subcommand("simulate", "predict the time of every phase of a training step on a cluster");
   AddPlanOptions(simulate, o);
-  simulate->add_option("--cluster", o.cluster, "preset (h100-sxm, h200-sxm, h100-pcie-400g) or cluster JSON (default h100-sxm)");
+  simulate->add_option("--cluster", o.cluster, ClusterFlagHelp());
   AddRoutingFlags(simulate, o);
   simulate->add_flag("--no-overlap", o.no_overlap, "do not overlap the shared experts with the combine all-to-all");
   AddComputeFlags(simulate, o);
@@ -107,7 +117,7 @@ CLI::App* AddSearchCommand(CLI::App& app, PlanCliOptions& o) {
   search->add_option("--model", o.model, "HF config.json or dockyard model spec (default: embedded DeepSeek-V3)");
   search->add_option("--world-size", o.degrees.world_size, "number of GPUs (required with --model)");
   search->add_option("--convention", o.degrees.convention, "rank-group convention")->check(CLI::IsMember({"torchtitan", "megatron"}));
-  search->add_option("--cluster", o.cluster, "preset (h100-sxm, h200-sxm, h100-pcie-400g) or cluster JSON (default h100-sxm)");
+  search->add_option("--cluster", o.cluster, ClusterFlagHelp());
   search->add_option("--routing", o.routing, "uniform | zipf:S | hot:H:F | trace:PATH (default uniform)");
   AddComputeFlags(search, o);
   search->add_option("--seed", o.seed, "routing sampling seed (default 0)");
