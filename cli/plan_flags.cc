@@ -16,11 +16,9 @@
 namespace dockyard::cli {
 
 namespace {
-// --cluster's help: every preset (cluster.h ClusterPresetNames, the one list) or a cluster JSON.
+// --cluster's help: every preset (cluster.h, the one list) or a cluster JSON.
 std::string ClusterFlagHelp() {
-  std::string names;
-  for (const std::string& n : ClusterPresetNames()) names += (names.empty() ? "" : ", ") + n;
-  return "preset (" + names + ") or cluster JSON (default h100-sxm)";
+  return "preset (" + ClusterPresetNamesText() + ") or cluster JSON (default h100-sxm)";
 }
 }  // namespace
 

@@ -100,39 +100,50 @@ void ValidateSearchPinsForModel(const SearchOptions& o, const ModelSpec& model) 
   }
 }
 
+namespace {
+
+// The settings beside the degrees: each one's row name, whether the search varies it (a list of
+// values given; the dispatchers: none pinned) and, when it does not, its value in every row (null:
+// no dimension at all, as the EP overlap under torchtitan when off, Megatron's flag).
+struct SettingDimension {
+  const char* name;
+  bool searched;
+  Json fixed;
+};
+std::vector<SettingDimension> SettingDimensions(const SearchOptions& o) {
+  const TrainingConfig& t = o.training;
+  Json dispatchers = Json::array();
+  for (Dispatcher d : o.dispatchers) dispatchers.push_back(DispatcherName(d));
+  const bool overlap_is_a_dimension = o.convention == Convention::kMegatron || t.run.overlap_moe_ep_comm;
+  return {{"micro_batch_size", !o.micro_batch_sizes.empty(), t.micro_batch_size},
+          {"recompute", !o.recomputes.empty(), RecomputeName(t.recompute)},
+          {"vpp", !o.vpps.empty(), t.run.vpp},
+          {"dp_sharding", !o.dp_shardings.empty(), t.dp_sharding ? Json(DpShardingName(*t.dp_sharding)) : Json(nullptr)},
+          {"overlap_moe_ep_comm", !o.ep_overlaps.empty(), overlap_is_a_dimension ? Json(t.run.overlap_moe_ep_comm) : Json(nullptr)},
+          {"dispatcher", o.dispatchers.empty(), dispatchers}};
+}
+
+}  // namespace
+
 Json SearchPinsToJson(const SearchOptions& o) {
   Json pins = Json::object();
   const DegreePins& p = o.pins;
-  for (const auto& [name, pin] : {std::make_pair("pp", p.pp), std::make_pair("dp_replicate", p.dp_replicate),
-                                  std::make_pair("dp_shard", p.dp_shard), std::make_pair("cp", p.cp), std::make_pair("tp", p.tp),
-                                  std::make_pair("ep", p.ep), std::make_pair("etp", p.etp)}) {
+  for (const auto& [name, pin] :
+       {std::make_pair("pp", p.pp), std::make_pair("dp_replicate", p.dp_replicate), std::make_pair("dp_shard", p.dp_shard),
+        std::make_pair("cp", p.cp), std::make_pair("tp", p.tp), std::make_pair("ep", p.ep), std::make_pair("etp", p.etp)}) {
     if (pin != 0) pins[name] = pin;
   }
-  const TrainingConfig& t = o.training;
-  if (o.micro_batch_sizes.empty()) pins["micro_batch_size"] = t.micro_batch_size;
-  if (o.recomputes.empty()) pins["recompute"] = RecomputeName(t.recompute);
-  if (o.vpps.empty()) pins["vpp"] = t.run.vpp;
-  if (o.dp_shardings.empty() && t.dp_sharding) pins["dp_sharding"] = DpShardingName(*t.dp_sharding);
-  // (Under torchtitan the EP overlap is no dimension: Megatron's flag; only its being on is a pin.)
-  if (o.ep_overlaps.empty() && (o.convention == Convention::kMegatron || t.run.overlap_moe_ep_comm)) {
-    pins["overlap_moe_ep_comm"] = t.run.overlap_moe_ep_comm;
-  }
-  if (!o.dispatchers.empty()) {
-    Json names = Json::array();
-    for (Dispatcher d : o.dispatchers) names.push_back(DispatcherName(d));
-    pins["dispatcher"] = names;
+  for (const SettingDimension& s : SettingDimensions(o)) {
+    if (!s.searched && !s.fixed.is_null()) pins[s.name] = s.fixed;
   }
   return pins;
 }
 
 std::vector<std::string> SearchedSettings(const SearchOptions& o) {
   std::vector<std::string> searched;
-  if (!o.micro_batch_sizes.empty()) searched.push_back("micro_batch_size");
-  if (!o.recomputes.empty()) searched.push_back("recompute");
-  if (!o.vpps.empty()) searched.push_back("vpp");
-  if (!o.dp_shardings.empty()) searched.push_back("dp_sharding");
-  if (!o.ep_overlaps.empty()) searched.push_back("overlap_moe_ep_comm");
-  if (o.dispatchers.empty()) searched.push_back("dispatcher");
+  for (const SettingDimension& s : SettingDimensions(o)) {
+    if (s.searched) searched.push_back(s.name);
+  }
   return searched;
 }
 

@@ -14,6 +14,12 @@ std::vector<std::string> ClusterPresetNames() {
   return {"h100-sxm", "h200-sxm", "h100-pcie-400g", "h800-sxm", "b200", "gb200-nvl72"};
 }
 
+std::string ClusterPresetNamesText() {
+  std::string names;
+  for (const auto& n : ClusterPresetNames()) names += (names.empty() ? "" : ", ") + n;
+  return names;
+}
+
 ClusterSpec ClusterPreset(const std::string& name) {
   ClusterSpec c;
   c.name = name;
@@ -55,9 +61,8 @@ ClusterSpec ClusterPreset(const std::string& name) {
     c.nics_per_node = 4;  // one 400 Gb/s NIC per GPU
     return c;
   }
-  std::string names;
-  for (const auto& n : ClusterPresetNames()) names += (names.empty() ? "" : ", ") + n;
-  std::string message = fmt::format("unknown cluster preset \"{}\"; presets: {} (or a path to a cluster JSON file)", name, names);
+  std::string message =
+      fmt::format("unknown cluster preset \"{}\"; presets: {} (or a path to a cluster JSON file)", name, ClusterPresetNamesText());
   if (auto s = DidYouMean(name, ClusterPresetNames())) message += fmt::format("; did you mean '{}'?", *s);
   throw Error(message);
 }

@@ -36,6 +36,8 @@ struct ClusterSpec {
 // unknown name.
 ClusterSpec ClusterPreset(const std::string& name);
 std::vector<std::string> ClusterPresetNames();
+// ClusterPresetNames joined by ", " (the unknown-preset message, the --cluster help).
+std::string ClusterPresetNamesText();
 
 // A cluster JSON file (docs/cluster.md): {"name", "gpus_per_node", "nodes", "dense_bf16_tflops",
 // "hbm_gbps", "memory_gib", "intra_node_gbps", "intra_node_latency_us", "network_gbps",
