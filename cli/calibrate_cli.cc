@@ -3,12 +3,12 @@
 
 #include <fmt/format.h>
 
-#include "planner/sim/calibrate.h"
-#include "planner/sim/calibration.h"
-#include "planner/sim/compute_model.h"
+#include "planner/calibration/calibrate.h"
+#include "planner/calibration/calibration.h"
+#include "planner/cost/compute_model.h"
 #include "planner/base/error.h"
 #include "planner/base/file_util.h"
-#include "planner/sim/fidelity.h"
+#include "planner/calibration/fidelity.h"
 
 namespace dockyard {
 

@@ -1,5 +1,5 @@
 // `dockyard-plan calibrate`: fits a calibration file to runs files and dockyard-run reports
-// (planner/sim/calibrate.h; docs/calibration.md, "Fitting").
+// (planner/calibration/calibrate.h; docs/calibration.md, "Fitting").
 #pragma once
 
 #include <ostream>
@@ -15,7 +15,7 @@ struct CalibrateOptions {
   std::string from;               // calibration the priors come from (default: DefaultCalibration(preset))
   std::string cluster;            // preset or cluster JSON the dockyard-run reports ran on (default: the preset)
   std::string name;               // the written calibration's name (default "<preset>-fitted", with --cluster "<cluster name>-fitted")
-  std::string compute_model = "kernels";  // the compute model the rows are predicted under (planner/sim/compute_model.h)
+  std::string compute_model = "kernels";  // the compute model the rows are predicted under (planner/cost/compute_model.h)
 };
 
 // Prints the fit (rows before / after, knobs, undetermined knobs, group-held-out error) to `out`

@@ -5,8 +5,8 @@
 #include <string>
 #include <unistd.h>
 
-#include "planner/sim/calibration.h"
-#include "planner/sim/gemm_efficiency.h"
+#include "planner/calibration/calibration.h"
+#include "planner/cost/gemm_efficiency.h"
 #include "planner/base/error.h"
 #include "planner/base/json_util.h"
 #include <doctest/doctest.h>

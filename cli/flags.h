@@ -17,7 +17,7 @@
 #include "planner/model/training_overrides.h"
 #include "planner/search/search.h"
 #include "planner/search/search_space.h"
-#include "planner/sim/redundant_experts.h"
+#include "planner/cost/redundant_experts.h"
 
 namespace dockyard::cli {
 

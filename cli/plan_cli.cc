@@ -20,7 +20,7 @@
 #include "planner/base/error.h"
 #include "planner/base/file_util.h"
 #include "planner/layout/default_layout.h"
-#include "planner/sim/compute_model.h"
+#include "planner/cost/compute_model.h"
 #include "planner/layout/plan.h"
 #include "planner/model/model_spec.h"
 #include "planner/model/recompute.h"
@@ -33,8 +33,8 @@
 #include "planner/search/explain.h"
 #include "planner/search/redundant_search.h"
 #include "planner/search/search_space.h"
-#include "planner/sim/calibration.h"
-#include "planner/sim/network.h"
+#include "planner/calibration/calibration.h"
+#include "planner/cost/network.h"
 
 namespace dockyard {
 namespace {

@@ -10,8 +10,9 @@
 #include "planner/model/training_overrides.h"
 #include "planner/report/plan_command.h"
 #include "planner/report/provenance.h"
-#include "planner/sim/cluster.h"
-#include "planner/sim/network.h"
+#include "planner/cost/cluster.h"
+#include "planner/cost/network.h"
+#include "planner/routing/plan_routing.h"
 
 namespace dockyard::cli {
 

@@ -13,8 +13,8 @@
 #include "planner/base/json_util.h"
 #include "planner/model/model_spec.h"
 #include "planner/model/training.h"
-#include "planner/sim/compute_model.h"
-#include "planner/sim/cost.h"
+#include "planner/cost/compute_model.h"
+#include "planner/cost/cost.h"
 
 namespace dockyard::cli {
 

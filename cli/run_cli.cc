@@ -24,7 +24,7 @@
 #include "planner/report/plan_file_run.h"
 #include "planner/report/provenance.h"
 #include "planner/report/run_match.h"
-#include "planner/sim/routing.h"
+#include "planner/routing/routing.h"
 #include "runtime/config.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/cuda/cuda_backend.h"

@@ -25,9 +25,9 @@
 #include "planner/search/explain.h"
 #include "planner/search/redundant_search.h"
 #include "planner/search/search_space.h"
-#include "planner/sim/calibration.h"
-#include "planner/sim/compute_model.h"
-#include "planner/sim/network.h"
+#include "planner/calibration/calibration.h"
+#include "planner/cost/compute_model.h"
+#include "planner/cost/network.h"
 
 namespace dockyard {
 namespace {

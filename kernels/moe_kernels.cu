@@ -7,7 +7,7 @@
 #include <string>
 
 #include "planner/base/error.h"
-#include "planner/sim/group_select.h"
+#include "planner/model/group_select.h"
 #include "runtime/data.h"
 
 namespace dockyard::kernels {
@@ -99,7 +99,7 @@ __global__ void AddRowBiasKernel(const float* x, const float* bias, int64_t rows
   }
 }
 
-// One thread per row: the CPU's GroupSelectRow itself (planner/sim/group_select.h, host and device).
+// One thread per row: the CPU's GroupSelectRow itself (planner/model/group_select.h, host and device).
 __global__ void GroupSelectKernel(float* x, int64_t rows, int64_t cols, int64_t n_group, int64_t topk_group, bool top2_sum) {
   for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; r < rows;
        r += static_cast<int64_t>(gridDim.x) * blockDim.x) {

@@ -41,7 +41,7 @@ void Sigmoid(float* x, int64_t count, cudaStream_t stream);
 void AddRowBias(const float* x, const float* bias, int64_t rows, int64_t cols, float* out, cudaStream_t stream);
 // The largest n_group GroupSelect accepts (per-thread array). DeepSeek-V3 and V2 use 8.
 constexpr int64_t kMaxGroups = 64;
-// Group-limited routing, in place on x [rows, cols]: planner/sim/group_select.h GroupSelectRow per
+// Group-limited routing, in place on x [rows, cols]: planner/model/group_select.h GroupSelectRow per
 // row (one thread per row). n_group <= kMaxGroups.
 void GroupSelect(float* x, int64_t rows, int64_t cols, int64_t n_group, int64_t topk_group, bool top2_sum, cudaStream_t stream);
 // indices [rows, k]: the k largest of each row, decreasing, ties to the lower column. k <= kMaxTopK.

@@ -260,8 +260,8 @@ class ComputeOps {
   // out [rows, cols] = x + bias (bias [cols] broadcast over rows).
   virtual void AddRowBias(const float* x, const float* bias, int64_t rows, int64_t cols, float* out) = 0;
   // Group-limited routing, in place on x [rows, cols] (biased scores): per row, every group but
-  // the topk_group best is set to -inf (planner/sim/group_select.h GroupSelectRow, the rule and its
-  // sources in planner/sim/group_routing.h). n_group divides cols; no-op without an active limit.
+  // the topk_group best is set to -inf (planner/model/group_select.h GroupSelectRow, the rule and its
+  // sources in planner/model/group_limit.h). n_group divides cols; no-op without an active limit.
   virtual void GroupSelect(float* x, int64_t rows, int64_t cols, int64_t n_group, int64_t topk_group, bool top2_sum) = 0;
   // Per row of x [rows, cols]: the k largest values, ties to the lower column; indices [rows, k]
   // in decreasing value order.

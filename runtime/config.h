@@ -31,8 +31,8 @@
 #include "planner/layout/eplb.h"
 #include "planner/layout/plan.h"
 #include "planner/model/dispatcher.h"
-#include "planner/sim/redundant_experts.h"
-#include "planner/sim/routing.h"
+#include "planner/cost/redundant_experts.h"
+#include "planner/routing/routing.h"
 #include "runtime/backend.h"
 
 namespace dockyard::runtime {
@@ -69,7 +69,7 @@ struct RunOptions {
   // experts are drawn from the planner's routing model (routing.h SampleTokenExperts, stream =
   // the token source), and the router's scores at those experts give the weights.
   std::optional<RoutingSpec> routing;
-  // Redundant experts (planner/sim/redundant_experts.h): unset = none. Set (requires `routing` and
+  // Redundant experts (planner/cost/redundant_experts.h): unset = none. Set (requires `routing` and
   // the all_to_all dispatcher): the layer's experts are E + R physical slots, P/ep per EP rank,
   // placed by PlaceExperts from the routing model's expected load of this layer with the plan's
   // EplbOptionsFor; every replica holds its logical expert's weights (generated from the logical

@@ -1,4 +1,4 @@
-// dockyard-run's deepep dispatcher (planner/sim/deepep.h has the rule and its sources): a token
+// dockyard-run's deepep dispatcher (planner/cost/deepep.h has the rule and its sources): a token
 // crosses "the network" once per destination node -- to its rail peer there -- and is then
 // forwarded inside the node to every member holding one of its experts; the combine mirrors it
 // (each expert rank returns one weighted partial sum per token, the forwarder sums its node's

@@ -2,7 +2,8 @@
 // tokens each rank sends per link level equal the planner's FlexDispatchBytes rows exactly.
 #include <doctest/doctest.h>
 
-#include "planner/sim/deepep.h"
+#include "planner/cost/deepep.h"
+#include "planner/routing/flex_counts.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/run.h"
 #include "runtime/test_layouts.h"

@@ -10,9 +10,10 @@
 #include <fmt/format.h>
 
 #include "planner/base/error.h"
-#include "planner/sim/replica_routing.h"
+#include "planner/routing/replica_routing.h"
 #include "runtime/data.h"
-#include "planner/sim/deepep.h"
+#include "planner/cost/deepep.h"
+#include "planner/routing/flex_counts.h"
 #include "runtime/deepep_dispatch.h"
 #include "runtime/dispatch.h"
 #include "runtime/expert_ffn.h"
@@ -335,7 +336,7 @@ class LayerRank {
     Time(kCombine, [&] { ep.ReduceScatter(gathered_.data(), y_.data(), T * D); });
   }
 
-  // deepep dispatcher (deepep_dispatch.h, the rule in planner/sim/deepep.h): each token goes once to
+  // deepep dispatcher (deepep_dispatch.h, the rule in planner/cost/deepep.h): each token goes once to
   // the rail peer of every other node holding one of its experts, then every holder forwards it
   // once to each member of its node with one of its experts; expert ranks return one weighted
   // partial per token, forwarders sum their node's partials in member order, sources the nodes'

@@ -19,7 +19,7 @@
 //               over tp, timed as tp_comm)
 //   tp_comm     all-reduce of the partial sums over the expert-TP group (TP-sharded experts)
 //
-// Phase names are planner/sim/cost.h's, so measured and predicted phases can be diffed; weight
+// Phase names are planner/cost/cost.h's, so measured and predicted phases can be diffed; weight
 // generation (weight_gen) is timed apart from the GEMMs it feeds.
 #pragma once
 

@@ -265,7 +265,7 @@ TEST_CASE("The deredundency dispatcher rejects unequal routed token counts withi
   CheckPassed(Run(MakePlan(TinyMoe(), 8, 8), o));
 }
 
-TEST_CASE("Phases carry planner/sim/cost.h's names and exclude the warm-up") {
+TEST_CASE("Phases carry planner/cost/cost.h's names and exclude the warm-up") {
   const std::vector<std::string>& names = PhaseNames();
   for (const char* n : {"router", "permute", "dispatch", "grouped_gemm", "unpermute", "combine", "shared_experts"}) {
     CHECK(std::find(names.begin(), names.end(), n) != names.end());

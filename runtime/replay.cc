@@ -14,9 +14,10 @@
 
 #include <fmt/format.h>
 
-#include "planner/sim/cost.h"
+#include "planner/cost/cost.h"
 #include "planner/base/error.h"
 #include "planner/accounting/workload.h"
+#include "planner/routing/plan_routing.h"
 #include "runtime/config.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/cpu/cpu_ops.h"

@@ -1,6 +1,6 @@
 // Single-GPU replay: one rank's local share of a large plan on one device, to time the compute
 // phases of an MoE layer where only one GPU exists. Communication is not run: dispatch and combine come from the cost model
-// (planner/sim/cost.h) for the same routing sample, so the report is a full forward of the layer
+// (planner/cost/cost.h) for the same routing sample, so the report is a full forward of the layer
 // for that rank with each phase marked "measured" or "cost model".
 //
 // What runs for global rank R of the plan (its EP index e, local experts [e*L, (e+1)*L), its
@@ -29,10 +29,10 @@
 #include <string>
 #include <vector>
 
-#include "planner/sim/cluster.h"
+#include "planner/cost/cluster.h"
 #include "planner/base/json_util.h"
 #include "planner/layout/plan.h"
-#include "planner/sim/routing.h"
+#include "planner/routing/routing.h"
 #include "runtime/backend.h"
 
 namespace dockyard::runtime {

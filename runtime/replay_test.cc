@@ -6,9 +6,10 @@
 
 #include <doctest/doctest.h>
 
-#include "planner/sim/cost.h"
+#include "planner/cost/cost.h"
 #include "planner/base/error.h"
 #include "planner/accounting/workload.h"
+#include "planner/routing/plan_routing.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/reference.h"
 #include "runtime/test_layouts.h"

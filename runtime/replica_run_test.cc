@@ -10,8 +10,8 @@
 #include <doctest/doctest.h>
 
 #include "planner/base/error.h"
-#include "planner/sim/redundant_experts.h"
-#include "planner/sim/replica_routing.h"
+#include "planner/cost/redundant_experts.h"
+#include "planner/routing/replica_routing.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/run.h"
 #include "runtime/test_layouts.h"

@@ -2,7 +2,7 @@
 // reference (reference.cc), on any backend:
 //   select = scores + e_score_correction_bias (score_correction_bias; else the scores)
 //   group-limited routing (n_group > 1, topk_group < n_group): every group but the topk_group
-//            best masked (ComputeOps::GroupSelect; planner/sim/group_routing.h has the rule)
+//            best masked (ComputeOps::GroupSelect; planner/model/group_limit.h has the rule)
 //   top_k over select (ties to the lower expert).
 // The gate weights are then taken from the unbiased scores (ComputeOps::RouterWeights).
 #pragma once

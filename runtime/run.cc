@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "planner/sim/replica_routing.h"
+#include "planner/routing/replica_routing.h"
 #include "planner/report/report.h"
 #include "runtime/pipeline.h"
 #include "runtime/reference.h"

@@ -6,7 +6,7 @@
 // max_rel_error (|out - ref| / max(|ref|, atol)) and #wrong, plus the first mismatches. A run
 // with any wrong element has failed (dockyard-run exits 3).
 // Timing: warm-up iterations are excluded; a phase's time is the mean over the timed iterations
-// on each rank, and the phase's reported time is the slowest rank's (as planner/sim/cost.h).
+// on each rank, and the phase's reported time is the slowest rank's (as planner/cost/cost.h).
 #pragma once
 
 #include <cstdint>

@@ -10,7 +10,7 @@
 
 #include "planner/model/training.h"
 #include "planner/model/training_overrides.h"
-#include "planner/sim/cluster.h"
+#include "planner/cost/cluster.h"
 #include "runtime/config.h"
 #include "runtime/replay.h"
 

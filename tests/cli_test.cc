@@ -984,7 +984,7 @@ TEST_CASE("search --routing sizes each layout's memory by its own sample, as sim
 }
 
 TEST_CASE("a --gpu-memory-gib above the cluster's memory per GPU is warned about in search and simulate") {
-  // h100-sxm holds 79.6 GiB per GPU (planner/sim/cluster.cc): a 200 GiB budget is none of its GPUs'.
+  // h100-sxm holds 79.6 GiB per GPU (planner/cost/cluster.cc): a 200 GiB budget is none of its GPUs'.
   for (const std::string cmd : {"search --world-size 256 --top 1", "simulate --world-size 256 --ep 64"}) {
     CAPTURE(cmd);
     const Result over = Run(cmd + " --gpu-memory-gib 200");
@@ -1310,7 +1310,7 @@ TEST_CASE("The text reports of check, simulate and search state the node size an
   CHECK(r.out.find("\nMachine    8 GPUs per node, budget 40.00 GiB per GPU\n") != std::string::npos);
   r = Run("search --model " + spec + " --world-size 16 --cluster h100-sxm --top 1");
   CHECK(r.out.find("\nMachine    8 GPUs per node, budget 40.00 GiB per GPU\n") != std::string::npos);
-  // search without a budget holds layouts to the cluster's memory_gib: h100-sxm's 79.6 GiB (planner/sim/cluster.cc).
+  // search without a budget holds layouts to the cluster's memory_gib: h100-sxm's 79.6 GiB (planner/cost/cluster.cc).
   r = Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --cluster h100-sxm --top 1");
   CHECK(r.out.find("\nMachine    8 GPUs per node, budget 79.60 GiB per GPU\n") != std::string::npos);
   // simulate without a budget says so; plan has no Machine line.

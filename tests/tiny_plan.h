@@ -3,7 +3,7 @@
 #pragma once
 
 #include "planner/layout/plan.h"
-#include "planner/sim/routing.h"
+#include "planner/routing/routing.h"
 #include "tests/test_models.h"
 
 namespace dockyard::testing {

@@ -460,7 +460,7 @@ void AddExpertParallel(const CommStep& s, int64_t moe_layers, CommReport& out, B
     AddAllGatherDispatch(s, v, b);
   } else if (t.dispatcher == Dispatcher::kDeepEp) {
     // The link-level dispatch and combine need the routing sample's per-token counts: the sim
-    // layer adds them (planner/sim/dispatch_traffic.h AddDispatcherTraffic).
+    // layer adds them (planner/cost/dispatch_traffic.h AddDispatcherTraffic).
   } else {
     AddDeredundencyDispatch(s, v, out, b);
   }

@@ -39,7 +39,7 @@ struct CommEntry {
 
 // The deepep dispatcher's per-call link volumes over the EP group of the reported rank (the
 // dispatch direction; the combine is its transpose, BF16): bytes per member, mean over the
-// sampled MoE layers. Filled by planner/sim/dispatch_traffic.h.
+// sampled MoE layers. Filled by planner/cost/dispatch_traffic.h.
 struct DispatchLinks {
   std::vector<int64_t> ep_group;  // global ranks, member order
   int64_t layers_sampled = 0;
@@ -63,7 +63,7 @@ struct CommReport {
 // Dispatchers: all_to_all (ep_dispatch / ep_combine all-to-alls), deredundency (oep all-gather,
 // iep all-to-all), allgather (all-gather / reduce-scatter of AllGatherDispatchBytes over ep);
 // deepep lists no dispatch or combine here: its link-level volumes depend on the routing sample
-// and come from planner/sim/dispatch_traffic.h AddDispatcherTraffic (which fills `links`).
+// and come from planner/cost/dispatch_traffic.h AddDispatcherTraffic (which fills `links`).
 CommReport ComputeComm(const Plan& plan, int64_t rank);
 
 // Bytes of the allgather dispatcher's buffer (Megatron MoEAllGatherTokenDispatcher): the EP

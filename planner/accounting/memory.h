@@ -271,7 +271,7 @@ WideInt StageActivationsTotal(const LayerActivationTable& layers, const StageLay
 //    the stage's unsharded gradients accumulate in the reduce dtype (grad_dtype): stage elements
 //    x grad bytes (torch.distributed.pipelining stage.py backward_maybe_with_nosync; FSDP2's
 //    unsharded_accumulated_grad);
-//  - deepep dispatcher (planner/sim/deepep.h), in place of the all-to-all buffers: the RDMA receive
+//  - deepep dispatcher (planner/cost/deepep.h), in place of the all-to-all buffers: the RDMA receive
 //    rows (one per token per other node the EP group spans: (nodes - 1) x T_d, in the dispatch's
 //    bytes per row, FP8 with fp8_dispatch: deepep.h FlexTokenBytes) and the NVLink receive rows (R_max, act bytes).
 //  - allgather dispatcher (Megatron MoEAllGatherTokenDispatcher), in place of the all-to-all

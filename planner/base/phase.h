@@ -1,4 +1,4 @@
-// The phases of a training step, one vocabulary for what the cost model predicts (planner/sim/cost.h)
+// The phases of a training step, one vocabulary for what the cost model predicts (planner/cost/cost.h)
 // and what dockyard-run measures (runtime/pipeline.h, runtime/replay.h): predicted and measured
 // rows of a report are joined by these names.
 #pragma once

@@ -5,7 +5,7 @@
 //   deredundency  hyper_parallel expert_parallel.py DeredundencyTokenDispatcher: ep = oep x iep, a
 //                 token crosses the outer EP group once, then an all-to-all inside (comm.h).
 //   deepep        Megatron flex dispatcher with DeepEP / HybridEP: once per destination node over the
-//                 network, then NVLink (planner/sim/deepep.h).
+//                 network, then NVLink (planner/cost/deepep.h).
 //   allgather     Megatron MoEAllGatherTokenDispatcher: all-gather the tokens over EP, reduce-scatter
 //                 the outputs.
 #pragma once

@@ -1,7 +1,7 @@
 // Machine: what the machine is, as the planner's memory and traffic rules need it — the node size
 // (ranks that share a node's fast interconnect) and the per-GPU memory budget. One home for both:
-// TrainingConfig (training.h) holds how the model is trained, a ClusterSpec (planner/sim/cluster.h)
-// holds the hardware and produces the node size (planner/sim/network.h MachineOf), and a Plan
+// TrainingConfig (training.h) holds how the model is trained, a ClusterSpec (planner/cost/cluster.h)
+// holds the hardware and produces the node size (planner/cost/network.h MachineOf), and a Plan
 // carries one Machine beside its one TrainingConfig (planner/layout/plan.h). It lives in model/,
 // the lowest domain layer, so layout/ and accounting/ take it without reaching up into sim/
 // (docs/architecture.md "One home for the node size and the budget").

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "planner/base/error.h"
-#include "planner/sim/group_routing.h"
+#include "planner/model/group_limit.h"
 #include "planner/model/hf_config.h"
 
 namespace dockyard {

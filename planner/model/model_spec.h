@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "planner/sim/group_routing.h"
+#include "planner/model/group_limit.h"
 #include "planner/base/json_util.h"
 #include "planner/model/training.h"
 
@@ -83,7 +83,7 @@ struct MoeSpec {
   std::string score_func = "softmax";  // "softmax" or "sigmoid"
   bool norm_topk_prob = false;
   double routed_scaling_factor = 1.0;
-  // Group-limited routing (HF n_group, topk_group; group_routing.h): the experts form n_group
+  // Group-limited routing (HF n_group, topk_group; group_limit.h): the experts form n_group
   // contiguous groups and a token keeps topk_group of them. n_group = 1: no limit.
   int64_t n_group = 1;
   int64_t topk_group = 1;
@@ -92,7 +92,7 @@ struct MoeSpec {
   bool shared_expert_gate = false;              // Qwen2-MoE: sigmoid gate [1, hidden]
 };
 
-// The model's group-limited routing rule (group_routing.h): n_group, topk_group, and the group
+// The model's group-limited routing rule (group_limit.h): n_group, topk_group, and the group
 // score of its router (top-2 sum with the score-correction bias, noaux_tc; else the max).
 GroupLimit GroupLimitOf(const MoeSpec& moe);
 

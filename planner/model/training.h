@@ -70,7 +70,7 @@ struct TrainingConfig {
   std::optional<double> memory_reserve_gib;
   double imbalance = 1.0;  // max / mean tokens received per rank (>= 1)
   // Token dispatcher (dispatcher.h): all_to_all, deredundency, deepep (Megatron flex with DeepEP /
-  // HybridEP: once per destination node over the network, then NVLink; planner/sim/deepep.h) or
+  // HybridEP: once per destination node over the network, then NVLink; planner/cost/deepep.h) or
   // allgather (Megatron MoEAllGatherTokenDispatcher).
   Dispatcher dispatcher = Dispatcher::kAllToAll;
   std::optional<int64_t> oep;  // deredundency outer EP size; unset = nodes spanned by ep

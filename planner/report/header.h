@@ -36,7 +36,7 @@ struct ReportHeaderInputs {
   bool imbalance_per_layout = false;
   Json provenance;  // Provenance (provenance.h)
   // The compute model a predicted time used (simulate, search): ComputeModelToJson
-  // (planner/sim/compute_model.h); null = no time predicted (plan, check), and then no key.
+  // (planner/cost/compute_model.h); null = no time predicted (plan, check), and then no key.
   Json compute;
   // The node size and per-GPU budget the memory and traffic figures used (machine.h; check and
   // simulate: the plan's, search: network.h MachineOf with search.h SearchBudgetGib); unset (plan)

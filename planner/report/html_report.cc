@@ -12,8 +12,9 @@
 #include "planner/base/error.h"
 #include "planner/model/global_batch.h"
 #include "planner/report/report.h"
-#include "planner/sim/cost.h"
+#include "planner/cost/cost.h"
 #include "planner/search/pareto.h"
+#include "planner/routing/plan_routing.h"
 
 namespace dockyard {
 namespace {

@@ -32,7 +32,7 @@
 
 #include "planner/base/json_util.h"
 #include "planner/layout/plan.h"
-#include "planner/sim/routing.h"
+#include "planner/routing/routing.h"
 
 namespace dockyard {
 

@@ -12,13 +12,13 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
-#include "planner/sim/cluster.h"
-#include "planner/sim/cost.h"
+#include "planner/cost/cluster.h"
+#include "planner/cost/cost.h"
 #include "planner/base/error.h"
 #include "planner/accounting/memory.h"
 #include "planner/layout/plan.h"
 #include "planner/report/report.h"
-#include "planner/sim/routing.h"
+#include "planner/routing/routing.h"
 #include "planner/search/search.h"
 #include "planner/accounting/workload.h"
 #include "tests/test_models.h"

@@ -11,13 +11,13 @@
 #include "planner/accounting/replica_refit.h"
 #include "planner/report/budget_text.h"
 #include "planner/report/header.h"
-#include "planner/sim/compute_model.h"
+#include "planner/cost/compute_model.h"
 #include "planner/report/html_report.h"
 #include "planner/report/report.h"
-#include "planner/sim/cost.h"
-#include "planner/sim/deepep.h"
-#include "planner/sim/dispatch_traffic.h"
-#include "planner/sim/group_routing.h"
+#include "planner/cost/cost.h"
+#include "planner/cost/deepep.h"
+#include "planner/cost/dispatch_traffic.h"
+#include "planner/routing/plan_routing.h"
 
 namespace dockyard {
 

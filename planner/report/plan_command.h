@@ -21,12 +21,12 @@
 #include "planner/layout/plan.h"
 #include "planner/model/global_batch.h"
 #include "planner/model/training.h"
-#include "planner/sim/calibration.h"
-#include "planner/sim/cluster.h"
-#include "planner/sim/cost.h"
-#include "planner/sim/received_rows.h"
-#include "planner/sim/redundant_experts.h"
-#include "planner/sim/routing.h"
+#include "planner/calibration/calibration.h"
+#include "planner/cost/cluster.h"
+#include "planner/cost/cost.h"
+#include "planner/routing/received_rows.h"
+#include "planner/cost/redundant_experts.h"
+#include "planner/routing/routing.h"
 
 namespace dockyard {
 

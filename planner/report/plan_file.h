@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "planner/sim/cluster.h"
+#include "planner/cost/cluster.h"
 #include "planner/base/json_util.h"
 #include "planner/layout/parallel_dims.h"
 #include "planner/layout/plan.h"

@@ -13,7 +13,7 @@
 #include "planner/model/model_spec.h"
 #include "planner/model/training.h"
 #include "planner/report/plan_file.h"
-#include "planner/sim/routing.h"
+#include "planner/routing/routing.h"
 
 namespace dockyard {
 

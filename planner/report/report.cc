@@ -4,9 +4,9 @@
 #include "planner/model/mtp.h"
 #include "planner/report/header.h"
 #include "planner/search/search_pins.h"
-#include "planner/sim/network.h"
+#include "planner/cost/network.h"
 
-#include "planner/sim/dispatch_traffic.h"
+#include "planner/cost/dispatch_traffic.h"
 
 #include <map>
 #include <tuple>

@@ -4,9 +4,9 @@
 
 #include <string>
 
-#include "planner/sim/cluster.h"
+#include "planner/cost/cluster.h"
 #include "planner/accounting/comm.h"
-#include "planner/sim/cost.h"
+#include "planner/cost/cost.h"
 #include "planner/base/json_util.h"
 #include "planner/accounting/memory.h"
 #include "planner/layout/plan.h"

@@ -5,14 +5,14 @@
 #include <limits>
 
 #include "planner/report/header.h"
-#include "planner/sim/compute_model.h"
+#include "planner/cost/compute_model.h"
 #include "planner/report/html_report.h"
 #include "planner/report/report.h"
 #include "planner/search/pareto.h"
 #include "planner/search/search_pins.h"
 #include "planner/search/search_space.h"
 #include "planner/search/split_notes.h"
-#include "planner/sim/network.h"
+#include "planner/cost/network.h"
 
 namespace dockyard {
 

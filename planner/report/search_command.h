@@ -16,7 +16,7 @@
 #include "planner/search/explain.h"
 #include "planner/search/redundant_search.h"
 #include "planner/search/search.h"
-#include "planner/sim/calibration.h"
+#include "planner/calibration/calibration.h"
 
 namespace dockyard {
 

@@ -19,8 +19,9 @@
 #include <vector>
 
 #include "planner/model/model_spec.h"
-#include "planner/sim/compute_model.h"
+#include "planner/cost/compute_model.h"
 #include "planner/search/search.h"
+#include "planner/routing/plan_routing.h"
 
 namespace {
 

@@ -5,9 +5,9 @@
 // arithmetic. Were a second copy of the rule left anywhere, one of them would keep the old value.
 #include <doctest/doctest.h>
 
-#include "planner/sim/cluster.h"
+#include "planner/cost/cluster.h"
 #include "planner/accounting/comm.h"
-#include "planner/sim/cost.h"
+#include "planner/cost/cost.h"
 #include "planner/search/layout_eval.h"
 #include "planner/accounting/memory.h"
 #include "planner/layout/plan.h"

@@ -3,8 +3,9 @@
 
 #include <algorithm>
 
-#include "planner/sim/deepep.h"
-#include "planner/sim/received_rows.h"
+#include "planner/cost/deepep.h"
+#include "planner/routing/received_rows.h"
+#include "planner/routing/flex_counts.h"
 
 namespace dockyard {
 

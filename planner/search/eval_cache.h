@@ -20,9 +20,10 @@
 #include <vector>
 
 #include "planner/model/dispatcher.h"
-#include "planner/sim/cost.h"
-#include "planner/sim/flex_blocks.h"
-#include "planner/sim/routing.h"
+#include "planner/cost/cost.h"
+#include "planner/routing/flex_blocks.h"
+#include "planner/routing/routing.h"
+#include "planner/cost/moe_phases.h"
 
 namespace dockyard {
 

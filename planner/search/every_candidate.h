@@ -15,7 +15,7 @@
 
 #include "planner/search/layout_eval.h"
 #include "planner/search/search.h"
-#include "planner/sim/network.h"
+#include "planner/cost/network.h"
 
 namespace dockyard::testing {
 

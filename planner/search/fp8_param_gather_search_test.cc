@@ -6,6 +6,7 @@
 #include "planner/layout/plan.h"
 #include "planner/search/layout_eval.h"
 #include "planner/search/search.h"
+#include "planner/routing/plan_routing.h"
 #include "tests/test_models.h"
 
 namespace {

@@ -1,9 +1,9 @@
 // Fast evaluation of layout-search candidates (see layout_eval.h).
 #include "planner/search/layout_eval.h"
 
-#include "planner/sim/deepep.h"
-#include "planner/sim/flex_blocks.h"
-#include "planner/sim/gemm_efficiency.h"
+#include "planner/cost/deepep.h"
+#include "planner/routing/flex_blocks.h"
+#include "planner/cost/gemm_efficiency.h"
 #include "planner/model/precision.h"
 
 #include <algorithm>
@@ -21,11 +21,13 @@
 #include "planner/base/checked_math.h"
 #include "planner/base/error.h"
 #include "planner/accounting/memory.h"
-#include "planner/sim/network.h"
-#include "planner/sim/received_rows.h"
+#include "planner/cost/network.h"
+#include "planner/routing/received_rows.h"
 #include "planner/layout/plan.h"
 #include "planner/model/seq_len.h"
 #include "planner/accounting/workload.h"
+#include "planner/cost/moe_phases.h"
+#include "planner/routing/flex_counts.h"
 
 namespace dockyard {
 namespace {

@@ -44,14 +44,15 @@
 #include <tuple>
 #include <vector>
 
-#include "planner/sim/cost.h"
+#include "planner/cost/cost.h"
 #include "planner/model/inventory.h"
 #include "planner/model/model_spec.h"
 #include "planner/layout/parallel_dims.h"
-#include "planner/sim/routing.h"
+#include "planner/routing/routing.h"
 #include "planner/search/eval_cache.h"
 #include "planner/search/search.h"
 #include "planner/model/training.h"
+#include "planner/cost/moe_phases.h"
 
 namespace dockyard {
 

@@ -10,7 +10,7 @@
 #include "planner/accounting/memory.h"
 #include "planner/layout/plan.h"
 #include "planner/accounting/workload.h"
-#include "planner/sim/network.h"
+#include "planner/cost/network.h"
 #include "planner/search/layout_eval.h"
 
 namespace dockyard {

@@ -17,7 +17,7 @@
 
 #include "planner/base/json_util.h"
 #include "planner/model/model_spec.h"
-#include "planner/sim/redundant_experts.h"
+#include "planner/cost/redundant_experts.h"
 #include "planner/search/search.h"
 
 namespace dockyard {

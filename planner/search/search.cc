@@ -14,7 +14,7 @@
 
 #include <fmt/format.h>
 
-#include "planner/sim/attention_support.h"
+#include "planner/cost/attention_support.h"
 #include "planner/base/error.h"
 #include "planner/model/global_batch.h"
 #include "planner/model/seq_len.h"
@@ -22,7 +22,7 @@
 #include "planner/search/layout_eval.h"
 #include "planner/search/pareto.h"
 #include "planner/search/search_pins.h"
-#include "planner/sim/network.h"
+#include "planner/cost/network.h"
 
 namespace dockyard {
 namespace {

@@ -33,12 +33,13 @@
 #include <utility>
 #include <vector>
 
-#include "planner/sim/cluster.h"
-#include "planner/sim/cost.h"
+#include "planner/cost/cluster.h"
+#include "planner/cost/cost.h"
 #include "planner/model/model_spec.h"
 #include "planner/layout/parallel_dims.h"
 #include "planner/model/dispatcher.h"
-#include "planner/sim/routing.h"
+#include "planner/routing/plan_routing.h"
+#include "planner/routing/routing.h"
 #include "planner/model/training.h"
 
 namespace dockyard {

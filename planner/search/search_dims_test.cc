@@ -18,6 +18,7 @@
 #include "planner/model/global_batch.h"
 #include "planner/search/explain.h"
 #include "planner/search/search.h"
+#include "planner/routing/plan_routing.h"
 #include "tests/test_models.h"
 
 namespace dockyard {

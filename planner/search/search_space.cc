@@ -9,7 +9,8 @@
 #include "planner/base/error.h"
 #include "planner/model/machine.h"
 #include "planner/search/rejection_reasons.h"
-#include "planner/sim/cost.h"
+#include "planner/cost/cost.h"
+#include "planner/routing/plan_routing.h"
 
 namespace dockyard {
 

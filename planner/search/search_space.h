@@ -12,7 +12,7 @@
 #include "planner/model/model_spec.h"
 #include "planner/model/training.h"
 #include "planner/search/search.h"
-#include "planner/sim/routing.h"
+#include "planner/routing/routing.h"
 
 namespace dockyard {
 

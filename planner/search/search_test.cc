@@ -14,8 +14,9 @@
 #include "planner/accounting/memory.h"
 #include "planner/layout/plan.h"
 #include "planner/search/every_candidate.h"
-#include "planner/sim/network.h"
+#include "planner/cost/network.h"
 #include "planner/accounting/workload.h"
+#include "planner/routing/plan_routing.h"
 #include "tests/test_models.h"
 
 using dockyard::SearchOptions;

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "planner/base/error.h"
-#include "planner/sim/group_select.h"
+#include "planner/model/group_select.h"
 #include "runtime/data.h"
 
 namespace dockyard::runtime::cpu {

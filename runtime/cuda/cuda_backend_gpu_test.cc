@@ -5,7 +5,7 @@
 
 #include <doctest/doctest.h>
 
-#include "planner/sim/cluster.h"
+#include "planner/cost/cluster.h"
 #include "runtime/cuda/cuda_backend.h"
 #include "runtime/replay.h"
 #include "runtime/run.h"

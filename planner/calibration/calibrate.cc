@@ -1,0 +1,619 @@
+// Fitting a calibration to measurements (see calibrate.h and docs/calibration.md, "Fitting").
+#include "planner/calibration/calibrate.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <fstream>
+#include <memory>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "planner/base/error.h"
+#include "planner/layout/parallel_dims.h"
+#include "planner/layout/plan.h"
+#include "planner/routing/routing.h"
+#include "planner/accounting/workload.h"
+#include "planner/cost/gemm_efficiency.h"
+#include "planner/cost/network.h"
+#include "planner/routing/plan_routing.h"
+
+namespace dockyard {
+namespace {
+
+constexpr double kPriorPull = 1e-4;       // weight of ln(value / prior)^2 in the minimized loss
+constexpr double kMinSensitivity = 0.01;  // below: the rows do not determine the knob
+constexpr double kHuberDelta = 1.0;       // in units of the row's noise
+
+const std::vector<CalibrationKnob>& Knobs() {
+  static const std::vector<CalibrationKnob> knobs = CalibrationKnobs();
+  return knobs;
+}
+
+double LowerBound(const CalibrationKnob& k, double prior) {
+  return k.relative ? k.lower * prior : k.lower;
+}
+double UpperBound(const CalibrationKnob& k, double prior) {
+  return k.relative ? k.upper * prior : k.upper;
+}
+
+// The loss weight of every row of `stage`: w_i / (sum of its group's w) / groups (0 for other rows).
+std::vector<double> RowWeights(const std::vector<CalibrationRow>& rows, CalibrationKnob::Stage stage) {
+  std::map<std::string, double> group_weight;
+  for (const CalibrationRow& r : rows) {
+    if (r.stage == stage) group_weight[r.group] += r.weight;
+  }
+  std::vector<double> w(rows.size(), 0.0);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].stage == stage) w[i] = rows[i].weight / group_weight[rows[i].group] / static_cast<double>(group_weight.size());
+  }
+  return w;
+}
+
+// Root mean square over the stage's rows (loss weights) of d ln(predicted) / d ln(knob k).
+double Sensitivity(const std::vector<CalibrationRow>& rows, const std::vector<double>& weights, const std::vector<double>& values,
+                   size_t k) {
+  constexpr double h = 0.01;
+  std::vector<double> up = values, down = values;
+  up[k] *= std::exp(h);
+  down[k] *= std::exp(-h);
+  double sum = 0, wsum = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (weights[i] == 0) continue;
+    const double d = (std::log(PredictRow(rows[i], up)) - std::log(PredictRow(rows[i], down))) / (2 * h);
+    sum += weights[i] * d * d;
+    wsum += weights[i];
+  }
+  return wsum > 0 ? std::sqrt(sum / wsum) : 0.0;
+}
+
+// Bounded coordinate descent in ln(value) over the knobs in `active`.
+void Minimize(const std::vector<CalibrationRow>& rows, CalibrationKnob::Stage stage, const std::vector<size_t>& active,
+              const std::vector<double>& prior, std::vector<double>* values) {
+  auto loss = [&](const std::vector<double>& v) {
+    double pull = 0;
+    for (size_t k : active) pull += std::pow(std::log(v[k] / prior[k]), 2);
+    return StageLoss(rows, stage, v) + kPriorPull * pull;
+  };
+  std::vector<double> step(values->size(), 0.5);
+  double best = loss(*values);
+  for (int sweep = 0; sweep < 400; ++sweep) {
+    bool moving = false;
+    for (size_t k : active) {
+      if (step[k] < 1e-7) continue;
+      moving = true;
+      const double lo = std::log(LowerBound(Knobs()[k], prior[k])), hi = std::log(UpperBound(Knobs()[k], prior[k]));
+      const double u = std::log((*values)[k]);
+      bool improved = false;
+      for (double dir : {1.0, -1.0}) {
+        const double t = std::clamp(u + dir * step[k], lo, hi);
+        if (t == u) continue;
+        std::vector<double> trial = *values;
+        trial[k] = std::exp(t);
+        const double f = loss(trial);
+        if (f < best) {
+          best = f;
+          *values = trial;
+          improved = true;
+          break;
+        }
+      }
+      step[k] = improved ? std::min(1.0, step[k] * 2) : step[k] * 0.5;
+    }
+    if (!moving) break;
+  }
+}
+
+}  // namespace
+
+double PredictRow(const CalibrationRow& row, const std::vector<double>& values) {
+  ClusterSpec cluster = row.cluster;
+  CostOptions options = row.options;
+  for (size_t k = 0; k < Knobs().size(); ++k) ApplyKnob(Knobs()[k], values[k], row.calibrated_hardware ? &cluster : nullptr, &options);
+  return row.predict(cluster, options);
+}
+
+double RowLogError(const CalibrationRow& row, double predicted) {
+  if (row.range) {
+    if (predicted < row.range->first) return std::log(predicted / row.range->first);
+    if (predicted > row.range->second) return std::log(predicted / row.range->second);
+    return 0.0;
+  }
+  return std::log(predicted / row.measured);
+}
+
+double Huber(double z) {
+  const double a = std::fabs(z);
+  return a <= kHuberDelta ? 0.5 * z * z : kHuberDelta * (a - 0.5 * kHuberDelta);
+}
+
+double StageLoss(const std::vector<CalibrationRow>& rows, CalibrationKnob::Stage stage, const std::vector<double>& values) {
+  const std::vector<double> w = RowWeights(rows, stage);
+  double loss = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (w[i] > 0) loss += w[i] * Huber(RowLogError(rows[i], PredictRow(rows[i], values)) / rows[i].noise);
+  }
+  return loss;
+}
+
+std::vector<double> KnobValues(const Calibration& cal) {
+  std::vector<double> v;
+  for (const CalibrationKnob& k : Knobs()) v.push_back(cal.*k.field);
+  return v;
+}
+
+void SetKnobValues(const std::vector<double>& values, Calibration* cal) {
+  for (size_t k = 0; k < Knobs().size(); ++k) cal->*Knobs()[k].field = values[k];
+}
+
+CalibrationFit FitCalibration(const std::vector<CalibrationRow>& rows, const std::vector<double>& prior) {
+  CalibrationFit fit;
+  fit.prior = prior;
+  fit.values = prior;
+  for (size_t k = 0; k < Knobs().size(); ++k) {
+    fit.values[k] = std::clamp(prior[k], LowerBound(Knobs()[k], prior[k]), UpperBound(Knobs()[k], prior[k]));
+  }
+  const CalibrationKnob::Stage stages[2] = {CalibrationKnob::kComponent, CalibrationKnob::kResidual};
+  std::vector<bool> determined(Knobs().size(), false);
+  for (int s = 0; s < 2; ++s) {
+    const std::vector<double> w = RowWeights(rows, stages[s]);
+    fit.loss_before[s] = StageLoss(rows, stages[s], prior);
+    std::vector<size_t> active;
+    for (size_t k = 0; k < Knobs().size(); ++k) {
+      if (Knobs()[k].stage != stages[s]) continue;
+      determined[k] = Sensitivity(rows, w, fit.values, k) >= kMinSensitivity;
+      if (determined[k]) {
+        active.push_back(k);
+      } else {
+        fit.values[k] = prior[k];
+      }
+    }
+    Minimize(rows, stages[s], active, prior, &fit.values);
+  }
+  for (int s = 0; s < 2; ++s) fit.loss_after[s] = StageLoss(rows, stages[s], fit.values);
+  for (size_t k = 0; k < Knobs().size(); ++k) {
+    const CalibrationKnob& knob = Knobs()[k];
+    FittedKnob f{knob, prior[k], fit.values[k], LowerBound(knob, prior[k]), UpperBound(knob, prior[k]), 0, determined[k], false};
+    f.sensitivity = Sensitivity(rows, RowWeights(rows, knob.stage), fit.values, k);
+    f.hit_bound = determined[k] && (std::fabs(std::log(f.value / f.lower)) < 1e-3 || std::fabs(std::log(f.value / f.upper)) < 1e-3);
+    fit.knobs.push_back(f);
+  }
+  return fit;
+}
+
+std::map<std::string, double> HeldOutErrors(const std::vector<CalibrationRow>& rows, const std::vector<double>& prior,
+                                            const std::function<std::string(const CalibrationRow&)>& key) {
+  std::vector<std::string> keys;
+  for (const CalibrationRow& r : rows) {
+    if (r.stage == CalibrationKnob::kResidual && std::find(keys.begin(), keys.end(), key(r)) == keys.end()) keys.push_back(key(r));
+  }
+  std::map<std::string, double> errors;
+  for (const std::string& held : keys) {
+    std::vector<CalibrationRow> train;
+    for (const CalibrationRow& r : rows) {
+      if (r.stage != CalibrationKnob::kResidual || key(r) != held) train.push_back(r);
+    }
+    const CalibrationFit fit = FitCalibration(train, prior);
+    for (const CalibrationRow& r : rows) {
+      if (r.stage == CalibrationKnob::kResidual && key(r) == held) errors[r.id] = PredictRow(r, fit.values) / r.measured - 1.0;
+    }
+  }
+  return errors;
+}
+
+namespace {
+
+std::string Upper(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// The phase mapping (calibrate.h): empty when the measured phase `name` is fitted, else why not.
+std::string PhaseNotFitted(const std::string& name, bool shared_overlapped) {
+  static const std::set<std::string> fitted = {"permute", "dispatch", "grouped_gemm", "unpermute", "combine", "tp_comm"};
+  if (fitted.count(name)) return "";
+  if (name == "weight_gen") return "not a training phase";
+  if (name == "shared_experts" && shared_overlapped) return "overlapped with the combine: not fitted";
+  return "not fitted in the component stage (depends on a residual knob, or not a component phase)";
+}
+
+// The predicted time of phase (name, layer_kind, direction) of `cost`, 0 when it has none.
+double PredictedPhaseUs(const CostBreakdown& cost, const std::string& name, const std::string& layer_kind, const std::string& direction) {
+  for (const PhaseCost& ph : cost.phases) {
+    if (ph.name == name && ph.layer_kind == layer_kind && ph.direction == direction) return ph.time_us;
+  }
+  return 0.0;
+}
+
+double StepSecondsAt(FidelityRun run, double value) {
+  run.measured.value = value;
+  return MeasuredStepSeconds(run);
+}
+
+// Why `run` is left out of the fit ("" when it is fitted): dropless routing, a feature the cost
+// model does not express, or hardware other than `only_hardware` (when given).
+std::string RunLeftOutReason(const FidelityRun& run, const std::string& only_hardware) {
+  if (std::find(run.features.begin(), run.features.end(), "dropless") != run.features.end()) return "dropless routing: out of the fit";
+  if (!run.unsupported.empty()) {
+    std::string why;
+    for (const auto& u : run.unsupported) why += (why.empty() ? "" : "; ") + u;
+    return "not expressible: " + why;
+  }
+  if (!only_hardware.empty() && run.cluster_name != only_hardware && run.cluster.name != only_hardware) {
+    return fmt::format("hardware \"{}\": a calibration is per hardware (calibrating {})", run.cluster_name, only_hardware);
+  }
+  return "";
+}
+
+// The whole-step row of `run` (stage 2, seconds; its release range when given), predicted by
+// SimulateStep on `prepared` under RunCostOptions(run, options).
+CalibrationRow StepRow(const FidelityRun& run, const std::string& preset, const CostOptions& options,
+                       const std::shared_ptr<PreparedRun>& prepared) {
+  CalibrationRow r;
+  r.id = run.id;
+  r.what = "step";
+  r.group = run.group;
+  r.hardware = run.cluster_name;
+  r.unit = "s";
+  r.stage = CalibrationKnob::kResidual;
+  r.measured = MeasuredStepSeconds(run);
+  if (run.measured.range) {
+    const double a = StepSecondsAt(run, run.measured.range->first), b = StepSecondsAt(run, run.measured.range->second);
+    r.range = std::make_pair(std::min(a, b), std::max(a, b));
+  }
+  r.weight = run.weight;
+  r.cluster = run.cluster;
+  r.calibrated_hardware = run.cluster_name == preset || run.cluster.name == preset;
+  r.options = RunCostOptions(run, options);
+  r.predict = [prepared](const ClusterSpec& c, const CostOptions& o) {
+    return SimulateStep(prepared->plan, c, prepared->routing, o).step_time_us * 1e-6;
+  };
+  return r;
+}
+
+// Appends to `rows` the stage-1 rows (us) of a user's measured phases of `run`, each a copy of
+// its whole-step row `step` predicted through PredictedPhaseUs; the phases left out go to `skipped`.
+void AppendPhaseRows(const FidelityRun& run, const CalibrationRow& step, const std::shared_ptr<PreparedRun>& prepared,
+                     std::vector<CalibrationRow>* rows, std::vector<std::pair<std::string, std::string>>* skipped) {
+  for (const FidelityRun::Phase& ph : run.phases) {
+    const std::string id = run.id + ":" + ph.layer_kind + ":" + ph.direction + ":" + ph.name;
+    const std::string why = PhaseNotFitted(ph.name, CostOptions{}.overlap_shared_experts);
+    if (!why.empty() || ph.time_us == 0) {
+      skipped->push_back({id, why.empty() ? "measured 0 us" : why});
+      continue;
+    }
+    CalibrationRow p = step;
+    p.id = id;
+    p.what = fmt::format("phase {} ({}, {} layer)", ph.name, ph.direction, ph.layer_kind);
+    p.unit = "us";
+    p.stage = CalibrationKnob::kComponent;
+    p.measured = ph.time_us;
+    p.range.reset();
+    p.predict = [prepared, ph](const ClusterSpec& c, const CostOptions& o) {
+      return PredictedPhaseUs(SimulateStep(prepared->plan, c, prepared->routing, o), ph.name, ph.layer_kind, ph.direction);
+    };
+    if (!(p.predict(p.cluster, p.options) > 0)) {
+      skipped->push_back({id, "the cost model predicts no such phase for this layout"});
+      continue;
+    }
+    rows->push_back(std::move(p));
+  }
+}
+
+// Appends to `rows` the stage-1 rows (in the measurement's unit) of component measurement `ci` of
+// `set` on `preset_cluster` (the kinds a knob models: calibrate.h RowsFromFidelitySet); a
+// measurement on another GPU than `gpu`, or of a kind no knob models, goes to `skipped`. Throws
+// dockyard::Error naming the component for a missing or mistyped parameter.
+void AppendComponentRows(const FidelitySet& set, size_t ci, const std::string& gpu, const std::string& preset,
+                         const ClusterSpec& preset_cluster, const CostOptions& options, std::vector<CalibrationRow>* rows,
+                         std::vector<std::pair<std::string, std::string>>* skipped) {
+  const FidelityComponent& c = set.components[ci];
+  if (c.hardware.find(gpu) == std::string::npos) {
+    skipped->push_back({c.id, fmt::format("hardware \"{}\" is not the preset's {}", c.hardware, gpu)});
+    return;
+  }
+  const JsonView params(&c.params, set.file, fmt::format("/components/{}/params", ci));
+  CalibrationRow base;
+  base.group = "component " + c.source;
+  base.hardware = preset;
+  base.unit = c.unit;
+  base.stage = CalibrationKnob::kComponent;
+  base.cluster = preset_cluster;
+  base.calibrated_hardware = true;
+  base.options = options;
+  auto add = [&](const std::string& id, const std::string& what, double measured,
+                 std::function<double(const ClusterSpec&, const CostOptions&)> predict) {
+    CalibrationRow r = base;
+    r.id = id;
+    r.what = what;
+    r.measured = measured;
+    r.predict = std::move(predict);
+    rows->push_back(std::move(r));
+  };
+  try {
+    if (c.kind == "all_to_all" && params.StringOr("scope", "") == "network" && c.values.size() == 1) {
+      add(c.id, "network all-to-all bandwidth", c.values[0], [](const ClusterSpec& cl, const CostOptions&) { return cl.network_gbps; });
+    } else if (c.kind == "nvlink_collective" && c.values.size() == 1) {
+      add(c.id, "NVLink collective bandwidth", c.values[0], [](const ClusterSpec& cl, const CostOptions&) { return cl.intra_node_gbps; });
+    } else if (c.kind == "grouped_gemm" && params.StringOr("dtype", "") == "bf16" && c.values.size() == 1) {
+      const double m = static_cast<double>(params.Int("m"));
+      if (options.kernel_compute) {  // by shape: N and K are required
+        const double n = static_cast<double>(params.Int("n")), k = static_cast<double>(params.Int("k"));
+        add(c.id, fmt::format("grouped GEMM at {} x {} x {}", m, n, k), c.values[0],
+            [m, n, k](const ClusterSpec& cl, const CostOptions& o) { return cl.dense_bf16_tflops * GemmShapeEfficiency(m, n, k, o); });
+      } else {
+        add(c.id, fmt::format("grouped GEMM at {} rows", m), c.values[0],
+            [m](const ClusterSpec& cl, const CostOptions& o) { return cl.dense_bf16_tflops * GroupedGemmEfficiency(m, o); });
+      }
+    } else if (c.kind == "grouped_gemm_fraction" && options.kernel_compute) {
+      skipped->push_back({c.id, "a rule of thumb without the GEMM's N and K: the kernel-level model's efficiency needs the shape"});
+    } else if (c.kind == "grouped_gemm_fraction") {
+      const std::vector<int64_t> rows_per_expert = params.IntList("rows_per_expert", 1);
+      if (rows_per_expert.size() != c.values.size()) {
+        params.Fail("rows_per_expert", fmt::format("needs one entry per value ({}), got {}", c.values.size(), rows_per_expert.size()));
+      }
+      for (size_t i = 0; i < c.values.size(); ++i) {
+        const double m = static_cast<double>(rows_per_expert[i]);
+        add(fmt::format("{}[{}]", c.id, i), fmt::format("grouped-GEMM fraction at {} rows", m), c.values[i],
+            [m](const ClusterSpec&, const CostOptions& o) { return GroupedGemmEfficiency(m, o); });
+      }
+    } else if (c.kind == "kernel_floor" && c.values.size() == 1) {
+      add(c.id, "memory-bound kernel floor", c.values[0], [](const ClusterSpec&, const CostOptions& o) { return o.memory_floor_us; });
+    } else {
+      skipped->push_back({c.id, fmt::format("{}: no knob models it yet", c.kind)});
+    }
+  } catch (const Error& e) {
+    throw Error(fmt::format("component {}: {}", c.id, e.what()));
+  }
+}
+
+// The model a dockyard-run report's /model/source names (relative to the report's folder when it
+// is not found as given); `source` gets the path read. Throws naming /model/source.
+ModelSpec ReportModel(const JsonView& m, const std::string& file, std::string* source) {
+  *source = m.String("source");
+  if (!std::ifstream(*source).good()) {
+    const size_t slash = file.rfind('/');
+    if (slash != std::string::npos && !source->empty() && (*source)[0] != '/') *source = file.substr(0, slash) + "/" + *source;
+  }
+  ModelSpec model;
+  try {
+    model = LoadModel(*source);
+  } catch (const Error& e) {
+    m.Fail("source", e.what());
+  }
+  return model;
+}
+
+// The plan as dockyard-run ran it (the report `v`'s /layout and /run: world size, ep, expert TP,
+// dispatcher, oep; seq_len = tokens_per_rank, one micro-batch; `cluster`'s NVLink domain as the
+// node). Throws naming /layout when it does not validate, /run/tokens_per_rank when it does not
+// match the plan's routed tokens.
+std::shared_ptr<Plan> ReportPlan(const JsonView& v, const JsonView& layout, const JsonView& run, const ModelSpec& model,
+                                 const ClusterSpec& cluster) {
+  ParallelDimsOptions d;
+  d.world_size = layout.Int("world_size");
+  d.ep = layout.Int("ep");
+  d.etp = layout.Int("expert_tp");
+  TrainingConfig t;
+  t.seq_len = run.Int("tokens_per_rank");
+  t.micro_batch_size = 1;
+  t.num_microbatches = 1;
+  t.dispatcher = ParseDispatcher(layout.String("dispatcher"), layout.Where("dispatcher"));
+  if (t.dispatcher == Dispatcher::kDeredundency) t.oep = layout.Int("oep");
+  auto plan = std::make_shared<Plan>();
+  try {
+    ValidateDimsForModel(ParallelDims::Build(d), model);
+    *plan = BuildPlan(model, d, t, MachineOf(cluster, 0));  // the time model's locality unit (network.h)
+  } catch (const Error& e) {
+    v.Fail("layout", e.what());
+  }
+  if (ComputeWorkload(*plan).routed_tokens != t.seq_len) {
+    run.Fail("tokens_per_rank",
+             fmt::format("{} tokens per rank do not match the rebuilt plan's routed tokens {} (tensor-parallel runs are not fitted yet)",
+                         t.seq_len, ComputeWorkload(*plan).routed_tokens));
+  }
+  return plan;
+}
+
+}  // namespace
+
+std::vector<CalibrationRow> RowsFromFidelitySet(const FidelitySet& set, const std::string& preset,
+                                                std::vector<std::pair<std::string, std::string>>* skipped, const std::string& only_hardware,
+                                                const CostOptions& options) {
+  const ClusterSpec preset_cluster = ClusterPreset(preset);  // throws for an unknown preset
+  std::vector<CalibrationRow> rows;
+  for (const FidelityRun& run : set.runs) {
+    if (const std::string why = RunLeftOutReason(run, only_hardware); !why.empty()) {
+      skipped->push_back({run.id, why});
+      continue;
+    }
+    auto prepared = std::make_shared<PreparedRun>(PrepareRun(run, set.models.at(run.model)));
+    CalibrationRow r = StepRow(run, preset, options, prepared);
+    AppendPhaseRows(run, r, prepared, &rows, skipped);  // a user's measured phases: stage-1 rows
+    rows.push_back(std::move(r));
+  }
+
+  const std::string gpu = Upper(preset.substr(0, preset.find('-')));
+  for (size_t ci = 0; ci < set.components.size(); ++ci) AppendComponentRows(set, ci, gpu, preset, preset_cluster, options, &rows, skipped);
+  return rows;
+}
+
+std::vector<CalibrationRow> RowsFromRunReport(const Json& report, const std::string& file, const ClusterSpec& cluster,
+                                              std::vector<std::pair<std::string, std::string>>* skipped, const CostOptions& options) {
+  const JsonView v(&report, file, "");
+  const std::string kind = v.String("kind");
+  if (kind != "dockyard_run") v.Fail("kind", fmt::format("must be \"dockyard_run\" (a dockyard-run --json report), got \"{}\"", kind));
+  const JsonView m = v.Object("model");
+  std::string source;
+  const ModelSpec model = ReportModel(m, file, &source);
+  const JsonView layout = v.Object("layout");
+  const JsonView run = v.Object("run");
+  const std::shared_ptr<Plan> plan = ReportPlan(v, layout, run, model, cluster);
+  RoutingSpec routing = ParseRoutingSpec("uniform");
+  routing.seed = static_cast<uint64_t>(run.Int("seed", 0));
+  auto sampled = std::make_shared<RoutingResult>(SampleRoutingForPlan(*plan, routing, 1));
+  const bool overlap = run.Has("overlap_shared_experts") && run.Object("overlap_shared_experts").BoolOr("applied", false);
+
+  const JsonView measured = v.Object("measured");
+  const Json& phases = measured.value().contains("phases") ? measured.value().at("phases") : Json();
+  if (!phases.is_array()) measured.Fail("phases", fmt::format("must be a list of phases, got {}", JsonValueText(phases)));
+  std::string base = file.substr(file.rfind('/') == std::string::npos ? 0 : file.rfind('/') + 1);
+  std::vector<CalibrationRow> rows;
+  for (size_t i = 0; i < phases.size(); ++i) {
+    const JsonView p(&phases[i], file, fmt::format("/measured/phases/{}", i));
+    const std::string name = p.String("name");
+    const double us = p.Number("time_us");
+    if (!(us >= 0) || !std::isfinite(us)) p.Fail("time_us", fmt::format("must be a time >= 0, got {}", us));
+    const std::string id = base + ":" + name;
+    const std::string why = PhaseNotFitted(name, overlap);
+    if (!why.empty()) {
+      skipped->push_back({id, why});
+      continue;
+    }
+    if (us == 0) {
+      skipped->push_back({id, "measured 0 us (the layout has no such phase)"});
+      continue;
+    }
+    CalibrationRow r;
+    r.id = id;
+    r.what = "phase " + name + " (forward, MoE layer)";
+    r.group = fmt::format("dockyard-run {} {}", run.String("backend"), m.StringOr("name", source));
+    r.hardware = cluster.name;
+    r.unit = "us";
+    r.stage = CalibrationKnob::kComponent;
+    r.measured = us;
+    r.cluster = cluster;
+    r.calibrated_hardware = true;
+    r.options = options;
+    r.predict = [plan, sampled, name](const ClusterSpec& c, const CostOptions& o) {
+      return PredictedPhaseUs(SimulateStep(*plan, c, *sampled, o), name, "moe", "forward");
+    };
+    if (!(r.predict(r.cluster, r.options) > 0)) {
+      skipped->push_back({id, "the cost model predicts no such phase for this layout"});
+      continue;
+    }
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+std::string CalibrationFitToText(const std::vector<CalibrationRow>& rows, const CalibrationFit& fit,
+                                 const std::map<std::string, double>* held_out) {
+  auto pct = [](double x) { return fmt::format("{:+.1f} %", 100 * x); };
+  std::string out;
+  std::set<std::string> groups[2];
+  for (const CalibrationRow& r : rows) groups[r.stage == CalibrationKnob::kComponent ? 0 : 1].insert(r.group);
+  out +=
+      fmt::format("Rows: {} ({} groups) component / phase rows for stage 1, {} ({} groups) whole-step rows for stage 2\n\n",
+                  std::count_if(rows.begin(), rows.end(), [](const CalibrationRow& r) { return r.stage == CalibrationKnob::kComponent; }),
+                  groups[0].size(),
+                  std::count_if(rows.begin(), rows.end(), [](const CalibrationRow& r) { return r.stage == CalibrationKnob::kResidual; }),
+                  groups[1].size());
+  out +=
+      "| row | stage | measures | group | measured | unit | before | error | after | error |\n|---|---|---|---|---|---|---|---|---|---|\n";
+  double sum[2] = {0, 0}, mx[2] = {0, 0};
+  int64_t n = 0;
+  for (const CalibrationRow& r : rows) {
+    const double before = PredictRow(r, fit.prior), after = PredictRow(r, fit.values);
+    out += fmt::format("| {} | {} | {} | {} | {:.4g}{} | {} | {:.4g} | {} | {:.4g} | {} |\n", r.id,
+                       r.stage == CalibrationKnob::kComponent ? 1 : 2, r.what, r.group, r.measured,
+                       r.range ? fmt::format(" [{:.4g}, {:.4g}]", r.range->first, r.range->second) : "", r.unit, before,
+                       pct(before / r.measured - 1), after, pct(after / r.measured - 1));
+    if (r.stage == CalibrationKnob::kResidual) {
+      const double e[2] = {std::fabs(before / r.measured - 1), std::fabs(after / r.measured - 1)};
+      for (int i = 0; i < 2; ++i) {
+        sum[i] += e[i];
+        mx[i] = std::max(mx[i], e[i]);
+      }
+      ++n;
+    }
+  }
+  if (n > 0) {
+    out += fmt::format("\nwhole-step rows, in-sample: mean |error| {:.1f} % -> {:.1f} %, max |error| {:.1f} % -> {:.1f} %\n",
+                       100 * sum[0] / n, 100 * sum[1] / n, 100 * mx[0], 100 * mx[1]);
+  }
+  out += fmt::format("loss stage 1: {:.4g} -> {:.4g}; stage 2: {:.4g} -> {:.4g}\n\n", fit.loss_before[0], fit.loss_after[0],
+                     fit.loss_before[1], fit.loss_after[1]);
+  out += "| knob | unit | stage | prior | fitted | bounds | hit bound | sensitivity | status |\n|---|---|---|---|---|---|---|---|---|\n";
+  std::string undetermined;
+  for (const FittedKnob& k : fit.knobs) {
+    out += fmt::format("| {} | {} | {} | {:.4g} | {:.4g} | [{:.4g}, {:.4g}] | {} | {:.3f} | {} |\n", k.knob.name, k.knob.unit,
+                       k.knob.stage == CalibrationKnob::kComponent ? "component" : "residual", k.prior, k.value, k.lower, k.upper,
+                       k.hit_bound ? "YES" : "no", k.sensitivity, k.determined ? "fitted" : "undetermined (prior)");
+    if (!k.determined) undetermined += (undetermined.empty() ? "" : ", ") + std::string(k.knob.name);
+  }
+  out += fmt::format("\nundetermined (left at their priors): {}\n", undetermined.empty() ? "none" : undetermined);
+  if (held_out != nullptr) {
+    double s = 0, m = 0;
+    std::string worst;
+    for (const auto& [id, e] : *held_out) {
+      s += std::fabs(e);
+      if (std::fabs(e) >= m) {
+        m = std::fabs(e);
+        worst = id;
+      }
+    }
+    if (held_out->empty()) {
+      out += "group-held-out error: no whole-step rows\n";
+    } else {
+      out += fmt::format(
+          "group-held-out error (fit without the row's group, predict it): mean |error| {:.1f} %, max {:.1f} % ({}) over {} rows\n",
+          100 * s / static_cast<double>(held_out->size()), 100 * m, worst, held_out->size());
+    }
+  }
+  return out;
+}
+
+std::string FidelityFitToMarkdown(const FidelitySet& set, const std::string& preset, const CostOptions& options) {
+  std::vector<std::pair<std::string, std::string>> skipped;
+  const std::vector<CalibrationRow> rows = RowsFromFidelitySet(set, preset, &skipped, "", options);
+  const std::vector<double> prior = KnobValues(DefaultCalibration(preset));
+  const CalibrationFit fit = FitCalibration(rows, prior);
+  const auto by_group = HeldOutErrors(rows, prior, [](const CalibrationRow& r) { return r.group; });
+  const auto by_hardware = HeldOutErrors(rows, prior, [](const CalibrationRow& r) { return r.hardware; });
+  const char* names[4] = {"prior (no fit)", "in-sample fit", "group-held-out", "leave-one-hardware-out"};
+  std::vector<FidelityPrediction> variants[4];
+  std::string table =
+      "| id | group | hardware | measured s | prior | in-sample | group-held-out | hardware-held-out "
+      "|\n|---|---|---|---|---|---|---|---|\n";
+  for (const CalibrationRow& r : rows) {
+    if (r.stage != CalibrationKnob::kResidual) continue;
+    const double err[4] = {PredictRow(r, prior) / r.measured - 1, PredictRow(r, fit.values) / r.measured - 1, by_group.at(r.id),
+                           by_hardware.at(r.id)};
+    for (int v = 0; v < 4; ++v) {
+      FidelityPrediction p;
+      p.id = r.id;
+      p.measured_s = r.measured;
+      p.predicted_s = r.measured * (1 + err[v]);
+      p.error = err[v];
+      variants[v].push_back(p);
+    }
+    table += fmt::format("| {} | {} | {} | {:.3f} | {:+.1f} % | {:+.1f} % | {:+.1f} % | {:+.1f} % |\n", r.id, r.group, r.hardware,
+                         r.measured, 100 * err[0], 100 * err[1], 100 * err[2], 100 * err[3]);
+  }
+  std::string out = fmt::format("\n### Fitted (dockyard-plan calibrate's two-stage fit over this file, {} priors)\n\n", preset);
+  out +=
+      "| predictions | rows | mean abs error | max abs error | ordered pairs right (within groups, > 10 % apart) "
+      "|\n|---|---|---|---|---|\n";
+  for (int v = 0; v < 4; ++v) {
+    double sum = 0, mx = 0;
+    for (const auto& p : variants[v]) {
+      sum += std::fabs(p.error);
+      mx = std::max(mx, std::fabs(p.error));
+    }
+    int64_t right = 0, pairs = 0;
+    for (const auto& g : SummarizeFidelityGroups(set, variants[v])) {
+      right += g.concordant_pairs;
+      pairs += g.ordered_pairs;
+    }
+    out += fmt::format("| {} | {} | {:.1f} % | {:.1f} % | {} / {} |\n", names[v], variants[v].size(),
+                       variants[v].empty() ? 0.0 : 100 * sum / static_cast<double>(variants[v].size()), 100 * mx, right, pairs);
+  }
+  out += "\n" + table;
+  out += "\nPer group, group-held-out predictions:\n\n" + FidelityGroupTable(SummarizeFidelityGroups(set, variants[2]));
+  out += "\nThe fit (knobs, component rows):\n\n" + CalibrationFitToText(rows, fit, nullptr);
+  return out;
+}
+
+}  // namespace dockyard

@@ -1,0 +1,649 @@
+// The fidelity set: loader, validation and the benchmark's core (see fidelity.h).
+#include "planner/calibration/fidelity.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "planner/base/error.h"
+#include "planner/accounting/memory.h"
+#include "planner/cost/network.h"
+#include "planner/layout/plan.h"
+#include "planner/routing/routing.h"
+#include "planner/routing/plan_routing.h"
+
+namespace dockyard {
+
+const std::vector<std::string> kFidelityFeatures = {
+    // Not expressible yet (UnsupportedReasons).
+    "megatron_fsdp", "mtp", "dualpipe", "dropless", "custom_pp_layout", "node_limited_routing", "batch_ramp",
+    // Settings dockyard models (pipeline_schedule.h RunSettings).
+    "ep_overlap",
+    // Framework settings dockyard predicts without.
+    "sequence_parallel", "distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather", "embedding_loss_pipeline_layers",
+    "grouped_gemm", "permute_fusion", "router_fusion", "cuda_graphs", "capacity_padded"};
+
+namespace {
+
+const std::map<std::string, std::string>& UnsupportedFeatureReasons() {
+  static const std::map<std::string, std::string> reasons = {
+      {"megatron_fsdp", "Megatron FSDP (parameters, gradients and optimizer sharded over DP, overlapped gathers)"},
+      {"dualpipe", "DualPipe schedule"},
+      {"dropless", "dropless routing (the routing the run saw is not given)"},
+      {"custom_pp_layout", "custom pipeline layout"},
+      {"node_limited_routing", "node-limited routing"},
+      {"batch_ramp", "global batch ramped during the run"},
+  };
+  return reasons;
+}
+
+MeasuredKind ParseKind(const JsonView& v, const std::string& key) {
+  const std::string s = v.String(key);
+  if (s == "step_s") return MeasuredKind::kStepSeconds;
+  if (s == "tokens_per_s_per_gpu") return MeasuredKind::kTokensPerSecondPerGpu;
+  if (s == "tflops_per_gpu") return MeasuredKind::kTflopsPerGpu;
+  v.Fail(key, fmt::format("unknown kind \"{}\"; kinds: step_s, tokens_per_s_per_gpu, tflops_per_gpu", s));
+}
+
+std::string OneOf(const JsonView& v, const std::string& key, const std::vector<std::string>& allowed) {
+  const std::string s = v.String(key);
+  if (std::find(allowed.begin(), allowed.end(), s) != allowed.end()) return s;
+  std::string list;
+  for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+  std::string message = fmt::format("unknown value \"{}\"; allowed: {}", s, list);
+  if (auto m = DidYouMean(s, allowed)) message += fmt::format("; did you mean '{}'?", *m);
+  v.Fail(key, message);
+}
+
+double Positive(const JsonView& v, const std::string& key) {
+  const double x = v.Number(key);
+  if (!(x > 0)) v.Fail(key, fmt::format("must be > 0, got {}", x));
+  return x;
+}
+
+std::vector<std::string> StringList(const JsonView& v, const std::string& key) {
+  std::vector<std::string> out;
+  if (!v.Has(key)) return out;
+  const Json& a = v.value().at(key);
+  if (!a.is_array()) v.Fail(key, fmt::format("must be a list of strings, got {}", JsonValueText(a)));
+  for (const Json& e : a) {
+    if (!e.is_string()) v.Fail(key, fmt::format("must be a list of strings, got element {}", JsonValueText(e)));
+    out.push_back(e.get<std::string>());
+  }
+  return out;
+}
+
+std::string Keys(const std::map<std::string, std::string>& m) {
+  std::string s;
+  for (const auto& [k, _] : m) s += (s.empty() ? "" : ", ") + k;
+  return s;
+}
+
+// The run's model and cluster, each a key of the file's /models and /clusters.
+void ReadRunModelAndCluster(const JsonView& v, const std::map<std::string, ClusterSpec>& clusters,
+                            const std::map<std::string, std::string>& model_files, FidelityRun& r) {
+  r.model = v.String("model");
+  auto mf = model_files.find(r.model);
+  if (mf == model_files.end()) {
+    std::string names;
+    for (const auto& [k, _] : model_files) names += (names.empty() ? "" : ", ") + k;
+    v.Fail("model", fmt::format("unknown model \"{}\"; models: {}", r.model, names));
+  }
+  r.model_file = mf->second;
+  r.cluster_name = v.String("cluster");
+  auto c = clusters.find(r.cluster_name);
+  if (c == clusters.end()) {
+    std::string names;
+    for (const auto& [k, _] : clusters) names += (names.empty() ? "" : ", ") + k;
+    v.Fail("cluster", fmt::format("unknown cluster \"{}\"; clusters: {}", r.cluster_name, names));
+  }
+  r.cluster = c->second;
+}
+
+// /layout (degrees) and /batch (gbs, mbs or null, seq) of a run.
+void ReadRunLayoutAndBatch(const JsonView& v, FidelityRun& r) {
+  const JsonView l = v.Object("layout");
+  l.RejectUnknownKeys({"world_size", "tp", "pp", "vpp", "cp", "ep", "etp"});
+  r.world_size = l.Int("world_size");
+  r.tp = l.Int("tp");
+  r.pp = l.Int("pp");
+  r.vpp = l.Int("vpp");
+  r.cp = l.Int("cp");
+  r.ep = l.Int("ep");
+  r.etp = l.Int("etp");
+
+  const JsonView b = v.Object("batch");
+  b.RejectUnknownKeys({"gbs", "mbs", "seq"});
+  r.gbs = b.Int("gbs");
+  // "mbs": null where the source does not state it (the run is then unexpressible); absent is an error.
+  if (!b.value().contains("mbs")) b.Int("mbs");
+  if (b.Has("mbs")) r.mbs = b.Int("mbs");
+  r.seq = b.Int("seq");
+}
+
+// The run's settings: precision, recompute, dispatcher and features (each a known name).
+void ReadRunSettings(const JsonView& v, FidelityRun& r) {
+  r.precision = OneOf(v, "precision", {"bf16", "fp8"});
+  const std::string rc = OneOf(v, "recompute", {"none", "selective", "full"});
+  r.recompute = rc == "full" ? Recompute::kFull : rc == "selective" ? Recompute::kSelective : Recompute::kNone;
+  r.recompute_modules = StringList(v, "recompute_modules");
+  r.dispatcher = OneOf(v, "dispatcher", {"a2a", "deepep", "hybridep"});
+  if (!v.value().contains("features")) v.String("features");  // required (may be empty): the missing-key error
+  r.features = StringList(v, "features");
+  for (const auto& f : r.features) {
+    if (std::find(kFidelityFeatures.begin(), kFidelityFeatures.end(), f) == kFidelityFeatures.end()) {
+      std::string message = fmt::format("unknown feature \"{}\"", f);
+      if (auto m = DidYouMean(f, kFidelityFeatures)) message += fmt::format("; did you mean '{}'?", *m);
+      v.Fail("features", message + " (planner/calibration/fidelity.cc kFidelityFeatures lists them)");
+    }
+  }
+}
+
+// /measured: the kind, its value (GFLOP per token with tflops_per_gpu) and an optional [lo, hi].
+FidelityMeasured ReadMeasured(const JsonView& v) {
+  FidelityMeasured out;
+  const JsonView m = v.Object("measured");
+  m.RejectUnknownKeys({"kind", "value", "gflop_per_token", "range"});
+  out.kind = ParseKind(m, "kind");
+  out.value = Positive(m, "value");
+  if (out.kind == MeasuredKind::kTflopsPerGpu) {
+    out.gflop_per_token = Positive(m, "gflop_per_token");
+  } else if (m.Has("gflop_per_token")) {
+    m.Fail("gflop_per_token", "is only read with kind tflops_per_gpu");
+  }
+  if (m.Has("range")) {
+    const Json& a = m.value().at("range");
+    if (!a.is_array() || a.size() != 2 || !a[0].is_number() || !a[1].is_number()) {
+      m.Fail("range", fmt::format("must be [lo, hi], got {}", JsonValueText(a)));
+    }
+    const double lo = a[0].get<double>(), hi = a[1].get<double>();
+    if (!(lo > 0) || !(hi >= lo) || !std::isfinite(hi)) m.Fail("range", fmt::format("needs 0 < lo <= hi, got [{}, {}]", lo, hi));
+    out.range = {lo, hi};
+  }
+  return out;
+}
+
+// /phases (optional): measured phase times.
+std::vector<FidelityRun::Phase> ReadRunPhases(const JsonView& v) {
+  std::vector<FidelityRun::Phase> out;
+  if (!v.Has("phases")) return out;
+  const Json& phases = v.value().at("phases");
+  if (!phases.is_array()) v.Fail("phases", fmt::format("must be a list of phases, got {}", JsonValueText(phases)));
+  for (size_t i = 0; i < phases.size(); ++i) {
+    const JsonView p(&phases[i], v.file(), fmt::format("{}/phases/{}", v.pointer(), i));
+    p.RejectUnknownKeys({"name", "layer_kind", "direction", "time_us"});
+    FidelityRun::Phase ph{p.String("name"), OneOf(p, "layer_kind", {"moe", "dense"}), OneOf(p, "direction", {"forward", "backward"}),
+                          p.Number("time_us")};
+    if (!(ph.time_us >= 0)) p.Fail("time_us", fmt::format("must be a time >= 0, got {}", ph.time_us));
+    out.push_back(ph);
+  }
+  return out;
+}
+
+FidelityRun ParseRun(const JsonView& v, const std::map<std::string, ClusterSpec>& clusters,
+                     const std::map<std::string, std::string>& model_files, const std::map<std::string, std::string>& sources) {
+  v.RejectUnknownKeys({"id", "model", "cluster", "layout", "batch", "precision", "recompute", "recompute_modules", "dispatcher", "features",
+                       "measured", "group", "weight", "source", "notes", "phases"});
+  FidelityRun r;
+  r.id = v.String("id");
+  ReadRunModelAndCluster(v, clusters, model_files, r);
+  ReadRunLayoutAndBatch(v, r);
+  ReadRunSettings(v, r);
+  r.measured = ReadMeasured(v);
+  r.group = v.String("group");
+  if (r.group.empty()) v.Fail("group", "must not be empty");
+  r.weight = Positive(v, "weight");
+  if (r.weight > 1) v.Fail("weight", fmt::format("must be in (0, 1], got {}", r.weight));
+  r.source = v.String("source");
+  if (!sources.count(r.source)) v.Fail("source", fmt::format("unknown source \"{}\"; sources: {}", r.source, Keys(sources)));
+  r.notes = v.StringOr("notes", "");
+  r.phases = ReadRunPhases(v);
+
+  // Degrees on their own (world, divisibility), then GBS against DP·MBS.
+  std::string error;
+  if (!TryBuildParallelDims(FidelityDims(r), nullptr, &error)) v.Fail("layout", error);
+  const int64_t dp = r.world_size / (r.tp * r.pp * r.cp);
+  if (r.mbs && r.gbs % (dp * *r.mbs) != 0) {
+    v.Object("batch").Fail("gbs", fmt::format("gbs ({}) must be a multiple of DP ({}) x MBS ({})", r.gbs, dp, *r.mbs));
+  }
+  r.unsupported = UnsupportedReasons(r);
+  return r;
+}
+
+}  // namespace
+
+const char* MeasuredKindName(MeasuredKind k) {
+  switch (k) {
+    case MeasuredKind::kStepSeconds:
+      return "step_s";
+    case MeasuredKind::kTokensPerSecondPerGpu:
+      return "tokens_per_s_per_gpu";
+    case MeasuredKind::kTflopsPerGpu:
+      return "tflops_per_gpu";
+  }
+  return "?";
+}
+
+std::vector<std::string> UnsupportedReasons(const FidelityRun& r) {
+  std::vector<std::string> out;
+  if (r.model_file.empty()) out.push_back("no model config in the project");
+  if (!r.mbs) out.push_back("MBS not stated");
+  for (const auto& f : r.features) {
+    auto it = UnsupportedFeatureReasons().find(f);
+    if (it != UnsupportedFeatureReasons().end()) out.push_back(it->second);
+  }
+  return out;
+}
+
+double MeasuredStepSeconds(const FidelityRun& r) {
+  const double tokens = static_cast<double>(r.gbs) * static_cast<double>(r.seq);
+  const double n = static_cast<double>(r.world_size);
+  switch (r.measured.kind) {
+    case MeasuredKind::kStepSeconds:
+      return r.measured.value;
+    case MeasuredKind::kTokensPerSecondPerGpu:
+      return tokens / (n * r.measured.value);
+    case MeasuredKind::kTflopsPerGpu:
+      return tokens * r.measured.gflop_per_token * 1e9 / (n * r.measured.value * 1e12);
+  }
+  return 0;
+}
+
+double TokensPerSecondPerGpu(const FidelityRun& r, double step_s) {
+  return static_cast<double>(r.gbs) * static_cast<double>(r.seq) / (static_cast<double>(r.world_size) * step_s);
+}
+
+ParallelDimsOptions FidelityDims(const FidelityRun& r) {
+  ParallelDimsOptions d;
+  d.world_size = r.world_size;
+  d.tp = r.tp;
+  d.pp = r.pp;
+  d.cp = r.cp;
+  d.ep = r.ep;
+  d.etp = r.etp;
+  d.convention = Convention::kMegatron;
+  return d;
+}
+
+Machine FidelityMachine(const FidelityRun& run) {
+  return MachineOf(run.cluster, 0);
+}
+
+TrainingConfig FidelityTraining(const FidelityRun& r) {
+  if (!r.mbs) throw Error(fmt::format("run {}: /batch/mbs is not stated", r.id));
+  TrainingConfig t;
+  t.seq_len = r.seq;
+  t.micro_batch_size = *r.mbs;
+  const int64_t dp = r.world_size / (r.tp * r.pp * r.cp);
+  t.num_microbatches = r.gbs / (dp * *r.mbs);
+  t.recompute = r.recompute;
+  // FP8 GEMMs (precision.h; the runs' recipes are per-tensor current scaling) and MTP modules.
+  t.precision = r.precision;
+  if (std::find(r.features.begin(), r.features.end(), "mtp") != r.features.end()) t.mtp_layers = 1;
+  // Megatron's --recompute-modules; DeepSeek-V3's report names its norm recomputation "rmsnorm".
+  for (const std::string& module : r.recompute_modules) t.recompute_modules.push_back(module == "rmsnorm" ? "layernorm" : module);
+  t.dispatcher = r.dispatcher == "a2a" ? Dispatcher::kAllToAll : Dispatcher::kDeepEp;  // Megatron flex: DeepEP / HybridEP
+  t.run.vpp = r.vpp;                                                                   // interleaved 1F1B (pipeline_schedule.h)
+  auto has = [&](const char* f) { return std::find(r.features.begin(), r.features.end(), f) != r.features.end(); };
+  t.run.overlap_grad_reduce = has("overlap_grad_reduce");
+  t.run.overlap_param_gather = has("overlap_param_gather") && t.run.overlap_grad_reduce;
+  t.run.overlap_moe_ep_comm = has("ep_overlap");  // --overlap-moe-expert-parallel-comm
+  return t;
+}
+
+namespace {
+
+// /clusters: each a preset name or an inline cluster, with its source.
+std::map<std::string, ClusterSpec> ReadClusters(const JsonView& top) {
+  std::map<std::string, ClusterSpec> clusters;
+  const JsonView cl = top.Object("clusters");
+  for (const auto& [k, _] : cl.value().items()) {
+    const JsonView c = cl.Object(k);
+    c.RejectUnknownKeys({"preset", "cluster", "source"});
+    c.String("source");
+    if (c.Has("preset") == c.Has("cluster")) c.Fail("preset", "give exactly one of \"preset\" and \"cluster\"");
+    try {
+      clusters[k] = c.Has("preset") ? ClusterPreset(c.String("preset")) : ClusterFromJson(c.value().at("cluster"), c.Where("cluster"));
+    } catch (const Error& e) {
+      c.Fail(c.Has("preset") ? "preset" : "cluster", e.what());
+    }
+  }
+  return clusters;
+}
+
+// /models: each model's config file (relative to base_dir unless absolute; null = no config),
+// loaded into set.models. Returns the path per model key ("" without a config).
+std::map<std::string, std::string> ReadModels(const JsonView& top, const std::string& base_dir, FidelitySet& set) {
+  std::map<std::string, std::string> model_files;
+  const JsonView ms = top.Object("models");
+  for (const auto& [k, _] : ms.value().items()) {
+    const JsonView m = ms.Object(k);
+    m.RejectUnknownKeys({"file", "source"});
+    m.String("source");
+    if (!m.value().contains("file")) m.String("file");  // the missing-key error; null = no config
+    if (!m.Has("file")) {
+      model_files[k] = "";
+      continue;
+    }
+    const std::string file_name = m.String("file");  // relative to the runs file, unless absolute
+    const std::string path = base_dir.empty() || file_name[0] == '/' ? file_name : base_dir + "/" + file_name;
+    try {
+      set.models.emplace(k, LoadModel(path));
+    } catch (const Error& e) {
+      m.Fail("file", e.what());
+    }
+    model_files[k] = path;
+  }
+  return model_files;
+}
+
+// /runs: each run parsed, its id unique, its layout valid for its model; errors name the run.
+void ReadRuns(const Json& json, const JsonView& top, const std::map<std::string, ClusterSpec>& clusters,
+              const std::map<std::string, std::string>& model_files, std::set<std::string>& ids, FidelitySet& set) {
+  const Json& runs = json.contains("runs") ? json.at("runs") : Json();
+  if (!runs.is_array()) top.Fail("runs", fmt::format("must be a list of runs, got {}", JsonValueText(runs)));
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const JsonView v(&runs[i], set.file, fmt::format("/runs/{}", i));
+    if (!runs[i].is_object()) top.Fail("runs", fmt::format("element {} must be an object", i));
+    const std::string id = runs[i].contains("id") && runs[i]["id"].is_string() ? runs[i]["id"].get<std::string>() : fmt::format("#{}", i);
+    try {
+      FidelityRun r = ParseRun(v, clusters, model_files, set.sources);
+      if (!ids.insert(r.id).second) v.Fail("id", fmt::format("duplicate id \"{}\"", r.id));
+      auto model = set.models.find(r.model);
+      if (model != set.models.end()) {
+        try {
+          ValidateDimsForModel(ParallelDims::Build(FidelityDims(r)), model->second);
+        } catch (const Error& e) {
+          v.Fail("layout", e.what());
+        }
+      }
+      set.runs.push_back(std::move(r));
+    } catch (const Error& e) {
+      throw Error(fmt::format("run {}: {}", id, e.what()));
+    }
+  }
+}
+
+// /components/i: a measured component (kind, hardware, params, one value or several, unit,
+// source); its id unique among runs and components.
+FidelityComponent ParseComponent(const JsonView& v, std::set<std::string>& ids, const std::map<std::string, std::string>& sources) {
+  v.RejectUnknownKeys({"id", "kind", "hardware", "params", "value", "values", "unit", "source", "notes"});
+  FidelityComponent c;
+  c.id = v.String("id");
+  if (!ids.insert(c.id).second) v.Fail("id", fmt::format("duplicate id \"{}\"", c.id));
+  c.kind = v.String("kind");
+  c.hardware = v.String("hardware");
+  c.params = v.Object("params").value();
+  if (v.Has("value") == v.Has("values")) v.Fail("value", "give exactly one of \"value\" and \"values\"");
+  if (v.Has("value")) {
+    c.values.push_back(Positive(v, "value"));
+  } else {
+    const Json& a = v.value().at("values");
+    if (!a.is_array() || a.empty()) v.Fail("values", fmt::format("must be a non-empty list of numbers, got {}", JsonValueText(a)));
+    for (const Json& e : a) {
+      if (!e.is_number() || !(e.get<double>() > 0))
+        v.Fail("values", fmt::format("every value must be a number > 0, got {}", JsonValueText(e)));
+      c.values.push_back(e.get<double>());
+    }
+  }
+  c.unit = v.String("unit");
+  c.source = v.String("source");
+  if (!sources.count(c.source)) v.Fail("source", fmt::format("unknown source \"{}\"; sources: {}", c.source, Keys(sources)));
+  c.notes = v.StringOr("notes", "");
+  return c;
+}
+
+// /components: every component parsed; errors name the component.
+void ReadComponents(const Json& json, const JsonView& top, std::set<std::string>& ids, FidelitySet& set) {
+  const Json& comps = json.contains("components") ? json.at("components") : Json();
+  if (!comps.is_array()) top.Fail("components", fmt::format("must be a list, got {}", JsonValueText(comps)));
+  for (size_t i = 0; i < comps.size(); ++i) {
+    const JsonView v(&comps[i], set.file, fmt::format("/components/{}", i));
+    const std::string id = comps[i].is_object() && comps[i].contains("id") && comps[i]["id"].is_string() ? comps[i]["id"].get<std::string>()
+                                                                                                         : fmt::format("#{}", i);
+    try {
+      if (!comps[i].is_object()) top.Fail("components", fmt::format("element {} must be an object", i));
+      set.components.push_back(ParseComponent(v, ids, set.sources));
+    } catch (const Error& e) {
+      throw Error(fmt::format("component {}: {}", id, e.what()));
+    }
+  }
+}
+
+}  // namespace
+
+FidelitySet FidelitySetFromJson(const Json& json, const std::string& file, const std::string& base_dir) {
+  FidelitySet set;
+  set.file = file;
+  JsonView top(&json, file, "");
+  top.RejectUnknownKeys({"version", "description", "clusters", "models", "sources", "runs", "components"});
+  const int64_t version = top.Int("version");
+  if (version != 1) top.Fail("version", fmt::format("unsupported version {}; this dockyard reads version 1", version));
+
+  const JsonView sources = top.Object("sources");
+  for (const auto& [k, val] : sources.value().items()) set.sources[k] = sources.String(k);
+  const std::map<std::string, ClusterSpec> clusters = ReadClusters(top);
+  const std::map<std::string, std::string> model_files = ReadModels(top, base_dir, set);
+  std::set<std::string> ids;  // run and component ids share one namespace
+  ReadRuns(json, top, clusters, model_files, ids, set);
+  ReadComponents(json, top, ids, set);
+  return set;
+}
+
+FidelitySet LoadFidelitySet(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return FidelitySetFromJson(ReadJsonFile(path), path, slash == std::string::npos ? "." : path.substr(0, slash));
+}
+
+PreparedRun PrepareRun(const FidelityRun& run, const ModelSpec& model) {
+  PreparedRun p{BuildPlan(model, FidelityDims(run), FidelityTraining(run), FidelityMachine(run)), {}, 0};
+  const MemoryReport memory = ComputeMemory(p.plan);
+  p.peak_gib = static_cast<double>(memory.worst_peak_bytes) / static_cast<double>(int64_t{1} << 30);
+  RoutingSpec routing = ParseRoutingSpec("uniform");
+  routing.seed = 0;
+  const int64_t layers = RoutingLayersToSample(p.plan.model, routing, std::nullopt, kDefaultRoutingLayers, "routing layers");
+  p.routing = SampleRoutingForPlan(p.plan, routing, layers);
+  return p;
+}
+
+CostOptions RunCostOptions(const FidelityRun& run, const CostOptions& options) {
+  CostOptions o = options;
+  if (o.kernel_compute && std::find(run.features.begin(), run.features.end(), "cuda_graphs") != run.features.end()) o.cuda_graphs = true;
+  return o;
+}
+
+FidelityPrediction PredictRun(const FidelityRun& run, const ModelSpec& model, const CostOptions& options) {
+  FidelityPrediction p;
+  p.id = run.id;
+  p.approximate = !run.unsupported.empty();
+  const PreparedRun prepared = PrepareRun(run, model);
+  p.peak_gib = prepared.peak_gib;
+  const CostBreakdown cost = SimulateStep(prepared.plan, run.cluster, prepared.routing, RunCostOptions(run, options));
+  p.measured_s = MeasuredStepSeconds(run);
+  p.predicted_s = cost.step_time_us * 1e-6;
+  p.error = p.predicted_s / p.measured_s - 1.0;
+  p.dominant_phase = cost.dominant_phase;
+  return p;
+}
+
+namespace {
+
+// Per group (in order of first appearance): error and the order of pairs whose measured
+// tokens/s/GPU differ by more than `order_threshold`.
+std::vector<FidelityGroupSummary> GroupSummaries(const std::vector<FidelityPrediction>& rows,
+                                                 const std::map<std::string, const FidelityRun*>& by_id, double order_threshold) {
+  std::vector<std::string> group_order;
+  std::map<std::string, std::vector<const FidelityPrediction*>> groups;
+  for (const FidelityPrediction& p : rows) {
+    const std::string& g = by_id.at(p.id)->group;
+    if (!groups.count(g)) group_order.push_back(g);
+    groups[g].push_back(&p);
+  }
+  std::vector<FidelityGroupSummary> out;
+  for (const std::string& g : group_order) {
+    FidelityGroupSummary s;
+    s.group = g;
+    const auto& ps = groups[g];
+    s.rows = static_cast<int64_t>(ps.size());
+    for (const FidelityPrediction* p : ps) {
+      s.mean_abs_error += std::fabs(p->error) / static_cast<double>(ps.size());
+      s.max_abs_error = std::max(s.max_abs_error, std::fabs(p->error));
+    }
+    for (size_t i = 0; i < ps.size(); ++i) {
+      for (size_t j = i + 1; j < ps.size(); ++j) {
+        const FidelityRun& a = *by_id.at(ps[i]->id);
+        const FidelityRun& b = *by_id.at(ps[j]->id);
+        const double ma = TokensPerSecondPerGpu(a, ps[i]->measured_s), mb = TokensPerSecondPerGpu(b, ps[j]->measured_s);
+        if (std::max(ma, mb) / std::min(ma, mb) - 1.0 <= order_threshold) continue;
+        const double pa = TokensPerSecondPerGpu(a, ps[i]->predicted_s), pb = TokensPerSecondPerGpu(b, ps[j]->predicted_s);
+        ++s.ordered_pairs;
+        if ((ma > mb) == (pa > pb)) {
+          ++s.concordant_pairs;
+        } else {
+          s.discordant.push_back(ma > mb ? fmt::format("{} > {}", a.id, b.id) : fmt::format("{} > {}", b.id, a.id));
+        }
+      }
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace
+
+FidelityReport RunFidelity(const FidelitySet& set, double order_threshold, const CostOptions& options) {
+  FidelityReport rep;
+  std::map<std::string, const FidelityRun*> by_id;
+  for (const FidelityRun& r : set.runs) {
+    by_id[r.id] = &r;
+    auto model = set.models.find(r.model);
+    const bool predictable = model != set.models.end() && r.mbs.has_value();
+    if (!predictable) {
+      std::string why;
+      for (const auto& u : r.unsupported) why += (why.empty() ? "" : "; ") + u;
+      rep.not_predicted.push_back({r.id, why});
+      continue;
+    }
+    try {
+      FidelityPrediction p = PredictRun(r, model->second, options);
+      (p.approximate ? rep.approximate : rep.rows).push_back(p);
+    } catch (const Error& e) {
+      if (r.unsupported.empty()) throw Error(fmt::format("run {}: {}", r.id, e.what()));
+      rep.not_predicted.push_back({r.id, e.what()});
+    }
+  }
+  double sum = 0, wsum = 0, w = 0;
+  for (const FidelityPrediction& p : rep.rows) {
+    const FidelityRun& r = *by_id.at(p.id);
+    const double e = std::fabs(p.error);
+    sum += e;
+    wsum += r.weight * e;
+    w += r.weight;
+    if (e > rep.max_abs_error || rep.max_abs_error_id.empty()) {
+      rep.max_abs_error = e;
+      rep.max_abs_error_id = p.id;
+    }
+  }
+  if (!rep.rows.empty()) {
+    rep.mean_abs_error = sum / static_cast<double>(rep.rows.size());
+    rep.weighted_mean_abs_error = wsum / w;
+  }
+  rep.groups = GroupSummaries(rep.rows, by_id, order_threshold);
+  rep.approximate_groups = GroupSummaries(rep.approximate, by_id, order_threshold);
+  return rep;
+}
+
+namespace {
+
+std::string Pct(double x) {
+  return fmt::format("{:+.1f} %", 100.0 * x);
+}
+
+std::string Layout(const FidelityRun& r) {
+  std::string s = fmt::format("N{} TP{} PP{}", r.world_size, r.tp, r.pp);
+  if (r.vpp > 1) s += fmt::format(" VPP{}", r.vpp);
+  if (r.cp > 1) s += fmt::format(" CP{}", r.cp);
+  s += fmt::format(" EP{}", r.ep);
+  if (r.etp > 1) s += fmt::format(" ETP{}", r.etp);
+  return s;
+}
+
+std::string Batch(const FidelityRun& r) {
+  return fmt::format("{}/{}/{}", r.gbs, r.mbs ? std::to_string(*r.mbs) : "?", r.seq);
+}
+
+std::string PredictionTable(const std::vector<FidelityPrediction>& rows, const std::map<std::string, const FidelityRun*>& by_id,
+                            bool reasons) {
+  std::string out =
+      reasons
+          ? "| id | model | cluster | layout | GBS/MBS/seq | measured s | predicted s | error | dominant phase | peak GiB | predicted "
+            "without |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|\n"
+          : "| id | model | cluster | layout | GBS/MBS/seq | recompute | measured s | predicted s | error | dominant phase | peak GiB |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const FidelityPrediction& p : rows) {
+    const FidelityRun& r = *by_id.at(p.id);
+    std::string tail;
+    if (reasons) {
+      for (const auto& u : r.unsupported) tail += (tail.empty() ? "" : "; ") + u;
+    } else {
+      tail = RecomputeName(r.recompute);
+    }
+    if (reasons) {
+      out += fmt::format("| {} | {} | {} | {} | {} | {:.3f} | {:.3f} | {} | {} | {:.1f} | {} |\n", p.id, r.model, r.cluster_name, Layout(r),
+                         Batch(r), p.measured_s, p.predicted_s, Pct(p.error), p.dominant_phase, p.peak_gib, tail);
+    } else {
+      out += fmt::format("| {} | {} | {} | {} | {} | {} | {:.3f} | {:.3f} | {} | {} | {:.1f} |\n", p.id, r.model, r.cluster_name, Layout(r),
+                         Batch(r), tail, p.measured_s, p.predicted_s, Pct(p.error), p.dominant_phase, p.peak_gib);
+    }
+  }
+  return out;
+}
+
+std::string GroupTable(const std::vector<FidelityGroupSummary>& groups) {
+  std::string out =
+      "| group | runs | mean abs error | max abs error | ordered pairs right | reversed (measured order) |\n"
+      "|---|---|---|---|---|---|\n";
+  for (const auto& g : groups) {
+    std::string rev;
+    for (const auto& d : g.discordant) rev += (rev.empty() ? "" : ", ") + d;
+    out += fmt::format("| {} | {} | {:.1f} % | {:.1f} % | {} / {} | {} |\n", g.group, g.rows, 100 * g.mean_abs_error, 100 * g.max_abs_error,
+                       g.concordant_pairs, g.ordered_pairs, rev.empty() ? "-" : rev);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<FidelityGroupSummary> SummarizeFidelityGroups(const FidelitySet& set, const std::vector<FidelityPrediction>& rows,
+                                                          double order_threshold) {
+  std::map<std::string, const FidelityRun*> by_id;
+  for (const FidelityRun& r : set.runs) by_id[r.id] = &r;
+  return GroupSummaries(rows, by_id, order_threshold);
+}
+
+std::string FidelityGroupTable(const std::vector<FidelityGroupSummary>& groups) {
+  return GroupTable(groups);
+}
+
+std::string FidelityReportToMarkdown(const FidelitySet& set, const FidelityReport& rep) {
+  std::map<std::string, const FidelityRun*> by_id;
+  for (const FidelityRun& r : set.runs) by_id[r.id] = &r;
+  std::string out;
+  out += fmt::format("### Expressible runs ({} of {})\n\n", rep.rows.size(), set.runs.size());
+  out += PredictionTable(rep.rows, by_id, false);
+  out += fmt::format("\nmean |error| {:.1f} %, weighted mean |error| {:.1f} %, max |error| {:.1f} % ({}) over {} runs\n\n",
+                     100 * rep.mean_abs_error, 100 * rep.weighted_mean_abs_error, 100 * rep.max_abs_error,
+                     rep.max_abs_error_id.empty() ? "-" : rep.max_abs_error_id, rep.rows.size());
+  out += "### Per group\n\n" + GroupTable(rep.groups);
+  out += fmt::format("\n### Unsupported runs predicted anyway (approximations, not in the figures above: {})\n\n", rep.approximate.size());
+  out += PredictionTable(rep.approximate, by_id, true);
+  out += "\nPer group (approximations):\n\n" + GroupTable(rep.approximate_groups);
+  out += fmt::format("\n### Runs not predicted ({})\n\n| id | why |\n|---|---|\n", rep.not_predicted.size());
+  for (const auto& [id, why] : rep.not_predicted) out += fmt::format("| {} | {} |\n", id, why);
+  return out;
+}
+
+}  // namespace dockyard

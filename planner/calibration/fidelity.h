@@ -1,0 +1,188 @@
+// The fidelity set: published, measured MoE training runs with known layouts, and component
+// measurements (all-to-all, grouped GEMM, permute), held against dockyard's predictions
+// (docs/fidelity.md; the data and its sources: testdata/fidelity/README.md).
+//
+// A runs file (testdata/fidelity/runs.json) holds:
+//   "clusters": name -> {"preset": NAME} or {"cluster": <cluster JSON, docs/cluster.md>}, + "source"
+//   "models":   name -> {"file": PATH relative to the runs file, or null when the config is not in
+//               the project}, + "source"
+//   "sources":  short name -> citation
+//   "runs":     one record per published run (FidelityRun)
+//   "components": one record per component measurement (FidelityComponent)
+// Degrees follow Megatron-Core (the convention of every source): DP = N / (TP·PP·CP),
+// EDP = N / (PP·EP·ETP), micro-batches per step per DP rank = GBS / (DP·MBS).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/cost/cluster.h"
+#include "planner/cost/cost.h"
+#include "planner/base/json_util.h"
+#include "planner/model/model_spec.h"
+#include "planner/layout/parallel_dims.h"
+#include "planner/layout/plan.h"
+#include "planner/routing/routing.h"
+#include "planner/model/training.h"
+
+namespace dockyard {
+
+// What a source published: a step time, a throughput, or model TFLOP/s per GPU.
+enum class MeasuredKind { kStepSeconds, kTokensPerSecondPerGpu, kTflopsPerGpu };
+const char* MeasuredKindName(MeasuredKind k);  // "step_s", "tokens_per_s_per_gpu", "tflops_per_gpu"
+
+struct FidelityMeasured {
+  MeasuredKind kind = MeasuredKind::kStepSeconds;
+  double value = 0;                                // > 0, in the unit of `kind`
+  double gflop_per_token = 0;                      // kTflopsPerGpu only (> 0): the source's model GFLOP per token
+  std::optional<std::pair<double, double>> range;  // other releases, same kind, lo <= hi
+};
+
+struct FidelityRun {
+  std::string id;
+  std::string model;         // key of "models"
+  std::string model_file;    // resolved path; empty when the set has no config for the model
+  std::string cluster_name;  // key of "clusters"
+  ClusterSpec cluster;
+  int64_t world_size = 0, tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1, etp = 1;
+  int64_t gbs = 0;
+  std::optional<int64_t> mbs;  // unset where the source does not state it
+  int64_t seq = 0;
+  std::string precision;  // "bf16" or "fp8"
+  Recompute recompute = Recompute::kNone;
+  std::vector<std::string> recompute_modules;  // Megatron --recompute-modules (selective)
+  std::string dispatcher;                      // "a2a" (NCCL all-to-all), "deepep", "hybridep" (Megatron flex dispatcher)
+  std::vector<std::string> features;           // kFidelityFeatures
+  FidelityMeasured measured;
+  std::string group;    // source x model x hardware
+  double weight = 1.0;  // (0, 1]: the source's confidence
+  std::string source;   // key of "sources"
+  std::string notes;
+  // Optional measured phases of the run (a user's profile): per layer and micro-batch, in the
+  // cost model's phase vocabulary (planner/base/phase.h), compared with the same-named predicted phase
+  // by the fitter (planner/calibration/calibrate.h), never summed into a step.
+  struct Phase {
+    std::string name, layer_kind, direction;  // e.g. "dispatch", "moe", "forward"
+    double time_us = 0;                       // >= 0
+  };
+  std::vector<Phase> phases;
+  // Why dockyard cannot express the run yet (empty: it can). Derived from the fields above by
+  // UnsupportedReasons, never written in the data.
+  std::vector<std::string> unsupported;
+};
+
+// The feature flags a run may carry. Those in kUnsupportedFeatures make the run unexpressible;
+// the others are framework settings dockyard does not model yet and predicts without.
+extern const std::vector<std::string> kFidelityFeatures;
+
+struct FidelityComponent {
+  std::string id, kind, hardware;
+  Json params;                 // the conditions of the measurement, as the source states them
+  std::vector<double> values;  // "value" or "values", each > 0
+  std::string unit, source, notes;
+};
+
+struct FidelitySet {
+  std::string file;
+  std::map<std::string, std::string> sources;
+  std::map<std::string, ModelSpec> models;  // the models with a config, loaded
+  std::vector<FidelityRun> runs;            // in file order
+  std::vector<FidelityComponent> components;
+};
+
+// Reads and validates a runs file; model paths are relative to its directory. Throws
+// dockyard::Error naming the run ("run H03: runs.json: /runs/2/batch/gbs: ...") for: a missing
+// or mistyped field, an unknown key, model, cluster, source, dispatcher, precision, recompute,
+// feature or measured kind, a value <= 0 (times, throughputs, weights), a duplicate id, degrees
+// that do not validate (ParallelDims::Build, and ValidateDimsForModel when the model is loaded),
+// GBS not divisible by DP·MBS.
+FidelitySet LoadFidelitySet(const std::string& path);
+// The same from parsed JSON; `file` names it in errors, `base_dir` resolves model paths.
+FidelitySet FidelitySetFromJson(const Json& json, const std::string& file, const std::string& base_dir);
+
+// The reasons a run cannot be expressed (VPP > 1, FP8, MTP, Megatron FSDP, DualPipe, EP overlap,
+// dropless routing, a custom PP layout, node-limited routing, a ramped batch, no MBS, no model
+// config). Empty: SimulateStep can predict it as published.
+std::vector<std::string> UnsupportedReasons(const FidelityRun& run);
+
+// The measured step in seconds. kTokensPerSecondPerGpu: GBS·seq / (N·value); kTflopsPerGpu:
+// GBS·seq·gflop_per_token·1e9 / (N·value·1e12) (the sources' "model FLOPs", see the README).
+double MeasuredStepSeconds(const FidelityRun& run);
+// Tokens per second per GPU of a step of `step_s` seconds: GBS·seq / (N·step_s).
+double TokensPerSecondPerGpu(const FidelityRun& run, double step_s);
+
+// The run's degrees (Megatron convention) and training settings: seq, MBS, micro-batches =
+// GBS / (DP·MBS), recompute, the dispatcher (a2a -> all_to_all;
+// deepep / hybridep -> deepep: tokens cross the network once per destination node, then NVLink).
+// Requires run.mbs.
+ParallelDimsOptions FidelityDims(const FidelityRun& run);
+TrainingConfig FidelityTraining(const FidelityRun& run);
+// The machine of a run's plan: the node is the cluster's NVLink domain (HybridEP's and the
+// deredundency dispatcher's locality unit; gb200-nvl72: 72 GPUs over trays of 4), no budget
+// (network.h MachineOf).
+Machine FidelityMachine(const FidelityRun& run);
+
+struct FidelityPrediction {
+  std::string id;
+  bool approximate = false;  // predicted although unsupported (the unsupported features dropped)
+  double measured_s = 0, predicted_s = 0;
+  double error = 0;  // predicted_s / measured_s - 1 (negative: predicted too fast)
+  std::string dominant_phase;
+  double peak_gib = 0;  // ComputeMemory's worst rank
+};
+
+// What PredictRun builds once per run (the fitter re-costs it under many knob values): the plan,
+// its worst-rank peak (GiB) and the sampled routing.
+struct PreparedRun {
+  Plan plan;
+  RoutingResult routing;
+  double peak_gib = 0;
+};
+PreparedRun PrepareRun(const FidelityRun& run, const ModelSpec& model);
+
+// The options a run is costed with: `options` with the run's framework features that the cost
+// model expresses as run settings (today "cuda_graphs", under the kernel-level compute model only).
+// One rule for PredictRun and the fit's rows (calibrate.h RowsFromFidelitySet).
+CostOptions RunCostOptions(const FidelityRun& run, const CostOptions& options);
+
+// dockyard's `simulate` path for a run: BuildPlan + ComputeMemory + SampleRoutingForPlan
+// (uniform routing, seed 0, 4 sampled MoE layers: the CLI's defaults) + SimulateStep with the
+// RunCostOptions(run, options) (default: the default CostOptions). `model` is set.models.at(run.model).
+// Throws dockyard::Error when the plan cannot be built.
+FidelityPrediction PredictRun(const FidelityRun& run, const ModelSpec& model, const CostOptions& options = {});
+
+// The benchmark's core: predicts every expressible run, and every unsupported run that has a
+// model config and an MBS as an approximation (listed apart, never in the summary), and sums up.
+struct FidelityGroupSummary {
+  std::string group;
+  int64_t rows = 0;
+  double mean_abs_error = 0, max_abs_error = 0;
+  int64_t ordered_pairs = 0, concordant_pairs = 0;  // pairs whose measured tokens/s/GPU differ by > 10 %
+  std::vector<std::string> discordant;              // "S01 > S04" (measured order) where predicted reverses it
+};
+struct FidelityReport {
+  std::vector<FidelityPrediction> rows;                            // expressible runs, file order
+  std::vector<FidelityPrediction> approximate;                     // unsupported runs predicted anyway
+  std::vector<std::pair<std::string, std::string>> not_predicted;  // id, why
+  double mean_abs_error = 0, weighted_mean_abs_error = 0, max_abs_error = 0;
+  std::string max_abs_error_id;
+  std::vector<FidelityGroupSummary> groups;              // over `rows`
+  std::vector<FidelityGroupSummary> approximate_groups;  // over `approximate`, shown apart
+};
+// Pairs in a group are compared on tokens/s/GPU; a pair counts when the measured values differ
+// by more than `order_threshold` (0.10: closer pairs are within the sources' own noise).
+FidelityReport RunFidelity(const FidelitySet& set, double order_threshold = 0.10, const CostOptions& options = {});
+
+// The per-group summaries (RunFidelity's `groups`) of any predictions of `set`'s runs, e.g. a
+// fitted calibration's or held-out ones; and the Markdown table of such summaries.
+std::vector<FidelityGroupSummary> SummarizeFidelityGroups(const FidelitySet& set, const std::vector<FidelityPrediction>& rows,
+                                                          double order_threshold = 0.10);
+std::string FidelityGroupTable(const std::vector<FidelityGroupSummary>& groups);
+
+// The report as Markdown tables (docs/fidelity.md).
+std::string FidelityReportToMarkdown(const FidelitySet& set, const FidelityReport& report);
+
+}  // namespace dockyard

@@ -1,0 +1,166 @@
+#include "planner/calibration/fidelity.h"
+
+#include <cmath>
+#include <string>
+
+#include "planner/base/error.h"
+#include <doctest/doctest.h>
+
+namespace dockyard {
+namespace {
+
+const char* kRuns = "testdata/fidelity/runs.json";
+
+const FidelityRun& Run(const FidelitySet& set, const std::string& id) {
+  for (const auto& r : set.runs) {
+    if (r.id == id) return r;
+  }
+  FAIL("no run " << id);
+  throw Error("unreachable");
+}
+
+// The error LoadFidelitySet gives for the runs file with `edit` applied to its JSON.
+template <typename Edit>
+std::string ErrorOf(Edit edit) {
+  Json j = ReadJsonFile(kRuns);
+  edit(j);
+  try {
+    FidelitySetFromJson(j, "runs.json", "testdata/fidelity");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+Json& RunJson(Json& j, const std::string& id) {
+  for (Json& r : j["runs"]) {
+    if (r["id"] == id) return r;
+  }
+  throw Error("no run " + id);
+}
+
+TEST_CASE("the calibration set loads: every published run and component measurement, none dropped") {
+  const FidelitySet set = LoadFidelitySet(kRuns);
+  // public-runs.md: H01-H09, P01-P05, S01-S06 and S07/S08 (3 each), G01-G04.
+  CHECK(set.runs.size() == 9 + 5 + 6 + 6 + 4);
+  CHECK(set.components.size() == 26);
+  int expressible = 0;
+  for (const auto& r : set.runs) expressible += r.unsupported.empty() ? 1 : 0;
+  // S01-S06 (B200, 4-layer DeepSeek-V3) and G01, G04 (GB200, no VPP, BF16); with interleaved
+  // 1F1B (--vpp) H02-H04, H08, H09, P01-P04, G02 and G03; with FP8 (--precision fp8) H06, and
+  // H05 (VPP 4, EP overlap, FP8).
+  CHECK(expressible == 21);
+  for (const char* id : {"H02", "H03", "H04", "H05", "H06", "H08", "H09", "P01", "P02", "P03", "P04", "G02", "G03"}) {
+    CHECK_MESSAGE(Run(set, id).unsupported.empty(), id);
+  }
+  const FidelityRun& h01 = Run(set, "H01");
+  REQUIRE(h01.unsupported.size() == 1);
+  CHECK(h01.unsupported[0].find("Megatron FSDP") != std::string::npos);
+  // FP8 and the MTP module reach the training config.
+  CHECK(FidelityTraining(Run(set, "H06")).precision == "fp8");
+  CHECK(FidelityTraining(Run(set, "H07")).mtp_layers == 1);
+  CHECK(FidelityTraining(Run(set, "G04")).recompute_modules == std::vector<std::string>{"layernorm", "moe_act"});
+  CHECK(Run(set, "S07a").unsupported == std::vector<std::string>{"no model config in the project"});
+  CHECK(Run(set, "P05").unsupported.front() == "MBS not stated");
+  // The truncated model: 1 dense + 3 MoE layers.
+  CHECK(set.models.at("deepseek-v3-4l").num_hidden_layers == 4);
+  CHECK(set.models.at("deepseek-v3-4l").moe_layers == std::vector<bool>{false, true, true, true});
+}
+
+TEST_CASE("measured values convert to step seconds with the sources' formulas") {
+  const FidelitySet set = LoadFidelitySet(kRuns);
+  // H02: 295 TFLOP/s, GBS 256, seq 16384, 204.8 GFLOP/token, N 256:
+  // 256 * 16384 * 204.8e9 / (256 * 295e12) = 11.374 s (the set says "11.4 s d").
+  CHECK(MeasuredStepSeconds(Run(set, "H02")) == doctest::Approx(16384 * 204.8e9 / 295e12));
+  CHECK(MeasuredStepSeconds(Run(set, "H02")) == doctest::Approx(11.374).epsilon(1e-4));
+  // H05: 1686 tokens/s/GPU, GBS 8192, seq 4096, N 256: 8192 * 4096 / (256 * 1686) = 77.74 s ("77.7 s d").
+  CHECK(MeasuredStepSeconds(Run(set, "H05")) == doctest::Approx(77.74).epsilon(1e-4));
+  // H07 is given as a step: 25.3 s; its 1,297 tokens/s/GPU = 8192 * 4096 / (1024 * 25.3) = 1295.2.
+  CHECK(MeasuredStepSeconds(Run(set, "H07")) == 25.3);
+  CHECK(TokensPerSecondPerGpu(Run(set, "H07"), 25.3) == doctest::Approx(1295.2).epsilon(1e-4));
+}
+
+TEST_CASE("a run's training settings: micro-batches = GBS / (DP x MBS), Megatron degrees, dispatcher") {
+  const FidelitySet set = LoadFidelitySet(kRuns);
+  // S04: N 8, TP 1, PP 2 -> DP 4; GBS 16, MBS 1 -> 4 micro-batches.
+  const TrainingConfig t = FidelityTraining(Run(set, "S04"));
+  CHECK(*t.num_microbatches == 4);
+  CHECK(t.dispatcher == dockyard::Dispatcher::kAllToAll);
+  // G01: N 16 -> DP 16; GBS 512, MBS 4 -> 8; HybridEP -> deepep (flex); GB200: one 72-GPU NVLink domain.
+  const TrainingConfig g = FidelityTraining(Run(set, "G01"));
+  CHECK(*g.num_microbatches == 8);
+  CHECK(g.micro_batch_size == 4);
+  CHECK(g.dispatcher == dockyard::Dispatcher::kDeepEp);
+  CHECK(FidelityMachine(Run(set, "G01")).gpus_per_node == 72);
+  CHECK(FidelityDims(Run(set, "G01")).convention == Convention::kMegatron);
+  CHECK_THROWS_AS(FidelityTraining(Run(set, "P05")), Error);  // MBS not stated
+}
+
+TEST_CASE("bad rows: one clear error naming the row and the field") {
+  CHECK(ErrorOf([](Json&) {}).empty());
+  // Unknown model.
+  std::string e = ErrorOf([](Json& j) { RunJson(j, "S02")["model"] = "deepseek-v4"; });
+  CHECK(e.find("run S02") != std::string::npos);
+  CHECK(e.find("/runs/15/model") != std::string::npos);
+  CHECK(e.find("unknown model \"deepseek-v4\"") != std::string::npos);
+  // Missing field.
+  e = ErrorOf([](Json& j) { RunJson(j, "G04")["batch"].erase("seq"); });
+  CHECK(e.find("run G04") != std::string::npos);
+  CHECK(e.find("/batch/seq") != std::string::npos);
+  e = ErrorOf([](Json& j) { RunJson(j, "H01").erase("measured"); });
+  CHECK(e.find("run H01") != std::string::npos);
+  CHECK(e.find("measured") != std::string::npos);
+  // Negative time.
+  e = ErrorOf([](Json& j) { RunJson(j, "S03")["measured"]["value"] = -4.1412; });
+  CHECK(e.find("run S03") != std::string::npos);
+  CHECK(e.find("/measured/value") != std::string::npos);
+  CHECK(e.find("must be > 0, got -4.1412") != std::string::npos);
+  // A layout that does not validate: world not divisible by the degrees...
+  e = ErrorOf([](Json& j) { RunJson(j, "S01")["layout"]["tp"] = 3; });
+  CHECK(e.find("run S01") != std::string::npos);
+  CHECK(e.find("/layout") != std::string::npos);
+  // ... or EP 16 not dividing Mixtral-8x7B's 8 experts (N 64, PP 4: 16 ranks per stage).
+  e = ErrorOf([](Json& j) { RunJson(j, "H09")["layout"]["ep"] = 16; });
+  CHECK(e.find("run H09") != std::string::npos);
+  CHECK(e.find("/runs/8/layout") != std::string::npos);
+  CHECK(e.find("num_experts") != std::string::npos);
+  // GBS not a multiple of DP x MBS: S04 has DP 4, MBS 1.
+  e = ErrorOf([](Json& j) { RunJson(j, "S04")["batch"]["gbs"] = 18; });
+  CHECK(e.find("run S04") != std::string::npos);
+  CHECK(e.find("gbs (18) must be a multiple of DP (4) x MBS (1)") != std::string::npos);
+  // Unknown feature, duplicate id, unknown source, weight out of range.
+  e = ErrorOf([](Json& j) { RunJson(j, "H06")["features"] = Json::array({"cuda_graph"}); });
+  CHECK(e.find("run H06") != std::string::npos);
+  CHECK(e.find("did you mean 'cuda_graphs'") != std::string::npos);
+  e = ErrorOf([](Json& j) { RunJson(j, "S02")["id"] = "S01"; });
+  CHECK(e.find("duplicate id \"S01\"") != std::string::npos);
+  e = ErrorOf([](Json& j) { RunJson(j, "P01")["source"] = "PAI-2"; });
+  CHECK(e.find("run P01") != std::string::npos);
+  CHECK(e.find("unknown source") != std::string::npos);
+  e = ErrorOf([](Json& j) { RunJson(j, "P01")["weight"] = 1.5; });
+  CHECK(e.find("/weight") != std::string::npos);
+  // A component with a negative value.
+  e = ErrorOf([](Json& j) { j["components"][0]["value"] = -46; });
+  CHECK(e.find("component C01") != std::string::npos);
+  CHECK(e.find("/components/0/value") != std::string::npos);
+}
+
+TEST_CASE("smoke: the benchmark's core predicts every expressible run (no accuracy threshold)") {
+  const FidelitySet set = LoadFidelitySet(kRuns);
+  const FidelityReport rep = RunFidelity(set);
+  CHECK(rep.rows.size() == 21);
+  CHECK(rep.rows.size() + rep.approximate.size() + rep.not_predicted.size() == set.runs.size());
+  for (const auto& p : rep.rows) {
+    CHECK(std::isfinite(p.predicted_s));
+    CHECK(p.predicted_s > 0);
+    CHECK(!p.dominant_phase.empty());
+    CHECK(p.error == doctest::Approx(p.predicted_s / p.measured_s - 1.0));
+  }
+  CHECK(rep.max_abs_error >= rep.mean_abs_error);
+  const std::string md = FidelityReportToMarkdown(set, rep);
+  CHECK(md.find("| S01 |") != std::string::npos);
+  CHECK(md.find("| S07a | no model config in the project |") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace dockyard

@@ -1,0 +1,128 @@
+// Cluster presets and cluster JSON (see cluster.h and docs/cluster.md).
+#include "planner/cost/cluster.h"
+
+#include <cmath>
+#include <sys/stat.h>
+
+#include <fmt/format.h>
+
+#include "planner/base/error.h"
+
+namespace dockyard {
+
+std::vector<std::string> ClusterPresetNames() {
+  return {"h100-sxm", "h200-sxm", "h100-pcie-400g", "h800-sxm", "b200", "gb200-nvl72"};
+}
+
+std::string ClusterPresetNamesText() {
+  std::string names;
+  for (const auto& n : ClusterPresetNames()) names += (names.empty() ? "" : ", ") + n;
+  return names;
+}
+
+ClusterSpec ClusterPreset(const std::string& name) {
+  ClusterSpec c;
+  c.name = name;
+  if (name == "h100-sxm") return c;  // the defaults above
+  if (name == "h200-sxm") {
+    c.hbm_gbps = 4800.0;
+    c.memory_gib = 140.4;
+    return c;
+  }
+  if (name == "h100-pcie-400g") {
+    c.dense_bf16_tflops = 756.0;
+    c.hbm_gbps = 2000.0;
+    c.intra_node_gbps = 50.0;  // PCIe Gen5 x16: 64 GB/s per direction, ~50 GB/s achieved
+    c.intra_node_latency_us = 5.0;
+    c.network_gbps = 6.0;  // one 400 Gb/s NIC (~48 GB/s) shared by 8 GPUs
+    c.network_latency_us = 10.0;
+    c.nics_per_node = 1;
+    return c;
+  }
+  // docs/cluster.md cites every value below.
+  if (name == "h800-sxm") {
+    c.intra_node_gbps = 160.0;  // NVLink ~160 GB/s achievable (DeepSeek-V3 report, section 3.2.2)
+    return c;                   // H100 compute, HBM and memory; 8 x 400 Gb/s InfiniBand per node
+  }
+  if (name == "b200") {  // DGX B200: 8 x B200, NVLink5, 8 x ConnectX-7 400 Gb/s
+    c.dense_bf16_tflops = 2250.0;
+    c.hbm_gbps = 8000.0;
+    c.memory_gib = 167.6;       // 180 GB
+    c.intra_node_gbps = 740.0;  // 900 GB/s per direction x 370 / 450 (h100-sxm's effective / line)
+    return c;
+  }
+  if (name == "gb200-nvl72") {  // 18 compute trays of 4 B200-class GPUs, one NVLink domain of 72
+    c.gpus_per_node = 4;
+    c.nvlink_domain_gpus = 72;
+    c.dense_bf16_tflops = 2500.0;
+    c.hbm_gbps = 8000.0;
+    c.memory_gib = 173.2;  // 186 GB
+    c.intra_node_gbps = 740.0;
+    c.nics_per_node = 4;  // one 400 Gb/s NIC per GPU
+    return c;
+  }
+  std::string message =
+      fmt::format("unknown cluster preset \"{}\"; presets: {} (or a path to a cluster JSON file)", name, ClusterPresetNamesText());
+  if (auto s = DidYouMean(name, ClusterPresetNames())) message += fmt::format("; did you mean '{}'?", *s);
+  throw Error(message);
+}
+
+ClusterSpec ClusterFromJson(const Json& json, const std::string& file) {
+  JsonView v(&json, file, "");
+  v.RejectUnknownKeys({"name", "base", "gpus_per_node", "nodes", "dense_bf16_tflops", "hbm_gbps", "memory_gib", "intra_node_gbps",
+                       "intra_node_latency_us", "network_gbps", "network_latency_us", "nics_per_node", "nvlink_domain_gpus"});
+  ClusterSpec c;
+  const std::string base = v.StringOr("base", "h100-sxm");
+  try {
+    c = ClusterPreset(base);
+  } catch (const Error& e) {
+    v.Fail("base", e.what());
+  }
+  c.name = v.StringOr("name", file);
+  c.gpus_per_node = v.IntOr("gpus_per_node", c.gpus_per_node);
+  if (c.gpus_per_node > (int64_t{1} << 20)) v.Fail("gpus_per_node", fmt::format("{} exceeds 2^20", c.gpus_per_node));
+  c.nodes = v.IntOr("nodes", c.nodes, 0);
+  auto positive = [&](const char* key, double& field, double max) {
+    field = v.NumberOr(key, field);
+    if (!(field > 0) || field > max) v.Fail(key, fmt::format("must be a number in (0, {}], got {}", max, field));
+  };
+  positive("dense_bf16_tflops", c.dense_bf16_tflops, 1e6);
+  positive("hbm_gbps", c.hbm_gbps, 1e6);
+  positive("memory_gib", c.memory_gib, 1e6);
+  positive("intra_node_gbps", c.intra_node_gbps, 1e6);
+  positive("network_gbps", c.network_gbps, 1e6);
+  positive("intra_node_latency_us", c.intra_node_latency_us, 1e6);
+  positive("network_latency_us", c.network_latency_us, 1e6);
+  c.nics_per_node = v.IntOr("nics_per_node", c.nics_per_node, 1);
+  if (c.nics_per_node > 1024) v.Fail("nics_per_node", fmt::format("must be in [1, 1024], got {}", c.nics_per_node));
+  c.nvlink_domain_gpus = v.IntOr("nvlink_domain_gpus", c.nvlink_domain_gpus, 0);
+  if (c.nvlink_domain_gpus > (int64_t{1} << 20) || (c.nvlink_domain_gpus > 0 && c.nvlink_domain_gpus % c.gpus_per_node != 0)) {
+    v.Fail("nvlink_domain_gpus", fmt::format("must be 0 (one node) or a multiple of gpus_per_node ({}) up to 2^20, got {}", c.gpus_per_node,
+                                             c.nvlink_domain_gpus));
+  }
+  return c;
+}
+
+ClusterSpec LoadCluster(const std::string& name_or_path) {
+  struct stat st {};
+  const bool looks_like_path = name_or_path.find('/') != std::string::npos || name_or_path.find(".json") != std::string::npos;
+  if (looks_like_path || stat(name_or_path.c_str(), &st) == 0) return ClusterFromJson(ReadJsonFile(name_or_path), name_or_path);
+  return ClusterPreset(name_or_path);
+}
+
+Json ClusterToJson(const ClusterSpec& c) {
+  return Json{{"name", c.name},
+              {"gpus_per_node", c.gpus_per_node},
+              {"nodes", c.nodes},
+              {"dense_bf16_tflops", c.dense_bf16_tflops},
+              {"hbm_gbps", c.hbm_gbps},
+              {"memory_gib", c.memory_gib},
+              {"intra_node_gbps", c.intra_node_gbps},
+              {"intra_node_latency_us", c.intra_node_latency_us},
+              {"network_gbps", c.network_gbps},
+              {"network_latency_us", c.network_latency_us},
+              {"nics_per_node", c.nics_per_node},
+              {"nvlink_domain_gpus", c.nvlink_domain_gpus}};
+}
+
+}  // namespace dockyard

@@ -1,0 +1,40 @@
+#include "planner/cost/compute_model.h"
+
+#include "planner/base/error.h"
+
+namespace dockyard {
+
+void ApplyComputeModel(const std::string& model, bool cuda_graphs, const std::string& cross_entropy, CostOptions* options) {
+  if (model != "kernels" && model != "gemm") {
+    throw Error(
+        "--compute-model: must be kernels (GEMMs by shape, memory-bound kernels, launch gaps) or gemm (fixed GEMM "
+        "efficiencies), got \"" +
+        model + "\"");
+  }
+  if (cross_entropy != "unfused" && cross_entropy != "fused") {
+    throw Error("--cross-entropy: must be unfused or fused, got \"" + cross_entropy + "\"");
+  }
+  // The launch-gap and cross-entropy kernels exist only in the kernel-level compute model: refuse
+  // them elsewhere rather than ignore them.
+  if (model == "gemm" && cuda_graphs) {
+    throw Error(
+        "--cuda-graphs: CUDA graphs shorten the kernel launch gaps of --compute-model kernels; with --compute-model gemm "
+        "there are none to shorten (drop --compute-model gemm)");
+  }
+  if (model == "gemm" && cross_entropy == "fused") {
+    throw Error(
+        "--cross-entropy fused: the cross-entropy kernels are priced by --compute-model kernels only; with --compute-model "
+        "gemm it changes nothing (drop --compute-model gemm)");
+  }
+  options->kernel_compute = model == "kernels";
+  options->cuda_graphs = cuda_graphs;
+  options->fused_cross_entropy = cross_entropy == "fused";
+}
+
+Json ComputeModelToJson(const CostOptions& options) {
+  return Json{{"model", options.kernel_compute ? "kernels" : "gemm"},
+              {"cuda_graphs", options.cuda_graphs},
+              {"cross_entropy", options.fused_cross_entropy ? "fused" : "unfused"}};
+}
+
+}  // namespace dockyard

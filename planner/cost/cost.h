@@ -1,0 +1,155 @@
+// Cost model: predicted time of every phase of a training step (docs/cost-model.md derives
+// each formula). Predicted (here) and measured (dockyard-run) figures share one schema: a list
+// of phases, each with a name, the layer kind, the direction and a time in microseconds, and per
+// EP rank where the phase depends on routing.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/cost/cluster.h"
+#include "planner/base/json_util.h"
+#include "planner/layout/plan.h"
+#include "planner/cost/cost_options.h"
+#include "planner/cost/moe_phases.h"
+#include "planner/routing/routing.h"
+#include "planner/accounting/workload.h"
+
+namespace dockyard {
+
+struct PhaseCost {
+  std::string name;        // "attention", "router", "permute", "dispatch", "grouped_gemm", "unpermute",
+                           // "combine", "shared_experts", "dense_mlp", "tp_comm", "fsdp_comm"
+  std::string layer_kind;  // "moe" or "dense"
+  std::string direction;   // "forward" or "backward"
+  double time_us = 0;      // per layer and micro-batch: the mean over sampled layers of each layer's slowest rank
+  int64_t slowest_ep_rank = -1;
+  std::vector<double> per_ep_rank_us;  // routing-dependent phases: each EP rank's mean over the sampled layers
+};
+
+struct CostBreakdown {
+  std::vector<PhaseCost> phases;  // per layer kind and direction
+  double moe_layer_us = 0;        // one MoE layer, forward + backward, one micro-batch
+  double dense_layer_us = 0;
+  // torchtitan's per-layer selective checkpointing (recompute.h LayerSacEvery; 0 = off): the
+  // frequency, and one checkpointed MoE / dense layer, forward + backward (the layer under
+  // recompute full); moe_layer_us / dense_layer_us and the phases are then the other layers'.
+  int64_t layer_sac_every = 0;
+  double checkpointed_moe_layer_us = 0, checkpointed_dense_layer_us = 0;
+  double stage_microbatch_us = 0;  // the slowest stage, one micro-batch, forward + backward
+  double pipeline_bubble_us = 0;
+  double dp_step_comm_us = 0;  // exposed data-parallel communication at the step's end
+  double optimizer_us = 0;
+  double step_time_us = 0;
+  double tokens_per_s_per_gpu = 0;
+  double mfu = 0;                    // model FLOPs (model_flops.h) / (step time x GPUs x dense BF16 peak)
+  double model_flops_per_token = 0;  // Megatron's model FLOPs of one token, forward + backward
+  // Contributors to the step, largest share first: layer phases (time x layers of the slowest
+  // stage x (M + pp - 1)), "lm_head", "dp_step_comm", "optimizer".
+  std::vector<std::string> critical_path;
+  std::vector<double> critical_path_us;  // each contributor's share of the step (us), as critical_path; detail only
+  std::string dominant_phase;            // critical_path.front()
+  double routing_imbalance = 1.0;        // max / mean received rows over the sampled layers
+};
+
+// A collective group as the cost model sees it: its size and whether it spans nodes.
+struct CollectiveGroup {
+  int64_t size = 1;
+  bool spans_nodes = false;        // spans NVLink domains (network.h NvlinkDomainGpus)
+  int64_t members_per_domain = 1;  // members in rank 0's NVLink domain (network.h MembersPerDomain)
+};
+
+// Everything SimulateStep reads from a plan beyond its degrees, training settings and model:
+// SimulateStep gathers it from the plan's meshes and placements; the layout search
+// (layout_eval.h) derives the same figures from parameter classes without building a plan.
+// A memo of the kernel model's shape-dependent times of one layer (--compute-model kernels:
+// kernels_model.h KernelExtras, gemm_efficiency.h ShapedCompute), keyed by the shape they read
+// (tokens, sequence-parallel tokens, routed tokens, tp, activation bytes, full recompute,
+// seq_len, FP8 GEMMs), and the model FLOPs per token (model_flops.h): SimulateStepFromInputs
+// looks them up instead of recomputing them when StepInputs::kernel_memo is set, with the same
+// numbers. One memo serves one (model, cluster,
+// cost options) -- the first call's, checked by address on every later one (dockyard::Error
+// otherwise) -- and one thread at a time: the layout search keeps one per evaluator.
+class KernelTermsMemo;
+struct KernelTermsMemoDeleter {
+  void operator()(KernelTermsMemo* memo) const;
+};
+using KernelTermsMemoPtr = std::unique_ptr<KernelTermsMemo, KernelTermsMemoDeleter>;
+KernelTermsMemoPtr MakeKernelTermsMemo();
+
+// The decoder layers of each pipeline stage as runs of one kind, in layer order: what the step's
+// stage walk reads of the layer split (layer_stage), read per stage instead of per layer.
+// Stage s's runs are runs[stage_begin[s], stage_begin[s + 1]); a run holds `count` >= 1
+// consecutive layers of the stage (consecutive among its layers: with vpp > 1 a run may span a
+// chunk boundary) that are all MoE or all dense, all checkpointed or none.
+struct StageLayerRuns {
+  struct Run {
+    bool moe = false;           // ModelSpec::moe_layers of its layers
+    bool checkpointed = false;  // per-layer selective checkpointing (recompute.h LayerSacCheckpointed)
+    int64_t count = 0;
+  };
+  std::vector<Run> runs;
+  std::vector<int64_t> stage_begin;  // [pp + 1]
+  // Layers of stage s: MoE / dense, and of those the checkpointed ones.
+  struct Counts {
+    int64_t moe = 0, dense = 0, moe_checkpointed = 0, dense_checkpointed = 0;
+  };
+  Counts CountsOf(int64_t stage) const;
+};
+// The runs of `layer_stage` ([num_hidden_layers]: the stage of each layer, in [0, pp)) for a
+// model whose MoE layers are `moe_layers` (same size); `checkpointed` ([num_hidden_layers]) marks
+// the checkpointed layers, null or empty = none. Throws dockyard::Error when the sizes differ or a
+// stage is outside [0, pp).
+StageLayerRuns StageLayerRunsOf(const std::vector<bool>& moe_layers, const std::vector<int64_t>& layer_stage,
+                                const std::vector<bool>* checkpointed, int64_t pp);
+
+struct StepInputs {
+  Workload workload;
+  KernelTermsMemo* kernel_memo = nullptr;  // optional (see KernelTermsMemo)
+  double attention_params = 0;             // elements of layer 0's attention parameters (summed as doubles)
+  CollectiveGroup tp_group;                // rank 0's tp group
+  // FSDP only: rank 0's data-parallel groups (dense: dp_shard*cp or dp*cp; sparse: efsdp or edp)
+  // and, for the first MoE [0] and the first dense [1] layer, its model-parallel elements on rank 0
+  // on the dense and the sparse mesh (summed as doubles in inventory order); with
+  // --fp8-param-gather, the part of each that is FP8 GEMM weights (precision.h Fp8GemmGroup),
+  // all-gathered in FP8.
+  CollectiveGroup dense_dp_group, sparse_dp_group;
+  struct FsdpLayer {
+    bool present = false;  // the model has a layer of this kind
+    double dense_elems = 0, sparse_elems = 0;
+    double fp8_dense_elems = 0, fp8_sparse_elems = 0;
+  } fsdp_layer[2];
+  const MoePhaseTimes* moe_phases = nullptr;  // SimulateMoePhases for the plan's EP group
+  int64_t num_moe_layers = 0;
+  const std::vector<int64_t>* layer_stage = nullptr;  // [num_hidden_layers]: pp stage of each layer
+  // Optional: StageLayerRunsOf(model.moe_layers, *layer_stage, none, pp), made once for many steps
+  // (the search keeps one per split); null = made per step. Ignored under per-layer selective
+  // checkpointing (the runs then carry the checkpointed layers).
+  const StageLayerRuns* stage_runs = nullptr;
+  double dp_step_comm_us = 0;          // sum of StepCollectiveUs over rank 0's "step" CommEntry list, in order
+  double dp_step_param_gather_us = 0;  // the part of it from "zero1_all_gather_params" (--overlap-param-gather)
+  int64_t static_bytes_rank0 = 0;      // parameter + gradient + optimizer bytes of rank 0 (StaticMemoryOnRank)
+  // Pipeline ranks of lm_head + loss and of the MTP modules (plan.h Plan::loss_stage / mtp_stage);
+  // -1 = the last stage.
+  int64_t loss_stage = -1, mtp_stage = -1;
+};
+
+// The cost model proper (everything of SimulateStep after gathering its inputs). `training` is
+// resolved (dp_sharding set). With `detail` false, only the scalars and dominant_phase are filled
+// (no phases, per-rank figures or critical path): the layout search's hot path. Both modes give
+// the same numbers and the same dominant phase.
+CostBreakdown SimulateStepFromInputs(const ModelSpec& model, const ParamTotals& totals, const ParallelDims& dims,
+                                     const TrainingConfig& training, const ClusterSpec& cluster, const StepInputs& inputs,
+                                     const CostOptions& options, bool detail);
+
+// Predicts one training step of `plan` on `cluster` with `routing` sampled for its EP degree
+// (tokens_per_rank = the workload's routed tokens). Throws dockyard::Error on mismatched routing.
+CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& cluster, const RoutingResult& routing, const CostOptions& options = {});
+
+Json CostToJson(const CostBreakdown& cost);
+std::string CostToText(const CostBreakdown& cost);
+
+}  // namespace dockyard

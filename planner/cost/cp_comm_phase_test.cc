@@ -1,0 +1,68 @@
+// Context parallelism's K/V exchange has its own phase row, cp_comm (planner/base/phase.h), beside
+// the attention phase it used to be folded into; the layer and step times are unchanged.
+#include <doctest/doctest.h>
+
+#include "planner/layout/plan.h"
+#include "planner/model/model_spec.h"
+#include "planner/cost/cost.h"
+#include "planner/routing/plan_routing.h"
+
+using doctest::Approx;
+
+namespace {
+
+// Qwen3-30B-A3B on 8 GPUs of one H100 node: cp `cp`, ep 8, seq 2048, --cp-comm-type `cp_comm`.
+dockyard::CostBreakdown Simulate(int64_t cp, const std::string& cp_comm) {
+  const dockyard::ModelSpec model = dockyard::LoadModel("testdata/hf/qwen3-30b-a3b.json");
+  dockyard::ParallelDimsOptions d;
+  d.world_size = 8;
+  d.cp = cp;
+  d.ep = 8;
+  dockyard::TrainingConfig t;
+  t.seq_len = 2048;
+  t.run.cp_comm = cp_comm;
+  const dockyard::Plan plan = dockyard::BuildPlan(model, d, t);
+  return dockyard::SimulateStep(plan, dockyard::ClusterPreset("h100-sxm"), dockyard::SampleRoutingForPlan(plan, {}, 1));
+}
+
+// The time of phase `name` of the MoE layer in `direction`; -1 when there is no such row.
+double MoePhase(const dockyard::CostBreakdown& cost, const std::string& name, const std::string& direction) {
+  for (const auto& p : cost.phases) {
+    if (p.name == name && p.layer_kind == "moe" && p.direction == direction) return p.time_us;
+  }
+  return -1.0;
+}
+
+}  // namespace
+
+TEST_CASE("cp_comm: the Ulysses all-to-alls of a cp 2 layout are their own phase row, forward and backward") {
+  const dockyard::CostBreakdown a2a = Simulate(2, "a2a");
+  // T = 2048 / cp 2 = 1024 tokens per rank; Q and O 32 heads x (128 + 128), K and V 2 x 4 x 128:
+  // 16384 + 1024 = 17408 BF16 elements per token, 1024 x 17408 x 2 = 35,651,584 bytes; half of it
+  // leaves the rank over NVLink (cp group inside the node): 3 us + 17,825,792 / 370e3 B/us
+  // = 3 + 48.178 = 51.178 us (network.h CpAllToAllUs), the same again in the backward.
+  CHECK(MoePhase(a2a, "cp_comm", "forward") == Approx(51.178).epsilon(1e-4));
+  CHECK(MoePhase(a2a, "cp_comm", "backward") == Approx(51.178).epsilon(1e-4));
+  // The attention row no longer carries the exchange: it is the same under the ring (p2p), whose
+  // exchange differs.
+  const dockyard::CostBreakdown p2p = Simulate(2, "p2p");
+  CHECK(MoePhase(p2p, "attention", "forward") == MoePhase(a2a, "attention", "forward"));
+  CHECK(MoePhase(p2p, "attention", "backward") == MoePhase(a2a, "attention", "backward"));
+  CHECK(MoePhase(p2p, "cp_comm", "forward") != Approx(MoePhase(a2a, "cp_comm", "forward")));
+  // The layer is still the sum of its rows: the a2a layer is slower than the ring's by the
+  // difference of their cp_comm rows (forward + backward).
+  const double diff = MoePhase(a2a, "cp_comm", "forward") + MoePhase(a2a, "cp_comm", "backward") - MoePhase(p2p, "cp_comm", "forward") -
+                      MoePhase(p2p, "cp_comm", "backward");
+  CHECK(a2a.moe_layer_us - p2p.moe_layer_us == Approx(diff).epsilon(1e-9));
+  // It is on the critical path by its share.
+  bool on_path = false;
+  for (const auto& n : a2a.critical_path) on_path = on_path || n == "cp_comm";
+  CHECK(on_path);
+}
+
+TEST_CASE("cp_comm: no row without context parallelism") {
+  const dockyard::CostBreakdown cp1 = Simulate(1, "a2a");
+  CHECK(MoePhase(cp1, "cp_comm", "forward") == -1.0);
+  CHECK(MoePhase(cp1, "attention", "forward") > 0.0);
+  for (const auto& n : cp1.critical_path) CHECK(n != "cp_comm");
+}

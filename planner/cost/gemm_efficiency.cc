@@ -1,0 +1,121 @@
+// GEMM and flash-attention efficiency by shape (see gemm_efficiency.h).
+#include "planner/cost/gemm_efficiency.h"
+
+#include <cmath>
+
+#include "planner/cost/kernels_model.h"
+#include "planner/model/precision.h"
+
+namespace dockyard {
+namespace {
+
+constexpr double kFlopsPerUsPerTflops = 1e6;  // TFLOP/s -> FLOP per microsecond
+
+double Fill(double x, double half) {
+  return x / (x + half);
+}
+
+double GemmUs(double m, double n, double k, double peak_tflops, const CostOptions& o) {
+  if (m <= 0 || n <= 0 || k <= 0) return 0.0;
+  // FP8: twice the BF16 peak at fp8_efficiency_ratio of the shape's BF16 efficiency (precision.h).
+  return 2.0 * m * n * k / (peak_tflops * kFlopsPerUsPerTflops * GemmShapeEfficiency(m, n, k, o) * Fp8GemmSpeedup(o));
+}
+
+// The FP8 input-quantize kernel of `elements` BF16 elements (0 without FP8 or without hbm_gbps).
+double QuantizeUs(double elements, const CostOptions& o, double hbm_gbps) {
+  if (!o.fp8_gemms || hbm_gbps <= 0 || elements <= 0) return 0.0;
+  return MemoryBoundUs(KernelBytes{"fp8_quantize", elements * Fp8QuantizeBytesPerElement(o.fp8_blockwise, 2.0)}, hbm_gbps, o.hbm_efficiency,
+                       o.memory_floor_us);
+}
+
+}  // namespace
+
+double GemmShapeEfficiency(double m, double n, double k, const CostOptions& o) {
+  if (m <= 0 || n <= 0 || k <= 0) return 0.0;
+  return o.gemm_shape_efficiency * Fill(m, o.gemm_half_rows) * Fill(n, o.gemm_half_nk) * Fill(k, o.gemm_half_nk);
+}
+
+double LinearUs(double m, double n, double k, bool backward, double peak_tflops, const CostOptions& o) {
+  if (!backward) return GemmUs(m, n, k, peak_tflops, o);
+  return GemmUs(m, k, n, peak_tflops, o) + GemmUs(n, k, m, peak_tflops, o);  // dgrad + wgrad
+}
+
+double ExpertMlpForwardUs(double rows, double hidden, double f, double peak_tflops, const CostOptions& o, double hbm_gbps) {
+  if (rows <= 0) return 0.0;
+  const double tile = o.gemm_tile_rows;
+  const double padded = tile > 0 ? std::ceil(rows / tile) * tile : rows;
+  return GemmUs(padded, 2.0 * f, hidden, peak_tflops, o) + GemmUs(padded, hidden, f, peak_tflops, o) +
+         QuantizeUs(rows * hidden, o, hbm_gbps) + QuantizeUs(rows * f, o, hbm_gbps);
+}
+
+double Fp8GemmSpeedup(const CostOptions& o) {
+  return o.fp8_gemms ? kFp8PeakOverBf16 * o.fp8_efficiency_ratio : 1.0;
+}
+
+CostOptions WithPrecision(const CostOptions& options, const TrainingConfig& training) {
+  CostOptions o = options;
+  o.fp8_gemms = Fp8Gemms(training);
+  o.fp8_blockwise = Fp8Blockwise(training);
+  return o;
+}
+
+double FlashAttentionEfficiency(double head_dim, double seq_len, bool causal, bool backward, const CostOptions& o) {
+  const double attended = causal ? seq_len / 2.0 : seq_len;
+  const double eff = o.flash_max_efficiency * Fill(head_dim, o.flash_half_head_dim) * Fill(attended, o.flash_half_seq);
+  return backward ? eff * o.flash_bwd_ratio : eff;
+}
+
+ShapedComputeUs ShapedCompute(const ModelSpec& m, double T, double router_tokens, double tp, double seq_len, double peak_tflops,
+                              const CostOptions& o, double hbm_gbps) {
+  const auto& a = m.attention;
+  const double D = static_cast<double>(m.hidden_size), H = static_cast<double>(a.num_attention_heads);
+  ShapedComputeUs s;
+  for (int pass = 0; pass < 2; ++pass) {
+    const bool bwd = pass == 1;
+    // Each linear with the FP8 quantize of its input (forward: X [M, K]; backward: dY [M, N]).
+    auto lin = [&](double mm, double n, double k) {
+      return LinearUs(mm, n, k, bwd, peak_tflops, o) + QuantizeUs(mm * (bwd ? n : k), o, hbm_gbps);
+    };
+    double proj = 0, d_qk = 0, d_v = 0;
+    if (a.kind == AttentionKind::kMla) {
+      const double dn = static_cast<double>(a.qk_nope_head_dim), dr = static_cast<double>(a.qk_rope_head_dim);
+      const double dv = static_cast<double>(a.v_head_dim), ql = static_cast<double>(a.q_lora_rank);
+      const double kvl = static_cast<double>(a.kv_lora_rank);
+      proj += a.q_lora_rank > 0 ? lin(T, ql, D) + lin(T, H * (dn + dr) / tp, ql) : lin(T, H * (dn + dr) / tp, D);
+      proj += lin(T, kvl + dr, D) + lin(T, H * (dn + dv) / tp, kvl) + lin(T, D, H * dv / tp);
+      d_qk = dn + dr;
+      d_v = dv;
+    } else {
+      const double hd = static_cast<double>(a.head_dim), kv = static_cast<double>(a.num_key_value_heads);
+      proj += lin(T, (H + 2.0 * kv) * hd / tp, D) + lin(T, D, H * hd / tp);
+      d_qk = d_v = hd;
+    }
+    // Causal core: each of the T tokens attends to half of the sequence on average; the backward
+    // does 2.5x the forward's FLOPs.
+    const double core_flops = 2.0 * T * (seq_len / 2.0) * (H / tp) * (d_qk + d_v) * (bwd ? 2.5 : 1.0);
+    const double core = core_flops / (peak_tflops * kFlopsPerUsPerTflops * FlashAttentionEfficiency(d_qk, seq_len, true, bwd, o));
+    s.attention[pass] = proj + core;
+    // The router and lm_head stay BF16 (TransformerEngine runs neither in FP8).
+    CostOptions bf16 = o;
+    bf16.fp8_gemms = false;
+    if (m.moe.num_experts > 0) s.router[pass] = LinearUs(router_tokens, static_cast<double>(m.moe.num_experts), D, bwd, peak_tflops, bf16);
+    if (m.moe.num_shared_experts > 0) {
+      const double fs = static_cast<double>(m.moe.shared_expert_intermediate_size) / tp;
+      s.shared_experts[pass] = lin(T, 2.0 * fs, D) + lin(T, D, fs);
+    }
+    if (m.intermediate_size > 0) {
+      const double fd = static_cast<double>(m.intermediate_size) / tp;
+      s.dense_mlp[pass] = lin(T, 2.0 * fd, D) + lin(T, D, fd);
+    }
+    s.lm_head[pass] = LinearUs(T, static_cast<double>(m.vocab_size) / tp, D, bwd, peak_tflops, bf16);
+    s.eh_proj[pass] = lin(T, D / tp, 2.0 * D);
+  }
+  return s;
+}
+
+double GroupedGemmEfficiency(double rows, const CostOptions& o) {
+  if (rows <= 0) return o.gemm_max_efficiency;
+  return o.gemm_max_efficiency * rows / (rows + o.gemm_half_rows);
+}
+
+}  // namespace dockyard

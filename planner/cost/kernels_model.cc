@@ -1,0 +1,126 @@
+// Memory-bound kernels of a layer (see kernels_model.h).
+#include "planner/cost/kernels_model.h"
+
+#include <algorithm>
+
+namespace dockyard {
+namespace {
+
+constexpr double kBytesPerUsPerGbps = 1e3;  // GB/s -> bytes per microsecond
+constexpr double kScoreBytes = 4.0;         // router scores and the loss's exponentials: fp32
+constexpr double kIndexBytes = 8.0;         // top-k indices: int64
+
+// RMSNorm over `width` elements of `tokens` tokens: forward reads x and writes y, backward reads
+// x and dy and writes dx.
+KernelBytes Norm(const char* name, double tokens, double width, double ab, bool backward) {
+  return {name, (backward ? 3.0 : 2.0) * tokens * width * ab};
+}
+
+}  // namespace
+
+std::vector<KernelBytes> AttentionBlockKernels(const ModelSpec& m, const KernelShape& s, bool backward) {
+  const auto& a = m.attention;
+  const double D = static_cast<double>(m.hidden_size), ab = s.act_bytes, T = s.tokens, sp = s.sp_tokens;
+  const double heads = static_cast<double>(a.num_attention_heads) / s.tp;
+  std::vector<KernelBytes> k;
+  k.reserve(7);  // at most: two norms, two latent norms (MLA), rotary, two residual adds
+  k.push_back(Norm("input_rmsnorm", sp, D, ab, backward));
+  if (a.kind == AttentionKind::kMla) {
+    // The latent norms of MLA (q_a_layernorm, kv_a_layernorm) on the replicated down-projections.
+    if (a.q_lora_rank > 0) k.push_back(Norm("q_a_layernorm", T, static_cast<double>(a.q_lora_rank), ab, backward));
+    k.push_back(Norm("kv_a_layernorm", T, static_cast<double>(a.kv_lora_rank), ab, backward));
+    // Rotary on the rope part of every local query head and of the one shared key.
+    const double dr = static_cast<double>(a.qk_rope_head_dim);
+    k.push_back({"rotary", 2.0 * T * (heads + 1.0) * dr * ab});
+  } else {
+    const double kv_heads = static_cast<double>(a.num_key_value_heads) / s.tp;
+    const double hd = static_cast<double>(a.head_dim);
+    if (a.qk_norm != QkNorm::kNone) k.push_back(Norm("qk_norm", T, (heads + kv_heads) * hd, ab, backward));
+    k.push_back({"rotary", 2.0 * T * (heads + kv_heads) * hd * ab});
+  }
+  k.push_back(Norm("post_attention_rmsnorm", sp, D, ab, backward));
+  k.push_back({"residual_add", 3.0 * sp * D * ab});  // after attention
+  k.push_back({"residual_add", 3.0 * sp * D * ab});  // after the MLP
+  return k;
+}
+
+std::vector<KernelBytes> RouterKernels(const ModelSpec& m, const KernelShape& s, bool backward) {
+  const double E = static_cast<double>(m.moe.num_experts), k = static_cast<double>(m.moe.top_k), Tr = s.router_tokens;
+  if (backward) return {{"router_score_bwd", Tr * 3.0 * E * kScoreBytes}};
+  return {{"router_score", Tr * 2.0 * E * kScoreBytes}, {"router_topk", Tr * (E * kScoreBytes + k * (kScoreBytes + kIndexBytes))}};
+}
+
+KernelBytes SwigluKernel(double rows, double f, double ab, bool backward) {
+  return {"swiglu", (backward ? 5.0 : 3.0) * rows * f * ab};
+}
+
+std::vector<KernelBytes> LossKernels(const ModelSpec& m, const KernelShape& s, bool fused, bool backward) {
+  const double D = static_cast<double>(m.hidden_size), ab = s.act_bytes;
+  const double logits = s.tokens * static_cast<double>(m.vocab_size) / s.tp;  // elements of the vocabulary shard
+  std::vector<KernelBytes> k;
+  k.reserve(2);
+  k.push_back(Norm("final_rmsnorm", s.sp_tokens, D, ab, backward));
+  double per_logit;
+  if (fused) {
+    per_logit = backward ? 2.0 * ab : ab;  // bwd re-reads the logits and writes the gradient
+  } else {
+    per_logit = backward ? kScoreBytes + ab : ab + 2.0 * kScoreBytes;  // fp32 exponentials written, re-read
+  }
+  k.push_back({fused ? "cross_entropy_fused" : "cross_entropy", logits * per_logit});
+  return k;
+}
+
+double MemoryBoundUs(const KernelBytes& kernel, double hbm_gbps, double hbm_efficiency, double floor_us) {
+  const double bw = hbm_gbps * hbm_efficiency * kBytesPerUsPerGbps;
+  return std::max(kernel.bytes / bw, floor_us);
+}
+
+double MemoryBoundUs(const std::vector<KernelBytes>& kernels, double hbm_gbps, double hbm_efficiency, double floor_us) {
+  double us = 0;
+  for (const KernelBytes& k : kernels) us += MemoryBoundUs(k, hbm_gbps, hbm_efficiency, floor_us);
+  return us;
+}
+
+double LaunchGapUs(double kernels, bool cuda_graphs, double kernel_launch_us, double graph_launch_us) {
+  return kernels * (cuda_graphs ? graph_launch_us : kernel_launch_us);
+}
+
+KernelExtrasUs KernelExtras(const ModelSpec& m, const KernelShape& s, const CostOptions& o, double hbm_gbps, bool full_recompute) {
+  const auto& a = m.attention;
+  auto mem = [&](const std::vector<KernelBytes>& k) { return MemoryBoundUs(k, hbm_gbps, o.hbm_efficiency, o.memory_floor_us); };
+  auto gap = [&](double kernels) { return LaunchGapUs(kernels, o.cuda_graphs, o.kernel_launch_us, o.graph_launch_us); };
+  const double attn_gemms = a.kind == AttentionKind::kMla ? (a.q_lora_rank > 0 ? 5.0 : 4.0) : 2.0;
+  const double tp = s.tp;
+  KernelExtrasUs x;
+  for (int pass = 0; pass < 2; ++pass) {
+    const bool bwd = pass == 1;
+    const double gemm_launches = bwd ? 2.0 : 1.0;  // dgrad and wgrad in the backward
+    const auto attn = AttentionBlockKernels(m, s, bwd);
+    x.attention[pass] = mem(attn) + gap(attn_gemms * gemm_launches + 1.0 + static_cast<double>(attn.size()));
+    if (m.moe.num_experts > 0) {
+      const auto router = RouterKernels(m, s, bwd);
+      x.router[pass] = mem(router) + gap(gemm_launches + static_cast<double>(router.size()));
+      x.grouped_gemm[pass] = gap(2.0 * gemm_launches + 1.0);
+    }
+    if (m.moe.num_shared_experts > 0) {
+      const double fs = static_cast<double>(m.moe.shared_expert_intermediate_size) / tp;
+      x.shared_experts[pass] = mem({SwigluKernel(s.tokens, fs, s.act_bytes, bwd)}) + gap(2.0 * gemm_launches + 1.0);
+    }
+    if (m.intermediate_size > 0) {
+      const double fd = static_cast<double>(m.intermediate_size) / tp;
+      x.dense_mlp[pass] = mem({SwigluKernel(s.tokens, fd, s.act_bytes, bwd)}) + gap(2.0 * gemm_launches + 1.0);
+    }
+    const auto loss = LossKernels(m, s, o.fused_cross_entropy, bwd);
+    x.lm_head[pass] = mem(loss) + gap(gemm_launches + static_cast<double>(loss.size()));
+  }
+  if (full_recompute) {
+    x.attention[1] += x.attention[0];
+    x.router[1] += x.router[0];
+    x.grouped_gemm[1] += x.grouped_gemm[0];
+    x.shared_experts[1] += x.shared_experts[0];
+    x.dense_mlp[1] += x.dense_mlp[0];
+  }
+  return x;
+}
+
+}  // namespace dockyard

@@ -1,0 +1,89 @@
+// The memory-bound kernels of a transformer layer and the launch gaps between kernels: what a
+// step spends outside its GEMMs (docs/cost-model.md, "Memory-bound kernels"). Used by the cost
+// model with `--compute-model kernels` (CostOptions::compute_model); nothing here is read otherwise.
+//
+// Every kernel is bytes over HBM: time = max(bytes / (hbm_gbps x hbm_efficiency), floor), the floor
+// being the calibration's memory_floor_us (a kernel that moves almost nothing still costs a launch
+// and a tail). Bytes count each tensor read and each tensor written once, activations at the
+// activation dtype, router scores and the loss in fp32, as the kernels of Megatron-Core /
+// TransformerEngine do them:
+//  - RMSNorm (TE rmsnorm fwd/bwd): forward reads x and writes y (2 D per token); backward reads x and
+//    dy and writes dx (3 D). The weight gradient's partial sums are small and ignored.
+//  - residual add: forward reads two inputs and writes one (3 D); backward passes the gradient
+//    through and adds it to the branch's (3 D).
+//  - q/k norms (Qwen3: per head; OLMoE: full width) and MLA's q_a / kv_a layernorms: RMSNorm over
+//    the normed width.
+//  - rotary (TE fused_rope): reads and writes the rotated part of q and k, forward and backward.
+//  - SwiGLU (Megatron bias_swiglu / TE swiglu): forward reads gate and up (2 F) and writes F;
+//    backward reads gate, up and dy (3 F) and writes dgate and dup (2 F).
+//  - router: softmax / sigmoid over E scores in fp32 (read E, write E) and top-k (read E, write k
+//    values and indices); backward: the score-function backward (read 2 E, write E).
+//  - cross-entropy over the vocabulary shard (Megatron vocab_parallel_cross_entropy): unfused, the
+//    forward reads the logits, writes and re-reads fp32 exponentials and the backward reads them
+//    and writes the bf16 gradient; fused (Megatron --cross-entropy-loss-fusion), the forward reads
+//    the logits once and the backward writes the gradient once.
+// Per-token widths are after tensor parallelism (heads / tp, F / tp); the norms and residual adds
+// run on the sequence-parallel shard of the tokens.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planner/cost/cost_options.h"
+#include "planner/model/model_spec.h"
+
+namespace dockyard {
+
+// One memory-bound kernel of one pass: its name and the bytes it moves over HBM.
+struct KernelBytes {
+  std::string name;  // "input_rmsnorm", "residual_add", "rotary", "swiglu", "router_topk", ...
+  double bytes = 0;
+};
+
+// What the memory-bound kernels of one layer depend on.
+struct KernelShape {
+  double tokens = 0;         // T: tokens of one micro-batch on a rank (Workload::tokens)
+  double sp_tokens = 0;      // tokens the norms and residual adds see: ceil(T / tp) with sequence parallelism
+  double router_tokens = 0;  // tokens a rank routes (Workload::dispatch_tokens)
+  double tp = 1;             // tensor-parallel degree (heads and F are divided by it)
+  double act_bytes = 2;      // bytes per activation element
+};
+
+// The memory-bound kernels of the attention block of one layer (input norm, q/k or MLA latent
+// norms, rotary, the post-attention norm and both residual adds), forward (`backward` false) or
+// backward.
+std::vector<KernelBytes> AttentionBlockKernels(const ModelSpec& model, const KernelShape& shape, bool backward);
+// The router's score function and top-k over `router_tokens` tokens.
+std::vector<KernelBytes> RouterKernels(const ModelSpec& model, const KernelShape& shape, bool backward);
+// The SwiGLU activation of `rows` rows of intermediate width `f` (already divided by any TP).
+KernelBytes SwigluKernel(double rows, double f, double act_bytes, bool backward);
+// The final norm and the cross-entropy over the vocabulary shard V / tp of the last stage.
+std::vector<KernelBytes> LossKernels(const ModelSpec& model, const KernelShape& shape, bool fused_cross_entropy, bool backward);
+
+// Sum over kernels of max(bytes / (hbm_gbps x hbm_efficiency), floor_us), in microseconds.
+double MemoryBoundUs(const std::vector<KernelBytes>& kernels, double hbm_gbps, double hbm_efficiency, double floor_us);
+// The same for one kernel (no list to build): max(bytes / bandwidth, floor_us).
+double MemoryBoundUs(const KernelBytes& kernel, double hbm_gbps, double hbm_efficiency, double floor_us);
+
+// The exposed host gap of launching `kernels` kernels: kernels x (graph_launch_us under CUDA graphs,
+// else kernel_launch_us), in microseconds.
+double LaunchGapUs(double kernels, bool cuda_graphs, double kernel_launch_us, double graph_launch_us);
+
+// What the kernel-level compute model adds to the phases of one layer (and to lm_head), per
+// micro-batch, [0] forward and [1] backward (with full recomputation the backward also re-runs
+// the forward's kernels): the memory-bound kernels above and the launch gaps of every kernel of
+// the phase, GEMMs and flash attention included (GQA: qkv and o projections; MLA: q_a, q_b (or q),
+// kv_a, kv_b, o; each GEMM twice in the backward, dgrad and wgrad). The routed experts' SwiGLU is
+// routing-dependent and is added by SimulateMoePhases; grouped_gemm here is its launch gaps only.
+struct KernelExtrasUs {
+  double attention[2] = {0, 0}, router[2] = {0, 0}, grouped_gemm[2] = {0, 0}, shared_experts[2] = {0, 0}, dense_mlp[2] = {0, 0},
+         lm_head[2] = {0, 0};
+};
+// `hbm_gbps` is the GPU's HBM bandwidth (ClusterSpec::hbm_gbps); the rest comes from `options`
+// (hbm_efficiency, memory_floor_us, kernel_launch_us, graph_launch_us, cuda_graphs,
+// fused_cross_entropy).
+KernelExtrasUs KernelExtras(const ModelSpec& model, const KernelShape& shape, const CostOptions& options, double hbm_gbps,
+                            bool full_recompute);
+
+}  // namespace dockyard

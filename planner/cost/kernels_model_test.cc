@@ -1,0 +1,155 @@
+// Memory-bound kernels and launch gaps on the tiny model, by hand.
+#include "planner/cost/kernels_model.h"
+
+#include <doctest/doctest.h>
+
+#include "planner/cost/cost.h"
+#include "planner/cost/gemm_efficiency.h"
+#include "tests/test_models.h"
+#include "tests/tiny_plan.h"
+
+using dockyard::KernelBytes;
+using dockyard::KernelShape;
+using doctest::Approx;
+
+namespace {
+
+double Bytes(const std::vector<KernelBytes>& k, const std::string& name) {
+  double b = 0;
+  for (const auto& x : k)
+    if (x.name == name) b += x.bytes;
+  return b;
+}
+double Total(const std::vector<KernelBytes>& k) {
+  double b = 0;
+  for (const auto& x : k) b += x.bytes;
+  return b;
+}
+
+// Tiny model (hidden 64, 4 heads of 16, 2 KV heads, 8 experts top-2, F 32, vocab 1000) with
+// Qwen3-style per-head q/k norms; 128 tokens on one rank, bf16.
+dockyard::ModelSpec Tiny() {
+  dockyard::ModelSpec m = dockyard::testing::TinyMixtral();
+  m.attention.qk_norm = dockyard::QkNorm::kPerHead;
+  return m;
+}
+const KernelShape kShape{128, 128, 128, 1, 2};
+
+}  // namespace
+
+TEST_CASE("Attention-block kernels: bytes of each kernel, forward and backward") {
+  const auto fwd = dockyard::AttentionBlockKernels(Tiny(), kShape, false);
+  // RMSNorm forward reads and writes 64 x bf16 per token: 2 x 128 x 64 x 2 = 32,768 B.
+  CHECK(Bytes(fwd, "input_rmsnorm") == 32768);
+  CHECK(Bytes(fwd, "post_attention_rmsnorm") == 32768);
+  // q/k norms and rotary over (4 + 2) heads x 16 = 96 elements: 2 x 128 x 96 x 2 = 49,152 B each.
+  CHECK(Bytes(fwd, "qk_norm") == 49152);
+  CHECK(Bytes(fwd, "rotary") == 49152);
+  // Two residual adds, each reads 2 and writes 1 tensor of 64: 3 x 128 x 64 x 2 = 49,152 B each.
+  CHECK(Bytes(fwd, "residual_add") == 2 * 49152);
+  CHECK(Total(fwd) == 262144);  // 2 x 32,768 + 4 x 49,152
+  const auto bwd = dockyard::AttentionBlockKernels(Tiny(), kShape, true);
+  // Backward norms read x and dy and write dx: 3 x 128 x 64 x 2 = 49,152 B; q/k norm 73,728 B.
+  CHECK(Bytes(bwd, "input_rmsnorm") == 49152);
+  CHECK(Bytes(bwd, "qk_norm") == 73728);
+  CHECK(Bytes(bwd, "rotary") == 49152);
+  // Sequence parallelism over tp 2 halves the norm and residual tokens and the local heads.
+  const KernelShape tp2{128, 64, 64, 2, 2};
+  const auto sharded = dockyard::AttentionBlockKernels(Tiny(), tp2, false);
+  CHECK(Bytes(sharded, "input_rmsnorm") == 16384);
+  CHECK(Bytes(sharded, "rotary") == 24576);  // 2 x 128 x (2 + 1) x 16 x 2
+}
+
+TEST_CASE("MLA attention block: latent norms and rotary on the rope part") {
+  dockyard::ModelSpec m = Tiny();
+  m.attention.kind = dockyard::AttentionKind::kMla;
+  m.attention.q_lora_rank = 48;
+  m.attention.kv_lora_rank = 32;
+  m.attention.qk_rope_head_dim = 8;
+  const auto fwd = dockyard::AttentionBlockKernels(m, kShape, false);
+  CHECK(Bytes(fwd, "q_a_layernorm") == 2 * 128 * 48 * 2);
+  CHECK(Bytes(fwd, "kv_a_layernorm") == 2 * 128 * 32 * 2);
+  CHECK(Bytes(fwd, "rotary") == 2 * 128 * (4 + 1) * 8 * 2);  // 4 query heads and the shared key
+  CHECK(Bytes(fwd, "qk_norm") == 0);
+}
+
+TEST_CASE("Router, SwiGLU and loss kernels") {
+  const auto router = dockyard::RouterKernels(Tiny(), kShape, false);
+  // Score function over 8 fp32 scores, read and written: 128 x 2 x 8 x 4 = 8,192 B.
+  CHECK(Bytes(router, "router_score") == 8192);
+  // Top-k reads 8 scores, writes 2 values (4 B) and 2 indices (8 B): 128 x (32 + 24) = 7,168 B.
+  CHECK(Bytes(router, "router_topk") == 7168);
+  CHECK(Total(dockyard::RouterKernels(Tiny(), kShape, true)) == 12288);  // 128 x 3 x 8 x 4
+  // SwiGLU of 256 rows of F 32: forward 3 x 256 x 32 x 2 = 49,152 B, backward 5/3 of it.
+  CHECK(dockyard::SwigluKernel(256, 32, 2, false).bytes == 49152);
+  CHECK(dockyard::SwigluKernel(256, 32, 2, true).bytes == 81920);
+  // Cross-entropy over 128 x 1000 logits: unfused forward reads bf16 and writes + re-reads fp32
+  // (2 + 8 B per logit), backward 4 + 2; fused reads once (2) forward and 2 x 2 backward.
+  CHECK(Bytes(dockyard::LossKernels(Tiny(), kShape, false, false), "cross_entropy") == 1280000);
+  CHECK(Bytes(dockyard::LossKernels(Tiny(), kShape, false, true), "cross_entropy") == 768000);
+  CHECK(Bytes(dockyard::LossKernels(Tiny(), kShape, true, false), "cross_entropy_fused") == 256000);
+  CHECK(Bytes(dockyard::LossKernels(Tiny(), kShape, true, true), "cross_entropy_fused") == 512000);
+  CHECK(Bytes(dockyard::LossKernels(Tiny(), kShape, true, false), "final_rmsnorm") == 32768);
+}
+
+TEST_CASE("Memory-bound time: bytes over HBM x efficiency, each kernel at least the floor") {
+  const auto fwd = dockyard::AttentionBlockKernels(Tiny(), kShape, false);
+  // 1 GB/s (1,000 B/us) at 50 %: 500 B/us. Every kernel above a 5 us floor: 262,144 / 500 = 524.288 us.
+  CHECK(dockyard::MemoryBoundUs(fwd, 1, 0.5, 5.0) == Approx(524.288));
+  // A 70 us floor lifts the two norms (65.536 us each): 2 x 70 + 4 x 98.304 = 533.216 us.
+  CHECK(dockyard::MemoryBoundUs(fwd, 1, 0.5, 70.0) == Approx(533.216));
+  // At 3350 GB/s every one of these kernels is under the floor: 6 x 5 us.
+  CHECK(dockyard::MemoryBoundUs(fwd, 3350, 0.7, 5.0) == Approx(30.0));
+  CHECK(dockyard::LaunchGapUs(10, false, 2.0, 0.5) == Approx(20.0));
+  CHECK(dockyard::LaunchGapUs(10, true, 2.0, 0.5) == Approx(5.0));
+}
+
+TEST_CASE("KernelExtras: kernels plus launch gaps per phase, CUDA graphs shrink the gaps") {
+  dockyard::CostOptions o;
+  o.hbm_efficiency = 0.5;
+  o.memory_floor_us = 5.0;
+  o.kernel_launch_us = 2.0;
+  o.graph_launch_us = 0.5;
+  const auto x = dockyard::KernelExtras(Tiny(), kShape, o, 1, false);
+  // At 1 GB/s x 0.5 (500 B/us): attention forward 524.288 us of kernels + (2 GEMMs + flash + 6
+  // kernels) x 2 us.
+  CHECK(x.attention[0] == Approx(524.288 + 18.0));
+  // Backward by kernel: norms 2 x 49,152 / 500 = 2 x 98.304, qk_norm 147.456, rotary 98.304,
+  // residuals 2 x 98.304 us; launches (4 GEMMs + flash + 6) x 2 us.
+  CHECK(x.attention[1] == Approx(2 * 98.304 + 147.456 + 98.304 + 2 * 98.304 + 22.0));
+  // Router forward: 8,192 / 500 = 16.384 and 7,168 / 500 = 14.336 us, + (GEMM + 2) x 2 us.
+  CHECK(x.router[0] == Approx(16.384 + 14.336 + 6.0));
+  CHECK(x.grouped_gemm[0] == Approx(6.0));   // 2 GEMMs + SwiGLU launched
+  CHECK(x.grouped_gemm[1] == Approx(10.0));  // 4 GEMMs + SwiGLU backward
+  CHECK(x.shared_experts[0] == 0);           // no shared experts
+  // lm_head forward: final norm 65.536 + cross-entropy 2,560 us + (GEMM + 2) x 2 us.
+  CHECK(x.lm_head[0] == Approx(65.536 + 2560.0 + 6.0));
+  o.cuda_graphs = true;
+  const auto g = dockyard::KernelExtras(Tiny(), kShape, o, 1, false);
+  CHECK(g.attention[0] == Approx(524.288 + 4.5));  // 9 launches x 0.5 us
+  // Full recomputation re-runs the forward's kernels in the backward.
+  o.cuda_graphs = false;
+  const auto r = dockyard::KernelExtras(Tiny(), kShape, o, 1, true);
+  CHECK(r.attention[1] == Approx(x.attention[1] + x.attention[0]));
+}
+
+TEST_CASE("SimulateStep with --compute-model kernels adds the kernels to their phases; default unchanged") {
+  const auto plan = dockyard::testing::TinyEp4Plan();
+  const auto routing = dockyard::testing::TinyEp4Routing();
+  dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
+  dockyard::CostOptions o;
+  const auto base = dockyard::SimulateStep(plan, c, routing, o);
+  o.kernel_compute = true;
+  const auto kern = dockyard::SimulateStep(plan, c, routing, o);
+  auto phase = [](const dockyard::CostBreakdown& cb, const char* name) {
+    for (const auto& p : cb.phases)
+      if (p.name == name && p.direction == "forward") return p.time_us;
+    return -1.0;
+  };
+  // TinyMixtral (no q/k norm), 1024 tokens, tp 1: norms 262,144 B, rotary and residual adds
+  // 393,216 B each: at 3350 GB/s x 0.70 = 2.345e6 B/us all five are under the 5 us floor; + 8
+  // launches (2 GEMMs, flash, 5 kernels) x 2 us.
+  const auto sc = dockyard::ShapedCompute(plan.model, 1024, 1024, 1, 1024, c.dense_bf16_tflops, o);
+  CHECK(phase(kern, "attention") - sc.attention[0] == Approx(5 * 5.0 + 16.0));
+  CHECK(phase(base, "attention") > 0);  // the default model is cost_test's
+}

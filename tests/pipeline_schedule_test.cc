@@ -1,0 +1,380 @@
+// Schedule rules of the run settings (pipeline_schedule.h) and their effect on the FSDP traffic,
+// time and memory of a plan, by hand.
+#include "planner/model/pipeline_schedule.h"
+
+#include <doctest/doctest.h>
+
+#include "planner/accounting/comm.h"
+#include "planner/cost/cost.h"
+#include "planner/base/error.h"
+#include "planner/accounting/memory.h"
+#include "planner/routing/plan_routing.h"
+#include "tests/test_models.h"
+
+using dockyard::BuildPlan;
+using dockyard::Dispatcher;
+using dockyard::DpSharding;
+using dockyard::FsdpCalls;
+using dockyard::FsdpCallsPerStep;
+using dockyard::Recompute;
+using dockyard::ReshardPolicy;
+using dockyard::TrainingConfig;
+using doctest::Approx;
+
+TEST_CASE("torchtitan's reshard-after-forward policy: default = not pp") {
+  CHECK(dockyard::ReshardAfterForward(ReshardPolicy::kDefault, 1));
+  CHECK_FALSE(dockyard::ReshardAfterForward(ReshardPolicy::kDefault, 2));
+  CHECK(dockyard::ReshardAfterForward(ReshardPolicy::kAlways, 8));
+  CHECK_FALSE(dockyard::ReshardAfterForward(ReshardPolicy::kNever, 1));
+  CHECK(dockyard::ParseReshardPolicy("never", "--x") == ReshardPolicy::kNever);
+  CHECK_THROWS_WITH_AS(dockyard::ParseReshardPolicy("sometimes", "--fsdp-reshard-after-forward"),
+                       doctest::Contains("--fsdp-reshard-after-forward: unknown reshard-after-forward policy \"sometimes\""),
+                       dockyard::Error);
+}
+
+TEST_CASE("FSDP all-gathers and reduce-scatters per step under each policy, with and without PP") {
+  auto calls = [](ReshardPolicy p, int64_t pp, int64_t M) {
+    const FsdpCalls c = FsdpCallsPerStep(p, pp, M);
+    return std::vector<int64_t>{c.forward_all_gathers, c.backward_all_gathers, c.reduce_scatters};
+  };
+  // pp 1, M 4 (accumulation): always (the default) gathers in forward and again in backward and
+  // reduce-scatters every micro-batch; never gathers once per micro-batch.
+  CHECK(calls(ReshardPolicy::kDefault, 1, 4) == std::vector<int64_t>{4, 4, 4});
+  CHECK(calls(ReshardPolicy::kAlways, 1, 4) == std::vector<int64_t>{4, 4, 4});
+  CHECK(calls(ReshardPolicy::kNever, 1, 4) == std::vector<int64_t>{4, 0, 4});
+  // pp 4, M 8: never (the default) gathers once and reduce-scatters once per step.
+  CHECK(calls(ReshardPolicy::kDefault, 4, 8) == std::vector<int64_t>{1, 0, 1});
+  CHECK(calls(ReshardPolicy::kNever, 4, 8) == std::vector<int64_t>{1, 0, 1});
+  // always: W = min(3, 8) = 3 warm-up forwards + the first steady one gather (4), the 8 - 3 = 5
+  // steady backwards re-gather after their forward's reshard: 9 = M + 1; one reduce-scatter.
+  CHECK(calls(ReshardPolicy::kAlways, 4, 8) == std::vector<int64_t>{4, 5, 1});
+  // M 2 <= W 3: both forwards gather, the first backward too: 3 = M + 1.
+  CHECK(calls(ReshardPolicy::kAlways, 4, 2) == std::vector<int64_t>{2, 1, 1});
+  CHECK_THROWS_AS(FsdpCallsPerStep(ReshardPolicy::kDefault, 0, 1), dockyard::Error);
+}
+
+TEST_CASE("A layer's mean time when only some micro-batches carry the FSDP traffic") {
+  // compute 100 us, all-gather 150 us in 1 of 4 micro-batches: (150 + 3 x 100) / 4 = 112.5 us.
+  CHECK(dockyard::FsdpLayerMeanUs(100, 150, 0, 1, 0, 4, 0) == Approx(112.5));
+  // Backward with the all-gather (60) and the reduce-scatter (70) in the same micro-batch:
+  // max(100, 130) = 130 once, 100 three times: 107.5 us.
+  CHECK(dockyard::FsdpLayerMeanUs(100, 60, 70, 1, 1, 4, 0) == Approx(107.5));
+  // Every micro-batch (pp 1, always): max(100, 60 + 70) = 130.
+  CHECK(dockyard::FsdpLayerMeanUs(100, 60, 70, 4, 4, 4, 0) == Approx(130.0));
+  // The EP all-to-all shares the NICs (50 us): max(100, 60 + 50) = 110 in the one micro-batch.
+  CHECK(dockyard::FsdpLayerMeanUs(100, 60, 0, 1, 0, 4, 50) == Approx((110.0 + 300.0) / 4));
+}
+
+TEST_CASE("Run settings follow Megatron's and torchtitan's validity rules") {
+  dockyard::RunSettings s;
+  CHECK_NOTHROW(dockyard::ValidateRunSettings(s, 0, 4));
+  s.overlap_param_gather = true;
+  CHECK_THROWS_WITH_AS(dockyard::ValidateRunSettings(s, 1, 1), doctest::Contains("--overlap-grad-reduce should be turned on"),
+                       dockyard::Error);
+  s.overlap_grad_reduce = true;
+  CHECK_NOTHROW(dockyard::ValidateRunSettings(s, 1, 1));
+  CHECK_THROWS_WITH_AS(dockyard::ValidateRunSettings(s, 2, 1), doctest::Contains("distributed optimizer"), dockyard::Error);
+  dockyard::RunSettings r;
+  r.reshard_after_forward = ReshardPolicy::kNever;
+  CHECK_THROWS_WITH_AS(dockyard::ValidateRunSettings(r, 1, 1), doctest::Contains("needs --dp-sharding fsdp"), dockyard::Error);
+  dockyard::RunSettings a;
+  a.grad_accumulation_steps = 0;
+  CHECK_THROWS_AS(dockyard::ValidateRunSettings(a, 0, 1), dockyard::Error);
+}
+
+namespace {
+dockyard::ParallelDimsOptions Dims(int64_t world, int64_t pp) {
+  dockyard::ParallelDimsOptions o;
+  o.world_size = world;
+  o.pp = pp;
+  return o;
+}
+int64_t Calls(const dockyard::CommReport& r, const std::string& purpose) {
+  int64_t n = 0;
+  for (const auto& e : r.entries) n += e.purpose == purpose ? e.calls : 0;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("ComputeComm: FSDP calls per step with PP follow the policy and the accumulation steps") {
+  TrainingConfig t;
+  t.dp_sharding = DpSharding::kFsdp;
+  t.seq_len = 16;
+  t.num_microbatches = 4;
+  // TinyMixtral on 4 GPUs, pp 2 (dp_shard 2): stage 0 holds the embedding and layer 0 (2 units).
+  auto plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(4, 2), t);
+  auto r = dockyard::ComputeComm(plan, 0);
+  // Default under pp: 1 forward all-gather and 1 reduce-scatter per unit: 2 each.
+  CHECK(Calls(r, "fsdp_all_gather_forward") == 2);
+  CHECK(Calls(r, "fsdp_all_gather_backward") == 0);
+  CHECK(Calls(r, "fsdp_reduce_scatter_grads") == 2);
+  // always, M 4 on 2 stages: W = 1: forward min(4, 2) = 2, backward max(1, 3) = 3 per unit.
+  t.run.reshard_after_forward = ReshardPolicy::kAlways;
+  r = dockyard::ComputeComm(BuildPlan(dockyard::testing::TinyMixtral(), Dims(4, 2), t), 0);
+  CHECK(Calls(r, "fsdp_all_gather_forward") == 4);
+  CHECK(Calls(r, "fsdp_all_gather_backward") == 6);
+  CHECK(Calls(r, "fsdp_reduce_scatter_grads") == 2);
+  // torchtitan's outer accumulation loop, 3 steps of the default: 3 x (1 + 1) per unit.
+  t.run.reshard_after_forward = ReshardPolicy::kDefault;
+  t.run.grad_accumulation_steps = 3;
+  r = dockyard::ComputeComm(BuildPlan(dockyard::testing::TinyMixtral(), Dims(4, 2), t), 0);
+  CHECK(Calls(r, "fsdp_all_gather_forward") == 6);
+  CHECK(Calls(r, "fsdp_reduce_scatter_grads") == 6);
+  // and every per-micro-batch entry runs 3 x 4 = 12 times (the activations sent to stage 1).
+  CHECK(Calls(r, "pp_send_activations") == 12);
+}
+
+TEST_CASE("FSDP under PP keeps the stage's units unsharded and accumulates unsharded gradients") {
+  TrainingConfig t;
+  t.dp_sharding = DpSharding::kFsdp;
+  t.seq_len = 16;
+  auto mem = [&](int64_t pp) { return dockyard::ComputeMemory(BuildPlan(dockyard::testing::TinyMixtral(), Dims(4, pp), t)); };
+  // pp 1 (reshard after forward): no unsharded units kept.
+  const auto one = mem(1);
+  CHECK(one.stages[0].worst.comm_buffers_by_use.count("fsdp_unsharded_params") == 0);
+  // pp 2, stage 0: units embedding 64000 and layer 0 62080 elements (comm_test's figures);
+  // the two largest are the all-gather buffers already, so no other unit: 0 bytes of params;
+  // unsharded fp32 gradients of the whole stage: (64000 + 62080) x 4 = 504320 bytes.
+  const auto two = mem(2);
+  const auto& b = two.stages[0].worst.comm_buffers_by_use;
+  REQUIRE(b.count("fsdp_unsharded_params") == 1);
+  CHECK(b.at("fsdp_unsharded_params") == 0);
+  CHECK(b.at("fsdp_unsharded_grads") == (64000 + 62080) * 4);
+}
+
+namespace {
+double Phase(const dockyard::CostBreakdown& c, const std::string& name, const std::string& direction) {
+  for (const auto& p : c.phases) {
+    if (p.name == name && p.direction == direction && p.layer_kind == "moe") return p.time_us;
+  }
+  return -1;
+}
+}  // namespace
+
+TEST_CASE("SimulateStep: FSDP traffic per micro-batch under PP, and the accumulation loop") {
+  TrainingConfig t;
+  t.dp_sharding = DpSharding::kFsdp;
+  t.seq_len = 256;
+  t.num_microbatches = 4;
+  const dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
+  auto simulate = [&](const TrainingConfig& tc) {
+    auto plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(4, 2), tc);
+    return dockyard::SimulateStep(plan, c, dockyard::SampleRoutingForPlan(plan, {}, 2));
+  };
+  const auto by_default = simulate(t);                   // pp 2: not resharded: 1 forward all-gather of 4 micro-batches
+  t.run.reshard_after_forward = ReshardPolicy::kAlways;  // 2 forward all-gathers of 4 (W = 1)
+  const auto always = simulate(t);
+  const double one_gather = Phase(by_default, "fsdp_comm", "forward") * 4;
+  CHECK(one_gather > 0);
+  CHECK(Phase(always, "fsdp_comm", "forward") == Approx(one_gather * 2 / 4));
+  // backward: default 1 reduce-scatter of 4; always 3 all-gathers + 1 reduce-scatter of 4.
+  CHECK(Phase(always, "fsdp_comm", "backward") == Approx(Phase(by_default, "fsdp_comm", "backward") + one_gather * 3 / 4));
+  // Two accumulation steps: twice the pipeline (each with its bubble), the same step-end terms.
+  t.run.reshard_after_forward = ReshardPolicy::kDefault;
+  t.run.grad_accumulation_steps = 2;
+  const auto twice = simulate(t);
+  const double pipe1 = by_default.step_time_us - by_default.dp_step_comm_us - by_default.optimizer_us;
+  const double pipe2 = twice.step_time_us - twice.dp_step_comm_us - twice.optimizer_us;
+  CHECK(pipe1 == Approx((4 + 2 - 1) * by_default.stage_microbatch_us));
+  CHECK(pipe2 == Approx(2 * pipe1));
+  CHECK(twice.pipeline_bubble_us == Approx(2 * by_default.pipeline_bubble_us));
+}
+
+TEST_CASE("Interleaved 1F1B: the bubble for pp 8, vpp 4 and the micro-batches in flight") {
+  // pp 8, M 8: 1F1B idles pp - 1 = 7 slots; vpp 4 divides it: 7 / 4 = 1.75 slots, a bubble
+  // fraction (pp - 1) / (vpp M) = 7 / 32 = 0.21875 of the 8 busy slots.
+  CHECK(dockyard::PipelineSlots(8, 8, 1) == Approx(15.0));
+  CHECK(dockyard::PipelineSlots(8, 8, 4) == Approx(9.75));
+  CHECK((dockyard::PipelineSlots(8, 8, 4) - 8) / 8 == Approx(0.21875));
+  CHECK_THROWS_AS(dockyard::PipelineSlots(8, 8, 0), dockyard::Error);
+  // In flight on stage 0, M 16: 1F1B min(8, 16) = 8; interleaved 2 x 7 + 3 x 8 + 1 = 39 chunks of
+  // a quarter stage: ceil(39 / 4) = 10 stage-micro-batches. Last stage: 3 x 8 + 1 = 25 -> 7.
+  CHECK(dockyard::InFlightStageMicrobatches(8, 1, 16, 0) == 8);
+  CHECK(dockyard::InFlightStageMicrobatches(8, 4, 16, 0) == 10);
+  CHECK(dockyard::InFlightStageMicrobatches(8, 4, 16, 7) == 7);
+  // Few micro-batches: min(M vpp = 8, 39) chunks -> 2.
+  CHECK(dockyard::InFlightStageMicrobatches(8, 4, 2, 0) == 2);
+  dockyard::RunSettings s;
+  s.vpp = 2;
+  CHECK_THROWS_WITH_AS(dockyard::ValidateRunSettings(s, 1, 1), doctest::Contains("needs pp > 1"), dockyard::Error);
+  CHECK_NOTHROW(dockyard::ValidateRunSettings(s, 1, 2));
+}
+
+TEST_CASE("SimulateStep with --vpp: bubble (pp - 1) / vpp stages, extra P2P per chunk") {
+  TrainingConfig t;
+  t.dp_sharding = DpSharding::kZero1;
+  t.seq_len = 256;
+  t.num_microbatches = 4;
+  const dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
+  auto simulate = [&](int64_t vpp) {
+    t.run.vpp = vpp;
+    auto plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(4, 2), t);
+    return dockyard::SimulateStep(plan, c, dockyard::SampleRoutingForPlan(plan, {}, 2));
+  };
+  const auto plain = simulate(1), interleaved = simulate(2);
+  // One send of ceil(256 / 1) x 64 x 2 B = 32768 B inside the node: 3 + 32768 / 370e3 us;
+  // forward and backward at each of the vpp chunk boundaries.
+  const double send = 3.0 + 32768.0 / 370e3;
+  CHECK(interleaved.stage_microbatch_us - plain.stage_microbatch_us == Approx(2 * send));
+  CHECK(plain.pipeline_bubble_us == Approx(1.0 * plain.stage_microbatch_us));
+  CHECK(interleaved.pipeline_bubble_us == Approx(0.5 * interleaved.stage_microbatch_us));
+  CHECK(interleaved.step_time_us - interleaved.dp_step_comm_us - interleaved.optimizer_us == Approx(4.5 * interleaved.stage_microbatch_us));
+}
+
+TEST_CASE("EP overlap: hidden time never exceeds the compute running at the same time") {
+  // Communication exceeds compute: forward all-to-alls 300 us under a backward of 400 us: all
+  // hidden; backward all-to-alls 500 us under a forward of 200 us: 300 us stay exposed (200 hidden).
+  const auto o = dockyard::EpOverlapExposedUs(300, 500, 200, 400);
+  CHECK(o.forward_exposed_us == Approx(0.0));
+  CHECK(o.backward_exposed_us == Approx(300.0));
+  // Both directions longer than the other's compute: 1000 - 400 and 1000 - 200.
+  const auto big = dockyard::EpOverlapExposedUs(1000, 1000, 200, 400);
+  CHECK(big.forward_exposed_us == Approx(600.0));
+  CHECK(big.backward_exposed_us == Approx(800.0));
+}
+
+TEST_CASE("--overlap-moe-expert-parallel-comm follows Megatron's validity rules (transformer_config.py)") {
+  TrainingConfig t;
+  t.run.overlap_moe_ep_comm = true;
+  CHECK_NOTHROW(dockyard::ValidateEpOverlap(t, 1, 8));
+  CHECK_THROWS_WITH_AS(dockyard::ValidateEpOverlap(t, 1, 1), doctest::Contains("ep > 1"), dockyard::Error);
+  // Megatron allows the alltoall and the flex (DeepEP) dispatchers, not allgather.
+  t.dispatcher = Dispatcher::kDeepEp;
+  CHECK_NOTHROW(dockyard::ValidateEpOverlap(t, 1, 8));
+  for (const char* refused : {"deredundency", "allgather"}) {
+    t.dispatcher = dockyard::ParseDispatcher(refused, "refused");
+    const std::string want = std::string("alltoall/flex token dispatcher (--dispatcher all_to_all or deepep), got --dispatcher ") + refused;
+    CHECK_THROWS_WITH_AS(dockyard::ValidateEpOverlap(t, 1, 8), doctest::Contains(want.c_str()), dockyard::Error);
+  }
+  t.dispatcher = Dispatcher::kAllToAll;
+  t.recompute = Recompute::kFull;
+  CHECK_THROWS_WITH_AS(dockyard::ValidateEpOverlap(t, 1, 8), doctest::Contains("full recomputation"), dockyard::Error);
+  t.recompute = Recompute::kSelective;
+  t.recompute_modules = {"core_attn", "moe_act"};
+  CHECK_NOTHROW(dockyard::ValidateEpOverlap(t, 1, 8));
+  t.recompute_modules = {"core_attn", "moe"};
+  CHECK_THROWS_WITH_AS(dockyard::ValidateEpOverlap(t, 1, 8), doctest::Contains("disable moe in --recompute-modules"), dockyard::Error);
+  t.recompute = Recompute::kNone;
+  t.recompute_modules.clear();
+  t.param_dtype = "float32";
+  CHECK_THROWS_WITH_AS(dockyard::ValidateEpOverlap(t, 1, 8), doctest::Contains("bf16 or fp16 model, got --param-dtype float32"),
+                       dockyard::Error);
+  t.param_dtype = "float16";
+  CHECK_NOTHROW(dockyard::ValidateEpOverlap(t, 1, 8));
+  t.mtp_layers = 1;
+  CHECK_NOTHROW(dockyard::ValidateEpOverlap(t, 1, 8));
+  t.mtp_layers = 2;
+  CHECK_THROWS_WITH_AS(dockyard::ValidateEpOverlap(t, 1, 8), doctest::Contains("at most one layer, got --mtp-layers 2"), dockyard::Error);
+  t.mtp_layers = 0;
+  CHECK_THROWS_WITH_AS(dockyard::ValidateEpOverlap(t, 4, 8), doctest::Contains("--vpp > 1"), dockyard::Error);
+  t.run.vpp = 2;
+  CHECK_NOTHROW(dockyard::ValidateEpOverlap(t, 4, 8));
+  t.run.overlap_moe_ep_comm = false;  // off: nothing to check
+  t.dispatcher = Dispatcher::kAllGather;
+  CHECK_NOTHROW(dockyard::ValidateEpOverlap(t, 4, 1));
+}
+
+// SimulateStep with and without EP overlap on a communication-heavy case: the dispatch and combine
+// phases keep exactly the exposed remainder EpOverlapExposedUs gives, whatever the dispatcher.
+static void CheckEpOverlapExposed(const std::string& dispatcher) {
+  dockyard::ParallelDimsOptions d;
+  d.world_size = 8;
+  d.ep = 8;
+  TrainingConfig t;
+  t.seq_len = 256;
+  t.dp_sharding = DpSharding::kZero1;  // no per-layer FSDP traffic
+  t.dispatcher = dockyard::ParseDispatcher(dispatcher, "dispatcher");
+  dockyard::Machine machine;
+  if (dispatcher == "deepep") machine.gpus_per_node = 2;  // the cluster's NVLink domain, as deepep requires
+  dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
+  c.gpus_per_node = 2;  // the all-to-all crosses nodes at a slow NIC: communication-heavy
+  c.network_gbps = 1;   // (at 4 GB/s the compute of the default kernel-level model, launch gaps included, would hide it)
+  auto simulate = [&](bool overlap) {
+    t.run.overlap_moe_ep_comm = overlap;
+    auto plan = BuildPlan(dockyard::testing::TinyMixtral(), d, t, machine);
+    return dockyard::SimulateStep(plan, c, dockyard::SampleRoutingForPlan(plan, {}, 2));
+  };
+  const auto plain = simulate(false), overlapped = simulate(true);
+  auto a2a = [](const dockyard::CostBreakdown& cb, const std::string& dir) {
+    return Phase(cb, "dispatch", dir) + Phase(cb, "combine", dir);
+  };
+  const double a2a_f = a2a(plain, "forward"), a2a_b = a2a(plain, "backward");
+  // Without overlap the layer is a plain sum (shared experts: none in TinyMixtral).
+  double rest_f = -a2a_f, rest_b = -a2a_b;
+  for (const auto& p : plain.phases) {
+    if (p.layer_kind != "moe" || p.name == "fsdp_comm" || p.name == "shared_experts") continue;
+    (p.direction == "forward" ? rest_f : rest_b) += p.time_us;
+  }
+  CHECK(plain.moe_layer_us == Approx(rest_f + a2a_f + rest_b + a2a_b));
+  // This case: the all-to-alls exceed the compute (checked), so part stays exposed.
+  CHECK(a2a_f > rest_b);
+  const double exp_f = std::max(0.0, a2a_f - rest_b), exp_b = std::max(0.0, a2a_b - rest_f);
+  CHECK(a2a(overlapped, "forward") == Approx(exp_f));
+  CHECK(a2a(overlapped, "backward") == Approx(exp_b));
+  CHECK(overlapped.moe_layer_us == Approx(rest_f + rest_b + exp_f + exp_b));
+  // Hidden = a2a - exposed <= the compute it hides under.
+  CHECK(a2a_f - exp_f <= rest_b + 1e-9);
+  CHECK(a2a_b - exp_b <= rest_f + 1e-9);
+}
+
+TEST_CASE("SimulateStep with EP overlap: the exposed remainder per phase, bounded by the compute") {
+  CheckEpOverlapExposed("all_to_all");
+}
+
+TEST_CASE("SimulateStep with EP overlap and the deepep (flex) dispatcher: the same exposed-time rule") {
+  // Megatron allows the overlap with the flex dispatcher; cost.cc applies EpOverlapExposedUs to
+  // whatever dispatch and combine times the dispatcher has.
+  CheckEpOverlapExposed("deepep");
+}
+
+TEST_CASE("Interleaved 1F1B's micro-batch rule: torchtitan rounds, Megatron multiples of pp") {
+  using dockyard::ValidateInterleavedMicrobatches;
+  dockyard::RunSettings s;
+  s.vpp = 2;
+  // torchtitan (ScheduleInterleaved1F1B): rounds = max(1, M / pp), M % rounds == 0.
+  // M 97, pp 8: rounds 97 / 8 = 12, 97 % 12 = 1: refused.
+  CHECK_THROWS_WITH_AS(
+      ValidateInterleavedMicrobatches(s, 8, 97, false),
+      doctest::Contains("--num-microbatches 97 (micro-batches per pipeline schedule; from the global batch when not given) "
+                        "with pp 8, --vpp 2: torch.distributed.pipelining's interleaved 1F1B needs a multiple of its "
+                        "rounds max(1, M / pp) = 12 (97 % 12 = 1)"),
+      dockyard::Error);
+  // M 96, pp 8: rounds 12, 96 % 12 = 0.
+  CHECK_NOTHROW(ValidateInterleavedMicrobatches(s, 8, 96, false));
+  // M 6 < pp 8: rounds max(1, 0) = 1, every M is a multiple of 1.
+  CHECK_NOTHROW(ValidateInterleavedMicrobatches(s, 8, 6, false));
+  // M 9, pp 4: rounds 2, 9 % 2 = 1: refused; M 10: rounds 2, ok; M 11: rounds 2, refused; M 12: rounds 3, ok.
+  CHECK_THROWS_WITH_AS(ValidateInterleavedMicrobatches(s, 4, 9, false), doctest::Contains("= 2 (9 % 2 = 1)"), dockyard::Error);
+  CHECK_NOTHROW(ValidateInterleavedMicrobatches(s, 4, 10, false));
+  CHECK_THROWS_AS(ValidateInterleavedMicrobatches(s, 4, 11, false), dockyard::Error);
+  CHECK_NOTHROW(ValidateInterleavedMicrobatches(s, 4, 12, false));
+  // Megatron (forward_backward_pipelining_with_interleaving, group size pp): M >= pp and M % pp == 0.
+  // pp 4, M 6: 6 % 4 = 2, refused; M 2 < pp: refused; M 8: ok; M 96, pp 8: ok; M 97, pp 8: 97 % 8 = 1.
+  CHECK_THROWS_WITH_AS(ValidateInterleavedMicrobatches(s, 4, 6, true),
+                       doctest::Contains("--num-microbatches 6 (micro-batches per pipeline schedule; from the global batch when not given) "
+                                         "with pp 4, --vpp 2: Megatron-Core's interleaved schedule needs a multiple of pp (6 % 4 = 2)"),
+                       dockyard::Error);
+  CHECK_THROWS_WITH_AS(ValidateInterleavedMicrobatches(s, 4, 2, true), doctest::Contains("(2 % 4 = 2)"), dockyard::Error);
+  CHECK_NOTHROW(ValidateInterleavedMicrobatches(s, 4, 8, true));
+  CHECK_NOTHROW(ValidateInterleavedMicrobatches(s, 8, 96, true));
+  CHECK_THROWS_AS(ValidateInterleavedMicrobatches(s, 8, 97, true), dockyard::Error);
+  // No interleaving: plain 1F1B (vpp 1) and DualPipe take any count here (DualPipe has its own rule).
+  s.vpp = 1;
+  CHECK_NOTHROW(ValidateInterleavedMicrobatches(s, 4, 6, true));
+  CHECK_NOTHROW(ValidateInterleavedMicrobatches(s, 8, 97, false));
+  // BuildPlan refuses the same (simulate, plan, check): pp 2, vpp 2 under megatron, 3 micro-batches: 3 % 2 = 1.
+  TrainingConfig t;
+  t.dp_sharding = DpSharding::kZero1;
+  t.seq_len = 256;
+  t.run.vpp = 2;
+  t.num_microbatches = 3;
+  dockyard::ParallelDimsOptions megatron = Dims(4, 2);
+  megatron.convention = dockyard::Convention::kMegatron;
+  CHECK_THROWS_WITH_AS(BuildPlan(dockyard::testing::TinyMixtral(), megatron, t), doctest::Contains("a multiple of pp (3 % 2 = 1)"),
+                       dockyard::Error);
+  t.num_microbatches = 4;
+  CHECK_NOTHROW(BuildPlan(dockyard::testing::TinyMixtral(), megatron, t));
+  // torchtitan: 3 micro-batches at pp 2 are rounds max(1, 1) = 1: accepted.
+  t.num_microbatches = 3;
+  CHECK_NOTHROW(BuildPlan(dockyard::testing::TinyMixtral(), Dims(4, 2), t));
+}
