@@ -1,0 +1,101 @@
+// The HTML report's pipeline schedule (html_internal.h PipelineFigure, fig-pipeline): the cost
+// model's step (cost.cc): M + pp - 1 slots of the slowest stage's micro-batch time, stage s busy
+// with micro-batch m in slot s + m, bubbles hatched, then the exposed data-parallel communication
+// and the optimizer.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "planner/report/html_internal.h"
+
+namespace dockyard::html {
+
+double ForwardShare(const Json& predicted, int64_t moe_layers, int64_t dense_layers) {
+  double fwd = 0, all = 0;
+  if (predicted.contains("phases")) {
+    for (const auto& ph : predicted.at("phases")) {
+      const std::string kind = ph.value("layer_kind", ""), dir = ph.value("direction", "");
+      const double n = kind == "moe" ? static_cast<double>(moe_layers) : kind == "dense" ? static_cast<double>(dense_layers) : 0.0;
+      const double us = ph.value("time_us", 0.0) * n;
+      if (dir == "forward") fwd += us;
+      if (dir == "forward" || dir == "backward") all += us;
+    }
+  }
+  return all > 0 ? fwd / all : 0.5;
+}
+
+void PipelineFigure(Page& p, const Json& predicted, int64_t pp, int64_t microbatches, double forward_share) {
+  const double slot = predicted.at("stage_microbatch_us").get<double>();
+  const double dp = predicted.at("dp_step_comm_us").get<double>();
+  const double opt = predicted.at("optimizer_us").get<double>();
+  const double step = predicted.at("step_time_us").get<double>();
+  const int64_t slots = microbatches + pp - 1;
+  const double left = 64, top = 8, plot_w = 720;
+  const double rh = std::clamp(240.0 / pp, 6.0, 24.0);
+  const double scale = step > 0 ? plot_w / step : 0;
+  const double h = top + pp * rh + 40;
+  OpenFigure(p, "fig-pipeline",
+             fmt::format("Pipeline schedule of one step: {} stage(s), {} micro-batch(es), step {:.1f} ms (predicted)", pp, microbatches,
+                         step / 1e3),
+             fmt::format("each slot is the slowest stage's forward + backward of one micro-batch (predicted.stage_microbatch_us), "
+                         "split {:.0f} % forward / {:.0f} % backward as the predicted layer phases are; "
+                         "dockyard does not model virtual stages (interleaving) yet",
+                         100 * forward_share, 100 * (1 - forward_share)));
+  p.body += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt::format("{:.0f}", left + plot_w + 20) + "\" height=\"" +
+            fmt::format("{:.0f}", h) +
+            "\"><defs><pattern id=\"hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\"><rect "
+            "width=\"6\" height=\"6\" fill=\"#eeeeee\"/><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#bbbbbb\" "
+            "stroke-width=\"3\"/></pattern></defs>\n";
+  for (int64_t s = 0; s < pp; ++s) {
+    const double y = top + s * rh;
+    p.body +=
+        fmt::format("<text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">stage {}</text>\n", left - 4, y + rh / 2 + 4, s);
+    for (int64_t k = 0; k < slots; ++k) {
+      const int64_t m = k - s;
+      const bool busy = m >= 0 && m < microbatches;
+      const double x = left + k * slot * scale;
+      p.body += fmt::format(
+          "<rect class=\"{}\" data-us=\"{}\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\"><title>stage {} slot "
+          "{}: {}</title></rect>",
+          busy ? "busy" : "bubble", slot, x, y + 1, slot * scale, rh - 2, busy ? "#4e79a7" : "url(#hatch)", s, k,
+          busy ? fmt::format("micro-batch {} forward + backward, {:.1f} us", m, slot) : fmt::format("bubble, {:.1f} us", slot));
+      if (busy) {
+        // The backward part of the slot, after its forward.
+        const double bwd = slot * (1 - forward_share);
+        p.body += fmt::format(
+            "<rect class=\"bwd\" data-us=\"{}\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" "
+            "fill=\"#76b7b2\"><title>micro-batch {} backward, {:.1f} us</title></rect>",
+            bwd, x + (slot - bwd) * scale, y + 1, bwd * scale, rh - 2, m, bwd);
+      }
+      if (busy && slot * scale > 18 && rh >= 12) {
+        p.body += fmt::format("<text class=\"lab inv\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>", x + slot * scale / 2,
+                              y + rh / 2 + 4, m);
+      }
+    }
+    const double x0 = left + slots * slot * scale;
+    p.body += fmt::format(
+        "<rect class=\"dp\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"#f28e2b\"><title>exposed data-parallel "
+        "communication {:.1f} us</title></rect>",
+        x0, y + 1, dp * scale, rh - 2, dp);
+    p.body += fmt::format(
+        "<rect class=\"opt\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"#59a14f\"><title>optimizer {:.1f} "
+        "us</title></rect>\n",
+        x0 + dp * scale, y + 1, opt * scale, rh - 2, opt);
+  }
+  const double tick = TickStep(step / 1e3, 6);
+  for (double t = 0; t <= step / 1e3 + 1e-9; t += tick) {
+    p.body += fmt::format("<text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{} ms</text>\n", left + t * 1e3 * scale,
+                          top + pp * rh + 14, Num(t));
+  }
+  p.body += "</svg>\n";
+  Legend(p, {{"#4e79a7", "micro-batch forward (number = micro-batch)"},
+             {"#76b7b2", "its backward"},
+             {"#dddddd", fmt::format("bubble ({:.1f} ms per stage)", predicted.at("pipeline_bubble_us").get<double>() / 1e3)},
+             {"#f28e2b", "exposed data-parallel comm"},
+             {"#59a14f", "optimizer"}});
+  CloseFigure(p);
+}
+
+}  // namespace dockyard::html
