@@ -35,6 +35,7 @@
 #include "planner/search/search_space.h"
 #include "planner/calibration/calibration.h"
 #include "planner/cost/network.h"
+#include "planner/model/model_file.h"
 
 namespace dockyard {
 namespace {

@@ -25,6 +25,7 @@
 #include "planner/report/provenance.h"
 #include "planner/report/run_match.h"
 #include "planner/routing/routing.h"
+#include "planner/model/model_file.h"
 #include "runtime/config.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/cuda/cuda_backend.h"

@@ -10,6 +10,7 @@
 #include "planner/model/hf_config.h"
 #include "planner/model/inventory.h"
 #include "planner/model/model_spec.h"
+#include "planner/model/model_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -20,6 +20,8 @@
 #include "planner/layout/plan.h"
 #include "planner/accounting/refit.h"
 #include "planner/report/report.h"
+#include "planner/model/model_file.h"
+#include "planner/model/training_json.h"
 
 namespace {
 

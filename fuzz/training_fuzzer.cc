@@ -12,6 +12,7 @@
 #include "planner/base/error.h"
 #include "planner/base/json_util.h"
 #include "planner/model/training.h"
+#include "planner/model/training_json.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

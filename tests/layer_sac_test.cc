@@ -6,6 +6,7 @@
 #include "planner/base/error.h"
 #include "planner/model/recompute.h"
 #include "planner/cost/cost.h"
+#include "planner/model/training_json.h"
 #include "tests/test_models.h"
 #include "tests/tiny_plan.h"
 

@@ -8,6 +8,7 @@
 #include "planner/model/hf_config.h"
 #include "planner/model/inventory.h"
 #include "planner/accounting/memory.h"
+#include "planner/model/model_file.h"
 #include "tests/test_models.h"
 #include "tests/tiny_plan.h"
 

@@ -11,6 +11,7 @@
 #include "planner/accounting/workload.h"
 #include "planner/cost/network.h"
 #include "planner/cost/moe_phases.h"
+#include "planner/model/training_json.h"
 #include "tests/test_models.h"
 #include "tests/tiny_plan.h"
 

@@ -7,6 +7,7 @@
 #include "planner/cost/cost.h"
 #include "planner/base/error.h"
 #include "planner/accounting/memory.h"
+#include "planner/model/training_json.h"
 #include "tests/test_models.h"
 #include "tests/tiny_plan.h"
 

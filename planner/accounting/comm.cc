@@ -14,6 +14,7 @@
 #include "planner/base/error.h"
 #include "planner/accounting/workload.h"
 #include "planner/model/precision.h"
+#include "planner/model/pipeline_schedule.h"
 
 namespace dockyard {
 

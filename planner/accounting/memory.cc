@@ -11,6 +11,7 @@
 #include "planner/base/error.h"
 #include "planner/model/mtp.h"
 #include "planner/model/precision.h"
+#include "planner/model/pipeline_schedule.h"
 
 namespace dockyard {
 namespace {

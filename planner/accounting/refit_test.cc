@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include "planner/base/error.h"
+#include "planner/model/model_file.h"
 #include "tests/test_models.h"
 
 using dockyard::BuildRefitMap;

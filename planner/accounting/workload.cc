@@ -7,6 +7,7 @@
 #include "planner/base/checked_math.h"
 #include "planner/base/error.h"
 #include "planner/model/precision.h"
+#include "planner/model/pipeline_schedule.h"
 
 namespace dockyard {
 

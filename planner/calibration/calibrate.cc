@@ -18,6 +18,7 @@
 #include "planner/cost/gemm_efficiency.h"
 #include "planner/cost/network.h"
 #include "planner/routing/plan_routing.h"
+#include "planner/model/model_file.h"
 
 namespace dockyard {
 namespace {

@@ -14,6 +14,7 @@
 #include "planner/base/digest.h"
 #include "planner/routing/routing.h"
 #include "planner/routing/plan_routing.h"
+#include "planner/model/model_file.h"
 
 namespace dockyard {
 namespace {

@@ -13,6 +13,7 @@
 #include "planner/layout/plan.h"
 #include "planner/routing/routing.h"
 #include "planner/routing/plan_routing.h"
+#include "planner/model/model_file.h"
 
 namespace dockyard {
 

@@ -6,6 +6,7 @@
 
 #include "planner/base/error.h"
 #include "planner/model/model_spec.h"
+#include "planner/model/model_file.h"
 
 namespace dockyard {
 namespace {

@@ -6,6 +6,7 @@
 #include "planner/base/error.h"
 #include "planner/cost/network.h"
 #include "planner/cost/gemm_efficiency.h"
+#include "planner/model/model_file.h"
 #include "tests/test_models.h"
 
 using dockyard::ClusterSpec;

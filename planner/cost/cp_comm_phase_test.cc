@@ -6,6 +6,7 @@
 #include "planner/model/model_spec.h"
 #include "planner/cost/cost.h"
 #include "planner/routing/plan_routing.h"
+#include "planner/model/model_file.h"
 
 using doctest::Approx;
 

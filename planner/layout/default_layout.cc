@@ -6,6 +6,7 @@
 #include "planner/base/json_util.h"
 #include "planner/layout/default_model.h"
 #include "planner/model/hf_config.h"
+#include "planner/model/model_file.h"
 
 namespace dockyard {
 

@@ -11,6 +11,8 @@
 #include "planner/model/precision.h"
 #include "planner/model/recompute.h"
 #include "planner/model/seq_len.h"
+#include "planner/model/training_json.h"
+#include "planner/model/pipeline_schedule.h"
 
 namespace dockyard {
 

@@ -5,6 +5,7 @@
 
 #include "planner/base/error.h"
 #include "planner/model/training.h"
+#include "planner/model/training_json.h"
 
 namespace dockyard {
 

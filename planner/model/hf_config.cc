@@ -313,37 +313,6 @@ struct Reader {
 
 }  // namespace
 
-const std::vector<FamilyInfo>& SupportedFamilies() {
-  static const std::vector<FamilyInfo> families = {
-      {"mixtral", "MixtralForCausalLM", "mixtral"},
-      {"qwen2_moe", "Qwen2MoeForCausalLM", "qwen2_moe"},
-      {"qwen3_moe", "Qwen3MoeForCausalLM", "qwen3_moe"},
-      {"deepseek_v2", "DeepseekV2ForCausalLM", "deepseek_v2"},
-      {"deepseek_v3", "DeepseekV3ForCausalLM", "deepseek_v3"},
-      {"olmoe", "OlmoeForCausalLM", "olmoe"},
-      {"gpt_oss", "GptOssForCausalLM", "gpt_oss"},
-      {"llama4_text", "Llama4ForCausalLM", "llama4_text"},
-      {"dbrx", "DbrxForCausalLM", "dbrx"},
-      {"glm4_moe", "Glm4MoeForCausalLM", "glm4_moe"},
-      {"phimoe", "PhiMoEForCausalLM", "phimoe"},
-      {"deepseek_v32", "DeepseekV32ForCausalLM", "deepseek_v32"},
-      {"qwen3_next", "Qwen3NextForCausalLM", "qwen3_next"},
-      {"minimax_m2", "MiniMaxM2ForCausalLM", "minimax_m2"},
-      {"ernie4_5_moe", "Ernie4_5_MoeForCausalLM", "ernie4_5_moe"},
-      {"bailing_moe_v2", "BailingMoeV2ForCausalLM", "bailing_moe"},
-  };
-  return families;
-}
-
-std::string SupportedFamiliesText() {
-  std::string out;
-  for (const auto& f : SupportedFamilies()) {
-    if (!out.empty()) out += ", ";
-    out += fmt::format("{} ({})", f.architecture, f.model_type);
-  }
-  return out + ", Llama4ForConditionalGeneration (llama4, via text_config)";
-}
-
 namespace {
 
 // The reader of every family in SupportedFamilies, by family name.

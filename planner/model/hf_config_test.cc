@@ -26,6 +26,7 @@
 #include "planner/model/inventory.h"
 #include "planner/base/json_util.h"
 #include "planner/model/model_spec.h"
+#include "planner/model/model_file.h"
 
 namespace dockyard {
 namespace {

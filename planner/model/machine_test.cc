@@ -9,6 +9,7 @@
 #include "planner/base/json_util.h"
 #include "planner/model/training.h"
 #include "planner/model/training_overrides.h"
+#include "planner/model/training_json.h"
 
 using dockyard::Error;
 using dockyard::Json;

@@ -139,6 +139,9 @@ struct FamilyInfo {
 };
 const std::vector<FamilyInfo>& SupportedFamilies();
 std::string SupportedFamiliesText();
+// The message for a family dockyard does not know ("" when it knows it); `suggest` adds the
+// nearest supported name.
+std::string UnknownFamilyRule(const std::string& family, bool suggest);
 
 // Bytes per element of a dtype name ("bfloat16", "float16", "float32", "float8_e4m3fn", ...).
 // Throws dockyard::Error naming `where` for an unknown dtype.
@@ -150,16 +153,5 @@ std::string CanonicalDtype(const std::string& dtype);
 // KV heads, one layer type per layer, ...). `file` prefixes messages; fields are named by their
 // spec JSON pointer, or, with `from_hf`, by the normalized field name.
 void ValidateModelSpec(const ModelSpec& spec, const std::string& file, bool from_hf = false);
-
-// dockyard's own model spec format (docs/model-spec.md). Version key: "dockyard_model_spec": 1.
-constexpr int kModelSpecVersion = 1;
-Json ModelSpecToJson(const ModelSpec& spec);
-ModelSpec ModelSpecFromJson(const Json& json, const std::string& file);
-
-// True when a parsed JSON object is a dockyard model spec rather than an HF config.
-bool IsDockyardModelSpec(const Json& json);
-
-// Reads a model from a file: dockyard spec or HF config.json, detected from its content.
-ModelSpec LoadModel(const std::string& path);
 
 }  // namespace dockyard

@@ -5,6 +5,7 @@
 
 #include "planner/base/error.h"
 #include "planner/model/inventory.h"
+#include "planner/model/model_file.h"
 #include "tests/test_models.h"
 
 using dockyard::Error;

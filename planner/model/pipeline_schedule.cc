@@ -12,28 +12,6 @@
 
 namespace dockyard {
 
-const char* ReshardPolicyName(ReshardPolicy p) {
-  switch (p) {
-    case ReshardPolicy::kAlways:
-      return "always";
-    case ReshardPolicy::kNever:
-      return "never";
-    case ReshardPolicy::kDefault:
-      break;
-  }
-  return "default";
-}
-
-ReshardPolicy ParseReshardPolicy(const std::string& text, const std::string& field) {
-  if (text == "default") return ReshardPolicy::kDefault;
-  if (text == "always") return ReshardPolicy::kAlways;
-  if (text == "never") return ReshardPolicy::kNever;
-  throw Error(
-      fmt::format("{}: unknown reshard-after-forward policy \"{}\"; allowed: default (= not pp), always, never "
-                  "(torchtitan fsdp_reshard_after_forward)",
-                  field, text));
-}
-
 bool ReshardAfterForward(ReshardPolicy p, int64_t pp) {
   if (p == ReshardPolicy::kAlways) return true;
   if (p == ReshardPolicy::kNever) return false;

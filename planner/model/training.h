@@ -18,7 +18,7 @@
 #include "planner/base/json_util.h"
 #include "planner/model/dispatcher.h"
 #include "planner/model/machine.h"
-#include "planner/model/pipeline_schedule.h"
+#include "planner/model/run_settings.h"
 
 namespace dockyard {
 
@@ -82,17 +82,5 @@ struct TrainingConfig {
 // The result must have `pp` entries, each >= 1, summing to `num_layers`. Throws dockyard::Error
 // naming `field` (e.g. "--pp-layer-split").
 std::vector<int64_t> ParseLayerSplit(const std::string& text, int64_t pp, int64_t num_layers, const std::string& field);
-
-// Checks ranges (dtypes known, sizes >= 1, imbalance >= 1, budget >= 0, finite). Throws
-// dockyard::Error naming the field with `prefix` ("--" for flags, "/training/" for JSON).
-void ValidateTraining(const TrainingConfig& t, const std::string& origin);
-
-// The `training` block of a dockyard model spec. Unknown keys are rejected with a suggestion. The
-// block's `gpus_per_node` and `gpu_memory_gib` are accepted and left to MachineFromTrainingJson
-// (machine.h): they are the machine's, not the training's.
-TrainingConfig TrainingFromJson(const JsonView& view);
-// The block with the machine's two keys written beside the training's (AddMachineToTrainingJson),
-// as one `training` object: the shape plan reports and spec files have always had.
-Json TrainingToJson(const TrainingConfig& t, const Machine& machine);
 
 }  // namespace dockyard

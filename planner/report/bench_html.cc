@@ -13,6 +13,7 @@
 #include "planner/model/model_spec.h"
 #include "planner/layout/plan.h"
 #include "planner/report/report.h"
+#include "planner/model/model_file.h"
 
 using Clock = std::chrono::steady_clock;
 

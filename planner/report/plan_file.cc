@@ -7,6 +7,7 @@
 
 #include "planner/base/error.h"
 #include "planner/report/report.h"
+#include "planner/model/training_json.h"
 
 namespace dockyard {
 

@@ -7,6 +7,7 @@
 #include "planner/cost/network.h"
 
 #include "planner/cost/dispatch_traffic.h"
+#include "planner/model/training_json.h"
 
 #include <map>
 #include <tuple>

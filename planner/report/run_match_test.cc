@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include "planner/model/model_spec.h"
+#include "planner/model/model_file.h"
 
 namespace dockyard {
 namespace {

@@ -22,6 +22,7 @@
 #include "planner/cost/compute_model.h"
 #include "planner/search/search.h"
 #include "planner/routing/plan_routing.h"
+#include "planner/model/model_file.h"
 
 namespace {
 

@@ -13,6 +13,7 @@
 #include "planner/base/json_util.h"
 #include "planner/layout/plan.h"
 #include "planner/search/layout_eval.h"
+#include "planner/model/pipeline_schedule.h"
 
 namespace dockyard {
 namespace {

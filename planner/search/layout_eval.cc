@@ -28,6 +28,8 @@
 #include "planner/accounting/workload.h"
 #include "planner/cost/moe_phases.h"
 #include "planner/routing/flex_counts.h"
+#include "planner/model/training_json.h"
+#include "planner/model/pipeline_schedule.h"
 
 namespace dockyard {
 namespace {

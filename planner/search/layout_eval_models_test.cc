@@ -6,6 +6,7 @@
 #include "planner/layout/plan.h"
 #include "planner/search/every_candidate.h"
 #include "planner/search/layout_eval.h"
+#include "planner/model/model_file.h"
 #include "tests/test_models.h"
 
 using dockyard::SearchOptions;

@@ -19,6 +19,7 @@
 #include "planner/search/explain.h"
 #include "planner/search/search.h"
 #include "planner/routing/plan_routing.h"
+#include "planner/model/model_file.h"
 #include "tests/test_models.h"
 
 namespace dockyard {

@@ -17,6 +17,7 @@
 #include "planner/cost/network.h"
 #include "planner/accounting/workload.h"
 #include "planner/routing/plan_routing.h"
+#include "planner/model/model_file.h"
 #include "tests/test_models.h"
 
 using dockyard::SearchOptions;

@@ -1,0 +1,49 @@
+// Framework run settings that decide how a step is scheduled: flags of the frameworks, not
+// calibration knobs (the rules they drive are in pipeline_schedule.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace dockyard {
+
+// torchtitan's fsdp_reshard_after_forward policy (torchtitan/models/llama3/infra/parallelize.py,
+// apply_fsdp): "always" reshards each FSDP unit after its forward, "never" keeps it unsharded
+// until its backward, "default" = not pp_enabled.
+enum class ReshardPolicy { kDefault, kAlways, kNever };
+const char* ReshardPolicyName(ReshardPolicy policy);  // "default", "always", "never"
+// Throws dockyard::Error naming `field`, the value and the allowed values.
+ReshardPolicy ParseReshardPolicy(const std::string& text, const std::string& field);
+
+struct RunSettings {
+  ReshardPolicy reshard_after_forward = ReshardPolicy::kDefault;  // --fsdp-reshard-after-forward
+  // torchtitan with pp > 1 runs gradient accumulation as an outer loop around the pipeline
+  // schedule (each accumulation step runs num_microbatches micro-batches and pays its own bubble
+  // and reduce-scatter): --grad-accumulation-steps. 1 = none.
+  int64_t grad_accumulation_steps = 1;
+  // Megatron-Core DDP (--overlap-grad-reduce / --overlap-param-gather): the step-end gradient
+  // reduce (reduce-scatter or all-reduce) runs under the last micro-batch's backward of the stage,
+  // the distributed optimizer's parameter all-gather under the next step's first forward.
+  bool overlap_grad_reduce = false;
+  bool overlap_param_gather = false;
+  // Interleaved 1F1B (Megatron --num-layers-per-virtual-pipeline-stage / torchtitan
+  // Interleaved1F1B): model chunks per pipeline rank, --vpp. 1 = plain 1F1B.
+  int64_t vpp = 1;
+  // Context-parallel K/V exchange (Megatron --cp-comm-type): "p2p" (ring attention: K/V blocks
+  // passed around the cp ring, each transfer under one block's attention) or "a2a" (all-to-all of
+  // Q, K, V and the output over the cp group, not overlapped). --cp-comm-type.
+  std::string cp_comm = "p2p";
+  // Megatron --overlap-moe-expert-parallel-comm: the EP dispatch / combine all-to-alls of one
+  // micro-batch run under another micro-batch's compute (combined 1F1B: a forward paired with a
+  // backward).
+  bool overlap_moe_ep_comm = false;
+  // Megatron pipeline layouts (pipeline_layout.h): --pipeline-model-parallel-layout (empty =
+  // none), --account-for-embedding-in-pipeline-split, --account-for-loss-in-pipeline-split.
+  std::string pipeline_layout;
+  bool account_for_embedding = false, account_for_loss = false;
+  // Pipeline schedule (--pipeline-schedule): "1f1b" (1F1B, interleaved with --vpp) or "dualpipe"
+  // (DeepSeek-V3's bidirectional DualPipe, github deepseek-ai/DualPipe).
+  std::string schedule = "1f1b";
+};
+
+}  // namespace dockyard

@@ -1,0 +1,147 @@
+// The training settings' validation and JSON block (see training_json.h).
+#include "planner/model/training_json.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "planner/base/error.h"
+#include "planner/model/precision.h"
+#include "planner/model/recompute.h"
+
+namespace dockyard {
+
+void ValidateTraining(const TrainingConfig& t, const std::string& origin) {
+  // Flags spell fields with dashes (--seq-len), JSON with underscores (/training/seq_len).
+  auto fail = [&](std::string field, const std::string& rule) {
+    if (origin == "--") std::replace(field.begin(), field.end(), '_', '-');
+    throw Error(fmt::format("{}{}: {}", origin, field, rule));
+  };
+  const bool flags = origin == "--";
+  DtypeBytes(t.param_dtype, origin + (flags ? "param-dtype" : "param_dtype"));
+  DtypeBytes(t.grad_dtype, origin + (flags ? "grad-dtype" : "grad_dtype"));
+  if (!t.refit_dtype.empty()) DtypeBytes(t.refit_dtype, origin + (flags ? "refit-dtype" : "refit_dtype"));
+  if (t.seq_len < 1) fail("seq_len", fmt::format("must be >= 1, got {}", t.seq_len));
+  if (t.micro_batch_size < 1) fail("micro_batch_size", fmt::format("must be >= 1, got {}", t.micro_batch_size));
+  if (t.num_microbatches && *t.num_microbatches < 1) {
+    fail("num_microbatches", fmt::format("must be >= 1, got {}", *t.num_microbatches));
+  }
+  // tokens per micro-batch = seq_len * micro_batch_size; keep it far from overflow when
+  // multiplied by hidden sizes and top_k (<= 2^40 each side is checked in the models).
+  constexpr int64_t kMaxTokens = int64_t{1} << 31;
+  if (t.seq_len > kMaxTokens) fail("seq_len", fmt::format("{} exceeds 2^31", t.seq_len));
+  if (t.micro_batch_size > kMaxTokens / t.seq_len) {
+    fail("micro_batch_size",
+         fmt::format("seq_len ({}) * micro_batch_size ({}) exceeds 2^31 tokens per micro-batch", t.seq_len, t.micro_batch_size));
+  }
+  if (t.num_microbatches && *t.num_microbatches > (int64_t{1} << 24)) {
+    fail("num_microbatches", fmt::format("{} exceeds 2^24", *t.num_microbatches));
+  }
+  if (t.memory_reserve_gib && (!std::isfinite(*t.memory_reserve_gib) || *t.memory_reserve_gib < 0 || *t.memory_reserve_gib > 1e6)) {
+    fail("memory_reserve_gib", fmt::format("must be a finite number in [0, 1e6] GiB, got {}", *t.memory_reserve_gib));
+  }
+  if (!std::isfinite(t.imbalance) || t.imbalance < 1.0 || t.imbalance > 1e6) {
+    fail("imbalance", fmt::format("must be a finite factor in [1, 1e6] (max / mean tokens received), got {}", t.imbalance));
+  }
+  if (t.oep && *t.oep < 1) fail("oep", fmt::format("must be >= 1, got {}", *t.oep));
+  if (t.fp8_dispatch && t.dispatcher != Dispatcher::kAllToAll && t.dispatcher != Dispatcher::kDeepEp) {
+    fail(flags ? "fp8-dispatch" : "fp8_dispatch",
+         fmt::format("FP8 dispatch applies to the all_to_all and deepep dispatchers (Megatron's FP8 all-to-all, DeepEP use_fp8), "
+                     "the dispatcher is \"{}\"",
+                     DispatcherName(t.dispatcher)));
+  }
+  ValidateRecomputeModules(t, origin + (flags ? "recompute-modules" : "recompute_modules"));
+  ValidateSelectiveAcOption(t, origin + (flags ? "selective-ac-option" : "selective_ac_option"));
+  ValidatePrecision(t, origin);
+  if (t.mtp_layers < 0 || t.mtp_layers > 64) fail("mtp_layers", fmt::format("must be in [0, 64], got {}", t.mtp_layers));
+  if (t.oep && t.dispatcher != Dispatcher::kDeredundency) {
+    fail("oep", fmt::format("{} is set, but oep only applies to the deredundency dispatcher (dispatcher is \"{}\")", *t.oep,
+                            DispatcherName(t.dispatcher)));
+  }
+}
+
+TrainingConfig TrainingFromJson(const JsonView& v) {
+  // clang-format off
+  v.RejectUnknownKeys({"dp_sharding",       "param_dtype",      "grad_dtype", "optimizer",      "seq_len",
+                       "micro_batch_size",  "num_microbatches", "recompute",  "pp_layer_split", "gpu_memory_gib",
+                       "imbalance",         "gpus_per_node",    "oep",        "refit_dtype",    "dispatcher",
+                       "recompute_modules", "precision",        "fp8_recipe", "fp8_dispatch",   "optimizer_states_dtype",
+                       "mtp_layers",        "fp8_param_gather", "memory_reserve_gib",
+                       "selective_ac_option"});
+  // clang-format on
+  TrainingConfig t;
+  if (v.Has("dp_sharding")) t.dp_sharding = ParseDpSharding(v.String("dp_sharding"), v.Where("dp_sharding"));
+  t.param_dtype = CanonicalDtype(v.StringOr("param_dtype", t.param_dtype));
+  DtypeBytes(t.param_dtype, v.Where("param_dtype"));
+  t.grad_dtype = CanonicalDtype(v.StringOr("grad_dtype", t.grad_dtype));
+  DtypeBytes(t.grad_dtype, v.Where("grad_dtype"));
+  t.optimizer = ParseOptimizer(v.StringOr("optimizer", "adamw"), v.Where("optimizer"));
+  t.seq_len = v.IntOr("seq_len", t.seq_len);
+  t.micro_batch_size = v.IntOr("micro_batch_size", t.micro_batch_size);
+  if (v.Has("num_microbatches")) t.num_microbatches = v.Int("num_microbatches");
+  t.recompute = ParseRecompute(v.StringOr("recompute", "none"), v.Where("recompute"));
+  t.selective_ac_option = v.StringOr("selective_ac_option", "");
+  if (v.Has("recompute_modules")) {
+    const Json& list = v.value().at("recompute_modules");
+    if (!list.is_array()) v.Fail("recompute_modules", "must be an array of module names");
+    for (const auto& x : list) {
+      if (!x.is_string()) v.Fail("recompute_modules", "must be an array of module names");
+      t.recompute_modules.push_back(x.get<std::string>());
+    }
+  }
+  if (v.Has("pp_layer_split")) {
+    t.pp_layer_split = v.IntList("pp_layer_split", 1);
+    if (t.pp_layer_split.empty()) v.Fail("pp_layer_split", "must list the layers of every stage, got an empty array");
+  }
+  if (v.Has("memory_reserve_gib")) t.memory_reserve_gib = v.NumberOr("memory_reserve_gib", 0);
+  t.imbalance = v.NumberOr("imbalance", 1.0);
+  if (v.Has("oep")) t.oep = v.Int("oep");
+  t.refit_dtype = v.StringOr("refit_dtype", "");
+  if (!t.refit_dtype.empty()) t.refit_dtype = CanonicalDtype(t.refit_dtype);
+  if (v.Has("dispatcher")) t.dispatcher = ParseDispatcher(v.String("dispatcher"), v.Where("dispatcher"));
+  t.mtp_layers = v.IntOr("mtp_layers", 0);
+  t.precision = v.StringOr("precision", t.precision);
+  t.fp8_recipe = v.StringOr("fp8_recipe", t.fp8_recipe);
+  if (v.Has("fp8_dispatch")) {
+    if (!v.value().at("fp8_dispatch").is_boolean()) v.Fail("fp8_dispatch", "must be true or false");
+    t.fp8_dispatch = v.value().at("fp8_dispatch").get<bool>();
+  }
+  if (v.Has("fp8_param_gather")) {
+    if (!v.value().at("fp8_param_gather").is_boolean()) v.Fail("fp8_param_gather", "must be true or false");
+    t.fp8_param_gather = v.value().at("fp8_param_gather").get<bool>();
+  }
+  t.optimizer_states_dtype = CanonicalDtype(v.StringOr("optimizer_states_dtype", t.optimizer_states_dtype));
+  ValidateTraining(t, v.Where() + "/");
+  return t;
+}
+
+Json TrainingToJson(const TrainingConfig& t, const Machine& machine) {
+  Json j = {{"param_dtype", t.param_dtype},
+            {"grad_dtype", t.grad_dtype},
+            {"optimizer", OptimizerName(t.optimizer)},
+            {"seq_len", t.seq_len},
+            {"micro_batch_size", t.micro_batch_size},
+            {"recompute", RecomputeName(t.recompute)},
+            {"imbalance", t.imbalance},
+            {"dispatcher", DispatcherName(t.dispatcher)}};
+  if (t.dp_sharding) j["dp_sharding"] = DpShardingName(*t.dp_sharding);
+  if (t.num_microbatches) j["num_microbatches"] = *t.num_microbatches;
+  if (!t.pp_layer_split.empty()) j["pp_layer_split"] = t.pp_layer_split;
+  if (t.oep) j["oep"] = *t.oep;
+  if (t.memory_reserve_gib) j["memory_reserve_gib"] = *t.memory_reserve_gib;
+  if (!t.refit_dtype.empty()) j["refit_dtype"] = t.refit_dtype;
+  if (!t.recompute_modules.empty()) j["recompute_modules"] = t.recompute_modules;
+  if (!t.selective_ac_option.empty()) j["selective_ac_option"] = t.selective_ac_option;
+  // Precision keys only when not the default, so default reports do not change.
+  if (t.precision != "bf16") j["precision"] = t.precision;
+  if (t.fp8_recipe != "tensorwise") j["fp8_recipe"] = t.fp8_recipe;
+  if (t.fp8_dispatch) j["fp8_dispatch"] = true;
+  if (t.fp8_param_gather) j["fp8_param_gather"] = true;
+  if (t.optimizer_states_dtype != "float32") j["optimizer_states_dtype"] = t.optimizer_states_dtype;
+  if (t.mtp_layers > 0) j["mtp_layers"] = t.mtp_layers;
+  AddMachineToTrainingJson(machine, &j);
+  return j;
+}
+
+}  // namespace dockyard
