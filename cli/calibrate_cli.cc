@@ -44,16 +44,12 @@ Calibration PriorCalibration(const CalibrateOptions& o) {
 // Puts `prior`'s cluster knobs on `hardware` (the preset's cluster) or, with --cluster, on that
 // cluster; without --from, a --cluster's own figures become the cluster knobs' priors.
 void ApplyCalibrateHardware(const CalibrateOptions& o, Calibration* prior, ClusterSpec* hardware) {
-  CostOptions unused;
-  ApplyCalibration(*prior, hardware, &unused);
+  ApplyCalibration(*prior, hardware);
   if (!o.cluster.empty()) {
     *hardware = LoadCluster(o.cluster);
-    if (o.from.empty()) {  // the cluster's own figures are the priors; with --from, the calibration's apply to it
-      for (const CalibrationKnob& k : CalibrationKnobs()) {
-        if (k.cluster_field != nullptr) prior->*k.field = hardware->*k.cluster_field;
-      }
-    }
-    ApplyCalibration(*prior, hardware, &unused);
+    // The cluster's own link figures are the priors; with --from, the calibration's apply to it.
+    if (o.from.empty()) prior->knobs.links = hardware->knobs.links;
+    ApplyCalibration(*prior, hardware);
   }
 }
 
@@ -61,17 +57,17 @@ void ApplyCalibrateHardware(const CalibrateOptions& o, Calibration* prior, Clust
 // phases and components left out go to `skipped`. Throws when a file is neither kind, or when no
 // row is left (listing what was left out).
 std::vector<CalibrationRow> CalibrateRows(const CalibrateOptions& o, const std::string& preset, const ClusterSpec& hardware,
-                                          const CostOptions& options, std::vector<std::pair<std::string, std::string>>* skipped) {
+                                          ComputeModel model, std::vector<std::pair<std::string, std::string>>* skipped) {
   std::vector<CalibrationRow> rows;
   for (const std::string& path : o.runs) {
     const Json json = ReadJsonFile(path);
     std::vector<CalibrationRow> more;
     if (json.is_object() && json.contains("kind") && json.at("kind") == "dockyard_run") {
-      more = RowsFromRunReport(json, path, hardware, skipped, options);
+      more = RowsFromRunReport(json, path, hardware, skipped, model);
     } else if (json.is_object() && json.contains("runs")) {
       const size_t slash = path.rfind('/');
       const FidelitySet set = FidelitySetFromJson(json, path, slash == std::string::npos ? "." : path.substr(0, slash));
-      more = RowsFromFidelitySet(set, preset, skipped, o.cluster.empty() ? preset : hardware.name, options);
+      more = RowsFromFidelitySet(set, preset, skipped, o.cluster.empty() ? preset : hardware.name, model);
     } else {
       throw Error(
           fmt::format("{}: neither a runs file (a \"runs\" list, testdata/fidelity/README.md) nor a dockyard-run --json "
@@ -106,9 +102,9 @@ Calibration FittedCalibration(const CalibrateOptions& o, const Calibration& prio
   fitted.sha256.clear();
   for (const FittedKnob& k : fit.knobs) {
     if (!k.determined) continue;
-    fitted.knob_sources[k.knob.name] =
+    fitted.knob_sources[k.knob.Path()] =
         fmt::format("fitted by dockyard-plan calibrate ({} stage) from {}; prior {} ({})",
-                    k.knob.stage == CalibrationKnob::kComponent ? "component" : "residual", files, k.prior, k.knob.source);
+                    k.knob.stage == KnobSpec::kComponent ? "component" : "residual", files, k.prior, k.knob.source);
   }
   return fitted;
 }
@@ -122,12 +118,13 @@ int RunCalibrate(const CalibrateOptions& o, std::ostream& out) {
   // The hardware of the dockyard-run reports; without --from, a --cluster's figures are the
   // cluster knobs' priors.
   ClusterSpec hardware = ClusterPreset(preset);
-  CostOptions options;
-  ApplyComputeModel(o.compute_model, false, "unfused", &options);
+  ComputeModel model = ComputeModel::kKernels;
+  RunSettings unused_run;  // calibrate takes no run setting: each run's are its own
+  ApplyComputeModel(o.compute_model, false, "unfused", &model, &unused_run);
   ApplyCalibrateHardware(o, &prior, &hardware);
 
   std::vector<std::pair<std::string, std::string>> skipped;
-  const std::vector<CalibrationRow> rows = CalibrateRows(o, preset, hardware, options, &skipped);
+  const std::vector<CalibrationRow> rows = CalibrateRows(o, preset, hardware, model, &skipped);
   const std::vector<double> prior_values = KnobValues(prior);
   const CalibrationFit fit = FitCalibration(rows, prior_values);
   const std::map<std::string, double> held_out = HeldOutErrors(rows, prior_values, [](const CalibrationRow& r) { return r.group; });

@@ -100,12 +100,12 @@ TEST_CASE("calibrate --compute-model gemm writes a calibration that loads back, 
   CHECK(cal.name == "h100-sxm-fitted");
   // C21: 64.5 % of peak at 2048 rows and 29 % at 128 rows give max x 2048/(2048+h) = 0.645 and
   // max x 128/(128+h) = 0.29: h = 182, max = 0.70 (C18/C19 pull them slightly: within 3 %).
-  CHECK(cal.gemm_half_rows == doctest::Approx(182).epsilon(0.03));
-  CHECK(cal.gemm_max_efficiency == doctest::Approx(0.70).epsilon(0.03));
-  CHECK(cal.network_gbps == doctest::Approx(46).epsilon(0.01));  // C01, 46 GB/s busbw
-  CHECK(cal.knob_sources.at("gemm_half_rows").find("fitted by dockyard-plan calibrate (component stage)") == 0);
-  CHECK(cal.knob_sources.at("network_latency_us") ==
-        "the preset's network_latency_us (docs/cluster.md)");  // undetermined: the prior's source
+  CHECK(cal.knobs.compute.gemm.grouped_half_rows == doctest::Approx(182).epsilon(0.03));
+  CHECK(cal.knobs.compute.gemm.grouped_max_efficiency == doctest::Approx(0.70).epsilon(0.03));
+  CHECK(cal.knobs.links.network_gbps == doctest::Approx(46).epsilon(0.01));  // C01, 46 GB/s busbw
+  CHECK(cal.knob_sources.at("compute.gemm.grouped_half_rows").find("fitted by dockyard-plan calibrate (component stage)") == 0);
+  CHECK(cal.knob_sources.at("links.network_latency_us") ==
+        "the preset's network_latency_us (planner/cost/cluster.cc, docs/cluster.md)");  // undetermined: the prior's source
   const std::string text = out.str();
   CHECK(text.find("group-held-out error") != std::string::npos);
   // The undetermined knobs: no row moves them (the latencies, the kernel floor, and the kernel
@@ -114,10 +114,11 @@ TEST_CASE("calibrate --compute-model gemm writes a calibration that loads back, 
   const size_t at = text.find("undetermined (left at their priors): ");
   REQUIRE(at != std::string::npos);
   const std::string undetermined = text.substr(at, text.find('\n', at) - at);
-  for (const char* k : {"memory_floor_us", "intra_node_latency_us", "network_latency_us", "hbm_efficiency", "flex_nvlink_efficiency"}) {
+  for (const char* k : {"compute.memory_bound.floor_us", "links.intra_node_latency_us", "links.network_latency_us",
+                        "compute.memory_bound.hbm_efficiency", "dispatchers.deepep.nvlink_efficiency"}) {
     CHECK_MESSAGE(undetermined.find(k) != std::string::npos, k);
   }
-  for (const char* k : {"gemm_half_rows", "gemm_max_efficiency", "network_gbps"})
+  for (const char* k : {"compute.gemm.grouped_half_rows", "compute.gemm.grouped_max_efficiency", "links.network_gbps"})
     CHECK_MESSAGE(undetermined.find(k) == std::string::npos, k);
 }
 
@@ -129,18 +130,18 @@ TEST_CASE("calibrate under the default kernel-level model: the GEMM-by-shape kno
   CHECK(RunCalibrate(o, out) == 0);
   const Calibration cal = LoadCalibration(o.out);
   ClusterSpec cluster = ClusterPreset("h100-sxm");
-  CostOptions options;
-  ApplyCalibration(cal, &cluster, &options);
+  ApplyCalibration(cal, &cluster);
+  const ComputeKnobs& options = cluster.knobs.compute;
   // C18 (TE CUTLASS grouped GEMM, H100, m 4096, n 768, k 2048) 650.6 TFLOP/s and C19 (m 2048) 636.9:
   // the fitted curve x the 989 TFLOP/s peak reproduces both within 1 %.
   CHECK(cluster.dense_bf16_tflops * GemmShapeEfficiency(4096, 768, 2048, options) == doctest::Approx(650.6).epsilon(0.01));
   CHECK(cluster.dense_bf16_tflops * GemmShapeEfficiency(2048, 768, 2048, options) == doctest::Approx(636.9).epsilon(0.01));
-  CHECK(cal.knob_sources.at("gemm_shape_efficiency").find("fitted by dockyard-plan calibrate (component stage)") == 0);
+  CHECK(cal.knob_sources.at("compute.gemm.shape_efficiency").find("fitted by dockyard-plan calibrate (component stage)") == 0);
   const std::string text = out.str();
   const size_t at = text.find("undetermined (left at their priors): ");
   REQUIRE(at != std::string::npos);
   const std::string undetermined = text.substr(at, text.find('\n', at) - at);
-  for (const char* k : {"dense_efficiency", "attention_efficiency", "gemm_max_efficiency"}) {
+  for (const char* k : {"compute.gemm.dense_efficiency", "compute.flash.fixed_efficiency", "compute.gemm.grouped_max_efficiency"}) {
     CHECK_MESSAGE(undetermined.find(k) != std::string::npos, k);
   }
   // The C21 rule of thumb gives no N and K: left out, with the reason.

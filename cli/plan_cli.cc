@@ -67,6 +67,7 @@ struct PlanInputs {
   std::optional<ClusterSpec> cluster;
   std::optional<Calibration> calibration;
   std::optional<GlobalBatchSchedule> global_batch;
+  ComputeModel compute_model = ComputeModel::kKernels;  // simulate
 };
 
 // The degrees from the flags (--model: only with --world-size).
@@ -110,6 +111,9 @@ PlanInputs ReadPlanInputs(const CliOptions& o, Command command, std::ostream& er
   in.source = ModelSourceName(o.model);
   in.training = PlanTraining(o, command, in, err);
   if (command == Command::kSimulate) {
+    // Run settings of the simulated step: the shared-expert overlap, CUDA graphs, the cross-entropy.
+    in.training.run.overlap_shared_experts = !o.no_overlap;
+    ApplyComputeFlags(o, &in.compute_model, &in.training.run);
     in.cluster = LoadCluster(o.cluster);
     err << cli::NodeSizeClusterWarning(o.training, in.model, *in.cluster, "simulate");
     if (!o.calibration.empty()) in.calibration = LoadCalibration(o.calibration);
@@ -145,8 +149,7 @@ PlanCommandRequest MakePlanRequest(const CliOptions& o, Command command, const P
   request.cluster = in.cluster;
   request.calibration = in.calibration;
   if (command == Command::kSimulate) {
-    request.cost_options.overlap_shared_experts = !o.no_overlap;
-    ApplyComputeFlags(o, &request.cost_options);
+    request.compute_model = in.compute_model;
     request.redundant = cli::ParseRedundantExpertsFlags(o.redundant);
   }
   request.json = o.json_given;

@@ -45,9 +45,8 @@ moments), --seq-len 4096, --micro-batch-size 1, --num-microbatches = pp, --recom
 A dockyard model spec's "training" block sets the same values; flags override it.
 )";
 
-// --compute-model, --cuda-graphs, --cross-entropy on `options` (compute_model.h).
-void ApplyComputeFlags(const PlanCliOptions& o, CostOptions* options) {
-  ApplyComputeModel(o.compute_model, o.cuda_graphs, o.cross_entropy, options);
+void ApplyComputeFlags(const PlanCliOptions& o, ComputeModel* model, RunSettings* run) {
+  ApplyComputeModel(o.compute_model, o.cuda_graphs, o.cross_entropy, model, run);
 }
 
 void AddComputeFlags(CLI::App* app, PlanCliOptions& o) {

@@ -50,8 +50,9 @@ struct PlanCliOptions {
   std::string progress_interval;  // search --progress-interval (progress_lines.h; empty = the default)
 };
 
-// --compute-model, --cuda-graphs, --cross-entropy on `options` (compute_model.h).
-void ApplyComputeFlags(const PlanCliOptions& o, CostOptions* options);
+// --compute-model into `model`, --cuda-graphs and --cross-entropy into the run settings `run`
+// (compute_model.h ApplyComputeModel).
+void ApplyComputeFlags(const PlanCliOptions& o, ComputeModel* model, RunSettings* run);
 // The flags of each command: the compute model's, the plan's (model, degrees, outputs, training),
 // the routing flags of check and simulate.
 void AddComputeFlags(CLI::App* app, PlanCliOptions& o);

@@ -61,9 +61,8 @@ std::optional<Calibration> ReadSearchMachine(const CliOptions& o, SearchOptions*
   std::optional<Calibration> calibration;
   if (!o.calibration.empty()) {
     calibration = LoadCalibration(o.calibration);
-    ApplyCalibration(*calibration, &s->cluster, &s->cost);
+    ApplyCalibration(*calibration, &s->cluster);
   }
-  ApplyComputeFlags(o, &s->cost);
   s->routing = ParseRoutingSpec(o.routing);
   s->routing.seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
   cli::RejectImbalanceWithRouting(o.search_routing_given, o.training.imbalance);
@@ -81,6 +80,7 @@ void ReadSearchTraining(const CliOptions& o, const ModelSpec& model, SearchOptio
   // (search_space.h ApplySearchedSettings), so the training it is validated with has it.
   if (!training_flags.selective_ac_option.empty() && training_flags.recompute.empty()) training_flags.recompute = "selective";
   s->training = ResolveTraining(training_flags, model, 1);
+  ApplyComputeFlags(o, &s->compute_model, &s->training.run);
   s->gpu_memory_gib = cli::ResolveMachine(training_flags, model).gpu_memory_gib;  // the node size is the cluster's
   RejectMegatronOnlyOverrides(training_flags.Parse(), s->convention == Convention::kTorchtitan);
   // The bound first (RunSearch holds it too, naming the flag): a bad value is blamed on where it came from.

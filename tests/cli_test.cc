@@ -551,7 +551,7 @@ TEST_CASE("simulate and search --calibration: the shipped file changes no figure
   // a slower step, and the search names the file.
   dockyard::Json slow = dockyard::ReadJsonFile("calibration/h100-sxm.json");
   slow["name"] = "h100-sxm-slow-gemm";
-  slow["knobs"]["gemm_shape_efficiency"]["value"] = 0.36;
+  slow["knobs"]["compute"]["gemm"]["shape_efficiency"]["value"] = 0.36;
   const std::string slow_path = TmpDir() + "/slow.json";
   std::ofstream(slow_path) << slow.dump(1);
   const std::string c = TmpDir() + "/cal_c.json";

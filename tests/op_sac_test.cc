@@ -158,15 +158,14 @@ TEST_CASE("Time: op re-runs router, permutes, grouped GEMM and the even linears,
   const auto routing = dockyard::SampleRouting({}, 8, 2, 4, 1024, 2);
   // The gemm compute model by default here: linears at dense_efficiency, so the re-run linears are
   // one product by hand (the kernels model adds the attention block's memory-bound kernels).
-  dockyard::CostOptions gemm;
-  gemm.kernel_compute = false;
-  auto run = [&](TrainingConfig t, const dockyard::CostOptions& options) {
+  const dockyard::ComputeModel gemm = dockyard::ComputeModel::kGemm;
+  auto run = [&](TrainingConfig t, dockyard::ComputeModel model) {
     dockyard::ParallelDimsOptions d;
     d.world_size = 4;
     d.ep = 4;
     t.seq_len = 1024;
     t.dp_sharding = dockyard::DpSharding::kDdp;
-    return dockyard::SimulateStep(dockyard::BuildPlan(Tiny(4), d, t), c, routing, options);
+    return dockyard::SimulateStep(dockyard::BuildPlan(Tiny(4), d, t), c, routing, model);
   };
   TrainingConfig full_t;
   full_t.recompute = Recompute::kFull;
@@ -196,7 +195,7 @@ TEST_CASE("Time: op re-runs router, permutes, grouped GEMM and the even linears,
   CHECK(none.step_time_us < op.step_time_us);
   CHECK(op.step_time_us < full.step_time_us);
   // The same order under the default (kernels) compute model.
-  const dockyard::CostOptions kernels;  // the default
+  const dockyard::ComputeModel kernels = dockyard::ComputeModel::kKernels;  // the default
   CHECK(run({}, kernels).step_time_us < run(Op(), kernels).step_time_us);
   CHECK(run(Op(), kernels).step_time_us < run(full_t, kernels).step_time_us);
   // No per-layer keys in the report.

@@ -288,7 +288,7 @@ static void CheckEpOverlapExposed(const std::string& dispatcher) {
   if (dispatcher == "deepep") machine.gpus_per_node = 2;  // the cluster's NVLink domain, as deepep requires
   dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
   c.gpus_per_node = 2;  // the all-to-all crosses nodes at a slow NIC: communication-heavy
-  c.network_gbps = 1;   // (at 4 GB/s the compute of the default kernel-level model, launch gaps included, would hide it)
+  c.knobs.links.network_gbps = 1;   // (at 4 GB/s the compute of the default kernel-level model, launch gaps included, would hide it)
   auto simulate = [&](bool overlap) {
     t.run.overlap_moe_ep_comm = overlap;
     auto plan = BuildPlan(dockyard::testing::TinyMixtral(), d, t, machine);

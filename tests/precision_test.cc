@@ -93,13 +93,13 @@ TEST_CASE("BF16 optimizer states halve the AdamW moments") {
 }
 
 TEST_CASE("FP8 GEMMs: twice the peak at fp8_efficiency_ratio of the BF16 shape efficiency") {
-  dockyard::CostOptions o;
+  const dockyard::ComputeKnobs o;
   const double bf16 = dockyard::LinearUs(4096, 4096, 7168, false, 989, o);
-  o.fp8_gemms = true;
-  CHECK(dockyard::LinearUs(4096, 4096, 7168, false, 989, o) == Approx(bf16 / (2.0 * 0.87)));
+  const dockyard::GemmPrecision fp8{true, false};
+  CHECK(dockyard::LinearUs(4096, 4096, 7168, false, 989, o, fp8) == Approx(bf16 / (2.0 * 0.87)));
   // DeepGEMM FP8 grouped GEMM on H800 (runs.json C22-C24; FP8 peak 2 x 989), expert shape N 4096,
   // K 7168: 4-8K rows in 1,099-1,297 TFLOP/s, 1,024 rows in 925-1,233, 256 rows in 815-932.
-  auto tflops = [&](double rows) { return dockyard::GemmShapeEfficiency(rows, 4096, 7168, o) * o.fp8_efficiency_ratio * 2 * 989; };
+  auto tflops = [&](double rows) { return dockyard::GemmShapeEfficiency(rows, 4096, 7168, o) * o.gemm.fp8_efficiency_ratio * 2 * 989; };
   CHECK(tflops(4096) >= 1099);
   CHECK(tflops(8192) <= 1297);
   CHECK(tflops(1024) >= 925);
@@ -112,8 +112,7 @@ TEST_CASE("FP8 GEMMs in --compute-model gemm: projections and expert GEMMs at 2 
   dockyard::TrainingConfig t;
   const auto routing = dockyard::testing::TinyEp4Routing();
   const dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
-  dockyard::CostOptions gemm;
-  gemm.kernel_compute = false;  // the older model's fixed efficiencies, which the figures below use
+  const dockyard::ComputeModel gemm = dockyard::ComputeModel::kGemm;  // the older model's fixed efficiencies, which the figures below use
   const auto bf16 = dockyard::SimulateStep(TinyPlan(t), c, routing, gemm);
   t.precision = "fp8";
   const auto fp8 = dockyard::SimulateStep(TinyPlan(t), c, routing, gemm);
@@ -140,17 +139,17 @@ TEST_CASE("FP8 quantize kernels: bytes per element and their time in the shaped 
   // read, the write and a fp32 scale per 128 elements.
   CHECK(dockyard::Fp8QuantizeBytesPerElement(false, 2) == 5.0);
   CHECK(dockyard::Fp8QuantizeBytesPerElement(true, 2) == Approx(3.03125));
-  dockyard::CostOptions o;
-  o.fp8_gemms = true;
+  const dockyard::ComputeKnobs o;
+  const dockyard::GemmPrecision fp8{true, false};
   const auto m = dockyard::testing::TinyMixtral();
-  const auto without = dockyard::ShapedCompute(m, 1024, 1024, 1, 1024, 989, o);
-  const auto with = dockyard::ShapedCompute(m, 1024, 1024, 1, 1024, 989, o, 3350);
+  const auto without = dockyard::ShapedCompute(m, 1024, 1024, 1, 1024, 989, o, fp8);
+  const auto with = dockyard::ShapedCompute(m, 1024, 1024, 1, 1024, 989, o, fp8, 3350);
   // Forward: the inputs of qkv (1024 x 64) and o (1024 x 64) are quantized: 2 kernels, each
   // 65,536 x 5 B at 3350 GB/s x 0.70 = 0.14 us, under the 5 us floor: 10 us.
   CHECK(with.attention[0] - without.attention[0] == Approx(10.0));
   CHECK(with.router[0] == without.router[0]);  // the router stays BF16
   // An expert's gate_up and down inputs: 2 more kernels.
-  CHECK(dockyard::ExpertMlpForwardUs(128, 64, 32, 989, o, 3350) - dockyard::ExpertMlpForwardUs(128, 64, 32, 989, o) == Approx(10.0));
+  CHECK(dockyard::ExpertMlpForwardUs(128, 64, 32, 989, o, fp8, 3350) - dockyard::ExpertMlpForwardUs(128, 64, 32, 989, o, fp8) == Approx(10.0));
 }
 
 TEST_CASE("FP8 dispatch sends 1 B + 4 B / 128 per element; combine stays BF16") {
@@ -163,7 +162,7 @@ TEST_CASE("FP8 dispatch sends 1 B + 4 B / 128 per element; combine stays BF16") 
   const dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
   const auto routing = dockyard::testing::TinyEp4Routing(1);
   const auto plan = TinyPlan(dockyard::TrainingConfig{});
-  auto shape = dockyard::MoePhaseShapeOf(plan.model, dockyard::ComputeWorkload(plan), 4, false);
+  auto shape = dockyard::MoePhaseShapeOf(plan.model, dockyard::ComputeWorkload(plan), plan.training, 4);
   const auto base = dockyard::SimulateMoePhases(routing, {0, 1, 2, 3}, shape, c);
   shape.dispatch_act_bytes = 1.03125;
   const auto fp8 = dockyard::SimulateMoePhases(routing, {0, 1, 2, 3}, shape, c);

@@ -124,8 +124,7 @@ TEST_CASE("Module lists: names, defaults and errors") {
 TEST_CASE("Backward time: each module re-runs its forward (--compute-model gemm)") {
   const auto routing = dockyard::testing::TinyEp4Routing();
   const dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
-  dockyard::CostOptions gemm;
-  gemm.kernel_compute = false;  // the older model's fixed efficiencies, which the figures below use
+  const dockyard::ComputeModel gemm = dockyard::ComputeModel::kGemm;  // the older model's fixed efficiencies, which the figures below use
   auto run = [&](dockyard::Recompute rc, std::vector<std::string> modules) {
     dockyard::TrainingConfig t;
     t.recompute = rc;

@@ -20,13 +20,14 @@
 
 int main(int argc, char** argv) {
   std::string path = "testdata/fidelity/runs.json";
-  dockyard::CostOptions options;
+  dockyard::ComputeModel compute_model = dockyard::ComputeModel::kKernels;
+  dockyard::RunSettings unused_run;  // --compute-model takes no run setting here
   std::string given;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--compute-model" && i + 1 < argc) {
       try {
-        dockyard::ApplyComputeModel(argv[++i], false, "unfused", &options);
+        dockyard::ApplyComputeModel(argv[++i], false, "unfused", &compute_model, &unused_run);
       } catch (const dockyard::Error& e) {
         std::fprintf(stderr, "bench_fidelity: error: %s\n", e.what());
         return 1;
@@ -43,12 +44,12 @@ int main(int argc, char** argv) {
   try {
     const auto t0 = std::chrono::steady_clock::now();
     const dockyard::FidelitySet set = dockyard::LoadFidelitySet(path);
-    const dockyard::FidelityReport report = dockyard::RunFidelity(set, 0.10, options);
+    const dockyard::FidelityReport report = dockyard::RunFidelity(set, 0.10, compute_model);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     std::fputs(dockyard::FidelityReportToMarkdown(set, report).c_str(), stdout);
     std::printf("\n(%zu runs, %zu component measurements; load + predict %.0f ms)\n", set.runs.size(), set.components.size(), ms);
     const auto t1 = std::chrono::steady_clock::now();
-    std::fputs(dockyard::FidelityFitToMarkdown(set, "h100-sxm", options).c_str(), stdout);
+    std::fputs(dockyard::FidelityFitToMarkdown(set, "h100-sxm", compute_model).c_str(), stdout);
     std::printf("\n(fit + held-out fits %.0f ms)\n",
                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count());
   } catch (const dockyard::Error& e) {

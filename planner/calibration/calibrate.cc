@@ -27,20 +27,19 @@ constexpr double kPriorPull = 1e-4;       // weight of ln(value / prior)^2 in th
 constexpr double kMinSensitivity = 0.01;  // below: the rows do not determine the knob
 constexpr double kHuberDelta = 1.0;       // in units of the row's noise
 
-const std::vector<CalibrationKnob>& Knobs() {
-  static const std::vector<CalibrationKnob> knobs = CalibrationKnobs();
-  return knobs;
+const std::vector<KnobSpec>& Table() {
+  return KnobTable();
 }
 
-double LowerBound(const CalibrationKnob& k, double prior) {
+double LowerBound(const KnobSpec& k, double prior) {
   return k.relative ? k.lower * prior : k.lower;
 }
-double UpperBound(const CalibrationKnob& k, double prior) {
+double UpperBound(const KnobSpec& k, double prior) {
   return k.relative ? k.upper * prior : k.upper;
 }
 
 // The loss weight of every row of `stage`: w_i / (sum of its group's w) / groups (0 for other rows).
-std::vector<double> RowWeights(const std::vector<CalibrationRow>& rows, CalibrationKnob::Stage stage) {
+std::vector<double> RowWeights(const std::vector<CalibrationRow>& rows, KnobSpec::Stage stage) {
   std::map<std::string, double> group_weight;
   for (const CalibrationRow& r : rows) {
     if (r.stage == stage) group_weight[r.group] += r.weight;
@@ -70,7 +69,7 @@ double Sensitivity(const std::vector<CalibrationRow>& rows, const std::vector<do
 }
 
 // Bounded coordinate descent in ln(value) over the knobs in `active`.
-void Minimize(const std::vector<CalibrationRow>& rows, CalibrationKnob::Stage stage, const std::vector<size_t>& active,
+void Minimize(const std::vector<CalibrationRow>& rows, KnobSpec::Stage stage, const std::vector<size_t>& active,
               const std::vector<double>& prior, std::vector<double>* values) {
   auto loss = [&](const std::vector<double>& v) {
     double pull = 0;
@@ -84,7 +83,7 @@ void Minimize(const std::vector<CalibrationRow>& rows, CalibrationKnob::Stage st
     for (size_t k : active) {
       if (step[k] < 1e-7) continue;
       moving = true;
-      const double lo = std::log(LowerBound(Knobs()[k], prior[k])), hi = std::log(UpperBound(Knobs()[k], prior[k]));
+      const double lo = std::log(LowerBound(Table()[k], prior[k])), hi = std::log(UpperBound(Table()[k], prior[k]));
       const double u = std::log((*values)[k]);
       bool improved = false;
       for (double dir : {1.0, -1.0}) {
@@ -110,9 +109,10 @@ void Minimize(const std::vector<CalibrationRow>& rows, CalibrationKnob::Stage st
 
 double PredictRow(const CalibrationRow& row, const std::vector<double>& values) {
   ClusterSpec cluster = row.cluster;
-  CostOptions options = row.options;
-  for (size_t k = 0; k < Knobs().size(); ++k) ApplyKnob(Knobs()[k], values[k], row.calibrated_hardware ? &cluster : nullptr, &options);
-  return row.predict(cluster, options);
+  for (size_t k = 0; k < Table().size(); ++k) {
+    if (row.calibrated_hardware || Table()[k].group != KnobSpec::kLink) Table()[k].Set(cluster.knobs, values[k]);
+  }
+  return row.predict(cluster);
 }
 
 double RowLogError(const CalibrationRow& row, double predicted) {
@@ -129,7 +129,7 @@ double Huber(double z) {
   return a <= kHuberDelta ? 0.5 * z * z : kHuberDelta * (a - 0.5 * kHuberDelta);
 }
 
-double StageLoss(const std::vector<CalibrationRow>& rows, CalibrationKnob::Stage stage, const std::vector<double>& values) {
+double StageLoss(const std::vector<CalibrationRow>& rows, KnobSpec::Stage stage, const std::vector<double>& values) {
   const std::vector<double> w = RowWeights(rows, stage);
   double loss = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -140,29 +140,29 @@ double StageLoss(const std::vector<CalibrationRow>& rows, CalibrationKnob::Stage
 
 std::vector<double> KnobValues(const Calibration& cal) {
   std::vector<double> v;
-  for (const CalibrationKnob& k : Knobs()) v.push_back(cal.*k.field);
+  for (const KnobSpec& k : Table()) v.push_back(k.Get(cal.knobs));
   return v;
 }
 
 void SetKnobValues(const std::vector<double>& values, Calibration* cal) {
-  for (size_t k = 0; k < Knobs().size(); ++k) cal->*Knobs()[k].field = values[k];
+  for (size_t k = 0; k < Table().size(); ++k) Table()[k].Set(cal->knobs, values[k]);
 }
 
 CalibrationFit FitCalibration(const std::vector<CalibrationRow>& rows, const std::vector<double>& prior) {
   CalibrationFit fit;
   fit.prior = prior;
   fit.values = prior;
-  for (size_t k = 0; k < Knobs().size(); ++k) {
-    fit.values[k] = std::clamp(prior[k], LowerBound(Knobs()[k], prior[k]), UpperBound(Knobs()[k], prior[k]));
+  for (size_t k = 0; k < Table().size(); ++k) {
+    fit.values[k] = std::clamp(prior[k], LowerBound(Table()[k], prior[k]), UpperBound(Table()[k], prior[k]));
   }
-  const CalibrationKnob::Stage stages[2] = {CalibrationKnob::kComponent, CalibrationKnob::kResidual};
-  std::vector<bool> determined(Knobs().size(), false);
+  const KnobSpec::Stage stages[2] = {KnobSpec::kComponent, KnobSpec::kResidual};
+  std::vector<bool> determined(Table().size(), false);
   for (int s = 0; s < 2; ++s) {
     const std::vector<double> w = RowWeights(rows, stages[s]);
     fit.loss_before[s] = StageLoss(rows, stages[s], prior);
     std::vector<size_t> active;
-    for (size_t k = 0; k < Knobs().size(); ++k) {
-      if (Knobs()[k].stage != stages[s]) continue;
+    for (size_t k = 0; k < Table().size(); ++k) {
+      if (Table()[k].stage != stages[s]) continue;
       determined[k] = Sensitivity(rows, w, fit.values, k) >= kMinSensitivity;
       if (determined[k]) {
         active.push_back(k);
@@ -173,8 +173,8 @@ CalibrationFit FitCalibration(const std::vector<CalibrationRow>& rows, const std
     Minimize(rows, stages[s], active, prior, &fit.values);
   }
   for (int s = 0; s < 2; ++s) fit.loss_after[s] = StageLoss(rows, stages[s], fit.values);
-  for (size_t k = 0; k < Knobs().size(); ++k) {
-    const CalibrationKnob& knob = Knobs()[k];
+  for (size_t k = 0; k < Table().size(); ++k) {
+    const KnobSpec& knob = Table()[k];
     FittedKnob f{knob, prior[k], fit.values[k], LowerBound(knob, prior[k]), UpperBound(knob, prior[k]), 0, determined[k], false};
     f.sensitivity = Sensitivity(rows, RowWeights(rows, knob.stage), fit.values, k);
     f.hit_bound = determined[k] && (std::fabs(std::log(f.value / f.lower)) < 1e-3 || std::fabs(std::log(f.value / f.upper)) < 1e-3);
@@ -187,17 +187,17 @@ std::map<std::string, double> HeldOutErrors(const std::vector<CalibrationRow>& r
                                             const std::function<std::string(const CalibrationRow&)>& key) {
   std::vector<std::string> keys;
   for (const CalibrationRow& r : rows) {
-    if (r.stage == CalibrationKnob::kResidual && std::find(keys.begin(), keys.end(), key(r)) == keys.end()) keys.push_back(key(r));
+    if (r.stage == KnobSpec::kResidual && std::find(keys.begin(), keys.end(), key(r)) == keys.end()) keys.push_back(key(r));
   }
   std::map<std::string, double> errors;
   for (const std::string& held : keys) {
     std::vector<CalibrationRow> train;
     for (const CalibrationRow& r : rows) {
-      if (r.stage != CalibrationKnob::kResidual || key(r) != held) train.push_back(r);
+      if (r.stage != KnobSpec::kResidual || key(r) != held) train.push_back(r);
     }
     const CalibrationFit fit = FitCalibration(train, prior);
     for (const CalibrationRow& r : rows) {
-      if (r.stage == CalibrationKnob::kResidual && key(r) == held) errors[r.id] = PredictRow(r, fit.values) / r.measured - 1.0;
+      if (r.stage == KnobSpec::kResidual && key(r) == held) errors[r.id] = PredictRow(r, fit.values) / r.measured - 1.0;
     }
   }
   return errors;
@@ -248,8 +248,8 @@ std::string RunLeftOutReason(const FidelityRun& run, const std::string& only_har
 }
 
 // The whole-step row of `run` (stage 2, seconds; its release range when given), predicted by
-// SimulateStep on `prepared` under RunCostOptions(run, options).
-CalibrationRow StepRow(const FidelityRun& run, const std::string& preset, const CostOptions& options,
+// SimulateStep on `prepared` (its run's settings) under `model`.
+CalibrationRow StepRow(const FidelityRun& run, const std::string& preset, ComputeModel model,
                        const std::shared_ptr<PreparedRun>& prepared) {
   CalibrationRow r;
   r.id = run.id;
@@ -257,7 +257,7 @@ CalibrationRow StepRow(const FidelityRun& run, const std::string& preset, const 
   r.group = run.group;
   r.hardware = run.cluster_name;
   r.unit = "s";
-  r.stage = CalibrationKnob::kResidual;
+  r.stage = KnobSpec::kResidual;
   r.measured = MeasuredStepSeconds(run);
   if (run.measured.range) {
     const double a = StepSecondsAt(run, run.measured.range->first), b = StepSecondsAt(run, run.measured.range->second);
@@ -266,10 +266,8 @@ CalibrationRow StepRow(const FidelityRun& run, const std::string& preset, const 
   r.weight = run.weight;
   r.cluster = run.cluster;
   r.calibrated_hardware = run.cluster_name == preset || run.cluster.name == preset;
-  r.options = RunCostOptions(run, options);
-  r.predict = [prepared](const ClusterSpec& c, const CostOptions& o) {
-    return SimulateStep(prepared->plan, c, prepared->routing, o).step_time_us * 1e-6;
-  };
+  r.model = model;
+  r.predict = [prepared, model](const ClusterSpec& c) { return SimulateStep(prepared->plan, c, prepared->routing, model).step_time_us * 1e-6; };
   return r;
 }
 
@@ -279,7 +277,7 @@ void AppendPhaseRows(const FidelityRun& run, const CalibrationRow& step, const s
                      std::vector<CalibrationRow>* rows, std::vector<std::pair<std::string, std::string>>* skipped) {
   for (const FidelityRun::Phase& ph : run.phases) {
     const std::string id = run.id + ":" + ph.layer_kind + ":" + ph.direction + ":" + ph.name;
-    const std::string why = PhaseNotFitted(ph.name, CostOptions{}.overlap_shared_experts);
+    const std::string why = PhaseNotFitted(ph.name, prepared->plan.training.run.overlap_shared_experts);
     if (!why.empty() || ph.time_us == 0) {
       skipped->push_back({id, why.empty() ? "measured 0 us" : why});
       continue;
@@ -288,13 +286,14 @@ void AppendPhaseRows(const FidelityRun& run, const CalibrationRow& step, const s
     p.id = id;
     p.what = fmt::format("phase {} ({}, {} layer)", ph.name, ph.direction, ph.layer_kind);
     p.unit = "us";
-    p.stage = CalibrationKnob::kComponent;
+    p.stage = KnobSpec::kComponent;
     p.measured = ph.time_us;
     p.range.reset();
-    p.predict = [prepared, ph](const ClusterSpec& c, const CostOptions& o) {
-      return PredictedPhaseUs(SimulateStep(prepared->plan, c, prepared->routing, o), ph.name, ph.layer_kind, ph.direction);
+    const ComputeModel model = step.model;
+    p.predict = [prepared, ph, model](const ClusterSpec& c) {
+      return PredictedPhaseUs(SimulateStep(prepared->plan, c, prepared->routing, model), ph.name, ph.layer_kind, ph.direction);
     };
-    if (!(p.predict(p.cluster, p.options) > 0)) {
+    if (!(p.predict(p.cluster) > 0)) {
       skipped->push_back({id, "the cost model predicts no such phase for this layout"});
       continue;
     }
@@ -307,7 +306,7 @@ void AppendPhaseRows(const FidelityRun& run, const CalibrationRow& step, const s
 // measurement on another GPU than `gpu`, or of a kind no knob models, goes to `skipped`. Throws
 // dockyard::Error naming the component for a missing or mistyped parameter.
 void AppendComponentRows(const FidelitySet& set, size_t ci, const std::string& gpu, const std::string& preset,
-                         const ClusterSpec& preset_cluster, const CostOptions& options, std::vector<CalibrationRow>* rows,
+                         const ClusterSpec& preset_cluster, ComputeModel model, std::vector<CalibrationRow>* rows,
                          std::vector<std::pair<std::string, std::string>>* skipped) {
   const FidelityComponent& c = set.components[ci];
   if (c.hardware.find(gpu) == std::string::npos) {
@@ -319,12 +318,11 @@ void AppendComponentRows(const FidelitySet& set, size_t ci, const std::string& g
   base.group = "component " + c.source;
   base.hardware = preset;
   base.unit = c.unit;
-  base.stage = CalibrationKnob::kComponent;
+  base.stage = KnobSpec::kComponent;
   base.cluster = preset_cluster;
   base.calibrated_hardware = true;
-  base.options = options;
-  auto add = [&](const std::string& id, const std::string& what, double measured,
-                 std::function<double(const ClusterSpec&, const CostOptions&)> predict) {
+  base.model = model;
+  auto add = [&](const std::string& id, const std::string& what, double measured, std::function<double(const ClusterSpec&)> predict) {
     CalibrationRow r = base;
     r.id = id;
     r.what = what;
@@ -334,20 +332,20 @@ void AppendComponentRows(const FidelitySet& set, size_t ci, const std::string& g
   };
   try {
     if (c.kind == "all_to_all" && params.StringOr("scope", "") == "network" && c.values.size() == 1) {
-      add(c.id, "network all-to-all bandwidth", c.values[0], [](const ClusterSpec& cl, const CostOptions&) { return cl.network_gbps; });
+      add(c.id, "network all-to-all bandwidth", c.values[0], [](const ClusterSpec& cl) { return cl.knobs.links.network_gbps; });
     } else if (c.kind == "nvlink_collective" && c.values.size() == 1) {
-      add(c.id, "NVLink collective bandwidth", c.values[0], [](const ClusterSpec& cl, const CostOptions&) { return cl.intra_node_gbps; });
+      add(c.id, "NVLink collective bandwidth", c.values[0], [](const ClusterSpec& cl) { return cl.knobs.links.intra_node_gbps; });
     } else if (c.kind == "grouped_gemm" && params.StringOr("dtype", "") == "bf16" && c.values.size() == 1) {
       const double m = static_cast<double>(params.Int("m"));
-      if (options.kernel_compute) {  // by shape: N and K are required
+      if (model == ComputeModel::kKernels) {  // by shape: N and K are required
         const double n = static_cast<double>(params.Int("n")), k = static_cast<double>(params.Int("k"));
         add(c.id, fmt::format("grouped GEMM at {} x {} x {}", m, n, k), c.values[0],
-            [m, n, k](const ClusterSpec& cl, const CostOptions& o) { return cl.dense_bf16_tflops * GemmShapeEfficiency(m, n, k, o); });
+            [m, n, k](const ClusterSpec& cl) { return cl.dense_bf16_tflops * GemmShapeEfficiency(m, n, k, cl.knobs.compute); });
       } else {
         add(c.id, fmt::format("grouped GEMM at {} rows", m), c.values[0],
-            [m](const ClusterSpec& cl, const CostOptions& o) { return cl.dense_bf16_tflops * GroupedGemmEfficiency(m, o); });
+            [m](const ClusterSpec& cl) { return cl.dense_bf16_tflops * GroupedGemmEfficiency(m, cl.knobs.compute); });
       }
-    } else if (c.kind == "grouped_gemm_fraction" && options.kernel_compute) {
+    } else if (c.kind == "grouped_gemm_fraction" && model == ComputeModel::kKernels) {
       skipped->push_back({c.id, "a rule of thumb without the GEMM's N and K: the kernel-level model's efficiency needs the shape"});
     } else if (c.kind == "grouped_gemm_fraction") {
       const std::vector<int64_t> rows_per_expert = params.IntList("rows_per_expert", 1);
@@ -357,10 +355,10 @@ void AppendComponentRows(const FidelitySet& set, size_t ci, const std::string& g
       for (size_t i = 0; i < c.values.size(); ++i) {
         const double m = static_cast<double>(rows_per_expert[i]);
         add(fmt::format("{}[{}]", c.id, i), fmt::format("grouped-GEMM fraction at {} rows", m), c.values[i],
-            [m](const ClusterSpec&, const CostOptions& o) { return GroupedGemmEfficiency(m, o); });
+            [m](const ClusterSpec& cl) { return GroupedGemmEfficiency(m, cl.knobs.compute); });
       }
     } else if (c.kind == "kernel_floor" && c.values.size() == 1) {
-      add(c.id, "memory-bound kernel floor", c.values[0], [](const ClusterSpec&, const CostOptions& o) { return o.memory_floor_us; });
+      add(c.id, "memory-bound kernel floor", c.values[0], [](const ClusterSpec& cl) { return cl.knobs.compute.memory_bound.floor_us; });
     } else {
       skipped->push_back({c.id, fmt::format("{}: no knob models it yet", c.kind)});
     }
@@ -421,7 +419,7 @@ std::shared_ptr<Plan> ReportPlan(const JsonView& v, const JsonView& layout, cons
 
 std::vector<CalibrationRow> RowsFromFidelitySet(const FidelitySet& set, const std::string& preset,
                                                 std::vector<std::pair<std::string, std::string>>* skipped, const std::string& only_hardware,
-                                                const CostOptions& options) {
+                                                ComputeModel model) {
   const ClusterSpec preset_cluster = ClusterPreset(preset);  // throws for an unknown preset
   std::vector<CalibrationRow> rows;
   for (const FidelityRun& run : set.runs) {
@@ -430,18 +428,18 @@ std::vector<CalibrationRow> RowsFromFidelitySet(const FidelitySet& set, const st
       continue;
     }
     auto prepared = std::make_shared<PreparedRun>(PrepareRun(run, set.models.at(run.model)));
-    CalibrationRow r = StepRow(run, preset, options, prepared);
+    CalibrationRow r = StepRow(run, preset, model, prepared);
     AppendPhaseRows(run, r, prepared, &rows, skipped);  // a user's measured phases: stage-1 rows
     rows.push_back(std::move(r));
   }
 
   const std::string gpu = Upper(preset.substr(0, preset.find('-')));
-  for (size_t ci = 0; ci < set.components.size(); ++ci) AppendComponentRows(set, ci, gpu, preset, preset_cluster, options, &rows, skipped);
+  for (size_t ci = 0; ci < set.components.size(); ++ci) AppendComponentRows(set, ci, gpu, preset, preset_cluster, model, &rows, skipped);
   return rows;
 }
 
 std::vector<CalibrationRow> RowsFromRunReport(const Json& report, const std::string& file, const ClusterSpec& cluster,
-                                              std::vector<std::pair<std::string, std::string>>* skipped, const CostOptions& options) {
+                                              std::vector<std::pair<std::string, std::string>>* skipped, ComputeModel compute_model) {
   const JsonView v(&report, file, "");
   const std::string kind = v.String("kind");
   if (kind != "dockyard_run") v.Fail("kind", fmt::format("must be \"dockyard_run\" (a dockyard-run --json report), got \"{}\"", kind));
@@ -482,15 +480,15 @@ std::vector<CalibrationRow> RowsFromRunReport(const Json& report, const std::str
     r.group = fmt::format("dockyard-run {} {}", run.String("backend"), m.StringOr("name", source));
     r.hardware = cluster.name;
     r.unit = "us";
-    r.stage = CalibrationKnob::kComponent;
+    r.stage = KnobSpec::kComponent;
     r.measured = us;
     r.cluster = cluster;
     r.calibrated_hardware = true;
-    r.options = options;
-    r.predict = [plan, sampled, name](const ClusterSpec& c, const CostOptions& o) {
-      return PredictedPhaseUs(SimulateStep(*plan, c, *sampled, o), name, "moe", "forward");
+    r.model = compute_model;
+    r.predict = [plan, sampled, name, compute_model](const ClusterSpec& c) {
+      return PredictedPhaseUs(SimulateStep(*plan, c, *sampled, compute_model), name, "moe", "forward");
     };
-    if (!(r.predict(r.cluster, r.options) > 0)) {
+    if (!(r.predict(r.cluster) > 0)) {
       skipped->push_back({id, "the cost model predicts no such phase for this layout"});
       continue;
     }
@@ -504,12 +502,12 @@ std::string CalibrationFitToText(const std::vector<CalibrationRow>& rows, const 
   auto pct = [](double x) { return fmt::format("{:+.1f} %", 100 * x); };
   std::string out;
   std::set<std::string> groups[2];
-  for (const CalibrationRow& r : rows) groups[r.stage == CalibrationKnob::kComponent ? 0 : 1].insert(r.group);
+  for (const CalibrationRow& r : rows) groups[r.stage == KnobSpec::kComponent ? 0 : 1].insert(r.group);
   out +=
       fmt::format("Rows: {} ({} groups) component / phase rows for stage 1, {} ({} groups) whole-step rows for stage 2\n\n",
-                  std::count_if(rows.begin(), rows.end(), [](const CalibrationRow& r) { return r.stage == CalibrationKnob::kComponent; }),
+                  std::count_if(rows.begin(), rows.end(), [](const CalibrationRow& r) { return r.stage == KnobSpec::kComponent; }),
                   groups[0].size(),
-                  std::count_if(rows.begin(), rows.end(), [](const CalibrationRow& r) { return r.stage == CalibrationKnob::kResidual; }),
+                  std::count_if(rows.begin(), rows.end(), [](const CalibrationRow& r) { return r.stage == KnobSpec::kResidual; }),
                   groups[1].size());
   out +=
       "| row | stage | measures | group | measured | unit | before | error | after | error |\n|---|---|---|---|---|---|---|---|---|---|\n";
@@ -518,10 +516,10 @@ std::string CalibrationFitToText(const std::vector<CalibrationRow>& rows, const 
   for (const CalibrationRow& r : rows) {
     const double before = PredictRow(r, fit.prior), after = PredictRow(r, fit.values);
     out += fmt::format("| {} | {} | {} | {} | {:.4g}{} | {} | {:.4g} | {} | {:.4g} | {} |\n", r.id,
-                       r.stage == CalibrationKnob::kComponent ? 1 : 2, r.what, r.group, r.measured,
+                       r.stage == KnobSpec::kComponent ? 1 : 2, r.what, r.group, r.measured,
                        r.range ? fmt::format(" [{:.4g}, {:.4g}]", r.range->first, r.range->second) : "", r.unit, before,
                        pct(before / r.measured - 1), after, pct(after / r.measured - 1));
-    if (r.stage == CalibrationKnob::kResidual) {
+    if (r.stage == KnobSpec::kResidual) {
       const double e[2] = {std::fabs(before / r.measured - 1), std::fabs(after / r.measured - 1)};
       for (int i = 0; i < 2; ++i) {
         sum[i] += e[i];
@@ -539,10 +537,10 @@ std::string CalibrationFitToText(const std::vector<CalibrationRow>& rows, const 
   out += "| knob | unit | stage | prior | fitted | bounds | hit bound | sensitivity | status |\n|---|---|---|---|---|---|---|---|---|\n";
   std::string undetermined;
   for (const FittedKnob& k : fit.knobs) {
-    out += fmt::format("| {} | {} | {} | {:.4g} | {:.4g} | [{:.4g}, {:.4g}] | {} | {:.3f} | {} |\n", k.knob.name, k.knob.unit,
-                       k.knob.stage == CalibrationKnob::kComponent ? "component" : "residual", k.prior, k.value, k.lower, k.upper,
+    out += fmt::format("| {} | {} | {} | {:.4g} | {:.4g} | [{:.4g}, {:.4g}] | {} | {:.3f} | {} |\n", k.knob.Path(), k.knob.unit,
+                       k.knob.stage == KnobSpec::kComponent ? "component" : "residual", k.prior, k.value, k.lower, k.upper,
                        k.hit_bound ? "YES" : "no", k.sensitivity, k.determined ? "fitted" : "undetermined (prior)");
-    if (!k.determined) undetermined += (undetermined.empty() ? "" : ", ") + std::string(k.knob.name);
+    if (!k.determined) undetermined += (undetermined.empty() ? "" : ", ") + k.knob.Path();
   }
   out += fmt::format("\nundetermined (left at their priors): {}\n", undetermined.empty() ? "none" : undetermined);
   if (held_out != nullptr) {
@@ -566,9 +564,9 @@ std::string CalibrationFitToText(const std::vector<CalibrationRow>& rows, const 
   return out;
 }
 
-std::string FidelityFitToMarkdown(const FidelitySet& set, const std::string& preset, const CostOptions& options) {
+std::string FidelityFitToMarkdown(const FidelitySet& set, const std::string& preset, ComputeModel model) {
   std::vector<std::pair<std::string, std::string>> skipped;
-  const std::vector<CalibrationRow> rows = RowsFromFidelitySet(set, preset, &skipped, "", options);
+  const std::vector<CalibrationRow> rows = RowsFromFidelitySet(set, preset, &skipped, "", model);
   const std::vector<double> prior = KnobValues(DefaultCalibration(preset));
   const CalibrationFit fit = FitCalibration(rows, prior);
   const auto by_group = HeldOutErrors(rows, prior, [](const CalibrationRow& r) { return r.group; });
@@ -579,7 +577,7 @@ std::string FidelityFitToMarkdown(const FidelitySet& set, const std::string& pre
       "| id | group | hardware | measured s | prior | in-sample | group-held-out | hardware-held-out "
       "|\n|---|---|---|---|---|---|---|---|\n";
   for (const CalibrationRow& r : rows) {
-    if (r.stage != CalibrationKnob::kResidual) continue;
+    if (r.stage != KnobSpec::kResidual) continue;
     const double err[4] = {PredictRow(r, prior) / r.measured - 1, PredictRow(r, fit.values) / r.measured - 1, by_group.at(r.id),
                            by_hardware.at(r.id)};
     for (int v = 0; v < 4; ++v) {

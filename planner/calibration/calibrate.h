@@ -1,7 +1,7 @@
 // Fitting a calibration (calibration.h) to measurements: `dockyard-plan calibrate` and the
 // held-out figures of bench_fidelity (docs/calibration.md, "Fitting").
 //
-// Two stages over the knob table (CalibrationKnobs):
+// Two stages over the knob table (planner/cost/knobs.h KnobTable):
 //  1. component knobs (Stage kComponent) from component measurements (a runs file's
 //     "components") and dockyard-run phase timings, each kept inside its physical bounds;
 //  2. residual knobs (Stage kResidual, at most about five) from whole-step rows, the component
@@ -38,29 +38,30 @@ struct CalibrationRow {
   std::string group;     // source x model x hardware (runs), "component <source>", "dockyard-run <file>"
   std::string hardware;  // the cluster's name (leave-one-hardware-out)
   std::string unit;
-  CalibrationKnob::Stage stage = CalibrationKnob::kResidual;
+  KnobSpec::Stage stage = KnobSpec::kResidual;
   double measured = 0;                             // > 0
   std::optional<std::pair<double, double>> range;  // release range in `unit`, lo <= hi
   double weight = 1.0;                             // (0, 1]
   double noise = 0.15;                             // sigma of ln(measured)
   ClusterSpec cluster;                             // the row's hardware before the knobs
   bool calibrated_hardware = true;                 // the cluster knobs apply to this row (its hardware is the one calibrated)
-  CostOptions options;  // the run settings it is predicted under (compute model, CUDA graphs); the knobs are set on a copy
-  std::function<double(const ClusterSpec&, const CostOptions&)> predict;  // in `unit`
+  ComputeModel model = ComputeModel::kKernels;  // the compute model it is predicted under (its run settings are in `predict`)
+  // In `unit`, from a copy of `cluster` whose knobs are set to the values tried.
+  std::function<double(const ClusterSpec&)> predict;
 };
 
-// The row's prediction under knob values `values` (one per CalibrationKnobs entry, in order):
-// the CostOptions knobs always (on row.options), the ClusterSpec knobs when row.calibrated_hardware.
+// The row's prediction under knob values `values` (one per KnobTable entry, in order): the compute
+// and dispatcher knobs always, the link knobs when row.calibrated_hardware (set on a copy of row.cluster).
 double PredictRow(const CalibrationRow& row, const std::vector<double>& values);
 // r_i of the loss above.
 double RowLogError(const CalibrationRow& row, double predicted);
 // Huber(z) = z^2 / 2 for |z| <= 1, |z| - 1/2 beyond.
 double Huber(double z);
 // The stage's loss (without the prior term) over `rows` whose stage is `stage`.
-double StageLoss(const std::vector<CalibrationRow>& rows, CalibrationKnob::Stage stage, const std::vector<double>& values);
+double StageLoss(const std::vector<CalibrationRow>& rows, KnobSpec::Stage stage, const std::vector<double>& values);
 
 struct FittedKnob {
-  CalibrationKnob knob;
+  KnobSpec knob;
   double prior = 0, value = 0;
   double lower = 0, upper = 0;  // physical bounds (absolute)
   double sensitivity = 0;       // at the fitted values
@@ -68,14 +69,14 @@ struct FittedKnob {
   bool hit_bound = false;       // fitted value within 0.1 % of a bound
 };
 struct CalibrationFit {
-  std::vector<FittedKnob> knobs;                           // CalibrationKnobs order
+  std::vector<FittedKnob> knobs;                           // KnobTable order
   std::vector<double> prior, values;                       // knob values before and after
   double loss_before[2] = {0, 0}, loss_after[2] = {0, 0};  // per stage
 };
-// Fits both stages from `prior` (a calibration's knob values, CalibrationKnobs order).
+// Fits both stages from `prior` (a calibration's knob values, KnobTable order).
 CalibrationFit FitCalibration(const std::vector<CalibrationRow>& rows, const std::vector<double>& prior);
 
-// Knob values of a calibration, CalibrationKnobs order, and back.
+// Knob values of a calibration, KnobTable order, and back.
 std::vector<double> KnobValues(const Calibration& calibration);
 void SetKnobValues(const std::vector<double>& values, Calibration* calibration);
 
@@ -103,10 +104,11 @@ std::map<std::string, double> HeldOutErrors(const std::vector<CalibrationRow>& r
 // With `only_hardware` non-empty, whole-step rows of runs on other hardware (cluster name) are left
 // out and listed: the efficiencies a calibration file holds belong to one hardware preset
 // (calibrate's rule); bench_fidelity's cross-hardware held-out errors pass "". Every row is
-// predicted under `options` (the compute model; a run's rows under RunCostOptions(run, options)).
+// predicted under `model` (a run's rows with the run's own settings, fidelity.h FidelityTraining).
 std::vector<CalibrationRow> RowsFromFidelitySet(const FidelitySet& set, const std::string& preset,
                                                 std::vector<std::pair<std::string, std::string>>* skipped,
-                                                const std::string& only_hardware = "", const CostOptions& options = {});
+                                                const std::string& only_hardware = "",
+                                                ComputeModel model = ComputeModel::kKernels);
 
 // Rows from a dockyard-run JSON report (`report` parsed from `file`): one stage-1 row per
 // measured phase the cost model predicts through the mapping below, on `cluster` (the hardware
@@ -121,9 +123,10 @@ std::vector<CalibrationRow> RowsFromFidelitySet(const FidelitySet& set, const st
 //   model predicts as 0 us for the layout, is skipped (listed).
 // Throws dockyard::Error naming the file and field for a missing or mistyped field, a negative
 // time, an unknown model file or a layout that does not validate.
-// Every row is predicted under `options` (the compute model).
+// Every row is predicted under `model`.
 std::vector<CalibrationRow> RowsFromRunReport(const Json& report, const std::string& file, const ClusterSpec& cluster,
-                                              std::vector<std::pair<std::string, std::string>>* skipped, const CostOptions& options = {});
+                                              std::vector<std::pair<std::string, std::string>>* skipped,
+                                              ComputeModel model = ComputeModel::kKernels);
 
 // The fit as text: the rows before and after, the knobs (prior, fitted, bounds, hit-bound,
 // sensitivity, stage), the undetermined knobs, and `held_out` (group-held-out) when given.
@@ -134,6 +137,6 @@ std::string CalibrationFitToText(const std::vector<CalibrationRow>& rows, const 
 // built-in knobs); per whole-step row the error with the priors, in-sample, group-held-out and
 // leave-one-hardware-out; for each variant mean / max |error| and the pairs ordered right within
 // groups (SummarizeFidelityGroups); the group-held-out per-group table; the fit's text.
-std::string FidelityFitToMarkdown(const FidelitySet& set, const std::string& preset, const CostOptions& options = {});
+std::string FidelityFitToMarkdown(const FidelitySet& set, const std::string& preset, ComputeModel model = ComputeModel::kKernels);
 
 }  // namespace dockyard

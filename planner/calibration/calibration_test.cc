@@ -1,5 +1,6 @@
 // Calibration files: the shipped ones are the defaults exactly; applying one sets every knob.
 #include "planner/calibration/calibration.h"
+#include "planner/cost/cost.h"
 
 #include <fstream>
 #include <sstream>
@@ -36,14 +37,14 @@ std::string ErrorOf(const Json& j) {
 }
 
 // Step of DeepSeek-V2-Lite (layer 0 dense, 26 MoE layers) on 16 GPUs, ep 8, across two nodes.
-CostBreakdown Step(const ClusterSpec& cluster, const CostOptions& options) {
+CostBreakdown Step(const ClusterSpec& cluster, ComputeModel model = ComputeModel::kKernels) {
   ParallelDimsOptions d;
   d.world_size = 16;
   d.ep = 8;
   TrainingConfig t;
   t.seq_len = 1024;
   const Plan plan = BuildPlan(LoadModel("testdata/hf/deepseek-v2-lite.json"), d, t);
-  return SimulateStep(plan, cluster, SampleRoutingForPlan(plan, ParseRoutingSpec("uniform"), 2), options);
+  return SimulateStep(plan, cluster, SampleRoutingForPlan(plan, ParseRoutingSpec("uniform"), 2), model);
 }
 
 double Phase(const CostBreakdown& c, const std::string& name, const std::string& kind) {
@@ -63,52 +64,47 @@ TEST_CASE("each preset ships a calibration equal to the defaults, named and hash
     CHECK(cal.preset == preset);
     CHECK(cal.sha256 == Sha256Hex(Bytes(path)));
     CHECK(cal.sha256.size() == 64);
-    CHECK(cal.gemm_max_efficiency == def.gemm_max_efficiency);
-    CHECK(cal.gemm_half_rows == def.gemm_half_rows);
-    CHECK(cal.dense_efficiency == def.dense_efficiency);
-    CHECK(cal.attention_efficiency == def.attention_efficiency);
-    CHECK(cal.memory_floor_us == def.memory_floor_us);
-    CHECK(cal.intra_node_gbps == def.intra_node_gbps);
-    CHECK(cal.intra_node_latency_us == def.intra_node_latency_us);
-    CHECK(cal.network_gbps == def.network_gbps);
-    CHECK(cal.network_latency_us == def.network_latency_us);
+    for (const KnobSpec& k : KnobTable()) {
+      CAPTURE(k.Path());
+      CHECK(k.Get(cal.knobs) == k.Get(def.knobs));
+    }
+    CHECK(cal.knobs.links.intra_node_gbps == def.knobs.links.intra_node_gbps);
+    CHECK(cal.knobs.links.intra_node_latency_us == def.knobs.links.intra_node_latency_us);
+    CHECK(cal.knobs.links.network_gbps == def.knobs.links.network_gbps);
+    CHECK(cal.knobs.links.network_latency_us == def.knobs.links.network_latency_us);
     // Writing it back gives the same knobs.
     const Calibration again = CalibrationFromJson(CalibrationToJson(cal), "again");
-    CHECK(again.network_gbps == cal.network_gbps);
-    CHECK(again.gemm_half_rows == cal.gemm_half_rows);
+    CHECK(again.knobs.links.network_gbps == cal.knobs.links.network_gbps);
+    CHECK(again.knobs.compute.gemm.grouped_half_rows == cal.knobs.compute.gemm.grouped_half_rows);
   }
   // The h100-pcie-400g preset's links (planner/cost/cluster.cc): 50 GB/s PCIe, 6 GB/s network per GPU.
-  CHECK(LoadCalibration("calibration/h100-pcie-400g.json").intra_node_gbps == 50.0);
-  CHECK(LoadCalibration("calibration/h100-pcie-400g.json").network_gbps == 6.0);
+  CHECK(LoadCalibration("calibration/h100-pcie-400g.json").knobs.links.intra_node_gbps == 50.0);
+  CHECK(LoadCalibration("calibration/h100-pcie-400g.json").knobs.links.network_gbps == 6.0);
 }
 
 TEST_CASE("the shipped calibration leaves a prediction unchanged; a changed knob moves its phases") {
   const ClusterSpec base = ClusterPreset("h100-sxm");
-  const CostBreakdown before = Step(base, CostOptions{});
+  const CostBreakdown before = Step(base);
   ClusterSpec cluster = base;
-  CostOptions options;
-  ApplyCalibration(LoadCalibration("calibration/h100-sxm.json"), &cluster, &options);
-  const CostBreakdown same = Step(cluster, options);
+  ApplyCalibration(LoadCalibration("calibration/h100-sxm.json"), &cluster);
+  const CostBreakdown same = Step(cluster);
   CHECK(same.step_time_us == before.step_time_us);
   CHECK(CostToJson(same).dump() == CostToJson(before).dump());
 
   // Dense efficiency 0.70 -> 0.35 under --compute-model gemm (the model that reads it): the dense
   // MLP's forward time doubles (FLOPs / (peak x eff)).
-  CostOptions gemm;
-  gemm.kernel_compute = false;
-  const CostBreakdown gemm_before = Step(base, gemm);
+  const CostBreakdown gemm_before = Step(base, ComputeModel::kGemm);
   Calibration cal = DefaultCalibration("h100-sxm");
-  cal.dense_efficiency = 0.35;
+  cal.knobs.compute.gemm.dense_efficiency = 0.35;
   ClusterSpec c2 = base;
-  CostOptions o2 = gemm;
-  ApplyCalibration(cal, &c2, &o2);
-  const CostBreakdown slower = Step(c2, o2);
+  ApplyCalibration(cal, &c2);
+  const CostBreakdown slower = Step(c2, ComputeModel::kGemm);
   CHECK(Phase(slower, "dense_mlp", "dense") == doctest::Approx(2.0 * Phase(gemm_before, "dense_mlp", "dense")));
   CHECK(slower.step_time_us > gemm_before.step_time_us);
   // The network knob reaches the cluster.
-  cal.network_gbps = 24.0;
-  ApplyCalibration(cal, &c2, &o2);
-  CHECK(c2.network_gbps == 24.0);
+  cal.knobs.links.network_gbps = 24.0;
+  ApplyCalibration(cal, &c2);
+  CHECK(c2.knobs.links.network_gbps == 24.0);
   CHECK(c2.dense_bf16_tflops == base.dense_bf16_tflops);  // datasheet figures stay in the preset
 }
 
@@ -116,28 +112,52 @@ TEST_CASE("bad calibrations: the field, its value and the rule") {
   const Json good = CalibrationToJson(DefaultCalibration("h100-sxm"));
   CHECK(ErrorOf(good).empty());
   Json j = good;
-  j["knobs"].erase("network_gbps");
+  j["knobs"]["links"].erase("network_gbps");
   CHECK(ErrorOf(j).find("network_gbps") != std::string::npos);
   j = good;
-  j["knobs"]["dense_efficiency"]["value"] = 1.4;
-  CHECK(ErrorOf(j).find("/knobs/dense_efficiency/value: must be in (0, 1], got 1.4") != std::string::npos);
+  j["knobs"]["compute"]["gemm"]["dense_efficiency"]["value"] = 1.4;
+  CHECK(ErrorOf(j).find("/knobs/compute/gemm/dense_efficiency/value: must be in (0, 1], got 1.4") != std::string::npos);
   j = good;
-  j["knobs"]["memory_floor_us"]["value"] = -1;
-  CHECK(ErrorOf(j).find("/knobs/memory_floor_us/value") != std::string::npos);
+  j["knobs"]["compute"]["memory_bound"]["floor_us"]["value"] = -1;
+  CHECK(ErrorOf(j).find("/knobs/compute/memory_bound/floor_us/value") != std::string::npos);
   j = good;
-  j["knobs"]["nic_efficiency"] = Json{{"value", 0.9}};
+  j["knobs"]["links"]["nic_efficiency"] = Json{{"value", 0.9}};
   CHECK(ErrorOf(j).find("nic_efficiency") != std::string::npos);
   j = good;
-  j["version"] = 2;
-  CHECK(ErrorOf(j).find("unsupported version 2") != std::string::npos);
+  j["knobs"]["dispatchers"]["hybridep"] = Json::object();  // an unknown section
+  CHECK(ErrorOf(j).find("hybridep") != std::string::npos);
+  j = good;
+  j["version"] = 3;
+  CHECK(ErrorOf(j).find("unsupported version 3") != std::string::npos);
   j = good;
   j["preset"] = "b300";
   CHECK(ErrorOf(j).find("/preset") != std::string::npos);
   // A calibration for one preset on another preset's cluster.
   ClusterSpec h200 = ClusterPreset("h200-sxm");
-  CostOptions o;
-  CHECK_THROWS_WITH_AS(ApplyCalibration(DefaultCalibration("h100-sxm"), &h200, &o),
+  CHECK_THROWS_WITH_AS(ApplyCalibration(DefaultCalibration("h100-sxm"), &h200),
                        "calibration \"h100-sxm-prior\" is for preset \"h100-sxm\", the cluster is preset \"h200-sxm\"", Error);
+}
+
+TEST_CASE("version 1 files (one flat object of the old keys) are read: the same knobs as version 2") {
+  // testdata/calibration-v1/h100-sxm.json: calibration/h100-sxm.json as shipped at version 1.
+  const Calibration v1 = LoadCalibration("testdata/calibration-v1/h100-sxm.json");
+  const Calibration v2 = LoadCalibration("calibration/h100-sxm.json");
+  for (const KnobSpec& k : KnobTable()) {
+    CAPTURE(k.Path());
+    CHECK(k.Get(v1.knobs) == k.Get(v2.knobs));
+  }
+  // Hand check of three keys moved by the version: gemm_max_efficiency 0.80 ->
+  // compute.gemm.grouped_max_efficiency, attention_efficiency 0.50 -> compute.flash.fixed_efficiency,
+  // flex_network_efficiency 0.852 -> dispatchers.deepep.network_efficiency.
+  CHECK(v1.knobs.compute.gemm.grouped_max_efficiency == 0.80);
+  CHECK(v1.knobs.compute.flash.fixed_efficiency == 0.50);
+  CHECK(v1.knobs.dispatchers.deepep.network_efficiency == 0.852);
+  // A version-1 file with a version-2 key is refused, naming the key.
+  Json j = ReadJsonFile("testdata/calibration-v1/h100-sxm.json");
+  j["knobs"]["compute"] = Json::object();
+  CHECK(ErrorOf(j).find("compute") != std::string::npos);
+  // Written back, it is version 2.
+  CHECK(CalibrationToJson(v1).at("version") == 2);
 }
 
 }  // namespace

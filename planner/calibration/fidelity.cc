@@ -291,6 +291,7 @@ TrainingConfig FidelityTraining(const FidelityRun& r) {
   t.run.overlap_grad_reduce = has("overlap_grad_reduce");
   t.run.overlap_param_gather = has("overlap_param_gather") && t.run.overlap_grad_reduce;
   t.run.overlap_moe_ep_comm = has("ep_overlap");  // --overlap-moe-expert-parallel-comm
+  t.run.cuda_graphs = has("cuda_graphs");         // --enable-cuda-graph (priced by the kernel-level compute model)
   return t;
 }
 
@@ -449,19 +450,13 @@ PreparedRun PrepareRun(const FidelityRun& run, const ModelSpec& model) {
   return p;
 }
 
-CostOptions RunCostOptions(const FidelityRun& run, const CostOptions& options) {
-  CostOptions o = options;
-  if (o.kernel_compute && std::find(run.features.begin(), run.features.end(), "cuda_graphs") != run.features.end()) o.cuda_graphs = true;
-  return o;
-}
-
-FidelityPrediction PredictRun(const FidelityRun& run, const ModelSpec& model, const CostOptions& options) {
+FidelityPrediction PredictRun(const FidelityRun& run, const ModelSpec& model, ComputeModel compute_model) {
   FidelityPrediction p;
   p.id = run.id;
   p.approximate = !run.unsupported.empty();
   const PreparedRun prepared = PrepareRun(run, model);
   p.peak_gib = prepared.peak_gib;
-  const CostBreakdown cost = SimulateStep(prepared.plan, run.cluster, prepared.routing, RunCostOptions(run, options));
+  const CostBreakdown cost = SimulateStep(prepared.plan, run.cluster, prepared.routing, compute_model);
   p.measured_s = MeasuredStepSeconds(run);
   p.predicted_s = cost.step_time_us * 1e-6;
   p.error = p.predicted_s / p.measured_s - 1.0;
@@ -514,7 +509,7 @@ std::vector<FidelityGroupSummary> GroupSummaries(const std::vector<FidelityPredi
 
 }  // namespace
 
-FidelityReport RunFidelity(const FidelitySet& set, double order_threshold, const CostOptions& options) {
+FidelityReport RunFidelity(const FidelitySet& set, double order_threshold, ComputeModel compute_model) {
   FidelityReport rep;
   std::map<std::string, const FidelityRun*> by_id;
   for (const FidelityRun& r : set.runs) {
@@ -528,7 +523,7 @@ FidelityReport RunFidelity(const FidelitySet& set, double order_threshold, const
       continue;
     }
     try {
-      FidelityPrediction p = PredictRun(r, model->second, options);
+      FidelityPrediction p = PredictRun(r, model->second, compute_model);
       (p.approximate ? rep.approximate : rep.rows).push_back(p);
     } catch (const Error& e) {
       if (r.unsupported.empty()) throw Error(fmt::format("run {}: {}", r.id, e.what()));

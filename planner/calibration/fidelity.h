@@ -116,7 +116,8 @@ double TokensPerSecondPerGpu(const FidelityRun& run, double step_s);
 
 // The run's degrees (Megatron convention) and training settings: seq, MBS, micro-batches =
 // GBS / (DP·MBS), recompute, the dispatcher (a2a -> all_to_all;
-// deepep / hybridep -> deepep: tokens cross the network once per destination node, then NVLink).
+// deepep / hybridep -> deepep: tokens cross the network once per destination node, then NVLink),
+// and the framework features the cost model expresses as run settings (overlaps, CUDA graphs).
 // Requires run.mbs.
 ParallelDimsOptions FidelityDims(const FidelityRun& run);
 TrainingConfig FidelityTraining(const FidelityRun& run);
@@ -143,16 +144,11 @@ struct PreparedRun {
 };
 PreparedRun PrepareRun(const FidelityRun& run, const ModelSpec& model);
 
-// The options a run is costed with: `options` with the run's framework features that the cost
-// model expresses as run settings (today "cuda_graphs", under the kernel-level compute model only).
-// One rule for PredictRun and the fit's rows (calibrate.h RowsFromFidelitySet).
-CostOptions RunCostOptions(const FidelityRun& run, const CostOptions& options);
-
 // dockyard's `simulate` path for a run: BuildPlan + ComputeMemory + SampleRoutingForPlan
-// (uniform routing, seed 0, 4 sampled MoE layers: the CLI's defaults) + SimulateStep with the
-// RunCostOptions(run, options) (default: the default CostOptions). `model` is set.models.at(run.model).
+// (uniform routing, seed 0, 4 sampled MoE layers: the CLI's defaults) + SimulateStep under
+// `compute_model`, the run's settings in its plan (FidelityTraining). `model` is set.models.at(run.model).
 // Throws dockyard::Error when the plan cannot be built.
-FidelityPrediction PredictRun(const FidelityRun& run, const ModelSpec& model, const CostOptions& options = {});
+FidelityPrediction PredictRun(const FidelityRun& run, const ModelSpec& model, ComputeModel compute_model = ComputeModel::kKernels);
 
 // The benchmark's core: predicts every expressible run, and every unsupported run that has a
 // model config and an MBS as an approximation (listed apart, never in the summary), and sums up.
@@ -174,7 +170,7 @@ struct FidelityReport {
 };
 // Pairs in a group are compared on tokens/s/GPU; a pair counts when the measured values differ
 // by more than `order_threshold` (0.10: closer pairs are within the sources' own noise).
-FidelityReport RunFidelity(const FidelitySet& set, double order_threshold = 0.10, const CostOptions& options = {});
+FidelityReport RunFidelity(const FidelitySet& set, double order_threshold = 0.10, ComputeModel compute_model = ComputeModel::kKernels);
 
 // The per-group summaries (RunFidelity's `groups`) of any predictions of `set`'s runs, e.g. a
 // fitted calibration's or held-out ones; and the Markdown table of such summaries.

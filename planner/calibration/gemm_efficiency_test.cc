@@ -11,7 +11,7 @@
 #include "tests/test_models.h"
 #include "tests/tiny_plan.h"
 
-using dockyard::CostOptions;
+using dockyard::ComputeKnobs;
 using dockyard::GemmShapeEfficiency;
 using doctest::Approx;
 
@@ -27,7 +27,7 @@ const dockyard::FidelityComponent& Component(const dockyard::FidelitySet& set, c
 }  // namespace
 
 TEST_CASE("GEMM efficiency by shape is monotone in M, N and K and bounded by the ceiling") {
-  const CostOptions o;
+  const ComputeKnobs o;
   const double dims[] = {1, 8, 64, 128, 512, 768, 2048, 7168, 131072};
   for (double a : dims) {
     for (double b : dims) {
@@ -37,7 +37,7 @@ TEST_CASE("GEMM efficiency by shape is monotone in M, N and K and bounded by the
         CHECK(GemmShapeEfficiency(a, hi, b, o) > GemmShapeEfficiency(a, lo, b, o));
         CHECK(GemmShapeEfficiency(a, b, hi, o) > GemmShapeEfficiency(a, b, lo, o));
       }
-      CHECK(GemmShapeEfficiency(a, b, 1e9, o) < o.gemm_shape_efficiency);
+      CHECK(GemmShapeEfficiency(a, b, 1e9, o) < o.gemm.shape_efficiency);
     }
   }
   CHECK(GemmShapeEfficiency(0, 128, 128, o) == 0);
@@ -47,7 +47,7 @@ TEST_CASE("GEMM efficiency by shape is monotone in M, N and K and bounded by the
 
 TEST_CASE("GEMM efficiency equals the grouped-GEMM component measurements at their shapes") {
   const dockyard::FidelitySet set = dockyard::LoadFidelitySet("testdata/fidelity/runs.json");
-  const CostOptions o;
+  const ComputeKnobs o;
   const double h100 = dockyard::ClusterPreset("h100-sxm").dense_bf16_tflops;  // 989
   const double h200 = dockyard::ClusterPreset("h200-sxm").dense_bf16_tflops;
   for (const char* id : {"C18", "C19", "C20"}) {
@@ -66,7 +66,7 @@ TEST_CASE("GEMM efficiency equals the grouped-GEMM component measurements at the
 }
 
 TEST_CASE("Linear layers: forward GEMM, backward dgrad + wgrad; grouped GEMM pads rows to whole tiles") {
-  CostOptions o;
+  const ComputeKnobs o;
   const double peak = 989;  // TFLOP/s = 989e6 FLOP/us
   const double eff = GemmShapeEfficiency(1024, 2048, 512, o);
   CHECK(dockyard::LinearUs(1024, 2048, 512, false, peak, o) == Approx(2.0 * 1024 * 2048 * 512 / (989e6 * eff)));
@@ -77,14 +77,14 @@ TEST_CASE("Linear layers: forward GEMM, backward dgrad + wgrad; grouped GEMM pad
   // One expert, 129 rows: padded to 256 (two 128-row tiles); gate_up (256, 2 x 32, 64) + down (256, 64, 32).
   const double e = 2.0 * 256 * 64 * 64 / (989e6 * GemmShapeEfficiency(256, 64, 64, o)) +
                    2.0 * 256 * 64 * 32 / (989e6 * GemmShapeEfficiency(256, 64, 32, o));
-  CHECK(dockyard::ExpertMlpForwardUs(129, 64, 32, peak, o) == Approx(e));
-  CHECK(dockyard::ExpertMlpForwardUs(256, 64, 32, peak, o) == Approx(e));
-  CHECK(dockyard::ExpertMlpForwardUs(128, 64, 32, peak, o) < e);
-  CHECK(dockyard::ExpertMlpForwardUs(0, 64, 32, peak, o) == 0);
+  CHECK(dockyard::ExpertMlpForwardUs(129, 64, 32, peak, o, {}) == Approx(e));
+  CHECK(dockyard::ExpertMlpForwardUs(256, 64, 32, peak, o, {}) == Approx(e));
+  CHECK(dockyard::ExpertMlpForwardUs(128, 64, 32, peak, o, {}) < e);
+  CHECK(dockyard::ExpertMlpForwardUs(0, 64, 32, peak, o, {}) == 0);
 }
 
 TEST_CASE("Flash attention by head dim, length, causal masking, forward and backward") {
-  const CostOptions o;
+  const ComputeKnobs o;
   // FlashAttention-3 BF16 forward on H100 (989 TFLOP/s peak), non-causal: head dim 128 at 512
   // tokens 430 TFLOP/s and at 16K 621 (pytorch/benchmark PR #2391); head dim 256 at 16K 642
   // (arXiv 2407.08608). Within 2 %.
@@ -100,9 +100,9 @@ TEST_CASE("Flash attention by head dim, length, causal masking, forward and back
 }
 
 TEST_CASE("ShapedCompute on the tiny model: projections by shape and the causal flash core") {
-  const CostOptions o;
+  const ComputeKnobs o;
   const auto m = dockyard::testing::TinyMixtral();  // D 64, 4 heads of 16, 2 KV heads, vocab 1000, 8 experts
-  const auto s = dockyard::ShapedCompute(m, 1024, 1024, 1, 1024, 989, o);
+  const auto s = dockyard::ShapedCompute(m, 1024, 1024, 1, 1024, 989, o, {});
   // qkv (1024, (4 + 4) x 16, 64) and o (1024, 64, 64); core 2 x 1024 x 512 x 4 x 32 FLOP at the
   // causal flash efficiency of head dim 16 and 1024 tokens.
   const double proj = dockyard::LinearUs(1024, 128, 64, false, 989, o) + dockyard::LinearUs(1024, 64, 64, false, 989, o);
@@ -114,7 +114,7 @@ TEST_CASE("ShapedCompute on the tiny model: projections by shape and the causal 
   CHECK(s.lm_head[0] == Approx(dockyard::LinearUs(1024, 1000, 64, false, 989, o)));
   CHECK(s.shared_experts[0] == 0);
   // Tensor parallelism 2 shrinks N of qkv and K of o: lower efficiency, more than half the time.
-  const auto s2 = dockyard::ShapedCompute(m, 1024, 1024, 2, 1024, 989, o);
+  const auto s2 = dockyard::ShapedCompute(m, 1024, 1024, 2, 1024, 989, o, {});
   CHECK(s2.attention[0] > 0.5 * s.attention[0]);
 }
 
@@ -122,12 +122,11 @@ TEST_CASE("SimulateStep with --compute-model kernels uses the shaped compute") {
   const auto plan = dockyard::testing::TinyEp4Plan();
   const auto routing = dockyard::testing::TinyEp4Routing();
   dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
-  CostOptions o;
-  o.kernel_compute = true;
-  const auto cost = dockyard::SimulateStep(plan, c, routing, o);
-  const auto sc = dockyard::ShapedCompute(plan.model, 1024, 1024, 1, 1024, c.dense_bf16_tflops, o);
+  const ComputeKnobs& o = c.knobs.compute;
+  const auto cost = dockyard::SimulateStep(plan, c, routing, dockyard::ComputeModel::kKernels);
+  const auto sc = dockyard::ShapedCompute(plan.model, 1024, 1024, 1, 1024, c.dense_bf16_tflops, o, {});
   const dockyard::KernelShape ks{1024, 1024, 1024, 1, 2};
-  const auto kx = dockyard::KernelExtras(plan.model, ks, o, c.hbm_gbps, false);
+  const auto kx = dockyard::KernelExtras(plan.model, ks, o.memory_bound, plan.training.run, c.hbm_gbps, false);
   for (const auto& p : cost.phases) {
     const int pass = p.direction == "forward" ? 0 : 1;
     if (p.name == "attention") CHECK(p.time_us == Approx(sc.attention[pass] + kx.attention[pass]));
@@ -139,19 +138,18 @@ TEST_CASE("Routed experts under --compute-model kernels: each expert by its rows
   const auto plan = dockyard::testing::TinyEp4Plan();
   const auto routing = dockyard::testing::TinyEp4Routing(1);
   dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
-  CostOptions o;
-  o.kernel_compute = true;
-  const auto shape = dockyard::MoePhaseShapeOf(plan.model, dockyard::ComputeWorkload(plan), 4, false);
-  const auto mp = dockyard::SimulateMoePhases(routing, {0, 1, 2, 3}, shape, c, o);
+  const ComputeKnobs& o = c.knobs.compute;
+  const auto shape = dockyard::MoePhaseShapeOf(plan.model, dockyard::ComputeWorkload(plan), plan.training, 4);
+  const auto mp = dockyard::SimulateMoePhases(routing, {0, 1, 2, 3}, shape, c, dockyard::ComputeModel::kKernels);
   const auto& L = routing.layers[0];
   for (int r = 0; r < 4; ++r) {
     // 2 local experts of F 32 on hidden 64, then SwiGLU over the rank's received rows (under the 5 us floor).
     double expect = 0;
     for (int e = 0; e < 2; ++e) {
-      expect += dockyard::ExpertMlpForwardUs(static_cast<double>(L.rows_per_local_expert[r * 2 + e]), 64, 32, 989, o);
+      expect += dockyard::ExpertMlpForwardUs(static_cast<double>(L.rows_per_local_expert[r * 2 + e]), 64, 32, 989, o, {});
     }
     expect += dockyard::MemoryBoundUs({dockyard::SwigluKernel(static_cast<double>(L.received[r]), 32, 2, false)}, c.hbm_gbps,
-                                      o.hbm_efficiency, o.memory_floor_us);
+                                      o.memory_bound.hbm_efficiency, o.memory_bound.floor_us);
     CHECK(mp.gemm[r] == Approx(expect));
   }
 }

@@ -32,23 +32,23 @@ ClusterSpec ClusterPreset(const std::string& name) {
   if (name == "h100-pcie-400g") {
     c.dense_bf16_tflops = 756.0;
     c.hbm_gbps = 2000.0;
-    c.intra_node_gbps = 50.0;  // PCIe Gen5 x16: 64 GB/s per direction, ~50 GB/s achieved
-    c.intra_node_latency_us = 5.0;
-    c.network_gbps = 6.0;  // one 400 Gb/s NIC (~48 GB/s) shared by 8 GPUs
-    c.network_latency_us = 10.0;
+    c.knobs.links.intra_node_gbps = 50.0;  // PCIe Gen5 x16: 64 GB/s per direction, ~50 GB/s achieved
+    c.knobs.links.intra_node_latency_us = 5.0;
+    c.knobs.links.network_gbps = 6.0;  // one 400 Gb/s NIC (~48 GB/s) shared by 8 GPUs
+    c.knobs.links.network_latency_us = 10.0;
     c.nics_per_node = 1;
     return c;
   }
   // docs/cluster.md cites every value below.
   if (name == "h800-sxm") {
-    c.intra_node_gbps = 160.0;  // NVLink ~160 GB/s achievable (DeepSeek-V3 report, section 3.2.2)
+    c.knobs.links.intra_node_gbps = 160.0;  // NVLink ~160 GB/s achievable (DeepSeek-V3 report, section 3.2.2)
     return c;                   // H100 compute, HBM and memory; 8 x 400 Gb/s InfiniBand per node
   }
   if (name == "b200") {  // DGX B200: 8 x B200, NVLink5, 8 x ConnectX-7 400 Gb/s
     c.dense_bf16_tflops = 2250.0;
     c.hbm_gbps = 8000.0;
     c.memory_gib = 167.6;       // 180 GB
-    c.intra_node_gbps = 740.0;  // 900 GB/s per direction x 370 / 450 (h100-sxm's effective / line)
+    c.knobs.links.intra_node_gbps = 740.0;  // 900 GB/s per direction x 370 / 450 (h100-sxm's effective / line)
     return c;
   }
   if (name == "gb200-nvl72") {  // 18 compute trays of 4 B200-class GPUs, one NVLink domain of 72
@@ -57,7 +57,7 @@ ClusterSpec ClusterPreset(const std::string& name) {
     c.dense_bf16_tflops = 2500.0;
     c.hbm_gbps = 8000.0;
     c.memory_gib = 173.2;  // 186 GB
-    c.intra_node_gbps = 740.0;
+    c.knobs.links.intra_node_gbps = 740.0;
     c.nics_per_node = 4;  // one 400 Gb/s NIC per GPU
     return c;
   }
@@ -89,10 +89,10 @@ ClusterSpec ClusterFromJson(const Json& json, const std::string& file) {
   positive("dense_bf16_tflops", c.dense_bf16_tflops, 1e6);
   positive("hbm_gbps", c.hbm_gbps, 1e6);
   positive("memory_gib", c.memory_gib, 1e6);
-  positive("intra_node_gbps", c.intra_node_gbps, 1e6);
-  positive("network_gbps", c.network_gbps, 1e6);
-  positive("intra_node_latency_us", c.intra_node_latency_us, 1e6);
-  positive("network_latency_us", c.network_latency_us, 1e6);
+  positive("intra_node_gbps", c.knobs.links.intra_node_gbps, 1e6);
+  positive("network_gbps", c.knobs.links.network_gbps, 1e6);
+  positive("intra_node_latency_us", c.knobs.links.intra_node_latency_us, 1e6);
+  positive("network_latency_us", c.knobs.links.network_latency_us, 1e6);
   c.nics_per_node = v.IntOr("nics_per_node", c.nics_per_node, 1);
   if (c.nics_per_node > 1024) v.Fail("nics_per_node", fmt::format("must be in [1, 1024], got {}", c.nics_per_node));
   c.nvlink_domain_gpus = v.IntOr("nvlink_domain_gpus", c.nvlink_domain_gpus, 0);
@@ -117,10 +117,10 @@ Json ClusterToJson(const ClusterSpec& c) {
               {"dense_bf16_tflops", c.dense_bf16_tflops},
               {"hbm_gbps", c.hbm_gbps},
               {"memory_gib", c.memory_gib},
-              {"intra_node_gbps", c.intra_node_gbps},
-              {"intra_node_latency_us", c.intra_node_latency_us},
-              {"network_gbps", c.network_gbps},
-              {"network_latency_us", c.network_latency_us},
+              {"intra_node_gbps", c.knobs.links.intra_node_gbps},
+              {"intra_node_latency_us", c.knobs.links.intra_node_latency_us},
+              {"network_gbps", c.knobs.links.network_gbps},
+              {"network_latency_us", c.knobs.links.network_latency_us},
               {"nics_per_node", c.nics_per_node},
               {"nvlink_domain_gpus", c.nvlink_domain_gpus}};
 }

@@ -1,5 +1,5 @@
-// ClusterSpec: the hardware a layout runs on, for the cost model (docs/cluster.md cites the
-// source of every preset value). Bandwidths are effective per-GPU, per-direction figures in
+// ClusterSpec: the hardware a layout runs on and the knobs it is priced with, for the cost model
+// (docs/cluster.md cites the source of every preset value). Bandwidths are effective per-GPU, per-direction figures in
 // GB/s (1e9 bytes/s); latencies in microseconds; compute in dense BF16 TFLOP/s (1e12 FLOP/s).
 #pragma once
 
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "planner/base/json_util.h"
+#include "planner/cost/knobs.h"
 
 namespace dockyard {
 
@@ -18,16 +19,16 @@ struct ClusterSpec {
   double dense_bf16_tflops = 989.0;    // peak dense BF16 tensor-core throughput per GPU
   double hbm_gbps = 3350.0;            // HBM bandwidth per GPU
   double memory_gib = 79.6;            // usable GPU memory
-  double intra_node_gbps = 370.0;      // NVLink bandwidth a collective sees, per direction
-  double intra_node_latency_us = 3.0;  // per collective step inside a node
-  double network_gbps = 48.0;          // network bandwidth per GPU, per direction
-  double network_latency_us = 8.0;     // per collective step across nodes
   // NICs per node (rails); network_gbps x gpus_per_node is the node's NIC bandwidth, shared by
   // its NICs. Used where a group runs alone on its nodes (network.h RingBusGbps).
   int64_t nics_per_node = 8;
   // GPUs of one NVLink domain (a multiple of gpus_per_node; 0 = one node): the locality unit of the
   // cost model (network.h NvlinkDomainGpus). gb200-nvl72: 72 GPUs over 18 nodes of 4.
   int64_t nvlink_domain_gpus = 0;
+  // What the cost model prices this hardware with (knobs.h): the preset's priors -- its effective
+  // link figures in `links` (docs/cluster.md cites them), the compute and dispatcher knobs'
+  // defaults -- or a calibration file's (planner/calibration/calibration.h ApplyCalibration).
+  Knobs knobs;
 };
 
 // Presets: "h100-sxm", "h200-sxm", "h100-pcie-400g" (one 400 Gb/s NIC per node, PCIe Gen5

@@ -4,7 +4,7 @@
 
 namespace dockyard {
 
-void ApplyComputeModel(const std::string& model, bool cuda_graphs, const std::string& cross_entropy, CostOptions* options) {
+void ApplyComputeModel(const std::string& model, bool cuda_graphs, const std::string& cross_entropy, ComputeModel* out, RunSettings* run) {
   if (model != "kernels" && model != "gemm") {
     throw Error(
         "--compute-model: must be kernels (GEMMs by shape, memory-bound kernels, launch gaps) or gemm (fixed GEMM "
@@ -26,15 +26,15 @@ void ApplyComputeModel(const std::string& model, bool cuda_graphs, const std::st
         "--cross-entropy fused: the cross-entropy kernels are priced by --compute-model kernels only; with --compute-model "
         "gemm it changes nothing (drop --compute-model gemm)");
   }
-  options->kernel_compute = model == "kernels";
-  options->cuda_graphs = cuda_graphs;
-  options->fused_cross_entropy = cross_entropy == "fused";
+  *out = model == "kernels" ? ComputeModel::kKernels : ComputeModel::kGemm;
+  run->cuda_graphs = cuda_graphs;
+  run->fused_cross_entropy = cross_entropy == "fused";
 }
 
-Json ComputeModelToJson(const CostOptions& options) {
-  return Json{{"model", options.kernel_compute ? "kernels" : "gemm"},
-              {"cuda_graphs", options.cuda_graphs},
-              {"cross_entropy", options.fused_cross_entropy ? "fused" : "unfused"}};
+Json ComputeModelToJson(ComputeModel model, const RunSettings& run) {
+  return Json{{"model", model == ComputeModel::kKernels ? "kernels" : "gemm"},
+              {"cuda_graphs", run.cuda_graphs},
+              {"cross_entropy", run.fused_cross_entropy ? "fused" : "unfused"}};
 }
 
 }  // namespace dockyard

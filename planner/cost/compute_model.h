@@ -1,33 +1,38 @@
-// The compute model and its run settings as `dockyard-plan simulate / search` and bench_fidelity
-// name them (docs/cost-model.md §3.11-3.12): `--compute-model kernels|gemm`, `--cuda-graphs`,
-// `--cross-entropy unfused|fused`, set on CostOptions after checking they fit together.
+// The compute model and the run settings it prices, as `dockyard-plan simulate / search` and
+// bench_fidelity name them (docs/cost-model.md §3.11-3.12): `--compute-model kernels|gemm`,
+// `--cuda-graphs`, `--cross-entropy unfused|fused`.
 //   kernels (the default): GEMMs and flash attention by shape after sharding (gemm_efficiency.h),
 //     memory-bound kernels and the launch gap of every kernel (kernels_model.h);
-//   gemm: the older model, GEMMs at fixed efficiencies (dense_efficiency, attention_efficiency,
-//     the grouped-GEMM curve) and no memory-bound kernels or launch gaps.
+//   gemm: the older model, GEMMs at fixed efficiencies (GemmKnobs::dense_efficiency,
+//     FlashKnobs::fixed_efficiency, the grouped-GEMM curve) and no memory-bound kernels or launch gaps.
+// The compute model is a choice of dockyard's, neither a knob nor a setting of the run; CUDA graphs
+// and the fused cross-entropy are run settings (planner/model/run_settings.h).
 #pragma once
 
 #include <string>
 
 #include "planner/base/json_util.h"
-#include "planner/cost/cost_options.h"
+#include "planner/model/run_settings.h"
 
 namespace dockyard {
 
-// The model CostOptions{} uses (CostOptions::kernel_compute) and the CLI's default.
+enum class ComputeModel { kKernels, kGemm };
+
+// The CLI's default, the model SimulateStep and the search use unless told otherwise.
 inline constexpr const char* kDefaultComputeModel = "kernels";
 
-// Sets kernel_compute, cuda_graphs and fused_cross_entropy on `options` (nothing else).
-// `model`: "kernels" | "gemm"; `cross_entropy`: "unfused" | "fused" (Megatron
+// Sets `*model` from `model_name` and run->cuda_graphs / fused_cross_entropy (nothing else).
+// `model_name`: "kernels" | "gemm"; `cross_entropy`: "unfused" | "fused" (Megatron
 // --cross-entropy-loss-fusion); `cuda_graphs`: Megatron --enable-cuda-graph / --cuda-graph-impl.
 // Throws dockyard::Error naming the flag and value for an unknown model or cross-entropy, and for
 // --cuda-graphs or --cross-entropy fused with `gemm`: that model has no launch gaps for CUDA graphs
 // to shorten and no cross-entropy kernels to fuse, so the setting would change nothing (refused
 // rather than ignored).
-void ApplyComputeModel(const std::string& model, bool cuda_graphs, const std::string& cross_entropy, CostOptions* options);
+void ApplyComputeModel(const std::string& model_name, bool cuda_graphs, const std::string& cross_entropy, ComputeModel* model,
+                       RunSettings* run);
 
-// What `options` prices with, as the reports name it: {"model": "kernels" | "gemm",
+// What a step is priced with, as the reports name it: {"model": "kernels" | "gemm",
 // "cuda_graphs": bool, "cross_entropy": "unfused" | "fused"} (ApplyComputeModel's inverse).
-Json ComputeModelToJson(const CostOptions& options);
+Json ComputeModelToJson(ComputeModel model, const RunSettings& run);
 
 }  // namespace dockyard

@@ -9,14 +9,16 @@
 #include "planner/base/error.h"
 
 using dockyard::ApplyComputeModel;
-using dockyard::CostOptions;
+using dockyard::ComputeModel;
+using dockyard::RunSettings;
 
 namespace {
 
 std::string ErrorOf(const std::string& model, bool graphs, const std::string& ce) {
-  CostOptions o;
+  ComputeModel m = ComputeModel::kKernels;
+  RunSettings run;
   try {
-    ApplyComputeModel(model, graphs, ce, &o);
+    ApplyComputeModel(model, graphs, ce, &m, &run);
   } catch (const dockyard::Error& e) {
     return e.what();
   }
@@ -25,32 +27,36 @@ std::string ErrorOf(const std::string& model, bool graphs, const std::string& ce
 
 }  // namespace
 
-TEST_CASE("The default compute model is the kernel-level model, in CostOptions and the CLI default") {
+TEST_CASE("The default compute model is the kernel-level model: the CLI default and a run's defaults") {
   CHECK(std::string(dockyard::kDefaultComputeModel) == "kernels");
-  CHECK(CostOptions{}.kernel_compute);
-  CHECK_FALSE(CostOptions{}.cuda_graphs);
-  CHECK_FALSE(CostOptions{}.fused_cross_entropy);
+  ComputeModel m = ComputeModel::kGemm;
+  RunSettings run;
+  ApplyComputeModel(dockyard::kDefaultComputeModel, false, "unfused", &m, &run);
+  CHECK(m == ComputeModel::kKernels);
+  CHECK_FALSE(RunSettings{}.cuda_graphs);
+  CHECK_FALSE(RunSettings{}.fused_cross_entropy);
 }
 
 TEST_CASE("kernels accepts CUDA graphs and the fused cross-entropy") {
-  CostOptions o;
-  o.kernel_compute = false;
-  ApplyComputeModel("kernels", true, "fused", &o);
-  CHECK(o.kernel_compute);
-  CHECK(o.cuda_graphs);
-  CHECK(o.fused_cross_entropy);
-  ApplyComputeModel("kernels", false, "unfused", &o);
-  CHECK(o.kernel_compute);
-  CHECK_FALSE(o.cuda_graphs);
-  CHECK_FALSE(o.fused_cross_entropy);
+  ComputeModel m = ComputeModel::kGemm;
+  RunSettings run;
+  ApplyComputeModel("kernels", true, "fused", &m, &run);
+  CHECK(m == ComputeModel::kKernels);
+  CHECK(run.cuda_graphs);
+  CHECK(run.fused_cross_entropy);
+  ApplyComputeModel("kernels", false, "unfused", &m, &run);
+  CHECK(m == ComputeModel::kKernels);
+  CHECK_FALSE(run.cuda_graphs);
+  CHECK_FALSE(run.fused_cross_entropy);
 }
 
 TEST_CASE("gemm is the older model: its settings refused, nothing else touched") {
-  CostOptions o;
-  o.dense_efficiency = 0.61;
-  ApplyComputeModel("gemm", false, "unfused", &o);
-  CHECK_FALSE(o.kernel_compute);
-  CHECK(o.dense_efficiency == 0.61);
+  ComputeModel m = ComputeModel::kKernels;
+  RunSettings run;
+  run.overlap_shared_experts = false;
+  ApplyComputeModel("gemm", false, "unfused", &m, &run);
+  CHECK(m == ComputeModel::kGemm);
+  CHECK_FALSE(run.overlap_shared_experts);
   const std::string graphs = ErrorOf("gemm", true, "unfused");
   CHECK(graphs.find("--cuda-graphs") != std::string::npos);
   CHECK(graphs.find("--compute-model gemm") != std::string::npos);

@@ -340,14 +340,14 @@ struct LayerSac {
   std::vector<bool> layer_checkpointed;
 };
 LayerSac LayerSacOf(const ModelSpec& m, const ParamTotals& totals, const ParallelDims& d, const TrainingConfig& t, const ClusterSpec& c,
-                    const StepInputs& in, const CostOptions& options_in) {
+                    const StepInputs& in, ComputeModel model) {
   LayerSac sac;
   if (const int64_t every = LayerSacEvery(t); every > 0) {
     TrainingConfig full = t;
     full.recompute = Recompute::kFull;
     full.selective_ac_option.clear();
     sac.every = every;
-    sac.checkpointed = SimulateStepFromInputs(m, totals, d, full, c, in, options_in, /*detail=*/true);
+    sac.checkpointed = SimulateStepFromInputs(m, totals, d, full, c, in, model, /*detail=*/true);
     sac.layer_checkpointed = LayerSacCheckpointed(*in.layer_stage, every);
   }
   return sac;
@@ -359,8 +359,8 @@ LayerSac LayerSacOf(const ModelSpec& m, const ParamTotals& totals, const Paralle
 struct SelectiveKernelsUs {
   double norms = 0, shared_act = 0, dense_act = 0;
 };
-SelectiveKernelsUs SelectiveKernelsOf(const ModelSpec& m, const KernelShape& ks, const CostOptions& o, double hbm_gbps) {
-  auto mem = [&](const std::vector<KernelBytes>& k) { return MemoryBoundUs(k, hbm_gbps, o.hbm_efficiency, o.memory_floor_us); };
+SelectiveKernelsUs SelectiveKernelsOf(const ModelSpec& m, const KernelShape& ks, const MemoryBoundKnobs& o, double hbm_gbps) {
+  auto mem = [&](const std::vector<KernelBytes>& k) { return MemoryBoundUs(k, hbm_gbps, o.hbm_efficiency, o.floor_us); };
   SelectiveKernelsUs s;
   std::vector<KernelBytes> norms;
   for (const KernelBytes& k : AttentionBlockKernels(m, ks, false)) {
@@ -377,14 +377,16 @@ SelectiveKernelsUs SelectiveKernelsOf(const ModelSpec& m, const KernelShape& ks,
 // and each compute phase's forward time at the fixed efficiencies (us per layer and micro-batch).
 struct LayerTerms {
   LayerTerms(const ModelSpec& m_, const ParallelDims& d_, const TrainingConfig& t_, const ClusterSpec& c_, const StepInputs& in_,
-             const CostOptions& o_)
-      : m(m_), d(d_), t(t_), c(c_), in(in_), o(o_) {}
+             ComputeModel model_)
+      : m(m_), d(d_), t(t_), c(c_), in(in_), kn(c_.knobs.compute), kernels(model_ == ComputeModel::kKernels), precision(GemmPrecisionOf(t_)) {}
   const ModelSpec& m;
   const ParallelDims& d;
   const TrainingConfig& t;
   const ClusterSpec& c;
   const StepInputs& in;
-  const CostOptions& o;                        // with the training config's FP8 GEMMs (WithPrecision)
+  const ComputeKnobs& kn;                      // the cluster's compute knobs
+  bool kernels;                                // ComputeModel::kKernels (else the fixed-efficiency gemm model)
+  GemmPrecision precision;                     // the training config's FP8 GEMMs
   double peak = 0;                             // dense BF16 FLOP per microsecond
   double hbm = 0;                              // HBM bytes per microsecond
   double T = 0, D = 0, ab = 0, tp = 0, E = 0;  // tokens, hidden size, bytes per activation element, tp, num_experts
@@ -409,7 +411,7 @@ struct LayerTerms {
   // A compute phase in `pass` (us): by shape under --compute-model kernels (`shaped`, the backward
   // after the forward's re-run under full recomputation), else `fwd_us` times `mult`.
   double Compute(double fwd_us, const double (&shaped)[2], int pass, double mult) const {
-    if (!o.kernel_compute) return fwd_us * mult;
+    if (!kernels) return fwd_us * mult;
     return shaped[pass] + (pass == 1 && full_recompute ? shaped[0] : 0.0);
   }
 };
@@ -422,17 +424,18 @@ class KernelTermsMemo {
     ShapedComputeUs sc;
     SelectiveKernelsUs selective;
   };
-  // The terms of `ks` under the rest of the key, `compute()` on a miss. `base` is the cost options
-  // before WithPrecision (o is after it: its FP8 flags are part of the key).
+  // The terms of `ks` under the rest of the key (the GEMMs' precision and the run settings the
+  // kernel model reads are part of it), `compute()` on a miss.
   template <class Compute>
-  const Terms& Get(const ModelSpec& m, const ClusterSpec& c, const CostOptions& base, const KernelShape& ks, bool full_recompute,
-                   double seq_len, const CostOptions& o, Compute compute) {
+  const Terms& Get(const ModelSpec& m, const ClusterSpec& c, const KernelShape& ks, bool full_recompute, double seq_len,
+                   GemmPrecision precision, const RunSettings& run, Compute compute) {
     if (!model_) {
-      model_ = &m, cluster_ = &c, base_ = &base;
-    } else if (model_ != &m || cluster_ != &c || base_ != &base) {
-      throw Error("internal: a KernelTermsMemo was used with another model, cluster or cost options");
+      model_ = &m, cluster_ = &c;
+    } else if (model_ != &m || cluster_ != &c) {
+      throw Error("internal: a KernelTermsMemo was used with another model or cluster");
     }
-    const Key key{ks.tokens, ks.sp_tokens, ks.router_tokens, ks.tp, ks.act_bytes, seq_len, full_recompute, o.fp8_gemms, o.fp8_blockwise};
+    const Key key{ks.tokens, ks.sp_tokens, ks.router_tokens, ks.tp, ks.act_bytes, seq_len, full_recompute, precision.fp8, precision.blockwise,
+                  run.cuda_graphs, run.fused_cross_entropy};
     auto it = terms_.find(key);
     if (it == terms_.end()) it = terms_.emplace(key, compute()).first;
     return it->second;
@@ -451,10 +454,11 @@ class KernelTermsMemo {
  private:
   struct Key {
     double tokens, sp_tokens, router_tokens, tp, act_bytes, seq_len;
-    bool full_recompute, fp8_gemms, fp8_blockwise;
+    bool full_recompute, fp8_gemms, fp8_blockwise, cuda_graphs, fused_cross_entropy;
     bool operator==(const Key& k) const {
       return tokens == k.tokens && sp_tokens == k.sp_tokens && router_tokens == k.router_tokens && tp == k.tp && act_bytes == k.act_bytes &&
-             seq_len == k.seq_len && full_recompute == k.full_recompute && fp8_gemms == k.fp8_gemms && fp8_blockwise == k.fp8_blockwise;
+             seq_len == k.seq_len && full_recompute == k.full_recompute && fp8_gemms == k.fp8_gemms && fp8_blockwise == k.fp8_blockwise &&
+             cuda_graphs == k.cuda_graphs && fused_cross_entropy == k.fused_cross_entropy;
     }
   };
   struct KeyHash {
@@ -467,12 +471,12 @@ class KernelTermsMemo {
         h = (h ^ bits) * 0x9E3779B97F4A7C15ull;
         h ^= h >> 29;
       }
-      return static_cast<size_t>(h * 31u + (k.full_recompute ? 4u : 0u) + (k.fp8_gemms ? 2u : 0u) + (k.fp8_blockwise ? 1u : 0u));
+      return static_cast<size_t>(h * 31u + (k.cuda_graphs ? 16u : 0u) + (k.fused_cross_entropy ? 8u : 0u) + (k.full_recompute ? 4u : 0u) +
+                                 (k.fp8_gemms ? 2u : 0u) + (k.fp8_blockwise ? 1u : 0u));
     }
   };
   const ModelSpec* model_ = nullptr;
   const ClusterSpec* cluster_ = nullptr;
-  const CostOptions* base_ = nullptr;
   std::unordered_map<Key, Terms, KeyHash> terms_;
   const ModelSpec* flops_model_ = nullptr;
   int64_t flops_seq_len_ = -1, flops_mtp_ = -1;
@@ -490,8 +494,9 @@ KernelTermsMemoPtr MakeKernelTermsMemo() {
 namespace {
 
 LayerTerms LayerTermsOf(const ModelSpec& m, const ParallelDims& d, const TrainingConfig& t, const ClusterSpec& c, const StepInputs& in,
-                        const CostOptions& o, const CostOptions& options_in) {
-  LayerTerms L(m, d, t, c, in, o);
+                        ComputeModel model) {
+  LayerTerms L(m, d, t, c, in, model);
+  const ComputeKnobs& kn = L.kn;
   const auto& a = m.attention;
   const Workload& w = in.workload;
   L.peak = c.dense_bf16_tflops * kFlopsPerUsPerTflops;  // FLOP per microsecond
@@ -509,28 +514,28 @@ LayerTerms LayerTermsOf(const ModelSpec& m, const ParallelDims& d, const Trainin
   // Causal attention: each of the T local tokens attends on average to half of the sequence.
   L.core_flops = 2.0 * T * (t.seq_len / 2.0) * L.heads_local * (L.d_qk + L.d_v);
   // FP8 GEMMs (gemm_efficiency.h Fp8GemmSpeedup) speed up the projections, not the flash core.
-  L.fp8x = Fp8GemmSpeedup(o);
-  L.attention_us = 2.0 * T * attn_params / tp / (peak * o.dense_efficiency * L.fp8x) + L.core_flops / (peak * o.attention_efficiency);
+  L.fp8x = Fp8GemmSpeedup(kn, L.precision);
+  L.attention_us = 2.0 * T * attn_params / tp / (peak * kn.gemm.dense_efficiency * L.fp8x) + L.core_flops / (peak * kn.flash.fixed_efficiency);
   // Context parallelism's K/V exchange per layer (network.h): the ring's transfers under the
   // attention core's blocks, or the Ulysses all-to-alls of Q, K, V and the output.
-  L.cp = CpExchangePerLayerUs(m, d, t, c, T, ab, L.heads_local, L.d_qk, L.d_v, L.core_flops / (peak * o.attention_efficiency));
+  L.cp = CpExchangePerLayerUs(m, d, t, c, T, ab, L.heads_local, L.d_qk, L.d_v, L.core_flops / (peak * kn.flash.fixed_efficiency));
   L.tp_collective = RingCollectiveUs(T * D * ab, in.tp_group.size, in.tp_group.spans_nodes, c, in.tp_group.members_per_domain);
-  L.router_us = std::max(2.0 * static_cast<double>(w.dispatch_tokens) * D * E / (peak * o.dense_efficiency), o.memory_floor_us);
+  L.router_us = std::max(2.0 * static_cast<double>(w.dispatch_tokens) * D * E / (peak * kn.gemm.dense_efficiency), kn.memory_bound.floor_us);
   L.shared_us =
-      m.moe.num_shared_experts > 0 ? 6.0 * T * D * m.moe.shared_expert_intermediate_size / tp / (peak * o.dense_efficiency * L.fp8x) : 0.0;
-  L.dense_mlp_us = m.intermediate_size > 0 ? 6.0 * T * D * m.intermediate_size / tp / (peak * o.dense_efficiency * L.fp8x) : 0.0;
+      m.moe.num_shared_experts > 0 ? 6.0 * T * D * m.moe.shared_expert_intermediate_size / tp / (peak * kn.gemm.dense_efficiency * L.fp8x) : 0.0;
+  L.dense_mlp_us = m.intermediate_size > 0 ? 6.0 * T * D * m.intermediate_size / tp / (peak * kn.gemm.dense_efficiency * L.fp8x) : 0.0;
   L.full_recompute = t.recompute == Recompute::kFull;
   L.bwd_compute = L.full_recompute ? 3.0 : 2.0, L.bwd_comm = L.full_recompute ? 2.0 : 1.0;
   L.ks = KernelShape{T, static_cast<double>((w.tokens + d.tp - 1) / d.tp), static_cast<double>(w.dispatch_tokens), tp, ab};
-  if (o.kernel_compute) {
+  if (L.kernels) {
     auto compute = [&] {
-      return KernelTermsMemo::Terms{KernelExtras(m, L.ks, o, c.hbm_gbps, L.full_recompute),
+      return KernelTermsMemo::Terms{KernelExtras(m, L.ks, kn.memory_bound, t.run, c.hbm_gbps, L.full_recompute),
                                     ShapedCompute(m, T, static_cast<double>(w.dispatch_tokens), tp, static_cast<double>(t.seq_len),
-                                                  c.dense_bf16_tflops, o, c.hbm_gbps),
-                                    SelectiveKernelsOf(m, L.ks, o, c.hbm_gbps)};
+                                                  c.dense_bf16_tflops, kn, L.precision, c.hbm_gbps),
+                                    SelectiveKernelsOf(m, L.ks, kn.memory_bound, c.hbm_gbps)};
     };
     const KernelTermsMemo::Terms terms =
-        in.kernel_memo ? in.kernel_memo->Get(m, c, options_in, L.ks, L.full_recompute, static_cast<double>(t.seq_len), o, compute)
+        in.kernel_memo ? in.kernel_memo->Get(m, c, L.ks, L.full_recompute, static_cast<double>(t.seq_len), L.precision, t.run, compute)
                        : compute();
     L.kx = terms.kx;
     L.sc = terms.sc;
@@ -581,33 +586,33 @@ RecomputeForwardUs RecomputeForwardOf(const LayerTerms& L, const MoePhaseTimes& 
   const ModelSpec& m = L.m;
   const TrainingConfig& t = L.t;
   const ClusterSpec& c = L.c;
-  const CostOptions& o = L.o;
+  const ComputeKnobs& kn = L.kn;
   const Workload& w = L.in.workload;
   const auto& a = m.attention;
   const double T = L.T, ab = L.ab, tp = L.tp, peak = L.peak, fp8x = L.fp8x, heads_local = L.heads_local, d_qk = L.d_qk;
   const double core_flops = L.core_flops;
   if (t.recompute != Recompute::kSelective) return rf;
-  auto mem = [&](const std::vector<KernelBytes>& k) { return MemoryBoundUs(k, c.hbm_gbps, o.hbm_efficiency, o.memory_floor_us); };
-  if (o.kernel_compute) {
+  auto mem = [&](const std::vector<KernelBytes>& k) { return MemoryBoundUs(k, c.hbm_gbps, kn.memory_bound.hbm_efficiency, kn.memory_bound.floor_us); };
+  if (L.kernels) {
     rf.norms = L.selective.norms;
     // The routed SwiGLU re-runs on the rows the routing sample sends the slowest rank (the
     // forward's, SimulateMoePhases), not on the memory-sizing bound (training.imbalance).
     const double sampled_rows = static_cast<double>(w.mean_received_rows) * mp.imbalance;
     rf.routed_act = MemoryBoundUs(SwigluKernel(sampled_rows, static_cast<double>(w.expert_f_local), ab, false), c.hbm_gbps,
-                                  o.hbm_efficiency, o.memory_floor_us);
+                                  kn.memory_bound.hbm_efficiency, kn.memory_bound.floor_us);
     rf.shared_act = L.selective.shared_act;
     rf.dense_act = L.selective.dense_act;
   }
-  rf.attention_core = o.kernel_compute
-                          ? core_flops / (peak * FlashAttentionEfficiency(d_qk, static_cast<double>(t.seq_len), true, false, o))
-                          : core_flops / (peak * o.attention_efficiency);
+  rf.attention_core = L.kernels
+                          ? core_flops / (peak * FlashAttentionEfficiency(d_qk, static_cast<double>(t.seq_len), true, false, kn))
+                          : core_flops / (peak * kn.flash.fixed_efficiency);
   if (a.kind == AttentionKind::kMla) {
     const double q_b_n = heads_local * d_qk, kv_b_n = heads_local * (a.qk_nope_head_dim + a.v_head_dim);
     const double q_b_k = a.q_lora_rank > 0 ? static_cast<double>(a.q_lora_rank) : 0.0;
     const double kv_b_k = static_cast<double>(a.kv_lora_rank);
-    rf.mla_up_proj = o.kernel_compute ? LinearUs(T, q_b_n, q_b_k, false, c.dense_bf16_tflops, o) +
-                                            LinearUs(T, kv_b_n, kv_b_k, false, c.dense_bf16_tflops, o)
-                                      : 2.0 * T * (q_b_n * q_b_k + kv_b_n * kv_b_k) / (peak * o.dense_efficiency * fp8x);
+    rf.mla_up_proj = L.kernels ? LinearUs(T, q_b_n, q_b_k, false, c.dense_bf16_tflops, kn, L.precision) +
+                                            LinearUs(T, kv_b_n, kv_b_k, false, c.dense_bf16_tflops, kn, L.precision)
+                                      : 2.0 * T * (q_b_n * q_b_k + kv_b_n * kv_b_k) / (peak * kn.gemm.dense_efficiency * fp8x);
   }
   rf.router = L.Compute(L.router_us, L.sc.router, 0, 1.0) + L.kx.router[0];
   rf.permute = rf.unpermute = mp.permute_max;
@@ -616,7 +621,7 @@ RecomputeForwardUs RecomputeForwardOf(const LayerTerms& L, const MoePhaseTimes& 
   rf.grouped_gemm = mp.gemm_max + L.kx.grouped_gemm[0];
   rf.shared_experts = L.Compute(L.shared_us, L.sc.shared_experts, 0, 1.0) + L.kx.shared_experts[0];
   if (OpSac(t))
-    OpSacForwardUs(m, T, tp, o.kernel_compute ? mem(AttentionBlockKernels(m, L.ks, false)) : 0.0, L.tp_collective, c, peak, o, rf);
+    OpSacForwardUs(m, T, tp, L.kernels ? mem(AttentionBlockKernels(m, L.ks, false)) : 0.0, L.tp_collective, c, peak, L.kernels ? ComputeModel::kKernels : ComputeModel::kGemm, L.precision, rf);
   return rf;
 }
 
@@ -711,7 +716,7 @@ MoePassSums AddMoeLayerPhases(const LayerTerms& L, const MoePhaseTimes& mp, cons
     const double shared = records.Add(
         kSharedExperts, true, pass,
         L.Compute(L.shared_us, L.sc.shared_experts, pass, mult) + L.kx.shared_experts[pass] + BackwardOnly(rx.shared_experts, pass));
-    sum += L.o.overlap_shared_experts && !EpCommOverlapped(L.t.run) ? std::max(comb, shared) : comb + shared;
+    sum += L.t.run.overlap_shared_experts && !EpCommOverlapped(L.t.run) ? std::max(comb, shared) : comb + shared;
     records.Add(kFsdpComm, true, pass, fsdp.MeanUs(0, pass));
     s.sum[pass] = sum;
     s.a2a[pass] = dispatch_us[pass] + mp.combine_max * cmult + BackwardOnly(rx.dispatch, pass) + BackwardOnly(rx.combine, pass);
@@ -781,16 +786,16 @@ StageExtrasUs StageExtrasOf(const LayerTerms& L) {
   const ParallelDims& d = L.d;
   const TrainingConfig& t = L.t;
   const ClusterSpec& c = L.c;
-  const CostOptions& o = L.o;
+  const ComputeKnobs& kn = L.kn;
   const double T = L.T, D = L.D, tp = L.tp, peak = L.peak;
   StageExtrasUs x;
-  x.lm_head = (o.kernel_compute ? L.sc.lm_head[0] + L.sc.lm_head[1] : 3.0 * 2.0 * T * D * m.vocab_size / tp / (peak * o.dense_efficiency)) +
+  x.lm_head = (L.kernels ? L.sc.lm_head[0] + L.sc.lm_head[1] : 3.0 * 2.0 * T * D * m.vocab_size / tp / (peak * kn.gemm.dense_efficiency)) +
               L.kx.lm_head[0] + L.kx.lm_head[1];
   // Each MTP module's eh_proj, forward and backward: the column-parallel projection of [h; emb]
   // (2 D -> D / tp; megatron/core/transformer/multi_token_prediction.py MultiTokenPredictionLayer,
   // gather_output=False) over the micro-batch's T tokens, an FP8 GEMM with --precision fp8.
   x.eh_proj =
-      o.kernel_compute ? L.sc.eh_proj[0] + L.sc.eh_proj[1] : 3.0 * 2.0 * T * (2.0 * D) * D / tp / (peak * o.dense_efficiency * L.fp8x);
+      L.kernels ? L.sc.eh_proj[0] + L.sc.eh_proj[1] : 3.0 * 2.0 * T * (2.0 * D) * D / tp / (peak * kn.gemm.dense_efficiency * L.fp8x);
   // Pipeline send/recv per micro-batch on every stage: activations forward and gradients back at
   // each of its vpp chunk boundaries, PpSendBytes each (comm.h), over the
   // link they cross (network.h P2pUs: some stage boundary leaves the domain once the world does).
@@ -878,20 +883,19 @@ void SetCriticalPath(const StageLayerRuns& runs, const LayerSac& sac, int64_t sl
 }  // namespace
 
 CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& totals, const ParallelDims& d, const TrainingConfig& t,
-                                     const ClusterSpec& c, const StepInputs& in, const CostOptions& options_in, bool detail) {
+                                     const ClusterSpec& c, const StepInputs& in, ComputeModel model, bool detail) {
   CheckCostModelCoversAttention(m);
-  const CostOptions o = WithPrecision(options_in, t);  // FP8 GEMMs from the training config
   CostBreakdown out;
   // torchtitan's per-layer selective checkpointing (recompute.h): the checkpointed layers cost what
   // they cost under recompute full (that run's layer times and phases), the others -- this run,
   // whose recompute set is empty -- what they cost under recompute none.
-  const LayerSac sac = LayerSacOf(m, totals, d, t, c, in, options_in);
+  const LayerSac sac = LayerSacOf(m, totals, d, t, c, in, model);
   if (sac.every > 0) {
     out.layer_sac_every = sac.every;
     out.checkpointed_moe_layer_us = sac.checkpointed.moe_layer_us;
     out.checkpointed_dense_layer_us = sac.checkpointed.dense_layer_us;
   }
-  const LayerTerms L = LayerTermsOf(m, d, t, c, in, o, options_in);
+  const LayerTerms L = LayerTermsOf(m, d, t, c, in, model);
   const FsdpSchedule fsdp = FsdpScheduleOf(d, t, in, c);
 
   // --- MoE layer over the sampled routing layers (SimulateMoePhases).
@@ -988,8 +992,7 @@ void AddFsdpInputs(const Plan& plan, const ClusterSpec& c, StepInputs& in) {
   }
 }
 
-// The MoE phase shape of `plan` (MoePhaseShapeOf with its dispatcher, FP8 dispatch bytes and, with
-// replicas, the physical slots). Throws dockyard::Error when `routing` was sampled for another
+// The MoE phase shape of `plan` (MoePhaseShapeOf and, with replicas, the physical slots). Throws dockyard::Error when `routing` was sampled for another
 // deredundency oep.
 MoePhaseShape PlanMoePhaseShape(const Plan& plan, const Workload& w, const RoutingResult& routing) {
   const auto& m = plan.model;
@@ -1000,11 +1003,7 @@ MoePhaseShape PlanMoePhaseShape(const Plan& plan, const Workload& w, const Routi
     throw Error(
         fmt::format("routing was sampled for oep {}, the plan's deredundency dispatcher uses oep {}", routing.oep, DeredundencyOep(plan)));
   }
-  MoePhaseShape shape = MoePhaseShapeOf(m, w, d.ep, deredundency);
-  shape.flex = d.ep > 1 && t.dispatcher == Dispatcher::kDeepEp;
-  shape.flex_fp8 = t.fp8_dispatch;
-  shape.allgather = d.ep > 1 && t.dispatcher == Dispatcher::kAllGather;
-  if (t.fp8_dispatch) shape.dispatch_act_bytes = DispatchBytesPerElement(t, static_cast<double>(m.hidden_size), shape.act_bytes);
+  MoePhaseShape shape = MoePhaseShapeOf(m, w, t, d.ep);
   if (routing.num_slots > 0) shape.num_experts = routing.num_slots;  // replicas: the physical slots
   return shape;
 }
@@ -1027,11 +1026,10 @@ void AddStepCommInputs(const Plan& plan, const ClusterSpec& c, StepInputs& in) {
 
 }  // namespace
 
-CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const RoutingResult& routing, const CostOptions& options_in) {
+CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const RoutingResult& routing, ComputeModel model) {
   const auto& m = plan.model;
   const auto& d = plan.dims;
   const auto& t = plan.training;
-  const CostOptions o = WithPrecision(options_in, t);  // FP8 GEMMs from the training config
   StepInputs in;
   in.workload = ComputeWorkload(plan);
   const Workload& w = in.workload;
@@ -1051,7 +1049,7 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
 
   // Routing-dependent MoE phases.
   const MoePhaseShape shape = PlanMoePhaseShape(plan, w, routing);
-  const MoePhaseTimes moe = SimulateMoePhases(routing, ep_group, shape, c, o);
+  const MoePhaseTimes moe = SimulateMoePhases(routing, ep_group, shape, c, model);
   in.moe_phases = &moe;
   in.num_moe_layers = m.NumMoeLayers();
   in.layer_stage = &plan.layer_stage;
@@ -1061,7 +1059,7 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
   AddStepCommInputs(plan, c, in);
   const MemoryBreakdown mem = StaticMemoryOnRank(plan, 0);
   in.static_bytes_rank0 = mem.params_bytes + mem.grads_bytes + mem.optimizer_bytes;
-  return SimulateStepFromInputs(m, plan.inventory.totals, d, t, c, in, o, /*detail=*/true);
+  return SimulateStepFromInputs(m, plan.inventory.totals, d, t, c, in, model, /*detail=*/true);
 }
 
 Json CostToJson(const CostBreakdown& cost) {

@@ -13,7 +13,7 @@
 #include "planner/cost/cluster.h"
 #include "planner/base/json_util.h"
 #include "planner/layout/plan.h"
-#include "planner/cost/cost_options.h"
+#include "planner/cost/compute_model.h"
 #include "planner/cost/moe_phases.h"
 #include "planner/routing/routing.h"
 #include "planner/accounting/workload.h"
@@ -68,10 +68,10 @@ struct CollectiveGroup {
 // A memo of the kernel model's shape-dependent times of one layer (--compute-model kernels:
 // kernels_model.h KernelExtras, gemm_efficiency.h ShapedCompute), keyed by the shape they read
 // (tokens, sequence-parallel tokens, routed tokens, tp, activation bytes, full recompute,
-// seq_len, FP8 GEMMs), and the model FLOPs per token (model_flops.h): SimulateStepFromInputs
-// looks them up instead of recomputing them when StepInputs::kernel_memo is set, with the same
-// numbers. One memo serves one (model, cluster,
-// cost options) -- the first call's, checked by address on every later one (dockyard::Error
+// seq_len, FP8 GEMMs, CUDA graphs, fused cross-entropy), and the model FLOPs per token
+// (model_flops.h): SimulateStepFromInputs looks them up instead of recomputing them when
+// StepInputs::kernel_memo is set, with the same numbers. One memo serves one (model, cluster with
+// its knobs) -- the first call's, checked by address on every later one (dockyard::Error
 // otherwise) -- and one thread at a time: the layout search keeps one per evaluator.
 class KernelTermsMemo;
 struct KernelTermsMemoDeleter {
@@ -143,11 +143,12 @@ struct StepInputs {
 // the same numbers and the same dominant phase.
 CostBreakdown SimulateStepFromInputs(const ModelSpec& model, const ParamTotals& totals, const ParallelDims& dims,
                                      const TrainingConfig& training, const ClusterSpec& cluster, const StepInputs& inputs,
-                                     const CostOptions& options, bool detail);
+                                     ComputeModel compute_model, bool detail);
 
 // Predicts one training step of `plan` on `cluster` with `routing` sampled for its EP degree
 // (tokens_per_rank = the workload's routed tokens). Throws dockyard::Error on mismatched routing.
-CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& cluster, const RoutingResult& routing, const CostOptions& options = {});
+CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& cluster, const RoutingResult& routing,
+                           ComputeModel model = ComputeModel::kKernels);
 
 Json CostToJson(const CostBreakdown& cost);
 std::string CostToText(const CostBreakdown& cost);

@@ -16,16 +16,14 @@ namespace {
 
 // --compute-model gemm: the older model whose fixed efficiencies (dense 0.70, attention 0.50, the
 // grouped-GEMM curve) the hand figures below use.
-dockyard::CostOptions GemmModel() {
-  dockyard::CostOptions o;
-  o.kernel_compute = false;
-  return o;
+dockyard::ComputeModel GemmModel() {
+  return dockyard::ComputeModel::kGemm;
 }
 
 }  // namespace
 
 TEST_CASE("Grouped-GEMM efficiency halves at half_rows rows") {
-  dockyard::CostOptions o;  // max 0.80, half at 128 rows
+  const dockyard::ComputeKnobs o;  // max 0.80, half at 128 rows
   CHECK(dockyard::GroupedGemmEfficiency(128, o) == Approx(0.40));
   CHECK(dockyard::GroupedGemmEfficiency(1152, o) == Approx(0.72));  // 0.8 * 1152 / 1280
 }
@@ -63,7 +61,7 @@ TEST_CASE("A cluster JSON overrides its base preset and rejects bad values") {
   auto j = dockyard::Json::parse(R"({"base": "h200-sxm", "network_gbps": 24})");
   auto c = dockyard::ClusterFromJson(j, "c.json");
   CHECK(c.hbm_gbps == 4800.0);
-  CHECK(c.network_gbps == 24.0);
+  CHECK(c.knobs.links.network_gbps == 24.0);
   auto bad = dockyard::Json::parse(R"({"network_gbps": 0})");
   CHECK_THROWS_WITH_AS(dockyard::ClusterFromJson(bad, "c.json"), doctest::Contains("c.json: /network_gbps: must be a number in (0"),
                        dockyard::Error);

@@ -36,10 +36,10 @@ double FlexTokenBytes(double hidden, double act_bytes, bool fp8) {
 }
 
 std::vector<double> FlexTimesUs(const FlexLinkRows& rows, double bytes_per_token, bool transpose, const std::vector<int64_t>& ep_group,
-                                const ClusterSpec& cl, const CostOptions& o) {
+                                const ClusterSpec& cl) {
   const int64_t n = rows.n;
-  const double nvl = cl.intra_node_gbps * o.flex_nvlink_efficiency * kBytesPerUsPerGbps;
-  const double net = cl.network_gbps * o.flex_network_efficiency * kBytesPerUsPerGbps;
+  const double nvl = cl.knobs.links.intra_node_gbps * cl.knobs.dispatchers.deepep.nvlink_efficiency * kBytesPerUsPerGbps;
+  const double net = cl.knobs.links.network_gbps * cl.knobs.dispatchers.deepep.network_efficiency * kBytesPerUsPerGbps;
   bool spans = false;
   for (int64_t r : ep_group) spans = spans || r / cl.gpus_per_node != ep_group.front() / cl.gpus_per_node;
   std::vector<double> t(static_cast<size_t>(n), 0.0);
@@ -49,7 +49,7 @@ std::vector<double> FlexTimesUs(const FlexLinkRows& rows, double bytes_per_token
   const std::vector<int64_t>& nvl_recv = transpose ? rows.nvlink_send : rows.nvlink_recv;
   const std::vector<int64_t>& net_send = transpose ? rows.network_recv : rows.network_send;
   const std::vector<int64_t>& net_recv = transpose ? rows.network_send : rows.network_recv;
-  const double latency = spans ? cl.network_latency_us : cl.intra_node_latency_us;
+  const double latency = spans ? cl.knobs.links.network_latency_us : cl.knobs.links.intra_node_latency_us;
   for (size_t r = 0; r < static_cast<size_t>(n); ++r) {
     const double busiest =
         std::max({static_cast<double>(nvl_send[r]) * bytes_per_token / nvl, static_cast<double>(nvl_recv[r]) * bytes_per_token / nvl,
@@ -65,7 +65,7 @@ double AllGatherDispatchUs(int64_t ep, double tokens, double hidden, double act_
 }
 
 bool FlexOrAllGatherTimesUs(const FlexLinks* flex, const std::vector<int64_t>& ep_group, const MoePhaseShape& s, double sent_ab,
-                            const ClusterSpec& cluster, const CostOptions& options, double* dt, double* ct, double* dt_bwd) {
+                            const ClusterSpec& cluster, double* dt, double* ct, double* dt_bwd) {
   const int64_t n = static_cast<int64_t>(ep_group.size());
   if (s.allgather) {
     const double Td = s.dispatch_tokens > 0 ? s.dispatch_tokens : s.routed_tokens;
@@ -94,13 +94,13 @@ bool FlexOrAllGatherTimesUs(const FlexLinks* flex, const std::vector<int64_t>& e
   const FlexLinkRows& rows = flex->rows;
   const double dispatch_bytes = FlexTokenBytes(s.hidden, s.act_bytes, s.flex_fp8) * scale;
   const double combine_bytes = s.flex_fp8 ? FlexTokenBytes(s.hidden, s.act_bytes, false) * scale : dispatch_bytes;
-  const std::vector<double> d = FlexTimesUs(rows, dispatch_bytes, false, ep_group, cluster, options);
-  const std::vector<double> c = FlexTimesUs(rows, combine_bytes, true, ep_group, cluster, options);
+  const std::vector<double> d = FlexTimesUs(rows, dispatch_bytes, false, ep_group, cluster);
+  const std::vector<double> c = FlexTimesUs(rows, combine_bytes, true, ep_group, cluster);
   std::copy(d.begin(), d.end(), dt);
   std::copy(c.begin(), c.end(), ct);
   if (dt_bwd != nullptr) {
     // The backward dispatch moves BF16 rows: the dispatch pattern at the combine's row bytes.
-    const std::vector<double> b = s.flex_fp8 ? FlexTimesUs(rows, combine_bytes, false, ep_group, cluster, options) : d;
+    const std::vector<double> b = s.flex_fp8 ? FlexTimesUs(rows, combine_bytes, false, ep_group, cluster) : d;
     std::copy(b.begin(), b.end(), dt_bwd);
   }
   return true;

@@ -21,8 +21,8 @@
 // Time of rank r (each link level its own engine, the busiest direction decides, as in
 // AllToAllTimesUs):
 //   t(r) = latency + max(nvl_send/nvl_bw, nvl_recv/nvl_bw, net_send/net_bw, net_recv/net_bw)
-//   nvl_bw = intra_node_gbps * flex_nvlink_efficiency, net_bw = network_gbps * flex_network_efficiency
-// (calibration knobs: DeepEP's normal kernels run on a few SMs -- 20 to 24 -- and reach 134 to
+//   nvl_bw = intra_node_gbps * nvlink_efficiency, net_bw = network_gbps * network_efficiency
+// (the cluster's knobs: LinkKnobs and DispatcherKnobs::deepep, knobs.h; DeepEP's normal kernels run on a few SMs -- 20 to 24 -- and reach 134 to
 // 158 GB/s over NVLink, 41 to 58 GB/s per 400 Gb/s NIC; DeepEP README and issue #493).
 #pragma once
 
@@ -31,7 +31,6 @@
 #include <vector>
 
 #include "planner/cost/cluster.h"
-#include "planner/cost/cost_options.h"
 #include "planner/cost/moe_shape.h"
 #include "planner/base/json_util.h"
 #include "planner/routing/flex_counts.h"
@@ -55,7 +54,7 @@ double FlexTokenBytes(double hidden, double act_bytes, bool fp8);
 // Per-member times (us) of the dispatch (transpose = false) or combine (true) of `rows`, each row
 // bytes_per_token bytes.
 std::vector<double> FlexTimesUs(const FlexLinkRows& rows, double bytes_per_token, bool transpose, const std::vector<int64_t>& ep_group,
-                                const ClusterSpec& cluster, const CostOptions& options);
+                                const ClusterSpec& cluster);
 
 // The allgather dispatcher: ring all-gather of the EP group's tokens (ep * tokens * hidden *
 // act_bytes bytes gathered); the combine is the reduce-scatter of the same size.
@@ -70,7 +69,7 @@ double AllGatherDispatchUs(int64_t ep, double tokens, double hidden, double act_
 // (FlexLinksOf LayerRouting::flex). Throws dockyard::Error when a deepep layer has no flex counts
 // (null), or counts for other nodes than `cluster` places the members on.
 bool FlexOrAllGatherTimesUs(const FlexLinks* flex, const std::vector<int64_t>& ep_group, const MoePhaseShape& s, double sent_ab,
-                            const ClusterSpec& cluster, const CostOptions& options, double* dt, double* ct, double* dt_bwd = nullptr);
+                            const ClusterSpec& cluster, double* dt, double* ct, double* dt_bwd = nullptr);
 
 // The deepep dispatch's link-level traffic of every sampled layer of `routing` (its flex counts),
 // for the simulate report: {"dispatcher": "deepep", "bytes_per_token", "layers": [{"network":

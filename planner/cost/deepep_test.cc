@@ -85,19 +85,19 @@ TEST_CASE("deepep times: NVLink and RDMA at their calibrated fractions, the busi
   CHECK(rows.network_send[0] == 2);
   ClusterSpec cl;  // h100-sxm defaults: 370 GB/s NVLink, 48 GB/s network, 4 GPUs per node here
   cl.gpus_per_node = 4;
-  cl.intra_node_gbps = 370;
-  cl.network_gbps = 48;
-  cl.network_latency_us = 8;
-  cl.intra_node_latency_us = 3;
-  CostOptions o;  // flex_nvlink_efficiency 0.362, flex_network_efficiency 0.852
-  const std::vector<double> t = FlexTimesUs(rows, b, false, {0, 1, 2, 3, 4, 5, 6, 7}, cl, o);
+  cl.knobs.links.intra_node_gbps = 370;
+  cl.knobs.links.network_gbps = 48;
+  cl.knobs.links.network_latency_us = 8;
+  cl.knobs.links.intra_node_latency_us = 3;
+  // The h100-sxm knobs: deepep nvlink_efficiency 0.362, network_efficiency 0.852.
+  const std::vector<double> t = FlexTimesUs(rows, b, false, {0, 1, 2, 3, 4, 5, 6, 7}, cl);
   // Rank 4: NVLink send 2b = 28672 B at 370 x 0.362 = 133.94 GB/s -> 0.21407 us; RDMA receive
   // 2b at 48 x 0.852 = 40.896 GB/s -> 0.70110 us; + 8 us latency (the group spans 2 nodes).
   CHECK(t[4] == doctest::Approx(8.0 + 28672.0 / 40896.0).epsilon(1e-12));
   // Rank 7: nothing sent or received: latency only.
   CHECK(t[7] == doctest::Approx(8.0));
   // The combine (transposed matrices) of rank 4: RDMA send 2b, NVLink receive 2b: the same.
-  const std::vector<double> back = FlexTimesUs(rows, b, true, {0, 1, 2, 3, 4, 5, 6, 7}, cl, o);
+  const std::vector<double> back = FlexTimesUs(rows, b, true, {0, 1, 2, 3, 4, 5, 6, 7}, cl);
   CHECK(back[4] == doctest::Approx(t[4]).epsilon(1e-12));
   // allgather: ring of 8 x 100 tokens x 7168 x 2 B over 2 nodes with 4 group members on each:
   // one ring per rail, min(4 x 48, 370) = 192 GB/s (network.h RingBusGbps):
@@ -184,7 +184,7 @@ TEST_CASE("deepep with --gpus-per-node other than the cluster's NVLink domain: t
   s.flex = true;
   ClusterSpec cl = ClusterPreset("h800-sxm");  // 8 GPUs per node, NVLink domain = node
   std::vector<double> dt(16), ct(16);
-  const auto call = [&] { FlexOrAllGatherTimesUs(&links, group, s, 2, cl, CostOptions{}, dt.data(), ct.data()); };
+  const auto call = [&] { FlexOrAllGatherTimesUs(&links, group, s, 2, cl, dt.data(), ct.data()); };
   CHECK_THROWS_WITH_AS(call(),
                        "--gpus-per-node (training.gpus_per_node) is 16, but cluster h800-sxm's NVLink domain is 8 GPUs: the deepep "
                        "dispatcher forwards over NVLink only inside one NVLink domain, so a node must be exactly one domain; give "

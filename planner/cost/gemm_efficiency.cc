@@ -15,58 +15,56 @@ double Fill(double x, double half) {
   return x / (x + half);
 }
 
-double GemmUs(double m, double n, double k, double peak_tflops, const CostOptions& o) {
+double GemmUs(double m, double n, double k, double peak_tflops, const ComputeKnobs& kn, GemmPrecision p) {
   if (m <= 0 || n <= 0 || k <= 0) return 0.0;
   // FP8: twice the BF16 peak at fp8_efficiency_ratio of the shape's BF16 efficiency (precision.h).
-  return 2.0 * m * n * k / (peak_tflops * kFlopsPerUsPerTflops * GemmShapeEfficiency(m, n, k, o) * Fp8GemmSpeedup(o));
+  return 2.0 * m * n * k / (peak_tflops * kFlopsPerUsPerTflops * GemmShapeEfficiency(m, n, k, kn) * Fp8GemmSpeedup(kn, p));
 }
 
 // The FP8 input-quantize kernel of `elements` BF16 elements (0 without FP8 or without hbm_gbps).
-double QuantizeUs(double elements, const CostOptions& o, double hbm_gbps) {
-  if (!o.fp8_gemms || hbm_gbps <= 0 || elements <= 0) return 0.0;
-  return MemoryBoundUs(KernelBytes{"fp8_quantize", elements * Fp8QuantizeBytesPerElement(o.fp8_blockwise, 2.0)}, hbm_gbps, o.hbm_efficiency,
-                       o.memory_floor_us);
+double QuantizeUs(double elements, const ComputeKnobs& k, GemmPrecision p, double hbm_gbps) {
+  if (!p.fp8 || hbm_gbps <= 0 || elements <= 0) return 0.0;
+  return MemoryBoundUs(KernelBytes{"fp8_quantize", elements * Fp8QuantizeBytesPerElement(p.blockwise, 2.0)}, hbm_gbps,
+                       k.memory_bound.hbm_efficiency, k.memory_bound.floor_us);
 }
 
 }  // namespace
 
-double GemmShapeEfficiency(double m, double n, double k, const CostOptions& o) {
+double GemmShapeEfficiency(double m, double n, double k, const ComputeKnobs& kn) {
   if (m <= 0 || n <= 0 || k <= 0) return 0.0;
-  return o.gemm_shape_efficiency * Fill(m, o.gemm_half_rows) * Fill(n, o.gemm_half_nk) * Fill(k, o.gemm_half_nk);
+  return kn.gemm.shape_efficiency * Fill(m, kn.gemm.grouped_half_rows) * Fill(n, kn.gemm.half_nk) * Fill(k, kn.gemm.half_nk);
 }
 
-double LinearUs(double m, double n, double k, bool backward, double peak_tflops, const CostOptions& o) {
-  if (!backward) return GemmUs(m, n, k, peak_tflops, o);
-  return GemmUs(m, k, n, peak_tflops, o) + GemmUs(n, k, m, peak_tflops, o);  // dgrad + wgrad
+double LinearUs(double m, double n, double k, bool backward, double peak_tflops, const ComputeKnobs& kn, GemmPrecision p) {
+  if (!backward) return GemmUs(m, n, k, peak_tflops, kn, p);
+  return GemmUs(m, k, n, peak_tflops, kn, p) + GemmUs(n, k, m, peak_tflops, kn, p);  // dgrad + wgrad
 }
 
-double ExpertMlpForwardUs(double rows, double hidden, double f, double peak_tflops, const CostOptions& o, double hbm_gbps) {
+double ExpertMlpForwardUs(double rows, double hidden, double f, double peak_tflops, const ComputeKnobs& k, GemmPrecision p,
+                          double hbm_gbps) {
   if (rows <= 0) return 0.0;
-  const double tile = o.gemm_tile_rows;
+  const double tile = k.gemm.tile_rows;
   const double padded = tile > 0 ? std::ceil(rows / tile) * tile : rows;
-  return GemmUs(padded, 2.0 * f, hidden, peak_tflops, o) + GemmUs(padded, hidden, f, peak_tflops, o) +
-         QuantizeUs(rows * hidden, o, hbm_gbps) + QuantizeUs(rows * f, o, hbm_gbps);
+  return GemmUs(padded, 2.0 * f, hidden, peak_tflops, k, p) + GemmUs(padded, hidden, f, peak_tflops, k, p) +
+         QuantizeUs(rows * hidden, k, p, hbm_gbps) + QuantizeUs(rows * f, k, p, hbm_gbps);
 }
 
-double Fp8GemmSpeedup(const CostOptions& o) {
-  return o.fp8_gemms ? kFp8PeakOverBf16 * o.fp8_efficiency_ratio : 1.0;
+double Fp8GemmSpeedup(const ComputeKnobs& k, GemmPrecision p) {
+  return p.fp8 ? kFp8PeakOverBf16 * k.gemm.fp8_efficiency_ratio : 1.0;
 }
 
-CostOptions WithPrecision(const CostOptions& options, const TrainingConfig& training) {
-  CostOptions o = options;
-  o.fp8_gemms = Fp8Gemms(training);
-  o.fp8_blockwise = Fp8Blockwise(training);
-  return o;
+GemmPrecision GemmPrecisionOf(const TrainingConfig& training) {
+  return GemmPrecision{Fp8Gemms(training), Fp8Blockwise(training)};
 }
 
-double FlashAttentionEfficiency(double head_dim, double seq_len, bool causal, bool backward, const CostOptions& o) {
+double FlashAttentionEfficiency(double head_dim, double seq_len, bool causal, bool backward, const ComputeKnobs& k) {
   const double attended = causal ? seq_len / 2.0 : seq_len;
-  const double eff = o.flash_max_efficiency * Fill(head_dim, o.flash_half_head_dim) * Fill(attended, o.flash_half_seq);
-  return backward ? eff * o.flash_bwd_ratio : eff;
+  const double eff = k.flash.max_efficiency * Fill(head_dim, k.flash.half_head_dim) * Fill(attended, k.flash.half_seq);
+  return backward ? eff * k.flash.bwd_ratio : eff;
 }
 
 ShapedComputeUs ShapedCompute(const ModelSpec& m, double T, double router_tokens, double tp, double seq_len, double peak_tflops,
-                              const CostOptions& o, double hbm_gbps) {
+                              const ComputeKnobs& kn, GemmPrecision p, double hbm_gbps) {
   const auto& a = m.attention;
   const double D = static_cast<double>(m.hidden_size), H = static_cast<double>(a.num_attention_heads);
   ShapedComputeUs s;
@@ -74,7 +72,7 @@ ShapedComputeUs ShapedCompute(const ModelSpec& m, double T, double router_tokens
     const bool bwd = pass == 1;
     // Each linear with the FP8 quantize of its input (forward: X [M, K]; backward: dY [M, N]).
     auto lin = [&](double mm, double n, double k) {
-      return LinearUs(mm, n, k, bwd, peak_tflops, o) + QuantizeUs(mm * (bwd ? n : k), o, hbm_gbps);
+      return LinearUs(mm, n, k, bwd, peak_tflops, kn, p) + QuantizeUs(mm * (bwd ? n : k), kn, p, hbm_gbps);
     };
     double proj = 0, d_qk = 0, d_v = 0;
     if (a.kind == AttentionKind::kMla) {
@@ -93,12 +91,11 @@ ShapedComputeUs ShapedCompute(const ModelSpec& m, double T, double router_tokens
     // Causal core: each of the T tokens attends to half of the sequence on average; the backward
     // does 2.5x the forward's FLOPs.
     const double core_flops = 2.0 * T * (seq_len / 2.0) * (H / tp) * (d_qk + d_v) * (bwd ? 2.5 : 1.0);
-    const double core = core_flops / (peak_tflops * kFlopsPerUsPerTflops * FlashAttentionEfficiency(d_qk, seq_len, true, bwd, o));
+    const double core = core_flops / (peak_tflops * kFlopsPerUsPerTflops * FlashAttentionEfficiency(d_qk, seq_len, true, bwd, kn));
     s.attention[pass] = proj + core;
     // The router and lm_head stay BF16 (TransformerEngine runs neither in FP8).
-    CostOptions bf16 = o;
-    bf16.fp8_gemms = false;
-    if (m.moe.num_experts > 0) s.router[pass] = LinearUs(router_tokens, static_cast<double>(m.moe.num_experts), D, bwd, peak_tflops, bf16);
+    const GemmPrecision bf16{};
+    if (m.moe.num_experts > 0) s.router[pass] = LinearUs(router_tokens, static_cast<double>(m.moe.num_experts), D, bwd, peak_tflops, kn, bf16);
     if (m.moe.num_shared_experts > 0) {
       const double fs = static_cast<double>(m.moe.shared_expert_intermediate_size) / tp;
       s.shared_experts[pass] = lin(T, 2.0 * fs, D) + lin(T, D, fs);
@@ -107,15 +104,15 @@ ShapedComputeUs ShapedCompute(const ModelSpec& m, double T, double router_tokens
       const double fd = static_cast<double>(m.intermediate_size) / tp;
       s.dense_mlp[pass] = lin(T, 2.0 * fd, D) + lin(T, D, fd);
     }
-    s.lm_head[pass] = LinearUs(T, static_cast<double>(m.vocab_size) / tp, D, bwd, peak_tflops, bf16);
+    s.lm_head[pass] = LinearUs(T, static_cast<double>(m.vocab_size) / tp, D, bwd, peak_tflops, kn, bf16);
     s.eh_proj[pass] = lin(T, D / tp, 2.0 * D);
   }
   return s;
 }
 
-double GroupedGemmEfficiency(double rows, const CostOptions& o) {
-  if (rows <= 0) return o.gemm_max_efficiency;
-  return o.gemm_max_efficiency * rows / (rows + o.gemm_half_rows);
+double GroupedGemmEfficiency(double rows, const ComputeKnobs& k) {
+  if (rows <= 0) return k.gemm.grouped_max_efficiency;
+  return k.gemm.grouped_max_efficiency * rows / (rows + k.gemm.grouped_half_rows);
 }
 
 }  // namespace dockyard

@@ -2,58 +2,66 @@
 // (`--compute-model kernels`, the default; docs/cost-model.md "GEMM efficiency by shape"). Nothing here is read
 // with `--compute-model gemm` (the older model), except the FP8 GEMM rule (Fp8GemmSpeedup).
 //
+// (Knobs: ComputeKnobs::gemm and ::flash, knobs.h.)
 // A GEMM C[M, N] = A[M, K] B[K, N] (2 M N K FLOP) runs at
-//   eff(M, N, K) = gemm_shape_efficiency · M / (M + gemm_half_rows) · N / (N + gemm_half_nk) · K / (K + gemm_half_nk)
+//   eff(M, N, K) = shape_efficiency · M / (M + grouped_half_rows) · N / (N + half_nk) · K / (K + half_nk)
 // of the dense BF16 peak: increasing in each dim, the ceiling reached only when every dim fills the
 // GPU (tensor parallelism shrinks N or K; few rows per expert shrink M). The calibrated priors
 // reproduce the grouped-GEMM component measurements of testdata/fidelity/runs.json (TE CUTLASS
 // grouped GEMM on H100, TransformerEngine PR #2045; torch._grouped_mm on H200, pytorch PR #156203).
-// A grouped GEMM runs each expert's rows padded to whole tiles of gemm_tile_rows rows (the M tile
+// A grouped GEMM runs each expert's rows padded to whole tiles of tile_rows rows (the M tile
 // of the CUTLASS / DeepGEMM grouped kernels), so an expert with 129 rows costs two tiles.
 //
 // Flash attention (forward) runs at
-//   eff = flash_max_efficiency · d / (d + flash_half_head_dim) · L / (L + flash_half_seq)
+//   eff = max_efficiency · d / (d + half_head_dim) · L / (L + half_seq)
 // with d the query/key head dim and L the keys a query attends on average (the sequence length,
-// half of it under causal masking); the backward at flash_bwd_ratio of the forward's efficiency
+// half of it under causal masking); the backward at bwd_ratio of the forward's efficiency
 // and 2.5x its FLOPs (5 matmuls against 2). Priors: FlashAttention-3 on H100 BF16, head dim 128,
 // 430 TFLOP/s at 512 tokens to 621 at 16K (pytorch/benchmark PR #2391) and head dim 256, 642 at
 // 16K (Shah et al., arXiv 2407.08608, Fig. "Attention forward speed, head dim 256").
 #pragma once
 
 #include "planner/model/training.h"
-#include "planner/cost/cost_options.h"
+#include "planner/cost/knobs.h"
 #include "planner/model/model_spec.h"
 
 namespace dockyard {
 
+// Whether a run's GEMMs are FP8 and with which scaling (precision.h Fp8Gemms, Fp8Blockwise): a
+// setting of the run, read from its training config. The router, lm_head and the flash core stay
+// BF16 whatever it says.
+struct GemmPrecision {
+  bool fp8 = false;
+  bool blockwise = false;
+};
+GemmPrecision GemmPrecisionOf(const TrainingConfig& training);
+
 // Grouped-GEMM efficiency of `--compute-model gemm` for an expert with `rows` rows:
-// eff(M) = gemm_max_efficiency * M / (M + gemm_half_rows) (docs/cost-model.md, grouped GEMM).
-double GroupedGemmEfficiency(double rows, const CostOptions& options);
+// eff(M) = grouped_max_efficiency * M / (M + grouped_half_rows) (docs/cost-model.md, grouped GEMM).
+double GroupedGemmEfficiency(double rows, const ComputeKnobs& knobs);
 
 // eff(M, N, K) above; a dim <= 0 gives 0.
-double GemmShapeEfficiency(double m, double n, double k, const CostOptions& options);
+double GemmShapeEfficiency(double m, double n, double k, const ComputeKnobs& knobs);
 
 // One linear layer Y[M, N] = X[M, K] W[K, N] at `peak_tflops`, in microseconds: the forward GEMM
 // (M, N, K), or the backward's dgrad (M, K, N) plus wgrad (N, K, M).
-double LinearUs(double m, double n, double k, bool backward, double peak_tflops, const CostOptions& options);
+double LinearUs(double m, double n, double k, bool backward, double peak_tflops, const ComputeKnobs& knobs, GemmPrecision precision = {});
 
 // One expert's SwiGLU MLP forward (gate_up: N = 2 f, K = hidden; down: N = hidden, K = f) on
-// `rows` rows padded to whole gemm_tile_rows tiles, in microseconds; 0 for no rows.
-// With FP8 GEMMs (options.fp8_gemms) and `hbm_gbps` > 0, plus the quantize kernels of both inputs.
-double ExpertMlpForwardUs(double rows, double hidden, double f, double peak_tflops, const CostOptions& options, double hbm_gbps = 0);
+// `rows` rows padded to whole tile_rows tiles, in microseconds; 0 for no rows.
+// With FP8 GEMMs (precision.fp8) and `hbm_gbps` > 0, plus the quantize kernels of both inputs.
+double ExpertMlpForwardUs(double rows, double hidden, double f, double peak_tflops, const ComputeKnobs& knobs, GemmPrecision precision,
+                          double hbm_gbps = 0);
 
-// How many times faster a GEMM of a given shape runs with FP8 GEMMs (options.fp8_gemms) than in
+// How many times faster a GEMM of a given shape runs with FP8 GEMMs (precision.fp8) than in
 // BF16: the FP8 peak (precision.h kFp8PeakOverBf16) times fp8_efficiency_ratio; 1 without FP8.
 // The one FP8 GEMM rule of both compute models: LinearUs / ExpertMlpForwardUs here, and the
 // fixed-efficiency GEMMs of the default model (cost.cc: attention projections, grouped GEMM,
 // shared experts, dense MLP, MLA up-projections). The router, lm_head and the flash core stay BF16.
-double Fp8GemmSpeedup(const CostOptions& options);
-
-// `options` with fp8_gemms / fp8_blockwise from the training config (precision.h).
-CostOptions WithPrecision(const CostOptions& options, const TrainingConfig& training);
+double Fp8GemmSpeedup(const ComputeKnobs& knobs, GemmPrecision precision);
 
 // Flash-attention efficiency (fraction of peak) for head dim `head_dim`, sequence `seq_len`.
-double FlashAttentionEfficiency(double head_dim, double seq_len, bool causal, bool backward, const CostOptions& options);
+double FlashAttentionEfficiency(double head_dim, double seq_len, bool causal, bool backward, const ComputeKnobs& knobs);
 
 // The shaped compute of the GEMM-bound phases of one layer and of lm_head, per micro-batch,
 // [0] forward, [1] backward (without recomputation), in microseconds. Attention: the projections
@@ -70,6 +78,6 @@ struct ShapedComputeUs {
 // `tokens` T (M of every dense GEMM), `router_tokens` (Workload::dispatch_tokens), `tp`, `seq_len`.
 // With FP8 GEMMs and `hbm_gbps` > 0, each FP8 linear also pays its input's quantize kernel.
 ShapedComputeUs ShapedCompute(const ModelSpec& model, double tokens, double router_tokens, double tp, double seq_len, double peak_tflops,
-                              const CostOptions& options, double hbm_gbps = 0);
+                              const ComputeKnobs& knobs, GemmPrecision precision, double hbm_gbps = 0);
 
 }  // namespace dockyard

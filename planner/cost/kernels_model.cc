@@ -85,10 +85,11 @@ double LaunchGapUs(double kernels, bool cuda_graphs, double kernel_launch_us, do
   return kernels * (cuda_graphs ? graph_launch_us : kernel_launch_us);
 }
 
-KernelExtrasUs KernelExtras(const ModelSpec& m, const KernelShape& s, const CostOptions& o, double hbm_gbps, bool full_recompute) {
+KernelExtrasUs KernelExtras(const ModelSpec& m, const KernelShape& s, const MemoryBoundKnobs& o, const RunSettings& run, double hbm_gbps,
+                            bool full_recompute) {
   const auto& a = m.attention;
-  auto mem = [&](const std::vector<KernelBytes>& k) { return MemoryBoundUs(k, hbm_gbps, o.hbm_efficiency, o.memory_floor_us); };
-  auto gap = [&](double kernels) { return LaunchGapUs(kernels, o.cuda_graphs, o.kernel_launch_us, o.graph_launch_us); };
+  auto mem = [&](const std::vector<KernelBytes>& k) { return MemoryBoundUs(k, hbm_gbps, o.hbm_efficiency, o.floor_us); };
+  auto gap = [&](double kernels) { return LaunchGapUs(kernels, run.cuda_graphs, o.kernel_launch_us, o.graph_launch_us); };
   const double attn_gemms = a.kind == AttentionKind::kMla ? (a.q_lora_rank > 0 ? 5.0 : 4.0) : 2.0;
   const double tp = s.tp;
   KernelExtrasUs x;
@@ -110,7 +111,7 @@ KernelExtrasUs KernelExtras(const ModelSpec& m, const KernelShape& s, const Cost
       const double fd = static_cast<double>(m.intermediate_size) / tp;
       x.dense_mlp[pass] = mem({SwigluKernel(s.tokens, fd, s.act_bytes, bwd)}) + gap(2.0 * gemm_launches + 1.0);
     }
-    const auto loss = LossKernels(m, s, o.fused_cross_entropy, bwd);
+    const auto loss = LossKernels(m, s, run.fused_cross_entropy, bwd);
     x.lm_head[pass] = mem(loss) + gap(gemm_launches + static_cast<double>(loss.size()));
   }
   if (full_recompute) {

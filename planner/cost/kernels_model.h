@@ -1,6 +1,6 @@
 // The memory-bound kernels of a transformer layer and the launch gaps between kernels: what a
 // step spends outside its GEMMs (docs/cost-model.md, "Memory-bound kernels"). Used by the cost
-// model with `--compute-model kernels` (CostOptions::compute_model); nothing here is read otherwise.
+// model with `--compute-model kernels` (compute_model.h ComputeModel::kKernels); nothing here is read otherwise.
 //
 // Every kernel is bytes over HBM: time = max(bytes / (hbm_gbps x hbm_efficiency), floor), the floor
 // being the calibration's memory_floor_us (a kernel that moves almost nothing still costs a launch
@@ -30,7 +30,8 @@
 #include <string>
 #include <vector>
 
-#include "planner/cost/cost_options.h"
+#include "planner/cost/knobs.h"
+#include "planner/model/run_settings.h"
 #include "planner/model/model_spec.h"
 
 namespace dockyard {
@@ -80,10 +81,10 @@ struct KernelExtrasUs {
   double attention[2] = {0, 0}, router[2] = {0, 0}, grouped_gemm[2] = {0, 0}, shared_experts[2] = {0, 0}, dense_mlp[2] = {0, 0},
          lm_head[2] = {0, 0};
 };
-// `hbm_gbps` is the GPU's HBM bandwidth (ClusterSpec::hbm_gbps); the rest comes from `options`
-// (hbm_efficiency, memory_floor_us, kernel_launch_us, graph_launch_us, cuda_graphs,
-// fused_cross_entropy).
-KernelExtrasUs KernelExtras(const ModelSpec& model, const KernelShape& shape, const CostOptions& options, double hbm_gbps,
-                            bool full_recompute);
+// `hbm_gbps` is the GPU's HBM bandwidth (ClusterSpec::hbm_gbps); the knobs (hbm_efficiency,
+// floor_us, kernel_launch_us, graph_launch_us) are the GPU's, the run decides CUDA graphs and the
+// fused cross-entropy (RunSettings::cuda_graphs, fused_cross_entropy).
+KernelExtrasUs KernelExtras(const ModelSpec& model, const KernelShape& shape, const MemoryBoundKnobs& knobs, const RunSettings& run,
+                            double hbm_gbps, bool full_recompute);
 
 }  // namespace dockyard

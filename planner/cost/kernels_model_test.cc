@@ -105,12 +105,13 @@ TEST_CASE("Memory-bound time: bytes over HBM x efficiency, each kernel at least 
 }
 
 TEST_CASE("KernelExtras: kernels plus launch gaps per phase, CUDA graphs shrink the gaps") {
-  dockyard::CostOptions o;
+  dockyard::MemoryBoundKnobs o;
   o.hbm_efficiency = 0.5;
-  o.memory_floor_us = 5.0;
+  o.floor_us = 5.0;
   o.kernel_launch_us = 2.0;
   o.graph_launch_us = 0.5;
-  const auto x = dockyard::KernelExtras(Tiny(), kShape, o, 1, false);
+  dockyard::RunSettings run;
+  const auto x = dockyard::KernelExtras(Tiny(), kShape, o, run, 1, false);
   // At 1 GB/s x 0.5 (500 B/us): attention forward 524.288 us of kernels + (2 GEMMs + flash + 6
   // kernels) x 2 us.
   CHECK(x.attention[0] == Approx(524.288 + 18.0));
@@ -124,12 +125,12 @@ TEST_CASE("KernelExtras: kernels plus launch gaps per phase, CUDA graphs shrink 
   CHECK(x.shared_experts[0] == 0);           // no shared experts
   // lm_head forward: final norm 65.536 + cross-entropy 2,560 us + (GEMM + 2) x 2 us.
   CHECK(x.lm_head[0] == Approx(65.536 + 2560.0 + 6.0));
-  o.cuda_graphs = true;
-  const auto g = dockyard::KernelExtras(Tiny(), kShape, o, 1, false);
+  run.cuda_graphs = true;
+  const auto g = dockyard::KernelExtras(Tiny(), kShape, o, run, 1, false);
   CHECK(g.attention[0] == Approx(524.288 + 4.5));  // 9 launches x 0.5 us
   // Full recomputation re-runs the forward's kernels in the backward.
-  o.cuda_graphs = false;
-  const auto r = dockyard::KernelExtras(Tiny(), kShape, o, 1, true);
+  run.cuda_graphs = false;
+  const auto r = dockyard::KernelExtras(Tiny(), kShape, o, run, 1, true);
   CHECK(r.attention[1] == Approx(x.attention[1] + x.attention[0]));
 }
 
@@ -137,10 +138,8 @@ TEST_CASE("SimulateStep with --compute-model kernels adds the kernels to their p
   const auto plan = dockyard::testing::TinyEp4Plan();
   const auto routing = dockyard::testing::TinyEp4Routing();
   dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
-  dockyard::CostOptions o;
-  const auto base = dockyard::SimulateStep(plan, c, routing, o);
-  o.kernel_compute = true;
-  const auto kern = dockyard::SimulateStep(plan, c, routing, o);
+  const auto base = dockyard::SimulateStep(plan, c, routing);
+  const auto kern = dockyard::SimulateStep(plan, c, routing, dockyard::ComputeModel::kKernels);
   auto phase = [](const dockyard::CostBreakdown& cb, const char* name) {
     for (const auto& p : cb.phases)
       if (p.name == name && p.direction == "forward") return p.time_us;
@@ -149,7 +148,7 @@ TEST_CASE("SimulateStep with --compute-model kernels adds the kernels to their p
   // TinyMixtral (no q/k norm), 1024 tokens, tp 1: norms 262,144 B, rotary and residual adds
   // 393,216 B each: at 3350 GB/s x 0.70 = 2.345e6 B/us all five are under the 5 us floor; + 8
   // launches (2 GEMMs, flash, 5 kernels) x 2 us.
-  const auto sc = dockyard::ShapedCompute(plan.model, 1024, 1024, 1, 1024, c.dense_bf16_tflops, o);
+  const auto sc = dockyard::ShapedCompute(plan.model, 1024, 1024, 1, 1024, c.dense_bf16_tflops, c.knobs.compute, {});
   CHECK(phase(kern, "attention") - sc.attention[0] == Approx(5 * 5.0 + 16.0));
   CHECK(phase(base, "attention") > 0);  // the default model is cost_test's
 }

@@ -44,7 +44,7 @@ bool BlockAllToAll(const LayerRouting& L, const std::vector<int64_t>& node, doub
     largest = std::max({largest, sum, L.received[r]});
   }
   if (!(static_cast<double>(largest) * D * ab < 9007199254740992.0)) return false;  // 2^53
-  const double intra = c.intra_node_gbps * kBytesPerUsPerGbps, inter = c.network_gbps * kBytesPerUsPerGbps;
+  const double intra = c.knobs.links.intra_node_gbps * kBytesPerUsPerGbps, inter = c.knobs.links.network_gbps * kBytesPerUsPerGbps;
   auto bytes = [&](int64_t count) { return static_cast<double>(count) * D * ab; };
   size_t begin = 0;
   for (size_t r = 0; r < n; ++r) {
@@ -60,7 +60,7 @@ bool BlockAllToAll(const LayerRouting& L, const std::vector<int64_t>& node, doub
     const int64_t self = L.dispatch[r * n + r];
     const int64_t send_other = row_total[r] - send_same - self, recv_other = L.received[r] - recv_same - self;
     const bool remote = end - begin < n;
-    const double latency = remote ? c.network_latency_us : c.intra_node_latency_us;
+    const double latency = remote ? c.knobs.links.network_latency_us : c.knobs.links.intra_node_latency_us;
     // NVLink and the NIC are separate links: the busiest one decides (AllToAllTimesUs).
     dt[r] = latency + std::max({bytes(send_same) / intra, bytes(recv_same) / intra, bytes(send_other) / inter, bytes(recv_other) / inter});
     // Combine sends what dispatch received and receives what it sent.
@@ -176,10 +176,10 @@ void DeredundencyAllToAllUs(const LayerRouting& L, const std::vector<int64_t>& e
 // Returns whether dtb was written (else dtb = dt).
 bool LayerAllToAllUs(const LayerRouting& L, const FlexLinks* flex, const std::vector<int64_t>& ep_group,
                      const std::vector<int64_t>& ep_nodes, const MoePhaseShape& s, const MoeWire& wire, const ClusterSpec& c,
-                     const CostOptions& o, std::vector<double>& dbytes, std::vector<double>& cbytes, double* dt, double* ct, double* dtb) {
+                     std::vector<double>& dbytes, std::vector<double>& cbytes, double* dt, double* ct, double* dtb) {
   const int64_t ep = s.ep;
   const double D = s.hidden, ab = s.act_bytes;
-  if (FlexOrAllGatherTimesUs(flex, ep_group, s, wire.sent_ab, c, o, dt, ct, dtb)) return true;  // deepep / allgather dispatcher (deepep.h).
+  if (FlexOrAllGatherTimesUs(flex, ep_group, s, wire.sent_ab, c, dt, ct, dtb)) return true;  // deepep / allgather dispatcher (deepep.h).
   if (!s.deredundency && s.integer_sums && ep >= 2 && wire.sent_ab == ab && wire.dispatch_ab == ab &&
       BlockAllToAll(L, ep_nodes, D, ab, c, dt, ct)) {
     return false;  // Same values from integer block sums (see BlockAllToAll).
@@ -195,7 +195,9 @@ bool LayerAllToAllUs(const LayerRouting& L, const FlexLinks* flex, const std::ve
 // rank's of each likewise.
 void AddSampledLayer(const std::vector<double>& rows, const std::vector<double>& received, const std::vector<double>& dt,
                      const std::vector<double>& ct, const std::vector<double>& dtb, const MoePhaseShape& s, double Td, size_t nlayers,
-                     const ClusterSpec& c, const CostOptions& o, MoePhaseTimes& out) {
+                     const ClusterSpec& c, ComputeModel model, MoePhaseTimes& out) {
+  const ComputeKnobs& kn = c.knobs.compute;
+  const bool kernels = model == ComputeModel::kKernels;
   const double peak = c.dense_bf16_tflops * kFlopsPerUsPerTflops;  // FLOP per microsecond
   const double hbm = c.hbm_gbps * kBytesPerUsPerGbps;
   const int64_t ep = s.ep;
@@ -206,13 +208,13 @@ void AddSampledLayer(const std::vector<double>& rows, const std::vector<double>&
     double g = 0;
     for (int64_t e = 0; e < nle; ++e) {
       const double M = rows[r * nle + e];
-      g += o.kernel_compute ? ExpertMlpForwardUs(M, D, f_local, c.dense_bf16_tflops, o, c.hbm_gbps)  // by shape (gemm_efficiency.h)
-                            : 6.0 * M * D * f_local / (peak * GroupedGemmEfficiency(M, o) * Fp8GemmSpeedup(o));
+      g += kernels ? ExpertMlpForwardUs(M, D, f_local, c.dense_bf16_tflops, kn, s.gemm_precision, c.hbm_gbps)  // by shape (gemm_efficiency.h)
+                            : 6.0 * M * D * f_local / (peak * GroupedGemmEfficiency(M, kn) * Fp8GemmSpeedup(kn, s.gemm_precision));
     }
     // Kernel-level model: the SwiGLU of the rank's received rows (kernels_model.h).
-    if (o.kernel_compute)
-      g += MemoryBoundUs(SwigluKernel(received[r], f_local, ab, false), c.hbm_gbps, o.hbm_efficiency, o.memory_floor_us);
-    const double pr = 2.0 * (Td * k + received[r]) * D * ab / hbm + o.memory_floor_us;
+    if (kernels)
+      g += MemoryBoundUs(SwigluKernel(received[r], f_local, ab, false), c.hbm_gbps, kn.memory_bound.hbm_efficiency, kn.memory_bound.floor_us);
+    const double pr = 2.0 * (Td * k + received[r]) * D * ab / hbm + kn.memory_bound.floor_us;
     out.gemm[r] += g / nlayers;
     out.permute[r] += pr / nlayers;
     out.dispatch[r] += dt[r] / nlayers;
@@ -234,7 +236,7 @@ void AddSampledLayer(const std::vector<double>& rows, const std::vector<double>&
 }  // namespace
 
 MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<int64_t>& ep_group, const MoePhaseShape& s,
-                                const ClusterSpec& c, const CostOptions& o,
+                                const ClusterSpec& c, ComputeModel model,
                                 const std::vector<std::shared_ptr<const FlexLinks>>* flex_layers) {
   if (flex_layers != nullptr && flex_layers->size() != routing.layers.size()) {
     throw Error(fmt::format("MoE phases: {} layers of deepep counts for a routing sample of {} layers", flex_layers->size(),
@@ -273,14 +275,14 @@ MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<
         own_links = FlexLinksOf(*L.flex);
         flex = &*own_links;
       }
-      own_bwd = LayerAllToAllUs(L, flex, ep_group, ep_nodes, s, wire, c, o, dbytes, cbytes, dt.data(), ct.data(), dtb.data());
+      own_bwd = LayerAllToAllUs(L, flex, ep_group, ep_nodes, s, wire, c, dbytes, cbytes, dt.data(), ct.data(), dtb.data());
     } else {
       // EP off: every rank computes all experts on its own T_r tokens, spread evenly.
       for (int64_t e = 0; e < nle; ++e) rows[e] = Tr * k / E;
       received[0] = Tr * k;
     }
     if (!own_bwd) dtb = dt;
-    AddSampledLayer(rows, received, dt, ct, dtb, s, wire.Td, nlayers, c, o, out);
+    AddSampledLayer(rows, received, dt, ct, dtb, s, wire.Td, nlayers, c, model, out);
   }
   out.imbalance = imbalance;
   return out;

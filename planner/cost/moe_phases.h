@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "planner/cost/cluster.h"
-#include "planner/cost/cost_options.h"
+#include "planner/cost/compute_model.h"
 #include "planner/cost/moe_shape.h"
 #include "planner/routing/routing.h"
 
@@ -35,7 +35,7 @@ struct FlexLinks;  // flex_counts.h
 // (the layout search's cache, eval_cache.h) need not copy the sample, nor keep its n x n counts,
 // per group.
 MoePhaseTimes SimulateMoePhases(const RoutingResult& routing, const std::vector<int64_t>& ep_group, const MoePhaseShape& shape,
-                                const ClusterSpec& cluster, const CostOptions& options = {},
+                                const ClusterSpec& cluster, ComputeModel model = ComputeModel::kKernels,
                                 const std::vector<std::shared_ptr<const FlexLinks>>* flex_layers = nullptr);
 
 }  // namespace dockyard

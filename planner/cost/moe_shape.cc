@@ -1,9 +1,13 @@
 // The shape of a model's MoE phases (see moe_shape.h).
 #include "planner/cost/moe_shape.h"
 
+#include "planner/model/dispatcher.h"
+#include "planner/model/precision.h"
+
 namespace dockyard {
 
-MoePhaseShape MoePhaseShapeOf(const ModelSpec& m, const Workload& w, int64_t ep, bool deredundency) {
+MoePhaseShape MoePhaseShapeOf(const ModelSpec& m, const Workload& w, const TrainingConfig& t, int64_t ep) {
+  const bool deredundency = ep > 1 && t.dispatcher == Dispatcher::kDeredundency;
   MoePhaseShape shape;
   shape.ep = ep;
   shape.num_experts = m.moe.num_experts;
@@ -14,6 +18,11 @@ MoePhaseShape MoePhaseShapeOf(const ModelSpec& m, const Workload& w, int64_t ep,
   shape.act_bytes = static_cast<double>(w.act_bytes);
   shape.f_local = static_cast<double>(w.expert_f_local);
   shape.deredundency = deredundency;
+  shape.flex = ep > 1 && t.dispatcher == Dispatcher::kDeepEp;
+  shape.flex_fp8 = t.fp8_dispatch;
+  shape.allgather = ep > 1 && t.dispatcher == Dispatcher::kAllGather;
+  if (t.fp8_dispatch) shape.dispatch_act_bytes = DispatchBytesPerElement(t, static_cast<double>(m.hidden_size), shape.act_bytes);
+  shape.gemm_precision = GemmPrecisionOf(t);
   return shape;
 }
 

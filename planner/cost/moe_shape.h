@@ -6,7 +6,9 @@
 #include <cstdint>
 
 #include "planner/accounting/workload.h"
+#include "planner/cost/gemm_efficiency.h"
 #include "planner/model/model_spec.h"
+#include "planner/model/training.h"
 
 namespace dockyard {
 
@@ -31,9 +33,13 @@ struct MoePhaseShape {
   // O(ep x node block) instead of O(ep^2). The layout search sets it; SimulateStep does not, and
   // search_test compares the two for every candidate.
   bool integer_sums = false;
+  GemmPrecision gemm_precision;  // the grouped GEMMs' precision (FP8 GEMMs, gemm_efficiency.h)
 };
 
-// The shape of `model`'s MoE layers under workload `w` at EP degree `ep` (integer_sums off).
-MoePhaseShape MoePhaseShapeOf(const ModelSpec& model, const Workload& w, int64_t ep, bool deredundency);
+// The shape of `model`'s MoE layers under workload `w` and training `t` at EP degree `ep`: its
+// dispatcher (deredundency, deepep, allgather; the plain all-to-all otherwise or with ep 1), FP8
+// dispatch bytes (precision.h DispatchBytesPerElement) and GEMM precision; integer_sums off, the
+// logical experts (a caller with replicas sets num_experts to the physical slots).
+MoePhaseShape MoePhaseShapeOf(const ModelSpec& model, const Workload& w, const TrainingConfig& t, int64_t ep);
 
 }  // namespace dockyard

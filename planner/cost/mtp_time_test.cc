@@ -11,8 +11,7 @@ using doctest::Approx;
 TEST_CASE("MTP eh_proj: 2 x T x 2D x D / tp FLOPs forward, 2x in backward (--compute-model gemm)") {
   const auto routing = dockyard::testing::TinyEp4Routing();
   const dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
-  dockyard::CostOptions gemm;
-  gemm.kernel_compute = false;
+  const dockyard::ComputeModel gemm = dockyard::ComputeModel::kGemm;
   const auto t0 = dockyard::SimulateStep(dockyard::testing::TinyMtpPlan(0), c, routing, gemm);
   const auto t1 = dockyard::SimulateStep(dockyard::testing::TinyMtpPlan(1), c, routing, gemm);
   // pp 1: the stage runs 2 MoE layers and lm_head; one MTP module adds one MoE layer, one lm_head
@@ -20,7 +19,7 @@ TEST_CASE("MTP eh_proj: 2 x T x 2D x D / tp FLOPs forward, 2x in backward (--com
   // 16,777,216 FLOP forward, x 3 with the backward = 50,331,648 FLOP at dense_efficiency of the
   // H100's 989 TFLOP/s.
   const double lm_head = t0.stage_microbatch_us - 2 * t0.moe_layer_us;
-  const double eh_proj = 3.0 * 2.0 * 1024 * 128 * 64 / (989e6 * gemm.dense_efficiency);
+  const double eh_proj = 3.0 * 2.0 * 1024 * 128 * 64 / (989e6 * c.knobs.compute.gemm.dense_efficiency);
   CHECK(eh_proj > 0);
   CHECK(t1.stage_microbatch_us - t0.stage_microbatch_us == Approx(t0.moe_layer_us + lm_head + eh_proj));
   // Two modules: twice.
@@ -33,13 +32,12 @@ TEST_CASE("MTP eh_proj: 2 x T x 2D x D / tp FLOPs forward, 2x in backward (--com
 TEST_CASE("MTP eh_proj by shape (--compute-model kernels): the forward GEMM (T, D / tp, 2D) and its dgrad + wgrad") {
   const auto routing = dockyard::testing::TinyEp4Routing();
   const dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
-  const dockyard::CostOptions kernels;  // the default compute model
-  REQUIRE(kernels.kernel_compute);
+  const dockyard::ComputeModel kernels = dockyard::ComputeModel::kKernels;  // the default compute model
   const auto t0 = dockyard::SimulateStep(dockyard::testing::TinyMtpPlan(0), c, routing, kernels);
   const auto t1 = dockyard::SimulateStep(dockyard::testing::TinyMtpPlan(1), c, routing, kernels);
   const double lm_head = t0.stage_microbatch_us - 2 * t0.moe_layer_us;
-  const double eh_proj = dockyard::LinearUs(1024, 64, 128, false, 989, kernels) + dockyard::LinearUs(1024, 64, 128, true, 989, kernels);
-  const auto sc = dockyard::ShapedCompute(dockyard::testing::TinyMtpPlan(1).model, 1024, 256, 1, 1024, 989, kernels);
+  const double eh_proj = dockyard::LinearUs(1024, 64, 128, false, 989, c.knobs.compute) + dockyard::LinearUs(1024, 64, 128, true, 989, c.knobs.compute);
+  const auto sc = dockyard::ShapedCompute(dockyard::testing::TinyMtpPlan(1).model, 1024, 256, 1, 1024, 989, c.knobs.compute, {});
   CHECK(sc.eh_proj[0] + sc.eh_proj[1] == Approx(eh_proj));
   CHECK(t1.stage_microbatch_us - t0.stage_microbatch_us == Approx(t0.moe_layer_us + lm_head + eh_proj));
 }

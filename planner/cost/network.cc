@@ -37,27 +37,27 @@ int64_t MembersPerDomainStrided(int64_t n, int64_t stride, int64_t domain) {
 
 double RingBusGbps(const ClusterSpec& c, int64_t k, bool spans_domains, bool nodes_shared) {
   if (k < 1) throw Error(fmt::format("members per NVLink domain must be >= 1, got {}", k));
-  if (!spans_domains) return c.intra_node_gbps;
-  double net = static_cast<double>(k) * c.network_gbps;  // k GPUs' share of the NICs
+  if (!spans_domains) return c.knobs.links.intra_node_gbps;
+  double net = static_cast<double>(k) * c.knobs.links.network_gbps;  // k GPUs' share of the NICs
   if (!nodes_shared) {
     const int64_t g = std::max<int64_t>(c.gpus_per_node, 1), nics = std::max<int64_t>(c.nics_per_node, 1);
     const int64_t domain_nics = nics * (NvlinkDomainGpus(c) / g);
     const int64_t rails = std::min(domain_nics, (k * nics + g - 1) / g);
-    net = static_cast<double>(rails) * c.network_gbps * static_cast<double>(g) / static_cast<double>(nics);
+    net = static_cast<double>(rails) * c.knobs.links.network_gbps * static_cast<double>(g) / static_cast<double>(nics);
   }
-  return k == 1 ? net : std::min(net, c.intra_node_gbps);
+  return k == 1 ? net : std::min(net, c.knobs.links.intra_node_gbps);
 }
 
 double RingTimeUs(double bytes, int64_t n, int64_t k, bool spans_domains, const ClusterSpec& c) {
   if (n < 2 || bytes <= 0) return 0.0;
   const double bw = RingBusGbps(c, k, spans_domains) * kBytesPerUsPerGbps;
-  const double alpha = spans_domains ? c.network_latency_us : c.intra_node_latency_us;
+  const double alpha = spans_domains ? c.knobs.links.network_latency_us : c.knobs.links.intra_node_latency_us;
   return static_cast<double>(n - 1) * (alpha + bytes / static_cast<double>(n) / bw);
 }
 
 double StepCollectiveUs(double wire_bytes, int64_t n, int64_t k, bool spans_domains, const ClusterSpec& c) {
   const double bw = RingBusGbps(c, k, spans_domains) * kBytesPerUsPerGbps;
-  const double alpha = spans_domains ? c.network_latency_us : c.intra_node_latency_us;
+  const double alpha = spans_domains ? c.knobs.links.network_latency_us : c.knobs.links.intra_node_latency_us;
   return wire_bytes / bw + alpha * static_cast<double>(n - 1);
 }
 
@@ -67,8 +67,8 @@ double SharedNicUs(double a, bool a_spans, double b, bool b_spans) {
 
 double P2pUs(double bytes, bool spans_domains, const ClusterSpec& c) {
   if (bytes <= 0) return 0.0;
-  const double bw = (spans_domains ? c.network_gbps : c.intra_node_gbps) * kBytesPerUsPerGbps;
-  return (spans_domains ? c.network_latency_us : c.intra_node_latency_us) + bytes / bw;
+  const double bw = (spans_domains ? c.knobs.links.network_gbps : c.knobs.links.intra_node_gbps) * kBytesPerUsPerGbps;
+  return (spans_domains ? c.knobs.links.network_latency_us : c.knobs.links.intra_node_latency_us) + bytes / bw;
 }
 
 double CpRingExposedUs(double kv_bytes, double core_us, int64_t cp, bool spans_domains, const ClusterSpec& c) {
@@ -96,7 +96,7 @@ bool SpansNodes(const std::vector<int64_t>& group, int64_t gpus_per_node) {
 // transposed) for every member r, the node of every member given: both sums run over the
 // other members d in increasing order, reading rows only.
 void AllToAllTimesFromRows(const double* sent, const double* received, const int64_t* node, size_t n, const ClusterSpec& c, double* times) {
-  const double intra = c.intra_node_gbps * kBytesPerUsPerGbps, inter = c.network_gbps * kBytesPerUsPerGbps;
+  const double intra = c.knobs.links.intra_node_gbps * kBytesPerUsPerGbps, inter = c.knobs.links.network_gbps * kBytesPerUsPerGbps;
   for (size_t r = 0; r < n; ++r) {
     double send_intra = 0, send_inter = 0, recv_intra = 0, recv_inter = 0;
     bool remote = false;
@@ -111,7 +111,7 @@ void AllToAllTimesFromRows(const double* sent, const double* received, const int
     }
     // NVLink and the NIC are separate links: the busiest one decides.
     const double t = std::max({send_intra / intra, recv_intra / intra, send_inter / inter, recv_inter / inter});
-    times[r] = (remote ? c.network_latency_us : c.intra_node_latency_us) + t;
+    times[r] = (remote ? c.knobs.links.network_latency_us : c.knobs.links.intra_node_latency_us) + t;
   }
 }
 
@@ -141,8 +141,8 @@ double RingCollectiveUs(double bytes, int64_t group_size, bool spans_nodes, cons
 
 double StepCommUs(int64_t wire_bytes, int64_t cross_node_bytes, int64_t group_size, const ClusterSpec& c) {
   // Step-end collectives are not overlapped with compute in this model.
-  const double bw = (cross_node_bytes > 0 ? c.network_gbps : c.intra_node_gbps) * kBytesPerUsPerGbps;
-  return static_cast<double>(wire_bytes) / bw + (cross_node_bytes > 0 ? c.network_latency_us : c.intra_node_latency_us) * (group_size - 1);
+  const double bw = (cross_node_bytes > 0 ? c.knobs.links.network_gbps : c.knobs.links.intra_node_gbps) * kBytesPerUsPerGbps;
+  return static_cast<double>(wire_bytes) / bw + (cross_node_bytes > 0 ? c.knobs.links.network_latency_us : c.knobs.links.intra_node_latency_us) * (group_size - 1);
 }
 
 double RingCollectiveUs(double bytes, const std::vector<int64_t>& group, const ClusterSpec& c) {

@@ -6,12 +6,13 @@
 namespace dockyard {
 
 void OpSacForwardUs(const ModelSpec& m, double T, double tp, double attention_kernels_us, double tp_collective_us, const ClusterSpec& c,
-                    double peak, const CostOptions& o, RecomputeForwardUs& rf) {
+                    double peak, ComputeModel model, GemmPrecision precision, RecomputeForwardUs& rf) {
+  const ComputeKnobs& kn = c.knobs.compute;
   auto linear_us = [&](const OpSacLinear& l) {
     const double in = static_cast<double>(l.in), out = static_cast<double>(l.out);
-    if (!o.kernel_compute) return 2.0 * T * in * out / tp / (peak * o.dense_efficiency * Fp8GemmSpeedup(o));
+    if (model != ComputeModel::kKernels) return 2.0 * T * in * out / tp / (peak * kn.gemm.dense_efficiency * Fp8GemmSpeedup(kn, precision));
     const double n = l.tp == LinearTp::kColwise ? out / tp : out, k = l.tp == LinearTp::kRowwise ? in / tp : in;
-    return LinearUs(T, n, k, false, c.dense_bf16_tflops, o);
+    return LinearUs(T, n, k, false, c.dense_bf16_tflops, kn, precision);
   };
   rf.attention_linears = rf.shared_linears = rf.dense_linears = 0;
   for (bool moe_layer : {false, true}) {

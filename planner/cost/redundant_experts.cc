@@ -236,7 +236,7 @@ void PriceReplicaGradAllReduce(const Plan& plan, const ClusterSpec& cluster, con
 
 RedundantExpertsReport AnalyzeRedundantExperts(const Plan& plan, const ClusterSpec& cluster, const RoutingModel& model,
                                                const RoutingResult& before, const CostBreakdown& cost_before, const MemoryReport& memory,
-                                               const RedundantExpertsOptions& o, const CostOptions& cost_options) {
+                                               const RedundantExpertsOptions& o, ComputeModel compute_model) {
   CheckRedundantInputs(plan, model, before);
   const int64_t E = plan.model.moe.num_experts, ep = plan.dims.ep;
   RedundantExpertsReport rep;
@@ -250,7 +250,7 @@ RedundantExpertsReport AnalyzeRedundantExperts(const Plan& plan, const ClusterSp
   rep.num_slots = E + o.redundant_experts;
   rep.slots_per_rank = rep.num_slots / ep;
   rep.routing = SampleReplicatedRouting(model, rep.placements, before.tokens_per_rank, o.choice);
-  const CostBreakdown cost_after = SimulateStep(plan, cluster, rep.routing, cost_options);
+  const CostBreakdown cost_after = SimulateStep(plan, cluster, rep.routing, compute_model);
   rep.before = Side(before, cost_before);
   rep.after = Side(rep.routing, cost_after);
   AddReplicaMemory(memory, o.redundant_experts, E, &rep);

@@ -101,7 +101,7 @@ std::vector<int64_t> ReadPlacementFile(const std::string& path, int64_t moe_laye
 // supported with replicas) or mismatched inputs.
 RedundantExpertsReport AnalyzeRedundantExperts(const Plan& plan, const ClusterSpec& cluster, const RoutingModel& model,
                                                const RoutingResult& before, const CostBreakdown& cost_before, const MemoryReport& memory,
-                                               const RedundantExpertsOptions& options, const CostOptions& cost_options = {});
+                                               const RedundantExpertsOptions& options, ComputeModel compute_model = ComputeModel::kKernels);
 
 // JSON block "redundant_experts" (docs/report.md) and the terminal section.
 Json RedundantExpertsToJson(const RedundantExpertsReport& report);

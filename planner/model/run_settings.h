@@ -44,6 +44,13 @@ struct RunSettings {
   // Pipeline schedule (--pipeline-schedule): "1f1b" (1F1B, interleaved with --vpp) or "dualpipe"
   // (DeepSeek-V3's bidirectional DualPipe, github deepseek-ai/DualPipe).
   std::string schedule = "1f1b";
+  // The shared experts' forward runs beside the combine all-to-all (Megatron
+  // --moe-shared-expert-overlap; `simulate --no-overlap` turns it off).
+  bool overlap_shared_experts = true;
+  // Kernels launched from CUDA graphs (Megatron --enable-cuda-graph / --cuda-graph-impl; --cuda-graphs).
+  bool cuda_graphs = false;
+  // The fused cross-entropy kernel (Megatron --cross-entropy-loss-fusion; --cross-entropy fused).
+  bool fused_cross_entropy = false;
 };
 
 }  // namespace dockyard

@@ -100,7 +100,7 @@ Json CommandHeader(const PlanCommandRequest& r, const PlanCommandResult& result)
   header_inputs.imbalance = plan.training.imbalance;
   header_inputs.provenance = r.provenance;
   if (check || simulate) header_inputs.machine = plan.machine;
-  if (simulate) header_inputs.compute = ComputeModelToJson(r.cost_options);
+  if (simulate) header_inputs.compute = ComputeModelToJson(r.compute_model, plan.training.run);
   return ReportHeader(header_inputs);
 }
 
@@ -112,9 +112,8 @@ std::optional<Json> SimulateCommand(const PlanCommandRequest& r, const RoutingRe
   const RoutingSpec& routing = *result->routing;
   const int64_t layers = result->routing_layers;
   ClusterSpec cluster = *r.cluster;
-  CostOptions options = r.cost_options;
-  if (r.calibration) ApplyCalibration(*r.calibration, &cluster, &options);
-  result->cost = SimulateStep(plan, cluster, sampled, options);
+  if (r.calibration) ApplyCalibration(*r.calibration, &cluster);
+  result->cost = SimulateStep(plan, cluster, sampled, r.compute_model);
   const CostBreakdown& cost = *result->cost;
   std::optional<Json> replica_refit;
   std::optional<RedundantExpertsReport> redundant;
@@ -122,7 +121,7 @@ std::optional<Json> SimulateCommand(const PlanCommandRequest& r, const RoutingRe
     const RedundantExpertsOptions& ro = *r.redundant;
     const RoutingModel routing_model =
         PrepareRouting(routing, plan.model.moe.num_experts, plan.model.moe.top_k, layers, GroupLimitOf(plan.model.moe));
-    redundant = AnalyzeRedundantExperts(plan, cluster, routing_model, sampled, cost, memory, ro, options);
+    redundant = AnalyzeRedundantExperts(plan, cluster, routing_model, sampled, cost, memory, ro, r.compute_model);
     result->redundant_text = RedundantExpertsToText(*redundant);
     if (r.refit) {
       // The refit map targets the physical slots of every MoE layer's placement.

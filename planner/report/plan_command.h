@@ -63,8 +63,8 @@ struct PlanCommandRequest {
   std::optional<double> capacity_factor;
   // simulate
   std::optional<ClusterSpec> cluster;
-  std::optional<Calibration> calibration;  // applied to the cluster and the cost options
-  CostOptions cost_options;
+  std::optional<Calibration> calibration;  // its knobs replace the cluster's
+  ComputeModel compute_model = ComputeModel::kKernels;
   std::optional<RedundantExpertsOptions> redundant;  // --redundant-experts
   // Which documents to assemble.
   bool json = false, html = false, refit = false;

@@ -57,7 +57,7 @@ std::string g_compute_model = dockyard::kDefaultComputeModel;
 
 Run Measure(const dockyard::ModelSpec& model, int64_t world, int repeat, bool every_dimension = false, int threads = 1) {
   dockyard::SearchOptions o;
-  dockyard::ApplyComputeModel(g_compute_model, false, "unfused", &o.cost);
+  dockyard::ApplyComputeModel(g_compute_model, false, "unfused", &o.compute_model, &o.training.run);
   o.world_size = world;
   o.training.recompute = dockyard::Recompute::kFull;
   o.routing_layers = 1;  // the world and expert sweeps (EveryDimension sets the search's default)
@@ -125,8 +125,9 @@ int main(int argc, char** argv) {
       repeat = std::max(1, std::atoi(argv[++i]));
     } else if (std::strcmp(argv[i], "--compute-model") == 0 && i + 1 < argc) {
       g_compute_model = argv[++i];
-      dockyard::CostOptions check;
-      dockyard::ApplyComputeModel(g_compute_model, false, "unfused", &check);  // throws for an unknown model
+      dockyard::ComputeModel check;
+      dockyard::RunSettings run;
+      dockyard::ApplyComputeModel(g_compute_model, false, "unfused", &check, &run);  // throws for an unknown model
     } else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
       const int t = std::atoi(argv[++i]);
       if (t < 1 || t > 2) {

@@ -54,7 +54,7 @@ TEST_CASE("search --fp8-param-gather (megatron): zero1 layouts ranked at the pla
     ++zero1;
     // The plan path: BuildPlan + SampleRoutingForPlan + SimulateStep.
     const dockyard::Plan plan = dockyard::BuildPlan(model, c.dims, dockyard::CandidateTraining(o.training, c));
-    const auto cost = dockyard::SimulateStep(plan, o.cluster, dockyard::SampleRoutingForPlan(plan, o.routing, 1), o.cost);
+    const auto cost = dockyard::SimulateStep(plan, o.cluster, dockyard::SampleRoutingForPlan(plan, o.routing, 1), o.compute_model);
     CHECK(r.step_time_us == cost.step_time_us);
     // The same layout without the flag (by the plan path: the fast path leaves out the FP8 weight
     // copies) all-gathers and keeps bf16 weights: never faster, more memory.

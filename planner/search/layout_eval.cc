@@ -780,7 +780,7 @@ LayoutEvaluation LayoutEvaluator::EvaluatePlanPath(const LayoutCandidate& c, boo
     flex = routing;
     AddFlexCounts(cache_->model(), plan.meshes.sparse.GroupOf(0, plan.meshes.sparse.AxisIndex("ep")), plan.machine.gpus_per_node, *flex);
   }
-  const CostBreakdown cost = SimulateStep(plan, options_.cluster, flex ? *flex : routing, options_.cost);
+  const CostBreakdown cost = SimulateStep(plan, options_.cluster, flex ? *flex : routing, options_.compute_model);
   if (detail) *detail = cost;
   r.simulated = true;
   r.step_time_us = cost.step_time_us;
@@ -979,7 +979,7 @@ LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simula
     ++fallbacks_;
     return HandToReference(c, simulate_over_budget, detail);
   }
-  CostBreakdown cost = SimulateStepFromInputs(m, inventory_.totals, d, t, options_.cluster, in, options_.cost, detail != nullptr);
+  CostBreakdown cost = SimulateStepFromInputs(m, inventory_.totals, d, t, options_.cluster, in, options_.compute_model, detail != nullptr);
   r.simulated = true;
   r.step_time_us = cost.step_time_us;
   r.tokens_per_s_per_gpu = cost.tokens_per_s_per_gpu;
@@ -1041,15 +1041,11 @@ const MoePhaseTimes& LayoutEvaluator::MoePhasesOf(const Workload& w, const Paral
     const bool flex = d.ep > 1 && t.dispatcher == Dispatcher::kDeepEp;
     const FlexRoutingResult* flex_routing = flex ? &cache_->FlexRouting(ep_group, impl_->machine.gpus_per_node, w.routed_tokens) : nullptr;
     const RoutingResult& routing = flex ? *flex_routing->routing : cache_->Routing(d.ep, w.routed_tokens, oep);
-    // The shape as SimulateStep forms it.
-    MoePhaseShape shape = MoePhaseShapeOf(m, w, d.ep, deredundency);
-    shape.flex = flex;
-    shape.flex_fp8 = t.fp8_dispatch;
-    shape.allgather = d.ep > 1 && t.dispatcher == Dispatcher::kAllGather;
+    // The shape as SimulateStep forms it (MoePhaseShapeOf), summed in integers where exact.
+    MoePhaseShape shape = MoePhaseShapeOf(m, w, t, d.ep);
     shape.integer_sums = true;
-    if (t.fp8_dispatch) shape.dispatch_act_bytes = DispatchBytesPerElement(t, static_cast<double>(m.hidden_size), shape.act_bytes);
-    MoePhaseTimes phases = SimulateMoePhases(routing, ep_group, shape, options_.cluster, WithPrecision(options_.cost, t),
-                                             flex ? &flex_routing->layers : nullptr);
+    MoePhaseTimes phases =
+        SimulateMoePhases(routing, ep_group, shape, options_.cluster, options_.compute_model, flex ? &flex_routing->layers : nullptr);
     cache_fill_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return phases;
   });

@@ -53,7 +53,7 @@ struct DegreePins {
 struct SearchOptions {
   int64_t world_size = 0;
   ClusterSpec cluster = ClusterPreset("h100-sxm");
-  CostOptions cost;         // the cost model's knobs (a calibration file sets them)
+  ComputeModel compute_model = ComputeModel::kKernels;  // the cluster carries the knobs (a calibration file sets them)
   TrainingConfig training;  // dp_sharding, dtypes, batch, recompute ... as for a single plan
   // Memory budget per GPU in GiB (--gpu-memory-gib, or the spec's training.gpu_memory_gib); 0 = the
   // cluster's memory_gib (SearchBudgetGib). The node size is the cluster's (network.h MachineOf):

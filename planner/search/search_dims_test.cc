@@ -128,7 +128,7 @@ Brute BruteForce(const ModelSpec& model, const SearchOptions& o) {
                             ++out.over_budget;
                             continue;
                           }
-                          const CostBreakdown cost = SimulateStep(plan, o.cluster, SampleRoutingForPlan(plan, o.routing, 1), o.cost);
+                          const CostBreakdown cost = SimulateStep(plan, o.cluster, SampleRoutingForPlan(plan, o.routing, 1), o.compute_model);
                           out.ranked[{pp, dpr, plan.dims.dp_shard, cp, tp, ep, etp, dispatcher, DpShardingName(sharding), mbs,
                                       RecomputeName(recompute), vpp, overlap}] = {cost.step_time_us, memory.worst_peak_bytes};
                         }

@@ -181,7 +181,7 @@ TEST_CASE("Search ranks the opt-in deepep and allgather dispatchers for ep > 1 o
     dockyard::Machine machine;
     machine.gpus_per_node = 4;
     const dockyard::Plan plan = dockyard::BuildPlan(model, x.layout.dims, t, machine);
-    const auto cost = dockyard::SimulateStep(plan, o.cluster, dockyard::SampleRoutingForPlan(plan, o.routing, 1), o.cost);
+    const auto cost = dockyard::SimulateStep(plan, o.cluster, dockyard::SampleRoutingForPlan(plan, o.routing, 1), o.compute_model);
     CHECK(x.step_time_us == cost.step_time_us);
     seen = true;
     break;

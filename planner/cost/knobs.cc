@@ -1,0 +1,94 @@
+// The cost model's knobs and their table (see knobs.h).
+#include "planner/cost/knobs.h"
+
+namespace dockyard {
+
+std::string KnobSpec::Path() const {
+  return std::string(section) + "." + name;
+}
+
+// The one table of knobs, one line each: calibration files (planner/calibration/calibration.h), the
+// fitter (calibrate.h) and docs/calibration.md iterate it. Columns: file section and key (version 2),
+// version-1 key, unit, the Knobs field, its group, valid range (min exclusive when min_open),
+// physical bounds the fitter keeps to (multiples of the prior when relative), fit stage, prior
+// source. Physical bounds: efficiencies between a tenth and all of the
+// peak, except the GEMM and attention ceilings: a large BF16 GEMM reaches 40-90 % of the dense
+// peak (cuBLAS on H100/H800/B200; the grouped-GEMM ceiling 30-95 %, runs.json C18-C21) and flash
+// attention 25-85 % (FlashAttention-2/3 forward and backward on H100) -- a fit that wants less is
+// missing physics and says so by hitting the bound; a kernel floor between 0.5 and 100 us; grouped-GEMM half-rows between 8 and 4096 rows
+// (testdata/fidelity C21: 29 % of peak at 128 rows); a link's effective bandwidth between a tenth
+// and 1.25x the cluster's figure (the presets' figures are effective busbw, 370 of NVLink4's 450
+// GB/s line rate: 1.22x); a latency between 0.2x and 10x the cluster's figure.
+const std::vector<KnobSpec>& KnobTable() {
+  static const std::vector<KnobSpec> table = {
+      {"compute.gemm", "grouped_max_efficiency", "gemm_max_efficiency", "fraction of peak",
+       [](Knobs& k) -> double& { return k.compute.gemm.grouped_max_efficiency; }, KnobSpec::kCompute, 0, true, 1, 0.3, 0.95, false, KnobSpec::kComponent,
+       "compute.gemm.grouped_max_efficiency (planner/cost/knobs.h); docs/cost-model.md, grouped GEMM"},
+        {"compute.gemm", "grouped_half_rows", "gemm_half_rows", "rows",
+       [](Knobs& k) -> double& { return k.compute.gemm.grouped_half_rows; }, KnobSpec::kCompute, 0, true, 1e9, 8, 4096, false, KnobSpec::kComponent,
+       "compute.gemm.grouped_half_rows (planner/cost/knobs.h)"},
+        {"compute.gemm", "dense_efficiency", "dense_efficiency", "fraction of peak",
+       [](Knobs& k) -> double& { return k.compute.gemm.dense_efficiency; }, KnobSpec::kCompute, 0, true, 1, 0.4, 0.9, false, KnobSpec::kResidual,
+       "compute.gemm.dense_efficiency (planner/cost/knobs.h)"},
+        {"compute.flash", "fixed_efficiency", "attention_efficiency", "fraction of peak",
+       [](Knobs& k) -> double& { return k.compute.flash.fixed_efficiency; }, KnobSpec::kCompute, 0, true, 1, 0.25, 0.85, false, KnobSpec::kResidual,
+       "compute.flash.fixed_efficiency (planner/cost/knobs.h)"},
+        {"compute.memory_bound", "floor_us", "memory_floor_us", "us",
+       [](Knobs& k) -> double& { return k.compute.memory_bound.floor_us; }, KnobSpec::kCompute, 0, false, 1e6, 0.5, 100, false, KnobSpec::kComponent,
+       "compute.memory_bound.floor_us (planner/cost/knobs.h)"},
+        {"compute.memory_bound", "hbm_efficiency", "hbm_efficiency", "fraction of hbm_gbps",
+       [](Knobs& k) -> double& { return k.compute.memory_bound.hbm_efficiency; }, KnobSpec::kCompute, 0, true, 1, 0.1, 1.0, false, KnobSpec::kComponent,
+       "compute.memory_bound.hbm_efficiency (planner/cost/knobs.h); docs/cost-model.md, memory-bound kernels"},
+        {"compute.memory_bound", "kernel_launch_us", "kernel_launch_us", "us",
+       [](Knobs& k) -> double& { return k.compute.memory_bound.kernel_launch_us; }, KnobSpec::kCompute, 0, false, 1e6, 0.5, 20, false, KnobSpec::kComponent,
+       "compute.memory_bound.kernel_launch_us (planner/cost/knobs.h)"},
+        {"compute.memory_bound", "graph_launch_us", "graph_launch_us", "us",
+       [](Knobs& k) -> double& { return k.compute.memory_bound.graph_launch_us; }, KnobSpec::kCompute, 0, false, 1e6, 0.1, 10, false, KnobSpec::kComponent,
+       "compute.memory_bound.graph_launch_us (planner/cost/knobs.h)"},
+        {"compute.gemm", "shape_efficiency", "gemm_shape_efficiency", "fraction of peak",
+       [](Knobs& k) -> double& { return k.compute.gemm.shape_efficiency; }, KnobSpec::kCompute, 0, true, 1, 0.1, 1.0, false, KnobSpec::kComponent,
+       "compute.gemm.shape_efficiency (planner/cost/knobs.h); docs/cost-model.md, GEMM efficiency by shape"},
+        {"compute.gemm", "half_nk", "gemm_half_nk", "elements",
+       [](Knobs& k) -> double& { return k.compute.gemm.half_nk; }, KnobSpec::kCompute, 0, true, 1e9, 1, 4096, false, KnobSpec::kComponent,
+       "compute.gemm.half_nk (planner/cost/knobs.h)"},
+        {"compute.gemm", "tile_rows", "gemm_tile_rows", "rows",
+       [](Knobs& k) -> double& { return k.compute.gemm.tile_rows; }, KnobSpec::kCompute, 1, false, 1e6, 16, 256, false, KnobSpec::kComponent,
+       "compute.gemm.tile_rows (planner/cost/knobs.h)"},
+        {"compute.flash", "max_efficiency", "flash_max_efficiency", "fraction of peak",
+       [](Knobs& k) -> double& { return k.compute.flash.max_efficiency; }, KnobSpec::kCompute, 0, true, 1, 0.1, 1.0, false, KnobSpec::kComponent,
+       "compute.flash.max_efficiency (planner/cost/knobs.h)"},
+        {"compute.flash", "half_head_dim", "flash_half_head_dim", "head dim",
+       [](Knobs& k) -> double& { return k.compute.flash.half_head_dim; }, KnobSpec::kCompute, 0, true, 1e6, 1, 256, false, KnobSpec::kComponent,
+       "compute.flash.half_head_dim (planner/cost/knobs.h)"},
+        {"compute.flash", "half_seq", "flash_half_seq", "keys",
+       [](Knobs& k) -> double& { return k.compute.flash.half_seq; }, KnobSpec::kCompute, 0, true, 1e9, 16, 16384, false, KnobSpec::kComponent,
+       "compute.flash.half_seq (planner/cost/knobs.h)"},
+        {"compute.flash", "bwd_ratio", "flash_bwd_ratio", "ratio",
+       [](Knobs& k) -> double& { return k.compute.flash.bwd_ratio; }, KnobSpec::kCompute, 0, true, 1, 0.1, 1.0, false, KnobSpec::kComponent,
+       "compute.flash.bwd_ratio (planner/cost/knobs.h)"},
+        {"compute.gemm", "fp8_efficiency_ratio", "fp8_efficiency_ratio", "ratio",
+       [](Knobs& k) -> double& { return k.compute.gemm.fp8_efficiency_ratio; }, KnobSpec::kCompute, 0, true, 1, 0.1, 1.0, false, KnobSpec::kComponent,
+       "compute.gemm.fp8_efficiency_ratio (planner/cost/knobs.h); docs/cost-model.md, precision"},
+        {"links", "intra_node_gbps", "intra_node_gbps", "GB/s",
+       [](Knobs& k) -> double& { return k.links.intra_node_gbps; }, KnobSpec::kLink, 0, true, 1e6, 0.1, 1.25, true, KnobSpec::kComponent,
+       "the preset's intra_node_gbps (planner/cost/cluster.cc, docs/cluster.md)"},
+        {"links", "intra_node_latency_us", "intra_node_latency_us", "us",
+       [](Knobs& k) -> double& { return k.links.intra_node_latency_us; }, KnobSpec::kLink, 0, true, 1e6, 0.2, 10, true, KnobSpec::kComponent,
+       "the preset's intra_node_latency_us (planner/cost/cluster.cc, docs/cluster.md)"},
+        {"links", "network_gbps", "network_gbps", "GB/s",
+       [](Knobs& k) -> double& { return k.links.network_gbps; }, KnobSpec::kLink, 0, true, 1e6, 0.1, 1.25, true, KnobSpec::kComponent,
+       "the preset's network_gbps (planner/cost/cluster.cc, docs/cluster.md)"},
+        {"links", "network_latency_us", "network_latency_us", "us",
+       [](Knobs& k) -> double& { return k.links.network_latency_us; }, KnobSpec::kLink, 0, true, 1e6, 0.2, 10, true, KnobSpec::kComponent,
+       "the preset's network_latency_us (planner/cost/cluster.cc, docs/cluster.md)"},
+        {"dispatchers.deepep", "nvlink_efficiency", "flex_nvlink_efficiency", "fraction of link",
+       [](Knobs& k) -> double& { return k.dispatchers.deepep.nvlink_efficiency; }, KnobSpec::kDispatcher, 0, true, 1, 0.1, 1.0, false, KnobSpec::kComponent,
+       "dispatchers.deepep.nvlink_efficiency (planner/cost/knobs.h): DeepEP issue #493, 133.78 GB/s NVLink dispatch / 370"},
+        {"dispatchers.deepep", "network_efficiency", "flex_network_efficiency", "fraction of link",
+       [](Knobs& k) -> double& { return k.dispatchers.deepep.network_efficiency; }, KnobSpec::kDispatcher, 0, true, 1, 0.1, 1.0, false, KnobSpec::kComponent,
+       "dispatchers.deepep.network_efficiency (planner/cost/knobs.h): DeepEP issue #493, 40.89 GB/s RDMA dispatch / 48"},
+  };
+  return table;
+}
+
+}  // namespace dockyard

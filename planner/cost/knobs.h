@@ -1,0 +1,115 @@
+// The cost model's knobs: exactly what a calibration file holds (calibration/*.json,
+// docs/calibration.md) -- efficiencies, effective link figures, latencies, kernel floors -- and
+// nothing else. Datasheet figures (peak TFLOP/s, HBM bandwidth, memory, GPUs per node) are the
+// cluster's (cluster.h); settings of a run (shared-expert overlap, CUDA graphs, fused cross-entropy,
+// precision) are the training's (planner/model/run_settings.h, training.h); which compute model
+// prices a step is compute_model.h's.
+//
+// Laid out by what a knob describes, so that each GPU can carry its own compute table and each
+// dispatcher backend its own figures: a cluster holds one Knobs (ClusterSpec::knobs), its preset's
+// priors unless a calibration file replaces them (planner/calibration/calibration.h).
+//
+// The table of knobs (KnobTable) is the one list of their file keys, units, valid ranges, physical
+// bounds, fit stages and prior sources: parsing, writing, the fitter and docs/calibration.md read it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace dockyard {
+
+// GEMMs (gemm_efficiency.h). Fractions of the dense BF16 peak unless said otherwise.
+struct GemmKnobs {
+  // --compute-model gemm: the grouped-GEMM curve eff(M) = grouped_max_efficiency * M / (M +
+  // grouped_half_rows), M = rows of one expert; the other GEMMs at dense_efficiency.
+  double grouped_max_efficiency = 0.80;
+  double grouped_half_rows = 128.0;  // rows
+  double dense_efficiency = 0.70;    // large dense GEMMs (attention projections, dense MLP, router, lm_head)
+  // --compute-model kernels (the default): eff(M, N, K) = shape_efficiency * M / (M + grouped_half_rows)
+  // * N / (N + half_nk) * K / (K + half_nk).
+  double shape_efficiency = 0.72;
+  double half_nk = 34.0;      // elements of N or K at which its factor is one half
+  double tile_rows = 128.0;   // rows of a grouped-GEMM tile (each expert padded to whole tiles)
+  double fp8_efficiency_ratio = 0.87;  // FP8 GEMM efficiency / BF16 efficiency of the same shape
+};
+
+// Flash attention (gemm_efficiency.h FlashAttentionEfficiency).
+struct FlashKnobs {
+  double fixed_efficiency = 0.50;  // --compute-model gemm: the attention core at this fraction of peak
+  double max_efficiency = 0.69;    // forward ceiling
+  double half_head_dim = 10.0;     // head dim at which its factor is one half
+  double half_seq = 240.0;         // attended keys at which their factor is one half
+  double bwd_ratio = 0.70;         // backward efficiency / forward efficiency
+};
+
+// Memory-bound kernels and kernel launches (kernels_model.h).
+struct MemoryBoundKnobs {
+  double floor_us = 5.0;          // fixed cost of a memory-bound kernel (permute, top-k), us
+  double hbm_efficiency = 0.70;   // fraction of the HBM bandwidth a memory-bound kernel moves
+  double kernel_launch_us = 2.0;  // exposed host gap per kernel launch, eager, us
+  double graph_launch_us = 0.5;   // the same inside a CUDA graph, us
+};
+
+// How one GPU computes: its operator table.
+struct ComputeKnobs {
+  GemmKnobs gemm;
+  FlashKnobs flash;
+  MemoryBoundKnobs memory_bound;
+};
+
+// The deepep dispatcher (Megatron flex with the DeepEP backend; deepep.h): the fraction of the
+// links' bandwidth its SM-limited kernels reach. DeepEP issue #493 (2 x 8 H200, CX7 400G, normal
+// kernels, BF16 dispatch): 133.78 GB/s NVLink = 0.362 x 370; 40.89 GB/s RDMA = 0.852 x 48.
+struct DeepEpKnobs {
+  double nvlink_efficiency = 0.362;
+  double network_efficiency = 0.852;
+};
+
+// Figures per dispatcher backend.
+struct DispatcherKnobs {
+  DeepEpKnobs deepep;
+};
+
+// Effective link figures a collective sees (network.h), per GPU and direction: the preset's
+// priors are in cluster.cc with their sources in docs/cluster.md.
+struct LinkKnobs {
+  double intra_node_gbps = 370.0;      // NVLink bandwidth, GB/s (1e9 B/s)
+  double intra_node_latency_us = 3.0;  // per collective step inside an NVLink domain, us
+  double network_gbps = 48.0;          // network bandwidth per GPU, GB/s
+  double network_latency_us = 8.0;     // per collective step across domains, us
+};
+
+struct Knobs {
+  ComputeKnobs compute;
+  DispatcherKnobs dispatchers;
+  LinkKnobs links;
+};
+
+// One row of the knob table. A knob is one double of Knobs (`field`). Valid range: what a file
+// may hold; physical bounds [lower, upper]: what the fitter keeps to (multiples of the prior when
+// `relative`). Stage: fitted from component measurements and dockyard-run phase timings
+// (kComponent) or from whole-step rows (kResidual).
+struct KnobSpec {
+  enum Stage { kComponent, kResidual };
+  enum Group { kCompute, kDispatcher, kLink };  // Knobs::compute, ::dispatchers, ::links
+  const char* section;    // the file's object holding it (version 2): "compute.gemm", "dispatchers.deepep", "links", ...
+  const char* name;       // its key there (version 2)
+  const char* v1_name;    // its key in a version-1 file (one flat object)
+  const char* unit;
+  double& (*field)(Knobs&);
+  Group group;
+  double min;  // exclusive when min_open, else inclusive
+  bool min_open;
+  double max;           // inclusive
+  double lower, upper;  // physical bounds (inside the valid range)
+  bool relative;        // lower and upper are multiples of the prior value
+  Stage stage;
+  const char* source;  // where the prior value comes from
+  double Get(const Knobs& k) const { return field(const_cast<Knobs&>(k)); }
+  void Set(Knobs& k, double value) const { field(k) = value; }
+  // "compute.gemm.shape_efficiency": the knob's name in messages and fit reports.
+  std::string Path() const;
+};
+const std::vector<KnobSpec>& KnobTable();
+
+}  // namespace dockyard
