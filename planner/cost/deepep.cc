@@ -12,12 +12,9 @@
 
 #include "planner/base/error.h"
 #include "planner/routing/flex_counts.h"
+#include "planner/cost/units.h"
 
 namespace dockyard {
-
-namespace {
-constexpr double kBytesPerUsPerGbps = 1e3;  // 1 GB/s = 1e9 B/s = 1e3 B/us
-}
 
 LinkBytes FlexDispatchBytes(const FlexCounts& c, double bytes_per_token) {
   const int64_t n = static_cast<int64_t>(c.node_index.size());

@@ -5,11 +5,10 @@
 
 #include "planner/cost/kernels_model.h"
 #include "planner/model/precision.h"
+#include "planner/cost/units.h"
 
 namespace dockyard {
 namespace {
-
-constexpr double kFlopsPerUsPerTflops = 1e6;  // TFLOP/s -> FLOP per microsecond
 
 double Fill(double x, double half) {
   return x / (x + half);

@@ -1,12 +1,12 @@
 // Memory-bound kernels of a layer (see kernels_model.h).
 #include "planner/cost/kernels_model.h"
+#include "planner/cost/units.h"
 
 #include <algorithm>
 
 namespace dockyard {
 namespace {
 
-constexpr double kBytesPerUsPerGbps = 1e3;  // GB/s -> bytes per microsecond
 constexpr double kScoreBytes = 4.0;         // router scores and the loss's exponentials: fp32
 constexpr double kIndexBytes = 8.0;         // top-k indices: int64
 

@@ -12,13 +12,12 @@
 #include "planner/cost/kernels_model.h"
 #include "planner/cost/network.h"
 #include "planner/routing/flex_counts.h"
+#include "planner/cost/units.h"
 
 namespace dockyard {
 
 namespace {
 
-// Unit conversions: GB/s -> bytes per microsecond, TFLOP/s -> FLOP per microsecond.
-constexpr double kBytesPerUsPerGbps = 1e3;
 constexpr double kFlopsPerUsPerTflops = 1e6;
 
 // The dispatch (dt) and combine (ct) all-to-all times of one sampled layer without the O(ep^2)

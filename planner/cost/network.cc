@@ -6,12 +6,9 @@
 #include <fmt/format.h>
 
 #include "planner/base/error.h"
+#include "planner/cost/units.h"
 
 namespace dockyard {
-
-namespace {
-constexpr double kBytesPerUsPerGbps = 1e3;  // GB/s -> bytes per microsecond
-}  // namespace
 
 int64_t NvlinkDomainGpus(const ClusterSpec& c) {
   return std::max<int64_t>(c.gpus_per_node, c.nvlink_domain_gpus);

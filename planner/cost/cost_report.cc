@@ -1,0 +1,73 @@
+// The predicted step as a report: its JSON block and its terminal table (see cost.h).
+#include "planner/cost/cost.h"
+
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace dockyard {
+
+Json CostToJson(const CostBreakdown& cost) {
+  Json phases = Json::array();
+  for (const auto& p : cost.phases) {
+    Json j = {{"name", p.name}, {"layer_kind", p.layer_kind}, {"direction", p.direction}, {"time_us", p.time_us}};
+    if (!p.per_ep_rank_us.empty()) {
+      j["slowest_ep_rank"] = p.slowest_ep_rank;
+      j["per_ep_rank_us"] = p.per_ep_rank_us;
+    }
+    phases.push_back(std::move(j));
+  }
+  Json j{{"kind", "predicted"},
+         {"phases", phases},
+         {"moe_layer_us", cost.moe_layer_us},
+         {"dense_layer_us", cost.dense_layer_us},
+         {"stage_microbatch_us", cost.stage_microbatch_us},
+         {"pipeline_bubble_us", cost.pipeline_bubble_us},
+         {"dp_step_comm_us", cost.dp_step_comm_us},
+         {"optimizer_us", cost.optimizer_us},
+         {"step_time_us", cost.step_time_us},
+         {"tokens_per_s_per_gpu", cost.tokens_per_s_per_gpu},
+         {"mfu", cost.mfu},
+         {"model_flops_per_token", cost.model_flops_per_token},
+         {"routing_imbalance", cost.routing_imbalance},
+         {"critical_path", cost.critical_path},
+         {"dominant_phase", cost.dominant_phase}};
+  if (cost.layer_sac_every > 0) {  // opt-in keys only
+    j["layer_sac_every"] = cost.layer_sac_every;
+    j["checkpointed_moe_layer_us"] = cost.checkpointed_moe_layer_us;
+    j["checkpointed_dense_layer_us"] = cost.checkpointed_dense_layer_us;
+  }
+  return j;
+}
+
+std::string CostToText(const CostBreakdown& cost) {
+  std::ostringstream out;
+  out << fmt::format("Predicted  step {:.1f} ms, {:.0f} tokens/s per GPU, MFU {:.1f}%, dominant phase: {} (routing imbalance {:.2f})\n",
+                     cost.step_time_us / 1e3, cost.tokens_per_s_per_gpu, 100.0 * cost.mfu, cost.dominant_phase, cost.routing_imbalance);
+  out << fmt::format("  per layer and micro-batch, slowest rank (us)\n  {:<16} {:<6} {:>12} {:>12}\n", "phase", "layer", "forward",
+                     "backward");
+  std::map<std::pair<std::string, std::string>, std::pair<double, double>> rows;
+  std::vector<std::pair<std::string, std::string>> order;
+  for (const auto& p : cost.phases) {
+    auto key = std::make_pair(p.layer_kind, p.name);
+    if (!rows.count(key)) order.push_back(key);
+    (p.direction == "forward" ? rows[key].first : rows[key].second) = p.time_us;
+  }
+  for (const auto& key : order) {
+    out << fmt::format("  {:<16} {:<6} {:>12.1f} {:>12.1f}\n", key.second, key.first, rows[key].first, rows[key].second);
+  }
+  out << fmt::format(
+      "  MoE layer {:.1f} us, dense layer {:.1f} us (fwd+bwd); slowest stage {:.1f} us per micro-batch; "
+      "bubble {:.1f} us; step-end DP comm {:.1f} us; optimizer {:.1f} us\n",
+      cost.moe_layer_us, cost.dense_layer_us, cost.stage_microbatch_us, cost.pipeline_bubble_us, cost.dp_step_comm_us, cost.optimizer_us);
+  if (cost.layer_sac_every > 0) {
+    out << fmt::format(
+        "  per-layer selective checkpointing: one layer in {} of each stage checkpointed (MoE layer {:.1f} us, dense layer "
+        "{:.1f} us fwd+bwd); the phases above are the other layers'\n",
+        cost.layer_sac_every, cost.checkpointed_moe_layer_us, cost.checkpointed_dense_layer_us);
+  }
+  return out.str();
+}
+
+}  // namespace dockyard

@@ -1,0 +1,178 @@
+// One layer of one micro-batch, phase by phase: attention, context-parallel exchange, tensor
+// parallel traffic, the MoE layer's routed phases and shared experts (with Megatron's EP overlap),
+// the dense MLP, FSDP's collectives under them (see step_internal.h, docs/cost-model.md).
+#include "planner/cost/step_internal.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <optional>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "planner/accounting/comm.h"
+#include "planner/accounting/memory.h"
+#include "planner/accounting/workload.h"
+#include "planner/base/error.h"
+#include "planner/base/phase.h"
+#include "planner/cost/attention_support.h"
+#include "planner/cost/gemm_efficiency.h"
+#include "planner/cost/kernels_model.h"
+#include "planner/cost/model_flops.h"
+#include "planner/cost/network.h"
+#include "planner/cost/op_sac_time.h"
+#include "planner/cost/units.h"
+#include "planner/model/pipeline_schedule.h"
+#include "planner/model/precision.h"
+#include "planner/model/recompute.h"
+
+namespace dockyard {
+namespace cost_detail {
+namespace {
+
+// A recomputation time (us) in `pass`: recomputation runs in the backward only.
+double BackwardOnly(double extra, int pass) {
+  return pass == 1 ? extra : 0.0;
+}
+
+// The attention phase of one layer, forward [0] and backward [1] (us): projections and core, the
+// kernel model's extras and what recomputation re-runs (context parallelism's exchange is the
+// cp_comm phase, AddCpComm).
+std::array<double, 2> AttentionPhaseUs(const LayerTerms& L, const RecomputeExtraUs& rx) {
+  std::array<double, 2> us;
+  for (int pass = 0; pass < 2; ++pass) {
+    us[pass] =
+        L.Compute(L.attention_us, L.sc.attention, pass, L.ComputeMult(pass)) + L.kx.attention[pass] + BackwardOnly(rx.attention, pass);
+  }
+  return us;
+}
+
+// Records the cp_comm phase of a layer in `pass` when context parallelism is on (cp > 1; no row
+// otherwise) and returns its time (us; 0 with cp 1): the K/V exchange, CpExchangePerLayerUs, the
+// backward's after the forward's again under full recomputation. It runs beside the attention
+// core and is added right after the attention phase, so the layer's sum is the same sum of the
+// same terms in the same order as when it was part of that phase.
+double AddCpComm(const LayerTerms& L, bool moe, int pass, PhaseRecords& records) {
+  if (L.d.cp <= 1) return 0.0;
+  return records.Add(kCpComm, moe, pass, pass == 0 ? L.cp.forward : L.cp.backward + (L.full_recompute ? L.cp.forward : 0.0));
+}
+
+// The tensor-parallel communication of one layer, forward [0] and backward [1] (us): four tp
+// collectives and what recomputation re-runs.
+std::array<double, 2> TpCommPhaseUs(const LayerTerms& L, const RecomputeExtraUs& rx) {
+  std::array<double, 2> us;
+  for (int pass = 0; pass < 2; ++pass) us[pass] = 4 * L.tp_collective * L.CommMult(pass) + BackwardOnly(rx.tp_comm, pass);
+  return us;
+}
+
+// Per direction of the MoE layer (us): its phases' sum, its EP all-to-alls, the rest of it, and
+// the records of its dispatch and combine phases (for --overlap-moe-expert-parallel-comm).
+struct MoePassSums {
+  double sum[2] = {0, 0}, a2a[2] = {0, 0}, rest[2] = {0, 0};
+  int a2a_record[2][2] = {{-1, -1}, {-1, -1}};
+};
+
+// Records the MoE layer's phases, forward then backward (us per layer and micro-batch; the
+// routing-dependent ones per EP rank from `mp`, the backward dispatch from `dispatch_bwd_ranks`,
+// which must outlive `records`), and returns each direction's sums.
+MoePassSums AddMoeLayerPhases(const LayerTerms& L, const MoePhaseTimes& mp, const RecomputeExtraUs& rx,
+                              const std::vector<double>& dispatch_bwd_ranks, const FsdpSchedule& fsdp, PhaseRecords& records) {
+  MoePassSums s;
+  const std::array<double, 2> attention = AttentionPhaseUs(L, rx), tp_comm = TpCommPhaseUs(L, rx);
+  // The dispatch per pass: the forward's (FP8 rows with --fp8-dispatch); the backward's in BF16
+  // (dispatch_bwd), after the forward's again under full recomputation.
+  const double dispatch_us[2] = {mp.dispatch_max, mp.dispatch_bwd_max + (L.full_recompute ? mp.dispatch_max : 0.0)};
+  for (int pass = 0; pass < 2; ++pass) {
+    const double mult = L.ComputeMult(pass);
+    const double cmult = L.CommMult(pass);
+    double sum = 0;
+    sum += records.Add(kAttention, true, pass, attention[pass]);
+    sum += AddCpComm(L, true, pass, records);
+    sum += records.Add(kTpComm, true, pass, tp_comm[pass]);
+    sum += records.Add(kRouter, true, pass,
+                       L.Compute(L.router_us, L.sc.router, pass, mult) + L.kx.router[pass] + BackwardOnly(rx.router, pass));
+    sum += records.Add(kPermute, true, pass, mp.permute_max * cmult + BackwardOnly(rx.permute, pass), &mp.permute, cmult);
+    s.a2a_record[pass][0] = records.size;
+    sum += records.Add(kDispatch, true, pass, dispatch_us[pass] + BackwardOnly(rx.dispatch, pass),
+                       pass == 0 ? &mp.dispatch : &dispatch_bwd_ranks);
+    sum += records.Add(kGroupedGemm, true, pass, mp.gemm_max * mult + L.kx.grouped_gemm[pass] + BackwardOnly(rx.grouped_gemm, pass),
+                       &mp.gemm, mult);
+    sum += records.Add(kUnpermute, true, pass, mp.permute_max * cmult + BackwardOnly(rx.unpermute, pass), &mp.permute, cmult);
+    s.a2a_record[pass][1] = records.size;
+    const double comb = records.Add(kCombine, true, pass, mp.combine_max * cmult + BackwardOnly(rx.combine, pass), &mp.combine, cmult);
+    const double shared = records.Add(
+        kSharedExperts, true, pass,
+        L.Compute(L.shared_us, L.sc.shared_experts, pass, mult) + L.kx.shared_experts[pass] + BackwardOnly(rx.shared_experts, pass));
+    sum += L.t.run.overlap_shared_experts && !EpCommOverlapped(L.t.run) ? std::max(comb, shared) : comb + shared;
+    records.Add(kFsdpComm, true, pass, fsdp.MeanUs(0, pass));
+    s.sum[pass] = sum;
+    s.a2a[pass] = dispatch_us[pass] + mp.combine_max * cmult + BackwardOnly(rx.dispatch, pass) + BackwardOnly(rx.combine, pass);
+    s.rest[pass] = sum - s.a2a[pass];
+  }
+  return s;
+}
+
+// Megatron's --overlap-moe-expert-parallel-comm: one micro-batch's all-to-alls run under another
+// micro-batch's compute of the other direction (pipeline_schedule.h EpOverlapExposedUs); the
+// dispatch and combine records are scaled to what stays exposed, and each direction's sum becomes
+// the rest plus that (us).
+void OverlapEpComm(MoePassSums& s, PhaseRecords& records) {
+  const EpOverlap ov = EpOverlapExposedUs(s.a2a[0], s.a2a[1], s.rest[0], s.rest[1]);
+  const double exposed[2] = {ov.forward_exposed_us, ov.backward_exposed_us};
+  for (int pass = 0; pass < 2; ++pass) {
+    const double f = s.a2a[pass] > 0 ? exposed[pass] / s.a2a[pass] : 0.0;
+    for (int which = 0; which < 2; ++which) {
+      Record& r = records.at[s.a2a_record[pass][which]];
+      r.us *= f;
+      r.scale *= f;
+    }
+    s.sum[pass] = s.rest[pass] + exposed[pass];
+  }
+}
+
+}  // namespace
+
+// The backward dispatch per EP rank (us): BF16 rows (dispatch_bwd), after the forward's again under
+// full recomputation.
+std::vector<double> BackwardDispatchRanks(const MoePhaseTimes& mp, bool full_recompute) {
+  std::vector<double> dispatch_bwd_ranks = mp.dispatch_bwd;
+  for (size_t r = 0; r < dispatch_bwd_ranks.size() && full_recompute; ++r) dispatch_bwd_ranks[r] += mp.dispatch[r];
+  return dispatch_bwd_ranks;
+}
+
+// The MoE layer of one micro-batch, forward and backward (us), its phases recorded (AddMoeLayerPhases),
+// the EP all-to-alls overlapped where the run says so, and FSDP's collectives overlapped with it.
+LayerUs MoeLayerUs(const LayerTerms& L, const MoePhaseTimes& mp, const RecomputeExtraUs& rx, const std::vector<double>& dispatch_bwd_ranks,
+                   const FsdpSchedule& fsdp, PhaseRecords& records) {
+  MoePassSums s = AddMoeLayerPhases(L, mp, rx, dispatch_bwd_ranks, fsdp, records);
+  if (EpCommOverlapped(L.t.run) && L.d.ep > 1) OverlapEpComm(s, records);
+  LayerUs u;
+  for (int pass = 0; pass < 2; ++pass) {
+    // FSDP's rings and the EP all-to-alls share the NICs when both cross NVLink domains (network.h).
+    (pass == 0 ? u.fwd : u.bwd) = fsdp.LayerUs(0, pass, s.sum[pass], s.a2a[pass], mp.spans_domains);
+  }
+  return u;
+}
+
+// The dense layer of one micro-batch, forward and backward (us; zero when the model has none): its
+// attention, tp communication and dense MLP recorded, FSDP's collectives overlapped with them.
+LayerUs DenseLayerUs(const LayerTerms& L, const RecomputeExtraUs& rx, const FsdpSchedule& fsdp, PhaseRecords& records) {
+  LayerUs u;
+  if (!(L.in.num_moe_layers < L.m.num_hidden_layers)) return u;
+  const std::array<double, 2> attention = AttentionPhaseUs(L, rx), tp_comm = TpCommPhaseUs(L, rx);
+  for (int pass = 0; pass < 2; ++pass) {
+    const double mult = L.ComputeMult(pass);
+    double sum =
+        records.Add(kAttention, false, pass, attention[pass]) + AddCpComm(L, false, pass, records) +
+        records.Add(kTpComm, false, pass, tp_comm[pass]) +
+        records.Add(kDenseMlp, false, pass,
+                    L.Compute(L.dense_mlp_us, L.sc.dense_mlp, pass, mult) + L.kx.dense_mlp[pass] + BackwardOnly(rx.dense_mlp, pass));
+    records.Add(kFsdpComm, false, pass, fsdp.MeanUs(1, pass));
+    (pass == 0 ? u.fwd : u.bwd) = fsdp.LayerUs(1, pass, sum, 0.0, false);
+  }
+  return u;
+}
+
+}  // namespace cost_detail
+}  // namespace dockyard

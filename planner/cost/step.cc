@@ -1,0 +1,419 @@
+// The step from its layers: each stage's layers as runs, the slowest stage, the pipeline's slots
+// and bubble, the exposed data-parallel traffic, the optimizer, throughput, MFU and the critical
+// path (SimulateStepFromInputs; see cost.h and docs/cost-model.md).
+#include "planner/cost/cost.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <optional>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "planner/accounting/comm.h"
+#include "planner/accounting/memory.h"
+#include "planner/accounting/workload.h"
+#include "planner/base/error.h"
+#include "planner/base/phase.h"
+#include "planner/cost/attention_support.h"
+#include "planner/cost/gemm_efficiency.h"
+#include "planner/cost/kernels_model.h"
+#include "planner/cost/model_flops.h"
+#include "planner/cost/network.h"
+#include "planner/cost/op_sac_time.h"
+#include "planner/cost/units.h"
+#include "planner/model/pipeline_schedule.h"
+#include "planner/model/precision.h"
+#include "planner/model/recompute.h"
+#include "planner/cost/step_internal.h"
+
+namespace dockyard {
+
+StageLayerRuns StageLayerRunsOf(const std::vector<bool>& moe_layers, const std::vector<int64_t>& layer_stage,
+                                const std::vector<bool>* checkpointed, int64_t pp) {
+  const size_t n = layer_stage.size();
+  if (moe_layers.size() != n) {
+    throw Error(fmt::format("stage layer runs: layer_stage has {} layers, moe_layers {}", n, moe_layers.size()));
+  }
+  const bool marked = checkpointed != nullptr && !checkpointed->empty();
+  if (marked && checkpointed->size() != n) {
+    throw Error(fmt::format("stage layer runs: layer_stage has {} layers, the checkpointed marks {}", n, checkpointed->size()));
+  }
+  if (pp < 1) throw Error(fmt::format("stage layer runs: pp must be >= 1, got {}", pp));
+  // Each stage's runs in layer order, then laid out stage after stage.
+  std::vector<std::vector<StageLayerRuns::Run>> per_stage(static_cast<size_t>(pp));
+  for (size_t l = 0; l < n; ++l) {
+    const int64_t s = layer_stage[l];
+    if (s < 0 || s >= pp) throw Error(fmt::format("stage layer runs: layer {} is on stage {}, outside [0, {})", l, s, pp));
+    const bool moe = moe_layers[l], ckpt = marked && (*checkpointed)[l];
+    std::vector<StageLayerRuns::Run>& runs = per_stage[static_cast<size_t>(s)];
+    if (!runs.empty() && runs.back().moe == moe && runs.back().checkpointed == ckpt) {
+      ++runs.back().count;
+    } else {
+      runs.push_back({moe, ckpt, 1});
+    }
+  }
+  StageLayerRuns out;
+  out.stage_begin.push_back(0);
+  for (const auto& runs : per_stage) {
+    out.runs.insert(out.runs.end(), runs.begin(), runs.end());
+    out.stage_begin.push_back(static_cast<int64_t>(out.runs.size()));
+  }
+  return out;
+}
+
+StageLayerRuns::Counts StageLayerRuns::CountsOf(int64_t stage) const {
+  Counts c;
+  for (int64_t i = stage_begin[static_cast<size_t>(stage)]; i < stage_begin[static_cast<size_t>(stage) + 1]; ++i) {
+    const Run& r = runs[static_cast<size_t>(i)];
+    (r.moe ? c.moe : c.dense) += r.count;
+    if (r.checkpointed) (r.moe ? c.moe_checkpointed : c.dense_checkpointed) += r.count;
+  }
+  return c;
+}
+
+namespace cost_detail {
+namespace {
+
+// The dominant phase: the largest share (> 0) among those present, ties to the name that sorts
+// last; -1 when none.
+int DominantPhaseId(const double (&share)[kNumPhaseIds], const bool (&present)[kNumPhaseIds]) {
+  int dominant = -1;
+  for (int id = 0; id < kNumPhaseIds; ++id) {
+    if (!present[id] || !(share[id] > 0)) continue;
+    if (dominant < 0 || share[id] > share[dominant] ||
+        (share[id] == share[dominant] && std::strcmp(PhaseNameOf(id), PhaseNameOf(dominant)) > 0)) {
+      dominant = id;
+    }
+  }
+  return dominant;
+}
+
+// The report's detail: every record as a PhaseCost (per EP rank where routing-dependent, with the
+// slowest rank), then the critical path, the phases present by share, largest first (ties by name).
+void AddPhaseDetail(const Record* records, int num_records, const double (&share)[kNumPhaseIds], const bool (&present)[kNumPhaseIds],
+                    CostBreakdown& out) {
+  for (int i = 0; i < num_records; ++i) {
+    const Record& r = records[i];
+    PhaseCost p;
+    p.name = PhaseNameOf(r.id);
+    p.layer_kind = r.moe ? "moe" : "dense";
+    p.direction = r.backward ? "backward" : "forward";
+    p.time_us = r.us;
+    if (r.per_rank && !r.per_rank->empty()) {
+      p.per_ep_rank_us = *r.per_rank;
+      for (auto& x : p.per_ep_rank_us) x *= r.scale;
+      auto it = std::max_element(p.per_ep_rank_us.begin(), p.per_ep_rank_us.end());
+      p.slowest_ep_rank = it - p.per_ep_rank_us.begin();
+    }
+    out.phases.push_back(std::move(p));
+  }
+  std::vector<std::pair<double, std::string>> ranked;
+  for (int id = 0; id < kNumPhaseIds; ++id) {
+    if (present[id]) ranked.push_back({share[id], PhaseNameOf(id)});
+  }
+  std::sort(ranked.rbegin(), ranked.rend());
+  for (const auto& [v, n] : ranked) {
+    if (!(v > 0)) continue;
+    out.critical_path.push_back(n);
+    out.critical_path_us.push_back(v);
+  }
+}
+
+// One micro-batch's forward + backward on every pipeline stage: its layers (those per-layer
+// selective checkpointing checkpoints at the recompute-full run's time, from `out`), lm_head on
+// the loss stage, each MTP module's eh_proj, layer and logits on the MTP stage, its p2p sends. `worst` is the
+// slowest stage's time -- with DualPipe the slowest rank's, the mean of its two stages -- and
+// `slowest` that stage.
+struct StageWalk {
+  double worst = 0;
+  int64_t slowest = 0;
+};
+
+StageWalk WalkStages(const ModelSpec& m, const ParallelDims& d, const TrainingConfig& t, const StageLayerRuns& runs,
+                     const CostBreakdown& out, int64_t loss_stage, int64_t mtp_stage, double lm_head_us, double eh_proj_us, double p2p_us) {
+  double worst_stage = 0;
+  int64_t slowest_stage = 0;
+  // [pp]: forward + backward of one micro-batch on each stage. The last stage (a layout's loss
+  // stage) runs lm_head and, with --mtp-layers, each MTP module's eh_proj, layer and logits (on a
+  // layout's MTP stage); then each stage adds its layers one by one in layer order (its runs).
+  const double mtp_us =
+      static_cast<double>(t.mtp_layers) * (eh_proj_us + (m.moe_layers.back() ? out.moe_layer_us : out.dense_layer_us) + lm_head_us);
+  constexpr int64_t kInline = 64;  // stages kept on the stack (no allocation per step)
+  double inline_us[kInline];
+  std::vector<double> heap_us;
+  if (d.pp > kInline) heap_us.resize(static_cast<size_t>(d.pp));
+  double* const stage_us = d.pp > kInline ? heap_us.data() : inline_us;
+  for (int64_t s = 0; s < d.pp; ++s) {
+    double stage = (s == loss_stage ? lm_head_us : 0.0) + (s == mtp_stage ? mtp_us : 0.0) + p2p_us;
+    for (int64_t i = runs.stage_begin[static_cast<size_t>(s)]; i < runs.stage_begin[static_cast<size_t>(s) + 1]; ++i) {
+      const StageLayerRuns::Run& r = runs.runs[static_cast<size_t>(i)];
+      const double layer_us = r.checkpointed ? (r.moe ? out.checkpointed_moe_layer_us : out.checkpointed_dense_layer_us)
+                                             : (r.moe ? out.moe_layer_us : out.dense_layer_us);
+      for (int64_t k = 0; k < r.count; ++k) stage += layer_us;  // one addition per layer, in layer order (the sum's rounding)
+    }
+    stage_us[s] = stage;
+    if (stage > worst_stage) {
+      worst_stage = stage;
+      slowest_stage = s;
+    }
+  }
+  // DualPipe: rank s runs stage s and stage pp - 1 - s, half the micro-batches each, so a rank's
+  // time per micro-batch is the mean of the two stages'.
+  if (IsDualPipe(t.run)) {
+    worst_stage = 0;
+    for (int64_t s = 0; s < d.pp; ++s) worst_stage = std::max(worst_stage, (stage_us[s] + stage_us[DualPipeMirrorStage(d.pp, s)]) / 2.0);
+  }
+  return {worst_stage, slowest_stage};
+}
+
+// The forward part of one micro-batch on the slowest stage: its layers' forward times, lm_head's
+// forward third on the loss stage, half its p2p sends.
+double SlowestStageForwardUs(const StageLayerRuns& runs, int64_t slowest_stage, double moe_fwd, double dense_fwd, bool loss_stage,
+                             double lm_head_us, double p2p_us) {
+  const StageLayerRuns::Counts n = runs.CountsOf(slowest_stage);
+  return static_cast<double>(n.moe) * moe_fwd + static_cast<double>(n.dense) * dense_fwd + (loss_stage ? lm_head_us / 3.0 : 0.0) +
+         p2p_us / 2.0;
+}
+
+// The data-parallel step communication left exposed: Megatron's overlapped gradient reduce (under
+// the slowest stage's last backward, `stage_bwd_us`) and parameter gather (under its first forward,
+// `stage_fwd_us`) leave only what exceeds that compute (ExposedUs).
+double ExposedDpStepCommUs(const StepInputs& in, const RunSettings& run, double stage_fwd_us, double stage_bwd_us) {
+  const double param_us = in.dp_step_param_gather_us, grad_us = in.dp_step_comm_us - param_us;
+  return (run.overlap_grad_reduce ? ExposedUs(grad_us, stage_bwd_us) : grad_us) +
+         (run.overlap_param_gather ? ExposedUs(param_us, stage_fwd_us) : param_us);
+}
+
+// Each phase's share of the step from the layers of the slowest stage: a record counts once per
+// such layer of its kind per pipeline slot (`slots`); checkpointed layers (per-layer selective
+// checkpointing) at the recompute-full run's phase time (`checkpointed`, whose records come in the
+// same order).
+struct PhaseShares {
+  double share[kNumPhaseIds] = {};
+  bool present[kNumPhaseIds] = {};
+};
+
+PhaseShares LayerPhaseShares(const StageLayerRuns& runs, int64_t slowest_stage, const Record* records, int num_records,
+                             const CostBreakdown& checkpointed, double slots) {
+  PhaseShares p;
+  const StageLayerRuns::Counts n = runs.CountsOf(slowest_stage);
+  const int64_t moe_count = n.moe, dense_count = n.dense, moe_checkpointed = n.moe_checkpointed, dense_checkpointed = n.dense_checkpointed;
+  if (moe_checkpointed == 0 && dense_checkpointed == 0) {
+    // No layer of the stage checkpointed: the sum below with its checkpointed term zero (the
+    // same value: x + 0 x 0 is x).
+    const double layers[2] = {static_cast<double>(dense_count), static_cast<double>(moe_count)};
+    for (int i = 0; i < num_records; ++i) {
+      const Record& r = records[i];
+      p.share[r.id] += r.us * layers[r.moe] * slots;
+      p.present[r.id] = true;
+    }
+    return p;
+  }
+  for (int i = 0; i < num_records; ++i) {
+    const Record& r = records[i];
+    const int64_t n_checkpointed = r.moe ? moe_checkpointed : dense_checkpointed;
+    const double us_checkpointed = n_checkpointed > 0 ? checkpointed.phases.at(i).time_us : 0.0;
+    p.share[r.id] += (r.us * static_cast<double>((r.moe ? moe_count : dense_count) - n_checkpointed) +
+                      us_checkpointed * static_cast<double>(n_checkpointed)) *
+                     slots;
+    p.present[r.id] = true;
+  }
+  return p;
+}
+
+// torchtitan's per-layer selective checkpointing (recompute.h): one layer in `every` of each stage
+// checkpointed (0: none), costing what it costs under recompute full (`checkpointed`: that run's
+// layer times and phases, us, detail on); `layer_checkpointed` [num_hidden_layers] marks them
+// (empty when every is 0).
+struct LayerSac {
+  int64_t every = 0;
+  CostBreakdown checkpointed;
+  std::vector<bool> layer_checkpointed;
+};
+
+LayerSac LayerSacOf(const ModelSpec& m, const ParamTotals& totals, const ParallelDims& d, const TrainingConfig& t, const ClusterSpec& c,
+                    const StepInputs& in, ComputeModel model) {
+  LayerSac sac;
+  if (const int64_t every = LayerSacEvery(t); every > 0) {
+    TrainingConfig full = t;
+    full.recompute = Recompute::kFull;
+    full.selective_ac_option.clear();
+    sac.every = every;
+    sac.checkpointed = SimulateStepFromInputs(m, totals, d, full, c, in, model, /*detail=*/true);
+    sac.layer_checkpointed = LayerSacCheckpointed(*in.layer_stage, every);
+  }
+  return sac;
+}
+
+// Per micro-batch outside the layers (us): lm_head forward + backward on the loss stage, each MTP
+// module's eh_proj forward + backward, and every stage's pipeline send/recv.
+struct StageExtrasUs {
+  double lm_head = 0, eh_proj = 0, p2p = 0;
+};
+
+StageExtrasUs StageExtrasOf(const LayerTerms& L) {
+  const ModelSpec& m = L.m;
+  const ParallelDims& d = L.d;
+  const TrainingConfig& t = L.t;
+  const ClusterSpec& c = L.c;
+  const ComputeKnobs& kn = L.kn;
+  const double T = L.T, D = L.D, tp = L.tp, peak = L.peak;
+  StageExtrasUs x;
+  x.lm_head = (L.kernels ? L.sc.lm_head[0] + L.sc.lm_head[1] : 3.0 * 2.0 * T * D * m.vocab_size / tp / (peak * kn.gemm.dense_efficiency)) +
+              L.kx.lm_head[0] + L.kx.lm_head[1];
+  // Each MTP module's eh_proj, forward and backward: the column-parallel projection of [h; emb]
+  // (2 D -> D / tp; megatron/core/transformer/multi_token_prediction.py MultiTokenPredictionLayer,
+  // gather_output=False) over the micro-batch's T tokens, an FP8 GEMM with --precision fp8.
+  x.eh_proj =
+      L.kernels ? L.sc.eh_proj[0] + L.sc.eh_proj[1] : 3.0 * 2.0 * T * (2.0 * D) * D / tp / (peak * kn.gemm.dense_efficiency * L.fp8x);
+  // Pipeline send/recv per micro-batch on every stage: activations forward and gradients back at
+  // each of its vpp chunk boundaries, PpSendBytes each (comm.h), over the
+  // link they cross (network.h P2pUs: some stage boundary leaves the domain once the world does).
+  x.p2p = d.pp > 1 ? 2.0 * static_cast<double>(t.run.vpp) *
+                         P2pUs(static_cast<double>(PpSendBytes(L.in.workload, d.tp, m.hidden_size)), d.world_size > NvlinkDomainGpus(c), c)
+                   : 0.0;
+  return x;
+}
+
+// The step from its slowest stage (`walk`), written to `out` (us): the stage's micro-batch, the
+// pipeline bubble, the exposed data-parallel step communication, the optimizer and the step time.
+// Returns the pipeline slots per step: A (M + (pp - 1) / vpp), or DualPipe's.
+double SetPipelineStep(const LayerTerms& L, const StageLayerRuns& runs, const StageWalk& walk, const StageExtrasUs& x, int64_t loss_stage,
+                       const LayerUs& moe, const LayerUs& dense, CostBreakdown& out) {
+  const ParallelDims& d = L.d;
+  const TrainingConfig& t = L.t;
+  const StepInputs& in = L.in;
+  const double worst_stage = walk.worst;
+  const int64_t slowest_stage = walk.slowest;
+  const double M = static_cast<double>(t.num_microbatches.value_or(d.pp));
+  // torchtitan's gradient accumulation with pp > 1: an outer loop of A pipeline schedules.
+  const double A = static_cast<double>(t.run.grad_accumulation_steps);
+  out.stage_microbatch_us = worst_stage;
+  const double vpp = static_cast<double>(t.run.vpp);
+  out.pipeline_bubble_us = A * (d.pp - 1) / vpp * worst_stage;
+  // Megatron's overlapped gradient reduce (under the slowest stage's last backward) and
+  // parameter gather (under its first forward) leave only what exceeds that compute exposed.
+  const double stage_fwd_us = SlowestStageForwardUs(runs, slowest_stage, moe.fwd, dense.fwd, slowest_stage == loss_stage, x.lm_head, x.p2p);
+  out.dp_step_comm_us = ExposedDpStepCommUs(in, t.run, stage_fwd_us, worst_stage - stage_fwd_us);
+  out.optimizer_us = 2.0 * static_cast<double>(in.static_bytes_rank0) / L.hbm;
+  double slots = A * PipelineSlots(static_cast<int64_t>(M), d.pp, t.run.vpp);
+  if (IsDualPipe(t.run)) {
+    // DualPipe's bubble (pipeline_schedule.h DualPipeBubbleUs): F&B is a stage's overlapped
+    // forward + backward (its EP all-to-alls already under the other direction's compute), B its
+    // backward and W the weight-gradient half of it (the weight-gradient GEMMs carry the same FLOPs
+    // as the input-gradient ones).
+    const double b_us = worst_stage - stage_fwd_us;
+    out.pipeline_bubble_us = A * DualPipeBubbleUs(d.pp, worst_stage, b_us, b_us / 2.0);
+    slots = A * M + (worst_stage > 0 ? out.pipeline_bubble_us / worst_stage : 0.0);
+  }
+  out.step_time_us = slots * worst_stage + out.dp_step_comm_us + out.optimizer_us;
+  return slots;
+}
+
+// Tokens per second per GPU, Megatron's model FLOPs per token (model_flops.h) and the MFU of the
+// step time in `out`.
+void SetThroughput(const LayerTerms& L, CostBreakdown& out) {
+  const ParallelDims& d = L.d;
+  const TrainingConfig& t = L.t;
+  const double M = static_cast<double>(t.num_microbatches.value_or(d.pp));
+  const double A = static_cast<double>(t.run.grad_accumulation_steps);
+  const double global_tokens = A * M * t.micro_batch_size * t.seq_len * d.dp_replicate * d.dp_shard;
+  out.tokens_per_s_per_gpu = global_tokens / (out.step_time_us * 1e-6) / d.world_size;
+  // Megatron's model FLOPs (model_flops.h).
+  out.model_flops_per_token =
+      L.in.kernel_memo ? L.in.kernel_memo->ModelFlops(L.m, t.seq_len, t.mtp_layers) : ModelFlopsPerToken(L.m, t.seq_len, t.mtp_layers);
+  const double model_flops = global_tokens * out.model_flops_per_token;
+  out.mfu = model_flops / (out.step_time_us * 1e-6 * d.world_size * L.c.dense_bf16_tflops * 1e12);
+}
+
+// Critical path: every contributor to the step by its share of it (us). Layer phases count once per
+// layer of the slowest stage per pipeline slot (`slots`); then lm_head on the loss stage and the
+// step-end terms. Sets the dominant phase and, with `detail`, the phases and the critical path.
+void SetCriticalPath(const StageLayerRuns& runs, const LayerSac& sac, int64_t slowest_stage, int64_t loss_stage,
+                     const PhaseRecords& records, double lm_head_us, double slots, bool detail, CostBreakdown& out) {
+  PhaseShares shares = LayerPhaseShares(runs, slowest_stage, records.at, records.size, sac.checkpointed, slots);
+  double(&share)[kNumPhaseIds] = shares.share;
+  bool(&present)[kNumPhaseIds] = shares.present;
+  if (slowest_stage == loss_stage) {
+    share[kLmHead] += lm_head_us * slots;
+    present[kLmHead] = true;
+  }
+  share[kDpStepComm] += out.dp_step_comm_us;
+  share[kOptimizer] += out.optimizer_us;
+  present[kDpStepComm] = present[kOptimizer] = true;
+  const int dominant = DominantPhaseId(share, present);
+  if (!detail) {
+    out.dominant_phase = dominant < 0 ? "" : PhaseNameOf(dominant);
+    return;
+  }
+  AddPhaseDetail(records.at, records.size, share, present, out);
+  out.dominant_phase = out.critical_path.empty() ? "" : out.critical_path.front();
+}
+
+// SimulateStepFromInputs's body.
+CostBreakdown StepFromInputs(const ModelSpec& m, const ParamTotals& totals, const ParallelDims& d, const TrainingConfig& t,
+                                     const ClusterSpec& c, const StepInputs& in, ComputeModel model, bool detail) {
+  CheckCostModelCoversAttention(m);
+  CostBreakdown out;
+  // torchtitan's per-layer selective checkpointing (recompute.h): the checkpointed layers cost what
+  // they cost under recompute full (that run's layer times and phases), the others -- this run,
+  // whose recompute set is empty -- what they cost under recompute none.
+  const LayerSac sac = LayerSacOf(m, totals, d, t, c, in, model);
+  if (sac.every > 0) {
+    out.layer_sac_every = sac.every;
+    out.checkpointed_moe_layer_us = sac.checkpointed.moe_layer_us;
+    out.checkpointed_dense_layer_us = sac.checkpointed.dense_layer_us;
+  }
+  const LayerTerms L = LayerTermsOf(m, d, t, c, in, model);
+  const FsdpSchedule fsdp = FsdpScheduleOf(d, t, in, c);
+
+  // --- MoE layer over the sampled routing layers (SimulateMoePhases).
+  const MoePhaseTimes& mp = *in.moe_phases;
+  out.routing_imbalance = mp.imbalance;
+  const RecomputeSet rs = RecomputeSetOf(t);
+  RecomputeForwardUs rf = RecomputeForwardOf(L, mp);
+  RecomputeExtraUs rx = RecomputeExtraOf(t, rs, rf);
+  PhaseRecords records;  // every phase added, in order
+  // The backward dispatch per EP rank; `records` point at it. Only the detail shows per-rank
+  // figures (AddPhaseDetail): without it, none (no copy per step).
+  const std::vector<double> dispatch_bwd_ranks = detail ? BackwardDispatchRanks(mp, L.full_recompute) : std::vector<double>{};
+  const LayerUs moe = MoeLayerUs(L, mp, rx, dispatch_bwd_ranks, fsdp, records);
+  out.moe_layer_us = moe.fwd + moe.bwd;
+
+  // --- Dense layer.
+  if (t.recompute == Recompute::kSelective) {
+    rf.dense_mlp = L.Compute(L.dense_mlp_us, L.sc.dense_mlp, 0, 1.0) + L.kx.dense_mlp[0];
+    rx = RecomputeExtraOf(t, rs, rf);
+  }
+  const LayerUs dense = DenseLayerUs(L, rx, fsdp, records);
+  out.dense_layer_us = dense.fwd + dense.bwd;
+
+  // --- Stages, pipeline, data-parallel step communication, optimizer.
+  // The stages' layers as runs (StageLayerRuns): the caller's when given, made here otherwise or
+  // when per-layer selective checkpointing marks layers.
+  std::optional<StageLayerRuns> own_runs;
+  if (in.stage_runs == nullptr || sac.every > 0) {
+    own_runs = StageLayerRunsOf(m.moe_layers, *in.layer_stage, &sac.layer_checkpointed, d.pp);
+  }
+  const StageLayerRuns& runs = own_runs ? *own_runs : *in.stage_runs;
+  const StageExtrasUs x = StageExtrasOf(L);
+  const int64_t loss_stage = in.loss_stage < 0 ? d.pp - 1 : in.loss_stage;
+  const int64_t mtp_stage = in.mtp_stage < 0 ? d.pp - 1 : in.mtp_stage;
+  const StageWalk walk = WalkStages(m, d, t, runs, out, loss_stage, mtp_stage, x.lm_head, x.eh_proj, x.p2p);
+  const double slots = SetPipelineStep(L, runs, walk, x, loss_stage, moe, dense, out);
+  SetThroughput(L, out);
+  SetCriticalPath(runs, sac, walk.slowest, loss_stage, records, x.lm_head, slots, detail, out);
+  return out;
+}
+
+}  // namespace
+}  // namespace cost_detail
+
+CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& totals, const ParallelDims& d, const TrainingConfig& t,
+                                     const ClusterSpec& c, const StepInputs& in, ComputeModel model, bool detail) {
+  return cost_detail::StepFromInputs(m, totals, d, t, c, in, model, detail);
+}
+
+}  // namespace dockyard
