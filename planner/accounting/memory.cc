@@ -116,7 +116,7 @@ StaticBytes GroupStaticBytes(const Plan& plan, const TrainingBytes& tb, bool fp8
     const StaticBytes fp8 = StaticBytesOf(mtp.fp8_by_mesh.first, mtp.fp8_by_mesh.second, plan.dims, sharding, Fp8ModelParamBytes(tb));
     return {rest.params + fp8.params, rest.grads + fp8.grads, rest.optimizer + fp8.optimizer};
   }
-  return StaticBytesOf(e.first, e.second, plan.dims, sharding, fp8_params && Fp8GemmGroup(group) ? Fp8ModelParamBytes(tb) : tb);
+  return GroupStaticBytesOf(group, e.first, e.second, plan.dims, sharding, tb, fp8_params);
 }
 
 }  // namespace
@@ -163,6 +163,11 @@ MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank, bool with_mir
   m.grads_bytes = Narrow(grads, "grads bytes");
   m.optimizer_bytes = Narrow(opt, "optimizer bytes");
   return m;
+}
+
+StaticBytes GroupStaticBytesOf(std::string_view group, WideInt dense_elems, WideInt sparse_elems, const ParallelDims& d,
+                               DpSharding strategy, const TrainingBytes& tb, bool fp8_params) {
+  return StaticBytesOf(dense_elems, sparse_elems, d, strategy, fp8_params && Fp8GemmGroup(group) ? Fp8ModelParamBytes(tb) : tb);
 }
 
 double Fp8WeightCopyPerElement(const TrainingConfig& training, Convention convention) {

@@ -114,6 +114,15 @@ inline StaticBytes StaticBytesOf(WideInt dense_elems, WideInt sparse_elems, cons
   return out;
 }
 
+// Static bytes of role group `group` (inventory.h RoleGroup names) on one rank from its local
+// elements on the dense and the sparse mesh: StaticBytesOf at `tb`, except for the weights of an
+// FP8 GEMM group (precision.h Fp8GemmGroup) when `fp8_params` (workload.h Fp8ModelParams:
+// --fp8-param-gather under the distributed optimizer), at Fp8ModelParamBytes(tb) (no param_dtype
+// copy; their FP8 data is counted with the FP8 weight copies). ComputeMemory applies it to each
+// group of a rank, the search's fast path (layout_eval.h) to each group of a stage's first rank.
+StaticBytes GroupStaticBytesOf(std::string_view group, WideInt dense_elems, WideInt sparse_elems, const ParallelDims& d,
+                               DpSharding strategy, const TrainingBytes& tb, bool fp8_params);
+
 // Activation bytes of one micro-batch of one decoder layer by role group (no in-flight
 // multiplier; `rc` == kSelective keeps fewer tensors, kFull is applied per stage by the caller),
 // from the workload `w` of the plan's degrees. Groups a layer does not have are 0 (dense layers:
