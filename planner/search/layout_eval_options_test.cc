@@ -143,6 +143,44 @@ TEST_CASE("Fast evaluation equals the plan path for every candidate under torcht
   }
 }
 
+TEST_CASE("Under all four dispatchers the options take the fast path too, at the plan path's figures") {
+  // Qwen3-30B-A3B on 32 GPUs of 4-GPU nodes (EP groups over up to 8 nodes): deredundency's oep,
+  // deepep's per-node counts and allgather's rings, with each option on.
+  const auto model = dockyard::LoadModel("testdata/hf/qwen3-30b-a3b.json");
+  auto all_four = [](SearchOptions o) {
+    o.world_size = 32;
+    o.cluster.gpus_per_node = 4;
+    o.training.seq_len = 256;
+    o.include_deepep = true;
+    o.include_allgather = true;
+    o.micro_batch_sizes.clear();
+    o.vpps.clear();
+    return o;
+  };
+  auto check = [](const Coverage& cov) {
+    CHECK(cov.deredundency > 0);
+    CHECK(cov.deepep > 0);
+    CHECK(cov.spanning_deepep > 0);
+    CHECK(cov.allgather > 0);
+    CHECK(cov.ranked > 0);
+    CHECK(cov.handed_to_reference == 0);
+  };
+  SUBCASE("--fp8-param-gather, megatron zero1, FP8 dispatch") {
+    SearchOptions o = all_four(Fp8GatherSearch(dockyard::Convention::kMegatron, "blockwise"));
+    o.training.fp8_dispatch = true;
+    check(CompareEveryCandidate(model, o));
+  }
+  SUBCASE("--fp8-param-gather, torchtitan FSDP") {
+    check(CompareEveryCandidate(model, all_four(Fp8GatherSearch(dockyard::Convention::kTorchtitan, "tensorwise"))));
+  }
+  SUBCASE("--selective-ac-option 2") {
+    check(CompareEveryCandidate(model, all_four(SacSearch("2"))));
+  }
+  SUBCASE("--selective-ac-option op") {
+    check(CompareEveryCandidate(model, all_four(SacSearch("op"))));
+  }
+}
+
 TEST_CASE("The fast path takes the options' figures: they move peak and step time as the plan path moves them") {
   // One layout of Qwen3-30B-A3B on 16 GPUs (pp 2, ep 8, FSDP), every option on and off: the fast
   // path's figures differ from those without the option exactly where the plan path's do, and
