@@ -165,11 +165,6 @@ MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank, bool with_mir
   return m;
 }
 
-StaticBytes GroupStaticBytesOf(std::string_view group, WideInt dense_elems, WideInt sparse_elems, const ParallelDims& d,
-                               DpSharding strategy, const TrainingBytes& tb, bool fp8_params) {
-  return StaticBytesOf(dense_elems, sparse_elems, d, strategy, fp8_params && Fp8GemmGroup(group) ? Fp8ModelParamBytes(tb) : tb);
-}
-
 double Fp8WeightCopyPerElement(const TrainingConfig& training, Convention convention) {
   return Fp8KeepsQuantizedTensors(training, convention) ? Fp8WeightCopyBytesPerElement(training) : 0.0;
 }

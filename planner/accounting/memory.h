@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "planner/layout/plan.h"
+#include "planner/model/precision.h"
 #include "planner/model/recompute.h"
 #include "planner/accounting/workload.h"
 
@@ -120,8 +121,11 @@ inline StaticBytes StaticBytesOf(WideInt dense_elems, WideInt sparse_elems, cons
 // --fp8-param-gather under the distributed optimizer), at Fp8ModelParamBytes(tb) (no param_dtype
 // copy; their FP8 data is counted with the FP8 weight copies). ComputeMemory applies it to each
 // group of a rank, the search's fast path (layout_eval.h) to each group of a stage's first rank.
-StaticBytes GroupStaticBytesOf(std::string_view group, WideInt dense_elems, WideInt sparse_elems, const ParallelDims& d,
-                               DpSharding strategy, const TrainingBytes& tb, bool fp8_params);
+// Inline: the search's fast path calls it per group and stage of each group of candidates.
+inline StaticBytes GroupStaticBytesOf(std::string_view group, WideInt dense_elems, WideInt sparse_elems, const ParallelDims& d,
+                                      DpSharding strategy, const TrainingBytes& tb, bool fp8_params) {
+  return StaticBytesOf(dense_elems, sparse_elems, d, strategy, fp8_params && Fp8GemmGroup(group) ? Fp8ModelParamBytes(tb) : tb);
+}
 
 // Activation bytes of one micro-batch of one decoder layer by role group (no in-flight
 // multiplier; `rc` == kSelective keeps fewer tensors, kFull is applied per stage by the caller),

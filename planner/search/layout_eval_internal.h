@@ -22,9 +22,11 @@
 
 #include "planner/accounting/memory.h"
 #include "planner/accounting/workload.h"
+#include "planner/layout/parallel_dims.h"
 #include "planner/layout/placement.h"
 #include "planner/layout/plan.h"
 #include "planner/model/recompute.h"
+#include "planner/model/seq_len.h"
 #include "planner/search/layout_eval.h"
 #include "planner/sim/cost.h"
 
@@ -235,6 +237,13 @@ struct LayoutEvaluator::Impl {
   // (recompute.h LayerSacEvery under recompute selective; 0: none or "op"): the splits count the
   // checkpointed layers at it. Set by the constructor.
   int64_t sac_every = 0;
+  // The verdict of BuildPlan's rules after ValidateTraining on a training entry at (pp, ep,
+  // convention) (layout_eval_rules.cc RunSettingsVerdict), in two parts around the one rule that
+  // reads cp (ValidateSeqLenForCp, DimsCheck::cp_ok): each the first broken rule's message, empty
+  // when its rules hold.
+  struct RunVerdict {
+    std::string before_cp, after_cp;
+  };
   // Training settings per (dispatcher, candidate settings), validated and resolved as BuildPlan
   // does (ValidateTraining; dp_sharding's convention default), with their dtype sizes.
   struct TrainingEntry {
@@ -246,8 +255,7 @@ struct LayoutEvaluator::Impl {
     // whether per-op checkpointing is on (OpSac).
     int64_t sac_every = 0;
     bool op_sac = false;
-    std::unordered_map<std::tuple<int64_t, int64_t, int64_t, bool>, std::string, TupleHash>
-        run_error;  // per (pp, ep, cp, megatron): the rule after ValidateTraining broken, empty = they hold
+    std::unordered_map<std::tuple<int64_t, int64_t, bool>, RunVerdict, TupleHash> run_verdict;  // per (pp, ep, megatron)
   };
   using TrainingKey = std::tuple<Dispatcher, int64_t, int64_t, int64_t, int64_t, int, int, int>;
   // Hashed, not ordered: looked up once per candidate (references stay valid as it grows).
@@ -275,6 +283,10 @@ struct LayoutEvaluator::Impl {
     bool ok = false;
     std::string error;  // why not ok (TryBuildParallelDims, CheckDimsForModel)
     ParallelDims d;
+    // Whether the sequence splits over cp (seq_len.h SeqLenSplitsOverCp; BuildPlan checks it
+    // later than the degrees: between the two parts of a RunVerdict), and why not.
+    bool cp_ok = false;
+    std::string cp_error;
   } last_dims;
   // The figures (GroupStatics) of the last degrees' groups, one per (dp sharding, dtypes,
   // precision): the search visits every setting of a group in a row, and the groups of one set of
@@ -285,19 +297,19 @@ struct LayoutEvaluator::Impl {
   // LayoutCandidate::setting_index, without hashing its settings: in one search, the settings at
   // an index depend on its group only through the dispatcher, dp sharding, dp (= dp_replicate x
   // dp_shard: the global batch's schedule), pp (vpp > 1 needs pp > 1) and ep (EP overlap needs
-  // ep > 1), and the verdict on the entry, pp, ep and cp (the sequence's split). One slot table
-  // per such family, found once per group (the search visits every setting of a group in a row).
+  // ep > 1), and the verdict on the entry, pp and ep. One slot table per such family, found once
+  // per group (the search visits every setting of a group in a row).
   struct SettingSlot {
     TrainingEntry* entry = nullptr;
-    const std::string* run_error = nullptr;  // null until the run-setting rules were checked
-    CandidateSettings settings;              // the settings it was filled for: a candidate of other settings at the index refills it
+    const RunVerdict* run = nullptr;  // null until the rules after ValidateTraining were checked
+    CandidateSettings settings;       // the settings it was filled for: a candidate of other settings at the index refills it
     // The verdicts behind the pointers, copied here: a candidate whose rules were checked reads
     // only its slot (the entries lie scattered in their maps, a cache miss each).
-    bool entry_ok = false;  // entry->ok
-    bool run_ok = false;    // run_error->empty(), once run_error is set
+    bool entry_ok = false;      // entry->ok
+    bool before_cp_ok = false;  // run->before_cp.empty(), once run is set
+    bool after_cp_ok = false;   // run->after_cp.empty(), once run is set
   };
-  // dispatcher, dp sharding (-1 unset), dp, pp, ep, cp
-  using SlotFamily = std::tuple<Dispatcher, int, int64_t, int64_t, int64_t, int64_t>;
+  using SlotFamily = std::tuple<Dispatcher, int, int64_t, int64_t, int64_t>;  // dispatcher, dp sharding (-1 unset), dp, pp, ep
   std::unordered_map<SlotFamily, std::vector<SettingSlot>, TupleHash> slot_families;
   // WorstPeak's layer activations of the last (workload, recompute set, per-op checkpointing and
   // whether its layers dispatch) it met (LayerActivations and OpSacSavedActivations read nothing
@@ -318,11 +330,36 @@ struct LayoutEvaluator::Impl {
   // shared cache's lock (entries there never move).
   std::unordered_map<SearchEvalCache::MoeKey, const MoePhaseTimes*, TupleHash> moe_seen;
 
-  // The slot of candidate `c` (null without a setting_index). layout_eval_rules.cc.
-  SettingSlot* SlotFor(const LayoutCandidate& c);
-  // The check of degrees `o` (cached for the last degrees; drops the group figures when they
-  // change). layout_eval_rules.cc.
-  const DimsCheck& DimsFor(const ParallelDimsOptions& o, const ModelSpec& m);
+  // The slot of candidate `c` (null without a setting_index).
+  SettingSlot* SlotFor(const LayoutCandidate& c) {
+    if (c.setting_index < 0) return nullptr;
+    if (slots == nullptr || !layout_eval_detail::SameDims(slot_dims, c.dims) || slot_dispatcher != c.dispatcher ||
+        slot_sharding != c.settings.dp_sharding) {
+      slot_dims = c.dims;
+      slot_dispatcher = c.dispatcher;
+      slot_sharding = c.settings.dp_sharding;
+      const auto& d = c.dims;
+      slots = &slot_families[SlotFamily{c.dispatcher, c.settings.dp_sharding ? static_cast<int>(*c.settings.dp_sharding) : -1,
+                                        d.dp_replicate * d.dp_shard, d.pp, d.ep}];
+    }
+    const size_t i = static_cast<size_t>(c.setting_index);
+    if (i >= slots->size()) slots->resize(i + 1);
+    return &(*slots)[i];
+  }
+  // The check of degrees `o` under `seq_len` (cached for the last degrees; drops the group figures
+  // when they change).
+  const DimsCheck& DimsFor(const ParallelDimsOptions& o, const ModelSpec& m, int64_t seq_len) {
+    DimsCheck& c = last_dims;
+    if (c.filled && layout_eval_detail::SameDims(c.options, o)) return c;
+    c.filled = true;
+    c.options = o;
+    for (GroupStatics& g : groups) g.filled = false;  // their figures were for other degrees
+    c.error.clear();
+    c.cp_error.clear();
+    c.ok = TryBuildParallelDims(o, &c.d, &c.error) && CheckDimsForModel(c.d, m, &c.error);
+    c.cp_ok = c.ok && SeqLenSplitsOverCp(seq_len, c.d.cp, &c.cp_error);
+    return c;
+  }
 
   // The group figures of the degrees DimsFor checked last (valid: `d`) under training `t` (its dp
   // sharding, dtypes and precision), by the rules of memory.h and comm.h on the first rank of each
@@ -352,7 +389,7 @@ LayoutEvaluator::Impl::TrainingEntry& TrainingEntryOf(LayoutEvaluator::Impl& im,
 
 // The rules Evaluate checks before memory, in BuildPlan's order: the degrees (DimsFor),
 // ValidateTraining (the entry), then the layer split and the run-setting, sequence, recompute,
-// EP-overlap, deredundency-oep and vpp rules (layout_eval_rules.cc RunSettingsError). Returns the
+// EP-overlap, deredundency-oep and vpp rules (a RunVerdict around DimsCheck::cp_ok). Returns the
 // first broken rule's message (in the evaluator's caches, valid until its next call), null when
 // they hold; sets *entry (once the degrees hold) and *dims for the caller. layout_eval_rules.cc.
 const std::string* PreMemoryRuleBroken(LayoutEvaluator::Impl& im, const SearchOptions& o, const ModelSpec& m, const LayoutCandidate& c,

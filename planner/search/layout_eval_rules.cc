@@ -6,7 +6,6 @@
 #include <tuple>
 
 #include "planner/base/error.h"
-#include "planner/layout/parallel_dims.h"
 #include "planner/layout/plan.h"
 #include "planner/model/pipeline_schedule.h"
 #include "planner/model/precision.h"
@@ -19,21 +18,21 @@ namespace layout_eval_detail {
 namespace {
 
 // BuildPlan's rules after ValidateTraining for the entry `e` under degrees `d` (its pipeline and
-// expert degrees, its cp and convention), in BuildPlan's order: the layer split
-// (ResolvePipelineStages), ValidateFp8ParamGather, ValidateRunSettings,
-// ValidateInterleavedMicrobatches, ValidateSelectiveAcConvention, ValidateSeqLenForModel,
-// ValidateSeqLenForCp, ValidateOpSac, ValidateRecomputeModulesForModel, ValidateEpOverlap, the
-// deredundency oep (DeredundencyOepError), ValidateVppChunks; cached per (pp, ep, cp, convention):
-// they depend on nothing else of a candidate. Returns the message of the rule broken, empty when
-// they hold (a reference into the cache).
-const std::string& RunSettingsError(LayoutEvaluator::Impl& im, LayoutEvaluator::Impl::TrainingEntry& e, const ParallelDims& d,
-                                    const ModelSpec& m, int64_t seq_len) {
+// expert degrees and convention), in BuildPlan's order, cached per (pp, ep, convention): they
+// depend on nothing else of a candidate. Before the sequence's split over cp (DimsCheck::cp_ok):
+// the layer split (ResolvePipelineStages), ValidateFp8ParamGather, ValidateRunSettings,
+// ValidateInterleavedMicrobatches, ValidateSelectiveAcConvention, ValidateSeqLenForModel; after
+// it: ValidateOpSac, ValidateRecomputeModulesForModel, ValidateEpOverlap, the deredundency oep
+// (DeredundencyOepError), ValidateVppChunks. Each part holds the first broken rule's message, empty
+// when its rules hold (a reference into the cache).
+const LayoutEvaluator::Impl::RunVerdict& RunSettingsVerdict(LayoutEvaluator::Impl& im, LayoutEvaluator::Impl::TrainingEntry& e,
+                                                            const ParallelDims& d, const ModelSpec& m, int64_t seq_len) {
   const bool megatron = d.convention == Convention::kMegatron;
   const int64_t pp = d.pp, ep = d.ep;
-  const auto key = std::make_tuple(pp, ep, d.cp, megatron);
-  auto it = e.run_error.find(key);
-  if (it != e.run_error.end()) return it->second;
-  std::string error;
+  const auto key = std::make_tuple(pp, ep, megatron);
+  auto it = e.run_verdict.find(key);
+  if (it != e.run_verdict.end()) return it->second;
+  LayoutEvaluator::Impl::RunVerdict v;
   try {
     const LayoutEvaluator::Impl::Split& split = im.SplitFor(m, e.t, pp);
     if (!split.valid) throw Error(split.error);
@@ -43,16 +42,19 @@ const std::string& RunSettingsError(LayoutEvaluator::Impl& im, LayoutEvaluator::
     ValidateInterleavedMicrobatches(e.t.run, pp, e.t.num_microbatches.value_or(pp), megatron);
     ValidateSelectiveAcConvention(e.t, !megatron);
     ValidateSeqLenForModel(seq_len, m, "--seq-len");
-    ValidateSeqLenForCp(seq_len, d.cp);
+  } catch (const Error& err) {
+    v.before_cp = err.what();
+  }
+  try {
     ValidateOpSac(e.t, m);
     ValidateRecomputeModulesForModel(e.t, m);
     ValidateEpOverlap(e.t, pp, ep);
     if (std::string oep = DeredundencyOepError(e.t, ep); !oep.empty()) throw Error(oep);
     ValidateVppChunks(pp, e.t.run.vpp, m.num_hidden_layers);
   } catch (const Error& err) {
-    error = err.what();
+    v.after_cp = err.what();
   }
-  return e.run_error.emplace(key, std::move(error)).first->second;
+  return e.run_verdict.emplace(key, std::move(v)).first->second;
 }
 
 }  // namespace
@@ -89,7 +91,7 @@ LayoutEvaluator::Impl::TrainingEntry& TrainingEntryOf(LayoutEvaluator::Impl& im,
 const std::string* PreMemoryRuleBroken(LayoutEvaluator::Impl& im, const SearchOptions& o, const ModelSpec& m, const LayoutCandidate& c,
                                        LayoutEvaluator::Impl::TrainingEntry** entry, const LayoutEvaluator::Impl::DimsCheck** dims) {
   // The degrees first: BuildPlan builds and checks them before it reads the training.
-  *dims = &im.DimsFor(c.dims, m);
+  *dims = &im.DimsFor(c.dims, m, o.training.seq_len);
   if (!(*dims)->ok) return &(*dims)->error;
   const ParallelDims& d = (*dims)->d;
   LayoutEvaluator::Impl::SettingSlot* slot = im.SlotFor(c);
@@ -106,43 +108,23 @@ const std::string* PreMemoryRuleBroken(LayoutEvaluator::Impl& im, const SearchOp
     }
     if (!(*entry)->ok) return &(*entry)->error;
   }
-  if (slot != nullptr && slot->run_error != nullptr) return slot->run_ok ? nullptr : slot->run_error;
-  const std::string& run_error = RunSettingsError(im, **entry, d, m, o.training.seq_len);
-  if (slot != nullptr) {
-    slot->run_error = &run_error;
-    slot->run_ok = run_error.empty();
+  if (slot == nullptr || slot->run == nullptr) {
+    const LayoutEvaluator::Impl::RunVerdict& run = RunSettingsVerdict(im, **entry, d, m, o.training.seq_len);
+    if (slot == nullptr) {
+      if (!run.before_cp.empty()) return &run.before_cp;
+      if (!(*dims)->cp_ok) return &(*dims)->cp_error;
+      return run.after_cp.empty() ? nullptr : &run.after_cp;
+    }
+    slot->run = &run;
+    slot->before_cp_ok = run.before_cp.empty();
+    slot->after_cp_ok = run.after_cp.empty();
   }
-  return run_error.empty() ? nullptr : &run_error;
+  if (!slot->before_cp_ok) return &slot->run->before_cp;
+  if (!(*dims)->cp_ok) return &(*dims)->cp_error;
+  return slot->after_cp_ok ? nullptr : &slot->run->after_cp;
 }
 
 }  // namespace layout_eval_detail
-
-LayoutEvaluator::Impl::SettingSlot* LayoutEvaluator::Impl::SlotFor(const LayoutCandidate& c) {
-  if (c.setting_index < 0) return nullptr;
-  if (slots == nullptr || !layout_eval_detail::SameDims(slot_dims, c.dims) || slot_dispatcher != c.dispatcher ||
-      slot_sharding != c.settings.dp_sharding) {
-    slot_dims = c.dims;
-    slot_dispatcher = c.dispatcher;
-    slot_sharding = c.settings.dp_sharding;
-    const auto& d = c.dims;
-    slots = &slot_families[SlotFamily{c.dispatcher, c.settings.dp_sharding ? static_cast<int>(*c.settings.dp_sharding) : -1,
-                                      d.dp_replicate * d.dp_shard, d.pp, d.ep, d.cp}];
-  }
-  const size_t i = static_cast<size_t>(c.setting_index);
-  if (i >= slots->size()) slots->resize(i + 1);
-  return &(*slots)[i];
-}
-
-const LayoutEvaluator::Impl::DimsCheck& LayoutEvaluator::Impl::DimsFor(const ParallelDimsOptions& o, const ModelSpec& m) {
-  DimsCheck& c = last_dims;
-  if (c.filled && layout_eval_detail::SameDims(c.options, o)) return c;
-  c.filled = true;
-  c.options = o;
-  for (GroupStatics& g : groups) g.filled = false;  // their figures were for other degrees
-  c.error.clear();
-  c.ok = TryBuildParallelDims(o, &c.d, &c.error) && CheckDimsForModel(c.d, m, &c.error);
-  return c;
-}
 
 bool LayoutEvaluator::SettingsHold(const LayoutCandidate& c, std::string* reason) {
   Impl::TrainingEntry* entry = nullptr;
