@@ -181,6 +181,27 @@ TEST_CASE("Under all four dispatchers the options take the fast path too, at the
   }
 }
 
+TEST_CASE("Megatron's EP overlap with zero1 and ddp over several nodes: no FSDP traffic shares the NICs with the all-to-alls") {
+  // Qwen3-30B-A3B on 32 GPUs, megatron, EP overlap off and on, recompute none: with EP groups and
+  // data-parallel groups over several NVLink domains, the plan path gives FSDP's (empty) rings no
+  // NIC share outside FSDP (cost.cc AddFsdpInputs fills no group), nor may the fast path.
+  const auto model = dockyard::LoadModel("testdata/hf/qwen3-30b-a3b.json");
+  for (const bool gather : {false, true}) {
+    CAPTURE(gather);
+    SearchOptions o = FullSearch(32);
+    o.convention = dockyard::Convention::kMegatron;
+    o.training.recompute = dockyard::Recompute::kNone;
+    o.training.precision = gather ? "fp8" : "bf16";
+    o.training.fp8_param_gather = gather;
+    o.dp_shardings = {dockyard::DpSharding::kZero1, dockyard::DpSharding::kDdp};
+    o.ep_overlaps = {false, true};
+    o.global_batch_size = 32;
+    const Coverage cov = CompareEveryCandidate(model, o);
+    CHECK(cov.ranked > 0);
+    CHECK(cov.handed_to_reference == 0);
+  }
+}
+
 TEST_CASE("The fast path takes the options' figures: they move peak and step time as the plan path moves them") {
   // One layout of Qwen3-30B-A3B on 16 GPUs (pp 2, ep 8, FSDP), every option on and off: the fast
   // path's figures differ from those without the option exactly where the plan path's do, and

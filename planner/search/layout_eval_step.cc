@@ -51,18 +51,22 @@ bool LayoutEvaluator::FillStepInputs(const GroupStatics& g, const Workload& w, c
   in.kernel_memo = kernel_memo_.get();
   in.attention_params = im.attention_params;
   in.tp_group = strided(d.tp, 1);
-  const int64_t dense_dp_n = (megatron ? d.dp_replicate * d.dp_shard : d.dp_shard) * d.cp;
-  const int64_t sparse_dp_n = megatron ? d.edp() : d.efsdp;
-  in.dense_dp_group = strided(dense_dp_n, d.tp);
-  in.sparse_dp_group = strided(sparse_dp_n, d.ep * d.etp);
-  for (int which = 0; which < 2; ++which) {
-    if (im.first_kind[which] < 0) continue;
-    const UnitSums& u = (*g.kind_sums)[static_cast<size_t>(im.first_kind[which])];
-    if (u.mp[0] >= kExactDouble || u.mp[1] >= kExactDouble) return false;
-    // --fp8-param-gather: the FP8 GEMM weights among them (cost.cc AddFsdpInputs), at most mp.
-    const Wide fp8_dense = t.fp8_param_gather ? u.mp_fp8[0] : 0, fp8_sparse = t.fp8_param_gather ? u.mp_fp8[1] : 0;
-    in.fsdp_layer[which] = {true, static_cast<double>(static_cast<int64_t>(u.mp[0])), static_cast<double>(static_cast<int64_t>(u.mp[1])),
-                            static_cast<double>(static_cast<int64_t>(fp8_dense)), static_cast<double>(static_cast<int64_t>(fp8_sparse))};
+  // FSDP's inputs, as cost.cc AddFsdpInputs forms them: nothing without FSDP (the cost model reads
+  // the groups' NVLink-domain span for the NICs FSDP's rings would share with the EP all-to-alls).
+  if (*t.dp_sharding == DpSharding::kFsdp) {
+    const int64_t dense_dp_n = (megatron ? d.dp_replicate * d.dp_shard : d.dp_shard) * d.cp;
+    const int64_t sparse_dp_n = megatron ? d.edp() : d.efsdp;
+    in.dense_dp_group = strided(dense_dp_n, d.tp);
+    in.sparse_dp_group = strided(sparse_dp_n, d.ep * d.etp);
+    for (int which = 0; which < 2; ++which) {
+      if (im.first_kind[which] < 0) continue;
+      const UnitSums& u = (*g.kind_sums)[static_cast<size_t>(im.first_kind[which])];
+      if (u.mp[0] >= kExactDouble || u.mp[1] >= kExactDouble) return false;
+      // --fp8-param-gather: the FP8 GEMM weights among them, at most mp.
+      const Wide fp8_dense = t.fp8_param_gather ? u.mp_fp8[0] : 0, fp8_sparse = t.fp8_param_gather ? u.mp_fp8[1] : 0;
+      in.fsdp_layer[which] = {true, static_cast<double>(static_cast<int64_t>(u.mp[0])), static_cast<double>(static_cast<int64_t>(u.mp[1])),
+                              static_cast<double>(static_cast<int64_t>(fp8_dense)), static_cast<double>(static_cast<int64_t>(fp8_sparse))};
+    }
   }
   in.moe_phases = &MoePhasesOf(w, d, t);
   in.num_moe_layers = im.num_moe_layers;
