@@ -117,7 +117,7 @@ StaticBytes GroupStaticBytes(const Plan& plan, const TrainingBytes& tb, bool fp8
     const StaticBytes fp8 = StaticBytesOf(mtp.fp8_by_mesh.first, mtp.fp8_by_mesh.second, plan.dims, sharding, Fp8ModelParamBytes(tb));
     return {rest.params + fp8.params, rest.grads + fp8.grads, rest.optimizer + fp8.optimizer};
   }
-  return StaticBytesOf(e.first, e.second, plan.dims, sharding, fp8_params && Fp8GemmGroup(group) ? Fp8ModelParamBytes(tb) : tb);
+  return GroupStaticBytesOf(group, e.first, e.second, plan.dims, sharding, tb, fp8_params);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // search with --fp8-param-gather under --convention megatron: the distributed optimizer's layouts
-// (zero1) are ranked, priced by the plan path (layout_eval.h hands the flag to it), and the plain
-// data-parallel ones (ddp) are invalid, as Megatron refuses them.
+// (zero1) are ranked, priced by the fast path at the plan path's figures (layout_eval.h), and the
+// plain data-parallel ones (ddp) are invalid, as Megatron refuses them.
 #include <doctest/doctest.h>
 
 #include "planner/layout/plan.h"
@@ -67,5 +67,6 @@ TEST_CASE("search --fp8-param-gather (megatron): zero1 layouts ranked at the pla
   CHECK(zero1 > 0);
   CHECK(ddp > 0);
   CHECK(faster == zero1);  // every one steps fewer static bytes (and with dp > 1 gathers fewer)
-  CHECK(gather.handed_to_reference() == evaluated);
+  CHECK(evaluated > 0);
+  CHECK(gather.handed_to_reference() == 0);  // the fast path prices the flag (it once handed every candidate over)
 }

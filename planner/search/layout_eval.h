@@ -23,7 +23,22 @@
 //
 // Where a candidate gets near int64 / 2^53 limits (quantities the reference would check or
 // overflow-throw on), the evaluator falls back to the reference path for that candidate, which
-// then throws exactly what the reference throws. LayoutEvaluator::fallbacks() counts those.
+// then throws exactly what the reference throws. LayoutEvaluator::fallbacks() counts those; they
+// are the only candidates it hands to the reference path (handed_to_reference()).
+//
+// What takes the fast path: every candidate of every search, under every input the search takes --
+// each dispatcher (below); FP8 (--precision fp8, its recipes, --fp8-dispatch, and
+// --fp8-param-gather: each unit's FP8 GEMM weights are summed apart per class, for FSDP2's
+// per-layer FP8 all-gather (StepInputs::FsdpLayer), Megatron's FP8 parameters
+// (memory.h GroupStaticBytesOf) and the zero1 step's FP8 parameter all-gather (comm.h
+// StepCollectives)); recompute none / selective (by module) / full, and torchtitan's selective
+// checkpointing per layer (--selective-ac-option N: each layer split counts its stages'
+// checkpointed layers, recompute.h LayerSacCheckpointed, as ComputeMemory does; the step's
+// checkpointed runs are SimulateStepFromInputs' own) and per op ("op": the kept op outputs,
+// memory.h OpSacSavedActivations); --routing-sized memory, tied embeddings, vpp, EP overlap and
+// the global batch's schedules (the search's front end refuses --mtp-layers and a pipeline
+// layout, which this evaluator does not model). An invalid candidate carries the message of the
+// first rule BuildPlan would throw, checked in BuildPlan's order.
 //
 // Caches: the routing sample per (ep, routed tokens, oep) as SearchLayouts had it (drawn through a
 // RoutingSampler, so each source rank is drawn once per routed-token count for all ep and oep),
@@ -78,8 +93,8 @@ struct LayoutEvaluation {
 
 class LayoutEvaluator {
  public:
-  struct Impl;          // the classes and caches (layout_eval.cc)
-  struct GroupStatics;  // what a candidate reads that depends only on its degrees, dp sharding and dtypes (layout_eval.cc)
+  struct Impl;          // the classes and caches (layout_eval_internal.h)
+  struct GroupStatics;  // what a candidate reads that depends only on its degrees, dp sharding, dtypes and precision (layout_eval_internal.h)
 
   // Prepares the classes of `model` for searches with `options` (world_size, cluster, training,
   // convention, routing, routing_layers; the budget as SearchLayouts takes it). Throws
@@ -122,8 +137,8 @@ class LayoutEvaluator {
 
   double budget_bytes() const { return budget_bytes_; }
   int64_t fallbacks() const { return fallbacks_; }  // candidates Evaluate handed to the reference near overflow
-  // Every candidate Evaluate handed to the reference path: the overflow fallbacks and the opt-in
-  // settings it does not cover (--fp8-param-gather, --selective-ac-option).
+  // Every candidate Evaluate handed to the reference path: the overflow fallbacks (fallbacks());
+  // no setting takes a candidate there (the every-candidate tests check it is 0).
   int64_t handed_to_reference() const { return handed_to_reference_; }
   // Deepep groups whose counts the shared cache read from per-source block counts (after
   // ExpectCandidates; SearchEvalCache::flex_from_blocks).

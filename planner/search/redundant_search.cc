@@ -62,16 +62,23 @@ RedundantSearchResult SearchRedundantExperts(const ModelSpec& model, const Searc
     if (search.routing_sizes_memory) plan.training.imbalance = cache->SampleImbalance(plan.dims.ep, routed_tokens, DispatchOep(plan));
     const MemoryReport memory = ComputeMemory(plan);
     const bool deredundency = plan.dims.ep > 1 && t.dispatcher == Dispatcher::kDeredundency;
+    // deepep: the replicated routing sample AnalyzeRedundantExperts prices (SampleReplicatedRouting)
+    // carries no per-token node counts (deepep.h LayerRouting::flex), which SimulateStep needs for
+    // that dispatcher (it throws without them), so such a pair cannot be priced: skipped, as
+    // deredundency's.
+    const bool deepep = plan.dims.ep > 1 && t.dispatcher == Dispatcher::kDeepEp;
     std::optional<CostBreakdown> cost;
     for (const RedundantCount& c : counts) {
       RedundantExpertsOptions o = options;
       o.redundant_experts = c.For(plan.dims.ep);
-      if ((E + o.redundant_experts) % plan.dims.ep != 0 || o.redundant_experts > MaxRedundantExperts(E, plan.dims.ep) || deredundency) {
+      if ((E + o.redundant_experts) % plan.dims.ep != 0 || o.redundant_experts > MaxRedundantExperts(E, plan.dims.ep) || deredundency ||
+          deepep) {
         ++out.skipped;
         continue;
       }
-      if (!cost) cost = SimulateStep(plan, search.cluster, before);
-      const RedundantExpertsReport rep = AnalyzeRedundantExperts(plan, search.cluster, routing, before, *cost, memory, o);
+      // Priced with the search's cost knobs (compute model, CUDA graphs, calibration), as its rows.
+      if (!cost) cost = SimulateStep(plan, search.cluster, before, search.compute_model);
+      const RedundantExpertsReport rep = AnalyzeRedundantExperts(plan, search.cluster, routing, before, *cost, memory, o, search.compute_model);
       if (OverBudget(static_cast<double>(rep.after.peak_bytes), base.budget_gib, memory.reserve_gib)) {
         ++out.over_budget;
         continue;
@@ -136,8 +143,8 @@ Json RedundantSearchToJson(const RedundantSearchResult& r) {
 std::string RedundantSearchToText(const RedundantSearchResult& r) {
   std::ostringstream out;
   out << fmt::format(
-      "\nRedundant experts: {} (layout, R) pairs ranked, {} skipped (slots not divisible by ep, more replicas than EP ranks, or "
-      "deredundency), "
+      "\nRedundant experts: {} (layout, R) pairs ranked, {} skipped (slots not divisible by ep, more replicas than EP ranks, "
+      "deredundency or deepep), "
       "{} over budget\n",
       r.ranked.size(), r.skipped, r.over_budget);
   out << fmt::format("  {:>3} {:<52} {:>5} {:>13} {:>9} {:>21} {:>10}\n", "#", "layout", "R", "policy", "imbalance", "tokens/s/GPU",

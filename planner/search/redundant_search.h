@@ -5,10 +5,13 @@
 //
 // R values are given per layout as integers or as multiples of its ep ("ep", "2ep"), since a
 // valid R depends on ep (num_experts + R divisible by ep); a (layout, R) pair that breaks the
-// rule, or a layout with the deredundency dispatcher and R > 0, is skipped and counted.
-// Each pair goes through the reference path (BuildPlan, ComputeMemory, SampleRouting with the
-// search's routing and sampled layers, SimulateStep, AnalyzeRedundantExperts), so its "before"
-// numbers are the search's own.
+// rule, or a layout with the deredundency or the deepep dispatcher (whose replicated routing the
+// redundant-experts model cannot price: its sample has no per-token node counts), is skipped
+// and counted. Each pair goes through the reference path (BuildPlan, ComputeMemory, SampleRouting
+// with the search's routing and sampled layers, SimulateStep and AnalyzeRedundantExperts with the
+// search's compute model and cluster knobs), so its "before" numbers are the search's own. It runs for the search's
+// shown rows only (base.top), after the search: the per-candidate evaluation (layout_eval.h) has
+// no replica model, and none is needed there.
 #pragma once
 
 #include <cstdint>
@@ -46,7 +49,7 @@ struct RedundantRankedLayout {
 
 struct RedundantSearchResult {
   std::vector<RedundantRankedLayout> ranked;  // best tokens/s per GPU first
-  int64_t skipped = 0;                        // (layout, R) pairs that break a rule
+  int64_t skipped = 0;                        // (layout, R) pairs that break a rule, or of deredundency or deepep layouts
   int64_t over_budget = 0;                    // pairs over the budget after
 };
 

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "planner/base/error.h"
+#include "planner/search/layout_eval.h"
 #include "tests/test_models.h"
 
 namespace dockyard {
@@ -90,6 +91,36 @@ TEST_CASE("With --routing the re-rank sizes each layout's memory by its routing 
   CHECK(compared > 0);
   // The test can fail: sized at imbalance 1.0 instead, some layout (ep > 1) peaks lower.
   CHECK(differs_from_flat > 0);
+}
+
+TEST_CASE("The re-rank prices with the search's cost options and skips the deepep layouts it cannot price") {
+  SearchOptions s;
+  s.world_size = 4;
+  s.training.seq_len = 64;
+  s.routing = ParseRoutingSpec("hot:1:0.5");
+  s.top = 100;
+  s.compute_model = ComputeModel::kGemm;  // --compute-model gemm: another MoE layer time than the default model's
+  s.include_deepep = true;
+  const ModelSpec model = testing::TinyMixtral();
+  const SearchResult base = SearchLayouts(model, s);
+  int64_t deepep = 0;
+  for (const RankedLayout& l : base.top) deepep += l.layout.dims.ep > 1 && l.layout.dispatcher == Dispatcher::kDeepEp;
+  REQUIRE(deepep > 0);
+  RedundantExpertsOptions o;
+  o.policy = EplbPolicy::kGlobal;
+  const RedundantSearchResult r = SearchRedundantExperts(model, s, base, ParseRedundantCounts("0"), o);
+  CHECK(r.skipped == deepep);  // R = 0 breaks no rule: only the deepep layouts are skipped
+  CHECK(static_cast<int64_t>(r.ranked.size()) + r.over_budget == static_cast<int64_t>(base.top.size()) - deepep);
+  // R = 0: the layer before is the search row's, in the search's compute model.
+  LayoutEvaluator evaluator(model, s);
+  int64_t compared = 0;
+  for (const RedundantRankedLayout& x : r.ranked) {
+    if (x.layout.layout.dims.ep == 1) continue;
+    const CostBreakdown row = evaluator.Breakdown(x.layout.layout);
+    CHECK(x.moe_layer_us_before == row.moe_layer_us);
+    ++compared;
+  }
+  CHECK(compared > 0);
 }
 
 }  // namespace
