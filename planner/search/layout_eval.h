@@ -65,7 +65,7 @@
 #include "planner/layout/parallel_dims.h"
 #include "planner/routing/routing.h"
 #include "planner/search/eval_cache.h"
-#include "planner/search/search.h"
+#include "planner/search/search_options.h"
 #include "planner/model/training.h"
 #include "planner/cost/moe_phases.h"
 

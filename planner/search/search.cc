@@ -432,35 +432,6 @@ std::vector<bool> ParetoFrontOf(const std::vector<RankedLayout>& rows) {
   return ParetoFront(peaks, tps);
 }
 
-ResolvedSettings ResolveSettings(const TrainingConfig& base, const CandidateSettings& s) {
-  ResolvedSettings r;
-  r.micro_batch_size = s.micro_batch_size > 0 ? s.micro_batch_size : base.micro_batch_size;
-  r.num_microbatches = s.num_microbatches > 0 ? std::optional<int64_t>(s.num_microbatches) : base.num_microbatches;
-  r.grad_accumulation_steps = s.grad_accumulation_steps > 0 ? s.grad_accumulation_steps : base.run.grad_accumulation_steps;
-  r.vpp = s.vpp > 0 ? s.vpp : base.run.vpp;
-  r.recompute = s.recompute.value_or(base.recompute);
-  r.dp_sharding = s.dp_sharding ? s.dp_sharding : base.dp_sharding;
-  r.overlap_moe_ep_comm = s.overlap_moe_ep_comm.value_or(base.run.overlap_moe_ep_comm);
-  return r;
-}
-
-TrainingConfig CandidateTraining(const TrainingConfig& base, const LayoutCandidate& c) {
-  TrainingConfig t = base;
-  t.dispatcher = c.dispatcher;
-  if (t.dispatcher != Dispatcher::kDeredundency) t.oep.reset();  // a spec's oep is the deredundency dispatcher's
-  // FP8 dispatch (--fp8-dispatch) where the candidate's dispatcher has it.
-  t.fp8_dispatch = base.fp8_dispatch && (t.dispatcher == Dispatcher::kAllToAll || t.dispatcher == Dispatcher::kDeepEp);
-  const ResolvedSettings s = ResolveSettings(base, c.settings);
-  t.micro_batch_size = s.micro_batch_size;
-  t.num_microbatches = s.num_microbatches;
-  t.run.grad_accumulation_steps = s.grad_accumulation_steps;
-  t.run.vpp = s.vpp;
-  t.recompute = s.recompute;
-  t.dp_sharding = s.dp_sharding;
-  t.run.overlap_moe_ep_comm = s.overlap_moe_ep_comm;
-  return t;
-}
-
 std::vector<LayoutCandidate> EnumerateLayouts(const ModelSpec& model, const SearchOptions& o) {
   std::vector<LayoutCandidate> out;
   ForEachLayout(model, o, [&](const LayoutCandidate& c) { out.push_back(c); });
@@ -469,14 +440,6 @@ std::vector<LayoutCandidate> EnumerateLayouts(const ModelSpec& model, const Sear
 
 void ForEachLayout(const ModelSpec& model, const SearchOptions& o, const std::function<void(const LayoutCandidate&)>& fn) {
   for (const LayoutGroup& g : EnumerateGroups(model, o)) ForEachSetting(g, o, fn);
-}
-
-double SearchBudgetGib(const SearchOptions& options) {
-  return options.gpu_memory_gib > 0 ? options.gpu_memory_gib : options.cluster.memory_gib;
-}
-
-Machine SearchPlanMachine(const SearchOptions& options) {
-  return MachineOf(options.cluster, options.gpu_memory_gib);
 }
 
 SearchResult SearchLayouts(const ModelSpec& model, const SearchOptions& o) {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "planner/base/json_util.h"
-#include "planner/search/search.h"
+#include "planner/search/search_options.h"
 
 namespace dockyard {
 
