@@ -942,7 +942,7 @@ TEST_CASE("search takes the FP8 settings: a row has simulate's step time and pea
 
 TEST_CASE("search takes --overlap-grad-reduce / --overlap-param-gather: a row has simulate's step time with them") {
   // Megatron-Core DDP hides the step-end gradient reduce under the last backward and the zero1
-  // parameter all-gather under the first forward (cost.cc ExposedUs): dp_shard 2 here, so the
+  // parameter all-gather under the first forward (cost/step.cc ExposedDpStepCommUs): dp_shard 2 here, so the
   // step-end DP communication is real and the overlapped row is faster than the plain one.
   const std::string plain_flags =
       "--model testdata/hf/qwen3-30b-a3b.json --world-size 16 --convention megatron --pp 2 --tp 2 --ep 4 --cp 1 --etp 1 "

@@ -1,7 +1,7 @@
 // The include graph of the sources: no cycle among modules, no include from a lower package into a
 // higher one (docs/architecture.md, "Layers").
 //
-// A module is a header and the sources of the same stem in its folder (cost.h, cost.cc), with its
+// A module is a header and the sources of the same stem in its folder (network.h, network.cc), with its
 // package-private `<stem>_internal.h` (layout_eval_internal.h belongs to layout_eval): an edge
 // a -> b when a file of module a includes a header of module b ("..." includes of this repository).
 // A strongly connected component of more than one module is a cycle, whatever its length (Tarjan's

@@ -322,7 +322,7 @@ TEST_CASE("SimulateStep with EP overlap: the exposed remainder per phase, bounde
 }
 
 TEST_CASE("SimulateStep with EP overlap and the deepep (flex) dispatcher: the same exposed-time rule") {
-  // Megatron allows the overlap with the flex dispatcher; cost.cc applies EpOverlapExposedUs to
+  // Megatron allows the overlap with the flex dispatcher; cost/layer_phases.cc applies EpOverlapExposedUs to
   // whatever dispatch and combine times the dispatcher has.
   CheckEpOverlapExposed("deepep");
 }

@@ -398,7 +398,7 @@ void AddAllToAllDispatch(const CommStep& s, const EpVolumes& v, Builder& b) {
 
 // Megatron MoEAllGatherTokenDispatcher: every EP rank all-gathers the group's tokens and
 // keeps its experts' rows; the combine is the reduce-scatter of the same buffer; backward
-// swaps them (as sim/deepep.h AllGatherDispatchUs times them).
+// swaps them (as cost/deepep.h AllGatherDispatchUs times them).
 void AddAllGatherDispatch(const CommStep& s, const EpVolumes& v, Builder& b) {
   const double gathered = AllGatherDispatchBytes(s.plan.dims.ep, static_cast<double>(s.w.dispatch_tokens),
                                                  static_cast<double>(s.plan.model.hidden_size), static_cast<double>(s.w.act_bytes));

@@ -69,7 +69,7 @@ CommReport ComputeComm(const Plan& plan, int64_t rank);
 // Bytes of the allgather dispatcher's buffer (Megatron MoEAllGatherTokenDispatcher): the EP
 // group's tokens, ep x tokens (per rank) x hidden x act_bytes -- the all-gather output and the
 // combine's reduce-scatter input. The one rule the traffic table and the time model
-// (sim/deepep.h AllGatherDispatchUs) read.
+// (cost/deepep.h AllGatherDispatchUs) read.
 double AllGatherDispatchBytes(int64_t ep, double tokens, double hidden, double act_bytes);
 
 // The data-parallel collectives at the end of a step (CommEntry phase "step", one call each), in

@@ -1,5 +1,5 @@
 // Benchmark: dockyard's predictions held against published, measured MoE training runs.
-//   bazel run -c opt //planner/sim:bench_fidelity -- [runs.json] [--compute-model kernels|gemm]
+//   bazel run -c opt //planner/calibration:bench_fidelity -- [runs.json] [--compute-model kernels|gemm]
 // (default kernels, compute_model.h; gemm is the older model of fixed GEMM efficiencies)
 // Prints Markdown tables (docs/fidelity.md): every expressible run's measured and predicted step,
 // error and dominant phase; mean / max |error|; per group the error and the order of pairs whose

@@ -16,7 +16,7 @@
 namespace dockyard {
 
 // Bytes of one dispatched token row of `plan` under the deepep dispatcher, as the time model
-// sends it (cost.cc SimulateMoePhases): DispatchRowBytes(hidden, act bytes, training.fp8_dispatch)
+// sends it (moe_phases.cc SimulateMoePhases): DispatchRowBytes(hidden, act bytes, training.fp8_dispatch)
 // x dispatch_tokens / routed_tokens (Megatron's expert TP sends the routed share of its tokens).
 // `fp8` false gives the combine's BF16 row.
 double DeepEpRowBytes(const Plan& plan, bool fp8);

@@ -56,7 +56,7 @@ double ExpertMlpForwardUs(double rows, double hidden, double f, double peak_tflo
 // How many times faster a GEMM of a given shape runs with FP8 GEMMs (precision.fp8) than in
 // BF16: the FP8 peak (precision.h kFp8PeakOverBf16) times fp8_efficiency_ratio; 1 without FP8.
 // The one FP8 GEMM rule of both compute models: LinearUs / ExpertMlpForwardUs here, and the
-// fixed-efficiency GEMMs of the default model (cost.cc: attention projections, grouped GEMM,
+// fixed-efficiency GEMMs of the default model (layer_terms.cc: attention projections, grouped GEMM,
 // shared experts, dense MLP, MLA up-projections). The router, lm_head and the flash core stay BF16.
 double Fp8GemmSpeedup(const ComputeKnobs& knobs, GemmPrecision precision);
 

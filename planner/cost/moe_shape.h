@@ -29,7 +29,7 @@ struct MoePhaseShape {
   bool flex_fp8 = false;          // its dispatch in FP8
   bool allgather = false;         // ep > 1 and the allgather dispatcher
   // Allows the all-to-all times of the plain dispatcher from integer block sums where they are
-  // provably the same doubles (every partial sum an integer below 2^53; cost.cc BlockAllToAll):
+  // provably the same doubles (every partial sum an integer below 2^53; moe_phases.cc BlockAllToAll):
   // O(ep x node block) instead of O(ep^2). The layout search sets it; SimulateStep does not, and
   // search_test compares the two for every candidate.
   bool integer_sums = false;

@@ -14,7 +14,7 @@ namespace dockyard {
 // The forward time of one layer's re-run (even-numbered) linears (OpSacLinears), per part, in
 // microseconds, on `tokens` rows of a rank with tensor parallelism `tp`, GEMMs in `precision`, the
 // cluster's compute knobs: under ComputeModel::kKernels each at LinearUs (colwise N = out / tp, rowwise K = in / tp, replicated
-// unsharded), else 2 x tokens x in x out / tp FLOP at the dense efficiency (cost.cc's projection
+// unsharded), else 2 x tokens x in x out / tp FLOP at the dense efficiency (layer_terms.cc's projection
 // and MLP rule at its `peak` FLOP per microsecond, Fp8GemmSpeedup included). Fills rf.attention_linears, rf.shared_linears,
 // rf.dense_linears, rf.attention_kernels (`attention_kernels_us`: the attention block's forward
 // memory-bound kernels, 0 without --compute-model kernels) and rf.tp_all_gathers (two

@@ -3,7 +3,7 @@
 // TrainingConfig (training.h) holds how the model is trained, a ClusterSpec (planner/cost/cluster.h)
 // holds the hardware and produces the node size (planner/cost/network.h MachineOf), and a Plan
 // carries one Machine beside its one TrainingConfig (planner/layout/plan.h). It lives in model/,
-// the lowest domain layer, so layout/ and accounting/ take it without reaching up into sim/
+// the lowest domain layer, so layout/ and accounting/ take it without reaching up into cost/
 // (docs/architecture.md "One home for the node size and the budget").
 //
 // Set by --gpus-per-node / --gpu-memory-gib, by the cluster (simulate, search: its NVLink domain,

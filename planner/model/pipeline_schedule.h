@@ -102,7 +102,7 @@ int64_t InFlightStageMicrobatches(int64_t pp, int64_t vpp, int64_t num_microbatc
 // Megatron's other asserts there concern settings dockyard does not model (torch >= 2.6,
 // recompute_method / recompute_num_layers, which only full recomputation uses, ncclep offloading,
 // Transformer Engine CUDA-graph scopes, delay_wgrad_compute); moe_shared_expert_overlap is not a
-// setting here: the cost model never overlaps the shared experts under EP overlap (cost.cc).
+// setting here: the cost model never overlaps the shared experts under EP overlap (cost/layer_phases.cc).
 // A no-op when training.run.overlap_moe_ep_comm is off. Throws dockyard::Error naming the flag,
 // the value and the rule.
 void ValidateEpOverlap(const TrainingConfig& training, int64_t pp, int64_t ep);

@@ -1,5 +1,5 @@
 // The HTML report's pipeline schedule (html_internal.h PipelineFigure, fig-pipeline): the cost
-// model's step (cost.cc): M + pp - 1 slots of the slowest stage's micro-batch time, stage s busy
+// model's step (cost/step.cc): M + pp - 1 slots of the slowest stage's micro-batch time, stage s busy
 // with micro-batch m in slot s + m, bubbles hatched, then the exposed data-parallel communication
 // and the optimizer.
 #include <algorithm>

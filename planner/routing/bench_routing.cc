@@ -1,5 +1,5 @@
 // Benchmark: token-expert assignments sampled per second on one core.
-//   bazel run //planner/sim:bench_routing -- [tokens_per_rank] [layers]
+//   bazel run //planner/routing:bench_routing -- [tokens_per_rank] [layers]
 // E = 256 experts, top_k 8, ep 64 (DeepSeek-V3 routing on 64 EP ranks), T = 8192 tokens per rank,
 // 4 MoE layers by default. SampleRouting is single-threaded, so assignments/s is per core.
 // Each distribution runs twice: without a group limit, and group-limited as DeepSeek-V3 routes
