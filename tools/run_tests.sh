@@ -2,16 +2,22 @@
 # Runs every test (bazel test //...) and ends with a plain line "N passed, N failed" counted
 # from the doctest summaries of all test binaries; a test target that failed to build or died
 # without a summary counts as one failed test.
+# DOCKYARD_TEST_FLAGS (optional): more `bazel test` flags, e.g. "--config=asan" (CI runs the suite
+# once, under AddressSanitizer + UBSan: .ci/run); the test logs are read from that configuration's
+# output tree.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tools/ensure_deps.sh || exit 1
+read -r -a extra_flags <<< "${DOCKYARD_TEST_FLAGS:-}"
+config_flags=()  # the flags that choose the output tree, for `bazel info`
+for f in "${extra_flags[@]}"; do case "$f" in --config=*) config_flags+=("$f") ;; esac; done
 marker="$(mktemp)"
 trap 'rm -f "$marker"' EXIT
-bazel test --nocache_test_results --test_output=errors //... 2>&1 | grep -v -E '^(INFO: From |  exec env|    [A-Z_]+=)' 
+bazel test --nocache_test_results --test_output=errors "${extra_flags[@]}" //... 2>&1 | grep -v -E '^(INFO: From |  exec env|    [A-Z_]+=)' 
 status=${PIPESTATUS[0]}
 
 passed=0 failed=0 skipped=0
-testlogs="$(bazel info bazel-testlogs 2>/dev/null)"
+testlogs="$(bazel info "${config_flags[@]}" bazel-testlogs 2>/dev/null)"
 # GPU test targets (tag "gpu"): their skipped cases are the ones that found no GPU. (Elsewhere
 # doctest also counts cases a target filters out with --test-case as skipped: not reported.)
 gpu_targets=" $(bazel query 'attr(tags, "\bgpu\b", tests(//...))' 2>/dev/null | tr '\n' ' ') "
