@@ -566,7 +566,8 @@ TEST_CASE("simulate and search --calibration: the shipped file changes no figure
   const std::string d = TmpDir() + "/cal_d.json";
   const Result m = Run(base + " --cluster h200-sxm --calibration calibration/h100-sxm.json --json " + d);
   CHECK(m.code == 1);
-  CHECK(m.out.find("calibration \"h100-sxm-prior\" is for preset \"h100-sxm\", the cluster is preset \"h200-sxm\"") != std::string::npos);
+  CHECK(m.out.find("calibration \"h100-sxm-prior\" (calibration/h100-sxm.json) is for preset \"h100-sxm\", the cluster is preset "
+                   "\"h200-sxm\" (its calibration: h200-sxm.json)") != std::string::npos);
   CHECK(!Exists(d));
 }
 

@@ -17,7 +17,6 @@
 #include <fstream>
 #include <functional>
 #include <map>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -102,6 +101,18 @@ bool IsTest(const std::string& path) {
   return path.rfind("tests/", 0) == 0 || path.find("_test.cc") != std::string::npos || path.find("bench_") != std::string::npos;
 }
 
+// The header of a `#include "..."` line ("" for any other line, <...> includes among them).
+std::string QuotedInclude(const std::string& line) {
+  size_t i = line.find_first_not_of(" \t");
+  if (i == std::string::npos || line[i] != '#') return "";
+  i = line.find_first_not_of(" \t", i + 1);
+  if (i == std::string::npos || line.compare(i, 7, "include") != 0) return "";
+  i = line.find_first_not_of(" \t", i + 7);
+  if (i == std::string::npos || line[i] != '"') return "";
+  const size_t end = line.find('"', i + 1);
+  return end == std::string::npos ? "" : line.substr(i + 1, end - i - 1);
+}
+
 struct Sources {
   std::map<std::string, std::vector<std::string>> includes;  // file -> the repository headers it includes
 };
@@ -109,7 +120,6 @@ struct Sources {
 // Every source under the test's runfiles (the packages' `sources` filegroups) and its includes.
 Sources ReadSources() {
   Sources s;
-  const std::regex include_line(R"re(^\s*#\s*include\s+"([^"]+)")re");
   for (const char* top : {"planner", "cli", "runtime", "kernels", "fuzz", "tests"}) {
     if (!fs::exists(top)) continue;
     for (const auto& entry : fs::recursive_directory_iterator(top)) {
@@ -120,9 +130,8 @@ Sources ReadSources() {
       std::ifstream in(entry.path());
       std::vector<std::string>& inc = s.includes[path];
       std::string line;
-      std::smatch m;
       while (std::getline(in, line)) {
-        if (std::regex_search(line, m, include_line)) inc.push_back(m[1]);
+        if (const std::string header = QuotedInclude(line); !header.empty()) inc.push_back(header);
       }
     }
   }
@@ -141,6 +150,10 @@ TEST_CASE("the cycle finder finds a cycle of three, not a chain") {
   CHECK(ModuleOf("planner/cost/step_internal_test.cc") == "planner/cost/step_internal_test");
   CHECK(PackageRank("planner/model") < PackageRank("planner/routing"));
   CHECK(PackageRank("planner/cost") < PackageRank("planner/calibration"));
+  CHECK(QuotedInclude("#include \"planner/cost/cost.h\"") == "planner/cost/cost.h");
+  CHECK(QuotedInclude("  #  include \"a.h\"  // why") == "a.h");
+  CHECK(QuotedInclude("#include <vector>").empty());
+  CHECK(QuotedInclude("// #include \"a.h\"").empty());
 }
 
 TEST_CASE("the include graph has no cycle and no include runs upward") {

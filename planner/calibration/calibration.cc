@@ -112,9 +112,23 @@ Calibration CalibrationFromJson(const Json& json, const std::string& file) {
   if (version == 1) {
     std::vector<std::string> names;
     for (const KnobSpec& k : KnobTable()) names.push_back(k.v1_name);
+    for (const std::string& section : KeysAt("")) {
+      if (knobs.Has(section)) {
+        knobs.Fail(section, fmt::format("a version-1 file holds its knobs in one flat object (\"gemm_max_efficiency\", ...); \"{}\" "
+                                        "is a section of version 2: set \"version\": 2",
+                                        section));
+      }
+    }
     knobs.RejectUnknownKeys(names);
     for (const KnobSpec& k : KnobTable()) ReadKnob(k, knobs.Object(k.v1_name), cal);
   } else {
+    for (const KnobSpec& k : KnobTable()) {
+      if (knobs.Has(k.v1_name) && std::string(k.v1_name) != k.section) {
+        std::string pointer = std::string(k.section) + "/" + k.name;
+        std::replace(pointer.begin(), pointer.end(), '.', '/');
+        knobs.Fail(k.v1_name, fmt::format("a version-1 key; version 2 holds this knob at /knobs/{} (or set \"version\": 1)", pointer));
+      }
+    }
     RejectUnknownSections(knobs, "");
     for (const KnobSpec& k : KnobTable()) ReadKnob(k, SectionOf(knobs, k.section).Object(k.name), cal);
   }
@@ -141,7 +155,8 @@ Calibration LoadCalibration(const std::string& path) {
 void ApplyCalibration(const Calibration& cal, ClusterSpec* cluster) {
   const std::vector<std::string> presets = ClusterPresetNames();
   if (std::find(presets.begin(), presets.end(), cluster->name) != presets.end() && cluster->name != cal.preset) {
-    throw Error(fmt::format("calibration \"{}\" is for preset \"{}\", the cluster is preset \"{}\"", cal.name, cal.preset, cluster->name));
+    throw Error(fmt::format("calibration \"{}\"{} is for preset \"{}\", the cluster is preset \"{}\" (its calibration: {}.json)", cal.name,
+                            cal.file.empty() ? "" : " (" + cal.file + ")", cal.preset, cluster->name, cluster->name));
   }
   cluster->knobs = cal.knobs;
 }

@@ -135,7 +135,9 @@ TEST_CASE("bad calibrations: the field, its value and the rule") {
   // A calibration for one preset on another preset's cluster.
   ClusterSpec h200 = ClusterPreset("h200-sxm");
   CHECK_THROWS_WITH_AS(ApplyCalibration(DefaultCalibration("h100-sxm"), &h200),
-                       "calibration \"h100-sxm-prior\" is for preset \"h100-sxm\", the cluster is preset \"h200-sxm\"", Error);
+                       "calibration \"h100-sxm-prior\" is for preset \"h100-sxm\", the cluster is preset \"h200-sxm\" (its calibration: "
+                       "h200-sxm.json)",
+                       Error);
 }
 
 TEST_CASE("version 1 files (one flat object of the old keys) are read: the same knobs as version 2") {
@@ -152,10 +154,15 @@ TEST_CASE("version 1 files (one flat object of the old keys) are read: the same 
   CHECK(v1.knobs.compute.gemm.grouped_max_efficiency == 0.80);
   CHECK(v1.knobs.compute.flash.fixed_efficiency == 0.50);
   CHECK(v1.knobs.dispatchers.deepep.network_efficiency == 0.852);
-  // A version-1 file with a version-2 key is refused, naming the key.
+  // A version-1 file with a version-2 section is refused, naming the section and the version.
   Json j = ReadJsonFile("testdata/calibration-v1/h100-sxm.json");
   j["knobs"]["compute"] = Json::object();
-  CHECK(ErrorOf(j).find("compute") != std::string::npos);
+  CHECK(ErrorOf(j).find("/knobs/compute: a version-1 file holds its knobs in one flat object") != std::string::npos);
+  // A version-2 file with a version-1 key: where version 2 holds it.
+  Json v2_json = CalibrationToJson(v2);
+  v2_json["knobs"]["gemm_max_efficiency"] = Json{{"value", 0.8}};
+  CHECK(ErrorOf(v2_json).find("/knobs/gemm_max_efficiency: a version-1 key; version 2 holds this knob at "
+                         "/knobs/compute/gemm/grouped_max_efficiency") != std::string::npos);
   // Written back, it is version 2.
   CHECK(CalibrationToJson(v1).at("version") == 2);
 }
