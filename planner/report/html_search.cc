@@ -29,7 +29,9 @@ std::string LayoutDegrees(const Json& x) {
 
 // A ranked row's degrees and dispatcher, as a point's hover title names it.
 std::string LayoutName(const Json& x) {
-  return LayoutDegrees(x) + " " + JsonText(x.at("dispatcher"));
+  return fmt::format("pp {} dp_replicate {} dp_shard {} cp {} tp {} ep {} etp {} {}", JsonText(x.at("pp")), JsonText(x.at("dp_replicate")),
+                     JsonText(x.at("dp_shard")), JsonText(x.at("cp")), JsonText(x.at("tp")), JsonText(x.at("ep")), JsonText(x.at("etp")),
+                     JsonText(x.at("dispatcher")));
 }
 
 // Geometry of the search scatter plot: peak memory (GiB) on x, tokens/s per GPU on y.
