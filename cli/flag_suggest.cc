@@ -76,6 +76,15 @@ std::string ParseErrorText(const CLI::App& app, const CLI::ParseError& error) {
   }
   std::vector<std::string> flags;
   CollectFlags(app, flags);
+  // A mistyped command ("simulte"): the first left-over word that is not a flag, beside the
+  // program's subcommands (only the main command takes one).
+  std::vector<std::string> commands;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) commands.push_back(sub->get_name());
+  for (const std::string& arg : app.remaining(true)) {
+    if (arg.empty() || arg[0] == '-') continue;
+    if (const std::string s = DidYouMeanText(arg, commands); !s.empty()) return text + s + " (a command comes first)";
+    break;
+  }
   for (const std::string& arg : app.remaining(true)) {
     if (arg.size() < 3 || arg.compare(0, 2, "--") != 0) continue;
     const std::string name = arg.substr(0, arg.find('='));

@@ -191,6 +191,7 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   // check and simulate: a plan over its budget exits kExitOverBudget (its reports are written).
   if (FailsBudget(request, result)) {
     err << OverBudgetText(result.plan, result.memory, check ? "dockyard-plan check" : "dockyard-plan simulate");
+    err << result.redundant_over_budget_text;
     return cli::kExitOverBudget;
   }
   if (check && !quiet) {
@@ -231,10 +232,14 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
       ->check(CLI::IsMember({"gemm", "kernels"}));
   app.require_subcommand(0, 1);
 
+  app.set_version_flag("--version", VersionText("dockyard-plan"), "print the version and the git commit this binary was built from");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
     out << app.help();
+    return 0;
+  } catch (const CLI::CallForVersion& v) {
+    out << v.what();
     return 0;
   } catch (const CLI::ParseError& e) {
     return cli::ReportParseError("dockyard-plan", app, e, err);

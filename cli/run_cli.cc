@@ -232,10 +232,14 @@ int RunRunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   app.footer(cli::kRunExamples);
   cli::AddRunFlags(app, o);
 
+  app.set_version_flag("--version", VersionText("dockyard-run"), "print the version and the git commit this binary was built from");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
     out << app.help();
+    return 0;
+  } catch (const CLI::CallForVersion& v) {
+    out << v.what();
     return 0;
   } catch (const CLI::ParseError& e) {
     return cli::ReportParseError("dockyard-run", app, e, err);

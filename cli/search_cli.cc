@@ -79,6 +79,9 @@ void ReadSearchTraining(const CliOptions& o, const ModelSpec& model, SearchOptio
   // torchtitan's selective_ac_option is a form of selective recompute: it pins that dimension
   // (search_space.h ApplySearchedSettings), so the training it is validated with has it.
   if (!training_flags.selective_ac_option.empty() && training_flags.recompute.empty()) training_flags.recompute = "selective";
+  // Likewise --recompute-modules without --recompute: the list is validated as selective's and
+  // applies to the selective candidates (recompute stays searched; search_options.h CandidateTraining).
+  if (!training_flags.recompute_modules.empty() && training_flags.recompute.empty()) training_flags.recompute = "selective";
   s->training = ResolveTraining(training_flags, model, 1);
   ApplyComputeFlags(o, &s->compute_model, &s->training.run);
   s->gpu_memory_gib = cli::ResolveMachine(training_flags, model).gpu_memory_gib;  // the node size is the cluster's

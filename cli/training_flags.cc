@@ -137,7 +137,7 @@ void TrainingFlags::AddSearchPinsTo(CLI::App* search, const CLI::App& plan) {
                                      {"--overlap-param-gather", &overlap_param_gather}}) {
     search->add_flag(flag, *target, plan.get_option(flag)->get_description());
   }
-  search->add_option("--vpp", vpp, "pins the model chunks per pipeline rank (default: searched, 1, 2, 4 where pp > 1)");
+  search->add_option("--vpp", vpp, "pins the model chunks per pipeline rank (default: searched, every vpp with pp x vpp <= layers + 2 where pp > 1)");
   search->add_option("--dispatcher", dispatcher, "pins the dispatcher: all_to_all | deredundency | deepep | allgather (default: searched)")
       ->check(CLI::IsMember(DispatcherNames()));
   search->add_flag("--overlap-moe-expert-parallel-comm,!--no-overlap-moe-expert-parallel-comm", overlap_moe_ep_comm,

@@ -18,9 +18,10 @@ status=${PIPESTATUS[0]}
 
 passed=0 failed=0 skipped=0
 testlogs="$(bazel info "${config_flags[@]}" bazel-testlogs 2>/dev/null)"
-# GPU test targets (tag "gpu"): their skipped cases are the ones that found no GPU. (Elsewhere
-# doctest also counts cases a target filters out with --test-case as skipped: not reported.)
-gpu_targets=" $(bazel query 'attr(tags, "\bgpu\b", tests(//...))' 2>/dev/null | tr '\n' ' ') "
+# GPU and browser test targets (tags "gpu", "browser"): their skipped cases are the ones that found
+# no GPU or no headless browser (tests/html_screenshot_test.cc). (Elsewhere doctest also counts
+# cases a target filters out with --test-case as skipped: not reported.)
+gpu_targets=" $(bazel query 'attr(tags, "\b(gpu|browser)\b", tests(//...))' 2>/dev/null | tr '\n' ' ') "
 for target in $(bazel query 'tests(//...)' 2>/dev/null); do
   rel="${target#//}"; rel="${rel/://}"
   log="$testlogs/$rel/test.log"
@@ -47,7 +48,7 @@ case "${EXTRA_FAILED:-0}" in
   *[!0-9]*) echo "EXTRA_FAILED='${EXTRA_FAILED}' is not a count: counted as 1 failed" >&2; failed=$((failed + 1)) ;;
   *) failed=$((failed + 10#${EXTRA_FAILED:-0})) ;;
 esac
-# Skipped cases (GPU tests on a machine without a GPU) are counted apart, never as passed.
-echo "${skipped} skipped (GPU test cases without a GPU; counted neither passed nor failed)"
+# Skipped cases (GPU tests without a GPU, browser tests without a browser) are counted apart, never as passed.
+echo "${skipped} skipped (GPU test cases without a GPU, browser test cases without a browser; counted neither passed nor failed)"
 echo "${passed} passed, ${failed} failed"
 [ "$failed" -eq 0 ]

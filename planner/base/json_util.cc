@@ -222,6 +222,30 @@ std::optional<std::string> DidYouMean(const std::string& word, const std::vector
   return best;
 }
 
+std::vector<std::string> Suggestions(const std::string& word, const std::vector<std::string>& candidates) {
+  // A name typed short ("h100" for h100-sxm / h100-pcie-400g) is the start of what was meant: edit
+  // distance would rank a same-length name ("b200", two edits) above it.
+  std::vector<std::string> prefixed;
+  if (!word.empty()) {
+    for (const auto& c : candidates) {
+      if (c.size() > word.size() && c.compare(0, word.size(), word) == 0) prefixed.push_back(c);
+    }
+  }
+  if (!prefixed.empty()) return prefixed;
+  if (auto best = DidYouMean(word, candidates)) return {*best};
+  return {};
+}
+
+std::string DidYouMeanText(const std::string& word, const std::vector<std::string>& candidates) {
+  const std::vector<std::string> s = Suggestions(word, candidates);
+  if (s.empty()) return "";
+  std::string text = "; did you mean ";
+  for (size_t i = 0; i < s.size(); ++i) {
+    text += (i == 0 ? "" : i + 1 == s.size() ? " or " : ", ") + ("'" + s[i] + "'");
+  }
+  return text + "?";
+}
+
 void JsonView::RejectUnknownKeys(const std::vector<std::string>& allowed) const {
   for (auto it = value_->begin(); it != value_->end(); ++it) {
     if (std::find(allowed.begin(), allowed.end(), it.key()) != allowed.end()) continue;

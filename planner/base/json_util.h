@@ -83,8 +83,16 @@ class JsonView {
 // Short text of a JSON value for error messages (strings quoted, long values cut).
 std::string JsonValueText(const Json& value);
 
-// The candidate closest to `word` by edit distance, if it is close enough to suggest.
+// The candidate closest to `word` by edit distance, if it is within max(2, |word| / 3) edits.
 std::optional<std::string> DidYouMean(const std::string& word, const std::vector<std::string>& candidates);
+
+// What `word` may have meant among `candidates`: every candidate that starts with it (a name typed
+// short, "h100" -> h100-sxm, h100-pcie-400g), in the candidates' order; else DidYouMean's; else none.
+std::vector<std::string> Suggestions(const std::string& word, const std::vector<std::string>& candidates);
+
+// "; did you mean 'a'?", "; did you mean 'a' or 'b'?", "; did you mean 'a', 'b' or 'c'?" over
+// Suggestions(word, candidates); empty when there is none.
+std::string DidYouMeanText(const std::string& word, const std::vector<std::string>& candidates);
 
 // `text` without the spaces and tabs around it ("" when it has nothing else): how a field of a
 // hand-written list (a CSV trace line, a --explain item) is read.

@@ -68,3 +68,14 @@ TEST_CASE("DidYouMean stays silent for unrelated words") {
   CHECK_FALSE(dockyard::DidYouMean("completely_different", {"ep", "tp"}).has_value());
   CHECK(dockyard::DidYouMean("etp ", {"ep", "etp"}).value() == "etp");
 }
+
+TEST_CASE("Suggestions prefer the candidates that start with the word typed") {
+  // "h100" is 2 edits from "b200" (h->b, 1->2) and 4 from "h100-sxm": the prefix wins, all of them.
+  const std::vector<std::string> presets = {"h100-sxm", "h200-sxm", "h100-pcie-400g", "h800-sxm", "b200", "gb200-nvl72"};
+  CHECK(dockyard::Suggestions("h100", presets) == std::vector<std::string>{"h100-sxm", "h100-pcie-400g"});
+  CHECK(dockyard::DidYouMeanText("h100", presets) == "; did you mean 'h100-sxm' or 'h100-pcie-400g'?");
+  CHECK(dockyard::DidYouMeanText("h", presets) == "; did you mean 'h100-sxm', 'h200-sxm', 'h100-pcie-400g' or 'h800-sxm'?");
+  // No prefix: the nearest by edit distance, as before ("b300" is one edit from "b200").
+  CHECK(dockyard::DidYouMeanText("b300", presets) == "; did you mean 'b200'?");
+  CHECK(dockyard::DidYouMeanText("tpu-v5", presets).empty());
+}

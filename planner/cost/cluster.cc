@@ -63,7 +63,7 @@ ClusterSpec ClusterPreset(const std::string& name) {
   }
   std::string message =
       fmt::format("unknown cluster preset \"{}\"; presets: {} (or a path to a cluster JSON file)", name, ClusterPresetNamesText());
-  if (auto s = DidYouMean(name, ClusterPresetNames())) message += fmt::format("; did you mean '{}'?", *s);
+  message += DidYouMeanText(name, ClusterPresetNames());
   throw Error(message);
 }
 

@@ -259,6 +259,7 @@ RedundantExpertsReport AnalyzeRedundantExperts(const Plan& plan, const ClusterSp
   rep.after.tokens_per_s_per_gpu =
       rep.after.step_time_us > 0 ? cost_after.tokens_per_s_per_gpu * cost_after.step_time_us / rep.after.step_time_us : 0.0;
   rep.budget_gib = memory.budget_gib;
+  rep.reserve_gib = memory.reserve_gib;
   rep.after_over_budget = OverBudget(static_cast<double>(rep.after.peak_bytes), memory.budget_gib, memory.reserve_gib);
   return rep;
 }
@@ -307,8 +308,19 @@ Json RedundantExpertsToJson(const RedundantExpertsReport& r) {
         {"cross_node_bytes", c.cross_node_bytes},
         {"time_us", r.replica_grad_all_reduce_us}}},
       {"budget_gib", r.budget_gib},
+      {"reserve_gib", r.reserve_gib},
       {"after_over_budget", r.after_over_budget},
       {"layers", layers}};
+}
+
+std::string RedundantOverBudgetText(const RedundantExpertsReport& r, const std::string& prefix) {
+  if (!r.after_over_budget) return "";
+  const double peak_gib = static_cast<double>(r.after.peak_bytes) / static_cast<double>(int64_t{1} << 30);
+  const double limit_gib = r.budget_gib - r.reserve_gib;
+  return fmt::format(
+      "{}: with {} redundant experts the worst rank needs {:.2f} GiB, over the {:.2f} GiB limit ({:.2f} GiB budget less the "
+      "{:.2f} GiB reserve) by {:.2f} GiB\n",
+      prefix, r.options.redundant_experts, peak_gib, limit_gib, r.budget_gib, r.reserve_gib, peak_gib - limit_gib);
 }
 
 std::string RedundantExpertsToText(const RedundantExpertsReport& r) {
@@ -328,7 +340,8 @@ std::string RedundantExpertsToText(const RedundantExpertsReport& r) {
   out << fmt::format("  extra per rank: params {}, grads {}, optimizer {}\n", GiB(r.extra_params_bytes), GiB(r.extra_grads_bytes),
                      GiB(r.extra_optimizer_bytes));
   if (r.after_over_budget) {
-    out << fmt::format("  OVER BUDGET after: peak {} exceeds the {:.2f} GiB budget\n", GiB(r.after.peak_bytes), r.budget_gib);
+    out << fmt::format("  OVER BUDGET after: peak {} exceeds the {:.2f} GiB limit ({:.2f} GiB budget less the {:.2f} GiB reserve)\n",
+                       GiB(r.after.peak_bytes), r.budget_gib - r.reserve_gib, r.budget_gib, r.reserve_gib);
   }
   const CommEntry& c = r.replica_grad_all_reduce;
   out << fmt::format("  {:<26} {:<10} {:<7} {:<5} {:>6} {:>6} {:>14} {:>14} {:>10}\n", "purpose", "collective", "mesh", "axis", "group",

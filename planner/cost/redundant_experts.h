@@ -67,7 +67,8 @@ struct RedundantExpertsReport {
   CommEntry replica_grad_all_reduce;  // calls 0 when no expert has two replicas
   double replica_grad_all_reduce_us = 0;
   double budget_gib = 0;           // the plan's memory budget (0 = none), as MemoryReport
-  bool after_over_budget = false;  // after.peak_bytes exceeds it
+  double reserve_gib = 0;          // held back from it (MemoryReport::reserve_gib)
+  bool after_over_budget = false;  // after.peak_bytes exceeds budget less reserve (memory.h OverBudget)
 };
 
 // The nodes the EP group of `plan` spans (rank 0's group, machine.gpus_per_node per node).
@@ -106,5 +107,11 @@ RedundantExpertsReport AnalyzeRedundantExperts(const Plan& plan, const ClusterSp
 // JSON block "redundant_experts" (docs/report.md) and the terminal section.
 Json RedundantExpertsToJson(const RedundantExpertsReport& report);
 std::string RedundantExpertsToText(const RedundantExpertsReport& report);
+
+// When the peak after the replicas exceeds the limit in force (budget less reserve, memory.h
+// OverBudget), the line `simulate` exits kExitOverBudget with, as `check` does for the ranks over:
+// "<prefix>: with R redundant experts the worst rank needs P GiB, over the L GiB limit (B GiB budget
+// less the X GiB reserve) by D GiB\n"; empty when it fits or there is no budget.
+std::string RedundantOverBudgetText(const RedundantExpertsReport& report, const std::string& prefix);
 
 }  // namespace dockyard

@@ -395,10 +395,30 @@ const FamilyInfo* FindFamily(const std::string& architecture, const std::string&
   return found;
 }
 
-// An unsupported family: the supported list, and a suggestion or how to write a spec instead.
+// True when no key of the config (or of its text_config) names experts: every MoE config HF
+// publishes counts them under a key with "expert" in its name (num_local_experts, num_experts,
+// n_routed_experts, moe_num_experts, num_experts_per_tok), or under DBRX's ffn_config; a dense
+// model (LlamaForCausalLM, Qwen2ForCausalLM, ...) has none.
+bool HasNoExpertKeys(const Json& config) {
+  if (!config.is_object() || config.contains("ffn_config")) return false;
+  for (auto it = config.begin(); it != config.end(); ++it) {
+    if (it.key().find("expert") != std::string::npos) return false;
+  }
+  if (config.contains("text_config")) return HasNoExpertKeys(config.at("text_config"));
+  return true;
+}
+
+// An unsupported family: a dense model said as such, else the supported list and a suggestion or
+// how to write a spec instead.
 [[noreturn]] void FailUnknownFamily(const JsonView& root, const std::string& architecture, const std::string& model_type) {
   std::string key = architecture.empty() ? "model_type" : "architectures";
   std::string value = architecture.empty() ? model_type : architecture;
+  if (HasNoExpertKeys(root.value())) {
+    root.Fail(key, fmt::format("'{}' (model_type '{}') is a dense model: the config has no experts (no key such as "
+                               "num_experts, num_local_experts or n_routed_experts), and dockyard plans Mixture-of-Experts "
+                               "models; supported MoE families: {}",
+                               value, model_type, SupportedFamiliesText()));
+  }
   std::string message =
       fmt::format("unknown model family '{}' (model_type '{}'); supported: {}", value, model_type, SupportedFamiliesText());
   // A suggestion only for a likely typo: the architecture is close to a supported one AND the

@@ -818,6 +818,27 @@ TEST_CASE("A misspelled architecture gets a did-you-mean suggestion") {
   CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"), doctest::Contains("did you mean 'MixtralForCausalLM'?"), Error);
 }
 
+TEST_CASE("A dense HF config is said to have no experts, not to be an unknown family") {
+  // Llama-3-8B's published config.json has no expert keys: a dense model, which dockyard does not plan.
+  Json cfg = MixtralConfig();
+  cfg.erase("num_local_experts");
+  cfg.erase("num_experts_per_tok");
+  cfg["architectures"] = Json::array({"LlamaForCausalLM"});
+  cfg["model_type"] = "llama";
+  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"),
+                       doctest::Contains("cfg.json: /architectures: 'LlamaForCausalLM' (model_type 'llama') is a dense model: "
+                                         "the config has no experts"),
+                       Error);
+  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(cfg, "cfg.json"), doctest::Contains("dockyard plans Mixture-of-Experts models"), Error);
+  bool unknown_family = true;
+  try {
+    ModelSpecFromHfConfig(cfg, "cfg.json");
+  } catch (const Error& e) {
+    unknown_family = std::string(e.what()).find("unknown model family") != std::string::npos;
+  }
+  CHECK_FALSE(unknown_family);
+}
+
 TEST_CASE("A dense Llama config is not taken for a misspelt Llama 4: it is told how to write a spec") {
   // LlamaForCausalLM is one edit from Llama4ForCausalLM, but its model_type 'llama' names another
   // model (Llama 4's is 'llama4_text'): no suggestion, the way to plan it instead.

@@ -89,10 +89,12 @@ void ValidateRunSettings(const RunSettings& s, int dp_sharding, int64_t pp) {
   }
 }
 
+int64_t MaxVpp(int64_t pp, int64_t num_layers) { return pp < 2 ? 1 : std::max<int64_t>(1, (num_layers + 2) / pp); }
+
 void ValidateVppChunks(int64_t pp, int64_t vpp, int64_t num_layers) {
   if (vpp <= 1) return;
   const int64_t chunks = pp * vpp;
-  if (chunks > num_layers + 2) {
+  if (vpp > MaxVpp(pp, num_layers)) {  // pp x vpp > num_layers + 2
     throw Error(
         fmt::format("--vpp {}: pp x vpp = {} model chunks, more than num_hidden_layers ({}) + 2 (the embedding and "
                     "the loss, which Megatron can count as pipeline layers); every chunk needs at least one layer",

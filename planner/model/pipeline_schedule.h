@@ -72,6 +72,11 @@ void ValidateRunSettings(const RunSettings& settings, int dp_sharding, int64_t p
 // naming --vpp when pp x vpp exceeds that.
 void ValidateVppChunks(int64_t pp, int64_t vpp, int64_t num_layers);
 
+// The largest vpp ValidateVppChunks takes for `pp`: floor((num_layers + 2) / pp), 1 when pp < 2
+// (interleaving needs a pipeline). The search enumerates vpp 1..MaxVpp (search_options.h
+// SearchOptions::every_vpp), e.g. DeepSeek-V3's 61 layers at pp 8: 63 / 8 = 7.
+int64_t MaxVpp(int64_t pp, int64_t num_layers);
+
 // Pipeline slots of one schedule of M micro-batches over pp stages with vpp model chunks per
 // rank, in units of one stage's forward + backward of one micro-batch: M + (pp - 1) / vpp. The
 // bubble is (pp - 1) / vpp slots, a fraction (pp - 1) / (vpp x M) of the M busy slots

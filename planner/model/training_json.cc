@@ -140,6 +140,7 @@ Json TrainingToJson(const TrainingConfig& t, const Machine& machine) {
   if (t.fp8_param_gather) j["fp8_param_gather"] = true;
   if (t.optimizer_states_dtype != "float32") j["optimizer_states_dtype"] = t.optimizer_states_dtype;
   if (t.mtp_layers > 0) j["mtp_layers"] = t.mtp_layers;
+  if (t.run.vpp > 1) j["vpp"] = t.run.vpp;  // interleaved 1F1B (the HTML pipeline figure draws it)
   AddMachineToTrainingJson(machine, &j);
   return j;
 }

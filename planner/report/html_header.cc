@@ -1,7 +1,9 @@
 // The HTML report's page header (html_internal.h Header): the title, the headline numbers and
 // the table of inputs, from the fields of the report each kind of page has.
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -55,10 +57,25 @@ std::string InputRows(const Json& r, const std::string& kind) {
   if (r.contains("world_size") && !r.contains("parallel")) Row(inputs, "world size", JsonText(r.at("world_size")));
   if (r.contains("training")) {
     const Json& t = r.at("training");
+    // A search's searched settings (its JSON's training.searched) are not fixed values: listed as searched.
+    std::vector<std::string> searched;
+    if (t.contains("searched") && t.at("searched").is_array()) {
+      for (const auto& s : t.at("searched")) searched.push_back(JsonText(s));
+    }
     std::string text;
-    for (const char* k : {"dp_sharding", "seq_len", "micro_batch_size", "num_microbatches", "recompute", "gpus_per_node", "dispatcher",
-                          "gpu_memory_gib", "imbalance"}) {
-      if (t.contains(k)) text += fmt::format("{}{} {}", text.empty() ? "" : ", ", k, JsonText(t[k]));
+    for (const char* k : {"dp_sharding", "seq_len", "micro_batch_size", "num_microbatches", "vpp", "recompute", "gpus_per_node",
+                          "dispatcher", "gpu_memory_gib", "imbalance"}) {
+      if (!t.contains(k) || std::find(searched.begin(), searched.end(), k) != searched.end()) continue;
+      const Json& v = t.at(k);
+      if (std::string(k) == "gpu_memory_gib" && v.is_number() && v.get<double>() <= 0) continue;  // 0 = no budget given
+      // Numbers as a person reads them: 4 significant digits (an imbalance of 1.0833333333333333 reads 1.083).
+      const std::string value = v.is_number_float() ? fmt::format("{:.4g}", v.get<double>()) : JsonText(v);
+      text += fmt::format("{}{} {}", text.empty() ? "" : ", ", k, value);
+    }
+    if (!searched.empty()) {
+      std::string list;
+      for (const auto& s : searched) list += (list.empty() ? "" : ", ") + s;
+      text += fmt::format("{}searched: {}", text.empty() ? "" : "; ", list);
     }
     Row(inputs, "training", text);
   }

@@ -140,7 +140,7 @@ double ForwardShare(const Json& predicted, int64_t moe_layers, int64_t dense_lay
 
 // fig-pipeline: one step's schedule as the cost model times it (report.predicted), each slot
 // split forward / backward by `forward_share`.
-void PipelineFigure(Page& p, const Json& predicted, int64_t pp, int64_t microbatches, double forward_share);
+void PipelineFigure(Page& p, const Json& predicted, int64_t pp, int64_t vpp, int64_t microbatches, double forward_share);
 
 // ---------------------------------------------------------------------------------------------
 // html_search.cc

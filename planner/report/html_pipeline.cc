@@ -1,13 +1,15 @@
 // The HTML report's pipeline schedule (html_internal.h PipelineFigure, fig-pipeline): the cost
-// model's step (cost/step.cc): M + pp - 1 slots of the slowest stage's micro-batch time, stage s busy
-// with micro-batch m in slot s + m, bubbles hatched, then the exposed data-parallel communication
-// and the optimizer.
+// model's step (cost/step.cc): M + (pp - 1) / vpp slots of the slowest stage's micro-batch time
+// (pipeline_schedule.h PipelineSlots; vpp 1 without interleaving), stage s starting after
+// s / vpp slots and busy with its M micro-batches back to back, bubbles hatched, then the exposed
+// data-parallel communication and the optimizer.
 #include <algorithm>
 #include <cstdint>
 #include <string>
 
 #include <fmt/format.h>
 
+#include "planner/model/pipeline_schedule.h"
 #include "planner/report/html_internal.h"
 
 namespace dockyard::html {
@@ -26,12 +28,15 @@ double ForwardShare(const Json& predicted, int64_t moe_layers, int64_t dense_lay
   return all > 0 ? fwd / all : 0.5;
 }
 
-void PipelineFigure(Page& p, const Json& predicted, int64_t pp, int64_t microbatches, double forward_share) {
+void PipelineFigure(Page& p, const Json& predicted, int64_t pp, int64_t vpp, int64_t microbatches, double forward_share) {
   const double slot = predicted.at("stage_microbatch_us").get<double>();
   const double dp = predicted.at("dp_step_comm_us").get<double>();
   const double opt = predicted.at("optimizer_us").get<double>();
   const double step = predicted.at("step_time_us").get<double>();
-  const int64_t slots = microbatches + pp - 1;
+  // Interleaved 1F1B (vpp model chunks per rank) shrinks the bubble to (pp - 1) / vpp slots: each
+  // stage waits s / vpp slots before its first micro-batch and (pp - 1 - s) / vpp after its last.
+  const double slots = PipelineSlots(microbatches, pp, vpp);
+  const double lead = pp > 1 ? (slots - static_cast<double>(microbatches)) / static_cast<double>(pp - 1) : 0.0;  // 1 / vpp
   const double left = 64, top = 8, plot_w = 720;
   const double rh = std::clamp(240.0 / pp, 6.0, 24.0);
   const double scale = step > 0 ? plot_w / step : 0;
@@ -40,9 +45,12 @@ void PipelineFigure(Page& p, const Json& predicted, int64_t pp, int64_t microbat
              fmt::format("Pipeline schedule of one step: {} stage(s), {} micro-batch(es), step {:.1f} ms (predicted)", pp, microbatches,
                          step / 1e3),
              fmt::format("each slot is the slowest stage's forward + backward of one micro-batch (predicted.stage_microbatch_us), "
-                         "split {:.0f} % forward / {:.0f} % backward as the predicted layer phases are; "
-                         "dockyard does not model virtual stages (interleaving) yet",
-                         100 * forward_share, 100 * (1 - forward_share)));
+                         "split {:.0f} % forward / {:.0f} % backward as the predicted layer phases are; {}",
+                         100 * forward_share, 100 * (1 - forward_share),
+                         vpp > 1 ? fmt::format("interleaved 1F1B with {} model chunks per rank: the bubble is (pp - 1) / vpp = {:.2f} "
+                                               "slots (docs/cost-model.md section 5), a micro-batch's {} chunks drawn as one slot",
+                                               vpp, static_cast<double>(pp - 1) / static_cast<double>(vpp), vpp)
+                                 : std::string("1F1B without interleaving: the bubble is pp - 1 slots")));
   p.body += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt::format("{:.0f}", left + plot_w + 20) + "\" height=\"" +
             fmt::format("{:.0f}", h) +
             "\"><defs><pattern id=\"hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\"><rect "
@@ -52,15 +60,30 @@ void PipelineFigure(Page& p, const Json& predicted, int64_t pp, int64_t microbat
     const double y = top + s * rh;
     p.body +=
         fmt::format("<text class=\"lab\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">stage {}</text>\n", left - 4, y + rh / 2 + 4, s);
-    for (int64_t k = 0; k < slots; ++k) {
-      const int64_t m = k - s;
-      const bool busy = m >= 0 && m < microbatches;
-      const double x = left + k * slot * scale;
+    // s bubbles of 1 / vpp slot before the first micro-batch, M micro-batches, pp - 1 - s bubbles after.
+    struct Cell {
+      double start;   // in slots
+      int64_t m;      // micro-batch; -1 = bubble
+      double width;   // in slots
+    };
+    std::vector<Cell> cells;
+    const double head = lead * static_cast<double>(s);
+    for (int64_t j = 0; j < s; ++j) cells.push_back({lead * static_cast<double>(j), -1, lead});
+    for (int64_t m = 0; m < microbatches; ++m) cells.push_back({head + static_cast<double>(m), m, 1.0});
+    for (int64_t j = 0; j < pp - 1 - s; ++j) {
+      cells.push_back({head + static_cast<double>(microbatches) + lead * static_cast<double>(j), -1, lead});
+    }
+    for (size_t c = 0; c < cells.size(); ++c) {
+      const int64_t m = cells[c].m;
+      const bool busy = m >= 0;
+      const int64_t k = static_cast<int64_t>(c);
+      const double x = left + cells[c].start * slot * scale;
+      const double width_slots = cells[c].width;
       p.body += fmt::format(
           "<rect class=\"{}\" data-us=\"{}\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\"><title>stage {} slot "
           "{}: {}</title></rect>",
-          busy ? "busy" : "bubble", slot, x, y + 1, slot * scale, rh - 2, busy ? "#4e79a7" : "url(#hatch)", s, k,
-          busy ? fmt::format("micro-batch {} forward + backward, {:.1f} us", m, slot) : fmt::format("bubble, {:.1f} us", slot));
+          busy ? "busy" : "bubble", slot * width_slots, x, y + 1, slot * width_slots * scale, rh - 2, busy ? "#4e79a7" : "url(#hatch)", s, k,
+          busy ? fmt::format("micro-batch {} forward + backward, {:.1f} us", m, slot) : fmt::format("bubble, {:.1f} us", slot * width_slots));
       if (busy) {
         // The backward part of the slot, after its forward.
         const double bwd = slot * (1 - forward_share);

@@ -38,6 +38,7 @@ svg .budget{stroke:#d62728;stroke-width:2;stroke-dasharray:6 3}
 svg .mark{fill:none;stroke:#000;stroke-width:1.5}svg .rankmark{fill:#e15759}
 svg .nodeline{stroke:#555;stroke-width:0.8}svg .whisk{stroke:#000;stroke-width:1.5}svg .front{fill:none;stroke:#f28e2b;stroke-width:2}
 svg .pt{stroke:#fff;stroke-width:1}tr.pareto td{background:#fff4e6}
+.scroll{overflow-x:auto;max-width:100%}table.rows td,table.rows th{white-space:nowrap}
 )";
 
 // The palette (kPalette) as the script's array P.
@@ -138,7 +139,8 @@ void SimulateFigures(Page& p, const Json& r) {
   const Json& model = r.at("model");
   const int64_t moe_layers = model.value("num_moe_layers", int64_t{0});
   const int64_t dense_layers = model.value("num_hidden_layers", int64_t{0}) - moe_layers;
-  PipelineFigure(p, pred, r.at("parallel").at("pp").get<int64_t>(), r.at("training").at("num_microbatches").get<int64_t>(),
+  PipelineFigure(p, pred, r.at("parallel").at("pp").get<int64_t>(), r.at("training").value("vpp", int64_t{1}),
+                 r.at("training").at("num_microbatches").get<int64_t>(),
                  ForwardShare(pred, moe_layers, dense_layers));
 }
 

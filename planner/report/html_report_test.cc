@@ -526,7 +526,7 @@ TEST_CASE("The search page has the text rows' columns, the Pareto front and the 
   for (size_t i = 1; i < rows.size(); ++i) {
     const Json& x = j["top"][i];
     CHECK(rows[i][0] == std::to_string(i + 1));
-    CHECK(rows[i][1] == fmt::format("pp {} dp_replicate {} dp_shard {} cp {} tp {} ep {} etp {}", x["pp"].get<int64_t>(),
+    CHECK(rows[i][1] == fmt::format("pp{} dpr{} dps{} cp{} tp{} ep{} etp{}", x["pp"].get<int64_t>(),
                                     x["dp_replicate"].get<int64_t>(), x["dp_shard"].get<int64_t>(), x["cp"].get<int64_t>(),
                                     x["tp"].get<int64_t>(), x["ep"].get<int64_t>(), x["etp"].get<int64_t>()));
     CHECK(rows[i][2] == std::to_string(x["vpp"].get<int64_t>()));
@@ -561,6 +561,76 @@ TEST_CASE("The search page has the text rows' columns, the Pareto front and the 
                                n[fmt::format("over the {:.1f} GiB budget", j["budget_gib"].get<double>())] + n["ranked"]);
   CHECK(n["ranked"] == j["ranked"].get<int64_t>());
   CHECK(n["of which pruned by the static-memory bound"] == j["pruned"].get<int64_t>());
+}
+
+TEST_CASE("The search tables scroll instead of clipping, one line per row, and the training row lists searched settings") {
+  SearchOptions s = TinySearch();
+  s.global_batch_size = 8;
+  s.micro_batch_sizes = {1, 2};  // micro_batch_size searched; recompute, vpp, dp sharding pinned (training's)
+  s.keep_all = true;
+  const SearchResult result = SearchLayouts(testing::TinyMixtral(), s);
+  const Json j = SearchReportToJson(result, s, "tiny", 2, Json::object());
+  const std::string html = ReportToHtml(j);
+  CheckSelfContained(html, ParsePage(html));
+  // Both row tables sit in a horizontally scrolling box whose cells do not wrap (issue 31: the
+  // 14 columns were clipped at 1,400 px and the layout cell wrapped to five lines).
+  CHECK(html.find("<div class=\"scroll\"><table class=\"rows search-rows\">") != std::string::npos);
+  CHECK(html.find("<div class=\"scroll\"><table class=\"rows search-pareto\">") != std::string::npos);
+  CHECK(html.find(".scroll{overflow-x:auto;max-width:100%}table.rows td,table.rows th{white-space:nowrap}") != std::string::npos);
+  // The training row: micro_batch_size and the dispatcher are searched (SearchedSettings), so they
+  // are not shown as fixed values; recompute (none) is.
+  REQUIRE(j["training"]["searched"] == Json::array({"micro_batch_size", "dispatcher"}));
+  const size_t row = html.find("<td>seq_len 256");
+  REQUIRE(row != std::string::npos);
+  const std::string training = html.substr(row, html.find("</td>", row) - row);
+  CHECK(training.find("micro_batch_size 1") == std::string::npos);
+  CHECK(training.find("dispatcher all_to_all") == std::string::npos);
+  CHECK(training.find("recompute none") != std::string::npos);
+  CHECK(training.find("; searched: micro_batch_size, dispatcher") != std::string::npos);
+}
+
+TEST_CASE("The training row leaves out an unset budget and shows the imbalance to 4 significant digits") {
+  PlanPage p = MakePlanPage(testing::TinyMixtral(), 8, 2, 1, 8, 0);  // no budget: gpu_memory_gib 0
+  p.report["training"]["imbalance"] = 13.0 / 12.0;                    // 1.0833333333333333 in JSON
+  REQUIRE(p.report["training"]["gpu_memory_gib"] == 0.0);
+  const std::string html = ReportToHtml(p.report, p.routing);
+  CHECK(html.find("gpu_memory_gib") == std::string::npos);
+  CHECK(html.find("imbalance 1.083") != std::string::npos);
+  CHECK(html.find("1.08333") == std::string::npos);
+  p.report["training"]["gpu_memory_gib"] = 80.0;  // a budget given: shown
+  CHECK(ReportToHtml(p.report, p.routing).find("gpu_memory_gib 80") != std::string::npos);
+}
+
+TEST_CASE("A VPP simulate page draws the interleaved bubble, (pp - 1) / vpp slots, and says so") {
+  ParallelDimsOptions dims;
+  dims.world_size = 8;
+  dims.ep = 4;
+  dims.pp = 2;
+  TrainingConfig t;
+  t.seq_len = 64;
+  t.num_microbatches = 4;
+  t.run.vpp = 2;  // 2 chunks of TinyMixtral's 2 layers per rank: pp x vpp = 4 <= 2 + 2
+  const Plan plan = BuildPlan(testing::TinyMixtral(), dims, t);
+  const ClusterSpec cluster = ClusterPreset("h100-sxm");
+  const RoutingResult sample = SampleRouting(ParseRoutingSpec("uniform"), 8, 2, plan.dims.ep, ComputeWorkload(plan).routed_tokens, 2);
+  const CostBreakdown cost = SimulateStep(plan, cluster, sample);
+  Json page = PlanToJson(plan, "tiny", ComputeMemory(plan));
+  page["predicted"] = CostToJson(cost);
+  page["cluster"] = ClusterToJson(cluster);
+  page["routing"] = "uniform";
+  REQUIRE(page["training"]["vpp"] == 2);
+  const std::string html = ReportToHtml(page, RoutingSampleToJson(sample));
+  const auto all = ParsePage(html);
+  CheckSelfContained(html, all);
+  CHECK(html.find("does not model virtual stages") == std::string::npos);
+  CHECK(html.find("interleaved 1F1B with 2 model chunks per rank: the bubble is (pp - 1) / vpp = 0.50 slots") != std::string::npos);
+  // 4 micro-batches on each of 2 stages; stage 0 waits 1/2 slot after, stage 1 1/2 slot before.
+  CHECK(Select(all, "fig-pipeline", "rect", "busy").size() == 8);
+  const auto bubbles = Select(all, "fig-pipeline", "rect", "bubble");
+  REQUIRE(bubbles.size() == 2);
+  // pipeline_bubble_us = (pp - 1) / vpp x the slot (cost/step.cc) = 0.5 slot per stage.
+  CHECK(bubbles[0].Num("data-us") == doctest::Approx(cost.pipeline_bubble_us));
+  CHECK(bubbles[0].Num("data-us") == doctest::Approx(0.5 * cost.stage_microbatch_us));
 }
 
 TEST_CASE("Names with markup characters are escaped: the page stays well-formed") {

@@ -20,15 +20,18 @@ namespace {
 // stays a few MB.
 constexpr int64_t kHtmlMaxTitledPoints = 3000;
 
-// A ranked row's degrees, as the table's layout cell shows them.
+// A ranked row's degrees, as the table's layout cell shows them: one short line, with the text
+// table's column names (search.cc RankedLayoutsTable: dpr = dp_replicate, dps = dp_shard).
 std::string LayoutDegrees(const Json& x) {
-  return fmt::format("pp {} dp_replicate {} dp_shard {} cp {} tp {} ep {} etp {}", JsonText(x.at("pp")), JsonText(x.at("dp_replicate")),
+  return fmt::format("pp{} dpr{} dps{} cp{} tp{} ep{} etp{}", JsonText(x.at("pp")), JsonText(x.at("dp_replicate")),
                      JsonText(x.at("dp_shard")), JsonText(x.at("cp")), JsonText(x.at("tp")), JsonText(x.at("ep")), JsonText(x.at("etp")));
 }
 
 // A ranked row's degrees and dispatcher, as a point's hover title names it.
 std::string LayoutName(const Json& x) {
-  return LayoutDegrees(x) + " " + JsonText(x.at("dispatcher"));
+  return fmt::format("pp {} dp_replicate {} dp_shard {} cp {} tp {} ep {} etp {} {}", JsonText(x.at("pp")), JsonText(x.at("dp_replicate")),
+                     JsonText(x.at("dp_shard")), JsonText(x.at("cp")), JsonText(x.at("tp")), JsonText(x.at("ep")), JsonText(x.at("etp")),
+                     JsonText(x.at("dispatcher")));
 }
 
 // Geometry of the search scatter plot: peak memory (GiB) on x, tokens/s per GPU on y.
@@ -130,11 +133,12 @@ std::string SearchRowCells(const Json& x) {
 void SearchTable(Page& p, const Json& top, const std::vector<bool>& front) {
   const int64_t n = static_cast<int64_t>(top.size());
   p.body += "<p class=\"note\">The first 20 ranked layouts; shaded rows are on the Pareto front.</p>\n";
-  p.body += fmt::format("<table class=\"rows search-rows\"><tr><th>#</th>{}</tr>\n", kSearchRowHeads);
+  // In a scrolling box, cells on one line: the 14 columns are wider than the page (never clipped).
+  p.body += fmt::format("<div class=\"scroll\"><table class=\"rows search-rows\"><tr><th>#</th>{}</tr>\n", kSearchRowHeads);
   for (int64_t i = 0; i < std::min<int64_t>(n, 20); ++i) {
     p.body += fmt::format("<tr{}><td>{}</td>{}</tr>\n", front[i] ? " class=\"pareto\"" : "", i + 1, SearchRowCells(top[i]));
   }
-  p.body += "</table>\n";
+  p.body += "</table></div>\n";
 }
 
 // The search's Pareto front (the JSON's `pareto`, by peak ascending) and the candidates counted by
@@ -146,9 +150,9 @@ void SearchParetoAndCounts(Page& p, const Json& r) {
         "<p class=\"note\">Pareto front of throughput against peak memory: {} layout(s) no other ranked layout beats on both "
         "(faster at the same or lower peak), by peak.</p>\n",
         pareto.size());
-    p.body += fmt::format("<table class=\"rows search-pareto\"><tr>{}</tr>\n", kSearchRowHeads);
+    p.body += fmt::format("<div class=\"scroll\"><table class=\"rows search-pareto\"><tr>{}</tr>\n", kSearchRowHeads);
     for (const Json& x : pareto) p.body += fmt::format("<tr>{}</tr>\n", SearchRowCells(x));
-    p.body += "</table>\n";
+    p.body += "</table></div>\n";
   }
   p.body += "<p class=\"note\">Candidates by outcome.</p>\n<table class=\"rows search-counts\">\n";
   auto row = [&](const std::string& what, const Json& value) {

@@ -123,6 +123,7 @@ std::optional<Json> SimulateCommand(const PlanCommandRequest& r, const RoutingRe
         PrepareRouting(routing, plan.model.moe.num_experts, plan.model.moe.top_k, layers, GroupLimitOf(plan.model.moe));
     redundant = AnalyzeRedundantExperts(plan, cluster, routing_model, sampled, cost, memory, ro, r.compute_model);
     result->redundant_text = RedundantExpertsToText(*redundant);
+    result->redundant_over_budget_text = RedundantOverBudgetText(*redundant, "dockyard-plan simulate");
     if (r.refit) {
       // The refit map targets the physical slots of every MoE layer's placement.
       const std::vector<ExpertPlacement> placements = PlaceMoeLayers(plan, routing, ro);
@@ -201,7 +202,8 @@ std::string PlanCommandText(const PlanCommandRequest& r, const PlanCommandResult
 }
 
 bool FailsBudget(const PlanCommandRequest& r, const PlanCommandResult& result) {
-  return (r.command == PlanCommand::kCheck || r.command == PlanCommand::kSimulate) && !result.memory.over_budget_ranks.empty();
+  return (r.command == PlanCommand::kCheck || r.command == PlanCommand::kSimulate) &&
+         (!result.memory.over_budget_ranks.empty() || !result.redundant_over_budget_text.empty());
 }
 
 }  // namespace dockyard

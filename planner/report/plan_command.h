@@ -79,6 +79,9 @@ struct PlanCommandResult {
   std::optional<ReceivedRowsReport> received;
   std::optional<CostBreakdown> cost;               // simulate
   std::string redundant_text;                      // simulate --redundant-experts
+  // simulate --redundant-experts: the peak after the replicas over the limit in force
+  // (RedundantOverBudgetText with prefix "dockyard-plan simulate"); empty when it fits.
+  std::string redundant_over_budget_text;
   std::string report_text, html_text, refit_text;  // the documents asked for ("" otherwise)
 };
 
@@ -91,7 +94,8 @@ std::string PlanCommandText(const PlanCommandRequest& request, const PlanCommand
                             const std::optional<GlobalBatchSchedule>& global_batch, const std::string& note);
 
 // Whether the command fails on the budget: check and simulate exit kExitOverBudget (3) when a rank
-// is over it (their reports are still written); plan only reports headroom.
+// is over it (their reports are still written), and simulate too when the peak after its redundant
+// experts is (redundant_over_budget_text); plan only reports headroom.
 bool FailsBudget(const PlanCommandRequest& request, const PlanCommandResult& result);
 
 }  // namespace dockyard

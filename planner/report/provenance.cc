@@ -1,11 +1,15 @@
 // Report provenance (see provenance.h).
 #include "planner/report/provenance.h"
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
+#include <sys/stat.h>
 
 #include <fmt/format.h>
 
+#include "planner/base/build_info.h"
 #include "planner/base/digest.h"
 #include "planner/base/error.h"
 #include "planner/report/report.h"
@@ -16,8 +20,15 @@ Json Provenance(const std::vector<std::string>& argv, const std::vector<std::str
                 const std::vector<std::pair<std::string, std::string>>& embedded) {
   Json inputs = Json::array();
   for (const auto& path : input_paths) {
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0) {
+      const int err = errno;
+      throw Error(err == ENOENT || err == ENOTDIR ? fmt::format("{}: the file does not exist", path)
+                                                 : fmt::format("{}: cannot open: {}", path, std::strerror(err)));
+    }
+    if (S_ISDIR(st.st_mode)) throw Error(fmt::format("{}: is a directory, not a file", path));
     std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(fmt::format("{}: cannot read to record its digest", path));
+    if (!in) throw Error(fmt::format("{}: cannot open for reading (to record its digest in the report)", path));
     std::ostringstream buffer;
     buffer << in.rdbuf();
     const std::string data = buffer.str();
@@ -26,7 +37,11 @@ Json Provenance(const std::vector<std::string>& argv, const std::vector<std::str
   for (const auto& [name, data] : embedded) {
     inputs.push_back({{"path", name}, {"bytes", data.size()}, {"sha256", Sha256Hex(data)}});
   }
-  return Json{{"dockyard_version", kDockyardVersion}, {"argv", argv}, {"inputs", inputs}};
+  return Json{{"dockyard_version", kDockyardVersion}, {"git_commit", BuildGitCommit()}, {"argv", argv}, {"inputs", inputs}};
+}
+
+std::string VersionText(const std::string& program) {
+  return fmt::format("{} {} (git commit {})\n", program, kDockyardVersion, BuildGitCommit());
 }
 
 }  // namespace dockyard

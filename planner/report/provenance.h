@@ -9,10 +9,16 @@
 
 namespace dockyard {
 
-// {"dockyard_version", "argv": [...], "inputs": [{"path", "bytes", "sha256"}]}. An input that
-// cannot be read is an error naming it. `embedded` lists (name, content) pairs of inputs compiled
+// {"dockyard_version", "git_commit", "argv": [...], "inputs": [{"path", "bytes", "sha256"}]}
+// (git_commit: build_info.h BuildGitCommit, "unknown" in a binary built without git). An input
+// that does not exist or cannot be read is an error naming it and saying which. `embedded` lists (name, content) pairs of inputs compiled
 // into the binary (the default model).
 Json Provenance(const std::vector<std::string>& argv, const std::vector<std::string>& input_paths,
                 const std::vector<std::pair<std::string, std::string>>& embedded = {});
+
+// What `--version` prints for `program`: "dockyard-plan 0.1.0 (git commit 2cb30b2...)\n", the
+// version (report.h kDockyardVersion) and the commit the binary was built from (build_info.h;
+// "unknown" when it was built outside a git checkout).
+std::string VersionText(const std::string& program);
 
 }  // namespace dockyard

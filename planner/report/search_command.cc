@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
+#include <utility>
 
 #include "planner/report/header.h"
 #include "planner/cost/compute_model.h"
@@ -19,8 +21,17 @@ namespace dockyard {
 std::vector<RankedLayout> HtmlSearchRows(const std::vector<RankedLayout>& ranked, int64_t rows) {
   const std::vector<bool> front = ParetoFrontOf(ranked);
   std::vector<RankedLayout> out;
+  // Beyond the best `rows`, one row per front point (the best-ranked of layouts that tie on step
+  // time and peak, as the JSON's pareto has them): a search over every vpp has such ties.
+  std::set<std::pair<double, int64_t>> points;
   for (size_t i = 0; i < ranked.size(); ++i) {
-    if (static_cast<int64_t>(i) < rows || front[i]) out.push_back(ranked[i]);
+    const std::pair<double, int64_t> point{ranked[i].step_time_us, ranked[i].peak_bytes};
+    if (static_cast<int64_t>(i) < rows) {
+      out.push_back(ranked[i]);
+      if (front[i]) points.insert(point);
+    } else if (front[i] && points.insert(point).second) {
+      out.push_back(ranked[i]);
+    }
   }
   return out;
 }

@@ -1,6 +1,6 @@
 // Benchmark: layout search throughput on DeepSeek-V3.
 //   bazel run -c opt //planner/search:bench_search -- [--repeat N] [--compute-model kernels|gemm] [--every-dimension-only]
-//       [--routing-layers N] [--no-opt-in-dispatchers] [--threads 1|2] [world_size ...]
+//       [--routing-layers N] [--no-opt-in-dispatchers] [--vpps-124] [--threads 1|2] [world_size ...]
 // Two sweeps, each search run N times (default 3) on one thread, best and median reported:
 //  1. world size (default 256 2048 16384): DeepSeek-V3 as published (256 routed experts);
 //  2. number of routed experts at 2048 GPUs: DeepSeek-V3 with moe.num_experts overridden to 64,
@@ -33,21 +33,25 @@ struct Run {
 };
 
 // Every dimension searched as `dockyard-plan search --search-dispatchers deepep,allgather` does
-// (torchtitan): micro-batch size 1, 2, 4; recompute none, selective, full; vpp 1, 2, 4 (pp > 1);
+// (torchtitan): micro-batch size 1, 2, 4; recompute none, selective, full; vpp 1..floor((layers + 2) / pp) (pp > 1);
 // dp sharding fsdp, ddp; the four dispatchers (all_to_all; deredundency where an EP group spans
 // nodes; deepep and allgather where ep > 1); the global batch = world size sequences; the
 // search's default routing layers (cost.h kDefaultRoutingLayers, as simulate).
-// --routing-layers N and --no-opt-in-dispatchers (all_to_all and deredundency only) reproduce
+// --routing-layers N, --no-opt-in-dispatchers (all_to_all and deredundency only) and --vpps-124
+// (vpp 1, 2, 4 only, as the search did before it took every vpp the chunk rule allows) reproduce
 // earlier configurations.
 int64_t g_every_routing_layers = dockyard::kDefaultRoutingLayers;
 bool g_every_opt_in_dispatchers = true;
+bool g_vpps_124 = false;
 void EveryDimension(dockyard::SearchOptions* o) {
   o->include_deepep = g_every_opt_in_dispatchers;
   o->include_allgather = g_every_opt_in_dispatchers;
   o->routing_layers = g_every_routing_layers;
   o->micro_batch_sizes = {1, 2, 4};
   o->recomputes = {dockyard::Recompute::kNone, dockyard::Recompute::kSelective, dockyard::Recompute::kFull};
-  o->vpps = {1, 2, 4};
+  // As `search` without --vpp: every vpp 1..MaxVpp(pp, layers) (search_space.cc ApplySearchedSettings).
+  o->every_vpp = !g_vpps_124;
+  if (g_vpps_124) o->vpps = {1, 2, 4};
   o->dp_shardings = {dockyard::DpSharding::kFsdp, dockyard::DpSharding::kDdp};
   o->global_batch_size = o->world_size;
 }
@@ -119,6 +123,8 @@ int main(int argc, char** argv) {
       every_only = true;
     } else if (std::strcmp(argv[i], "--no-opt-in-dispatchers") == 0) {
       g_every_opt_in_dispatchers = false;
+    } else if (std::strcmp(argv[i], "--vpps-124") == 0) {
+      g_vpps_124 = true;
     } else if (std::strcmp(argv[i], "--routing-layers") == 0 && i + 1 < argc) {
       g_every_routing_layers = std::max(1, std::atoi(argv[++i]));
     } else if (std::strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) {
@@ -141,7 +147,7 @@ int main(int argc, char** argv) {
       if (end == argv[i] || *end != '\0' || world < 1) {
         std::fprintf(stderr,
                      "bench_search: unknown argument '%s' (flags: --repeat N, --threads 1|2, --compute-model M, "
-                     "--every-dimension-only, --routing-layers N, --no-opt-in-dispatchers; or a world size >= 1)\n",
+                     "--every-dimension-only, --routing-layers N, --no-opt-in-dispatchers, --vpps-124; or a world size >= 1)\n",
                      argv[i]);
         return 1;
       }

@@ -125,8 +125,8 @@ void CheckQuerySettings(const LayoutQuery& q, const SearchOptions& o, const std:
           fmt::format("{}: vpp={} needs pp > 1 (interleaved 1F1B runs vpp model chunks per pipeline rank), got pp=1", where, *q.vpp));
     }
     if (*q.vpp > 1 || o.training.run.vpp > 1) {  // vpp 1 is every pp = 1 layout's
-      const bool pinned = o.vpps.empty();
-      RequireSearched(where, "vpp", std::to_string(*q.vpp), Numbers(pinned ? std::vector<int64_t>{o.training.run.vpp} : o.vpps),
+      const bool pinned = !VppSearched(o);
+      if (!o.every_vpp) RequireSearched(where, "vpp", std::to_string(*q.vpp), Numbers(pinned ? std::vector<int64_t>{o.training.run.vpp} : o.vpps),
                       pinned ? "--vpp" : "");
     }
   }
@@ -256,6 +256,25 @@ LayoutQuery ParseLayoutQuery(const std::string& text, const QueryBoolParser& par
   return q;
 }
 
+// A candidate as an --explain query that matches it alone (degrees as validated, settings as it runs).
+static std::string CandidateQueryText(const ParallelDims& d, const LayoutCandidate& c, const TrainingConfig& base) {
+  const TrainingConfig t = CandidateTraining(base, c);
+  return fmt::format("pp={},dp_replicate={},dp_shard={},cp={},tp={},ep={},etp={},vpp={},mbs={},recompute={},dp_sharding={},dispatcher={},overlap={}",
+                     d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp, d.ep, d.etp, t.run.vpp, t.micro_batch_size, RecomputeName(t.recompute),
+                     DpShardingOf(t, d.convention), DispatcherName(c.dispatcher), t.run.overlap_moe_ep_comm ? "on" : "off");
+}
+
+// The same for a candidate whose degrees did not validate: as enumerated (dp_shard -1 = inferred).
+static std::string CandidateQueryText(const LayoutCandidate& c, const TrainingConfig& base) {
+  const TrainingConfig t = CandidateTraining(base, c);
+  const auto& d = c.dims;
+  return fmt::format("pp={},dp_replicate={},dp_shard={},cp={},tp={},ep={},etp={},vpp={},mbs={},recompute={},dp_sharding={},dispatcher={},overlap={}",
+                     d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp, d.ep, d.etp, t.run.vpp, t.micro_batch_size, RecomputeName(t.recompute),
+                     DpShardingOf(t, d.convention), DispatcherName(c.dispatcher), t.run.overlap_moe_ep_comm ? "on" : "off");
+}
+
+static double GiBOf(int64_t bytes) { return static_cast<double>(bytes) / static_cast<double>(int64_t{1} << 30); }
+
 bool LayoutQuery::Matches(const RankedLayout& x) const {
   const auto& d = x.layout.dims;
   return Holds(pp, d.pp) && Holds(dp_replicate, d.dp_replicate) && Holds(dp_shard, d.dp_shard) && Holds(cp, d.cp) && Holds(tp, d.tp) &&
@@ -284,6 +303,15 @@ void ValidateLayoutQuery(const LayoutQuery& q, const SearchOptions& o) {
 ExplainResult ExplainLayout(const ModelSpec& model, const SearchOptions& options, const SearchResult& result, const LayoutQuery& query) {
   if (!options.keep_all) throw Error("internal: ExplainLayout needs a search run with keep_all");
   ValidateLayoutQuery(query, options);
+  if (options.every_vpp && query.vpp && query.pp) {
+    // vpp is searched over what the chunk rule allows at each pp: a value past it is no candidate.
+    try {
+      ValidateVppChunks(*query.pp, *query.vpp, model.num_hidden_layers);
+    } catch (const Error& error) {
+      throw Error(fmt::format("--explain \"{}\": vpp={} is not searched at pp={} (the search takes vpp 1..{}): {}", query.text, *query.vpp,
+                              *query.pp, MaxVpp(*query.pp, model.num_hidden_layers), error.what()));
+    }
+  }
   ExplainResult e;
   e.query = query;
   e.ranked = result.ranked;
@@ -309,9 +337,25 @@ ExplainResult ExplainLayout(const ModelSpec& model, const SearchOptions& options
       const LayoutEvaluation ev = evaluator.Evaluate(c);
       if (ev.status == LayoutEvaluation::Status::kInvalid) {
         if (e.matching_invalid++ == 0) first_invalid = c;
+        auto it = std::find_if(e.rules_broken.begin(), e.rules_broken.end(),
+                               [&](const ExplainResult::RuleBroken& r) { return r.message == ev.reason; });
+        if (it == e.rules_broken.end()) {
+          e.rules_broken.push_back({ev.reason, 0, CandidateQueryText(c, options.training)});
+          it = e.rules_broken.end() - 1;
+        }
+        ++it->candidates;
       }
-      if (ev.status == LayoutEvaluation::Status::kOverBudget) ++e.matching_over_budget;
+      if (ev.status == LayoutEvaluation::Status::kOverBudget) {
+        ++e.matching_over_budget;
+        e.over_budget.push_back({CandidateQueryText(ev.dims, c, options.training), ev.peak_bytes});
+      }
     });
+    std::stable_sort(e.rules_broken.begin(), e.rules_broken.end(),
+                     [](const ExplainResult::RuleBroken& a, const ExplainResult::RuleBroken& b) { return a.candidates > b.candidates; });
+    std::stable_sort(e.over_budget.begin(), e.over_budget.end(),
+                     [](const ExplainResult::OverBudget& a, const ExplainResult::OverBudget& b) { return a.peak_bytes < b.peak_bytes; });
+    e.budget_gib = SearchBudgetGib(options);
+    e.reserve_gib = options.training.memory_reserve_gib.value_or(0);
     if (e.matching == 0) {
       throw Error(
           fmt::format("--explain \"{}\": no layout of this search has these values together (world size {}; the degrees must factor it as "
@@ -374,6 +418,14 @@ Json ExplainToJson(const ExplainResult& e) {
                      {"over_budget", e.matching_over_budget},
                      {"not_divisible", e.matching_not_divisible}};
     if (!e.example_reason.empty()) j["matching"]["not_divisible_reason"] = e.example_reason;
+    Json rules = Json::array();
+    for (const auto& r : e.rules_broken) rules.push_back({{"rule", r.message}, {"candidates", r.candidates}, {"example", r.example}});
+    Json over = Json::array();
+    for (const auto& o : e.over_budget) over.push_back({{"layout", o.layout}, {"peak_bytes", o.peak_bytes}});
+    j["matching"]["rules_broken"] = rules;
+    j["matching"]["over_budget_layouts"] = over;
+    j["matching"]["budget_gib"] = e.budget_gib;
+    j["matching"]["reserve_gib"] = e.reserve_gib;
     return j;
   }
   j["layout"] = RankedLayoutToJson(*e.layout);
@@ -395,6 +447,22 @@ std::string ExplainToText(const ExplainResult& e) {
         "global batch not divisible\n",
         e.query.text, e.matching, e.matching_invalid, e.matching_over_budget, e.matching_not_divisible);
     if (!e.example_reason.empty()) out << "           e.g. " << e.example_reason << "\n";
+    for (const auto& r : e.rules_broken) {
+      out << fmt::format("  invalid by rule ({} candidate{}): {}\n    e.g. {}\n", r.candidates, r.candidates == 1 ? "" : "s", r.message,
+                         r.example);
+    }
+    // Every peak against the limit in force (memory.h OverBudget: budget less reserve), lowest first.
+    constexpr size_t kShownOverBudget = 20;
+    const double limit_gib = e.budget_gib - e.reserve_gib;
+    for (size_t i = 0; i < e.over_budget.size() && i < kShownOverBudget; ++i) {
+      const auto& o = e.over_budget[i];
+      out << fmt::format("  over the budget: peak {:.2f} GiB > {:.2f} GiB ({:.2f} GiB budget less the {:.2f} GiB reserve) by {:.2f} GiB: {}\n",
+                         GiBOf(o.peak_bytes), limit_gib, e.budget_gib, e.reserve_gib, GiBOf(o.peak_bytes) - limit_gib, o.layout);
+    }
+    if (e.over_budget.size() > kShownOverBudget) {
+      out << fmt::format("  ... and {} more over the budget, peaks up to {:.2f} GiB (--json lists every one)\n",
+                         e.over_budget.size() - kShownOverBudget, GiBOf(e.over_budget.back().peak_bytes));
+    }
     return out.str();
   }
   out << fmt::format("Explain    \"{}\": rank {} of {}{}\n", e.query.text, e.rank, e.ranked,

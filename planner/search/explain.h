@@ -73,6 +73,22 @@ struct ExplainResult {
   // When no ranked layout matches: the candidates matching the query by outcome.
   int64_t matching = 0, matching_invalid = 0, matching_over_budget = 0, matching_not_divisible = 0;
   std::string example_reason;  // a global-batch reason of one of them, when any
+  // Each rule the matching invalid candidates break: its message as the plan path words it
+  // (LayoutEvaluation::reason), how many break it and one of them (its --explain text); most first.
+  struct RuleBroken {
+    std::string message;
+    int64_t candidates = 0;
+    std::string example;
+  };
+  std::vector<RuleBroken> rules_broken;
+  // Each matching candidate over the budget: its --explain text and its worst rank's peak
+  // (LayoutEvaluation::peak_bytes), lowest peak first, against budget_gib less reserve_gib.
+  struct OverBudget {
+    std::string layout;
+    int64_t peak_bytes = 0;
+  };
+  std::vector<OverBudget> over_budget;
+  double budget_gib = 0, reserve_gib = 0;  // SearchBudgetGib, training.memory_reserve_gib
 };
 
 // `result` must come from SearchLayouts(model, options) with options.keep_all. Breakdowns through

@@ -17,6 +17,7 @@
 #include "planner/cost/attention_support.h"
 #include "planner/base/error.h"
 #include "planner/model/global_batch.h"
+#include "planner/model/pipeline_schedule.h"
 #include "planner/model/seq_len.h"
 #include "planner/accounting/memory.h"
 #include "planner/search/layout_eval.h"
@@ -104,13 +105,16 @@ std::vector<LayoutGroup> EnumerateGroups(const ModelSpec& model, const SearchOpt
 // Calls fn(candidate) for every setting of `g`: micro-batch size, recompute, vpp (pp > 1), EP
 // overlap (ep > 1), with the global batch's schedule (global_batch.h) or batch_divides false.
 template <typename Fn>
-void ForEachSetting(const LayoutGroup& g, const SearchOptions& o, Fn&& fn) {
+void ForEachSetting(const LayoutGroup& g, const SearchOptions& o, int64_t num_layers, Fn&& fn) {
   const std::vector<int64_t> mbs_list = o.micro_batch_sizes.empty() ? std::vector<int64_t>{0} : o.micro_batch_sizes;
   std::vector<std::optional<Recompute>> recomputes;
   for (Recompute r : o.recomputes) recomputes.push_back(r);
   if (recomputes.empty()) recomputes.push_back(std::nullopt);
   std::vector<int64_t> vpps = {0};
-  if (!o.vpps.empty()) {
+  if (o.every_vpp) {
+    vpps.clear();
+    for (int64_t v = 1; v <= MaxVpp(g.dims.pp, num_layers); ++v) vpps.push_back(v);  // the chunk rule's values
+  } else if (!o.vpps.empty()) {
     vpps.clear();
     for (int64_t v : o.vpps) {
       if (v == 1 || g.dims.pp > 1) vpps.push_back(v);  // vpp > 1 needs pp > 1
@@ -298,7 +302,7 @@ void SearchGroups(const ModelSpec& model, const SearchOptions& o, const std::vec
       o.progress(static_cast<int64_t>(std::min(groups.size(), i + threads)), static_cast<int64_t>(groups.size()));
     }
     bool pruned = false;  // a valid setting of this group had static memory over the budget
-    ForEachSetting(groups[i], o, [&](const LayoutCandidate& c) {
+    ForEachSetting(groups[i], o, model.num_hidden_layers, [&](const LayoutCandidate& c) {
       ++out->enumerated;
       if (!c.batch_divides) {
         ++out->not_divisible;
@@ -439,7 +443,7 @@ std::vector<LayoutCandidate> EnumerateLayouts(const ModelSpec& model, const Sear
 }
 
 void ForEachLayout(const ModelSpec& model, const SearchOptions& o, const std::function<void(const LayoutCandidate&)>& fn) {
-  for (const LayoutGroup& g : EnumerateGroups(model, o)) ForEachSetting(g, o, fn);
+  for (const LayoutGroup& g : EnumerateGroups(model, o)) ForEachSetting(g, o, model.num_hidden_layers, fn);
 }
 
 SearchResult SearchLayouts(const ModelSpec& model, const SearchOptions& o) {

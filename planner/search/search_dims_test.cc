@@ -136,9 +136,15 @@ Brute BruteForce(const ModelSpec& model, const SearchOptions& o) {
   return out;
 }
 
-void CheckSearchEqualsBruteForce(Convention convention) {
+void CheckSearchEqualsBruteForce(Convention convention, bool every_vpp = false) {
   const ModelSpec model = FourLayerTiny();
   SearchOptions o = EveryDimension(convention);
+  if (every_vpp) {
+    // The search takes vpp 1..MaxVpp(pp, 4 layers): 1..3 at pp 2, 1 at pp 4 and 8 ((4 + 2) / pp).
+    // The brute force tries 1..3 at every pp; the plan path refuses pp x vpp > 6 chunks.
+    o.every_vpp = true;
+    o.vpps = {1, 2, 3};
+  }
   // A budget that drops some layouts: the median peak of an unbounded search.
   o.gpu_memory_gib = 1000;
   const SearchResult unbounded = SearchLayouts(model, o);
@@ -181,7 +187,7 @@ void CheckSearchEqualsBruteForce(Convention convention) {
   }
   // Every searched value of every dimension appears among the ranked layouts.
   CHECK(recomputes.size() == 3);
-  CHECK(vpps.size() == 2);
+  CHECK(vpps.size() == o.vpps.size());  // {1, 2}; every_vpp: {1, 2, 3}
   CHECK(mbs.size() == 3);
   CHECK(overlaps.size() == o.ep_overlaps.size());
   // The winner is the brute force's fastest layout.
@@ -206,6 +212,10 @@ TEST_CASE("On 8 GPUs the search over every dimension equals a brute force throug
 
 TEST_CASE("On 8 GPUs the search over every dimension equals a brute force through the plan path (megatron, EP overlap)") {
   CheckSearchEqualsBruteForce(Convention::kMegatron);
+}
+
+TEST_CASE("On 8 GPUs the search over every vpp the chunk rule allows equals a brute force through the plan path") {
+  CheckSearchEqualsBruteForce(Convention::kTorchtitan, /*every_vpp=*/true);
 }
 
 TEST_CASE("Every ranked layout processes exactly the global batch asked for") {

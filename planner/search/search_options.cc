@@ -29,10 +29,15 @@ TrainingConfig CandidateTraining(const TrainingConfig& base, const LayoutCandida
   t.run.grad_accumulation_steps = s.grad_accumulation_steps;
   t.run.vpp = s.vpp;
   t.recompute = s.recompute;
+  // --recompute-modules names what selective recompute re-runs: a searched candidate with none or
+  // full has no modules (training_json.h ValidateTraining refuses modules outside selective).
+  if (c.settings.recompute && t.recompute != Recompute::kSelective) t.recompute_modules.clear();
   t.dp_sharding = s.dp_sharding;
   t.run.overlap_moe_ep_comm = s.overlap_moe_ep_comm;
   return t;
 }
+
+bool VppSearched(const SearchOptions& o) { return o.every_vpp || !o.vpps.empty(); }
 
 double SearchBudgetGib(const SearchOptions& options) {
   return options.gpu_memory_gib > 0 ? options.gpu_memory_gib : options.cluster.memory_gib;

@@ -68,6 +68,10 @@ struct SearchOptions {
   std::vector<int64_t> micro_batch_sizes;
   std::vector<Recompute> recomputes;  // selective = training.recompute_modules (empty: Megatron's default set)
   std::vector<int64_t> vpps;          // pp > 1 only
+  // vpp searched over every value the chunk rule allows each layout: 1..MaxVpp(pp, num_hidden_layers)
+  // (pipeline_schedule.h; `search` without --vpp). `vpps` is then ignored. The schedule rule
+  // (ValidateInterleavedMicrobatches) still counts as invalid.
+  bool every_vpp = false;
   std::vector<DpSharding> dp_shardings;
   std::vector<bool> ep_overlaps;  // --overlap-moe-expert-parallel-comm off / on (ep > 1 only)
   // The dispatchers, pinned (--dispatcher): empty = all_to_all, deredundency where an EP group
@@ -118,6 +122,9 @@ ResolvedSettings ResolveSettings(const TrainingConfig& base, const CandidateSett
 // `base` with the candidate's dispatcher and settings applied: the one place a candidate's
 // training is formed (search fast path, its reference path, explain, the redundant-experts re-rank).
 TrainingConfig CandidateTraining(const TrainingConfig& base, const LayoutCandidate& candidate);
+
+// Whether the search varies vpp: a list (vpps) or every value the chunk rule allows (every_vpp).
+bool VppSearched(const SearchOptions& options);
 
 // The budget layouts are held to, in GiB: options.gpu_memory_gib when > 0, else the cluster's
 // memory_gib (the hardware's HBM per GPU).

@@ -47,7 +47,7 @@ void ValidateSearchPins(const SearchOptions& o) {
   for (int64_t vpp : o.vpps) {
     if (vpp < 1) throw Error(fmt::format("--vpp: must be >= 1, got {}", vpp));
   }
-  if (o.vpps.empty()) {
+  if (!VppSearched(o)) {
     if (o.training.run.vpp < 1) throw Error(fmt::format("--vpp: must be >= 1, got {}", o.training.run.vpp));
     if (o.training.run.vpp > 1 && p.pp == 1) {
       throw Error(fmt::format("--vpp {} needs pp > 1 (interleaved 1F1B runs vpp model chunks per pipeline rank), but --pp pins 1",
@@ -81,7 +81,7 @@ void ValidateSearchPins(const SearchOptions& o) {
   if (o.ep_overlaps.empty() && o.training.run.overlap_moe_ep_comm) {
     // Megatron's rules on what is pinned; what is searched takes a value that passes.
     TrainingConfig t = o.training;
-    if (!o.vpps.empty()) t.run.vpp = 2;
+    if (VppSearched(o)) t.run.vpp = 2;
     if (!o.recomputes.empty()) t.recompute = Recompute::kNone;
     t.dispatcher = o.dispatchers.size() == 1 ? o.dispatchers.front() : Dispatcher::kAllToAll;
     try {
@@ -117,7 +117,7 @@ std::vector<SettingDimension> SettingDimensions(const SearchOptions& o) {
   const bool overlap_is_a_dimension = o.convention == Convention::kMegatron || t.run.overlap_moe_ep_comm;
   return {{"micro_batch_size", !o.micro_batch_sizes.empty(), t.micro_batch_size},
           {"recompute", !o.recomputes.empty(), RecomputeName(t.recompute)},
-          {"vpp", !o.vpps.empty(), t.run.vpp},
+          {"vpp", VppSearched(o), t.run.vpp},
           {"dp_sharding", !o.dp_shardings.empty(), t.dp_sharding ? Json(DpShardingName(*t.dp_sharding)) : Json(nullptr)},
           {"overlap_moe_ep_comm", !o.ep_overlaps.empty(), overlap_is_a_dimension ? Json(t.run.overlap_moe_ep_comm) : Json(nullptr)},
           {"dispatcher", o.dispatchers.empty(), dispatchers}};

@@ -18,7 +18,7 @@ void ApplySearchedSettings(const SearchSettingsPinned& pinned, SearchOptions* s)
   const bool megatron = s->convention == Convention::kMegatron;
   if (!pinned.micro_batch_size) s->micro_batch_sizes = {1, 2, 4};
   if (!pinned.recompute) s->recomputes = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
-  if (!pinned.vpp) s->vpps = {1, 2, 4};
+  if (!pinned.vpp) s->every_vpp = true;  // 1..MaxVpp(pp, num_hidden_layers) per layout (pipeline_schedule.h)
   if (!pinned.dp_sharding) {
     s->dp_shardings = megatron ? std::vector<DpSharding>{DpSharding::kZero1, DpSharding::kDdp}
                                : std::vector<DpSharding>{DpSharding::kFsdp, DpSharding::kDdp};

@@ -2,12 +2,17 @@
 // layers and the empty-search message.
 #include "planner/search/search_space.h"
 
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include <doctest/doctest.h>
 
 #include "planner/base/error.h"
+#include "planner/model/model_file.h"
+#include "planner/model/pipeline_schedule.h"
+#include "planner/search/search.h"
 #include "tests/test_models.h"
 
 using dockyard::DpSharding;
@@ -18,7 +23,9 @@ TEST_CASE("Unpinned settings are searched, by convention; pinned ones are left t
   dockyard::SearchOptions s;
   dockyard::ApplySearchedSettings({}, &s);
   CHECK(s.micro_batch_sizes == std::vector<int64_t>{1, 2, 4});
-  CHECK(s.vpps == std::vector<int64_t>{1, 2, 4});
+  // vpp: every value the chunk rule allows each layout (issue 31: published recipes use 3, 7, 8).
+  CHECK(s.every_vpp);
+  CHECK(s.vpps.empty());
   CHECK(s.recomputes == std::vector<Recompute>{Recompute::kNone, Recompute::kSelective, Recompute::kFull});
   CHECK(s.dp_shardings == std::vector<DpSharding>{DpSharding::kFsdp, DpSharding::kDdp});
   CHECK(s.ep_overlaps.empty());  // a Megatron flag: off under torchtitan
@@ -37,6 +44,7 @@ TEST_CASE("Unpinned settings are searched, by convention; pinned ones are left t
   CHECK(p.micro_batch_sizes.empty());
   CHECK(p.recomputes.empty());
   CHECK(p.vpps.empty());
+  CHECK_FALSE(p.every_vpp);
   CHECK(p.dp_shardings.empty());
   CHECK(p.ep_overlaps.empty());
   CHECK(p.dispatchers == std::vector<dockyard::Dispatcher>{dockyard::Dispatcher::kDeepEp});
@@ -137,4 +145,43 @@ TEST_CASE("The count line's budget and reserve keep every digit one decimal woul
   r.budget_gib = 40;
   r.reserve_gib = 39.999;
   CHECK(dockyard::SearchCountsText(r).find("over the 40.0 GiB budget less the 39.999 GiB reserve") != std::string::npos);
+}
+
+TEST_CASE("The searched vpp values are 1..floor((layers + 2) / pp), the chunk rule's") {
+  // DeepSeek-V3, 61 layers: (61 + 2) / 8 = 7 at pp 8, 63 / 16 = 3 at pp 16; published recipes run
+  // vpp 3, 7 and 8 (8 at pp 4: 63 / 4 = 15).
+  CHECK(dockyard::MaxVpp(8, 61) == 7);
+  CHECK(dockyard::MaxVpp(16, 61) == 3);
+  CHECK(dockyard::MaxVpp(4, 61) == 15);
+  CHECK(dockyard::MaxVpp(1, 61) == 1);  // no pipeline, no interleaving
+  CHECK_NOTHROW(dockyard::ValidateVppChunks(8, 7, 61));
+  CHECK_THROWS_WITH_AS(dockyard::ValidateVppChunks(8, 8, 61), doctest::Contains("pp x vpp = 64 model chunks"), Error);
+  // The candidates: Qwen3-30B-A3B (48 layers) on 64 GPUs, every vpp of each pp enumerated once per setting.
+  const dockyard::ModelSpec model = dockyard::LoadModel("testdata/hf/qwen3-30b-a3b.json");
+  dockyard::SearchOptions o;
+  o.world_size = 64;
+  dockyard::ApplySearchedSettings({}, &o);
+  std::map<int64_t, std::set<int64_t>> vpps;  // pp -> vpp values enumerated
+  dockyard::ForEachLayout(model, o, [&](const dockyard::LayoutCandidate& c) { vpps[c.dims.pp].insert(c.settings.vpp); });
+  REQUIRE(vpps.count(8) == 1);
+  for (const auto& [pp, values] : vpps) {
+    const int64_t max = pp == 1 ? 1 : (48 + 2) / pp;  // 25 at pp 2, 12 at pp 4, 6 at pp 8, 3 at pp 16
+    CHECK(static_cast<int64_t>(values.size()) == max);
+    CHECK(*values.begin() == 1);
+    CHECK(*values.rbegin() == max);
+  }
+  CHECK(*vpps[8].rbegin() == 6);
+}
+
+TEST_CASE("--recompute-modules applies to the selective candidates; none and full run without modules") {
+  dockyard::TrainingConfig base;
+  base.recompute = Recompute::kSelective;  // as the search CLI validates a list given without --recompute
+  base.recompute_modules = {"layernorm", "moe_act"};
+  dockyard::LayoutCandidate c;
+  c.settings.recompute = Recompute::kSelective;
+  CHECK(dockyard::CandidateTraining(base, c).recompute_modules == std::vector<std::string>{"layernorm", "moe_act"});
+  c.settings.recompute = Recompute::kFull;
+  CHECK(dockyard::CandidateTraining(base, c).recompute_modules.empty());
+  c.settings.recompute = Recompute::kNone;
+  CHECK(dockyard::CandidateTraining(base, c).recompute_modules.empty());
 }

@@ -1,0 +1,108 @@
+// End-to-end: the messages of issue 31 item 10 as a user meets them -- a preset typed short, a
+// mistyped command, a dense HF config, a missing trace file -- and `--version` of both binaries.
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <sys/wait.h>
+
+#include <doctest/doctest.h>
+
+#include "planner/base/json_util.h"
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out;  // stdout and stderr together unless stderr_too is false
+};
+
+Result Run(const std::string& cmd, bool stderr_too = true) {
+  Result r;
+  FILE* pipe = popen((cmd + (stderr_too ? " 2>&1" : " 2>/dev/null")).c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string TmpDir() {
+  const char* t = std::getenv("TEST_TMPDIR");
+  return t ? t : "/tmp";
+}
+
+// The commit a --version line names: 40 hex digits (with "-modified" for a tree with uncommitted
+// changes), or "unknown" outside a git checkout (tools/workspace_status.sh).
+const std::regex kVersionLine(R"((dockyard-plan|dockyard-run) 0\.1\.0 \(git commit ([0-9a-f]{40}(-modified)?|unknown)\)\n)");
+
+}  // namespace
+
+TEST_CASE("--cluster typed short suggests the presets that start with it, not the nearest by edits") {
+  // "h100" is two edits from "b200" and four from "h100-sxm": the prefix is what was meant.
+  const Result r = Run("cli/dockyard-plan simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --cluster h100");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("unknown cluster preset \"h100\"") != std::string::npos);
+  CHECK(r.out.find("; did you mean 'h100-sxm' or 'h100-pcie-400g'?") != std::string::npos);
+  CHECK(r.out.find("'b200'?") == std::string::npos);
+}
+
+TEST_CASE("A mistyped command gets the command it is closest to") {
+  // "simulte" is one deletion from "simulate" (planner/base/json_util.h DidYouMean).
+  const Result r = Run("cli/dockyard-plan simulte --model testdata/hf/qwen3-30b-a3b.json --world-size 8");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("dockyard-plan: usage error: The following argument was not expected: simulte;") != std::string::npos);
+  CHECK(r.out.find("did you mean 'simulate'? (a command comes first)") != std::string::npos);
+}
+
+TEST_CASE("A dense HF config is said to be dense, not an unknown family") {
+  // A Llama-3-style config: no key names experts, so there is nothing for dockyard to plan.
+  const std::string path = TmpDir() + "/dense-llama.json";
+  std::ofstream(path) << R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+    "intermediate_size": 14336, "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32,
+    "vocab_size": 128256, "torch_dtype": "bfloat16"})";
+  const Result r = Run("cli/dockyard-plan --model " + path + " --world-size 8");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("/architectures: 'LlamaForCausalLM' (model_type 'llama') is a dense model: the config has no experts") !=
+        std::string::npos);
+  CHECK(r.out.find("dockyard plans Mixture-of-Experts models") != std::string::npos);
+  CHECK(r.out.find("unknown model family") == std::string::npos);
+}
+
+TEST_CASE("A trace that does not exist is said not to exist") {
+  const Result r = Run("cli/dockyard-plan simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 "
+                       "--routing trace:/nonexistent-dir/nope.json");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("dockyard-plan: error: /nonexistent-dir/nope.json: the file does not exist") != std::string::npos);
+  CHECK(r.out.find("cannot read to record its digest") == std::string::npos);
+}
+
+TEST_CASE("--version prints the version and the commit of both binaries, and the JSON report carries the commit") {
+  const Result plan = Run("cli/dockyard-plan --version");
+  CHECK(plan.code == 0);
+  std::smatch m;
+  REQUIRE_MESSAGE(std::regex_match(plan.out, m, kVersionLine), plan.out);
+  const std::string commit = m[2];
+  const Result run = Run("cli/dockyard-run --version");
+  CHECK(run.code == 0);
+  CHECK(run.out == "dockyard-run 0.1.0 (git commit " + commit + ")\n");
+  const Result json = Run("cli/dockyard-plan --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --json -", false);
+  REQUIRE(json.code == 0);
+  const dockyard::Json report = dockyard::Json::parse(json.out);
+  CHECK(report["generator"]["provenance"]["git_commit"] == commit);
+  CHECK(report["generator"]["provenance"]["dockyard_version"] == "0.1.0");
+}
+
+TEST_CASE("The workspace status says 'unknown' in a tree without .git") {
+  // A copy of the script in a directory outside any git checkout (the ceiling stops git's search
+  // for a parent repository), as in an exported tarball.
+  const std::string dir = TmpDir() + "/no-git";
+  REQUIRE(Run("mkdir -p " + dir + "/tools && cp tools/workspace_status.sh " + dir + "/tools/").code == 0);
+  const Result r = Run("GIT_CEILING_DIRECTORIES=" + TmpDir() + " " + dir + "/tools/workspace_status.sh");
+  CHECK(r.code == 0);
+  CHECK(r.out == "STABLE_DOCKYARD_GIT_COMMIT unknown\n");
+}

@@ -1,0 +1,97 @@
+// End-to-end (issue 31 items 7-9): the search takes every vpp the chunk rule allows and
+// --recompute-modules without --recompute; --explain of an unranked layout prints each rule's
+// message and each peak against the limit; simulate --redundant-experts holds the peak after the
+// replicas to the budget less the reserve and exits 3 as check does.
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <sys/wait.h>
+
+#include <doctest/doctest.h>
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+// Runs dockyard-plan with `args`; stdout and stderr apart.
+Result Plan(const std::string& args) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string err_path = std::string(tmp ? tmp : "/tmp") + "/stderr.txt";
+  Result r;
+  FILE* pipe = popen(("cli/dockyard-plan " + args + " 2>" + err_path).c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (FILE* e = fopen(err_path.c_str(), "r")) {
+    while ((n = fread(buf.data(), 1, buf.size(), e)) > 0) r.err.append(buf.data(), n);
+    fclose(e);
+  }
+  return r;
+}
+
+bool Has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("search takes vpp 3 (and up to the chunk rule's 6 at pp 8 for 48 layers): --explain vpp=3 ranks") {
+  // Qwen3-30B-A3B: 48 layers, so at pp 8 vpp 1..(48 + 2) / 8 = 6 are searched; vpp 3 was "not searched".
+  const Result r = Plan("search --model testdata/hf/qwen3-30b-a3b.json --world-size 64 --pp 8 --top 3 --explain vpp=3");
+  CHECK(r.code == 0);
+  CHECK_FALSE(Has(r.out + r.err, "is not searched"));
+  CHECK(Has(r.out, "Explain    \"vpp=3\": rank "));
+  // A vpp past the rule at the query's pp names it: 8 x 7 = 56 chunks > 48 + 2.
+  const Result past = Plan("search --model testdata/hf/qwen3-30b-a3b.json --world-size 64 --top 3 --explain pp=8,vpp=7");
+  CHECK(past.code == 1);
+  CHECK(Has(past.err, "--explain \"pp=8,vpp=7\": vpp=7 is not searched at pp=8 (the search takes vpp 1..6): --vpp 7: pp x vpp = 56 "
+                      "model chunks, more than num_hidden_layers (48) + 2"));
+}
+
+TEST_CASE("search --recompute-modules without --recompute applies the list to the selective candidates") {
+  const Result r = Plan("search --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --recompute-modules layernorm,moe_act --top 200");
+  CHECK(r.code == 0);
+  CHECK_FALSE(Has(r.err, "recompute is none"));
+  // Recompute is still searched: rows of all three kinds.
+  CHECK(Has(r.out, " selective "));
+  CHECK(Has(r.out, " full "));
+  CHECK(Has(r.out, " none "));
+}
+
+TEST_CASE("--explain of an unranked layout prints each rule's message and each peak against the limit") {
+  // Megatron, ep 8, recompute full: with EP overlap the candidate breaks Megatron's rule; without
+  // it, its peak (38.23 GiB) is over the 20 GiB budget less the 2 GiB reserve = 18 GiB.
+  const Result r = Plan(
+      "search --model testdata/hf/qwen3-30b-a3b.json --convention megatron --world-size 64 --global-batch-size 256 "
+      "--gpu-memory-gib 20 --top 3 --explain pp=1,tp=1,cp=1,ep=8,recompute=full,mbs=1,dp_sharding=zero1,dp_replicate=1");
+  CHECK(r.code == 0);
+  CHECK(Has(r.out, "2 matching candidates: 1 invalid by rule, 1 over the budget, 0 global batch not divisible"));
+  CHECK(Has(r.out, "  invalid by rule (1 candidate): --overlap-moe-expert-parallel-comm: disable full recomputation (--recompute full)\n"
+                   "    e.g. pp=1,dp_replicate=1,dp_shard=64,cp=1,tp=1,ep=8,etp=1,vpp=1,mbs=1,recompute=full,dp_sharding=zero1,"
+                   "dispatcher=all_to_all,overlap=on\n"));
+  CHECK(Has(r.out, "  over the budget: peak 38.23 GiB > 18.00 GiB (20.00 GiB budget less the 2.00 GiB reserve) by 20.23 GiB: "
+                   "pp=1,dp_replicate=1,dp_shard=64,cp=1,tp=1,ep=8,etp=1,vpp=1,mbs=1,recompute=full,dp_sharding=zero1,"
+                   "dispatcher=all_to_all,overlap=off\n"));
+}
+
+TEST_CASE("simulate --redundant-experts: a peak after over the budget less the reserve exits 3 and says the limit") {
+  // Qwen3-30B-A3B on 8 GPUs, ep 8, zipf 1.2, 8 redundant experts: peak 125.66 GiB before, 129.04 GiB
+  // after; --gpu-memory-gib 130 less the default 2 GiB reserve = 128 GiB: before fits, after does not.
+  const Result r = Plan(
+      "simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --routing zipf:1.2 --redundant-experts 8 "
+      "--cluster h200-sxm --gpu-memory-gib 130");
+  CHECK(r.code == 3);  // as check exits for a rank over (README "Exit codes")
+  CHECK(Has(r.out, "  OVER BUDGET after: peak 129.04 GiB exceeds the 128.00 GiB limit (130.00 GiB budget less the 2.00 GiB reserve)\n"));
+  CHECK_FALSE(Has(r.out, "exceeds the 130.00 GiB budget"));
+  CHECK(Has(r.err, "dockyard-plan simulate: with 8 redundant experts the worst rank needs 129.04 GiB, over the 128.00 GiB limit "
+                   "(130.00 GiB budget less the 2.00 GiB reserve) by 1.04 GiB\n"));
+  // The same without the replicas fits: exit 0.
+  const Result before = Plan(
+      "simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --routing zipf:1.2 --cluster h200-sxm --gpu-memory-gib 130");
+  CHECK(before.code == 0);
+}
