@@ -84,9 +84,10 @@ TEST_CASE("FSDP2 all-gathers padded shards: world 3 gathers 3 x ceil(n / 3) rows
 
 TEST_CASE("Megatron's embedding group all-reduces the tied embedding's gradient between the first and last stage") {
   // Tiny Mixtral with tied embeddings, world 4, pp 2, tp 2 (megatron, zero1): stage 0 holds the
-  // embedding and stage 1 its lm_head copy, each [1000, 64] vocab-parallel over tp 2: 500 x 64 =
-  // 32000 elements per rank; fp32 grads: 128000 bytes, group {r, r + 2} of 2 ranks; ring
-  // all-reduce wire 2 x 128000 x 1/2 = 128000.
+  // embedding and stage 1 its lm_head copy, vocab 1000 padded by Megatron-LM to a multiple of
+  // 128 x tp 2 = 1024 (vocab_padding.h), each [1024, 64] vocab-parallel over tp 2: 512 x 64 =
+  // 32768 elements per rank; fp32 grads: 131072 bytes, group {r, r + 2} of 2 ranks; ring
+  // all-reduce wire 2 x 131072 x 1/2 = 131072.
   auto m = dockyard::testing::TinyMixtral();
   m.tie_word_embeddings = true;
   ParallelDimsOptions o = Dims(4, 2);
@@ -100,9 +101,9 @@ TEST_CASE("Megatron's embedding group all-reduces the tied embedding's gradient 
     const auto r = dockyard::ComputeComm(plan, rank);
     const CommEntry* e = Find(r, "embedding_all_reduce_grads");
     REQUIRE(e != nullptr);
-    CHECK(e->bytes_per_call == 128000);
+    CHECK(e->bytes_per_call == 131072);
     CHECK(e->group_size == 2);
-    CHECK(e->wire_bytes == 128000);
+    CHECK(e->wire_bytes == 131072);
     CHECK(e->axis == "pp");
     CHECK(e->phase == "step");
   }
