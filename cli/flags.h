@@ -77,6 +77,7 @@ struct TrainingFlags {
   bool fp8_dispatch = false;
   bool fp8_param_gather = false;
   std::string mtp_layers;
+  std::string make_vocab_size_divisible_by;  // Megatron-LM --make-vocab-size-divisible-by (vocab_padding.h)
   // Schedule settings (planner/model/pipeline_schedule.h RunSettings).
   std::string fsdp_reshard, grad_accumulation_steps, vpp, cp_comm;
   std::string pipeline_layout;  // Megatron --pipeline-model-parallel-layout (planner/model/pipeline_layout.h)

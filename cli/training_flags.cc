@@ -44,6 +44,9 @@ void TrainingFlags::AddTo(CLI::App* app) {
   app->add_option("--mtp-layers", mtp_layers,
                   "MTP modules trained (Megatron --mtp-num-layers; DeepSeek-V3: 1) on the last stage, for any model: "
                   "each a copy of its last layer (default 0)");
+  app->add_option("--make-vocab-size-divisible-by", make_vocab_size_divisible_by,
+                  "megatron: pad the vocabulary to a multiple of N x tp (Megatron-LM vocab_size_with_padding; default 128); "
+                  "1 = no padding, as Megatron-Bridge recipes (should_pad_vocab false); torchtitan does not pad");
   app->add_option("--gpu-memory-gib", gpu_memory_gib, "memory budget per GPU in GiB: prints headroom (default none)");
   AddMemoryReserveFlag(app, memory_reserve_gib);
   app->add_option("--imbalance", imbalance, "max / mean tokens received per rank, sizes all-to-all buffers (default 1.0)");
@@ -96,7 +99,8 @@ void TrainingFlags::AddSearchPinsTo(CLI::App* search, const CLI::App& plan) {
                                                          {"--gpu-memory-gib", &gpu_memory_gib},
                                                          {"--imbalance", &imbalance},
                                                          {"--precision", &precision},
-                                                         {"--fp8-recipe", &fp8_recipe}};
+                                                         {"--fp8-recipe", &fp8_recipe},
+                                                         {"--make-vocab-size-divisible-by", &make_vocab_size_divisible_by}};
   AddMemoryReserveFlag(search, memory_reserve_gib);
   // The same value checks as the plan's options.
   const std::map<std::string, std::vector<std::string>> allowed = {{"--dp-sharding", DpShardingNames()},
@@ -171,6 +175,7 @@ TrainingOverrides TrainingFlags::Parse() const {
     t.recompute = ParseRecompute(recompute, "--recompute");
   }
   t.mtp_layers = ParseInt("--mtp-layers", mtp_layers);
+  t.make_vocab_size_divisible_by = ParseInt("--make-vocab-size-divisible-by", make_vocab_size_divisible_by);
   if (!precision.empty()) t.precision = precision;
   if (!fp8_recipe.empty()) t.fp8_recipe = fp8_recipe;
   t.fp8_dispatch = fp8_dispatch;

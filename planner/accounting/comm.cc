@@ -140,7 +140,7 @@ int64_t ParamAllGatherBytes(int64_t elems, int64_t fp8_elems, int64_t param_byte
 }
 
 StepCollectiveList StepCollectives(const ParallelDims& d, DpSharding dp_sharding, const TrainingBytes& tb, int64_t dense_elems,
-                                   int64_t sparse_elems, int64_t tied_embedding_elems, const Fp8ParamGather& fp8) {
+                                   int64_t sparse_elems, int64_t shared_embedding_elems, const Fp8ParamGather& fp8) {
   using A = MeshAxis;
   const bool megatron = d.convention == Convention::kMegatron;
   const int64_t param_b = tb.param, grad_b = tb.grad;
@@ -191,12 +191,16 @@ StepCollectiveList StepCollectives(const ParallelDims& d, DpSharding dp_sharding
       }
       break;
   }
-  if (megatron && d.pp > 1 && tied_embedding_elems > 0) {
-    add("embedding_all_reduce_grads", "all_reduce", false, {A::kPp}, (d.pp - 1) * d.stage_size(), mul(tied_embedding_elems, grad_b));
+  if (megatron && d.pp > 1 && shared_embedding_elems > 0) {
+    add("embedding_all_reduce_grads", "all_reduce", false, {A::kPp}, (d.pp - 1) * d.stage_size(), mul(shared_embedding_elems, grad_b));
     out.items[out.size - 1].group_size = 2;
     out.items[out.size - 1].embedding_group = true;
   }
   return out;
+}
+
+bool EmbeddingGroupAllReduces(const ParallelDims& d, bool tie_word_embeddings, int64_t mtp_layers) {
+  return d.convention == Convention::kMegatron && d.pp > 1 && (tie_word_embeddings || mtp_layers > 0);
 }
 
 namespace {
@@ -276,19 +280,22 @@ void AddFsdp(const CommStep& s, const DpUnits& u, const DpAxes& axes, Builder& b
   }
 }
 
-// The tied embedding's gradient elements on the first and last stage (StepCollectives' embedding group).
-int64_t TiedEmbeddingElems(const CommStep& s) {
+// The word embedding's gradient elements a first- or last-stage rank all-reduces in the
+// embedding group (StepCollectives, EmbeddingGroupAllReduces). Both members hold the same
+// vocab-parallel [vocab, hidden] tensor -- the embedding on the first stage; the tied lm_head copy
+// or the MTP modules' embedding (mtp.h MtpExtraParams, placed like the embedding) on the last --
+// so each rank's share is the embedding's model-parallel elements at its own tp coordinate.
+int64_t SharedEmbeddingElems(const CommStep& s) {
   const Plan& plan = s.plan;
   const auto& d = plan.dims;
-  int64_t tied_elems = 0;
-  if (plan.model.tie_word_embeddings && d.pp > 1 && (s.stage == 0 || s.stage == d.pp - 1)) {
-    for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
-      const auto& p = plan.inventory.params[i];
-      const bool tied = s.stage == 0 ? p.role == Role::kEmbedding : !p.tied_to.empty();
-      if (tied && plan.placements[i].stage == s.stage) tied_elems += ModelParallelNumel(plan, i, s.rank);
-    }
+  if (!EmbeddingGroupAllReduces(d, plan.model.tie_word_embeddings, plan.training.mtp_layers)) return 0;
+  if (s.stage != 0 && s.stage != d.pp - 1) return 0;
+  int64_t elems = 0;
+  for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
+    const auto& p = plan.inventory.params[i];
+    if (p.role == Role::kEmbedding && p.tied_to.empty()) elems += ModelParallelNumel(plan, i, s.rank);
   }
-  return tied_elems;
+  return elems;
 }
 
 // The once-per-step collectives (StepCollectives) on this rank's groups.
@@ -297,7 +304,7 @@ void AddStepCollectives(const CommStep& s, const DpUnits& u, CommReport& out, Bu
   const auto& t = s.plan.training;
   const int64_t rank = s.rank;
   const StepCollectiveList step =
-      StepCollectives(d, *t.dp_sharding, TrainingBytesOf(t), u.dense_elems, u.sparse_elems, TiedEmbeddingElems(s), u.fp8);
+      StepCollectives(d, *t.dp_sharding, TrainingBytesOf(t), u.dense_elems, u.sparse_elems, SharedEmbeddingElems(s), u.fp8);
   for (int i = 0; i < step.size; ++i) {
     const StepCollective& c = step.items[i];
     std::vector<std::string> axes;

@@ -80,11 +80,13 @@ double AllGatherDispatchBytes(int64_t ep, double tokens, double hidden, double a
 //    (efsdp; edp) data-parallel groups, then the replicas' all-reduce of their shard;
 //  - ddp: gradients all-reduced over every data-parallel rank (dp_replicate included).
 // `dense_elems` / `sparse_elems`: the rank's model-parallel elements on each mesh (its stage).
-// Megatron-Core's embedding group (parallel_state: the first and the last pipeline stage) with
-// tied embeddings and pp > 1: the last stage's lm_head copy and the embedding all-reduce their
-// gradients every step (finalize_model_grads, _allreduce_word_embedding_grads) over a group of
-// 2 ranks {r, r + (pp - 1) * stage_size}: "embedding_all_reduce_grads", `tied_embedding_elems`
-// (the rank's model-parallel embedding elements; 0 on other stages and without tying) x grad bytes.
+// Megatron-Core's embedding group (parallel_state default_embedding_ranks: the first and the last
+// pipeline stage) when EmbeddingGroupAllReduces: the first stage's word embedding and the last
+// stage's copy of it (the tied lm_head, or the MTP modules' embedding) all-reduce their gradients
+// every step (finalize_model_grads, _allreduce_word_embedding_grads) over a group of 2 ranks
+// {r, r + (pp - 1) * stage_size}: "embedding_all_reduce_grads", `shared_embedding_elems` (the
+// rank's model-parallel word-embedding elements; 0 on other stages and when the group does not
+// all-reduce) x grad bytes (the main-gradient dtype, TrainingConfig::grad_dtype).
 struct StepCollective {
   const char* purpose = "";
   const char* collective = "";  // as CommEntry::collective
@@ -109,7 +111,16 @@ struct Fp8ParamGather {
   double bytes_per_element = 0;
 };
 StepCollectiveList StepCollectives(const ParallelDims& dims, DpSharding dp_sharding, const TrainingBytes& bytes, int64_t dense_elems,
-                                   int64_t sparse_elems, int64_t tied_embedding_elems = 0, const Fp8ParamGather& fp8 = {});
+                                   int64_t sparse_elems, int64_t shared_embedding_elems = 0, const Fp8ParamGather& fp8 = {});
+
+// Whether Megatron's embedding group all-reduces the word-embedding gradient every step: the
+// megatron convention, pp > 1 (a group of the first and the last stage) and a second copy of the
+// embedding on another stage -- tied embeddings (the last stage's lm_head) or MTP modules
+// (mtp_layers > 0: the MTP stage builds its own embedding, gpt_model.py `pre_process or
+// mtp_process`). Megatron-Core finalize_model_grads.py _get_shared_word_embedding_weight:
+// "if model_module.share_embeddings_and_output_weights or getattr(config, 'mtp_num_layers', 0)".
+// The one rule ComputeComm (plan, check, simulate) and the layout search's fast path read.
+bool EmbeddingGroupAllReduces(const ParallelDims& dims, bool tie_word_embeddings, int64_t mtp_layers);
 
 // Bytes of one parameter all-gather (FSDP's per unit, zero1's per step) of `elems` elements of
 // which `fp8_elems` travel in FP8: (elems - fp8_elems) x `param_bytes` + ceil(fp8_elems x

@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include "planner/model/model_file.h"
 #include "tests/test_models.h"
 
 using dockyard::BuildPlan;
@@ -83,9 +84,10 @@ TEST_CASE("FSDP2 all-gathers padded shards: world 3 gathers 3 x ceil(n / 3) rows
 
 TEST_CASE("Megatron's embedding group all-reduces the tied embedding's gradient between the first and last stage") {
   // Tiny Mixtral with tied embeddings, world 4, pp 2, tp 2 (megatron, zero1): stage 0 holds the
-  // embedding and stage 1 its lm_head copy, each [1000, 64] vocab-parallel over tp 2: 500 x 64 =
-  // 32000 elements per rank; fp32 grads: 128000 bytes, group {r, r + 2} of 2 ranks; ring
-  // all-reduce wire 2 x 128000 x 1/2 = 128000.
+  // embedding and stage 1 its lm_head copy, vocab 1000 padded by Megatron-LM to a multiple of
+  // 128 x tp 2 = 1024 (vocab_padding.h), each [1024, 64] vocab-parallel over tp 2: 512 x 64 =
+  // 32768 elements per rank; fp32 grads: 131072 bytes, group {r, r + 2} of 2 ranks; ring
+  // all-reduce wire 2 x 131072 x 1/2 = 131072.
   auto m = dockyard::testing::TinyMixtral();
   m.tie_word_embeddings = true;
   ParallelDimsOptions o = Dims(4, 2);
@@ -99,15 +101,73 @@ TEST_CASE("Megatron's embedding group all-reduces the tied embedding's gradient 
     const auto r = dockyard::ComputeComm(plan, rank);
     const CommEntry* e = Find(r, "embedding_all_reduce_grads");
     REQUIRE(e != nullptr);
-    CHECK(e->bytes_per_call == 128000);
+    CHECK(e->bytes_per_call == 131072);
     CHECK(e->group_size == 2);
-    CHECK(e->wire_bytes == 128000);
+    CHECK(e->wire_bytes == 131072);
     CHECK(e->axis == "pp");
     CHECK(e->phase == "step");
   }
   // Untied: no embedding group traffic.
   m.tie_word_embeddings = false;
   CHECK(Find(dockyard::ComputeComm(BuildPlan(m, o, t), 0), "embedding_all_reduce_grads") == nullptr);
+}
+
+TEST_CASE("Megatron's embedding group all-reduces the word-embedding gradient when MTP keeps a copy on the last stage") {
+  // finalize_model_grads._get_shared_word_embedding_weight: "share_embeddings_and_output_weights or
+  // mtp_num_layers". DeepSeek-V3 (untied, vocab 129280, hidden 7168), world 256, pp 4, ep 64,
+  // --mtp-layers 1, megatron: the first stage's embedding and the MTP stage's copy, tp 1: 129280 x
+  // 7168 = 926,679,040 elements; fp32 main grads: 3,706,716,160 bytes (3.45 GiB) per step; group
+  // {r, r + 3 x 64} (stage size 256 / 4 = 64), nodes of 8: rank 0 and 192 on different nodes, so
+  // the ring all-reduce's wire 2 x 3,706,716,160 x 1/2 all crosses nodes.
+  const dockyard::ModelSpec m = dockyard::LoadModel("testdata/hf/deepseek-v3.json");
+  REQUIRE_FALSE(m.tie_word_embeddings);
+  ParallelDimsOptions o = Dims(256, 1, 64);
+  o.pp = 4;
+  o.convention = dockyard::Convention::kMegatron;
+  TrainingConfig t;
+  t.seq_len = 16;
+  t.mtp_layers = 1;
+  const auto plan = BuildPlan(m, o, t);
+  for (int64_t rank : {0, 192}) {
+    CAPTURE(rank);
+    const CommEntry* e = Find(dockyard::ComputeComm(plan, rank), "embedding_all_reduce_grads");
+    REQUIRE(e != nullptr);
+    CHECK(e->bytes_per_call == 3706716160);
+    CHECK(e->group_size == 2);
+    CHECK(e->stride == 192);
+    CHECK(e->wire_bytes == 3706716160);
+    CHECK(e->cross_node_bytes == 3706716160);
+    CHECK(e->axis == "pp");
+    CHECK(e->phase == "step");
+  }
+  // A middle stage holds no copy: no entry.
+  CHECK(Find(dockyard::ComputeComm(plan, 64), "embedding_all_reduce_grads") == nullptr);
+  // Gradients reduced in bf16 (--grad-dtype bfloat16): 926,679,040 x 2 = 1,853,358,080 bytes (1.73 GiB).
+  t.grad_dtype = "bfloat16";
+  const CommEntry* bf16 = Find(dockyard::ComputeComm(BuildPlan(m, o, t), 0), "embedding_all_reduce_grads");
+  REQUIRE(bf16 != nullptr);
+  CHECK(bf16->bytes_per_call == 1853358080);
+  // Without MTP (and untied) there is no second copy; torchtitan has no embedding group.
+  t.mtp_layers = 0;
+  CHECK(Find(dockyard::ComputeComm(BuildPlan(m, o, t), 0), "embedding_all_reduce_grads") == nullptr);
+  t.mtp_layers = 1;
+  o.convention = dockyard::Convention::kTorchtitan;
+  CHECK(Find(dockyard::ComputeComm(BuildPlan(m, o, t), 0), "embedding_all_reduce_grads") == nullptr);
+}
+
+TEST_CASE("EmbeddingGroupAllReduces: megatron, pp > 1, and tied embeddings or MTP") {
+  ParallelDimsOptions o = Dims(4);
+  o.pp = 2;
+  o.convention = dockyard::Convention::kMegatron;
+  const auto d = dockyard::ParallelDims::Build(o);
+  CHECK(dockyard::EmbeddingGroupAllReduces(d, true, 0));
+  CHECK(dockyard::EmbeddingGroupAllReduces(d, false, 1));
+  CHECK_FALSE(dockyard::EmbeddingGroupAllReduces(d, false, 0));
+  o.pp = 1;  // one stage: the embedding group has one rank (default_embedding_ranks)
+  CHECK_FALSE(dockyard::EmbeddingGroupAllReduces(dockyard::ParallelDims::Build(o), true, 1));
+  o.pp = 2;
+  o.convention = dockyard::Convention::kTorchtitan;
+  CHECK_FALSE(dockyard::EmbeddingGroupAllReduces(dockyard::ParallelDims::Build(o), true, 1));
 }
 
 TEST_CASE("EP dispatch and combine: T x top_k x hidden per MoE layer, forward and backward") {

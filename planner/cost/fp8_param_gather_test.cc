@@ -47,18 +47,19 @@ int64_t Zero1Gather(const dockyard::Plan& plan, bool sparse) {
 TEST_CASE("zero1 FP8 parameter all-gather: the FP8 GEMM weights travel in 1 B, the rest in param_dtype") {
   const auto base = MegatronPlan(Fp8(false), 8), gather = MegatronPlan(Fp8(true), 8);
   REQUIRE(*gather.training.dp_sharding == dockyard::DpSharding::kZero1);
-  // Dense elements of a rank (tp 1): embedding 64,000 + lm_head 64,000 + final norm 64 + 2 layers x
-  // (attention 64x64 + 2 x 64x32 + 64x64 = 12,288, 2 norms 128, router 8x64 = 512) = 153,920;
-  // 2 B each = 307,840 B. With the flag the 2 x 12,288 = 24,576 attention elements are 1 B:
-  // 129,344 x 2 + 24,576 x 1 = 283,264 B.
-  CHECK(Zero1Gather(base, false) == 307840);
-  CHECK(Zero1Gather(gather, false) == 283264);
+  // Dense elements of a rank (tp 1): embedding 65,536 + lm_head 65,536 (vocab 1000 padded by
+  // Megatron-LM to 1024 = 8 x 128, vocab_padding.h: 1024 x 64) + final norm 64 + 2 layers x
+  // (attention 64x64 + 2 x 64x32 + 64x64 = 12,288, 2 norms 128, router 8x64 = 512) = 156,992;
+  // 2 B each = 313,984 B. With the flag the 2 x 12,288 = 24,576 attention elements are 1 B:
+  // 132,416 x 2 + 24,576 x 1 = 289,408 B.
+  CHECK(Zero1Gather(base, false) == 313984);
+  CHECK(Zero1Gather(gather, false) == 289408);
   // Sparse: 2 local experts x 3 x 64x32 x 2 layers = 24,576 elements over edp 2: 49,152 B -> 24,576 B.
   CHECK(Zero1Gather(base, true) == 49152);
   CHECK(Zero1Gather(gather, true) == 24576);
   // The gradients' reduce-scatters do not move (main grads stay in grad_dtype).
   for (const auto& e : dockyard::ComputeComm(gather, 0).entries)
-    if (e.purpose == "zero1_reduce_scatter_grads") CHECK(e.bytes_per_call == (e.mesh == "sparse" ? 24576 * 4 : 153920 * 4));
+    if (e.purpose == "zero1_reduce_scatter_grads") CHECK(e.bytes_per_call == (e.mesh == "sparse" ? 24576 * 4 : 156992 * 4));
   // Blockwise adds one fp32 scale per 128x128 block: ceil(24,576 x (1 + 4 / 16,384)) = 24,582 B.
   auto blockwise = Fp8(true);
   blockwise.fp8_recipe = "blockwise";

@@ -12,6 +12,7 @@
 #include "planner/model/recompute.h"
 #include "planner/model/seq_len.h"
 #include "planner/model/training_json.h"
+#include "planner/model/vocab_padding.h"
 #include "planner/model/pipeline_schedule.h"
 
 namespace dockyard {
@@ -112,6 +113,11 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
   ValidateDimsForModel(plan.dims, model);
   plan.training = training;
   ValidateTraining(plan.training, "training.");
+  // Megatron-LM builds the embedding and the output layer with the padded vocabulary
+  // (vocab_padding.h); every figure of the plan reads plan.model.vocab_size.
+  plan.unpadded_vocab_size = model.vocab_size;
+  plan.model.vocab_size =
+      PaddedVocabSize(model.vocab_size, VocabDivisor(plan.training, plan.dims.convention == Convention::kMegatron), plan.dims.tp);
   plan.machine = machine;
   ValidateMachine(plan.machine, "training.");
   if (!plan.training.dp_sharding) {
@@ -133,7 +139,7 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
   ValidateEpOverlap(plan.training, plan.dims.pp, plan.dims.ep);
   const std::string oep_error = DeredundencyOepError(plan.training, plan.dims.ep);
   if (!oep_error.empty()) throw Error(oep_error);
-  plan.inventory = inventory;
+  plan.inventory = plan.model.vocab_size == model.vocab_size ? inventory : BuildInventory(plan.model);
   // With tied embeddings and several pipeline stages, the last stage keeps its own copy of the
   // embedding matrix as lm_head (gradients are all-reduced between the two stages). The copy is
   // placed and counted in bytes per rank, not in the model totals.

@@ -42,7 +42,11 @@ struct StageSummary {
 };
 
 struct Plan {
-  ModelSpec model;          // as given, without its training block (model.training is empty)
+  // As given, without its training block (model.training is empty), and with vocab_size the padded
+  // vocabulary the framework builds (model/vocab_padding.h: Megatron-LM pads it to a multiple of
+  // --make-vocab-size-divisible-by x tp), so the inventory, the logits and the cost see its rows.
+  ModelSpec model;
+  int64_t unpadded_vocab_size = 0;  // the model's own vocab_size (the tokenizer's), before padding
   TrainingConfig training;  // the one training config: resolved, dp_sharding and num_microbatches always set
   Machine machine;          // the one node size and memory budget (machine.h; model.machine is the default)
   ParamInventory inventory;

@@ -127,10 +127,11 @@ TEST_CASE("Tied embeddings with pipeline stages put an lm_head copy on the last 
   o.convention = dockyard::Convention::kMegatron;
   Plan plan = BuildPlan(m, o);
   const std::vector<int64_t> param_bytes_per_rank = ParamBytesPerRank(plan);
-  // Stage 1: layer 1 (62080) + final norm (64) + the lm_head copy [1000, 64] (64000) = 126144
-  // elements, as with untied weights; the model totals count the matrix once: 64000 + 64 + 2*62080.
-  CHECK(param_bytes_per_rank[1] == 2 * 126144);
-  CHECK(plan.inventory.totals.total_params == 188224);
+  // Stage 1: layer 1 (62080) + final norm (64) + the lm_head copy [1024, 64] (vocab 1000 padded
+  // by Megatron-LM to a multiple of 128 x tp 1: 65536) = 127680 elements, as with untied weights;
+  // the model totals count the matrix once: 65536 + 64 + 2*62080.
+  CHECK(param_bytes_per_rank[1] == 2 * 127680);
+  CHECK(plan.inventory.totals.total_params == 189760);
   CHECK(plan.inventory.params.back().tied_to == "model.embed_tokens.weight");
 }
 
@@ -175,4 +176,61 @@ TEST_CASE("BuildPlan refuses a seq_len that does not split into 2 x cp chunks (c
   CHECK_THROWS_WITH_AS(BuildPlan(model, o, t), doctest::Contains("--seq-len 100 must be divisible by 2 x cp = 8 (cp 4)"), dockyard::Error);
   t.seq_len = 104;  // 8 x 13
   CHECK_NOTHROW(BuildPlan(model, o, t));
+}
+
+TEST_CASE("Megatron-LM pads the vocabulary to a multiple of 128 x tp: embedding and lm_head shapes") {
+  // Qwen3-30B-A3B, vocab_size 151,936, hidden 2,048 (tests/test_models.h / testdata/hf).
+  // megatron tp 2: ceil(151,936 / 256) x 256 = 152,064 rows, [76,032, 2,048] on every rank
+  // (vocab_size_with_padding); tp 1: 151,936 = 1,187 x 128 stays.
+  const dockyard::ModelSpec m = dockyard::LoadModel("testdata/hf/qwen3-30b-a3b.json");
+  REQUIRE(m.vocab_size == 151936);
+  ParallelDimsOptions o;
+  o.world_size = 8;
+  o.tp = 2;
+  o.ep = 4;
+  o.convention = dockyard::Convention::kMegatron;
+  dockyard::TrainingConfig t;
+  t.seq_len = 1024;
+  auto rows = [](const Plan& plan, dockyard::Role role, int64_t rank) {
+    for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
+      const auto& p = plan.inventory.params[i];
+      if (p.role == role) return dockyard::LocalShapeOnRank(p, plan.placements[i], plan.MeshOf(i), rank);
+    }
+    return std::vector<int64_t>{};
+  };
+  const Plan tp2 = BuildPlan(m, o, t);
+  CHECK(tp2.model.vocab_size == 152064);
+  CHECK(tp2.unpadded_vocab_size == 151936);
+  for (int64_t rank : {0, 1, 7}) {
+    CAPTURE(rank);
+    CHECK(rows(tp2, dockyard::Role::kEmbedding, rank) == std::vector<int64_t>{76032, 2048});
+    CHECK(rows(tp2, dockyard::Role::kLmHead, rank) == std::vector<int64_t>{76032, 2048});
+  }
+  o.tp = 1;
+  const Plan tp1 = BuildPlan(m, o, t);
+  CHECK(tp1.model.vocab_size == 151936);
+  CHECK(rows(tp1, dockyard::Role::kEmbedding, 0) == std::vector<int64_t>{151936, 2048});
+  // --make-vocab-size-divisible-by 1 (Megatron-Bridge recipes: should_pad_vocab false): tp 2 keeps
+  // 151,936, 75,968 rows per rank.
+  o.tp = 2;
+  t.make_vocab_size_divisible_by = 1;
+  CHECK(rows(BuildPlan(m, o, t), dockyard::Role::kEmbedding, 0) == std::vector<int64_t>{75968, 2048});
+  // torchtitan does not pad: tp 2 gives 75,968 rows (before FSDP's cut: model-parallel elements).
+  t.make_vocab_size_divisible_by.reset();
+  o.convention = dockyard::Convention::kTorchtitan;
+  const Plan titan = BuildPlan(m, o, t);
+  CHECK(titan.model.vocab_size == 151936);
+  CHECK(dockyard::ModelParallelNumel(titan, 0, 0) == int64_t{75968} * 2048);
+}
+
+TEST_CASE("BuildPlan rejects --make-vocab-size-divisible-by above 1 under torchtitan") {
+  // torchtitan has no vocabulary padding: a divisor would silently be ignored.
+  const dockyard::ModelSpec m = dockyard::LoadModel("testdata/hf/qwen3-30b-a3b.json");
+  ParallelDimsOptions o;
+  o.world_size = 8;
+  o.ep = 8;
+  dockyard::TrainingConfig t;
+  t.make_vocab_size_divisible_by = 128;
+  CHECK_THROWS_WITH_AS(BuildPlan(m, o, t), doctest::Contains("make-vocab-size-divisible-by (128) is Megatron-LM's vocabulary padding"),
+                       dockyard::Error);
 }

@@ -63,6 +63,9 @@ struct TrainingConfig {
   bool fp8_param_gather = false;                   // FSDP / zero1 all-gather FP8 GEMM weights in FP8 (--fp8-param-gather)
   std::string optimizer_states_dtype = "float32";  // AdamW moments: "float32" | "bfloat16"
   int64_t mtp_layers = 0;                          // MTP modules trained (--mtp-layers, Megatron --mtp-num-layers; mtp.h)
+  // Megatron-LM --make-vocab-size-divisible-by: the vocabulary is padded to a multiple of it x tp
+  // (vocab_padding.h); unset = 128 under --convention megatron, 1 (no padding) under torchtitan.
+  std::optional<int64_t> make_vocab_size_divisible_by;
   std::vector<int64_t> pp_layer_split;             // layers per stage; empty = even split
   // GiB of the budget (machine.h Machine::gpu_memory_gib) held back for what the model does not count (CUDA context, NCCL buffers,
   // allocator fragmentation); unset = none here, the CLI applies kDefaultMemoryReserveGib

@@ -9,6 +9,7 @@
 #include "planner/base/error.h"
 #include "planner/model/precision.h"
 #include "planner/model/recompute.h"
+#include "planner/model/vocab_padding.h"
 
 namespace dockyard {
 
@@ -55,6 +56,9 @@ void ValidateTraining(const TrainingConfig& t, const std::string& origin) {
   ValidateSelectiveAcOption(t, origin + (flags ? "selective-ac-option" : "selective_ac_option"));
   ValidatePrecision(t, origin);
   if (t.mtp_layers < 0 || t.mtp_layers > 64) fail("mtp_layers", fmt::format("must be in [0, 64], got {}", t.mtp_layers));
+  // Its range here; the convention it applies under in BuildPlan (VocabDivisor, the one rule).
+  const std::string divisor = origin + (flags ? "make-vocab-size-divisible-by" : "make_vocab_size_divisible_by");
+  VocabDivisor(t, true, divisor.c_str());
   if (t.oep && t.dispatcher != Dispatcher::kDeredundency) {
     fail("oep", fmt::format("{} is set, but oep only applies to the deredundency dispatcher (dispatcher is \"{}\")", *t.oep,
                             DispatcherName(t.dispatcher)));
@@ -68,7 +72,7 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
                        "imbalance",         "gpus_per_node",    "oep",        "refit_dtype",    "dispatcher",
                        "recompute_modules", "precision",        "fp8_recipe", "fp8_dispatch",   "optimizer_states_dtype",
                        "mtp_layers",        "fp8_param_gather", "memory_reserve_gib",
-                       "selective_ac_option"});
+                       "selective_ac_option", "make_vocab_size_divisible_by"});
   // clang-format on
   TrainingConfig t;
   if (v.Has("dp_sharding")) t.dp_sharding = ParseDpSharding(v.String("dp_sharding"), v.Where("dp_sharding"));
@@ -101,6 +105,7 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
   if (!t.refit_dtype.empty()) t.refit_dtype = CanonicalDtype(t.refit_dtype);
   if (v.Has("dispatcher")) t.dispatcher = ParseDispatcher(v.String("dispatcher"), v.Where("dispatcher"));
   t.mtp_layers = v.IntOr("mtp_layers", 0);
+  if (v.Has("make_vocab_size_divisible_by")) t.make_vocab_size_divisible_by = v.Int("make_vocab_size_divisible_by");
   t.precision = v.StringOr("precision", t.precision);
   t.fp8_recipe = v.StringOr("fp8_recipe", t.fp8_recipe);
   if (v.Has("fp8_dispatch")) {
@@ -129,6 +134,7 @@ Json TrainingToJson(const TrainingConfig& t, const Machine& machine) {
   if (t.num_microbatches) j["num_microbatches"] = *t.num_microbatches;
   if (!t.pp_layer_split.empty()) j["pp_layer_split"] = t.pp_layer_split;
   if (t.oep) j["oep"] = *t.oep;
+  if (t.make_vocab_size_divisible_by) j["make_vocab_size_divisible_by"] = *t.make_vocab_size_divisible_by;
   if (t.memory_reserve_gib) j["memory_reserve_gib"] = *t.memory_reserve_gib;
   if (!t.refit_dtype.empty()) j["refit_dtype"] = t.refit_dtype;
   if (!t.recompute_modules.empty()) j["recompute_modules"] = t.recompute_modules;

@@ -20,6 +20,7 @@ TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const Training
   if (o.num_microbatches) t.num_microbatches = *o.num_microbatches;
   if (o.recompute) t.recompute = *o.recompute;
   if (o.mtp_layers) t.mtp_layers = *o.mtp_layers;
+  if (o.make_vocab_size_divisible_by) t.make_vocab_size_divisible_by = *o.make_vocab_size_divisible_by;
   if (o.precision) t.precision = *o.precision;
   if (o.fp8_recipe) t.fp8_recipe = *o.fp8_recipe;
   if (o.fp8_dispatch) t.fp8_dispatch = true;

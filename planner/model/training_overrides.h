@@ -24,6 +24,7 @@ struct TrainingOverrides {
   std::optional<std::vector<std::string>> recompute_modules;  // --recompute-modules a,b,c
   std::optional<std::string> selective_ac_option;             // --selective-ac-option
   std::optional<int64_t> mtp_layers;                          // --mtp-layers
+  std::optional<int64_t> make_vocab_size_divisible_by;        // --make-vocab-size-divisible-by (vocab_padding.h)
   std::optional<std::string> precision, fp8_recipe;           // --precision, --fp8-recipe
   bool fp8_dispatch = false, fp8_param_gather = false;        // flags: true turns the setting on
   std::optional<std::string> optimizer_states_dtype;          // --optimizer-states-dtype

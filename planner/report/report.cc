@@ -1,4 +1,5 @@
 // Plan report: JSON and terminal text (see report.h and docs/report.md).
+#include "planner/model/vocab_padding.h"
 #include "planner/report/report.h"
 
 #include "planner/model/mtp.h"
@@ -115,7 +116,7 @@ Json ModelJson(const Plan& plan, const std::string& model_source) {
          {"num_hidden_layers", m.num_hidden_layers},
          {"num_moe_layers", m.NumMoeLayers()},
          {"hidden_size", m.hidden_size},
-         {"vocab_size", m.vocab_size},
+         {"vocab_size", plan.unpadded_vocab_size > 0 ? plan.unpadded_vocab_size : m.vocab_size},
          {"num_experts", m.moe.num_experts},
          {"top_k", m.moe.top_k},
          {"moe_intermediate_size", m.moe.moe_intermediate_size},
@@ -127,6 +128,9 @@ Json ModelJson(const Plan& plan, const std::string& model_source) {
          {"shared_expert_params", t.shared_expert_params},
          {"non_expert_params", t.non_expert_params},
          {"embedding_params", t.embedding_params}};
+  // Megatron-LM's padded vocabulary (model/vocab_padding.h), only where it differs: the rows the
+  // embedding and lm_head have.
+  if (plan.unpadded_vocab_size > 0 && plan.unpadded_vocab_size != m.vocab_size) j["padded_vocab_size"] = m.vocab_size;
   if (plan.training.mtp_layers > 0) j["mtp"] = MtpJson(plan);
   return j;
 }
@@ -216,8 +220,12 @@ void WriteModelText(std::ostream& out, const Plan& plan, const std::string& mode
   const auto& t = plan.inventory.totals;
   const auto& d = plan.dims;
   out << fmt::format("Model      {} (family {}, {})\n", model_source, m.family, m.dtype);
+  const bool padded = plan.unpadded_vocab_size > 0 && plan.unpadded_vocab_size != m.vocab_size;
+  const std::string vocab = padded ? fmt::format("{} (padded to {}: Megatron-LM --make-vocab-size-divisible-by {} x tp {})",
+                                                 plan.unpadded_vocab_size, m.vocab_size, VocabDivisor(plan.training, true), d.tp)
+                                   : std::to_string(m.vocab_size);
   out << fmt::format("           {} layers ({} MoE, {} dense), hidden {}, vocab {}, {} attention, {} heads\n", m.num_hidden_layers,
-                     m.NumMoeLayers(), m.num_hidden_layers - m.NumMoeLayers(), m.hidden_size, m.vocab_size,
+                     m.NumMoeLayers(), m.num_hidden_layers - m.NumMoeLayers(), m.hidden_size, vocab,
                      m.attention.kind == AttentionKind::kMla ? "MLA" : "GQA", m.attention.num_attention_heads);
   out << fmt::format("           {} routed experts (top_k {}, moe_intermediate_size {}){}\n", m.moe.num_experts, m.moe.top_k,
                      m.moe.moe_intermediate_size,

@@ -17,6 +17,7 @@
 #include "planner/base/error.h"
 #include "planner/layout/plan.h"
 #include "planner/model/recompute.h"
+#include "planner/model/vocab_padding.h"
 #include "planner/search/layout_eval_internal.h"
 #include "planner/cost/deepep.h"
 #include "planner/routing/flex_blocks.h"
@@ -171,6 +172,42 @@ int64_t LayoutEvaluator::routing_from_blocks() const {
   return cache_->routing_from_blocks();
 }
 
+int64_t LayoutEvaluator::fallbacks() const {
+  int64_t n = fallbacks_;
+  for (const auto& [vocab, e] : padded_vocab_) n += e->fallbacks();
+  return n;
+}
+
+int64_t LayoutEvaluator::handed_to_reference() const {
+  int64_t n = handed_to_reference_;
+  for (const auto& [vocab, e] : padded_vocab_) n += e->handed_to_reference();
+  return n;
+}
+
+double LayoutEvaluator::cache_fill_seconds() const {
+  double s = cache_fill_seconds_;
+  for (const auto& [vocab, e] : padded_vocab_) s += e->cache_fill_seconds();
+  return s;
+}
+
+LayoutEvaluator* LayoutEvaluator::PaddedVocabEvaluator(const LayoutCandidate& c) {
+  if (c.dims.tp < 1) return nullptr;  // the degrees' rules refuse it
+  int64_t padded = 0;
+  try {
+    padded = PaddedVocabSize(model_.vocab_size, VocabDivisor(options_.training, c.dims.convention == Convention::kMegatron), c.dims.tp);
+  } catch (const Error&) {
+    return nullptr;  // the rules refuse the candidate with the same message (TrainingEntryOf)
+  }
+  if (padded == model_.vocab_size) return nullptr;
+  std::unique_ptr<LayoutEvaluator>& e = padded_vocab_[padded];
+  if (!e) {
+    ModelSpec padded_model = model_;
+    padded_model.vocab_size = padded;  // padding it again leaves it as it is (a multiple of divisor x tp)
+    e = std::make_unique<LayoutEvaluator>(padded_model, options_, cache_);
+  }
+  return e.get();
+}
+
 LayoutEvaluation LayoutEvaluator::HandToReference(const LayoutCandidate& c, bool simulate_over_budget, CostBreakdown* detail) {
   ++handed_to_reference_;
   return EvaluateReference(c, simulate_over_budget, detail);
@@ -250,6 +287,7 @@ LayoutEvaluation LayoutEvaluator::EvaluatePlanPath(const LayoutCandidate& c, boo
 }
 
 LayoutEvaluation LayoutEvaluator::Evaluate(const LayoutCandidate& c, bool simulate_over_budget, CostBreakdown* detail) {
+  if (LayoutEvaluator* padded = PaddedVocabEvaluator(c)) return padded->Evaluate(c, simulate_over_budget, detail);
   Impl& im = *impl_;
   const ModelSpec& m = model_;
   LayoutEvaluation r;

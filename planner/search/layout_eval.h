@@ -136,10 +136,10 @@ class LayoutEvaluator {
   CostBreakdown Breakdown(const LayoutCandidate& candidate);
 
   double budget_bytes() const { return budget_bytes_; }
-  int64_t fallbacks() const { return fallbacks_; }  // candidates Evaluate handed to the reference near overflow
+  int64_t fallbacks() const;  // candidates Evaluate handed to the reference near overflow
   // Every candidate Evaluate handed to the reference path: the overflow fallbacks (fallbacks());
   // no setting takes a candidate there (the every-candidate tests check it is 0).
-  int64_t handed_to_reference() const { return handed_to_reference_; }
+  int64_t handed_to_reference() const;
   // Deepep groups whose counts the shared cache read from per-source block counts (after
   // ExpectCandidates; SearchEvalCache::flex_from_blocks).
   int64_t flex_from_blocks() const;
@@ -147,7 +147,7 @@ class LayoutEvaluator {
   int64_t routing_samples() const { return cache_->routing_samples(); }  // distinct keys, over all sharing evaluators
   // Wall seconds this evaluator spent filling the per-key caches: routing samples, deepep counts
   // and routing-dependent MoE phases (steady clock, read only on cache misses).
-  double cache_fill_seconds() const { return cache_fill_seconds_; }
+  double cache_fill_seconds() const;
   int64_t num_layer_kinds() const;
   int64_t num_classes() const;  // over all layer kinds and units
 
@@ -155,6 +155,12 @@ class LayoutEvaluator {
   // EvaluateReference without the overflow rule (it throws OverflowError).
   LayoutEvaluation EvaluatePlanPath(const LayoutCandidate& candidate, bool simulate_over_budget, CostBreakdown* detail);
   LayoutEvaluation HandToReference(const LayoutCandidate& candidate, bool simulate_over_budget, CostBreakdown* detail);
+  // The evaluator of the model with the vocabulary `candidate`'s plan builds when it differs from
+  // model_'s (Megatron-LM pads it to a multiple of --make-vocab-size-divisible-by x tp:
+  // model/vocab_padding.h, as BuildPlan does), made on first use and sharing cache_; null when the
+  // vocabulary is model_'s own, or when the divisor breaks its rule (the rules refuse the candidate
+  // with VocabDivisor's message, TrainingEntryOf).
+  LayoutEvaluator* PaddedVocabEvaluator(const LayoutCandidate& candidate);
   // What SimulateStepFromInputs reads of a candidate of group `g` (its settings, dispatcher
   // included, in `w` and `t`): rank 0's groups, the FSDP units, the MoE phases, the step-end collectives.
   // False when an FSDP element count reaches 2^53 (then the reference path takes the candidate).
@@ -172,6 +178,7 @@ class LayoutEvaluator {
   int64_t handed_to_reference_ = 0;
   double cache_fill_seconds_ = 0;
   std::unique_ptr<Impl> impl_;
+  std::map<int64_t, std::unique_ptr<LayoutEvaluator>> padded_vocab_;  // by padded vocab_size (PaddedVocabEvaluator)
   // The kernel model's per-shape layer times (cost.h KernelTermsMemo) of this evaluator's model,
   // cluster and cost options (options_ is not changed after construction).
   KernelTermsMemoPtr kernel_memo_ = MakeKernelTermsMemo();

@@ -219,8 +219,9 @@ const LayoutEvaluator::GroupStatics& LayoutEvaluator::Impl::StaticsFor(const Mod
     g.overflow = true;
     return g;
   }
-  // Rank 0 is on stage 0: with tied embeddings and pp > 1 it holds the embedding (comm.h).
-  g.tied = m.tie_word_embeddings && d.pp > 1 ? sums.embedding.mp[0] + sums.embedding.mp[1] : 0;
+  // Rank 0 is on stage 0: when the embedding group all-reduces (comm.h EmbeddingGroupAllReduces:
+  // tied embeddings or MTP under megatron, pp > 1) it holds the word embedding.
+  g.tied = EmbeddingGroupAllReduces(d, m.tie_word_embeddings, t.mtp_layers) ? sums.embedding.mp[0] + sums.embedding.mp[1] : 0;
   StepCollectiveTimes(d, strategy, tb, cluster, &g);
   return g;
 }

@@ -246,3 +246,41 @@ TEST_CASE("The fast path takes the options' figures: they move peak and step tim
   CHECK(zero1_gather.peak_bytes < zero1_fp8.peak_bytes);
   CHECK(zero1_gather.step_time_us < zero1_fp8.step_time_us);
 }
+
+TEST_CASE("Megatron-LM's padded vocabulary: the fast path builds each tp's padded embedding and lm_head as BuildPlan does") {
+  // Qwen3-30B-A3B (vocab 151,936) under megatron on 16 GPUs: tp 2 and 4 candidates pad to 152,064
+  // rows, tp 8 to 149 x 1,024 = 152,576 (vocab_padding.h), tp 1 keeps 151,936; every candidate's verdict, peak and step time equal the
+  // plan path's, with and without padding (--make-vocab-size-divisible-by 1).
+  const auto qwen = dockyard::LoadModel("testdata/hf/qwen3-30b-a3b.json");
+  SearchOptions o = FullSearch(16);
+  o.convention = dockyard::Convention::kMegatron;
+  const Coverage padded = CompareEveryCandidate(qwen, o);
+  CHECK(padded.ranked > 0);
+  CHECK(padded.handed_to_reference == 0);
+  SearchOptions unpadded = o;
+  unpadded.training.make_vocab_size_divisible_by = 1;
+  CHECK(CompareEveryCandidate(qwen, unpadded).ranked == padded.ranked);
+  // The padding reaches the fast path's figures: a tp >= 2 candidate holds more vocabulary rows per
+  // rank (tp 2: 76,032 against 75,968), so its static bytes grow; a tp 1 candidate's do not move.
+  dockyard::LayoutEvaluator with(qwen, o), without(qwen, unpadded);
+  int64_t tp2 = 0, tp1 = 0;
+  for (const auto& c : dockyard::EnumerateLayouts(qwen, o)) {
+    const auto a = with.Evaluate(c, true), b = without.Evaluate(c, true);
+    if (a.status == dockyard::LayoutEvaluation::Status::kInvalid) continue;
+    if (c.dims.tp >= 2) {
+      ++tp2;
+      CHECK(a.static_peak_bytes > b.static_peak_bytes);
+    } else {
+      ++tp1;
+      CHECK(a.static_peak_bytes == b.static_peak_bytes);
+    }
+  }
+  CHECK(tp2 > 0);
+  CHECK(tp1 > 0);
+  // torchtitan has no padding: the rules refuse every candidate with VocabDivisor's message.
+  SearchOptions titan = FullSearch(16);
+  titan.training.make_vocab_size_divisible_by = 128;
+  const Coverage refused = CompareEveryCandidate(qwen, titan);
+  CHECK(refused.ranked == 0);
+  CHECK(refused.invalid == refused.candidates);
+}

@@ -5,6 +5,7 @@
 #include <string>
 #include <tuple>
 
+#include "planner/model/vocab_padding.h"
 #include "planner/base/error.h"
 #include "planner/layout/plan.h"
 #include "planner/model/pipeline_schedule.h"
@@ -76,6 +77,7 @@ LayoutEvaluator::Impl::TrainingEntry& TrainingEntryOf(LayoutEvaluator::Impl& im,
   e.t = CandidateTraining(o.training, c);
   try {
     ValidateTraining(e.t, "training.");
+    VocabDivisor(e.t, c.dims.convention == Convention::kMegatron);  // BuildPlan's next rule (vocab_padding.h)
     e.bytes = TrainingBytesOf(e.t);
     e.sac_every = LayerSacEvery(e.t);  // selective_ac_option is digits or "op" (ValidateTraining)
     e.op_sac = OpSac(e.t);
