@@ -51,7 +51,7 @@ bool ParseQueryBool(const std::string& key, const std::string& value, const Quer
 }
 
 std::string DpShardingOf(const TrainingConfig& t, Convention convention) {
-  return DpShardingName(t.dp_sharding.value_or(convention == Convention::kMegatron ? DpSharding::kZero1 : DpSharding::kFsdp));
+  return DpShardingName(t.dp_sharding.value_or(DefaultDpSharding(convention)));
 }
 
 template <typename T>
@@ -259,7 +259,7 @@ LayoutQuery ParseLayoutQuery(const std::string& text, const QueryBoolParser& par
 bool LayoutQuery::Matches(const RankedLayout& x) const {
   const auto& d = x.layout.dims;
   return Holds(pp, d.pp) && Holds(dp_replicate, d.dp_replicate) && Holds(dp_shard, d.dp_shard) && Holds(cp, d.cp) && Holds(tp, d.tp) &&
-         Holds(ep, d.ep) && Holds(etp, d.etp) && Holds(vpp, x.vpp) && Holds(micro_batch_size, x.micro_batch_size) &&
+         Holds(ep, d.ep) && Holds(etp, EtpOf(d)) && Holds(vpp, x.vpp) && Holds(micro_batch_size, x.micro_batch_size) &&
          Holds(recompute, x.recompute) && Holds(dispatcher, x.layout.dispatcher) && Holds(dp_sharding, x.dp_sharding) &&
          Holds(overlap_moe_ep_comm, x.overlap_moe_ep_comm);
 }
@@ -268,7 +268,7 @@ bool LayoutQuery::Matches(const LayoutCandidate& c, const TrainingConfig& base) 
   const TrainingConfig t = CandidateTraining(base, c);
   const auto& d = c.dims;
   return Holds(pp, d.pp) && Holds(dp_replicate, d.dp_replicate) && Holds(dp_shard, d.dp_shard) && Holds(cp, d.cp) && Holds(tp, d.tp) &&
-         Holds(ep, d.ep) && Holds(etp, d.etp) && Holds(vpp, t.run.vpp) && Holds(micro_batch_size, t.micro_batch_size) &&
+         Holds(ep, d.ep) && Holds(etp, EtpOf(d)) && Holds(vpp, t.run.vpp) && Holds(micro_batch_size, t.micro_batch_size) &&
          Holds(recompute, std::string(RecomputeName(t.recompute))) && Holds(dispatcher, c.dispatcher) &&
          Holds(dp_sharding, DpShardingOf(t, d.convention)) && Holds(overlap_moe_ep_comm, t.run.overlap_moe_ep_comm);
 }

@@ -32,7 +32,7 @@ using RowKey =
 RowKey KeyOf(const RankedLayout& x) {
   const auto& d = x.layout.dims;
   return {d.pp,        d.dp_replicate, d.dp_shard,           d.cp,          d.tp,
-          d.ep,        d.etp,          x.layout.dispatcher,  x.dp_sharding, x.micro_batch_size,
+          d.ep,        EtpOf(d),          x.layout.dispatcher,  x.dp_sharding, x.micro_batch_size,
           x.recompute, x.vpp,          x.overlap_moe_ep_comm};
 }
 
