@@ -181,7 +181,6 @@ bool CheckDimsForModel(const ParallelDims& d, const ModelSpec& m, std::string* e
   if (e.top_k < 1 || e.top_k > e.num_experts) {
     return Fail(error, "top_k ({}) must satisfy 1 <= top_k <= num_experts ({})", e.top_k, e.num_experts);
   }
-  if (!CheckEpAtLeastTp(d.convention, d.ep, d.tp, m, error)) return false;
   const auto& a = m.attention;
   if (a.num_attention_heads % d.tp != 0) {
     return Fail(error, "tp ({}) must divide num_attention_heads ({}): attention is sharded by heads", d.tp, a.num_attention_heads);
@@ -225,6 +224,8 @@ bool CheckDimsForModel(const ParallelDims& d, const ModelSpec& m, std::string* e
                 "--convention megatron (its embedding group all-reduces the tied gradient)",
                 d.pp);
   }
+  // Last: the rules above name what breaks the model's shapes first.
+  if (!CheckEpAtLeastTp(d.convention, d.ep, d.tp, m, error)) return false;
   return true;
 }
 

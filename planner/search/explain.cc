@@ -313,6 +313,13 @@ ExplainResult ExplainLayout(const ModelSpec& model, const SearchOptions& options
       if (ev.status == LayoutEvaluation::Status::kOverBudget) ++e.matching_over_budget;
     });
     if (e.matching == 0) {
+      // A query the convention's degree rules refuse outright (the search enumerates no such
+      // layout): the rule, as BuildPlan words it (parallel_dims.h).
+      std::string why;
+      if ((query.etp && !CheckEtpForConvention(options.convention, *query.etp, &why)) ||
+          (query.ep && query.tp && !CheckEpAtLeastTp(options.convention, *query.ep, *query.tp, model, &why))) {
+        throw Error(fmt::format("--explain \"{}\": {}", query.text, why));
+      }
       throw Error(
           fmt::format("--explain \"{}\": no layout of this search has these values together (world size {}; the degrees must factor it as "
                       "the mesh rules require: docs/search.md)",
