@@ -136,7 +136,7 @@ CLI::App* AddSearchCommand(CLI::App& app, PlanCliOptions& o) {
   search->add_option("--cp", o.degrees.cp, "pins the context parallel degree (default: searched)");
   search->add_option("--tp", o.degrees.tp, "pins the tensor parallel degree (default: searched)");
   search->add_option("--ep", o.degrees.ep, "pins the expert parallel degree (default: searched)");
-  search->add_option("--etp", o.degrees.etp, "pins the expert tensor parallel degree (default: searched, 1 or tp)");
+  search->add_option("--etp", o.degrees.etp, "pins the expert tensor parallel degree (default: searched, 1 or tp; torchtitan: 1, no expert TP since PR #3167)");
   search->add_option("--pp", o.degrees.pp, "pins the pipeline degree (default: searched up to --max-pp)");
   search->add_option("--threads", o.threads, "worker threads; the result does not depend on them (default 1)");
   search->add_option("--progress-interval", o.progress_interval,
