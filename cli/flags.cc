@@ -130,9 +130,14 @@ void DegreeFlags::AddTo(CLI::App* app, const std::string& world_size_help, const
   app->add_option("--cp", cp, "context parallel degree (default 1)");
   app->add_option("--tp", tp, "tensor parallel degree (default 1)");
   app->add_option("--ep", ep, "expert parallel degree (default 1)");
-  app->add_option("--etp", etp, "expert tensor parallel degree (default 1); torchtitan: 1 or tp, megatron: any divisor");
+  app->add_option("--etp", etp,
+                  "expert tensor parallel degree (default: 1; megatron: tp, Megatron-LM's default); torchtitan: 1 (expert TP "
+                  "removed), torchtitan-2026-03: 1 or tp, megatron: any divisor");
   app->add_option("--pp", pp, pp_help);
-  app->add_option("--convention", convention, "rank-group convention")->check(CLI::IsMember({"torchtitan", "megatron"}));
+  app->add_option("--convention", convention,
+                  "whose rules and defaults: torchtitan (as it is: no expert TP, ep >= tp), torchtitan-2026-03 (before torchtitan "
+                  "PR #3167: etp 1 or tp) or megatron (default torchtitan)")
+      ->check(CLI::IsMember(ConventionNames()));
 }
 
 bool DegreeFlags::AnyDegreeGiven() const {
@@ -150,9 +155,9 @@ ParallelDimsOptions DegreeFlags::Parse(int64_t default_world_size) const {
   d.cp = ParseInt("--cp", cp).value_or(1);
   d.tp = ParseInt("--tp", tp).value_or(1);
   d.ep = ParseInt("--ep", ep).value_or(1);
-  d.etp = ParseInt("--etp", etp).value_or(1);
+  d.etp = ParseInt("--etp", etp);  // unset: the convention's default (ParallelDims::Build, DefaultEtp)
   d.pp = ParseInt("--pp", pp).value_or(1);
-  d.convention = convention == "megatron" ? Convention::kMegatron : Convention::kTorchtitan;
+  d.convention = ParseConvention(convention, "--convention");
   return d;
 }
 

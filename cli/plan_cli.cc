@@ -87,7 +87,7 @@ TrainingConfig PlanTraining(const CliOptions& o, Command command, PlanInputs& in
   if (command == Command::kCheck && !(in.machine.gpu_memory_gib > 0)) {
     throw UsageError("check needs a budget: --gpu-memory-gib GiB (> 0) or the model spec's training.gpu_memory_gib");
   }
-  RejectMegatronOnlyOverrides(o.training.Parse(), in.dims.convention == Convention::kTorchtitan);
+  RejectMegatronOnlyOverrides(o.training.Parse(), IsTorchtitan(in.dims.convention));
   // The bound first (BuildPlan holds it too, naming the flag): a bad value is blamed on where it came from.
   ValidateSeqLenForModel(training.seq_len, in.model, cli::SeqLenName(o.training.seq_len));
   err << SeqLenWarning(training.seq_len, in.model, cli::SeqLenName(o.training.seq_len));
@@ -111,8 +111,14 @@ PlanInputs ReadPlanInputs(const CliOptions& o, Command command, std::ostream& er
   in.source = ModelSourceName(o.model);
   in.training = PlanTraining(o, command, in, err);
   if (command == Command::kSimulate) {
-    // Run settings of the simulated step: the shared-expert overlap, CUDA graphs, the cross-entropy.
-    in.training.run.overlap_shared_experts = !o.no_overlap;
+    // Run settings of the simulated step: the shared-expert overlap (unset: the convention's
+    // default, BuildPlan), CUDA graphs, the cross-entropy.
+    if (o.no_overlap) {
+      if (o.training.moe_shared_expert_overlap) {
+        throw UsageError("--no-overlap and --moe-shared-expert-overlap: one turns the shared-expert overlap off, the other on; give one");
+      }
+      in.training.run.overlap_shared_experts = false;
+    }
     ApplyComputeFlags(o, &in.compute_model, &in.training.run);
     in.cluster = LoadCluster(o.cluster);
     err << cli::NodeSizeClusterWarning(o.training, in.model, *in.cluster, "simulate");

@@ -97,7 +97,9 @@ void AddPlanCommands(CLI::App& app, PlanCliOptions& o, CLI::App** check_out, CLI
   AddPlanOptions(simulate, o);
   simulate->add_option("--cluster", o.cluster, ClusterFlagHelp());
   AddRoutingFlags(simulate, o);
-  simulate->add_flag("--no-overlap", o.no_overlap, "do not overlap the shared experts with the combine all-to-all");
+  simulate->add_flag("--no-overlap", o.no_overlap,
+                     "do not overlap the shared experts with the combine all-to-all (torchtitan's default overlaps them; megatron's "
+                     "does not: --moe-shared-expert-overlap)");
   AddComputeFlags(simulate, o);
   AddRedundantExpertsFlags(simulate, o.redundant, "report the EPLB placement, imbalance, MoE-layer time and memory before/after");
   simulate->add_option("--calibration", o.calibration, "calibration JSON (calibration/PRESET.json; default: the built-in knobs)");
@@ -114,7 +116,9 @@ CLI::App* AddSearchCommand(CLI::App& app, PlanCliOptions& o) {
       app.add_subcommand("search", "enumerate valid layouts, drop those over the memory budget, rank by predicted tokens/s per GPU");
   search->add_option("--model", o.model, "HF config.json or dockyard model spec (default: embedded DeepSeek-V3)");
   search->add_option("--world-size", o.degrees.world_size, "number of GPUs (required with --model)");
-  search->add_option("--convention", o.degrees.convention, "rank-group convention")->check(CLI::IsMember({"torchtitan", "megatron"}));
+  search->add_option("--convention", o.degrees.convention,
+                     "whose rules and defaults: torchtitan (as it is), torchtitan-2026-03 (before PR #3167) or megatron")
+      ->check(CLI::IsMember(ConventionNames()));
   search->add_option("--cluster", o.cluster, ClusterFlagHelp());
   search->add_option("--routing", o.routing, "uniform | zipf:S | hot:H:F | trace:PATH (default uniform)");
   AddComputeFlags(search, o);
@@ -132,7 +136,7 @@ CLI::App* AddSearchCommand(CLI::App& app, PlanCliOptions& o) {
   search->add_option("--cp", o.degrees.cp, "pins the context parallel degree (default: searched)");
   search->add_option("--tp", o.degrees.tp, "pins the tensor parallel degree (default: searched)");
   search->add_option("--ep", o.degrees.ep, "pins the expert parallel degree (default: searched)");
-  search->add_option("--etp", o.degrees.etp, "pins the expert tensor parallel degree (default: searched, 1 or tp)");
+  search->add_option("--etp", o.degrees.etp, "pins the expert tensor parallel degree (default: searched, 1 or tp; torchtitan: 1, no expert TP since PR #3167)");
   search->add_option("--pp", o.degrees.pp, "pins the pipeline degree (default: searched up to --max-pp)");
   search->add_option("--threads", o.threads, "worker threads; the result does not depend on them (default 1)");
   search->add_option("--progress-interval", o.progress_interval,

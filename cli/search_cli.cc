@@ -85,7 +85,7 @@ void ReadSearchTraining(const CliOptions& o, const ModelSpec& model, SearchOptio
   s->training = ResolveTraining(training_flags, model, 1);
   ApplyComputeFlags(o, &s->compute_model, &s->training.run);
   s->gpu_memory_gib = cli::ResolveMachine(training_flags, model).gpu_memory_gib;  // the node size is the cluster's
-  RejectMegatronOnlyOverrides(training_flags.Parse(), s->convention == Convention::kTorchtitan);
+  RejectMegatronOnlyOverrides(training_flags.Parse(), IsTorchtitan(s->convention));
   // The bound first (RunSearch holds it too, naming the flag): a bad value is blamed on where it came from.
   ValidateSeqLenForModel(s->training.seq_len, model, cli::SeqLenName(o.training.seq_len));
   err << SeqLenWarning(s->training.seq_len, model, cli::SeqLenName(o.training.seq_len));
@@ -164,7 +164,7 @@ int cli::RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
     request.explain = ParseLayoutQuery(o.explain, [](const std::string& v) { return CLI::detail::to_flag_value(v) > 0; });
     s.keep_all = true;
   }
-  ValidateSelectiveAcConvention(s.training, s.convention == Convention::kTorchtitan);  // else every layout is invalid
+  ValidateSelectiveAcConvention(s.training, IsTorchtitan(s.convention));  // else every layout is invalid
   ValidateRecomputeModulesForModel(s.training, model);                                 // the fast path builds no plan
   s.routing_layers = SearchRoutingLayers(model, s.routing, ParseInt("--routing-layers", o.routing_layers));
   err << PinnedLayerSplitNote(s.training);

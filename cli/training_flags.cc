@@ -80,6 +80,9 @@ void TrainingFlags::AddTo(CLI::App* app) {
                 "Megatron: the loss (final norm, lm_head) counts as one layer when splitting layers over stages");
   app->add_flag("--overlap-grad-reduce", overlap_grad_reduce,
                 "Megatron: the step-end gradient reduce runs under the last backward (zero1 / ddp)");
+  app->add_flag("--moe-shared-expert-overlap", moe_shared_expert_overlap,
+                "Megatron: the shared experts run beside the dispatch / combine all-to-alls (off by default, as in Megatron-LM; "
+                "not with --overlap-moe-expert-parallel-comm; torchtitan always overlaps them)");
   app->add_flag("--overlap-param-gather", overlap_param_gather,
                 "Megatron: the distributed optimizer's parameter all-gather runs under the first forward (zero1)");
 }
@@ -138,7 +141,8 @@ void TrainingFlags::AddSearchPinsTo(CLI::App* search, const CLI::App& plan) {
   for (const auto& [flag, target] : {std::pair<const char*, bool*>{"--account-for-embedding-in-pipeline-split", &account_for_embedding},
                                      {"--account-for-loss-in-pipeline-split", &account_for_loss},
                                      {"--overlap-grad-reduce", &overlap_grad_reduce},
-                                     {"--overlap-param-gather", &overlap_param_gather}}) {
+                                     {"--overlap-param-gather", &overlap_param_gather},
+                                     {"--moe-shared-expert-overlap", &moe_shared_expert_overlap}}) {
     search->add_flag(flag, *target, plan.get_option(flag)->get_description());
   }
   search->add_option("--vpp", vpp, "pins the model chunks per pipeline rank (default: searched, every vpp with pp x vpp <= layers + 2 where pp > 1)");
@@ -201,6 +205,7 @@ TrainingOverrides TrainingFlags::Parse() const {
   t.overlap_grad_reduce = overlap_grad_reduce;
   t.overlap_moe_ep_comm = overlap_moe_ep_comm;
   t.overlap_param_gather = overlap_param_gather;
+  t.moe_shared_expert_overlap = moe_shared_expert_overlap;
   if (!pipeline_layout.empty()) t.pipeline_layout = pipeline_layout;
   t.account_for_embedding = account_for_embedding;
   t.account_for_loss = account_for_loss;

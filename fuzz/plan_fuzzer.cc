@@ -107,8 +107,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if ((h[5] & 6) == 6) o.dp_shard = static_cast<int64_t>(h[5] >> 3) - 4;  // sometimes wrong
   const int64_t sparse = left * (o.cp >= 1 ? o.cp : 1) * (o.tp >= 1 ? o.tp : 1);
   o.convention = (h[6] & 1) ? dockyard::Convention::kMegatron : dockyard::Convention::kTorchtitan;
-  o.etp = (h[6] & 2) ? (o.convention == dockyard::Convention::kMegatron ? PickDegree(h[6] >> 2, sparse) : o.tp) : 1;
-  o.ep = PickDegree(h[7], sparse / (o.etp >= 1 && sparse % o.etp == 0 ? o.etp : 1));
+  const int64_t etp = (h[6] & 2) ? (o.convention == dockyard::Convention::kMegatron ? PickDegree(h[6] >> 2, sparse) : o.tp) : 1;
+  o.etp = etp;
+  o.ep = PickDegree(h[7], sparse / (etp >= 1 && sparse % etp == 0 ? etp : 1));
 
   dockyard::TrainingConfig t = model.training.value_or(dockyard::TrainingConfig{});
   static const int64_t kSeqLens[] = {1, 7, 4096, 131072, int64_t{1} << 31, 3};

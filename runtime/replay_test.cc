@@ -25,6 +25,7 @@ Plan SmallPlan(int64_t world, int64_t ep, int64_t tp = 1, int64_t etp = 1, int64
   o.tp = tp;
   o.etp = etp;
   o.pp = pp;
+  o.convention = dockyard::Convention::kTorchtitan2026_03;  // etp = tp: torchtitan before PR #3167
   TrainingConfig t;
   t.seq_len = 64;  // T = 64 tokens per rank (micro-batch 1, cp 1)
   return BuildPlan(m, o, t);

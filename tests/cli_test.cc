@@ -784,8 +784,10 @@ TEST_CASE("search --explain: the winner says rank 1") {
 TEST_CASE("check --global-batch-size: the micro-batches in flight follow the global batch, as simulate and search count them") {
   // 16 GPUs, pp 4, ep 4: dp_shard 4. 8 sequences / (4 dp x micro-batch 1) = 2 micro-batches, so
   // stage 0 holds 2 in flight (1F1B: min(pp - stage, M)) instead of the default M = pp = 4 --
-  // the same plan as --num-microbatches 2.
-  const std::string base = "check --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --pp 4 --ep 4 --gpu-memory-gib 80";
+  // the same plan as --num-microbatches 2. Under megatron: torchtitan's 1F1B refuses 2 micro-batches
+  // on 4 stages (PyTorch's Schedule1F1B; ValidateSingleStageMicrobatches), Megatron's takes them.
+  const std::string base =
+      "check --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --pp 4 --ep 4 --gpu-memory-gib 80 --convention megatron";
   Result gbs = Run(base + " --global-batch-size 8");
   REQUIRE(gbs.code == 0);
   CHECK(gbs.out.find("Global batch 8 sequences (32768 tokens): 2 micro-batches of 1 per data-parallel rank") != std::string::npos);
@@ -1318,4 +1320,66 @@ TEST_CASE("The text reports of check, simulate and search state the node size an
   r = Run("simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 8 --gpus-per-node 8");
   CHECK(r.out.find("\nMachine    8 GPUs per node, no memory budget\n") != std::string::npos);
   CHECK(Run("--model " + spec + " --world-size 16 --ep 8").out.find("\nMachine ") == std::string::npos);
+}
+
+TEST_CASE("search under torchtitan never ranks a layout torchtitan refuses; torchtitan-2026-03 keeps expert TP and ep < tp") {
+  // Qwen3-30B-A3B on 16 GPUs (issue 31 item 4): tp 2 / ep 1 ranked first to third before; torchtitan
+  // as it is has no expert TP (PR #3167) and needs ep >= tp for MoE models (PR #4794).
+  const std::string base = "search --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --cluster h200-sxm --top 100000 --json ";
+  auto rows = [&](const std::string& convention) {
+    const std::string out = TmpDir() + "/search_" + convention + ".json";
+    Result r = Run(base + out + " --convention " + convention);
+    REQUIRE(r.code == 0);
+    return dockyard::ReadJsonFile(out);
+  };
+  const dockyard::Json tt = rows("torchtitan");
+  CHECK(tt["header"]["rules"].get<std::string>().find("torchtitan as of PR #4794") == 0);
+  REQUIRE(tt["top"].size() > 0);
+  for (const auto& x : tt["top"]) {
+    CHECK(x["etp"] == 1);
+    CHECK(x["ep"].get<int64_t>() >= x["tp"].get<int64_t>());
+    // 1F1B (vpp 1) with pp > 1 needs M >= pp (PyTorch Schedule1F1B).
+    if (x["pp"].get<int64_t>() > 1 && x["vpp"] == 1) CHECK(x["num_microbatches"].get<int64_t>() >= x["pp"].get<int64_t>());
+  }
+  const dockyard::Json old = rows("torchtitan-2026-03");
+  CHECK(old["header"]["rules"].get<std::string>().find("torchtitan before PR #3167") == 0);
+  // The earlier release's rules rank tp 2 / ep 1 first, as dockyard did for torchtitan before.
+  CHECK(old["top"][0]["tp"] == 2);
+  CHECK(old["top"][0]["ep"] == 1);
+  bool expert_tp = false;
+  for (const auto& x : old["top"]) expert_tp = expert_tp || x["etp"].get<int64_t>() > 1;
+  CHECK(expert_tp);
+  CHECK(old["ranked"].get<int64_t>() > tt["ranked"].get<int64_t>());
+}
+
+TEST_CASE("megatron applies Megatron-LM's defaults and says which: etp = tp, selective = core_attn, shared experts not overlapped") {
+  // DeepSeek-V2-Lite (2 shared experts) on 16 GPUs, tp 2, ep 8, megatron, --etp not given.
+  const std::string base =
+      "--model testdata/hf/deepseek-v2-lite.json --world-size 16 --tp 2 --ep 8 --recompute selective --convention megatron";
+  Result r = Run(base);
+  REQUIRE(r.code == 0);
+  // etp 2 = tp: Megatron-LM arguments.py; ep 8 x etp 2 = 16 ranks, edp = 16 / (2 x 8 x 1) = 1.
+  CHECK(r.out.find("ep 8  etp 2  efsdp 1") != std::string::npos);
+  CHECK(r.out.find("Defaults   etp 2 = tp: Megatron-LM sets --expert-tensor-parallel-size to --tensor-model-parallel-size") !=
+        std::string::npos);
+  CHECK(r.out.find("Defaults   --recompute selective = core_attn: Megatron-Core's default recompute_modules") != std::string::npos);
+  CHECK(r.out.find("Defaults   shared experts not overlapped: Megatron-Core's moe_shared_expert_overlap defaults to False") !=
+        std::string::npos);
+  // Given flags take no default line.
+  r = Run(base + " --etp 1 --recompute-modules core_attn --moe-shared-expert-overlap");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("ep 8  etp 1  efsdp 2") != std::string::npos);
+  CHECK(r.out.find("Defaults") == std::string::npos);
+  // The shared-expert overlap default changes the simulated MoE layer: off (Megatron's default) is
+  // slower than on (the shared experts' time is added to the combine's instead of hidden under it).
+  auto moe_layer_us = [](const std::string& out) {
+    const size_t at = out.find("MoE layer ");
+    REQUIRE(at != std::string::npos);
+    return std::stod(out.substr(at + 10));
+  };
+  const std::string sim = "simulate --cluster h200-sxm " + base;
+  const Result off = Run(sim), on = Run(sim + " --moe-shared-expert-overlap");
+  REQUIRE(off.code == 0);
+  REQUIRE(on.code == 0);
+  CHECK(moe_layer_us(off.out) > moe_layer_us(on.out));
 }

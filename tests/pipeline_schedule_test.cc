@@ -10,6 +10,7 @@
 #include "planner/accounting/memory.h"
 #include "planner/routing/plan_routing.h"
 #include "tests/test_models.h"
+#include "tests/tiny_plan.h"
 
 using dockyard::BuildPlan;
 using dockyard::Dispatcher;
@@ -377,4 +378,63 @@ TEST_CASE("Interleaved 1F1B's micro-batch rule: torchtitan rounds, Megatron mult
   // torchtitan: 3 micro-batches at pp 2 are rounds max(1, 1) = 1: accepted.
   t.num_microbatches = 3;
   CHECK_NOTHROW(BuildPlan(dockyard::testing::TinyMixtral(), Dims(4, 2), t));
+}
+
+TEST_CASE("torchtitan's 1F1B needs at least as many micro-batches as stages; Megatron's takes fewer") {
+  using dockyard::ValidateSingleStageMicrobatches;
+  dockyard::RunSettings s;  // vpp 1, schedule "1f1b"
+  // PyTorch PipelineScheduleSingle.__init__ (Schedule1F1B): "Number of microbatches (2) must be
+  // greater than or equal to the number of stages (4)." -- M 2 < pp 4.
+  CHECK_THROWS_WITH_AS(ValidateSingleStageMicrobatches(s, 4, 2, false),
+                       doctest::Contains("--num-microbatches 2 (micro-batches per pipeline schedule; from the global batch when not given) "
+                                         "with pp 4: torchtitan's 1F1B schedule needs at least as many micro-batches as stages; "
+                                         "PyTorch raises \"Number of microbatches (2) must be greater than or equal to the number "
+                                         "of stages (4).\""),
+                       dockyard::Error);
+  CHECK_THROWS_AS(ValidateSingleStageMicrobatches(s, 4, 3, false), dockyard::Error);  // 3 < 4
+  CHECK_NOTHROW(ValidateSingleStageMicrobatches(s, 4, 4, false));                     // M = pp
+  CHECK_NOTHROW(ValidateSingleStageMicrobatches(s, 1, 1, false));                     // pp 1: no schedule
+  // Megatron's forward_backward_pipelining_without_interleaving: min(pp - rank - 1, M) warm-up
+  // micro-batches, any M >= 1.
+  CHECK_NOTHROW(ValidateSingleStageMicrobatches(s, 4, 2, true));
+  // Interleaved (vpp 2) and DualPipe have their own rules (ValidateInterleavedMicrobatches: M 2 <
+  // pp 4 gives rounds max(1, 0) = 1, accepted there; ValidateSchedule).
+  s.vpp = 2;
+  CHECK_NOTHROW(ValidateSingleStageMicrobatches(s, 4, 2, false));
+  s.vpp = 1;
+  s.schedule = "dualpipe";
+  CHECK_NOTHROW(ValidateSingleStageMicrobatches(s, 4, 2, false));
+  // BuildPlan refuses the same (plan, check, simulate): world 8, pp 4, 2 micro-batches.
+  TrainingConfig t;
+  t.seq_len = 256;
+  t.num_microbatches = 2;
+  CHECK_THROWS_WITH_AS(BuildPlan(dockyard::testing::TinyMixtralLayers(4), Dims(8, 4), t),
+                       doctest::Contains("must be greater than or equal to the number of stages (4)"), dockyard::Error);
+  dockyard::ParallelDimsOptions megatron = Dims(8, 4);
+  megatron.convention = dockyard::Convention::kMegatron;
+  CHECK_NOTHROW(BuildPlan(dockyard::testing::TinyMixtralLayers(4), megatron, t));
+}
+
+TEST_CASE("--moe-shared-expert-overlap follows Megatron-Core's rules; torchtitan always overlaps") {
+  using dockyard::ValidateSharedExpertOverlap;
+  TrainingConfig t;
+  t.run.overlap_shared_experts = true;  // --moe-shared-expert-overlap
+  t.run.overlap_moe_ep_comm = true;     // --overlap-moe-expert-parallel-comm
+  // transformer_config.py: "disable moe_shared_expert_overlap when enabling overlap_moe_expert_parallel_comm"
+  CHECK_THROWS_WITH_AS(ValidateSharedExpertOverlap(t, true, true),
+                       doctest::Contains("--moe-shared-expert-overlap: cannot be combined with --overlap-moe-expert-parallel-comm "
+                                         "(Megatron-Core: \"disable moe_shared_expert_overlap when enabling "
+                                         "overlap_moe_expert_parallel_comm\""),
+                       dockyard::Error);
+  CHECK_THROWS_AS(ValidateSharedExpertOverlap(t, true, false), dockyard::Error);  // raised with or without shared experts
+  CHECK_NOTHROW(ValidateSharedExpertOverlap(t, false, true));  // torchtitan: its own overlap, no such flag
+  t.run.overlap_shared_experts = false;                         // Megatron's default: off
+  CHECK_NOTHROW(ValidateSharedExpertOverlap(t, true, true));
+  t.run.overlap_moe_ep_comm = false;
+  t.run.overlap_shared_experts = true;
+  t.dispatcher = Dispatcher::kAllGather;  // "only works with alltoall or flex token dispatcher."
+  CHECK_THROWS_WITH_AS(ValidateSharedExpertOverlap(t, true, true), doctest::Contains("got --dispatcher allgather"), dockyard::Error);
+  CHECK_NOTHROW(ValidateSharedExpertOverlap(t, true, false));  // no shared experts: "Only effective when ... is set"
+  t.dispatcher = Dispatcher::kAllToAll;
+  CHECK_NOTHROW(ValidateSharedExpertOverlap(t, true, true));
 }

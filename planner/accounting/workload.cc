@@ -52,7 +52,7 @@ Workload ComputeWorkload(const ModelSpec& model, const ParallelDims& d, const Tr
   Workload w;
   const int64_t seq_tokens = CheckedMul(t.micro_batch_size, t.seq_len, "tokens per micro-batch");
   w.tokens = (seq_tokens + d.cp - 1) / d.cp;
-  const bool experts_use_tp = d.ep == 1 && d.convention == Convention::kTorchtitan;
+  const bool experts_use_tp = d.ep == 1 && IsTorchtitan(d.convention);
   const int64_t expert_tp = experts_use_tp ? d.tp : d.etp;
   w.routed_tokens = RoutedTokens(w.tokens, d.tp, d.ep, d.etp, d.convention);
   w.dispatch_tokens = DispatchTokens(w.tokens, d.tp, d.ep, d.etp, d.convention);

@@ -65,8 +65,8 @@ TEST_CASE("ComputeWorkload under megatron: routed rows, dispatched tokens and ex
   CHECK(w.routed_tokens == 8);
   CHECK(w.mean_received_rows == 16);
   CHECK(w.expert_f_local == 32);
-  // The same degrees under torchtitan: EP off, experts TP-sharded over tp: T_r = 16, F 16.
-  w = WorkloadOf(2, 2, 1, 1, Convention::kTorchtitan);
+  // The same degrees under torchtitan (before PR #4794: ep 1 < tp 2): EP off, experts TP-sharded over tp: T_r = 16, F 16.
+  w = WorkloadOf(2, 2, 1, 1, Convention::kTorchtitan2026_03);
   CHECK(w.routed_tokens == 16);
   CHECK(w.expert_f_local == 16);
 }

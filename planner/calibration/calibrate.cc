@@ -277,7 +277,7 @@ void AppendPhaseRows(const FidelityRun& run, const CalibrationRow& step, const s
                      std::vector<CalibrationRow>* rows, std::vector<std::pair<std::string, std::string>>* skipped) {
   for (const FidelityRun::Phase& ph : run.phases) {
     const std::string id = run.id + ":" + ph.layer_kind + ":" + ph.direction + ":" + ph.name;
-    const std::string why = PhaseNotFitted(ph.name, prepared->plan.training.run.overlap_shared_experts);
+    const std::string why = PhaseNotFitted(ph.name, SharedExpertsOverlapped(prepared->plan.training.run));
     if (!why.empty() || ph.time_us == 0) {
       skipped->push_back({id, why.empty() ? "measured 0 us" : why});
       continue;

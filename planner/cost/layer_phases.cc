@@ -104,7 +104,7 @@ MoePassSums AddMoeLayerPhases(const LayerTerms& L, const MoePhaseTimes& mp, cons
     const double shared = records.Add(
         kSharedExperts, true, pass,
         L.Compute(L.shared_us, L.sc.shared_experts, pass, mult) + L.kx.shared_experts[pass] + BackwardOnly(rx.shared_experts, pass));
-    sum += L.t.run.overlap_shared_experts && !EpCommOverlapped(L.t.run) ? std::max(comb, shared) : comb + shared;
+    sum += SharedExpertsOverlapped(L.t.run) && !EpCommOverlapped(L.t.run) ? std::max(comb, shared) : comb + shared;
     records.Add(kFsdpComm, true, pass, fsdp.MeanUs(0, pass));
     s.sum[pass] = sum;
     s.a2a[pass] = dispatch_us[pass] + mp.combine_max * cmult + BackwardOnly(rx.dispatch, pass) + BackwardOnly(rx.combine, pass);

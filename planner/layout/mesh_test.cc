@@ -46,6 +46,7 @@ TEST_CASE("Sparse mesh with etp = tp keeps the TP groups as etp groups") {
   o.tp = 2;
   o.ep = 4;
   o.etp = 2;  // efsdp = 8*2 / (4*2) = 2
+  o.convention = Convention::kTorchtitan2026_03;  // etp = tp: torchtitan before PR #3167
   auto m = BuildMeshes(ParallelDims::Build(o));
   const Mesh& s = m.sparse;
   CHECK(s.sizes() == std::vector<int64_t>{1, 1, 2, 4, 2});
@@ -81,6 +82,7 @@ TEST_CASE("Megatron convention: tp-cp-ep-dp-pp order gives the groups Megatron-C
   o.cp = 2;
   o.pp = 2;
   o.ep = 2;
+  o.etp = 1;  // given: left unset, Megatron-LM's default would be etp = tp = 2 (arguments.py)
   o.convention = Convention::kMegatron;
   auto m = BuildMeshes(ParallelDims::Build(o));
   const Mesh& d = m.dense;
@@ -104,6 +106,7 @@ TEST_CASE("Both conventions build the same groups for the same degrees") {
   o.tp = 2;
   o.pp = 2;
   o.ep = 4;
+  o.etp = 1;  // both: megatron's default would be etp = tp (arguments.py), torchtitan's 1
   auto tt = BuildMeshes(ParallelDims::Build(o));
   o.convention = Convention::kMegatron;
   auto mg = BuildMeshes(ParallelDims::Build(o));

@@ -1,6 +1,6 @@
 // ParallelDims validation (see parallel_dims.h). Rules: torchtitan
-// torchtitan/distributed/parallel_dims.py (_validate) and Megatron-Core
-// parallel_state.initialize_model_parallel.
+// torchtitan/distributed/parallel_dims.py (_validate; its etp rule up to PR #3167), torchtitan PR
+// #4794 (ep >= tp for MoE models) and Megatron-Core parallel_state.initialize_model_parallel.
 #include "planner/layout/parallel_dims.h"
 
 #include <numeric>
@@ -12,8 +12,35 @@
 
 namespace dockyard {
 
-const char* ConventionName(Convention c) {
-  return c == Convention::kMegatron ? "megatron" : "torchtitan";
+int64_t EtpOf(const ParallelDimsOptions& o) {
+  return o.etp ? *o.etp : DefaultEtp(o.convention, o.tp);
+}
+
+bool CheckEtpForConvention(Convention c, int64_t etp, std::string* error) {
+  if (c != Convention::kTorchtitan || etp == 1) return true;
+  // pytorch/torchtitan PR #3167 (2026-04-30) removed the etp mesh axis, ExpertTensorParallel and
+  // parallelism.expert_tensor_parallel_degree.
+  if (error) {
+    *error = fmt::format(
+        "etp ({}) must be 1 with --convention torchtitan: torchtitan removed expert tensor parallelism (pytorch/torchtitan "
+        "PR #3167, 2026-04-30: no etp mesh axis, no expert_tensor_parallel_degree); for a torchtitan release before it use "
+        "--convention torchtitan-2026-03 (etp 1 or tp), or --convention megatron",
+        etp);
+  }
+  return false;
+}
+
+bool CheckEpAtLeastTp(Convention c, int64_t ep, int64_t tp, const ModelSpec& m, std::string* error) {
+  // (The layer count is read only when the degrees break it: this runs for every search candidate.)
+  if (c != Convention::kTorchtitan || ep >= tp || m.NumMoeLayers() == 0) return true;
+  if (error) {
+    *error = fmt::format(
+        "ep ({}) must be >= tp ({}) for a MoE model with --convention torchtitan: torchtitan requires EP >= TP for MoE "
+        "models (pytorch/torchtitan PR #4794, 2026-09); raise --ep, lower --tp, or for a torchtitan release before it use "
+        "--convention torchtitan-2026-03",
+        ep, tp);
+  }
+  return false;
 }
 
 namespace {
@@ -32,8 +59,8 @@ bool CheckDegreeRanges(const ParallelDimsOptions& o, std::string* error) {
   if (o.world_size > kMaxWorldSize) {
     return Fail(error, "world_size ({}) exceeds the largest supported world ({})", o.world_size, kMaxWorldSize);
   }
-  const std::pair<const char*, int64_t> degrees[] = {
-      {"dp_replicate", o.dp_replicate}, {"cp", o.cp}, {"tp", o.tp}, {"ep", o.ep}, {"etp", o.etp}, {"pp", o.pp}};
+  const std::pair<const char*, int64_t> degrees[] = {{"dp_replicate", o.dp_replicate}, {"cp", o.cp}, {"tp", o.tp}, {"ep", o.ep},
+                                                     {"etp", o.etp.value_or(1)},    {"pp", o.pp}};
   for (const auto& [name, v] : degrees) {
     if (v < 1) return Fail(error, "{} must be >= 1, got {}", name, v);
     if (v > o.world_size) return Fail(error, "{} ({}) cannot exceed world_size ({})", name, v, o.world_size);
@@ -68,9 +95,17 @@ bool ResolveDpShard(const ParallelDimsOptions& o, ParallelDims& d, std::string* 
   return true;
 }
 
-// torchtitan's expert degrees: ETP = TP or 1, and ep*etp re-factors dp_shard*cp*tp.
+// "etp (2)", or for a defaulted etp "etp (2, Megatron's default: tp, as --etp was not given)".
+std::string EtpText(const ParallelDims& d) {
+  if (!d.etp_default || d.etp == 1) return fmt::format("etp ({})", d.etp);
+  return fmt::format("etp ({}, Megatron's default: tp, as --etp was not given; megatron/training/arguments.py)", d.etp);
+}
+
+// torchtitan's expert degrees: no expert TP (torchtitan) or ETP = TP or 1 (torchtitan-2026-03),
+// and ep*etp re-factors dp_shard*cp*tp.
 bool CheckTorchtitanExpertDims(const ParallelDims& d, int64_t sparse_region, std::string* error) {
-  // torchtitan: "Currently we only support ETP=TP or ETP=1".
+  if (!CheckEtpForConvention(d.convention, d.etp, error)) return false;
+  // torchtitan before PR #3167: "Currently we only support ETP=TP or ETP=1".
   if (d.etp != 1 && d.etp != d.tp) {
     return Fail(error, "etp ({}) must be 1 or equal to tp ({}) (torchtitan supports ETP=TP or ETP=1)", d.etp, d.tp);
   }
@@ -98,12 +133,12 @@ bool CheckMegatronExpertDims(const ParallelDims& d, int64_t sparse_region, std::
   const int64_t expert_model = d.etp * d.ep * d.pp;
   if (d.world_size % expert_model != 0) {
     return Fail(error,
-                "world_size ({}) must be divisible by etp({}) * ep({}) * pp({}) = {} (Megatron-Core expert "
+                "world_size ({}) must be divisible by {} * ep({}) * pp({}) = {} (Megatron-Core expert "
                 "tensor-model-pipeline size)",
-                d.world_size, d.etp, d.ep, d.pp, expert_model);
+                d.world_size, EtpText(d), d.ep, d.pp, expert_model);
   }
   if (sparse_region % (d.ep * d.etp) != 0) {
-    return Fail(error, "ep ({}) * etp ({}) = {} must divide dp({}) * cp({}) * tp({}) = {} (one pipeline stage)", d.ep, d.etp, d.ep * d.etp,
+    return Fail(error, "ep ({}) * {} = {} must divide dp({}) * cp({}) * tp({}) = {} (one pipeline stage)", d.ep, EtpText(d), d.ep * d.etp,
                 d.dp_shard, d.cp, d.tp, sparse_region);
   }
   return true;
@@ -119,14 +154,15 @@ bool TryBuildParallelDims(const ParallelDimsOptions& o, ParallelDims* out, std::
   d.cp = o.cp;
   d.tp = o.tp;
   d.ep = o.ep;
-  d.etp = o.etp;
+  d.etp = EtpOf(o);
+  d.etp_default = !o.etp;
   d.pp = o.pp;
   d.convention = o.convention;
   if (!ResolveDpShard(o, d, error)) return false;
 
   const int64_t sparse_region = d.dp_shard * d.cp * d.tp;  // ranks of one (pp, dp_replicate) slice
-  const bool experts_ok = o.convention == Convention::kTorchtitan ? CheckTorchtitanExpertDims(d, sparse_region, error)
-                                                                  : CheckMegatronExpertDims(d, sparse_region, error);
+  const bool experts_ok = IsTorchtitan(o.convention) ? CheckTorchtitanExpertDims(d, sparse_region, error)
+                                                      : CheckMegatronExpertDims(d, sparse_region, error);
   if (!experts_ok) return false;
   d.efsdp = sparse_region / (d.ep * d.etp);
   // Re-check what was derived.
@@ -160,10 +196,9 @@ bool CheckDimsForModel(const ParallelDims& d, const ModelSpec& m, std::string* e
                 "groups",
                 d.tp, a.linear.num_key_heads);
   }
-  // The TP degree that shards routed experts: tp when EP is off, etp when EP is on.
   // The TP degree that shards routed experts: torchtitan uses tp when EP is off and etp when it
   // is on; Megatron-Core always uses etp (its expert mesh exists even with ep == 1).
-  const bool experts_on_tp = d.ep == 1 && d.convention == Convention::kTorchtitan;
+  const bool experts_on_tp = d.ep == 1 && IsTorchtitan(d.convention);
   const int64_t expert_tp = experts_on_tp ? d.tp : d.etp;
   const char* expert_tp_name = experts_on_tp ? "tp" : "etp";
   if (e.moe_intermediate_size % expert_tp != 0) {
@@ -182,13 +217,15 @@ bool CheckDimsForModel(const ParallelDims& d, const ModelSpec& m, std::string* e
   if (d.pp > m.num_hidden_layers) {
     return Fail(error, "pp ({}) cannot exceed num_hidden_layers ({}): every stage needs a layer", d.pp, m.num_hidden_layers);
   }
-  if (m.tie_word_embeddings && d.pp > 1 && d.convention == Convention::kTorchtitan) {
+  if (m.tie_word_embeddings && d.pp > 1 && IsTorchtitan(d.convention)) {
     return Fail(error,
                 "tie_word_embeddings (true) with pp ({}) > 1: torchtitan refuses weight tying with pipeline parallelism "
                 "(NotImplementedError: Weight tying is not supported with Pipeline Parallel.); use pp 1 or "
                 "--convention megatron (its embedding group all-reduces the tied gradient)",
                 d.pp);
   }
+  // Last: the rules above name what breaks the model's shapes first.
+  if (!CheckEpAtLeastTp(d.convention, d.ep, d.tp, m, error)) return false;
   return true;
 }
 

@@ -55,11 +55,12 @@ TEST_CASE("ParallelDims rejects a world size of zero") {
   CHECK_THROWS_WITH_AS(ParallelDims::Build(World(0)), doctest::Contains("world_size must be >= 1, got 0"), Error);
 }
 
-TEST_CASE("ParallelDims rejects etp that is neither 1 nor tp (torchtitan)") {
+TEST_CASE("ParallelDims rejects etp that is neither 1 nor tp (torchtitan before PR #3167)") {
   ParallelDimsOptions o = World(16);
   o.tp = 4;
   o.ep = 2;
   o.etp = 2;
+  o.convention = Convention::kTorchtitan2026_03;
   CHECK_THROWS_WITH_AS(ParallelDims::Build(o), doctest::Contains("etp (2) must be 1 or equal to tp (4)"), Error);
 }
 
@@ -129,8 +130,9 @@ TEST_CASE("ValidateDimsForModel rejects tp that does not divide the linear-atten
                        doctest::Contains("tp (4) must divide the linear-attention key heads (6): Gated DeltaNet is "
                                          "sharded by key-head groups"),
                        Error);
-  m.attention.linear.num_key_heads = 4;  // 4 | 4 and 4 | 12: accepted
+  m.attention.linear.num_key_heads = 4;  // 4 | 4 and 4 | 12: accepted (ep 1 < tp 4: torchtitan before PR #4794)
   m.attention.linear.num_value_heads = 12;
+  o.convention = Convention::kTorchtitan2026_03;
   CHECK_NOTHROW(dockyard::ValidateDimsForModel(ParallelDims::Build(o), m));
 }
 
@@ -152,6 +154,7 @@ TEST_CASE("ValidateDimsForModel checks the expert intermediate size against etp 
   o.tp = 4;
   o.ep = 2;
   o.etp = 4;
+  o.convention = Convention::kTorchtitan2026_03;  // etp = tp and ep 2 < tp 4: torchtitan before PR #3167
   CHECK_THROWS_WITH_AS(dockyard::ValidateDimsForModel(ParallelDims::Build(o), m),
                        doctest::Contains("etp (4) must divide moe_intermediate_size (6)"), Error);
   o.etp = 1;  // with etp 1 the experts are not TP-sharded: fine
@@ -187,4 +190,103 @@ TEST_CASE("ValidateDimsForModel rejects tp that does not divide the dense MLP or
   m.moe.shared_expert_intermediate_size = 10;
   CHECK_THROWS_WITH_AS(dockyard::ValidateDimsForModel(ParallelDims::Build(o), m),
                        doctest::Contains("tp (4) must divide shared_expert_intermediate_size (10)"), Error);
+}
+
+TEST_CASE("ParallelDims under torchtitan as it is refuses expert TP (pytorch/torchtitan PR #3167)") {
+  ParallelDimsOptions o = World(16);
+  o.tp = 2;
+  o.ep = 4;
+  o.etp = 2;  // etp = tp: accepted before PR #3167, refused now
+  CHECK_THROWS_WITH_AS(ParallelDims::Build(o),
+                       doctest::Contains("etp (2) must be 1 with --convention torchtitan: torchtitan removed expert tensor "
+                                         "parallelism (pytorch/torchtitan PR #3167, 2026-04-30"),
+                       Error);
+  o.convention = Convention::kTorchtitan2026_03;  // "Currently we only support ETP=TP or ETP=1"
+  CHECK(ParallelDims::Build(o).efsdp == 2);       // dp_shard 8 * tp 2 / (ep 4 * etp 2)
+  o.convention = Convention::kMegatron;
+  CHECK(ParallelDims::Build(o).etp == 2);
+  o.convention = Convention::kTorchtitan;
+  o.etp = 1;
+  CHECK(ParallelDims::Build(o).efsdp == 4);  // 8 * 2 / (4 * 1)
+}
+
+TEST_CASE("ValidateDimsForModel under torchtitan refuses ep < tp for a MoE model (pytorch/torchtitan PR #4794)") {
+  auto m = dockyard::testing::TinyMixtral();  // 4 heads, 2 KV heads, 8 experts, every layer MoE
+  ParallelDimsOptions o = World(4);
+  o.tp = 2;  // ep 1 < tp 2
+  CHECK_THROWS_WITH_AS(dockyard::ValidateDimsForModel(ParallelDims::Build(o), m),
+                       doctest::Contains("ep (1) must be >= tp (2) for a MoE model with --convention torchtitan: torchtitan "
+                                         "requires EP >= TP for MoE models (pytorch/torchtitan PR #4794"),
+                       Error);
+  o.ep = 2;  // ep = tp: accepted
+  CHECK_NOTHROW(dockyard::ValidateDimsForModel(ParallelDims::Build(o), m));
+  o.ep = 1;
+  o.convention = Convention::kTorchtitan2026_03;  // before PR #4794
+  CHECK_NOTHROW(dockyard::ValidateDimsForModel(ParallelDims::Build(o), m));
+  o.convention = Convention::kMegatron;
+  CHECK_NOTHROW(dockyard::ValidateDimsForModel(ParallelDims::Build(o), m));
+  // A model without MoE layers: the rule is for MoE models only.
+  o.convention = Convention::kTorchtitan;
+  m.moe_layers.assign(m.num_hidden_layers, false);
+  CHECK_NOTHROW(dockyard::ValidateDimsForModel(ParallelDims::Build(o), m));
+}
+
+TEST_CASE("Megatron's etp defaults to tp when --etp is not given (Megatron-LM arguments.py); torchtitan's to 1") {
+  ParallelDimsOptions o = World(8);
+  o.tp = 2;
+  o.ep = 4;
+  o.convention = Convention::kMegatron;
+  ParallelDims d = ParallelDims::Build(o);
+  CHECK(d.etp == 2);  // expert_tensor_parallel_size = tensor_model_parallel_size
+  CHECK(d.etp_default);
+  CHECK(d.edp() == 1);  // 8 / (etp 2 * ep 4 * pp 1)
+  o.etp = 1;            // given
+  d = ParallelDims::Build(o);
+  CHECK(d.etp == 1);
+  CHECK_FALSE(d.etp_default);
+  CHECK(d.edp() == 2);  // 8 / (1 * 4 * 1)
+  o.etp.reset();
+  o.convention = Convention::kTorchtitan;
+  CHECK(ParallelDims::Build(o).etp == 1);
+  // A defaulted etp that breaks a rule says where it came from: world 8, tp 2, ep 8: etp 2 * ep 8 = 16 > 8.
+  o.convention = Convention::kMegatron;
+  o.ep = 8;
+  CHECK_THROWS_WITH_AS(ParallelDims::Build(o), doctest::Contains("etp (2, Megatron's default: tp, as --etp was not given"), Error);
+}
+
+TEST_CASE("Conventions by name: torchtitan, megatron, torchtitan-2026-03; an unknown name is refused") {
+  CHECK(dockyard::ConventionNames() == std::vector<std::string>{"torchtitan", "megatron", "torchtitan-2026-03"});
+  CHECK(dockyard::ParseConvention("torchtitan-2026-03", "--convention") == Convention::kTorchtitan2026_03);
+  CHECK(std::string(dockyard::ConventionName(Convention::kTorchtitan2026_03)) == "torchtitan-2026-03");
+  CHECK(dockyard::IsTorchtitan(Convention::kTorchtitan2026_03));
+  CHECK_FALSE(dockyard::IsTorchtitan(Convention::kMegatron));
+  CHECK_THROWS_WITH_AS(dockyard::ParseConvention("deepspeed", "--convention"), doctest::Contains("--convention"), Error);
+}
+
+TEST_CASE("ApplyConventionDefaults: Megatron's bare selective recompute is core_attn and its shared-expert overlap off") {
+  dockyard::TrainingConfig t;
+  t.recompute = dockyard::Recompute::kSelective;
+  auto applied = dockyard::ApplyConventionDefaults(Convention::kMegatron, &t);
+  // transformer_config.py: "if self.recompute_modules is None: self.recompute_modules = ['core_attn']"
+  CHECK(t.recompute_modules == std::vector<std::string>{"core_attn"});
+  CHECK(applied.selective_modules);
+  CHECK(t.run.overlap_shared_experts == false);  // moe_shared_expert_overlap: False
+  CHECK(applied.shared_expert_overlap);
+  CHECK(t.dp_sharding == dockyard::DpSharding::kZero1);
+  dockyard::TrainingConfig tt;
+  tt.recompute = dockyard::Recompute::kSelective;
+  applied = dockyard::ApplyConventionDefaults(Convention::kTorchtitan, &tt);
+  CHECK(tt.recompute_modules.empty());  // dockyard's documented set (norms, SwiGLU)
+  CHECK_FALSE(applied.selective_modules);
+  CHECK(tt.run.overlap_shared_experts == true);
+  CHECK(tt.dp_sharding == dockyard::DpSharding::kFsdp);
+  dockyard::TrainingConfig given;  // --moe-shared-expert-overlap and --recompute-modules given: kept
+  given.recompute = dockyard::Recompute::kSelective;
+  given.recompute_modules = {"layernorm"};
+  given.run.overlap_shared_experts = true;
+  applied = dockyard::ApplyConventionDefaults(Convention::kMegatron, &given);
+  CHECK(given.recompute_modules == std::vector<std::string>{"layernorm"});
+  CHECK(given.run.overlap_shared_experts == true);
+  CHECK_FALSE(applied.shared_expert_overlap);
+  CHECK_FALSE(applied.selective_modules);
 }

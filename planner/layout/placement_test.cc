@@ -43,6 +43,8 @@ ParallelDimsOptions Dims(int64_t world, int64_t tp = 1, int64_t ep = 1, int64_t 
   o.tp = tp;
   o.ep = ep;
   o.etp = etp;
+  // ep < tp and etp = tp: torchtitan before PR #3167 / #4794 (torchtitan as it is refuses them).
+  o.convention = dockyard::Convention::kTorchtitan2026_03;
   return o;
 }
 

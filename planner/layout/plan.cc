@@ -120,23 +120,24 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
       PaddedVocabSize(model.vocab_size, VocabDivisor(plan.training, plan.dims.convention == Convention::kMegatron), plan.dims.tp);
   plan.machine = machine;
   ValidateMachine(plan.machine, "training.");
-  if (!plan.training.dp_sharding) {
-    plan.training.dp_sharding = plan.dims.convention == Convention::kMegatron ? DpSharding::kZero1 : DpSharding::kFsdp;
-  }
+  plan.defaults_applied = ApplyConventionDefaults(plan.dims.convention, &plan.training);
+  plan.defaults_applied.etp = plan.dims.etp_default;
   if (!plan.training.num_microbatches) plan.training.num_microbatches = plan.dims.pp;
   const PipelineStages stages = ResolvePipelineStages(plan.training, model.num_hidden_layers, plan.dims.pp);
   plan.training.run.vpp = stages.vpp;
   ValidateFp8ParamGather(plan.training, plan.dims.convention == Convention::kMegatron);
   ValidateRunSettings(plan.training.run, static_cast<int>(*plan.training.dp_sharding), plan.dims.pp);
   ValidateSchedule(plan.training.run, plan.dims.pp, *plan.training.num_microbatches);
-  ValidateInterleavedMicrobatches(plan.training.run, plan.dims.pp, *plan.training.num_microbatches,
-                                  plan.dims.convention == Convention::kMegatron);
-  ValidateSelectiveAcConvention(plan.training, plan.dims.convention == Convention::kTorchtitan);
+  const bool megatron = plan.dims.convention == Convention::kMegatron;
+  ValidateSingleStageMicrobatches(plan.training.run, plan.dims.pp, *plan.training.num_microbatches, megatron);
+  ValidateInterleavedMicrobatches(plan.training.run, plan.dims.pp, *plan.training.num_microbatches, megatron);
+  ValidateSelectiveAcConvention(plan.training, IsTorchtitan(plan.dims.convention));
   ValidateSeqLenForModel(plan.training.seq_len, plan.model, "--seq-len");
   ValidateSeqLenForCp(plan.training.seq_len, plan.dims.cp);
   ValidateOpSac(plan.training, plan.model);
   ValidateRecomputeModulesForModel(plan.training, plan.model);
   ValidateEpOverlap(plan.training, plan.dims.pp, plan.dims.ep);
+  ValidateSharedExpertOverlap(plan.training, megatron, model.moe.num_shared_experts > 0);
   const std::string oep_error = DeredundencyOepError(plan.training, plan.dims.ep);
   if (!oep_error.empty()) throw Error(oep_error);
   plan.inventory = plan.model.vocab_size == model.vocab_size ? inventory : BuildInventory(plan.model);

@@ -47,7 +47,11 @@ struct Plan {
   // --make-vocab-size-divisible-by x tp), so the inventory, the logits and the cost see its rows.
   ModelSpec model;
   int64_t unpadded_vocab_size = 0;  // the model's own vocab_size (the tokenizer's), before padding
-  TrainingConfig training;  // the one training config: resolved, dp_sharding and num_microbatches always set
+  // The one training config: resolved, dp_sharding, num_microbatches and run.overlap_shared_experts
+  // always set (the convention's defaults: convention.h ApplyConventionDefaults).
+  TrainingConfig training;
+  // Which of the convention's defaults the plan took for settings not given (reports' "Defaults").
+  DefaultsApplied defaults_applied;
   Machine machine;          // the one node size and memory budget (machine.h; model.machine is the default)
   ParamInventory inventory;
   ParallelDims dims;
@@ -102,7 +106,10 @@ std::vector<StageSummary> SummarizeStages(const Plan& plan, const std::vector<in
 std::string DeredundencyOepError(const TrainingConfig& training, int64_t ep);
 
 // Validates the degrees (ParallelDims::Build, ValidateDimsForModel), the training settings and the
-// machine (ValidateMachine, "training." as the plan report spells them), and builds the plan. The
+// machine (ValidateMachine, "training." as the plan report spells them), gives the settings left
+// unset the convention's defaults (ApplyConventionDefaults), checks the schedule's rules
+// (pipeline_schedule.h: ValidateSchedule, ValidateSingleStageMicrobatches,
+// ValidateInterleavedMicrobatches, ValidateEpOverlap, ValidateSharedExpertOverlap, ...), and builds the plan. The
 // machine's node size and budget are the caller's (flags, the cluster: network.h MachineOf, or the
 // spec's training block: ModelSpec::machine); the default is 8 GPUs per node and no budget.
 // Throws dockyard::Error naming the rule an input breaks.

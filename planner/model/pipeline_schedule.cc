@@ -128,6 +128,31 @@ void ValidateEpOverlap(const TrainingConfig& t, int64_t pp, int64_t ep) {
   }
 }
 
+void ValidateSharedExpertOverlap(const TrainingConfig& t, bool megatron, bool has_shared_experts) {
+  if (!megatron || !t.run.overlap_shared_experts.value_or(false)) return;
+  const char* flag = "--moe-shared-expert-overlap";
+  if (t.run.overlap_moe_ep_comm) {
+    throw Error(fmt::format(
+        "{}: cannot be combined with --overlap-moe-expert-parallel-comm (Megatron-Core: \"disable moe_shared_expert_overlap when "
+        "enabling overlap_moe_expert_parallel_comm\", transformer_config.py); drop one of them",
+        flag));
+  }
+  if (!has_shared_experts) return;
+  if (t.dispatcher != Dispatcher::kAllToAll && t.dispatcher != Dispatcher::kDeepEp) {
+    throw Error(fmt::format(
+        "{}: needs --dispatcher all_to_all or deepep, got --dispatcher {} (Megatron-Core: \"moe_shared_expert_overlap only works with "
+        "alltoall or flex token dispatcher.\", transformer_config.py)",
+        flag, DispatcherName(t.dispatcher)));
+  }
+  if (t.recompute == Recompute::kSelective &&
+      std::find(t.recompute_modules.begin(), t.recompute_modules.end(), "shared_experts") != t.recompute_modules.end()) {
+    throw Error(
+        fmt::format("{}: cannot be combined with shared_experts in --recompute-modules (Megatron-Core: \"shared_experts recompute cannot "
+                    "work with --moe-shared-expert-overlap.\", transformer_config.py)",
+                    flag));
+  }
+}
+
 EpOverlap EpOverlapExposedUs(double a2a_fwd, double a2a_bwd, double compute_fwd, double compute_bwd) {
   EpOverlap o;
   o.forward_exposed_us = std::max(0.0, a2a_fwd - compute_bwd);
@@ -180,6 +205,17 @@ void ValidateSchedule(const RunSettings& s, int64_t pp, int64_t M) {
     throw Error(
         fmt::format("{}: each rank already runs two model chunks (stage s and stage pp - 1 - s); --vpp must be 1, got {}", flag, s.vpp));
   }
+}
+
+void ValidateSingleStageMicrobatches(const RunSettings& s, int64_t pp, int64_t M, bool megatron) {
+  if (megatron || pp < 2 || s.vpp > 1 || IsDualPipe(s) || M >= pp) return;
+  throw Error(fmt::format(
+      "--num-microbatches {} (micro-batches per pipeline schedule; from the global batch when not given) with pp {}: torchtitan's 1F1B "
+      "schedule needs at least as many micro-batches as stages; PyTorch raises \"Number of microbatches ({}) must be greater than or "
+      "equal to the number of stages ({}).\" (torch/distributed/pipelining/schedules.py, PipelineScheduleSingle.__init__, which "
+      "Schedule1F1B inherits; torchtitan only warns before building it). Use >= {} micro-batches, or --convention megatron, whose "
+      "non-interleaved 1F1B takes fewer",
+      M, pp, M, pp, pp));
 }
 
 void ValidateInterleavedMicrobatches(const RunSettings& s, int64_t pp, int64_t M, bool megatron) {

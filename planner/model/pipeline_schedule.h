@@ -106,8 +106,9 @@ int64_t InFlightStageMicrobatches(int64_t pp, int64_t vpp, int64_t num_microbatc
 //    not None; megatron/training/arguments.py turns a size of 1 into None): --vpp > 1.
 // Megatron's other asserts there concern settings dockyard does not model (torch >= 2.6,
 // recompute_method / recompute_num_layers, which only full recomputation uses, ncclep offloading,
-// Transformer Engine CUDA-graph scopes, delay_wgrad_compute); moe_shared_expert_overlap is not a
-// setting here: the cost model never overlaps the shared experts under EP overlap (cost/layer_phases.cc).
+// Transformer Engine CUDA-graph scopes, delay_wgrad_compute); its rule against
+// moe_shared_expert_overlap is ValidateSharedExpertOverlap's (Megatron's flag, not torchtitan's
+// always-on overlap).
 // A no-op when training.run.overlap_moe_ep_comm is off. Throws dockyard::Error naming the flag,
 // the value and the rule.
 void ValidateEpOverlap(const TrainingConfig& training, int64_t pp, int64_t ep);
@@ -129,6 +130,36 @@ EpOverlap EpOverlapExposedUs(double a2a_fwd_us, double a2a_bwd_us, double comput
 // flag, the value and the rule. A no-op for "1f1b" (besides the name check).
 void ValidateSchedule(const RunSettings& settings, int64_t pp, int64_t num_microbatches);
 bool IsDualPipe(const RunSettings& settings);
+
+// Megatron's rules for --moe-shared-expert-overlap (training.run.overlap_shared_experts true under
+// `megatron`), as Megatron-Core raises them where the model has shared experts
+// (TransformerConfig.__post_init__ in megatron/core/transformer/transformer_config.py, under "if
+// self.moe_shared_expert_intermediate_size is not None"):
+//  - the alltoall or flex dispatcher: --dispatcher all_to_all or deepep ("moe_shared_expert_overlap
+//    only works with alltoall or flex token dispatcher.");
+//  - not "shared_experts" in --recompute-modules ("shared_experts recompute cannot work with
+//    --moe-shared-expert-overlap.").
+//  - not with --overlap-moe-expert-parallel-comm ("disable moe_shared_expert_overlap when enabling
+//    overlap_moe_expert_parallel_comm", raised whether or not the model has shared experts).
+// A no-op under torchtitan, whose shared experts always run beside the combine (convention.h
+// DefaultSharedExpertOverlap), and with the overlap off or unset; the first two rules only for a
+// model with shared experts (the flag is "Only effective when moe-shared-expert-intermediate-size
+// is set"). Throws
+// dockyard::Error naming the flag, the value and Megatron's message.
+void ValidateSharedExpertOverlap(const TrainingConfig& training, bool megatron, bool has_shared_experts);
+
+// The plain (single-stage) 1F1B schedule's rule on M, the micro-batches of one pipeline schedule,
+// under torchtitan: M >= pp. torchtitan's default pipeline_parallel_schedule is "1F1B"; it only
+// logs a warning when M is below the stages (torchtitan/distributed/pipeline_parallel.py
+// build_pipeline_schedule), then PyTorch's schedule raises ValueError "Number of microbatches (M)
+// must be greater than or equal to the number of stages (pp)." (pytorch/pytorch
+// torch/distributed/pipelining/schedules.py, PipelineScheduleSingle.__init__, which Schedule1F1B
+// inherits). Megatron's non-interleaved 1F1B (forward_backward_pipelining_without_interleaving)
+// runs min(pp - rank - 1, M) warm-up micro-batches and takes any M >= 1: no rule there (`megatron`
+// true). A no-op for pp = 1 (no schedule), vpp > 1 (ValidateInterleavedMicrobatches) and DualPipe
+// (ValidateSchedule). Throws dockyard::Error naming --num-microbatches, its value, pp, PyTorch's
+// message and its source.
+void ValidateSingleStageMicrobatches(const RunSettings& settings, int64_t pp, int64_t num_microbatches, bool megatron);
 
 // Interleaved 1F1B's rule on M, the micro-batches of one pipeline schedule (--num-microbatches, or
 // from the global batch; under torchtitan's gradient accumulation M is one accumulation step's

@@ -19,6 +19,13 @@ const char* ReshardPolicyName(ReshardPolicy p) {
   return "default";
 }
 
+bool SharedExpertsOverlapped(const RunSettings& s) {
+  if (!s.overlap_shared_experts) {
+    throw Error("internal: the shared-expert overlap is read before the convention's default was applied (ApplyConventionDefaults)");
+  }
+  return *s.overlap_shared_experts;
+}
+
 ReshardPolicy ParseReshardPolicy(const std::string& text, const std::string& field) {
   if (text == "default") return ReshardPolicy::kDefault;
   if (text == "always") return ReshardPolicy::kAlways;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace dockyard {
@@ -14,6 +15,12 @@ enum class ReshardPolicy { kDefault, kAlways, kNever };
 const char* ReshardPolicyName(ReshardPolicy policy);  // "default", "always", "never"
 // Throws dockyard::Error naming `field`, the value and the allowed values.
 ReshardPolicy ParseReshardPolicy(const std::string& text, const std::string& field);
+
+struct RunSettings;
+
+// Whether the shared experts overlap the combine all-to-all: RunSettings::overlap_shared_experts
+// once resolved. Throws dockyard::Error ("internal: ...") when it is still unset.
+bool SharedExpertsOverlapped(const RunSettings& settings);
 
 struct RunSettings {
   ReshardPolicy reshard_after_forward = ReshardPolicy::kDefault;  // --fsdp-reshard-after-forward
@@ -45,8 +52,11 @@ struct RunSettings {
   // (DeepSeek-V3's bidirectional DualPipe, github deepseek-ai/DualPipe).
   std::string schedule = "1f1b";
   // The shared experts' forward runs beside the combine all-to-all (Megatron
-  // --moe-shared-expert-overlap; `simulate --no-overlap` turns it off).
-  bool overlap_shared_experts = true;
+  // --moe-shared-expert-overlap turns it on; `simulate --no-overlap` turns it off). Unset: the
+  // convention's default, which BuildPlan and the layout search set before anything reads it
+  // (planner/layout/convention.h DefaultSharedExpertOverlap: torchtitan on, megatron off); read it
+  // through SharedExpertsOverlapped.
+  std::optional<bool> overlap_shared_experts;
   // Kernels launched from CUDA graphs (Megatron --enable-cuda-graph / --cuda-graph-impl; --cuda-graphs).
   bool cuda_graphs = false;
   // The fused cross-entropy kernel (Megatron --cross-entropy-loss-fusion; --cross-entropy fused).

@@ -40,6 +40,7 @@ TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const Training
   if (o.overlap_grad_reduce) t.run.overlap_grad_reduce = true;
   if (o.overlap_moe_ep_comm) t.run.overlap_moe_ep_comm = true;
   if (o.overlap_param_gather) t.run.overlap_param_gather = true;
+  if (o.moe_shared_expert_overlap) t.run.overlap_shared_experts = true;
   if (o.pipeline_layout) t.run.pipeline_layout = *o.pipeline_layout;
   if (o.account_for_embedding) t.run.account_for_embedding = true;
   if (o.account_for_loss) t.run.account_for_loss = true;
@@ -68,6 +69,12 @@ void RejectMegatronOnlyOverrides(const TrainingOverrides& o, bool torchtitan) {
     throw Error(
         "--overlap-moe-expert-parallel-comm: a Megatron-Core feature (EP all-to-all overlapped with another micro-batch's "
         "compute); torchtitan has no such overlap (torchtitan/config/parallelism.py): use --convention megatron, or drop the flag");
+  }
+  if (o.moe_shared_expert_overlap) {
+    throw Error(
+        "--moe-shared-expert-overlap: Megatron-LM's switch (off by default there); torchtitan always runs the shared experts beside "
+        "the combine all-to-all (torchtitan/models/common/moe.py MoE.forward), so there is nothing to turn on: drop the flag, or use "
+        "--convention megatron");
   }
 }
 

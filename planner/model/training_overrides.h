@@ -39,6 +39,7 @@ struct TrainingOverrides {
   std::optional<int64_t> grad_accumulation_steps, vpp;  // --grad-accumulation-steps, --vpp
   std::optional<std::string> cp_comm;                   // --cp-comm-type
   bool overlap_grad_reduce = false, overlap_moe_ep_comm = false, overlap_param_gather = false;
+  bool moe_shared_expert_overlap = false;  // --moe-shared-expert-overlap: run.overlap_shared_experts on
   std::optional<std::string> pipeline_layout;  // --pipeline-model-parallel-layout
   bool account_for_embedding = false, account_for_loss = false;
   std::optional<std::string> pipeline_schedule;  // --pipeline-schedule
@@ -57,6 +58,8 @@ TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const Training
 //    alone): torchtitan/config/parallelism.py ParallelismConfig has no ZeRO-1.
 //  - --overlap-moe-expert-parallel-comm (on): Megatron's EP all-to-all overlap (megatron/training/arguments.py);
 //    torchtitan's ParallelismConfig (expert_parallel_degree) has no such overlap.
+//  - --moe-shared-expert-overlap: Megatron-LM's switch for an overlap torchtitan always runs (its
+//    MoE.forward computes the shared experts before it uses the combined output); nothing to turn on.
 // Throws dockyard::Error naming the flag, the convention and the alternative.
 // `base` (a spec's or plan file's Machine) with --gpus-per-node and --gpu-memory-gib applied,
 // checked with ValidateMachine(m, "--") (errors name the flag). Throws dockyard::Error.

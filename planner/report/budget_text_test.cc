@@ -12,6 +12,7 @@ dockyard::Plan TinyPlan(double budget_gib) {
   dockyard::ParallelDimsOptions o;
   o.world_size = 4;
   o.tp = 2;
+  o.convention = dockyard::Convention::kTorchtitan2026_03;  // tp 2 with ep 1: torchtitan before PR #4794
   dockyard::TrainingConfig t;
   dockyard::Machine machine;
   machine.gpu_memory_gib = budget_gib;
@@ -65,6 +66,7 @@ TEST_CASE("GlobalBatchText: 8 micro-batches of 1 on each of 2 dp ranks are 16 se
   dockyard::ParallelDimsOptions o;
   o.world_size = 4;
   o.tp = 2;
+  o.convention = dockyard::Convention::kTorchtitan2026_03;  // tp 2 with ep 1: torchtitan before PR #4794
   o.pp = 2;
   const dockyard::Plan piped = dockyard::BuildPlan(dockyard::testing::TinyMixtral(), o, dockyard::TrainingConfig{});
   CHECK(dockyard::GlobalBatchText(s, piped) ==

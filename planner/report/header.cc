@@ -28,6 +28,8 @@ Json ReportHeader(const ReportHeaderInputs& in) {
   Json h{{"command", in.command},
          {"model", {{"name", in.model_name}, {"source", in.model_source}}},
          {"degrees", degrees},
+         {"rules", ConventionRulesText(in.convention)},
+         {"defaults_applied", in.defaults_applied},
          {"cluster", in.cluster.empty() ? Json(nullptr) : Json(in.cluster)},
          {"calibration", in.calibration.is_null() ? Json(nullptr) : in.calibration},
          {"routing", routing},
@@ -66,6 +68,10 @@ std::string ReportHeaderToText(const Json& h) {
     degrees += " (every layout searched)";
   }
   out << fmt::format("Degrees    {}, {} convention\n", degrees, d.at("convention").get<std::string>());
+  if (h.contains("rules")) out << fmt::format("Rules      {}\n", h.at("rules").get<std::string>());
+  if (h.contains("defaults_applied")) {
+    for (const Json& line : h.at("defaults_applied")) out << fmt::format("Defaults   {}\n", line.get<std::string>());
+  }
   out << fmt::format("Cluster    {}\n", h.at("cluster").is_null() ? std::string("none") : h.at("cluster").get<std::string>());
   const Json& c = h.at("calibration");
   out << fmt::format("Calibration {}\n", c.is_null() ? std::string("none (built-in knobs)")

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "planner/base/json_util.h"
 #include "planner/layout/parallel_dims.h"
@@ -23,6 +24,9 @@ struct ReportHeaderInputs {
   Json pinned;
   int64_t world_size = 0;
   Convention convention = Convention::kTorchtitan;
+  // The convention's defaults the report's plan (or, for search, every layout) took for settings
+  // not given, one line each (convention.h DefaultsAppliedLines); empty = none.
+  std::vector<std::string> defaults_applied;
   std::string cluster;  // preset or cluster file name; empty = none (plan, check)
   Json calibration;     // CalibrationRefToJson, or null for the built-in knobs / none
   // Routing: the spec text as given, its seed and the MoE layers sampled; unset = none sampled
@@ -49,14 +53,17 @@ struct ReportHeaderInputs {
 Json DegreesToJson(const ParallelDims& dims);
 // The header as JSON:
 //   {"command", "model": {"name", "source"}, "degrees": {"world_size", "convention", and with a
-//    layout "pp", "dp_replicate", "dp_shard", "cp", "tp", "ep", "etp", "efsdp"}, "cluster": name
+//    layout "pp", "dp_replicate", "dp_shard", "cp", "tp", "ep", "etp", "efsdp"}, "rules": which
+//    framework release's rules the convention applies (convention.h ConventionRulesText),
+//    "defaults_applied": [the convention's defaults taken, one line each], "cluster": name
 //    or null, "calibration": object or null, "routing": {"spec", "seed", "layers_sampled"} or
 //    null, "imbalance", "provenance"}, and for simulate and search "compute": {"model",
 //    "cuda_graphs", "cross_entropy"}; with imbalance_per_layout also "imbalance_per_layout": true
 //    ("imbalance" is then the --imbalance default that no layout uses); with a machine
 //    "machine": {"gpus_per_node", "gpu_memory_gib"} (0 = no budget).
 Json ReportHeader(const ReportHeaderInputs& inputs);
-// The same header as the opening text lines ("Report", "Model", "Degrees", "Cluster",
+// The same header as the opening text lines ("Report", "Model", "Degrees", "Rules", "Defaults" (one
+// per default applied), "Cluster",
 // "Calibration", "Routing", "Compute" and "Machine" where set, "Command"), read from ReportHeader's JSON.
 std::string ReportHeaderToText(const Json& header);
 

@@ -90,6 +90,8 @@ Json CommandHeader(const PlanCommandRequest& r, const PlanCommandResult& result)
   header_inputs.dims = plan.dims;
   header_inputs.world_size = plan.dims.world_size;
   header_inputs.convention = plan.dims.convention;
+  header_inputs.defaults_applied = DefaultsAppliedLines(plan.dims.convention, plan.defaults_applied, plan.training, plan.dims.tp,
+                                                        plan.model.moe.num_shared_experts > 0);
   if (r.cluster) header_inputs.cluster = r.cluster->name;
   if (r.calibration) header_inputs.calibration = CalibrationRefToJson(*r.calibration);
   if (result.routing) {

@@ -3,7 +3,10 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "planner/base/error.h"
 #include "planner/report/report.h"
@@ -31,10 +34,11 @@ PlanFile ReadPlanFile(const std::string& path) {
   f.dims.etp = p.Int("etp");
   f.dims.pp = p.Int("pp");
   const std::string convention = p.String("convention");
-  if (convention != "torchtitan" && convention != "megatron") {
-    p.Fail("convention", fmt::format("must be \"torchtitan\" or \"megatron\", got \"{}\"", convention));
+  const std::vector<std::string> conventions = ConventionNames();
+  if (std::find(conventions.begin(), conventions.end(), convention) == conventions.end()) {
+    p.Fail("convention", fmt::format("must be one of {}, got \"{}\"", fmt::join(conventions, ", "), convention));
   }
-  f.dims.convention = convention == "megatron" ? Convention::kMegatron : Convention::kTorchtitan;
+  f.dims.convention = ParseConvention(convention, "convention");
   f.training = TrainingFromJson(root.Object("training"));
   f.machine = MachineFromTrainingJson(root.Object("training"));
   if (!j.contains("parameters") || !j["parameters"].is_array()) root.Fail("parameters", "required: the plan's parameter list");

@@ -65,7 +65,7 @@ TEST_CASE("An edited placement, another schema version or an unknown convention 
   Json convention = j;
   convention["parallel"]["convention"] = "deepspeed";
   CHECK_THROWS_WITH_AS(dockyard::ReadPlanFile(WriteTemp(convention, "plan_conv.json")),
-                       doctest::Contains("must be \"torchtitan\" or \"megatron\", got \"deepspeed\""), Error);
+                       doctest::Contains("must be one of torchtitan, megatron, torchtitan-2026-03, got \"deepspeed\""), Error);
 }
 
 TEST_CASE("PredictedMoeForwardUs joins the MoE layer's forward phase by name") {

@@ -63,6 +63,16 @@ SearchCommandResult RunSearchCommand(const ModelSpec& model, SearchOptions s, co
   header_inputs.model_source = r.model_source;
   header_inputs.world_size = s.world_size;
   header_inputs.convention = s.convention;
+  {
+    // The convention's defaults every row takes (etp is searched, not defaulted); the bare selective
+    // recompute's modules where selective is among the recomputes searched or pinned.
+    TrainingConfig t = s.training;
+    if (std::find(s.recomputes.begin(), s.recomputes.end(), Recompute::kSelective) != s.recomputes.end()) {
+      t.recompute = Recompute::kSelective;
+    }
+    const DefaultsApplied applied = ApplyConventionDefaults(s.convention, &t);
+    header_inputs.defaults_applied = DefaultsAppliedLines(s.convention, applied, t, 1, model.moe.num_shared_experts > 0);
+  }
   header_inputs.pinned = SearchPinsToJson(s);
   header_inputs.cluster = s.cluster.name;
   if (r.calibration) header_inputs.calibration = CalibrationRefToJson(*r.calibration);

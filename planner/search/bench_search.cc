@@ -104,7 +104,7 @@ void Best(const dockyard::SearchResult& r) {
   const auto& d = x.layout.dims;
   std::printf("         best: pp %lld dp_replicate %lld dp_shard %lld cp %lld tp %lld ep %lld etp %lld %s, %.0f tokens/s/GPU, %s\n",
               (long long)d.pp, (long long)d.dp_replicate, (long long)d.dp_shard, (long long)d.cp, (long long)d.tp, (long long)d.ep,
-              (long long)d.etp, DispatcherName(x.layout.dispatcher), x.tokens_per_s_per_gpu, x.dominant_phase.c_str());
+              (long long)EtpOf(d), DispatcherName(x.layout.dispatcher), x.tokens_per_s_per_gpu, x.dominant_phase.c_str());
 }
 
 }  // namespace

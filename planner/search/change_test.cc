@@ -27,6 +27,7 @@ ParallelDimsOptions Degrees() {
   o.tp = 2;
   o.ep = 2;
   o.etp = 2;
+  o.convention = dockyard::Convention::kTorchtitan2026_03;  // etp = tp: torchtitan before PR #3167
   return o;
 }
 
@@ -72,6 +73,7 @@ TEST_CASE("Altered in placement.cc alone, the expert-TP rule changes the plan, m
   // Search: the class evaluation of the same layout gives the plan path's peak and step time.
   dockyard::SearchOptions options;
   options.world_size = 4;
+  options.convention = dockyard::Convention::kTorchtitan2026_03;
   options.cluster = dockyard::ClusterPreset("h100-sxm");
   options.training.seq_len = 256;
   options.top = 1000;  // every ranked layout

@@ -55,7 +55,8 @@ inline Coverage CompareEveryCandidate(const dockyard::ModelSpec& model, const Se
     CAPTURE(d.cp);
     CAPTURE(d.tp);
     CAPTURE(d.ep);
-    CAPTURE(d.etp);
+    const int64_t etp = dockyard::EtpOf(d);
+    CAPTURE(etp);
     const std::string dispatcher = dockyard::DispatcherName(c.dispatcher);
     CAPTURE(dispatcher);
     dockyard::CostBreakdown fast_detail, ref_detail;  // the search's row breakdown (Breakdown) is the fast path's
@@ -75,8 +76,8 @@ inline Coverage CompareEveryCandidate(const dockyard::ModelSpec& model, const Se
     cov.deredundency += c.dispatcher == dockyard::Dispatcher::kDeredundency;
     cov.deepep += c.dispatcher == dockyard::Dispatcher::kDeepEp;
     cov.allgather += c.dispatcher == dockyard::Dispatcher::kAllGather;
-    cov.spanning_deepep += c.dispatcher == dockyard::Dispatcher::kDeepEp && d.ep * d.etp > dockyard::NvlinkDomainGpus(o.cluster);
-    cov.etp_gt_1 += d.etp > 1;
+    cov.spanning_deepep += c.dispatcher == dockyard::Dispatcher::kDeepEp && d.ep * dockyard::EtpOf(d) > dockyard::NvlinkDomainGpus(o.cluster);
+    cov.etp_gt_1 += dockyard::EtpOf(d) > 1;
     cov.cp_gt_1 += d.cp > 1;
     CHECK(fast.dims.dp_shard == ref.dims.dp_shard);
     CHECK(fast.dims.efsdp == ref.dims.efsdp);
@@ -114,6 +115,10 @@ inline Coverage CompareEveryCandidate(const dockyard::ModelSpec& model, const Se
 inline SearchOptions FullSearch(int64_t world) {
   SearchOptions o;
   o.world_size = world;
+  // torchtitan before PR #3167 / #4794: its layouts include expert TP and ep < tp, so the
+  // every-candidate tests cover them; torchtitan as it is has its own subcase
+  // (layout_eval_models_test.cc).
+  o.convention = dockyard::Convention::kTorchtitan2026_03;
   o.routing_layers = 2;
   o.training.recompute = dockyard::Recompute::kFull;
   return o;

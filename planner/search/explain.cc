@@ -51,7 +51,7 @@ bool ParseQueryBool(const std::string& key, const std::string& value, const Quer
 }
 
 std::string DpShardingOf(const TrainingConfig& t, Convention convention) {
-  return DpShardingName(t.dp_sharding.value_or(convention == Convention::kMegatron ? DpSharding::kZero1 : DpSharding::kFsdp));
+  return DpShardingName(t.dp_sharding.value_or(DefaultDpSharding(convention)));
 }
 
 template <typename T>
@@ -278,7 +278,7 @@ static double GiBOf(int64_t bytes) { return static_cast<double>(bytes) / static_
 bool LayoutQuery::Matches(const RankedLayout& x) const {
   const auto& d = x.layout.dims;
   return Holds(pp, d.pp) && Holds(dp_replicate, d.dp_replicate) && Holds(dp_shard, d.dp_shard) && Holds(cp, d.cp) && Holds(tp, d.tp) &&
-         Holds(ep, d.ep) && Holds(etp, d.etp) && Holds(vpp, x.vpp) && Holds(micro_batch_size, x.micro_batch_size) &&
+         Holds(ep, d.ep) && Holds(etp, EtpOf(d)) && Holds(vpp, x.vpp) && Holds(micro_batch_size, x.micro_batch_size) &&
          Holds(recompute, x.recompute) && Holds(dispatcher, x.layout.dispatcher) && Holds(dp_sharding, x.dp_sharding) &&
          Holds(overlap_moe_ep_comm, x.overlap_moe_ep_comm);
 }
@@ -287,7 +287,7 @@ bool LayoutQuery::Matches(const LayoutCandidate& c, const TrainingConfig& base) 
   const TrainingConfig t = CandidateTraining(base, c);
   const auto& d = c.dims;
   return Holds(pp, d.pp) && Holds(dp_replicate, d.dp_replicate) && Holds(dp_shard, d.dp_shard) && Holds(cp, d.cp) && Holds(tp, d.tp) &&
-         Holds(ep, d.ep) && Holds(etp, d.etp) && Holds(vpp, t.run.vpp) && Holds(micro_batch_size, t.micro_batch_size) &&
+         Holds(ep, d.ep) && Holds(etp, EtpOf(d)) && Holds(vpp, t.run.vpp) && Holds(micro_batch_size, t.micro_batch_size) &&
          Holds(recompute, std::string(RecomputeName(t.recompute))) && Holds(dispatcher, c.dispatcher) &&
          Holds(dp_sharding, DpShardingOf(t, d.convention)) && Holds(overlap_moe_ep_comm, t.run.overlap_moe_ep_comm);
 }
@@ -357,6 +357,13 @@ ExplainResult ExplainLayout(const ModelSpec& model, const SearchOptions& options
     e.budget_gib = SearchBudgetGib(options);
     e.reserve_gib = options.training.memory_reserve_gib.value_or(0);
     if (e.matching == 0) {
+      // A query the convention's degree rules refuse outright (the search enumerates no such
+      // layout): the rule, as BuildPlan words it (parallel_dims.h).
+      std::string why;
+      if ((query.etp && !CheckEtpForConvention(options.convention, *query.etp, &why)) ||
+          (query.ep && query.tp && !CheckEpAtLeastTp(options.convention, *query.ep, *query.tp, model, &why))) {
+        throw Error(fmt::format("--explain \"{}\": {}", query.text, why));
+      }
       throw Error(
           fmt::format("--explain \"{}\": no layout of this search has these values together (world size {}; the degrees must factor it as "
                       "the mesh rules require: docs/search.md)",

@@ -142,9 +142,9 @@ void LayoutEvaluator::ExpectCandidates(const std::vector<LayoutCandidate>& candi
     if (mbs < 1 || t.seq_len < 1 || mbs > (int64_t{1} << 31) / t.seq_len) continue;
     const int64_t seq_tokens = mbs * t.seq_len;
     if (d.cp < 1 || d.tp < 1) continue;
-    tokens.push_back(RoutedTokens((seq_tokens + d.cp - 1) / d.cp, d.tp, d.ep, d.etp, d.convention));
+    tokens.push_back(RoutedTokens((seq_tokens + d.cp - 1) / d.cp, d.tp, d.ep, EtpOf(d), d.convention));
     // The deepep counts of rank 0's EP group (Evaluate's ep_group), read from block counts.
-    if (deepep && d.ep > 1 && d.etp >= 1 && model_.moe.num_experts % d.ep == 0) flex_groups.insert({d.ep, d.etp});
+    if (deepep && d.ep > 1 && EtpOf(d) >= 1 && model_.moe.num_experts % d.ep == 0) flex_groups.insert({d.ep, EtpOf(d)});
     if (d.ep >= 1 && model_.moe.num_experts % d.ep == 0) max_ep = std::max(max_ep, d.ep);
   }
   for (const auto& [ep, etp] : flex_groups) {

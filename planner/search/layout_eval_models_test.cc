@@ -128,8 +128,17 @@ TEST_CASE("Fast evaluation equals the plan path for every candidate under all fo
     o.include_allgather = true;
     return o;
   };
-  SUBCASE("torchtitan, fsdp, full recompute") {
-    const Coverage cov = CompareEveryCandidate(model, all_four(dockyard::Convention::kTorchtitan));
+  SUBCASE("torchtitan as it is: no expert TP (PR #3167), ep >= tp (PR #4794), 1F1B M >= pp; refused alike on both paths") {
+    SearchOptions o = all_four(dockyard::Convention::kTorchtitan);
+    o.include_deepep = false;
+    o.include_allgather = false;
+    const Coverage cov = CompareEveryCandidate(model, o);
+    CHECK(cov.etp_gt_1 == 0);  // never enumerated (CheckEtpForConvention)
+    CHECK(cov.invalid > 0);    // ep < tp among them, refused by CheckEpAtLeastTp on both paths
+    CHECK(cov.ranked > 0);
+  }
+  SUBCASE("torchtitan-2026-03, fsdp, full recompute") {
+    const Coverage cov = CompareEveryCandidate(model, all_four(dockyard::Convention::kTorchtitan2026_03));
     CHECK(cov.deredundency > 0);
     CHECK(cov.deepep > 0);
     CHECK(cov.spanning_deepep > 0);

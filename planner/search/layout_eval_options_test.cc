@@ -77,7 +77,7 @@ TEST_CASE("Fast evaluation equals the plan path for every candidate under --fp8-
     CHECK(refused == ddp);
   }
   SUBCASE("Qwen3-30B-A3B, torchtitan: FSDP2 all-gathers each layer's FP8 GEMM weights in FP8 (blockwise scales); ddp is refused") {
-    const Coverage cov = CompareEveryCandidate(qwen, Fp8GatherSearch(dockyard::Convention::kTorchtitan, "blockwise"));
+    const Coverage cov = CompareEveryCandidate(qwen, Fp8GatherSearch(dockyard::Convention::kTorchtitan2026_03, "blockwise"));
     CHECK(cov.candidates == 1692);
     CHECK(cov.invalid == 1084);
     CHECK(cov.ranked > 0);
@@ -93,7 +93,7 @@ TEST_CASE("Fast evaluation equals the plan path for every candidate under --fp8-
     CHECK(cov.handed_to_reference == 0);
   }
   SUBCASE("Mixtral 8x7B, torchtitan FSDP") {
-    const Coverage cov = CompareEveryCandidate(mixtral, Fp8GatherSearch(dockyard::Convention::kTorchtitan, "tensorwise"));
+    const Coverage cov = CompareEveryCandidate(mixtral, Fp8GatherSearch(dockyard::Convention::kTorchtitan2026_03, "tensorwise"));
     CHECK(cov.candidates == 1508);
     CHECK(cov.ranked > 0);
     CHECK(cov.handed_to_reference == 0);
@@ -172,7 +172,7 @@ TEST_CASE("Under all four dispatchers the options take the fast path too, at the
     check(CompareEveryCandidate(model, o));
   }
   SUBCASE("--fp8-param-gather, torchtitan FSDP") {
-    check(CompareEveryCandidate(model, all_four(Fp8GatherSearch(dockyard::Convention::kTorchtitan, "tensorwise"))));
+    check(CompareEveryCandidate(model, all_four(Fp8GatherSearch(dockyard::Convention::kTorchtitan2026_03, "tensorwise"))));
   }
   SUBCASE("--selective-ac-option 2") {
     check(CompareEveryCandidate(model, all_four(SacSearch("2"))));

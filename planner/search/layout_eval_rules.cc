@@ -23,9 +23,10 @@ namespace {
 // expert degrees and convention), in BuildPlan's order, cached per (pp, ep, convention): they
 // depend on nothing else of a candidate. Before the sequence's split over cp (DimsCheck::cp_ok):
 // the layer split (ResolvePipelineStages), ValidateFp8ParamGather, ValidateRunSettings,
-// ValidateInterleavedMicrobatches, ValidateSelectiveAcConvention, ValidateSeqLenForModel; after
-// it: ValidateOpSac, ValidateRecomputeModulesForModel, ValidateEpOverlap, the deredundency oep
-// (DeredundencyOepError), ValidateVppChunks. Each part holds the first broken rule's message, empty
+// ValidateSingleStageMicrobatches, ValidateInterleavedMicrobatches, ValidateSelectiveAcConvention,
+// ValidateSeqLenForModel; after it: ValidateOpSac, ValidateRecomputeModulesForModel,
+// ValidateEpOverlap, ValidateSharedExpertOverlap, the deredundency oep (DeredundencyOepError),
+// ValidateVppChunks. Each part holds the first broken rule's message, empty
 // when its rules hold (a reference into the cache).
 const LayoutEvaluator::Impl::RunVerdict& RunSettingsVerdict(LayoutEvaluator::Impl& im, LayoutEvaluator::Impl::TrainingEntry& e,
                                                             const ParallelDims& d, const ModelSpec& m, int64_t seq_len) {
@@ -41,8 +42,9 @@ const LayoutEvaluator::Impl::RunVerdict& RunSettingsVerdict(LayoutEvaluator::Imp
     ValidateFp8ParamGather(e.t, megatron);
     ValidateRunSettings(e.t.run, static_cast<int>(*e.t.dp_sharding), pp);
     // The entry's micro-batch count is part of its key (TrainingKey); unset, it resolves to pp.
+    ValidateSingleStageMicrobatches(e.t.run, pp, e.t.num_microbatches.value_or(pp), megatron);
     ValidateInterleavedMicrobatches(e.t.run, pp, e.t.num_microbatches.value_or(pp), megatron);
-    ValidateSelectiveAcConvention(e.t, !megatron);
+    ValidateSelectiveAcConvention(e.t, IsTorchtitan(d.convention));
     ValidateSeqLenForModel(seq_len, m, "--seq-len");
   } catch (const Error& err) {
     v.before_cp = err.what();
@@ -51,6 +53,7 @@ const LayoutEvaluator::Impl::RunVerdict& RunSettingsVerdict(LayoutEvaluator::Imp
     ValidateOpSac(e.t, m);
     ValidateRecomputeModulesForModel(e.t, m);
     ValidateEpOverlap(e.t, pp, ep);
+    ValidateSharedExpertOverlap(e.t, megatron, m.moe.num_shared_experts > 0);
     if (std::string oep = DeredundencyOepError(e.t, ep); !oep.empty()) throw Error(oep);
     ValidateVppChunks(pp, e.t.run.vpp, m.num_hidden_layers);
   } catch (const Error& err) {
@@ -86,7 +89,8 @@ LayoutEvaluator::Impl::TrainingEntry& TrainingEntryOf(LayoutEvaluator::Impl& im,
     e.ok = false;
     e.error = err.what();
   }
-  if (!e.t.dp_sharding) e.t.dp_sharding = o.convention == Convention::kMegatron ? DpSharding::kZero1 : DpSharding::kFsdp;
+  // The convention's defaults, as BuildPlan gives them (convention.h ApplyConventionDefaults).
+  ApplyConventionDefaults(o.convention, &e.t);
   if (!e.t.num_microbatches) e.t.num_microbatches.reset();  // resolved per pp below (BuildPlan: pp)
   return im.trainings.emplace(key, std::move(e)).first->second;
 }

@@ -29,8 +29,9 @@ TEST_CASE("LayoutEvaluator groups DeepSeek-V3's 1,250 tensors into two layer kin
 
 TEST_CASE("Fast evaluation equals the plan path for every candidate: DeepSeek-V3 (dense + MoE layer kinds, MLA)") {
   const auto model = dockyard::LoadModel("testdata/hf/deepseek-v3.json");
-  SUBCASE("128 GPUs, torchtitan, fsdp, full recompute, h200 budget") {
+  SUBCASE("128 GPUs, torchtitan-2026-03 (expert TP: etp = tp), fsdp, full recompute, h200 budget") {
     SearchOptions o = FullSearch(128);
+    o.convention = dockyard::Convention::kTorchtitan2026_03;  // etp > 1 is torchtitan before PR #3167
     o.cluster = dockyard::ClusterPreset("h200-sxm");
     const Coverage cov = CompareEveryCandidate(model, o);
     CHECK(cov.candidates == 3315);

@@ -107,7 +107,7 @@ namespace {
 
 std::string LayoutText(const LayoutCandidate& c) {
   const auto& d = c.dims;
-  return fmt::format("pp {} dp_rep {} dp_shard {} cp {} tp {} ep {} etp {} {}", d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp, d.ep, d.etp,
+  return fmt::format("pp {} dp_rep {} dp_shard {} cp {} tp {} ep {} etp {} {}", d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp, d.ep, EtpOf(d),
                      DispatcherName(c.dispatcher));
 }
 
@@ -124,7 +124,7 @@ Json RedundantSearchToJson(const RedundantSearchResult& r) {
                         {"cp", d.cp},
                         {"tp", d.tp},
                         {"ep", d.ep},
-                        {"etp", d.etp},
+                        {"etp", EtpOf(d)},
                         {"dispatcher", DispatcherName(x.layout.layout.dispatcher)}}},
                       {"redundant_experts", x.redundant_experts},
                       {"policy", x.policy},

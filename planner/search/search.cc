@@ -75,7 +75,10 @@ std::vector<LayoutGroup> EnumerateGroups(const ModelSpec& model, const SearchOpt
           const int64_t region = dps * cp * tp;
           for (int64_t ep : Divisors(E)) {
             if (region % ep || !PinHolds(pin.ep, ep)) continue;
-            std::vector<int64_t> etps = tp == 1 ? std::vector<int64_t>{1} : std::vector<int64_t>{1, tp};
+            // etp in {1, tp}; tp only where the convention has expert TP (CheckEtpForConvention:
+            // torchtitan removed it, PR #3167). A pinned etp is the user's, refused by the same rule.
+            std::vector<int64_t> etps = tp == 1 || !CheckEtpForConvention(o.convention, tp, nullptr) ? std::vector<int64_t>{1}
+                                                                                                    : std::vector<int64_t>{1, tp};
             if (pin.etp != 0) etps = {pin.etp};
             for (int64_t etp : etps) {
               if (o.convention == Convention::kMegatron && dpr > 1) continue;
@@ -262,7 +265,7 @@ RankedLayout RowOf(const LayoutCandidate& c, LayoutEvaluation&& e, const SearchO
   r.grad_accumulation_steps = t.grad_accumulation_steps;
   r.vpp = t.vpp;
   r.recompute = RecomputeName(t.recompute);
-  r.dp_sharding = DpShardingName(t.dp_sharding.value_or(o.convention == Convention::kMegatron ? DpSharding::kZero1 : DpSharding::kFsdp));
+  r.dp_sharding = DpShardingName(t.dp_sharding.value_or(DefaultDpSharding(o.convention)));
   r.overlap_moe_ep_comm = t.overlap_moe_ep_comm;
   r.sequences_per_step = e.dims.dp_replicate * e.dims.dp_shard * r.micro_batch_size * r.num_microbatches * r.grad_accumulation_steps;
   r.headroom_gib = (budget_bytes - static_cast<double>(e.peak_bytes)) / 1073741824.0;
@@ -480,7 +483,7 @@ Json RankedLayoutToJson(const RankedLayout& x) {
             {"cp", d.cp},
             {"tp", d.tp},
             {"ep", d.ep},
-            {"etp", d.etp},
+            {"etp", EtpOf(d)},
             {"efsdp", x.efsdp},
             {"vpp", x.vpp},
             {"micro_batch_size", x.micro_batch_size},
@@ -559,7 +562,7 @@ std::string RankedLayoutsTable(const std::vector<RankedLayout>& rows, bool numbe
     out << fmt::format(
         "  {:>4} {:>3} {:>4} {:>5} {:>3} {:>3} {:>4} {:>3} {:>5} {:>3} {:>3} {:>6} {:<9} {:<5} {:<12} {:>10.1f} {:>10.0f} {:>5.1f}% "
         "{:>8.2f} {:>8.2f}  {}\n",
-        numbered ? std::to_string(i + 1) : "", d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp, d.ep, d.etp, x.efsdp, x.vpp,
+        numbered ? std::to_string(i + 1) : "", d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp, d.ep, EtpOf(d), x.efsdp, x.vpp,
         x.micro_batch_size, mb, x.recompute, x.dp_sharding, dispatcher, x.step_time_us / 1e3, x.tokens_per_s_per_gpu, 100 * x.mfu,
         x.peak_bytes / 1073741824.0, x.headroom_gib, x.dominant_phase);
   }

@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "planner/base/error.h"
+#include "planner/layout/parallel_dims.h"
 #include "planner/model/pipeline_schedule.h"
 
 namespace dockyard {
@@ -40,6 +41,8 @@ void ValidateSearchPins(const SearchOptions& o) {
                               o.world_size));
     }
   }
+  // torchtitan as it is has no expert TP (parallel_dims.h CheckEtpForConvention, PR #3167).
+  if (std::string why; p.etp > 0 && !CheckEtpForConvention(o.convention, p.etp, &why)) throw Error("--etp: " + why);
   if (p.pp > o.max_pp) throw Error(fmt::format("--pp {} is above --max-pp {}", p.pp, o.max_pp));
   for (int64_t mbs : o.micro_batch_sizes) {
     if (mbs < 1) throw Error(fmt::format("--micro-batch-size: must be >= 1, got {}", mbs));
@@ -86,6 +89,7 @@ void ValidateSearchPins(const SearchOptions& o) {
     t.dispatcher = o.dispatchers.size() == 1 ? o.dispatchers.front() : Dispatcher::kAllToAll;
     try {
       ValidateEpOverlap(t, p.pp != 0 ? p.pp : 1, p.ep != 0 ? p.ep : 2);
+      ValidateSharedExpertOverlap(t, o.convention == Convention::kMegatron, false);
     } catch (const Error& error) {
       throw Error(fmt::format("the pins conflict: {}", error.what()));
     }
@@ -97,6 +101,10 @@ void ValidateSearchPinsForModel(const SearchOptions& o, const ModelSpec& model) 
   if (ep > 0 && experts > 0 && experts % ep != 0) {
     throw Error(
         fmt::format("--ep {}: ep ({}) must divide num_experts ({}): each EP rank holds num_experts / ep whole experts", ep, ep, experts));
+  }
+  // Both pinned: torchtitan's EP >= TP for MoE models (parallel_dims.h CheckEpAtLeastTp, PR #4794).
+  if (std::string why; ep > 0 && o.pins.tp > 0 && !CheckEpAtLeastTp(o.convention, ep, o.pins.tp, model, &why)) {
+    throw Error("--ep, --tp: " + why);
   }
 }
 

@@ -67,13 +67,13 @@ TEST_CASE("Search on 8 GPUs finds exactly the layouts a brute force over all deg
   std::set<Key> searched;
   for (const auto& r : result.top) {
     const auto& d = r.layout.dims;
-    searched.insert({d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp, d.ep, d.etp});
+    searched.insert({d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp, d.ep, EtpOf(d)});
   }
   CHECK(result.ranked == static_cast<int64_t>(brute.size()));
   CHECK(searched == brute);
   REQUIRE_FALSE(result.top.empty());
   const auto& d = result.top.front().layout.dims;
-  CHECK(Key{d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp, d.ep, d.etp} == best_key);
+  CHECK(Key{d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp, d.ep, EtpOf(d)} == best_key);
   CHECK(result.top.front().tokens_per_s_per_gpu == doctest::Approx(best));
 }
 

@@ -1,0 +1,104 @@
+// The convention's names, rules text and defaults (see convention.h).
+#include "planner/layout/convention.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "planner/base/name_table.h"
+
+namespace dockyard {
+namespace {
+
+constexpr NameTable<Convention, 3> kConventions{{{{Convention::kTorchtitan, "torchtitan"},
+                                                  {Convention::kMegatron, "megatron"},
+                                                  {Convention::kTorchtitan2026_03, "torchtitan-2026-03"}}}};
+
+}  // namespace
+
+const char* ConventionName(Convention c) {
+  return kConventions.Name(c);
+}
+
+std::vector<std::string> ConventionNames() {
+  return kConventions.Names();
+}
+
+Convention ParseConvention(const std::string& text, const std::string& field) {
+  return kConventions.Parse(text, field, true);
+}
+
+bool IsTorchtitan(Convention c) {
+  return c != Convention::kMegatron;
+}
+
+std::string ConventionRulesText(Convention c) {
+  switch (c) {
+    case Convention::kMegatron:
+      return "Megatron-Core (parallel_state) with Megatron-LM's defaults: etp = tp when --etp is not given (arguments.py), "
+             "--recompute selective = core_attn, --moe-shared-expert-overlap off (transformer_config.py)";
+    case Convention::kTorchtitan2026_03:
+      return "torchtitan before PR #3167 (releases up to v0.2.2, main until 2026-04-30): etp 1 or tp, ep < tp allowed; shared "
+             "experts overlap the combine";
+    case Convention::kTorchtitan:
+      break;
+  }
+  return "torchtitan as of PR #4794 (2026-09): no expert tensor parallelism (etp 1; PR #3167), ep >= tp for MoE models; shared "
+         "experts overlap the combine; --convention torchtitan-2026-03 for releases before PR #3167";
+}
+
+int64_t DefaultEtp(Convention c, int64_t tp) {
+  return c == Convention::kMegatron ? tp : 1;
+}
+
+DpSharding DefaultDpSharding(Convention c) {
+  return c == Convention::kMegatron ? DpSharding::kZero1 : DpSharding::kFsdp;
+}
+
+bool DefaultSharedExpertOverlap(Convention c) {
+  return c != Convention::kMegatron;
+}
+
+std::vector<std::string> DefaultSelectiveModules(Convention c) {
+  if (c == Convention::kMegatron) return {"core_attn"};
+  return {};
+}
+
+DefaultsApplied ApplyConventionDefaults(Convention c, TrainingConfig* t) {
+  DefaultsApplied applied;
+  if (!t->dp_sharding) t->dp_sharding = DefaultDpSharding(c);
+  if (!t->run.overlap_shared_experts) {
+    t->run.overlap_shared_experts = DefaultSharedExpertOverlap(c);
+    applied.shared_expert_overlap = true;
+  }
+  if (t->recompute == Recompute::kSelective && t->recompute_modules.empty() && t->selective_ac_option.empty()) {
+    t->recompute_modules = DefaultSelectiveModules(c);
+    applied.selective_modules = !t->recompute_modules.empty();
+  }
+  return applied;
+}
+
+std::vector<std::string> DefaultsAppliedLines(Convention c, const DefaultsApplied& applied, const TrainingConfig& t, int64_t tp,
+                                              bool has_shared_experts) {
+  std::vector<std::string> lines;
+  const bool megatron = c == Convention::kMegatron;
+  if (applied.etp && megatron && tp > 1) {
+    lines.push_back(
+        fmt::format("etp {} = tp: Megatron-LM sets --expert-tensor-parallel-size to --tensor-model-parallel-size when it is not "
+                    "given (megatron/training/arguments.py); --etp 1 keeps the experts unsharded",
+                    tp));
+  }
+  if (applied.selective_modules) {
+    lines.push_back(fmt::format("--recompute selective = {}: Megatron-Core's default recompute_modules (transformer_config.py); "
+                                "--recompute-modules chooses others",
+                                fmt::join(t.recompute_modules, ",")));
+  }
+  if (applied.shared_expert_overlap && has_shared_experts) {
+    lines.push_back(megatron ? "shared experts not overlapped: Megatron-Core's moe_shared_expert_overlap defaults to False, the shared "
+                               "experts run before the router (transformer_config.py); --moe-shared-expert-overlap turns it on"
+                             : "shared experts overlap the combine all-to-all: torchtitan's MoE.forward runs them before it uses the "
+                               "combined output (torchtitan/models/common/moe.py); simulate --no-overlap turns it off");
+  }
+  return lines;
+}
+
+}  // namespace dockyard
