@@ -269,7 +269,7 @@ static std::string CandidateQueryText(const LayoutCandidate& c, const TrainingCo
   const TrainingConfig t = CandidateTraining(base, c);
   const auto& d = c.dims;
   return fmt::format("pp={},dp_replicate={},dp_shard={},cp={},tp={},ep={},etp={},vpp={},mbs={},recompute={},dp_sharding={},dispatcher={},overlap={}",
-                     d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp, d.ep, d.etp, t.run.vpp, t.micro_batch_size, RecomputeName(t.recompute),
+                     d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp, d.ep, EtpOf(d), t.run.vpp, t.micro_batch_size, RecomputeName(t.recompute),
                      DpShardingOf(t, d.convention), DispatcherName(c.dispatcher), t.run.overlap_moe_ep_comm ? "on" : "off");
 }
 
