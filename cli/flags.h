@@ -93,7 +93,7 @@ struct TrainingFlags {
   // (AddTo first) except where the flag pins a searched setting; --vpp, --dispatcher and
   // --overlap-moe-expert-parallel-comm as pins.
   void AddSearchPinsTo(CLI::App* search, const CLI::App& plan);
-  // dockyard-run: --seq-len (replay), --dispatcher, --oep, --gpus-per-node.
+  // dockyard-run: --seq-len (replay), --dispatcher, --oep, --moe-flex-dispatcher-backend, --gpus-per-node.
   void AddRunTo(CLI::App* app);
   // The flags given, typed. Throws UsageError for a malformed number (ranges are
   // ApplyTrainingOverrides' / ValidateTraining's).

@@ -163,6 +163,10 @@ void TrainingFlags::AddRunTo(CLI::App* app) {
                   "all-gather / reduce-scatter) (default all_to_all)")
       ->check(CLI::IsMember(DispatcherNames()));
   app->add_option("--oep", oep, "deredundency outer EP size (default: the nodes an EP group spans)");
+  app->add_option("--moe-flex-dispatcher-backend", moe_flex_dispatcher_backend,
+                  "with --dispatcher deepep: Megatron's flex backend, deepep | hybridep | ncclep (default deepep; its rank limits "
+                  "hold as in the plan)")
+      ->check(CLI::IsMember(FlexBackendNames()));
   app->add_option("--gpus-per-node", gpus_per_node, "ranks per node, for the default --oep (default 8)");
 }
 

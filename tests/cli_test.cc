@@ -755,8 +755,9 @@ TEST_CASE("the deepep dispatcher's backend: DeepEP's rank limits refuse alike in
   CHECK(r.code == 1);
   CHECK(r.out.find("--moe-flex-dispatcher-backend: \"hybridep\" is set, but the backend only applies to the deepep dispatcher") !=
         std::string::npos);
-  CHECK(Run("--model testdata/hf/deepseek-v3.json --world-size 256 --ep 64 --dispatcher deepep --moe-flex-dispatcher-backend hybrid").code ==
-        2);  // not a backend name (CLI11)
+  r = Run("--model testdata/hf/deepseek-v3.json --world-size 256 --ep 64 --dispatcher deepep --moe-flex-dispatcher-backend hybrid");
+  CHECK(r.code == 1);  // not a backend name: bad input, as --dispatcher bogus
+  CHECK(r.out.find("dockyard-plan: error: --moe-flex-dispatcher-backend: hybrid not in {deepep,hybridep,ncclep}") != std::string::npos);
   // search --explain gives the plan path's verdict: on gb200-nvl72 DeepEP cannot span the 72-GPU domain.
   const std::string search = "search --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --cluster gb200-nvl72 --dispatcher deepep";
   r = Run(search + " --explain ep=16,etp=1");
