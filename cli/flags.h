@@ -74,6 +74,7 @@ struct TrainingFlags {
   std::string dp_sharding, pp_layer_split, param_dtype, grad_dtype, optimizer, seq_len, micro_batch_size, num_microbatches, recompute,
       recompute_modules, precision, fp8_recipe, optimizer_states_dtype, gpu_memory_gib, imbalance, gpus_per_node, dispatcher, oep,
       refit_dtype, memory_reserve_gib, selective_ac_option;
+  std::string moe_flex_dispatcher_backend;  // Megatron --moe-flex-dispatcher-backend (planner/model/dispatcher.h FlexBackend)
   bool fp8_dispatch = false;
   bool fp8_param_gather = false;
   std::string mtp_layers;
@@ -93,7 +94,7 @@ struct TrainingFlags {
   // (AddTo first) except where the flag pins a searched setting; --vpp, --dispatcher and
   // --overlap-moe-expert-parallel-comm as pins.
   void AddSearchPinsTo(CLI::App* search, const CLI::App& plan);
-  // dockyard-run: --seq-len (replay), --dispatcher, --oep, --gpus-per-node.
+  // dockyard-run: --seq-len (replay), --dispatcher, --oep, --moe-flex-dispatcher-backend, --gpus-per-node.
   void AddRunTo(CLI::App* app);
   // The flags given, typed. Throws UsageError for a malformed number (ranges are
   // ApplyTrainingOverrides' / ValidateTraining's).

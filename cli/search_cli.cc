@@ -76,6 +76,8 @@ void ReadSearchTraining(const CliOptions& o, const ModelSpec& model, SearchOptio
   // --fp8-dispatch reaches the candidates whose dispatcher has it (all_to_all, deepep).
   cli::TrainingFlags training_flags = o.training;
   training_flags.fp8_dispatch = false;
+  // --moe-flex-dispatcher-backend likewise reaches the deepep candidates (search_options.h CandidateTraining).
+  training_flags.moe_flex_dispatcher_backend.clear();
   // torchtitan's selective_ac_option is a form of selective recompute: it pins that dimension
   // (search_space.h ApplySearchedSettings), so the training it is validated with has it.
   if (!training_flags.selective_ac_option.empty() && training_flags.recompute.empty()) training_flags.recompute = "selective";
@@ -90,6 +92,9 @@ void ReadSearchTraining(const CliOptions& o, const ModelSpec& model, SearchOptio
   ValidateSeqLenForModel(s->training.seq_len, model, cli::SeqLenName(o.training.seq_len));
   err << SeqLenWarning(s->training.seq_len, model, cli::SeqLenName(o.training.seq_len));
   s->training.fp8_dispatch = o.training.fp8_dispatch;
+  if (!o.training.moe_flex_dispatcher_backend.empty()) {
+    s->training.moe_flex_dispatcher_backend = ParseFlexBackend(o.training.moe_flex_dispatcher_backend, "--moe-flex-dispatcher-backend");
+  }
   err << cli::BudgetAboveClusterWarning(s->gpu_memory_gib, s->cluster);
   err << cli::NodeSizeClusterWarning(o.training, model, s->cluster, "search");
   ValidateMemoryReserve(

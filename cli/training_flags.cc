@@ -55,6 +55,10 @@ void TrainingFlags::AddTo(CLI::App* app) {
   app->add_option("--dispatcher", dispatcher,
                   "all_to_all | deredundency | deepep (Megatron flex: DeepEP / HybridEP) | allgather (default all_to_all)")
       ->check(CLI::IsMember(DispatcherNames()));
+  app->add_option("--moe-flex-dispatcher-backend", moe_flex_dispatcher_backend,
+                  "with --dispatcher deepep: Megatron's flex dispatcher backend, deepep (DeepEP: at most 160 ranks, nodes of 8 "
+                  "NVLink peers) | hybridep (spans a multi-node NVLink domain) | ncclep (default deepep)")
+      ->check(CLI::IsMember(FlexBackendNames()));
   app->add_option("--oep", oep, "deredundency outer EP size (default: nodes spanned by an EP group)");
   app->add_option("--refit-dtype", refit_dtype, "dtype of the streamed per-expert tensors (default: param dtype)");
   app->add_option("--fsdp-reshard-after-forward", fsdp_reshard,
@@ -101,6 +105,7 @@ void TrainingFlags::AddSearchPinsTo(CLI::App* search, const CLI::App& plan) {
                                                          {"--selective-ac-option", &selective_ac_option},
                                                          {"--gpu-memory-gib", &gpu_memory_gib},
                                                          {"--imbalance", &imbalance},
+                                                         {"--moe-flex-dispatcher-backend", &moe_flex_dispatcher_backend},
                                                          {"--precision", &precision},
                                                          {"--fp8-recipe", &fp8_recipe},
                                                          {"--make-vocab-size-divisible-by", &make_vocab_size_divisible_by}};
@@ -110,6 +115,7 @@ void TrainingFlags::AddSearchPinsTo(CLI::App* search, const CLI::App& plan) {
                                                                    {"--optimizer", OptimizerNames()},
                                                                    {"--recompute", RecomputeNames()},
                                                                    {"--precision", {"bf16", "fp8"}},
+                                                                   {"--moe-flex-dispatcher-backend", FlexBackendNames()},
                                                                    {"--fp8-recipe", {"tensorwise", "blockwise"}}};
   for (const auto& [flag, target] : shared) {
     // Flags that pin a searched dimension say so.
@@ -161,6 +167,10 @@ void TrainingFlags::AddRunTo(CLI::App* app) {
                   "all-gather / reduce-scatter) (default all_to_all)")
       ->check(CLI::IsMember(DispatcherNames()));
   app->add_option("--oep", oep, "deredundency outer EP size (default: the nodes an EP group spans)");
+  app->add_option("--moe-flex-dispatcher-backend", moe_flex_dispatcher_backend,
+                  "with --dispatcher deepep: Megatron's flex backend, deepep | hybridep | ncclep (default deepep; its rank limits "
+                  "hold as in the plan)")
+      ->check(CLI::IsMember(FlexBackendNames()));
   app->add_option("--gpus-per-node", gpus_per_node, "ranks per node, for the default --oep (default 8)");
 }
 
@@ -197,6 +207,9 @@ TrainingOverrides TrainingFlags::Parse() const {
   t.gpus_per_node = ParseInt("--gpus-per-node", gpus_per_node);
   if (!dispatcher.empty()) t.dispatcher = ParseDispatcher(dispatcher, "--dispatcher");
   t.oep = ParseInt("--oep", oep);
+  if (!moe_flex_dispatcher_backend.empty()) {
+    t.moe_flex_dispatcher_backend = ParseFlexBackend(moe_flex_dispatcher_backend, "--moe-flex-dispatcher-backend");
+  }
   if (!refit_dtype.empty()) t.refit_dtype = refit_dtype;
   if (!fsdp_reshard.empty()) t.reshard_after_forward = ParseReshardPolicy(fsdp_reshard, "--fsdp-reshard-after-forward");
   t.grad_accumulation_steps = ParseInt("--grad-accumulation-steps", grad_accumulation_steps);

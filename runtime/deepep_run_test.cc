@@ -22,6 +22,9 @@ RunReport RunDeepEp(const ModelSpec& m, int64_t world, int64_t ep, int64_t gpus_
   dockyard::Machine machine;
   machine.gpus_per_node = gpus_per_node;
   t.dispatcher = Dispatcher::kDeepEp;
+  // HybridEP: the backend that runs any whole nodes (here of 2 or 4); DeepEP's own kernels need
+  // nodes of 8 NVLink peers (planner/model/flex_backend_limits.h). The emulation is the same.
+  t.moe_flex_dispatcher_backend = FlexBackend::kHybridEp;
   const Plan plan = BuildPlan(m, d, t, machine);
   RunOptions o;
   o.tokens_per_rank = tokens;

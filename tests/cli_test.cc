@@ -675,9 +675,13 @@ TEST_CASE("dockyard-plan simulate counts node crossings in the memory and traffi
   // The plan takes 72 as its node: the 16 ranks of EP 16 sit in one domain, so the deepep
   // dispatcher's RDMA receive buffer holds (ceil(16 / 72) - 1) = 0 rows of other nodes (counted by
   // trays of 4 it would be 3 x the dispatched tokens), and the deepep routing sample agrees with
-  // the plan (counted by trays the run stopped: "give --gpus-per-node 72").
+  // the plan (counted by trays the run stopped: "give --gpus-per-node 72"). The flex dispatcher runs
+  // the hybridep backend: DeepEP's own kernels need nodes of 8 NVLink peers, so they cannot run 16
+  // ranks of one 72-GPU domain (flex_backend_limits.h; issue 31 item 2 changed this from deepep).
   const std::string nvl = TmpDir() + "/nvl72.json", given = TmpDir() + "/nvl72-given.json", h100 = TmpDir() + "/h100.json";
-  const std::string base = "simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 16 --seq-len 1024 --dispatcher deepep ";
+  const std::string base =
+      "simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 16 --seq-len 1024 --dispatcher deepep "
+      "--moe-flex-dispatcher-backend hybridep ";
   const Result r = Run(base + "--cluster gb200-nvl72 --json " + nvl);
   REQUIRE(r.code == 0);
   dockyard::Json j = dockyard::ReadJsonFile(nvl);
@@ -701,6 +705,95 @@ TEST_CASE("dockyard-plan simulate counts node crossings in the memory and traffi
   // h100-sxm (its NVLink domain is its 8-GPU node): unchanged.
   REQUIRE(Run(base + "--cluster h100-sxm --json " + h100).code == 0);
   CHECK(dockyard::ReadJsonFile(h100)["training"]["gpus_per_node"] == 8);
+}
+
+TEST_CASE("the deepep dispatcher's backend: DeepEP's rank limits refuse alike in plan, check, simulate and search --explain") {
+  // DeepSeek-V3 at ep 256: DeepEP's Buffer takes at most 8 x 20 = 160 ranks (csrc/legacy/buffer.hpp).
+  const std::string v3 = "--model testdata/hf/deepseek-v3.json --world-size 256 --ep 256 --dispatcher deepep";
+  const std::string limit =
+      "dockyard-plan: error: --moe-flex-dispatcher-backend deepep (Megatron's default for --dispatcher deepep) with --ep 256: DeepEP's "
+      "normal-mode Buffer takes at most 160 ranks (8 NVLink peers x 20 RDMA nodes; DeepEP csrc/legacy/buffer.hpp)";
+  const std::string json = TmpDir() + "/deepep-256.json";
+  for (const std::string& command : {v3, "check " + v3 + " --gpu-memory-gib 141", "simulate " + v3 + " --cluster h200-sxm"}) {
+    CAPTURE(command);
+    const Result r = Run(command + " --json " + json);
+    CHECK(r.code == 1);
+    CHECK(r.out.find(limit) != std::string::npos);
+    CHECK(access(json.c_str(), F_OK) != 0);  // no report written
+  }
+  // Kimi-K2 (384 experts) at ep 192: over 160 too.
+  Result r = Run("--model testdata/hf/kimi-k2-instruct.json --world-size 192 --ep 192 --dispatcher deepep");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("with --ep 192: DeepEP's normal-mode Buffer takes at most 160 ranks") != std::string::npos);
+  // Qwen3-30B on 4-GPU nodes, ep 8 over two nodes: 4 NVLink peers per node, DeepEP's intranode mode needs 8.
+  r = Run("check --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --dispatcher deepep --gpus-per-node 4 --gpu-memory-gib 141");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("with --ep 8: DeepEP's intranode mode needs all 8 ranks NVLink peers in one node, but a node holds 4") !=
+        std::string::npos);
+  // ep 40 = 5 nodes of 8: launch.cuh instantiates 2, 3, 4, 6, 8, 12, 16, 18, 20 nodes (a 2-layer Qwen3 with 80 experts).
+  dockyard::Json q = dockyard::ReadJsonFile("testdata/hf/qwen3-30b-a3b.json");
+  q["num_hidden_layers"] = 2;
+  q["num_experts"] = 80;
+  const std::string q80 = TmpDir() + "/qwen3-80-experts.json";
+  { std::ofstream(q80) << q.dump(); }
+  r = Run("--model " + q80 + " --world-size 40 --ep 40 --dispatcher deepep");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("with --ep 40: 40 / 8 = 5 nodes, but DeepEP's internode kernels are instantiated for 2, 3, 4, 6, 8, 12, 16, 18 or 20 "
+                   "nodes only (DeepEP csrc/kernels/legacy/launch.cuh)") != std::string::npos);
+  CHECK(Run("--model " + q80 + " --world-size 40 --ep 40 --dispatcher deepep --moe-flex-dispatcher-backend ncclep").code == 0);  // no limits
+  // ep 64 = 8 nodes of 8: runs, and the report names the backend beside the dispatcher.
+  r = Run("--model testdata/hf/deepseek-v3.json --world-size 256 --ep 64 --dispatcher deepep");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("dispatcher deepep (backend deepep): sent") != std::string::npos);
+  r = Run("--model testdata/hf/deepseek-v3.json --world-size 256 --ep 64 --dispatcher deepep --moe-flex-dispatcher-backend ncclep --json -");
+  REQUIRE(r.code == 0);
+  const dockyard::Json plan = dockyard::ParseJsonText(r.out, "stdout");
+  CHECK(plan["training"]["moe_flex_dispatcher_backend"] == "ncclep");
+  CHECK(plan["communication"]["moe_flex_dispatcher_backend"] == "ncclep");
+  // The backend belongs to the deepep dispatcher.
+  r = Run("--model testdata/hf/deepseek-v3.json --world-size 256 --ep 64 --moe-flex-dispatcher-backend hybridep");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("--moe-flex-dispatcher-backend: \"hybridep\" is set, but the backend only applies to the deepep dispatcher") !=
+        std::string::npos);
+  r = Run("--model testdata/hf/deepseek-v3.json --world-size 256 --ep 64 --dispatcher deepep --moe-flex-dispatcher-backend hybrid");
+  CHECK(r.code == 1);  // not a backend name: bad input, as --dispatcher bogus
+  CHECK(r.out.find("dockyard-plan: error: --moe-flex-dispatcher-backend: hybrid not in {deepep,hybridep,ncclep}") != std::string::npos);
+  // search --explain gives the plan path's verdict: on gb200-nvl72 DeepEP cannot span the 72-GPU domain.
+  const std::string search = "search --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --cluster gb200-nvl72 --dispatcher deepep";
+  r = Run(search + " --explain ep=16,etp=1");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("no ranked layout matches") != std::string::npos);
+  CHECK(r.out.find("with --ep 16: DeepEP's internode mode needs exactly 8 of the group's ranks per node, its NVLink peers "
+                   "(NUM_MAX_NVL_PEERS; DeepEP csrc/legacy/buffer.hpp), but a node of 72 ranks (--gpus-per-node / the cluster's NVLink "
+                   "domain) holds 16; only hybridep spans a multi-node NVLink domain") != std::string::npos);
+  // hybridep ranks it, and its rows name the backend.
+  r = Run(search + " --moe-flex-dispatcher-backend hybridep --explain ep=16,etp=1 --json -");
+  REQUIRE(r.code == 0);
+  const dockyard::Json found = dockyard::ParseJsonText(r.out, "stdout");
+  CHECK(found["explain"]["layout"]["ep"] == 16);
+  CHECK(found["explain"]["layout"]["dispatcher"] == "deepep");
+  CHECK(found["explain"]["layout"]["moe_flex_dispatcher_backend"] == "hybridep");
+  for (const auto& row : found["top"]) CHECK(row["moe_flex_dispatcher_backend"] == "hybridep");  // every row here is deepep (pinned)
+  CHECK(Run(search + " --moe-flex-dispatcher-backend hybridep --top 3").out.find("deepep[hybridep]") != std::string::npos);
+}
+
+TEST_CASE("hybridep spans gb200-nvl72's NVLink domain in whole domains: ep 72 and 144 run, ep 96 is refused") {
+  // A 2-layer Qwen3 with 288 experts (72, 96 and 144 divide it).
+  dockyard::Json q = dockyard::ReadJsonFile("testdata/hf/qwen3-30b-a3b.json");
+  q["num_hidden_layers"] = 2;
+  q["num_experts"] = 288;
+  const std::string q288 = TmpDir() + "/qwen3-288-experts.json";
+  { std::ofstream(q288) << q.dump(); }
+  const std::string base = "simulate --model " + q288 + " --seq-len 1024 --cluster gb200-nvl72 --dispatcher deepep --moe-flex-dispatcher-backend hybridep";
+  CHECK(Run(base + " --world-size 144 --ep 72").code == 0);   // one domain per EP group
+  CHECK(Run(base + " --world-size 144 --ep 144").code == 0);  // 144 = 2 x 72
+  // 96 ranks: 72 in one domain, 24 in the next (96 % 72 = 24; hybrid_ep_buffer.py).
+  const Result r = Run(base + " --world-size 96 --ep 96");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("--moe-flex-dispatcher-backend hybridep with --ep 96: HybridEP splits a group spanning NVLink domains into domains of "
+                   "72 ranks") != std::string::npos);
+  // The default backend, DeepEP, refuses ep 72 on the domain: 72 / 8 = 9 nodes are not instantiated (launch.cuh).
+  CHECK(Run("simulate --model " + q288 + " --seq-len 1024 --cluster gb200-nvl72 --dispatcher deepep --world-size 144 --ep 72").code == 1);
 }
 
 TEST_CASE("search --global-batch-size: every row runs it; a batch that divides no layout is exit 1 with the counts and no file") {

@@ -287,6 +287,9 @@ static void CheckEpOverlapExposed(const std::string& dispatcher) {
   t.dispatcher = dockyard::ParseDispatcher(dispatcher, "dispatcher");
   dockyard::Machine machine;
   if (dispatcher == "deepep") machine.gpus_per_node = 2;  // the cluster's NVLink domain, as deepep requires
+  // ep 8 over 2-GPU nodes: the hybridep backend (DeepEP's kernels need nodes of 8 NVLink peers:
+  // planner/model/flex_backend_limits.h); the time model is the same.
+  if (dispatcher == "deepep") t.moe_flex_dispatcher_backend = dockyard::FlexBackend::kHybridEp;
   dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
   c.gpus_per_node = 2;  // the all-to-all crosses nodes at a slow NIC: communication-heavy
   c.knobs.links.network_gbps = 1;   // (at 4 GB/s the compute of the default kernel-level model, launch gaps included, would hide it)

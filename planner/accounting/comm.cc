@@ -13,6 +13,7 @@
 #include "planner/base/checked_math.h"
 #include "planner/base/error.h"
 #include "planner/accounting/workload.h"
+#include "planner/model/flex_backend_limits.h"
 #include "planner/model/precision.h"
 #include "planner/model/pipeline_schedule.h"
 
@@ -500,6 +501,7 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
   out.rank = rank;
   out.gpus_per_node = plan.machine.gpus_per_node;
   out.dispatcher = t.dispatcher;
+  out.flex_backend = FlexBackendOf(t);
   Builder b(plan, rank, out);
   CommStep s{plan, rank, w, plan.meshes.dense.Coord(rank, 0), d.convention == Convention::kMegatron, 1, 1, 0, 0, {}};
   s.A = t.run.grad_accumulation_steps;

@@ -51,6 +51,7 @@ struct CommReport {
   int64_t rank = 0;
   int64_t gpus_per_node = 8;
   Dispatcher dispatcher = Dispatcher::kAllToAll;  // planner/model/dispatcher.h
+  FlexBackend flex_backend = FlexBackend::kDeepEp;  // deepep's backend (Megatron moe_flex_dispatcher_backend), reported with deepep only
   int64_t oep = 1, iep = 1;
   std::vector<CommEntry> entries;
   int64_t total_wire_bytes = 0;

@@ -286,6 +286,8 @@ TrainingConfig FidelityTraining(const FidelityRun& r) {
   // Megatron's --recompute-modules; DeepSeek-V3's report names its norm recomputation "rmsnorm".
   for (const std::string& module : r.recompute_modules) t.recompute_modules.push_back(module == "rmsnorm" ? "layernorm" : module);
   t.dispatcher = r.dispatcher == "a2a" ? Dispatcher::kAllToAll : Dispatcher::kDeepEp;  // Megatron flex: DeepEP / HybridEP
+  // The run's flex backend as Megatron names it (--moe-flex-dispatcher-backend; dispatcher.h FlexBackend).
+  if (r.dispatcher == "hybridep") t.moe_flex_dispatcher_backend = FlexBackend::kHybridEp;
   t.run.vpp = r.vpp;                                                                   // interleaved 1F1B (pipeline_schedule.h)
   auto has = [&](const char* f) { return std::find(r.features.begin(), r.features.end(), f) != r.features.end(); };
   t.run.overlap_grad_reduce = has("overlap_grad_reduce");

@@ -25,6 +25,9 @@ Plan DeepEpPlan(bool fp8 = false) {
   dockyard::Machine machine;
   machine.gpus_per_node = 4;
   t.dispatcher = Dispatcher::kDeepEp;
+  // ep 8 over two 4-GPU nodes: HybridEP (DeepEP's kernels need nodes of 8 NVLink peers:
+  // planner/model/flex_backend_limits.h); the traffic model is the same for every backend.
+  t.moe_flex_dispatcher_backend = FlexBackend::kHybridEp;
   t.fp8_dispatch = fp8;
   return BuildPlan(testing::TinyMixtral(), d, t, machine);
 }

@@ -23,6 +23,9 @@ Plan Ep8Plan(const std::string& dispatcher, bool fp8, Recompute recompute = Reco
   dockyard::Machine machine;
   machine.gpus_per_node = 4;
   t.dispatcher = ParseDispatcher(dispatcher, "dispatcher");
+  // deepep over two 4-GPU nodes runs the hybridep backend (DeepEP's kernels need nodes of 8 NVLink
+  // peers: planner/model/flex_backend_limits.h); its time model is deepep's.
+  if (t.dispatcher == Dispatcher::kDeepEp) t.moe_flex_dispatcher_backend = FlexBackend::kHybridEp;
   t.fp8_dispatch = fp8;
   t.recompute = recompute;
   return BuildPlan(testing::TinyMixtral(), d, t, machine);

@@ -8,6 +8,7 @@
 
 #include "planner/base/checked_math.h"
 #include "planner/base/error.h"
+#include "planner/model/flex_backend_limits.h"
 #include "planner/model/precision.h"
 #include "planner/model/recompute.h"
 #include "planner/model/seq_len.h"
@@ -140,6 +141,9 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
   ValidateSharedExpertOverlap(plan.training, megatron, model.moe.num_shared_experts > 0);
   const std::string oep_error = DeredundencyOepError(plan.training, plan.dims.ep);
   if (!oep_error.empty()) throw Error(oep_error);
+  // The deepep (flex) dispatcher's backend limits (model/flex_backend_limits.h), on the machine's node.
+  const std::string backend_error = FlexBackendLimitError(plan.training, plan.dims.ep, plan.dims.etp, plan.machine);
+  if (!backend_error.empty()) throw Error(backend_error);
   plan.inventory = plan.model.vocab_size == model.vocab_size ? inventory : BuildInventory(plan.model);
   // With tied embeddings and several pipeline stages, the last stage keeps its own copy of the
   // embedding matrix as lm_head (gradients are all-reduced between the two stages). The copy is

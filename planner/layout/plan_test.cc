@@ -234,3 +234,25 @@ TEST_CASE("BuildPlan rejects --make-vocab-size-divisible-by above 1 under torcht
   CHECK_THROWS_WITH_AS(BuildPlan(m, o, t), doctest::Contains("make-vocab-size-divisible-by (128) is Megatron-LM's vocabulary padding"),
                        dockyard::Error);
 }
+
+TEST_CASE("BuildPlan holds the deepep dispatcher to its backend's rank limits (plan, check and simulate alike)") {
+  // The tiny model with 256 experts on 256 ranks, ep 256: DeepEP's Buffer takes at most 8 x 20 = 160
+  // ranks (DeepEP csrc/legacy/buffer.hpp; planner/model/flex_backend_limits.h).
+  dockyard::ModelSpec m = dockyard::testing::TinyMixtral();
+  m.moe.num_experts = 256;
+  ParallelDimsOptions d;
+  d.world_size = 256;
+  d.ep = 256;
+  dockyard::TrainingConfig t;
+  t.dispatcher = dockyard::Dispatcher::kDeepEp;
+  CHECK_THROWS_WITH_AS(BuildPlan(m, d, t, dockyard::Machine{}),
+                       doctest::Contains("--moe-flex-dispatcher-backend deepep (Megatron's default for --dispatcher deepep) with --ep 256: "
+                                         "DeepEP's normal-mode Buffer takes at most 160 ranks"),
+                       dockyard::Error);
+  // ncclep has none of DeepEP's limits; the all-to-all dispatcher has no backend.
+  t.moe_flex_dispatcher_backend = dockyard::FlexBackend::kNcclEp;
+  CHECK(BuildPlan(m, d, t, dockyard::Machine{}).dims.ep == 256);
+  t.moe_flex_dispatcher_backend.reset();
+  t.dispatcher = dockyard::Dispatcher::kAllToAll;
+  CHECK(BuildPlan(m, d, t, dockyard::Machine{}).dims.ep == 256);
+}

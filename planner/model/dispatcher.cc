@@ -13,7 +13,23 @@ constexpr NameTable<Dispatcher, 4> kDispatchers{{{{Dispatcher::kAllToAll, "all_t
                                                   {Dispatcher::kDeepEp, "deepep"},
                                                   {Dispatcher::kAllGather, "allgather"}}}};
 
+constexpr NameTable<FlexBackend, 3> kFlexBackends{
+    {{{FlexBackend::kDeepEp, "deepep"}, {FlexBackend::kHybridEp, "hybridep"}, {FlexBackend::kNcclEp, "ncclep"}}}};
+
 }  // namespace
+
+const char* FlexBackendName(FlexBackend b) {
+  return kFlexBackends.Name(b);
+}
+
+const std::vector<std::string>& FlexBackendNames() {
+  static const std::vector<std::string> names = kFlexBackends.Names();
+  return names;
+}
+
+FlexBackend ParseFlexBackend(const std::string& name, const std::string& field) {
+  return kFlexBackends.Parse(name, field, /*suggest=*/true);
+}
 
 const char* DispatcherName(Dispatcher d) {
   return kDispatchers.Name(d);

@@ -30,4 +30,23 @@ Dispatcher ParseDispatcher(const std::string& name, const std::string& field);
 // JSON writes the name (nlohmann's to_json, found by argument-dependent lookup), never the ordinal.
 void to_json(Json& j, Dispatcher d);
 
+// The backend of Megatron's flex dispatcher (dockyard's `deepep` dispatcher), named as Megatron
+// names it: `moe_flex_dispatcher_backend` in megatron/core/transformer/transformer_config.py
+// (--moe-flex-dispatcher-backend; default "deepep").
+//   deepep    DeepEP's normal-mode kernels (deep_ep Buffer): NVLink inside a node of 8 NVLink peers,
+//             RDMA between nodes; rank limits in flex_backend_limits.h.
+//   hybridep  NVIDIA's HybridEP (deep_ep hybrid_ep_buffer.py HybridEPBuffer): the one backend that
+//             spans a multi-node NVLink domain (e.g. GB200 NVL72).
+//   ncclep    NCCL's device-side EP all-to-all: no DeepEP rank limits.
+// Their time model is today's deepep model for all three (planner/cost/deepep.h).
+enum class FlexBackend { kDeepEp, kHybridEp, kNcclEp };
+
+// "deepep", "hybridep", "ncclep" (JSON `moe_flex_dispatcher_backend`, --moe-flex-dispatcher-backend, reports).
+const char* FlexBackendName(FlexBackend b);
+// Every name, in the order above (CLI11 IsMember).
+const std::vector<std::string>& FlexBackendNames();
+// The backend spelled `name`, else throws dockyard::Error
+// "{field}: must be \"deepep\", \"hybridep\" or \"ncclep\", got \"x\"; did you mean 'y'?".
+FlexBackend ParseFlexBackend(const std::string& name, const std::string& field);
+
 }  // namespace dockyard

@@ -76,6 +76,11 @@ struct TrainingConfig {
   // HybridEP: once per destination node over the network, then NVLink; planner/cost/deepep.h) or
   // allgather (Megatron MoEAllGatherTokenDispatcher).
   Dispatcher dispatcher = Dispatcher::kAllToAll;
+  // The deepep (Megatron flex) dispatcher's backend (dispatcher.h FlexBackend; Megatron
+  // --moe-flex-dispatcher-backend, JSON `moe_flex_dispatcher_backend`); unset = "deepep", Megatron's
+  // default. Set with another dispatcher it is refused (ValidateTraining); its rank limits:
+  // flex_backend_limits.h FlexBackendLimitError.
+  std::optional<FlexBackend> moe_flex_dispatcher_backend;
   std::optional<int64_t> oep;  // deredundency outer EP size; unset = nodes spanned by ep
   std::string refit_dtype;     // empty = param_dtype
   RunSettings run;             // framework schedule settings (pipeline_schedule.h; flags only)

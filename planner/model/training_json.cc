@@ -59,6 +59,12 @@ void ValidateTraining(const TrainingConfig& t, const std::string& origin) {
   // Its range here; the convention it applies under in BuildPlan (VocabDivisor, the one rule).
   const std::string divisor = origin + (flags ? "make-vocab-size-divisible-by" : "make_vocab_size_divisible_by");
   VocabDivisor(t, true, divisor.c_str());
+  if (t.moe_flex_dispatcher_backend && t.dispatcher != Dispatcher::kDeepEp) {
+    fail(flags ? "moe-flex-dispatcher-backend" : "moe_flex_dispatcher_backend",
+         fmt::format("\"{}\" is set, but the backend only applies to the deepep dispatcher (Megatron's flex dispatcher, "
+                     "transformer_config.py moe_flex_dispatcher_backend; the dispatcher is \"{}\")",
+                     FlexBackendName(*t.moe_flex_dispatcher_backend), DispatcherName(t.dispatcher)));
+  }
   if (t.oep && t.dispatcher != Dispatcher::kDeredundency) {
     fail("oep", fmt::format("{} is set, but oep only applies to the deredundency dispatcher (dispatcher is \"{}\")", *t.oep,
                             DispatcherName(t.dispatcher)));
@@ -72,7 +78,7 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
                        "imbalance",         "gpus_per_node",    "oep",        "refit_dtype",    "dispatcher",
                        "recompute_modules", "precision",        "fp8_recipe", "fp8_dispatch",   "optimizer_states_dtype",
                        "mtp_layers",        "fp8_param_gather", "memory_reserve_gib",
-                       "selective_ac_option", "make_vocab_size_divisible_by"});
+                       "selective_ac_option", "make_vocab_size_divisible_by", "moe_flex_dispatcher_backend"});
   // clang-format on
   TrainingConfig t;
   if (v.Has("dp_sharding")) t.dp_sharding = ParseDpSharding(v.String("dp_sharding"), v.Where("dp_sharding"));
@@ -104,6 +110,10 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
   t.refit_dtype = v.StringOr("refit_dtype", "");
   if (!t.refit_dtype.empty()) t.refit_dtype = CanonicalDtype(t.refit_dtype);
   if (v.Has("dispatcher")) t.dispatcher = ParseDispatcher(v.String("dispatcher"), v.Where("dispatcher"));
+  if (v.Has("moe_flex_dispatcher_backend")) {
+    t.moe_flex_dispatcher_backend =
+        ParseFlexBackend(v.String("moe_flex_dispatcher_backend"), v.Where("moe_flex_dispatcher_backend"));
+  }
   t.mtp_layers = v.IntOr("mtp_layers", 0);
   if (v.Has("make_vocab_size_divisible_by")) t.make_vocab_size_divisible_by = v.Int("make_vocab_size_divisible_by");
   t.precision = v.StringOr("precision", t.precision);
@@ -133,6 +143,10 @@ Json TrainingToJson(const TrainingConfig& t, const Machine& machine) {
   if (t.dp_sharding) j["dp_sharding"] = DpShardingName(*t.dp_sharding);
   if (t.num_microbatches) j["num_microbatches"] = *t.num_microbatches;
   if (!t.pp_layer_split.empty()) j["pp_layer_split"] = t.pp_layer_split;
+  // The deepep (flex) dispatcher names its backend, Megatron's default when unset (dispatcher.h).
+  if (t.dispatcher == Dispatcher::kDeepEp) {
+    j["moe_flex_dispatcher_backend"] = FlexBackendName(t.moe_flex_dispatcher_backend.value_or(FlexBackend::kDeepEp));
+  }
   if (t.oep) j["oep"] = *t.oep;
   if (t.make_vocab_size_divisible_by) j["make_vocab_size_divisible_by"] = *t.make_vocab_size_divisible_by;
   if (t.memory_reserve_gib) j["memory_reserve_gib"] = *t.memory_reserve_gib;

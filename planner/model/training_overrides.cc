@@ -32,6 +32,7 @@ TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const Training
   if (o.imbalance) t.imbalance = *o.imbalance;
   if (o.dispatcher) t.dispatcher = *o.dispatcher;
   if (o.oep) t.oep = *o.oep;
+  if (o.moe_flex_dispatcher_backend) t.moe_flex_dispatcher_backend = *o.moe_flex_dispatcher_backend;
   if (o.refit_dtype) t.refit_dtype = CanonicalDtype(*o.refit_dtype);
   if (o.reshard_after_forward) t.run.reshard_after_forward = *o.reshard_after_forward;
   if (o.grad_accumulation_steps) t.run.grad_accumulation_steps = *o.grad_accumulation_steps;

@@ -33,6 +33,7 @@ struct TrainingOverrides {
   std::optional<int64_t> gpus_per_node;                       // --gpus-per-node
   std::optional<Dispatcher> dispatcher;                       // --dispatcher
   std::optional<int64_t> oep;                                 // --oep
+  std::optional<FlexBackend> moe_flex_dispatcher_backend;     // --moe-flex-dispatcher-backend (dispatcher.h)
   std::optional<std::string> refit_dtype;                     // --refit-dtype
   // Schedule settings (pipeline_schedule.h RunSettings).
   std::optional<ReshardPolicy> reshard_after_forward;   // --fsdp-reshard-after-forward

@@ -521,6 +521,12 @@ TEST_CASE("The search page has the text rows' columns, the Pareto front and the 
     CHECK(TableCells(ParsePage(ReportToHtml(flat)), "fig-search", "search-rows")[0][4] == "6");
   }
   CHECK(rows[0][7] == "deepep+ov");
+  {
+    // A row that names its flex backend (search.cc RankedLayoutToJson) shows it as the text rows do.
+    Json named = j;
+    named["top"][0]["moe_flex_dispatcher_backend"] = "hybridep";
+    CHECK(TableCells(ParsePage(ReportToHtml(named)), "fig-search", "search-rows")[0][7] == "deepep[hybridep]+ov");
+  }
   CHECK(rows[0][13] == "<a&b>");
   CHECK(html.find("&lt;a&amp;b&gt;") != std::string::npos);
   for (size_t i = 1; i < rows.size(); ++i) {

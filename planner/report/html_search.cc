@@ -119,7 +119,9 @@ std::string SearchRowCells(const Json& x) {
   const Json& m = x.value("num_microbatches", Json(nullptr));
   const std::string mb =
       m.is_number_integer() ? MicroBatchesText(x.value("pp", int64_t{1}), a, m.get<int64_t>()) : JsonText(m);  // search.cc's cell
-  const std::string dispatcher = JsonText(x.at("dispatcher")) + (x.value("overlap_moe_ep_comm", false) ? "+ov" : "");
+  // deepep names its backend (moe_flex_dispatcher_backend) as the text rows do: deepep[hybridep].
+  const std::string backend = x.contains("moe_flex_dispatcher_backend") ? "[" + JsonText(x.at("moe_flex_dispatcher_backend")) + "]" : "";
+  const std::string dispatcher = JsonText(x.at("dispatcher")) + backend + (x.value("overlap_moe_ep_comm", false) ? "+ov" : "");
   return fmt::format(
       "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1f}</td><td>{:.0f}</td><td>{:.1f}%</td>"
       "<td>{:.2f}</td><td>{:.2f}</td><td>{}</td>",

@@ -478,6 +478,7 @@ Json CommToJson(const CommReport& comm) {
   }
   Json j = {{"rank", comm.rank},  {"gpus_per_node", comm.gpus_per_node},       {"dispatcher", DispatcherName(comm.dispatcher)},
             {"entries", entries}, {"total_wire_bytes", comm.total_wire_bytes}, {"total_cross_node_bytes", comm.total_cross_node_bytes}};
+  if (comm.dispatcher == Dispatcher::kDeepEp) j["moe_flex_dispatcher_backend"] = FlexBackendName(comm.flex_backend);
   if (comm.dispatcher == Dispatcher::kDeredundency) {
     j["oep"] = comm.oep;
     j["iep"] = comm.iep;
@@ -546,8 +547,11 @@ std::string MemoryToText(const Plan& plan, const MemoryReport& memory) {
 
 std::string CommToText(const CommReport& comm) {
   std::ostringstream out;
-  out << fmt::format("Traffic    rank {} per step (all micro-batches), {} GPUs per node, dispatcher {}: sent {} ({} cross-node)\n",
-                     comm.rank, comm.gpus_per_node, DispatcherName(comm.dispatcher), FormatBytes(comm.total_wire_bytes),
+  // deepep names its backend (Megatron --moe-flex-dispatcher-backend): "dispatcher deepep (backend hybridep)".
+  const std::string backend =
+      comm.dispatcher == Dispatcher::kDeepEp ? fmt::format(" (backend {})", FlexBackendName(comm.flex_backend)) : std::string();
+  out << fmt::format("Traffic    rank {} per step (all micro-batches), {} GPUs per node, dispatcher {}{}: sent {} ({} cross-node)\n",
+                     comm.rank, comm.gpus_per_node, DispatcherName(comm.dispatcher), backend, FormatBytes(comm.total_wire_bytes),
                      FormatBytes(comm.total_cross_node_bytes));
   // Fold entries with the same purpose, axis and phase.
   std::map<std::tuple<std::string, std::string, std::string, std::string>, CommEntry> folded;

@@ -77,6 +77,8 @@ TEST_CASE("The plan report's deepep traffic: link-level entries and every EP mem
   dockyard::Machine machine;
   machine.gpus_per_node = 4;
   t.dispatcher = dockyard::Dispatcher::kDeepEp;
+  // ep 8 over 4-GPU nodes: HybridEP (DeepEP's kernels need nodes of 8 NVLink peers: flex_backend_limits.h).
+  t.moe_flex_dispatcher_backend = dockyard::FlexBackend::kHybridEp;
   const auto plan = dockyard::BuildPlan(dockyard::testing::TinyMixtral(), o, t, machine);
   const Json c = dockyard::PlanToJson(plan, "tiny.json")["communication"];
   REQUIRE(c.contains("dispatch_links"));

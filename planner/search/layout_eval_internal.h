@@ -257,7 +257,7 @@ struct LayoutEvaluator::Impl {
     // whether per-op checkpointing is on (OpSac).
     int64_t sac_every = 0;
     bool op_sac = false;
-    std::unordered_map<std::tuple<int64_t, int64_t, bool>, RunVerdict, TupleHash> run_verdict;  // per (pp, ep, megatron)
+    std::unordered_map<std::tuple<int64_t, int64_t, int64_t, bool>, RunVerdict, TupleHash> run_verdict;  // per (pp, ep, etp, megatron)
   };
   using TrainingKey = std::tuple<Dispatcher, int64_t, int64_t, int64_t, int64_t, int, int, int>;
   // Hashed, not ordered: looked up once per candidate (references stay valid as it grows).
@@ -299,7 +299,7 @@ struct LayoutEvaluator::Impl {
   // LayoutCandidate::setting_index, without hashing its settings: in one search, the settings at
   // an index depend on its group only through the dispatcher, dp sharding, dp (= dp_replicate x
   // dp_shard: the global batch's schedule), pp (vpp > 1 needs pp > 1) and ep (EP overlap needs
-  // ep > 1), and the verdict on the entry, pp and ep. One slot table per such family, found once
+  // ep > 1), and the verdict on the entry, pp, ep and etp (the deepep backend's limits). One slot table per such family, found once
   // per group (the search visits every setting of a group in a row).
   struct SettingSlot {
     TrainingEntry* entry = nullptr;
@@ -311,7 +311,7 @@ struct LayoutEvaluator::Impl {
     bool before_cp_ok = false;  // run->before_cp.empty(), once run is set
     bool after_cp_ok = false;   // run->after_cp.empty(), once run is set
   };
-  using SlotFamily = std::tuple<Dispatcher, int, int64_t, int64_t, int64_t>;  // dispatcher, dp sharding (-1 unset), dp, pp, ep
+  using SlotFamily = std::tuple<Dispatcher, int, int64_t, int64_t, int64_t, int64_t>;  // dispatcher, dp sharding (-1 unset), dp, pp, ep, etp
   std::unordered_map<SlotFamily, std::vector<SettingSlot>, TupleHash> slot_families;
   // WorstPeak's layer activations of the last (workload, recompute set, per-op checkpointing and
   // whether its layers dispatch) it met (LayerActivations and OpSacSavedActivations read nothing
@@ -342,7 +342,7 @@ struct LayoutEvaluator::Impl {
       slot_sharding = c.settings.dp_sharding;
       const auto& d = c.dims;
       slots = &slot_families[SlotFamily{c.dispatcher, c.settings.dp_sharding ? static_cast<int>(*c.settings.dp_sharding) : -1,
-                                        d.dp_replicate * d.dp_shard, d.pp, d.ep}];
+                                        d.dp_replicate * d.dp_shard, d.pp, d.ep, d.etp}];
     }
     const size_t i = static_cast<size_t>(c.setting_index);
     if (i >= slots->size()) slots->resize(i + 1);

@@ -117,7 +117,8 @@ TEST_CASE("Fast evaluation equals the plan path for every candidate under all fo
   // Qwen3-30B-A3B (128 experts, top 8) on 32 GPUs of 4-GPU nodes: EP groups of up to 32 ranks span
   // up to 8 nodes, so deredundency's oep, deepep's per-node RDMA and NVLink forwarding and
   // allgather's ring over nodes are all exercised. Short sequences keep the reference path's
-  // per-candidate deepep draws quick.
+  // per-candidate deepep draws quick. The deepep dispatcher runs the hybridep backend: DeepEP's own
+  // kernels need nodes of 8 NVLink peers (flex_backend_limits.h), HybridEP any whole nodes (here 4).
   const auto model = dockyard::LoadModel("testdata/hf/qwen3-30b-a3b.json");
   auto all_four = [](dockyard::Convention convention) {
     SearchOptions o = FullSearch(32);
@@ -126,8 +127,22 @@ TEST_CASE("Fast evaluation equals the plan path for every candidate under all fo
     o.training.seq_len = 256;
     o.include_deepep = true;
     o.include_allgather = true;
+    o.training.moe_flex_dispatcher_backend = dockyard::FlexBackend::kHybridEp;
     return o;
   };
+  SUBCASE("the deepep backend on 4-GPU nodes: the layouts DeepEP cannot run are refused alike and never ranked") {
+    SearchOptions o = all_four(dockyard::Convention::kTorchtitan2026_03);
+    o.training.moe_flex_dispatcher_backend.reset();  // Megatron's default, deepep
+    const Coverage deepep = CompareEveryCandidate(model, o);
+    const Coverage hybridep = CompareEveryCandidate(model, all_four(dockyard::Convention::kTorchtitan2026_03));
+    CHECK(deepep.candidates == hybridep.candidates);
+    CHECK(deepep.deepep > 0);               // ep x etp of 2 or 4: one node's NVLink peers
+    CHECK(deepep.spanning_deepep == 0);     // over two 4-GPU nodes: 4 NVLink peers per node, not 8 (DeepEP buffer.hpp)
+    CHECK(hybridep.spanning_deepep > 0);
+    // Exactly the deepep layouts HybridEP runs and DeepEP does not are the extra refusals.
+    CHECK(deepep.invalid == hybridep.invalid + (hybridep.deepep - deepep.deepep));
+    CHECK(deepep.handed_to_reference == 0);
+  }
   SUBCASE("torchtitan as it is: no expert TP (PR #3167), ep >= tp (PR #4794), 1F1B M >= pp; refused alike on both paths") {
     SearchOptions o = all_four(dockyard::Convention::kTorchtitan);
     o.include_deepep = false;

@@ -154,6 +154,8 @@ TEST_CASE("Under all four dispatchers the options take the fast path too, at the
     o.training.seq_len = 256;
     o.include_deepep = true;
     o.include_allgather = true;
+    // HybridEP spans the 4-GPU nodes (DeepEP's kernels need nodes of 8 NVLink peers: flex_backend_limits.h).
+    o.training.moe_flex_dispatcher_backend = dockyard::FlexBackend::kHybridEp;
     o.micro_batch_sizes.clear();
     o.vpps.clear();
     return o;

@@ -8,6 +8,7 @@
 #include "planner/model/vocab_padding.h"
 #include "planner/base/error.h"
 #include "planner/layout/plan.h"
+#include "planner/model/flex_backend_limits.h"
 #include "planner/model/pipeline_schedule.h"
 #include "planner/model/precision.h"
 #include "planner/model/recompute.h"
@@ -20,19 +21,20 @@ namespace layout_eval_detail {
 namespace {
 
 // BuildPlan's rules after ValidateTraining for the entry `e` under degrees `d` (its pipeline and
-// expert degrees and convention), in BuildPlan's order, cached per (pp, ep, convention): they
+// expert degrees and convention), in BuildPlan's order, cached per (pp, ep, etp, convention): they
 // depend on nothing else of a candidate. Before the sequence's split over cp (DimsCheck::cp_ok):
 // the layer split (ResolvePipelineStages), ValidateFp8ParamGather, ValidateRunSettings,
 // ValidateSingleStageMicrobatches, ValidateInterleavedMicrobatches, ValidateSelectiveAcConvention,
 // ValidateSeqLenForModel; after it: ValidateOpSac, ValidateRecomputeModulesForModel,
-// ValidateEpOverlap, ValidateSharedExpertOverlap, the deredundency oep (DeredundencyOepError),
-// ValidateVppChunks. Each part holds the first broken rule's message, empty
+// ValidateEpOverlap, ValidateSharedExpertOverlap, the deredundency oep (DeredundencyOepError), the
+// deepep backend's limits (FlexBackendLimitError), ValidateVppChunks. Each part holds the first
+// broken rule's message, empty
 // when its rules hold (a reference into the cache).
 const LayoutEvaluator::Impl::RunVerdict& RunSettingsVerdict(LayoutEvaluator::Impl& im, LayoutEvaluator::Impl::TrainingEntry& e,
                                                             const ParallelDims& d, const ModelSpec& m, int64_t seq_len) {
   const bool megatron = d.convention == Convention::kMegatron;
   const int64_t pp = d.pp, ep = d.ep;
-  const auto key = std::make_tuple(pp, ep, megatron);
+  const auto key = std::make_tuple(pp, ep, d.etp, megatron);
   auto it = e.run_verdict.find(key);
   if (it != e.run_verdict.end()) return it->second;
   LayoutEvaluator::Impl::RunVerdict v;
@@ -55,6 +57,7 @@ const LayoutEvaluator::Impl::RunVerdict& RunSettingsVerdict(LayoutEvaluator::Imp
     ValidateEpOverlap(e.t, pp, ep);
     ValidateSharedExpertOverlap(e.t, megatron, m.moe.num_shared_experts > 0);
     if (std::string oep = DeredundencyOepError(e.t, ep); !oep.empty()) throw Error(oep);
+    if (std::string backend = FlexBackendLimitError(e.t, ep, d.etp, im.machine); !backend.empty()) throw Error(backend);
     ValidateVppChunks(pp, e.t.run.vpp, m.num_hidden_layers);
   } catch (const Error& err) {
     v.after_cp = err.what();

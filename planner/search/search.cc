@@ -16,6 +16,7 @@
 
 #include "planner/cost/attention_support.h"
 #include "planner/base/error.h"
+#include "planner/model/flex_backend_limits.h"
 #include "planner/model/global_batch.h"
 #include "planner/model/pipeline_schedule.h"
 #include "planner/model/seq_len.h"
@@ -267,6 +268,7 @@ RankedLayout RowOf(const LayoutCandidate& c, LayoutEvaluation&& e, const SearchO
   r.recompute = RecomputeName(t.recompute);
   r.dp_sharding = DpShardingName(t.dp_sharding.value_or(DefaultDpSharding(o.convention)));
   r.overlap_moe_ep_comm = t.overlap_moe_ep_comm;
+  if (c.dispatcher == Dispatcher::kDeepEp) r.flex_backend = FlexBackendName(FlexBackendOf(CandidateTraining(o.training, c)));
   r.sequences_per_step = e.dims.dp_replicate * e.dims.dp_shard * r.micro_batch_size * r.num_microbatches * r.grad_accumulation_steps;
   r.headroom_gib = (budget_bytes - static_cast<double>(e.peak_bytes)) / 1073741824.0;
   return r;
@@ -501,6 +503,7 @@ Json RankedLayoutToJson(const RankedLayout& x) {
             {"peak_bytes", x.peak_bytes},
             {"headroom_gib", x.headroom_gib},
             {"dominant_phase", x.dominant_phase}};
+  if (!x.flex_backend.empty()) j["moe_flex_dispatcher_backend"] = x.flex_backend;  // beside deepep (dispatcher.h)
   if (!x.phase_us.empty()) {
     Json phases = Json::object();
     for (const auto& [name, us] : x.phase_us) phases[name] = us;
@@ -558,7 +561,9 @@ std::string RankedLayoutsTable(const std::vector<RankedLayout>& rows, bool numbe
     const auto& d = x.layout.dims;
     // Micro-batches per step: M, or A x M for torchtitan's accumulation loop of A schedules (pp > 1).
     const std::string mb = MicroBatchesText(d.pp, x.grad_accumulation_steps, x.num_microbatches);
-    const std::string dispatcher = DispatcherName(x.layout.dispatcher) + std::string(x.overlap_moe_ep_comm ? "+ov" : "");
+    // deepep names its backend: deepep[hybridep] (Megatron moe_flex_dispatcher_backend).
+    const std::string dispatcher = DispatcherName(x.layout.dispatcher) + (x.flex_backend.empty() ? "" : "[" + x.flex_backend + "]") +
+                                   std::string(x.overlap_moe_ep_comm ? "+ov" : "");
     out << fmt::format(
         "  {:>4} {:>3} {:>4} {:>5} {:>3} {:>3} {:>4} {:>3} {:>5} {:>3} {:>3} {:>6} {:<9} {:<5} {:<12} {:>10.1f} {:>10.0f} {:>5.1f}% "
         "{:>8.2f} {:>8.2f}  {}\n",

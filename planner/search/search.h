@@ -58,6 +58,9 @@ struct RankedLayout {
   int64_t micro_batch_size = 1, num_microbatches = 1, grad_accumulation_steps = 1, vpp = 1;
   std::string recompute, dp_sharding;
   bool overlap_moe_ep_comm = false;
+  // The deepep dispatcher's backend (Megatron moe_flex_dispatcher_backend, dispatcher.h FlexBackend);
+  // empty for another dispatcher.
+  std::string flex_backend;
   int64_t sequences_per_step = 0;  // dp x mbs x M x A
   double headroom_gib = 0;         // budget - peak
   // Filled by DescribeRows: each contributor's share of the step (CostBreakdown::critical_path and

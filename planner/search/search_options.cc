@@ -21,6 +21,8 @@ TrainingConfig CandidateTraining(const TrainingConfig& base, const LayoutCandida
   TrainingConfig t = base;
   t.dispatcher = c.dispatcher;
   if (t.dispatcher != Dispatcher::kDeredundency) t.oep.reset();  // a spec's oep is the deredundency dispatcher's
+  // The flex backend (--moe-flex-dispatcher-backend) is the deepep dispatcher's.
+  if (t.dispatcher != Dispatcher::kDeepEp) t.moe_flex_dispatcher_backend.reset();
   // FP8 dispatch (--fp8-dispatch) where the candidate's dispatcher has it.
   t.fp8_dispatch = base.fp8_dispatch && (t.dispatcher == Dispatcher::kAllToAll || t.dispatcher == Dispatcher::kDeepEp);
   const ResolvedSettings s = ResolveSettings(base, c.settings);

@@ -81,6 +81,17 @@ void ValidateSearchPins(const SearchOptions& o) {
       }
     }
   }
+  // The flex backend applies to the deepep candidates: deepep must be searched or pinned.
+  if (o.training.moe_flex_dispatcher_backend) {
+    const bool deepep = o.dispatchers.empty() ? o.include_deepep
+                                              : std::find(o.dispatchers.begin(), o.dispatchers.end(), Dispatcher::kDeepEp) != o.dispatchers.end();
+    if (!deepep) {
+      throw Error(fmt::format("--moe-flex-dispatcher-backend {} applies to the deepep dispatcher (Megatron's flex dispatcher, "
+                              "transformer_config.py), which this search does not search (add --search-dispatchers deepep or pin "
+                              "--dispatcher deepep)",
+                              FlexBackendName(*o.training.moe_flex_dispatcher_backend)));
+    }
+  }
   if (o.ep_overlaps.empty() && o.training.run.overlap_moe_ep_comm) {
     // Megatron's rules on what is pinned; what is searched takes a value that passes.
     TrainingConfig t = o.training;

@@ -156,6 +156,19 @@ TEST_CASE("Search ranks the opt-in deepep and allgather dispatchers for ep > 1 o
   const auto plain = dockyard::SearchLayouts(model, o);
   o.include_deepep = true;
   o.include_allgather = true;
+  // Megatron's default backend, DeepEP, cannot run ep 8 over two nodes of 4 NVLink peers (it needs
+  // 8 per node: DeepEP csrc/legacy/buffer.hpp, flex_backend_limits.h): no such deepep row ranks.
+  const auto deepep_backend = dockyard::SearchLayouts(model, o);
+  int64_t deepep_rows = 0;
+  for (const auto& x : deepep_backend.top) {
+    if (x.layout.dispatcher != dockyard::Dispatcher::kDeepEp) continue;
+    ++deepep_rows;
+    CHECK(x.layout.dims.ep * x.layout.dims.etp <= 4);
+    CHECK(x.flex_backend == "deepep");
+  }
+  CHECK(deepep_rows > 0);
+  // HybridEP spans the two nodes (8 = 2 x 4 ranks per NVLink domain: hybrid_ep_buffer.py).
+  o.training.moe_flex_dispatcher_backend = dockyard::FlexBackend::kHybridEp;
   const auto result = dockyard::SearchLayouts(model, o);
   int64_t deepep = 0, allgather = 0, ep_gt_1 = 0;
   for (const auto& c : dockyard::EnumerateLayouts(model, o)) {
@@ -176,6 +189,7 @@ TEST_CASE("Search ranks the opt-in deepep and allgather dispatchers for ep > 1 o
   bool seen = false;
   for (const auto& x : result.top) {
     if (x.layout.dispatcher != dockyard::Dispatcher::kDeepEp || x.layout.dims.ep != 8) continue;
+    CHECK(x.flex_backend == "hybridep");
     dockyard::TrainingConfig t = o.training;
     t.dispatcher = dockyard::Dispatcher::kDeepEp;
     dockyard::Machine machine;
