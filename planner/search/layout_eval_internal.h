@@ -342,7 +342,7 @@ struct LayoutEvaluator::Impl {
       slot_sharding = c.settings.dp_sharding;
       const auto& d = c.dims;
       slots = &slot_families[SlotFamily{c.dispatcher, c.settings.dp_sharding ? static_cast<int>(*c.settings.dp_sharding) : -1,
-                                        d.dp_replicate * d.dp_shard, d.pp, d.ep, d.etp}];
+                                        d.dp_replicate * d.dp_shard, d.pp, d.ep, EtpOf(d)}];
     }
     const size_t i = static_cast<size_t>(c.setting_index);
     if (i >= slots->size()) slots->resize(i + 1);
