@@ -188,6 +188,14 @@ TEST_CASE("Interleaved 1F1B: the bubble for pp 8, vpp 4 and the micro-batches in
   CHECK(dockyard::PipelineSlots(8, 8, 4) == Approx(9.75));
   CHECK((dockyard::PipelineSlots(8, 8, 4) - 8) / 8 == Approx(0.21875));
   CHECK_THROWS_AS(dockyard::PipelineSlots(8, 8, 0), dockyard::Error);
+  // Fewer micro-batches than stages: one micro-batch cannot fill the pipeline however it is chunked.
+  // pp 2, vpp 14, M 1: idle chunks (14 - 1) x (2 - 1) + (2 - 1) = 14, / 14 = 1 slot = pp - 1.
+  CHECK(dockyard::PipelineSlots(1, 2, 14) == Approx(2.0));
+  CHECK(dockyard::PipelineSlots(1, 2, 14) == Approx(dockyard::PipelineSlots(1, 2, 1)));
+  // pp 8, vpp 2, M 4: idle chunks (2 - 1) x (8 - 4) + 7 = 11, / 2 = 5.5; slots 4 + 5.5 = 9.5.
+  CHECK(dockyard::PipelineSlots(4, 8, 2) == Approx(9.5));
+  // M = pp is the boundary: pp 4, vpp 3, M 4: 3 / 3 = 1 slot of bubble, as (pp - 1) / vpp.
+  CHECK(dockyard::PipelineSlots(4, 4, 3) == Approx(5.0));
   // In flight on stage 0, M 16: 1F1B min(8, 16) = 8; interleaved 2 x 7 + 3 x 8 + 1 = 39 chunks of
   // a quarter stage: ceil(39 / 4) = 10 stage-micro-batches. Last stage: 3 x 8 + 1 = 25 -> 7.
   CHECK(dockyard::InFlightStageMicrobatches(8, 1, 16, 0) == 8);

@@ -164,7 +164,14 @@ double PipelineSlots(int64_t M, int64_t pp, int64_t vpp) {
   if (M < 1 || pp < 1 || vpp < 1) {
     throw Error(fmt::format("pipeline slots need num_microbatches, pp and vpp >= 1, got {}, {}, {}", M, pp, vpp));
   }
-  return static_cast<double>(M) + static_cast<double>(pp - 1) / static_cast<double>(vpp);
+  // In chunk slots (1 / vpp of a stage slot): the M micro-batches pass through the pp ranks vpp
+  // times. A pass takes M + pp - 1 chunk slots, and the next pass's first micro-batch reaches rank 0
+  // again pp chunk slots after it left, so with fewer micro-batches than stages each of the first
+  // vpp - 1 passes leaves rank 0 idle pp - M chunk slots: busy M x vpp, idle (vpp - 1) x
+  // max(0, pp - M) + pp - 1. M >= pp gives Narayanan et al.'s (pp - 1) / vpp; M = 1 gives pp - 1,
+  // as without interleaving (one micro-batch cannot fill the pipeline however it is chunked).
+  const int64_t idle_chunks = (vpp - 1) * std::max<int64_t>(0, pp - M) + (pp - 1);
+  return static_cast<double>(M) + static_cast<double>(idle_chunks) / static_cast<double>(vpp);
 }
 
 int64_t InFlightStageMicrobatches(int64_t pp, int64_t vpp, int64_t M, int64_t stage) {

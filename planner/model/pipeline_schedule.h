@@ -78,10 +78,13 @@ void ValidateVppChunks(int64_t pp, int64_t vpp, int64_t num_layers);
 int64_t MaxVpp(int64_t pp, int64_t num_layers);
 
 // Pipeline slots of one schedule of M micro-batches over pp stages with vpp model chunks per
-// rank, in units of one stage's forward + backward of one micro-batch: M + (pp - 1) / vpp. The
-// bubble is (pp - 1) / vpp slots, a fraction (pp - 1) / (vpp x M) of the M busy slots
-// (Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters Using
-// Megatron-LM", section 2.2.2). Throws dockyard::Error for M, pp or vpp < 1.
+// rank, in units of one stage's forward + backward of one micro-batch: M + (pp - 1) / vpp when
+// M >= pp. The bubble is then (pp - 1) / vpp slots, a fraction (pp - 1) / (vpp x M) of the M busy
+// slots (Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters Using
+// Megatron-LM", section 2.2.2). With fewer micro-batches than stages (PyTorch's
+// ScheduleInterleaved1F1B runs them in one round) each pass through the pipeline but the last waits
+// for its first micro-batch to come back: the bubble is ((vpp - 1) (pp - M) + pp - 1) / vpp slots,
+// pp - 1 at M = 1 whatever vpp. vpp 1: M + pp - 1. Throws dockyard::Error for M, pp or vpp < 1.
 double PipelineSlots(int64_t num_microbatches, int64_t pp, int64_t vpp);
 
 // Micro-batches whose activations a rank of `stage` holds at once, in whole-stage units:

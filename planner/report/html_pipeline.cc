@@ -47,9 +47,10 @@ void PipelineFigure(Page& p, const Json& predicted, int64_t pp, int64_t vpp, int
              fmt::format("each slot is the slowest stage's forward + backward of one micro-batch (predicted.stage_microbatch_us), "
                          "split {:.0f} % forward / {:.0f} % backward as the predicted layer phases are; {}",
                          100 * forward_share, 100 * (1 - forward_share),
-                         vpp > 1 ? fmt::format("interleaved 1F1B with {} model chunks per rank: the bubble is (pp - 1) / vpp = {:.2f} "
+                         vpp > 1 ? fmt::format("interleaved 1F1B with {} model chunks per rank: the bubble is {} = {:.2f} "
                                                "slots (docs/cost-model.md section 5), a micro-batch's {} chunks drawn as one slot",
-                                               vpp, static_cast<double>(pp - 1) / static_cast<double>(vpp), vpp)
+                                               vpp, microbatches >= pp ? "(pp - 1) / vpp" : "((vpp - 1) (pp - M) + pp - 1) / vpp, fewer micro-batches than stages",
+                                               slots - static_cast<double>(microbatches), vpp)
                                  : std::string("1F1B without interleaving: the bubble is pp - 1 slots")));
   p.body += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt::format("{:.0f}", left + plot_w + 20) + "\" height=\"" +
             fmt::format("{:.0f}", h) +
