@@ -95,3 +95,23 @@ TEST_CASE("simulate --redundant-experts: a peak after over the budget less the r
       "simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --routing zipf:1.2 --cluster h200-sxm --gpu-memory-gib 130");
   CHECK(before.code == 0);
 }
+
+TEST_CASE("simulate names the dispatcher that priced the MoE layer, and deepep's backend (issue 31 item 2: every report)") {
+  // Qwen3-30B-A3B, 8 H100, ep 8: one node of 8 NVLink peers, which DeepEP's intranode mode runs.
+  const std::string base = "simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --cluster h100-sxm --num-microbatches 1";
+  const Result hybridep = Plan(base + " --dispatcher deepep --moe-flex-dispatcher-backend hybridep");
+  REQUIRE(hybridep.code == 0);
+  CHECK(Has(hybridep.out, "Dispatcher deepep (backend hybridep): deepep, hybridep and ncclep are priced alike"));
+  const Result deepep = Plan(base + " --dispatcher deepep");
+  REQUIRE(deepep.code == 0);
+  CHECK(Has(deepep.out, "Dispatcher deepep (backend deepep)"));  // unset: Megatron's default backend
+  const Result a2a = Plan(base);
+  REQUIRE(a2a.code == 0);
+  CHECK(Has(a2a.out, "Dispatcher all_to_all\n"));
+  // One micro-batch is said in the singular; the imbalance with at most 4 significant digits.
+  CHECK(Has(a2a.out, ", 1 micro-batch, recompute none, imbalance 1)"));
+  // ep 1: no token leaves its rank, no Dispatcher line.
+  const Result ep1 = Plan("simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --cluster h100-sxm");
+  REQUIRE(ep1.code == 0);
+  CHECK(!Has(ep1.out, "Dispatcher "));
+}

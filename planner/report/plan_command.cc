@@ -196,7 +196,7 @@ std::string PlanCommandText(const PlanCommandRequest& r, const PlanCommandResult
   if (result.received) out += ReceivedRowsToText(*result.received);
   if (global_batch) out += GlobalBatchText(*global_batch, plan);
   if (result.cost) {
-    out += MemoryToText(plan, memory) + CostToText(*result.cost) + result.redundant_text;
+    out += DispatcherToText(plan) + MemoryToText(plan, memory) + CostToText(*result.cost) + result.redundant_text;
   } else {
     out += r.command == PlanCommand::kCheck ? MemoryToText(plan, memory) : PlanToText(plan, r.model_source, memory);
   }

@@ -1,5 +1,6 @@
 // Plan report: JSON and terminal text (see report.h and docs/report.md).
 #include "planner/model/vocab_padding.h"
+#include "planner/model/flex_backend_limits.h"
 #include "planner/report/report.h"
 
 #include "planner/model/mtp.h"
@@ -501,10 +502,10 @@ std::string MemoryToText(const Plan& plan, const MemoryReport& memory) {
   std::ostringstream out;
   const auto& t = plan.training;
   out << fmt::format(
-      "Memory     per rank, GiB ({}, {} params, {} grads, {}, seq_len {} x micro-batch {}, {} micro-batches, "
-      "recompute {}, imbalance {})\n",
+      "Memory     per rank, GiB ({}, {} params, {} grads, {}, seq_len {} x micro-batch {}, {} micro-batch{}, "
+      "recompute {}, imbalance {:.4g})\n",
       DpShardingName(*t.dp_sharding), t.param_dtype, t.grad_dtype, OptimizerName(t.optimizer), t.seq_len, t.micro_batch_size,
-      t.num_microbatches.value_or(1), RecomputeName(t.recompute), t.imbalance);
+      t.num_microbatches.value_or(1), t.num_microbatches.value_or(1) == 1 ? "" : "es", RecomputeName(t.recompute), t.imbalance);
   if (memory.budget_gib > 0) {
     out << fmt::format("  budget {:.2f} GiB - reserve {:.2f} GiB (CUDA context, NCCL buffers, fragmentation) = {:.2f} GiB for the peak\n",
                        memory.budget_gib, memory.reserve_gib, memory.budget_gib - memory.reserve_gib);
@@ -545,13 +546,24 @@ std::string MemoryToText(const Plan& plan, const MemoryReport& memory) {
   return out.str();
 }
 
+std::string DispatcherLabel(Dispatcher dispatcher, FlexBackend backend) {
+  if (dispatcher != Dispatcher::kDeepEp) return DispatcherName(dispatcher);
+  return fmt::format("{} (backend {})", DispatcherName(dispatcher), FlexBackendName(backend));
+}
+
+std::string DispatcherToText(const Plan& plan) {
+  if (plan.dims.ep <= 1) return "";
+  const Dispatcher d = plan.training.dispatcher;
+  return fmt::format("Dispatcher {}{}\n", DispatcherLabel(d, FlexBackendOf(plan.training)),
+                     d == Dispatcher::kDeepEp ? ": deepep, hybridep and ncclep are priced alike until each has its own figures "
+                                                "(docs/cost-model.md 3.5a)"
+                                              : "");
+}
+
 std::string CommToText(const CommReport& comm) {
   std::ostringstream out;
-  // deepep names its backend (Megatron --moe-flex-dispatcher-backend): "dispatcher deepep (backend hybridep)".
-  const std::string backend =
-      comm.dispatcher == Dispatcher::kDeepEp ? fmt::format(" (backend {})", FlexBackendName(comm.flex_backend)) : std::string();
-  out << fmt::format("Traffic    rank {} per step (all micro-batches), {} GPUs per node, dispatcher {}{}: sent {} ({} cross-node)\n",
-                     comm.rank, comm.gpus_per_node, DispatcherName(comm.dispatcher), backend, FormatBytes(comm.total_wire_bytes),
+  out << fmt::format("Traffic    rank {} per step (all micro-batches), {} GPUs per node, dispatcher {}: sent {} ({} cross-node)\n",
+                     comm.rank, comm.gpus_per_node, DispatcherLabel(comm.dispatcher, comm.flex_backend), FormatBytes(comm.total_wire_bytes),
                      FormatBytes(comm.total_cross_node_bytes));
   // Fold entries with the same purpose, axis and phase.
   std::map<std::tuple<std::string, std::string, std::string, std::string>, CommEntry> folded;

@@ -38,6 +38,15 @@ std::string MemoryToText(const Plan& plan, const MemoryReport& memory);
 // Communication volumes of one rank per step, per collective and axis, with cross-node bytes.
 std::string CommToText(const CommReport& comm);
 
+// The dispatcher as the reports name it: "deepep (backend hybridep)" for the deepep (Megatron
+// flex) dispatcher, with its --moe-flex-dispatcher-backend, else the dispatcher's name.
+std::string DispatcherLabel(Dispatcher dispatcher, FlexBackend backend);
+
+// simulate's "Dispatcher" line (empty at ep 1: no token leaves its rank): the dispatcher that priced
+// the MoE layer's token exchange, and for deepep that its three backends are priced alike until
+// each has its own figures (docs/cost-model.md §3.5a).
+std::string DispatcherToText(const Plan& plan);
+
 // The `dockyard-plan simulate` report: schema version, generator (with `provenance`), the
 // plan's model, parameters and degrees, the cluster, the routing as given (`routing_text`, its
 // seed and the MoE layers sampled), the resolved training settings and the predicted cost.
