@@ -84,7 +84,10 @@ std::string InputRows(const Json& r, const std::string& kind) {
     std::string text = c.is_object() ? JsonText(c.value("name", Json("?"))) + ":" : JsonText(c);
     if (c.is_object()) {
       for (auto it = c.begin(); it != c.end(); ++it) {
-        if (it.key() != "name") text += fmt::format(" {} {}", it.key(), JsonText(it.value()));
+        if (it.key() == "name") continue;
+        // 0 there means unset (cluster.h: nodes 0 = any number of nodes, nvlink_domain_gpus 0 = one node).
+        if ((it.key() == "nodes" || it.key() == "nvlink_domain_gpus") && it.value().is_number() && it.value().get<double>() == 0) continue;
+        text += fmt::format(" {} {}", it.key(), JsonText(it.value()));
       }
     }
     Row(inputs, "cluster (calibration)", text);

@@ -595,6 +595,23 @@ TEST_CASE("The search tables scroll instead of clipping, one line per row, and t
   CHECK(training.find("; searched: micro_batch_size, dispatcher") != std::string::npos);
 }
 
+TEST_CASE("A search point's hover title names its searched settings; the cluster row leaves out unset nodes and NVLink domain") {
+  SearchOptions s = TinySearch();
+  s.global_batch_size = 8;
+  s.micro_batch_sizes = {1, 2};  // rows with the same degrees differ in micro_batch_size only
+  s.keep_all = true;
+  const SearchResult result = SearchLayouts(testing::TinyMixtral(), s);
+  const Json j = SearchReportToJson(result, s, "tiny", 2, Json::object());
+  const std::string html = ReportToHtml(j);
+  // Issue 31's new-user check: points #1-#23 showed two distinct labels, the settings left out.
+  CHECK(html.find(", micro_batch_size 1, recompute none") != std::string::npos);
+  CHECK(html.find(", micro_batch_size 2, recompute none") != std::string::npos);
+  // The cluster's nodes and nvlink_domain_gpus are 0 (unset: cluster.h) in the tiny search: not shown.
+  REQUIRE(j.contains("cluster"));
+  CHECK(html.find("nodes 0") == std::string::npos);
+  CHECK(html.find("nvlink_domain_gpus 0") == std::string::npos);
+}
+
 TEST_CASE("The training row leaves out an unset budget and shows the imbalance to 4 significant digits") {
   PlanPage p = MakePlanPage(testing::TinyMixtral(), 8, 2, 1, 8, 0);  // no budget: gpu_memory_gib 0
   p.report["training"]["imbalance"] = 13.0 / 12.0;                    // 1.0833333333333333 in JSON

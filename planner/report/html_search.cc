@@ -27,11 +27,16 @@ std::string LayoutDegrees(const Json& x) {
                      JsonText(x.at("dp_shard")), JsonText(x.at("cp")), JsonText(x.at("tp")), JsonText(x.at("ep")), JsonText(x.at("etp")));
 }
 
-// A ranked row's degrees and dispatcher, as a point's hover title names it.
+// A ranked row's degrees, dispatcher and searched settings (vpp, micro-batch size, recompute, dp
+// sharding: rows that share degrees differ there), as a point's hover title names it.
 std::string LayoutName(const Json& x) {
-  return fmt::format("pp {} dp_replicate {} dp_shard {} cp {} tp {} ep {} etp {} {}", JsonText(x.at("pp")), JsonText(x.at("dp_replicate")),
-                     JsonText(x.at("dp_shard")), JsonText(x.at("cp")), JsonText(x.at("tp")), JsonText(x.at("ep")), JsonText(x.at("etp")),
-                     JsonText(x.at("dispatcher")));
+  std::string name = fmt::format("pp {} dp_replicate {} dp_shard {} cp {} tp {} ep {} etp {} {}", JsonText(x.at("pp")),
+                                 JsonText(x.at("dp_replicate")), JsonText(x.at("dp_shard")), JsonText(x.at("cp")), JsonText(x.at("tp")),
+                                 JsonText(x.at("ep")), JsonText(x.at("etp")), JsonText(x.at("dispatcher")));
+  for (const char* k : {"vpp", "micro_batch_size", "recompute", "dp_sharding"}) {
+    if (x.contains(k)) name += fmt::format(", {} {}", k, JsonText(x.at(k)));
+  }
+  return name;
 }
 
 // Geometry of the search scatter plot: peak memory (GiB) on x, tokens/s per GPU on y.
