@@ -371,22 +371,39 @@ TEST_CASE("Memory bars stack the report's five kinds with heights proportional t
   CHECK(Select(p.all, "fig-memory", "line", "budget").size() == 1);
 }
 
-TEST_CASE("A simulate page draws the predicted MoE phases and a schedule whose bubbles sum to the predicted bubble") {
+// A simulate page of TinyMixtral on 8 ranks, ep 4, pp 2, seq_len 64, h100-sxm, uniform routing,
+// with M micro-batches and vpp model chunks per rank: the page, its routing sample and the cost.
+struct SimulatePage {
+  Json page;
+  RoutingResult sample;
+  CostBreakdown cost;
+};
+SimulatePage TinySimulatePage(int64_t num_microbatches, int64_t vpp) {
   ParallelDimsOptions dims;
   dims.world_size = 8;
   dims.ep = 4;
   dims.pp = 2;
   TrainingConfig t;
   t.seq_len = 64;
-  t.num_microbatches = 3;
+  t.num_microbatches = num_microbatches;
+  t.run.vpp = vpp;
   const Plan plan = BuildPlan(testing::TinyMixtral(), dims, t);
   const ClusterSpec cluster = ClusterPreset("h100-sxm");
-  const RoutingResult sample = SampleRouting(ParseRoutingSpec("uniform"), 8, 2, plan.dims.ep, ComputeWorkload(plan).routed_tokens, 2);
-  const CostBreakdown cost = SimulateStep(plan, cluster, sample);
-  Json page = PlanToJson(plan, "tiny", ComputeMemory(plan));
-  page["predicted"] = CostToJson(cost);
-  page["cluster"] = ClusterToJson(cluster);
-  page["routing"] = "uniform";
+  SimulatePage s;
+  s.sample = SampleRouting(ParseRoutingSpec("uniform"), 8, 2, plan.dims.ep, ComputeWorkload(plan).routed_tokens, 2);
+  s.cost = SimulateStep(plan, cluster, s.sample);
+  s.page = PlanToJson(plan, "tiny", ComputeMemory(plan));
+  s.page["predicted"] = CostToJson(s.cost);
+  s.page["cluster"] = ClusterToJson(cluster);
+  s.page["routing"] = "uniform";
+  return s;
+}
+
+TEST_CASE("A simulate page draws the predicted MoE phases and a schedule whose bubbles sum to the predicted bubble") {
+  const SimulatePage sim = TinySimulatePage(3, 1);
+  const Json& page = sim.page;
+  const RoutingResult& sample = sim.sample;
+  const CostBreakdown& cost = sim.cost;
   const std::string html = ReportToHtml(page, RoutingSampleToJson(sample));
   const auto all = ParsePage(html);
   CheckSelfContained(html, all);
@@ -406,8 +423,8 @@ TEST_CASE("A simulate page draws the predicted MoE phases and a schedule whose b
   CHECK(Select(all, "fig-pipeline", "rect", "busy").size() == 6);
   const auto bubbles = Select(all, "fig-pipeline", "rect", "bubble");
   REQUIRE(bubbles.size() == 2);
-  // Each stage idles (pp - 1) slots = predicted.pipeline_bubble_us.
-  CHECK(bubbles[0].Num("data-us") * (dims.pp - 1) == doctest::Approx(cost.pipeline_bubble_us));
+  // Each stage idles (pp - 1) = 1 slot = predicted.pipeline_bubble_us (pp 2).
+  CHECK(bubbles[0].Num("data-us") * (2 - 1) == doctest::Approx(cost.pipeline_bubble_us));
   // Each busy slot ends with its backward: the share of backward in the MoE layers' predicted
   // phases (TinyMixtral: 2 MoE layers, no dense layer), times the slot.
   double fwd_us = 0, all_us = 0;
@@ -625,22 +642,11 @@ TEST_CASE("The training row leaves out an unset budget and shows the imbalance t
 }
 
 TEST_CASE("A VPP simulate page draws the interleaved bubble, (pp - 1) / vpp slots, and says so") {
-  ParallelDimsOptions dims;
-  dims.world_size = 8;
-  dims.ep = 4;
-  dims.pp = 2;
-  TrainingConfig t;
-  t.seq_len = 64;
-  t.num_microbatches = 4;
-  t.run.vpp = 2;  // 2 chunks of TinyMixtral's 2 layers per rank: pp x vpp = 4 <= 2 + 2
-  const Plan plan = BuildPlan(testing::TinyMixtral(), dims, t);
-  const ClusterSpec cluster = ClusterPreset("h100-sxm");
-  const RoutingResult sample = SampleRouting(ParseRoutingSpec("uniform"), 8, 2, plan.dims.ep, ComputeWorkload(plan).routed_tokens, 2);
-  const CostBreakdown cost = SimulateStep(plan, cluster, sample);
-  Json page = PlanToJson(plan, "tiny", ComputeMemory(plan));
-  page["predicted"] = CostToJson(cost);
-  page["cluster"] = ClusterToJson(cluster);
-  page["routing"] = "uniform";
+  // 2 chunks of TinyMixtral's 2 layers per rank: pp x vpp = 4 <= 2 + 2.
+  const SimulatePage sim = TinySimulatePage(4, 2);
+  const Json& page = sim.page;
+  const RoutingResult& sample = sim.sample;
+  const CostBreakdown& cost = sim.cost;
   REQUIRE(page["training"]["vpp"] == 2);
   const std::string html = ReportToHtml(page, RoutingSampleToJson(sample));
   const auto all = ParsePage(html);
