@@ -10,25 +10,16 @@
 
 #include <doctest/doctest.h>
 
+#include "tests/run_command.h"
+
 #include "planner/base/json_util.h"
 
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out;  // stdout and stderr together unless stderr_too is false
-};
+using Result = dockyard::testing::CommandResult;  // out: stdout and stderr together unless stderr_too is false
 
 Result Run(const std::string& cmd, bool stderr_too = true) {
-  Result r;
-  FILE* pipe = popen((cmd + (stderr_too ? " 2>&1" : " 2>/dev/null")).c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return dockyard::testing::RunCommand(cmd, stderr_too ? dockyard::testing::StderrTo::kOut : dockyard::testing::StderrTo::kDiscard);
 }
 
 std::string TmpDir() {

@@ -10,14 +10,13 @@
 
 #include <doctest/doctest.h>
 
+#include "tests/run_command.h"
+
 #include "planner/base/json_util.h"
 
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out;  // stdout and stderr together
-};
+using Result = dockyard::testing::CommandResult;  // out: stdout and stderr together
 
 std::string TmpDir() {
   const char* t = std::getenv("TEST_TMPDIR");
@@ -25,16 +24,8 @@ std::string TmpDir() {
 }
 
 Result Run(const std::string& args, bool with_stderr = true) {
-  const std::string cmd = "cli/dockyard-plan " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
-  Result r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return dockyard::testing::RunCommand("cli/dockyard-plan " + args,
+                                       with_stderr ? dockyard::testing::StderrTo::kOut : dockyard::testing::StderrTo::kDiscard);
 }
 
 bool Exists(const std::string& path) {

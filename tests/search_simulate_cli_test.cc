@@ -10,30 +10,15 @@
 
 #include <doctest/doctest.h>
 
+#include "tests/run_command.h"
+
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
+using Result = dockyard::testing::CommandResult;
 
 // Runs dockyard-plan with `args`; stdout and stderr apart.
 Result Plan(const std::string& args) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  const std::string err_path = std::string(tmp ? tmp : "/tmp") + "/stderr.txt";
-  Result r;
-  FILE* pipe = popen(("cli/dockyard-plan " + args + " 2>" + err_path).c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  if (FILE* e = fopen(err_path.c_str(), "r")) {
-    while ((n = fread(buf.data(), 1, buf.size(), e)) > 0) r.err.append(buf.data(), n);
-    fclose(e);
-  }
-  return r;
+  return dockyard::testing::RunCommand("cli/dockyard-plan " + args, dockyard::testing::StderrTo::kApart);
 }
 
 bool Has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
