@@ -30,6 +30,11 @@ const CommEntry* Find(const dockyard::CommReport& r, const std::string& purpose,
   }
   return nullptr;
 }
+// A pointer into a temporary report would dangle (ASan: heap-use-after-free): keep the report.
+const CommEntry* Find(dockyard::CommReport&& r, const std::string& purpose, const std::string& phase = "") = delete;
+
+// Whether a report holds an entry of this purpose; takes temporaries.
+bool Has(const dockyard::CommReport& r, const std::string& purpose) { return Find(r, purpose) != nullptr; }
 
 }  // namespace
 
@@ -111,7 +116,7 @@ TEST_CASE("Megatron's embedding group all-reduces the tied embedding's gradient 
   }
   // Untied: no embedding group traffic.
   m.tie_word_embeddings = false;
-  CHECK(Find(dockyard::ComputeComm(BuildPlan(m, o, t), 0), "embedding_all_reduce_grads") == nullptr);
+  CHECK_FALSE(Has(dockyard::ComputeComm(BuildPlan(m, o, t), 0), "embedding_all_reduce_grads"));
 }
 
 TEST_CASE("Megatron's embedding group all-reduces the word-embedding gradient when MTP keeps a copy on the last stage") {
@@ -132,7 +137,8 @@ TEST_CASE("Megatron's embedding group all-reduces the word-embedding gradient wh
   const auto plan = BuildPlan(m, o, t);
   for (int64_t rank : {0, 192}) {
     CAPTURE(rank);
-    const CommEntry* e = Find(dockyard::ComputeComm(plan, rank), "embedding_all_reduce_grads");
+    const dockyard::CommReport report = dockyard::ComputeComm(plan, rank);
+    const CommEntry* e = Find(report, "embedding_all_reduce_grads");
     REQUIRE(e != nullptr);
     CHECK(e->bytes_per_call == 3706716160);
     CHECK(e->group_size == 2);
@@ -143,18 +149,19 @@ TEST_CASE("Megatron's embedding group all-reduces the word-embedding gradient wh
     CHECK(e->phase == "step");
   }
   // A middle stage holds no copy: no entry.
-  CHECK(Find(dockyard::ComputeComm(plan, 64), "embedding_all_reduce_grads") == nullptr);
+  CHECK_FALSE(Has(dockyard::ComputeComm(plan, 64), "embedding_all_reduce_grads"));
   // Gradients reduced in bf16 (--grad-dtype bfloat16): 926,679,040 x 2 = 1,853,358,080 bytes (1.73 GiB).
   t.grad_dtype = "bfloat16";
-  const CommEntry* bf16 = Find(dockyard::ComputeComm(BuildPlan(m, o, t), 0), "embedding_all_reduce_grads");
+  const dockyard::CommReport bf16_report = dockyard::ComputeComm(BuildPlan(m, o, t), 0);
+  const CommEntry* bf16 = Find(bf16_report, "embedding_all_reduce_grads");
   REQUIRE(bf16 != nullptr);
   CHECK(bf16->bytes_per_call == 1853358080);
   // Without MTP (and untied) there is no second copy; torchtitan has no embedding group.
   t.mtp_layers = 0;
-  CHECK(Find(dockyard::ComputeComm(BuildPlan(m, o, t), 0), "embedding_all_reduce_grads") == nullptr);
+  CHECK_FALSE(Has(dockyard::ComputeComm(BuildPlan(m, o, t), 0), "embedding_all_reduce_grads"));
   t.mtp_layers = 1;
   o.convention = dockyard::Convention::kTorchtitan;
-  CHECK(Find(dockyard::ComputeComm(BuildPlan(m, o, t), 0), "embedding_all_reduce_grads") == nullptr);
+  CHECK_FALSE(Has(dockyard::ComputeComm(BuildPlan(m, o, t), 0), "embedding_all_reduce_grads"));
 }
 
 TEST_CASE("EmbeddingGroupAllReduces: megatron, pp > 1, and tied embeddings or MTP") {
