@@ -31,7 +31,7 @@ void CheckCalibrateFiles(const CalibrateOptions& o) {
 Calibration PriorCalibration(const CalibrateOptions& o) {
   Calibration prior;
   if (!o.from.empty()) {
-    prior = LoadCalibration(o.from);
+    prior = WithFlag("--from", [&] { return LoadCalibration(o.from); });
     if (!o.preset.empty() && o.preset != prior.preset) {
       throw Error(fmt::format("--from {} is a calibration for preset \"{}\", --preset is \"{}\"", o.from, prior.preset, o.preset));
     }
@@ -46,7 +46,7 @@ Calibration PriorCalibration(const CalibrateOptions& o) {
 void ApplyCalibrateHardware(const CalibrateOptions& o, Calibration* prior, ClusterSpec* hardware) {
   ApplyCalibration(*prior, hardware);
   if (!o.cluster.empty()) {
-    *hardware = LoadCluster(o.cluster);
+    *hardware = WithFlag("--cluster", [&] { return LoadCluster(o.cluster); });
     // The cluster's own link figures are the priors; with --from, the calibration's apply to it.
     if (o.from.empty()) prior->knobs.links = hardware->knobs.links;
     ApplyCalibration(*prior, hardware);
@@ -60,7 +60,7 @@ std::vector<CalibrationRow> CalibrateRows(const CalibrateOptions& o, const std::
                                           ComputeModel model, std::vector<std::pair<std::string, std::string>>* skipped) {
   std::vector<CalibrationRow> rows;
   for (const std::string& path : o.runs) {
-    const Json json = ReadJsonFile(path);
+    const Json json = WithFlag("--runs", [&] { return ReadJsonFile(path); });
     std::vector<CalibrationRow> more;
     if (json.is_object() && json.contains("kind") && json.at("kind") == "dockyard_run") {
       more = RowsFromRunReport(json, path, hardware, skipped, model);

@@ -107,7 +107,7 @@ PlanInputs ReadPlanInputs(const CliOptions& o, Command command, std::ostream& er
   PlanInputs in;
   in.use_default = !o.model_given;
   in.dims = PlanDims(o, command);
-  in.model = LoadModelOrDefault(o.model);
+  in.model = WithFlag("--model", [&] { return LoadModelOrDefault(o.model); });
   in.source = ModelSourceName(o.model);
   in.training = PlanTraining(o, command, in, err);
   if (command == Command::kSimulate) {
@@ -120,9 +120,9 @@ PlanInputs ReadPlanInputs(const CliOptions& o, Command command, std::ostream& er
       in.training.run.overlap_shared_experts = false;
     }
     ApplyComputeFlags(o, &in.compute_model, &in.training.run);
-    in.cluster = LoadCluster(o.cluster);
+    in.cluster = WithFlag("--cluster", [&] { return LoadCluster(o.cluster); });
     err << cli::NodeSizeClusterWarning(o.training, in.model, *in.cluster, "simulate");
-    if (!o.calibration.empty()) in.calibration = LoadCalibration(o.calibration);
+    if (!o.calibration.empty()) in.calibration = WithFlag("--calibration", [&] { return LoadCalibration(o.calibration); });
     // The cluster's locality unit decides cross-node traffic unless --gpus-per-node says otherwise:
     // the NVLink domain, the time model's rule (network.h NvlinkDomainGpus).
     if (o.training.gpus_per_node.empty()) in.machine = MachineOf(*in.cluster, in.machine.gpu_memory_gib);
@@ -261,7 +261,8 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
     if (spec->parsed()) RejectOutputOverInputs(spec_out, "--out", {spec_model});
     if (spec->parsed()) {
       if (spec_out.empty()) throw UsageError("--out needs a path or '-', got an empty string");
-      ModelSpec model = LoadModel(spec_model);
+      CheckOutputPath(spec_out, "--out");  // before any work, naming the flag
+      ModelSpec model = WithFlag("--model", [&] { return LoadModel(spec_model); });
       WriteOutput(spec_out, ModelSpecToJson(model).dump(2, ' ', false, Json::error_handler_t::replace) + "\n", out);
       return 0;
     }

@@ -147,7 +147,7 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
   if (!o.plan_path.empty()) {
     if (o.degrees.AnyDegreeGiven()) throw UsageError("--plan gives the degrees; do not also pass --world-size/--tp/--ep/...");
     if (o.convention_given) throw UsageError("--plan gives the convention; do not also pass --convention");
-    plan_file = ReadPlanFile(o.plan_path);
+    plan_file = WithFlag("--plan", [&] { return ReadPlanFile(o.plan_path); });
   } else {
     if (o.model.empty()) throw UsageError("--model is required (or --plan PLAN.json)");
     if (o.degrees.world_size.empty()) throw UsageError("--world-size is required (or --plan PLAN.json)");
@@ -159,7 +159,7 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
   const TrainingOverrides training_flags = o.training.Parse();
   runtime::RunOptions run = ParseRunOptions(o, training_flags);
   const std::string model_path = plan_file ? PlanFileModelPath(*plan_file, o.plan_path, o.model) : o.model;
-  ModelSpec model = LoadModel(model_path);
+  ModelSpec model = WithFlag(o.model.empty() ? "--plan's model" : "--model", [&] { return LoadModel(model_path); });
   if (training_flags.seq_len && o.replay_rank.empty()) {
     throw UsageError("--seq-len applies to --replay-rank only (the run's tokens: --tokens-per-rank)");
   }

@@ -57,10 +57,10 @@ std::optional<Calibration> ReadSearchMachine(const CliOptions& o, SearchOptions*
   s->max_pp = ParseInt("--max-pp", o.max_pp).value_or(16);
   if (s->max_pp < 1) throw Error(fmt::format("--max-pp must be >= 1, got {}", s->max_pp));
   ValidateSearchBudgetFlag(ParseNumber("--gpu-memory-gib", o.training.gpu_memory_gib));
-  s->cluster = LoadCluster(o.cluster);
+  s->cluster = WithFlag("--cluster", [&] { return LoadCluster(o.cluster); });
   std::optional<Calibration> calibration;
   if (!o.calibration.empty()) {
-    calibration = LoadCalibration(o.calibration);
+    calibration = WithFlag("--calibration", [&] { return LoadCalibration(o.calibration); });
     ApplyCalibration(*calibration, &s->cluster);
   }
   s->routing = ParseRoutingSpec(o.routing);
@@ -161,7 +161,7 @@ int cli::RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   SearchCommandRequest request;
   request.calibration = ReadSearchMachine(o, &s);
   RejectUnsearchableRunSettings(o.training.pipeline_layout, o.training.pipeline_schedule);
-  const ModelSpec model = LoadModelOrDefault(o.model);
+  const ModelSpec model = WithFlag("--model", [&] { return LoadModelOrDefault(o.model); });
   ReadSearchTraining(o, model, &s, err);
   ReadSearchSpace(o, &s);
   if (!o.explain.empty()) {

@@ -54,19 +54,19 @@ ClusterSpec ReplayCluster(const std::string& cluster_flag, const std::optional<C
   return !cluster_flag.empty() ? LoadCluster(cluster_flag) : plan_cluster ? *plan_cluster : ClusterPreset("h100-sxm");
 }
 
-std::vector<std::string> RunInputFiles(const std::string& model_path, const std::string& plan_path, const std::string& routing,
-                                       const std::string& placement) {
-  std::vector<std::string> inputs = {model_path};
-  if (!plan_path.empty()) inputs.push_back(plan_path);
-  if (routing.rfind("trace:", 0) == 0) inputs.push_back(routing.substr(6));
-  if (!placement.empty()) inputs.push_back(placement);
+std::vector<InputFile> RunInputFiles(const std::string& model_path, const std::string& plan_path, const std::string& routing,
+                                     const std::string& placement) {
+  std::vector<InputFile> inputs = {{"--model", model_path}};
+  if (!plan_path.empty()) inputs.push_back({"--plan", plan_path});
+  if (routing.rfind("trace:", 0) == 0) inputs.push_back({"--routing trace:", routing.substr(6)});
+  if (!placement.empty()) inputs.push_back({"--placement", placement});
   return inputs;
 }
 
-std::vector<std::string> ReplayInputFiles(const std::string& model_path, const std::string& plan_path, const std::string& routing,
-                                          const std::string& cluster_flag) {
-  std::vector<std::string> inputs = RunInputFiles(model_path, plan_path, routing, "");
-  if (!cluster_flag.empty() && cluster_flag.find('/') != std::string::npos) inputs.push_back(cluster_flag);
+std::vector<InputFile> ReplayInputFiles(const std::string& model_path, const std::string& plan_path, const std::string& routing,
+                                        const std::string& cluster_flag) {
+  std::vector<InputFile> inputs = RunInputFiles(model_path, plan_path, routing, "");
+  if (!cluster_flag.empty() && cluster_flag.find('/') != std::string::npos) inputs.push_back({"--cluster", cluster_flag});
   return inputs;
 }
 

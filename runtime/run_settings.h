@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "planner/base/file_util.h"
 #include "planner/model/training.h"
 #include "planner/model/training_overrides.h"
 #include "planner/cost/cluster.h"
@@ -49,10 +50,10 @@ ClusterSpec ReplayCluster(const std::string& cluster_flag, const std::optional<C
 
 // The files a run report's provenance digests: the model, the plan file (when given), the routing
 // trace of "trace:PATH", the placement file (when given).
-std::vector<std::string> RunInputFiles(const std::string& model_path, const std::string& plan_path, const std::string& routing,
-                                       const std::string& placement);
+std::vector<InputFile> RunInputFiles(const std::string& model_path, const std::string& plan_path, const std::string& routing,
+                                     const std::string& placement);
 // A replay's: the model, the plan file, the trace, and --cluster when it names a file (has a '/').
-std::vector<std::string> ReplayInputFiles(const std::string& model_path, const std::string& plan_path, const std::string& routing,
-                                          const std::string& cluster_flag);
+std::vector<InputFile> ReplayInputFiles(const std::string& model_path, const std::string& plan_path, const std::string& routing,
+                                        const std::string& cluster_flag);
 
 }  // namespace dockyard::runtime

@@ -100,9 +100,11 @@ TEST_CASE("A replay's cluster: --cluster, else the plan's, else h100-sxm") {
 }
 
 TEST_CASE("The inputs a run's provenance digests") {
-  using V = std::vector<std::string>;
-  CHECK(dockyard::runtime::RunInputFiles("m.json", "", "uniform", "") == V{"m.json"});
-  CHECK(dockyard::runtime::RunInputFiles("m.json", "p.json", "trace:t.json", "pl.json") == V{"m.json", "p.json", "t.json", "pl.json"});
-  CHECK(dockyard::runtime::ReplayInputFiles("m.json", "", "zipf:1.2", "h100-sxm") == V{"m.json"});  // a preset is no file
-  CHECK(dockyard::runtime::ReplayInputFiles("m.json", "", "", "cl/c.json") == V{"m.json", "cl/c.json"});
+  using V = std::vector<dockyard::InputFile>;
+  CHECK(dockyard::runtime::RunInputFiles("m.json", "", "uniform", "") == V{{"--model", "m.json"}});
+  CHECK(dockyard::runtime::RunInputFiles("m.json", "p.json", "trace:t.json", "pl.json") ==
+        V{{"--model", "m.json"}, {"--plan", "p.json"}, {"--routing trace:", "t.json"}, {"--placement", "pl.json"}});
+  // a preset is no file
+  CHECK(dockyard::runtime::ReplayInputFiles("m.json", "", "zipf:1.2", "h100-sxm") == V{{"--model", "m.json"}});
+  CHECK(dockyard::runtime::ReplayInputFiles("m.json", "", "", "cl/c.json") == V{{"--model", "m.json"}, {"--cluster", "cl/c.json"}});
 }

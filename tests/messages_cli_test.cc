@@ -68,8 +68,67 @@ TEST_CASE("A trace that does not exist is said not to exist") {
   const Result r = Run("cli/dockyard-plan simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 "
                        "--routing trace:/nonexistent-dir/nope.json");
   CHECK(r.code == 1);
-  CHECK(r.out.find("dockyard-plan: error: /nonexistent-dir/nope.json: the file does not exist") != std::string::npos);
+  CHECK(r.out.find("dockyard-plan: error: --routing trace:/nonexistent-dir/nope.json: the file does not exist") != std::string::npos);
   CHECK(r.out.find("cannot read to record its digest") == std::string::npos);
+}
+
+TEST_CASE("A message about an input file names the flag that gave it") {
+  // Issue 31 new-user check: these named the path only ("/nope.json: cannot open: no such file").
+  const std::string qwen = "--model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8";
+  Result r = Run("cli/dockyard-plan simulate " + qwen + " --calibration testdata/hf/qwen3-30b-a3b.json");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("dockyard-plan: error: --calibration: testdata/hf/qwen3-30b-a3b.json: /format: missing: not a dockyard calibration "
+                   "file") != std::string::npos);
+  r = Run("cli/dockyard-plan --model /nonexistent-dir/m.json --world-size 8");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("dockyard-plan: error: --model: /nonexistent-dir/m.json: cannot open: no such file") != std::string::npos);
+  r = Run("cli/dockyard-plan simulate " + qwen + " --cluster /nonexistent-dir/c.json");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("dockyard-plan: error: --cluster: /nonexistent-dir/c.json: cannot open: no such file") != std::string::npos);
+  // spec checks --out before it reads the model.
+  r = Run("cli/dockyard-plan spec --model testdata/hf/qwen3-30b-a3b.json --out /nonexistent-dir/spec.json");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("dockyard-plan: error: --out '/nonexistent-dir/spec.json': its directory '/nonexistent-dir' does not exist") !=
+        std::string::npos);
+  r = Run("cli/dockyard-run --plan /nonexistent-dir/plan.json");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("dockyard-run: error: --plan: /nonexistent-dir/plan.json: cannot open: no such file") != std::string::npos);
+}
+
+TEST_CASE("--explain of a layout no candidate has says which values each queried degree takes") {
+  // Qwen3-30B-A3B on 256 GPUs at pp 8: a stage holds 256 / 8 = 32 GPUs, and ep divides the
+  // stage's dp_shard x cp x tp (torchtitan's sparse mesh), so ep takes the divisors of 32 that the
+  // 128 experts allow: 1, 2, 4, 8, 16, 32; ep=64 is none of them.
+  const Result r = Run("cli/dockyard-plan search --model testdata/hf/qwen3-30b-a3b.json --world-size 256 --pp 8 --explain ep=64");
+  CHECK(r.code != 0);
+  CHECK(r.out.find("--explain \"ep=64\": no layout of this search has these values together (world size 256; ") != std::string::npos);
+  CHECK(r.out.find("; with the other values given, ep takes 1, 2, 4, 8, 16, 32\n") != std::string::npos);
+}
+
+TEST_CASE("A bare --recompute selective follows the convention's framework, and the report says which default it took") {
+  const std::string qwen = "cli/dockyard-plan --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 16 --recompute selective";
+  // torchtitan as it is: per-op SAC (SelectiveAC), its only selective policy.
+  const Result titan = Run(qwen);
+  CHECK(titan.code == 0);
+  CHECK(titan.out.find("Defaults   --recompute selective = --selective-ac-option op: torchtitan's selective activation "
+                       "checkpointing is its per-op policy") != std::string::npos);
+  // Releases up to v0.2.2: torchtitan/config/job_config.py ActivationCheckpoint: selective_ac_option: str = "2".
+  const Result old_titan = Run(qwen + " --convention torchtitan-2026-03");
+  CHECK(old_titan.code == 0);
+  CHECK(old_titan.out.find("Defaults   --recompute selective = --selective-ac-option 2: torchtitan's default") != std::string::npos);
+  // Per-op checkpointing is not modelled with fp8 linears: a bare selective says it is the per-op policy.
+  const Result fp8 = Run(qwen + " --precision fp8");
+  CHECK(fp8.code == 1);
+  CHECK(fp8.out.find("selective_ac_option (op; torchtitan's per-op selective AC: --selective-ac-option op, or a bare --recompute "
+                     "selective under --convention torchtitan) with precision fp8") != std::string::npos);
+  // Megatron-Core transformer_config.py: recompute_modules defaults to ["core_attn"].
+  const Result megatron = Run(qwen + " --convention megatron");
+  CHECK(megatron.code == 0);
+  CHECK(megatron.out.find("Defaults   --recompute selective = core_attn: Megatron-Core's default") != std::string::npos);
+  // A module list given: no default taken, no line.
+  const Result listed = Run(qwen + " --recompute-modules layernorm,moe_act");
+  CHECK(listed.code == 0);
+  CHECK(listed.out.find("Defaults   --recompute selective") == std::string::npos);
 }
 
 TEST_CASE("--version prints the version and the commit of both binaries, and the JSON report carries the commit") {

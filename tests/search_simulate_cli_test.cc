@@ -65,20 +65,30 @@ TEST_CASE("--explain of an unranked layout prints each rule's message and each p
 }
 
 TEST_CASE("simulate --redundant-experts: a peak after over the budget less the reserve exits 3 and says the limit") {
-  // Qwen3-30B-A3B on 8 GPUs, ep 8, zipf 1.2, 8 redundant experts: peak 125.66 GiB before, 129.04 GiB
-  // after; --gpu-memory-gib 130 less the default 2 GiB reserve = 128 GiB: before fits, after does not.
-  const Result r = Plan(
+  // Qwen3-30B-A3B on 8 GPUs, ep 8, uniform routing, 8 redundant experts: peak 95.58 GiB before,
+  // 98.91 GiB after (the extra 8/128 of the routed experts: params 0.84 + grads 0.84 + AdamW 1.69 =
+  // 3.37 GiB, less 0.04 GiB of activations: 33,011 rows received after instead of 33,088);
+  // --gpu-memory-gib 99 less the default 2 GiB reserve = 97 GiB: before fits, after does not.
+  const std::string uniform = "simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --routing uniform --cluster h200-sxm";
+  const Result r = Plan(uniform + " --redundant-experts 8 --gpu-memory-gib 99");
+  CHECK(r.code == 3);  // as check exits for a rank over (README "Exit codes")
+  CHECK(Has(r.out, "  OVER BUDGET after: peak 98.91 GiB exceeds the 97.00 GiB limit (99.00 GiB budget less the 2.00 GiB reserve)\n"));
+  CHECK_FALSE(Has(r.out, "exceeds the 99.00 GiB budget"));
+  CHECK(Has(r.err, "dockyard-plan simulate: with 8 redundant experts the worst rank needs 98.91 GiB, over the 97.00 GiB limit "
+                   "(99.00 GiB budget less the 2.00 GiB reserve) by 1.91 GiB\n"));
+  // The same without the replicas fits: exit 0.
+  CHECK(Plan(uniform + " --gpu-memory-gib 99").code == 0);
+  // zipf 1.2: rank 0 receives 79,745 rows before and 33,058 after (imbalance 2.43 -> 1.01); the
+  // peak after holds the rows received over the replicas (issue 31 new-user check: it kept the
+  // 79,745), 125.66 GiB -> 98.94 GiB, within 130 GiB less the reserve.
+  const Result zipf = Plan(
       "simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --routing zipf:1.2 --redundant-experts 8 "
       "--cluster h200-sxm --gpu-memory-gib 130");
-  CHECK(r.code == 3);  // as check exits for a rank over (README "Exit codes")
-  CHECK(Has(r.out, "  OVER BUDGET after: peak 129.04 GiB exceeds the 128.00 GiB limit (130.00 GiB budget less the 2.00 GiB reserve)\n"));
-  CHECK_FALSE(Has(r.out, "exceeds the 130.00 GiB budget"));
-  CHECK(Has(r.err, "dockyard-plan simulate: with 8 redundant experts the worst rank needs 129.04 GiB, over the 128.00 GiB limit "
-                   "(130.00 GiB budget less the 2.00 GiB reserve) by 1.04 GiB\n"));
-  // The same without the replicas fits: exit 0.
-  const Result before = Plan(
-      "simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --routing zipf:1.2 --cluster h200-sxm --gpu-memory-gib 130");
-  CHECK(before.code == 0);
+  CHECK(zipf.code == 0);
+  CHECK(Has(zipf.out, "  before       2.434         79745         79745"));
+  CHECK(Has(zipf.out, "  after        1.009         33058         33058"));
+  CHECK(Has(zipf.out, "125.66 GiB\n"));
+  CHECK(Has(zipf.out, "98.94 GiB\n"));
 }
 
 TEST_CASE("simulate names the dispatcher that priced the MoE layer, and deepep's backend (issue 31 item 2: every report)") {

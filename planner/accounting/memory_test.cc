@@ -142,6 +142,7 @@ TEST_CASE("Selective recomputation drops norm outputs and the elementwise MLP te
   dockyard::TrainingConfig t = Train(DpSharding::kFsdp);
   t.seq_len = 16;
   t.recompute = dockyard::Recompute::kSelective;
+  t.recompute_modules = {"layernorm", "moe_act"};  // a bare selective is torchtitan's selective_ac_option 2 (convention.h)
   Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(1), t);
   auto acts = dockyard::ComputeMemory(plan).stages[0].worst.activations_by_role;
   // Per layer: attention keeps the norm input only: 1024 + 2048 + 1024 = 4096 elements = 8192

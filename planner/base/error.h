@@ -17,4 +17,17 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
+// Runs `fn` and returns its result; an Error it throws comes back with the command-line flag that
+// gave the input in front, so a message about a file says which flag named it:
+// WithFlag("--calibration", load) turns "cal.json: /format: ..." into
+// "--calibration: cal.json: /format: ...".
+template <typename F>
+auto WithFlag(const std::string& flag, F&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const Error& e) {
+    throw Error(flag + ": " + e.what());
+  }
+}
+
 }  // namespace dockyard

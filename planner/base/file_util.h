@@ -11,6 +11,14 @@
 
 namespace dockyard {
 
+// A file a command read, and the flag that named it ("--model", "--routing trace:", "--plan"), so
+// that an error about the file names the flag too.
+struct InputFile {
+  std::string flag;
+  std::string path;
+  bool operator==(const InputFile& o) const { return flag == o.flag && path == o.path; }
+};
+
 void WriteFileAtomically(const std::string& path, const std::string& content);
 
 // Writes several files all-or-nothing: every regular file goes to a temporary file first and

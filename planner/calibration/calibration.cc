@@ -91,9 +91,15 @@ Calibration DefaultCalibration(const std::string& preset) {
 
 Calibration CalibrationFromJson(const Json& json, const std::string& file) {
   JsonView v(&json, file, "");
-  v.RejectUnknownKeys({"format", "version", "name", "preset", "description", "knobs"});
+  // The format first: another JSON file (a model config, a cluster) is named as such, not by its
+  // first unknown key.
+  if (!v.Has("format")) {
+    v.Fail("format", "missing: not a dockyard calibration file (it starts {\"format\": \"dockyard-calibration\", \"version\": 2, ...}; "
+                     "dockyard-plan calibrate writes one, docs/calibration.md)");
+  }
   const std::string format = v.String("format");
   if (format != "dockyard-calibration") v.Fail("format", fmt::format("must be \"dockyard-calibration\", got \"{}\"", format));
+  v.RejectUnknownKeys({"format", "version", "name", "preset", "description", "knobs"});
   const int64_t version = v.Int("version");
   if (version != 1 && version != 2) {
     v.Fail("version", fmt::format("unsupported version {}; this dockyard reads versions 1 and 2", version));

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -10,6 +11,7 @@
 
 #include "planner/base/error.h"
 #include "planner/cost/network.h"
+#include "planner/routing/received_rows.h"
 
 namespace dockyard {
 
@@ -138,13 +140,15 @@ void CheckRedundantInputs(const Plan& plan, const RoutingModel& model, const Rou
 }
 
 // Memory: the worst rank of every stage, routed-expert bytes x R / E more of each kind; sets the
-// peak bytes before and after and the extra bytes of the worst rank after.
-void AddReplicaMemory(const MemoryReport& memory, int64_t R, int64_t E, RedundantExpertsReport* rep) {
-  for (const auto& st : memory.stages) {
+// peak bytes before (from `before`) and after (from `after`: the plan's memory with the received
+// rows of the routing over the replicas when a routing sample sizes them, else `before` again) and
+// the extra bytes of the worst rank after.
+void AddReplicaMemory(const MemoryReport& before, const MemoryReport& after, int64_t R, int64_t E, RedundantExpertsReport* rep) {
+  for (const auto& st : before.stages) rep->before.peak_bytes = std::max(rep->before.peak_bytes, st.worst.peak_bytes);
+  for (const auto& st : after.stages) {
     const auto& w = st.worst;
     const int64_t p = Scale(RoleBytes(w.params_by_role), R, E), g = Scale(RoleBytes(w.grads_by_role), R, E),
                   x = Scale(RoleBytes(w.optimizer_by_role), R, E);
-    rep->before.peak_bytes = std::max(rep->before.peak_bytes, w.peak_bytes);
     if (w.peak_bytes + p + g + x >= rep->after.peak_bytes) {
       rep->after.peak_bytes = w.peak_bytes + p + g + x;
       rep->extra_params_bytes = p;
@@ -236,7 +240,7 @@ void PriceReplicaGradAllReduce(const Plan& plan, const ClusterSpec& cluster, con
 
 RedundantExpertsReport AnalyzeRedundantExperts(const Plan& plan, const ClusterSpec& cluster, const RoutingModel& model,
                                                const RoutingResult& before, const CostBreakdown& cost_before, const MemoryReport& memory,
-                                               const RedundantExpertsOptions& o, ComputeModel compute_model) {
+                                               const RedundantExpertsOptions& o, ComputeModel compute_model, bool routing_sizes_memory) {
   CheckRedundantInputs(plan, model, before);
   const int64_t E = plan.model.moe.num_experts, ep = plan.dims.ep;
   RedundantExpertsReport rep;
@@ -253,7 +257,14 @@ RedundantExpertsReport AnalyzeRedundantExperts(const Plan& plan, const ClusterSp
   const CostBreakdown cost_after = SimulateStep(plan, cluster, rep.routing, compute_model);
   rep.before = Side(before, cost_before);
   rep.after = Side(rep.routing, cost_after);
-  AddReplicaMemory(memory, o.redundant_experts, E, &rep);
+  std::optional<MemoryReport> memory_after;
+  if (routing_sizes_memory) {
+    // The activations and all-to-all buffers hold the rows a rank receives over the replicas.
+    Plan replicated = plan;
+    replicated.training.imbalance = SampleImbalance(rep.routing);
+    memory_after = ComputeMemory(replicated);
+  }
+  AddReplicaMemory(memory, memory_after ? *memory_after : memory, o.redundant_experts, E, &rep);
   PriceReplicaGradAllReduce(plan, cluster, memory, &rep);
   rep.after.step_time_us = cost_after.step_time_us + rep.replica_grad_all_reduce_us;
   rep.after.tokens_per_s_per_gpu =

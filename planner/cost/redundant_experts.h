@@ -10,7 +10,8 @@
 // Memory (training): every rank holds P/ep expert slots instead of E/ep, so its routed-expert
 // parameters, gradients and optimizer state grow by the factor P/E; the extra is
 // bytes_by_role["routed_experts"] x R / E for each kind (the worst rank of each stage, from
-// ComputeMemory), added to the stage's peak.
+// ComputeMemory), added to the stage's peak; when a routing sample sizes the received rows, the
+// peak after holds the rows received over the replicas (AnalyzeRedundantExperts).
 // Replica-gradient all-reduce (training, once per step, not overlapped): each replica computes
 // the gradient of its own tokens; replicas on one rank are summed locally, and the d distinct
 // ranks holding a logical expert sum theirs with a ring all-reduce, 2 (d - 1) / d x one slot's
@@ -97,12 +98,16 @@ std::vector<ExpertPlacement> PlaceMoeLayers(const Plan& plan, const RoutingSpec&
 std::vector<int64_t> ReadPlacementFile(const std::string& path, int64_t moe_layer, int64_t ep, int64_t num_experts);
 
 // Runs the analysis. `before` is the plain routing sample of `model` for the plan (SampleRouting
-// with the plan's ep and routed tokens, oep 1) and `cost_before` its SimulateStep. Throws
+// with the plan's ep and routed tokens, oep 1) and `cost_before` its SimulateStep. With
+// `routing_sizes_memory` (--routing given: `memory` was sized by the sample's received rows,
+// received_rows.h SampleImbalance), the peak after is sized by the received rows of the routing over
+// the replicas (fewer when they even the load); without, by the plan's imbalance as `memory`. Throws
 // dockyard::Error on invalid options (ValidateEplbOptions), the deredundency dispatcher (not
 // supported with replicas) or mismatched inputs.
 RedundantExpertsReport AnalyzeRedundantExperts(const Plan& plan, const ClusterSpec& cluster, const RoutingModel& model,
                                                const RoutingResult& before, const CostBreakdown& cost_before, const MemoryReport& memory,
-                                               const RedundantExpertsOptions& options, ComputeModel compute_model = ComputeModel::kKernels);
+                                               const RedundantExpertsOptions& options, ComputeModel compute_model = ComputeModel::kKernels,
+                                               bool routing_sizes_memory = false);
 
 // JSON block "redundant_experts" (docs/report.md) and the terminal section.
 Json RedundantExpertsToJson(const RedundantExpertsReport& report);

@@ -10,6 +10,7 @@
 #include "planner/cost/cluster.h"
 #include "planner/base/error.h"
 #include "planner/accounting/workload.h"
+#include "planner/routing/received_rows.h"
 #include "tests/test_models.h"
 
 namespace dockyard {
@@ -91,6 +92,31 @@ TEST_CASE("the extra slots cost routed-expert memory in proportion R / E") {
   CHECK(r.extra_grads_bytes == 49152);
   CHECK(r.extra_optimizer_bytes == 98304);
   CHECK(r.after.peak_bytes == r.before.peak_bytes + 49152 * 4);
+}
+
+TEST_CASE("with a routing sample sizing the received rows, the peak after holds the rows received over the replicas") {
+  // Issue 31 new-user check: the peak after kept the activations and all-to-all buffers of the
+  // rows rank 0 received before the replicas (hot:1:0.5: over half of them), so the budget check
+  // after was pessimistic. As simulate --routing does, the plan's imbalance is the sample's.
+  Setup s = MakeSetup("hot:1:0.5");
+  s.plan.training.imbalance = SampleImbalance(s.before);
+  s.memory = ComputeMemory(s.plan);
+  const RedundantExpertsReport sized = AnalyzeRedundantExperts(s.plan, s.cluster, s.model, s.before, s.cost, s.memory,
+                                                               Options(4, EplbPolicy::kGlobal), ComputeModel::kKernels, true);
+  CHECK(sized.after.max_received < sized.before.max_received);
+  // The extra slots as in "the extra slots cost routed-expert memory": 49152 B of parameters and
+  // of gradients, 98304 B of AdamW moments = 4 x 49152 B; the rest is the plan's memory with the
+  // imbalance of the routing over the replicas.
+  Plan even = s.plan;
+  even.training.imbalance = SampleImbalance(sized.routing);
+  CHECK(even.training.imbalance < s.plan.training.imbalance);
+  CHECK(sized.after.peak_bytes == ComputeMemory(even).stages[0].worst.peak_bytes + 4 * 49152);
+  CHECK(sized.after.peak_bytes < sized.before.peak_bytes + 4 * 49152);
+  // Without (the memory sized by --imbalance or balanced), the peak after is the peak before plus
+  // the extra slots.
+  const RedundantExpertsReport plain =
+      AnalyzeRedundantExperts(s.plan, s.cluster, s.model, s.before, s.cost, s.memory, Options(4, EplbPolicy::kGlobal));
+  CHECK(plain.after.peak_bytes == plain.before.peak_bytes + 4 * 49152);
 }
 
 TEST_CASE("replicated experts all-reduce their gradients once per step") {

@@ -63,6 +63,18 @@ std::vector<std::string> DefaultSelectiveModules(Convention c) {
   return {};
 }
 
+std::string DefaultSelectiveAcOption(Convention c) {
+  switch (c) {
+    case Convention::kTorchtitan:
+      return "op";
+    case Convention::kTorchtitan2026_03:
+      return "2";
+    case Convention::kMegatron:
+      break;
+  }
+  return "";
+}
+
 DefaultsApplied ApplyConventionDefaults(Convention c, TrainingConfig* t) {
   DefaultsApplied applied;
   if (!t->dp_sharding) t->dp_sharding = DefaultDpSharding(c);
@@ -73,6 +85,8 @@ DefaultsApplied ApplyConventionDefaults(Convention c, TrainingConfig* t) {
   if (t->recompute == Recompute::kSelective && t->recompute_modules.empty() && t->selective_ac_option.empty()) {
     t->recompute_modules = DefaultSelectiveModules(c);
     applied.selective_modules = !t->recompute_modules.empty();
+    t->selective_ac_option = DefaultSelectiveAcOption(c);
+    applied.selective_ac_option = !t->selective_ac_option.empty();
   }
   return applied;
 }
@@ -91,6 +105,17 @@ std::vector<std::string> DefaultsAppliedLines(Convention c, const DefaultsApplie
     lines.push_back(fmt::format("--recompute selective = {}: Megatron-Core's default recompute_modules (transformer_config.py); "
                                 "--recompute-modules chooses others",
                                 fmt::join(t.recompute_modules, ",")));
+  }
+  if (applied.selective_ac_option) {
+    lines.push_back(t.selective_ac_option == "op"
+                        ? "--recompute selective = --selective-ac-option op: torchtitan's selective activation checkpointing is its "
+                          "per-op policy (SelectiveAC, torchtitan/distributed/activation_checkpoint.py; the per-layer option went in "
+                          "commit 114151ad4); --selective-ac-option N (earlier releases) or --recompute-modules chooses others"
+                        : fmt::format("--recompute selective = --selective-ac-option {}: torchtitan's default "
+                                      "activation_checkpoint.selective_ac_option \"{}\" up to v0.2.2 (torchtitan/config/job_config.py), "
+                                      "1 block in {} of each stage fully checkpointed; --selective-ac-option N or op, or "
+                                      "--recompute-modules, chooses others",
+                                      t.selective_ac_option, t.selective_ac_option, t.selective_ac_option));
   }
   if (applied.shared_expert_overlap && has_shared_experts) {
     lines.push_back(megatron ? "shared experts not overlapped: Megatron-Core's moe_shared_expert_overlap defaults to False, the shared "

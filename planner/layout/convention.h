@@ -61,21 +61,30 @@ bool DefaultSharedExpertOverlap(Convention c);
 
 // The modules a bare `--recompute selective` (no --recompute-modules, no --selective-ac-option)
 // recomputes: megatron ["core_attn"] (TransformerConfig.__post_init__: "if self.recompute_modules
-// is None: self.recompute_modules = ['core_attn']"); torchtitan none listed, i.e. dockyard's
-// documented set (recompute.h DefaultSelectiveSet: norms and SwiGLU activations).
+// is None: self.recompute_modules = ['core_attn']"); torchtitan none (it selects by
+// DefaultSelectiveAcOption instead).
 std::vector<std::string> DefaultSelectiveModules(Convention c);
+
+// torchtitan's selective_ac_option for a bare `--recompute selective`: torchtitan (as it is) "op",
+// per-op selective AC, its only selective policy since commit 114151ad4 (March 2026) removed the
+// per-layer option (torchtitan/distributed/activation_checkpoint.py SelectiveAC);
+// torchtitan-2026-03 "2", the releases' default up to v0.2.2 (ActivationCheckpoint.selective_ac_option
+// = "2" in torchtitan/config/job_config.py: every second block of each stage fully checkpointed);
+// megatron "" (none: it selects by modules).
+std::string DefaultSelectiveAcOption(Convention c);
 
 // Which of the convention's defaults a plan took because the setting was not given.
 struct DefaultsApplied {
   bool etp = false;                    // --etp not given (ParallelDims::etp_default)
   bool shared_expert_overlap = false;  // neither --moe-shared-expert-overlap nor simulate --no-overlap
   bool selective_modules = false;      // a bare --recompute selective took DefaultSelectiveModules
+  bool selective_ac_option = false;    // a bare --recompute selective took DefaultSelectiveAcOption
 };
 
 // Gives each setting `training` leaves unset the convention's default: dp_sharding
 // (DefaultDpSharding), run.overlap_shared_experts (DefaultSharedExpertOverlap) and, with recompute
 // selective and neither recompute_modules nor selective_ac_option given, recompute_modules
-// (DefaultSelectiveModules). Returns which were applied (dp_sharding is not tracked: reports print
+// (DefaultSelectiveModules) or selective_ac_option (DefaultSelectiveAcOption). Returns which were applied (dp_sharding is not tracked: reports print
 // it anyway). BuildPlan and the layout search's training entries call it, so both price the same
 // settings.
 DefaultsApplied ApplyConventionDefaults(Convention c, TrainingConfig* training);
@@ -83,7 +92,8 @@ DefaultsApplied ApplyConventionDefaults(Convention c, TrainingConfig* training);
 // The report lines of the defaults `applied` under `c` that change what is planned (the "Defaults"
 // lines and the header's "defaults_applied"): etp = tp (megatron, tp > 1), the shared-expert overlap
 // (only for a model with shared experts: Megatron's flag is "Only effective when
-// moe-shared-expert-intermediate-size is set"), the bare selective recompute's modules. Each line
+// moe-shared-expert-intermediate-size is set"), the bare selective recompute's modules or
+// torchtitan's selective_ac_option. Each line
 // names the framework's flag and the file the default comes from.
 std::vector<std::string> DefaultsAppliedLines(Convention c, const DefaultsApplied& applied, const TrainingConfig& resolved, int64_t tp,
                                               bool has_shared_experts);

@@ -276,8 +276,16 @@ TEST_CASE("ApplyConventionDefaults: Megatron's bare selective recompute is core_
   dockyard::TrainingConfig tt;
   tt.recompute = dockyard::Recompute::kSelective;
   applied = dockyard::ApplyConventionDefaults(Convention::kTorchtitan, &tt);
-  CHECK(tt.recompute_modules.empty());  // dockyard's documented set (norms, SwiGLU)
+  // torchtitan as it is: SelectiveAC, per-op (activation_checkpoint.py; per-layer removed in 114151ad4).
+  CHECK(tt.recompute_modules.empty());
+  CHECK(tt.selective_ac_option == "op");
   CHECK_FALSE(applied.selective_modules);
+  CHECK(applied.selective_ac_option);
+  // torchtitan up to v0.2.2: job_config.py ActivationCheckpoint: selective_ac_option: str = "2".
+  dockyard::TrainingConfig old_titan;
+  old_titan.recompute = dockyard::Recompute::kSelective;
+  CHECK(dockyard::ApplyConventionDefaults(Convention::kTorchtitan2026_03, &old_titan).selective_ac_option);
+  CHECK(old_titan.selective_ac_option == "2");
   CHECK(tt.run.overlap_shared_experts == true);
   CHECK(tt.dp_sharding == dockyard::DpSharding::kFsdp);
   dockyard::TrainingConfig given;  // --moe-shared-expert-overlap and --recompute-modules given: kept
@@ -289,4 +297,17 @@ TEST_CASE("ApplyConventionDefaults: Megatron's bare selective recompute is core_
   CHECK(given.run.overlap_shared_experts == true);
   CHECK_FALSE(applied.shared_expert_overlap);
   CHECK_FALSE(applied.selective_modules);
+  CHECK_FALSE(applied.selective_ac_option);
+  given.recompute_modules.clear();  // torchtitan, --selective-ac-option op given: kept, no module default
+  given.selective_ac_option = "op";
+  applied = dockyard::ApplyConventionDefaults(Convention::kTorchtitan, &given);
+  CHECK(given.selective_ac_option == "op");
+  CHECK(given.recompute_modules.empty());
+  CHECK_FALSE(applied.selective_ac_option);
+  // torchtitan with --recompute-modules given keeps them (Megatron's modules, priced as listed).
+  given.selective_ac_option.clear();
+  given.recompute_modules = {"layernorm"};
+  applied = dockyard::ApplyConventionDefaults(Convention::kTorchtitan, &given);
+  CHECK(given.selective_ac_option.empty());
+  CHECK_FALSE(applied.selective_ac_option);
 }

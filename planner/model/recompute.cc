@@ -203,25 +203,32 @@ std::vector<OpSacLinear> OpSacLinears(const ModelSpec& m, bool moe_layer) {
   return out;
 }
 
+namespace {
+// How a user may have asked for per-op checkpointing without typing "op".
+constexpr const char* kOpSacNamed =
+    "torchtitan's per-op selective AC: --selective-ac-option op, or a bare --recompute selective under --convention torchtitan";
+}  // namespace
+
 void ValidateOpSac(const TrainingConfig& t, const ModelSpec& m) {
   if (!OpSac(t)) return;
   if (m.NumLinearAttentionLayers() > 0) {
     throw Error(
-        fmt::format("selective_ac_option (op): {} has {} linear-attention layers, whose ops torchtitan's per-op policy is not "
+        fmt::format("selective_ac_option (op; {}): {} has {} linear-attention layers, whose ops torchtitan's per-op policy is not "
                     "modelled for; use recompute full, none or a layer frequency",
-                    m.name, m.NumLinearAttentionLayers()));
+                    kOpSacNamed, m.name, m.NumLinearAttentionLayers()));
   }
   if (m.attention.indexer.present()) {
     throw Error(
-        fmt::format("selective_ac_option (op): {} has DeepSeek Sparse Attention's indexer (index_n_heads {}), whose ops "
+        fmt::format("selective_ac_option (op; {}): {} has DeepSeek Sparse Attention's indexer (index_n_heads {}), whose ops "
                     "torchtitan's per-op policy is not modelled for; use recompute full, none or a layer frequency",
-                    m.name, m.attention.indexer.index_n_heads));
+                    kOpSacNamed, m.name, m.attention.indexer.index_n_heads));
   }
   if (t.precision == "fp8") {
-    throw Error(
-        "selective_ac_option (op) with precision fp8: torchao's float8 linears run as _scaled_mm, which torchtitan's per-op "
+    throw Error(fmt::format(
+        "selective_ac_option (op; {}) with precision fp8: torchao's float8 linears run as _scaled_mm, which torchtitan's per-op "
         "policy does not count as an mm (current torchtitan saves every one, the per-model lists before it none; not "
-        "modelled); use precision bf16 or a layer frequency");
+        "modelled); use precision bf16, recompute full or none, or a layer frequency (--selective-ac-option N)",
+        kOpSacNamed));
   }
 }
 

@@ -34,9 +34,12 @@ struct RecomputeSet {
 const std::vector<std::string>& RecomputeModuleNames();
 
 // The set a training config recomputes selectively: none unless recompute is selective; then
-// recompute_modules, or the default set when empty.
+// recompute_modules, or DefaultSelectiveSet when empty (a config no convention default reached:
+// BuildPlan applies convention.h ApplyConventionDefaults first, which gives a bare selective
+// Megatron's core_attn or torchtitan's selective_ac_option).
 RecomputeSet RecomputeSetOf(const TrainingConfig& training);
-// The default set of `--recompute selective`.
+// Norms and every SwiGLU activation (`--recompute-modules layernorm,moe_act` plus the dense and
+// shared experts' activations): a selective config without modules or a convention's default.
 RecomputeSet DefaultSelectiveSet();
 
 // Checks module names (known, no duplicates) and that modules are only given with recompute

@@ -25,14 +25,14 @@ ReportInputs PlanReportInputs(const std::string& model_path, const std::string& 
                               const std::string& calibration) {
   ReportInputs in;
   if (!model_path.empty()) {
-    in.files.push_back(model_path);
+    in.files.push_back({"--model", model_path});
   } else {
     in.embedded.push_back({kDefaultModelName, DefaultModelJson()});
   }
   struct stat st {};
-  if (stat(cluster.c_str(), &st) == 0 && S_ISREG(st.st_mode)) in.files.push_back(cluster);
-  if (routing.rfind("trace:", 0) == 0) in.files.push_back(routing.substr(6));
-  if (!calibration.empty()) in.files.push_back(calibration);
+  if (stat(cluster.c_str(), &st) == 0 && S_ISREG(st.st_mode)) in.files.push_back({"--cluster", cluster});
+  if (routing.rfind("trace:", 0) == 0) in.files.push_back({"--routing trace:", routing.substr(6)});
+  if (!calibration.empty()) in.files.push_back({"--calibration", calibration});
   return in;
 }
 
@@ -123,7 +123,7 @@ std::optional<Json> SimulateCommand(const PlanCommandRequest& r, const RoutingRe
     const RedundantExpertsOptions& ro = *r.redundant;
     const RoutingModel routing_model =
         PrepareRouting(routing, plan.model.moe.num_experts, plan.model.moe.top_k, layers, GroupLimitOf(plan.model.moe));
-    redundant = AnalyzeRedundantExperts(plan, cluster, routing_model, sampled, cost, memory, ro, r.compute_model);
+    redundant = AnalyzeRedundantExperts(plan, cluster, routing_model, sampled, cost, memory, ro, r.compute_model, r.routing_given);
     result->redundant_text = RedundantExpertsToText(*redundant);
     result->redundant_over_budget_text = RedundantOverBudgetText(*redundant, "dockyard-plan simulate");
     if (r.refit) {

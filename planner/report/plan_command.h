@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "planner/accounting/memory.h"
+#include "planner/base/file_util.h"
 #include "planner/base/json_util.h"
 #include "planner/layout/parallel_dims.h"
 #include "planner/layout/plan.h"
@@ -37,7 +38,7 @@ enum class PlanCommand { kPlan, kCheck, kSimulate };
 // cluster when it names a regular file (a preset name does not); the trace of "trace:PATH"
 // routing; the calibration file when given.
 struct ReportInputs {
-  std::vector<std::string> files;
+  std::vector<InputFile> files;  // --model, --cluster, --routing trace:, --calibration
   std::vector<std::pair<std::string, std::string>> embedded;  // (name, content)
 };
 ReportInputs PlanReportInputs(const std::string& model_path, const std::string& cluster, const std::string& routing,

@@ -140,7 +140,8 @@ TEST_CASE("A report's inputs: the model or the embedded default, a cluster file 
   const std::string cluster = std::string(dir ? dir : "/tmp") + "/cluster_inputs.json";
   std::ofstream(cluster) << "{}";
   const auto files = dockyard::PlanReportInputs("m.json", cluster, "trace:t.json", "cal.json");
-  CHECK(files.files == std::vector<std::string>{"m.json", cluster, "t.json", "cal.json"});
+  CHECK(files.files ==
+        std::vector<dockyard::InputFile>{{"--model", "m.json"}, {"--cluster", cluster}, {"--routing trace:", "t.json"}, {"--calibration", "cal.json"}});
   CHECK(files.embedded.empty());
 }
 

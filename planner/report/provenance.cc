@@ -16,19 +16,21 @@
 
 namespace dockyard {
 
-Json Provenance(const std::vector<std::string>& argv, const std::vector<std::string>& input_paths,
+Json Provenance(const std::vector<std::string>& argv, const std::vector<InputFile>& input_files,
                 const std::vector<std::pair<std::string, std::string>>& embedded) {
   Json inputs = Json::array();
-  for (const auto& path : input_paths) {
+  for (const auto& [flag, path] : input_files) {
+    // "--model m.json", "--routing trace:t.json": as it was typed.
+    const std::string named = flag.empty() ? path : flag + (flag.back() == ':' ? "" : " ") + path;
     struct stat st {};
     if (stat(path.c_str(), &st) != 0) {
       const int err = errno;
-      throw Error(err == ENOENT || err == ENOTDIR ? fmt::format("{}: the file does not exist", path)
-                                                 : fmt::format("{}: cannot open: {}", path, std::strerror(err)));
+      throw Error(err == ENOENT || err == ENOTDIR ? fmt::format("{}: the file does not exist", named)
+                                                 : fmt::format("{}: cannot open: {}", named, std::strerror(err)));
     }
-    if (S_ISDIR(st.st_mode)) throw Error(fmt::format("{}: is a directory, not a file", path));
+    if (S_ISDIR(st.st_mode)) throw Error(fmt::format("{}: is a directory, not a file", named));
     std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(fmt::format("{}: cannot open for reading (to record its digest in the report)", path));
+    if (!in) throw Error(fmt::format("{}: cannot open for reading (to record its digest in the report)", named));
     std::ostringstream buffer;
     buffer << in.rdbuf();
     const std::string data = buffer.str();

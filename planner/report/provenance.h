@@ -5,15 +5,17 @@
 #include <string>
 #include <vector>
 
+#include "planner/base/file_util.h"
 #include "planner/base/json_util.h"
 
 namespace dockyard {
 
 // {"dockyard_version", "git_commit", "argv": [...], "inputs": [{"path", "bytes", "sha256"}]}
 // (git_commit: build_info.h BuildGitCommit, "unknown" in a binary built without git). An input
-// that does not exist or cannot be read is an error naming it and saying which. `embedded` lists (name, content) pairs of inputs compiled
-// into the binary (the default model).
-Json Provenance(const std::vector<std::string>& argv, const std::vector<std::string>& input_paths,
+// that does not exist or cannot be read is an error naming its flag and path and saying which
+// ("--routing trace:/nope.json: the file does not exist"). `embedded` lists (name, content) pairs
+// of inputs compiled into the binary (the default model).
+Json Provenance(const std::vector<std::string>& argv, const std::vector<InputFile>& inputs,
                 const std::vector<std::pair<std::string, std::string>>& embedded = {});
 
 // What `--version` prints for `program`: "dockyard-plan 0.1.0 (git commit 2cb30b2...)\n", the

@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <sstream>
 #include <tuple>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "planner/base/error.h"
 #include "planner/base/json_util.h"
@@ -300,6 +302,44 @@ void ValidateLayoutQuery(const LayoutQuery& q, const SearchOptions& o) {
   CheckQueryOverlap(q, o, where);
 }
 
+namespace {
+
+// For a query no candidate matches: each queried degree's values among the candidates that match
+// the query's other keys, e.g. "; with the other values given, ep takes 1, 2, 4, 8, 16, 32" (ep=64
+// at pp=8 on 256 GPUs: a stage of 32 GPUs holds at most ep 32). Empty when no degree was queried.
+std::string ValuesTakenText(const ModelSpec& model, const SearchOptions& options, const LayoutQuery& query) {
+  struct Key {
+    const char* name;
+    std::optional<int64_t> LayoutQuery::*field;
+    int64_t (*value)(const LayoutCandidate&, const TrainingConfig&);
+  };
+  const Key keys[] = {
+      {"pp", &LayoutQuery::pp, [](const LayoutCandidate& c, const TrainingConfig&) { return c.dims.pp; }},
+      {"dp_replicate", &LayoutQuery::dp_replicate, [](const LayoutCandidate& c, const TrainingConfig&) { return c.dims.dp_replicate; }},
+      {"dp_shard", &LayoutQuery::dp_shard, [](const LayoutCandidate& c, const TrainingConfig&) { return c.dims.dp_shard; }},
+      {"cp", &LayoutQuery::cp, [](const LayoutCandidate& c, const TrainingConfig&) { return c.dims.cp; }},
+      {"tp", &LayoutQuery::tp, [](const LayoutCandidate& c, const TrainingConfig&) { return c.dims.tp; }},
+      {"ep", &LayoutQuery::ep, [](const LayoutCandidate& c, const TrainingConfig&) { return c.dims.ep; }},
+      {"etp", &LayoutQuery::etp, [](const LayoutCandidate& c, const TrainingConfig&) { return EtpOf(c.dims); }},
+      {"vpp", &LayoutQuery::vpp, [](const LayoutCandidate& c, const TrainingConfig& base) { return CandidateTraining(base, c).run.vpp; }},
+  };
+  std::vector<std::string> parts;
+  for (const Key& k : keys) {
+    if (!(query.*k.field)) continue;
+    LayoutQuery others = query;
+    others.*k.field = std::nullopt;
+    std::set<int64_t> values;
+    ForEachLayout(model, options, [&](const LayoutCandidate& c) {
+      if (others.Matches(c, options.training)) values.insert(k.value(c, options.training));
+    });
+    parts.push_back(values.empty() ? fmt::format("{} takes no value", k.name) : fmt::format("{} takes {}", k.name, fmt::join(values, ", ")));
+  }
+  if (parts.empty()) return "";
+  return fmt::format("; with the other values given, {}", fmt::join(parts, "; "));
+}
+
+}  // namespace
+
 ExplainResult ExplainLayout(const ModelSpec& model, const SearchOptions& options, const SearchResult& result, const LayoutQuery& query) {
   if (!options.keep_all) throw Error("internal: ExplainLayout needs a search run with keep_all");
   ValidateLayoutQuery(query, options);
@@ -366,8 +406,8 @@ ExplainResult ExplainLayout(const ModelSpec& model, const SearchOptions& options
       }
       throw Error(
           fmt::format("--explain \"{}\": no layout of this search has these values together (world size {}; the degrees must factor it as "
-                      "the mesh rules require: docs/search.md)",
-                      query.text, options.world_size));
+                      "the mesh rules require: docs/search.md){}",
+                      query.text, options.world_size, ValuesTakenText(model, options, query)));
     }
     if (e.matching == e.matching_invalid) {
       // Every matching candidate breaks a rule: name one, as BuildPlan words it.

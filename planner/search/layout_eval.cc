@@ -15,6 +15,7 @@
 #include "planner/accounting/workload.h"
 #include "planner/base/checked_math.h"
 #include "planner/base/error.h"
+#include "planner/layout/convention.h"
 #include "planner/layout/plan.h"
 #include "planner/model/recompute.h"
 #include "planner/model/vocab_padding.h"
@@ -50,11 +51,13 @@ LayoutEvaluator::LayoutEvaluator(const ModelSpec& model, const SearchOptions& op
   Impl& im = *impl_;
   im.machine = SearchPlanMachine(options_);
   // The splits count each stage's checkpointed layers at torchtitan's per-layer frequency of the
-  // options (selective_ac_option N under recompute selective, the only recompute it goes with);
+  // options (selective_ac_option N under recompute selective, the only recompute it goes with; a
+  // bare selective takes the convention's, convention.h DefaultSelectiveAcOption);
   // an option the rules refuse (ValidateSelectiveAcOption) leaves every candidate invalid.
   try {
     TrainingConfig selective = options_.training;
     selective.recompute = Recompute::kSelective;
+    ApplyConventionDefaults(options_.convention, &selective);
     ValidateSelectiveAcOption(selective, "selective_ac_option");
     im.sac_every = LayerSacEvery(selective);
   } catch (const Error&) {

@@ -85,15 +85,18 @@ LayoutEvaluator::Impl::TrainingEntry& TrainingEntryOf(LayoutEvaluator::Impl& im,
     ValidateTraining(e.t, "training.");
     VocabDivisor(e.t, c.dims.convention == Convention::kMegatron);  // BuildPlan's next rule (vocab_padding.h)
     e.bytes = TrainingBytesOf(e.t);
-    e.sac_every = LayerSacEvery(e.t);  // selective_ac_option is digits or "op" (ValidateTraining)
-    e.op_sac = OpSac(e.t);
-    e.ok = true;
+    e.ok = true;  // selective_ac_option is digits or "op" (ValidateTraining): sac_every below
   } catch (const Error& err) {
     e.ok = false;
     e.error = err.what();
   }
-  // The convention's defaults, as BuildPlan gives them (convention.h ApplyConventionDefaults).
+  // The convention's defaults, as BuildPlan gives them (convention.h ApplyConventionDefaults); a
+  // bare selective takes torchtitan's per-layer option.
   ApplyConventionDefaults(o.convention, &e.t);
+  if (e.ok) {
+    e.sac_every = LayerSacEvery(e.t);
+    e.op_sac = OpSac(e.t);
+  }
   if (!e.t.num_microbatches) e.t.num_microbatches.reset();  // resolved per pp below (BuildPlan: pp)
   return im.trainings.emplace(key, std::move(e)).first->second;
 }

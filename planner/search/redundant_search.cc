@@ -78,7 +78,8 @@ RedundantSearchResult SearchRedundantExperts(const ModelSpec& model, const Searc
       }
       // Priced with the search's cost knobs (compute model, CUDA graphs, calibration), as its rows.
       if (!cost) cost = SimulateStep(plan, search.cluster, before, search.compute_model);
-      const RedundantExpertsReport rep = AnalyzeRedundantExperts(plan, search.cluster, routing, before, *cost, memory, o, search.compute_model);
+      const RedundantExpertsReport rep = AnalyzeRedundantExperts(plan, search.cluster, routing, before, *cost, memory, o, search.compute_model,
+                                                                 search.routing_sizes_memory);
       if (OverBudget(static_cast<double>(rep.after.peak_bytes), base.budget_gib, memory.reserve_gib)) {
         ++out.over_budget;
         continue;

@@ -69,8 +69,10 @@ TEST_CASE("With --routing the re-rank sizes each layout's memory by its routing 
   uniform_sized.routing_sizes_memory = false;  // memory at training.imbalance 1.0
   const SearchResult flat = SearchLayouts(model, uniform_sized);
   RedundantExpertsOptions o;
-  o.policy = EplbPolicy::kGlobal;
-  // R = 0: no replica, so the peak after is the layout's own peak, which must be the search row's.
+  // R = 0 placed contiguously: the plain placement and routing again, so the peak after (sized by the
+  // received rows over the placement, redundant_experts.h) is the layout's own peak, which must be
+  // the search row's. (A global placement at R = 0 moves experts between ranks: other rows.)
+  o.policy = EplbPolicy::kContiguous;
   const RedundantSearchResult r = SearchRedundantExperts(model, s, base, ParseRedundantCounts("0"), o);
   int64_t compared = 0, differs_from_flat = 0;
   for (const RedundantRankedLayout& x : r.ranked) {
