@@ -106,7 +106,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   o.dp_shard = (h[5] & 1) ? left : -1;
   if ((h[5] & 6) == 6) o.dp_shard = static_cast<int64_t>(h[5] >> 3) - 4;  // sometimes wrong
   const int64_t sparse = left * (o.cp >= 1 ? o.cp : 1) * (o.tp >= 1 ? o.tp : 1);
-  o.convention = (h[6] & 1) ? dockyard::Convention::kMegatron : dockyard::Convention::kTorchtitan;
+  // All three conventions: megatron, torchtitan as it is, and torchtitan before PR #3167 (etp 1 or tp).
+  o.convention = (h[6] & 1)      ? dockyard::Convention::kMegatron
+                 : (h[6] & 0x80) ? dockyard::Convention::kTorchtitan2026_03
+                                 : dockyard::Convention::kTorchtitan;
   const int64_t etp = (h[6] & 2) ? (o.convention == dockyard::Convention::kMegatron ? PickDegree(h[6] >> 2, sparse) : o.tp) : 1;
   o.etp = etp;
   o.ep = PickDegree(h[7], sparse / (etp >= 1 && sparse % etp == 0 ? etp : 1));

@@ -711,7 +711,7 @@ TEST_CASE("the deepep dispatcher's backend: DeepEP's rank limits refuse alike in
   // DeepSeek-V3 at ep 256: DeepEP's Buffer takes at most 8 x 20 = 160 ranks (csrc/legacy/buffer.hpp).
   const std::string v3 = "--model testdata/hf/deepseek-v3.json --world-size 256 --ep 256 --dispatcher deepep";
   const std::string limit =
-      "dockyard-plan: error: --moe-flex-dispatcher-backend deepep (Megatron's default for --dispatcher deepep) with --ep 256: DeepEP's "
+      "dockyard-plan: error: --dispatcher deepep (torchtitan comm_backend deepep) with --ep 256: DeepEP's "
       "normal-mode Buffer takes at most 160 ranks (8 NVLink peers x 20 RDMA nodes; DeepEP csrc/legacy/buffer.hpp)";
   const std::string json = TmpDir() + "/deepep-256.json";
   for (const std::string& command : {v3, "check " + v3 + " --gpu-memory-gib 141", "simulate " + v3 + " --cluster h200-sxm"}) {
@@ -740,12 +740,19 @@ TEST_CASE("the deepep dispatcher's backend: DeepEP's rank limits refuse alike in
   CHECK(r.code == 1);
   CHECK(r.out.find("with --ep 40: 40 / 8 = 5 nodes, but DeepEP's internode kernels are instantiated for 2, 3, 4, 6, 8, 12, 16, 18 or 20 "
                    "nodes only (DeepEP csrc/kernels/legacy/launch.cuh)") != std::string::npos);
-  CHECK(Run("--model " + q80 + " --world-size 40 --ep 40 --dispatcher deepep --moe-flex-dispatcher-backend ncclep").code == 0);  // no limits
+  // ncclep: no DeepEP limits, Megatron-Core's backend only (torchtitan's comm_backend has none such).
+  CHECK(Run("--model " + q80 + " --world-size 40 --ep 40 --dispatcher deepep --moe-flex-dispatcher-backend ncclep --convention megatron")
+            .code == 0);
+  r = Run("--model " + q80 + " --world-size 40 --ep 40 --dispatcher deepep --moe-flex-dispatcher-backend ncclep");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("--moe-flex-dispatcher-backend ncclep: Megatron-Core's backend (transformer_config.py moe_flex_dispatcher_backend); "
+                   "torchtitan's EP comm_backend takes standard, deepep, hybridep or minimal_async_ep") != std::string::npos);
   // ep 64 = 8 nodes of 8: runs, and the report names the backend beside the dispatcher.
   r = Run("--model testdata/hf/deepseek-v3.json --world-size 256 --ep 64 --dispatcher deepep");
   CHECK(r.code == 0);
   CHECK(r.out.find("dispatcher deepep (backend deepep): sent") != std::string::npos);
-  r = Run("--model testdata/hf/deepseek-v3.json --world-size 256 --ep 64 --dispatcher deepep --moe-flex-dispatcher-backend ncclep --json -");
+  r = Run("--model testdata/hf/deepseek-v3.json --world-size 256 --ep 64 --dispatcher deepep --moe-flex-dispatcher-backend ncclep "
+          "--convention megatron --json -");
   REQUIRE(r.code == 0);
   const dockyard::Json plan = dockyard::ParseJsonText(r.out, "stdout");
   CHECK(plan["training"]["moe_flex_dispatcher_backend"] == "ncclep");

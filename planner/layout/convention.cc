@@ -95,11 +95,11 @@ std::vector<std::string> DefaultsAppliedLines(Convention c, const DefaultsApplie
                                               bool has_shared_experts) {
   std::vector<std::string> lines;
   const bool megatron = c == Convention::kMegatron;
-  if (applied.etp && megatron && tp > 1) {
+  if (applied.etp && megatron) {
     lines.push_back(
         fmt::format("etp {} = tp: Megatron-LM sets --expert-tensor-parallel-size to --tensor-model-parallel-size when it is not "
-                    "given (megatron/training/arguments.py); --etp 1 keeps the experts unsharded",
-                    tp));
+                    "given (megatron/training/arguments.py){}",
+                    tp, tp > 1 ? "; --etp 1 keeps the experts unsharded" : ""));
   }
   if (applied.selective_modules) {
     lines.push_back(fmt::format("--recompute selective = {}: Megatron-Core's default recompute_modules (transformer_config.py); "

@@ -90,7 +90,7 @@ struct DefaultsApplied {
 DefaultsApplied ApplyConventionDefaults(Convention c, TrainingConfig* training);
 
 // The report lines of the defaults `applied` under `c` that change what is planned (the "Defaults"
-// lines and the header's "defaults_applied"): etp = tp (megatron, tp > 1), the shared-expert overlap
+// lines and the header's "defaults_applied"): etp = tp (megatron, also at tp 1), the shared-expert overlap
 // (only for a model with shared experts: Megatron's flag is "Only effective when
 // moe-shared-expert-intermediate-size is set"), the bare selective recompute's modules or
 // torchtitan's selective_ac_option. Each line

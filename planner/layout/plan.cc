@@ -142,7 +142,7 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
   const std::string oep_error = DeredundencyOepError(plan.training, plan.dims.ep);
   if (!oep_error.empty()) throw Error(oep_error);
   // The deepep (flex) dispatcher's backend limits (model/flex_backend_limits.h), on the machine's node.
-  const std::string backend_error = FlexBackendLimitError(plan.training, plan.dims.ep, plan.dims.etp, plan.machine);
+  const std::string backend_error = FlexBackendLimitError(plan.training, plan.dims.ep, plan.dims.etp, plan.machine, megatron);
   if (!backend_error.empty()) throw Error(backend_error);
   plan.inventory = plan.model.vocab_size == model.vocab_size ? inventory : BuildInventory(plan.model);
   // With tied embeddings and several pipeline stages, the last stage keeps its own copy of the

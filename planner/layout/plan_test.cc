@@ -246,11 +246,14 @@ TEST_CASE("BuildPlan holds the deepep dispatcher to its backend's rank limits (p
   dockyard::TrainingConfig t;
   t.dispatcher = dockyard::Dispatcher::kDeepEp;
   CHECK_THROWS_WITH_AS(BuildPlan(m, d, t, dockyard::Machine{}),
-                       doctest::Contains("--moe-flex-dispatcher-backend deepep (Megatron's default for --dispatcher deepep) with --ep 256: "
+                       doctest::Contains("--dispatcher deepep (torchtitan comm_backend deepep) with --ep 256: "
                                          "DeepEP's normal-mode Buffer takes at most 160 ranks"),
                        dockyard::Error);
-  // ncclep has none of DeepEP's limits; the all-to-all dispatcher has no backend.
+  // ncclep (Megatron-Core's backend: torchtitan refuses it) has none of DeepEP's limits; the
+  // all-to-all dispatcher has no backend.
   t.moe_flex_dispatcher_backend = dockyard::FlexBackend::kNcclEp;
+  CHECK_THROWS_WITH_AS(BuildPlan(m, d, t, dockyard::Machine{}), doctest::Contains("ncclep: Megatron-Core's backend"), dockyard::Error);
+  d.convention = dockyard::Convention::kMegatron;
   CHECK(BuildPlan(m, d, t, dockyard::Machine{}).dims.ep == 256);
   t.moe_flex_dispatcher_backend.reset();
   t.dispatcher = dockyard::Dispatcher::kAllToAll;

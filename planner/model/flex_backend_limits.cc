@@ -69,16 +69,21 @@ FlexBackend FlexBackendOf(const TrainingConfig& t) {
   return t.moe_flex_dispatcher_backend.value_or(FlexBackend::kDeepEp);
 }
 
-std::string FlexBackendLimitError(const TrainingConfig& t, int64_t ep, int64_t etp, const Machine& machine) {
+std::string FlexBackendLimitError(const TrainingConfig& t, int64_t ep, int64_t etp, const Machine& machine, bool megatron) {
+  if (!megatron && t.moe_flex_dispatcher_backend == FlexBackend::kNcclEp) {
+    return "--moe-flex-dispatcher-backend ncclep: Megatron-Core's backend (transformer_config.py moe_flex_dispatcher_backend); "
+           "torchtitan's EP comm_backend takes standard, deepep, hybridep or minimal_async_ep "
+           "(torchtitan/models/common/config_utils.py): give deepep or hybridep, or --convention megatron";
+  }
   // Megatron's flex dispatcher communicates over the ep x etp group (token_dispatcher.py).
   const int64_t n = ep * etp;
   if (t.dispatcher != Dispatcher::kDeepEp || n <= 1) return "";  // one rank: no token leaves it
   const FlexBackend backend = FlexBackendOf(t);
   const int64_t domain = machine.gpus_per_node;
-  const std::string prefix =
-      fmt::format("--moe-flex-dispatcher-backend {}{} with --ep {}{}", FlexBackendName(backend),
-                  t.moe_flex_dispatcher_backend ? "" : " (Megatron's default for --dispatcher deepep)", ep,
-                  etp > 1 ? fmt::format(" x --etp {} = {} ranks", etp, n) : "");
+  const std::string named = t.moe_flex_dispatcher_backend ? fmt::format("--moe-flex-dispatcher-backend {}", FlexBackendName(backend))
+                            : megatron                      ? std::string("--dispatcher deepep (Megatron's default backend deepep)")
+                                                            : std::string("--dispatcher deepep (torchtitan comm_backend deepep)");
+  const std::string prefix = fmt::format("{} with --ep {}{}", named, ep, etp > 1 ? fmt::format(" x --etp {} = {} ranks", etp, n) : "");
   switch (backend) {
     case FlexBackend::kDeepEp:
       return DeepEpError(prefix, n, domain);

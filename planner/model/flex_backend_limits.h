@@ -42,6 +42,10 @@ FlexBackend FlexBackendOf(const TrainingConfig& t);
 // --moe-flex-dispatcher-backend, --ep (and --etp when > 1), the value, the limit and the source
 // file, e.g. "--moe-flex-dispatcher-backend deepep with --ep 256: DeepEP's normal-mode Buffer takes
 // at most 160 ranks (8 NVLink peers x 20 RDMA nodes; DeepEP csrc/legacy/buffer.hpp); ...".
-std::string FlexBackendLimitError(const TrainingConfig& t, int64_t ep, int64_t etp, const Machine& machine);
+// Under a torchtitan convention (`megatron` false) the backends are torchtitan's EP comm_backend
+// "deepep" (the default of --dispatcher deepep there, named so) and "hybridep"
+// (torchtitan/models/common/config_utils.py: standard, deepep, hybridep, minimal_async_ep), with the
+// same limits; ncclep, Megatron-Core's only, is refused whatever the dispatcher.
+std::string FlexBackendLimitError(const TrainingConfig& t, int64_t ep, int64_t etp, const Machine& machine, bool megatron = true);
 
 }  // namespace dockyard

@@ -55,7 +55,7 @@ TEST_CASE("the training block round-trips the backend and names deepep's default
 TEST_CASE("DeepEP refuses more than 160 ranks: DeepSeek-V3 at ep 256, Kimi-K2 at ep 192") {
   // 160 = NUM_MAX_NVL_PEERS 8 x NUM_MAX_RDMA_PEERS 20 (DeepEP csrc/legacy/buffer.hpp).
   const std::string e256 = FlexBackendLimitError(Flex(), 256, 1, Node(8));
-  CHECK(e256.find("--moe-flex-dispatcher-backend deepep (Megatron's default for --dispatcher deepep) with --ep 256") == 0);
+  CHECK(e256.find("--dispatcher deepep (Megatron's default backend deepep) with --ep 256") == 0);
   CHECK(e256.find("at most 160 ranks") != std::string::npos);
   CHECK(e256.find("csrc/legacy/buffer.hpp") != std::string::npos);
   CHECK(FlexBackendLimitError(Flex(FlexBackend::kDeepEp), 192, 1, Node(8)).find("with --ep 192: DeepEP's normal-mode Buffer takes at most 160") !=
@@ -126,6 +126,23 @@ TEST_CASE("ncclep has no DeepEP rank limits, and other dispatchers and ep 1 have
   TrainingConfig a2a;
   CHECK(FlexBackendLimitError(a2a, 256, 1, Node(8)).empty());  // all_to_all
   CHECK(FlexBackendLimitError(Flex(), 1, 1, Node(8)).empty());  // one rank: nothing is dispatched
+}
+
+
+TEST_CASE("Under torchtitan the backends are its EP comm_backend deepep and hybridep; ncclep is Megatron's only") {
+  // torchtitan/models/common/config_utils.py: comm_backend "standard", "deepep", "hybridep" or
+  // "minimal_async_ep". deepep runs DeepEP's Buffer: the same 160-rank limit, named by torchtitan's backend.
+  const std::string e256 = FlexBackendLimitError(Flex(), 256, 1, Node(8), /*megatron=*/false);
+  CHECK(e256.find("--dispatcher deepep (torchtitan comm_backend deepep) with --ep 256: DeepEP's normal-mode Buffer takes at most 160") ==
+        0);
+  CHECK(FlexBackendLimitError(Flex(), 8, 1, Node(8), false).empty());
+  CHECK(FlexBackendLimitError(Flex(FlexBackend::kHybridEp), 8, 1, Node(4), false).empty());  // two 4-GPU domains
+  TrainingConfig a2a;
+  a2a.moe_flex_dispatcher_backend = FlexBackend::kNcclEp;
+  for (const TrainingConfig& t : {Flex(FlexBackend::kNcclEp), a2a}) {
+    CHECK(FlexBackendLimitError(t, 8, 1, Node(8), false).find("--moe-flex-dispatcher-backend ncclep: Megatron-Core's backend") == 0);
+    CHECK(FlexBackendLimitError(t, 8, 1, Node(8), true).empty());
+  }
 }
 
 }  // namespace dockyard

@@ -44,7 +44,10 @@ Json ReportHeader(const ReportHeaderInputs& in) {
 std::string ReportHeaderToText(const Json& h) {
   std::ostringstream out;
   out << fmt::format("Report     dockyard-plan {}\n", h.at("command").get<std::string>());
-  out << fmt::format("Model      {} ({})\n", h.at("model").at("name").get<std::string>(), h.at("model").at("source").get<std::string>());
+  const std::string model_name = h.at("model").at("name").get<std::string>(), model_source = h.at("model").at("source").get<std::string>();
+  // An HF config's name is its path (hf_config.h): said once.
+  out << (model_name == model_source ? fmt::format("Model      {}\n", model_name)
+                                     : fmt::format("Model      {} ({})\n", model_name, model_source));
   const Json& d = h.at("degrees");
   std::string degrees = fmt::format("world_size {}", d.at("world_size").get<int64_t>());
   if (d.contains("pp")) {
@@ -100,8 +103,14 @@ std::string ReportHeaderToText(const Json& h) {
     out << fmt::format("Machine    {} GPUs per node, {}\n", m.at("gpus_per_node").get<int64_t>(),
                        budget > 0 ? fmt::format("budget {:.2f} GiB per GPU", budget) : std::string("no memory budget"));
   }
+  // The command as typed, the program by its name (argv[0] is a Bazel cache path under `bazel run`;
+  // provenance.argv keeps it whole).
   std::string argv;
-  for (const Json& a : h.at("provenance").value("argv", Json::array())) argv += (argv.empty() ? "" : " ") + a.get<std::string>();
+  for (const Json& a : h.at("provenance").value("argv", Json::array())) {
+    std::string word = a.get<std::string>();
+    if (argv.empty() && word.find('/') != std::string::npos) word = word.substr(word.rfind('/') + 1);
+    argv += (argv.empty() ? "" : " ") + word;
+  }
   out << fmt::format("Command    {}\n", argv);
   return out.str();
 }

@@ -57,7 +57,7 @@ const LayoutEvaluator::Impl::RunVerdict& RunSettingsVerdict(LayoutEvaluator::Imp
     ValidateEpOverlap(e.t, pp, ep);
     ValidateSharedExpertOverlap(e.t, megatron, m.moe.num_shared_experts > 0);
     if (std::string oep = DeredundencyOepError(e.t, ep); !oep.empty()) throw Error(oep);
-    if (std::string backend = FlexBackendLimitError(e.t, ep, d.etp, im.machine); !backend.empty()) throw Error(backend);
+    if (std::string backend = FlexBackendLimitError(e.t, ep, d.etp, im.machine, megatron); !backend.empty()) throw Error(backend);
     ValidateVppChunks(pp, e.t.run.vpp, m.num_hidden_layers);
   } catch (const Error& err) {
     v.after_cp = err.what();
