@@ -91,10 +91,10 @@ std::string ParseErrorText(const CLI::App& app, const CLI::ParseError& error) {
     // A real flag given to a (sub)command that does not take it: say which ones do.
     const std::vector<std::string> owners = CommandsWith(app, name);
     if (!owners.empty()) {
+      // The program by its name: CLI11 names the app after argv[0], a Bazel path under bazel run.
+      const std::string program = app.get_name().substr(app.get_name().rfind('/') + 1);
       std::string list;
-      for (const std::string& c : owners) {
-        list += (list.empty() ? "" : ", ") + (c.empty() ? app.get_name() : app.get_name() + " " + c);
-      }
+      for (const std::string& c : owners) list += (list.empty() ? "" : ", ") + (c.empty() ? program : program + " " + c);
       return text + fmt::format("; {} is not an option of this command: it belongs to {}", name, list);
     }
     if (auto s = DidYouMean(name, flags)) return text + fmt::format("; did you mean '{}'?", *s);

@@ -198,6 +198,7 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   if (FailsBudget(request, result)) {
     err << OverBudgetText(result.plan, result.memory, check ? "dockyard-plan check" : "dockyard-plan simulate");
     err << result.redundant_over_budget_text;
+    err << result.redundant_within_budget_text;  // the plan is over, the replicas' peak is not: said
     return cli::kExitOverBudget;
   }
   if (check && !quiet) {

@@ -23,6 +23,7 @@
 #include "planner/report/plan_file.h"
 #include "planner/report/plan_file_run.h"
 #include "planner/report/provenance.h"
+#include "planner/report/report.h"
 #include "planner/report/run_match.h"
 #include "planner/routing/routing.h"
 #include "planner/model/model_file.h"
@@ -68,7 +69,7 @@ int RunReplay(const CliOptions& o, const Plan& plan, const runtime::RunOptions& 
   if (o.overlap_shared) throw UsageError("--overlap-shared-experts does not apply to --replay-rank (no combine runs)");
   if (!o.fault.empty()) throw UsageError("--inject-fault does not apply to --replay-rank");
   runtime::ReplayOptions ro = runtime::ReplayOptionsFromRun(run, *ParseInt("--replay-rank", o.replay_rank), plan.dims.world_size);
-  ro.cluster = runtime::ReplayCluster(o.cluster, plan_cluster);
+  ro.cluster = WithFlag("--cluster", [&] { return runtime::ReplayCluster(o.cluster, plan_cluster); });
   ro.precision = o.backend == "cuda" ? o.gemm_precision : "fp32";
   if (o.backend != "cuda") ro.weight_block_bytes = run.weight_block_bytes;  // CPU: blocks sized for L2
   const std::unique_ptr<runtime::Backend> backend = MakeBackend(o, launch);
@@ -76,6 +77,7 @@ int RunReplay(const CliOptions& o, const Plan& plan, const runtime::RunOptions& 
   if (json_given) {
     Json j = runtime::ReplayReportToJson(report);
     j["provenance"] = Provenance(o.argv, runtime::ReplayInputFiles(model_path, o.plan_path, o.routing, o.cluster));
+    j["generator"] = {{"name", "dockyard-run"}, {"version", kDockyardVersion}};
     WriteOutput(o.json_path, j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n", out);
   }
   if (!json_given || o.json_path != "-") {
@@ -128,7 +130,7 @@ runtime::RunOptions ParseRunOptions(const CliOptions& o, const TrainingOverrides
   run.atol = ParseNumber("--atol", o.atol).value_or(tolerances.atol.value_or(run.atol));
   run.rtol = ParseNumber("--rtol", o.rtol).value_or(tolerances.rtol.value_or(run.rtol));
   if (!o.routing.empty()) {
-    RoutingSpec spec = ParseRoutingSpec(o.routing);
+    RoutingSpec spec = WithFlag("--routing", [&] { return ParseRoutingSpec(o.routing); });
     spec.seed = run.seed;
     run.routing = spec;
   }
@@ -192,6 +194,7 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
   if (json_given || !o.html_path.empty()) {
     Json j = runtime::RunReportToJson(report, model_path);
     j["provenance"] = Provenance(o.argv, runtime::RunInputFiles(model_path, o.plan_path, o.routing, o.placement));
+    j["generator"] = {{"name", "dockyard-run"}, {"version", kDockyardVersion}};
     if (plan_file) JoinPredictedPhases(plan_file->predicted, &j);
     // Files all-or-nothing; '-' goes to stdout.
     const std::string text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";

@@ -16,6 +16,7 @@
 #include "cli/flags.h"
 #include "cli/progress_lines.h"
 #include "planner/base/error.h"
+#include "planner/model/flex_backend_limits.h"
 #include "planner/base/file_util.h"
 #include "planner/layout/default_layout.h"
 #include "planner/model/model_spec.h"
@@ -63,7 +64,7 @@ std::optional<Calibration> ReadSearchMachine(const CliOptions& o, SearchOptions*
     calibration = WithFlag("--calibration", [&] { return LoadCalibration(o.calibration); });
     ApplyCalibration(*calibration, &s->cluster);
   }
-  s->routing = ParseRoutingSpec(o.routing);
+  s->routing = WithFlag("--routing", [&] { return ParseRoutingSpec(o.routing); });
   s->routing.seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
   cli::RejectImbalanceWithRouting(o.search_routing_given, o.training.imbalance);
   s->routing_sizes_memory = o.search_routing_given;  // as check and simulate: the sample sizes memory
@@ -94,6 +95,11 @@ void ReadSearchTraining(const CliOptions& o, const ModelSpec& model, SearchOptio
   s->training.fp8_dispatch = o.training.fp8_dispatch;
   if (!o.training.moe_flex_dispatcher_backend.empty()) {
     s->training.moe_flex_dispatcher_backend = ParseFlexBackend(o.training.moe_flex_dispatcher_backend, "--moe-flex-dispatcher-backend");
+    // A backend the convention refuses (ncclep under torchtitan) fails here, as in simulate, not
+    // as every deepep candidate invalid by rule.
+    if (std::string refused = FlexBackendConventionError(s->training, s->convention == Convention::kMegatron); !refused.empty()) {
+      throw Error(refused);
+    }
   }
   err << cli::BudgetAboveClusterWarning(s->gpu_memory_gib, s->cluster);
   err << cli::NodeSizeClusterWarning(o.training, model, s->cluster, "search");

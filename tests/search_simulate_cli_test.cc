@@ -89,6 +89,14 @@ TEST_CASE("simulate --redundant-experts: a peak after over the budget less the r
   CHECK(Has(zipf.out, "  after        1.009         33058         33058"));
   CHECK(Has(zipf.out, "125.66 GiB\n"));
   CHECK(Has(zipf.out, "98.94 GiB\n"));
+  // The converse: at 110 GiB (108 GiB limit) the plan without replicas is over (exit 3, as check),
+  // and the replicas' peak is within: said beside the overage (issue 31 new-user check).
+  const Result within = Plan(
+      "simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --routing zipf:1.2 --redundant-experts 8 "
+      "--cluster h200-sxm --gpu-memory-gib 110");
+  CHECK(within.code == 3);
+  CHECK(Has(within.err, "dockyard-plan simulate: with 8 redundant experts the worst rank needs 98.94 GiB, within the 108.00 GiB limit "
+                        "(110.00 GiB budget less the 2.00 GiB reserve; 125.66 GiB without them)\n"));
 }
 
 TEST_CASE("simulate names the dispatcher that priced the MoE layer, and deepep's backend (issue 31 item 2: every report)") {

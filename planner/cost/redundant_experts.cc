@@ -334,6 +334,16 @@ std::string RedundantOverBudgetText(const RedundantExpertsReport& r, const std::
       prefix, r.options.redundant_experts, peak_gib, limit_gib, r.budget_gib, r.reserve_gib, peak_gib - limit_gib);
 }
 
+std::string RedundantWithinBudgetText(const RedundantExpertsReport& r, const std::string& prefix) {
+  if (r.after_over_budget || r.budget_gib <= 0) return "";
+  const double gib = static_cast<double>(int64_t{1} << 30);
+  return fmt::format(
+      "{}: with {} redundant experts the worst rank needs {:.2f} GiB, within the {:.2f} GiB limit ({:.2f} GiB budget less the "
+      "{:.2f} GiB reserve; {:.2f} GiB without them)\n",
+      prefix, r.options.redundant_experts, static_cast<double>(r.after.peak_bytes) / gib, r.budget_gib - r.reserve_gib, r.budget_gib,
+      r.reserve_gib, static_cast<double>(r.before.peak_bytes) / gib);
+}
+
 std::string RedundantExpertsToText(const RedundantExpertsReport& r) {
   std::ostringstream out;
   out << fmt::format(

@@ -118,5 +118,10 @@ std::string RedundantExpertsToText(const RedundantExpertsReport& report);
 // "<prefix>: with R redundant experts the worst rank needs P GiB, over the L GiB limit (B GiB budget
 // less the X GiB reserve) by D GiB\n"; empty when it fits or there is no budget.
 std::string RedundantOverBudgetText(const RedundantExpertsReport& report, const std::string& prefix);
+// The converse, for a budget the peak after fits (empty when it does not or there is no budget):
+// "<prefix>: with R redundant experts the worst rank needs P GiB, within the L GiB limit (B GiB budget
+// less the X GiB reserve; Q GiB without them)\n". simulate prints it when the plan without the
+// replicas is over (it exits kExitOverBudget for that plan, as check does).
+std::string RedundantWithinBudgetText(const RedundantExpertsReport& report, const std::string& prefix);
 
 }  // namespace dockyard

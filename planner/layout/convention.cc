@@ -35,7 +35,8 @@ std::string ConventionRulesText(Convention c) {
   switch (c) {
     case Convention::kMegatron:
       return "Megatron-Core (parallel_state) with Megatron-LM's defaults: etp = tp when --etp is not given (arguments.py), "
-             "--recompute selective = core_attn, --moe-shared-expert-overlap off (transformer_config.py)";
+             "--recompute selective = core_attn, --moe-shared-expert-overlap off (transformer_config.py); zero1, as its MoE recipes "
+             "set --use-distributed-optimizer";
     case Convention::kTorchtitan2026_03:
       return "torchtitan before PR #3167 (releases up to v0.2.2, main until 2026-04-30): etp 1 or tp, ep < tp allowed; shared "
              "experts overlap the combine";
@@ -77,7 +78,10 @@ std::string DefaultSelectiveAcOption(Convention c) {
 
 DefaultsApplied ApplyConventionDefaults(Convention c, TrainingConfig* t) {
   DefaultsApplied applied;
-  if (!t->dp_sharding) t->dp_sharding = DefaultDpSharding(c);
+  if (!t->dp_sharding) {
+    t->dp_sharding = DefaultDpSharding(c);
+    applied.dp_sharding = true;
+  }
   if (!t->run.overlap_shared_experts) {
     t->run.overlap_shared_experts = DefaultSharedExpertOverlap(c);
     applied.shared_expert_overlap = true;
@@ -116,6 +120,10 @@ std::vector<std::string> DefaultsAppliedLines(Convention c, const DefaultsApplie
                                       "1 block in {} of each stage fully checkpointed; --selective-ac-option N or op, or "
                                       "--recompute-modules, chooses others",
                                       t.selective_ac_option, t.selective_ac_option, t.selective_ac_option));
+  }
+  if (applied.dp_sharding && megatron) {
+    lines.push_back("dp_sharding zero1: the distributed optimizer (--use-distributed-optimizer), as Megatron-LM's MoE examples and "
+                    "Megatron-Bridge's recipes set it; Megatron-LM without the flag is plain DDP (--dp-sharding ddp)");
   }
   if (applied.shared_expert_overlap && has_shared_experts) {
     lines.push_back(megatron ? "shared experts not overlapped: Megatron-Core's moe_shared_expert_overlap defaults to False, the shared "

@@ -79,13 +79,14 @@ struct DefaultsApplied {
   bool shared_expert_overlap = false;  // neither --moe-shared-expert-overlap nor simulate --no-overlap
   bool selective_modules = false;      // a bare --recompute selective took DefaultSelectiveModules
   bool selective_ac_option = false;    // a bare --recompute selective took DefaultSelectiveAcOption
+  bool dp_sharding = false;            // --dp-sharding not given (DefaultDpSharding)
 };
 
 // Gives each setting `training` leaves unset the convention's default: dp_sharding
 // (DefaultDpSharding), run.overlap_shared_experts (DefaultSharedExpertOverlap) and, with recompute
 // selective and neither recompute_modules nor selective_ac_option given, recompute_modules
-// (DefaultSelectiveModules) or selective_ac_option (DefaultSelectiveAcOption). Returns which were applied (dp_sharding is not tracked: reports print
-// it anyway). BuildPlan and the layout search's training entries call it, so both price the same
+// (DefaultSelectiveModules) or selective_ac_option (DefaultSelectiveAcOption). Returns which were
+// applied. BuildPlan and the layout search's training entries call it, so both price the same
 // settings.
 DefaultsApplied ApplyConventionDefaults(Convention c, TrainingConfig* training);
 
@@ -93,7 +94,8 @@ DefaultsApplied ApplyConventionDefaults(Convention c, TrainingConfig* training);
 // lines and the header's "defaults_applied"): etp = tp (megatron, also at tp 1), the shared-expert overlap
 // (only for a model with shared experts: Megatron's flag is "Only effective when
 // moe-shared-expert-intermediate-size is set"), the bare selective recompute's modules or
-// torchtitan's selective_ac_option. Each line
+// torchtitan's selective_ac_option, megatron's zero1 (torchtitan's fsdp goes unsaid: it is what
+// torchtitan does with a dp_shard axis). Each line
 // names the framework's flag and the file the default comes from.
 std::vector<std::string> DefaultsAppliedLines(Convention c, const DefaultsApplied& applied, const TrainingConfig& resolved, int64_t tp,
                                               bool has_shared_experts);

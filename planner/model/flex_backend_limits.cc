@@ -69,12 +69,15 @@ FlexBackend FlexBackendOf(const TrainingConfig& t) {
   return t.moe_flex_dispatcher_backend.value_or(FlexBackend::kDeepEp);
 }
 
+std::string FlexBackendConventionError(const TrainingConfig& t, bool megatron) {
+  if (megatron || t.moe_flex_dispatcher_backend != FlexBackend::kNcclEp) return "";
+  return "--moe-flex-dispatcher-backend ncclep: Megatron-Core's backend (transformer_config.py moe_flex_dispatcher_backend); "
+         "torchtitan's EP comm_backend takes standard, deepep, hybridep or minimal_async_ep "
+         "(torchtitan/models/common/config_utils.py): give deepep or hybridep, or --convention megatron";
+}
+
 std::string FlexBackendLimitError(const TrainingConfig& t, int64_t ep, int64_t etp, const Machine& machine, bool megatron) {
-  if (!megatron && t.moe_flex_dispatcher_backend == FlexBackend::kNcclEp) {
-    return "--moe-flex-dispatcher-backend ncclep: Megatron-Core's backend (transformer_config.py moe_flex_dispatcher_backend); "
-           "torchtitan's EP comm_backend takes standard, deepep, hybridep or minimal_async_ep "
-           "(torchtitan/models/common/config_utils.py): give deepep or hybridep, or --convention megatron";
-  }
+  if (std::string refused = FlexBackendConventionError(t, megatron); !refused.empty()) return refused;
   // Megatron's flex dispatcher communicates over the ep x etp group (token_dispatcher.py).
   const int64_t n = ep * etp;
   if (t.dispatcher != Dispatcher::kDeepEp || n <= 1) return "";  // one rank: no token leaves it

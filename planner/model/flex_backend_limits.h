@@ -48,4 +48,9 @@ FlexBackend FlexBackendOf(const TrainingConfig& t);
 // same limits; ncclep, Megatron-Core's only, is refused whatever the dispatcher.
 std::string FlexBackendLimitError(const TrainingConfig& t, int64_t ep, int64_t etp, const Machine& machine, bool megatron = true);
 
+// The part of FlexBackendLimitError that needs no layout: ncclep under a torchtitan convention
+// (`megatron` false); empty otherwise. The search calls it before it enumerates, so that a backend
+// its convention refuses is an error, not every deepep candidate silently invalid.
+std::string FlexBackendConventionError(const TrainingConfig& t, bool megatron);
+
 }  // namespace dockyard

@@ -59,7 +59,9 @@ void ValidateRecomputeModules(const TrainingConfig& t, const std::string& field)
   }
   if (!t.recompute_modules.empty() && t.recompute != Recompute::kSelective) {
     throw Error(
-        fmt::format("{}: modules are only recomputed with recompute selective, recompute is {}", field, RecomputeName(t.recompute)));
+        fmt::format("{}: modules are only recomputed with recompute selective, recompute is {} (give --recompute selective, or "
+                    "training.recompute \"selective\" in a spec)",
+                    field, RecomputeName(t.recompute)));
   }
 }
 

@@ -68,6 +68,11 @@ std::string InputRows(const Json& r, const std::string& kind) {
       if (!t.contains(k) || std::find(searched.begin(), searched.end(), k) != searched.end()) continue;
       const Json& v = t.at(k);
       if (std::string(k) == "gpu_memory_gib" && v.is_number() && v.get<double>() <= 0) continue;  // 0 = no budget given
+      // search --routing sizes each layout's memory by its own sample: no one imbalance (header.h).
+      if (std::string(k) == "imbalance" && r.contains("header") && r.at("header").value("imbalance_per_layout", false)) {
+        text += fmt::format("{}imbalance each layout's own routing sample", text.empty() ? "" : ", ");
+        continue;
+      }
       // Numbers as a person reads them: 4 significant digits (an imbalance of 1.0833333333333333 reads 1.083).
       const std::string value = v.is_number_float() ? fmt::format("{:.4g}", v.get<double>()) : JsonText(v);
       text += fmt::format("{}{} {}", text.empty() ? "" : ", ", k, value);
@@ -102,7 +107,10 @@ std::string InputRows(const Json& r, const std::string& kind) {
   }
   const std::string version =
       gen.contains("version") ? JsonText(gen.at("version")) : JsonText(r.value("dockyard_version", Json(kDockyardVersion)));
-  Row(inputs, "generator", fmt::format("{} {}", JsonText(gen.value("name", Json(kind))), version));
+  // The commit the binary was built from, as --version prints it (provenance.git_commit).
+  const std::string commit =
+      prov.is_object() && prov.contains("git_commit") ? fmt::format(" (git commit {})", JsonText(prov.at("git_commit"))) : "";
+  Row(inputs, "generator", fmt::format("{} {}{}", JsonText(gen.value("name", Json(kind))), version, commit));
   if (prov.is_object()) {
     if (prov.contains("argv")) {
       std::string argv;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "planner/accounting/refit.h"
+#include "planner/base/error.h"
 #include "planner/layout/default_layout.h"
 #include "planner/layout/megatron_split.h"
 #include "planner/accounting/replica_refit.h"
@@ -61,7 +62,7 @@ std::optional<RoutingResult> SampleCommandRouting(const PlanCommandRequest& r, P
   if (!simulate && !(check && (r.routing_given || capacity_factor))) return std::nullopt;
   std::optional<RoutingSpec>& routing = result->routing;
   int64_t& layers = result->routing_layers;
-  routing = ParseRoutingSpec(r.routing_text);
+  routing = WithFlag("--routing", [&] { return ParseRoutingSpec(r.routing_text); });
   routing->seed = r.seed;
   // A trace is given per MoE layer (or one layer for all); other distributions are sampled for
   // a few layers whose per-layer slowest ranks are averaged.
@@ -126,6 +127,7 @@ std::optional<Json> SimulateCommand(const PlanCommandRequest& r, const RoutingRe
     redundant = AnalyzeRedundantExperts(plan, cluster, routing_model, sampled, cost, memory, ro, r.compute_model, r.routing_given);
     result->redundant_text = RedundantExpertsToText(*redundant);
     result->redundant_over_budget_text = RedundantOverBudgetText(*redundant, "dockyard-plan simulate");
+    result->redundant_within_budget_text = RedundantWithinBudgetText(*redundant, "dockyard-plan simulate");
     if (r.refit) {
       // The refit map targets the physical slots of every MoE layer's placement.
       const std::vector<ExpertPlacement> placements = PlaceMoeLayers(plan, routing, ro);

@@ -83,6 +83,9 @@ struct PlanCommandResult {
   // simulate --redundant-experts: the peak after the replicas over the limit in force
   // (RedundantOverBudgetText with prefix "dockyard-plan simulate"); empty when it fits.
   std::string redundant_over_budget_text;
+  // simulate --redundant-experts with a budget, the peak after within it: the line that says so
+  // (redundant_experts.h RedundantWithinBudgetText), printed when the plan without them is over.
+  std::string redundant_within_budget_text;
   std::string report_text, html_text, refit_text;  // the documents asked for ("" otherwise)
 };
 

@@ -629,6 +629,7 @@ Json SearchReportToJson(const SearchResult& result, const SearchOptions& options
                         const Json& provenance) {
   Json j = SearchResultToJson(result);
   j["schema_version"] = kReportSchemaVersion;
+  j["generator"] = {{"name", "dockyard-plan search"}, {"version", kDockyardVersion}};
   j["provenance"] = provenance;
   j["model"] = model_name;
   j["world_size"] = options.world_size;

@@ -70,7 +70,8 @@ SearchCommandResult RunSearchCommand(const ModelSpec& model, SearchOptions s, co
     if (std::find(s.recomputes.begin(), s.recomputes.end(), Recompute::kSelective) != s.recomputes.end()) {
       t.recompute = Recompute::kSelective;
     }
-    const DefaultsApplied applied = ApplyConventionDefaults(s.convention, &t);
+    DefaultsApplied applied = ApplyConventionDefaults(s.convention, &t);
+    if (!s.dp_shardings.empty()) applied.dp_sharding = false;  // searched, not defaulted
     header_inputs.defaults_applied = DefaultsAppliedLines(s.convention, applied, t, 1, model.moe.num_shared_experts > 0);
   }
   header_inputs.pinned = SearchPinsToJson(s);
