@@ -1465,8 +1465,10 @@ TEST_CASE("megatron applies Megatron-LM's defaults and says which: etp = tp, sel
   CHECK(r.out.find("Defaults   --recompute selective = core_attn: Megatron-Core's default recompute_modules") != std::string::npos);
   CHECK(r.out.find("Defaults   shared experts not overlapped: Megatron-Core's moe_shared_expert_overlap defaults to False") !=
         std::string::npos);
+  // zero1: the distributed optimizer, which Megatron's MoE recipes set (bare Megatron-LM is DDP).
+  CHECK(r.out.find("Defaults   dp_sharding zero1: the distributed optimizer (--use-distributed-optimizer)") != std::string::npos);
   // Given flags take no default line.
-  r = Run(base + " --etp 1 --recompute-modules core_attn --moe-shared-expert-overlap");
+  r = Run(base + " --etp 1 --recompute-modules core_attn --moe-shared-expert-overlap --dp-sharding zero1");
   REQUIRE(r.code == 0);
   CHECK(r.out.find("ep 8  etp 1  efsdp 2") != std::string::npos);
   CHECK(r.out.find("Defaults") == std::string::npos);

@@ -95,6 +95,24 @@ TEST_CASE("A message about an input file names the flag that gave it") {
   CHECK(r.out.find("dockyard-run: error: --plan: /nonexistent-dir/plan.json: cannot open: no such file") != std::string::npos);
 }
 
+TEST_CASE("Flags are named in routing, backend and misplaced-flag messages (second new-user check)") {
+  const std::string qwen = "--model testdata/hf/qwen3-30b-a3b.json --world-size 16";
+  Result r = Run("cli/dockyard-plan simulate " + qwen + " --ep 16 --routing zipf:abc");
+  CHECK(r.code != 0);
+  CHECK(r.out.find("error: --routing: routing spec 'zipf:abc'") != std::string::npos);
+  // search refuses ncclep under torchtitan before it enumerates, as simulate does (it ranked every
+  // other dispatcher and dropped the deepep rows silently).
+  r = Run("cli/dockyard-plan search " + qwen + " --search-dispatchers deepep --moe-flex-dispatcher-backend ncclep");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("dockyard-plan: error: --moe-flex-dispatcher-backend ncclep: Megatron-Core's backend") != std::string::npos);
+  CHECK(r.out.find("layouts enumerated") == std::string::npos);
+  // A flag of another command names the commands by the program's name, not its path.
+  r = Run("cli/dockyard-plan " + qwen + " --routing zipf:1.2");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--routing is not an option of this command: it belongs to dockyard-plan check, dockyard-plan simulate") !=
+        std::string::npos);
+}
+
 TEST_CASE("--explain of a layout no candidate has says which values each queried degree takes") {
   // Qwen3-30B-A3B on 256 GPUs at pp 8: a stage holds 256 / 8 = 32 GPUs, and ep divides the
   // stage's dp_shard x cp x tp (torchtitan's sparse mesh), so ep takes the divisors of 32 that the

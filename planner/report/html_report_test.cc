@@ -676,6 +676,14 @@ TEST_CASE("Names with markup characters are escaped: the page stays well-formed"
   CHECK(scripts == 1);  // only the page's own
 }
 
+TEST_CASE("The generator row names the program, its version and the git commit it was built from") {
+  PlanPage p = MakePlanPage(testing::TinyMixtral(), 8, 2, 1, 8, 0);
+  p.report["generator"]["provenance"] = {{"argv", {"dockyard-plan"}}, {"git_commit", "2cb30b2"}};
+  const std::string html = ReportToHtml(p.report, p.routing);
+  // report.cc PlanToJson: generator {name dockyard-plan, version kDockyardVersion}.
+  CHECK(html.find(fmt::format("dockyard-plan {} (git commit 2cb30b2)", kDockyardVersion)) != std::string::npos);
+}
+
 TEST_CASE("A document that is no report is refused with a message naming --html") {
   // An empty object has neither meshes, top nor kind.
   CHECK_THROWS_WITH_AS(ReportToHtml(Json::object()), doctest::Contains("--html"), Error);
