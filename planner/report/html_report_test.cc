@@ -549,9 +549,10 @@ TEST_CASE("The search page has the text rows' columns, the Pareto front and the 
   for (size_t i = 1; i < rows.size(); ++i) {
     const Json& x = j["top"][i];
     CHECK(rows[i][0] == std::to_string(i + 1));
-    CHECK(rows[i][1] == fmt::format("pp{} dpr{} dps{} cp{} tp{} ep{} etp{}", x["pp"].get<int64_t>(),
+    // The text table's columns, efsdp included (search.cc RankedLayoutsTable).
+    CHECK(rows[i][1] == fmt::format("pp{} dpr{} dps{} cp{} tp{} ep{} etp{} efsdp{}", x["pp"].get<int64_t>(),
                                     x["dp_replicate"].get<int64_t>(), x["dp_shard"].get<int64_t>(), x["cp"].get<int64_t>(),
-                                    x["tp"].get<int64_t>(), x["ep"].get<int64_t>(), x["etp"].get<int64_t>()));
+                                    x["tp"].get<int64_t>(), x["ep"].get<int64_t>(), x["etp"].get<int64_t>(), x["efsdp"].get<int64_t>()));
     CHECK(rows[i][2] == std::to_string(x["vpp"].get<int64_t>()));
     CHECK(rows[i][3] == std::to_string(x["micro_batch_size"].get<int64_t>()));
     // One schedule here: micro-batches per step = 8 / (dp x mbs).
@@ -584,6 +585,11 @@ TEST_CASE("The search page has the text rows' columns, the Pareto front and the 
                                n[fmt::format("over the {:.1f} GiB budget", j["budget_gib"].get<double>())] + n["ranked"]);
   CHECK(n["ranked"] == j["ranked"].get<int64_t>());
   CHECK(n["of which pruned by the static-memory bound"] == j["pruned"].get<int64_t>());
+  // With a reserve, the over-budget row names the limit in force, as the text's count line does.
+  Json reserved = j;
+  reserved["training"]["memory_reserve_gib"] = 2.0;
+  const auto with_reserve = TableCells(ParsePage(ReportToHtml(reserved)), "fig-search", "search-counts");
+  CHECK(with_reserve[3][0] == fmt::format("over the {:.1f} GiB budget less the 2.0 GiB reserve", j["budget_gib"].get<double>()));
 }
 
 TEST_CASE("The search tables scroll instead of clipping, one line per row, and the training row lists searched settings") {

@@ -23,8 +23,9 @@ constexpr int64_t kHtmlMaxTitledPoints = 3000;
 // A ranked row's degrees, as the table's layout cell shows them: one short line, with the text
 // table's column names (search.cc RankedLayoutsTable: dpr = dp_replicate, dps = dp_shard).
 std::string LayoutDegrees(const Json& x) {
-  return fmt::format("pp{} dpr{} dps{} cp{} tp{} ep{} etp{}", JsonText(x.at("pp")), JsonText(x.at("dp_replicate")),
-                     JsonText(x.at("dp_shard")), JsonText(x.at("cp")), JsonText(x.at("tp")), JsonText(x.at("ep")), JsonText(x.at("etp")));
+  return fmt::format("pp{} dpr{} dps{} cp{} tp{} ep{} etp{}{}", JsonText(x.at("pp")), JsonText(x.at("dp_replicate")),
+                     JsonText(x.at("dp_shard")), JsonText(x.at("cp")), JsonText(x.at("tp")), JsonText(x.at("ep")), JsonText(x.at("etp")),
+                     x.contains("efsdp") ? " efsdp" + JsonText(x.at("efsdp")) : "");
 }
 
 // A ranked row's degrees, dispatcher and searched settings (vpp, micro-batch size, recompute, dp
@@ -168,7 +169,11 @@ void SearchParetoAndCounts(Page& p, const Json& r) {
   row("enumerated", r.at("enumerated"));
   row("invalid by rule", r.at("invalid"));
   row("global batch not divisible", r.value("not_divisible", Json(0)));
-  row(fmt::format("over the {:.1f} GiB budget", r.at("budget_gib").get<double>()), r.at("over_budget"));
+  // The limit in force, as the text's count line says it: the budget less the reserve (memory.h OverBudget).
+  const double reserve = r.contains("training") ? r.at("training").value("memory_reserve_gib", 0.0) : 0.0;
+  row(fmt::format("over the {:.1f} GiB budget{}", r.at("budget_gib").get<double>(),
+                  reserve > 0 ? fmt::format(" less the {:.1f} GiB reserve", reserve) : ""),
+      r.at("over_budget"));
   row("of which pruned by the static-memory bound", r.value("pruned", Json(0)));
   row("ranked", r.at("ranked"));
   p.body += "</table>\n";
