@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "planner/base/file_util.h"
 #include "planner/base/json_util.h"
 
 namespace dockyard::cli {
@@ -92,7 +93,7 @@ std::string ParseErrorText(const CLI::App& app, const CLI::ParseError& error) {
     const std::vector<std::string> owners = CommandsWith(app, name);
     if (!owners.empty()) {
       // The program by its name: CLI11 names the app after argv[0], a Bazel path under bazel run.
-      const std::string program = app.get_name().substr(app.get_name().rfind('/') + 1);
+      const std::string program = SplitPath(app.get_name()).second;
       std::string list;
       for (const std::string& c : owners) list += (list.empty() ? "" : ", ") + (c.empty() ? program : program + " " + c);
       return text + fmt::format("; {} is not an option of this command: it belongs to {}", name, list);

@@ -160,16 +160,11 @@ void RejectOutputOverInputs(const std::string& output, const std::string& flag, 
   }
 }
 
-namespace {
-
-// The directory part of `path` ("." when none) and its last component.
 std::pair<std::string, std::string> SplitPath(const std::string& path) {
   const size_t slash = path.find_last_of('/');
   if (slash == std::string::npos) return {".", path};
   return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
 }
-
-}  // namespace
 
 bool SameOutputPath(const std::string& a, const std::string& b) {
   namespace fs = std::filesystem;

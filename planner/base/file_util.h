@@ -19,6 +19,11 @@ struct InputFile {
   bool operator==(const InputFile& o) const { return flag == o.flag && path == o.path; }
 };
 
+// The directory part of `path` ("." when none, "/" for the root) and its last component:
+// ("a/b/c.json") -> ("a/b", "c.json"), ("c.json") -> (".", "c.json"). A program's name is
+// SplitPath(argv[0]).second (argv[0] is a Bazel cache path under `bazel run`).
+std::pair<std::string, std::string> SplitPath(const std::string& path);
+
 void WriteFileAtomically(const std::string& path, const std::string& content);
 
 // Writes several files all-or-nothing: every regular file goes to a temporary file first and

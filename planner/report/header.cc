@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "planner/base/file_util.h"
+
 namespace dockyard {
 
 Json DegreesToJson(const ParallelDims& d) {
@@ -108,7 +110,7 @@ std::string ReportHeaderToText(const Json& h) {
   std::string argv;
   for (const Json& a : h.at("provenance").value("argv", Json::array())) {
     std::string word = a.get<std::string>();
-    if (argv.empty() && word.find('/') != std::string::npos) word = word.substr(word.rfind('/') + 1);
+    if (argv.empty()) word = SplitPath(word).second;
     argv += (argv.empty() ? "" : " ") + word;
   }
   out << fmt::format("Command    {}\n", argv);
