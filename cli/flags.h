@@ -84,6 +84,7 @@ struct TrainingFlags {
   std::string pipeline_layout;  // Megatron --pipeline-model-parallel-layout (planner/model/pipeline_layout.h)
   bool account_for_embedding = false, account_for_loss = false;
   std::string pipeline_schedule;  // --pipeline-schedule (pipeline_schedule.h)
+  std::string megatron_core_version;  // --megatron-core-version (planner/model/run_settings.h)
   bool overlap_grad_reduce = false, overlap_param_gather = false, overlap_moe_ep_comm = false;
   bool moe_shared_expert_overlap = false;  // Megatron --moe-shared-expert-overlap
   bool overlap_moe_ep_comm_pinned = false;  // search: the flag given, on or off

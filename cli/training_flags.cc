@@ -78,6 +78,9 @@ void TrainingFlags::AddTo(CLI::App* app) {
   app->add_option("--pipeline-schedule", pipeline_schedule,
                   "1f1b (interleaved with --vpp) | dualpipe (DeepSeek-V3: even pp, micro-batches even and >= 2 pp; default 1f1b)")
       ->check(CLI::IsMember({"1f1b", "dualpipe"}));
+  app->add_option("--megatron-core-version", megatron_core_version,
+                  "Megatron: the Megatron-Core release the run uses, e.g. 0.12 (default: current); before 0.13 the MoE layer "
+                  "applies the router probabilities at the unpermute and keeps the combined rows (docs/memory-model.md)");
   app->add_flag("--account-for-embedding-in-pipeline-split", account_for_embedding,
                 "Megatron: the embedding counts as one layer when splitting layers over stages");
   app->add_flag("--account-for-loss-in-pipeline-split", account_for_loss,
@@ -108,7 +111,8 @@ void TrainingFlags::AddSearchPinsTo(CLI::App* search, const CLI::App& plan) {
                                                          {"--moe-flex-dispatcher-backend", &moe_flex_dispatcher_backend},
                                                          {"--precision", &precision},
                                                          {"--fp8-recipe", &fp8_recipe},
-                                                         {"--make-vocab-size-divisible-by", &make_vocab_size_divisible_by}};
+                                                         {"--make-vocab-size-divisible-by", &make_vocab_size_divisible_by},
+                                                         {"--megatron-core-version", &megatron_core_version}};
   AddMemoryReserveFlag(search, memory_reserve_gib);
   // The same value checks as the plan's options.
   const std::map<std::string, std::vector<std::string>> allowed = {{"--dp-sharding", DpShardingNames()},
@@ -223,6 +227,7 @@ TrainingOverrides TrainingFlags::Parse() const {
   t.account_for_embedding = account_for_embedding;
   t.account_for_loss = account_for_loss;
   if (!pipeline_schedule.empty()) t.pipeline_schedule = pipeline_schedule;
+  if (!megatron_core_version.empty()) t.megatron_core_version = megatron_core_version;
   if (!pp_layer_split.empty()) t.pp_layer_split = pp_layer_split;
   return t;
 }

@@ -203,6 +203,14 @@ TEST_CASE("Interleaved 1F1B: the bubble for pp 8, vpp 4 and the micro-batches in
   CHECK(dockyard::InFlightStageMicrobatches(8, 4, 16, 7) == 7);
   // Few micro-batches: min(M vpp = 8, 39) chunks -> 2.
   CHECK(dockyard::InFlightStageMicrobatches(8, 4, 2, 0) == 2);
+  // By chunk (schedules.py get_pp_rank_microbatches): warm-up 2 (8 - 0 - 1) + (4 - 1) x 8 = 38
+  // chunk forwards, + 1 = 39 in flight on stage 0; stage 7: 0 + 24 + 1 = 25; one more warm-up with
+  // overlap_moe_expert_parallel_comm; M = 2 caps them at M x vpp = 8.
+  CHECK(dockyard::InFlightChunks(8, 4, 16, 0, false) == 39);
+  CHECK(dockyard::InFlightChunks(8, 4, 16, 7, false) == 25);
+  CHECK(dockyard::InFlightChunks(8, 4, 16, 0, true) == 40);
+  CHECK(dockyard::InFlightChunks(8, 4, 2, 0, false) == 8);
+  CHECK(dockyard::InFlightChunks(8, 1, 16, 3, true) == 5);  // 1F1B: min(pp - stage, M)
   dockyard::RunSettings s;
   s.vpp = 2;
   CHECK_THROWS_WITH_AS(dockyard::ValidateRunSettings(s, 1, 1), doctest::Contains("needs pp > 1"), dockyard::Error);

@@ -70,8 +70,10 @@ TEST_CASE("FP8 activations: the inputs of FP8 linear layers are saved in 1 B (Tr
   const auto dense16 = dockyard::LayerActivations(m, none, w, false);
   const auto dense8 = dockyard::LayerActivations(m, none, w8, false);
   CHECK(dense8.norm == dense16.norm - 65536);
-  CHECK(dense16.dense_mlp == 1024 * 128 * 4 * 2);
-  CHECK(dense8.dense_mlp == 1024 * 128 * (3 * 2 + 1));
+  // Megatron's fused SwiGLU keeps fc1's output (gate and up, 2F) and fc2's input (F): 3F
+  // (workload.h SavedTensorRules).
+  CHECK(dense16.dense_mlp == 1024 * 128 * 3 * 2);
+  CHECK(dense8.dense_mlp == 1024 * 128 * (2 * 2 + 1));
   // Blockwise: each saved FP8 tensor keeps a fp32 scale per 1x128 tile: 131,072 elements + 1,024 x 4 B.
   t.fp8_recipe = "blockwise";
   const auto blockwise = dockyard::LayerActivations(m, none, dockyard::ComputeWorkload(TinyPlan(t)), true);

@@ -203,10 +203,14 @@ LayerActivationBytes LayerActivations(const ModelSpec& m, const RecomputeSet& rs
   // Inputs of FP8 linear layers: with --precision fp8 TransformerEngine saves them quantized
   // (precision.h Fp8ActivationBytes), else in the activation dtype like every other tensor.
   auto lin_in = [&](Wide elems) -> Wide { return w.fp8_saved_inputs ? Fp8ActivationBytes<Wide>(elems, w.fp8_blockwise) : mul(elems, ab); };
-  // A SwiGLU MLP's `rows_f` = rows x F intermediates: gate and up (the activation's inputs), and
-  // unless the activation is recomputed silu(gate) and the product, the down projection's input.
+  // A SwiGLU MLP's `rows_f` = rows x F intermediates (workload.h SavedTensorRules): gate and up
+  // (the activation's inputs, fc1's output), and unless the activation is recomputed the down
+  // projection's input (fc2's) and, in torchtitan's eager SwiGLU, silu(gate): 4F (torchtitan) or
+  // 3F (Megatron-Core's fused SwiGLU, fused_bias_swiglu.py, keeps only its input).
+  const bool megatron = w.saved != SavedTensorRules::kTorchtitan;
   auto swiglu = [&](Wide rows_f, bool act_recomputed) -> Wide {
-    return act_recomputed ? mul(mul(rows_f, 2), ab) : mul(mul(rows_f, 3), ab) + lin_in(rows_f);
+    if (act_recomputed) return mul(mul(rows_f, 2), ab);
+    return mul(mul(rows_f, megatron ? 2 : 3), ab) + lin_in(rows_f);
   };
   // Attention block: norm input (+ its output, the projections' input, unless recomputed),
   // projections, core output (o's input).
@@ -246,11 +250,29 @@ LayerActivationBytes LayerActivations(const ModelSpec& m, const RecomputeSet& rs
     // Router: logits and scores in fp32, top-k weights fp32 and indices int64.
     // The router runs on the tokens the rank dispatches (Workload::dispatch_tokens).
     g.router = narrow(mul(mul(w.dispatch_tokens, E), 8) + mul(mul(w.dispatch_tokens, k), 12));
-    // Routed experts (NOT divided by EP: tokens are exchanged, not removed): received rows
-    // R_max in (the grouped GEMM's input) and out, their F / expert-TP intermediates, and the
-    // combined copies of this rank's own T_r * top_k rows.
-    g.routed_experts = narrow(mul(mul(w.received_rows, h) + mul(w.mean_received_rows, h), ab) + lin_in(mul(w.received_rows, h)) +
-                              swiglu(mul(w.received_rows, w.expert_f_local), rs.moe_act));
+    // Routed experts (NOT divided by EP: tokens are exchanged, not removed): the R_max received
+    // rows into fc1 (the grouped GEMM's input), their F / expert-TP intermediates (swiglu), and
+    // what scoring keeps (workload.h SavedTensorRules):
+    //  - torchtitan: the fp32 copy of the combined T_r x top_k rows scored after the combine, 4 B
+    //    per element whatever the activation dtype;
+    //  - Megatron-Core >= 0.13: the probabilities (fp32, one per received row), inside the
+    //    weighted SwiGLU; nothing after fc2;
+    //  - Megatron-Core < 0.13: the T_r x top_k combined rows the unpermute scores, and their
+    //    probabilities (fp32).
+    const Wide rows_in = lin_in(mul(w.received_rows, h)) + swiglu(mul(w.received_rows, w.expert_f_local), rs.moe_act);
+    Wide scoring = 0;
+    switch (w.saved) {
+      case SavedTensorRules::kTorchtitan:
+        scoring = mul(mul(w.mean_received_rows, h), 4);
+        break;
+      case SavedTensorRules::kMegatronCore:
+        scoring = mul(w.received_rows, 4);
+        break;
+      case SavedTensorRules::kMegatronCoreUnpermuteProbs:
+        scoring = mul(mul(w.mean_received_rows, h), ab) + mul(w.mean_received_rows, 4);
+        break;
+    }
+    g.routed_experts = narrow(rows_in + scoring);
     if (g.shared_experts_present && !rs.shared_experts) {
       g.shared_experts = narrow(swiglu(mul(T, m.moe.shared_expert_intermediate_size / t), rs.shared_act));
     }
@@ -337,6 +359,19 @@ template <class Acc>
 void AddStageActivations(const LayerActivationTable& layer, const StageLayers& st, Recompute recompute, WideInt layer_input_bytes,
                          WideInt logits_bytes, Acc& acc) {
   using K = ActivationKind;
+  // Stage-layer copies in flight, formed as (bytes x layers x chunks) / chunks per micro-batch.
+  const WideInt per = std::max<int64_t>(1, st.chunks_per_microbatch);
+  struct ByChunk {
+    Acc& acc;
+    WideInt per;
+    void Add(ActivationKind k, WideInt v) { acc.Add(k, v / per); }
+    void AddTable(const LayerActivationTable& table, int which, WideInt times) {
+      if (per == 1) return acc.AddTable(table, which, times);
+      for (int k = 0; k < static_cast<int>(ActivationKind::kCount); ++k) {
+        if (table.present[which][k]) acc.Add(static_cast<ActivationKind>(k), table.bytes[which][k] * times / per);
+      }
+    }
+  } chunked{acc, per};
   const int64_t count[2] = {st.moe_layers, st.dense_layers};
   // Checkpointed layers: all of them with full recomputation or per-op checkpointing, else those of
   // torchtitan's per-layer selective checkpointing (none without it).
@@ -346,10 +381,10 @@ void AddStageActivations(const LayerActivationTable& layer, const StageLayers& s
   if (checkpointed[0] + checkpointed[1] > 0) {
     // Each checkpointed layer's input is kept for every micro-batch in flight; one of them (the
     // largest, the first of equals in layer order) is rebuilt at a time in backward.
-    acc.Add(K::kCheckpoints, layer_input_bytes * (checkpointed[0] + checkpointed[1]) * st.in_flight);
+    chunked.Add(K::kCheckpoints, layer_input_bytes * (checkpointed[0] + checkpointed[1]) * st.in_flight);
     // Per-op checkpointing: each layer's saved op outputs too, for every micro-batch in flight.
     for (int which = 0; which < 2 && st.op_saved != nullptr; ++which) {
-      if (checkpointed[which] > 0) acc.AddTable(*st.op_saved, which, static_cast<WideInt>(checkpointed[which]) * st.in_flight);
+      if (checkpointed[which] > 0) chunked.AddTable(*st.op_saved, which, static_cast<WideInt>(checkpointed[which]) * st.in_flight);
     }
     int largest = -1;
     const int order[2] = {checkpointed_moe_first ? 0 : 1, checkpointed_moe_first ? 1 : 0};
@@ -361,9 +396,9 @@ void AddStageActivations(const LayerActivationTable& layer, const StageLayers& s
   // The other layers keep every tensor for every micro-batch in flight.
   for (int which = 0; which < 2; ++which) {
     const int64_t kept = count[which] - checkpointed[which];
-    if (kept > 0) acc.AddTable(layer, which, static_cast<WideInt>(kept) * st.in_flight);
+    if (kept > 0) chunked.AddTable(layer, which, static_cast<WideInt>(kept) * st.in_flight);
   }
-  if (st.first_stage) acc.Add(K::kEmbedding, layer_input_bytes * st.in_flight);
+  if (st.first_stage) acc.Add(K::kEmbedding, layer_input_bytes * ((st.in_flight + per - 1) / per));
   if (st.last_stage) acc.Add(K::kLogits, logits_bytes);
 }
 
@@ -580,7 +615,8 @@ StageMemory StageMemoryOf(const Plan& plan, const Workload& w, int64_t s) {
   sm.in_flight_microbatches = InFlightMicrobatches(plan, s);
   // Activations of every micro-batch in flight, and the communication buffers.
   StageLayers st = LayersOfStage(plan, s);
-  st.in_flight = sm.in_flight_microbatches;
+  st.in_flight = InFlightChunks(plan.dims, t, s);
+  st.chunks_per_microbatch = ChunksPerMicrobatch(t);
   const StageActivationBytes act = PlanStageActivations(plan, w, st, /*with_logits=*/true);
   const std::map<std::string, int64_t> acts = ActivationMap(act);
   const int64_t act_total = Narrow(act.total, "activation bytes");

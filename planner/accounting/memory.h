@@ -254,7 +254,11 @@ struct StageLayers {
   // these besides its input. Null: off.
   const LayerActivationTable* op_saved = nullptr;
   bool first_stage = false, last_stage = false;
+  // Chunk forwards in flight (workload.h InFlightChunks) and the chunks a micro-batch has on the
+  // stage (vpp): the layers' activations count in_flight / chunks_per_microbatch times, the
+  // embedding output (chunk 0 only) ceil of that.
   int64_t in_flight = 1;
+  int64_t chunks_per_microbatch = 1;
 };
 // One MoE [0] and one dense [1] layer's LayerActivations by kind, formed once per set of degrees.
 struct LayerActivationTable {

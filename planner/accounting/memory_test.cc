@@ -116,10 +116,67 @@ TEST_CASE("MoE activations are not divided by EP") {
   auto w1 = dockyard::ComputeWorkload(one);
   auto a1 = dockyard::ActivationBytesPerMicrobatch(one, w1, 0);
   auto a8 = dockyard::ActivationBytesPerMicrobatch(eight, dockyard::ComputeWorkload(eight), 0);
-  // Per layer, bf16: received rows R = 16 tokens x top_k 2 = 32; R x 2h (in + out) = 4096,
-  // 4 x R x F = 4096, combined copies T x k x h = 2048 -> 10240 elements = 20480 bytes; 2 layers.
+  // Per layer, bf16: received rows R = 16 tokens x top_k 2 = 32; fc1's input R x h = 2048 and
+  // torchtitan's eager SwiGLU 4 x R x F = 4096 elements x 2 B, the fp32 scored copy of the
+  // T x k x h = 2048 combined rows x 4 B -> 12288 + 8192 = 20480 bytes; 2 layers.
   CHECK(a1["routed_experts"] == 2 * 20480);
   CHECK(a8["routed_experts"] == a1["routed_experts"]);
+}
+
+TEST_CASE("One MoE layer's saved tensors by framework release, by hand") {
+  // Tiny Mixtral, T = 16 tokens, h 64, F 32, top_k 2, tp 1: R = 32 received rows, bf16.
+  TrainingConfig t = Train(DpSharding::kZero1);
+  t.seq_len = 16;
+  ParallelDimsOptions d = Dims(1);
+  d.convention = dockyard::Convention::kMegatron;
+  auto routed = [&](const TrainingConfig& tc, const dockyard::RecomputeSet& rs) {
+    const Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), d, tc);
+    return dockyard::LayerActivations(plan.model, rs, dockyard::ComputeWorkload(plan), true).routed_experts;
+  };
+  const dockyard::RecomputeSet none;
+  dockyard::RecomputeSet moe_act;
+  moe_act.moe_act = true;
+  // Megatron-Core >= 0.13 (current): fc1's input 32 x 64 x 2 = 4096 B, the weighted SwiGLU's
+  // input (fc1's output, gate and up) 2 x 32 x 32 x 2 = 4096 B, fc2's input 32 x 32 x 2 = 2048 B,
+  // the probabilities 32 x 4 B = 128 B: 10368 B. No fc2 output, no combined rows.
+  CHECK(routed(t, none) == 4096 + 4096 + 2048 + 128);
+  // moe_act recomputes the activation: fc2's input goes, its input (fc1's output) stays: 8320 B.
+  CHECK(routed(t, moe_act) == 4096 + 4096 + 128);
+  // Megatron-Core 0.12: the same SwiGLU, and the unpermute keeps the T x k = 32 combined rows
+  // (32 x 64 x 2 = 4096 B) with their probabilities (128 B): 14464 B.
+  TrainingConfig old = t;
+  old.run.megatron_core_version = "0.12.1";
+  CHECK(routed(old, none) == 4096 + 4096 + 2048 + 4096 + 128);
+  old.run.megatron_core_version = "0.13";
+  CHECK(routed(old, none) == 10368);
+  // torchtitan: eager SwiGLU 4 x 32 x 32 x 2 = 8192 B, and the combine's fp32 scored copy of the
+  // 32 combined rows 32 x 64 x 4 = 8192 B: 4096 + 8192 + 8192 = 20480 B.
+  d.convention = dockyard::Convention::kTorchtitan;
+  TrainingConfig tt = Train(DpSharding::kFsdp);
+  tt.seq_len = 16;
+  CHECK(routed(tt, none) == 20480);
+}
+
+TEST_CASE("Interleaved stages hold their activations by chunk, not whole stages rounded up") {
+  // One MoE layer table of 1000 B (attention) and a stage of 4 MoE layers over vpp 4 chunks (one
+  // layer a chunk) with 39 chunk forwards in flight (pp 8, stage 0, pipeline_schedule.h
+  // InFlightChunks): 4 layers x 1000 B x 39 / 4 = 39,000 B, not ceil(39 / 4) = 10 stages' 40,000.
+  dockyard::LayerActivationBytes moe;
+  moe.moe_layer = true;
+  moe.attention = 1000;
+  const auto table = dockyard::ActivationTable(moe, dockyard::LayerActivationBytes{});
+  dockyard::StageLayers st;
+  st.moe_layers = 4;
+  st.in_flight = 39;
+  st.chunks_per_microbatch = 4;
+  CHECK(dockyard::StageActivations(table, st, dockyard::Recompute::kNone, 64, 0).total == 39000);
+  // The embedding output lives on chunk 0 only, ceil(39 / 4) = 10 micro-batches of 64 B at most.
+  st.first_stage = true;
+  CHECK(dockyard::StageActivations(table, st, dockyard::Recompute::kNone, 64, 0).total == 39000 + 640);
+  // Full recomputation: 4 layer inputs of 64 B for each of 39 / 4 micro-batches, one layer rebuilt.
+  st.first_stage = false;
+  CHECK(dockyard::StageActivations(table, st, dockyard::Recompute::kFull, 64, 0).total == 4 * 64 * 39 / 4 + 1000);
+  CHECK(dockyard::StageActivationsTotal(table, st, dockyard::Recompute::kFull, 64, 0) == 4 * 64 * 39 / 4 + 1000);
 }
 
 TEST_CASE("Activations of the tiny model by hand") {
@@ -147,7 +204,8 @@ TEST_CASE("Selective recomputation drops norm outputs and the elementwise MLP te
   auto acts = dockyard::ComputeMemory(plan).stages[0].worst.activations_by_role;
   // Per layer: attention keeps the norm input only: 1024 + 2048 + 1024 = 4096 elements = 8192
   // bytes + logsumexp 256; norm group: input only, 1024 elements = 2048 bytes; routed experts:
-  // 4096 + 2 x 32 x 32 + 2048 = 8192 elements = 16384 bytes.
+  // fc1's input 32 x 64 + gate and up 2 x 32 x 32 = 4096 elements = 8192 bytes + the fp32 scored
+  // copy 32 x 64 x 4 = 8192 bytes = 16384 bytes.
   CHECK(acts.at("attention") == 2 * (8192 + 256));
   CHECK(acts.at("norm") == 2 * 2048);
   CHECK(acts.at("routed_experts") == 2 * 16384);

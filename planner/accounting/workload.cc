@@ -71,7 +71,13 @@ Workload ComputeWorkload(const ModelSpec& model, const ParallelDims& d, const Tr
   w.expert_f_local = model.moe.moe_intermediate_size / expert_tp;
   w.fp8_saved_inputs = Fp8KeepsQuantizedTensors(t, d.convention);
   w.fp8_blockwise = Fp8Blockwise(t);
+  w.saved = SavedTensorRulesOf(t, d.convention);
   return w;
+}
+
+SavedTensorRules SavedTensorRulesOf(const TrainingConfig& t, Convention convention) {
+  if (convention != Convention::kMegatron) return SavedTensorRules::kTorchtitan;
+  return MegatronProbsInActivation(t.run) ? SavedTensorRules::kMegatronCore : SavedTensorRules::kMegatronCoreUnpermuteProbs;
 }
 
 bool Fp8KeepsQuantizedTensors(const TrainingConfig& t, Convention convention) {
@@ -106,6 +112,14 @@ int64_t InFlightMicrobatches(const Plan& plan, int64_t stage) {
 
 int64_t InFlightMicrobatches(const ParallelDims& dims, const TrainingConfig& training, int64_t stage) {
   return ScheduleInFlightMicrobatches(training.run, dims.pp, training.num_microbatches.value_or(dims.pp), stage);
+}
+
+int64_t InFlightChunks(const ParallelDims& dims, const TrainingConfig& training, int64_t stage) {
+  return ScheduleInFlightChunks(training.run, dims.pp, training.num_microbatches.value_or(dims.pp), stage);
+}
+
+int64_t ChunksPerMicrobatch(const TrainingConfig& training) {
+  return IsDualPipe(training.run) ? 1 : std::max<int64_t>(1, training.run.vpp);
 }
 
 }  // namespace dockyard

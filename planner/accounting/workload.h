@@ -8,6 +8,22 @@
 
 namespace dockyard {
 
+// Whose autograd graph decides what a layer's MLPs keep for backward (memory.h LayerActivations,
+// docs/memory-model.md "Saved tensors by framework release"):
+//  - kTorchtitan: eager SwiGLU, silu(w1 x) * (w3 x) (torchtitan/models/common/moe.py
+//    GroupedExperts): w1 out, silu out, w3 out and the product = 4F per row; the combine scores an
+//    fp32 copy of the routed output (token_dispatcher.py combine: routed_output_RD.to(float32) *
+//    scores) and keeps it.
+//  - kMegatronCore (Megatron-Core >= 0.13, the current release): the fused SwiGLU keeps its input,
+//    fc1's output (2F), and fc2 its input (F): 3F; the router probabilities are applied inside it
+//    (weighted_bias_swiglu_impl, experts.py), so neither the fc2 output nor the combined rows are kept.
+//  - kMegatronCoreUnpermuteProbs (before 0.13): the same 3F, but the unpermute after the combine
+//    multiplies the probabilities in and keeps the T_r x top_k combined rows (token_dispatcher.py).
+enum class SavedTensorRules : uint8_t { kTorchtitan, kMegatronCore, kMegatronCoreUnpermuteProbs };
+// kTorchtitan under torchtitan; under megatron by the run's release (run_settings.h
+// MegatronProbsInActivation).
+SavedTensorRules SavedTensorRulesOf(const TrainingConfig& training, Convention convention);
+
 struct Workload {
   int64_t tokens = 0;              // T: tokens of one micro-batch on a rank = ceil(b * s / cp)
   int64_t routed_tokens = 0;       // T_r: tokens whose routed rows an expert rank computes (RoutedTokens)
@@ -22,6 +38,7 @@ struct Workload {
   // are saved for backward in FP8, with blockwise scaling plus their 1x128 tile scales
   // (LayerActivations).
   bool fp8_saved_inputs = false, fp8_blockwise = false;
+  SavedTensorRules saved = SavedTensorRules::kTorchtitan;  // SavedTensorRulesOf
 };
 
 // Whether FP8 GEMMs keep quantized tensors between forward and backward: the FP8 weight copies
@@ -85,8 +102,14 @@ int64_t DeredundencyOep(const TrainingConfig& training, const Machine& machine, 
 int64_t DispatchOep(const Plan& plan);
 int64_t DispatchOep(const TrainingConfig& training, const Machine& machine, int64_t ep);
 
-// Micro-batches of activations stage `stage` keeps in flight under 1F1B: min(pp - stage, M).
+// Micro-batches of activations stage `stage` keeps in flight, in whole stages rounded up
+// (pipeline_schedule.h ScheduleInFlightMicrobatches; 1F1B: min(pp - stage, M)): the report's figure.
 int64_t InFlightMicrobatches(const Plan& plan, int64_t stage);
 int64_t InFlightMicrobatches(const ParallelDims& dims, const TrainingConfig& training, int64_t stage);
+// Chunk forwards stage `stage` keeps in flight (pipeline_schedule.h ScheduleInFlightChunks): what
+// its activations are sized by, each a ChunksPerMicrobatch-th of the stage's layers.
+int64_t InFlightChunks(const ParallelDims& dims, const TrainingConfig& training, int64_t stage);
+// Model chunks per stage a micro-batch passes through: vpp (1 under DualPipe and plain 1F1B).
+int64_t ChunksPerMicrobatch(const TrainingConfig& training);
 
 }  // namespace dockyard

@@ -174,10 +174,18 @@ double PipelineSlots(int64_t M, int64_t pp, int64_t vpp) {
   return static_cast<double>(M) + static_cast<double>(idle_chunks) / static_cast<double>(vpp);
 }
 
-int64_t InFlightStageMicrobatches(int64_t pp, int64_t vpp, int64_t M, int64_t stage) {
+int64_t InFlightChunks(int64_t pp, int64_t vpp, int64_t M, int64_t stage, bool ep_overlap) {
   if (vpp <= 1) return std::min<int64_t>(pp - stage, M);
-  const int64_t chunks = std::min<int64_t>(M * vpp, 2 * (pp - stage - 1) + (vpp - 1) * pp + 1);
-  return (chunks + vpp - 1) / vpp;
+  // Megatron's get_pp_rank_microbatches: warm-up 2 (pp - rank - 1) + (vpp - 1) x group (group =
+  // microbatch_group_size_per_vp_stage, default pp), one more with overlap_moe_expert_parallel_comm;
+  // the first 1F1B step's forward adds one before the first backward frees one.
+  const int64_t warmup = 2 * (pp - stage - 1) + (vpp - 1) * pp + (ep_overlap ? 1 : 0);
+  return std::min<int64_t>(M * vpp, warmup + 1);
+}
+
+int64_t InFlightStageMicrobatches(int64_t pp, int64_t vpp, int64_t M, int64_t stage) {
+  const int64_t chunks = InFlightChunks(pp, vpp, M, stage, false);
+  return vpp <= 1 ? chunks : (chunks + vpp - 1) / vpp;
 }
 
 bool IsDualPipe(const RunSettings& s) {
@@ -253,9 +261,15 @@ double DualPipeBubbleUs(int64_t pp, double fb_us, double b_us, double w_us) {
   return static_cast<double>(pp / 2 - 1) * (fb_us + b_us - 3.0 * w_us);
 }
 
-int64_t ScheduleInFlightMicrobatches(const RunSettings& s, int64_t pp, int64_t M, int64_t stage) {
+int64_t ScheduleInFlightChunks(const RunSettings& s, int64_t pp, int64_t M, int64_t stage) {
   if (IsDualPipe(s)) return pp + 1;
-  return InFlightStageMicrobatches(pp, s.vpp, M, stage);
+  return InFlightChunks(pp, s.vpp, M, stage, s.overlap_moe_ep_comm);
+}
+
+int64_t ScheduleInFlightMicrobatches(const RunSettings& s, int64_t pp, int64_t M, int64_t stage) {
+  const int64_t chunks = ScheduleInFlightChunks(s, pp, M, stage);
+  const int64_t vpp = IsDualPipe(s) ? 1 : std::max<int64_t>(1, s.vpp);
+  return (chunks + vpp - 1) / vpp;
 }
 
 double ExposedUs(double comm_us, double hidden_under_us) {

@@ -87,11 +87,19 @@ int64_t MaxVpp(int64_t pp, int64_t num_layers);
 // pp - 1 at M = 1 whatever vpp. vpp 1: M + pp - 1. Throws dockyard::Error for M, pp or vpp < 1.
 double PipelineSlots(int64_t num_microbatches, int64_t pp, int64_t vpp);
 
-// Micro-batches whose activations a rank of `stage` holds at once, in whole-stage units:
-// 1F1B: min(pp - stage, M); interleaved (vpp > 1, Megatron
-// schedules.py forward_backward_pipelining_with_interleaving): its warm-up runs
-// 2 (pp - stage - 1) + (vpp - 1) pp chunk forwards before the first backward, so
-// min(M vpp, that + 1) chunks of 1/vpp of the stage's layers are in flight: ceil(chunks / vpp).
+// Chunk forwards (one model chunk, 1/vpp of the stage's layers, for one micro-batch) whose
+// activations a rank of `stage` holds at once. 1F1B (vpp 1): min(pp - stage, M), a chunk being the
+// whole stage. Interleaved (vpp > 1; NVIDIA/Megatron-LM megatron/core/pipeline_parallel/schedules.py
+// get_pp_rank_microbatches, used by forward_backward_pipelining_with_interleaving): the warm-up runs
+// 2 (pp - stage - 1) + (vpp - 1) pp chunk forwards (microbatch_group_size_per_vp_stage at its
+// default pp), one more when `ep_overlap` (overlap_moe_expert_parallel_comm: "we schedule one extra
+// micro-batch forward step before the 1f1b stages"), and the first 1F1B step's forward one more
+// before the first backward frees one: min(M vpp, warm-up + 1). Counted by chunk, not rounded up
+// to whole stages: pp 8, vpp 4, M 16, stage 0 holds 39 chunks = 9.75 stages' activations, not 10.
+int64_t InFlightChunks(int64_t pp, int64_t vpp, int64_t num_microbatches, int64_t stage, bool ep_overlap);
+
+// InFlightChunks without EP overlap in whole-stage units, rounded up: ceil(chunks / vpp) (the
+// report's in_flight_microbatches).
 int64_t InFlightStageMicrobatches(int64_t pp, int64_t vpp, int64_t num_microbatches, int64_t stage);
 
 // Megatron's validity rules for --overlap-moe-expert-parallel-comm, as Megatron-Core asserts them
@@ -190,8 +198,11 @@ int64_t DualPipeMirrorStage(int64_t pp, int64_t stage);
 // forward + backward chunk pair, B a full backward chunk and W its weight-gradient part, all in
 // us. Throws dockyard::Error for an odd pp or negative times.
 double DualPipeBubbleUs(int64_t pp, double fb_us, double b_us, double w_us);
-// Micro-batches of a stage's activations a rank holds at once under `settings`' schedule: DualPipe
-// holds pp + 1 (README table, "Activation Per Device"), otherwise InFlightStageMicrobatches.
+// Chunk forwards whose activations a rank holds at once under `settings`' schedule: DualPipe
+// holds pp + 1 micro-batches of its stage (README table, "Activation Per Device"), otherwise
+// InFlightChunks with settings.vpp and settings.overlap_moe_ep_comm.
+int64_t ScheduleInFlightChunks(const RunSettings& settings, int64_t pp, int64_t num_microbatches, int64_t stage);
+// The same in whole-stage units, rounded up: ceil(ScheduleInFlightChunks / vpp).
 int64_t ScheduleInFlightMicrobatches(const RunSettings& settings, int64_t pp, int64_t num_microbatches, int64_t stage);
 
 // Megatron's overlapped step-end traffic: the exposed part of `comm_us` under `hidden_under_us`

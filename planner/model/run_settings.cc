@@ -1,6 +1,11 @@
 // Framework run settings (see run_settings.h).
 #include "planner/model/run_settings.h"
 
+#include <algorithm>
+#include <vector>
+
+#include <cstdlib>
+
 #include <fmt/format.h>
 
 #include "planner/base/error.h"
@@ -34,6 +39,39 @@ ReshardPolicy ParseReshardPolicy(const std::string& text, const std::string& fie
       fmt::format("{}: unknown reshard-after-forward policy \"{}\"; allowed: default (= not pp), always, never "
                   "(torchtitan fsdp_reshard_after_forward)",
                   field, text));
+}
+
+namespace {
+
+// The numbers of "MAJOR.MINOR[.PATCH]", or an empty vector when `text` is not of that form.
+std::vector<long> VersionParts(const std::string& text) {
+  std::vector<long> parts;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t dot = std::min(text.find('.', start), text.size());
+    const std::string part = text.substr(start, dot - start);
+    if (part.empty() || part.size() > 6 || part.find_first_not_of("0123456789") != std::string::npos) return {};
+    parts.push_back(std::strtol(part.c_str(), nullptr, 10));
+    start = dot + 1;
+  }
+  if (parts.size() < 2 || parts.size() > 3) return {};
+  return parts;
+}
+
+}  // namespace
+
+void ValidateMegatronCoreVersion(const std::string& version, const std::string& field) {
+  if (version.empty() || !VersionParts(version).empty()) return;
+  throw Error(fmt::format(
+      "{}: must be a Megatron-Core release MAJOR.MINOR or MAJOR.MINOR.PATCH (its tag core_v0.12.0 written 0.12.0 or 0.12), got \"{}\"",
+      field, version));
+}
+
+bool MegatronProbsInActivation(const RunSettings& s) {
+  if (s.megatron_core_version.empty()) return true;
+  const std::vector<long> v = VersionParts(s.megatron_core_version);
+  if (v.empty()) return true;  // refused by ValidateMegatronCoreVersion before anything reads it
+  return v[0] > 0 || v[1] >= 13;
 }
 
 }  // namespace dockyard

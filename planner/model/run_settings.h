@@ -61,6 +61,24 @@ struct RunSettings {
   bool cuda_graphs = false;
   // The fused cross-entropy kernel (Megatron --cross-entropy-loss-fusion; --cross-entropy fused).
   bool fused_cross_entropy = false;
+  // The Megatron-Core release the run used, "MAJOR.MINOR" or "MAJOR.MINOR.PATCH"
+  // (--megatron-core-version; empty = the current release). It decides which tensors the MoE layer
+  // saves for backward (MegatronProbsInActivation, planner/accounting/memory.h LayerActivations).
+  std::string megatron_core_version;
 };
+
+// Throws dockyard::Error naming `field` unless `version` is empty or "MAJOR.MINOR[.PATCH]" of
+// decimal numbers (a Megatron-Core tag core_vMAJOR.MINOR.PATCH without its prefix, e.g. "0.12" or
+// "0.15.1").
+void ValidateMegatronCoreVersion(const std::string& version, const std::string& field);
+
+// Whether the run's Megatron-Core multiplies the router probabilities inside the experts'
+// activation (the weighted SwiGLU, megatron/core/fusions/fused_bias_swiglu.py
+// weighted_bias_swiglu_impl, called from megatron/core/transformer/moe/experts.py) rather than at
+// the unpermute after the combine: from core_v0.13.0 on (NVIDIA/Megatron-LM commit 2659630721,
+// "perf(MoE): Memory efficient token permutation", ADLR/megatron-lm!2668, 2025-04-09; first tag
+// core_v0.13.0rc0), and for an empty (current) version. Before it, token_dispatcher.py's
+// unpermute(permuted_tokens, ..., probs=...) kept the combined rows for the probabilities' gradient.
+bool MegatronProbsInActivation(const RunSettings& settings);
 
 }  // namespace dockyard

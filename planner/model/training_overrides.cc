@@ -46,6 +46,10 @@ TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const Training
   if (o.account_for_embedding) t.run.account_for_embedding = true;
   if (o.account_for_loss) t.run.account_for_loss = true;
   if (o.pipeline_schedule) t.run.schedule = *o.pipeline_schedule;
+  if (o.megatron_core_version) {
+    ValidateMegatronCoreVersion(*o.megatron_core_version, "--megatron-core-version");
+    t.run.megatron_core_version = *o.megatron_core_version;
+  }
   ValidateTraining(t, "--");
   if (o.pp_layer_split) t.pp_layer_split = ParseLayerSplit(*o.pp_layer_split, pp, num_layers, "--pp-layer-split");
   return t;
@@ -65,6 +69,12 @@ void RejectMegatronOnlyOverrides(const TrainingOverrides& o, bool torchtitan) {
     throw Error(
         "--dp-sharding zero1: Megatron's distributed optimizer; torchtitan has FSDP (fsdp, the default), HSDP and DDP (ddp) but no "
         "ZeRO-1 (torchtitan/config/parallelism.py): use --convention megatron, or --dp-sharding fsdp or ddp");
+  }
+  if (o.megatron_core_version) {
+    throw Error(fmt::format(
+        "--megatron-core-version {}: names the Megatron-Core release whose saved-tensor rules apply; torchtitan has its own "
+        "(docs/memory-model.md): use --convention megatron, or drop the flag",
+        *o.megatron_core_version));
   }
   if (o.overlap_moe_ep_comm) {
     throw Error(

@@ -44,6 +44,7 @@ struct TrainingOverrides {
   std::optional<std::string> pipeline_layout;  // --pipeline-model-parallel-layout
   bool account_for_embedding = false, account_for_loss = false;
   std::optional<std::string> pipeline_schedule;  // --pipeline-schedule
+  std::optional<std::string> megatron_core_version;  // --megatron-core-version (run_settings.h)
   std::optional<std::string> pp_layer_split;     // --pp-layer-split "7,6" or "7+6" (ParseLayerSplit)
 };
 

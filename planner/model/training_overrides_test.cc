@@ -71,3 +71,32 @@ TEST_CASE("Megatron-only flags are refused under torchtitan, kept under megatron
   CHECK_THROWS_WITH_AS(dockyard::RejectMegatronOnlyOverrides(overlap, true),
                        doctest::Contains("--overlap-moe-expert-parallel-comm: a Megatron-Core feature"), dockyard::Error);
 }
+
+TEST_CASE("--megatron-core-version: MAJOR.MINOR[.PATCH] under megatron; 0.13 is where the probabilities moved into the activation") {
+  dockyard::TrainingOverrides o;
+  o.megatron_core_version = "0.12.1";
+  CHECK_NOTHROW(dockyard::RejectMegatronOnlyOverrides(o, false));
+  CHECK_THROWS_WITH_AS(dockyard::RejectMegatronOnlyOverrides(o, true),
+                       doctest::Contains("--megatron-core-version 0.12.1: names the Megatron-Core release"), dockyard::Error);
+  const dockyard::TrainingConfig t = dockyard::ApplyTrainingOverrides({}, o, 1, 4);
+  CHECK(t.run.megatron_core_version == "0.12.1");
+  CHECK_FALSE(dockyard::MegatronProbsInActivation(t.run));
+  for (const char* bad : {"v0.12", "0", "0.12.1.2", "0..1", "0.x", ""}) {
+    o.megatron_core_version = bad;
+    if (std::string(bad).empty()) {
+      CHECK_NOTHROW(dockyard::ApplyTrainingOverrides({}, o, 1, 4));  // empty = the current release
+      continue;
+    }
+    const std::string expected = std::string("--megatron-core-version: must be a Megatron-Core release MAJOR.MINOR or "
+                                             "MAJOR.MINOR.PATCH (its tag core_v0.12.0 written 0.12.0 or 0.12), got \"") +
+                                 bad + "\"";
+    CHECK_THROWS_WITH_AS(dockyard::ApplyTrainingOverrides({}, o, 1, 4), expected.c_str(), dockyard::Error);
+  }
+  dockyard::RunSettings s;
+  CHECK(dockyard::MegatronProbsInActivation(s));  // the current release
+  for (const auto& [version, weighted] : {std::pair<const char*, bool>{"0.12", false}, {"0.13", true}, {"0.13.0", true},
+                                          {"0.9.0", false}, {"0.15.1", true}, {"1.0", true}}) {
+    s.megatron_core_version = version;
+    CHECK(dockyard::MegatronProbsInActivation(s) == weighted);
+  }
+}

@@ -88,7 +88,7 @@ Wide WorstPeak(LayoutEvaluator::Impl& im, const ModelSpec& m, const LayoutEvalua
   std::fill(in_flight, in_flight + classes, int64_t{0});
   for (int64_t s = 0; s < d.pp; ++s) {
     int64_t& most = in_flight[static_cast<size_t>(g.class_of[static_cast<size_t>(s)])];
-    most = std::max(most, InFlightMicrobatches(d, t, s));
+    most = std::max(most, InFlightChunks(d, t, s));
   }
   // The buffers of a stage read only its largest FSDP unit, whether it has MoE layers and its
   // model-parallel elements: interior stages repeat the previous stage's.
@@ -109,6 +109,7 @@ Wide WorstPeak(LayoutEvaluator::Impl& im, const ModelSpec& m, const LayoutEvalua
     layers.first_stage = s == 0;
     layers.last_stage = s == d.pp - 1;
     layers.in_flight = in_flight[c];
+    layers.chunks_per_microbatch = ChunksPerMicrobatch(t);
     const Wide act = StageActivationsTotal(act_table, layers, t.recompute, layer_input, logits);
     if (!(st.largest == buf_largest && st.mp == buf_mp && (layers.moe_layers > 0) == buf_moe)) {
       buf_largest = st.largest, buf_mp = st.mp, buf_moe = layers.moe_layers > 0;
