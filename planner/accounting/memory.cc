@@ -305,6 +305,14 @@ LayerActivationBytes OpSacSavedActivations(const ModelSpec& m, const Workload& w
   return g;
 }
 
+int64_t LossBytesPerLogit(const Workload& w) {
+  return w.saved == SavedTensorRules::kTorchtitan ? 4 : 4 + w.act_bytes;
+}
+
+WideInt LossLogitsBytes(const ModelSpec& m, const Workload& w, int64_t tp, int64_t mtp_layers) {
+  return static_cast<WideInt>(w.tokens) * Ceil(m.vocab_size, tp) * LossBytesPerLogit(w) * (1 + mtp_layers);
+}
+
 const char* ActivationKindName(ActivationKind kind) {
   static constexpr const char* kNames[] = {"attention",      "norm",        "dense_mlp", "router", "routed_experts",
                                            "shared_experts", "checkpoints", "embedding", "logits"};
@@ -548,8 +556,7 @@ StageActivationBytes PlanStageActivations(const Plan& plan, const Workload& w, S
   const LayerActivationBytes moe = st.moe_layers > 0 ? LayerActivations(m, rs, w, true) : LayerActivationBytes{};
   const LayerActivationBytes dense = st.dense_layers > 0 ? LayerActivations(m, rs, w, false) : LayerActivationBytes{};
   const WideInt layer_input = static_cast<WideInt>(Ceil(w.tokens, w.tp_shards)) * m.hidden_size * w.act_bytes;
-  // The logits, once more per MTP module on the last stage.
-  const WideInt logits = static_cast<WideInt>(w.tokens) * Ceil(m.vocab_size, plan.dims.tp) * 4 * (1 + plan.training.mtp_layers);
+  const WideInt logits = LossLogitsBytes(m, w, plan.dims.tp, plan.training.mtp_layers);
   if (!with_logits) st.last_stage = false;
   // torchtitan's per-op checkpointing: what each layer keeps besides its input.
   LayerActivationTable op_saved;

@@ -224,12 +224,26 @@ enum class ActivationKind {
 };
 const char* ActivationKindName(ActivationKind kind);  // "attention", ..., "logits"
 
+// Bytes per logit (T x ceil(vocab / tp) of them) live at the loss, when the last stage's
+// micro-batch holds all its activations (workload.h SavedTensorRules):
+//  - torchtitan: 4, the fp32 log-softmax output F.cross_entropy keeps for backward
+//    (torchtitan/components/loss.py casts the logits .float() first);
+//  - Megatron-Core: 4 + act_bytes: the fp32 copy that becomes the saved softmax (exp and
+//    normalisation in place) while the act_bytes logits it was cast from still live
+//    (megatron/core/tensor_parallel/cross_entropy.py calculate_logits_max:
+//    vocab_parallel_logits.float(); the same in the native fused loss, fused_cross_entropy.py),
+//    and in backward the gradient in place then cast back to act_bytes.
+int64_t LossBytesPerLogit(const Workload& w);
+// The logits' bytes at the loss on the last stage: T x ceil(vocab / tp) x LossBytesPerLogit, once
+// more per MTP module (each its own loss).
+WideInt LossLogitsBytes(const ModelSpec& model, const Workload& w, int64_t tp, int64_t mtp_layers);
+
 // Activation bytes on a rank of one stage, every micro-batch in flight included, by kind
 // (`present`: the kind has a report key). Inputs: one MoE layer's and one dense layer's
 // activations (ActivationTable), the stage's MoE and dense layer counts, whether its first layer is an MoE
 // layer (full recomputation keeps the first of equally large layers), micro-batches in flight,
 // the layer-input bytes ceil(T / tp) * hidden * act_bytes (checkpoint and embedding output), and
-// for the last stage the fp32 logits T * ceil(vocab / tp) * 4.
+// for the last stage the logits at the loss (LossLogitsBytes).
 //  - none / selective: every layer's tensors x in-flight micro-batches;
 //  - full: each layer's input x in-flight micro-batches, plus the largest layer once (the one
 //    rebuilt in backward).

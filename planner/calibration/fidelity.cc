@@ -14,6 +14,7 @@
 #include "planner/routing/routing.h"
 #include "planner/routing/plan_routing.h"
 #include "planner/model/model_file.h"
+#include "planner/layout/convention.h"
 
 namespace dockyard {
 
@@ -27,6 +28,21 @@ const std::vector<std::string> kFidelityFeatures = {
     "grouped_gemm", "permute_fusion", "router_fusion", "cuda_graphs", "capacity_padded"};
 
 namespace {
+
+// "N256 TP2 PP8 VPP4 EP32": the degrees of a run or a memory run, for the tables.
+template <class Run>
+std::string Layout(const Run& r) {
+  std::string s = fmt::format("N{} TP{} PP{}", r.world_size, r.tp, r.pp);
+  if (r.vpp > 1) s += fmt::format(" VPP{}", r.vpp);
+  if (r.cp > 1) s += fmt::format(" CP{}", r.cp);
+  s += fmt::format(" EP{}", r.ep);
+  if (r.etp > 1) s += fmt::format(" ETP{}", r.etp);
+  return s;
+}
+
+std::string Pct(double x) {
+  return fmt::format("{:+.1f} %", 100.0 * x);
+}
 
 const std::map<std::string, std::string>& UnsupportedFeatureReasons() {
   static const std::map<std::string, std::string> reasons = {
@@ -83,8 +99,10 @@ std::string Keys(const std::map<std::string, std::string>& m) {
 }
 
 // The run's model and cluster, each a key of the file's /models and /clusters.
-void ReadRunModelAndCluster(const JsonView& v, const std::map<std::string, ClusterSpec>& clusters,
-                            const std::map<std::string, std::string>& model_files, FidelityRun& r) {
+// /model and /cluster of a run or a memory run; returns the model's config path ("" without one).
+template <class Run>
+std::string ReadRunModelAndCluster(const JsonView& v, const std::map<std::string, ClusterSpec>& clusters,
+                                   const std::map<std::string, std::string>& model_files, Run& r) {
   r.model = v.String("model");
   auto mf = model_files.find(r.model);
   if (mf == model_files.end()) {
@@ -92,7 +110,6 @@ void ReadRunModelAndCluster(const JsonView& v, const std::map<std::string, Clust
     for (const auto& [k, _] : model_files) names += (names.empty() ? "" : ", ") + k;
     v.Fail("model", fmt::format("unknown model \"{}\"; models: {}", r.model, names));
   }
-  r.model_file = mf->second;
   r.cluster_name = v.String("cluster");
   auto c = clusters.find(r.cluster_name);
   if (c == clusters.end()) {
@@ -101,10 +118,12 @@ void ReadRunModelAndCluster(const JsonView& v, const std::map<std::string, Clust
     v.Fail("cluster", fmt::format("unknown cluster \"{}\"; clusters: {}", r.cluster_name, names));
   }
   r.cluster = c->second;
+  return mf->second;
 }
 
-// /layout (degrees) and /batch (gbs, mbs or null, seq) of a run.
-void ReadRunLayoutAndBatch(const JsonView& v, FidelityRun& r) {
+// /layout: the degrees of a run or a memory run.
+template <class Run>
+void ReadRunLayout(const JsonView& v, Run& r) {
   const JsonView l = v.Object("layout");
   l.RejectUnknownKeys({"world_size", "tp", "pp", "vpp", "cp", "ep", "etp"});
   r.world_size = l.Int("world_size");
@@ -114,7 +133,11 @@ void ReadRunLayoutAndBatch(const JsonView& v, FidelityRun& r) {
   r.cp = l.Int("cp");
   r.ep = l.Int("ep");
   r.etp = l.Int("etp");
+}
 
+// /layout (degrees) and /batch (gbs, mbs or null, seq) of a run.
+void ReadRunLayoutAndBatch(const JsonView& v, FidelityRun& r) {
+  ReadRunLayout(v, r);
   const JsonView b = v.Object("batch");
   b.RejectUnknownKeys({"gbs", "mbs", "seq"});
   r.gbs = b.Int("gbs");
@@ -166,6 +189,19 @@ FidelityMeasured ReadMeasured(const JsonView& v) {
   return out;
 }
 
+// /measured_peak (optional): {"gib", "kind", "source"}.
+std::optional<MeasuredPeak> ReadMeasuredPeak(const JsonView& v, const std::map<std::string, std::string>& sources) {
+  if (!v.Has("measured_peak")) return std::nullopt;
+  const JsonView m = v.Object("measured_peak");
+  m.RejectUnknownKeys({"gib", "kind", "source"});
+  MeasuredPeak out;
+  out.gib = Positive(m, "gib");
+  out.kind = OneOf(m, "kind", {"max_allocated", "max_reserved"});
+  out.source = m.String("source");
+  if (!sources.count(out.source)) m.Fail("source", fmt::format("unknown source \"{}\"; sources: {}", out.source, Keys(sources)));
+  return out;
+}
+
 // /phases (optional): measured phase times.
 std::vector<FidelityRun::Phase> ReadRunPhases(const JsonView& v) {
   std::vector<FidelityRun::Phase> out;
@@ -186,10 +222,10 @@ std::vector<FidelityRun::Phase> ReadRunPhases(const JsonView& v) {
 FidelityRun ParseRun(const JsonView& v, const std::map<std::string, ClusterSpec>& clusters,
                      const std::map<std::string, std::string>& model_files, const std::map<std::string, std::string>& sources) {
   v.RejectUnknownKeys({"id", "model", "cluster", "layout", "batch", "precision", "recompute", "recompute_modules", "dispatcher", "features",
-                       "measured", "group", "weight", "source", "notes", "phases"});
+                       "measured", "group", "weight", "source", "notes", "phases", "measured_peak", "megatron_core"});
   FidelityRun r;
   r.id = v.String("id");
-  ReadRunModelAndCluster(v, clusters, model_files, r);
+  r.model_file = ReadRunModelAndCluster(v, clusters, model_files, r);
   ReadRunLayoutAndBatch(v, r);
   ReadRunSettings(v, r);
   r.measured = ReadMeasured(v);
@@ -201,6 +237,9 @@ FidelityRun ParseRun(const JsonView& v, const std::map<std::string, ClusterSpec>
   if (!sources.count(r.source)) v.Fail("source", fmt::format("unknown source \"{}\"; sources: {}", r.source, Keys(sources)));
   r.notes = v.StringOr("notes", "");
   r.phases = ReadRunPhases(v);
+  r.measured_peak = ReadMeasuredPeak(v, sources);
+  r.megatron_core = v.StringOr("megatron_core", "");
+  ValidateMegatronCoreVersion(r.megatron_core, v.Where("megatron_core"));
 
   // Degrees on their own (world, divisibility), then GBS against DP·MBS.
   std::string error;
@@ -294,6 +333,7 @@ TrainingConfig FidelityTraining(const FidelityRun& r) {
   t.run.overlap_param_gather = has("overlap_param_gather") && t.run.overlap_grad_reduce;
   t.run.overlap_moe_ep_comm = has("ep_overlap");  // --overlap-moe-expert-parallel-comm
   t.run.cuda_graphs = has("cuda_graphs");         // --enable-cuda-graph (priced by the kernel-level compute model)
+  t.run.megatron_core_version = r.megatron_core;  // the saved-tensor rules of its release (workload.h SavedTensorRules)
   return t;
 }
 
@@ -370,6 +410,62 @@ void ReadRuns(const Json& json, const JsonView& top, const std::map<std::string,
   }
 }
 
+// /memory_runs/i: a run known by its memory (FidelityMemoryRun).
+FidelityMemoryRun ParseMemoryRun(const JsonView& v, const std::map<std::string, ClusterSpec>& clusters,
+                                 const std::map<std::string, std::string>& model_files, const std::map<std::string, std::string>& sources) {
+  v.RejectUnknownKeys({"id", "model", "cluster", "convention", "layout", "batch", "precision", "recompute", "recompute_modules",
+                       "selective_ac_option", "measured_peak", "oom", "source", "notes"});
+  FidelityMemoryRun r;
+  r.id = v.String("id");
+  if (ReadRunModelAndCluster(v, clusters, model_files, r).empty()) {
+    v.Fail("model", fmt::format("\"{}\" has no config in the set: a memory run is predicted or it is not listed", r.model));
+  }
+  r.convention = ParseConvention(v.String("convention"), v.Where("convention"));
+  ReadRunLayout(v, r);
+  const JsonView b = v.Object("batch");
+  b.RejectUnknownKeys({"mbs", "seq", "num_microbatches"});
+  r.mbs = b.Int("mbs");
+  r.seq = b.Int("seq");
+  if (b.Has("num_microbatches")) r.num_microbatches = b.Int("num_microbatches");
+  r.precision = OneOf(v, "precision", {"bf16", "fp8"});
+  const std::string rc = OneOf(v, "recompute", {"none", "selective", "full"});
+  r.recompute = rc == "full" ? Recompute::kFull : rc == "selective" ? Recompute::kSelective : Recompute::kNone;
+  r.recompute_modules = StringList(v, "recompute_modules");
+  r.selective_ac_option = v.StringOr("selective_ac_option", "");
+  r.measured_peak = ReadMeasuredPeak(v, sources);
+  r.oom = v.Has("oom") && v.Bool("oom");
+  if (r.measured_peak.has_value() == r.oom) v.Fail("oom", "give exactly one of \"measured_peak\" and \"oom\": true");
+  r.source = v.String("source");
+  if (!sources.count(r.source)) v.Fail("source", fmt::format("unknown source \"{}\"; sources: {}", r.source, Keys(sources)));
+  r.notes = v.StringOr("notes", "");
+  return r;
+}
+
+// /memory_runs (optional): each parsed, its id unique among runs and components, its plan built.
+void ReadMemoryRuns(const Json& json, const JsonView& top, const std::map<std::string, ClusterSpec>& clusters,
+                    const std::map<std::string, std::string>& model_files, std::set<std::string>& ids, FidelitySet& set) {
+  if (!json.contains("memory_runs")) return;
+  const Json& runs = json.at("memory_runs");
+  if (!runs.is_array()) top.Fail("memory_runs", fmt::format("must be a list of runs, got {}", JsonValueText(runs)));
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const JsonView v(&runs[i], set.file, fmt::format("/memory_runs/{}", i));
+    if (!runs[i].is_object()) top.Fail("memory_runs", fmt::format("element {} must be an object", i));
+    const std::string id = runs[i].contains("id") && runs[i]["id"].is_string() ? runs[i]["id"].get<std::string>() : fmt::format("#{}", i);
+    try {
+      FidelityMemoryRun r = ParseMemoryRun(v, clusters, model_files, set.sources);
+      if (!ids.insert(r.id).second) v.Fail("id", fmt::format("duplicate id \"{}\"", r.id));
+      try {
+        MemoryRunPlan(r, set.models.at(r.model));
+      } catch (const Error& e) {
+        v.Fail("layout", e.what());
+      }
+      set.memory_runs.push_back(std::move(r));
+    } catch (const Error& e) {
+      throw Error(fmt::format("memory run {}: {}", id, e.what()));
+    }
+  }
+}
+
 // /components/i: a measured component (kind, hardware, params, one value or several, unit,
 // source); its id unique among runs and components.
 FidelityComponent ParseComponent(const JsonView& v, std::set<std::string>& ids, const std::map<std::string, std::string>& sources) {
@@ -422,7 +518,7 @@ FidelitySet FidelitySetFromJson(const Json& json, const std::string& file, const
   FidelitySet set;
   set.file = file;
   JsonView top(&json, file, "");
-  top.RejectUnknownKeys({"version", "description", "clusters", "models", "sources", "runs", "components"});
+  top.RejectUnknownKeys({"version", "description", "clusters", "models", "sources", "runs", "memory_runs", "components"});
   const int64_t version = top.Int("version");
   if (version != 1) top.Fail("version", fmt::format("unsupported version {}; this dockyard reads version 1", version));
 
@@ -432,6 +528,7 @@ FidelitySet FidelitySetFromJson(const Json& json, const std::string& file, const
   const std::map<std::string, std::string> model_files = ReadModels(top, base_dir, set);
   std::set<std::string> ids;  // run and component ids share one namespace
   ReadRuns(json, top, clusters, model_files, ids, set);
+  ReadMemoryRuns(json, top, clusters, model_files, ids, set);
   ReadComponents(json, top, ids, set);
   return set;
 }
@@ -511,6 +608,94 @@ std::vector<FidelityGroupSummary> GroupSummaries(const std::vector<FidelityPredi
 
 }  // namespace
 
+Plan MemoryRunPlan(const FidelityMemoryRun& r, const ModelSpec& model) {
+  ParallelDimsOptions d;
+  d.world_size = r.world_size;
+  d.tp = r.tp;
+  d.pp = r.pp;
+  d.cp = r.cp;
+  d.ep = r.ep;
+  d.etp = r.etp;
+  d.convention = r.convention;
+  TrainingConfig t;
+  t.seq_len = r.seq;
+  t.micro_batch_size = r.mbs;
+  t.num_microbatches = r.num_microbatches;
+  t.recompute = r.recompute;
+  t.recompute_modules = r.recompute_modules;
+  if (!r.selective_ac_option.empty()) t.selective_ac_option = r.selective_ac_option;
+  t.precision = r.precision;
+  t.run.vpp = r.vpp;
+  return BuildPlan(model, d, t, MachineOf(r.cluster, 0));
+}
+
+namespace {
+
+constexpr double kGib = static_cast<double>(int64_t{1} << 30);
+
+// A row of the memory table: the peak against the capacity, with the reserve the CLI holds back.
+FidelityMemoryRow MemoryRow(const std::string& id, const std::string& model, const std::string& cluster_name, const ClusterSpec& cluster,
+                            std::string layout, std::string batch, double peak_gib, const std::optional<MeasuredPeak>& measured) {
+  FidelityMemoryRow row;
+  row.id = id;
+  row.model = model;
+  row.cluster = cluster_name;
+  row.layout = std::move(layout);
+  row.batch = std::move(batch);
+  row.peak_gib = peak_gib;
+  row.capacity_gib = cluster.memory_gib;
+  row.fits = !OverBudget(peak_gib * kGib, cluster.memory_gib, kDefaultMemoryReserveGib);
+  row.measured = measured;
+  if (measured) row.error = peak_gib / measured->gib - 1.0;
+  return row;
+}
+
+}  // namespace
+
+FidelityMemoryRow PredictMemoryRun(const FidelityMemoryRun& r, const ModelSpec& model) {
+  const double peak = static_cast<double>(ComputeMemory(MemoryRunPlan(r, model)).worst_peak_bytes) / kGib;
+  FidelityMemoryRow row = MemoryRow(r.id, r.model, r.cluster_name, r.cluster, Layout(r),
+                                    fmt::format("-/{}/{} ({})", r.mbs, r.seq, ConventionName(r.convention)), peak, r.measured_peak);
+  row.oom_reported = r.oom;
+  return row;
+}
+
+namespace {
+
+// The memory table's rows (every predicted run, then every memory run) and its summary.
+void AddMemoryRows(const FidelitySet& set, const std::map<std::string, const FidelityRun*>& by_id, FidelityReport& rep) {
+  for (const auto* list : {&rep.rows, &rep.approximate}) {
+    for (const FidelityPrediction& p : *list) {
+      const FidelityRun& r = *by_id.at(p.id);
+      rep.memory.push_back(MemoryRow(r.id, r.model, r.cluster_name, r.cluster, Layout(r),
+                                     fmt::format("{}/{}/{}", r.gbs, r.mbs ? std::to_string(*r.mbs) : "?", r.seq), p.peak_gib,
+                                     r.measured_peak));
+      rep.memory.back().approximate = p.approximate;
+    }
+  }
+  for (const FidelityMemoryRun& r : set.memory_runs) rep.memory.push_back(PredictMemoryRun(r, set.models.at(r.model)));
+  double sum = 0;
+  for (const FidelityMemoryRow& m : rep.memory) {
+    if (m.oom_reported) {
+      ++rep.oom_reported;
+      rep.oom_over += m.fits ? 0 : 1;
+    } else if (!m.approximate) {
+      ++rep.ran;
+      rep.ran_fit += m.fits ? 1 : 0;
+    }
+    if (!m.measured) continue;
+    ++rep.measured_peaks;
+    sum += std::fabs(m.error);
+    if (std::fabs(m.error) > rep.peak_max_abs_error || rep.peak_max_abs_error_id.empty()) {
+      rep.peak_max_abs_error = std::fabs(m.error);
+      rep.peak_max_abs_error_id = m.id;
+    }
+  }
+  if (rep.measured_peaks > 0) rep.peak_mean_abs_error = sum / static_cast<double>(rep.measured_peaks);
+}
+
+}  // namespace
+
 FidelityReport RunFidelity(const FidelitySet& set, double order_threshold, ComputeModel compute_model) {
   FidelityReport rep;
   std::map<std::string, const FidelityRun*> by_id;
@@ -550,23 +735,11 @@ FidelityReport RunFidelity(const FidelitySet& set, double order_threshold, Compu
   }
   rep.groups = GroupSummaries(rep.rows, by_id, order_threshold);
   rep.approximate_groups = GroupSummaries(rep.approximate, by_id, order_threshold);
+  AddMemoryRows(set, by_id, rep);
   return rep;
 }
 
 namespace {
-
-std::string Pct(double x) {
-  return fmt::format("{:+.1f} %", 100.0 * x);
-}
-
-std::string Layout(const FidelityRun& r) {
-  std::string s = fmt::format("N{} TP{} PP{}", r.world_size, r.tp, r.pp);
-  if (r.vpp > 1) s += fmt::format(" VPP{}", r.vpp);
-  if (r.cp > 1) s += fmt::format(" CP{}", r.cp);
-  s += fmt::format(" EP{}", r.ep);
-  if (r.etp > 1) s += fmt::format(" ETP{}", r.etp);
-  return s;
-}
 
 std::string Batch(const FidelityRun& r) {
   return fmt::format("{}/{}/{}", r.gbs, r.mbs ? std::to_string(*r.mbs) : "?", r.seq);
@@ -598,6 +771,33 @@ std::string PredictionTable(const std::vector<FidelityPrediction>& rows, const s
     }
   }
   return out;
+}
+
+// Every predicted run's worst peak against its device, measured peaks and reported OOMs beside.
+std::string MemoryTable(const FidelityReport& rep) {
+  std::string out = fmt::format(
+      "\n### Memory: each run's predicted worst peak against its device ({} rows)\n\n"
+      "Fits: the peak plus the {:.0f} GiB reserve (CUDA context, NCCL buffers, fragmentation: outside torch's allocator) within "
+      "the capacity `nvidia-smi` reports.\n\n"
+      "| id | model | cluster | layout | GBS/MBS/seq | peak GiB | capacity GiB | fits | measured GiB | kind | error | source |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+      rep.memory.size(), kDefaultMemoryReserveGib);
+  for (const FidelityMemoryRow& m : rep.memory) {
+    const std::string fits = m.oom_reported  ? (m.fits ? "FITS (reported OOM)" : "over (reported OOM)")
+                             : m.approximate ? (m.fits ? "yes (approximation)" : "no (approximation: predicted without a feature)")
+                                             : (m.fits ? "yes" : "NO (ran)");
+    out += fmt::format("| {} | {} | {} | {} | {} | {:.1f} | {:.1f} | {} | {} | {} | {} | {} |\n", m.id, m.model, m.cluster, m.layout,
+                       m.batch, m.peak_gib, m.capacity_gib, fits, m.measured ? fmt::format("{:.2f}", m.measured->gib) : "-",
+                       m.measured ? m.measured->kind : "-", m.measured ? Pct(m.error) : "-", m.measured ? m.measured->source : "-");
+  }
+  out += fmt::format("\n{} of {} runs that ran (approximations apart) fit their device; {} of {} reported out-of-memory runs stay over it",
+                     rep.ran_fit, rep.ran,
+                     rep.oom_over, rep.oom_reported);
+  if (rep.measured_peaks > 0) {
+    out += fmt::format("; measured peaks: mean |error| {:.1f} %, max |error| {:.1f} % ({}) over {} rows", 100 * rep.peak_mean_abs_error,
+                       100 * rep.peak_max_abs_error, rep.peak_max_abs_error_id, rep.measured_peaks);
+  }
+  return out + "\n";
 }
 
 std::string GroupTable(const std::vector<FidelityGroupSummary>& groups) {
@@ -641,6 +841,7 @@ std::string FidelityReportToMarkdown(const FidelitySet& set, const FidelityRepor
   out += "\nPer group (approximations):\n\n" + GroupTable(rep.approximate_groups);
   out += fmt::format("\n### Runs not predicted ({})\n\n| id | why |\n|---|---|\n", rep.not_predicted.size());
   for (const auto& [id, why] : rep.not_predicted) out += fmt::format("| {} | {} |\n", id, why);
+  out += MemoryTable(rep);
   return out;
 }
 

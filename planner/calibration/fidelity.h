@@ -8,6 +8,8 @@
 //               the project}, + "source"
 //   "sources":  short name -> citation
 //   "runs":     one record per published run (FidelityRun)
+//   "memory_runs": runs a source published a memory figure of but no step time: a measured peak
+//               or an out-of-memory failure (FidelityMemoryRun)
 //   "components": one record per component measurement (FidelityComponent)
 // Degrees follow Megatron-Core (the convention of every source): DP = N / (TP·PP·CP),
 // EDP = N / (PP·EP·ETP), micro-batches per step per DP rank = GBS / (DP·MBS).
@@ -41,6 +43,16 @@ struct FidelityMeasured {
   std::optional<std::pair<double, double>> range;  // other releases, same kind, lo <= hi
 };
 
+// A peak of GPU memory a source measured, in GiB (2^30 B).
+struct MeasuredPeak {
+  double gib = 0;  // > 0
+  // "max_allocated" (torch.cuda.max_memory_allocated: Megatron's "max allocated", SimuMax's "real
+  // alloc") or "max_reserved" (torch.cuda.max_memory_reserved: torchtitan's "memory:" figure, the
+  // allocator's cached blocks too, so at or above the allocated peak).
+  std::string kind;
+  std::string source;  // key of "sources"
+};
+
 struct FidelityRun {
   std::string id;
   std::string model;         // key of "models"
@@ -69,6 +81,11 @@ struct FidelityRun {
     double time_us = 0;                       // >= 0
   };
   std::vector<Phase> phases;
+  // Optional: the peak memory the source measured (its own source), and the Megatron-Core release
+  // the run used when it is older than the current one ("0.9": run_settings.h
+  // MegatronProbsInActivation; empty = current).
+  std::optional<MeasuredPeak> measured_peak;
+  std::string megatron_core;
   // Why dockyard cannot express the run yet (empty: it can). Derived from the fields above by
   // UnsupportedReasons, never written in the data.
   std::vector<std::string> unsupported;
@@ -85,11 +102,33 @@ struct FidelityComponent {
   std::string unit, source, notes;
 };
 
+// A run known by its memory alone: a measured peak, or an out-of-memory failure a source reported
+// (which must stay over its device's capacity). Any convention (torchtitan's FSDP runs too);
+// micro-batches in flight from `num_microbatches` (default pp).
+struct FidelityMemoryRun {
+  std::string id;
+  std::string model;  // key of "models" (with a config)
+  std::string cluster_name;
+  ClusterSpec cluster;
+  Convention convention = Convention::kMegatron;
+  int64_t world_size = 0, tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1, etp = 1;
+  int64_t mbs = 1, seq = 0;
+  std::optional<int64_t> num_microbatches;
+  std::string precision = "bf16";
+  Recompute recompute = Recompute::kNone;
+  std::vector<std::string> recompute_modules;
+  std::string selective_ac_option;  // torchtitan's (convention.h): "op" or N
+  std::optional<MeasuredPeak> measured_peak;
+  bool oom = false;  // exactly one of measured_peak and oom
+  std::string source, notes;
+};
+
 struct FidelitySet {
   std::string file;
   std::map<std::string, std::string> sources;
   std::map<std::string, ModelSpec> models;  // the models with a config, loaded
   std::vector<FidelityRun> runs;            // in file order
+  std::vector<FidelityMemoryRun> memory_runs;
   std::vector<FidelityComponent> components;
 };
 
@@ -135,6 +174,21 @@ struct FidelityPrediction {
   double peak_gib = 0;  // ComputeMemory's worst rank
 };
 
+// One run's predicted worst peak against its device (RunFidelity's memory table): every predicted
+// run of "runs" (expressible or approximate) and every memory run.
+struct FidelityMemoryRow {
+  std::string id, model, cluster, layout, batch;
+  double peak_gib = 0;      // ComputeMemory's worst rank
+  double capacity_gib = 0;  // the cluster's memory_gib (what nvidia-smi reports)
+  // The peak plus the default reserve (memory.h kDefaultMemoryReserveGib: CUDA context, NCCL
+  // buffers, fragmentation, none of them in torch's allocator) within the capacity (OverBudget).
+  bool fits = false;
+  bool oom_reported = false;  // a memory run that failed with out-of-memory: must not fit
+  bool approximate = false;   // an unsupported run predicted without its unsupported features
+  std::optional<MeasuredPeak> measured;
+  double error = 0;  // peak_gib / measured gib - 1, with `measured`
+};
+
 // What PredictRun builds once per run (the fitter re-costs it under many knob values): the plan,
 // its worst-rank peak (GiB) and the sampled routing.
 struct PreparedRun {
@@ -149,6 +203,11 @@ PreparedRun PrepareRun(const FidelityRun& run, const ModelSpec& model);
 // `compute_model`, the run's settings in its plan (FidelityTraining). `model` is set.models.at(run.model).
 // Throws dockyard::Error when the plan cannot be built.
 FidelityPrediction PredictRun(const FidelityRun& run, const ModelSpec& model, ComputeModel compute_model = ComputeModel::kKernels);
+
+// The plan of a memory run (its convention's defaults applied by BuildPlan) and its row of the
+// memory table. Throws dockyard::Error naming the run when the plan cannot be built.
+Plan MemoryRunPlan(const FidelityMemoryRun& run, const ModelSpec& model);
+FidelityMemoryRow PredictMemoryRun(const FidelityMemoryRun& run, const ModelSpec& model);
 
 // The benchmark's core: predicts every expressible run, and every unsupported run that has a
 // model config and an MBS as an approximation (listed apart, never in the summary), and sums up.
@@ -167,6 +226,13 @@ struct FidelityReport {
   std::string max_abs_error_id;
   std::vector<FidelityGroupSummary> groups;              // over `rows`
   std::vector<FidelityGroupSummary> approximate_groups;  // over `approximate`, shown apart
+  std::vector<FidelityMemoryRow> memory;                 // runs (file order), then memory runs
+  // Over `memory`: runs that ran (no OOM reported; approximations apart) and fit; reported OOMs
+  // predicted over;
+  // |error| of the measured peaks (mean, max and its id).
+  int64_t ran = 0, ran_fit = 0, oom_reported = 0, oom_over = 0, measured_peaks = 0;
+  double peak_mean_abs_error = 0, peak_max_abs_error = 0;
+  std::string peak_max_abs_error_id;
 };
 // Pairs in a group are compared on tokens/s/GPU; a pair counts when the measured values differ
 // by more than `order_threshold` (0.10: closer pairs are within the sources' own noise).

@@ -46,10 +46,11 @@ TEST_CASE("the calibration set loads: every published run and component measurem
   CHECK(set.components.size() == 26);
   int expressible = 0;
   for (const auto& r : set.runs) expressible += r.unsupported.empty() ? 1 : 0;
-  // S01-S06 (B200, 4-layer DeepSeek-V3) and G01, G04 (GB200, no VPP, BF16); with interleaved
+  // S01-S06 and S07a-S08c (B200, 4-layer DeepSeek-V3 and DeepSeek-V2) and G01, G04 (GB200, no
+  // VPP, BF16); with interleaved
   // 1F1B (--vpp) H02-H04, H08, H09, P01-P04, G02 and G03; with FP8 (--precision fp8) H06, and
   // H05 (VPP 4, EP overlap, FP8).
-  CHECK(expressible == 21);
+  CHECK(expressible == 27);
   for (const char* id : {"H02", "H03", "H04", "H05", "H06", "H08", "H09", "P01", "P02", "P03", "P04", "G02", "G03"}) {
     CHECK_MESSAGE(Run(set, id).unsupported.empty(), id);
   }
@@ -60,7 +61,19 @@ TEST_CASE("the calibration set loads: every published run and component measurem
   CHECK(FidelityTraining(Run(set, "H06")).precision == "fp8");
   CHECK(FidelityTraining(Run(set, "H07")).mtp_layers == 1);
   CHECK(FidelityTraining(Run(set, "G04")).recompute_modules == std::vector<std::string>{"layernorm", "moe_act"});
-  CHECK(Run(set, "S07a").unsupported == std::vector<std::string>{"no model config in the project"});
+  CHECK(Run(set, "S07a").unsupported.empty());
+  // Measured peaks (SimuMax's 'real alloc') and the Megatron-Core release of H09 (MCore v0.9).
+  REQUIRE(Run(set, "S07a").measured_peak.has_value());
+  CHECK(Run(set, "S07a").measured_peak->gib == 45.63);
+  CHECK(Run(set, "S07a").measured_peak->kind == "max_allocated");
+  CHECK_FALSE(Run(set, "H02").measured_peak.has_value());
+  CHECK(FidelityTraining(Run(set, "H09")).run.megatron_core_version == "0.9");
+  // Memory runs: one measured under torchtitan, three reported out of memory.
+  REQUIRE(set.memory_runs.size() == 4);
+  CHECK(set.memory_runs[0].id == "M01");
+  CHECK(set.memory_runs[0].convention == dockyard::Convention::kTorchtitan2026_03);
+  CHECK(set.memory_runs[0].measured_peak->gib == 73.32);
+  CHECK(set.memory_runs[1].oom);
   CHECK(Run(set, "P05").unsupported.front() == "MBS not stated");
   // The truncated model: 1 dense + 3 MoE layers.
   CHECK(set.models.at("deepseek-v3-4l").num_hidden_layers == 4);
@@ -139,6 +152,25 @@ TEST_CASE("bad rows: one clear error naming the row and the field") {
   CHECK(e.find("unknown source") != std::string::npos);
   e = ErrorOf([](Json& j) { RunJson(j, "P01")["weight"] = 1.5; });
   CHECK(e.find("/weight") != std::string::npos);
+  // A measured peak of an unknown kind, a Megatron-Core release that is not one.
+  e = ErrorOf([](Json& j) { RunJson(j, "S01")["measured_peak"]["kind"] = "peak"; });
+  CHECK(e.find("run S01") != std::string::npos);
+  CHECK(e.find("/measured_peak/kind") != std::string::npos);
+  e = ErrorOf([](Json& j) { RunJson(j, "H09")["megatron_core"] = "v0.9"; });
+  CHECK(e.find("run H09") != std::string::npos);
+  CHECK(e.find("/megatron_core: must be a Megatron-Core release MAJOR.MINOR") != std::string::npos);
+  // A memory run with both a measured peak and an OOM, or neither; an unknown convention; a
+  // layout its model refuses (ep 16 over DeepSeek-V2-Lite's 64 experts on 8 GPUs: not a divisor of 8).
+  e = ErrorOf([](Json& j) { j["memory_runs"][0]["oom"] = true; });
+  CHECK(e.find("memory run M01") != std::string::npos);
+  CHECK(e.find("/memory_runs/0/oom: give exactly one of \"measured_peak\" and \"oom\": true") != std::string::npos);
+  e = ErrorOf([](Json& j) { j["memory_runs"][1].erase("oom"); });
+  CHECK(e.find("memory run O01") != std::string::npos);
+  e = ErrorOf([](Json& j) { j["memory_runs"][0]["convention"] = "megatron-lm"; });
+  CHECK(e.find("/memory_runs/0/convention") != std::string::npos);
+  e = ErrorOf([](Json& j) { j["memory_runs"][0]["layout"]["ep"] = 16; });
+  CHECK(e.find("memory run M01") != std::string::npos);
+  CHECK(e.find("/memory_runs/0/layout") != std::string::npos);
   // A component with a negative value.
   e = ErrorOf([](Json& j) { j["components"][0]["value"] = -46; });
   CHECK(e.find("component C01") != std::string::npos);
@@ -148,7 +180,7 @@ TEST_CASE("bad rows: one clear error naming the row and the field") {
 TEST_CASE("smoke: the benchmark's core predicts every expressible run (no accuracy threshold)") {
   const FidelitySet set = LoadFidelitySet(kRuns);
   const FidelityReport rep = RunFidelity(set);
-  CHECK(rep.rows.size() == 21);
+  CHECK(rep.rows.size() == 27);
   CHECK(rep.rows.size() + rep.approximate.size() + rep.not_predicted.size() == set.runs.size());
   for (const auto& p : rep.rows) {
     CHECK(std::isfinite(p.predicted_s));
@@ -159,7 +191,13 @@ TEST_CASE("smoke: the benchmark's core predicts every expressible run (no accura
   CHECK(rep.max_abs_error >= rep.mean_abs_error);
   const std::string md = FidelityReportToMarkdown(set, rep);
   CHECK(md.find("| S01 |") != std::string::npos);
-  CHECK(md.find("| S07a | no model config in the project |") != std::string::npos);
+  CHECK(md.find("| P05 | MBS not stated;") != std::string::npos);
+  // The memory table: a row per predicted run and per memory run, each against its device.
+  CHECK(rep.memory.size() == rep.rows.size() + rep.approximate.size() + set.memory_runs.size());
+  CHECK(rep.oom_reported == 3);
+  CHECK(rep.measured_peaks == 13);  // S01-S06, S07a-S08c, M01
+  CHECK(md.find("### Memory: each run's predicted worst peak against its device") != std::string::npos);
+  CHECK(md.find("| O01 | deepseek-v2-lite | h100-sxm | N8 TP1 PP1 EP8 | -/8/4096 (torchtitan-2026-03) |") != std::string::npos);
 }
 
 }  // namespace

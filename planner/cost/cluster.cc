@@ -46,8 +46,8 @@ ClusterSpec ClusterPreset(const std::string& name) {
   }
   if (name == "b200") {  // DGX B200: 8 x B200, NVLink5, 8 x ConnectX-7 400 Gb/s
     c.dense_bf16_tflops = 2250.0;
-    c.hbm_gbps = 8000.0;
-    c.memory_gib = 167.6;       // 180 GB
+    c.hbm_gbps = 7672.0;    // 7680-bit bus x 3996 MHz DDR (pytorch/ao PR #4002), not the datasheet's 8 TB/s
+    c.memory_gib = 179.06;  // nvidia-smi: 183359 MiB (docs/cluster.md [M4])
     c.knobs.links.intra_node_gbps = 740.0;  // 900 GB/s per direction x 370 / 450 (h100-sxm's effective / line)
     return c;
   }
@@ -56,7 +56,7 @@ ClusterSpec ClusterPreset(const std::string& name) {
     c.nvlink_domain_gpus = 72;
     c.dense_bf16_tflops = 2500.0;
     c.hbm_gbps = 8000.0;
-    c.memory_gib = 173.2;  // 186 GB
+    c.memory_gib = 185.03;  // nvidia-smi: 189471 MiB (docs/cluster.md [M5])
     c.knobs.links.intra_node_gbps = 740.0;
     c.nics_per_node = 4;  // one 400 Gb/s NIC per GPU
     return c;

@@ -76,7 +76,7 @@ Wide WorstPeak(LayoutEvaluator::Impl& im, const ModelSpec& m, const LayoutEvalua
   const LayerActivationTable& act_table = memo.table;
   const int64_t h = m.hidden_size;
   const Wide layer_input = static_cast<Wide>(Ceil(w.tokens, w.tp_shards)) * h * w.act_bytes;
-  const Wide logits = static_cast<Wide>(w.tokens) * Ceil(m.vocab_size, d.tp) * 4;
+  const Wide logits = LossLogitsBytes(m, w, d.tp, 0);  // no MTP: the search refuses --mtp-layers (layout_eval.h)
   const int64_t oep = DispatchOep(t, im.machine, d.ep);
   Wide worst_peak = -1;
   // The most micro-batches in flight on a stage of each class (GroupStatics::class_of).
