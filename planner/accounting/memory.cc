@@ -218,7 +218,11 @@ LayerActivationBytes LayerActivations(const ModelSpec& m, const RecomputeSet& rs
   const int64_t heads_local = a.num_attention_heads / t;
   if (a.kind == AttentionKind::kGqa) {
     const int64_t q_out = a.num_attention_heads * a.head_dim, kv_out = a.num_key_value_heads * a.head_dim;
-    attn += mul(T, (q_out + 2 * kv_out) / t);         // qkv
+    attn += mul(T, (q_out + 2 * kv_out) / t);  // qkv (the attention's q, k, v, after rotary)
+    // q/k norms (Qwen3's q_norm / k_norm, OLMoE's full-width ones) keep their inputs, the q and k
+    // projections before rotary: T x (q_out + kv_out) / tp more (Megatron's `layernorm` recompute
+    // module covers the block's input norms, not these).
+    if (a.qk_norm != QkNorm::kNone) attn += mul(T, (q_out + kv_out) / t);
     attn_in += rs.core_attn ? 0 : mul(T, q_out / t);  // core out
   } else {
     const int64_t qk = a.qk_nope_head_dim + a.qk_rope_head_dim;
