@@ -40,6 +40,20 @@ std::string Layout(const Run& r) {
   return s;
 }
 
+// The degrees of a run or a memory run under `convention`.
+template <class Run>
+ParallelDimsOptions DimsOf(const Run& r, Convention convention) {
+  ParallelDimsOptions d;
+  d.world_size = r.world_size;
+  d.tp = r.tp;
+  d.pp = r.pp;
+  d.cp = r.cp;
+  d.ep = r.ep;
+  d.etp = r.etp;
+  d.convention = convention;
+  return d;
+}
+
 std::string Pct(double x) {
   return fmt::format("{:+.1f} %", 100.0 * x);
 }
@@ -296,15 +310,7 @@ double TokensPerSecondPerGpu(const FidelityRun& r, double step_s) {
 }
 
 ParallelDimsOptions FidelityDims(const FidelityRun& r) {
-  ParallelDimsOptions d;
-  d.world_size = r.world_size;
-  d.tp = r.tp;
-  d.pp = r.pp;
-  d.cp = r.cp;
-  d.ep = r.ep;
-  d.etp = r.etp;
-  d.convention = Convention::kMegatron;
-  return d;
+  return DimsOf(r, Convention::kMegatron);
 }
 
 Machine FidelityMachine(const FidelityRun& run) {
@@ -383,31 +389,44 @@ std::map<std::string, std::string> ReadModels(const JsonView& top, const std::st
   return model_files;
 }
 
+// Calls parse(view) on each element of the list json[key] (`required`: an absent key is an error;
+// otherwise none), an error in it prefixed "{label} {id}: " (id: the element's "id", else "#i").
+template <class Parse>
+void ForEachListed(const Json& json, const JsonView& top, const std::string& file, const char* key, const char* label, bool required,
+                   Parse&& parse) {
+  if (!required && !json.contains(key)) return;
+  const Json& list = json.contains(key) ? json.at(key) : Json();
+  if (!list.is_array()) top.Fail(key, fmt::format("must be a list, got {}", JsonValueText(list)));
+  for (size_t i = 0; i < list.size(); ++i) {
+    const JsonView v(&list[i], file, fmt::format("/{}/{}", key, i));
+    const bool object = list[i].is_object();
+    const std::string id =
+        object && list[i].contains("id") && list[i]["id"].is_string() ? list[i]["id"].get<std::string>() : fmt::format("#{}", i);
+    try {
+      if (!object) top.Fail(key, fmt::format("element {} must be an object", i));
+      parse(v);
+    } catch (const Error& e) {
+      throw Error(fmt::format("{} {}: {}", label, id, e.what()));
+    }
+  }
+}
+
 // /runs: each run parsed, its id unique, its layout valid for its model; errors name the run.
 void ReadRuns(const Json& json, const JsonView& top, const std::map<std::string, ClusterSpec>& clusters,
               const std::map<std::string, std::string>& model_files, std::set<std::string>& ids, FidelitySet& set) {
-  const Json& runs = json.contains("runs") ? json.at("runs") : Json();
-  if (!runs.is_array()) top.Fail("runs", fmt::format("must be a list of runs, got {}", JsonValueText(runs)));
-  for (size_t i = 0; i < runs.size(); ++i) {
-    const JsonView v(&runs[i], set.file, fmt::format("/runs/{}", i));
-    if (!runs[i].is_object()) top.Fail("runs", fmt::format("element {} must be an object", i));
-    const std::string id = runs[i].contains("id") && runs[i]["id"].is_string() ? runs[i]["id"].get<std::string>() : fmt::format("#{}", i);
-    try {
-      FidelityRun r = ParseRun(v, clusters, model_files, set.sources);
-      if (!ids.insert(r.id).second) v.Fail("id", fmt::format("duplicate id \"{}\"", r.id));
-      auto model = set.models.find(r.model);
-      if (model != set.models.end()) {
-        try {
-          ValidateDimsForModel(ParallelDims::Build(FidelityDims(r)), model->second);
-        } catch (const Error& e) {
-          v.Fail("layout", e.what());
-        }
+  ForEachListed(json, top, set.file, "runs", "run", true, [&](const JsonView& v) {
+    FidelityRun r = ParseRun(v, clusters, model_files, set.sources);
+    if (!ids.insert(r.id).second) v.Fail("id", fmt::format("duplicate id \"{}\"", r.id));
+    auto model = set.models.find(r.model);
+    if (model != set.models.end()) {
+      try {
+        ValidateDimsForModel(ParallelDims::Build(FidelityDims(r)), model->second);
+      } catch (const Error& e) {
+        v.Fail("layout", e.what());
       }
-      set.runs.push_back(std::move(r));
-    } catch (const Error& e) {
-      throw Error(fmt::format("run {}: {}", id, e.what()));
     }
-  }
+    set.runs.push_back(std::move(r));
+  });
 }
 
 // /memory_runs/i: a run known by its memory (FidelityMemoryRun).
@@ -444,26 +463,16 @@ FidelityMemoryRun ParseMemoryRun(const JsonView& v, const std::map<std::string, 
 // /memory_runs (optional): each parsed, its id unique among runs and components, its plan built.
 void ReadMemoryRuns(const Json& json, const JsonView& top, const std::map<std::string, ClusterSpec>& clusters,
                     const std::map<std::string, std::string>& model_files, std::set<std::string>& ids, FidelitySet& set) {
-  if (!json.contains("memory_runs")) return;
-  const Json& runs = json.at("memory_runs");
-  if (!runs.is_array()) top.Fail("memory_runs", fmt::format("must be a list of runs, got {}", JsonValueText(runs)));
-  for (size_t i = 0; i < runs.size(); ++i) {
-    const JsonView v(&runs[i], set.file, fmt::format("/memory_runs/{}", i));
-    if (!runs[i].is_object()) top.Fail("memory_runs", fmt::format("element {} must be an object", i));
-    const std::string id = runs[i].contains("id") && runs[i]["id"].is_string() ? runs[i]["id"].get<std::string>() : fmt::format("#{}", i);
+  ForEachListed(json, top, set.file, "memory_runs", "memory run", false, [&](const JsonView& v) {
+    FidelityMemoryRun r = ParseMemoryRun(v, clusters, model_files, set.sources);
+    if (!ids.insert(r.id).second) v.Fail("id", fmt::format("duplicate id \"{}\"", r.id));
     try {
-      FidelityMemoryRun r = ParseMemoryRun(v, clusters, model_files, set.sources);
-      if (!ids.insert(r.id).second) v.Fail("id", fmt::format("duplicate id \"{}\"", r.id));
-      try {
-        MemoryRunPlan(r, set.models.at(r.model));
-      } catch (const Error& e) {
-        v.Fail("layout", e.what());
-      }
-      set.memory_runs.push_back(std::move(r));
+      MemoryRunPlan(r, set.models.at(r.model));
     } catch (const Error& e) {
-      throw Error(fmt::format("memory run {}: {}", id, e.what()));
+      v.Fail("layout", e.what());
     }
-  }
+    set.memory_runs.push_back(std::move(r));
+  });
 }
 
 // /components/i: a measured component (kind, hardware, params, one value or several, unit,
@@ -497,19 +506,8 @@ FidelityComponent ParseComponent(const JsonView& v, std::set<std::string>& ids, 
 
 // /components: every component parsed; errors name the component.
 void ReadComponents(const Json& json, const JsonView& top, std::set<std::string>& ids, FidelitySet& set) {
-  const Json& comps = json.contains("components") ? json.at("components") : Json();
-  if (!comps.is_array()) top.Fail("components", fmt::format("must be a list, got {}", JsonValueText(comps)));
-  for (size_t i = 0; i < comps.size(); ++i) {
-    const JsonView v(&comps[i], set.file, fmt::format("/components/{}", i));
-    const std::string id = comps[i].is_object() && comps[i].contains("id") && comps[i]["id"].is_string() ? comps[i]["id"].get<std::string>()
-                                                                                                         : fmt::format("#{}", i);
-    try {
-      if (!comps[i].is_object()) top.Fail("components", fmt::format("element {} must be an object", i));
-      set.components.push_back(ParseComponent(v, ids, set.sources));
-    } catch (const Error& e) {
-      throw Error(fmt::format("component {}: {}", id, e.what()));
-    }
-  }
+  ForEachListed(json, top, set.file, "components", "component", true,
+                [&](const JsonView& v) { set.components.push_back(ParseComponent(v, ids, set.sources)); });
 }
 
 }  // namespace
@@ -609,14 +607,7 @@ std::vector<FidelityGroupSummary> GroupSummaries(const std::vector<FidelityPredi
 }  // namespace
 
 Plan MemoryRunPlan(const FidelityMemoryRun& r, const ModelSpec& model) {
-  ParallelDimsOptions d;
-  d.world_size = r.world_size;
-  d.tp = r.tp;
-  d.pp = r.pp;
-  d.cp = r.cp;
-  d.ep = r.ep;
-  d.etp = r.etp;
-  d.convention = r.convention;
+  const ParallelDimsOptions d = DimsOf(r, r.convention);
   TrainingConfig t;
   t.seq_len = r.seq;
   t.micro_batch_size = r.mbs;
