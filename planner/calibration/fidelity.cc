@@ -20,7 +20,8 @@ namespace dockyard {
 
 const std::vector<std::string> kFidelityFeatures = {
     // Not expressible yet (UnsupportedReasons).
-    "megatron_fsdp", "mtp", "dualpipe", "dropless", "custom_pp_layout", "node_limited_routing", "batch_ramp",
+    "megatron_fsdp", "mtp", "dualpipe", "dropless", "custom_pp_layout", "node_limited_routing", "batch_ramp", "activation_offloading",
+    "paged_stash",
     // Settings dockyard models (pipeline_schedule.h RunSettings).
     "ep_overlap",
     // Framework settings dockyard predicts without.
@@ -66,6 +67,10 @@ const std::map<std::string, std::string>& UnsupportedFeatureReasons() {
       {"custom_pp_layout", "custom pipeline layout"},
       {"node_limited_routing", "node-limited routing"},
       {"batch_ramp", "global batch ramped during the run"},
+      // Memory the model cannot place (docs/memory-model.md, "What is not in torch's allocator"):
+      // saved tensors moved to host memory, or paged into a shared stash, between forward and backward.
+      {"activation_offloading", "activation offloading (saved tensors moved to host memory)"},
+      {"paged_stash", "paged activation stash"},
   };
   return reasons;
 }

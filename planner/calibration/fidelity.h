@@ -142,9 +142,9 @@ FidelitySet LoadFidelitySet(const std::string& path);
 // The same from parsed JSON; `file` names it in errors, `base_dir` resolves model paths.
 FidelitySet FidelitySetFromJson(const Json& json, const std::string& file, const std::string& base_dir);
 
-// The reasons a run cannot be expressed (VPP > 1, FP8, MTP, Megatron FSDP, DualPipe, EP overlap,
-// dropless routing, a custom PP layout, node-limited routing, a ramped batch, no MBS, no model
-// config). Empty: SimulateStep can predict it as published.
+// The reasons a run cannot be expressed (MTP, Megatron FSDP, DualPipe, dropless routing, a custom
+// PP layout, node-limited routing, a ramped batch, activation offloading, a paged activation stash,
+// no MBS, no model config). Empty: SimulateStep can predict it as published.
 std::vector<std::string> UnsupportedReasons(const FidelityRun& run);
 
 // The measured step in seconds. kTokensPerSecondPerGpu: GBS·seq / (N·value); kTflopsPerGpu:

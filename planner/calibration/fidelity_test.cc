@@ -152,6 +152,13 @@ TEST_CASE("bad rows: one clear error naming the row and the field") {
   CHECK(e.find("unknown source") != std::string::npos);
   e = ErrorOf([](Json& j) { RunJson(j, "P01")["weight"] = 1.5; });
   CHECK(e.find("/weight") != std::string::npos);
+  // Offloaded or paged activations make a run an approximation, named.
+  {
+    Json j = ReadJsonFile(kRuns);
+    RunJson(j, "S01")["features"] = Json::array({"capacity_padded", "activation_offloading"});
+    const FidelitySet set = FidelitySetFromJson(j, "runs.json", "testdata/fidelity");
+    CHECK(Run(set, "S01").unsupported == std::vector<std::string>{"activation offloading (saved tensors moved to host memory)"});
+  }
   // A measured peak of an unknown kind, a Megatron-Core release that is not one.
   e = ErrorOf([](Json& j) { RunJson(j, "S01")["measured_peak"]["kind"] = "peak"; });
   CHECK(e.find("run S01") != std::string::npos);
