@@ -142,7 +142,7 @@ FidelitySet LoadFidelitySet(const std::string& path);
 // The same from parsed JSON; `file` names it in errors, `base_dir` resolves model paths.
 FidelitySet FidelitySetFromJson(const Json& json, const std::string& file, const std::string& base_dir);
 
-// The reasons a run cannot be expressed (MTP, Megatron FSDP, DualPipe, dropless routing, a custom
+// The reasons a run cannot be expressed (Megatron FSDP, DualPipe, dropless routing, a custom
 // PP layout, node-limited routing, a ramped batch, activation offloading, a paged activation stash,
 // no MBS, no model config). Empty: SimulateStep can predict it as published.
 std::vector<std::string> UnsupportedReasons(const FidelityRun& run);
