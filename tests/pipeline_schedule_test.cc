@@ -210,7 +210,18 @@ TEST_CASE("Interleaved 1F1B: the bubble for pp 8, vpp 4 and the micro-batches in
   CHECK(dockyard::InFlightChunks(8, 4, 16, 7, false) == 25);
   CHECK(dockyard::InFlightChunks(8, 4, 16, 0, true) == 40);
   CHECK(dockyard::InFlightChunks(8, 4, 2, 0, false) == 8);
-  CHECK(dockyard::InFlightChunks(8, 1, 16, 3, true) == 5);  // 1F1B: min(pp - stage, M)
+  CHECK(dockyard::InFlightChunks(8, 1, 16, 3, false) == 5);  // 1F1B: min(pp - stage, M)
+  // No pipeline, EP overlap (combined_1f1b.py): one micro-batch's forward beside the previous one's
+  // backward, min(M, 2).
+  CHECK(dockyard::InFlightChunks(1, 1, 16, 0, true) == 2);
+  CHECK(dockyard::InFlightChunks(1, 1, 1, 0, true) == 1);
+  CHECK(dockyard::InFlightChunks(1, 1, 16, 0, false) == 1);
+  // Chunk 0's share of the 39: forwards 0-7 and 32-38 run chunk 0 (k / pp mod vpp = 0): 15; 25 on
+  // the last stage: forwards 0-7 and 32.. none: 8; vpp 1: all.
+  CHECK(dockyard::FirstChunkInFlight(8, 4, 39) == 15);
+  CHECK(dockyard::FirstChunkInFlight(8, 4, 25) == 8);
+  CHECK(dockyard::FirstChunkInFlight(8, 4, 64) == 16);
+  CHECK(dockyard::FirstChunkInFlight(8, 1, 5) == 5);
   dockyard::RunSettings s;
   s.vpp = 2;
   CHECK_THROWS_WITH_AS(dockyard::ValidateRunSettings(s, 1, 1), doctest::Contains("needs pp > 1"), dockyard::Error);

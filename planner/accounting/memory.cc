@@ -410,7 +410,7 @@ void AddStageActivations(const LayerActivationTable& layer, const StageLayers& s
     const int64_t kept = count[which] - checkpointed[which];
     if (kept > 0) chunked.AddTable(layer, which, static_cast<WideInt>(kept) * st.in_flight);
   }
-  if (st.first_stage) acc.Add(K::kEmbedding, layer_input_bytes * ((st.in_flight + per - 1) / per));
+  if (st.first_stage) acc.Add(K::kEmbedding, layer_input_bytes * FirstChunkInFlight(st.pp, per, st.in_flight));
   if (st.last_stage) acc.Add(K::kLogits, logits_bytes);
 }
 
@@ -628,6 +628,7 @@ StageMemory StageMemoryOf(const Plan& plan, const Workload& w, int64_t s) {
   StageLayers st = LayersOfStage(plan, s);
   st.in_flight = InFlightChunks(plan.dims, t, s);
   st.chunks_per_microbatch = ChunksPerMicrobatch(t);
+  st.pp = plan.dims.pp;
   const StageActivationBytes act = PlanStageActivations(plan, w, st, /*with_logits=*/true);
   const std::map<std::string, int64_t> acts = ActivationMap(act);
   const int64_t act_total = Narrow(act.total, "activation bytes");
@@ -648,6 +649,7 @@ StageMemory StageMemoryOf(const Plan& plan, const Workload& w, int64_t s) {
   b.activations_bytes = act_total;
   b.activations_by_role = acts;
   b.comm_buffers_bytes = buf_total;
+  if (auto deepep = buffers.find(BufferUseName(BufferUse::kDeepEp)); deepep != buffers.end()) b.outside_allocator_bytes = deepep->second;
   b.comm_buffers_by_use = std::move(buffers);
   b.peak_bytes =
       CheckedAdd(CheckedAdd(CheckedAdd(b.params_bytes, b.grads_bytes, "peak"), CheckedAdd(b.optimizer_bytes, act_total, "peak"), "peak"),
@@ -674,6 +676,7 @@ MemoryReport ComputeMemory(const Plan& plan) {
   r.worst_peak_bytes = -1;
   for (int64_t s = 0; s < plan.dims.pp; ++s) {
     StageMemory sm = StageMemoryOf(plan, r.workload, s);
+    r.worst_allocator_peak_bytes = std::max(r.worst_allocator_peak_bytes, sm.worst.peak_bytes - sm.worst.outside_allocator_bytes);
     if (sm.worst.peak_bytes > r.worst_peak_bytes) {
       r.worst_peak_bytes = sm.worst.peak_bytes;
       r.worst_rank = sm.worst_rank;

@@ -38,6 +38,12 @@ struct MemoryBreakdown {
   int64_t activations_bytes = 0;
   int64_t comm_buffers_bytes = 0;
   int64_t peak_bytes = 0;
+  // The part of the peak torch's caching allocator does not hold, so that peak - this compares
+  // with torch.cuda.max_memory_allocated and the peak with the device's capacity: DeepEP's /
+  // HybridEP's buffers (the "deepep" buffer use; DeepEP's Buffer allocates its NVLink and RDMA
+  // buffers with cudaMalloc / NVSHMEM, outside the allocator). The CUDA context, NCCL's buffers
+  // and fragmentation stay in the reserve (kDefaultMemoryReserveGib).
+  int64_t outside_allocator_bytes = 0;
   // By role group (RoleGroup names, plus "logits" for activations): bytes per kind.
   std::map<std::string, int64_t> params_by_role, grads_by_role, optimizer_by_role, activations_by_role;
   std::map<std::string, int64_t> comm_buffers_by_use;  // "fsdp_all_gather", "fsdp_reduce_scatter", "all_to_all", ...
@@ -55,6 +61,9 @@ struct MemoryReport {
   std::vector<StageMemory> stages;
   int64_t worst_rank = 0;  // highest peak over all ranks
   int64_t worst_peak_bytes = 0;
+  // The highest peak less its outside_allocator_bytes over all ranks: what
+  // torch.cuda.max_memory_allocated would report.
+  int64_t worst_allocator_peak_bytes = 0;
   double budget_gib = 0;   // 0 = no budget
   double reserve_gib = 0;  // held back from the budget (TrainingConfig::memory_reserve_gib)
   // The worst rank of each stage whose peak exceeds the budget (empty when none or no budget).
@@ -269,10 +278,13 @@ struct StageLayers {
   const LayerActivationTable* op_saved = nullptr;
   bool first_stage = false, last_stage = false;
   // Chunk forwards in flight (workload.h InFlightChunks) and the chunks a micro-batch has on the
-  // stage (vpp): the layers' activations count in_flight / chunks_per_microbatch times, the
-  // embedding output (chunk 0 only) ceil of that.
+  // stage (vpp) of an interleaved schedule over `pp` ranks: the layers' activations count
+  // in_flight / chunks_per_microbatch times, the embedding output (chunk 0 only)
+  // FirstChunkInFlight(pp, chunks_per_microbatch, in_flight) times (pipeline_schedule.h; all of
+  // in_flight without interleaving).
   int64_t in_flight = 1;
   int64_t chunks_per_microbatch = 1;
+  int64_t pp = 1;
 };
 // One MoE [0] and one dense [1] layer's LayerActivations by kind, formed once per set of degrees.
 struct LayerActivationTable {

@@ -8,6 +8,7 @@
 
 #include "planner/base/error.h"
 #include "planner/model/model_file.h"
+#include "planner/model/pipeline_schedule.h"
 #include "tests/test_models.h"
 
 using dockyard::BuildPlan;
@@ -170,9 +171,11 @@ TEST_CASE("Interleaved stages hold their activations by chunk, not whole stages 
   st.in_flight = 39;
   st.chunks_per_microbatch = 4;
   CHECK(dockyard::StageActivations(table, st, dockyard::Recompute::kNone, 64, 0).total == 39000);
-  // The embedding output lives on chunk 0 only, ceil(39 / 4) = 10 micro-batches of 64 B at most.
+  // The embedding output lives on chunk 0 only: 15 of the 39 forwards run chunk 0
+  // (pipeline_schedule.h FirstChunkInFlight), 15 x 64 B.
   st.first_stage = true;
-  CHECK(dockyard::StageActivations(table, st, dockyard::Recompute::kNone, 64, 0).total == 39000 + 640);
+  st.pp = 8;
+  CHECK(dockyard::StageActivations(table, st, dockyard::Recompute::kNone, 64, 0).total == 39000 + 15 * 64);
   // Full recomputation: 4 layer inputs of 64 B for each of 39 / 4 micro-batches, one layer rebuilt.
   st.first_stage = false;
   CHECK(dockyard::StageActivations(table, st, dockyard::Recompute::kFull, 64, 0).total == 4 * 64 * 39 / 4 + 1000);

@@ -208,13 +208,19 @@ FidelityMeasured ReadMeasured(const JsonView& v) {
   return out;
 }
 
-// /measured_peak (optional): {"gib", "kind", "source"}.
-std::optional<MeasuredPeak> ReadMeasuredPeak(const JsonView& v, const std::map<std::string, std::string>& sources) {
+// /measured_peak (optional): {"gib", "kind", "source"}; a peak torch's allocator measured lies
+// within the device's capacity (`capacity_gib`, the cluster's memory_gib).
+std::optional<MeasuredPeak> ReadMeasuredPeak(const JsonView& v, const std::map<std::string, std::string>& sources, double capacity_gib) {
   if (!v.Has("measured_peak")) return std::nullopt;
   const JsonView m = v.Object("measured_peak");
   m.RejectUnknownKeys({"gib", "kind", "source"});
   MeasuredPeak out;
   out.gib = Positive(m, "gib");
+  if (out.gib > capacity_gib) {
+    m.Fail("gib", fmt::format("{} GiB is more than the device holds ({} GiB, the cluster's memory_gib): a peak of torch's allocator "
+                              "lies within it",
+                              out.gib, capacity_gib));
+  }
   out.kind = OneOf(m, "kind", {"max_allocated", "max_reserved"});
   out.source = m.String("source");
   if (!sources.count(out.source)) m.Fail("source", fmt::format("unknown source \"{}\"; sources: {}", out.source, Keys(sources)));
@@ -256,7 +262,7 @@ FidelityRun ParseRun(const JsonView& v, const std::map<std::string, ClusterSpec>
   if (!sources.count(r.source)) v.Fail("source", fmt::format("unknown source \"{}\"; sources: {}", r.source, Keys(sources)));
   r.notes = v.StringOr("notes", "");
   r.phases = ReadRunPhases(v);
-  r.measured_peak = ReadMeasuredPeak(v, sources);
+  r.measured_peak = ReadMeasuredPeak(v, sources, r.cluster.memory_gib);
   r.megatron_core = v.StringOr("megatron_core", "");
   ValidateMegatronCoreVersion(r.megatron_core, v.Where("megatron_core"));
 
@@ -438,7 +444,7 @@ void ReadRuns(const Json& json, const JsonView& top, const std::map<std::string,
 FidelityMemoryRun ParseMemoryRun(const JsonView& v, const std::map<std::string, ClusterSpec>& clusters,
                                  const std::map<std::string, std::string>& model_files, const std::map<std::string, std::string>& sources) {
   v.RejectUnknownKeys({"id", "model", "cluster", "convention", "layout", "batch", "precision", "recompute", "recompute_modules",
-                       "selective_ac_option", "measured_peak", "oom", "source", "notes"});
+                       "selective_ac_option", "megatron_core", "measured_peak", "oom", "source", "notes"});
   FidelityMemoryRun r;
   r.id = v.String("id");
   if (ReadRunModelAndCluster(v, clusters, model_files, r).empty()) {
@@ -456,7 +462,12 @@ FidelityMemoryRun ParseMemoryRun(const JsonView& v, const std::map<std::string, 
   r.recompute = rc == "full" ? Recompute::kFull : rc == "selective" ? Recompute::kSelective : Recompute::kNone;
   r.recompute_modules = StringList(v, "recompute_modules");
   r.selective_ac_option = v.StringOr("selective_ac_option", "");
-  r.measured_peak = ReadMeasuredPeak(v, sources);
+  r.megatron_core = v.StringOr("megatron_core", "");
+  ValidateMegatronCoreVersion(r.megatron_core, v.Where("megatron_core"));
+  if (!r.megatron_core.empty() && r.convention != Convention::kMegatron) {
+    v.Fail("megatron_core", fmt::format("names a Megatron-Core release; this run's convention is {}", ConventionName(r.convention)));
+  }
+  r.measured_peak = ReadMeasuredPeak(v, sources, r.cluster.memory_gib);
   r.oom = v.Has("oom") && v.Bool("oom");
   if (r.measured_peak.has_value() == r.oom) v.Fail("oom", "give exactly one of \"measured_peak\" and \"oom\": true");
   r.source = v.String("source");
@@ -474,7 +485,7 @@ void ReadMemoryRuns(const Json& json, const JsonView& top, const std::map<std::s
     try {
       MemoryRunPlan(r, set.models.at(r.model));
     } catch (const Error& e) {
-      v.Fail("layout", e.what());
+      throw Error(fmt::format("{}: its plan cannot be built: {}", v.Where(), e.what()));
     }
     set.memory_runs.push_back(std::move(r));
   });
@@ -542,9 +553,10 @@ FidelitySet LoadFidelitySet(const std::string& path) {
 }
 
 PreparedRun PrepareRun(const FidelityRun& run, const ModelSpec& model) {
-  PreparedRun p{BuildPlan(model, FidelityDims(run), FidelityTraining(run), FidelityMachine(run)), {}, 0};
+  PreparedRun p{BuildPlan(model, FidelityDims(run), FidelityTraining(run), FidelityMachine(run)), {}, 0, 0};
   const MemoryReport memory = ComputeMemory(p.plan);
   p.peak_gib = static_cast<double>(memory.worst_peak_bytes) / static_cast<double>(int64_t{1} << 30);
+  p.allocator_peak_gib = static_cast<double>(memory.worst_allocator_peak_bytes) / static_cast<double>(int64_t{1} << 30);
   RoutingSpec routing = ParseRoutingSpec("uniform");
   routing.seed = 0;
   const int64_t layers = RoutingLayersToSample(p.plan.model, routing, std::nullopt, kDefaultRoutingLayers, "routing layers");
@@ -558,6 +570,7 @@ FidelityPrediction PredictRun(const FidelityRun& run, const ModelSpec& model, Co
   p.approximate = !run.unsupported.empty();
   const PreparedRun prepared = PrepareRun(run, model);
   p.peak_gib = prepared.peak_gib;
+  p.allocator_peak_gib = prepared.allocator_peak_gib;
   const CostBreakdown cost = SimulateStep(prepared.plan, run.cluster, prepared.routing, compute_model);
   p.measured_s = MeasuredStepSeconds(run);
   p.predicted_s = cost.step_time_us * 1e-6;
@@ -622,6 +635,7 @@ Plan MemoryRunPlan(const FidelityMemoryRun& r, const ModelSpec& model) {
   if (!r.selective_ac_option.empty()) t.selective_ac_option = r.selective_ac_option;
   t.precision = r.precision;
   t.run.vpp = r.vpp;
+  t.run.megatron_core_version = r.megatron_core;
   return BuildPlan(model, d, t, MachineOf(r.cluster, 0));
 }
 
@@ -631,7 +645,8 @@ constexpr double kGib = static_cast<double>(int64_t{1} << 30);
 
 // A row of the memory table: the peak against the capacity, with the reserve the CLI holds back.
 FidelityMemoryRow MemoryRow(const std::string& id, const std::string& model, const std::string& cluster_name, const ClusterSpec& cluster,
-                            std::string layout, std::string batch, double peak_gib, const std::optional<MeasuredPeak>& measured) {
+                            std::string layout, std::string batch, double peak_gib, double allocator_peak_gib,
+                            const std::optional<MeasuredPeak>& measured) {
   FidelityMemoryRow row;
   row.id = id;
   row.model = model;
@@ -639,19 +654,22 @@ FidelityMemoryRow MemoryRow(const std::string& id, const std::string& model, con
   row.layout = std::move(layout);
   row.batch = std::move(batch);
   row.peak_gib = peak_gib;
+  row.allocator_peak_gib = allocator_peak_gib;
   row.capacity_gib = cluster.memory_gib;
   row.fits = !OverBudget(peak_gib * kGib, cluster.memory_gib, kDefaultMemoryReserveGib);
   row.measured = measured;
-  if (measured) row.error = peak_gib / measured->gib - 1.0;
+  if (measured) row.error = allocator_peak_gib / measured->gib - 1.0;
   return row;
 }
 
 }  // namespace
 
 FidelityMemoryRow PredictMemoryRun(const FidelityMemoryRun& r, const ModelSpec& model) {
-  const double peak = static_cast<double>(ComputeMemory(MemoryRunPlan(r, model)).worst_peak_bytes) / kGib;
-  FidelityMemoryRow row = MemoryRow(r.id, r.model, r.cluster_name, r.cluster, Layout(r),
-                                    fmt::format("-/{}/{} ({})", r.mbs, r.seq, ConventionName(r.convention)), peak, r.measured_peak);
+  const MemoryReport memory = ComputeMemory(MemoryRunPlan(r, model));
+  FidelityMemoryRow row =
+      MemoryRow(r.id, r.model, r.cluster_name, r.cluster, Layout(r), fmt::format("-/{}/{} ({})", r.mbs, r.seq, ConventionName(r.convention)),
+                static_cast<double>(memory.worst_peak_bytes) / kGib, static_cast<double>(memory.worst_allocator_peak_bytes) / kGib,
+                r.measured_peak);
   row.oom_reported = r.oom;
   return row;
 }
@@ -665,7 +683,7 @@ void AddMemoryRows(const FidelitySet& set, const std::map<std::string, const Fid
       const FidelityRun& r = *by_id.at(p.id);
       rep.memory.push_back(MemoryRow(r.id, r.model, r.cluster_name, r.cluster, Layout(r),
                                      fmt::format("{}/{}/{}", r.gbs, r.mbs ? std::to_string(*r.mbs) : "?", r.seq), p.peak_gib,
-                                     r.measured_peak));
+                                     p.allocator_peak_gib, r.measured_peak));
       rep.memory.back().approximate = p.approximate;
     }
   }
@@ -774,7 +792,8 @@ std::string MemoryTable(const FidelityReport& rep) {
   std::string out = fmt::format(
       "\n### Memory: each run's predicted worst peak against its device ({} rows)\n\n"
       "Fits: the peak plus the {:.0f} GiB reserve (CUDA context, NCCL buffers, fragmentation: outside torch's allocator) within "
-      "the capacity `nvidia-smi` reports.\n\n"
+      "the capacity `nvidia-smi` reports. A measured peak (torch's allocator) is held against the peak less DeepEP's / HybridEP's "
+      "buffers, which DeepEP allocates outside it.\n\n"
       "| id | model | cluster | layout | GBS/MBS/seq | peak GiB | capacity GiB | fits | measured GiB | kind | error | source |\n"
       "|---|---|---|---|---|---|---|---|---|---|---|---|\n",
       rep.memory.size(), kDefaultMemoryReserveGib);

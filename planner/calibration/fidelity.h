@@ -118,6 +118,7 @@ struct FidelityMemoryRun {
   Recompute recompute = Recompute::kNone;
   std::vector<std::string> recompute_modules;
   std::string selective_ac_option;  // torchtitan's (convention.h): "op" or N
+  std::string megatron_core;        // megatron only: as FidelityRun::megatron_core
   std::optional<MeasuredPeak> measured_peak;
   bool oom = false;  // exactly one of measured_peak and oom
   std::string source, notes;
@@ -171,22 +172,24 @@ struct FidelityPrediction {
   double measured_s = 0, predicted_s = 0;
   double error = 0;  // predicted_s / measured_s - 1 (negative: predicted too fast)
   std::string dominant_phase;
-  double peak_gib = 0;  // ComputeMemory's worst rank
+  double peak_gib = 0;            // ComputeMemory's worst rank
+  double allocator_peak_gib = 0;  // MemoryReport::worst_allocator_peak_bytes
 };
 
 // One run's predicted worst peak against its device (RunFidelity's memory table): every predicted
 // run of "runs" (expressible or approximate) and every memory run.
 struct FidelityMemoryRow {
   std::string id, model, cluster, layout, batch;
-  double peak_gib = 0;      // ComputeMemory's worst rank
-  double capacity_gib = 0;  // the cluster's memory_gib (what nvidia-smi reports)
+  double peak_gib = 0;            // ComputeMemory's worst rank, held against the capacity
+  double allocator_peak_gib = 0;  // the same without what lies outside torch's allocator, held against a measured peak
+  double capacity_gib = 0;        // the cluster's memory_gib (what nvidia-smi reports)
   // The peak plus the default reserve (memory.h kDefaultMemoryReserveGib: CUDA context, NCCL
   // buffers, fragmentation, none of them in torch's allocator) within the capacity (OverBudget).
   bool fits = false;
   bool oom_reported = false;  // a memory run that failed with out-of-memory: must not fit
   bool approximate = false;   // an unsupported run predicted without its unsupported features
   std::optional<MeasuredPeak> measured;
-  double error = 0;  // peak_gib / measured gib - 1, with `measured`
+  double error = 0;  // allocator_peak_gib / measured gib - 1, with `measured`
 };
 
 // What PredictRun builds once per run (the fitter re-costs it under many knob values): the plan,
@@ -194,7 +197,7 @@ struct FidelityMemoryRow {
 struct PreparedRun {
   Plan plan;
   RoutingResult routing;
-  double peak_gib = 0;
+  double peak_gib = 0, allocator_peak_gib = 0;
 };
 PreparedRun PrepareRun(const FidelityRun& run, const ModelSpec& model);
 

@@ -177,7 +177,14 @@ TEST_CASE("bad rows: one clear error naming the row and the field") {
   CHECK(e.find("/memory_runs/0/convention") != std::string::npos);
   e = ErrorOf([](Json& j) { j["memory_runs"][0]["layout"]["ep"] = 16; });
   CHECK(e.find("memory run M01") != std::string::npos);
-  CHECK(e.find("/memory_runs/0/layout") != std::string::npos);
+  CHECK(e.find("/memory_runs/0: its plan cannot be built") != std::string::npos);
+  // A measured peak beyond the device (B200: 179.06 GiB); a release on a torchtitan memory run.
+  e = ErrorOf([](Json& j) { RunJson(j, "S01")["measured_peak"]["gib"] = 500; });
+  CHECK(e.find("run S01") != std::string::npos);
+  CHECK(e.find("/measured_peak/gib: 500 GiB is more than the device holds (179.06 GiB") != std::string::npos);
+  e = ErrorOf([](Json& j) { j["memory_runs"][0]["megatron_core"] = "0.12"; });
+  CHECK(e.find("/memory_runs/0/megatron_core: names a Megatron-Core release; this run's convention is torchtitan-2026-03") !=
+        std::string::npos);
   // A component with a negative value.
   e = ErrorOf([](Json& j) { j["components"][0]["value"] = -46; });
   CHECK(e.find("component C01") != std::string::npos);

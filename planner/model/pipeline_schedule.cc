@@ -175,12 +175,19 @@ double PipelineSlots(int64_t M, int64_t pp, int64_t vpp) {
 }
 
 int64_t InFlightChunks(int64_t pp, int64_t vpp, int64_t M, int64_t stage, bool ep_overlap) {
-  if (vpp <= 1) return std::min<int64_t>(pp - stage, M);
+  // Combined 1F1B (EP overlap): a micro-batch's forward runs beside the previous one's backward.
+  if (vpp <= 1) return std::min<int64_t>(pp - stage + (ep_overlap ? 1 : 0), M);
   // Megatron's get_pp_rank_microbatches: warm-up 2 (pp - rank - 1) + (vpp - 1) x group (group =
   // microbatch_group_size_per_vp_stage, default pp), one more with overlap_moe_expert_parallel_comm;
   // the first 1F1B step's forward adds one before the first backward frees one.
   const int64_t warmup = 2 * (pp - stage - 1) + (vpp - 1) * pp + (ep_overlap ? 1 : 0);
   return std::min<int64_t>(M * vpp, warmup + 1);
+}
+
+int64_t FirstChunkInFlight(int64_t pp, int64_t vpp, int64_t chunks) {
+  if (vpp <= 1) return chunks;
+  // Forward k runs chunk (k / pp) mod vpp: each cycle of pp x vpp forwards runs pp of chunk 0 first.
+  return chunks / (pp * vpp) * pp + std::min<int64_t>(pp, chunks % (pp * vpp));
 }
 
 int64_t InFlightStageMicrobatches(int64_t pp, int64_t vpp, int64_t M, int64_t stage) {

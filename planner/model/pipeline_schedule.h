@@ -96,7 +96,16 @@ double PipelineSlots(int64_t num_microbatches, int64_t pp, int64_t vpp);
 // micro-batch forward step before the 1f1b stages"), and the first 1F1B step's forward one more
 // before the first backward frees one: min(M vpp, warm-up + 1). Counted by chunk, not rounded up
 // to whole stages: pp 8, vpp 4, M 16, stage 0 holds 39 chunks = 9.75 stages' activations, not 10.
+// Without interleaving, EP overlap keeps one more micro-batch too: pp 1 holds min(M, 2)
+// (megatron/core/pipeline_parallel/combined_1f1b.py combined_1f1b_schedule_for_no_pipelining:
+// "1st microbatch backward + 2nd microbatch forward").
 int64_t InFlightChunks(int64_t pp, int64_t vpp, int64_t num_microbatches, int64_t stage, bool ep_overlap);
+
+// Of `chunks` chunk forwards in flight (InFlightChunks), those of model chunk 0 (the one holding
+// the embedding on the first stage): Megatron's interleaved order runs forward k on chunk
+// (k / pp) mod vpp (microbatch_group_size_per_vp_stage = pp), so the first 39 forwards at pp 8,
+// vpp 4 hold 8 + 7 = 15 micro-batches of chunk 0. vpp 1: all of them.
+int64_t FirstChunkInFlight(int64_t pp, int64_t vpp, int64_t chunks);
 
 // InFlightChunks without EP overlap in whole-stage units, rounded up: ceil(chunks / vpp) (the
 // report's in_flight_microbatches).

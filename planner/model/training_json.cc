@@ -161,6 +161,7 @@ Json TrainingToJson(const TrainingConfig& t, const Machine& machine) {
   if (t.optimizer_states_dtype != "float32") j["optimizer_states_dtype"] = t.optimizer_states_dtype;
   if (t.mtp_layers > 0) j["mtp_layers"] = t.mtp_layers;
   if (t.run.vpp > 1) j["vpp"] = t.run.vpp;  // interleaved 1F1B (the HTML pipeline figure draws it)
+  if (!t.run.megatron_core_version.empty()) j["megatron_core_version"] = t.run.megatron_core_version;
   AddMachineToTrainingJson(machine, &j);
   return j;
 }

@@ -444,11 +444,13 @@ Json MemoryToJson(const MemoryReport& memory) {
                       {"peak_bytes", b.peak_bytes},
                       {"by_role", by_role},
                       {"comm_buffers_by_use", ByRole(b.comm_buffers_by_use)}});
+    if (b.outside_allocator_bytes > 0) stages.back()["outside_allocator_bytes"] = b.outside_allocator_bytes;
   }
   const auto& w = memory.workload;
   Json j = {{"stages", stages},
             {"worst_rank", memory.worst_rank},
             {"worst_peak_bytes", memory.worst_peak_bytes},
+            {"worst_allocator_peak_bytes", memory.worst_allocator_peak_bytes},
             {"workload",
              {{"tokens_per_microbatch", w.tokens},
               {"routed_tokens", w.routed_tokens},
@@ -542,6 +544,25 @@ std::string MemoryToText(const Plan& plan, const MemoryReport& memory) {
       out << fmt::format("  {:<27}{:<15} {:>9} {:>9} {:>10} {:>12}\n", "", k, Gib(get(b.params_by_role)), Gib(get(b.grads_by_role)),
                          Gib(get(b.optimizer_by_role)), Gib(get(b.activations_by_role)));
     }
+    if (b.outside_allocator_bytes > 0) {
+      out << fmt::format("  of the peak {} outside torch's allocator (DeepEP / HybridEP buffers): allocator peak {}\n",
+                         Gib(b.outside_allocator_bytes), Gib(b.peak_bytes - b.outside_allocator_bytes));
+    }
+  }
+  // Whose saved tensors the activations count (docs/memory-model.md 4.2b).
+  switch (memory.workload.saved) {
+    case SavedTensorRules::kTorchtitan:
+      break;
+    case SavedTensorRules::kMegatronCore:
+      out << fmt::format("  saved tensors of Megatron-Core {}: the router probabilities applied inside the experts' SwiGLU "
+                         "(--megatron-core-version for an older release)\n",
+                         t.run.megatron_core_version.empty() ? "as it is (0.13 or later)" : t.run.megatron_core_version);
+      break;
+    case SavedTensorRules::kMegatronCoreUnpermuteProbs:
+      out << fmt::format("  saved tensors of Megatron-Core {}: the unpermute applies the router probabilities and keeps the combined "
+                         "rows (before 0.13)\n",
+                         t.run.megatron_core_version);
+      break;
   }
   return out.str();
 }

@@ -12,6 +12,7 @@
 #include "planner/accounting/comm.h"
 #include "planner/accounting/memory.h"
 #include "planner/base/error.h"
+#include "planner/model/pipeline_schedule.h"
 #include "planner/model/precision.h"
 #include "planner/model/recompute.h"
 #include "planner/search/layout_eval_internal.h"
@@ -110,6 +111,7 @@ Wide WorstPeak(LayoutEvaluator::Impl& im, const ModelSpec& m, const LayoutEvalua
     layers.last_stage = s == d.pp - 1;
     layers.in_flight = in_flight[c];
     layers.chunks_per_microbatch = ChunksPerMicrobatch(t);
+    layers.pp = d.pp;
     const Wide act = StageActivationsTotal(act_table, layers, t.recompute, layer_input, logits);
     if (!(st.largest == buf_largest && st.mp == buf_mp && (layers.moe_layers > 0) == buf_moe)) {
       buf_largest = st.largest, buf_mp = st.mp, buf_moe = layers.moe_layers > 0;
