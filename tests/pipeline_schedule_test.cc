@@ -204,18 +204,25 @@ TEST_CASE("Interleaved 1F1B: the bubble for pp 8, vpp 4 and the micro-batches in
   // Few micro-batches: min(M vpp = 8, 39) chunks -> 2.
   CHECK(dockyard::InFlightStageMicrobatches(8, 4, 2, 0) == 2);
   // By chunk (schedules.py get_pp_rank_microbatches): warm-up 2 (8 - 0 - 1) + (4 - 1) x 8 = 38
-  // chunk forwards, + 1 = 39 in flight on stage 0; stage 7: 0 + 24 + 1 = 25; one more warm-up with
-  // overlap_moe_expert_parallel_comm; M = 2 caps them at M x vpp = 8.
-  CHECK(dockyard::InFlightChunks(8, 4, 16, 0, false) == 39);
-  CHECK(dockyard::InFlightChunks(8, 4, 16, 7, false) == 25);
-  CHECK(dockyard::InFlightChunks(8, 4, 16, 0, true) == 40);
-  CHECK(dockyard::InFlightChunks(8, 4, 2, 0, false) == 8);
-  CHECK(dockyard::InFlightChunks(8, 1, 16, 3, false) == 5);  // 1F1B: min(pp - stage, M)
-  // No pipeline, EP overlap (combined_1f1b.py): one micro-batch's forward beside the previous one's
-  // backward, min(M, 2).
-  CHECK(dockyard::InFlightChunks(1, 1, 16, 0, true) == 2);
-  CHECK(dockyard::InFlightChunks(1, 1, 1, 0, true) == 1);
-  CHECK(dockyard::InFlightChunks(1, 1, 16, 0, false) == 1);
+  // chunk forwards, + 1 = 39 in flight on stage 0; stage 7: 0 + 24 + 1 = 25; M = 2 caps them at
+  // M x vpp = 8.
+  CHECK(dockyard::InFlightChunks(8, 4, 16, 0) == 39);
+  CHECK(dockyard::InFlightChunks(8, 4, 16, 7) == 25);
+  CHECK(dockyard::InFlightChunks(8, 4, 2, 0) == 8);
+  CHECK(dockyard::InFlightChunks(8, 1, 16, 3) == 5);  // 1F1B: min(pp - stage, M)
+  // EP overlap: one layer more once a combined step runs (M x vpp > the chunks in flight): pp 8,
+  // vpp 4, M 16: 64 > 39; M 2: 8 = 8, all forwards in the warm-up, no combined step; pp 1: M 16
+  // > 1, M 1 not.
+  dockyard::RunSettings ov;
+  ov.overlap_moe_ep_comm = true;
+  ov.vpp = 4;
+  CHECK(dockyard::ScheduleExtraLayers(ov, 8, 16, 0) == 1);
+  CHECK(dockyard::ScheduleExtraLayers(ov, 8, 2, 0) == 0);
+  ov.vpp = 1;
+  CHECK(dockyard::ScheduleExtraLayers(ov, 1, 16, 0) == 1);
+  CHECK(dockyard::ScheduleExtraLayers(ov, 1, 1, 0) == 0);
+  ov.overlap_moe_ep_comm = false;
+  CHECK(dockyard::ScheduleExtraLayers(ov, 1, 16, 0) == 0);
   // Chunk 0's share of the 39: forwards 0-7 and 32-38 run chunk 0 (k / pp mod vpp = 0): 15; 25 on
   // the last stage: forwards 0-7 and 32.. none: 8; vpp 1: all.
   CHECK(dockyard::FirstChunkInFlight(8, 4, 39) == 15);

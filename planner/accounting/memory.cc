@@ -410,6 +410,11 @@ void AddStageActivations(const LayerActivationTable& layer, const StageLayers& s
     const int64_t kept = count[which] - checkpointed[which];
     if (kept > 0) chunked.AddTable(layer, which, static_cast<WideInt>(kept) * st.in_flight);
   }
+  // EP overlap's combined step: one layer more, the stage's largest.
+  if (st.extra_layers > 0) {
+    const int largest = count[0] > 0 && (count[1] == 0 || layer.sum[0] >= layer.sum[1]) ? 0 : 1;
+    if (count[largest] > 0) acc.AddTable(layer, largest, st.extra_layers);
+  }
   if (st.first_stage) acc.Add(K::kEmbedding, layer_input_bytes * FirstChunkInFlight(st.pp, per, st.in_flight));
   if (st.last_stage) acc.Add(K::kLogits, logits_bytes);
 }
@@ -629,6 +634,7 @@ StageMemory StageMemoryOf(const Plan& plan, const Workload& w, int64_t s) {
   st.in_flight = InFlightChunks(plan.dims, t, s);
   st.chunks_per_microbatch = ChunksPerMicrobatch(t);
   st.pp = plan.dims.pp;
+  st.extra_layers = ExtraLayersInFlight(plan.dims, t, s);
   const StageActivationBytes act = PlanStageActivations(plan, w, st, /*with_logits=*/true);
   const std::map<std::string, int64_t> acts = ActivationMap(act);
   const int64_t act_total = Narrow(act.total, "activation bytes");

@@ -285,6 +285,8 @@ struct StageLayers {
   int64_t in_flight = 1;
   int64_t chunks_per_microbatch = 1;
   int64_t pp = 1;
+  // Layers held beyond the chunks (workload.h ExtraLayersInFlight): each the stage's largest layer.
+  int64_t extra_layers = 0;
 };
 // One MoE [0] and one dense [1] layer's LayerActivations by kind, formed once per set of degrees.
 struct LayerActivationTable {

@@ -176,6 +176,12 @@ TEST_CASE("Interleaved stages hold their activations by chunk, not whole stages 
   st.first_stage = true;
   st.pp = 8;
   CHECK(dockyard::StageActivations(table, st, dockyard::Recompute::kNone, 64, 0).total == 39000 + 15 * 64);
+  // EP overlap's combined step: one layer more (1000 B).
+  st.first_stage = false;
+  st.extra_layers = 1;
+  CHECK(dockyard::StageActivations(table, st, dockyard::Recompute::kNone, 64, 0).total == 39000 + 1000);
+  CHECK(dockyard::StageActivationsTotal(table, st, dockyard::Recompute::kNone, 64, 0) == 39000 + 1000);
+  st.extra_layers = 0;
   // Full recomputation: 4 layer inputs of 64 B for each of 39 / 4 micro-batches, one layer rebuilt.
   st.first_stage = false;
   CHECK(dockyard::StageActivations(table, st, dockyard::Recompute::kFull, 64, 0).total == 4 * 64 * 39 / 4 + 1000);

@@ -118,6 +118,10 @@ int64_t InFlightChunks(const ParallelDims& dims, const TrainingConfig& training,
   return ScheduleInFlightChunks(training.run, dims.pp, training.num_microbatches.value_or(dims.pp), stage);
 }
 
+int64_t ExtraLayersInFlight(const ParallelDims& dims, const TrainingConfig& training, int64_t stage) {
+  return ScheduleExtraLayers(training.run, dims.pp, training.num_microbatches.value_or(dims.pp), stage);
+}
+
 int64_t ChunksPerMicrobatch(const TrainingConfig& training) {
   return IsDualPipe(training.run) ? 1 : std::max<int64_t>(1, training.run.vpp);
 }

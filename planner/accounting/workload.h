@@ -109,6 +109,8 @@ int64_t InFlightMicrobatches(const ParallelDims& dims, const TrainingConfig& tra
 // Chunk forwards stage `stage` keeps in flight (pipeline_schedule.h ScheduleInFlightChunks): what
 // its activations are sized by, each a ChunksPerMicrobatch-th of the stage's layers.
 int64_t InFlightChunks(const ParallelDims& dims, const TrainingConfig& training, int64_t stage);
+// Layers held beyond the chunks (pipeline_schedule.h ScheduleExtraLayers: EP overlap).
+int64_t ExtraLayersInFlight(const ParallelDims& dims, const TrainingConfig& training, int64_t stage);
 // Model chunks per stage a micro-batch passes through: vpp (1 under DualPipe and plain 1F1B).
 int64_t ChunksPerMicrobatch(const TrainingConfig& training);
 

@@ -174,13 +174,12 @@ double PipelineSlots(int64_t M, int64_t pp, int64_t vpp) {
   return static_cast<double>(M) + static_cast<double>(idle_chunks) / static_cast<double>(vpp);
 }
 
-int64_t InFlightChunks(int64_t pp, int64_t vpp, int64_t M, int64_t stage, bool ep_overlap) {
-  // Combined 1F1B (EP overlap): a micro-batch's forward runs beside the previous one's backward.
-  if (vpp <= 1) return std::min<int64_t>(pp - stage + (ep_overlap ? 1 : 0), M);
+int64_t InFlightChunks(int64_t pp, int64_t vpp, int64_t M, int64_t stage) {
+  if (vpp <= 1) return std::min<int64_t>(pp - stage, M);
   // Megatron's get_pp_rank_microbatches: warm-up 2 (pp - rank - 1) + (vpp - 1) x group (group =
-  // microbatch_group_size_per_vp_stage, default pp), one more with overlap_moe_expert_parallel_comm;
-  // the first 1F1B step's forward adds one before the first backward frees one.
-  const int64_t warmup = 2 * (pp - stage - 1) + (vpp - 1) * pp + (ep_overlap ? 1 : 0);
+  // microbatch_group_size_per_vp_stage, default pp); the first 1F1B step's forward adds one before
+  // the first backward frees one.
+  const int64_t warmup = 2 * (pp - stage - 1) + (vpp - 1) * pp;
   return std::min<int64_t>(M * vpp, warmup + 1);
 }
 
@@ -191,7 +190,7 @@ int64_t FirstChunkInFlight(int64_t pp, int64_t vpp, int64_t chunks) {
 }
 
 int64_t InFlightStageMicrobatches(int64_t pp, int64_t vpp, int64_t M, int64_t stage) {
-  const int64_t chunks = InFlightChunks(pp, vpp, M, stage, false);
+  const int64_t chunks = InFlightChunks(pp, vpp, M, stage);
   return vpp <= 1 ? chunks : (chunks + vpp - 1) / vpp;
 }
 
@@ -270,7 +269,13 @@ double DualPipeBubbleUs(int64_t pp, double fb_us, double b_us, double w_us) {
 
 int64_t ScheduleInFlightChunks(const RunSettings& s, int64_t pp, int64_t M, int64_t stage) {
   if (IsDualPipe(s)) return pp + 1;
-  return InFlightChunks(pp, s.vpp, M, stage, s.overlap_moe_ep_comm);
+  return InFlightChunks(pp, s.vpp, M, stage);
+}
+
+int64_t ScheduleExtraLayers(const RunSettings& s, int64_t pp, int64_t M, int64_t stage) {
+  if (!s.overlap_moe_ep_comm || IsDualPipe(s)) return 0;
+  const int64_t vpp = std::max<int64_t>(1, s.vpp);
+  return M * vpp > InFlightChunks(pp, vpp, M, stage) ? 1 : 0;
 }
 
 int64_t ScheduleInFlightMicrobatches(const RunSettings& s, int64_t pp, int64_t M, int64_t stage) {

@@ -92,14 +92,10 @@ double PipelineSlots(int64_t num_microbatches, int64_t pp, int64_t vpp);
 // whole stage. Interleaved (vpp > 1; NVIDIA/Megatron-LM megatron/core/pipeline_parallel/schedules.py
 // get_pp_rank_microbatches, used by forward_backward_pipelining_with_interleaving): the warm-up runs
 // 2 (pp - stage - 1) + (vpp - 1) pp chunk forwards (microbatch_group_size_per_vp_stage at its
-// default pp), one more when `ep_overlap` (overlap_moe_expert_parallel_comm: "we schedule one extra
-// micro-batch forward step before the 1f1b stages"), and the first 1F1B step's forward one more
-// before the first backward frees one: min(M vpp, warm-up + 1). Counted by chunk, not rounded up
-// to whole stages: pp 8, vpp 4, M 16, stage 0 holds 39 chunks = 9.75 stages' activations, not 10.
-// Without interleaving, EP overlap keeps one more micro-batch too: pp 1 holds min(M, 2)
-// (megatron/core/pipeline_parallel/combined_1f1b.py combined_1f1b_schedule_for_no_pipelining:
-// "1st microbatch backward + 2nd microbatch forward").
-int64_t InFlightChunks(int64_t pp, int64_t vpp, int64_t num_microbatches, int64_t stage, bool ep_overlap);
+// default pp), and the first 1F1B step's forward one more before the first backward frees one:
+// min(M vpp, warm-up + 1). Counted by chunk, not rounded up to whole stages: pp 8, vpp 4, M 16,
+// stage 0 holds 39 chunks = 9.75 stages' activations, not 10. (EP overlap: ScheduleExtraLayers.)
+int64_t InFlightChunks(int64_t pp, int64_t vpp, int64_t num_microbatches, int64_t stage);
 
 // Of `chunks` chunk forwards in flight (InFlightChunks), those of model chunk 0 (the one holding
 // the embedding on the first stage): Megatron's interleaved order runs forward k on chunk
@@ -211,6 +207,16 @@ double DualPipeBubbleUs(int64_t pp, double fb_us, double b_us, double w_us);
 // holds pp + 1 micro-batches of its stage (README table, "Activation Per Device"), otherwise
 // InFlightChunks with settings.vpp and settings.overlap_moe_ep_comm.
 int64_t ScheduleInFlightChunks(const RunSettings& settings, int64_t pp, int64_t num_microbatches, int64_t stage);
+// Layers of activations a rank holds beyond its in-flight chunks: 1 under
+// --overlap-moe-expert-parallel-comm once a combined 1F1B step runs (M x vpp > the chunks in
+// flight), else 0. The combined step runs one chunk's forward layer by layer beside another's
+// backward, the backward from its last layer down, each backward layer's state released after it
+// (megatron/core/models/common/model_chunk_schedule_plan.py run: forward layer i with
+// b_schedule_plan.pop_layer(); combined_1f1b.py for pp 1), so the new chunk's layers arrive as
+// the old one's leave: one layer more than the chunks. Megatron's extra warm-up forward with the
+// overlap ("we schedule one extra micro-batch forward step before the 1f1b stages") is that
+// chunk's forward, which then runs beside the first backward. DualPipe: 0 (its own count).
+int64_t ScheduleExtraLayers(const RunSettings& settings, int64_t pp, int64_t num_microbatches, int64_t stage);
 // The same in whole-stage units, rounded up: ceil(ScheduleInFlightChunks / vpp).
 int64_t ScheduleInFlightMicrobatches(const RunSettings& settings, int64_t pp, int64_t num_microbatches, int64_t stage);
 

@@ -112,6 +112,7 @@ Wide WorstPeak(LayoutEvaluator::Impl& im, const ModelSpec& m, const LayoutEvalua
     layers.in_flight = in_flight[c];
     layers.chunks_per_microbatch = ChunksPerMicrobatch(t);
     layers.pp = d.pp;
+    layers.extra_layers = ExtraLayersInFlight(d, t, s);
     const Wide act = StageActivationsTotal(act_table, layers, t.recompute, layer_input, logits);
     if (!(st.largest == buf_largest && st.mp == buf_mp && (layers.moe_layers > 0) == buf_moe)) {
       buf_largest = st.largest, buf_mp = st.mp, buf_moe = layers.moe_layers > 0;
