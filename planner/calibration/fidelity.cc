@@ -41,6 +41,8 @@ std::string Layout(const Run& r) {
   return s;
 }
 
+constexpr double kGib = static_cast<double>(int64_t{1} << 30);
+
 // The degrees of a run or a memory run under `convention`.
 template <class Run>
 ParallelDimsOptions DimsOf(const Run& r, Convention convention) {
@@ -555,8 +557,8 @@ FidelitySet LoadFidelitySet(const std::string& path) {
 PreparedRun PrepareRun(const FidelityRun& run, const ModelSpec& model) {
   PreparedRun p{BuildPlan(model, FidelityDims(run), FidelityTraining(run), FidelityMachine(run)), {}, 0, 0};
   const MemoryReport memory = ComputeMemory(p.plan);
-  p.peak_gib = static_cast<double>(memory.worst_peak_bytes) / static_cast<double>(int64_t{1} << 30);
-  p.allocator_peak_gib = static_cast<double>(memory.worst_allocator_peak_bytes) / static_cast<double>(int64_t{1} << 30);
+  p.peak_gib = static_cast<double>(memory.worst_peak_bytes) / kGib;
+  p.allocator_peak_gib = static_cast<double>(memory.worst_allocator_peak_bytes) / kGib;
   RoutingSpec routing = ParseRoutingSpec("uniform");
   routing.seed = 0;
   const int64_t layers = RoutingLayersToSample(p.plan.model, routing, std::nullopt, kDefaultRoutingLayers, "routing layers");
@@ -640,8 +642,6 @@ Plan MemoryRunPlan(const FidelityMemoryRun& r, const ModelSpec& model) {
 }
 
 namespace {
-
-constexpr double kGib = static_cast<double>(int64_t{1} << 30);
 
 // A row of the memory table: the peak against the capacity, with the reserve the CLI holds back.
 FidelityMemoryRow MemoryRow(const std::string& id, const std::string& model, const std::string& cluster_name, const ClusterSpec& cluster,

@@ -190,8 +190,8 @@ int64_t FirstChunkInFlight(int64_t pp, int64_t vpp, int64_t chunks) {
 }
 
 int64_t InFlightStageMicrobatches(int64_t pp, int64_t vpp, int64_t M, int64_t stage) {
-  const int64_t chunks = InFlightChunks(pp, vpp, M, stage);
-  return vpp <= 1 ? chunks : (chunks + vpp - 1) / vpp;
+  const int64_t v = std::max<int64_t>(1, vpp);
+  return (InFlightChunks(pp, v, M, stage) + v - 1) / v;
 }
 
 bool IsDualPipe(const RunSettings& s) {
@@ -279,9 +279,8 @@ int64_t ScheduleExtraLayers(const RunSettings& s, int64_t pp, int64_t M, int64_t
 }
 
 int64_t ScheduleInFlightMicrobatches(const RunSettings& s, int64_t pp, int64_t M, int64_t stage) {
-  const int64_t chunks = ScheduleInFlightChunks(s, pp, M, stage);
-  const int64_t vpp = IsDualPipe(s) ? 1 : std::max<int64_t>(1, s.vpp);
-  return (chunks + vpp - 1) / vpp;
+  if (IsDualPipe(s)) return pp + 1;
+  return InFlightStageMicrobatches(pp, s.vpp, M, stage);
 }
 
 double ExposedUs(double comm_us, double hidden_under_us) {
