@@ -120,7 +120,7 @@ int RunCalibrate(const CalibrateOptions& o, std::ostream& out) {
   ClusterSpec hardware = ClusterPreset(preset);
   ComputeModel model = ComputeModel::kKernels;
   RunSettings unused_run;  // calibrate takes no run setting: each run's are its own
-  ApplyComputeModel(o.compute_model, false, "unfused", &model, &unused_run);
+  ApplyComputeModel(o.compute_model, false, &model, &unused_run);
   ApplyCalibrateHardware(o, &prior, &hardware);
 
   std::vector<std::pair<std::string, std::string>> skipped;

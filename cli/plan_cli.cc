@@ -81,13 +81,14 @@ ParallelDimsOptions PlanDims(const CliOptions& o, Command command) {
 // The model's training with the flags over it (and its machine, set in `in`), its sequence length
 // warned about on `err` and its memory reserve checked against the budget.
 TrainingConfig PlanTraining(const CliOptions& o, Command command, PlanInputs& in, std::ostream& err) {
+  // Megatron-only flags under torchtitan first: their own rules (a release, a fusion) are moot there.
+  RejectMegatronOnlyOverrides(o.training.Parse(), IsTorchtitan(in.dims.convention));
   TrainingConfig training = ResolveTraining(o.training, in.model, in.dims.pp);
   in.machine = cli::ResolveMachine(o.training, in.model);
   // check holds every rank to a budget: the flag's, else the spec's (the range is ValidateMachine's, exit 1).
   if (command == Command::kCheck && !(in.machine.gpu_memory_gib > 0)) {
     throw UsageError("check needs a budget: --gpu-memory-gib GiB (> 0) or the model spec's training.gpu_memory_gib");
   }
-  RejectMegatronOnlyOverrides(o.training.Parse(), IsTorchtitan(in.dims.convention));
   // The bound first (BuildPlan holds it too, naming the flag): a bad value is blamed on where it came from.
   ValidateSeqLenForModel(training.seq_len, in.model, cli::SeqLenName(o.training.seq_len));
   err << SeqLenWarning(training.seq_len, in.model, cli::SeqLenName(o.training.seq_len));

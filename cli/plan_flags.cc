@@ -46,7 +46,7 @@ A dockyard model spec's "training" block sets the same values; flags override it
 )";
 
 void ApplyComputeFlags(const PlanCliOptions& o, ComputeModel* model, RunSettings* run) {
-  ApplyComputeModel(o.compute_model, o.cuda_graphs, o.cross_entropy, model, run);
+  ApplyComputeModel(o.compute_model, o.cuda_graphs, model, run);
 }
 
 void AddComputeFlags(CLI::App* app, PlanCliOptions& o) {
@@ -55,8 +55,6 @@ void AddComputeFlags(CLI::App* app, PlanCliOptions& o) {
                   "efficiencies)")
       ->check(CLI::IsMember({"gemm", "kernels"}));
   app->add_flag("--cuda-graphs", o.cuda_graphs, "kernels launched from CUDA graphs (not with --compute-model gemm)");
-  app->add_option("--cross-entropy", o.cross_entropy, "unfused | fused (default unfused; fused not with --compute-model gemm)")
-      ->check(CLI::IsMember({"unfused", "fused"}));
 }
 
 void AddPlanOptions(CLI::App* app, PlanCliOptions& o) {

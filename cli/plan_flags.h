@@ -40,7 +40,7 @@ struct PlanCliOptions {
   std::string capacity_factor;
   bool no_overlap = false;
   // simulate / search: the compute model and its run settings (compute_model.h).
-  std::string compute_model = kDefaultComputeModel, cross_entropy = "unfused";
+  std::string compute_model = kDefaultComputeModel;  // --cross-entropy is a training flag (flags.h)
   bool cuda_graphs = false;
   RedundantExpertsFlags redundant;  // simulate: redundant experts (opt-in)
   std::string calibration;          // simulate / search: calibration JSON (empty = the built-in defaults)
@@ -50,8 +50,8 @@ struct PlanCliOptions {
   std::string progress_interval;  // search --progress-interval (progress_lines.h; empty = the default)
 };
 
-// --compute-model into `model`, --cuda-graphs and --cross-entropy into the run settings `run`
-// (compute_model.h ApplyComputeModel).
+// --compute-model into `model`, --cuda-graphs into the run settings `run`, checked against the
+// run's cross-entropy (compute_model.h ApplyComputeModel).
 void ApplyComputeFlags(const PlanCliOptions& o, ComputeModel* model, RunSettings* run);
 // The flags of each command: the compute model's, the plan's (model, degrees, outputs, training),
 // the routing flags of check and simulate.

@@ -85,10 +85,10 @@ void ReadSearchTraining(const CliOptions& o, const ModelSpec& model, SearchOptio
   // Likewise --recompute-modules without --recompute: the list is validated as selective's and
   // applies to the selective candidates (recompute stays searched; search_options.h CandidateTraining).
   if (!training_flags.recompute_modules.empty() && training_flags.recompute.empty()) training_flags.recompute = "selective";
+  RejectMegatronOnlyOverrides(training_flags.Parse(), IsTorchtitan(s->convention));  // before their own rules
   s->training = ResolveTraining(training_flags, model, 1);
   ApplyComputeFlags(o, &s->compute_model, &s->training.run);
   s->gpu_memory_gib = cli::ResolveMachine(training_flags, model).gpu_memory_gib;  // the node size is the cluster's
-  RejectMegatronOnlyOverrides(training_flags.Parse(), IsTorchtitan(s->convention));
   // The bound first (RunSearch holds it too, naming the flag): a bad value is blamed on where it came from.
   ValidateSeqLenForModel(s->training.seq_len, model, cli::SeqLenName(o.training.seq_len));
   err << SeqLenWarning(s->training.seq_len, model, cli::SeqLenName(o.training.seq_len));

@@ -81,6 +81,14 @@ void TrainingFlags::AddTo(CLI::App* app) {
   app->add_option("--megatron-core-version", megatron_core_version,
                   "Megatron: the Megatron-Core release the run uses, e.g. 0.12 (default: current); before 0.13 the MoE layer "
                   "applies the router probabilities at the unpermute and keeps the combined rows (docs/memory-model.md)");
+  app->add_option("--cross-entropy", cross_entropy,
+                  "unfused | fused: the fused cross-entropy kernel (Megatron --cross-entropy-loss-fusion; default unfused; "
+                  "simulate and search: not with --compute-model gemm)")
+      ->check(CLI::IsMember({"unfused", "fused"}));
+  app->add_option("--cross-entropy-fusion-impl", cross_entropy_fusion_impl,
+                  "Megatron, with --cross-entropy fused: native | te (TransformerEngine's loss keeps the logits in their own "
+                  "dtype, no fp32 copy; Megatron-Core 0.12 to 0.18, give --megatron-core-version; default native)")
+      ->check(CLI::IsMember({"native", "te"}));
   app->add_flag("--account-for-embedding-in-pipeline-split", account_for_embedding,
                 "Megatron: the embedding counts as one layer when splitting layers over stages");
   app->add_flag("--account-for-loss-in-pipeline-split", account_for_loss,
@@ -112,7 +120,9 @@ void TrainingFlags::AddSearchPinsTo(CLI::App* search, const CLI::App& plan) {
                                                          {"--precision", &precision},
                                                          {"--fp8-recipe", &fp8_recipe},
                                                          {"--make-vocab-size-divisible-by", &make_vocab_size_divisible_by},
-                                                         {"--megatron-core-version", &megatron_core_version}};
+                                                         {"--megatron-core-version", &megatron_core_version},
+                                                         {"--cross-entropy", &cross_entropy},
+                                                         {"--cross-entropy-fusion-impl", &cross_entropy_fusion_impl}};
   AddMemoryReserveFlag(search, memory_reserve_gib);
   // The same value checks as the plan's options.
   const std::map<std::string, std::vector<std::string>> allowed = {{"--dp-sharding", DpShardingNames()},
@@ -120,7 +130,9 @@ void TrainingFlags::AddSearchPinsTo(CLI::App* search, const CLI::App& plan) {
                                                                    {"--recompute", RecomputeNames()},
                                                                    {"--precision", {"bf16", "fp8"}},
                                                                    {"--moe-flex-dispatcher-backend", FlexBackendNames()},
-                                                                   {"--fp8-recipe", {"tensorwise", "blockwise"}}};
+                                                                   {"--fp8-recipe", {"tensorwise", "blockwise"}},
+                                                                   {"--cross-entropy", {"unfused", "fused"}},
+                                                                   {"--cross-entropy-fusion-impl", {"native", "te"}}};
   for (const auto& [flag, target] : shared) {
     // Flags that pin a searched dimension say so.
     const std::map<std::string, std::string> search_help = {
@@ -228,6 +240,8 @@ TrainingOverrides TrainingFlags::Parse() const {
   t.account_for_loss = account_for_loss;
   if (!pipeline_schedule.empty()) t.pipeline_schedule = pipeline_schedule;
   if (!megatron_core_version.empty()) t.megatron_core_version = megatron_core_version;
+  if (!cross_entropy.empty()) t.cross_entropy = cross_entropy;
+  if (!cross_entropy_fusion_impl.empty()) t.cross_entropy_fusion_impl = cross_entropy_fusion_impl;
   if (!pp_layer_split.empty()) t.pp_layer_split = pp_layer_split;
   return t;
 }

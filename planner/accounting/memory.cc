@@ -310,6 +310,7 @@ LayerActivationBytes OpSacSavedActivations(const ModelSpec& m, const Workload& w
 }
 
 int64_t LossBytesPerLogit(const Workload& w) {
+  if (w.te_cross_entropy) return w.act_bytes;
   return w.saved == SavedTensorRules::kTorchtitan ? 4 : 4 + w.act_bytes;
 }
 

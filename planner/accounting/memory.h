@@ -241,7 +241,12 @@ const char* ActivationKindName(ActivationKind kind);  // "attention", ..., "logi
 //    normalisation in place) while the act_bytes logits it was cast from still live
 //    (megatron/core/tensor_parallel/cross_entropy.py calculate_logits_max:
 //    vocab_parallel_logits.float(); the same in the native fused loss, fused_cross_entropy.py),
-//    and in backward the gradient in place then cast back to act_bytes.
+//    and in backward the gradient in place then cast back to act_bytes;
+//  - Megatron-Core with TransformerEngine's fused loss (--cross-entropy fused
+//    --cross-entropy-fusion-impl te, Workload::te_cross_entropy): act_bytes, the logits themselves,
+//    into which the forward writes the gradient in place and which it keeps for backward
+//    (transformer_engine/pytorch/cross_entropy.py CrossEntropyFunction.forward,
+//    ctx.save_for_backward(_input, target, m_d_X_y); the per-token m_d_X_y is not counted).
 int64_t LossBytesPerLogit(const Workload& w);
 // The logits' bytes at the loss on the last stage: T x ceil(vocab / tp) x LossBytesPerLogit, once
 // more per MTP module (each its own loss).

@@ -412,3 +412,34 @@ TEST_CASE("Stage totals without the breakdown equal the breakdown's totals (the 
   CHECK(dockyard::StageBuffersTotal(1000, true, w, plan.dims, plan.training, plan.machine, dockyard::TrainingBytesOf(plan.training), 1,
                                     plan.model.hidden_size, 5000) == b.total);
 }
+
+TEST_CASE("The logits at the loss by framework and cross-entropy, by hand") {
+  // Tiny Mixtral, vocab 1000, T = 16 tokens, tp 1, bf16. Megatron pads the vocabulary to a multiple
+  // of 128 (vocab_padding.h): 1024 logits per token.
+  ParallelDimsOptions d = Dims(1);
+  d.convention = dockyard::Convention::kMegatron;
+  auto logits = [&](const TrainingConfig& tc) {
+    const Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), d, tc);
+    return dockyard::LossLogitsBytes(plan.model, dockyard::ComputeWorkload(plan), 1, 0);
+  };
+  TrainingConfig t = Train(DpSharding::kZero1);
+  t.seq_len = 16;
+  // Unfused (and Megatron's native fused loss): the fp32 softmax beside the bf16 logits,
+  // 16 x 1024 x (4 + 2) = 98,304 B.
+  CHECK(logits(t) == 16 * 1024 * 6);
+  t.run.fused_cross_entropy = true;
+  CHECK(logits(t) == 98304);
+  // TransformerEngine's fused loss (Megatron-Core 0.12 to 0.18): the bf16 logits alone, holding
+  // the gradient, 16 x 1024 x 2 = 32,768 B.
+  t.run.cross_entropy_fusion_impl = "te";
+  t.run.megatron_core_version = "0.15";
+  CHECK(logits(t) == 32768);
+  // Named only with the fusion on: unfused, the impl is not read (as Megatron).
+  t.run.fused_cross_entropy = false;
+  CHECK(logits(t) == 98304);
+  // torchtitan: the fp32 log-softmax, 16 x 1000 x 4 = 64,000 B (no padding).
+  d.convention = dockyard::Convention::kTorchtitan;
+  TrainingConfig tt = Train(DpSharding::kFsdp);
+  tt.seq_len = 16;
+  CHECK(logits(tt) == 16 * 1000 * 4);
+}

@@ -72,6 +72,7 @@ Workload ComputeWorkload(const ModelSpec& model, const ParallelDims& d, const Tr
   w.fp8_saved_inputs = Fp8KeepsQuantizedTensors(t, d.convention);
   w.fp8_blockwise = Fp8Blockwise(t);
   w.saved = SavedTensorRulesOf(t, d.convention);
+  w.te_cross_entropy = d.convention == Convention::kMegatron && TeCrossEntropy(t.run);
   return w;
 }
 

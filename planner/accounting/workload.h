@@ -39,6 +39,9 @@ struct Workload {
   // (LayerActivations).
   bool fp8_saved_inputs = false, fp8_blockwise = false;
   SavedTensorRules saved = SavedTensorRules::kTorchtitan;  // SavedTensorRulesOf
+  // The loss is TransformerEngine's fused cross-entropy (megatron only, run_settings.h
+  // TeCrossEntropy): the logits kept in their own dtype (memory.h LossBytesPerLogit).
+  bool te_cross_entropy = false;
 };
 
 // Whether FP8 GEMMs keep quantized tensors between forward and backward: the FP8 weight copies

@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--compute-model" && i + 1 < argc) {
       try {
-        dockyard::ApplyComputeModel(argv[++i], false, "unfused", &compute_model, &unused_run);
+        dockyard::ApplyComputeModel(argv[++i], false, &compute_model, &unused_run);
       } catch (const dockyard::Error& e) {
         std::fprintf(stderr, "bench_fidelity: error: %s\n", e.what());
         return 1;

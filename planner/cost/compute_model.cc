@@ -4,15 +4,12 @@
 
 namespace dockyard {
 
-void ApplyComputeModel(const std::string& model, bool cuda_graphs, const std::string& cross_entropy, ComputeModel* out, RunSettings* run) {
+void ApplyComputeModel(const std::string& model, bool cuda_graphs, ComputeModel* out, RunSettings* run) {
   if (model != "kernels" && model != "gemm") {
     throw Error(
         "--compute-model: must be kernels (GEMMs by shape, memory-bound kernels, launch gaps) or gemm (fixed GEMM "
         "efficiencies), got \"" +
         model + "\"");
-  }
-  if (cross_entropy != "unfused" && cross_entropy != "fused") {
-    throw Error("--cross-entropy: must be unfused or fused, got \"" + cross_entropy + "\"");
   }
   // The launch-gap and cross-entropy kernels exist only in the kernel-level compute model: refuse
   // them elsewhere rather than ignore them.
@@ -21,14 +18,13 @@ void ApplyComputeModel(const std::string& model, bool cuda_graphs, const std::st
         "--cuda-graphs: CUDA graphs shorten the kernel launch gaps of --compute-model kernels; with --compute-model gemm "
         "there are none to shorten (drop --compute-model gemm)");
   }
-  if (model == "gemm" && cross_entropy == "fused") {
+  if (model == "gemm" && run->fused_cross_entropy) {
     throw Error(
         "--cross-entropy fused: the cross-entropy kernels are priced by --compute-model kernels only; with --compute-model "
-        "gemm it changes nothing (drop --compute-model gemm)");
+        "gemm it changes no time (drop --compute-model gemm; plan and check take it for memory)");
   }
   *out = model == "kernels" ? ComputeModel::kKernels : ComputeModel::kGemm;
   run->cuda_graphs = cuda_graphs;
-  run->fused_cross_entropy = cross_entropy == "fused";
 }
 
 Json ComputeModelToJson(ComputeModel model, const RunSettings& run) {

@@ -1,6 +1,6 @@
 // The compute model and the run settings it prices, as `dockyard-plan simulate / search` and
 // bench_fidelity name them (docs/cost-model.md §3.11-3.12): `--compute-model kernels|gemm`,
-// `--cuda-graphs`, `--cross-entropy unfused|fused`.
+// `--cuda-graphs` (and the training's `--cross-entropy unfused|fused`, which it checks).
 //   kernels (the default): GEMMs and flash attention by shape after sharding (gemm_efficiency.h),
 //     memory-bound kernels and the launch gap of every kernel (kernels_model.h);
 //   gemm: the older model, GEMMs at fixed efficiencies (GemmKnobs::dense_efficiency,
@@ -21,15 +21,14 @@ enum class ComputeModel { kKernels, kGemm };
 // The CLI's default, the model SimulateStep and the search use unless told otherwise.
 inline constexpr const char* kDefaultComputeModel = "kernels";
 
-// Sets `*model` from `model_name` and run->cuda_graphs / fused_cross_entropy (nothing else).
-// `model_name`: "kernels" | "gemm"; `cross_entropy`: "unfused" | "fused" (Megatron
-// --cross-entropy-loss-fusion); `cuda_graphs`: Megatron --enable-cuda-graph / --cuda-graph-impl.
-// Throws dockyard::Error naming the flag and value for an unknown model or cross-entropy, and for
-// --cuda-graphs or --cross-entropy fused with `gemm`: that model has no launch gaps for CUDA graphs
-// to shorten and no cross-entropy kernels to fuse, so the setting would change nothing (refused
-// rather than ignored).
-void ApplyComputeModel(const std::string& model_name, bool cuda_graphs, const std::string& cross_entropy, ComputeModel* model,
-                       RunSettings* run);
+// Sets `*model` from `model_name` and run->cuda_graphs (nothing else), and checks the run's
+// fused cross-entropy (run->fused_cross_entropy, the training flag --cross-entropy, Megatron
+// --cross-entropy-loss-fusion) against the model. `model_name`: "kernels" | "gemm"; `cuda_graphs`:
+// Megatron --enable-cuda-graph / --cuda-graph-impl. Throws dockyard::Error naming the flag and
+// value for an unknown model, and for --cuda-graphs or --cross-entropy fused with `gemm`: that
+// model has no launch gaps for CUDA graphs to shorten and no cross-entropy kernels to fuse, so the
+// setting would change no time (refused rather than ignored).
+void ApplyComputeModel(const std::string& model_name, bool cuda_graphs, ComputeModel* model, RunSettings* run);
 
 // What a step is priced with, as the reports name it: {"model": "kernels" | "gemm",
 // "cuda_graphs": bool, "cross_entropy": "unfused" | "fused"} (ApplyComputeModel's inverse).

@@ -67,6 +67,39 @@ void ValidateMegatronCoreVersion(const std::string& version, const std::string& 
       field, version));
 }
 
+void ValidateCrossEntropyFusionImpl(const RunSettings& s, const std::string& impl_field, const std::string& fused_field,
+                                    const std::string& version_field) {
+  const std::string& impl = s.cross_entropy_fusion_impl;
+  if (impl == "native") return;
+  if (impl != "te") {
+    throw Error(fmt::format("{}: must be native (Megatron-Core's fused cross-entropy) or te (TransformerEngine's), got \"{}\"",
+                            impl_field, impl));
+  }
+  if (!s.fused_cross_entropy) {
+    throw Error(fmt::format(
+        "{} te: names the implementation of the fused cross-entropy, which Megatron reads only with --cross-entropy-loss-fusion "
+        "(language_module.py compute_language_model_loss); add {} fused",
+        impl_field, fused_field));
+  }
+  const std::vector<long> v = VersionParts(s.megatron_core_version);
+  if (v.empty()) {
+    throw Error(fmt::format(
+        "{} te: Megatron-LM refuses TransformerEngine's cross-entropy from core_v0.19.0 on (\"disabled due to stability issues\", "
+        "megatron/training/arguments.py, NVIDIA/Megatron-LM#5115), and the current release is assumed; give {} with the "
+        "release the run used (0.12 to 0.18), or use native",
+        impl_field, version_field));
+  }
+  const bool before_0_12 = v[0] == 0 && v[1] < 12, from_0_19 = v[0] > 0 || v[1] >= 19;
+  if (before_0_12 || from_0_19) {
+    throw Error(fmt::format(
+        "{} te with {} {}: Megatron-Core has TransformerEngine's cross-entropy from core_v0.12.0 (ADLR/megatron-lm!2707) and "
+        "Megatron-LM refuses it from core_v0.19.0 (NVIDIA/Megatron-LM#5115): a release from 0.12 to 0.18, or native",
+        impl_field, version_field, s.megatron_core_version));
+  }
+}
+
+bool TeCrossEntropy(const RunSettings& s) { return s.fused_cross_entropy && s.cross_entropy_fusion_impl == "te"; }
+
 bool MegatronProbsInActivation(const RunSettings& s) {
   if (s.megatron_core_version.empty()) return true;
   const std::vector<long> v = VersionParts(s.megatron_core_version);

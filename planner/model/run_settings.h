@@ -61,6 +61,11 @@ struct RunSettings {
   bool cuda_graphs = false;
   // The fused cross-entropy kernel (Megatron --cross-entropy-loss-fusion; --cross-entropy fused).
   bool fused_cross_entropy = false;
+  // Which fused cross-entropy (Megatron --cross-entropy-fusion-impl, model_parallel_config.py
+  // cross_entropy_fusion_impl): "native" (Megatron-Core's fused_vocab_parallel_cross_entropy, the
+  // default) or "te" (TransformerEngine's parallel_cross_entropy). Read only with
+  // fused_cross_entropy; checked by ValidateCrossEntropyFusionImpl.
+  std::string cross_entropy_fusion_impl = "native";
   // The Megatron-Core release the run used, "MAJOR.MINOR" or "MAJOR.MINOR.PATCH"
   // (--megatron-core-version; empty = the current release). It decides which tensors the MoE layer
   // saves for backward (MegatronProbsInActivation, planner/accounting/memory.h LayerActivations).
@@ -71,6 +76,26 @@ struct RunSettings {
 // decimal numbers (a Megatron-Core tag core_vMAJOR.MINOR.PATCH without its prefix, e.g. "0.12" or
 // "0.15.1").
 void ValidateMegatronCoreVersion(const std::string& version, const std::string& field);
+
+// Throws dockyard::Error naming `impl_field`, its value and the rule unless
+// settings.cross_entropy_fusion_impl is "native", or "te" with:
+//  - fused_cross_entropy on (Megatron reads cross_entropy_fusion_impl only under
+//    --cross-entropy-loss-fusion, language_module.py compute_language_model_loss; `fused_field`
+//    names dockyard's switch for it);
+//  - a Megatron-Core release (`version_field`) from core_v0.12.0, the first with the option
+//    (NVIDIA/Megatron-LM commit 0f60adbd30, ADLR/megatron-lm!2707, 2025-03-08), before core_v0.19.0,
+//    from which Megatron-LM's training arguments refuse it ("disabled due to stability issues",
+//    commit 168cb15d70, NVIDIA/Megatron-LM#5115, 2026-06-03; megatron/training/arguments.py). An
+//    empty (current) release is refused for the same reason.
+void ValidateCrossEntropyFusionImpl(const RunSettings& settings, const std::string& impl_field, const std::string& fused_field,
+                                    const std::string& version_field);
+
+// Whether the loss is TransformerEngine's parallel_cross_entropy (fused, impl "te"): it writes the
+// gradient into the logits in place during the forward and keeps them, in their own dtype, for
+// backward (transformer_engine/pytorch/cross_entropy.py CrossEntropyFunction.forward:
+// ctx.save_for_backward(_input, ...)), with no fp32 copy (planner/accounting/memory.h
+// LossBytesPerLogit).
+bool TeCrossEntropy(const RunSettings& settings);
 
 // Whether the run's Megatron-Core multiplies the router probabilities inside the experts'
 // activation (the weighted SwiGLU, megatron/core/fusions/fused_bias_swiglu.py

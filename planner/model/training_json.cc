@@ -162,6 +162,11 @@ Json TrainingToJson(const TrainingConfig& t, const Machine& machine) {
   if (t.mtp_layers > 0) j["mtp_layers"] = t.mtp_layers;
   if (t.run.vpp > 1) j["vpp"] = t.run.vpp;  // interleaved 1F1B (the HTML pipeline figure draws it)
   if (!t.run.megatron_core_version.empty()) j["megatron_core_version"] = t.run.megatron_core_version;
+  // The fused cross-entropy by Megatron's names (run_settings.h), only when on: default reports do not change.
+  if (t.run.fused_cross_entropy) {
+    j["cross_entropy_loss_fusion"] = true;
+    j["cross_entropy_fusion_impl"] = t.run.cross_entropy_fusion_impl;
+  }
   AddMachineToTrainingJson(machine, &j);
   return j;
 }

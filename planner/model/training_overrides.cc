@@ -50,6 +50,15 @@ TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const Training
     ValidateMegatronCoreVersion(*o.megatron_core_version, "--megatron-core-version");
     t.run.megatron_core_version = *o.megatron_core_version;
   }
+  if (o.cross_entropy) {
+    if (*o.cross_entropy != "unfused" && *o.cross_entropy != "fused") {
+      throw Error(fmt::format("--cross-entropy: must be unfused or fused (Megatron --cross-entropy-loss-fusion), got \"{}\"",
+                              *o.cross_entropy));
+    }
+    t.run.fused_cross_entropy = *o.cross_entropy == "fused";
+  }
+  if (o.cross_entropy_fusion_impl) t.run.cross_entropy_fusion_impl = *o.cross_entropy_fusion_impl;
+  ValidateCrossEntropyFusionImpl(t.run, "--cross-entropy-fusion-impl", "--cross-entropy", "--megatron-core-version");
   ValidateTraining(t, "--");
   if (o.pp_layer_split) t.pp_layer_split = ParseLayerSplit(*o.pp_layer_split, pp, num_layers, "--pp-layer-split");
   return t;
@@ -75,6 +84,12 @@ void RejectMegatronOnlyOverrides(const TrainingOverrides& o, bool torchtitan) {
         "--megatron-core-version {}: names the Megatron-Core release whose saved-tensor rules apply; torchtitan has its own "
         "(docs/memory-model.md): use --convention megatron, or drop the flag",
         *o.megatron_core_version));
+  }
+  if (o.cross_entropy_fusion_impl == std::string("te")) {
+    throw Error(
+        "--cross-entropy-fusion-impl te: TransformerEngine's cross-entropy as Megatron-Core calls it "
+        "(language_module.py); torchtitan's loss is its own (torchtitan/components/loss.py, compiled): use --convention "
+        "megatron, or drop the flag");
   }
   if (o.overlap_moe_ep_comm) {
     throw Error(

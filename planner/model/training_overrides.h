@@ -45,6 +45,8 @@ struct TrainingOverrides {
   bool account_for_embedding = false, account_for_loss = false;
   std::optional<std::string> pipeline_schedule;  // --pipeline-schedule
   std::optional<std::string> megatron_core_version;  // --megatron-core-version (run_settings.h)
+  std::optional<std::string> cross_entropy;              // --cross-entropy unfused | fused (run.fused_cross_entropy)
+  std::optional<std::string> cross_entropy_fusion_impl;  // --cross-entropy-fusion-impl native | te (run_settings.h)
   std::optional<std::string> pp_layer_split;     // --pp-layer-split "7,6" or "7+6" (ParseLayerSplit)
 };
 
@@ -62,6 +64,8 @@ TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const Training
 //    torchtitan's ParallelismConfig (expert_parallel_degree) has no such overlap.
 //  - --moe-shared-expert-overlap: Megatron-LM's switch for an overlap torchtitan always runs (its
 //    MoE.forward computes the shared experts before it uses the combined output); nothing to turn on.
+//  - --megatron-core-version and --cross-entropy-fusion-impl te: a Megatron-Core release and
+//    TransformerEngine's loss as Megatron calls it; torchtitan's loss is its own (compiled).
 // Throws dockyard::Error naming the flag, the convention and the alternative.
 // `base` (a spec's or plan file's Machine) with --gpus-per-node and --gpu-memory-gib applied,
 // checked with ValidateMachine(m, "--") (errors name the flag). Throws dockyard::Error.

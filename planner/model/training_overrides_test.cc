@@ -100,3 +100,45 @@ TEST_CASE("--megatron-core-version: MAJOR.MINOR[.PATCH] under megatron; 0.13 is 
     CHECK(dockyard::MegatronProbsInActivation(s) == weighted);
   }
 }
+
+TEST_CASE("--cross-entropy and --cross-entropy-fusion-impl: TransformerEngine's loss needs the fusion and a release 0.12 to 0.18") {
+  dockyard::TrainingOverrides o;
+  o.cross_entropy = "fused";
+  dockyard::TrainingConfig t = dockyard::ApplyTrainingOverrides({}, o, 1, 4);
+  CHECK(t.run.fused_cross_entropy);
+  CHECK(t.run.cross_entropy_fusion_impl == "native");
+  CHECK_FALSE(dockyard::TeCrossEntropy(t.run));
+  o.cross_entropy = "chunked";
+  CHECK_THROWS_WITH_AS(dockyard::ApplyTrainingOverrides({}, o, 1, 4),
+                       "--cross-entropy: must be unfused or fused (Megatron --cross-entropy-loss-fusion), got \"chunked\"", dockyard::Error);
+  // te without the fusion: Megatron reads the impl only under --cross-entropy-loss-fusion.
+  o.cross_entropy.reset();
+  o.cross_entropy_fusion_impl = "te";
+  o.megatron_core_version = "0.15";
+  CHECK_THROWS_WITH_AS(dockyard::ApplyTrainingOverrides({}, o, 1, 4), doctest::Contains("add --cross-entropy fused"), dockyard::Error);
+  o.cross_entropy = "fused";
+  t = dockyard::ApplyTrainingOverrides({}, o, 1, 4);
+  CHECK(dockyard::TeCrossEntropy(t.run));
+  // The releases that have it: from core_v0.12.0 (ADLR/megatron-lm!2707) to before core_v0.19.0
+  // (NVIDIA/Megatron-LM#5115 refuses it); the current release (no version) is refused too.
+  for (const auto& [version, ok] : {std::pair<const char*, bool>{"0.12", true}, {"0.12.0", true}, {"0.18.2", true}, {"0.11", false},
+                                    {"0.19", false}, {"1.0", false}}) {
+    o.megatron_core_version = version;
+    if (ok) {
+      CHECK_NOTHROW(dockyard::ApplyTrainingOverrides({}, o, 1, 4));
+    } else {
+      CHECK_THROWS_WITH_AS(dockyard::ApplyTrainingOverrides({}, o, 1, 4), doctest::Contains("a release from 0.12 to 0.18"),
+                           dockyard::Error);
+    }
+  }
+  o.megatron_core_version.reset();
+  CHECK_THROWS_WITH_AS(dockyard::ApplyTrainingOverrides({}, o, 1, 4),
+                       doctest::Contains("Megatron-LM refuses TransformerEngine's cross-entropy from core_v0.19.0"), dockyard::Error);
+  // torchtitan: refused before its release rules (the loss is torchtitan's own).
+  CHECK_NOTHROW(dockyard::RejectMegatronOnlyOverrides(o, false));
+  CHECK_THROWS_WITH_AS(dockyard::RejectMegatronOnlyOverrides(o, true),
+                       doctest::Contains("--cross-entropy-fusion-impl te: TransformerEngine's cross-entropy as Megatron-Core calls it"),
+                       dockyard::Error);
+  o.cross_entropy_fusion_impl = "native";
+  CHECK_NOTHROW(dockyard::RejectMegatronOnlyOverrides(o, true));
+}

@@ -564,6 +564,10 @@ std::string MemoryToText(const Plan& plan, const MemoryReport& memory) {
                          t.run.megatron_core_version);
       break;
   }
+  if (memory.workload.te_cross_entropy) {
+    out << "  logits at the loss: TransformerEngine's fused cross-entropy keeps them in their own dtype, the gradient written in "
+           "place (no fp32 copy)\n";
+  }
   return out.str();
 }
 

@@ -61,7 +61,7 @@ std::string g_compute_model = dockyard::kDefaultComputeModel;
 
 Run Measure(const dockyard::ModelSpec& model, int64_t world, int repeat, bool every_dimension = false, int threads = 1) {
   dockyard::SearchOptions o;
-  dockyard::ApplyComputeModel(g_compute_model, false, "unfused", &o.compute_model, &o.training.run);
+  dockyard::ApplyComputeModel(g_compute_model, false, &o.compute_model, &o.training.run);
   o.world_size = world;
   o.training.recompute = dockyard::Recompute::kFull;
   o.routing_layers = 1;  // the world and expert sweeps (EveryDimension sets the search's default)
@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
       g_compute_model = argv[++i];
       dockyard::ComputeModel check;
       dockyard::RunSettings run;
-      dockyard::ApplyComputeModel(g_compute_model, false, "unfused", &check, &run);  // throws for an unknown model
+      dockyard::ApplyComputeModel(g_compute_model, false, &check, &run);  // throws for an unknown model
     } else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
       const int t = std::atoi(argv[++i]);
       if (t < 1 || t > 2) {

@@ -141,13 +141,14 @@ inline bool SameDims(const ParallelDimsOptions& a, const ParallelDimsOptions& b)
 // Field-by-field equality of the memo keys (the static_asserts flag a field added to either
 // struct, which these must then compare).
 inline bool SameWorkload(const Workload& a, const Workload& b) {
-  // (The two bools and `saved` share the last 8 bytes: a one-byte field added there passes the
+  // (The three bools and `saved` share the last 8 bytes: a one-byte field added there passes the
   // assert unnoticed.)
   static_assert(sizeof(Workload) == 8 * sizeof(int64_t) + 8, "a Workload field was added: compare it here");
   return std::tie(a.tokens, a.routed_tokens, a.dispatch_tokens, a.received_rows, a.mean_received_rows, a.act_bytes, a.tp_shards,
                   a.expert_f_local, a.fp8_saved_inputs, a.fp8_blockwise,
-                  a.saved) == std::tie(b.tokens, b.routed_tokens, b.dispatch_tokens, b.received_rows, b.mean_received_rows, b.act_bytes,
-                                       b.tp_shards, b.expert_f_local, b.fp8_saved_inputs, b.fp8_blockwise, b.saved);
+                  a.saved, a.te_cross_entropy) == std::tie(b.tokens, b.routed_tokens, b.dispatch_tokens, b.received_rows,
+                                                           b.mean_received_rows, b.act_bytes, b.tp_shards, b.expert_f_local,
+                                                           b.fp8_saved_inputs, b.fp8_blockwise, b.saved, b.te_cross_entropy);
 }
 inline bool SameRecomputeSet(const RecomputeSet& a, const RecomputeSet& b) {
   static_assert(sizeof(RecomputeSet) == 9, "a RecomputeSet field was added: compare it here");
