@@ -7,6 +7,7 @@
 #include "planner/base/error.h"
 #include "planner/model/pipeline_schedule.h"
 #include "planner/cost/cost.h"
+#include "planner/cost/ep_overlap.h"
 #include "planner/routing/plan_routing.h"
 #include "tests/test_models.h"
 #include "tests/tiny_plan.h"
@@ -89,9 +90,10 @@ TEST_CASE("SimulateStep and ComputeMemory under DualPipe: mirrored stages, 2x pa
 }
 
 TEST_CASE("DualPipe overlaps the EP all-to-alls as Megatron's EP overlap does; pp 4 has a bubble") {
-  // ep 2: DualPipe's overlapped forward-backward pairs hide each direction's all-to-alls under the
-  // other's compute (EpOverlapExposedUs), the same per-layer time as
-  // --overlap-moe-expert-parallel-comm (which needs --vpp with pp > 1).
+  // ep 2: DualPipe's overlapped forward-backward pairs run on two streams as
+  // --overlap-moe-expert-parallel-comm's do (planner/cost/ep_overlap.h PairedLayerUs), each with
+  // its own chunk (DualPipe 2 MoE layers per stage, the interleaved run 1 per chunk) and warm-up
+  // (both pair half their chunk forwards here: 2 of 4, 4 of 8): both shorter than without.
   TrainingConfig t = Zero1Training(4);
   t.run.vpp = 2;
   t.run.overlap_moe_ep_comm = true;
@@ -106,8 +108,10 @@ TEST_CASE("DualPipe overlaps the EP all-to-alls as Megatron's EP overlap does; p
   const auto ov = dockyard::SimulateStep(ov_plan, c, routing);
   const auto plain = dockyard::SimulateStep(plain_plan, c, routing);
   const auto dual = dockyard::SimulateStep(dual_plan, c, routing);
-  CHECK(dual.moe_layer_us == Approx(ov.moe_layer_us));
+  CHECK(dockyard::PairedChunkShare(4, 2, 1) == Approx(0.5));
+  CHECK(dockyard::PairedChunkShare(4, 2, 2) == Approx(0.5));
   CHECK(dual.moe_layer_us < plain.moe_layer_us);
+  CHECK(ov.moe_layer_us < plain.moe_layer_us);
 
   // pp 4, M 8: bubble (4 / 2 - 1)(F&B + B - 3 B / 2) = F&B - B / 2, between F&B / 2 and F&B.
   TrainingConfig u = Zero1Training(8);

@@ -6,6 +6,7 @@
 
 #include "planner/accounting/comm.h"
 #include "planner/cost/cost.h"
+#include "planner/cost/ep_overlap.h"
 #include "planner/base/error.h"
 #include "planner/accounting/memory.h"
 #include "planner/routing/plan_routing.h"
@@ -256,18 +257,6 @@ TEST_CASE("SimulateStep with --vpp: bubble (pp - 1) / vpp stages, extra P2P per 
   CHECK(interleaved.step_time_us - interleaved.dp_step_comm_us - interleaved.optimizer_us == Approx(4.5 * interleaved.stage_microbatch_us));
 }
 
-TEST_CASE("EP overlap: hidden time never exceeds the compute running at the same time") {
-  // Communication exceeds compute: forward all-to-alls 300 us under a backward of 400 us: all
-  // hidden; backward all-to-alls 500 us under a forward of 200 us: 300 us stay exposed (200 hidden).
-  const auto o = dockyard::EpOverlapExposedUs(300, 500, 200, 400);
-  CHECK(o.forward_exposed_us == Approx(0.0));
-  CHECK(o.backward_exposed_us == Approx(300.0));
-  // Both directions longer than the other's compute: 1000 - 400 and 1000 - 200.
-  const auto big = dockyard::EpOverlapExposedUs(1000, 1000, 200, 400);
-  CHECK(big.forward_exposed_us == Approx(600.0));
-  CHECK(big.backward_exposed_us == Approx(800.0));
-}
-
 TEST_CASE("--overlap-moe-expert-parallel-comm follows Megatron's validity rules (transformer_config.py)") {
   TrainingConfig t;
   t.run.overlap_moe_ep_comm = true;
@@ -309,24 +298,28 @@ TEST_CASE("--overlap-moe-expert-parallel-comm follows Megatron's validity rules 
   CHECK_NOTHROW(dockyard::ValidateEpOverlap(t, 4, 1));
 }
 
-// SimulateStep with and without EP overlap on a communication-heavy case: the dispatch and combine
-// phases keep exactly the exposed remainder EpOverlapExposedUs gives, whatever the dispatcher.
+// SimulateStep with and without EP overlap on a communication-heavy case: the MoE layer takes
+// what planner/cost/ep_overlap.h gives for its phases -- 7 of 8 chunk forwards paired on two
+// streams (PairedLayerUs, the backend's SM share), the first forward and last backward alone --
+// and the dispatch and combine phases carry what that adds beyond the compute, whatever the
+// dispatcher.
 static void CheckEpOverlapExposed(const std::string& dispatcher) {
   dockyard::ParallelDimsOptions d;
   d.world_size = 8;
   d.ep = 8;
   TrainingConfig t;
   t.seq_len = 256;
+  t.num_microbatches = 8;              // pp 1: the first forward and the last backward unpaired
   t.dp_sharding = DpSharding::kZero1;  // no per-layer FSDP traffic
   t.dispatcher = dockyard::ParseDispatcher(dispatcher, "dispatcher");
   dockyard::Machine machine;
   if (dispatcher == "deepep") machine.gpus_per_node = 2;  // the cluster's NVLink domain, as deepep requires
   // ep 8 over 2-GPU nodes: the hybridep backend (DeepEP's kernels need nodes of 8 NVLink peers:
-  // planner/model/flex_backend_limits.h); the time model is the same.
+  // planner/model/flex_backend_limits.h); the time model is the same but for its SM share.
   if (dispatcher == "deepep") t.moe_flex_dispatcher_backend = dockyard::FlexBackend::kHybridEp;
   dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
   c.gpus_per_node = 2;  // the all-to-all crosses nodes at a slow NIC: communication-heavy
-  c.knobs.links.network_gbps = 1;   // (at 4 GB/s the compute of the default kernel-level model, launch gaps included, would hide it)
+  c.knobs.links.network_gbps = 1;
   auto simulate = [&](bool overlap) {
     t.run.overlap_moe_ep_comm = overlap;
     auto plan = BuildPlan(dockyard::testing::TinyMixtral(), d, t, machine);
@@ -336,32 +329,38 @@ static void CheckEpOverlapExposed(const std::string& dispatcher) {
   auto a2a = [](const dockyard::CostBreakdown& cb, const std::string& dir) {
     return Phase(cb, "dispatch", dir) + Phase(cb, "combine", dir);
   };
-  const double a2a_f = a2a(plain, "forward"), a2a_b = a2a(plain, "backward");
-  // Without overlap the layer is a plain sum (shared experts: none in TinyMixtral).
-  double rest_f = -a2a_f, rest_b = -a2a_b;
-  for (const auto& p : plain.phases) {
-    if (p.layer_kind != "moe" || p.name == "fsdp_comm" || p.name == "shared_experts") continue;
-    (p.direction == "forward" ? rest_f : rest_b) += p.time_us;
+  // The layer's parts as the combined 1F1B step runs them (no shared experts, no cp in TinyMixtral).
+  dockyard::EpOverlapLayer parts;
+  for (int pass = 0; pass < 2; ++pass) {
+    const std::string dir = pass == 0 ? "forward" : "backward";
+    parts.pre[pass] = Phase(plain, "attention", dir) + Phase(plain, "tp_comm", dir) + Phase(plain, "router", dir) + Phase(plain, "permute", dir);
+    parts.mlp[pass] = Phase(plain, "grouped_gemm", dir) + Phase(plain, "unpermute", dir);
+    parts.dispatch[pass] = Phase(plain, "dispatch", dir);
+    parts.combine[pass] = Phase(plain, "combine", dir);
   }
-  CHECK(plain.moe_layer_us == Approx(rest_f + a2a_f + rest_b + a2a_b));
-  // This case: the all-to-alls exceed the compute (checked), so part stays exposed.
-  CHECK(a2a_f > rest_b);
-  const double exp_f = std::max(0.0, a2a_f - rest_b), exp_b = std::max(0.0, a2a_b - rest_f);
-  CHECK(a2a(overlapped, "forward") == Approx(exp_f));
-  CHECK(a2a(overlapped, "backward") == Approx(exp_b));
-  CHECK(overlapped.moe_layer_us == Approx(rest_f + rest_b + exp_f + exp_b));
-  // Hidden = a2a - exposed <= the compute it hides under.
-  CHECK(a2a_f - exp_f <= rest_b + 1e-9);
-  CHECK(a2a_b - exp_b <= rest_f + 1e-9);
+  const double compute = parts.pre[0] + parts.pre[1] + parts.mlp[0] + parts.mlp[1];
+  const double all = a2a(plain, "forward") + a2a(plain, "backward");
+  CHECK(plain.moe_layer_us == Approx(compute + all));
+  CHECK(all > compute);  // communication-heavy (checked)
+  const double sm = dispatcher == "deepep" ? c.knobs.dispatchers.ep_overlap.hybridep_sm_share
+                                           : c.knobs.dispatchers.ep_overlap.all_to_all_sm_share;
+  // Two MoE layers per chunk (pp 1, vpp 1); 7 of the 8 micro-batches' forwards paired.
+  const double paired = dockyard::PairedLayerUs(parts, 2, sm);
+  const double expected = 7.0 / 8.0 * paired + 1.0 / 8.0 * (compute + all);
+  CHECK(overlapped.moe_layer_us == Approx(expected));
+  CHECK(a2a(overlapped, "forward") + a2a(overlapped, "backward") == Approx(expected - compute));
+  // Communication-bound, the pair takes at least the all-to-alls end to end, and saves at most the compute.
+  CHECK(paired >= all - 1e-9);
+  CHECK(overlapped.moe_layer_us < plain.moe_layer_us);
 }
 
-TEST_CASE("SimulateStep with EP overlap: the exposed remainder per phase, bounded by the compute") {
+TEST_CASE("SimulateStep with EP overlap: the layer as two streams pair it, the exposed remainder in the all-to-all phases") {
   CheckEpOverlapExposed("all_to_all");
 }
 
-TEST_CASE("SimulateStep with EP overlap and the deepep (flex) dispatcher: the same exposed-time rule") {
-  // Megatron allows the overlap with the flex dispatcher; cost/layer_phases.cc applies EpOverlapExposedUs to
-  // whatever dispatch and combine times the dispatcher has.
+TEST_CASE("SimulateStep with EP overlap and the deepep (flex) dispatcher: the same pairing, its backend's SMs") {
+  // Megatron allows the overlap with the flex dispatcher; cost/layer_phases.cc pairs whatever
+  // dispatch and combine times the dispatcher has (ep_overlap.h), with its backend's SM share.
   CheckEpOverlapExposed("deepep");
 }
 

@@ -29,6 +29,21 @@ JsonView SectionOf(const JsonView& knobs, const std::string& section) {
   return at;
 }
 
+// Whether every object on the path `section` ("dispatchers.ep_overlap") exists under `knobs`.
+bool HasSection(const JsonView& knobs, const std::string& section) {
+  JsonView at = knobs;
+  size_t start = 0;
+  while (start <= section.size()) {
+    const size_t dot = section.find('.', start);
+    const std::string part = section.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (!at.Has(part)) return false;
+    at = at.Object(part);
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return true;
+}
+
 // The keys an object of the version-2 layout may hold at `prefix` ("" = the knobs object itself):
 // the next section name of every knob below it, or the knob names of the sections equal to it.
 std::vector<std::string> KeysAt(const std::string& prefix) {
@@ -64,7 +79,7 @@ void RejectUnknownSections(const JsonView& at, const std::string& prefix) {
   at.RejectUnknownKeys(keys);
   for (const std::string& key : keys) {
     const std::string path = prefix.empty() ? key : prefix + "." + key;
-    if (IsSection(path)) RejectUnknownSections(at.Object(key), path);
+    if (IsSection(path) && at.Has(key)) RejectUnknownSections(at.Object(key), path);  // a missing one: its knobs say so
   }
 }
 
@@ -126,7 +141,10 @@ Calibration CalibrationFromJson(const Json& json, const std::string& file) {
       }
     }
     knobs.RejectUnknownKeys(names);
-    for (const KnobSpec& k : KnobTable()) ReadKnob(k, knobs.Object(k.v1_name), cal);
+    for (const KnobSpec& k : KnobTable()) {
+      if (k.optional && !knobs.Has(k.v1_name)) continue;  // the preset's prior
+      ReadKnob(k, knobs.Object(k.v1_name), cal);
+    }
   } else {
     for (const KnobSpec& k : KnobTable()) {
       if (knobs.Has(k.v1_name) && std::string(k.v1_name) != k.section) {
@@ -136,7 +154,10 @@ Calibration CalibrationFromJson(const Json& json, const std::string& file) {
       }
     }
     RejectUnknownSections(knobs, "");
-    for (const KnobSpec& k : KnobTable()) ReadKnob(k, SectionOf(knobs, k.section).Object(k.name), cal);
+    for (const KnobSpec& k : KnobTable()) {
+      if (k.optional && !(HasSection(knobs, k.section) && SectionOf(knobs, k.section).Has(k.name))) continue;  // the preset's prior
+      ReadKnob(k, SectionOf(knobs, k.section).Object(k.name), cal);
+    }
   }
   return cal;
 }

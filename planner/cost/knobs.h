@@ -65,9 +65,20 @@ struct DeepEpKnobs {
   double network_efficiency = 0.852;
 };
 
+// EP overlap (ep_overlap.h): the fraction of the GPU's SMs the EP all-to-all kernels take from
+// the compute that runs beside them, per backend. Priors from each backend's default kernel
+// width on H100's 132 SMs: DeepEP Buffer.num_sms 20 (Megatron --moe-flex-dispatcher-num-sms is
+// the same knob there); HybridEP's Megatron recipes 32; NCCL's all-to-all one CTA per channel,
+// 16 channels assumed (its figure varies with NCCL_MAX_NCHANNELS and the topology).
+struct EpOverlapKnobs {
+  double all_to_all_sm_share = 16.0 / 132.0;  // NCCL (all_to_all, flex ncclep)
+  double deepep_sm_share = 20.0 / 132.0;      // flex deepep
+  double hybridep_sm_share = 32.0 / 132.0;    // flex hybridep
+};
 // Figures per dispatcher backend.
 struct DispatcherKnobs {
   DeepEpKnobs deepep;
+  EpOverlapKnobs ep_overlap;
 };
 
 // Effective link figures a collective sees (network.h), per GPU and direction: the preset's
@@ -105,6 +116,9 @@ struct KnobSpec {
   bool relative;        // lower and upper are multiples of the prior value
   Stage stage;
   const char* source;  // where the prior value comes from
+  // A file may leave it out and keep the preset's prior: knobs added after the files people keep
+  // were written (the EP-overlap SM shares), so that those files still load.
+  bool optional = false;
   double Get(const Knobs& k) const { return field(const_cast<Knobs&>(k)); }
   void Set(Knobs& k, double value) const { field(k) = value; }
   // "compute.gemm.shape_efficiency": the knob's name in messages and fit reports.

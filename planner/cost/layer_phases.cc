@@ -17,6 +17,7 @@
 #include "planner/base/error.h"
 #include "planner/base/phase.h"
 #include "planner/cost/attention_support.h"
+#include "planner/cost/ep_overlap.h"
 #include "planner/cost/gemm_efficiency.h"
 #include "planner/cost/kernels_model.h"
 #include "planner/cost/model_flops.h"
@@ -71,6 +72,7 @@ std::array<double, 2> TpCommPhaseUs(const LayerTerms& L, const RecomputeExtraUs&
 struct MoePassSums {
   double sum[2] = {0, 0}, a2a[2] = {0, 0}, rest[2] = {0, 0};
   int a2a_record[2][2] = {{-1, -1}, {-1, -1}};
+  EpOverlapLayer parts;  // the same time split as the combined 1F1B schedule runs it (ep_overlap.h)
 };
 
 // Records the MoE layer's phases, forward then backward (us per layer and micro-batch; the
@@ -86,25 +88,31 @@ MoePassSums AddMoeLayerPhases(const LayerTerms& L, const MoePhaseTimes& mp, cons
   for (int pass = 0; pass < 2; ++pass) {
     const double mult = L.ComputeMult(pass);
     const double cmult = L.CommMult(pass);
-    double sum = 0;
-    sum += records.Add(kAttention, true, pass, attention[pass]);
-    sum += AddCpComm(L, true, pass, records);
-    sum += records.Add(kTpComm, true, pass, tp_comm[pass]);
-    sum += records.Add(kRouter, true, pass,
+    double pre = 0;
+    pre += records.Add(kAttention, true, pass, attention[pass]);
+    pre += AddCpComm(L, true, pass, records);
+    pre += records.Add(kTpComm, true, pass, tp_comm[pass]);
+    pre += records.Add(kRouter, true, pass,
                        L.Compute(L.router_us, L.sc.router, pass, mult) + L.kx.router[pass] + BackwardOnly(rx.router, pass));
-    sum += records.Add(kPermute, true, pass, mp.permute_max * cmult + BackwardOnly(rx.permute, pass), &mp.permute, cmult);
+    pre += records.Add(kPermute, true, pass, mp.permute_max * cmult + BackwardOnly(rx.permute, pass), &mp.permute, cmult);
     s.a2a_record[pass][0] = records.size;
-    sum += records.Add(kDispatch, true, pass, dispatch_us[pass] + BackwardOnly(rx.dispatch, pass),
-                       pass == 0 ? &mp.dispatch : &dispatch_bwd_ranks);
-    sum += records.Add(kGroupedGemm, true, pass, mp.gemm_max * mult + L.kx.grouped_gemm[pass] + BackwardOnly(rx.grouped_gemm, pass),
+    const double disp = records.Add(kDispatch, true, pass, dispatch_us[pass] + BackwardOnly(rx.dispatch, pass),
+                                    pass == 0 ? &mp.dispatch : &dispatch_bwd_ranks);
+    double mlp = 0;
+    mlp += records.Add(kGroupedGemm, true, pass, mp.gemm_max * mult + L.kx.grouped_gemm[pass] + BackwardOnly(rx.grouped_gemm, pass),
                        &mp.gemm, mult);
-    sum += records.Add(kUnpermute, true, pass, mp.permute_max * cmult + BackwardOnly(rx.unpermute, pass), &mp.permute, cmult);
+    mlp += records.Add(kUnpermute, true, pass, mp.permute_max * cmult + BackwardOnly(rx.unpermute, pass), &mp.permute, cmult);
     s.a2a_record[pass][1] = records.size;
     const double comb = records.Add(kCombine, true, pass, mp.combine_max * cmult + BackwardOnly(rx.combine, pass), &mp.combine, cmult);
     const double shared = records.Add(
         kSharedExperts, true, pass,
         L.Compute(L.shared_us, L.sc.shared_experts, pass, mult) + L.kx.shared_experts[pass] + BackwardOnly(rx.shared_experts, pass));
+    double sum = pre + disp + mlp;
     sum += SharedExpertsOverlapped(L.t.run) && !EpCommOverlapped(L.t.run) ? std::max(comb, shared) : comb + shared;
+    s.parts.pre[pass] = pre;
+    s.parts.mlp[pass] = mlp + shared;
+    s.parts.dispatch[pass] = disp;
+    s.parts.combine[pass] = comb;
     records.Add(kFsdpComm, true, pass, fsdp.MeanUs(0, pass));
     s.sum[pass] = sum;
     s.a2a[pass] = dispatch_us[pass] + mp.combine_max * cmult + BackwardOnly(rx.dispatch, pass) + BackwardOnly(rx.combine, pass);
@@ -113,13 +121,36 @@ MoePassSums AddMoeLayerPhases(const LayerTerms& L, const MoePhaseTimes& mp, cons
   return s;
 }
 
-// Megatron's --overlap-moe-expert-parallel-comm: one micro-batch's all-to-alls run under another
-// micro-batch's compute of the other direction (pipeline_schedule.h EpOverlapExposedUs); the
-// dispatch and combine records are scaled to what stays exposed, and each direction's sum becomes
-// the rest plus that (us).
-void OverlapEpComm(MoePassSums& s, PhaseRecords& records) {
-  const EpOverlap ov = EpOverlapExposedUs(s.a2a[0], s.a2a[1], s.rest[0], s.rest[1]);
-  const double exposed[2] = {ov.forward_exposed_us, ov.backward_exposed_us};
+// The SMs the EP all-to-all kernels of the run's dispatcher backend take from the compute beside
+// them (knobs.h EpOverlapKnobs): deepep by its flex backend, NCCL otherwise.
+double EpOverlapSmShare(const LayerTerms& L) {
+  const EpOverlapKnobs& k = L.c.knobs.dispatchers.ep_overlap;
+  if (L.t.dispatcher != Dispatcher::kDeepEp) return k.all_to_all_sm_share;
+  switch (L.t.moe_flex_dispatcher_backend.value_or(FlexBackend::kDeepEp)) {
+    case FlexBackend::kDeepEp:
+      return k.deepep_sm_share;
+    case FlexBackend::kHybridEp:
+      return k.hybridep_sm_share;
+    default:
+      return k.all_to_all_sm_share;
+  }
+}
+
+// Megatron's --overlap-moe-expert-parallel-comm (and DualPipe): of the stage's chunk forwards, the
+// paired share (PairedChunkShare) runs beside another micro-batch's backward on two streams
+// (PairedLayerUs, ep_overlap.h), the warm-up and cool-down ones alone. What the all-to-alls add to
+// the layer beyond its compute -- the exposed remainder, and the compute slowed by the
+// communication kernels' SMs -- is split over the directions by their all-to-all time; the
+// dispatch and combine records are scaled to it and each direction's sum becomes the rest plus
+// that (us).
+void OverlapEpComm(const LayerTerms& L, MoePassSums& s, PhaseRecords& records) {
+  const int64_t pp = L.d.pp, vpp = IsDualPipe(L.t.run) ? 1 : std::max<int64_t>(1, L.t.run.vpp);
+  const int64_t chunk_layers = std::max<int64_t>(1, L.in.num_moe_layers / (pp * vpp));
+  const double paired = PairedLayerUs(s.parts, chunk_layers, EpOverlapSmShare(L));
+  const double share = PairedChunkShare(L.t.num_microbatches.value_or(pp), pp, vpp);
+  const double plain = s.sum[0] + s.sum[1], rest = s.rest[0] + s.rest[1], a2a = s.a2a[0] + s.a2a[1];
+  const double added = std::max(0.0, share * paired + (1 - share) * plain - rest);
+  const double exposed[2] = {a2a > 0 ? added * s.a2a[0] / a2a : 0.0, a2a > 0 ? added * s.a2a[1] / a2a : 0.0};
   for (int pass = 0; pass < 2; ++pass) {
     const double f = s.a2a[pass] > 0 ? exposed[pass] / s.a2a[pass] : 0.0;
     for (int which = 0; which < 2; ++which) {
@@ -146,7 +177,7 @@ std::vector<double> BackwardDispatchRanks(const MoePhaseTimes& mp, bool full_rec
 LayerUs MoeLayerUs(const LayerTerms& L, const MoePhaseTimes& mp, const RecomputeExtraUs& rx, const std::vector<double>& dispatch_bwd_ranks,
                    const FsdpSchedule& fsdp, PhaseRecords& records) {
   MoePassSums s = AddMoeLayerPhases(L, mp, rx, dispatch_bwd_ranks, fsdp, records);
-  if (EpCommOverlapped(L.t.run) && L.d.ep > 1) OverlapEpComm(s, records);
+  if (EpCommOverlapped(L.t.run) && L.d.ep > 1) OverlapEpComm(L, s, records);
   LayerUs u;
   for (int pass = 0; pass < 2; ++pass) {
     // FSDP's rings and the EP all-to-alls share the NICs when both cross NVLink domains (network.h).

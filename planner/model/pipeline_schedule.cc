@@ -153,13 +153,6 @@ void ValidateSharedExpertOverlap(const TrainingConfig& t, bool megatron, bool ha
   }
 }
 
-EpOverlap EpOverlapExposedUs(double a2a_fwd, double a2a_bwd, double compute_fwd, double compute_bwd) {
-  EpOverlap o;
-  o.forward_exposed_us = std::max(0.0, a2a_fwd - compute_bwd);
-  o.backward_exposed_us = std::max(0.0, a2a_bwd - compute_fwd);
-  return o;
-}
-
 double PipelineSlots(int64_t M, int64_t pp, int64_t vpp) {
   if (M < 1 || pp < 1 || vpp < 1) {
     throw Error(fmt::format("pipeline slots need num_microbatches, pp and vpp >= 1, got {}, {}, {}", M, pp, vpp));

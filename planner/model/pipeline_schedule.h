@@ -129,14 +129,8 @@ int64_t InFlightStageMicrobatches(int64_t pp, int64_t vpp, int64_t num_microbatc
 // the value and the rule.
 void ValidateEpOverlap(const TrainingConfig& training, int64_t pp, int64_t ep);
 
-// EP communication overlap (combined 1F1B): the forward all-to-alls of one micro-batch run under
-// the backward compute of another and the backward all-to-alls under a forward; hidden time is
-// never more than the compute running at the same time:
-//   forward exposed = max(0, a2a_fwd - compute_bwd), backward exposed = max(0, a2a_bwd - compute_fwd).
-struct EpOverlap {
-  double forward_exposed_us = 0, backward_exposed_us = 0;
-};
-EpOverlap EpOverlapExposedUs(double a2a_fwd_us, double a2a_bwd_us, double compute_fwd_us, double compute_bwd_us);
+// EP communication overlap (combined 1F1B, DualPipe): priced by planner/cost/ep_overlap.h
+// (PairedLayerUs, two streams per layer pair), where EpCommOverlapped says it runs.
 
 // DualPipe (github deepseek-ai/DualPipe, README and dualpipe/dualpipe.py DualPipe.step). Rules:
 // --pipeline-schedule is "1f1b" or "dualpipe"; DualPipe needs an even pp >= 2 ("assert

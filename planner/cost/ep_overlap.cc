@@ -1,0 +1,106 @@
+// EP overlap as two streams (see ep_overlap.h).
+#include "planner/cost/ep_overlap.h"
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "planner/base/error.h"
+
+namespace dockyard {
+namespace {
+
+struct Op {
+  int stream = 0;       // 0 compute, 1 communication
+  double work = 0;      // us at full speed
+  int after[2] = {-1, -1};  // operations whose data it needs (-1: none)
+};
+
+// Runs the operations, each stream in its own order, and returns when the last one ends (us).
+double RunStreams(const std::vector<Op>& ops, double sm_share) {
+  std::array<std::vector<int>, 2> order;
+  for (int i = 0; i < static_cast<int>(ops.size()); ++i) order[ops[i].stream].push_back(i);
+  std::vector<double> done(ops.size(), -1.0);
+  std::array<size_t, 2> next = {0, 0};
+  std::array<int, 2> running = {-1, -1};
+  std::array<double, 2> left = {0, 0};
+  double now = 0;
+  for (;;) {
+    for (int s = 0; s < 2; ++s) {
+      if (running[s] >= 0 || next[s] == order[s].size()) continue;
+      const Op& op = ops[order[s][next[s]]];
+      const bool ready = std::all_of(std::begin(op.after), std::end(op.after), [&](int a) { return a < 0 || done[a] >= 0; });
+      if (!ready) continue;
+      running[s] = order[s][next[s]++];
+      left[s] = op.work;
+    }
+    if (running[0] < 0 && running[1] < 0) {
+      if (next[0] == order[0].size() && next[1] == order[1].size()) return now;
+      throw Error("internal: the EP-overlap streams wait on each other (ep_overlap.cc)");
+    }
+    // Compute beside a communication kernel runs on the SMs it leaves.
+    const double rate[2] = {running[1] >= 0 ? 1.0 - sm_share : 1.0, 1.0};
+    double step = std::numeric_limits<double>::infinity();
+    for (int s = 0; s < 2; ++s) {
+      if (running[s] >= 0) step = std::min(step, left[s] / rate[s]);
+    }
+    now += step;
+    for (int s = 0; s < 2; ++s) {
+      if (running[s] < 0) continue;
+      left[s] -= step * rate[s];
+      if (left[s] <= 1e-9 * std::max(1.0, ops[running[s]].work)) {
+        done[running[s]] = now;
+        running[s] = -1;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+double PairedLayerUs(const EpOverlapLayer& l, int64_t layers, double sm_share) {
+  if (layers < 1) throw Error(fmt::format("internal: EP-overlap layers per chunk must be >= 1, got {}", layers));
+  if (!(sm_share >= 0 && sm_share < 1)) throw Error(fmt::format("internal: EP-overlap SM share must be in [0, 1), got {}", sm_share));
+  for (const double* v : {l.pre, l.mlp, l.dispatch, l.combine}) {
+    if (!(v[0] >= 0) || !(v[1] >= 0)) throw Error("internal: EP-overlap layer times must be >= 0");
+  }
+  std::vector<Op> ops;
+  ops.reserve(static_cast<size_t>(layers) * 9);
+  int prev_combine_fwd = -1, prev_pre_bwd = -1;
+  auto add = [&ops](int stream, double work, int a, int b) {
+    Op op;
+    op.stream = stream;
+    op.work = work;
+    op.after[0] = a;
+    op.after[1] = b;
+    ops.push_back(op);
+    return static_cast<int>(ops.size()) - 1;
+  };
+  for (int64_t k = 0; k < layers; ++k) {
+    // In the order model_chunk_schedule_plan.py issues them; stream order does the rest.
+    const int combine_bwd = add(1, l.combine[1], prev_pre_bwd, -1);
+    const int pre_fwd = add(0, l.pre[0], prev_combine_fwd, -1);
+    const int mlp_bwd = add(0, l.mlp[1] / 2, combine_bwd, -1);  // input gradient
+    const int dispatch_fwd = add(1, l.dispatch[0], pre_fwd, -1);
+    add(0, l.mlp[1] / 2, -1, -1);  // mlp_bwd_dw: the weight gradient, as many FLOPs
+    const int dispatch_bwd = add(1, l.dispatch[1], mlp_bwd, -1);
+    const int mlp_fwd = add(0, l.mlp[0], dispatch_fwd, -1);
+    prev_combine_fwd = add(1, l.combine[0], mlp_fwd, -1);
+    prev_pre_bwd = add(0, l.pre[1], dispatch_bwd, -1);
+  }
+  return RunStreams(ops, sm_share) / static_cast<double>(layers);
+}
+
+double PairedChunkShare(int64_t M, int64_t pp, int64_t vpp) {
+  if (M < 1 || pp < 1 || vpp < 1) {
+    throw Error(fmt::format("internal: paired chunk share needs num_microbatches, pp and vpp >= 1, got {}, {}, {}", M, pp, vpp));
+  }
+  const double chunks = static_cast<double>(M) * static_cast<double>(vpp);
+  const double warmup = static_cast<double>(pp - 1 + (vpp - 1) * pp + 1);
+  return std::clamp((chunks - warmup) / chunks, 0.0, 1.0);
+}
+
+}  // namespace dockyard

@@ -1,0 +1,52 @@
+// EP communication overlap as Megatron-Core's combined 1F1B runs it
+// (--overlap-moe-expert-parallel-comm; DualPipe's overlapped forward-and-backward chunks alike):
+// the forward of one micro-batch's layer is paired with the backward of another's, on a compute
+// stream and a communication stream, in the order NVIDIA/Megatron-LM
+// megatron/core/models/common/model_chunk_schedule_plan.py TransformerLayerSchedulePlan.run
+// issues them:
+//
+//   comm stream: combine_bwd(b) | dispatch_fwd(f) -> dispatch_bwd(b)      | combine_fwd(f)
+//   comp stream: pre_fwd(f)     | mlp_bwd(b) -> mlp_bwd_dw(b) -> mlp_fwd(f) | pre_bwd(b)
+//
+// pre = attention, its tp / cp traffic, router and permute (pre_dispatch_computation); mlp = the
+// grouped GEMMs, unpermute and shared experts (the mlp node). Each operation waits for the one
+// before it on its stream and for its data: mlp_bwd(b) for combine_bwd(b), dispatch_fwd(f) for
+// pre_fwd(f), dispatch_bwd(b) for mlp_bwd(b) (the input gradient, not its weight gradient),
+// mlp_fwd(f) for dispatch_fwd(f), combine_fwd(f) for mlp_fwd(f), pre_bwd(b) for dispatch_bwd(b);
+// and across the layers of a model chunk (TransformerModelChunkSchedulePlan.run pairs forward layer
+// k with backward layer n - 1 - k) the next pair's pre_fwd waits for combine_fwd, its combine_bwd
+// for pre_bwd. While a communication kernel runs, the compute beside it runs on the SMs it leaves:
+// at 1 - sm_share of its speed (DeepEP's kernels take 20 SMs by default, HybridEP's recipes 32,
+// NCCL its channels' CTAs; knobs.h EpOverlapKnobs).
+#pragma once
+
+#include <cstdint>
+
+namespace dockyard {
+
+// One layer's work per direction, [0] forward and [1] backward, us at full speed.
+struct EpOverlapLayer {
+  double pre[2] = {0, 0};       // attention, tp / cp traffic, router, permute
+  double mlp[2] = {0, 0};       // grouped GEMMs, unpermute, shared experts; the backward's half is its weight gradient
+  double dispatch[2] = {0, 0};  // the EP dispatch all-to-all
+  double combine[2] = {0, 0};   // the EP combine all-to-all
+};
+
+// The combined step of `layers` (>= 1) forward layers paired with as many backward layers of the
+// same shape (one model chunk), with communication kernels taking `sm_share` (in [0, 1)) of the
+// SMs from the compute beside them: the two streams simulated operation by operation.
+// Returns the chunk's time divided by `layers` (us per layer pair): at least the compute
+// (sum of pre and mlp, both directions) and at most the plain sum of everything plus the
+// slowdown. Throws dockyard::Error for layers < 1, a negative time or sm_share outside [0, 1).
+double PairedLayerUs(const EpOverlapLayer& layer, int64_t layers, double sm_share);
+
+// The share of a stage's chunk forwards that run paired with a backward under the combined 1F1B
+// schedule, in [0, 1]: of the M x vpp chunk forwards of a pipeline rank, the warm-up ones and the
+// cool-down backwards run alone. Warm-up per rank as Megatron's interleaved schedule counts it
+// (schedules.py get_pp_rank_microbatches: 2 (pp - rank - 1) + (vpp - 1) pp, plus the one forward
+// the EP-overlap schedule adds), averaged over the ranks: pp - 1 + (vpp - 1) pp + 1; at pp 1
+// (combined_1f1b.py) the first forward and the last backward: 1. DualPipe (vpp 1) likewise.
+// Throws dockyard::Error unless M, pp, vpp >= 1.
+double PairedChunkShare(int64_t num_microbatches, int64_t pp, int64_t vpp);
+
+}  // namespace dockyard

@@ -1,0 +1,84 @@
+// EP overlap as two streams per layer pair (ep_overlap.h): exposures checked by hand.
+#include "planner/cost/ep_overlap.h"
+
+#include <doctest/doctest.h>
+
+#include "planner/base/error.h"
+
+using dockyard::EpOverlapLayer;
+using dockyard::PairedLayerUs;
+
+namespace {
+
+EpOverlapLayer Layer(double pre_f, double pre_b, double mlp_f, double mlp_b, double disp_f, double disp_b, double comb_f, double comb_b) {
+  EpOverlapLayer l;
+  l.pre[0] = pre_f;
+  l.pre[1] = pre_b;
+  l.mlp[0] = mlp_f;
+  l.mlp[1] = mlp_b;
+  l.dispatch[0] = disp_f;
+  l.dispatch[1] = disp_b;
+  l.combine[0] = comb_f;
+  l.combine[1] = comb_b;
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("EP overlap, one layer pair: short all-to-alls hide entirely under the other micro-batch's compute") {
+  // pre 100 / 200, mlp 150 / 300 (backward: input gradient 150, weight gradient 150), dispatch
+  // 80 / 80, combine 60 / 60 us; no SMs taken.
+  //   comm: combine_bwd 0-60 | dispatch_fwd 100-180 (after pre_fwd) | dispatch_bwd 250-330 (after
+  //         the input gradient) | combine_fwd 550-610 (after mlp_fwd)
+  //   comp: pre_fwd 0-100 | mlp_bwd 100-250 | mlp_bwd_dw 250-400 | mlp_fwd 400-550 | pre_bwd 550-750
+  // The compute never waits: 750 us, the compute alone (plain: 750 + 280 = 1,030).
+  CHECK(PairedLayerUs(Layer(100, 200, 150, 300, 80, 80, 60, 60), 1, 0.0) == doctest::Approx(750));
+}
+
+TEST_CASE("EP overlap, one layer pair: all-to-alls longer than the compute leave their excess exposed") {
+  // The same compute, dispatch 400 / 400, combine 300 / 300: the comm stream runs back to back,
+  // combine_bwd 0-300, dispatch_fwd 300-700, dispatch_bwd 700-1100, combine_fwd 1100-1400, and the
+  // compute (750) hides under it: 1,400 us, 650 exposed (plain: 2,150).
+  CHECK(PairedLayerUs(Layer(100, 200, 150, 300, 400, 400, 300, 300), 1, 0.0) == doctest::Approx(1400));
+  // Two layers of a chunk chain (the next pair's combine_bwd after this pair's pre_bwd, its
+  // pre_fwd after this pair's combine_fwd): still communication-bound, 1,400 per pair.
+  CHECK(PairedLayerUs(Layer(100, 200, 150, 300, 400, 400, 300, 300), 2, 0.0) == doctest::Approx(1400));
+}
+
+TEST_CASE("EP overlap, one layer pair: the streams' order exposes what a total-compute bound calls hidden") {
+  // pre 100 / 100, mlp 100 / 100, dispatch 150 / 0, combine 0 / 150. Each direction's all-to-alls
+  // (150) are shorter than the other direction's compute (200), so max(0, a2a - compute) would
+  // hide them all (400 us). But the forward dispatch queues behind the backward combine on the
+  // comm stream, and the forward MLP waits for it:
+  //   comm: combine_bwd 0-150 | dispatch_fwd 150-300 | dispatch_bwd 300 | combine_fwd 400
+  //   comp: pre_fwd 0-100 | (waits for combine_bwd) mlp_bwd 150-200 | dw 200-250 | (waits for
+  //         dispatch_fwd) mlp_fwd 300-400 | pre_bwd 400-500
+  // 500 us: 100 exposed.
+  CHECK(PairedLayerUs(Layer(100, 100, 100, 100, 150, 0, 0, 150), 1, 0.0) == doctest::Approx(500));
+}
+
+TEST_CASE("EP overlap: the communication kernels' SMs slow the compute beside them") {
+  // The first case with 20 % of the SMs taken while a communication kernel runs:
+  //   pre_fwd: 0-60 beside combine_bwd at 0.8 (48 of 100 done), the rest 60-112;
+  //   mlp_bwd: 112-192 beside dispatch_fwd (64 done), the rest alone 192-278;
+  //   dispatch_bwd 278-358, beside the weight gradient: 64 done, the rest 358-444;
+  //   mlp_fwd 444-594 alone; combine_fwd 594-654 beside pre_bwd (48 done), the rest 654-806.
+  // 806 us: the 280 us of overlapped communication cost the compute 0.2 x 280 = 56 us.
+  CHECK(PairedLayerUs(Layer(100, 200, 150, 300, 80, 80, 60, 60), 1, 0.2) == doctest::Approx(806));
+}
+
+TEST_CASE("EP overlap: the paired share of chunk forwards, warm-up and cool-down alone") {
+  // pp 1 (combined_1f1b.py), 8 micro-batches: the first forward and the last backward run alone: 7 / 8.
+  CHECK(dockyard::PairedChunkShare(8, 1, 1) == doctest::Approx(7.0 / 8.0));
+  // pp 8, vpp 4, 64 micro-batches: 256 chunk forwards, warm-up averaged over ranks 7 + 3 x 8 + 1 = 32.
+  CHECK(dockyard::PairedChunkShare(64, 8, 4) == doctest::Approx(224.0 / 256.0));
+  // Fewer chunks than the warm-up: nothing paired.
+  CHECK(dockyard::PairedChunkShare(2, 4, 1) == doctest::Approx(0.0));
+}
+
+TEST_CASE("EP overlap: bad inputs are refused") {
+  CHECK_THROWS_AS(PairedLayerUs(Layer(1, 1, 1, 1, 1, 1, 1, 1), 0, 0.0), dockyard::Error);
+  CHECK_THROWS_AS(PairedLayerUs(Layer(1, 1, 1, 1, 1, 1, 1, 1), 1, 1.0), dockyard::Error);
+  CHECK_THROWS_AS(PairedLayerUs(Layer(-1, 1, 1, 1, 1, 1, 1, 1), 1, 0.0), dockyard::Error);
+  CHECK_THROWS_AS(dockyard::PairedChunkShare(0, 1, 1), dockyard::Error);
+}
