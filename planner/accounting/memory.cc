@@ -309,6 +309,29 @@ LayerActivationBytes OpSacSavedActivations(const ModelSpec& m, const Workload& w
   return g;
 }
 
+std::vector<std::string> MemoryRulesLines(const TrainingConfig& t, Convention convention) {
+  std::vector<std::string> lines;
+  switch (SavedTensorRulesOf(t, convention)) {
+    case SavedTensorRules::kTorchtitan:
+      break;
+    case SavedTensorRules::kMegatronCore:
+      lines.push_back(fmt::format("saved tensors of Megatron-Core {}: the router probabilities applied inside the experts' SwiGLU "
+                                  "(--megatron-core-version for an older release)",
+                                  t.run.megatron_core_version.empty() ? "as it is (0.13 or later)" : t.run.megatron_core_version));
+      break;
+    case SavedTensorRules::kMegatronCoreUnpermuteProbs:
+      lines.push_back(fmt::format("saved tensors of Megatron-Core {}: the unpermute applies the router probabilities and keeps the "
+                                  "combined rows (before 0.13)",
+                                  t.run.megatron_core_version));
+      break;
+  }
+  if (convention == Convention::kMegatron && TeCrossEntropy(t.run)) {
+    lines.push_back("logits at the loss: TransformerEngine's fused cross-entropy keeps them in their own dtype, the gradient written in "
+                    "place (no fp32 copy)");
+  }
+  return lines;
+}
+
 int64_t LossBytesPerLogit(const Workload& w) {
   if (w.te_cross_entropy) return w.act_bytes;
   return w.saved == SavedTensorRules::kTorchtitan ? 4 : 4 + w.act_bytes;
@@ -391,10 +414,15 @@ void AddStageActivations(const LayerActivationTable& layer, const StageLayers& s
   const bool full = recompute == Recompute::kFull || st.op_saved != nullptr;
   const int64_t checkpointed[2] = {full ? count[0] : st.checkpointed_moe, full ? count[1] : st.checkpointed_dense};
   const bool checkpointed_moe_first = full ? st.moe_first : st.checkpointed_moe_first;
+  const bool by_chunk = st.chunk_copies[0] >= 0 && st.chunk_copies[1] >= 0;
   if (checkpointed[0] + checkpointed[1] > 0) {
     // Each checkpointed layer's input is kept for every micro-batch in flight; one of them (the
     // largest, the first of equals in layer order) is rebuilt at a time in backward.
-    chunked.Add(K::kCheckpoints, layer_input_bytes * (checkpointed[0] + checkpointed[1]) * st.in_flight);
+    if (by_chunk && full) {
+      acc.Add(K::kCheckpoints, layer_input_bytes * (st.chunk_copies[0] + st.chunk_copies[1]));
+    } else {
+      chunked.Add(K::kCheckpoints, layer_input_bytes * (checkpointed[0] + checkpointed[1]) * st.in_flight);
+    }
     // Per-op checkpointing: each layer's saved op outputs too, for every micro-batch in flight.
     for (int which = 0; which < 2 && st.op_saved != nullptr; ++which) {
       if (checkpointed[which] > 0) chunked.AddTable(*st.op_saved, which, static_cast<WideInt>(checkpointed[which]) * st.in_flight);
@@ -409,7 +437,11 @@ void AddStageActivations(const LayerActivationTable& layer, const StageLayers& s
   // The other layers keep every tensor for every micro-batch in flight.
   for (int which = 0; which < 2; ++which) {
     const int64_t kept = count[which] - checkpointed[which];
-    if (kept > 0) chunked.AddTable(layer, which, static_cast<WideInt>(kept) * st.in_flight);
+    if (kept > 0 && by_chunk && checkpointed[which] == 0) {
+      acc.AddTable(layer, which, st.chunk_copies[which]);
+    } else if (kept > 0) {
+      chunked.AddTable(layer, which, static_cast<WideInt>(kept) * st.in_flight);
+    }
   }
   // EP overlap's combined step: one layer more, the stage's largest.
   if (st.extra_layers > 0) {
@@ -623,6 +655,24 @@ std::map<std::string, int64_t> BufferMap(const StageBufferBytes& buf) {
   return out;
 }
 
+// StageLayers::chunk_copies of stage `s` when the plan's layout gives each layer its chunk (an
+// MTP module counts in the rank's last chunk, where Megatron's layout rules put it).
+void ChunkCopiesOfStage(const Plan& plan, int64_t s, StageLayers& st) {
+  const int64_t vpp = std::max<int64_t>(1, st.chunks_per_microbatch);
+  if (plan.layer_chunk.empty() || vpp <= 1) return;
+  std::vector<int64_t> moe(vpp, 0), dense(vpp, 0);
+  for (int64_t l = 0; l < plan.model.num_hidden_layers; ++l) {
+    if (plan.layer_stage[l] == s) ++(plan.model.moe_layers[l] ? moe : dense)[plan.layer_chunk[l]];
+  }
+  if (s == plan.mtp_stage && plan.training.mtp_layers > 0) (plan.model.moe_layers.back() ? moe : dense)[vpp - 1] += plan.training.mtp_layers;
+  st.chunk_copies[0] = st.chunk_copies[1] = 0;
+  for (int64_t j = 0; j < vpp; ++j) {
+    const int64_t n = ChunkInFlight(st.pp, vpp, st.in_flight, j);
+    st.chunk_copies[0] += n * moe[j];
+    st.chunk_copies[1] += n * dense[j];
+  }
+}
+
 // The memory of pipeline stage `s` (bytes): the static memory of its first rank, the activations
 // of every micro-batch in flight and the communication buffers.
 StageMemory StageMemoryOf(const Plan& plan, const Workload& w, int64_t s) {
@@ -636,6 +686,7 @@ StageMemory StageMemoryOf(const Plan& plan, const Workload& w, int64_t s) {
   st.chunks_per_microbatch = ChunksPerMicrobatch(t);
   st.pp = plan.dims.pp;
   st.extra_layers = ExtraLayersInFlight(plan.dims, t, s);
+  ChunkCopiesOfStage(plan, s, st);
   const StageActivationBytes act = PlanStageActivations(plan, w, st, /*with_logits=*/true);
   const std::map<std::string, int64_t> acts = ActivationMap(act);
   const int64_t act_total = Narrow(act.total, "activation bytes");

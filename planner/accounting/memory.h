@@ -248,6 +248,10 @@ const char* ActivationKindName(ActivationKind kind);  // "attention", ..., "logi
 //    (transformer_engine/pytorch/cross_entropy.py CrossEntropyFunction.forward,
 //    ctx.save_for_backward(_input, target, m_d_X_y); the per-token m_d_X_y is not counted).
 int64_t LossBytesPerLogit(const Workload& w);
+// The lines a report prints under its memory table to name the framework rules it counted (none
+// for torchtitan): the Megatron-Core release's saved tensors (SavedTensorRulesOf) and
+// TransformerEngine's loss when the run uses it. Plan, check, simulate and search print them.
+std::vector<std::string> MemoryRulesLines(const TrainingConfig& training, Convention convention);
 // The logits' bytes at the loss on the last stage: T x ceil(vocab / tp) x LossBytesPerLogit, once
 // more per MTP module (each its own loss).
 WideInt LossLogitsBytes(const ModelSpec& model, const Workload& w, int64_t tp, int64_t mtp_layers);
@@ -292,6 +296,13 @@ struct StageLayers {
   int64_t pp = 1;
   // Layers held beyond the chunks (workload.h ExtraLayersInFlight): each the stage's largest layer.
   int64_t extra_layers = 0;
+  // MoE [0] and dense [1] layer copies in flight when a layout gives each chunk its own layers:
+  // sum over the stage's chunks j of ChunkInFlight(pp, vpp, in_flight, j) x that kind's layers in
+  // chunk j (a rank of Qwen3-235B's "...|t*3|...|t*2|..." layout at pp 8, vpp 4 with 25 chunks in
+  // flight: 8 x 3 + 8 x 3 + 8 x 3 + 1 x 2 = 74 layers, not 25 x 11 / 4 = 68.75). -1: the stage's
+  // mean, layers x in_flight / chunks_per_microbatch (the plain and account-for splits). Used for
+  // the layers that keep their tensors and, under full recomputation, for the checkpointed inputs.
+  int64_t chunk_copies[2] = {-1, -1};
 };
 // One MoE [0] and one dense [1] layer's LayerActivations by kind, formed once per set of degrees.
 struct LayerActivationTable {

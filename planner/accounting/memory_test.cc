@@ -443,3 +443,38 @@ TEST_CASE("The logits at the loss by framework and cross-entropy, by hand") {
   tt.seq_len = 16;
   CHECK(logits(tt) == 16 * 1000 * 4);
 }
+
+TEST_CASE("Interleaved chunks of unequal size: a layout's chunks counted as they are in flight, by hand") {
+  // Tiny Mixtral with 6 MoE layers, Megatron, pp 2, vpp 2, 8 micro-batches. The layout
+  // "Et*2|t*2|t|tL" puts 2 layers in each rank's chunk 0 and 1 in its chunk 1; the plain split
+  // has 3 layers per rank too, counted at their mean 3 / 2 per chunk.
+  dockyard::ModelSpec m = dockyard::testing::TinyMixtral();
+  m.num_hidden_layers = 6;
+  m.moe_layers.assign(6, true);
+  ParallelDimsOptions d = Dims(2, 1, 1, 1, 2);
+  d.convention = dockyard::Convention::kMegatron;
+  TrainingConfig t = Train(DpSharding::kZero1);
+  t.seq_len = 16;
+  t.num_microbatches = 8;
+  t.run.vpp = 2;
+  const Plan plain = BuildPlan(m, d, t);
+  t.run.pipeline_layout = "Et*2|t*2|t|tL";
+  const Plan layout = BuildPlan(m, d, t);
+  auto layers = [](const Plan& p, int64_t stage) {
+    double sum = 0;
+    const auto report = dockyard::ComputeMemory(p);  // kept: the loop reads into it
+    for (const auto& [role, bytes] : report.stages[stage].worst.activations_by_role) {
+      if (role != "embedding" && role != "logits") sum += static_cast<double>(bytes);
+    }
+    return sum;
+  };
+  // Rank 1: warm-up 2 (2 - 1 - 1) + (2 - 1) x 2 = 2, so 3 chunk forwards in flight: forwards 0, 1
+  // on chunk 0 and 2 on chunk 1 (pipeline_schedule.h ChunkInFlight): 2 x 2 + 1 x 1 = 5 layer
+  // copies against the mean's 3 x 3 / 2 = 4.5.
+  CHECK(layers(layout, 1) / layers(plain, 1) == doctest::Approx(5.0 / 4.5));
+  // Rank 0: 2 + 2 + 1 = 5 chunks: 3 on chunk 0, 2 on chunk 1: 3 x 2 + 2 x 1 = 8 against 3 x 5 / 2 = 7.5.
+  CHECK(layers(layout, 0) / layers(plain, 0) == doctest::Approx(8.0 / 7.5));
+  CHECK(dockyard::ChunkInFlight(2, 2, 3, 0) == 2);
+  CHECK(dockyard::ChunkInFlight(2, 2, 3, 1) == 1);
+  CHECK(dockyard::ChunkInFlight(8, 4, 25, 3) == 1);  // the rank-224 case above: 8, 8, 8 and 1
+}

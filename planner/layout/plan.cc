@@ -157,6 +157,7 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
   }
   plan.meshes = BuildMeshes(plan.dims);
   plan.layer_stage = stages.layer_stage;
+  if (!plan.training.run.pipeline_layout.empty()) plan.layer_chunk = stages.layer_chunk;
   plan.embedding_stage = stages.embedding_stage;
   plan.loss_stage = stages.loss_stage;
   plan.mtp_stage = stages.mtp_stage;

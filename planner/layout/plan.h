@@ -59,6 +59,10 @@ struct Plan {
   std::vector<ParamPlacement> placements;  // aligned with inventory.params
   ExpertOwnership experts;
   std::vector<int64_t> layer_stage;  // [num_hidden_layers]: pp stage of each layer
+  // [num_hidden_layers]: the model chunk on its rank of each layer, from a
+  // --pipeline-model-parallel-layout only (pipeline_layout.h); empty otherwise, when the
+  // activations count each chunk at the stage's mean layers (memory.h StageLayers::chunk_copies).
+  std::vector<int64_t> layer_chunk;
   // Pipeline ranks of the word embedding, of the final norm + lm_head + loss, and of the MTP
   // modules: 0, pp - 1 and pp - 1 unless a Megatron layout (--pipeline-model-parallel-layout)
   // places them elsewhere (ResolvePipelineStages).

@@ -142,7 +142,10 @@ PipelineStages ResolvePipelineLayout(const VirtualStages& stages, int64_t pp, in
         mtp_seen_stage = k;
         out.mtp_stage = k % pp;
       }
-      if (tok.layer == PipeLayer::kDecoder) out.layer_stage.push_back(k % pp);
+      if (tok.layer == PipeLayer::kDecoder) {
+        out.layer_stage.push_back(k % pp);
+        out.layer_chunk.push_back(k / pp);
+      }
       if (tok.layer == PipeLayer::kEmbedding) out.embedding_stage = k % pp;
       if (tok.layer == PipeLayer::kLoss) out.loss_stage = k % pp;
     }

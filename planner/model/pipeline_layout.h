@@ -42,6 +42,9 @@ struct PipelineStages {
   int64_t loss_stage = 0;            // rank holding the final norm, lm_head and the loss
   int64_t mtp_stage = 0;             // rank holding the MTP modules (loss_stage when there are none)
   int64_t vpp = 1;                   // model chunks per rank: virtual stages / pp
+  // [num_hidden_layers]: the model chunk on its rank of each decoder layer (virtual stage / pp);
+  // filled from a layout's virtual stages, empty for the plain split.
+  std::vector<int64_t> layer_chunk;
 };
 
 // Checks `stages` (from ParsePipelineLayout of `text`) as Megatron does and places the layers:

@@ -176,10 +176,14 @@ int64_t InFlightChunks(int64_t pp, int64_t vpp, int64_t M, int64_t stage) {
   return std::min<int64_t>(M * vpp, warmup + 1);
 }
 
-int64_t FirstChunkInFlight(int64_t pp, int64_t vpp, int64_t chunks) {
+int64_t ChunkInFlight(int64_t pp, int64_t vpp, int64_t chunks, int64_t chunk) {
   if (vpp <= 1) return chunks;
-  // Forward k runs chunk (k / pp) mod vpp: each cycle of pp x vpp forwards runs pp of chunk 0 first.
-  return chunks / (pp * vpp) * pp + std::min<int64_t>(pp, chunks % (pp * vpp));
+  // Forward k runs chunk (k / pp) mod vpp: each cycle of pp x vpp forwards runs pp of each chunk in turn.
+  return chunks / (pp * vpp) * pp + std::clamp<int64_t>(chunks % (pp * vpp) - chunk * pp, 0, pp);
+}
+
+int64_t FirstChunkInFlight(int64_t pp, int64_t vpp, int64_t chunks) {
+  return ChunkInFlight(pp, vpp, chunks, 0);
 }
 
 int64_t InFlightStageMicrobatches(int64_t pp, int64_t vpp, int64_t M, int64_t stage) {

@@ -97,10 +97,12 @@ double PipelineSlots(int64_t num_microbatches, int64_t pp, int64_t vpp);
 // stage 0 holds 39 chunks = 9.75 stages' activations, not 10. (EP overlap: ScheduleExtraLayers.)
 int64_t InFlightChunks(int64_t pp, int64_t vpp, int64_t num_microbatches, int64_t stage);
 
-// Of `chunks` chunk forwards in flight (InFlightChunks), those of model chunk 0 (the one holding
-// the embedding on the first stage): Megatron's interleaved order runs forward k on chunk
-// (k / pp) mod vpp (microbatch_group_size_per_vp_stage = pp), so the first 39 forwards at pp 8,
-// vpp 4 hold 8 + 7 = 15 micro-batches of chunk 0. vpp 1: all of them.
+// Of `chunks` chunk forwards in flight (InFlightChunks), those of model chunk `chunk` (0 <= chunk <
+// vpp): Megatron's interleaved order runs forward k on chunk (k / pp) mod vpp
+// (microbatch_group_size_per_vp_stage = pp), so the first 39 forwards at pp 8, vpp 4 hold 8 + 7 =
+// 15 micro-batches of chunk 0 and 8 of each other chunk. vpp 1: all of them.
+int64_t ChunkInFlight(int64_t pp, int64_t vpp, int64_t chunks, int64_t chunk);
+// ChunkInFlight of chunk 0, the one holding the embedding on the first stage.
 int64_t FirstChunkInFlight(int64_t pp, int64_t vpp, int64_t chunks);
 
 // InFlightChunks without EP overlap in whole-stage units, rounded up: ceil(chunks / vpp) (the

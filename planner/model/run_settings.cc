@@ -51,6 +51,7 @@ std::vector<long> VersionParts(const std::string& text) {
     const size_t dot = std::min(text.find('.', start), text.size());
     const std::string part = text.substr(start, dot - start);
     if (part.empty() || part.size() > 6 || part.find_first_not_of("0123456789") != std::string::npos) return {};
+    if (part.size() > 1 && part[0] == '0') return {};  // "012": a tag never writes one
     parts.push_back(std::strtol(part.c_str(), nullptr, 10));
     start = dot + 1;
   }
@@ -63,7 +64,8 @@ std::vector<long> VersionParts(const std::string& text) {
 void ValidateMegatronCoreVersion(const std::string& version, const std::string& field) {
   if (version.empty() || !VersionParts(version).empty()) return;
   throw Error(fmt::format(
-      "{}: must be a Megatron-Core release MAJOR.MINOR or MAJOR.MINOR.PATCH (its tag core_v0.12.0 written 0.12.0 or 0.12), got \"{}\"",
+      "{}: must be a Megatron-Core release MAJOR.MINOR or MAJOR.MINOR.PATCH without leading zeros (its tag core_v0.12.0 written "
+      "0.12.0 or 0.12), got \"{}\"",
       field, version));
 }
 

@@ -85,11 +85,12 @@ void RejectMegatronOnlyOverrides(const TrainingOverrides& o, bool torchtitan) {
         "(docs/memory-model.md): use --convention megatron, or drop the flag",
         *o.megatron_core_version));
   }
-  if (o.cross_entropy_fusion_impl == std::string("te")) {
-    throw Error(
-        "--cross-entropy-fusion-impl te: TransformerEngine's cross-entropy as Megatron-Core calls it "
+  if (o.cross_entropy_fusion_impl) {
+    throw Error(fmt::format(
+        "--cross-entropy-fusion-impl {}: Megatron's choice between its own fused cross-entropy and TransformerEngine's "
         "(language_module.py); torchtitan's loss is its own (torchtitan/components/loss.py, compiled): use --convention "
-        "megatron, or drop the flag");
+        "megatron, or drop the flag",
+        *o.cross_entropy_fusion_impl));
   }
   if (o.overlap_moe_ep_comm) {
     throw Error(

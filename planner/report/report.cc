@@ -550,24 +550,7 @@ std::string MemoryToText(const Plan& plan, const MemoryReport& memory) {
     }
   }
   // Whose saved tensors the activations count (docs/memory-model.md 4.2b).
-  switch (memory.workload.saved) {
-    case SavedTensorRules::kTorchtitan:
-      break;
-    case SavedTensorRules::kMegatronCore:
-      out << fmt::format("  saved tensors of Megatron-Core {}: the router probabilities applied inside the experts' SwiGLU "
-                         "(--megatron-core-version for an older release)\n",
-                         t.run.megatron_core_version.empty() ? "as it is (0.13 or later)" : t.run.megatron_core_version);
-      break;
-    case SavedTensorRules::kMegatronCoreUnpermuteProbs:
-      out << fmt::format("  saved tensors of Megatron-Core {}: the unpermute applies the router probabilities and keeps the combined "
-                         "rows (before 0.13)\n",
-                         t.run.megatron_core_version);
-      break;
-  }
-  if (memory.workload.te_cross_entropy) {
-    out << "  logits at the loss: TransformerEngine's fused cross-entropy keeps them in their own dtype, the gradient written in "
-           "place (no fp32 copy)\n";
-  }
+  for (const std::string& line : MemoryRulesLines(t, plan.dims.convention)) out << "  " << line << "\n";
   return out.str();
 }
 

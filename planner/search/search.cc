@@ -365,6 +365,7 @@ SearchResult EmptyResult(const SearchOptions& o) {
   result.reserve_gib = o.training.memory_reserve_gib.value_or(0);
   result.num_microbatches = o.training.num_microbatches;
   result.megatron = o.convention == Convention::kMegatron;
+  result.memory_rules = MemoryRulesLines(o.training, o.convention);
   result.global_batch_size = o.global_batch_size;
   result.seq_len = o.training.seq_len;
   return result;
@@ -577,6 +578,7 @@ std::string RankedLayoutsTable(const std::vector<RankedLayout>& rows, bool numbe
 std::string SearchResultToText(const SearchResult& r) {
   std::ostringstream out;
   out << SearchCountsText(r);
+  for (const std::string& line : r.memory_rules) out << "Memory     " << line << "\n";
   if (r.global_batch_size > 0) {
     out << fmt::format(
         "Global batch {} sequences x {} tokens = {} tokens per step, in every row (mb: micro-batches per step, AxM = A "

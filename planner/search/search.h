@@ -84,6 +84,7 @@ struct SearchResult {
   int64_t seq_len = 0;
   std::optional<int64_t> num_microbatches;  // --num-microbatches pinned (training.num_microbatches); nullopt = per layout
   bool megatron = false;                    // the convention: how a pinned num_microbatches meets the global batch
+  std::vector<std::string> memory_rules;    // the framework rules the peaks counted (memory.h MemoryRulesLines)
   double budget_gib = 0;
   double reserve_gib = 0;         // held back from budget_gib (memory_reserve_gib): a layout fits at peak <= budget - reserve
   double seconds = 0;             // wall time of SearchLayouts, one thread
