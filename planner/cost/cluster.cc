@@ -9,6 +9,37 @@
 #include "planner/base/error.h"
 
 namespace dockyard {
+namespace {
+
+// B200's operator table, from the sweeps SimuMax ran on the machine of its B200 rows (TE
+// general_gemm and TE attention back to back; MooreThreads/SimuMax@4dcaae513ba7679d56c116a17cd4a691ec41e252
+// configs/system/b200_bf16_ceperm.json; docs/cluster.md [B4]), as fractions of the 2,250 TFLOP/s peak:
+//  - GEMMs by shape: shape_efficiency 0.54, grouped_half_rows 125, half_nk 300 -- the least-squares
+//    fit (in log time) of eff(M, N, K) = s M/(M+h) N/(N+n) K/(K+n) to its 30 measured shape-passes
+//    of this model (dense o_proj, MLP, lm_head, q_b, kv_b; grouped gate-up and down at 1,024 and
+//    512 rows; forward, data and weight gradient), 19 % RMS: a small reduction dimension (the
+//    weight gradient's K = rows) is what makes grouped weight gradients slowest (0.22-0.29);
+//  - MLA flash attention (128 heads, qk 192, seq 4096): 0.416 forward and 0.32 backward with causal
+//    FLOPs (0.831 / 0.643 non-causal): max_efficiency 0.489 (= 0.416 / (192/202 x 2048/2288)),
+//    bwd_ratio 0.77;
+//  - memory-bound kernels at 0.666 of HBM bandwidth;
+//  - the older gemm model: dense 0.488 (the sweep's default), grouped 0.42 (the 1,024-row passes'
+//    harmonic mean 0.378 over M/(M+125)), flash 0.36 (forward and backward, harmonic).
+ComputeKnobs B200ComputeKnobs() {
+  ComputeKnobs k;
+  k.gemm.shape_efficiency = 0.54;
+  k.gemm.grouped_half_rows = 125.0;
+  k.gemm.half_nk = 300.0;
+  k.gemm.dense_efficiency = 0.488;
+  k.gemm.grouped_max_efficiency = 0.42;
+  k.flash.max_efficiency = 0.489;
+  k.flash.bwd_ratio = 0.77;
+  k.flash.fixed_efficiency = 0.36;
+  k.memory_bound.hbm_efficiency = 0.666;
+  return k;
+}
+
+}  // namespace
 
 std::vector<std::string> ClusterPresetNames() {
   return {"h100-sxm", "h200-sxm", "h100-pcie-400g", "h800-sxm", "b200", "gb200-nvl72"};
@@ -25,11 +56,13 @@ ClusterSpec ClusterPreset(const std::string& name) {
   c.name = name;
   if (name == "h100-sxm") return c;  // the defaults above
   if (name == "h200-sxm") {
+    c.compute_source = "borrowed: h100-sxm priors (the same Hopper SMs)";
     c.hbm_gbps = 4800.0;
     c.memory_gib = 140.4;
     return c;
   }
   if (name == "h100-pcie-400g") {
+    c.compute_source = "borrowed: h100-sxm priors (no H100 PCIe operator measurement)";
     c.dense_bf16_tflops = 756.0;
     c.hbm_gbps = 2000.0;
     c.knobs.links.intra_node_gbps = 50.0;  // PCIe Gen5 x16: 64 GB/s per direction, ~50 GB/s achieved
@@ -41,6 +74,7 @@ ClusterSpec ClusterPreset(const std::string& name) {
   }
   // docs/cluster.md cites every value below.
   if (name == "h800-sxm") {
+    c.compute_source = "borrowed: h100-sxm priors (the same Hopper SMs)";
     c.knobs.links.intra_node_gbps = 160.0;  // NVLink ~160 GB/s achievable (DeepSeek-V3 report, section 3.2.2)
     return c;                   // H100 compute, HBM and memory; 8 x 400 Gb/s InfiniBand per node
   }
@@ -49,6 +83,8 @@ ClusterSpec ClusterPreset(const std::string& name) {
     c.hbm_gbps = 7672.0;    // 7680-bit bus x 3996 MHz DDR (pytorch/ao PR #4002), not the datasheet's 8 TB/s
     c.memory_gib = 179.06;  // nvidia-smi: 183359 MiB (docs/cluster.md [M4])
     c.knobs.links.intra_node_gbps = 740.0;  // 900 GB/s per direction x 370 / 450 (h100-sxm's effective / line)
+    c.knobs.compute = B200ComputeKnobs();
+    c.compute_source = "B200 operator table: SimuMax's B200 sweep (docs/cluster.md [B4])";
     return c;
   }
   if (name == "gb200-nvl72") {  // 18 compute trays of 4 B200-class GPUs, one NVLink domain of 72
@@ -59,6 +95,10 @@ ClusterSpec ClusterPreset(const std::string& name) {
     c.memory_gib = 185.03;  // nvidia-smi: 189471 MiB (docs/cluster.md [M5])
     c.knobs.links.intra_node_gbps = 740.0;
     c.nics_per_node = 4;  // one 400 Gb/s NIC per GPU
+    // No GB200 operator measurement: B200's table (the same die) puts the GB200 rows G01-G03 10-21 %
+    // slow, against -5..-16 % with H100's, so the software stack differs more than the chip;
+    // docs/cluster.md [B4].
+    c.compute_source = "borrowed: h100-sxm priors (no GB200 operator measurement; docs/cluster.md [B4])";
     return c;
   }
   std::string message =

@@ -29,6 +29,9 @@ struct ClusterSpec {
   // link figures in `links` (docs/cluster.md cites them), the compute and dispatcher knobs'
   // defaults -- or a calibration file's (planner/calibration/calibration.h ApplyCalibration).
   Knobs knobs;
+  // Where the preset's compute knobs (its operator table) come from, as reports print it: measured
+  // on this GPU, or borrowed from another's with the reason. A cluster file inherits its base's.
+  std::string compute_source = "h100-sxm priors (planner/cost/knobs.h: H100 / H200 measurements)";
 };
 
 // Presets: "h100-sxm", "h200-sxm", "h100-pcie-400g" (one 400 Gb/s NIC per node, PCIe Gen5

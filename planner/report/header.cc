@@ -38,6 +38,7 @@ Json ReportHeader(const ReportHeaderInputs& in) {
          {"imbalance", in.imbalance},
          {"provenance", in.provenance}};
   if (!in.compute.is_null()) h["compute"] = in.compute;
+  if (!in.cluster.empty() && !in.cluster_compute.empty()) h["cluster_compute"] = in.cluster_compute;
   if (in.imbalance_per_layout) h["imbalance_per_layout"] = true;
   if (in.machine) h["machine"] = {{"gpus_per_node", in.machine->gpus_per_node}, {"gpu_memory_gib", in.machine->gpu_memory_gib}};
   return h;
@@ -77,7 +78,8 @@ std::string ReportHeaderToText(const Json& h) {
   if (h.contains("defaults_applied")) {
     for (const Json& line : h.at("defaults_applied")) out << fmt::format("Defaults   {}\n", line.get<std::string>());
   }
-  out << fmt::format("Cluster    {}\n", h.at("cluster").is_null() ? std::string("none") : h.at("cluster").get<std::string>());
+  out << fmt::format("Cluster    {}{}\n", h.at("cluster").is_null() ? std::string("none") : h.at("cluster").get<std::string>(),
+                     h.contains("cluster_compute") ? " (compute knobs: " + h.at("cluster_compute").get<std::string>() + ")" : "");
   const Json& c = h.at("calibration");
   out << fmt::format("Calibration {}\n", c.is_null() ? std::string("none (built-in knobs)")
                                                      : fmt::format("{} (preset {}, {}, sha256 {})", c.at("name").get<std::string>(),

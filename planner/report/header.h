@@ -28,6 +28,7 @@ struct ReportHeaderInputs {
   // not given, one line each (convention.h DefaultsAppliedLines); empty = none.
   std::vector<std::string> defaults_applied;
   std::string cluster;  // preset or cluster file name; empty = none (plan, check)
+  std::string cluster_compute;  // ClusterSpec::compute_source of that cluster (with it only)
   Json calibration;     // CalibrationRefToJson, or null for the built-in knobs / none
   // Routing: the spec text as given, its seed and the MoE layers sampled; unset = none sampled
   // (plan; check without --routing), memory then uses `imbalance`.

@@ -93,7 +93,10 @@ Json CommandHeader(const PlanCommandRequest& r, const PlanCommandResult& result)
   header_inputs.convention = plan.dims.convention;
   header_inputs.defaults_applied = DefaultsAppliedLines(plan.dims.convention, plan.defaults_applied, plan.training, plan.dims.tp,
                                                         plan.model.moe.num_shared_experts > 0);
-  if (r.cluster) header_inputs.cluster = r.cluster->name;
+  if (r.cluster) {
+    header_inputs.cluster = r.cluster->name;
+    header_inputs.cluster_compute = r.cluster->compute_source;
+  }
   if (r.calibration) header_inputs.calibration = CalibrationRefToJson(*r.calibration);
   if (result.routing) {
     header_inputs.routing = RoutingSpecText(*result.routing);

@@ -76,6 +76,7 @@ SearchCommandResult RunSearchCommand(const ModelSpec& model, SearchOptions s, co
   }
   header_inputs.pinned = SearchPinsToJson(s);
   header_inputs.cluster = s.cluster.name;
+  header_inputs.cluster_compute = s.cluster.compute_source;
   if (r.calibration) header_inputs.calibration = CalibrationRefToJson(*r.calibration);
   header_inputs.routing = RoutingSpecText(s.routing);
   header_inputs.seed = s.routing.seed;

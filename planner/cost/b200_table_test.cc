@@ -1,0 +1,74 @@
+// B200's operator table (cluster.cc B200ComputeKnobs) against the figures it was fitted to:
+// SimuMax's sweeps on the machine of its B200 rows (MooreThreads/SimuMax@4dcaae513ba7679d56c116a17cd4a691ec41e252
+// configs/system/b200_bf16_ceperm.json; ../shared/fidelity/blackwell-and-corrections.md §1), as
+// fractions of the 2,250 TFLOP/s peak, DeepSeek-V3's shapes (hidden 7168, 128 heads, expert F 2048).
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "planner/cost/cluster.h"
+#include "planner/cost/gemm_efficiency.h"
+
+namespace {
+
+const dockyard::ComputeKnobs& B200() {
+  static const dockyard::ComputeKnobs k = dockyard::ClusterPreset("b200").knobs.compute;
+  return k;
+}
+
+// A GEMM (M, N, K) of the forward, its data gradient (M, K, N) and weight gradient (N, K, M).
+double Eff(double m, double n, double k) {
+  return dockyard::GemmShapeEfficiency(m, n, k, B200());
+}
+
+}  // namespace
+
+TEST_CASE("B200 table: GEMMs by shape, each quoted figure within the fit's reach") {
+  // o_proj, M 4096 tokens, N 7168, K 128 x 128: 0.456 / 0.493 / 0.472.
+  CHECK(Eff(4096, 7168, 16384) == doctest::Approx(0.456).epsilon(0.10));
+  CHECK(Eff(4096, 16384, 7168) == doctest::Approx(0.493).epsilon(0.10));
+  CHECK(Eff(7168, 16384, 4096) == doctest::Approx(0.472).epsilon(0.10));
+  // lm_head, N 129,280: 0.489 forward.
+  CHECK(Eff(4096, 129280, 7168) == doctest::Approx(0.489).epsilon(0.10));
+  // Grouped gate-up, EP 8: 32 experts x 1,024 rows, N 4096, K 7168: 0.457 / 0.435 forward and data
+  // gradient; the weight gradient (K = 1,024 rows) 0.289 is the slowest, and the table keeps it
+  // the slowest of the three.
+  CHECK(Eff(1024, 4096, 7168) == doctest::Approx(0.457).epsilon(0.10));
+  CHECK(Eff(1024, 7168, 4096) == doctest::Approx(0.435).epsilon(0.10));
+  CHECK(Eff(4096, 7168, 1024) < Eff(1024, 7168, 4096));
+  // EP 4, 512 rows: forward 0.367 (fewer rows, lower).
+  CHECK(Eff(512, 4096, 7168) == doctest::Approx(0.367).epsilon(0.10));
+  CHECK(Eff(512, 4096, 7168) < Eff(1024, 4096, 7168));
+}
+
+TEST_CASE("B200 table: the 30 measured shape-passes within the fit's 19 % RMS (log time)") {
+  struct Shape {
+    double m, n, k, fwd, dgrad, wgrad;
+  };
+  const Shape shapes[] = {{4096, 7168, 16384, 0.456, 0.493, 0.472}, {4096, 36864, 7168, 0.46, 0.46, 0.46},
+                          {4096, 7168, 18432, 0.46, 0.46, 0.46},    {4096, 129280, 7168, 0.489, 0.426, 0.461},
+                          {1024, 4096, 7168, 0.457, 0.435, 0.289},  {1024, 7168, 2048, 0.384, 0.430, 0.274},
+                          {512, 4096, 7168, 0.367, 0.405, 0.219},   {512, 7168, 2048, 0.427, 0.294, 0.215},
+                          {4096, 24576, 1536, 0.63, 0.63, 0.63},    {4096, 32768, 512, 0.40, 0.40, 0.40}};
+  double sum = 0;
+  int n = 0;
+  for (const Shape& s : shapes) {
+    const double model[3] = {Eff(s.m, s.n, s.k), Eff(s.m, s.k, s.n), Eff(s.n, s.k, s.m)};
+    const double measured[3] = {s.fwd, s.dgrad, s.wgrad};
+    for (int p = 0; p < 3; ++p, ++n) sum += std::pow(std::log(model[p] / measured[p]), 2);
+  }
+  CHECK(n == 30);
+  CHECK(std::sqrt(sum / n) < 0.20);
+}
+
+TEST_CASE("B200 table: MLA flash attention, memory-bound kernels, the older gemm model") {
+  // MLA (qk 192), seq 4096, causal: 0.416 forward, 0.32 backward (0.831 / 0.643 with non-causal FLOPs).
+  CHECK(dockyard::FlashAttentionEfficiency(192, 4096, true, false, B200()) == doctest::Approx(0.416).epsilon(0.01));
+  CHECK(dockyard::FlashAttentionEfficiency(192, 4096, true, true, B200()) == doctest::Approx(0.32).epsilon(0.01));
+  // Memory-bound kernels at 0.666 of HBM; gemm model: dense 0.488 (the sweep's default).
+  CHECK(B200().memory_bound.hbm_efficiency == 0.666);
+  CHECK(B200().gemm.dense_efficiency == 0.488);
+  // Which GPU's figures a preset prices with, as reports print it.
+  CHECK(dockyard::ClusterPreset("b200").compute_source.find("SimuMax's B200 sweep") != std::string::npos);
+  CHECK(dockyard::ClusterPreset("gb200-nvl72").compute_source.find("borrowed: h100-sxm") != std::string::npos);
+}
