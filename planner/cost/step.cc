@@ -297,7 +297,8 @@ double SetPipelineStep(const LayerTerms& L, const StageLayerRuns& runs, const St
   // parameter gather (under its first forward) leave only what exceeds that compute exposed.
   const double stage_fwd_us = SlowestStageForwardUs(runs, slowest_stage, moe.fwd, dense.fwd, slowest_stage == loss_stage, x.lm_head, x.p2p);
   out.dp_step_comm_us = ExposedDpStepCommUs(in, t.run, stage_fwd_us, worst_stage - stage_fwd_us);
-  out.optimizer_us = 2.0 * static_cast<double>(in.static_bytes_rank0) / L.hbm;
+  // Memory-bound: at the HBM efficiency the memory-bound kernels reach (knobs.h MemoryBoundKnobs).
+  out.optimizer_us = 2.0 * static_cast<double>(in.static_bytes_rank0) / (L.hbm * L.kn.memory_bound.hbm_efficiency);
   double slots = A * PipelineSlots(static_cast<int64_t>(M), d.pp, t.run.vpp);
   if (IsDualPipe(t.run)) {
     // DualPipe's bubble (pipeline_schedule.h DualPipeBubbleUs): F&B is a stage's overlapped
