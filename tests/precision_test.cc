@@ -144,8 +144,8 @@ TEST_CASE("FP8 quantize kernels: bytes per element and their time in the shaped 
   const dockyard::ComputeKnobs o;
   const dockyard::GemmPrecision fp8{true, false};
   const auto m = dockyard::testing::TinyMixtral();
-  const auto without = dockyard::ShapedCompute(m, 1024, 1024, 1, 1024, 989, o, fp8);
-  const auto with = dockyard::ShapedCompute(m, 1024, 1024, 1, 1024, 989, o, fp8, 3350);
+  const auto without = dockyard::ShapedCompute(m, 1024, 1024, 1, 1024, 1, 989, o, fp8);
+  const auto with = dockyard::ShapedCompute(m, 1024, 1024, 1, 1024, 1, 989, o, fp8, 3350);
   // Forward: the inputs of qkv (1024 x 64) and o (1024 x 64) are quantized: 2 kernels, each
   // 65,536 x 5 B at 3350 GB/s x 0.70 = 0.14 us, under the 5 us floor: 10 us.
   CHECK(with.attention[0] - without.attention[0] == Approx(10.0));

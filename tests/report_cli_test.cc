@@ -202,7 +202,7 @@ TEST_CASE("plan, check, simulate and search open with the same header, in JSON a
   const dockyard::Json graphs =
       dockyard::ParseJsonText(Run("search " + model + " --seq-len 16 --top 1 --cuda-graphs --cross-entropy fused --json -", false).out,
                               "search")["header"]["compute"];
-  CHECK(graphs == dockyard::Json{{"model", "kernels"}, {"cuda_graphs", true}, {"cross_entropy", "fused"}});
+  CHECK(graphs == dockyard::Json{{"model", "kernels"}, {"cuda_graphs", true}, {"cross_entropy", "fused"}, {"cross_entropy_fusion_impl", "native"}});
   CHECK(Run("simulate " + layout, false).out.find("\nCompute    kernels model, CUDA graphs off, cross-entropy unfused\n") !=
         std::string::npos);
 }

@@ -186,6 +186,8 @@ void ApplyCalibration(const Calibration& cal, ClusterSpec* cluster) {
                             cal.file.empty() ? "" : " (" + cal.file + ")", cal.preset, cluster->name, cluster->name));
   }
   cluster->knobs = cal.knobs;
+  // Reports name where the compute knobs now come from: the file.
+  cluster->compute_source = fmt::format("calibration \"{}\"{}", cal.name, cal.file.empty() ? "" : " (" + cal.file + ")");
 }
 
 Json CalibrationToJson(const Calibration& cal) {

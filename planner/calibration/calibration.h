@@ -56,6 +56,8 @@ Calibration LoadCalibration(const std::string& path);
 
 // Sets the cluster's knobs to the calibration's. Throws dockyard::Error when `cluster` is a preset
 // (its name is one of ClusterPresetNames) other than calibration.preset.
+// Also sets cluster->compute_source to name the calibration (its name and file), which the
+// reports print on the Cluster line.
 void ApplyCalibration(const Calibration& calibration, ClusterSpec* cluster);
 
 // The file format (version kCalibrationVersion, with each knob's source), for writing a calibration.

@@ -102,7 +102,7 @@ TEST_CASE("Flash attention by head dim, length, causal masking, forward and back
 TEST_CASE("ShapedCompute on the tiny model: projections by shape and the causal flash core") {
   const ComputeKnobs o;
   const auto m = dockyard::testing::TinyMixtral();  // D 64, 4 heads of 16, 2 KV heads, vocab 1000, 8 experts
-  const auto s = dockyard::ShapedCompute(m, 1024, 1024, 1, 1024, 989, o, {});
+  const auto s = dockyard::ShapedCompute(m, 1024, 1024, 1, 1024, 1, 989, o, {});
   // qkv (1024, (4 + 4) x 16, 64) and o (1024, 64, 64); core 2 x 1024 x 512 x 4 x 32 FLOP at the
   // causal flash efficiency of head dim 16 and 1024 tokens.
   const double proj = dockyard::LinearUs(1024, 128, 64, false, 989, o) + dockyard::LinearUs(1024, 64, 64, false, 989, o);
@@ -114,7 +114,7 @@ TEST_CASE("ShapedCompute on the tiny model: projections by shape and the causal 
   CHECK(s.lm_head[0] == Approx(dockyard::LinearUs(1024, 1000, 64, false, 989, o)));
   CHECK(s.shared_experts[0] == 0);
   // Tensor parallelism 2 shrinks N of qkv and K of o: lower efficiency, more than half the time.
-  const auto s2 = dockyard::ShapedCompute(m, 1024, 1024, 2, 1024, 989, o, {});
+  const auto s2 = dockyard::ShapedCompute(m, 1024, 1024, 2, 1024, 1, 989, o, {});
   CHECK(s2.attention[0] > 0.5 * s.attention[0]);
 }
 
@@ -124,7 +124,7 @@ TEST_CASE("SimulateStep with --compute-model kernels uses the shaped compute") {
   dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
   const ComputeKnobs& o = c.knobs.compute;
   const auto cost = dockyard::SimulateStep(plan, c, routing, dockyard::ComputeModel::kKernels);
-  const auto sc = dockyard::ShapedCompute(plan.model, 1024, 1024, 1, 1024, c.dense_bf16_tflops, o, {});
+  const auto sc = dockyard::ShapedCompute(plan.model, 1024, 1024, 1, 1024, 1, c.dense_bf16_tflops, o, {});
   const dockyard::KernelShape ks{1024, 1024, 1024, 1, 2};
   const auto kx = dockyard::KernelExtras(plan.model, ks, o.memory_bound, plan.training.run, c.hbm_gbps, false);
   for (const auto& p : cost.phases) {

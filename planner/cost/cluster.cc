@@ -39,6 +39,16 @@ ComputeKnobs B200ComputeKnobs() {
   return k;
 }
 
+// The EP all-to-all kernels' SM shares on a 148-SM Blackwell GPU (B200, GB200): the same kernel
+// widths as knobs.h's H100 priors (NCCL 16 channels, DeepEP 20 SMs, HybridEP 32) over 148 SMs.
+EpOverlapKnobs BlackwellEpOverlapKnobs() {
+  EpOverlapKnobs k;
+  k.all_to_all_sm_share = 16.0 / 148.0;
+  k.deepep_sm_share = 20.0 / 148.0;
+  k.hybridep_sm_share = 32.0 / 148.0;
+  return k;
+}
+
 }  // namespace
 
 std::vector<std::string> ClusterPresetNames() {
@@ -84,6 +94,7 @@ ClusterSpec ClusterPreset(const std::string& name) {
     c.memory_gib = 179.06;  // nvidia-smi: 183359 MiB (docs/cluster.md [M4])
     c.knobs.links.intra_node_gbps = 740.0;  // 900 GB/s per direction x 370 / 450 (h100-sxm's effective / line)
     c.knobs.compute = B200ComputeKnobs();
+    c.knobs.dispatchers.ep_overlap = BlackwellEpOverlapKnobs();
     c.compute_source = "B200 operator table: SimuMax's B200 sweep (docs/cluster.md [B4])";
     return c;
   }
@@ -99,6 +110,7 @@ ClusterSpec ClusterPreset(const std::string& name) {
     // slow, against -5..-16 % with H100's, so the software stack differs more than the chip;
     // docs/cluster.md [B4].
     c.compute_source = "borrowed: h100-sxm priors (no GB200 operator measurement; docs/cluster.md [B4])";
+    c.knobs.dispatchers.ep_overlap = BlackwellEpOverlapKnobs();
     return c;
   }
   std::string message =

@@ -28,9 +28,11 @@ void ApplyComputeModel(const std::string& model, bool cuda_graphs, ComputeModel*
 }
 
 Json ComputeModelToJson(ComputeModel model, const RunSettings& run) {
-  return Json{{"model", model == ComputeModel::kKernels ? "kernels" : "gemm"},
-              {"cuda_graphs", run.cuda_graphs},
-              {"cross_entropy", run.fused_cross_entropy ? "fused" : "unfused"}};
+  Json j{{"model", model == ComputeModel::kKernels ? "kernels" : "gemm"},
+         {"cuda_graphs", run.cuda_graphs},
+         {"cross_entropy", run.fused_cross_entropy ? "fused" : "unfused"}};
+  if (run.fused_cross_entropy) j["cross_entropy_fusion_impl"] = run.cross_entropy_fusion_impl;  // native | te
+  return j;
 }
 
 }  // namespace dockyard

@@ -31,7 +31,8 @@ inline constexpr const char* kDefaultComputeModel = "kernels";
 void ApplyComputeModel(const std::string& model_name, bool cuda_graphs, ComputeModel* model, RunSettings* run);
 
 // What a step is priced with, as the reports name it: {"model": "kernels" | "gemm",
-// "cuda_graphs": bool, "cross_entropy": "unfused" | "fused"} (ApplyComputeModel's inverse).
+// "cuda_graphs": bool, "cross_entropy": "unfused" | "fused"}, and with "fused" its
+// "cross_entropy_fusion_impl": "native" | "te".
 Json ComputeModelToJson(ComputeModel model, const RunSettings& run);
 
 }  // namespace dockyard

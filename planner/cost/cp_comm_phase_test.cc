@@ -1,10 +1,14 @@
 // Context parallelism's K/V exchange has its own phase row, cp_comm (planner/base/phase.h), beside
-// the attention phase it used to be folded into; the layer and step times are unchanged.
+// the attention phase it used to be folded into; the p2p ring also runs the attention core in cp
+// steps (RingCoreEfficiency).
 #include <doctest/doctest.h>
+
+#include <algorithm>
 
 #include "planner/layout/plan.h"
 #include "planner/model/model_spec.h"
 #include "planner/cost/cost.h"
+#include "planner/cost/gemm_efficiency.h"
 #include "planner/routing/plan_routing.h"
 #include "planner/model/model_file.h"
 
@@ -44,16 +48,31 @@ TEST_CASE("cp_comm: the Ulysses all-to-alls of a cp 2 layout are their own phase
   // = 3 + 48.178 = 51.178 us (network.h CpAllToAllUs), the same again in the backward.
   CHECK(MoePhase(a2a, "cp_comm", "forward") == Approx(51.178).epsilon(1e-4));
   CHECK(MoePhase(a2a, "cp_comm", "backward") == Approx(51.178).epsilon(1e-4));
-  // The attention row no longer carries the exchange: it is the same under the ring (p2p), whose
-  // exchange differs.
+  // The attention rows differ by how the core runs: the all-to-all's core sees the whole
+  // sequence (heads / cp of them), the ring's runs cp 2 steps over the local 1024 tokens, 512
+  // attended keys per step (gemm_efficiency.h RingCoreEfficiency), and each step after the first
+  // rescales the fp32 output and LSE (forward: 8 x 1024 x 32 x (128 + 1) B) or accumulates dq
+  // (backward: 8 x 1024 x 32 x 128 B) at 0.70 of 3350 GB/s, with one more flash kernel and the
+  // correction kernel launched (2 x 2 us). Core: 2 x 1024 x 1024 x 32 x 256 FLOP forward, 2.5x
+  // backward, at 989 TFLOP/s.
   const dockyard::CostBreakdown p2p = Simulate(2, "p2p");
-  CHECK(MoePhase(p2p, "attention", "forward") == MoePhase(a2a, "attention", "forward"));
-  CHECK(MoePhase(p2p, "attention", "backward") == MoePhase(a2a, "attention", "backward"));
+  const dockyard::ComputeKnobs kn = dockyard::ClusterPreset("h100-sxm").knobs.compute;
+  const double core = 2.0 * 1024 * 1024 * 32 * 256, peak = 989e6;
+  for (int pass = 0; pass < 2; ++pass) {
+    const bool bwd = pass == 1;
+    const std::string dir = bwd ? "backward" : "forward";
+    const double flops = core * (bwd ? 2.5 : 1.0);
+    const double ring = flops / (peak * dockyard::RingCoreEfficiency(128, 2048, 2, bwd, kn));
+    const double whole = flops / (peak * dockyard::FlashAttentionEfficiency(128, 2048, true, bwd, kn));
+    const double bytes = bwd ? 8.0 * 1024 * 32 * 128 : 8.0 * 1024 * 32 * 129;
+    const double correction = std::max(bytes / (3350e3 * 0.70), 5.0);
+    CHECK(MoePhase(p2p, "attention", dir) - MoePhase(a2a, "attention", dir) == Approx(ring - whole + correction + 2 * 2.0).epsilon(1e-6));
+  }
   CHECK(MoePhase(p2p, "cp_comm", "forward") != Approx(MoePhase(a2a, "cp_comm", "forward")));
-  // The layer is still the sum of its rows: the a2a layer is slower than the ring's by the
-  // difference of their cp_comm rows (forward + backward).
+  // The layer is still the sum of its rows: the layers differ by their cp_comm and attention rows.
   const double diff = MoePhase(a2a, "cp_comm", "forward") + MoePhase(a2a, "cp_comm", "backward") - MoePhase(p2p, "cp_comm", "forward") -
-                      MoePhase(p2p, "cp_comm", "backward");
+                      MoePhase(p2p, "cp_comm", "backward") + MoePhase(a2a, "attention", "forward") + MoePhase(a2a, "attention", "backward") -
+                      MoePhase(p2p, "attention", "forward") - MoePhase(p2p, "attention", "backward");
   CHECK(a2a.moe_layer_us - p2p.moe_layer_us == Approx(diff).epsilon(1e-9));
   // It is on the critical path by its share.
   bool on_path = false;

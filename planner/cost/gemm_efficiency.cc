@@ -62,7 +62,11 @@ double FlashAttentionEfficiency(double head_dim, double seq_len, bool causal, bo
   return backward ? eff * k.flash.bwd_ratio : eff;
 }
 
-ShapedComputeUs ShapedCompute(const ModelSpec& m, double T, double router_tokens, double tp, double seq_len, double peak_tflops,
+double RingCoreEfficiency(double head_dim, double seq_len, double ring_steps, bool backward, const ComputeKnobs& k) {
+  return FlashAttentionEfficiency(head_dim, seq_len / std::max(1.0, ring_steps), true, backward, k);
+}
+
+ShapedComputeUs ShapedCompute(const ModelSpec& m, double T, double router_tokens, double tp, double seq_len, double ring_steps, double peak_tflops,
                               const ComputeKnobs& kn, GemmPrecision p, double hbm_gbps) {
   const auto& a = m.attention;
   const double D = static_cast<double>(m.hidden_size), H = static_cast<double>(a.num_attention_heads);
@@ -90,7 +94,7 @@ ShapedComputeUs ShapedCompute(const ModelSpec& m, double T, double router_tokens
     // Causal core: each of the T tokens attends to half of the sequence on average; the backward
     // does 2.5x the forward's FLOPs.
     const double core_flops = 2.0 * T * (seq_len / 2.0) * (H / tp) * (d_qk + d_v) * (bwd ? 2.5 : 1.0);
-    const double core = core_flops / (peak_tflops * kFlopsPerUsPerTflops * FlashAttentionEfficiency(d_qk, seq_len, true, bwd, kn));
+    const double core = core_flops / (peak_tflops * kFlopsPerUsPerTflops * RingCoreEfficiency(d_qk, seq_len, ring_steps, bwd, kn));
     s.attention[pass] = proj + core;
     // The router and lm_head stay BF16 (TransformerEngine runs neither in FP8).
     const GemmPrecision bf16{};

@@ -62,6 +62,14 @@ double Fp8GemmSpeedup(const ComputeKnobs& knobs, GemmPrecision precision);
 
 // Flash-attention efficiency (fraction of peak) for head dim `head_dim`, sequence `seq_len`.
 double FlashAttentionEfficiency(double head_dim, double seq_len, bool causal, bool backward, const ComputeKnobs& knobs);
+// The causal flash core's efficiency when context parallelism runs it as a ring of `ring_steps`
+// steps (TransformerEngine's AttnFuncWithCPAndKVP2P, --cp-comm-type p2p: ring_steps = cp; 1
+// otherwise, as with the Ulysses all-to-all, whose core sees the whole sequence): each step
+// attends the rank's seq / cp queries (two load-balanced chunks) to one block of keys, half a
+// block after step 0, so every step attends seq / (2 cp) keys on average -- a causal core of
+// seq / cp. At seq 4096, cp 8 that is 256 keys per step: FlashAttentionEfficiency's key factor
+// 256 / (256 + half_seq) = 0.52 where the whole sequence gives 2048 / 2288 = 0.90.
+double RingCoreEfficiency(double head_dim, double seq_len, double ring_steps, bool backward, const ComputeKnobs& knobs);
 
 // The shaped compute of the GEMM-bound phases of one layer and of lm_head, per micro-batch,
 // [0] forward, [1] backward (without recomputation), in microseconds. Attention: the projections
@@ -75,9 +83,11 @@ struct ShapedComputeUs {
   double attention[2] = {0, 0}, router[2] = {0, 0}, shared_experts[2] = {0, 0}, dense_mlp[2] = {0, 0}, lm_head[2] = {0, 0};
   double eh_proj[2] = {0, 0};
 };
-// `tokens` T (M of every dense GEMM), `router_tokens` (Workload::dispatch_tokens), `tp`, `seq_len`.
-// With FP8 GEMMs and `hbm_gbps` > 0, each FP8 linear also pays its input's quantize kernel.
-ShapedComputeUs ShapedCompute(const ModelSpec& model, double tokens, double router_tokens, double tp, double seq_len, double peak_tflops,
+// `tokens` T (M of every dense GEMM), `router_tokens` (Workload::dispatch_tokens), `tp`, `seq_len`,
+// `ring_steps` (RingCoreEfficiency: cp under the p2p ring, else 1). With FP8 GEMMs and `hbm_gbps`
+// > 0, each FP8 linear also pays its input's quantize kernel.
+ShapedComputeUs ShapedCompute(const ModelSpec& model, double tokens, double router_tokens, double tp, double seq_len, double ring_steps,
+                              double peak_tflops,
                               const ComputeKnobs& knobs, GemmPrecision precision, double hbm_gbps = 0);
 
 }  // namespace dockyard

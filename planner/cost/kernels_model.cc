@@ -23,7 +23,7 @@ std::vector<KernelBytes> AttentionBlockKernels(const ModelSpec& m, const KernelS
   const double D = static_cast<double>(m.hidden_size), ab = s.act_bytes, T = s.tokens, sp = s.sp_tokens;
   const double heads = static_cast<double>(a.num_attention_heads) / s.tp;
   std::vector<KernelBytes> k;
-  k.reserve(7);  // at most: two norms, two latent norms (MLA), rotary, two residual adds
+  k.reserve(7 + static_cast<size_t>(s.ring_steps));  // two norms, two latent norms (MLA), rotary, two residual adds, ring corrections
   k.push_back(Norm("input_rmsnorm", sp, D, ab, backward));
   if (a.kind == AttentionKind::kMla) {
     // The latent norms of MLA (q_a_layernorm, kv_a_layernorm) on the replicated down-projections.
@@ -39,6 +39,17 @@ std::vector<KernelBytes> AttentionBlockKernels(const ModelSpec& m, const KernelS
     k.push_back({"rotary", 2.0 * T * (heads + kv_heads) * hd * ab});
   }
   k.push_back(Norm("post_attention_rmsnorm", sp, D, ab, backward));
+  // The context-parallel ring's per-step corrections (TransformerEngine AttnFuncWithCPAndKVP2P):
+  // forward, the fp32 output and LSE rescaled and accumulated (read + write: 8 B per element of
+  // T x heads x (d_v + 1)); backward, the fp32 query gradient accumulated (T x heads x d_qk x 8 B).
+  if (s.ring_steps > 1) {
+    const double d_v = a.kind == AttentionKind::kMla ? static_cast<double>(a.v_head_dim) : static_cast<double>(a.head_dim);
+    const double d_qk = a.kind == AttentionKind::kMla ? static_cast<double>(a.qk_nope_head_dim + a.qk_rope_head_dim)
+                                                      : static_cast<double>(a.head_dim);
+    const KernelBytes step = backward ? KernelBytes{"cp_dq_accumulate", 8.0 * T * heads * d_qk}
+                                      : KernelBytes{"cp_out_correction", 8.0 * T * heads * (d_v + 1.0)};
+    for (int i = 1; i < static_cast<int>(s.ring_steps); ++i) k.push_back(step);
+  }
   k.push_back({"residual_add", 3.0 * sp * D * ab});  // after attention
   k.push_back({"residual_add", 3.0 * sp * D * ab});  // after the MLP
   return k;
@@ -97,7 +108,8 @@ KernelExtrasUs KernelExtras(const ModelSpec& m, const KernelShape& s, const Memo
     const bool bwd = pass == 1;
     const double gemm_launches = bwd ? 2.0 : 1.0;  // dgrad and wgrad in the backward
     const auto attn = AttentionBlockKernels(m, s, bwd);
-    x.attention[pass] = mem(attn) + gap(attn_gemms * gemm_launches + 1.0 + static_cast<double>(attn.size()));
+    // One flash kernel per ring step (1 without context parallelism's ring).
+    x.attention[pass] = mem(attn) + gap(attn_gemms * gemm_launches + s.ring_steps + static_cast<double>(attn.size()));
     if (m.moe.num_experts > 0) {
       const auto router = RouterKernels(m, s, bwd);
       x.router[pass] = mem(router) + gap(gemm_launches + static_cast<double>(router.size()));

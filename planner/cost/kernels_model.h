@@ -49,6 +49,10 @@ struct KernelShape {
   double router_tokens = 0;  // tokens a rank routes (Workload::dispatch_tokens)
   double tp = 1;             // tensor-parallel degree (heads and F are divided by it)
   double act_bytes = 2;      // bytes per activation element
+  // Steps of the context-parallel ring (cp under --cp-comm-type p2p, else 1): each launches its
+  // flash kernel, and each after the first its output / LSE correction (forward) or its gradient
+  // accumulation (backward) (TransformerEngine AttnFuncWithCPAndKVP2P).
+  double ring_steps = 1;
 };
 
 // The memory-bound kernels of the attention block of one layer (input norm, q/k or MLA latent

@@ -148,7 +148,7 @@ TEST_CASE("SimulateStep with --compute-model kernels adds the kernels to their p
   // TinyMixtral (no q/k norm), 1024 tokens, tp 1: norms 262,144 B, rotary and residual adds
   // 393,216 B each: at 3350 GB/s x 0.70 = 2.345e6 B/us all five are under the 5 us floor; + 8
   // launches (2 GEMMs, flash, 5 kernels) x 2 us.
-  const auto sc = dockyard::ShapedCompute(plan.model, 1024, 1024, 1, 1024, c.dense_bf16_tflops, c.knobs.compute, {});
+  const auto sc = dockyard::ShapedCompute(plan.model, 1024, 1024, 1, 1024, 1, c.dense_bf16_tflops, c.knobs.compute, {});
   CHECK(phase(kern, "attention") - sc.attention[0] == Approx(5 * 5.0 + 16.0));
   CHECK(phase(base, "attention") > 0);  // the default model is cost_test's
 }

@@ -128,12 +128,14 @@ LayerTerms LayerTermsOf(const ModelSpec& m, const ParallelDims& d, const Trainin
   L.dense_mlp_us = m.intermediate_size > 0 ? 6.0 * T * D * m.intermediate_size / tp / (peak * kn.gemm.dense_efficiency * L.fp8x) : 0.0;
   L.full_recompute = t.recompute == Recompute::kFull;
   L.bwd_compute = L.full_recompute ? 3.0 : 2.0, L.bwd_comm = L.full_recompute ? 2.0 : 1.0;
-  L.ks = KernelShape{T, static_cast<double>((w.tokens + d.tp - 1) / d.tp), static_cast<double>(w.dispatch_tokens), tp, ab};
+  // The p2p ring runs the core in cp steps (RingCoreEfficiency); the all-to-all does not.
+  const double ring_steps = d.cp > 1 && t.run.cp_comm == "p2p" ? static_cast<double>(d.cp) : 1.0;
+  L.ks = KernelShape{T, static_cast<double>((w.tokens + d.tp - 1) / d.tp), static_cast<double>(w.dispatch_tokens), tp, ab, ring_steps};
   if (L.kernels) {
     auto compute = [&] {
       return KernelTermsMemo::Terms{KernelExtras(m, L.ks, kn.memory_bound, t.run, c.hbm_gbps, L.full_recompute),
                                     ShapedCompute(m, T, static_cast<double>(w.dispatch_tokens), tp, static_cast<double>(t.seq_len),
-                                                  c.dense_bf16_tflops, kn, L.precision, c.hbm_gbps),
+                                                  ring_steps, c.dense_bf16_tflops, kn, L.precision, c.hbm_gbps),
                                     SelectiveKernelsOf(m, L.ks, kn.memory_bound, c.hbm_gbps)};
     };
     const KernelTermsMemo::Terms terms =
@@ -181,7 +183,7 @@ RecomputeForwardUs RecomputeForwardOf(const LayerTerms& L, const MoePhaseTimes& 
     rf.dense_act = L.selective.dense_act;
   }
   rf.attention_core = L.kernels
-                          ? core_flops / (peak * FlashAttentionEfficiency(d_qk, static_cast<double>(t.seq_len), true, false, kn))
+                          ? core_flops / (peak * RingCoreEfficiency(d_qk, static_cast<double>(t.seq_len), L.ks.ring_steps, false, kn))
                           : core_flops / (peak * kn.flash.fixed_efficiency);
   if (a.kind == AttentionKind::kMla) {
     const double q_b_n = heads_local * d_qk, kv_b_n = heads_local * (a.qk_nope_head_dim + a.v_head_dim);

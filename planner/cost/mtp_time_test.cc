@@ -37,7 +37,7 @@ TEST_CASE("MTP eh_proj by shape (--compute-model kernels): the forward GEMM (T, 
   const auto t1 = dockyard::SimulateStep(dockyard::testing::TinyMtpPlan(1), c, routing, kernels);
   const double lm_head = t0.stage_microbatch_us - 2 * t0.moe_layer_us;
   const double eh_proj = dockyard::LinearUs(1024, 64, 128, false, 989, c.knobs.compute) + dockyard::LinearUs(1024, 64, 128, true, 989, c.knobs.compute);
-  const auto sc = dockyard::ShapedCompute(dockyard::testing::TinyMtpPlan(1).model, 1024, 256, 1, 1024, 989, c.knobs.compute, {});
+  const auto sc = dockyard::ShapedCompute(dockyard::testing::TinyMtpPlan(1).model, 1024, 256, 1, 1024, 1, 989, c.knobs.compute, {});
   CHECK(sc.eh_proj[0] + sc.eh_proj[1] == Approx(eh_proj));
   CHECK(t1.stage_microbatch_us - t0.stage_microbatch_us == Approx(t0.moe_layer_us + lm_head + eh_proj));
 }

@@ -186,8 +186,8 @@ class KernelTermsMemo {
     } else if (model_ != &m || cluster_ != &c) {
       throw Error("internal: a KernelTermsMemo was used with another model or cluster");
     }
-    const Key key{ks.tokens, ks.sp_tokens, ks.router_tokens, ks.tp, ks.act_bytes, seq_len, full_recompute, precision.fp8, precision.blockwise,
-                  run.cuda_graphs, run.fused_cross_entropy};
+    const Key key{ks.tokens, ks.sp_tokens, ks.router_tokens, ks.tp, ks.act_bytes, seq_len, ks.ring_steps, full_recompute, precision.fp8,
+                  precision.blockwise, run.cuda_graphs, run.fused_cross_entropy};
     auto it = terms_.find(key);
     if (it == terms_.end()) it = terms_.emplace(key, compute()).first;
     return it->second;
@@ -205,11 +205,11 @@ class KernelTermsMemo {
 
  private:
   struct Key {
-    double tokens, sp_tokens, router_tokens, tp, act_bytes, seq_len;
+    double tokens, sp_tokens, router_tokens, tp, act_bytes, seq_len, ring_steps;
     bool full_recompute, fp8_gemms, fp8_blockwise, cuda_graphs, fused_cross_entropy;
     bool operator==(const Key& k) const {
       return tokens == k.tokens && sp_tokens == k.sp_tokens && router_tokens == k.router_tokens && tp == k.tp && act_bytes == k.act_bytes &&
-             seq_len == k.seq_len && full_recompute == k.full_recompute && fp8_gemms == k.fp8_gemms && fp8_blockwise == k.fp8_blockwise &&
+             seq_len == k.seq_len && ring_steps == k.ring_steps && full_recompute == k.full_recompute && fp8_gemms == k.fp8_gemms && fp8_blockwise == k.fp8_blockwise &&
              cuda_graphs == k.cuda_graphs && fused_cross_entropy == k.fused_cross_entropy;
     }
   };
@@ -217,7 +217,7 @@ class KernelTermsMemo {
     size_t operator()(const Key& k) const {
       // The doubles' bits, mixed (std::hash<double> hashes bytes out of line).
       uint64_t h = 0;
-      for (double x : {k.tokens, k.sp_tokens, k.router_tokens, k.tp, k.act_bytes, k.seq_len}) {
+      for (double x : {k.tokens, k.sp_tokens, k.router_tokens, k.tp, k.act_bytes, k.seq_len, k.ring_steps}) {
         uint64_t bits;
         std::memcpy(&bits, &x, sizeof bits);
         h = (h ^ bits) * 0x9E3779B97F4A7C15ull;
