@@ -2,6 +2,7 @@
 #include "planner/calibration/calibration.h"
 
 #include <algorithm>
+#include <optional>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -15,13 +16,15 @@ namespace dockyard {
 
 namespace {
 
-// The object of `section` ("compute.gemm") under `knobs` (JsonView::Object's errors when missing).
-JsonView SectionOf(const JsonView& knobs, const std::string& section) {
+// The object of `section` ("compute.gemm") under `knobs`: with `required`, JsonView::Object's
+// error when one on the path is missing; without, nullopt then.
+std::optional<JsonView> FindSection(const JsonView& knobs, const std::string& section, bool required) {
   JsonView at = knobs;
   size_t start = 0;
   while (start <= section.size()) {
     const size_t dot = section.find('.', start);
     const std::string part = section.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (!required && !at.Has(part)) return std::nullopt;
     at = at.Object(part);
     if (dot == std::string::npos) break;
     start = dot + 1;
@@ -29,19 +32,12 @@ JsonView SectionOf(const JsonView& knobs, const std::string& section) {
   return at;
 }
 
-// Whether every object on the path `section` ("dispatchers.ep_overlap") exists under `knobs`.
+JsonView SectionOf(const JsonView& knobs, const std::string& section) {
+  return *FindSection(knobs, section, true);
+}
+
 bool HasSection(const JsonView& knobs, const std::string& section) {
-  JsonView at = knobs;
-  size_t start = 0;
-  while (start <= section.size()) {
-    const size_t dot = section.find('.', start);
-    const std::string part = section.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    if (!at.Has(part)) return false;
-    at = at.Object(part);
-    if (dot == std::string::npos) break;
-    start = dot + 1;
-  }
-  return true;
+  return FindSection(knobs, section, false).has_value();
 }
 
 // The keys an object of the version-2 layout may hold at `prefix` ("" = the knobs object itself):

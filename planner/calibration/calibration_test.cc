@@ -140,6 +140,25 @@ TEST_CASE("bad calibrations: the field, its value and the rule") {
                        Error);
 }
 
+TEST_CASE("optional knobs (the EP-overlap SM shares): a file without them keeps the preset's prior; a bad value is refused") {
+  const Json good = CalibrationToJson(DefaultCalibration("b200"));
+  Json j = good;
+  j["knobs"]["dispatchers"].erase("ep_overlap");  // a file written before the knobs existed
+  const Calibration cal = CalibrationFromJson(j, "old.json");
+  // b200's prior: DeepEP's 20 SMs of Blackwell's 148 (cluster.cc BlackwellEpOverlapKnobs).
+  CHECK(cal.knobs.dispatchers.ep_overlap.deepep_sm_share == doctest::Approx(20.0 / 148.0));
+  j = good;
+  j["knobs"]["dispatchers"]["ep_overlap"].erase("hybridep_sm_share");  // one of them left out
+  CHECK(CalibrationFromJson(j, "old.json").knobs.dispatchers.ep_overlap.hybridep_sm_share == doctest::Approx(32.0 / 148.0));
+  j = good;
+  j["knobs"]["dispatchers"]["ep_overlap"]["deepep_sm_share"]["value"] = 1.5;
+  CHECK(ErrorOf(j).find("/knobs/dispatchers/ep_overlap/deepep_sm_share/value: must be in [0, 0.9], got 1.5") != std::string::npos);
+  // A calibration names itself as the cluster's compute-knob source.
+  ClusterSpec b200 = ClusterPreset("b200");
+  ApplyCalibration(cal, &b200);
+  CHECK(b200.compute_source == "calibration \"b200-prior\"");
+}
+
 TEST_CASE("version 1 files (one flat object of the old keys) are read: the same knobs as version 2") {
   // testdata/calibration-v1/h100-sxm.json: calibration/h100-sxm.json as shipped at version 1.
   const Calibration v1 = LoadCalibration("testdata/calibration-v1/h100-sxm.json");
