@@ -325,7 +325,7 @@ std::vector<std::string> MemoryRulesLines(const TrainingConfig& t, Convention co
                                   t.run.megatron_core_version));
       break;
   }
-  if (convention == Convention::kMegatron && TeCrossEntropy(t.run)) {
+  if (TeCrossEntropyOf(t, convention)) {
     lines.push_back("logits at the loss: TransformerEngine's fused cross-entropy keeps them in their own dtype, the gradient written in "
                     "place (no fp32 copy)");
   }

@@ -72,8 +72,12 @@ Workload ComputeWorkload(const ModelSpec& model, const ParallelDims& d, const Tr
   w.fp8_saved_inputs = Fp8KeepsQuantizedTensors(t, d.convention);
   w.fp8_blockwise = Fp8Blockwise(t);
   w.saved = SavedTensorRulesOf(t, d.convention);
-  w.te_cross_entropy = d.convention == Convention::kMegatron && TeCrossEntropy(t.run);
+  w.te_cross_entropy = TeCrossEntropyOf(t, d.convention);
   return w;
+}
+
+bool TeCrossEntropyOf(const TrainingConfig& t, Convention convention) {
+  return convention == Convention::kMegatron && TeCrossEntropy(t.run);
 }
 
 SavedTensorRules SavedTensorRulesOf(const TrainingConfig& t, Convention convention) {

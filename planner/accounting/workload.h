@@ -23,6 +23,9 @@ enum class SavedTensorRules : uint8_t { kTorchtitan, kMegatronCore, kMegatronCor
 // kTorchtitan under torchtitan; under megatron by the run's release (run_settings.h
 // MegatronProbsInActivation).
 SavedTensorRules SavedTensorRulesOf(const TrainingConfig& training, Convention convention);
+// Whether the loss is TransformerEngine's fused cross-entropy as Megatron-Core calls it
+// (run_settings.h TeCrossEntropy under the megatron convention; never under torchtitan).
+bool TeCrossEntropyOf(const TrainingConfig& training, Convention convention);
 
 struct Workload {
   int64_t tokens = 0;              // T: tokens of one micro-batch on a rank = ceil(b * s / cp)

@@ -32,14 +32,6 @@ std::optional<JsonView> FindSection(const JsonView& knobs, const std::string& se
   return at;
 }
 
-JsonView SectionOf(const JsonView& knobs, const std::string& section) {
-  return *FindSection(knobs, section, true);
-}
-
-bool HasSection(const JsonView& knobs, const std::string& section) {
-  return FindSection(knobs, section, false).has_value();
-}
-
 // The keys an object of the version-2 layout may hold at `prefix` ("" = the knobs object itself):
 // the next section name of every knob below it, or the knob names of the sections equal to it.
 std::vector<std::string> KeysAt(const std::string& prefix) {
@@ -151,8 +143,9 @@ Calibration CalibrationFromJson(const Json& json, const std::string& file) {
     }
     RejectUnknownSections(knobs, "");
     for (const KnobSpec& k : KnobTable()) {
-      if (k.optional && !(HasSection(knobs, k.section) && SectionOf(knobs, k.section).Has(k.name))) continue;  // the preset's prior
-      ReadKnob(k, SectionOf(knobs, k.section).Object(k.name), cal);
+      const std::optional<JsonView> section = FindSection(knobs, k.section, !k.optional);
+      if (k.optional && !(section && section->Has(k.name))) continue;  // the preset's prior
+      ReadKnob(k, section->Object(k.name), cal);
     }
   }
   return cal;

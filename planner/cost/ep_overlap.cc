@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "planner/base/error.h"
+#include "planner/model/pipeline_schedule.h"
 
 namespace dockyard {
 namespace {
@@ -98,9 +99,12 @@ double PairedChunkShare(int64_t M, int64_t pp, int64_t vpp) {
   if (M < 1 || pp < 1 || vpp < 1) {
     throw Error(fmt::format("internal: paired chunk share needs num_microbatches, pp and vpp >= 1, got {}, {}, {}", M, pp, vpp));
   }
+  // The chunk forwards each rank runs before its first backward (InFlightChunks, the schedule's one
+  // home for Megatron's warm-up), averaged over the ranks; as many backwards run alone at the end.
+  double alone = 0;
+  for (int64_t s = 0; s < pp; ++s) alone += static_cast<double>(InFlightChunks(pp, vpp, M, s));
   const double chunks = static_cast<double>(M) * static_cast<double>(vpp);
-  const double warmup = static_cast<double>(pp - 1 + (vpp - 1) * pp + 1);
-  return std::clamp((chunks - warmup) / chunks, 0.0, 1.0);
+  return std::clamp((chunks - alone / static_cast<double>(pp)) / chunks, 0.0, 1.0);
 }
 
 }  // namespace dockyard

@@ -41,11 +41,11 @@ struct EpOverlapLayer {
 double PairedLayerUs(const EpOverlapLayer& layer, int64_t layers, double sm_share);
 
 // The share of a stage's chunk forwards that run paired with a backward under the combined 1F1B
-// schedule, in [0, 1]: of the M x vpp chunk forwards of a pipeline rank, the warm-up ones and the
-// cool-down backwards run alone. Warm-up per rank as Megatron's interleaved schedule counts it
-// (schedules.py get_pp_rank_microbatches: 2 (pp - rank - 1) + (vpp - 1) pp, plus the one forward
-// the EP-overlap schedule adds), averaged over the ranks: pp - 1 + (vpp - 1) pp + 1; at pp 1
-// (combined_1f1b.py) the first forward and the last backward: 1. DualPipe (vpp 1) likewise.
+// schedule, in [0, 1]: of the M x vpp chunk forwards of a pipeline rank, those it runs before its
+// first backward (pipeline_schedule.h InFlightChunks: Megatron's warm-up, schedules.py
+// get_pp_rank_microbatches, plus the step's first forward) run alone, and as many backwards at the
+// end; averaged over the ranks. pp 1 (combined_1f1b.py): the first forward and the last backward;
+// pp 8, vpp 4: 7 + 24 + 1 = 32 of the chunk forwards. DualPipe (vpp 1) likewise.
 // Throws dockyard::Error unless M, pp, vpp >= 1.
 double PairedChunkShare(int64_t num_microbatches, int64_t pp, int64_t vpp);
 

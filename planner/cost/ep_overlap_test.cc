@@ -72,8 +72,10 @@ TEST_CASE("EP overlap: the paired share of chunk forwards, warm-up and cool-down
   CHECK(dockyard::PairedChunkShare(8, 1, 1) == doctest::Approx(7.0 / 8.0));
   // pp 8, vpp 4, 64 micro-batches: 256 chunk forwards, warm-up averaged over ranks 7 + 3 x 8 + 1 = 32.
   CHECK(dockyard::PairedChunkShare(64, 8, 4) == doctest::Approx(224.0 / 256.0));
-  // Fewer chunks than the warm-up: nothing paired.
-  CHECK(dockyard::PairedChunkShare(2, 4, 1) == doctest::Approx(0.0));
+  // pp 4, 2 micro-batches: ranks hold min(4 - s, 2) = 2, 2, 2, 1 forwards before their first
+  // backward: 1.75 of 2 alone on average.
+  CHECK(dockyard::PairedChunkShare(2, 4, 1) == doctest::Approx(0.125));
+  CHECK(dockyard::PairedChunkShare(1, 1, 1) == doctest::Approx(0.0));  // one micro-batch: nothing to pair
 }
 
 TEST_CASE("EP overlap: bad inputs are refused") {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <optional>
 #include <unordered_map>
@@ -24,6 +25,7 @@
 #include "planner/cost/network.h"
 #include "planner/cost/op_sac_time.h"
 #include "planner/cost/units.h"
+#include "planner/model/flex_backend_limits.h"
 #include "planner/model/pipeline_schedule.h"
 #include "planner/model/precision.h"
 #include "planner/model/recompute.h"
@@ -126,14 +128,15 @@ MoePassSums AddMoeLayerPhases(const LayerTerms& L, const MoePhaseTimes& mp, cons
 double EpOverlapSmShare(const LayerTerms& L) {
   const EpOverlapKnobs& k = L.c.knobs.dispatchers.ep_overlap;
   if (L.t.dispatcher != Dispatcher::kDeepEp) return k.all_to_all_sm_share;
-  switch (L.t.moe_flex_dispatcher_backend.value_or(FlexBackend::kDeepEp)) {
+  switch (FlexBackendOf(L.t)) {
     case FlexBackend::kDeepEp:
       return k.deepep_sm_share;
     case FlexBackend::kHybridEp:
       return k.hybridep_sm_share;
-    default:
+    case FlexBackend::kNcclEp:
       return k.all_to_all_sm_share;
   }
+  return k.all_to_all_sm_share;
 }
 
 // Megatron's --overlap-moe-expert-parallel-comm (and DualPipe): of the stage's chunk forwards, the
@@ -144,8 +147,9 @@ double EpOverlapSmShare(const LayerTerms& L) {
 // dispatch and combine records are scaled to it and each direction's sum becomes the rest plus
 // that (us).
 void OverlapEpComm(const LayerTerms& L, MoePassSums& s, PhaseRecords& records) {
-  const int64_t pp = L.d.pp, vpp = IsDualPipe(L.t.run) ? 1 : std::max<int64_t>(1, L.t.run.vpp);
-  const int64_t chunk_layers = std::max<int64_t>(1, L.in.num_moe_layers / (pp * vpp));
+  const int64_t pp = L.d.pp, vpp = ChunksPerMicrobatch(L.t);
+  // A chunk's MoE layers, the mean rounded (at least one).
+  const int64_t chunk_layers = std::max<int64_t>(1, std::llround(static_cast<double>(L.in.num_moe_layers) / static_cast<double>(pp * vpp)));
   const double paired = PairedLayerUs(s.parts, chunk_layers, EpOverlapSmShare(L));
   const double share = PairedChunkShare(L.t.num_microbatches.value_or(pp), pp, vpp);
   const double plain = s.sum[0] + s.sum[1], rest = s.rest[0] + s.rest[1], a2a = s.a2a[0] + s.a2a[1];

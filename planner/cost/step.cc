@@ -298,7 +298,10 @@ double SetPipelineStep(const LayerTerms& L, const StageLayerRuns& runs, const St
   const double stage_fwd_us = SlowestStageForwardUs(runs, slowest_stage, moe.fwd, dense.fwd, slowest_stage == loss_stage, x.lm_head, x.p2p);
   out.dp_step_comm_us = ExposedDpStepCommUs(in, t.run, stage_fwd_us, worst_stage - stage_fwd_us);
   // Memory-bound: at the HBM efficiency the memory-bound kernels reach (knobs.h MemoryBoundKnobs).
-  out.optimizer_us = 2.0 * static_cast<double>(in.static_bytes_rank0) / (L.hbm * L.kn.memory_bound.hbm_efficiency);
+  // The static bytes read and written once at the memory-bound kernels' HBM efficiency; no
+  // one-kernel floor (the step runs many multi-tensor kernels, their launches not counted).
+  out.optimizer_us = MemoryBoundUs(KernelBytes{"optimizer", 2.0 * static_cast<double>(in.static_bytes_rank0)}, L.c.hbm_gbps,
+                                   L.kn.memory_bound.hbm_efficiency, 0.0);
   double slots = A * PipelineSlots(static_cast<int64_t>(M), d.pp, t.run.vpp);
   if (IsDualPipe(t.run)) {
     // DualPipe's bubble (pipeline_schedule.h DualPipeBubbleUs): F&B is a stage's overlapped

@@ -177,6 +177,9 @@ int64_t InFlightChunks(int64_t pp, int64_t vpp, int64_t M, int64_t stage) {
 }
 
 int64_t ChunkInFlight(int64_t pp, int64_t vpp, int64_t chunks, int64_t chunk) {
+  if (chunk < 0 || chunk >= std::max<int64_t>(1, vpp)) {
+    throw Error(fmt::format("internal: model chunk {} of a rank with {} chunks", chunk, vpp));
+  }
   if (vpp <= 1) return chunks;
   // Forward k runs chunk (k / pp) mod vpp: each cycle of pp x vpp forwards runs pp of each chunk in turn.
   return chunks / (pp * vpp) * pp + std::clamp<int64_t>(chunks % (pp * vpp) - chunk * pp, 0, pp);

@@ -101,6 +101,7 @@ int64_t InFlightChunks(int64_t pp, int64_t vpp, int64_t num_microbatches, int64_
 // vpp): Megatron's interleaved order runs forward k on chunk (k / pp) mod vpp
 // (microbatch_group_size_per_vp_stage = pp), so the first 39 forwards at pp 8, vpp 4 hold 8 + 7 =
 // 15 micro-batches of chunk 0 and 8 of each other chunk. vpp 1: all of them.
+// Throws dockyard::Error ("internal: ...") unless 0 <= chunk < max(1, vpp).
 int64_t ChunkInFlight(int64_t pp, int64_t vpp, int64_t chunks, int64_t chunk);
 // ChunkInFlight of chunk 0, the one holding the embedding on the first stage.
 int64_t FirstChunkInFlight(int64_t pp, int64_t vpp, int64_t chunks);

@@ -78,7 +78,9 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
                        "imbalance",         "gpus_per_node",    "oep",        "refit_dtype",    "dispatcher",
                        "recompute_modules", "precision",        "fp8_recipe", "fp8_dispatch",   "optimizer_states_dtype",
                        "mtp_layers",        "fp8_param_gather", "memory_reserve_gib",
-                       "selective_ac_option", "make_vocab_size_divisible_by", "moe_flex_dispatcher_backend"});
+                       "selective_ac_option", "make_vocab_size_divisible_by", "moe_flex_dispatcher_backend",
+                       // Run settings a report writes (TrainingToJson), read back so that a plan file round-trips.
+                       "vpp", "megatron_core_version", "cross_entropy_loss_fusion", "cross_entropy_fusion_impl"});
   // clang-format on
   TrainingConfig t;
   if (v.Has("dp_sharding")) t.dp_sharding = ParseDpSharding(v.String("dp_sharding"), v.Where("dp_sharding"));
@@ -127,6 +129,16 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
     t.fp8_param_gather = v.value().at("fp8_param_gather").get<bool>();
   }
   t.optimizer_states_dtype = CanonicalDtype(v.StringOr("optimizer_states_dtype", t.optimizer_states_dtype));
+  t.run.vpp = v.IntOr("vpp", t.run.vpp, 1);
+  t.run.megatron_core_version = v.StringOr("megatron_core_version", "");
+  ValidateMegatronCoreVersion(t.run.megatron_core_version, v.Where("megatron_core_version"));
+  if (v.Has("cross_entropy_loss_fusion")) {
+    if (!v.value().at("cross_entropy_loss_fusion").is_boolean()) v.Fail("cross_entropy_loss_fusion", "must be true or false");
+    t.run.fused_cross_entropy = v.value().at("cross_entropy_loss_fusion").get<bool>();
+  }
+  t.run.cross_entropy_fusion_impl = v.StringOr("cross_entropy_fusion_impl", t.run.cross_entropy_fusion_impl);
+  ValidateCrossEntropyFusionImpl(t.run, v.Where("cross_entropy_fusion_impl"), v.Where("cross_entropy_loss_fusion"),
+                                 v.Where("megatron_core_version"));
   ValidateTraining(t, v.Where() + "/");
   return t;
 }

@@ -64,8 +64,8 @@ TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const Training
 //    torchtitan's ParallelismConfig (expert_parallel_degree) has no such overlap.
 //  - --moe-shared-expert-overlap: Megatron-LM's switch for an overlap torchtitan always runs (its
 //    MoE.forward computes the shared experts before it uses the combined output); nothing to turn on.
-//  - --megatron-core-version and --cross-entropy-fusion-impl te: a Megatron-Core release and
-//    TransformerEngine's loss as Megatron calls it; torchtitan's loss is its own (compiled).
+//  - --megatron-core-version and --cross-entropy-fusion-impl (any value): a Megatron-Core release
+//    and Megatron's choice of fused loss; torchtitan's loss is its own (compiled).
 // Throws dockyard::Error naming the flag, the convention and the alternative.
 // `base` (a spec's or plan file's Machine) with --gpus-per-node and --gpu-memory-gib applied,
 // checked with ValidateMachine(m, "--") (errors name the flag). Throws dockyard::Error.

@@ -94,8 +94,11 @@ Json CommandHeader(const PlanCommandRequest& r, const PlanCommandResult& result)
   header_inputs.defaults_applied = DefaultsAppliedLines(plan.dims.convention, plan.defaults_applied, plan.training, plan.dims.tp,
                                                         plan.model.moe.num_shared_experts > 0);
   if (r.cluster) {
-    header_inputs.cluster = r.cluster->name;
-    header_inputs.cluster_compute = r.cluster->compute_source;
+    // The knobs the step is priced with: the calibration's when one is given (SimulateCommand).
+    ClusterSpec priced = *r.cluster;
+    if (r.calibration) ApplyCalibration(*r.calibration, &priced);
+    header_inputs.cluster = priced.name;
+    header_inputs.cluster_compute = priced.compute_source;
   }
   if (r.calibration) header_inputs.calibration = CalibrationRefToJson(*r.calibration);
   if (result.routing) {
