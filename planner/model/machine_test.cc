@@ -71,3 +71,22 @@ TEST_CASE("TrainingToJson writes the machine's keys into the training block, and
   CHECK(again.gpu_memory_gib == 186.0);
   CHECK(dockyard::TrainingToJson(dockyard::TrainingFromJson(JsonView(&back, "back.json", "/training")), again) == j);
 }
+
+TEST_CASE("A report's training block reads back its run settings: vpp, the Megatron-Core release, the fused cross-entropy") {
+  dockyard::TrainingConfig t;
+  t.run.vpp = 4;
+  t.run.megatron_core_version = "0.15";
+  t.run.fused_cross_entropy = true;
+  t.run.cross_entropy_fusion_impl = "te";
+  const Json j = dockyard::TrainingToJson(t, Machine{});
+  const dockyard::TrainingConfig back = dockyard::TrainingFromJson(JsonView(&j, "report.json", "/training"));
+  CHECK(back.run.vpp == 4);
+  CHECK(back.run.megatron_core_version == "0.15");
+  CHECK(back.run.fused_cross_entropy);
+  CHECK(back.run.cross_entropy_fusion_impl == "te");
+  // The same rules as the flags: TE's loss needs a release 0.12 to 0.18.
+  Json bad = j;
+  bad.erase("megatron_core_version");
+  CHECK_THROWS_WITH_AS(dockyard::TrainingFromJson(JsonView(&bad, "report.json", "/training")),
+                       doctest::Contains("Megatron-LM refuses TransformerEngine's cross-entropy from core_v0.19.0"), Error);
+}
