@@ -59,6 +59,11 @@ std::vector<long> VersionParts(const std::string& text) {
   return parts;
 }
 
+// Whether the release `v` (VersionParts, non-empty) is 0.`minor` or later.
+bool AtLeastZeroPoint(const std::vector<long>& v, long minor) {
+  return v[0] > 0 || v[1] >= minor;
+}
+
 }  // namespace
 
 void ValidateMegatronCoreVersion(const std::string& version, const std::string& field) {
@@ -91,7 +96,7 @@ void ValidateCrossEntropyFusionImpl(const RunSettings& s, const std::string& imp
         "release the run used (0.12 to 0.18), or use native",
         impl_field, version_field));
   }
-  const bool before_0_12 = v[0] == 0 && v[1] < 12, from_0_19 = v[0] > 0 || v[1] >= 19;
+  const bool before_0_12 = !AtLeastZeroPoint(v, 12), from_0_19 = AtLeastZeroPoint(v, 19);
   if (before_0_12 || from_0_19) {
     throw Error(fmt::format(
         "{} te with {} {}: Megatron-Core has TransformerEngine's cross-entropy from core_v0.12.0 (ADLR/megatron-lm!2707) and "
@@ -106,7 +111,7 @@ bool MegatronProbsInActivation(const RunSettings& s) {
   if (s.megatron_core_version.empty()) return true;
   const std::vector<long> v = VersionParts(s.megatron_core_version);
   if (v.empty()) return true;  // refused by ValidateMegatronCoreVersion before anything reads it
-  return v[0] > 0 || v[1] >= 13;
+  return AtLeastZeroPoint(v, 13);
 }
 
 }  // namespace dockyard
