@@ -51,6 +51,7 @@ MemoryBreakdown AddStaticMemory(MemoryBreakdown m, const MemoryBreakdown& other)
   m.params_bytes = CheckedAdd(m.params_bytes, other.params_bytes, "params bytes");
   m.grads_bytes = CheckedAdd(m.grads_bytes, other.grads_bytes, "grads bytes");
   m.optimizer_bytes = CheckedAdd(m.optimizer_bytes, other.optimizer_bytes, "optimizer bytes");
+  m.optimizer_elems = CheckedAdd(m.optimizer_elems, other.optimizer_elems, "optimizer elements");
   for (const auto& [k, v] : other.params_by_role) m.params_by_role[k] = CheckedAdd(m.params_by_role[k], v, "params bytes");
   for (const auto& [k, v] : other.grads_by_role) m.grads_by_role[k] = CheckedAdd(m.grads_by_role[k], v, "grads bytes");
   for (const auto& [k, v] : other.optimizer_by_role) m.optimizer_by_role[k] = CheckedAdd(m.optimizer_by_role[k], v, "optimizer bytes");
@@ -115,7 +116,7 @@ StaticBytes GroupStaticBytes(const Plan& plan, const TrainingBytes& tb, bool fp8
   if (fp8_params && std::string(group) == "mtp") {  // the MTP modules' GEMM weights apart from the rest
     const StaticBytes rest = StaticBytesOf(e.first - mtp.fp8_by_mesh.first, e.second - mtp.fp8_by_mesh.second, plan.dims, sharding, tb);
     const StaticBytes fp8 = StaticBytesOf(mtp.fp8_by_mesh.first, mtp.fp8_by_mesh.second, plan.dims, sharding, Fp8ModelParamBytes(tb));
-    return {rest.params + fp8.params, rest.grads + fp8.grads, rest.optimizer + fp8.optimizer};
+    return {rest.params + fp8.params, rest.grads + fp8.grads, rest.optimizer + fp8.optimizer, rest.shard_elems + fp8.shard_elems};
   }
   return GroupStaticBytesOf(group, e.first, e.second, plan.dims, sharding, tb, fp8_params);
 }
@@ -138,7 +139,7 @@ MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank, bool with_mir
     elems["mtp"] = mtp.all;
   }
   MemoryBreakdown m;
-  WideInt params = 0, grads = 0, opt = 0;
+  WideInt params = 0, grads = 0, opt = 0, opt_elems = 0;
   const TrainingBytes tb = TrainingBytesOf(plan.training);
   const bool fp8_params = Fp8ModelParams(plan.training);
   for (const auto& [group, e] : elems) {
@@ -149,6 +150,7 @@ MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank, bool with_mir
     params += b.params;
     grads += b.grads;
     opt += b.optimizer;
+    opt_elems += b.shard_elems;
   }
   // FP8 weight copies (precision.h), kept by TransformerEngine only (workload.h
   // Fp8KeepsQuantizedTensors): the GEMM weights of attention and the MLPs.
@@ -163,6 +165,7 @@ MemoryBreakdown StaticMemoryOnRank(const Plan& plan, int64_t rank, bool with_mir
   m.params_bytes = Narrow(params, "params bytes");
   m.grads_bytes = Narrow(grads, "grads bytes");
   m.optimizer_bytes = Narrow(opt, "optimizer bytes");
+  m.optimizer_elems = Narrow(opt_elems, "optimizer elements");
   return m;
 }
 

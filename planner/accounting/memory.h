@@ -35,6 +35,10 @@ struct MemoryBreakdown {
   int64_t params_bytes = 0;
   int64_t grads_bytes = 0;
   int64_t optimizer_bytes = 0;
+  // The elements the optimizer steps on this rank (StaticBytes::shard_elems): all of its local
+  // elements under fsdp and ddp, the distributed optimizer's shard under zero1. Not memory: the
+  // step-end passes of the cost model (kernels_model.h StepEndKernels) read it.
+  int64_t optimizer_elems = 0;
   int64_t activations_bytes = 0;
   int64_t comm_buffers_bytes = 0;
   int64_t peak_bytes = 0;
@@ -86,8 +90,11 @@ using WideInt = __int128;
 //  - zero1: param_dtype params + grad_dtype grads per element, fp32 master (unless params are
 //    fp32) + moments sharded over dp_shard * cp (dense) and efsdp (sparse), ceil per group;
 //  - ddp: params + grads + master + moments per element.
+// `shard_elems` is the number of elements whose optimizer state the rank holds and steps: every
+// local element under fsdp and ddp, the ceil-sharded ones under zero1.
 struct StaticBytes {
   WideInt params = 0, grads = 0, optimizer = 0;
+  WideInt shard_elems = 0;
 };
 
 // The FP8 weight copies a rank keeps beside its parameters (precision.h), per element of an FP8
@@ -107,19 +114,21 @@ inline StaticBytes StaticBytesOf(WideInt dense_elems, WideInt sparse_elems, cons
     out.params = both * 4;  // FSDP2 keeps the shard in fp32
     out.grads = both * tb.grad;
     out.optimizer = both * tb.moments;
+    out.shard_elems = both;
     return out;
   }
   out.params = both * tb.param;
   out.grads = both * tb.grad;
   if (strategy == DpSharding::kDdp) {
     out.optimizer = both * (tb.master + tb.moments);
+    out.shard_elems = both;
   } else {
     // ZeRO-1: Megatron's distributed optimizer shards over the data-parallel group with cp for
     // dense parameters and over the expert-data-parallel group for experts (replicas over
     // dp_replicate).
     const WideInt dense_dp = d.dp_shard * d.cp, sparse_dp = d.efsdp;
-    out.optimizer = (dense_elems + dense_dp - 1) / dense_dp * (tb.master + tb.moments) +
-                    (sparse_elems + sparse_dp - 1) / sparse_dp * (tb.master + tb.moments);
+    out.shard_elems = (dense_elems + dense_dp - 1) / dense_dp + (sparse_elems + sparse_dp - 1) / sparse_dp;
+    out.optimizer = out.shard_elems * (tb.master + tb.moments);
   }
   return out;
 }

@@ -23,15 +23,16 @@ enum class Phase : uint8_t {
   kDpStepComm,     // data-parallel collectives at the end of the step
   kOptimizer,      // the optimizer step
   kCpComm,         // context parallelism's K/V exchange: the ring's exposed send/recv or the Ulysses all-to-alls (cp > 1 only)
+  kEmbedding,      // the input embedding's backward on the first stage (its gradient table zeroed, scattered into, accumulated)
   kWeightGen,      // dockyard-run only: generating the expert weights block by block (not a training phase)
   kCount
 };
 
-// "attention", "tp_comm", "router", ... "cp_comm", "weight_gen": the names reports use.
+// "attention", "tp_comm", "router", ... "cp_comm", "embedding", "weight_gen": the names reports use.
 inline const char* PhaseName(Phase phase) {
   static constexpr const char* kNames[static_cast<int>(Phase::kCount)] = {
       "attention",      "tp_comm",   "router",    "permute", "dispatch",     "grouped_gemm", "unpermute", "combine",
-      "shared_experts", "fsdp_comm", "dense_mlp", "lm_head", "dp_step_comm", "optimizer",    "cp_comm",   "weight_gen"};
+      "shared_experts", "fsdp_comm", "dense_mlp", "lm_head", "dp_step_comm", "optimizer",    "cp_comm",   "embedding", "weight_gen"};
   return kNames[static_cast<int>(phase)];
 }
 

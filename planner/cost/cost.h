@@ -40,6 +40,7 @@ struct CostBreakdown {
   int64_t layer_sac_every = 0;
   double checkpointed_moe_layer_us = 0, checkpointed_dense_layer_us = 0;
   double stage_microbatch_us = 0;  // the slowest stage, one micro-batch, forward + backward
+  double embedding_bwd_us = 0;     // the first stage's embedding backward per micro-batch (in its stage time)
   double pipeline_bubble_us = 0;
   double dp_step_comm_us = 0;  // exposed data-parallel communication at the step's end
   double optimizer_us = 0;
@@ -48,7 +49,7 @@ struct CostBreakdown {
   double mfu = 0;                    // model FLOPs (model_flops.h) / (step time x GPUs x dense BF16 peak)
   double model_flops_per_token = 0;  // Megatron's model FLOPs of one token, forward + backward
   // Contributors to the step, largest share first: layer phases (time x layers of the slowest
-  // stage x (M + pp - 1)), "lm_head", "dp_step_comm", "optimizer".
+  // stage x (M + pp - 1)), "lm_head", "embedding", "dp_step_comm", "optimizer".
   std::vector<std::string> critical_path;
   std::vector<double> critical_path_us;  // each contributor's share of the step (us), as critical_path; detail only
   std::string dominant_phase;            // critical_path.front()
@@ -131,7 +132,9 @@ struct StepInputs {
   const StageLayerRuns* stage_runs = nullptr;
   double dp_step_comm_us = 0;          // sum of StepCollectiveUs over rank 0's "step" CommEntry list, in order
   double dp_step_param_gather_us = 0;  // the part of it from "zero1_all_gather_params" (--overlap-param-gather)
-  int64_t static_bytes_rank0 = 0;      // parameter + gradient + optimizer bytes of rank 0 (StaticMemoryOnRank)
+  // Rank 0's gradient bytes and the elements its optimizer steps (StaticMemoryOnRank grads_bytes,
+  // optimizer_elems): the step-end passes (kernels_model.h StepEndKernels).
+  int64_t grad_bytes_rank0 = 0, optimizer_elems_rank0 = 0;
   // Pipeline ranks of lm_head + loss and of the MTP modules (plan.h Plan::loss_stage / mtp_stage);
   // -1 = the last stage.
   int64_t loss_stage = -1, mtp_stage = -1;

@@ -80,12 +80,11 @@ TEST_CASE("zero1 FP8 parameter all-gather: the step's parameter all-gather time 
   CHECK(saved > 0);
   CHECK(t0.dp_step_comm_us - t1.dp_step_comm_us == Approx(saved));
   CHECK(t0.moe_layer_us == Approx(t1.moe_layer_us));
-  // The optimizer step reads and writes the static bytes: 98,304 B fewer parameter bytes (the
-  // FP8 GEMM weights' bf16 copy, next case) at the cluster's HBM bandwidth times the memory-bound
-  // kernels' efficiency (0.70 on h100-sxm).
-  const double optimizer_saved = 2.0 * 98304 / (c.hbm_gbps * 1e3 * 0.70);
-  CHECK(t0.optimizer_us - t1.optimizer_us == Approx(optimizer_saved));
-  CHECK(t0.step_time_us - t1.step_time_us == Approx(saved + optimizer_saved));
+  // The step-end passes (kernels_model.h StepEndKernels) read and write the same gradient buffer
+  // and the same fp32 shard either way (the FP8 weights' fp32 master replaces the bf16 params'),
+  // and the written-back copy is counted at param_dtype: the optimizer does not move.
+  CHECK(t0.optimizer_us == Approx(t1.optimizer_us));
+  CHECK(t0.step_time_us - t1.step_time_us == Approx(saved));
 }
 
 TEST_CASE("zero1 FP8 parameter all-gather: the FP8 GEMM weights are kept in FP8 only") {

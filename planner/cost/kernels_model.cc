@@ -81,6 +81,40 @@ std::vector<KernelBytes> LossKernels(const ModelSpec& m, const KernelShape& s, b
   return k;
 }
 
+std::vector<KernelBytes> EmbeddingBackwardKernels(const ModelSpec& m, const KernelShape& s, bool megatron_main_grad, double grad_bytes) {
+  const double D = static_cast<double>(m.hidden_size), ab = s.act_bytes;
+  const double table = static_cast<double>(m.vocab_size) / s.tp * D;  // elements of the vocabulary shard
+  std::vector<KernelBytes> k;
+  k.reserve(3);
+  k.push_back({"embedding_grad_zero", table * ab});
+  k.push_back({"embedding_grad_scatter", 2.0 * s.tokens * D * ab});  // reads dy, adds into its rows
+  if (megatron_main_grad) k.push_back({"embedding_main_grad_add", table * (ab + 2.0 * grad_bytes)});
+  return k;
+}
+
+std::vector<KernelBytes> StepEndKernels(const StepEndShape& s) {
+  constexpr double kFp32 = 4.0;
+  const double G = s.grad_buffer_bytes, S = s.optimizer_elems;
+  const double weights = kFp32 + s.moment_bytes;  // the fp32 weights stepped (master or params) and the moments
+  std::vector<KernelBytes> k;
+  k.reserve(8);
+  if (s.megatron) {
+    k.push_back({"zero_grad_buffer", G});
+    k.push_back({"check_for_nan_in_grad", G});
+    if (s.data_parallel) k.push_back({"grad_scaling", 2.0 * G});
+    if (s.grad_bytes != kFp32) k.push_back({"main_grad_copy", S * (s.grad_bytes + kFp32)});
+    k.push_back({"grad_norm", S * kFp32});
+    k.push_back({"clip_grad", 2.0 * S * kFp32});
+    k.push_back({"adam", S * (2.0 * weights + kFp32)});
+    if (s.master_bytes > 0) k.push_back({"param_copy", S * (kFp32 + s.param_bytes)});
+    return k;
+  }
+  k.push_back({"grad_norm", G});
+  k.push_back({"clip_grad", 2.0 * G});
+  k.push_back({"adam", S * (2.0 * weights + s.grad_bytes)});
+  return k;
+}
+
 double MemoryBoundUs(const KernelBytes& kernel, double hbm_gbps, double hbm_efficiency, double floor_us) {
   const double bw = hbm_gbps * hbm_efficiency * kBytesPerUsPerGbps;
   return std::max(kernel.bytes / bw, floor_us);

@@ -66,6 +66,45 @@ KernelBytes SwigluKernel(double rows, double f, double act_bytes, bool backward)
 // The final norm and the cross-entropy over the vocabulary shard V / tp of the last stage.
 std::vector<KernelBytes> LossKernels(const ModelSpec& model, const KernelShape& shape, bool fused_cross_entropy, bool backward);
 
+// The embedding's backward on the first stage, per micro-batch: torch's embedding_dense_backward
+// writes a zeroed V / tp x D gradient in the parameter dtype and scatter-adds the T x D output
+// gradient into it; under Megatron (`megatron_main_grad`) the DDP hook then adds that gradient to
+// the fp32 main_grad (megatron/core/distributed/distributed_data_parallel.py
+// _make_backward_post_hook: param.main_grad.add_(param.grad)), reading both and writing main_grad.
+// SimuMax measures 1.7 ms on B200 for DeepSeek-V3's 129,280 x 7,168 table
+// (../shared/fidelity/blackwell-and-corrections.md section 1). `grad_bytes` is the main_grad dtype's size.
+std::vector<KernelBytes> EmbeddingBackwardKernels(const ModelSpec& model, const KernelShape& shape, bool megatron_main_grad,
+                                                  double grad_bytes);
+
+// What the optimizer step and the passes around it read and write on one rank, per step.
+struct StepEndShape {
+  double grad_buffer_bytes = 0;  // the rank's gradient bytes (MemoryBreakdown::grads_bytes)
+  double optimizer_elems = 0;    // the elements it steps (MemoryBreakdown::optimizer_elems)
+  double grad_bytes = 4;         // per element: grad_dtype
+  double param_bytes = 2;        // param_dtype (the model copy Megatron writes back)
+  double master_bytes = 4;       // fp32 master copy, 0 when params are fp32
+  double moment_bytes = 8;       // AdamW's two moments, 0 for SGD
+  bool megatron = false;         // Megatron's DDP buffers and (distributed) optimizer, else torch's (torchtitan)
+  bool data_parallel = false;    // dp x cp > 1: Megatron scales the gradients by 1 / (dp x cp) before reducing
+};
+// The memory-bound passes of the step's end, each tensor read or written once (bytes per element
+// in brackets; G the gradient buffer, S the optimizer's elements):
+//  - Megatron (megatron/core/distributed/param_and_grad_buffer.py, optimizer/distrib_optimizer.py,
+//    optimizer/clip_grads.py, Megatron-LM defaults): zero_grad_buffer writes G; the NaN check
+//    (--check-for-nan-in-loss-and-grad, on by default) reads G for its norm; with dp x cp > 1 the
+//    1 / (dp x cp) scaling before the reduce (average_in_collective off) reads and writes G;
+//    bf16 gradients are copied into fp32 main gradients (S x (grad + 4)); the gradient norm reads
+//    the fp32 main gradients (S x 4); clipping by it (--clip-grad 1.0; multi_tensor_scale with the
+//    coefficient clamped to 1, so always run) reads and writes them; Adam reads weights, moments and
+//    gradient and writes weights and moments (S x (2 (4 + moments) + 4)); the fp32 weights are
+//    copied into the model's params (S x (4 + param)) unless they are the params.
+//  - torch (torchtitan): zero_grad(set_to_none) writes nothing; clip_grad_norm_ reads the
+//    gradients for the norm and reads and writes them to scale; Adam as above with the gradient at
+//    grad_dtype.
+// SimuMax's breakdown of the same passes on B200 (zero-grad 5.2, two norms 8.4, scaling 10.3,
+// clipping 6.5, Adam 32.3, param copy 4.9 ms; blackwell-and-corrections.md section 1) is the check.
+std::vector<KernelBytes> StepEndKernels(const StepEndShape& shape);
+
 // Sum over kernels of max(bytes / (hbm_gbps x hbm_efficiency), floor_us), in microseconds.
 double MemoryBoundUs(const std::vector<KernelBytes>& kernels, double hbm_gbps, double hbm_efficiency, double floor_us);
 // The same for one kernel (no list to build): max(bytes / bandwidth, floor_us).

@@ -151,7 +151,8 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
 
   AddStepCommInputs(plan, c, in);
   const MemoryBreakdown mem = StaticMemoryOnRank(plan, 0);
-  in.static_bytes_rank0 = mem.params_bytes + mem.grads_bytes + mem.optimizer_bytes;
+  in.grad_bytes_rank0 = mem.grads_bytes;
+  in.optimizer_elems_rank0 = mem.optimizer_elems;
   return SimulateStepFromInputs(m, plan.inventory.totals, d, t, c, in, model, /*detail=*/true);
 }
 

@@ -121,9 +121,17 @@ void AddPhaseDetail(const Record* records, int num_records, const double (&share
   }
 }
 
+// Per micro-batch outside the layers (us): lm_head forward + backward on the loss stage, each MTP
+// module's eh_proj forward + backward, the embedding's backward on the first stage and every
+// stage's pipeline send/recv.
+struct StageExtrasUs {
+  double lm_head = 0, eh_proj = 0, embedding = 0, p2p = 0;
+};
+
 // One micro-batch's forward + backward on every pipeline stage: its layers (those per-layer
 // selective checkpointing checkpoints at the recompute-full run's time, from `out`), lm_head on
-// the loss stage, each MTP module's eh_proj, layer and logits on the MTP stage, its p2p sends. `worst` is the
+// the loss stage, each MTP module's eh_proj, layer and logits on the MTP stage, the embedding's
+// backward on the first, its p2p sends. `worst` is the
 // slowest stage's time -- with DualPipe the slowest rank's, the mean of its two stages -- and
 // `slowest` that stage.
 struct StageWalk {
@@ -132,7 +140,8 @@ struct StageWalk {
 };
 
 StageWalk WalkStages(const ModelSpec& m, const ParallelDims& d, const TrainingConfig& t, const StageLayerRuns& runs,
-                     const CostBreakdown& out, int64_t loss_stage, int64_t mtp_stage, double lm_head_us, double eh_proj_us, double p2p_us) {
+                     const CostBreakdown& out, int64_t loss_stage, int64_t mtp_stage, const StageExtrasUs& x) {
+  const double lm_head_us = x.lm_head, eh_proj_us = x.eh_proj, p2p_us = x.p2p;
   double worst_stage = 0;
   int64_t slowest_stage = 0;
   // [pp]: forward + backward of one micro-batch on each stage. The last stage (a layout's loss
@@ -146,7 +155,7 @@ StageWalk WalkStages(const ModelSpec& m, const ParallelDims& d, const TrainingCo
   if (d.pp > kInline) heap_us.resize(static_cast<size_t>(d.pp));
   double* const stage_us = d.pp > kInline ? heap_us.data() : inline_us;
   for (int64_t s = 0; s < d.pp; ++s) {
-    double stage = (s == loss_stage ? lm_head_us : 0.0) + (s == mtp_stage ? mtp_us : 0.0) + p2p_us;
+    double stage = (s == loss_stage ? lm_head_us : 0.0) + (s == mtp_stage ? mtp_us : 0.0) + (s == 0 ? x.embedding : 0.0) + p2p_us;
     for (int64_t i = runs.stage_begin[static_cast<size_t>(s)]; i < runs.stage_begin[static_cast<size_t>(s) + 1]; ++i) {
       const StageLayerRuns::Run& r = runs.runs[static_cast<size_t>(i)];
       const double layer_us = r.checkpointed ? (r.moe ? out.checkpointed_moe_layer_us : out.checkpointed_dense_layer_us)
@@ -247,11 +256,25 @@ LayerSac LayerSacOf(const ModelSpec& m, const ParamTotals& totals, const Paralle
   return sac;
 }
 
-// Per micro-batch outside the layers (us): lm_head forward + backward on the loss stage, each MTP
-// module's eh_proj forward + backward, and every stage's pipeline send/recv.
-struct StageExtrasUs {
-  double lm_head = 0, eh_proj = 0, p2p = 0;
-};
+// Whether the step ends as Megatron's DDP and (distributed) optimizer end it (zero1 or ddp under
+// the megatron convention) rather than as torch's (kernels_model.h StepEndKernels).
+bool MegatronStepEnd(const ParallelDims& d, const TrainingConfig& t) {
+  return d.convention == Convention::kMegatron && t.dp_sharding != DpSharding::kFsdp;
+}
+
+StepEndShape StepEndShapeOf(const ParallelDims& d, const TrainingConfig& t, const StepInputs& in) {
+  const TrainingBytes tb = TrainingBytesOf(t);
+  StepEndShape s;
+  s.grad_buffer_bytes = static_cast<double>(in.grad_bytes_rank0);
+  s.optimizer_elems = static_cast<double>(in.optimizer_elems_rank0);
+  s.grad_bytes = static_cast<double>(tb.grad);
+  s.param_bytes = static_cast<double>(tb.param);
+  s.master_bytes = static_cast<double>(Fp8ModelParams(t) ? 4 : tb.master);
+  s.moment_bytes = static_cast<double>(tb.moments);
+  s.megatron = MegatronStepEnd(d, t);
+  s.data_parallel = d.dp_replicate * d.dp_shard * d.cp > 1;
+  return s;
+}
 
 StageExtrasUs StageExtrasOf(const LayerTerms& L) {
   const ModelSpec& m = L.m;
@@ -268,6 +291,15 @@ StageExtrasUs StageExtrasOf(const LayerTerms& L) {
   // gather_output=False) over the micro-batch's T tokens, an FP8 GEMM with --precision fp8.
   x.eh_proj =
       L.kernels ? L.sc.eh_proj[0] + L.sc.eh_proj[1] : 3.0 * 2.0 * T * (2.0 * D) * D / tp / (peak * kn.gemm.dense_efficiency * L.fp8x);
+  // The embedding's backward (kernels_model.h EmbeddingBackwardKernels), memory-bound kernels and
+  // their launches; the older GEMM model prices no memory-bound kernel.
+  if (L.kernels) {
+    const std::vector<KernelBytes> emb =
+        EmbeddingBackwardKernels(m, L.ks, MegatronStepEnd(d, t), static_cast<double>(TrainingBytesOf(t).grad));
+    x.embedding = MemoryBoundUs(emb, c.hbm_gbps, kn.memory_bound.hbm_efficiency, kn.memory_bound.floor_us) +
+                  LaunchGapUs(static_cast<double>(emb.size()), t.run.cuda_graphs, kn.memory_bound.kernel_launch_us,
+                              kn.memory_bound.graph_launch_us);
+  }
   // Pipeline send/recv per micro-batch on every stage: activations forward and gradients back at
   // each of its vpp chunk boundaries, PpSendBytes each (comm.h), over the
   // link they cross (network.h P2pUs: some stage boundary leaves the domain once the world does).
@@ -297,11 +329,10 @@ double SetPipelineStep(const LayerTerms& L, const StageLayerRuns& runs, const St
   // parameter gather (under its first forward) leave only what exceeds that compute exposed.
   const double stage_fwd_us = SlowestStageForwardUs(runs, slowest_stage, moe.fwd, dense.fwd, slowest_stage == loss_stage, x.lm_head, x.p2p);
   out.dp_step_comm_us = ExposedDpStepCommUs(in, t.run, stage_fwd_us, worst_stage - stage_fwd_us);
-  // Memory-bound: at the HBM efficiency the memory-bound kernels reach (knobs.h MemoryBoundKnobs).
-  // The static bytes read and written once at the memory-bound kernels' HBM efficiency; no
-  // one-kernel floor (the step runs many multi-tensor kernels, their launches not counted).
-  out.optimizer_us = MemoryBoundUs(KernelBytes{"optimizer", 2.0 * static_cast<double>(in.static_bytes_rank0)}, L.c.hbm_gbps,
-                                   L.kn.memory_bound.hbm_efficiency, 0.0);
+  // The optimizer and the passes around it (kernels_model.h StepEndKernels) at the HBM efficiency
+  // the memory-bound kernels reach (knobs.h MemoryBoundKnobs); no one-kernel floor (multi-tensor
+  // kernels over many tensors, their few launches not counted).
+  out.optimizer_us = MemoryBoundUs(StepEndKernels(StepEndShapeOf(d, t, in)), L.c.hbm_gbps, L.kn.memory_bound.hbm_efficiency, 0.0);
   double slots = A * PipelineSlots(static_cast<int64_t>(M), d.pp, t.run.vpp);
   if (IsDualPipe(t.run)) {
     // DualPipe's bubble (pipeline_schedule.h DualPipeBubbleUs): F&B is a stage's overlapped
@@ -333,16 +364,21 @@ void SetThroughput(const LayerTerms& L, CostBreakdown& out) {
 }
 
 // Critical path: every contributor to the step by its share of it (us). Layer phases count once per
-// layer of the slowest stage per pipeline slot (`slots`); then lm_head on the loss stage and the
+// layer of the slowest stage per pipeline slot (`slots`); then lm_head on the loss stage, the
+// embedding's backward on the first and the
 // step-end terms. Sets the dominant phase and, with `detail`, the phases and the critical path.
 void SetCriticalPath(const StageLayerRuns& runs, const LayerSac& sac, int64_t slowest_stage, int64_t loss_stage,
-                     const PhaseRecords& records, double lm_head_us, double slots, bool detail, CostBreakdown& out) {
+                     const PhaseRecords& records, const StageExtrasUs& x, double slots, bool detail, CostBreakdown& out) {
   PhaseShares shares = LayerPhaseShares(runs, slowest_stage, records.at, records.size, sac.checkpointed, slots);
   double(&share)[kNumPhaseIds] = shares.share;
   bool(&present)[kNumPhaseIds] = shares.present;
   if (slowest_stage == loss_stage) {
-    share[kLmHead] += lm_head_us * slots;
+    share[kLmHead] += x.lm_head * slots;
     present[kLmHead] = true;
+  }
+  if (slowest_stage == 0 && x.embedding > 0) {
+    share[kEmbedding] += x.embedding * slots;
+    present[kEmbedding] = true;
   }
   share[kDpStepComm] += out.dp_step_comm_us;
   share[kOptimizer] += out.optimizer_us;
@@ -403,12 +439,13 @@ CostBreakdown StepFromInputs(const ModelSpec& m, const ParamTotals& totals, cons
   }
   const StageLayerRuns& runs = own_runs ? *own_runs : *in.stage_runs;
   const StageExtrasUs x = StageExtrasOf(L);
+  out.embedding_bwd_us = x.embedding;
   const int64_t loss_stage = in.loss_stage < 0 ? d.pp - 1 : in.loss_stage;
   const int64_t mtp_stage = in.mtp_stage < 0 ? d.pp - 1 : in.mtp_stage;
-  const StageWalk walk = WalkStages(m, d, t, runs, out, loss_stage, mtp_stage, x.lm_head, x.eh_proj, x.p2p);
+  const StageWalk walk = WalkStages(m, d, t, runs, out, loss_stage, mtp_stage, x);
   const double slots = SetPipelineStep(L, runs, walk, x, loss_stage, moe, dense, out);
   SetThroughput(L, out);
-  SetCriticalPath(runs, sac, walk.slowest, loss_stage, records, x.lm_head, slots, detail, out);
+  SetCriticalPath(runs, sac, walk.slowest, loss_stage, records, x, slots, detail, out);
   return out;
 }
 

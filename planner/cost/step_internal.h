@@ -42,6 +42,7 @@ enum PhaseId {
   kDpStepComm = static_cast<int>(Phase::kDpStepComm),
   kOptimizer = static_cast<int>(Phase::kOptimizer),
   kCpComm = static_cast<int>(Phase::kCpComm),
+  kEmbedding = static_cast<int>(Phase::kEmbedding),
   kNumPhaseIds = static_cast<int>(Phase::kWeightGen)  // the predicted phases are those before weight_gen
 };
 

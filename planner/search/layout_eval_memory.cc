@@ -177,14 +177,18 @@ const LayoutEvaluator::GroupStatics& LayoutEvaluator::Impl::StaticsFor(const Mod
     if (s == 0) st.AddScaled(sums.embedding, 1);
     if (s == d.pp - 1) st.AddScaled(g.root, 1);
     StageStatics out;
+    Wide grads = 0, optimizer_elems = 0;
     for (int k = 0; k < kNumGroups; ++k) {
       const StaticBytes b = GroupStaticBytesOf(kGroupNames[k], st.local[k][0], st.local[k][1], d, strategy, tb, precision.fp8_params);
       out.stat += fits(b.params) + fits(b.grads) + fits(b.optimizer) +
                   fits(Fp8WeightCopyBytes(kGroupNames[k], st.local[k][0] + st.local[k][1], precision.fp8_copy));
+      grads += b.grads;
+      optimizer_elems += b.shard_elems;
     }
     g.static_worst = std::max(g.static_worst, out.stat);
     if (s == 0) {
-      g.static_rank0 = out.stat;
+      g.grads0 = fits(grads);
+      g.optimizer_elems0 = fits(optimizer_elems);
       g.dense0 = st.mp[0];
       g.sparse0 = st.mp[1];
       g.fp8_dense0 = st.mp_fp8[0];

@@ -75,7 +75,8 @@ bool LayoutEvaluator::FillStepInputs(const GroupStatics& g, const Workload& w, c
   in.stage_runs = &g.split->runs;
   in.dp_step_comm_us = g.dp_step_comm_us;
   in.dp_step_param_gather_us = g.dp_step_param_gather_us;
-  in.static_bytes_rank0 = static_cast<int64_t>(g.static_rank0);
+  in.grad_bytes_rank0 = static_cast<int64_t>(g.grads0);
+  in.optimizer_elems_rank0 = static_cast<int64_t>(g.optimizer_elems0);
   return true;
 }
 
