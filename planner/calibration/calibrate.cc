@@ -110,7 +110,13 @@ void Minimize(const std::vector<CalibrationRow>& rows, KnobSpec::Stage stage, co
 double PredictRow(const CalibrationRow& row, const std::vector<double>& values) {
   ClusterSpec cluster = row.cluster;
   for (size_t k = 0; k < Table().size(); ++k) {
-    if (row.calibrated_hardware || Table()[k].group != KnobSpec::kLink) Table()[k].Set(cluster.knobs, values[k]);
+    const KnobSpec& knob = Table()[k];
+    if (!row.calibrated_hardware && knob.group == KnobSpec::kLink) continue;
+    if (!row.relative_to.empty() && row.relative_to[k] > 0) {
+      knob.Set(cluster.knobs, knob.Get(row.cluster.knobs) * values[k] / row.relative_to[k]);
+    } else {
+      knob.Set(cluster.knobs, values[k]);
+    }
   }
   return row.predict(cluster);
 }
@@ -266,6 +272,7 @@ CalibrationRow StepRow(const FidelityRun& run, const std::string& preset, Comput
   r.weight = run.weight;
   r.cluster = run.cluster;
   r.calibrated_hardware = run.cluster_name == preset || run.cluster.name == preset;
+  if (!r.calibrated_hardware) r.relative_to = KnobValues(DefaultCalibration(preset));
   r.model = model;
   r.predict = [prepared, model](const ClusterSpec& c) { return SimulateStep(prepared->plan, c, prepared->routing, model).step_time_us * 1e-6; };
   return r;
@@ -591,7 +598,10 @@ std::string FidelityFitToMarkdown(const FidelitySet& set, const std::string& pre
     table += fmt::format("| {} | {} | {} | {:.3f} | {:+.1f} % | {:+.1f} % | {:+.1f} % | {:+.1f} % |\n", r.id, r.group, r.hardware,
                          r.measured, 100 * err[0], 100 * err[1], 100 * err[2], 100 * err[3]);
   }
-  std::string out = fmt::format("\n### Fitted (dockyard-plan calibrate's two-stage fit over this file, {} priors)\n\n", preset);
+  std::string out = fmt::format(
+      "\n### Fitted (dockyard-plan calibrate's two-stage fit over this file, {} priors; other hardware on its own preset's, "
+      "moved by the fit's relative change)\n\n",
+      preset);
   out +=
       "| predictions | rows | mean abs error | max abs error | ordered pairs right (within groups, > 10 % apart) "
       "|\n|---|---|---|---|---|\n";

@@ -45,13 +45,19 @@ struct CalibrationRow {
   double noise = 0.15;                             // sigma of ln(measured)
   ClusterSpec cluster;                             // the row's hardware before the knobs
   bool calibrated_hardware = true;                 // the cluster knobs apply to this row (its hardware is the one calibrated)
+  // A row on other hardware than the calibrated preset keeps its own preset's operator table: its
+  // compute and dispatcher knobs move by the fit's relative change, own value x value / prior,
+  // with `relative_to` the calibrated preset's knob values (KnobTable order). Empty: the knob
+  // values are set as they are (the calibrated hardware's rows).
+  std::vector<double> relative_to;
   ComputeModel model = ComputeModel::kKernels;  // the compute model it is predicted under (its run settings are in `predict`)
   // In `unit`, from a copy of `cluster` whose knobs are set to the values tried.
   std::function<double(const ClusterSpec&)> predict;
 };
 
 // The row's prediction under knob values `values` (one per KnobTable entry, in order): the compute
-// and dispatcher knobs always, the link knobs when row.calibrated_hardware (set on a copy of row.cluster).
+// and dispatcher knobs always (relative to the row's own when row.relative_to is given), the link
+// knobs when row.calibrated_hardware (set on a copy of row.cluster).
 double PredictRow(const CalibrationRow& row, const std::vector<double>& values);
 // r_i of the loss above.
 double RowLogError(const CalibrationRow& row, double predicted);

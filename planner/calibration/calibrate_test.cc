@@ -203,6 +203,30 @@ TEST_CASE("a run's measured phases are stage-1 rows through the phase mapping; a
   CHECK(skipped[0].first == "q1:moe:backward:attention");
 }
 
+TEST_CASE("a row on other hardware keeps its own preset's table; the fit moves it by the relative change") {
+  // A b200 row calibrated against h100-sxm's priors: its prediction reads its own
+  // gemm.shape_efficiency (0.54, cluster.cc B200ComputeKnobs) and its own NVLink figure.
+  CalibrationRow r;
+  r.id = "s";
+  r.group = "S";
+  r.measured = 1.0;
+  r.cluster = ClusterPreset("b200");
+  r.calibrated_hardware = false;
+  r.relative_to = KnobValues(DefaultCalibration("h100-sxm"));
+  r.predict = [](const ClusterSpec& c) { return c.knobs.compute.gemm.shape_efficiency * 1000.0 + c.knobs.links.intra_node_gbps; };
+  std::vector<double> values = r.relative_to;
+  // At the priors: 0.54 x 1000 + 606.6 (h100-sxm's 0.72 and 370 are not applied).
+  CHECK(PredictRow(r, values) == doctest::Approx(540.0 + 606.6));
+  // shape_efficiency fitted 0.72 -> 0.648 (x 0.9): b200's 0.54 -> 0.486; its links stay.
+  values[KnobIndex("compute.gemm.shape_efficiency")] = 0.648;
+  values[KnobIndex("links.intra_node_gbps")] = 185.0;
+  CHECK(PredictRow(r, values) == doctest::Approx(486.0 + 606.6));
+  // Without relative_to (the calibrated hardware's rows) the values are set as they are.
+  r.relative_to.clear();
+  r.calibrated_hardware = true;
+  CHECK(PredictRow(r, values) == doctest::Approx(648.0 + 185.0));
+}
+
 TEST_CASE("held-out errors: each group predicted by a fit without it") {
   // A step time inversely proportional to dense_efficiency: group A measured at efficiency 0.5
   // (time 2), group B at 0.4 (time 2.5). Without A the fit finds 0.4 and predicts A at 2.5

@@ -25,6 +25,10 @@ namespace {
 //  - memory-bound kernels at 0.666 of HBM bandwidth;
 //  - the older gemm model: dense 0.488 (the sweep's default), grouped 0.42 (the 1,024-row passes'
 //    harmonic mean 0.378 over M/(M+125)), flash 0.36 (forward and backward, harmonic).
+// NVLink5's effective bandwidth per GPU and direction, GB/s: SimuMax's all-gather busbw on B200,
+// 0.674 x 900 (configs/system/b200_bf16_ceperm.json; docs/cluster.md [B4]).
+constexpr double kNvlink5Gbps = 606.6;  // 0.674 x 900
+
 ComputeKnobs B200ComputeKnobs() {
   ComputeKnobs k;
   k.gemm.shape_efficiency = 0.54;
@@ -92,7 +96,9 @@ ClusterSpec ClusterPreset(const std::string& name) {
     c.dense_bf16_tflops = 2250.0;
     c.hbm_gbps = 7672.0;    // 7680-bit bus x 3996 MHz DDR (pytorch/ao PR #4002), not the datasheet's 8 TB/s
     c.memory_gib = 179.06;  // nvidia-smi: 183359 MiB (docs/cluster.md [M4])
-    c.knobs.links.intra_node_gbps = 740.0;  // 900 GB/s per direction x 370 / 450 (h100-sxm's effective / line)
+    // SimuMax's collectives on the B200 machine of its rows: all-gather 0.674, reduce-scatter 0.673 of
+    // NVLink5's 900 GB/s per direction (docs/cluster.md [B4]).
+    c.knobs.links.intra_node_gbps = kNvlink5Gbps;
     c.knobs.compute = B200ComputeKnobs();
     c.knobs.dispatchers.ep_overlap = BlackwellEpOverlapKnobs();
     c.compute_source = "B200 operator table: SimuMax's B200 sweep (docs/cluster.md [B4])";
@@ -104,7 +110,7 @@ ClusterSpec ClusterPreset(const std::string& name) {
     c.dense_bf16_tflops = 2500.0;
     c.hbm_gbps = 8000.0;
     c.memory_gib = 185.03;  // nvidia-smi: 189471 MiB (docs/cluster.md [M5])
-    c.knobs.links.intra_node_gbps = 740.0;
+    c.knobs.links.intra_node_gbps = kNvlink5Gbps;  // B200's measured NVLink5 figure: the same ports and switch generation
     c.nics_per_node = 4;  // one 400 Gb/s NIC per GPU
     // No GB200 operator measurement: B200's table (the same die) puts the GB200 rows G01-G03 10-21 %
     // slow, against -5..-16 % with H100's, so the software stack differs more than the chip;

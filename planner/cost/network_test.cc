@@ -119,16 +119,16 @@ TEST_CASE("Presets: gb200-nvl72 keeps 72 GPUs on NVLink, h800-sxm's NVLink caps 
   const ClusterSpec g = ClusterPreset("gb200-nvl72");
   CHECK(g.gpus_per_node == 4);
   CHECK(dockyard::NvlinkDomainGpus(g) == 72);
-  // A 64-GPU ring spans 16 trays of 4 but one NVLink domain: 740 GB/s, 3 us per step:
-  // 63 x (3 + 64e6 / 64 / 740e3) = 63 x 4.35135 = 274.135 us for 64 MB.
+  // A 64-GPU ring spans 16 trays of 4 but one NVLink domain: 606.6 GB/s, 3 us per step:
+  // 63 x (3 + 64e6 / 64 / 606.6e3) = 63 x 4.64853 = 292.857 us for 64 MB.
   std::vector<int64_t> ring;
   for (int64_t r = 0; r < 64; ++r) ring.push_back(r);
-  CHECK(dockyard::RingCollectiveUs(64e6, ring, g) == Approx(63 * (3.0 + 1e6 / 740e3)));
+  CHECK(dockyard::RingCollectiveUs(64e6, ring, g) == Approx(63 * (3.0 + 1e6 / 606.6e3)));
   // h800-sxm: 8 rails of 48 GB/s = 384, capped by its 160 GB/s NVLink; 2 rails: 96.
   const ClusterSpec h = ClusterPreset("h800-sxm");
   CHECK(dockyard::RingBusGbps(h, 8, true) == Approx(160.0));
   CHECK(dockyard::RingBusGbps(h, 2, true) == Approx(96.0));
-  // b200: 8 x 48 = 384 below NVLink5's 740.
+  // b200: 8 x 48 = 384 below NVLink5's 606.6.
   CHECK(dockyard::RingBusGbps(ClusterPreset("b200"), 8, true) == Approx(384.0));
 }
 
