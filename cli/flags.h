@@ -87,6 +87,8 @@ struct TrainingFlags {
   std::string megatron_core_version;  // --megatron-core-version (planner/model/run_settings.h)
   // --cross-entropy unfused | fused and --cross-entropy-fusion-impl native | te (run_settings.h).
   std::string cross_entropy, cross_entropy_fusion_impl;
+  std::string clip_grad;
+  bool no_check_for_nan_in_grad = false;
   bool overlap_grad_reduce = false, overlap_param_gather = false, overlap_moe_ep_comm = false;
   bool moe_shared_expert_overlap = false;  // Megatron --moe-shared-expert-overlap
   bool overlap_moe_ep_comm_pinned = false;  // search: the flag given, on or off

@@ -89,6 +89,11 @@ void TrainingFlags::AddTo(CLI::App* app) {
                   "Megatron, with --cross-entropy fused: native | te (TransformerEngine's loss keeps the logits in their own "
                   "dtype, no fp32 copy; Megatron-Core 0.12 to 0.18, give --megatron-core-version; default native)")
       ->check(CLI::IsMember({"native", "te"}));
+  app->add_option("--clip-grad", clip_grad,
+                  "the gradient norm's clipping threshold (Megatron --clip-grad, torchtitan training.max_norm; default 1.0): the "
+                  "norm and the clipping are step-end passes over the gradients; megatron: 0 = neither");
+  app->add_flag("--no-check-for-nan-in-loss-and-grad", no_check_for_nan_in_grad,
+                "Megatron: skip the NaN check, a norm of the whole gradient buffer before its reduce (on by default in Megatron-LM)");
   app->add_flag("--account-for-embedding-in-pipeline-split", account_for_embedding,
                 "Megatron: the embedding counts as one layer when splitting layers over stages");
   app->add_flag("--account-for-loss-in-pipeline-split", account_for_loss,
@@ -122,7 +127,8 @@ void TrainingFlags::AddSearchPinsTo(CLI::App* search, const CLI::App& plan) {
                                                          {"--make-vocab-size-divisible-by", &make_vocab_size_divisible_by},
                                                          {"--megatron-core-version", &megatron_core_version},
                                                          {"--cross-entropy", &cross_entropy},
-                                                         {"--cross-entropy-fusion-impl", &cross_entropy_fusion_impl}};
+                                                         {"--cross-entropy-fusion-impl", &cross_entropy_fusion_impl},
+                                                         {"--clip-grad", &clip_grad}};
   AddMemoryReserveFlag(search, memory_reserve_gib);
   // The same value checks as the plan's options.
   const std::map<std::string, std::vector<std::string>> allowed = {{"--dp-sharding", DpShardingNames()},
@@ -164,7 +170,8 @@ void TrainingFlags::AddSearchPinsTo(CLI::App* search, const CLI::App& plan) {
                                      {"--account-for-loss-in-pipeline-split", &account_for_loss},
                                      {"--overlap-grad-reduce", &overlap_grad_reduce},
                                      {"--overlap-param-gather", &overlap_param_gather},
-                                     {"--moe-shared-expert-overlap", &moe_shared_expert_overlap}}) {
+                                     {"--moe-shared-expert-overlap", &moe_shared_expert_overlap},
+                                     {"--no-check-for-nan-in-loss-and-grad", &no_check_for_nan_in_grad}}) {
     search->add_flag(flag, *target, plan.get_option(flag)->get_description());
   }
   search->add_option("--vpp", vpp, "pins the model chunks per pipeline rank (default: searched, every vpp with pp x vpp <= layers + 2 where pp > 1)");
@@ -243,6 +250,8 @@ TrainingOverrides TrainingFlags::Parse() const {
   if (!cross_entropy.empty()) t.cross_entropy = cross_entropy;
   if (!cross_entropy_fusion_impl.empty()) t.cross_entropy_fusion_impl = cross_entropy_fusion_impl;
   if (!pp_layer_split.empty()) t.pp_layer_split = pp_layer_split;
+  t.clip_grad = ParseNumber("--clip-grad", clip_grad);
+  t.no_check_for_nan_in_grad = no_check_for_nan_in_grad;
   return t;
 }
 

@@ -100,17 +100,21 @@ std::vector<KernelBytes> StepEndKernels(const StepEndShape& s) {
   k.reserve(8);
   if (s.megatron) {
     k.push_back({"zero_grad_buffer", G});
-    k.push_back({"check_for_nan_in_grad", G});
+    if (s.nan_check) k.push_back({"check_for_nan_in_grad", G});
     if (s.data_parallel) k.push_back({"grad_scaling", 2.0 * G});
     if (s.grad_bytes != kFp32) k.push_back({"main_grad_copy", S * (s.grad_bytes + kFp32)});
-    k.push_back({"grad_norm", S * kFp32});
-    k.push_back({"clip_grad", 2.0 * S * kFp32});
+    if (s.clip) {
+      k.push_back({"grad_norm", S * kFp32});
+      k.push_back({"clip_grad", 2.0 * S * kFp32});
+    }
     k.push_back({"adam", S * (2.0 * weights + kFp32)});
     if (s.master_bytes > 0) k.push_back({"param_copy", S * (kFp32 + s.param_bytes)});
     return k;
   }
-  k.push_back({"grad_norm", G});
-  k.push_back({"clip_grad", 2.0 * G});
+  if (s.clip) {
+    k.push_back({"grad_norm", G});
+    k.push_back({"clip_grad", 2.0 * G});
+  }
   k.push_back({"adam", S * (2.0 * weights + s.grad_bytes)});
   return k;
 }

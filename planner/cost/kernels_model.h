@@ -86,6 +86,8 @@ struct StepEndShape {
   double moment_bytes = 8;       // AdamW's two moments, 0 for SGD
   bool megatron = false;         // Megatron's DDP buffers and (distributed) optimizer, else torch's (torchtitan)
   bool data_parallel = false;    // dp x cp > 1: Megatron scales the gradients by 1 / (dp x cp) before reducing
+  bool clip = true;              // the gradient norm and the clipping run (RunSettings::clip_grad > 0)
+  bool nan_check = true;         // Megatron's NaN check of the buffer runs (RunSettings::check_for_nan_in_grad)
 };
 // The memory-bound passes of the step's end, each tensor read or written once (bytes per element
 // in brackets; G the gradient buffer, S the optimizer's elements):

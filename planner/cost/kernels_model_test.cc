@@ -193,6 +193,20 @@ TEST_CASE("StepEndKernels: Megatron's and torch's passes, byte by byte") {
   CHECK(Bytes(f, "clip_grad") == 2000);
   CHECK(Bytes(f, "adam") == 7000);  // 250 x (2 x (4 + 8) + 4)
   CHECK(Total(f) == 10000);
+  // Megatron --clip-grad 0 skips the norm and the clipping; --no-check-for-nan-in-loss-and-grad
+  // the NaN check: 8,600 - 400 - 800 - 1,000 = 6,400 B.
+  s = dockyard::StepEndShape{};
+  s.grad_buffer_bytes = 1000;
+  s.optimizer_elems = 100;
+  s.megatron = true;
+  s.data_parallel = true;
+  s.clip = false;
+  s.nan_check = false;
+  const auto off = dockyard::StepEndKernels(s);
+  CHECK(Bytes(off, "grad_norm") == 0);
+  CHECK(Bytes(off, "clip_grad") == 0);
+  CHECK(Bytes(off, "check_for_nan_in_grad") == 0);
+  CHECK(Total(off) == 6400);
 }
 
 TEST_CASE("Embedding backward: the gradient table zeroed, scattered into and (Megatron) added to main_grad") {

@@ -273,6 +273,8 @@ StepEndShape StepEndShapeOf(const ParallelDims& d, const TrainingConfig& t, cons
   s.moment_bytes = static_cast<double>(tb.moments);
   s.megatron = MegatronStepEnd(d, t);
   s.data_parallel = d.dp_replicate * d.dp_shard * d.cp > 1;
+  s.clip = !s.megatron || t.run.clip_grad > 0;  // torchtitan clips at every step
+  s.nan_check = t.run.check_for_nan_in_grad;
   return s;
 }
 

@@ -90,3 +90,25 @@ TEST_CASE("A report's training block reads back its run settings: vpp, the Megat
   CHECK_THROWS_WITH_AS(dockyard::TrainingFromJson(JsonView(&bad, "report.json", "/training")),
                        doctest::Contains("Megatron-LM refuses TransformerEngine's cross-entropy from core_v0.19.0"), Error);
 }
+
+TEST_CASE("The step end's settings round-trip, written only when not the default, and a bad value names its key") {
+  dockyard::TrainingConfig t;
+  CHECK_FALSE(dockyard::TrainingToJson(t, Machine{}).contains("clip_grad"));
+  CHECK_FALSE(dockyard::TrainingToJson(t, Machine{}).contains("check_for_nan_in_grad"));
+  t.run.clip_grad = 0.0;
+  t.run.check_for_nan_in_grad = false;
+  const Json j = dockyard::TrainingToJson(t, Machine{});
+  CHECK(j.at("clip_grad") == 0.0);
+  CHECK(j.at("check_for_nan_in_grad") == false);
+  const dockyard::TrainingConfig back = dockyard::TrainingFromJson(JsonView(&j, "report.json", "/training"));
+  CHECK(back.run.clip_grad == 0.0);
+  CHECK_FALSE(back.run.check_for_nan_in_grad);
+  Json bad = j;
+  bad["clip_grad"] = -1.0;
+  CHECK_THROWS_WITH_AS(dockyard::TrainingFromJson(JsonView(&bad, "report.json", "/training")),
+                       doctest::Contains("report.json: /training/clip_grad: must be a finite number >= 0"), Error);
+  bad = j;
+  bad["check_for_nan_in_grad"] = "no";
+  CHECK_THROWS_WITH_AS(dockyard::TrainingFromJson(JsonView(&bad, "report.json", "/training")),
+                       doctest::Contains("check_for_nan_in_grad"), Error);
+}

@@ -41,6 +41,14 @@ ReshardPolicy ParseReshardPolicy(const std::string& text, const std::string& fie
                   field, text));
 }
 
+void ValidateClipGrad(double clip_grad, const std::string& field) {
+  if (!(clip_grad >= 0) || clip_grad > 1e300) {
+    throw Error(fmt::format("{}: must be a finite number >= 0 (the gradient norm's clipping threshold; 0 = no norm and no clipping, "
+                            "Megatron --clip-grad), got {}",
+                            field, clip_grad));
+  }
+}
+
 namespace {
 
 // The numbers of "MAJOR.MINOR[.PATCH]", or an empty vector when `text` is not of that form.

@@ -70,7 +70,19 @@ struct RunSettings {
   // (--megatron-core-version; empty = the current release). It decides which tensors the MoE layer
   // saves for backward (MegatronProbsInActivation, planner/accounting/memory.h LayerActivations).
   std::string megatron_core_version;
+  // The step's end (kernels_model.h StepEndKernels). Megatron --clip-grad (default 1.0;
+  // megatron/core/optimizer/optimizer.py: clip_grad > 0 computes the gradient norm and clips by
+  // it, 0 skips both), torchtitan training.max_norm (default 1.0, always clipped:
+  // torchtitan/trainer.py, so 0 is refused there). --clip-grad.
+  double clip_grad = 1.0;
+  // Megatron --check-for-nan-in-loss-and-grad (on by default; --no-check-for-nan-in-loss-and-grad):
+  // the norm of the gradient buffer before its reduce (param_and_grad_buffer.py check_grads).
+  // torchtitan has none (read only under Megatron's step end).
+  bool check_for_nan_in_grad = true;
 };
+
+// Throws dockyard::Error naming `field` and the value unless `clip_grad` is finite and >= 0.
+void ValidateClipGrad(double clip_grad, const std::string& field);
 
 // Throws dockyard::Error naming `field` unless `version` is empty or "MAJOR.MINOR[.PATCH]" of
 // decimal numbers (a Megatron-Core tag core_vMAJOR.MINOR.PATCH without its prefix, e.g. "0.12" or

@@ -80,7 +80,8 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
                        "mtp_layers",        "fp8_param_gather", "memory_reserve_gib",
                        "selective_ac_option", "make_vocab_size_divisible_by", "moe_flex_dispatcher_backend",
                        // Run settings a report writes (TrainingToJson), read back so that a plan file round-trips.
-                       "vpp", "megatron_core_version", "cross_entropy_loss_fusion", "cross_entropy_fusion_impl"});
+                       "vpp", "megatron_core_version", "cross_entropy_loss_fusion", "cross_entropy_fusion_impl",
+                       "clip_grad", "check_for_nan_in_grad"});
   // clang-format on
   TrainingConfig t;
   if (v.Has("dp_sharding")) t.dp_sharding = ParseDpSharding(v.String("dp_sharding"), v.Where("dp_sharding"));
@@ -139,6 +140,12 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
   t.run.cross_entropy_fusion_impl = v.StringOr("cross_entropy_fusion_impl", t.run.cross_entropy_fusion_impl);
   ValidateCrossEntropyFusionImpl(t.run, v.Where("cross_entropy_fusion_impl"), v.Where("cross_entropy_loss_fusion"),
                                  v.Where("megatron_core_version"));
+  t.run.clip_grad = v.NumberOr("clip_grad", t.run.clip_grad);
+  ValidateClipGrad(t.run.clip_grad, v.Where("clip_grad"));
+  if (v.Has("check_for_nan_in_grad")) {
+    if (!v.value().at("check_for_nan_in_grad").is_boolean()) v.Fail("check_for_nan_in_grad", "must be true or false");
+    t.run.check_for_nan_in_grad = v.value().at("check_for_nan_in_grad").get<bool>();
+  }
   ValidateTraining(t, v.Where() + "/");
   return t;
 }
@@ -179,6 +186,9 @@ Json TrainingToJson(const TrainingConfig& t, const Machine& machine) {
     j["cross_entropy_loss_fusion"] = true;
     j["cross_entropy_fusion_impl"] = t.run.cross_entropy_fusion_impl;
   }
+  // The step end's settings (run_settings.h), only when not the default.
+  if (t.run.clip_grad != 1.0) j["clip_grad"] = t.run.clip_grad;
+  if (!t.run.check_for_nan_in_grad) j["check_for_nan_in_grad"] = false;
   AddMachineToTrainingJson(machine, &j);
   return j;
 }

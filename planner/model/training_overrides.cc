@@ -58,6 +58,11 @@ TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const Training
     t.run.fused_cross_entropy = *o.cross_entropy == "fused";
   }
   if (o.cross_entropy_fusion_impl) t.run.cross_entropy_fusion_impl = *o.cross_entropy_fusion_impl;
+  if (o.clip_grad) {
+    ValidateClipGrad(*o.clip_grad, "--clip-grad");
+    t.run.clip_grad = *o.clip_grad;
+  }
+  if (o.no_check_for_nan_in_grad) t.run.check_for_nan_in_grad = false;
   ValidateCrossEntropyFusionImpl(t.run, "--cross-entropy-fusion-impl", "--cross-entropy", "--megatron-core-version");
   ValidateTraining(t, "--");
   if (o.pp_layer_split) t.pp_layer_split = ParseLayerSplit(*o.pp_layer_split, pp, num_layers, "--pp-layer-split");
@@ -91,6 +96,17 @@ void RejectMegatronOnlyOverrides(const TrainingOverrides& o, bool torchtitan) {
         "(language_module.py); torchtitan's loss is its own (torchtitan/components/loss.py, compiled): use --convention "
         "megatron, or drop the flag",
         *o.cross_entropy_fusion_impl));
+  }
+  if (o.clip_grad && *o.clip_grad == 0) {
+    throw Error(
+        "--clip-grad 0: torchtitan clips by training.max_norm at every step (torchtitan/trainer.py clip_grad_norm_), so a "
+        "threshold of 0 would zero every gradient; give its max_norm (> 0, default 1.0), or use --convention megatron, where 0 "
+        "turns the norm and the clipping off");
+  }
+  if (o.no_check_for_nan_in_grad) {
+    throw Error(
+        "--no-check-for-nan-in-loss-and-grad: Megatron-LM's switch for its gradient-buffer NaN check; torchtitan runs no such "
+        "check: drop the flag, or use --convention megatron");
   }
   if (o.overlap_moe_ep_comm) {
     throw Error(

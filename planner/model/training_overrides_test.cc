@@ -70,6 +70,26 @@ TEST_CASE("Megatron-only flags are refused under torchtitan, kept under megatron
   CHECK_NOTHROW(dockyard::RejectMegatronOnlyOverrides(overlap, false));
   CHECK_THROWS_WITH_AS(dockyard::RejectMegatronOnlyOverrides(overlap, true),
                        doctest::Contains("--overlap-moe-expert-parallel-comm: a Megatron-Core feature"), dockyard::Error);
+  // The step end: Megatron's NaN check and --clip-grad 0 (no norm, no clipping) exist only there;
+  // torchtitan clips by max_norm at every step, so a positive --clip-grad is its max_norm.
+  dockyard::TrainingOverrides nan;
+  nan.no_check_for_nan_in_grad = true;
+  CHECK_NOTHROW(dockyard::RejectMegatronOnlyOverrides(nan, false));
+  CHECK_THROWS_WITH_AS(dockyard::RejectMegatronOnlyOverrides(nan, true),
+                       doctest::Contains("--no-check-for-nan-in-loss-and-grad: Megatron-LM's switch"), dockyard::Error);
+  dockyard::TrainingOverrides clip;
+  clip.clip_grad = 0.0;
+  CHECK_NOTHROW(dockyard::RejectMegatronOnlyOverrides(clip, false));
+  CHECK_THROWS_WITH_AS(dockyard::RejectMegatronOnlyOverrides(clip, true), doctest::Contains("--clip-grad 0: torchtitan clips"),
+                       dockyard::Error);
+  clip.clip_grad = 0.5;
+  CHECK_NOTHROW(dockyard::RejectMegatronOnlyOverrides(clip, true));
+  CHECK(dockyard::ApplyTrainingOverrides({}, clip, 1, 4).run.clip_grad == 0.5);
+  clip.clip_grad = -1.0;
+  CHECK_THROWS_WITH_AS(dockyard::ApplyTrainingOverrides({}, clip, 1, 4),
+                       "--clip-grad: must be a finite number >= 0 (the gradient norm's clipping threshold; 0 = no norm and no "
+                       "clipping, Megatron --clip-grad), got -1",
+                       dockyard::Error);
 }
 
 TEST_CASE("--megatron-core-version: MAJOR.MINOR[.PATCH] under megatron; 0.13 is where the probabilities moved into the activation") {
