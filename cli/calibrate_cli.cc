@@ -1,6 +1,8 @@
 // `dockyard-plan calibrate` (see calibrate_cli.h).
 #include "cli/calibrate_cli.h"
 
+#include <set>
+
 #include <fmt/format.h>
 
 #include "planner/calibration/calibrate.h"
@@ -103,8 +105,8 @@ Calibration FittedCalibration(const CalibrateOptions& o, const Calibration& prio
   for (const FittedKnob& k : fit.knobs) {
     if (!k.determined) continue;
     fitted.knob_sources[k.knob.Path()] =
-        fmt::format("fitted by dockyard-plan calibrate ({} stage) from {}; prior {} ({})",
-                    k.knob.stage == KnobSpec::kComponent ? "component" : "residual", files, k.prior, k.knob.source);
+        fmt::format("fitted by dockyard-plan calibrate ({} stage) from {}; prior {} ({}); 80 % interval [{:.4g}, {:.4g}]",
+                    k.stage == KnobSpec::kComponent ? "component" : "step", files, k.prior, k.knob.source, k.low80, k.high80);
   }
   return fitted;
 }
@@ -127,17 +129,36 @@ int RunCalibrate(const CalibrateOptions& o, std::ostream& out) {
   const std::vector<CalibrationRow> rows = CalibrateRows(o, preset, hardware, model, &skipped);
   const std::vector<double> prior_values = KnobValues(prior);
   const CalibrationFit fit = FitCalibration(rows, prior_values);
-  const std::map<std::string, double> held_out = HeldOutErrors(rows, prior_values, [](const CalibrationRow& r) { return r.group; });
+  // A group-held-out figure needs a group to hold out and another to fit on.
+  std::set<std::string> step_groups;
+  for (const CalibrationRow& r : rows) {
+    if (r.stage == KnobSpec::kResidual) step_groups.insert(r.group);
+  }
+  const std::map<std::string, double> held_out =
+      step_groups.size() >= 2 ? HeldOutErrors(rows, prior_values, [](const CalibrationRow& r) { return r.group; })
+                              : std::map<std::string, double>{};
 
   const Calibration fitted = FittedCalibration(o, prior, fit, preset, hardware);
   const std::string text = CalibrationToJson(fitted).dump(1) + "\n";
   CalibrationFromJson(CalibrationToJson(fitted), o.out);  // the file must load back
 
   out << fmt::format("Calibration fit for preset {} ({} rows; priors {})\n\n", preset, rows.size(), prior.name);
-  out << CalibrationFitToText(rows, fit, &held_out);
+  out << CalibrationFitToText(rows, fit, step_groups.size() >= 2 ? &held_out : nullptr);
+  if (step_groups.size() < 2) {
+    out << fmt::format("group-held-out error: not computed ({} group of whole-step rows; it needs two or more)\n", step_groups.size());
+  }
   if (!skipped.empty()) {
     out << "\nLeft out of the fit:\n";
     for (const auto& [id, why] : skipped) out << fmt::format("  {}: {}\n", id, why);
+  }
+  // A file that changes nothing would pass the priors off as a calibration: refused.
+  if (std::none_of(fit.knobs.begin(), fit.knobs.end(), [](const FittedKnob& k) { return k.determined && k.value != k.prior; })) {
+    out << fmt::format(
+        "\ncalibrate: no knob determined, nothing written to {}: the rows do not pin any knob better than its prior. What "
+        "determines more: a component measurement (runs.json \"components\"), a run of another layout or at another "
+        "micro-batch count (the per-step overhead against the per-micro-batch time), or a dockyard-run report's phases.\n",
+        o.out);
+    return 1;
   }
   WriteFileAtomically(o.out, text);
   out << fmt::format("\nCalibration written to {}\n", o.out);

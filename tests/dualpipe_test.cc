@@ -76,8 +76,8 @@ TEST_CASE("SimulateStep and ComputeMemory under DualPipe: mirrored stages, 2x pa
   CHECK(E > 0);
   CHECK(dual.stage_microbatch_us == Approx((2 * L + P + E + plain.stage_microbatch_us) / 2));
   CHECK(dual.pipeline_bubble_us == Approx(0.0));
-  CHECK(dual.step_time_us - dual.dp_step_comm_us - dual.optimizer_us == Approx(4 * dual.stage_microbatch_us));
-  CHECK(plain.step_time_us - plain.dp_step_comm_us - plain.optimizer_us == Approx(5 * plain.stage_microbatch_us));
+  CHECK(dual.step_time_us - dual.dp_step_comm_us - dual.optimizer_us - dual.host_overhead_us == Approx(4 * dual.stage_microbatch_us));
+  CHECK(plain.step_time_us - plain.dp_step_comm_us - plain.optimizer_us - plain.host_overhead_us == Approx(5 * plain.stage_microbatch_us));
 
   // Memory: rank 0 keeps stage 0 and stage 1's parameters, gradients and optimizer state.
   const auto s0 = dockyard::StaticMemoryOnRank(plain_plan, 0), s1 = dockyard::StaticMemoryOnRank(plain_plan, 1);
@@ -123,5 +123,5 @@ TEST_CASE("DualPipe overlaps the EP all-to-alls as Megatron's EP overlap does; p
   const auto s4 = dockyard::SimulateStep(p4, c, dockyard::SampleRoutingForPlan(p4, {}, 4));
   CHECK(s4.pipeline_bubble_us > s4.stage_microbatch_us / 2);
   CHECK(s4.pipeline_bubble_us < s4.stage_microbatch_us);
-  CHECK(s4.step_time_us - s4.dp_step_comm_us - s4.optimizer_us == Approx(8 * s4.stage_microbatch_us + s4.pipeline_bubble_us));
+  CHECK(s4.step_time_us - s4.dp_step_comm_us - s4.optimizer_us - s4.host_overhead_us == Approx(8 * s4.stage_microbatch_us + s4.pipeline_bubble_us));
 }

@@ -175,8 +175,8 @@ TEST_CASE("SimulateStep: FSDP traffic per micro-batch under PP, and the accumula
   t.run.reshard_after_forward = ReshardPolicy::kDefault;
   t.run.grad_accumulation_steps = 2;
   const auto twice = simulate(t);
-  const double pipe1 = by_default.step_time_us - by_default.dp_step_comm_us - by_default.optimizer_us;
-  const double pipe2 = twice.step_time_us - twice.dp_step_comm_us - twice.optimizer_us;
+  const double pipe1 = by_default.step_time_us - by_default.dp_step_comm_us - by_default.optimizer_us - by_default.host_overhead_us;
+  const double pipe2 = twice.step_time_us - twice.dp_step_comm_us - twice.optimizer_us - twice.host_overhead_us;
   CHECK(pipe1 == Approx((4 + 2 - 1) * by_default.stage_microbatch_us));
   CHECK(pipe2 == Approx(2 * pipe1));
   CHECK(twice.pipeline_bubble_us == Approx(2 * by_default.pipeline_bubble_us));
@@ -254,7 +254,7 @@ TEST_CASE("SimulateStep with --vpp: bubble (pp - 1) / vpp stages, extra P2P per 
   CHECK(interleaved.stage_microbatch_us - plain.stage_microbatch_us == Approx(2 * send));
   CHECK(plain.pipeline_bubble_us == Approx(1.0 * plain.stage_microbatch_us));
   CHECK(interleaved.pipeline_bubble_us == Approx(0.5 * interleaved.stage_microbatch_us));
-  CHECK(interleaved.step_time_us - interleaved.dp_step_comm_us - interleaved.optimizer_us == Approx(4.5 * interleaved.stage_microbatch_us));
+  CHECK(interleaved.step_time_us - interleaved.dp_step_comm_us - interleaved.optimizer_us - interleaved.host_overhead_us == Approx(4.5 * interleaved.stage_microbatch_us));
 }
 
 TEST_CASE("--overlap-moe-expert-parallel-comm follows Megatron's validity rules (transformer_config.py)") {

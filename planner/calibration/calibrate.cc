@@ -23,9 +23,14 @@
 namespace dockyard {
 namespace {
 
-constexpr double kPriorPull = 1e-4;       // weight of ln(value / prior)^2 in the minimized loss
-constexpr double kMinSensitivity = 0.01;  // below: the rows do not determine the knob
+constexpr double kMinSensitivity = 0.01;  // below (and two prior sd's move under 1 %): the rows do not move the knob at all
 constexpr double kHuberDelta = 1.0;       // in units of the row's noise
+constexpr double kDeterminedRatio = 0.5;  // posterior / prior sd at or below which the rows determine a knob
+constexpr double kZ80 = 1.2815515655446004;  // the 80 % two-sided normal quantile
+// The noise of a component or phase row: a kernel or collective benchmark, or a phase timed over
+// many iterations, repeats within a few per cent (nccl-tests and CUTLASS sweeps run tens of
+// iterations); the 0.15 of a published step time is the spread between releases and setups.
+constexpr double kComponentNoise = 0.05;
 
 const std::vector<KnobSpec>& Table() {
   return KnobTable();
@@ -36,6 +41,12 @@ double LowerBound(const KnobSpec& k, double prior) {
 }
 double UpperBound(const KnobSpec& k, double prior) {
   return k.relative ? k.upper * prior : k.upper;
+}
+
+// The prior's standard deviation of ln(knob): the knob table's prior_sd, else a quarter of the
+// log width of its physical bounds (the bounds at about two standard deviations).
+double PriorSd(const KnobSpec& k, double prior) {
+  return k.prior_sd > 0 ? k.prior_sd : std::log(UpperBound(k, prior) / LowerBound(k, prior)) / 4.0;
 }
 
 // The loss weight of every row of `stage`: w_i / (sum of its group's w) / groups (0 for other rows).
@@ -68,13 +79,39 @@ double Sensitivity(const std::vector<CalibrationRow>& rows, const std::vector<do
   return wsum > 0 ? std::sqrt(sum / wsum) : 0.0;
 }
 
-// Bounded coordinate descent in ln(value) over the knobs in `active`.
+// Rows of `stage`.
+double StageRows(const std::vector<CalibrationRow>& rows, KnobSpec::Stage stage) {
+  return static_cast<double>(std::count_if(rows.begin(), rows.end(), [&](const CalibrationRow& r) { return r.stage == stage; }));
+}
+
+// Root mean square over the stage's rows (loss weights) of ln(predicted at value x e^(2 sd) /
+// predicted at value), sd = the knob's prior sd: how much a move of two prior sd (the prior's
+// reach) shows in the rows -- a knob with a small prior (the host's 2 ms) whose derivative there
+// is tiny can still matter within that reach.
+double PriorSdEffect(const std::vector<CalibrationRow>& rows, const std::vector<double>& weights, const std::vector<double>& values,
+                     const std::vector<double>& prior, size_t k) {
+  std::vector<double> up = values;
+  up[k] = std::min(values[k] * std::exp(2.0 * PriorSd(Table()[k], prior[k])), UpperBound(Table()[k], prior[k]));
+  double sum = 0, wsum = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (weights[i] == 0) continue;
+    const double d = std::log(PredictRow(rows[i], up) / PredictRow(rows[i], values));
+    sum += weights[i] * d * d;
+    wsum += weights[i];
+  }
+  return wsum > 0 ? std::sqrt(sum / wsum) : 0.0;
+}
+
+// Bounded coordinate descent in ln(value) over the knobs in `active` of the stage's objective:
+// rows x StageLoss (the data's negative log-likelihood under the rows' noise) + sum over the
+// active knobs of ln(value / prior)^2 / (2 PriorSd^2) (the knob's prior).
 void Minimize(const std::vector<CalibrationRow>& rows, KnobSpec::Stage stage, const std::vector<size_t>& active,
               const std::vector<double>& prior, std::vector<double>* values) {
+  const double n = StageRows(rows, stage);
   auto loss = [&](const std::vector<double>& v) {
     double pull = 0;
-    for (size_t k : active) pull += std::pow(std::log(v[k] / prior[k]), 2);
-    return StageLoss(rows, stage, v) + kPriorPull * pull;
+    for (size_t k : active) pull += std::pow(std::log(v[k] / prior[k]) / PriorSd(Table()[k], prior[k]), 2) / 2.0;
+    return n * StageLoss(rows, stage, v) + pull;
   };
   std::vector<double> step(values->size(), 0.5);
   double best = loss(*values);
@@ -154,35 +191,136 @@ void SetKnobValues(const std::vector<double>& values, Calibration* cal) {
   for (size_t k = 0; k < Table().size(); ++k) Table()[k].Set(cal->knobs, values[k]);
 }
 
+bool StepLevelKnob(const KnobSpec& knob, ComputeModel model) {
+  static const char* const kKernels[] = {"compute.gemm.shape_efficiency", "compute.flash.max_efficiency",
+                                         "compute.memory_bound.hbm_efficiency", "links.intra_node_gbps",
+                                         "links.network_gbps", "host.step_overhead_us"};
+  static const char* const kGemm[] = {"compute.gemm.dense_efficiency", "compute.gemm.grouped_max_efficiency",
+                                      "compute.flash.fixed_efficiency", "links.intra_node_gbps",
+                                      "links.network_gbps", "host.step_overhead_us"};
+  const std::string path = knob.Path();
+  for (const char* k : model == ComputeModel::kKernels ? kKernels : kGemm) {
+    if (path == k) return true;
+  }
+  return false;
+}
+
+namespace {
+
+// The Gauss-Newton posterior of the knobs in `active` at `values`: the inverse of
+// rows x sum_i w_i J_i J_i^T / sigma_i^2 + diag(1 / PriorSd^2), J_i = d ln(predicted_i) / d ln(knob)
+// (central differences); returns each active knob's standard deviation of ln(value), in `active`'s
+// order (the prior's where the matrix cannot be inverted).
+std::vector<double> PosteriorSd(const std::vector<CalibrationRow>& rows, KnobSpec::Stage stage, const std::vector<size_t>& active,
+                                const std::vector<double>& prior, const std::vector<double>& values) {
+  const size_t m = active.size();
+  const std::vector<double> w = RowWeights(rows, stage);
+  const double n = StageRows(rows, stage);
+  std::vector<std::vector<double>> jac(rows.size(), std::vector<double>(m, 0.0));
+  constexpr double h = 0.01;
+  for (size_t j = 0; j < m; ++j) {
+    std::vector<double> up = values, down = values;
+    up[active[j]] *= std::exp(h);
+    down[active[j]] *= std::exp(-h);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (w[i] > 0) jac[i][j] = (std::log(PredictRow(rows[i], up)) - std::log(PredictRow(rows[i], down))) / (2 * h);
+    }
+  }
+  // [H | I], Gauss-Jordan with partial pivoting.
+  std::vector<std::vector<double>> a(m, std::vector<double>(2 * m, 0.0));
+  for (size_t j = 0; j < m; ++j) {
+    const double sd = PriorSd(Table()[active[j]], prior[active[j]]);
+    a[j][j] = 1.0 / (sd * sd);
+    a[j][m + j] = 1.0;
+    for (size_t l = 0; l < m; ++l) {
+      for (size_t i = 0; i < rows.size(); ++i) {
+        if (w[i] > 0) a[j][l] += n * w[i] * jac[i][j] * jac[i][l] / (rows[i].noise * rows[i].noise);
+      }
+    }
+  }
+  std::vector<double> sd(m);
+  for (size_t j = 0; j < m; ++j) sd[j] = PriorSd(Table()[active[j]], prior[active[j]]);
+  for (size_t c = 0; c < m; ++c) {
+    size_t piv = c;
+    for (size_t r = c + 1; r < m; ++r) {
+      if (std::fabs(a[r][c]) > std::fabs(a[piv][c])) piv = r;
+    }
+    if (!(std::fabs(a[piv][c]) > 1e-300)) return sd;
+    std::swap(a[c], a[piv]);
+    const double d = a[c][c];
+    for (double& x : a[c]) x /= d;
+    for (size_t r = 0; r < m; ++r) {
+      if (r == c || a[r][c] == 0) continue;
+      const double f = a[r][c];
+      for (size_t l = 0; l < 2 * m; ++l) a[r][l] -= f * a[c][l];
+    }
+  }
+  for (size_t j = 0; j < m; ++j) sd[j] = std::sqrt(std::max(0.0, a[j][m + j]));
+  return sd;
+}
+
+}  // namespace
+
 CalibrationFit FitCalibration(const std::vector<CalibrationRow>& rows, const std::vector<double>& prior) {
   CalibrationFit fit;
   fit.prior = prior;
   fit.values = prior;
-  for (size_t k = 0; k < Table().size(); ++k) {
+  const size_t nk = Table().size();
+  for (size_t k = 0; k < nk; ++k) {
     fit.values[k] = std::clamp(prior[k], LowerBound(Table()[k], prior[k]), UpperBound(Table()[k], prior[k]));
   }
+  // The compute model of the whole-step rows (the calibration's), kernels when there are none.
+  ComputeModel model = ComputeModel::kKernels;
+  for (const CalibrationRow& r : rows) {
+    if (r.stage == KnobSpec::kResidual) model = r.model;
+  }
   const KnobSpec::Stage stages[2] = {KnobSpec::kComponent, KnobSpec::kResidual};
-  std::vector<bool> determined(Table().size(), false);
+  std::vector<bool> determined(nk, false);
+  std::vector<int> fitted_stage(nk, -1);
+  std::vector<double> sd(nk, 0.0), sensitivity(nk, 0.0);
+  for (size_t k = 0; k < nk; ++k) sd[k] = PriorSd(Table()[k], prior[k]);
   for (int s = 0; s < 2; ++s) {
     const std::vector<double> w = RowWeights(rows, stages[s]);
     fit.loss_before[s] = StageLoss(rows, stages[s], prior);
+    // Stage 1: the component knobs; stage 2: the compute model's step-level knobs stage 1 left
+    // undetermined. A knob the stage's rows do not move is not fitted.
     std::vector<size_t> active;
-    for (size_t k = 0; k < Table().size(); ++k) {
-      if (Table()[k].stage != stages[s]) continue;
-      determined[k] = Sensitivity(rows, w, fit.values, k) >= kMinSensitivity;
-      if (determined[k]) {
-        active.push_back(k);
-      } else {
-        fit.values[k] = prior[k];
-      }
+    for (size_t k = 0; k < nk; ++k) {
+      const bool candidate = s == 0 ? Table()[k].stage == KnobSpec::kComponent : StepLevelKnob(Table()[k], model) && !determined[k];
+      if (!candidate) continue;
+      fitted_stage[k] = s;
+      sensitivity[k] = Sensitivity(rows, w, fit.values, k);
+      if (sensitivity[k] >= kMinSensitivity || PriorSdEffect(rows, w, fit.values, prior, k) >= kMinSensitivity) active.push_back(k);
     }
-    Minimize(rows, stages[s], active, prior, &fit.values);
+    // Fit, then keep only what the rows determine (posterior sd at most half the prior's): the
+    // others go back to their priors and the rest is fitted again.
+    for (int pass = 0; pass < 2 && !active.empty(); ++pass) {
+      Minimize(rows, stages[s], active, prior, &fit.values);
+      const std::vector<double> post = PosteriorSd(rows, stages[s], active, prior, fit.values);
+      std::vector<size_t> kept;
+      for (size_t j = 0; j < active.size(); ++j) {
+        const size_t k = active[j];
+        sd[k] = post[j];
+        if (post[j] <= kDeterminedRatio * PriorSd(Table()[k], prior[k])) {
+          kept.push_back(k);
+        } else {
+          fit.values[k] = prior[k];
+        }
+      }
+      if (kept.size() == active.size()) break;
+      active = kept;
+    }
+    for (size_t k : active) determined[k] = true;
   }
   for (int s = 0; s < 2; ++s) fit.loss_after[s] = StageLoss(rows, stages[s], fit.values);
-  for (size_t k = 0; k < Table().size(); ++k) {
+  for (size_t k = 0; k < nk; ++k) {
     const KnobSpec& knob = Table()[k];
-    FittedKnob f{knob, prior[k], fit.values[k], LowerBound(knob, prior[k]), UpperBound(knob, prior[k]), 0, determined[k], false};
-    f.sensitivity = Sensitivity(rows, RowWeights(rows, knob.stage), fit.values, k);
+    FittedKnob f{knob, prior[k], fit.values[k], LowerBound(knob, prior[k]), UpperBound(knob, prior[k]), sensitivity[k], determined[k], false};
+    f.stage = fitted_stage[k] < 0 ? knob.stage : stages[fitted_stage[k]];
+    f.sd = determined[k] ? sd[k] : PriorSd(knob, prior[k]);
+    f.prior_sd = PriorSd(knob, prior[k]);
+    f.low80 = std::max(f.lower, f.value * std::exp(-kZ80 * f.sd));
+    f.high80 = std::min(f.upper, f.value * std::exp(kZ80 * f.sd));
     f.hit_bound = determined[k] && (std::fabs(std::log(f.value / f.lower)) < 1e-3 || std::fabs(std::log(f.value / f.upper)) < 1e-3);
     fit.knobs.push_back(f);
   }
@@ -270,6 +408,7 @@ CalibrationRow StepRow(const FidelityRun& run, const std::string& preset, Comput
     r.range = std::make_pair(std::min(a, b), std::max(a, b));
   }
   r.weight = run.weight;
+  r.noise = run.measured.noise;
   r.cluster = run.cluster;
   r.calibrated_hardware = run.cluster_name == preset || run.cluster.name == preset;
   if (!r.calibrated_hardware) r.relative_to = KnobValues(DefaultCalibration(preset));
@@ -294,6 +433,7 @@ void AppendPhaseRows(const FidelityRun& run, const CalibrationRow& step, const s
     p.what = fmt::format("phase {} ({}, {} layer)", ph.name, ph.direction, ph.layer_kind);
     p.unit = "us";
     p.stage = KnobSpec::kComponent;
+    p.noise = kComponentNoise;
     p.measured = ph.time_us;
     p.range.reset();
     const ComputeModel model = step.model;
@@ -326,6 +466,7 @@ void AppendComponentRows(const FidelitySet& set, size_t ci, const std::string& g
   base.hardware = preset;
   base.unit = c.unit;
   base.stage = KnobSpec::kComponent;
+  base.noise = kComponentNoise;
   base.cluster = preset_cluster;
   base.calibrated_hardware = true;
   base.model = model;
@@ -488,6 +629,7 @@ std::vector<CalibrationRow> RowsFromRunReport(const Json& report, const std::str
     r.hardware = cluster.name;
     r.unit = "us";
     r.stage = KnobSpec::kComponent;
+    r.noise = kComponentNoise;
     r.measured = us;
     r.cluster = cluster;
     r.calibrated_hardware = true;
@@ -541,12 +683,15 @@ std::string CalibrationFitToText(const std::vector<CalibrationRow>& rows, const 
   }
   out += fmt::format("loss stage 1: {:.4g} -> {:.4g}; stage 2: {:.4g} -> {:.4g}\n\n", fit.loss_before[0], fit.loss_after[0],
                      fit.loss_before[1], fit.loss_after[1]);
-  out += "| knob | unit | stage | prior | fitted | bounds | hit bound | sensitivity | status |\n|---|---|---|---|---|---|---|---|---|\n";
+  out +=
+      "| knob | unit | stage | prior | fitted | 80 % interval | sd / prior sd | bounds | hit bound | sensitivity | status |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|\n";
   std::string undetermined;
   for (const FittedKnob& k : fit.knobs) {
-    out += fmt::format("| {} | {} | {} | {:.4g} | {:.4g} | [{:.4g}, {:.4g}] | {} | {:.3f} | {} |\n", k.knob.Path(), k.knob.unit,
-                       k.knob.stage == KnobSpec::kComponent ? "component" : "residual", k.prior, k.value, k.lower, k.upper,
-                       k.hit_bound ? "YES" : "no", k.sensitivity, k.determined ? "fitted" : "undetermined (prior)");
+    out += fmt::format("| {} | {} | {} | {:.4g} | {:.4g} | [{:.4g}, {:.4g}] | {:.2f} | [{:.4g}, {:.4g}] | {} | {:.3f} | {} |\n",
+                       k.knob.Path(), k.knob.unit, k.stage == KnobSpec::kComponent ? "component" : "step", k.prior, k.value, k.low80,
+                       k.high80, k.prior_sd > 0 ? k.sd / k.prior_sd : 1.0, k.lower, k.upper, k.hit_bound ? "YES" : "no", k.sensitivity,
+                       k.determined ? "fitted" : "undetermined (prior)");
     if (!k.determined) undetermined += (undetermined.empty() ? "" : ", ") + k.knob.Path();
   }
   out += fmt::format("\nundetermined (left at their priors): {}\n", undetermined.empty() ? "none" : undetermined);

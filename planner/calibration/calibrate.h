@@ -4,17 +4,19 @@
 // Two stages over the knob table (planner/cost/knobs.h KnobTable):
 //  1. component knobs (Stage kComponent) from component measurements (a runs file's
 //     "components") and dockyard-run phase timings, each kept inside its physical bounds;
-//  2. residual knobs (Stage kResidual, at most about five) from whole-step rows, the component
-//     knobs held at their stage-1 values.
+//  2. the compute model's step-level knobs (StepLevelKnob) that stage 1 left undetermined, from
+//     whole-step rows, the stage-1 knobs held.
 // Loss of a stage: sum over groups of (1 / groups) x sum over the group's rows of
 // (w_i / sum of the group's w) x Huber(r_i / sigma_i, delta = 1), where r_i = ln(predicted /
 // measured) (0 when a release range is given and the prediction lies inside it, else the log
 // distance to the nearer end), sigma_i = the row's noise (0.15: the sources' own spread), w_i the
 // row's weight (the source's confidence). Each group thus weighs the same whatever its row count.
-// Plus 1e-4 x sum over the stage's knobs of ln(value / prior)^2, which keeps knobs the rows do
-// not move at their priors. Minimized by bounded coordinate descent in ln(value).
-// Knobs with sensitivity below 0.01 (root mean square over the stage's rows of
-// d ln(predicted) / d ln(knob)) are undetermined: left at their priors, listed.
+// Minimized, by bounded coordinate descent in ln(value): rows x that loss + sum over the fitted
+// knobs of ln(value / prior)^2 / (2 s^2), s = ln(upper / lower) / 4 the prior's sd (a Gaussian
+// prior in log space whose physical bounds sit at two sd). The Gauss-Newton posterior at the
+// fit gives each knob's sd; a knob is determined when the rows cut its sd to at most half the
+// prior's, else it goes back to its prior. Knobs with sensitivity below 0.01 (root mean square
+// over the stage's rows of d ln(predicted) / d ln(knob)) are not fitted at all.
 #pragma once
 
 #include <functional>
@@ -70,9 +72,13 @@ struct FittedKnob {
   KnobSpec knob;
   double prior = 0, value = 0;
   double lower = 0, upper = 0;  // physical bounds (absolute)
-  double sensitivity = 0;       // at the fitted values
-  bool determined = false;      // sensitivity >= 0.01: fitted; else left at the prior
+  double sensitivity = 0;       // at the prior values, over the rows of the stage it was considered in
+  bool determined = false;      // fitted: the rows cut its sd to at most half the prior's; else left at the prior
   bool hit_bound = false;       // fitted value within 0.1 % of a bound
+  KnobSpec::Stage stage = KnobSpec::kComponent;  // the stage that considered it (its table stage when none did)
+  double prior_sd = 0;          // sd of ln(value) before the rows: ln(upper / lower) / 4
+  double sd = 0;                // after them (the prior's when not determined)
+  double low80 = 0, high80 = 0;  // the 80 % interval value x exp(-+1.28 sd), within the bounds
 };
 struct CalibrationFit {
   std::vector<FittedKnob> knobs;                           // KnobTable order
@@ -81,6 +87,13 @@ struct CalibrationFit {
 };
 // Fits both stages from `prior` (a calibration's knob values, KnobTable order).
 CalibrationFit FitCalibration(const std::vector<CalibrationRow>& rows, const std::vector<double>& prior);
+
+// The knobs whole-step rows fit under `model` (stage 2) when the component rows left them
+// undetermined: what scales the step as a whole. Kernel-level model: the GEMM shape efficiency,
+// the flash ceiling, the memory-bound kernels' HBM efficiency, the NVLink and network bandwidths
+// and the host's per-step overhead; gemm model: its dense, grouped and flash efficiencies, the
+// same links and the host's overhead.
+bool StepLevelKnob(const KnobSpec& knob, ComputeModel model);
 
 // Knob values of a calibration, KnobTable order, and back.
 std::vector<double> KnobValues(const Calibration& calibration);

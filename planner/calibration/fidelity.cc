@@ -190,9 +190,13 @@ void ReadRunSettings(const JsonView& v, FidelityRun& r) {
 FidelityMeasured ReadMeasured(const JsonView& v) {
   FidelityMeasured out;
   const JsonView m = v.Object("measured");
-  m.RejectUnknownKeys({"kind", "value", "gflop_per_token", "range"});
+  m.RejectUnknownKeys({"kind", "value", "gflop_per_token", "range", "noise"});
   out.kind = ParseKind(m, "kind");
   out.value = Positive(m, "value");
+  if (m.Has("noise")) {
+    out.noise = Positive(m, "noise");
+    if (out.noise > 1) m.Fail("noise", fmt::format("is the sd of ln(value), at most 1 (0.03: 3 % spread), got {}", out.noise));
+  }
   if (out.kind == MeasuredKind::kTflopsPerGpu) {
     out.gflop_per_token = Positive(m, "gflop_per_token");
   } else if (m.Has("gflop_per_token")) {

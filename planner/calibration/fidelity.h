@@ -41,6 +41,9 @@ struct FidelityMeasured {
   double value = 0;                                // > 0, in the unit of `kind`
   double gflop_per_token = 0;                      // kTflopsPerGpu only (> 0): the source's model GFLOP per token
   std::optional<std::pair<double, double>> range;  // other releases, same kind, lo <= hi
+  // The measurement's noise, the sd of ln(value) (in (0, 1]): 0.15 for a published figure (the
+  // sources' own spread) unless the file says otherwise; a user's repeated step times, e.g. 0.03.
+  double noise = 0.15;
 };
 
 // A peak of GPU memory a source measured, in GiB (2^30 B).

@@ -44,6 +44,7 @@ struct CostBreakdown {
   double pipeline_bubble_us = 0;
   double dp_step_comm_us = 0;  // exposed data-parallel communication at the step's end
   double optimizer_us = 0;
+  double host_overhead_us = 0;  // the host's per-step work (knobs.h HostKnobs::step_overhead_us)
   double step_time_us = 0;
   double tokens_per_s_per_gpu = 0;
   double mfu = 0;                    // model FLOPs (model_flops.h) / (step time x GPUs x dense BF16 peak)

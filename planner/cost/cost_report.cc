@@ -26,6 +26,7 @@ Json CostToJson(const CostBreakdown& cost) {
          {"pipeline_bubble_us", cost.pipeline_bubble_us},
          {"dp_step_comm_us", cost.dp_step_comm_us},
          {"optimizer_us", cost.optimizer_us},
+         {"host_overhead_us", cost.host_overhead_us},
          {"step_time_us", cost.step_time_us},
          {"tokens_per_s_per_gpu", cost.tokens_per_s_per_gpu},
          {"mfu", cost.mfu},
@@ -59,8 +60,9 @@ std::string CostToText(const CostBreakdown& cost) {
   }
   out << fmt::format(
       "  MoE layer {:.1f} us, dense layer {:.1f} us (fwd+bwd); slowest stage {:.1f} us per micro-batch; "
-      "bubble {:.1f} us; step-end DP comm {:.1f} us; optimizer {:.1f} us\n",
-      cost.moe_layer_us, cost.dense_layer_us, cost.stage_microbatch_us, cost.pipeline_bubble_us, cost.dp_step_comm_us, cost.optimizer_us);
+      "bubble {:.1f} us; step-end DP comm {:.1f} us; optimizer {:.1f} us; host {:.1f} us\n",
+      cost.moe_layer_us, cost.dense_layer_us, cost.stage_microbatch_us, cost.pipeline_bubble_us, cost.dp_step_comm_us, cost.optimizer_us,
+      cost.host_overhead_us);
   if (cost.layer_sac_every > 0) {
     out << fmt::format(
         "  per-layer selective checkpointing: one layer in {} of each stage checkpointed (MoE layer {:.1f} us, dense layer "

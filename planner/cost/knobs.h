@@ -90,10 +90,20 @@ struct LinkKnobs {
   double network_latency_us = 8.0;     // per collective step across domains, us
 };
 
+// The host's share of a step outside the kernels the cost model prices: fetching the batch,
+// reducing and logging the loss, the training loop's Python between iterations. One figure per
+// step (us), added to the step time; the prior is an assumption (a few ms in Megatron-LM's and
+// torchtitan's loops), fitted by calibrate from runs at two micro-batch counts
+// (docs/calibration.md, "Fitting").
+struct HostKnobs {
+  double step_overhead_us = 2000.0;
+};
+
 struct Knobs {
   ComputeKnobs compute;
   DispatcherKnobs dispatchers;
   LinkKnobs links;
+  HostKnobs host;
 };
 
 // One row of the knob table. A knob is one double of Knobs (`field`). Valid range: what a file
@@ -102,7 +112,7 @@ struct Knobs {
 // (kComponent) or from whole-step rows (kResidual).
 struct KnobSpec {
   enum Stage { kComponent, kResidual };
-  enum Group { kCompute, kDispatcher, kLink };  // Knobs::compute, ::dispatchers, ::links
+  enum Group { kCompute, kDispatcher, kLink, kHost };  // Knobs::compute, ::dispatchers, ::links, ::host
   const char* section;    // the file's object holding it (version 2): "compute.gemm", "dispatchers.deepep", "links", ...
   const char* name;       // its key there (version 2)
   const char* v1_name;    // its key in a version-1 file (one flat object)
@@ -119,6 +129,10 @@ struct KnobSpec {
   // A file may leave it out and keep the preset's prior: knobs added after the files people keep
   // were written (the EP-overlap SM shares), so that those files still load.
   bool optional = false;
+  // The fitter's prior on ln(value) (planner/calibration/calibrate.h): its standard deviation, how
+  // well the prior is known -- 0.15 for a figure measured on the hardware (a component sweep,
+  // nccl-tests), wider for an assumption. 0: a quarter of the log width of [lower, upper].
+  double prior_sd = 0;
   double Get(const Knobs& k) const { return field(const_cast<Knobs&>(k)); }
   void Set(Knobs& k, double value) const { field(k) = value; }
   // "compute.gemm.shape_efficiency": the knob's name in messages and fit reports.

@@ -345,7 +345,8 @@ double SetPipelineStep(const LayerTerms& L, const StageLayerRuns& runs, const St
     out.pipeline_bubble_us = A * DualPipeBubbleUs(d.pp, worst_stage, b_us, b_us / 2.0);
     slots = A * M + (worst_stage > 0 ? out.pipeline_bubble_us / worst_stage : 0.0);
   }
-  out.step_time_us = slots * worst_stage + out.dp_step_comm_us + out.optimizer_us;
+  out.host_overhead_us = L.c.knobs.host.step_overhead_us;
+  out.step_time_us = slots * worst_stage + out.dp_step_comm_us + out.optimizer_us + out.host_overhead_us;
   return slots;
 }
 
