@@ -17,6 +17,7 @@
 #include "planner/accounting/workload.h"
 #include "planner/cost/gemm_efficiency.h"
 #include "planner/cost/network.h"
+#include "planner/cost/prediction_error.h"
 #include "planner/routing/plan_routing.h"
 #include "planner/model/model_file.h"
 
@@ -26,7 +27,6 @@ namespace {
 constexpr double kMinSensitivity = 0.01;  // below (and two prior sd's move under 1 %): the rows do not move the knob at all
 constexpr double kHuberDelta = 1.0;       // in units of the row's noise
 constexpr double kDeterminedRatio = 0.5;  // posterior / prior sd at or below which the rows determine a knob
-constexpr double kZ80 = 1.2815515655446004;  // the 80 % two-sided normal quantile
 // The noise of a component or phase row: a kernel or collective benchmark, or a phase timed over
 // many iterations, repeats within a few per cent (nccl-tests and CUTLASS sweeps run tens of
 // iterations); the 0.15 of a published step time is the spread between releases and setups.

@@ -9,6 +9,7 @@
 
 #include "planner/base/error.h"
 #include "planner/accounting/memory.h"
+#include "planner/cost/prediction_error.h"
 #include "planner/cost/network.h"
 #include "planner/layout/plan.h"
 #include "planner/routing/routing.h"
@@ -845,6 +846,60 @@ std::string FidelityGroupTable(const std::vector<FidelityGroupSummary>& groups) 
   return GroupTable(groups);
 }
 
+PredictionErrorFigures PredictionErrorOf(const FidelitySet& set, const std::vector<FidelityPrediction>& rows) {
+  std::map<std::string, std::string> group_of;
+  for (const FidelityRun& r : set.runs) group_of[r.id] = r.group;
+  // Each group's log errors, in the rows' order.
+  std::map<std::string, std::vector<double>> by_group;
+  PredictionErrorFigures f;
+  double step_sum = 0;
+  for (const FidelityPrediction& p : rows) {
+    const double e = std::log(p.predicted_s / p.measured_s);
+    step_sum += e * e;
+    ++f.runs;
+    by_group[group_of.at(p.id)].push_back(e);
+  }
+  // Squared pair differences per group.
+  std::map<std::string, std::vector<double>> pair_d2;
+  double pair_sum = 0;
+  for (const auto& [g, e] : by_group) {
+    for (size_t i = 0; i < e.size(); ++i) {
+      for (size_t j = i + 1; j < e.size(); ++j) {
+        const double d = e[i] - e[j];
+        pair_d2[g].push_back(d * d);
+        pair_sum += d * d;
+        ++f.pairs;
+      }
+    }
+  }
+  f.step_log_sd = f.runs > 0 ? std::sqrt(step_sum / static_cast<double>(f.runs)) : 0.0;
+  f.pair_log_sd = f.pairs > 0 ? std::sqrt(pair_sum / static_cast<double>(f.pairs)) : 0.0;
+  for (const auto& [g, d2] : pair_d2) {
+    double other_sum = pair_sum;
+    for (double x : d2) other_sum -= x;
+    const int64_t other = f.pairs - static_cast<int64_t>(d2.size());
+    if (other <= 0) continue;
+    const double sd = std::sqrt(std::max(0.0, other_sum) / static_cast<double>(other));
+    for (double x : d2) {
+      ++f.held_out_pairs;
+      if (std::sqrt(x) <= kZ80 * sd) ++f.held_out_inside;
+    }
+  }
+  return f;
+}
+
+std::string PredictionErrorToMarkdown(const PredictionErrorFigures& f) {
+  return fmt::format(
+      "### Prediction intervals (planner/cost/prediction_error.h)\n\n"
+      "| figure | value | over | in prediction_error.h |\n|---|---|---|---|\n"
+      "| step: rms ln(predicted / measured) | {:.3f} | {} runs | {:.3f} |\n"
+      "| pair: rms of the difference of two runs' log errors, within a group | {:.3f} | {} pairs | {:.3f} |\n\n"
+      "80 % interval of a difference, each group's pairs against the other groups' figure: {} of {} pairs inside ({:.0f} %; "
+      "the aim 80 %)\n\n",
+      f.step_log_sd, f.runs, kStepLogErrorSd, f.pair_log_sd, f.pairs, kPairLogErrorSd, f.held_out_inside, f.held_out_pairs,
+      f.held_out_pairs > 0 ? 100.0 * static_cast<double>(f.held_out_inside) / static_cast<double>(f.held_out_pairs) : 0.0);
+}
+
 std::string FidelityReportToMarkdown(const FidelitySet& set, const FidelityReport& rep) {
   std::map<std::string, const FidelityRun*> by_id;
   for (const FidelityRun& r : set.runs) by_id[r.id] = &r;
@@ -855,6 +910,7 @@ std::string FidelityReportToMarkdown(const FidelitySet& set, const FidelityRepor
                      100 * rep.mean_abs_error, 100 * rep.weighted_mean_abs_error, 100 * rep.max_abs_error,
                      rep.max_abs_error_id.empty() ? "-" : rep.max_abs_error_id, rep.rows.size());
   out += "### Per group\n\n" + GroupTable(rep.groups);
+  out += "\n" + PredictionErrorToMarkdown(PredictionErrorOf(set, rep.rows));
   out += fmt::format("\n### Unsupported runs predicted anyway (approximations, not in the figures above: {})\n\n", rep.approximate.size());
   out += PredictionTable(rep.approximate, by_id, true);
   out += "\nPer group (approximations):\n\n" + GroupTable(rep.approximate_groups);

@@ -250,6 +250,19 @@ std::vector<FidelityGroupSummary> SummarizeFidelityGroups(const FidelitySet& set
                                                           double order_threshold = 0.10);
 std::string FidelityGroupTable(const std::vector<FidelityGroupSummary>& groups);
 
+// What the predictions `rows` (expressible runs) are worth (planner/cost/prediction_error.h): the
+// root mean square of ln(predicted / measured) over the rows, and of the difference of two rows'
+// log errors over every pair of rows of one group; and, for each group in turn, the pair figure
+// of the other groups' pairs held against the group's own pairs: how many of them lie within
+// z80 x that figure (the 80 % interval's coverage out of sample; the aim, 80 %).
+struct PredictionErrorFigures {
+  int64_t runs = 0, pairs = 0;
+  double step_log_sd = 0, pair_log_sd = 0;
+  int64_t held_out_pairs = 0, held_out_inside = 0;
+};
+PredictionErrorFigures PredictionErrorOf(const FidelitySet& set, const std::vector<FidelityPrediction>& rows);
+std::string PredictionErrorToMarkdown(const PredictionErrorFigures& figures);
+
 // The report as Markdown tables (docs/fidelity.md).
 std::string FidelityReportToMarkdown(const FidelitySet& set, const FidelityReport& report);
 

@@ -528,8 +528,8 @@ TEST_CASE("The search page has the text rows' columns, the Pareto front and the 
   CheckSelfContained(html, all);
   const auto rows = TableCells(all, "fig-search", "search-rows");
   REQUIRE(rows.size() == std::min<size_t>(20, j["top"].size()));
-  // #, layout, vpp, mbs, micro-batches, recompute, dp sharding, dispatcher, step, tok/s, MFU, peak, headroom, phase
-  REQUIRE(rows[0].size() == 14);
+  // #, layout, vpp, mbs, micro-batches, recompute, dp sharding, dispatcher, step, vs best, tok/s, MFU, peak, headroom, phase
+  REQUIRE(rows[0].size() == 15);
   CHECK(rows[0][4] == "3x2");
   {
     // With pp 1 there is no schedule: the 3 x 2 = 6 micro-batches as one count (MicroBatchesText).
@@ -544,7 +544,8 @@ TEST_CASE("The search page has the text rows' columns, the Pareto front and the 
     named["top"][0]["moe_flex_dispatcher_backend"] = "hybridep";
     CHECK(TableCells(ParsePage(ReportToHtml(named)), "fig-search", "search-rows")[0][7] == "deepep[hybridep]+ov");
   }
-  CHECK(rows[0][13] == "<a&b>");
+  CHECK(rows[0][14] == "<a&b>");
+  CHECK(rows[0][9] == "best");  // the first row is the best (search.cc VersusBestText)
   CHECK(html.find("&lt;a&amp;b&gt;") != std::string::npos);
   for (size_t i = 1; i < rows.size(); ++i) {
     const Json& x = j["top"][i];
@@ -562,17 +563,21 @@ TEST_CASE("The search page has the text rows' columns, the Pareto front and the 
     CHECK(rows[i][5] == x["recompute"].get<std::string>());
     CHECK(rows[i][6] == x["dp_sharding"].get<std::string>());
     CHECK(rows[i][7] == x["dispatcher"].get<std::string>() + (x["overlap_moe_ep_comm"].get<bool>() ? "+ov" : ""));
-    CHECK(rows[i][10] == fmt::format("{:.1f}%", 100 * x["mfu"].get<double>()));
-    CHECK(rows[i][11] == fmt::format("{:.2f}", x["peak_bytes"].get<double>() / 1073741824.0));
-    CHECK(rows[i][12] == fmt::format("{:.2f}", x["headroom_gib"].get<double>()));
-    CHECK(rows[i][13] == x["dominant_phase"].get<std::string>());
+    // vs best: the difference from the best in per cent, " =" when its 80 % interval reaches it.
+    const double ratio = x["vs_best"]["ratio"].get<double>();
+    CHECK(rows[i][9] == (ratio == 1.0 ? std::string("best")
+                                      : fmt::format("{:+.1f}%{}", 100 * (ratio - 1), x["vs_best"]["tied"].get<bool>() ? " =" : "")));
+    CHECK(rows[i][11] == fmt::format("{:.1f}%", 100 * x["mfu"].get<double>()));
+    CHECK(rows[i][12] == fmt::format("{:.2f}", x["peak_bytes"].get<double>() / 1073741824.0));
+    CHECK(rows[i][13] == fmt::format("{:.2f}", x["headroom_gib"].get<double>()));
+    CHECK(rows[i][14] == x["dominant_phase"].get<std::string>());
   }
   // The Pareto front: one row per JSON point, by peak ascending.
   const auto pareto = TableCells(all, "fig-search", "search-pareto");
   REQUIRE(!j["pareto"].empty());
   REQUIRE(pareto.size() == j["pareto"].size());
   for (size_t i = 0; i < pareto.size(); ++i) {
-    CHECK(pareto[i][10] == fmt::format("{:.2f}", j["pareto"][i]["peak_bytes"].get<double>() / 1073741824.0));
+    CHECK(pareto[i][11] == fmt::format("{:.2f}", j["pareto"][i]["peak_bytes"].get<double>() / 1073741824.0));
   }
   // Counts: enumerated = invalid + not divisible + over budget + ranked, each from the JSON.
   const auto counts = TableCells(all, "fig-search", "search-counts");

@@ -12,6 +12,7 @@
 #include "planner/model/global_batch.h"
 #include "planner/report/html_internal.h"
 #include "planner/search/pareto.h"
+#include "planner/search/search.h"
 
 namespace dockyard::html {
 namespace {
@@ -115,10 +116,21 @@ void ScatterPoints(Page& p, const Scatter& s, const Json& top, const std::vector
 // The cells a search row shows, as the text and JSON rows have them (search.cc
 // RankedLayoutsTable): degrees, vpp, micro-batch size, micro-batches per step (M, or AxM for A
 // accumulation steps of M), recompute, dp sharding, dispatcher (+ov with EP overlap), step time,
-// tokens/s per GPU, MFU, peak and headroom (budget - reserve - peak), the dominant phase.
+// vs best ("=" when tied with it, prediction_error.h), tokens/s per GPU, MFU, peak and headroom
+// (budget - reserve - peak), the dominant phase.
 constexpr const char* kSearchRowHeads =
     "<th>layout</th><th>vpp</th><th>mbs</th><th>micro-batches</th><th>recompute</th><th>dp sharding</th><th>dispatcher</th><th>step "
-    "(ms)</th><th>tokens/s/GPU</th><th>MFU</th><th>peak GiB</th><th>headroom GiB</th><th>dominant phase</th>";
+    "(ms)</th><th>vs best</th><th>tokens/s/GPU</th><th>MFU</th><th>peak GiB</th><th>headroom GiB</th><th>dominant phase</th>";
+
+// The "vs best" cell of a JSON row (RankedLayoutToJson's vs_best), as the text rows write it.
+std::string VersusBestCell(const Json& x) {
+  if (!x.contains("vs_best")) return "";
+  const Json& v = x.at("vs_best");
+  VersusBest b;
+  b.ratio = v.at("ratio").get<double>();
+  b.tied = v.at("tied").get<bool>();
+  return VersusBestText(b);
+}
 
 std::string SearchRowCells(const Json& x) {
   const int64_t a = x.value("grad_accumulation_steps", int64_t{1});
@@ -129,18 +141,22 @@ std::string SearchRowCells(const Json& x) {
   const std::string backend = x.contains("moe_flex_dispatcher_backend") ? "[" + JsonText(x.at("moe_flex_dispatcher_backend")) + "]" : "";
   const std::string dispatcher = JsonText(x.at("dispatcher")) + backend + (x.value("overlap_moe_ep_comm", false) ? "+ov" : "");
   return fmt::format(
-      "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1f}</td><td>{:.0f}</td><td>{:.1f}%</td>"
-      "<td>{:.2f}</td><td>{:.2f}</td><td>{}</td>",
+      "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1f}</td><td>{}</td><td>{:.0f}</td>"
+      "<td>{:.1f}%</td><td>{:.2f}</td><td>{:.2f}</td><td>{}</td>",
       Esc(LayoutDegrees(x)), Esc(JsonText(x.value("vpp", Json(nullptr)))), Esc(JsonText(x.value("micro_batch_size", Json(nullptr)))),
       Esc(mb), Esc(JsonText(x.value("recompute", Json(nullptr)))), Esc(JsonText(x.value("dp_sharding", Json(nullptr)))), Esc(dispatcher),
-      x.at("step_time_us").get<double>() / 1e3, x.at("tokens_per_s_per_gpu").get<double>(), 100 * x.at("mfu").get<double>(),
-      Gib(x.at("peak_bytes").get<double>()), x.value("headroom_gib", 0.0), Esc(JsonText(x.at("dominant_phase"))));
+      x.at("step_time_us").get<double>() / 1e3, Esc(VersusBestCell(x)), x.at("tokens_per_s_per_gpu").get<double>(),
+      100 * x.at("mfu").get<double>(), Gib(x.at("peak_bytes").get<double>()), x.value("headroom_gib", 0.0),
+      Esc(JsonText(x.at("dominant_phase"))));
 }
 
 // The first 20 ranked rows as a table, Pareto rows shaded.
 void SearchTable(Page& p, const Json& top, const std::vector<bool>& front) {
   const int64_t n = static_cast<int64_t>(top.size());
-  p.body += "<p class=\"note\">The first 20 ranked layouts; shaded rows are on the Pareto front.</p>\n";
+  p.body +=
+      "<p class=\"note\">The first 20 ranked layouts; shaded rows are on the Pareto front. \"vs best\": the step time against "
+      "the best row, \"=\" when the 80 % interval of that difference reaches the best (a tie: the model cannot tell them apart; "
+      "docs/fidelity.md).</p>\n";
   // In a scrolling box, cells on one line: the 14 columns are wider than the page (never clipped).
   p.body += fmt::format("<div class=\"scroll\"><table class=\"rows search-rows\"><tr><th>#</th>{}</tr>\n", kSearchRowHeads);
   for (int64_t i = 0; i < std::min<int64_t>(n, 20); ++i) {

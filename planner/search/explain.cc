@@ -483,7 +483,21 @@ Json ExplainToJson(const ExplainResult& e) {
     if (d.subtracted) diffs.back()["subtracted"] = true;
   }
   j["differences"] = diffs;
+  j["difference_larger_than_error"] = !e.layout->vs_best.tied;
   return j;
+}
+
+// Whether the layout's difference from the winner is larger than the error of such a difference
+// (prediction_error.h): one sentence.
+static std::string VersusWinnerText(const RankedLayout& layout) {
+  const VersusBest& v = layout.vs_best;
+  if (v.ratio == 1.0) return "this layout is the winner (or ties it exactly)";
+  return fmt::format(
+      "difference {:+.1f} %, 80 % interval [{:+.1f} %, {:+.1f} %] (the spread of differences between two measured layouts of one "
+      "model on one cluster, docs/fidelity.md): {}",
+      100 * (v.ratio - 1), 100 * (v.low80 - 1), 100 * (v.high80 - 1),
+      v.tied ? "not larger than its error -- a tie, the model cannot tell the two apart"
+             : "larger than its error -- the winner is faster");
 }
 
 std::string ExplainToText(const ExplainResult& e) {
@@ -523,6 +537,7 @@ std::string ExplainToText(const ExplainResult& e) {
   }
   out << fmt::format("  {:<16} {:>12.2f} {:>12.2f} {:>+12.2f}\n", "step", e.winner->step_time_us / 1e3, e.layout->step_time_us / 1e3,
                      (e.layout->step_time_us - e.winner->step_time_us) / 1e3);
+  out << "  " << VersusWinnerText(*e.layout) << "\n";
   return out.str();
 }
 

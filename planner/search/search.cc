@@ -2,6 +2,7 @@
 #include "planner/search/search.h"
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <exception>
 #include <limits>
@@ -470,6 +471,11 @@ SearchResult SearchLayouts(const ModelSpec& model, const SearchOptions& o) {
   std::vector<RankedLayout> ranked = MergeParts(&parts, &result);
   result.routing_samples = cache->routing_samples();
   std::sort(ranked.begin(), ranked.end(), RankedBefore);
+  // Each row against the best, with the error of a difference between two layouts.
+  if (!ranked.empty()) {
+    const double best = ranked.front().step_time_us;
+    for (RankedLayout& x : ranked) x.vs_best = VersusBestOf(best, x.step_time_us);
+  }
   result.pareto = ParetoRows(ranked);
   if (o.keep_all) result.all = ranked;
   if (static_cast<int64_t>(ranked.size()) > o.top) ranked.resize(o.top);
@@ -503,7 +509,8 @@ Json RankedLayoutToJson(const RankedLayout& x) {
             {"mfu", x.mfu},
             {"peak_bytes", x.peak_bytes},
             {"headroom_gib", x.headroom_gib},
-            {"dominant_phase", x.dominant_phase}};
+            {"dominant_phase", x.dominant_phase},
+            {"vs_best", {{"ratio", x.vs_best.ratio}, {"interval80", {x.vs_best.low80, x.vs_best.high80}}, {"tied", x.vs_best.tied}}}};
   if (!x.flex_backend.empty()) j["moe_flex_dispatcher_backend"] = x.flex_backend;  // beside deepep (dispatcher.h)
   if (!x.phase_us.empty()) {
     Json phases = Json::object();
@@ -551,12 +558,17 @@ std::string SearchCountsText(const SearchResult& r) {
       r.seconds > 0 ? r.enumerated / r.seconds : 0.0);
 }
 
+std::string VersusBestText(const VersusBest& v) {
+  if (v.ratio == 1.0) return "best";
+  return fmt::format("{:+.1f}%{}", 100 * (v.ratio - 1), v.tied ? " =" : "");
+}
+
 std::string RankedLayoutsTable(const std::vector<RankedLayout>& rows, bool numbered) {
   std::ostringstream out;
   out << fmt::format(
-      "  {:>4} {:>3} {:>4} {:>5} {:>3} {:>3} {:>4} {:>3} {:>5} {:>3} {:>3} {:>6} {:<9} {:<5} {:<12} {:>10} {:>10} {:>6} {:>8} {:>8}  {}\n",
+      "  {:>4} {:>3} {:>4} {:>5} {:>3} {:>3} {:>4} {:>3} {:>5} {:>3} {:>3} {:>6} {:<9} {:<5} {:<12} {:>10} {:>9} {:>10} {:>6} {:>8} {:>8}  {}\n",
       numbered ? "rank" : "", "pp", "dpr", "dps", "cp", "tp", "ep", "etp", "efsdp", "vpp", "mbs", "mb", "recompute", "dp", "dispatcher",
-      "step (ms)", "tok/s/GPU", "MFU", "peak GiB", "headroom", "dominant phase");
+      "step (ms)", "vs best", "tok/s/GPU", "MFU", "peak GiB", "headroom", "dominant phase");
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto& x = rows[i];
     const auto& d = x.layout.dims;
@@ -566,11 +578,11 @@ std::string RankedLayoutsTable(const std::vector<RankedLayout>& rows, bool numbe
     const std::string dispatcher = DispatcherName(x.layout.dispatcher) + (x.flex_backend.empty() ? "" : "[" + x.flex_backend + "]") +
                                    std::string(x.overlap_moe_ep_comm ? "+ov" : "");
     out << fmt::format(
-        "  {:>4} {:>3} {:>4} {:>5} {:>3} {:>3} {:>4} {:>3} {:>5} {:>3} {:>3} {:>6} {:<9} {:<5} {:<12} {:>10.1f} {:>10.0f} {:>5.1f}% "
+        "  {:>4} {:>3} {:>4} {:>5} {:>3} {:>3} {:>4} {:>3} {:>5} {:>3} {:>3} {:>6} {:<9} {:<5} {:<12} {:>10.1f} {:>9} {:>10.0f} {:>5.1f}% "
         "{:>8.2f} {:>8.2f}  {}\n",
         numbered ? std::to_string(i + 1) : "", d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp, d.ep, EtpOf(d), x.efsdp, x.vpp,
-        x.micro_batch_size, mb, x.recompute, x.dp_sharding, dispatcher, x.step_time_us / 1e3, x.tokens_per_s_per_gpu, 100 * x.mfu,
-        x.peak_bytes / 1073741824.0, x.headroom_gib, x.dominant_phase);
+        x.micro_batch_size, mb, x.recompute, x.dp_sharding, dispatcher, x.step_time_us / 1e3, VersusBestText(x.vs_best),
+        x.tokens_per_s_per_gpu, 100 * x.mfu, x.peak_bytes / 1073741824.0, x.headroom_gib, x.dominant_phase);
   }
   return out.str();
 }
@@ -586,6 +598,16 @@ std::string SearchResultToText(const SearchResult& r) {
         r.global_batch_size, r.seq_len, r.global_batch_size * r.seq_len);
   }
   out << RankedLayoutsTable(r.top, true);
+  if (!r.top.empty()) {
+    int64_t tied = 0;
+    for (const RankedLayout& x : r.top) tied += x.vs_best.tied && x.vs_best.ratio != 1.0 ? 1 : 0;
+    out << fmt::format(
+        "vs best: step time against the best row; \"=\" marks a tie: the 80 % interval of the difference (a factor {:.3f} either "
+        "way: the spread of differences between two measured layouts of one model on one cluster, docs/fidelity.md) reaches the "
+        "best. "
+        "{} of the rows shown {} tied with the best.\n",
+        std::exp(kZ80 * kPairLogErrorSd), tied, tied == 1 ? "is" : "are");
+  }
   if (!r.pareto.empty()) {
     out << fmt::format(
         "Pareto front (throughput vs peak memory: no ranked layout is faster at the same or lower peak, or as fast at a lower "

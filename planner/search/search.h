@@ -35,6 +35,7 @@
 
 #include "planner/cost/cluster.h"
 #include "planner/cost/cost.h"
+#include "planner/cost/prediction_error.h"
 #include "planner/model/model_spec.h"
 #include "planner/layout/parallel_dims.h"
 #include "planner/model/dispatcher.h"
@@ -63,6 +64,10 @@ struct RankedLayout {
   std::string flex_backend;
   int64_t sequences_per_step = 0;  // dp x mbs x M x A
   double headroom_gib = 0;         // budget - peak
+  // Against the ranking's best (prediction_error.h VersusBestOf): step / best step, its 80 %
+  // interval, and whether that interval reaches the best (tied: the model cannot tell the two
+  // apart). Set by SearchLayouts for every row it returns.
+  VersusBest vs_best;
   // Filled by DescribeRows: each contributor's share of the step (CostBreakdown::critical_path and
   // critical_path_us, us, largest first) and the pipeline bubble (us; inside the layer shares).
   std::vector<std::pair<std::string, double>> phase_us;
@@ -118,6 +123,9 @@ Json RankedLayoutToJson(const RankedLayout& row);
 Json SearchResultToJson(const SearchResult& result);
 // The first line of the text: the counts per outcome.
 std::string SearchCountsText(const SearchResult& result);
+// A row's "vs best" cell: "best", or the step's difference from the best in per cent with " ="
+// when tied with it (prediction_error.h).
+std::string VersusBestText(const VersusBest& v);
 // The table of `rows` (numbered: a rank column 1, 2, ...).
 std::string RankedLayoutsTable(const std::vector<RankedLayout>& rows, bool numbered);
 std::string SearchResultToText(const SearchResult& result);

@@ -454,6 +454,13 @@ TEST_CASE("Explain: the winner is rank 1; another layout shows the phases that m
   CHECK(slow.rank >= 2);
   CHECK(slow.layout->step_time_us == last.step_time_us);
   CHECK(slow.layout->step_time_us > slow.winner->step_time_us);
+  // Whether the difference is larger than the error of a difference (prediction_error.h): said in
+  // the text and the JSON, as the row's vs_best says.
+  const bool apart = !slow.layout->vs_best.tied;
+  CHECK(ExplainToJson(slow).at("difference_larger_than_error").get<bool>() == apart);
+  CHECK(ExplainToText(slow).find(apart ? "larger than its error -- the winner is faster" : "not larger than its error") !=
+        std::string::npos);
+  CHECK(ExplainToJson(e).at("difference_larger_than_error").get<bool>() == false);  // the winner against itself
   REQUIRE_FALSE(slow.differences.empty());
   CHECK(std::fabs(slow.differences.front().difference_us()) > 0);
   // With "other" (the step time no phase's share covers) the differences add up to the step's.

@@ -3,11 +3,13 @@
 #include "planner/search/search.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <string>
 #include <tuple>
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include "planner/base/error.h"
 #include "planner/search/layout_eval.h"
@@ -131,6 +133,35 @@ TEST_CASE("Search results are those of the plan path: counts and top layouts on 
     CHECK(result.top[i].tokens_per_s_per_gpu == ranked[i].first);
     CHECK(result.top[i].peak_bytes == ranked[i].second);
   }
+}
+
+TEST_CASE("Search rows against the best: the ratio, its 80 % interval, ties within the error of a difference") {
+  const auto model = dockyard::LoadModel("testdata/hf/qwen3-30b-a3b.json");
+  SearchOptions o = FullSearch(64);
+  o.routing_layers = 1;
+  o.top = 50;
+  const auto result = dockyard::SearchLayouts(model, o);
+  REQUIRE(result.top.size() == 50);
+  const double best = result.top.front().step_time_us;
+  // exp(1.2816 x 0.069) = 1.0925 (prediction_error.h): tied iff step / best <= 1.0925.
+  const double factor = std::exp(dockyard::kZ80 * dockyard::kPairLogErrorSd);
+  CHECK(factor == doctest::Approx(1.0925).epsilon(1e-3));
+  int64_t tied = 0, apart = 0;
+  for (const auto& x : result.top) {
+    CHECK(x.vs_best.ratio == doctest::Approx(x.step_time_us / best));
+    CHECK(x.vs_best.low80 == doctest::Approx(x.vs_best.ratio / factor));
+    CHECK(x.vs_best.tied == (x.step_time_us / best <= factor));
+    (x.vs_best.tied ? tied : apart) += 1;
+  }
+  CHECK(tied > 1);  // the best and at least one row within 9 % of it
+  // The text marks ties with "=" and says how many; the JSON carries each row's interval.
+  const std::string text = dockyard::SearchResultToText(result);
+  CHECK(text.find("      best ") != std::string::npos);
+  CHECK(text.find(fmt::format("{} of the rows shown", tied - 1)) != std::string::npos);
+  const dockyard::Json j = dockyard::RankedLayoutToJson(result.top[1]);
+  CHECK(j.at("vs_best").at("ratio").get<double>() == doctest::Approx(result.top[1].vs_best.ratio));
+  CHECK(j.at("vs_best").at("interval80").size() == 2);
+  CHECK(j.at("vs_best").at("tied").get<bool>() == result.top[1].vs_best.tied);
 }
 
 TEST_CASE("the deredundency dispatcher's default oep: the nodes an EP group spans, rounded up to a divisor of ep") {
