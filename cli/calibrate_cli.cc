@@ -1,13 +1,16 @@
 // `dockyard-plan calibrate` (see calibrate_cli.h).
 #include "cli/calibrate_cli.h"
 
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include <fmt/format.h>
 
 #include "planner/calibration/calibrate.h"
 #include "planner/calibration/calibration.h"
 #include "planner/cost/compute_model.h"
+#include "planner/base/digest.h"
 #include "planner/base/error.h"
 #include "planner/base/file_util.h"
 #include "planner/calibration/fidelity.h"
@@ -96,8 +99,14 @@ Calibration FittedCalibration(const CalibrateOptions& o, const Calibration& prio
   // A calibration fitted on a cluster JSON (e.g. the CPU backend) is named after that cluster, so
   // that it is not mistaken for the preset's.
   fitted.name = !o.name.empty() ? o.name : (o.cluster.empty() ? preset : hardware.name) + "-fitted";
+  // Each --runs file with the SHA-256 of its bytes: the measurements the knobs came from.
   std::string files;
-  for (const std::string& p : o.runs) files += (files.empty() ? "" : ", ") + p;
+  for (const std::string& p : o.runs) {
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    files += fmt::format("{}{} (sha256 {})", files.empty() ? "" : ", ", p, Sha256Hex(bytes.str()));
+  }
   fitted.description = fmt::format("fitted by dockyard-plan calibrate from {} (priors: {}{})", files, prior.name,
                                    o.cluster.empty() ? "" : ", cluster " + o.cluster);
   fitted.file.clear();

@@ -1,5 +1,6 @@
 #include "cli/calibrate_cli.h"
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -122,6 +123,28 @@ TEST_CASE("calibrate --compute-model gemm writes a calibration that loads back, 
     CHECK_MESSAGE(undetermined.find(k) == std::string::npos, k);
 }
 
+TEST_CASE("calibrate refuses to write a file that changes nothing: exit 1, the reason, no file") {
+  // Only H02 and H03 (two rows of one group at 15 % noise, no component row): they pin no knob
+  // better than its prior.
+  const std::string runs = WriteRuns("two.json", [](Json& j) {
+    Json kept = Json::array();
+    for (const Json& r : j["runs"]) {
+      if (r["id"] == "H02" || r["id"] == "H03") kept.push_back(r);
+    }
+    j["runs"] = kept;
+    j["components"] = Json::array();
+  });
+  CalibrateOptions o;
+  o.runs = {runs};
+  o.out = TempDir() + "/nothing.json";
+  std::remove(o.out.c_str());
+  std::ostringstream out;
+  CHECK(RunCalibrate(o, out) == 1);
+  CHECK(out.str().find("calibrate: no knob determined, nothing written to " + o.out) != std::string::npos);
+  CHECK(out.str().find("group-held-out error: not computed (1 group") != std::string::npos);
+  CHECK_FALSE(std::ifstream(o.out).good());
+}
+
 TEST_CASE("calibrate under the default kernel-level model: the GEMM-by-shape knobs fit C18 and C19, the fixed efficiencies are not read") {
   CalibrateOptions o;
   o.runs = {"testdata/fidelity/runs.json"};
@@ -137,6 +160,10 @@ TEST_CASE("calibrate under the default kernel-level model: the GEMM-by-shape kno
   CHECK(cluster.dense_bf16_tflops * GemmShapeEfficiency(4096, 768, 2048, options) == doctest::Approx(650.6).epsilon(0.01));
   CHECK(cluster.dense_bf16_tflops * GemmShapeEfficiency(2048, 768, 2048, options) == doctest::Approx(636.9).epsilon(0.01));
   CHECK(cal.knob_sources.at("compute.gemm.shape_efficiency").find("fitted by dockyard-plan calibrate (component stage)") == 0);
+  // The file names the runs it came from by digest (sha256sum testdata/fidelity/runs.json) and each
+  // fitted knob's 80 % interval.
+  CHECK(cal.description.find("testdata/fidelity/runs.json (sha256 ") != std::string::npos);
+  CHECK(cal.knob_sources.at("compute.gemm.shape_efficiency").find("; 80 % interval [") != std::string::npos);
   const std::string text = out.str();
   const size_t at = text.find("undetermined (left at their priors): ");
   REQUIRE(at != std::string::npos);

@@ -1,6 +1,8 @@
 // The predicted step as a report: its JSON block and its terminal table (see cost.h).
 #include "planner/cost/cost.h"
+#include "planner/cost/prediction_error.h"
 
+#include <cmath>
 #include <map>
 #include <sstream>
 
@@ -28,6 +30,7 @@ Json CostToJson(const CostBreakdown& cost) {
          {"optimizer_us", cost.optimizer_us},
          {"host_overhead_us", cost.host_overhead_us},
          {"step_time_us", cost.step_time_us},
+         {"step_time_interval80_us", {StepInterval80(cost.step_time_us).first, StepInterval80(cost.step_time_us).second}},
          {"tokens_per_s_per_gpu", cost.tokens_per_s_per_gpu},
          {"mfu", cost.mfu},
          {"model_flops_per_token", cost.model_flops_per_token},
@@ -46,6 +49,11 @@ std::string CostToText(const CostBreakdown& cost) {
   std::ostringstream out;
   out << fmt::format("Predicted  step {:.1f} ms, {:.0f} tokens/s per GPU, MFU {:.1f}%, dominant phase: {} (routing imbalance {:.2f})\n",
                      cost.step_time_us / 1e3, cost.tokens_per_s_per_gpu, 100.0 * cost.mfu, cost.dominant_phase, cost.routing_imbalance);
+  const auto [low, high] = StepInterval80(cost.step_time_us);
+  out << fmt::format(
+      "  80 % interval of the step {:.1f} .. {:.1f} ms (the model against measured runs, docs/fidelity.md); two layouts of one model "
+      "on one cluster differ by less than a factor {:.3f} within their error (search's vs best)\n",
+      low / 1e3, high / 1e3, std::exp(kZ80 * kPairLogErrorSd));
   out << fmt::format("  per layer and micro-batch, slowest rank (us)\n  {:<16} {:<6} {:>12} {:>12}\n", "phase", "layer", "forward",
                      "backward");
   std::map<std::pair<std::string, std::string>, std::pair<double, double>> rows;
