@@ -1,6 +1,7 @@
 // `dockyard-plan calibrate` (see calibrate_cli.h).
 #include "cli/calibrate_cli.h"
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -111,8 +112,10 @@ Calibration FittedCalibration(const CalibrateOptions& o, const Calibration& prio
                                    o.cluster.empty() ? "" : ", cluster " + o.cluster);
   fitted.file.clear();
   fitted.sha256.clear();
+  fitted.knob_intervals.clear();
   for (const FittedKnob& k : fit.knobs) {
     if (!k.determined) continue;
+    fitted.knob_intervals[k.knob.Path()] = {std::min(k.low80, k.value), std::max(k.high80, k.value)};
     fitted.knob_sources[k.knob.Path()] =
         fmt::format("fitted by dockyard-plan calibrate ({} stage) from {}; prior {} ({}); 80 % interval [{:.4g}, {:.4g}]",
                     k.stage == KnobSpec::kComponent ? "component" : "step", files, k.prior, k.knob.source, k.low80, k.high80);

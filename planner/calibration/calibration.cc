@@ -73,12 +73,20 @@ void RejectUnknownSections(const JsonView& at, const std::string& prefix) {
 
 // Reads one knob's {"value", "source"} object into `cal`.
 void ReadKnob(const KnobSpec& k, const JsonView& knob, Calibration& cal) {
-  knob.RejectUnknownKeys({"value", "source"});
+  knob.RejectUnknownKeys({"value", "source", "interval80"});
   const double x = knob.Number("value");
   const bool low_ok = k.min_open ? x > k.min : x >= k.min;
   if (!low_ok || !(x <= k.max)) knob.Fail("value", fmt::format("must be in {}{}, {}], got {}", k.min_open ? "(" : "[", k.min, k.max, x));
   k.Set(cal.knobs, x);
   if (knob.Has("source")) cal.knob_sources[k.Path()] = knob.String("source");
+  if (knob.Has("interval80")) {
+    const Json& a = knob.value().at("interval80");
+    if (!a.is_array() || a.size() != 2 || !a[0].is_number() || !a[1].is_number() || !(a[0].get<double>() <= x) ||
+        !(x <= a[1].get<double>())) {
+      knob.Fail("interval80", fmt::format("must be [lo, hi] with lo <= value ({}) <= hi, got {}", x, a.dump()));
+    }
+    cal.knob_intervals[k.Path()] = {a[0].get<double>(), a[1].get<double>()};
+  }
 }
 
 }  // namespace
@@ -193,13 +201,25 @@ Json CalibrationToJson(const Calibration& cal) {
     }
     const auto src = cal.knob_sources.find(k.Path());
     (*at)[k.name] = Json{{"value", k.Get(cal.knobs)}, {"source", src != cal.knob_sources.end() ? src->second : k.source}};
+    const auto iv = cal.knob_intervals.find(k.Path());
+    if (iv != cal.knob_intervals.end()) (*at)[k.name]["interval80"] = {iv->second.first, iv->second.second};
   }
   return Json{{"format", "dockyard-calibration"}, {"version", kCalibrationVersion}, {"name", cal.name}, {"preset", cal.preset},
               {"description", cal.description},   {"knobs", knobs}};
 }
 
 Json CalibrationRefToJson(const Calibration& cal) {
-  return Json{{"name", cal.name}, {"preset", cal.preset}, {"file", cal.file}, {"sha256", cal.sha256}};
+  Json j{{"name", cal.name}, {"preset", cal.preset}, {"file", cal.file}, {"sha256", cal.sha256}};
+  if (!cal.knob_intervals.empty()) {
+    Json fitted = Json::object();
+    for (const KnobSpec& k : KnobTable()) {
+      const auto iv = cal.knob_intervals.find(k.Path());
+      if (iv == cal.knob_intervals.end()) continue;
+      fitted[k.Path()] = Json{{"value", k.Get(cal.knobs)}, {"interval80", {iv->second.first, iv->second.second}}};
+    }
+    j["fitted"] = fitted;
+  }
+  return j;
 }
 
 }  // namespace dockyard

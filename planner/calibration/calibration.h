@@ -9,6 +9,7 @@
 //   {"format": "dockyard-calibration", "version": 2, "name": "h100-sxm-prior", "preset": "h100-sxm",
 //    "description": "...",
 //    "knobs": {"compute": {"gemm": {"shape_efficiency": {"value": 0.72, "source": "..."}, ...},
+//    (a fitted knob may also hold "interval80": [lo, hi], its 80 % interval from calibrate)
 //                          "flash": {...}, "memory_bound": {...}},
 //              "dispatchers": {"deepep": {...}},
 //              "links": {"intra_node_gbps": {...}, ...}}}
@@ -40,6 +41,10 @@ struct Calibration {
   // Knob path (KnobSpec::Path) -> source written instead of the table's prior source (a fitted
   // value says how it was fitted); read back from a file's "source" fields.
   std::map<std::string, std::string> knob_sources;
+  // Knob path -> the 80 % interval calibrate gave a fitted knob (lo <= value <= hi); a file's
+  // optional "interval80": [lo, hi] beside the knob's value. Reports name them
+  // (CalibrationRefToJson).
+  std::map<std::string, std::pair<double, double>> knob_intervals;
 };
 
 // The knobs dockyard uses without a calibration file: ClusterPreset(preset).knobs. Named
@@ -62,7 +67,8 @@ void ApplyCalibration(const Calibration& calibration, ClusterSpec* cluster);
 
 // The file format (version kCalibrationVersion, with each knob's source), for writing a calibration.
 Json CalibrationToJson(const Calibration& calibration);
-// What a report names: {"name", "preset", "file", "sha256"}.
+// What a report names: {"name", "preset", "file", "sha256"}, and with fitted intervals
+// "fitted": {path: {"value", "interval80": [lo, hi]}}.
 Json CalibrationRefToJson(const Calibration& calibration);
 
 }  // namespace dockyard

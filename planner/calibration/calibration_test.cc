@@ -159,6 +159,25 @@ TEST_CASE("optional knobs (the EP-overlap SM shares): a file without them keeps 
   CHECK(b200.compute_source == "calibration \"b200-prior\"");
 }
 
+TEST_CASE("a fitted knob's 80 % interval round-trips and reaches the reports; a bad one is refused") {
+  Calibration cal = DefaultCalibration("h100-sxm");
+  cal.knobs.compute.gemm.shape_efficiency = 0.70;
+  cal.knob_intervals["compute.gemm.shape_efficiency"] = {0.66, 0.74};
+  const Json j = CalibrationToJson(cal);
+  CHECK(j["knobs"]["compute"]["gemm"]["shape_efficiency"]["interval80"] == Json::array({0.66, 0.74}));
+  const Calibration back = CalibrationFromJson(j, "fit.json");
+  REQUIRE(back.knob_intervals.count("compute.gemm.shape_efficiency") == 1);
+  CHECK(back.knob_intervals.at("compute.gemm.shape_efficiency") == std::make_pair(0.66, 0.74));
+  const Json ref = CalibrationRefToJson(back);
+  CHECK(ref["fitted"]["compute.gemm.shape_efficiency"]["value"] == 0.70);
+  CHECK(ref["fitted"]["compute.gemm.shape_efficiency"]["interval80"] == Json::array({0.66, 0.74}));
+  CHECK_FALSE(CalibrationRefToJson(DefaultCalibration("h100-sxm")).contains("fitted"));  // no interval: no key
+  Json bad = j;
+  bad["knobs"]["compute"]["gemm"]["shape_efficiency"]["interval80"] = Json::array({0.72, 0.80});  // the value outside it
+  CHECK(ErrorOf(bad).find("/knobs/compute/gemm/shape_efficiency/interval80: must be [lo, hi] with lo <= value (0.7) <= hi, got "
+                          "[0.72,0.8]") != std::string::npos);
+}
+
 TEST_CASE("version 1 files (one flat object of the old keys) are read: the same knobs as version 2") {
   // testdata/calibration-v1/h100-sxm.json: calibration/h100-sxm.json as shipped at version 1.
   const Calibration v1 = LoadCalibration("testdata/calibration-v1/h100-sxm.json");

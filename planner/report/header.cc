@@ -85,6 +85,14 @@ std::string ReportHeaderToText(const Json& h) {
                                                      : fmt::format("{} (preset {}, {}, sha256 {})", c.at("name").get<std::string>(),
                                                                    c.at("preset").get<std::string>(), c.at("file").get<std::string>(),
                                                                    c.at("sha256").get<std::string>()));
+  if (!c.is_null() && c.contains("fitted")) {
+    std::string knobs;
+    for (const auto& [path, f] : c.at("fitted").items()) {
+      knobs += fmt::format("{}{} {:.4g} [{:.4g}, {:.4g}]", knobs.empty() ? "" : ", ", path, f.at("value").get<double>(),
+                           f.at("interval80")[0].get<double>(), f.at("interval80")[1].get<double>());
+    }
+    out << fmt::format("            fitted by calibrate, with 80 % intervals: {}\n", knobs);
+  }
   const Json& r = h.at("routing");
   if (r.is_null()) {
     out << fmt::format("Routing    none sampled: received rows sized by imbalance {}\n", h.at("imbalance").get<double>());
