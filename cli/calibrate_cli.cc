@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -65,6 +66,7 @@ void ApplyCalibrateHardware(const CalibrateOptions& o, Calibration* prior, Clust
 std::vector<CalibrationRow> CalibrateRows(const CalibrateOptions& o, const std::string& preset, const ClusterSpec& hardware,
                                           ComputeModel model, std::vector<std::pair<std::string, std::string>>* skipped) {
   std::vector<CalibrationRow> rows;
+  std::map<std::string, std::string> file_of;  // row id -> the --runs file it came from
   for (const std::string& path : o.runs) {
     const Json json = WithFlag("--runs", [&] { return ReadJsonFile(path); });
     std::vector<CalibrationRow> more;
@@ -79,6 +81,14 @@ std::vector<CalibrationRow> CalibrateRows(const CalibrateOptions& o, const std::
           fmt::format("{}: neither a runs file (a \"runs\" list, testdata/fidelity/README.md) nor a dockyard-run --json "
                       "report (\"kind\": \"dockyard_run\")",
                       path));
+    }
+    // A run or measurement counted twice would count as two independent rows: refused.
+    for (const CalibrationRow& r : more) {
+      const auto [at, added] = file_of.emplace(r.id, path);
+      if (!added) {
+        throw Error(fmt::format("--runs: row \"{}\" appears in {} and again in {}: give each run and measurement once", r.id,
+                                at->second, path));
+      }
     }
     rows.insert(rows.end(), more.begin(), more.end());
   }
@@ -165,11 +175,15 @@ int RunCalibrate(const CalibrateOptions& o, std::ostream& out) {
   }
   // A file that changes nothing would pass the priors off as a calibration: refused.
   if (std::none_of(fit.knobs.begin(), fit.knobs.end(), [](const FittedKnob& k) { return k.determined && k.value != k.prior; })) {
+    const int64_t pinned = std::count_if(fit.knobs.begin(), fit.knobs.end(), [](const FittedKnob& k) { return k.determined; });
     out << fmt::format(
-        "\ncalibrate: no knob determined, nothing written to {}: the rows do not pin any knob better than its prior. What "
-        "determines more: a component measurement (runs.json \"components\"), a run of another layout or at another "
-        "micro-batch count (the per-step overhead against the per-micro-batch time), or a dockyard-run report's phases.\n",
-        o.out);
+        "\ncalibrate: nothing written to {}: {}. What determines more: a component measurement (runs.json \"components\"), a run "
+        "of another layout or at another micro-batch count (the per-step overhead against the per-micro-batch time), or a "
+        "dockyard-run report's phases; rows the model cannot match in shape (errors beyond their noise in opposite "
+        "directions) move no knob: the table above shows them.\n",
+        o.out,
+        pinned == 0 ? "the rows pin no knob better than its prior"
+                    : fmt::format("the rows pin {} knob(s) at their priors, so the file would change nothing", pinned));
     return 1;
   }
   WriteFileAtomically(o.out, text);

@@ -140,9 +140,30 @@ TEST_CASE("calibrate refuses to write a file that changes nothing: exit 1, the r
   std::remove(o.out.c_str());
   std::ostringstream out;
   CHECK(RunCalibrate(o, out) == 1);
-  CHECK(out.str().find("calibrate: no knob determined, nothing written to " + o.out) != std::string::npos);
+  CHECK(out.str().find("calibrate: nothing written to " + o.out + ": the rows pin no knob better than its prior") != std::string::npos);
   CHECK(out.str().find("group-held-out error: not computed (1 group") != std::string::npos);
   CHECK_FALSE(std::ifstream(o.out).good());
+}
+
+TEST_CASE("calibrate: the same run given twice is refused, naming it and both files; a runs file may leave out components") {
+  const std::string runs = WriteRuns("dup.json", [](Json& j) {
+    Json kept = Json::array();
+    for (const Json& r : j["runs"]) {
+      if (r["id"] == "H02" || r["id"] == "H03") kept.push_back(r);
+    }
+    j["runs"] = kept;
+    j.erase("components");  // optional (a user's runs file measures no component)
+  });
+  CalibrateOptions o;
+  o.runs = {runs, runs};
+  o.out = TempDir() + "/dup-out.json";
+  std::ostringstream out;
+  try {
+    RunCalibrate(o, out);
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()) == "--runs: row \"H02\" appears in " + runs + " and again in " + runs + ": give each run and measurement once");
+  }
 }
 
 TEST_CASE("calibrate under the default kernel-level model: the GEMM-by-shape knobs fit C18 and C19, the fixed efficiencies are not read") {

@@ -79,6 +79,30 @@ double Sensitivity(const std::vector<CalibrationRow>& rows, const std::vector<do
   return wsum > 0 ? std::sqrt(sum / wsum) : 0.0;
 }
 
+// Solves a x = b for a square `a` (copied) by Gauss-Jordan elimination with partial pivoting;
+// false when `a` is singular.
+bool SolveLinear(std::vector<std::vector<double>> a, std::vector<double> b, std::vector<double>* x) {
+  const size_t m = a.size();
+  for (size_t c = 0; c < m; ++c) {
+    size_t piv = c;
+    for (size_t r = c + 1; r < m; ++r) {
+      if (std::fabs(a[r][c]) > std::fabs(a[piv][c])) piv = r;
+    }
+    if (!(std::fabs(a[piv][c]) > 1e-300)) return false;
+    std::swap(a[c], a[piv]);
+    std::swap(b[c], b[piv]);
+    for (size_t r = 0; r < m; ++r) {
+      if (r == c || a[r][c] == 0) continue;
+      const double f = a[r][c] / a[c][c];
+      for (size_t l = c; l < m; ++l) a[r][l] -= f * a[c][l];
+      b[r] -= f * b[c];
+    }
+  }
+  x->assign(m, 0.0);
+  for (size_t c = 0; c < m; ++c) (*x)[c] = b[c] / a[c][c];
+  return true;
+}
+
 // Rows of `stage`.
 double StageRows(const std::vector<CalibrationRow>& rows, KnobSpec::Stage stage) {
   return static_cast<double>(std::count_if(rows.begin(), rows.end(), [&](const CalibrationRow& r) { return r.stage == stage; }));
@@ -113,8 +137,57 @@ void Minimize(const std::vector<CalibrationRow>& rows, KnobSpec::Stage stage, co
     for (size_t k : active) pull += std::pow(std::log(v[k] / prior[k]) / PriorSd(Table()[k], prior[k]), 2) / 2.0;
     return n * StageLoss(rows, stage, v) + pull;
   };
-  std::vector<double> step(values->size(), 0.5);
+  // First a scan of each knob over its prior's reach, the others held: ln(value) on a grid
+  // prior x e^(t sd / 2), t = -8 .. 8, then a golden-section search between the best grid point's
+  // neighbours. A knob whose effect grows with its value (the host's per-step overhead from a 2 ms
+  // prior) is invisible to small steps from its prior. The knobs are scanned in the order of the
+  // loss each alone removes from the start, so that the one that explains the rows best is set
+  // first (an overhead per step is not taken up by a bandwidth).
+  auto scan = [&](size_t k, const std::vector<double>& from) {
+    const double sd = PriorSd(Table()[k], prior[k]);
+    const double lo = std::log(LowerBound(Table()[k], prior[k])), hi = std::log(UpperBound(Table()[k], prior[k]));
+    auto at = [&](double u) {
+      std::vector<double> trial = from;
+      trial[k] = std::exp(std::clamp(u, lo, hi));
+      return loss(trial);
+    };
+    double best_u = std::log(from[k]), best_f = at(best_u);
+    for (int t = -8; t <= 8; ++t) {
+      const double u = std::log(prior[k]) + 0.5 * t * sd;
+      const double f = at(u);
+      if (f < best_f) best_f = f, best_u = u;
+    }
+    double a = best_u - 0.5 * sd, b = best_u + 0.5 * sd;
+    constexpr double kGolden = 0.6180339887498949;
+    double c = b - kGolden * (b - a), d = a + kGolden * (b - a), fc = at(c), fd = at(d);
+    for (int i = 0; i < 20; ++i) {
+      if (fc < fd) {
+        b = d, d = c, fd = fc, c = b - kGolden * (b - a), fc = at(c);
+      } else {
+        a = c, c = d, fc = fd, d = a + kGolden * (b - a), fd = at(d);
+      }
+    }
+    if (std::min(fc, fd) < best_f) best_u = fc < fd ? c : d;
+    return std::exp(std::clamp(best_u, lo, hi));
+  };
   double best = loss(*values);
+  std::vector<std::pair<double, size_t>> order;
+  for (size_t k : active) {
+    std::vector<double> trial = *values;
+    trial[k] = scan(k, *values);
+    order.push_back({loss(trial) - best, k});
+  }
+  std::sort(order.begin(), order.end());
+  for (const auto& [gain, k] : order) {
+    std::vector<double> trial = *values;
+    trial[k] = scan(k, *values);
+    const double f = loss(trial);
+    if (f < best) {
+      best = f;
+      *values = trial;
+    }
+  }
+  std::vector<double> step(values->size(), 0.5);
   for (int sweep = 0; sweep < 400; ++sweep) {
     bool moving = false;
     for (size_t k : active) {
@@ -139,6 +212,68 @@ void Minimize(const std::vector<CalibrationRow>& rows, KnobSpec::Stage stage, co
       step[k] = improved ? std::min(1.0, step[k] * 2) : step[k] * 0.5;
     }
     if (!moving) break;
+  }
+  // Then damped Gauss-Newton on all of them at once (Levenberg-Marquardt, Huber by iteratively
+  // reweighted least squares): coordinate descent stalls in a valley where two knobs trade
+  // against each other (a network bandwidth against a per-step overhead), which a joint step
+  // crosses.
+  const size_t m = active.size();
+  if (m == 0) return;
+  const std::vector<double> w = RowWeights(rows, stage);
+  double lambda = 1e-3;
+  double current = loss(*values);
+  for (int iter = 0; iter < 60 && lambda < 1e8; ++iter) {
+    std::vector<double> r(rows.size(), 0.0);
+    std::vector<std::vector<double>> jac(rows.size(), std::vector<double>(m, 0.0));
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (w[i] > 0) r[i] = RowLogError(rows[i], PredictRow(rows[i], *values));
+    }
+    constexpr double h = 0.01;
+    for (size_t j = 0; j < m; ++j) {
+      std::vector<double> up = *values, down = *values;
+      up[active[j]] *= std::exp(h);
+      down[active[j]] *= std::exp(-h);
+      for (size_t i = 0; i < rows.size(); ++i) {
+        if (w[i] > 0) jac[i][j] = (RowLogError(rows[i], PredictRow(rows[i], up)) - RowLogError(rows[i], PredictRow(rows[i], down))) / (2 * h);
+      }
+    }
+    std::vector<std::vector<double>> a(m, std::vector<double>(m, 0.0));
+    std::vector<double> g(m, 0.0);
+    for (size_t j = 0; j < m; ++j) {
+      const double sd = PriorSd(Table()[active[j]], prior[active[j]]);
+      a[j][j] += 1.0 / (sd * sd);
+      g[j] += std::log((*values)[active[j]] / prior[active[j]]) / (sd * sd);
+    }
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (w[i] == 0) continue;
+      const double z = std::fabs(r[i]) / rows[i].noise;
+      const double omega = n * w[i] / (rows[i].noise * rows[i].noise) * (z <= kHuberDelta ? 1.0 : kHuberDelta / z);
+      for (size_t j = 0; j < m; ++j) {
+        g[j] += omega * jac[i][j] * r[i];
+        for (size_t l = 0; l < m; ++l) a[j][l] += omega * jac[i][j] * jac[i][l];
+      }
+    }
+    for (size_t j = 0; j < m; ++j) a[j][j] *= 1.0 + lambda;
+    std::vector<double> step_u(m, 0.0);
+    if (!SolveLinear(a, g, &step_u)) break;
+    std::vector<double> trial = *values;
+    double largest = 0;
+    for (size_t j = 0; j < m; ++j) {
+      const size_t k = active[j];
+      const double lo = std::log(LowerBound(Table()[k], prior[k])), hi = std::log(UpperBound(Table()[k], prior[k]));
+      const double u = std::clamp(std::log((*values)[k]) - step_u[j], lo, hi);
+      largest = std::max(largest, std::fabs(u - std::log((*values)[k])));
+      trial[k] = std::exp(u);
+    }
+    if (largest < 1e-7) break;
+    const double f = loss(trial);
+    if (f < current) {
+      current = f;
+      *values = trial;
+      lambda = std::max(1e-6, lambda / 3);
+    } else {
+      lambda *= 4;
+    }
   }
 }
 
@@ -277,6 +412,7 @@ CalibrationFit FitCalibration(const std::vector<CalibrationRow>& rows, const std
   const KnobSpec::Stage stages[2] = {KnobSpec::kComponent, KnobSpec::kResidual};
   std::vector<bool> determined(nk, false);
   std::vector<int> fitted_stage(nk, -1);
+  std::vector<bool> considered(nk, false);
   std::vector<double> sd(nk, 0.0), sensitivity(nk, 0.0);
   for (size_t k = 0; k < nk; ++k) sd[k] = PriorSd(Table()[k], prior[k]);
   for (int s = 0; s < 2; ++s) {
@@ -290,7 +426,10 @@ CalibrationFit FitCalibration(const std::vector<CalibrationRow>& rows, const std
       if (!candidate) continue;
       fitted_stage[k] = s;
       sensitivity[k] = Sensitivity(rows, w, fit.values, k);
-      if (sensitivity[k] >= kMinSensitivity || PriorSdEffect(rows, w, fit.values, prior, k) >= kMinSensitivity) active.push_back(k);
+      if (sensitivity[k] >= kMinSensitivity || PriorSdEffect(rows, w, fit.values, prior, k) >= kMinSensitivity) {
+        active.push_back(k);
+        considered[k] = true;
+      }
     }
     // Fit, then keep only what the rows determine (posterior sd at most half the prior's): the
     // others go back to their priors and the rest is fitted again.
@@ -317,6 +456,7 @@ CalibrationFit FitCalibration(const std::vector<CalibrationRow>& rows, const std
     const KnobSpec& knob = Table()[k];
     FittedKnob f{knob, prior[k], fit.values[k], LowerBound(knob, prior[k]), UpperBound(knob, prior[k]), sensitivity[k], determined[k], false};
     f.stage = fitted_stage[k] < 0 ? knob.stage : stages[fitted_stage[k]];
+    f.considered = considered[k];
     f.sd = determined[k] ? sd[k] : PriorSd(knob, prior[k]);
     f.prior_sd = PriorSd(knob, prior[k]);
     f.low80 = std::max(f.lower, f.value * std::exp(-kZ80 * f.sd));
@@ -689,9 +829,10 @@ std::string CalibrationFitToText(const std::vector<CalibrationRow>& rows, const 
   std::string undetermined;
   for (const FittedKnob& k : fit.knobs) {
     out += fmt::format("| {} | {} | {} | {:.4g} | {:.4g} | [{:.4g}, {:.4g}] | {:.2f} | [{:.4g}, {:.4g}] | {} | {:.3f} | {} |\n",
-                       k.knob.Path(), k.knob.unit, k.stage == KnobSpec::kComponent ? "component" : "step", k.prior, k.value, k.low80,
-                       k.high80, k.prior_sd > 0 ? k.sd / k.prior_sd : 1.0, k.lower, k.upper, k.hit_bound ? "YES" : "no", k.sensitivity,
-                       k.determined ? "fitted" : "undetermined (prior)");
+                       k.knob.Path(), k.knob.unit, !k.considered ? "-" : k.stage == KnobSpec::kComponent ? "component" : "step", k.prior,
+                       k.value, k.low80, k.high80, k.prior_sd > 0 ? k.sd / k.prior_sd : 1.0, k.lower, k.upper, k.hit_bound ? "YES" : "no",
+                       k.sensitivity,
+                       k.determined ? "fitted" : k.considered ? "undetermined (prior)" : "not moved by these rows (prior)");
     if (!k.determined) undetermined += (undetermined.empty() ? "" : ", ") + k.knob.Path();
   }
   out += fmt::format("\nundetermined (left at their priors): {}\n", undetermined.empty() ? "none" : undetermined);

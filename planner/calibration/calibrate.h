@@ -76,6 +76,7 @@ struct FittedKnob {
   bool determined = false;      // fitted: the rows cut its sd to at most half the prior's; else left at the prior
   bool hit_bound = false;       // fitted value within 0.1 % of a bound
   KnobSpec::Stage stage = KnobSpec::kComponent;  // the stage that considered it (its table stage when none did)
+  bool considered = false;      // a stage's rows move it (sensitivity, or two prior sd's move, >= 1 %): fitted or undetermined
   double prior_sd = 0;          // sd of ln(value) before the rows: ln(upper / lower) / 4
   double sd = 0;                // after them (the prior's when not determined)
   double low80 = 0, high80 = 0;  // the 80 % interval value x exp(-+1.28 sd), within the bounds

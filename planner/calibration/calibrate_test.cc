@@ -3,6 +3,7 @@
 #include <array>
 #include <cmath>
 #include <string>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -64,14 +65,18 @@ TEST_CASE("the loss by hand: Huber on log error over a 15 % noise, release range
 // attention core grows with seq^2, the projections with seq: the two residual knobs separate).
 Json SyntheticRuns() {
   Json runs = Json::array();
-  const std::pair<const char*, int64_t> cases[] = {{"q1", 1024}, {"q2", 4096}, {"q3", 16384}, {"m1", 2048}, {"m2", 8192}};
-  for (const auto& [id, seq] : cases) {
+  // Each at two global batches (2 and 4 micro-batches per rank): the host's per-step overhead
+  // apart from the per-micro-batch time.
+  const std::tuple<const char*, int64_t, int64_t> cases[] = {{"q1", 1024, 32},  {"q2", 4096, 32},  {"q3", 16384, 32}, {"m1", 2048, 32},
+                                                             {"m2", 8192, 32},  {"q1b", 1024, 64}, {"q2b", 4096, 64}, {"q3b", 16384, 64},
+                                                             {"m1b", 2048, 64}, {"m2b", 8192, 64}};
+  for (const auto& [id, seq, gbs] : cases) {
     const bool mixtral = id[0] == 'm';
     runs.push_back(Json{{"id", id},
                         {"model", mixtral ? "mixtral-8x7b" : "qwen3-30b-a3b"},
                         {"cluster", "h100"},
                         {"layout", {{"world_size", 16}, {"tp", 1}, {"pp", 1}, {"vpp", 1}, {"cp", 1}, {"ep", 8}, {"etp", 1}}},
-                        {"batch", {{"gbs", 32}, {"mbs", 1}, {"seq", seq}}},
+                        {"batch", {{"gbs", gbs}, {"mbs", 1}, {"seq", seq}}},
                         {"precision", "bf16"},
                         {"recompute", "none"},
                         {"dispatcher", "a2a"},
@@ -108,8 +113,8 @@ Json SyntheticReport(int64_t world_size, int64_t tokens) {
 namespace {
 
 // `rows` measured as the model predicts them under knob values `truth`, then fitted from the
-// h100-sxm priors: every knob back within 5 % of its truth, the `moved` ones determined, the loss
-// of both stages from the priors' to (nearly) zero.
+// h100-sxm priors: the `moved` knobs determined and back within 5 % of their truth, the others
+// within 5 % or their own 2 sd, every row back within 0.5 %.
 void CheckFitRecovers(std::vector<CalibrationRow> rows, const std::vector<double>& truth,
                       const std::vector<std::pair<const char*, double>>& moved) {
   for (CalibrationRow& r : rows) {
@@ -117,12 +122,19 @@ void CheckFitRecovers(std::vector<CalibrationRow> rows, const std::vector<double
     r.noise = 0.01;  // exact data: a 1 % noise lets the rows, not the priors, decide
   }
   const CalibrationFit fit = FitCalibration(rows, KnobValues(DefaultCalibration("h100-sxm")));
+  // The moved knobs back within 5 % and determined; every other knob within 5 % of its truth or,
+  // where the rows pin it only loosely (the host's per-step overhead at 2 ms against steps of
+  // seconds), within two of its own posterior sd.
   for (const FittedKnob& k : fit.knobs) {
     const double want = truth[KnobIndex(k.knob.Path())];
-    INFO(std::string(k.knob.name) << ": truth " << want << ", fitted " << k.value << ", prior " << k.prior);
-    CHECK(std::fabs(k.value / want - 1) <= 0.05);
+    INFO(std::string(k.knob.name) << ": truth " << want << ", fitted " << k.value << ", prior " << k.prior << ", sd " << k.sd);
+    CHECK(std::fabs(std::log(k.value / want)) <= std::max(0.05, 2 * k.sd));
   }
-  for (const auto& [name, value] : moved) CHECK(fit.knobs[KnobIndex(name)].determined);
+  for (const auto& [name, value] : moved) {
+    INFO(name);
+    CHECK(fit.knobs[KnobIndex(name)].determined);
+    CHECK(std::fabs(fit.knobs[KnobIndex(name)].value / value - 1) <= 0.05);
+  }
   CHECK(fit.loss_before[0] > 0.01);
   // Every row back within 0.5 % (the priors' pull on the fit is of the order of the rows' 1 %
   // noise x its ratio to the prior's sd).
@@ -132,7 +144,7 @@ void CheckFitRecovers(std::vector<CalibrationRow> rows, const std::vector<double
   }
 }
 
-// Rows of the synthetic runs (five whole steps) and five dockyard-run reports (five fitted phases
+// Rows of the synthetic runs (ten whole steps) and five dockyard-run reports (five fitted phases
 // each), predicted under `model`, with the `moved` knobs as the truth (CheckFitRecovers).
 void CheckRecovery(ComputeModel model, const std::vector<std::pair<const char*, double>>& moved) {
   std::vector<double> truth = KnobValues(DefaultCalibration("h100-sxm"));
@@ -141,14 +153,14 @@ void CheckRecovery(ComputeModel model, const std::vector<std::pair<const char*, 
   std::vector<std::pair<std::string, std::string>> skipped;
   const FidelitySet set = FidelitySetFromJson(SyntheticRuns(), "synthetic.json", "testdata/hf");
   std::vector<CalibrationRow> rows = RowsFromFidelitySet(set, "h100-sxm", &skipped, "", model);
-  REQUIRE(rows.size() == 5);
+  REQUIRE(rows.size() == 10);
   for (const auto& [world, tokens] : std::vector<std::pair<int64_t, int64_t>>{{8, 16}, {8, 256}, {8, 4096}, {16, 64}, {16, 2048}}) {
     const std::string file = fmt::format("run-{}-{}.json", world, tokens);
     for (CalibrationRow& r : RowsFromRunReport(SyntheticReport(world, tokens), file, ClusterPreset("h100-sxm"), &skipped, model)) {
       rows.push_back(r);
     }
   }
-  REQUIRE(rows.size() == 5 + 5 * 5);  // five fitted phases per report (the router is not fitted)
+  REQUIRE(rows.size() == 10 + 5 * 5);  // five fitted phases per report (the router is not fitted)
   CheckFitRecovers(rows, truth, moved);
 }
 
@@ -188,7 +200,7 @@ TEST_CASE("recovery (default kernels): grouped-GEMM measurements at several shap
   }
   std::vector<std::pair<std::string, std::string>> skipped;
   std::vector<CalibrationRow> rows = RowsFromFidelitySet(FidelitySetFromJson(runs, "synthetic.json", "testdata/hf"), "h100-sxm", &skipped);
-  REQUIRE(rows.size() == 5 + 6);
+  REQUIRE(rows.size() == 10 + 6);
   CHECK(rows.back().what == "grouped GEMM at 8192 x 256 x 256");
   CheckFitRecovers(rows, truth, moved);
 }
@@ -201,7 +213,7 @@ TEST_CASE("a run's measured phases are stage-1 rows through the phase mapping; a
   std::vector<std::pair<std::string, std::string>> skipped;
   const FidelitySet set = FidelitySetFromJson(runs, "synthetic.json", "testdata/hf");
   const std::vector<CalibrationRow> rows = RowsFromFidelitySet(set, "h100-sxm", &skipped);
-  REQUIRE(rows.size() == 6);  // five steps + one phase
+  REQUIRE(rows.size() == 11);  // ten steps + one phase
   CHECK(rows[0].id == "q1:moe:forward:dispatch");
   CHECK(rows[0].stage == KnobSpec::kComponent);
   CHECK(rows[0].unit == "us");
@@ -381,13 +393,13 @@ Json QwenRuns(const std::vector<std::array<int64_t, 3>>& layouts) {
 
 TEST_CASE("recovery from a user's step times: four layouts at two micro-batch counts, 2.5 % noise, three hidden knobs") {
   // Hidden: the GEMM shape efficiency 0.72 -> 0.60, the network 48 -> 36 GB/s per GPU, the host's
-  // per-step overhead 2 -> 80 ms. Four layouts (16 and 32 H100, EP 8 inside a node and EP 16 / 32
+  // per-step overhead 2 -> 200 ms. Four layouts (16 and 32 H100, EP 8 inside a node and EP 16 / 32
   // across nodes), each at two global batches (2 and 8 micro-batches per rank: the per-step
   // overhead apart from the per-micro-batch time), measured x (1 +- 2.5 %).
   std::vector<double> truth = KnobValues(DefaultCalibration("h100-sxm"));
   truth[KnobIndex("compute.gemm.shape_efficiency")] = 0.60;
   truth[KnobIndex("links.network_gbps")] = 36.0;
-  truth[KnobIndex("host.step_overhead_us")] = 80000.0;
+  truth[KnobIndex("host.step_overhead_us")] = 200000.0;
   const std::vector<std::array<int64_t, 3>> layouts = {{16, 8, 32}, {16, 8, 128}, {16, 16, 32}, {16, 16, 128},
                                                        {32, 8, 64}, {32, 8, 256}, {32, 32, 64}, {32, 32, 256}};
   std::vector<std::pair<std::string, std::string>> skipped;

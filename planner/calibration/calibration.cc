@@ -79,11 +79,15 @@ void ReadKnob(const KnobSpec& k, const JsonView& knob, Calibration& cal) {
   if (!low_ok || !(x <= k.max)) knob.Fail("value", fmt::format("must be in {}{}, {}], got {}", k.min_open ? "(" : "[", k.min, k.max, x));
   k.Set(cal.knobs, x);
   if (knob.Has("source")) cal.knob_sources[k.Path()] = knob.String("source");
-  if (knob.Has("interval80")) {
+  if (knob.value().contains("interval80")) {
     const Json& a = knob.value().at("interval80");
     if (!a.is_array() || a.size() != 2 || !a[0].is_number() || !a[1].is_number() || !(a[0].get<double>() <= x) ||
         !(x <= a[1].get<double>())) {
       knob.Fail("interval80", fmt::format("must be [lo, hi] with lo <= value ({}) <= hi, got {}", x, a.dump()));
+    }
+    const double lo = a[0].get<double>(), hi = a[1].get<double>();
+    if (!(k.min_open ? lo > k.min : lo >= k.min) || !(hi <= k.max)) {
+      knob.Fail("interval80", fmt::format("must lie in the knob's range {}{}, {}], got [{}, {}]", k.min_open ? "(" : "[", k.min, k.max, lo, hi));
     }
     cal.knob_intervals[k.Path()] = {a[0].get<double>(), a[1].get<double>()};
   }

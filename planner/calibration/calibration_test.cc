@@ -176,6 +176,12 @@ TEST_CASE("a fitted knob's 80 % interval round-trips and reaches the reports; a 
   bad["knobs"]["compute"]["gemm"]["shape_efficiency"]["interval80"] = Json::array({0.72, 0.80});  // the value outside it
   CHECK(ErrorOf(bad).find("/knobs/compute/gemm/shape_efficiency/interval80: must be [lo, hi] with lo <= value (0.7) <= hi, got "
                           "[0.72,0.8]") != std::string::npos);
+  bad = j;
+  bad["knobs"]["compute"]["gemm"]["shape_efficiency"]["interval80"] = Json::array({-1.0, 0.8});  // outside (0, 1]
+  CHECK(ErrorOf(bad).find("interval80: must lie in the knob's range (0, 1], got [-1, 0.8]") != std::string::npos);
+  bad = j;
+  bad["knobs"]["compute"]["gemm"]["shape_efficiency"]["interval80"] = nullptr;
+  CHECK(ErrorOf(bad).find("interval80: must be [lo, hi]") != std::string::npos);
 }
 
 TEST_CASE("version 1 files (one flat object of the old keys) are read: the same knobs as version 2") {

@@ -194,7 +194,7 @@ FidelityMeasured ReadMeasured(const JsonView& v) {
   m.RejectUnknownKeys({"kind", "value", "gflop_per_token", "range", "noise"});
   out.kind = ParseKind(m, "kind");
   out.value = Positive(m, "value");
-  if (m.Has("noise")) {
+  if (m.value().contains("noise")) {
     out.noise = Positive(m, "noise");
     if (out.noise > 1) m.Fail("noise", fmt::format("is the sd of ln(value), at most 1 (0.03: 3 % spread), got {}", out.noise));
   }
@@ -527,9 +527,10 @@ FidelityComponent ParseComponent(const JsonView& v, std::set<std::string>& ids, 
   return c;
 }
 
-// /components: every component parsed; errors name the component.
+// /components (optional: a user's runs file may hold none): every component parsed; errors name
+// the component.
 void ReadComponents(const Json& json, const JsonView& top, std::set<std::string>& ids, FidelitySet& set) {
-  ForEachListed(json, top, set.file, "components", "component", true,
+  ForEachListed(json, top, set.file, "components", "component", false,
                 [&](const JsonView& v) { set.components.push_back(ParseComponent(v, ids, set.sources)); });
 }
 

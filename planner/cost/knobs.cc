@@ -98,7 +98,7 @@ const std::vector<KnobSpec>& KnobTable() {
        KnobSpec::kComponent, "dispatchers.ep_overlap.hybridep_sm_share (planner/cost/knobs.h): 32 SMs of H100's 132 in HybridEP's Megatron recipes", true, 0.5},
         {"host", "step_overhead_us", "step_overhead_us", "us",
        [](Knobs& k) -> double& { return k.host.step_overhead_us; }, KnobSpec::kHost, 0, false, 1e8, 100, 1e7, false,
-       KnobSpec::kResidual, "host.step_overhead_us (planner/cost/knobs.h): 2 ms assumed (batch fetch, loss reduce and logging per step)", true, 2.0},
+       KnobSpec::kResidual, "host.step_overhead_us (planner/cost/knobs.h): 2 ms assumed (batch fetch, loss reduce and logging per step)", true, 3.0},
   };
   return table;
 }
