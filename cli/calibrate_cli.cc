@@ -86,8 +86,8 @@ std::vector<CalibrationRow> CalibrateRows(const CalibrateOptions& o, const std::
     for (const CalibrationRow& r : more) {
       const auto [at, added] = file_of.emplace(r.id, path);
       if (!added) {
-        throw Error(fmt::format("--runs: row \"{}\" appears in {} and again in {}: give each run and measurement once", r.id,
-                                at->second, path));
+        throw Error(fmt::format("--runs: row \"{}\" appears in {} and again in {}{}: give each run and measurement once", r.id,
+                                at->second, path, at->second == path ? " (the same file given twice)" : ""));
       }
     }
     rows.insert(rows.end(), more.begin(), more.end());

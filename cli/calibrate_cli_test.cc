@@ -162,7 +162,8 @@ TEST_CASE("calibrate: the same run given twice is refused, naming it and both fi
     RunCalibrate(o, out);
     FAIL("expected an error");
   } catch (const Error& e) {
-    CHECK(std::string(e.what()) == "--runs: row \"H02\" appears in " + runs + " and again in " + runs + ": give each run and measurement once");
+    CHECK(std::string(e.what()) == "--runs: row \"H02\" appears in " + runs + " and again in " + runs +
+                                       " (the same file given twice): give each run and measurement once");
   }
 }
 

@@ -525,8 +525,10 @@ std::string RunLeftOutReason(const FidelityRun& run, const std::string& only_har
     for (const auto& u : run.unsupported) why += (why.empty() ? "" : "; ") + u;
     return "not expressible: " + why;
   }
-  if (!only_hardware.empty() && run.cluster_name != only_hardware && run.cluster.name != only_hardware) {
-    return fmt::format("hardware \"{}\": a calibration is per hardware (calibrating {})", run.cluster_name, only_hardware);
+  // The hardware is the cluster's own name (its preset's, or a cluster file's), not the runs file's key for it.
+  if (!only_hardware.empty() && run.cluster.name != only_hardware) {
+    return fmt::format("hardware {} (cluster \"{}\"): a calibration is per hardware (calibrating {}; --preset {} calibrates that one)",
+                       run.cluster.name, run.cluster_name, only_hardware, run.cluster.name);
   }
   return "";
 }
@@ -550,7 +552,7 @@ CalibrationRow StepRow(const FidelityRun& run, const std::string& preset, Comput
   r.weight = run.weight;
   r.noise = run.measured.noise;
   r.cluster = run.cluster;
-  r.calibrated_hardware = run.cluster_name == preset || run.cluster.name == preset;
+  r.calibrated_hardware = run.cluster.name == preset;
   if (!r.calibrated_hardware) r.relative_to = KnobValues(DefaultCalibration(preset));
   r.model = model;
   r.predict = [prepared, model](const ClusterSpec& c) { return SimulateStep(prepared->plan, c, prepared->routing, model).step_time_us * 1e-6; };

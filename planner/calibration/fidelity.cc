@@ -195,6 +195,7 @@ FidelityMeasured ReadMeasured(const JsonView& v) {
   out.kind = ParseKind(m, "kind");
   out.value = Positive(m, "value");
   if (m.value().contains("noise")) {
+    if (!m.value().at("noise").is_number()) m.Fail("noise", fmt::format("must be a number in (0, 1], got {}", m.value().at("noise").dump()));
     out.noise = Positive(m, "noise");
     if (out.noise > 1) m.Fail("noise", fmt::format("is the sd of ln(value), at most 1 (0.03: 3 % spread), got {}", out.noise));
   }

@@ -91,7 +91,7 @@ std::string ReportHeaderToText(const Json& h) {
       knobs += fmt::format("{}{} {:.4g} [{:.4g}, {:.4g}]", knobs.empty() ? "" : ", ", path, f.at("value").get<double>(),
                            f.at("interval80")[0].get<double>(), f.at("interval80")[1].get<double>());
     }
-    out << fmt::format("            fitted by calibrate, with 80 % intervals: {}\n", knobs);
+    out << fmt::format("            knobs with an 80 % interval (calibrate's fit): {}\n", knobs);
   }
   const Json& r = h.at("routing");
   if (r.is_null()) {
