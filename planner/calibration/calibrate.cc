@@ -103,6 +103,23 @@ bool SolveLinear(std::vector<std::vector<double>> a, std::vector<double> b, std:
   return true;
 }
 
+// d ln(predicted_i) / d ln(knob) for each row of nonzero weight `w` and each knob in `active`, at
+// `values` (central differences, h = 0.01); rows of zero weight stay 0.
+std::vector<std::vector<double>> LogJacobian(const std::vector<CalibrationRow>& rows, const std::vector<double>& w,
+                                             const std::vector<size_t>& active, const std::vector<double>& values) {
+  constexpr double h = 0.01;
+  std::vector<std::vector<double>> jac(rows.size(), std::vector<double>(active.size(), 0.0));
+  for (size_t j = 0; j < active.size(); ++j) {
+    std::vector<double> up = values, down = values;
+    up[active[j]] *= std::exp(h);
+    down[active[j]] *= std::exp(-h);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (w[i] > 0) jac[i][j] = (std::log(PredictRow(rows[i], up)) - std::log(PredictRow(rows[i], down))) / (2 * h);
+    }
+  }
+  return jac;
+}
+
 // Rows of `stage`.
 double StageRows(const std::vector<CalibrationRow>& rows, KnobSpec::Stage stage) {
   return static_cast<double>(std::count_if(rows.begin(), rows.end(), [&](const CalibrationRow& r) { return r.stage == stage; }));
@@ -224,19 +241,10 @@ void Minimize(const std::vector<CalibrationRow>& rows, KnobSpec::Stage stage, co
   double current = loss(*values);
   for (int iter = 0; iter < 60 && lambda < 1e8; ++iter) {
     std::vector<double> r(rows.size(), 0.0);
-    std::vector<std::vector<double>> jac(rows.size(), std::vector<double>(m, 0.0));
     for (size_t i = 0; i < rows.size(); ++i) {
       if (w[i] > 0) r[i] = RowLogError(rows[i], PredictRow(rows[i], *values));
     }
-    constexpr double h = 0.01;
-    for (size_t j = 0; j < m; ++j) {
-      std::vector<double> up = *values, down = *values;
-      up[active[j]] *= std::exp(h);
-      down[active[j]] *= std::exp(-h);
-      for (size_t i = 0; i < rows.size(); ++i) {
-        if (w[i] > 0) jac[i][j] = (RowLogError(rows[i], PredictRow(rows[i], up)) - RowLogError(rows[i], PredictRow(rows[i], down))) / (2 * h);
-      }
-    }
+    const std::vector<std::vector<double>> jac = LogJacobian(rows, w, active, *values);
     std::vector<std::vector<double>> a(m, std::vector<double>(m, 0.0));
     std::vector<double> g(m, 0.0);
     for (size_t j = 0; j < m; ++j) {
@@ -351,46 +359,25 @@ std::vector<double> PosteriorSd(const std::vector<CalibrationRow>& rows, KnobSpe
   const size_t m = active.size();
   const std::vector<double> w = RowWeights(rows, stage);
   const double n = StageRows(rows, stage);
-  std::vector<std::vector<double>> jac(rows.size(), std::vector<double>(m, 0.0));
-  constexpr double h = 0.01;
+  const std::vector<std::vector<double>> jac = LogJacobian(rows, w, active, values);
+  std::vector<std::vector<double>> a(m, std::vector<double>(m, 0.0));
+  std::vector<double> sd(m);
   for (size_t j = 0; j < m; ++j) {
-    std::vector<double> up = values, down = values;
-    up[active[j]] *= std::exp(h);
-    down[active[j]] *= std::exp(-h);
-    for (size_t i = 0; i < rows.size(); ++i) {
-      if (w[i] > 0) jac[i][j] = (std::log(PredictRow(rows[i], up)) - std::log(PredictRow(rows[i], down))) / (2 * h);
-    }
-  }
-  // [H | I], Gauss-Jordan with partial pivoting.
-  std::vector<std::vector<double>> a(m, std::vector<double>(2 * m, 0.0));
-  for (size_t j = 0; j < m; ++j) {
-    const double sd = PriorSd(Table()[active[j]], prior[active[j]]);
-    a[j][j] = 1.0 / (sd * sd);
-    a[j][m + j] = 1.0;
+    sd[j] = PriorSd(Table()[active[j]], prior[active[j]]);
+    a[j][j] = 1.0 / (sd[j] * sd[j]);
     for (size_t l = 0; l < m; ++l) {
       for (size_t i = 0; i < rows.size(); ++i) {
         if (w[i] > 0) a[j][l] += n * w[i] * jac[i][j] * jac[i][l] / (rows[i].noise * rows[i].noise);
       }
     }
   }
-  std::vector<double> sd(m);
-  for (size_t j = 0; j < m; ++j) sd[j] = PriorSd(Table()[active[j]], prior[active[j]]);
-  for (size_t c = 0; c < m; ++c) {
-    size_t piv = c;
-    for (size_t r = c + 1; r < m; ++r) {
-      if (std::fabs(a[r][c]) > std::fabs(a[piv][c])) piv = r;
-    }
-    if (!(std::fabs(a[piv][c]) > 1e-300)) return sd;
-    std::swap(a[c], a[piv]);
-    const double d = a[c][c];
-    for (double& x : a[c]) x /= d;
-    for (size_t r = 0; r < m; ++r) {
-      if (r == c || a[r][c] == 0) continue;
-      const double f = a[r][c];
-      for (size_t l = 0; l < 2 * m; ++l) a[r][l] -= f * a[c][l];
-    }
+  // Each diagonal element of the inverse: column j of it solves a x = e_j.
+  for (size_t j = 0; j < m; ++j) {
+    std::vector<double> e(m, 0.0), x;
+    e[j] = 1.0;
+    if (!SolveLinear(a, e, &x)) return sd;  // singular: the priors' sd
+    sd[j] = std::sqrt(std::max(0.0, x[j]));
   }
-  for (size_t j = 0; j < m; ++j) sd[j] = std::sqrt(std::max(0.0, a[j][m + j]));
   return sd;
 }
 

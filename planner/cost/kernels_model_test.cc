@@ -156,11 +156,16 @@ TEST_CASE("SimulateStep with --compute-model kernels adds the kernels to their p
 }
 
 TEST_CASE("StepEndKernels: Megatron's and torch's passes, byte by byte") {
-  dockyard::StepEndShape s;
-  s.grad_buffer_bytes = 1000;  // 250 fp32 gradients
-  s.optimizer_elems = 100;     // the distributed optimizer's shard
-  s.megatron = true;
-  s.data_parallel = true;
+  // Megatron's: 250 fp32 gradients in the buffer, the distributed optimizer's shard of 100, dp > 1.
+  auto megatron = [] {
+    dockyard::StepEndShape s;
+    s.grad_buffer_bytes = 1000;
+    s.optimizer_elems = 100;
+    s.megatron = true;
+    s.data_parallel = true;
+    return s;
+  };
+  dockyard::StepEndShape s = megatron();
   const auto k = dockyard::StepEndKernels(s);
   CHECK(Bytes(k, "zero_grad_buffer") == 1000);       // writes G
   CHECK(Bytes(k, "check_for_nan_in_grad") == 1000);  // reads G
@@ -195,11 +200,7 @@ TEST_CASE("StepEndKernels: Megatron's and torch's passes, byte by byte") {
   CHECK(Total(f) == 10000);
   // Megatron --clip-grad 0 skips the norm and the clipping; --no-check-for-nan-in-loss-and-grad
   // the NaN check: 8,600 - 400 - 800 - 1,000 = 6,400 B.
-  s = dockyard::StepEndShape{};
-  s.grad_buffer_bytes = 1000;
-  s.optimizer_elems = 100;
-  s.megatron = true;
-  s.data_parallel = true;
+  s = megatron();
   s.clip = false;
   s.nan_check = false;
   const auto off = dockyard::StepEndKernels(s);
