@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <unistd.h>
@@ -45,6 +46,15 @@ Json& RunJson(Json& j, const std::string& id) {
 }
 
 // The error RunCalibrate gives, and that it wrote nothing.
+// Keeps only the runs of `j` whose id is in `ids`.
+void KeepRuns(Json& j, const std::set<std::string>& ids) {
+  Json kept = Json::array();
+  for (const Json& r : j["runs"]) {
+    if (ids.count(r["id"].get<std::string>())) kept.push_back(r);
+  }
+  j["runs"] = kept;
+}
+
 std::string CalibrateError(const std::string& runs) {
   CalibrateOptions o;
   o.runs = {runs};
@@ -127,11 +137,7 @@ TEST_CASE("calibrate refuses to write a file that changes nothing: exit 1, the r
   // Only H02 and H03 (two rows of one group at 15 % noise, no component row): they pin no knob
   // better than its prior.
   const std::string runs = WriteRuns("two.json", [](Json& j) {
-    Json kept = Json::array();
-    for (const Json& r : j["runs"]) {
-      if (r["id"] == "H02" || r["id"] == "H03") kept.push_back(r);
-    }
-    j["runs"] = kept;
+    KeepRuns(j, {"H02", "H03"});
     j["components"] = Json::array();
   });
   CalibrateOptions o;
@@ -147,11 +153,7 @@ TEST_CASE("calibrate refuses to write a file that changes nothing: exit 1, the r
 
 TEST_CASE("calibrate: the same run given twice is refused, naming it and both files; a runs file may leave out components") {
   const std::string runs = WriteRuns("dup.json", [](Json& j) {
-    Json kept = Json::array();
-    for (const Json& r : j["runs"]) {
-      if (r["id"] == "H02" || r["id"] == "H03") kept.push_back(r);
-    }
-    j["runs"] = kept;
+    KeepRuns(j, {"H02", "H03"});
     j.erase("components");  // optional (a user's runs file measures no component)
   });
   CalibrateOptions o;

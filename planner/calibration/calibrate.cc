@@ -63,20 +63,27 @@ std::vector<double> RowWeights(const std::vector<CalibrationRow>& rows, KnobSpec
 }
 
 // Root mean square over the stage's rows (loss weights) of d ln(predicted) / d ln(knob k).
+// Root mean square over the rows of nonzero weight (loss weights) of ln(predicted under `to` /
+// predicted under `from`).
+double RmsLogChange(const std::vector<CalibrationRow>& rows, const std::vector<double>& weights, const std::vector<double>& from,
+                    const std::vector<double>& to) {
+  double sum = 0, wsum = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (weights[i] == 0) continue;
+    const double d = std::log(PredictRow(rows[i], to) / PredictRow(rows[i], from));
+    sum += weights[i] * d * d;
+    wsum += weights[i];
+  }
+  return wsum > 0 ? std::sqrt(sum / wsum) : 0.0;
+}
+
 double Sensitivity(const std::vector<CalibrationRow>& rows, const std::vector<double>& weights, const std::vector<double>& values,
                    size_t k) {
   constexpr double h = 0.01;
   std::vector<double> up = values, down = values;
   up[k] *= std::exp(h);
   down[k] *= std::exp(-h);
-  double sum = 0, wsum = 0;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (weights[i] == 0) continue;
-    const double d = (std::log(PredictRow(rows[i], up)) - std::log(PredictRow(rows[i], down))) / (2 * h);
-    sum += weights[i] * d * d;
-    wsum += weights[i];
-  }
-  return wsum > 0 ? std::sqrt(sum / wsum) : 0.0;
+  return RmsLogChange(rows, weights, down, up) / (2 * h);
 }
 
 // Solves a x = b for a square `a` (copied) by Gauss-Jordan elimination with partial pivoting;
@@ -133,14 +140,7 @@ double PriorSdEffect(const std::vector<CalibrationRow>& rows, const std::vector<
                      const std::vector<double>& prior, size_t k) {
   std::vector<double> up = values;
   up[k] = std::min(values[k] * std::exp(2.0 * PriorSd(Table()[k], prior[k])), UpperBound(Table()[k], prior[k]));
-  double sum = 0, wsum = 0;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (weights[i] == 0) continue;
-    const double d = std::log(PredictRow(rows[i], up) / PredictRow(rows[i], values));
-    sum += weights[i] * d * d;
-    wsum += weights[i];
-  }
-  return wsum > 0 ? std::sqrt(sum / wsum) : 0.0;
+  return RmsLogChange(rows, weights, values, up);
 }
 
 // Bounded coordinate descent in ln(value) over the knobs in `active` of the stage's objective:

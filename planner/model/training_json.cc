@@ -71,6 +71,17 @@ void ValidateTraining(const TrainingConfig& t, const std::string& origin) {
   }
 }
 
+namespace {
+
+// An optional true / false key of the training block: `*out` keeps its value when absent.
+void ReadBool(const JsonView& v, const char* key, bool* out) {
+  if (!v.Has(key)) return;
+  if (!v.value().at(key).is_boolean()) v.Fail(key, "must be true or false");
+  *out = v.value().at(key).get<bool>();
+}
+
+}  // namespace
+
 TrainingConfig TrainingFromJson(const JsonView& v) {
   // clang-format off
   v.RejectUnknownKeys({"dp_sharding",       "param_dtype",      "grad_dtype", "optimizer",      "seq_len",
@@ -121,31 +132,19 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
   if (v.Has("make_vocab_size_divisible_by")) t.make_vocab_size_divisible_by = v.Int("make_vocab_size_divisible_by");
   t.precision = v.StringOr("precision", t.precision);
   t.fp8_recipe = v.StringOr("fp8_recipe", t.fp8_recipe);
-  if (v.Has("fp8_dispatch")) {
-    if (!v.value().at("fp8_dispatch").is_boolean()) v.Fail("fp8_dispatch", "must be true or false");
-    t.fp8_dispatch = v.value().at("fp8_dispatch").get<bool>();
-  }
-  if (v.Has("fp8_param_gather")) {
-    if (!v.value().at("fp8_param_gather").is_boolean()) v.Fail("fp8_param_gather", "must be true or false");
-    t.fp8_param_gather = v.value().at("fp8_param_gather").get<bool>();
-  }
+  ReadBool(v, "fp8_dispatch", &t.fp8_dispatch);
+  ReadBool(v, "fp8_param_gather", &t.fp8_param_gather);
   t.optimizer_states_dtype = CanonicalDtype(v.StringOr("optimizer_states_dtype", t.optimizer_states_dtype));
   t.run.vpp = v.IntOr("vpp", t.run.vpp, 1);
   t.run.megatron_core_version = v.StringOr("megatron_core_version", "");
   ValidateMegatronCoreVersion(t.run.megatron_core_version, v.Where("megatron_core_version"));
-  if (v.Has("cross_entropy_loss_fusion")) {
-    if (!v.value().at("cross_entropy_loss_fusion").is_boolean()) v.Fail("cross_entropy_loss_fusion", "must be true or false");
-    t.run.fused_cross_entropy = v.value().at("cross_entropy_loss_fusion").get<bool>();
-  }
+  ReadBool(v, "cross_entropy_loss_fusion", &t.run.fused_cross_entropy);
   t.run.cross_entropy_fusion_impl = v.StringOr("cross_entropy_fusion_impl", t.run.cross_entropy_fusion_impl);
   ValidateCrossEntropyFusionImpl(t.run, v.Where("cross_entropy_fusion_impl"), v.Where("cross_entropy_loss_fusion"),
                                  v.Where("megatron_core_version"));
   t.run.clip_grad = v.NumberOr("clip_grad", t.run.clip_grad);
   ValidateClipGrad(t.run.clip_grad, v.Where("clip_grad"));
-  if (v.Has("check_for_nan_in_grad")) {
-    if (!v.value().at("check_for_nan_in_grad").is_boolean()) v.Fail("check_for_nan_in_grad", "must be true or false");
-    t.run.check_for_nan_in_grad = v.value().at("check_for_nan_in_grad").get<bool>();
-  }
+  ReadBool(v, "check_for_nan_in_grad", &t.run.check_for_nan_in_grad);
   ValidateTraining(t, v.Where() + "/");
   return t;
 }
