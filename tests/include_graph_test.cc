@@ -90,7 +90,7 @@ std::string PackageOf(const std::string& path) {
 }
 
 int PackageRank(const std::string& package) {
-  static const std::vector<std::string> order = {"planner/base",        "planner/model",  "planner/layout",
+  static const std::vector<std::string> order = {"planner/base",        "planner/model",  "planner/layout", "planner/frameworks",
                                                  "planner/accounting",  "planner/routing", "planner/cost",
                                                  "planner/calibration", "planner/search", "planner/report"};
   const auto it = std::find(order.begin(), order.end(), package);

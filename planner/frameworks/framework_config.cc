@@ -1,0 +1,27 @@
+// What dockyard takes from a framework's job config (see framework_config.h).
+#include "planner/frameworks/framework_config.h"
+
+#include <fmt/format.h>
+
+namespace dockyard {
+
+const ConfigArg* FrameworkConfig::Find(const std::string& key) const {
+  for (const auto& a : args) {
+    if (a.key == key) return &a;
+  }
+  return nullptr;
+}
+
+std::string FrameworkConfigText(const FrameworkConfig& config) {
+  std::string out = fmt::format("{} config {}: {} arguments; {} set dockyard flags", config.framework, config.file, config.args.size(),
+                                config.flags.size());
+  if (!config.not_read.empty()) out += fmt::format(", {} without effect on a plan (learning rate, data, logging, ...)", config.not_read.size());
+  out += "\n";
+  if (!config.ignored.empty()) {
+    out += "  ignored (would change the plan; not modelled):\n";
+    for (const auto& k : config.ignored) out += "    " + k + "\n";
+  }
+  return out;
+}
+
+}  // namespace dockyard

@@ -1,0 +1,788 @@
+// Megatron-LM launch arguments (see megatron_args.h). Defaults and names: Megatron-LM at
+// kMegatronLmCommit, megatron/training/arguments.py (the literal add_argument calls and
+// validate_args) and megatron/core/transformer/transformer_config.py (the dataclass fields the
+// ArgumentGroupFactory turns into arguments, and their __post_init__ defaults).
+#include "planner/frameworks/megatron_args.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "planner/base/error.h"
+#include "planner/base/json_util.h"
+#include "planner/base/number_text.h"
+#include "planner/frameworks/megatron_arg_table.h"
+#include "planner/model/dispatcher.h"
+#include "planner/model/training.h"
+
+namespace dockyard {
+
+const char* const kMegatronLmCommit = kMegatronArgTableCommit;
+
+const std::map<std::string, char>& MegatronArgTable() {
+  static const std::map<std::string, char> table = [] {
+    std::map<std::string, char> t;
+    std::istringstream in(kMegatronArgTableText);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.empty() || line[0] == '#') continue;
+      const auto tab = line.find('\t');
+      if (tab == std::string::npos || tab + 1 >= line.size()) continue;
+      t[line.substr(0, tab)] = line[tab + 1];
+    }
+    return t;
+  }();
+  return table;
+}
+
+namespace {
+
+struct Word {
+  std::string text;
+  int line = 0;
+  bool quoted = false;
+};
+
+[[noreturn]] void Fail(const std::string& file, int line, const std::string& message) {
+  throw Error(fmt::format("{}:{}: {}", file, line, message));
+}
+
+// Bash-like word splitting of an argument list (ReadMegatronArgs' rules).
+std::vector<Word> SplitWords(const std::string& text, const std::string& file) {
+  std::vector<Word> words;
+  int line = 1;
+  size_t i = 0;
+  const size_t n = text.size();
+  while (i < n) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+      ++i;
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\r') {
+      ++i;
+      continue;
+    }
+    if (c == '\\' && i + 1 < n && (text[i + 1] == '\n' || (text[i + 1] == '\r' && i + 2 < n && text[i + 2] == '\n'))) {
+      i += text[i + 1] == '\n' ? 2 : 3;
+      ++line;
+      continue;
+    }
+    if (c == '#') {
+      while (i < n && text[i] != '\n') ++i;
+      continue;
+    }
+    Word w;
+    w.line = line;
+    while (i < n && !(text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r')) {
+      const char d = text[i];
+      if (d == '\\' && i + 1 < n && text[i + 1] == '\n') break;
+      if (d == '\'' || d == '"') {
+        const size_t close = text.find(d, i + 1);
+        if (close == std::string::npos) Fail(file, line, fmt::format("a {} quote is not closed", d == '\'' ? "single" : "double"));
+        const std::string inner = text.substr(i + 1, close - i - 1);
+        if (d == '"' && inner.find('$') != std::string::npos) {
+          Fail(file, line, fmt::format("\"{}\": a shell variable; dockyard reads the arguments as written: put its value in the file", inner));
+        }
+        line += static_cast<int>(std::count(inner.begin(), inner.end(), '\n'));
+        w.text += inner;
+        w.quoted = true;
+        i = close + 1;
+        continue;
+      }
+      if (d == '$') {
+        size_t end = i;
+        while (end < n && !std::isspace(static_cast<unsigned char>(text[end]))) ++end;
+        Fail(file, line,
+             fmt::format("'{}': a shell variable; dockyard reads the arguments as written: put its value in the file",
+                         text.substr(i, end - i)));
+      }
+      if (d == '(' || d == ')') {
+        Fail(file, line,
+             fmt::format("'{}': a bash array or subshell; give the arguments themselves (the body of MODEL_ARGS=( ... ), "
+                         "without the brackets)",
+                         std::string(1, d)));
+      }
+      w.text += d;
+      ++i;
+    }
+    if (!w.text.empty() || w.quoted) words.push_back(w);
+  }
+  return words;
+}
+
+bool IsKey(const Word& w) { return !w.quoted && w.text.size() > 2 && w.text[0] == '-' && w.text[1] == '-'; }
+
+std::vector<std::string> TableKeys() {
+  std::vector<std::string> keys;
+  for (const auto& [k, a] : MegatronArgTable()) keys.push_back(k);
+  return keys;
+}
+
+}  // namespace
+
+std::vector<ConfigArg> ReadMegatronArgs(const std::string& text, const std::string& file) {
+  const std::vector<Word> words = SplitWords(text, file);
+  const auto& table = MegatronArgTable();
+  std::vector<ConfigArg> args;
+  for (size_t i = 0; i < words.size();) {
+    const Word& w = words[i];
+    if (!IsKey(w)) {
+      if (w.text.find("=(") != std::string::npos) {
+        Fail(file, w.line, fmt::format("'{}': a bash array; give the arguments themselves, without NAME=( ... )", w.text));
+      }
+      Fail(file, w.line,
+           fmt::format("'{}' is not an argument: the file holds Megatron-LM's arguments only (what follows pretrain_gpt.py, "
+                       "e.g. the body of MODEL_ARGS), each a --key with its values",
+                       w.text));
+    }
+    ConfigArg arg;
+    arg.line = w.line;
+    arg.key = w.text;
+    const auto eq = arg.key.find('=');
+    if (eq != std::string::npos) {
+      arg.values.push_back(arg.key.substr(eq + 1));
+      arg.key = arg.key.substr(0, eq);
+    }
+    const auto it = table.find(arg.key);
+    if (it == table.end()) {
+      Fail(file, w.line,
+           fmt::format("{}: not a Megatron-LM argument (its argument list at {}){}", arg.key, std::string(kMegatronLmCommit).substr(0, 12),
+                       DidYouMeanText(arg.key, TableKeys())));
+    }
+    ++i;
+    while (i < words.size() && !IsKey(words[i])) arg.values.push_back(words[i++].text);
+    const char arity = it->second;
+    if (arity == '0' && !arg.values.empty()) {
+      Fail(file, arg.line, fmt::format("{} is a switch and takes no value, got '{}'", arg.key, arg.values.front()));
+    }
+    if (arity == '1' && arg.values.size() != 1) {
+      Fail(file, arg.line,
+           arg.values.empty() ? fmt::format("{} needs a value", arg.key)
+                              : fmt::format("{} takes one value, got {}: '{}'", arg.key, arg.values.size(), fmt::join(arg.values, "' '")));
+    }
+    if (arity == '+' && arg.values.empty()) Fail(file, arg.line, fmt::format("{} needs one or more values", arg.key));
+    // A key given again keeps its last value (argparse).
+    args.erase(std::remove_if(args.begin(), args.end(), [&](const ConfigArg& a) { return a.key == arg.key; }), args.end());
+    args.push_back(arg);
+  }
+  return args;
+}
+
+namespace {
+
+// ---- values ------------------------------------------------------------------------------------
+
+const std::string& Value(const ConfigArg& a) { return a.values.front(); }
+
+int64_t IntValue(const FrameworkConfig& c, const ConfigArg& a, int64_t min) {
+  int64_t v = 0;
+  if (!ParseStrictInt(Value(a), &v)) Fail(c.file, a.line, fmt::format("{} '{}': not a whole number", a.key, Value(a)));
+  if (v < min) Fail(c.file, a.line, fmt::format("{} {}: must be >= {}", a.key, Value(a), min));
+  return v;
+}
+
+double NumberValue(const FrameworkConfig& c, const ConfigArg& a) {
+  double v = 0;
+  if (!ParseStrictDouble(Value(a), &v)) Fail(c.file, a.line, fmt::format("{} '{}': not a number", a.key, Value(a)));
+  return v;
+}
+
+std::string ChoiceValue(const FrameworkConfig& c, const ConfigArg& a, const std::vector<std::string>& choices) {
+  const std::string& v = Value(a);
+  if (std::find(choices.begin(), choices.end(), v) == choices.end()) {
+    Fail(c.file, a.line, fmt::format("{} '{}': Megatron-LM takes {}", a.key, v, fmt::join(choices, " | ")));
+  }
+  return v;
+}
+
+// ---- the keys ----------------------------------------------------------------------------------
+
+// Architecture keys: read by MegatronModel.
+const std::set<std::string>& ArchitectureKeys() {
+  static const std::set<std::string> keys = {
+      "--num-layers", "--hidden-size", "--ffn-hidden-size", "--num-attention-heads", "--group-query-attention", "--num-query-groups",
+      "--kv-channels", "--num-experts", "--moe-router-topk", "--moe-ffn-hidden-size", "--moe-shared-expert-intermediate-size",
+      "--moe-shared-expert-gate", "--moe-layer-freq", "--multi-latent-attention", "--q-lora-rank", "--kv-lora-rank", "--qk-head-dim",
+      "--qk-pos-emb-head-dim", "--v-head-dim", "--qk-layernorm", "--untie-embeddings-and-output-weights", "--vocab-size",
+      "--normalization", "--swiglu", "--disable-bias-linear", "--add-bias-linear", "--add-qkv-bias", "--moe-router-score-function",
+      "--moe-router-enable-expert-bias", "--moe-router-num-groups", "--moe-router-group-topk", "--moe-router-topk-scaling-factor",
+      "--max-position-embeddings", "--rotary-scaling-factor", "--position-embedding-type"};
+  return keys;
+}
+
+// Keys without effect on a plan's layout, memory or traffic: optimization hyper-parameters, data,
+// tokenizer, logging, checkpointing, initialization, fused-kernel switches the time model does not
+// distinguish. Everything else that is neither mapped nor here is listed as ignored.
+bool WithoutEffect(const std::string& key) {
+  static const char* const prefixes[] = {
+      "--lr", "--min-lr", "--weight-decay", "--start-weight-decay", "--end-weight-decay", "--adam-", "--sgd-", "--log", "--tensorboard",
+      "--wandb", "--save", "--load", "--ckpt", "--dist-ckpt", "--data-", "--split", "--tokenizer", "--vocab-file", "--merge-file",
+      "--eval-", "--train-", "--exit-", "--seed", "--init-method", "--attention-dropout", "--hidden-dropout", "--rotary-base",
+      "--rotary-percent", "--norm-epsilon", "--use-mcore-models", "--no-masked-softmax-fusion", "--no-position-embedding",
+      "--no-rope-fusion", "--no-bias-swiglu-fusion", "--no-bias-dropout-fusion", "--no-bias-gelu-fusion", "--moe-aux-loss-coeff",
+      "--moe-router-load-balancing-type", "--moe-router-bias-update-rate", "--moe-router-pre-softmax", "--moe-z-loss-coeff",
+      "--moe-router-dtype", "--moe-grouped-gemm", "--moe-permute-fusion", "--distributed-timeout-minutes", "--distributed-backend",
+      "--manual-gc", "--num-workers", "--no-mmap-bin-files", "--no-create-attention-mask-in-dataloader", "--auto-detect-ckpt-format",
+      "--mscale", "--profile", "--enable-experimental", "--use-flash-attn", "--mtp-loss-scaling-factor", "--no-load-optim",
+      "--no-load-rng", "--timing-log-level", "--mock-data", "--use-checkpoint-args", "--init-model-with-meta-device",
+      "--transformer-impl", "--attention-softmax-in-fp32", "--accumulate-allreduce-grads-in-fp32", "--use-dist-ckpt",
+      "--override-opt-param-scheduler", "--use-checkpoint-opt_param-scheduler", "--micro-batch-size-warmup", "--rampup-batch-size",
+      "--finetune", "--pretrained-checkpoint", "--async-save", "--object-storage-cache-path", "--kv-channels", "--beta-",
+      "--original-max-position-embeddings", "--rope-type", "--no-persist-layer-norm", "--apply-layernorm-1p", "--bias-", "--no-gradient-accumulation-fusion",
+      "--calculate-per-token-loss", "--use-rotary-position-embeddings", "--rotary-interleaved", "--deterministic-mode", "--fp8-margin",
+      "--fp8-interval", "--fp8-amax-", "--fp8-wgrad", "--no-fp8-wgrad", "--hysteresis", "--loss-scale", "--initial-loss-scale",
+      "--min-loss-scale", "--check-weight-hash-across-dp-replicas-interval", "--no-check-for-nan-in-loss-and-grad-", "--iterations-to-skip",
+      "--result-rejected-tracker-filename", "--rerun-mode", "--dataloader-type", "--num-dataset-builder-threads", "--reset-",
+      "--eod-mask-loss", "--no-shared-storage", "--straggler", "--one-logger", "--app-tag-run-", "--nvtx", "--record-memory-history",
+      "--memory-snapshot-path", "--per-split-data-args-path", "--mid-level-dataset-surplus", "--full-validation", "--skip-train",
+      "--te-rng-tracker", "--inference-rng-tracker", "--heterogeneous-layers-config", "--wgrad-deferral-limit"};
+  for (const char* p : prefixes) {
+    if (key.rfind(p, 0) == 0) return true;
+  }
+  return false;
+}
+
+// Keys that change a plan and that dockyard does not model, with the reason.
+std::string IgnoredReason(const std::string& key) {
+  static const std::map<std::string, std::string> reasons = {
+      {"--tp-comm-overlap", "TransformerEngine's TP-communication overlap: the TP collectives are priced exposed"},
+      {"--moe-expert-capacity-factor", "token dropping: simulate --capacity-factor reports the drops"},
+      {"--moe-pad-expert-input-to-capacity", "padding to capacity"},
+      {"--moe-token-drop-policy", "token dropping"},
+      {"--moe-router-force-load-balancing", "balanced routing: give --imbalance or --routing"},
+      {"--cpu-offloading", "activation offloading"},
+      {"--fine-grained-activation-offloading", "activation offloading"},
+      {"--delay-wgrad-compute", "delayed weight gradients"},
+      {"--defer-embedding-wgrad-compute", "deferred embedding weight gradient"},
+      {"--no-overlap-p2p-communication", "pipeline P2P priced as the default overlap"},
+      {"--attention-backend", "attention is priced as flash attention"},
+      {"--megatron-fsdp-grad-comm-dtype", "Megatron-FSDP's gradient communication dtype"},
+      {"--megatron-fsdp-main-grads-dtype", "Megatron-FSDP's main-gradient dtype"},
+      {"--fsdp-double-buffer", "Megatron-FSDP's double buffer"},
+      {"--use-nccl-ub", "NCCL user buffers"},
+      {"--moe-enable-deepep", "read as --moe-token-dispatcher-type flex --moe-flex-dispatcher-backend deepep"},
+  };
+  const auto it = reasons.find(key);
+  return it == reasons.end() ? "" : it->second;
+}
+
+void AddFlag(FrameworkConfig& c, const std::string& flag, const std::string& value, const std::string& from) {
+  c.flags.push_back({flag, value, from});
+}
+
+// "[0]*3+[1]*58", "([1]*3+[0])*4", "[1,0,1]": Megatron's --moe-layer-freq list expressions
+// (arguments.py moe_freq_type evaluates them as Python); a plain N: every N-th layer.
+class FreqExpression {
+ public:
+  FreqExpression(const std::string& text, const std::string& where) : s_(text), where_(where) {}
+  std::vector<int64_t> Parse() {
+    std::vector<int64_t> v = Sum();
+    Skip();
+    if (i_ != s_.size()) Bad("unexpected '" + s_.substr(i_, 1) + "'");
+    return v;
+  }
+
+ private:
+  void Skip() {
+    while (i_ < s_.size() && s_[i_] == ' ') ++i_;
+  }
+  [[noreturn]] void Bad(const std::string& why) {
+    throw Error(fmt::format("{} '{}': {} (a list expression such as [0]*3+[1]*58, or N for every N-th layer)", where_, s_, why));
+  }
+  int64_t Int() {
+    Skip();
+    size_t start = i_;
+    while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) ++i_;
+    int64_t v = 0;
+    if (start == i_ || !ParseStrictInt(s_.substr(start, i_ - start), &v) || v > (1 << 20)) Bad("expected a whole number");
+    return v;
+  }
+  std::vector<int64_t> Atom() {
+    Skip();
+    std::vector<int64_t> v;
+    if (i_ < s_.size() && s_[i_] == '[') {
+      ++i_;
+      Skip();
+      if (i_ < s_.size() && s_[i_] == ']') {
+        ++i_;
+        return v;
+      }
+      for (;;) {
+        v.push_back(Int());
+        Skip();
+        if (i_ < s_.size() && s_[i_] == ',') {
+          ++i_;
+          continue;
+        }
+        if (i_ < s_.size() && s_[i_] == ']') {
+          ++i_;
+          return v;
+        }
+        Bad("expected ',' or ']'");
+      }
+    }
+    if (i_ < s_.size() && s_[i_] == '(') {
+      ++i_;
+      v = Sum();
+      Skip();
+      if (i_ >= s_.size() || s_[i_] != ')') Bad("expected ')'");
+      ++i_;
+      return v;
+    }
+    Bad("expected '[' or '('");
+  }
+  std::vector<int64_t> Term() {
+    std::vector<int64_t> v = Atom();
+    Skip();
+    while (i_ < s_.size() && s_[i_] == '*') {
+      ++i_;
+      const int64_t k = Int();
+      std::vector<int64_t> r;
+      if (static_cast<double>(v.size()) * static_cast<double>(k) > (1 << 20)) Bad("too long");
+      for (int64_t j = 0; j < k; ++j) r.insert(r.end(), v.begin(), v.end());
+      v = std::move(r);
+      Skip();
+    }
+    return v;
+  }
+  std::vector<int64_t> Sum() {
+    std::vector<int64_t> v = Term();
+    Skip();
+    while (i_ < s_.size() && s_[i_] == '+') {
+      ++i_;
+      const std::vector<int64_t> t = Term();
+      v.insert(v.end(), t.begin(), t.end());
+      Skip();
+    }
+    return v;
+  }
+
+  std::string s_, where_;
+  size_t i_ = 0;
+};
+
+std::string JoinValues(const ConfigArg& a, const char* sep) { return fmt::format("{}", fmt::join(a.values, sep)); }
+
+}  // namespace
+
+FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& file) {
+  FrameworkConfig c;
+  c.framework = "Megatron-LM";
+  c.file = file;
+  c.args = ReadMegatronArgs(text, file);
+  std::set<std::string> used;
+  auto find = [&](const std::string& key) -> const ConfigArg* {
+    const ConfigArg* a = c.Find(key);
+    if (a) used.insert(key);
+    return a;
+  };
+
+  // Megatron needs these three (arguments.py validate_args asserts them); so does dockyard.
+  for (const char* key : {"--num-layers", "--hidden-size", "--num-attention-heads"}) {
+    if (!c.Find(key)) throw Error(fmt::format("{}: no {}: Megatron-LM requires it (arguments.py), and so does dockyard", file, key));
+  }
+  AddFlag(c, "--convention", "megatron", "Megatron-LM");
+
+  // Degrees. The data-parallel degree is what the world leaves (world / (tp x pp x cp)).
+  int64_t tp = 1, pp = 1;
+  if (const ConfigArg* a = find("--tensor-model-parallel-size")) {
+    tp = IntValue(c, *a, 1);
+    AddFlag(c, "--tp", Value(*a), a->key);
+  }
+  if (const ConfigArg* a = find("--pipeline-model-parallel-size")) {
+    pp = IntValue(c, *a, 1);
+    AddFlag(c, "--pp", Value(*a), a->key);
+  }
+  if (const ConfigArg* a = find("--context-parallel-size")) AddFlag(c, "--cp", std::to_string(IntValue(c, *a, 1)), a->key);
+  if (const ConfigArg* a = find("--expert-model-parallel-size")) AddFlag(c, "--ep", std::to_string(IntValue(c, *a, 1)), a->key);
+  // Absent, ETP = TP: Megatron's default (arguments.py validate_args) is the megatron convention's
+  // (planner/layout/parallel_dims.h DefaultEtp), so nothing is set here.
+  if (const ConfigArg* a = find("--expert-tensor-parallel-size")) AddFlag(c, "--etp", std::to_string(IntValue(c, *a, 1)), a->key);
+  if (const ConfigArg* a = find("--num-distributed-optimizer-instances")) {
+    AddFlag(c, "--dp-replicate", std::to_string(IntValue(c, *a, 1)), a->key);
+  }
+  if (const ConfigArg* a = find("--sequence-parallel")) (void)a;  // dockyard always runs SP under TP
+  else if (tp > 1) c.ignored.push_back("(no --sequence-parallel) with tp > 1: dockyard prices sequence parallelism, as Megatron MoE needs it");
+
+  // Data parallel sharding: Megatron-FSDP / torch FSDP2, the distributed optimizer, else DDP.
+  const ConfigArg* fsdp = find("--use-megatron-fsdp");
+  if (!fsdp) fsdp = find("--use-torch-fsdp2");
+  const ConfigArg* dist_opt = find("--use-distributed-optimizer");
+  if (fsdp) {
+    std::string strategy = "optim_grads_params";  // arguments.py default
+    if (const ConfigArg* s = find("--data-parallel-sharding-strategy")) {
+      strategy = ChoiceValue(c, *s, {"no_shard", "optim", "optim_grads", "optim_grads_params"});
+    }
+    if (strategy == "optim_grads") {
+      Fail(file, fsdp->line, "--data-parallel-sharding-strategy optim_grads (ZeRO-2): dockyard plans ZeRO-1 (optim), FSDP (optim_grads_params) "
+                             "and DDP (no_shard)");
+    }
+    AddFlag(c, "--dp-sharding", strategy == "optim_grads_params" ? "fsdp" : strategy == "optim" ? "zero1" : "ddp",
+            fsdp->key + " --data-parallel-sharding-strategy " + strategy);
+  } else {
+    find("--data-parallel-sharding-strategy");
+    AddFlag(c, "--dp-sharding", dist_opt ? "zero1" : "ddp",
+            dist_opt ? "--use-distributed-optimizer" : "(no --use-distributed-optimizer: Megatron's DDP)");
+  }
+
+  // Batch and sequence.
+  if (const ConfigArg* a = find("--micro-batch-size")) AddFlag(c, "--micro-batch-size", std::to_string(IntValue(c, *a, 1)), a->key);
+  if (const ConfigArg* a = find("--global-batch-size")) AddFlag(c, "--global-batch-size", std::to_string(IntValue(c, *a, 1)), a->key);
+  if (const ConfigArg* a = find("--seq-length")) AddFlag(c, "--seq-len", std::to_string(IntValue(c, *a, 1)), a->key);
+
+  // Model chunks and the split over stages.
+  const int64_t num_layers = IntValue(c, *c.Find("--num-layers"), 1);
+  const ConfigArg* per_stage = find("--num-layers-per-virtual-pipeline-stage");
+  const ConfigArg* stages = find("--num-virtual-stages-per-pipeline-rank");
+  if (per_stage && stages) {
+    Fail(file, stages->line, "--num-layers-per-virtual-pipeline-stage and --num-virtual-stages-per-pipeline-rank: Megatron takes one");
+  }
+  if (per_stage) {
+    const int64_t n = IntValue(c, *per_stage, 1);
+    // arguments.py: virtual_pipeline_model_parallel_size = num_layers // pp // n, layers % (pp x n) == 0.
+    if (num_layers % (pp * n) != 0) {
+      Fail(file, per_stage->line,
+           fmt::format("--num-layers-per-virtual-pipeline-stage {}: --num-layers {} is not a multiple of pp ({}) x {}", n, num_layers, pp, n));
+    }
+    AddFlag(c, "--vpp", std::to_string(num_layers / pp / n), per_stage->key);
+  }
+  if (stages) AddFlag(c, "--vpp", std::to_string(IntValue(c, *stages, 1)), stages->key);
+  if (const ConfigArg* a = find("--pipeline-model-parallel-layout")) AddFlag(c, "--pipeline-model-parallel-layout", JoinValues(*a, ""), a->key);
+  const ConfigArg* first = find("--decoder-first-pipeline-num-layers");
+  const ConfigArg* last = find("--decoder-last-pipeline-num-layers");
+  if (first || last) {
+    // Megatron: the first / last stage takes the given layers, the others split the rest evenly.
+    const int64_t f = first ? IntValue(c, *first, 0) : -1;
+    const int64_t l = last ? IntValue(c, *last, 0) : -1;
+    const int64_t middle_stages = pp - (first ? 1 : 0) - (last ? 1 : 0);
+    const int64_t rest = num_layers - std::max<int64_t>(f, 0) - std::max<int64_t>(l, 0);
+    const ConfigArg* at = first ? first : last;
+    if (pp < 2 || middle_stages < 0 || rest < 0 || (middle_stages == 0 ? rest != 0 : rest % middle_stages != 0)) {
+      Fail(file, at->line,
+           fmt::format("--decoder-first/last-pipeline-num-layers: {} layers over pp {} do not split evenly after the first / last "
+                       "stage's (Megatron's rule)",
+                       num_layers, pp));
+    }
+    std::vector<int64_t> split;
+    for (int64_t s = 0; s < pp; ++s) {
+      if (s == 0 && first) split.push_back(f);
+      else if (s == pp - 1 && last) split.push_back(l);
+      else split.push_back(rest / middle_stages);
+    }
+    AddFlag(c, "--pp-layer-split", fmt::format("{}", fmt::join(split, ",")), "--decoder-first/last-pipeline-num-layers");
+  }
+  if (const ConfigArg* a = find("--account-for-embedding-in-pipeline-split")) AddFlag(c, "--account-for-embedding-in-pipeline-split", "", a->key);
+  if (const ConfigArg* a = find("--account-for-loss-in-pipeline-split")) AddFlag(c, "--account-for-loss-in-pipeline-split", "", a->key);
+
+  // Recompute. A bare selective recompute takes Megatron's core_attn from the megatron convention
+  // (planner/layout/convention.h DefaultSelectiveModules), so only given modules are set.
+  const ConfigArg* granularity = find("--recompute-granularity");
+  const ConfigArg* activations = find("--recompute-activations");  // arguments.py: selective
+  const ConfigArg* modules = find("--recompute-modules");
+  const ConfigArg* method = find("--recompute-method");
+  const ConfigArg* recompute_layers = find("--recompute-num-layers");
+  std::string recompute = activations ? "selective" : "none";
+  if (granularity) recompute = ChoiceValue(c, *granularity, {"full", "selective"});
+  if (recompute != "none") {
+    AddFlag(c, "--recompute", recompute, granularity ? granularity->key : activations->key);
+    if (recompute == "selective" && modules) AddFlag(c, "--recompute-modules", JoinValues(*modules, ","), modules->key);
+    if (recompute == "full") {
+      const std::string m = method ? ChoiceValue(c, *method, {"uniform", "block"}) : "uniform";
+      const int64_t k = recompute_layers ? IntValue(c, *recompute_layers, 1) : 1;
+      // uniform with 1 layer per group recomputes every layer: dockyard's full recompute.
+      if (!(m == "uniform" && k == 1)) {
+        c.ignored.push_back(fmt::format("--recompute-method {} --recompute-num-layers {} (partial full recompute: priced as every layer)", m, k));
+      }
+    }
+  } else if (modules) {
+    c.ignored.push_back("--recompute-modules (without --recompute-granularity selective Megatron recomputes nothing)");
+  }
+
+  // Token dispatcher. transformer_config.py: moe_token_dispatcher_type defaults to allgather.
+  std::string dispatcher = "allgather";
+  std::string dispatcher_from = "(no --moe-token-dispatcher-type: Megatron's allgather)";
+  if (const ConfigArg* a = find("--moe-token-dispatcher-type")) {
+    dispatcher = ChoiceValue(c, *a, {"allgather", "alltoall", "flex"});
+    dispatcher_from = a->key;
+  }
+  if (const ConfigArg* a = find("--moe-enable-deepep")) {
+    dispatcher = "flex";
+    dispatcher_from = a->key;
+  }
+  if (c.Find("--num-experts")) {
+    AddFlag(c, "--dispatcher", dispatcher == "alltoall" ? "all_to_all" : dispatcher == "flex" ? "deepep" : "allgather", dispatcher_from);
+    if (const ConfigArg* a = find("--moe-flex-dispatcher-backend")) {
+      const std::string backend = ChoiceValue(c, *a, {"deepep", "hybridep", "ncclep"});
+      if (dispatcher == "flex") AddFlag(c, "--moe-flex-dispatcher-backend", backend, a->key);
+    }
+  }
+
+  // Overlaps and the step's end.
+  for (const char* key : {"--overlap-grad-reduce", "--overlap-param-gather", "--overlap-moe-expert-parallel-comm",
+                          "--moe-shared-expert-overlap", "--no-check-for-nan-in-loss-and-grad"}) {
+    if (const ConfigArg* a = find(key)) AddFlag(c, key, "", a->key);
+  }
+  if (const ConfigArg* a = find("--clip-grad")) {
+    if (NumberValue(c, *a) < 0) Fail(file, a->line, fmt::format("--clip-grad {}: must be >= 0", Value(*a)));
+    AddFlag(c, "--clip-grad", Value(*a), a->key);
+  }
+  if (const ConfigArg* a = find("--cross-entropy-loss-fusion")) AddFlag(c, "--cross-entropy", "fused", a->key);
+  if (const ConfigArg* a = find("--cross-entropy-fusion-impl")) {
+    AddFlag(c, "--cross-entropy-fusion-impl", ChoiceValue(c, *a, {"native", "te"}), a->key);
+  }
+  if (const ConfigArg* a = find("--make-vocab-size-divisible-by")) {
+    AddFlag(c, "--make-vocab-size-divisible-by", std::to_string(IntValue(c, *a, 1)), a->key);
+  }
+  if (const ConfigArg* a = find("--mtp-num-layers")) AddFlag(c, "--mtp-layers", std::to_string(IntValue(c, *a, 0)), a->key);
+  if (const ConfigArg* a = find("--cp-comm-type")) {
+    if (a->values.size() != 1) {
+      c.ignored.push_back("--cp-comm-type (one type per layer: priced as the first)");
+    }
+    const std::string t = a->values.front();
+    if (t != "p2p" && t != "a2a") {
+      Fail(file, a->line, fmt::format("--cp-comm-type '{}': dockyard prices p2p and a2a", t));
+    }
+    AddFlag(c, "--cp-comm-type", t, a->key);
+  }
+  if (const ConfigArg* a = find("--cuda-graph-impl")) {
+    if (Value(*a) != "none") AddFlag(c, "--cuda-graphs", "", a->key);
+  }
+  if (const ConfigArg* a = find("--enable-cuda-graph")) AddFlag(c, "--cuda-graphs", "", a->key);
+
+  // Precision: --bf16 / --fp16 set the compute dtype, --fp8-format the FP8 GEMMs.
+  if (const ConfigArg* a = find("--fp16")) AddFlag(c, "--param-dtype", "float16", a->key);
+  if (const ConfigArg* a = find("--bf16")) AddFlag(c, "--param-dtype", "bfloat16", a->key);
+  if (!c.Find("--fp16") && !c.Find("--bf16")) {
+    throw Error(fmt::format("{}: neither --bf16 nor --fp16: Megatron would train in float32, which dockyard does not plan", file));
+  }
+  if (const ConfigArg* a = find("--fp8-format")) {
+    ChoiceValue(c, *a, {"e4m3", "hybrid"});
+    AddFlag(c, "--precision", "fp8", a->key);
+    std::string recipe = "delayed";  // transformer_config.py fp8_recipe default
+    const ConfigArg* r = find("--fp8-recipe");
+    if (r) recipe = ChoiceValue(c, *r, {"tensorwise", "delayed", "mxfp8", "blockwise", "custom"});
+    if (recipe == "mxfp8" || recipe == "custom") {
+      Fail(file, r->line, fmt::format("--fp8-recipe {}: not modelled yet (dockyard prices tensorwise, delayed and blockwise scaling)", recipe));
+    }
+    // Delayed scaling keeps one scale per tensor, as tensorwise does: the same bytes and GEMMs.
+    AddFlag(c, "--fp8-recipe", recipe == "blockwise" ? "blockwise" : "tensorwise", r ? r->key : "(no --fp8-recipe: Megatron's delayed)");
+  } else if (const ConfigArg* r = find("--fp8-recipe")) {
+    c.ignored.push_back("--fp8-recipe (without --fp8-format Megatron runs no FP8)");
+    (void)r;
+  }
+  if (const ConfigArg* a = find("--fp8-param-gather")) AddFlag(c, "--fp8-param-gather", "", a->key);
+  if (const ConfigArg* a = find("--main-grads-dtype")) {
+    AddFlag(c, "--grad-dtype", ChoiceValue(c, *a, {"fp32", "bf16"}) == "bf16" ? "bfloat16" : "float32", a->key);
+  }
+  if (const ConfigArg* a = find("--grad-reduce-in-bf16")) AddFlag(c, "--grad-dtype", "bfloat16", a->key);
+  const ConfigArg* avg = find("--exp-avg-dtype");
+  const ConfigArg* avg_sq = find("--exp-avg-sq-dtype");
+  if (avg || avg_sq) {
+    const std::string a1 = avg ? ChoiceValue(c, *avg, {"fp32", "fp16", "bf16", "fp8"}) : "fp32";
+    const std::string a2 = avg_sq ? ChoiceValue(c, *avg_sq, {"fp32", "fp16", "bf16", "fp8"}) : "fp32";
+    if (a1 != a2 || (a1 != "fp32" && a1 != "bf16")) {
+      Fail(file, (avg ? avg : avg_sq)->line,
+           fmt::format("--exp-avg-dtype {} --exp-avg-sq-dtype {}: dockyard plans both moments in fp32 or both in bf16", a1, a2));
+    }
+    AddFlag(c, "--optimizer-states-dtype", a1 == "bf16" ? "bfloat16" : "float32", "--exp-avg-dtype / --exp-avg-sq-dtype");
+  }
+  find("--use-precision-aware-optimizer");  // needed by the moments' dtypes above; nothing of its own
+  if (const ConfigArg* a = find("--optimizer")) {
+    const std::string opt = Value(*a);
+    if (opt != "adam" && opt != "sgd") Fail(file, a->line, fmt::format("--optimizer {}: dockyard plans adam and sgd", opt));
+    AddFlag(c, "--optimizer", opt == "adam" ? "adamw" : "sgd", a->key);
+  }
+
+  // What is left: architecture keys (MegatronModel), keys without effect, the ignored ones.
+  for (const ConfigArg& a : c.args) {
+    if (used.count(a.key) || ArchitectureKeys().count(a.key) || a.key == "--fp16" || a.key == "--bf16") continue;
+    const std::string why = IgnoredReason(a.key);
+    if (!why.empty()) c.ignored.push_back(fmt::format("{} ({})", a.key, why));
+    else if (WithoutEffect(a.key)) c.not_read.push_back(a.key);
+    else c.ignored.push_back(a.key);
+  }
+  return c;
+}
+
+namespace {
+
+// The architecture one key gives, as the model spec holds it, for the --model cross-check.
+void CheckAgainstBase(const FrameworkConfig& c, const ConfigArg& a, int64_t file_value, int64_t base_value, const std::string& field,
+                      const ModelSpec& base) {
+  if (file_value != base_value) {
+    Fail(c.file, a.line,
+         fmt::format("{} {} but --model {} has {} {}: the file and the model disagree", a.key, file_value, base.source.empty() ? base.name : base.source,
+                     field, base_value));
+  }
+}
+
+}  // namespace
+
+ModelSpec MegatronModel(const FrameworkConfig& c, const std::optional<ModelSpec>& base) {
+  auto arg = [&](const char* key) { return c.Find(key); };
+  auto int_or = [&](const char* key, int64_t fallback, int64_t min = 1) {
+    const ConfigArg* a = arg(key);
+    return a ? IntValue(c, *a, min) : fallback;
+  };
+  const int64_t layers = int_or("--num-layers", 0);
+  const int64_t hidden = int_or("--hidden-size", 0);
+  const int64_t heads = int_or("--num-attention-heads", 0);
+  const bool mla = arg("--multi-latent-attention") != nullptr;
+  const bool swiglu = arg("--swiglu") != nullptr;
+  // transformer_config.py __post_init__: ffn_hidden_size None -> 4 x hidden.
+  const int64_t ffn = int_or("--ffn-hidden-size", 4 * hidden);
+  const int64_t experts = int_or("--num-experts", 0);
+  std::vector<bool> moe_layers(static_cast<size_t>(layers), experts > 0);
+  if (const ConfigArg* f = arg("--moe-layer-freq")) {
+    const std::string& text = Value(*f);
+    int64_t every = 0;
+    if (ParseStrictInt(text, &every)) {
+      if (every < 1) Fail(c.file, f->line, fmt::format("--moe-layer-freq {}: must be >= 1", text));
+      for (int64_t i = 0; i < layers; ++i) moe_layers[static_cast<size_t>(i)] = i % every == 0;
+    } else {
+      const std::vector<int64_t> pattern = FreqExpression(text, fmt::format("{}:{}: --moe-layer-freq", c.file, f->line)).Parse();
+      if (static_cast<int64_t>(pattern.size()) != layers) {
+        Fail(c.file, f->line, fmt::format("--moe-layer-freq '{}' gives {} layers, --num-layers {}", text, pattern.size(), layers));
+      }
+      for (int64_t i = 0; i < layers; ++i) {
+        const int64_t v = pattern[static_cast<size_t>(i)];
+        if (v != 0 && v != 1) Fail(c.file, f->line, fmt::format("--moe-layer-freq '{}': layer {} is {}, not 0 or 1", text, i, v));
+        moe_layers[static_cast<size_t>(i)] = v == 1;
+      }
+    }
+  }
+
+  if (base) {
+    // The file's architecture must be the model's (a launch file with another model's sizes is a mistake).
+    const ModelSpec& m = *base;
+    CheckAgainstBase(c, *arg("--num-layers"), layers, m.num_hidden_layers, "num_hidden_layers", m);
+    CheckAgainstBase(c, *arg("--hidden-size"), hidden, m.hidden_size, "hidden_size", m);
+    CheckAgainstBase(c, *arg("--num-attention-heads"), heads, m.attention.num_attention_heads, "num_attention_heads", m);
+    if (const ConfigArg* a = arg("--num-experts")) CheckAgainstBase(c, *a, experts, m.moe.num_experts, "num_experts", m);
+    if (const ConfigArg* a = arg("--moe-router-topk")) CheckAgainstBase(c, *a, IntValue(c, *a, 1), m.moe.top_k, "top_k", m);
+    if (const ConfigArg* a = arg("--moe-ffn-hidden-size")) {
+      CheckAgainstBase(c, *a, IntValue(c, *a, 1), m.moe.moe_intermediate_size, "moe_intermediate_size", m);
+    }
+    if (const ConfigArg* a = arg("--moe-shared-expert-intermediate-size")) {
+      CheckAgainstBase(c, *a, IntValue(c, *a, 1), m.moe.shared_expert_intermediate_size, "shared_expert_intermediate_size", m);
+    }
+    if (const ConfigArg* a = arg("--ffn-hidden-size"); a && m.intermediate_size > 0) {
+      CheckAgainstBase(c, *a, ffn, m.intermediate_size, "intermediate_size", m);
+    }
+    if (const ConfigArg* a = arg("--vocab-size")) CheckAgainstBase(c, *a, IntValue(c, *a, 1), m.vocab_size, "vocab_size", m);
+    if (const ConfigArg* a = arg("--num-query-groups"); a && m.attention.kind == AttentionKind::kGqa) {
+      CheckAgainstBase(c, *a, IntValue(c, *a, 1), m.attention.num_key_value_heads, "num_key_value_heads", m);
+    }
+    if (const ConfigArg* a = arg("--kv-channels"); a && m.attention.kind == AttentionKind::kGqa) {
+      CheckAgainstBase(c, *a, IntValue(c, *a, 1), m.attention.head_dim, "head_dim", m);
+    }
+    if (const ConfigArg* a = arg("--multi-latent-attention")) {
+      CheckAgainstBase(c, *a, 1, m.attention.kind == AttentionKind::kMla ? 1 : 0, "multi-latent attention (1 = yes)", m);
+    }
+    if (mla && m.attention.kind == AttentionKind::kMla) {
+      if (const ConfigArg* a = arg("--q-lora-rank")) CheckAgainstBase(c, *a, IntValue(c, *a, 0), m.attention.q_lora_rank, "q_lora_rank", m);
+      if (const ConfigArg* a = arg("--kv-lora-rank")) CheckAgainstBase(c, *a, IntValue(c, *a, 1), m.attention.kv_lora_rank, "kv_lora_rank", m);
+      if (const ConfigArg* a = arg("--qk-head-dim")) CheckAgainstBase(c, *a, IntValue(c, *a, 1), m.attention.qk_nope_head_dim, "qk_nope_head_dim", m);
+      if (const ConfigArg* a = arg("--qk-pos-emb-head-dim")) {
+        CheckAgainstBase(c, *a, IntValue(c, *a, 1), m.attention.qk_rope_head_dim, "qk_rope_head_dim", m);
+      }
+      if (const ConfigArg* a = arg("--v-head-dim")) CheckAgainstBase(c, *a, IntValue(c, *a, 1), m.attention.v_head_dim, "v_head_dim", m);
+    }
+    if (const ConfigArg* a = arg("--untie-embeddings-and-output-weights")) {
+      CheckAgainstBase(c, *a, 0, m.tie_word_embeddings ? 1 : 0, "tie_word_embeddings (0 = untied)", m);
+    } else if (!m.tie_word_embeddings) {
+      Fail(c.file, arg("--num-layers")->line,
+           fmt::format("no --untie-embeddings-and-output-weights: Megatron ties the embedding and the output layer, but --model {} has "
+                       "tie_word_embeddings false",
+                       m.source.empty() ? m.name : m.source));
+    }
+    if (arg("--moe-layer-freq")) {
+      for (int64_t i = 0; i < layers; ++i) {
+        if (moe_layers[static_cast<size_t>(i)] != m.moe_layers[static_cast<size_t>(i)]) {
+          Fail(c.file, arg("--moe-layer-freq")->line,
+               fmt::format("--moe-layer-freq '{}' makes layer {} {}, but --model has it {}", Value(*arg("--moe-layer-freq")), i,
+                           moe_layers[static_cast<size_t>(i)] ? "MoE" : "dense", m.moe_layers[static_cast<size_t>(i)] ? "MoE" : "dense"));
+        }
+      }
+    }
+    return m;
+  }
+
+  // Built from the arguments alone.
+  if (experts < 1) throw Error(fmt::format("{}: no --num-experts: dockyard plans MoE models", c.file));
+  if (!swiglu) {
+    throw Error(fmt::format("{}: no --swiglu: dockyard plans gated (SwiGLU) MLPs, as every Megatron MoE recipe runs them", c.file));
+  }
+  const ConfigArg* vocab = arg("--vocab-size");
+  if (!vocab) {
+    throw Error(fmt::format("{}: no --vocab-size: Megatron takes the vocabulary from the tokenizer, which dockyard does not read; add "
+                            "--vocab-size N to the file, or give --model (the HF config.json) for the architecture",
+                            c.file));
+  }
+  ModelSpec m;
+  m.name = c.file + " (Megatron-LM arguments)";
+  m.source = c.file;
+  m.vocab_size = IntValue(c, *vocab, 1);
+  m.hidden_size = hidden;
+  m.num_hidden_layers = layers;
+  m.moe_layers = moe_layers;
+  m.intermediate_size = std::count(moe_layers.begin(), moe_layers.end(), false) > 0 ? ffn : 0;
+  m.tie_word_embeddings = arg("--untie-embeddings-and-output-weights") == nullptr;
+  if (const ConfigArg* a = arg("--normalization")) {
+    m.norm = ChoiceValue(c, *a, {"LayerNorm", "RMSNorm"}) == "RMSNorm" ? NormKind::kRmsNorm : NormKind::kLayerNorm;
+  } else {
+    m.norm = NormKind::kLayerNorm;  // transformer_config.py normalization default
+  }
+  m.norm_bias = m.norm == NormKind::kLayerNorm;
+  // add_bias_linear defaults to True (transformer_config.py); --disable-bias-linear turns it off.
+  const bool bias = arg("--disable-bias-linear") == nullptr;
+  m.attention.num_attention_heads = heads;
+  m.attention.o_bias = bias;
+  m.attention.qkv_bias = bias || arg("--add-qkv-bias") != nullptr;
+  if (mla) {
+    m.family = "deepseek_v3";
+    m.attention.kind = AttentionKind::kMla;
+    // arguments.py MLA defaults: q_lora_rank None, kv_lora_rank 32, qk_head_dim 128, qk_pos_emb_head_dim 64, v_head_dim 128.
+    m.attention.q_lora_rank = int_or("--q-lora-rank", 0, 0);
+    m.attention.kv_lora_rank = int_or("--kv-lora-rank", 32);
+    m.attention.qk_nope_head_dim = int_or("--qk-head-dim", 128);
+    m.attention.qk_rope_head_dim = int_or("--qk-pos-emb-head-dim", 64);
+    m.attention.v_head_dim = int_or("--v-head-dim", 128);
+    m.attention.qkv_bias = false;
+  } else {
+    m.attention.kind = AttentionKind::kGqa;
+    m.attention.num_key_value_heads = arg("--group-query-attention") ? int_or("--num-query-groups", 1) : heads;
+    if (hidden % heads != 0 && !arg("--kv-channels")) {
+      throw Error(fmt::format("{}: --hidden-size {} is not a multiple of --num-attention-heads {}: give --kv-channels", c.file, hidden, heads));
+    }
+    m.attention.head_dim = int_or("--kv-channels", hidden / heads);
+    if (arg("--qk-layernorm")) m.attention.qk_norm = QkNorm::kPerHead;
+  }
+  m.moe.num_experts = experts;
+  m.moe.top_k = int_or("--moe-router-topk", 2);  // transformer_config.py moe_router_topk default
+  m.moe.moe_intermediate_size = int_or("--moe-ffn-hidden-size", ffn);
+  m.moe.expert_bias = bias;
+  if (const ConfigArg* a = arg("--moe-shared-expert-intermediate-size")) {
+    m.moe.num_shared_experts = 1;
+    m.moe.shared_expert_intermediate_size = IntValue(c, *a, 1);
+    m.moe.shared_expert_gate = arg("--moe-shared-expert-gate") != nullptr;
+  }
+  if (m.family.empty()) m.family = m.moe.num_shared_experts > 0 ? "qwen2_moe" : "qwen3_moe";
+  if (const ConfigArg* a = arg("--moe-router-score-function")) m.moe.score_func = ChoiceValue(c, *a, {"softmax", "sigmoid"});
+  m.moe.score_correction_bias = arg("--moe-router-enable-expert-bias") != nullptr;
+  if (const ConfigArg* a = arg("--moe-router-topk-scaling-factor")) m.moe.routed_scaling_factor = NumberValue(c, *a);
+  m.moe.n_group = int_or("--moe-router-num-groups", 1);
+  m.moe.topk_group = int_or("--moe-router-group-topk", 1);
+  m.num_nextn_predict_layers = int_or("--mtp-num-layers", 0, 0);
+  m.max_position_embeddings = int_or("--max-position-embeddings", 0, 0);
+  m.rope_scaling = arg("--rotary-scaling-factor") != nullptr;
+  ValidateModelSpec(m, c.file, true);
+  return m;
+}
+
+}  // namespace dockyard

@@ -1,0 +1,238 @@
+// Tests for Megatron-LM argument files (megatron_args.h): the word rules, the import of three
+// launch files taken from Megatron-LM's own examples (testdata/frameworks/README.md), the model
+// against the published HF configs, and the emitter's keys against Megatron's argument list.
+#include "planner/frameworks/megatron_args.h"
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <doctest/doctest.h>
+
+#include "planner/base/error.h"
+#include "planner/model/model_file.h"
+
+namespace dockyard {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  REQUIRE_MESSAGE(in.good(), path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string Flag(const FrameworkConfig& c, const std::string& flag) {
+  std::string value = "<absent>";
+  for (const auto& f : c.flags) {
+    if (f.flag == flag) value = f.value;
+  }
+  return value;
+}
+
+bool Contains(const std::vector<std::string>& v, const std::string& prefix) {
+  for (const auto& s : v) {
+    if (s.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
+std::string ErrorOf(const std::string& text) {
+  try {
+    ReadMegatronArgs(text, "a.args");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const std::string kDir = "testdata/frameworks/";
+
+}  // namespace
+
+TEST_CASE("The argument list is Megatron-LM's at the pinned commit") {
+  // megatron-lm-args.txt was extracted at d98e8a6 (tools/extract_megatron_args.py); arities as
+  // arguments.py / transformer_config.py declare them.
+  CHECK(std::string(kMegatronLmCommit) == "d98e8a64ddf34856e74b24714e3bedb2f5a39553");
+  const auto& t = MegatronArgTable();
+  CHECK(t.at("--num-layers") == '1');                 // TransformerConfig.num_layers: int
+  CHECK(t.at("--swiglu") == '0');                     // add_argument('--swiglu', action='store_true')
+  CHECK(t.at("--recompute-modules") == '+');          // Optional[List[str]] -> nargs '+'
+  CHECK(t.at("--no-check-for-nan-in-loss-and-grad") == '0');
+  CHECK(t.at("--moe-layer-freq") == '1');             // type=moe_freq_type, one value
+  CHECK(t.count("--expert-model-parallel-size") == 1);
+  CHECK(t.count("--moe-router-top-k") == 0);
+}
+
+TEST_CASE("Words: continuations, comments, quotes, --key=value, the last of a key wins") {
+  const auto args = ReadMegatronArgs(
+      "# a comment\n--num-layers 4 \\\n  --hidden-size=64  # trailing\n--pipeline-model-parallel-layout 'Et|(t|)*2L'\n"
+      "--recompute-modules core_attn moe_act\n--num-layers 8\n",
+      "a.args");
+  REQUIRE(args.size() == 4);
+  CHECK(args[0].key == "--hidden-size");
+  CHECK(args[0].values == std::vector<std::string>{"64"});
+  CHECK(args[0].line == 3);  // continued from line 2
+  CHECK(args[1].values == std::vector<std::string>{"Et|(t|)*2L"});
+  CHECK(args[2].values == std::vector<std::string>{"core_attn", "moe_act"});
+  CHECK(args[3].key == "--num-layers");  // given again: argparse keeps the last
+  CHECK(args[3].values == std::vector<std::string>{"8"});
+}
+
+TEST_CASE("Words: shell variables, arrays, unknown keys and arities are refused, naming the line") {
+  CHECK(ErrorOf("--num-layers 4\n--tensor-model-parallel-size ${TP}\n") ==
+        "a.args:2: '${TP}': a shell variable; dockyard reads the arguments as written: put its value in the file");
+  CHECK(ErrorOf("MODEL_ARGS=(\n--num-layers 4\n)\n").find("a.args:1: 'MODEL_ARGS=(': a bash array or subshell") == std::string::npos);
+  CHECK(ErrorOf("MODEL_ARGS=(\n--num-layers 4\n)\n").find("a.args:1: '(': a bash array or subshell") == 0);
+  CHECK(ErrorOf("--moe-router-top-k 8\n") ==
+        "a.args:1: --moe-router-top-k: not a Megatron-LM argument (its argument list at d98e8a64ddf3); did you mean '--moe-router-topk'?");
+  CHECK(ErrorOf("--swiglu true\n") == "a.args:1: --swiglu is a switch and takes no value, got 'true'");
+  CHECK(ErrorOf("--num-layers\n--swiglu\n") == "a.args:1: --num-layers needs a value");
+  CHECK(ErrorOf("--num-layers 4 5\n") == "a.args:1: --num-layers takes one value, got 2: '4' '5'");
+  CHECK(ErrorOf("pretrain_gpt.py --num-layers 4\n").find("a.args:1: 'pretrain_gpt.py' is not an argument") == 0);
+  CHECK(ErrorOf("--pipeline-model-parallel-layout 'Et|L\n") == "a.args:1: a single quote is not closed");
+}
+
+TEST_CASE("Mixtral 8x7B (Megatron-LM examples/mixtral): flags, Megatron's defaults, nothing ignored") {
+  const FrameworkConfig c = ImportMegatronArgs(ReadFile(kDir + "megatron-mixtral-8x7b.args"), "mixtral.args");
+  CHECK(Flag(c, "--convention") == "megatron");
+  CHECK(Flag(c, "--tp") == "1");
+  CHECK(Flag(c, "--pp") == "4");
+  CHECK(Flag(c, "--ep") == "8");
+  CHECK(Flag(c, "--etp") == "<absent>");  // ETP = TP: the megatron convention's default
+  CHECK(Flag(c, "--dp-sharding") == "zero1");  // --use-distributed-optimizer
+  CHECK(Flag(c, "--dispatcher") == "all_to_all");
+  CHECK(Flag(c, "--micro-batch-size") == "1");
+  CHECK(Flag(c, "--global-batch-size") == "256");
+  CHECK(Flag(c, "--seq-len") == "4096");
+  CHECK(Flag(c, "--overlap-grad-reduce") == "");
+  CHECK(Flag(c, "--overlap-param-gather") == "");
+  CHECK(Flag(c, "--clip-grad") == "1.0");
+  CHECK(Flag(c, "--param-dtype") == "bfloat16");
+  CHECK(c.ignored.empty());
+  CHECK(Contains(c.not_read, "--lr"));
+  CHECK(Contains(c.not_read, "--moe-aux-loss-coeff"));
+
+  // Its architecture agrees with the published config (testdata/hf/mixtral-8x7b.json).
+  const ModelSpec hf = LoadModel("testdata/hf/mixtral-8x7b.json");
+  CHECK(MegatronModel(c, hf).num_hidden_layers == 32);
+  // Alone it lacks the vocabulary, which Megatron takes from the tokenizer.
+  CHECK_THROWS_WITH_AS(MegatronModel(c, std::nullopt),
+                       "mixtral.args: no --vocab-size: Megatron takes the vocabulary from the tokenizer, which dockyard does not "
+                       "read; add --vocab-size N to the file, or give --model (the HF config.json) for the architecture",
+                       Error);
+  // With it (Llama2Tokenizer: 32000), the file alone gives Mixtral's shapes.
+  const FrameworkConfig v =
+      ImportMegatronArgs(ReadFile(kDir + "megatron-mixtral-8x7b.args") + "--vocab-size 32000\n", "mixtral.args");
+  const ModelSpec m = MegatronModel(v, std::nullopt);
+  CHECK(m.hidden_size == hf.hidden_size);
+  CHECK(m.attention.num_key_value_heads == 8);
+  CHECK(m.attention.head_dim == 128);  // --kv-channels absent: 4096 / 32
+  CHECK(m.moe.moe_intermediate_size == 14336);  // --moe-ffn-hidden-size absent: --ffn-hidden-size
+  CHECK(m.moe.top_k == 2);
+  CHECK(m.tie_word_embeddings == false);
+  CHECK(m.vocab_size == 32000);
+  CHECK(m.intermediate_size == 0);  // every layer MoE: no dense MLP
+  CHECK(m.norm == NormKind::kRmsNorm);
+  CHECK(m.attention.o_bias == false);  // --disable-bias-linear
+}
+
+TEST_CASE("Qwen3-30B-A3B (Megatron-LM modelopt conf): Megatron's DDP and allgather defaults, continuations read") {
+  const FrameworkConfig c = ImportMegatronArgs(ReadFile(kDir + "megatron-qwen3-30b-a3b.args"), "qwen3.args");
+  CHECK(Flag(c, "--tp") == "<absent>");
+  CHECK(Flag(c, "--dp-sharding") == "ddp");  // no --use-distributed-optimizer: Megatron's DDP
+  CHECK(Flag(c, "--dispatcher") == "all_to_all");
+  CHECK(Flag(c, "--make-vocab-size-divisible-by") == "1187");
+  const ModelSpec hf = LoadModel("testdata/hf/qwen3-30b-a3b.json");
+  const ModelSpec m = MegatronModel(c, hf);
+  CHECK(m.moe.num_experts == 128);
+  // The same file naming another model's sizes is refused, naming both values.
+  const ModelSpec other = LoadModel("testdata/hf/mixtral-8x7b.json");
+  CHECK_THROWS_WITH_AS(MegatronModel(c, other),
+                       "qwen3.args:11: --num-layers 48 but --model testdata/hf/mixtral-8x7b.json has num_hidden_layers 32: the file "
+                       "and the model disagree",
+                       Error);
+}
+
+TEST_CASE("DeepSeek-V3 on Megatron-FSDP (Megatron-LM examples/megatron_fsdp): flex/HybridEP, modules, MTP, ignored keys named") {
+  const FrameworkConfig c = ImportMegatronArgs(ReadFile(kDir + "megatron-deepseek-v3-fsdp.args"), "dsv3.args");
+  CHECK(Flag(c, "--dp-sharding") == "fsdp");  // --use-megatron-fsdp, strategy optim_grads_params
+  CHECK(Flag(c, "--dispatcher") == "deepep");
+  CHECK(Flag(c, "--moe-flex-dispatcher-backend") == "hybridep");
+  CHECK(Flag(c, "--recompute") == "selective");
+  CHECK(Flag(c, "--recompute-modules") == "mlp,moe,mla_up_proj,layernorm");
+  CHECK(Flag(c, "--mtp-layers") == "1");
+  CHECK(Flag(c, "--ep") == "8");
+  CHECK(Flag(c, "--etp") == "1");
+  CHECK(Flag(c, "--micro-batch-size") == "4");
+  CHECK(Flag(c, "--global-batch-size") == "2048");
+  CHECK(Flag(c, "--no-check-for-nan-in-loss-and-grad") == "");
+  CHECK(Contains(c.ignored, "--moe-router-force-load-balancing (balanced routing"));
+  CHECK(Contains(c.ignored, "--fsdp-double-buffer"));
+  CHECK(Contains(c.ignored, "--megatron-fsdp-main-grads-dtype"));
+  // [0]*3+[1]*58 is DeepSeek-V3's first_k_dense_replace 3.
+  const ModelSpec hf = LoadModel("testdata/hf/deepseek-v3.json");
+  CHECK(MegatronModel(c, hf).NumMoeLayers() == 58);
+}
+
+TEST_CASE("--moe-layer-freq list expressions and bad values") {
+  auto model = [](const std::string& freq) {
+    const FrameworkConfig c = ImportMegatronArgs("--num-layers 8 --hidden-size 64 --num-attention-heads 4 --num-experts 8 --swiglu --bf16 "
+                                                 "--vocab-size 1000 --moe-layer-freq " + freq + "\n",
+                                                 "f.args");
+    return MegatronModel(c, std::nullopt);
+  };
+  CHECK(model("'([0]+[1]*3)*2'").moe_layers == std::vector<bool>{false, true, true, true, false, true, true, true});
+  CHECK(model("2").moe_layers == std::vector<bool>{true, false, true, false, true, false, true, false});  // i % 2 == 0
+  CHECK(model("[1,1,0,0,1,1,0,0]").NumMoeLayers() == 4);
+  CHECK_THROWS_WITH_AS(model("[1]*7"), "f.args:1: --moe-layer-freq '[1]*7' gives 7 layers, --num-layers 8", Error);
+  CHECK_THROWS_WITH_AS(model("[1]*4+[2]*4"), "f.args:1: --moe-layer-freq '[1]*4+[2]*4': layer 4 is 2, not 0 or 1", Error);
+  CHECK_THROWS_AS(model("[1]*x"), Error);
+}
+
+TEST_CASE("Values: ranges and settings dockyard cannot plan are refused, naming the key") {
+  auto import = [](const std::string& extra) {
+    ImportMegatronArgs("--num-layers 8 --hidden-size 64 --num-attention-heads 4 --bf16\n" + extra + "\n", "v.args");
+  };
+  CHECK_THROWS_WITH_AS(import("--tensor-model-parallel-size 0"), "v.args:2: --tensor-model-parallel-size 0: must be >= 1", Error);
+  CHECK_THROWS_WITH_AS(import("--pipeline-model-parallel-size two"), "v.args:2: --pipeline-model-parallel-size 'two': not a whole number", Error);
+  CHECK_THROWS_WITH_AS(import("--fp8-format e4m3 --fp8-recipe mxfp8"),
+                       "v.args:2: --fp8-recipe mxfp8: not modelled yet (dockyard prices tensorwise, delayed and blockwise scaling)", Error);
+  CHECK_THROWS_WITH_AS(import("--optimizer muon"), "v.args:2: --optimizer muon: dockyard plans adam and sgd", Error);
+  CHECK_THROWS_WITH_AS(import("--moe-token-dispatcher-type all2all"), "v.args:2: --moe-token-dispatcher-type 'all2all': Megatron-LM takes allgather | alltoall | flex", Error);
+  // 8 layers, pp 2, 3 layers per virtual stage: 8 % 6 != 0 (arguments.py's rule).
+  CHECK_THROWS_WITH_AS(import("--pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 3"),
+                       "v.args:2: --num-layers-per-virtual-pipeline-stage 3: --num-layers 8 is not a multiple of pp (2) x 3", Error);
+  CHECK_THROWS_WITH_AS(ImportMegatronArgs("--num-layers 8 --hidden-size 64 --num-attention-heads 4\n", "v.args"),
+                       "v.args: neither --bf16 nor --fp16: Megatron would train in float32, which dockyard does not plan", Error);
+}
+
+TEST_CASE("Layer split and VPP: first / last stage layers, layers per virtual stage") {
+  const FrameworkConfig c = ImportMegatronArgs(
+      "--num-layers 10 --hidden-size 64 --num-attention-heads 4 --bf16 --pipeline-model-parallel-size 4 "
+      "--decoder-first-pipeline-num-layers 1 --decoder-last-pipeline-num-layers 3\n",
+      "s.args");
+  CHECK(Flag(c, "--pp-layer-split") == "1,3,3,3");  // (10 - 1 - 3) / 2 = 3 per middle stage
+  const FrameworkConfig v = ImportMegatronArgs(
+      "--num-layers 16 --hidden-size 64 --num-attention-heads 4 --bf16 --pipeline-model-parallel-size 4 "
+      "--num-layers-per-virtual-pipeline-stage 2\n",
+      "s.args");
+  CHECK(Flag(v, "--vpp") == "2");  // 16 / 4 / 2
+}
+
+TEST_CASE("Every key the emitter writes is a Megatron-LM argument") {
+  // Every "--key" literal in megatron_emit.cc, against the list at the pinned commit: a misspelt
+  // key fails here even on a branch no other test reaches.
+  const std::string source = ReadFile("planner/frameworks/megatron_emit.cc");
+  const std::regex key("\"(--[a-z0-9-]+)\"");
+  int keys = 0;
+  for (auto it = std::sregex_iterator(source.begin(), source.end(), key); it != std::sregex_iterator(); ++it) {
+    const std::string k = (*it)[1];
+    CHECK_MESSAGE(MegatronArgTable().count(k) == 1, k);
+    ++keys;
+  }
+  CHECK(keys > 50);
+}
+
+}  // namespace dockyard

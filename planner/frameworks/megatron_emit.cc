@@ -1,0 +1,236 @@
+// A plan written as Megatron-LM arguments (megatron_args.h EmitMegatronArgs). The reader
+// (megatron_args.cc ImportMegatronArgs, MegatronModel) reads every line written here back to the
+// same plan (megatron_args_test "round trip").
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "planner/base/error.h"
+#include "planner/frameworks/megatron_args.h"
+#include "planner/model/dispatcher.h"
+#include "planner/model/recompute.h"
+#include "planner/model/training.h"
+
+namespace dockyard {
+namespace {
+
+struct Lines {
+  std::vector<std::string> out;
+  void Add(const std::string& key, const std::string& value = "") {
+    if (MegatronArgTable().count(key) == 0) throw Error("internal: " + key + " is not a Megatron-LM argument");
+    out.push_back(value.empty() ? key : key + " " + value);
+  }
+  void Add(const std::string& key, int64_t value) { Add(key, std::to_string(value)); }
+};
+
+// Runs of equal values as a Megatron list expression: [1,1,1,0] -> "[1]*3+[0]*1".
+std::string FreqExpressionOf(const std::vector<bool>& moe_layers) {
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < moe_layers.size();) {
+    size_t j = i;
+    while (j < moe_layers.size() && moe_layers[j] == moe_layers[i]) ++j;
+    parts.push_back(fmt::format("[{}]*{}", moe_layers[i] ? 1 : 0, j - i));
+    i = j;
+  }
+  return fmt::format("{}", fmt::join(parts, "+"));
+}
+
+[[noreturn]] void Refuse(const std::string& what) {
+  throw Error("--emit megatron: " + what + " has no Megatron-LM argument");
+}
+
+void EmitArchitecture(const Plan& plan, Lines& l) {
+  const ModelSpec& m = plan.model;
+  const AttentionSpec& att = m.attention;
+  if (att.sinks) Refuse("attention sinks (" + m.family + ")");
+  if (att.linear.present()) Refuse("linear attention (" + m.family + ")");
+  if (att.indexer.present()) Refuse("DeepSeek Sparse Attention's indexer");
+  if (att.output_gate) Refuse("a gated attention output (" + m.family + ")");
+  if (att.qk_norm == QkNorm::kFullWidth) Refuse("q/k normalization over the full projection width (" + m.family + ")");
+  if (m.moe.router_bias || m.lm_head_bias) Refuse("a router or lm_head bias (" + m.family + ")");
+  l.Add("--num-layers", m.num_hidden_layers);
+  l.Add("--hidden-size", m.hidden_size);
+  l.Add("--ffn-hidden-size", m.intermediate_size > 0 ? m.intermediate_size : m.moe.moe_intermediate_size);
+  l.Add("--num-attention-heads", att.num_attention_heads);
+  if (att.kind == AttentionKind::kMla) {
+    l.Add("--multi-latent-attention");
+    if (att.q_lora_rank > 0) l.Add("--q-lora-rank", att.q_lora_rank);
+    l.Add("--kv-lora-rank", att.kv_lora_rank);
+    l.Add("--qk-head-dim", att.qk_nope_head_dim);
+    l.Add("--qk-pos-emb-head-dim", att.qk_rope_head_dim);
+    l.Add("--v-head-dim", att.v_head_dim);
+  } else {
+    if (att.num_key_value_heads != att.num_attention_heads) {
+      l.Add("--group-query-attention");
+      l.Add("--num-query-groups", att.num_key_value_heads);
+    }
+    l.Add("--kv-channels", att.head_dim);
+    if (att.qk_norm == QkNorm::kPerHead) l.Add("--qk-layernorm");
+  }
+  l.Add("--normalization", m.norm == NormKind::kRmsNorm ? "RMSNorm" : "LayerNorm");
+  l.Add("--swiglu");
+  if (!att.o_bias && !m.moe.expert_bias) {
+    l.Add("--disable-bias-linear");
+    if (att.qkv_bias) l.Add("--add-qkv-bias");
+  } else if (!(att.o_bias && m.moe.expert_bias && (att.qkv_bias || att.kind == AttentionKind::kMla))) {
+    Refuse("biases on some linear layers only (" + m.family + ")");
+  }
+  if (!m.tie_word_embeddings) l.Add("--untie-embeddings-and-output-weights");
+  l.Add("--vocab-size", plan.unpadded_vocab_size);
+  l.Add("--position-embedding-type", "rope");
+  l.Add("--max-position-embeddings", std::max(m.max_position_embeddings, plan.training.seq_len));
+  l.Add("--num-experts", m.moe.num_experts);
+  l.Add("--moe-router-topk", m.moe.top_k);
+  l.Add("--moe-ffn-hidden-size", m.moe.moe_intermediate_size);
+  if (m.moe.num_shared_experts > 0) {
+    l.Add("--moe-shared-expert-intermediate-size", m.moe.shared_expert_intermediate_size);
+    if (m.moe.shared_expert_gate) l.Add("--moe-shared-expert-gate");
+  }
+  if (std::find(m.moe_layers.begin(), m.moe_layers.end(), false) != m.moe_layers.end()) {
+    l.Add("--moe-layer-freq", "'" + FreqExpressionOf(m.moe_layers) + "'");
+  }
+  l.Add("--moe-router-score-function", m.moe.score_func);
+  if (m.moe.score_correction_bias) l.Add("--moe-router-enable-expert-bias");
+  if (m.moe.routed_scaling_factor != 1.0) l.Add("--moe-router-topk-scaling-factor", fmt::format("{}", m.moe.routed_scaling_factor));
+  if (m.moe.n_group > 1) {
+    l.Add("--moe-router-num-groups", m.moe.n_group);
+    l.Add("--moe-router-group-topk", m.moe.topk_group);
+  }
+}
+
+void EmitLayout(const Plan& plan, int64_t global_batch_size, Lines& l) {
+  const ParallelDims& d = plan.dims;
+  const TrainingConfig& t = plan.training;
+  const RunSettings& run = t.run;
+  l.Add("--tensor-model-parallel-size", d.tp);
+  l.Add("--pipeline-model-parallel-size", d.pp);
+  l.Add("--context-parallel-size", d.cp);
+  l.Add("--expert-model-parallel-size", d.ep);
+  l.Add("--expert-tensor-parallel-size", d.etp);
+  if (d.tp > 1) l.Add("--sequence-parallel");
+  switch (t.dp_sharding.value_or(DpSharding::kZero1)) {
+    case DpSharding::kZero1:
+      l.Add("--use-distributed-optimizer");
+      if (d.dp_replicate > 1) l.Add("--num-distributed-optimizer-instances", d.dp_replicate);
+      break;
+    case DpSharding::kFsdp:
+      if (d.dp_replicate > 1) Refuse("FSDP with dp_replicate > 1 (HSDP)");
+      l.Add("--use-megatron-fsdp");
+      l.Add("--data-parallel-sharding-strategy", "optim_grads_params");
+      l.Add("--use-distributed-optimizer");
+      break;
+    case DpSharding::kDdp:
+      if (d.dp_replicate > 1) Refuse("DDP with dp_replicate > 1");
+      break;
+  }
+  const int64_t dp = d.world_size / (d.tp * d.pp * d.cp);
+  const int64_t microbatches = t.num_microbatches.value_or(d.pp);
+  l.Add("--micro-batch-size", t.micro_batch_size);
+  // Megatron: global batch = micro batch x dp x micro-batches per step (one schedule).
+  l.Add("--global-batch-size", global_batch_size > 0 ? global_batch_size : t.micro_batch_size * dp * microbatches);
+  l.Add("--seq-length", t.seq_len);
+  if (!run.pipeline_layout.empty()) {
+    l.Add("--pipeline-model-parallel-layout", "'" + run.pipeline_layout + "'");
+  } else if (run.vpp > 1) {
+    l.Add("--num-virtual-stages-per-pipeline-rank", run.vpp);
+  }
+  if (!t.pp_layer_split.empty() && run.pipeline_layout.empty()) {
+    // Megatron splits unevenly only at the first and last stage: the middle stages are equal.
+    const auto& s = t.pp_layer_split;
+    const size_t n = s.size();
+    bool middle_equal = true;
+    for (size_t i = 2; i + 1 < n; ++i) middle_equal = middle_equal && s[i] == s[1];
+    if (n < 2 || !middle_equal) Refuse(fmt::format("--pp-layer-split {} (unequal middle stages; give a --pipeline-model-parallel-layout)", fmt::join(s, ",")));
+    const int64_t middle = n > 2 ? s[1] : -1;
+    if (middle < 0 || s[0] != middle) l.Add("--decoder-first-pipeline-num-layers", s[0]);
+    if (middle < 0 || s[n - 1] != middle) l.Add("--decoder-last-pipeline-num-layers", s[n - 1]);
+  }
+  if (run.account_for_embedding) l.Add("--account-for-embedding-in-pipeline-split");
+  if (run.account_for_loss) l.Add("--account-for-loss-in-pipeline-split");
+  if (run.schedule != "1f1b") Refuse("the " + run.schedule + " pipeline schedule");
+}
+
+void EmitSettings(const Plan& plan, Lines& l) {
+  const TrainingConfig& t = plan.training;
+  const RunSettings& run = t.run;
+  if (t.recompute == Recompute::kFull) {
+    l.Add("--recompute-granularity", "full");
+    l.Add("--recompute-method", "uniform");
+    l.Add("--recompute-num-layers", 1);
+  } else if (t.recompute == Recompute::kSelective) {
+    if (!t.selective_ac_option.empty()) Refuse("torchtitan's selective_ac_option");
+    if (t.recompute_modules.empty()) Refuse("dockyard's default selective set (give --recompute-modules)");
+    l.Add("--recompute-granularity", "selective");
+    l.Add("--recompute-modules", fmt::format("{}", fmt::join(t.recompute_modules, " ")));
+  }
+  switch (t.dispatcher) {
+    case Dispatcher::kAllToAll: l.Add("--moe-token-dispatcher-type", "alltoall"); break;
+    case Dispatcher::kAllGather: l.Add("--moe-token-dispatcher-type", "allgather"); break;
+    case Dispatcher::kDeepEp:
+      l.Add("--moe-token-dispatcher-type", "flex");
+      l.Add("--moe-flex-dispatcher-backend", FlexBackendName(t.moe_flex_dispatcher_backend.value_or(FlexBackend::kDeepEp)));
+      break;
+    case Dispatcher::kDeredundency: Refuse("the deredundency dispatcher");
+  }
+  l.Add("--moe-grouped-gemm");
+  if (run.overlap_grad_reduce) l.Add("--overlap-grad-reduce");
+  if (run.overlap_param_gather) l.Add("--overlap-param-gather");
+  if (run.overlap_moe_ep_comm) l.Add("--overlap-moe-expert-parallel-comm");
+  if (run.overlap_shared_experts.value_or(false) && plan.model.moe.num_shared_experts > 0) l.Add("--moe-shared-expert-overlap");
+  if (plan.dims.cp > 1) l.Add("--cp-comm-type", run.cp_comm);
+  if (run.cuda_graphs) l.Add("--cuda-graph-impl", "transformer_engine");
+  if (t.param_dtype == "bfloat16") l.Add("--bf16");
+  else if (t.param_dtype == "float16") l.Add("--fp16");
+  else Refuse("--param-dtype " + t.param_dtype);
+  if (t.precision == "fp8") {
+    l.Add("--fp8-format", "e4m3");
+    l.Add("--fp8-recipe", t.fp8_recipe);
+    if (t.fp8_param_gather) l.Add("--fp8-param-gather");
+  }
+  if (t.fp8_dispatch) Refuse("dockyard's --fp8-dispatch (an FP8 dispatch all-to-all)");
+  if (t.grad_dtype == "bfloat16") l.Add("--grad-reduce-in-bf16");
+  else if (t.grad_dtype != "float32") Refuse("--grad-dtype " + t.grad_dtype);
+  if (t.optimizer == Optimizer::kAdamW) {
+    l.Add("--optimizer", "adam");
+    if (t.optimizer_states_dtype == "bfloat16") {
+      l.Add("--use-precision-aware-optimizer");
+      l.Add("--exp-avg-dtype", "bf16");
+      l.Add("--exp-avg-sq-dtype", "bf16");
+    }
+  } else {
+    l.Add("--optimizer", "sgd");
+  }
+  l.Add("--clip-grad", fmt::format("{}", run.clip_grad));
+  if (!run.check_for_nan_in_grad) l.Add("--no-check-for-nan-in-loss-and-grad");
+  if (run.fused_cross_entropy) {
+    l.Add("--cross-entropy-loss-fusion");
+    l.Add("--cross-entropy-fusion-impl", run.cross_entropy_fusion_impl);
+  }
+  l.Add("--make-vocab-size-divisible-by", t.make_vocab_size_divisible_by.value_or(128));
+  if (t.mtp_layers > 0) l.Add("--mtp-num-layers", t.mtp_layers);
+}
+
+}  // namespace
+
+std::string EmitMegatronArgs(const Plan& plan, int64_t global_batch_size, const std::vector<std::string>& header_lines) {
+  if (plan.dims.convention != Convention::kMegatron) {
+    throw Error("--emit megatron: the plan is under --convention torchtitan, whose rank order Megatron-LM does not use; plan it with "
+                "--convention megatron");
+  }
+  Lines l;
+  EmitArchitecture(plan, l);
+  EmitLayout(plan, global_batch_size, l);
+  EmitSettings(plan, l);
+  std::string out;
+  for (const auto& h : header_lines) out += "# " + h + "\n";
+  const ParallelDims& d = plan.dims;
+  out += fmt::format("# Megatron-LM arguments (checked against its argument list at {}) for {} GPUs: tp {} x cp {} x pp {} x dp {}.\n",
+                     std::string(kMegatronLmCommit).substr(0, 12), d.world_size, d.tp, d.cp, d.pp, d.world_size / (d.tp * d.cp * d.pp));
+  out += "# Launch on that many GPUs and add the tokenizer, data, learning-rate and checkpoint arguments.\n";
+  for (size_t i = 0; i < l.out.size(); ++i) out += "    " + l.out[i] + (i + 1 < l.out.size() ? " \\\n" : "\n");
+  return out;
+}
+
+}  // namespace dockyard
