@@ -15,6 +15,7 @@
 #include "cli/calibrate_cli.h"
 #include "cli/flag_suggest.h"
 #include "cli/flags.h"
+#include "cli/framework_flags.h"
 #include "cli/plan_flags.h"
 #include "cli/search_cli.h"
 #include "planner/base/error.h"
@@ -72,9 +73,12 @@ struct PlanInputs {
 
 // The degrees from the flags (--model: only with --world-size).
 ParallelDimsOptions PlanDims(const CliOptions& o, Command command) {
+  if (o.framework_config && o.degrees.world_size.empty()) {
+    throw UsageError("--world-size is required with --from-megatron (Megatron takes the world size from the launcher: nodes x GPUs per node)");
+  }
   if (o.model_given && o.degrees.world_size.empty()) throw UsageError("--world-size is required with --model");
   ParallelDimsOptions dims = o.degrees.Parse(kDefaultWorldSize);
-  if (!o.model_given) ApplyDefaultLayout(!o.degrees.ep.empty(), &dims);
+  if (!cli::ModelGiven(o)) ApplyDefaultLayout(!o.degrees.ep.empty(), &dims);
   return dims;
 }
 
@@ -106,10 +110,10 @@ TrainingConfig PlanTraining(const CliOptions& o, Command command, PlanInputs& in
 // Every input of the plan, read and checked in the order the flags' errors are reported.
 PlanInputs ReadPlanInputs(const CliOptions& o, Command command, std::ostream& err) {
   PlanInputs in;
-  in.use_default = !o.model_given;
+  in.use_default = !cli::ModelGiven(o);
   in.dims = PlanDims(o, command);
-  in.model = WithFlag("--model", [&] { return LoadModelOrDefault(o.model); });
-  in.source = ModelSourceName(o.model);
+  in.model = cli::LoadPlanModel(o);
+  in.source = cli::PlanModelSource(o);
   in.training = PlanTraining(o, command, in, err);
   if (command == Command::kSimulate) {
     // Run settings of the simulated step: the shared-expert overlap (unset: the convention's
@@ -169,20 +173,27 @@ PlanCommandRequest MakePlanRequest(const CliOptions& o, Command command, const P
 // went to stdout, the command's text and where each file went. Returns whether it was quiet.
 bool WritePlanOutputs(const CliOptions& o, const PlanCommandRequest& request, const PlanCommandResult& result, const PlanInputs& in,
                       std::ostream& out) {
+  // --emit: the launch config, made before any file is written (a layout Megatron cannot express is refused first).
+  const std::string emitted = o.emit.empty() ? "" : cli::EmitText(o, result.plan, 0);
+  const bool emit_stdout = !o.emit.empty() && (o.emit_out.empty() || o.emit_out == "-");
   std::vector<std::pair<std::string, std::string>> files;
+  if (!o.emit.empty() && !emit_stdout) files.push_back({o.emit_out, emitted});
   if (o.json_given && o.json_path != "-") files.push_back({o.json_path, result.report_text});
   if (o.refit_given && o.refit_json != "-") files.push_back({o.refit_json, result.refit_text});
   if (o.html_given) files.push_back({o.html_path, result.html_text});
   WriteFilesAtomically(files);
   if (o.json_given && o.json_path == "-") out << result.report_text;
   if (o.refit_given && o.refit_json == "-") out << result.refit_text;
-  const bool quiet = (o.json_given && o.json_path == "-") || (o.refit_given && o.refit_json == "-");
+  if (emit_stdout) out << emitted;
+  const bool quiet = (o.json_given && o.json_path == "-") || (o.refit_given && o.refit_json == "-") || emit_stdout;
   if (!quiet) {
+    if (o.framework_config) out << FrameworkConfigText(*o.framework_config);
     out << PlanCommandText(request, result, in.global_batch,
                            in.use_default ? DefaultModelNote(in.dims, result.plan.training.recompute) : "");
     if (o.json_given) out << "JSON report written to " << o.json_path << "\n";
     if (o.refit_given) out << "Refit map written to " << o.refit_json << "\n";
     if (o.html_given) out << "HTML report written to " << o.html_path << "\n";
+    if (!o.emit.empty()) out << "Megatron-LM arguments written to " << o.emit_out << "\n";
   }
   return quiet;
 }
@@ -221,6 +232,8 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   CLI::App* simulate = nullptr;
   cli::AddPlanCommands(app, o, &check, &simulate);
   CLI::App* search = AddSearchCommand(app, o);
+  for (CLI::App* a : {&app, check, simulate}) cli::AddFrameworkFlags(a, o, false);
+  cli::AddFrameworkFlags(search, o, true);
   CLI::App* spec = app.add_subcommand("spec", "write the normalized dockyard model spec of a model");
   std::string spec_model, spec_out = "-";
   spec->add_option("--model", spec_model, "HF config.json or dockyard model spec")->required();
@@ -241,8 +254,17 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   app.require_subcommand(0, 1);
 
   app.set_version_flag("--version", VersionText("dockyard-plan"), "print the version and the git commit this binary was built from");
+  // --from-megatron FILE: its settings join the command line as the flags they are, before parsing.
+  std::vector<std::string> args(argv, argv + argc);
+  const int expanded = cli::RunReportingErrors("dockyard-plan", "out of memory reading --from-megatron", err, [&] {
+    args = cli::ExpandFrameworkConfig(args, app, &o);
+    return 0;
+  });
+  if (expanded != 0) return expanded;
+  std::vector<char*> expanded_argv;
+  for (std::string& a : args) expanded_argv.push_back(a.data());
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(expanded_argv.size()), expanded_argv.data());
   } catch (const CLI::CallForHelp&) {
     out << app.help();
     return 0;
@@ -260,6 +282,7 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
       if (a == &app || a->parsed()) cli::RejectEmptyValues(*a);
     }
     CheckPlanOutputs(o);
+    cli::CheckEmitFlags(o, search->parsed());
     if (spec->parsed()) RejectOutputOverInputs(spec_out, "--out", {spec_model});
     if (spec->parsed()) {
       if (spec_out.empty()) throw UsageError("--out needs a path or '-', got an empty string");

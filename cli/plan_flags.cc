@@ -261,8 +261,21 @@ std::string NodeSizeClusterWarning(const TrainingFlags& flags, const ModelSpec& 
 }
 
 Json ReportProvenance(const PlanCliOptions& o) {
-  const ReportInputs in = PlanReportInputs(o.model_given ? o.model : "", o.cluster, o.routing, o.calibration);
-  return Provenance(o.argv, in.files, in.embedded);
+  ReportInputs in = PlanReportInputs(o.model_given ? o.model : "", o.cluster, o.routing, o.calibration);
+  if (!o.framework_config) return Provenance(o.argv, in.files, in.embedded);
+  // --from-megatron: the file is an input (its model, without --model, in place of the default),
+  // and what was taken from it and what was not is recorded beside the inputs.
+  if (!o.model_given) in.embedded.clear();
+  in.files.push_back({"--from-megatron", o.framework_config->file});
+  Json p = Provenance(o.argv, in.files, in.embedded);
+  Json flags = Json::array();
+  for (const auto& f : o.framework_config->flags) flags.push_back({{"flag", f.flag}, {"value", f.value}, {"from", f.from}});
+  p["framework_config"] = {{"framework", o.framework_config->framework},
+                           {"file", o.framework_config->file},
+                           {"flags", flags},
+                           {"ignored", o.framework_config->ignored},
+                           {"without_effect", o.framework_config->not_read}};
+  return p;
 }
 
 }  // namespace dockyard::cli

@@ -15,6 +15,7 @@
 #include "planner/model/training.h"
 #include "planner/cost/compute_model.h"
 #include "planner/cost/cost.h"
+#include "planner/frameworks/framework_config.h"
 
 namespace dockyard::cli {
 
@@ -48,6 +49,10 @@ struct PlanCliOptions {
   // search
   std::string top = "10", max_pp;
   std::string progress_interval;  // search --progress-interval (progress_lines.h; empty = the default)
+  // A framework's job config (cli/framework_flags.h): --from-megatron FILE, read before the flags
+  // are parsed (its settings become flags); search --unpin; --emit / --emit-out / --emit-row.
+  std::string from_megatron, unpin, emit, emit_out, emit_row;
+  std::optional<FrameworkConfig> framework_config;
 };
 
 // --compute-model into `model`, --cuda-graphs into the run settings `run`, checked against the

@@ -20,6 +20,8 @@
 #include "planner/base/file_util.h"
 #include "planner/layout/default_layout.h"
 #include "planner/model/model_spec.h"
+#include "planner/layout/plan.h"
+#include "cli/framework_flags.h"
 #include "planner/model/recompute.h"
 #include "planner/model/seq_len.h"
 #include "planner/report/search_command.h"
@@ -49,6 +51,9 @@ using cli::WriteOutput;
 // budget flag, the cluster with the calibration applied (returned), the compute flags and the
 // routing.
 std::optional<Calibration> ReadSearchMachine(const CliOptions& o, SearchOptions* s) {
+  if (o.framework_config && o.degrees.world_size.empty()) {
+    throw UsageError("--world-size is required with --from-megatron (Megatron takes the world size from the launcher: nodes x GPUs per node)");
+  }
   if (o.model_given && o.degrees.world_size.empty()) throw UsageError("--world-size is required with --model");
   const ParallelDimsOptions given = o.degrees.Parse(kDefaultWorldSize);
   s->world_size = given.world_size;
@@ -141,12 +146,15 @@ double ProgressInterval(const std::string& text) {
 
 // Writes the search's documents (files all-or-nothing; '-' goes to stdout) and its text. Returns
 // the exit status: 1 when nothing ranked (why, on `err`).
-int WriteSearchOutputs(const CliOptions& o, const SearchCommandResult& result, std::ostream& out, std::ostream& err) {
+int WriteSearchOutputs(const CliOptions& o, const SearchCommandResult& result, const std::string& emitted, std::ostream& out,
+                       std::ostream& err) {
   if (result.empty) {
     err << result.empty_text;
     return 1;
   }
+  const bool emit_stdout = !o.emit.empty() && (o.emit_out.empty() || o.emit_out == "-");
   std::vector<std::pair<std::string, std::string>> files;
+  if (!o.emit.empty() && !emit_stdout) files.push_back({o.emit_out, emitted});
   if (o.html_given) files.push_back({o.html_path, result.html_text});
   if (o.json_given && o.json_path != "-") files.push_back({o.json_path, result.report_text});
   WriteFilesAtomically(files);
@@ -154,9 +162,29 @@ int WriteSearchOutputs(const CliOptions& o, const SearchCommandResult& result, s
     WriteOutput("-", result.report_text, out);
     return 0;
   }
+  if (emit_stdout) {
+    out << emitted;
+    return 0;
+  }
+  if (o.framework_config) out << FrameworkConfigText(*o.framework_config);
   out << result.text;
   if (o.html_given) out << "HTML report written to " << o.html_path << "\n";
+  if (!o.emit.empty()) out << "Megatron-LM arguments of row " << o.emit_row << " written to " << o.emit_out << "\n";
   return 0;
+}
+
+// --emit-row N: the ranking's row N (1 = the best) planned again and written as a launch config.
+// Throws dockyard::Error for a row the ranking does not show.
+std::string EmitSearchRow(const CliOptions& o, const ModelSpec& model, const SearchOptions& s, const SearchCommandResult& result) {
+  if (o.emit.empty() || result.empty) return "";
+  const int64_t row = ParseInt("--emit-row", o.emit_row).value_or(0);
+  const int64_t shown = static_cast<int64_t>(result.result.top.size());
+  if (row < 1 || row > shown) {
+    throw Error(fmt::format("--emit-row {}: the ranking shows rows 1 to {} (--top {})", o.emit_row, shown, s.top));
+  }
+  const LayoutCandidate& c = result.result.top[static_cast<size_t>(row - 1)].layout;
+  const Plan plan = BuildPlan(model, c.dims, CandidateTraining(s.training, c), SearchPlanMachine(s));
+  return cli::EmitText(o, plan, result.result.global_batch_size);
 }
 
 }  // namespace
@@ -167,7 +195,7 @@ int cli::RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   SearchCommandRequest request;
   request.calibration = ReadSearchMachine(o, &s);
   RejectUnsearchableRunSettings(o.training.pipeline_layout, o.training.pipeline_schedule);
-  const ModelSpec model = WithFlag("--model", [&] { return LoadModelOrDefault(o.model); });
+  const ModelSpec model = cli::LoadPlanModel(o);
   ReadSearchTraining(o, model, &s, err);
   ReadSearchSpace(o, &s);
   if (!o.explain.empty()) {
@@ -195,13 +223,14 @@ int cli::RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
     rest.redundant_experts = "0";  // the list is parsed above; the policy, groups and choice here
     request.redundant = cli::ParseRedundantExpertsFlags(rest);
   }
-  request.model_source = ModelSourceName(o.model);
+  request.model_source = cli::PlanModelSource(o);
   request.provenance = ReportProvenance(o);
   request.json = o.json_given;
   request.html = o.html_given;
   const SearchCommandResult result = RunSearchCommand(model, s, request);
   ticker.reset();  // no progress line after the search, among its outputs
-  return WriteSearchOutputs(o, result, out, err);
+  const std::string emitted = EmitSearchRow(o, model, s, result);  // before any file is written
+  return WriteSearchOutputs(o, result, emitted, out, err);
 }
 
 }  // namespace dockyard

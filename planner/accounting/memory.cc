@@ -668,12 +668,7 @@ void ChunkCopiesOfStage(const Plan& plan, int64_t s, StageLayers& st) {
     if (plan.layer_stage[l] == s) ++(plan.model.moe_layers[l] ? moe : dense)[plan.layer_chunk[l]];
   }
   if (s == plan.mtp_stage && plan.training.mtp_layers > 0) (plan.model.moe_layers.back() ? moe : dense)[vpp - 1] += plan.training.mtp_layers;
-  st.chunk_copies[0] = st.chunk_copies[1] = 0;
-  for (int64_t j = 0; j < vpp; ++j) {
-    const int64_t n = ChunkInFlight(st.pp, vpp, st.in_flight, j);
-    st.chunk_copies[0] += n * moe[j];
-    st.chunk_copies[1] += n * dense[j];
-  }
+  SetChunkCopies(moe, dense, st);
 }
 
 // The memory of pipeline stage `s` (bytes): the static memory of its first rank, the activations
@@ -807,6 +802,16 @@ std::vector<StageOverBudget> RanksOverBudget(const Plan& plan, const MemoryRepor
     out.push_back(std::move(o));
   }
   return out;
+}
+
+void SetChunkCopies(const std::vector<int64_t>& moe, const std::vector<int64_t>& dense, StageLayers& st) {
+  const int64_t vpp = std::max<int64_t>(1, st.chunks_per_microbatch);
+  st.chunk_copies[0] = st.chunk_copies[1] = 0;
+  for (int64_t j = 0; j < vpp; ++j) {
+    const int64_t n = ChunkInFlight(st.pp, vpp, st.in_flight, j);
+    st.chunk_copies[0] += n * moe[static_cast<size_t>(j)];
+    st.chunk_copies[1] += n * dense[static_cast<size_t>(j)];
+  }
 }
 
 }  // namespace dockyard

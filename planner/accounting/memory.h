@@ -313,6 +313,11 @@ struct StageLayers {
   // the layers that keep their tensors and, under full recomputation, for the checkpointed inputs.
   int64_t chunk_copies[2] = {-1, -1};
 };
+// StageLayers::chunk_copies of a stage whose model chunks hold their own layers: `moe[j]` and
+// `dense[j]` are chunk j's layers of each kind (j < vpp = st.chunks_per_microbatch; an MTP module in
+// the rank's last chunk), each counted ChunkInFlight(st.pp, vpp, st.in_flight, j) times. The one
+// rule plan memory (a layout's layer_chunk) and the layout search's fast path share.
+void SetChunkCopies(const std::vector<int64_t>& moe, const std::vector<int64_t>& dense, StageLayers& st);
 // One MoE [0] and one dense [1] layer's LayerActivations by kind, formed once per set of degrees.
 struct LayerActivationTable {
   WideInt bytes[2][static_cast<int>(ActivationKind::kCount)] = {};

@@ -446,8 +446,8 @@ TEST_CASE("The logits at the loss by framework and cross-entropy, by hand") {
 
 TEST_CASE("Interleaved chunks of unequal size: a layout's chunks counted as they are in flight, by hand") {
   // Tiny Mixtral with 6 MoE layers, Megatron, pp 2, vpp 2, 8 micro-batches. The layout
-  // "Et*2|t*2|t|tL" puts 2 layers in each rank's chunk 0 and 1 in its chunk 1; the plain split
-  // has 3 layers per rank too, counted at their mean 3 / 2 per chunk.
+  // "Et*2|t*2|t|tL" puts 2 layers in each rank's chunk 0 and 1 in its chunk 1; the split given as
+  // --pp-layer-split 3,3 has 3 layers per rank too, counted at their mean 3 / 2 per chunk.
   dockyard::ModelSpec m = dockyard::testing::TinyMixtral();
   m.num_hidden_layers = 6;
   m.moe_layers.assign(6, true);
@@ -457,9 +457,16 @@ TEST_CASE("Interleaved chunks of unequal size: a layout's chunks counted as they
   t.seq_len = 16;
   t.num_microbatches = 8;
   t.run.vpp = 2;
+  // Without a split flag Megatron refuses 3 layers per rank over 2 chunks; it runs the layout
+  // above (megatron_split.h), and the even split is planned as that layout.
+  const Plan even = BuildPlan(m, d, t);
+  t.pp_layer_split = {3, 3};
   const Plan plain = BuildPlan(m, d, t);
+  t.pp_layer_split.clear();
   t.run.pipeline_layout = "Et*2|t*2|t|tL";
   const Plan layout = BuildPlan(m, d, t);
+  CHECK(even.layer_chunk == layout.layer_chunk);
+  CHECK(even.layer_chunk == std::vector<int64_t>{0, 0, 0, 0, 1, 1});  // layers 0-1 rank 0, 2-3 rank 1: chunk 0; 4 and 5: chunk 1
   auto layers = [](const Plan& p, int64_t stage) {
     double sum = 0;
     const auto report = dockyard::ComputeMemory(p);  // kept: the loop reads into it
@@ -474,6 +481,8 @@ TEST_CASE("Interleaved chunks of unequal size: a layout's chunks counted as they
   CHECK(layers(layout, 1) / layers(plain, 1) == doctest::Approx(5.0 / 4.5));
   // Rank 0: 2 + 2 + 1 = 5 chunks: 3 on chunk 0, 2 on chunk 1: 3 x 2 + 2 x 1 = 8 against 3 x 5 / 2 = 7.5.
   CHECK(layers(layout, 0) / layers(plain, 0) == doctest::Approx(8.0 / 7.5));
+  CHECK(layers(even, 0) == layers(layout, 0));
+  CHECK(layers(even, 1) == layers(layout, 1));
   CHECK(dockyard::ChunkInFlight(2, 2, 3, 0) == 2);
   CHECK(dockyard::ChunkInFlight(2, 2, 3, 1) == 1);
   CHECK(dockyard::ChunkInFlight(8, 4, 25, 3) == 1);  // the rank-224 case above: 8, 8, 8 and 1

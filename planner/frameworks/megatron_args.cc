@@ -523,8 +523,12 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
   }
 
   // Overlaps and the step's end.
-  for (const char* key : {"--overlap-grad-reduce", "--overlap-param-gather", "--overlap-moe-expert-parallel-comm",
-                          "--moe-shared-expert-overlap", "--no-check-for-nan-in-loss-and-grad"}) {
+  // Under Megatron-FSDP --overlap-grad-reduce / --overlap-param-gather overlap FSDP's own
+  // reduce-scatters and all-gathers, as dockyard prices FSDP: nothing to set.
+  for (const char* key : {"--overlap-grad-reduce", "--overlap-param-gather"}) {
+    if (const ConfigArg* a = find(key); a && !fsdp) AddFlag(c, key, "", a->key);
+  }
+  for (const char* key : {"--overlap-moe-expert-parallel-comm", "--moe-shared-expert-overlap", "--no-check-for-nan-in-loss-and-grad"}) {
     if (const ConfigArg* a = find(key)) AddFlag(c, key, "", a->key);
   }
   if (const ConfigArg* a = find("--clip-grad")) {

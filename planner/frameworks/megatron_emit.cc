@@ -9,6 +9,7 @@
 
 #include "planner/base/error.h"
 #include "planner/frameworks/megatron_args.h"
+#include "planner/layout/megatron_split.h"
 #include "planner/model/dispatcher.h"
 #include "planner/model/recompute.h"
 #include "planner/model/training.h"
@@ -131,10 +132,16 @@ void EmitLayout(const Plan& plan, int64_t global_batch_size, Lines& l) {
   // Megatron: global batch = micro batch x dp x micro-batches per step (one schedule).
   l.Add("--global-batch-size", global_batch_size > 0 ? global_batch_size : t.micro_batch_size * dp * microbatches);
   l.Add("--seq-length", t.seq_len);
+  // Where Megatron refuses dockyard's even split without a split flag, the flag that reproduces it.
+  const std::optional<MegatronSplitFlag> split =
+      MegatronEvenSplitFlag(t, plan.model.num_hidden_layers, d.pp, d.convention == Convention::kMegatron);
   if (!run.pipeline_layout.empty()) {
     l.Add("--pipeline-model-parallel-layout", "'" + run.pipeline_layout + "'");
-  } else if (run.vpp > 1) {
-    l.Add("--num-virtual-stages-per-pipeline-rank", run.vpp);
+  } else if (split && split->key == "--pipeline-model-parallel-layout") {
+    l.Add(split->key, "'" + split->value + "'");
+  } else {
+    if (run.vpp > 1) l.Add("--num-virtual-stages-per-pipeline-rank", run.vpp);
+    if (split) l.Add(split->key, split->value);
   }
   if (!t.pp_layer_split.empty() && run.pipeline_layout.empty()) {
     // Megatron splits unevenly only at the first and last stage: the middle stages are equal.
@@ -175,8 +182,10 @@ void EmitSettings(const Plan& plan, Lines& l) {
     case Dispatcher::kDeredundency: Refuse("the deredundency dispatcher");
   }
   l.Add("--moe-grouped-gemm");
-  if (run.overlap_grad_reduce) l.Add("--overlap-grad-reduce");
-  if (run.overlap_param_gather) l.Add("--overlap-param-gather");
+  // Megatron-FSDP overlaps its collectives with these two, as dockyard prices FSDP.
+  const bool fsdp = t.dp_sharding == DpSharding::kFsdp;
+  if (run.overlap_grad_reduce || fsdp) l.Add("--overlap-grad-reduce");
+  if (run.overlap_param_gather || fsdp) l.Add("--overlap-param-gather");
   if (run.overlap_moe_ep_comm) l.Add("--overlap-moe-expert-parallel-comm");
   if (run.overlap_shared_experts.value_or(false) && plan.model.moe.num_shared_experts > 0) l.Add("--moe-shared-expert-overlap");
   if (plan.dims.cp > 1) l.Add("--cp-comm-type", run.cp_comm);

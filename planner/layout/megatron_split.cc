@@ -1,13 +1,24 @@
 // Megatron and dockyard's even layer split (see megatron_split.h).
 #include "planner/layout/megatron_split.h"
 
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "planner/layout/plan.h"
 
 namespace dockyard {
+
+std::vector<int64_t> EvenLayerSplit(int64_t num_layers, int64_t pp) {
+  std::vector<int64_t> stage_of(num_layers);
+  const int64_t base = num_layers / pp, extra = num_layers % pp;
+  int64_t layer = 0;
+  for (int64_t s = 0; s < pp; ++s) {
+    const int64_t n = base + (s < extra ? 1 : 0);
+    for (int64_t i = 0; i < n; ++i) stage_of[layer++] = s;
+  }
+  return stage_of;
+}
 
 namespace {
 
@@ -56,35 +67,47 @@ std::string EvenSplitPipelineLayout(int64_t num_layers, int64_t pp, int64_t vpp,
   return out;
 }
 
-std::string MegatronEvenSplitReason(const TrainingConfig& t, int64_t num_layers, int64_t pp, bool megatron) {
+namespace {
+
+// The rule Megatron breaks with dockyard's even split of this layout, "" when none.
+std::string BrokenRule(const TrainingConfig& t, int64_t num_layers, int64_t pp, bool megatron) {
   const RunSettings& run = t.run;
   if (!megatron || pp <= 1 || num_layers < 1 || !t.pp_layer_split.empty() || !run.pipeline_layout.empty() || run.account_for_embedding ||
       run.account_for_loss) {
     return "";
   }
   const int64_t vpp = run.vpp, base = num_layers / pp, extra = num_layers % pp;
-  std::string rule;
   if (extra != 0) {
-    rule = fmt::format(
+    return fmt::format(
         "num_hidden_layers ({}) is not divisible by pp ({}): Megatron's validate_args asserts \"Number of layers should be "
         "divisible by the pipeline-model-parallel size\"",
         num_layers, pp);
-  } else if (vpp > 1 && base % vpp != 0) {
-    rule = fmt::format(
+  }
+  if (vpp > 1 && base % vpp != 0) {
+    return fmt::format(
         "the {} layers of each pipeline rank do not divide into vpp ({}) model chunks (Megatron's transformer_block.py "
         "get_num_layers_to_build asserts num_layers_per_pipeline_rank % vp_size == 0)",
         base, vpp);
-  } else {
-    return "";
   }
-  std::string flag;
-  if (vpp == 1 && extra == 1) {
-    flag = fmt::format("--decoder-first-pipeline-num-layers {}", base + 1);
-  } else if (vpp == 1 && extra == pp - 1) {
-    flag = fmt::format("--decoder-last-pipeline-num-layers {}", base);
-  } else {
-    flag = fmt::format("--pipeline-model-parallel-layout \"{}\"", EvenSplitPipelineLayout(num_layers, pp, vpp, t.mtp_layers));
-  }
+  return "";
+}
+
+}  // namespace
+
+std::optional<MegatronSplitFlag> MegatronEvenSplitFlag(const TrainingConfig& t, int64_t num_layers, int64_t pp, bool megatron) {
+  if (BrokenRule(t, num_layers, pp, megatron).empty()) return std::nullopt;
+  const int64_t vpp = t.run.vpp, base = num_layers / pp, extra = num_layers % pp;
+  if (vpp == 1 && extra == 1) return MegatronSplitFlag{"--decoder-first-pipeline-num-layers", std::to_string(base + 1)};
+  if (vpp == 1 && extra == pp - 1) return MegatronSplitFlag{"--decoder-last-pipeline-num-layers", std::to_string(base)};
+  return MegatronSplitFlag{"--pipeline-model-parallel-layout", EvenSplitPipelineLayout(num_layers, pp, vpp, t.mtp_layers)};
+}
+
+std::string MegatronEvenSplitReason(const TrainingConfig& t, int64_t num_layers, int64_t pp, bool megatron) {
+  const std::string rule = BrokenRule(t, num_layers, pp, megatron);
+  if (rule.empty()) return "";
+  const MegatronSplitFlag f = *MegatronEvenSplitFlag(t, num_layers, pp, megatron);
+  const int64_t vpp = t.run.vpp, base = num_layers / pp, extra = num_layers % pp;
+  const std::string flag = f.key == "--pipeline-model-parallel-layout" ? fmt::format("{} \"{}\"", f.key, f.value) : f.key + " " + f.value;
   const std::string split =
       extra == 0 ? fmt::format("{} stages of {}", pp, base) : fmt::format("{} stage(s) of {}, {} of {}", extra, base + 1, pp - extra, base);
   return fmt::format("Megatron refuses this split without a split flag: {}. dockyard planned its even split ({}{}); to run it, pass {}",

@@ -12,11 +12,17 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "planner/model/training.h"
 
 namespace dockyard {
+
+// Pipeline split: layers spread evenly, the first (L % pp) stages taking one extra layer;
+// embedding on the first stage, final norm and lm_head on the last. The stage of each layer.
+std::vector<int64_t> EvenLayerSplit(int64_t num_layers, int64_t pp);
 
 // The --pipeline-model-parallel-layout string (pipeline_layout.h grammar) of EvenLayerSplit(num_layers, pp)
 // with vpp model chunks per rank: rank p's n_p layers go to its chunks n_p / vpp each, the first
@@ -25,6 +31,16 @@ namespace dockyard {
 // Runs of equal stages are written "(S|)*N". E.g. (94, 8, 1, 0): "Et*12|(t*12|)*5t*11|t*11L".
 // Requires num_layers >= 1, pp >= 1, vpp >= 1.
 std::string EvenSplitPipelineLayout(int64_t num_layers, int64_t pp, int64_t vpp, int64_t mtp_layers);
+
+// The Megatron flag that reproduces dockyard's even split where Megatron would refuse the layout
+// without one (the layouts MegatronEvenSplitNote names; nullopt otherwise):
+// --decoder-first-pipeline-num-layers N (vpp 1, one extra layer on the first stage),
+// --decoder-last-pipeline-num-layers N (vpp 1, one layer fewer on the last stage), else
+// --pipeline-model-parallel-layout EvenSplitPipelineLayout(...). The value is unquoted.
+struct MegatronSplitFlag {
+  std::string key, value;
+};
+std::optional<MegatronSplitFlag> MegatronEvenSplitFlag(const TrainingConfig& training, int64_t num_layers, int64_t pp, bool megatron);
 
 // A note ("Note       ...", ending in '\n'; "" when none) for a Megatron-convention layout whose split Megatron would
 // refuse without a split flag: pp > 1, no pp_layer_split, no pipeline_layout, no account-for flag,

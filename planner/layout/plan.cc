@@ -1,6 +1,8 @@
 // BuildPlan (see plan.h).
 #include "planner/layout/plan.h"
 
+#include "planner/layout/megatron_split.h"
+
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -17,17 +19,6 @@
 #include "planner/model/pipeline_schedule.h"
 
 namespace dockyard {
-
-std::vector<int64_t> EvenLayerSplit(int64_t num_layers, int64_t pp) {
-  std::vector<int64_t> stage_of(num_layers);
-  const int64_t base = num_layers / pp, extra = num_layers % pp;
-  int64_t layer = 0;
-  for (int64_t s = 0; s < pp; ++s) {
-    const int64_t n = base + (s < extra ? 1 : 0);
-    for (int64_t i = 0; i < n; ++i) stage_of[layer++] = s;
-  }
-  return stage_of;
-}
 
 int64_t ModelParallelNumel(const Plan& plan, size_t i, int64_t rank) {
   return GatheredNumelOnRank(plan.inventory.params[i], plan.placements[i], plan.MeshOf(i), rank);
@@ -57,11 +48,17 @@ std::vector<int64_t> ResolveLayerSplit(const TrainingConfig& training, int64_t n
   return stage_of;
 }
 
-PipelineStages ResolvePipelineStages(const TrainingConfig& training, int64_t num_layers, int64_t pp) {
+PipelineStages ResolvePipelineStages(const TrainingConfig& training, int64_t num_layers, int64_t pp, bool megatron) {
   const RunSettings& run = training.run;
   const bool account = run.account_for_embedding || run.account_for_loss;
   PipelineStages out;
   if (run.pipeline_layout.empty() && !account) {
+    // Megatron runs an even split it refuses without a flag as the layout that reproduces it
+    // (megatron_split.h); at vpp > 1 that layout's model chunks are unequal, and they are counted so.
+    if (const auto flag = MegatronEvenSplitFlag(training, num_layers, pp, megatron);
+        flag && flag->key == "--pipeline-model-parallel-layout") {
+      return ResolvePipelineLayout(ParsePipelineLayout(flag->value, flag->key), pp, num_layers, training.mtp_layers, flag->value, flag->key);
+    }
     out.layer_stage = ResolveLayerSplit(training, num_layers, pp);
     out.embedding_stage = 0;
     out.loss_stage = out.mtp_stage = pp - 1;
@@ -124,7 +121,8 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
   plan.defaults_applied = ApplyConventionDefaults(plan.dims.convention, &plan.training);
   plan.defaults_applied.etp = plan.dims.etp_default;
   if (!plan.training.num_microbatches) plan.training.num_microbatches = plan.dims.pp;
-  const PipelineStages stages = ResolvePipelineStages(plan.training, model.num_hidden_layers, plan.dims.pp);
+  const PipelineStages stages =
+      ResolvePipelineStages(plan.training, model.num_hidden_layers, plan.dims.pp, plan.dims.convention == Convention::kMegatron);
   plan.training.run.vpp = stages.vpp;
   ValidateFp8ParamGather(plan.training, plan.dims.convention == Convention::kMegatron);
   ValidateRunSettings(plan.training.run, static_cast<int>(*plan.training.dp_sharding), plan.dims.pp);
@@ -157,7 +155,7 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
   }
   plan.meshes = BuildMeshes(plan.dims);
   plan.layer_stage = stages.layer_stage;
-  if (!plan.training.run.pipeline_layout.empty()) plan.layer_chunk = stages.layer_chunk;
+  plan.layer_chunk = stages.layer_chunk;  // a layout's (given, or the one Megatron needs for the even split)
   plan.embedding_stage = stages.embedding_stage;
   plan.loss_stage = stages.loss_stage;
   plan.mtp_stage = stages.mtp_stage;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "planner/model/inventory.h"
+#include "planner/layout/megatron_split.h"
 #include "planner/layout/mesh.h"
 #include "planner/model/model_spec.h"
 #include "planner/model/pipeline_layout.h"
@@ -77,10 +78,6 @@ struct Plan {
 // DDP keep.
 int64_t ModelParallelNumel(const Plan& plan, size_t param_index, int64_t rank);
 
-// Pipeline split: layers spread evenly, the first (L % pp) stages taking one extra layer;
-// embedding on the first stage, final norm and lm_head on the last.
-std::vector<int64_t> EvenLayerSplit(int64_t num_layers, int64_t pp);
-
 // The pipeline stage of each of `num_layers` decoder layers: `training.pp_layer_split` when
 // given (pp entries, each >= 1 layer, summing to num_layers), else EvenLayerSplit. Throws
 // dockyard::Error naming the rule a given split breaks.
@@ -94,8 +91,10 @@ std::vector<int64_t> ResolveLayerSplit(const TrainingConfig& training, int64_t n
 // --vpp sets the vpp. Throws dockyard::Error naming the flag and rule: a layout together with the
 // account-for flags or with pp_layer_split (Megatron: "pipeline_model_parallel_layout cannot be
 // set with other pipeline layout arguments"), the account-for flags with pp_layer_split, a --vpp
-// that differs from the layout's.
-PipelineStages ResolvePipelineStages(const TrainingConfig& training, int64_t num_layers, int64_t pp);
+// that differs from the layout's. With `megatron`, an even split Megatron refuses at vpp > 1
+// (megatron_split.h MegatronEvenSplitFlag) is placed as the layout that reproduces it: its layers,
+// and each layer's model chunk (layer_chunk), where that layout puts them.
+PipelineStages ResolvePipelineStages(const TrainingConfig& training, int64_t num_layers, int64_t pp, bool megatron);
 
 // Parameter bytes of every rank (each parameter adds its local bytes to every rank of its
 // stage): [world_size]. O(world_size x parameters). Throws dockyard::Error on int64 overflow.

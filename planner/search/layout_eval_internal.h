@@ -120,6 +120,10 @@ struct Split {
   // an MoE layer. Zeros without it.
   std::vector<int64_t> checkpointed_moe, checkpointed_dense;  // [stage]
   std::vector<char> checkpointed_moe_first;                   // [stage]
+  // The MoE and dense layers of each model chunk of each stage when the split gives each layer its
+  // chunk (ResolvePipelineStages' layer_chunk: an even split Megatron runs as a layout), the MTP
+  // modules in the last stage's last chunk, as ChunkCopiesOfStage counts them; empty otherwise.
+  std::vector<std::vector<int64_t>> chunk_moe, chunk_dense;  // [stage][chunk]
 };
 
 // A hash of a tuple of integers and enums (the evaluator's cache keys).
@@ -214,9 +218,9 @@ struct LayoutEvaluator::GroupStatics {
   Wide static_worst = 0, grads0 = 0, optimizer_elems0 = 0, dense0 = 0, sparse0 = 0, fp8_dense0 = 0, fp8_sparse0 = 0, tied = 0;
   double dp_step_comm_us = 0, dp_step_param_gather_us = 0;  // rank 0's step-end data-parallel collectives
 
-  bool SameKey(DpSharding s, const TrainingBytes& b, const layout_eval_detail::GroupPrecision& p) const {
+  bool SameKey(DpSharding s, const TrainingBytes& b, const layout_eval_detail::GroupPrecision& p, const layout_eval_detail::Split* sp) const {
     return filled && strategy == s && bytes.param == b.param && bytes.grad == b.grad && bytes.moments == b.moments &&
-           bytes.master == b.master && precision == p;
+           bytes.master == b.master && precision == p && split == sp;
   }
 };
 
@@ -265,7 +269,7 @@ struct LayoutEvaluator::Impl {
   using TrainingKey = std::tuple<Dispatcher, int64_t, int64_t, int64_t, int64_t, int, int, int>;
   // Hashed, not ordered: looked up once per candidate (references stay valid as it grows).
   std::unordered_map<TrainingKey, TrainingEntry, TupleHash> trainings;
-  std::map<int64_t, Split> splits;  // per pp
+  std::map<std::pair<int64_t, int64_t>, Split> splits;  // per (pp, vpp where the split depends on it, else 0)
   // The (routed, tp_dim) combinations of the classes: the placement policy (ShardCutsOf) depends
   // on nothing else of a parameter, so a candidate's cuts are computed once per combination.
   std::vector<std::pair<bool, int>> combos;
@@ -383,7 +387,7 @@ struct LayoutEvaluator::Impl {
   // The unit sums of every class under degrees `d` (memoized by the cuts).
   const ClassSums& SumsFor(const ParallelDims& d, int64_t num_experts, bool fsdp);
   // The layer split of `pp` (cached per pp).
-  const Split& SplitFor(const ModelSpec& m, const TrainingConfig& t, int64_t pp);
+  const Split& SplitFor(const ModelSpec& m, const TrainingConfig& t, int64_t pp, bool megatron);
 };
 
 namespace layout_eval_detail {

@@ -16,6 +16,8 @@
 #include "planner/model/precision.h"
 #include "planner/model/recompute.h"
 #include "planner/search/layout_eval_internal.h"
+
+#include "planner/layout/megatron_split.h"
 #include "planner/cost/network.h"
 
 namespace dockyard {
@@ -113,6 +115,7 @@ Wide WorstPeak(LayoutEvaluator::Impl& im, const ModelSpec& m, const LayoutEvalua
     layers.chunks_per_microbatch = ChunksPerMicrobatch(t);
     layers.pp = d.pp;
     layers.extra_layers = ExtraLayersInFlight(d, t, s);
+    if (!g.split->chunk_moe.empty()) SetChunkCopies(g.split->chunk_moe[s], g.split->chunk_dense[s], layers);
     const Wide act = StageActivationsTotal(act_table, layers, t.recompute, layer_input, logits);
     if (!(st.largest == buf_largest && st.mp == buf_mp && (layers.moe_layers > 0) == buf_moe)) {
       buf_largest = st.largest, buf_mp = st.mp, buf_moe = layers.moe_layers > 0;
@@ -141,8 +144,9 @@ const LayoutEvaluator::GroupStatics& LayoutEvaluator::Impl::StaticsFor(const Mod
   precision.fp8_params = Fp8ModelParams(t);                       // --fp8-param-gather under zero1: FP8 GEMM weights as parameters
   precision.fp8_param_gather = t.fp8_param_gather;
   precision.fp8_gather_bytes = t.fp8_param_gather ? Fp8WeightBytesPerElement(t) : 0.0;
+  const Split* split = &SplitFor(m, t, d.pp, d.convention == Convention::kMegatron);
   for (const GroupStatics& g : groups) {
-    if (g.SameKey(strategy, tb, precision)) return g;
+    if (g.SameKey(strategy, tb, precision, split)) return g;
   }
   GroupStatics& g = groups[next_group];
   next_group = (next_group + 1) % groups.size();
@@ -151,7 +155,7 @@ const LayoutEvaluator::GroupStatics& LayoutEvaluator::Impl::StaticsFor(const Mod
   g.strategy = strategy;
   g.bytes = tb;
   g.precision = precision;
-  g.split = &SplitFor(m, t, d.pp);
+  g.split = split;
   if (!g.split->valid) {
     g.error = g.split->error;
     return g;
@@ -328,15 +332,23 @@ const LayoutEvaluator::Impl::ClassSums& LayoutEvaluator::Impl::SumsFor(const Par
   return class_sums.emplace(key, std::move(sums)).first->second;
 }
 
-const LayoutEvaluator::Impl::Split& LayoutEvaluator::Impl::SplitFor(const ModelSpec& m, const TrainingConfig& t, int64_t pp) {
-  auto it = splits.find(pp);
+const LayoutEvaluator::Impl::Split& LayoutEvaluator::Impl::SplitFor(const ModelSpec& m, const TrainingConfig& t, int64_t pp, bool megatron) {
+  // Once per pp, and per vpp where the split depends on it (an even split Megatron runs as a
+  // layout: MegatronEvenSplitFlag): the result is cached.
+  const auto flag = MegatronEvenSplitFlag(t, m.num_hidden_layers, pp, megatron);
+  const bool by_vpp = flag && flag->key == "--pipeline-model-parallel-layout";
+  const auto key = std::make_pair(pp, by_vpp ? t.run.vpp : int64_t{0});
+  auto it = splits.find(key);
   if (it != splits.end()) return it->second;
   Split s;
+  std::vector<int64_t> layer_chunk;
   try {
-    // Once per pp: the result is cached. The account-for-embedding / loss split keeps the
-    // embedding on stage 0 and the loss and MTP on stage pp - 1, as the rest of this evaluator
-    // assumes (a --pipeline-model-parallel-layout is refused by the search's front end).
-    s.layer_stage = ResolvePipelineStages(t, m.num_hidden_layers, pp).layer_stage;
+    // The account-for-embedding / loss split and the even split's layout keep the embedding on
+    // stage 0 and the loss and MTP on stage pp - 1, as the rest of this evaluator assumes (a
+    // --pipeline-model-parallel-layout is refused by the search's front end).
+    const PipelineStages stages = ResolvePipelineStages(t, m.num_hidden_layers, pp, megatron);
+    s.layer_stage = stages.layer_stage;
+    layer_chunk = stages.layer_chunk;
   } catch (const Error& e) {
     s.valid = false;
     s.error = e.what();
@@ -351,6 +363,15 @@ const LayoutEvaluator::Impl::Split& LayoutEvaluator::Impl::SplitFor(const ModelS
       ++(m.moe_layers[l] ? s.moe_layers : s.dense_layers)[st];
     }
     s.runs = StageLayerRunsOf(m.moe_layers, s.layer_stage, nullptr, pp);
+    if (!layer_chunk.empty()) {
+      const int64_t vpp = t.run.vpp;
+      s.chunk_moe.assign(pp, std::vector<int64_t>(vpp, 0));
+      s.chunk_dense.assign(pp, std::vector<int64_t>(vpp, 0));
+      for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
+        ++(m.moe_layers[l] ? s.chunk_moe : s.chunk_dense)[s.layer_stage[l]][layer_chunk[l]];
+      }
+      if (t.mtp_layers > 0) (m.moe_layers.back() ? s.chunk_moe : s.chunk_dense)[pp - 1][vpp - 1] += t.mtp_layers;
+    }
     // Per-layer selective checkpointing: each stage's checkpointed layers as ComputeMemory's
     // LayersOfStage counts them (the first one's kind included).
     s.checkpointed_moe.assign(pp, 0);
@@ -367,7 +388,7 @@ const LayoutEvaluator::Impl::Split& LayoutEvaluator::Impl::SplitFor(const ModelS
       }
     }
   }
-  return splits.emplace(pp, std::move(s)).first->second;
+  return splits.emplace(key, std::move(s)).first->second;
 }
 
 }  // namespace dockyard

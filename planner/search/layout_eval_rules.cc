@@ -39,7 +39,7 @@ const LayoutEvaluator::Impl::RunVerdict& RunSettingsVerdict(LayoutEvaluator::Imp
   if (it != e.run_verdict.end()) return it->second;
   LayoutEvaluator::Impl::RunVerdict v;
   try {
-    const LayoutEvaluator::Impl::Split& split = im.SplitFor(m, e.t, pp);
+    const LayoutEvaluator::Impl::Split& split = im.SplitFor(m, e.t, pp, megatron);
     if (!split.valid) throw Error(split.error);
     ValidateFp8ParamGather(e.t, megatron);
     ValidateRunSettings(e.t.run, static_cast<int>(*e.t.dp_sharding), pp);

@@ -1,0 +1,202 @@
+// Framework job configs on dockyard-plan's command line (see framework_flags.h).
+#include "cli/framework_flags.h"
+
+#include <algorithm>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "cli/flags.h"
+#include "planner/base/error.h"
+#include "planner/base/file_util.h"
+#include "planner/base/number_text.h"
+#include "planner/frameworks/megatron_args.h"
+#include "planner/layout/default_layout.h"
+#include "planner/model/model_file.h"
+#include "planner/report/provenance.h"
+
+namespace dockyard::cli {
+namespace {
+
+constexpr const char* kFromMegatron = "--from-megatron";
+
+// The value of `flag` in `args` ("--flag V" or "--flag=V"): nullopt when absent; "" for a switch
+// (no value follows, or the next word is a flag). Counts its occurrences in `*count`.
+std::optional<std::string> GivenValue(const std::vector<std::string>& args, const std::string& flag, int* count) {
+  std::optional<std::string> value;
+  *count = 0;
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (args[i] == flag) {
+      ++*count;
+      value = (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0) ? args[i + 1] : "";
+    } else if (args[i].rfind(flag + "=", 0) == 0) {
+      ++*count;
+      value = args[i].substr(flag.size() + 1);
+    }
+  }
+  return value;
+}
+
+// The same setting written two ways ("2" and "2.0", "1" and "1.0" for --clip-grad).
+bool SameValue(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  double x = 0, y = 0;
+  return ParseStrictDouble(a, &x) && ParseStrictDouble(b, &y) && x == y;
+}
+
+std::string ReadConfigFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in.good()) throw Error(fmt::format("{}: cannot open the file", path));
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The subcommand named in `args` (the first word that is one of `app`'s), or nullptr.
+const CLI::App* SubcommandOf(const std::vector<std::string>& args, const CLI::App& app) {
+  for (size_t i = 1; i < args.size(); ++i) {
+    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+      if (args[i] == sub->get_name()) return sub;
+    }
+  }
+  return nullptr;
+}
+
+// Whether `app` (or the app a subcommand falls through to) takes `flag`.
+bool Takes(const CLI::App* app, const std::string& flag) {
+  for (const CLI::App* a = app; a != nullptr; a = a->get_parent()) {
+    if (a->get_option_no_throw(flag) != nullptr) return true;
+    if (!a->get_fallthrough()) break;
+  }
+  return false;
+}
+
+std::set<std::string> ParseUnpin(const std::vector<std::string>& args) {
+  int count = 0;
+  const std::optional<std::string> value = GivenValue(args, "--unpin", &count);
+  std::set<std::string> names;
+  if (!value) return names;
+  std::stringstream s(*value);
+  std::string name;
+  while (std::getline(s, name, ',')) {
+    if (name.empty()) throw UsageError(fmt::format("--unpin '{}': an empty name in the list", *value));
+    names.insert(name.rfind("--", 0) == 0 ? name : "--" + name);
+  }
+  return names;
+}
+
+}  // namespace
+
+void AddFrameworkFlags(CLI::App* app, PlanCliOptions& o, bool search) {
+  app->add_option(kFromMegatron, o.from_megatron,
+                  search ? "a Megatron-LM argument file (docs/frameworks.md): its model, and its degrees and settings as pins "
+                           "(--unpin frees them); --world-size still needed"
+                         : "a Megatron-LM argument file (docs/frameworks.md): its model and layout, as the flags they are; "
+                           "--world-size still needed (--model: checked against its architecture)");
+  if (search) {
+    app->add_option("--unpin", o.unpin,
+                    "with --from-megatron: comma-separated settings of the file to search instead of pin, e.g. tp,pp,ep,etp,vpp");
+    app->add_option("--emit-row", o.emit_row, "with --emit: the ranking's row N (1 = the best) written as a launch config");
+  }
+  app->add_option("--emit", o.emit, search ? "megatron: write --emit-row's layout as Megatron-LM arguments"
+                                           : "megatron: write the plan's layout as Megatron-LM arguments (stdout without --emit-out)")
+      ->check(CLI::IsMember({"megatron"}));
+  app->add_option("--emit-out", o.emit_out, "with --emit: the file to write (default: stdout, in place of the tables)");
+}
+
+std::vector<std::string> ExpandFrameworkConfig(const std::vector<std::string>& args, const CLI::App& app, PlanCliOptions* o) {
+  int count = 0;
+  const std::optional<std::string> path = GivenValue(args, kFromMegatron, &count);
+  if (!path) return args;
+  if (count > 1) throw UsageError(fmt::format("{}: given {} times; give one file", kFromMegatron, count));
+  if (path->empty()) throw UsageError(fmt::format("{} needs a path, got an empty string", kFromMegatron));
+  const CLI::App* sub = SubcommandOf(args, app);
+  const std::string command = sub ? sub->get_name() : "plan";
+  if (command != "plan" && command != "check" && command != "simulate" && command != "search") {
+    throw UsageError(fmt::format("{} is taken by plan, check, simulate and search, not {}", kFromMegatron, command));
+  }
+  const CLI::App* target = sub ? sub : &app;
+  FrameworkConfig config = WithFlag(kFromMegatron, [&] { return ImportMegatronArgs(ReadConfigFile(*path), *path); });
+  const std::set<std::string> unpin = command == "search" ? ParseUnpin(args) : std::set<std::string>{};
+  for (const std::string& name : unpin) {
+    const bool set = std::any_of(config.flags.begin(), config.flags.end(), [&](const ConfigFlag& f) { return f.flag == name; });
+    if (!set) {
+      std::vector<std::string> names;
+      for (const auto& f : config.flags) names.push_back(f.flag.substr(2));
+      throw UsageError(fmt::format("--unpin {}: {} does not set it (it sets {})", name.substr(2), *path, fmt::join(names, ", ")));
+    }
+  }
+  std::vector<std::string> out = args;
+  std::vector<ConfigFlag> kept;
+  for (const ConfigFlag& f : config.flags) {
+    if (unpin.count(f.flag)) {
+      config.ignored.push_back(fmt::format("{} {} ({}): searched (--unpin)", f.flag, f.value, f.from));
+      continue;
+    }
+    if (!Takes(target, f.flag)) {
+      config.ignored.push_back(fmt::format("{}{} (from {}): not taken by {}", f.flag, f.value.empty() ? "" : " " + f.value, f.from, command));
+      continue;
+    }
+    int given = 0;
+    const std::optional<std::string> value = GivenValue(args, f.flag, &given);
+    if (value) {
+      if (!SameValue(*value, f.value)) {
+        throw UsageError(fmt::format("{}{} on the command line contradicts {} in {}, which sets {}{}: give one", f.flag,
+                                     value->empty() ? "" : " " + *value, f.from, *path, f.flag, f.value.empty() ? "" : " " + f.value));
+      }
+      kept.push_back(f);
+      continue;  // given once, by the command line
+    }
+    out.push_back(f.flag);
+    if (!f.value.empty()) out.push_back(f.value);
+    kept.push_back(f);
+  }
+  config.flags = kept;
+  o->framework_config = std::move(config);
+  return out;
+}
+
+bool ModelGiven(const PlanCliOptions& o) { return o.model_given || o.framework_config.has_value(); }
+
+ModelSpec LoadPlanModel(const PlanCliOptions& o) {
+  if (!o.framework_config) return WithFlag("--model", [&] { return LoadModelOrDefault(o.model); });
+  std::optional<ModelSpec> base;
+  if (o.model_given) base = WithFlag("--model", [&] { return LoadModel(o.model); });
+  return WithFlag(kFromMegatron, [&] { return MegatronModel(*o.framework_config, base); });
+}
+
+std::string PlanModelSource(const PlanCliOptions& o) {
+  if (o.framework_config && !o.model_given) return o.framework_config->file + " (Megatron-LM arguments)";
+  return ModelSourceName(o.model);
+}
+
+void CheckEmitFlags(const PlanCliOptions& o, bool search) {
+  if (o.emit.empty()) {
+    if (!o.emit_out.empty()) throw UsageError("--emit-out needs --emit FORMAT (megatron)");
+    if (!o.emit_row.empty()) throw UsageError("--emit-row needs --emit FORMAT (megatron)");
+    return;
+  }
+  if (search && o.emit_row.empty()) throw UsageError("search --emit needs --emit-row N (1 = the best row)");
+  if (!o.emit_out.empty()) {
+    if (o.emit_out == "-") return;
+    CheckOutputPath(o.emit_out, "--emit-out");
+    RejectOutputOverInputs(o.emit_out, "--emit-out", {o.model, o.cluster, o.calibration, o.from_megatron});
+    for (const auto& [given, other, flag] : {std::tuple{o.json_given, o.json_path, "--json"}, std::tuple{o.html_given, o.html_path, "--html"},
+                                             std::tuple{o.refit_given, o.refit_json, "--refit-json"}}) {
+      if (given && SameOutputPath(o.emit_out, other)) throw UsageError(fmt::format("--emit-out and {} name the same output ({})", flag, other));
+    }
+  }
+}
+
+std::string EmitText(const PlanCliOptions& o, const Plan& plan, int64_t global_batch_size) {
+  std::string command;
+  for (const auto& a : o.argv) command += (command.empty() ? "" : " ") + a;
+  const std::string version = VersionText("dockyard-plan");
+  return EmitMegatronArgs(plan, global_batch_size,
+                          {"written by " + version.substr(0, version.size() - 1), "command: " + command});
+}
+
+}  // namespace dockyard::cli
