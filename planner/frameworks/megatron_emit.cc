@@ -217,7 +217,7 @@ void EmitSettings(const Plan& plan, Lines& l) {
     l.Add("--cross-entropy-loss-fusion");
     l.Add("--cross-entropy-fusion-impl", run.cross_entropy_fusion_impl);
   }
-  l.Add("--make-vocab-size-divisible-by", t.make_vocab_size_divisible_by.value_or(128));
+  if (t.make_vocab_size_divisible_by) l.Add("--make-vocab-size-divisible-by", *t.make_vocab_size_divisible_by);
   if (t.mtp_layers > 0) l.Add("--mtp-num-layers", t.mtp_layers);
 }
 

@@ -1,0 +1,183 @@
+// End-to-end (issue 36, Megatron-LM): launch files from Megatron-LM's own examples
+// (testdata/frameworks/README.md) give the same plan as the equivalent dockyard flags; a search
+// row written with --emit-row and read back with --from-megatron simulates to the row's step time
+// and peak; a plan written with --emit reads back alone (no --model) to the same figures; bad
+// input gets one clear error and writes nothing.
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/run_command.h"
+
+namespace {
+
+using Json = nlohmann::json;
+using Result = dockyard::testing::CommandResult;
+
+Result Plan(const std::string& args) {
+  return dockyard::testing::RunCommand("cli/dockyard-plan " + args, dockyard::testing::StderrTo::kApart);
+}
+
+std::string Tmp(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return std::string(dir ? dir : "/tmp") + "/" + name;
+}
+
+Json ReadJson(const std::string& path) {
+  std::ifstream in(path);
+  REQUIRE_MESSAGE(in.good(), path);
+  return Json::parse(in);
+}
+
+bool Exists(const std::string& path) { return std::ifstream(path).good(); }
+
+bool Has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// The sections of a report that describe the plan (everything but what produced it).
+void CheckSamePlan(const Json& a, const Json& b) {
+  for (const auto& [key, value] : a.items()) {
+    if (key == "generator" || key == "header" || key == "provenance") continue;
+    CHECK_MESSAGE(value == b.at(key), key);
+  }
+}
+
+const std::string kDir = "testdata/frameworks/";
+
+}  // namespace
+
+TEST_CASE("check --from-megatron on Mixtral 8x7B's launch file = the same plan as dockyard flags") {
+  // examples/mixtral/train_mixtral_8x7b_distributed.sh: TP 1, PP 4, EP 8, distributed optimizer,
+  // alltoall, micro-batch 1, global batch 256, seq 4096, both DDP overlaps; 4 nodes of 8 GPUs.
+  const Result from = Plan("check --from-megatron " + kDir + "megatron-mixtral-8x7b.args --world-size 32 --model testdata/hf/mixtral-8x7b.json "
+                           "--gpu-memory-gib 80 --json " + Tmp("mixtral_from.json"));
+  REQUIRE_MESSAGE(from.code == 0, from.err);
+  CHECK(Has(from.out, "Megatron-LM config testdata/frameworks/megatron-mixtral-8x7b.args: 44 arguments; 13 set dockyard flags"));
+  const Result flags = Plan(
+      "check --convention megatron --tp 1 --pp 4 --ep 8 --dp-sharding zero1 --dispatcher all_to_all --micro-batch-size 1 "
+      "--global-batch-size 256 --seq-len 4096 --overlap-grad-reduce --overlap-param-gather --clip-grad 1.0 --world-size 32 "
+      "--model testdata/hf/mixtral-8x7b.json --gpu-memory-gib 80 --json " + Tmp("mixtral_flags.json"));
+  REQUIRE_MESSAGE(flags.code == 0, flags.err);
+  CheckSamePlan(ReadJson(Tmp("mixtral_from.json")), ReadJson(Tmp("mixtral_flags.json")));
+  // The report records the file, what it set and what it left alone.
+  const Json provenance = ReadJson(Tmp("mixtral_from.json"))["generator"]["provenance"];
+  CHECK(provenance["framework_config"]["framework"] == "Megatron-LM");
+  CHECK(provenance["framework_config"]["ignored"].empty());
+}
+
+TEST_CASE("simulate --from-megatron on DeepSeek-V3's Megatron-FSDP launch file = the same step as dockyard flags") {
+  // examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh at its defaults, on 256 H100.
+  const std::string common = " --world-size 256 --model testdata/hf/deepseek-v3.json --cluster h100-sxm --json ";
+  const Result from = Plan("simulate --from-megatron " + kDir + "megatron-deepseek-v3-fsdp.args" + common + Tmp("ds_from.json"));
+  REQUIRE_MESSAGE(from.code == 0, from.err);
+  CHECK(Has(from.out, "    --moe-router-force-load-balancing (balanced routing: give --imbalance or --routing)\n"));
+  const Result flags = Plan(
+      "simulate --convention megatron --tp 1 --ep 8 --etp 1 --cp 1 --dp-sharding fsdp --dispatcher deepep "
+      "--moe-flex-dispatcher-backend hybridep --micro-batch-size 4 --global-batch-size 2048 --seq-len 4096 --recompute selective "
+      "--recompute-modules mlp,moe,mla_up_proj,layernorm --mtp-layers 1 --make-vocab-size-divisible-by 3232 --clip-grad 1.0 "
+      "--no-check-for-nan-in-loss-and-grad --param-dtype bfloat16" + common + Tmp("ds_flags.json"));
+  REQUIRE_MESSAGE(flags.code == 0, flags.err);
+  CheckSamePlan(ReadJson(Tmp("ds_from.json")), ReadJson(Tmp("ds_flags.json")));
+}
+
+TEST_CASE("plan --from-megatron on Qwen3-30B-A3B's modelopt conf: Megatron's defaults (DDP, no EP) over dockyard's") {
+  // The conf sets no parallel flags and no --use-distributed-optimizer: DDP, tp = pp = ep = 1.
+  const Result from = Plan("--from-megatron " + kDir + "megatron-qwen3-30b-a3b.args --world-size 8 --model testdata/hf/qwen3-30b-a3b.json --json " +
+                           Tmp("qwen_from.json"));
+  REQUIRE_MESSAGE(from.code == 0, from.err);
+  const Result flags = Plan(
+      "--convention megatron --dp-sharding ddp --dispatcher all_to_all --micro-batch-size 1 --seq-len 4096 "
+      "--make-vocab-size-divisible-by 1187 --param-dtype bfloat16 --world-size 8 --model testdata/hf/qwen3-30b-a3b.json --json " +
+      Tmp("qwen_flags.json"));
+  REQUIRE_MESSAGE(flags.code == 0, flags.err);
+  CheckSamePlan(ReadJson(Tmp("qwen_from.json")), ReadJson(Tmp("qwen_flags.json")));
+  CHECK(ReadJson(Tmp("qwen_from.json"))["training"]["dp_sharding"] == "ddp");
+}
+
+TEST_CASE("search --emit-row, read back with --from-megatron: the row's step time and peak") {
+  // Mixtral 8x7B on 32 H100 around its launch file, degrees and sharding searched. Rows 1 and 2
+  // are pp 2 at vpp 4 and vpp 3; at vpp 3 Megatron needs a layout for 16 layers per rank, written
+  // as --pipeline-model-parallel-layout and planned the same way by the search.
+  const std::string search = "search --from-megatron " + kDir +
+                             "megatron-mixtral-8x7b.args --world-size 32 --model testdata/hf/mixtral-8x7b.json --gpu-memory-gib 79 "
+                             "--unpin tp,pp,ep,dp-sharding --top 5 --json " + Tmp("rows.json") + " --emit megatron --emit-out ";
+  for (int row : {1, 2}) {
+    const std::string args = Tmp("row" + std::to_string(row) + ".args");
+    const Result s = Plan(search + args + " --emit-row " + std::to_string(row));
+    REQUIRE_MESSAGE(s.code == 0, s.err);
+    CHECK(Has(s.out, "Megatron-LM arguments of row " + std::to_string(row) + " written to " + args));
+    const Json top = ReadJson(Tmp("rows.json"))["top"][row - 1];
+    const Result sim = Plan("simulate --from-megatron " + args + " --world-size 32 --cluster h100-sxm --json " + Tmp("sim.json"));
+    REQUIRE_MESSAGE(sim.code == 0, sim.err);
+    const Json r = ReadJson(Tmp("sim.json"));
+    CHECK(r["predicted"]["step_time_us"].get<double>() == doctest::Approx(top["step_time_us"].get<double>()).epsilon(1e-12));
+    CHECK(r["memory"]["worst_peak_bytes"].get<int64_t>() == top["peak_bytes"].get<int64_t>());
+    std::ifstream in(args);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (top["vpp"] == 3) CHECK(Has(text.str(), "--pipeline-model-parallel-layout 'Et*6|t*6|(t*5|)*3t*5L'"));
+  }
+}
+
+TEST_CASE("simulate --emit megatron reads back alone, without --model, to the same figures") {
+  // Qwen3-30B-A3B (GQA, q/k norms, every layer MoE), tp 2, pp 2 vpp 2, ep 4, selective recompute.
+  const std::string layout =
+      " --convention megatron --world-size 32 --tp 2 --pp 2 --vpp 2 --ep 4 --recompute selective --recompute-modules moe_act,layernorm "
+      "--global-batch-size 64 --cluster h100-sxm";
+  const Result a = Plan("simulate --model testdata/hf/qwen3-30b-a3b.json" + layout + " --json " + Tmp("a.json") + " --emit megatron --emit-out " +
+                        Tmp("q.args"));
+  REQUIRE_MESSAGE(a.code == 0, a.err);
+  const Result b = Plan("simulate --from-megatron " + Tmp("q.args") + " --world-size 32 --cluster h100-sxm --json " + Tmp("b.json"));
+  REQUIRE_MESSAGE(b.code == 0, b.err);
+  const Json ja = ReadJson(Tmp("a.json")), jb = ReadJson(Tmp("b.json"));
+  CHECK(ja["predicted"] == jb["predicted"]);
+  CHECK(ja["memory"] == jb["memory"]);
+  CHECK(ja["parallel"] == jb["parallel"]);
+  CHECK(ja["training"] == jb["training"]);
+  CHECK(jb["model"]["source"] == Tmp("q.args") + " (Megatron-LM arguments)");
+}
+
+TEST_CASE("Bad input: one clear error, the exit code, nothing written") {
+  const std::string mixtral = kDir + "megatron-mixtral-8x7b.args --model testdata/hf/mixtral-8x7b.json";
+  // A flag that contradicts the file (exit 2, naming both).
+  const Result contradiction = Plan("check --from-megatron " + mixtral + " --world-size 32 --gpu-memory-gib 80 --pp 2");
+  CHECK(contradiction.code == 2);
+  CHECK(Has(contradiction.err, "--pp 2 on the command line contradicts --pipeline-model-parallel-size in testdata/frameworks/megatron-mixtral-8x7b.args, "
+                               "which sets --pp 4: give one"));
+  // The same value given twice is one setting.
+  CHECK(Plan("check --from-megatron " + mixtral + " --world-size 32 --gpu-memory-gib 80 --pp 4").code == 0);
+  // No world size.
+  const Result world = Plan("--from-megatron " + mixtral);
+  CHECK(world.code == 2);
+  CHECK(Has(world.err, "--world-size is required with --from-megatron"));
+  // A missing file, a file that is not Megatron's arguments.
+  const Result missing = Plan("--from-megatron nope.args --world-size 8");
+  CHECK(missing.code == 1);
+  CHECK(Has(missing.err, "dockyard-plan: error: --from-megatron: nope.args: cannot open the file"));
+  const Result json = Plan("--from-megatron testdata/hf/mixtral-8x7b.json --world-size 8");
+  CHECK(json.code == 1);
+  CHECK(Has(json.err, "--from-megatron: testdata/hf/mixtral-8x7b.json:1: '{' is not an argument"));
+  // --unpin of a setting the file does not set; on a command that is not search it is unknown.
+  const Result unpin = Plan("search --from-megatron " + mixtral + " --world-size 32 --unpin cp");
+  CHECK(unpin.code == 2);
+  CHECK(Has(unpin.err, "--unpin cp: testdata/frameworks/megatron-mixtral-8x7b.args does not set it"));
+  // --emit-out over the file read, --emit-row past the ranking, a torchtitan plan: refused, nothing written.
+  const Result over = Plan("--from-megatron " + mixtral + " --world-size 32 --emit megatron --emit-out " + kDir + "megatron-mixtral-8x7b.args");
+  CHECK(over.code == 1);
+  CHECK(Has(over.err, "--emit-out 'testdata/frameworks/megatron-mixtral-8x7b.args' is the input 'testdata/frameworks/megatron-mixtral-8x7b.args': "
+                      "refusing to overwrite it"));
+  const Result past = Plan("search --from-megatron " + mixtral + " --world-size 32 --unpin tp,pp --top 3 --emit megatron --emit-row 4 --emit-out " +
+                           Tmp("past.args"));
+  CHECK(past.code == 1);
+  CHECK(Has(past.err, "--emit-row 4: the ranking shows rows 1 to 3 (--top 3)"));
+  CHECK_FALSE(Exists(Tmp("past.args")));
+  const Result torchtitan = Plan("--model testdata/hf/mixtral-8x7b.json --world-size 8 --ep 8 --emit megatron --emit-out " + Tmp("tt.args"));
+  CHECK(torchtitan.code == 1);
+  CHECK(Has(torchtitan.err, "--emit megatron: the plan is under --convention torchtitan"));
+  CHECK_FALSE(Exists(Tmp("tt.args")));
+  // --emit-out without --emit.
+  CHECK(Plan("--model testdata/hf/mixtral-8x7b.json --world-size 8 --emit-out " + Tmp("x.args")).code == 2);
+}
