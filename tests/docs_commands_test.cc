@@ -21,7 +21,7 @@ std::string Read(const std::string& path) {
 }
 
 const std::vector<std::string> kDocs = {"README.md",         "docs/architecture.md", "docs/build.md",       "docs/calibration.md",
-                                        "docs/cluster.md",   "docs/cost-model.md",   "docs/cuda.md",        "docs/fidelity.md",
+                                        "docs/cluster.md",   "docs/cost-model.md",   "docs/cuda.md",        "docs/fidelity.md",         "docs/frameworks.md",
                                         "docs/html-report.md", "docs/memory-model.md", "docs/model-spec.md", "docs/redundant-experts.md",
                                         "docs/report.md",    "docs/runtime.md",      "docs/search.md"};
 
