@@ -40,9 +40,12 @@ std::optional<std::string> GivenValue(const std::vector<std::string>& args, cons
   return value;
 }
 
-// The same setting written two ways ("2" and "2.0", "1" and "1.0" for --clip-grad).
-bool SameValue(const std::string& a, const std::string& b) {
+// The same setting written two ways ("2" and "2.0", "1" and "1.0" for --clip-grad; a switch the
+// file sets, "" and CLI11's true words, "--overlap-grad-reduce=true").
+bool SameValue(const std::string& given, const std::string& b) {
+  const std::string& a = given;
   if (a == b) return true;
+  if (b.empty()) return a == "true" || a == "1" || a == "on" || a == "yes";
   double x = 0, y = 0;
   return ParseStrictDouble(a, &x) && ParseStrictDouble(b, &y) && x == y;
 }
@@ -141,6 +144,11 @@ std::vector<std::string> ExpandFrameworkConfig(const std::vector<std::string>& a
       continue;
     }
     int given = 0;
+    // A switch turned off on the command line (search's --no-overlap-moe-expert-parallel-comm pin).
+    const std::string negated = "--no-" + f.flag.substr(2);
+    if (f.value.empty() && GivenValue(args, negated, &given)) {
+      throw UsageError(fmt::format("{} on the command line contradicts {} in {}, which sets {}: give one", negated, f.from, *path, f.flag));
+    }
     const std::optional<std::string> value = GivenValue(args, f.flag, &given);
     if (value) {
       if (!SameValue(*value, f.value)) {
