@@ -1,7 +1,11 @@
 // Framework job configs on dockyard-plan's command line (see framework_flags.h).
 #include "cli/framework_flags.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <optional>
 #include <set>
@@ -50,7 +54,18 @@ bool SameValue(const std::string& given, const std::string& b) {
   return ParseStrictDouble(a, &x) && ParseStrictDouble(b, &y) && x == y;
 }
 
+// A job config is a text file of at most kMaxConfigBytes (the largest published launch script is a
+// few KiB): a directory, a device, a FIFO or a larger file is refused before reading.
+constexpr int64_t kMaxConfigBytes = int64_t{16} << 20;
+
 std::string ReadConfigFile(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) throw Error(fmt::format("{}: cannot open the file ({})", path, std::strerror(errno)));
+  if (S_ISDIR(st.st_mode)) throw Error(fmt::format("{}: is a directory, not a file of arguments", path));
+  if (!S_ISREG(st.st_mode)) throw Error(fmt::format("{}: not a regular file (a device, FIFO or socket): give the file of arguments", path));
+  if (st.st_size > kMaxConfigBytes) {
+    throw Error(fmt::format("{}: {} bytes, more than the {} MiB a file of arguments may have", path, st.st_size, kMaxConfigBytes >> 20));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in.good()) throw Error(fmt::format("{}: cannot open the file", path));
   std::stringstream s;
@@ -110,10 +125,29 @@ void AddFrameworkFlags(CLI::App* app, PlanCliOptions& o, bool search) {
   app->add_option("--emit-out", o.emit_out, "with --emit: the file to write (default: stdout, in place of the tables)");
 }
 
+// The settings a search varies, which --unpin may free (docs/search.md): its degrees and the
+// settings it enumerates beside them.
+const std::vector<std::string>& UnpinnableFlags() {
+  static const std::vector<std::string> flags = {"--tp", "--pp", "--cp", "--ep", "--etp", "--dp-replicate", "--dp-shard", "--vpp",
+                                                 "--micro-batch-size", "--recompute", "--dp-sharding", "--dispatcher",
+                                                 "--overlap-moe-expert-parallel-comm", "--no-overlap-moe-expert-parallel-comm"};
+  return flags;
+}
+
+// The flag a --unpin name stands for ("tp" -> "--tp"; "overlap-moe-expert-parallel-comm" also
+// frees its "--no-" pin).
+bool Unpinned(const std::set<std::string>& unpin, const std::string& flag) {
+  if (unpin.count(flag)) return true;
+  return flag == "--no-overlap-moe-expert-parallel-comm" && unpin.count("--overlap-moe-expert-parallel-comm");
+}
+
 std::vector<std::string> ExpandFrameworkConfig(const std::vector<std::string>& args, const CLI::App& app, PlanCliOptions* o) {
   int count = 0;
   const std::optional<std::string> path = GivenValue(args, kFromMegatron, &count);
-  if (!path) return args;
+  if (!path) {
+    if (GivenValue(args, "--unpin", &count)) throw UsageError("--unpin frees settings of a --from-megatron file; give one");
+    return args;
+  }
   if (count > 1) throw UsageError(fmt::format("{}: given {} times; give one file", kFromMegatron, count));
   if (path->empty()) throw UsageError(fmt::format("{} needs a path, got an empty string", kFromMegatron));
   const CLI::App* sub = SubcommandOf(args, app);
@@ -121,26 +155,55 @@ std::vector<std::string> ExpandFrameworkConfig(const std::vector<std::string>& a
   if (command != "plan" && command != "check" && command != "simulate" && command != "search") {
     throw UsageError(fmt::format("{} is taken by plan, check, simulate and search, not {}", kFromMegatron, command));
   }
+  const bool search = command == "search";
   const CLI::App* target = sub ? sub : &app;
   FrameworkConfig config = WithFlag(kFromMegatron, [&] { return ImportMegatronArgs(ReadConfigFile(*path), *path); });
-  const std::set<std::string> unpin = command == "search" ? ParseUnpin(args) : std::set<std::string>{};
+  const std::set<std::string> unpin = search ? ParseUnpin(args) : std::set<std::string>{};
   for (const std::string& name : unpin) {
-    const bool set = std::any_of(config.flags.begin(), config.flags.end(), [&](const ConfigFlag& f) { return f.flag == name; });
-    if (!set) {
+    const auto& can = UnpinnableFlags();
+    if (std::find(can.begin(), can.end(), name) == can.end() || name.rfind("--no-", 0) == 0) {
       std::vector<std::string> names;
-      for (const auto& f : config.flags) names.push_back(f.flag.substr(2));
-      throw UsageError(fmt::format("--unpin {}: {} does not set it (it sets {})", name.substr(2), *path, fmt::join(names, ", ")));
+      for (const auto& f : can) {
+        if (f.rfind("--no-", 0) != 0) names.push_back(f.substr(2));
+      }
+      throw UsageError(fmt::format("--unpin {}: not a setting the search varies (it varies {})", name.substr(2), fmt::join(names, ", ")));
     }
   }
   std::vector<std::string> out = args;
   std::vector<ConfigFlag> kept;
-  for (const ConfigFlag& f : config.flags) {
-    if (unpin.count(f.flag)) {
-      config.ignored.push_back(fmt::format("{} {} ({}): searched (--unpin)", f.flag, f.value, f.from));
+  auto given_anyhow = [&](const std::string& flag) {
+    int n = 0;
+    return GivenValue(args, flag, &n).has_value() ||
+           (flag.rfind("--no-", 0) == 0 ? GivenValue(args, "--" + flag.substr(5), &n).has_value()
+                                        : GivenValue(args, "--no-" + flag.substr(2), &n).has_value());
+  };
+  // The file's settings, then (search) the defaults it leaves to Megatron; a default yields to the
+  // command line, a setting the file gives does not.
+  std::vector<std::pair<ConfigFlag, bool>> settings;
+  for (const ConfigFlag& f : config.flags) settings.push_back({f, false});
+  if (search) {
+    for (const ConfigFlag& f : config.search_defaults) settings.push_back({f, true});
+  }
+  for (const auto& [f, is_default] : settings) {
+    if (Unpinned(unpin, f.flag)) {
+      config.searched.push_back(fmt::format("{}{} ({})", f.flag, f.value.empty() ? "" : " " + f.value, f.from));
       continue;
     }
     if (!Takes(target, f.flag)) {
       config.ignored.push_back(fmt::format("{}{} (from {}): not taken by {}", f.flag, f.value.empty() ? "" : " " + f.value, f.from, command));
+      if (f.from.rfind("--", 0) == 0) config.not_taken.push_back(f.from);
+      continue;
+    }
+    if (is_default) {
+      if (given_anyhow(f.flag)) continue;  // the command line's choice over Megatron's default
+      // etp = tp is Megatron's default: with tp searched, etp follows it (searched too).
+      if (f.flag == "--etp" && Unpinned(unpin, "--tp")) {
+        config.searched.push_back(fmt::format("--etp ({}, with --tp searched)", f.from));
+        continue;
+      }
+      out.push_back(f.flag);
+      if (!f.value.empty()) out.push_back(f.value);
+      kept.push_back(f);
       continue;
     }
     int given = 0;
@@ -188,6 +251,12 @@ void CheckEmitFlags(const PlanCliOptions& o, bool search) {
     return;
   }
   if (search && o.emit_row.empty()) throw UsageError("search --emit needs --emit-row N (1 = the best row)");
+  if (o.emit_out.empty() || o.emit_out == "-") {
+    // One document per stdout.
+    for (const auto& [given, path, flag] : {std::tuple{o.json_given, o.json_path, "--json"}, std::tuple{o.refit_given, o.refit_json, "--refit-json"}}) {
+      if (given && path == "-") throw UsageError(fmt::format("--emit without --emit-out and {} - both write to stdout: give --emit-out FILE", flag));
+    }
+  }
   if (!o.emit_out.empty()) {
     if (o.emit_out == "-") return;
     CheckOutputPath(o.emit_out, "--emit-out");
@@ -203,8 +272,8 @@ std::string EmitText(const PlanCliOptions& o, const Plan& plan, int64_t global_b
   std::string command;
   for (const auto& a : o.argv) command += (command.empty() ? "" : " ") + a;
   const std::string version = VersionText("dockyard-plan");
-  return EmitMegatronArgs(plan, global_batch_size,
-                          {"written by " + version.substr(0, version.size() - 1), "command: " + command});
+  return EmitMegatronArgs(plan, global_batch_size, {"written by " + version.substr(0, version.size() - 1), "command: " + command},
+                          o.framework_config ? &*o.framework_config : nullptr);
 }
 
 }  // namespace dockyard::cli

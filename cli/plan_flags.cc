@@ -85,6 +85,7 @@ void AddRoutingFlags(CLI::App* app, PlanCliOptions& o) {
 
 void AddPlanCommands(CLI::App& app, PlanCliOptions& o, CLI::App** check_out, CLI::App** simulate_out) {
   AddPlanOptions(&app, o);
+  o.global_batch.AddTo(&app, "sets --num-microbatches as check, simulate and search do (default: not given)");
   CLI::App* check = app.add_subcommand("check", "exit 3 and list the ranks whose peak memory exceeds --gpu-memory-gib less the reserve");
   AddPlanOptions(check, o);
   AddRoutingFlags(check, o);

@@ -161,9 +161,16 @@ TEST_CASE("Bad input: one clear error, the exit code, nothing written") {
   CHECK(json.code == 1);
   CHECK(Has(json.err, "--from-megatron: testdata/hf/mixtral-8x7b.json:1: '{' is not an argument"));
   // --unpin of a setting the file does not set; on a command that is not search it is unknown.
-  const Result unpin = Plan("search --from-megatron " + mixtral + " --world-size 32 --unpin cp");
+  const Result unpin = Plan("search --from-megatron " + mixtral + " --world-size 32 --unpin seq-len");
   CHECK(unpin.code == 2);
-  CHECK(Has(unpin.err, "--unpin cp: testdata/frameworks/megatron-mixtral-8x7b.args does not set it"));
+  CHECK(Has(unpin.err, "--unpin seq-len: not a setting the search varies (it varies tp, pp, cp, ep, etp, dp-replicate, dp-shard, vpp, "
+                       "micro-batch-size, recompute, dp-sharding, dispatcher, overlap-moe-expert-parallel-comm)"));
+  CHECK(Plan("search --model testdata/hf/mixtral-8x7b.json --world-size 32 --unpin tp").code == 2);  // nothing to unpin
+  // A directory, a device: refused before reading.
+  CHECK(Has(Plan("--from-megatron testdata/frameworks --world-size 8").err, "testdata/frameworks: is a directory, not a file of arguments"));
+  CHECK(Has(Plan("--from-megatron /dev/zero --world-size 8").err, "/dev/zero: not a regular file"));
+  // Two documents on stdout.
+  CHECK(Plan("--from-megatron " + mixtral + " --world-size 32 --emit megatron --json -").code == 2);
   // --emit-out over the file read, --emit-row past the ranking, a torchtitan plan: refused, nothing written.
   const Result over = Plan("--from-megatron " + mixtral + " --world-size 32 --emit megatron --emit-out " + kDir + "megatron-mixtral-8x7b.args");
   CHECK(over.code == 1);
@@ -180,4 +187,42 @@ TEST_CASE("Bad input: one clear error, the exit code, nothing written") {
   CHECK_FALSE(Exists(Tmp("tt.args")));
   // --emit-out without --emit.
   CHECK(Plan("--model testdata/hf/mixtral-8x7b.json --world-size 8 --emit-out " + Tmp("x.args")).code == 2);
+}
+
+TEST_CASE("--emit after --from-megatron carries the file's other arguments over; a search names what it did not price") {
+  // DeepSeek-V3's Megatron-FSDP file: the written file keeps its learning rate, YaRN and router
+  // keys (dockyard does not read them) and writes MLA's --qk-layernorm; read back with the same
+  // model it is the same step.
+  const std::string ds = "--from-megatron " + kDir + "megatron-deepseek-v3-fsdp.args --world-size 256 --model testdata/hf/deepseek-v3.json --cluster h100-sxm";
+  const Result a = Plan("simulate " + ds + " --json " + Tmp("ds_a.json") + " --emit megatron --emit-out " + Tmp("ds_a.args"));
+  REQUIRE_MESSAGE(a.code == 0, a.err);
+  std::ifstream in(Tmp("ds_a.args"));
+  std::stringstream text;
+  text << in.rdbuf();
+  for (const char* kept : {"    --qk-layernorm \\\n", "    --lr 3.9e-6 \\\n", "    --rotary-scaling-factor 40 \\\n", "    --mscale 1.0 \\\n",
+                           "    --moe-router-force-load-balancing \\\n", "    --tokenizer-model deepseek-ai/DeepSeek-V3 \\\n"}) {
+    CHECK_MESSAGE(Has(text.str(), kept), kept);
+  }
+  CHECK(Has(text.str(), "arguments are testdata/frameworks/megatron-deepseek-v3-fsdp.args's that dockyard does not read, carried over unchanged"));
+  const Result b = Plan("simulate --from-megatron " + Tmp("ds_a.args") +
+                        " --world-size 256 --model testdata/hf/deepseek-v3.json --cluster h100-sxm --json " + Tmp("ds_b.json"));
+  REQUIRE_MESSAGE(b.code == 0, b.err);
+  CHECK(ReadJson(Tmp("ds_a.json"))["predicted"] == ReadJson(Tmp("ds_b.json"))["predicted"]);
+  CHECK(ReadJson(Tmp("ds_a.json"))["memory"] == ReadJson(Tmp("ds_b.json"))["memory"]);
+  // The search does not take --mtp-layers: its row keeps the file's --mtp-num-layers, said unpriced.
+  const Result s = Plan("search " + ds + " --unpin pp,micro-batch-size,recompute --top 2 --emit megatron --emit-row 1 --emit-out " + Tmp("ds_row.args"));
+  REQUIRE_MESSAGE(s.code == 0, s.err);
+  std::ifstream row_in(Tmp("ds_row.args"));
+  std::stringstream row;
+  row << row_in.rdbuf();
+  CHECK(Has(row.str(), "# Not priced by this command (it does not take them): --mtp-num-layers"));
+  CHECK(Has(row.str(), "    --mtp-num-layers 1 \\\n"));
+}
+
+TEST_CASE("--emit refuses a model Megatron-LM cannot build: DBRX's LayerNorm has no bias") {
+  const Result r = Plan("--model testdata/hf/dbrx-instruct.json --world-size 16 --ep 16 --convention megatron --emit megatron --emit-out " +
+                        Tmp("dbrx.args"));
+  CHECK(r.code == 1);
+  CHECK(Has(r.err, "--emit megatron: LayerNorm without a bias (dbrx; Megatron's LayerNorm has one) has no Megatron-LM argument"));
+  CHECK_FALSE(Exists(Tmp("dbrx.args")));
 }

@@ -17,8 +17,17 @@ std::string FrameworkConfigText(const FrameworkConfig& config) {
                                 config.flags.size());
   if (!config.not_read.empty()) out += fmt::format(", {} without effect on a plan (learning rate, data, logging, ...)", config.not_read.size());
   out += "\n";
+  if (!config.flags.empty()) {
+    std::string line;
+    for (const auto& f : config.flags) line += " " + f.flag + (f.value.empty() ? "" : " " + f.value);
+    out += "  as flags:" + line + "\n";
+  }
+  if (!config.searched.empty()) {
+    out += "  searched (--unpin):\n";
+    for (const auto& k : config.searched) out += "    " + k + "\n";
+  }
   if (!config.ignored.empty()) {
-    out += "  ignored (would change the plan; not modelled):\n";
+    out += "  ignored (would change the plan; not modelled or not taken):\n";
     for (const auto& k : config.ignored) out += "    " + k + "\n";
   }
   return out;

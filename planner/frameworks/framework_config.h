@@ -26,10 +26,21 @@ struct FrameworkConfig {
   std::string file;
   std::vector<ConfigArg> args;
   std::vector<ConfigFlag> flags;
+  // Settings a search varies that the file leaves at the framework's default (Megatron: tp, pp, cp,
+  // ep 1, etp = tp, micro-batch 1, no recompute, no EP overlap, ...): a search pins them to it, as the
+  // job would run (the plan's commands need not: the defaults are theirs too).
+  std::vector<ConfigFlag> search_defaults;
   // Keys that change a plan and that dockyard does not model: "--key (why)".
   std::vector<std::string> ignored;
   // Keys without effect on a plan (learning rate, data, logging, checkpoints, ...).
   std::vector<std::string> not_read;
+  // Keys read into dockyard's flags; a written config replaces them and carries every other key
+  // of the file over unchanged unless it writes that key itself (megatron_args.h EmitMegatronArgs).
+  std::vector<std::string> read;
+  // search --unpin: the settings searched instead of pinned, "--flag value (from KEY)".
+  std::vector<std::string> searched;
+  // Settings the command does not take: their keys (written configs carry them over).
+  std::vector<std::string> not_taken;
 
   // The argument named `key`, or nullptr.
   const ConfigArg* Find(const std::string& key) const;

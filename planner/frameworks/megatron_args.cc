@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <set>
 #include <sstream>
 
@@ -16,6 +17,7 @@
 #include "planner/base/number_text.h"
 #include "planner/frameworks/megatron_arg_table.h"
 #include "planner/model/dispatcher.h"
+#include "planner/model/pipeline_layout.h"
 #include "planner/model/training.h"
 
 namespace dockyard {
@@ -50,8 +52,18 @@ struct Word {
   throw Error(fmt::format("{}:{}: {}", file, line, message));
 }
 
+// A word as a message quotes it: whole up to 80 characters, else its start and its length.
+std::string Shown(const std::string& word) {
+  if (word.size() <= 80) return word;
+  return fmt::format("{}... ({} characters)", word.substr(0, 60), word.size());
+}
+
 // Bash-like word splitting of an argument list (ReadMegatronArgs' rules).
 std::vector<Word> SplitWords(const std::string& text, const std::string& file) {
+  if (const size_t nul = text.find('\0'); nul != std::string::npos) {
+    Fail(file, 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(nul), '\n')),
+         "a NUL byte: not a text file of Megatron-LM arguments");
+  }
   std::vector<Word> words;
   int line = 1;
   size_t i = 0;
@@ -86,7 +98,7 @@ std::vector<Word> SplitWords(const std::string& text, const std::string& file) {
         if (close == std::string::npos) Fail(file, line, fmt::format("a {} quote is not closed", d == '\'' ? "single" : "double"));
         const std::string inner = text.substr(i + 1, close - i - 1);
         if (d == '"' && inner.find('$') != std::string::npos) {
-          Fail(file, line, fmt::format("\"{}\": a shell variable; dockyard reads the arguments as written: put its value in the file", inner));
+          Fail(file, line, fmt::format("\"{}\": a shell variable; dockyard reads the arguments as written: put its value in the file", Shown(inner)));
         }
         line += static_cast<int>(std::count(inner.begin(), inner.end(), '\n'));
         w.text += inner;
@@ -99,7 +111,7 @@ std::vector<Word> SplitWords(const std::string& text, const std::string& file) {
         while (end < n && !std::isspace(static_cast<unsigned char>(text[end]))) ++end;
         Fail(file, line,
              fmt::format("'{}': a shell variable; dockyard reads the arguments as written: put its value in the file",
-                         text.substr(i, end - i)));
+                         Shown(text.substr(i, end - i))));
       }
       if (d == '(' || d == ')') {
         Fail(file, line,
@@ -115,7 +127,19 @@ std::vector<Word> SplitWords(const std::string& text, const std::string& file) {
   return words;
 }
 
-bool IsKey(const Word& w) { return !w.quoted && w.text.size() > 2 && w.text[0] == '-' && w.text[1] == '-'; }
+// A word is a key when it starts with "--" after quote removal, as argparse sees it ('--key',
+// "--key=value" and --key="value" alike).
+bool IsKey(const Word& w) { return w.text.size() > 2 && w.text[0] == '-' && w.text[1] == '-'; }
+
+[[noreturn]] void StrayWord(const std::string& file, const Word& w) {
+  if (w.text.find("=(") != std::string::npos) {
+    Fail(file, w.line, fmt::format("'{}': a bash array; give the arguments themselves, without NAME=( ... )", Shown(w.text)));
+  }
+  Fail(file, w.line,
+       fmt::format("'{}' is not an argument: the file holds Megatron-LM's arguments only (what follows pretrain_gpt.py, e.g. the "
+                   "body of MODEL_ARGS), each a --key with its values",
+                   Shown(w.text)));
+}
 
 std::vector<std::string> TableKeys() {
   std::vector<std::string> keys;
@@ -131,15 +155,7 @@ std::vector<ConfigArg> ReadMegatronArgs(const std::string& text, const std::stri
   std::vector<ConfigArg> args;
   for (size_t i = 0; i < words.size();) {
     const Word& w = words[i];
-    if (!IsKey(w)) {
-      if (w.text.find("=(") != std::string::npos) {
-        Fail(file, w.line, fmt::format("'{}': a bash array; give the arguments themselves, without NAME=( ... )", w.text));
-      }
-      Fail(file, w.line,
-           fmt::format("'{}' is not an argument: the file holds Megatron-LM's arguments only (what follows pretrain_gpt.py, "
-                       "e.g. the body of MODEL_ARGS), each a --key with its values",
-                       w.text));
-    }
+    if (!IsKey(w)) StrayWord(file, w);
     ConfigArg arg;
     arg.line = w.line;
     arg.key = w.text;
@@ -151,20 +167,25 @@ std::vector<ConfigArg> ReadMegatronArgs(const std::string& text, const std::stri
     const auto it = table.find(arg.key);
     if (it == table.end()) {
       Fail(file, w.line,
-           fmt::format("{}: not a Megatron-LM argument (its argument list at {}){}", arg.key, std::string(kMegatronLmCommit).substr(0, 12),
+           fmt::format("{}: not a Megatron-LM argument (its argument list at {}){}", Shown(arg.key), std::string(kMegatronLmCommit).substr(0, 12),
                        DidYouMeanText(arg.key, TableKeys())));
     }
     ++i;
-    while (i < words.size() && !IsKey(words[i])) arg.values.push_back(words[i++].text);
     const char arity = it->second;
+    // argparse: a switch takes no word, a one-value key one, a '+' key every word up to the next key;
+    // a word left over is not an argument (named on its own line, unless it sits on the key's).
+    const size_t takes = arity == '0' || !arg.values.empty() ? 0 : arity == '1' ? 1 : SIZE_MAX;
+    for (size_t taken = 0; i < words.size() && !IsKey(words[i]) && taken < takes; ++taken) arg.values.push_back(words[i++].text);
+    if (i < words.size() && !IsKey(words[i])) {
+      const Word& extra = words[i];
+      if (extra.line != arg.line) StrayWord(file, extra);
+      if (arity == '0') Fail(file, arg.line, fmt::format("{} is a switch and takes no value, got '{}'", arg.key, Shown(extra.text)));
+      Fail(file, arg.line, fmt::format("{} takes one value, got '{}' and then '{}'", arg.key, Shown(arg.values.front()), Shown(extra.text)));
+    }
     if (arity == '0' && !arg.values.empty()) {
-      Fail(file, arg.line, fmt::format("{} is a switch and takes no value, got '{}'", arg.key, arg.values.front()));
+      Fail(file, arg.line, fmt::format("{} is a switch and takes no value, got '{}'", arg.key, Shown(arg.values.front())));
     }
-    if (arity == '1' && arg.values.size() != 1) {
-      Fail(file, arg.line,
-           arg.values.empty() ? fmt::format("{} needs a value", arg.key)
-                              : fmt::format("{} takes one value, got {}: '{}'", arg.key, arg.values.size(), fmt::join(arg.values, "' '")));
-    }
+    if (arity == '1' && arg.values.empty()) Fail(file, arg.line, fmt::format("{} needs a value", arg.key));
     if (arity == '+' && arg.values.empty()) Fail(file, arg.line, fmt::format("{} needs one or more values", arg.key));
     // A key given again keeps its last value (argparse).
     args.erase(std::remove_if(args.begin(), args.end(), [&](const ConfigArg& a) { return a.key == arg.key; }), args.end());
@@ -181,21 +202,21 @@ const std::string& Value(const ConfigArg& a) { return a.values.front(); }
 
 int64_t IntValue(const FrameworkConfig& c, const ConfigArg& a, int64_t min) {
   int64_t v = 0;
-  if (!ParseStrictInt(Value(a), &v)) Fail(c.file, a.line, fmt::format("{} '{}': not a whole number", a.key, Value(a)));
+  if (!ParseStrictInt(Value(a), &v)) Fail(c.file, a.line, fmt::format("{} '{}': not a whole number", a.key, Shown(Value(a))));
   if (v < min) Fail(c.file, a.line, fmt::format("{} {}: must be >= {}", a.key, Value(a), min));
   return v;
 }
 
 double NumberValue(const FrameworkConfig& c, const ConfigArg& a) {
   double v = 0;
-  if (!ParseStrictDouble(Value(a), &v)) Fail(c.file, a.line, fmt::format("{} '{}': not a number", a.key, Value(a)));
+  if (!ParseStrictDouble(Value(a), &v)) Fail(c.file, a.line, fmt::format("{} '{}': not a number", a.key, Shown(Value(a))));
   return v;
 }
 
 std::string ChoiceValue(const FrameworkConfig& c, const ConfigArg& a, const std::vector<std::string>& choices) {
   const std::string& v = Value(a);
   if (std::find(choices.begin(), choices.end(), v) == choices.end()) {
-    Fail(c.file, a.line, fmt::format("{} '{}': Megatron-LM takes {}", a.key, v, fmt::join(choices, " | ")));
+    Fail(c.file, a.line, fmt::format("{} '{}': Megatron-LM takes {}", a.key, Shown(v), fmt::join(choices, " | ")));
   }
   return v;
 }
@@ -283,7 +304,7 @@ class FreqExpression {
   std::vector<int64_t> Parse() {
     std::vector<int64_t> v = Sum();
     Skip();
-    if (i_ != s_.size()) Bad("unexpected '" + s_.substr(i_, 1) + "'");
+    if (i_ != s_.size()) Bad(fmt::format("unexpected '{}' at character {}", s_.substr(i_, 1), i_ + 1));
     return v;
   }
 
@@ -292,17 +313,29 @@ class FreqExpression {
     while (i_ < s_.size() && s_[i_] == ' ') ++i_;
   }
   [[noreturn]] void Bad(const std::string& why) {
-    throw Error(fmt::format("{} '{}': {} (a list expression such as [0]*3+[1]*58, or N for every N-th layer)", where_, s_, why));
+    throw Error(fmt::format("{} '{}': {} (a list expression such as [0]*3+[1]*58, or N for every N-th layer)", where_, Shown(s_), why));
   }
+  // A whole number as Python writes one (no leading zeros), at most 2^20.
   int64_t Int() {
     Skip();
     size_t start = i_;
     while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) ++i_;
     int64_t v = 0;
-    if (start == i_ || !ParseStrictInt(s_.substr(start, i_ - start), &v) || v > (1 << 20)) Bad("expected a whole number");
+    if (start == i_) Bad(fmt::format("expected a whole number at character {}", start + 1));
+    if (i_ - start > 1 && s_[start] == '0') Bad("a number with a leading zero, which Python refuses");
+    if (i_ - start > 7 || !ParseStrictInt(s_.substr(start, i_ - start), &v) || v > (1 << 20)) Bad("a number above 2^20");
     return v;
   }
+  // Nesting is bounded (a layer list is short): no stack exhaustion on a hostile file.
+  struct Depth {
+    explicit Depth(FreqExpression* e) : e_(e) {
+      if (++e_->depth_ > 64) e_->Bad("brackets nested more than 64 deep");
+    }
+    ~Depth() { --e_->depth_; }
+    FreqExpression* e_;
+  };
   std::vector<int64_t> Atom() {
+    const Depth depth(this);
     Skip();
     std::vector<int64_t> v;
     if (i_ < s_.size() && s_[i_] == '[') {
@@ -323,18 +356,18 @@ class FreqExpression {
           ++i_;
           return v;
         }
-        Bad("expected ',' or ']'");
+        Bad(fmt::format("expected ',' or ']' at character {}", i_ + 1));
       }
     }
     if (i_ < s_.size() && s_[i_] == '(') {
       ++i_;
       v = Sum();
       Skip();
-      if (i_ >= s_.size() || s_[i_] != ')') Bad("expected ')'");
+      if (i_ >= s_.size() || s_[i_] != ')') Bad(fmt::format("expected ')' at character {}", i_ + 1));
       ++i_;
       return v;
     }
-    Bad("expected '[' or '('");
+    Bad(fmt::format("expected '[' or '(' at character {}", i_ + 1));
   }
   std::vector<int64_t> Term() {
     std::vector<int64_t> v = Atom();
@@ -343,7 +376,7 @@ class FreqExpression {
       ++i_;
       const int64_t k = Int();
       std::vector<int64_t> r;
-      if (static_cast<double>(v.size()) * static_cast<double>(k) > (1 << 20)) Bad("too long");
+      if (static_cast<double>(v.size()) * static_cast<double>(k) > (1 << 20)) Bad("a list longer than 2^20 layers");
       for (int64_t j = 0; j < k; ++j) r.insert(r.end(), v.begin(), v.end());
       v = std::move(r);
       Skip();
@@ -364,6 +397,7 @@ class FreqExpression {
 
   std::string s_, where_;
   size_t i_ = 0;
+  int depth_ = 0;
 };
 
 std::string JoinValues(const ConfigArg& a, const char* sep) { return fmt::format("{}", fmt::join(a.values, sep)); }
@@ -433,7 +467,17 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
   // Batch and sequence.
   if (const ConfigArg* a = find("--micro-batch-size")) AddFlag(c, "--micro-batch-size", std::to_string(IntValue(c, *a, 1)), a->key);
   if (const ConfigArg* a = find("--global-batch-size")) AddFlag(c, "--global-batch-size", std::to_string(IntValue(c, *a, 1)), a->key);
-  if (const ConfigArg* a = find("--seq-length")) AddFlag(c, "--seq-len", std::to_string(IntValue(c, *a, 1)), a->key);
+  if (const ConfigArg* a = find("--seq-length")) {
+    const int64_t seq = IntValue(c, *a, 1);
+    // arguments.py validate_args: "max_position_embeddings ... must be greater than or equal to seq_length".
+    if (const ConfigArg* mpe = c.Find("--max-position-embeddings"); mpe && IntValue(c, *mpe, 1) < seq) {
+      Fail(file, mpe->line,
+           fmt::format("--max-position-embeddings {} is below --seq-length {}: Megatron-LM asserts max_position_embeddings >= "
+                       "seq_length (arguments.py)",
+                       Value(*mpe), seq));
+    }
+    AddFlag(c, "--seq-len", std::to_string(seq), a->key);
+  }
 
   // Model chunks and the split over stages.
   const int64_t num_layers = IntValue(c, *c.Find("--num-layers"), 1);
@@ -452,7 +496,24 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
     AddFlag(c, "--vpp", std::to_string(num_layers / pp / n), per_stage->key);
   }
   if (stages) AddFlag(c, "--vpp", std::to_string(IntValue(c, *stages, 1)), stages->key);
-  if (const ConfigArg* a = find("--pipeline-model-parallel-layout")) AddFlag(c, "--pipeline-model-parallel-layout", JoinValues(*a, ""), a->key);
+  if (const ConfigArg* a = find("--pipeline-model-parallel-layout")) {
+    // transformer_config.py: "pipeline_model_parallel_layout cannot be set with other pipeline layout arguments".
+    for (const char* other : {"--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers", "--account-for-embedding-in-pipeline-split",
+                              "--account-for-loss-in-pipeline-split", "--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank"}) {
+      if (c.Find(other)) {
+        Fail(file, c.Find(other)->line,
+             fmt::format("{} with --pipeline-model-parallel-layout: Megatron-LM refuses a layout with other pipeline layout arguments "
+                         "(transformer_config.py)",
+                         other));
+      }
+    }
+    AddFlag(c, "--pipeline-model-parallel-layout", JoinValues(*a, ""), a->key);
+  }
+  if ((c.Find("--decoder-first-pipeline-num-layers") || c.Find("--decoder-last-pipeline-num-layers")) &&
+      (c.Find("--account-for-embedding-in-pipeline-split") || c.Find("--account-for-loss-in-pipeline-split"))) {
+    Fail(file, (c.Find("--account-for-embedding-in-pipeline-split") ? c.Find("--account-for-embedding-in-pipeline-split") : c.Find("--account-for-loss-in-pipeline-split"))->line,
+         "--account-for-*-in-pipeline-split with --decoder-first/last-pipeline-num-layers: Megatron-LM takes one way of splitting (transformer_config.py)");
+  }
   const ConfigArg* first = find("--decoder-first-pipeline-num-layers");
   const ConfigArg* last = find("--decoder-last-pipeline-num-layers");
   if (first || last) {
@@ -492,8 +553,14 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
     AddFlag(c, "--recompute", recompute, granularity ? granularity->key : activations->key);
     if (recompute == "selective" && modules) AddFlag(c, "--recompute-modules", JoinValues(*modules, ","), modules->key);
     if (recompute == "full") {
-      const std::string m = method ? ChoiceValue(c, *method, {"uniform", "block"}) : "uniform";
-      const int64_t k = recompute_layers ? IntValue(c, *recompute_layers, 1) : 1;
+      // transformer_config.py: full recomputation needs a method and a layer count.
+      if (!method || !recompute_layers) {
+        Fail(file, granularity ? granularity->line : activations->line,
+             "--recompute-granularity full needs --recompute-method uniform|block and --recompute-num-layers N "
+             "(transformer_config.py raises without them)");
+      }
+      const std::string m = ChoiceValue(c, *method, {"uniform", "block"});
+      const int64_t k = IntValue(c, *recompute_layers, 1);
       // uniform with 1 layer per group recomputes every layer: dockyard's full recompute.
       if (!(m == "uniform" && k == 1)) {
         c.ignored.push_back(fmt::format("--recompute-method {} --recompute-num-layers {} (partial full recompute: priced as every layer)", m, k));
@@ -501,6 +568,14 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
     }
   } else if (modules) {
     c.ignored.push_back("--recompute-modules (without --recompute-granularity selective Megatron recomputes nothing)");
+  }
+  if (recompute == "selective" && (method || recompute_layers)) {
+    Fail(file, (method ? method : recompute_layers)->line,
+         fmt::format("{} with --recompute-granularity selective: Megatron-LM refuses it (arguments.py, transformer_config.py)",
+                     (method ? method : recompute_layers)->key));
+  }
+  if (recompute == "none" && (method || recompute_layers)) {
+    c.ignored.push_back(fmt::format("{} (without --recompute-granularity Megatron recomputes nothing)", (method ? method : recompute_layers)->key));
   }
 
   // Token dispatcher. transformer_config.py: moe_token_dispatcher_type defaults to allgather.
@@ -514,12 +589,11 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
     dispatcher = "flex";
     dispatcher_from = a->key;
   }
-  if (c.Find("--num-experts")) {
-    AddFlag(c, "--dispatcher", dispatcher == "alltoall" ? "all_to_all" : dispatcher == "flex" ? "deepep" : "allgather", dispatcher_from);
-    if (const ConfigArg* a = find("--moe-flex-dispatcher-backend")) {
-      const std::string backend = ChoiceValue(c, *a, {"deepep", "hybridep", "ncclep"});
-      if (dispatcher == "flex") AddFlag(c, "--moe-flex-dispatcher-backend", backend, a->key);
-    }
+  // Set also when the experts come from --model (dockyard plans MoE models only).
+  AddFlag(c, "--dispatcher", dispatcher == "alltoall" ? "all_to_all" : dispatcher == "flex" ? "deepep" : "allgather", dispatcher_from);
+  if (const ConfigArg* a = find("--moe-flex-dispatcher-backend")) {
+    const std::string backend = ChoiceValue(c, *a, {"deepep", "hybridep", "ncclep"});
+    if (dispatcher == "flex") AddFlag(c, "--moe-flex-dispatcher-backend", backend, a->key);
   }
 
   // Overlaps and the step's end.
@@ -559,6 +633,9 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
   if (const ConfigArg* a = find("--enable-cuda-graph")) AddFlag(c, "--cuda-graphs", "", a->key);
 
   // Precision: --bf16 / --fp16 set the compute dtype, --fp8-format the FP8 GEMMs.
+  if (c.Find("--fp16") && c.Find("--bf16")) {
+    Fail(file, c.Find("--fp16")->line, "--bf16 and --fp16: Megatron-LM trains in one of them (arguments.py asserts not both)");
+  }
   if (const ConfigArg* a = find("--fp16")) AddFlag(c, "--param-dtype", "float16", a->key);
   if (const ConfigArg* a = find("--bf16")) AddFlag(c, "--param-dtype", "bfloat16", a->key);
   if (!c.Find("--fp16") && !c.Find("--bf16")) {
@@ -602,9 +679,41 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
     AddFlag(c, "--optimizer", opt == "adam" ? "adamw" : "sgd", a->key);
   }
 
+  // What a search would vary that the file leaves at Megatron's default.
+  auto search_default = [&](const char* flag, const std::string& value, const char* key, bool absent) {
+    if (absent) c.search_defaults.push_back({flag, value, fmt::format("(no {}: Megatron's default)", key)});
+  };
+  search_default("--tp", "1", "--tensor-model-parallel-size", !c.Find("--tensor-model-parallel-size"));
+  search_default("--pp", "1", "--pipeline-model-parallel-size", !c.Find("--pipeline-model-parallel-size"));
+  search_default("--cp", "1", "--context-parallel-size", !c.Find("--context-parallel-size"));
+  search_default("--ep", "1", "--expert-model-parallel-size", !c.Find("--expert-model-parallel-size"));
+  search_default("--etp", std::to_string(tp), "--expert-tensor-parallel-size", !c.Find("--expert-tensor-parallel-size"));
+  search_default("--dp-replicate", "1", "--num-distributed-optimizer-instances", !c.Find("--num-distributed-optimizer-instances"));
+  search_default("--micro-batch-size", "1", "--micro-batch-size", !c.Find("--micro-batch-size"));
+  search_default("--recompute", "none", "--recompute-granularity", recompute == "none");
+  if (const ConfigArg* layout = c.Find("--pipeline-model-parallel-layout")) {
+    // A search does not take a layout; it pins the layout's vpp (stages / pp) instead.
+    const int64_t virtual_stages = static_cast<int64_t>(
+        WithFlag(fmt::format("{}:{}", file, layout->line), [&] { return ParsePipelineLayout(JoinValues(*layout, ""), layout->key); }).size());
+    if (virtual_stages % pp == 0) {
+      c.search_defaults.push_back({"--vpp", std::to_string(virtual_stages / pp), "--pipeline-model-parallel-layout (its stages / pp)"});
+    }
+  } else {
+    search_default("--vpp", "1", "--num-virtual-stages-per-pipeline-rank", !per_stage && !stages);
+  }
+  search_default("--no-overlap-moe-expert-parallel-comm", "", "--overlap-moe-expert-parallel-comm", !c.Find("--overlap-moe-expert-parallel-comm"));
+  // MLA without --qk-layernorm: Megatron builds no latent norms; dockyard's MLA has them (2 vectors a layer).
+  if (c.Find("--multi-latent-attention") && !c.Find("--qk-layernorm")) {
+    c.ignored.push_back("(no --qk-layernorm) with --multi-latent-attention: dockyard counts MLA's q_a / kv_a latent norms, which Megatron "
+                        "builds only with --qk-layernorm");
+  }
   // What is left: architecture keys (MegatronModel), keys without effect, the ignored ones.
   for (const ConfigArg& a : c.args) {
-    if (used.count(a.key) || ArchitectureKeys().count(a.key) || a.key == "--fp16" || a.key == "--bf16") continue;
+    if (used.count(a.key) || a.key == "--fp16" || a.key == "--bf16") {
+      c.read.push_back(a.key);
+      continue;
+    }
+    if (ArchitectureKeys().count(a.key)) continue;  // the model's (MegatronModel); a written config keeps those it does not write
     const std::string why = IgnoredReason(a.key);
     if (!why.empty()) c.ignored.push_back(fmt::format("{} ({})", a.key, why));
     else if (WithoutEffect(a.key)) c.not_read.push_back(a.key);
@@ -735,7 +844,7 @@ ModelSpec MegatronModel(const FrameworkConfig& c, const std::optional<ModelSpec>
   m.hidden_size = hidden;
   m.num_hidden_layers = layers;
   m.moe_layers = moe_layers;
-  m.intermediate_size = std::count(moe_layers.begin(), moe_layers.end(), false) > 0 ? ffn : 0;
+  m.intermediate_size = ffn;  // as HF configs keep it, also when every layer is MoE
   m.tie_word_embeddings = arg("--untie-embeddings-and-output-weights") == nullptr;
   if (const ConfigArg* a = arg("--normalization")) {
     m.norm = ChoiceValue(c, *a, {"LayerNorm", "RMSNorm"}) == "RMSNorm" ? NormKind::kRmsNorm : NormKind::kLayerNorm;

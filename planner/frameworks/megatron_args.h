@@ -56,11 +56,15 @@ ModelSpec MegatronModel(const FrameworkConfig& config, const std::optional<Model
 // What a plan's layout is launched with under Megatron-LM: the architecture, degrees, vpp or the
 // pipeline layout / split, micro and global batch, recompute and its modules, dispatcher and
 // backend, overlap flags, precision, one argument per line ending " \" (a bash fragment to follow
-// `pretrain_gpt.py`), after a header of '#' lines (`header_lines`, then the world size and what
-// the file leaves out). `global_batch_size` 0 = not emitted. Every key is in MegatronArgTable()
-// (megatron_args_test). Throws dockyard::Error for a setting Megatron-LM cannot express (a
-// torchtitan-only schedule, the deredundency dispatcher, a model feature with no Megatron argument,
-// e.g. attention sinks or linear attention).
-std::string EmitMegatronArgs(const Plan& plan, int64_t global_batch_size, const std::vector<std::string>& header_lines);
+// `pretrain_gpt.py`), after a header of '#' lines (`header_lines`, then the world size). With
+// `config` (the plan came from --from-megatron), the file's other arguments follow unchanged: the
+// keys dockyard did not read and those the command did not take (named in the header as not
+// priced), except the pipeline-split keys the written layout replaces. `global_batch_size` 0: micro
+// batch x dp x the plan's micro-batches. Every key written is in MegatronArgTable()
+// (megatron_args_test). Throws dockyard::Error for a setting Megatron-LM cannot express (another
+// convention's rank order, DualPipe, the deredundency dispatcher, a model feature with no Megatron
+// argument, e.g. attention sinks, linear attention, LayerNorm without a bias).
+std::string EmitMegatronArgs(const Plan& plan, int64_t global_batch_size, const std::vector<std::string>& header_lines,
+                             const FrameworkConfig* config = nullptr);
 
 }  // namespace dockyard

@@ -4,6 +4,7 @@
 #include "planner/frameworks/megatron_args.h"
 
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 
@@ -65,6 +66,16 @@ TEST_CASE("The argument list is Megatron-LM's at the pinned commit") {
   CHECK(t.count("--moe-router-top-k") == 0);
 }
 
+TEST_CASE("Words: a key quoted in part or whole is a key, as bash and argparse see it") {
+  const auto args = ReadMegatronArgs("--expert-model-parallel-size 64\n--pipeline-model-parallel-layout=\"Et|(tt|)*30mL\"\n'--swiglu' \"--num-layers=4\"\n",
+                                     "q.args");
+  REQUIRE(args.size() == 4);
+  CHECK(args[1].key == "--pipeline-model-parallel-layout");
+  CHECK(args[1].values == std::vector<std::string>{"Et|(tt|)*30mL"});
+  CHECK(args[2].key == "--swiglu");
+  CHECK(args[3].values == std::vector<std::string>{"4"});
+}
+
 TEST_CASE("Words: continuations, comments, quotes, --key=value, the last of a key wins") {
   const auto args = ReadMegatronArgs(
       "# a comment\n--num-layers 4 \\\n  --hidden-size=64  # trailing\n--pipeline-model-parallel-layout 'Et|(t|)*2L'\n"
@@ -89,7 +100,13 @@ TEST_CASE("Words: shell variables, arrays, unknown keys and arities are refused,
         "a.args:1: --moe-router-top-k: not a Megatron-LM argument (its argument list at d98e8a64ddf3); did you mean '--moe-router-topk'?");
   CHECK(ErrorOf("--swiglu true\n") == "a.args:1: --swiglu is a switch and takes no value, got 'true'");
   CHECK(ErrorOf("--num-layers\n--swiglu\n") == "a.args:1: --num-layers needs a value");
-  CHECK(ErrorOf("--num-layers 4 5\n") == "a.args:1: --num-layers takes one value, got 2: '4' '5'");
+  CHECK(ErrorOf("--num-layers 4 5\n") == "a.args:1: --num-layers takes one value, got '4' and then '5'");
+  // A stray word on its own line is named there, not blamed on the key before it.
+  CHECK(ErrorOf("--num-layers 4\n--qk-layernorm\npython pretrain_gpt.py\n").find("a.args:3: 'python' is not an argument") == 0);
+  CHECK(ErrorOf(std::string("--num-layers 4\n\0\n", 17)) == "a.args:2: a NUL byte: not a text file of Megatron-LM arguments");
+  // A long word is quoted by its start and length.
+  CHECK(ErrorOf("--swiglu " + std::string(200, 'x') + "\n") ==
+        "a.args:1: --swiglu is a switch and takes no value, got '" + std::string(60, 'x') + "... (200 characters)'");
   CHECK(ErrorOf("pretrain_gpt.py --num-layers 4\n").find("a.args:1: 'pretrain_gpt.py' is not an argument") == 0);
   CHECK(ErrorOf("--pipeline-model-parallel-layout 'Et|L\n") == "a.args:1: a single quote is not closed");
 }
@@ -133,7 +150,7 @@ TEST_CASE("Mixtral 8x7B (Megatron-LM examples/mixtral): flags, Megatron's defaul
   CHECK(m.moe.top_k == 2);
   CHECK(m.tie_word_embeddings == false);
   CHECK(m.vocab_size == 32000);
-  CHECK(m.intermediate_size == 0);  // every layer MoE: no dense MLP
+  CHECK(m.intermediate_size == 14336);  // kept as HF configs keep it, though every layer is MoE
   CHECK(m.norm == NormKind::kRmsNorm);
   CHECK(m.attention.o_bias == false);  // --disable-bias-linear
 }
@@ -189,6 +206,11 @@ TEST_CASE("--moe-layer-freq list expressions and bad values") {
   CHECK_THROWS_WITH_AS(model("[1]*7"), "f.args:1: --moe-layer-freq '[1]*7' gives 7 layers, --num-layers 8", Error);
   CHECK_THROWS_WITH_AS(model("[1]*4+[2]*4"), "f.args:1: --moe-layer-freq '[1]*4+[2]*4': layer 4 is 2, not 0 or 1", Error);
   CHECK_THROWS_AS(model("[1]*x"), Error);
+  // Python refuses a leading zero; a repeat past 2^20 and nesting past 64 are refused, not run.
+  CHECK_THROWS_WITH_AS(model("[01]*8"), doctest::Contains("a number with a leading zero, which Python refuses"), Error);
+  CHECK_THROWS_WITH_AS(model("[1]*1000000000"), doctest::Contains("a number above 2^20"), Error);
+  CHECK_THROWS_WITH_AS(model("'" + std::string(50000, '(') + "[1]" + std::string(50000, ')') + "'"),
+                       doctest::Contains("brackets nested more than 64 deep"), Error);
 }
 
 TEST_CASE("Values: ranges and settings dockyard cannot plan are refused, naming the key") {
@@ -206,6 +228,34 @@ TEST_CASE("Values: ranges and settings dockyard cannot plan are refused, naming 
                        "v.args:2: --num-layers-per-virtual-pipeline-stage 3: --num-layers 8 is not a multiple of pp (2) x 3", Error);
   CHECK_THROWS_WITH_AS(ImportMegatronArgs("--num-layers 8 --hidden-size 64 --num-attention-heads 4\n", "v.args"),
                        "v.args: neither --bf16 nor --fp16: Megatron would train in float32, which dockyard does not plan", Error);
+  // Megatron-LM's own refusals, named by the file's keys.
+  CHECK_THROWS_WITH_AS(import("--fp16"), "v.args:2: --bf16 and --fp16: Megatron-LM trains in one of them (arguments.py asserts not both)", Error);
+  CHECK_THROWS_WITH_AS(import("--pipeline-model-parallel-layout 'Et|tL' --decoder-first-pipeline-num-layers 1"),
+                       doctest::Contains("--decoder-first-pipeline-num-layers with --pipeline-model-parallel-layout: Megatron-LM refuses"), Error);
+  CHECK_THROWS_WITH_AS(import("--recompute-granularity full"),
+                       doctest::Contains("--recompute-granularity full needs --recompute-method uniform|block and --recompute-num-layers N"), Error);
+  CHECK_THROWS_WITH_AS(import("--recompute-granularity selective --recompute-method block"),
+                       doctest::Contains("--recompute-method with --recompute-granularity selective: Megatron-LM refuses it"), Error);
+  CHECK_THROWS_WITH_AS(import("--seq-length 8192 --max-position-embeddings 4096"),
+                       doctest::Contains("--max-position-embeddings 4096 is below --seq-length 8192"), Error);
+}
+
+TEST_CASE("A search pins what the file leaves at Megatron's default; MLA without --qk-layernorm is named") {
+  const FrameworkConfig c = ImportMegatronArgs(
+      "--num-layers 8 --hidden-size 64 --num-attention-heads 4 --bf16 --tensor-model-parallel-size 2 --multi-latent-attention\n", "d.args");
+  std::map<std::string, std::string> d;
+  for (const auto& f : c.search_defaults) d[f.flag] = f.value;
+  // tp is given (2): not a default; etp follows it (Megatron: etp = tp); the others are 1 / none / off.
+  CHECK(d.count("--tp") == 0);
+  CHECK(d.at("--etp") == "2");
+  CHECK(d.at("--pp") == "1");
+  CHECK(d.at("--cp") == "1");
+  CHECK(d.at("--ep") == "1");
+  CHECK(d.at("--micro-batch-size") == "1");
+  CHECK(d.at("--recompute") == "none");
+  CHECK(d.at("--vpp") == "1");
+  CHECK(d.count("--no-overlap-moe-expert-parallel-comm") == 1);
+  CHECK(Contains(c.ignored, "(no --qk-layernorm) with --multi-latent-attention"));
 }
 
 TEST_CASE("Layer split and VPP: first / last stage layers, layers per virtual stage") {

@@ -2,13 +2,17 @@
 // (megatron_args.cc ImportMegatronArgs, MegatronModel) reads every line written here back to the
 // same plan (megatron_args_test "round trip").
 #include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
+
+#include <cctype>
 
 #include <fmt/format.h>
 
 #include "planner/base/error.h"
 #include "planner/frameworks/megatron_args.h"
+#include "planner/layout/convention.h"
 #include "planner/layout/megatron_split.h"
 #include "planner/model/dispatcher.h"
 #include "planner/model/recompute.h"
@@ -19,8 +23,10 @@ namespace {
 
 struct Lines {
   std::vector<std::string> out;
+  std::set<std::string> keys;
   void Add(const std::string& key, const std::string& value = "") {
     if (MegatronArgTable().count(key) == 0) throw Error("internal: " + key + " is not a Megatron-LM argument");
+    keys.insert(key);
     out.push_back(value.empty() ? key : key + " " + value);
   }
   void Add(const std::string& key, int64_t value) { Add(key, std::to_string(value)); }
@@ -38,6 +44,17 @@ std::string FreqExpressionOf(const std::vector<bool>& moe_layers) {
   return fmt::format("{}", fmt::join(parts, "+"));
 }
 
+// A value as a word of the bash fragment: bare when it holds only plain characters, else quoted.
+std::string ShellWord(const std::string& v) {
+  const bool plain = !v.empty() && std::all_of(v.begin(), v.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::string("._/:=+,@%-").find(c) != std::string::npos;
+  });
+  if (plain) return v;
+  if (v.find('\'') == std::string::npos) return "'" + v + "'";
+  if (v.find_first_of("\"$`\\") == std::string::npos) return "\"" + v + "\"";
+  throw Error("--emit megatron: the value " + v + " holds both quote kinds; write it by hand");
+}
+
 [[noreturn]] void Refuse(const std::string& what) {
   throw Error("--emit megatron: " + what + " has no Megatron-LM argument");
 }
@@ -51,6 +68,7 @@ void EmitArchitecture(const Plan& plan, Lines& l) {
   if (att.output_gate) Refuse("a gated attention output (" + m.family + ")");
   if (att.qk_norm == QkNorm::kFullWidth) Refuse("q/k normalization over the full projection width (" + m.family + ")");
   if (m.moe.router_bias || m.lm_head_bias) Refuse("a router or lm_head bias (" + m.family + ")");
+  if (m.norm == NormKind::kLayerNorm && !m.norm_bias) Refuse("LayerNorm without a bias (" + m.family + "; Megatron's LayerNorm has one)");
   l.Add("--num-layers", m.num_hidden_layers);
   l.Add("--hidden-size", m.hidden_size);
   l.Add("--ffn-hidden-size", m.intermediate_size > 0 ? m.intermediate_size : m.moe.moe_intermediate_size);
@@ -62,6 +80,7 @@ void EmitArchitecture(const Plan& plan, Lines& l) {
     l.Add("--qk-head-dim", att.qk_nope_head_dim);
     l.Add("--qk-pos-emb-head-dim", att.qk_rope_head_dim);
     l.Add("--v-head-dim", att.v_head_dim);
+    l.Add("--qk-layernorm");  // MLA's q_a / kv_a latent norms: Megatron builds them only with it
   } else {
     if (att.num_key_value_heads != att.num_attention_heads) {
       l.Add("--group-query-attention");
@@ -223,21 +242,54 @@ void EmitSettings(const Plan& plan, Lines& l) {
 
 }  // namespace
 
-std::string EmitMegatronArgs(const Plan& plan, int64_t global_batch_size, const std::vector<std::string>& header_lines) {
+std::string EmitMegatronArgs(const Plan& plan, int64_t global_batch_size, const std::vector<std::string>& header_lines,
+                             const FrameworkConfig* config) {
   if (plan.dims.convention != Convention::kMegatron) {
-    throw Error("--emit megatron: the plan is under --convention torchtitan, whose rank order Megatron-LM does not use; plan it with "
-                "--convention megatron");
+    throw Error(fmt::format("--emit megatron: the plan is under --convention {}, whose rank order Megatron-LM does not use; plan it "
+                            "with --convention megatron",
+                            ConventionName(plan.dims.convention)));
   }
   Lines l;
   EmitArchitecture(plan, l);
   EmitLayout(plan, global_batch_size, l);
   EmitSettings(plan, l);
+  // The config's other arguments, unchanged: the keys dockyard did not read, and those the command
+  // did not take (a search's --mtp-num-layers), except the pipeline split the layout above replaces.
+  std::vector<std::string> carried, unpriced;
+  if (config) {
+    static const std::set<std::string> split_keys = {
+        "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers", "--account-for-embedding-in-pipeline-split",
+        "--account-for-loss-in-pipeline-split", "--pipeline-model-parallel-layout", "--num-layers-per-virtual-pipeline-stage",
+        "--num-virtual-stages-per-pipeline-rank"};
+    const std::set<std::string> read(config->read.begin(), config->read.end());
+    const std::set<std::string> not_taken(config->not_taken.begin(), config->not_taken.end());
+    for (const ConfigArg& a : config->args) {
+      if (l.keys.count(a.key) || split_keys.count(a.key)) continue;
+      const bool untaken = not_taken.count(a.key) > 0;
+      if (read.count(a.key) && !untaken) continue;
+      std::string line = a.key;
+      for (const auto& v : a.values) line += " " + ShellWord(v);
+      l.out.push_back(line);
+      (untaken ? unpriced : carried).push_back(a.key);
+    }
+  }
   std::string out;
   for (const auto& h : header_lines) out += "# " + h + "\n";
   const ParallelDims& d = plan.dims;
   out += fmt::format("# Megatron-LM arguments (checked against its argument list at {}) for {} GPUs: tp {} x cp {} x pp {} x dp {}.\n",
                      std::string(kMegatronLmCommit).substr(0, 12), d.world_size, d.tp, d.cp, d.pp, d.world_size / (d.tp * d.cp * d.pp));
-  out += "# Launch on that many GPUs and add the tokenizer, data, learning-rate and checkpoint arguments.\n";
+  if (config) {
+    if (!carried.empty() || !unpriced.empty()) {
+      out += fmt::format("# The last {} arguments are {}'s that dockyard does not read, carried over unchanged.\n",
+                         carried.size() + unpriced.size(), config->file);
+    }
+    if (!unpriced.empty()) {
+      out += fmt::format("# Not priced by this command (it does not take them): {}; check the file with simulate --from-megatron.\n",
+                         fmt::join(unpriced, ", "));
+    }
+  } else {
+    out += "# Add the tokenizer, data, learning-rate, checkpoint, dropout, rotary-base and aux-loss arguments; launch it on that many GPUs.\n";
+  }
   for (size_t i = 0; i < l.out.size(); ++i) out += "    " + l.out[i] + (i + 1 < l.out.size() ? " \\\n" : "\n");
   return out;
 }
