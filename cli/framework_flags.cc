@@ -192,9 +192,11 @@ std::vector<std::string> ExpandFrameworkConfig(const std::vector<std::string>& a
     if (!Takes(target, f.flag)) {
       config.ignored.push_back(fmt::format("{}{} (from {}): not taken by {}", f.flag, f.value.empty() ? "" : " " + f.value, f.from, command));
       if (f.from.rfind("--", 0) == 0) config.not_taken.push_back(f.from);
+      config.untaken.push_back(f);
       continue;
     }
-    if (is_default) {
+    // A setting the file leaves to Megatron's default ("(no --key: ...)") yields to the command line.
+    if (is_default || f.from.rfind("(no ", 0) == 0) {
       if (given_anyhow(f.flag)) continue;  // the command line's choice over Megatron's default
       // etp = tp is Megatron's default: with tp searched, etp follows it (searched too).
       if (f.flag == "--etp" && Unpinned(unpin, "--tp")) {

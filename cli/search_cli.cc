@@ -183,7 +183,15 @@ std::string EmitSearchRow(const CliOptions& o, const ModelSpec& model, const Sea
     throw Error(fmt::format("--emit-row {}: the ranking shows rows 1 to {} (--top {})", o.emit_row, shown, s.top));
   }
   const LayoutCandidate& c = result.result.top[static_cast<size_t>(row - 1)].layout;
-  const Plan plan = BuildPlan(model, c.dims, CandidateTraining(s.training, c), SearchPlanMachine(s));
+  TrainingConfig training = CandidateTraining(s.training, c);
+  // The file's MTP modules, which a search does not take, are written with the row (its layout
+  // places them), and the header says the row was priced without them.
+  if (o.framework_config) {
+    for (const ConfigFlag& f : o.framework_config->untaken) {
+      if (f.flag == "--mtp-layers") training.mtp_layers = ParseInt("--mtp-layers", f.value).value_or(0);
+    }
+  }
+  const Plan plan = BuildPlan(model, c.dims, training, SearchPlanMachine(s));
   return cli::EmitText(o, plan, result.result.global_batch_size);
 }
 

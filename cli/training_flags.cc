@@ -26,7 +26,7 @@ void TrainingFlags::AddTo(CLI::App* app) {
   app->add_option("--recompute", recompute, "none | selective | full (default none)")->check(CLI::IsMember(RecomputeNames()));
   app->add_option("--recompute-modules", recompute_modules,
                   "with --recompute selective: comma-separated Megatron modules (core_attn, layernorm, moe_act, moe, "
-                  "mla_up_proj, shared_experts, mlp; default: layernorm and every SwiGLU activation)");
+                  "mla_up_proj, shared_experts, mlp; default: the convention's, megatron core_attn, torchtitan per-op)");
   app->add_option("--selective-ac-option", selective_ac_option,
                   "with --recompute selective and --convention torchtitan: torchtitan's per-layer selective_ac_option N, "
                   "every N-th block of a stage fully checkpointed, the others keep all activations (0 = every block); or \"op\": "

@@ -215,7 +215,7 @@ TEST_CASE("--emit after --from-megatron carries the file's other arguments over;
   std::ifstream row_in(Tmp("ds_row.args"));
   std::stringstream row;
   row << row_in.rdbuf();
-  CHECK(Has(row.str(), "# Not priced by this command (it does not take them): --mtp-num-layers"));
+  CHECK(Has(row.str(), "# Not taken by this command, so not priced here: --mtp-num-layers"));
   CHECK(Has(row.str(), "    --mtp-num-layers 1 \\\n"));
 }
 

@@ -54,8 +54,13 @@ struct Word {
 
 // A word as a message quotes it: whole up to 80 characters, else its start and its length.
 std::string Shown(const std::string& word) {
-  if (word.size() <= 80) return word;
-  return fmt::format("{}... ({} characters)", word.substr(0, 60), word.size());
+  std::string out;
+  for (const char c : word.substr(0, word.size() <= 80 ? 80 : 60)) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+    else out += c;
+  }
+  if (word.size() <= 80) return out;
+  return fmt::format("{}... ({} characters)", out, word.size());
 }
 
 // Bash-like word splitting of an argument list (ReadMegatronArgs' rules).
@@ -92,18 +97,52 @@ std::vector<Word> SplitWords(const std::string& text, const std::string& file) {
     w.line = line;
     while (i < n && !(text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r')) {
       const char d = text[i];
-      if (d == '\\' && i + 1 < n && text[i + 1] == '\n') break;
-      if (d == '\'' || d == '"') {
-        const size_t close = text.find(d, i + 1);
-        if (close == std::string::npos) Fail(file, line, fmt::format("a {} quote is not closed", d == '\'' ? "single" : "double"));
-        const std::string inner = text.substr(i + 1, close - i - 1);
-        if (d == '"' && inner.find('$') != std::string::npos) {
-          Fail(file, line, fmt::format("\"{}\": a shell variable; dockyard reads the arguments as written: put its value in the file", Shown(inner)));
+      if (d == '\\') {
+        if (i + 1 < n && text[i + 1] == '\n') break;  // a continuation ends the word
+        if (i + 1 < n && text[i + 1] != '\r') {     // bash: a backslash quotes the next character
+          w.text += text[i + 1];
+          w.quoted = true;
+          i += 2;
+          continue;
         }
+        ++i;
+        continue;
+      }
+      if (d == '`') Fail(file, line, "'`': a command substitution; dockyard reads the arguments as written: put its output in the file");
+      if (d == '\'') {
+        const size_t close = text.find('\'', i + 1);
+        if (close == std::string::npos) Fail(file, line, "a single quote is not closed");
+        const std::string inner = text.substr(i + 1, close - i - 1);
         line += static_cast<int>(std::count(inner.begin(), inner.end(), '\n'));
         w.text += inner;
         w.quoted = true;
         i = close + 1;
+        continue;
+      }
+      if (d == '"') {
+        // bash: inside double quotes a backslash quotes " \ $ ` (and drops a newline); $ and ` expand.
+        size_t j = i + 1;
+        std::string inner;
+        for (; j < n && text[j] != '"'; ++j) {
+          if (text[j] == '\\' && j + 1 < n && std::string("\"\\$`\n").find(text[j + 1]) != std::string::npos) {
+            if (text[j + 1] != '\n') inner += text[j + 1];
+            ++j;
+            continue;
+          }
+          if (text[j] == '$' || text[j] == '`') {
+            size_t k = j + 1;
+            while (k < n && text[k] != '"' && !std::isspace(static_cast<unsigned char>(text[k]))) ++k;
+            Fail(file, line, fmt::format("'{}' in double quotes: a shell variable or command substitution; dockyard reads the arguments as "
+                                         "written: put its value in the file (a literal $ is \\$)",
+                                         Shown(text.substr(j, k - j))));
+          }
+          inner += text[j];
+        }
+        if (j >= n) Fail(file, line, "a double quote is not closed");
+        line += static_cast<int>(std::count(text.begin() + static_cast<std::ptrdiff_t>(i), text.begin() + static_cast<std::ptrdiff_t>(j), '\n'));
+        w.text += inner;
+        w.quoted = true;
+        i = j + 1;
         continue;
       }
       if (d == '$') {
@@ -168,7 +207,7 @@ std::vector<ConfigArg> ReadMegatronArgs(const std::string& text, const std::stri
     if (it == table.end()) {
       Fail(file, w.line,
            fmt::format("{}: not a Megatron-LM argument (its argument list at {}){}", Shown(arg.key), std::string(kMegatronLmCommit).substr(0, 12),
-                       DidYouMeanText(arg.key, TableKeys())));
+                       arg.key.size() > 4 ? DidYouMeanText(arg.key, TableKeys()) : std::string()));
     }
     ++i;
     const char arity = it->second;
@@ -281,6 +320,7 @@ std::string IgnoredReason(const std::string& key) {
       {"--delay-wgrad-compute", "delayed weight gradients"},
       {"--defer-embedding-wgrad-compute", "deferred embedding weight gradient"},
       {"--no-overlap-p2p-communication", "pipeline P2P priced as the default overlap"},
+      {"--num-distributed-optimizer-instances", "several distributed-optimizer instances: priced as one over all of dp"},
       {"--attention-backend", "attention is priced as flash attention"},
       {"--megatron-fsdp-grad-comm-dtype", "Megatron-FSDP's gradient communication dtype"},
       {"--megatron-fsdp-main-grads-dtype", "Megatron-FSDP's main-gradient dtype"},
@@ -437,9 +477,6 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
   // Absent, ETP = TP: Megatron's default (arguments.py validate_args) is the megatron convention's
   // (planner/layout/parallel_dims.h DefaultEtp), so nothing is set here.
   if (const ConfigArg* a = find("--expert-tensor-parallel-size")) AddFlag(c, "--etp", std::to_string(IntValue(c, *a, 1)), a->key);
-  if (const ConfigArg* a = find("--num-distributed-optimizer-instances")) {
-    AddFlag(c, "--dp-replicate", std::to_string(IntValue(c, *a, 1)), a->key);
-  }
   if (const ConfigArg* a = find("--sequence-parallel")) (void)a;  // dockyard always runs SP under TP
   else if (tp > 1) c.ignored.push_back("(no --sequence-parallel) with tp > 1: dockyard prices sequence parallelism, as Megatron MoE needs it");
 
@@ -547,10 +584,11 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
   const ConfigArg* modules = find("--recompute-modules");
   const ConfigArg* method = find("--recompute-method");
   const ConfigArg* recompute_layers = find("--recompute-num-layers");
-  std::string recompute = activations ? "selective" : "none";
+  std::string recompute = "none";
   if (granularity) recompute = ChoiceValue(c, *granularity, {"full", "selective"});
+  if (activations) recompute = "selective";  // arguments.py validate_args: --recompute-activations sets granularity selective
   if (recompute != "none") {
-    AddFlag(c, "--recompute", recompute, granularity ? granularity->key : activations->key);
+    AddFlag(c, "--recompute", recompute, activations ? activations->key : granularity->key);
     if (recompute == "selective" && modules) AddFlag(c, "--recompute-modules", JoinValues(*modules, ","), modules->key);
     if (recompute == "full") {
       // transformer_config.py: full recomputation needs a method and a layer count.
@@ -688,7 +726,6 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
   search_default("--cp", "1", "--context-parallel-size", !c.Find("--context-parallel-size"));
   search_default("--ep", "1", "--expert-model-parallel-size", !c.Find("--expert-model-parallel-size"));
   search_default("--etp", std::to_string(tp), "--expert-tensor-parallel-size", !c.Find("--expert-tensor-parallel-size"));
-  search_default("--dp-replicate", "1", "--num-distributed-optimizer-instances", !c.Find("--num-distributed-optimizer-instances"));
   search_default("--micro-batch-size", "1", "--micro-batch-size", !c.Find("--micro-batch-size"));
   search_default("--recompute", "none", "--recompute-granularity", recompute == "none");
   if (const ConfigArg* layout = c.Find("--pipeline-model-parallel-layout")) {

@@ -12,6 +12,7 @@
 
 #include "planner/base/error.h"
 #include "planner/model/model_file.h"
+#include "planner/model/training.h"
 
 namespace dockyard {
 namespace {
@@ -283,6 +284,69 @@ TEST_CASE("Every key the emitter writes is a Megatron-LM argument") {
     ++keys;
   }
   CHECK(keys > 50);
+}
+
+}  // namespace dockyard
+
+namespace dockyard {
+
+TEST_CASE("Words as bash reads them: backslash escapes, escaped quotes, command substitution refused") {
+  const auto args = ReadMegatronArgs("--data-path a\\ b --tokenizer-model \"x\\\"y\\\\z\" --split 'p\"q'\n", "b.args");
+  REQUIRE(args.size() == 3);
+  CHECK(args[0].values == std::vector<std::string>{"a b"});
+  CHECK(args[1].values == std::vector<std::string>{"x\"y\\z"});
+  CHECK(args[2].values == std::vector<std::string>{"p\"q"});
+  CHECK(ErrorOf("--data-path `pwd`\n") ==
+        "a.args:1: '`': a command substitution; dockyard reads the arguments as written: put its output in the file");
+  CHECK(ErrorOf("--data-path \"$(pwd)\"\n").find("a.args:1: '$(pwd)' in double quotes: a shell variable or command substitution") == 0);
+  // Control characters are shown escaped.
+  CHECK(ErrorOf("--num\x01layers 4\n").find("a.args:1: --num\\x01layers: not a Megatron-LM argument") == 0);
+}
+
+TEST_CASE("--recompute-activations is selective recomputation, whatever --recompute-granularity says (arguments.py)") {
+  const FrameworkConfig c = ImportMegatronArgs(
+      "--num-layers 8 --hidden-size 64 --num-attention-heads 4 --bf16 --recompute-activations --recompute-granularity full\n", "r.args");
+  std::string recompute;
+  for (const auto& f : c.flags) {
+    if (f.flag == "--recompute") recompute = f.value;
+  }
+  CHECK(recompute == "selective");
+}
+
+TEST_CASE("A written config carries the file's other arguments, quoted so that the reader gets them back") {
+  // Tiny Mixtral-like model from the arguments alone, 8 GPUs, ep 8, Megatron.
+  const std::string text =
+      "--num-layers 4 --hidden-size 64 --num-attention-heads 4 --num-experts 8 --moe-router-topk 2 --swiglu --disable-bias-linear "
+      "--normalization RMSNorm --vocab-size 1000 --bf16 --use-distributed-optimizer --expert-model-parallel-size 8 "
+      "--moe-token-dispatcher-type alltoall --fp8-format hybrid --fp8-recipe delayed --lr 1e-4 "
+      "--tokenizer-model \"it's \\\"q\\\" \\$\\\\\" --max-position-embeddings 8192 --seq-length 4096\n";
+  const FrameworkConfig c = ImportMegatronArgs(text, "w.args");
+  const ModelSpec m = MegatronModel(c, std::nullopt);
+  ParallelDimsOptions d;
+  d.world_size = 8;
+  d.ep = 8;
+  d.convention = Convention::kMegatron;
+  TrainingConfig t;
+  t.dp_sharding = DpSharding::kZero1;
+  t.precision = "fp8";
+  t.fp8_recipe = "tensorwise";
+  t.dispatcher = Dispatcher::kAllToAll;
+  const Plan plan = BuildPlan(m, d, t);
+  const std::string written = EmitMegatronArgs(plan, 0, {"test"}, &c);
+  const auto back = ReadMegatronArgs(written, "back.args");
+  auto value = [&](const std::string& key) {
+    for (const auto& a : back) {
+      if (a.key == key) return a.values.empty() ? std::string("<switch>") : a.values.front();
+    }
+    return std::string("<absent>");
+  };
+  CHECK(value("--tokenizer-model") == "it's \"q\" $\\");  // carried over, quoted for bash
+  CHECK(value("--lr") == "1e-4");
+  CHECK(value("--fp8-format") == "hybrid");      // the file's, which prices as e4m3
+  CHECK(value("--fp8-recipe") == "delayed");     // the file's, which prices as tensorwise
+  CHECK(value("--max-position-embeddings") == "8192");  // the job's own table, not the model's
+  CHECK(value("--expert-model-parallel-size") == "8");
+  CHECK(written.find("# The last 3 arguments are w.args's that dockyard does not read, carried over unchanged.\n") != std::string::npos);
 }
 
 }  // namespace dockyard

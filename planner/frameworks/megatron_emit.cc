@@ -2,6 +2,7 @@
 // (megatron_args.cc ImportMegatronArgs, MegatronModel) reads every line written here back to the
 // same plan (megatron_args_test "round trip").
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -51,15 +52,27 @@ std::string ShellWord(const std::string& v) {
   });
   if (plain) return v;
   if (v.find('\'') == std::string::npos) return "'" + v + "'";
-  if (v.find_first_of("\"$`\\") == std::string::npos) return "\"" + v + "\"";
-  throw Error("--emit megatron: the value " + v + " holds both quote kinds; write it by hand");
+  std::string out = "\"";  // a single quote inside: double quotes, with " \ $ ` escaped as bash reads them
+  for (const char c : v) {
+    if (std::string("\"\\$`").find(c) != std::string::npos) out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// The value `key` has in `config` (its first value), or nullopt.
+std::optional<std::string> ConfigValue(const FrameworkConfig* config, const std::string& key) {
+  if (config == nullptr) return std::nullopt;
+  const ConfigArg* a = config->Find(key);
+  if (a == nullptr || a->values.empty()) return std::nullopt;
+  return a->values.front();
 }
 
 [[noreturn]] void Refuse(const std::string& what) {
   throw Error("--emit megatron: " + what + " has no Megatron-LM argument");
 }
 
-void EmitArchitecture(const Plan& plan, Lines& l) {
+void EmitArchitecture(const Plan& plan, const FrameworkConfig* config, Lines& l) {
   const ModelSpec& m = plan.model;
   const AttentionSpec& att = m.attention;
   if (att.sinks) Refuse("attention sinks (" + m.family + ")");
@@ -100,7 +113,10 @@ void EmitArchitecture(const Plan& plan, Lines& l) {
   if (!m.tie_word_embeddings) l.Add("--untie-embeddings-and-output-weights");
   l.Add("--vocab-size", plan.unpadded_vocab_size);
   l.Add("--position-embedding-type", "rope");
-  l.Add("--max-position-embeddings", std::max(m.max_position_embeddings, plan.training.seq_len));
+  // The job's own position table, when the config gives one (carried over), else the model's.
+  if (!ConfigValue(config, "--max-position-embeddings")) {
+    l.Add("--max-position-embeddings", std::max(m.max_position_embeddings, plan.training.seq_len));
+  }
   l.Add("--num-experts", m.moe.num_experts);
   l.Add("--moe-router-topk", m.moe.top_k);
   l.Add("--moe-ffn-hidden-size", m.moe.moe_intermediate_size);
@@ -121,6 +137,7 @@ void EmitArchitecture(const Plan& plan, Lines& l) {
 }
 
 void EmitLayout(const Plan& plan, int64_t global_batch_size, Lines& l) {
+  if (plan.training.run.grad_accumulation_steps > 1) Refuse("torchtitan's outer gradient-accumulation loop (--grad-accumulation-steps)");
   const ParallelDims& d = plan.dims;
   const TrainingConfig& t = plan.training;
   const RunSettings& run = t.run;
@@ -178,13 +195,15 @@ void EmitLayout(const Plan& plan, int64_t global_batch_size, Lines& l) {
   if (run.schedule != "1f1b") Refuse("the " + run.schedule + " pipeline schedule");
 }
 
-void EmitSettings(const Plan& plan, Lines& l) {
+void EmitSettings(const Plan& plan, const FrameworkConfig* config, Lines& l) {
   const TrainingConfig& t = plan.training;
   const RunSettings& run = t.run;
   if (t.recompute == Recompute::kFull) {
+    // The config's method and layer count when it recomputes fully too (dockyard prices every layer).
+    const bool config_full = ConfigValue(config, "--recompute-granularity") == std::optional<std::string>("full");
     l.Add("--recompute-granularity", "full");
-    l.Add("--recompute-method", "uniform");
-    l.Add("--recompute-num-layers", 1);
+    l.Add("--recompute-method", config_full ? ConfigValue(config, "--recompute-method").value_or("uniform") : "uniform");
+    l.Add("--recompute-num-layers", config_full ? ConfigValue(config, "--recompute-num-layers").value_or("1") : "1");
   } else if (t.recompute == Recompute::kSelective) {
     if (!t.selective_ac_option.empty()) Refuse("torchtitan's selective_ac_option");
     if (t.recompute_modules.empty()) Refuse("dockyard's default selective set (give --recompute-modules)");
@@ -213,8 +232,11 @@ void EmitSettings(const Plan& plan, Lines& l) {
   else if (t.param_dtype == "float16") l.Add("--fp16");
   else Refuse("--param-dtype " + t.param_dtype);
   if (t.precision == "fp8") {
-    l.Add("--fp8-format", "e4m3");
-    l.Add("--fp8-recipe", t.fp8_recipe);
+    // The config's format and recipe where they price as the plan's (hybrid as e4m3, delayed as tensorwise).
+    const std::string recipe = ConfigValue(config, "--fp8-recipe").value_or("delayed");
+    const bool same_recipe = (recipe == "blockwise") == (t.fp8_recipe == "blockwise");
+    l.Add("--fp8-format", ConfigValue(config, "--fp8-format").value_or("e4m3"));
+    l.Add("--fp8-recipe", config && config->Find("--fp8-format") && same_recipe ? recipe : t.fp8_recipe);
     if (t.fp8_param_gather) l.Add("--fp8-param-gather");
   }
   if (t.fp8_dispatch) Refuse("dockyard's --fp8-dispatch (an FP8 dispatch all-to-all)");
@@ -250,9 +272,9 @@ std::string EmitMegatronArgs(const Plan& plan, int64_t global_batch_size, const 
                             ConventionName(plan.dims.convention)));
   }
   Lines l;
-  EmitArchitecture(plan, l);
+  EmitArchitecture(plan, config, l);
   EmitLayout(plan, global_batch_size, l);
-  EmitSettings(plan, l);
+  EmitSettings(plan, config, l);
   // The config's other arguments, unchanged: the keys dockyard did not read, and those the command
   // did not take (a search's --mtp-num-layers), except the pipeline split the layout above replaces.
   std::vector<std::string> carried, unpriced;
@@ -264,13 +286,16 @@ std::string EmitMegatronArgs(const Plan& plan, int64_t global_batch_size, const 
     const std::set<std::string> read(config->read.begin(), config->read.end());
     const std::set<std::string> not_taken(config->not_taken.begin(), config->not_taken.end());
     for (const ConfigArg& a : config->args) {
-      if (l.keys.count(a.key) || split_keys.count(a.key)) continue;
       const bool untaken = not_taken.count(a.key) > 0;
+      if (untaken) unpriced.push_back(a.key);
+      if (l.keys.count(a.key) || split_keys.count(a.key)) continue;
       if (read.count(a.key) && !untaken) continue;
+      // Megatron asserts --tp-comm-overlap needs sequence parallelism, which it turns off at tp 1.
+      if (a.key == "--tp-comm-overlap" && plan.dims.tp == 1) continue;
       std::string line = a.key;
       for (const auto& v : a.values) line += " " + ShellWord(v);
       l.out.push_back(line);
-      (untaken ? unpriced : carried).push_back(a.key);
+      carried.push_back(a.key);
     }
   }
   std::string out;
@@ -279,17 +304,22 @@ std::string EmitMegatronArgs(const Plan& plan, int64_t global_batch_size, const 
   out += fmt::format("# Megatron-LM arguments (checked against its argument list at {}) for {} GPUs: tp {} x cp {} x pp {} x dp {}.\n",
                      std::string(kMegatronLmCommit).substr(0, 12), d.world_size, d.tp, d.cp, d.pp, d.world_size / (d.tp * d.cp * d.pp));
   if (config) {
-    if (!carried.empty() || !unpriced.empty()) {
-      out += fmt::format("# The last {} arguments are {}'s that dockyard does not read, carried over unchanged.\n",
-                         carried.size() + unpriced.size(), config->file);
+    if (!carried.empty()) {
+      out += fmt::format("# The last {} arguments are {}'s that dockyard does not read, carried over unchanged.\n", carried.size(),
+                         config->file);
     }
     if (!unpriced.empty()) {
-      out += fmt::format("# Not priced by this command (it does not take them): {}; check the file with simulate --from-megatron.\n",
+      out += fmt::format("# Not taken by this command, so not priced here: {}; check the file with simulate --from-megatron.\n",
                          fmt::join(unpriced, ", "));
     }
   } else {
     out += "# Add the tokenizer, data, learning-rate, checkpoint, dropout, rotary-base and aux-loss arguments; launch it on that many GPUs.\n";
   }
+  // dockyard's own settings of the plan that no Megatron argument carries: read back, give them again.
+  std::vector<std::string> own;
+  if (!plan.training.run.megatron_core_version.empty()) own.push_back("--megatron-core-version " + plan.training.run.megatron_core_version);
+  if (plan.training.imbalance != 1.0) own.push_back(fmt::format("--imbalance {}", plan.training.imbalance));
+  if (!own.empty()) out += fmt::format("# Planned with {} (no Megatron argument): give it again with --from-megatron.\n", fmt::join(own, " "));
   for (size_t i = 0; i < l.out.size(); ++i) out += "    " + l.out[i] + (i + 1 < l.out.size() ? " \\\n" : "\n");
   return out;
 }
