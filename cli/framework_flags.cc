@@ -184,13 +184,18 @@ std::vector<std::string> ExpandFrameworkConfig(const std::vector<std::string>& a
   if (search) {
     for (const ConfigFlag& f : config.search_defaults) settings.push_back({f, true});
   }
+  for (const std::string& name : unpin) {
+    int n = 0;
+    if (GivenValue(args, name, &n)) throw UsageError(fmt::format("--unpin {} and {} on the command line: free it or pin it, not both", name.substr(2), name));
+  }
   for (const auto& [f, is_default] : settings) {
     if (Unpinned(unpin, f.flag)) {
       config.searched.push_back(fmt::format("{}{} ({})", f.flag, f.value.empty() ? "" : " " + f.value, f.from));
       continue;
     }
     if (!Takes(target, f.flag)) {
-      config.ignored.push_back(fmt::format("{}{} (from {}): not taken by {}", f.flag, f.value.empty() ? "" : " " + f.value, f.from, command));
+      config.ignored.push_back(fmt::format("{}{} ({}{}): not taken by {}", f.flag, f.value.empty() ? "" : " " + f.value,
+                                           f.from.rfind("(", 0) == 0 ? "" : "from ", f.from.rfind("(", 0) == 0 ? f.from.substr(1, f.from.size() - 2) : f.from, command));
       if (f.from.rfind("--", 0) == 0) config.not_taken.push_back(f.from);
       config.untaken.push_back(f);
       continue;
@@ -270,12 +275,13 @@ void CheckEmitFlags(const PlanCliOptions& o, bool search) {
   }
 }
 
-std::string EmitText(const PlanCliOptions& o, const Plan& plan, int64_t global_batch_size) {
+std::string EmitText(const PlanCliOptions& o, const Plan& plan, int64_t global_batch_size, const std::vector<std::string>& notes) {
   std::string command;
   for (const auto& a : o.argv) command += (command.empty() ? "" : " ") + a;
   const std::string version = VersionText("dockyard-plan");
-  return EmitMegatronArgs(plan, global_batch_size, {"written by " + version.substr(0, version.size() - 1), "command: " + command},
-                          o.framework_config ? &*o.framework_config : nullptr);
+  std::vector<std::string> header = {"written by " + version.substr(0, version.size() - 1), "command: " + command};
+  header.insert(header.end(), notes.begin(), notes.end());
+  return EmitMegatronArgs(plan, global_batch_size, header, o.framework_config ? &*o.framework_config : nullptr);
 }
 
 }  // namespace dockyard::cli

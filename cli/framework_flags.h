@@ -44,6 +44,7 @@ std::string PlanModelSource(const PlanCliOptions& o);
 void CheckEmitFlags(const PlanCliOptions& o, bool search);
 // The launch config of `plan` in --emit's format, headed by the dockyard version and command line.
 // `global_batch_size` 0: the plan's micro-batches decide it.
-std::string EmitText(const PlanCliOptions& o, const Plan& plan, int64_t global_batch_size);
+// `notes`: more header lines (a search row's warnings).
+std::string EmitText(const PlanCliOptions& o, const Plan& plan, int64_t global_batch_size, const std::vector<std::string>& notes = {});
 
 }  // namespace dockyard::cli

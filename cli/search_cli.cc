@@ -21,6 +21,7 @@
 #include "planner/layout/default_layout.h"
 #include "planner/model/model_spec.h"
 #include "planner/layout/plan.h"
+#include "planner/accounting/memory.h"
 #include "cli/framework_flags.h"
 #include "planner/model/recompute.h"
 #include "planner/model/seq_len.h"
@@ -175,7 +176,8 @@ int WriteSearchOutputs(const CliOptions& o, const SearchCommandResult& result, c
 
 // --emit-row N: the ranking's row N (1 = the best) planned again and written as a launch config.
 // Throws dockyard::Error for a row the ranking does not show.
-std::string EmitSearchRow(const CliOptions& o, const ModelSpec& model, const SearchOptions& s, const SearchCommandResult& result) {
+std::string EmitSearchRow(const CliOptions& o, const ModelSpec& model, const SearchOptions& s, const SearchCommandResult& result,
+                          std::ostream& err) {
   if (o.emit.empty() || result.empty) return "";
   const int64_t row = ParseInt("--emit-row", o.emit_row).value_or(0);
   const int64_t shown = static_cast<int64_t>(result.result.top.size());
@@ -192,7 +194,21 @@ std::string EmitSearchRow(const CliOptions& o, const ModelSpec& model, const Sea
     }
   }
   const Plan plan = BuildPlan(model, c.dims, training, SearchPlanMachine(s));
-  return cli::EmitText(o, plan, result.result.global_batch_size);
+  std::vector<std::string> notes;
+  if (training.mtp_layers > 0) {
+    // The row was ranked without them: say so where the layout does not fit with them.
+    const MemoryReport memory = ComputeMemory(plan);
+    const double budget = SearchBudgetGib(s);
+    const double reserve = s.training.memory_reserve_gib.value_or(kDefaultMemoryReserveGib);
+    if (OverBudget(static_cast<double>(memory.worst_peak_bytes), budget, reserve)) {
+      notes.push_back(fmt::format("WARNING: with the file's {} MTP layer(s) this layout peaks at {:.2f} GiB, over the {:.2f} GiB limit "
+                                  "({:.2f} GiB budget less the {:.2f} GiB reserve): check it with check --from-megatron before launching",
+                                  training.mtp_layers, static_cast<double>(memory.worst_peak_bytes) / (1 << 30), budget - reserve, budget,
+                                  reserve));
+      err << "dockyard-plan search: warning: --emit-row " << row << ": " << notes.back().substr(9) << "\n";
+    }
+  }
+  return cli::EmitText(o, plan, result.result.global_batch_size, notes);
 }
 
 }  // namespace
@@ -237,7 +253,7 @@ int cli::RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   request.html = o.html_given;
   const SearchCommandResult result = RunSearchCommand(model, s, request);
   ticker.reset();  // no progress line after the search, among its outputs
-  const std::string emitted = EmitSearchRow(o, model, s, result);  // before any file is written
+  const std::string emitted = EmitSearchRow(o, model, s, result, err);  // before any file is written
   return WriteSearchOutputs(o, result, emitted, out, err);
 }
 

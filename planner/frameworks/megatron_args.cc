@@ -40,6 +40,14 @@ const std::map<std::string, char>& MegatronArgTable() {
   return table;
 }
 
+const std::set<std::string>& MegatronSplitKeys() {
+  static const std::set<std::string> keys = {
+      "--pipeline-model-parallel-layout",        "--decoder-first-pipeline-num-layers",   "--decoder-last-pipeline-num-layers",
+      "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split", "--num-layers-per-virtual-pipeline-stage",
+      "--num-virtual-stages-per-pipeline-rank"};
+  return keys;
+}
+
 namespace {
 
 struct Word {
@@ -69,6 +77,7 @@ std::vector<Word> SplitWords(const std::string& text, const std::string& file) {
     Fail(file, 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(nul), '\n')),
          "a NUL byte: not a text file of Megatron-LM arguments");
   }
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0) Fail(file, 1, "a UTF-8 byte-order mark at the start: save the file without it");
   std::vector<Word> words;
   int line = 1;
   size_t i = 0;
@@ -149,8 +158,12 @@ std::vector<Word> SplitWords(const std::string& text, const std::string& file) {
         size_t end = i;
         while (end < n && !std::isspace(static_cast<unsigned char>(text[end]))) ++end;
         Fail(file, line,
-             fmt::format("'{}': a shell variable; dockyard reads the arguments as written: put its value in the file",
+             fmt::format("'{}': a shell variable or command substitution; dockyard reads the arguments as written: put its value in "
+                         "the file",
                          Shown(text.substr(i, end - i))));
+      }
+      if (d == ';' || d == '|' || d == '&' || d == '<' || d == '>') {
+        Fail(file, line, fmt::format("'{}': a shell operator; the file holds arguments only (quote it if it is part of a value)", std::string(1, d)));
       }
       if (d == '(' || d == ')') {
         Fail(file, line,
@@ -214,7 +227,15 @@ std::vector<ConfigArg> ReadMegatronArgs(const std::string& text, const std::stri
     // argparse: a switch takes no word, a one-value key one, a '+' key every word up to the next key;
     // a word left over is not an argument (named on its own line, unless it sits on the key's).
     const size_t takes = arity == '0' || !arg.values.empty() ? 0 : arity == '1' ? 1 : SIZE_MAX;
-    for (size_t taken = 0; i < words.size() && !IsKey(words[i]) && taken < takes; ++taken) arg.values.push_back(words[i++].text);
+    for (size_t taken = 0; i < words.size() && !IsKey(words[i]) && taken < takes; ++taken) {
+      // argparse reads a word that starts with '-' and is not a number as an option, not a value.
+      double number = 0;
+      const std::string& v = words[i].text;
+      if (v.size() > 1 && v[0] == '-' && !ParseStrictDouble(v, &number)) {
+        Fail(file, words[i].line, fmt::format("'{}' after {}: argparse reads a word starting with '-' as an option, not a value", Shown(v), arg.key));
+      }
+      arg.values.push_back(words[i++].text);
+    }
     if (i < words.size() && !IsKey(words[i])) {
       const Word& extra = words[i];
       if (extra.line != arg.line) StrayWord(file, extra);
@@ -535,9 +556,8 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
   if (stages) AddFlag(c, "--vpp", std::to_string(IntValue(c, *stages, 1)), stages->key);
   if (const ConfigArg* a = find("--pipeline-model-parallel-layout")) {
     // transformer_config.py: "pipeline_model_parallel_layout cannot be set with other pipeline layout arguments".
-    for (const char* other : {"--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers", "--account-for-embedding-in-pipeline-split",
-                              "--account-for-loss-in-pipeline-split", "--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank"}) {
-      if (c.Find(other)) {
+    for (const std::string& other : MegatronSplitKeys()) {
+      if (other != a->key && c.Find(other)) {
         Fail(file, c.Find(other)->line,
              fmt::format("{} with --pipeline-model-parallel-layout: Megatron-LM refuses a layout with other pipeline layout arguments "
                          "(transformer_config.py)",
@@ -717,6 +737,54 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
     AddFlag(c, "--optimizer", opt == "adam" ? "adamw" : "sgd", a->key);
   }
 
+  // More of Megatron-LM's refusals (arguments.py validate_args, transformer_config.py), so that a
+  // file dockyard passes is one Megatron starts.
+  auto refuse_if = [&](bool broken, const char* key, const std::string& rule) {
+    if (broken) Fail(file, c.Find(key) ? c.Find(key)->line : 1, rule);
+  };
+  refuse_if(c.Find("--multi-latent-attention") && c.Find("--group-query-attention"), "--group-query-attention",
+            "--group-query-attention with --multi-latent-attention: Megatron-LM asserts they are mutually exclusive (arguments.py)");
+  refuse_if(c.Find("--tp-comm-overlap") && (tp == 1 || !c.Find("--sequence-parallel")), "--tp-comm-overlap",
+            "--tp-comm-overlap needs --sequence-parallel, which Megatron-LM turns off at tp 1 (arguments.py asserts it)");
+  refuse_if(c.Find("--enable-cuda-graph") && c.Find("--cuda-graph-impl"), "--enable-cuda-graph",
+            "--enable-cuda-graph with --cuda-graph-impl: Megatron-LM asserts one (arguments.py)");
+  if (const ConfigArg* a = c.Find("--cuda-graph-impl")) ChoiceValue(c, *a, {"none", "local", "transformer_engine", "full_iteration"});
+  {
+    const ConfigArg* pe = c.Find("--position-embedding-type");
+    const std::string type = pe ? ChoiceValue(c, *pe, {"learned_absolute", "rope", "yarn", "mrope", "relative", "none"}) : "learned_absolute";
+    if (type == "learned_absolute" || type == "relative") {
+      Fail(file, pe ? pe->line : c.Find("--num-layers")->line,
+           fmt::format("{}: dockyard plans rotary position embeddings (--position-embedding-type rope, yarn or mrope) or none; a {} table "
+                       "is not modelled",
+                       pe ? "--position-embedding-type " + type : "no --position-embedding-type (Megatron's default learned_absolute)", type));
+    }
+  }
+  const bool fp8_delayed = c.Find("--fp8-format") && (!c.Find("--fp8-recipe") || Value(*c.Find("--fp8-recipe")) == "delayed");
+  if (fp8_delayed && recompute == "selective" && modules) {
+    for (const std::string& m : modules->values) {
+      refuse_if(m == "moe_act" || m == "layernorm", "--recompute-modules",
+                fmt::format("--recompute-modules {} with FP8 delayed scaling: Megatron-LM raises \"Delayed scaling does not support moe_act "
+                            "and layernorm recompute\" (transformer_config.py)",
+                            m));
+    }
+  }
+  if (!c.Find("--pipeline-model-parallel-layout") && !first && !last && !c.Find("--account-for-embedding-in-pipeline-split") &&
+      !c.Find("--account-for-loss-in-pipeline-split")) {
+    // Without a split argument Megatron splits evenly and refuses what does not divide (megatron_split.h).
+    refuse_if(num_layers % pp != 0, "--pipeline-model-parallel-size",
+              fmt::format("--num-layers {} is not divisible by --pipeline-model-parallel-size {}: Megatron-LM asserts \"Number of layers "
+                          "should be divisible by the pipeline-model-parallel size\" without a split argument (e.g. "
+                          "--decoder-first-pipeline-num-layers)",
+                          num_layers, pp));
+    if (stages) {
+      const int64_t v = IntValue(c, *stages, 1);
+      refuse_if((num_layers / pp) % v != 0, "--num-virtual-stages-per-pipeline-rank",
+                fmt::format("the {} layers of each pipeline rank do not divide into {} model chunks: Megatron-LM asserts "
+                            "num_layers_per_pipeline_rank % vp_size == 0 (transformer_block.py) without a "
+                            "--pipeline-model-parallel-layout",
+                            num_layers / pp, v));
+    }
+  }
   // What a search would vary that the file leaves at Megatron's default.
   auto search_default = [&](const char* flag, const std::string& value, const char* key, bool absent) {
     if (absent) c.search_defaults.push_back({flag, value, fmt::format("(no {}: Megatron's default)", key)});
@@ -759,21 +827,12 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
   return c;
 }
 
+
 namespace {
 
-// The architecture one key gives, as the model spec holds it, for the --model cross-check.
-void CheckAgainstBase(const FrameworkConfig& c, const ConfigArg& a, int64_t file_value, int64_t base_value, const std::string& field,
-                      const ModelSpec& base) {
-  if (file_value != base_value) {
-    Fail(c.file, a.line,
-         fmt::format("{} {} but --model {} has {} {}: the file and the model disagree", a.key, file_value, base.source.empty() ? base.name : base.source,
-                     field, base_value));
-  }
-}
-
-}  // namespace
-
-ModelSpec MegatronModel(const FrameworkConfig& c, const std::optional<ModelSpec>& base) {
+// The model the arguments build, with Megatron's defaults where a key is absent; the vocabulary
+// from --vocab-size, else `vocab_fallback` (--model's), else an error.
+ModelSpec ModelFromArgs(const FrameworkConfig& c, std::optional<int64_t> vocab_fallback) {
   auto arg = [&](const char* key) { return c.Find(key); };
   auto int_or = [&](const char* key, int64_t fallback, int64_t min = 1) {
     const ConfigArg* a = arg(key);
@@ -807,69 +866,13 @@ ModelSpec MegatronModel(const FrameworkConfig& c, const std::optional<ModelSpec>
     }
   }
 
-  if (base) {
-    // The file's architecture must be the model's (a launch file with another model's sizes is a mistake).
-    const ModelSpec& m = *base;
-    CheckAgainstBase(c, *arg("--num-layers"), layers, m.num_hidden_layers, "num_hidden_layers", m);
-    CheckAgainstBase(c, *arg("--hidden-size"), hidden, m.hidden_size, "hidden_size", m);
-    CheckAgainstBase(c, *arg("--num-attention-heads"), heads, m.attention.num_attention_heads, "num_attention_heads", m);
-    if (const ConfigArg* a = arg("--num-experts")) CheckAgainstBase(c, *a, experts, m.moe.num_experts, "num_experts", m);
-    if (const ConfigArg* a = arg("--moe-router-topk")) CheckAgainstBase(c, *a, IntValue(c, *a, 1), m.moe.top_k, "top_k", m);
-    if (const ConfigArg* a = arg("--moe-ffn-hidden-size")) {
-      CheckAgainstBase(c, *a, IntValue(c, *a, 1), m.moe.moe_intermediate_size, "moe_intermediate_size", m);
-    }
-    if (const ConfigArg* a = arg("--moe-shared-expert-intermediate-size")) {
-      CheckAgainstBase(c, *a, IntValue(c, *a, 1), m.moe.shared_expert_intermediate_size, "shared_expert_intermediate_size", m);
-    }
-    if (const ConfigArg* a = arg("--ffn-hidden-size"); a && m.intermediate_size > 0) {
-      CheckAgainstBase(c, *a, ffn, m.intermediate_size, "intermediate_size", m);
-    }
-    if (const ConfigArg* a = arg("--vocab-size")) CheckAgainstBase(c, *a, IntValue(c, *a, 1), m.vocab_size, "vocab_size", m);
-    if (const ConfigArg* a = arg("--num-query-groups"); a && m.attention.kind == AttentionKind::kGqa) {
-      CheckAgainstBase(c, *a, IntValue(c, *a, 1), m.attention.num_key_value_heads, "num_key_value_heads", m);
-    }
-    if (const ConfigArg* a = arg("--kv-channels"); a && m.attention.kind == AttentionKind::kGqa) {
-      CheckAgainstBase(c, *a, IntValue(c, *a, 1), m.attention.head_dim, "head_dim", m);
-    }
-    if (const ConfigArg* a = arg("--multi-latent-attention")) {
-      CheckAgainstBase(c, *a, 1, m.attention.kind == AttentionKind::kMla ? 1 : 0, "multi-latent attention (1 = yes)", m);
-    }
-    if (mla && m.attention.kind == AttentionKind::kMla) {
-      if (const ConfigArg* a = arg("--q-lora-rank")) CheckAgainstBase(c, *a, IntValue(c, *a, 0), m.attention.q_lora_rank, "q_lora_rank", m);
-      if (const ConfigArg* a = arg("--kv-lora-rank")) CheckAgainstBase(c, *a, IntValue(c, *a, 1), m.attention.kv_lora_rank, "kv_lora_rank", m);
-      if (const ConfigArg* a = arg("--qk-head-dim")) CheckAgainstBase(c, *a, IntValue(c, *a, 1), m.attention.qk_nope_head_dim, "qk_nope_head_dim", m);
-      if (const ConfigArg* a = arg("--qk-pos-emb-head-dim")) {
-        CheckAgainstBase(c, *a, IntValue(c, *a, 1), m.attention.qk_rope_head_dim, "qk_rope_head_dim", m);
-      }
-      if (const ConfigArg* a = arg("--v-head-dim")) CheckAgainstBase(c, *a, IntValue(c, *a, 1), m.attention.v_head_dim, "v_head_dim", m);
-    }
-    if (const ConfigArg* a = arg("--untie-embeddings-and-output-weights")) {
-      CheckAgainstBase(c, *a, 0, m.tie_word_embeddings ? 1 : 0, "tie_word_embeddings (0 = untied)", m);
-    } else if (!m.tie_word_embeddings) {
-      Fail(c.file, arg("--num-layers")->line,
-           fmt::format("no --untie-embeddings-and-output-weights: Megatron ties the embedding and the output layer, but --model {} has "
-                       "tie_word_embeddings false",
-                       m.source.empty() ? m.name : m.source));
-    }
-    if (arg("--moe-layer-freq")) {
-      for (int64_t i = 0; i < layers; ++i) {
-        if (moe_layers[static_cast<size_t>(i)] != m.moe_layers[static_cast<size_t>(i)]) {
-          Fail(c.file, arg("--moe-layer-freq")->line,
-               fmt::format("--moe-layer-freq '{}' makes layer {} {}, but --model has it {}", Value(*arg("--moe-layer-freq")), i,
-                           moe_layers[static_cast<size_t>(i)] ? "MoE" : "dense", m.moe_layers[static_cast<size_t>(i)] ? "MoE" : "dense"));
-        }
-      }
-    }
-    return m;
-  }
-
-  // Built from the arguments alone.
+  // Built from the arguments (with --model: the job they describe, checked against it).
   if (experts < 1) throw Error(fmt::format("{}: no --num-experts: dockyard plans MoE models", c.file));
   if (!swiglu) {
     throw Error(fmt::format("{}: no --swiglu: dockyard plans gated (SwiGLU) MLPs, as every Megatron MoE recipe runs them", c.file));
   }
   const ConfigArg* vocab = arg("--vocab-size");
-  if (!vocab) {
+  if (!vocab && !vocab_fallback) {
     throw Error(fmt::format("{}: no --vocab-size: Megatron takes the vocabulary from the tokenizer, which dockyard does not read; add "
                             "--vocab-size N to the file, or give --model (the HF config.json) for the architecture",
                             c.file));
@@ -877,7 +880,7 @@ ModelSpec MegatronModel(const FrameworkConfig& c, const std::optional<ModelSpec>
   ModelSpec m;
   m.name = c.file + " (Megatron-LM arguments)";
   m.source = c.file;
-  m.vocab_size = IntValue(c, *vocab, 1);
+  m.vocab_size = vocab ? IntValue(c, *vocab, 1) : *vocab_fallback;
   m.hidden_size = hidden;
   m.num_hidden_layers = layers;
   m.moe_layers = moe_layers;
@@ -933,6 +936,68 @@ ModelSpec MegatronModel(const FrameworkConfig& c, const std::optional<ModelSpec>
   m.rope_scaling = arg("--rotary-scaling-factor") != nullptr;
   ValidateModelSpec(m, c.file, true);
   return m;
+}
+
+// `base` (--model), after checking that the model the file builds (`job`, Megatron's defaults
+// where a key is absent) has its shapes: a launch file whose job differs from --model is refused,
+// naming the key, what the file gives (or Megatron's default for an absent key) and the model's.
+ModelSpec CheckedAgainstBase(const FrameworkConfig& c, const ModelSpec& job, const ModelSpec& base) {
+  const std::string source = base.source.empty() ? base.name : base.source;
+  auto check = [&](const char* key, int64_t file_value, int64_t base_value, const std::string& field) {
+    if (file_value == base_value) return;
+    if (const ConfigArg* a = c.Find(key)) {
+      Fail(c.file, a->line,
+           fmt::format("{} {} but --model {} has {} {}: the file and the model disagree", key,
+                       a->values.empty() ? "given" : Shown(a->values.front()), source, field, base_value));
+    }
+    throw Error(fmt::format("{}: no {}: Megatron-LM's default gives {} {}, but --model {} has {}: add {} to the file (the job is what it "
+                            "says, not the model)",
+                            c.file, key, field, file_value, source, base_value, key));
+  };
+  check("--num-layers", job.num_hidden_layers, base.num_hidden_layers, "num_hidden_layers");
+  check("--hidden-size", job.hidden_size, base.hidden_size, "hidden_size");
+  check("--num-attention-heads", job.attention.num_attention_heads, base.attention.num_attention_heads, "num_attention_heads");
+  check("--multi-latent-attention", job.attention.kind == AttentionKind::kMla, base.attention.kind == AttentionKind::kMla,
+        "multi-latent attention (1 = yes)");
+  if (base.attention.kind == AttentionKind::kGqa) {
+    check("--num-query-groups", job.attention.num_key_value_heads, base.attention.num_key_value_heads,
+          "num_key_value_heads (--group-query-attention --num-query-groups)");
+    check("--kv-channels", job.attention.head_dim, base.attention.head_dim, "head_dim");
+    check("--qk-layernorm", job.attention.qk_norm == QkNorm::kPerHead, base.attention.qk_norm != QkNorm::kNone, "q/k layernorm (1 = yes)");
+    check("--add-qkv-bias", job.attention.qkv_bias, base.attention.qkv_bias, "qkv bias (1 = yes)");
+  } else {
+    check("--q-lora-rank", job.attention.q_lora_rank, base.attention.q_lora_rank, "q_lora_rank");
+    check("--kv-lora-rank", job.attention.kv_lora_rank, base.attention.kv_lora_rank, "kv_lora_rank");
+    check("--qk-head-dim", job.attention.qk_nope_head_dim, base.attention.qk_nope_head_dim, "qk_nope_head_dim");
+    check("--qk-pos-emb-head-dim", job.attention.qk_rope_head_dim, base.attention.qk_rope_head_dim, "qk_rope_head_dim");
+    check("--v-head-dim", job.attention.v_head_dim, base.attention.v_head_dim, "v_head_dim");
+  }
+  check("--disable-bias-linear", job.attention.o_bias, base.attention.o_bias, "linear-layer biases (1 = yes)");
+  check("--normalization", job.norm == NormKind::kRmsNorm, base.norm == NormKind::kRmsNorm, "RMSNorm (1 = yes; Megatron's default LayerNorm)");
+  check("--num-experts", job.moe.num_experts, base.moe.num_experts, "num_experts");
+  check("--moe-router-topk", job.moe.top_k, base.moe.top_k, "top_k");
+  check("--moe-ffn-hidden-size", job.moe.moe_intermediate_size, base.moe.moe_intermediate_size, "moe_intermediate_size");
+  check("--moe-shared-expert-intermediate-size", job.moe.shared_expert_intermediate_size, base.moe.shared_expert_intermediate_size,
+        "shared_expert_intermediate_size");
+  if (base.NumMoeLayers() < base.num_hidden_layers) {
+    check("--ffn-hidden-size", job.intermediate_size, base.intermediate_size, "intermediate_size (its dense layers)");
+  }
+  check("--untie-embeddings-and-output-weights", job.tie_word_embeddings ? 0 : 1, base.tie_word_embeddings ? 0 : 1, "untied embeddings (1 = yes)");
+  check("--vocab-size", job.vocab_size, base.vocab_size, "vocab_size");
+  for (int64_t i = 0; i < base.num_hidden_layers; ++i) {
+    if (job.moe_layers[static_cast<size_t>(i)] != base.moe_layers[static_cast<size_t>(i)]) {
+      check("--moe-layer-freq", job.moe_layers[static_cast<size_t>(i)], base.moe_layers[static_cast<size_t>(i)],
+            fmt::format("layer {} MoE (1 = yes)", i));
+    }
+  }
+  return base;
+}
+
+}  // namespace
+
+ModelSpec MegatronModel(const FrameworkConfig& c, const std::optional<ModelSpec>& base) {
+  if (base) return CheckedAgainstBase(c, ModelFromArgs(c, base->vocab_size), *base);
+  return ModelFromArgs(c, std::nullopt);
 }
 
 }  // namespace dockyard

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,11 @@ extern const char* const kMegatronLmCommit;
 // Megatron-LM's arguments at kMegatronLmCommit: "--name" -> arity, '0' (a switch), '1' (one value)
 // or '+' (one or more values).
 const std::map<std::string, char>& MegatronArgTable();
+
+// Megatron-LM's arguments that place layers on pipeline stages: the layout, the first / last stage
+// layer counts, the account-for splits and the virtual-stage counts. A layout refuses the others
+// (transformer_config.py); a written config replaces them all with its own.
+const std::set<std::string>& MegatronSplitKeys();
 
 // Splits an argument file into Megatron arguments, as bash would split the body of an argument
 // array: whitespace separates words, '...' and "..." quote, a backslash at a line's end continues

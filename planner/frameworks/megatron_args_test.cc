@@ -94,7 +94,7 @@ TEST_CASE("Words: continuations, comments, quotes, --key=value, the last of a ke
 
 TEST_CASE("Words: shell variables, arrays, unknown keys and arities are refused, naming the line") {
   CHECK(ErrorOf("--num-layers 4\n--tensor-model-parallel-size ${TP}\n") ==
-        "a.args:2: '${TP}': a shell variable; dockyard reads the arguments as written: put its value in the file");
+        "a.args:2: '${TP}': a shell variable or command substitution; dockyard reads the arguments as written: put its value in the file");
   CHECK(ErrorOf("MODEL_ARGS=(\n--num-layers 4\n)\n").find("a.args:1: 'MODEL_ARGS=(': a bash array or subshell") == std::string::npos);
   CHECK(ErrorOf("MODEL_ARGS=(\n--num-layers 4\n)\n").find("a.args:1: '(': a bash array or subshell") == 0);
   CHECK(ErrorOf("--moe-router-top-k 8\n") ==
@@ -196,7 +196,7 @@ TEST_CASE("DeepSeek-V3 on Megatron-FSDP (Megatron-LM examples/megatron_fsdp): fl
 
 TEST_CASE("--moe-layer-freq list expressions and bad values") {
   auto model = [](const std::string& freq) {
-    const FrameworkConfig c = ImportMegatronArgs("--num-layers 8 --hidden-size 64 --num-attention-heads 4 --num-experts 8 --swiglu --bf16 "
+    const FrameworkConfig c = ImportMegatronArgs("--num-layers 8 --hidden-size 64 --num-attention-heads 4 --position-embedding-type rope --num-experts 8 --swiglu --bf16 "
                                                  "--vocab-size 1000 --moe-layer-freq " + freq + "\n",
                                                  "f.args");
     return MegatronModel(c, std::nullopt);
@@ -216,7 +216,7 @@ TEST_CASE("--moe-layer-freq list expressions and bad values") {
 
 TEST_CASE("Values: ranges and settings dockyard cannot plan are refused, naming the key") {
   auto import = [](const std::string& extra) {
-    ImportMegatronArgs("--num-layers 8 --hidden-size 64 --num-attention-heads 4 --bf16\n" + extra + "\n", "v.args");
+    ImportMegatronArgs("--num-layers 8 --hidden-size 64 --num-attention-heads 4 --position-embedding-type rope --bf16\n" + extra + "\n", "v.args");
   };
   CHECK_THROWS_WITH_AS(import("--tensor-model-parallel-size 0"), "v.args:2: --tensor-model-parallel-size 0: must be >= 1", Error);
   CHECK_THROWS_WITH_AS(import("--pipeline-model-parallel-size two"), "v.args:2: --pipeline-model-parallel-size 'two': not a whole number", Error);
@@ -227,7 +227,7 @@ TEST_CASE("Values: ranges and settings dockyard cannot plan are refused, naming 
   // 8 layers, pp 2, 3 layers per virtual stage: 8 % 6 != 0 (arguments.py's rule).
   CHECK_THROWS_WITH_AS(import("--pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 3"),
                        "v.args:2: --num-layers-per-virtual-pipeline-stage 3: --num-layers 8 is not a multiple of pp (2) x 3", Error);
-  CHECK_THROWS_WITH_AS(ImportMegatronArgs("--num-layers 8 --hidden-size 64 --num-attention-heads 4\n", "v.args"),
+  CHECK_THROWS_WITH_AS(ImportMegatronArgs("--num-layers 8 --hidden-size 64 --num-attention-heads 4 --position-embedding-type rope\n", "v.args"),
                        "v.args: neither --bf16 nor --fp16: Megatron would train in float32, which dockyard does not plan", Error);
   // Megatron-LM's own refusals, named by the file's keys.
   CHECK_THROWS_WITH_AS(import("--fp16"), "v.args:2: --bf16 and --fp16: Megatron-LM trains in one of them (arguments.py asserts not both)", Error);
@@ -243,7 +243,7 @@ TEST_CASE("Values: ranges and settings dockyard cannot plan are refused, naming 
 
 TEST_CASE("A search pins what the file leaves at Megatron's default; MLA without --qk-layernorm is named") {
   const FrameworkConfig c = ImportMegatronArgs(
-      "--num-layers 8 --hidden-size 64 --num-attention-heads 4 --bf16 --tensor-model-parallel-size 2 --multi-latent-attention\n", "d.args");
+      "--num-layers 8 --hidden-size 64 --num-attention-heads 4 --position-embedding-type rope --bf16 --tensor-model-parallel-size 2 --multi-latent-attention\n", "d.args");
   std::map<std::string, std::string> d;
   for (const auto& f : c.search_defaults) d[f.flag] = f.value;
   // tp is given (2): not a default; etp follows it (Megatron: etp = tp); the others are 1 / none / off.
@@ -261,12 +261,12 @@ TEST_CASE("A search pins what the file leaves at Megatron's default; MLA without
 
 TEST_CASE("Layer split and VPP: first / last stage layers, layers per virtual stage") {
   const FrameworkConfig c = ImportMegatronArgs(
-      "--num-layers 10 --hidden-size 64 --num-attention-heads 4 --bf16 --pipeline-model-parallel-size 4 "
+      "--num-layers 10 --hidden-size 64 --num-attention-heads 4 --position-embedding-type rope --bf16 --pipeline-model-parallel-size 4 "
       "--decoder-first-pipeline-num-layers 1 --decoder-last-pipeline-num-layers 3\n",
       "s.args");
   CHECK(Flag(c, "--pp-layer-split") == "1,3,3,3");  // (10 - 1 - 3) / 2 = 3 per middle stage
   const FrameworkConfig v = ImportMegatronArgs(
-      "--num-layers 16 --hidden-size 64 --num-attention-heads 4 --bf16 --pipeline-model-parallel-size 4 "
+      "--num-layers 16 --hidden-size 64 --num-attention-heads 4 --position-embedding-type rope --bf16 --pipeline-model-parallel-size 4 "
       "--num-layers-per-virtual-pipeline-stage 2\n",
       "s.args");
   CHECK(Flag(v, "--vpp") == "2");  // 16 / 4 / 2
@@ -305,7 +305,7 @@ TEST_CASE("Words as bash reads them: backslash escapes, escaped quotes, command 
 
 TEST_CASE("--recompute-activations is selective recomputation, whatever --recompute-granularity says (arguments.py)") {
   const FrameworkConfig c = ImportMegatronArgs(
-      "--num-layers 8 --hidden-size 64 --num-attention-heads 4 --bf16 --recompute-activations --recompute-granularity full\n", "r.args");
+      "--num-layers 8 --hidden-size 64 --num-attention-heads 4 --position-embedding-type rope --bf16 --recompute-activations --recompute-granularity full\n", "r.args");
   std::string recompute;
   for (const auto& f : c.flags) {
     if (f.flag == "--recompute") recompute = f.value;
@@ -316,10 +316,11 @@ TEST_CASE("--recompute-activations is selective recomputation, whatever --recomp
 TEST_CASE("A written config carries the file's other arguments, quoted so that the reader gets them back") {
   // Tiny Mixtral-like model from the arguments alone, 8 GPUs, ep 8, Megatron.
   const std::string text =
-      "--num-layers 4 --hidden-size 64 --num-attention-heads 4 --num-experts 8 --moe-router-topk 2 --swiglu --disable-bias-linear "
+      "--num-layers 4 --hidden-size 64 --num-attention-heads 4 --position-embedding-type rope --num-experts 8 --moe-router-topk 2 --swiglu --disable-bias-linear "
       "--normalization RMSNorm --vocab-size 1000 --bf16 --use-distributed-optimizer --expert-model-parallel-size 8 "
       "--moe-token-dispatcher-type alltoall --fp8-format hybrid --fp8-recipe delayed --lr 1e-4 "
-      "--tokenizer-model \"it's \\\"q\\\" \\$\\\\\" --max-position-embeddings 8192 --seq-length 4096\n";
+      "--tokenizer-model \"it's \\\"q\\\" \\$\\\\\" --max-position-embeddings 8192 --seq-length 4096 --load ~/ckpt "
+      "--fsdp-double-buffer --ckpt-format fsdp_dtensor\n";
   const FrameworkConfig c = ImportMegatronArgs(text, "w.args");
   const ModelSpec m = MegatronModel(c, std::nullopt);
   ParallelDimsOptions d;
@@ -346,7 +347,60 @@ TEST_CASE("A written config carries the file's other arguments, quoted so that t
   CHECK(value("--fp8-recipe") == "delayed");     // the file's, which prices as tensorwise
   CHECK(value("--max-position-embeddings") == "8192");  // the job's own table, not the model's
   CHECK(value("--expert-model-parallel-size") == "8");
-  CHECK(written.find("# The last 3 arguments are w.args's that dockyard does not read, carried over unchanged.\n") != std::string::npos);
+  CHECK(written.find("# The last 4 arguments are w.args's that dockyard does not read, carried over unchanged.\n") != std::string::npos);
+  CHECK(value("--load") == "~/ckpt");
+  CHECK(written.find("    --load ~/ckpt") != std::string::npos);  // unquoted: bash expands it on launch, as in the file
+  // Megatron-FSDP's own keys leave with it: this layout is zero1.
+  CHECK(written.find("# Left out with Megatron-FSDP (this layout is zero1): --fsdp-double-buffer, --ckpt-format.\n") != std::string::npos);
+  CHECK(value("--ckpt-format") == "<absent>");
+}
+
+}  // namespace dockyard
+
+namespace dockyard {
+
+TEST_CASE("With --model, the job the file describes must be the model: an absent key is Megatron's default, not the model's") {
+  // Qwen3-30B-A3B's conf without --moe-ffn-hidden-size: Megatron builds experts of --ffn-hidden-size 6144.
+  std::string text = ReadFile(kDir + "megatron-qwen3-30b-a3b.args");
+  const size_t at = text.find("    --moe-ffn-hidden-size 768 \\\n");
+  REQUIRE(at != std::string::npos);
+  text.erase(at, std::string("    --moe-ffn-hidden-size 768 \\\n").size());
+  const ModelSpec hf = LoadModel("testdata/hf/qwen3-30b-a3b.json");
+  CHECK_THROWS_WITH_AS(MegatronModel(ImportMegatronArgs(text, "q.args"), hf),
+                       "q.args: no --moe-ffn-hidden-size: Megatron-LM's default gives moe_intermediate_size 6144, but --model "
+                       "testdata/hf/qwen3-30b-a3b.json has 768: add --moe-ffn-hidden-size to the file (the job is what it says, not the model)",
+                       Error);
+  // Without --qk-layernorm Megatron builds no q/k norms, which Qwen3 has.
+  std::string no_norm = ReadFile(kDir + "megatron-qwen3-30b-a3b.args");
+  no_norm.erase(no_norm.find("    --qk-layernorm \\\n"), std::string("    --qk-layernorm \\\n").size());
+  CHECK_THROWS_WITH_AS(MegatronModel(ImportMegatronArgs(no_norm, "q.args"), hf), doctest::Contains("q.args: no --qk-layernorm"), Error);
+}
+
+TEST_CASE("Megatron-LM's refusals of a launch file: MLA with GQA, TP overlap without SP, uneven pp, learned positions, delayed FP8") {
+  const std::string base = "--num-layers 8 --hidden-size 64 --num-attention-heads 4 --bf16 --position-embedding-type rope ";
+  auto error = [&](const std::string& extra) {
+    try {
+      ImportMegatronArgs(base + extra + "\n", "m.args");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(error("--multi-latent-attention --group-query-attention").find("mutually exclusive") != std::string::npos);
+  CHECK(error("--tensor-model-parallel-size 2 --tp-comm-overlap").find("--tp-comm-overlap needs --sequence-parallel") != std::string::npos);
+  CHECK(error("--pipeline-model-parallel-size 3").find("--num-layers 8 is not divisible by --pipeline-model-parallel-size 3") != std::string::npos);
+  CHECK(error("--pipeline-model-parallel-size 2 --num-virtual-stages-per-pipeline-rank 3").find("do not divide into 3 model chunks") !=
+        std::string::npos);
+  CHECK(error("--fp8-format e4m3 --recompute-granularity selective --recompute-modules moe_act")
+            .find("Delayed scaling does not support moe_act and layernorm recompute") != std::string::npos);
+  CHECK(error("--cuda-graph-impl bogus").find("--cuda-graph-impl 'bogus': Megatron-LM takes none | local | transformer_engine | full_iteration") !=
+        std::string::npos);
+  CHECK_THROWS_WITH_AS(ImportMegatronArgs("--num-layers 8 --hidden-size 64 --num-attention-heads 4 --bf16\n", "m.args"),
+                       doctest::Contains("no --position-embedding-type (Megatron's default learned_absolute): dockyard plans rotary"), Error);
+  CHECK(error("--data-path a;b").find("a shell operator") != std::string::npos);
+  CHECK(error("--tokenizer-model -foo").find("'-foo' after --tokenizer-model: argparse reads a word starting with '-' as an option") !=
+        std::string::npos);
+  CHECK(error("--lr -1e-4").empty());  // a negative number is a value
 }
 
 }  // namespace dockyard

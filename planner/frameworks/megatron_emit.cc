@@ -51,6 +51,8 @@ std::string ShellWord(const std::string& v) {
     return std::isalnum(static_cast<unsigned char>(c)) || std::string("._/:=+,@%-").find(c) != std::string::npos;
   });
   if (plain) return v;
+  // A leading ~ stays unquoted, so that bash expands it on launch as it did in the file.
+  if (v[0] == '~' && v.size() > 1 && ShellWord(v.substr(1))[0] != '\'' && ShellWord(v.substr(1))[0] != '"') return v;
   if (v.find('\'') == std::string::npos) return "'" + v + "'";
   std::string out = "\"";  // a single quote inside: double quotes, with " \ $ ` escaped as bash reads them
   for (const char c : v) {
@@ -227,7 +229,11 @@ void EmitSettings(const Plan& plan, const FrameworkConfig* config, Lines& l) {
   if (run.overlap_moe_ep_comm) l.Add("--overlap-moe-expert-parallel-comm");
   if (run.overlap_shared_experts.value_or(false) && plan.model.moe.num_shared_experts > 0) l.Add("--moe-shared-expert-overlap");
   if (plan.dims.cp > 1) l.Add("--cp-comm-type", run.cp_comm);
-  if (run.cuda_graphs) l.Add("--cuda-graph-impl", "transformer_engine");
+  if (run.cuda_graphs) {
+    // The file's spelling (--cuda-graph-impl local / full_iteration, or the older --enable-cuda-graph), else TE's graphs.
+    if (config && config->Find("--enable-cuda-graph")) l.Add("--enable-cuda-graph");
+    else l.Add("--cuda-graph-impl", ConfigValue(config, "--cuda-graph-impl").value_or("transformer_engine"));
+  }
   if (t.param_dtype == "bfloat16") l.Add("--bf16");
   else if (t.param_dtype == "float16") l.Add("--fp16");
   else Refuse("--param-dtype " + t.param_dtype);
@@ -252,7 +258,9 @@ void EmitSettings(const Plan& plan, const FrameworkConfig* config, Lines& l) {
   } else {
     l.Add("--optimizer", "sgd");
   }
-  l.Add("--clip-grad", fmt::format("{}", run.clip_grad));
+  // The file's spelling of the same threshold ("1.0"), else the shortest.
+  const std::optional<std::string> clip = ConfigValue(config, "--clip-grad");
+  l.Add("--clip-grad", clip && std::stod(*clip) == run.clip_grad ? *clip : fmt::format("{}", run.clip_grad));
   if (!run.check_for_nan_in_grad) l.Add("--no-check-for-nan-in-loss-and-grad");
   if (run.fused_cross_entropy) {
     l.Add("--cross-entropy-loss-fusion");
@@ -277,18 +285,24 @@ std::string EmitMegatronArgs(const Plan& plan, int64_t global_batch_size, const 
   EmitSettings(plan, config, l);
   // The config's other arguments, unchanged: the keys dockyard did not read, and those the command
   // did not take (a search's --mtp-num-layers), except the pipeline split the layout above replaces.
-  std::vector<std::string> carried, unpriced;
+  std::vector<std::string> carried, unpriced, dropped;
   if (config) {
-    static const std::set<std::string> split_keys = {
-        "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers", "--account-for-embedding-in-pipeline-split",
-        "--account-for-loss-in-pipeline-split", "--pipeline-model-parallel-layout", "--num-layers-per-virtual-pipeline-stage",
-        "--num-virtual-stages-per-pipeline-rank"};
+    const std::set<std::string>& split_keys = MegatronSplitKeys();
     const std::set<std::string> read(config->read.begin(), config->read.end());
     const std::set<std::string> not_taken(config->not_taken.begin(), config->not_taken.end());
+    const bool fsdp = plan.training.dp_sharding == DpSharding::kFsdp;
     for (const ConfigArg& a : config->args) {
       const bool untaken = not_taken.count(a.key) > 0;
-      if (untaken) unpriced.push_back(a.key);
+      if (untaken && !split_keys.count(a.key)) unpriced.push_back(a.key);  // a split key is replaced by the priced layout
       if (l.keys.count(a.key) || split_keys.count(a.key)) continue;
+      // Megatron-FSDP's own keys leave with it (Megatron asserts fsdp_dtensor checkpoints need it).
+      const std::string name = a.key.substr(2);  // without the dashes: the prefixes below are not keys
+      const bool fsdp_only = name.rfind("megatron-fsdp", 0) == 0 || name.rfind("fsdp-", 0) == 0 || name == "use-nccl-ub" ||
+                             (name == "ckpt-format" && !a.values.empty() && a.values.front() == "fsdp_dtensor");
+      if (fsdp_only && !fsdp) {
+        dropped.push_back(a.key);
+        continue;
+      }
       if (read.count(a.key) && !untaken) continue;
       // Megatron asserts --tp-comm-overlap needs sequence parallelism, which it turns off at tp 1.
       if (a.key == "--tp-comm-overlap" && plan.dims.tp == 1) continue;
@@ -305,8 +319,14 @@ std::string EmitMegatronArgs(const Plan& plan, int64_t global_batch_size, const 
                      std::string(kMegatronLmCommit).substr(0, 12), d.world_size, d.tp, d.cp, d.pp, d.world_size / (d.tp * d.cp * d.pp));
   if (config) {
     if (!carried.empty()) {
-      out += fmt::format("# The last {} arguments are {}'s that dockyard does not read, carried over unchanged.\n", carried.size(),
-                         config->file);
+      out += fmt::format("# {} {}'s that dockyard does not read, carried over unchanged.\n",
+                         carried.size() == 1 ? "The last argument is" : fmt::format("The last {} arguments are", carried.size()), config->file);
+    }
+    if (!dropped.empty()) {
+      out += fmt::format("# Left out with Megatron-FSDP (this layout is {}): {}.\n", DpShardingName(*plan.training.dp_sharding), fmt::join(dropped, ", "));
+    }
+    if (config->Find("--multi-latent-attention") && !config->Find("--qk-layernorm")) {
+      out += "# --qk-layernorm added: dockyard counts MLA's latent norms, which the file's job did not build.\n";
     }
     if (!unpriced.empty()) {
       out += fmt::format("# Not taken by this command, so not priced here: {}; check the file with simulate --from-megatron.\n",
