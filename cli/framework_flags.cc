@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -231,6 +232,25 @@ std::vector<std::string> ExpandFrameworkConfig(const std::vector<std::string>& a
     out.push_back(f.flag);
     if (!f.value.empty()) out.push_back(f.value);
     kept.push_back(f);
+  }
+  // Command-line flags that set the same thing another way than the file's (a layout and --vpp, a
+  // global batch and its micro-batch count): one of them, named with the file's key.
+  static const std::map<std::string, std::vector<std::string>> excludes = {
+      {"--pipeline-model-parallel-layout",
+       {"--vpp", "--pp-layer-split", "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"}},
+      {"--pp-layer-split", {"--pipeline-model-parallel-layout", "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"}},
+      {"--vpp", {"--pipeline-model-parallel-layout"}},
+      {"--global-batch-size", {"--global-batch-tokens", "--num-microbatches", "--grad-accumulation-steps"}}};
+  for (const ConfigFlag& f : kept) {
+    const auto it = excludes.find(f.flag);
+    if (it == excludes.end() || f.from.rfind("(", 0) == 0) continue;
+    for (const std::string& other : it->second) {
+      int n = 0;
+      if (GivenValue(args, other, &n)) {
+        throw UsageError(fmt::format("{} on the command line and {} in {} (as {}) set the same thing two ways: give one", other, f.from, *path,
+                                     f.flag));
+      }
+    }
   }
   config.flags = kept;
   o->framework_config = std::move(config);

@@ -147,6 +147,11 @@ TEST_CASE("Bad input: one clear error, the exit code, nothing written") {
   CHECK(contradiction.code == 2);
   CHECK(Has(contradiction.err, "--pp 2 on the command line contradicts --pipeline-model-parallel-size in testdata/frameworks/megatron-mixtral-8x7b.args, "
                                "which sets --pp 4: give one"));
+  // The same thing set another way on the command line (a global batch in tokens, a micro-batch count).
+  const Result tokens = Plan("check --from-megatron " + mixtral + " --world-size 32 --gpu-memory-gib 80 --global-batch-tokens 1048576");
+  CHECK(tokens.code == 2);
+  CHECK(Has(tokens.err, "--global-batch-tokens on the command line and --global-batch-size in testdata/frameworks/megatron-mixtral-8x7b.args "
+                        "(as --global-batch-size) set the same thing two ways: give one"));
   // The same value given twice is one setting.
   CHECK(Plan("check --from-megatron " + mixtral + " --world-size 32 --gpu-memory-gib 80 --pp 4").code == 0);
   // No world size.
