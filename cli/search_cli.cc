@@ -196,6 +196,9 @@ std::string EmitSearchRow(const CliOptions& o, const ModelSpec& model, const Sea
   const Plan plan = BuildPlan(model, c.dims, training, SearchPlanMachine(s));
   std::vector<std::string> notes;
   if (training.mtp_layers > 0) {
+    // The ranking did not price them: said whenever they are written with a row.
+    err << "dockyard-plan search: warning: --emit-row " << row << ": the ranking priced no MTP; the row is written with the file's "
+        << training.mtp_layers << " MTP layer(s), whose time and memory it lacks (check it with simulate --from-megatron)\n";
     // The row was ranked without them: say so where the layout does not fit with them.
     const MemoryReport memory = ComputeMemory(plan);
     const double budget = SearchBudgetGib(s);

@@ -18,6 +18,7 @@
 #include "planner/frameworks/megatron_arg_table.h"
 #include "planner/model/dispatcher.h"
 #include "planner/model/pipeline_layout.h"
+#include "planner/model/recompute.h"
 #include "planner/model/training.h"
 
 namespace dockyard {
@@ -592,6 +593,19 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
       else if (s == pp - 1 && last) split.push_back(l);
       else split.push_back(rest / middle_stages);
     }
+    // transformer_config.py: with virtual stages every stage's layers must divide into them.
+    int64_t vpp_given = 1;
+    if (per_stage) vpp_given = num_layers / pp / IntValue(c, *per_stage, 1);
+    if (stages) vpp_given = IntValue(c, *stages, 1);
+    for (int64_t n : split) {
+      if (vpp_given > 1 && n % vpp_given != 0) {
+        Fail(file, at->line,
+             fmt::format("a pipeline stage of {} layers does not divide into {} virtual stages: Megatron-LM raises \"number of layers at "
+                         "first/last stage must be divisible by virtual pipeline parallel degree\" (transformer_config.py); give a "
+                         "--pipeline-model-parallel-layout",
+                         n, vpp_given));
+      }
+    }
     AddFlag(c, "--pp-layer-split", fmt::format("{}", fmt::join(split, ",")), "--decoder-first/last-pipeline-num-layers");
   }
   if (const ConfigArg* a = find("--account-for-embedding-in-pipeline-split")) AddFlag(c, "--account-for-embedding-in-pipeline-split", "", a->key);
@@ -609,7 +623,16 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
   if (activations) recompute = "selective";  // arguments.py validate_args: --recompute-activations sets granularity selective
   if (recompute != "none") {
     AddFlag(c, "--recompute", recompute, activations ? activations->key : granularity->key);
-    if (recompute == "selective" && modules) AddFlag(c, "--recompute-modules", JoinValues(*modules, ","), modules->key);
+    if (recompute == "selective" && modules) {
+      for (const std::string& m : modules->values) {
+        const auto& names = RecomputeModuleNames();
+        if (std::find(names.begin(), names.end(), m) == names.end()) {
+          Fail(file, modules->line,
+               fmt::format("--recompute-modules '{}': Megatron-LM takes {}{}", Shown(m), fmt::join(names, ", "), DidYouMeanText(m, names)));
+        }
+      }
+      AddFlag(c, "--recompute-modules", JoinValues(*modules, ","), modules->key);
+    }
     if (recompute == "full") {
       // transformer_config.py: full recomputation needs a method and a layer count.
       if (!method || !recompute_layers) {

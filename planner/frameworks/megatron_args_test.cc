@@ -404,3 +404,18 @@ TEST_CASE("Megatron-LM's refusals of a launch file: MLA with GQA, TP overlap wit
 }
 
 }  // namespace dockyard
+
+namespace dockyard {
+
+TEST_CASE("First / last stage layers must divide into the virtual stages; recompute module names are Megatron's") {
+  const std::string base = "--num-layers 40 --hidden-size 64 --num-attention-heads 4 --bf16 --position-embedding-type rope "
+                           "--pipeline-model-parallel-size 4 ";
+  // (40 - 10) / 3 = 10 layers on the other stages; 10 % 4 != 0 (transformer_config.py).
+  CHECK_THROWS_WITH_AS(ImportMegatronArgs(base + "--decoder-first-pipeline-num-layers 10 --num-virtual-stages-per-pipeline-rank 4\n", "v.args"),
+                       doctest::Contains("v.args:1: a pipeline stage of 10 layers does not divide into 4 virtual stages"), Error);
+  CHECK_NOTHROW(ImportMegatronArgs(base + "--decoder-first-pipeline-num-layers 10 --num-virtual-stages-per-pipeline-rank 2\n", "v.args"));
+  CHECK_THROWS_WITH_AS(ImportMegatronArgs(base + "--recompute-granularity selective --recompute-modules core_attn mlpx\n", "v.args"),
+                       doctest::Contains("v.args:1: --recompute-modules 'mlpx': Megatron-LM takes core_attn"), Error);
+}
+
+}  // namespace dockyard

@@ -188,6 +188,14 @@ void EmitLayout(const Plan& plan, int64_t global_batch_size, Lines& l) {
     bool middle_equal = true;
     for (size_t i = 2; i + 1 < n; ++i) middle_equal = middle_equal && s[i] == s[1];
     if (n < 2 || !middle_equal) Refuse(fmt::format("--pp-layer-split {} (unequal middle stages; give a --pipeline-model-parallel-layout)", fmt::join(s, ",")));
+    // transformer_config.py: with virtual stages each stage's layers must divide into them.
+    for (int64_t layers : s) {
+      if (run.vpp > 1 && layers % run.vpp != 0) {
+        Refuse(fmt::format("--pp-layer-split {} with --vpp {} (a stage of {} layers does not divide into {} virtual stages, which Megatron "
+                           "refuses; give a --pipeline-model-parallel-layout)",
+                           fmt::join(s, ","), run.vpp, layers, run.vpp));
+      }
+    }
     const int64_t middle = n > 2 ? s[1] : -1;
     if (middle < 0 || s[0] != middle) l.Add("--decoder-first-pipeline-num-layers", s[0]);
     if (middle < 0 || s[n - 1] != middle) l.Add("--decoder-last-pipeline-num-layers", s[n - 1]);
@@ -324,6 +332,15 @@ std::string EmitMegatronArgs(const Plan& plan, int64_t global_batch_size, const 
     }
     if (!dropped.empty()) {
       out += fmt::format("# Left out with Megatron-FSDP (this layout is {}): {}.\n", DpShardingName(*plan.training.dp_sharding), fmt::join(dropped, ", "));
+    }
+    const bool file_fsdp = config->Find("--use-megatron-fsdp") || config->Find("--use-torch-fsdp2");
+    std::vector<std::string> fsdp_overlaps;
+    for (const char* key : {"--overlap-grad-reduce", "--overlap-param-gather"}) {
+      if (file_fsdp && config->Find(key) && !l.keys.count(key)) fsdp_overlaps.push_back(key);
+    }
+    if (!fsdp_overlaps.empty()) {
+      out += fmt::format("# Left out: {} (the file's Megatron-FSDP overlaps; this {} layout was priced without them: add them to run them).\n",
+                         fmt::join(fsdp_overlaps, " "), DpShardingName(*plan.training.dp_sharding));
     }
     if (config->Find("--multi-latent-attention") && !config->Find("--qk-layernorm")) {
       out += "# --qk-layernorm added: dockyard counts MLA's latent norms, which the file's job did not build.\n";
