@@ -197,7 +197,6 @@ std::vector<std::string> ExpandFrameworkConfig(const std::vector<std::string>& a
     if (!Takes(target, f.flag)) {
       config.ignored.push_back(fmt::format("{}{} ({}{}): not taken by {}", f.flag, f.value.empty() ? "" : " " + f.value,
                                            f.from.rfind("(", 0) == 0 ? "" : "from ", f.from.rfind("(", 0) == 0 ? f.from.substr(1, f.from.size() - 2) : f.from, command));
-      if (f.from.rfind("--", 0) == 0) config.not_taken.push_back(f.from);
       config.untaken.push_back(f);
       continue;
     }

@@ -39,8 +39,8 @@ struct FrameworkConfig {
   std::vector<std::string> read;
   // search --unpin: the settings searched instead of pinned, "--flag value (from KEY)".
   std::vector<std::string> searched;
-  // Settings the command does not take: their keys (written configs carry them over) and the flags.
-  std::vector<std::string> not_taken;
+  // Settings the command does not take (a written config carries their keys, ConfigFlag::from,
+  // over and names them as not priced).
   std::vector<ConfigFlag> untaken;
 
   // The argument named `key`, or nullptr.

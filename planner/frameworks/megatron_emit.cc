@@ -297,7 +297,8 @@ std::string EmitMegatronArgs(const Plan& plan, int64_t global_batch_size, const 
   if (config) {
     const std::set<std::string>& split_keys = MegatronSplitKeys();
     const std::set<std::string> read(config->read.begin(), config->read.end());
-    const std::set<std::string> not_taken(config->not_taken.begin(), config->not_taken.end());
+    std::set<std::string> not_taken;
+    for (const ConfigFlag& f : config->untaken) not_taken.insert(f.from);
     const bool fsdp = plan.training.dp_sharding == DpSharding::kFsdp;
     for (const ConfigArg& a : config->args) {
       const bool untaken = not_taken.count(a.key) > 0;
