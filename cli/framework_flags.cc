@@ -47,8 +47,7 @@ std::optional<std::string> GivenValue(const std::vector<std::string>& args, cons
 
 // The same setting written two ways ("2" and "2.0", "1" and "1.0" for --clip-grad; a switch the
 // file sets, "" and CLI11's true words, "--overlap-grad-reduce=true").
-bool SameValue(const std::string& given, const std::string& b) {
-  const std::string& a = given;
+bool SameValue(const std::string& a, const std::string& b) {
   if (a == b) return true;
   if (b.empty()) return a == "true" || a == "1" || a == "on" || a == "yes";
   double x = 0, y = 0;
@@ -257,6 +256,14 @@ std::vector<std::string> ExpandFrameworkConfig(const std::vector<std::string>& a
 }
 
 bool ModelGiven(const PlanCliOptions& o) { return o.model_given || o.framework_config.has_value(); }
+
+void RequireWorldSize(const PlanCliOptions& o) {
+  if (!o.degrees.world_size.empty()) return;
+  if (o.framework_config) {
+    throw UsageError("--world-size is required with --from-megatron (Megatron takes the world size from the launcher: nodes x GPUs per node)");
+  }
+  if (o.model_given) throw UsageError("--world-size is required with --model");
+}
 
 ModelSpec LoadPlanModel(const PlanCliOptions& o) {
   if (!o.framework_config) return WithFlag("--model", [&] { return LoadModelOrDefault(o.model); });

@@ -35,6 +35,9 @@ std::vector<std::string> ExpandFrameworkConfig(const std::vector<std::string>& a
 // the model itself: the config's (megatron_args.h MegatronModel, checked against --model when both
 // are given), else --model's, else the embedded default.
 bool ModelGiven(const PlanCliOptions& o);
+// A model that is not the embedded default needs --world-size (a Megatron file: the launcher's nodes x
+// GPUs per node). Throws UsageError naming --from-megatron or --model.
+void RequireWorldSize(const PlanCliOptions& o);
 ModelSpec LoadPlanModel(const PlanCliOptions& o);
 // How reports name the model's source: "FILE (Megatron-LM arguments)", or default_layout.h ModelSourceName.
 std::string PlanModelSource(const PlanCliOptions& o);

@@ -73,10 +73,7 @@ struct PlanInputs {
 
 // The degrees from the flags (--model: only with --world-size).
 ParallelDimsOptions PlanDims(const CliOptions& o, Command command) {
-  if (o.framework_config && o.degrees.world_size.empty()) {
-    throw UsageError("--world-size is required with --from-megatron (Megatron takes the world size from the launcher: nodes x GPUs per node)");
-  }
-  if (o.model_given && o.degrees.world_size.empty()) throw UsageError("--world-size is required with --model");
+  cli::RequireWorldSize(o);
   ParallelDimsOptions dims = o.degrees.Parse(kDefaultWorldSize);
   if (!cli::ModelGiven(o)) ApplyDefaultLayout(!o.degrees.ep.empty(), &dims);
   return dims;

@@ -52,10 +52,7 @@ using cli::WriteOutput;
 // budget flag, the cluster with the calibration applied (returned), the compute flags and the
 // routing.
 std::optional<Calibration> ReadSearchMachine(const CliOptions& o, SearchOptions* s) {
-  if (o.framework_config && o.degrees.world_size.empty()) {
-    throw UsageError("--world-size is required with --from-megatron (Megatron takes the world size from the launcher: nodes x GPUs per node)");
-  }
-  if (o.model_given && o.degrees.world_size.empty()) throw UsageError("--world-size is required with --model");
+  cli::RequireWorldSize(o);
   const ParallelDimsOptions given = o.degrees.Parse(kDefaultWorldSize);
   s->world_size = given.world_size;
   s->convention = given.convention;

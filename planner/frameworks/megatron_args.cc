@@ -545,6 +545,8 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
   if (per_stage && stages) {
     Fail(file, stages->line, "--num-layers-per-virtual-pipeline-stage and --num-virtual-stages-per-pipeline-rank: Megatron takes one");
   }
+  // The file's virtual stages per pipeline rank (1 without either key).
+  int64_t file_vpp = 1;
   if (per_stage) {
     const int64_t n = IntValue(c, *per_stage, 1);
     // arguments.py: virtual_pipeline_model_parallel_size = num_layers // pp // n, layers % (pp x n) == 0.
@@ -552,9 +554,13 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
       Fail(file, per_stage->line,
            fmt::format("--num-layers-per-virtual-pipeline-stage {}: --num-layers {} is not a multiple of pp ({}) x {}", n, num_layers, pp, n));
     }
-    AddFlag(c, "--vpp", std::to_string(num_layers / pp / n), per_stage->key);
+    file_vpp = num_layers / pp / n;
+    AddFlag(c, "--vpp", std::to_string(file_vpp), per_stage->key);
   }
-  if (stages) AddFlag(c, "--vpp", std::to_string(IntValue(c, *stages, 1)), stages->key);
+  if (stages) {
+    file_vpp = IntValue(c, *stages, 1);
+    AddFlag(c, "--vpp", std::to_string(file_vpp), stages->key);
+  }
   if (const ConfigArg* a = find("--pipeline-model-parallel-layout")) {
     // transformer_config.py: "pipeline_model_parallel_layout cannot be set with other pipeline layout arguments".
     for (const std::string& other : MegatronSplitKeys()) {
@@ -594,16 +600,13 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
       else split.push_back(rest / middle_stages);
     }
     // transformer_config.py: with virtual stages every stage's layers must divide into them.
-    int64_t vpp_given = 1;
-    if (per_stage) vpp_given = num_layers / pp / IntValue(c, *per_stage, 1);
-    if (stages) vpp_given = IntValue(c, *stages, 1);
     for (int64_t n : split) {
-      if (vpp_given > 1 && n % vpp_given != 0) {
+      if (file_vpp > 1 && n % file_vpp != 0) {
         Fail(file, at->line,
              fmt::format("a pipeline stage of {} layers does not divide into {} virtual stages: Megatron-LM raises \"number of layers at "
                          "first/last stage must be divisible by virtual pipeline parallel degree\" (transformer_config.py); give a "
                          "--pipeline-model-parallel-layout",
-                         n, vpp_given));
+                         n, file_vpp));
       }
     }
     AddFlag(c, "--pp-layer-split", fmt::format("{}", fmt::join(split, ",")), "--decoder-first/last-pipeline-num-layers");
@@ -800,7 +803,7 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
                           "--decoder-first-pipeline-num-layers)",
                           num_layers, pp));
     if (stages) {
-      const int64_t v = IntValue(c, *stages, 1);
+      const int64_t v = file_vpp;
       refuse_if((num_layers / pp) % v != 0, "--num-virtual-stages-per-pipeline-rank",
                 fmt::format("the {} layers of each pipeline rank do not divide into {} model chunks: Megatron-LM asserts "
                             "num_layers_per_pipeline_rank % vp_size == 0 (transformer_block.py) without a "

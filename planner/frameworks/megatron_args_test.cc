@@ -40,6 +40,16 @@ bool Contains(const std::vector<std::string>& v, const std::string& prefix) {
   return false;
 }
 
+// The message ImportMegatronArgs throws for `text` ("" when it reads it).
+std::string ImportErrorOf(const std::string& text) {
+  try {
+    ImportMegatronArgs(text, "m.args");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 std::string ErrorOf(const std::string& text) {
   try {
     ReadMegatronArgs(text, "a.args");
@@ -378,14 +388,7 @@ TEST_CASE("With --model, the job the file describes must be the model: an absent
 
 TEST_CASE("Megatron-LM's refusals of a launch file: MLA with GQA, TP overlap without SP, uneven pp, learned positions, delayed FP8") {
   const std::string base = "--num-layers 8 --hidden-size 64 --num-attention-heads 4 --bf16 --position-embedding-type rope ";
-  auto error = [&](const std::string& extra) {
-    try {
-      ImportMegatronArgs(base + extra + "\n", "m.args");
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
+  auto error = [&](const std::string& extra) { return ImportErrorOf(base + extra + "\n"); };
   CHECK(error("--multi-latent-attention --group-query-attention").find("mutually exclusive") != std::string::npos);
   CHECK(error("--tensor-model-parallel-size 2 --tp-comm-overlap").find("--tp-comm-overlap needs --sequence-parallel") != std::string::npos);
   CHECK(error("--pipeline-model-parallel-size 3").find("--num-layers 8 is not divisible by --pipeline-model-parallel-size 3") != std::string::npos);

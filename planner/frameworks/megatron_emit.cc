@@ -70,6 +70,9 @@ std::optional<std::string> ConfigValue(const FrameworkConfig* config, const std:
   return a->values.front();
 }
 
+// Megatron's data-parallel degree: what the world leaves after tp, cp and pp.
+int64_t DataParallel(const ParallelDims& d) { return d.world_size / (d.tp * d.cp * d.pp); }
+
 [[noreturn]] void Refuse(const std::string& what) {
   throw Error("--emit megatron: " + what + " has no Megatron-LM argument");
 }
@@ -164,7 +167,7 @@ void EmitLayout(const Plan& plan, int64_t global_batch_size, Lines& l) {
       if (d.dp_replicate > 1) Refuse("DDP with dp_replicate > 1");
       break;
   }
-  const int64_t dp = d.world_size / (d.tp * d.pp * d.cp);
+  const int64_t dp = DataParallel(d);
   const int64_t microbatches = t.num_microbatches.value_or(d.pp);
   l.Add("--micro-batch-size", t.micro_batch_size);
   // Megatron: global batch = micro batch x dp x micro-batches per step (one schedule).
@@ -325,7 +328,7 @@ std::string EmitMegatronArgs(const Plan& plan, int64_t global_batch_size, const 
   for (const auto& h : header_lines) out += "# " + h + "\n";
   const ParallelDims& d = plan.dims;
   out += fmt::format("# Megatron-LM arguments (checked against its argument list at {}) for {} GPUs: tp {} x cp {} x pp {} x dp {}.\n",
-                     std::string(kMegatronLmCommit).substr(0, 12), d.world_size, d.tp, d.cp, d.pp, d.world_size / (d.tp * d.cp * d.pp));
+                     std::string(kMegatronLmCommit).substr(0, 12), d.world_size, d.tp, d.cp, d.pp, DataParallel(d));
   if (config) {
     if (!carried.empty()) {
       out += fmt::format("# {} {}'s that dockyard does not read, carried over unchanged.\n",
