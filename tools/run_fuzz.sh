@@ -3,7 +3,7 @@
 # through Bazel) and runs each one for a bounded time.
 #
 #   tools/run_fuzz.sh [SECONDS] [TARGET...]    # default: 60 s per target, every target
-#   targets: hf_config model_spec training plan cli
+#   targets: hf_config model_spec training plan cli megatron_args
 #
 # Seeds come from testdata/fuzz/<target>/ (read-only); new inputs go to a working corpus under
 # $DOCKYARD_FUZZ_DIR (default ${TMPDIR:-/tmp}/dockyard-fuzz), which is kept between runs, as are
@@ -16,7 +16,7 @@ ROOT="$PWD"
 
 SECONDS_PER_TARGET="${1:-60}"
 shift || true
-ALL_TARGETS=(hf_config model_spec training plan cli)
+ALL_TARGETS=(hf_config model_spec training plan cli megatron_args)
 TARGETS=("$@")
 [ ${#TARGETS[@]} -eq 0 ] && TARGETS=("${ALL_TARGETS[@]}")
 case "$SECONDS_PER_TARGET" in
@@ -53,7 +53,7 @@ fi
 # --- build ----------------------------------------------------------------------------------
 WORK="${DOCKYARD_FUZZ_DIR:-${TMPDIR:-/tmp}/dockyard-fuzz}"
 OBJ="$WORK/obj" GEN="$WORK/gen" BIN="$WORK/bin"
-mkdir -p "$OBJ" "$GEN/planner/layout" "$BIN" "$WORK/corpus" "$WORK/artifacts" "$WORK/logs"
+mkdir -p "$OBJ" "$GEN/planner/layout" "$GEN/planner/frameworks" "$BIN" "$WORK/corpus" "$WORK/artifacts" "$WORK/logs"
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 CXXFLAGS=(-std=c++17 -g -O1 -fno-omit-frame-pointer -I"$ROOT" -I"$GEN" -Wno-unused-command-line-argument)
 
@@ -65,6 +65,12 @@ CXXFLAGS=(-std=c++17 -g -O1 -fno-omit-frame-pointer -I"$ROOT" -I"$GEN" -Wno-unus
  echo ')dockyard"; }') > "$GEN/planner/layout/default_model.h.new"
 cmp -s "$GEN/planner/layout/default_model.h.new" "$GEN/planner/layout/default_model.h" 2>/dev/null || mv "$GEN/planner/layout/default_model.h.new" "$GEN/planner/layout/default_model.h"
 rm -f "$GEN/planner/layout/default_model.h.new"
+
+# planner/frameworks/megatron_arg_table.h, by the script planner/frameworks/BUILD's genrule runs.
+bash planner/frameworks/megatron_arg_table.sh planner/frameworks/megatron-lm-args.txt > "$GEN/planner/frameworks/megatron_arg_table.h.new"
+cmp -s "$GEN/planner/frameworks/megatron_arg_table.h.new" "$GEN/planner/frameworks/megatron_arg_table.h" 2>/dev/null ||
+  mv "$GEN/planner/frameworks/megatron_arg_table.h.new" "$GEN/planner/frameworks/megatron_arg_table.h"
+rm -f "$GEN/planner/frameworks/megatron_arg_table.h.new"
 
 # Library sources: every planner/*/*.cc but tests and benchmarks, and dockyard-plan's CLI sources
 # (every cli/*.cc but the mains and dockyard-run's, which needs the runtime).
@@ -89,7 +95,7 @@ compile_one() {
 }
 
 # An object is rebuilt when its source or any header of the project is newer.
-newest_header="$(ls -t planner/*/*.h cli/*.h fuzz/*.h "$GEN/planner/layout/default_model.h" 2>/dev/null | head -1)"
+newest_header="$(ls -t planner/*/*.h cli/*.h fuzz/*.h "$GEN/planner/layout/default_model.h" "$GEN/planner/frameworks/megatron_arg_table.h" 2>/dev/null | head -1)"
 build_failed=0
 pids=()
 objects=()
@@ -130,6 +136,7 @@ max_len() {
     plan) echo 8192 ;;
     training) echo 2048 ;;
     cli) echo 1024 ;;
+    megatron_args) echo 4096 ;;
     *) echo 4096 ;;
   esac
 }
@@ -146,8 +153,10 @@ for t in "${TARGETS[@]}"; do
   before="$(ls "$artifacts" | wc -l)"
   dict=()
   [ -f fuzz/dockyard.dict ] && dict=(-dict=fuzz/dockyard.dict)
+  more=()
+  [ "$t" = megatron_args ] && more=(testdata/frameworks)  # as fuzz/BUILD's _EXTRA_CORPUS
   "$BIN/${t}_fuzzer" -max_total_time="$SECONDS_PER_TARGET" -timeout=10 -rss_limit_mb=2048 -max_len="$(max_len "$t")" \
-    -print_final_stats=1 -artifact_prefix="$artifacts/" "${dict[@]}" "$corpus" "$seeds" > "$log" 2>&1
+    -print_final_stats=1 -artifact_prefix="$artifacts/" "${dict[@]}" "$corpus" "$seeds" "${more[@]}" > "$log" 2>&1
   rc=$?
   execs="$(grep -E '^stat::number_of_executed_units:' "$log" | tail -1 | awk '{print $2}')"
   units="$(ls "$corpus" | wc -l)"

@@ -213,6 +213,10 @@ std::optional<std::string> DidYouMean(const std::string& word, const std::vector
   std::optional<std::string> best;
   size_t best_distance = std::max<size_t>(2, word.size() / 3) + 1;
   for (const auto& c : candidates) {
+    // The distance is at least the difference in length: skip what cannot beat the best (a fast
+    // path for long candidate lists, e.g. Megatron-LM's 865 arguments).
+    const size_t length_gap = c.size() > word.size() ? c.size() - word.size() : word.size() - c.size();
+    if (length_gap >= best_distance) continue;
     size_t d = EditDistance(word, c);
     if (d < best_distance) {
       best_distance = d;
