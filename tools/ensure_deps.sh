@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs what dockyard needs to build on Debian 12, or says exactly what to install.
 # Packages: bazel-bootstrap (Bazel 4.2.3 + JDK), g++, libcli11-dev, nlohmann-json3-dev,
-# libfmt-dev, doctest-dev, libssl-dev (SHA-256 of inputs). CUDA (optional, for the GPU backend) is detected separately.
+# libfmt-dev, doctest-dev, libssl-dev (SHA-256 of inputs), libtomlplusplus-dev (torchtitan TOML job
+# files), libyaml-cpp-dev (Megatron-Bridge YAML configs). CUDA (optional, for the GPU backend) is detected separately.
 set -euo pipefail
 
-PACKAGES=(bazel-bootstrap g++ libcli11-dev nlohmann-json3-dev libfmt-dev doctest-dev libssl-dev)
+PACKAGES=(bazel-bootstrap g++ libcli11-dev nlohmann-json3-dev libfmt-dev doctest-dev libssl-dev libtomlplusplus-dev libyaml-cpp-dev)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -16,6 +16,7 @@
 #include "planner/base/json_util.h"
 #include "planner/base/number_text.h"
 #include "planner/frameworks/megatron_arg_table.h"
+#include "planner/frameworks/shell_words.h"
 #include "planner/model/dispatcher.h"
 #include "planner/model/pipeline_layout.h"
 #include "planner/model/recompute.h"
@@ -51,147 +52,22 @@ const std::set<std::string>& MegatronSplitKeys() {
 
 namespace {
 
-struct Word {
-  std::string text;
-  int line = 0;
-  bool quoted = false;
-};
-
 [[noreturn]] void Fail(const std::string& file, int line, const std::string& message) {
   throw Error(fmt::format("{}:{}: {}", file, line, message));
 }
 
-// A word as a message quotes it: whole up to 80 characters, else its start and its length.
-std::string Shown(const std::string& word) {
-  std::string out;
-  for (const char c : word.substr(0, word.size() <= 80 ? 80 : 60)) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
-    else out += c;
-  }
-  if (word.size() <= 80) return out;
-  return fmt::format("{}... ({} characters)", out, word.size());
-}
-
-// Bash-like word splitting of an argument list (ReadMegatronArgs' rules).
-std::vector<Word> SplitWords(const std::string& text, const std::string& file) {
-  if (const size_t nul = text.find('\0'); nul != std::string::npos) {
-    Fail(file, 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(nul), '\n')),
-         "a NUL byte: not a text file of Megatron-LM arguments");
-  }
-  if (text.rfind("\xEF\xBB\xBF", 0) == 0) Fail(file, 1, "a UTF-8 byte-order mark at the start: save the file without it");
-  std::vector<Word> words;
-  int line = 1;
-  size_t i = 0;
-  const size_t n = text.size();
-  while (i < n) {
-    const char c = text[i];
-    if (c == '\n') {
-      ++line;
-      ++i;
-      continue;
-    }
-    if (c == ' ' || c == '\t' || c == '\r') {
-      ++i;
-      continue;
-    }
-    if (c == '\\' && i + 1 < n && (text[i + 1] == '\n' || (text[i + 1] == '\r' && i + 2 < n && text[i + 2] == '\n'))) {
-      i += text[i + 1] == '\n' ? 2 : 3;
-      ++line;
-      continue;
-    }
-    if (c == '#') {
-      while (i < n && text[i] != '\n') ++i;
-      continue;
-    }
-    Word w;
-    w.line = line;
-    while (i < n && !(text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r')) {
-      const char d = text[i];
-      if (d == '\\') {
-        if (i + 1 < n && text[i + 1] == '\n') break;  // a continuation ends the word
-        if (i + 1 < n && text[i + 1] != '\r') {     // bash: a backslash quotes the next character
-          w.text += text[i + 1];
-          w.quoted = true;
-          i += 2;
-          continue;
-        }
-        ++i;
-        continue;
-      }
-      if (d == '`') Fail(file, line, "'`': a command substitution; dockyard reads the arguments as written: put its output in the file");
-      if (d == '\'') {
-        const size_t close = text.find('\'', i + 1);
-        if (close == std::string::npos) Fail(file, line, "a single quote is not closed");
-        const std::string inner = text.substr(i + 1, close - i - 1);
-        line += static_cast<int>(std::count(inner.begin(), inner.end(), '\n'));
-        w.text += inner;
-        w.quoted = true;
-        i = close + 1;
-        continue;
-      }
-      if (d == '"') {
-        // bash: inside double quotes a backslash quotes " \ $ ` (and drops a newline); $ and ` expand.
-        size_t j = i + 1;
-        std::string inner;
-        for (; j < n && text[j] != '"'; ++j) {
-          if (text[j] == '\\' && j + 1 < n && std::string("\"\\$`\n").find(text[j + 1]) != std::string::npos) {
-            if (text[j + 1] != '\n') inner += text[j + 1];
-            ++j;
-            continue;
-          }
-          if (text[j] == '$' || text[j] == '`') {
-            size_t k = j + 1;
-            while (k < n && text[k] != '"' && !std::isspace(static_cast<unsigned char>(text[k]))) ++k;
-            Fail(file, line, fmt::format("'{}' in double quotes: a shell variable or command substitution; dockyard reads the arguments as "
-                                         "written: put its value in the file (a literal $ is \\$)",
-                                         Shown(text.substr(j, k - j))));
-          }
-          inner += text[j];
-        }
-        if (j >= n) Fail(file, line, "a double quote is not closed");
-        line += static_cast<int>(std::count(text.begin() + static_cast<std::ptrdiff_t>(i), text.begin() + static_cast<std::ptrdiff_t>(j), '\n'));
-        w.text += inner;
-        w.quoted = true;
-        i = j + 1;
-        continue;
-      }
-      if (d == '$') {
-        size_t end = i;
-        while (end < n && !std::isspace(static_cast<unsigned char>(text[end]))) ++end;
-        Fail(file, line,
-             fmt::format("'{}': a shell variable or command substitution; dockyard reads the arguments as written: put its value in "
-                         "the file",
-                         Shown(text.substr(i, end - i))));
-      }
-      if (d == ';' || d == '|' || d == '&' || d == '<' || d == '>') {
-        Fail(file, line, fmt::format("'{}': a shell operator; the file holds arguments only (quote it if it is part of a value)", std::string(1, d)));
-      }
-      if (d == '(' || d == ')') {
-        Fail(file, line,
-             fmt::format("'{}': a bash array or subshell; give the arguments themselves (the body of MODEL_ARGS=( ... ), "
-                         "without the brackets)",
-                         std::string(1, d)));
-      }
-      w.text += d;
-      ++i;
-    }
-    if (!w.text.empty() || w.quoted) words.push_back(w);
-  }
-  return words;
-}
-
 // A word is a key when it starts with "--" after quote removal, as argparse sees it ('--key',
 // "--key=value" and --key="value" alike).
-bool IsKey(const Word& w) { return w.text.size() > 2 && w.text[0] == '-' && w.text[1] == '-'; }
+bool IsKey(const ShellWord& w) { return w.text.size() > 2 && w.text[0] == '-' && w.text[1] == '-'; }
 
-[[noreturn]] void StrayWord(const std::string& file, const Word& w) {
+[[noreturn]] void StrayWord(const std::string& file, const ShellWord& w) {
   if (w.text.find("=(") != std::string::npos) {
-    Fail(file, w.line, fmt::format("'{}': a bash array; give the arguments themselves, without NAME=( ... )", Shown(w.text)));
+    Fail(file, w.line, fmt::format("'{}': a bash array; give the arguments themselves, without NAME=( ... )", ShownWord(w.text)));
   }
   Fail(file, w.line,
        fmt::format("'{}' is not an argument: the file holds Megatron-LM's arguments only (what follows pretrain_gpt.py, e.g. the "
                    "body of MODEL_ARGS), each a --key with its values",
-                   Shown(w.text)));
+                   ShownWord(w.text)));
 }
 
 std::vector<std::string> TableKeys() {
@@ -203,11 +79,11 @@ std::vector<std::string> TableKeys() {
 }  // namespace
 
 std::vector<ConfigArg> ReadMegatronArgs(const std::string& text, const std::string& file) {
-  const std::vector<Word> words = SplitWords(text, file);
+  const std::vector<ShellWord> words = SplitShellWords(text, file, "Megatron-LM arguments");
   const auto& table = MegatronArgTable();
   std::vector<ConfigArg> args;
   for (size_t i = 0; i < words.size();) {
-    const Word& w = words[i];
+    const ShellWord& w = words[i];
     if (!IsKey(w)) StrayWord(file, w);
     ConfigArg arg;
     arg.line = w.line;
@@ -220,7 +96,7 @@ std::vector<ConfigArg> ReadMegatronArgs(const std::string& text, const std::stri
     const auto it = table.find(arg.key);
     if (it == table.end()) {
       Fail(file, w.line,
-           fmt::format("{}: not a Megatron-LM argument (its argument list at {}){}", Shown(arg.key), std::string(kMegatronLmCommit).substr(0, 12),
+           fmt::format("{}: not a Megatron-LM argument (its argument list at {}){}", ShownWord(arg.key), std::string(kMegatronLmCommit).substr(0, 12),
                        arg.key.size() > 4 ? DidYouMeanText(arg.key, TableKeys()) : std::string()));
     }
     ++i;
@@ -233,18 +109,18 @@ std::vector<ConfigArg> ReadMegatronArgs(const std::string& text, const std::stri
       double number = 0;
       const std::string& v = words[i].text;
       if (v.size() > 1 && v[0] == '-' && !ParseStrictDouble(v, &number)) {
-        Fail(file, words[i].line, fmt::format("'{}' after {}: argparse reads a word starting with '-' as an option, not a value", Shown(v), arg.key));
+        Fail(file, words[i].line, fmt::format("'{}' after {}: argparse reads a word starting with '-' as an option, not a value", ShownWord(v), arg.key));
       }
       arg.values.push_back(words[i++].text);
     }
     if (i < words.size() && !IsKey(words[i])) {
-      const Word& extra = words[i];
+      const ShellWord& extra = words[i];
       if (extra.line != arg.line) StrayWord(file, extra);
-      if (arity == '0') Fail(file, arg.line, fmt::format("{} is a switch and takes no value, got '{}'", arg.key, Shown(extra.text)));
-      Fail(file, arg.line, fmt::format("{} takes one value, got '{}' and then '{}'", arg.key, Shown(arg.values.front()), Shown(extra.text)));
+      if (arity == '0') Fail(file, arg.line, fmt::format("{} is a switch and takes no value, got '{}'", arg.key, ShownWord(extra.text)));
+      Fail(file, arg.line, fmt::format("{} takes one value, got '{}' and then '{}'", arg.key, ShownWord(arg.values.front()), ShownWord(extra.text)));
     }
     if (arity == '0' && !arg.values.empty()) {
-      Fail(file, arg.line, fmt::format("{} is a switch and takes no value, got '{}'", arg.key, Shown(arg.values.front())));
+      Fail(file, arg.line, fmt::format("{} is a switch and takes no value, got '{}'", arg.key, ShownWord(arg.values.front())));
     }
     if (arity == '1' && arg.values.empty()) Fail(file, arg.line, fmt::format("{} needs a value", arg.key));
     if (arity == '+' && arg.values.empty()) Fail(file, arg.line, fmt::format("{} needs one or more values", arg.key));
@@ -263,21 +139,21 @@ const std::string& Value(const ConfigArg& a) { return a.values.front(); }
 
 int64_t IntValue(const FrameworkConfig& c, const ConfigArg& a, int64_t min) {
   int64_t v = 0;
-  if (!ParseStrictInt(Value(a), &v)) Fail(c.file, a.line, fmt::format("{} '{}': not a whole number", a.key, Shown(Value(a))));
+  if (!ParseStrictInt(Value(a), &v)) Fail(c.file, a.line, fmt::format("{} '{}': not a whole number", a.key, ShownWord(Value(a))));
   if (v < min) Fail(c.file, a.line, fmt::format("{} {}: must be >= {}", a.key, Value(a), min));
   return v;
 }
 
 double NumberValue(const FrameworkConfig& c, const ConfigArg& a) {
   double v = 0;
-  if (!ParseStrictDouble(Value(a), &v)) Fail(c.file, a.line, fmt::format("{} '{}': not a number", a.key, Shown(Value(a))));
+  if (!ParseStrictDouble(Value(a), &v)) Fail(c.file, a.line, fmt::format("{} '{}': not a number", a.key, ShownWord(Value(a))));
   return v;
 }
 
 std::string ChoiceValue(const FrameworkConfig& c, const ConfigArg& a, const std::vector<std::string>& choices) {
   const std::string& v = Value(a);
   if (std::find(choices.begin(), choices.end(), v) == choices.end()) {
-    Fail(c.file, a.line, fmt::format("{} '{}': Megatron-LM takes {}", a.key, Shown(v), fmt::join(choices, " | ")));
+    Fail(c.file, a.line, fmt::format("{} '{}': Megatron-LM takes {}", a.key, ShownWord(v), fmt::join(choices, " | ")));
   }
   return v;
 }
@@ -375,7 +251,7 @@ class FreqExpression {
     while (i_ < s_.size() && s_[i_] == ' ') ++i_;
   }
   [[noreturn]] void Bad(const std::string& why) {
-    throw Error(fmt::format("{} '{}': {} (a list expression such as [0]*3+[1]*58, or N for every N-th layer)", where_, Shown(s_), why));
+    throw Error(fmt::format("{} '{}': {} (a list expression such as [0]*3+[1]*58, or N for every N-th layer)", where_, ShownWord(s_), why));
   }
   // A whole number as Python writes one (no leading zeros), at most 2^20.
   int64_t Int() {
@@ -631,7 +507,7 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
         const auto& names = RecomputeModuleNames();
         if (std::find(names.begin(), names.end(), m) == names.end()) {
           Fail(file, modules->line,
-               fmt::format("--recompute-modules '{}': Megatron-LM takes {}{}", Shown(m), fmt::join(names, ", "), DidYouMeanText(m, names)));
+               fmt::format("--recompute-modules '{}': Megatron-LM takes {}{}", ShownWord(m), fmt::join(names, ", "), DidYouMeanText(m, names)));
         }
       }
       AddFlag(c, "--recompute-modules", JoinValues(*modules, ","), modules->key);
@@ -974,7 +850,7 @@ ModelSpec CheckedAgainstBase(const FrameworkConfig& c, const ModelSpec& job, con
     if (const ConfigArg* a = c.Find(key)) {
       Fail(c.file, a->line,
            fmt::format("{} {} but --model {} has {} {}: the file and the model disagree", key,
-                       a->values.empty() ? "given" : Shown(a->values.front()), source, field, base_value));
+                       a->values.empty() ? "given" : ShownWord(a->values.front()), source, field, base_value));
     }
     throw Error(fmt::format("{}: no {}: Megatron-LM's default gives {} {}, but --model {} has {}: add {} to the file (the job is what it "
                             "says, not the model)",
