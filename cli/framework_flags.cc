@@ -19,6 +19,7 @@
 #include "planner/base/file_util.h"
 #include "planner/base/number_text.h"
 #include "planner/frameworks/megatron_args.h"
+#include "planner/frameworks/torchtitan_config.h"
 #include "planner/layout/default_layout.h"
 #include "planner/model/model_file.h"
 #include "planner/report/provenance.h"
@@ -26,7 +27,34 @@
 namespace dockyard::cli {
 namespace {
 
-constexpr const char* kFromMegatron = "--from-megatron";
+// The job configs dockyard reads: each framework's flag, its reader and its model.
+struct FrameworkReader {
+  const char* flag;
+  std::string PlanCliOptions::*path;
+  FrameworkConfig (*import)(const std::string& text, const std::string& file, const std::optional<ModelSpec>& model,
+                            std::optional<int64_t> world_size);
+  ModelSpec (*model)(const FrameworkConfig& config, const std::optional<ModelSpec>& base);
+  bool needs_model_first;  // the reader needs --model's layers (torchtitan's stage split)
+};
+
+const std::vector<FrameworkReader>& Readers() {
+  static const std::vector<FrameworkReader> readers = {
+      {"--from-megatron", &PlanCliOptions::from_megatron,
+       [](const std::string& text, const std::string& file, const std::optional<ModelSpec>&, std::optional<int64_t>) {
+         return ImportMegatronArgs(text, file);
+       },
+       &MegatronModel, false},
+      {"--from-torchtitan", &PlanCliOptions::from_torchtitan, &ImportTorchtitanConfig, &TorchtitanModel, true},
+  };
+  return readers;
+}
+
+const FrameworkReader& ReaderOf(const PlanCliOptions& o) {
+  for (const FrameworkReader& r : Readers()) {
+    if (r.flag == o.framework_flag) return r;
+  }
+  throw Error("internal: no reader for " + o.framework_flag);
+}
 
 // The value of `flag` in `args` ("--flag V" or "--flag=V"): nullopt when absent; "" for a switch
 // (no value follows, or the next word is a flag). Counts its occurrences in `*count`.
@@ -109,19 +137,28 @@ std::set<std::string> ParseUnpin(const std::vector<std::string>& args) {
 }  // namespace
 
 void AddFrameworkFlags(CLI::App* app, PlanCliOptions& o, bool search) {
-  app->add_option(kFromMegatron, o.from_megatron,
+  app->add_option("--from-megatron", o.from_megatron,
                   search ? "a Megatron-LM argument file (docs/frameworks.md): its model, and its degrees and settings as pins "
                            "(--unpin frees them); --world-size still needed"
                          : "a Megatron-LM argument file (docs/frameworks.md): its model and layout, as the flags they are; "
                            "--world-size still needed (--model: checked against its architecture)");
+  app->add_option("--from-torchtitan", o.from_torchtitan,
+                  search ? "a torchtitan job config (docs/frameworks.md: a JSON dump, a TOML job file or command-line overrides): its "
+                           "degrees and settings as pins (--unpin frees them); the model from --model or its hf_assets_path; "
+                           "--world-size still needed"
+                         : "a torchtitan job config (docs/frameworks.md: a JSON dump, a TOML job file or command-line overrides): its "
+                           "layout, as the flags they are; the model from --model or its hf_assets_path; --world-size still needed");
   if (search) {
     app->add_option("--unpin", o.unpin,
-                    "with --from-megatron: comma-separated settings of the file to search instead of pin, e.g. tp,pp,ep,etp,vpp");
+                    "with --from-megatron / --from-torchtitan: comma-separated settings of the file to search instead of pin, e.g. "
+                    "tp,pp,ep,etp,vpp");
     app->add_option("--emit-row", o.emit_row, "with --emit: the ranking's row N (1 = the best) written as a launch config");
   }
-  app->add_option("--emit", o.emit, search ? "megatron: write --emit-row's layout as Megatron-LM arguments"
-                                           : "megatron: write the plan's layout as Megatron-LM arguments (stdout without --emit-out)")
-      ->check(CLI::IsMember({"megatron"}));
+  app->add_option("--emit", o.emit,
+                  search ? "megatron | torchtitan: write --emit-row's layout as Megatron-LM arguments or torchtitan overrides"
+                         : "megatron | torchtitan: write the plan's layout as Megatron-LM arguments or torchtitan command-line overrides "
+                           "(stdout without --emit-out)")
+      ->check(CLI::IsMember({"megatron", "torchtitan"}));
   app->add_option("--emit-out", o.emit_out, "with --emit: the file to write (default: stdout, in place of the tables)");
 }
 
@@ -143,21 +180,45 @@ bool Unpinned(const std::set<std::string>& unpin, const std::string& flag) {
 
 std::vector<std::string> ExpandFrameworkConfig(const std::vector<std::string>& args, const CLI::App& app, PlanCliOptions* o) {
   int count = 0;
-  const std::optional<std::string> path = GivenValue(args, kFromMegatron, &count);
+  const FrameworkReader* reader = nullptr;
+  std::optional<std::string> path;
+  for (const FrameworkReader& r : Readers()) {
+    int n = 0;
+    std::optional<std::string> p = GivenValue(args, r.flag, &n);
+    if (!p) continue;
+    if (reader) throw UsageError(fmt::format("{} and {}: give one job config", reader->flag, r.flag));
+    reader = &r;
+    path = p;
+    count = n;
+  }
   if (!path) {
-    if (GivenValue(args, "--unpin", &count)) throw UsageError("--unpin frees settings of a --from-megatron file; give one");
+    if (GivenValue(args, "--unpin", &count)) throw UsageError("--unpin frees settings of a --from-megatron or --from-torchtitan file; give one");
     return args;
   }
-  if (count > 1) throw UsageError(fmt::format("{}: given {} times; give one file", kFromMegatron, count));
-  if (path->empty()) throw UsageError(fmt::format("{} needs a path, got an empty string", kFromMegatron));
+  const std::string flag = reader->flag;  // the flag the messages name
+  if (count > 1) throw UsageError(fmt::format("{}: given {} times; give one file", flag, count));
+  if (path->empty()) throw UsageError(fmt::format("{} needs a path, got an empty string", flag));
   const CLI::App* sub = SubcommandOf(args, app);
   const std::string command = sub ? sub->get_name() : "plan";
   if (command != "plan" && command != "check" && command != "simulate" && command != "search") {
-    throw UsageError(fmt::format("{} is taken by plan, check, simulate and search, not {}", kFromMegatron, command));
+    throw UsageError(fmt::format("{} is taken by plan, check, simulate and search, not {}", flag, command));
   }
   const bool search = command == "search";
   const CLI::App* target = sub ? sub : &app;
-  FrameworkConfig config = WithFlag(kFromMegatron, [&] { return ImportMegatronArgs(ReadConfigFile(*path), *path); });
+  // torchtitan's stage split needs the model's layers before the file's flags are known.
+  std::optional<ModelSpec> model;
+  if (reader->needs_model_first) {
+    int n = 0;
+    if (const std::optional<std::string> m = GivenValue(args, "--model", &n); m && !m->empty()) {
+      model = WithFlag("--model", [&] { return LoadModel(*m); });
+    }
+  }
+  std::optional<int64_t> world_size;
+  if (int n = 0; const std::optional<std::string> w = GivenValue(args, "--world-size", &n)) {
+    if (int64_t v = 0; ParseStrictInt(*w, &v) && v > 0) world_size = v;
+  }
+  FrameworkConfig config = WithFlag(flag, [&] { return reader->import(ReadConfigFile(*path), *path, model, world_size); });
+  o->framework_flag = reader->flag;
   const std::set<std::string> unpin = search ? ParseUnpin(args) : std::set<std::string>{};
   for (const std::string& name : unpin) {
     const auto& can = UnpinnableFlags();
@@ -260,7 +321,8 @@ bool ModelGiven(const PlanCliOptions& o) { return o.model_given || o.framework_c
 void RequireWorldSize(const PlanCliOptions& o) {
   if (!o.degrees.world_size.empty()) return;
   if (o.framework_config) {
-    throw UsageError("--world-size is required with --from-megatron (Megatron takes the world size from the launcher: nodes x GPUs per node)");
+    throw UsageError(fmt::format("--world-size is required with {} ({} takes the world size from the launcher: nodes x GPUs per node)",
+                                 o.framework_flag, o.framework_config->framework));
   }
   if (o.model_given) throw UsageError("--world-size is required with --model");
 }
@@ -269,18 +331,21 @@ ModelSpec LoadPlanModel(const PlanCliOptions& o) {
   if (!o.framework_config) return WithFlag("--model", [&] { return LoadModelOrDefault(o.model); });
   std::optional<ModelSpec> base;
   if (o.model_given) base = WithFlag("--model", [&] { return LoadModel(o.model); });
-  return WithFlag(kFromMegatron, [&] { return MegatronModel(*o.framework_config, base); });
+  return WithFlag(o.framework_flag, [&] { return ReaderOf(o).model(*o.framework_config, base); });
 }
 
 std::string PlanModelSource(const PlanCliOptions& o) {
-  if (o.framework_config && !o.model_given) return o.framework_config->file + " (Megatron-LM arguments)";
+  if (o.framework_config && !o.model_given) {
+    if (!o.framework_config->model_file.empty()) return fmt::format("{} (hf_assets_path of {})", o.framework_config->model_file, o.framework_config->file);
+    return o.framework_config->file + " (Megatron-LM arguments)";
+  }
   return ModelSourceName(o.model);
 }
 
 void CheckEmitFlags(const PlanCliOptions& o, bool search) {
   if (o.emit.empty()) {
-    if (!o.emit_out.empty()) throw UsageError("--emit-out needs --emit FORMAT (megatron)");
-    if (!o.emit_row.empty()) throw UsageError("--emit-row needs --emit FORMAT (megatron)");
+    if (!o.emit_out.empty()) throw UsageError("--emit-out needs --emit FORMAT (megatron | torchtitan)");
+    if (!o.emit_row.empty()) throw UsageError("--emit-row needs --emit FORMAT (megatron | torchtitan)");
     return;
   }
   if (search && o.emit_row.empty()) throw UsageError("search --emit needs --emit-row N (1 = the best row)");
@@ -293,7 +358,7 @@ void CheckEmitFlags(const PlanCliOptions& o, bool search) {
   if (!o.emit_out.empty()) {
     if (o.emit_out == "-") return;
     CheckOutputPath(o.emit_out, "--emit-out");
-    RejectOutputOverInputs(o.emit_out, "--emit-out", {o.model, o.cluster, o.calibration, o.from_megatron});
+    RejectOutputOverInputs(o.emit_out, "--emit-out", {o.model, o.cluster, o.calibration, o.from_megatron, o.from_torchtitan});
     for (const auto& [given, other, flag] : {std::tuple{o.json_given, o.json_path, "--json"}, std::tuple{o.html_given, o.html_path, "--html"},
                                              std::tuple{o.refit_given, o.refit_json, "--refit-json"}}) {
       if (given && SameOutputPath(o.emit_out, other)) throw UsageError(fmt::format("--emit-out and {} name the same output ({})", flag, other));
@@ -301,13 +366,18 @@ void CheckEmitFlags(const PlanCliOptions& o, bool search) {
   }
 }
 
+std::string EmitFormatName(const std::string& format) { return format == "torchtitan" ? "torchtitan overrides" : "Megatron-LM arguments"; }
+
 std::string EmitText(const PlanCliOptions& o, const Plan& plan, int64_t global_batch_size, const std::vector<std::string>& notes) {
   std::string command;
   for (const auto& a : o.argv) command += (command.empty() ? "" : " ") + a;
   const std::string version = VersionText("dockyard-plan");
   std::vector<std::string> header = {"written by " + version.substr(0, version.size() - 1), "command: " + command};
   header.insert(header.end(), notes.begin(), notes.end());
-  return EmitMegatronArgs(plan, global_batch_size, header, o.framework_config ? &*o.framework_config : nullptr);
+  if (o.emit == "torchtitan") return EmitTorchtitanConfig(plan, global_batch_size, header);
+  // A Megatron file's other arguments are carried into the written one.
+  const bool megatron_file = o.framework_config && o.framework_config->framework == "Megatron-LM";
+  return EmitMegatronArgs(plan, global_batch_size, header, megatron_file ? &*o.framework_config : nullptr);
 }
 
 }  // namespace dockyard::cli

@@ -45,6 +45,8 @@ std::string PlanModelSource(const PlanCliOptions& o);
 // --emit, --emit-out and --emit-row given together as they must be (--emit-out and --emit-row need
 // --emit; --emit-out a writable path, not over an input, not another output). Throws UsageError.
 void CheckEmitFlags(const PlanCliOptions& o, bool search);
+// What --emit FORMAT writes, for messages: "Megatron-LM arguments", "torchtitan overrides".
+std::string EmitFormatName(const std::string& format);
 // The launch config of `plan` in --emit's format, headed by the dockyard version and command line.
 // `global_batch_size` 0: the plan's micro-batches decide it.
 // `notes`: more header lines (a search row's warnings).

@@ -190,7 +190,7 @@ bool WritePlanOutputs(const CliOptions& o, const PlanCommandRequest& request, co
     if (o.json_given) out << "JSON report written to " << o.json_path << "\n";
     if (o.refit_given) out << "Refit map written to " << o.refit_json << "\n";
     if (o.html_given) out << "HTML report written to " << o.html_path << "\n";
-    if (!o.emit.empty()) out << "Megatron-LM arguments written to " << o.emit_out << "\n";
+    if (!o.emit.empty()) out << cli::EmitFormatName(o.emit) << " written to " << o.emit_out << "\n";
   }
   return quiet;
 }
@@ -251,9 +251,9 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   app.require_subcommand(0, 1);
 
   app.set_version_flag("--version", VersionText("dockyard-plan"), "print the version and the git commit this binary was built from");
-  // --from-megatron FILE: its settings join the command line as the flags they are, before parsing.
+  // --from-megatron / --from-torchtitan FILE: its settings join the command line as the flags they are, before parsing.
   std::vector<std::string> args(argv, argv + argc);
-  const int expanded = cli::RunReportingErrors("dockyard-plan", "out of memory reading --from-megatron", err, [&] {
+  const int expanded = cli::RunReportingErrors("dockyard-plan", "out of memory reading a --from-* job config", err, [&] {
     args = cli::ExpandFrameworkConfig(args, app, &o);
     return 0;
   });

@@ -195,7 +195,7 @@ void CheckPlanOutputs(const PlanCliOptions& o) {
     throw UsageError("--json - and --refit-json - cannot both write to stdout");
   }
   // No output may replace an input (model, cluster JSON, routing trace).
-  std::vector<std::string> inputs = {o.model, o.cluster, o.calibration, o.from_megatron};
+  std::vector<std::string> inputs = {o.model, o.cluster, o.calibration, o.from_megatron, o.from_torchtitan};
   if (o.routing.rfind("trace:", 0) == 0) inputs.push_back(o.routing.substr(6));
   // An output that cannot be written is refused before any work, naming its flag.
   if (o.json_given) CheckOutputPath(o.json_path, "--json");
@@ -264,15 +264,17 @@ std::string NodeSizeClusterWarning(const TrainingFlags& flags, const ModelSpec& 
 Json ReportProvenance(const PlanCliOptions& o) {
   ReportInputs in = PlanReportInputs(o.model_given ? o.model : "", o.cluster, o.routing, o.calibration);
   if (!o.framework_config) return Provenance(o.argv, in.files, in.embedded);
-  // --from-megatron: the file is an input (its model, without --model, in place of the default),
-  // and what was taken from it and what was not is recorded beside the inputs.
+  // --from-megatron / --from-torchtitan: the file is an input (its model, without --model, in place of
+  // the default), and what was taken from it and what was not is recorded beside the inputs.
   if (!o.model_given) in.embedded.clear();
-  in.files.push_back({"--from-megatron", o.framework_config->file});
+  in.files.push_back({o.framework_flag, o.framework_config->file});
+  if (!o.model_given && !o.framework_config->model_file.empty()) in.files.push_back({"hf_assets_path", o.framework_config->model_file});
   Json p = Provenance(o.argv, in.files, in.embedded);
   Json flags = Json::array();
   for (const auto& f : o.framework_config->flags) flags.push_back({{"flag", f.flag}, {"value", f.value}, {"from", f.from}});
   p["framework_config"] = {{"framework", o.framework_config->framework},
                            {"file", o.framework_config->file},
+                           {"form", o.framework_config->form},
                            {"flags", flags},
                            {"ignored", o.framework_config->ignored},
                            {"without_effect", o.framework_config->not_read}};

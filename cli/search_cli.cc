@@ -167,7 +167,7 @@ int WriteSearchOutputs(const CliOptions& o, const SearchCommandResult& result, c
   if (o.framework_config) out << FrameworkConfigText(*o.framework_config);
   out << result.text;
   if (o.html_given) out << "HTML report written to " << o.html_path << "\n";
-  if (!o.emit.empty()) out << "Megatron-LM arguments of row " << o.emit_row << " written to " << o.emit_out << "\n";
+  if (!o.emit.empty()) out << cli::EmitFormatName(o.emit) << " of row " << o.emit_row << " written to " << o.emit_out << "\n";
   return 0;
 }
 
@@ -195,14 +195,14 @@ std::string EmitSearchRow(const CliOptions& o, const ModelSpec& model, const Sea
   if (training.mtp_layers > 0) {
     // The ranking did not price them: said whenever they are written with a row.
     err << "dockyard-plan search: warning: --emit-row " << row << ": the ranking priced no MTP; the row is written with the file's "
-        << training.mtp_layers << " MTP layer(s), whose time and memory it lacks (check it with simulate --from-megatron)\n";
+        << training.mtp_layers << " MTP layer(s), whose time and memory it lacks (check it with simulate and the same --from-* file)\n";
     // The row was ranked without them: say so where the layout does not fit with them.
     const MemoryReport memory = ComputeMemory(plan);
     const double budget = SearchBudgetGib(s);
     const double reserve = s.training.memory_reserve_gib.value_or(kDefaultMemoryReserveGib);
     if (OverBudget(static_cast<double>(memory.worst_peak_bytes), budget, reserve)) {
       notes.push_back(fmt::format("WARNING: with the file's {} MTP layer(s) this layout peaks at {:.2f} GiB, over the {:.2f} GiB limit "
-                                  "({:.2f} GiB budget less the {:.2f} GiB reserve): check it with check --from-megatron before launching",
+                                  "({:.2f} GiB budget less the {:.2f} GiB reserve): check it with check and the same --from-* file before launching",
                                   training.mtp_layers, static_cast<double>(memory.worst_peak_bytes) / (1 << 30), budget - reserve, budget,
                                   reserve));
       err << "dockyard-plan search: warning: --emit-row " << row << ": " << notes.back().substr(9) << "\n";

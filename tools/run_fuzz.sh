@@ -71,6 +71,10 @@ bash planner/frameworks/megatron_arg_table.sh planner/frameworks/megatron-lm-arg
 cmp -s "$GEN/planner/frameworks/megatron_arg_table.h.new" "$GEN/planner/frameworks/megatron_arg_table.h" 2>/dev/null ||
   mv "$GEN/planner/frameworks/megatron_arg_table.h.new" "$GEN/planner/frameworks/megatron_arg_table.h"
 rm -f "$GEN/planner/frameworks/megatron_arg_table.h.new"
+bash planner/frameworks/embed_text.sh kTorchtitanFieldsText planner/frameworks/torchtitan-fields.txt > "$GEN/planner/frameworks/torchtitan_fields.h.new"
+cmp -s "$GEN/planner/frameworks/torchtitan_fields.h.new" "$GEN/planner/frameworks/torchtitan_fields.h" 2>/dev/null ||
+  mv "$GEN/planner/frameworks/torchtitan_fields.h.new" "$GEN/planner/frameworks/torchtitan_fields.h"
+rm -f "$GEN/planner/frameworks/torchtitan_fields.h.new"
 
 # Library sources: every planner/*/*.cc but tests and benchmarks, and dockyard-plan's CLI sources
 # (every cli/*.cc but the mains and dockyard-run's, which needs the runtime).
@@ -95,7 +99,7 @@ compile_one() {
 }
 
 # An object is rebuilt when its source or any header of the project is newer.
-newest_header="$(ls -t planner/*/*.h cli/*.h fuzz/*.h "$GEN/planner/layout/default_model.h" "$GEN/planner/frameworks/megatron_arg_table.h" 2>/dev/null | head -1)"
+newest_header="$(ls -t planner/*/*.h cli/*.h fuzz/*.h "$GEN/planner/layout/default_model.h" "$GEN/planner/frameworks/megatron_arg_table.h" "$GEN/planner/frameworks/torchtitan_fields.h" 2>/dev/null | head -1)"
 build_failed=0
 pids=()
 objects=()
@@ -121,7 +125,7 @@ fi
 for t in "${TARGETS[@]}"; do
   [ -f "fuzz/${t}_fuzzer.cc" ] || { echo "run_fuzz: no target '$t' (have: ${ALL_TARGETS[*]})" >&2; exit 2; }
   # shellcheck disable=SC2086
-  if ! "$CXX" "${CXXFLAGS[@]}" $SAN -fsanitize=fuzzer "fuzz/${t}_fuzzer.cc" "${objects[@]}" -lfmt -lcrypto -o "$BIN/${t}_fuzzer" \
+  if ! "$CXX" "${CXXFLAGS[@]}" $SAN -fsanitize=fuzzer "fuzz/${t}_fuzzer.cc" "${objects[@]}" -lfmt -lcrypto -lyaml-cpp -o "$BIN/${t}_fuzzer" \
       2> "$WORK/logs/${t}_link.log"; then
     echo "run_fuzz: building ${t}_fuzzer failed:" >&2
     grep -m10 -E 'error' "$WORK/logs/${t}_link.log" >&2

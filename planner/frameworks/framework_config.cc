@@ -13,8 +13,9 @@ const ConfigArg* FrameworkConfig::Find(const std::string& key) const {
 }
 
 std::string FrameworkConfigText(const FrameworkConfig& config) {
-  std::string out = fmt::format("{} config {}: {} arguments; {} set dockyard flags", config.framework, config.file, config.args.size(),
-                                config.flags.size());
+  std::string out = fmt::format("{} config {}{}: {} {}; {} set dockyard flags", config.framework, config.file,
+                                config.form.empty() ? "" : " (" + config.form + ")", config.args.size(),
+                                config.framework == "Megatron-LM" ? "arguments" : "keys", config.flags.size());
   if (!config.not_read.empty()) out += fmt::format(", {} without effect on a plan (learning rate, data, logging, ...)", config.not_read.size());
   out += "\n";
   if (!config.flags.empty()) {

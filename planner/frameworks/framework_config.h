@@ -22,8 +22,10 @@ struct ConfigFlag {
 };
 
 struct FrameworkConfig {
-  std::string framework;  // "Megatron-LM"
+  std::string framework;  // "Megatron-LM", "torchtitan"
   std::string file;
+  std::string form;        // how the file gives it, when a framework has several: "JSON dump", "TOML job file", ...
+  std::string model_file;  // the HF config.json the job names (torchtitan's hf_assets_path), when found
   std::vector<ConfigArg> args;
   std::vector<ConfigFlag> flags;
   // Settings a search varies that the file leaves at the framework's default (Megatron: tp, pp, cp,

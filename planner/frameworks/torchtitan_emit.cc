@@ -1,0 +1,160 @@
+// A plan written as torchtitan command-line overrides (torchtitan_config.h EmitTorchtitanConfig).
+// The reader (torchtitan_config.cc ImportTorchtitanConfig) reads every line written here back to the
+// same plan (torchtitan_config_test "round trip").
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "planner/base/error.h"
+#include "planner/frameworks/torchtitan_config.h"
+#include "planner/layout/convention.h"
+#include "planner/layout/megatron_split.h"
+#include "planner/model/dispatcher.h"
+#include "planner/model/training.h"
+
+namespace dockyard {
+namespace {
+
+[[noreturn]] void Refuse(const std::string& what) { throw Error("--emit torchtitan: " + what); }
+
+struct Lines {
+  std::vector<std::string> out;
+  void Add(const std::string& key, const std::string& value) {
+    if (TorchtitanFieldTable("current").count(key) == 0) throw Error("internal: " + key + " is not a torchtitan config key");
+    out.push_back("--" + key + " " + value);
+  }
+  void Add(const std::string& key, int64_t value) { Add(key, std::to_string(value)); }
+};
+
+// The layers of each of `pp` ranks as torchtitan's stage generator places them (loop style), for
+// `stages` stages and the first / last stage less layers; empty where torchtitan refuses.
+std::vector<int64_t> GeneratedRankLayers(int64_t stages, int64_t pp, int64_t layers, int64_t first, int64_t last) {
+  if (stages == 1) return {layers};
+  const int64_t effective = layers + first + last;
+  if (stages > effective) return {};
+  const int64_t per = effective / stages, extra = effective % stages;
+  if (first > per || last > per) return {};
+  std::vector<int64_t> out(static_cast<size_t>(pp), 0);
+  int64_t placed = 0;
+  for (int64_t s = 0; s < stages; ++s) {
+    int64_t n = per + (s < extra ? 1 : 0) - (s == 0 ? first : s == stages - 1 ? last : 0);
+    n = std::max<int64_t>(0, std::min(n, layers - placed));
+    out[static_cast<size_t>(s % pp)] += n;
+    placed += n;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string EmitTorchtitanConfig(const Plan& plan, int64_t global_batch_size, const std::vector<std::string>& header_lines) {
+  const ParallelDims& d = plan.dims;
+  const TrainingConfig& t = plan.training;
+  const RunSettings& run = t.run;
+  if (d.convention == Convention::kMegatron) {
+    Refuse("the plan is under --convention megatron, whose rank order and sharding torchtitan does not use; plan it with --convention torchtitan");
+  }
+  if (t.dp_sharding.value_or(DpSharding::kFsdp) != DpSharding::kFsdp) Refuse("torchtitan shards data parallelism with FSDP2 only (--dp-sharding fsdp)");
+  if (d.etp > 1) Refuse(fmt::format("expert TP {} (torchtitan at {} has none)", d.etp, std::string(kTorchtitanCommit).substr(0, 9)));
+  if (!run.pipeline_layout.empty() || run.account_for_embedding || run.account_for_loss) Refuse("a Megatron pipeline layout");
+  if (run.schedule != "1f1b") Refuse("the " + run.schedule + " pipeline schedule (torchtitan's DualPipeV is another schedule)");
+  if (t.precision == "fp8" && t.fp8_recipe == "blockwise") Refuse("blockwise FP8 (torchtitan's Float8 recipes are tensorwise and rowwise)");
+  if (t.fp8_dispatch) Refuse("dockyard's --fp8-dispatch");
+  if (t.optimizer != Optimizer::kAdamW) Refuse("SGD (torchtitan's optimizers are Adam / AdamW)");
+  if (t.grad_dtype != "float32") Refuse("--grad-dtype " + t.grad_dtype + " (torchtitan reduces in float32)");
+  if (t.param_dtype != "bfloat16" && t.param_dtype != "float32") Refuse("--param-dtype " + t.param_dtype);
+  if (t.dispatcher == Dispatcher::kDeredundency || t.dispatcher == Dispatcher::kAllGather) {
+    Refuse(fmt::format("the {} dispatcher", DispatcherName(t.dispatcher)));
+  }
+  if (run.overlap_moe_ep_comm) Refuse("Megatron's --overlap-moe-expert-parallel-comm");
+
+  Lines l;
+  l.Add("parallelism.data_parallel_replicate_degree", d.dp_replicate);
+  l.Add("parallelism.data_parallel_shard_degree", d.dp_shard);
+  l.Add("parallelism.tensor_parallel_degree", d.tp);
+  l.Add("parallelism.context_parallel_degree", d.cp);
+  l.Add("parallelism.pipeline_parallel_degree", d.pp);
+  l.Add("parallelism.expert_parallel_degree", d.ep);
+  l.Add("parallelism.fsdp_reshard_after_forward", ReshardPolicyName(run.reshard_after_forward));
+  const int64_t microbatches = t.num_microbatches.value_or(d.pp);
+  if (d.pp > 1) {
+    // The stage split: the first / last stage less layers (and layers per stage with vpp) for which
+    // torchtitan's generator gives the plan's layers per rank (dockyard's even split: 0 and 0).
+    const int64_t n = plan.model.num_hidden_layers;
+    const int64_t stages = d.pp * run.vpp;
+    std::vector<int64_t> want = t.pp_layer_split.empty() ? std::vector<int64_t>{} : t.pp_layer_split;
+    if (want.empty()) {
+      want.assign(static_cast<size_t>(d.pp), 0);
+      for (int64_t s : EvenLayerSplit(n, d.pp)) ++want[static_cast<size_t>(s)];
+    }
+    // Stages per rank: 1 for 1F1B, 2 for Interleaved1F1B without pipeline_parallel_layers_per_stage
+    // (_get_pipeline_metadata), else stages = ceil((layers + first + last) / layers_per_stage).
+    auto layers_per_stage = [&](int64_t first, int64_t last) -> int64_t {
+      if (run.vpp <= 2) return 0;
+      const int64_t effective = n + first + last;
+      for (int64_t k = 1; k <= effective; ++k) {
+        if ((effective + k - 1) / k == stages) return k;
+      }
+      return -1;
+    };
+    std::optional<std::pair<int64_t, int64_t>> less;
+    int64_t lps = 0;
+    for (int64_t first = 0; first <= 4 && !less; ++first) {
+      for (int64_t last = 0; last <= 4 && !less; ++last) {
+        if (GeneratedRankLayers(stages, d.pp, n, first, last) == want && (lps = layers_per_stage(first, last)) >= 0) less = {first, last};
+      }
+    }
+    if (!less) {
+      Refuse(fmt::format("the layers per pipeline rank {} with vpp {}: torchtitan's stage split (first / last stage less layers 0 to 4, "
+                         "pipeline_parallel_layers_per_stage) does not give them",
+                         fmt::join(want, ","), run.vpp));
+    }
+    l.Add("parallelism.pipeline_parallel_schedule", run.vpp > 1 ? "Interleaved1F1B" : "1F1B");
+    l.Add("parallelism.pipeline_parallel_first_stage_less_layers", less->first);
+    l.Add("parallelism.pipeline_parallel_last_stage_less_layers", less->second);
+    if (lps > 0) l.Add("parallelism.pipeline_parallel_layers_per_stage", lps);
+    l.Add("parallelism.num_pp_microbatches", microbatches);
+  }
+  // Token counts: a micro-batch of micro_batch_size sequences; a step of the global batch.
+  const int64_t dp = d.dp_replicate * d.dp_shard;
+  const int64_t sequences = global_batch_size > 0 ? global_batch_size : t.micro_batch_size * dp * microbatches * run.grad_accumulation_steps;
+  l.Add("training.num_tokens_per_microbatch_per_dp_rank", t.micro_batch_size * t.seq_len);
+  l.Add("training.max_context_length", t.seq_len);
+  l.Add("training.num_tokens_per_train_step", sequences * t.seq_len);
+  l.Add("training.mixed_precision_param", t.param_dtype);
+  l.Add("training.mixed_precision_reduce", "float32");
+  l.Add("training.max_norm", fmt::format("{}", run.clip_grad));
+  l.Add("optimizer.implementation", t.optimizer_states_dtype == "bfloat16" ? "fused_opt_states_bf16" : "fused");
+  if (t.mtp_layers > 0) Refuse("MTP modules (torchtitan sets them in the model flavor: plan without --mtp-layers)");
+  std::string ac;
+  switch (t.recompute) {
+    case Recompute::kNone: ac = "none"; break;
+    case Recompute::kFull: ac = "full"; break;
+    case Recompute::kSelective:
+      if (t.selective_ac_option != "op") {
+        Refuse(t.selective_ac_option.empty() ? std::string("Megatron recompute modules (torchtitan's selective checkpointing is per-op: --selective-ac-option op)")
+                                             : "selective_ac_option " + t.selective_ac_option +
+                                                   " (every N-th block; removed from torchtitan in 114151ad4: --selective-ac-option op)");
+      }
+      ac = "selective";
+      break;
+  }
+
+  std::string out;
+  for (const std::string& h : header_lines) out += "# " + h + "\n";
+  out += fmt::format("# torchtitan at {}: command-line overrides for {} GPUs; launch as\n", std::string(kTorchtitanCommit).substr(0, 9), d.world_size);
+  out += "#   torchrun --nnodes N --nproc-per-node G -m torchtitan.train --module MODEL --config FUNCTION $(grep -v '^#' THIS_FILE)\n";
+  out += "# The config function keeps what is not here (model flavor, data, optimizer hyper-parameters).\n";
+  if (t.precision == "fp8") out += "# FP8: add Float8LinearConverter / Float8GroupedExpertsConverter to the function's model_registry(converters=...).\n";
+  if (t.dispatcher == Dispatcher::kDeepEp) {
+    out += fmt::format("# DeepEP: model_registry(moe_comm_backend=\"{}\") in the config function.\n",
+                       t.moe_flex_dispatcher_backend == FlexBackend::kHybridEp ? "hybridep" : "deepep");
+  }
+  for (const std::string& line : l.out) out += line + "\n";
+  out += "activation-checkpoint:" + ac + "\n";
+  return out;
+}
+
+}  // namespace dockyard
