@@ -1,0 +1,151 @@
+// torchtitan job configs (torchtitan_config.h): the three forms, torchtitan's defaults, its stage
+// split and batch arithmetic, the key table, and the written overrides read back.
+#include "planner/frameworks/torchtitan_config.h"
+
+#include <doctest/doctest.h>
+
+#include "planner/base/error.h"
+#include "planner/model/model_file.h"
+#include "planner/model/training.h"
+
+namespace dockyard {
+namespace {
+
+const ModelSpec& Qwen() {
+  static const ModelSpec m = LoadModel("testdata/hf/qwen3-30b-a3b.json");
+  return m;
+}
+
+// The value of `flag` in the config's flags, or "<absent>".
+std::string FlagValue(const FrameworkConfig& c, const std::string& flag) {
+  for (const auto& f : c.flags) {
+    if (f.flag == flag) return f.value;
+  }
+  return "<absent>";
+}
+
+std::string ErrorOf(const std::string& text, const std::string& file = "t.args") {
+  try {
+    ImportTorchtitanConfig(text, file, Qwen());
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+}  // namespace
+
+TEST_CASE("the key tables hold each era's keys") {
+  const auto& current = TorchtitanFieldTable("current");
+  const auto& toml = TorchtitanFieldTable("toml");
+  CHECK(current.at("parallelism.expert_parallel_degree") == "field");
+  CHECK(current.at("training.num_tokens_per_microbatch_per_dp_rank") == "field");
+  CHECK(current.count("parallelism.expert_tensor_parallel_degree") == 0);  // removed in c4b409af2
+  CHECK(toml.at("parallelism.expert_tensor_parallel_degree") == "field");
+  CHECK(toml.at("training.local_batch_size") == "field");
+  CHECK(toml.at("quantize.linear.float8") == "section");
+  CHECK_THROWS_AS(TorchtitanFieldTable("1999"), std::out_of_range);
+}
+
+TEST_CASE("overrides: tyro's spellings, torchtitan's defaults where a key is absent") {
+  // Hyphens for underscores, --k=v, --section.no_flag; absent: 16384 tokens of 2048 -> micro-batch 8.
+  const FrameworkConfig c = ImportTorchtitanConfig(
+      "--parallelism.tensor-parallel-degree=2 --parallelism.expert_parallel_degree 4\n--training.no_disable_cuda_graphs\n", "o.args", Qwen());
+  CHECK(c.form == "command-line overrides");
+  CHECK(FlagValue(c, "--tp") == "2");
+  CHECK(FlagValue(c, "--ep") == "4");
+  CHECK(FlagValue(c, "--seq-len") == "2048");
+  CHECK(FlagValue(c, "--micro-batch-size") == "8");
+  CHECK(FlagValue(c, "--recompute") == "selective");  // Trainer.Config's SelectiveAC
+  CHECK(FlagValue(c, "--selective-ac-option") == "op");
+  CHECK(FlagValue(c, "--convention") == "torchtitan");
+}
+
+TEST_CASE("the batch: token slots per micro-batch and per step") {
+  // T = 12288 tokens of S = 4096 -> micro-batch 3; a step of 3 x 4096 x 8 ranks x 2 = 196608 tokens.
+  const FrameworkConfig c = ImportTorchtitanConfig(
+      "--training.num_tokens_per_microbatch_per_dp_rank 12288 --training.max_context_length 4096 "
+      "--training.num_tokens_per_train_step 196608\n",
+      "b.args", Qwen());
+  CHECK(FlagValue(c, "--micro-batch-size") == "3");
+  CHECK(FlagValue(c, "--global-batch-tokens") == "196608");
+  // T not a multiple of S (and above it): refused; T below S: sequences of T.
+  CHECK(ErrorOf("--training.num_tokens_per_microbatch_per_dp_rank 6000 --training.max_context_length 4096\n") ==
+        "t.args:1: training.num_tokens_per_microbatch_per_dp_rank 6000: not a multiple of training.max_context_length 4096: dockyard "
+        "plans micro-batches of whole sequences");
+  const FrameworkConfig short_t =
+      ImportTorchtitanConfig("--training.num_tokens_per_microbatch_per_dp_rank 1024 --training.max_context_length 4096\n", "s.args", Qwen());
+  CHECK(FlagValue(short_t, "--seq-len") == "1024");
+  // Trainer.__init__: T divides by tp (sequence parallel) x 2 cp = 2 x 4 = 8.
+  CHECK(ErrorOf("--parallelism.tensor_parallel_degree 2 --parallelism.context_parallel_degree 2 "
+                "--training.num_tokens_per_microbatch_per_dp_rank 4100 --training.max_context_length 4100\n") ==
+        "t.args:1: training.num_tokens_per_microbatch_per_dp_rank 4100: torchtitan requires a multiple of 8 (tp with sequence "
+        "parallelism x 2 cp)");
+  // No step size: a search pins T x dp at the file's degrees (world 64 / pp 1 = dp 64).
+  const FrameworkConfig pinned = ImportTorchtitanConfig("--parallelism.expert_parallel_degree 8\n", "p.args", Qwen(), int64_t{64});
+  bool found = false;
+  for (const auto& f : pinned.search_defaults) found = found || (f.flag == "--global-batch-tokens" && f.value == std::to_string(16384 * 64));
+  CHECK(found);
+}
+
+TEST_CASE("the TOML era: sequences per rank, pipeline micro-batches, digit separators, lines in errors") {
+  // local_batch_size 8 with pipeline_parallel_microbatch_size 2 at pp 2: micro-batch 2, 4 per schedule.
+  const std::string toml =
+      "[training]\nlocal_batch_size = 8\nseq_len = 4_096\nglobal_batch_size = 1_024\n"
+      "[parallelism]\npipeline_parallel_degree = 2\npipeline_parallel_microbatch_size = 2\nexpert_tensor_parallel_degree = 1\n"
+      "[activation_checkpoint]\nmode = \"selective\"\nselective_ac_option = \"2\"\n";
+  const FrameworkConfig c = ImportTorchtitanConfig(toml, "j.toml", Qwen());
+  CHECK(c.form == "TOML job file");
+  CHECK(FlagValue(c, "--convention") == "torchtitan-2026-03");
+  CHECK(FlagValue(c, "--seq-len") == "4096");
+  CHECK(FlagValue(c, "--micro-batch-size") == "2");
+  CHECK(FlagValue(c, "--num-microbatches") == "4");
+  CHECK(FlagValue(c, "--global-batch-size") == "1024");
+  CHECK(FlagValue(c, "--selective-ac-option") == "2");
+  CHECK(FlagValue(c, "--pp-layer-split") == "24,24");  // 48 + 1 + 1 over 2 stages of 25, less 1 at each end
+  CHECK(ErrorOf("[training]\nlocal_batch_size = 7\n[parallelism]\npipeline_parallel_degree = 2\npipeline_parallel_microbatch_size = 2\n", "k.toml") ==
+        "k.toml:2: training.local_batch_size 7: not divisible by parallelism.pipeline_parallel_microbatch_size 2 (torchtitan asserts it)");
+  CHECK(ErrorOf("[training]\nseq_len = \n", "e.toml").rfind("e.toml:2:", 0) == 0);
+}
+
+TEST_CASE("a dump from between the two releases read is refused with the reason") {
+  CHECK(ErrorOf("{\"model_spec\": {\"name\": \"qwen3\"}, \"training\": {\"local_batch_size\": 8}}", "m.json").rfind(
+            "m.json: a torchtitan dump with model_spec and training.local_batch_size", 0) == 0);
+}
+
+TEST_CASE("a written config reads back to the same plan") {
+  // Qwen3-30B-A3B, pp 4 x vpp 3 (48 layers, 12 a rank), ep 8, op-SAC, bf16 moments: torchtitan's
+  // generator gives 12 per rank with no less layers at 12 stages (4 each), layers_per_stage 4.
+  ParallelDimsOptions d;
+  d.world_size = 64;
+  d.pp = 4;
+  d.ep = 8;
+  TrainingConfig t;
+  t.run.vpp = 3;
+  t.num_microbatches = 12;
+  t.recompute = Recompute::kSelective;
+  t.selective_ac_option = "op";
+  t.optimizer_states_dtype = "bfloat16";
+  t.micro_batch_size = 2;
+  const Plan plan = BuildPlan(Qwen(), d, t);
+  const std::string written = EmitTorchtitanConfig(plan, 0, {"test"});
+  CHECK(written.find("--parallelism.pipeline_parallel_layers_per_stage 4\n") != std::string::npos);
+  CHECK(written.find("--optimizer.implementation fused_opt_states_bf16\n") != std::string::npos);
+  const FrameworkConfig back = ImportTorchtitanConfig(written, "w.args", Qwen());
+  CHECK(FlagValue(back, "--pp") == "4");
+  CHECK(FlagValue(back, "--vpp") == "3");
+  CHECK(FlagValue(back, "--pp-layer-split") == "12,12,12,12");
+  CHECK(FlagValue(back, "--num-microbatches") == "12");
+  CHECK(FlagValue(back, "--micro-batch-size") == "2");
+  CHECK(FlagValue(back, "--optimizer-states-dtype") == "bfloat16");
+  CHECK(FlagValue(back, "--recompute") == "selective");
+  // 2 x 4096 tokens x dp 16 x 12 micro-batches per step.
+  CHECK(FlagValue(back, "--global-batch-tokens") == std::to_string(2 * 4096 * 16 * 12));
+  // What torchtitan cannot run: a per-layer selective_ac_option, ZeRO-1.
+  t.selective_ac_option = "2";
+  d.convention = Convention::kTorchtitan2026_03;
+  CHECK_THROWS_WITH_AS(EmitTorchtitanConfig(BuildPlan(Qwen(), d, t), 0, {}),
+                       doctest::Contains("selective_ac_option 2 (every N-th block; removed from torchtitan in 114151ad4"), Error);
+}
+
+}  // namespace dockyard
