@@ -191,6 +191,28 @@ TEST_CASE("torchtitan bad input: one clear error, the exit code, nothing written
   const Result contradiction = Plan("--from-torchtitan " + qwen_dump + kQwen + " --world-size 64 --recompute none");
   CHECK(contradiction.code == 2);
   CHECK(Has(contradiction.err, "--recompute none on the command line contradicts activation_checkpoint in " + qwen_dump + ", which sets --recompute full"));
+  // An empty file; a quoted number; null for a section; a value past the model's layers; a value
+  // outside torchtitan's choices (QA round 1).
+  WriteText(Tmp("empty.json"), "");
+  CHECK(Has(Plan("--from-torchtitan " + Tmp("empty.json") + kQwen + " --world-size 8").err, "no torchtitan settings in the TOML job file"));
+  WriteText(Tmp("quoted.json"), "{\"parallelism\": {\"expert_parallel_degree\": \"8\"}}");
+  CHECK(Has(Plan("--from-torchtitan " + Tmp("quoted.json") + kQwen + " --world-size 8").err,
+            "parallelism.expert_parallel_degree 8: a string: torchtitan's field is a whole number"));
+  WriteText(Tmp("null.json"), "{\"training\": null}");
+  CHECK(Has(Plan("--from-torchtitan " + Tmp("null.json") + kQwen + " --world-size 8").err, "training: must be a table of settings, got null"));
+  WriteText(Tmp("less.args"), "--parallelism.pipeline_parallel_degree 2\n--parallelism.pipeline_parallel_first_stage_less_layers 9223372036854775807\n");
+  CHECK(Has(Plan("--from-torchtitan " + Tmp("less.args") + kQwen + " --world-size 8").err,
+            "less.args:2: parallelism.pipeline_parallel_first_stage_less_layers 9223372036854775807: must be <= 48"));
+  // toml++ 3.3's own assertion on a table header broken over lines is an error, not an abort.
+  WriteText(Tmp("header.toml"), "[\n  {m\"\n  \"mododel_els");
+  const Result header = Plan("--from-torchtitan " + Tmp("header.toml") + kQwen + " --world-size 8");
+  CHECK(header.code == 1);
+  CHECK(Has(header.err, "header.toml: not a TOML file dockyard can read"));
+  // A TOML-era row with ep < tp: current torchtitan refuses it, so --emit does too.
+  const Result ep_tp = Plan("--convention torchtitan-2026-03 --tp 2 --ep 1" + kQwen + " --world-size 8 --emit torchtitan --emit-out " + Tmp("eptp.tt"));
+  CHECK(ep_tp.code == 1);
+  CHECK(Has(ep_tp.err, "--emit torchtitan: ep 1 < tp 2 (torchtitan at b5bcd76c6 requires ep >= tp for an MoE model, PR #4794)"));
+  CHECK_FALSE(Exists(Tmp("eptp.tt")));
   // --emit torchtitan refuses a Megatron plan; nothing written.
   const Result megatron = Plan("--convention megatron" + kQwen + " --world-size 8 --ep 8 --emit torchtitan --emit-out " + Tmp("m.tt"));
   CHECK(megatron.code == 1);

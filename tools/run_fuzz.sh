@@ -3,7 +3,7 @@
 # through Bazel) and runs each one for a bounded time.
 #
 #   tools/run_fuzz.sh [SECONDS] [TARGET...]    # default: 60 s per target, every target
-#   targets: hf_config model_spec training plan cli megatron_args
+#   targets: hf_config model_spec training plan cli megatron_args torchtitan_config
 #
 # Seeds come from testdata/fuzz/<target>/ (read-only); new inputs go to a working corpus under
 # $DOCKYARD_FUZZ_DIR (default ${TMPDIR:-/tmp}/dockyard-fuzz), which is kept between runs, as are
@@ -16,7 +16,7 @@ ROOT="$PWD"
 
 SECONDS_PER_TARGET="${1:-60}"
 shift || true
-ALL_TARGETS=(hf_config model_spec training plan cli megatron_args)
+ALL_TARGETS=(hf_config model_spec training plan cli megatron_args torchtitan_config)
 TARGETS=("$@")
 [ ${#TARGETS[@]} -eq 0 ] && TARGETS=("${ALL_TARGETS[@]}")
 case "$SECONDS_PER_TARGET" in
@@ -140,7 +140,7 @@ max_len() {
     plan) echo 8192 ;;
     training) echo 2048 ;;
     cli) echo 1024 ;;
-    megatron_args) echo 4096 ;;
+    megatron_args|torchtitan_config) echo 4096 ;;
     *) echo 4096 ;;
   esac
 }
@@ -158,7 +158,7 @@ for t in "${TARGETS[@]}"; do
   dict=()
   [ -f fuzz/dockyard.dict ] && dict=(-dict=fuzz/dockyard.dict)
   more=()
-  [ "$t" = megatron_args ] && more=(testdata/frameworks)  # as fuzz/BUILD's _EXTRA_CORPUS
+  case "$t" in megatron_args|torchtitan_config) more=(testdata/frameworks) ;; esac  # as fuzz/BUILD's _EXTRA_CORPUS
   "$BIN/${t}_fuzzer" -max_total_time="$SECONDS_PER_TARGET" -timeout=10 -rss_limit_mb=2048 -max_len="$(max_len "$t")" \
     -print_final_stats=1 -artifact_prefix="$artifacts/" "${dict[@]}" "$corpus" "$seeds" "${more[@]}" > "$log" 2>&1
   rc=$?

@@ -13,7 +13,23 @@
 #include <sstream>
 
 #include <fmt/format.h>
+
+#include "planner/base/error.h"
+
+// toml++ 3.3 (Debian's) asserts on some malformed input (a table header whose key starts on the next
+// line: parse_key's TOML_ASSERT_ASSUME, found by fuzz/torchtitan_config_fuzzer.cc), and under
+// NDEBUG turns those asserts into optimizer assumptions. Its checks stay on here and throw a
+// dockyard::Error instead (the parser's functions may throw: they throw toml::parse_error).
+namespace dockyard {
+[[noreturn]] inline void TomlInternalCheckFailed(const char* expr) {
+  throw Error(std::string("not a TOML file dockyard can read (toml++'s check '") + expr + "' failed)");
+}
+}  // namespace dockyard
+#pragma push_macro("NDEBUG")
+#undef NDEBUG
+#define TOML_ASSERT(expr) ((expr) ? static_cast<void>(0) : ::dockyard::TomlInternalCheckFailed(#expr))
 #include <toml++/toml.h>
+#pragma pop_macro("NDEBUG")
 
 #include "planner/base/error.h"
 #include "planner/base/json_util.h"
@@ -52,7 +68,8 @@ struct Entry {
   std::string text;                // a scalar: a string unquoted, true / false, a number; an object: its JSON
   std::vector<std::string> items;  // a list's elements
   bool list = false, null = false;
-  int line = 0;  // 0: the form has no lines (a JSON dump)
+  bool quoted = false;  // a JSON or TOML string (an overrides file's words are all text)
+  int line = 0;         // 0: the form has no lines (a JSON dump)
 };
 
 // The sections whose every key is checked and read; the others are named as not read.
@@ -105,7 +122,10 @@ Entry EntryOf(const Json& v, int line) {
   e.line = line;
   auto text = [](const Json& x) { return x.is_string() ? x.get<std::string>() : x.dump(); };
   if (v.is_null()) e.null = true;
-  else if (v.is_array()) {
+  else if (v.is_string()) {
+    e.text = v.get<std::string>();
+    e.quoted = true;
+  } else if (v.is_array()) {
     e.list = true;
     for (const Json& x : v) e.items.push_back(text(x));
     e.text = v.dump();
@@ -156,7 +176,7 @@ void WalkTop(Job& j, const Json& root, const std::map<std::string, int>& lines) 
     }
     if (t->second == "section" && it.value().is_object()) {
       Walk(j, it.value(), key + ".", lines);
-    } else if (t->second == "section" && !it.value().is_null()) {
+    } else if (t->second == "section" && (!it.value().is_null() || key != "activation_checkpoint")) {
       Fail(j, line, fmt::format("{}: must be a table of settings, got {}", key, ShownWord(it.value().dump())));
     } else {
       j.entries[key] = EntryOf(it.value(), line);
@@ -306,9 +326,12 @@ Job ReadJob(const std::string& text, const std::string& file) {
   j.form = "TOML job file";
   j.era = kToml;
   if (text.find('\0') != std::string::npos) throw Error(fmt::format("{}: a NUL byte: not a torchtitan TOML job file", file));
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0) throw Error(fmt::format("{}:1: a UTF-8 byte-order mark at the start: save the file without it", file));
   toml::table doc;
   try {
     doc = toml::parse(text, file);
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}", file, e.what()));
   } catch (const toml::parse_error& e) {
     throw Error(fmt::format("{}:{}:{}: not a torchtitan config (TOML: {}); torchtitan configs dockyard reads: a JSON dump "
                             "(--debug.save_config_file), a TOML job file, or a file of --section.key overrides",
@@ -344,12 +367,21 @@ class Reader {
     const Entry* e = Find(key);
     Fail(j_, e ? e->line : 0, fmt::format("{} {}: {}", key, e ? ShownWord(e->null ? "null" : e->text) : "(absent)", rule));
   }
-  std::optional<int64_t> OptInt(const std::string& key, int64_t min) {
+  // A whole number in [min, max]; nullopt when absent, or null where torchtitan's field is
+  // Optional (`nullable`). Quoted numbers ("8" in JSON or TOML) are refused: torchtitan would not
+  // take a string for an int field.
+  std::optional<int64_t> OptInt(const std::string& key, int64_t min, bool nullable = false, int64_t max = int64_t{1} << 40) {
     const Entry* e = Find(key);
-    if (e == nullptr || e->null || e->text == "None") return std::nullopt;
+    if (e == nullptr) return std::nullopt;
+    if (e->null || e->text == "None") {
+      if (nullable) return std::nullopt;
+      Bad(key, "must be a whole number, not null");
+    }
     int64_t v = 0;
-    if (e->list || !ParseStrictInt(e->text, &v)) Bad(key, "not a whole number");
+    if (e->quoted) Bad(key, "a string: torchtitan's field is a whole number (write it without quotes)");
+    if (e->list || !ParseStrictInt(e->text, &v)) Bad(key, "not a whole number (or out of range)");
     if (v < min) Bad(key, fmt::format("must be >= {}", min));
+    if (v > max) Bad(key, fmt::format("must be <= {}", max));
     return v;
   }
   int64_t Int(const std::string& key, int64_t fallback, int64_t min) { return OptInt(key, min).value_or(fallback); }
@@ -357,7 +389,7 @@ class Reader {
     const Entry* e = Find(key);
     if (e == nullptr) return fallback;
     double v = 0;
-    if (e->null || e->list || !ParseStrictDouble(e->text, &v)) Bad(key, "not a number");
+    if (e->quoted || e->null || e->list || !ParseStrictDouble(e->text, &v) || !(v >= 0 && v < 1e30)) Bad(key, "not a number >= 0");
     return v;
   }
   std::string Str(const std::string& key, const std::string& fallback) {
@@ -365,11 +397,13 @@ class Reader {
     if (e == nullptr) return fallback;
     if (e->null) return "";
     if (e->list) Bad(key, "must be one value, not a list");
+    if (!e->quoted && j_.form != "command-line overrides") Bad(key, "must be a string (in quotes)");
     return e->text;
   }
   bool Bool(const std::string& key, bool fallback) {
     const Entry* e = Find(key);
     if (e == nullptr) return fallback;
+    if (e->quoted) Bad(key, "a string: torchtitan's field is true or false");
     if (e->text == "true" || e->text == "True") return true;
     if (e->text == "false" || e->text == "False") return false;
     Bad(key, "must be true or false");
@@ -536,6 +570,11 @@ bool WithoutEffect(const std::string& key) {
 FrameworkConfig ImportTorchtitanConfig(const std::string& text, const std::string& file, const std::optional<ModelSpec>& given_model,
                                        std::optional<int64_t> world_size) {
   const Job job = ReadJob(text, file);
+  if (job.entries.empty() && !job.model_tree && !job.ac_mode && job.launch_words.empty()) {
+    throw Error(fmt::format("{}: no torchtitan settings in the {} (an empty file?): give a JSON dump, a TOML job file or "
+                            "--section.key overrides",
+                            file, job.form));
+  }
   FrameworkConfig c;
   c.framework = "torchtitan";
   c.file = file;
@@ -676,11 +715,11 @@ FrameworkConfig ImportTorchtitanConfig(const std::string& text, const std::strin
       r.Bad("parallelism.module_fqns_per_model_part",
             "a hand-made module split is not read; give the layers per rank as --pp-layer-split with the file's other settings");
     }
-    const int64_t first = r.Int("parallelism.pipeline_parallel_first_stage_less_layers", 1, 0);
-    const int64_t last = r.Int("parallelism.pipeline_parallel_last_stage_less_layers", 1, 0);
     const int64_t n = model.num_hidden_layers;
+    const int64_t first = r.OptInt("parallelism.pipeline_parallel_first_stage_less_layers", 0, false, n).value_or(1);
+    const int64_t last = r.OptInt("parallelism.pipeline_parallel_last_stage_less_layers", 0, false, n).value_or(1);
     int64_t per_rank = is_single ? 1 : 2;
-    if (const std::optional<int64_t> lps = r.OptInt("parallelism.pipeline_parallel_layers_per_stage", 1)) {
+    if (const std::optional<int64_t> lps = r.OptInt("parallelism.pipeline_parallel_layers_per_stage", 1, true)) {
       const int64_t stages = (n + first + last + *lps - 1) / *lps;
       if (stages % pp != 0) {
         r.Bad("parallelism.pipeline_parallel_layers_per_stage",
@@ -750,7 +789,7 @@ FrameworkConfig ImportTorchtitanConfig(const std::string& text, const std::strin
   }
   if (r.Bool("training.enable_cpu_offload", false)) r.Bad("training.enable_cpu_offload", "FSDP's CPU offload is not planned");
   if (r.Has("training.max_norm")) r.Flag("--clip-grad", fmt::format("{}", r.Number("training.max_norm", 1.0)), "training.max_norm");
-  const std::string impl = r.Str("optimizer.implementation", "fused");
+  const std::string impl = r.Choice("optimizer.implementation", "fused", {"for-loop", "foreach", "fused", "fused_opt_states_bf16"});
   if (impl == "fused_opt_states_bf16") r.Flag("--optimizer-states-dtype", "bfloat16", "optimizer.implementation");
   if (toml_era) {
     const std::string name = r.Str("optimizer.name", "AdamW");
@@ -841,7 +880,7 @@ FrameworkConfig ImportTorchtitanConfig(const std::string& text, const std::strin
     r.Ignore("training.disable_cuda_graphs false (torchtitan's CUDA graphs: not priced)");
   }
   if (r.Bool("debug.moe_force_load_balance", false)) r.Ignore("debug.moe_force_load_balance (balanced routing: give --routing uniform to simulate it)");
-  if (const std::optional<int64_t> chunks = r.OptInt("loss.num_chunks", 1); chunks && *chunks > 1) {
+  if (const std::optional<int64_t> chunks = r.OptInt("loss.num_chunks", 1, true); chunks && *chunks > 1) {
     r.Ignore(fmt::format("loss.num_chunks {} (the chunked loss: priced as one logits tensor)", *chunks));
   }
   for (const std::string& w : job.launch_words) {

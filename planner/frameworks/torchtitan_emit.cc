@@ -57,6 +57,11 @@ std::string EmitTorchtitanConfig(const Plan& plan, int64_t global_batch_size, co
     Refuse("the plan is under --convention megatron, whose rank order and sharding torchtitan does not use; plan it with --convention torchtitan");
   }
   if (t.dp_sharding.value_or(DpSharding::kFsdp) != DpSharding::kFsdp) Refuse("torchtitan shards data parallelism with FSDP2 only (--dp-sharding fsdp)");
+  // torchtitan from PR #4794 refuses ep < tp for an MoE model (a TOML-era plan may have it).
+  if (plan.model.moe.num_experts > 0 && d.ep < d.tp) {
+    Refuse(fmt::format("ep {} < tp {} (torchtitan at {} requires ep >= tp for an MoE model, PR #4794)", d.ep, d.tp,
+                       std::string(kTorchtitanCommit).substr(0, 9)));
+  }
   if (d.etp > 1) Refuse(fmt::format("expert TP {} (torchtitan at {} has none)", d.etp, std::string(kTorchtitanCommit).substr(0, 9)));
   if (!run.pipeline_layout.empty() || run.account_for_embedding || run.account_for_loss) Refuse("a Megatron pipeline layout");
   if (run.schedule != "1f1b") Refuse("the " + run.schedule + " pipeline schedule (torchtitan's DualPipeV is another schedule)");
