@@ -366,6 +366,23 @@ void CheckEmitFlags(const PlanCliOptions& o, bool search) {
   }
 }
 
+std::string FrameworkAttribution(const PlanCliOptions& o, const std::string& message) {
+  if (!o.framework_config) return "";
+  std::string out;
+  for (const ConfigFlag& f : o.framework_config->flags) {
+    if (f.from.rfind("(", 0) == 0 || f.flag == "--convention") continue;  // a framework default, not a key of the file
+    for (size_t at = message.find(f.flag); at != std::string::npos; at = message.find(f.flag, at + 1)) {
+      const size_t end = at + f.flag.size();
+      const bool word_end = end == message.size() || message[end] == ' ' || message[end] == ':' || message[end] == '=';
+      const bool word_start = at == 0 || message[at - 1] == ' ' || message[at - 1] == '(' || message[at - 1] == '\'';
+      if (!word_end || !word_start) continue;
+      out += fmt::format("\n  ({}{} came from {} in {})", f.flag, f.value.empty() ? "" : " " + f.value, f.from, o.framework_config->file);
+      break;
+    }
+  }
+  return out;
+}
+
 std::string EmitFormatName(const std::string& format) { return format == "torchtitan" ? "torchtitan overrides" : "Megatron-LM arguments"; }
 
 std::string EmitText(const PlanCliOptions& o, const Plan& plan, int64_t global_batch_size, const std::vector<std::string>& notes) {

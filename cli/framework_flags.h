@@ -45,6 +45,11 @@ std::string PlanModelSource(const PlanCliOptions& o);
 // --emit, --emit-out and --emit-row given together as they must be (--emit-out and --emit-row need
 // --emit; --emit-out a writable path, not over an input, not another output). Throws UsageError.
 void CheckEmitFlags(const PlanCliOptions& o, bool search);
+// For an error raised after a job config's settings became flags: the lines that say which of the
+// flags it names came from the file, and from which key ("  (--global-batch-tokens 409600 came from
+// training.num_tokens_per_train_step in F)"); "" when none does or no config was read. A flag is
+// named when the message holds it followed by a space, ':', '=' or its end.
+std::string FrameworkAttribution(const PlanCliOptions& o, const std::string& message);
 // What --emit FORMAT writes, for messages: "Megatron-LM arguments", "torchtitan overrides".
 std::string EmitFormatName(const std::string& format);
 // The launch config of `plan` in --emit's format, headed by the dockyard version and command line.

@@ -272,7 +272,7 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
     return cli::ReportParseError("dockyard-plan", app, e, err);
   }
 
-  return cli::RunReportingErrors("dockyard-plan", "out of memory building the plan", err, [&] {
+  const auto run_parsed = [&]() -> int {
     RecordGivenFlags({&app, check, simulate, search}, search, o);
     // A flag given with an empty value is a usage error, whatever the flag.
     for (CLI::App* a : {&app, check, simulate, search, spec, calibrate}) {
@@ -291,6 +291,16 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
     if (search->parsed()) return cli::RunSearch(o, out, err);
     if (calibrate->parsed()) return RunCalibrate(cal, out);
     return PlanAndReport(o, check->parsed() ? Command::kCheck : simulate->parsed() ? Command::kSimulate : Command::kPlan, out, err);
+  };
+  return cli::RunReportingErrors("dockyard-plan", "out of memory building the plan", err, [&] {
+    // An error about a flag a job config set names the config's key too.
+    try {
+      return run_parsed();
+    } catch (const UsageError& e) {
+      throw UsageError(e.what() + cli::FrameworkAttribution(o, e.what()));
+    } catch (const Error& e) {
+      throw Error(e.what() + cli::FrameworkAttribution(o, e.what()));
+    }
   });
 }
 

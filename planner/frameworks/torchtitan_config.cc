@@ -69,6 +69,7 @@ struct Entry {
   std::vector<std::string> items;  // a list's elements
   bool list = false, null = false;
   bool quoted = false;  // a JSON or TOML string (an overrides file's words are all text)
+  bool bare = false;    // an override given without a value (tyro's --section.flag switch)
   int line = 0;         // 0: the form has no lines (a JSON dump)
 };
 
@@ -239,6 +240,7 @@ void ReadOverrides(Job& j, const std::string& text) {
       const size_t colon = word.find(':');
       const std::string head = colon == std::string::npos ? "" : word.substr(0, colon);
       if (head == "activation-checkpoint" || head == "activation_checkpoint") {
+        if (j.ac_mode) Fail(j, w.line, fmt::format("'{}': a second activation-checkpoint subcommand (tyro takes one)", ShownWord(word)));
         j.ac_mode = word.substr(colon + 1);
         ++i;
         continue;
@@ -277,6 +279,7 @@ void ReadOverrides(Job& j, const std::string& text) {
       e.text = "false";
     } else if (values.empty()) {
       e.text = "true";  // tyro's --section.flag
+      e.bare = true;
     } else if (values.size() == 1) {
       e.text = values[0];
     } else {
@@ -378,6 +381,7 @@ class Reader {
       Bad(key, "must be a whole number, not null");
     }
     int64_t v = 0;
+    if (e->bare) Fail(j_, e->line, fmt::format("--{} needs a value (a whole number)", key));
     if (e->quoted) Bad(key, "a string: torchtitan's field is a whole number (write it without quotes)");
     if (e->list || !ParseStrictInt(e->text, &v)) Bad(key, "not a whole number (or out of range)");
     if (v < min) Bad(key, fmt::format("must be >= {}", min));
@@ -660,8 +664,7 @@ FrameworkConfig ImportTorchtitanConfig(const std::string& text, const std::strin
       r.Bad("training.num_tokens_per_microbatch_per_dp_rank",
             fmt::format("not a multiple of training.max_context_length {}: dockyard plans micro-batches of whole sequences", s));
     }
-    r.Flag("--seq-len", std::to_string(seq), "training.max_context_length");
-    c.flags.back().from = "training.max_context_length, training.num_tokens_per_microbatch_per_dp_rank";
+    r.Flag("--seq-len", std::to_string(seq), seq == s ? "training.max_context_length" : "training.num_tokens_per_microbatch_per_dp_rank");
     r.Flag("--micro-batch-size", std::to_string(mbs), "training.num_tokens_per_microbatch_per_dp_rank");
     if (pp > 1) schedule_microbatches = r.Int("parallelism.num_pp_microbatches", 1, 1);
     else r.MarkUsed("parallelism.num_pp_microbatches");

@@ -106,15 +106,15 @@ std::string EmitTorchtitanConfig(const Plan& plan, int64_t global_batch_size, co
     };
     std::optional<std::pair<int64_t, int64_t>> less;
     int64_t lps = 0;
-    for (int64_t first = 0; first <= 4 && !less; ++first) {
-      for (int64_t last = 0; last <= 4 && !less; ++last) {
+    for (int64_t first = 0; first <= n && !less; ++first) {
+      for (int64_t last = 0; last <= n && !less; ++last) {
         if (GeneratedRankLayers(stages, d.pp, n, first, last) == want && (lps = layers_per_stage(first, last)) >= 0) less = {first, last};
       }
     }
     if (!less) {
-      Refuse(fmt::format("the layers per pipeline rank {} with vpp {}: torchtitan's stage split (first / last stage less layers 0 to 4, "
+      Refuse(fmt::format("the layers per pipeline rank {} with vpp {}: torchtitan's stage split (first / last stage less layers 0 to {}, "
                          "pipeline_parallel_layers_per_stage) does not give them",
-                         fmt::join(want, ","), run.vpp));
+                         fmt::join(want, ","), run.vpp, n));
     }
     l.Add("parallelism.pipeline_parallel_schedule", run.vpp > 1 ? "Interleaved1F1B" : "1F1B");
     l.Add("parallelism.pipeline_parallel_first_stage_less_layers", less->first);
