@@ -19,6 +19,7 @@
 #include "planner/base/file_util.h"
 #include "planner/base/number_text.h"
 #include "planner/frameworks/megatron_args.h"
+#include "planner/frameworks/megatron_bridge_config.h"
 #include "planner/frameworks/torchtitan_config.h"
 #include "planner/layout/default_layout.h"
 #include "planner/model/model_file.h"
@@ -45,6 +46,11 @@ const std::vector<FrameworkReader>& Readers() {
        },
        &MegatronModel, false},
       {"--from-torchtitan", &PlanCliOptions::from_torchtitan, &ImportTorchtitanConfig, &TorchtitanModel, true},
+      {"--from-megatron-bridge", &PlanCliOptions::from_megatron_bridge,
+       [](const std::string& text, const std::string& file, const std::optional<ModelSpec>& model, std::optional<int64_t>) {
+         return ImportMegatronBridgeConfig(text, file, model);
+       },
+       &MegatronModel, true},
   };
   return readers;
 }
@@ -148,6 +154,9 @@ void AddFrameworkFlags(CLI::App* app, PlanCliOptions& o, bool search) {
                            "--world-size still needed"
                          : "a torchtitan job config (docs/frameworks.md: a JSON dump, a TOML job file or command-line overrides): its "
                            "layout, as the flags they are; the model from --model or its hf_assets_path; --world-size still needed");
+  app->add_option("--from-megatron-bridge", o.from_megatron_bridge,
+                  "a Megatron-Bridge ConfigContainer YAML (docs/frameworks.md: a run_config.yaml dump, or an overrides YAML with "
+                  "--model): its layout and settings, as the flags they are; --world-size still needed");
   if (search) {
     app->add_option("--unpin", o.unpin,
                     "with --from-megatron / --from-torchtitan: comma-separated settings of the file to search instead of pin, e.g. "
@@ -155,10 +164,11 @@ void AddFrameworkFlags(CLI::App* app, PlanCliOptions& o, bool search) {
     app->add_option("--emit-row", o.emit_row, "with --emit: the ranking's row N (1 = the best) written as a launch config");
   }
   app->add_option("--emit", o.emit,
-                  search ? "megatron | torchtitan: write --emit-row's layout as Megatron-LM arguments or torchtitan overrides"
-                         : "megatron | torchtitan: write the plan's layout as Megatron-LM arguments or torchtitan command-line overrides "
-                           "(stdout without --emit-out)")
-      ->check(CLI::IsMember({"megatron", "torchtitan"}));
+                  search ? "megatron | torchtitan | megatron-bridge: write --emit-row's layout as Megatron-LM arguments, torchtitan "
+                           "overrides or a Megatron-Bridge overrides YAML"
+                         : "megatron | torchtitan | megatron-bridge: write the plan's layout as Megatron-LM arguments, torchtitan "
+                           "command-line overrides or a Megatron-Bridge overrides YAML (stdout without --emit-out)")
+      ->check(CLI::IsMember({"megatron", "torchtitan", "megatron-bridge"}));
   app->add_option("--emit-out", o.emit_out, "with --emit: the file to write (default: stdout, in place of the tables)");
 }
 
@@ -192,7 +202,7 @@ std::vector<std::string> ExpandFrameworkConfig(const std::vector<std::string>& a
     count = n;
   }
   if (!path) {
-    if (GivenValue(args, "--unpin", &count)) throw UsageError("--unpin frees settings of a --from-megatron or --from-torchtitan file; give one");
+    if (GivenValue(args, "--unpin", &count)) throw UsageError("--unpin frees settings of a --from-megatron, --from-torchtitan or --from-megatron-bridge file; give one");
     return args;
   }
   const std::string flag = reader->flag;  // the flag the messages name
@@ -337,15 +347,16 @@ ModelSpec LoadPlanModel(const PlanCliOptions& o) {
 std::string PlanModelSource(const PlanCliOptions& o) {
   if (o.framework_config && !o.model_given) {
     if (!o.framework_config->model_file.empty()) return fmt::format("{} (hf_assets_path of {})", o.framework_config->model_file, o.framework_config->file);
-    return o.framework_config->file + " (Megatron-LM arguments)";
+    return fmt::format("{} ({})", o.framework_config->file,
+                       o.framework_config->framework == "Megatron-LM" ? "Megatron-LM arguments" : o.framework_config->framework + " " + o.framework_config->form);
   }
   return ModelSourceName(o.model);
 }
 
 void CheckEmitFlags(const PlanCliOptions& o, bool search) {
   if (o.emit.empty()) {
-    if (!o.emit_out.empty()) throw UsageError("--emit-out needs --emit FORMAT (megatron | torchtitan)");
-    if (!o.emit_row.empty()) throw UsageError("--emit-row needs --emit FORMAT (megatron | torchtitan)");
+    if (!o.emit_out.empty()) throw UsageError("--emit-out needs --emit FORMAT (megatron | torchtitan | megatron-bridge)");
+    if (!o.emit_row.empty()) throw UsageError("--emit-row needs --emit FORMAT (megatron | torchtitan | megatron-bridge)");
     return;
   }
   if (search && o.emit_row.empty()) throw UsageError("search --emit needs --emit-row N (1 = the best row)");
@@ -358,7 +369,7 @@ void CheckEmitFlags(const PlanCliOptions& o, bool search) {
   if (!o.emit_out.empty()) {
     if (o.emit_out == "-") return;
     CheckOutputPath(o.emit_out, "--emit-out");
-    RejectOutputOverInputs(o.emit_out, "--emit-out", {o.model, o.cluster, o.calibration, o.from_megatron, o.from_torchtitan});
+    RejectOutputOverInputs(o.emit_out, "--emit-out", {o.model, o.cluster, o.calibration, o.from_megatron, o.from_torchtitan, o.from_megatron_bridge});
     for (const auto& [given, other, flag] : {std::tuple{o.json_given, o.json_path, "--json"}, std::tuple{o.html_given, o.html_path, "--html"},
                                              std::tuple{o.refit_given, o.refit_json, "--refit-json"}}) {
       if (given && SameOutputPath(o.emit_out, other)) throw UsageError(fmt::format("--emit-out and {} name the same output ({})", flag, other));
@@ -368,22 +379,34 @@ void CheckEmitFlags(const PlanCliOptions& o, bool search) {
 
 std::string FrameworkAttribution(const PlanCliOptions& o, const std::string& message) {
   if (!o.framework_config) return "";
+  // The mesh rules name the degrees by their axis: "tp (8) must divide ...", "dp_shard(16)".
+  static const std::map<std::string, std::string> axis = {{"--tp", "tp"}, {"--ep", "ep"}, {"--etp", "etp"}, {"--pp", "pp"},
+                                                          {"--cp", "cp"}, {"--dp-shard", "dp_shard"}, {"--dp-replicate", "dp_replicate"},
+                                                          {"--vpp", "vpp"}};
+  auto names = [&](const std::string& word, bool is_axis) {
+    for (size_t at = message.find(word); at != std::string::npos; at = message.find(word, at + 1)) {
+      const size_t end = at + word.size();
+      const bool word_start = at == 0 || message[at - 1] == ' ' || message[at - 1] == '(' || message[at - 1] == '\'' || message[at - 1] == '*';
+      const bool word_end = is_axis ? end < message.size() && (message[end] == '(' || message.compare(end, 2, " (") == 0)
+                                    : end == message.size() || message[end] == ' ' || message[end] == ':' || message[end] == '=';
+      if (word_start && word_end) return true;
+    }
+    return false;
+  };
   std::string out;
   for (const ConfigFlag& f : o.framework_config->flags) {
     if (f.from.rfind("(", 0) == 0 || f.flag == "--convention") continue;  // a framework default, not a key of the file
-    for (size_t at = message.find(f.flag); at != std::string::npos; at = message.find(f.flag, at + 1)) {
-      const size_t end = at + f.flag.size();
-      const bool word_end = end == message.size() || message[end] == ' ' || message[end] == ':' || message[end] == '=';
-      const bool word_start = at == 0 || message[at - 1] == ' ' || message[at - 1] == '(' || message[at - 1] == '\'';
-      if (!word_end || !word_start) continue;
+    const auto a = axis.find(f.flag);
+    if (names(f.flag, false) || (a != axis.end() && names(a->second, true))) {
       out += fmt::format("\n  ({}{} came from {} in {})", f.flag, f.value.empty() ? "" : " " + f.value, f.from, o.framework_config->file);
-      break;
     }
   }
   return out;
 }
 
-std::string EmitFormatName(const std::string& format) { return format == "torchtitan" ? "torchtitan overrides" : "Megatron-LM arguments"; }
+std::string EmitFormatName(const std::string& format) {
+  return format == "torchtitan" ? "torchtitan overrides" : format == "megatron-bridge" ? "Megatron-Bridge overrides" : "Megatron-LM arguments";
+}
 
 std::string EmitText(const PlanCliOptions& o, const Plan& plan, int64_t global_batch_size, const std::vector<std::string>& notes) {
   std::string command;
@@ -392,6 +415,7 @@ std::string EmitText(const PlanCliOptions& o, const Plan& plan, int64_t global_b
   std::vector<std::string> header = {"written by " + version.substr(0, version.size() - 1), "command: " + command};
   header.insert(header.end(), notes.begin(), notes.end());
   if (o.emit == "torchtitan") return EmitTorchtitanConfig(plan, global_batch_size, header);
+  if (o.emit == "megatron-bridge") return EmitMegatronBridgeConfig(plan, global_batch_size, header);
   // A Megatron file's other arguments are carried into the written one.
   const bool megatron_file = o.framework_config && o.framework_config->framework == "Megatron-LM";
   return EmitMegatronArgs(plan, global_batch_size, header, megatron_file ? &*o.framework_config : nullptr);

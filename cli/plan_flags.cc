@@ -195,7 +195,7 @@ void CheckPlanOutputs(const PlanCliOptions& o) {
     throw UsageError("--json - and --refit-json - cannot both write to stdout");
   }
   // No output may replace an input (model, cluster JSON, routing trace).
-  std::vector<std::string> inputs = {o.model, o.cluster, o.calibration, o.from_megatron, o.from_torchtitan};
+  std::vector<std::string> inputs = {o.model, o.cluster, o.calibration, o.from_megatron, o.from_torchtitan, o.from_megatron_bridge};
   if (o.routing.rfind("trace:", 0) == 0) inputs.push_back(o.routing.substr(6));
   // An output that cannot be written is refused before any work, naming its flag.
   if (o.json_given) CheckOutputPath(o.json_path, "--json");
@@ -277,6 +277,7 @@ Json ReportProvenance(const PlanCliOptions& o) {
                            {"form", o.framework_config->form},
                            {"flags", flags},
                            {"ignored", o.framework_config->ignored},
+                           {"searched", o.framework_config->searched},
                            {"without_effect", o.framework_config->not_read}};
   return p;
 }

@@ -49,10 +49,11 @@ struct PlanCliOptions {
   // search
   std::string top = "10", max_pp;
   std::string progress_interval;  // search --progress-interval (progress_lines.h; empty = the default)
-  // A framework's job config (cli/framework_flags.h): --from-megatron / --from-torchtitan FILE, read
+  // A framework's job config (cli/framework_flags.h): --from-megatron / --from-torchtitan /
+  // --from-megatron-bridge FILE, read
   // before the flags are parsed (its settings become flags); search --unpin; --emit / --emit-out /
   // --emit-row. `framework_flag`: which --from-* gave `framework_config`.
-  std::string from_megatron, from_torchtitan, unpin, emit, emit_out, emit_row;
+  std::string from_megatron, from_torchtitan, from_megatron_bridge, unpin, emit, emit_out, emit_row;
   std::string framework_flag;
   std::optional<FrameworkConfig> framework_config;
 };

@@ -75,6 +75,10 @@ bash planner/frameworks/embed_text.sh kTorchtitanFieldsText planner/frameworks/t
 cmp -s "$GEN/planner/frameworks/torchtitan_fields.h.new" "$GEN/planner/frameworks/torchtitan_fields.h" 2>/dev/null ||
   mv "$GEN/planner/frameworks/torchtitan_fields.h.new" "$GEN/planner/frameworks/torchtitan_fields.h"
 rm -f "$GEN/planner/frameworks/torchtitan_fields.h.new"
+bash planner/frameworks/embed_text.sh kMegatronBridgeFieldsText planner/frameworks/megatron-bridge-fields.txt > "$GEN/planner/frameworks/megatron_bridge_fields.h.new"
+cmp -s "$GEN/planner/frameworks/megatron_bridge_fields.h.new" "$GEN/planner/frameworks/megatron_bridge_fields.h" 2>/dev/null ||
+  mv "$GEN/planner/frameworks/megatron_bridge_fields.h.new" "$GEN/planner/frameworks/megatron_bridge_fields.h"
+rm -f "$GEN/planner/frameworks/megatron_bridge_fields.h.new"
 
 # Library sources: every planner/*/*.cc but tests and benchmarks, and dockyard-plan's CLI sources
 # (every cli/*.cc but the mains and dockyard-run's, which needs the runtime).
@@ -99,7 +103,7 @@ compile_one() {
 }
 
 # An object is rebuilt when its source or any header of the project is newer.
-newest_header="$(ls -t planner/*/*.h cli/*.h fuzz/*.h "$GEN/planner/layout/default_model.h" "$GEN/planner/frameworks/megatron_arg_table.h" "$GEN/planner/frameworks/torchtitan_fields.h" 2>/dev/null | head -1)"
+newest_header="$(ls -t planner/*/*.h cli/*.h fuzz/*.h "$GEN/planner/layout/default_model.h" "$GEN/planner/frameworks/megatron_arg_table.h" "$GEN/planner/frameworks/torchtitan_fields.h" "$GEN/planner/frameworks/megatron_bridge_fields.h" 2>/dev/null | head -1)"
 build_failed=0
 pids=()
 objects=()

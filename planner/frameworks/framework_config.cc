@@ -13,9 +13,11 @@ const ConfigArg* FrameworkConfig::Find(const std::string& key) const {
 }
 
 std::string FrameworkConfigText(const FrameworkConfig& config) {
+  const size_t n = config.keys >= 0 ? static_cast<size_t>(config.keys) : config.args.size();
   std::string out = fmt::format("{} config {}{}: {} {}; {} set dockyard flags", config.framework, config.file,
-                                config.form.empty() ? "" : " (" + config.form + ")", config.args.size(),
-                                config.framework == "Megatron-LM" ? "arguments" : "keys", config.flags.size());
+                                config.form.empty() ? "" : " (" + config.form + ")", n,
+                                config.framework == "Megatron-LM" ? (n == 1 ? "argument" : "arguments") : (n == 1 ? "key" : "keys"),
+                                config.flags.size());
   if (!config.not_read.empty()) out += fmt::format(", {} without effect on a plan (learning rate, data, logging, ...)", config.not_read.size());
   out += "\n";
   if (!config.flags.empty()) {

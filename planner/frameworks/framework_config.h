@@ -2,6 +2,7 @@
 // the arguments as read, the dockyard flags they set, and what it leaves alone, by name.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@ struct FrameworkConfig {
   std::string file;
   std::string form;        // how the file gives it, when a framework has several: "JSON dump", "TOML job file", ...
   std::string model_file;  // the HF config.json the job names (torchtitan's hf_assets_path), when found
+  int64_t keys = -1;       // the file's keys, where `args` holds them translated (Megatron-Bridge); -1: args.size()
   std::vector<ConfigArg> args;
   std::vector<ConfigFlag> flags;
   // Settings a search varies that the file leaves at the framework's default (Megatron: tp, pp, cp,

@@ -73,4 +73,10 @@ ModelSpec MegatronModel(const FrameworkConfig& config, const std::optional<Model
 std::string EmitMegatronArgs(const Plan& plan, int64_t global_batch_size, const std::vector<std::string>& header_lines,
                              const FrameworkConfig* config = nullptr);
 
+// The architecture arguments of `model` as EmitMegatronArgs writes them (--num-layers ...
+// --vocab-size, the position table at least `seq_len`): what a Megatron-Bridge recipe takes from the
+// model's HF config, for a Bridge overrides file that leaves the architecture to it. Throws
+// dockyard::Error for a model Megatron-LM cannot build (EmitMegatronArgs's refusals).
+std::vector<ConfigArg> MegatronArchitectureArgs(const ModelSpec& model, int64_t seq_len);
+
 }  // namespace dockyard

@@ -77,8 +77,8 @@ int64_t DataParallel(const ParallelDims& d) { return d.world_size / (d.tp * d.cp
   throw Error("--emit megatron: " + what + " has no Megatron-LM argument");
 }
 
-void EmitArchitecture(const Plan& plan, const FrameworkConfig* config, Lines& l) {
-  const ModelSpec& m = plan.model;
+// `vocab`: the unpadded vocabulary; `seq_len`: the job's sequence length (a floor for the position table).
+void EmitArchitecture(const ModelSpec& m, int64_t vocab, int64_t seq_len, const FrameworkConfig* config, Lines& l) {
   const AttentionSpec& att = m.attention;
   if (att.sinks) Refuse("attention sinks (" + m.family + ")");
   if (att.linear.present()) Refuse("linear attention (" + m.family + ")");
@@ -116,11 +116,11 @@ void EmitArchitecture(const Plan& plan, const FrameworkConfig* config, Lines& l)
     Refuse("biases on some linear layers only (" + m.family + ")");
   }
   if (!m.tie_word_embeddings) l.Add("--untie-embeddings-and-output-weights");
-  l.Add("--vocab-size", plan.unpadded_vocab_size);
+  l.Add("--vocab-size", vocab);
   l.Add("--position-embedding-type", "rope");
   // The job's own position table, when the config gives one (carried over), else the model's.
   if (!ConfigValue(config, "--max-position-embeddings")) {
-    l.Add("--max-position-embeddings", std::max(m.max_position_embeddings, plan.training.seq_len));
+    l.Add("--max-position-embeddings", std::max(m.max_position_embeddings, seq_len));
   }
   l.Add("--num-experts", m.moe.num_experts);
   l.Add("--moe-router-topk", m.moe.top_k);
@@ -291,7 +291,7 @@ std::string EmitMegatronArgs(const Plan& plan, int64_t global_batch_size, const 
                             ConventionName(plan.dims.convention)));
   }
   Lines l;
-  EmitArchitecture(plan, config, l);
+  EmitArchitecture(plan.model, plan.unpadded_vocab_size, plan.training.seq_len, config, l);
   EmitLayout(plan, global_batch_size, l);
   EmitSettings(plan, config, l);
   // The config's other arguments, unchanged: the keys dockyard did not read, and those the command
@@ -363,6 +363,14 @@ std::string EmitMegatronArgs(const Plan& plan, int64_t global_batch_size, const 
   if (!own.empty()) out += fmt::format("# Planned with {} (no Megatron argument): give it again with --from-megatron.\n", fmt::join(own, " "));
   for (size_t i = 0; i < l.out.size(); ++i) out += "    " + l.out[i] + (i + 1 < l.out.size() ? " \\\n" : "\n");
   return out;
+}
+
+std::vector<ConfigArg> MegatronArchitectureArgs(const ModelSpec& model, int64_t seq_len) {
+  Lines l;
+  EmitArchitecture(model, model.vocab_size, seq_len, nullptr, l);
+  std::string text;
+  for (const std::string& line : l.out) text += line + "\n";
+  return ReadMegatronArgs(text, model.source.empty() ? model.name : model.source);
 }
 
 }  // namespace dockyard

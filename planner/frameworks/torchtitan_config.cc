@@ -393,6 +393,7 @@ class Reader {
     const Entry* e = Find(key);
     if (e == nullptr) return fallback;
     double v = 0;
+    if (e->bare) Fail(j_, e->line, fmt::format("--{} needs a value (a number)", key));
     if (e->quoted || e->null || e->list || !ParseStrictDouble(e->text, &v) || !(v >= 0 && v < 1e30)) Bad(key, "not a number >= 0");
     return v;
   }
@@ -400,6 +401,7 @@ class Reader {
     const Entry* e = Find(key);
     if (e == nullptr) return fallback;
     if (e->null) return "";
+    if (e->bare) Fail(j_, e->line, fmt::format("--{} needs a value", key));
     if (e->list) Bad(key, "must be one value, not a list");
     if (!e->quoted && j_.form != "command-line overrides") Bad(key, "must be a string (in quotes)");
     return e->text;
@@ -610,6 +612,9 @@ FrameworkConfig ImportTorchtitanConfig(const std::string& text, const std::strin
 
   // The TOML era predates torchtitan PR #3167 (expert TP 1 or tp): convention.h's torchtitan-2026-03.
   c.flags.push_back({"--convention", toml_era ? "torchtitan-2026-03" : "torchtitan", toml_era ? "torchtitan (TOML era)" : "torchtitan"});
+
+  // torchtitan shards data parallelism with FSDP2 only: a search does not try ZeRO-1 or DDP.
+  c.search_defaults.push_back({"--dp-sharding", "fsdp", "(torchtitan: FSDP2 only)"});
 
   // Degrees (ParallelismConfig). dp_shard -1 is "the ranks left", as dockyard's --dp-shard -1.
   const int64_t dp_replicate = r.Int("parallelism.data_parallel_replicate_degree", 1, 1);
@@ -891,7 +896,10 @@ FrameworkConfig ImportTorchtitanConfig(const std::string& text, const std::strin
   }
 
   // The rest: keys without effect, and keys that would change a plan but are not modelled.
-  for (const auto& [key, e] : job.entries) {
+  for (const auto& entry : job.entries) {
+    // (not a structured binding: clang 14, which builds the fuzz targets, cannot capture one)
+    const std::string& key = entry.first;
+    const Entry& e = entry.second;
     if (r.Used().count(key)) {
       c.read.push_back(key);
     } else if (WithoutEffect(key)) {
