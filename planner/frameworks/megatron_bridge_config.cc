@@ -233,6 +233,7 @@ Doc ReadDoc(const std::string& text, const std::string& file) {
   } catch (const YAML::Exception& e) {
     throw Error(fmt::format("{}:{}:{}: not a Megatron-Bridge config (YAML: {})", file, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
+  if (root.IsNull()) Fail(d, 0, "no Megatron-Bridge settings (an empty file?): give a run_config.yaml or an overrides YAML");
   if (!root.IsMap()) Fail(d, 1, "a Megatron-Bridge config is a YAML mapping of sections (model:, train:, ...)");
   d.form = root["_target_"] ? "run_config.yaml dump" : "overrides YAML";
   for (auto it = root.begin(); it != root.end(); ++it) {
@@ -449,6 +450,10 @@ FrameworkConfig ImportMegatronBridgeConfig(const std::string& text, const std::s
     }
     throw;
   }
+  // The arguments' lines are the translated text's: make them the YAML's (MegatronModel names them).
+  for (ConfigArg& a : c.args) {
+    if (a.line >= 1 && a.line <= static_cast<int>(out.size())) a.line = out[static_cast<size_t>(a.line - 1)].line;
+  }
   c.framework = "Megatron-Bridge";
   c.form = d.form;
   c.keys = static_cast<int64_t>(d.entries.size());
@@ -502,7 +507,7 @@ std::string EmitMegatronBridgeConfig(const Plan& plan, int64_t global_batch_size
   std::map<std::string, std::map<std::string, std::string>> sections;  // section -> key -> YAML value
   std::string mixed_precision;  // a named recipe, written as the section's value
   auto put = [&](const std::string& dotted, const std::string& value) {
-    const bool target = dotted.size() > 9 && dotted.compare(dotted.size() - 9, 9, "_target_") == 0;
+    const bool target = dotted.size() > 8 && dotted.compare(dotted.size() - 8, 8, "_target_") == 0;
     if (!target && !MegatronBridgeFieldTable().count(dotted)) throw Error("internal: " + dotted + " is not a Megatron-Bridge key");
     const size_t dot = dotted.find('.');
     sections[dotted.substr(0, dot)][dotted.substr(dot + 1)] = value;

@@ -1,0 +1,182 @@
+// Megatron-Bridge configs (megatron_bridge_config.h): the key table, an overrides YAML over --model,
+// a run_config.yaml dump alone, Bridge's defaults, errors named by the Bridge key, and the written
+// overrides read back.
+#include "planner/frameworks/megatron_bridge_config.h"
+
+#include <doctest/doctest.h>
+
+#include "planner/base/error.h"
+#include "planner/frameworks/megatron_args.h"
+#include "planner/model/model_file.h"
+#include "planner/model/training.h"
+
+namespace dockyard {
+namespace {
+
+const ModelSpec& Qwen() {
+  static const ModelSpec m = LoadModel("testdata/hf/qwen3-30b-a3b.json");
+  return m;
+}
+
+std::string FlagValue(const FrameworkConfig& c, const std::string& flag) {
+  for (const auto& f : c.flags) {
+    if (f.flag == flag) return f.value;
+  }
+  return "<absent>";
+}
+
+std::string FlagFrom(const FrameworkConfig& c, const std::string& flag) {
+  for (const auto& f : c.flags) {
+    if (f.flag == flag) return f.from;
+  }
+  return "<absent>";
+}
+
+std::string ErrorOf(const std::string& yaml, const std::optional<ModelSpec>& model = Qwen()) {
+  try {
+    ImportMegatronBridgeConfig(yaml, "b.yaml", model);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+}  // namespace
+
+TEST_CASE("the key table holds Bridge's and Megatron-Core's fields") {
+  const auto& t = MegatronBridgeFieldTable();
+  CHECK(t.at("model") == "section");
+  CHECK(t.at("model.num_moe_experts") == "field");            // GPTModelProvider
+  CHECK(t.at("model.expert_tensor_parallel_size") == "field");  // ModelParallelConfig
+  CHECK(t.at("ddp.use_distributed_optimizer") == "field");      // Megatron-Core's DDP config
+  CHECK(t.at("mixed_precision.grad_reduce_in_fp32") == "field");
+  CHECK(t.at("model.transformer") == "section");  // a builder-backed model's TransformerConfig
+  CHECK(t.count("model.num_experts") == 0);       // Megatron-LM's argument name, not Bridge's key
+}
+
+TEST_CASE("an overrides YAML over --model: the file's keys, Bridge's defaults where absent") {
+  const FrameworkConfig c = ImportMegatronBridgeConfig(
+      "model:\n  tensor_model_parallel_size: 2\n  sequence_parallel: true\n  expert_model_parallel_size: 8\n  seq_length: 4096\n"
+      "  moe_token_dispatcher_type: flex\n  moe_flex_dispatcher_backend: hybridep\ntrain:\n  micro_batch_size: 1\n  global_batch_size: 512\n"
+      "ddp:\n  use_distributed_optimizer: true\nmixed_precision: bf16_with_fp8_current_scaling_mixed\n",
+      "b.yaml", Qwen());
+  CHECK(c.framework == "Megatron-Bridge");
+  CHECK(c.form == "overrides YAML");
+  CHECK(c.keys == 10);  // 6 under model, 2 under train, 1 under ddp, mixed_precision
+  CHECK(FlagValue(c, "--tp") == "2");
+  CHECK(FlagFrom(c, "--tp") == "model.tensor_model_parallel_size");
+  CHECK(FlagValue(c, "--ep") == "8");
+  CHECK(FlagValue(c, "--etp") == "1");  // Bridge: 1 with EP (Megatron-LM's default would be tp)
+  CHECK(FlagValue(c, "--make-vocab-size-divisible-by") == "1");  // should_pad_vocab false
+  CHECK(FlagValue(c, "--dispatcher") == "deepep");
+  CHECK(FlagValue(c, "--moe-flex-dispatcher-backend") == "hybridep");
+  CHECK(FlagValue(c, "--precision") == "fp8");
+  CHECK(FlagValue(c, "--fp8-recipe") == "tensorwise");
+  CHECK(FlagValue(c, "--global-batch-size") == "512");
+  CHECK(FlagValue(c, "--dp-sharding") == "zero1");
+  // The model is --model's: a key of the file that disagrees with it is an error on its line.
+  std::string mismatch;
+  try {
+    MegatronModel(ImportMegatronBridgeConfig("model:\n  num_layers: 40\n", "b.yaml", Qwen()), Qwen());
+  } catch (const Error& e) {
+    mismatch = e.what();
+  }
+  CHECK(mismatch.rfind("b.yaml:2: --num-layers 40 but --model testdata/hf/qwen3-30b-a3b.json has num_hidden_layers 48", 0) == 0);
+  CHECK(ErrorOf("model:\n  tensor_model_parallel_size: 2\n", std::nullopt) ==
+        "b.yaml: an overrides YAML leaves the model to its recipe: give --model (the HF config.json the recipe builds)");
+}
+
+TEST_CASE("bad input: the Bridge key, its line and the rule") {
+  CHECK(ErrorOf("model:\n  num_moe_expert: 8\n") ==
+        "b.yaml:2: model.num_moe_expert: not a key of Megatron-Bridge's ConfigContainer at 067f987df; did you mean 'model.num_moe_experts'?");
+  CHECK(ErrorOf("trian:\n  micro_batch_size: 1\n").rfind("b.yaml:1: trian: not a key of Megatron-Bridge's ConfigContainer", 0) == 0);
+  CHECK(ErrorOf("model:\n  seq_length: 4096\ndataset:\n  seq_length: 2048\n") ==
+        "b.yaml:4: dataset.seq_length 2048 differs from model.seq_length 4096: Megatron-Bridge requires them equal");
+  CHECK(ErrorOf("model:\n  sequence_parallel: maybe\n") == "b.yaml:2: model.sequence_parallel maybe: must be true or false");
+  CHECK(ErrorOf("mixed_precision: bf16_mixd\n").find("mixed_precision bf16_mixd: the recipes dockyard reads are") != std::string::npos);
+  CHECK(ErrorOf("model: [1, 2\n").rfind("b.yaml:", 0) == 0);  // YAML syntax, with its line
+  CHECK(ErrorOf("").find("no Megatron-Bridge settings") != std::string::npos);
+  // A Megatron-LM refusal, named by the Bridge key that set the argument and its line:
+  // TP communication overlap needs sequence parallelism.
+  const std::string tp_overlap = ErrorOf("model:\n  tensor_model_parallel_size: 2\n  tp_comm_overlap: true\n");
+  CHECK(tp_overlap.rfind("b.yaml:3: ", 0) == 0);
+  CHECK(tp_overlap.find("--tp-comm-overlap needs --sequence-parallel") != std::string::npos);
+  CHECK(tp_overlap.find("(Megatron-LM's --tp-comm-overlap, which model.tp_comm_overlap sets)") != std::string::npos);
+}
+
+TEST_CASE("a run_config.yaml dump plans alone: _target_ keys, dtypes as mappings, a builder-backed model") {
+  // The shape ConfigContainer.to_yaml writes (Megatron-LM megatron/training/config/container.py):
+  // a _target_ per section, torch dtypes as {_call_: false, _target_: torch.bfloat16}.
+  const std::string dump =
+      "_target_: megatron.bridge.training.config.ConfigContainer\n"
+      "ddp:\n  _target_: megatron.bridge.training.config.DistributedDataParallelConfig\n  grad_reduce_in_fp32: false\n"
+      "  use_distributed_optimizer: true\n"
+      "mixed_precision:\n  _target_: megatron.bridge.training.mixed_precision.MixedPrecisionConfig\n  bf16: true\n"
+      "  grad_reduce_in_fp32: false\n  params_dtype: {_call_: false, _target_: torch.bfloat16}\n"
+      "model:\n  _target_: megatron.bridge.models.gpt_provider.GPTModelProvider\n  add_bias_linear: false\n  bf16: true\n"
+      "  expert_model_parallel_size: 4\n  ffn_hidden_size: 1024\n  gated_linear_unit: true\n  hidden_size: 512\n  kv_channels: 64\n"
+      "  moe_ffn_hidden_size: 256\n  moe_layer_freq: [0, 1, 1, 1]\n  moe_router_topk: 2\n  normalization: RMSNorm\n  num_attention_heads: 8\n"
+      "  num_layers: 4\n  num_moe_experts: 8\n  num_query_groups: 2\n  params_dtype: {_call_: false, _target_: torch.bfloat16}\n"
+      "  position_embedding_type: rope\n  recompute_granularity: null\n  recompute_modules: [core_attn]\n  seq_length: 2048\n"
+      "  share_embeddings_and_output_weights: false\n  vocab_size: 32000\n  should_pad_vocab: true\n  make_vocab_size_divisible_by: 128\n"
+      "optimizer:\n  _target_: megatron.bridge.training.config.OptimizerConfig\n  optimizer: adam\n  use_precision_aware_optimizer: true\n"
+      "  exp_avg_dtype: {_call_: false, _target_: torch.bfloat16}\n  exp_avg_sq_dtype: {_call_: false, _target_: torch.bfloat16}\n"
+      "train:\n  _target_: megatron.bridge.training.config.TrainingConfig\n  global_batch_size: 64\n  micro_batch_size: 2\n";
+  const FrameworkConfig c = ImportMegatronBridgeConfig(dump, "run_config.yaml", std::nullopt);
+  CHECK(c.form == "run_config.yaml dump");
+  CHECK(FlagValue(c, "--grad-dtype") == "bfloat16");
+  CHECK(FlagValue(c, "--optimizer-states-dtype") == "bfloat16");
+  CHECK(FlagValue(c, "--make-vocab-size-divisible-by") == "128");
+  CHECK(FlagValue(c, "--recompute") == "<absent>");  // recompute_modules without a granularity: nothing
+  const ModelSpec m = MegatronModel(c, std::nullopt);
+  CHECK(m.num_hidden_layers == 4);
+  CHECK(m.NumMoeLayers() == 3);  // moe_layer_freq [0, 1, 1, 1]
+  CHECK(m.attention.num_key_value_heads == 2);
+  CHECK(m.moe.num_experts == 8);
+  CHECK(!m.tie_word_embeddings);
+  // The same model, builder-backed: the TransformerConfig under model.transformer.
+  const std::string builder =
+      "_target_: megatron.bridge.training.config.ConfigContainer\nmodel:\n  seq_length: 2048\n  vocab_size: 32000\n"
+      "  share_embeddings_and_output_weights: false\n  position_embedding_type: rope\n  transformer:\n    num_layers: 4\n"
+      "    hidden_size: 512\n    ffn_hidden_size: 1024\n    num_attention_heads: 8\n    num_query_groups: 2\n    kv_channels: 64\n"
+      "    gated_linear_unit: true\n    add_bias_linear: false\n    normalization: RMSNorm\n    num_moe_experts: 8\n    moe_router_topk: 2\n"
+      "    moe_ffn_hidden_size: 256\n    bf16: true\n";
+  CHECK(MegatronModel(ImportMegatronBridgeConfig(builder, "b.yaml", std::nullopt), std::nullopt).moe.num_experts == 8);
+}
+
+TEST_CASE("a written overrides YAML reads back to the same settings") {
+  // Qwen3-30B-A3B, tp 2 (sequence parallel), pp 2, ep 8, FP8 blockwise with bf16 gradient reduce:
+  // no named recipe says that, so mixed precision is written as a MixedPrecisionConfig.
+  ParallelDimsOptions d;
+  d.world_size = 64;
+  d.tp = 2;
+  d.pp = 2;
+  d.ep = 8;
+  d.etp = 1;
+  d.convention = Convention::kMegatron;
+  TrainingConfig t;
+  t.dp_sharding = DpSharding::kZero1;
+  t.precision = "fp8";
+  t.fp8_recipe = "blockwise";
+  t.grad_dtype = "bfloat16";
+  t.recompute = Recompute::kSelective;
+  t.recompute_modules = {"moe_act", "layernorm"};
+  const Plan plan = BuildPlan(Qwen(), d, t);
+  const std::string written = EmitMegatronBridgeConfig(plan, 256, {"test"});
+  CHECK(written.find("mixed_precision:\n  _target_: megatron.bridge.training.mixed_precision.MixedPrecisionConfig\n") != std::string::npos);
+  CHECK(written.find("  fp8_recipe: blockwise\n") != std::string::npos);
+  CHECK(written.find("  recompute_modules: [moe_act, layernorm]\n") != std::string::npos);
+  const FrameworkConfig back = ImportMegatronBridgeConfig(written, "w.yaml", Qwen());
+  CHECK(FlagValue(back, "--tp") == "2");
+  CHECK(FlagValue(back, "--pp") == "2");
+  CHECK(FlagValue(back, "--ep") == "8");
+  CHECK(FlagValue(back, "--etp") == "1");
+  CHECK(FlagValue(back, "--precision") == "fp8");
+  CHECK(FlagValue(back, "--fp8-recipe") == "blockwise");
+  CHECK(FlagValue(back, "--grad-dtype") == "bfloat16");
+  CHECK(FlagValue(back, "--recompute") == "selective");
+  CHECK(FlagValue(back, "--recompute-modules") == "moe_act,layernorm");
+  CHECK(FlagValue(back, "--global-batch-size") == "256");
+}
+
+}  // namespace dockyard
