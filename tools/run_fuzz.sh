@@ -3,7 +3,7 @@
 # through Bazel) and runs each one for a bounded time.
 #
 #   tools/run_fuzz.sh [SECONDS] [TARGET...]    # default: 60 s per target, every target
-#   targets: hf_config model_spec training plan cli megatron_args torchtitan_config
+#   targets: hf_config model_spec training plan cli megatron_args torchtitan_config megatron_bridge
 #
 # Seeds come from testdata/fuzz/<target>/ (read-only); new inputs go to a working corpus under
 # $DOCKYARD_FUZZ_DIR (default ${TMPDIR:-/tmp}/dockyard-fuzz), which is kept between runs, as are
@@ -16,7 +16,7 @@ ROOT="$PWD"
 
 SECONDS_PER_TARGET="${1:-60}"
 shift || true
-ALL_TARGETS=(hf_config model_spec training plan cli megatron_args torchtitan_config)
+ALL_TARGETS=(hf_config model_spec training plan cli megatron_args torchtitan_config megatron_bridge)
 TARGETS=("$@")
 [ ${#TARGETS[@]} -eq 0 ] && TARGETS=("${ALL_TARGETS[@]}")
 case "$SECONDS_PER_TARGET" in
@@ -144,7 +144,7 @@ max_len() {
     plan) echo 8192 ;;
     training) echo 2048 ;;
     cli) echo 1024 ;;
-    megatron_args|torchtitan_config) echo 4096 ;;
+    megatron_args|torchtitan_config|megatron_bridge) echo 4096 ;;
     *) echo 4096 ;;
   esac
 }

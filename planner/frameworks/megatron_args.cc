@@ -780,7 +780,7 @@ ModelSpec ModelFromArgs(const FrameworkConfig& c, std::optional<int64_t> vocab_f
                             c.file));
   }
   ModelSpec m;
-  m.name = c.file + " (Megatron-LM arguments)";
+  m.name = c.file + (c.framework == "Megatron-LM" || c.framework.empty() ? std::string(" (Megatron-LM arguments)") : " (" + c.framework + " " + c.form + ")");
   m.source = c.file;
   m.vocab_size = vocab ? IntValue(c, *vocab, 1) : *vocab_fallback;
   m.hidden_size = hidden;

@@ -188,11 +188,11 @@ Entry EntryOf(const YAML::Node& v, int line) {
     if (e.text == "null" || e.text == "~") e.null = true;
   } else if (v.IsSequence()) {
     e.list = true;
-    for (const YAML::Node& x : v) {
+    for (const YAML::Node x : v) {  // copies: yaml-cpp iterates through temporaries
       if (x.IsScalar()) e.items.push_back(x.Scalar());
       else if (x.IsSequence()) {  // a layout as a list of stages
         std::string stage;
-        for (const YAML::Node& y : x) stage += (stage.empty() ? "" : ",") + (y.IsScalar() ? y.Scalar() : std::string("?"));
+        for (const YAML::Node y : x) stage += (stage.empty() ? "" : ",") + (y.IsScalar() ? y.Scalar() : std::string("?"));
         e.items.push_back("[" + stage + "]");
       } else {
         e.items.push_back("<mapping>");
@@ -242,7 +242,7 @@ Doc ReadDoc(const std::string& text, const std::string& file) {
     if (section.rfind("_", 0) == 0) continue;  // _target_
     CheckKey(d, section, line);
     d.sections.push_back(section);
-    const YAML::Node& value = it->second;
+    const YAML::Node value = it->second;  // a copy: the iterator's pair is a temporary
     if (!value.IsMap()) {
       d.entries[section] = EntryOf(value, line);  // mixed_precision: bf16_mixed, env_vars, null sections
       continue;
@@ -359,6 +359,7 @@ FrameworkConfig ImportMegatronBridgeConfig(const std::string& text, const std::s
     Fail(d, b->line, fmt::format("dataset.seq_length {} differs from model.seq_length {}: Megatron-Bridge requires them equal", ShownWord(b->text),
                                  ShownWord(a->text)));
   }
+  int te_cross_entropy_line = -1;
   int64_t tp = 1;
   if (const Entry* t = get("model.tensor_model_parallel_size"); t && !t->null) ParseStrictInt(t->text, &tp);
   for (const Mapping& m : Mappings()) {
@@ -375,12 +376,38 @@ FrameworkConfig ImportMegatronBridgeConfig(const std::string& text, const std::s
     if ((key == "model.tp_comm_overlap" || key == "comm_overlap.tp_comm_overlap") && tp <= 1) continue;
     if ((key == "optimizer.exp_avg_dtype" || key == "optimizer.exp_avg_sq_dtype") && !precision_aware) continue;
     if (key == "ddp.data_parallel_sharding_strategy" && !megatron_fsdp) continue;
+    if (key == "ddp.num_distributed_optimizer_instances" && e->text == "1") continue;  // the default
+    // TransformerEngine's fused loss: Megatron-LM's launcher refuses it from core 0.19
+    // (run_settings.h ValidateCrossEntropyFusionImpl), Bridge's does not; priced as native.
+    if (key == "model.cross_entropy_fusion_impl" && e->text == "te") {
+      te_cross_entropy_line = e->line;
+      continue;
+    }
     if (key == "model.moe_layer_freq" && e->list) {
       out.push_back({m.megatron + std::string(" ") + Quoted("[" + fmt::format("{}", fmt::join(e->items, ",")) + "]"), key, e->line});
       continue;
     }
     if (key == "model.pipeline_model_parallel_layout" && e->list) {
-      Fail(d, e->line, fmt::format("{}: a layout as a list of stages is not read; write it as a layout string (Et*3|(tt|)*29,m|L)", key));
+      // A list of stages, each a list of embedding / decoder / mtp / loss (Megatron-Core's
+      // PipelineParallelLayerLayout input): the layout string, E t m L per layer, '|' per stage.
+      static const std::map<std::string, std::string> letter = {{"embedding", "E"}, {"decoder", "t"}, {"mtp", "m"}, {"loss", "L"}};
+      std::string layout;
+      for (const std::string& stage : e->items) {
+        if (stage.size() < 2 || stage.front() != '[' || stage.back() != ']') {
+          Fail(d, e->line, fmt::format("{}: each stage must be a list of embedding, decoder, mtp and loss, got {}", key, ShownWord(stage)));
+        }
+        if (!layout.empty()) layout += "|";
+        std::stringstream words(stage.substr(1, stage.size() - 2));
+        for (std::string w; std::getline(words, w, ',');) {
+          const auto l = letter.find(w);
+          if (l == letter.end()) {
+            Fail(d, e->line, fmt::format("{}: a stage holds embedding, decoder, mtp or loss, got {}", key, ShownWord(w)));
+          }
+          layout += l->second;
+        }
+      }
+      out.push_back({m.megatron + std::string(" ") + Quoted(layout), key, e->line});
+      continue;
     }
     switch (m.kind) {
       case Kind::kValue:
@@ -454,6 +481,10 @@ FrameworkConfig ImportMegatronBridgeConfig(const std::string& text, const std::s
   for (ConfigArg& a : c.args) {
     if (a.line >= 1 && a.line <= static_cast<int>(out.size())) a.line = out[static_cast<size_t>(a.line - 1)].line;
   }
+  if (te_cross_entropy_line >= 0) {
+    c.ignored.push_back("model.cross_entropy_fusion_impl te (TransformerEngine's fused loss, which Bridge runs and Megatron-LM's launcher "
+                        "refuses from core 0.19: priced as native, whose fp32 logits copy it does not keep)");
+  }
   c.framework = "Megatron-Bridge";
   c.form = d.form;
   c.keys = static_cast<int64_t>(d.entries.size());
@@ -497,7 +528,14 @@ FrameworkConfig ImportMegatronBridgeConfig(const std::string& text, const std::s
 }
 
 std::string EmitMegatronBridgeConfig(const Plan& plan, int64_t global_batch_size, const std::vector<std::string>& header_lines) {
-  const std::vector<ConfigArg> args = ReadMegatronArgs(EmitMegatronArgs(plan, global_batch_size, {}), "(written)");
+  std::string megatron;
+  try {
+    megatron = EmitMegatronArgs(plan, global_batch_size, {});
+  } catch (const Error& e) {
+    const std::string msg = e.what();  // "--emit megatron: ..." names this format instead
+    throw Error(msg.rfind("--emit megatron:", 0) == 0 ? "--emit megatron-bridge:" + msg.substr(16) : msg);
+  }
+  const std::vector<ConfigArg> args = ReadMegatronArgs(megatron, "(written)");
   // Megatron-LM argument -> the Bridge key that sets it (the first in Mappings()).
   std::map<std::string, const Mapping*> of;
   for (const Mapping& m : Mappings()) {
