@@ -360,6 +360,18 @@ void CheckEmitFlags(const PlanCliOptions& o, bool search) {
     return;
   }
   if (search && o.emit_row.empty()) throw UsageError("search --emit needs --emit-row N (1 = the best row)");
+  // A job config's plan is under its framework's convention: torchtitan's cannot be written as a
+  // Megatron launch, nor Megatron's as torchtitan's.
+  if (o.framework_config) {
+    const bool titan_file = o.framework_config->framework == "torchtitan";
+    if (titan_file != (o.emit == "torchtitan")) {
+      throw UsageError(fmt::format("--emit {} with {}: the file's job runs under {}'s convention, which {} does not launch; write it with "
+                                   "--emit {}, or plan the model with --model and --convention {} (without {})",
+                                   o.emit, o.framework_flag, titan_file ? "torchtitan" : "Megatron-Core", titan_file ? "Megatron" : "torchtitan",
+                                   titan_file ? "torchtitan" : "megatron (or megatron-bridge)", titan_file ? "megatron" : "torchtitan",
+                                   o.framework_flag));
+    }
+  }
   if (o.emit_out.empty() || o.emit_out == "-") {
     // One document per stdout.
     for (const auto& [given, path, flag] : {std::tuple{o.json_given, o.json_path, "--json"}, std::tuple{o.refit_given, o.refit_json, "--refit-json"}}) {

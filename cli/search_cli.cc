@@ -208,6 +208,21 @@ std::string EmitSearchRow(const CliOptions& o, const ModelSpec& model, const Sea
       err << "dockyard-plan search: warning: --emit-row " << row << ": " << notes.back().substr(9) << "\n";
     }
   }
+  const bool carried = o.framework_config && o.framework_config->framework == "Megatron-LM" && o.emit == "megatron";
+  if (training.mtp_layers > 0 && !carried) {
+    notes.push_back(fmt::format("NOTE: the ranking priced no MTP; this row is written with the file's {} MTP layer(s), whose time and memory "
+                                "the row's figures lack (simulate this file for them)",
+                                training.mtp_layers));
+  }
+  // The file's settings the search did not take and that the written row does not carry (a
+  // Megatron-LM file's are carried over by --emit megatron itself).
+  if (o.framework_config && !carried) {
+    for (const ConfigFlag& f : o.framework_config->untaken) {
+      if (f.flag == "--mtp-layers") continue;
+      notes.push_back(fmt::format("NOTE: not in this row (the search does not take it): {}{} from {}", f.flag, f.value.empty() ? "" : " " + f.value,
+                                  f.from));
+    }
+  }
   return cli::EmitText(o, plan, result.result.global_batch_size, notes);
 }
 

@@ -3,47 +3,16 @@
 // row written with --emit-row and read back with --from-megatron simulates to the row's step time
 // and peak; a plan written with --emit reads back alone (no --model) to the same figures; bad
 // input gets one clear error and writes nothing.
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include <doctest/doctest.h>
-#include <nlohmann/json.hpp>
 
-#include "tests/run_command.h"
+#include "tests/cli_test_util.h"
 
 namespace {
 
-using Json = nlohmann::json;
-using Result = dockyard::testing::CommandResult;
-
-Result Plan(const std::string& args) {
-  return dockyard::testing::RunCommand("cli/dockyard-plan " + args, dockyard::testing::StderrTo::kApart);
-}
-
-std::string Tmp(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir ? dir : "/tmp") + "/" + name;
-}
-
-Json ReadJson(const std::string& path) {
-  std::ifstream in(path);
-  REQUIRE_MESSAGE(in.good(), path);
-  return Json::parse(in);
-}
-
-bool Exists(const std::string& path) { return std::ifstream(path).good(); }
-
-bool Has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-// The sections of a report that describe the plan (everything but what produced it).
-void CheckSamePlan(const Json& a, const Json& b) {
-  for (const auto& [key, value] : a.items()) {
-    if (key == "generator" || key == "header" || key == "provenance") continue;
-    CHECK_MESSAGE(value == b.at(key), key);
-  }
-}
+using namespace dockyard::testing;
+using Result = CommandResult;
 
 const std::string kDir = "testdata/frameworks/";
 

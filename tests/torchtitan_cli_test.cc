@@ -2,56 +2,16 @@
 // (testdata/frameworks/README.md) give the same plan as the equivalent dockyard flags; a search row
 // written with --emit torchtitan and read back with --from-torchtitan simulates to the row's step
 // time and peak; bad input gets one clear error and writes nothing.
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include <doctest/doctest.h>
-#include <nlohmann/json.hpp>
 
-#include "tests/run_command.h"
+#include "tests/cli_test_util.h"
 
 namespace {
 
-using Json = nlohmann::json;
-using Result = dockyard::testing::CommandResult;
-
-Result Plan(const std::string& args) {
-  return dockyard::testing::RunCommand("cli/dockyard-plan " + args, dockyard::testing::StderrTo::kApart);
-}
-
-std::string Tmp(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir ? dir : "/tmp") + "/" + name;
-}
-
-Json ReadJson(const std::string& path) {
-  std::ifstream in(path);
-  REQUIRE_MESSAGE(in.good(), path);
-  return Json::parse(in);
-}
-
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void WriteText(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
-
-bool Exists(const std::string& path) { return std::ifstream(path).good(); }
-
-bool Has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-// The sections of a report that describe the plan (everything but what produced it).
-void CheckSamePlan(const Json& a, const Json& b) {
-  for (const auto& [key, value] : a.items()) {
-    if (key == "generator" || key == "header" || key == "provenance") continue;
-    CHECK_MESSAGE(value == b.at(key), key);
-  }
-}
+using namespace dockyard::testing;
+using Result = CommandResult;
 
 const std::string kDir = "testdata/frameworks/";
 const std::string kQwen = " --model testdata/hf/qwen3-30b-a3b.json";
@@ -213,6 +173,13 @@ TEST_CASE("torchtitan bad input: one clear error, the exit code, nothing written
   CHECK(ep_tp.code == 1);
   CHECK(Has(ep_tp.err, "--emit torchtitan: ep 1 < tp 2 (torchtitan at b5bcd76c6 requires ep >= tp for an MoE model, PR #4794)"));
   CHECK_FALSE(Exists(Tmp("eptp.tt")));
+  // A job config's plan is written in its own framework's form only (exit 2, before any work).
+  const Result cross = Plan("--from-torchtitan " + qwen_dump + kQwen + " --world-size 64 --emit megatron-bridge --emit-out " + Tmp("x.yaml"));
+  CHECK(cross.code == 2);
+  CHECK(Has(cross.err, "--emit megatron-bridge with --from-torchtitan: the file's job runs under torchtitan's convention, which Megatron does "
+                       "not launch; write it with --emit torchtitan, or plan the model with --model and --convention megatron (without "
+                       "--from-torchtitan)"));
+  CHECK_FALSE(Exists(Tmp("x.yaml")));
   // --emit torchtitan refuses a Megatron plan; nothing written.
   const Result megatron = Plan("--convention megatron" + kQwen + " --world-size 8 --ep 8 --emit torchtitan --emit-out " + Tmp("m.tt"));
   CHECK(megatron.code == 1);

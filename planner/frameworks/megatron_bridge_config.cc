@@ -218,6 +218,17 @@ std::vector<std::string> Siblings(const std::string& prefix) {
 void CheckKey(const Doc& d, const std::string& key, int line) {
   if (MegatronBridgeFieldTable().count(key)) return;
   const size_t dot = key.rfind('.');
+  // A Megatron-LM argument's name (num_experts for --num-experts): the Bridge key that sets it.
+  if (dot != std::string::npos) {
+    std::string argument = "--" + key.substr(dot + 1);
+    std::replace(argument.begin(), argument.end(), '_', '-');
+    for (const Mapping& m : Mappings()) {
+      if (argument == m.megatron && std::string(m.bridge).rfind(key.substr(0, dot + 1), 0) == 0) {
+        Fail(d, line, fmt::format("{}: not a key of Megatron-Bridge's ConfigContainer at {}: Megatron-LM's {} is Bridge's {}", ShownWord(key),
+                                  std::string(kMegatronBridgeCommit).substr(0, 9), m.megatron, m.bridge));
+      }
+    }
+  }
   Fail(d, line,
        fmt::format("{}: not a key of Megatron-Bridge's ConfigContainer at {}{}", ShownWord(key), std::string(kMegatronBridgeCommit).substr(0, 9),
                    DidYouMeanText(key, Siblings(dot == std::string::npos ? "" : key.substr(0, dot + 1)))));
@@ -229,21 +240,38 @@ Doc ReadDoc(const std::string& text, const std::string& file) {
   if (text.find('\0') != std::string::npos) Fail(d, 0, "a NUL byte: not a YAML file");
   YAML::Node root;
   try {
-    root = YAML::Load(text);
+    const std::vector<YAML::Node> docs = YAML::LoadAll(text);
+    if (docs.size() > 1) {
+      Fail(d, LineOf(docs[1]), "a second YAML document (after ---): a Megatron-Bridge config is one document");
+    }
+    if (!docs.empty()) root = docs[0];
   } catch (const YAML::Exception& e) {
     throw Error(fmt::format("{}:{}:{}: not a Megatron-Bridge config (YAML: {})", file, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
   if (root.IsNull()) Fail(d, 0, "no Megatron-Bridge settings (an empty file?): give a run_config.yaml or an overrides YAML");
   if (!root.IsMap()) Fail(d, 1, "a Megatron-Bridge config is a YAML mapping of sections (model:, train:, ...)");
   d.form = root["_target_"] ? "run_config.yaml dump" : "overrides YAML";
+  std::set<std::string> seen;
+  auto once = [&](const std::string& key, int line) {
+    // PyYAML keeps the last of two equal keys, OmegaConf (which Bridge loads overrides with) refuses them.
+    if (!seen.insert(key).second) Fail(d, line, fmt::format("{}: given twice (OmegaConf, which Bridge reads it with, refuses duplicate keys)", key));
+  };
   for (auto it = root.begin(); it != root.end(); ++it) {
+    if (!it->first.IsScalar()) Fail(d, LineOf(it->first), "a key must be a name, not a list or a mapping");
     const std::string section = it->first.as<std::string>();
     const int line = LineOf(it->first);
     if (section.rfind("_", 0) == 0) continue;  // _target_
     CheckKey(d, section, line);
+    once(section, line);
     d.sections.push_back(section);
     const YAML::Node value = it->second;  // a copy: the iterator's pair is a temporary
     if (!value.IsMap()) {
+      // A section is a mapping; mixed_precision may name a recipe; any section may be null.
+      const bool section_kind = MegatronBridgeFieldTable().at(section) == "section";
+      if (section_kind && !value.IsNull() && !(section == "mixed_precision" && value.IsScalar())) {
+        Fail(d, line, fmt::format("{}: must be a mapping of its settings ({}: then one setting per line), got {}", section, section,
+                                  value.IsSequence() ? "a list" : "a value"));
+      }
       d.entries[section] = EntryOf(value, line);  // mixed_precision: bf16_mixed, env_vars, null sections
       continue;
     }
@@ -252,14 +280,18 @@ Doc ReadDoc(const std::string& text, const std::string& file) {
       continue;
     }
     for (auto f = value.begin(); f != value.end(); ++f) {
+      if (!f->first.IsScalar()) Fail(d, LineOf(f->first), "a key must be a name, not a list or a mapping");
       const std::string name = f->first.as<std::string>();
       if (name.rfind("_", 0) == 0) continue;
       const int fline = LineOf(f->first);
+      once(section + "." + name, fline);
       if (section == "model" && name == "transformer" && f->second.IsMap()) {
         // A builder-backed model (BridgeGPTModelConfig): its TransformerConfig under model.transformer.
         for (auto g = f->second.begin(); g != f->second.end(); ++g) {
+          if (!g->first.IsScalar()) Fail(d, LineOf(g->first), "a key must be a name, not a list or a mapping");
           const std::string inner = g->first.as<std::string>();
           if (inner.rfind("_", 0) == 0) continue;
+          once("model." + inner, LineOf(g->first));
           CheckKey(d, "model.transformer." + inner, LineOf(g->first));
           d.entries["model." + inner] = EntryOf(g->second, LineOf(g->first));
         }
@@ -283,7 +315,9 @@ std::string DtypeName(const Doc& d, const std::string& key, const Entry& e) {
 }
 
 bool IsTrue(const Doc& d, const std::string& key, const Entry& e) {
-  static const std::set<std::string> yes = {"true", "True", "TRUE", "yes", "on"}, no = {"false", "False", "FALSE", "no", "off"};
+  // YAML 1.1's booleans, as PyYAML (which Bridge reads with) takes them.
+  static const std::set<std::string> yes = {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"},
+                                      no = {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"};
   if (yes.count(e.text)) return true;
   if (no.count(e.text) || e.null) return false;
   Fail(d, e.line, fmt::format("{} {}: must be true or false", key, ShownWord(e.text)));
@@ -365,7 +399,6 @@ FrameworkConfig ImportMegatronBridgeConfig(const std::string& text, const std::s
   for (const Mapping& m : Mappings()) {
     const Entry* e = get(m.bridge);
     if (e == nullptr) continue;
-    used.insert(m.bridge);
     const std::string key = m.bridge;
     // Settings Bridge does not apply: the flex backend without flex, modules without selective
     // recompute (post-init writes [core_attn] always), an FP8 recipe without FP8, TP overlap at tp 1
@@ -381,10 +414,12 @@ FrameworkConfig ImportMegatronBridgeConfig(const std::string& text, const std::s
     // (run_settings.h ValidateCrossEntropyFusionImpl), Bridge's does not; priced as native.
     if (key == "model.cross_entropy_fusion_impl" && e->text == "te") {
       te_cross_entropy_line = e->line;
+      used.insert(key);
       continue;
     }
     if (key == "model.moe_layer_freq" && e->list) {
       out.push_back({m.megatron + std::string(" ") + Quoted("[" + fmt::format("{}", fmt::join(e->items, ",")) + "]"), key, e->line});
+      used.insert(key);
       continue;
     }
     if (key == "model.pipeline_model_parallel_layout" && e->list) {
@@ -407,8 +442,10 @@ FrameworkConfig ImportMegatronBridgeConfig(const std::string& text, const std::s
         }
       }
       out.push_back({m.megatron + std::string(" ") + Quoted(layout), key, e->line});
+      used.insert(key);
       continue;
     }
+    used.insert(key);
     switch (m.kind) {
       case Kind::kValue:
         if (e->null) continue;
@@ -480,6 +517,22 @@ FrameworkConfig ImportMegatronBridgeConfig(const std::string& text, const std::s
   // The arguments' lines are the translated text's: make them the YAML's (MegatronModel names them).
   for (ConfigArg& a : c.args) {
     if (a.line >= 1 && a.line <= static_cast<int>(out.size())) a.line = out[static_cast<size_t>(a.line - 1)].line;
+  }
+  // A dump is the whole run: its precision and recompute are settings of the file (a flag that
+  // changes them is a contradiction), not Megatron-LM's defaults.
+  if (dump) {
+    auto has = [&](const std::string& flag) {
+      return std::any_of(c.flags.begin(), c.flags.end(), [&](const ConfigFlag& f) { return f.flag == flag; });
+    };
+    auto set = [&](const char* flag, const char* value, const char* from) {
+      if (has(flag)) return;
+      c.flags.push_back({flag, value, from});
+      // No longer a default a search pins: a setting of the file.
+      c.search_defaults.erase(std::remove_if(c.search_defaults.begin(), c.search_defaults.end(), [&](const ConfigFlag& f) { return f.flag == flag; }),
+                              c.search_defaults.end());
+    };
+    set("--precision", "bf16", "mixed_precision.fp8 (null)");
+    set("--recompute", "none", "model.recompute_granularity (null)");
   }
   if (te_cross_entropy_line >= 0) {
     c.ignored.push_back("model.cross_entropy_fusion_impl te (TransformerEngine's fused loss, which Bridge runs and Megatron-LM's launcher "

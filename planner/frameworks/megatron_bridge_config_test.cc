@@ -3,6 +3,10 @@
 // overrides read back.
 #include "planner/frameworks/megatron_bridge_config.h"
 
+#include <fstream>
+#include <regex>
+#include <sstream>
+
 #include <doctest/doctest.h>
 
 #include "planner/base/error.h"
@@ -54,6 +58,23 @@ TEST_CASE("the key table holds Bridge's and Megatron-Core's fields") {
   CHECK(t.count("model.num_experts") == 0);       // Megatron-LM's argument name, not Bridge's key
 }
 
+TEST_CASE("every Bridge key the reader and the writer name is one of Bridge's (a misspelt key fails here)") {
+  // The translation table of megatron_bridge_config.cc: {"section.key", "--megatron-argument", Kind}.
+  std::ifstream in("planner/frameworks/megatron_bridge_config.cc");
+  REQUIRE(in.good());
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string source = text.str();  // one string for the iterators below
+  const std::regex row(R"re(\{"([a-z_]+\.[a-z_0-9]+)", "--)re");
+  int rows = 0;
+  for (std::sregex_iterator it(source.begin(), source.end(), row), end; it != end; ++it) {
+    const std::string key = (*it)[1];
+    CHECK_MESSAGE(MegatronBridgeFieldTable().count(key) == 1, key);
+    ++rows;
+  }
+  CHECK(rows >= 80);
+}
+
 TEST_CASE("an overrides YAML over --model: the file's keys, Bridge's defaults where absent") {
   const FrameworkConfig c = ImportMegatronBridgeConfig(
       "model:\n  tensor_model_parallel_size: 2\n  sequence_parallel: true\n  expert_model_parallel_size: 8\n  seq_length: 4096\n"
@@ -96,6 +117,17 @@ TEST_CASE("bad input: the Bridge key, its line and the rule") {
   CHECK(ErrorOf("mixed_precision: bf16_mixd\n").find("mixed_precision bf16_mixd: the recipes dockyard reads are") != std::string::npos);
   CHECK(ErrorOf("model: [1, 2\n").rfind("b.yaml:", 0) == 0);  // YAML syntax, with its line
   CHECK(ErrorOf("").find("no Megatron-Bridge settings") != std::string::npos);
+  // QA round 3: a section as a list, a key twice, a second document, Megatron-LM's name for a key.
+  CHECK(ErrorOf("model:\n  - tensor_model_parallel_size: 2\n") ==
+        "b.yaml:1: model: must be a mapping of its settings (model: then one setting per line), got a list");
+  CHECK(ErrorOf("model:\n  tensor_model_parallel_size: 2\n  tensor_model_parallel_size: 4\n") ==
+        "b.yaml:3: model.tensor_model_parallel_size: given twice (OmegaConf, which Bridge reads it with, refuses duplicate keys)");
+  CHECK(ErrorOf("model:\n  tensor_model_parallel_size: 2\n---\nmodel:\n  expert_model_parallel_size: 8\n") ==
+        "b.yaml:4: a second YAML document (after ---): a Megatron-Bridge config is one document");
+  CHECK(ErrorOf("model:\n  num_experts: 128\n") ==
+        "b.yaml:2: model.num_experts: not a key of Megatron-Bridge's ConfigContainer at 067f987df: Megatron-LM's --num-experts is Bridge's "
+        "model.num_moe_experts");
+  CHECK(ErrorOf("ddp:\n  use_distributed_optimizer: Yes\n") == "<no error>");  // YAML 1.1's boolean, as PyYAML reads it
   // A Megatron-LM refusal, named by the Bridge key that set the argument and its line:
   // TP communication overlap needs sequence parallelism.
   const std::string tp_overlap = ErrorOf("model:\n  tensor_model_parallel_size: 2\n  tp_comm_overlap: true\n");
@@ -127,7 +159,9 @@ TEST_CASE("a run_config.yaml dump plans alone: _target_ keys, dtypes as mappings
   CHECK(FlagValue(c, "--grad-dtype") == "bfloat16");
   CHECK(FlagValue(c, "--optimizer-states-dtype") == "bfloat16");
   CHECK(FlagValue(c, "--make-vocab-size-divisible-by") == "128");
-  CHECK(FlagValue(c, "--recompute") == "<absent>");  // recompute_modules without a granularity: nothing
+  // recompute_modules without a granularity: no recompute, a setting of the dump (a flag that changes it contradicts it)
+  CHECK(FlagValue(c, "--recompute") == "none");
+  CHECK(FlagFrom(c, "--recompute") == "model.recompute_granularity (null)");
   const ModelSpec m = MegatronModel(c, std::nullopt);
   CHECK(m.num_hidden_layers == 4);
   CHECK(m.NumMoeLayers() == 3);  // moe_layer_freq [0, 1, 1, 1]

@@ -2,6 +2,10 @@
 // split and batch arithmetic, the key table, and the written overrides read back.
 #include "planner/frameworks/torchtitan_config.h"
 
+#include <fstream>
+#include <regex>
+#include <sstream>
+
 #include <doctest/doctest.h>
 
 #include "planner/base/error.h"
@@ -45,6 +49,22 @@ TEST_CASE("the key tables hold each era's keys") {
   CHECK(toml.at("training.local_batch_size") == "field");
   CHECK(toml.at("quantize.linear.float8") == "section");
   CHECK_THROWS_AS(TorchtitanFieldTable("1999"), std::out_of_range);
+}
+
+TEST_CASE("every key the writer emits is one of torchtitan's (a misspelt key fails here)") {
+  std::ifstream in("planner/frameworks/torchtitan_emit.cc");
+  REQUIRE(in.good());
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string source = text.str();  // one string for the iterators below
+  const std::regex add(R"re(l\.Add\("([a-z_.]+)")re");
+  int keys = 0;
+  for (std::sregex_iterator it(source.begin(), source.end(), add), end; it != end; ++it) {
+    const std::string key = (*it)[1];
+    CHECK_MESSAGE(TorchtitanFieldTable("current").count(key) == 1, key);
+    ++keys;
+  }
+  CHECK(keys >= 18);
 }
 
 TEST_CASE("overrides: tyro's spellings, torchtitan's defaults where a key is absent") {
