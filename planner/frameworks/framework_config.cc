@@ -12,6 +12,13 @@ const ConfigArg* FrameworkConfig::Find(const std::string& key) const {
   return nullptr;
 }
 
+const ConfigFlag* FrameworkConfig::FindFlag(const std::string& flag) const {
+  for (const auto& f : flags) {
+    if (f.flag == flag) return &f;
+  }
+  return nullptr;
+}
+
 std::string FrameworkConfigText(const FrameworkConfig& config) {
   const size_t n = config.keys >= 0 ? static_cast<size_t>(config.keys) : config.args.size();
   std::string out = fmt::format("{} config {}{}: {} {}; {} set dockyard flags", config.framework, config.file,

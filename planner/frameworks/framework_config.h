@@ -49,6 +49,8 @@ struct FrameworkConfig {
 
   // The argument named `key`, or nullptr.
   const ConfigArg* Find(const std::string& key) const;
+  // The flag `flag` ("--tp") among `flags`, or nullptr.
+  const ConfigFlag* FindFlag(const std::string& flag) const;
 };
 
 // The lines a report prints for a config: where it came from, how many keys it read, the ignored

@@ -521,11 +521,8 @@ FrameworkConfig ImportMegatronBridgeConfig(const std::string& text, const std::s
   // A dump is the whole run: its precision and recompute are settings of the file (a flag that
   // changes them is a contradiction), not Megatron-LM's defaults.
   if (dump) {
-    auto has = [&](const std::string& flag) {
-      return std::any_of(c.flags.begin(), c.flags.end(), [&](const ConfigFlag& f) { return f.flag == flag; });
-    };
     auto set = [&](const char* flag, const char* value, const char* from) {
-      if (has(flag)) return;
+      if (c.FindFlag(flag)) return;
       c.flags.push_back({flag, value, from});
       // No longer a default a search pins: a setting of the file.
       c.search_defaults.erase(std::remove_if(c.search_defaults.begin(), c.search_defaults.end(), [&](const ConfigFlag& f) { return f.flag == flag; }),

@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include "planner/base/error.h"
+#include "planner/frameworks/framework_test_util.h"
 #include "planner/frameworks/megatron_args.h"
 #include "planner/model/model_file.h"
 #include "planner/model/training.h"
@@ -17,24 +18,9 @@
 namespace dockyard {
 namespace {
 
-const ModelSpec& Qwen() {
-  static const ModelSpec m = LoadModel("testdata/hf/qwen3-30b-a3b.json");
-  return m;
-}
-
-std::string FlagValue(const FrameworkConfig& c, const std::string& flag) {
-  for (const auto& f : c.flags) {
-    if (f.flag == flag) return f.value;
-  }
-  return "<absent>";
-}
-
-std::string FlagFrom(const FrameworkConfig& c, const std::string& flag) {
-  for (const auto& f : c.flags) {
-    if (f.flag == flag) return f.from;
-  }
-  return "<absent>";
-}
+using testing::FlagFrom;
+using testing::FlagValue;
+using testing::Qwen;
 
 std::string ErrorOf(const std::string& yaml, const std::optional<ModelSpec>& model = Qwen()) {
   try {

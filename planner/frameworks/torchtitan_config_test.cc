@@ -9,24 +9,16 @@
 #include <doctest/doctest.h>
 
 #include "planner/base/error.h"
+#include "planner/frameworks/framework_test_util.h"
 #include "planner/model/model_file.h"
 #include "planner/model/training.h"
 
 namespace dockyard {
 namespace {
 
-const ModelSpec& Qwen() {
-  static const ModelSpec m = LoadModel("testdata/hf/qwen3-30b-a3b.json");
-  return m;
-}
-
-// The value of `flag` in the config's flags, or "<absent>".
-std::string FlagValue(const FrameworkConfig& c, const std::string& flag) {
-  for (const auto& f : c.flags) {
-    if (f.flag == flag) return f.value;
-  }
-  return "<absent>";
-}
+using testing::FlagFrom;
+using testing::FlagValue;
+using testing::Qwen;
 
 std::string ErrorOf(const std::string& text, const std::string& file = "t.args") {
   try {
