@@ -66,19 +66,15 @@ CXXFLAGS=(-std=c++17 -g -O1 -fno-omit-frame-pointer -I"$ROOT" -I"$GEN" -Wno-unus
 cmp -s "$GEN/planner/layout/default_model.h.new" "$GEN/planner/layout/default_model.h" 2>/dev/null || mv "$GEN/planner/layout/default_model.h.new" "$GEN/planner/layout/default_model.h"
 rm -f "$GEN/planner/layout/default_model.h.new"
 
-# planner/frameworks/megatron_arg_table.h, by the script planner/frameworks/BUILD's genrule runs.
-bash planner/frameworks/megatron_arg_table.sh planner/frameworks/megatron-lm-args.txt > "$GEN/planner/frameworks/megatron_arg_table.h.new"
-cmp -s "$GEN/planner/frameworks/megatron_arg_table.h.new" "$GEN/planner/frameworks/megatron_arg_table.h" 2>/dev/null ||
-  mv "$GEN/planner/frameworks/megatron_arg_table.h.new" "$GEN/planner/frameworks/megatron_arg_table.h"
-rm -f "$GEN/planner/frameworks/megatron_arg_table.h.new"
-bash planner/frameworks/embed_text.sh kTorchtitanFieldsText planner/frameworks/torchtitan-fields.txt > "$GEN/planner/frameworks/torchtitan_fields.h.new"
-cmp -s "$GEN/planner/frameworks/torchtitan_fields.h.new" "$GEN/planner/frameworks/torchtitan_fields.h" 2>/dev/null ||
-  mv "$GEN/planner/frameworks/torchtitan_fields.h.new" "$GEN/planner/frameworks/torchtitan_fields.h"
-rm -f "$GEN/planner/frameworks/torchtitan_fields.h.new"
-bash planner/frameworks/embed_text.sh kMegatronBridgeFieldsText planner/frameworks/megatron-bridge-fields.txt > "$GEN/planner/frameworks/megatron_bridge_fields.h.new"
-cmp -s "$GEN/planner/frameworks/megatron_bridge_fields.h.new" "$GEN/planner/frameworks/megatron_bridge_fields.h" 2>/dev/null ||
-  mv "$GEN/planner/frameworks/megatron_bridge_fields.h.new" "$GEN/planner/frameworks/megatron_bridge_fields.h"
-rm -f "$GEN/planner/frameworks/megatron_bridge_fields.h.new"
+# The frameworks' key-list headers, as planner/frameworks/BUILD's embed_text rules make them.
+for spec in megatron-lm-args.txt:kMegatronArgTableText:megatron_arg_table.h \
+            torchtitan-fields.txt:kTorchtitanFieldsText:torchtitan_fields.h \
+            megatron-bridge-fields.txt:kMegatronBridgeFieldsText:megatron_bridge_fields.h; do
+  IFS=: read -r src symbol out <<< "$spec"
+  bash planner/frameworks/embed_text.sh "$symbol" "planner/frameworks/$src" > "$GEN/planner/frameworks/$out.new"
+  cmp -s "$GEN/planner/frameworks/$out.new" "$GEN/planner/frameworks/$out" 2>/dev/null || mv "$GEN/planner/frameworks/$out.new" "$GEN/planner/frameworks/$out"
+  rm -f "$GEN/planner/frameworks/$out.new"
+done
 
 # Library sources: every planner/*/*.cc but tests and benchmarks, and dockyard-plan's CLI sources
 # (every cli/*.cc but the mains and dockyard-run's, which needs the runtime).

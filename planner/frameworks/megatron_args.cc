@@ -24,7 +24,24 @@
 
 namespace dockyard {
 
-const char* const kMegatronLmCommit = kMegatronArgTableCommit;
+namespace {
+
+// The commit named on the list's first line ("# Megatron-LM command-line arguments at commit C, ...").
+const std::string& ArgTableCommit() {
+  static const std::string commit = [] {
+    const std::string text = kMegatronArgTableText;
+    const std::string marker = "at commit ";
+    const size_t at = text.find(marker);
+    const size_t end = at == std::string::npos ? at : text.find_first_not_of("0123456789abcdef", at + marker.size());
+    return at == std::string::npos ? std::string("unknown") : text.substr(at + marker.size(), end - at - marker.size());
+  }();
+  return commit;
+}
+
+}  // namespace
+
+// Read at run time only (messages, written headers), never during static initialization.
+const char* const kMegatronLmCommit = ArgTableCommit().c_str();
 
 const std::map<std::string, char>& MegatronArgTable() {
   static const std::map<std::string, char> table = [] {

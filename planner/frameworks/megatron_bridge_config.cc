@@ -167,7 +167,6 @@ struct Entry {
 struct Doc {
   std::string file, form;
   std::map<std::string, Entry> entries;  // "section.key" (model.transformer.x read as model.x)
-  std::vector<std::string> sections;     // top-level keys given
 };
 
 [[noreturn]] void Fail(const Doc& d, int line, const std::string& message) {
@@ -238,17 +237,37 @@ Doc ReadDoc(const std::string& text, const std::string& file) {
   Doc d;
   d.file = file;
   if (text.find('\0') != std::string::npos) Fail(d, 0, "a NUL byte: not a YAML file");
+  // One document: a "---" (or "...") marker at a line's start after the first content line starts
+  // a second. (Scanned here: yaml-cpp 0.7's LoadAll loops forever on some malformed input, ",f",
+  // found by fuzz/megatron_bridge_fuzzer.cc.)
+  // The error names the second document's first line.
+  const char* const second = "a second YAML document (after ---): a Megatron-Bridge config is one document";
+  bool content = false;
+  int marker_line = 0;
+  std::istringstream lines(text);
+  int number = 0;
+  for (std::string line; std::getline(lines, line);) {
+    ++number;
+    const bool marker = (line.rfind("---", 0) == 0 || line.rfind("...", 0) == 0) &&
+                        (line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r');
+    if (marker && content && marker_line == 0) marker_line = line[0] == '-' ? number : -number;  // "..." only ends the document
+    const size_t first = line.find_first_not_of(" \t\r");
+    if (!marker && first != std::string::npos && line[first] != '#') {
+      if (marker_line != 0) Fail(d, number, second);
+      content = true;
+    }
+  }
+  if (marker_line > 0) Fail(d, marker_line, second);  // an empty document after ---
   YAML::Node root;
   try {
-    const std::vector<YAML::Node> docs = YAML::LoadAll(text);
-    if (docs.size() > 1) {
-      Fail(d, LineOf(docs[1]), "a second YAML document (after ---): a Megatron-Bridge config is one document");
-    }
-    if (!docs.empty()) root = docs[0];
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw Error(fmt::format("{}:{}:{}: not a Megatron-Bridge config (YAML: {})", file, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
-  if (root.IsNull()) Fail(d, 0, "no Megatron-Bridge settings (an empty file?): give a run_config.yaml or an overrides YAML");
+  if (root.IsNull()) {
+    Fail(d, 0, content ? std::string("YAML reads no mapping in it: a Megatron-Bridge config is a mapping of sections (model:, train:, ...)")
+                       : std::string("no Megatron-Bridge settings (an empty file?): give a run_config.yaml or an overrides YAML"));
+  }
   if (!root.IsMap()) Fail(d, 1, "a Megatron-Bridge config is a YAML mapping of sections (model:, train:, ...)");
   d.form = root["_target_"] ? "run_config.yaml dump" : "overrides YAML";
   std::set<std::string> seen;
@@ -263,7 +282,6 @@ Doc ReadDoc(const std::string& text, const std::string& file) {
     if (section.rfind("_", 0) == 0) continue;  // _target_
     CheckKey(d, section, line);
     once(section, line);
-    d.sections.push_back(section);
     const YAML::Node value = it->second;  // a copy: the iterator's pair is a temporary
     if (!value.IsMap()) {
       // A section is a mapping; mixed_precision may name a recipe; any section may be null.

@@ -31,7 +31,6 @@ namespace dockyard {
 #include <toml++/toml.h>
 #pragma pop_macro("NDEBUG")
 
-#include "planner/base/error.h"
 #include "planner/base/json_util.h"
 #include "planner/base/number_text.h"
 #include "planner/frameworks/shell_words.h"
@@ -446,43 +445,6 @@ class Reader {
   std::set<std::string> used_;
 };
 
-// torchtitan/distributed/pipeline_parallel.py _generate_llm_fqn_per_model_part: the decoder layers of
-// each of `stages` stages, the embedding counting as `input_weight` layers on the first and the
-// norm + output as `output_weight` on the last. Empty with `error` set where torchtitan raises.
-std::vector<int64_t> TorchtitanStageLayers(int64_t stages, int64_t layers, int64_t input_weight, int64_t output_weight, std::string* error) {
-  if (stages == 1) return {layers};
-  const int64_t effective = layers + input_weight + output_weight;
-  if (stages > effective) {
-    *error = fmt::format("the {} pipeline stages are more than the {} effective layers (num_layers {} + first / last stage less layers {} + {})",
-                         stages, effective, layers, input_weight, output_weight);
-    return {};
-  }
-  const int64_t per = effective / stages, extra = effective % stages;
-  if (input_weight > per || output_weight > per) {
-    *error = fmt::format("the first / last stage less layers ({} / {}) exceed the {} layers of the smallest stage", input_weight, output_weight, per);
-    return {};
-  }
-  std::vector<int64_t> out;
-  int64_t placed = 0;
-  for (int64_t s = 0; s < stages; ++s) {
-    int64_t n = per + (s < extra ? 1 : 0);
-    if (s == 0) n -= input_weight;
-    else if (s == stages - 1) n -= output_weight;
-    n = std::max<int64_t>(0, std::min(n, layers - placed));
-    out.push_back(n);
-    placed += n;
-  }
-  return out;
-}
-
-// The layers of each pipeline rank: virtual stage s runs on rank s % pp (torchtitan's "loop" style,
-// Interleaved1F1B).
-std::vector<int64_t> RankLayers(const std::vector<int64_t>& stage_layers, int64_t pp) {
-  std::vector<int64_t> out(static_cast<size_t>(pp), 0);
-  for (size_t s = 0; s < stage_layers.size(); ++s) out[s % static_cast<size_t>(pp)] += stage_layers[s];
-  return out;
-}
-
 // The architecture a current-era dump's model tree records, for the check against the model.
 struct TreeFacts {
   std::optional<int64_t> layers, dim, vocab, moe_layers, experts, top_k, expert_hidden, mtp_layers;
@@ -604,7 +566,7 @@ FrameworkConfig ImportTorchtitanConfig(const std::string& text, const std::strin
     model = *given_model;
   } else {
     const std::string key = toml_era ? "model.hf_assets_path" : "hf_assets_path";
-    const std::string assets = r.Str(key, toml_era ? "./tests/assets/tokenizer" : "./tests/assets/tokenizer");
+    const std::string assets = r.Str(key, "./tests/assets/tokenizer");  // both releases' default
     const std::optional<std::string> hf = HfConfigOf(assets, file);
     if (!hf) {
       throw Error(fmt::format("{}: the model: give --model (an HF config.json); the job's {} '{}' holds no config.json here (looked in "
@@ -755,7 +717,7 @@ FrameworkConfig ImportTorchtitanConfig(const std::string& text, const std::strin
     std::string error;
     const std::vector<int64_t> stage_layers = TorchtitanStageLayers(pp * per_rank, n, first, last, &error);
     if (stage_layers.empty()) r.Bad("parallelism.pipeline_parallel_degree", fmt::format("{}: torchtitan refuses the split ({} stages of {} layers)", error, pp * per_rank, n));
-    const std::vector<int64_t> ranks = RankLayers(stage_layers, pp);
+    const std::vector<int64_t> ranks = TorchtitanRankLayers(stage_layers, pp);
     for (size_t i = 0; i < ranks.size(); ++i) {
       if (ranks[i] < 1) {
         r.Bad("parallelism.pipeline_parallel_degree",
@@ -918,6 +880,38 @@ FrameworkConfig ImportTorchtitanConfig(const std::string& text, const std::strin
   }
   for (const std::string& s : job.not_read_sections) c.not_read.push_back(s);
   return c;
+}
+
+std::vector<int64_t> TorchtitanStageLayers(int64_t stages, int64_t layers, int64_t input_weight, int64_t output_weight, std::string* error) {
+  if (stages == 1) return {layers};
+  const int64_t effective = layers + input_weight + output_weight;
+  if (stages > effective) {
+    *error = fmt::format("the {} pipeline stages are more than the {} effective layers (num_layers {} + first / last stage less layers {} + {})",
+                         stages, effective, layers, input_weight, output_weight);
+    return {};
+  }
+  const int64_t per = effective / stages, extra = effective % stages;
+  if (input_weight > per || output_weight > per) {
+    *error = fmt::format("the first / last stage less layers ({} / {}) exceed the {} layers of the smallest stage", input_weight, output_weight, per);
+    return {};
+  }
+  std::vector<int64_t> out;
+  int64_t placed = 0;
+  for (int64_t s = 0; s < stages; ++s) {
+    int64_t n = per + (s < extra ? 1 : 0);
+    if (s == 0) n -= input_weight;
+    else if (s == stages - 1) n -= output_weight;
+    n = std::max<int64_t>(0, std::min(n, layers - placed));
+    out.push_back(n);
+    placed += n;
+  }
+  return out;
+}
+
+std::vector<int64_t> TorchtitanRankLayers(const std::vector<int64_t>& stage_layers, int64_t pp) {
+  std::vector<int64_t> out(static_cast<size_t>(pp), 0);
+  for (size_t s = 0; s < stage_layers.size(); ++s) out[s % static_cast<size_t>(pp)] += stage_layers[s];
+  return out;
 }
 
 ModelSpec TorchtitanModel(const FrameworkConfig& config, const std::optional<ModelSpec>& base) {

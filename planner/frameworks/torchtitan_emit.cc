@@ -28,25 +28,6 @@ struct Lines {
   void Add(const std::string& key, int64_t value) { Add(key, std::to_string(value)); }
 };
 
-// The layers of each of `pp` ranks as torchtitan's stage generator places them (loop style), for
-// `stages` stages and the first / last stage less layers; empty where torchtitan refuses.
-std::vector<int64_t> GeneratedRankLayers(int64_t stages, int64_t pp, int64_t layers, int64_t first, int64_t last) {
-  if (stages == 1) return {layers};
-  const int64_t effective = layers + first + last;
-  if (stages > effective) return {};
-  const int64_t per = effective / stages, extra = effective % stages;
-  if (first > per || last > per) return {};
-  std::vector<int64_t> out(static_cast<size_t>(pp), 0);
-  int64_t placed = 0;
-  for (int64_t s = 0; s < stages; ++s) {
-    int64_t n = per + (s < extra ? 1 : 0) - (s == 0 ? first : s == stages - 1 ? last : 0);
-    n = std::max<int64_t>(0, std::min(n, layers - placed));
-    out[static_cast<size_t>(s % pp)] += n;
-    placed += n;
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string EmitTorchtitanConfig(const Plan& plan, int64_t global_batch_size, const std::vector<std::string>& header_lines) {
@@ -108,7 +89,9 @@ std::string EmitTorchtitanConfig(const Plan& plan, int64_t global_batch_size, co
     int64_t lps = 0;
     for (int64_t first = 0; first <= n && !less; ++first) {
       for (int64_t last = 0; last <= n && !less; ++last) {
-        if (GeneratedRankLayers(stages, d.pp, n, first, last) == want && (lps = layers_per_stage(first, last)) >= 0) less = {first, last};
+        std::string refused;
+        const std::vector<int64_t> generated = TorchtitanStageLayers(stages, n, first, last, &refused);
+        if (!generated.empty() && TorchtitanRankLayers(generated, d.pp) == want && (lps = layers_per_stage(first, last)) >= 0) less = {first, last};
       }
     }
     if (!less) {
