@@ -32,11 +32,12 @@ void TrainingFlags::AddTo(CLI::App* app) {
                   "every N-th block of a stage fully checkpointed, the others keep all activations (0 = every block); or \"op\": "
                   "torchtitan's per-op policy (matmul, attention and all-to-all outputs saved except every second matmul)");
   app->add_option("--precision", precision,
-                  "bf16 | fp8: GEMMs in FP8 at the FP8 peak (megatron: TransformerEngine's FP8 weight copies and FP8-saved inputs; "
-                  "torchtitan: torchao keeps neither; default bf16)")
-      ->check(CLI::IsMember({"bf16", "fp8"}));
-  app->add_option("--fp8-recipe", fp8_recipe, "with --precision fp8: tensorwise | blockwise scaling (default tensorwise)")
-      ->check(CLI::IsMember({"tensorwise", "blockwise"}));
+                  "bf16 | fp8 | mxfp8: GEMMs in FP8 at the FP8 peak (megatron: TransformerEngine's FP8 weight copies and FP8-saved "
+                  "inputs; torchtitan: torchao keeps neither; mxfp8 = fp8 with --fp8-recipe mxfp8; default bf16)")
+      ->check(CLI::IsMember({"bf16", "fp8", "mxfp8"}));
+  app->add_option("--fp8-recipe", fp8_recipe, "with --precision fp8: tensorwise | blockwise | mxfp8 (TransformerEngine MXFP8BlockScaling, "
+                  "Blackwell only) scaling (default tensorwise)")
+      ->check(CLI::IsMember({"tensorwise", "blockwise", "mxfp8"}));
   app->add_flag("--fp8-dispatch", fp8_dispatch, "the EP dispatch all-to-all in FP8 (1 B + a scale per 128 elements), combine in BF16");
   app->add_flag("--fp8-param-gather", fp8_param_gather,
                 "with --precision fp8 and FSDP or (megatron) zero1: all-gather the FP8 GEMM weights in FP8 (Megatron --fp8-param-gather)");
@@ -134,9 +135,9 @@ void TrainingFlags::AddSearchPinsTo(CLI::App* search, const CLI::App& plan) {
   const std::map<std::string, std::vector<std::string>> allowed = {{"--dp-sharding", DpShardingNames()},
                                                                    {"--optimizer", OptimizerNames()},
                                                                    {"--recompute", RecomputeNames()},
-                                                                   {"--precision", {"bf16", "fp8"}},
+                                                                   {"--precision", {"bf16", "fp8", "mxfp8"}},
                                                                    {"--moe-flex-dispatcher-backend", FlexBackendNames()},
-                                                                   {"--fp8-recipe", {"tensorwise", "blockwise"}},
+                                                                   {"--fp8-recipe", {"tensorwise", "blockwise", "mxfp8"}},
                                                                    {"--cross-entropy", {"unfused", "fused"}},
                                                                    {"--cross-entropy-fusion-impl", {"native", "te"}}};
   for (const auto& [flag, target] : shared) {

@@ -97,7 +97,7 @@ TEST_CASE("BF16 optimizer states halve the AdamW moments") {
 TEST_CASE("FP8 GEMMs: twice the peak at fp8_efficiency_ratio of the BF16 shape efficiency") {
   const dockyard::ComputeKnobs o;
   const double bf16 = dockyard::LinearUs(4096, 4096, 7168, false, 989, o);
-  const dockyard::GemmPrecision fp8{true, false};
+  const dockyard::GemmPrecision fp8{true, dockyard::Fp8Scaling::kTensorwise};
   CHECK(dockyard::LinearUs(4096, 4096, 7168, false, 989, o, fp8) == Approx(bf16 / (2.0 * 0.87)));
   // DeepGEMM FP8 grouped GEMM on H800 (runs.json C22-C24; FP8 peak 2 x 989), expert shape N 4096,
   // K 7168: 4-8K rows in 1,099-1,297 TFLOP/s, 1,024 rows in 925-1,233, 256 rows in 815-932.
@@ -139,10 +139,10 @@ TEST_CASE("FP8 GEMMs in --compute-model gemm: projections and expert GEMMs at 2 
 TEST_CASE("FP8 quantize kernels: bytes per element and their time in the shaped compute") {
   // Tensorwise current scaling: amax read + cast read (2 x 2 B) + FP8 write 1 B; blockwise: one
   // read, the write and a fp32 scale per 128 elements.
-  CHECK(dockyard::Fp8QuantizeBytesPerElement(false, 2) == 5.0);
-  CHECK(dockyard::Fp8QuantizeBytesPerElement(true, 2) == Approx(3.03125));
+  CHECK(dockyard::Fp8QuantizeBytesPerElement(dockyard::Fp8Scaling::kTensorwise, 2) == 5.0);
+  CHECK(dockyard::Fp8QuantizeBytesPerElement(dockyard::Fp8Scaling::kBlockwise, 2) == Approx(3.03125));
   const dockyard::ComputeKnobs o;
-  const dockyard::GemmPrecision fp8{true, false};
+  const dockyard::GemmPrecision fp8{true, dockyard::Fp8Scaling::kTensorwise};
   const auto m = dockyard::testing::TinyMixtral();
   const auto without = dockyard::ShapedCompute(m, 1024, 1024, 1, 1024, 1, 989, o, fp8);
   const auto with = dockyard::ShapedCompute(m, 1024, 1024, 1, 1024, 1, 989, o, fp8, 3350);
@@ -176,7 +176,7 @@ TEST_CASE("FP8 dispatch sends 1 B + 4 B / 128 per element; combine stays BF16") 
 TEST_CASE("Precision settings are validated") {
   dockyard::TrainingConfig t;
   t.precision = "fp16";
-  CHECK_THROWS_WITH_AS(dockyard::ValidateTraining(t, "--"), doctest::Contains("--precision: must be \"bf16\" or \"fp8\""), dockyard::Error);
+  CHECK_THROWS_WITH_AS(dockyard::ValidateTraining(t, "--"), doctest::Contains("--precision: must be \"bf16\", \"fp8\" or \"mxfp8\""), dockyard::Error);
   t.precision = "bf16";
   t.fp8_recipe = "blockwise";
   CHECK_THROWS_WITH_AS(dockyard::ValidateTraining(t, "/training/"),

@@ -252,7 +252,10 @@ DpUnits CollectDpUnits(const CommStep& s) {
       (plan.placements[i].sparse_mesh ? out.fp8.sparse_elems : out.fp8.dense_elems) += n;
     }
   }
-  out.fp8.bytes_per_element = plan.training.fp8_param_gather ? Fp8WeightBytesPerElement(plan.training) : 0.0;
+  out.fp8.bytes_per_element =
+      plan.training.fp8_param_gather
+          ? Fp8ParamGatherBytesPerElement(plan.training, static_cast<double>(DtypeBytes(plan.training.param_dtype, "param_dtype")))
+          : 0.0;
   return out;
 }
 
@@ -270,10 +273,10 @@ void AddFsdp(const CommStep& s, const DpUnits& u, const DpAxes& axes, Builder& b
     const auto& group = experts ? sparse_group : dense_group;
     const std::string mesh = experts ? "sparse" : "dense";
     const std::string axis = Join(experts ? axes.sparse : axes.dense);
-    // --fp8-param-gather: the unit's FP8 GEMM weights in FP8 (precision.h Fp8WeightBytesPerElement).
+    // --fp8-param-gather: the unit's FP8 GEMM weights in FP8 (precision.h Fp8ParamGatherBytesPerElement).
     const auto fp8 = u.fp8_units.find(unit);
     const int64_t fp8_elems = fp8 == u.fp8_units.end() ? 0 : fp8->second;
-    const int64_t gathered = ParamAllGatherBytes(elems, fp8_elems, s.param_b, Fp8WeightBytesPerElement(t), s.volume_what);
+    const int64_t gathered = ParamAllGatherBytes(elems, fp8_elems, s.param_b, Fp8ParamGatherBytesPerElement(t, static_cast<double>(s.param_b)), s.volume_what);
     b.Add("fsdp_all_gather_forward", "all_gather", mesh, axis, "forward", group, s.mul(calls.forward_all_gathers, s.A), gathered);
     b.Add("fsdp_all_gather_backward", "all_gather", mesh, axis, "backward", group, s.mul(calls.backward_all_gathers, s.A), gathered);
     b.Add("fsdp_reduce_scatter_grads", "reduce_scatter", mesh, axis, "backward", group, s.mul(calls.reduce_scatters, s.A),

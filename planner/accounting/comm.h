@@ -125,7 +125,7 @@ bool EmbeddingGroupAllReduces(const ParallelDims& dims, bool tie_word_embeddings
 
 // Bytes of one parameter all-gather (FSDP's per unit, zero1's per step) of `elems` elements of
 // which `fp8_elems` travel in FP8: (elems - fp8_elems) x `param_bytes` + ceil(fp8_elems x
-// `fp8_bytes_per_element`) (precision.h Fp8WeightBytesPerElement; the FP8 parameter all-gather).
+// `fp8_bytes_per_element`) (precision.h Fp8ParamGatherBytesPerElement; the FP8 parameter all-gather).
 // Throws dockyard::Error naming `what` when the product overflows int64.
 int64_t ParamAllGatherBytes(int64_t elems, int64_t fp8_elems, int64_t param_bytes, double fp8_bytes_per_element, std::string_view what);
 

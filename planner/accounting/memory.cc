@@ -205,7 +205,7 @@ LayerActivationBytes LayerActivations(const ModelSpec& m, const RecomputeSet& rs
   g.shared_experts_present = moe_layer && m.moe.num_shared_experts > 0;
   // Inputs of FP8 linear layers: with --precision fp8 TransformerEngine saves them quantized
   // (precision.h Fp8ActivationBytes), else in the activation dtype like every other tensor.
-  auto lin_in = [&](Wide elems) -> Wide { return w.fp8_saved_inputs ? Fp8ActivationBytes<Wide>(elems, w.fp8_blockwise) : mul(elems, ab); };
+  auto lin_in = [&](Wide elems) -> Wide { return w.fp8_saved_inputs ? Fp8ActivationBytes<Wide>(elems, w.fp8_scaling) : mul(elems, ab); };
   // A SwiGLU MLP's `rows_f` = rows x F intermediates (workload.h SavedTensorRules): gate and up
   // (the activation's inputs, fc1's output), and unless the activation is recomputed the down
   // projection's input (fc2's) and, in torchtitan's eager SwiGLU, silu(gate): 4F (torchtitan) or

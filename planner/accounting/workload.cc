@@ -70,7 +70,7 @@ Workload ComputeWorkload(const ModelSpec& model, const ParallelDims& d, const Tr
   w.tp_shards = d.tp;
   w.expert_f_local = model.moe.moe_intermediate_size / expert_tp;
   w.fp8_saved_inputs = Fp8KeepsQuantizedTensors(t, d.convention);
-  w.fp8_blockwise = Fp8Blockwise(t);
+  w.fp8_scaling = Fp8ScalingOf(t);
   w.saved = SavedTensorRulesOf(t, d.convention);
   w.te_cross_entropy = TeCrossEntropyOf(t, d.convention);
   return w;

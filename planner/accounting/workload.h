@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "planner/layout/plan.h"
+#include "planner/model/precision.h"
 
 namespace dockyard {
 
@@ -38,9 +39,11 @@ struct Workload {
   int64_t tp_shards = 1;           // t: divisor of sequence-parallel activations (tp)
   int64_t expert_f_local = 0;      // F / expert TP degree (etp, or tp with EP off)
   // --precision fp8 (precision.h) under Fp8KeepsQuantizedTensors: the inputs of FP8 linear layers
-  // are saved for backward in FP8, with blockwise scaling plus their 1x128 tile scales
+  // are saved for backward in FP8, with blockwise scaling plus their 1x128 tile scales, with MXFP8
+  // plus their 1 B scale per 32 elements
   // (LayerActivations).
-  bool fp8_saved_inputs = false, fp8_blockwise = false;
+  bool fp8_saved_inputs = false;
+  Fp8Scaling fp8_scaling = Fp8Scaling::kNone;  // precision.h Fp8ScalingOf
   SavedTensorRules saved = SavedTensorRules::kTorchtitan;  // SavedTensorRulesOf
   // The loss is TransformerEngine's fused cross-entropy (megatron only, run_settings.h
   // TeCrossEntropy): the logits kept in their own dtype (memory.h LossBytesPerLogit).

@@ -130,7 +130,7 @@ TEST_CASE("bad calibrations: the field, its value and the rule") {
   j["version"] = 3;
   CHECK(ErrorOf(j).find("unsupported version 3") != std::string::npos);
   j = good;
-  j["preset"] = "b300";
+  j["preset"] = "b400";
   CHECK(ErrorOf(j).find("/preset") != std::string::npos);
   // A calibration for one preset on another preset's cluster.
   ClusterSpec h200 = ClusterPreset("h200-sxm");

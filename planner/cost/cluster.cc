@@ -56,7 +56,7 @@ EpOverlapKnobs BlackwellEpOverlapKnobs() {
 }  // namespace
 
 std::vector<std::string> ClusterPresetNames() {
-  return {"h100-sxm", "h200-sxm", "h100-pcie-400g", "h800-sxm", "b200", "gb200-nvl72"};
+  return {"h100-sxm", "h200-sxm", "h100-pcie-400g", "h800-sxm", "b200", "gb200-nvl72", "b300", "gb300-nvl72"};
 }
 
 std::string ClusterPresetNamesText() {
@@ -102,6 +102,21 @@ ClusterSpec ClusterPreset(const std::string& name) {
     c.knobs.compute = B200ComputeKnobs();
     c.knobs.dispatchers.ep_overlap = BlackwellEpOverlapKnobs();
     c.compute_source = "B200 operator table: SimuMax's B200 sweep (docs/cluster.md [B4])";
+    c.mxfp8_tensor_cores = true;
+    return c;
+  }
+  if (name == "b300") {  // HGX / DGX B300: 8 x B300 (Blackwell Ultra), NVLink5, 8 x ConnectX-8 800 Gb/s (docs/cluster.md [B5])
+    c.dense_bf16_tflops = 2250.0;  // 36 PFLOPS BF16 with sparsity per 8 GPUs / 2 / 8, as B200
+    c.hbm_gbps = 7672.0;           // borrowed: B200's measured bus (the datasheet prints 8 TB/s for both)
+    c.memory_gib = 268.2;          // 288 GB HBM3e (datasheet; no nvidia-smi figure found): 288e9 / 2^30
+    c.knobs.links.intra_node_gbps = kNvlink5Gbps;  // B200's measured NVLink5 figure: the same ports and switch generation
+    c.knobs.links.network_gbps = 96.0;              // one 800 Gb/s ConnectX-8 per GPU: 2 x B200's 48 (400 Gb/s)
+    c.knobs.compute = B200ComputeKnobs();
+    c.knobs.dispatchers.ep_overlap = BlackwellEpOverlapKnobs();
+    c.compute_source =
+        "borrowed: B200 operator table (no B300 operator measurement; the same Blackwell tensor cores and BF16 peak; B300's faster "
+        "softmax exponent is not in it; docs/cluster.md [B4, B5])";
+    c.mxfp8_tensor_cores = true;
     return c;
   }
   if (name == "gb200-nvl72") {  // 18 compute trays of 4 B200-class GPUs, one NVLink domain of 72
@@ -117,6 +132,21 @@ ClusterSpec ClusterPreset(const std::string& name) {
     // docs/cluster.md [B4].
     c.compute_source = "borrowed: h100-sxm priors (no GB200 operator measurement; docs/cluster.md [B4])";
     c.knobs.dispatchers.ep_overlap = BlackwellEpOverlapKnobs();
+    c.mxfp8_tensor_cores = true;
+    return c;
+  }
+  if (name == "gb300-nvl72") {  // 18 compute trays of 4 B300-class GPUs, one NVLink domain of 72 (docs/cluster.md [G2])
+    c.gpus_per_node = 4;
+    c.nvlink_domain_gpus = 72;
+    c.dense_bf16_tflops = 2500.0;  // 360 PFLOPS FP16/BF16 with sparsity / 2 / 72, as GB200
+    c.hbm_gbps = 8000.0;           // 576 TB/s / 72 (datasheet), as gb200-nvl72
+    c.memory_gib = 268.2;          // 288 GB HBM3e per GPU (datasheet; no nvidia-smi figure found): 288e9 / 2^30
+    c.knobs.links.intra_node_gbps = kNvlink5Gbps;
+    c.knobs.links.network_gbps = 96.0;  // one 800 Gb/s ConnectX-8 per GPU (72 per rack)
+    c.nics_per_node = 4;
+    c.compute_source = "borrowed: gb200-nvl72's (h100-sxm priors; no GB300 operator measurement; docs/cluster.md [B4, G2])";
+    c.knobs.dispatchers.ep_overlap = BlackwellEpOverlapKnobs();
+    c.mxfp8_tensor_cores = true;
     return c;
   }
   std::string message =

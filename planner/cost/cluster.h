@@ -32,11 +32,16 @@ struct ClusterSpec {
   // Where the preset's compute knobs (its operator table) come from, as reports print it: measured
   // on this GPU, or borrowed from another's with the reason. A cluster file inherits its base's.
   std::string compute_source = "h100-sxm priors (planner/cost/knobs.h: H100 / H200 measurements)";
+  // Whether its tensor cores run MXFP8 (block-scaled FP8, E8M0 scales per 32 elements): Blackwell
+  // (SM100+: b200, gb200-nvl72, b300, gb300-nvl72), not Hopper. --fp8-recipe mxfp8 is refused
+  // without (precision.h ValidateFp8RecipeOnGpu). A cluster file inherits its base's.
+  bool mxfp8_tensor_cores = false;
 };
 
 // Presets: "h100-sxm", "h200-sxm", "h100-pcie-400g" (one 400 Gb/s NIC per node, PCIe Gen5
 // inside the node), "h800-sxm" (NVLink ~160 GB/s achievable), "b200" (DGX B200), "gb200-nvl72"
-// (nodes of 4 in one 72-GPU NVLink domain). Throws dockyard::Error listing the presets for an
+// (nodes of 4 in one 72-GPU NVLink domain), "b300" (HGX B300, 800 Gb/s per GPU), "gb300-nvl72"
+// (GB200 NVL72's shape with B300-class GPUs; docs/cluster.md [B5], [G2]). Throws dockyard::Error listing the presets for an
 // unknown name.
 ClusterSpec ClusterPreset(const std::string& name);
 std::vector<std::string> ClusterPresetNames();

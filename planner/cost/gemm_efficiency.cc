@@ -16,14 +16,14 @@ double Fill(double x, double half) {
 
 double GemmUs(double m, double n, double k, double peak_tflops, const ComputeKnobs& kn, GemmPrecision p) {
   if (m <= 0 || n <= 0 || k <= 0) return 0.0;
-  // FP8: twice the BF16 peak at fp8_efficiency_ratio of the shape's BF16 efficiency (precision.h).
+  // FP8: twice the BF16 peak at fp8_efficiency_ratio (MXFP8: mxfp8_efficiency_ratio) of the shape's BF16 efficiency (precision.h).
   return 2.0 * m * n * k / (peak_tflops * kFlopsPerUsPerTflops * GemmShapeEfficiency(m, n, k, kn) * Fp8GemmSpeedup(kn, p));
 }
 
 // The FP8 input-quantize kernel of `elements` BF16 elements (0 without FP8 or without hbm_gbps).
 double QuantizeUs(double elements, const ComputeKnobs& k, GemmPrecision p, double hbm_gbps) {
   if (!p.fp8 || hbm_gbps <= 0 || elements <= 0) return 0.0;
-  return MemoryBoundUs(KernelBytes{"fp8_quantize", elements * Fp8QuantizeBytesPerElement(p.blockwise, 2.0)}, hbm_gbps,
+  return MemoryBoundUs(KernelBytes{"fp8_quantize", elements * Fp8QuantizeBytesPerElement(p.scaling, 2.0)}, hbm_gbps,
                        k.memory_bound.hbm_efficiency, k.memory_bound.floor_us);
 }
 
@@ -49,11 +49,12 @@ double ExpertMlpForwardUs(double rows, double hidden, double f, double peak_tflo
 }
 
 double Fp8GemmSpeedup(const ComputeKnobs& k, GemmPrecision p) {
-  return p.fp8 ? kFp8PeakOverBf16 * k.gemm.fp8_efficiency_ratio : 1.0;
+  if (!p.fp8) return 1.0;
+  return kFp8PeakOverBf16 * (p.scaling == Fp8Scaling::kMxfp8 ? k.gemm.mxfp8_efficiency_ratio : k.gemm.fp8_efficiency_ratio);
 }
 
 GemmPrecision GemmPrecisionOf(const TrainingConfig& training) {
-  return GemmPrecision{Fp8Gemms(training), Fp8Blockwise(training)};
+  return GemmPrecision{Fp8Gemms(training), Fp8ScalingOf(training)};
 }
 
 double FlashAttentionEfficiency(double head_dim, double seq_len, bool causal, bool backward, const ComputeKnobs& k) {

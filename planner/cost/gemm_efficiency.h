@@ -21,18 +21,19 @@
 // 16K (Shah et al., arXiv 2407.08608, Fig. "Attention forward speed, head dim 256").
 #pragma once
 
+#include "planner/model/precision.h"
 #include "planner/model/training.h"
 #include "planner/cost/knobs.h"
 #include "planner/model/model_spec.h"
 
 namespace dockyard {
 
-// Whether a run's GEMMs are FP8 and with which scaling (precision.h Fp8Gemms, Fp8Blockwise): a
+// Whether a run's GEMMs are FP8 and with which scaling (precision.h Fp8Gemms, Fp8ScalingOf): a
 // setting of the run, read from its training config. The router, lm_head and the flash core stay
 // BF16 whatever it says.
 struct GemmPrecision {
   bool fp8 = false;
-  bool blockwise = false;
+  Fp8Scaling scaling = Fp8Scaling::kNone;
 };
 GemmPrecision GemmPrecisionOf(const TrainingConfig& training);
 
@@ -54,7 +55,8 @@ double ExpertMlpForwardUs(double rows, double hidden, double f, double peak_tflo
                           double hbm_gbps = 0);
 
 // How many times faster a GEMM of a given shape runs with FP8 GEMMs (precision.fp8) than in
-// BF16: the FP8 peak (precision.h kFp8PeakOverBf16) times fp8_efficiency_ratio; 1 without FP8.
+// BF16: the FP8 peak (precision.h kFp8PeakOverBf16) times fp8_efficiency_ratio, or with MXFP8
+// times mxfp8_efficiency_ratio (knobs.h); 1 without FP8.
 // The one FP8 GEMM rule of both compute models: LinearUs / ExpertMlpForwardUs here, and the
 // fixed-efficiency GEMMs of the default model (layer_terms.cc: attention projections, grouped GEMM,
 // shared experts, dense MLP, MLA up-projections). The router, lm_head and the flash core stay BF16.

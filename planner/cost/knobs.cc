@@ -69,6 +69,12 @@ const std::vector<KnobSpec>& KnobTable() {
         {"compute.gemm", "fp8_efficiency_ratio", "fp8_efficiency_ratio", "ratio",
        [](Knobs& k) -> double& { return k.compute.gemm.fp8_efficiency_ratio; }, KnobSpec::kCompute, 0, true, 1, 0.1, 1.0, false, KnobSpec::kComponent,
        "compute.gemm.fp8_efficiency_ratio (planner/cost/knobs.h); docs/cost-model.md, precision"},
+        {"compute.gemm", "mxfp8_efficiency_ratio", "mxfp8_efficiency_ratio", "ratio",
+       [](Knobs& k) -> double& { return k.compute.gemm.mxfp8_efficiency_ratio; }, KnobSpec::kCompute, 0, true, 1.5, 0.3, 1.5, false,
+       KnobSpec::kComponent,
+       "compute.gemm.mxfp8_efficiency_ratio (planner/cost/knobs.h): torchao's MXFP8 grouped GEMMs on B200 at DeepSeek-V3's expert shape "
+       "against the b200 table's BF16 time, 0.919",
+       true, 0.15},
         {"links", "intra_node_gbps", "intra_node_gbps", "GB/s",
        [](Knobs& k) -> double& { return k.links.intra_node_gbps; }, KnobSpec::kLink, 0, true, 1e6, 0.1, 1.25, true, KnobSpec::kComponent,
        "the preset's intra_node_gbps (planner/cost/cluster.cc, docs/cluster.md)", false, 0.15},

@@ -31,6 +31,15 @@ struct GemmKnobs {
   double half_nk = 34.0;      // elements of N or K at which its factor is one half
   double tile_rows = 128.0;   // rows of a grouped-GEMM tile (each expert padded to whole tiles)
   double fp8_efficiency_ratio = 0.87;  // FP8 GEMM efficiency / BF16 efficiency of the same shape
+  // MXFP8 GEMM efficiency (of the FP8 peak) / BF16 efficiency of the same shape (of the BF16 peak),
+  // with --fp8-recipe mxfp8 (Blackwell only): 0.92, torchao's MXFP8 grouped GEMMs on B200 at
+  // DeepSeek-V3's expert shape (131,072 rows over 8 groups, N 2048, K 7168: 1,838.1 us forward and
+  // data gradient, 2,412.4 us weight gradient; pytorch/ao@0b1bb117287185f325161acd6a0bce8fb443936c
+  // torchao/prototype/moe_training/README.md, "MXFP8 Kernel Breakdown by Pass") against the b200
+  // operator table's BF16 time of the same three GEMMs (3,812.1 + 3,812.1 + 3,565.4 us):
+  // 11,189.6 / (2 x 6,088.6) = 0.919. Per pass it is 1.04 (forward, dgrad) and 0.74 (wgrad, torchao's
+  // 2D-2D kernel); one ratio is their time-weighted mean.
+  double mxfp8_efficiency_ratio = 0.92;
 };
 
 // Flash attention (gemm_efficiency.h FlashAttentionEfficiency).

@@ -66,8 +66,8 @@ FsdpLayerUs FsdpPerLayerUs(const TrainingConfig& t, const StepInputs& in, const 
   for (int kind = 0; kind < 2; ++kind) {
     if (!in.fsdp_layer[kind].present) continue;
     const double dense_elems = in.fsdp_layer[kind].dense_elems, sparse_elems = in.fsdp_layer[kind].sparse_elems;
-    // --fp8-param-gather: the FP8 GEMM weights travel in FP8 (precision.h Fp8WeightBytesPerElement).
-    const double fp8_b = Fp8WeightBytesPerElement(t);
+    // --fp8-param-gather: the FP8 GEMM weights travel in FP8 (precision.h Fp8ParamGatherBytesPerElement).
+    const double fp8_b = Fp8ParamGatherBytesPerElement(t, static_cast<double>(param_b));
     const double fp8_dense = in.fsdp_layer[kind].fp8_dense_elems, fp8_sparse = in.fsdp_layer[kind].fp8_sparse_elems;
     auto gathered = [&](double elems, double fp8) {  // comm.h ParamAllGatherBytes
       return static_cast<double>(

@@ -457,6 +457,7 @@ CostBreakdown StepFromInputs(const ModelSpec& m, const ParamTotals& totals, cons
 
 CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& totals, const ParallelDims& d, const TrainingConfig& t,
                                      const ClusterSpec& c, const StepInputs& in, ComputeModel model, bool detail) {
+  ValidateFp8RecipeOnGpu(t, c.name, c.mxfp8_tensor_cores);
   return cost_detail::StepFromInputs(m, totals, d, t, c, in, model, detail);
 }
 

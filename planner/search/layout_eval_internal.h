@@ -149,10 +149,10 @@ inline bool SameWorkload(const Workload& a, const Workload& b) {
   // assert unnoticed.)
   static_assert(sizeof(Workload) == 8 * sizeof(int64_t) + 8, "a Workload field was added: compare it here");
   return std::tie(a.tokens, a.routed_tokens, a.dispatch_tokens, a.received_rows, a.mean_received_rows, a.act_bytes, a.tp_shards,
-                  a.expert_f_local, a.fp8_saved_inputs, a.fp8_blockwise,
+                  a.expert_f_local, a.fp8_saved_inputs, a.fp8_scaling,
                   a.saved, a.te_cross_entropy) == std::tie(b.tokens, b.routed_tokens, b.dispatch_tokens, b.received_rows,
                                                            b.mean_received_rows, b.act_bytes, b.tp_shards, b.expert_f_local,
-                                                           b.fp8_saved_inputs, b.fp8_blockwise, b.saved, b.te_cross_entropy);
+                                                           b.fp8_saved_inputs, b.fp8_scaling, b.saved, b.te_cross_entropy);
 }
 inline bool SameRecomputeSet(const RecomputeSet& a, const RecomputeSet& b) {
   static_assert(sizeof(RecomputeSet) == 9, "a RecomputeSet field was added: compare it here");
@@ -178,7 +178,7 @@ struct GroupPrecision {
   double fp8_copy = 0;            // FP8 weight copy bytes per element (memory.h Fp8WeightCopyPerElement); 0 = none kept
   bool fp8_params = false;        // the FP8 GEMM weights are the parameters (workload.h Fp8ModelParams)
   bool fp8_param_gather = false;  // --fp8-param-gather: the FP8 GEMM weights are all-gathered in FP8
-  double fp8_gather_bytes = 0;    // their bytes per element then (precision.h Fp8WeightBytesPerElement), else 0
+  double fp8_gather_bytes = 0;    // their bytes per element then (precision.h Fp8ParamGatherBytesPerElement), else 0
   bool operator==(const GroupPrecision& o) const {
     return fp8_copy == o.fp8_copy && fp8_params == o.fp8_params && fp8_param_gather == o.fp8_param_gather &&
            fp8_gather_bytes == o.fp8_gather_bytes;

@@ -143,7 +143,8 @@ const LayoutEvaluator::GroupStatics& LayoutEvaluator::Impl::StaticsFor(const Mod
   precision.fp8_copy = Fp8WeightCopyPerElement(t, d.convention);  // FP8 weight copies (megatron)
   precision.fp8_params = Fp8ModelParams(t);                       // --fp8-param-gather under zero1: FP8 GEMM weights as parameters
   precision.fp8_param_gather = t.fp8_param_gather;
-  precision.fp8_gather_bytes = t.fp8_param_gather ? Fp8WeightBytesPerElement(t) : 0.0;
+  precision.fp8_gather_bytes =
+      t.fp8_param_gather ? Fp8ParamGatherBytesPerElement(t, static_cast<double>(DtypeBytes(t.param_dtype, "param_dtype"))) : 0.0;
   const Split* split = &SplitFor(m, t, d.pp, d.convention == Convention::kMegatron);
   for (const GroupStatics& g : groups) {
     if (g.SameKey(strategy, tb, precision, split)) return g;

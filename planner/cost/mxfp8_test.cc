@@ -1,0 +1,191 @@
+// MXFP8 (--fp8-recipe mxfp8 / --precision mxfp8; TransformerEngine MXFP8BlockScaling): the GEMM
+// speed from torchao's B200 kernel breakdown, the E8M0 scales per 32 elements in memory and in the
+// quantize kernels, the BF16 parameter all-gather of Megatron's MXFP8 parameters, and the refusals
+// (Hopper, FSDP gather, another recipe beside --precision mxfp8).
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "planner/accounting/comm.h"
+#include "planner/accounting/memory.h"
+#include "planner/accounting/workload.h"
+#include "planner/base/error.h"
+#include "planner/cost/cluster.h"
+#include "planner/cost/cost.h"
+#include "planner/cost/gemm_efficiency.h"
+#include "planner/model/precision.h"
+#include "planner/model/training_json.h"
+#include "tests/test_models.h"
+#include "tests/tiny_plan.h"
+
+using doctest::Approx;
+
+namespace {
+
+dockyard::TrainingConfig Mxfp8() {
+  dockyard::TrainingConfig t;
+  t.precision = "fp8";
+  t.fp8_recipe = "mxfp8";
+  return t;
+}
+
+dockyard::Plan TinyPlan(const dockyard::TrainingConfig& t) {
+  return dockyard::testing::TinyEp4Plan(t, dockyard::Convention::kMegatron);
+}
+
+// The tiny model under --convention megatron on 8 GPUs with EP 4 (dp 8, edp 2, zero1).
+dockyard::Plan Zero1Plan(dockyard::TrainingConfig t) {
+  dockyard::ParallelDimsOptions d;
+  d.world_size = 8;
+  d.ep = 4;
+  d.convention = dockyard::Convention::kMegatron;
+  t.seq_len = 1024;
+  return dockyard::BuildPlan(dockyard::testing::TinyMixtral(), d, t);
+}
+
+int64_t Zero1Gather(const dockyard::Plan& plan, bool sparse) {
+  for (const auto& e : dockyard::ComputeComm(plan, 0).entries)
+    if (e.purpose == "zero1_all_gather_params" && (e.mesh == "sparse") == sparse) return e.bytes_per_call;
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("MXFP8 GEMMs reproduce torchao's B200 MXFP8 grouped GEMMs at DeepSeek-V3's expert shape") {
+  // pytorch/ao@0b1bb117 torchao/prototype/moe_training/README.md, "MXFP8 Kernel Breakdown by Pass"
+  // (B200; 131,072 rows over 8 groups, dim 7168, hidden 2048): torch._scaled_grouped_mm 1,838.1 us
+  // forward, 1,838.1 us data gradient, 2,412.4 us weight gradient: 6,088.6 us.
+  const dockyard::ClusterSpec b200 = dockyard::ClusterPreset("b200");
+  const dockyard::ComputeKnobs& k = b200.knobs.compute;
+  CHECK(k.gemm.mxfp8_efficiency_ratio == 0.92);
+  const dockyard::GemmPrecision mx{true, dockyard::Fp8Scaling::kMxfp8};
+  const dockyard::GemmPrecision bf16{};
+  // Per group: 16,384 rows, N 2048, K 7168; the three passes of one group, times 8.
+  const double bf16_us = 8 * (dockyard::LinearUs(16384, 2048, 7168, false, 2250, k, bf16) +
+                              dockyard::LinearUs(16384, 2048, 7168, true, 2250, k, bf16));
+  const double mx_us = 8 * (dockyard::LinearUs(16384, 2048, 7168, false, 2250, k, mx) + dockyard::LinearUs(16384, 2048, 7168, true, 2250, k, mx));
+  // BF16 by the b200 table: eff 0.4487 (forward, dgrad), 0.4797 (wgrad): 3,812.1 + 3,812.1 + 3,565.4 us.
+  CHECK(bf16_us == Approx(11189.6).epsilon(0.001));
+  // MXFP8: 11,189.6 / (2 x 0.92) = 6,081.3 us against torchao's 6,088.6 (0.1 % apart).
+  CHECK(mx_us == Approx(11189.6 / 1.84).epsilon(0.001));
+  CHECK(mx_us == Approx(6088.6).epsilon(0.01));
+  // Tensorwise FP8 keeps its own ratio (0.87).
+  CHECK(dockyard::Fp8GemmSpeedup(k, {true, dockyard::Fp8Scaling::kTensorwise}) == Approx(1.74));
+  CHECK(dockyard::Fp8GemmSpeedup(k, mx) == Approx(1.84));
+}
+
+TEST_CASE("MXFP8 bytes: E8M0 scales per 32 elements in weight copies, saved inputs and quantize kernels") {
+  const dockyard::TrainingConfig t = Mxfp8();
+  CHECK(dockyard::Fp8ScalingOf(t) == dockyard::Fp8Scaling::kMxfp8);
+  // One copy: 1 B + 1 B / 32 = 1.03125; row-wise and column-wise: 2.0625.
+  CHECK(dockyard::Fp8WeightBytesPerElement(t) == 1.03125);
+  CHECK(dockyard::Fp8WeightCopyBytesPerElement(t) == 2.0625);
+  // The tiny plan's 49,152 FP8 GEMM weight elements (attention 24,576 + routed experts 24,576,
+  // precision_test): 49,152 x 2.0625 = 101,376 B.
+  CHECK(dockyard::StaticMemoryOnRank(TinyPlan(t), 0).params_by_role.at("fp8_weights") == 101376);
+  // A saved input of 131,072 elements: 131,072 + 131,072 / 32 = 135,168 B.
+  CHECK(dockyard::Fp8ActivationBytes<int64_t>(131072, dockyard::Fp8Scaling::kMxfp8) == 135168);
+  // The tiny MoE layer's attention saves 671,744 B in BF16; its two FP8 linear inputs (2 x 65,536
+  // elements) become 135,168 B instead of 262,144.
+  const auto plan = TinyPlan(t);
+  const auto acts = dockyard::LayerActivations(plan.model, dockyard::RecomputeSet{}, dockyard::ComputeWorkload(plan), true);
+  CHECK(acts.attention == 671744 - 262144 + 135168);
+  // The quantize kernel reads BF16 (2 B) and writes both copies: 2 + 2 x 1.03125 = 4.0625 B per element.
+  CHECK(dockyard::Fp8QuantizeBytesPerElement(dockyard::Fp8Scaling::kMxfp8, 2) == 4.0625);
+}
+
+TEST_CASE("MXFP8 parameter all-gather under the distributed optimizer moves BF16 into the gradient buffer") {
+  auto t = Mxfp8();
+  t.fp8_param_gather = true;
+  const auto gather = Zero1Plan(t);
+  REQUIRE(*gather.training.dp_sharding == dockyard::DpSharding::kZero1);
+  // Megatron gathers the BF16 of the master shard (param_and_grad_buffer.py shared_buffer), so the
+  // bytes equal the BF16 all-gather: dense 156,992 x 2 = 313,984 B, sparse 24,576 x 2 = 49,152 B
+  // (fp8_param_gather_test's figures without the flag; tensorwise would send 289,408 and 24,576).
+  CHECK(Zero1Gather(gather, false) == 313984);
+  CHECK(Zero1Gather(gather, true) == 49152);
+  CHECK(dockyard::Fp8ParamGatherBytesPerElement(t, 2) == 2);
+  // No separate parameter buffer: the FP8 GEMM weights are held as their two MXFP8 copies only.
+  // Attention 24,576 + routed experts 24,576 elements (fp8_param_gather_test) x 2 B = 98,304 B less.
+  const auto without = dockyard::StaticMemoryOnRank(Zero1Plan(Mxfp8()), 0);
+  const auto with = dockyard::StaticMemoryOnRank(gather, 0);
+  CHECK(with.params_by_role.at("attention") == 0);
+  CHECK(with.params_by_role.at("fp8_weights") == 101376);  // 49,152 x 2.0625
+  CHECK(without.params_bytes - with.params_bytes == 98304);
+}
+
+TEST_CASE("MXFP8 is refused where it does not run, and --precision mxfp8 is fp8 with the mxfp8 recipe") {
+  // Hopper has no MXFP8 tensor cores.
+  const auto routing = dockyard::testing::TinyEp4Routing();
+  const auto plan = TinyPlan(Mxfp8());
+  try {
+    dockyard::SimulateStep(plan, dockyard::ClusterPreset("h100-sxm"), routing);
+    FAIL("mxfp8 on h100-sxm was not refused");
+  } catch (const dockyard::Error& e) {
+    const std::string m = e.what();
+    CHECK(m.find("fp8_recipe") != std::string::npos);
+    CHECK(m.find("\"h100-sxm\"") != std::string::npos);
+    CHECK(m.find("SM100") != std::string::npos);
+  }
+  for (const char* preset : {"b200", "gb200-nvl72", "b300", "gb300-nvl72"}) {
+    CAPTURE(preset);
+    CHECK(dockyard::ClusterPreset(preset).mxfp8_tensor_cores);
+    CHECK_NOTHROW(dockyard::SimulateStep(plan, dockyard::ClusterPreset(preset), routing));
+  }
+  // The same MoE layer in tensorwise FP8 and MXFP8 on B200: MXFP8 is faster (1.84x GEMMs against
+  // 1.74x; its quantize kernels move 4.06 B per element against 5). Both are slower than BF16 on the
+  // tiny model (hidden 64), whose quantize kernels' floors outweigh its GEMMs.
+  const auto b200 = dockyard::ClusterPreset("b200");
+  dockyard::TrainingConfig tensorwise;
+  tensorwise.precision = "fp8";
+  const double mx = dockyard::SimulateStep(plan, b200, routing).moe_layer_us;
+  const double tw = dockyard::SimulateStep(TinyPlan(tensorwise), b200, routing).moe_layer_us;
+  const double bf = dockyard::SimulateStep(TinyPlan(dockyard::TrainingConfig{}), b200, routing).moe_layer_us;
+  CHECK(mx < tw);
+  CHECK(bf < mx);
+
+  // --precision mxfp8 / "precision": "mxfp8".
+  dockyard::TrainingConfig named;
+  named.precision = "mxfp8";
+  dockyard::NormalizeMxfp8Precision(&named, "--");
+  CHECK(named.precision == "fp8");
+  CHECK(named.fp8_recipe == "mxfp8");
+  const dockyard::Json json = dockyard::Json::parse(R"({"precision": "mxfp8"})");
+  const auto from_json = dockyard::TrainingFromJson(dockyard::JsonView(&json, "spec.json", "/training"));
+  CHECK(from_json.precision == "fp8");
+  CHECK(from_json.fp8_recipe == "mxfp8");
+  dockyard::TrainingConfig clash;
+  clash.precision = "mxfp8";
+  clash.fp8_recipe = "blockwise";
+  CHECK_THROWS_WITH_AS(dockyard::NormalizeMxfp8Precision(&clash, "--"), doctest::Contains("--fp8-recipe"), dockyard::Error);
+
+  // The FSDP gather of MXFP8 weights is not modelled.
+  auto fsdp = Mxfp8();
+  fsdp.fp8_param_gather = true;
+  fsdp.dp_sharding = dockyard::DpSharding::kFsdp;
+  CHECK_THROWS_WITH_AS(dockyard::ValidateFp8ParamGather(fsdp, true), doctest::Contains("mxfp8"), dockyard::Error);
+}
+
+TEST_CASE("b300 and gb300-nvl72 presets: datasheet figures, B200's measured NVLink5 and HBM bus, 800 Gb/s per GPU") {
+  const auto b300 = dockyard::ClusterPreset("b300");
+  // HGX B300: BF16 36 PFLOPS with sparsity per 8 GPUs -> 2,250 dense per GPU; 288 GB -> 268.2 GiB.
+  CHECK(b300.dense_bf16_tflops == 2250);
+  CHECK(b300.memory_gib == Approx(288e9 / 1073741824.0).epsilon(0.0005));
+  CHECK(b300.hbm_gbps == 7672);
+  CHECK(b300.gpus_per_node == 8);
+  // ConnectX-8 800 Gb/s = 100 GB/s raw, at B200's 48 of 50 effective: 96.
+  CHECK(b300.knobs.links.network_gbps == 96);
+  CHECK(b300.knobs.links.intra_node_gbps == 606.6);
+  CHECK(b300.knobs.compute.gemm.shape_efficiency == dockyard::ClusterPreset("b200").knobs.compute.gemm.shape_efficiency);
+  CHECK(b300.compute_source.find("borrowed") == 0);
+  const auto gb300 = dockyard::ClusterPreset("gb300-nvl72");
+  // GB300 NVL72: 360 PFLOPS FP16/BF16 with sparsity over 72 GPUs -> 2,500 dense; 576 TB/s / 72 = 8,000 GB/s.
+  CHECK(gb300.dense_bf16_tflops == 2500);
+  CHECK(gb300.hbm_gbps == 8000);
+  CHECK(gb300.gpus_per_node == 4);
+  CHECK(gb300.nvlink_domain_gpus == 72);
+  CHECK(gb300.nics_per_node == 4);
+  CHECK(gb300.knobs.links.network_gbps == 96);
+  CHECK(gb300.compute_source.find("borrowed") == 0);
+  CHECK_FALSE(dockyard::ClusterPreset("h100-sxm").mxfp8_tensor_cores);
+}
