@@ -624,11 +624,11 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
     std::string recipe = "delayed";  // transformer_config.py fp8_recipe default
     const ConfigArg* r = find("--fp8-recipe");
     if (r) recipe = ChoiceValue(c, *r, {"tensorwise", "delayed", "mxfp8", "blockwise", "custom"});
-    if (recipe == "mxfp8" || recipe == "custom") {
-      Fail(file, r->line, fmt::format("--fp8-recipe {}: not modelled yet (dockyard prices tensorwise, delayed and blockwise scaling)", recipe));
+    if (recipe == "custom") {
+      Fail(file, r->line, "--fp8-recipe custom: not modelled (dockyard prices tensorwise, delayed, blockwise and mxfp8 scaling)");
     }
     // Delayed scaling keeps one scale per tensor, as tensorwise does: the same bytes and GEMMs.
-    AddFlag(c, "--fp8-recipe", recipe == "blockwise" ? "blockwise" : "tensorwise", r ? r->key : "(no --fp8-recipe: Megatron's delayed)");
+    AddFlag(c, "--fp8-recipe", recipe == "delayed" ? "tensorwise" : recipe, r ? r->key : "(no --fp8-recipe: Megatron's delayed)");
   } else if (const ConfigArg* r = find("--fp8-recipe")) {
     c.ignored.push_back("--fp8-recipe (without --fp8-format Megatron runs no FP8)");
     (void)r;

@@ -230,8 +230,8 @@ TEST_CASE("Values: ranges and settings dockyard cannot plan are refused, naming 
   };
   CHECK_THROWS_WITH_AS(import("--tensor-model-parallel-size 0"), "v.args:2: --tensor-model-parallel-size 0: must be >= 1", Error);
   CHECK_THROWS_WITH_AS(import("--pipeline-model-parallel-size two"), "v.args:2: --pipeline-model-parallel-size 'two': not a whole number", Error);
-  CHECK_THROWS_WITH_AS(import("--fp8-format e4m3 --fp8-recipe mxfp8"),
-                       "v.args:2: --fp8-recipe mxfp8: not modelled yet (dockyard prices tensorwise, delayed and blockwise scaling)", Error);
+  CHECK_THROWS_WITH_AS(import("--fp8-format e4m3 --fp8-recipe custom"),
+                       "v.args:2: --fp8-recipe custom: not modelled (dockyard prices tensorwise, delayed, blockwise and mxfp8 scaling)", Error);
   CHECK_THROWS_WITH_AS(import("--optimizer muon"), "v.args:2: --optimizer muon: dockyard plans adam and sgd", Error);
   CHECK_THROWS_WITH_AS(import("--moe-token-dispatcher-type all2all"), "v.args:2: --moe-token-dispatcher-type 'all2all': Megatron-LM takes allgather | alltoall | flex", Error);
   // 8 layers, pp 2, 3 layers per virtual stage: 8 % 6 != 0 (arguments.py's rule).
@@ -249,6 +249,18 @@ TEST_CASE("Values: ranges and settings dockyard cannot plan are refused, naming 
                        doctest::Contains("--recompute-method with --recompute-granularity selective: Megatron-LM refuses it"), Error);
   CHECK_THROWS_WITH_AS(import("--seq-length 8192 --max-position-embeddings 4096"),
                        doctest::Contains("--max-position-embeddings 4096 is below --seq-length 8192"), Error);
+}
+
+TEST_CASE("--fp8-recipe mxfp8 is dockyard's mxfp8 recipe; delayed is priced as tensorwise") {
+  auto flags = [](const std::string& extra) {
+    return ImportMegatronArgs("--num-layers 8 --hidden-size 64 --num-attention-heads 4 --position-embedding-type rope --bf16\n" + extra + "\n",
+                              "m.args");
+  };
+  const FrameworkConfig mx = flags("--fp8-format e4m3 --fp8-recipe mxfp8 --fp8-param-gather");
+  CHECK(Flag(mx, "--precision") == "fp8");
+  CHECK(Flag(mx, "--fp8-recipe") == "mxfp8");
+  CHECK(Flag(mx, "--fp8-param-gather") == "");
+  CHECK(Flag(flags("--fp8-format hybrid"), "--fp8-recipe") == "tensorwise");  // Megatron's default recipe, delayed
 }
 
 TEST_CASE("A search pins what the file leaves at Megatron's default; MLA without --qk-layernorm is named") {

@@ -662,6 +662,7 @@ std::string EmitMegatronBridgeConfig(const Plan& plan, int64_t global_batch_size
     if (!fp8) recipe = "bf16_mixed";
     else if (fp8_recipe == "tensorwise") recipe = "bf16_with_fp8_current_scaling_mixed";
     else if (fp8_recipe == "blockwise") recipe = "bf16_with_fp8_subchannel_scaling_mixed";
+    else if (fp8_recipe == "mxfp8") recipe = "bf16_with_mxfp8_mixed";
     else if (fp8_recipe == "delayed" && fp8_format == "hybrid") recipe = "bf16_with_fp8_delayed_scaling_mixed";
   }
   if (!recipe.empty()) {

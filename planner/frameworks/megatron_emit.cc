@@ -251,7 +251,7 @@ void EmitSettings(const Plan& plan, const FrameworkConfig* config, Lines& l) {
   if (t.precision == "fp8") {
     // The config's format and recipe where they price as the plan's (hybrid as e4m3, delayed as tensorwise).
     const std::string recipe = ConfigValue(config, "--fp8-recipe").value_or("delayed");
-    const bool same_recipe = (recipe == "blockwise") == (t.fp8_recipe == "blockwise");
+    const bool same_recipe = (recipe == "delayed" ? "tensorwise" : recipe) == t.fp8_recipe;
     l.Add("--fp8-format", ConfigValue(config, "--fp8-format").value_or("e4m3"));
     l.Add("--fp8-recipe", config && config->Find("--fp8-format") && same_recipe ? recipe : t.fp8_recipe);
     if (t.fp8_param_gather) l.Add("--fp8-param-gather");

@@ -823,15 +823,24 @@ FrameworkConfig ImportTorchtitanConfig(const std::string& text, const std::strin
     if (backend == "deepep") r.Flag("--dispatcher", "deepep", "parallelism.expert_parallel_comm_backend");
     const Entry* conv = r.Find("model.converters");
     std::vector<std::string> converters = conv ? (conv->list ? conv->items : std::vector<std::string>{conv->text}) : std::vector<std::string>{};
+    bool float8 = false, mx = false;
     for (const std::string& name : converters) {
       if (name == "float8" || name == "quantize.linear.float8" || name == "quantize.grouped_mm.float8") {
+        float8 = true;
         r.Flag("--precision", "fp8", "model.converters");
+      } else if (name == "mx" || name == "quantize.linear.mx" || name == "quantize.grouped_mm.mx") {
+        // torchao's MXFP8 training (torchtitan components/quantization/mx.py: MXFP8LinearConverter,
+        // MXFP8GroupedExpertsConverter): block-scaled FP8, priced as TransformerEngine's MXFP8.
+        mx = true;
+        r.Flag("--precision", "fp8", "model.converters");
+        r.Flag("--fp8-recipe", "mxfp8", "model.converters");
       } else if (name.find("mx") != std::string::npos) {
-        r.Bad("model.converters", "MXFP8 is not planned");
+        r.Bad("model.converters", fmt::format("unknown MX converter \"{}\" (torchtitan's are mx, quantize.linear.mx, quantize.grouped_mm.mx)", name));
       } else if (!name.empty()) {
         r.Ignore(fmt::format("model.converters {} (not modelled)", name));
       }
     }
+    if (float8 && mx) r.Bad("model.converters", "Float8 and MX converters together: dockyard prices one FP8 recipe per run");
     if (r.Bool("parallelism.enable_async_tensor_parallel", false)) r.Ignore("parallelism.enable_async_tensor_parallel (async TP: priced as plain TP)");
   } else if (tree.token_dispatcher) {
     const Json& d = *tree.token_dispatcher;
@@ -844,7 +853,9 @@ FrameworkConfig ImportTorchtitanConfig(const std::string& text, const std::strin
       r.Ignore("model_spec.model minimal_async_ep token dispatcher (priced as the all-to-all dispatcher)");
     }
     if (tree.inner_experts && tree.inner_experts->contains("recipe_name")) {
-      Fail(job, 0, "model_spec.model: MXFP8 grouped experts (inner_experts.recipe_name): MXFP8 is not planned");
+      // torchtitan's MXFP8 grouped experts (MXFP8GroupedExpertsConverter writes its recipe name there).
+      c.flags.push_back({"--precision", "fp8", "model_spec.model inner_experts.recipe_name (MXFP8 grouped experts)"});
+      c.flags.push_back({"--fp8-recipe", "mxfp8", "model_spec.model inner_experts.recipe_name (MXFP8 grouped experts)"});
     }
     if (d.contains("pad_multiple") && !d.contains("non_blocking_capacity_factor")) {
       r.Ignore("model_spec.model token_dispatcher.pad_multiple (Float8 grouped experts; torchtitan's Float8 converters leave no other trace "

@@ -120,6 +120,14 @@ TEST_CASE("the TOML era: sequences per rank, pipeline micro-batches, digit separ
   CHECK(ErrorOf("[training]\nseq_len = \n", "e.toml").rfind("e.toml:2:", 0) == 0);
 }
 
+TEST_CASE("the TOML era's MX converters are the mxfp8 recipe; Float8 and MX together are refused") {
+  const FrameworkConfig c = ImportTorchtitanConfig("[model]\nconverters = [\"quantize.linear.mx\", \"quantize.grouped_mm.mx\"]\n", "mx.toml", Qwen());
+  CHECK(FlagValue(c, "--precision") == "fp8");
+  CHECK(FlagValue(c, "--fp8-recipe") == "mxfp8");
+  CHECK(ErrorOf("[model]\nconverters = [\"float8\", \"mx\"]\n", "both.toml").find("Float8 and MX converters together") != std::string::npos);
+  CHECK(ErrorOf("[model]\nconverters = [\"mxfp4\"]\n", "x.toml").find("unknown MX converter \"mxfp4\"") != std::string::npos);
+}
+
 TEST_CASE("a dump from between the two releases read is refused with the reason") {
   CHECK(ErrorOf("{\"model_spec\": {\"name\": \"qwen3\"}, \"training\": {\"local_batch_size\": 8}}", "m.json").rfind(
             "m.json: a torchtitan dump with model_spec and training.local_batch_size", 0) == 0);

@@ -135,7 +135,11 @@ std::string EmitTorchtitanConfig(const Plan& plan, int64_t global_batch_size, co
   out += fmt::format("# torchtitan at {}: command-line overrides for {} GPUs; launch as\n", std::string(kTorchtitanCommit).substr(0, 9), d.world_size);
   out += "#   torchrun --nnodes N --nproc-per-node G -m torchtitan.train --module MODEL --config FUNCTION $(grep -v '^#' THIS_FILE)\n";
   out += "# The config function keeps what is not here (model flavor, data, optimizer hyper-parameters).\n";
-  if (t.precision == "fp8") out += "# FP8: add Float8LinearConverter / Float8GroupedExpertsConverter to the function's model_registry(converters=...).\n";
+  if (t.precision == "fp8" && t.fp8_recipe == "mxfp8") {
+    out += "# MXFP8: add MXFP8LinearConverter / MXFP8GroupedExpertsConverter to the function's model_registry(converters=...).\n";
+  } else if (t.precision == "fp8") {
+    out += "# FP8: add Float8LinearConverter / Float8GroupedExpertsConverter to the function's model_registry(converters=...).\n";
+  }
   if (t.dispatcher == Dispatcher::kDeepEp) {
     out += fmt::format("# DeepEP: model_registry(moe_comm_backend=\"{}\") in the config function.\n",
                        t.moe_flex_dispatcher_backend == FlexBackend::kHybridEp ? "hybridep" : "deepep");
