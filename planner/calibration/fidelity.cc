@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -15,19 +16,25 @@
 #include "planner/routing/routing.h"
 #include "planner/routing/plan_routing.h"
 #include "planner/model/model_file.h"
+#include "planner/model/precision.h"
 #include "planner/layout/convention.h"
 
 namespace dockyard {
 
 const std::vector<std::string> kFidelityFeatures = {
     // Not expressible yet (UnsupportedReasons).
-    "megatron_fsdp", "mtp", "dualpipe", "dropless", "custom_pp_layout", "node_limited_routing", "batch_ramp", "activation_offloading",
-    "paged_stash",
+    "megatron_fsdp", "mtp", "dualpipe", "dropless", "custom_pp_layout", "node_limited_routing", "batch_ramp", "muon",
+    // Expressible for the step time; the memory they move is not placed (MemoryUnsupportedFeatureReasons).
+    "activation_offloading", "paged_stash",
     // Settings dockyard models (pipeline_schedule.h RunSettings).
     "ep_overlap",
     // Framework settings dockyard predicts without.
     "sequence_parallel", "distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather", "embedding_loss_pipeline_layers",
-    "grouped_gemm", "permute_fusion", "router_fusion", "cuda_graphs", "capacity_padded"};
+    "grouped_gemm", "permute_fusion", "router_fusion", "cuda_graphs", "capacity_padded",
+    // A whole iteration captured in one CUDA graph (Megatron-Bridge's full-iteration graphs): priced as
+    // cuda_graphs (graph launches, kernels_model.h); FP8 attention (TransformerEngine's FP8 DPA): priced as
+    // BF16 attention, a recorded setting.
+    "full_iteration_cuda_graph", "fp8_attention"};
 
 namespace {
 
@@ -67,9 +74,16 @@ const std::map<std::string, std::string>& UnsupportedFeatureReasons() {
       {"megatron_fsdp", "Megatron FSDP (parameters, gradients and optimizer sharded over DP, overlapped gathers)"},
       {"dualpipe", "DualPipe schedule"},
       {"dropless", "dropless routing (the routing the run saw is not given)"},
-      {"custom_pp_layout", "custom pipeline layout"},
+      {"custom_pp_layout", "custom pipeline layout (give /layout/pp_layout)"},
+      {"muon", "Muon optimizer"},
       {"node_limited_routing", "node-limited routing"},
       {"batch_ramp", "global batch ramped during the run"},
+  };
+  return reasons;
+}
+
+const std::map<std::string, std::string>& MemoryUnsupportedFeatureReasons() {
+  static const std::map<std::string, std::string> reasons = {
       // Memory the model cannot place (docs/memory-model.md, "What is not in torch's allocator"):
       // saved tensors moved to host memory, or paged into a shared stash, between forward and backward.
       {"activation_offloading", "activation offloading (saved tensors moved to host memory)"},
@@ -143,11 +157,16 @@ std::string ReadRunModelAndCluster(const JsonView& v, const std::map<std::string
   return mf->second;
 }
 
-// /layout: the degrees of a run or a memory run.
+// /layout: the degrees of a run or a memory run (a run may also give its pp_layout).
 template <class Run>
 void ReadRunLayout(const JsonView& v, Run& r) {
   const JsonView l = v.Object("layout");
-  l.RejectUnknownKeys({"world_size", "tp", "pp", "vpp", "cp", "ep", "etp"});
+  if constexpr (std::is_same_v<Run, FidelityRun>) {
+    l.RejectUnknownKeys({"world_size", "tp", "pp", "vpp", "cp", "ep", "etp", "pp_layout"});
+    r.pp_layout = l.StringOr("pp_layout", "");
+  } else {
+    l.RejectUnknownKeys({"world_size", "tp", "pp", "vpp", "cp", "ep", "etp"});
+  }
   r.world_size = l.Int("world_size");
   r.tp = l.Int("tp");
   r.pp = l.Int("pp");
@@ -171,7 +190,7 @@ void ReadRunLayoutAndBatch(const JsonView& v, FidelityRun& r) {
 
 // The run's settings: precision, recompute, dispatcher and features (each a known name).
 void ReadRunSettings(const JsonView& v, FidelityRun& r) {
-  r.precision = OneOf(v, "precision", {"bf16", "fp8"});
+  r.precision = OneOf(v, "precision", {"bf16", "fp8", "mxfp8"});
   const std::string rc = OneOf(v, "recompute", {"none", "selective", "full"});
   r.recompute = rc == "full" ? Recompute::kFull : rc == "selective" ? Recompute::kSelective : Recompute::kNone;
   r.recompute_modules = StringList(v, "recompute_modules");
@@ -310,6 +329,15 @@ std::vector<std::string> UnsupportedReasons(const FidelityRun& r) {
   return out;
 }
 
+std::vector<std::string> MemoryUnsupportedReasons(const FidelityRun& r) {
+  std::vector<std::string> out;
+  for (const auto& f : r.features) {
+    auto it = MemoryUnsupportedFeatureReasons().find(f);
+    if (it != MemoryUnsupportedFeatureReasons().end()) out.push_back(it->second);
+  }
+  return out;
+}
+
 double MeasuredStepSeconds(const FidelityRun& r) {
   const double tokens = static_cast<double>(r.gbs) * static_cast<double>(r.seq);
   const double n = static_cast<double>(r.world_size);
@@ -344,8 +372,10 @@ TrainingConfig FidelityTraining(const FidelityRun& r) {
   const int64_t dp = r.world_size / (r.tp * r.pp * r.cp);
   t.num_microbatches = r.gbs / (dp * *r.mbs);
   t.recompute = r.recompute;
-  // FP8 GEMMs (precision.h; the runs' recipes are per-tensor current scaling) and MTP modules.
+  // FP8 GEMMs (precision.h; "fp8" rows' recipes are per-tensor current scaling, "mxfp8" rows'
+  // TransformerEngine's MXFP8BlockScaling) and MTP modules.
   t.precision = r.precision;
+  NormalizeMxfp8Precision(&t, "run " + r.id + " /");
   if (std::find(r.features.begin(), r.features.end(), "mtp") != r.features.end()) t.mtp_layers = 1;
   // Megatron's --recompute-modules; DeepSeek-V3's report names its norm recomputation "rmsnorm".
   for (const std::string& module : r.recompute_modules) t.recompute_modules.push_back(module == "rmsnorm" ? "layernorm" : module);
@@ -357,7 +387,8 @@ TrainingConfig FidelityTraining(const FidelityRun& r) {
   t.run.overlap_grad_reduce = has("overlap_grad_reduce");
   t.run.overlap_param_gather = has("overlap_param_gather") && t.run.overlap_grad_reduce;
   t.run.overlap_moe_ep_comm = has("ep_overlap");  // --overlap-moe-expert-parallel-comm
-  t.run.cuda_graphs = has("cuda_graphs");         // --enable-cuda-graph (priced by the kernel-level compute model)
+  t.run.cuda_graphs = has("cuda_graphs") || has("full_iteration_cuda_graph");  // graph launches (the kernel-level compute model)
+  t.run.pipeline_layout = r.pp_layout;  // Megatron --pipeline-model-parallel-layout (pipeline_layout.h)
   t.run.megatron_core_version = r.megatron_core;  // the saved-tensor rules of its release (workload.h SavedTensorRules)
   return t;
 }
@@ -691,7 +722,7 @@ void AddMemoryRows(const FidelitySet& set, const std::map<std::string, const Fid
       rep.memory.push_back(MemoryRow(r.id, r.model, r.cluster_name, r.cluster, Layout(r),
                                      fmt::format("{}/{}/{}", r.gbs, r.mbs ? std::to_string(*r.mbs) : "?", r.seq), p.peak_gib,
                                      p.allocator_peak_gib, r.measured_peak));
-      rep.memory.back().approximate = p.approximate;
+      rep.memory.back().approximate = p.approximate || !MemoryUnsupportedReasons(r).empty();
     }
   }
   for (const FidelityMemoryRun& r : set.memory_runs) rep.memory.push_back(PredictMemoryRun(r, set.models.at(r.model)));

@@ -66,7 +66,9 @@ struct FidelityRun {
   int64_t gbs = 0;
   std::optional<int64_t> mbs;  // unset where the source does not state it
   int64_t seq = 0;
-  std::string precision;  // "bf16" or "fp8"
+  std::string precision;  // "bf16", "fp8" (per-tensor scaling) or "mxfp8"
+  // Megatron's --pipeline-model-parallel-layout where the run gives one (/layout/pp_layout), else empty.
+  std::string pp_layout;
   Recompute recompute = Recompute::kNone;
   std::vector<std::string> recompute_modules;  // Megatron --recompute-modules (selective)
   std::string dispatcher;                      // "a2a" (NCCL all-to-all), "deepep", "hybridep" (Megatron flex dispatcher)
@@ -147,9 +149,12 @@ FidelitySet LoadFidelitySet(const std::string& path);
 FidelitySet FidelitySetFromJson(const Json& json, const std::string& file, const std::string& base_dir);
 
 // The reasons a run cannot be expressed (Megatron FSDP, DualPipe, dropless routing, a custom
-// PP layout, node-limited routing, a ramped batch, activation offloading, a paged activation stash,
-// no MBS, no model config). Empty: SimulateStep can predict it as published.
+// PP layout not given as /layout/pp_layout, node-limited routing, a ramped batch, the Muon
+// optimizer, no MBS, no model config). Empty: SimulateStep can predict its step as published.
 std::vector<std::string> UnsupportedReasons(const FidelityRun& run);
+// Why dockyard cannot place the run's memory though it predicts its step (activation offloading,
+// a paged stash): its memory row is an approximation; empty when the memory is modelled.
+std::vector<std::string> MemoryUnsupportedReasons(const FidelityRun& run);
 
 // The measured step in seconds. kTokensPerSecondPerGpu: GBS·seq / (N·value); kTflopsPerGpu:
 // GBS·seq·gflop_per_token·1e9 / (N·value·1e12) (the sources' "model FLOPs", see the README).

@@ -41,16 +41,18 @@ Json& RunJson(Json& j, const std::string& id) {
 
 TEST_CASE("the calibration set loads: every published run and component measurement, none dropped") {
   const FidelitySet set = LoadFidelitySet(kRuns);
-  // public-runs.md: H01-H09, P01-P05, S01-S06 and S07/S08 (3 each), G01-G04.
-  CHECK(set.runs.size() == 9 + 5 + 6 + 6 + 4);
+  // public-runs.md: H01-H09, P01-P05, S01-S06 and S07/S08 (3 each), G01-G04;
+  // blackwell-and-corrections.md section 2: B11-B13, G11-G16.
+  CHECK(set.runs.size() == 9 + 5 + 6 + 6 + 4 + 9);
   CHECK(set.components.size() == 26);
   int expressible = 0;
   for (const auto& r : set.runs) expressible += r.unsupported.empty() ? 1 : 0;
   // S01-S06 and S07a-S08c (B200, 4-layer DeepSeek-V3 and DeepSeek-V2) and G01, G04 (GB200, no
   // VPP, BF16); with interleaved
   // 1F1B (--vpp) H02-H04, H08, H09, P01-P04, G02 and G03; with FP8 (--precision fp8) H06, and
-  // H05 (VPP 4, EP overlap, FP8).
-  CHECK(expressible == 27);
+  // H05 (VPP 4, EP overlap, FP8); with MXFP8 B11-B13 and G11-G15 (G11 and G14 with a paged stash,
+  // whose memory alone is not placed; B11 and G12 with their pipeline layouts). G16 (Muon) is not.
+  CHECK(expressible == 35);
   for (const char* id : {"H02", "H03", "H04", "H05", "H06", "H08", "H09", "P01", "P02", "P03", "P04", "G02", "G03"}) {
     CHECK_MESSAGE(Run(set, id).unsupported.empty(), id);
   }
@@ -157,7 +159,8 @@ TEST_CASE("bad rows: one clear error naming the row and the field") {
     Json j = ReadJsonFile(kRuns);
     RunJson(j, "S01")["features"] = Json::array({"capacity_padded", "activation_offloading"});
     const FidelitySet set = FidelitySetFromJson(j, "runs.json", "testdata/fidelity");
-    CHECK(Run(set, "S01").unsupported == std::vector<std::string>{"activation offloading (saved tensors moved to host memory)"});
+    CHECK(Run(set, "S01").unsupported.empty());
+    CHECK(MemoryUnsupportedReasons(Run(set, "S01")) == std::vector<std::string>{"activation offloading (saved tensors moved to host memory)"});
   }
   // A measured peak of an unknown kind, a Megatron-Core release that is not one.
   e = ErrorOf([](Json& j) { RunJson(j, "S01")["measured_peak"]["kind"] = "peak"; });
@@ -191,10 +194,37 @@ TEST_CASE("bad rows: one clear error naming the row and the field") {
   CHECK(e.find("/components/0/value") != std::string::npos);
 }
 
+TEST_CASE("MXFP8 rows: the recipe, the pipeline layout and the recorded features reach the training config") {
+  const FidelitySet set = LoadFidelitySet(kRuns);
+  const TrainingConfig b11 = FidelityTraining(Run(set, "B11"));
+  CHECK(b11.precision == "fp8");
+  CHECK(b11.fp8_recipe == "mxfp8");
+  CHECK(b11.run.pipeline_layout == "Et*4|(t*4|)*14tmL");
+  CHECK(b11.mtp_layers == 1);
+  CHECK(b11.run.overlap_moe_ep_comm);
+  CHECK(b11.run.cuda_graphs);
+  // A full-iteration CUDA graph is priced as CUDA graphs; FP8 attention is recorded only.
+  const TrainingConfig g12 = FidelityTraining(Run(set, "G12"));
+  CHECK(g12.run.cuda_graphs);
+  CHECK(g12.run.pipeline_layout == "Et*4|(t*4|)*14tmL");
+  // The corrected G04: HybridEP with EP overlap (blackwell-and-corrections.md section 3).
+  const TrainingConfig g04 = FidelityTraining(Run(set, "G04"));
+  CHECK(g04.moe_flex_dispatcher_backend == FlexBackend::kHybridEp);
+  CHECK(g04.run.overlap_moe_ep_comm);
+  // A paged stash leaves the step expressible and its memory row an approximation.
+  CHECK(Run(set, "G11").unsupported.empty());
+  CHECK(MemoryUnsupportedReasons(Run(set, "G11")) == std::vector<std::string>{"paged activation stash"});
+  CHECK(Run(set, "G16").unsupported == std::vector<std::string>{"Muon optimizer"});
+  // A memory run takes no pp_layout.
+  Json j = ReadJsonFile(kRuns);
+  j["memory_runs"][0]["layout"]["pp_layout"] = "Et|tL";
+  CHECK_THROWS_WITH_AS(FidelitySetFromJson(j, "runs.json", "testdata/fidelity"), doctest::Contains("pp_layout"), Error);
+}
+
 TEST_CASE("smoke: the benchmark's core predicts every expressible run (no accuracy threshold)") {
   const FidelitySet set = LoadFidelitySet(kRuns);
   const FidelityReport rep = RunFidelity(set);
-  CHECK(rep.rows.size() == 27);
+  CHECK(rep.rows.size() == 35);
   CHECK(rep.rows.size() + rep.approximate.size() + rep.not_predicted.size() == set.runs.size());
   for (const auto& p : rep.rows) {
     CHECK(std::isfinite(p.predicted_s));

@@ -70,5 +70,49 @@ TEST_CASE("B200 table: MLA flash attention, memory-bound kernels, the older gemm
   CHECK(B200().gemm.dense_efficiency == 0.488);
   // Which GPU's figures a preset prices with, as reports print it.
   CHECK(dockyard::ClusterPreset("b200").compute_source.find("SimuMax's B200 sweep") != std::string::npos);
-  CHECK(dockyard::ClusterPreset("gb200-nvl72").compute_source.find("borrowed: h100-sxm") != std::string::npos);
+  CHECK(dockyard::ClusterPreset("gb200-nvl72").compute_source.find("borrowed: B200 operator table") == 0);
+}
+
+TEST_CASE("Blackwell flex dispatcher: NVLink efficiency from HybridEP's GB200 table") {
+  // deepseek-ai/DeepEP@41cad944 docs/README_Hybrid-EP.md, GB200, torch API, 32 SMs, BF16 dispatch
+  // and combine at 8, 16, 24, 32, 36 ranks (GB/s algbw): their mean over 606.6 GB/s (NVLink5 as
+  // the presets price it).
+  const double dispatch[] = {545.71, 523.48, 507.32, 484.22, 479.02};
+  const double combine[] = {568.94, 521.55, 483.76, 464.54, 447.89};
+  double sum = 0;
+  for (int i = 0; i < 5; ++i) sum += dispatch[i] + combine[i];
+  const double measured = sum / 10 / 606.6;  // 502.6 / 606.6 = 0.829
+  for (const char* preset : {"b200", "gb200-nvl72", "b300", "gb300-nvl72"}) {
+    CAPTURE(preset);
+    const auto c = dockyard::ClusterPreset(preset);
+    CHECK(c.knobs.dispatchers.deepep.nvlink_efficiency == doctest::Approx(measured).epsilon(0.01));
+    CHECK(c.knobs.links.intra_node_gbps == 606.6);
+  }
+  // On B200 at 8 ranks: HybridEP at 16 SMs (535.94 + 530.86) / 2 = 533.4 GB/s = 0.88; DeepEP at 24
+  // SMs (494 + 420) / 2 = 457 = 0.75: the one figure lies between the two backends.
+  CHECK(533.4 / 606.6 > 0.83);
+  CHECK(457.0 / 606.6 < 0.83);
+  // Hopper keeps DeepEP's H200 figure (issue #493: 133.78 GB/s over 370).
+  CHECK(dockyard::ClusterPreset("h100-sxm").knobs.dispatchers.deepep.nvlink_efficiency == 0.362);
+}
+
+TEST_CASE("GB200 table: B200's, with GB200's own MXFP8 grouped GEMM and FP8 GEMM sweep beside it") {
+  const dockyard::ComputeKnobs gb200 = dockyard::ClusterPreset("gb200-nvl72").knobs.compute;
+  CHECK(gb200.gemm.shape_efficiency == B200().gemm.shape_efficiency);
+  CHECK(gb200.flash.max_efficiency == B200().flash.max_efficiency);
+  CHECK(dockyard::ClusterPreset("gb300-nvl72").knobs.compute.gemm.mxfp8_efficiency_ratio == gb200.gemm.mxfp8_efficiency_ratio);
+  // TransformerEngine's MXFP8 grouped GEMM on GB200 at K 7168, N 2048: 2,672 TFLOP/s (NVIDIA/Megatron-LM
+  // docs/discussions/deepseek-v3-gb200-optimization), 0.534 of the 5,000 TFLOP/s FP8 peak; the
+  // table's BF16 efficiency of that GEMM (16,384 rows per group) is 0.449: 1.19.
+  const double bf16 = Eff(16384, 2048, 7168);
+  CHECK(bf16 == doctest::Approx(0.449).epsilon(0.005));
+  CHECK(gb200.gemm.mxfp8_efficiency_ratio == doctest::Approx(2672.0 / 5000.0 / bf16).epsilon(0.01));
+  // B200 keeps torchao's B200 figure (knobs.h, 0.92).
+  CHECK(B200().gemm.mxfp8_efficiency_ratio == 0.92);
+  // Azure ND GB200 v6, cuBLASLt FP8 GEMMs, TFLOP/s at 4096, 8192 and 16384 cubed: 2578.9, 2624.5,
+  // 2695.0 = 0.52-0.54 of the FP8 peak; the table's BF16 efficiencies of those shapes, 0.46-0.52.
+  CHECK(Eff(4096, 4096, 4096) == doctest::Approx(0.455).epsilon(0.01));
+  CHECK(Eff(16384, 16384, 16384) == doctest::Approx(0.517).epsilon(0.01));
+  CHECK(2578.9 / 5000 == doctest::Approx(0.516).epsilon(0.001));
+  CHECK(2695.0 / 5000 == doctest::Approx(0.539).epsilon(0.001));
 }

@@ -53,6 +53,32 @@ EpOverlapKnobs BlackwellEpOverlapKnobs() {
   return k;
 }
 
+// The flex dispatcher's NVLink bandwidth on Blackwell, as a fraction of intra_node_gbps (606.6):
+// 0.83 = 502.6 GB/s, HybridEP on GB200 through its torch API at 32 SMs (Megatron-Bridge's recipes'
+// moe_hybridep_num_sms), BF16 dispatch and combine averaged over 8, 16, 24, 32 and 36 ranks (dispatch
+// 545.7 / 523.5 / 507.3 / 484.2 / 479.0, combine 568.9 / 521.6 / 483.8 / 464.5 / 447.9 GB/s algbw,
+// 4,096 tokens, hidden 7,168, top-8); on B200 at 8 ranks HybridEP reaches 0.88 (535.9 / 530.9 at 16
+// SMs) and DeepEP 0.75 (494 / 420 at 24 SMs) (deepseek-ai/DeepEP@41cad944 docs/README_Hybrid-EP.md;
+// docs/cluster.md [B6]). knobs.h's prior, 0.362, is DeepEP on H200 (issue #493). The RDMA figure stays.
+DeepEpKnobs BlackwellDeepEpKnobs() {
+  DeepEpKnobs k;
+  k.nvlink_efficiency = 0.83;
+  return k;
+}
+
+// GB200's operator table: B200's (the same Blackwell die, at GB200's own 2,500 TFLOP/s peak), with
+// GB200's own MXFP8 GEMM figure: TransformerEngine's MXFP8 grouped GEMM (multi-stream cuBLAS) at
+// DeepSeek-V3's expert shape (K 7,168, N 2,048) reaches 2,672 TFLOP/s on GB200 (NVIDIA/Megatron-LM
+// docs/discussions/deepseek-v3-gb200-optimization, "Baseline", item 3), 0.534 of its 5,000 FP8 peak,
+// against 0.449 for BF16 by the table (16,384 rows per group): mxfp8_efficiency_ratio 1.19. GB200's
+// FP8 cuBLASLt GEMMs at 4,096-16,384 cubed, 2,579-2,695 TFLOP/s = 0.52-0.54 of the FP8 peak (Azure ND
+// GB200 v6, docs/cluster.md [G3]), sit beside the table's BF16 0.46-0.52 at those shapes.
+ComputeKnobs Gb200ComputeKnobs() {
+  ComputeKnobs k = B200ComputeKnobs();
+  k.gemm.mxfp8_efficiency_ratio = 1.19;
+  return k;
+}
+
 }  // namespace
 
 std::vector<std::string> ClusterPresetNames() {
@@ -101,6 +127,7 @@ ClusterSpec ClusterPreset(const std::string& name) {
     c.knobs.links.intra_node_gbps = kNvlink5Gbps;
     c.knobs.compute = B200ComputeKnobs();
     c.knobs.dispatchers.ep_overlap = BlackwellEpOverlapKnobs();
+    c.knobs.dispatchers.deepep = BlackwellDeepEpKnobs();
     c.compute_source = "B200 operator table: SimuMax's B200 sweep (docs/cluster.md [B4])";
     c.mxfp8_tensor_cores = true;
     return c;
@@ -113,6 +140,7 @@ ClusterSpec ClusterPreset(const std::string& name) {
     c.knobs.links.network_gbps = 96.0;              // one 800 Gb/s ConnectX-8 per GPU: 2 x B200's 48 (400 Gb/s)
     c.knobs.compute = B200ComputeKnobs();
     c.knobs.dispatchers.ep_overlap = BlackwellEpOverlapKnobs();
+    c.knobs.dispatchers.deepep = BlackwellDeepEpKnobs();
     c.compute_source =
         "borrowed: B200 operator table (no B300 operator measurement; the same Blackwell tensor cores and BF16 peak; B300's faster "
         "softmax exponent is not in it; docs/cluster.md [B4, B5])";
@@ -127,11 +155,11 @@ ClusterSpec ClusterPreset(const std::string& name) {
     c.memory_gib = 185.03;  // nvidia-smi: 189471 MiB (docs/cluster.md [M5])
     c.knobs.links.intra_node_gbps = kNvlink5Gbps;  // B200's measured NVLink5 figure: the same ports and switch generation
     c.nics_per_node = 4;  // one 400 Gb/s NIC per GPU
-    // No GB200 operator measurement: B200's table (the same die) puts the GB200 rows G01-G03 10-21 %
-    // slow, against -5..-16 % with H100's, so the software stack differs more than the chip;
-    // docs/cluster.md [B4].
-    c.compute_source = "borrowed: h100-sxm priors (no GB200 operator measurement; docs/cluster.md [B4])";
+    c.knobs.compute = Gb200ComputeKnobs();
+    c.compute_source =
+        "borrowed: B200 operator table (the same die; no GB200 sweep), GB200's own MXFP8 grouped GEMM (docs/cluster.md [B4, G3])";
     c.knobs.dispatchers.ep_overlap = BlackwellEpOverlapKnobs();
+    c.knobs.dispatchers.deepep = BlackwellDeepEpKnobs();
     c.mxfp8_tensor_cores = true;
     return c;
   }
@@ -144,8 +172,10 @@ ClusterSpec ClusterPreset(const std::string& name) {
     c.knobs.links.intra_node_gbps = kNvlink5Gbps;
     c.knobs.links.network_gbps = 96.0;  // one 800 Gb/s ConnectX-8 per GPU (72 per rack)
     c.nics_per_node = 4;
-    c.compute_source = "borrowed: gb200-nvl72's (h100-sxm priors; no GB300 operator measurement; docs/cluster.md [B4, G2])";
+    c.knobs.compute = Gb200ComputeKnobs();
+    c.compute_source = "borrowed: gb200-nvl72's operator table (no GB300 operator measurement; docs/cluster.md [B4, G2, G3])";
     c.knobs.dispatchers.ep_overlap = BlackwellEpOverlapKnobs();
+    c.knobs.dispatchers.deepep = BlackwellDeepEpKnobs();
     c.mxfp8_tensor_cores = true;
     return c;
   }
