@@ -191,7 +191,7 @@ TEST_CASE("plan, check, simulate and search open with the same header, in JSON a
   }
   CHECK(Run("search " + model + " --seq-len 16 --top 1", false).out.rfind("Report     dockyard-plan search\n", 0) == 0);
   // The compute model of a predicted time (simulate, search) is named; plan and check predict none.
-  const dockyard::Json kernels = {{"model", "kernels"}, {"cuda_graphs", false}, {"cross_entropy", "unfused"}};
+  const dockyard::Json kernels = {{"model", "kernels"}, {"gemm_precision", "bf16"}, {"cuda_graphs", false}, {"cross_entropy", "unfused"}};
   CHECK(sim["header"]["compute"] == kernels);
   CHECK(search["header"]["compute"] == kernels);
   CHECK_FALSE(plan["header"].contains("compute"));
@@ -202,9 +202,15 @@ TEST_CASE("plan, check, simulate and search open with the same header, in JSON a
   const dockyard::Json graphs =
       dockyard::ParseJsonText(Run("search " + model + " --seq-len 16 --top 1 --cuda-graphs --cross-entropy fused --json -", false).out,
                               "search")["header"]["compute"];
-  CHECK(graphs == dockyard::Json{{"model", "kernels"}, {"cuda_graphs", true}, {"cross_entropy", "fused"}, {"cross_entropy_fusion_impl", "native"}});
-  CHECK(Run("simulate " + layout, false).out.find("\nCompute    kernels model, CUDA graphs off, cross-entropy unfused\n") !=
+  CHECK(graphs == dockyard::Json{{"model", "kernels"},
+                                 {"gemm_precision", "bf16"},
+                                 {"cuda_graphs", true},
+                                 {"cross_entropy", "fused"},
+                                 {"cross_entropy_fusion_impl", "native"}});
+  CHECK(Run("simulate " + layout, false).out.find("\nCompute    kernels model, GEMMs bf16, CUDA graphs off, cross-entropy unfused\n") !=
         std::string::npos);
+  // The GEMMs' precision with its recipe (an FP8 recipe is priced by its own rules, docs/cost-model.md 3.14).
+  CHECK(Run("simulate " + layout + " --precision fp8 --fp8-recipe blockwise", false).out.find("GEMMs fp8 blockwise,") != std::string::npos);
 }
 
 TEST_CASE("simulate --json carries the memory and communication sections of the plan's JSON writers") {
@@ -253,4 +259,22 @@ TEST_CASE("search's header lists the pinned dimensions; the training block names
     CHECK(row["tp"] == 2);
     CHECK(row["recompute"] == "full");
   }
+}
+
+TEST_CASE("--precision mxfp8: priced on Blackwell, refused on Hopper with the rule, nothing written") {
+  const std::string layout = "simulate --model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --seq-len 16 --precision mxfp8";
+  const Result b200 = Run(layout + " --cluster b200");
+  CHECK(b200.code == 0);
+  CHECK(b200.out.find("GEMMs fp8 mxfp8,") != std::string::npos);
+  const std::string out = TmpDir() + "/mxfp8_h100.json";
+  std::remove(out.c_str());
+  const Result h100 = Run(layout + " --cluster h100-sxm --json " + out);
+  CHECK(h100.code == 1);
+  CHECK(h100.out.find("fp8_recipe: \"mxfp8\" needs Blackwell tensor cores") != std::string::npos);
+  CHECK(h100.out.find("cluster \"h100-sxm\"") != std::string::npos);
+  CHECK_FALSE(Exists(out));
+  // Another recipe beside it is a contradiction, named by its flag.
+  const Result clash = Run(layout + " --cluster b200 --fp8-recipe blockwise");
+  CHECK(clash.code == 1);
+  CHECK(clash.out.find("--fp8-recipe") != std::string::npos);
 }

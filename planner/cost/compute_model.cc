@@ -27,8 +27,12 @@ void ApplyComputeModel(const std::string& model, bool cuda_graphs, ComputeModel*
   run->cuda_graphs = cuda_graphs;
 }
 
-Json ComputeModelToJson(ComputeModel model, const RunSettings& run) {
+Json ComputeModelToJson(ComputeModel model, const TrainingConfig& training) {
+  const RunSettings& run = training.run;
+  // The GEMMs' precision as the cost model prices them: bf16, or fp8 with its recipe (precision.h).
+  const std::string gemms = training.precision == "fp8" ? "fp8 " + training.fp8_recipe : training.precision;
   Json j{{"model", model == ComputeModel::kKernels ? "kernels" : "gemm"},
+         {"gemm_precision", gemms},
          {"cuda_graphs", run.cuda_graphs},
          {"cross_entropy", run.fused_cross_entropy ? "fused" : "unfused"}};
   if (run.fused_cross_entropy) j["cross_entropy_fusion_impl"] = run.cross_entropy_fusion_impl;  // native | te

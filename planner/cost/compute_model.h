@@ -13,6 +13,7 @@
 
 #include "planner/base/json_util.h"
 #include "planner/model/run_settings.h"
+#include "planner/model/training.h"
 
 namespace dockyard {
 
@@ -31,8 +32,9 @@ inline constexpr const char* kDefaultComputeModel = "kernels";
 void ApplyComputeModel(const std::string& model_name, bool cuda_graphs, ComputeModel* model, RunSettings* run);
 
 // What a step is priced with, as the reports name it: {"model": "kernels" | "gemm",
-// "cuda_graphs": bool, "cross_entropy": "unfused" | "fused"}, and with "fused" its
+// "gemm_precision": "bf16" | "fp8 tensorwise" | "fp8 blockwise" | "fp8 mxfp8" (training.precision
+// and fp8_recipe), "cuda_graphs": bool, "cross_entropy": "unfused" | "fused"}, and with "fused" its
 // "cross_entropy_fusion_impl": "native" | "te".
-Json ComputeModelToJson(ComputeModel model, const RunSettings& run);
+Json ComputeModelToJson(ComputeModel model, const TrainingConfig& training);
 
 }  // namespace dockyard

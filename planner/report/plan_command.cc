@@ -109,7 +109,7 @@ Json CommandHeader(const PlanCommandRequest& r, const PlanCommandResult& result)
   header_inputs.imbalance = plan.training.imbalance;
   header_inputs.provenance = r.provenance;
   if (check || simulate) header_inputs.machine = plan.machine;
-  if (simulate) header_inputs.compute = ComputeModelToJson(r.compute_model, plan.training.run);
+  if (simulate) header_inputs.compute = ComputeModelToJson(r.compute_model, plan.training);
   return ReportHeader(header_inputs);
 }
 
