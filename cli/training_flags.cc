@@ -19,7 +19,7 @@ void TrainingFlags::AddTo(CLI::App* app) {
   app->add_option("--pp-layer-split", pp_layer_split, "layers per stage: '7,6,6,6' or '7+6' (first 7, then 6 per stage)");
   app->add_option("--param-dtype", param_dtype, "compute / all-gather dtype (default bfloat16)");
   app->add_option("--grad-dtype", grad_dtype, "gradient and reduction dtype (default float32)");
-  app->add_option("--optimizer", optimizer, "adamw | sgd (default adamw)")->check(CLI::IsMember(OptimizerNames()));
+  app->add_option("--optimizer", optimizer, "adamw | sgd | muon (Megatron --optimizer muon: Newton-Schulz on the 2-D weights, one momentum; Adam for the rest; --convention megatron, not with FSDP) (default adamw)")->check(CLI::IsMember(OptimizerNames()));
   app->add_option("--seq-len", seq_len, "tokens per sequence (default 4096)");
   app->add_option("--micro-batch-size", micro_batch_size, "sequences per micro-batch (default 1)");
   app->add_option("--num-microbatches", num_microbatches, "micro-batches per step (default pp)");

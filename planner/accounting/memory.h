@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "planner/layout/plan.h"
+#include "planner/model/muon.h"
 #include "planner/model/precision.h"
 #include "planner/model/recompute.h"
 #include "planner/accounting/workload.h"
@@ -137,12 +138,15 @@ inline StaticBytes StaticBytesOf(WideInt dense_elems, WideInt sparse_elems, cons
 // elements on the dense and the sparse mesh: StaticBytesOf at `tb`, except for the weights of an
 // FP8 GEMM group (precision.h Fp8GemmGroup) when `fp8_params` (workload.h Fp8ModelParams:
 // --fp8-param-gather under the distributed optimizer), at Fp8ModelParamBytes(tb) (no param_dtype
-// copy; their FP8 data is counted with the FP8 weight copies). ComputeMemory applies it to each
+// copy; their FP8 data is counted with the FP8 weight copies), and under Muon with the momentum
+// of a Muon group (muon.h MuonManagedGroup) for its moments. ComputeMemory applies it to each
 // group of a rank, the search's fast path (layout_eval.h) to each group of a stage's first rank.
 // Inline: the search's fast path calls it per group and stage of each group of candidates.
 inline StaticBytes GroupStaticBytesOf(std::string_view group, WideInt dense_elems, WideInt sparse_elems, const ParallelDims& d,
                                       DpSharding strategy, const TrainingBytes& tb, bool fp8_params) {
-  return StaticBytesOf(dense_elems, sparse_elems, d, strategy, fp8_params && Fp8GemmGroup(group) ? Fp8ModelParamBytes(tb) : tb);
+  TrainingBytes g = fp8_params && Fp8GemmGroup(group) ? Fp8ModelParamBytes(tb) : tb;
+  if (tb.muon_momentum >= 0 && MuonManagedGroup(group)) g.moments = tb.muon_momentum;  // Muon's one momentum (muon.h)
+  return StaticBytesOf(dense_elems, sparse_elems, d, strategy, g);
 }
 
 // Activation bytes of one micro-batch of one decoder layer by role group (no in-flight

@@ -20,7 +20,10 @@ TrainingBytes TrainingBytesOf(const TrainingConfig& t) {
   b.param = DtypeBytes(t.param_dtype, "param_dtype");
   b.grad = DtypeBytes(t.grad_dtype, "grad_dtype");
   // exp_avg + exp_avg_sq, fp32 (bf16 with optimizer_states_dtype bfloat16, Megatron-Bridge recipes)
-  b.moments = t.optimizer == Optimizer::kAdamW ? (t.optimizer_states_dtype == "bfloat16" ? 4 : 8) : 0;
+  // Muon's scalar parameters take Adam (--muon-scalar-optimizer adam), its matrices one momentum.
+  const bool adam = t.optimizer == Optimizer::kAdamW || t.optimizer == Optimizer::kMuon;
+  b.moments = adam ? (t.optimizer_states_dtype == "bfloat16" ? 4 : 8) : 0;
+  if (t.optimizer == Optimizer::kMuon) b.muon_momentum = t.optimizer_states_dtype == "bfloat16" ? 2 : 4;
   b.master = b.param == 4 ? 0 : 4;  // fp32 master copy
   return b;
 }

@@ -64,8 +64,11 @@ bool Fp8KeepsQuantizedTensors(const TrainingConfig& training, Convention convent
 struct TrainingBytes {
   int64_t param = 2;    // param_dtype: compute and all-gather copies, activations
   int64_t grad = 4;     // grad_dtype: gradients and their reductions
-  int64_t moments = 8;  // AdamW exp_avg + exp_avg_sq in fp32; 0 for SGD
+  int64_t moments = 8;  // AdamW exp_avg + exp_avg_sq in fp32; 0 for SGD; under Muon, its scalar Adam's
   int64_t master = 4;   // fp32 master copy, 0 when params are fp32
+  // Muon (muon.h): the momentum buffer of each element of a Muon group (MuonManagedGroup), in the
+  // optimizer-state dtype; -1 without Muon. memory.h GroupStaticBytesOf applies it.
+  int64_t muon_momentum = -1;
 };
 // Throws dockyard::Error for an unknown dtype.
 TrainingBytes TrainingBytesOf(const TrainingConfig& training);

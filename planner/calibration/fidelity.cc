@@ -23,11 +23,11 @@ namespace dockyard {
 
 const std::vector<std::string> kFidelityFeatures = {
     // Not expressible yet (UnsupportedReasons).
-    "megatron_fsdp", "mtp", "dualpipe", "dropless", "custom_pp_layout", "node_limited_routing", "batch_ramp", "muon",
+    "megatron_fsdp", "mtp", "dualpipe", "dropless", "custom_pp_layout", "node_limited_routing", "batch_ramp",
     // Expressible for the step time; the memory they move is not placed (MemoryUnsupportedFeatureReasons).
     "activation_offloading", "paged_stash",
-    // Settings dockyard models (pipeline_schedule.h RunSettings).
-    "ep_overlap",
+    // Settings dockyard models (pipeline_schedule.h RunSettings; muon.h).
+    "ep_overlap", "muon",
     // Framework settings dockyard predicts without.
     "sequence_parallel", "distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather", "embedding_loss_pipeline_layers",
     "grouped_gemm", "permute_fusion", "router_fusion", "cuda_graphs", "capacity_padded",
@@ -75,7 +75,6 @@ const std::map<std::string, std::string>& UnsupportedFeatureReasons() {
       {"dualpipe", "DualPipe schedule"},
       {"dropless", "dropless routing (the routing the run saw is not given)"},
       {"custom_pp_layout", "custom pipeline layout (give /layout/pp_layout)"},
-      {"muon", "Muon optimizer"},
       {"node_limited_routing", "node-limited routing"},
       {"batch_ramp", "global batch ramped during the run"},
   };
@@ -387,6 +386,7 @@ TrainingConfig FidelityTraining(const FidelityRun& r) {
   t.run.overlap_grad_reduce = has("overlap_grad_reduce");
   t.run.overlap_param_gather = has("overlap_param_gather") && t.run.overlap_grad_reduce;
   t.run.overlap_moe_ep_comm = has("ep_overlap");  // --overlap-moe-expert-parallel-comm
+  if (has("muon")) t.optimizer = Optimizer::kMuon;  // --optimizer muon (muon.h)
   t.run.cuda_graphs = has("cuda_graphs") || has("full_iteration_cuda_graph");  // graph launches (the kernel-level compute model)
   t.run.pipeline_layout = r.pp_layout;  // Megatron --pipeline-model-parallel-layout (pipeline_layout.h)
   t.run.megatron_core_version = r.megatron_core;  // the saved-tensor rules of its release (workload.h SavedTensorRules)

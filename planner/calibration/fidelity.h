@@ -149,8 +149,8 @@ FidelitySet LoadFidelitySet(const std::string& path);
 FidelitySet FidelitySetFromJson(const Json& json, const std::string& file, const std::string& base_dir);
 
 // The reasons a run cannot be expressed (Megatron FSDP, DualPipe, dropless routing, a custom
-// PP layout not given as /layout/pp_layout, node-limited routing, a ramped batch, the Muon
-// optimizer, no MBS, no model config). Empty: SimulateStep can predict its step as published.
+// PP layout not given as /layout/pp_layout, node-limited routing, a ramped batch, no MBS, no
+// model config). Empty: SimulateStep can predict its step as published.
 std::vector<std::string> UnsupportedReasons(const FidelityRun& run);
 // Why dockyard cannot place the run's memory though it predicts its step (activation offloading,
 // a paged stash): its memory row is an approximation; empty when the memory is modelled.

@@ -51,8 +51,8 @@ TEST_CASE("the calibration set loads: every published run and component measurem
   // VPP, BF16); with interleaved
   // 1F1B (--vpp) H02-H04, H08, H09, P01-P04, G02 and G03; with FP8 (--precision fp8) H06, and
   // H05 (VPP 4, EP overlap, FP8); with MXFP8 B11-B13 and G11-G15 (G11 and G14 with a paged stash,
-  // whose memory alone is not placed; B11 and G12 with their pipeline layouts). G16 (Muon) is not.
-  CHECK(expressible == 35);
+  // whose memory alone is not placed; B11 and G12 with their pipeline layouts), G16 with Muon.
+  CHECK(expressible == 36);
   for (const char* id : {"H02", "H03", "H04", "H05", "H06", "H08", "H09", "P01", "P02", "P03", "P04", "G02", "G03"}) {
     CHECK_MESSAGE(Run(set, id).unsupported.empty(), id);
   }
@@ -214,7 +214,8 @@ TEST_CASE("MXFP8 rows: the recipe, the pipeline layout and the recorded features
   // A paged stash leaves the step expressible and its memory row an approximation.
   CHECK(Run(set, "G11").unsupported.empty());
   CHECK(MemoryUnsupportedReasons(Run(set, "G11")) == std::vector<std::string>{"paged activation stash"});
-  CHECK(Run(set, "G16").unsupported == std::vector<std::string>{"Muon optimizer"});
+  CHECK(Run(set, "G16").unsupported.empty());
+  CHECK(FidelityTraining(Run(set, "G16")).optimizer == Optimizer::kMuon);
   // A memory run takes no pp_layout.
   Json j = ReadJsonFile(kRuns);
   j["memory_runs"][0]["layout"]["pp_layout"] = "Et|tL";
@@ -224,7 +225,7 @@ TEST_CASE("MXFP8 rows: the recipe, the pipeline layout and the recorded features
 TEST_CASE("smoke: the benchmark's core predicts every expressible run (no accuracy threshold)") {
   const FidelitySet set = LoadFidelitySet(kRuns);
   const FidelityReport rep = RunFidelity(set);
-  CHECK(rep.rows.size() == 35);
+  CHECK(rep.rows.size() == 36);
   CHECK(rep.rows.size() + rep.approximate.size() + rep.not_predicted.size() == set.runs.size());
   for (const auto& p : rep.rows) {
     CHECK(std::isfinite(p.predicted_s));

@@ -13,7 +13,7 @@ TEST_CASE("prediction_error.h's two figures are the fidelity set's, recomputed (
   const FidelitySet set = LoadFidelitySet("testdata/fidelity/runs.json");
   const FidelityReport report = RunFidelity(set);
   const PredictionErrorFigures f = PredictionErrorOf(set, report.rows);
-  CHECK(f.runs == 35);
+  CHECK(f.runs == 36);
   // Pairs within groups: MZ-Q 3 runs (3 pairs), PAI 4 (6), the two SimuMax groups 6 each (15 + 15).
   CHECK(f.pairs == 39);
   CHECK(f.step_log_sd == doctest::Approx(kStepLogErrorSd).epsilon(0.03));

@@ -149,6 +149,15 @@ CostBreakdown SimulateStepFromInputs(const ModelSpec& model, const ParamTotals& 
                                      const TrainingConfig& training, const ClusterSpec& cluster, const StepInputs& inputs,
                                      ComputeModel compute_model, bool detail);
 
+// Muon's Newton-Schulz time on one rank at the step's end, in microseconds (0 unless the run's
+// optimizer is Muon, muon.h): MuonNewtonSchulzFullUs (gemm_efficiency.h; by shape under the
+// kernel-level model) times the rank's share of the model's Muon matrices -- the `optimizer_elems`
+// it steps (MemoryBreakdown::optimizer_elems, all counted as Muon's: embeddings and norms are a
+// few percent of an MoE model) over their elements -- times `tp` (each TP rank orthogonalizes the
+// whole matrix, --muon-tp-mode duplicated), at most the whole model's time times tp.
+double MuonNewtonSchulzUs(const ModelSpec& model, const TrainingConfig& training, const ClusterSpec& cluster, ComputeModel compute_model,
+                          double optimizer_elems, double tp);
+
 // Predicts one training step of `plan` on `cluster` with `routing` sampled for its EP degree
 // (tokens_per_rank = the workload's routed tokens). Throws dockyard::Error on mismatched routing.
 CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& cluster, const RoutingResult& routing,

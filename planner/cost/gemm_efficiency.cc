@@ -1,9 +1,11 @@
 // GEMM and flash-attention efficiency by shape (see gemm_efficiency.h).
 #include "planner/cost/gemm_efficiency.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "planner/cost/kernels_model.h"
+#include "planner/model/muon.h"
 #include "planner/model/precision.h"
 #include "planner/cost/units.h"
 
@@ -112,6 +114,20 @@ ShapedComputeUs ShapedCompute(const ModelSpec& m, double T, double router_tokens
     s.eh_proj[pass] = lin(T, D / tp, 2.0 * D);
   }
   return s;
+}
+
+double MuonNewtonSchulzFullUs(const ModelSpec& model, int64_t mtp_layers, double peak_tflops, const ComputeKnobs& kn, bool by_shape,
+                              double* elems) {
+  double us = 0, n_elems = 0;
+  for (const MuonMatrix& x : MuonMatrices(model, mtp_layers)) {
+    const double m = std::min(x.rows, x.cols), n = std::max(x.rows, x.cols);
+    const double one_step = by_shape ? GemmUs(m, m, n, peak_tflops, kn, {}) + GemmUs(m, m, m, peak_tflops, kn, {}) + GemmUs(m, n, m, peak_tflops, kn, {})
+                                     : NewtonSchulzFlops(x, 1) / (peak_tflops * kFlopsPerUsPerTflops * kn.gemm.dense_efficiency);
+    us += x.count * kMuonNewtonSchulzSteps * one_step;
+    n_elems += x.count * x.rows * x.cols;
+  }
+  if (elems) *elems = n_elems;
+  return us;
 }
 
 double GroupedGemmEfficiency(double rows, const ComputeKnobs& k) {

@@ -62,6 +62,14 @@ double ExpertMlpForwardUs(double rows, double hidden, double f, double peak_tflo
 // shared experts, dense MLP, MLA up-projections). The router, lm_head and the flash core stay BF16.
 double Fp8GemmSpeedup(const ComputeKnobs& knobs, GemmPrecision precision);
 
+// Muon's Newton-Schulz matmuls (muon.h) for every Muon matrix of `model` (and its `mtp_layers`
+// MTP modules) orthogonalized once on one GPU of `peak_tflops`, in microseconds: per matrix
+// (m x n, m <= n) kMuonNewtonSchulzSteps x (X X^T: GEMM (m, m, n); A A: (m, m, m); B X: (m, n, m)),
+// by shape with `by_shape` (the kernel-level model), else at dense_efficiency; BF16 matmuls
+// (--muon-fp32-matmul-prec medium). `elems` (optional) receives the matrices' elements.
+double MuonNewtonSchulzFullUs(const ModelSpec& model, int64_t mtp_layers, double peak_tflops, const ComputeKnobs& knobs, bool by_shape,
+                              double* elems = nullptr);
+
 // Flash-attention efficiency (fraction of peak) for head dim `head_dim`, sequence `seq_len`.
 double FlashAttentionEfficiency(double head_dim, double seq_len, bool causal, bool backward, const ComputeKnobs& knobs);
 // The causal flash core's efficiency when context parallelism runs it as a ring of `ring_steps`

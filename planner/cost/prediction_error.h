@@ -21,7 +21,7 @@
 
 namespace dockyard {
 
-inline constexpr double kStepLogErrorSd = 0.177;
+inline constexpr double kStepLogErrorSd = 0.176;
 inline constexpr double kPairLogErrorSd = 0.069;
 inline constexpr double kZ80 = 1.2815515655446004;  // the 80 % two-sided normal quantile
 

@@ -24,6 +24,7 @@
 #include "planner/cost/op_sac_time.h"
 #include "planner/cost/units.h"
 #include "planner/model/pipeline_schedule.h"
+#include "planner/model/muon.h"
 #include "planner/model/precision.h"
 #include "planner/model/recompute.h"
 #include "planner/cost/step_internal.h"
@@ -270,7 +271,8 @@ StepEndShape StepEndShapeOf(const ParallelDims& d, const TrainingConfig& t, cons
   s.grad_bytes = static_cast<double>(tb.grad);
   s.param_bytes = static_cast<double>(tb.param);
   s.master_bytes = static_cast<double>(Fp8ModelParams(t) ? 4 : tb.master);
-  s.moment_bytes = static_cast<double>(tb.moments);
+  // Under Muon nearly every element is a Muon matrix's (muon.h): its one momentum for all of them.
+  s.moment_bytes = static_cast<double>(tb.muon_momentum >= 0 ? tb.muon_momentum : tb.moments);
   s.megatron = MegatronStepEnd(d, t);
   s.data_parallel = d.dp_replicate * d.dp_shard * d.cp > 1;
   s.clip = !s.megatron || t.run.clip_grad > 0;  // torchtitan clips at every step
@@ -334,7 +336,9 @@ double SetPipelineStep(const LayerTerms& L, const StageLayerRuns& runs, const St
   // The optimizer and the passes around it (kernels_model.h StepEndKernels) at the HBM efficiency
   // the memory-bound kernels reach (knobs.h MemoryBoundKnobs); no one-kernel floor (multi-tensor
   // kernels over many tensors, their few launches not counted).
-  out.optimizer_us = MemoryBoundUs(StepEndKernels(StepEndShapeOf(d, t, in)), L.c.hbm_gbps, L.kn.memory_bound.hbm_efficiency, 0.0);
+  out.optimizer_us = MemoryBoundUs(StepEndKernels(StepEndShapeOf(d, t, in)), L.c.hbm_gbps, L.kn.memory_bound.hbm_efficiency, 0.0) +
+                     MuonNewtonSchulzUs(L.m, t, L.c, L.kernels ? ComputeModel::kKernels : ComputeModel::kGemm,
+                                        static_cast<double>(in.optimizer_elems_rank0), L.tp);
   double slots = A * PipelineSlots(static_cast<int64_t>(M), d.pp, t.run.vpp);
   if (IsDualPipe(t.run)) {
     // DualPipe's bubble (pipeline_schedule.h DualPipeBubbleUs): F&B is a stage's overlapped
@@ -454,6 +458,14 @@ CostBreakdown StepFromInputs(const ModelSpec& m, const ParamTotals& totals, cons
 
 }  // namespace
 }  // namespace cost_detail
+
+double MuonNewtonSchulzUs(const ModelSpec& m, const TrainingConfig& t, const ClusterSpec& c, ComputeModel model, double optimizer_elems,
+                          double tp) {
+  if (t.optimizer != Optimizer::kMuon) return 0.0;
+  double elems = 0;
+  const double full = MuonNewtonSchulzFullUs(m, t.mtp_layers, c.dense_bf16_tflops, c.knobs.compute, model == ComputeModel::kKernels, &elems);
+  return elems > 0 ? full * std::min(1.0, optimizer_elems / elems) * tp : 0.0;
+}
 
 CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& totals, const ParallelDims& d, const TrainingConfig& t,
                                      const ClusterSpec& c, const StepInputs& in, ComputeModel model, bool detail) {

@@ -412,8 +412,11 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
             fsdp->key + " --data-parallel-sharding-strategy " + strategy);
   } else {
     find("--data-parallel-sharding-strategy");
-    AddFlag(c, "--dp-sharding", dist_opt ? "zero1" : "ddp",
-            dist_opt ? "--use-distributed-optimizer" : "(no --use-distributed-optimizer: Megatron's DDP)");
+    // --optimizer dist_muon: Megatron's deprecated spelling of --optimizer muon --use-distributed-optimizer (arguments.py).
+    const ConfigArg* opt = c.Find("--optimizer");
+    const bool dist_muon = opt && Value(*opt) == "dist_muon";
+    AddFlag(c, "--dp-sharding", dist_opt || dist_muon ? "zero1" : "ddp",
+            dist_opt ? "--use-distributed-optimizer" : dist_muon ? "--optimizer dist_muon" : "(no --use-distributed-optimizer: Megatron's DDP)");
   }
 
   // Batch and sequence.
@@ -652,8 +655,10 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
   find("--use-precision-aware-optimizer");  // needed by the moments' dtypes above; nothing of its own
   if (const ConfigArg* a = find("--optimizer")) {
     const std::string opt = Value(*a);
-    if (opt != "adam" && opt != "sgd") Fail(file, a->line, fmt::format("--optimizer {}: dockyard plans adam and sgd", opt));
-    AddFlag(c, "--optimizer", opt == "adam" ? "adamw" : "sgd", a->key);
+    if (opt != "adam" && opt != "sgd" && opt != "muon" && opt != "dist_muon") {
+      Fail(file, a->line, fmt::format("--optimizer {}: dockyard plans adam, sgd and muon", opt));
+    }
+    AddFlag(c, "--optimizer", opt == "adam" ? "adamw" : opt == "sgd" ? "sgd" : "muon", a->key);
   }
 
   // More of Megatron-LM's refusals (arguments.py validate_args, transformer_config.py), so that a

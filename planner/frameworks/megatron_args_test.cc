@@ -232,7 +232,7 @@ TEST_CASE("Values: ranges and settings dockyard cannot plan are refused, naming 
   CHECK_THROWS_WITH_AS(import("--pipeline-model-parallel-size two"), "v.args:2: --pipeline-model-parallel-size 'two': not a whole number", Error);
   CHECK_THROWS_WITH_AS(import("--fp8-format e4m3 --fp8-recipe custom"),
                        "v.args:2: --fp8-recipe custom: not modelled (dockyard prices tensorwise, delayed, blockwise and mxfp8 scaling)", Error);
-  CHECK_THROWS_WITH_AS(import("--optimizer muon"), "v.args:2: --optimizer muon: dockyard plans adam and sgd", Error);
+  CHECK_THROWS_WITH_AS(import("--optimizer lion"), "v.args:2: --optimizer lion: dockyard plans adam, sgd and muon", Error);
   CHECK_THROWS_WITH_AS(import("--moe-token-dispatcher-type all2all"), "v.args:2: --moe-token-dispatcher-type 'all2all': Megatron-LM takes allgather | alltoall | flex", Error);
   // 8 layers, pp 2, 3 layers per virtual stage: 8 % 6 != 0 (arguments.py's rule).
   CHECK_THROWS_WITH_AS(import("--pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 3"),
@@ -261,6 +261,11 @@ TEST_CASE("--fp8-recipe mxfp8 is dockyard's mxfp8 recipe; delayed is priced as t
   CHECK(Flag(mx, "--fp8-recipe") == "mxfp8");
   CHECK(Flag(mx, "--fp8-param-gather") == "");
   CHECK(Flag(flags("--fp8-format hybrid"), "--fp8-recipe") == "tensorwise");  // Megatron's default recipe, delayed
+  // Muon; dist_muon is Megatron's deprecated spelling of muon with the distributed optimizer.
+  CHECK(Flag(flags("--optimizer muon"), "--optimizer") == "muon");
+  CHECK(Flag(flags("--optimizer muon"), "--dp-sharding") == "ddp");
+  CHECK(Flag(flags("--optimizer dist_muon"), "--optimizer") == "muon");
+  CHECK(Flag(flags("--optimizer dist_muon"), "--dp-sharding") == "zero1");
 }
 
 TEST_CASE("A search pins what the file leaves at Megatron's default; MLA without --qk-layernorm is named") {

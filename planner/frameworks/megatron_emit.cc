@@ -266,6 +266,8 @@ void EmitSettings(const Plan& plan, const FrameworkConfig* config, Lines& l) {
       l.Add("--exp-avg-dtype", "bf16");
       l.Add("--exp-avg-sq-dtype", "bf16");
     }
+  } else if (t.optimizer == Optimizer::kMuon) {
+    l.Add("--optimizer", "muon");
   } else {
     l.Add("--optimizer", "sgd");
   }

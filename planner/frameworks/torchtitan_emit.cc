@@ -48,7 +48,7 @@ std::string EmitTorchtitanConfig(const Plan& plan, int64_t global_batch_size, co
   if (run.schedule != "1f1b") Refuse("the " + run.schedule + " pipeline schedule (torchtitan's DualPipeV is another schedule)");
   if (t.precision == "fp8" && t.fp8_recipe == "blockwise") Refuse("blockwise FP8 (torchtitan's Float8 recipes are tensorwise and rowwise)");
   if (t.fp8_dispatch) Refuse("dockyard's --fp8-dispatch");
-  if (t.optimizer != Optimizer::kAdamW) Refuse("SGD (torchtitan's optimizers are Adam / AdamW)");
+  if (t.optimizer != Optimizer::kAdamW) Refuse(fmt::format("--optimizer {} (torchtitan's optimizers are Adam / AdamW)", OptimizerName(t.optimizer)));
   if (t.grad_dtype != "float32") Refuse("--grad-dtype " + t.grad_dtype + " (torchtitan reduces in float32)");
   if (t.param_dtype != "bfloat16" && t.param_dtype != "float32") Refuse("--param-dtype " + t.param_dtype);
   if (t.dispatcher == Dispatcher::kDeredundency || t.dispatcher == Dispatcher::kAllGather) {

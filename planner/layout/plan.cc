@@ -11,6 +11,7 @@
 #include "planner/base/checked_math.h"
 #include "planner/base/error.h"
 #include "planner/model/flex_backend_limits.h"
+#include "planner/model/muon.h"
 #include "planner/model/precision.h"
 #include "planner/model/recompute.h"
 #include "planner/model/seq_len.h"
@@ -125,6 +126,7 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
       ResolvePipelineStages(plan.training, model.num_hidden_layers, plan.dims.pp, plan.dims.convention == Convention::kMegatron);
   plan.training.run.vpp = stages.vpp;
   ValidateFp8ParamGather(plan.training, plan.dims.convention == Convention::kMegatron);
+  ValidateMuon(plan.training, plan.dims.convention == Convention::kMegatron);
   ValidateRunSettings(plan.training.run, static_cast<int>(*plan.training.dp_sharding), plan.dims.pp);
   ValidateSchedule(plan.training.run, plan.dims.pp, *plan.training.num_microbatches);
   const bool megatron = plan.dims.convention == Convention::kMegatron;

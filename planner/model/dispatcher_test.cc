@@ -35,9 +35,9 @@ TEST_CASE("JSON writes a dispatcher's name, not its ordinal") {
   CHECK(TrainingToJson(t, dockyard::Machine{}).at("dispatcher") == "deredundency");
 }
 
-TEST_CASE("the training settings' tables: two names read 'a or b', three 'a, b or c'; no suggestion") {
+TEST_CASE("the training settings' tables: three names read 'a, b or c'; no suggestion") {
   CHECK(ParseOptimizer("sgd", "--optimizer") == Optimizer::kSgd);
-  CHECK_THROWS_WITH_AS(ParseOptimizer("adam", "--optimizer"), "--optimizer: must be \"adamw\" or \"sgd\", got \"adam\"", Error);
+  CHECK_THROWS_WITH_AS(ParseOptimizer("adam", "--optimizer"), "--optimizer: must be \"adamw\", \"sgd\" or \"muon\", got \"adam\"", Error);
   CHECK(ParseDpSharding("zero1", "x") == DpSharding::kZero1);
   CHECK_THROWS_WITH_AS(ParseDpSharding("zero3", "/training/dp_sharding"),
                        "/training/dp_sharding: must be \"fsdp\", \"zero1\" or \"ddp\", got \"zero3\"", Error);

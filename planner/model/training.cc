@@ -15,7 +15,7 @@ namespace dockyard {
 namespace {
 
 constexpr NameTable<DpSharding, 3> kDpShardings{{{{DpSharding::kFsdp, "fsdp"}, {DpSharding::kZero1, "zero1"}, {DpSharding::kDdp, "ddp"}}}};
-constexpr NameTable<Optimizer, 2> kOptimizers{{{{Optimizer::kAdamW, "adamw"}, {Optimizer::kSgd, "sgd"}}}};
+constexpr NameTable<Optimizer, 3> kOptimizers{{{{Optimizer::kAdamW, "adamw"}, {Optimizer::kSgd, "sgd"}, {Optimizer::kMuon, "muon"}}}};
 constexpr NameTable<Recompute, 3> kRecomputes{
     {{{Recompute::kNone, "none"}, {Recompute::kSelective, "selective"}, {Recompute::kFull, "full"}}}};
 

@@ -23,10 +23,10 @@
 namespace dockyard {
 
 enum class DpSharding { kFsdp, kZero1, kDdp };
-enum class Optimizer { kAdamW, kSgd };
+enum class Optimizer { kAdamW, kSgd, kMuon };  // kMuon: muon.h
 enum class Recompute { kNone, kSelective, kFull };
 
-// "fsdp", "zero1", "ddp"; "adamw", "sgd"; "none", "selective", "full": the spellings of JSON, flags
+// "fsdp", "zero1", "ddp"; "adamw", "sgd", "muon"; "none", "selective", "full": the spellings of JSON, flags
 // and reports, one table each (training.cc).
 const char* DpShardingName(DpSharding s);
 const char* OptimizerName(Optimizer o);

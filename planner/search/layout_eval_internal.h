@@ -220,7 +220,7 @@ struct LayoutEvaluator::GroupStatics {
 
   bool SameKey(DpSharding s, const TrainingBytes& b, const layout_eval_detail::GroupPrecision& p, const layout_eval_detail::Split* sp) const {
     return filled && strategy == s && bytes.param == b.param && bytes.grad == b.grad && bytes.moments == b.moments &&
-           bytes.master == b.master && precision == p && split == sp;
+           bytes.master == b.master && bytes.muon_momentum == b.muon_momentum && precision == p && split == sp;
   }
 };
 

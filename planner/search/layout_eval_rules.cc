@@ -10,6 +10,7 @@
 #include "planner/layout/plan.h"
 #include "planner/model/flex_backend_limits.h"
 #include "planner/model/pipeline_schedule.h"
+#include "planner/model/muon.h"
 #include "planner/model/precision.h"
 #include "planner/model/recompute.h"
 #include "planner/model/seq_len.h"
@@ -42,6 +43,7 @@ const LayoutEvaluator::Impl::RunVerdict& RunSettingsVerdict(LayoutEvaluator::Imp
     const LayoutEvaluator::Impl::Split& split = im.SplitFor(m, e.t, pp, megatron);
     if (!split.valid) throw Error(split.error);
     ValidateFp8ParamGather(e.t, megatron);
+    ValidateMuon(e.t, megatron);
     ValidateRunSettings(e.t.run, static_cast<int>(*e.t.dp_sharding), pp);
     // The entry's micro-batch count is part of its key (TrainingKey); unset, it resolves to pp.
     ValidateSingleStageMicrobatches(e.t.run, pp, e.t.num_microbatches.value_or(pp), megatron);
