@@ -291,7 +291,10 @@ std::vector<std::string> ExpandFrameworkConfig(const std::vector<std::string>& a
     }
     const std::optional<std::string> value = GivenValue(args, f.flag, &given);
     if (value) {
-      if (!SameValue(*value, f.value)) {
+      // --precision mxfp8 is --precision fp8 --fp8-recipe mxfp8 (precision.h NormalizeMxfp8Precision).
+      const ConfigFlag* recipe = config.FindFlag("--fp8-recipe");
+      const bool same_mxfp8 = f.flag == "--precision" && *value == "mxfp8" && f.value == "fp8" && recipe && recipe->value == "mxfp8";
+      if (!SameValue(*value, f.value) && !same_mxfp8) {
         throw UsageError(fmt::format("{}{} on the command line contradicts {} in {}, which sets {}{}: give one", f.flag,
                                      value->empty() ? "" : " " + *value, f.from, *path, f.flag, f.value.empty() ? "" : " " + f.value));
       }

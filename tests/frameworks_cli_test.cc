@@ -3,6 +3,8 @@
 // row written with --emit-row and read back with --from-megatron simulates to the row's step time
 // and peak; a plan written with --emit reads back alone (no --model) to the same figures; bad
 // input gets one clear error and writes nothing.
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include <doctest/doctest.h>
@@ -211,4 +213,26 @@ TEST_CASE("--emit refuses a model Megatron-LM cannot build: DBRX's LayerNorm has
   CHECK(r.code == 1);
   CHECK(Has(r.err, "--emit megatron: LayerNorm without a bias (dbrx; Megatron's LayerNorm has one) has no Megatron-LM argument"));
   CHECK_FALSE(Exists(Tmp("dbrx.args")));
+}
+
+TEST_CASE("--precision mxfp8 on the command line is the same setting as a file's --fp8-recipe mxfp8; torchtitan's two converters are one") {
+  // Megatron-LM's Qwen3-30B-A3B conf (testdata/frameworks) with MXFP8 added.
+  const std::string args = Tmp("mx.args");
+  std::ifstream in(kDir + "megatron-qwen3-30b-a3b.args");
+  std::stringstream text;
+  text << in.rdbuf() << "\n--fp8-format e4m3 --fp8-recipe mxfp8\n";
+  WriteText(args, text.str());
+  const std::string layout = " --model testdata/hf/qwen3-30b-a3b.json --world-size 64 --ep 8 --cluster b200";
+  const Result same = Plan("simulate --from-megatron " + args + layout + " --precision mxfp8");
+  CHECK_MESSAGE(same.code == 0, same.err);
+  CHECK(Has(same.out, "GEMMs fp8 mxfp8,"));
+  // Another precision is still a contradiction.
+  const Result other = Plan("simulate --from-megatron " + args + layout + " --precision fp8 --fp8-recipe blockwise");
+  CHECK(other.code == 2);
+  CHECK(Has(other.err, "contradicts --fp8-recipe"));
+  const std::string toml = Tmp("mx.toml");
+  WriteText(toml, "[model]\nconverters = [\"quantize.linear.mx\", \"quantize.grouped_mm.mx\"]\n");
+  const Result tt = Plan("simulate --from-torchtitan " + toml + " --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 8 --cluster b200");
+  CHECK_MESSAGE(tt.code == 0, tt.err);
+  CHECK(Has(tt.out, "GEMMs fp8 mxfp8,"));
 }

@@ -273,8 +273,12 @@ TEST_CASE("--precision mxfp8: priced on Blackwell, refused on Hopper with the ru
   CHECK(h100.out.find("fp8_recipe: \"mxfp8\" needs Blackwell tensor cores") != std::string::npos);
   CHECK(h100.out.find("cluster \"h100-sxm\"") != std::string::npos);
   CHECK_FALSE(Exists(out));
-  // Another recipe beside it is a contradiction, named by its flag.
-  const Result clash = Run(layout + " --cluster b200 --fp8-recipe blockwise");
-  CHECK(clash.code == 1);
-  CHECK(clash.out.find("--fp8-recipe") != std::string::npos);
+  // Another recipe beside it is a contradiction, named by its flag, even the default's name.
+  for (const char* recipe : {"blockwise", "tensorwise"}) {
+    CAPTURE(recipe);
+    const Result clash = Run(layout + " --cluster b200 --fp8-recipe " + recipe);
+    CHECK(clash.code == 1);
+    CHECK(clash.out.find("--fp8-recipe") != std::string::npos);
+  }
+  CHECK(Run(layout + " --cluster b200 --fp8-recipe mxfp8").code == 0);
 }

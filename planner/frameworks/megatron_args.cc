@@ -653,6 +653,8 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
     AddFlag(c, "--optimizer-states-dtype", a1 == "bf16" ? "bfloat16" : "float32", "--exp-avg-dtype / --exp-avg-sq-dtype");
   }
   find("--use-precision-aware-optimizer");  // needed by the moments' dtypes above; nothing of its own
+  // Muon's TP mode: duplicated (Megatron's default) is what dockyard prices (muon.h).
+  if (const ConfigArg* a = c.Find("--muon-tp-mode"); a && Value(*a) == "duplicated") find("--muon-tp-mode");
   if (const ConfigArg* a = find("--optimizer")) {
     const std::string opt = Value(*a);
     if (opt != "adam" && opt != "sgd" && opt != "muon" && opt != "dist_muon") {

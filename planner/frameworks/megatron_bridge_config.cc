@@ -341,15 +341,17 @@ bool IsTrue(const Doc& d, const std::string& key, const Entry& e) {
   Fail(d, e.line, fmt::format("{} {}: must be true or false", key, ShownWord(e.text)));
 }
 
-// A named mixed-precision recipe (mixed_precision.py) as Megatron-LM's arguments.
+// A named mixed-precision recipe (mixed_precision.py) as Megatron-LM's arguments: the delayed,
+// current-scaling and MXFP8 recipes set fp8_param_gather = True (and MXFP8 also
+// reuse_grad_buf_for_mxfp8_param_ag), the subchannel (blockwise) one False.
 std::vector<std::string> RecipeArgs(const Doc& d, const Entry& e) {
   static const std::map<std::string, std::vector<std::string>> recipes = {
       {"bf16_mixed", {"--bf16"}},
       {"fp16_mixed", {"--fp16"}},
-      {"bf16_with_fp8_delayed_scaling_mixed", {"--bf16", "--fp8-format hybrid", "--fp8-recipe delayed"}},
-      {"bf16_with_fp8_current_scaling_mixed", {"--bf16", "--fp8-format e4m3", "--fp8-recipe tensorwise"}},
+      {"bf16_with_fp8_delayed_scaling_mixed", {"--bf16", "--fp8-format hybrid", "--fp8-recipe delayed", "--fp8-param-gather"}},
+      {"bf16_with_fp8_current_scaling_mixed", {"--bf16", "--fp8-format e4m3", "--fp8-recipe tensorwise", "--fp8-param-gather"}},
       {"bf16_with_fp8_subchannel_scaling_mixed", {"--bf16", "--fp8-format e4m3", "--fp8-recipe blockwise"}},
-      {"bf16_with_mxfp8_mixed", {"--bf16", "--fp8-format e4m3", "--fp8-recipe mxfp8"}},
+      {"bf16_with_mxfp8_mixed", {"--bf16", "--fp8-format e4m3", "--fp8-recipe mxfp8", "--fp8-param-gather"}},
   };
   const auto it = recipes.find(e.text);
   if (it == recipes.end()) {
@@ -620,13 +622,14 @@ std::string EmitMegatronBridgeConfig(const Plan& plan, int64_t global_batch_size
   };
   bool fp8 = false, grad_bf16 = false;
   std::string fp8_format, fp8_recipe;
-  bool fp16 = false;
+  bool fp16 = false, fp8_param_gather = false;
   for (const ConfigArg& a : args) {
     const std::string value = a.values.empty() ? "" : a.values.front();
     if (a.key == "--bf16") continue;
     if (a.key == "--fp16") { fp16 = true; continue; }
     if (a.key == "--fp8-format") { fp8 = true; fp8_format = value; continue; }
     if (a.key == "--fp8-recipe") { fp8_recipe = value; continue; }
+    if (a.key == "--fp8-param-gather") { fp8_param_gather = true; continue; }
     if (a.key == "--grad-reduce-in-bf16") { grad_bf16 = true; continue; }
     if (a.key == "--group-query-attention") continue;  // num_query_groups says it
     if (a.key == "--max-position-embeddings") continue;  // the recipe's (the HF config's); checked at read
@@ -657,13 +660,14 @@ std::string EmitMegatronBridgeConfig(const Plan& plan, int64_t global_batch_size
   // Mixed precision, which Bridge applies at run time over the model's, DDP's and the optimizer's
   // fields: a named recipe (mixed_precision.py) where one says it (its gradients reduced in fp32),
   // else a MixedPrecisionConfig.
+  // A named recipe also sets fp8_param_gather (RecipeArgs): named only where the plan's agrees.
   std::string recipe;
   if (!fp16 && !grad_bf16) {
     if (!fp8) recipe = "bf16_mixed";
-    else if (fp8_recipe == "tensorwise") recipe = "bf16_with_fp8_current_scaling_mixed";
-    else if (fp8_recipe == "blockwise") recipe = "bf16_with_fp8_subchannel_scaling_mixed";
-    else if (fp8_recipe == "mxfp8") recipe = "bf16_with_mxfp8_mixed";
-    else if (fp8_recipe == "delayed" && fp8_format == "hybrid") recipe = "bf16_with_fp8_delayed_scaling_mixed";
+    else if (fp8_recipe == "tensorwise" && fp8_param_gather) recipe = "bf16_with_fp8_current_scaling_mixed";
+    else if (fp8_recipe == "blockwise" && !fp8_param_gather) recipe = "bf16_with_fp8_subchannel_scaling_mixed";
+    else if (fp8_recipe == "mxfp8" && fp8_param_gather) recipe = "bf16_with_mxfp8_mixed";
+    else if (fp8_recipe == "delayed" && fp8_format == "hybrid" && fp8_param_gather) recipe = "bf16_with_fp8_delayed_scaling_mixed";
   }
   if (!recipe.empty()) {
     mixed_precision = recipe;
@@ -676,6 +680,7 @@ std::string EmitMegatronBridgeConfig(const Plan& plan, int64_t global_batch_size
     if (fp8) {
       put("mixed_precision.fp8", fp8_format);
       put("mixed_precision.fp8_recipe", fp8_recipe);
+      if (fp8_param_gather) put("mixed_precision.fp8_param_gather", "true");
     }
   }
   if (plan.dims.ep > 1) put("model.expert_tensor_parallel_size", std::to_string(plan.dims.etp));

@@ -79,6 +79,8 @@ TEST_CASE("an overrides YAML over --model: the file's keys, Bridge's defaults wh
   CHECK(FlagValue(c, "--moe-flex-dispatcher-backend") == "hybridep");
   CHECK(FlagValue(c, "--precision") == "fp8");
   CHECK(FlagValue(c, "--fp8-recipe") == "tensorwise");
+  // The current-scaling recipe also sets fp8_param_gather (Bridge's mixed_precision.py).
+  CHECK(FlagValue(c, "--fp8-param-gather") == "");
   CHECK(FlagValue(c, "--global-batch-size") == "512");
   CHECK(FlagValue(c, "--dp-sharding") == "zero1");
   // The model is --model's: a key of the file that disagrees with it is an error on its line.
@@ -197,6 +199,35 @@ TEST_CASE("a written overrides YAML reads back to the same settings") {
   CHECK(FlagValue(back, "--recompute") == "selective");
   CHECK(FlagValue(back, "--recompute-modules") == "moe_act,layernorm");
   CHECK(FlagValue(back, "--global-batch-size") == "256");
+}
+
+TEST_CASE("MXFP8: bf16_with_mxfp8_mixed is MXFP8 with the parameter all-gather; without it a MixedPrecisionConfig is written") {
+  const FrameworkConfig c = ImportMegatronBridgeConfig(
+      "model:\n  expert_model_parallel_size: 8\nddp:\n  use_distributed_optimizer: true\nmixed_precision: bf16_with_mxfp8_mixed\n", "mx.yaml",
+      Qwen());
+  CHECK(FlagValue(c, "--precision") == "fp8");
+  CHECK(FlagValue(c, "--fp8-recipe") == "mxfp8");
+  CHECK(FlagValue(c, "--fp8-param-gather") == "");  // mixed_precision.py: fp8_param_gather = True
+  ParallelDimsOptions d;
+  d.world_size = 64;
+  d.ep = 8;
+  d.convention = Convention::kMegatron;
+  TrainingConfig t;
+  t.dp_sharding = DpSharding::kZero1;
+  t.precision = "fp8";
+  t.fp8_recipe = "mxfp8";
+  // Without --fp8-param-gather no named recipe says it.
+  const std::string plain = EmitMegatronBridgeConfig(BuildPlan(Qwen(), d, t), 256, {"test"});
+  CHECK(plain.find("mixed_precision: bf16_with_mxfp8_mixed") == std::string::npos);
+  CHECK(plain.find("  fp8_recipe: mxfp8\n") != std::string::npos);
+  CHECK(plain.find("fp8_param_gather") == std::string::npos);
+  // With it, the named recipe.
+  t.fp8_param_gather = true;
+  const std::string named = EmitMegatronBridgeConfig(BuildPlan(Qwen(), d, t), 256, {"test"});
+  CHECK(named.find("mixed_precision: bf16_with_mxfp8_mixed\n") != std::string::npos);
+  const FrameworkConfig back = ImportMegatronBridgeConfig(named, "w.yaml", Qwen());
+  CHECK(FlagValue(back, "--fp8-recipe") == "mxfp8");
+  CHECK(FlagValue(back, "--fp8-param-gather") == "");
 }
 
 }  // namespace dockyard

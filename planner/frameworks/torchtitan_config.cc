@@ -827,13 +827,10 @@ FrameworkConfig ImportTorchtitanConfig(const std::string& text, const std::strin
     for (const std::string& name : converters) {
       if (name == "float8" || name == "quantize.linear.float8" || name == "quantize.grouped_mm.float8") {
         float8 = true;
-        r.Flag("--precision", "fp8", "model.converters");
       } else if (name == "mx" || name == "quantize.linear.mx" || name == "quantize.grouped_mm.mx") {
         // torchao's MXFP8 training (torchtitan components/quantization/mx.py: MXFP8LinearConverter,
         // MXFP8GroupedExpertsConverter): block-scaled FP8, priced as TransformerEngine's MXFP8.
         mx = true;
-        r.Flag("--precision", "fp8", "model.converters");
-        r.Flag("--fp8-recipe", "mxfp8", "model.converters");
       } else if (name.find("mx") != std::string::npos) {
         r.Bad("model.converters", fmt::format("unknown MX converter \"{}\" (torchtitan's are mx, quantize.linear.mx, quantize.grouped_mm.mx)", name));
       } else if (!name.empty()) {
@@ -841,6 +838,10 @@ FrameworkConfig ImportTorchtitanConfig(const std::string& text, const std::strin
       }
     }
     if (float8 && mx) r.Bad("model.converters", "Float8 and MX converters together: dockyard prices one FP8 recipe per run");
+    // One setting however many converters name it (linears and grouped experts are both priced in
+    // FP8: dockyard's --precision covers every GEMM group, precision.h Fp8GemmGroup).
+    if (float8 || mx) r.Flag("--precision", "fp8", "model.converters");
+    if (mx) r.Flag("--fp8-recipe", "mxfp8", "model.converters");
     if (r.Bool("parallelism.enable_async_tensor_parallel", false)) r.Ignore("parallelism.enable_async_tensor_parallel (async TP: priced as plain TP)");
   } else if (tree.token_dispatcher) {
     const Json& d = *tree.token_dispatcher;

@@ -2,9 +2,12 @@
 // split and batch arithmetic, the key table, and the written overrides read back.
 #include "planner/frameworks/torchtitan_config.h"
 
+#include <algorithm>
 #include <fstream>
 #include <regex>
 #include <sstream>
+
+#include <algorithm>
 
 #include <doctest/doctest.h>
 
@@ -124,6 +127,10 @@ TEST_CASE("the TOML era's MX converters are the mxfp8 recipe; Float8 and MX toge
   const FrameworkConfig c = ImportTorchtitanConfig("[model]\nconverters = [\"quantize.linear.mx\", \"quantize.grouped_mm.mx\"]\n", "mx.toml", Qwen());
   CHECK(FlagValue(c, "--precision") == "fp8");
   CHECK(FlagValue(c, "--fp8-recipe") == "mxfp8");
+  // One --precision however many converters name it (a command line takes a flag once).
+  CHECK(std::count_if(c.flags.begin(), c.flags.end(), [](const ConfigFlag& f) { return f.flag == "--precision"; }) == 1);
+  const FrameworkConfig f8 = ImportTorchtitanConfig("[model]\nconverters = [\"quantize.linear.float8\", \"quantize.grouped_mm.float8\"]\n", "f8.toml", Qwen());
+  CHECK(std::count_if(f8.flags.begin(), f8.flags.end(), [](const ConfigFlag& f) { return f.flag == "--precision"; }) == 1);
   CHECK(ErrorOf("[model]\nconverters = [\"float8\", \"mx\"]\n", "both.toml").find("Float8 and MX converters together") != std::string::npos);
   CHECK(ErrorOf("[model]\nconverters = [\"mxfp4\"]\n", "x.toml").find("unknown MX converter \"mxfp4\"") != std::string::npos);
 }

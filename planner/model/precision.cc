@@ -32,9 +32,9 @@ Fp8Scaling Fp8ScalingOf(const TrainingConfig& t) {
   return Fp8Mxfp8(t) ? Fp8Scaling::kMxfp8 : Fp8Scaling::kTensorwise;
 }
 
-void NormalizeMxfp8Precision(TrainingConfig* t, const std::string& origin) {
+void NormalizeMxfp8Precision(TrainingConfig* t, const std::string& origin, bool recipe_given) {
   if (t->precision != "mxfp8") return;
-  if (t->fp8_recipe != "tensorwise" && t->fp8_recipe != "mxfp8") {
+  if (t->fp8_recipe != "mxfp8" && (recipe_given || t->fp8_recipe != "tensorwise")) {
     const bool flags = origin == "--";
     throw Error(fmt::format("{}: precision \"mxfp8\" is the mxfp8 recipe, fp8_recipe is \"{}\" (use --precision fp8 --fp8-recipe {})",
                             origin + (flags ? "fp8-recipe" : "fp8_recipe"), t->fp8_recipe, t->fp8_recipe));
@@ -134,7 +134,8 @@ void ValidateFp8ParamGather(const TrainingConfig& t, bool megatron) {
 void ValidateFp8RecipeOnGpu(const TrainingConfig& t, const std::string& cluster_name, bool mxfp8_tensor_cores) {
   if (!Fp8Mxfp8(t) || mxfp8_tensor_cores) return;
   throw Error(fmt::format("fp8_recipe: \"mxfp8\" needs Blackwell tensor cores (TransformerEngine MXFP8BlockScaling: SM100+), cluster \"{}\" "
-                          "has none (presets with them: b200, gb200-nvl72, b300, gb300-nvl72; a cluster file inherits its base's)",
+                          "has none (h100-sxm is the default without --cluster; presets with them: b200, gb200-nvl72, b300, gb300-nvl72, a cluster file "
+                          "inheriting its base's)",
                           cluster_name));
 }
 

@@ -77,8 +77,9 @@ constexpr double kMxfp8BlockElements = 32.0;
 
 // `--precision mxfp8` is a name for `--precision fp8 --fp8-recipe mxfp8`: rewrites `training` to that
 // (precision "fp8", fp8_recipe "mxfp8"). Throws dockyard::Error naming `origin` + the field when
-// another recipe was asked for beside it.
-void NormalizeMxfp8Precision(TrainingConfig* training, const std::string& origin);
+// another recipe was asked for beside it (`recipe_given`: the recipe was set, even to the default
+// tensorwise).
+void NormalizeMxfp8Precision(TrainingConfig* training, const std::string& origin, bool recipe_given = false);
 
 // Whether the parameters of role group `group` (inventory.h RoleGroup) are weights of FP8 GEMMs:
 // attention, routed experts, shared experts, dense MLP (TransformerEngine runs neither the

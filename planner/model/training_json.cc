@@ -145,7 +145,7 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
   t.run.clip_grad = v.NumberOr("clip_grad", t.run.clip_grad);
   ValidateClipGrad(t.run.clip_grad, v.Where("clip_grad"));
   ReadBool(v, "check_for_nan_in_grad", &t.run.check_for_nan_in_grad);
-  NormalizeMxfp8Precision(&t, v.Where() + "/");
+  NormalizeMxfp8Precision(&t, v.Where() + "/", v.Has("fp8_recipe"));
   ValidateTraining(t, v.Where() + "/");
   return t;
 }

@@ -65,7 +65,7 @@ TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const Training
   }
   if (o.no_check_for_nan_in_grad) t.run.check_for_nan_in_grad = false;
   ValidateCrossEntropyFusionImpl(t.run, "--cross-entropy-fusion-impl", "--cross-entropy", "--megatron-core-version");
-  NormalizeMxfp8Precision(&t, "--");
+  NormalizeMxfp8Precision(&t, "--", o.fp8_recipe.has_value());
   ValidateTraining(t, "--");
   if (o.pp_layer_split) t.pp_layer_split = ParseLayerSplit(*o.pp_layer_split, pp, num_layers, "--pp-layer-split");
   return t;
