@@ -281,4 +281,13 @@ TEST_CASE("--precision mxfp8: priced on Blackwell, refused on Hopper with the ru
     CHECK(clash.out.find("--fp8-recipe") != std::string::npos);
   }
   CHECK(Run(layout + " --cluster b200 --fp8-recipe mxfp8").code == 0);
+  // A search fails before it enumerates: no layout runs MXFP8 on Hopper, or Muon under torchtitan.
+  const std::string search = "search --model testdata/specs/tiny-mixtral.json --world-size 4 --seq-len 16";
+  const Result mx = Run(search + " --precision mxfp8");
+  CHECK(mx.code == 1);
+  CHECK(mx.out.find("needs Blackwell tensor cores") != std::string::npos);
+  CHECK(mx.out.find("layouts") == std::string::npos);
+  const Result muon = Run(search + " --optimizer muon");
+  CHECK(muon.code == 1);
+  CHECK(muon.out.find("torchtitan's optimizers are Adam / AdamW") != std::string::npos);
 }
