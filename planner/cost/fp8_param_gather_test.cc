@@ -152,3 +152,24 @@ TEST_CASE("FP8 parameter all-gather: zero1 only under Megatron's distributed opt
                        doctest::Contains("dp_sharding is \"zero1\" under convention torchtitan"), dockyard::Error);
   CHECK_FALSE(dockyard::Fp8ModelParams(Fp8(false)));
 }
+
+TEST_CASE("MXFP8 parameter all-gather under the distributed optimizer moves BF16 into the gradient buffer") {
+  auto t = Fp8(true);
+  t.fp8_recipe = "mxfp8";
+  t.fp8_param_gather = true;
+  const auto gather = MegatronPlan(t, 8);
+  REQUIRE(*gather.training.dp_sharding == dockyard::DpSharding::kZero1);
+  // Megatron gathers the BF16 of the master shard (param_and_grad_buffer.py shared_buffer), so the
+  // bytes equal the BF16 all-gather: dense 156,992 x 2 = 313,984 B, sparse 24,576 x 2 = 49,152 B
+  // (the first test's figures without the flag; tensorwise sends 289,408 and 24,576).
+  CHECK(Zero1Gather(gather, false) == 313984);
+  CHECK(Zero1Gather(gather, true) == 49152);
+  CHECK(dockyard::Fp8ParamGatherBytesPerElement(t, 2) == 2);
+  // No separate parameter buffer: the FP8 GEMM weights are held as their two MXFP8 copies only.
+  // Attention 24,576 + routed experts 24,576 elements x 2 B = 98,304 B less, as with tensorwise FP8 parameters.
+  const auto without = dockyard::StaticMemoryOnRank(MegatronPlan([] { auto m = Fp8(false); m.fp8_recipe = "mxfp8"; return m; }(), 8), 0);
+  const auto with = dockyard::StaticMemoryOnRank(gather, 0);
+  CHECK(with.params_by_role.at("attention") == 0);
+  CHECK(with.params_by_role.at("fp8_weights") == 101376);  // 49,152 x 2.0625
+  CHECK(without.params_bytes - with.params_bytes == 98304);
+}

@@ -1,7 +1,7 @@
 // MXFP8 (--fp8-recipe mxfp8 / --precision mxfp8; TransformerEngine MXFP8BlockScaling): the GEMM
 // speed from torchao's B200 kernel breakdown, the E8M0 scales per 32 elements in memory and in the
-// quantize kernels, the BF16 parameter all-gather of Megatron's MXFP8 parameters, and the refusals
-// (Hopper, FSDP gather, another recipe beside --precision mxfp8).
+// quantize kernels, and the refusals (Hopper, FSDP gather, another recipe beside --precision mxfp8).
+// The BF16 parameter all-gather of Megatron's MXFP8 parameters is in fp8_param_gather_test.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -31,22 +31,6 @@ dockyard::TrainingConfig Mxfp8() {
 
 dockyard::Plan TinyPlan(const dockyard::TrainingConfig& t) {
   return dockyard::testing::TinyEp4Plan(t, dockyard::Convention::kMegatron);
-}
-
-// The tiny model under --convention megatron on 8 GPUs with EP 4 (dp 8, edp 2, zero1).
-dockyard::Plan Zero1Plan(dockyard::TrainingConfig t) {
-  dockyard::ParallelDimsOptions d;
-  d.world_size = 8;
-  d.ep = 4;
-  d.convention = dockyard::Convention::kMegatron;
-  t.seq_len = 1024;
-  return dockyard::BuildPlan(dockyard::testing::TinyMixtral(), d, t);
-}
-
-int64_t Zero1Gather(const dockyard::Plan& plan, bool sparse) {
-  for (const auto& e : dockyard::ComputeComm(plan, 0).entries)
-    if (e.purpose == "zero1_all_gather_params" && (e.mesh == "sparse") == sparse) return e.bytes_per_call;
-  return -1;
 }
 
 }  // namespace
@@ -92,26 +76,6 @@ TEST_CASE("MXFP8 bytes: E8M0 scales per 32 elements in weight copies, saved inpu
   CHECK(acts.attention == 671744 - 262144 + 135168);
   // The quantize kernel reads BF16 (2 B) and writes both copies: 2 + 2 x 1.03125 = 4.0625 B per element.
   CHECK(dockyard::Fp8QuantizeBytesPerElement(dockyard::Fp8Scaling::kMxfp8, 2) == 4.0625);
-}
-
-TEST_CASE("MXFP8 parameter all-gather under the distributed optimizer moves BF16 into the gradient buffer") {
-  auto t = Mxfp8();
-  t.fp8_param_gather = true;
-  const auto gather = Zero1Plan(t);
-  REQUIRE(*gather.training.dp_sharding == dockyard::DpSharding::kZero1);
-  // Megatron gathers the BF16 of the master shard (param_and_grad_buffer.py shared_buffer), so the
-  // bytes equal the BF16 all-gather: dense 156,992 x 2 = 313,984 B, sparse 24,576 x 2 = 49,152 B
-  // (fp8_param_gather_test's figures without the flag; tensorwise would send 289,408 and 24,576).
-  CHECK(Zero1Gather(gather, false) == 313984);
-  CHECK(Zero1Gather(gather, true) == 49152);
-  CHECK(dockyard::Fp8ParamGatherBytesPerElement(t, 2) == 2);
-  // No separate parameter buffer: the FP8 GEMM weights are held as their two MXFP8 copies only.
-  // Attention 24,576 + routed experts 24,576 elements (fp8_param_gather_test) x 2 B = 98,304 B less.
-  const auto without = dockyard::StaticMemoryOnRank(Zero1Plan(Mxfp8()), 0);
-  const auto with = dockyard::StaticMemoryOnRank(gather, 0);
-  CHECK(with.params_by_role.at("attention") == 0);
-  CHECK(with.params_by_role.at("fp8_weights") == 101376);  // 49,152 x 2.0625
-  CHECK(without.params_bytes - with.params_bytes == 98304);
 }
 
 TEST_CASE("MXFP8 is refused where it does not run, and --precision mxfp8 is fp8 with the mxfp8 recipe") {
