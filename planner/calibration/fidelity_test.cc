@@ -246,4 +246,18 @@ TEST_CASE("smoke: the benchmark's core predicts every expressible run (no accura
 }
 
 }  // namespace
+TEST_CASE("S03 predicted from B200's operator table alone, without S01-S06: within 15 %") {
+  // b200's compute knobs are SimuMax's component sweeps on the machine of its rows (GEMMs by shape,
+  // MLA flash attention, memory-bound kernels: b200_table_test quotes each figure), its NVLink5 the
+  // same machine's all-gather busbw; no knob is fitted to any step row (docs/cluster.md [B4]).
+  // DeepSeek-V3 cut to 4 layers, 8 B200, EP 8, 64 micro-batches of 4096 tokens: 4.141 s measured.
+  const FidelitySet set = LoadFidelitySet(kRuns);
+  const FidelityRun& s03 = Run(set, "S03");
+  REQUIRE(s03.unsupported.empty());
+  const FidelityPrediction p = PredictRun(s03, set.models.at(s03.model));
+  CHECK(p.measured_s == doctest::Approx(4.141).epsilon(0.001));
+  CHECK(std::fabs(p.error) <= 0.15);
+  CHECK(p.error < 0);  // still fast: SimuMax's own model is ~7 % fast per micro-batch (blackwell-and-corrections.md section 1)
+}
+
 }  // namespace dockyard
