@@ -9,6 +9,8 @@
 
 #include "planner/calibration/calibration.h"
 #include "planner/base/error.h"
+#include <algorithm>
+
 #include <doctest/doctest.h>
 
 namespace dockyard {
@@ -310,7 +312,14 @@ TEST_CASE("the knob table: every preset's priors lie inside the physical bounds,
 }
 
 TEST_CASE("smoke: bench_fidelity's fit section over the published runs (no accuracy threshold)") {
-  const FidelitySet set = LoadFidelitySet("testdata/fidelity/runs.json");
+  // The runs of public-runs.md (H, P, S, G01-G04: 27 expressible over 4 kinds of hardware and 13
+  // groups); the whole set, with the Blackwell MXFP8 rows, is bench_fidelity's (its held-out fits
+  // over 21 groups take minutes under ASan).
+  FidelitySet set = LoadFidelitySet("testdata/fidelity/runs.json");
+  set.runs.erase(std::remove_if(set.runs.begin(), set.runs.end(),
+                                [](const FidelityRun& r) { return r.id[0] == 'B' || (r.id[0] == 'G' && r.id[1] != '0'); }),
+                 set.runs.end());
+  REQUIRE(set.runs.size() == 30);
   const std::string md = FidelityFitToMarkdown(set, "h100-sxm");
   // Every error line covers the same rows: the expressible runs of the set.
   int64_t expressible = 0;
