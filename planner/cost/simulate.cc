@@ -123,6 +123,8 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
   const auto& m = plan.model;
   const auto& d = plan.dims;
   const auto& t = plan.training;
+  // Once per plan (the layout search checks once before it enumerates, search_command.cc).
+  ValidateFp8RecipeOnGpu(t, c.name, c.mxfp8_tensor_cores);
   StepInputs in;
   in.workload = ComputeWorkload(plan);
   const Workload& w = in.workload;

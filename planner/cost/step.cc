@@ -469,7 +469,6 @@ double MuonNewtonSchulzUs(const ModelSpec& m, const TrainingConfig& t, const Clu
 
 CostBreakdown SimulateStepFromInputs(const ModelSpec& m, const ParamTotals& totals, const ParallelDims& d, const TrainingConfig& t,
                                      const ClusterSpec& c, const StepInputs& in, ComputeModel model, bool detail) {
-  ValidateFp8RecipeOnGpu(t, c.name, c.mxfp8_tensor_cores);
   return cost_detail::StepFromInputs(m, totals, d, t, c, in, model, detail);
 }
 

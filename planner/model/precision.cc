@@ -19,16 +19,13 @@ constexpr double kBlock = 128.0 * 128.0;  // weight block 128 x 128
 bool Fp8Gemms(const TrainingConfig& t) {
   return std::string_view(t.precision) == "fp8";
 }
-bool Fp8Blockwise(const TrainingConfig& t) {
-  return Fp8Gemms(t) && std::string_view(t.fp8_recipe) == "blockwise";
-}
 bool Fp8Mxfp8(const TrainingConfig& t) {
   return Fp8Gemms(t) && std::string_view(t.fp8_recipe) == "mxfp8";
 }
 
 Fp8Scaling Fp8ScalingOf(const TrainingConfig& t) {
   if (!Fp8Gemms(t)) return Fp8Scaling::kNone;
-  if (Fp8Blockwise(t)) return Fp8Scaling::kBlockwise;
+  if (std::string_view(t.fp8_recipe) == "blockwise") return Fp8Scaling::kBlockwise;
   return Fp8Mxfp8(t) ? Fp8Scaling::kMxfp8 : Fp8Scaling::kTensorwise;
 }
 

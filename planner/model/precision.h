@@ -63,7 +63,6 @@ namespace dockyard {
 constexpr double kFp8PeakOverBf16 = 2.0;
 
 bool Fp8Gemms(const TrainingConfig& training);
-bool Fp8Blockwise(const TrainingConfig& training);
 bool Fp8Mxfp8(const TrainingConfig& training);
 
 // How FP8 tensors are scaled: none (BF16 GEMMs), one fp32 scale per tensor, fp32 scales per 1x128

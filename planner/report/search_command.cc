@@ -1,8 +1,6 @@
 // search as one library call (see search_command.h).
 #include "planner/report/search_command.h"
 
-#include "planner/model/muon.h"
-#include "planner/model/precision.h"
 
 #include <algorithm>
 #include <limits>
@@ -48,10 +46,6 @@ SearchCommandResult RunSearchCommand(const ModelSpec& model, SearchOptions s, co
   const int64_t top_rows = s.top;
   if (r.html) s.top = std::numeric_limits<int64_t>::max();
   if (r.explain) ValidateLayoutQuery(*r.explain, s);  // a query outside the pins or the rules fails before the search
-  // Settings no layout can run with fail before the search, not as the rule the last layout broke:
-  // Muon outside Megatron (a pinned FSDP too), MXFP8 on a GPU without it.
-  ValidateMuon(s.training, s.convention == Convention::kMegatron);
-  ValidateFp8RecipeOnGpu(s.training, s.cluster.name, s.cluster.mxfp8_tensor_cores);
   result = SearchLayouts(model, s);
   s.top = top_rows;
   std::optional<ExplainResult>& explained = out.explained;

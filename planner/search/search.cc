@@ -1,4 +1,6 @@
 // Layout search (see search.h).
+#include "planner/model/muon.h"
+#include "planner/model/precision.h"
 #include "planner/search/search.h"
 
 #include <algorithm>
@@ -354,6 +356,11 @@ void ValidateSearchOptions(const ModelSpec& model, const SearchOptions& o) {
   if (o.global_batch_size < 0) throw Error(fmt::format("--global-batch-size: must be >= 1, got {}", o.global_batch_size));
   ValidateSearchPins(o);
   ValidateSearchPinsForModel(o, model);
+  // Settings no layout can run with fail before the search, not as the rule the last layout broke
+  // (and the GPU check leaves the per-layout step, SimulateStepFromInputs): Muon outside Megatron
+  // (a pinned FSDP too), MXFP8 on a GPU without it.
+  ValidateMuon(o.training, o.convention == Convention::kMegatron);
+  ValidateFp8RecipeOnGpu(o.training, o.cluster.name, o.cluster.mxfp8_tensor_cores);
   ValidateSeqLenForModel(o.training.seq_len, model, "--seq-len");
 }
 
