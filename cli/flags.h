@@ -77,6 +77,7 @@ struct TrainingFlags {
   std::string moe_flex_dispatcher_backend;  // Megatron --moe-flex-dispatcher-backend (planner/model/dispatcher.h FlexBackend)
   bool fp8_dispatch = false;
   bool fp8_param_gather = false;
+  bool fp8_dot_product_attention = false;
   std::string mtp_layers;
   std::string make_vocab_size_divisible_by;  // Megatron-LM --make-vocab-size-divisible-by (vocab_padding.h)
   // Schedule settings (planner/model/pipeline_schedule.h RunSettings).

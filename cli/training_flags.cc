@@ -41,6 +41,9 @@ void TrainingFlags::AddTo(CLI::App* app) {
   app->add_flag("--fp8-dispatch", fp8_dispatch, "the EP dispatch all-to-all in FP8 (1 B + a scale per 128 elements), combine in BF16");
   app->add_flag("--fp8-param-gather", fp8_param_gather,
                 "with --precision fp8 and FSDP or (megatron) zero1: all-gather the FP8 GEMM weights in FP8 (Megatron --fp8-param-gather)");
+  app->add_flag("--fp8-dot-product-attention", fp8_dot_product_attention,
+                "with --precision fp8: the attention core in FP8 (TransformerEngine's FP8 DPA, Megatron-Core fp8_dot_product_attention), "
+                "priced at the cluster's compute.flash.fp8_speedup");
   app->add_option("--optimizer-states-dtype", optimizer_states_dtype, "AdamW moments: float32 | bfloat16 (default float32)");
   app->add_option("--mtp-layers", mtp_layers,
                   "MTP modules trained (Megatron --mtp-num-layers; DeepSeek-V3: 1) on the last stage, for any model: "
@@ -160,7 +163,8 @@ void TrainingFlags::AddSearchPinsTo(CLI::App* search, const CLI::App& plan) {
   }
   // FP8 settings hold for every candidate (--fp8-dispatch only for the dispatchers that have it).
   for (const auto& [flag, target] :
-       {std::pair<const char*, bool*>{"--fp8-dispatch", &fp8_dispatch}, {"--fp8-param-gather", &fp8_param_gather}}) {
+       {std::pair<const char*, bool*>{"--fp8-dispatch", &fp8_dispatch}, {"--fp8-param-gather", &fp8_param_gather},
+        {"--fp8-dot-product-attention", &fp8_dot_product_attention}}) {
     search->add_flag(flag, *target, plan.get_option(flag)->get_description());
   }
   // Megatron's uneven splits (pipeline_layout.h): the embedding / the loss count as a layer when the
@@ -218,6 +222,7 @@ TrainingOverrides TrainingFlags::Parse() const {
   if (!fp8_recipe.empty()) t.fp8_recipe = fp8_recipe;
   t.fp8_dispatch = fp8_dispatch;
   t.fp8_param_gather = fp8_param_gather;
+  t.fp8_dot_product_attention = fp8_dot_product_attention;
   if (!optimizer_states_dtype.empty()) t.optimizer_states_dtype = optimizer_states_dtype;
   if (!recompute_modules.empty()) {
     t.recompute_modules.emplace();

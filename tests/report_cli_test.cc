@@ -191,7 +191,8 @@ TEST_CASE("plan, check, simulate and search open with the same header, in JSON a
   }
   CHECK(Run("search " + model + " --seq-len 16 --top 1", false).out.rfind("Report     dockyard-plan search\n", 0) == 0);
   // The compute model of a predicted time (simulate, search) is named; plan and check predict none.
-  const dockyard::Json kernels = {{"model", "kernels"}, {"gemm_precision", "bf16"}, {"cuda_graphs", false}, {"cross_entropy", "unfused"}};
+  const dockyard::Json kernels = {
+      {"model", "kernels"}, {"gemm_precision", "bf16"}, {"attention_precision", "bf16"}, {"cuda_graphs", false}, {"cross_entropy", "unfused"}};
   CHECK(sim["header"]["compute"] == kernels);
   CHECK(search["header"]["compute"] == kernels);
   CHECK_FALSE(plan["header"].contains("compute"));
@@ -204,13 +205,20 @@ TEST_CASE("plan, check, simulate and search open with the same header, in JSON a
                               "search")["header"]["compute"];
   CHECK(graphs == dockyard::Json{{"model", "kernels"},
                                  {"gemm_precision", "bf16"},
+                                 {"attention_precision", "bf16"},
                                  {"cuda_graphs", true},
                                  {"cross_entropy", "fused"},
                                  {"cross_entropy_fusion_impl", "native"}});
-  CHECK(Run("simulate " + layout, false).out.find("\nCompute    kernels model, GEMMs bf16, CUDA graphs off, cross-entropy unfused\n") !=
+  CHECK(Run("simulate " + layout, false).out.find("\nCompute    kernels model, GEMMs bf16, attention bf16, CUDA graphs off, cross-entropy unfused\n") !=
         std::string::npos);
   // The GEMMs' precision with its recipe (an FP8 recipe is priced by its own rules, docs/cost-model.md 3.14).
   CHECK(Run("simulate " + layout + " --precision fp8 --fp8-recipe blockwise", false).out.find("GEMMs fp8 blockwise,") != std::string::npos);
+  // FP8 attention (TransformerEngine's FP8 DPA) shows on the line; without FP8 GEMMs it is refused naming the flag.
+  CHECK(Run("simulate " + layout + " --precision fp8 --fp8-dot-product-attention", false).out.find("GEMMs fp8 tensorwise, attention fp8,") !=
+        std::string::npos);
+  const auto refused = Run("simulate " + layout + " --fp8-dot-product-attention");
+  CHECK(refused.code != 0);
+  CHECK(refused.out.find("--fp8-dot-product-attention: FP8 attention needs precision fp8") != std::string::npos);
 }
 
 TEST_CASE("simulate --json carries the memory and communication sections of the plan's JSON writers") {

@@ -577,6 +577,15 @@ void AppendPhaseRows(const FidelityRun& run, const CalibrationRow& step, const s
   }
 }
 
+// Whether `hardware` (a component's "hardware", e.g. "2 x DGX-H100", "NVIDIA GB200") names `gpu` as a
+// word of its own: "B200" is not GB200's.
+bool NamesGpu(const std::string& hardware, const std::string& gpu) {
+  for (size_t at = hardware.find(gpu); at != std::string::npos; at = hardware.find(gpu, at + 1)) {
+    if (at == 0 || !std::isalnum(static_cast<unsigned char>(hardware[at - 1]))) return true;
+  }
+  return false;
+}
+
 // Appends to `rows` the stage-1 rows (in the measurement's unit) of component measurement `ci` of
 // `set` on `preset_cluster` (the kinds a knob models: calibrate.h RowsFromFidelitySet); a
 // measurement on another GPU than `gpu`, or of a kind no knob models, goes to `skipped`. Throws
@@ -585,7 +594,7 @@ void AppendComponentRows(const FidelitySet& set, size_t ci, const std::string& g
                          const ClusterSpec& preset_cluster, ComputeModel model, std::vector<CalibrationRow>* rows,
                          std::vector<std::pair<std::string, std::string>>* skipped) {
   const FidelityComponent& c = set.components[ci];
-  if (c.hardware.find(gpu) == std::string::npos) {
+  if (!NamesGpu(c.hardware, gpu)) {
     skipped->push_back({c.id, fmt::format("hardware \"{}\" is not the preset's {}", c.hardware, gpu)});
     return;
   }
@@ -633,6 +642,20 @@ void AppendComponentRows(const FidelitySet& set, size_t ci, const std::string& g
         const double m = static_cast<double>(rows_per_expert[i]);
         add(fmt::format("{}[{}]", c.id, i), fmt::format("grouped-GEMM fraction at {} rows", m), c.values[i],
             [m](const ClusterSpec& cl) { return GroupedGemmEfficiency(m, cl.knobs.compute); });
+      }
+    } else if (c.kind == "flash_attention" && params.StringOr("dtype", "") == "bf16") {
+      // Fused attention at each sequence length, TFLOP/s (causal FLOPs when causal): the preset's peak
+      // x FlashAttentionEfficiency at head_dim (the query-key dim, as the cost model passes it).
+      const std::vector<int64_t> seqs = params.IntList("seq", 1);
+      if (seqs.size() != c.values.size()) params.Fail("seq", fmt::format("needs one entry per value ({}), got {}", c.values.size(), seqs.size()));
+      const std::string pass = params.String("pass");
+      if (pass != "fwd" && pass != "bwd") params.Fail("pass", fmt::format("\"{}\" is not fwd or bwd", pass));
+      const double head_dim = static_cast<double>(params.Int("head_dim"));
+      const bool causal = params.Bool("causal"), backward = pass == "bwd";
+      for (size_t i = 0; i < c.values.size(); ++i) {
+        const double seq = static_cast<double>(seqs[i]);
+        add(fmt::format("{}[{}]", c.id, i), fmt::format("flash attention {} at head dim {}, seq {}", pass, head_dim, seq), c.values[i],
+            [=](const ClusterSpec& cl) { return cl.dense_bf16_tflops * FlashAttentionEfficiency(head_dim, seq, causal, backward, cl.knobs.compute); });
       }
     } else if (c.kind == "kernel_floor" && c.values.size() == 1) {
       add(c.id, "memory-bound kernel floor", c.values[0], [](const ClusterSpec& cl) { return cl.knobs.compute.memory_bound.floor_us; });

@@ -207,6 +207,39 @@ TEST_CASE("recovery (default kernels): grouped-GEMM measurements at several shap
   CheckFitRecovers(rows, truth, moved);
 }
 
+TEST_CASE("flash_attention components: one row per sequence on their own GPU's preset; B200 does not take GB200's") {
+  // testdata/fidelity C28: cuDNN 9.19 on GB200, GQA head dim 128, causal backward, seq 2,048 and
+  // 4,096: 836 and 1,132 TFLOP/s.
+  Json runs = SyntheticRuns();
+  runs["components"].push_back(Json{{"id", "F1"},
+                                    {"kind", "flash_attention"},
+                                    {"hardware", "NVIDIA GB200"},
+                                    {"params", {{"dtype", "bf16"}, {"causal", true}, {"pass", "bwd"}, {"head_dim", 128}, {"seq", {2048, 4096}}}},
+                                    {"values", {836.0, 1132.0}},
+                                    {"unit", "TFLOP/s"},
+                                    {"source", "model"}});
+  const FidelitySet set = FidelitySetFromJson(runs, "synthetic.json", "testdata/hf");
+  std::vector<std::pair<std::string, std::string>> skipped;
+  const std::vector<CalibrationRow> rows = RowsFromFidelitySet(set, "gb200-nvl72", &skipped);
+  REQUIRE(rows.size() >= 2);
+  const CalibrationRow& r = rows.back();
+  CHECK(r.id == "F1[1]");
+  CHECK(r.measured == 1132.0);
+  // 2,500 x 0.794 x 128 / 138 x 2,048 / (2,048 + 790) x 0.808 (cluster.cc Gb200ComputeKnobs) = 1,073.5.
+  CHECK(PredictRow(r, KnobValues(DefaultCalibration("gb200-nvl72"))) ==
+        doctest::Approx(2500 * 0.794 * 128.0 / 138 * 2048 / 2838 * 0.808).epsilon(1e-9));
+  CHECK(rows[rows.size() - 2].id == "F1[0]");
+  skipped.clear();
+  for (const CalibrationRow& b : RowsFromFidelitySet(set, "b200", &skipped)) CHECK(b.id.rfind("F1", 0) != 0);
+  bool named = false;
+  for (const auto& [id, why] : skipped) named |= id == "F1" && why.find("not the preset's B200") != std::string::npos;
+  CHECK(named);
+  // A sequence list that does not match the values is refused naming the field.
+  runs["components"].back()["params"]["seq"] = Json::array({2048});
+  CHECK_THROWS_WITH_AS(RowsFromFidelitySet(FidelitySetFromJson(runs, "synthetic.json", "testdata/hf"), "gb200-nvl72", &skipped),
+                       doctest::Contains("seq"), Error);
+}
+
 TEST_CASE("a run's measured phases are stage-1 rows through the phase mapping; attention is not fitted there") {
   Json runs = SyntheticRuns();
   runs["runs"][0]["phases"] =

@@ -26,15 +26,15 @@ const std::vector<std::string> kFidelityFeatures = {
     "megatron_fsdp", "mtp", "dualpipe", "dropless", "custom_pp_layout", "node_limited_routing", "batch_ramp",
     // Expressible for the step time; the memory they move is not placed (MemoryUnsupportedFeatureReasons).
     "activation_offloading", "paged_stash",
-    // Settings dockyard models (pipeline_schedule.h RunSettings; muon.h).
-    "ep_overlap", "muon",
+    // Settings dockyard models (pipeline_schedule.h RunSettings; muon.h; FP8 attention: training.h
+    // fp8_dot_product_attention).
+    "ep_overlap", "muon", "fp8_attention",
     // Framework settings dockyard predicts without.
     "sequence_parallel", "distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather", "embedding_loss_pipeline_layers",
     "grouped_gemm", "permute_fusion", "router_fusion", "cuda_graphs", "capacity_padded",
     // A whole iteration captured in one CUDA graph (Megatron-Bridge's full-iteration graphs): priced as
-    // cuda_graphs (graph launches, kernels_model.h); FP8 attention (TransformerEngine's FP8 DPA): priced as
-    // BF16 attention, a recorded setting.
-    "full_iteration_cuda_graph", "fp8_attention"};
+    // cuda_graphs (graph launches, kernels_model.h).
+    "full_iteration_cuda_graph"};
 
 namespace {
 
@@ -387,6 +387,7 @@ TrainingConfig FidelityTraining(const FidelityRun& r) {
   t.run.overlap_param_gather = has("overlap_param_gather") && t.run.overlap_grad_reduce;
   t.run.overlap_moe_ep_comm = has("ep_overlap");  // --overlap-moe-expert-parallel-comm
   if (has("muon")) t.optimizer = Optimizer::kMuon;  // --optimizer muon (muon.h)
+  t.fp8_dot_product_attention = has("fp8_attention");  // TransformerEngine's FP8 DPA (compute.flash.fp8_speedup)
   t.run.cuda_graphs = has("cuda_graphs") || has("full_iteration_cuda_graph");  // graph launches (the kernel-level compute model)
   t.run.pipeline_layout = r.pp_layout;  // Megatron --pipeline-model-parallel-layout (pipeline_layout.h)
   t.run.megatron_core_version = r.megatron_core;  // the saved-tensor rules of its release (workload.h SavedTensorRules)

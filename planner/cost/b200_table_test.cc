@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <vector>
 
 #include "planner/cost/cluster.h"
 #include "planner/cost/gemm_efficiency.h"
@@ -70,7 +71,9 @@ TEST_CASE("B200 table: MLA flash attention, memory-bound kernels, the older gemm
   CHECK(B200().gemm.dense_efficiency == 0.488);
   // Which GPU's figures a preset prices with, as reports print it.
   CHECK(dockyard::ClusterPreset("b200").compute_source.find("SimuMax's B200 sweep") != std::string::npos);
-  CHECK(dockyard::ClusterPreset("gb200-nvl72").compute_source.find("borrowed: B200 operator table") == 0);
+  CHECK(dockyard::ClusterPreset("gb200-nvl72").compute_source.find("GEMMs and memory-bound kernels borrowed from the B200") !=
+        std::string::npos);
+  CHECK(dockyard::ClusterPreset("b300").compute_source.find("borrowed: B200 operator table") == 0);
 }
 
 TEST_CASE("Blackwell flex dispatcher: NVLink efficiency from HybridEP's GB200 table") {
@@ -99,7 +102,7 @@ TEST_CASE("Blackwell flex dispatcher: NVLink efficiency from HybridEP's GB200 ta
 TEST_CASE("GB200 table: B200's, with GB200's own MXFP8 grouped GEMM and FP8 GEMM sweep beside it") {
   const dockyard::ComputeKnobs gb200 = dockyard::ClusterPreset("gb200-nvl72").knobs.compute;
   CHECK(gb200.gemm.shape_efficiency == B200().gemm.shape_efficiency);
-  CHECK(gb200.flash.max_efficiency == B200().flash.max_efficiency);
+  CHECK(gb200.memory_bound.hbm_efficiency == B200().memory_bound.hbm_efficiency);
   CHECK(dockyard::ClusterPreset("gb300-nvl72").knobs.compute.gemm.mxfp8_efficiency_ratio == gb200.gemm.mxfp8_efficiency_ratio);
   // TransformerEngine's MXFP8 grouped GEMM on GB200 at K 7168, N 2048: 2,672 TFLOP/s (NVIDIA/Megatron-LM
   // docs/discussions/deepseek-v3-gb200-optimization), 0.534 of the 5,000 TFLOP/s FP8 peak; the
@@ -115,4 +118,58 @@ TEST_CASE("GB200 table: B200's, with GB200's own MXFP8 grouped GEMM and FP8 GEMM
   CHECK(Eff(16384, 16384, 16384) == doctest::Approx(0.517).epsilon(0.01));
   CHECK(2578.9 / 5000 == doctest::Approx(0.516).epsilon(0.001));
   CHECK(2695.0 / 5000 == doctest::Approx(0.539).epsilon(0.001));
+}
+
+namespace {
+
+// cuDNN's fused attention, BF16, causal, in TFLOP/s with causal FLOPs, against the preset's
+// FlashAttentionEfficiency x its 2,500 TFLOP/s peak.
+struct FlashPoint {
+  double head_dim, seq, fwd, bwd;
+};
+
+void CheckFlash(const char* preset, const std::vector<FlashPoint>& points, double tolerance) {
+  const auto c = dockyard::ClusterPreset(preset);
+  CHECK(c.dense_bf16_tflops == 2500.0);
+  for (const FlashPoint& p : points) {
+    CAPTURE(preset);
+    CAPTURE(p.head_dim);
+    CAPTURE(p.seq);
+    CHECK(dockyard::FlashAttentionEfficiency(p.head_dim, p.seq, true, false, c.knobs.compute) * 2500.0 ==
+          doctest::Approx(p.fwd).epsilon(tolerance));
+    CHECK(dockyard::FlashAttentionEfficiency(p.head_dim, p.seq, true, true, c.knobs.compute) * 2500.0 ==
+          doctest::Approx(p.bwd).epsilon(tolerance));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("GB200 table: flash attention from cuDNN 9.19's GB200 sweep (GQA and MLA)") {
+  // NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_training/results/gb200_919_only_cudnn/
+  // llama3.1_20260226_174648.csv (64 q / 8 kv heads, head dim 128) and dsv3_20260226_174854.csv
+  // (128 heads, qk 192, v 128), batch 1, forward / backward TFLOP/s. The fit (cluster.cc
+  // Gb200ComputeKnobs): forwards within 4 %, backwards within 13 % (MLA's 32K backward falls).
+  CheckFlash("gb200-nvl72",
+             {{128, 2048, 1042, 836}, {128, 4096, 1335, 1132}, {128, 8192, 1598, 1311}, {128, 16384, 1687, 1402}, {192, 2048, 1065, 880},
+              {192, 4096, 1350, 1108}, {192, 8192, 1527, 1248}, {192, 16384, 1740, 1317}},
+             0.07);
+  CheckFlash("gb200-nvl72", {{128, 32768, 1720, 1473}, {192, 32768, 1815, 1289}}, 0.13);
+  // The older gemm model's one figure: seq 4,096's forward (0.537) and backward (0.448), weighted by
+  // their FLOPs (1 : 2.5): 3.5 / (1 / 0.537 + 2.5 / 0.448) = 0.470.
+  CHECK(dockyard::ClusterPreset("gb200-nvl72").knobs.compute.flash.fixed_efficiency ==
+        doctest::Approx(3.5 / (1 / 0.537 + 2.5 / 0.448)).epsilon(0.005));
+  // The B200 table (SimuMax's machine, an older cuDNN) is left as measured: 0.416 x 2,250 = 936.
+  CHECK(dockyard::FlashAttentionEfficiency(192, 4096, true, false, B200()) * 2250.0 < 1350.0 * 0.75);
+}
+
+TEST_CASE("GB300 table: flash attention from cuDNN 9.26's GB300 sweep (MLA)") {
+  // NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_training/results/dsv3/gb300/dsv3_20260724_041345.csv,
+  // batch 2, non-deterministic backward: seq 2,048-16,384.
+  CheckFlash("gb300-nvl72", {{192, 2048, 1359, 923}, {192, 4096, 1693, 1157}, {192, 8192, 1937, 1274}, {192, 16384, 2059, 1316}}, 0.05);
+  // 3.5 / (1 / 0.677 + 2.5 / 0.463) = 0.509.
+  CHECK(dockyard::ClusterPreset("gb300-nvl72").knobs.compute.flash.fixed_efficiency ==
+        doctest::Approx(3.5 / (1 / 0.677 + 2.5 / 0.463)).epsilon(0.005));
+  // GEMMs and MXFP8 stay GB200's.
+  CHECK(dockyard::ClusterPreset("gb300-nvl72").knobs.compute.gemm.shape_efficiency ==
+        dockyard::ClusterPreset("gb200-nvl72").knobs.compute.gemm.shape_efficiency);
 }

@@ -24,7 +24,11 @@ namespace {
 //    bwd_ratio 0.77;
 //  - memory-bound kernels at 0.666 of HBM bandwidth;
 //  - the older gemm model: dense 0.488 (the sweep's default), grouped 0.42 (the 1,024-row passes'
-//    harmonic mean 0.378 over M/(M+125)), flash 0.36 (forward and backward, harmonic).
+//    harmonic mean 0.378 over M/(M+125)), flash 0.36 (forward and backward, harmonic);
+//  - FP8 attention (not in SimuMax's sweep): cuDNN's FP8 against BF16 fused attention on B200, GQA (128
+//    q / 8 kv heads, head dim 128), causal, seq 4,096: forward + backward 0.482 + 1.650 = 2.132 ms BF16,
+//    0.447 + 1.414 = 1.861 ms FP8 (NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_training/artifacts/
+//    sdpa_fp8_benchmark_results_NVIDIA_B200.csv @ 0b1577c8; docs/cluster.md [B7]): fp8_speedup 1.15.
 // NVLink5's effective bandwidth per GPU and direction, GB/s: SimuMax's all-gather busbw on B200,
 // 0.674 x 900 (configs/system/b200_bf16_ceperm.json; docs/cluster.md [B4]).
 constexpr double kNvlink5Gbps = 606.6;  // 0.674 x 900
@@ -39,6 +43,7 @@ ComputeKnobs B200ComputeKnobs() {
   k.flash.max_efficiency = 0.489;
   k.flash.bwd_ratio = 0.77;
   k.flash.fixed_efficiency = 0.36;
+  k.flash.fp8_speedup = 1.15;
   k.memory_bound.hbm_efficiency = 0.666;
   return k;
 }
@@ -66,16 +71,53 @@ DeepEpKnobs BlackwellDeepEpKnobs() {
   return k;
 }
 
-// GB200's operator table: B200's (the same Blackwell die, at GB200's own 2,500 TFLOP/s peak), with
-// GB200's own MXFP8 GEMM figure: TransformerEngine's MXFP8 grouped GEMM (multi-stream cuBLAS) at
-// DeepSeek-V3's expert shape (K 7,168, N 2,048) reaches 2,672 TFLOP/s on GB200 (NVIDIA/Megatron-LM
-// docs/discussions/deepseek-v3-gb200-optimization, "Baseline", item 3), 0.534 of its 5,000 FP8 peak,
-// against 0.449 for BF16 by the table (16,384 rows per group): mxfp8_efficiency_ratio 1.19. GB200's
-// FP8 cuBLASLt GEMMs at 4,096-16,384 cubed, 2,579-2,695 TFLOP/s = 0.52-0.54 of the FP8 peak (Azure ND
-// GB200 v6, docs/cluster.md [G3]), sit beside the table's BF16 0.46-0.52 at those shapes.
+// GB200's operator table: B200's GEMM and memory-bound figures (the same Blackwell die, at GB200's own
+// 2,500 TFLOP/s peak), with GB200's own measurements where they exist:
+//  - MXFP8 GEMMs: TransformerEngine's MXFP8 grouped GEMM (multi-stream cuBLAS) at DeepSeek-V3's expert
+//    shape (K 7,168, N 2,048) reaches 2,672 TFLOP/s on GB200 (NVIDIA/Megatron-LM
+//    docs/discussions/deepseek-v3-gb200-optimization, "Baseline", item 3), 0.534 of its 5,000 FP8 peak,
+//    against 0.449 for BF16 by the table (16,384 rows per group): mxfp8_efficiency_ratio 1.19. GB200's
+//    FP8 cuBLASLt GEMMs at 4,096-16,384 cubed, 2,579-2,695 TFLOP/s = 0.52-0.54 of the FP8 peak (Azure ND
+//    GB200 v6, docs/cluster.md [G3]), sit beside the table's BF16 0.46-0.52 at those shapes;
+//  - flash attention: cuDNN 9.19's fused attention on GB200, BF16, causal, batch 1, TFLOP/s forward /
+//    backward with causal FLOPs (NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_training/results/
+//    gb200_919_only_cudnn/{llama3.1,dsv3}_*.csv; docs/cluster.md [G4]): GQA (64 q / 8 kv heads, head
+//    dim 128) at seq 2,048 / 4,096 / 8,192 / 16,384 / 32,768: 1,042 / 1,335 / 1,598 / 1,687 / 1,720
+//    and 836 / 1,132 / 1,311 / 1,402 / 1,473; MLA (128 heads, qk 192, v 128): 1,065 / 1,350 / 1,527 /
+//    1,740 / 1,815 and 880 / 1,108 / 1,248 / 1,317 / 1,289. FlashAttentionEfficiency's least-squares
+//    fit (in log) over the ten forwards with half_head_dim at its prior 10: max_efficiency 0.794,
+//    half_seq 790 keys, 1.8 % RMS; bwd_ratio 0.808, the geometric mean of the ten backward / forward
+//    ratios; fixed_efficiency 0.47, the forward and backward at seq 4,096 weighted by their FLOPs
+//    (3.5 / (1 / 0.537 + 2.5 / 0.448)). SimuMax's B200 machine, an older cuDNN, measured 0.416 / 0.32.
+//    FP8 attention, the same files at seq 4,096, forward + backward ms BF16 / FP8: GQA 0.206 + 0.607 /
+//    0.161 + 0.559 (1.129x), MLA 0.509 + 1.613 / 0.359 + 1.310 (1.271x): fp8_speedup 1.20, their
+//    geometric mean.
 ComputeKnobs Gb200ComputeKnobs() {
   ComputeKnobs k = B200ComputeKnobs();
   k.gemm.mxfp8_efficiency_ratio = 1.19;
+  k.flash.max_efficiency = 0.794;
+  k.flash.half_seq = 790.0;
+  k.flash.bwd_ratio = 0.808;
+  k.flash.fixed_efficiency = 0.47;
+  k.flash.fp8_speedup = 1.20;
+  return k;
+}
+
+// GB300's operator table: GB200's, with GB300's own flash attention: cuDNN 9.26 on GB300, BF16, causal,
+// batch 2, MLA (128 heads, qk 192, v 128), TFLOP/s forward / backward with causal FLOPs at seq 2,048 /
+// 4,096 / 8,192 / 16,384: 1,359 / 1,693 / 1,937 / 2,059 and 923 / 1,157 / 1,274 / 1,316
+// (NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_training/results/dsv3/gb300/dsv3_20260724_041345.csv;
+// docs/cluster.md [G5]). Blackwell Ultra's doubled softmax-exponent rate lifts the forward. The same fit:
+// max_efficiency 0.941, half_seq 660, 0.4 % RMS; bwd_ratio 0.665; fixed_efficiency 0.51 (3.5 / (1 /
+// 0.677 + 2.5 / 0.463)). 32,768 is left out: its backward falls (1,304) where the forward still rises.
+// FP8 attention at seq 4,096, forward + backward ms BF16 / FP8: 0.812 + 3.090 / 0.477 + 1.770: 1.74x.
+ComputeKnobs Gb300ComputeKnobs() {
+  ComputeKnobs k = Gb200ComputeKnobs();
+  k.flash.max_efficiency = 0.941;
+  k.flash.half_seq = 660.0;
+  k.flash.bwd_ratio = 0.665;
+  k.flash.fixed_efficiency = 0.51;
+  k.flash.fp8_speedup = 1.74;
   return k;
 }
 
@@ -157,7 +199,8 @@ ClusterSpec ClusterPreset(const std::string& name) {
     c.nics_per_node = 4;  // one 400 Gb/s NIC per GPU
     c.knobs.compute = Gb200ComputeKnobs();
     c.compute_source =
-        "borrowed: B200 operator table (the same die; no GB200 sweep), GB200's own MXFP8 grouped GEMM (docs/cluster.md [B4, G3])";
+        "GB200's own flash attention (cuDNN 9.19 sweep) and MXFP8 grouped GEMM; GEMMs and memory-bound kernels borrowed from the B200 "
+        "operator table (the same die; no GB200 GEMM sweep) (docs/cluster.md [B4, G3, G4])";
     c.knobs.dispatchers.ep_overlap = BlackwellEpOverlapKnobs();
     c.knobs.dispatchers.deepep = BlackwellDeepEpKnobs();
     c.mxfp8_tensor_cores = true;
@@ -172,8 +215,10 @@ ClusterSpec ClusterPreset(const std::string& name) {
     c.knobs.links.intra_node_gbps = kNvlink5Gbps;
     c.knobs.links.network_gbps = 96.0;  // one 800 Gb/s ConnectX-8 per GPU (72 per rack)
     c.nics_per_node = 4;
-    c.knobs.compute = Gb200ComputeKnobs();
-    c.compute_source = "borrowed: gb200-nvl72's operator table (no GB300 operator measurement; docs/cluster.md [B4, G2, G3])";
+    c.knobs.compute = Gb300ComputeKnobs();
+    c.compute_source =
+        "GB300's own flash attention (cuDNN 9.26 sweep); GEMMs, MXFP8 and memory-bound kernels borrowed from gb200-nvl72's table (no GB300 "
+        "GEMM measurement; docs/cluster.md [B4, G2, G3, G5])";
     c.knobs.dispatchers.ep_overlap = BlackwellEpOverlapKnobs();
     c.knobs.dispatchers.deepep = BlackwellDeepEpKnobs();
     c.mxfp8_tensor_cores = true;

@@ -33,6 +33,7 @@ Json ComputeModelToJson(ComputeModel model, const TrainingConfig& training) {
   const std::string gemms = training.precision == "fp8" ? "fp8 " + training.fp8_recipe : training.precision;
   Json j{{"model", model == ComputeModel::kKernels ? "kernels" : "gemm"},
          {"gemm_precision", gemms},
+         {"attention_precision", training.fp8_dot_product_attention ? "fp8" : "bf16"},  // the flash core (gemm_efficiency.h FlashCoreSpeedup)
          {"cuda_graphs", run.cuda_graphs},
          {"cross_entropy", run.fused_cross_entropy ? "fused" : "unfused"}};
   if (run.fused_cross_entropy) j["cross_entropy_fusion_impl"] = run.cross_entropy_fusion_impl;  // native | te

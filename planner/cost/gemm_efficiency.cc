@@ -55,8 +55,12 @@ double Fp8GemmSpeedup(const ComputeKnobs& k, GemmPrecision p) {
   return kFp8PeakOverBf16 * (p.scaling == Fp8Scaling::kMxfp8 ? k.gemm.mxfp8_efficiency_ratio : k.gemm.fp8_efficiency_ratio);
 }
 
+double FlashCoreSpeedup(const ComputeKnobs& k, GemmPrecision p, double head_dim) {
+  return p.fp8_attention && head_dim >= 128 ? k.flash.fp8_speedup : 1.0;
+}
+
 GemmPrecision GemmPrecisionOf(const TrainingConfig& training) {
-  return GemmPrecision{Fp8Gemms(training), Fp8ScalingOf(training)};
+  return GemmPrecision{Fp8Gemms(training), Fp8ScalingOf(training), training.fp8_dot_product_attention};
 }
 
 double FlashAttentionEfficiency(double head_dim, double seq_len, bool causal, bool backward, const ComputeKnobs& k) {
@@ -97,7 +101,8 @@ ShapedComputeUs ShapedCompute(const ModelSpec& m, double T, double router_tokens
     // Causal core: each of the T tokens attends to half of the sequence on average; the backward
     // does 2.5x the forward's FLOPs.
     const double core_flops = 2.0 * T * (seq_len / 2.0) * (H / tp) * (d_qk + d_v) * (bwd ? 2.5 : 1.0);
-    const double core = core_flops / (peak_tflops * kFlopsPerUsPerTflops * RingCoreEfficiency(d_qk, seq_len, ring_steps, bwd, kn));
+    const double core =
+        core_flops / (peak_tflops * kFlopsPerUsPerTflops * RingCoreEfficiency(d_qk, seq_len, ring_steps, bwd, kn) * FlashCoreSpeedup(kn, p, d_qk));
     s.attention[pass] = proj + core;
     // The router and lm_head stay BF16 (TransformerEngine runs neither in FP8).
     const GemmPrecision bf16{};

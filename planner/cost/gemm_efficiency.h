@@ -34,6 +34,9 @@ namespace dockyard {
 struct GemmPrecision {
   bool fp8 = false;
   Fp8Scaling scaling = Fp8Scaling::kNone;
+  // TransformerEngine's FP8 dot-product attention (training.fp8_dot_product_attention): the flash
+  // core at flash.fp8_speedup (FlashCoreSpeedup).
+  bool fp8_attention = false;
 };
 GemmPrecision GemmPrecisionOf(const TrainingConfig& training);
 
@@ -61,6 +64,14 @@ double ExpertMlpForwardUs(double rows, double hidden, double f, double peak_tflo
 // fixed-efficiency GEMMs of the default model (layer_terms.cc: attention projections, grouped GEMM,
 // shared experts, dense MLP, MLA up-projections). The router, lm_head and the flash core stay BF16.
 double Fp8GemmSpeedup(const ComputeKnobs& knobs, GemmPrecision precision);
+
+// How much faster the flash core of query-key head dim `head_dim` runs than FlashAttentionEfficiency's
+// BF16 figure: flash.fp8_speedup with FP8 attention (precision.fp8_attention) at head dims of 128 and
+// more (the shapes measured: GQA 128, MLA 192), else 1. cuDNN 9.19's FP8 kernels on GB200 gain nothing
+// at gpt-oss's head dim 64 (sliding window 1,024, seq 4,096: forward 591 vs 574 TFLOP/s BF16, backward
+// 349 vs 617; NVIDIA/cudnn-frontend .../gb200_919_only_cudnn/gpt_oss_20260226_175022.csv), so there it
+// is priced as BF16.
+double FlashCoreSpeedup(const ComputeKnobs& knobs, GemmPrecision precision, double head_dim);
 
 // Muon's Newton-Schulz matmuls (muon.h) for every Muon matrix of `model` (and its `mtp_layers`
 // MTP modules) orthogonalized once on one GPU of `peak_tflops`, in microseconds: per matrix

@@ -49,6 +49,11 @@ struct FlashKnobs {
   double half_head_dim = 10.0;     // head dim at which its factor is one half
   double half_seq = 240.0;         // attended keys at which their factor is one half
   double bwd_ratio = 0.70;         // backward efficiency / forward efficiency
+  // TransformerEngine's FP8 dot-product attention (--fp8-dot-product-attention; GemmPrecision
+  // fp8_attention): the flash core's forward + backward time in BF16 over FP8's, at seq 4,096. The
+  // Hopper prior is 1 (no Hopper measurement: FP8 attention priced as BF16); the Blackwell presets
+  // carry cuDNN's own figures (cluster.cc).
+  double fp8_speedup = 1.0;
 };
 
 // Memory-bound kernels and kernel launches (kernels_model.h).

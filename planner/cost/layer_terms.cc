@@ -117,10 +117,12 @@ LayerTerms LayerTermsOf(const ModelSpec& m, const ParallelDims& d, const Trainin
   L.core_flops = 2.0 * T * (t.seq_len / 2.0) * L.heads_local * (L.d_qk + L.d_v);
   // FP8 GEMMs (gemm_efficiency.h Fp8GemmSpeedup) speed up the projections, not the flash core.
   L.fp8x = Fp8GemmSpeedup(kn, L.precision);
-  L.attention_us = 2.0 * T * attn_params / tp / (peak * kn.gemm.dense_efficiency * L.fp8x) + L.core_flops / (peak * kn.flash.fixed_efficiency);
+  const double flash_x = FlashCoreSpeedup(kn, L.precision, L.d_qk);  // FP8 attention (gemm_efficiency.h)
+  L.attention_us =
+      2.0 * T * attn_params / tp / (peak * kn.gemm.dense_efficiency * L.fp8x) + L.core_flops / (peak * kn.flash.fixed_efficiency * flash_x);
   // Context parallelism's K/V exchange per layer (network.h): the ring's transfers under the
   // attention core's blocks, or the Ulysses all-to-alls of Q, K, V and the output.
-  L.cp = CpExchangePerLayerUs(m, d, t, c, T, ab, L.heads_local, L.d_qk, L.d_v, L.core_flops / (peak * kn.flash.fixed_efficiency));
+  L.cp = CpExchangePerLayerUs(m, d, t, c, T, ab, L.heads_local, L.d_qk, L.d_v, L.core_flops / (peak * kn.flash.fixed_efficiency * flash_x));
   L.tp_collective = RingCollectiveUs(T * D * ab, in.tp_group.size, in.tp_group.spans_nodes, c, in.tp_group.members_per_domain);
   L.router_us = std::max(2.0 * static_cast<double>(w.dispatch_tokens) * D * E / (peak * kn.gemm.dense_efficiency), kn.memory_bound.floor_us);
   L.shared_us =
@@ -182,9 +184,10 @@ RecomputeForwardUs RecomputeForwardOf(const LayerTerms& L, const MoePhaseTimes& 
     rf.shared_act = L.selective.shared_act;
     rf.dense_act = L.selective.dense_act;
   }
-  rf.attention_core = L.kernels
-                          ? core_flops / (peak * RingCoreEfficiency(d_qk, static_cast<double>(t.seq_len), L.ks.ring_steps, false, kn))
-                          : core_flops / (peak * kn.flash.fixed_efficiency);
+  rf.attention_core =
+      (L.kernels ? core_flops / (peak * RingCoreEfficiency(d_qk, static_cast<double>(t.seq_len), L.ks.ring_steps, false, kn))
+                 : core_flops / (peak * kn.flash.fixed_efficiency)) /
+      FlashCoreSpeedup(kn, L.precision, d_qk);
   if (a.kind == AttentionKind::kMla) {
     const double q_b_n = heads_local * d_qk, kv_b_n = heads_local * (a.qk_nope_head_dim + a.v_head_dim);
     const double q_b_k = a.q_lora_rank > 0 ? static_cast<double>(a.q_lora_rank) : 0.0;

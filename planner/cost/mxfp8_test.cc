@@ -150,6 +150,53 @@ TEST_CASE("b300 and gb300-nvl72 presets: datasheet figures, B200's measured NVLi
   CHECK(gb300.nvlink_domain_gpus == 72);
   CHECK(gb300.nics_per_node == 4);
   CHECK(gb300.knobs.links.network_gbps == 96);
-  CHECK(gb300.compute_source.find("borrowed") == 0);
+  CHECK(gb300.compute_source.find("GB300's own flash attention") == 0);
+  CHECK(gb300.compute_source.find("borrowed from gb200-nvl72's table") != std::string::npos);
   CHECK_FALSE(dockyard::ClusterPreset("h100-sxm").mxfp8_tensor_cores);
+}
+
+TEST_CASE("FP8 attention (--fp8-dot-product-attention): the flash core at the preset's fp8_speedup; refused without FP8") {
+  // A Qwen3-30B-A3B attention layer (32 heads of 128, 4 KV heads, hidden 2048), one sequence of
+  // 4,096 on gb200-nvl72: the causal forward core is 2 x 4096 x 2048 x 32 x (128 + 128) = 1.374e11
+  // FLOP at 2,500 x 0.794 x 128 / 138 x 2,048 / 2,838 = 1,328.6 TFLOP/s (cluster.cc Gb200ComputeKnobs)
+  // = 103.4 us; in FP8 it runs at 1.20x (cuDNN 9.19's FP8 / BF16 on GB200): 17.2 us less. The
+  // projections do not change (they are FP8 GEMMs either way).
+  dockyard::ModelSpec m = dockyard::testing::TinyMixtral();
+  m.hidden_size = 2048;
+  m.attention.num_attention_heads = 32;
+  m.attention.num_key_value_heads = 4;
+  m.attention.head_dim = 128;
+  const auto c = dockyard::ClusterPreset("gb200-nvl72");
+  dockyard::TrainingConfig t = Mxfp8();
+  const auto bf16_core = dockyard::ShapedCompute(m, 4096, 4096, 1, 4096, 1, c.dense_bf16_tflops, c.knobs.compute,
+                                                 dockyard::GemmPrecisionOf(t), c.hbm_gbps);
+  t.fp8_dot_product_attention = true;
+  const auto fp8_core = dockyard::ShapedCompute(m, 4096, 4096, 1, 4096, 1, c.dense_bf16_tflops, c.knobs.compute,
+                                                dockyard::GemmPrecisionOf(t), c.hbm_gbps);
+  const double core_us = 2.0 * 4096 * 2048 * 32 * 256 / (2500e6 * 0.794 * 128 / 138 * 2048 / 2838);
+  CHECK(core_us == Approx(103.4).epsilon(0.001));
+  CHECK(bf16_core.attention[0] - fp8_core.attention[0] == Approx(core_us * (1 - 1 / 1.20)).epsilon(1e-9));
+  // The backward's core: 2.5x the FLOPs at bwd_ratio 0.808 of the forward's efficiency.
+  CHECK(bf16_core.attention[1] - fp8_core.attention[1] == Approx(core_us * 2.5 / 0.808 * (1 - 1 / 1.20)).epsilon(1e-9));
+  // At head dim 64 (gpt-oss) cuDNN's FP8 attention gains nothing on GB200: priced as BF16.
+  m.attention.head_dim = 64;
+  dockyard::TrainingConfig no_dpa = Mxfp8();
+  CHECK(dockyard::ShapedCompute(m, 4096, 4096, 1, 4096, 1, c.dense_bf16_tflops, c.knobs.compute, dockyard::GemmPrecisionOf(t), c.hbm_gbps)
+            .attention[0] == Approx(dockyard::ShapedCompute(m, 4096, 4096, 1, 4096, 1, c.dense_bf16_tflops, c.knobs.compute,
+                                                          dockyard::GemmPrecisionOf(no_dpa), c.hbm_gbps)
+                                        .attention[0]));
+  // Hopper has no FP8 attention measurement: priced as BF16.
+  CHECK(dockyard::ClusterPreset("h100-sxm").knobs.compute.flash.fp8_speedup == 1.0);
+  // GB300: 3.902 / 2.247 ms (cuDNN 9.26, MLA, seq 4,096) = 1.74; B200: 2.132 / 1.861 = 1.15.
+  CHECK(dockyard::ClusterPreset("gb300-nvl72").knobs.compute.flash.fp8_speedup == Approx(3.902 / 2.247).epsilon(0.005));
+  CHECK(dockyard::ClusterPreset("b200").knobs.compute.flash.fp8_speedup == Approx(2.132 / 1.861).epsilon(0.005));
+  // Without FP8 GEMMs TransformerEngine runs no FP8 attention: refused naming the field.
+  dockyard::TrainingConfig bf16;
+  bf16.fp8_dot_product_attention = true;
+  CHECK_THROWS_WITH_AS(dockyard::ValidatePrecision(bf16, "--"),
+                       doctest::Contains("--fp8-dot-product-attention: FP8 attention needs precision fp8"), dockyard::Error);
+  // The training block round-trips it.
+  const dockyard::Json json = dockyard::TrainingToJson(t, dockyard::Machine{});
+  CHECK(json.at("fp8_dot_product_attention") == true);
+  CHECK(dockyard::TrainingFromJson(dockyard::JsonView(&json, "spec.json", "/training")).fp8_dot_product_attention);
 }

@@ -106,6 +106,10 @@ void ValidatePrecision(const TrainingConfig& t, const std::string& origin) {
     throw Error(fmt::format("{}: FP8 parameter all-gather needs precision fp8, precision is \"{}\"",
                             name("fp8-param-gather", "fp8_param_gather"), t.precision));
   }
+  if (t.fp8_dot_product_attention && t.precision != "fp8") {
+    throw Error(fmt::format("{}: FP8 attention needs precision fp8 (TransformerEngine runs it inside its FP8 autocast), precision is \"{}\"",
+                            name("fp8-dot-product-attention", "fp8_dot_product_attention"), t.precision));
+  }
   if (t.optimizer_states_dtype != "float32" && t.optimizer_states_dtype != "bfloat16") {
     throw Error(fmt::format("{}: must be \"float32\" or \"bfloat16\", got \"{}\"", name("optimizer-states-dtype", "optimizer_states_dtype"),
                             t.optimizer_states_dtype));

@@ -121,7 +121,7 @@ double DispatchRowBytes(double hidden, double act_bytes, bool fp8);
 
 // Checks precision ("bf16" | "fp8"; "mxfp8" is rewritten first by NormalizeMxfp8Precision),
 // fp8_recipe ("tensorwise" | "blockwise" | "mxfp8", and not given without fp8), fp8_param_gather (only with fp8; FSDP is checked by BuildPlan once dp_sharding
-// is resolved), optimizer_states_dtype ("float32" | "bfloat16"). Throws dockyard::Error naming
+// is resolved), fp8_dot_product_attention (only with fp8), optimizer_states_dtype ("float32" | "bfloat16"). Throws dockyard::Error naming
 // `origin` + the field, the value and the rule.
 void ValidatePrecision(const TrainingConfig& training, const std::string& origin);
 

@@ -61,6 +61,10 @@ struct TrainingConfig {
   std::string fp8_recipe = "tensorwise";           // "tensorwise" | "blockwise" (--fp8-recipe)
   bool fp8_dispatch = false;                       // FP8 dispatch all-to-all, BF16 combine (--fp8-dispatch)
   bool fp8_param_gather = false;                   // FSDP / zero1 all-gather FP8 GEMM weights in FP8 (--fp8-param-gather)
+  // TransformerEngine's FP8 dot-product attention (Megatron-Core TransformerConfig
+  // fp8_dot_product_attention, --fp8-dot-product-attention): the flash core in FP8, only with FP8
+  // GEMMs (TE runs it inside its FP8 autocast); priced at compute.flash.fp8_speedup.
+  bool fp8_dot_product_attention = false;
   std::string optimizer_states_dtype = "float32";  // AdamW moments: "float32" | "bfloat16"
   int64_t mtp_layers = 0;                          // MTP modules trained (--mtp-layers, Megatron --mtp-num-layers; mtp.h)
   // Megatron-LM --make-vocab-size-divisible-by: the vocabulary is padded to a multiple of it x tp

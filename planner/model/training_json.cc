@@ -88,7 +88,7 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
                        "micro_batch_size",  "num_microbatches", "recompute",  "pp_layer_split", "gpu_memory_gib",
                        "imbalance",         "gpus_per_node",    "oep",        "refit_dtype",    "dispatcher",
                        "recompute_modules", "precision",        "fp8_recipe", "fp8_dispatch",   "optimizer_states_dtype",
-                       "mtp_layers",        "fp8_param_gather", "memory_reserve_gib",
+                       "mtp_layers",        "fp8_param_gather", "memory_reserve_gib", "fp8_dot_product_attention",
                        "selective_ac_option", "make_vocab_size_divisible_by", "moe_flex_dispatcher_backend",
                        // Run settings a report writes (TrainingToJson), read back so that a plan file round-trips.
                        "vpp", "megatron_core_version", "cross_entropy_loss_fusion", "cross_entropy_fusion_impl",
@@ -134,6 +134,7 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
   t.fp8_recipe = v.StringOr("fp8_recipe", t.fp8_recipe);
   ReadBool(v, "fp8_dispatch", &t.fp8_dispatch);
   ReadBool(v, "fp8_param_gather", &t.fp8_param_gather);
+  ReadBool(v, "fp8_dot_product_attention", &t.fp8_dot_product_attention);
   t.optimizer_states_dtype = CanonicalDtype(v.StringOr("optimizer_states_dtype", t.optimizer_states_dtype));
   t.run.vpp = v.IntOr("vpp", t.run.vpp, 1);
   t.run.megatron_core_version = v.StringOr("megatron_core_version", "");
@@ -177,6 +178,7 @@ Json TrainingToJson(const TrainingConfig& t, const Machine& machine) {
   if (t.fp8_recipe != "tensorwise") j["fp8_recipe"] = t.fp8_recipe;
   if (t.fp8_dispatch) j["fp8_dispatch"] = true;
   if (t.fp8_param_gather) j["fp8_param_gather"] = true;
+  if (t.fp8_dot_product_attention) j["fp8_dot_product_attention"] = true;
   if (t.optimizer_states_dtype != "float32") j["optimizer_states_dtype"] = t.optimizer_states_dtype;
   if (t.mtp_layers > 0) j["mtp_layers"] = t.mtp_layers;
   if (t.run.vpp > 1) j["vpp"] = t.run.vpp;  // interleaved 1F1B (the HTML pipeline figure draws it)

@@ -26,6 +26,7 @@ TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const Training
   if (o.fp8_recipe) t.fp8_recipe = *o.fp8_recipe;
   if (o.fp8_dispatch) t.fp8_dispatch = true;
   if (o.fp8_param_gather) t.fp8_param_gather = true;
+  if (o.fp8_dot_product_attention) t.fp8_dot_product_attention = true;
   if (o.optimizer_states_dtype) t.optimizer_states_dtype = CanonicalDtype(*o.optimizer_states_dtype);
   if (o.recompute_modules) t.recompute_modules = *o.recompute_modules;
   if (o.selective_ac_option) t.selective_ac_option = *o.selective_ac_option;

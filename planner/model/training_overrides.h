@@ -27,6 +27,7 @@ struct TrainingOverrides {
   std::optional<int64_t> make_vocab_size_divisible_by;        // --make-vocab-size-divisible-by (vocab_padding.h)
   std::optional<std::string> precision, fp8_recipe;           // --precision, --fp8-recipe
   bool fp8_dispatch = false, fp8_param_gather = false;        // flags: true turns the setting on
+  bool fp8_dot_product_attention = false;
   std::optional<std::string> optimizer_states_dtype;          // --optimizer-states-dtype
   std::optional<double> gpu_memory_gib, memory_reserve_gib;   // --gpu-memory-gib, --memory-reserve-gib
   std::optional<double> imbalance;                            // --imbalance

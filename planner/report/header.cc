@@ -106,8 +106,9 @@ std::string ReportHeaderToText(const Json& h) {
   }
   if (h.contains("compute")) {
     const Json& k = h.at("compute");
-    out << fmt::format("Compute    {} model, GEMMs {}, CUDA graphs {}, cross-entropy {}{}\n", k.at("model").get<std::string>(),
-                       k.value("gemm_precision", std::string("bf16")), k.at("cuda_graphs").get<bool>() ? "on" : "off", k.at("cross_entropy").get<std::string>(),
+    out << fmt::format("Compute    {} model, GEMMs {}, attention {}, CUDA graphs {}, cross-entropy {}{}\n", k.at("model").get<std::string>(),
+                       k.value("gemm_precision", std::string("bf16")), k.value("attention_precision", std::string("bf16")),
+                       k.at("cuda_graphs").get<bool>() ? "on" : "off", k.at("cross_entropy").get<std::string>(),
                        k.contains("cross_entropy_fusion_impl") ? " (" + k.at("cross_entropy_fusion_impl").get<std::string>() + ")" : "");
   }
   if (h.contains("machine")) {
