@@ -98,6 +98,9 @@ void TrainingFlags::AddTo(CLI::App* app) {
                   "norm and the clipping are step-end passes over the gradients; megatron: 0 = neither");
   app->add_flag("--no-check-for-nan-in-loss-and-grad", no_check_for_nan_in_grad,
                 "Megatron: skip the NaN check, a norm of the whole gradient buffer before its reduce (on by default in Megatron-LM)");
+  app->add_flag("--no-overlap-p2p-communication", no_overlap_p2p_comm,
+                "the interleaved schedule's pipeline sends / receives not under the next chunk's compute (Megatron "
+                "--no-overlap-p2p-communication; by default, with --vpp > 1, each chunk boundary leaves only its link latency)");
   app->add_flag("--account-for-embedding-in-pipeline-split", account_for_embedding,
                 "Megatron: the embedding counts as one layer when splitting layers over stages");
   app->add_flag("--account-for-loss-in-pipeline-split", account_for_loss,
@@ -176,7 +179,8 @@ void TrainingFlags::AddSearchPinsTo(CLI::App* search, const CLI::App& plan) {
                                      {"--overlap-grad-reduce", &overlap_grad_reduce},
                                      {"--overlap-param-gather", &overlap_param_gather},
                                      {"--moe-shared-expert-overlap", &moe_shared_expert_overlap},
-                                     {"--no-check-for-nan-in-loss-and-grad", &no_check_for_nan_in_grad}}) {
+                                     {"--no-check-for-nan-in-loss-and-grad", &no_check_for_nan_in_grad},
+                                     {"--no-overlap-p2p-communication", &no_overlap_p2p_comm}}) {
     search->add_flag(flag, *target, plan.get_option(flag)->get_description());
   }
   search->add_option("--vpp", vpp, "pins the model chunks per pipeline rank (default: searched, every vpp with pp x vpp <= layers + 2 where pp > 1)");
@@ -258,6 +262,7 @@ TrainingOverrides TrainingFlags::Parse() const {
   if (!pp_layer_split.empty()) t.pp_layer_split = pp_layer_split;
   t.clip_grad = ParseNumber("--clip-grad", clip_grad);
   t.no_check_for_nan_in_grad = no_check_for_nan_in_grad;
+  t.no_overlap_p2p_comm = no_overlap_p2p_comm;
   return t;
 }
 

@@ -248,13 +248,26 @@ TEST_CASE("SimulateStep with --vpp: bubble (pp - 1) / vpp stages, extra P2P per 
     return dockyard::SimulateStep(plan, c, dockyard::SampleRoutingForPlan(plan, {}, 2));
   };
   const auto plain = simulate(1), interleaved = simulate(2);
-  // One send of ceil(256 / 1) x 64 x 2 B = 32768 B inside the node: 3 + 32768 / 370e3 us;
-  // forward and backward at each of the vpp chunk boundaries.
+  // One send of ceil(256 / 1) x 64 x 2 B = 32768 B inside the node: 3 + 32768 / 370e3 us, forward
+  // and backward at each of the vpp chunk boundaries. Plain 1F1B exposes both whole (Megatron turns
+  // the P2P overlap off without interleaving): 2 x send per micro-batch. Interleaved, the steady
+  // phase's transfers run beside the next chunk (--overlap-p2p-communication, on by default): each of
+  // the 2 x 2 boundaries keeps its 3 us latency; the fill and the flush cross pp - 1 = 1 boundary each
+  // way with the whole transfer: 2 x (send - 3) more in the bubble.
   const double send = 3.0 + 32768.0 / 370e3;
-  CHECK(interleaved.stage_microbatch_us - plain.stage_microbatch_us == Approx(2 * send));
+  CHECK(interleaved.stage_microbatch_us - plain.stage_microbatch_us == Approx(2 * 2 * 3.0 - 2 * send));
   CHECK(plain.pipeline_bubble_us == Approx(1.0 * plain.stage_microbatch_us));
-  CHECK(interleaved.pipeline_bubble_us == Approx(0.5 * interleaved.stage_microbatch_us));
-  CHECK(interleaved.step_time_us - interleaved.dp_step_comm_us - interleaved.optimizer_us - interleaved.host_overhead_us == Approx(4.5 * interleaved.stage_microbatch_us));
+  const double flush = 2 * (send - 3.0);
+  CHECK(interleaved.pipeline_bubble_us == Approx(0.5 * interleaved.stage_microbatch_us + flush));
+  // 4 micro-batches + (pp - 1) / vpp slots, and the flush's transfers.
+  CHECK(interleaved.step_time_us - interleaved.dp_step_comm_us - interleaved.optimizer_us - interleaved.host_overhead_us ==
+        Approx(4.5 * interleaved.stage_microbatch_us + flush));
+  // --no-overlap-p2p-communication: every transfer exposed, 2 x 2 sends per micro-batch, as before.
+  t.run.overlap_p2p_comm = false;
+  const auto exposed = simulate(2);
+  CHECK(exposed.stage_microbatch_us - plain.stage_microbatch_us == Approx(2 * send));
+  CHECK(exposed.pipeline_bubble_us == Approx(0.5 * exposed.stage_microbatch_us));
+  CHECK(exposed.step_time_us > interleaved.step_time_us);
 }
 
 TEST_CASE("--overlap-moe-expert-parallel-comm follows Megatron's validity rules (transformer_config.py)") {

@@ -435,13 +435,13 @@ Json QwenRuns(const std::vector<std::array<int64_t, 3>>& layouts) {
 
 TEST_CASE("recovery from a user's step times: four layouts at two micro-batch counts, 2.5 % noise, three hidden knobs") {
   // Hidden: the GEMM shape efficiency 0.72 -> 0.60, the network 48 -> 36 GB/s per GPU, the host's
-  // per-step overhead 2 -> 200 ms. Four layouts (16 and 32 H100, EP 8 inside a node and EP 16 / 32
+  // per-step overhead 2 -> 40 ms (inside its 50 ms physical bound, knobs.cc). Four layouts (16 and 32 H100, EP 8 inside a node and EP 16 / 32
   // across nodes), each at two global batches (2 and 8 micro-batches per rank: the per-step
   // overhead apart from the per-micro-batch time), measured x (1 +- 2.5 %).
   std::vector<double> truth = KnobValues(DefaultCalibration("h100-sxm"));
   truth[KnobIndex("compute.gemm.shape_efficiency")] = 0.60;
   truth[KnobIndex("links.network_gbps")] = 36.0;
-  truth[KnobIndex("host.step_overhead_us")] = 200000.0;
+  truth[KnobIndex("host.step_overhead_us")] = 40000.0;
   const std::vector<std::array<int64_t, 3>> layouts = {{16, 8, 32}, {16, 8, 128}, {16, 16, 32}, {16, 16, 128},
                                                        {32, 8, 64}, {32, 8, 256}, {32, 32, 64}, {32, 32, 256}};
   std::vector<std::pair<std::string, std::string>> skipped;
@@ -463,7 +463,14 @@ TEST_CASE("recovery from a user's step times: four layouts at two micro-batch co
     INFO(k.knob.Path() << ": truth " << want << ", fitted " << k.value << ", prior " << k.prior << ", sd " << k.sd);
     if (k.determined) {
       ++determined;
-      CHECK(std::fabs(k.value / want - 1) <= 0.10);
+      // The overhead, 40 ms beside steps of seconds at 2.5 % noise, is known to its interval only:
+      // the truth lies inside it.
+      if (k.knob.Path() == "host.step_overhead_us") {
+        CHECK(k.low80 <= want);
+        CHECK(k.high80 >= want);
+      } else {
+        CHECK(std::fabs(k.value / want - 1) <= 0.10);
+      }
       CHECK(k.low80 <= k.value);
       CHECK(k.high80 >= k.value);
     } else {

@@ -108,7 +108,8 @@ struct LinkKnobs {
 // reducing and logging the loss, the training loop's Python between iterations. One figure per
 // step (us), added to the step time; the prior is an assumption (a few ms in Megatron-LM's and
 // torchtitan's loops), fitted by calibrate from runs at two micro-batch counts
-// (docs/calibration.md, "Fitting").
+// (docs/calibration.md, "Fitting"), within [0.1, 50] ms: the fetch of a batch that was prefetched,
+// a scalar all-reduce and a log line take milliseconds, not tenths of a second.
 struct HostKnobs {
   double step_overhead_us = 2000.0;
 };

@@ -124,9 +124,9 @@ void AddPhaseDetail(const Record* records, int num_records, const double (&share
 
 // Per micro-batch outside the layers (us): lm_head forward + backward on the loss stage, each MTP
 // module's eh_proj forward + backward, the embedding's backward on the first stage and every
-// stage's pipeline send/recv.
+// stage's exposed pipeline send/recv (p2p); p2p_transfer is one send's whole transfer.
 struct StageExtrasUs {
-  double lm_head = 0, eh_proj = 0, embedding = 0, p2p = 0;
+  double lm_head = 0, eh_proj = 0, embedding = 0, p2p = 0, p2p_transfer = 0;
 };
 
 // One micro-batch's forward + backward on every pipeline stage: its layers (those per-layer
@@ -307,9 +307,15 @@ StageExtrasUs StageExtrasOf(const LayerTerms& L) {
   // Pipeline send/recv per micro-batch on every stage: activations forward and gradients back at
   // each of its vpp chunk boundaries, PpSendBytes each (comm.h), over the
   // link they cross (network.h P2pUs: some stage boundary leaves the domain once the world does).
-  x.p2p = d.pp > 1 ? 2.0 * static_cast<double>(t.run.vpp) *
-                         P2pUs(static_cast<double>(PpSendBytes(L.in.workload, d.tp, m.hidden_size)), d.world_size > NvlinkDomainGpus(c), c)
-                   : 0.0;
+  // In the interleaved schedule's steady phase they run beside the next chunk's compute
+  // (run_settings.h P2pOverlapped), leaving each boundary its link latency; the warm-up and the
+  // flush cross pp - 1 boundaries each way unoverlapped (SetPipelineStep).
+  if (d.pp > 1) {
+    const bool spans = d.world_size > NvlinkDomainGpus(c);
+    x.p2p_transfer = P2pUs(static_cast<double>(PpSendBytes(L.in.workload, d.tp, m.hidden_size)), spans, c);
+    const double latency = spans ? c.knobs.links.network_latency_us : c.knobs.links.intra_node_latency_us;
+    x.p2p = 2.0 * static_cast<double>(t.run.vpp) * (P2pOverlapped(t.run) ? std::min(latency, x.p2p_transfer) : x.p2p_transfer);
+  }
   return x;
 }
 
@@ -328,7 +334,13 @@ double SetPipelineStep(const LayerTerms& L, const StageLayerRuns& runs, const St
   const double A = static_cast<double>(t.run.grad_accumulation_steps);
   out.stage_microbatch_us = worst_stage;
   const double vpp = static_cast<double>(t.run.vpp);
-  out.pipeline_bubble_us = A * (d.pp - 1) / vpp * worst_stage;
+  // The fill and the flush: (pp - 1) / vpp of a stage's micro-batch, and with the steady phase's
+  // transfers overlapped (StageExtrasOf) the pp - 1 hops each way their full transfer still takes
+  // (Megatron's overlap_p2p_comm_warmup_flush is off by default): 2 (pp - 1) x (transfer - what the
+  // stage time already holds per hop).
+  const double hop_exposed = P2pOverlapped(t.run) ? x.p2p_transfer - x.p2p / (2.0 * vpp) : 0.0;
+  const double flush_p2p_us = A * 2.0 * static_cast<double>(d.pp - 1) * hop_exposed;
+  out.pipeline_bubble_us = A * (d.pp - 1) / vpp * worst_stage + flush_p2p_us;
   // Megatron's overlapped gradient reduce (under the slowest stage's last backward) and
   // parameter gather (under its first forward) leave only what exceeds that compute exposed.
   const double stage_fwd_us = SlowestStageForwardUs(runs, slowest_stage, moe.fwd, dense.fwd, slowest_stage == loss_stage, x.lm_head, x.p2p);
@@ -350,7 +362,7 @@ double SetPipelineStep(const LayerTerms& L, const StageLayerRuns& runs, const St
     slots = A * M + (worst_stage > 0 ? out.pipeline_bubble_us / worst_stage : 0.0);
   }
   out.host_overhead_us = L.c.knobs.host.step_overhead_us;
-  out.step_time_us = slots * worst_stage + out.dp_step_comm_us + out.optimizer_us + out.host_overhead_us;
+  out.step_time_us = slots * worst_stage + flush_p2p_us + out.dp_step_comm_us + out.optimizer_us + out.host_overhead_us;
   return slots;
 }
 

@@ -234,7 +234,6 @@ std::string IgnoredReason(const std::string& key) {
       {"--fine-grained-activation-offloading", "activation offloading"},
       {"--delay-wgrad-compute", "delayed weight gradients"},
       {"--defer-embedding-wgrad-compute", "deferred embedding weight gradient"},
-      {"--no-overlap-p2p-communication", "pipeline P2P priced as the default overlap"},
       {"--num-distributed-optimizer-instances", "several distributed-optimizer instances: priced as one over all of dp"},
       {"--attention-backend", "attention is priced as flash attention"},
       {"--megatron-fsdp-grad-comm-dtype", "Megatron-FSDP's gradient communication dtype"},
@@ -582,7 +581,8 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
   for (const char* key : {"--overlap-grad-reduce", "--overlap-param-gather"}) {
     if (const ConfigArg* a = find(key); a && !fsdp) AddFlag(c, key, "", a->key);
   }
-  for (const char* key : {"--overlap-moe-expert-parallel-comm", "--moe-shared-expert-overlap", "--no-check-for-nan-in-loss-and-grad"}) {
+  for (const char* key : {"--overlap-moe-expert-parallel-comm", "--moe-shared-expert-overlap", "--no-check-for-nan-in-loss-and-grad",
+                          "--no-overlap-p2p-communication"}) {
     if (const ConfigArg* a = find(key)) AddFlag(c, key, "", a->key);
   }
   if (const ConfigArg* a = find("--clip-grad")) {

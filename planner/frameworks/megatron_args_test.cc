@@ -438,4 +438,32 @@ TEST_CASE("First / last stage layers must divide into the virtual stages; recomp
                        doctest::Contains("v.args:1: --recompute-modules 'mlpx': Megatron-LM takes core_attn"), Error);
 }
 
+TEST_CASE("--no-overlap-p2p-communication is read (run_settings.h overlap_p2p_comm), and written back by the emitter") {
+  const FrameworkConfig c = ImportMegatronArgs(
+      "--num-layers 8 --hidden-size 64 --num-attention-heads 4 --position-embedding-type rope --bf16\n"
+      "--pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 2 --no-overlap-p2p-communication\n",
+      "p.args");
+  CHECK(Flag(c, "--vpp") == "2");  // 8 / 2 / 2
+  CHECK(Flag(c, "--no-overlap-p2p-communication") == "");
+  CHECK_FALSE(Contains(c.ignored, "--no-overlap-p2p-communication"));
+  // A plan with the overlap off writes the switch back.
+  const FrameworkConfig moe = ImportMegatronArgs(
+      "--num-layers 8 --hidden-size 64 --num-attention-heads 4 --position-embedding-type rope --num-experts 8 --moe-router-topk 2 "
+      "--swiglu --vocab-size 1000 --bf16 --use-distributed-optimizer\n",
+      "q.args");
+  ParallelDimsOptions d;
+  d.world_size = 2;
+  d.pp = 2;
+  d.convention = Convention::kMegatron;
+  TrainingConfig t;
+  t.dp_sharding = DpSharding::kZero1;
+  t.run.vpp = 2;
+  t.run.overlap_p2p_comm = false;
+  const Plan plan = BuildPlan(MegatronModel(moe, std::nullopt), d, t);
+  CHECK(EmitMegatronArgs(plan, 0, {"test"}, &moe).find("--no-overlap-p2p-communication") != std::string::npos);
+  t.run.overlap_p2p_comm = true;
+  CHECK(EmitMegatronArgs(BuildPlan(MegatronModel(moe, std::nullopt), d, t), 0, {"test"}, &moe).find("--no-overlap-p2p-communication") ==
+        std::string::npos);
+}
+
 }  // namespace dockyard

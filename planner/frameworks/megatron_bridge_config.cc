@@ -139,6 +139,8 @@ const std::vector<Mapping>& Mappings() {
       {"ddp.data_parallel_sharding_strategy", "--data-parallel-sharding-strategy", Kind::kValue},
       {"ddp.num_distributed_optimizer_instances", "--num-distributed-optimizer-instances", Kind::kValue},
       {"ddp.check_for_nan_in_grad", "--no-check-for-nan-in-loss-and-grad", Kind::kNegSwitch},
+      {"model.overlap_p2p_comm", "--no-overlap-p2p-communication", Kind::kNegSwitch},
+      {"comm_overlap.overlap_p2p_comm", "--no-overlap-p2p-communication", Kind::kNegSwitch},
       {"optimizer.optimizer", "--optimizer", Kind::kValue},
       {"optimizer.clip_grad", "--clip-grad", Kind::kValue},
       {"optimizer.use_precision_aware_optimizer", "--use-precision-aware-optimizer", Kind::kSwitch},

@@ -31,6 +31,10 @@ bool SharedExpertsOverlapped(const RunSettings& s) {
   return *s.overlap_shared_experts;
 }
 
+bool P2pOverlapped(const RunSettings& s) {
+  return s.overlap_p2p_comm && s.vpp > 1;
+}
+
 ReshardPolicy ParseReshardPolicy(const std::string& text, const std::string& field) {
   if (text == "default") return ReshardPolicy::kDefault;
   if (text == "always") return ReshardPolicy::kAlways;

@@ -79,7 +79,18 @@ struct RunSettings {
   // the norm of the gradient buffer before its reduce (param_and_grad_buffer.py check_grads).
   // torchtitan has none (read only under Megatron's step end).
   bool check_for_nan_in_grad = true;
+  // Megatron --overlap-p2p-communication (on by default; --no-overlap-p2p-communication turns it
+  // off; megatron/training/arguments.py forces it off without an interleaved schedule): in the
+  // interleaved schedule's steady 1F1B phase a chunk's pipeline send / receive runs beside the next
+  // chunk's compute, leaving each chunk boundary its link latency; the warm-up and the flush stay
+  // unoverlapped (overlap_p2p_comm_warmup_flush off by default). Read through P2pOverlapped.
+  bool overlap_p2p_comm = true;
 };
+
+// Whether the pipeline's steady-state send / receive run beside compute: overlap_p2p_comm with an
+// interleaved schedule (vpp > 1), Megatron's rule (arguments.py: "Overlap P2P communication is
+// disabled if not using the interleaved schedule").
+bool P2pOverlapped(const RunSettings& settings);
 
 // Throws dockyard::Error naming `field` and the value unless `clip_grad` is finite and >= 0.
 void ValidateClipGrad(double clip_grad, const std::string& field);

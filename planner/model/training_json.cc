@@ -92,7 +92,7 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
                        "selective_ac_option", "make_vocab_size_divisible_by", "moe_flex_dispatcher_backend",
                        // Run settings a report writes (TrainingToJson), read back so that a plan file round-trips.
                        "vpp", "megatron_core_version", "cross_entropy_loss_fusion", "cross_entropy_fusion_impl",
-                       "clip_grad", "check_for_nan_in_grad"});
+                       "clip_grad", "check_for_nan_in_grad", "overlap_p2p_comm"});
   // clang-format on
   TrainingConfig t;
   if (v.Has("dp_sharding")) t.dp_sharding = ParseDpSharding(v.String("dp_sharding"), v.Where("dp_sharding"));
@@ -146,6 +146,7 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
   t.run.clip_grad = v.NumberOr("clip_grad", t.run.clip_grad);
   ValidateClipGrad(t.run.clip_grad, v.Where("clip_grad"));
   ReadBool(v, "check_for_nan_in_grad", &t.run.check_for_nan_in_grad);
+  ReadBool(v, "overlap_p2p_comm", &t.run.overlap_p2p_comm);
   NormalizeMxfp8Precision(&t, v.Where() + "/", v.Has("fp8_recipe"));
   ValidateTraining(t, v.Where() + "/");
   return t;
@@ -191,6 +192,8 @@ Json TrainingToJson(const TrainingConfig& t, const Machine& machine) {
   // The step end's settings (run_settings.h), only when not the default.
   if (t.run.clip_grad != 1.0) j["clip_grad"] = t.run.clip_grad;
   if (!t.run.check_for_nan_in_grad) j["check_for_nan_in_grad"] = false;
+  // Only where it can matter: without interleaving Megatron turns the P2P overlap off (P2pOverlapped).
+  if (!t.run.overlap_p2p_comm && t.run.vpp > 1) j["overlap_p2p_comm"] = false;
   AddMachineToTrainingJson(machine, &j);
   return j;
 }

@@ -65,6 +65,7 @@ TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const Training
     t.run.clip_grad = *o.clip_grad;
   }
   if (o.no_check_for_nan_in_grad) t.run.check_for_nan_in_grad = false;
+  if (o.no_overlap_p2p_comm) t.run.overlap_p2p_comm = false;
   ValidateCrossEntropyFusionImpl(t.run, "--cross-entropy-fusion-impl", "--cross-entropy", "--megatron-core-version");
   NormalizeMxfp8Precision(&t, "--", o.fp8_recipe.has_value());
   ValidateTraining(t, "--");

@@ -50,6 +50,7 @@ struct TrainingOverrides {
   std::optional<std::string> cross_entropy_fusion_impl;  // --cross-entropy-fusion-impl native | te (run_settings.h)
   std::optional<double> clip_grad;                       // --clip-grad (run_settings.h)
   bool no_check_for_nan_in_grad = false;                 // --no-check-for-nan-in-loss-and-grad (run_settings.h)
+  bool no_overlap_p2p_comm = false;                      // --no-overlap-p2p-communication (run_settings.h)
   std::optional<std::string> pp_layer_split;     // --pp-layer-split "7,6" or "7+6" (ParseLayerSplit)
 };
 

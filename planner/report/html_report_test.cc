@@ -668,9 +668,11 @@ TEST_CASE("A VPP simulate page draws the interleaved bubble, (pp - 1) / vpp slot
   CHECK(Select(all, "fig-pipeline", "rect", "busy").size() == 8);
   const auto bubbles = Select(all, "fig-pipeline", "rect", "bubble");
   REQUIRE(bubbles.size() == 2);
-  // pipeline_bubble_us = (pp - 1) / vpp x the slot (cost/step.cc) = 0.5 slot per stage.
-  CHECK(bubbles[0].Num("data-us") == doctest::Approx(cost.pipeline_bubble_us));
+  // (pp - 1) / vpp x the slot = 0.5 slot per stage; pipeline_bubble_us (cost/step.cc) adds the
+  // flush's unoverlapped pipeline transfers, in the legend, not drawn.
   CHECK(bubbles[0].Num("data-us") == doctest::Approx(0.5 * cost.stage_microbatch_us));
+  CHECK(bubbles[0].Num("data-us") < cost.pipeline_bubble_us);
+  CHECK(bubbles[0].Num("data-us") > 0.99 * cost.pipeline_bubble_us);
 }
 
 TEST_CASE("Names with markup characters are escaped: the page stays well-formed") {
