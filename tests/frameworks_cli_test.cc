@@ -236,3 +236,25 @@ TEST_CASE("--precision mxfp8 on the command line is the same setting as a file's
   CHECK_MESSAGE(tt.code == 0, tt.err);
   CHECK(Has(tt.out, "GEMMs fp8 mxfp8,"));
 }
+
+TEST_CASE("FP8 attention: no Megatron-LM argument (--emit megatron refuses it), Bridge's mixed precision carries it both ways") {
+  const std::string layout =
+      " --model testdata/hf/qwen3-30b-a3b.json --cluster gb200-nvl72 --world-size 16 --ep 16 --convention megatron --precision mxfp8";
+  const Result megatron = Plan("simulate" + layout + " --fp8-dot-product-attention --emit megatron --emit-out " + Tmp("dpa.args"));
+  CHECK(megatron.code == 1);
+  CHECK(Has(megatron.err, "--emit megatron: --fp8-dot-product-attention (TransformerEngine's FP8 attention"));
+  CHECK_FALSE(Exists(Tmp("dpa.args")));
+  // Bridge pads no vocabulary (should_pad_vocab false): the same as --make-vocab-size-divisible-by 1.
+  const Result bridge = Plan("simulate" + layout + " --make-vocab-size-divisible-by 1 --fp8-dot-product-attention --emit megatron-bridge --emit-out " +
+                             Tmp("dpa.yaml") + " --json " + Tmp("dpa_flags.json"));
+  REQUIRE_MESSAGE(bridge.code == 0, bridge.err);
+  std::ifstream in(Tmp("dpa.yaml"));
+  std::stringstream yaml;
+  yaml << in.rdbuf();
+  CHECK(Has(yaml.str(), "  fp8_dot_product_attention: true\n"));
+  const Result back = Plan("simulate --from-megatron-bridge " + Tmp("dpa.yaml") +
+                           " --model testdata/hf/qwen3-30b-a3b.json --cluster gb200-nvl72 --world-size 16 --json " + Tmp("dpa_back.json"));
+  REQUIRE_MESSAGE(back.code == 0, back.err);
+  CHECK(Has(back.out, "attention fp8 (core x1.20)"));
+  CheckSamePlan(ReadJson(Tmp("dpa_back.json")), ReadJson(Tmp("dpa_flags.json")));
+}

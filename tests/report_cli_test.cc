@@ -214,9 +214,22 @@ TEST_CASE("plan, check, simulate and search open with the same header, in JSON a
   // The GEMMs' precision with its recipe (an FP8 recipe is priced by its own rules, docs/cost-model.md 3.14).
   CHECK(Run("simulate " + layout + " --precision fp8 --fp8-recipe blockwise", false).out.find("GEMMs fp8 blockwise,") != std::string::npos);
   // FP8 attention (TransformerEngine's FP8 DPA) shows on the line; without FP8 GEMMs it is refused naming the flag.
-  CHECK(Run("simulate " + layout + " --precision fp8 --fp8-dot-product-attention", false).out.find("GEMMs fp8 tensorwise, attention fp8,") !=
+  // On h100-sxm (no FP8-attention measurement, fp8_speedup 1) the line says it is priced as BF16;
+  // on gb300-nvl72 at DeepSeek-V3's MLA (qk 192) it is cuDNN 9.26's 1.74.
+  CHECK(Run("simulate " + layout + " --convention megatron --precision fp8 --fp8-dot-product-attention", false)
+            .out.find("GEMMs fp8 tensorwise, attention fp8 (priced as bf16: no measured FP8 gain for this head dim on this cluster),") !=
         std::string::npos);
-  const auto refused = Run("simulate " + layout + " --fp8-dot-product-attention");
+  CHECK(Run("simulate --model testdata/hf/deepseek-v3.json --cluster gb300-nvl72 --world-size 64 --ep 64 --convention megatron "
+            "--precision mxfp8 --fp8-dot-product-attention",
+            false)
+            .out.find("GEMMs fp8 mxfp8, attention fp8 (core x1.74),") != std::string::npos);
+  // --vpp out of range is named before Megatron's layer split reads it (was a crash on an uneven split).
+  for (const char* vpp : {"-1", "0"}) {
+    const auto bad = Run(std::string("simulate --model testdata/hf/qwen3-235b-a22b.json --world-size 256 --convention megatron --pp 32 --ep 8 --vpp ") + vpp);
+    CHECK(bad.code == 1);
+    CHECK(bad.out.find(std::string("--vpp: must be in [1, 1024], got ") + vpp) != std::string::npos);
+  }
+  const auto refused = Run("simulate " + layout + " --convention megatron --fp8-dot-product-attention");
   CHECK(refused.code != 0);
   CHECK(refused.out.find("--fp8-dot-product-attention: FP8 attention needs precision fp8") != std::string::npos);
 }

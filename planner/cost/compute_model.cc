@@ -27,7 +27,7 @@ void ApplyComputeModel(const std::string& model, bool cuda_graphs, ComputeModel*
   run->cuda_graphs = cuda_graphs;
 }
 
-Json ComputeModelToJson(ComputeModel model, const TrainingConfig& training) {
+Json ComputeModelToJson(ComputeModel model, const TrainingConfig& training, double attention_fp8_speedup) {
   const RunSettings& run = training.run;
   // The GEMMs' precision as the cost model prices them: bf16, or fp8 with its recipe (precision.h).
   const std::string gemms = training.precision == "fp8" ? "fp8 " + training.fp8_recipe : training.precision;
@@ -37,6 +37,7 @@ Json ComputeModelToJson(ComputeModel model, const TrainingConfig& training) {
          {"cuda_graphs", run.cuda_graphs},
          {"cross_entropy", run.fused_cross_entropy ? "fused" : "unfused"}};
   if (run.fused_cross_entropy) j["cross_entropy_fusion_impl"] = run.cross_entropy_fusion_impl;  // native | te
+  if (training.fp8_dot_product_attention) j["attention_fp8_speedup"] = attention_fp8_speedup;
   return j;
 }
 

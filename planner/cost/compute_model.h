@@ -33,8 +33,11 @@ void ApplyComputeModel(const std::string& model_name, bool cuda_graphs, ComputeM
 
 // What a step is priced with, as the reports name it: {"model": "kernels" | "gemm",
 // "gemm_precision": "bf16" | "fp8 tensorwise" | "fp8 blockwise" | "fp8 mxfp8" (training.precision
-// and fp8_recipe), "cuda_graphs": bool, "cross_entropy": "unfused" | "fused"}, and with "fused" its
-// "cross_entropy_fusion_impl": "native" | "te".
-Json ComputeModelToJson(ComputeModel model, const TrainingConfig& training);
+// and fp8_recipe), "attention_precision": "bf16" | "fp8" (training.fp8_dot_product_attention),
+// "cuda_graphs": bool, "cross_entropy": "unfused" | "fused"}, with "fused" its
+// "cross_entropy_fusion_impl": "native" | "te", and with FP8 attention "attention_fp8_speedup": the
+// flash core's speed-up it was priced at (gemm_efficiency.h FlashCoreSpeedup: 1 where no gain is
+// measured, e.g. head dim < 128 or a Hopper preset).
+Json ComputeModelToJson(ComputeModel model, const TrainingConfig& training, double attention_fp8_speedup = 1.0);
 
 }  // namespace dockyard

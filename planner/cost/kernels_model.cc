@@ -43,9 +43,8 @@ std::vector<KernelBytes> AttentionBlockKernels(const ModelSpec& m, const KernelS
   // forward, the fp32 output and LSE rescaled and accumulated (read + write: 8 B per element of
   // T x heads x (d_v + 1)); backward, the fp32 query gradient accumulated (T x heads x d_qk x 8 B).
   if (s.ring_steps > 1) {
-    const double d_v = a.kind == AttentionKind::kMla ? static_cast<double>(a.v_head_dim) : static_cast<double>(a.head_dim);
-    const double d_qk = a.kind == AttentionKind::kMla ? static_cast<double>(a.qk_nope_head_dim + a.qk_rope_head_dim)
-                                                      : static_cast<double>(a.head_dim);
+    const double d_v = static_cast<double>(a.VHeadDim());
+    const double d_qk = static_cast<double>(a.QkHeadDim());
     const KernelBytes step = backward ? KernelBytes{"cp_dq_accumulate", 8.0 * T * heads * d_qk}
                                       : KernelBytes{"cp_out_correction", 8.0 * T * heads * (d_v + 1.0)};
     for (int i = 1; i < static_cast<int>(s.ring_steps); ++i) k.push_back(step);

@@ -111,8 +111,8 @@ LayerTerms LayerTermsOf(const ModelSpec& m, const ParallelDims& d, const Trainin
   // Attention: projections from the parameter count of one layer, core from the context.
   const double attn_params = in.attention_params;
   L.heads_local = a.num_attention_heads / tp;
-  L.d_qk = a.kind == AttentionKind::kMla ? a.qk_nope_head_dim + a.qk_rope_head_dim : a.head_dim;
-  L.d_v = a.kind == AttentionKind::kMla ? a.v_head_dim : a.head_dim;
+  L.d_qk = a.QkHeadDim();
+  L.d_v = a.VHeadDim();
   // Causal attention: each of the T local tokens attends on average to half of the sequence.
   L.core_flops = 2.0 * T * (t.seq_len / 2.0) * L.heads_local * (L.d_qk + L.d_v);
   // FP8 GEMMs (gemm_efficiency.h Fp8GemmSpeedup) speed up the projections, not the flash core.

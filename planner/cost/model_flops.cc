@@ -26,9 +26,8 @@ double ModelFlopsPerToken(const ModelSpec& m, int64_t seq_len, int64_t mtp_layer
   if (mtp_layers < 0) throw Error(fmt::format("model FLOPs: MTP layers must be >= 0, got {}", mtp_layers));
   const auto& a = m.attention;
   const double D = static_cast<double>(m.hidden_size), H = static_cast<double>(a.num_attention_heads);
-  const double d_qk =
-      a.kind == AttentionKind::kMla ? static_cast<double>(a.qk_nope_head_dim + a.qk_rope_head_dim) : static_cast<double>(a.head_dim);
-  const double d_v = a.kind == AttentionKind::kMla ? static_cast<double>(a.v_head_dim) : static_cast<double>(a.head_dim);
+  const double d_qk = static_cast<double>(a.QkHeadDim());
+  const double d_v = static_cast<double>(a.VHeadDim());
   const double attn = AttentionMatmulParams(m);
   // Causal core, forward 2 x (QK^T + AV) FLOPs over half the square, times 3 for the backward.
   const double core = 3.0 * static_cast<double>(seq_len) * H * (d_qk + d_v);

@@ -536,6 +536,17 @@ FrameworkConfig ImportMegatronBridgeConfig(const std::string& text, const std::s
     }
     throw;
   }
+  // TransformerEngine's FP8 attention: a TransformerConfig field Megatron-LM has no argument for
+  // (arguments.py lists fp8_dot_product_attention among the fields without one), set by Bridge's
+  // mixed precision or the model: dockyard's own flag.
+  for (const char* key : {"mixed_precision.fp8_dot_product_attention", "model.fp8_dot_product_attention"}) {
+    const Entry* e = get(key);
+    if (!e) continue;
+    used.insert(key);
+    if (!e->null && IsTrue(d, key, *e) && !c.FindFlag("--fp8-dot-product-attention")) {
+      c.flags.push_back({"--fp8-dot-product-attention", "", key});
+    }
+  }
   // The arguments' lines are the translated text's: make them the YAML's (MegatronModel names them).
   for (ConfigArg& a : c.args) {
     if (a.line >= 1 && a.line <= static_cast<int>(out.size())) a.line = out[static_cast<size_t>(a.line - 1)].line;
@@ -600,9 +611,14 @@ FrameworkConfig ImportMegatronBridgeConfig(const std::string& text, const std::s
 }
 
 std::string EmitMegatronBridgeConfig(const Plan& plan, int64_t global_batch_size, const std::vector<std::string>& header_lines) {
+  // FP8 attention has no Megatron-LM argument (EmitMegatronArgs refuses it): Bridge's mixed precision
+  // carries it, below.
+  const bool fp8_attention = plan.training.fp8_dot_product_attention;
+  Plan without_fp8_attention = plan;
+  without_fp8_attention.training.fp8_dot_product_attention = false;
   std::string megatron;
   try {
-    megatron = EmitMegatronArgs(plan, global_batch_size, {});
+    megatron = EmitMegatronArgs(without_fp8_attention, global_batch_size, {});
   } catch (const Error& e) {
     const std::string msg = e.what();  // "--emit megatron: ..." names this format instead
     throw Error(msg.rfind("--emit megatron:", 0) == 0 ? "--emit megatron-bridge:" + msg.substr(16) : msg);
@@ -664,7 +680,7 @@ std::string EmitMegatronBridgeConfig(const Plan& plan, int64_t global_batch_size
   // else a MixedPrecisionConfig.
   // A named recipe also sets fp8_param_gather (RecipeArgs): named only where the plan's agrees.
   std::string recipe;
-  if (!fp16 && !grad_bf16) {
+  if (!fp16 && !grad_bf16 && !fp8_attention) {
     if (!fp8) recipe = "bf16_mixed";
     else if (fp8_recipe == "tensorwise" && fp8_param_gather) recipe = "bf16_with_fp8_current_scaling_mixed";
     else if (fp8_recipe == "blockwise" && !fp8_param_gather) recipe = "bf16_with_fp8_subchannel_scaling_mixed";
@@ -683,6 +699,7 @@ std::string EmitMegatronBridgeConfig(const Plan& plan, int64_t global_batch_size
       put("mixed_precision.fp8", fp8_format);
       put("mixed_precision.fp8_recipe", fp8_recipe);
       if (fp8_param_gather) put("mixed_precision.fp8_param_gather", "true");
+      if (fp8_attention) put("mixed_precision.fp8_dot_product_attention", "true");
     }
   }
   if (plan.dims.ep > 1) put("model.expert_tensor_parallel_size", std::to_string(plan.dims.etp));

@@ -257,6 +257,10 @@ void EmitSettings(const Plan& plan, const FrameworkConfig* config, Lines& l) {
     if (t.fp8_param_gather) l.Add("--fp8-param-gather");
   }
   if (t.fp8_dispatch) Refuse("dockyard's --fp8-dispatch (an FP8 dispatch all-to-all)");
+  if (t.fp8_dot_product_attention) {
+    Refuse("--fp8-dot-product-attention (TransformerEngine's FP8 attention, TransformerConfig.fp8_dot_product_attention: set by "
+           "Megatron-Bridge's mixed precision, --emit megatron-bridge)");
+  }
   if (t.grad_dtype == "bfloat16") l.Add("--grad-reduce-in-bf16");
   else if (t.grad_dtype != "float32") Refuse("--grad-dtype " + t.grad_dtype);
   if (t.optimizer == Optimizer::kAdamW) {

@@ -70,6 +70,10 @@ struct AttentionSpec {
   bool output_gate = false;
   IndexerSpec indexer;         // MLA only
   LinearAttentionSpec linear;  // the linear-attention layers' block
+  // The query-key and value head dims of the attention core: MLA qk_nope + qk_rope and v_head_dim,
+  // GQA head_dim for both.
+  int64_t QkHeadDim() const { return kind == AttentionKind::kMla ? qk_nope_head_dim + qk_rope_head_dim : head_dim; }
+  int64_t VHeadDim() const { return kind == AttentionKind::kMla ? v_head_dim : head_dim; }
 };
 
 struct MoeSpec {

@@ -57,6 +57,10 @@ bool AccumulatesUnshardedGrads(int64_t pp) {
   return pp > 1;
 }
 
+void ValidateVpp(int64_t vpp) {
+  if (vpp < 1 || vpp > 1024) throw Error(fmt::format("--vpp: must be in [1, 1024], got {}", vpp));
+}
+
 void ValidateRunSettings(const RunSettings& s, int dp_sharding, int64_t pp) {
   if (s.grad_accumulation_steps < 1 || s.grad_accumulation_steps > (int64_t{1} << 24)) {
     throw Error(fmt::format("--grad-accumulation-steps: must be in [1, 2^24], got {}", s.grad_accumulation_steps));
@@ -80,7 +84,7 @@ void ValidateRunSettings(const RunSettings& s, int dp_sharding, int64_t pp) {
         "--overlap-param-gather: --overlap-grad-reduce should be turned on when using --overlap-param-gather "
         "(megatron/training/arguments.py)");
   }
-  if (s.vpp < 1 || s.vpp > 1024) throw Error(fmt::format("--vpp: must be in [1, 1024], got {}", s.vpp));
+  ValidateVpp(s.vpp);
   if (s.vpp > 1 && pp < 2) {
     throw Error(fmt::format("--vpp {}: the interleaved schedule needs pp > 1 (got pp {})", s.vpp, pp));
   }

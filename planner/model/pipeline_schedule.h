@@ -66,6 +66,10 @@ bool AccumulatesUnshardedGrads(int64_t pp);
 // Throws dockyard::Error naming the flag and the rule.
 void ValidateRunSettings(const RunSettings& settings, int dp_sharding, int64_t pp);
 
+// --vpp in [1, 1024]; ValidateRunSettings's, and checked where the flag is read, before the layer
+// split uses it. Throws dockyard::Error naming --vpp and the value.
+void ValidateVpp(int64_t vpp);
+
 // Interleaved 1F1B runs pp x vpp model chunks of at least one layer each; Megatron-Core can count
 // the embedding and the loss as pipeline layers (--account-for-embedding-in-pipeline-split,
 // --account-for-loss-in-pipeline-split), so at most num_layers + 2 chunks. Throws dockyard::Error

@@ -5,6 +5,7 @@
 
 #include "planner/base/error.h"
 #include "planner/model/model_spec.h"
+#include "planner/model/pipeline_schedule.h"
 #include "planner/model/precision.h"
 #include "planner/model/training_json.h"
 
@@ -38,7 +39,10 @@ TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const Training
   if (o.refit_dtype) t.refit_dtype = CanonicalDtype(*o.refit_dtype);
   if (o.reshard_after_forward) t.run.reshard_after_forward = *o.reshard_after_forward;
   if (o.grad_accumulation_steps) t.run.grad_accumulation_steps = *o.grad_accumulation_steps;
-  if (o.vpp) t.run.vpp = *o.vpp;
+  if (o.vpp) {
+    ValidateVpp(*o.vpp);  // before the layer split reads it (pipeline_schedule.h)
+    t.run.vpp = *o.vpp;
+  }
   if (o.cp_comm) t.run.cp_comm = *o.cp_comm;
   if (o.overlap_grad_reduce) t.run.overlap_grad_reduce = true;
   if (o.overlap_moe_ep_comm) t.run.overlap_moe_ep_comm = true;
@@ -122,6 +126,16 @@ void RejectMegatronOnlyOverrides(const TrainingOverrides& o, bool torchtitan) {
         "--moe-shared-expert-overlap: Megatron-LM's switch (off by default there); torchtitan always runs the shared experts beside "
         "the combine all-to-all (torchtitan/models/common/moe.py MoE.forward), so there is nothing to turn on: drop the flag, or use "
         "--convention megatron");
+  }
+  if (o.no_overlap_p2p_comm) {
+    throw Error(
+        "--no-overlap-p2p-communication: Megatron-LM's switch for its interleaved schedule's P2P overlap; torchtitan's pipeline "
+        "schedules have none to turn off: drop the flag, or use --convention megatron");
+  }
+  if (o.fp8_dot_product_attention) {
+    throw Error(
+        "--fp8-dot-product-attention: TransformerEngine's FP8 attention, a Megatron-Core setting; torchtitan's float8 / MX converters "
+        "quantize linear layers only (its attention stays BF16): drop the flag, or use --convention megatron");
   }
 }
 

@@ -70,6 +70,9 @@ TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const Training
 //    MoE.forward computes the shared experts before it uses the combined output); nothing to turn on.
 //  - --megatron-core-version and --cross-entropy-fusion-impl (any value): a Megatron-Core release
 //    and Megatron's choice of fused loss; torchtitan's loss is its own (compiled).
+//  - --no-overlap-p2p-communication (Megatron's interleaved-schedule switch) and
+//    --fp8-dot-product-attention (TransformerEngine's FP8 attention; torchtitan's converters
+//    quantize linear layers only).
 // Throws dockyard::Error naming the flag, the convention and the alternative.
 // `base` (a spec's or plan file's Machine) with --gpus-per-node and --gpu-memory-gib applied,
 // checked with ValidateMachine(m, "--") (errors name the flag). Throws dockyard::Error.

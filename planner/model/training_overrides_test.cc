@@ -77,6 +77,18 @@ TEST_CASE("Megatron-only flags are refused under torchtitan, kept under megatron
   CHECK_NOTHROW(dockyard::RejectMegatronOnlyOverrides(nan, false));
   CHECK_THROWS_WITH_AS(dockyard::RejectMegatronOnlyOverrides(nan, true),
                        doctest::Contains("--no-check-for-nan-in-loss-and-grad: Megatron-LM's switch"), dockyard::Error);
+  // The interleaved schedule's P2P overlap switch and TransformerEngine's FP8 attention are Megatron's.
+  dockyard::TrainingOverrides p2p;
+  p2p.no_overlap_p2p_comm = true;
+  CHECK_NOTHROW(dockyard::RejectMegatronOnlyOverrides(p2p, false));
+  CHECK_THROWS_WITH_AS(dockyard::RejectMegatronOnlyOverrides(p2p, true),
+                       doctest::Contains("--no-overlap-p2p-communication: Megatron-LM's switch"), dockyard::Error);
+  dockyard::TrainingOverrides dpa;
+  dpa.fp8_dot_product_attention = true;
+  CHECK_NOTHROW(dockyard::RejectMegatronOnlyOverrides(dpa, false));
+  CHECK_THROWS_WITH_AS(dockyard::RejectMegatronOnlyOverrides(dpa, true),
+                       doctest::Contains("--fp8-dot-product-attention: TransformerEngine's FP8 attention, a Megatron-Core setting"),
+                       dockyard::Error);
   dockyard::TrainingOverrides clip;
   clip.clip_grad = 0.0;
   CHECK_NOTHROW(dockyard::RejectMegatronOnlyOverrides(clip, false));

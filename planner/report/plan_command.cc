@@ -17,6 +17,7 @@
 #include "planner/report/report.h"
 #include "planner/cost/cost.h"
 #include "planner/cost/deepep.h"
+#include "planner/cost/gemm_efficiency.h"
 #include "planner/cost/dispatch_traffic.h"
 #include "planner/routing/plan_routing.h"
 
@@ -93,12 +94,15 @@ Json CommandHeader(const PlanCommandRequest& r, const PlanCommandResult& result)
   header_inputs.convention = plan.dims.convention;
   header_inputs.defaults_applied = DefaultsAppliedLines(plan.dims.convention, plan.defaults_applied, plan.training, plan.dims.tp,
                                                         plan.model.moe.num_shared_experts > 0);
+  double attention_fp8_speedup = 1.0;
   if (r.cluster) {
     // The knobs the step is priced with: the calibration's when one is given (SimulateCommand).
     ClusterSpec priced = *r.cluster;
     if (r.calibration) ApplyCalibration(*r.calibration, &priced);
     header_inputs.cluster = priced.name;
     header_inputs.cluster_compute = priced.compute_source;
+    attention_fp8_speedup =
+        FlashCoreSpeedup(priced.knobs.compute, GemmPrecisionOf(plan.training), static_cast<double>(plan.model.attention.QkHeadDim()));
   }
   if (r.calibration) header_inputs.calibration = CalibrationRefToJson(*r.calibration);
   if (result.routing) {
@@ -109,7 +113,7 @@ Json CommandHeader(const PlanCommandRequest& r, const PlanCommandResult& result)
   header_inputs.imbalance = plan.training.imbalance;
   header_inputs.provenance = r.provenance;
   if (check || simulate) header_inputs.machine = plan.machine;
-  if (simulate) header_inputs.compute = ComputeModelToJson(r.compute_model, plan.training);
+  if (simulate) header_inputs.compute = ComputeModelToJson(r.compute_model, plan.training, attention_fp8_speedup);
   return ReportHeader(header_inputs);
 }
 

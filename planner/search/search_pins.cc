@@ -47,11 +47,9 @@ void ValidateSearchPins(const SearchOptions& o) {
   for (int64_t mbs : o.micro_batch_sizes) {
     if (mbs < 1) throw Error(fmt::format("--micro-batch-size: must be >= 1, got {}", mbs));
   }
-  for (int64_t vpp : o.vpps) {
-    if (vpp < 1) throw Error(fmt::format("--vpp: must be >= 1, got {}", vpp));
-  }
+  for (int64_t vpp : o.vpps) ValidateVpp(vpp);  // pipeline_schedule.h
   if (!VppSearched(o)) {
-    if (o.training.run.vpp < 1) throw Error(fmt::format("--vpp: must be >= 1, got {}", o.training.run.vpp));
+    ValidateVpp(o.training.run.vpp);
     if (o.training.run.vpp > 1 && p.pp == 1) {
       throw Error(fmt::format("--vpp {} needs pp > 1 (interleaved 1F1B runs vpp model chunks per pipeline rank), but --pp pins 1",
                               o.training.run.vpp));

@@ -44,7 +44,7 @@ TEST_CASE("vpp and micro-batch sizes below 1, and a pinned vpp > 1 with --pp 1")
   SearchOptions o = Options();
   o.vpps.clear();
   o.training.run.vpp = 0;
-  CHECK_THROWS_WITH_AS(ValidateSearchPins(o), "--vpp: must be >= 1, got 0", Error);
+  CHECK_THROWS_WITH_AS(ValidateSearchPins(o), "--vpp: must be in [1, 1024], got 0", Error);
   o.training.run.vpp = 2;
   CHECK_NOTHROW(ValidateSearchPins(o));  // pp searched: pp > 1 layouts can run it
   o.pins.pp = 1;
