@@ -71,6 +71,17 @@ DeepEpKnobs BlackwellDeepEpKnobs() {
   return k;
 }
 
+// A flash-attention table fitted to a cuDNN sweep on the GPU (half_head_dim stays at its prior, 10).
+FlashKnobs MeasuredFlash(double max_efficiency, double half_seq, double bwd_ratio, double fixed_efficiency, double fp8_speedup) {
+  FlashKnobs f;
+  f.max_efficiency = max_efficiency;
+  f.half_seq = half_seq;
+  f.bwd_ratio = bwd_ratio;
+  f.fixed_efficiency = fixed_efficiency;
+  f.fp8_speedup = fp8_speedup;
+  return f;
+}
+
 // GB200's operator table: B200's GEMM and memory-bound figures (the same Blackwell die, at GB200's own
 // 2,500 TFLOP/s peak), with GB200's own measurements where they exist:
 //  - MXFP8 GEMMs: TransformerEngine's MXFP8 grouped GEMM (multi-stream cuBLAS) at DeepSeek-V3's expert
@@ -95,11 +106,7 @@ DeepEpKnobs BlackwellDeepEpKnobs() {
 ComputeKnobs Gb200ComputeKnobs() {
   ComputeKnobs k = B200ComputeKnobs();
   k.gemm.mxfp8_efficiency_ratio = 1.19;
-  k.flash.max_efficiency = 0.794;
-  k.flash.half_seq = 790.0;
-  k.flash.bwd_ratio = 0.808;
-  k.flash.fixed_efficiency = 0.47;
-  k.flash.fp8_speedup = 1.20;
+  k.flash = MeasuredFlash(0.794, 790.0, 0.808, 0.47, 1.20);
   return k;
 }
 
@@ -113,11 +120,7 @@ ComputeKnobs Gb200ComputeKnobs() {
 // FP8 attention at seq 4,096, forward + backward ms BF16 / FP8: 0.812 + 3.090 / 0.477 + 1.770: 1.74x.
 ComputeKnobs Gb300ComputeKnobs() {
   ComputeKnobs k = Gb200ComputeKnobs();
-  k.flash.max_efficiency = 0.941;
-  k.flash.half_seq = 660.0;
-  k.flash.bwd_ratio = 0.665;
-  k.flash.fixed_efficiency = 0.51;
-  k.flash.fp8_speedup = 1.74;
+  k.flash = MeasuredFlash(0.941, 660.0, 0.665, 0.51, 1.74);
   return k;
 }
 
