@@ -116,6 +116,12 @@ TEST_CASE("GB200 table: B200's, with GB200's own MXFP8 grouped GEMM and FP8 GEMM
   // 2695.0 = 0.52-0.54 of the FP8 peak; the table's BF16 efficiencies of those shapes, 0.46-0.52.
   CHECK(Eff(4096, 4096, 4096) == doctest::Approx(0.455).epsilon(0.01));
   CHECK(Eff(16384, 16384, 16384) == doctest::Approx(0.517).epsilon(0.01));
+  // Per-tensor FP8 on GB200 from the same sweep: the geometric mean of FP8 efficiency (of the 5,000
+  // peak) over the table's BF16 efficiency at the three shapes, 1.08 (knobs.h's 0.87 is Hopper's).
+  const double ratio = std::cbrt(2578.9 / 5000 / Eff(4096, 4096, 4096) * (2624.5 / 5000 / Eff(8192, 8192, 8192)) *
+                                 (2695.0 / 5000 / Eff(16384, 16384, 16384)));
+  CHECK(ratio == doctest::Approx(1.078).epsilon(0.005));
+  CHECK(gb200.gemm.fp8_efficiency_ratio == doctest::Approx(ratio).epsilon(0.005));
   CHECK(2578.9 / 5000 == doctest::Approx(0.516).epsilon(0.001));
   CHECK(2695.0 / 5000 == doctest::Approx(0.539).epsilon(0.001));
 }

@@ -88,8 +88,10 @@ FlashKnobs MeasuredFlash(double max_efficiency, double half_seq, double bwd_rati
 //    shape (K 7,168, N 2,048) reaches 2,672 TFLOP/s on GB200 (NVIDIA/Megatron-LM
 //    docs/discussions/deepseek-v3-gb200-optimization, "Baseline", item 3), 0.534 of its 5,000 FP8 peak,
 //    against 0.449 for BF16 by the table (16,384 rows per group): mxfp8_efficiency_ratio 1.19. GB200's
-//    FP8 cuBLASLt GEMMs at 4,096-16,384 cubed, 2,579-2,695 TFLOP/s = 0.52-0.54 of the FP8 peak (Azure ND
-//    GB200 v6, docs/cluster.md [G3]), sit beside the table's BF16 0.46-0.52 at those shapes;
+//    FP8 cuBLASLt GEMMs (per-tensor scaling) at 4,096 / 8,192 / 16,384 cubed, 2,578.9 / 2,624.5 / 2,695.0
+//    TFLOP/s = 0.516 / 0.525 / 0.539 of the FP8 peak (Azure ND GB200 v6, docs/cluster.md [G3]), against
+//    the table's BF16 0.455 / 0.495 / 0.517 at those shapes: fp8_efficiency_ratio 1.08, the geometric
+//    mean of 1.134 / 1.060 / 1.043 (knobs.h's 0.87 is DeepGEMM on H800);
 //  - flash attention: cuDNN 9.19's fused attention on GB200, BF16, causal, batch 1, TFLOP/s forward /
 //    backward with causal FLOPs (NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_training/results/
 //    gb200_919_only_cudnn/{llama3.1,dsv3}_*.csv; docs/cluster.md [G4]): GQA (64 q / 8 kv heads, head
@@ -106,6 +108,7 @@ FlashKnobs MeasuredFlash(double max_efficiency, double half_seq, double bwd_rati
 ComputeKnobs Gb200ComputeKnobs() {
   ComputeKnobs k = B200ComputeKnobs();
   k.gemm.mxfp8_efficiency_ratio = 1.19;
+  k.gemm.fp8_efficiency_ratio = 1.08;
   k.flash = MeasuredFlash(0.794, 790.0, 0.808, 0.47, 1.20);
   return k;
 }

@@ -70,7 +70,7 @@ const std::vector<KnobSpec>& KnobTable() {
        [](Knobs& k) -> double& { return k.compute.flash.fp8_speedup; }, KnobSpec::kCompute, 0.25, false, 4, 1.0, 2.5, false, KnobSpec::kComponent,
        "compute.flash.fp8_speedup (planner/cost/knobs.h): no Hopper measurement, FP8 attention priced as BF16", true, 0.15},
         {"compute.gemm", "fp8_efficiency_ratio", "fp8_efficiency_ratio", "ratio",
-       [](Knobs& k) -> double& { return k.compute.gemm.fp8_efficiency_ratio; }, KnobSpec::kCompute, 0, true, 1, 0.1, 1.0, false, KnobSpec::kComponent,
+       [](Knobs& k) -> double& { return k.compute.gemm.fp8_efficiency_ratio; }, KnobSpec::kCompute, 0, true, 1.5, 0.1, 1.5, false, KnobSpec::kComponent,
        "compute.gemm.fp8_efficiency_ratio (planner/cost/knobs.h); docs/cost-model.md, precision"},
         {"compute.gemm", "mxfp8_efficiency_ratio", "mxfp8_efficiency_ratio", "ratio",
        [](Knobs& k) -> double& { return k.compute.gemm.mxfp8_efficiency_ratio; }, KnobSpec::kCompute, 0, true, 1.5, 0.3, 1.5, false,
