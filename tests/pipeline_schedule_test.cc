@@ -487,3 +487,28 @@ TEST_CASE("--moe-shared-expert-overlap follows Megatron-Core's rules; torchtitan
   t.dispatcher = Dispatcher::kAllToAll;
   CHECK_NOTHROW(ValidateSharedExpertOverlap(t, true, true));
 }
+
+TEST_CASE("TP exposure (issue 33 item 3): the sequence-parallel all-gathers and reduce-scatters, exposed as the framework runs them") {
+  // TransformerEngine's TP-communication overlap is off unless --tp-comm-overlap (which dockyard
+  // lists as ignored): each layer pass runs the attention's all-gather and reduce-scatter and the
+  // MLP's, four ring collectives over the tp group, none under a GEMM. TinyMixtral (hidden 64),
+  // tp 2 inside an H100 node, seq 256: each moves T x D x 2 B = 256 x 64 x 2 = 32,768 B, a ring of 2
+  // at 370 GB/s and 3 us per step: 1 x (3 + 32,768 / 2 / 370e3) = 3.0443 us; 4 of them per pass.
+  TrainingConfig t;
+  t.dp_sharding = DpSharding::kZero1;
+  t.seq_len = 256;
+  t.num_microbatches = 1;
+  dockyard::ParallelDimsOptions d = Dims(2, 1);
+  d.tp = 2;
+  d.convention = dockyard::Convention::kMegatron;
+  const auto plan = BuildPlan(dockyard::testing::TinyMixtral(), d, t);
+  const auto cost = dockyard::SimulateStep(plan, dockyard::ClusterPreset("h100-sxm"), dockyard::SampleRoutingForPlan(plan, {}, 2));
+  const double one = 3.0 + 32768.0 / 2 / 370e3;
+  CHECK(Phase(cost, "tp_comm", "forward") == Approx(4 * one));
+  CHECK(Phase(cost, "tp_comm", "backward") == Approx(4 * one));
+  // Without tp there is nothing to gather.
+  d.tp = 1;
+  const auto plain = BuildPlan(dockyard::testing::TinyMixtral(), d, t);
+  CHECK(Phase(dockyard::SimulateStep(plain, dockyard::ClusterPreset("h100-sxm"), dockyard::SampleRoutingForPlan(plain, {}, 2)), "tp_comm",
+              "forward") == 0.0);
+}
