@@ -253,7 +253,7 @@ std::string NodeSizeClusterWarning(const TrainingFlags& flags, const ModelSpec& 
         "prices NVLink by {}; give the cluster's number (docs/cluster.md)\n",
         *flag, cluster.name, domain, command, *flag, domain);
   }
-  if (!model.training || model.machine.gpus_per_node == domain) return "";
+  if (!model.training || !model.machine.gpus_per_node_given || model.machine.gpus_per_node == domain) return "";
   return fmt::format(
       "dockyard-plan: warning: the model spec's training.gpus_per_node {} differs from {}'s NVLink domain of {} GPUs (the "
       "cluster's node size): {} uses {} (the cluster is over the spec){}\n",

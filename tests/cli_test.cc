@@ -1393,10 +1393,13 @@ TEST_CASE("A node size that differs from the cluster's NVLink domain is named wi
   CHECK(r.code == 0);
   CHECK(r.out.find("warning: --gpus-per-node 4 differs from h100-sxm's NVLink domain of 8 GPUs (the cluster's node size): simulate "
                    "counts the memory and traffic tables' node crossings by 4") != std::string::npos);
-  // The same number, or no node size given: no warning.
+  // The same number, or no node size given (a training block without gpus_per_node included: its
+  // default 8 is not the spec's to warn about, even against gb200-nvl72's 72): no warning.
+  const std::string no_node = QwenSpecWithTraining("qnonode.spec.json", {{"seq_len", 4096}});
   for (const std::string& args :
        {"simulate --model " + spec + " --world-size 16 --ep 8 --cluster h100-sxm --gpus-per-node 8",
-        std::string("simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 8 --cluster h100-sxm")}) {
+        std::string("simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 8 --cluster h100-sxm"),
+        "simulate --model " + no_node + " --world-size 16 --ep 8 --cluster gb200-nvl72"}) {
     r = Run(args);
     CHECK(r.code == 0);
     CHECK(r.out.find("NVLink domain of") == std::string::npos);

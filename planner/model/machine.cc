@@ -28,6 +28,7 @@ Machine MachineFromTrainingJson(const JsonView& v) {
   Machine m;
   m.gpu_memory_gib = v.NumberOr("gpu_memory_gib", m.gpu_memory_gib);
   m.gpus_per_node = v.IntOr("gpus_per_node", m.gpus_per_node);
+  m.gpus_per_node_given = v.Has("gpus_per_node");
   ValidateMachine(m, v.Where() + "/");
   return m;
 }

@@ -26,6 +26,9 @@ struct Machine {
   // Memory budget per GPU in GiB (2^30 bytes); 0 = none. What memory.h OverBudget holds the
   // per-rank peak against, less TrainingConfig::memory_reserve_gib.
   double gpu_memory_gib = 0;
+  // Whether a training block set gpus_per_node (MachineFromTrainingJson), not the default: only then
+  // is there a spec's node size to warn about against a cluster's.
+  bool gpus_per_node_given = false;
 };
 
 // Checks ranges: gpus_per_node in [1, 2^20], gpu_memory_gib finite in [0, 1e6]. Throws
