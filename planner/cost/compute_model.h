@@ -38,6 +38,6 @@ void ApplyComputeModel(const std::string& model_name, bool cuda_graphs, ComputeM
 // "cross_entropy_fusion_impl": "native" | "te", and with FP8 attention "attention_fp8_speedup": the
 // flash core's speed-up it was priced at (gemm_efficiency.h FlashCoreSpeedup: 1 where no gain is
 // measured, e.g. head dim < 128 or a Hopper preset).
-Json ComputeModelToJson(ComputeModel model, const TrainingConfig& training, double attention_fp8_speedup = 1.0);
+Json ComputeModelToJson(ComputeModel model, const TrainingConfig& training, double attention_fp8_speedup);
 
 }  // namespace dockyard

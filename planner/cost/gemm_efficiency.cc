@@ -59,6 +59,10 @@ double FlashCoreSpeedup(const ComputeKnobs& k, GemmPrecision p, double head_dim)
   return p.fp8_attention && head_dim >= 128 ? k.flash.fp8_speedup : 1.0;
 }
 
+double FlashCoreSpeedup(const ComputeKnobs& k, const TrainingConfig& training, const ModelSpec& model) {
+  return FlashCoreSpeedup(k, GemmPrecisionOf(training), static_cast<double>(model.attention.QkHeadDim()));
+}
+
 GemmPrecision GemmPrecisionOf(const TrainingConfig& training) {
   return GemmPrecision{Fp8Gemms(training), Fp8ScalingOf(training), training.fp8_dot_product_attention};
 }

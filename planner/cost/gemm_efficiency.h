@@ -72,6 +72,8 @@ double Fp8GemmSpeedup(const ComputeKnobs& knobs, GemmPrecision precision);
 // 349 vs 617; NVIDIA/cudnn-frontend .../gb200_919_only_cudnn/gpt_oss_20260226_175022.csv), so there it
 // is priced as BF16.
 double FlashCoreSpeedup(const ComputeKnobs& knobs, GemmPrecision precision, double head_dim);
+// The same for `model`'s attention core (its query-key head dim) under `training`'s precision.
+double FlashCoreSpeedup(const ComputeKnobs& knobs, const TrainingConfig& training, const ModelSpec& model);
 
 // Muon's Newton-Schulz matmuls (muon.h) for every Muon matrix of `model` (and its `mtp_layers`
 // MTP modules) orthogonalized once on one GPU of `peak_tflops`, in microseconds: per matrix

@@ -59,7 +59,7 @@ bool BlockAllToAll(const LayerRouting& L, const std::vector<int64_t>& node, doub
     const int64_t self = L.dispatch[r * n + r];
     const int64_t send_other = row_total[r] - send_same - self, recv_other = L.received[r] - recv_same - self;
     const bool remote = end - begin < n;
-    const double latency = remote ? c.knobs.links.network_latency_us : c.knobs.links.intra_node_latency_us;
+    const double latency = LinkLatencyUs(remote, c);
     // NVLink and the NIC are separate links: the busiest one decides (AllToAllTimesUs).
     dt[r] = latency + std::max({bytes(send_same) / intra, bytes(recv_same) / intra, bytes(send_other) / inter, bytes(recv_other) / inter});
     // Combine sends what dispatch received and receives what it sent.

@@ -48,13 +48,13 @@ double RingBusGbps(const ClusterSpec& c, int64_t k, bool spans_domains, bool nod
 double RingTimeUs(double bytes, int64_t n, int64_t k, bool spans_domains, const ClusterSpec& c) {
   if (n < 2 || bytes <= 0) return 0.0;
   const double bw = RingBusGbps(c, k, spans_domains) * kBytesPerUsPerGbps;
-  const double alpha = spans_domains ? c.knobs.links.network_latency_us : c.knobs.links.intra_node_latency_us;
+  const double alpha = LinkLatencyUs(spans_domains, c);
   return static_cast<double>(n - 1) * (alpha + bytes / static_cast<double>(n) / bw);
 }
 
 double StepCollectiveUs(double wire_bytes, int64_t n, int64_t k, bool spans_domains, const ClusterSpec& c) {
   const double bw = RingBusGbps(c, k, spans_domains) * kBytesPerUsPerGbps;
-  const double alpha = spans_domains ? c.knobs.links.network_latency_us : c.knobs.links.intra_node_latency_us;
+  const double alpha = LinkLatencyUs(spans_domains, c);
   return wire_bytes / bw + alpha * static_cast<double>(n - 1);
 }
 
@@ -65,7 +65,7 @@ double SharedNicUs(double a, bool a_spans, double b, bool b_spans) {
 double P2pUs(double bytes, bool spans_domains, const ClusterSpec& c) {
   if (bytes <= 0) return 0.0;
   const double bw = (spans_domains ? c.knobs.links.network_gbps : c.knobs.links.intra_node_gbps) * kBytesPerUsPerGbps;
-  return (spans_domains ? c.knobs.links.network_latency_us : c.knobs.links.intra_node_latency_us) + bytes / bw;
+  return LinkLatencyUs(spans_domains, c) + bytes / bw;
 }
 
 double CpRingExposedUs(double kv_bytes, double core_us, int64_t cp, bool spans_domains, const ClusterSpec& c) {
@@ -108,7 +108,7 @@ void AllToAllTimesFromRows(const double* sent, const double* received, const int
     }
     // NVLink and the NIC are separate links: the busiest one decides.
     const double t = std::max({send_intra / intra, recv_intra / intra, send_inter / inter, recv_inter / inter});
-    times[r] = (remote ? c.knobs.links.network_latency_us : c.knobs.links.intra_node_latency_us) + t;
+    times[r] = LinkLatencyUs(remote, c) + t;
   }
 }
 
@@ -139,7 +139,7 @@ double RingCollectiveUs(double bytes, int64_t group_size, bool spans_nodes, cons
 double StepCommUs(int64_t wire_bytes, int64_t cross_node_bytes, int64_t group_size, const ClusterSpec& c) {
   // Step-end collectives are not overlapped with compute in this model.
   const double bw = (cross_node_bytes > 0 ? c.knobs.links.network_gbps : c.knobs.links.intra_node_gbps) * kBytesPerUsPerGbps;
-  return static_cast<double>(wire_bytes) / bw + (cross_node_bytes > 0 ? c.knobs.links.network_latency_us : c.knobs.links.intra_node_latency_us) * (group_size - 1);
+  return static_cast<double>(wire_bytes) / bw + LinkLatencyUs(cross_node_bytes > 0, c) * (group_size - 1);
 }
 
 double RingCollectiveUs(double bytes, const std::vector<int64_t>& group, const ClusterSpec& c) {

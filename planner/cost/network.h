@@ -72,6 +72,13 @@ double NicContentionUs(double other_us, bool spans, bool other_spans);
 // once, a send never aggregates NICs) when it crosses domains, else NVLink. 0 for bytes <= 0.
 double P2pUs(double bytes, bool spans_domains, const ClusterSpec& cluster);
 
+// The per-message latency of the link a transfer crosses (us): the network's when it leaves the
+// NVLink domain, else NVLink's (the knobs' links.*_latency_us). P2pUs, the rings and the all-to-alls
+// take theirs from here.
+inline double LinkLatencyUs(bool spans_domains, const ClusterSpec& cluster) {
+  return spans_domains ? cluster.knobs.links.network_latency_us : cluster.knobs.links.intra_node_latency_us;
+}
+
 // Context parallelism, per layer and direction:
 //  - ring ("p2p", torchtitan's ring attention, Megatron --cp-comm-type p2p): cp - 1 transfers of
 //    the local K/V block (`kv_bytes`; backward passes K/V and their gradients: 2 x) each under one

@@ -124,9 +124,10 @@ void AddPhaseDetail(const Record* records, int num_records, const double (&share
 
 // Per micro-batch outside the layers (us): lm_head forward + backward on the loss stage, each MTP
 // module's eh_proj forward + backward, the embedding's backward on the first stage and every
-// stage's exposed pipeline send/recv (p2p); p2p_transfer is one send's whole transfer.
+// stage's exposed pipeline send/recv (p2p); p2p_flush_hop is what one warm-up / flush hop adds
+// beyond what p2p already holds per boundary (0 unless the steady phase's sends are overlapped).
 struct StageExtrasUs {
-  double lm_head = 0, eh_proj = 0, embedding = 0, p2p = 0, p2p_transfer = 0;
+  double lm_head = 0, eh_proj = 0, embedding = 0, p2p = 0, p2p_flush_hop = 0;
 };
 
 // One micro-batch's forward + backward on every pipeline stage: its layers (those per-layer
@@ -312,9 +313,10 @@ StageExtrasUs StageExtrasOf(const LayerTerms& L) {
   // flush cross pp - 1 boundaries each way unoverlapped (SetPipelineStep).
   if (d.pp > 1) {
     const bool spans = d.world_size > NvlinkDomainGpus(c);
-    x.p2p_transfer = P2pUs(static_cast<double>(PpSendBytes(L.in.workload, d.tp, m.hidden_size)), spans, c);
-    const double latency = spans ? c.knobs.links.network_latency_us : c.knobs.links.intra_node_latency_us;
-    x.p2p = 2.0 * static_cast<double>(t.run.vpp) * (P2pOverlapped(t.run) ? std::min(latency, x.p2p_transfer) : x.p2p_transfer);
+    const double transfer = P2pUs(static_cast<double>(PpSendBytes(L.in.workload, d.tp, m.hidden_size)), spans, c);
+    const double per_boundary = P2pOverlapped(t.run) ? std::min(LinkLatencyUs(spans, c), transfer) : transfer;
+    x.p2p = 2.0 * static_cast<double>(t.run.vpp) * per_boundary;
+    x.p2p_flush_hop = transfer - per_boundary;
   }
   return x;
 }
@@ -338,8 +340,7 @@ double SetPipelineStep(const LayerTerms& L, const StageLayerRuns& runs, const St
   // transfers overlapped (StageExtrasOf) the pp - 1 hops each way their full transfer still takes
   // (Megatron's overlap_p2p_comm_warmup_flush is off by default): 2 (pp - 1) x (transfer - what the
   // stage time already holds per hop).
-  const double hop_exposed = P2pOverlapped(t.run) ? x.p2p_transfer - x.p2p / (2.0 * vpp) : 0.0;
-  const double flush_p2p_us = A * 2.0 * static_cast<double>(d.pp - 1) * hop_exposed;
+  const double flush_p2p_us = A * 2.0 * static_cast<double>(d.pp - 1) * x.p2p_flush_hop;
   out.pipeline_bubble_us = A * (d.pp - 1) / vpp * worst_stage + flush_p2p_us;
   // Megatron's overlapped gradient reduce (under the slowest stage's last backward) and
   // parameter gather (under its first forward) leave only what exceeds that compute exposed.
