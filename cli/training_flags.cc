@@ -98,6 +98,9 @@ void TrainingFlags::AddTo(CLI::App* app) {
                   "norm and the clipping are step-end passes over the gradients; megatron: 0 = neither");
   app->add_flag("--no-check-for-nan-in-loss-and-grad", no_check_for_nan_in_grad,
                 "Megatron: skip the NaN check, a norm of the whole gradient buffer before its reduce (on by default in Megatron-LM)");
+  app->add_flag("--tp-comm-overlap", tp_comm_overlap,
+                "Megatron: TransformerEngine's userbuffers overlap of the sequence-parallel all-gathers and reduce-scatters with the "
+                "linears beside them (Megatron --tp-comm-overlap, off by default; a no-op at tp 1)");
   app->add_flag("--no-overlap-p2p-communication", no_overlap_p2p_comm,
                 "the interleaved schedule's pipeline sends / receives not under the next chunk's compute (Megatron "
                 "--no-overlap-p2p-communication; by default, with --vpp > 1, each chunk boundary leaves only its link latency)");
@@ -180,7 +183,8 @@ void TrainingFlags::AddSearchPinsTo(CLI::App* search, const CLI::App& plan) {
                                      {"--overlap-param-gather", &overlap_param_gather},
                                      {"--moe-shared-expert-overlap", &moe_shared_expert_overlap},
                                      {"--no-check-for-nan-in-loss-and-grad", &no_check_for_nan_in_grad},
-                                     {"--no-overlap-p2p-communication", &no_overlap_p2p_comm}}) {
+                                     {"--no-overlap-p2p-communication", &no_overlap_p2p_comm},
+                                     {"--tp-comm-overlap", &tp_comm_overlap}}) {
     search->add_flag(flag, *target, plan.get_option(flag)->get_description());
   }
   search->add_option("--vpp", vpp, "pins the model chunks per pipeline rank (default: searched, every vpp with pp x vpp <= layers + 2 where pp > 1)");
@@ -263,6 +267,7 @@ TrainingOverrides TrainingFlags::Parse() const {
   t.clip_grad = ParseNumber("--clip-grad", clip_grad);
   t.no_check_for_nan_in_grad = no_check_for_nan_in_grad;
   t.no_overlap_p2p_comm = no_overlap_p2p_comm;
+  t.tp_comm_overlap = tp_comm_overlap;
   return t;
 }
 

@@ -489,11 +489,11 @@ TEST_CASE("--moe-shared-expert-overlap follows Megatron-Core's rules; torchtitan
 }
 
 TEST_CASE("TP exposure (issue 33 item 3): the sequence-parallel all-gathers and reduce-scatters, exposed as the framework runs them") {
-  // TransformerEngine's TP-communication overlap is off unless --tp-comm-overlap (which dockyard
-  // lists as ignored): each layer pass runs the attention's all-gather and reduce-scatter and the
-  // MLP's, four ring collectives over the tp group, none under a GEMM. TinyMixtral (hidden 64),
-  // tp 2 inside an H100 node, seq 256: each moves T x D x 2 B = 256 x 64 x 2 = 32,768 B, a ring of 2
-  // at 370 GB/s and 3 us per step: 1 x (3 + 32,768 / 2 / 370e3) = 3.0443 us; 4 of them per pass.
+  // TinyMixtral (hidden 64, 4 heads and 2 KV heads of 16), tp 2 inside an H100 node, seq 256: each
+  // collective moves T x D x 2 B = 256 x 64 x 2 = 32,768 B, a ring of 2 at 370 GB/s and 3 us per
+  // step: c = 1 x (3 + 32,768 / 2 / 370e3) = 3.0443 us. Under --compute-model gemm the attention's
+  // column-parallel qkv linear is 2 x 256 x ((4 + 2 x 2) x 16 / 2) x 64 = 2,097,152 FLOP at 989 TFLOP/s
+  // x 0.70 = 0.003029 us.
   TrainingConfig t;
   t.dp_sharding = DpSharding::kZero1;
   t.seq_len = 256;
@@ -501,14 +501,64 @@ TEST_CASE("TP exposure (issue 33 item 3): the sequence-parallel all-gathers and 
   dockyard::ParallelDimsOptions d = Dims(2, 1);
   d.tp = 2;
   d.convention = dockyard::Convention::kMegatron;
-  const auto plan = BuildPlan(dockyard::testing::TinyMixtral(), d, t);
-  const auto cost = dockyard::SimulateStep(plan, dockyard::ClusterPreset("h100-sxm"), dockyard::SampleRoutingForPlan(plan, {}, 2));
-  const double one = 3.0 + 32768.0 / 2 / 370e3;
-  CHECK(Phase(cost, "tp_comm", "forward") == Approx(4 * one));
-  CHECK(Phase(cost, "tp_comm", "backward") == Approx(4 * one));
+  const auto h100 = dockyard::ClusterPreset("h100-sxm");
+  auto simulate = [&](const dockyard::Plan& plan) {
+    return dockyard::SimulateStep(plan, h100, dockyard::SampleRoutingForPlan(plan, {}, 2), dockyard::ComputeModel::kGemm);
+  };
+  const double c = 3.0 + 32768.0 / 2 / 370e3;
+  const double qkv = 2.0 * 256 * 64 * 64 / (989.0 * 1e6 * 0.70);
+  // Megatron: a MoE layer without shared experts has one block, the attention's (the router and
+  // the dispatcher take the sequence-sharded tokens; token_dispatcher.py's tp group is expert TP):
+  // forward its all-gather and reduce-scatter, 2c; backward the row dgrad's all-gather, c, plus the
+  // column linear's re-gather and dgrad reduce-scatter beside its 0.003 us GEMMs: c + 2 (c - qkv).
+  const auto megatron = simulate(BuildPlan(dockyard::testing::TinyMixtral(), d, t));
+  CHECK(Phase(megatron, "tp_comm", "forward") == Approx(2 * c));
+  CHECK(Phase(megatron, "tp_comm", "backward") == Approx(c + 2 * (c - qkv)));
+  // torchtitan gathers before the moe module too and exposes every collective: 4c each way (ep 2:
+  // torchtitan asks ep >= tp for MoE models; the tp traffic does not depend on it).
+  d.convention = dockyard::Convention::kTorchtitan;
+  d.ep = 2;
+  TrainingConfig tt = t;
+  tt.dp_sharding = DpSharding::kFsdp;
+  const auto torchtitan = simulate(BuildPlan(dockyard::testing::TinyMixtral(), d, tt));
+  CHECK(Phase(torchtitan, "tp_comm", "forward") == Approx(4 * c));
+  CHECK(Phase(torchtitan, "tp_comm", "backward") == Approx(4 * c));
   // Without tp there is nothing to gather.
   d.tp = 1;
+  d.ep = 1;
+  d.convention = dockyard::Convention::kMegatron;
   const auto plain = BuildPlan(dockyard::testing::TinyMixtral(), d, t);
-  CHECK(Phase(dockyard::SimulateStep(plain, dockyard::ClusterPreset("h100-sxm"), dockyard::SampleRoutingForPlan(plain, {}, 2)), "tp_comm",
-              "forward") == 0.0);
+  CHECK(Phase(simulate(plain), "tp_comm", "forward") == 0.0);
+}
+
+TEST_CASE("--tp-comm-overlap (issue 33 item 3): TransformerEngine's userbuffers overlap for one layer and micro-batch") {
+  // The previous case's layer (c = 3.0443 us, the qkv linear 0.003029 us) with the overlap on; the
+  // output projection is 2 x 256 x 64 x (4 x 16 / 2) = 1,048,576 FLOP = 0.0015145 us. tp 2, SM share
+  // 16/132 (TransformerEngine's num_sm 16 on H100; g' = g / (1 - 16/132)).
+  // Forward: ring(qkv) = 1 x max(0, c - qkv / 2); pipe(proj) = c/4 + 3 max(0, c/4 - proj'/4) + (proj' - proj).
+  // Backward: ring(proj) + 2 bulk(qkv), bulk(g) = max(0, c - g') + (g' - g). The step's tp_comm is
+  // hidden only as far as the tiny GEMMs go: nearly all of it stays exposed.
+  TrainingConfig t;
+  t.dp_sharding = DpSharding::kZero1;
+  t.seq_len = 256;
+  t.num_microbatches = 1;
+  t.run.tp_comm_overlap = true;
+  dockyard::ParallelDimsOptions d = Dims(2, 1);
+  d.tp = 2;
+  d.convention = dockyard::Convention::kMegatron;
+  const auto plan = BuildPlan(dockyard::testing::TinyMixtral(), d, t);
+  const auto cost = dockyard::SimulateStep(plan, dockyard::ClusterPreset("h100-sxm"), dockyard::SampleRoutingForPlan(plan, {}, 2),
+                                           dockyard::ComputeModel::kGemm);
+  const double c = 3.0 + 32768.0 / 2 / 370e3;
+  const double qkv = 2.0 * 256 * 64 * 64 / (989.0 * 1e6 * 0.70), proj = qkv / 2;
+  const double s = 16.0 / 132.0;
+  auto slowed = [&](double g) { return g / (1 - s); };
+  const double ring_qkv = c - qkv / 2, ring_proj = c - proj / 2;
+  const double pipe_proj = c / 4 + 3 * (c / 4 - slowed(proj) / 4) + (slowed(proj) - proj);
+  const double bulk_qkv = (c - slowed(qkv)) + (slowed(qkv) - qkv);
+  CHECK(Phase(cost, "tp_comm", "forward") == Approx(ring_qkv + pipe_proj));
+  CHECK(Phase(cost, "tp_comm", "backward") == Approx(ring_proj + 2 * bulk_qkv));
+  // At tp 1 the flag is a no-op (Megatron turns sequence parallelism off; TpCommOverlapped).
+  CHECK_FALSE(dockyard::TpCommOverlapped(t.run, 1));
+  CHECK(dockyard::TpCommOverlapped(t.run, 2));
 }

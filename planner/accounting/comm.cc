@@ -343,16 +343,26 @@ StageLayers CountStageLayers(const CommStep& s) {
   return out;
 }
 
-// Tensor parallelism with sequence parallelism: per layer, an all-gather of the full sequence
-// before attention and before the MLP / MoE, a reduce-scatter after each; mirrored in backward.
-void AddTensorParallel(const CommStep& s, int64_t layers, Builder& b) {
+// Tensor parallelism with sequence parallelism: per block of the stage's layers
+// (SequenceParallelBlocks), an all-gather of the full sequence before it and a reduce-scatter
+// after it; the backward's by convention (SequenceParallelBackward).
+void AddTensorParallel(const CommStep& s, Builder& b) {
+  const auto& m = s.plan.model;
+  if (s.plan.dims.tp <= 1) return;
+  int64_t blocks = 0;
+  for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
+    if (s.plan.layer_stage[l] == s.stage) blocks += SequenceParallelBlocks(m, s.plan.dims, m.moe_layers[l]);
+  }
   const int64_t M = s.M;
   const auto tp_group = b.Group(s.plan.meshes.dense, {"tp"});
-  const int64_t tp_bytes = s.mul(s.mul(s.w.tokens, s.plan.model.hidden_size), s.w.act_bytes);
-  b.Add("tp_sequence_parallel_all_gather", "all_gather", "dense", "tp", "forward", tp_group, s.mul(2 * layers, M), tp_bytes);
-  b.Add("tp_sequence_parallel_reduce_scatter", "reduce_scatter", "dense", "tp", "forward", tp_group, s.mul(2 * layers, M), tp_bytes);
-  b.Add("tp_sequence_parallel_all_gather", "all_gather", "dense", "tp", "backward", tp_group, s.mul(2 * layers, M), tp_bytes);
-  b.Add("tp_sequence_parallel_reduce_scatter", "reduce_scatter", "dense", "tp", "backward", tp_group, s.mul(2 * layers, M), tp_bytes);
+  const int64_t tp_bytes = s.mul(s.mul(s.w.tokens, m.hidden_size), s.w.act_bytes);
+  const SpBackwardCollectives bwd = SequenceParallelBackward(s.plan.dims.convention);
+  b.Add("tp_sequence_parallel_all_gather", "all_gather", "dense", "tp", "forward", tp_group, s.mul(blocks, M), tp_bytes);
+  b.Add("tp_sequence_parallel_reduce_scatter", "reduce_scatter", "dense", "tp", "forward", tp_group, s.mul(blocks, M), tp_bytes);
+  b.Add("tp_sequence_parallel_all_gather", "all_gather", "dense", "tp", "backward", tp_group, s.mul(s.mul(blocks, bwd.all_gathers), M),
+        tp_bytes);
+  b.Add("tp_sequence_parallel_reduce_scatter", "reduce_scatter", "dense", "tp", "backward", tp_group,
+        s.mul(s.mul(blocks, bwd.reduce_scatters), M), tp_bytes);
 }
 
 // Context parallelism (ring attention): each layer passes its K and V blocks cp - 1 times in
@@ -496,6 +506,19 @@ void AddPipeline(const CommStep& s, Builder& b) {
 
 }  // namespace
 
+int64_t SequenceParallelBlocks(const ModelSpec& model, const ParallelDims& dims, bool moe_layer) {
+  if (dims.tp <= 1) return 0;
+  if (!moe_layer) return 2;
+  if (dims.convention != Convention::kMegatron) return 2;
+  return model.moe.num_shared_experts > 0 ? 2 : 1;
+}
+
+SpBackwardCollectives SequenceParallelBackward(Convention convention) {
+  SpBackwardCollectives c;
+  if (convention == Convention::kMegatron) c.all_gathers = 2;
+  return c;
+}
+
 CommReport ComputeComm(const Plan& plan, int64_t rank) {
   const auto& d = plan.dims;
   const auto& t = plan.training;
@@ -522,7 +545,7 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
 
   // Per layer of this stage: tensor, context and expert parallelism.
   const StageLayers layers = CountStageLayers(s);
-  AddTensorParallel(s, layers.layers, b);
+  AddTensorParallel(s, b);
   AddContextParallel(s, layers.layers, b);
   AddExpertTpGather(s, layers.moe_layers, b);
   out.moe_calls = s.mul(layers.moe_layers, s.M);

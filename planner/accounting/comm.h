@@ -129,6 +129,33 @@ bool EmbeddingGroupAllReduces(const ParallelDims& dims, bool tie_word_embeddings
 // Throws dockyard::Error naming `what` when the product overflows int64.
 int64_t ParamAllGatherBytes(int64_t elems, int64_t fp8_elems, int64_t param_bytes, double fp8_bytes_per_element, std::string_view what);
 
+// Sequence-parallel TP blocks of one layer (tp > 1): each an all-gather of the T x hidden
+// activations before a column-parallel linear and a reduce-scatter after the row-parallel linear
+// that closes it. The attention block always; then by layer kind and convention:
+//  - a dense layer's MLP: 1;
+//  - a MoE layer under torchtitan: 1 (the moe module's PrepareModuleInputOutput: Shard(1) ->
+//    Replicate in, Partial -> Shard(1) out; torchtitan/models/moe parallelize);
+//  - a MoE layer under megatron: 1 with shared experts (SharedExpertMLP gathers and scatters over
+//    the dense tp group), else 0: the router and the token dispatcher take the sequence-sharded
+//    tokens, whose tp group is the expert-TP group (Megatron-Core token_dispatcher.py,
+//    `tp_group = pg_collection.expt_tp`); with etp > 1 the dispatcher's all-gather of the routed
+//    rows is its own entry (etp_dispatch_all_gather).
+// Returns 1 + that (0 at tp 1).
+int64_t SequenceParallelBlocks(const ModelSpec& model, const ParallelDims& dims, bool moe_layer);
+
+// The sequence-parallel collectives of one such block in the backward pass, by convention:
+//  - torchtitan: the forward's mirror, one all-gather (the output's gradient) and one
+//    reduce-scatter (the input's gradient); autograd keeps the gathered input.
+//  - megatron: the row-parallel linear's dgrad all-gathers the output's gradient; the column-
+//    parallel linear all-gathers its input again for the weight gradient (TransformerEngine and
+//    Megatron-Core keep the sequence-sharded input, LayerNormLinear's ln_out / the
+//    LinearWithGradAccumulationAndAsyncCommunication input) and reduce-scatters the dgrad:
+//    two all-gathers and one reduce-scatter.
+struct SpBackwardCollectives {
+  int64_t all_gathers = 1, reduce_scatters = 1;
+};
+SpBackwardCollectives SequenceParallelBackward(Convention convention);
+
 // Bytes of one pipeline send (activations forward, their gradients backward): the sequence-
 // parallel shard of the micro-batch's hidden states, ceil(tokens / tp) x hidden x act bytes.
 int64_t PpSendBytes(const Workload& w, int64_t tp, int64_t hidden_size);

@@ -48,6 +48,10 @@ ComputeKnobs B200ComputeKnobs() {
   return k;
 }
 
+// TransformerEngine's userbuffers SM margin (knobs.h TpOverlapKnobs) on a 148-SM Blackwell GPU:
+// initialize_ub's num_sm 16 of 148.
+constexpr double kBlackwellTpOverlapSmShare = 16.0 / 148.0;
+
 // The EP all-to-all kernels' SM shares on a 148-SM Blackwell GPU (B200, GB200): the same kernel
 // widths as knobs.h's H100 priors (NCCL 16 channels, DeepEP 20 SMs, HybridEP 32) over 148 SMs.
 EpOverlapKnobs BlackwellEpOverlapKnobs() {
@@ -175,6 +179,7 @@ ClusterSpec ClusterPreset(const std::string& name) {
     c.knobs.links.intra_node_gbps = kNvlink5Gbps;
     c.knobs.compute = B200ComputeKnobs();
     c.knobs.dispatchers.ep_overlap = BlackwellEpOverlapKnobs();
+    c.knobs.compute.tp_overlap.sm_share = kBlackwellTpOverlapSmShare;
     c.knobs.dispatchers.deepep = BlackwellDeepEpKnobs();
     c.compute_source = "B200 operator table: SimuMax's B200 sweep (docs/cluster.md [B4])";
     c.mxfp8_tensor_cores = true;
@@ -188,6 +193,7 @@ ClusterSpec ClusterPreset(const std::string& name) {
     c.knobs.links.network_gbps = 96.0;              // one 800 Gb/s ConnectX-8 per GPU: 2 x B200's 48 (400 Gb/s)
     c.knobs.compute = B200ComputeKnobs();
     c.knobs.dispatchers.ep_overlap = BlackwellEpOverlapKnobs();
+    c.knobs.compute.tp_overlap.sm_share = kBlackwellTpOverlapSmShare;
     c.knobs.dispatchers.deepep = BlackwellDeepEpKnobs();
     c.compute_source =
         "borrowed: B200 operator table (no B300 operator measurement; the same Blackwell tensor cores and BF16 peak; B300's faster "
@@ -208,6 +214,7 @@ ClusterSpec ClusterPreset(const std::string& name) {
         "GB200's own flash attention (cuDNN 9.19 sweep) and MXFP8 grouped GEMM; GEMMs and memory-bound kernels borrowed from the B200 "
         "operator table (the same die; no GB200 GEMM sweep) (docs/cluster.md [B4, G3, G4])";
     c.knobs.dispatchers.ep_overlap = BlackwellEpOverlapKnobs();
+    c.knobs.compute.tp_overlap.sm_share = kBlackwellTpOverlapSmShare;
     c.knobs.dispatchers.deepep = BlackwellDeepEpKnobs();
     c.mxfp8_tensor_cores = true;
     return c;
@@ -226,6 +233,7 @@ ClusterSpec ClusterPreset(const std::string& name) {
         "GB300's own flash attention (cuDNN 9.26 sweep); GEMMs, MXFP8 and memory-bound kernels borrowed from gb200-nvl72's table (no GB300 "
         "GEMM measurement; docs/cluster.md [B4, G2, G3, G5])";
     c.knobs.dispatchers.ep_overlap = BlackwellEpOverlapKnobs();
+    c.knobs.compute.tp_overlap.sm_share = kBlackwellTpOverlapSmShare;
     c.knobs.dispatchers.deepep = BlackwellDeepEpKnobs();
     c.mxfp8_tensor_cores = true;
     return c;

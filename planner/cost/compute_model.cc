@@ -38,6 +38,8 @@ Json ComputeModelToJson(ComputeModel model, const TrainingConfig& training, doub
          {"cross_entropy", run.fused_cross_entropy ? "fused" : "unfused"}};
   if (run.fused_cross_entropy) j["cross_entropy_fusion_impl"] = run.cross_entropy_fusion_impl;  // native | te
   if (training.fp8_dot_product_attention) j["attention_fp8_speedup"] = attention_fp8_speedup;
+  // TransformerEngine's TP-communication overlap (run_settings.h TpCommOverlapped: where tp > 1).
+  if (run.tp_comm_overlap) j["tp_comm_overlap"] = true;
   return j;
 }
 

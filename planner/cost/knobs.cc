@@ -96,6 +96,12 @@ const std::vector<KnobSpec>& KnobTable() {
         {"dispatchers.deepep", "network_efficiency", "flex_network_efficiency", "fraction of link",
        [](Knobs& k) -> double& { return k.dispatchers.deepep.network_efficiency; }, KnobSpec::kDispatcher, 0, true, 1, 0.1, 1.0, false, KnobSpec::kComponent,
        "dispatchers.deepep.network_efficiency (planner/cost/knobs.h): DeepEP issue #493, 40.89 GB/s RDMA dispatch / 48"},
+        {"compute.tp_overlap", "sm_share", "tp_overlap_sm_share", "fraction of SMs",
+       [](Knobs& k) -> double& { return k.compute.tp_overlap.sm_share; }, KnobSpec::kCompute, 0, false, 0.9, 0.0, 0.5, false,
+       KnobSpec::kComponent,
+       "compute.tp_overlap.sm_share (planner/cost/knobs.h): TransformerEngine initialize_ub's num_sm 16 (pipeline and bulk "
+       "overlaps, set_sm_margin) of H100's 132 SMs",
+       true, 0.5},
         {"dispatchers.ep_overlap", "all_to_all_sm_share", "ep_overlap_all_to_all_sm_share", "fraction of SMs",
        [](Knobs& k) -> double& { return k.dispatchers.ep_overlap.all_to_all_sm_share; }, KnobSpec::kDispatcher, 0, false, 0.9, 0.0, 0.5, false,
        KnobSpec::kComponent, "dispatchers.ep_overlap.all_to_all_sm_share (planner/cost/knobs.h): 16 NCCL channels' CTAs of H100's 132 SMs (assumed)", true, 0.5},

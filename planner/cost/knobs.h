@@ -64,11 +64,20 @@ struct MemoryBoundKnobs {
   double graph_launch_us = 0.5;   // the same inside a CUDA graph, us
 };
 
+// TransformerEngine's TP-communication overlap (--tp-comm-overlap; tp_overlap.h): the fraction of
+// the GPU's SMs its pipeline and bulk userbuffers kernels hold back from the linears beside them
+// (initialize_ub's default num_sm 16 with set_sm_margin for both methods; ring_exchange uses copy
+// engines and one SM, no margin): 16 of H100's 132 SMs; the Blackwell presets 16 of 148 (cluster.cc).
+struct TpOverlapKnobs {
+  double sm_share = 16.0 / 132.0;
+};
+
 // How one GPU computes: its operator table.
 struct ComputeKnobs {
   GemmKnobs gemm;
   FlashKnobs flash;
   MemoryBoundKnobs memory_bound;
+  TpOverlapKnobs tp_overlap;
 };
 
 // The deepep dispatcher (Megatron flex with the DeepEP backend; deepep.h): the fraction of the

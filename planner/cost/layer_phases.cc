@@ -61,11 +61,25 @@ double AddCpComm(const LayerTerms& L, bool moe, int pass, PhaseRecords& records)
   return records.Add(kCpComm, moe, pass, pass == 0 ? L.cp.forward : L.cp.backward + (L.full_recompute ? L.cp.forward : 0.0));
 }
 
-// The tensor-parallel communication of one layer, forward [0] and backward [1] (us): four tp
-// collectives and what recomputation re-runs.
-std::array<double, 2> TpCommPhaseUs(const LayerTerms& L, const RecomputeExtraUs& rx) {
-  std::array<double, 2> us;
-  for (int pass = 0; pass < 2; ++pass) us[pass] = 4 * L.tp_collective * L.CommMult(pass) + BackwardOnly(rx.tp_comm, pass);
+// The tensor-parallel communication of one layer, forward [0] and backward [1] (us): its
+// sequence-parallel blocks (accounting/comm.h SequenceParallelBlocks: the attention block, then
+// the dense MLP's, or a MoE layer's by convention) as the framework exposes them (tp_overlap.h),
+// the backward after the forward's again under full recomputation, and what selective
+// recomputation re-runs.
+std::array<double, 2> TpCommPhaseUs(const LayerTerms& L, const RecomputeExtraUs& rx, bool moe) {
+  std::array<double, 2> us{0.0, BackwardOnly(rx.tp_comm, 1)};
+  const int64_t blocks = SequenceParallelBlocks(L.m, L.d, moe);
+  if (blocks == 0) return us;
+  const bool ub = TpCommOverlapped(L.t.run, L.d.tp);
+  double fwd = 0, bwd = 0;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const TpBlockGemmsUs& g = b == 0 ? L.tp_attention : moe ? L.tp_shared_experts : L.tp_dense_mlp;
+    const TpBlockExposureUs e = TpBlockExposedUs(L.tp_collective, g, L.d.tp, L.d.convention, ub, L.kn.tp_overlap.sm_share);
+    fwd += e.forward;
+    bwd += e.backward;
+  }
+  us[0] = fwd;
+  us[1] += bwd + (L.full_recompute ? fwd : 0.0);
   return us;
 }
 
@@ -83,7 +97,7 @@ struct MoePassSums {
 MoePassSums AddMoeLayerPhases(const LayerTerms& L, const MoePhaseTimes& mp, const RecomputeExtraUs& rx,
                               const std::vector<double>& dispatch_bwd_ranks, const FsdpSchedule& fsdp, PhaseRecords& records) {
   MoePassSums s;
-  const std::array<double, 2> attention = AttentionPhaseUs(L, rx), tp_comm = TpCommPhaseUs(L, rx);
+  const std::array<double, 2> attention = AttentionPhaseUs(L, rx), tp_comm = TpCommPhaseUs(L, rx, true);
   // The dispatch per pass: the forward's (FP8 rows with --fp8-dispatch); the backward's in BF16
   // (dispatch_bwd), after the forward's again under full recomputation.
   const double dispatch_us[2] = {mp.dispatch_max, mp.dispatch_bwd_max + (L.full_recompute ? mp.dispatch_max : 0.0)};
@@ -195,7 +209,7 @@ LayerUs MoeLayerUs(const LayerTerms& L, const MoePhaseTimes& mp, const Recompute
 LayerUs DenseLayerUs(const LayerTerms& L, const RecomputeExtraUs& rx, const FsdpSchedule& fsdp, PhaseRecords& records) {
   LayerUs u;
   if (!(L.in.num_moe_layers < L.m.num_hidden_layers)) return u;
-  const std::array<double, 2> attention = AttentionPhaseUs(L, rx), tp_comm = TpCommPhaseUs(L, rx);
+  const std::array<double, 2> attention = AttentionPhaseUs(L, rx), tp_comm = TpCommPhaseUs(L, rx, false);
   for (int pass = 0; pass < 2; ++pass) {
     const double mult = L.ComputeMult(pass);
     double sum =

@@ -15,6 +15,7 @@
 #include "planner/cost/cost.h"
 #include "planner/cost/gemm_efficiency.h"
 #include "planner/cost/kernels_model.h"
+#include "planner/cost/tp_overlap.h"
 #include "planner/cost/model_flops.h"
 #include "planner/cost/network.h"
 #include "planner/model/pipeline_schedule.h"
@@ -124,6 +125,9 @@ struct LayerTerms {
   double attention_us = 0;                                // attention forward: projections and core
   CpExchangeUs cp;                                        // context parallelism's K/V exchange
   double tp_collective = 0;                               // one tp ring collective of the layer's T x D activations
+  // The linears beside the sequence-parallel collectives (tp_overlap.h; tp > 1): the attention
+  // block's, the dense MLP's and the shared experts' column- and row-parallel forward times.
+  TpBlockGemmsUs tp_attention, tp_dense_mlp, tp_shared_experts;
   double router_us = 0, shared_us = 0, dense_mlp_us = 0;  // forward times
   // The multipliers of a forward time in `pass` (0 forward, 1 backward): compute and communication.
   double ComputeMult(int pass) const { return pass == 0 ? 1.0 : bwd_compute; }

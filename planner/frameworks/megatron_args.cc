@@ -225,7 +225,6 @@ bool WithoutEffect(const std::string& key) {
 // Keys that change a plan and that dockyard does not model, with the reason.
 std::string IgnoredReason(const std::string& key) {
   static const std::map<std::string, std::string> reasons = {
-      {"--tp-comm-overlap", "TransformerEngine's TP-communication overlap: the TP collectives are priced exposed"},
       {"--moe-expert-capacity-factor", "token dropping: simulate --capacity-factor reports the drops"},
       {"--moe-pad-expert-input-to-capacity", "padding to capacity"},
       {"--moe-token-drop-policy", "token dropping"},
@@ -582,7 +581,7 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
     if (const ConfigArg* a = find(key); a && !fsdp) AddFlag(c, key, "", a->key);
   }
   for (const char* key : {"--overlap-moe-expert-parallel-comm", "--moe-shared-expert-overlap", "--no-check-for-nan-in-loss-and-grad",
-                          "--no-overlap-p2p-communication"}) {
+                          "--no-overlap-p2p-communication", "--tp-comm-overlap"}) {
     if (const ConfigArg* a = find(key)) AddFlag(c, key, "", a->key);
   }
   if (const ConfigArg* a = find("--clip-grad")) {

@@ -280,6 +280,8 @@ void EmitSettings(const Plan& plan, const FrameworkConfig* config, Lines& l) {
   l.Add("--clip-grad", clip && std::stod(*clip) == run.clip_grad ? *clip : fmt::format("{}", run.clip_grad));
   if (!run.check_for_nan_in_grad) l.Add("--no-check-for-nan-in-loss-and-grad");
   if (!run.overlap_p2p_comm) l.Add("--no-overlap-p2p-communication");
+  // Megatron asserts --tp-comm-overlap needs sequence parallelism, which it turns off at tp 1.
+  if (TpCommOverlapped(run, plan.dims.tp)) l.Add("--tp-comm-overlap");
   if (run.fused_cross_entropy) {
     l.Add("--cross-entropy-loss-fusion");
     l.Add("--cross-entropy-fusion-impl", run.cross_entropy_fusion_impl);

@@ -35,6 +35,10 @@ bool P2pOverlapped(const RunSettings& s) {
   return s.overlap_p2p_comm && s.vpp > 1;
 }
 
+bool TpCommOverlapped(const RunSettings& s, int64_t tp) {
+  return s.tp_comm_overlap && tp > 1;
+}
+
 ReshardPolicy ParseReshardPolicy(const std::string& text, const std::string& field) {
   if (text == "default") return ReshardPolicy::kDefault;
   if (text == "always") return ReshardPolicy::kAlways;

@@ -85,7 +85,18 @@ struct RunSettings {
   // chunk's compute, leaving each chunk boundary its link latency; the warm-up and the flush stay
   // unoverlapped (overlap_p2p_comm_warmup_flush off by default). Read through P2pOverlapped.
   bool overlap_p2p_comm = true;
+  // Megatron --tp-comm-overlap (off by default; Megatron-Bridge CommOverlapConfig.tp_comm_overlap):
+  // TransformerEngine's userbuffers overlap of the sequence-parallel all-gathers and
+  // reduce-scatters with the linears beside them (transformer_engine/pytorch/module/base.py
+  // initialize_ub, its default methods: ring_exchange for qkv_fprop, fc1_fprop, proj_dgrad and
+  // fc2_dgrad; pipeline for proj_fprop and fc2_fprop; bulk for qkv_dgrad / qkv_wgrad and fc1_dgrad
+  // / fc1_wgrad). Only where tp > 1 (Megatron asserts sequence parallelism, which it turns off at
+  // tp 1; Bridge's CommOverlapConfig turns the overlap off there): read through TpCommOverlapped.
+  bool tp_comm_overlap = false;
 };
+
+// Whether TransformerEngine's TP-communication overlap runs: tp_comm_overlap with tp > 1.
+bool TpCommOverlapped(const RunSettings& settings, int64_t tp);
 
 // Whether the pipeline's steady-state send / receive run beside compute: overlap_p2p_comm with an
 // interleaved schedule (vpp > 1), Megatron's rule (arguments.py: "Overlap P2P communication is

@@ -75,7 +75,7 @@ namespace {
 
 // An optional true / false key of the training block: `*out` keeps its value when absent.
 void ReadBool(const JsonView& v, const char* key, bool* out) {
-  if (!v.Has(key)) return;
+  if (!v.value().contains(key)) return;  // null is not a setting: refused below
   if (!v.value().at(key).is_boolean()) v.Fail(key, "must be true or false");
   *out = v.value().at(key).get<bool>();
 }
@@ -92,7 +92,7 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
                        "selective_ac_option", "make_vocab_size_divisible_by", "moe_flex_dispatcher_backend",
                        // Run settings a report writes (TrainingToJson), read back so that a plan file round-trips.
                        "vpp", "megatron_core_version", "cross_entropy_loss_fusion", "cross_entropy_fusion_impl",
-                       "clip_grad", "check_for_nan_in_grad", "overlap_p2p_comm"});
+                       "clip_grad", "check_for_nan_in_grad", "overlap_p2p_comm", "tp_comm_overlap"});
   // clang-format on
   TrainingConfig t;
   if (v.Has("dp_sharding")) t.dp_sharding = ParseDpSharding(v.String("dp_sharding"), v.Where("dp_sharding"));
@@ -147,6 +147,7 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
   ValidateClipGrad(t.run.clip_grad, v.Where("clip_grad"));
   ReadBool(v, "check_for_nan_in_grad", &t.run.check_for_nan_in_grad);
   ReadBool(v, "overlap_p2p_comm", &t.run.overlap_p2p_comm);
+  ReadBool(v, "tp_comm_overlap", &t.run.tp_comm_overlap);
   NormalizeMxfp8Precision(&t, v.Where() + "/", v.Has("fp8_recipe"));
   ValidateTraining(t, v.Where() + "/");
   return t;
@@ -194,6 +195,7 @@ Json TrainingToJson(const TrainingConfig& t, const Machine& machine) {
   if (!t.run.check_for_nan_in_grad) j["check_for_nan_in_grad"] = false;
   // Only where it can matter: without interleaving Megatron turns the P2P overlap off (P2pOverlapped).
   if (!t.run.overlap_p2p_comm && t.run.vpp > 1) j["overlap_p2p_comm"] = false;
+  if (t.run.tp_comm_overlap) j["tp_comm_overlap"] = true;
   AddMachineToTrainingJson(machine, &j);
   return j;
 }

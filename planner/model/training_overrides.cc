@@ -70,6 +70,7 @@ TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const Training
   }
   if (o.no_check_for_nan_in_grad) t.run.check_for_nan_in_grad = false;
   if (o.no_overlap_p2p_comm) t.run.overlap_p2p_comm = false;
+  if (o.tp_comm_overlap) t.run.tp_comm_overlap = true;
   ValidateCrossEntropyFusionImpl(t.run, "--cross-entropy-fusion-impl", "--cross-entropy", "--megatron-core-version");
   NormalizeMxfp8Precision(&t, "--", o.fp8_recipe.has_value());
   ValidateTraining(t, "--");
@@ -126,6 +127,11 @@ void RejectMegatronOnlyOverrides(const TrainingOverrides& o, bool torchtitan) {
         "--moe-shared-expert-overlap: Megatron-LM's switch (off by default there); torchtitan always runs the shared experts beside "
         "the combine all-to-all (torchtitan/models/common/moe.py MoE.forward), so there is nothing to turn on: drop the flag, or use "
         "--convention megatron");
+  }
+  if (o.tp_comm_overlap) {
+    throw Error(
+        "--tp-comm-overlap: TransformerEngine's userbuffers overlap, a Megatron-LM switch; torchtitan's tensor parallelism is "
+        "DTensor's, priced exposed (its experimental async TP is not modelled): drop the flag, or use --convention megatron");
   }
   if (o.no_overlap_p2p_comm) {
     throw Error(

@@ -51,6 +51,7 @@ struct TrainingOverrides {
   std::optional<double> clip_grad;                       // --clip-grad (run_settings.h)
   bool no_check_for_nan_in_grad = false;                 // --no-check-for-nan-in-loss-and-grad (run_settings.h)
   bool no_overlap_p2p_comm = false;                      // --no-overlap-p2p-communication (run_settings.h)
+  bool tp_comm_overlap = false;                          // --tp-comm-overlap (run_settings.h)
   std::optional<std::string> pp_layer_split;     // --pp-layer-split "7,6" or "7+6" (ParseLayerSplit)
 };
 
@@ -70,6 +71,8 @@ TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const Training
 //    MoE.forward computes the shared experts before it uses the combined output); nothing to turn on.
 //  - --megatron-core-version and --cross-entropy-fusion-impl (any value): a Megatron-Core release
 //    and Megatron's choice of fused loss; torchtitan's loss is its own (compiled).
+//  - --tp-comm-overlap: TransformerEngine's userbuffers overlap, a Megatron-LM switch; torchtitan's
+//    TP is DTensor's (its async TP, experimental.enable_async_tensor_parallel, is not modelled).
 //  - --no-overlap-p2p-communication (Megatron's interleaved-schedule switch) and
 //    --fp8-dot-product-attention (TransformerEngine's FP8 attention; torchtitan's converters
 //    quantize linear layers only).
