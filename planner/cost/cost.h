@@ -113,6 +113,7 @@ struct StepInputs {
   KernelTermsMemo* kernel_memo = nullptr;  // optional (see KernelTermsMemo)
   double attention_params = 0;             // elements of layer 0's attention parameters (summed as doubles)
   CollectiveGroup tp_group;                // rank 0's tp group
+  CollectiveGroup etp_group;               // rank 0's expert-TP group (megatron's dispatcher gathers the routed rows over it)
   // FSDP only: rank 0's data-parallel groups (dense: dp_shard*cp or dp*cp; sparse: efsdp or edp)
   // and, for the first MoE [0] and the first dense [1] layer, its model-parallel elements on rank 0
   // on the dense and the sparse mesh (summed as doubles in inventory order); with

@@ -100,7 +100,12 @@ MoePassSums AddMoeLayerPhases(const LayerTerms& L, const MoePhaseTimes& mp, cons
   const std::array<double, 2> attention = AttentionPhaseUs(L, rx), tp_comm = TpCommPhaseUs(L, rx, true);
   // The dispatch per pass: the forward's (FP8 rows with --fp8-dispatch); the backward's in BF16
   // (dispatch_bwd), after the forward's again under full recomputation.
-  const double dispatch_us[2] = {mp.dispatch_max, mp.dispatch_bwd_max + (L.full_recompute ? mp.dispatch_max : 0.0)};
+  // Megatron's expert-TP all-gather after the dispatch and reduce-scatter before the combine (etp >
+  // 1; the backward mirrors them) ride with the all-to-alls: the per-rank figures are the
+  // all-to-alls' alone.
+  const double etp = L.etp_collective;
+  const double dispatch_us[2] = {mp.dispatch_max + etp, mp.dispatch_bwd_max + etp + (L.full_recompute ? mp.dispatch_max + etp : 0.0)};
+  const double combine_us = mp.combine_max + etp;
   for (int pass = 0; pass < 2; ++pass) {
     const double mult = L.ComputeMult(pass);
     const double cmult = L.CommMult(pass);
@@ -119,7 +124,7 @@ MoePassSums AddMoeLayerPhases(const LayerTerms& L, const MoePhaseTimes& mp, cons
                        &mp.gemm, mult);
     mlp += records.Add(kUnpermute, true, pass, mp.permute_max * cmult + BackwardOnly(rx.unpermute, pass), &mp.permute, cmult);
     s.a2a_record[pass][1] = records.size;
-    const double comb = records.Add(kCombine, true, pass, mp.combine_max * cmult + BackwardOnly(rx.combine, pass), &mp.combine, cmult);
+    const double comb = records.Add(kCombine, true, pass, combine_us * cmult + BackwardOnly(rx.combine, pass), &mp.combine, cmult);
     const double shared = records.Add(
         kSharedExperts, true, pass,
         L.Compute(L.shared_us, L.sc.shared_experts, pass, mult) + L.kx.shared_experts[pass] + BackwardOnly(rx.shared_experts, pass));
@@ -131,7 +136,7 @@ MoePassSums AddMoeLayerPhases(const LayerTerms& L, const MoePhaseTimes& mp, cons
     s.parts.combine[pass] = comb;
     records.Add(kFsdpComm, true, pass, fsdp.MeanUs(0, pass));
     s.sum[pass] = sum;
-    s.a2a[pass] = dispatch_us[pass] + mp.combine_max * cmult + BackwardOnly(rx.dispatch, pass) + BackwardOnly(rx.combine, pass);
+    s.a2a[pass] = dispatch_us[pass] + combine_us * cmult + BackwardOnly(rx.dispatch, pass) + BackwardOnly(rx.combine, pass);
     s.rest[pass] = sum - s.a2a[pass];
   }
   return s;

@@ -124,6 +124,13 @@ LayerTerms LayerTermsOf(const ModelSpec& m, const ParallelDims& d, const Trainin
   // attention core's blocks, or the Ulysses all-to-alls of Q, K, V and the output.
   L.cp = CpExchangePerLayerUs(m, d, t, c, T, ab, L.heads_local, L.d_qk, L.d_v, L.core_flops / (peak * kn.flash.fixed_efficiency * flash_x));
   L.tp_collective = RingCollectiveUs(T * D * ab, in.tp_group.size, in.tp_group.spans_nodes, c, in.tp_group.members_per_domain);
+  // Megatron-Core's alltoall / flex dispatcher gathers the rows that reached a rank over the
+  // expert-TP group (token_dispatcher.py dispatch_postprocess, gather_from_sequence_parallel_region
+  // on expt_tp) and reduce-scatters them before the combine: the mean rows, balanced routing.
+  if (d.convention == Convention::kMegatron && d.etp > 1 && m.moe.num_experts > 0) {
+    L.etp_collective = RingCollectiveUs(static_cast<double>(w.mean_received_rows) * D * ab, in.etp_group.size, in.etp_group.spans_nodes, c,
+                                        in.etp_group.members_per_domain);
+  }
   if (d.tp > 1) {
     // The linears beside the sequence-parallel collectives (tp_overlap.h), forward: by shape under
     // --compute-model kernels, else at the dense efficiency.
@@ -220,8 +227,8 @@ RecomputeForwardUs RecomputeForwardOf(const LayerTerms& L, const MoePhaseTimes& 
   }
   rf.router = L.Compute(L.router_us, L.sc.router, 0, 1.0) + L.kx.router[0];
   rf.permute = rf.unpermute = mp.permute_max;
-  rf.dispatch = mp.dispatch_max;
-  rf.combine = mp.combine_max;
+  rf.dispatch = mp.dispatch_max + L.etp_collective;  // with megatron's expert-TP gather (etp > 1)
+  rf.combine = mp.combine_max + L.etp_collective;
   rf.grouped_gemm = mp.gemm_max + L.kx.grouped_gemm[0];
   rf.shared_experts = L.Compute(L.shared_us, L.sc.shared_experts, 0, 1.0) + L.kx.shared_experts[0];
   if (OpSac(t))

@@ -138,6 +138,9 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
   }
   // Groups of the slowest ranks.
   in.tp_group = CollectiveGroupOf(plan.meshes.dense.GroupOf(0, plan.meshes.dense.AxisIndex("tp")), c);
+  if (const int etp_axis = plan.meshes.sparse.AxisIndex("etp"); etp_axis >= 0) {
+    in.etp_group = CollectiveGroupOf(plan.meshes.sparse.GroupOf(0, etp_axis), c);
+  }
   const int ep_axis = plan.meshes.sparse.AxisIndex("ep");
   const auto ep_group = plan.meshes.sparse.GroupOf(0, ep_axis);
   AddFsdpInputs(plan, c, in);

@@ -128,6 +128,10 @@ struct LayerTerms {
   // The linears beside the sequence-parallel collectives (tp_overlap.h; tp > 1): the attention
   // block's, the dense MLP's and the shared experts' column- and row-parallel forward times.
   TpBlockGemmsUs tp_attention, tp_dense_mlp, tp_shared_experts;
+  // Megatron with etp > 1: one expert-TP all-gather (after the dispatch) or reduce-scatter (before
+  // the combine) of the T_r x top_k routed rows (accounting/comm.cc AddExpertTpGather), in the
+  // dispatch and combine phases.
+  double etp_collective = 0;
   double router_us = 0, shared_us = 0, dense_mlp_us = 0;  // forward times
   // The multipliers of a forward time in `pass` (0 forward, 1 backward): compute and communication.
   double ComputeMult(int pass) const { return pass == 0 ? 1.0 : bwd_compute; }

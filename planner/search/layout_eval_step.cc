@@ -52,6 +52,7 @@ bool LayoutEvaluator::FillStepInputs(const GroupStatics& g, const Workload& w, c
   in.kernel_memo = kernel_memo_.get();
   in.attention_params = im.attention_params;
   in.tp_group = strided(d.tp, 1);
+  in.etp_group = strided(d.etp, 1);  // the sparse mesh's innermost axis
   // FSDP's inputs, as simulate.cc AddFsdpInputs forms them: nothing without FSDP (the cost model reads
   // the groups' NVLink-domain span for the NICs FSDP's rings would share with the EP all-to-alls).
   if (*t.dp_sharding == DpSharding::kFsdp) {
