@@ -65,6 +65,18 @@ std::string GivenTwiceText(const CLI::App& app, const CLI::ParseError& error) {
 
 }  // namespace
 
+void RefuseRepeatedFlags(CLI::App& app) {
+  for (CLI::Option* opt : app.get_options()) {
+    const bool is_switch = opt->get_expected_max() == 0 && !opt->get_positional();
+    if (!is_switch || opt->get_name() == "--help" || opt->get_name() == "--version") continue;
+    bool negated = false;
+    for (const std::string& n : opt->get_fnames()) negated = negated || n.rfind("no-", 0) == 0 || n.rfind("--no-", 0) == 0;
+    if (negated) continue;
+    opt->multi_option_policy(CLI::MultiOptionPolicy::Throw);
+  }
+  for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) RefuseRepeatedFlags(*sub);
+}
+
 std::string ParseErrorText(const CLI::App& app, const CLI::ParseError& error) {
   if (std::string twice = GivenTwiceText(app, error); !twice.empty()) return twice;
   std::string text = error.what();

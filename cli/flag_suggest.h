@@ -23,4 +23,10 @@ std::string ParseErrorText(const CLI::App& app, const CLI::ParseError& error);
 // else is a usage error, exit 2 ("<program>: usage error: <ParseErrorText>" and a pointer to --help).
 int ReportParseError(const char* program, const CLI::App& app, const CLI::ParseError& error, std::ostream& err);
 
+// Makes every switch of `app` and its subcommands refuse a second occurrence as an option does
+// (CLI11 takes the last of a repeated flag by default): "--cuda-graphs is given 2 times ('true',
+// 'true'): give it once", exit 2. Switches with a negated name ("!--no-...") keep their own check.
+// Call after every flag is added, before parsing.
+void RefuseRepeatedFlags(CLI::App& app);
+
 }  // namespace dockyard::cli

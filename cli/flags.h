@@ -91,7 +91,8 @@ struct TrainingFlags {
   std::string clip_grad;
   bool no_check_for_nan_in_grad = false;
   bool no_overlap_p2p_comm = false;
-  bool tp_comm_overlap = false;  // Megatron --tp-comm-overlap (run_settings.h)
+  bool tp_comm_overlap = false;  // Megatron --tp-comm-overlap[=true|false] (run_settings.h)
+  bool tp_comm_overlap_given = false;  // given at all (RecordGivenFlags): then it overrides a spec's training block
   bool overlap_grad_reduce = false, overlap_param_gather = false, overlap_moe_ep_comm = false;
   bool moe_shared_expert_overlap = false;  // Megatron --moe-shared-expert-overlap
   bool overlap_moe_ep_comm_pinned = false;  // search: the flag given, on or off

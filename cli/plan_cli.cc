@@ -85,6 +85,7 @@ TrainingConfig PlanTraining(const CliOptions& o, Command command, PlanInputs& in
   // Megatron-only flags under torchtitan first: their own rules (a release, a fusion) are moot there.
   RejectMegatronOnlyOverrides(o.training.Parse(), IsTorchtitan(in.dims.convention));
   TrainingConfig training = ResolveTraining(o.training, in.model, in.dims.pp);
+  RejectMegatronOnlyRunSettings(training, IsTorchtitan(in.dims.convention));
   in.machine = cli::ResolveMachine(o.training, in.model);
   // check holds every rank to a budget: the flag's, else the spec's (the range is ValidateMachine's, exit 1).
   if (command == Command::kCheck && !(in.machine.gpu_memory_gib > 0)) {
@@ -251,6 +252,7 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   app.require_subcommand(0, 1);
 
   app.set_version_flag("--version", VersionText("dockyard-plan"), "print the version and the git commit this binary was built from");
+  cli::RefuseRepeatedFlags(app);
   // --from-megatron / --from-torchtitan FILE: its settings join the command line as the flags they are, before parsing.
   std::vector<std::string> args(argv, argv + argc);
   const int expanded = cli::RunReportingErrors("dockyard-plan", "out of memory reading a --from-* job config", err, [&] {

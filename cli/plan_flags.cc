@@ -164,6 +164,7 @@ void RecordGivenFlags(std::initializer_list<CLI::App*> apps, const CLI::App* sea
       return opt != nullptr && opt->count() > 0;
     };
     o.model_given = o.model_given || given("--model");
+    o.training.tp_comm_overlap_given = o.training.tp_comm_overlap_given || given("--tp-comm-overlap");
     if (a != search) o.routing_given = o.routing_given || given("--routing");
     if (a == search) o.search_routing_given = given("--routing");
     o.json_given = o.json_given || given("--json");

@@ -236,6 +236,7 @@ int RunRunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   cli::AddRunFlags(app, o);
 
   app.set_version_flag("--version", VersionText("dockyard-run"), "print the version and the git commit this binary was built from");
+  cli::RefuseRepeatedFlags(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

@@ -90,6 +90,7 @@ void ReadSearchTraining(const CliOptions& o, const ModelSpec& model, SearchOptio
   if (!training_flags.recompute_modules.empty() && training_flags.recompute.empty()) training_flags.recompute = "selective";
   RejectMegatronOnlyOverrides(training_flags.Parse(), IsTorchtitan(s->convention));  // before their own rules
   s->training = ResolveTraining(training_flags, model, 1);
+  RejectMegatronOnlyRunSettings(s->training, IsTorchtitan(s->convention));
   ApplyComputeFlags(o, &s->compute_model, &s->training.run);
   s->gpu_memory_gib = cli::ResolveMachine(training_flags, model).gpu_memory_gib;  // the node size is the cluster's
   // The bound first (RunSearch holds it too, naming the flag): a bad value is blamed on where it came from.

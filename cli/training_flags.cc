@@ -267,7 +267,7 @@ TrainingOverrides TrainingFlags::Parse() const {
   t.clip_grad = ParseNumber("--clip-grad", clip_grad);
   t.no_check_for_nan_in_grad = no_check_for_nan_in_grad;
   t.no_overlap_p2p_comm = no_overlap_p2p_comm;
-  t.tp_comm_overlap = tp_comm_overlap;
+  if (tp_comm_overlap_given) t.tp_comm_overlap = tp_comm_overlap;
   return t;
 }
 

@@ -174,3 +174,38 @@ TEST_CASE("The workspace status says 'unknown' in a tree without .git") {
   CHECK(r.code == 0);
   CHECK(r.out == "STABLE_DOCKYARD_GIT_COMMIT unknown\n");
 }
+
+TEST_CASE("A switch given twice is refused as an option is; --tp-comm-overlap from a spec, the flag over it") {
+  // CLI11 takes the last of a repeated flag by default; dockyard refuses it (README "Exit codes").
+  const std::string base = "cli/dockyard-plan simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 8 --tp 2";
+  Result r = Run(base + " --convention megatron --tp-comm-overlap --tp-comm-overlap=false");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--tp-comm-overlap is given 2 times ('true', 'false'): give it once") != std::string::npos);
+  r = Run(base + " --cuda-graphs --cuda-graphs");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--cuda-graphs is given 2 times") != std::string::npos);
+  // A model spec's training block turns it on; under torchtitan that is refused, naming the key.
+  const std::string spec = TmpDir() + "/tp-overlap-spec.json";
+  r = Run("cli/dockyard-plan spec --model testdata/hf/qwen3-30b-a3b.json --out " + TmpDir() + "/qwen3.spec.json");
+  REQUIRE(r.code == 0);
+  dockyard::Json j = dockyard::Json::parse(std::ifstream(TmpDir() + "/qwen3.spec.json"));
+  j["training"]["tp_comm_overlap"] = true;
+  std::ofstream(spec) << j.dump();
+  const std::string with_spec = "cli/dockyard-plan simulate --model " + spec + " --world-size 16 --ep 8 --tp 2";
+  r = Run(with_spec);
+  CHECK(r.code == 1);
+  CHECK(r.out.find("training.tp_comm_overlap: true is TransformerEngine's userbuffers overlap, a Megatron-LM setting") != std::string::npos);
+  // Under megatron it holds, and the flag overrides it either way (the Compute line says which).
+  r = Run(with_spec + " --convention megatron");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("TP communication overlapped where tp > 1") != std::string::npos);
+  r = Run(with_spec + " --convention megatron --tp-comm-overlap=false");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("TP communication overlapped") == std::string::npos);
+  // A value that is not a boolean is named with what it was.
+  j["training"]["tp_comm_overlap"] = nullptr;
+  std::ofstream(spec) << j.dump();
+  r = Run(with_spec + " --convention megatron");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("tp_comm_overlap: must be true or false, got null") != std::string::npos);
+}

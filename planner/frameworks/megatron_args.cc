@@ -240,6 +240,15 @@ std::string IgnoredReason(const std::string& key) {
       {"--fsdp-double-buffer", "Megatron-FSDP's double buffer"},
       {"--use-nccl-ub", "NCCL user buffers"},
       {"--moe-enable-deepep", "read as --moe-token-dispatcher-type flex --moe-flex-dispatcher-backend deepep"},
+      // --tp-comm-overlap is priced with TransformerEngine's initialize_ub defaults (docs/cost-model.md 3.2).
+      {"--tp-comm-overlap-cfg", "a userbuffers configuration of its own: --tp-comm-overlap is priced with TransformerEngine's defaults"},
+      {"--disable-tp-comm-bulk-dgrad", "a userbuffers overlap turned off: --tp-comm-overlap is priced with all of TransformerEngine's"},
+      {"--disable-tp-comm-bulk-wgrad", "a userbuffers overlap turned off: --tp-comm-overlap is priced with all of TransformerEngine's"},
+      {"--disable-tp-comm-overlap-ag", "a userbuffers overlap turned off: --tp-comm-overlap is priced with all of TransformerEngine's"},
+      {"--disable-tp-comm-overlap-rs", "a userbuffers overlap turned off: --tp-comm-overlap is priced with all of TransformerEngine's"},
+      {"--disable-tp-comm-split-ag", "a userbuffers variant: --tp-comm-overlap is priced with TransformerEngine's defaults"},
+      {"--disable-tp-comm-split-rs", "a userbuffers variant: --tp-comm-overlap is priced with TransformerEngine's defaults"},
+      {"--tp-comm-overlap-rs-dgrad", "a userbuffers variant: --tp-comm-overlap is priced with TransformerEngine's defaults"},
   };
   const auto it = reasons.find(key);
   return it == reasons.end() ? "" : it->second;
@@ -669,8 +678,10 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
   };
   refuse_if(c.Find("--multi-latent-attention") && c.Find("--group-query-attention"), "--group-query-attention",
             "--group-query-attention with --multi-latent-attention: Megatron-LM asserts they are mutually exclusive (arguments.py)");
-  refuse_if(c.Find("--tp-comm-overlap") && (tp == 1 || !c.Find("--sequence-parallel")), "--tp-comm-overlap",
+  refuse_if(c.Find("--tp-comm-overlap") && tp == 1, "--tp-comm-overlap",
             "--tp-comm-overlap needs --sequence-parallel, which Megatron-LM turns off at tp 1 (arguments.py asserts it)");
+  refuse_if(c.Find("--tp-comm-overlap") && tp > 1 && !c.Find("--sequence-parallel"), "--tp-comm-overlap",
+            fmt::format("--tp-comm-overlap needs --sequence-parallel, which the file does not set at tp {} (arguments.py asserts it)", tp));
   refuse_if(c.Find("--enable-cuda-graph") && c.Find("--cuda-graph-impl"), "--enable-cuda-graph",
             "--enable-cuda-graph with --cuda-graph-impl: Megatron-LM asserts one (arguments.py)");
   if (const ConfigArg* a = c.Find("--cuda-graph-impl")) ChoiceValue(c, *a, {"none", "local", "transformer_engine", "full_iteration"});

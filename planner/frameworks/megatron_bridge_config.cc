@@ -118,6 +118,10 @@ const std::vector<Mapping>& Mappings() {
       {"model.recompute_modules", "--recompute-modules", Kind::kList},
       {"model.cp_comm_type", "--cp-comm-type", Kind::kList},
       {"model.tp_comm_overlap", "--tp-comm-overlap", Kind::kSwitch},
+      {"model.tp_comm_bulk_dgrad", "--disable-tp-comm-bulk-dgrad", Kind::kNegSwitch},
+      {"model.tp_comm_bulk_wgrad", "--disable-tp-comm-bulk-wgrad", Kind::kNegSwitch},
+      {"model.tp_comm_overlap_cfg", "--tp-comm-overlap-cfg", Kind::kValue},
+      {"comm_overlap.tp_comm_overlap_cfg", "--tp-comm-overlap-cfg", Kind::kValue},
       {"model.overlap_moe_expert_parallel_comm", "--overlap-moe-expert-parallel-comm", Kind::kSwitch},
       {"model.cuda_graph_impl", "--cuda-graph-impl", Kind::kValue},
       {"model.bf16", "--bf16", Kind::kSwitch},
@@ -163,6 +167,7 @@ struct Entry {
   std::string text;
   std::vector<std::string> items;
   bool list = false, null = false, map = false;
+  bool quoted = false;  // a quoted scalar ('yes', "true"): a string to PyYAML, never a boolean
   int line = 0;
 };
 
@@ -186,6 +191,7 @@ Entry EntryOf(const YAML::Node& v, int line) {
     e.null = true;
   } else if (v.IsScalar()) {
     e.text = v.Scalar();
+    e.quoted = v.Tag() == "!";  // yaml-cpp tags a quoted scalar "!", a plain one "?"
     if (e.text == "null" || e.text == "~") e.null = true;
   } else if (v.IsSequence()) {
     e.list = true;
@@ -338,6 +344,8 @@ bool IsTrue(const Doc& d, const std::string& key, const Entry& e) {
   // YAML 1.1's booleans, as PyYAML (which Bridge reads with) takes them.
   static const std::set<std::string> yes = {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"},
                                       no = {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"};
+  if (e.quoted) Fail(d, e.line, fmt::format("{} \"{}\": must be true or false, not a quoted string", key, e.text));
+  if (e.list || e.map) Fail(d, e.line, fmt::format("{}: must be true or false, got a {}", key, e.list ? "list" : "mapping"));
   if (yes.count(e.text)) return true;
   if (no.count(e.text) || e.null) return false;
   Fail(d, e.line, fmt::format("{} {}: must be true or false", key, ShownWord(e.text)));
@@ -428,7 +436,21 @@ FrameworkConfig ImportMegatronBridgeConfig(const std::string& text, const std::s
     if (key == "model.moe_flex_dispatcher_backend" && !flex) continue;
     if (key == "model.recompute_modules" && !selective) continue;
     if ((key == "model.fp8_recipe" || key == "mixed_precision.fp8_recipe") && !fp8_on) continue;
-    if ((key == "model.tp_comm_overlap" || key == "comm_overlap.tp_comm_overlap") && tp <= 1) continue;
+    // CommOverlapConfig also turns it off without sequence parallelism ("Disabling tensor parallel
+    // communication overlap due to sequence_parallel=False"), and writes the outcome to the model
+    // config: in a run_config dump model.tp_comm_overlap is what ran, comm_overlap's what was asked.
+    if (key == "model.tp_comm_overlap" || key == "comm_overlap.tp_comm_overlap") {
+      IsTrue(d, key, *e);  // a bad value is refused even where the overlap is off
+      const Entry* sp = get("model.sequence_parallel");
+      if (tp <= 1 || sp == nullptr || !IsTrue(d, "model.sequence_parallel", *sp)) {
+        used.insert(key);
+        continue;
+      }
+      if (key == "comm_overlap.tp_comm_overlap" && get("model.tp_comm_overlap") != nullptr) {
+        used.insert(key);
+        continue;
+      }
+    }
     if ((key == "optimizer.exp_avg_dtype" || key == "optimizer.exp_avg_sq_dtype") && !precision_aware) continue;
     if (key == "ddp.data_parallel_sharding_strategy" && !megatron_fsdp) continue;
     if (key == "ddp.num_distributed_optimizer_instances" && e->text == "1") continue;  // the default
@@ -624,10 +646,18 @@ std::string EmitMegatronBridgeConfig(const Plan& plan, int64_t global_batch_size
     throw Error(msg.rfind("--emit megatron:", 0) == 0 ? "--emit megatron-bridge:" + msg.substr(16) : msg);
   }
   const std::vector<ConfigArg> args = ReadMegatronArgs(megatron, "(written)");
-  // Megatron-LM argument -> the Bridge key that sets it (the first in Mappings()).
+  // Megatron-LM argument -> the Bridge key that sets it (the first in Mappings()), except the
+  // overlaps CommOverlapConfig owns: its setup() writes its own values over the model config's
+  // (comm_overlap.py _apply_cfgs; a recipe's CommOverlapConfig(tp_comm_overlap=False) would undo a
+  // model.tp_comm_overlap), so they are written to the comm_overlap section.
   std::map<std::string, const Mapping*> of;
   for (const Mapping& m : Mappings()) {
-    if (std::string(m.bridge).rfind("mixed_precision.", 0) == 0 || std::string(m.bridge).rfind("comm_overlap.", 0) == 0) continue;
+    const std::string bridge = m.bridge;
+    if (bridge.rfind("mixed_precision.", 0) == 0) continue;
+    if (bridge.rfind("comm_overlap.", 0) == 0) {
+      of[m.megatron] = &m;
+      continue;
+    }
     of.emplace(m.megatron, &m);
   }
   std::map<std::string, std::map<std::string, std::string>> sections;  // section -> key -> YAML value

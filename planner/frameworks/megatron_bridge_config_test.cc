@@ -116,12 +116,25 @@ TEST_CASE("bad input: the Bridge key, its line and the rule") {
         "b.yaml:2: model.num_experts: not a key of Megatron-Bridge's ConfigContainer at 067f987df: Megatron-LM's --num-experts is Bridge's "
         "model.num_moe_experts");
   CHECK(ErrorOf("ddp:\n  use_distributed_optimizer: Yes\n") == "<no error>");  // YAML 1.1's boolean, as PyYAML reads it
-  // A Megatron-LM refusal, named by the Bridge key that set the argument and its line:
-  // TP communication overlap needs sequence parallelism.
-  const std::string tp_overlap = ErrorOf("model:\n  tensor_model_parallel_size: 2\n  tp_comm_overlap: true\n");
-  CHECK(tp_overlap.rfind("b.yaml:3: ", 0) == 0);
-  CHECK(tp_overlap.find("--tp-comm-overlap needs --sequence-parallel") != std::string::npos);
-  CHECK(tp_overlap.find("(Megatron-LM's --tp-comm-overlap, which model.tp_comm_overlap sets)") != std::string::npos);
+  // Quoted, a YAML boolean is a string to PyYAML: refused, with the value; a list likewise.
+  CHECK(ErrorOf("comm_overlap:\n  tp_comm_overlap: \"yes\"\n") ==
+        "b.yaml:2: comm_overlap.tp_comm_overlap \"yes\": must be true or false, not a quoted string");
+  CHECK(ErrorOf("ddp:\n  use_distributed_optimizer: [true]\n") == "b.yaml:2: ddp.use_distributed_optimizer: must be true or false, got a list");
+}
+
+TEST_CASE("TP communication overlap as Bridge's CommOverlapConfig applies it") {
+  auto overlap = [](const std::string& yaml) { return FlagValue(ImportMegatronBridgeConfig(yaml, "b.yaml", Qwen()), "--tp-comm-overlap"); };
+  // On with tp > 1 and sequence parallelism.
+  CHECK(overlap("model:\n  tensor_model_parallel_size: 2\n  sequence_parallel: true\ncomm_overlap:\n  tp_comm_overlap: true\n") == "");
+  // Off without sequence parallelism or at tp 1 ("Disabling tensor parallel communication overlap
+  // due to sequence_parallel=False" / "TP size < 2", comm_overlap.py), not refused.
+  CHECK(overlap("model:\n  tensor_model_parallel_size: 2\n  tp_comm_overlap: true\n") == "<absent>");
+  CHECK(overlap("model:\n  tensor_model_parallel_size: 2\n  sequence_parallel: false\ncomm_overlap:\n  tp_comm_overlap: true\n") ==
+        "<absent>");
+  CHECK(overlap("model:\n  tensor_model_parallel_size: 1\ncomm_overlap:\n  tp_comm_overlap: true\n") == "<absent>");
+  // A run_config dump: model.tp_comm_overlap is what setup() applied, comm_overlap's what was asked.
+  CHECK(overlap("model:\n  tensor_model_parallel_size: 2\n  sequence_parallel: true\n  tp_comm_overlap: false\n"
+                "comm_overlap:\n  tp_comm_overlap: true\n") == "<absent>");
 }
 
 TEST_CASE("a run_config.yaml dump plans alone: _target_ keys, dtypes as mappings, a builder-backed model") {

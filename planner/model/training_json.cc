@@ -76,7 +76,7 @@ namespace {
 // An optional true / false key of the training block: `*out` keeps its value when absent.
 void ReadBool(const JsonView& v, const char* key, bool* out) {
   if (!v.value().contains(key)) return;  // null is not a setting: refused below
-  if (!v.value().at(key).is_boolean()) v.Fail(key, "must be true or false");
+  if (!v.value().at(key).is_boolean()) v.Fail(key, fmt::format("must be true or false, got {}", JsonValueText(v.value().at(key))));
   *out = v.value().at(key).get<bool>();
 }
 

@@ -70,7 +70,7 @@ TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const Training
   }
   if (o.no_check_for_nan_in_grad) t.run.check_for_nan_in_grad = false;
   if (o.no_overlap_p2p_comm) t.run.overlap_p2p_comm = false;
-  if (o.tp_comm_overlap) t.run.tp_comm_overlap = true;
+  if (o.tp_comm_overlap) t.run.tp_comm_overlap = *o.tp_comm_overlap;
   ValidateCrossEntropyFusionImpl(t.run, "--cross-entropy-fusion-impl", "--cross-entropy", "--megatron-core-version");
   NormalizeMxfp8Precision(&t, "--", o.fp8_recipe.has_value());
   ValidateTraining(t, "--");
@@ -84,6 +84,14 @@ Machine ApplyMachineOverrides(const Machine& base, const TrainingOverrides& o) {
   if (o.gpus_per_node) m.gpus_per_node = *o.gpus_per_node;
   ValidateMachine(m, "--");
   return m;
+}
+
+void RejectMegatronOnlyRunSettings(const TrainingConfig& t, bool torchtitan) {
+  if (torchtitan && t.run.tp_comm_overlap) {
+    throw Error(
+        "training.tp_comm_overlap: true is TransformerEngine's userbuffers overlap, a Megatron-LM setting (--tp-comm-overlap); "
+        "torchtitan's tensor parallelism is DTensor's, priced exposed: set it false or drop it, or use --convention megatron");
+  }
 }
 
 void RejectMegatronOnlyOverrides(const TrainingOverrides& o, bool torchtitan) {
@@ -128,7 +136,7 @@ void RejectMegatronOnlyOverrides(const TrainingOverrides& o, bool torchtitan) {
         "the combine all-to-all (torchtitan/models/common/moe.py MoE.forward), so there is nothing to turn on: drop the flag, or use "
         "--convention megatron");
   }
-  if (o.tp_comm_overlap) {
+  if (o.tp_comm_overlap.value_or(false)) {
     throw Error(
         "--tp-comm-overlap: TransformerEngine's userbuffers overlap, a Megatron-LM switch; torchtitan's tensor parallelism is "
         "DTensor's, priced exposed (its experimental async TP is not modelled): drop the flag, or use --convention megatron");

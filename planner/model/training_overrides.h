@@ -51,7 +51,7 @@ struct TrainingOverrides {
   std::optional<double> clip_grad;                       // --clip-grad (run_settings.h)
   bool no_check_for_nan_in_grad = false;                 // --no-check-for-nan-in-loss-and-grad (run_settings.h)
   bool no_overlap_p2p_comm = false;                      // --no-overlap-p2p-communication (run_settings.h)
-  bool tp_comm_overlap = false;                          // --tp-comm-overlap (run_settings.h)
+  std::optional<bool> tp_comm_overlap;                   // --tp-comm-overlap[=false] (run_settings.h); unset: the spec's
   std::optional<std::string> pp_layer_split;     // --pp-layer-split "7,6" or "7+6" (ParseLayerSplit)
 };
 
@@ -82,5 +82,9 @@ TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const Training
 Machine ApplyMachineOverrides(const Machine& base, const TrainingOverrides& o);
 
 void RejectMegatronOnlyOverrides(const TrainingOverrides& o, bool torchtitan);
+
+// The same rule for the resolved training (a model spec's training block with the flags over it):
+// tp_comm_overlap true under torchtitan. Throws dockyard::Error naming training.tp_comm_overlap.
+void RejectMegatronOnlyRunSettings(const TrainingConfig& training, bool torchtitan);
 
 }  // namespace dockyard
