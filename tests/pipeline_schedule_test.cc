@@ -2,6 +2,8 @@
 // time and memory of a plan, by hand.
 #include "planner/model/pipeline_schedule.h"
 
+#include <algorithm>
+
 #include <doctest/doctest.h>
 
 #include "planner/accounting/comm.h"
@@ -561,4 +563,38 @@ TEST_CASE("--tp-comm-overlap (issue 33 item 3): TransformerEngine's userbuffers 
   // At tp 1 the flag is a no-op (Megatron turns sequence parallelism off; TpCommOverlapped).
   CHECK_FALSE(dockyard::TpCommOverlapped(t.run, 1));
   CHECK(dockyard::TpCommOverlapped(t.run, 2));
+}
+
+TEST_CASE("Megatron's expert-TP gather (etp > 1) rides with the dispatch and combine of one layer and micro-batch") {
+  // TinyMixtral (hidden 64, top-2), megatron, world 4 = tp 2 x dp 2, expert mesh ep 2 x etp 2, seq
+  // 256. The dispatcher gathers the rows that reached a rank over the expert-TP group: T_r x top_k =
+  // (256 / tp x etp) x 2 = 512 rows x 64 x 2 B = 65,536 B, a ring of 2 inside an H100 node:
+  // 1 x (3 + 65,536 / 2 / 370e3) = 3.0886 us, on top of the all-to-all (the per-rank figures, which
+  // are the all-to-all's alone), in the dispatch and the combine, forward and backward.
+  TrainingConfig t;
+  t.dp_sharding = DpSharding::kZero1;
+  t.seq_len = 256;
+  t.num_microbatches = 1;
+  dockyard::ParallelDimsOptions d = Dims(4, 1);
+  d.tp = 2;
+  d.ep = 2;
+  d.etp = 2;
+  d.convention = dockyard::Convention::kMegatron;
+  const auto plan = BuildPlan(dockyard::testing::TinyMixtral(), d, t);
+  const auto cost = dockyard::SimulateStep(plan, dockyard::ClusterPreset("h100-sxm"), dockyard::SampleRoutingForPlan(plan, {}, 2));
+  const double gather = 3.0 + 65536.0 / 2 / 370e3;
+  for (const char* phase : {"dispatch", "combine"}) {
+    for (const char* dir : {"forward", "backward"}) {
+      CAPTURE(phase);
+      CAPTURE(dir);
+      const dockyard::PhaseCost* p = nullptr;
+      for (const auto& x : cost.phases) {
+        if (x.name == phase && x.layer_kind == "moe" && x.direction == dir) p = &x;
+      }
+      REQUIRE(p != nullptr);
+      REQUIRE(!p->per_ep_rank_us.empty());
+      const double a2a = *std::max_element(p->per_ep_rank_us.begin(), p->per_ep_rank_us.end());
+      CHECK(p->time_us - a2a == Approx(gather));
+    }
+  }
 }
