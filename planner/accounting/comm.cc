@@ -141,7 +141,8 @@ int64_t ParamAllGatherBytes(int64_t elems, int64_t fp8_elems, int64_t param_byte
 }
 
 StepCollectiveList StepCollectives(const ParallelDims& d, DpSharding dp_sharding, const TrainingBytes& tb, int64_t dense_elems,
-                                   int64_t sparse_elems, int64_t shared_embedding_elems, const Fp8ParamGather& fp8) {
+                                   int64_t sparse_elems, int64_t shared_embedding_elems, const Fp8ParamGather& fp8,
+                                   int64_t expert_bias_elems) {
   using A = MeshAxis;
   const bool megatron = d.convention == Convention::kMegatron;
   const int64_t param_b = tb.param, grad_b = tb.grad;
@@ -197,7 +198,20 @@ StepCollectiveList StepCollectives(const ParallelDims& d, DpSharding dp_sharding
     out.items[out.size - 1].group_size = 2;
     out.items[out.size - 1].embedding_group = true;
   }
+  if (expert_bias_elems > 0 && megatron) {
+    // The TP x DP x CP group of rank 0: the dense mesh's innermost axes (pp outermost).
+    add("router_expert_bias_all_reduce", "all_reduce", false, {A::kDp, A::kCp, A::kTp}, 1, mul(expert_bias_elems, 4));
+  } else if (expert_bias_elems > 0) {
+    if (d.ep > 1 && d.tp > 1) add("router_expert_bias_all_reduce", "all_reduce", false, {A::kTp}, 1, mul(expert_bias_elems, 4));
+    add("router_expert_bias_all_reduce", "all_reduce", false, {A::kDpReplicate, A::kDpShard, A::kCp}, d.tp, mul(expert_bias_elems, 4));
+  }
   return out;
+}
+
+int64_t RouterExpertBiasElems(const ModelSpec& m, const ParallelDims& d, int64_t moe_layers_on_stage) {
+  (void)d;  // both conventions update the bias (StepCollectives names each one's groups)
+  if (!m.moe.score_correction_bias) return 0;
+  return CheckedMul(moe_layers_on_stage, m.moe.num_experts, "router expert-bias elements");
 }
 
 bool EmbeddingGroupAllReduces(const ParallelDims& d, bool tie_word_embeddings, int64_t mtp_layers) {
@@ -307,8 +321,12 @@ void AddStepCollectives(const CommStep& s, const DpUnits& u, CommReport& out, Bu
   const auto& d = s.plan.dims;
   const auto& t = s.plan.training;
   const int64_t rank = s.rank;
-  const StepCollectiveList step =
-      StepCollectives(d, *t.dp_sharding, TrainingBytesOf(t), u.dense_elems, u.sparse_elems, SharedEmbeddingElems(s), u.fp8);
+  int64_t stage_moe_layers = 0;
+  for (int64_t l = 0; l < s.plan.model.num_hidden_layers; ++l) {
+    if (s.plan.layer_stage[l] == s.stage && s.plan.model.moe_layers[l]) ++stage_moe_layers;
+  }
+  const StepCollectiveList step = StepCollectives(d, *t.dp_sharding, TrainingBytesOf(t), u.dense_elems, u.sparse_elems, SharedEmbeddingElems(s),
+                                                  u.fp8, RouterExpertBiasElems(s.plan.model, d, stage_moe_layers));
   for (int i = 0; i < step.size; ++i) {
     const StepCollective& c = step.items[i];
     std::vector<std::string> axes;

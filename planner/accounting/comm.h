@@ -88,6 +88,13 @@ double AllGatherDispatchBytes(int64_t ep, double tokens, double hidden, double a
 // {r, r + (pp - 1) * stage_size}: "embedding_all_reduce_grads", `shared_embedding_elems` (the
 // rank's model-parallel word-embedding elements; 0 on other stages and when the group does not
 // all-reduce) x grad bytes (the main-gradient dtype, TrainingConfig::grad_dtype).
+// The router expert bias (DeepSeek-V3's aux-loss-free balancing): the stage's MoE layers' token
+// counts per expert (fp32), stacked and all-reduced once per step, "router_expert_bias_all_reduce",
+// `expert_bias_elems` (RouterExpertBiasElems) x 4 B. Megatron (--moe-router-enable-expert-bias,
+// finalize_model_grads.py _update_router_expert_bias, moe_utils.py get_updated_expert_bias): over
+// the TP x DP x CP group. torchtitan (components/optimizer optimizer.py _update_expert_bias, an
+// optimizer pre-step hook): over the loss mesh (dp_replicate x dp_shard x cp), and first over tp
+// when EP is on with tp > 1.
 struct StepCollective {
   const char* purpose = "";
   const char* collective = "";  // as CommEntry::collective
@@ -100,7 +107,7 @@ struct StepCollective {
   bool embedding_group = false;  // the first and last pp stage only (axes: pp; group_size 2)
 };
 struct StepCollectiveList {
-  StepCollective items[6];
+  StepCollective items[7];
   int size = 0;
 };
 // --fp8-param-gather under zero1 (precision.h; Megatron's uint8 parameter buffer): the part of
@@ -112,7 +119,15 @@ struct Fp8ParamGather {
   double bytes_per_element = 0;
 };
 StepCollectiveList StepCollectives(const ParallelDims& dims, DpSharding dp_sharding, const TrainingBytes& bytes, int64_t dense_elems,
-                                   int64_t sparse_elems, int64_t shared_embedding_elems = 0, const Fp8ParamGather& fp8 = {});
+                                   int64_t sparse_elems, int64_t shared_embedding_elems = 0, const Fp8ParamGather& fp8 = {},
+                                   int64_t expert_bias_elems = 0);
+
+// The token counts the expert-bias update all-reduces on a stage of `moe_layers_on_stage` MoE
+// layers: moe_layers_on_stage x num_experts for a router with a score-correction bias (ModelSpec
+// moe.score_correction_bias: DeepSeek-V3's e_score_correction_bias; Megatron
+// --moe-router-enable-expert-bias, torchtitan's load_balance_coeff), else 0. The one rule
+// ComputeComm and the layout search read.
+int64_t RouterExpertBiasElems(const ModelSpec& model, const ParallelDims& dims, int64_t moe_layers_on_stage);
 
 // Whether Megatron's embedding group all-reduces the word-embedding gradient every step: the
 // megatron convention, pp > 1 (a group of the first and the last stage) and a second copy of the

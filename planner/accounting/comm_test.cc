@@ -308,3 +308,41 @@ TEST_CASE("allgather dispatcher: all-gather of the EP group's tokens, reduce-sca
     CHECK(e.purpose.rfind("ep_", 0) != 0);
   }
 }
+
+TEST_CASE("Megatron's router expert-bias update all-reduces the stage's token counts once per step over TP x DP x CP") {
+  // finalize_model_grads.py _update_router_expert_bias: the stacked local_tokens_per_expert (fp32)
+  // of the stage's MoE layers, one all-reduce over the tensor-and-data-parallel group with CP.
+  // TinyMixtral with a score-correction bias (DeepSeek-V3's e_score_correction_bias): 2 MoE layers
+  // x 8 experts x 4 B = 64 B, world 4 = dp 2 x tp 2: a group of 4.
+  auto m = dockyard::testing::TinyMixtral();
+  m.moe.score_correction_bias = true;
+  TrainingConfig t;
+  t.dp_sharding = DpSharding::kZero1;
+  ParallelDimsOptions d = Dims(4, 2, 2);
+  d.convention = dockyard::Convention::kMegatron;
+  auto r = dockyard::ComputeComm(BuildPlan(m, d, t), 0);
+  const CommEntry* e = Find(r, "router_expert_bias_all_reduce", "step");
+  REQUIRE(e != nullptr);
+  CHECK(e->collective == "all_reduce");
+  CHECK(e->group_size == 4);
+  CHECK(e->bytes_per_call == 2 * 8 * 4);
+  CHECK(e->calls == 1);
+  // torchtitan's optimizer hook: over tp first (EP on, tp 2), then over the loss mesh (dp_shard 2).
+  d.convention = dockyard::Convention::kTorchtitan;
+  TrainingConfig fsdp;
+  fsdp.dp_sharding = DpSharding::kFsdp;
+  auto tt = dockyard::ComputeComm(BuildPlan(m, d, fsdp), 0);
+  int found = 0;
+  for (const CommEntry& x : tt.entries) {
+    if (x.purpose != "router_expert_bias_all_reduce") continue;
+    ++found;
+    CHECK(x.group_size == 2);
+    CHECK(x.bytes_per_call == 64);
+    CHECK((x.axis == "tp" || x.axis == "dp_replicate*dp_shard*cp"));
+  }
+  CHECK(found == 2);
+  // Without the bias, none.
+  m.moe.score_correction_bias = false;
+  CHECK_FALSE(Has(dockyard::ComputeComm(BuildPlan(m, d, fsdp), 0), "router_expert_bias_all_reduce"));
+  CHECK(dockyard::RouterExpertBiasElems(m, dockyard::ParallelDims{}, 3) == 0);
+}

@@ -216,6 +216,7 @@ struct LayoutEvaluator::GroupStatics {
   // fp8_sparse0 their FP8 GEMM weights; `tied` the embedding's when the embedding group all-reduces
   // it (comm.h EmbeddingGroupAllReduces: tied embeddings or MTP, megatron, pp > 1).
   Wide static_worst = 0, grads0 = 0, optimizer_elems0 = 0, dense0 = 0, sparse0 = 0, fp8_dense0 = 0, fp8_sparse0 = 0, tied = 0;
+  int64_t expert_bias0 = 0;  // comm.h RouterExpertBiasElems of rank 0's stage
   double dp_step_comm_us = 0, dp_step_param_gather_us = 0;  // rank 0's step-end data-parallel collectives
 
   bool SameKey(DpSharding s, const TrainingBytes& b, const layout_eval_detail::GroupPrecision& p, const layout_eval_detail::Split* sp) const {
