@@ -490,19 +490,33 @@ TEST_CASE("--moe-shared-expert-overlap follows Megatron-Core's rules; torchtitan
   CHECK_NOTHROW(ValidateSharedExpertOverlap(t, true, true));
 }
 
+namespace {
+
+// The TP tests' run: zero1, seq 256, one micro-batch; megatron at tp 2 over `world` GPUs (pp 1).
+TrainingConfig TpTestTraining() {
+  TrainingConfig t;
+  t.dp_sharding = DpSharding::kZero1;
+  t.seq_len = 256;
+  t.num_microbatches = 1;
+  return t;
+}
+dockyard::ParallelDimsOptions TpTestDims(int64_t world) {
+  dockyard::ParallelDimsOptions d = Dims(world, 1);
+  d.tp = 2;
+  d.convention = dockyard::Convention::kMegatron;
+  return d;
+}
+
+}  // namespace
+
 TEST_CASE("TP exposure (issue 33 item 3): the sequence-parallel all-gathers and reduce-scatters, exposed as the framework runs them") {
   // TinyMixtral (hidden 64, 4 heads and 2 KV heads of 16), tp 2 inside an H100 node, seq 256: each
   // collective moves T x D x 2 B = 256 x 64 x 2 = 32,768 B, a ring of 2 at 370 GB/s and 3 us per
   // step: c = 1 x (3 + 32,768 / 2 / 370e3) = 3.0443 us. Under --compute-model gemm the attention's
   // column-parallel qkv linear is 2 x 256 x ((4 + 2 x 2) x 16 / 2) x 64 = 2,097,152 FLOP at 989 TFLOP/s
   // x 0.70 = 0.003029 us.
-  TrainingConfig t;
-  t.dp_sharding = DpSharding::kZero1;
-  t.seq_len = 256;
-  t.num_microbatches = 1;
-  dockyard::ParallelDimsOptions d = Dims(2, 1);
-  d.tp = 2;
-  d.convention = dockyard::Convention::kMegatron;
+  TrainingConfig t = TpTestTraining();
+  dockyard::ParallelDimsOptions d = TpTestDims(2);
   const auto h100 = dockyard::ClusterPreset("h100-sxm");
   auto simulate = [&](const dockyard::Plan& plan) {
     return dockyard::SimulateStep(plan, h100, dockyard::SampleRoutingForPlan(plan, {}, 2), dockyard::ComputeModel::kGemm);
@@ -540,14 +554,9 @@ TEST_CASE("--tp-comm-overlap (issue 33 item 3): TransformerEngine's userbuffers 
   // Forward: ring(qkv) = 1 x max(0, c - qkv / 2); pipe(proj) = c/4 + 3 max(0, c/4 - proj'/4) + (proj' - proj).
   // Backward: ring(proj) + 2 bulk(qkv), bulk(g) = max(0, c - g') + (g' - g). The step's tp_comm is
   // hidden only as far as the tiny GEMMs go: nearly all of it stays exposed.
-  TrainingConfig t;
-  t.dp_sharding = DpSharding::kZero1;
-  t.seq_len = 256;
-  t.num_microbatches = 1;
+  TrainingConfig t = TpTestTraining();
   t.run.tp_comm_overlap = true;
-  dockyard::ParallelDimsOptions d = Dims(2, 1);
-  d.tp = 2;
-  d.convention = dockyard::Convention::kMegatron;
+  const dockyard::ParallelDimsOptions d = TpTestDims(2);
   const auto plan = BuildPlan(dockyard::testing::TinyMixtral(), d, t);
   const auto cost = dockyard::SimulateStep(plan, dockyard::ClusterPreset("h100-sxm"), dockyard::SampleRoutingForPlan(plan, {}, 2),
                                            dockyard::ComputeModel::kGemm);
@@ -571,15 +580,10 @@ TEST_CASE("Megatron's expert-TP gather (etp > 1) rides with the dispatch and com
   // (256 / tp x etp) x 2 = 512 rows x 64 x 2 B = 65,536 B, a ring of 2 inside an H100 node:
   // 1 x (3 + 65,536 / 2 / 370e3) = 3.0886 us, on top of the all-to-all (the per-rank figures, which
   // are the all-to-all's alone), in the dispatch and the combine, forward and backward.
-  TrainingConfig t;
-  t.dp_sharding = DpSharding::kZero1;
-  t.seq_len = 256;
-  t.num_microbatches = 1;
-  dockyard::ParallelDimsOptions d = Dims(4, 1);
-  d.tp = 2;
+  const TrainingConfig t = TpTestTraining();
+  dockyard::ParallelDimsOptions d = TpTestDims(4);
   d.ep = 2;
   d.etp = 2;
-  d.convention = dockyard::Convention::kMegatron;
   const auto plan = BuildPlan(dockyard::testing::TinyMixtral(), d, t);
   const auto cost = dockyard::SimulateStep(plan, dockyard::ClusterPreset("h100-sxm"), dockyard::SampleRoutingForPlan(plan, {}, 2));
   const double gather = 3.0 + 65536.0 / 2 / 370e3;
