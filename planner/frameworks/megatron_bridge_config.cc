@@ -436,17 +436,20 @@ FrameworkConfig ImportMegatronBridgeConfig(const std::string& text, const std::s
     if (key == "model.moe_flex_dispatcher_backend" && !flex) continue;
     if (key == "model.recompute_modules" && !selective) continue;
     if ((key == "model.fp8_recipe" || key == "mixed_precision.fp8_recipe") && !fp8_on) continue;
-    // CommOverlapConfig also turns it off without sequence parallelism ("Disabling tensor parallel
-    // communication overlap due to sequence_parallel=False"), and writes the outcome to the model
-    // config: in a run_config dump model.tp_comm_overlap is what ran, comm_overlap's what was asked.
+    // CommOverlapConfig (comm_overlap.py) turns the overlap off at tp < 2 and without sequence
+    // parallelism ("Disabling tensor parallel communication overlap due to sequence_parallel=False")
+    // and its setup() writes its own value over the model config's. So in an overrides YAML
+    // comm_overlap.tp_comm_overlap, where given, decides; in a run_config dump, written after
+    // setup, model.tp_comm_overlap is what ran. A model.tp_comm_overlap with no comm_overlap value
+    // reaches Megatron-Core as given (Megatron-LM's rule refuses it without sequence parallelism).
     if (key == "model.tp_comm_overlap" || key == "comm_overlap.tp_comm_overlap") {
       IsTrue(d, key, *e);  // a bad value is refused even where the overlap is off
       const Entry* sp = get("model.sequence_parallel");
-      if (tp <= 1 || sp == nullptr || !IsTrue(d, "model.sequence_parallel", *sp)) {
-        used.insert(key);
-        continue;
-      }
-      if (key == "comm_overlap.tp_comm_overlap" && get("model.tp_comm_overlap") != nullptr) {
+      const Entry* comm = get("comm_overlap.tp_comm_overlap");
+      const bool comm_given = comm != nullptr && !comm->null;
+      const bool decides = key == "comm_overlap.tp_comm_overlap" ? !dump || get("model.tp_comm_overlap") == nullptr : dump || !comm_given;
+      const bool switched_off = key == "comm_overlap.tp_comm_overlap" && (sp == nullptr || !IsTrue(d, "model.sequence_parallel", *sp));
+      if (tp <= 1 || !decides || switched_off) {
         used.insert(key);
         continue;
       }

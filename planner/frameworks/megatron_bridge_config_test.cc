@@ -126,15 +126,22 @@ TEST_CASE("TP communication overlap as Bridge's CommOverlapConfig applies it") {
   auto overlap = [](const std::string& yaml) { return FlagValue(ImportMegatronBridgeConfig(yaml, "b.yaml", Qwen()), "--tp-comm-overlap"); };
   // On with tp > 1 and sequence parallelism.
   CHECK(overlap("model:\n  tensor_model_parallel_size: 2\n  sequence_parallel: true\ncomm_overlap:\n  tp_comm_overlap: true\n") == "");
-  // Off without sequence parallelism or at tp 1 ("Disabling tensor parallel communication overlap
-  // due to sequence_parallel=False" / "TP size < 2", comm_overlap.py), not refused.
-  CHECK(overlap("model:\n  tensor_model_parallel_size: 2\n  tp_comm_overlap: true\n") == "<absent>");
+  // CommOverlapConfig turns it off without sequence parallelism or at tp 1 ("Disabling tensor
+  // parallel communication overlap due to sequence_parallel=False" / "TP size < 2", comm_overlap.py).
   CHECK(overlap("model:\n  tensor_model_parallel_size: 2\n  sequence_parallel: false\ncomm_overlap:\n  tp_comm_overlap: true\n") ==
         "<absent>");
   CHECK(overlap("model:\n  tensor_model_parallel_size: 1\ncomm_overlap:\n  tp_comm_overlap: true\n") == "<absent>");
-  // A run_config dump: model.tp_comm_overlap is what setup() applied, comm_overlap's what was asked.
+  // Its setup() writes its value over the model config's: in an overrides YAML comm_overlap decides.
   CHECK(overlap("model:\n  tensor_model_parallel_size: 2\n  sequence_parallel: true\n  tp_comm_overlap: false\n"
-                "comm_overlap:\n  tp_comm_overlap: true\n") == "<absent>");
+                "comm_overlap:\n  tp_comm_overlap: true\n") == "");
+  CHECK(overlap("model:\n  tensor_model_parallel_size: 2\n  sequence_parallel: true\n  tp_comm_overlap: true\n"
+                "comm_overlap:\n  tp_comm_overlap: false\n") == "<absent>");
+  // model.tp_comm_overlap with no comm_overlap value reaches Megatron-Core as given: Megatron-LM's
+  // rule refuses it without sequence parallelism, named by the Bridge key and its line.
+  const std::string refused = ErrorOf("model:\n  tensor_model_parallel_size: 2\n  tp_comm_overlap: true\n");
+  CHECK(refused.rfind("b.yaml:3: ", 0) == 0);
+  CHECK(refused.find("--tp-comm-overlap needs --sequence-parallel, which the file does not set at tp 2") != std::string::npos);
+  CHECK(refused.find("(Megatron-LM's --tp-comm-overlap, which model.tp_comm_overlap sets)") != std::string::npos);
 }
 
 TEST_CASE("a run_config.yaml dump plans alone: _target_ keys, dtypes as mappings, a builder-backed model") {
@@ -196,8 +203,12 @@ TEST_CASE("a written overrides YAML reads back to the same settings") {
   t.grad_dtype = "bfloat16";
   t.recompute = Recompute::kSelective;
   t.recompute_modules = {"moe_act", "layernorm"};
+  t.run.tp_comm_overlap = true;
   const Plan plan = BuildPlan(Qwen(), d, t);
   const std::string written = EmitMegatronBridgeConfig(plan, 256, {"test"});
+  // TP overlap under comm_overlap, which CommOverlapConfig.setup() writes over the model config.
+  CHECK(written.find("comm_overlap:\n") != std::string::npos);
+  CHECK(written.find("  tp_comm_overlap: true\n") != std::string::npos);
   CHECK(written.find("mixed_precision:\n  _target_: megatron.bridge.training.mixed_precision.MixedPrecisionConfig\n") != std::string::npos);
   CHECK(written.find("  fp8_recipe: blockwise\n") != std::string::npos);
   CHECK(written.find("  recompute_modules: [moe_act, layernorm]\n") != std::string::npos);
@@ -212,6 +223,8 @@ TEST_CASE("a written overrides YAML reads back to the same settings") {
   CHECK(FlagValue(back, "--recompute") == "selective");
   CHECK(FlagValue(back, "--recompute-modules") == "moe_act,layernorm");
   CHECK(FlagValue(back, "--global-batch-size") == "256");
+  CHECK(FlagValue(back, "--tp-comm-overlap") == "");
+  CHECK(FlagFrom(back, "--tp-comm-overlap") == "comm_overlap.tp_comm_overlap");
 }
 
 TEST_CASE("MXFP8: bf16_with_mxfp8_mixed is MXFP8 with the parameter all-gather; without it a MixedPrecisionConfig is written") {
