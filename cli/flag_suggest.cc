@@ -69,8 +69,10 @@ void RefuseRepeatedFlags(CLI::App& app) {
   for (CLI::Option* opt : app.get_options()) {
     const bool is_switch = opt->get_expected_max() == 0 && !opt->get_positional();
     if (!is_switch || opt->get_name() == "--help" || opt->get_name() == "--version") continue;
+    // A switch with a negated second name ("--x,!--no-x") counts its occurrences itself.
+    const std::vector<std::string>& names = opt->get_lnames();
     bool negated = false;
-    for (const std::string& n : opt->get_fnames()) negated = negated || n.rfind("no-", 0) == 0 || n.rfind("--no-", 0) == 0;
+    for (const std::string& n : names) negated = negated || (names.size() > 1 && n.rfind("no-", 0) == 0);
     if (negated) continue;
     opt->multi_option_policy(CLI::MultiOptionPolicy::Throw);
   }
