@@ -77,6 +77,39 @@ double RingCoreEfficiency(double head_dim, double seq_len, double ring_steps, bo
   return FlashAttentionEfficiency(head_dim, seq_len / std::max(1.0, ring_steps), true, backward, k);
 }
 
+LinearShapes AttentionLinearShapes(const ModelSpec& m, double tp) {
+  const auto& a = m.attention;
+  const double D = static_cast<double>(m.hidden_size), H = static_cast<double>(a.num_attention_heads);
+  LinearShapes out;
+  auto add = [&](double n, double k, LinearShape::Split split) { out.items[out.size++] = LinearShape{n, k, split}; };
+  if (a.kind == AttentionKind::kMla) {
+    const double dn = static_cast<double>(a.qk_nope_head_dim), dr = static_cast<double>(a.qk_rope_head_dim);
+    const double dv = static_cast<double>(a.v_head_dim), ql = static_cast<double>(a.q_lora_rank);
+    const double kvl = static_cast<double>(a.kv_lora_rank);
+    if (a.q_lora_rank > 0) {
+      add(ql, D, LinearShape::kReplicated);
+      add(H * (dn + dr) / tp, ql, LinearShape::kColumn);
+    } else {
+      add(H * (dn + dr) / tp, D, LinearShape::kColumn);
+    }
+    add(kvl + dr, D, LinearShape::kReplicated);
+    add(H * (dn + dv) / tp, kvl, LinearShape::kColumn);
+    add(D, H * dv / tp, LinearShape::kRow);
+  } else {
+    const double hd = static_cast<double>(a.head_dim), kv = static_cast<double>(a.num_key_value_heads);
+    add((H + 2.0 * kv) * hd / tp, D, LinearShape::kColumn);
+    add(D, H * hd / tp, LinearShape::kRow);
+  }
+  return out;
+}
+
+LinearShapes MlpLinearShapes(double hidden, double f, double tp) {
+  LinearShapes out;
+  out.items[out.size++] = LinearShape{2.0 * f / tp, hidden, LinearShape::kColumn};
+  out.items[out.size++] = LinearShape{hidden, f / tp, LinearShape::kRow};
+  return out;
+}
+
 ShapedComputeUs ShapedCompute(const ModelSpec& m, double T, double router_tokens, double tp, double seq_len, double ring_steps, double peak_tflops,
                               const ComputeKnobs& kn, GemmPrecision p, double hbm_gbps) {
   const auto& a = m.attention;
@@ -88,20 +121,13 @@ ShapedComputeUs ShapedCompute(const ModelSpec& m, double T, double router_tokens
     auto lin = [&](double mm, double n, double k) {
       return LinearUs(mm, n, k, bwd, peak_tflops, kn, p) + QuantizeUs(mm * (bwd ? n : k), kn, p, hbm_gbps);
     };
-    double proj = 0, d_qk = 0, d_v = 0;
-    if (a.kind == AttentionKind::kMla) {
-      const double dn = static_cast<double>(a.qk_nope_head_dim), dr = static_cast<double>(a.qk_rope_head_dim);
-      const double dv = static_cast<double>(a.v_head_dim), ql = static_cast<double>(a.q_lora_rank);
-      const double kvl = static_cast<double>(a.kv_lora_rank);
-      proj += a.q_lora_rank > 0 ? lin(T, ql, D) + lin(T, H * (dn + dr) / tp, ql) : lin(T, H * (dn + dr) / tp, D);
-      proj += lin(T, kvl + dr, D) + lin(T, H * (dn + dv) / tp, kvl) + lin(T, D, H * dv / tp);
-      d_qk = dn + dr;
-      d_v = dv;
-    } else {
-      const double hd = static_cast<double>(a.head_dim), kv = static_cast<double>(a.num_key_value_heads);
-      proj += lin(T, (H + 2.0 * kv) * hd / tp, D) + lin(T, D, H * hd / tp);
-      d_qk = d_v = hd;
-    }
+    auto sum = [&](const LinearShapes& shapes) {
+      double us = 0;
+      for (int i = 0; i < shapes.size; ++i) us += lin(T, shapes.items[i].n, shapes.items[i].k);
+      return us;
+    };
+    const double proj = sum(AttentionLinearShapes(m, tp));
+    const double d_qk = a.QkHeadDim(), d_v = a.VHeadDim();
     // Causal core: each of the T tokens attends to half of the sequence on average; the backward
     // does 2.5x the forward's FLOPs.
     const double core_flops = 2.0 * T * (seq_len / 2.0) * (H / tp) * (d_qk + d_v) * (bwd ? 2.5 : 1.0);
@@ -111,14 +137,8 @@ ShapedComputeUs ShapedCompute(const ModelSpec& m, double T, double router_tokens
     // The router and lm_head stay BF16 (TransformerEngine runs neither in FP8).
     const GemmPrecision bf16{};
     if (m.moe.num_experts > 0) s.router[pass] = LinearUs(router_tokens, static_cast<double>(m.moe.num_experts), D, bwd, peak_tflops, kn, bf16);
-    if (m.moe.num_shared_experts > 0) {
-      const double fs = static_cast<double>(m.moe.shared_expert_intermediate_size) / tp;
-      s.shared_experts[pass] = lin(T, 2.0 * fs, D) + lin(T, D, fs);
-    }
-    if (m.intermediate_size > 0) {
-      const double fd = static_cast<double>(m.intermediate_size) / tp;
-      s.dense_mlp[pass] = lin(T, 2.0 * fd, D) + lin(T, D, fd);
-    }
+    if (m.moe.num_shared_experts > 0) s.shared_experts[pass] = sum(MlpLinearShapes(D, static_cast<double>(m.moe.shared_expert_intermediate_size), tp));
+    if (m.intermediate_size > 0) s.dense_mlp[pass] = sum(MlpLinearShapes(D, static_cast<double>(m.intermediate_size), tp));
     s.lm_head[pass] = LinearUs(T, static_cast<double>(m.vocab_size) / tp, D, bwd, peak_tflops, kn, bf16);
     s.eh_proj[pass] = lin(T, D / tp, 2.0 * D);
   }

@@ -51,6 +51,30 @@ double GemmShapeEfficiency(double m, double n, double k, const ComputeKnobs& kno
 // (M, N, K), or the backward's dgrad (M, K, N) plus wgrad (N, K, M).
 double LinearUs(double m, double n, double k, bool backward, double peak_tflops, const ComputeKnobs& knobs, GemmPrecision precision = {});
 
+// The linears of one layer's attention block or SwiGLU MLP on a rank: forward Y[T, n] = X[T, k]
+// W[k, n] with the tensor-parallel split (column-parallel: n = out / tp; row-parallel: k = in / tp;
+// replicated: unsplit, MLA's down-projections). The one home of those shapes: the kernel model's
+// compute (ShapedCompute) and the TP exposure's GEMM partners (tp_overlap.h) read them.
+//  - GQA: qkv (column, n = (heads + 2 kv_heads) x head_dim / tp, k = hidden), o (row, n = hidden,
+//    k = heads x head_dim / tp);
+//  - MLA: q_a (replicated, q_lora_rank x hidden) and q_b (column, heads x (qk_nope + qk_rope) / tp
+//    x q_lora_rank), or q (column, k = hidden) without q compression; kv_a (replicated,
+//    kv_lora_rank + qk_rope x hidden); kv_b (column, heads x (qk_nope + v) / tp x kv_lora_rank);
+//    o (row, n = hidden, k = heads x v / tp);
+//  - a SwiGLU MLP of width f: fc1 (column, n = 2 f / tp, k = hidden), fc2 (row, n = hidden,
+//    k = f / tp).
+struct LinearShape {
+  enum Split { kReplicated, kColumn, kRow };
+  double n = 0, k = 0;
+  Split split = kReplicated;
+};
+struct LinearShapes {
+  LinearShape items[5];
+  int size = 0;
+};
+LinearShapes AttentionLinearShapes(const ModelSpec& model, double tp);
+LinearShapes MlpLinearShapes(double hidden, double f, double tp);
+
 // One expert's SwiGLU MLP forward (gate_up: N = 2 f, K = hidden; down: N = hidden, K = f) on
 // `rows` rows padded to whole tile_rows tiles, in microseconds; 0 for no rows.
 // With FP8 GEMMs (precision.fp8) and `hbm_gbps` > 0, plus the quantize kernels of both inputs.

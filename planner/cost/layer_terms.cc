@@ -137,19 +137,19 @@ LayerTerms LayerTermsOf(const ModelSpec& m, const ParallelDims& d, const Trainin
     auto linear = [&](double n, double k) {
       return L.kernels ? LinearUs(T, n, k, false, c.dense_bf16_tflops, kn, L.precision) : 2.0 * T * n * k / (peak * kn.gemm.dense_efficiency * L.fp8x);
     };
-    const double H = static_cast<double>(a.num_attention_heads);
-    if (a.kind == AttentionKind::kMla) {
-      // The column-parallel up-projections (q, or q_b after q_a; kv_b) and the output projection.
-      const double dn = static_cast<double>(a.qk_nope_head_dim), dr = static_cast<double>(a.qk_rope_head_dim);
-      const double dv = static_cast<double>(a.v_head_dim);
-      const double q_k = a.q_lora_rank > 0 ? static_cast<double>(a.q_lora_rank) : D;
-      L.tp_attention = {linear(H * (dn + dr) / tp, q_k) + linear(H * (dn + dv) / tp, static_cast<double>(a.kv_lora_rank)),
-                        linear(D, H * dv / tp)};
-    } else {
-      const double hd = static_cast<double>(a.head_dim), kv = static_cast<double>(a.num_key_value_heads);
-      L.tp_attention = {linear((H + 2.0 * kv) * hd / tp, D), linear(D, H * hd / tp)};
-    }
-    auto mlp = [&](double f) { return TpBlockGemmsUs{linear(2.0 * f / tp, D), linear(D, f / tp)}; };
+    // The block's column- and row-parallel linears (gemm_efficiency.h AttentionLinearShapes,
+    // MlpLinearShapes; MLA's replicated down-projections are in neither).
+    auto partners = [&](const LinearShapes& shapes) {
+      TpBlockGemmsUs g;
+      for (int i = 0; i < shapes.size; ++i) {
+        const LinearShape& x = shapes.items[i];
+        if (x.split == LinearShape::kColumn) g.column += linear(x.n, x.k);
+        if (x.split == LinearShape::kRow) g.row += linear(x.n, x.k);
+      }
+      return g;
+    };
+    L.tp_attention = partners(AttentionLinearShapes(m, tp));
+    auto mlp = [&](double f) { return partners(MlpLinearShapes(D, f, tp)); };
     if (m.intermediate_size > 0) L.tp_dense_mlp = mlp(static_cast<double>(m.intermediate_size));
     if (m.moe.num_shared_experts > 0) L.tp_shared_experts = mlp(static_cast<double>(m.moe.shared_expert_intermediate_size));
   }
