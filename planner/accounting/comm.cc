@@ -208,8 +208,8 @@ StepCollectiveList StepCollectives(const ParallelDims& d, DpSharding dp_sharding
   return out;
 }
 
-int64_t RouterExpertBiasElems(const ModelSpec& m, const ParallelDims& d, int64_t moe_layers_on_stage) {
-  (void)d;  // both conventions update the bias (StepCollectives names each one's groups)
+int64_t RouterExpertBiasElems(const ModelSpec& m, int64_t moe_layers_on_stage) {
+  // Both conventions update the bias; StepCollectives names each one's groups.
   if (!m.moe.score_correction_bias) return 0;
   return CheckedMul(moe_layers_on_stage, m.moe.num_experts, "router expert-bias elements");
 }
@@ -317,16 +317,12 @@ int64_t SharedEmbeddingElems(const CommStep& s) {
 }
 
 // The once-per-step collectives (StepCollectives) on this rank's groups.
-void AddStepCollectives(const CommStep& s, const DpUnits& u, CommReport& out, Builder& b) {
+void AddStepCollectives(const CommStep& s, const DpUnits& u, int64_t stage_moe_layers, CommReport& out, Builder& b) {
   const auto& d = s.plan.dims;
   const auto& t = s.plan.training;
   const int64_t rank = s.rank;
-  int64_t stage_moe_layers = 0;
-  for (int64_t l = 0; l < s.plan.model.num_hidden_layers; ++l) {
-    if (s.plan.layer_stage[l] == s.stage && s.plan.model.moe_layers[l]) ++stage_moe_layers;
-  }
   const StepCollectiveList step = StepCollectives(d, *t.dp_sharding, TrainingBytesOf(t), u.dense_elems, u.sparse_elems, SharedEmbeddingElems(s),
-                                                  u.fp8, RouterExpertBiasElems(s.plan.model, d, stage_moe_layers));
+                                                  u.fp8, RouterExpertBiasElems(s.plan.model, stage_moe_layers));
   for (int i = 0; i < step.size; ++i) {
     const StepCollective& c = step.items[i];
     std::vector<std::string> axes;
@@ -364,13 +360,11 @@ StageLayers CountStageLayers(const CommStep& s) {
 // Tensor parallelism with sequence parallelism: per block of the stage's layers
 // (SequenceParallelBlocks), an all-gather of the full sequence before it and a reduce-scatter
 // after it; the backward's by convention (SequenceParallelBackward).
-void AddTensorParallel(const CommStep& s, Builder& b) {
+void AddTensorParallel(const CommStep& s, const StageLayers& layers, Builder& b) {
   const auto& m = s.plan.model;
   if (s.plan.dims.tp <= 1) return;
-  int64_t blocks = 0;
-  for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
-    if (s.plan.layer_stage[l] == s.stage) blocks += SequenceParallelBlocks(m, s.plan.dims, m.moe_layers[l]);
-  }
+  const int64_t blocks = (layers.layers - layers.moe_layers) * SequenceParallelBlocks(m, s.plan.dims, false) +
+                         layers.moe_layers * SequenceParallelBlocks(m, s.plan.dims, true);
   const int64_t M = s.M;
   const auto tp_group = b.Group(s.plan.meshes.dense, {"tp"});
   const int64_t tp_bytes = s.mul(s.mul(s.w.tokens, m.hidden_size), s.w.act_bytes);
@@ -559,11 +553,11 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
                        {s.megatron ? "edp" : "efsdp"}};
   const DpUnits units = CollectDpUnits(s);
   AddFsdp(s, units, dp_axes, b);
-  AddStepCollectives(s, units, out, b);
+  const StageLayers layers = CountStageLayers(s);
+  AddStepCollectives(s, units, layers.moe_layers, out, b);
 
   // Per layer of this stage: tensor, context and expert parallelism.
-  const StageLayers layers = CountStageLayers(s);
-  AddTensorParallel(s, b);
+  AddTensorParallel(s, layers, b);
   AddContextParallel(s, layers.layers, b);
   AddExpertTpGather(s, layers.moe_layers, b);
   out.moe_calls = s.mul(layers.moe_layers, s.M);

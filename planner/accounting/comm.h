@@ -127,7 +127,7 @@ StepCollectiveList StepCollectives(const ParallelDims& dims, DpSharding dp_shard
 // moe.score_correction_bias: DeepSeek-V3's e_score_correction_bias; Megatron
 // --moe-router-enable-expert-bias, torchtitan's load_balance_coeff), else 0. The one rule
 // ComputeComm and the layout search read.
-int64_t RouterExpertBiasElems(const ModelSpec& model, const ParallelDims& dims, int64_t moe_layers_on_stage);
+int64_t RouterExpertBiasElems(const ModelSpec& model, int64_t moe_layers_on_stage);
 
 // Whether Megatron's embedding group all-reduces the word-embedding gradient every step: the
 // megatron convention, pp > 1 (a group of the first and the last stage) and a second copy of the

@@ -344,5 +344,5 @@ TEST_CASE("Megatron's router expert-bias update all-reduces the stage's token co
   // Without the bias, none.
   m.moe.score_correction_bias = false;
   CHECK_FALSE(Has(dockyard::ComputeComm(BuildPlan(m, d, fsdp), 0), "router_expert_bias_all_reduce"));
-  CHECK(dockyard::RouterExpertBiasElems(m, dockyard::ParallelDims{}, 3) == 0);
+  CHECK(dockyard::RouterExpertBiasElems(m, 3) == 0);
 }

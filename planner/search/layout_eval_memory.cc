@@ -235,11 +235,7 @@ const LayoutEvaluator::GroupStatics& LayoutEvaluator::Impl::StaticsFor(const Mod
   // Rank 0 is on stage 0: when the embedding group all-reduces (comm.h EmbeddingGroupAllReduces:
   // tied embeddings or MTP under megatron, pp > 1) it holds the word embedding.
   g.tied = EmbeddingGroupAllReduces(d, m.tie_word_embeddings, t.mtp_layers) ? sums.embedding.mp[0] + sums.embedding.mp[1] : 0;
-  int64_t stage0_moe_layers = 0;
-  for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
-    if (g.split->layer_stage[l] == 0 && m.moe_layers[l]) ++stage0_moe_layers;
-  }
-  g.expert_bias0 = RouterExpertBiasElems(m, d, stage0_moe_layers);
+  g.expert_bias0 = RouterExpertBiasElems(m, g.split->runs.CountsOf(0).moe);
   StepCollectiveTimes(d, strategy, tb, cluster, &g);
   return g;
 }
