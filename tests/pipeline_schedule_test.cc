@@ -357,10 +357,15 @@ static void CheckEpOverlapExposed(const std::string& dispatcher) {
   const double all = a2a(plain, "forward") + a2a(plain, "backward");
   CHECK(plain.moe_layer_us == Approx(compute + all));
   CHECK(all > compute);  // communication-heavy (checked)
-  const double sm = dispatcher == "deepep" ? c.knobs.dispatchers.ep_overlap.hybridep_sm_share
-                                           : c.knobs.dispatchers.ep_overlap.all_to_all_sm_share;
+  // The backend's contention: hybridep's SMs (its kernels keep their speed), NCCL's SMs and its
+  // half speed beside the compute (knobs.h EpOverlapKnobs).
+  const auto& ko = c.knobs.dispatchers.ep_overlap;
+  const dockyard::EpOverlapContention contention =
+      dispatcher == "deepep" ? dockyard::EpOverlapContention{ko.hybridep_sm_share, ko.hybridep_comm_rate}
+                             : dockyard::EpOverlapContention{ko.all_to_all_sm_share, ko.all_to_all_comm_rate};
+  CHECK(contention.comm_rate == (dispatcher == "deepep" ? 1.0 : 0.5));
   // Two MoE layers per chunk (pp 1, vpp 1); 7 of the 8 micro-batches' forwards paired.
-  const double paired = dockyard::PairedLayerUs(parts, 2, sm);
+  const double paired = dockyard::PairedLayerUs(parts, 2, contention);
   const double expected = 7.0 / 8.0 * paired + 1.0 / 8.0 * (compute + all);
   CHECK(overlapped.moe_layer_us == Approx(expected));
   CHECK(a2a(overlapped, "forward") + a2a(overlapped, "backward") == Approx(expected - compute));

@@ -53,7 +53,8 @@ ComputeKnobs B200ComputeKnobs() {
 constexpr double kBlackwellTpOverlapSmShare = 16.0 / 148.0;
 
 // The EP all-to-all kernels' SM shares on a 148-SM Blackwell GPU (B200, GB200): the same kernel
-// widths as knobs.h's H100 priors (NCCL 16 channels, DeepEP 20 SMs, HybridEP 32) over 148 SMs.
+// widths as knobs.h's H100 priors (NCCL 16 channels, DeepEP 20 SMs, HybridEP 32) over 148 SMs; the
+// communication side's slowdowns stay knobs.h's (measured on other GPUs; none on Blackwell).
 EpOverlapKnobs BlackwellEpOverlapKnobs() {
   EpOverlapKnobs k;
   k.all_to_all_sm_share = 16.0 / 148.0;

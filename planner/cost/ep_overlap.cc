@@ -21,7 +21,7 @@ struct Op {
 };
 
 // Runs the operations, each stream in its own order, and returns when the last one ends (us).
-double RunStreams(const std::vector<Op>& ops, double sm_share) {
+double RunStreams(const std::vector<Op>& ops, const EpOverlapContention& c) {
   std::array<std::vector<int>, 2> order;
   for (int i = 0; i < static_cast<int>(ops.size()); ++i) order[ops[i].stream].push_back(i);
   std::vector<double> done(ops.size(), -1.0);
@@ -42,8 +42,9 @@ double RunStreams(const std::vector<Op>& ops, double sm_share) {
       if (next[0] == order[0].size() && next[1] == order[1].size()) return now;
       throw Error("internal: the EP-overlap streams wait on each other (ep_overlap.cc)");
     }
-    // Compute beside a communication kernel runs on the SMs it leaves.
-    const double rate[2] = {running[1] >= 0 ? 1.0 - sm_share : 1.0, 1.0};
+    // Compute beside a communication kernel runs on the SMs it leaves; the communication kernel
+    // beside compute at what the contention leaves it.
+    const double rate[2] = {running[1] >= 0 ? 1.0 - c.sm_share : 1.0, running[0] >= 0 ? c.comm_rate : 1.0};
     double step = std::numeric_limits<double>::infinity();
     for (int s = 0; s < 2; ++s) {
       if (running[s] >= 0) step = std::min(step, left[s] / rate[s]);
@@ -62,9 +63,14 @@ double RunStreams(const std::vector<Op>& ops, double sm_share) {
 
 }  // namespace
 
-double PairedLayerUs(const EpOverlapLayer& l, int64_t layers, double sm_share) {
+double PairedLayerUs(const EpOverlapLayer& l, int64_t layers, const EpOverlapContention& contention) {
   if (layers < 1) throw Error(fmt::format("internal: EP-overlap layers per chunk must be >= 1, got {}", layers));
-  if (!(sm_share >= 0 && sm_share < 1)) throw Error(fmt::format("internal: EP-overlap SM share must be in [0, 1), got {}", sm_share));
+  if (!(contention.sm_share >= 0 && contention.sm_share < 1)) {
+    throw Error(fmt::format("internal: EP-overlap SM share must be in [0, 1), got {}", contention.sm_share));
+  }
+  if (!(contention.comm_rate > 0 && contention.comm_rate <= 1)) {
+    throw Error(fmt::format("internal: EP-overlap communication rate must be in (0, 1], got {}", contention.comm_rate));
+  }
   for (const double* v : {l.pre, l.mlp, l.dispatch, l.combine}) {
     if (!(v[0] >= 0) || !(v[1] >= 0)) throw Error("internal: EP-overlap layer times must be >= 0");
   }
@@ -92,7 +98,7 @@ double PairedLayerUs(const EpOverlapLayer& l, int64_t layers, double sm_share) {
     prev_combine_fwd = add(1, l.combine[0], mlp_fwd, -1);
     prev_pre_bwd = add(0, l.pre[1], dispatch_bwd, -1);
   }
-  return RunStreams(ops, sm_share) / static_cast<double>(layers);
+  return RunStreams(ops, contention) / static_cast<double>(layers);
 }
 
 double PairedChunkShare(int64_t M, int64_t pp, int64_t vpp) {

@@ -17,12 +17,22 @@
 // k with backward layer n - 1 - k) the next pair's pre_fwd waits for combine_fwd, its combine_bwd
 // for pre_bwd. While a communication kernel runs, the compute beside it runs on the SMs it leaves:
 // at 1 - sm_share of its speed (DeepEP's kernels take 20 SMs by default, HybridEP's recipes 32,
-// NCCL its channels' CTAs; knobs.h EpOverlapKnobs).
+// NCCL its channels' CTAs); and while compute runs, the communication kernel beside it runs at
+// comm_rate of its speed (NCCL's kernels wait for SM slots and share HBM with the GEMMs:
+// about half its speed measured; DeepEP's and HybridEP's hold their own SMs) (knobs.h EpOverlapKnobs).
 #pragma once
 
 #include <cstdint>
 
 namespace dockyard {
+
+// How the two streams slow each other while both run (knobs.h EpOverlapKnobs, per dispatcher
+// backend): the compute runs at 1 - sm_share of its speed beside a communication kernel, the
+// communication kernel at comm_rate of its speed beside compute.
+struct EpOverlapContention {
+  double sm_share = 0;   // the SMs the communication kernel holds, in [0, 1)
+  double comm_rate = 1;  // in (0, 1]
+};
 
 // One layer's work per direction, [0] forward and [1] backward, us at full speed.
 struct EpOverlapLayer {
@@ -33,12 +43,12 @@ struct EpOverlapLayer {
 };
 
 // The combined step of `layers` (>= 1) forward layers paired with as many backward layers of the
-// same shape (one model chunk), with communication kernels taking `sm_share` (in [0, 1)) of the
-// SMs from the compute beside them: the two streams simulated operation by operation.
-// Returns the chunk's time divided by `layers` (us per layer pair): at least the compute
-// (sum of pre and mlp, both directions) and at most the plain sum of everything plus the
-// slowdown. Throws dockyard::Error for layers < 1, a negative time or sm_share outside [0, 1).
-double PairedLayerUs(const EpOverlapLayer& layer, int64_t layers, double sm_share);
+// same shape (one model chunk), the streams slowing each other by `contention`: the two streams
+// simulated operation by operation. Returns the chunk's time divided by `layers` (us per layer
+// pair): at least the compute (sum of pre and mlp, both directions) and at least the
+// communication (dispatch and combine, both directions). Throws dockyard::Error for layers < 1,
+// a negative time, sm_share outside [0, 1) or comm_rate outside (0, 1].
+double PairedLayerUs(const EpOverlapLayer& layer, int64_t layers, const EpOverlapContention& contention);
 
 // The share of a stage's chunk forwards that run paired with a backward under the combined 1F1B
 // schedule, in [0, 1]: of the M x vpp chunk forwards of a pipeline rank, those it runs before its

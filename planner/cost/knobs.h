@@ -93,10 +93,23 @@ struct DeepEpKnobs {
 // width on H100's 132 SMs: DeepEP Buffer.num_sms 20 (Megatron --moe-flex-dispatcher-num-sms is
 // the same knob there); HybridEP's Megatron recipes 32; NCCL's all-to-all one CTA per channel,
 // 16 channels assumed (its figure varies with NCCL_MAX_NCHANNELS and the topology).
+//
+// The other side: the fraction of its speed a communication kernel keeps while compute runs beside
+// it (`*_comm_rate`, in (0, 1]). NCCL's kernels compete with the GEMMs for SM
+// slots and HBM bandwidth (NCCL's maintainers: "you may not compete for SMs but still compete for
+// memory bandwidth", NVIDIA/nccl issue #1433): measured, send/recv "up to 2x in communication
+// compared to comm-only" beside a CUTLASS GEMM (NVIDIA/nccl #1433), and an all-reduce of 106.6 ms
+// alone took 206.4 ms beside a CUTLASS GEMM on 8 V100 (parasailteam/coconet issue #6): 0.5 to
+// 0.52 of its speed kept; prior 0.5. DeepEP's and HybridEP's kernels hold their own SMs for the
+// whole transfer (num_sms) and move data with TMA / NVLink stores: prior 1 (no measurement of their
+// speed beside a GEMM; the HBM contention they still see is not priced).
 struct EpOverlapKnobs {
   double all_to_all_sm_share = 16.0 / 132.0;  // NCCL (all_to_all, flex ncclep)
   double deepep_sm_share = 20.0 / 132.0;      // flex deepep
   double hybridep_sm_share = 32.0 / 132.0;    // flex hybridep
+  double all_to_all_comm_rate = 0.5;          // NCCL: the measured figures above
+  double deepep_comm_rate = 1.0;              // DeepEP: own SMs, assumed
+  double hybridep_comm_rate = 1.0;            // HybridEP: own SMs, assumed
 };
 // Figures per dispatcher backend.
 struct DispatcherKnobs {

@@ -142,34 +142,35 @@ MoePassSums AddMoeLayerPhases(const LayerTerms& L, const MoePhaseTimes& mp, cons
   return s;
 }
 
-// The SMs the EP all-to-all kernels of the run's dispatcher backend take from the compute beside
-// them (knobs.h EpOverlapKnobs): deepep by its flex backend, NCCL otherwise.
-double EpOverlapSmShare(const LayerTerms& L) {
+// How the EP all-to-all kernels of the run's dispatcher backend and the compute beside them slow
+// each other (knobs.h EpOverlapKnobs): deepep by its flex backend, NCCL otherwise.
+EpOverlapContention EpOverlapContentionOf(const LayerTerms& L) {
   const EpOverlapKnobs& k = L.c.knobs.dispatchers.ep_overlap;
-  if (L.t.dispatcher != Dispatcher::kDeepEp) return k.all_to_all_sm_share;
+  const EpOverlapContention nccl{k.all_to_all_sm_share, k.all_to_all_comm_rate};
+  if (L.t.dispatcher != Dispatcher::kDeepEp) return nccl;
   switch (FlexBackendOf(L.t)) {
     case FlexBackend::kDeepEp:
-      return k.deepep_sm_share;
+      return {k.deepep_sm_share, k.deepep_comm_rate};
     case FlexBackend::kHybridEp:
-      return k.hybridep_sm_share;
+      return {k.hybridep_sm_share, k.hybridep_comm_rate};
     case FlexBackend::kNcclEp:
-      return k.all_to_all_sm_share;
+      return nccl;
   }
-  return k.all_to_all_sm_share;
+  return nccl;
 }
 
 // Megatron's --overlap-moe-expert-parallel-comm (and DualPipe): of the stage's chunk forwards, the
 // paired share (PairedChunkShare) runs beside another micro-batch's backward on two streams
 // (PairedLayerUs, ep_overlap.h), the warm-up and cool-down ones alone. What the all-to-alls add to
-// the layer beyond its compute -- the exposed remainder, and the compute slowed by the
-// communication kernels' SMs -- is split over the directions by their all-to-all time; the
+// the layer beyond its compute -- the exposed remainder, the compute slowed by the communication
+// kernels' SMs and the communication slowed beside the compute -- is split over the directions by their all-to-all time; the
 // dispatch and combine records are scaled to it and each direction's sum becomes the rest plus
 // that (us).
 void OverlapEpComm(const LayerTerms& L, MoePassSums& s, PhaseRecords& records) {
   const int64_t pp = L.d.pp, vpp = ChunksPerMicrobatch(L.t);
   // A chunk's MoE layers, the mean rounded (at least one).
   const int64_t chunk_layers = std::max<int64_t>(1, std::llround(static_cast<double>(L.in.num_moe_layers) / static_cast<double>(pp * vpp)));
-  const double paired = PairedLayerUs(s.parts, chunk_layers, EpOverlapSmShare(L));
+  const double paired = PairedLayerUs(s.parts, chunk_layers, EpOverlapContentionOf(L));
   const double share = PairedChunkShare(L.t.num_microbatches.value_or(pp), pp, vpp);
   const double plain = s.sum[0] + s.sum[1], rest = s.rest[0] + s.rest[1], a2a = s.a2a[0] + s.a2a[1];
   const double added = std::max(0.0, share * paired + (1 - share) * plain - rest);

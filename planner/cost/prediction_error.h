@@ -21,7 +21,7 @@
 
 namespace dockyard {
 
-inline constexpr double kStepLogErrorSd = 0.155;
+inline constexpr double kStepLogErrorSd = 0.145;
 inline constexpr double kPairLogErrorSd = 0.071;
 inline constexpr double kZ80 = 1.2815515655446004;  // the 80 % two-sided normal quantile
 
