@@ -104,9 +104,8 @@ bool JsonView::Has(const std::string& key) const {
 
 const Json& JsonView::Required(const std::string& key) const {
   auto it = value_->find(key);
-  if (it == value_->end() || it->is_null()) {
-    Fail(key, "required key is missing" + (missing_context_.empty() ? "" : " " + missing_context_));
-  }
+  if (it == value_->end()) Fail(key, "required key is missing" + (missing_context_.empty() ? "" : " " + missing_context_));
+  if (it->is_null()) Fail(key, "must have a value, got null" + (missing_context_.empty() ? "" : " " + missing_context_));
   return *it;
 }
 

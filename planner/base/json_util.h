@@ -47,7 +47,7 @@ class JsonView {
   // True when the key is present and not null.
   bool Has(const std::string& key) const;
 
-  // Required values: a missing (or null) key is an error naming the key and `context`
+  // Required values: a missing key, or one set to null, is an error naming the key and `context`
   // (for example the model family).
   int64_t Int(const std::string& key, int64_t min_value = 1) const;
   double Number(const std::string& key) const;

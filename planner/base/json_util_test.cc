@@ -49,7 +49,9 @@ TEST_CASE("JsonView reports a missing key with its context") {
   Json j = Json::parse(R"({"x": null})");
   JsonView v(&j, "cfg.json", "");
   v.set_missing_context("(family mixtral)");
-  CHECK_THROWS_WITH_AS(v.Int("x"), doctest::Contains("cfg.json: /x: required key is missing (family mixtral)"), Error);
+  // A required key set to null is named as null (not as missing); an optional one counts as absent.
+  CHECK_THROWS_WITH_AS(v.Int("x"), doctest::Contains("cfg.json: /x: must have a value, got null (family mixtral)"), Error);
+  CHECK_THROWS_WITH_AS(v.Int("y"), doctest::Contains("cfg.json: /y: required key is missing (family mixtral)"), Error);
   CHECK(v.IntOr("x", 7) == 7);  // null counts as absent
 }
 

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <memory>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -77,12 +78,21 @@ double RmsLogChange(const std::vector<CalibrationRow>& rows, const std::vector<d
   return wsum > 0 ? std::sqrt(sum / wsum) : 0.0;
 }
 
+// The two points of a central difference in ln(knob k), `h` each way from `values`, the pair
+// shifted down to stay inside the knob's valid range where the value sits at its maximum (a
+// communication rate of 1): {down, up}.
+std::pair<std::vector<double>, std::vector<double>> LogDifferencePoints(const std::vector<double>& values, size_t k, double h) {
+  std::vector<double> up = values, down = values;
+  const double u = std::min(std::log(values[k]), std::log(Table()[k].max) - h);
+  up[k] = std::exp(u + h);
+  down[k] = std::exp(u - h);
+  return {down, up};
+}
+
 double Sensitivity(const std::vector<CalibrationRow>& rows, const std::vector<double>& weights, const std::vector<double>& values,
                    size_t k) {
   constexpr double h = 0.01;
-  std::vector<double> up = values, down = values;
-  up[k] *= std::exp(h);
-  down[k] *= std::exp(-h);
+  const auto [down, up] = LogDifferencePoints(values, k, h);
   return RmsLogChange(rows, weights, down, up) / (2 * h);
 }
 
@@ -117,9 +127,7 @@ std::vector<std::vector<double>> LogJacobian(const std::vector<CalibrationRow>& 
   constexpr double h = 0.01;
   std::vector<std::vector<double>> jac(rows.size(), std::vector<double>(active.size(), 0.0));
   for (size_t j = 0; j < active.size(); ++j) {
-    std::vector<double> up = values, down = values;
-    up[active[j]] *= std::exp(h);
-    down[active[j]] *= std::exp(-h);
+    const auto [down, up] = LogDifferencePoints(values, active[j], h);
     for (size_t i = 0; i < rows.size(); ++i) {
       if (w[i] > 0) jac[i][j] = (std::log(PredictRow(rows[i], up)) - std::log(PredictRow(rows[i], down))) / (2 * h);
     }
@@ -140,6 +148,8 @@ double PriorSdEffect(const std::vector<CalibrationRow>& rows, const std::vector<
                      const std::vector<double>& prior, size_t k) {
   std::vector<double> up = values;
   up[k] = std::min(values[k] * std::exp(2.0 * PriorSd(Table()[k], prior[k])), UpperBound(Table()[k], prior[k]));
+  // At its upper bound (a communication rate of 1) the knob's reach is downward.
+  if (!(up[k] > values[k])) up[k] = std::max(values[k] * std::exp(-2.0 * PriorSd(Table()[k], prior[k])), LowerBound(Table()[k], prior[k]));
   return RmsLogChange(rows, weights, values, up);
 }
 
@@ -335,12 +345,18 @@ void SetKnobValues(const std::vector<double>& values, Calibration* cal) {
 }
 
 bool StepLevelKnob(const KnobSpec& knob, ComputeModel model) {
+  // The EP-overlap communication rates have no component row kind: whole steps run with
+  // --overlap-moe-expert-parallel-comm are what measure them, under either compute model.
   static const char* const kKernels[] = {"compute.gemm.shape_efficiency", "compute.flash.max_efficiency",
                                          "compute.memory_bound.hbm_efficiency", "links.intra_node_gbps",
-                                         "links.network_gbps", "host.step_overhead_us"};
+                                         "links.network_gbps", "host.step_overhead_us",
+                                         "dispatchers.ep_overlap.all_to_all_comm_rate", "dispatchers.ep_overlap.deepep_comm_rate",
+                                         "dispatchers.ep_overlap.hybridep_comm_rate"};
   static const char* const kGemm[] = {"compute.gemm.dense_efficiency", "compute.gemm.grouped_max_efficiency",
                                       "compute.flash.fixed_efficiency", "links.intra_node_gbps",
-                                      "links.network_gbps", "host.step_overhead_us"};
+                                      "links.network_gbps", "host.step_overhead_us",
+                                      "dispatchers.ep_overlap.all_to_all_comm_rate", "dispatchers.ep_overlap.deepep_comm_rate",
+                                      "dispatchers.ep_overlap.hybridep_comm_rate"};
   const std::string path = knob.Path();
   for (const char* k : model == ComputeModel::kKernels ? kKernels : kGemm) {
     if (path == k) return true;
@@ -388,9 +404,9 @@ CalibrationFit FitCalibration(const std::vector<CalibrationRow>& rows, const std
   fit.prior = prior;
   fit.values = prior;
   const size_t nk = Table().size();
-  for (size_t k = 0; k < nk; ++k) {
-    fit.values[k] = std::clamp(prior[k], LowerBound(Table()[k], prior[k]), UpperBound(Table()[k], prior[k]));
-  }
+  // Every knob starts at its prior, even one outside its physical bounds (a file may hold any
+  // valid value): only a knob the rows fit is brought inside them (below), so what they do not
+  // move keeps the value it came with.
   // The compute model of the whole-step rows (the calibration's), kernels when there are none.
   ComputeModel model = ComputeModel::kKernels;
   for (const CalibrationRow& r : rows) {
@@ -418,6 +434,7 @@ CalibrationFit FitCalibration(const std::vector<CalibrationRow>& rows, const std
         considered[k] = true;
       }
     }
+    for (size_t k : active) fit.values[k] = std::clamp(fit.values[k], LowerBound(Table()[k], prior[k]), UpperBound(Table()[k], prior[k]));
     // Fit, then keep only what the rows determine (posterior sd at most half the prior's): the
     // others go back to their priors and the rest is fitted again.
     for (int pass = 0; pass < 2 && !active.empty(); ++pass) {
@@ -446,8 +463,9 @@ CalibrationFit FitCalibration(const std::vector<CalibrationRow>& rows, const std
     f.considered = considered[k];
     f.sd = determined[k] ? sd[k] : PriorSd(knob, prior[k]);
     f.prior_sd = PriorSd(knob, prior[k]);
-    f.low80 = std::max(f.lower, f.value * std::exp(-kZ80 * f.sd));
-    f.high80 = std::min(f.upper, f.value * std::exp(kZ80 * f.sd));
+    // Inside the physical bounds, and holding the value (an unfitted one may lie outside them).
+    f.low80 = std::min(f.value, std::max(f.lower, f.value * std::exp(-kZ80 * f.sd)));
+    f.high80 = std::max(f.value, std::min(f.upper, f.value * std::exp(kZ80 * f.sd)));
     f.hit_bound = determined[k] && (std::fabs(std::log(f.value / f.lower)) < 1e-3 || std::fabs(std::log(f.value / f.upper)) < 1e-3);
     fit.knobs.push_back(f);
   }

@@ -15,7 +15,8 @@
 // knobs of ln(value / prior)^2 / (2 s^2), s = ln(upper / lower) / 4 the prior's sd (a Gaussian
 // prior in log space whose physical bounds sit at two sd). The Gauss-Newton posterior at the
 // fit gives each knob's sd; a knob is determined when the rows cut its sd to at most half the
-// prior's, else it goes back to its prior. Knobs with sensitivity below 0.01 (root mean square
+// prior's, else it goes back to its prior. A knob starts at its prior even outside its physical
+// bounds; only a fitted one is brought inside them. Knobs with sensitivity below 0.01 (root mean square
 // over the stage's rows of d ln(predicted) / d ln(knob)) are not fitted at all.
 #pragma once
 
@@ -93,7 +94,8 @@ CalibrationFit FitCalibration(const std::vector<CalibrationRow>& rows, const std
 // undetermined: what scales the step as a whole. Kernel-level model: the GEMM shape efficiency,
 // the flash ceiling, the memory-bound kernels' HBM efficiency, the NVLink and network bandwidths
 // and the host's per-step overhead; gemm model: its dense, grouped and flash efficiencies, the
-// same links and the host's overhead.
+// same links and the host's overhead; under both, the EP-overlap communication rates (knobs.h
+// EpOverlapKnobs: no component row measures them, only steps run with EP overlap).
 bool StepLevelKnob(const KnobSpec& knob, ComputeModel model);
 
 // Knob values of a calibration, KnobTable order, and back.

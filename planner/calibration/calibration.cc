@@ -24,7 +24,7 @@ std::optional<JsonView> FindSection(const JsonView& knobs, const std::string& se
   while (start <= section.size()) {
     const size_t dot = section.find('.', start);
     const std::string part = section.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    if (!required && !at.Has(part)) return std::nullopt;
+    if (!required && !at.value().contains(part)) return std::nullopt;  // present but null: Object() names it
     at = at.Object(part);
     if (dot == std::string::npos) break;
     start = dot + 1;
@@ -142,7 +142,7 @@ Calibration CalibrationFromJson(const Json& json, const std::string& file) {
     }
     knobs.RejectUnknownKeys(names);
     for (const KnobSpec& k : KnobTable()) {
-      if (k.optional && !knobs.Has(k.v1_name)) continue;  // the preset's prior
+      if (k.optional && !knobs.value().contains(k.v1_name)) continue;  // the preset's prior; null is refused below
       ReadKnob(k, knobs.Object(k.v1_name), cal);
     }
   } else {
@@ -156,7 +156,7 @@ Calibration CalibrationFromJson(const Json& json, const std::string& file) {
     RejectUnknownSections(knobs, "");
     for (const KnobSpec& k : KnobTable()) {
       const std::optional<JsonView> section = FindSection(knobs, k.section, !k.optional);
-      if (k.optional && !(section && section->Has(k.name))) continue;  // the preset's prior
+      if (k.optional && !(section && section->value().contains(k.name))) continue;  // the preset's prior; null is refused below
       ReadKnob(k, section->Object(k.name), cal);
     }
   }

@@ -140,7 +140,7 @@ TEST_CASE("bad calibrations: the field, its value and the rule") {
                        Error);
 }
 
-TEST_CASE("optional knobs (the EP-overlap SM shares): a file without them keeps the preset's prior; a bad value is refused") {
+TEST_CASE("optional knobs (the EP-overlap SM shares and communication rates): a file without them keeps the preset's prior; a bad value is refused") {
   const Json good = CalibrationToJson(DefaultCalibration("b200"));
   Json j = good;
   j["knobs"]["dispatchers"].erase("ep_overlap");  // a file written before the knobs existed
@@ -153,6 +153,24 @@ TEST_CASE("optional knobs (the EP-overlap SM shares): a file without them keeps 
   j = good;
   j["knobs"]["dispatchers"]["ep_overlap"]["deepep_sm_share"]["value"] = 1.5;
   CHECK(ErrorOf(j).find("/knobs/dispatchers/ep_overlap/deepep_sm_share/value: must be in [0, 0.9], got 1.5") != std::string::npos);
+  // The communication side's rate: (0, 1], and left out it is the prior (NCCL 0.5, knobs.h).
+  j = good;
+  j["knobs"]["dispatchers"]["ep_overlap"].erase("all_to_all_comm_rate");
+  CHECK(CalibrationFromJson(j, "old.json").knobs.dispatchers.ep_overlap.all_to_all_comm_rate == 0.5);
+  j = good;
+  j["knobs"]["dispatchers"]["ep_overlap"]["all_to_all_comm_rate"]["value"] = 0.0;
+  CHECK(ErrorOf(j).find("/knobs/dispatchers/ep_overlap/all_to_all_comm_rate/value: must be in (0, 1], got 0") != std::string::npos);
+  // Null is not "left out": an optional knob, its section and its value set to null are refused,
+  // naming the key (a version-1 key: below).
+  j = good;
+  j["knobs"]["dispatchers"]["ep_overlap"]["all_to_all_comm_rate"] = nullptr;
+  CHECK(ErrorOf(j).find("/knobs/dispatchers/ep_overlap/all_to_all_comm_rate: must have a value, got null") != std::string::npos);
+  j = good;
+  j["knobs"]["dispatchers"]["ep_overlap"] = nullptr;
+  CHECK(ErrorOf(j).find("/knobs/dispatchers/ep_overlap: must have a value, got null") != std::string::npos);
+  j = good;
+  j["knobs"]["dispatchers"]["ep_overlap"]["hybridep_comm_rate"]["value"] = nullptr;
+  CHECK(ErrorOf(j).find("/knobs/dispatchers/ep_overlap/hybridep_comm_rate/value: must have a value, got null") != std::string::npos);
   // A calibration names itself as the cluster's compute-knob source.
   ClusterSpec b200 = ClusterPreset("b200");
   ApplyCalibration(cal, &b200);
@@ -207,6 +225,10 @@ TEST_CASE("version 1 files (one flat object of the old keys) are read: the same 
   v2_json["knobs"]["gemm_max_efficiency"] = Json{{"value", 0.8}};
   CHECK(ErrorOf(v2_json).find("/knobs/gemm_max_efficiency: a version-1 key; version 2 holds this knob at "
                          "/knobs/compute/gemm/grouped_max_efficiency") != std::string::npos);
+  // An optional knob's version-1 key set to null is refused, not read as left out.
+  j = ReadJsonFile("testdata/calibration-v1/h100-sxm.json");
+  j["knobs"]["ep_overlap_all_to_all_comm_rate"] = nullptr;
+  CHECK(ErrorOf(j).find("/knobs/ep_overlap_all_to_all_comm_rate: must have a value, got null") != std::string::npos);
   // Written back, it is version 2.
   CHECK(CalibrationToJson(v1).at("version") == 2);
 }
