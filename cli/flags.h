@@ -91,6 +91,7 @@ struct TrainingFlags {
   std::string clip_grad;
   bool no_check_for_nan_in_grad = false;
   bool no_overlap_p2p_comm = false;
+  bool delay_wgrad_compute = false;  // Megatron --delay-wgrad-compute (run_settings.h)
   bool tp_comm_overlap = false;  // Megatron --tp-comm-overlap[=true|false] (run_settings.h)
   bool tp_comm_overlap_given = false;  // given at all (RecordGivenFlags): then it overrides a spec's training block
   bool overlap_grad_reduce = false, overlap_param_gather = false, overlap_moe_ep_comm = false;

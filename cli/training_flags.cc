@@ -101,6 +101,10 @@ void TrainingFlags::AddTo(CLI::App* app) {
   app->add_flag("--tp-comm-overlap", tp_comm_overlap,
                 "Megatron: TransformerEngine's userbuffers overlap of the sequence-parallel all-gathers and reduce-scatters with the "
                 "linears beside them (Megatron --tp-comm-overlap, off by default; a no-op at tp 1)");
+  app->add_flag("--delay-wgrad-compute", delay_wgrad_compute,
+                "Megatron: under --overlap-moe-expert-parallel-comm the experts' weight gradients run after the backward dispatch "
+                "is issued, beside it (Megatron --delay-wgrad-compute, off by default; Megatron-Bridge's performance scripts set "
+                "it with the EP overlap)");
   app->add_flag("--no-overlap-p2p-communication", no_overlap_p2p_comm,
                 "the interleaved schedule's pipeline sends / receives not under the next chunk's compute (Megatron "
                 "--no-overlap-p2p-communication; by default, with --vpp > 1, each chunk boundary leaves only its link latency)");
@@ -184,7 +188,8 @@ void TrainingFlags::AddSearchPinsTo(CLI::App* search, const CLI::App& plan) {
                                      {"--moe-shared-expert-overlap", &moe_shared_expert_overlap},
                                      {"--no-check-for-nan-in-loss-and-grad", &no_check_for_nan_in_grad},
                                      {"--no-overlap-p2p-communication", &no_overlap_p2p_comm},
-                                     {"--tp-comm-overlap", &tp_comm_overlap}}) {
+                                     {"--tp-comm-overlap", &tp_comm_overlap},
+                                     {"--delay-wgrad-compute", &delay_wgrad_compute}}) {
     search->add_flag(flag, *target, plan.get_option(flag)->get_description());
   }
   search->add_option("--vpp", vpp, "pins the model chunks per pipeline rank (default: searched, every vpp with pp x vpp <= layers + 2 where pp > 1)");
@@ -267,6 +272,7 @@ TrainingOverrides TrainingFlags::Parse() const {
   t.clip_grad = ParseNumber("--clip-grad", clip_grad);
   t.no_check_for_nan_in_grad = no_check_for_nan_in_grad;
   t.no_overlap_p2p_comm = no_overlap_p2p_comm;
+  t.delay_wgrad_compute = delay_wgrad_compute;
   if (tp_comm_overlap_given) t.tp_comm_overlap = tp_comm_overlap;
   return t;
 }

@@ -209,3 +209,28 @@ TEST_CASE("A switch given twice is refused as an option is; --tp-comm-overlap fr
   CHECK(r.code == 1);
   CHECK(r.out.find("tp_comm_overlap: must be true or false, got null") != std::string::npos);
 }
+
+TEST_CASE("--delay-wgrad-compute: needs the EP overlap, refused under torchtitan, and moves an overlapped step") {
+  const std::string base = "cli/dockyard-plan simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 16";
+  Result r = Run(base + " --convention megatron --delay-wgrad-compute");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("--delay-wgrad-compute: needs --overlap-moe-expert-parallel-comm") != std::string::npos);
+  r = Run(base + " --delay-wgrad-compute");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("--delay-wgrad-compute: a Megatron-Core switch of its EP overlap") != std::string::npos);
+  // With the overlap the delay shortens a step whose backward dispatch is neither hidden anyway nor
+  // the whole pair (ep_overlap_test has the hand arithmetic): a 100 GB/s network per GPU puts this
+  // layout there (at the preset's 48 GB/s the pair is communication-bound and the delay changes nothing).
+  dockyard::Json cal = dockyard::ReadJsonFile("calibration/h100-sxm.json");
+  cal["knobs"]["links"]["network_gbps"]["value"] = 100.0;
+  const std::string cal_file = TmpDir() + "/h100-100g.json";
+  std::ofstream(cal_file) << cal.dump();
+  auto moe_layer = [&](const std::string& flags) {
+    const Result x = Run(base + " --global-batch-size 512 --convention megatron --overlap-moe-expert-parallel-comm --calibration " +
+                             cal_file + " --json -" + flags,
+                         false);
+    REQUIRE(x.code == 0);
+    return dockyard::Json::parse(x.out)["predicted"]["moe_layer_us"].get<double>();
+  };
+  CHECK(moe_layer(" --delay-wgrad-compute") < moe_layer("") - 10.0);  // 5,586 against 5,611 us
+}

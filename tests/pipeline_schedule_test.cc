@@ -365,7 +365,9 @@ static void CheckEpOverlapExposed(const std::string& dispatcher) {
                              : dockyard::EpOverlapContention{ko.all_to_all_sm_share, ko.all_to_all_comm_rate};
   CHECK(contention.comm_rate == (dispatcher == "deepep" ? 1.0 : 0.5));
   // Two MoE layers per chunk (pp 1, vpp 1); 7 of the 8 micro-batches' forwards paired.
-  const double paired = dockyard::PairedLayerUs(parts, 2, contention);
+  // Megatron-LM's default: no delay_wgrad_compute, the MLP backward whole before the backward dispatch.
+  CHECK_FALSE(dockyard::WgradDelayed(t.run));
+  const double paired = dockyard::PairedLayerUs(parts, 2, contention, false);
   const double expected = 7.0 / 8.0 * paired + 1.0 / 8.0 * (compute + all);
   CHECK(overlapped.moe_layer_us == Approx(expected));
   CHECK(a2a(overlapped, "forward") + a2a(overlapped, "backward") == Approx(expected - compute));

@@ -28,7 +28,7 @@ const std::vector<std::string> kFidelityFeatures = {
     "activation_offloading", "paged_stash",
     // Settings dockyard models (pipeline_schedule.h RunSettings; muon.h; FP8 attention: training.h
     // fp8_dot_product_attention).
-    "ep_overlap", "muon", "fp8_attention", "tp_comm_overlap",
+    "ep_overlap", "delay_wgrad_compute", "muon", "fp8_attention", "tp_comm_overlap",
     // Framework settings dockyard predicts without.
     "sequence_parallel", "distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather", "embedding_loss_pipeline_layers",
     "grouped_gemm", "permute_fusion", "router_fusion", "cuda_graphs", "capacity_padded",
@@ -386,6 +386,7 @@ TrainingConfig FidelityTraining(const FidelityRun& r) {
   t.run.overlap_grad_reduce = has("overlap_grad_reduce");
   t.run.overlap_param_gather = has("overlap_param_gather") && t.run.overlap_grad_reduce;
   t.run.overlap_moe_ep_comm = has("ep_overlap");  // --overlap-moe-expert-parallel-comm
+  t.run.delay_wgrad_compute = has("delay_wgrad_compute");  // --delay-wgrad-compute (needs ep_overlap)
   t.run.tp_comm_overlap = has("tp_comm_overlap");  // --tp-comm-overlap (TransformerEngine userbuffers)
   if (has("muon")) t.optimizer = Optimizer::kMuon;  // --optimizer muon (muon.h)
   t.fp8_dot_product_attention = has("fp8_attention");  // TransformerEngine's FP8 DPA (compute.flash.fp8_speedup)

@@ -63,7 +63,7 @@ double RunStreams(const std::vector<Op>& ops, const EpOverlapContention& c) {
 
 }  // namespace
 
-double PairedLayerUs(const EpOverlapLayer& l, int64_t layers, const EpOverlapContention& contention) {
+double PairedLayerUs(const EpOverlapLayer& l, int64_t layers, const EpOverlapContention& contention, bool delay_wgrad) {
   if (layers < 1) throw Error(fmt::format("internal: EP-overlap layers per chunk must be >= 1, got {}", layers));
   if (!(contention.sm_share >= 0 && contention.sm_share < 1)) {
     throw Error(fmt::format("internal: EP-overlap SM share must be in [0, 1), got {}", contention.sm_share));
@@ -90,9 +90,11 @@ double PairedLayerUs(const EpOverlapLayer& l, int64_t layers, const EpOverlapCon
     // In the order model_chunk_schedule_plan.py issues them; stream order does the rest.
     const int combine_bwd = add(1, l.combine[1], prev_pre_bwd, -1);
     const int pre_fwd = add(0, l.pre[0], prev_combine_fwd, -1);
-    const int mlp_bwd = add(0, l.mlp[1] / 2, combine_bwd, -1);  // input gradient
+    // The MLP backward: with delay_wgrad_compute its input gradient, the weight gradient (as many
+    // FLOPs) issued after the forward dispatch; without, both in one node.
+    const int mlp_bwd = add(0, delay_wgrad ? l.mlp[1] / 2 : l.mlp[1], combine_bwd, -1);
     const int dispatch_fwd = add(1, l.dispatch[0], pre_fwd, -1);
-    add(0, l.mlp[1] / 2, -1, -1);  // mlp_bwd_dw: the weight gradient, as many FLOPs
+    if (delay_wgrad) add(0, l.mlp[1] / 2, -1, -1);  // mlp_bwd_dw
     const int dispatch_bwd = add(1, l.dispatch[1], mlp_bwd, -1);
     const int mlp_fwd = add(0, l.mlp[0], dispatch_fwd, -1);
     prev_combine_fwd = add(1, l.combine[0], mlp_fwd, -1);

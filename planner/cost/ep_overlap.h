@@ -11,7 +11,8 @@
 // pre = attention, its tp / cp traffic, router and permute (pre_dispatch_computation); mlp = the
 // grouped GEMMs, unpermute and shared experts (the mlp node). Each operation waits for the one
 // before it on its stream and for its data: mlp_bwd(b) for combine_bwd(b), dispatch_fwd(f) for
-// pre_fwd(f), dispatch_bwd(b) for mlp_bwd(b) (the input gradient, not its weight gradient),
+// pre_fwd(f), dispatch_bwd(b) for mlp_bwd(b) (with delay_wgrad_compute the input gradient only,
+// mlp_bwd_dw(b) after it; without, the MLP backward computes both and backward_dw is empty),
 // mlp_fwd(f) for dispatch_fwd(f), combine_fwd(f) for mlp_fwd(f), pre_bwd(b) for dispatch_bwd(b);
 // and across the layers of a model chunk (TransformerModelChunkSchedulePlan.run pairs forward layer
 // k with backward layer n - 1 - k) the next pair's pre_fwd waits for combine_fwd, its combine_bwd
@@ -48,7 +49,10 @@ struct EpOverlapLayer {
 // pair): at least the compute (sum of pre and mlp, both directions) and at least the
 // communication (dispatch and combine, both directions). Throws dockyard::Error for layers < 1,
 // a negative time, sm_share outside [0, 1) or comm_rate outside (0, 1].
-double PairedLayerUs(const EpOverlapLayer& layer, int64_t layers, const EpOverlapContention& contention);
+// `delay_wgrad` (pipeline_schedule.h WgradDelayed): the backward dispatch waits for the MLP's
+// input gradient only (its weight gradient, half the MLP backward, follows beside it); else for
+// the whole MLP backward.
+double PairedLayerUs(const EpOverlapLayer& layer, int64_t layers, const EpOverlapContention& contention, bool delay_wgrad);
 
 // The share of a stage's chunk forwards that run paired with a backward under the combined 1F1B
 // schedule, in [0, 1]: of the M x vpp chunk forwards of a pipeline rank, those it runs before its

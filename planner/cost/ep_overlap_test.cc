@@ -32,17 +32,17 @@ TEST_CASE("EP overlap, one layer pair: short all-to-alls hide entirely under the
   //         the input gradient) | combine_fwd 550-610 (after mlp_fwd)
   //   comp: pre_fwd 0-100 | mlp_bwd 100-250 | mlp_bwd_dw 250-400 | mlp_fwd 400-550 | pre_bwd 550-750
   // The compute never waits: 750 us, the compute alone (plain: 750 + 280 = 1,030).
-  CHECK(PairedLayerUs(Layer(100, 200, 150, 300, 80, 80, 60, 60), 1, {}) == doctest::Approx(750));
+  CHECK(PairedLayerUs(Layer(100, 200, 150, 300, 80, 80, 60, 60), 1, {}, true) == doctest::Approx(750));
 }
 
 TEST_CASE("EP overlap, one layer pair: all-to-alls longer than the compute leave their excess exposed") {
   // The same compute, dispatch 400 / 400, combine 300 / 300: the comm stream runs back to back,
   // combine_bwd 0-300, dispatch_fwd 300-700, dispatch_bwd 700-1100, combine_fwd 1100-1400, and the
   // compute (750) hides under it: 1,400 us, 650 exposed (plain: 2,150).
-  CHECK(PairedLayerUs(Layer(100, 200, 150, 300, 400, 400, 300, 300), 1, {}) == doctest::Approx(1400));
+  CHECK(PairedLayerUs(Layer(100, 200, 150, 300, 400, 400, 300, 300), 1, {}, true) == doctest::Approx(1400));
   // Two layers of a chunk chain (the next pair's combine_bwd after this pair's pre_bwd, its
   // pre_fwd after this pair's combine_fwd): still communication-bound, 1,400 per pair.
-  CHECK(PairedLayerUs(Layer(100, 200, 150, 300, 400, 400, 300, 300), 2, {}) == doctest::Approx(1400));
+  CHECK(PairedLayerUs(Layer(100, 200, 150, 300, 400, 400, 300, 300), 2, {}, true) == doctest::Approx(1400));
 }
 
 TEST_CASE("EP overlap, one layer pair: the streams' order exposes what a total-compute bound calls hidden") {
@@ -54,7 +54,7 @@ TEST_CASE("EP overlap, one layer pair: the streams' order exposes what a total-c
   //   comp: pre_fwd 0-100 | (waits for combine_bwd) mlp_bwd 150-200 | dw 200-250 | (waits for
   //         dispatch_fwd) mlp_fwd 300-400 | pre_bwd 400-500
   // 500 us: 100 exposed.
-  CHECK(PairedLayerUs(Layer(100, 100, 100, 100, 150, 0, 0, 150), 1, {}) == doctest::Approx(500));
+  CHECK(PairedLayerUs(Layer(100, 100, 100, 100, 150, 0, 0, 150), 1, {}, true) == doctest::Approx(500));
 }
 
 TEST_CASE("EP overlap: the communication kernels' SMs slow the compute beside them") {
@@ -64,7 +64,7 @@ TEST_CASE("EP overlap: the communication kernels' SMs slow the compute beside th
   //   dispatch_bwd 278-358, beside the weight gradient: 64 done, the rest 358-444;
   //   mlp_fwd 444-594 alone; combine_fwd 594-654 beside pre_bwd (48 done), the rest 654-806.
   // 806 us: the 280 us of overlapped communication cost the compute 0.2 x 280 = 56 us.
-  CHECK(PairedLayerUs(Layer(100, 200, 150, 300, 80, 80, 60, 60), 1, {0.2, 1.0}) == doctest::Approx(806));
+  CHECK(PairedLayerUs(Layer(100, 200, 150, 300, 80, 80, 60, 60), 1, {0.2, 1.0}, true) == doctest::Approx(806));
 }
 
 TEST_CASE("EP overlap: the communication kernel beside compute runs slower (NCCL's contention)") {
@@ -77,7 +77,7 @@ TEST_CASE("EP overlap: the communication kernel beside compute runs slower (NCCL
   //   1375-1575 combine_fwd beside pre_bwd (200): 100 of 300; 1575-1775 alone, the last 200.
   // 1,775 us: all 750 us of compute ran beside communication and cost it 0.5 x 750 = 375 us
   // (1,400 without the slowdown; plain 2,150).
-  CHECK(PairedLayerUs(Layer(100, 200, 150, 300, 400, 400, 300, 300), 1, {0.0, 0.5}) == doctest::Approx(1775));
+  CHECK(PairedLayerUs(Layer(100, 200, 150, 300, 400, 400, 300, 300), 1, {0.0, 0.5}, true) == doctest::Approx(1775));
   // Where the compute is the longer stream, the slower communication mostly still fits beside it.
   // The first case (dispatch 80 / 80, combine 60 / 60) at comm_rate 0.5:
   //   combine_bwd 0-100 beside pre_fwd (50 of 60), 100-110 alone: mlp_bwd waits for it, 110-260;
@@ -85,7 +85,21 @@ TEST_CASE("EP overlap: the communication kernel beside compute runs slower (NCCL
   //   dispatch_bwd 270-410 beside it (70 of 80), 410-430 beside mlp_fwd (410-560);
   //   combine_fwd 560-680 beside pre_bwd (560-760).
   // 760 us: 10 us more than the compute alone (750), the combine_bwd's tail that mlp_bwd waits on.
-  CHECK(PairedLayerUs(Layer(100, 200, 150, 300, 80, 80, 60, 60), 1, {0.0, 0.5}) == doctest::Approx(760));
+  CHECK(PairedLayerUs(Layer(100, 200, 150, 300, 80, 80, 60, 60), 1, {0.0, 0.5}, true) == doctest::Approx(760));
+}
+
+TEST_CASE("EP overlap without delay_wgrad_compute: the backward dispatch waits for the whole MLP backward") {
+  // pre 100 / 100, mlp 100 / 400 (input gradient 200, weight gradient 200), dispatch 0 / 300,
+  // combine 0 / 0, no contention.
+  // With delay_wgrad_compute: mlp_bwd 100-300, then its weight gradient 300-500 beside the backward
+  // dispatch 300-600; mlp_fwd 500-600; pre_bwd waits for the dispatch: 600-700. 700 us, the compute
+  // alone: all 300 us of dispatch hidden.
+  CHECK(PairedLayerUs(Layer(100, 100, 100, 400, 0, 300, 0, 0), 1, {}, true) == doctest::Approx(700));
+  // Without (Megatron-LM's default): the MLP backward (400) runs 100-500 as one node, the dispatch
+  // 500-800 beside only mlp_fwd (500-600); pre_bwd 800-900. 900 us: 200 exposed.
+  CHECK(PairedLayerUs(Layer(100, 100, 100, 400, 0, 300, 0, 0), 1, {}, false) == doctest::Approx(900));
+  // A communication-bound pair is the comm stream end to end either way (1,400 us, above).
+  CHECK(PairedLayerUs(Layer(100, 200, 150, 300, 400, 400, 300, 300), 1, {}, false) == doctest::Approx(1400));
 }
 
 TEST_CASE("EP overlap: the paired share of chunk forwards, warm-up and cool-down alone") {
@@ -100,10 +114,10 @@ TEST_CASE("EP overlap: the paired share of chunk forwards, warm-up and cool-down
 }
 
 TEST_CASE("EP overlap: bad inputs are refused") {
-  CHECK_THROWS_AS(PairedLayerUs(Layer(1, 1, 1, 1, 1, 1, 1, 1), 0, {}), dockyard::Error);
-  CHECK_THROWS_AS(PairedLayerUs(Layer(1, 1, 1, 1, 1, 1, 1, 1), 1, {1.0, 1.0}), dockyard::Error);
-  CHECK_THROWS_AS(PairedLayerUs(Layer(1, 1, 1, 1, 1, 1, 1, 1), 1, {0, 0.0}), dockyard::Error);
-  CHECK_THROWS_AS(PairedLayerUs(Layer(1, 1, 1, 1, 1, 1, 1, 1), 1, {0, 1.1}), dockyard::Error);
-  CHECK_THROWS_AS(PairedLayerUs(Layer(-1, 1, 1, 1, 1, 1, 1, 1), 1, {}), dockyard::Error);
+  CHECK_THROWS_AS(PairedLayerUs(Layer(1, 1, 1, 1, 1, 1, 1, 1), 0, {}, true), dockyard::Error);
+  CHECK_THROWS_AS(PairedLayerUs(Layer(1, 1, 1, 1, 1, 1, 1, 1), 1, {1.0, 1.0}, true), dockyard::Error);
+  CHECK_THROWS_AS(PairedLayerUs(Layer(1, 1, 1, 1, 1, 1, 1, 1), 1, {0, 0.0}, true), dockyard::Error);
+  CHECK_THROWS_AS(PairedLayerUs(Layer(1, 1, 1, 1, 1, 1, 1, 1), 1, {0, 1.1}, true), dockyard::Error);
+  CHECK_THROWS_AS(PairedLayerUs(Layer(-1, 1, 1, 1, 1, 1, 1, 1), 1, {}, true), dockyard::Error);
   CHECK_THROWS_AS(dockyard::PairedChunkShare(0, 1, 1), dockyard::Error);
 }

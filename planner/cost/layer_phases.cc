@@ -170,7 +170,7 @@ void OverlapEpComm(const LayerTerms& L, MoePassSums& s, PhaseRecords& records) {
   const int64_t pp = L.d.pp, vpp = ChunksPerMicrobatch(L.t);
   // A chunk's MoE layers, the mean rounded (at least one).
   const int64_t chunk_layers = std::max<int64_t>(1, std::llround(static_cast<double>(L.in.num_moe_layers) / static_cast<double>(pp * vpp)));
-  const double paired = PairedLayerUs(s.parts, chunk_layers, EpOverlapContentionOf(L));
+  const double paired = PairedLayerUs(s.parts, chunk_layers, EpOverlapContentionOf(L), WgradDelayed(L.t.run));
   const double share = PairedChunkShare(L.t.num_microbatches.value_or(pp), pp, vpp);
   const double plain = s.sum[0] + s.sum[1], rest = s.rest[0] + s.rest[1], a2a = s.a2a[0] + s.a2a[1];
   const double added = std::max(0.0, share * paired + (1 - share) * plain - rest);

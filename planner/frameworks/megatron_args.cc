@@ -231,7 +231,6 @@ std::string IgnoredReason(const std::string& key) {
       {"--moe-router-force-load-balancing", "balanced routing: give --imbalance or --routing"},
       {"--cpu-offloading", "activation offloading"},
       {"--fine-grained-activation-offloading", "activation offloading"},
-      {"--delay-wgrad-compute", "delayed weight gradients"},
       {"--defer-embedding-wgrad-compute", "deferred embedding weight gradient"},
       {"--num-distributed-optimizer-instances", "several distributed-optimizer instances: priced as one over all of dp"},
       {"--attention-backend", "attention is priced as flash attention"},
@@ -590,7 +589,7 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
     if (const ConfigArg* a = find(key); a && !fsdp) AddFlag(c, key, "", a->key);
   }
   for (const char* key : {"--overlap-moe-expert-parallel-comm", "--moe-shared-expert-overlap", "--no-check-for-nan-in-loss-and-grad",
-                          "--no-overlap-p2p-communication", "--tp-comm-overlap"}) {
+                          "--no-overlap-p2p-communication", "--tp-comm-overlap", "--delay-wgrad-compute"}) {
     if (const ConfigArg* a = find(key)) AddFlag(c, key, "", a->key);
   }
   if (const ConfigArg* a = find("--clip-grad")) {

@@ -466,4 +466,28 @@ TEST_CASE("--no-overlap-p2p-communication is read (run_settings.h overlap_p2p_co
         std::string::npos);
 }
 
+TEST_CASE("--delay-wgrad-compute is read (run_settings.h delay_wgrad_compute), and written back by the emitter") {
+  const std::string moe_args =
+      "--num-layers 8 --hidden-size 64 --num-attention-heads 4 --position-embedding-type rope --num-experts 8 --moe-router-topk 2 "
+      "--swiglu --vocab-size 1000 --bf16 --use-distributed-optimizer --expert-model-parallel-size 2 "
+      "--moe-token-dispatcher-type alltoall --overlap-moe-expert-parallel-comm --delay-wgrad-compute\n";
+  const FrameworkConfig c = ImportMegatronArgs(moe_args, "d.args");
+  CHECK(Flag(c, "--delay-wgrad-compute") == "");
+  CHECK_FALSE(Contains(c.ignored, "--delay-wgrad-compute"));  // was listed as ignored ("delayed weight gradients")
+  ParallelDimsOptions d;
+  d.world_size = 2;
+  d.ep = 2;
+  d.convention = Convention::kMegatron;
+  TrainingConfig t;
+  t.dp_sharding = DpSharding::kZero1;
+  t.run.overlap_moe_ep_comm = true;
+  t.run.delay_wgrad_compute = true;
+  CHECK(EmitMegatronArgs(BuildPlan(MegatronModel(c, std::nullopt), d, t), 0, {"test"}, &c).find("--delay-wgrad-compute") !=
+        std::string::npos);
+  // Megatron-Core's rule: not without the EP overlap.
+  t.run.overlap_moe_ep_comm = false;
+  CHECK_THROWS_WITH_AS(BuildPlan(MegatronModel(c, std::nullopt), d, t),
+                       doctest::Contains("--delay-wgrad-compute: needs --overlap-moe-expert-parallel-comm"), Error);
+}
+
 }  // namespace dockyard

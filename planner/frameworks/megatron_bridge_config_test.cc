@@ -144,6 +144,14 @@ TEST_CASE("TP communication overlap as Bridge's CommOverlapConfig applies it") {
   CHECK(refused.find("(Megatron-LM's --tp-comm-overlap, which model.tp_comm_overlap sets)") != std::string::npos);
 }
 
+TEST_CASE("delayed weight gradients: comm_overlap.delay_wgrad_compute (or model.) is Megatron's --delay-wgrad-compute") {
+  auto delay = [](const std::string& yaml) { return FlagValue(ImportMegatronBridgeConfig(yaml, "b.yaml", Qwen()), "--delay-wgrad-compute"); };
+  // Bridge's performance scripts: moe_a2a_overlap sets both (scripts/performance/utils/overrides.py).
+  CHECK(delay("comm_overlap:\n  overlap_moe_expert_parallel_comm: true\n  delay_wgrad_compute: true\n") == "");
+  CHECK(delay("model:\n  delay_wgrad_compute: true\n") == "");
+  CHECK(delay("comm_overlap:\n  overlap_moe_expert_parallel_comm: true\n") == "<absent>");
+}
+
 TEST_CASE("a run_config.yaml dump plans alone: _target_ keys, dtypes as mappings, a builder-backed model") {
   // The shape ConfigContainer.to_yaml writes (Megatron-LM megatron/training/config/container.py):
   // a _target_ per section, torch dtypes as {_call_: false, _target_: torch.bfloat16}.

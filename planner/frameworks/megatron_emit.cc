@@ -238,6 +238,7 @@ void EmitSettings(const Plan& plan, const FrameworkConfig* config, Lines& l) {
   if (run.overlap_grad_reduce || fsdp) l.Add("--overlap-grad-reduce");
   if (run.overlap_param_gather || fsdp) l.Add("--overlap-param-gather");
   if (run.overlap_moe_ep_comm) l.Add("--overlap-moe-expert-parallel-comm");
+  if (run.delay_wgrad_compute) l.Add("--delay-wgrad-compute");
   if (run.overlap_shared_experts.value_or(false) && plan.model.moe.num_shared_experts > 0) l.Add("--moe-shared-expert-overlap");
   if (plan.dims.cp > 1) l.Add("--cp-comm-type", run.cp_comm);
   if (run.cuda_graphs) {

@@ -107,6 +107,11 @@ void ValidateVppChunks(int64_t pp, int64_t vpp, int64_t num_layers) {
 }
 
 void ValidateEpOverlap(const TrainingConfig& t, int64_t pp, int64_t ep) {
+  if (t.run.delay_wgrad_compute && !t.run.overlap_moe_ep_comm) {
+    throw Error(
+        "--delay-wgrad-compute: needs --overlap-moe-expert-parallel-comm (Megatron-Core: \"overlap_moe_expert_parallel_comm must be "
+        "enabled when enabling delay_wgrad_compute\", transformer_config.py): add it, or drop --delay-wgrad-compute");
+  }
   if (!t.run.overlap_moe_ep_comm) return;
   const char* flag = "--overlap-moe-expert-parallel-comm";
   if (ep < 2) throw Error(fmt::format("{}: only supported with expert model parallelism (ep > 1), got ep {}", flag, ep));
@@ -204,6 +209,10 @@ bool IsDualPipe(const RunSettings& s) {
 
 bool EpCommOverlapped(const RunSettings& s) {
   return s.overlap_moe_ep_comm || IsDualPipe(s);
+}
+
+bool WgradDelayed(const RunSettings& s) {
+  return (s.overlap_moe_ep_comm && s.delay_wgrad_compute) || IsDualPipe(s);
 }
 
 int64_t DualPipeMirrorStage(int64_t pp, int64_t stage) {

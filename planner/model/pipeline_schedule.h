@@ -129,10 +129,11 @@ int64_t InFlightStageMicrobatches(int64_t pp, int64_t vpp, int64_t num_microbatc
 //    not None; megatron/training/arguments.py turns a size of 1 into None): --vpp > 1.
 // Megatron's other asserts there concern settings dockyard does not model (torch >= 2.6,
 // recompute_method / recompute_num_layers, which only full recomputation uses, ncclep offloading,
-// Transformer Engine CUDA-graph scopes, delay_wgrad_compute); its rule against
-// moe_shared_expert_overlap is ValidateSharedExpertOverlap's (Megatron's flag, not torchtitan's
-// always-on overlap).
-// A no-op when training.run.overlap_moe_ep_comm is off. Throws dockyard::Error naming the flag,
+// Transformer Engine CUDA-graph scopes); its rule against moe_shared_expert_overlap is
+// ValidateSharedExpertOverlap's (Megatron's flag, not torchtitan's always-on overlap). And
+// delay_wgrad_compute needs the overlap ("overlap_moe_expert_parallel_comm must be enabled when
+// enabling delay_wgrad_compute"): --delay-wgrad-compute without it is refused.
+// Otherwise a no-op when training.run.overlap_moe_ep_comm is off. Throws dockyard::Error naming the flag,
 // the value and the rule.
 void ValidateEpOverlap(const TrainingConfig& training, int64_t pp, int64_t ep);
 
@@ -198,6 +199,10 @@ void ValidateInterleavedMicrobatches(const RunSettings& settings, int64_t pp, in
 // --overlap-moe-expert-parallel-comm, or DualPipe (its overlapped forward-backward chunk pairs,
 // DeepSeek-V3 technical report section 3.2.1).
 bool EpCommOverlapped(const RunSettings& settings);
+// Whether an overlapped layer pair's experts' weight gradients run after its backward dispatch is
+// issued (ep_overlap.h PairedLayerUs): RunSettings::delay_wgrad_compute under
+// --overlap-moe-expert-parallel-comm, and always under DualPipe (its own weight-gradient step, W).
+bool WgradDelayed(const RunSettings& settings);
 // The pipeline rank whose stage DualPipe also places on `stage`: pp - 1 - stage.
 int64_t DualPipeMirrorStage(int64_t pp, int64_t stage);
 // DualPipe's bubble (README table): (pp / 2 - 1)(F&B + B - 3W), with F&B the time of an overlapped

@@ -93,6 +93,15 @@ struct RunSettings {
   // / fc1_wgrad). Only where tp > 1 (Megatron asserts sequence parallelism, which it turns off at
   // tp 1; Bridge's CommOverlapConfig turns the overlap off there): read through TpCommOverlapped.
   bool tp_comm_overlap = false;
+  // Megatron-Core delay_wgrad_compute (--delay-wgrad-compute; off by default; needs
+  // --overlap-moe-expert-parallel-comm, transformer_config.py): under EP overlap the experts'
+  // weight gradients leave their backward (TransformerEngine's split wgrad, the layer's
+  // backward_dw), so the backward dispatch waits only for the input gradient and the weight
+  // gradient runs beside it; off, the MLP backward computes both before the dispatch starts
+  // (model_chunk_schedule_plan.py; backward_dw is a no-op then). Megatron-Bridge's performance
+  // scripts turn it on with moe_a2a_overlap (scripts/performance/utils/overrides.py
+  // _set_moe_a2a_overlap_overrides). Read through WgradDelayed.
+  bool delay_wgrad_compute = false;
 };
 
 // Whether TransformerEngine's TP-communication overlap runs: tp_comm_overlap with tp > 1.

@@ -46,6 +46,7 @@ TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const Training
   if (o.cp_comm) t.run.cp_comm = *o.cp_comm;
   if (o.overlap_grad_reduce) t.run.overlap_grad_reduce = true;
   if (o.overlap_moe_ep_comm) t.run.overlap_moe_ep_comm = true;
+  if (o.delay_wgrad_compute) t.run.delay_wgrad_compute = true;
   if (o.overlap_param_gather) t.run.overlap_param_gather = true;
   if (o.moe_shared_expert_overlap) t.run.overlap_shared_experts = true;
   if (o.pipeline_layout) t.run.pipeline_layout = *o.pipeline_layout;
@@ -129,6 +130,11 @@ void RejectMegatronOnlyOverrides(const TrainingOverrides& o, bool torchtitan) {
     throw Error(
         "--overlap-moe-expert-parallel-comm: a Megatron-Core feature (EP all-to-all overlapped with another micro-batch's "
         "compute); torchtitan has no such overlap (torchtitan/config/parallelism.py): use --convention megatron, or drop the flag");
+  }
+  if (o.delay_wgrad_compute) {
+    throw Error(
+        "--delay-wgrad-compute: a Megatron-Core switch of its EP overlap (the experts' weight gradients after the backward "
+        "dispatch); torchtitan has no EP overlap to delay them in: use --convention megatron, or drop the flag");
   }
   if (o.moe_shared_expert_overlap) {
     throw Error(

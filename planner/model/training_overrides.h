@@ -51,6 +51,7 @@ struct TrainingOverrides {
   std::optional<double> clip_grad;                       // --clip-grad (run_settings.h)
   bool no_check_for_nan_in_grad = false;                 // --no-check-for-nan-in-loss-and-grad (run_settings.h)
   bool no_overlap_p2p_comm = false;                      // --no-overlap-p2p-communication (run_settings.h)
+  bool delay_wgrad_compute = false;                      // --delay-wgrad-compute (run_settings.h)
   std::optional<bool> tp_comm_overlap;                   // --tp-comm-overlap[=false] (run_settings.h); unset: the spec's
   std::optional<std::string> pp_layer_split;     // --pp-layer-split "7,6" or "7+6" (ParseLayerSplit)
 };
@@ -66,7 +67,8 @@ TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const Training
 //    data parallelism is FSDP2 (data_parallel_shard_degree), HSDP, or DDP (data_parallel_replicate_degree
 //    alone): torchtitan/config/parallelism.py ParallelismConfig has no ZeRO-1.
 //  - --overlap-moe-expert-parallel-comm (on): Megatron's EP all-to-all overlap (megatron/training/arguments.py);
-//    torchtitan's ParallelismConfig (expert_parallel_degree) has no such overlap.
+//    torchtitan's ParallelismConfig (expert_parallel_degree) has no such overlap; nor its
+//    --delay-wgrad-compute.
 //  - --moe-shared-expert-overlap: Megatron-LM's switch for an overlap torchtitan always runs (its
 //    MoE.forward computes the shared experts before it uses the combined output); nothing to turn on.
 //  - --megatron-core-version and --cross-entropy-fusion-impl (any value): a Megatron-Core release
