@@ -122,7 +122,8 @@ Calibration FittedCalibration(const CalibrateOptions& o, const Calibration& prio
                                    o.cluster.empty() ? "" : ", cluster " + o.cluster);
   fitted.file.clear();
   fitted.sha256.clear();
-  fitted.knob_intervals.clear();
+  // A knob these rows did not fit keeps what it came with: its value (SetKnobValues, the prior's),
+  // its source and an earlier fit's 80 % interval (a chained refit); a fitted one gets its own.
   for (const FittedKnob& k : fit.knobs) {
     if (!k.determined) continue;
     fitted.knob_intervals[k.knob.Path()] = {std::min(k.low80, k.value), std::max(k.high80, k.value)};

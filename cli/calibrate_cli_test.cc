@@ -93,6 +93,23 @@ TEST_CASE("calibrate refuses a bad runs file with one error naming the row and t
   CHECK(phase.find("run S02: ") == 0);
   CHECK(phase.find("/runs/15/phases/0/time_us: must be a time >= 0, got -2.5") != std::string::npos);
 
+  // features null is refused like a missing list (was: read as none, pricing an EP-overlap row without it).
+  const std::string features = CalibrateError(WriteRuns("fn.json", [](Json& j) { RunJson(j, "S01")["features"] = nullptr; }));
+  CHECK(features.find("run S01: ") == 0);
+  CHECK(features.find("/runs/14/features: must be a list of strings (empty for none), got null") != std::string::npos);
+  // A step of 1e-300 s is a unit slip, not a measurement; a noise of 1e-300 would make the fit degenerate.
+  const std::string tiny = CalibrateError(WriteRuns("t.json", [](Json& j) { RunJson(j, "S03")["measured"]["value"] = 1e-300; }));
+  CHECK(tiny.find("/runs/16/measured/value: must be in [0.001, 864000] for kind step_s, got 1e-300") != std::string::npos);
+  const std::string noise = CalibrateError(WriteRuns("ns.json", [](Json& j) { RunJson(j, "S03")["measured"]["noise"] = 1e-300; }));
+  CHECK(noise.find("/runs/16/measured/noise: is the sd of ln(value), in [0.001, 1]") != std::string::npos);
+  // A rule of the plan (in command-line words) names the run it came from.
+  const std::string rule = CalibrateError(WriteRuns("r.json", [](Json& j) {
+    Json& h05 = RunJson(j, "H05");
+    h05["recompute"] = "full";
+  }));
+  CHECK(rule.find("run H05: ") == 0);
+  CHECK(rule.find("--overlap-moe-expert-parallel-comm: disable full recomputation") != std::string::npos);
+
   // EP 3 divides neither the 8 ranks nor DeepSeek-V3's 256 routed experts.
   const std::string layout = CalibrateError(WriteRuns("l.json", [](Json& j) { RunJson(j, "S01")["layout"]["ep"] = 3; }));
   CHECK(layout.find("run S01: ") == 0);
@@ -131,6 +148,23 @@ TEST_CASE("calibrate --compute-model gemm writes a calibration that loads back, 
   }
   for (const char* k : {"compute.gemm.grouped_half_rows", "compute.gemm.grouped_max_efficiency", "links.network_gbps"})
     CHECK_MESSAGE(undetermined.find(k) == std::string::npos, k);
+  // A chained refit (--from this file) on rows that do not move a knob keeps its value, its source
+  // and its 80 % interval (was: the interval dropped, so reports no longer listed it as fitted).
+  REQUIRE(cal.knob_intervals.count("compute.gemm.grouped_half_rows") == 1);
+  CalibrateOptions again;
+  again.runs = {WriteRuns("h.json", [](Json& j) {
+    KeepRuns(j, {"H02", "H03", "H04", "H05", "H06", "H08", "H09"});
+    j["components"] = Json::array();
+  })};
+  again.from = o.out;
+  again.out = TempDir() + "/refitted.json";
+  again.compute_model = "gemm";  // the step-level knobs these rows fit: not the grouped-GEMM curve's
+  std::ostringstream out2;
+  CHECK(RunCalibrate(again, out2) == 0);
+  const Calibration re = LoadCalibration(again.out);
+  CHECK(re.knobs.compute.gemm.grouped_half_rows == cal.knobs.compute.gemm.grouped_half_rows);
+  CHECK(re.knob_sources.at("compute.gemm.grouped_half_rows") == cal.knob_sources.at("compute.gemm.grouped_half_rows"));
+  CHECK(re.knob_intervals.at("compute.gemm.grouped_half_rows") == cal.knob_intervals.at("compute.gemm.grouped_half_rows"));
 }
 
 TEST_CASE("calibrate refuses to write a file that changes nothing: exit 1, the reason, no file") {

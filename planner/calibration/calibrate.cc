@@ -745,7 +745,14 @@ std::vector<CalibrationRow> RowsFromFidelitySet(const FidelitySet& set, const st
       skipped->push_back({run.id, why});
       continue;
     }
-    auto prepared = std::make_shared<PreparedRun>(PrepareRun(run, set.models.at(run.model)));
+    std::shared_ptr<PreparedRun> prepared;
+    try {
+      prepared = std::make_shared<PreparedRun>(PrepareRun(run, set.models.at(run.model)));
+    } catch (const Error& e) {
+      // The plan's rules speak in command-line flags; name the run whose fields set them.
+      throw Error(fmt::format("run {}: {}: the plan of its layout, batch, precision, recompute, dispatcher and features: {}", run.id,
+                              set.file, e.what()));
+    }
     CalibrationRow r = StepRow(run, preset, model, prepared);
     AppendPhaseRows(run, r, prepared, &rows, skipped);  // a user's measured phases: stage-1 rows
     rows.push_back(std::move(r));

@@ -195,6 +195,7 @@ void ReadRunSettings(const JsonView& v, FidelityRun& r) {
   r.recompute_modules = StringList(v, "recompute_modules");
   r.dispatcher = OneOf(v, "dispatcher", {"a2a", "deepep", "hybridep"});
   if (!v.value().contains("features")) v.String("features");  // required (may be empty): the missing-key error
+  if (v.value().at("features").is_null()) v.Fail("features", "must be a list of strings (empty for none), got null");
   r.features = StringList(v, "features");
   for (const auto& f : r.features) {
     if (std::find(kFidelityFeatures.begin(), kFidelityFeatures.end(), f) == kFidelityFeatures.end()) {
@@ -212,10 +213,19 @@ FidelityMeasured ReadMeasured(const JsonView& v) {
   m.RejectUnknownKeys({"kind", "value", "gflop_per_token", "range", "noise"});
   out.kind = ParseKind(m, "kind");
   out.value = Positive(m, "value");
+  // What a training step can be: a step of 1 ms to 10 days, 1e-3 to 1e8 tokens/s per GPU, or
+  // 1e-3 to 1e5 TFLOP/s per GPU (beyond that a unit slipped).
+  const double lo = 1e-3;
+  const double hi = out.kind == MeasuredKind::kStepSeconds ? 864000.0 : out.kind == MeasuredKind::kTokensPerSecondPerGpu ? 1e8 : 1e5;
+  if (out.value < lo || out.value > hi) {
+    m.Fail("value", fmt::format("must be in [{}, {}] for kind {}, got {}", lo, hi, m.String("kind"), out.value));
+  }
   if (m.value().contains("noise")) {
     if (!m.value().at("noise").is_number()) m.Fail("noise", fmt::format("must be a number in (0, 1], got {}", m.value().at("noise").dump()));
     out.noise = Positive(m, "noise");
-    if (out.noise > 1) m.Fail("noise", fmt::format("is the sd of ln(value), at most 1 (0.03: 3 % spread), got {}", out.noise));
+    if (out.noise > 1 || out.noise < 1e-3) {
+      m.Fail("noise", fmt::format("is the sd of ln(value), in [0.001, 1] (0.03: 3 % spread), got {}", out.noise));
+    }
   }
   if (out.kind == MeasuredKind::kTflopsPerGpu) {
     out.gflop_per_token = Positive(m, "gflop_per_token");
