@@ -349,16 +349,17 @@ bool StepLevelKnob(const KnobSpec& knob, ComputeModel model) {
   // --overlap-moe-expert-parallel-comm are what measure them, under either compute model.
   static const char* const kKernels[] = {"compute.gemm.shape_efficiency", "compute.flash.max_efficiency",
                                          "compute.memory_bound.hbm_efficiency", "links.intra_node_gbps",
-                                         "links.network_gbps", "host.step_overhead_us",
-                                         "dispatchers.ep_overlap.all_to_all_comm_rate", "dispatchers.ep_overlap.deepep_comm_rate",
-                                         "dispatchers.ep_overlap.hybridep_comm_rate"};
+                                         "links.network_gbps", "host.step_overhead_us"};
   static const char* const kGemm[] = {"compute.gemm.dense_efficiency", "compute.gemm.grouped_max_efficiency",
                                       "compute.flash.fixed_efficiency", "links.intra_node_gbps",
-                                      "links.network_gbps", "host.step_overhead_us",
-                                      "dispatchers.ep_overlap.all_to_all_comm_rate", "dispatchers.ep_overlap.deepep_comm_rate",
+                                      "links.network_gbps", "host.step_overhead_us"};
+  static const char* const kBoth[] = {"dispatchers.ep_overlap.all_to_all_comm_rate", "dispatchers.ep_overlap.deepep_comm_rate",
                                       "dispatchers.ep_overlap.hybridep_comm_rate"};
   const std::string path = knob.Path();
   for (const char* k : model == ComputeModel::kKernels ? kKernels : kGemm) {
+    if (path == k) return true;
+  }
+  for (const char* k : kBoth) {
     if (path == k) return true;
   }
   return false;

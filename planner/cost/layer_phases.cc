@@ -163,9 +163,9 @@ EpOverlapContention EpOverlapContentionOf(const LayerTerms& L) {
 // paired share (PairedChunkShare) runs beside another micro-batch's backward on two streams
 // (PairedLayerUs, ep_overlap.h), the warm-up and cool-down ones alone. What the all-to-alls add to
 // the layer beyond its compute -- the exposed remainder, the compute slowed by the communication
-// kernels' SMs and the communication slowed beside the compute -- is split over the directions by their all-to-all time; the
-// dispatch and combine records are scaled to it and each direction's sum becomes the rest plus
-// that (us).
+// kernels' SMs and the communication slowed beside the compute -- is split over the directions by
+// their all-to-all time; the dispatch and combine records are scaled to it and each direction's
+// sum becomes the rest plus that (us).
 void OverlapEpComm(const LayerTerms& L, MoePassSums& s, PhaseRecords& records) {
   const int64_t pp = L.d.pp, vpp = ChunksPerMicrobatch(L.t);
   // A chunk's MoE layers, the mean rounded (at least one).
