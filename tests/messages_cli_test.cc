@@ -218,6 +218,11 @@ TEST_CASE("--delay-wgrad-compute: needs the EP overlap, refused under torchtitan
   r = Run(base + " --delay-wgrad-compute");
   CHECK(r.code == 1);
   CHECK(r.out.find("--delay-wgrad-compute: a Megatron-Core switch of its EP overlap") != std::string::npos);
+  // DualPipe splits its weight-gradient step already: no "add the overlap" dead end.
+  r = Run("cli/dockyard-plan simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 8 --pp 2 --num-microbatches 4 "
+          "--convention megatron --pipeline-schedule dualpipe --delay-wgrad-compute");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("DualPipe (--pipeline-schedule dualpipe) runs its weight-gradient step apart already") != std::string::npos);
   // With the overlap the delay shortens a step whose backward dispatch is neither hidden anyway nor
   // the whole pair (ep_overlap_test has the hand arithmetic): a 100 GB/s network per GPU puts this
   // layout there (at the preset's 48 GB/s the pair is communication-bound and the delay changes nothing).

@@ -456,6 +456,23 @@ FrameworkConfig ImportMegatronBridgeConfig(const std::string& text, const std::s
         continue;
       }
     }
+    // The EP overlap and its delayed weight gradients: CommOverlapConfig owns them the same way
+    // (setup() writes comm_overlap's value over the model config's; _get_model_comm_overlap_cfgs),
+    // so comm_overlap.X decides in an overrides YAML where given, model.X in a run_config dump.
+    bool overridden = false;
+    for (const char* owned : {"overlap_moe_expert_parallel_comm", "delay_wgrad_compute"}) {
+      const std::string model_key = std::string("model.") + owned, comm_key = std::string("comm_overlap.") + owned;
+      if (key != model_key && key != comm_key) continue;
+      IsTrue(d, key, *e);  // a bad value is refused either way
+      const Entry* comm = get(comm_key);
+      const Entry* model = get(model_key);
+      const bool comm_given = comm != nullptr && !comm->null, model_given = model != nullptr && !model->null;
+      overridden = key == comm_key ? dump && model_given : !dump && comm_given;
+    }
+    if (overridden) {
+      used.insert(key);
+      continue;
+    }
     if ((key == "optimizer.exp_avg_dtype" || key == "optimizer.exp_avg_sq_dtype") && !precision_aware) continue;
     if (key == "ddp.data_parallel_sharding_strategy" && !megatron_fsdp) continue;
     if (key == "ddp.num_distributed_optimizer_instances" && e->text == "1") continue;  // the default
@@ -738,6 +755,9 @@ std::string EmitMegatronBridgeConfig(const Plan& plan, int64_t global_batch_size
     }
   }
   if (plan.dims.ep > 1) put("model.expert_tensor_parallel_size", std::to_string(plan.dims.etp));
+  // With the EP overlap on, its delayed weight gradients are written either way: Bridge's
+  // performance recipes set comm_overlap.delay_wgrad_compute true, which a plan without it must undo.
+  if (plan.training.run.overlap_moe_ep_comm && !plan.training.run.delay_wgrad_compute) put("comm_overlap.delay_wgrad_compute", "false");
   std::string text;
   for (const std::string& h : header_lines) text += "# " + h + "\n";
   text += fmt::format("# Megatron-Bridge at {}: an overrides YAML for {} GPUs, to merge onto the run's recipe (the model from its HF config).\n",

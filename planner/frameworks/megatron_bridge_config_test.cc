@@ -150,6 +150,34 @@ TEST_CASE("delayed weight gradients: comm_overlap.delay_wgrad_compute (or model.
   CHECK(delay("comm_overlap:\n  overlap_moe_expert_parallel_comm: true\n  delay_wgrad_compute: true\n") == "");
   CHECK(delay("model:\n  delay_wgrad_compute: true\n") == "");
   CHECK(delay("comm_overlap:\n  overlap_moe_expert_parallel_comm: true\n") == "<absent>");
+  // CommOverlapConfig owns both keys: in an overrides YAML comm_overlap's value wins over the
+  // model's (setup() writes it over); in a run_config dump the model's is what ran.
+  CHECK(delay("comm_overlap:\n  overlap_moe_expert_parallel_comm: true\n  delay_wgrad_compute: false\nmodel:\n"
+              "  delay_wgrad_compute: true\n") == "<absent>");
+  CHECK(delay("comm_overlap:\n  overlap_moe_expert_parallel_comm: true\n  delay_wgrad_compute: true\nmodel:\n"
+              "  delay_wgrad_compute: false\n") == "");
+  auto overlap = [](const std::string& yaml) {
+    return FlagValue(ImportMegatronBridgeConfig(yaml, "b.yaml", Qwen()), "--overlap-moe-expert-parallel-comm");
+  };
+  CHECK(overlap("comm_overlap:\n  overlap_moe_expert_parallel_comm: false\nmodel:\n  overlap_moe_expert_parallel_comm: true\n") ==
+        "<absent>");
+  // Written back under comm_overlap, and with the overlap on written either way: a performance
+  // recipe's comm_overlap.delay_wgrad_compute true would otherwise survive a plan without it.
+  ParallelDimsOptions d;
+  d.world_size = 64;
+  d.ep = 8;
+  d.convention = Convention::kMegatron;
+  TrainingConfig t;
+  t.dp_sharding = DpSharding::kZero1;
+  t.run.overlap_moe_ep_comm = true;
+  const std::string off = EmitMegatronBridgeConfig(BuildPlan(Qwen(), d, t), 256, {"test"});
+  CHECK(off.find("  overlap_moe_expert_parallel_comm: true\n") != std::string::npos);
+  CHECK(off.find("  delay_wgrad_compute: false\n") != std::string::npos);
+  CHECK(FlagValue(ImportMegatronBridgeConfig(off, "w.yaml", Qwen()), "--delay-wgrad-compute") == "<absent>");
+  t.run.delay_wgrad_compute = true;
+  const std::string on = EmitMegatronBridgeConfig(BuildPlan(Qwen(), d, t), 256, {"test"});
+  CHECK(on.find("  delay_wgrad_compute: true\n") != std::string::npos);
+  CHECK(FlagValue(ImportMegatronBridgeConfig(on, "w.yaml", Qwen()), "--delay-wgrad-compute") == "");
 }
 
 TEST_CASE("a run_config.yaml dump plans alone: _target_ keys, dtypes as mappings, a builder-backed model") {

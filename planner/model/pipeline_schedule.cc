@@ -107,6 +107,11 @@ void ValidateVppChunks(int64_t pp, int64_t vpp, int64_t num_layers) {
 }
 
 void ValidateEpOverlap(const TrainingConfig& t, int64_t pp, int64_t ep) {
+  if (t.run.delay_wgrad_compute && !t.run.overlap_moe_ep_comm && IsDualPipe(t.run)) {
+    throw Error(
+        "--delay-wgrad-compute: the switch of Megatron's combined 1F1B EP overlap; DualPipe (--pipeline-schedule dualpipe) runs its "
+        "weight-gradient step apart already (priced so): drop --delay-wgrad-compute");
+  }
   if (t.run.delay_wgrad_compute && !t.run.overlap_moe_ep_comm) {
     throw Error(
         "--delay-wgrad-compute: needs --overlap-moe-expert-parallel-comm (Megatron-Core: \"overlap_moe_expert_parallel_comm must be "

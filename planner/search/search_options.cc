@@ -36,6 +36,9 @@ TrainingConfig CandidateTraining(const TrainingConfig& base, const LayoutCandida
   if (c.settings.recompute && t.recompute != Recompute::kSelective) t.recompute_modules.clear();
   t.dp_sharding = s.dp_sharding;
   t.run.overlap_moe_ep_comm = s.overlap_moe_ep_comm;
+  // --delay-wgrad-compute is the EP overlap's (Megatron-Core refuses it without): the candidates
+  // that run the overlap take it, the others run without it rather than being invalid.
+  t.run.delay_wgrad_compute = base.run.delay_wgrad_compute && s.overlap_moe_ep_comm;
   return t;
 }
 

@@ -90,6 +90,11 @@ void ValidateSearchPins(const SearchOptions& o) {
                               FlexBackendName(*o.training.moe_flex_dispatcher_backend)));
     }
   }
+  if (o.ep_overlaps.empty() && !o.training.run.overlap_moe_ep_comm && o.training.run.delay_wgrad_compute) {
+    throw Error(
+        "the pins conflict: --delay-wgrad-compute is the EP overlap's (Megatron-Core: \"overlap_moe_expert_parallel_comm must be "
+        "enabled when enabling delay_wgrad_compute\"), which is pinned off here (--no-overlap-moe-expert-parallel-comm): drop one of them");
+  }
   if (o.ep_overlaps.empty() && o.training.run.overlap_moe_ep_comm) {
     // Megatron's rules on what is pinned; what is searched takes a value that passes.
     TrainingConfig t = o.training;

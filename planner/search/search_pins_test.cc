@@ -1,6 +1,7 @@
 // Pins that conflict with each other or the world size are refused before the search
 // (ValidateSearchPins), each naming the flags, values and rule.
 #include "planner/search/search_pins.h"
+#include "planner/search/search_options.h"
 
 #include <doctest/doctest.h>
 
@@ -74,6 +75,22 @@ TEST_CASE("A pinned dispatcher: the opt-in dispatchers asked for are among the p
   o.dispatchers = {Dispatcher::kAllToAll};
   o.include_deepep = false;
   CHECK_NOTHROW(ValidateSearchPins(o));
+}
+
+TEST_CASE("--delay-wgrad-compute in a search: the candidates with the EP overlap take it; pinned off, the pins conflict") {
+  SearchOptions o = Options();
+  o.convention = Convention::kMegatron;
+  o.training.run.delay_wgrad_compute = true;
+  o.ep_overlaps = {false, true};  // searched
+  CHECK_NOTHROW(ValidateSearchPins(o));
+  LayoutCandidate c;
+  c.settings.overlap_moe_ep_comm = true;
+  CHECK(CandidateTraining(o.training, c).run.delay_wgrad_compute);
+  c.settings.overlap_moe_ep_comm = false;  // runs without the delay, not invalid
+  CHECK_FALSE(CandidateTraining(o.training, c).run.delay_wgrad_compute);
+  o.ep_overlaps.clear();  // pinned off
+  o.training.run.overlap_moe_ep_comm = false;
+  CHECK_THROWS_WITH_AS(ValidateSearchPins(o), doctest::Contains("the pins conflict: --delay-wgrad-compute is the EP overlap's"), Error);
 }
 
 TEST_CASE("EP overlap pinned on against the other pins (Megatron's rules)") {
