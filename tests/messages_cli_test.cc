@@ -238,4 +238,10 @@ TEST_CASE("--delay-wgrad-compute: needs the EP overlap, refused under torchtitan
     return dockyard::Json::parse(x.out)["predicted"]["moe_layer_us"].get<double>();
   };
   CHECK(moe_layer(" --delay-wgrad-compute") < moe_layer("") - 10.0);  // 5,586 against 5,611 us
+  // The report's Compute line (and JSON header.compute) says which pairing was priced.
+  r = Run(base + " --global-batch-size 512 --convention megatron --overlap-moe-expert-parallel-comm --delay-wgrad-compute");
+  CHECK(r.code == 0);
+  CHECK(r.out.find(", EP all-to-alls overlapped (combined 1F1B, expert weight gradients delayed)") != std::string::npos);
+  r = Run(base + " --global-batch-size 512 --convention megatron --overlap-moe-expert-parallel-comm");
+  CHECK(r.out.find(", EP all-to-alls overlapped (combined 1F1B)") != std::string::npos);
 }

@@ -40,6 +40,9 @@ Json ComputeModelToJson(ComputeModel model, const TrainingConfig& training, doub
   if (training.fp8_dot_product_attention) j["attention_fp8_speedup"] = attention_fp8_speedup;
   // TransformerEngine's TP-communication overlap (run_settings.h TpCommOverlapped: where tp > 1).
   if (run.tp_comm_overlap) j["tp_comm_overlap"] = true;
+  // Megatron's EP overlap (combined 1F1B) and its delayed expert weight gradients (ep_overlap.h).
+  if (run.overlap_moe_ep_comm) j["ep_overlap"] = true;
+  if (run.delay_wgrad_compute) j["delay_wgrad_compute"] = true;
   return j;
 }
 

@@ -111,11 +111,15 @@ std::string ReportHeaderToText(const Json& h) {
       const double x = k.at("attention_fp8_speedup").get<double>();
       attention += x == 1.0 ? " (priced as bf16: no measured FP8 gain for this head dim on this cluster)" : fmt::format(" (core x{:.2f})", x);
     }
-    out << fmt::format("Compute    {} model, GEMMs {}, attention {}, CUDA graphs {}, cross-entropy {}{}{}\n", k.at("model").get<std::string>(),
+    const bool ep_overlap = k.value("ep_overlap", false), delay = k.value("delay_wgrad_compute", false);
+    const std::string ep = ep_overlap ? std::string(", EP all-to-alls overlapped (combined 1F1B") + (delay ? ", expert weight gradients delayed)" : ")")
+                           : delay    ? ", expert weight gradients delayed where the EP overlap runs"
+                                      : "";
+    out << fmt::format("Compute    {} model, GEMMs {}, attention {}, CUDA graphs {}, cross-entropy {}{}{}{}\n", k.at("model").get<std::string>(),
                        k.value("gemm_precision", std::string("bf16")), attention,
                        k.at("cuda_graphs").get<bool>() ? "on" : "off", k.at("cross_entropy").get<std::string>(),
                        k.contains("cross_entropy_fusion_impl") ? " (" + k.at("cross_entropy_fusion_impl").get<std::string>() + ")" : "",
-                       k.value("tp_comm_overlap", false) ? ", TP communication overlapped where tp > 1 (TransformerEngine userbuffers)" : "");
+                       k.value("tp_comm_overlap", false) ? ", TP communication overlapped where tp > 1 (TransformerEngine userbuffers)" : "", ep);
   }
   if (h.contains("machine")) {
     const Json& m = h.at("machine");
