@@ -432,6 +432,16 @@ FrameworkConfig ImportMegatronBridgeConfig(const std::string& text, const std::s
     const Entry* e = get(m.bridge);
     if (e == nullptr) continue;
     const std::string key = m.bridge;
+    // A setting CommOverlapConfig owns (`owned`, e.g. "tp_comm_overlap"): its setup() writes
+    // comm_overlap's value over the model config's, so in an overrides YAML comm_overlap.X, where
+    // given, decides over model.X; in a run_config dump, written after setup, model.X is what ran.
+    // Whether this key (one of the two) is the one that does not decide.
+    auto CommOverlapOverridden = [&](const std::string& owned) {
+      const Entry* comm = get("comm_overlap." + owned);
+      const Entry* model = get("model." + owned);
+      const bool comm_given = comm != nullptr && !comm->null, model_given = model != nullptr && !model->null;
+      return key == "comm_overlap." + owned ? dump && model_given : !dump && comm_given;
+    };
     // Settings Bridge does not apply: the flex backend without flex, modules without selective
     // recompute (post-init writes [core_attn] always), an FP8 recipe without FP8, TP overlap at tp 1
     // (CommOverlapConfig turns it off).
@@ -444,34 +454,24 @@ FrameworkConfig ImportMegatronBridgeConfig(const std::string& text, const std::s
     // comm_overlap.tp_comm_overlap, where given, decides; in a run_config dump, written after
     // setup, model.tp_comm_overlap is what ran. A model.tp_comm_overlap with no comm_overlap value
     // reaches Megatron-Core as given (Megatron-LM's rule refuses it without sequence parallelism).
+    // The EP overlap and its delayed weight gradients are CommOverlapConfig's the same way
+    // (_get_model_comm_overlap_cfgs), without the TP overlap's switch-offs.
     if (key == "model.tp_comm_overlap" || key == "comm_overlap.tp_comm_overlap") {
       IsTrue(d, key, *e);  // a bad value is refused even where the overlap is off
       const Entry* sp = get("model.sequence_parallel");
-      const Entry* comm = get("comm_overlap.tp_comm_overlap");
-      const bool comm_given = comm != nullptr && !comm->null;
-      const bool decides = key == "comm_overlap.tp_comm_overlap" ? !dump || get("model.tp_comm_overlap") == nullptr : dump || !comm_given;
       const bool switched_off = key == "comm_overlap.tp_comm_overlap" && (sp == nullptr || !IsTrue(d, "model.sequence_parallel", *sp));
-      if (tp <= 1 || !decides || switched_off) {
+      if (tp <= 1 || CommOverlapOverridden("tp_comm_overlap") || switched_off) {
         used.insert(key);
         continue;
       }
     }
-    // The EP overlap and its delayed weight gradients: CommOverlapConfig owns them the same way
-    // (setup() writes comm_overlap's value over the model config's; _get_model_comm_overlap_cfgs),
-    // so comm_overlap.X decides in an overrides YAML where given, model.X in a run_config dump.
-    bool overridden = false;
-    for (const char* owned : {"overlap_moe_expert_parallel_comm", "delay_wgrad_compute"}) {
-      const std::string model_key = std::string("model.") + owned, comm_key = std::string("comm_overlap.") + owned;
-      if (key != model_key && key != comm_key) continue;
+    const std::string field = key.substr(key.find('.') + 1);
+    if (field == "overlap_moe_expert_parallel_comm" || field == "delay_wgrad_compute") {
       IsTrue(d, key, *e);  // a bad value is refused either way
-      const Entry* comm = get(comm_key);
-      const Entry* model = get(model_key);
-      const bool comm_given = comm != nullptr && !comm->null, model_given = model != nullptr && !model->null;
-      overridden = key == comm_key ? dump && model_given : !dump && comm_given;
-    }
-    if (overridden) {
-      used.insert(key);
-      continue;
+      if (CommOverlapOverridden(field)) {
+        used.insert(key);
+        continue;
+      }
     }
     if ((key == "optimizer.exp_avg_dtype" || key == "optimizer.exp_avg_sq_dtype") && !precision_aware) continue;
     if (key == "ddp.data_parallel_sharding_strategy" && !megatron_fsdp) continue;
