@@ -95,6 +95,8 @@ struct TrainingFlags {
   bool tp_comm_overlap = false;  // Megatron --tp-comm-overlap[=true|false] (run_settings.h)
   bool tp_comm_overlap_given = false;  // given at all (RecordGivenFlags): then it overrides a spec's training block
   bool overlap_grad_reduce = false, overlap_param_gather = false, overlap_moe_ep_comm = false;
+  bool overlap_param_gather_with_optimizer_step = false, no_align_param_gather = false;  // run_settings.h
+  std::string ddp_bucket_size;  // Megatron --ddp-bucket-size (run_settings.h)
   bool moe_shared_expert_overlap = false;  // Megatron --moe-shared-expert-overlap
   bool overlap_moe_ep_comm_pinned = false;  // search: the flag given, on or off
 

@@ -118,7 +118,19 @@ void TrainingFlags::AddTo(CLI::App* app) {
                 "Megatron: the shared experts run beside the dispatch / combine all-to-alls (off by default, as in Megatron-LM; "
                 "not with --overlap-moe-expert-parallel-comm; torchtitan always overlaps them)");
   app->add_flag("--overlap-param-gather", overlap_param_gather,
-                "Megatron: the distributed optimizer's parameter all-gather runs under the first forward (zero1)");
+                "Megatron: the distributed optimizer's parameter all-gather runs bucket by bucket under the first forward (zero1): "
+                "the first bucket is exposed, and without --vpp each later pipeline stage's whole gather on the first "
+                "micro-batch's path");
+  app->add_flag("--overlap-param-gather-with-optimizer-step", overlap_param_gather_with_optimizer_step,
+                "Megatron: with --overlap-param-gather and --vpp > 1, the first model chunk's parameter all-gather runs under the "
+                "rest of the optimizer step (off by default; Megatron-Bridge's performance scripts set it with dp, pp, vpp > 1 "
+                "outside MXFP8)");
+  app->add_flag("--no-align-param-gather", no_align_param_gather,
+                "Megatron: with --vpp > 1, each pipeline stage starts its parameter all-gathers when the first micro-batch "
+                "reaches it instead of all at the step's start (Megatron-LM aligns them by default)");
+  app->add_option("--ddp-bucket-size", ddp_bucket_size,
+                  "Megatron: the DDP bucket in parameters (default max(40M, 1M x dp x cp), Megatron-LM's; Megatron-Bridge "
+                  "134217728): with --overlap-param-gather the first bucket's all-gather is exposed");
 }
 
 void TrainingFlags::AddSearchPinsTo(CLI::App* search, const CLI::App& plan) {
@@ -142,7 +154,8 @@ void TrainingFlags::AddSearchPinsTo(CLI::App* search, const CLI::App& plan) {
                                                          {"--megatron-core-version", &megatron_core_version},
                                                          {"--cross-entropy", &cross_entropy},
                                                          {"--cross-entropy-fusion-impl", &cross_entropy_fusion_impl},
-                                                         {"--clip-grad", &clip_grad}};
+                                                         {"--clip-grad", &clip_grad},
+                                                         {"--ddp-bucket-size", &ddp_bucket_size}};
   AddMemoryReserveFlag(search, memory_reserve_gib);
   // The same value checks as the plan's options.
   const std::map<std::string, std::vector<std::string>> allowed = {{"--dp-sharding", DpShardingNames()},
@@ -185,6 +198,8 @@ void TrainingFlags::AddSearchPinsTo(CLI::App* search, const CLI::App& plan) {
                                      {"--account-for-loss-in-pipeline-split", &account_for_loss},
                                      {"--overlap-grad-reduce", &overlap_grad_reduce},
                                      {"--overlap-param-gather", &overlap_param_gather},
+                                     {"--no-align-param-gather", &no_align_param_gather},
+                                     {"--overlap-param-gather-with-optimizer-step", &overlap_param_gather_with_optimizer_step},
                                      {"--moe-shared-expert-overlap", &moe_shared_expert_overlap},
                                      {"--no-check-for-nan-in-loss-and-grad", &no_check_for_nan_in_grad},
                                      {"--no-overlap-p2p-communication", &no_overlap_p2p_comm},
@@ -260,6 +275,9 @@ TrainingOverrides TrainingFlags::Parse() const {
   t.overlap_grad_reduce = overlap_grad_reduce;
   t.overlap_moe_ep_comm = overlap_moe_ep_comm;
   t.overlap_param_gather = overlap_param_gather;
+  t.overlap_param_gather_with_optimizer_step = overlap_param_gather_with_optimizer_step;
+  t.no_align_param_gather = no_align_param_gather;
+  t.ddp_bucket_size = ParseInt("--ddp-bucket-size", ddp_bucket_size);
   t.moe_shared_expert_overlap = moe_shared_expert_overlap;
   if (!pipeline_layout.empty()) t.pipeline_layout = pipeline_layout;
   t.account_for_embedding = account_for_embedding;

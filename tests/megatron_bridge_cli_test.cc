@@ -42,12 +42,16 @@ TEST_CASE("simulate --from-megatron-bridge on the DeepSeek-V3 recipe's dump: its
   const Result from = Plan("simulate --from-megatron-bridge " + kDir + "megatron-bridge-deepseek-v3.run_config.yaml" + common + Tmp("d_from.json"));
   REQUIRE_MESSAGE(from.code == 0, from.err);
   CHECK(Has(from.out, "--pipeline-model-parallel-layout Etttt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|tmL"));
+  // The dump's DDP settings as CommOverlapConfig wrote them (ddp.bucket_size 128 Mi, align_param_gather false).
+  CHECK(Has(from.out, "--ddp-bucket-size 134217728"));
+  CHECK(Has(from.out, "--no-align-param-gather"));
   const Result flags = Plan(
       "simulate --model testdata/hf/deepseek-v3.json --convention megatron --tp 2 --pp 16 --ep 64 --etp 1 --dp-sharding zero1 "
       "--micro-batch-size 1 --global-batch-size 4096 --seq-len 4096 "
       "--pipeline-model-parallel-layout 'Etttt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|tmL' --dispatcher deepep "
       "--moe-flex-dispatcher-backend hybridep --overlap-grad-reduce --overlap-param-gather --clip-grad 1.0 --cross-entropy fused "
-      "--make-vocab-size-divisible-by 1 --mtp-layers 1 --grad-dtype bfloat16 --optimizer-states-dtype bfloat16" + common + Tmp("d_flags.json"));
+      "--make-vocab-size-divisible-by 1 --mtp-layers 1 --grad-dtype bfloat16 --optimizer-states-dtype bfloat16 "
+      "--ddp-bucket-size 134217728 --no-align-param-gather" + common + Tmp("d_flags.json"));
   REQUIRE_MESSAGE(flags.code == 0, flags.err);
   const Json a = ReadJson(Tmp("d_from.json")), b = ReadJson(Tmp("d_flags.json"));
   CHECK(a["predicted"] == b["predicted"]);

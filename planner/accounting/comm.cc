@@ -552,6 +552,8 @@ CommReport ComputeComm(const Plan& plan, int64_t rank) {
   const DpAxes dp_axes{s.megatron ? std::vector<std::string>{"dp", "cp"} : std::vector<std::string>{"dp_shard", "cp"},
                        {s.megatron ? "edp" : "efsdp"}};
   const DpUnits units = CollectDpUnits(s);
+  out.dense_elems = units.dense_elems;
+  out.sparse_elems = units.sparse_elems;
   AddFsdp(s, units, dp_axes, b);
   const StageLayers layers = CountStageLayers(s);
   AddStepCollectives(s, units, layers.moe_layers, out, b);

@@ -57,6 +57,9 @@ struct CommReport {
   int64_t total_wire_bytes = 0;
   int64_t total_cross_node_bytes = 0;
   int64_t moe_calls = 0;               // MoE layers of rank's stage x micro-batches per step: calls of each EP collective
+  // The rank's model-parallel parameter elements on the dense and the sparse mesh (its stage): what
+  // its data-parallel step collectives reduce and gather.
+  int64_t dense_elems = 0, sparse_elems = 0;
   std::optional<DispatchLinks> links;  // deepep only
 };
 

@@ -28,9 +28,10 @@ const std::vector<std::string> kFidelityFeatures = {
     "activation_offloading", "paged_stash",
     // Settings dockyard models (pipeline_schedule.h RunSettings; muon.h; FP8 attention: training.h
     // fp8_dot_product_attention).
-    "ep_overlap", "delay_wgrad_compute", "muon", "fp8_attention", "tp_comm_overlap",
+    "ep_overlap", "delay_wgrad_compute", "muon", "fp8_attention", "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather",
+    "overlap_param_gather_with_optimizer_step",
     // Framework settings dockyard predicts without.
-    "sequence_parallel", "distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather", "embedding_loss_pipeline_layers",
+    "sequence_parallel", "distributed_optimizer", "embedding_loss_pipeline_layers",
     "grouped_gemm", "permute_fusion", "router_fusion", "cuda_graphs", "capacity_padded",
     // A whole iteration captured in one CUDA graph (Megatron-Bridge's full-iteration graphs): priced as
     // cuda_graphs (graph launches, kernels_model.h).
@@ -283,7 +284,8 @@ std::vector<FidelityRun::Phase> ReadRunPhases(const JsonView& v) {
 FidelityRun ParseRun(const JsonView& v, const std::map<std::string, ClusterSpec>& clusters,
                      const std::map<std::string, std::string>& model_files, const std::map<std::string, std::string>& sources) {
   v.RejectUnknownKeys({"id", "model", "cluster", "layout", "batch", "precision", "recompute", "recompute_modules", "dispatcher", "features",
-                       "measured", "group", "weight", "source", "notes", "phases", "measured_peak", "megatron_core"});
+                       "measured", "group", "weight", "source", "notes", "phases", "measured_peak", "megatron_core",
+                       "ddp_bucket_size"});
   FidelityRun r;
   r.id = v.String("id");
   r.model_file = ReadRunModelAndCluster(v, clusters, model_files, r);
@@ -300,6 +302,12 @@ FidelityRun ParseRun(const JsonView& v, const std::map<std::string, ClusterSpec>
   r.phases = ReadRunPhases(v);
   r.measured_peak = ReadMeasuredPeak(v, sources, r.cluster.memory_gib);
   r.megatron_core = v.StringOr("megatron_core", "");
+  if (v.Has("ddp_bucket_size")) {
+    r.ddp_bucket_size = v.Int("ddp_bucket_size");
+    if (r.ddp_bucket_size < 1 || r.ddp_bucket_size > (int64_t{1} << 40)) {
+      v.Fail("ddp_bucket_size", fmt::format("must be a number of parameters in [1, 2^40], got {}", r.ddp_bucket_size));
+    }
+  }
   ValidateMegatronCoreVersion(r.megatron_core, v.Where("megatron_core"));
 
   // Degrees on their own (world, divisibility), then GBS against DP·MBS.
@@ -395,6 +403,10 @@ TrainingConfig FidelityTraining(const FidelityRun& r) {
   auto has = [&](const char* f) { return std::find(r.features.begin(), r.features.end(), f) != r.features.end(); };
   t.run.overlap_grad_reduce = has("overlap_grad_reduce");
   t.run.overlap_param_gather = has("overlap_param_gather") && t.run.overlap_grad_reduce;
+  // --overlap-param-gather-with-optimizer-step (param_gather.h) and the DDP bucket (/ddp_bucket_size;
+  // 0 = Megatron-LM's default).
+  t.run.overlap_param_gather_with_optimizer_step = has("overlap_param_gather_with_optimizer_step");
+  t.run.ddp_bucket_size = r.ddp_bucket_size;
   t.run.overlap_moe_ep_comm = has("ep_overlap");  // --overlap-moe-expert-parallel-comm
   t.run.delay_wgrad_compute = has("delay_wgrad_compute");  // --delay-wgrad-compute (needs ep_overlap)
   t.run.tp_comm_overlap = has("tp_comm_overlap");  // --tp-comm-overlap (TransformerEngine userbuffers)

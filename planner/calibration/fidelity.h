@@ -91,6 +91,9 @@ struct FidelityRun {
   // MegatronProbsInActivation; empty = current).
   std::optional<MeasuredPeak> measured_peak;
   std::string megatron_core;
+  // Optional: the DDP bucket in parameters where the run's framework sets one (Megatron-Bridge's
+  // CommOverlapConfig: 134,217,728 with dp > 1); 0 = Megatron-LM's default (param_gather.h).
+  int64_t ddp_bucket_size = 0;
   // Why dockyard cannot express the run yet (empty: it can). Derived from the fields above by
   // UnsupportedReasons, never written in the data.
   std::vector<std::string> unsupported;

@@ -134,6 +134,10 @@ struct StepInputs {
   const StageLayerRuns* stage_runs = nullptr;
   double dp_step_comm_us = 0;          // sum of StepCollectiveUs over rank 0's "step" CommEntry list, in order
   double dp_step_param_gather_us = 0;  // the part of it from "zero1_all_gather_params" (--overlap-param-gather)
+  // That part by mesh (dense, sparse: the expert buffer), and rank 0's model-parallel elements on
+  // each mesh (CommReport dense_elems / sparse_elems): param_gather.h's inputs.
+  double param_gather_dense_us = 0, param_gather_sparse_us = 0;
+  double dense_elems_rank0 = 0, sparse_elems_rank0 = 0;
   // Rank 0's gradient bytes and the elements its optimizer steps (StaticMemoryOnRank grads_bytes,
   // optimizer_elems): the step-end passes (kernels_model.h StepEndKernels).
   int64_t grad_bytes_rank0 = 0, optimizer_elems_rank0 = 0;

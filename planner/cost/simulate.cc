@@ -113,8 +113,13 @@ void AddStepCommInputs(const Plan& plan, const ClusterSpec& c, StepInputs& in) {
         StepCollectiveUs(static_cast<double>(e.wire_bytes), e.group_size, MembersPerDomainStrided(e.group_size, e.stride, domain),
                          (e.group_size - 1) * e.stride / domain > 0, c);
     in.dp_step_comm_us += us;
-    if (e.purpose == "zero1_all_gather_params") in.dp_step_param_gather_us += us;
+    if (e.purpose == "zero1_all_gather_params") {
+      in.dp_step_param_gather_us += us;
+      (e.mesh == "sparse" ? in.param_gather_sparse_us : in.param_gather_dense_us) += us;
+    }
   }
+  in.dense_elems_rank0 = static_cast<double>(comm.dense_elems);
+  in.sparse_elems_rank0 = static_cast<double>(comm.sparse_elems);
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include "planner/cost/model_flops.h"
 #include "planner/cost/network.h"
 #include "planner/cost/op_sac_time.h"
+#include "planner/cost/param_gather.h"
 #include "planner/cost/units.h"
 #include "planner/model/pipeline_schedule.h"
 #include "planner/model/muon.h"
@@ -189,12 +190,24 @@ double SlowestStageForwardUs(const StageLayerRuns& runs, int64_t slowest_stage, 
 }
 
 // The data-parallel step communication left exposed: Megatron's overlapped gradient reduce (under
-// the slowest stage's last backward, `stage_bwd_us`) and parameter gather (under its first forward,
-// `stage_fwd_us`) leave only what exceeds that compute (ExposedUs).
-double ExposedDpStepCommUs(const StepInputs& in, const RunSettings& run, double stage_fwd_us, double stage_bwd_us) {
+// the slowest stage's last backward, `stage_bwd_us`: only what exceeds that compute, ExposedUs)
+// and the distributed optimizer's parameter all-gather as its DDP dispatches it (param_gather.h:
+// the first bucket, the rest under the first chunk's forward, the later chunks aligned or on the
+// first micro-batch's path, or under the optimizer step).
+double ExposedDpStepCommUs(const StepInputs& in, const ParallelDims& d, const RunSettings& run, double stage_fwd_us, double stage_bwd_us,
+                           double optimizer_us) {
   const double param_us = in.dp_step_param_gather_us, grad_us = in.dp_step_comm_us - param_us;
-  return (run.overlap_grad_reduce ? ExposedUs(grad_us, stage_bwd_us) : grad_us) +
-         (run.overlap_param_gather ? ExposedUs(param_us, stage_fwd_us) : param_us);
+  ParamGatherInputs g;
+  g.dense_us = in.param_gather_dense_us;
+  g.sparse_us = in.param_gather_sparse_us;
+  g.dense_elems = in.dense_elems_rank0;
+  g.sparse_elems = in.sparse_elems_rank0;
+  g.bucket_elems = MegatronDdpBucketElems(run.ddp_bucket_size, d.dp_replicate * d.dp_shard * d.cp);
+  g.pp = d.pp;
+  g.vpp = run.vpp;
+  g.chunk_forward_us = stage_fwd_us / static_cast<double>(std::max<int64_t>(1, run.vpp));
+  g.optimizer_us = optimizer_us;
+  return (run.overlap_grad_reduce ? ExposedUs(grad_us, stage_bwd_us) : grad_us) + ParamGatherExposedUs(g, run);
 }
 
 // Each phase's share of the step from the layers of the slowest stage: a record counts once per
@@ -345,13 +358,13 @@ double SetPipelineStep(const LayerTerms& L, const StageLayerRuns& runs, const St
   // Megatron's overlapped gradient reduce (under the slowest stage's last backward) and
   // parameter gather (under its first forward) leave only what exceeds that compute exposed.
   const double stage_fwd_us = SlowestStageForwardUs(runs, slowest_stage, moe.fwd, dense.fwd, slowest_stage == loss_stage, x.lm_head, x.p2p);
-  out.dp_step_comm_us = ExposedDpStepCommUs(in, t.run, stage_fwd_us, worst_stage - stage_fwd_us);
   // The optimizer and the passes around it (kernels_model.h StepEndKernels) at the HBM efficiency
   // the memory-bound kernels reach (knobs.h MemoryBoundKnobs); no one-kernel floor (multi-tensor
   // kernels over many tensors, their few launches not counted).
   out.optimizer_us = MemoryBoundUs(StepEndKernels(StepEndShapeOf(d, t, in)), L.c.hbm_gbps, L.kn.memory_bound.hbm_efficiency, 0.0) +
                      MuonNewtonSchulzUs(L.m, t, L.c, L.kernels ? ComputeModel::kKernels : ComputeModel::kGemm,
                                         static_cast<double>(in.optimizer_elems_rank0), L.tp);
+  out.dp_step_comm_us = ExposedDpStepCommUs(in, d, t.run, stage_fwd_us, worst_stage - stage_fwd_us, out.optimizer_us);
   double slots = A * PipelineSlots(static_cast<int64_t>(M), d.pp, t.run.vpp);
   if (IsDualPipe(t.run)) {
     // DualPipe's bubble (pipeline_schedule.h DualPipeBubbleUs): F&B is a stage's overlapped

@@ -588,6 +588,13 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
   for (const char* key : {"--overlap-grad-reduce", "--overlap-param-gather"}) {
     if (const ConfigArg* a = find(key); a && !fsdp) AddFlag(c, key, "", a->key);
   }
+  // The DDP's parameter-gather dispatch and buckets (run_settings.h; Megatron-FSDP has neither).
+  for (const char* key : {"--overlap-param-gather-with-optimizer-step", "--no-align-param-gather"}) {
+    if (const ConfigArg* a = find(key); a && !fsdp) AddFlag(c, key, "", a->key);
+  }
+  if (const ConfigArg* a = find("--ddp-bucket-size"); a && !fsdp) {
+    AddFlag(c, "--ddp-bucket-size", std::to_string(IntValue(c, *a, 1)), a->key);
+  }
   for (const char* key : {"--overlap-moe-expert-parallel-comm", "--moe-shared-expert-overlap", "--no-check-for-nan-in-loss-and-grad",
                           "--no-overlap-p2p-communication", "--tp-comm-overlap", "--delay-wgrad-compute"}) {
     if (const ConfigArg* a = find(key)) AddFlag(c, key, "", a->key);

@@ -139,6 +139,12 @@ const std::vector<Mapping>& Mappings() {
       {"optimizer.use_distributed_optimizer", "--use-distributed-optimizer", Kind::kSwitch},
       {"ddp.overlap_grad_reduce", "--overlap-grad-reduce", Kind::kSwitch},
       {"ddp.overlap_param_gather", "--overlap-param-gather", Kind::kSwitch},
+      {"ddp.align_param_gather", "--no-align-param-gather", Kind::kNegSwitch},
+      {"ddp.bucket_size", "--ddp-bucket-size", Kind::kValue},
+      {"optimizer.overlap_param_gather_with_optimizer_step", "--overlap-param-gather-with-optimizer-step", Kind::kSwitch},
+      {"comm_overlap.align_param_gather", "--no-align-param-gather", Kind::kNegSwitch},
+      {"comm_overlap.bucket_size", "--ddp-bucket-size", Kind::kValue},
+      {"comm_overlap.overlap_param_gather_with_optimizer_step", "--overlap-param-gather-with-optimizer-step", Kind::kSwitch},
       {"ddp.grad_reduce_in_fp32", "--grad-reduce-in-bf16", Kind::kNegSwitch},
       {"ddp.use_megatron_fsdp", "--use-megatron-fsdp", Kind::kSwitch},
       {"ddp.data_parallel_sharding_strategy", "--data-parallel-sharding-strategy", Kind::kValue},
@@ -433,14 +439,15 @@ FrameworkConfig ImportMegatronBridgeConfig(const std::string& text, const std::s
     if (e == nullptr) continue;
     const std::string key = m.bridge;
     // A setting CommOverlapConfig owns (`owned`, e.g. "tp_comm_overlap"): its setup() writes
-    // comm_overlap's value over the model config's, so in an overrides YAML comm_overlap.X, where
-    // given, decides over model.X; in a run_config dump, written after setup, model.X is what ran.
-    // Whether this key (one of the two) is the one that does not decide.
-    auto CommOverlapOverridden = [&](const std::string& owned) {
+    // comm_overlap's value over the `section` config's (model, or ddp / optimizer for the
+    // data-parallel overlaps, _get_optimizer_overlap_cfgs), so in an overrides YAML comm_overlap.X,
+    // where given, decides over section.X; in a run_config dump, written after setup, section.X is
+    // what ran. Whether this key (one of the two) is the one that does not decide.
+    auto CommOverlapOverridden = [&](const std::string& owned, const std::string& section) {
       const Entry* comm = get("comm_overlap." + owned);
-      const Entry* model = get("model." + owned);
-      const bool comm_given = comm != nullptr && !comm->null, model_given = model != nullptr && !model->null;
-      return key == "comm_overlap." + owned ? dump && model_given : !dump && comm_given;
+      const Entry* other = get(section + "." + owned);
+      const bool comm_given = comm != nullptr && !comm->null, other_given = other != nullptr && !other->null;
+      return key == "comm_overlap." + owned ? dump && other_given : !dump && comm_given;
     };
     // Settings Bridge does not apply: the flex backend without flex, modules without selective
     // recompute (post-init writes [core_attn] always), an FP8 recipe without FP8, TP overlap at tp 1
@@ -460,7 +467,7 @@ FrameworkConfig ImportMegatronBridgeConfig(const std::string& text, const std::s
       IsTrue(d, key, *e);  // a bad value is refused even where the overlap is off
       const Entry* sp = get("model.sequence_parallel");
       const bool switched_off = key == "comm_overlap.tp_comm_overlap" && (sp == nullptr || !IsTrue(d, "model.sequence_parallel", *sp));
-      if (tp <= 1 || CommOverlapOverridden("tp_comm_overlap") || switched_off) {
+      if (tp <= 1 || CommOverlapOverridden("tp_comm_overlap", "model") || switched_off) {
         used.insert(key);
         continue;
       }
@@ -468,7 +475,16 @@ FrameworkConfig ImportMegatronBridgeConfig(const std::string& text, const std::s
     const std::string field = key.substr(key.find('.') + 1);
     if (field == "overlap_moe_expert_parallel_comm" || field == "delay_wgrad_compute") {
       IsTrue(d, key, *e);  // a bad value is refused either way
-      if (CommOverlapOverridden(field)) {
+      if (CommOverlapOverridden(field, "model")) {
+        used.insert(key);
+        continue;
+      }
+    }
+    // The parameter all-gather's dispatch and buckets, CommOverlapConfig's over the DDP / optimizer
+    // config the same way (param_gather.h).
+    if (field == "align_param_gather" || field == "bucket_size" || field == "overlap_param_gather_with_optimizer_step") {
+      if (field != "bucket_size") IsTrue(d, key, *e);  // a bad value is refused either way
+      if (CommOverlapOverridden(field, field == "overlap_param_gather_with_optimizer_step" ? "optimizer" : "ddp")) {
         used.insert(key);
         continue;
       }

@@ -237,6 +237,12 @@ void EmitSettings(const Plan& plan, const FrameworkConfig* config, Lines& l) {
   const bool fsdp = t.dp_sharding == DpSharding::kFsdp;
   if (run.overlap_grad_reduce || fsdp) l.Add("--overlap-grad-reduce");
   if (run.overlap_param_gather || fsdp) l.Add("--overlap-param-gather");
+  // The DDP's parameter-gather settings (param_gather.h) where they differ from Megatron-LM's defaults.
+  if (!fsdp) {
+    if (run.overlap_param_gather_with_optimizer_step) l.Add("--overlap-param-gather-with-optimizer-step");
+    if (!run.align_param_gather && run.vpp > 1) l.Add("--no-align-param-gather");
+    if (run.ddp_bucket_size > 0) l.Add("--ddp-bucket-size", std::to_string(run.ddp_bucket_size));
+  }
   if (run.overlap_moe_ep_comm) l.Add("--overlap-moe-expert-parallel-comm");
   if (run.delay_wgrad_compute) l.Add("--delay-wgrad-compute");
   if (run.overlap_shared_experts.value_or(false) && plan.model.moe.num_shared_experts > 0) l.Add("--moe-shared-expert-overlap");

@@ -85,6 +85,21 @@ void ValidateRunSettings(const RunSettings& s, int dp_sharding, int64_t pp) {
         "(megatron/training/arguments.py)");
   }
   ValidateVpp(s.vpp);
+  if (s.overlap_param_gather_with_optimizer_step && !s.overlap_param_gather) {
+    throw Error(
+        "--overlap-param-gather-with-optimizer-step: Must use --overlap-param-gather-with-optimizer-step with "
+        "--overlap-param-gather (megatron/training/arguments.py)");
+  }
+  if (s.overlap_param_gather_with_optimizer_step && s.vpp < 2) {
+    throw Error(fmt::format(
+        "--overlap-param-gather-with-optimizer-step: only supported with interleaved pipeline parallelism (--vpp > 1, got "
+        "--vpp {}; megatron/training/arguments.py)",
+        s.vpp));
+  }
+  if (s.ddp_bucket_size < 0 || s.ddp_bucket_size > (int64_t{1} << 40)) {
+    throw Error(fmt::format("--ddp-bucket-size: must be a number of parameters in [1, 2^40] (0 = Megatron-LM's default), got {}",
+                            s.ddp_bucket_size));
+  }
   if (s.vpp > 1 && pp < 2) {
     throw Error(fmt::format("--vpp {}: the interleaved schedule needs pp > 1 (got pp {})", s.vpp, pp));
   }

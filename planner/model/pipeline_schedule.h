@@ -62,7 +62,10 @@ bool AccumulatesUnshardedGrads(int64_t pp);
 //  - overlap_grad_reduce needs zero1 or ddp (Megatron-Core DDP); overlap_param_gather needs zero1
 //    (the distributed optimizer) and overlap_grad_reduce (megatron/training/arguments.py:
 //    "--overlap-param-gather only supported with distributed optimizer", "--overlap-grad-reduce
-//    should be turned on when using --overlap-param-gather").
+//    should be turned on when using --overlap-param-gather");
+//  - overlap_param_gather_with_optimizer_step needs overlap_param_gather and vpp > 1 (arguments.py:
+//    "Must use --overlap-param-gather-with-optimizer-step with --overlap-param-gather",
+//    "only supported with interleaved pipeline parallelism"); ddp_bucket_size in [0, 2^40].
 // Throws dockyard::Error naming the flag and the rule.
 void ValidateRunSettings(const RunSettings& settings, int dp_sharding, int64_t pp);
 

@@ -31,6 +31,10 @@ bool SharedExpertsOverlapped(const RunSettings& s) {
   return *s.overlap_shared_experts;
 }
 
+bool ParamGatherAligned(const RunSettings& s) {
+  return s.align_param_gather && s.vpp > 1;
+}
+
 bool P2pOverlapped(const RunSettings& s) {
   return s.overlap_p2p_comm && s.vpp > 1;
 }

@@ -33,6 +33,21 @@ struct RunSettings {
   // the distributed optimizer's parameter all-gather under the next step's first forward.
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
+  // How the overlapped parameter all-gather is dispatched (planner/cost/param_gather.h):
+  //  - align_param_gather: every pipeline stage dispatches its first chunks' gathers at the start
+  //    of the step (Megatron-LM's default, --no-align-param-gather turns it off; arguments.py
+  //    turns it off without an interleaved schedule; Megatron-Bridge's CommOverlapConfig turns it
+  //    on with pp > 1 and vpp > 1). Read through ParamGatherAligned.
+  //  - overlap_param_gather_with_optimizer_step: the first model chunk's gather runs under the
+  //    rest of the optimizer step (--overlap-param-gather-with-optimizer-step; off by default;
+  //    needs --overlap-param-gather, the distributed optimizer and an interleaved schedule,
+  //    arguments.py; Megatron-Bridge's performance scripts turn it on with dp > 1, pp > 1, vpp > 1
+  //    outside MXFP8 / NVFP4 and Muon, scripts/performance/utils/overrides.py).
+  //  - ddp_bucket_size: the DDP bucket, parameters (--ddp-bucket-size; 0 = Megatron-LM's default
+  //    max(40M, 1M x dp x cp); Megatron-Bridge's CommOverlapConfig sets 128 Mi with dp > 1).
+  bool align_param_gather = true;
+  bool overlap_param_gather_with_optimizer_step = false;
+  int64_t ddp_bucket_size = 0;
   // Interleaved 1F1B (Megatron --num-layers-per-virtual-pipeline-stage / torchtitan
   // Interleaved1F1B): model chunks per pipeline rank, --vpp. 1 = plain 1F1B.
   int64_t vpp = 1;
@@ -106,6 +121,12 @@ struct RunSettings {
 
 // Whether TransformerEngine's TP-communication overlap runs: tp_comm_overlap with tp > 1.
 bool TpCommOverlapped(const RunSettings& settings, int64_t tp);
+
+// Whether every pipeline stage dispatches its parameter all-gathers at the start of the step:
+// align_param_gather with an interleaved schedule (vpp > 1), Megatron-LM's rule (arguments.py sets
+// args.align_param_gather = False "since non-interleaved schedule does not support ... aligned
+// param AG").
+bool ParamGatherAligned(const RunSettings& settings);
 
 // Whether the pipeline's steady-state send / receive run beside compute: overlap_p2p_comm with an
 // interleaved schedule (vpp > 1), Megatron's rule (arguments.py: "Overlap P2P communication is

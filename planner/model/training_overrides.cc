@@ -48,6 +48,15 @@ TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const Training
   if (o.overlap_moe_ep_comm) t.run.overlap_moe_ep_comm = true;
   if (o.delay_wgrad_compute) t.run.delay_wgrad_compute = true;
   if (o.overlap_param_gather) t.run.overlap_param_gather = true;
+  if (o.overlap_param_gather_with_optimizer_step) t.run.overlap_param_gather_with_optimizer_step = true;
+  if (o.no_align_param_gather) t.run.align_param_gather = false;
+  if (o.ddp_bucket_size) {
+    if (*o.ddp_bucket_size < 1) {
+      throw Error(fmt::format("--ddp-bucket-size: must be a number of parameters >= 1 (Megatron --ddp-bucket-size), got {}",
+                              *o.ddp_bucket_size));
+    }
+    t.run.ddp_bucket_size = *o.ddp_bucket_size;
+  }
   if (o.moe_shared_expert_overlap) t.run.overlap_shared_experts = true;
   if (o.pipeline_layout) t.run.pipeline_layout = *o.pipeline_layout;
   if (o.account_for_embedding) t.run.account_for_embedding = true;
@@ -125,6 +134,12 @@ void RejectMegatronOnlyOverrides(const TrainingOverrides& o, bool torchtitan) {
     throw Error(
         "--no-check-for-nan-in-loss-and-grad: Megatron-LM's switch for its gradient-buffer NaN check; torchtitan runs no such "
         "check: drop the flag, or use --convention megatron");
+  }
+  if (o.no_align_param_gather || o.ddp_bucket_size) {
+    throw Error(fmt::format(
+        "{}: Megatron-Core DDP's parameter all-gather setting; torchtitan's data parallelism is FSDP2, which gathers per module "
+        "(torchtitan/distributed/parallel_dims.py): drop the flag, or use --convention megatron",
+        o.no_align_param_gather ? "--no-align-param-gather" : "--ddp-bucket-size"));
   }
   if (o.overlap_moe_ep_comm) {
     throw Error(

@@ -41,6 +41,9 @@ struct TrainingOverrides {
   std::optional<int64_t> grad_accumulation_steps, vpp;  // --grad-accumulation-steps, --vpp
   std::optional<std::string> cp_comm;                   // --cp-comm-type
   bool overlap_grad_reduce = false, overlap_moe_ep_comm = false, overlap_param_gather = false;
+  bool overlap_param_gather_with_optimizer_step = false;  // --overlap-param-gather-with-optimizer-step (run_settings.h)
+  bool no_align_param_gather = false;                     // --no-align-param-gather (run_settings.h)
+  std::optional<int64_t> ddp_bucket_size;                 // --ddp-bucket-size (run_settings.h)
   bool moe_shared_expert_overlap = false;  // --moe-shared-expert-overlap: run.overlap_shared_experts on
   std::optional<std::string> pipeline_layout;  // --pipeline-model-parallel-layout
   bool account_for_embedding = false, account_for_loss = false;
@@ -75,6 +78,8 @@ TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const Training
 //    and Megatron's choice of fused loss; torchtitan's loss is its own (compiled).
 //  - --tp-comm-overlap: TransformerEngine's userbuffers overlap, a Megatron-LM switch; torchtitan's
 //    TP is DTensor's (its async TP, experimental.enable_async_tensor_parallel, is not modelled).
+//  - --no-align-param-gather and --ddp-bucket-size: Megatron-Core DDP's parameter-gather dispatch
+//    and buckets; torchtitan's data parallelism is FSDP2, which gathers per module.
 //  - --no-overlap-p2p-communication (Megatron's interleaved-schedule switch) and
 //    --fp8-dot-product-attention (TransformerEngine's FP8 attention; torchtitan's converters
 //    quantize linear layers only).

@@ -218,6 +218,7 @@ struct LayoutEvaluator::GroupStatics {
   Wide static_worst = 0, grads0 = 0, optimizer_elems0 = 0, dense0 = 0, sparse0 = 0, fp8_dense0 = 0, fp8_sparse0 = 0, tied = 0;
   int64_t expert_bias0 = 0;  // comm.h RouterExpertBiasElems of rank 0's stage
   double dp_step_comm_us = 0, dp_step_param_gather_us = 0;  // rank 0's step-end data-parallel collectives
+  double param_gather_dense_us = 0, param_gather_sparse_us = 0;  // dp_step_param_gather_us by mesh (StepInputs)
 
   bool SameKey(DpSharding s, const TrainingBytes& b, const layout_eval_detail::GroupPrecision& p, const layout_eval_detail::Split* sp) const {
     return filled && strategy == s && bytes.param == b.param && bytes.grad == b.grad && bytes.moments == b.moments &&

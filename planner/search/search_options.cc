@@ -39,6 +39,9 @@ TrainingConfig CandidateTraining(const TrainingConfig& base, const LayoutCandida
   // --delay-wgrad-compute is the EP overlap's (Megatron-Core refuses it without): the candidates
   // that run the overlap take it, the others run without it rather than being invalid.
   t.run.delay_wgrad_compute = base.run.delay_wgrad_compute && s.overlap_moe_ep_comm;
+  // --overlap-param-gather-with-optimizer-step is the interleaved schedule's (Megatron-LM refuses it
+  // without): the candidates with vpp > 1 take it, as Megatron-Bridge's performance scripts set it.
+  t.run.overlap_param_gather_with_optimizer_step = base.run.overlap_param_gather_with_optimizer_step && s.vpp > 1;
   return t;
 }
 

@@ -59,6 +59,19 @@ void ValidateSearchPins(const SearchOptions& o) {
                               o.training.run.vpp));
     }
   }
+  // --overlap-param-gather-with-optimizer-step applies to the candidates with vpp > 1
+  // (CandidateTraining): some must be able to have it.
+  if (o.training.run.overlap_param_gather_with_optimizer_step) {
+    const bool interleaved = o.max_pp > 1 && p.pp != 1 &&
+                             (VppSearched(o) ? (o.every_vpp || std::any_of(o.vpps.begin(), o.vpps.end(), [](int64_t v) { return v > 1; }))
+                                             : o.training.run.vpp > 1);
+    if (!interleaved) {
+      throw Error(
+          "the pins conflict: --overlap-param-gather-with-optimizer-step is the interleaved schedule's (Megatron-LM: \"only "
+          "supported with interleaved pipeline parallelism\"), which no candidate of this search runs (vpp 1 or pp 1 pinned): drop "
+          "the flag, or let --vpp and --pp vary");
+    }
+  }
   // A pinned dispatcher: the opt-in ones asked for must be among the pins, and one that is not the
   // all-to-all needs tokens to leave their rank (ep > 1).
   if (!o.dispatchers.empty()) {
