@@ -78,6 +78,19 @@ TEST_CASE("Run settings follow Megatron's and torchtitan's validity rules") {
   s.overlap_grad_reduce = true;
   CHECK_NOTHROW(dockyard::ValidateRunSettings(s, 1, 1));
   CHECK_THROWS_WITH_AS(dockyard::ValidateRunSettings(s, 2, 1), doctest::Contains("distributed optimizer"), dockyard::Error);
+  // --overlap-param-gather-with-optimizer-step: interleaved only, and with --overlap-param-gather
+  // (megatron/training/arguments.py's assertions).
+  s.overlap_param_gather_with_optimizer_step = true;
+  CHECK_THROWS_WITH_AS(dockyard::ValidateRunSettings(s, 1, 4), doctest::Contains("only supported with interleaved pipeline parallelism"),
+                       dockyard::Error);
+  s.vpp = 2;
+  CHECK_NOTHROW(dockyard::ValidateRunSettings(s, 1, 4));
+  s.overlap_param_gather = false;
+  CHECK_THROWS_WITH_AS(dockyard::ValidateRunSettings(s, 1, 4), doctest::Contains("Must use --overlap-param-gather-with-optimizer-step with"),
+                       dockyard::Error);
+  dockyard::RunSettings b;
+  b.ddp_bucket_size = -1;
+  CHECK_THROWS_WITH_AS(dockyard::ValidateRunSettings(b, 1, 1), doctest::Contains("--ddp-bucket-size"), dockyard::Error);
   dockyard::RunSettings r;
   r.reshard_after_forward = ReshardPolicy::kNever;
   CHECK_THROWS_WITH_AS(dockyard::ValidateRunSettings(r, 1, 1), doctest::Contains("needs --dp-sharding fsdp"), dockyard::Error);
@@ -270,6 +283,41 @@ TEST_CASE("SimulateStep with --vpp: bubble (pp - 1) / vpp stages, extra P2P per 
   CHECK(exposed.stage_microbatch_us - plain.stage_microbatch_us == Approx(2 * send));
   CHECK(exposed.pipeline_bubble_us == Approx(0.5 * exposed.stage_microbatch_us));
   CHECK(exposed.step_time_us > interleaved.step_time_us);
+}
+
+TEST_CASE("SimulateStep with --overlap-param-gather: the first chunk's bucket, the later chunks aligned or on the first micro-batch's path") {
+  // TinyMixtral on 4 GPUs, pp 2, vpp 2, zero1 over dp 2: 4 model chunks. Rank 0's parameters are far
+  // below a 40M-element bucket, so its first chunk's first bucket is the whole chunk: half of the
+  // rank's parameter all-gather P (param_gather.h: b = c = P / 2; no later stage's chunk outlasts
+  // it and a chunk's forward).
+  TrainingConfig t;
+  t.dp_sharding = DpSharding::kZero1;
+  t.seq_len = 256;
+  t.num_microbatches = 4;
+  t.run.vpp = 2;
+  t.run.overlap_grad_reduce = true;
+  const dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
+  auto exposed = [&](const dockyard::RunSettings& run) {
+    t.run = run;
+    auto plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(4, 2), t);
+    return dockyard::SimulateStep(plan, c, dockyard::SampleRoutingForPlan(plan, {}, 2)).dp_step_comm_us;
+  };
+  dockyard::RunSettings run = t.run;
+  const double synchronous = exposed(run);  // the gradient reduce's exposed part E + P
+  run.overlap_param_gather = true;
+  const double aligned = exposed(run);  // E + P / 2
+  run.align_param_gather = false;
+  const double unaligned = exposed(run);  // E + P / 2 + (pp x vpp - 1) x P / 2 = E + 2 P
+  const double half = synchronous - aligned;  // P / 2
+  CHECK(half > 0);
+  CHECK(unaligned - synchronous == Approx(2 * half));
+  // With the optimizer step: the first chunk's gather (P / 2) under the rest of the optimizer; never
+  // more than the aligned exposure, never below the gradient reduce's part.
+  run.align_param_gather = true;
+  run.overlap_param_gather_with_optimizer_step = true;
+  const double with_optimizer = exposed(run);
+  CHECK(with_optimizer <= aligned);
+  CHECK(with_optimizer >= synchronous - 2 * half);
 }
 
 TEST_CASE("--overlap-moe-expert-parallel-comm follows Megatron's validity rules (transformer_config.py)") {

@@ -170,6 +170,19 @@ TEST_CASE("bad rows: one clear error naming the row and the field") {
   e = ErrorOf([](Json& j) { RunJson(j, "H09")["megatron_core"] = "v0.9"; });
   CHECK(e.find("run H09") != std::string::npos);
   CHECK(e.find("/megatron_core: must be a Megatron-Core release MAJOR.MINOR") != std::string::npos);
+  // The DDP bucket a run's framework set (Megatron-Bridge's CommOverlapConfig: 128 Mi, B12), and
+  // one that is not a number of parameters.
+  {
+    const FidelitySet set = FidelitySetFromJson(ReadJsonFile(kRuns), "runs.json", "testdata/fidelity");
+    CHECK(Run(set, "B12").ddp_bucket_size == 134217728);
+    CHECK(FidelityTraining(Run(set, "B12")).run.ddp_bucket_size == 134217728);
+    CHECK(FidelityTraining(Run(set, "B12")).run.overlap_param_gather);
+    CHECK(FidelityTraining(Run(set, "G02")).run.overlap_param_gather_with_optimizer_step);
+    CHECK(FidelityTraining(Run(set, "H09")).run.ddp_bucket_size == 0);  // Megatron-LM's default
+  }
+  e = ErrorOf([](Json& j) { RunJson(j, "B12")["ddp_bucket_size"] = 0; });
+  CHECK(e.find("run B12") != std::string::npos);
+  CHECK(e.find("/ddp_bucket_size: must be") != std::string::npos);
   // A memory run with both a measured peak and an OOM, or neither; an unknown convention; a
   // layout its model refuses (ep 16 over DeepSeek-V2-Lite's 64 experts on 8 GPUs: not a divisor of 8).
   e = ErrorOf([](Json& j) { j["memory_runs"][0]["oom"] = true; });

@@ -490,4 +490,39 @@ TEST_CASE("--delay-wgrad-compute is read (run_settings.h delay_wgrad_compute), a
                        doctest::Contains("--delay-wgrad-compute: needs --overlap-moe-expert-parallel-comm"), Error);
 }
 
+TEST_CASE("the DDP's parameter-gather flags are read (run_settings.h) and written back where they differ from Megatron-LM's defaults") {
+  const std::string moe_args =
+      "--num-layers 8 --hidden-size 64 --num-attention-heads 4 --position-embedding-type rope --num-experts 8 --moe-router-topk 2 "
+      "--swiglu --vocab-size 1000 --bf16 --use-distributed-optimizer --expert-model-parallel-size 2 --overlap-grad-reduce "
+      "--overlap-param-gather --overlap-param-gather-with-optimizer-step --no-align-param-gather --ddp-bucket-size 50000000\n";
+  const FrameworkConfig c = ImportMegatronArgs(moe_args, "g.args");
+  CHECK(Flag(c, "--overlap-param-gather-with-optimizer-step") == "");
+  CHECK(Flag(c, "--no-align-param-gather") == "");
+  CHECK(Flag(c, "--ddp-bucket-size") == "50000000");
+  CHECK(c.ignored.empty());
+  std::string zero = moe_args;
+  zero.replace(zero.find("50000000"), 8, "0");
+  CHECK_THROWS_WITH_AS(ImportMegatronArgs(zero, "g.args"), doctest::Contains("--ddp-bucket-size 0: must be >= 1"), Error);
+  ParallelDimsOptions d;
+  d.world_size = 8;
+  d.pp = 2;
+  d.ep = 2;
+  d.convention = Convention::kMegatron;
+  TrainingConfig t;
+  t.dp_sharding = DpSharding::kZero1;
+  t.run.vpp = 2;
+  t.run.overlap_grad_reduce = t.run.overlap_param_gather = true;
+  const std::string plain = EmitMegatronArgs(BuildPlan(MegatronModel(c, std::nullopt), d, t), 0, {"test"}, &c);
+  CHECK(plain.find("--overlap-param-gather-with-optimizer-step") == std::string::npos);
+  CHECK(plain.find("--no-align-param-gather") == std::string::npos);
+  CHECK(plain.find("--ddp-bucket-size") == std::string::npos);
+  t.run.overlap_param_gather_with_optimizer_step = true;
+  t.run.align_param_gather = false;
+  t.run.ddp_bucket_size = 50000000;
+  const std::string set = EmitMegatronArgs(BuildPlan(MegatronModel(c, std::nullopt), d, t), 0, {"test"}, &c);
+  CHECK(set.find("--overlap-param-gather-with-optimizer-step") != std::string::npos);
+  CHECK(set.find("--no-align-param-gather") != std::string::npos);
+  CHECK(set.find("--ddp-bucket-size 50000000") != std::string::npos);
+}
+
 }  // namespace dockyard

@@ -292,4 +292,46 @@ TEST_CASE("MXFP8: bf16_with_mxfp8_mixed is MXFP8 with the parameter all-gather; 
   CHECK(FlagValue(back, "--fp8-param-gather") == "");
 }
 
+TEST_CASE("the parameter all-gather's settings: CommOverlapConfig's over the ddp / optimizer keys, read and written") {
+  auto flag = [](const std::string& yaml, const char* key) { return FlagValue(ImportMegatronBridgeConfig(yaml, "b.yaml", Qwen()), key); };
+  // Megatron-Core DDP's keys (a run_config dump's ddp section: CommOverlapConfig wrote 128 Mi and,
+  // without interleaving, align_param_gather false).
+  CHECK(flag("ddp:\n  bucket_size: 134217728\n", "--ddp-bucket-size") == "134217728");
+  CHECK(flag("ddp:\n  align_param_gather: false\n", "--no-align-param-gather") == "");
+  CHECK(flag("ddp:\n  align_param_gather: true\n", "--no-align-param-gather") == "<absent>");
+  CHECK(flag("ddp:\n  bucket_size: null\n", "--ddp-bucket-size") == "<absent>");  // Megatron-LM's default
+  CHECK(flag("optimizer:\n  overlap_param_gather_with_optimizer_step: true\n", "--overlap-param-gather-with-optimizer-step") == "");
+  // Bridge's performance scripts set it on comm_overlap (scripts/performance/utils/overrides.py);
+  // CommOverlapConfig's value wins over the ddp / optimizer one in an overrides YAML (its setup()
+  // writes it over them), the ddp / optimizer one is what ran in a dump.
+  CHECK(flag("comm_overlap:\n  overlap_param_gather_with_optimizer_step: true\n", "--overlap-param-gather-with-optimizer-step") == "");
+  CHECK(flag("comm_overlap:\n  bucket_size: 1000000\nddp:\n  bucket_size: 2000000\n", "--ddp-bucket-size") == "1000000");
+  CHECK(flag("comm_overlap:\n  overlap_param_gather_with_optimizer_step: false\noptimizer:\n"
+             "  overlap_param_gather_with_optimizer_step: true\n",
+             "--overlap-param-gather-with-optimizer-step") == "<absent>");
+  CHECK(flag("comm_overlap:\n  align_param_gather: null\n", "--no-align-param-gather") == "<absent>");  // CommOverlapConfig's unset
+  CHECK(ErrorOf("ddp:\n  align_param_gather: maybe\n").find("ddp.align_param_gather maybe: must be true or false") != std::string::npos);
+  // Written under comm_overlap and read back.
+  ParallelDimsOptions d;
+  d.world_size = 64;
+  d.pp = 2;
+  d.ep = 8;
+  d.convention = Convention::kMegatron;
+  TrainingConfig t;
+  t.dp_sharding = DpSharding::kZero1;
+  t.run.vpp = 2;
+  t.run.overlap_grad_reduce = t.run.overlap_param_gather = true;
+  t.run.overlap_param_gather_with_optimizer_step = true;
+  t.run.align_param_gather = false;
+  t.run.ddp_bucket_size = 134217728;
+  const std::string yaml = EmitMegatronBridgeConfig(BuildPlan(Qwen(), d, t), 256, {"test"});
+  CHECK(yaml.find("  overlap_param_gather_with_optimizer_step: true\n") != std::string::npos);
+  CHECK(yaml.find("  align_param_gather: false\n") != std::string::npos);
+  CHECK(yaml.find("  bucket_size: 134217728\n") != std::string::npos);
+  const FrameworkConfig back = ImportMegatronBridgeConfig(yaml, "w.yaml", Qwen());
+  CHECK(FlagValue(back, "--overlap-param-gather-with-optimizer-step") == "");
+  CHECK(FlagValue(back, "--no-align-param-gather") == "");
+  CHECK(FlagValue(back, "--ddp-bucket-size") == "134217728");
+}
+
 }  // namespace dockyard

@@ -102,6 +102,21 @@ TEST_CASE("Megatron-only flags are refused under torchtitan, kept under megatron
                        "--clip-grad: must be a finite number >= 0 (the gradient norm's clipping threshold; 0 = no norm and no "
                        "clipping, Megatron --clip-grad), got -1",
                        dockyard::Error);
+  // Megatron-Core DDP's parameter-gather dispatch and buckets; FSDP2 has neither.
+  dockyard::TrainingOverrides ddp_gather;
+  ddp_gather.ddp_bucket_size = 50000000;
+  CHECK_NOTHROW(dockyard::RejectMegatronOnlyOverrides(ddp_gather, false));
+  CHECK_THROWS_WITH_AS(dockyard::RejectMegatronOnlyOverrides(ddp_gather, true),
+                       doctest::Contains("--ddp-bucket-size: Megatron-Core DDP's parameter all-gather setting"), dockyard::Error);
+  CHECK(dockyard::ApplyTrainingOverrides({}, ddp_gather, 1, 4).run.ddp_bucket_size == 50000000);
+  ddp_gather.ddp_bucket_size.reset();
+  ddp_gather.no_align_param_gather = true;
+  CHECK_THROWS_WITH_AS(dockyard::RejectMegatronOnlyOverrides(ddp_gather, true), doctest::Contains("--no-align-param-gather: Megatron-Core DDP"),
+                       dockyard::Error);
+  CHECK_FALSE(dockyard::ApplyTrainingOverrides({}, ddp_gather, 1, 4).run.align_param_gather);
+  ddp_gather.ddp_bucket_size = 0;
+  CHECK_THROWS_WITH_AS(dockyard::ApplyTrainingOverrides({}, ddp_gather, 1, 4), doctest::Contains("--ddp-bucket-size: must be a number of parameters >= 1"),
+                       dockyard::Error);
 }
 
 TEST_CASE("--megatron-core-version: MAJOR.MINOR[.PATCH] under megatron; 0.13 is where the probabilities moved into the activation") {

@@ -93,6 +93,27 @@ TEST_CASE("--delay-wgrad-compute in a search: the candidates with the EP overlap
   CHECK_THROWS_WITH_AS(ValidateSearchPins(o), doctest::Contains("the pins conflict: --delay-wgrad-compute is the EP overlap's"), Error);
 }
 
+TEST_CASE("--overlap-param-gather-with-optimizer-step in a search: the candidates with vpp > 1 take it; none can, the pins conflict") {
+  SearchOptions o = Options();
+  o.convention = Convention::kMegatron;
+  o.training.run.overlap_grad_reduce = o.training.run.overlap_param_gather = true;
+  o.training.run.overlap_param_gather_with_optimizer_step = true;
+  o.every_vpp = true;  // searched
+  CHECK_NOTHROW(ValidateSearchPins(o));
+  LayoutCandidate c;
+  c.settings.vpp = 2;
+  CHECK(CandidateTraining(o.training, c).run.overlap_param_gather_with_optimizer_step);
+  c.settings.vpp = 1;  // runs without it (Megatron-Bridge's performance scripts' rule), not invalid
+  CHECK_FALSE(CandidateTraining(o.training, c).run.overlap_param_gather_with_optimizer_step);
+  o.every_vpp = false;  // vpp 1 pinned
+  o.vpps.clear();
+  CHECK_THROWS_WITH_AS(ValidateSearchPins(o), doctest::Contains("the pins conflict: --overlap-param-gather-with-optimizer-step"), Error);
+  o.vpps = {1, 2};  // a list with an interleaved value
+  CHECK_NOTHROW(ValidateSearchPins(o));
+  o.pins.pp = 1;
+  CHECK_THROWS_WITH_AS(ValidateSearchPins(o), doctest::Contains("no candidate of this search runs"), Error);
+}
+
 TEST_CASE("EP overlap pinned on against the other pins (Megatron's rules)") {
   SearchOptions o = Options();
   o.convention = Convention::kMegatron;
