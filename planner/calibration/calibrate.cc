@@ -346,18 +346,26 @@ void SetKnobValues(const std::vector<double>& values, Calibration* cal) {
 
 bool StepLevelKnob(const KnobSpec& knob, ComputeModel model) {
   // The EP-overlap communication rates have no component row kind: whole steps run with
-  // --overlap-moe-expert-parallel-comm are what measure them, under either compute model.
+  // --overlap-moe-expert-parallel-comm are what measure them, under either compute model; the
+  // grouped weight gradient's main-grad traffic share likewise, under the kernel-level model that
+  // reads it.
   static const char* const kKernels[] = {"compute.gemm.shape_efficiency", "compute.flash.max_efficiency",
                                          "compute.memory_bound.hbm_efficiency", "links.intra_node_gbps",
-                                         "links.network_gbps", "host.step_overhead_us"};
+                                         "links.network_gbps", "host.step_overhead_us", "compute.memory_bound.wgrad_accumulate_share"};
   static const char* const kGemm[] = {"compute.gemm.dense_efficiency", "compute.gemm.grouped_max_efficiency",
                                       "compute.flash.fixed_efficiency", "links.intra_node_gbps",
                                       "links.network_gbps", "host.step_overhead_us"};
   static const char* const kBoth[] = {"dispatchers.ep_overlap.all_to_all_comm_rate", "dispatchers.ep_overlap.deepep_comm_rate",
                                       "dispatchers.ep_overlap.hybridep_comm_rate"};
   const std::string path = knob.Path();
-  for (const char* k : model == ComputeModel::kKernels ? kKernels : kGemm) {
-    if (path == k) return true;
+  if (model == ComputeModel::kKernels) {
+    for (const char* k : kKernels) {
+      if (path == k) return true;
+    }
+  } else {
+    for (const char* k : kGemm) {
+      if (path == k) return true;
+    }
   }
   for (const char* k : kBoth) {
     if (path == k) return true;

@@ -9,6 +9,7 @@
 
 #include "planner/cost/cluster.h"
 #include "planner/cost/gemm_efficiency.h"
+#include "planner/cost/kernels_model.h"
 
 namespace {
 
@@ -60,6 +61,31 @@ TEST_CASE("B200 table: the 30 measured shape-passes within the fit's 19 % RMS (l
   }
   CHECK(n == 30);
   CHECK(std::sqrt(sum / n) < 0.20);
+}
+
+TEST_CASE("B200 table: the grouped weight gradient's main-grad traffic, from the sweep's fp32 / bf16 main_grad pairs") {
+  // SimuMax's B200 sweep runs the same grouped weight-gradient GEMMs with fp32 and with bf16
+  // main_grad (configs/system/b200_bf16_ceperm.json). DeepSeek-V3 gate-up, 32 experts x 1,024 rows,
+  // N 4,096, K 7,168: 2 x 1,024 x 4,096 x 7,168 x 32 = 1.9241e12 FLOP at 0.289 and 0.347 of 2,250
+  // TFLOP/s: 2,959.0 and 2,464.5 us, 494.5 us apart. The traffic differs by 32 x 4,096 x 7,168
+  // elements x (8 - 4) B (read and write of a 4 B or a 2 B main_grad) = 3.758 GB, 705.4 us at 0.666
+  // of 8,000 GB/s: the exposed share 494.5 / 705.4 = 0.70; the knob's 0.67 gives 472.6 us.
+  const dockyard::MemoryBoundKnobs& mb = B200().memory_bound;
+  CHECK(mb.wgrad_accumulate_share == 0.67);
+  const double elems = 32.0 * 4096 * 7168;
+  const double fp32 = dockyard::GroupedWgradAccumulateUs(elems, dockyard::MainGradBytesPerElement(true, 4, 2), 8000, mb);
+  const double bf16 = dockyard::GroupedWgradAccumulateUs(elems, dockyard::MainGradBytesPerElement(true, 2, 2), 8000, mb);
+  CHECK(fp32 - bf16 == doctest::Approx(472.6).epsilon(0.002));
+  const double measured = 1.9241e12 / (2250e12 * 0.289) * 1e6 - 1.9241e12 / (2250e12 * 0.347) * 1e6;
+  CHECK(measured == doctest::Approx(494.5).epsilon(0.002));
+  CHECK(fp32 - bf16 == doctest::Approx(measured).epsilon(0.06));
+  // The whole term for DeepSeek-V3's 32 local experts at EP 8 (gate, up, down: 3 x 7,168 x 2,048
+  // each) with fp32 main_grad: 1.4093e9 elements x 8 B = 11.27 GB, 2,115.8 us at 5,328 GB/s, x 0.67 =
+  // 1,417.6 us per layer and micro-batch. torchtitan writes the bf16 gradient once: 2 B, a quarter.
+  const double v3 = 32.0 * 3 * 7168 * 2048;
+  CHECK(dockyard::GroupedWgradAccumulateUs(v3, dockyard::MainGradBytesPerElement(true, 4, 2), 8000, mb) == doctest::Approx(1417.6).epsilon(0.001));
+  CHECK(dockyard::GroupedWgradAccumulateUs(v3, dockyard::MainGradBytesPerElement(false, 4, 2), 8000, mb) ==
+        doctest::Approx(1417.6 / 4).epsilon(0.001));
 }
 
 TEST_CASE("B200 table: MLA flash attention, memory-bound kernels, the older gemm model") {

@@ -129,6 +129,15 @@ double MemoryBoundUs(const std::vector<KernelBytes>& kernels, double hbm_gbps, d
   return us;
 }
 
+double MainGradBytesPerElement(bool megatron, double grad_bytes, double param_bytes) {
+  return megatron ? 2.0 * grad_bytes : param_bytes;
+}
+
+double GroupedWgradAccumulateUs(double local_expert_elems, double bytes_per_element, double hbm_gbps, const MemoryBoundKnobs& knobs) {
+  const double bw = hbm_gbps * knobs.hbm_efficiency * kBytesPerUsPerGbps;
+  return bw > 0 ? knobs.wgrad_accumulate_share * local_expert_elems * bytes_per_element / bw : 0.0;
+}
+
 double LaunchGapUs(double kernels, bool cuda_graphs, double kernel_launch_us, double graph_launch_us) {
   return kernels * (cuda_graphs ? graph_launch_us : kernel_launch_us);
 }

@@ -128,6 +128,12 @@ const std::vector<KnobSpec>& KnobTable() {
        "dispatchers.ep_overlap.hybridep_comm_rate (planner/cost/knobs.h): 1 assumed, HybridEP's kernels hold their own SMs "
        "(moe_hybridep_num_sms)",
        true, 0.5},
+        {"compute.memory_bound", "wgrad_accumulate_share", "wgrad_accumulate_share", "fraction of the traffic",
+       [](Knobs& k) -> double& { return k.compute.memory_bound.wgrad_accumulate_share; }, KnobSpec::kCompute, 0, false, 1, 0.3, 1.0, false,
+       KnobSpec::kComponent,
+       "compute.memory_bound.wgrad_accumulate_share (planner/cost/knobs.h): SimuMax's B200 grouped GEMMs with fp32 and bf16 main_grad "
+       "(configs/system/b200_bf16_ceperm.json), 0.70 / 0.67 / 0.66",
+       true, 0.15},
         {"host", "step_overhead_us", "step_overhead_us", "us",
        [](Knobs& k) -> double& { return k.host.step_overhead_us; }, KnobSpec::kHost, 0, false, 1e8, 100, 5e4, false,
        KnobSpec::kResidual, "host.step_overhead_us (planner/cost/knobs.h): 2 ms assumed (batch fetch, loss reduce and logging per step)", true, 3.0},

@@ -62,6 +62,15 @@ struct MemoryBoundKnobs {
   double hbm_efficiency = 0.70;   // fraction of the HBM bandwidth a memory-bound kernel moves
   double kernel_launch_us = 2.0;  // exposed host gap per kernel launch, eager, us
   double graph_launch_us = 0.5;   // the same inside a CUDA graph, us
+  // The exposed share of the grouped weight-gradient GEMM's main-gradient traffic
+  // (kernels_model.h GroupedWgradAccumulateUs): Megatron's fused wgrad accumulation reads and writes
+  // each local expert's fp32 main_grad per micro-batch in the GEMM's epilogue, which hides part of
+  // it under its math. 0.67 from SimuMax's B200 sweep, the same grouped GEMMs with fp32 and bf16
+  // main_grad (configs/system/b200_bf16_ceperm.json: DeepSeek-V3 gate-up 32 x 1,024 rows 0.289 /
+  // 0.347 of peak, 64 x 512 0.219 / 0.289; DeepSeek-V2 fc1 20 x 1,232 0.328 / 0.385: the time
+  // difference over the traffic difference at 0.666 of 8 TB/s, 0.70 / 0.67 / 0.66); the other presets
+  // borrow it (no measurement).
+  double wgrad_accumulate_share = 0.67;
 };
 
 // TransformerEngine's TP-communication overlap (--tp-comm-overlap; tp_overlap.h): the fraction of

@@ -120,7 +120,9 @@ MoePassSums AddMoeLayerPhases(const LayerTerms& L, const MoePhaseTimes& mp, cons
     const double disp = records.Add(kDispatch, true, pass, dispatch_us[pass] + BackwardOnly(rx.dispatch, pass),
                                     pass == 0 ? &mp.dispatch : &dispatch_bwd_ranks);
     double mlp = 0;
-    mlp += records.Add(kGroupedGemm, true, pass, mp.gemm_max * mult + L.kx.grouped_gemm[pass] + BackwardOnly(rx.grouped_gemm, pass),
+    mlp += records.Add(kGroupedGemm, true, pass,
+                       mp.gemm_max * mult + L.kx.grouped_gemm[pass] + BackwardOnly(rx.grouped_gemm, pass) +
+                           BackwardOnly(L.grouped_wgrad_accumulate_us, pass),
                        &mp.gemm, mult);
     mlp += records.Add(kUnpermute, true, pass, mp.permute_max * cmult + BackwardOnly(rx.unpermute, pass), &mp.permute, cmult);
     s.a2a_record[pass][1] = records.size;

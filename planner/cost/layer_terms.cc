@@ -175,6 +175,16 @@ LayerTerms LayerTermsOf(const ModelSpec& m, const ParallelDims& d, const Trainin
     L.kx = terms.kx;
     L.sc = terms.sc;
     L.selective = terms.selective;
+    // The routed experts' weight gradients accumulated into their main gradients: the rank's
+    // local experts (num_experts / ep) x gate, up and down (D x F / etp each).
+    if (m.moe.num_experts > 0 && d.ep > 0) {
+      const TrainingBytes tb = TrainingBytesOf(t);
+      const double local_elems = static_cast<double>(m.moe.num_experts / d.ep) * 3.0 * D * static_cast<double>(w.expert_f_local);
+      L.grouped_wgrad_accumulate_us = GroupedWgradAccumulateUs(
+          local_elems,
+          MainGradBytesPerElement(d.convention == Convention::kMegatron, static_cast<double>(tb.grad), static_cast<double>(tb.param)),
+          c.hbm_gbps, kn.memory_bound);
+    }
   }
   return L;
 }

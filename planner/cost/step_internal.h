@@ -133,6 +133,9 @@ struct LayerTerms {
   // dispatch and combine phases.
   double etp_collective = 0;
   double router_us = 0, shared_us = 0, dense_mlp_us = 0;  // forward times
+  // The grouped weight-gradient GEMM's main-gradient traffic in the backward (kernels_model.h
+  // GroupedWgradAccumulateUs; --compute-model kernels only), us per micro-batch.
+  double grouped_wgrad_accumulate_us = 0;
   // The multipliers of a forward time in `pass` (0 forward, 1 backward): compute and communication.
   double ComputeMult(int pass) const { return pass == 0 ? 1.0 : bwd_compute; }
   double CommMult(int pass) const { return pass == 0 ? 1.0 : bwd_comm; }
