@@ -91,6 +91,15 @@ TEST_CASE("Run settings follow Megatron's and torchtitan's validity rules") {
   dockyard::RunSettings b;
   b.ddp_bucket_size = -1;
   CHECK_THROWS_WITH_AS(dockyard::ValidateRunSettings(b, 1, 1), doctest::Contains("--ddp-bucket-size"), dockyard::Error);
+  // DDP's buckets and gather dispatch mean nothing under FSDP.
+  b.ddp_bucket_size = 50000000;
+  CHECK_NOTHROW(dockyard::ValidateRunSettings(b, 1, 1));
+  CHECK_THROWS_WITH_AS(dockyard::ValidateRunSettings(b, 0, 1), doctest::Contains("--ddp-bucket-size: Megatron-Core DDP's buckets"),
+                       dockyard::Error);
+  b.ddp_bucket_size = 0;
+  b.align_param_gather = false;
+  CHECK_THROWS_WITH_AS(dockyard::ValidateRunSettings(b, 0, 1), doctest::Contains("--no-align-param-gather: Megatron-Core DDP's buckets"),
+                       dockyard::Error);
   dockyard::RunSettings r;
   r.reshard_after_forward = ReshardPolicy::kNever;
   CHECK_THROWS_WITH_AS(dockyard::ValidateRunSettings(r, 1, 1), doctest::Contains("needs --dp-sharding fsdp"), dockyard::Error);

@@ -134,9 +134,13 @@ struct StepInputs {
   const StageLayerRuns* stage_runs = nullptr;
   double dp_step_comm_us = 0;          // sum of StepCollectiveUs over rank 0's "step" CommEntry list, in order
   double dp_step_param_gather_us = 0;  // the part of it from "zero1_all_gather_params" (--overlap-param-gather)
-  // That part by mesh (dense, sparse: the expert buffer), and rank 0's model-parallel elements on
-  // each mesh (CommReport dense_elems / sparse_elems): param_gather.h's inputs.
+  // That part by mesh (dense, sparse: the expert buffer), the distributed optimizer's / DDP's
+  // gradient reduce ("zero1_reduce_scatter_grads", "ddp_all_reduce_grads") likewise, and rank 0's
+  // model-parallel elements on each mesh (CommReport dense_elems / sparse_elems): param_gather.h's
+  // inputs. The rest of dp_step_comm_us (the embedding group's and the router bias's all-reduces,
+  // FSDP's replica all-reduces) runs after the backward, exposed.
   double param_gather_dense_us = 0, param_gather_sparse_us = 0;
+  double grad_reduce_dense_us = 0, grad_reduce_sparse_us = 0;
   double dense_elems_rank0 = 0, sparse_elems_rank0 = 0;
   // Rank 0's gradient bytes and the elements its optimizer steps (StaticMemoryOnRank grads_bytes,
   // optimizer_elems): the step-end passes (kernels_model.h StepEndKernels).

@@ -117,6 +117,9 @@ void AddStepCommInputs(const Plan& plan, const ClusterSpec& c, StepInputs& in) {
       in.dp_step_param_gather_us += us;
       (e.mesh == "sparse" ? in.param_gather_sparse_us : in.param_gather_dense_us) += us;
     }
+    if (e.purpose == "zero1_reduce_scatter_grads" || e.purpose == "ddp_all_reduce_grads") {
+      (e.mesh == "sparse" ? in.grad_reduce_sparse_us : in.grad_reduce_dense_us) += us;
+    }
   }
   in.dense_elems_rank0 = static_cast<double>(comm.dense_elems);
   in.sparse_elems_rank0 = static_cast<double>(comm.sparse_elems);

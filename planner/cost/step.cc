@@ -189,25 +189,30 @@ double SlowestStageForwardUs(const StageLayerRuns& runs, int64_t slowest_stage, 
          p2p_us / 2.0;
 }
 
-// The data-parallel step communication left exposed: Megatron's overlapped gradient reduce (under
-// the slowest stage's last backward, `stage_bwd_us`: only what exceeds that compute, ExposedUs)
-// and the distributed optimizer's parameter all-gather as its DDP dispatches it (param_gather.h:
-// the first bucket, the rest under the first chunk's forward, the later chunks aligned or on the
-// first micro-batch's path, or under the optimizer step).
-double ExposedDpStepCommUs(const StepInputs& in, const ParallelDims& d, const RunSettings& run, double stage_fwd_us, double stage_bwd_us,
-                           double optimizer_us) {
-  const double param_us = in.dp_step_param_gather_us, grad_us = in.dp_step_comm_us - param_us;
-  ParamGatherInputs g;
-  g.dense_us = in.param_gather_dense_us;
-  g.sparse_us = in.param_gather_sparse_us;
-  g.dense_elems = in.dense_elems_rank0;
-  g.sparse_elems = in.sparse_elems_rank0;
-  g.bucket_elems = MegatronDdpBucketElems(run.ddp_bucket_size, d.dp_replicate * d.dp_shard * d.cp);
+// The data-parallel step communication left exposed: the distributed optimizer's / DDP's gradient
+// reduce and parameter all-gather as Megatron-Core's DDP runs them over its buckets
+// (param_gather.h: with --overlap-grad-reduce the edge bucket and what outlasts a chunk's last
+// backward; with --overlap-param-gather the edge bucket, the rest under the first chunk's forward,
+// the later chunks aligned, on the first micro-batch's path, or under the optimizer step), and the
+// rest of the step collectives (the embedding group's and the router bias's all-reduces, after the
+// backward) whole. `stage_fwd_us` / `stage_bwd_us`: the slowest stage's forward / backward of one
+// micro-batch, all its chunks.
+double ExposedDpStepCommUs(const ModelSpec& m, const StepInputs& in, const ParallelDims& d, const RunSettings& run, double stage_fwd_us,
+                           double stage_bwd_us, double optimizer_us) {
+  DdpOverlapInputs g;
+  g.grads = {in.grad_reduce_dense_us, in.grad_reduce_sparse_us, in.dense_elems_rank0, in.sparse_elems_rank0};
+  g.params = {in.param_gather_dense_us, in.param_gather_sparse_us, in.dense_elems_rank0, in.sparse_elems_rank0};
+  g.bucket_elems = static_cast<double>(DdpBucketElems(run, d.dp_replicate * d.dp_shard * d.cp));
+  // Rank 0's stage holds the (vocabulary-parallel) embedding.
+  g.embedding_elems = static_cast<double>(m.vocab_size) * static_cast<double>(m.hidden_size) / static_cast<double>(d.tp);
   g.pp = d.pp;
-  g.vpp = run.vpp;
-  g.chunk_forward_us = stage_fwd_us / static_cast<double>(std::max<int64_t>(1, run.vpp));
+  const double vpp = static_cast<double>(std::max<int64_t>(1, run.vpp));
+  g.chunk_forward_us = stage_fwd_us / vpp;
+  g.chunk_backward_us = stage_bwd_us / vpp;
   g.optimizer_us = optimizer_us;
-  return (run.overlap_grad_reduce ? ExposedUs(grad_us, stage_bwd_us) : grad_us) + ParamGatherExposedUs(g, run);
+  const double other_us = std::max(0.0, in.dp_step_comm_us - in.grad_reduce_dense_us - in.grad_reduce_sparse_us - in.param_gather_dense_us -
+                                            in.param_gather_sparse_us);
+  return other_us + GradReduceExposedUs(g, run) + ParamGatherExposedUs(g, run);
 }
 
 // Each phase's share of the step from the layers of the slowest stage: a record counts once per
@@ -364,7 +369,7 @@ double SetPipelineStep(const LayerTerms& L, const StageLayerRuns& runs, const St
   out.optimizer_us = MemoryBoundUs(StepEndKernels(StepEndShapeOf(d, t, in)), L.c.hbm_gbps, L.kn.memory_bound.hbm_efficiency, 0.0) +
                      MuonNewtonSchulzUs(L.m, t, L.c, L.kernels ? ComputeModel::kKernels : ComputeModel::kGemm,
                                         static_cast<double>(in.optimizer_elems_rank0), L.tp);
-  out.dp_step_comm_us = ExposedDpStepCommUs(in, d, t.run, stage_fwd_us, worst_stage - stage_fwd_us, out.optimizer_us);
+  out.dp_step_comm_us = ExposedDpStepCommUs(L.m, in, d, t.run, stage_fwd_us, worst_stage - stage_fwd_us, out.optimizer_us);
   double slots = A * PipelineSlots(static_cast<int64_t>(M), d.pp, t.run.vpp);
   if (IsDualPipe(t.run)) {
     // DualPipe's bubble (pipeline_schedule.h DualPipeBubbleUs): F&B is a stage's overlapped

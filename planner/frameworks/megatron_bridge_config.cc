@@ -20,6 +20,7 @@
 #include "planner/frameworks/megatron_args.h"
 #include "planner/frameworks/megatron_bridge_fields.h"
 #include "planner/frameworks/shell_words.h"
+#include "planner/model/run_settings.h"
 
 namespace dockyard {
 
@@ -142,6 +143,8 @@ const std::vector<Mapping>& Mappings() {
       {"ddp.align_param_gather", "--no-align-param-gather", Kind::kNegSwitch},
       {"ddp.bucket_size", "--ddp-bucket-size", Kind::kValue},
       {"optimizer.overlap_param_gather_with_optimizer_step", "--overlap-param-gather-with-optimizer-step", Kind::kSwitch},
+      {"comm_overlap.overlap_grad_reduce", "--overlap-grad-reduce", Kind::kSwitch},
+      {"comm_overlap.overlap_param_gather", "--overlap-param-gather", Kind::kSwitch},
       {"comm_overlap.align_param_gather", "--no-align-param-gather", Kind::kNegSwitch},
       {"comm_overlap.bucket_size", "--ddp-bucket-size", Kind::kValue},
       {"comm_overlap.overlap_param_gather_with_optimizer_step", "--overlap-param-gather-with-optimizer-step", Kind::kSwitch},
@@ -482,7 +485,8 @@ FrameworkConfig ImportMegatronBridgeConfig(const std::string& text, const std::s
     }
     // The parameter all-gather's dispatch and buckets, CommOverlapConfig's over the DDP / optimizer
     // config the same way (param_gather.h).
-    if (field == "align_param_gather" || field == "bucket_size" || field == "overlap_param_gather_with_optimizer_step") {
+    if (field == "overlap_grad_reduce" || field == "overlap_param_gather" || field == "align_param_gather" || field == "bucket_size" ||
+        field == "overlap_param_gather_with_optimizer_step") {
       if (field != "bucket_size") IsTrue(d, key, *e);  // a bad value is refused either way
       if (CommOverlapOverridden(field, field == "overlap_param_gather_with_optimizer_step" ? "optimizer" : "ddp")) {
         used.insert(key);
@@ -774,6 +778,20 @@ std::string EmitMegatronBridgeConfig(const Plan& plan, int64_t global_batch_size
   // With the EP overlap on, its delayed weight gradients are written either way: Bridge's
   // performance recipes set comm_overlap.delay_wgrad_compute true, which a plan without it must undo.
   if (plan.training.run.overlap_moe_ep_comm && !plan.training.run.delay_wgrad_compute) put("comm_overlap.delay_wgrad_compute", "false");
+  // CommOverlapConfig's data-parallel settings, written either way under the distributed
+  // optimizer: its setup() turns both overlaps on with dp > 1, with 128 Mi buckets and aligned
+  // gathers at pp > 1 and vpp > 1 (comm_overlap.py _get_optimizer_overlap_cfgs), and the
+  // performance scripts the optimizer-step overlap at vpp > 1; a plan priced otherwise must say so.
+  const RunSettings& run = plan.training.run;
+  if (plan.training.dp_sharding == DpSharding::kZero1) {
+    put("comm_overlap.overlap_grad_reduce", run.overlap_grad_reduce ? "true" : "false");
+    put("comm_overlap.overlap_param_gather", run.overlap_param_gather ? "true" : "false");
+    put("comm_overlap.bucket_size", std::to_string(DdpBucketElems(run, plan.dims.dp_replicate * plan.dims.dp_shard * plan.dims.cp)));
+    if (run.vpp > 1) {
+      put("comm_overlap.align_param_gather", run.align_param_gather ? "true" : "false");
+      put("comm_overlap.overlap_param_gather_with_optimizer_step", run.overlap_param_gather_with_optimizer_step ? "true" : "false");
+    }
+  }
   std::string text;
   for (const std::string& h : header_lines) text += "# " + h + "\n";
   text += fmt::format("# Megatron-Bridge at {}: an overrides YAML for {} GPUs, to merge onto the run's recipe (the model from its HF config).\n",

@@ -310,6 +310,11 @@ TEST_CASE("the parameter all-gather's settings: CommOverlapConfig's over the ddp
              "  overlap_param_gather_with_optimizer_step: true\n",
              "--overlap-param-gather-with-optimizer-step") == "<absent>");
   CHECK(flag("comm_overlap:\n  align_param_gather: null\n", "--no-align-param-gather") == "<absent>");  // CommOverlapConfig's unset
+  // The two overlaps likewise: comm_overlap's switch over ddp's in an overrides YAML.
+  const std::string both = "comm_overlap:\n  overlap_grad_reduce: true\n  overlap_param_gather: true\nddp:\n  overlap_grad_reduce: false\n"
+                           "  overlap_param_gather: false\n";
+  CHECK(flag(both, "--overlap-grad-reduce") == "");
+  CHECK(flag(both, "--overlap-param-gather") == "");
   CHECK(ErrorOf("ddp:\n  align_param_gather: maybe\n").find("ddp.align_param_gather maybe: must be true or false") != std::string::npos);
   // Written under comm_overlap and read back.
   ParallelDimsOptions d;
@@ -332,6 +337,16 @@ TEST_CASE("the parameter all-gather's settings: CommOverlapConfig's over the ddp
   CHECK(FlagValue(back, "--overlap-param-gather-with-optimizer-step") == "");
   CHECK(FlagValue(back, "--no-align-param-gather") == "");
   CHECK(FlagValue(back, "--ddp-bucket-size") == "134217728");
+  // A plan without the overlaps says so, and its bucket (Megatron-LM's default: dp 64 / pp 2 = 32,
+  // max(40M, 32M) = 40M): CommOverlapConfig would otherwise turn them on with 128 Mi buckets.
+  t.run = {};
+  t.run.vpp = 2;
+  const std::string plain = EmitMegatronBridgeConfig(BuildPlan(Qwen(), d, t), 256, {"test"});
+  CHECK(plain.find("  overlap_grad_reduce: false\n") != std::string::npos);
+  CHECK(plain.find("  overlap_param_gather: false\n") != std::string::npos);
+  CHECK(plain.find("  bucket_size: 40000000\n") != std::string::npos);
+  CHECK(plain.find("  overlap_param_gather_with_optimizer_step: false\n") != std::string::npos);
+  CHECK(plain.find("  align_param_gather: true\n") != std::string::npos);
 }
 
 }  // namespace dockyard

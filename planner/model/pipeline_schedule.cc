@@ -97,8 +97,15 @@ void ValidateRunSettings(const RunSettings& s, int dp_sharding, int64_t pp) {
         s.vpp));
   }
   if (s.ddp_bucket_size < 0 || s.ddp_bucket_size > (int64_t{1} << 40)) {
-    throw Error(fmt::format("--ddp-bucket-size: must be a number of parameters in [1, 2^40] (0 = Megatron-LM's default), got {}",
+    throw Error(fmt::format("--ddp-bucket-size: must be a number of parameters in [1, 2^40] (Megatron --ddp-bucket-size), got {}",
                             s.ddp_bucket_size));
+  }
+  // Megatron-Core DDP's buckets and gather dispatch; FSDP (torchtitan's, Megatron-FSDP) gathers and
+  // reduces per FSDP unit.
+  if ((s.ddp_bucket_size > 0 || !s.align_param_gather) && dp_sharding == 0) {
+    throw Error(fmt::format("{}: Megatron-Core DDP's buckets (--dp-sharding zero1 or ddp); --dp-sharding fsdp gathers and reduces per "
+                            "FSDP unit: drop the flag, or use zero1",
+                            s.ddp_bucket_size > 0 ? "--ddp-bucket-size" : "--no-align-param-gather"));
   }
   if (s.vpp > 1 && pp < 2) {
     throw Error(fmt::format("--vpp {}: the interleaved schedule needs pp > 1 (got pp {})", s.vpp, pp));

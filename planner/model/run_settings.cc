@@ -31,6 +31,11 @@ bool SharedExpertsOverlapped(const RunSettings& s) {
   return *s.overlap_shared_experts;
 }
 
+int64_t DdpBucketElems(const RunSettings& s, int64_t dp_cp) {
+  if (s.ddp_bucket_size > 0) return s.ddp_bucket_size;
+  return std::max<int64_t>(40000000, 1000000 * dp_cp);
+}
+
 bool ParamGatherAligned(const RunSettings& s) {
   return s.align_param_gather && s.vpp > 1;
 }

@@ -128,6 +128,11 @@ bool TpCommOverlapped(const RunSettings& settings, int64_t tp);
 // param AG").
 bool ParamGatherAligned(const RunSettings& settings);
 
+// The DDP bucket in parameters: ddp_bucket_size when set (> 0), else Megatron-LM's default
+// max(40,000,000, 1,000,000 x dp_cp) over the data-parallel x context-parallel group
+// (megatron/training/training.py resolve_ddp_bucket_size).
+int64_t DdpBucketElems(const RunSettings& settings, int64_t dp_cp);
+
 // Whether the pipeline's steady-state send / receive run beside compute: overlap_p2p_comm with an
 // interleaved schedule (vpp > 1), Megatron's rule (arguments.py: "Overlap P2P communication is
 // disabled if not using the interleaved schedule").

@@ -52,10 +52,10 @@ TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const Training
   if (o.no_align_param_gather) t.run.align_param_gather = false;
   if (o.ddp_bucket_size) {
     if (*o.ddp_bucket_size < 1) {
-      throw Error(fmt::format("--ddp-bucket-size: must be a number of parameters >= 1 (Megatron --ddp-bucket-size), got {}",
+      throw Error(fmt::format("--ddp-bucket-size: must be a number of parameters in [1, 2^40] (Megatron --ddp-bucket-size), got {}",
                               *o.ddp_bucket_size));
     }
-    t.run.ddp_bucket_size = *o.ddp_bucket_size;
+    t.run.ddp_bucket_size = *o.ddp_bucket_size;  // the upper bound: ValidateRunSettings, the same words
   }
   if (o.moe_shared_expert_overlap) t.run.overlap_shared_experts = true;
   if (o.pipeline_layout) t.run.pipeline_layout = *o.pipeline_layout;

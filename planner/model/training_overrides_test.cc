@@ -115,7 +115,7 @@ TEST_CASE("Megatron-only flags are refused under torchtitan, kept under megatron
                        dockyard::Error);
   CHECK_FALSE(dockyard::ApplyTrainingOverrides({}, ddp_gather, 1, 4).run.align_param_gather);
   ddp_gather.ddp_bucket_size = 0;
-  CHECK_THROWS_WITH_AS(dockyard::ApplyTrainingOverrides({}, ddp_gather, 1, 4), doctest::Contains("--ddp-bucket-size: must be a number of parameters >= 1"),
+  CHECK_THROWS_WITH_AS(dockyard::ApplyTrainingOverrides({}, ddp_gather, 1, 4), doctest::Contains("--ddp-bucket-size: must be a number of parameters in [1, 2^40]"),
                        dockyard::Error);
 }
 

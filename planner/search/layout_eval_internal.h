@@ -219,6 +219,7 @@ struct LayoutEvaluator::GroupStatics {
   int64_t expert_bias0 = 0;  // comm.h RouterExpertBiasElems of rank 0's stage
   double dp_step_comm_us = 0, dp_step_param_gather_us = 0;  // rank 0's step-end data-parallel collectives
   double param_gather_dense_us = 0, param_gather_sparse_us = 0;  // dp_step_param_gather_us by mesh (StepInputs)
+  double grad_reduce_dense_us = 0, grad_reduce_sparse_us = 0;    // the gradient reduce by mesh (StepInputs)
 
   bool SameKey(DpSharding s, const TrainingBytes& b, const layout_eval_detail::GroupPrecision& p, const layout_eval_detail::Split* sp) const {
     return filled && strategy == s && bytes.param == b.param && bytes.grad == b.grad && bytes.moments == b.moments &&

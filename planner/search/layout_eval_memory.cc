@@ -265,6 +265,9 @@ void LayoutEvaluator::Impl::StepCollectiveTimes(const ParallelDims& d, DpShardin
       g->dp_step_param_gather_us += us;
       (e.sparse ? g->param_gather_sparse_us : g->param_gather_dense_us) += us;
     }
+    if (std::strcmp(e.purpose, "zero1_reduce_scatter_grads") == 0 || std::strcmp(e.purpose, "ddp_all_reduce_grads") == 0) {
+      (e.sparse ? g->grad_reduce_sparse_us : g->grad_reduce_dense_us) += us;
+    }
   }
 }
 

@@ -78,6 +78,8 @@ bool LayoutEvaluator::FillStepInputs(const GroupStatics& g, const Workload& w, c
   in.dp_step_param_gather_us = g.dp_step_param_gather_us;
   in.param_gather_dense_us = g.param_gather_dense_us;
   in.param_gather_sparse_us = g.param_gather_sparse_us;
+  in.grad_reduce_dense_us = g.grad_reduce_dense_us;
+  in.grad_reduce_sparse_us = g.grad_reduce_sparse_us;
   in.dense_elems_rank0 = static_cast<double>(static_cast<int64_t>(g.dense0));  // fit int64 (StaticsFor)
   in.sparse_elems_rank0 = static_cast<double>(static_cast<int64_t>(g.sparse0));
   in.grad_bytes_rank0 = static_cast<int64_t>(g.grads0);

@@ -68,8 +68,8 @@ void ValidateSearchPins(const SearchOptions& o) {
     if (!interleaved) {
       throw Error(
           "the pins conflict: --overlap-param-gather-with-optimizer-step is the interleaved schedule's (Megatron-LM: \"only "
-          "supported with interleaved pipeline parallelism\"), which no candidate of this search runs (vpp 1 or pp 1 pinned): drop "
-          "the flag, or let --vpp and --pp vary");
+          "supported with interleaved pipeline parallelism\"), which no candidate of this search runs (--vpp 1, --pp 1 or --max-pp 1): "
+          "drop the flag, or let --vpp and --pp vary");
     }
   }
   // A pinned dispatcher: the opt-in ones asked for must be among the pins, and one that is not the
