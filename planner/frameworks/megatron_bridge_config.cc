@@ -21,6 +21,7 @@
 #include "planner/frameworks/megatron_bridge_fields.h"
 #include "planner/frameworks/shell_words.h"
 #include "planner/model/run_settings.h"
+#include "planner/model/vocab_padding.h"
 
 namespace dockyard {
 
@@ -713,6 +714,7 @@ std::string EmitMegatronBridgeConfig(const Plan& plan, int64_t global_batch_size
   bool fp8 = false, grad_bf16 = false;
   std::string fp8_format, fp8_recipe;
   bool fp16 = false, fp8_param_gather = false;
+  bool vocab_divisor_written = false;
   for (const ConfigArg& a : args) {
     const std::string value = a.values.empty() ? "" : a.values.front();
     if (a.key == "--bf16") continue;
@@ -724,6 +726,7 @@ std::string EmitMegatronBridgeConfig(const Plan& plan, int64_t global_batch_size
     if (a.key == "--group-query-attention") continue;  // num_query_groups says it
     if (a.key == "--max-position-embeddings") continue;  // the recipe's (the HF config's); checked at read
     if (a.key == "--make-vocab-size-divisible-by") {
+      vocab_divisor_written = true;
       put("model.should_pad_vocab", value == "1" ? "false" : "true");
       if (value != "1") put("model.make_vocab_size_divisible_by", value);
       continue;
@@ -775,6 +778,12 @@ std::string EmitMegatronBridgeConfig(const Plan& plan, int64_t global_batch_size
     }
   }
   if (plan.dims.ep > 1) put("model.expert_tensor_parallel_size", std::to_string(plan.dims.etp));
+  // The plan padded the vocabulary by Megatron-LM's default divisor (no --make-vocab-size-divisible-by
+  // written): Bridge pads nothing unless told (should_pad_vocab false by default).
+  if (!vocab_divisor_written) {
+    put("model.should_pad_vocab", "true");
+    put("model.make_vocab_size_divisible_by", std::to_string(kMegatronVocabDivisor));
+  }
   // With the EP overlap on, its delayed weight gradients are written either way: Bridge's
   // performance recipes set comm_overlap.delay_wgrad_compute true, which a plan without it must undo.
   if (plan.training.run.overlap_moe_ep_comm && !plan.training.run.delay_wgrad_compute) put("comm_overlap.delay_wgrad_compute", "false");

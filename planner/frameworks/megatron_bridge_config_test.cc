@@ -347,6 +347,11 @@ TEST_CASE("the parameter all-gather's settings: CommOverlapConfig's over the ddp
   CHECK(plain.find("  bucket_size: 40000000\n") != std::string::npos);
   CHECK(plain.find("  overlap_param_gather_with_optimizer_step: false\n") != std::string::npos);
   CHECK(plain.find("  align_param_gather: true\n") != std::string::npos);
+  // The vocabulary padded by Megatron-LM's default divisor 128 (no flag for it): Bridge is told,
+  // since it pads nothing by default.
+  CHECK(plain.find("  should_pad_vocab: true\n") != std::string::npos);
+  CHECK(plain.find("  make_vocab_size_divisible_by: 128\n") != std::string::npos);
+  CHECK(FlagValue(ImportMegatronBridgeConfig(plain, "w.yaml", Qwen()), "--make-vocab-size-divisible-by") == "128");
 }
 
 }  // namespace dockyard
