@@ -245,3 +245,23 @@ TEST_CASE("--delay-wgrad-compute: needs the EP overlap, refused under torchtitan
   r = Run(base + " --global-batch-size 512 --convention megatron --overlap-moe-expert-parallel-comm");
   CHECK(r.out.find(", EP all-to-alls overlapped (combined 1F1B)") != std::string::npos);
 }
+
+TEST_CASE("The Compute line and header.compute.dp_overlap say how the DDP's gradient reduce and parameter gather ran") {
+  const std::string base =
+      "cli/dockyard-plan simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 8 --pp 2 --convention megatron "
+      "--global-batch-size 64 --overlap-grad-reduce --overlap-param-gather";
+  Result r = Run(base + " --vpp 2");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find(", DP overlap: gradient reduce, parameter gather (aligned, Megatron-LM's bucket)") != std::string::npos);
+  r = Run(base + " --ddp-bucket-size 50000000");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find(", DP overlap: gradient reduce, parameter gather (each later chunk on the first micro-batch's path, bucket 50000000)") !=
+        std::string::npos);
+  r = Run(base + " --vpp 2 --overlap-param-gather-with-optimizer-step --json -", false);
+  REQUIRE(r.code == 0);
+  const dockyard::Json o = dockyard::Json::parse(r.out)["header"]["compute"]["dp_overlap"];
+  CHECK(o["grad_reduce"] == true);
+  CHECK(o["param_gather_with_optimizer_step"] == true);
+  CHECK(o["aligned_param_gather"] == true);
+  CHECK(o["ddp_bucket_size"].is_null());
+}

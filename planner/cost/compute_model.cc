@@ -43,6 +43,15 @@ Json ComputeModelToJson(ComputeModel model, const TrainingConfig& training, doub
   // Megatron's EP overlap (combined 1F1B) and its delayed expert weight gradients (ep_overlap.h).
   if (run.overlap_moe_ep_comm) j["ep_overlap"] = true;
   if (run.delay_wgrad_compute) j["delay_wgrad_compute"] = true;
+  // Megatron-Core DDP's overlapped gradient reduce / parameter gather and how its buckets run
+  // (param_gather.h): the bucket given (null: Megatron-LM's default max(40M, 1M x dp x cp)).
+  if (run.overlap_grad_reduce || run.overlap_param_gather) {
+    j["dp_overlap"] = Json{{"grad_reduce", run.overlap_grad_reduce},
+                           {"param_gather", run.overlap_param_gather},
+                           {"aligned_param_gather", ParamGatherAligned(run)},
+                           {"param_gather_with_optimizer_step", run.overlap_param_gather_with_optimizer_step},
+                           {"ddp_bucket_size", run.ddp_bucket_size > 0 ? Json(run.ddp_bucket_size) : Json(nullptr)}};
+  }
   return j;
 }
 

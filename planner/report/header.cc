@@ -2,8 +2,11 @@
 #include "planner/report/header.h"
 
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "planner/base/file_util.h"
 
@@ -115,11 +118,30 @@ std::string ReportHeaderToText(const Json& h) {
     const std::string ep = ep_overlap ? std::string(", EP all-to-alls overlapped (combined 1F1B") + (delay ? ", expert weight gradients delayed)" : ")")
                            : delay    ? ", expert weight gradients delayed where the EP overlap runs"
                                       : "";
-    out << fmt::format("Compute    {} model, GEMMs {}, attention {}, CUDA graphs {}, cross-entropy {}{}{}{}\n", k.at("model").get<std::string>(),
+    // Megatron's overlapped data-parallel traffic (param_gather.h).
+    std::string dp;
+    if (k.contains("dp_overlap")) {
+      const Json& o = k.at("dp_overlap");
+      std::vector<std::string> parts;
+      if (o.value("grad_reduce", false)) parts.push_back("gradient reduce");
+      if (o.value("param_gather", false)) {
+        parts.push_back(std::string("parameter gather (") +
+                        (o.value("param_gather_with_optimizer_step", false) ? "first chunk under the optimizer step, "
+                         : o.value("aligned_param_gather", false)           ? "aligned, "
+                                                                            : "each later chunk on the first micro-batch's path, ") +
+                        (o.contains("ddp_bucket_size") && !o.at("ddp_bucket_size").is_null()
+                             ? fmt::format("bucket {}", o.at("ddp_bucket_size").get<int64_t>())
+                             : std::string("Megatron-LM's bucket")) +
+                        ")");
+      }
+      dp = ", DP overlap: " + fmt::format("{}", fmt::join(parts, ", "));
+    }
+    out << fmt::format("Compute    {} model, GEMMs {}, attention {}, CUDA graphs {}, cross-entropy {}{}{}{}{}\n", k.at("model").get<std::string>(),
                        k.value("gemm_precision", std::string("bf16")), attention,
                        k.at("cuda_graphs").get<bool>() ? "on" : "off", k.at("cross_entropy").get<std::string>(),
                        k.contains("cross_entropy_fusion_impl") ? " (" + k.at("cross_entropy_fusion_impl").get<std::string>() + ")" : "",
-                       k.value("tp_comm_overlap", false) ? ", TP communication overlapped where tp > 1 (TransformerEngine userbuffers)" : "", ep);
+                       k.value("tp_comm_overlap", false) ? ", TP communication overlapped where tp > 1 (TransformerEngine userbuffers)" : "", ep,
+                       dp);
   }
   if (h.contains("machine")) {
     const Json& m = h.at("machine");
