@@ -10,6 +10,7 @@
 #include "planner/cost/cluster.h"
 #include "planner/cost/gemm_efficiency.h"
 #include "planner/cost/kernels_model.h"
+#include "planner/cost/network.h"
 
 namespace {
 
@@ -86,6 +87,16 @@ TEST_CASE("B200 table: the grouped weight gradient's main-grad traffic, from the
   CHECK(dockyard::GroupedWgradAccumulateUs(v3, dockyard::MainGradBytesPerElement(true, 4, 2), 8000, mb) == doctest::Approx(1417.6).epsilon(0.001));
   CHECK(dockyard::GroupedWgradAccumulateUs(v3, dockyard::MainGradBytesPerElement(false, 4, 2), 8000, mb) ==
         doctest::Approx(1417.6 / 4).epsilon(0.001));
+}
+
+TEST_CASE("NVLink5's all-to-all: SimuMax's all-to-all busbw against its all-gather's on the B200 machine") {
+  // configs/system/b200_bf16_ceperm.json: all-to-all 0.597, all-gather 0.674 of 900 GB/s. The
+  // preset's intra_node_gbps is the all-gather's 606.6; an NCCL all-to-all inside the node runs at
+  // 606.6 x 0.597 / 0.674 = 537.3 GB/s (= 0.597 x 900). GB200, B300 and GB300 borrow it; on H100
+  // NCCL's 370 GB/s holds for every non-all-reduce collective (nccl-tests issue #212): the share 1.
+  CHECK(dockyard::IntraNodeAllToAllGbps(dockyard::ClusterPreset("b200")) == doctest::Approx(0.597 * 900).epsilon(0.001));
+  CHECK(dockyard::IntraNodeAllToAllGbps(dockyard::ClusterPreset("gb200-nvl72")) == doctest::Approx(537.3).epsilon(0.001));
+  CHECK(dockyard::IntraNodeAllToAllGbps(dockyard::ClusterPreset("h100-sxm")) == doctest::Approx(370.0));
 }
 
 TEST_CASE("B200 table: MLA flash attention, memory-bound kernels, the older gemm model") {

@@ -32,6 +32,8 @@ namespace {
 // NVLink5's effective bandwidth per GPU and direction, GB/s: SimuMax's all-gather busbw on B200,
 // 0.674 x 900 (configs/system/b200_bf16_ceperm.json; docs/cluster.md [B4]).
 constexpr double kNvlink5Gbps = 606.6;  // 0.674 x 900
+// NCCL's all-to-all on the same machine: 0.597 x 900, against the all-gather's 0.674 (links.all_to_all_share).
+constexpr double kNvlink5AllToAllShare = 0.597 / 0.674;
 
 ComputeKnobs B200ComputeKnobs() {
   ComputeKnobs k;
@@ -178,6 +180,7 @@ ClusterSpec ClusterPreset(const std::string& name) {
     // SimuMax's collectives on the B200 machine of its rows: all-gather 0.674, reduce-scatter 0.673 of
     // NVLink5's 900 GB/s per direction (docs/cluster.md [B4]).
     c.knobs.links.intra_node_gbps = kNvlink5Gbps;
+    c.knobs.links.all_to_all_share = kNvlink5AllToAllShare;
     c.knobs.compute = B200ComputeKnobs();
     c.knobs.dispatchers.ep_overlap = BlackwellEpOverlapKnobs();
     c.knobs.compute.tp_overlap.sm_share = kBlackwellTpOverlapSmShare;
@@ -191,6 +194,7 @@ ClusterSpec ClusterPreset(const std::string& name) {
     c.hbm_gbps = 7672.0;           // borrowed: B200's measured bus (the datasheet prints 8 TB/s for both)
     c.memory_gib = 268.2;          // 288 GB HBM3e (datasheet; no nvidia-smi figure found): 288e9 / 2^30
     c.knobs.links.intra_node_gbps = kNvlink5Gbps;  // B200's measured NVLink5 figure: the same ports and switch generation
+    c.knobs.links.all_to_all_share = kNvlink5AllToAllShare;
     c.knobs.links.network_gbps = 96.0;              // one 800 Gb/s ConnectX-8 per GPU: 2 x B200's 48 (400 Gb/s)
     c.knobs.compute = B200ComputeKnobs();
     c.knobs.dispatchers.ep_overlap = BlackwellEpOverlapKnobs();
@@ -209,6 +213,7 @@ ClusterSpec ClusterPreset(const std::string& name) {
     c.hbm_gbps = 8000.0;
     c.memory_gib = 185.03;  // nvidia-smi: 189471 MiB (docs/cluster.md [M5])
     c.knobs.links.intra_node_gbps = kNvlink5Gbps;  // B200's measured NVLink5 figure: the same ports and switch generation
+    c.knobs.links.all_to_all_share = kNvlink5AllToAllShare;
     c.nics_per_node = 4;  // one 400 Gb/s NIC per GPU
     c.knobs.compute = Gb200ComputeKnobs();
     c.compute_source =
@@ -227,6 +232,7 @@ ClusterSpec ClusterPreset(const std::string& name) {
     c.hbm_gbps = 8000.0;           // 576 TB/s / 72 (datasheet), as gb200-nvl72
     c.memory_gib = 268.2;          // 288 GB HBM3e per GPU (datasheet; no nvidia-smi figure found): 288e9 / 2^30
     c.knobs.links.intra_node_gbps = kNvlink5Gbps;
+    c.knobs.links.all_to_all_share = kNvlink5AllToAllShare;
     c.knobs.links.network_gbps = 96.0;  // one 800 Gb/s ConnectX-8 per GPU (72 per rack)
     c.nics_per_node = 4;
     c.knobs.compute = Gb300ComputeKnobs();

@@ -133,6 +133,12 @@ struct LinkKnobs {
   double intra_node_latency_us = 3.0;  // per collective step inside an NVLink domain, us
   double network_gbps = 48.0;          // network bandwidth per GPU, GB/s
   double network_latency_us = 8.0;     // per collective step across domains, us
+  // The share of intra_node_gbps an NCCL all-to-all reaches inside the NVLink domain (network.h
+  // IntraNodeAllToAllGbps; the EP dispatch and combine of the all_to_all dispatcher): 1 on Hopper,
+  // where NCCL's ~370 GB/s busbw holds for every non-all-reduce collective ([N2], NVIDIA/nccl-tests
+  // issue #212); 0.886 = 0.597 / 0.674 on B200, SimuMax's all-to-all against its all-gather busbw
+  // on the machine of its B200 rows (docs/cluster.md [B4]; GB200, B300, GB300 borrow it).
+  double all_to_all_share = 1.0;
 };
 
 // The host's share of a step outside the kernels the cost model prices: fetching the batch,

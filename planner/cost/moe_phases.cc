@@ -43,7 +43,7 @@ bool BlockAllToAll(const LayerRouting& L, const std::vector<int64_t>& node, doub
     largest = std::max({largest, sum, L.received[r]});
   }
   if (!(static_cast<double>(largest) * D * ab < 9007199254740992.0)) return false;  // 2^53
-  const double intra = c.knobs.links.intra_node_gbps * kBytesPerUsPerGbps, inter = c.knobs.links.network_gbps * kBytesPerUsPerGbps;
+  const double intra = IntraNodeAllToAllGbps(c) * kBytesPerUsPerGbps, inter = c.knobs.links.network_gbps * kBytesPerUsPerGbps;
   auto bytes = [&](int64_t count) { return static_cast<double>(count) * D * ab; };
   size_t begin = 0;
   for (size_t r = 0; r < n; ++r) {

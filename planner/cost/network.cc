@@ -93,7 +93,7 @@ bool SpansNodes(const std::vector<int64_t>& group, int64_t gpus_per_node) {
 // transposed) for every member r, the node of every member given: both sums run over the
 // other members d in increasing order, reading rows only.
 void AllToAllTimesFromRows(const double* sent, const double* received, const int64_t* node, size_t n, const ClusterSpec& c, double* times) {
-  const double intra = c.knobs.links.intra_node_gbps * kBytesPerUsPerGbps, inter = c.knobs.links.network_gbps * kBytesPerUsPerGbps;
+  const double intra = IntraNodeAllToAllGbps(c) * kBytesPerUsPerGbps, inter = c.knobs.links.network_gbps * kBytesPerUsPerGbps;
   for (size_t r = 0; r < n; ++r) {
     double send_intra = 0, send_inter = 0, recv_intra = 0, recv_inter = 0;
     bool remote = false;

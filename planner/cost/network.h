@@ -75,6 +75,12 @@ double P2pUs(double bytes, bool spans_domains, const ClusterSpec& cluster);
 // The per-message latency of the link a transfer crosses (us): the network's when it leaves the
 // NVLink domain, else NVLink's (the knobs' links.*_latency_us). P2pUs, the rings and the all-to-alls
 // take theirs from here.
+// The bandwidth an NCCL all-to-all reaches on NVLink inside the domain, GB/s:
+// intra_node_gbps x links.all_to_all_share (knobs.h). The EP all-to-all's NVLink term.
+inline double IntraNodeAllToAllGbps(const ClusterSpec& cluster) {
+  return cluster.knobs.links.intra_node_gbps * cluster.knobs.links.all_to_all_share;
+}
+
 inline double LinkLatencyUs(bool spans_domains, const ClusterSpec& cluster) {
   return spans_domains ? cluster.knobs.links.network_latency_us : cluster.knobs.links.intra_node_latency_us;
 }
