@@ -105,6 +105,9 @@ void TrainingFlags::AddTo(CLI::App* app) {
                 "Megatron: under --overlap-moe-expert-parallel-comm the experts' weight gradients run after the backward dispatch "
                 "is issued, beside it (Megatron --delay-wgrad-compute, off by default; Megatron-Bridge's performance scripts set "
                 "it with the EP overlap)");
+  app->add_flag("--no-gradient-accumulation-fusion", no_gradient_accumulation_fusion,
+                "Megatron: the weight-gradient GEMMs write their gradients and a separate add accumulates them into the fp32 "
+                "main_grad (Megatron-LM fuses the accumulation by default; docs/cost-model.md §3.12)");
   app->add_flag("--no-overlap-p2p-communication", no_overlap_p2p_comm,
                 "the interleaved schedule's pipeline sends / receives not under the next chunk's compute (Megatron "
                 "--no-overlap-p2p-communication; by default, with --vpp > 1, each chunk boundary leaves only its link latency)");
@@ -204,7 +207,8 @@ void TrainingFlags::AddSearchPinsTo(CLI::App* search, const CLI::App& plan) {
                                      {"--no-check-for-nan-in-loss-and-grad", &no_check_for_nan_in_grad},
                                      {"--no-overlap-p2p-communication", &no_overlap_p2p_comm},
                                      {"--tp-comm-overlap", &tp_comm_overlap},
-                                     {"--delay-wgrad-compute", &delay_wgrad_compute}}) {
+                                     {"--delay-wgrad-compute", &delay_wgrad_compute},
+                                     {"--no-gradient-accumulation-fusion", &no_gradient_accumulation_fusion}}) {
     search->add_flag(flag, *target, plan.get_option(flag)->get_description());
   }
   search->add_option("--vpp", vpp, "pins the model chunks per pipeline rank (default: searched, every vpp with pp x vpp <= layers + 2 where pp > 1)");
@@ -291,6 +295,7 @@ TrainingOverrides TrainingFlags::Parse() const {
   t.no_check_for_nan_in_grad = no_check_for_nan_in_grad;
   t.no_overlap_p2p_comm = no_overlap_p2p_comm;
   t.delay_wgrad_compute = delay_wgrad_compute;
+  t.no_gradient_accumulation_fusion = no_gradient_accumulation_fusion;
   if (tp_comm_overlap_given) t.tp_comm_overlap = tp_comm_overlap;
   return t;
 }

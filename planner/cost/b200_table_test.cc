@@ -74,8 +74,8 @@ TEST_CASE("B200 table: the grouped weight gradient's main-grad traffic, from the
   const dockyard::MemoryBoundKnobs& mb = B200().memory_bound;
   CHECK(mb.wgrad_accumulate_share == 0.67);
   const double elems = 32.0 * 4096 * 7168;
-  const double fp32 = dockyard::GroupedWgradAccumulateUs(elems, dockyard::MainGradBytesPerElement(true, 4, 2), 8000, mb);
-  const double bf16 = dockyard::GroupedWgradAccumulateUs(elems, dockyard::MainGradBytesPerElement(true, 2, 2), 8000, mb);
+  const double fp32 = dockyard::GroupedWgradAccumulateUs(elems, dockyard::MainGradBytesPerElement(true, true, 4, 2), 8000, mb);
+  const double bf16 = dockyard::GroupedWgradAccumulateUs(elems, dockyard::MainGradBytesPerElement(true, true, 2, 2), 8000, mb);
   CHECK(fp32 - bf16 == doctest::Approx(472.6).epsilon(0.002));
   const double measured = 1.9241e12 / (2250e12 * 0.289) * 1e6 - 1.9241e12 / (2250e12 * 0.347) * 1e6;
   CHECK(measured == doctest::Approx(494.5).epsilon(0.002));
@@ -84,9 +84,12 @@ TEST_CASE("B200 table: the grouped weight gradient's main-grad traffic, from the
   // each) with fp32 main_grad: 1.4093e9 elements x 8 B = 11.27 GB, 2,115.8 us at 5,328 GB/s, x 0.67 =
   // 1,417.6 us per layer and micro-batch. torchtitan writes the bf16 gradient once: 2 B, a quarter.
   const double v3 = 32.0 * 3 * 7168 * 2048;
-  CHECK(dockyard::GroupedWgradAccumulateUs(v3, dockyard::MainGradBytesPerElement(true, 4, 2), 8000, mb) == doctest::Approx(1417.6).epsilon(0.001));
-  CHECK(dockyard::GroupedWgradAccumulateUs(v3, dockyard::MainGradBytesPerElement(false, 4, 2), 8000, mb) ==
+  CHECK(dockyard::GroupedWgradAccumulateUs(v3, dockyard::MainGradBytesPerElement(true, true, 4, 2), 8000, mb) == doctest::Approx(1417.6).epsilon(0.001));
+  CHECK(dockyard::GroupedWgradAccumulateUs(v3, dockyard::MainGradBytesPerElement(false, true, 4, 2), 8000, mb) ==
         doctest::Approx(1417.6 / 4).epsilon(0.001));
+  // Without Megatron's gradient accumulation fusion the GEMM writes a bf16 gradient and an add reads
+  // it into main_grad: 2 + 2 + 8 = 12 B, 1.5 x the fused 8.
+  CHECK(dockyard::MainGradBytesPerElement(true, false, 4, 2) == 12.0);
 }
 
 TEST_CASE("NVLink5's all-to-all: SimuMax's all-to-all busbw against its all-gather's on the B200 machine") {

@@ -129,8 +129,9 @@ double MemoryBoundUs(const std::vector<KernelBytes>& kernels, double hbm_gbps, d
   return us;
 }
 
-double MainGradBytesPerElement(bool megatron, double grad_bytes, double param_bytes) {
-  return megatron ? 2.0 * grad_bytes : param_bytes;
+double MainGradBytesPerElement(bool megatron, bool accumulation_fused, double grad_bytes, double param_bytes) {
+  if (!megatron) return param_bytes;
+  return accumulation_fused ? 2.0 * grad_bytes : 2.0 * param_bytes + 2.0 * grad_bytes;
 }
 
 double GroupedWgradAccumulateUs(double local_expert_elems, double bytes_per_element, double hbm_gbps, const MemoryBoundKnobs& knobs) {

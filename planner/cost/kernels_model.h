@@ -114,15 +114,17 @@ double MemoryBoundUs(const KernelBytes& kernel, double hbm_gbps, double hbm_effi
 
 // The grouped weight-gradient GEMM's main-gradient traffic, per micro-batch, in microseconds:
 // wgrad_accumulate_share x elements x bytes_per_element / (hbm_gbps x hbm_efficiency). Megatron
-// (TransformerEngine's fused wgrad accumulation, Megatron-LM's --gradient-accumulation-fusion, on by
+// (TransformerEngine's fused wgrad accumulation, Megatron-LM's gradient accumulation fusion, on by
 // default) reads and writes each local expert's main_grad in the GEMM's epilogue: bytes_per_element
-// = 2 x main_grad bytes (grad_dtype; fp32 by default). torchtitan's torch._grouped_mm writes its
-// weight gradient once, in the param dtype. `local_expert_elems`: the rank's routed-expert weight
+// = 2 x main_grad bytes (grad_dtype; fp32 by default); without the fusion
+// (--no-gradient-accumulation-fusion) the GEMM writes its gradient in the param dtype and an add
+// reads it into main_grad: 2 x param bytes + 2 x main_grad bytes. torchtitan's torch._grouped_mm
+// writes its weight gradient once, in the param dtype. `local_expert_elems`: the rank's routed-expert weight
 // elements (local experts x gate, up and down). A dense linear's weight gradient is not given this
 // term: its many rows make the traffic small beside the GEMM, and the measured dense wgrad
 // efficiencies hold it. With few rows per expert it is a large part of the grouped wgrad: on B200
 // the grouped wgrad pass is 0.21-0.33 of peak against 0.37-0.51 forward (SimuMax's sweep).
-double MainGradBytesPerElement(bool megatron, double grad_bytes, double param_bytes);
+double MainGradBytesPerElement(bool megatron, bool accumulation_fused, double grad_bytes, double param_bytes);
 double GroupedWgradAccumulateUs(double local_expert_elems, double bytes_per_element, double hbm_gbps, const MemoryBoundKnobs& knobs);
 
 // The exposed host gap of launching `kernels` kernels: kernels x (graph_launch_us under CUDA graphs,

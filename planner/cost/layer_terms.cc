@@ -182,7 +182,8 @@ LayerTerms LayerTermsOf(const ModelSpec& m, const ParallelDims& d, const Trainin
       const double local_elems = static_cast<double>(m.moe.num_experts / d.ep) * 3.0 * D * static_cast<double>(w.expert_f_local);
       L.grouped_wgrad_accumulate_us = GroupedWgradAccumulateUs(
           local_elems,
-          MainGradBytesPerElement(d.convention == Convention::kMegatron, static_cast<double>(tb.grad), static_cast<double>(tb.param)),
+          MainGradBytesPerElement(d.convention == Convention::kMegatron, t.run.gradient_accumulation_fusion, static_cast<double>(tb.grad),
+                                  static_cast<double>(tb.param)),
           c.hbm_gbps, kn.memory_bound);
     }
   }

@@ -208,7 +208,7 @@ bool WithoutEffect(const std::string& key) {
       "--transformer-impl", "--attention-softmax-in-fp32", "--accumulate-allreduce-grads-in-fp32", "--use-dist-ckpt",
       "--override-opt-param-scheduler", "--use-checkpoint-opt_param-scheduler", "--micro-batch-size-warmup", "--rampup-batch-size",
       "--finetune", "--pretrained-checkpoint", "--async-save", "--object-storage-cache-path", "--kv-channels", "--beta-",
-      "--original-max-position-embeddings", "--rope-type", "--no-persist-layer-norm", "--apply-layernorm-1p", "--bias-", "--no-gradient-accumulation-fusion",
+      "--original-max-position-embeddings", "--rope-type", "--no-persist-layer-norm", "--apply-layernorm-1p", "--bias-",
       "--calculate-per-token-loss", "--use-rotary-position-embeddings", "--rotary-interleaved", "--deterministic-mode", "--fp8-margin",
       "--fp8-interval", "--fp8-amax-", "--fp8-wgrad", "--no-fp8-wgrad", "--hysteresis", "--loss-scale", "--initial-loss-scale",
       "--min-loss-scale", "--check-weight-hash-across-dp-replicas-interval", "--no-check-for-nan-in-loss-and-grad-", "--iterations-to-skip",
@@ -592,6 +592,7 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
   for (const char* key : {"--overlap-param-gather-with-optimizer-step", "--no-align-param-gather"}) {
     if (const ConfigArg* a = find(key); a && !fsdp) AddFlag(c, key, "", a->key);
   }
+  if (const ConfigArg* a = find("--no-gradient-accumulation-fusion")) AddFlag(c, "--no-gradient-accumulation-fusion", "", a->key);
   if (const ConfigArg* a = find("--ddp-bucket-size"); a && !fsdp) {
     AddFlag(c, "--ddp-bucket-size", std::to_string(IntValue(c, *a, 1)), a->key);
   }

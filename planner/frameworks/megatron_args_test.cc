@@ -523,6 +523,14 @@ TEST_CASE("the DDP's parameter-gather flags are read (run_settings.h) and writte
   CHECK(set.find("--overlap-param-gather-with-optimizer-step") != std::string::npos);
   CHECK(set.find("--no-align-param-gather") != std::string::npos);
   CHECK(set.find("--ddp-bucket-size 50000000") != std::string::npos);
+  // --no-gradient-accumulation-fusion: read (it prices the grouped weight gradient's main-grad
+  // traffic, docs/cost-model.md §3.12) and written back.
+  const FrameworkConfig unfused = ImportMegatronArgs(moe_args + "--no-gradient-accumulation-fusion\n", "u.args");
+  CHECK(Flag(unfused, "--no-gradient-accumulation-fusion") == "");
+  CHECK_FALSE(Contains(unfused.not_read, "--no-gradient-accumulation-fusion"));
+  t.run.gradient_accumulation_fusion = false;
+  CHECK(EmitMegatronArgs(BuildPlan(MegatronModel(c, std::nullopt), d, t), 0, {"test"}, &c).find("--no-gradient-accumulation-fusion") !=
+        std::string::npos);
 }
 
 }  // namespace dockyard

@@ -126,6 +126,7 @@ const std::vector<Mapping>& Mappings() {
       {"comm_overlap.tp_comm_overlap_cfg", "--tp-comm-overlap-cfg", Kind::kValue},
       {"model.overlap_moe_expert_parallel_comm", "--overlap-moe-expert-parallel-comm", Kind::kSwitch},
       {"model.delay_wgrad_compute", "--delay-wgrad-compute", Kind::kSwitch},
+      {"model.gradient_accumulation_fusion", "--no-gradient-accumulation-fusion", Kind::kNegSwitch},
       {"model.cuda_graph_impl", "--cuda-graph-impl", Kind::kValue},
       {"model.bf16", "--bf16", Kind::kSwitch},
       {"model.fp16", "--fp16", Kind::kSwitch},

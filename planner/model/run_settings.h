@@ -117,6 +117,11 @@ struct RunSettings {
   // scripts turn it on with moe_a2a_overlap (scripts/performance/utils/overrides.py
   // _set_moe_a2a_overlap_overrides). Read through WgradDelayed.
   bool delay_wgrad_compute = false;
+  // Megatron-LM's gradient accumulation fusion (on by default; --no-gradient-accumulation-fusion
+  // turns it off): TransformerEngine's weight-gradient GEMMs accumulate into the fp32 main_grad in
+  // their epilogue; off, each writes its gradient in the param dtype and a separate add reads it
+  // into main_grad (planner/cost/kernels_model.h MainGradBytesPerElement). Megatron only.
+  bool gradient_accumulation_fusion = true;
 };
 
 // Whether TransformerEngine's TP-communication overlap runs: tp_comm_overlap with tp > 1.

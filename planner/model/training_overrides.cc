@@ -47,6 +47,7 @@ TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const Training
   if (o.overlap_grad_reduce) t.run.overlap_grad_reduce = true;
   if (o.overlap_moe_ep_comm) t.run.overlap_moe_ep_comm = true;
   if (o.delay_wgrad_compute) t.run.delay_wgrad_compute = true;
+  if (o.no_gradient_accumulation_fusion) t.run.gradient_accumulation_fusion = false;
   if (o.overlap_param_gather) t.run.overlap_param_gather = true;
   if (o.overlap_param_gather_with_optimizer_step) t.run.overlap_param_gather_with_optimizer_step = true;
   if (o.no_align_param_gather) t.run.align_param_gather = false;
@@ -134,6 +135,11 @@ void RejectMegatronOnlyOverrides(const TrainingOverrides& o, bool torchtitan) {
     throw Error(
         "--no-check-for-nan-in-loss-and-grad: Megatron-LM's switch for its gradient-buffer NaN check; torchtitan runs no such "
         "check: drop the flag, or use --convention megatron");
+  }
+  if (o.no_gradient_accumulation_fusion) {
+    throw Error(
+        "--no-gradient-accumulation-fusion: Megatron-LM's switch for TransformerEngine's fused main-grad accumulation; torchtitan's "
+        "weight gradients are autograd's: drop the flag, or use --convention megatron");
   }
   if (o.no_align_param_gather || o.ddp_bucket_size) {
     throw Error(fmt::format(
