@@ -495,6 +495,16 @@ FrameworkConfig ImportMegatronBridgeConfig(const std::string& text, const std::s
         continue;
       }
     }
+    // Mixed precision has the last word on the gradient reduce's dtype (Bridge copies a
+    // MixedPrecisionConfig's, or a named recipe's, grad_reduce_in_fp32 over DDP's at run time): in an
+    // overrides YAML that gives it, ddp.grad_reduce_in_fp32 does not decide; a dump holds what ran.
+    const Entry* mp_grad = get("mixed_precision.grad_reduce_in_fp32");
+    if (key == "ddp.grad_reduce_in_fp32" && !dump &&
+        ((mp && !mp->map && !mp->null && !mp->list) || (mp_grad && !mp_grad->null))) {
+      IsTrue(d, key, *e);  // a bad value is refused either way
+      used.insert(key);
+      continue;
+    }
     if ((key == "optimizer.exp_avg_dtype" || key == "optimizer.exp_avg_sq_dtype") && !precision_aware) continue;
     if (key == "ddp.data_parallel_sharding_strategy" && !megatron_fsdp) continue;
     if (key == "ddp.num_distributed_optimizer_instances" && e->text == "1") continue;  // the default

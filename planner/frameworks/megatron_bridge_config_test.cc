@@ -354,4 +354,14 @@ TEST_CASE("the parameter all-gather's settings: CommOverlapConfig's over the ddp
   CHECK(FlagValue(ImportMegatronBridgeConfig(plain, "w.yaml", Qwen()), "--make-vocab-size-divisible-by") == "128");
 }
 
+TEST_CASE("mixed precision has the last word on the gradient reduce's dtype over ddp.grad_reduce_in_fp32") {
+  auto bf16 = [](const std::string& yaml) { return FlagValue(ImportMegatronBridgeConfig(yaml, "b.yaml", Qwen()), "--grad-dtype"); };
+  CHECK(bf16("ddp:\n  grad_reduce_in_fp32: false\n") == "bfloat16");  // alone it decides
+  // A named recipe (grad_reduce_in_fp32 true in each) or a MixedPrecisionConfig saying fp32 overrides it.
+  CHECK(bf16("ddp:\n  grad_reduce_in_fp32: false\nmixed_precision: bf16_mixed\n") == "<absent>");
+  CHECK(bf16("ddp:\n  grad_reduce_in_fp32: false\nmixed_precision:\n  bf16: true\n  grad_reduce_in_fp32: true\n") == "<absent>");
+  CHECK(bf16("ddp:\n  grad_reduce_in_fp32: true\nmixed_precision:\n  bf16: true\n  grad_reduce_in_fp32: false\n") == "bfloat16");
+  CHECK(ErrorOf("ddp:\n  grad_reduce_in_fp32: maybe\nmixed_precision: bf16_mixed\n").find("must be true or false") != std::string::npos);
+}
+
 }  // namespace dockyard

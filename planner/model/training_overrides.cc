@@ -136,6 +136,13 @@ void RejectMegatronOnlyOverrides(const TrainingOverrides& o, bool torchtitan) {
         "--no-check-for-nan-in-loss-and-grad: Megatron-LM's switch for its gradient-buffer NaN check; torchtitan runs no such "
         "check: drop the flag, or use --convention megatron");
   }
+  if (o.overlap_grad_reduce || o.overlap_param_gather) {
+    throw Error(fmt::format(
+        "{}: Megatron-Core DDP's bucketed overlap; torchtitan's data parallelism is FSDP2 (fsdp: its reduce-scatters and "
+        "all-gathers per module, priced per layer) or torch DDP (ddp: its all-reduce priced at the step's end): drop the flag, or "
+        "use --convention megatron",
+        o.overlap_grad_reduce ? "--overlap-grad-reduce" : "--overlap-param-gather"));
+  }
   if (o.no_gradient_accumulation_fusion) {
     throw Error(
         "--no-gradient-accumulation-fusion: Megatron-LM's switch for TransformerEngine's fused main-grad accumulation; torchtitan's "
@@ -143,8 +150,8 @@ void RejectMegatronOnlyOverrides(const TrainingOverrides& o, bool torchtitan) {
   }
   if (o.no_align_param_gather || o.ddp_bucket_size) {
     throw Error(fmt::format(
-        "{}: Megatron-Core DDP's parameter all-gather setting; torchtitan's data parallelism is FSDP2, which gathers per module "
-        "(torchtitan/distributed/parallel_dims.py): drop the flag, or use --convention megatron",
+        "{}: Megatron-Core DDP's parameter all-gather setting; torchtitan's data parallelism is FSDP2 or torch DDP, neither of "
+        "which buckets it this way (torchtitan/distributed/parallel_dims.py): drop the flag, or use --convention megatron",
         o.no_align_param_gather ? "--no-align-param-gather" : "--ddp-bucket-size"));
   }
   if (o.overlap_moe_ep_comm) {

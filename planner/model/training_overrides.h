@@ -79,8 +79,9 @@ TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const Training
 //    and Megatron's choice of fused loss; torchtitan's loss is its own (compiled).
 //  - --tp-comm-overlap: TransformerEngine's userbuffers overlap, a Megatron-LM switch; torchtitan's
 //    TP is DTensor's (its async TP, experimental.enable_async_tensor_parallel, is not modelled).
-//  - --no-align-param-gather and --ddp-bucket-size: Megatron-Core DDP's parameter-gather dispatch
-//    and buckets; torchtitan's data parallelism is FSDP2, which gathers per module.
+//  - --overlap-grad-reduce, --overlap-param-gather, --no-align-param-gather and --ddp-bucket-size:
+//    Megatron-Core DDP's bucketed overlaps, dispatch and buckets; torchtitan's data parallelism is
+//    FSDP2 (per module) or torch DDP; --no-gradient-accumulation-fusion: TransformerEngine's.
 //  - --no-overlap-p2p-communication (Megatron's interleaved-schedule switch) and
 //    --fp8-dot-product-attention (TransformerEngine's FP8 attention; torchtitan's converters
 //    quantize linear layers only).

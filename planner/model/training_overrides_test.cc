@@ -102,6 +102,12 @@ TEST_CASE("Megatron-only flags are refused under torchtitan, kept under megatron
                        "--clip-grad: must be a finite number >= 0 (the gradient norm's clipping threshold; 0 = no norm and no "
                        "clipping, Megatron --clip-grad), got -1",
                        dockyard::Error);
+  // Megatron-Core DDP's bucketed overlaps: torchtitan's FSDP2 and torch DDP run their own.
+  dockyard::TrainingOverrides grad_overlap;
+  grad_overlap.overlap_grad_reduce = true;
+  CHECK_NOTHROW(dockyard::RejectMegatronOnlyOverrides(grad_overlap, false));
+  CHECK_THROWS_WITH_AS(dockyard::RejectMegatronOnlyOverrides(grad_overlap, true),
+                       doctest::Contains("--overlap-grad-reduce: Megatron-Core DDP's bucketed overlap"), dockyard::Error);
   // Megatron-Core DDP's parameter-gather dispatch and buckets; FSDP2 has neither.
   dockyard::TrainingOverrides ddp_gather;
   ddp_gather.ddp_bucket_size = 50000000;
