@@ -133,8 +133,7 @@ struct StepInputs {
   // checkpointing (the runs then carry the checkpointed layers).
   const StageLayerRuns* stage_runs = nullptr;
   double dp_step_comm_us = 0;          // sum of StepCollectiveUs over rank 0's "step" CommEntry list, in order
-  double dp_step_param_gather_us = 0;  // the part of it from "zero1_all_gather_params" (--overlap-param-gather)
-  // That part by mesh (dense, sparse: the expert buffer), the distributed optimizer's / DDP's
+  // The part of it from "zero1_all_gather_params" by mesh (dense, sparse: the expert buffer), the distributed optimizer's / DDP's
   // gradient reduce ("zero1_reduce_scatter_grads", "ddp_all_reduce_grads") likewise, and rank 0's
   // model-parallel elements on each mesh (CommReport dense_elems / sparse_elems): param_gather.h's
   // inputs. The rest of dp_step_comm_us (the embedding group's and the router bias's all-reduces,

@@ -113,10 +113,7 @@ void AddStepCommInputs(const Plan& plan, const ClusterSpec& c, StepInputs& in) {
         StepCollectiveUs(static_cast<double>(e.wire_bytes), e.group_size, MembersPerDomainStrided(e.group_size, e.stride, domain),
                          (e.group_size - 1) * e.stride / domain > 0, c);
     in.dp_step_comm_us += us;
-    if (e.purpose == "zero1_all_gather_params") {
-      in.dp_step_param_gather_us += us;
-      (e.mesh == "sparse" ? in.param_gather_sparse_us : in.param_gather_dense_us) += us;
-    }
+    if (e.purpose == "zero1_all_gather_params") (e.mesh == "sparse" ? in.param_gather_sparse_us : in.param_gather_dense_us) += us;
     if (e.purpose == "zero1_reduce_scatter_grads" || e.purpose == "ddp_all_reduce_grads") {
       (e.mesh == "sparse" ? in.grad_reduce_sparse_us : in.grad_reduce_dense_us) += us;
     }

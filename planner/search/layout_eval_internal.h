@@ -217,8 +217,8 @@ struct LayoutEvaluator::GroupStatics {
   // it (comm.h EmbeddingGroupAllReduces: tied embeddings or MTP, megatron, pp > 1).
   Wide static_worst = 0, grads0 = 0, optimizer_elems0 = 0, dense0 = 0, sparse0 = 0, fp8_dense0 = 0, fp8_sparse0 = 0, tied = 0;
   int64_t expert_bias0 = 0;  // comm.h RouterExpertBiasElems of rank 0's stage
-  double dp_step_comm_us = 0, dp_step_param_gather_us = 0;  // rank 0's step-end data-parallel collectives
-  double param_gather_dense_us = 0, param_gather_sparse_us = 0;  // dp_step_param_gather_us by mesh (StepInputs)
+  double dp_step_comm_us = 0;                                    // rank 0's step-end data-parallel collectives
+  double param_gather_dense_us = 0, param_gather_sparse_us = 0;  // its parameter all-gather by mesh (StepInputs)
   double grad_reduce_dense_us = 0, grad_reduce_sparse_us = 0;    // the gradient reduce by mesh (StepInputs)
 
   bool SameKey(DpSharding s, const TrainingBytes& b, const layout_eval_detail::GroupPrecision& p, const layout_eval_detail::Split* sp) const {
@@ -379,8 +379,8 @@ struct LayoutEvaluator::Impl {
   const GroupStatics& StaticsFor(const ModelSpec& m, const ClusterSpec& cluster, const ParallelDims& d, const TrainingConfig& t,
                                  const TrainingBytes& tb);
   // Rank 0's step-end data-parallel collectives (comm.h StepCollectives, in ComputeComm's order)
-  // and their time, into g.dp_step_comm_us (the zero1 parameter all-gather also in
-  // g.dp_step_param_gather_us). layout_eval_memory.cc.
+  // and their time, into g.dp_step_comm_us (the zero1 parameter all-gather and the gradient reduce
+  // also by mesh, g.param_gather_* and g.grad_reduce_*). layout_eval_memory.cc.
   static void StepCollectiveTimes(const ParallelDims& d, DpSharding strategy, const TrainingBytes& tb, const ClusterSpec& cluster,
                                   GroupStatics* g);
   // The index of (routed, tp_dim) in `combos`, added when new.

@@ -261,10 +261,7 @@ void LayoutEvaluator::Impl::StepCollectiveTimes(const ParallelDims& d, DpShardin
         StepCollectiveUs(static_cast<double>(static_cast<int64_t>(wire)), e.group_size,
                          MembersPerDomainStrided(e.group_size, e.stride, domain), (e.group_size - 1) * e.stride / domain > 0, cluster);
     g->dp_step_comm_us += us;
-    if (std::strcmp(e.purpose, "zero1_all_gather_params") == 0) {
-      g->dp_step_param_gather_us += us;
-      (e.sparse ? g->param_gather_sparse_us : g->param_gather_dense_us) += us;
-    }
+    if (std::strcmp(e.purpose, "zero1_all_gather_params") == 0) (e.sparse ? g->param_gather_sparse_us : g->param_gather_dense_us) += us;
     if (std::strcmp(e.purpose, "zero1_reduce_scatter_grads") == 0 || std::strcmp(e.purpose, "ddp_all_reduce_grads") == 0) {
       (e.sparse ? g->grad_reduce_sparse_us : g->grad_reduce_dense_us) += us;
     }

@@ -75,7 +75,6 @@ bool LayoutEvaluator::FillStepInputs(const GroupStatics& g, const Workload& w, c
   in.layer_stage = &g.split->layer_stage;
   in.stage_runs = &g.split->runs;
   in.dp_step_comm_us = g.dp_step_comm_us;
-  in.dp_step_param_gather_us = g.dp_step_param_gather_us;
   in.param_gather_dense_us = g.param_gather_dense_us;
   in.param_gather_sparse_us = g.param_gather_sparse_us;
   in.grad_reduce_dense_us = g.grad_reduce_dense_us;
