@@ -264,4 +264,11 @@ TEST_CASE("The Compute line and header.compute.dp_overlap say how the DDP's grad
   CHECK(o["param_gather_with_optimizer_step"] == true);
   CHECK(o["aligned_param_gather"] == true);
   CHECK(o["ddp_bucket_size"].is_null());
+  // The weight gradients accumulated outside the GEMMs (--no-gradient-accumulation-fusion).
+  r = Run(base + " --no-gradient-accumulation-fusion");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find(", weight gradients accumulated outside the GEMMs") != std::string::npos);
+  r = Run(base + " --no-gradient-accumulation-fusion --json -", false);
+  REQUIRE(r.code == 0);
+  CHECK(dockyard::Json::parse(r.out)["header"]["compute"]["gradient_accumulation_fusion"] == false);
 }

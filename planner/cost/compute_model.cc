@@ -43,6 +43,9 @@ Json ComputeModelToJson(ComputeModel model, const TrainingConfig& training, doub
   // Megatron's EP overlap (combined 1F1B) and its delayed expert weight gradients (ep_overlap.h).
   if (run.overlap_moe_ep_comm) j["ep_overlap"] = true;
   if (run.delay_wgrad_compute) j["delay_wgrad_compute"] = true;
+  // Megatron's weight-gradient accumulation outside the GEMMs (--no-gradient-accumulation-fusion,
+  // kernels_model.h MainGradBytesPerElement); read under the megatron convention only.
+  if (!run.gradient_accumulation_fusion) j["gradient_accumulation_fusion"] = false;
   // Megatron-Core DDP's overlapped gradient reduce / parameter gather and how its buckets run
   // (param_gather.h): the bucket given (null: Megatron-LM's default max(40M, 1M x dp x cp)).
   if (run.overlap_grad_reduce || run.overlap_param_gather) {

@@ -803,6 +803,13 @@ std::string EmitMegatronBridgeConfig(const Plan& plan, int64_t global_batch_size
   // gathers at pp > 1 and vpp > 1 (comm_overlap.py _get_optimizer_overlap_cfgs), and the
   // performance scripts the optimizer-step overlap at vpp > 1; a plan priced otherwise must say so.
   const RunSettings& run = plan.training.run;
+  if (plan.training.dp_sharding == DpSharding::kDdp) {
+    // Plain DDP: a recipe's distributed optimizer undone; CommOverlapConfig's optimizer overlaps
+    // apply only with it, DDP's own gradient-reduce overlap is ddp's.
+    put("ddp.use_distributed_optimizer", "false");
+    put("optimizer.use_distributed_optimizer", "false");
+    put("ddp.overlap_grad_reduce", run.overlap_grad_reduce ? "true" : "false");
+  }
   if (plan.training.dp_sharding == DpSharding::kZero1) {
     put("comm_overlap.overlap_grad_reduce", run.overlap_grad_reduce ? "true" : "false");
     put("comm_overlap.overlap_param_gather", run.overlap_param_gather ? "true" : "false");

@@ -352,6 +352,14 @@ TEST_CASE("the parameter all-gather's settings: CommOverlapConfig's over the ddp
   CHECK(plain.find("  should_pad_vocab: true\n") != std::string::npos);
   CHECK(plain.find("  make_vocab_size_divisible_by: 128\n") != std::string::npos);
   CHECK(FlagValue(ImportMegatronBridgeConfig(plain, "w.yaml", Qwen()), "--make-vocab-size-divisible-by") == "128");
+  // A plain-DDP plan undoes a recipe's distributed optimizer and says DDP's own overlap.
+  t.dp_sharding = DpSharding::kDdp;
+  t.run = {};
+  const std::string ddp = EmitMegatronBridgeConfig(BuildPlan(Qwen(), d, t), 256, {"test"});
+  CHECK(ddp.find("ddp:\n") != std::string::npos);
+  CHECK(ddp.find("  use_distributed_optimizer: false\n") != std::string::npos);
+  CHECK(ddp.find("  overlap_grad_reduce: false\n") != std::string::npos);
+  CHECK(FlagValue(ImportMegatronBridgeConfig(ddp, "w.yaml", Qwen()), "--dp-sharding") == "ddp");
 }
 
 TEST_CASE("mixed precision has the last word on the gradient reduce's dtype over ddp.grad_reduce_in_fp32") {

@@ -136,12 +136,14 @@ void RejectMegatronOnlyOverrides(const TrainingOverrides& o, bool torchtitan) {
         "--no-check-for-nan-in-loss-and-grad: Megatron-LM's switch for its gradient-buffer NaN check; torchtitan runs no such "
         "check: drop the flag, or use --convention megatron");
   }
-  if (o.overlap_grad_reduce || o.overlap_param_gather) {
+  if (o.overlap_grad_reduce || o.overlap_param_gather || o.overlap_param_gather_with_optimizer_step) {
     throw Error(fmt::format(
         "{}: Megatron-Core DDP's bucketed overlap; torchtitan's data parallelism is FSDP2 (fsdp: its reduce-scatters and "
         "all-gathers per module, priced per layer) or torch DDP (ddp: its all-reduce priced at the step's end): drop the flag, or "
         "use --convention megatron",
-        o.overlap_grad_reduce ? "--overlap-grad-reduce" : "--overlap-param-gather"));
+        o.overlap_grad_reduce    ? "--overlap-grad-reduce"
+        : o.overlap_param_gather ? "--overlap-param-gather"
+                                 : "--overlap-param-gather-with-optimizer-step"));
   }
   if (o.no_gradient_accumulation_fusion) {
     throw Error(

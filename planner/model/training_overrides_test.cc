@@ -108,6 +108,10 @@ TEST_CASE("Megatron-only flags are refused under torchtitan, kept under megatron
   CHECK_NOTHROW(dockyard::RejectMegatronOnlyOverrides(grad_overlap, false));
   CHECK_THROWS_WITH_AS(dockyard::RejectMegatronOnlyOverrides(grad_overlap, true),
                        doctest::Contains("--overlap-grad-reduce: Megatron-Core DDP's bucketed overlap"), dockyard::Error);
+  dockyard::TrainingOverrides with_step;
+  with_step.overlap_param_gather_with_optimizer_step = true;
+  CHECK_THROWS_WITH_AS(dockyard::RejectMegatronOnlyOverrides(with_step, true),
+                       doctest::Contains("--overlap-param-gather-with-optimizer-step: Megatron-Core DDP's bucketed overlap"), dockyard::Error);
   // Megatron-Core DDP's parameter-gather dispatch and buckets; FSDP2 has neither.
   dockyard::TrainingOverrides ddp_gather;
   ddp_gather.ddp_bucket_size = 50000000;

@@ -136,6 +136,7 @@ std::string ReportHeaderToText(const Json& h) {
       }
       dp = ", DP overlap: " + fmt::format("{}", fmt::join(parts, ", "));
     }
+    if (!k.value("gradient_accumulation_fusion", true)) dp += ", weight gradients accumulated outside the GEMMs";
     out << fmt::format("Compute    {} model, GEMMs {}, attention {}, CUDA graphs {}, cross-entropy {}{}{}{}{}\n", k.at("model").get<std::string>(),
                        k.value("gemm_precision", std::string("bf16")), attention,
                        k.at("cuda_graphs").get<bool>() ? "on" : "off", k.at("cross_entropy").get<std::string>(),
