@@ -323,8 +323,4 @@ int64_t ScheduleInFlightMicrobatches(const RunSettings& s, int64_t pp, int64_t M
   return InFlightStageMicrobatches(pp, s.vpp, M, stage);
 }
 
-double ExposedUs(double comm_us, double hidden_under_us) {
-  return std::max(0.0, comm_us - hidden_under_us);
-}
-
 }  // namespace dockyard

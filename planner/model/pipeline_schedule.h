@@ -229,8 +229,4 @@ int64_t ScheduleExtraLayers(const RunSettings& settings, int64_t pp, int64_t num
 // The same in whole-stage units, rounded up: ceil(ScheduleInFlightChunks / vpp).
 int64_t ScheduleInFlightMicrobatches(const RunSettings& settings, int64_t pp, int64_t num_microbatches, int64_t stage);
 
-// Megatron's overlapped step-end traffic: the exposed part of `comm_us` under `hidden_under_us`
-// of compute, max(0, comm - hidden).
-double ExposedUs(double comm_us, double hidden_under_us);
-
 }  // namespace dockyard
