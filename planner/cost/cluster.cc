@@ -28,12 +28,20 @@ namespace {
 //  - FP8 attention (not in SimuMax's sweep): cuDNN's FP8 against BF16 fused attention on B200, GQA (128
 //    q / 8 kv heads, head dim 128), causal, seq 4,096: forward + backward 0.482 + 1.650 = 2.132 ms BF16,
 //    0.447 + 1.414 = 1.861 ms FP8 (NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_training/artifacts/
-//    sdpa_fp8_benchmark_results_NVIDIA_B200.csv @ 0b1577c8; docs/cluster.md [B7]): fp8_speedup 1.15.
+//    sdpa_fp8_benchmark_results_NVIDIA_B200.csv @ 0b1577c8; docs/cluster.md [B7]): fp8_speedup 1.15;
+//    below head dim 128 borrowed from GB200's cuDNN (the same die; kBlackwellFp8SmallHeadSpeedup).
 // NVLink5's effective bandwidth per GPU and direction, GB/s: SimuMax's all-gather busbw on B200,
 // 0.674 x 900 (configs/system/b200_bf16_ceperm.json; docs/cluster.md [B4]).
 constexpr double kNvlink5Gbps = 606.6;  // 0.674 x 900
 // NCCL's all-to-all on the same machine: 0.597 x 900, against the all-gather's 0.674 (links.all_to_all_share).
 constexpr double kNvlink5AllToAllShare = 0.597 / 0.674;
+
+// FP8 attention at gpt-oss's head dim 64 (64 heads, sliding window 1,024, seq 4,096, batch 2) on
+// GB200, cuDNN 9.19, forward + backward ms BF16 / FP8: 0.209 + 0.487 / 0.203 + 0.862 = 0.654x: FP8's
+// backward runs at 0.565 of BF16's speed (NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_training/
+// results/gb200_919_only_cudnn/gpt_oss_20260226_175022.csv @ df73764a; docs/cluster.md [G4]). B200
+// borrows it (the same die, no B200 measurement at that head dim).
+constexpr double kBlackwellFp8SmallHeadSpeedup = (0.209 + 0.487) / (0.203 + 0.862);
 
 ComputeKnobs B200ComputeKnobs() {
   ComputeKnobs k;
@@ -46,6 +54,7 @@ ComputeKnobs B200ComputeKnobs() {
   k.flash.bwd_ratio = 0.77;
   k.flash.fixed_efficiency = 0.36;
   k.flash.fp8_speedup = 1.15;
+  k.flash.fp8_small_head_speedup = kBlackwellFp8SmallHeadSpeedup;
   k.memory_bound.hbm_efficiency = 0.666;
   return k;
 }
@@ -79,8 +88,10 @@ DeepEpKnobs BlackwellDeepEpKnobs() {
 }
 
 // A flash-attention table fitted to a cuDNN sweep on the GPU (half_head_dim stays at its prior, 10).
-FlashKnobs MeasuredFlash(double max_efficiency, double half_seq, double bwd_ratio, double fixed_efficiency, double fp8_speedup) {
+FlashKnobs MeasuredFlash(double max_efficiency, double half_seq, double bwd_ratio, double fixed_efficiency, double fp8_speedup,
+                         double fp8_small_head_speedup) {
   FlashKnobs f;
+  f.fp8_small_head_speedup = fp8_small_head_speedup;
   f.max_efficiency = max_efficiency;
   f.half_seq = half_seq;
   f.bwd_ratio = bwd_ratio;
@@ -111,12 +122,12 @@ FlashKnobs MeasuredFlash(double max_efficiency, double half_seq, double bwd_rati
 //    (3.5 / (1 / 0.537 + 2.5 / 0.448)). SimuMax's B200 machine, an older cuDNN, measured 0.416 / 0.32.
 //    FP8 attention, the same files at seq 4,096, forward + backward ms BF16 / FP8: GQA 0.206 + 0.607 /
 //    0.161 + 0.559 (1.129x), MLA 0.509 + 1.613 / 0.359 + 1.310 (1.271x): fp8_speedup 1.20, their
-//    geometric mean.
+//    geometric mean; at head dim 64, 0.654x (kBlackwellFp8SmallHeadSpeedup).
 ComputeKnobs Gb200ComputeKnobs() {
   ComputeKnobs k = B200ComputeKnobs();
   k.gemm.mxfp8_efficiency_ratio = 1.19;
   k.gemm.fp8_efficiency_ratio = 1.08;
-  k.flash = MeasuredFlash(0.794, 790.0, 0.808, 0.47, 1.20);
+  k.flash = MeasuredFlash(0.794, 790.0, 0.808, 0.47, 1.20, kBlackwellFp8SmallHeadSpeedup);
   return k;
 }
 
@@ -127,10 +138,12 @@ ComputeKnobs Gb200ComputeKnobs() {
 // docs/cluster.md [G5]). Blackwell Ultra's doubled softmax-exponent rate lifts the forward. The same fit:
 // max_efficiency 0.941, half_seq 660, 0.4 % RMS; bwd_ratio 0.665; fixed_efficiency 0.51 (3.5 / (1 /
 // 0.677 + 2.5 / 0.463)). 32,768 is left out: its backward falls (1,304) where the forward still rises.
-// FP8 attention at seq 4,096, forward + backward ms BF16 / FP8: 0.812 + 3.090 / 0.477 + 1.770: 1.74x.
+// FP8 attention at seq 4,096, forward + backward ms BF16 / FP8: 0.812 + 3.090 / 0.477 + 1.770: 1.74x;
+// at gpt-oss's head dim 64 (cuDNN 9.19 on GB300, the shape of kBlackwellFp8SmallHeadSpeedup):
+// 0.178 + 0.472 / 0.148 + 0.792 = 0.691x (.../gb300_919_only_cudnn/gpt_oss_20260226_185932.csv @ df73764a).
 ComputeKnobs Gb300ComputeKnobs() {
   ComputeKnobs k = Gb200ComputeKnobs();
-  k.flash = MeasuredFlash(0.941, 660.0, 0.665, 0.51, 1.74);
+  k.flash = MeasuredFlash(0.941, 660.0, 0.665, 0.51, 1.74, (0.178 + 0.472) / (0.148 + 0.792));
   return k;
 }
 

@@ -56,7 +56,8 @@ double Fp8GemmSpeedup(const ComputeKnobs& k, GemmPrecision p) {
 }
 
 double FlashCoreSpeedup(const ComputeKnobs& k, GemmPrecision p, double head_dim) {
-  return p.fp8_attention && head_dim >= 128 ? k.flash.fp8_speedup : 1.0;
+  if (!p.fp8_attention) return 1.0;
+  return head_dim >= 128 ? k.flash.fp8_speedup : k.flash.fp8_small_head_speedup;
 }
 
 double FlashCoreSpeedup(const ComputeKnobs& k, const TrainingConfig& training, const ModelSpec& model) {

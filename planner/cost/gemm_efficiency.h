@@ -90,11 +90,13 @@ double ExpertMlpForwardUs(double rows, double hidden, double f, double peak_tflo
 double Fp8GemmSpeedup(const ComputeKnobs& knobs, GemmPrecision precision);
 
 // How much faster the flash core of query-key head dim `head_dim` runs than FlashAttentionEfficiency's
-// BF16 figure: flash.fp8_speedup with FP8 attention (precision.fp8_attention) at head dims of 128 and
-// more (the shapes measured: GQA 128, MLA 192), else 1. cuDNN 9.19's FP8 kernels on GB200 gain nothing
-// at gpt-oss's head dim 64 (sliding window 1,024, seq 4,096: forward 591 vs 574 TFLOP/s BF16, backward
-// 349 vs 617; NVIDIA/cudnn-frontend .../gb200_919_only_cudnn/gpt_oss_20260226_175022.csv), so there it
-// is priced as BF16.
+// BF16 figure with FP8 attention (precision.fp8_attention; 1 without): flash.fp8_speedup at head dims
+// of 128 and more (the shapes measured: GQA 128, MLA 192), flash.fp8_small_head_speedup below (gpt-oss's
+// 64: on GB200 cuDNN 9.19's FP8 backward is slower than BF16's, sliding window 1,024, seq 4,096:
+// forward 591 vs 574 TFLOP/s BF16, backward 349 vs 617; NVIDIA/cudnn-frontend
+// .../gb200_919_only_cudnn/gpt_oss_20260226_175022.csv): forward + backward 0.654x. Each is one
+// ratio for both passes, the forward + backward time ratio (a recomputed forward core is priced at it
+// too).
 double FlashCoreSpeedup(const ComputeKnobs& knobs, GemmPrecision precision, double head_dim);
 // The same for `model`'s attention core (its query-key head dim) under `training`'s precision.
 double FlashCoreSpeedup(const ComputeKnobs& knobs, const TrainingConfig& training, const ModelSpec& model);

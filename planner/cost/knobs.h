@@ -54,6 +54,11 @@ struct FlashKnobs {
   // Hopper prior is 1 (no Hopper measurement: FP8 attention priced as BF16); the Blackwell presets
   // carry cuDNN's own figures (cluster.cc).
   double fp8_speedup = 1.0;
+  // The same ratio at query-key head dims under 128 (gpt-oss's 64), where cuDNN's FP8 kernels are
+  // slower than its BF16 ones: the backward runs at about 0.57 of BF16's speed on GB200 and GB300,
+  // the forward at 1.03-1.20x (cluster.cc). The Hopper prior is 1: cuDNN has no FP8 attention below
+  // head dim 128 on H200 (the cudnn-frontend sweep's FP8 rows fail validation there), priced as BF16.
+  double fp8_small_head_speedup = 1.0;
 };
 
 // Memory-bound kernels and kernel launches (kernels_model.h).

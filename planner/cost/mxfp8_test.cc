@@ -178,15 +178,31 @@ TEST_CASE("FP8 attention (--fp8-dot-product-attention): the flash core at the pr
   CHECK(bf16_core.attention[0] - fp8_core.attention[0] == Approx(core_us * (1 - 1 / 1.20)).epsilon(1e-9));
   // The backward's core: 2.5x the FLOPs at bwd_ratio 0.808 of the forward's efficiency.
   CHECK(bf16_core.attention[1] - fp8_core.attention[1] == Approx(core_us * 2.5 / 0.808 * (1 - 1 / 1.20)).epsilon(1e-9));
-  // At head dim 64 (gpt-oss) cuDNN's FP8 attention gains nothing on GB200: priced as BF16.
+  // At head dim 64 (gpt-oss) cuDNN's FP8 attention is slower than BF16 on GB200: at gpt-oss's shape
+  // (64 heads, sliding window 1,024, seq 4,096; cudnn-frontend gb200_919_only_cudnn/
+  // gpt_oss_20260226_175022.csv) forward + backward 0.209 + 0.487 ms BF16 against 0.203 + 0.862 ms FP8,
+  // 0.654x. The causal forward core at head dim 64: 2 x 4096 x 2048 x 32 x 128 = 6.872e10 FLOP at
+  // 2,500 x 0.794 x 64 / 74 x 2,048 / 2,838 = 1,239.1 TFLOP/s = 55.5 us in BF16, 84.8 us in FP8.
   m.attention.head_dim = 64;
   dockyard::TrainingConfig no_dpa = Mxfp8();
-  CHECK(dockyard::ShapedCompute(m, 4096, 4096, 1, 4096, 1, c.dense_bf16_tflops, c.knobs.compute, dockyard::GemmPrecisionOf(t), c.hbm_gbps)
-            .attention[0] == Approx(dockyard::ShapedCompute(m, 4096, 4096, 1, 4096, 1, c.dense_bf16_tflops, c.knobs.compute,
-                                                          dockyard::GemmPrecisionOf(no_dpa), c.hbm_gbps)
-                                        .attention[0]));
-  // Hopper has no FP8 attention measurement: priced as BF16.
+  const double small_x = (0.209 + 0.487) / (0.203 + 0.862);
+  CHECK(small_x == Approx(0.654).epsilon(0.001));
+  CHECK(c.knobs.compute.flash.fp8_small_head_speedup == Approx(small_x));
+  const auto bf16_64 = dockyard::ShapedCompute(m, 4096, 4096, 1, 4096, 1, c.dense_bf16_tflops, c.knobs.compute,
+                                               dockyard::GemmPrecisionOf(no_dpa), c.hbm_gbps);
+  const auto fp8_64 = dockyard::ShapedCompute(m, 4096, 4096, 1, 4096, 1, c.dense_bf16_tflops, c.knobs.compute,
+                                              dockyard::GemmPrecisionOf(t), c.hbm_gbps);
+  const double core64_us = 2.0 * 4096 * 2048 * 32 * 128 / (2500e6 * 0.794 * 64 / 74 * 2048 / 2838);
+  CHECK(core64_us == Approx(55.5).epsilon(0.002));
+  CHECK(fp8_64.attention[0] - bf16_64.attention[0] == Approx(core64_us * (1 / small_x - 1)).epsilon(1e-9));
+  CHECK(fp8_64.attention[1] - bf16_64.attention[1] == Approx(core64_us * 2.5 / 0.808 * (1 / small_x - 1)).epsilon(1e-9));
+  // GB300 at the same shape (gb300_919_only_cudnn/gpt_oss_20260226_185932.csv): 0.178 + 0.472 against
+  // 0.148 + 0.792 ms, 0.691x; B200 borrows GB200's (the same die).
+  CHECK(dockyard::ClusterPreset("gb300-nvl72").knobs.compute.flash.fp8_small_head_speedup == Approx(0.650 / 0.940));
+  CHECK(dockyard::ClusterPreset("b200").knobs.compute.flash.fp8_small_head_speedup == Approx(small_x));
+  // Hopper has no FP8 attention measurement (and cuDNN none below head dim 128): priced as BF16.
   CHECK(dockyard::ClusterPreset("h100-sxm").knobs.compute.flash.fp8_speedup == 1.0);
+  CHECK(dockyard::ClusterPreset("h100-sxm").knobs.compute.flash.fp8_small_head_speedup == 1.0);
   // GB300: 3.902 / 2.247 ms (cuDNN 9.26, MLA, seq 4,096) = 1.74; B200: 2.132 / 1.861 = 1.15.
   CHECK(dockyard::ClusterPreset("gb300-nvl72").knobs.compute.flash.fp8_speedup == Approx(3.902 / 2.247).epsilon(0.005));
   CHECK(dockyard::ClusterPreset("b200").knobs.compute.flash.fp8_speedup == Approx(2.132 / 1.861).epsilon(0.005));

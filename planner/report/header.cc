@@ -112,7 +112,9 @@ std::string ReportHeaderToText(const Json& h) {
     std::string attention = k.value("attention_precision", std::string("bf16"));
     if (k.contains("attention_fp8_speedup")) {
       const double x = k.at("attention_fp8_speedup").get<double>();
-      attention += x == 1.0 ? " (priced as bf16: no measured FP8 gain for this head dim on this cluster)" : fmt::format(" (core x{:.2f})", x);
+      attention += x == 1.0  ? " (priced as bf16: no measured FP8 gain for this head dim on this cluster)"
+                   : x < 1.0 ? fmt::format(" (core x{:.2f}: cuDNN's FP8 kernels measured slower than bf16 at this head dim)", x)
+                             : fmt::format(" (core x{:.2f})", x);
     }
     const bool ep_overlap = k.value("ep_overlap", false), delay = k.value("delay_wgrad_compute", false);
     const std::string ep = ep_overlap ? std::string(", EP all-to-alls overlapped (combined 1F1B") + (delay ? ", expert weight gradients delayed)" : ")")
