@@ -92,6 +92,7 @@ struct TrainingFlags {
   bool no_check_for_nan_in_grad = false;
   bool no_overlap_p2p_comm = false;
   bool delay_wgrad_compute = false;  // Megatron --delay-wgrad-compute (run_settings.h)
+  bool moe_pad_expert_input_to_capacity = false;  // Megatron --moe-pad-expert-input-to-capacity (run_settings.h)
   bool no_gradient_accumulation_fusion = false;  // Megatron --no-gradient-accumulation-fusion (run_settings.h)
   bool tp_comm_overlap = false;  // Megatron --tp-comm-overlap[=true|false] (run_settings.h)
   bool tp_comm_overlap_given = false;  // given at all (RecordGivenFlags): then it overrides a spec's training block

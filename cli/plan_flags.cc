@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "cli/flags.h"
+#include "planner/base/error.h"
 #include "planner/base/file_util.h"
 #include "planner/model/training_overrides.h"
 #include "planner/report/plan_command.h"
@@ -46,7 +47,13 @@ A dockyard model spec's "training" block sets the same values; flags override it
 )";
 
 void ApplyComputeFlags(const PlanCliOptions& o, ComputeModel* model, RunSettings* run) {
-  ApplyComputeModel(o.compute_model, o.cuda_graphs, model, run);
+  if (o.full_iteration_cuda_graph && o.compute_model == "gemm") {
+    throw Error(
+        "--full-iteration-cuda-graph: a whole-iteration CUDA graph removes the launch gaps and host synchronizations of "
+        "--compute-model kernels; with --compute-model gemm there are none to remove (drop --compute-model gemm)");
+  }
+  ApplyComputeModel(o.compute_model, o.cuda_graphs || o.full_iteration_cuda_graph, model, run);
+  run->full_iteration_cuda_graph = o.full_iteration_cuda_graph;
 }
 
 void AddComputeFlags(CLI::App* app, PlanCliOptions& o) {
@@ -55,6 +62,9 @@ void AddComputeFlags(CLI::App* app, PlanCliOptions& o) {
                   "efficiencies)")
       ->check(CLI::IsMember({"gemm", "kernels"}));
   app->add_flag("--cuda-graphs", o.cuda_graphs, "kernels launched from CUDA graphs (not with --compute-model gemm)");
+  app->add_flag("--full-iteration-cuda-graph", o.full_iteration_cuda_graph,
+                "the whole training iteration in one CUDA graph (Megatron --cuda-graph-impl full_iteration; implies --cuda-graphs): no "
+                "host synchronization in the MoE layers (docs/cost-model.md §3.11)");
 }
 
 void AddPlanOptions(CLI::App* app, PlanCliOptions& o) {

@@ -43,6 +43,7 @@ struct PlanCliOptions {
   // simulate / search: the compute model and its run settings (compute_model.h).
   std::string compute_model = kDefaultComputeModel;  // --cross-entropy is a training flag (flags.h)
   bool cuda_graphs = false;
+  bool full_iteration_cuda_graph = false;  // --full-iteration-cuda-graph (run_settings.h; implies cuda_graphs)
   RedundantExpertsFlags redundant;  // simulate: redundant experts (opt-in)
   std::string calibration;          // simulate / search: calibration JSON (empty = the built-in defaults)
   std::vector<std::string> argv;    // the command line, recorded in reports

@@ -105,6 +105,10 @@ void TrainingFlags::AddTo(CLI::App* app) {
                 "Megatron: under --overlap-moe-expert-parallel-comm the experts' weight gradients run after the backward dispatch "
                 "is issued, beside it (Megatron --delay-wgrad-compute, off by default; Megatron-Bridge's performance scripts set "
                 "it with the EP overlap)");
+  app->add_flag("--moe-pad-expert-input-to-capacity", moe_pad_expert_input_to_capacity,
+                "Megatron: every expert's input padded to its capacity (Megatron --moe-pad-expert-input-to-capacity with "
+                "--moe-expert-capacity-factor): static splits, so no MoE layer waits on a host synchronization (docs/cost-model.md "
+                "§3.11); the rows are priced as dropless routing (exact at balanced routing and capacity factor 1)");
   app->add_flag("--no-gradient-accumulation-fusion", no_gradient_accumulation_fusion,
                 "Megatron: the weight-gradient GEMMs write their gradients and a separate add accumulates them into the fp32 "
                 "main_grad (Megatron-LM fuses the accumulation by default; docs/cost-model.md §3.12)");
@@ -208,6 +212,7 @@ void TrainingFlags::AddSearchPinsTo(CLI::App* search, const CLI::App& plan) {
                                      {"--no-overlap-p2p-communication", &no_overlap_p2p_comm},
                                      {"--tp-comm-overlap", &tp_comm_overlap},
                                      {"--delay-wgrad-compute", &delay_wgrad_compute},
+                                     {"--moe-pad-expert-input-to-capacity", &moe_pad_expert_input_to_capacity},
                                      {"--no-gradient-accumulation-fusion", &no_gradient_accumulation_fusion}}) {
     search->add_flag(flag, *target, plan.get_option(flag)->get_description());
   }
@@ -295,6 +300,7 @@ TrainingOverrides TrainingFlags::Parse() const {
   t.no_check_for_nan_in_grad = no_check_for_nan_in_grad;
   t.no_overlap_p2p_comm = no_overlap_p2p_comm;
   t.delay_wgrad_compute = delay_wgrad_compute;
+  t.moe_pad_expert_input_to_capacity = moe_pad_expert_input_to_capacity;
   t.no_gradient_accumulation_fusion = no_gradient_accumulation_fusion;
   if (tp_comm_overlap_given) t.tp_comm_overlap = tp_comm_overlap;
   return t;

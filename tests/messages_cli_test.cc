@@ -210,6 +210,31 @@ TEST_CASE("A switch given twice is refused as an option is; --tp-comm-overlap fr
   CHECK(r.out.find("tp_comm_overlap: must be true or false, got null") != std::string::npos);
 }
 
+TEST_CASE("--full-iteration-cuda-graph and --moe-pad-expert-input-to-capacity: the MoE layers' host synchronization removed, said on "
+          "the Compute line; refused where they mean nothing") {
+  const std::string base = "cli/dockyard-plan simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 16 --convention megatron";
+  auto step = [&](const std::string& flags) {
+    const Result x = Run(base + " --global-batch-size 64 --json -" + flags, false);
+    REQUIRE(x.code == 0);
+    return dockyard::Json::parse(x.out)["predicted"]["step_time_us"].get<double>();
+  };
+  // 48 MoE layers x 4 micro-batches x 616 us (knobs.h HostKnobs::moe_sync_idle_us) = 118,272 us of idle
+  // without either; the per-layer graphs (--cuda-graphs) keep it, the whole-iteration one removes it.
+  const double graphs = step(" --cuda-graphs"), full = step(" --full-iteration-cuda-graph");
+  CHECK(graphs - full == doctest::Approx(48 * 4 * 616.0).epsilon(1e-6));
+  CHECK(step("") - step(" --moe-pad-expert-input-to-capacity") == doctest::Approx(48 * 4 * 616.0).epsilon(1e-6));
+  Result r = Run(base + " --full-iteration-cuda-graph --moe-pad-expert-input-to-capacity");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("CUDA graphs on (the whole iteration)") != std::string::npos);
+  CHECK(r.out.find("expert inputs padded to capacity (no host synchronization)") != std::string::npos);
+  r = Run(base + " --full-iteration-cuda-graph --compute-model gemm");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("--full-iteration-cuda-graph: a whole-iteration CUDA graph removes the launch gaps") != std::string::npos);
+  r = Run("cli/dockyard-plan simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 16 --moe-pad-expert-input-to-capacity");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("--moe-pad-expert-input-to-capacity: a Megatron-Core dispatcher option") != std::string::npos);
+}
+
 TEST_CASE("--delay-wgrad-compute: needs the EP overlap, refused under torchtitan, and moves an overlapped step") {
   const std::string base = "cli/dockyard-plan simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 16";
   Result r = Run(base + " --convention megatron --delay-wgrad-compute");

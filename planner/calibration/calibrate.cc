@@ -303,7 +303,10 @@ double PredictRow(const CalibrationRow& row, const std::vector<double>& values) 
     const KnobSpec& knob = Table()[k];
     if (!row.calibrated_hardware && knob.group == KnobSpec::kLink) continue;
     if (!row.relative_to.empty() && row.relative_to[k] > 0) {
-      knob.Set(cluster.knobs, knob.Get(row.cluster.knobs) * values[k] / row.relative_to[k]);
+      // The fit's move as a ratio of the row's own prior, kept inside the knob's valid range: one
+      // preset's rate below 1 may rise where another's already sits at 1 (HybridEP's comm rate,
+      // measured 0.349 on Hopper, assumed 1 on Blackwell).
+      knob.Set(cluster.knobs, std::min(knob.max, knob.Get(row.cluster.knobs) * values[k] / row.relative_to[k]));
     } else {
       knob.Set(cluster.knobs, values[k]);
     }

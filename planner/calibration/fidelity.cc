@@ -413,6 +413,11 @@ TrainingConfig FidelityTraining(const FidelityRun& r) {
   if (has("muon")) t.optimizer = Optimizer::kMuon;  // --optimizer muon (muon.h)
   t.fp8_dot_product_attention = has("fp8_attention");  // TransformerEngine's FP8 DPA (compute.flash.fp8_speedup)
   t.run.cuda_graphs = has("cuda_graphs") || has("full_iteration_cuda_graph");  // graph launches (the kernel-level compute model)
+  // No host synchronization in the MoE layers (kernels_model.h MoeSyncIdleUs): the whole iteration
+  // in one graph (--full-iteration-cuda-graph), or the expert inputs padded to capacity
+  // (--moe-pad-expert-input-to-capacity).
+  t.run.full_iteration_cuda_graph = has("full_iteration_cuda_graph");
+  t.run.moe_pad_expert_input_to_capacity = has("capacity_padded");
   t.run.pipeline_layout = r.pp_layout;  // Megatron --pipeline-model-parallel-layout (pipeline_layout.h)
   t.run.megatron_core_version = r.megatron_core;  // the saved-tensor rules of its release (workload.h SavedTensorRules)
   return t;

@@ -130,7 +130,9 @@ TEST_CASE("SimulateStep with --compute-model kernels uses the shaped compute") {
   for (const auto& p : cost.phases) {
     const int pass = p.direction == "forward" ? 0 : 1;
     if (p.name == "attention") CHECK(p.time_us == Approx(sc.attention[pass] + kx.attention[pass]));
-    if (p.name == "router") CHECK(p.time_us == Approx(sc.router[pass] + kx.router[pass]));
+    // The router's forward also carries the dispatcher's host synchronization (kernels_model.h
+    // MoeSyncIdleUs; torchtitan with EP 4: 616 us).
+    if (p.name == "router") CHECK(p.time_us == Approx(sc.router[pass] + kx.router[pass] + (pass == 0 ? 616.0 : 0.0)));
   }
 }
 

@@ -65,12 +65,15 @@ constexpr double kBlackwellTpOverlapSmShare = 16.0 / 148.0;
 
 // The EP all-to-all kernels' SM shares on a 148-SM Blackwell GPU (B200, GB200): the same kernel
 // widths as knobs.h's H100 priors (NCCL 16 channels, DeepEP 20 SMs, HybridEP 32) over 148 SMs; the
-// communication side's slowdowns stay knobs.h's (measured on other GPUs; none on Blackwell).
+// communication side's slowdowns stay knobs.h's NCCL and DeepEP figures (measured on other GPUs; none
+// on Blackwell), HybridEP's 1 (assumed: knobs.h's 0.349 was measured on H100's RDMA path, and the NVL72
+// presets' HybridEP runs NVLink-only kernels).
 EpOverlapKnobs BlackwellEpOverlapKnobs() {
   EpOverlapKnobs k;
   k.all_to_all_sm_share = 16.0 / 148.0;
   k.deepep_sm_share = 20.0 / 148.0;
   k.hybridep_sm_share = 32.0 / 148.0;
+  k.hybridep_comm_rate = 1.0;  // no Blackwell measurement (knobs.h's 0.349 is H100's RDMA path): assumed
   return k;
 }
 

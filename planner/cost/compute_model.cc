@@ -38,6 +38,10 @@ Json ComputeModelToJson(ComputeModel model, const TrainingConfig& training, doub
          {"cross_entropy", run.fused_cross_entropy ? "fused" : "unfused"}};
   if (run.fused_cross_entropy) j["cross_entropy_fusion_impl"] = run.cross_entropy_fusion_impl;  // native | te
   if (training.fp8_dot_product_attention) j["attention_fp8_speedup"] = attention_fp8_speedup;
+  // The whole iteration in one CUDA graph (no host synchronization in the MoE layers) and expert
+  // inputs padded to capacity (static splits, none either): kernels_model.h MoeSyncIdleUs.
+  if (run.full_iteration_cuda_graph) j["full_iteration_cuda_graph"] = true;
+  if (run.moe_pad_expert_input_to_capacity) j["moe_pad_expert_input_to_capacity"] = true;
   // TransformerEngine's TP-communication overlap (run_settings.h TpCommOverlapped: where tp > 1).
   if (run.tp_comm_overlap) j["tp_comm_overlap"] = true;
   // Megatron's EP overlap (combined 1F1B) and its delayed expert weight gradients (ep_overlap.h).

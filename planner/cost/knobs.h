@@ -114,16 +114,23 @@ struct DeepEpKnobs {
 // memory bandwidth", NVIDIA/nccl issue #1433): measured, send/recv "up to 2x in communication
 // compared to comm-only" beside a CUTLASS GEMM (NVIDIA/nccl #1433), and an all-reduce of 106.6 ms
 // alone took 206.4 ms beside a CUTLASS GEMM on 8 V100 (parasailteam/coconet issue #6): 0.5 to
-// 0.52 of its speed kept; prior 0.5. DeepEP's and HybridEP's kernels hold their own SMs for the
-// whole transfer (num_sms) and move data with TMA / NVLink stores: prior 1 (no measurement of their
-// speed beside a GEMM; the HBM contention they still see is not priced).
+// 0.52 of its speed kept; prior 0.5. DeepEP's kernels hold their own SMs for the whole transfer
+// (num_sms) and move data with TMA / NVLink stores: prior 1 (no measurement of their speed beside a
+// GEMM). HybridEP's, measured on H100 across two nodes (its RDMA path): Megatron-Bridge's Nsight
+// comparison of Qwen3-30B-A3B on 16 H100 (EP 16, skills/nemo-mbridge-perf-expert-parallel-overlap/
+// SKILL.md @ 067f987df) has the communication kernels at 9.079 ms concurrent with GEMMs and
+// attention = 0.11 % of their time without EP overlap (8,254 ms in all) and 3,958.997 ms = 36.55 %
+// with it (10,832 ms): the 8,254 ms of work took 6,873 ms alone and 3,959 ms beside compute, so
+// beside it the kernels kept (8,254 - 6,873) / 3,959 = 0.349 of their speed (0.26-0.45 with the 0.11 %
+// rounded). The Blackwell presets keep 1 (cluster.cc BlackwellEpOverlapKnobs: no measurement; their
+// NVL72 rows run HybridEP's NVLink-only kernels).
 struct EpOverlapKnobs {
   double all_to_all_sm_share = 16.0 / 132.0;  // NCCL (all_to_all, flex ncclep)
   double deepep_sm_share = 20.0 / 132.0;      // flex deepep
   double hybridep_sm_share = 32.0 / 132.0;    // flex hybridep
   double all_to_all_comm_rate = 0.5;          // NCCL: the measured figures above
   double deepep_comm_rate = 1.0;              // DeepEP: own SMs, assumed
-  double hybridep_comm_rate = 1.0;            // HybridEP: own SMs, assumed
+  double hybridep_comm_rate = (8254.0 - 6873.0) / 3959.0;  // HybridEP: 0.349, measured on H100 (above)
 };
 // Figures per dispatcher backend.
 struct DispatcherKnobs {
@@ -154,6 +161,21 @@ struct LinkKnobs {
 // a scalar all-reduce and a log line take milliseconds, not tenths of a second.
 struct HostKnobs {
   double step_overhead_us = 2000.0;
+  // The GPU's idle time per MoE layer and micro-batch forward that the host's synchronization in
+  // the dispatcher leaves (us): a dropless MoE layer copies its token counts to the host (the
+  // all-to-all's splits, the grouped GEMM's m_splits; Megatron-Core token_dispatcher.py
+  // _maybe_dtoh_and_synchronize, torchtitan's splits .tolist()) and waits for them, so the GPU
+  // drains and then waits for the launches after it. 616 us measured: Megatron-Bridge's Nsight
+  // Systems comparison of Qwen3-30B-A3B on 16 H100 (EP 16, HybridEP, MBS 1, GBS 1,024, 48 MoE
+  // layers x 64 micro-batches, CUDA graphs of moe_router and moe_preprocess only) found the GPU
+  // active 22.821 s of a 24.714 s step without EP overlap: 1.893 s / 3,072 = 616 us
+  // (skills/nemo-mbridge-perf-expert-parallel-overlap/SKILL.md @ 067f987df); with EP overlap the
+  // active time matched the step (21.221 s against 20.99-21.07 s): the paired micro-batch's queued
+  // work covers it (ep_overlap.h). None under a full-iteration CUDA graph (RunSettings
+  // full_iteration_cuda_graph: no host in the step) or with the expert inputs padded to capacity
+  // (moe_pad_expert_input_to_capacity: static splits, no synchronization). The other presets
+  // borrow the H100 host's figure (no measurement; Grace hosts run Python slower).
+  double moe_sync_idle_us = 616.0;
 };
 
 struct Knobs {

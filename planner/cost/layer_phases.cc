@@ -88,6 +88,7 @@ std::array<double, 2> TpCommPhaseUs(const LayerTerms& L, const RecomputeExtraUs&
 struct MoePassSums {
   double sum[2] = {0, 0}, a2a[2] = {0, 0}, rest[2] = {0, 0};
   int a2a_record[2][2] = {{-1, -1}, {-1, -1}};
+  int router_record[2] = {-1, -1};  // the router's record, which carries the host synchronization's idle
   EpOverlapLayer parts;  // the same time split as the combined 1F1B schedule runs it (ep_overlap.h)
 };
 
@@ -113,8 +114,13 @@ MoePassSums AddMoeLayerPhases(const LayerTerms& L, const MoePhaseTimes& mp, cons
     pre += records.Add(kAttention, true, pass, attention[pass]);
     pre += AddCpComm(L, true, pass, records);
     pre += records.Add(kTpComm, true, pass, tp_comm[pass]);
+    // The router's phase carries the dispatcher's host synchronization (MoeSyncIdleUs): idle GPU
+    // time, which the EP overlap's pairing does not see as compute (it is outside s.parts).
+    const double idle = L.moe_sync_idle_us[pass];
+    s.router_record[pass] = records.size;
     pre += records.Add(kRouter, true, pass,
-                       L.Compute(L.router_us, L.sc.router, pass, mult) + L.kx.router[pass] + BackwardOnly(rx.router, pass));
+                       L.Compute(L.router_us, L.sc.router, pass, mult) + L.kx.router[pass] + BackwardOnly(rx.router, pass) + idle) -
+           idle;
     pre += records.Add(kPermute, true, pass, mp.permute_max * cmult + BackwardOnly(rx.permute, pass), &mp.permute, cmult);
     s.a2a_record[pass][0] = records.size;
     const double disp = records.Add(kDispatch, true, pass, dispatch_us[pass] + BackwardOnly(rx.dispatch, pass),
@@ -137,9 +143,9 @@ MoePassSums AddMoeLayerPhases(const LayerTerms& L, const MoePhaseTimes& mp, cons
     s.parts.dispatch[pass] = disp;
     s.parts.combine[pass] = comb;
     records.Add(kFsdpComm, true, pass, fsdp.MeanUs(0, pass));
-    s.sum[pass] = sum;
+    s.sum[pass] = sum + idle;
     s.a2a[pass] = dispatch_us[pass] + combine_us * cmult + BackwardOnly(rx.dispatch, pass) + BackwardOnly(rx.combine, pass);
-    s.rest[pass] = sum - s.a2a[pass];
+    s.rest[pass] = s.sum[pass] - s.a2a[pass];
   }
   return s;
 }
@@ -174,7 +180,11 @@ void OverlapEpComm(const LayerTerms& L, MoePassSums& s, PhaseRecords& records) {
   const int64_t chunk_layers = std::max<int64_t>(1, std::llround(static_cast<double>(L.in.num_moe_layers) / static_cast<double>(pp * vpp)));
   const double paired = PairedLayerUs(s.parts, chunk_layers, EpOverlapContentionOf(L), WgradDelayed(L.t.run));
   const double share = PairedChunkShare(L.t.num_microbatches.value_or(pp), pp, vpp);
-  const double plain = s.sum[0] + s.sum[1], rest = s.rest[0] + s.rest[1], a2a = s.a2a[0] + s.a2a[1];
+  // The host synchronization's idle (LayerTerms::moe_sync_idle_us) is outside the pairing: the
+  // paired micro-batches hide it (the other one's queued work runs while the host waits), the
+  // unpaired ones do not.
+  const double idle = L.moe_sync_idle_us[0] + L.moe_sync_idle_us[1];
+  const double plain = s.sum[0] + s.sum[1] - idle, rest = s.rest[0] + s.rest[1] - idle, a2a = s.a2a[0] + s.a2a[1];
   const double added = std::max(0.0, share * paired + (1 - share) * plain - rest);
   const double exposed[2] = {a2a > 0 ? added * s.a2a[0] / a2a : 0.0, a2a > 0 ? added * s.a2a[1] / a2a : 0.0};
   for (int pass = 0; pass < 2; ++pass) {
@@ -184,6 +194,9 @@ void OverlapEpComm(const LayerTerms& L, MoePassSums& s, PhaseRecords& records) {
       r.us *= f;
       r.scale *= f;
     }
+    const double hidden_idle = share * L.moe_sync_idle_us[pass];
+    records.at[s.router_record[pass]].us -= hidden_idle;
+    s.rest[pass] -= hidden_idle;
     s.sum[pass] = s.rest[pass] + exposed[pass];
   }
 }

@@ -21,8 +21,8 @@
 
 namespace dockyard {
 
-inline constexpr double kStepLogErrorSd = 0.124;
-inline constexpr double kPairLogErrorSd = 0.065;
+inline constexpr double kStepLogErrorSd = 0.120;
+inline constexpr double kPairLogErrorSd = 0.061;
 inline constexpr double kZ80 = 1.2815515655446004;  // the 80 % two-sided normal quantile
 
 // A step time's 80 % interval: step x exp(-+z80 x kStepLogErrorSd), in the unit given.

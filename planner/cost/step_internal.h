@@ -136,6 +136,10 @@ struct LayerTerms {
   // The grouped weight-gradient GEMM's main-gradient traffic in the backward (kernels_model.h
   // GroupedWgradAccumulateUs; --compute-model kernels only), us per micro-batch.
   double grouped_wgrad_accumulate_us = 0;
+  // The GPU idle a MoE layer's host synchronization leaves (kernels_model.h MoeSyncIdleUs; --compute-model
+  // kernels only), us per micro-batch: [0] the forward, [1] the backward's recomputed forward (full
+  // recomputation, or Megatron's selective "moe").
+  double moe_sync_idle_us[2] = {0, 0};
   // The multipliers of a forward time in `pass` (0 forward, 1 backward): compute and communication.
   double ComputeMult(int pass) const { return pass == 0 ? 1.0 : bwd_compute; }
   double CommMult(int pass) const { return pass == 0 ? 1.0 : bwd_comm; }

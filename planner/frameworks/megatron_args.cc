@@ -226,7 +226,6 @@ bool WithoutEffect(const std::string& key) {
 std::string IgnoredReason(const std::string& key) {
   static const std::map<std::string, std::string> reasons = {
       {"--moe-expert-capacity-factor", "token dropping: simulate --capacity-factor reports the drops"},
-      {"--moe-pad-expert-input-to-capacity", "padding to capacity"},
       {"--moe-token-drop-policy", "token dropping"},
       {"--moe-router-force-load-balancing", "balanced routing: give --imbalance or --routing"},
       {"--cpu-offloading", "activation offloading"},
@@ -597,7 +596,8 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
     AddFlag(c, "--ddp-bucket-size", std::to_string(IntValue(c, *a, 1)), a->key);
   }
   for (const char* key : {"--overlap-moe-expert-parallel-comm", "--moe-shared-expert-overlap", "--no-check-for-nan-in-loss-and-grad",
-                          "--no-overlap-p2p-communication", "--tp-comm-overlap", "--delay-wgrad-compute"}) {
+                          "--no-overlap-p2p-communication", "--tp-comm-overlap", "--delay-wgrad-compute",
+                          "--moe-pad-expert-input-to-capacity"}) {
     if (const ConfigArg* a = find(key)) AddFlag(c, key, "", a->key);
   }
   if (const ConfigArg* a = find("--clip-grad")) {
@@ -623,7 +623,8 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
     AddFlag(c, "--cp-comm-type", t, a->key);
   }
   if (const ConfigArg* a = find("--cuda-graph-impl")) {
-    if (Value(*a) != "none") AddFlag(c, "--cuda-graphs", "", a->key);
+    if (Value(*a) == "full_iteration") AddFlag(c, "--full-iteration-cuda-graph", "", a->key);
+    else if (Value(*a) != "none") AddFlag(c, "--cuda-graphs", "", a->key);
   }
   if (const ConfigArg* a = find("--enable-cuda-graph")) AddFlag(c, "--cuda-graphs", "", a->key);
 

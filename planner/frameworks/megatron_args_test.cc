@@ -490,6 +490,45 @@ TEST_CASE("--delay-wgrad-compute is read (run_settings.h delay_wgrad_compute), a
                        doctest::Contains("--delay-wgrad-compute: needs --overlap-moe-expert-parallel-comm"), Error);
 }
 
+TEST_CASE("--cuda-graph-impl full_iteration and --moe-pad-expert-input-to-capacity are read and written back (no host synchronization "
+          "in the MoE layers, kernels_model.h MoeSyncIdleUs)") {
+  const std::string base =
+      "--num-layers 8 --hidden-size 64 --num-attention-heads 4 --position-embedding-type rope --num-experts 8 --moe-router-topk 2 "
+      "--swiglu --vocab-size 1000 --bf16 --use-distributed-optimizer --expert-model-parallel-size 2 --moe-token-dispatcher-type alltoall ";
+  // The whole iteration in one graph: --full-iteration-cuda-graph, not the per-layer graphs' --cuda-graphs.
+  FrameworkConfig c = ImportMegatronArgs(base + "--cuda-graph-impl full_iteration\n", "g.args");
+  CHECK(Flag(c, "--full-iteration-cuda-graph") == "");
+  CHECK(Flag(c, "--cuda-graphs") == "<absent>");
+  c = ImportMegatronArgs(base + "--cuda-graph-impl transformer_engine\n", "g.args");
+  CHECK(Flag(c, "--cuda-graphs") == "");
+  CHECK(Flag(c, "--full-iteration-cuda-graph") == "<absent>");
+  // Padding to capacity: read (was listed as ignored, "padding to capacity"); the capacity factor
+  // itself stays listed (dockyard prices dropless rows).
+  c = ImportMegatronArgs(base + "--moe-expert-capacity-factor 1.25 --moe-pad-expert-input-to-capacity\n", "p.args");
+  CHECK(Flag(c, "--moe-pad-expert-input-to-capacity") == "");
+  CHECK_FALSE(Contains(c.ignored, "--moe-pad-expert-input-to-capacity"));
+  CHECK(Contains(c.ignored, "--moe-expert-capacity-factor"));
+  ParallelDimsOptions d;
+  d.world_size = 2;
+  d.ep = 2;
+  d.convention = Convention::kMegatron;
+  TrainingConfig t;
+  t.dp_sharding = DpSharding::kZero1;
+  t.run.moe_pad_expert_input_to_capacity = true;
+  t.run.cuda_graphs = t.run.full_iteration_cuda_graph = true;
+  // Written with the file's capacity factor (Megatron-LM asserts one with the padding), else 1.0.
+  const std::string with_file = EmitMegatronArgs(BuildPlan(MegatronModel(c, std::nullopt), d, t), 0, {"test"}, &c);
+  CHECK(with_file.find("--moe-expert-capacity-factor 1.25") != std::string::npos);
+  CHECK(with_file.find("--moe-pad-expert-input-to-capacity") != std::string::npos);
+  CHECK(with_file.find("--cuda-graph-impl full_iteration") != std::string::npos);
+  const std::string without_file = EmitMegatronArgs(BuildPlan(MegatronModel(c, std::nullopt), d, t), 0, {"test"}, nullptr);
+  CHECK(without_file.find("--moe-expert-capacity-factor 1.0") != std::string::npos);
+  // Read back: the same two settings.
+  const FrameworkConfig back = ImportMegatronArgs(without_file, "back.args");
+  CHECK(Flag(back, "--moe-pad-expert-input-to-capacity") == "");
+  CHECK(Flag(back, "--full-iteration-cuda-graph") == "");
+}
+
 TEST_CASE("the DDP's parameter-gather flags are read (run_settings.h) and written back where they differ from Megatron-LM's defaults") {
   const std::string moe_args =
       "--num-layers 8 --hidden-size 64 --num-attention-heads 4 --position-embedding-type rope --num-experts 8 --moe-router-topk 2 "

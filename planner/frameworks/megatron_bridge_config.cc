@@ -128,6 +128,8 @@ const std::vector<Mapping>& Mappings() {
       {"model.delay_wgrad_compute", "--delay-wgrad-compute", Kind::kSwitch},
       {"model.gradient_accumulation_fusion", "--no-gradient-accumulation-fusion", Kind::kNegSwitch},
       {"model.cuda_graph_impl", "--cuda-graph-impl", Kind::kValue},
+      {"model.moe_pad_expert_input_to_capacity", "--moe-pad-expert-input-to-capacity", Kind::kSwitch},
+      {"model.moe_expert_capacity_factor", "--moe-expert-capacity-factor", Kind::kValue},
       {"model.bf16", "--bf16", Kind::kSwitch},
       {"model.fp16", "--fp16", Kind::kSwitch},
       {"model.fp8", "--fp8-format", Kind::kValue},

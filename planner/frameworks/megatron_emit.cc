@@ -248,7 +248,14 @@ void EmitSettings(const Plan& plan, const FrameworkConfig* config, Lines& l) {
   if (run.delay_wgrad_compute) l.Add("--delay-wgrad-compute");
   if (run.overlap_shared_experts.value_or(false) && plan.model.moe.num_shared_experts > 0) l.Add("--moe-shared-expert-overlap");
   if (plan.dims.cp > 1) l.Add("--cp-comm-type", run.cp_comm);
-  if (run.cuda_graphs) {
+  if (run.moe_pad_expert_input_to_capacity) {
+    // Megatron-LM asserts a capacity factor with the padding: the file's, else 1 (what dockyard prices).
+    l.Add("--moe-expert-capacity-factor", ConfigValue(config, "--moe-expert-capacity-factor").value_or("1.0"));
+    l.Add("--moe-pad-expert-input-to-capacity");
+  }
+  if (run.full_iteration_cuda_graph) {
+    l.Add("--cuda-graph-impl", "full_iteration");
+  } else if (run.cuda_graphs) {
     // The file's spelling (--cuda-graph-impl local / full_iteration, or the older --enable-cuda-graph), else TE's graphs.
     if (config && config->Find("--enable-cuda-graph")) l.Add("--enable-cuda-graph");
     else l.Add("--cuda-graph-impl", ConfigValue(config, "--cuda-graph-impl").value_or("transformer_engine"));

@@ -74,6 +74,16 @@ struct RunSettings {
   std::optional<bool> overlap_shared_experts;
   // Kernels launched from CUDA graphs (Megatron --enable-cuda-graph / --cuda-graph-impl; --cuda-graphs).
   bool cuda_graphs = false;
+  // The whole training iteration captured in one CUDA graph (Megatron --cuda-graph-impl
+  // full_iteration; --full-iteration-cuda-graph, which implies cuda_graphs): no host work inside the
+  // step, so no MoE layer waits on a host synchronization (knobs.h HostKnobs::moe_sync_idle_us).
+  bool full_iteration_cuda_graph = false;
+  // Megatron --moe-pad-expert-input-to-capacity (with --moe-expert-capacity-factor): every expert's
+  // input padded to its capacity, so the dispatcher's splits are static and it does not synchronize
+  // with the host (token_dispatcher.py preprocess returns before the token counts). dockyard prices
+  // the rows as dropless routing (exact at balanced routing and capacity factor 1); this setting
+  // only removes the synchronization's idle (knobs.h HostKnobs::moe_sync_idle_us).
+  bool moe_pad_expert_input_to_capacity = false;
   // The fused cross-entropy kernel (Megatron --cross-entropy-loss-fusion; --cross-entropy fused).
   bool fused_cross_entropy = false;
   // Which fused cross-entropy (Megatron --cross-entropy-fusion-impl, model_parallel_config.py

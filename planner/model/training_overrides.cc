@@ -47,6 +47,7 @@ TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const Training
   if (o.overlap_grad_reduce) t.run.overlap_grad_reduce = true;
   if (o.overlap_moe_ep_comm) t.run.overlap_moe_ep_comm = true;
   if (o.delay_wgrad_compute) t.run.delay_wgrad_compute = true;
+  if (o.moe_pad_expert_input_to_capacity) t.run.moe_pad_expert_input_to_capacity = true;
   if (o.no_gradient_accumulation_fusion) t.run.gradient_accumulation_fusion = false;
   if (o.overlap_param_gather) t.run.overlap_param_gather = true;
   if (o.overlap_param_gather_with_optimizer_step) t.run.overlap_param_gather_with_optimizer_step = true;
@@ -160,6 +161,11 @@ void RejectMegatronOnlyOverrides(const TrainingOverrides& o, bool torchtitan) {
     throw Error(
         "--overlap-moe-expert-parallel-comm: a Megatron-Core feature (EP all-to-all overlapped with another micro-batch's "
         "compute); torchtitan has no such overlap (torchtitan/config/parallelism.py): use --convention megatron, or drop the flag");
+  }
+  if (o.moe_pad_expert_input_to_capacity) {
+    throw Error(
+        "--moe-pad-expert-input-to-capacity: a Megatron-Core dispatcher option (expert inputs padded to a capacity); torchtitan's "
+        "dropless MoE has none: use --convention megatron, or drop the flag");
   }
   if (o.delay_wgrad_compute) {
     throw Error(

@@ -139,9 +139,13 @@ std::string ReportHeaderToText(const Json& h) {
       dp = ", DP overlap: " + fmt::format("{}", fmt::join(parts, ", "));
     }
     if (!k.value("gradient_accumulation_fusion", true)) dp += ", weight gradients accumulated outside the GEMMs";
+    if (k.value("moe_pad_expert_input_to_capacity", false)) dp += ", expert inputs padded to capacity (no host synchronization)";
     out << fmt::format("Compute    {} model, GEMMs {}, attention {}, CUDA graphs {}, cross-entropy {}{}{}{}{}\n", k.at("model").get<std::string>(),
                        k.value("gemm_precision", std::string("bf16")), attention,
-                       k.at("cuda_graphs").get<bool>() ? "on" : "off", k.at("cross_entropy").get<std::string>(),
+                       k.value("full_iteration_cuda_graph", false) ? "on (the whole iteration)"
+                       : k.at("cuda_graphs").get<bool>()              ? "on"
+                                                                      : "off",
+                       k.at("cross_entropy").get<std::string>(),
                        k.contains("cross_entropy_fusion_impl") ? " (" + k.at("cross_entropy_fusion_impl").get<std::string>() + ")" : "",
                        k.value("tp_comm_overlap", false) ? ", TP communication overlapped where tp > 1 (TransformerEngine userbuffers)" : "", ep,
                        dp);

@@ -1,0 +1,106 @@
+// A dropless MoE layer's host synchronization (kernels_model.h MoeSyncIdleUs; knobs.h
+// HostKnobs::moe_sync_idle_us): the GPU idle it leaves per forward, where it sits in the phases, and
+// what hides or removes it. Hand arithmetic in each case.
+#include <string>
+
+#include <doctest/doctest.h>
+
+#include "planner/cost/cluster.h"
+#include "planner/cost/cost.h"
+#include "planner/cost/ep_overlap.h"
+#include "planner/cost/kernels_model.h"
+#include "tests/tiny_plan.h"
+
+namespace dockyard {
+namespace {
+
+double PhaseUs(const CostBreakdown& cost, const char* name, const char* direction) {
+  for (const PhaseCost& p : cost.phases) {
+    if (p.name == name && p.layer_kind == "moe" && p.direction == direction) return p.time_us;
+  }
+  FAIL("no phase ", name, " ", direction);
+  return 0;
+}
+
+// The router phase of `training` on the tiny model (EP 4, megatron), with the preset's idle and
+// with none: their difference per direction.
+struct RouterDelta {
+  double forward = 0, backward = 0, step = 0;
+};
+RouterDelta IdleDelta(TrainingConfig training) {
+  const Plan plan = testing::TinyEp4Plan(training, Convention::kMegatron);
+  const ClusterSpec with = ClusterPreset("h100-sxm");
+  ClusterSpec without = with;
+  without.knobs.host.moe_sync_idle_us = 0;
+  const RoutingResult routing = testing::TinyEp4Routing();
+  const CostBreakdown a = SimulateStep(plan, with, routing), b = SimulateStep(plan, without, routing);
+  return {PhaseUs(a, "router", "forward") - PhaseUs(b, "router", "forward"),
+          PhaseUs(a, "router", "backward") - PhaseUs(b, "router", "backward"), a.step_time_us - b.step_time_us};
+}
+
+}  // namespace
+
+TEST_CASE("MoeSyncIdleUs: Megatron's dropless dispatchers always wait on the host, torchtitan's with EP; a full-iteration graph or padding "
+          "to capacity removes it") {
+  const HostKnobs host;
+  // The prior: Megatron-Bridge's Nsight comparison on 16 H100 (Qwen3-30B-A3B, EP 16, HybridEP, no EP
+  // overlap): the GPU active 22.821 s of a 24.714 s step, 48 MoE layers x 64 micro-batches:
+  // 1.893 s / 3,072 = 616 us.
+  CHECK(host.moe_sync_idle_us == doctest::Approx((24.7138 - 22.821) / (48.0 * 64.0) * 1e6).epsilon(0.001));
+  RunSettings run;
+  CHECK(MoeSyncIdleUs(run, true, 1, host) == 616.0);   // Megatron: the grouped GEMM's m_splits on the host even without EP
+  CHECK(MoeSyncIdleUs(run, false, 1, host) == 0.0);    // torchtitan without EP: offsets on the device
+  CHECK(MoeSyncIdleUs(run, false, 4, host) == 616.0);  // torchtitan with EP: the all-to-all's splits .tolist()
+  run.full_iteration_cuda_graph = true;
+  CHECK(MoeSyncIdleUs(run, true, 4, host) == 0.0);
+  run = RunSettings{};
+  run.moe_pad_expert_input_to_capacity = true;
+  CHECK(MoeSyncIdleUs(run, true, 4, host) == 0.0);
+}
+
+TEST_CASE("the router's forward carries the idle; a recomputed forward carries it again; EP overlap hides the paired micro-batches'") {
+  TrainingConfig t;
+  t.num_microbatches = 4;
+  // One forward per MoE layer and micro-batch: 616 us on the router's forward, none on its backward;
+  // the step: 2 MoE layers x 4 micro-batches x 616 = 4,928 us.
+  RouterDelta d = IdleDelta(t);
+  CHECK(d.forward == doctest::Approx(616.0));
+  CHECK(d.backward == doctest::Approx(0.0).epsilon(1e-9));
+  CHECK(d.step == doctest::Approx(2 * 4 * 616.0));
+  // Full recomputation re-runs the forward, its synchronization included.
+  TrainingConfig full = t;
+  full.recompute = Recompute::kFull;
+  d = IdleDelta(full);
+  CHECK(d.forward == doctest::Approx(616.0));
+  CHECK(d.backward == doctest::Approx(616.0));
+  // Megatron's selective "moe" likewise re-runs the whole MoE block.
+  TrainingConfig moe = t;
+  moe.recompute = Recompute::kSelective;
+  moe.recompute_modules = {"moe"};
+  CHECK(IdleDelta(moe).backward == doctest::Approx(616.0));
+  // EP overlap at pp 1: the combined 1F1B pairs 3 of the 4 micro-batches' forwards (the first runs
+  // alone; ep_overlap.h PairedChunkShare), whose idle the other micro-batch's queued work covers:
+  // (1 - 3/4) x 616 = 154 us exposed per forward.
+  CHECK(PairedChunkShare(4, 1, 1) == doctest::Approx(0.75));
+  TrainingConfig overlap = t;
+  overlap.run.overlap_moe_ep_comm = true;
+  d = IdleDelta(overlap);
+  CHECK(d.forward == doctest::Approx(154.0));
+  CHECK(d.step == doctest::Approx(2 * 4 * 154.0));
+  // A whole-iteration CUDA graph: no host in the step.
+  TrainingConfig graph = t;
+  graph.run.cuda_graphs = graph.run.full_iteration_cuda_graph = true;
+  CHECK(IdleDelta(graph).step == doctest::Approx(0.0).epsilon(1e-9));
+}
+
+TEST_CASE("the gemm compute model has no host gaps: no idle") {
+  const Plan plan = testing::TinyEp4Plan({}, Convention::kMegatron);
+  const ClusterSpec with = ClusterPreset("h100-sxm");
+  ClusterSpec without = with;
+  without.knobs.host.moe_sync_idle_us = 0;
+  const RoutingResult routing = testing::TinyEp4Routing();
+  CHECK(SimulateStep(plan, with, routing, ComputeModel::kGemm).step_time_us ==
+        SimulateStep(plan, without, routing, ComputeModel::kGemm).step_time_us);
+}
+
+}  // namespace dockyard
