@@ -220,13 +220,31 @@ TEST_CASE("--full-iteration-cuda-graph and --moe-pad-expert-input-to-capacity: t
   };
   // 48 MoE layers x 4 micro-batches x 616 us (knobs.h HostKnobs::moe_sync_idle_us) = 118,272 us of idle
   // without either; the per-layer graphs (--cuda-graphs) keep it, the whole-iteration one removes it.
-  const double graphs = step(" --cuda-graphs"), full = step(" --full-iteration-cuda-graph");
+  const double graphs = step(" --cuda-graphs --no-check-for-nan-in-loss-and-grad --dispatcher deepep --moe-flex-dispatcher-backend hybridep"),
+               full = step(" --full-iteration-cuda-graph --no-check-for-nan-in-loss-and-grad --dispatcher deepep --moe-flex-dispatcher-backend hybridep");
   CHECK(graphs - full == doctest::Approx(48 * 4 * 616.0).epsilon(1e-6));
   CHECK(step("") - step(" --moe-pad-expert-input-to-capacity") == doctest::Approx(48 * 4 * 616.0).epsilon(1e-6));
-  Result r = Run(base + " --full-iteration-cuda-graph --moe-pad-expert-input-to-capacity");
+  Result r = Run(base + " --full-iteration-cuda-graph --no-check-for-nan-in-loss-and-grad --moe-pad-expert-input-to-capacity");
   CHECK(r.code == 0);
-  CHECK(r.out.find("CUDA graphs on (the whole iteration)") != std::string::npos);
-  CHECK(r.out.find("expert inputs padded to capacity (no host synchronization)") != std::string::npos);
+  CHECK(r.out.find("CUDA graphs on (the whole iteration: no host synchronization)") != std::string::npos);
+  CHECK(r.out.find("expert inputs padded to capacity (no host synchronization; the rows priced as dropless routing)") != std::string::npos);
+  // Megatron-Core's rules (pipeline_schedule.h ValidateGraphsAndPadding): the NaN check off, a dispatcher without a host
+  // synchronization, per-layer graphs not with full recomputation, no padding with the flex DeepEP backend.
+  r = Run(base + " --full-iteration-cuda-graph --moe-pad-expert-input-to-capacity");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("--no-check-for-nan-in-loss-and-grad should be set with --cuda-graph-impl=full_iteration") != std::string::npos);
+  r = Run(base + " --full-iteration-cuda-graph --no-check-for-nan-in-loss-and-grad");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("a whole-iteration graph cannot capture the dispatcher's host synchronization") != std::string::npos);
+  r = Run(base + " --cuda-graphs --recompute full");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("full recompute is only supported with full iteration CUDA graph") != std::string::npos);
+  r = Run(base + " --dispatcher deepep --moe-pad-expert-input-to-capacity");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("does not support moe_pad_expert_input_to_capacity") != std::string::npos);
+  r = Run("cli/dockyard-plan simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 16 --full-iteration-cuda-graph");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("--full-iteration-cuda-graph: Megatron-LM's --cuda-graph-impl full_iteration; torchtitan has no") != std::string::npos);
   r = Run(base + " --full-iteration-cuda-graph --compute-model gemm");
   CHECK(r.code == 1);
   CHECK(r.out.find("--full-iteration-cuda-graph: a whole-iteration CUDA graph removes the launch gaps") != std::string::npos);

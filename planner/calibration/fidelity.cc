@@ -417,6 +417,8 @@ TrainingConfig FidelityTraining(const FidelityRun& r) {
   // in one graph (--full-iteration-cuda-graph), or the expert inputs padded to capacity
   // (--moe-pad-expert-input-to-capacity).
   t.run.full_iteration_cuda_graph = has("full_iteration_cuda_graph");
+  // Megatron-LM asserts --no-check-for-nan-in-loss-and-grad with --cuda-graph-impl full_iteration.
+  if (t.run.full_iteration_cuda_graph) t.run.check_for_nan_in_grad = false;
   t.run.moe_pad_expert_input_to_capacity = has("capacity_padded");
   t.run.pipeline_layout = r.pp_layout;  // Megatron --pipeline-model-parallel-layout (pipeline_layout.h)
   t.run.megatron_core_version = r.megatron_core;  // the saved-tensor rules of its release (workload.h SavedTensorRules)

@@ -70,7 +70,7 @@ const std::vector<KnobSpec>& KnobTable() {
        [](Knobs& k) -> double& { return k.compute.flash.fp8_speedup; }, KnobSpec::kCompute, 0.25, false, 4, 1.0, 2.5, false, KnobSpec::kComponent,
        "compute.flash.fp8_speedup (planner/cost/knobs.h): no Hopper measurement, FP8 attention priced as BF16", true, 0.15},
         {"compute.flash", "fp8_small_head_speedup", "flash_fp8_small_head_speedup", "ratio",
-       [](Knobs& k) -> double& { return k.compute.flash.fp8_small_head_speedup; }, KnobSpec::kCompute, 0, true, 4, 0.25, 2.5, false,
+       [](Knobs& k) -> double& { return k.compute.flash.fp8_small_head_speedup; }, KnobSpec::kCompute, 0.25, false, 4, 0.25, 2.5, false,
        KnobSpec::kComponent, "compute.flash.fp8_small_head_speedup (planner/cost/knobs.h): no FP8 attention below head dim 128 on Hopper, priced as BF16",
        true, 0.15},
         {"compute.gemm", "fp8_efficiency_ratio", "fp8_efficiency_ratio", "ratio",

@@ -9,6 +9,7 @@
 #include "planner/cost/cost.h"
 #include "planner/cost/ep_overlap.h"
 #include "planner/cost/kernels_model.h"
+#include "planner/routing/plan_routing.h"
 #include "tests/tiny_plan.h"
 
 namespace dockyard {
@@ -32,7 +33,7 @@ RouterDelta IdleDelta(TrainingConfig training) {
   const ClusterSpec with = ClusterPreset("h100-sxm");
   ClusterSpec without = with;
   without.knobs.host.moe_sync_idle_us = 0;
-  const RoutingResult routing = testing::TinyEp4Routing();
+  const RoutingResult routing = SampleRoutingForPlan(plan, RoutingSpec{}, 2);  // uniform, 2 layers (the deepep dispatcher's counts too)
   const CostBreakdown a = SimulateStep(plan, with, routing), b = SimulateStep(plan, without, routing);
   return {PhaseUs(a, "router", "forward") - PhaseUs(b, "router", "forward"),
           PhaseUs(a, "router", "backward") - PhaseUs(b, "router", "backward"), a.step_time_us - b.step_time_us};
@@ -90,6 +91,9 @@ TEST_CASE("the router's forward carries the idle; a recomputed forward carries i
   // A whole-iteration CUDA graph: no host in the step.
   TrainingConfig graph = t;
   graph.run.cuda_graphs = graph.run.full_iteration_cuda_graph = true;
+  graph.run.check_for_nan_in_grad = false;                      // Megatron-LM asserts it off with full_iteration
+  graph.dispatcher = Dispatcher::kDeepEp;                       // a dispatcher a whole-iteration graph captures:
+  graph.moe_flex_dispatcher_backend = FlexBackend::kHybridEp;  // HybridEP (ValidateGraphsAndPadding)
   CHECK(IdleDelta(graph).step == doctest::Approx(0.0).epsilon(1e-9));
 }
 

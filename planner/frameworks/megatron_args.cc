@@ -600,6 +600,19 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
                           "--moe-pad-expert-input-to-capacity"}) {
     if (const ConfigArg* a = find(key)) AddFlag(c, key, "", a->key);
   }
+  // Megatron-Core: "moe_expert_capacity_factor must be set to use moe_pad_expert_input_to_capacity"
+  // (transformer_config.py), a positive factor.
+  if (const ConfigArg* a = c.Find("--moe-pad-expert-input-to-capacity")) {
+    const ConfigArg* factor = c.Find("--moe-expert-capacity-factor");
+    if (!factor) {
+      Fail(file, a->line,
+           "--moe-pad-expert-input-to-capacity without --moe-expert-capacity-factor: Megatron-Core asserts \"moe_expert_capacity_factor "
+           "must be set to use moe_pad_expert_input_to_capacity\" (transformer_config.py)");
+    }
+    if (!(NumberValue(c, *factor) > 0)) {
+      Fail(file, factor->line, fmt::format("--moe-expert-capacity-factor {}: must be a positive number with --moe-pad-expert-input-to-capacity", Value(*factor)));
+    }
+  }
   if (const ConfigArg* a = find("--clip-grad")) {
     if (NumberValue(c, *a) < 0) Fail(file, a->line, fmt::format("--clip-grad {}: must be >= 0", Value(*a)));
     AddFlag(c, "--clip-grad", Value(*a), a->key);

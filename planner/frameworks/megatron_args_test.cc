@@ -508,6 +508,13 @@ TEST_CASE("--cuda-graph-impl full_iteration and --moe-pad-expert-input-to-capaci
   CHECK(Flag(c, "--moe-pad-expert-input-to-capacity") == "");
   CHECK_FALSE(Contains(c.ignored, "--moe-pad-expert-input-to-capacity"));
   CHECK(Contains(c.ignored, "--moe-expert-capacity-factor"));
+  // Megatron-Core asserts a capacity factor with the padding, and a factor is a positive number.
+  CHECK(ImportErrorOf(base + "--moe-pad-expert-input-to-capacity\n").find("without --moe-expert-capacity-factor: Megatron-Core asserts") !=
+        std::string::npos);
+  CHECK(ImportErrorOf(base + "--moe-expert-capacity-factor -1 --moe-pad-expert-input-to-capacity\n")
+            .find("--moe-expert-capacity-factor -1: must be a positive number") != std::string::npos);
+  CHECK(ImportErrorOf(base + "--moe-expert-capacity-factor abc --moe-pad-expert-input-to-capacity\n").find("not a number") !=
+        std::string::npos);
   ParallelDimsOptions d;
   d.world_size = 2;
   d.ep = 2;
@@ -516,6 +523,7 @@ TEST_CASE("--cuda-graph-impl full_iteration and --moe-pad-expert-input-to-capaci
   t.dp_sharding = DpSharding::kZero1;
   t.run.moe_pad_expert_input_to_capacity = true;
   t.run.cuda_graphs = t.run.full_iteration_cuda_graph = true;
+  t.run.check_for_nan_in_grad = false;  // Megatron-LM asserts it off with full_iteration
   // Written with the file's capacity factor (Megatron-LM asserts one with the padding), else 1.0.
   const std::string with_file = EmitMegatronArgs(BuildPlan(MegatronModel(c, std::nullopt), d, t), 0, {"test"}, &c);
   CHECK(with_file.find("--moe-expert-capacity-factor 1.25") != std::string::npos);

@@ -800,6 +800,9 @@ std::string EmitMegatronBridgeConfig(const Plan& plan, int64_t global_batch_size
   // With the EP overlap on, its delayed weight gradients are written either way: Bridge's
   // performance recipes set comm_overlap.delay_wgrad_compute true, which a plan without it must undo.
   if (plan.training.run.overlap_moe_ep_comm && !plan.training.run.delay_wgrad_compute) put("comm_overlap.delay_wgrad_compute", "false");
+  // Bridge asserts the loss's NaN check off with a whole-iteration graph (config.py: "check_for_nan_in_loss
+  // must be disabled when using full_iteration CUDA graph"), beside DDP's gradient check.
+  if (plan.training.run.full_iteration_cuda_graph) put("rerun_state_machine.check_for_nan_in_loss", "false");
   // CommOverlapConfig's data-parallel settings, written either way under the distributed
   // optimizer: its setup() turns both overlaps on with dp > 1, with 128 Mi buckets and aligned
   // gathers at pp > 1 and vpp > 1 (comm_overlap.py _get_optimizer_overlap_cfgs), and the

@@ -164,6 +164,49 @@ void ValidateEpOverlap(const TrainingConfig& t, int64_t pp, int64_t ep) {
   }
 }
 
+void ValidateGraphsAndPadding(const TrainingConfig& t, bool megatron) {
+  const RunSettings& r = t.run;
+  const char* full = "--full-iteration-cuda-graph";
+  if (!megatron) {
+    if (r.full_iteration_cuda_graph) {
+      throw Error(fmt::format(
+          "{}: Megatron-LM's --cuda-graph-impl full_iteration; torchtitan has no whole-iteration graph (its MoE waits on the host for "
+          "the all-to-all's splits): use --convention megatron, or drop the flag",
+          full));
+    }
+    return;
+  }
+  const bool hybridep = t.dispatcher == Dispatcher::kDeepEp && t.moe_flex_dispatcher_backend == FlexBackend::kHybridEp;
+  const bool flex_deepep = t.dispatcher == Dispatcher::kDeepEp && t.moe_flex_dispatcher_backend.value_or(FlexBackend::kDeepEp) == FlexBackend::kDeepEp;
+  if (r.moe_pad_expert_input_to_capacity && flex_deepep) {
+    throw Error(
+        "--moe-pad-expert-input-to-capacity: Megatron-Core refuses it with the flex dispatcher's DeepEP backend (\"Flex token "
+        "dispatcher with deepep backend does not support moe_pad_expert_input_to_capacity\", transformer_config.py): use "
+        "--moe-flex-dispatcher-backend hybridep or --dispatcher all_to_all, or drop the flag");
+  }
+  if (r.cuda_graphs && !r.full_iteration_cuda_graph && t.recompute == Recompute::kFull) {
+    throw Error(
+        "--cuda-graphs with --recompute full: Megatron-Core captures full recomputation only in a whole-iteration graph (\"full "
+        "recompute is only supported with full iteration CUDA graph\", transformer_config.py): use --full-iteration-cuda-graph, "
+        "--recompute selective, or drop --cuda-graphs");
+  }
+  if (!r.full_iteration_cuda_graph) return;
+  if (r.check_for_nan_in_grad) {
+    throw Error(fmt::format(
+        "{}: Megatron-LM asserts \"--no-check-for-nan-in-loss-and-grad should be set with --cuda-graph-impl=full_iteration for "
+        "training\" (arguments.py): add --no-check-for-nan-in-loss-and-grad",
+        full));
+  }
+  if (!r.moe_pad_expert_input_to_capacity && !hybridep) {
+    throw Error(fmt::format(
+        "{}: a whole-iteration graph cannot capture the dispatcher's host synchronization (the token counts a dropless MoE layer "
+        "waits for, token_dispatcher.py _maybe_dtoh_and_synchronize), and --dispatcher {} has it: add "
+        "--moe-pad-expert-input-to-capacity (static splits), or use --dispatcher deepep --moe-flex-dispatcher-backend hybridep "
+        "(Megatron-Bridge's full-iteration recipes)",
+        full, DispatcherName(t.dispatcher)));
+  }
+}
+
 void ValidateSharedExpertOverlap(const TrainingConfig& t, bool megatron, bool has_shared_experts) {
   if (!megatron || !t.run.overlap_shared_experts.value_or(false)) return;
   const char* flag = "--moe-shared-expert-overlap";

@@ -140,6 +140,19 @@ int64_t InFlightStageMicrobatches(int64_t pp, int64_t vpp, int64_t num_microbatc
 // the value and the rule.
 void ValidateEpOverlap(const TrainingConfig& training, int64_t pp, int64_t ep);
 
+// CUDA graphs and padding to capacity (run_settings.h full_iteration_cuda_graph,
+// moe_pad_expert_input_to_capacity) as Megatron-Core allows them; throws dockyard::Error naming
+// the flag and the rule:
+//  - --full-iteration-cuda-graph is Megatron's (--cuda-graph-impl full_iteration): refused under
+//    torchtitan; it needs --no-check-for-nan-in-loss-and-grad (arguments.py asserts it); the
+//    dispatcher's host synchronization cannot be captured, so it needs the expert inputs padded to
+//    capacity or the flex dispatcher's HybridEP backend (Megatron-Bridge's full-iteration recipes);
+//  - per-layer graphs (--cuda-graphs) with --recompute full: "full recompute is only supported with
+//    full iteration CUDA graph" (transformer_config.py);
+//  - --moe-pad-expert-input-to-capacity with the flex dispatcher's DeepEP backend: "Flex token
+//    dispatcher with deepep backend does not support moe_pad_expert_input_to_capacity".
+void ValidateGraphsAndPadding(const TrainingConfig& training, bool megatron);
+
 // EP communication overlap (combined 1F1B, DualPipe): priced by planner/cost/ep_overlap.h
 // (PairedLayerUs, two streams per layer pair), where EpCommOverlapped says it runs.
 

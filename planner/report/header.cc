@@ -112,9 +112,9 @@ std::string ReportHeaderToText(const Json& h) {
     std::string attention = k.value("attention_precision", std::string("bf16"));
     if (k.contains("attention_fp8_speedup")) {
       const double x = k.at("attention_fp8_speedup").get<double>();
-      attention += x == 1.0  ? " (priced as bf16: no measured FP8 gain for this head dim on this cluster)"
-                   : x < 1.0 ? fmt::format(" (core x{:.2f}: cuDNN's FP8 kernels measured slower than bf16 at this head dim)", x)
-                             : fmt::format(" (core x{:.2f})", x);
+      attention += x == 1.0    ? " (priced as bf16: no measured FP8 gain for this head dim on this cluster)"
+                   : x < 0.995 ? fmt::format(" (core x{:.2f}: FP8 attention slower than bf16 at this head dim on this cluster)", x)
+                               : fmt::format(" (core x{:.2f})", x);
     }
     const bool ep_overlap = k.value("ep_overlap", false), delay = k.value("delay_wgrad_compute", false);
     const std::string ep = ep_overlap ? std::string(", EP all-to-alls overlapped (combined 1F1B") + (delay ? ", expert weight gradients delayed)" : ")")
@@ -139,10 +139,14 @@ std::string ReportHeaderToText(const Json& h) {
       dp = ", DP overlap: " + fmt::format("{}", fmt::join(parts, ", "));
     }
     if (!k.value("gradient_accumulation_fusion", true)) dp += ", weight gradients accumulated outside the GEMMs";
-    if (k.value("moe_pad_expert_input_to_capacity", false)) dp += ", expert inputs padded to capacity (no host synchronization)";
+    const bool kernels = k.at("model").get<std::string>() == "kernels";  // the host synchronization is priced there only
+    if (k.value("moe_pad_expert_input_to_capacity", false)) {
+      dp += kernels ? ", expert inputs padded to capacity (no host synchronization; the rows priced as dropless routing)"
+                    : ", expert inputs padded to capacity (the rows priced as dropless routing)";
+    }
     out << fmt::format("Compute    {} model, GEMMs {}, attention {}, CUDA graphs {}, cross-entropy {}{}{}{}{}\n", k.at("model").get<std::string>(),
                        k.value("gemm_precision", std::string("bf16")), attention,
-                       k.value("full_iteration_cuda_graph", false) ? "on (the whole iteration)"
+                       k.value("full_iteration_cuda_graph", false) ? "on (the whole iteration: no host synchronization)"
                        : k.at("cuda_graphs").get<bool>()              ? "on"
                                                                       : "off",
                        k.at("cross_entropy").get<std::string>(),
