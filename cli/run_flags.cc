@@ -34,8 +34,9 @@ void AddRunFlags(CLI::App& app, RunCliOptions& o) {
                  "cuda: expert GEMM precision fp32 | tf32 | bf16 (bf16 inputs, fp32 accumulation; default fp32)")
       ->check(CLI::IsMember({"fp32", "tf32", "bf16"}));
   app.add_option("--grouped-gemm", o.grouped_gemm,
-                 "cuda: grouped (cublasGemmGroupedBatchedEx) | loop (cublasGemmEx per expert) (default grouped)")
-      ->check(CLI::IsMember({"grouped", "loop"}));
+                 "cuda: auto (the loop from 128 rows per expert on, where it measured faster on H100; kernels/grouped_gemm_path.h) | "
+                 "grouped (cublasGemmGroupedBatchedEx) | loop (cublasGemmEx per expert) (default auto)")
+      ->check(CLI::IsMember({"auto", "grouped", "loop"}));
   app.add_option("--nccl-id-dir", o.nccl_id_dir,
                  "cuda, one process per GPU (torchrun/srun/mpirun): a directory every process sees, for the NCCL ids");
   app.add_option("--nccl-job-id", o.nccl_job_id,

@@ -22,7 +22,7 @@ struct RunCliOptions {
   std::string backend = "cpu";
   std::string tokens_per_rank = "64", routing, layer, iters = "3", warmup = "1", seed = "0", atol, rtol;
   std::string json_path, fault, plan_path, html_path;
-  std::string gemm_precision = "fp32", grouped_gemm = "grouped", nccl_id_dir, nccl_job_id;
+  std::string gemm_precision = "fp32", grouped_gemm = "auto", nccl_id_dir, nccl_job_id;
   std::string replay_rank, cluster;
   RedundantExpertsFlags redundant;
   std::string placement;

@@ -28,7 +28,7 @@ const char* PrecisionName(GemmPrecision p) {
 }
 
 const char* PathName(GroupedGemmPath p) {
-  return p == GroupedGemmPath::kGrouped ? "cublas_grouped" : "cublas_loop";
+  return p == GroupedGemmPath::kGrouped ? "cublas_grouped" : p == GroupedGemmPath::kLoop ? "cublas_loop" : "auto";
 }
 
 GemmPrecision ParsePrecision(const std::string& value, const std::string& flag) {
@@ -95,7 +95,8 @@ GroupedGemmPath CublasGemm::Run(const GroupedGemmDesc& d, GroupedGemmPath prefer
     }
     if (rows > 0) groups.push_back(g);
   }
-  if (groups.empty() || d.n == 0) return preferred;
+  if (groups.empty() || d.n == 0) return preferred == GroupedGemmPath::kAuto ? GroupedGemmPath::kGrouped : preferred;
+  preferred = ResolveGroupedGemmPath(preferred, d.offsets[d.num_groups] - d.offsets[0], static_cast<int64_t>(groups.size()));
   const int64_t ab = ElementBytes(d.ab_type), cb = ElementBytes(d.c_type);
   const auto a_of = [&](int64_t g) { return static_cast<const char*>(d.a) + d.offsets[g] * d.lda * ab; };
   const auto c_of = [&](int64_t g) { return static_cast<char*>(d.c) + d.offsets[g] * d.ldc * cb; };

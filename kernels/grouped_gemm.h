@@ -5,8 +5,9 @@
 // Sizes are on the host (the split sizes are on the host after the count exchange), so
 // cublasGemmGroupedBatchedEx (cuBLAS >= 12.5) takes them directly; each expert is its own
 // cuBLAS group (rows differ per expert) with group_size 1. The per-expert cublasGemmEx loop is
-// the fallback: used when asked, and automatically (remembered per context) when the grouped
-// call reports the type combination unsupported. A device-sized grouped GEMM (sizes read on
+// the other path: used when asked, when `kAuto` picks it (from 128 rows per expert on, where it
+// is faster: kernels/grouped_gemm_path.h has the H100 measurements), and automatically
+// (remembered per context) when the grouped call reports the type combination unsupported. A device-sized grouped GEMM (sizes read on
 // the GPU, no host round trip) would slot in as a third path.
 //
 // Precision: kFp32 computes in fp32 (CUBLAS_COMPUTE_32F, the CPU backend's arithmetic up to
@@ -28,13 +29,14 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include "kernels/grouped_gemm_path.h"
+
 namespace dockyard::kernels {
 
 enum class GemmPrecision { kFp32, kTf32, kBf16 };
-enum class GroupedGemmPath { kGrouped, kLoop };
 
 const char* PrecisionName(GemmPrecision p);  // "fp32", "tf32", "bf16"
-const char* PathName(GroupedGemmPath p);     // "cublas_grouped", "cublas_loop"
+const char* PathName(GroupedGemmPath p);     // "cublas_grouped", "cublas_loop", "auto"
 // Parses "fp32" | "tf32" | "bf16"; throws dockyard::Error naming `flag` otherwise.
 GemmPrecision ParsePrecision(const std::string& value, const std::string& flag);
 
@@ -66,8 +68,9 @@ class CublasGemm {
   CublasGemm(const CublasGemm&) = delete;
   CublasGemm& operator=(const CublasGemm&) = delete;
 
-  // Typed grouped GEMM; returns the path that ran (kGrouped falls back to kLoop once cuBLAS
-  // says the grouped call does not support the operands).
+  // Typed grouped GEMM; returns the path that ran (kAuto resolves per call by
+  // ResolveGroupedGemmPath; kGrouped falls back to kLoop once cuBLAS says the grouped call does
+  // not support the operands).
   GroupedGemmPath Run(const GroupedGemmDesc& desc, GroupedGemmPath preferred);
   // fp32 operands at `precision` (bf16: A and the B_g converted into scratch first).
   GroupedGemmPath RunFloat(int64_t num_groups, const int64_t* offsets, int64_t n, int64_t k, const float* a, int64_t lda,

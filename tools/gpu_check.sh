@@ -48,7 +48,7 @@ step() {  # step NAME TIMEOUT_S COMMAND...
   timeout "$limit" "$@" > "$OUT/$name.log" 2>&1
   local rc=$?
   local t1=$(date +%s.%N)
-  printf '%s\t%s\t%.1f\n' "$name" "$rc" "$(echo "$t1 - $t0" | bc)" >> "$summary"
+  printf '%s\t%s\t%s\n' "$name" "$rc" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')" >> "$summary"  # awk: the GPU image has no bc
   echo "== $name: rc $rc ($(tail -1 "$OUT/$name.log"))"
 }
 

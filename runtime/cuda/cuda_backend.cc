@@ -286,9 +286,11 @@ class CudaBackend : public Backend {
   explicit CudaBackend(const CudaBackendOptions& o)
       : options_(o),
         precision_(kernels::ParsePrecision(o.precision, "--gemm-precision")),
-        path_(o.gemm_path == "loop" ? kernels::GroupedGemmPath::kLoop : kernels::GroupedGemmPath::kGrouped) {
-    if (o.gemm_path != "grouped" && o.gemm_path != "loop") {
-      throw Error(fmt::format("--grouped-gemm: must be grouped or loop, got '{}'", o.gemm_path));
+        path_(o.gemm_path == "loop"      ? kernels::GroupedGemmPath::kLoop
+              : o.gemm_path == "grouped" ? kernels::GroupedGemmPath::kGrouped
+                                         : kernels::GroupedGemmPath::kAuto) {
+    if (o.gemm_path != "grouped" && o.gemm_path != "loop" && o.gemm_path != "auto") {
+      throw Error(fmt::format("--grouped-gemm: must be auto, grouped or loop, got '{}'", o.gemm_path));
     }
     ValidateLaunch(o.launch, o.nccl_id_dir);  // before the GPU probe: these errors need no GPU
     std::string why;
@@ -299,7 +301,10 @@ class CudaBackend : public Backend {
   // The path that ran: after a refused grouped call, "cublas_loop (grouped call refused)".
   std::string name() const override {
     return fmt::format("cuda ({} gemm, {})", kernels::PrecisionName(precision_),
-                       fell_back_ ? "cublas_loop (grouped call refused by cuBLAS)" : kernels::PathName(path_));
+                       fell_back_                               ? std::string("cublas_loop (grouped call refused by cuBLAS)")
+                       : path_ == kernels::GroupedGemmPath::kAuto ? fmt::format("auto: cublas_loop from {} rows per expert, else cublas_grouped",
+                                                                                 kernels::kLoopMinMeanRows)
+                                                                  : std::string(kernels::PathName(path_)));
   }
 
   bool RunsRankIndex(size_t index, size_t total) const override {

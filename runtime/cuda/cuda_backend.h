@@ -31,7 +31,7 @@ namespace dockyard::runtime::cuda {
 
 struct CudaBackendOptions {
   std::string precision = "fp32";     // expert GEMMs: fp32 | tf32 | bf16 (kernels/grouped_gemm.h)
-  std::string gemm_path = "grouped";  // grouped (cublasGemmGroupedBatchedEx) | loop (cublasGemmEx per expert)
+  std::string gemm_path = "auto";  // auto (kernels/grouped_gemm_path.h) | grouped (cublasGemmGroupedBatchedEx) | loop (cublasGemmEx per expert)
   LaunchInfo launch;                  // LaunchFromEnv(); launcher "none" = single process
   std::string nccl_id_dir;            // multi-process: the shared directory of NCCL id files
   double id_timeout_seconds = 300;
