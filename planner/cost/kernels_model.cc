@@ -1,6 +1,7 @@
 // Memory-bound kernels of a layer (see kernels_model.h).
 #include "planner/cost/kernels_model.h"
 #include "planner/cost/units.h"
+#include "planner/model/pipeline_schedule.h"
 
 #include <algorithm>
 
@@ -139,10 +140,8 @@ double GroupedWgradAccumulateUs(double local_expert_elems, double bytes_per_elem
   return bw > 0 ? knobs.wgrad_accumulate_share * local_expert_elems * bytes_per_element / bw : 0.0;
 }
 
-double MoeSyncIdleUs(const RunSettings& run, bool megatron, int64_t ep, const HostKnobs& host) {
-  if (run.full_iteration_cuda_graph || run.moe_pad_expert_input_to_capacity) return 0.0;
-  if (!megatron && ep <= 1) return 0.0;
-  return host.moe_sync_idle_us;
+double MoeSyncIdleUs(const TrainingConfig& t, bool megatron, int64_t ep, const HostKnobs& host) {
+  return MoeLayerSynchronizes(t, megatron, ep) ? host.moe_sync_idle_us : 0.0;
 }
 
 double LaunchGapUs(double kernels, bool cuda_graphs, double kernel_launch_us, double graph_launch_us) {

@@ -32,6 +32,7 @@
 
 #include "planner/cost/knobs.h"
 #include "planner/model/run_settings.h"
+#include "planner/model/training.h"
 #include "planner/model/model_spec.h"
 
 namespace dockyard {
@@ -128,14 +129,12 @@ double MainGradBytesPerElement(bool megatron, bool accumulation_fused, double gr
 double GroupedWgradAccumulateUs(double local_expert_elems, double bytes_per_element, double hbm_gbps, const MemoryBoundKnobs& knobs);
 
 // The GPU's idle time (us) that one MoE layer's host synchronization leaves in one forward
-// (knobs.h HostKnobs::moe_sync_idle_us, measured): the dispatcher waits on the host for the token
-// counts -- Megatron-Core's dropless dispatchers always (the all-to-all's splits and the grouped
-// GEMM's m_splits, token_dispatcher.py _maybe_dtoh_and_synchronize), torchtitan's only with expert
-// parallelism (its all-to-all's splits .tolist(); its grouped GEMM takes the offsets on the
-// device) -- unless the whole iteration is one CUDA graph (run.full_iteration_cuda_graph) or the
-// expert inputs are padded to capacity (run.moe_pad_expert_input_to_capacity). 0 otherwise. EP
-// overlap hides it in the paired micro-batches (layer_phases.cc OverlapEpComm).
-double MoeSyncIdleUs(const RunSettings& run, bool megatron, int64_t ep, const HostKnobs& host);
+// (knobs.h HostKnobs::moe_sync_idle_us, measured) where the dispatcher waits on the host for its
+// token counts (pipeline_schedule.h MoeLayerSynchronizes: Megatron-Core's dropless dispatchers --
+// the all-to-all's splits and the grouped GEMM's m_splits -- torchtitan's with expert parallelism;
+// none under a whole-iteration CUDA graph or with static splits); 0 otherwise. EP overlap hides it
+// in the paired micro-batches (layer_phases.cc OverlapEpComm).
+double MoeSyncIdleUs(const TrainingConfig& training, bool megatron, int64_t ep, const HostKnobs& host);
 
 // The exposed host gap of launching `kernels` kernels: kernels x (graph_launch_us under CUDA graphs,
 // else kernel_launch_us), in microseconds.

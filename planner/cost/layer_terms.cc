@@ -187,7 +187,7 @@ LayerTerms LayerTermsOf(const ModelSpec& m, const ParallelDims& d, const Trainin
           c.hbm_gbps, kn.memory_bound);
     }
     if (m.moe.num_experts > 0) {
-      L.moe_sync_idle_us[0] = MoeSyncIdleUs(t.run, d.convention == Convention::kMegatron, d.ep, c.knobs.host);
+      L.moe_sync_idle_us[0] = MoeSyncIdleUs(t, d.convention == Convention::kMegatron, d.ep, c.knobs.host);
       L.moe_sync_idle_us[1] = L.full_recompute || RecomputeSetOf(t).moe ? L.moe_sync_idle_us[0] : 0.0;
     }
   }

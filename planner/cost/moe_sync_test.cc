@@ -48,15 +48,23 @@ TEST_CASE("MoeSyncIdleUs: Megatron's dropless dispatchers always wait on the hos
   // overlap): the GPU active 22.821 s of a 24.714 s step, 48 MoE layers x 64 micro-batches:
   // 1.893 s / 3,072 = 616 us.
   CHECK(host.moe_sync_idle_us == doctest::Approx((24.7138 - 22.821) / (48.0 * 64.0) * 1e6).epsilon(0.001));
-  RunSettings run;
-  CHECK(MoeSyncIdleUs(run, true, 1, host) == 616.0);   // Megatron: the grouped GEMM's m_splits on the host even without EP
-  CHECK(MoeSyncIdleUs(run, false, 1, host) == 0.0);    // torchtitan without EP: offsets on the device
-  CHECK(MoeSyncIdleUs(run, false, 4, host) == 616.0);  // torchtitan with EP: the all-to-all's splits .tolist()
-  run.full_iteration_cuda_graph = true;
-  CHECK(MoeSyncIdleUs(run, true, 4, host) == 0.0);
-  run = RunSettings{};
-  run.moe_pad_expert_input_to_capacity = true;
-  CHECK(MoeSyncIdleUs(run, true, 4, host) == 0.0);
+  TrainingConfig t;  // dropless, the all_to_all dispatcher
+  CHECK(MoeSyncIdleUs(t, true, 1, host) == 616.0);   // Megatron: the grouped GEMM's m_splits on the host even without EP
+  CHECK(MoeSyncIdleUs(t, false, 1, host) == 0.0);    // torchtitan without EP: offsets on the device
+  CHECK(MoeSyncIdleUs(t, false, 4, host) == 616.0);  // torchtitan with EP: the all-to-all's splits .tolist()
+  TrainingConfig graph = t;
+  graph.run.full_iteration_cuda_graph = true;
+  CHECK(MoeSyncIdleUs(graph, true, 4, host) == 0.0);
+  // Padding gives static splits under the all_to_all dispatcher and the flex HybridEP backend; the
+  // allgather dispatcher syncs whatever the padding (token_dispatcher.py local_map.sum().cpu()).
+  TrainingConfig pad = t;
+  pad.run.moe_pad_expert_input_to_capacity = true;
+  CHECK(MoeSyncIdleUs(pad, true, 4, host) == 0.0);
+  pad.dispatcher = Dispatcher::kDeepEp;
+  pad.moe_flex_dispatcher_backend = FlexBackend::kHybridEp;
+  CHECK(MoeSyncIdleUs(pad, true, 4, host) == 0.0);
+  pad.dispatcher = Dispatcher::kAllGather;
+  CHECK(MoeSyncIdleUs(pad, true, 4, host) == 616.0);
 }
 
 TEST_CASE("the router's forward carries the idle; a recomputed forward carries it again; EP overlap hides the paired micro-batches'") {

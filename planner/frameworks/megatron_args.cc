@@ -635,9 +635,20 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
     }
     AddFlag(c, "--cp-comm-type", t, a->key);
   }
-  if (const ConfigArg* a = find("--cuda-graph-impl")) {
-    if (Value(*a) == "full_iteration") AddFlag(c, "--full-iteration-cuda-graph", "", a->key);
-    else if (Value(*a) != "none") AddFlag(c, "--cuda-graphs", "", a->key);
+  // A whole-iteration graph: --cuda-graph-impl full_iteration, or the older spellings Megatron-LM
+  // converts to it (a full_iteration --cuda-graph-scope / --cuda-graph-modules, cuda_graph_config.py).
+  const ConfigArg* older_full = nullptr;
+  for (const char* key : {"--cuda-graph-scope", "--cuda-graph-modules"}) {
+    if (const ConfigArg* a = c.Find(key)) {
+      for (const std::string& v : a->values) {
+        if (v == "full_iteration") older_full = a;
+      }
+    }
+  }
+  if (const ConfigArg* a = find("--cuda-graph-impl"); a && (Value(*a) == "full_iteration" || (older_full && Value(*a) != "none"))) {
+    AddFlag(c, "--full-iteration-cuda-graph", "", a->key);
+  } else if (a && Value(*a) != "none") {
+    AddFlag(c, "--cuda-graphs", "", a->key);
   }
   if (const ConfigArg* a = find("--enable-cuda-graph")) AddFlag(c, "--cuda-graphs", "", a->key);
 

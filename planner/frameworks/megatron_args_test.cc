@@ -499,6 +499,10 @@ TEST_CASE("--cuda-graph-impl full_iteration and --moe-pad-expert-input-to-capaci
   FrameworkConfig c = ImportMegatronArgs(base + "--cuda-graph-impl full_iteration\n", "g.args");
   CHECK(Flag(c, "--full-iteration-cuda-graph") == "");
   CHECK(Flag(c, "--cuda-graphs") == "<absent>");
+  // The older spellings Megatron-LM converts to a whole-iteration graph (cuda_graph_config.py).
+  c = ImportMegatronArgs(base + "--cuda-graph-impl local --cuda-graph-scope full_iteration\n", "g.args");
+  CHECK(Flag(c, "--full-iteration-cuda-graph") == "");
+  CHECK(Flag(c, "--cuda-graphs") == "<absent>");
   c = ImportMegatronArgs(base + "--cuda-graph-impl transformer_engine\n", "g.args");
   CHECK(Flag(c, "--cuda-graphs") == "");
   CHECK(Flag(c, "--full-iteration-cuda-graph") == "<absent>");

@@ -157,6 +157,9 @@ const std::vector<Mapping>& Mappings() {
       {"ddp.data_parallel_sharding_strategy", "--data-parallel-sharding-strategy", Kind::kValue},
       {"ddp.num_distributed_optimizer_instances", "--num-distributed-optimizer-instances", Kind::kValue},
       {"ddp.check_for_nan_in_grad", "--no-check-for-nan-in-loss-and-grad", Kind::kNegSwitch},
+      // The loss's NaN check, which Bridge asserts off under a whole-iteration graph (config.py) and
+      // its full-iteration recipes turn off: Megatron-LM's one flag covers both checks.
+      {"rerun_state_machine.check_for_nan_in_loss", "--no-check-for-nan-in-loss-and-grad", Kind::kNegSwitch},
       {"model.overlap_p2p_comm", "--no-overlap-p2p-communication", Kind::kNegSwitch},
       {"comm_overlap.overlap_p2p_comm", "--no-overlap-p2p-communication", Kind::kNegSwitch},
       {"optimizer.optimizer", "--optimizer", Kind::kValue},

@@ -164,6 +164,26 @@ void ValidateEpOverlap(const TrainingConfig& t, int64_t pp, int64_t ep) {
   }
 }
 
+namespace {
+bool FlexBackendIs(const TrainingConfig& t, FlexBackend b) {
+  return t.dispatcher == Dispatcher::kDeepEp && t.moe_flex_dispatcher_backend.value_or(FlexBackend::kDeepEp) == b;
+}
+// The dispatcher as the rules name it: "all_to_all", "deepep (backend hybridep)", ...
+std::string DispatcherText(const TrainingConfig& t) {
+  if (t.dispatcher != Dispatcher::kDeepEp) return DispatcherName(t.dispatcher);
+  const FlexBackend b = t.moe_flex_dispatcher_backend.value_or(FlexBackend::kDeepEp);
+  return fmt::format("deepep (backend {})", b == FlexBackend::kHybridEp ? "hybridep" : b == FlexBackend::kNcclEp ? "ncclep" : "deepep");
+}
+}  // namespace
+
+bool MoeLayerSynchronizes(const TrainingConfig& t, bool megatron, int64_t ep) {
+  if (t.run.full_iteration_cuda_graph) return false;
+  if (!megatron) return ep > 1;
+  const bool static_splits =
+      t.run.moe_pad_expert_input_to_capacity && (t.dispatcher == Dispatcher::kAllToAll || FlexBackendIs(t, FlexBackend::kHybridEp));
+  return !static_splits;
+}
+
 void ValidateGraphsAndPadding(const TrainingConfig& t, bool megatron) {
   const RunSettings& r = t.run;
   const char* full = "--full-iteration-cuda-graph";
@@ -176,9 +196,14 @@ void ValidateGraphsAndPadding(const TrainingConfig& t, bool megatron) {
     }
     return;
   }
-  const bool hybridep = t.dispatcher == Dispatcher::kDeepEp && t.moe_flex_dispatcher_backend == FlexBackend::kHybridEp;
-  const bool flex_deepep = t.dispatcher == Dispatcher::kDeepEp && t.moe_flex_dispatcher_backend.value_or(FlexBackend::kDeepEp) == FlexBackend::kDeepEp;
-  if (r.moe_pad_expert_input_to_capacity && flex_deepep) {
+  const bool hybridep = FlexBackendIs(t, FlexBackend::kHybridEp);
+  if (r.moe_pad_expert_input_to_capacity && FlexBackendIs(t, FlexBackend::kNcclEp)) {
+    throw Error(
+        "--moe-pad-expert-input-to-capacity: Megatron-Core's NCCL EP backend refuses it (\"drop and pad is not supported yet with "
+        "the 'ncclep' backend\", token_dispatcher.py): use --moe-flex-dispatcher-backend hybridep or --dispatcher all_to_all, or "
+        "drop the flag");
+  }
+  if (r.moe_pad_expert_input_to_capacity && FlexBackendIs(t, FlexBackend::kDeepEp)) {
     throw Error(
         "--moe-pad-expert-input-to-capacity: Megatron-Core refuses it with the flex dispatcher's DeepEP backend (\"Flex token "
         "dispatcher with deepep backend does not support moe_pad_expert_input_to_capacity\", transformer_config.py): use "
@@ -197,13 +222,19 @@ void ValidateGraphsAndPadding(const TrainingConfig& t, bool megatron) {
         "training\" (arguments.py): add --no-check-for-nan-in-loss-and-grad",
         full));
   }
-  if (!r.moe_pad_expert_input_to_capacity && !hybridep) {
+  // Sync-free without the graph (padding under all_to_all or HybridEP), or HybridEP's fixed buffers
+  // (Megatron's --moe-expert-rank-capacity-factor, which Megatron-Bridge's full-iteration recipes
+  // set; dockyard does not price the factor).
+  TrainingConfig eager = t;
+  eager.run.full_iteration_cuda_graph = false;
+  if (MoeLayerSynchronizes(eager, true, 2) && !hybridep) {
     throw Error(fmt::format(
         "{}: a whole-iteration graph cannot capture the dispatcher's host synchronization (the token counts a dropless MoE layer "
-        "waits for, token_dispatcher.py _maybe_dtoh_and_synchronize), and --dispatcher {} has it: add "
-        "--moe-pad-expert-input-to-capacity (static splits), or use --dispatcher deepep --moe-flex-dispatcher-backend hybridep "
-        "(Megatron-Bridge's full-iteration recipes)",
-        full, DispatcherName(t.dispatcher)));
+        "waits for, token_dispatcher.py _maybe_dtoh_and_synchronize), and --dispatcher {}{} has it: use --dispatcher all_to_all "
+        "with --moe-pad-expert-input-to-capacity (static splits), or --dispatcher deepep --moe-flex-dispatcher-backend hybridep "
+        "with Megatron's --moe-expert-rank-capacity-factor (fixed buffers, as Megatron-Bridge's full-iteration recipes run it; "
+        "dockyard does not price the factor)",
+        full, DispatcherText(t), r.moe_pad_expert_input_to_capacity ? " (padding or not)" : ""));
   }
 }
 

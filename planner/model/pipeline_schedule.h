@@ -153,6 +153,16 @@ void ValidateEpOverlap(const TrainingConfig& training, int64_t pp, int64_t ep);
 //    dispatcher with deepep backend does not support moe_pad_expert_input_to_capacity".
 void ValidateGraphsAndPadding(const TrainingConfig& training, bool megatron);
 
+// Whether a MoE layer's dispatcher waits on the host for its token counts (the one home of the
+// rule: kernels_model.h MoeSyncIdleUs prices it, ValidateGraphsAndPadding's full-iteration rule
+// builds on it). No under a whole-iteration graph (no host in the step; validated capturable).
+// Megatron-Core: yes, except with the expert inputs padded to capacity under the all_to_all
+// dispatcher or the flex HybridEP backend (static splits: token_dispatcher.py returns before the
+// counts); its allgather dispatcher syncs whatever the padding (local_map.sum().cpu()), and so does
+// deredundency (priced as the all-to-all's). torchtitan: with expert parallelism only (its
+// all-to-all's splits .tolist(); its grouped GEMM reads device offsets).
+bool MoeLayerSynchronizes(const TrainingConfig& training, bool megatron, int64_t ep);
+
 // EP communication overlap (combined 1F1B, DualPipe): priced by planner/cost/ep_overlap.h
 // (PairedLayerUs, two streams per layer pair), where EpCommOverlapped says it runs.
 
