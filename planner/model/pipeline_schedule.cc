@@ -174,14 +174,17 @@ std::string DispatcherText(const TrainingConfig& t) {
   const FlexBackend b = t.moe_flex_dispatcher_backend.value_or(FlexBackend::kDeepEp);
   return fmt::format("deepep (backend {})", b == FlexBackend::kHybridEp ? "hybridep" : b == FlexBackend::kNcclEp ? "ncclep" : "deepep");
 }
+// Megatron-Core's padded expert inputs give static splits under the all_to_all dispatcher and the
+// flex HybridEP backend (MoeLayerSynchronizes).
+bool StaticSplits(const TrainingConfig& t) {
+  return t.run.moe_pad_expert_input_to_capacity && (t.dispatcher == Dispatcher::kAllToAll || FlexBackendIs(t, FlexBackend::kHybridEp));
+}
 }  // namespace
 
 bool MoeLayerSynchronizes(const TrainingConfig& t, bool megatron, int64_t ep) {
   if (t.run.full_iteration_cuda_graph) return false;
   if (!megatron) return ep > 1;
-  const bool static_splits =
-      t.run.moe_pad_expert_input_to_capacity && (t.dispatcher == Dispatcher::kAllToAll || FlexBackendIs(t, FlexBackend::kHybridEp));
-  return !static_splits;
+  return !StaticSplits(t);
 }
 
 void ValidateGraphsAndPadding(const TrainingConfig& t, bool megatron) {
@@ -225,9 +228,7 @@ void ValidateGraphsAndPadding(const TrainingConfig& t, bool megatron) {
   // Sync-free without the graph (padding under all_to_all or HybridEP), or HybridEP's fixed buffers
   // (Megatron's --moe-expert-rank-capacity-factor, which Megatron-Bridge's full-iteration recipes
   // set; dockyard does not price the factor).
-  TrainingConfig eager = t;
-  eager.run.full_iteration_cuda_graph = false;
-  if (MoeLayerSynchronizes(eager, true, 2) && !hybridep) {
+  if (!StaticSplits(t) && !hybridep) {
     throw Error(fmt::format(
         "{}: a whole-iteration graph cannot capture the dispatcher's host synchronization (the token counts a dropless MoE layer "
         "waits for, token_dispatcher.py _maybe_dtoh_and_synchronize), and --dispatcher {}{} has it: use --dispatcher all_to_all "
