@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include "cli/flags.h"
-#include "planner/base/error.h"
 #include "planner/base/file_util.h"
 #include "planner/model/training_overrides.h"
 #include "planner/report/plan_command.h"
@@ -47,13 +46,7 @@ A dockyard model spec's "training" block sets the same values; flags override it
 )";
 
 void ApplyComputeFlags(const PlanCliOptions& o, ComputeModel* model, RunSettings* run) {
-  if (o.full_iteration_cuda_graph && o.compute_model == "gemm") {
-    throw Error(
-        "--full-iteration-cuda-graph: a whole-iteration CUDA graph removes the launch gaps and host synchronizations of "
-        "--compute-model kernels; with --compute-model gemm there are none to remove (drop --compute-model gemm)");
-  }
-  ApplyComputeModel(o.compute_model, o.cuda_graphs || o.full_iteration_cuda_graph, model, run);
-  run->full_iteration_cuda_graph = o.full_iteration_cuda_graph;
+  ApplyComputeModel(o.compute_model, o.cuda_graphs, model, run, o.full_iteration_cuda_graph);
 }
 
 void AddComputeFlags(CLI::App* app, PlanCliOptions& o) {

@@ -4,7 +4,7 @@
 
 namespace dockyard {
 
-void ApplyComputeModel(const std::string& model, bool cuda_graphs, ComputeModel* out, RunSettings* run) {
+void ApplyComputeModel(const std::string& model, bool cuda_graphs, ComputeModel* out, RunSettings* run, bool full_iteration_cuda_graph) {
   if (model != "kernels" && model != "gemm") {
     throw Error(
         "--compute-model: must be kernels (GEMMs by shape, memory-bound kernels, launch gaps) or gemm (fixed GEMM "
@@ -13,6 +13,11 @@ void ApplyComputeModel(const std::string& model, bool cuda_graphs, ComputeModel*
   }
   // The launch-gap and cross-entropy kernels exist only in the kernel-level compute model: refuse
   // them elsewhere rather than ignore them.
+  if (model == "gemm" && full_iteration_cuda_graph) {
+    throw Error(
+        "--full-iteration-cuda-graph: a whole-iteration CUDA graph removes the launch gaps and host synchronizations of "
+        "--compute-model kernels; with --compute-model gemm there are none to remove (drop --compute-model gemm)");
+  }
   if (model == "gemm" && cuda_graphs) {
     throw Error(
         "--cuda-graphs: CUDA graphs shorten the kernel launch gaps of --compute-model kernels; with --compute-model gemm "
@@ -24,7 +29,8 @@ void ApplyComputeModel(const std::string& model, bool cuda_graphs, ComputeModel*
         "gemm it changes no time (drop --compute-model gemm; plan and check take it for memory)");
   }
   *out = model == "kernels" ? ComputeModel::kKernels : ComputeModel::kGemm;
-  run->cuda_graphs = cuda_graphs;
+  run->cuda_graphs = cuda_graphs || full_iteration_cuda_graph;
+  run->full_iteration_cuda_graph = full_iteration_cuda_graph;
 }
 
 Json ComputeModelToJson(ComputeModel model, const TrainingConfig& training, double attention_fp8_speedup) {

@@ -22,14 +22,17 @@ enum class ComputeModel { kKernels, kGemm };
 // The CLI's default, the model SimulateStep and the search use unless told otherwise.
 inline constexpr const char* kDefaultComputeModel = "kernels";
 
-// Sets `*model` from `model_name` and run->cuda_graphs (nothing else), and checks the run's
+// Sets `*model` from `model_name` and run->cuda_graphs / full_iteration_cuda_graph (nothing else), and checks the run's
 // fused cross-entropy (run->fused_cross_entropy, the training flag --cross-entropy, Megatron
 // --cross-entropy-loss-fusion) against the model. `model_name`: "kernels" | "gemm"; `cuda_graphs`:
 // Megatron --enable-cuda-graph / --cuda-graph-impl. Throws dockyard::Error naming the flag and
 // value for an unknown model, and for --cuda-graphs or --cross-entropy fused with `gemm`: that
 // model has no launch gaps for CUDA graphs to shorten and no cross-entropy kernels to fuse, so the
 // setting would change no time (refused rather than ignored).
-void ApplyComputeModel(const std::string& model_name, bool cuda_graphs, ComputeModel* model, RunSettings* run);
+// `full_iteration_cuda_graph` (--full-iteration-cuda-graph) sets run->full_iteration_cuda_graph and
+// implies cuda_graphs; refused with the gemm model as --cuda-graphs is.
+void ApplyComputeModel(const std::string& model_name, bool cuda_graphs, ComputeModel* model, RunSettings* run,
+                       bool full_iteration_cuda_graph = false);
 
 // What a step is priced with, as the reports name it: {"model": "kernels" | "gemm",
 // "gemm_precision": "bf16" | "fp8 tensorwise" | "fp8 blockwise" | "fp8 mxfp8" (training.precision
