@@ -682,10 +682,17 @@ void AppendComponentRows(const FidelitySet& set, size_t ci, const std::string& g
       if (pass != "fwd" && pass != "bwd") params.Fail("pass", fmt::format("\"{}\" is not fwd or bwd", pass));
       const double head_dim = static_cast<double>(params.Int("head_dim"));
       const bool causal = params.Bool("causal"), backward = pass == "bwd";
+      // A sliding window (keys, causal only): its FLOPs and keys per query (gemm_efficiency.h CausalAttendedKeys).
+      const double window = static_cast<double>(params.IntOr("sliding_window", 0, 1));
+      if (window > 0 && !causal) params.Fail("sliding_window", "applies to causal attention only (\"causal\": true)");
       for (size_t i = 0; i < c.values.size(); ++i) {
         const double seq = static_cast<double>(seqs[i]);
-        add(fmt::format("{}[{}]", c.id, i), fmt::format("flash attention {} at head dim {}, seq {}", pass, head_dim, seq), c.values[i],
-            [=](const ClusterSpec& cl) { return cl.dense_bf16_tflops * FlashAttentionEfficiency(head_dim, seq, causal, backward, cl.knobs.compute); });
+        add(fmt::format("{}[{}]", c.id, i),
+            window > 0 ? fmt::format("flash attention {} at head dim {}, seq {}, window {}", pass, head_dim, seq, window)
+                       : fmt::format("flash attention {} at head dim {}, seq {}", pass, head_dim, seq),
+            c.values[i], [=](const ClusterSpec& cl) {
+              return cl.dense_bf16_tflops * FlashAttentionEfficiency(head_dim, seq, causal, backward, cl.knobs.compute, window);
+            });
       }
     } else if (c.kind == "kernel_floor" && c.values.size() == 1) {
       add(c.id, "memory-bound kernel floor", c.values[0], [](const ClusterSpec& cl) { return cl.knobs.compute.memory_bound.floor_us; });

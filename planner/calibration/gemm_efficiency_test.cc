@@ -8,6 +8,7 @@
 #include "planner/calibration/fidelity.h"
 #include "planner/cost/kernels_model.h"
 #include "planner/cost/moe_phases.h"
+#include "planner/model/model_file.h"
 #include "tests/test_models.h"
 #include "tests/tiny_plan.h"
 
@@ -154,4 +155,52 @@ TEST_CASE("Routed experts under --compute-model kernels: each expert by its rows
                                       o.memory_bound.hbm_efficiency, o.memory_bound.floor_us);
     CHECK(mp.gemm[r] == Approx(expect));
   }
+}
+
+TEST_CASE("Sliding-window attention: keys per query, the window's FLOPs and efficiency, against cuDNN's gpt-oss sweeps") {
+  // A query attends itself and the window - 1 keys before it: min(i + 1, w) keys for query i.
+  // seq 4,096, window 128: 128 - 128 x 127 / (2 x 4,096) = 126.016; window 1,024: 1,024 - 1,024 x
+  // 1,023 / 8,192 = 896.125; no window, or one as long as the sequence: 2,048.
+  CHECK(dockyard::CausalAttendedKeys(4096, 128) == Approx(126.015625));
+  CHECK(dockyard::CausalAttendedKeys(4096, 1024) == Approx(896.125));
+  CHECK(dockyard::CausalAttendedKeys(4096, 0) == 2048);
+  CHECK(dockyard::CausalAttendedKeys(4096, 4096) == 2048);
+  // Summed over the 8 queries of seq 8, window 3: 1 + 2 + 3 x 6 = 21 keys = 8 x (3 - 3 x 2 / 16).
+  CHECK(dockyard::CausalAttendedKeys(8, 3) * 8 == Approx(21));
+  // cuDNN on GB200 at head dim 64, seq 4,096 (C33 cuDNN 9.19, window 1,024: 574 TFLOP/s forward;
+  // C35 cuDNN 9.22, window 128: 161): 161 / 574 = 0.280 of the speed at the narrower window. The key
+  // factor alone, gb200-nvl72's half_seq 790: (126.016 / 916.016) / (896.125 / 1,686.125) = 0.1376 /
+  // 0.5315 = 0.259, within 8 %.
+  const dockyard::FidelitySet set = dockyard::LoadFidelitySet("testdata/fidelity/runs.json");
+  const ComputeKnobs gb200 = dockyard::ClusterPreset("gb200-nvl72").knobs.compute;
+  const double narrow = dockyard::FlashAttentionEfficiency(64, 4096, true, false, gb200, 128);
+  const double wide = dockyard::FlashAttentionEfficiency(64, 4096, true, false, gb200, 1024);
+  CHECK(narrow / wide == Approx((126.015625 / 916.015625) / (896.125 / 1686.125)));
+  CHECK(narrow / wide == Approx(Component(set, "C35").values[1] / Component(set, "C33").values[1]).epsilon(0.08));
+  CHECK(Component(set, "C33").params.at("sliding_window").get<int>() == 1024);
+  CHECK(Component(set, "C35").params.at("sliding_window").get<int>() == 128);
+}
+
+TEST_CASE("gpt-oss's attention core: half its layers over a 128-key window, priced per layer kind and averaged") {
+  const dockyard::ModelSpec m = dockyard::LoadModel("testdata/hf/gpt-oss-120b.json");  // 18 of 36 layers sliding, window 128
+  const ComputeKnobs o = dockyard::ClusterPreset("gb200-nvl72").knobs.compute;
+  // One micro-batch of 4 x 4,096 tokens, 64 heads of 64 (d_qk + d_v = 128): full layers 2 x 16,384 x
+  // 2,048 x 64 x 128 = 549.76 GFLOP, sliding layers 2 x 16,384 x 126.016 x 64 x 128 = 33.83 GFLOP;
+  // the mean of the two per layer.
+  const double full = 2.0 * 16384 * 2048 * 64 * 128, sliding = 2.0 * 16384 * 126.015625 * 64 * 128;
+  CHECK(dockyard::AttentionCoreFlops(m, 16384, 4096, 64) == Approx(0.5 * full + 0.5 * sliding));
+  // The kernel-level core: each kind at its own keys' efficiency (gb200-nvl72, 2,500 TFLOP/s).
+  const double us = 0.5 * full / (2500e6 * dockyard::FlashAttentionEfficiency(64, 4096, true, false, o)) +
+                    0.5 * sliding / (2500e6 * dockyard::FlashAttentionEfficiency(64, 4096, true, false, o, 128));
+  CHECK(dockyard::FlashCoreUs(m, 16384, 4096, 64, 1, false, 2500, o, {}) == Approx(us));
+  // The backward: 2.5x the FLOPs at bwd_ratio (0.808) of the forward's efficiency.
+  CHECK(dockyard::FlashCoreUs(m, 16384, 4096, 64, 1, true, 2500, o, {}) == Approx(2.5 * us / o.flash.bwd_ratio));
+  // A context-parallel ring of 8 steps: the full layers at a step's 256 keys, the window's 126 keys
+  // shorter still and kept.
+  const double ring = 0.5 * full / (2500e6 * dockyard::FlashAttentionEfficiency(64, 512, true, false, o)) +
+                      0.5 * sliding / (2500e6 * dockyard::FlashAttentionEfficiency(64, 4096, true, false, o, 128));
+  CHECK(dockyard::FlashCoreUs(m, 16384, 4096, 64, 8, false, 2500, o, {}) == Approx(ring));
+  // Without a window the core is the full causal one (the tiny model): one kind.
+  const auto tiny = dockyard::testing::TinyMixtral();
+  CHECK(dockyard::AttentionCoreFlops(tiny, 1024, 1024, 4) == Approx(2.0 * 1024 * 512 * 4 * 32));
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "planner/cost/kernels_model.h"
 #include "planner/model/muon.h"
@@ -68,14 +69,61 @@ GemmPrecision GemmPrecisionOf(const TrainingConfig& training) {
   return GemmPrecision{Fp8Gemms(training), Fp8ScalingOf(training), training.fp8_dot_product_attention};
 }
 
-double FlashAttentionEfficiency(double head_dim, double seq_len, bool causal, bool backward, const ComputeKnobs& k) {
-  const double attended = causal ? seq_len / 2.0 : seq_len;
+double FlashEfficiencyAtKeys(double head_dim, double attended, bool backward, const ComputeKnobs& k) {
   const double eff = k.flash.max_efficiency * Fill(head_dim, k.flash.half_head_dim) * Fill(attended, k.flash.half_seq);
   return backward ? eff * k.flash.bwd_ratio : eff;
 }
 
+double CausalAttendedKeys(double seq_len, double window) {
+  if (window <= 0 || window >= seq_len) return seq_len / 2.0;
+  return window - window * (window - 1.0) / (2.0 * seq_len);
+}
+
+double FlashAttentionEfficiency(double head_dim, double seq_len, bool causal, bool backward, const ComputeKnobs& k, double window) {
+  return FlashEfficiencyAtKeys(head_dim, causal ? CausalAttendedKeys(seq_len, window) : seq_len, backward, k);
+}
+
 double RingCoreEfficiency(double head_dim, double seq_len, double ring_steps, bool backward, const ComputeKnobs& k) {
   return FlashAttentionEfficiency(head_dim, seq_len / std::max(1.0, ring_steps), true, backward, k);
+}
+
+namespace {
+
+// The model's attention layers as {share of the layers, keys per query}: the full causal layers
+// and, where the model has them, the sliding-window layers.
+struct CoreKind {
+  double share;
+  double window;  // 0 = full causal
+};
+
+std::vector<CoreKind> CoreKinds(const ModelSpec& m) {
+  const double sliding = static_cast<double>(m.NumSlidingAttentionLayers());
+  const double layers = static_cast<double>(std::max<int64_t>(1, m.num_hidden_layers));
+  if (sliding <= 0 || m.attention.sliding_window <= 0) return {{1.0, 0.0}};
+  return {{1.0 - sliding / layers, 0.0}, {sliding / layers, static_cast<double>(m.attention.sliding_window)}};
+}
+
+}  // namespace
+
+double AttentionCoreFlops(const ModelSpec& m, double tokens, double seq_len, double heads_local) {
+  const double d = static_cast<double>(m.attention.QkHeadDim() + m.attention.VHeadDim());
+  double flops = 0;
+  for (const CoreKind& kind : CoreKinds(m)) flops += kind.share * 2.0 * tokens * CausalAttendedKeys(seq_len, kind.window) * heads_local * d;
+  return flops;
+}
+
+double FlashCoreUs(const ModelSpec& m, double tokens, double seq_len, double heads_local, double ring_steps, bool backward,
+                   double peak_tflops, const ComputeKnobs& kn, GemmPrecision p) {
+  const double d_qk = static_cast<double>(m.attention.QkHeadDim()), d_v = static_cast<double>(m.attention.VHeadDim());
+  const double step_keys = CausalAttendedKeys(seq_len / std::max(1.0, ring_steps), 0.0);  // one ring step's causal core
+  double us = 0;
+  for (const CoreKind& kind : CoreKinds(m)) {
+    const double keys = CausalAttendedKeys(seq_len, kind.window);
+    const double flops = 2.0 * tokens * keys * heads_local * (d_qk + d_v) * (backward ? 2.5 : 1.0);
+    const double eff = FlashEfficiencyAtKeys(d_qk, std::min(keys, step_keys), backward, kn);
+    us += kind.share * flops / (peak_tflops * kFlopsPerUsPerTflops * eff);
+  }
+  return us / FlashCoreSpeedup(kn, p, d_qk);
 }
 
 LinearShapes AttentionLinearShapes(const ModelSpec& m, double tp) {
@@ -128,13 +176,8 @@ ShapedComputeUs ShapedCompute(const ModelSpec& m, double T, double router_tokens
       return us;
     };
     const double proj = sum(AttentionLinearShapes(m, tp));
-    const double d_qk = a.QkHeadDim(), d_v = a.VHeadDim();
-    // Causal core: each of the T tokens attends to half of the sequence on average; the backward
-    // does 2.5x the forward's FLOPs.
-    const double core_flops = 2.0 * T * (seq_len / 2.0) * (H / tp) * (d_qk + d_v) * (bwd ? 2.5 : 1.0);
-    const double core =
-        core_flops / (peak_tflops * kFlopsPerUsPerTflops * RingCoreEfficiency(d_qk, seq_len, ring_steps, bwd, kn) * FlashCoreSpeedup(kn, p, d_qk));
-    s.attention[pass] = proj + core;
+    // Causal core (full and sliding-window layers averaged); the backward does 2.5x the forward's FLOPs.
+    s.attention[pass] = proj + FlashCoreUs(m, T, seq_len, H / tp, ring_steps, bwd, peak_tflops, kn, p);
     // The router and lm_head stay BF16 (TransformerEngine runs neither in FP8).
     const GemmPrecision bf16{};
     if (m.moe.num_experts > 0) s.router[pass] = LinearUs(router_tokens, static_cast<double>(m.moe.num_experts), D, bwd, peak_tflops, kn, bf16);

@@ -109,8 +109,33 @@ double FlashCoreSpeedup(const ComputeKnobs& knobs, const TrainingConfig& trainin
 double MuonNewtonSchulzFullUs(const ModelSpec& model, int64_t mtp_layers, double peak_tflops, const ComputeKnobs& knobs, bool by_shape,
                               double* elems = nullptr);
 
-// Flash-attention efficiency (fraction of peak) for head dim `head_dim`, sequence `seq_len`.
-double FlashAttentionEfficiency(double head_dim, double seq_len, bool causal, bool backward, const ComputeKnobs& knobs);
+// Flash-attention efficiency (fraction of peak) for head dim `head_dim` when each query attends
+// `attended` keys on average: max_efficiency x head_dim / (head_dim + half_head_dim) x attended /
+// (attended + half_seq), x bwd_ratio for the backward. Fitted per GPU to cuDNN's sweeps
+// (cluster.cc; docs/cluster.md [G4], [G5]).
+double FlashEfficiencyAtKeys(double head_dim, double attended, bool backward, const ComputeKnobs& knobs);
+// The same at sequence `seq_len`: causal, seq_len / 2 keys per query; else seq_len; with a sliding
+// window of `window` keys (0 = none) CausalAttendedKeys (causal only).
+double FlashAttentionEfficiency(double head_dim, double seq_len, bool causal, bool backward, const ComputeKnobs& knobs, double window = 0);
+// Keys one query attends on average in a causal core of `seq_len` tokens: seq_len / 2; with a
+// sliding window of `window` keys shorter than the sequence (a query attends itself and the
+// window - 1 keys before it: transformers' sliding-window mask, TransformerEngine's window_size
+// (window - 1, 0)), the min(i + 1, window) keys of query i averaged: window - window (window - 1) /
+// (2 seq_len). gpt-oss at seq 4,096, window 128: 128 - 128 x 127 / 8,192 = 126.0 keys, where full
+// causal attention gives 2,048.
+double CausalAttendedKeys(double seq_len, double window);
+// The forward FLOPs of one layer's attention core over `tokens` local tokens with `heads_local`
+// heads, averaged over the model's attention layers (full causal, and sliding-window where
+// ModelSpec::sliding_attention_layers marks them): 2 x tokens x CausalAttendedKeys x heads_local x
+// (d_qk + d_v). The backward does 2.5x.
+double AttentionCoreFlops(const ModelSpec& model, double tokens, double seq_len, double heads_local);
+// The flash core of one layer, forward or backward, averaged over the model's attention layers, in
+// microseconds, as the kernel-level model prices it: each layer kind's FLOPs at
+// FlashEfficiencyAtKeys of its keys per query, the keys of one ring step under context parallelism
+// (RingCoreEfficiency; a sliding window shorter than a step's keys keeps its own), times
+// FlashCoreSpeedup under FP8 attention. `peak_tflops` dense BF16.
+double FlashCoreUs(const ModelSpec& model, double tokens, double seq_len, double heads_local, double ring_steps, bool backward,
+                   double peak_tflops, const ComputeKnobs& knobs, GemmPrecision precision);
 // The causal flash core's efficiency when context parallelism runs it as a ring of `ring_steps`
 // steps (TransformerEngine's AttnFuncWithCPAndKVP2P, --cp-comm-type p2p: ring_steps = cp; 1
 // otherwise, as with the Ulysses all-to-all, whose core sees the whole sequence): each step

@@ -113,8 +113,9 @@ LayerTerms LayerTermsOf(const ModelSpec& m, const ParallelDims& d, const Trainin
   L.heads_local = a.num_attention_heads / tp;
   L.d_qk = a.QkHeadDim();
   L.d_v = a.VHeadDim();
-  // Causal attention: each of the T local tokens attends on average to half of the sequence.
-  L.core_flops = 2.0 * T * (t.seq_len / 2.0) * L.heads_local * (L.d_qk + L.d_v);
+  // Causal attention: each of the T local tokens attends on average to half of the sequence, or
+  // its sliding window's keys on the model's sliding-window layers (gemm_efficiency.h).
+  L.core_flops = AttentionCoreFlops(m, T, static_cast<double>(t.seq_len), L.heads_local);
   // FP8 GEMMs (gemm_efficiency.h Fp8GemmSpeedup) speed up the projections, not the flash core.
   L.fp8x = Fp8GemmSpeedup(kn, L.precision);
   const double flash_x = FlashCoreSpeedup(kn, L.precision, L.d_qk);  // FP8 attention (gemm_efficiency.h)
@@ -228,10 +229,9 @@ RecomputeForwardUs RecomputeForwardOf(const LayerTerms& L, const MoePhaseTimes& 
     rf.shared_act = L.selective.shared_act;
     rf.dense_act = L.selective.dense_act;
   }
-  rf.attention_core =
-      (L.kernels ? core_flops / (peak * RingCoreEfficiency(d_qk, static_cast<double>(t.seq_len), L.ks.ring_steps, false, kn))
-                 : core_flops / (peak * kn.flash.fixed_efficiency)) /
-      FlashCoreSpeedup(kn, L.precision, d_qk);
+  rf.attention_core = L.kernels ? FlashCoreUs(m, T, static_cast<double>(t.seq_len), heads_local, L.ks.ring_steps, false, c.dense_bf16_tflops,
+                                              kn, L.precision)
+                                : core_flops / (peak * kn.flash.fixed_efficiency) / FlashCoreSpeedup(kn, L.precision, d_qk);
   if (a.kind == AttentionKind::kMla) {
     const double q_b_n = heads_local * d_qk, kv_b_n = heads_local * (a.qk_nope_head_dim + a.v_head_dim);
     const double q_b_k = a.q_lora_rank > 0 ? static_cast<double>(a.q_lora_rank) : 0.0;

@@ -121,7 +121,7 @@ struct LayerTerms {
   ShapedComputeUs sc;            // GEMMs and flash attention by shape (gemm_efficiency.h; --compute-model kernels only)
   SelectiveKernelsUs selective;  // what selective recomputation re-runs of the memory-bound kernels (--compute-model kernels only)
   double heads_local = 0, d_qk = 0, d_v = 0;              // attention heads on a rank and their q/k and v widths
-  double core_flops = 0;                                  // the causal attention core, FLOP
+  double core_flops = 0;                                  // the causal attention core, FLOP (full and sliding-window layers averaged)
   double attention_us = 0;                                // attention forward: projections and core
   CpExchangeUs cp;                                        // context parallelism's K/V exchange
   double tp_collective = 0;                               // one tp ring collective of the layer's T x D activations

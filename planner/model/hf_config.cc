@@ -228,12 +228,40 @@ ModelSpec ReadOlmoe(const JsonView& c) {
   return m;
 }
 
+// gpt-oss's sliding-window layers (transformers configuration_gpt_oss.py): `sliding_window` keys
+// on the layers `layer_types` marks "sliding_attention", every other layer from layer 0 when the
+// config has no layer_types (its default); Megatron-Bridge's gpt-oss provider runs the same
+// (window_size (sliding_window - 1, 0), window_attn_skip_freq 2).
+void ReadGptOssSlidingWindow(const JsonView& c, ModelSpec& m) {
+  if (!c.Has("sliding_window")) return;
+  m.attention.sliding_window = c.Int("sliding_window");
+  const size_t layers = static_cast<size_t>(m.num_hidden_layers);
+  m.sliding_attention_layers.assign(layers, false);
+  if (!c.Has("layer_types")) {
+    for (size_t i = 0; i < layers; ++i) m.sliding_attention_layers[i] = (i + 1) % 2 != 0;
+    return;
+  }
+  const Json& types = c.value()["layer_types"];
+  if (!types.is_array() || types.size() != layers) {
+    c.Fail("layer_types", fmt::format("must be an array with one entry per layer (num_hidden_layers = {})", layers));
+  }
+  for (size_t i = 0; i < layers; ++i) {
+    const Json& t = types[i];
+    if (!t.is_string() || (t != "sliding_attention" && t != "full_attention")) {
+      c.Fail("layer_types", fmt::format("{}/{}: must be \"sliding_attention\" or \"full_attention\", got {}", c.Where("layer_types"), i,
+                                        JsonValueText(t)));
+    }
+    m.sliding_attention_layers[i] = t == "sliding_attention";
+  }
+}
+
 ModelSpec ReadGptOss(const JsonView& c) {
   ModelSpec m;
   ReadCommon(c, m);
   ReadGqa(c, m);
   m.attention.qkv_bias = m.attention.o_bias = c.BoolOr("attention_bias", true);
   m.attention.sinks = true;
+  ReadGptOssSlidingWindow(c, m);
   m.moe.num_experts = c.Int("num_local_experts");
   m.moe.top_k = c.Has("num_experts_per_tok") ? c.Int("num_experts_per_tok") : c.Int("experts_per_token");
   CheckTopK(c, c.Has("num_experts_per_tok") ? "num_experts_per_tok" : "experts_per_token", m);

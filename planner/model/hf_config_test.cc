@@ -359,6 +359,14 @@ TEST_CASE("gpt-oss-120b reads as gpt_oss with sinks, router bias and expert bias
   CHECK(m.moe.expert_bias);
   CHECK(m.moe.router_bias);
   CHECK(m.NumMoeLayers() == 36);
+  // layer_types: sliding_attention on the even layers from 0, full_attention on the odd ones;
+  // sliding_window 128.
+  CHECK(m.attention.sliding_window == 128);
+  CHECK(m.NumSlidingAttentionLayers() == 18);
+  CHECK(m.sliding_attention_layers[0]);
+  CHECK_FALSE(m.sliding_attention_layers[1]);
+  CHECK(m.sliding_attention_layers[34]);
+  CHECK_FALSE(m.sliding_attention_layers[35]);
 
   ParamInventory inv = BuildInventory(m);
   const std::string l = "model.layers.0.";
@@ -985,4 +993,49 @@ TEST_CASE("An unknown DeepSeek topk_method is refused (it decides the score bias
 }
 
 }  // namespace
+}  // namespace dockyard
+
+namespace dockyard {
+
+TEST_CASE("gpt-oss's sliding-window layers: the spec round trip, the default without layer_types, and bad input") {
+  const ModelSpec m = Load("gpt-oss-120b.json");
+  // The spec writes the window and one attention_layer_types entry per layer, and reads them back.
+  const Json spec = ModelSpecToJson(m);
+  CHECK(spec["attention"]["sliding_window"] == 128);
+  CHECK(spec["attention_layer_types"][0] == "sliding_attention");
+  CHECK(spec["attention_layer_types"][1] == "full_attention");
+  const ModelSpec back = ModelSpecFromJson(spec, "round-trip");
+  CHECK(back.attention.sliding_window == 128);
+  CHECK(back.sliding_attention_layers == m.sliding_attention_layers);
+  CHECK(back.linear_attention_layers.empty());
+  // Without layer_types, transformers' default: sliding on every other layer from layer 0.
+  Json hf = ReadJsonFile(kHfDir + "gpt-oss-120b.json");
+  hf.erase("layer_types");
+  const ModelSpec alt = ModelSpecFromHfConfig(hf, "no-layer-types.json");
+  CHECK(alt.sliding_attention_layers == m.sliding_attention_layers);
+  // A layer kind the family does not have, and a list of the wrong length.
+  Json bad = ReadJsonFile(kHfDir + "gpt-oss-120b.json");
+  bad["layer_types"][3] = "linear_attention";
+  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(bad, "bad.json"), doctest::Contains("must be \"sliding_attention\" or \"full_attention\""),
+                       dockyard::Error);
+  bad = ReadJsonFile(kHfDir + "gpt-oss-120b.json");
+  bad["layer_types"].erase(0);
+  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(bad, "bad.json"), doctest::Contains("one entry per layer (num_hidden_layers = 36)"),
+                       dockyard::Error);
+  // The spec: sliding layers without a window, a window without per-layer kinds, a negative window.
+  Json s = spec;
+  s["attention"].erase("sliding_window");
+  CHECK_THROWS_WITH_AS(ModelSpecFromJson(s, "spec.json"), doctest::Contains("/attention/sliding_window is absent"), dockyard::Error);
+  s = spec;
+  s.erase("attention_layer_types");
+  CHECK_THROWS_WITH_AS(ModelSpecFromJson(s, "spec.json"), doctest::Contains("must have one per layer (num_hidden_layers = 36)"),
+                       dockyard::Error);
+  s = spec;
+  s["attention"]["sliding_window"] = -4;
+  CHECK_THROWS_AS(ModelSpecFromJson(s, "spec.json"), dockyard::Error);
+  s = spec;
+  s["attention_layer_types"][2] = "window";
+  CHECK_THROWS_WITH_AS(ModelSpecFromJson(s, "spec.json"), doctest::Contains("/attention_layer_types/2"), dockyard::Error);
+}
+
 }  // namespace dockyard

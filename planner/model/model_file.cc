@@ -1,6 +1,8 @@
 // Model files: dockyard's own JSON model spec (docs/model-spec.md) and LoadModel (see model_file.h).
 #include "planner/model/model_file.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "planner/base/error.h"
@@ -44,6 +46,7 @@ Json ModelSpecToJson(const ModelSpec& m) {
   }
   attention["qkv_bias"] = a.qkv_bias;
   attention["o_bias"] = a.o_bias;
+  if (a.sliding_window > 0) attention["sliding_window"] = a.sliding_window;
   // The newer-family blocks are written only when present, so older specs stay byte-identical.
   if (a.output_gate) attention["output_gate"] = true;
   if (a.indexer.present()) {
@@ -91,9 +94,12 @@ Json ModelSpecToJson(const ModelSpec& m) {
            {"attention", attention},
            {"moe", moe},
            {"mlp_layer_types", layer_types}};
-  if (!m.linear_attention_layers.empty()) {
+  if (!m.linear_attention_layers.empty() || !m.sliding_attention_layers.empty()) {
     Json attention_types = Json::array();
-    for (bool b : m.linear_attention_layers) attention_types.push_back(b ? "linear_attention" : "full_attention");
+    for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
+      const bool sliding = !m.sliding_attention_layers.empty() && m.sliding_attention_layers[static_cast<size_t>(l)];
+      attention_types.push_back(m.IsLinearAttentionLayer(l) ? "linear_attention" : sliding ? "sliding_attention" : "full_attention");
+    }
     out["attention_layer_types"] = attention_types;
   }
   if (m.training) out["training"] = TrainingToJson(*m.training, m.machine);
@@ -171,7 +177,7 @@ void ReadAttention(const JsonView& root, AttentionSpec& a) {
   JsonView at = root.Object("attention");
   at.RejectUnknownKeys({"kind", "num_attention_heads", "num_key_value_heads", "head_dim", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
                         "qk_rope_head_dim", "v_head_dim", "qkv_bias", "o_bias", "fused_qkv", "sinks", "qk_norm", "output_gate", "indexer",
-                        "linear_attention"});
+                        "linear_attention", "sliding_window"});
   std::string kind = at.String("kind");
   if (kind != "gqa" && kind != "mla") at.Fail("kind", fmt::format("must be \"gqa\" or \"mla\", got \"{}\"", kind));
   a.kind = kind == "mla" ? AttentionKind::kMla : AttentionKind::kGqa;
@@ -197,6 +203,7 @@ void ReadAttention(const JsonView& root, AttentionSpec& a) {
   a.o_bias = at.BoolOr("o_bias", false);
   a.fused_qkv = at.BoolOr("fused_qkv", false);
   a.sinks = at.BoolOr("sinks", false);
+  a.sliding_window = at.IntOr("sliding_window", 0, 1);
   a.qk_norm = ReadQkNorm(at);
   a.output_gate = at.BoolOr("output_gate", false);
   ReadAttentionExtensions(at, a);
@@ -249,21 +256,28 @@ std::vector<bool> ReadMlpLayerTypes(const Json& json, const JsonView& root, cons
 }
 
 // /attention_layer_types (optional): one "full_attention" or "linear_attention" per layer (true = linear).
-std::vector<bool> ReadAttentionLayerTypes(const Json& json, const JsonView& root, const std::string& file) {
-  std::vector<bool> linear_layers;
-  if (!json.contains("attention_layer_types")) return linear_layers;
+// /attention_layer_types: one "full_attention", "linear_attention" or "sliding_attention" per layer
+// (HF layer_types); fills the linear and sliding layer masks (each empty when no layer has that kind).
+void ReadAttentionLayerTypes(const Json& json, const JsonView& root, const std::string& file, ModelSpec& m) {
+  if (!json.contains("attention_layer_types")) return;
   const Json& kinds = json["attention_layer_types"];
   if (!kinds.is_array()) {
-    root.Fail("attention_layer_types", "must be an array with one \"full_attention\" or \"linear_attention\" per layer");
+    root.Fail("attention_layer_types",
+              "must be an array with one \"full_attention\", \"linear_attention\" or \"sliding_attention\" per layer");
   }
+  std::vector<bool> linear_layers, sliding_layers;
   for (size_t i = 0; i < kinds.size(); ++i) {
-    if (!kinds[i].is_string() || (kinds[i] != "full_attention" && kinds[i] != "linear_attention")) {
-      throw Error(fmt::format("{}: /attention_layer_types/{}: must be \"full_attention\" or \"linear_attention\", got {}", file, i,
-                              JsonValueText(kinds[i])));
+    if (!kinds[i].is_string() || (kinds[i] != "full_attention" && kinds[i] != "linear_attention" && kinds[i] != "sliding_attention")) {
+      throw Error(fmt::format("{}: /attention_layer_types/{}: must be \"full_attention\", \"linear_attention\" or \"sliding_attention\", got {}",
+                              file, i, JsonValueText(kinds[i])));
     }
     linear_layers.push_back(kinds[i] == "linear_attention");
+    sliding_layers.push_back(kinds[i] == "sliding_attention");
   }
-  return linear_layers;
+  auto any = [](const std::vector<bool>& v) { return std::find(v.begin(), v.end(), true) != v.end(); };
+  // A spec written with only full_attention entries (or linear ones) keeps its linear mask as before.
+  if (any(linear_layers) || !any(sliding_layers)) m.linear_attention_layers = linear_layers;
+  if (any(sliding_layers)) m.sliding_attention_layers = sliding_layers;
 }
 
 }  // namespace
@@ -279,7 +293,7 @@ ModelSpec ModelSpecFromJson(const Json& json, const std::string& file) {
   ReadAttention(root, m.attention);
   ReadMoe(root, m.moe);
   m.moe_layers = ReadMlpLayerTypes(json, root, file, m.num_hidden_layers);
-  m.linear_attention_layers = ReadAttentionLayerTypes(json, root, file);
+  ReadAttentionLayerTypes(json, root, file, m);
   if (root.Has("training")) {
     m.training = TrainingFromJson(root.Object("training"));
     m.machine = MachineFromTrainingJson(root.Object("training"));

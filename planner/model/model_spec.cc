@@ -72,6 +72,12 @@ int64_t ModelSpec::NumLinearAttentionLayers() const {
   return n;
 }
 
+int64_t ModelSpec::NumSlidingAttentionLayers() const {
+  int64_t n = 0;
+  for (bool b : sliding_attention_layers) n += b ? 1 : 0;
+  return n;
+}
+
 std::string CanonicalDtype(const std::string& dtype) {
   if (dtype == "bf16") return "bfloat16";
   if (dtype == "fp16" || dtype == "half") return "float16";
@@ -259,6 +265,32 @@ void CheckSizeBounds(const Origin& origin, const ModelSpec& m) {
   }
 }
 
+// Sliding-window attention: a positive window with one layer kind per layer, never on a
+// linear-attention layer, and no per-layer kinds without a window.
+void ValidateSlidingAttention(const Origin& origin, const ModelSpec& m) {
+  const int64_t w = m.attention.sliding_window;
+  if (w < 0) Invalid(origin, "/attention/sliding_window", fmt::format("must be >= 1 (or absent: no sliding window), got {}", w));
+  if (w == 0) {
+    if (!m.sliding_attention_layers.empty()) {
+      Invalid(origin, "/attention_layer_types", "lists sliding_attention layers, but /attention/sliding_window is absent");
+    }
+    return;
+  }
+  if (m.attention.kind != AttentionKind::kGqa) {
+    Invalid(origin, "/attention/sliding_window", fmt::format("{}: a sliding window is read for GQA attention only", w));
+  }
+  if (static_cast<int64_t>(m.sliding_attention_layers.size()) != m.num_hidden_layers) {
+    Invalid(origin, "/attention_layer_types",
+            fmt::format("has {} entries, must have one per layer (num_hidden_layers = {}) with /attention/sliding_window {}",
+                        m.sliding_attention_layers.size(), m.num_hidden_layers, w));
+  }
+  for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
+    if (m.sliding_attention_layers[static_cast<size_t>(l)] && m.IsLinearAttentionLayer(l)) {
+      Invalid(origin, fmt::format("/attention_layer_types/{}", l), "a layer is either sliding_attention or linear_attention, not both");
+    }
+  }
+}
+
 }  // namespace
 
 void ValidateModelSpec(const ModelSpec& m, const std::string& file, bool from_hf) {
@@ -269,6 +301,7 @@ void ValidateModelSpec(const ModelSpec& m, const std::string& file, bool from_hf
   Positive(origin, "/num_hidden_layers", m.num_hidden_layers);
   ValidateAttention(origin, m.attention);
   ValidateLinearAttention(origin, m);
+  ValidateSlidingAttention(origin, m);
   ValidateMlpAndMoe(origin, m);
   CheckSizeBounds(origin, m);
   if (m.num_hidden_layers > 100000) {

@@ -58,6 +58,10 @@ struct AttentionSpec {
   bool o_bias = false;
   bool fused_qkv = false;  // DBRX's Wqkv.
   bool sinks = false;      // gpt-oss attention sinks, one scalar per head.
+  // The sliding window of the layers ModelSpec::sliding_attention_layers marks, in keys (HF
+  // sliding_window: a query attends to itself and the window - 1 keys before it, as transformers'
+  // sliding-window mask and Megatron-Core's window_size (sliding_window - 1, 0) for gpt-oss); 0 = none.
+  int64_t sliding_window = 0;
   QkNorm qk_norm = QkNorm::kNone;
   // MLA (DeepSeek-V2/V3); q_lora_rank == 0 means no q compression (DeepSeek-V2-Lite).
   int64_t q_lora_rank = 0;
@@ -119,6 +123,10 @@ struct ModelSpec {
   // [num_hidden_layers] where attention.linear is present: true where the layer's token mixer is
   // linear attention instead of `attention`; empty otherwise.
   std::vector<bool> linear_attention_layers;
+  // [num_hidden_layers] where attention.sliding_window > 0: true where the layer attends over the
+  // sliding window (HF layer_types "sliding_attention"), false where over the whole causal context;
+  // empty otherwise.
+  std::vector<bool> sliding_attention_layers;
   int64_t num_nextn_predict_layers = 0;  // MTP modules of the checkpoint (HF; trained only with --mtp-layers)
   // HF max_position_embeddings (0 = not given: a dockyard model spec, or a config without it) and
   // whether the config has a rope_scaling block: the positions the checkpoint covers (seq_len.h).
@@ -132,6 +140,7 @@ struct ModelSpec {
 
   int64_t NumMoeLayers() const;
   int64_t NumLinearAttentionLayers() const;
+  int64_t NumSlidingAttentionLayers() const;
   bool IsLinearAttentionLayer(int64_t layer) const { return !linear_attention_layers.empty() && linear_attention_layers[layer]; }
 };
 
