@@ -232,9 +232,12 @@ ModelSpec ReadOlmoe(const JsonView& c) {
 // on the layers `layer_types` marks "sliding_attention", every other layer from layer 0 when the
 // config has no layer_types (its default); Megatron-Bridge's gpt-oss provider runs the same
 // (window_size (sliding_window - 1, 0), window_attn_skip_freq 2).
+// transformers' GptOssConfig default window (sliding_window=128) when the key is absent; null is refused.
 void ReadGptOssSlidingWindow(const JsonView& c, ModelSpec& m) {
-  if (!c.Has("sliding_window")) return;
-  m.attention.sliding_window = c.Int("sliding_window");
+  if (c.value().contains("sliding_window") && c.value()["sliding_window"].is_null()) {
+    c.Fail("sliding_window", "null: gpt-oss's sliding-window layers need a window (transformers' GptOssConfig default is 128)");
+  }
+  m.attention.sliding_window = c.Has("sliding_window") ? c.Int("sliding_window") : 128;
   const size_t layers = static_cast<size_t>(m.num_hidden_layers);
   m.sliding_attention_layers.assign(layers, false);
   if (!c.Has("layer_types")) {
@@ -243,13 +246,13 @@ void ReadGptOssSlidingWindow(const JsonView& c, ModelSpec& m) {
   }
   const Json& types = c.value()["layer_types"];
   if (!types.is_array() || types.size() != layers) {
-    c.Fail("layer_types", fmt::format("must be an array with one entry per layer (num_hidden_layers = {})", layers));
+    c.Fail("layer_types", fmt::format("has {}, must be an array with one entry per layer (num_hidden_layers = {})",
+                                      types.is_array() ? fmt::format("{} entries", types.size()) : JsonValueText(types), layers));
   }
   for (size_t i = 0; i < layers; ++i) {
     const Json& t = types[i];
     if (!t.is_string() || (t != "sliding_attention" && t != "full_attention")) {
-      c.Fail("layer_types", fmt::format("{}/{}: must be \"sliding_attention\" or \"full_attention\", got {}", c.Where("layer_types"), i,
-                                        JsonValueText(t)));
+      c.Fail("layer_types", fmt::format("entry {}: must be \"sliding_attention\" or \"full_attention\", got {}", i, JsonValueText(t)));
     }
     m.sliding_attention_layers[i] = t == "sliding_attention";
   }

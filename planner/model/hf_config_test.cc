@@ -1020,8 +1020,23 @@ TEST_CASE("gpt-oss's sliding-window layers: the spec round trip, the default wit
                        dockyard::Error);
   bad = ReadJsonFile(kHfDir + "gpt-oss-120b.json");
   bad["layer_types"].erase(0);
-  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(bad, "bad.json"), doctest::Contains("one entry per layer (num_hidden_layers = 36)"),
+  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(bad, "bad.json"), doctest::Contains("has 35 entries, must be an array with one entry per layer (num_hidden_layers = 36)"),
                        dockyard::Error);
+  // Without sliding_window, transformers' GptOssConfig default, 128; null is refused.
+  Json no_window = ReadJsonFile(kHfDir + "gpt-oss-120b.json");
+  no_window.erase("sliding_window");
+  CHECK(ModelSpecFromHfConfig(no_window, "no-window.json").attention.sliding_window == 128);
+  no_window["sliding_window"] = nullptr;
+  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(no_window, "null-window.json"), doctest::Contains("/sliding_window: null"), dockyard::Error);
+  // A window with every layer full: the spec the writer produces reads back (no linear mask).
+  Json all_full = ReadJsonFile(kHfDir + "gpt-oss-120b.json");
+  for (auto& t : all_full["layer_types"]) t = "full_attention";
+  const ModelSpec full = ModelSpecFromHfConfig(all_full, "all-full.json");
+  CHECK(full.NumSlidingAttentionLayers() == 0);
+  const ModelSpec full_back = ModelSpecFromJson(ModelSpecToJson(full), "round-trip");
+  CHECK(full_back.linear_attention_layers.empty());
+  CHECK(full_back.NumSlidingAttentionLayers() == 0);
+  CHECK(full_back.attention.sliding_window == 128);
   // The spec: sliding layers without a window, a window without per-layer kinds, a negative window.
   Json s = spec;
   s["attention"].erase("sliding_window");

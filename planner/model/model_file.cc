@@ -275,9 +275,10 @@ void ReadAttentionLayerTypes(const Json& json, const JsonView& root, const std::
     sliding_layers.push_back(kinds[i] == "sliding_attention");
   }
   auto any = [](const std::vector<bool>& v) { return std::find(v.begin(), v.end(), true) != v.end(); };
-  // A spec written with only full_attention entries (or linear ones) keeps its linear mask as before.
-  if (any(linear_layers) || !any(sliding_layers)) m.linear_attention_layers = linear_layers;
-  if (any(sliding_layers)) m.sliding_attention_layers = sliding_layers;
+  // Each mask where its block is present or an entry names its kind (so ValidateModelSpec names the
+  // missing block); all-full entries without either block read as no mask at all.
+  if (m.attention.linear.present() || any(linear_layers)) m.linear_attention_layers = linear_layers;
+  if (m.attention.sliding_window > 0 || any(sliding_layers)) m.sliding_attention_layers = sliding_layers;
 }
 
 }  // namespace
