@@ -119,11 +119,11 @@ LayerTerms LayerTermsOf(const ModelSpec& m, const ParallelDims& d, const Trainin
   // FP8 GEMMs (gemm_efficiency.h Fp8GemmSpeedup) speed up the projections, not the flash core.
   L.fp8x = Fp8GemmSpeedup(kn, L.precision);
   const double flash_x = FlashCoreSpeedup(kn, L.precision, L.d_qk);  // FP8 attention (gemm_efficiency.h)
-  L.attention_us =
-      2.0 * T * attn_params / tp / (peak * kn.gemm.dense_efficiency * L.fp8x) + L.core_flops / (peak * kn.flash.fixed_efficiency * flash_x);
+  const double fixed_core_us = L.core_flops / (peak * kn.flash.fixed_efficiency * flash_x);  // the core at the fixed efficiency
+  L.attention_us = 2.0 * T * attn_params / tp / (peak * kn.gemm.dense_efficiency * L.fp8x) + fixed_core_us;
   // Context parallelism's K/V exchange per layer (network.h): the ring's transfers under the
   // attention core's blocks, or the Ulysses all-to-alls of Q, K, V and the output.
-  L.cp = CpExchangePerLayerUs(m, d, t, c, T, ab, L.heads_local, L.d_qk, L.d_v, L.core_flops / (peak * kn.flash.fixed_efficiency * flash_x));
+  L.cp = CpExchangePerLayerUs(m, d, t, c, T, ab, L.heads_local, L.d_qk, L.d_v, fixed_core_us);
   L.tp_collective = RingCollectiveUs(T * D * ab, in.tp_group.size, in.tp_group.spans_nodes, c, in.tp_group.members_per_domain);
   // Megatron-Core's alltoall / flex dispatcher gathers the rows that reached a rank over the
   // expert-TP group (token_dispatcher.py dispatch_postprocess, gather_from_sequence_parallel_region
