@@ -94,6 +94,7 @@ struct TrainingFlags {
   bool delay_wgrad_compute = false;  // Megatron --delay-wgrad-compute (run_settings.h)
   bool moe_pad_expert_input_to_capacity = false;  // Megatron --moe-pad-expert-input-to-capacity (run_settings.h)
   bool no_gradient_accumulation_fusion = false;  // Megatron --no-gradient-accumulation-fusion (run_settings.h)
+  bool use_transformer_engine_op_fuser = false;  // Megatron --use-transformer-engine-op-fuser (run_settings.h)
   bool tp_comm_overlap = false;  // Megatron --tp-comm-overlap[=true|false] (run_settings.h)
   bool tp_comm_overlap_given = false;  // given at all (RecordGivenFlags): then it overrides a spec's training block
   bool overlap_grad_reduce = false, overlap_param_gather = false, overlap_moe_ep_comm = false;

@@ -112,6 +112,9 @@ void TrainingFlags::AddTo(CLI::App* app) {
   app->add_flag("--no-gradient-accumulation-fusion", no_gradient_accumulation_fusion,
                 "Megatron: the weight-gradient GEMMs write their gradients and a separate add accumulates them into the fp32 "
                 "main_grad (Megatron-LM fuses the accumulation by default; docs/cost-model.md §3.12)");
+  app->add_flag("--use-transformer-engine-op-fuser", use_transformer_engine_op_fuser,
+                "Megatron: the routed experts run as TransformerEngine's fused op (Megatron --use-transformer-engine-op-fuser, off "
+                "by default): no eager activation clamp or second-linear bias around the grouped GEMMs (docs/cost-model.md §3.15)");
   app->add_flag("--no-overlap-p2p-communication", no_overlap_p2p_comm,
                 "the interleaved schedule's pipeline sends / receives not under the next chunk's compute (Megatron "
                 "--no-overlap-p2p-communication; by default, with --vpp > 1, each chunk boundary leaves only its link latency)");
@@ -213,7 +216,8 @@ void TrainingFlags::AddSearchPinsTo(CLI::App* search, const CLI::App& plan) {
                                      {"--tp-comm-overlap", &tp_comm_overlap},
                                      {"--delay-wgrad-compute", &delay_wgrad_compute},
                                      {"--moe-pad-expert-input-to-capacity", &moe_pad_expert_input_to_capacity},
-                                     {"--no-gradient-accumulation-fusion", &no_gradient_accumulation_fusion}}) {
+                                     {"--no-gradient-accumulation-fusion", &no_gradient_accumulation_fusion},
+                                     {"--use-transformer-engine-op-fuser", &use_transformer_engine_op_fuser}}) {
     search->add_flag(flag, *target, plan.get_option(flag)->get_description());
   }
   search->add_option("--vpp", vpp, "pins the model chunks per pipeline rank (default: searched, every vpp with pp x vpp <= layers + 2 where pp > 1)");
@@ -302,6 +306,7 @@ TrainingOverrides TrainingFlags::Parse() const {
   t.delay_wgrad_compute = delay_wgrad_compute;
   t.moe_pad_expert_input_to_capacity = moe_pad_expert_input_to_capacity;
   t.no_gradient_accumulation_fusion = no_gradient_accumulation_fusion;
+  t.use_transformer_engine_op_fuser = use_transformer_engine_op_fuser;
   if (tp_comm_overlap_given) t.tp_comm_overlap = tp_comm_overlap;
   return t;
 }

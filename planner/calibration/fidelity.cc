@@ -33,6 +33,8 @@ const std::vector<std::string> kFidelityFeatures = {
     // Framework settings dockyard predicts without.
     "sequence_parallel", "distributed_optimizer", "embedding_loss_pipeline_layers",
     "grouped_gemm", "permute_fusion", "router_fusion", "cuda_graphs", "capacity_padded",
+    // Megatron-Core's TransformerEngine op fuser for the routed experts (run_settings.h).
+    "te_op_fuser",
     // A whole iteration captured in one CUDA graph (Megatron-Bridge's full-iteration graphs): priced as
     // cuda_graphs (graph launches, kernels_model.h).
     "full_iteration_cuda_graph"};
@@ -420,6 +422,7 @@ TrainingConfig FidelityTraining(const FidelityRun& r) {
   // Megatron-LM asserts --no-check-for-nan-in-loss-and-grad with --cuda-graph-impl full_iteration.
   if (t.run.full_iteration_cuda_graph) t.run.check_for_nan_in_grad = false;
   t.run.moe_pad_expert_input_to_capacity = has("capacity_padded");
+  t.run.use_transformer_engine_op_fuser = has("te_op_fuser");  // --use-transformer-engine-op-fuser
   t.run.pipeline_layout = r.pp_layout;  // Megatron --pipeline-model-parallel-layout (pipeline_layout.h)
   t.run.megatron_core_version = r.megatron_core;  // the saved-tensor rules of its release (workload.h SavedTensorRules)
   return t;

@@ -56,6 +56,8 @@ Json ComputeModelToJson(ComputeModel model, const TrainingConfig& training, doub
   // Megatron's weight-gradient accumulation outside the GEMMs (--no-gradient-accumulation-fusion,
   // kernels_model.h MainGradBytesPerElement); read under the megatron convention only.
   if (!run.gradient_accumulation_fusion) j["gradient_accumulation_fusion"] = false;
+  // Megatron-Core's TransformerEngine op fuser for the routed experts (kernels_model.h ExpertEagerKernels).
+  if (run.use_transformer_engine_op_fuser) j["use_transformer_engine_op_fuser"] = true;
   // Megatron-Core DDP's overlapped gradient reduce / parameter gather and how its buckets run
   // (param_gather.h): the bucket given (null: Megatron-LM's default max(40M, 1M x dp x cp)).
   if (run.overlap_grad_reduce || run.overlap_param_gather) {

@@ -65,6 +65,28 @@ KernelBytes SwigluKernel(double rows, double f, double ab, bool backward) {
   return {"swiglu", (backward ? 5.0 : 3.0) * rows * f * ab};
 }
 
+ExpertEagerShape ExpertEagerShapeOf(const ModelSpec& m, const TrainingConfig& t, bool megatron, double rows, double f, double ab) {
+  ExpertEagerShape s;
+  s.rows = rows, s.f = f, s.hidden = static_cast<double>(m.hidden_size), s.act_bytes = ab;
+  s.probs_bytes = t.dispatcher == Dispatcher::kDeepEp ? 4.0 : ab;
+  if (!megatron || t.run.use_transformer_engine_op_fuser || m.moe.num_experts == 0) return s;
+  s.clamp = m.moe.swiglu_limit > 0;
+  s.fc2_bias = m.moe.expert_bias;
+  return s;
+}
+
+std::vector<KernelBytes> ExpertEagerKernels(const ExpertEagerShape& s, bool backward) {
+  std::vector<KernelBytes> k;
+  if (s.rows <= 0) return k;
+  const double a = s.act_bytes, q = std::max(s.act_bytes, s.probs_bytes), cast = q != a ? 1.0 : 0.0;
+  if (s.clamp) k.push_back({"expert_act_clamp", s.rows * s.f * (backward ? 11.0 * a + 8.0 : 8.0 * a)});
+  if (s.fc2_bias) {
+    const double per_row = backward ? cast * 2.0 * (a + q) + 2.0 * a + 6.0 * q : a + 5.0 * q + cast * (a + q);
+    k.push_back({"expert_fc2_bias", s.rows * s.hidden * per_row});
+  }
+  return k;
+}
+
 std::vector<KernelBytes> LossKernels(const ModelSpec& m, const KernelShape& s, bool fused, bool backward) {
   const double D = static_cast<double>(m.hidden_size), ab = s.act_bytes;
   const double logits = s.tokens * static_cast<double>(m.vocab_size) / s.tp;  // elements of the vocabulary shard

@@ -64,6 +64,48 @@ std::vector<KernelBytes> AttentionBlockKernels(const ModelSpec& model, const Ker
 std::vector<KernelBytes> RouterKernels(const ModelSpec& model, const KernelShape& shape, bool backward);
 // The SwiGLU activation of `rows` rows of intermediate width `f` (already divided by any TP).
 KernelBytes SwigluKernel(double rows, double f, double act_bytes, bool backward);
+
+// The eager PyTorch ops Megatron-Core's TEGroupedMLP runs around the routed experts' grouped GEMMs
+// when TransformerEngine's op fuser is off (RunSettings::use_transformer_engine_op_fuser, Megatron-LM's
+// default), as Megatron-Core 0.15-0.19 run them (megatron/core/transformer/moe/experts.py; the
+// release of Megatron-Bridge 26.04 is 0.17), over one micro-batch's `rows` rows on a rank:
+//  - "expert_act_clamp" (ModelSpec moe.swiglu_limit > 0; Megatron activation_func_clamp_value):
+//    fused_bias_geglu.py weighted_bias_quick_geglu_impl clamps the gate half (<= limit) and the up
+//    half ([-limit, limit]) of the first linear's [rows, 2F] output and torch.cat's them before
+//    the fused activation: forward two clamps (read and write F each) and the cat (read and write
+//    2F): 8 F elements; backward torch's clamp_backward, where(x <= max, grad, 0) on the gate half
+//    (a comparison reading F and writing an F-byte mask, the where reading mask and grad and
+//    writing F) and where((x >= min) & (x <= max), grad, 0) on the up half (two comparisons, the
+//    in-place and reading two masks and writing one, the where), then the chunk's backward, a cat
+//    of the two halves' gradients (read and write 2F): (11 act_bytes + 8) F bytes per row.
+//  - "expert_fc2_bias" (ModelSpec moe.expert_bias; the second linear's bias is returned unadded,
+//    skip_bias_add, and scaled by each row's router probability): TEGroupedMLP._apply_bias's
+//    torch.cat([t + b * p for each local expert]).to(act dtype), in the dtype q = max(act_bytes,
+//    probs_bytes) that the probability promotes it to: b * p writes q D, the add reads act_bytes
+//    D + q D and writes q D, the cat reads and writes q D, and the cast (only when q differs)
+//    reads q D and writes act_bytes D: forward (2 act_bytes + 6 q) D bytes per row with a cast,
+//    (act_bytes + 5 q) D without; backward the cast's (act_bytes + q) D, the add's gradient cast
+//    back to the activation's dtype (q + act_bytes) D (both only with a cast), the split's
+//    backward, a cat of the experts' gradients (2 act_bytes D), and the product's two gradients,
+//    of b and of p, each a multiply (read and write q D) and a reduction (read q D): 6 q D.
+//    At act_bytes 2 and fp32 probabilities: 28 D forward, 40 D backward.
+// The first linear's bias is added inside TransformerEngine's GroupedLinear (skip_bias_add off),
+// and the activation itself is SwigluKernel's (the fused weighted quick-GeGLU). Not counted:
+// the same clamp in the shared experts' and dense MLPs (no model with a limit has them).
+// `rows`: rows the rank's local experts receive; `f`: the routed width on the rank (F / etp);
+// `probs_bytes`: the router probabilities' dtype, fp32 (4) after the flex dispatcher (DeepEP /
+// HybridEP: token_dispatcher.py casts token_probs to float32), else the router's output dtype,
+// the activation's under Megatron's default moe_router_dtype.
+struct ExpertEagerShape {
+  double rows = 0, f = 0, hidden = 0;
+  double act_bytes = 2, probs_bytes = 2;
+  bool clamp = false, fc2_bias = false;
+};
+// The shape for a run: none (clamp and fc2_bias false) unless `megatron` and the op fuser is off.
+ExpertEagerShape ExpertEagerShapeOf(const ModelSpec& model, const TrainingConfig& training, bool megatron, double rows, double f,
+                                    double act_bytes);
+std::vector<KernelBytes> ExpertEagerKernels(const ExpertEagerShape& shape, bool backward);
+
 // The final norm and the cross-entropy over the vocabulary shard V / tp of the last stage.
 std::vector<KernelBytes> LossKernels(const ModelSpec& model, const KernelShape& shape, bool fused_cross_entropy, bool backward);
 

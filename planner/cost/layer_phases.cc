@@ -107,6 +107,10 @@ MoePassSums AddMoeLayerPhases(const LayerTerms& L, const MoePhaseTimes& mp, cons
   const double etp = L.etp_collective;
   const double dispatch_us[2] = {mp.dispatch_max + etp, mp.dispatch_bwd_max + etp + (L.full_recompute ? mp.dispatch_max + etp : 0.0)};
   const double combine_us = mp.combine_max + etp;
+  // The routed experts' eager ops (kernels_model.h ExpertEagerKernels): the backward's own, after
+  // the forward's again under full recomputation.
+  const double eager_fwd = ExpertEagerUs(L, mp, false);
+  const double eager[2] = {eager_fwd, ExpertEagerUs(L, mp, true) + (L.full_recompute ? eager_fwd : 0.0)};
   for (int pass = 0; pass < 2; ++pass) {
     const double mult = L.ComputeMult(pass);
     const double cmult = L.CommMult(pass);
@@ -127,7 +131,7 @@ MoePassSums AddMoeLayerPhases(const LayerTerms& L, const MoePhaseTimes& mp, cons
                                     pass == 0 ? &mp.dispatch : &dispatch_bwd_ranks);
     double mlp = 0;
     mlp += records.Add(kGroupedGemm, true, pass,
-                       mp.gemm_max * mult + L.kx.grouped_gemm[pass] + BackwardOnly(rx.grouped_gemm, pass) +
+                       mp.gemm_max * mult + L.kx.grouped_gemm[pass] + eager[pass] + BackwardOnly(rx.grouped_gemm, pass) +
                            BackwardOnly(L.grouped_wgrad_accumulate_us, pass),
                        &mp.gemm, mult);
     mlp += records.Add(kUnpermute, true, pass, mp.permute_max * cmult + BackwardOnly(rx.unpermute, pass), &mp.permute, cmult);

@@ -187,6 +187,7 @@ LayerTerms LayerTermsOf(const ModelSpec& m, const ParallelDims& d, const Trainin
                                   static_cast<double>(tb.param)),
           c.hbm_gbps, kn.memory_bound);
     }
+    L.expert_eager = ExpertEagerShapeOf(m, t, d.convention == Convention::kMegatron, 0.0, static_cast<double>(w.expert_f_local), ab);
     if (m.moe.num_experts > 0) {
       L.moe_sync_idle_us[0] = MoeSyncIdleUs(t, d.convention == Convention::kMegatron, d.ep, c.knobs.host);
       L.moe_sync_idle_us[1] = L.full_recompute || RecomputeSetOf(t).moe ? L.moe_sync_idle_us[0] : 0.0;
@@ -225,7 +226,8 @@ RecomputeForwardUs RecomputeForwardOf(const LayerTerms& L, const MoePhaseTimes& 
     // forward's, SimulateMoePhases), not on the memory-sizing bound (training.imbalance).
     const double sampled_rows = static_cast<double>(w.mean_received_rows) * mp.imbalance;
     rf.routed_act = MemoryBoundUs(SwigluKernel(sampled_rows, static_cast<double>(w.expert_f_local), ab, false), c.hbm_gbps,
-                                  kn.memory_bound.hbm_efficiency, kn.memory_bound.floor_us);
+                                  kn.memory_bound.hbm_efficiency, kn.memory_bound.floor_us) +
+                    ExpertEagerUs(L, mp, false, true);  // moe_act's checkpoint holds the clamp too (experts.py bias_act_func)
     rf.shared_act = L.selective.shared_act;
     rf.dense_act = L.selective.dense_act;
   }
@@ -244,11 +246,20 @@ RecomputeForwardUs RecomputeForwardOf(const LayerTerms& L, const MoePhaseTimes& 
   rf.permute = rf.unpermute = mp.permute_max;
   rf.dispatch = mp.dispatch_max + L.etp_collective;  // with megatron's expert-TP gather (etp > 1)
   rf.combine = mp.combine_max + L.etp_collective;
-  rf.grouped_gemm = mp.gemm_max + L.kx.grouped_gemm[0];
+  rf.grouped_gemm = mp.gemm_max + L.kx.grouped_gemm[0] + ExpertEagerUs(L, mp, false);
   rf.shared_experts = L.Compute(L.shared_us, L.sc.shared_experts, 0, 1.0) + L.kx.shared_experts[0];
   if (OpSac(t))
     OpSacForwardUs(m, T, tp, L.kernels ? mem(AttentionBlockKernels(m, L.ks, false)) : 0.0, L.tp_collective, c, peak, L.kernels ? ComputeModel::kKernels : ComputeModel::kGemm, L.precision, rf);
   return rf;
+}
+
+double ExpertEagerUs(const LayerTerms& L, const MoePhaseTimes& mp, bool backward, bool clamp_only) {
+  if (!L.kernels) return 0.0;
+  ExpertEagerShape s = L.expert_eager;
+  s.rows = static_cast<double>(L.in.workload.mean_received_rows) * mp.imbalance;
+  if (clamp_only) s.fc2_bias = false;
+  const MemoryBoundKnobs& o = L.kn.memory_bound;
+  return MemoryBoundUs(ExpertEagerKernels(s, backward), L.c.hbm_gbps, o.hbm_efficiency, o.floor_us);
 }
 
 // What the backward re-runs of each phase (us): per-op checkpointing's set or the module set `rs`.

@@ -140,6 +140,9 @@ struct LayerTerms {
   // kernels only), us per micro-batch: [0] the forward, [1] the backward's recomputed forward (full
   // recomputation, or Megatron's selective "moe").
   double moe_sync_idle_us[2] = {0, 0};
+  // Megatron-Core's eager ops around the routed experts (kernels_model.h ExpertEagerKernels;
+  // --compute-model kernels only): the run's shape with rows left at 0 (ExpertEagerUs sets them).
+  ExpertEagerShape expert_eager;
   // The multipliers of a forward time in `pass` (0 forward, 1 backward): compute and communication.
   double ComputeMult(int pass) const { return pass == 0 ? 1.0 : bwd_compute; }
   double CommMult(int pass) const { return pass == 0 ? 1.0 : bwd_comm; }
@@ -271,6 +274,12 @@ FsdpSchedule FsdpScheduleOf(const ParallelDims& d, const TrainingConfig& t, cons
 // may re-run; the norm and SwiGLU kernels cost time only under --compute-model kernels. All zero
 // unless recompute is selective; the dense MLP's is the caller's (after the MoE layer).
 RecomputeForwardUs RecomputeForwardOf(const LayerTerms& L, const MoePhaseTimes& mp);
+
+// The routed experts' eager ops of one micro-batch (kernels_model.h ExpertEagerKernels) on the rows
+// the routing sample sends the slowest rank (the mean received rows x mp.imbalance, as the
+// recomputed SwiGLU), us: the forward (`backward` false) or the backward's own; `clamp_only`: the
+// activation clamp alone (what --recompute-modules moe_act re-runs). 0 without them.
+double ExpertEagerUs(const LayerTerms& L, const MoePhaseTimes& mp, bool backward, bool clamp_only = false);
 
 // What the backward re-runs of each phase (us): per-op checkpointing's set or the module set `rs`.
 RecomputeExtraUs RecomputeExtraOf(const TrainingConfig& t, const RecomputeSet& rs, const RecomputeForwardUs& rf);

@@ -597,7 +597,7 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
   }
   for (const char* key : {"--overlap-moe-expert-parallel-comm", "--moe-shared-expert-overlap", "--no-check-for-nan-in-loss-and-grad",
                           "--no-overlap-p2p-communication", "--tp-comm-overlap", "--delay-wgrad-compute",
-                          "--moe-pad-expert-input-to-capacity"}) {
+                          "--moe-pad-expert-input-to-capacity", "--use-transformer-engine-op-fuser"}) {
     if (const ConfigArg* a = find(key)) AddFlag(c, key, "", a->key);
   }
   // Megatron-Core: "moe_expert_capacity_factor must be set to use moe_pad_expert_input_to_capacity"

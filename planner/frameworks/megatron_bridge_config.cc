@@ -127,6 +127,7 @@ const std::vector<Mapping>& Mappings() {
       {"model.overlap_moe_expert_parallel_comm", "--overlap-moe-expert-parallel-comm", Kind::kSwitch},
       {"model.delay_wgrad_compute", "--delay-wgrad-compute", Kind::kSwitch},
       {"model.gradient_accumulation_fusion", "--no-gradient-accumulation-fusion", Kind::kNegSwitch},
+      {"model.use_transformer_engine_op_fuser", "--use-transformer-engine-op-fuser", Kind::kSwitch},
       {"model.cuda_graph_impl", "--cuda-graph-impl", Kind::kValue},
       {"model.moe_pad_expert_input_to_capacity", "--moe-pad-expert-input-to-capacity", Kind::kSwitch},
       {"model.moe_expert_capacity_factor", "--moe-expert-capacity-factor", Kind::kValue},

@@ -244,6 +244,7 @@ void EmitSettings(const Plan& plan, const FrameworkConfig* config, Lines& l) {
     if (run.ddp_bucket_size > 0) l.Add("--ddp-bucket-size", std::to_string(run.ddp_bucket_size));
   }
   if (!run.gradient_accumulation_fusion) l.Add("--no-gradient-accumulation-fusion");
+  if (run.use_transformer_engine_op_fuser) l.Add("--use-transformer-engine-op-fuser");
   if (run.overlap_moe_ep_comm) l.Add("--overlap-moe-expert-parallel-comm");
   if (run.delay_wgrad_compute) l.Add("--delay-wgrad-compute");
   if (run.overlap_shared_experts.value_or(false) && plan.model.moe.num_shared_experts > 0) l.Add("--moe-shared-expert-overlap");

@@ -3,6 +3,7 @@
 #include "planner/model/hf_config.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -270,6 +271,12 @@ ModelSpec ReadGptOss(const JsonView& c) {
   CheckTopK(c, c.Has("num_experts_per_tok") ? "num_experts_per_tok" : "experts_per_token", m);
   m.moe.moe_intermediate_size = c.Int("intermediate_size");
   m.moe.expert_bias = true;
+  // The experts' activation clamp (GptOssExperts: gate clamped to <= swiglu_limit, up to
+  // [-swiglu_limit, swiglu_limit]); transformers' GptOssConfig default 7.0 where the key is absent.
+  m.moe.swiglu_limit = c.NumberOr("swiglu_limit", 7.0);
+  if (!(m.moe.swiglu_limit > 0) || !std::isfinite(m.moe.swiglu_limit)) {
+    c.Fail("swiglu_limit", fmt::format("must be a finite number > 0 (the experts' activation clamp), got {}", m.moe.swiglu_limit));
+  }
   m.moe.router_bias = true;
   m.moe.norm_topk_prob = true;  // softmax over the top-k logits
   m.moe_layers.assign(m.num_hidden_layers, true);

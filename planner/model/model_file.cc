@@ -73,6 +73,7 @@ Json ModelSpecToJson(const ModelSpec& m) {
               {"num_shared_experts", e.num_shared_experts},
               {"shared_expert_intermediate_size", e.shared_expert_intermediate_size},
               {"shared_expert_gate", e.shared_expert_gate}};
+  if (e.swiglu_limit > 0) moe["swiglu_limit"] = e.swiglu_limit;  // written only when set, as n_group below
   if (e.n_group > 1) {  // written only when set, so specs without a group limit read as before
     moe["n_group"] = e.n_group;
     moe["topk_group"] = e.topk_group;
@@ -214,11 +215,12 @@ void ReadMoe(const JsonView& root, MoeSpec& e) {
   JsonView mo = root.Object("moe");
   mo.RejectUnknownKeys({"num_experts", "top_k", "moe_intermediate_size", "expert_bias", "router_bias", "score_correction_bias",
                         "score_func", "norm_topk_prob", "routed_scaling_factor", "num_shared_experts", "shared_expert_intermediate_size",
-                        "shared_expert_gate", "n_group", "topk_group"});
+                        "shared_expert_gate", "n_group", "topk_group", "swiglu_limit"});
   e.num_experts = mo.Int("num_experts");
   e.top_k = mo.Int("top_k");
   e.moe_intermediate_size = mo.Int("moe_intermediate_size");
   e.expert_bias = mo.BoolOr("expert_bias", false);
+  e.swiglu_limit = mo.NumberOr("swiglu_limit", 0.0);  // checked by ValidateModelSpec
   e.router_bias = mo.BoolOr("router_bias", false);
   e.score_correction_bias = mo.BoolOr("score_correction_bias", false);
   e.score_func = mo.StringOr("score_func", "softmax");

@@ -313,6 +313,10 @@ void ValidateModelSpec(const ModelSpec& m, const std::string& file, bool from_hf
   if (!std::isfinite(m.moe.routed_scaling_factor) || m.moe.routed_scaling_factor <= 0) {
     Invalid(origin, "/moe/routed_scaling_factor", fmt::format("must be a finite number > 0, got {}", m.moe.routed_scaling_factor));
   }
+  if (!std::isfinite(m.moe.swiglu_limit) || m.moe.swiglu_limit < 0) {
+    Invalid(origin, "/moe/swiglu_limit",
+            fmt::format("must be a finite number > 0 (the experts' activation clamp), or 0 for none, got {}", m.moe.swiglu_limit));
+  }
   const std::string family_problem = UnknownFamilyRule(m.family, false);
   if (!family_problem.empty()) Invalid(origin, "/family", family_problem);
 }

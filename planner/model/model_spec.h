@@ -86,6 +86,11 @@ struct MoeSpec {
   int64_t top_k = 0;                   // routed experts per token (num_experts_per_tok)
   int64_t moe_intermediate_size = 0;   // logical F of one routed expert (never the fused 2F)
   bool expert_bias = false;            // gpt-oss: gate_up_proj_bias / down_proj_bias
+  // The routed experts' gated activation clamps its inputs at this limit (0 = none): gpt-oss's
+  // swiglu_limit 7.0 (transformers modeling_gpt_oss.py GptOssExperts: gate clamped to <= limit,
+  // up to [-limit, limit]); Megatron-Core's activation_func_clamp_value, which Megatron-Bridge's
+  // gpt-oss bridge sets to 7.0. Priced by planner/cost/kernels_model.h ExpertEagerKernels.
+  double swiglu_limit = 0.0;
   bool router_bias = false;            // gpt-oss: router.bias
   bool score_correction_bias = false;  // DeepSeek-V3 / GLM-4.5: gate.e_score_correction_bias
   std::string score_func = "softmax";  // "softmax" or "sigmoid"

@@ -132,6 +132,14 @@ struct RunSettings {
   // their epilogue; off, each writes its gradient in the param dtype and a separate add reads it
   // into main_grad (planner/cost/kernels_model.h MainGradBytesPerElement). Megatron only.
   bool gradient_accumulation_fusion = true;
+  // Megatron-Core's use_transformer_engine_op_fuser (--use-transformer-engine-op-fuser; off by
+  // default, transformer_config.py; Megatron-Core 0.18 and later): TEGroupedMLP runs the routed
+  // experts as one TransformerEngine fused op (grouped linears, the gated activation with its
+  // clamp and the router-probability scaling of the second linear's bias inside the kernels).
+  // Off, the activation clamp and the second linear's bias run as eager PyTorch ops
+  // (planner/cost/kernels_model.h ExpertEagerKernels). Megatron-Bridge's gpt-oss performance
+  // recipes of 26.08 set it (perf_recipes/gpt_oss/common.py). Megatron only.
+  bool use_transformer_engine_op_fuser = false;
 };
 
 // Whether TransformerEngine's TP-communication overlap runs: tp_comm_overlap with tp > 1.

@@ -49,6 +49,7 @@ TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const Training
   if (o.delay_wgrad_compute) t.run.delay_wgrad_compute = true;
   if (o.moe_pad_expert_input_to_capacity) t.run.moe_pad_expert_input_to_capacity = true;
   if (o.no_gradient_accumulation_fusion) t.run.gradient_accumulation_fusion = false;
+  if (o.use_transformer_engine_op_fuser) t.run.use_transformer_engine_op_fuser = true;
   if (o.overlap_param_gather) t.run.overlap_param_gather = true;
   if (o.overlap_param_gather_with_optimizer_step) t.run.overlap_param_gather_with_optimizer_step = true;
   if (o.no_align_param_gather) t.run.align_param_gather = false;
@@ -150,6 +151,11 @@ void RejectMegatronOnlyOverrides(const TrainingOverrides& o, bool torchtitan) {
     throw Error(
         "--no-gradient-accumulation-fusion: Megatron-LM's switch for TransformerEngine's fused main-grad accumulation; torchtitan's "
         "weight gradients are autograd's: drop the flag, or use --convention megatron");
+  }
+  if (o.use_transformer_engine_op_fuser) {
+    throw Error(
+        "--use-transformer-engine-op-fuser: Megatron-Core's switch for TransformerEngine's fused expert MLP; torchtitan's experts "
+        "are its own (torchtitan/models/moe): drop the flag, or use --convention megatron");
   }
   if (o.no_align_param_gather || o.ddp_bucket_size) {
     throw Error(fmt::format(
