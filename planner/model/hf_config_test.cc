@@ -357,6 +357,7 @@ TEST_CASE("gpt-oss-120b reads as gpt_oss with sinks, router bias and expert bias
   CHECK(m.moe.top_k == 4);
   CHECK(m.moe.moe_intermediate_size == 2880);
   CHECK(m.moe.expert_bias);
+  CHECK(m.moe.swiglu_limit == 7.0);  // the config's swiglu_limit
   CHECK(m.moe.router_bias);
   CHECK(m.NumMoeLayers() == 36);
   // layer_types: sliding_attention on the even layers from 0, full_attention on the odd ones;
@@ -1051,6 +1052,29 @@ TEST_CASE("gpt-oss's sliding-window layers: the spec round trip, the default wit
   s = spec;
   s["attention_layer_types"][2] = "window";
   CHECK_THROWS_WITH_AS(ModelSpecFromJson(s, "spec.json"), doctest::Contains("/attention_layer_types/2"), dockyard::Error);
+}
+
+TEST_CASE("gpt-oss's activation clamp (swiglu_limit): read, transformers' default, written to the spec and read back, bad values") {
+  Json hf = ReadJsonFile(kHfDir + "gpt-oss-120b.json");
+  hf["swiglu_limit"] = 5.5;
+  const ModelSpec m = ModelSpecFromHfConfig(hf, "limit.json");
+  CHECK(m.moe.swiglu_limit == 5.5);
+  // The spec carries it under moe and reads it back; a model without a clamp writes no key.
+  const Json spec = ModelSpecToJson(m);
+  CHECK(spec["moe"]["swiglu_limit"] == 5.5);
+  CHECK(ModelSpecFromJson(spec, "round-trip").moe.swiglu_limit == 5.5);
+  CHECK_FALSE(ModelSpecToJson(Load("mixtral-8x7b.json"))["moe"].contains("swiglu_limit"));
+  // Absent: transformers' GptOssConfig default, 7.0.
+  hf.erase("swiglu_limit");
+  CHECK(ModelSpecFromHfConfig(hf, "no-limit.json").moe.swiglu_limit == 7.0);
+  // Zero, negative or not a number: refused, naming the key.
+  hf["swiglu_limit"] = 0;
+  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(hf, "zero.json"), doctest::Contains("swiglu_limit"), dockyard::Error);
+  hf["swiglu_limit"] = "seven";
+  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(hf, "text.json"), doctest::Contains("swiglu_limit"), dockyard::Error);
+  Json s = spec;
+  s["moe"]["swiglu_limit"] = -1;
+  CHECK_THROWS_WITH_AS(ModelSpecFromJson(s, "spec.json"), doctest::Contains("/moe/swiglu_limit"), dockyard::Error);
 }
 
 }  // namespace dockyard
