@@ -193,8 +193,10 @@ TEST_CASE("gpt-oss's attention core: half its layers over a 128-key window, pric
   const double us = 0.5 * full / (2500e6 * dockyard::FlashAttentionEfficiency(64, 4096, true, false, o)) +
                     0.5 * sliding / (2500e6 * dockyard::FlashAttentionEfficiency(64, 4096, true, false, o, 128));
   CHECK(dockyard::FlashCoreUs(m, 16384, 4096, 64, 1, false, 2500, o, {}) == Approx(us));
-  // The backward: 2.5x the FLOPs at bwd_ratio (0.808) of the forward's efficiency.
-  CHECK(dockyard::FlashCoreUs(m, 16384, 4096, 64, 1, true, 2500, o, {}) == Approx(2.5 * us / o.flash.bwd_ratio));
+  // The backward: 2.5x the FLOPs at bwd_ratio (0.808) of the forward's efficiency, at head dim 64
+  // with the backward's small-head fraction (0.898) in place of the forward's (0.655).
+  CHECK(dockyard::FlashCoreUs(m, 16384, 4096, 64, 1, true, 2500, o, {}) ==
+        Approx(2.5 * us / o.flash.bwd_ratio * (0.655 / 0.898)));
   // A context-parallel ring of 8 steps: the full layers at a step's 256 keys, the window's 126 keys
   // shorter still and kept.
   const double ring = 0.5 * full / (2500e6 * dockyard::FlashAttentionEfficiency(64, 512, true, false, o)) +
@@ -203,4 +205,44 @@ TEST_CASE("gpt-oss's attention core: half its layers over a 128-key window, pric
   // Without a window the core is the full causal one (the tiny model): one kind.
   const auto tiny = dockyard::testing::TinyMixtral();
   CHECK(dockyard::AttentionCoreFlops(tiny, 1024, 1024, 4) == Approx(2.0 * 1024 * 512 * 4 * 32));
+}
+
+TEST_CASE("Flash attention below head dim 128: GB200's and GB300's small-head fractions against cuDNN's gpt-oss sweeps") {
+  const dockyard::FidelitySet set = dockyard::LoadFidelitySet("testdata/fidelity/runs.json");
+  const ComputeKnobs gb200 = dockyard::ClusterPreset("gb200-nvl72").knobs.compute;
+  const ComputeKnobs gb300 = dockyard::ClusterPreset("gb300-nvl72").knobs.compute;
+  CHECK(gb200.flash.small_head_efficiency == 0.655);
+  CHECK(gb200.flash.small_head_bwd_efficiency == 0.898);
+  CHECK(gb300.flash.small_head_efficiency == 0.582);
+  CHECK(gb300.flash.small_head_bwd_efficiency == 0.827);
+  // B200 and B300 borrow GB200's; the Hopper presets have none (1).
+  CHECK(dockyard::ClusterPreset("b200").knobs.compute.flash.small_head_efficiency == 0.655);
+  CHECK(dockyard::ClusterPreset("b300").knobs.compute.flash.small_head_bwd_efficiency == 0.898);
+  CHECK(dockyard::ClusterPreset("h100-sxm").knobs.compute.flash.small_head_efficiency == 1.0);
+  // GB200 at seq 4,096, window 1,024 (896.125 keys per query): the curve at head dim 64, 2,500 x 0.794
+  // x 64 / 74 x 896.125 / 1,686.125 = 912.4 TFLOP/s forward; x 0.655 = 597.7 against C33's 574
+  // (+4.1 %); backward x 0.808 x 0.898 = 662.0 against C34's 617 (+7.3 %).
+  const double fwd = 2500 * dockyard::FlashAttentionEfficiency(64, 4096, true, false, gb200, 1024);
+  const double bwd = 2500 * dockyard::FlashAttentionEfficiency(64, 4096, true, true, gb200, 1024);
+  CHECK(fwd == Approx(2500 * 0.794 * 64.0 / 74.0 * 896.125 / 1686.125 * 0.655));
+  CHECK(bwd == Approx(2500 * 0.794 * 64.0 / 74.0 * 896.125 / 1686.125 * 0.808 * 0.898));
+  CHECK(fwd == Approx(Component(set, "C33").values[1]).epsilon(0.05));
+  CHECK(bwd == Approx(Component(set, "C34").values[1]).epsilon(0.08));
+  // Window 128 (126.016 keys; cuDNN 9.22, C35 / C36): 161 and 182 TFLOP/s measured.
+  CHECK(2500 * dockyard::FlashAttentionEfficiency(64, 4096, true, false, gb200, 128) ==
+        Approx(Component(set, "C35").values[1]).epsilon(0.06));
+  CHECK(2500 * dockyard::FlashAttentionEfficiency(64, 4096, true, true, gb200, 128) ==
+        Approx(Component(set, "C36").values[1]).epsilon(0.07));
+  // GB300 (C37 / C38, window 1,024, seq 4,096): 675 and 638 measured; the curve 2,500 x 0.941 x
+  // 64 / 74 x 896.125 / 1,556.125 = 1,171.7 TFLOP/s, x 0.582 = 681.9 and x 0.665 x 0.827 = 644.4.
+  CHECK(2500 * dockyard::FlashAttentionEfficiency(64, 4096, true, false, gb300, 1024) ==
+        Approx(Component(set, "C37").values[1]).epsilon(0.02));
+  CHECK(2500 * dockyard::FlashAttentionEfficiency(64, 4096, true, true, gb300, 1024) ==
+        Approx(Component(set, "C38").values[1]).epsilon(0.02));
+  // At head dim 128 the fractions do not apply (GQA's measured shapes set the curve).
+  ComputeKnobs none = gb200;
+  none.flash.small_head_efficiency = none.flash.small_head_bwd_efficiency = 1.0;
+  CHECK(dockyard::FlashAttentionEfficiency(128, 4096, true, false, gb200) == dockyard::FlashAttentionEfficiency(128, 4096, true, false, none));
+  CHECK(dockyard::FlashSmallHead(64));
+  CHECK_FALSE(dockyard::FlashSmallHead(128));
 }

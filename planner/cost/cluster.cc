@@ -43,6 +43,18 @@ constexpr double kNvlink5AllToAllShare = 0.597 / 0.674;
 // borrows it (the same die, no B200 measurement at that head dim).
 constexpr double kBlackwellFp8SmallHeadSpeedup = (0.209 + 0.487) / (0.203 + 0.862);
 
+// BF16 flash attention at gpt-oss's head dim 64 on GB200 (knobs.h FlashKnobs small_head_efficiency,
+// small_head_bwd_efficiency): cuDNN 9.19, 64 q / 8 kv heads, sliding window 1,024 (testdata/fidelity
+// components C33 forward, C34 backward), and cuDNN 9.22, 128 heads, window 128 (C35, C36), batch 2,
+// seq 2,048-32,768, TFLOP/s of the window's FLOPs, each over GB200's curve (max_efficiency 0.794,
+// half_seq 790, bwd_ratio 0.808) at head dim 64 and the window's keys per query
+// (CausalAttendedKeys): forward 0.587-0.657 (window 1,024) and 0.657-0.700 (128), backward
+// 0.817-0.852 and 0.935-0.975. Their geometric means: forward 0.655 (9 points, 5.1 % RMS in log),
+// backward 0.898 (10 points, 6.8 %). B200 and B300 borrow them (the same die; no measurement at
+// that head dim).
+constexpr double kBlackwellSmallHeadEfficiency = 0.655;
+constexpr double kBlackwellSmallHeadBwdEfficiency = 0.898;
+
 ComputeKnobs B200ComputeKnobs() {
   ComputeKnobs k;
   k.gemm.shape_efficiency = 0.54;
@@ -55,6 +67,8 @@ ComputeKnobs B200ComputeKnobs() {
   k.flash.fixed_efficiency = 0.36;
   k.flash.fp8_speedup = 1.15;
   k.flash.fp8_small_head_speedup = kBlackwellFp8SmallHeadSpeedup;
+  k.flash.small_head_efficiency = kBlackwellSmallHeadEfficiency;
+  k.flash.small_head_bwd_efficiency = kBlackwellSmallHeadBwdEfficiency;
   k.memory_bound.hbm_efficiency = 0.666;
   return k;
 }
@@ -90,11 +104,15 @@ DeepEpKnobs BlackwellDeepEpKnobs() {
   return k;
 }
 
-// A flash-attention table fitted to a cuDNN sweep on the GPU (half_head_dim stays at its prior, 10).
+// A flash-attention table fitted to a cuDNN sweep on the GPU (half_head_dim stays at its prior, 10);
+// `small_head` and `small_head_bwd`: the forward's and backward's fractions of the curve below head
+// dim 128.
 FlashKnobs MeasuredFlash(double max_efficiency, double half_seq, double bwd_ratio, double fixed_efficiency, double fp8_speedup,
-                         double fp8_small_head_speedup) {
+                         double fp8_small_head_speedup, double small_head, double small_head_bwd) {
   FlashKnobs f;
   f.fp8_small_head_speedup = fp8_small_head_speedup;
+  f.small_head_efficiency = small_head;
+  f.small_head_bwd_efficiency = small_head_bwd;
   f.max_efficiency = max_efficiency;
   f.half_seq = half_seq;
   f.bwd_ratio = bwd_ratio;
@@ -125,12 +143,14 @@ FlashKnobs MeasuredFlash(double max_efficiency, double half_seq, double bwd_rati
 //    (3.5 / (1 / 0.537 + 2.5 / 0.448)). SimuMax's B200 machine, an older cuDNN, measured 0.416 / 0.32.
 //    FP8 attention, the same files at seq 4,096, forward + backward ms BF16 / FP8: GQA 0.206 + 0.607 /
 //    0.161 + 0.559 (1.129x), MLA 0.509 + 1.613 / 0.359 + 1.310 (1.271x): fp8_speedup 1.20, their
-//    geometric mean; at head dim 64, 0.654x (kBlackwellFp8SmallHeadSpeedup).
+//    geometric mean; at head dim 64, 0.654x (kBlackwellFp8SmallHeadSpeedup). BF16 at head dim 64:
+//    0.655 (forward) and 0.898 (backward) of the curve (kBlackwellSmallHeadEfficiency).
 ComputeKnobs Gb200ComputeKnobs() {
   ComputeKnobs k = B200ComputeKnobs();
   k.gemm.mxfp8_efficiency_ratio = 1.19;
   k.gemm.fp8_efficiency_ratio = 1.08;
-  k.flash = MeasuredFlash(0.794, 790.0, 0.808, 0.47, 1.20, kBlackwellFp8SmallHeadSpeedup);
+  k.flash = MeasuredFlash(0.794, 790.0, 0.808, 0.47, 1.20, kBlackwellFp8SmallHeadSpeedup, kBlackwellSmallHeadEfficiency,
+                          kBlackwellSmallHeadBwdEfficiency);
   return k;
 }
 
@@ -144,9 +164,12 @@ ComputeKnobs Gb200ComputeKnobs() {
 // FP8 attention at seq 4,096, forward + backward ms BF16 / FP8: 0.812 + 3.090 / 0.477 + 1.770: 1.74x;
 // at gpt-oss's head dim 64 (cuDNN 9.19 on GB300, the shape of kBlackwellFp8SmallHeadSpeedup):
 // 0.178 + 0.472 / 0.148 + 0.792 = 0.691x (.../gb300_919_only_cudnn/gpt_oss_20260226_185932.csv @ df73764a).
+// BF16 at that shape (components C37, C38: window 1,024, seq 2,048-32,768) over GB300's curve at head
+// dim 64: forward 0.531-0.608, backward 0.801-0.843; geometric means 0.582 (5.0 % RMS in log) and
+// 0.827 (1.9 %).
 ComputeKnobs Gb300ComputeKnobs() {
   ComputeKnobs k = Gb200ComputeKnobs();
-  k.flash = MeasuredFlash(0.941, 660.0, 0.665, 0.51, 1.74, (0.178 + 0.472) / (0.148 + 0.792));
+  k.flash = MeasuredFlash(0.941, 660.0, 0.665, 0.51, 1.74, (0.178 + 0.472) / (0.148 + 0.792), 0.582, 0.827);
   return k;
 }
 

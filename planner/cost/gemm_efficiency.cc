@@ -56,9 +56,13 @@ double Fp8GemmSpeedup(const ComputeKnobs& k, GemmPrecision p) {
   return kFp8PeakOverBf16 * (p.scaling == Fp8Scaling::kMxfp8 ? k.gemm.mxfp8_efficiency_ratio : k.gemm.fp8_efficiency_ratio);
 }
 
+bool FlashSmallHead(double head_dim) {
+  return head_dim < 128;
+}
+
 double FlashCoreSpeedup(const ComputeKnobs& k, GemmPrecision p, double head_dim) {
   if (!p.fp8_attention) return 1.0;
-  return head_dim >= 128 ? k.flash.fp8_speedup : k.flash.fp8_small_head_speedup;
+  return FlashSmallHead(head_dim) ? k.flash.fp8_small_head_speedup : k.flash.fp8_speedup;
 }
 
 double FlashCoreSpeedup(const ComputeKnobs& k, const TrainingConfig& training, const ModelSpec& model) {
@@ -71,7 +75,8 @@ GemmPrecision GemmPrecisionOf(const TrainingConfig& training) {
 
 double FlashEfficiencyAtKeys(double head_dim, double attended, bool backward, const ComputeKnobs& k) {
   const double eff = k.flash.max_efficiency * Fill(head_dim, k.flash.half_head_dim) * Fill(attended, k.flash.half_seq);
-  return backward ? eff * k.flash.bwd_ratio : eff;
+  const double small = FlashSmallHead(head_dim) ? (backward ? k.flash.small_head_bwd_efficiency : k.flash.small_head_efficiency) : 1.0;
+  return (backward ? eff * k.flash.bwd_ratio : eff) * small;
 }
 
 double CausalAttendedKeys(double seq_len, double window) {

@@ -16,7 +16,8 @@
 //   eff = max_efficiency · d / (d + half_head_dim) · L / (L + half_seq)
 // with d the query/key head dim and L the keys a query attends on average (the sequence length,
 // half of it under causal masking); the backward at bwd_ratio of the forward's efficiency
-// and 2.5x its FLOPs (5 matmuls against 2). Priors: FlashAttention-3 on H100 BF16, head dim 128,
+// and 2.5x its FLOPs (5 matmuls against 2); below head dim 128 at small_head_efficiency /
+// small_head_bwd_efficiency of that (knobs.h FlashKnobs). Priors: FlashAttention-3 on H100 BF16, head dim 128,
 // 430 TFLOP/s at 512 tokens to 621 at 16K (pytorch/benchmark PR #2391) and head dim 256, 642 at
 // 16K (Shah et al., arXiv 2407.08608, Fig. "Attention forward speed, head dim 256").
 #pragma once
@@ -98,6 +99,10 @@ double Fp8GemmSpeedup(const ComputeKnobs& knobs, GemmPrecision precision);
 // ratio for both passes, the forward + backward time ratio (a recomputed forward core is priced at it
 // too).
 double FlashCoreSpeedup(const ComputeKnobs& knobs, GemmPrecision precision, double head_dim);
+// Whether query-key head dim `head_dim` is a small head for the flash kernels: under 128, the
+// smallest head dim of the measured shapes the flash curve is fitted at (GQA 128, MLA 192). The one
+// home of that line: FlashCoreSpeedup's FP8 ratio and FlashEfficiencyAtKeys' small-head fraction.
+bool FlashSmallHead(double head_dim);
 // The same for `model`'s attention core (its query-key head dim) under `training`'s precision.
 double FlashCoreSpeedup(const ComputeKnobs& knobs, const TrainingConfig& training, const ModelSpec& model);
 
@@ -111,8 +116,9 @@ double MuonNewtonSchulzFullUs(const ModelSpec& model, int64_t mtp_layers, double
 
 // Flash-attention efficiency (fraction of peak) for head dim `head_dim` when each query attends
 // `attended` keys on average: max_efficiency x head_dim / (head_dim + half_head_dim) x attended /
-// (attended + half_seq), x bwd_ratio for the backward. Fitted per GPU to cuDNN's sweeps
-// (cluster.cc; docs/cluster.md [G4], [G5]).
+// (attended + half_seq), x bwd_ratio for the backward; at a small head (FlashSmallHead) x
+// small_head_efficiency (forward) or small_head_bwd_efficiency (backward). Fitted per GPU to
+// cuDNN's sweeps (cluster.cc; docs/cluster.md [G4], [G5]).
 double FlashEfficiencyAtKeys(double head_dim, double attended, bool backward, const ComputeKnobs& knobs);
 // The same at sequence `seq_len`: causal, seq_len / 2 keys per query; else seq_len; with a sliding
 // window of `window` keys (0 = none) CausalAttendedKeys (causal only).

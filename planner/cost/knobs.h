@@ -59,6 +59,14 @@ struct FlashKnobs {
   // the forward at 1.03-1.20x (cluster.cc). The Hopper prior is 1: cuDNN has no FP8 attention below
   // head dim 128 on H200 (the cudnn-frontend sweep's FP8 rows fail validation there), priced as BF16.
   double fp8_small_head_speedup = 1.0;
+  // BF16 flash attention at query-key head dims under 128 (gpt-oss's 64), as a fraction of the
+  // curve above (which is fitted at head dims 128 and 192 and, through d / (d + half_head_dim),
+  // cannot follow both): forward and backward. Small heads leave the softmax's exponentials a
+  // larger share of each tile's work, more so in the forward (2 matmuls per exponential against
+  // the backward's 5). The Hopper prior is 1 (no measurement at head dim 64 on Hopper in the
+  // calibration set); the Blackwell presets carry cuDNN's gpt-oss sweeps (cluster.cc).
+  double small_head_efficiency = 1.0;
+  double small_head_bwd_efficiency = 1.0;
 };
 
 // Memory-bound kernels and kernel launches (kernels_model.h).
