@@ -11,17 +11,12 @@
 #include "planner/model/model_file.h"
 #include "planner/routing/plan_routing.h"
 #include "tests/test_models.h"
+#include "tests/moe_phase.h"
 
 namespace dockyard {
 namespace {
 
-double PhaseUs(const CostBreakdown& cost, const char* name, const char* direction) {
-  for (const PhaseCost& p : cost.phases) {
-    if (p.name == name && p.layer_kind == "moe" && p.direction == direction) return p.time_us;
-  }
-  FAIL("no phase ", name, " ", direction);
-  return 0;
-}
+using testing::MoePhaseUs;
 
 // gpt-oss-120b as Megatron-Bridge 26.04 ran it on 64 GB200 (run G04 of testdata/fidelity): EP 64,
 // micro-batches of 4 x 4,096 tokens, 5 per step.
@@ -54,8 +49,8 @@ GroupedGemmDelta EagerDelta(const ModelSpec& m, TrainingConfig t, Convention con
   const RoutingResult routing = SampleRoutingForPlan(eager, RoutingSpec{}, 4);
   const CostBreakdown a = SimulateStep(eager, c, routing), b = SimulateStep(fused, c, routing);
   CHECK(a.routing_imbalance == b.routing_imbalance);
-  return {PhaseUs(a, "grouped_gemm", "forward") - PhaseUs(b, "grouped_gemm", "forward"),
-          PhaseUs(a, "grouped_gemm", "backward") - PhaseUs(b, "grouped_gemm", "backward"), a.routing_imbalance};
+  return {MoePhaseUs(a, "grouped_gemm", "forward") - MoePhaseUs(b, "grouped_gemm", "forward"),
+          MoePhaseUs(a, "grouped_gemm", "backward") - MoePhaseUs(b, "grouped_gemm", "backward"), a.routing_imbalance};
 }
 
 }  // namespace

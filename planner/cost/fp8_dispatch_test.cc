@@ -9,6 +9,7 @@
 #include "planner/cost/cost.h"
 #include "planner/routing/plan_routing.h"
 #include "tests/test_models.h"
+#include "tests/moe_phase.h"
 
 namespace dockyard {
 namespace {
@@ -39,13 +40,7 @@ ClusterSpec TwoNodes() {
   return c;
 }
 
-double PhaseUs(const CostBreakdown& cost, const char* name, const char* direction) {
-  for (const PhaseCost& p : cost.phases) {
-    if (p.name == name && p.layer_kind == "moe" && p.direction == direction) return p.time_us;
-  }
-  FAIL("no phase ", name, " ", direction);
-  return 0;
-}
+using testing::MoePhaseUs;
 
 CostBreakdown Simulate(const Plan& plan) {
   return SimulateStep(plan, TwoNodes(), SampleRoutingForPlan(plan, RoutingSpec{}, 2));
@@ -57,23 +52,23 @@ TEST_CASE("deepep FP8 dispatch: forward rows 64 + 4 B, backward dispatch and com
   const CostBreakdown bf16 = Simulate(Ep8Plan("deepep", false)), fp8 = Simulate(Ep8Plan("deepep", true));
   // deepep time = 8 us latency + the busiest link direction, linear in the row bytes
   // (DispatchRowBytes(64, 2, fp8) = 64 + 4 x ceil(64 / 128) = 68 B vs 64 x 2 = 128 B).
-  CHECK(PhaseUs(fp8, "dispatch", "forward") - 8.0 == doctest::Approx((PhaseUs(bf16, "dispatch", "forward") - 8.0) * 68.0 / 128.0));
-  CHECK(PhaseUs(fp8, "dispatch", "backward") == doctest::Approx(PhaseUs(bf16, "dispatch", "backward")));
-  CHECK(PhaseUs(fp8, "dispatch", "backward") == doctest::Approx(PhaseUs(bf16, "dispatch", "forward")));
-  for (const char* dir : {"forward", "backward"}) CHECK(PhaseUs(fp8, "combine", dir) == doctest::Approx(PhaseUs(bf16, "combine", dir)));
+  CHECK(MoePhaseUs(fp8, "dispatch", "forward") - 8.0 == doctest::Approx((MoePhaseUs(bf16, "dispatch", "forward") - 8.0) * 68.0 / 128.0));
+  CHECK(MoePhaseUs(fp8, "dispatch", "backward") == doctest::Approx(MoePhaseUs(bf16, "dispatch", "backward")));
+  CHECK(MoePhaseUs(fp8, "dispatch", "backward") == doctest::Approx(MoePhaseUs(bf16, "dispatch", "forward")));
+  for (const char* dir : {"forward", "backward"}) CHECK(MoePhaseUs(fp8, "combine", dir) == doctest::Approx(MoePhaseUs(bf16, "combine", dir)));
 }
 
 TEST_CASE("all_to_all FP8 dispatch: 1 + 4/128 B per element forward only") {
   const CostBreakdown bf16 = Simulate(Ep8Plan("all_to_all", false)), fp8 = Simulate(Ep8Plan("all_to_all", true));
-  CHECK(PhaseUs(fp8, "dispatch", "forward") < PhaseUs(bf16, "dispatch", "forward"));
-  CHECK(PhaseUs(fp8, "dispatch", "backward") == doctest::Approx(PhaseUs(bf16, "dispatch", "backward")));
-  for (const char* dir : {"forward", "backward"}) CHECK(PhaseUs(fp8, "combine", dir) == doctest::Approx(PhaseUs(bf16, "combine", dir)));
+  CHECK(MoePhaseUs(fp8, "dispatch", "forward") < MoePhaseUs(bf16, "dispatch", "forward"));
+  CHECK(MoePhaseUs(fp8, "dispatch", "backward") == doctest::Approx(MoePhaseUs(bf16, "dispatch", "backward")));
+  for (const char* dir : {"forward", "backward"}) CHECK(MoePhaseUs(fp8, "combine", dir) == doctest::Approx(MoePhaseUs(bf16, "combine", dir)));
 }
 
 TEST_CASE("full recomputation re-runs the FP8 forward dispatch in the backward, then the BF16 backward dispatch") {
   const CostBreakdown bf16 = Simulate(Ep8Plan("deepep", false)), fp8 = Simulate(Ep8Plan("deepep", true, Recompute::kFull));
-  CHECK(PhaseUs(fp8, "dispatch", "backward") ==
-        doctest::Approx(PhaseUs(fp8, "dispatch", "forward") + PhaseUs(bf16, "dispatch", "backward")));
+  CHECK(MoePhaseUs(fp8, "dispatch", "backward") ==
+        doctest::Approx(MoePhaseUs(fp8, "dispatch", "forward") + MoePhaseUs(bf16, "dispatch", "backward")));
 }
 
 }  // namespace dockyard

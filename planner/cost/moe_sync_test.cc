@@ -11,17 +11,12 @@
 #include "planner/cost/kernels_model.h"
 #include "planner/routing/plan_routing.h"
 #include "tests/tiny_plan.h"
+#include "tests/moe_phase.h"
 
 namespace dockyard {
 namespace {
 
-double PhaseUs(const CostBreakdown& cost, const char* name, const char* direction) {
-  for (const PhaseCost& p : cost.phases) {
-    if (p.name == name && p.layer_kind == "moe" && p.direction == direction) return p.time_us;
-  }
-  FAIL("no phase ", name, " ", direction);
-  return 0;
-}
+using testing::MoePhaseUs;
 
 // The router phase of `training` on the tiny model (EP 4, megatron), with the preset's idle and
 // with none: their difference per direction.
@@ -35,8 +30,8 @@ RouterDelta IdleDelta(TrainingConfig training) {
   without.knobs.host.moe_sync_idle_us = 0;
   const RoutingResult routing = SampleRoutingForPlan(plan, RoutingSpec{}, 2);  // uniform, 2 layers (the deepep dispatcher's counts too)
   const CostBreakdown a = SimulateStep(plan, with, routing), b = SimulateStep(plan, without, routing);
-  return {PhaseUs(a, "router", "forward") - PhaseUs(b, "router", "forward"),
-          PhaseUs(a, "router", "backward") - PhaseUs(b, "router", "backward"), a.step_time_us - b.step_time_us};
+  return {MoePhaseUs(a, "router", "forward") - MoePhaseUs(b, "router", "forward"),
+          MoePhaseUs(a, "router", "backward") - MoePhaseUs(b, "router", "backward"), a.step_time_us - b.step_time_us};
 }
 
 }  // namespace
