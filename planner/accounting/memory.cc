@@ -266,7 +266,11 @@ LayerActivationBytes LayerActivations(const ModelSpec& m, const RecomputeSet& rs
     //    weighted SwiGLU; nothing after fc2;
     //  - Megatron-Core < 0.13: the T_r x top_k combined rows the unpermute scores, and their
     //    probabilities (fp32).
-    const Wide rows_in = lin_in(mul(w.received_rows, h)) + swiglu(mul(w.received_rows, w.expert_f_local), rs.moe_act);
+    Wide rows_in = lin_in(mul(w.received_rows, h)) + swiglu(mul(w.received_rows, w.expert_f_local), rs.moe_act);
+    // Megatron-Core's eager activation clamp (expert_eager.h): the clamps keep fc1's output (a
+    // view of it each) and the fused activation saves their cat, 2F more per row, unless moe_act
+    // recomputes the activation (its checkpoint keeps only fc1's output).
+    if (w.eager_expert_clamp && !rs.moe_act) rows_in += mul(mul(mul(w.received_rows, w.expert_f_local), 2), ab);
     Wide scoring = 0;
     switch (w.saved) {
       case SavedTensorRules::kTorchtitan:

@@ -6,6 +6,7 @@
 
 #include "planner/base/checked_math.h"
 #include "planner/base/error.h"
+#include "planner/model/expert_eager.h"
 #include "planner/model/precision.h"
 #include "planner/model/pipeline_schedule.h"
 
@@ -76,6 +77,7 @@ Workload ComputeWorkload(const ModelSpec& model, const ParallelDims& d, const Tr
   w.fp8_scaling = Fp8ScalingOf(t);
   w.saved = SavedTensorRulesOf(t, d.convention);
   w.te_cross_entropy = TeCrossEntropyOf(t, d.convention);
+  w.eager_expert_clamp = ExpertEagerOpsOf(model, t, d.convention == Convention::kMegatron).clamp;
   return w;
 }
 

@@ -48,6 +48,10 @@ struct Workload {
   // The loss is TransformerEngine's fused cross-entropy (megatron only, run_settings.h
   // TeCrossEntropy): the logits kept in their own dtype (memory.h LossBytesPerLogit).
   bool te_cross_entropy = false;
+  // Megatron-Core clamps the routed experts' activation input with eager ops
+  // (planner/model/expert_eager.h ExpertEagerOpsOf): unless the activation is recomputed, each
+  // received row keeps a second [2F] copy, the cat the fused activation saves (memory.cc).
+  bool eager_expert_clamp = false;
 };
 
 // Whether FP8 GEMMs keep quantized tensors between forward and backward: the FP8 weight copies

@@ -28,6 +28,11 @@ void ApplyComputeModel(const std::string& model, bool cuda_graphs, ComputeModel*
         "--cross-entropy fused: the cross-entropy kernels are priced by --compute-model kernels only; with --compute-model "
         "gemm it changes no time (drop --compute-model gemm; plan and check take it for memory)");
   }
+  if (model == "gemm" && run->use_transformer_engine_op_fuser) {
+    throw Error(
+        "--use-transformer-engine-op-fuser: the eager expert ops it removes are priced by --compute-model kernels only; with "
+        "--compute-model gemm it changes no time (drop --compute-model gemm; plan and check take it for memory)");
+  }
   *out = model == "kernels" ? ComputeModel::kKernels : ComputeModel::kGemm;
   run->cuda_graphs = cuda_graphs || full_iteration_cuda_graph;
   run->full_iteration_cuda_graph = full_iteration_cuda_graph;

@@ -4,6 +4,8 @@
 // in each case.
 #include <doctest/doctest.h>
 
+#include "planner/accounting/memory.h"
+#include "planner/accounting/workload.h"
 #include "planner/cost/cluster.h"
 #include "planner/cost/cost.h"
 #include "planner/cost/kernels_model.h"
@@ -139,4 +141,35 @@ TEST_CASE("gpt-oss-120b on 64 GB200 (G04's layout): the eager ops in the grouped
   CHECK(b.forward == doctest::Approx(65536.0 * b.imbalance * 2880.0 * (16.0 + 12.0) / bw).epsilon(1e-9));
 }
 
+TEST_CASE("the eager clamp's saved copy: 2F more per received row without moe_act recomputation, none with it or the op fuser") {
+  const ModelSpec oss = LoadModel("testdata/hf/gpt-oss-120b.json");
+  ParallelDimsOptions d;
+  d.world_size = 64;
+  d.ep = 64;
+  d.convention = Convention::kMegatron;
+  const Machine machine = MachineOf(ClusterPreset("gb200-nvl72"), 0);
+  auto routed = [&](TrainingConfig t) {
+    const Plan plan = BuildPlan(oss, d, t, machine);
+    const Workload w = ComputeWorkload(plan);
+    CHECK(w.eager_expert_clamp == !t.run.use_transformer_engine_op_fuser);
+    return LayerActivations(plan.model, RecomputeSetOf(t), w, true).routed_experts;
+  };
+  TrainingConfig none = G04Training();
+  none.recompute = Recompute::kNone;
+  none.recompute_modules.clear();
+  TrainingConfig fused = none;
+  fused.run.use_transformer_engine_op_fuser = true;
+  // The received rows R_max (the memory bound: 4 x 4,096 x top-4 x the imbalance) x 2 x 2,880 x 2 B:
+  // the cat of the clamped halves, which the fused activation saves beside fc1's output.
+  const Workload w = ComputeWorkload(BuildPlan(oss, d, none, machine));
+  CHECK(routed(none) - routed(fused) == w.received_rows * 2 * 2880 * 2);
+  CHECK(w.received_rows >= 65536);
+  // moe_act recomputes the activation: its checkpoint keeps fc1's output only, with or without the clamp.
+  TrainingConfig act = G04Training();
+  TrainingConfig act_fused = act;
+  act_fused.run.use_transformer_engine_op_fuser = true;
+  CHECK(routed(act) == routed(act_fused));
+}
+
 }  // namespace dockyard
+

@@ -69,9 +69,9 @@ ExpertEagerShape ExpertEagerShapeOf(const ModelSpec& m, const TrainingConfig& t,
   ExpertEagerShape s;
   s.rows = rows, s.f = f, s.hidden = static_cast<double>(m.hidden_size), s.act_bytes = ab;
   s.probs_bytes = t.dispatcher == Dispatcher::kDeepEp ? 4.0 : ab;
-  if (!megatron || t.run.use_transformer_engine_op_fuser || m.moe.num_experts == 0) return s;
-  s.clamp = m.moe.swiglu_limit > 0;
-  s.fc2_bias = m.moe.expert_bias;
+  const ExpertEagerOps ops = ExpertEagerOpsOf(m, t, megatron);
+  s.clamp = ops.clamp;
+  s.fc2_bias = ops.fc2_bias;
   return s;
 }
 

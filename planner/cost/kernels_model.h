@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "planner/cost/knobs.h"
+#include "planner/model/expert_eager.h"
 #include "planner/model/run_settings.h"
 #include "planner/model/training.h"
 #include "planner/model/model_spec.h"
@@ -101,7 +102,7 @@ struct ExpertEagerShape {
   double act_bytes = 2, probs_bytes = 2;
   bool clamp = false, fc2_bias = false;
 };
-// The shape for a run: none (clamp and fc2_bias false) unless `megatron` and the op fuser is off.
+// The shape for a run: the ops planner/model/expert_eager.h ExpertEagerOpsOf says run.
 ExpertEagerShape ExpertEagerShapeOf(const ModelSpec& model, const TrainingConfig& training, bool megatron, double rows, double f,
                                     double act_bytes);
 std::vector<KernelBytes> ExpertEagerKernels(const ExpertEagerShape& shape, bool backward);

@@ -273,6 +273,9 @@ ModelSpec ReadGptOss(const JsonView& c) {
   m.moe.expert_bias = true;
   // The experts' activation clamp (GptOssExperts: gate clamped to <= swiglu_limit, up to
   // [-swiglu_limit, swiglu_limit]); transformers' GptOssConfig default 7.0 where the key is absent.
+  if (c.value().contains("swiglu_limit") && c.value()["swiglu_limit"].is_null()) {
+    c.Fail("swiglu_limit", "null: gpt-oss's experts clamp at a limit (transformers' default 7.0 when the key is absent)");
+  }
   m.moe.swiglu_limit = c.NumberOr("swiglu_limit", 7.0);
   if (!(m.moe.swiglu_limit > 0) || !std::isfinite(m.moe.swiglu_limit)) {
     c.Fail("swiglu_limit", fmt::format("must be a finite number > 0 (the experts' activation clamp), got {}", m.moe.swiglu_limit));

@@ -1070,6 +1070,8 @@ TEST_CASE("gpt-oss's activation clamp (swiglu_limit): read, transformers' defaul
   // Zero, negative or not a number: refused, naming the key.
   hf["swiglu_limit"] = 0;
   CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(hf, "zero.json"), doctest::Contains("swiglu_limit"), dockyard::Error);
+  hf["swiglu_limit"] = nullptr;  // transformers would clamp at nothing (torch.clamp refuses both bounds None)
+  CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(hf, "null.json"), doctest::Contains("/swiglu_limit: null"), dockyard::Error);
   hf["swiglu_limit"] = "seven";
   CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(hf, "text.json"), doctest::Contains("swiglu_limit"), dockyard::Error);
   Json s = spec;

@@ -130,6 +130,15 @@ void ValidateCrossEntropyFusionImpl(const RunSettings& s, const std::string& imp
   }
 }
 
+void ValidateTeOpFuser(const RunSettings& s, const std::string& fuser_field, const std::string& version_field) {
+  if (!s.use_transformer_engine_op_fuser) return;
+  const std::vector<long> v = VersionParts(s.megatron_core_version);
+  if (v.empty() || AtLeastZeroPoint(v, 18)) return;
+  throw Error(fmt::format("{} with {} {}: Megatron-Core has TransformerEngine's op fuser for the experts "
+                          "(use_transformer_engine_op_fuser) from core_v0.18.0 on; a release from 0.18, or drop the flag",
+                          fuser_field, version_field, s.megatron_core_version));
+}
+
 bool TeCrossEntropy(const RunSettings& s) { return s.fused_cross_entropy && s.cross_entropy_fusion_impl == "te"; }
 
 bool MegatronProbsInActivation(const RunSettings& s) {

@@ -182,6 +182,12 @@ void ValidateMegatronCoreVersion(const std::string& version, const std::string& 
 void ValidateCrossEntropyFusionImpl(const RunSettings& settings, const std::string& impl_field, const std::string& fused_field,
                                     const std::string& version_field);
 
+// Refuses use_transformer_engine_op_fuser (`fuser_field`) with a Megatron-Core release
+// (`version_field`) before core_v0.18.0, the first whose TransformerConfig has it (0.17.1 has neither
+// the field nor TEGroupedMLP's fused path, megatron/core/transformer/moe/experts.py). An empty
+// (current) release passes.
+void ValidateTeOpFuser(const RunSettings& settings, const std::string& fuser_field, const std::string& version_field);
+
 // Whether the loss is TransformerEngine's parallel_cross_entropy (fused, impl "te"): it writes the
 // gradient into the logits in place during the forward and keeps them, in their own dtype, for
 // backward (transformer_engine/pytorch/cross_entropy.py CrossEntropyFunction.forward:

@@ -85,6 +85,7 @@ TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const Training
   if (o.no_overlap_p2p_comm) t.run.overlap_p2p_comm = false;
   if (o.tp_comm_overlap) t.run.tp_comm_overlap = *o.tp_comm_overlap;
   ValidateCrossEntropyFusionImpl(t.run, "--cross-entropy-fusion-impl", "--cross-entropy", "--megatron-core-version");
+  ValidateTeOpFuser(t.run, "--use-transformer-engine-op-fuser", "--megatron-core-version");
   NormalizeMxfp8Precision(&t, "--", o.fp8_recipe.has_value());
   ValidateTraining(t, "--");
   if (o.pp_layer_split) t.pp_layer_split = ParseLayerSplit(*o.pp_layer_split, pp, num_layers, "--pp-layer-split");
