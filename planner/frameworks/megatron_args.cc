@@ -5,6 +5,7 @@
 #include "planner/frameworks/megatron_args.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cctype>
 #include <cstdint>
 #include <set>
@@ -186,7 +187,7 @@ const std::set<std::string>& ArchitectureKeys() {
       "--qk-pos-emb-head-dim", "--v-head-dim", "--qk-layernorm", "--untie-embeddings-and-output-weights", "--vocab-size",
       "--normalization", "--swiglu", "--disable-bias-linear", "--add-bias-linear", "--add-qkv-bias", "--moe-router-score-function",
       "--moe-router-enable-expert-bias", "--moe-router-num-groups", "--moe-router-group-topk", "--moe-router-topk-scaling-factor",
-      "--max-position-embeddings", "--rotary-scaling-factor", "--position-embedding-type"};
+      "--max-position-embeddings", "--rotary-scaling-factor", "--position-embedding-type", "--activation-func-clamp-value"};
   return keys;
 }
 
@@ -888,6 +889,16 @@ ModelSpec ModelFromArgs(const FrameworkConfig& c, std::optional<int64_t> vocab_f
   m.moe.top_k = int_or("--moe-router-topk", 2);  // transformer_config.py moe_router_topk default
   m.moe.moe_intermediate_size = int_or("--moe-ffn-hidden-size", ffn);
   m.moe.expert_bias = bias;
+  // The experts' activation clamp (gpt-oss: 7.0; transformer_config.py activation_func_clamp_value,
+  // a finite number > 0 there; ModelSpec moe.swiglu_limit).
+  if (const ConfigArg* a = arg("--activation-func-clamp-value")) {
+    m.moe.swiglu_limit = NumberValue(c, *a);
+    if (!(m.moe.swiglu_limit > 0) || !std::isfinite(m.moe.swiglu_limit)) {
+      Fail(c.file, a->line,
+           fmt::format("--activation-func-clamp-value {}: must be a finite number > 0 (Megatron-Core's activation_func_clamp_value)",
+                       ShownWord(a->values.front())));
+    }
+  }
   if (const ConfigArg* a = arg("--moe-shared-expert-intermediate-size")) {
     m.moe.num_shared_experts = 1;
     m.moe.shared_expert_intermediate_size = IntValue(c, *a, 1);
@@ -949,6 +960,17 @@ ModelSpec CheckedAgainstBase(const FrameworkConfig& c, const ModelSpec& job, con
         "shared_expert_intermediate_size");
   if (base.NumMoeLayers() < base.num_hidden_layers) {
     check("--ffn-hidden-size", job.intermediate_size, base.intermediate_size, "intermediate_size (its dense layers)");
+  }
+  if (job.moe.swiglu_limit != base.moe.swiglu_limit) {
+    // A number, not an integer: the clamp limit (ModelSpec moe.swiglu_limit; 0 = none).
+    if (const ConfigArg* a = c.Find("--activation-func-clamp-value")) {
+      Fail(c.file, a->line,
+           fmt::format("--activation-func-clamp-value {} but --model {} has swiglu_limit {}: the file and the model disagree",
+                       ShownWord(a->values.front()), source, base.moe.swiglu_limit));
+    }
+    throw Error(fmt::format("{}: no --activation-func-clamp-value: Megatron-LM's default is no clamp, but --model {} has swiglu_limit {}: "
+                            "add --activation-func-clamp-value {} to the file (the job is what it says, not the model)",
+                            c.file, source, base.moe.swiglu_limit, base.moe.swiglu_limit));
   }
   check("--untie-embeddings-and-output-weights", job.tie_word_embeddings ? 0 : 1, base.tie_word_embeddings ? 0 : 1, "untied embeddings (1 = yes)");
   check("--vocab-size", job.vocab_size, base.vocab_size, "vocab_size");

@@ -584,4 +584,31 @@ TEST_CASE("the DDP's parameter-gather flags are read (run_settings.h) and writte
         std::string::npos);
 }
 
+TEST_CASE("--activation-func-clamp-value is the experts' clamp (ModelSpec moe.swiglu_limit); --use-transformer-engine-op-fuser is read") {
+  const std::string base =
+      "--num-layers 8 --hidden-size 64 --num-attention-heads 4 --position-embedding-type rope --num-experts 8 --moe-router-topk 2 "
+      "--swiglu --vocab-size 1000 --bf16 --use-distributed-optimizer --expert-model-parallel-size 2";
+  const FrameworkConfig c = ImportMegatronArgs(base + " --activation-func-clamp-value 7.0 --use-transformer-engine-op-fuser\n", "c.args");
+  CHECK_FALSE(Contains(c.ignored, "--activation-func-clamp-value"));
+  CHECK(Flag(c, "--use-transformer-engine-op-fuser") == "");
+  const ModelSpec job = MegatronModel(c, std::nullopt);
+  CHECK(job.moe.swiglu_limit == 7.0);
+  // Megatron's default is no clamp: a file without the key builds none.
+  CHECK(MegatronModel(ImportMegatronArgs(base + "\n", "n.args"), std::nullopt).moe.swiglu_limit == 0.0);
+  // Against --model: a file with another limit, or none, disagrees with a model that clamps.
+  ModelSpec model = job;
+  model.source = "m.json";
+  CHECK(MegatronModel(c, model).moe.swiglu_limit == 7.0);
+  CHECK_THROWS_WITH_AS(MegatronModel(ImportMegatronArgs(base + " --activation-func-clamp-value 5\n", "f.args"), model),
+                       doctest::Contains("--activation-func-clamp-value 5 but --model m.json has swiglu_limit 7: the file and the model disagree"),
+                       Error);
+  CHECK_THROWS_WITH_AS(MegatronModel(ImportMegatronArgs(base + "\n", "n.args"), model),
+                       doctest::Contains("n.args: no --activation-func-clamp-value: Megatron-LM's default is no clamp, but --model m.json has "
+                                         "swiglu_limit 7"),
+                       Error);
+  // Megatron-Core refuses a limit that is not a finite number > 0.
+  CHECK_THROWS_WITH_AS(MegatronModel(ImportMegatronArgs(base + " --activation-func-clamp-value -1\n", "b.args"), std::nullopt),
+                       doctest::Contains("--activation-func-clamp-value -1: must be a finite number > 0"), Error);
+}
+
 }  // namespace dockyard

@@ -110,6 +110,7 @@ const std::vector<Mapping>& Mappings() {
       {"model.moe_router_num_groups", "--moe-router-num-groups", Kind::kValue},
       {"model.moe_router_group_topk", "--moe-router-group-topk", Kind::kValue},
       {"model.moe_router_topk_scaling_factor", "--moe-router-topk-scaling-factor", Kind::kValue},
+      {"model.activation_func_clamp_value", "--activation-func-clamp-value", Kind::kValue},
       {"model.moe_router_force_load_balancing", "--moe-router-force-load-balancing", Kind::kSwitch},
       {"model.moe_token_dispatcher_type", "--moe-token-dispatcher-type", Kind::kValue},
       {"model.moe_flex_dispatcher_backend", "--moe-flex-dispatcher-backend", Kind::kValue},

@@ -1075,6 +1075,8 @@ TEST_CASE("gpt-oss's activation clamp (swiglu_limit): read, transformers' defaul
   hf["swiglu_limit"] = "seven";
   CHECK_THROWS_WITH_AS(ModelSpecFromHfConfig(hf, "text.json"), doctest::Contains("swiglu_limit"), dockyard::Error);
   Json s = spec;
+  s["moe"]["swiglu_limit"] = nullptr;  // not "none": the key left out is
+  CHECK_THROWS_WITH_AS(ModelSpecFromJson(s, "spec.json"), doctest::Contains("/moe/swiglu_limit: null"), dockyard::Error);
   s["moe"]["swiglu_limit"] = -1;
   CHECK_THROWS_WITH_AS(ModelSpecFromJson(s, "spec.json"), doctest::Contains("/moe/swiglu_limit"), dockyard::Error);
 }

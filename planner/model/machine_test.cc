@@ -91,6 +91,21 @@ TEST_CASE("A report's training block reads back its run settings: vpp, the Megat
                        doctest::Contains("Megatron-LM refuses TransformerEngine's cross-entropy from core_v0.19.0"), Error);
 }
 
+TEST_CASE("The TransformerEngine op fuser round-trips in a report's training block, written only when on, refused before 0.18") {
+  dockyard::TrainingConfig t;
+  CHECK_FALSE(dockyard::TrainingToJson(t, Machine{}).contains("use_transformer_engine_op_fuser"));
+  t.run.use_transformer_engine_op_fuser = true;
+  const Json j = dockyard::TrainingToJson(t, Machine{});
+  CHECK(j["use_transformer_engine_op_fuser"] == true);
+  CHECK(dockyard::TrainingFromJson(JsonView(&j, "report.json", "/training")).run.use_transformer_engine_op_fuser);
+  Json old = j;
+  old["megatron_core_version"] = "0.17.1";
+  CHECK_THROWS_WITH_AS(dockyard::TrainingFromJson(JsonView(&old, "report.json", "/training")),
+                       doctest::Contains("/training/megatron_core_version 0.17.1: Megatron-Core has TransformerEngine's op fuser"), Error);
+  old["megatron_core_version"] = "0.18";
+  CHECK(dockyard::TrainingFromJson(JsonView(&old, "report.json", "/training")).run.use_transformer_engine_op_fuser);
+}
+
 TEST_CASE("The step end's settings round-trip, written only when not the default, and a bad value names its key") {
   dockyard::TrainingConfig t;
   CHECK_FALSE(dockyard::TrainingToJson(t, Machine{}).contains("clip_grad"));

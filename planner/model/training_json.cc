@@ -92,7 +92,8 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
                        "selective_ac_option", "make_vocab_size_divisible_by", "moe_flex_dispatcher_backend",
                        // Run settings a report writes (TrainingToJson), read back so that a plan file round-trips.
                        "vpp", "megatron_core_version", "cross_entropy_loss_fusion", "cross_entropy_fusion_impl",
-                       "clip_grad", "check_for_nan_in_grad", "overlap_p2p_comm", "tp_comm_overlap"});
+                       "clip_grad", "check_for_nan_in_grad", "overlap_p2p_comm", "tp_comm_overlap",
+                       "use_transformer_engine_op_fuser"});
   // clang-format on
   TrainingConfig t;
   if (v.Has("dp_sharding")) t.dp_sharding = ParseDpSharding(v.String("dp_sharding"), v.Where("dp_sharding"));
@@ -148,6 +149,8 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
   ReadBool(v, "check_for_nan_in_grad", &t.run.check_for_nan_in_grad);
   ReadBool(v, "overlap_p2p_comm", &t.run.overlap_p2p_comm);
   ReadBool(v, "tp_comm_overlap", &t.run.tp_comm_overlap);
+  ReadBool(v, "use_transformer_engine_op_fuser", &t.run.use_transformer_engine_op_fuser);
+  ValidateTeOpFuser(t.run, v.Where("use_transformer_engine_op_fuser"), v.Where("megatron_core_version"));
   NormalizeMxfp8Precision(&t, v.Where() + "/", v.Has("fp8_recipe"));
   ValidateTraining(t, v.Where() + "/");
   return t;
@@ -196,6 +199,8 @@ Json TrainingToJson(const TrainingConfig& t, const Machine& machine) {
   // Only where it can matter: without interleaving Megatron turns the P2P overlap off (P2pOverlapped).
   if (!t.run.overlap_p2p_comm && t.run.vpp > 1) j["overlap_p2p_comm"] = false;
   if (t.run.tp_comm_overlap) j["tp_comm_overlap"] = true;
+  // Megatron-Core's TransformerEngine op fuser for the experts (it moves memory and time: expert_eager.h).
+  if (t.run.use_transformer_engine_op_fuser) j["use_transformer_engine_op_fuser"] = true;
   AddMachineToTrainingJson(machine, &j);
   return j;
 }
