@@ -92,20 +92,20 @@ TEST_CASE("ExpertEagerShapeOf: Megatron without the op fuser, from the model's c
   CHECK(oss.moe.swiglu_limit == 7.0);
   CHECK(oss.moe.expert_bias);
   TrainingConfig t;  // all_to_all
-  ExpertEagerShape s = ExpertEagerShapeOf(oss, t, true, 10, 2880, 2);
+  ExpertEagerShape s = ExpertEagerShapeOf(oss, t, true, 2880, 2);
   CHECK(s.clamp);
   CHECK(s.fc2_bias);
   CHECK(s.probs_bytes == 2);
   t.dispatcher = Dispatcher::kDeepEp;  // the flex dispatcher casts the probabilities to fp32
-  CHECK(ExpertEagerShapeOf(oss, t, true, 10, 2880, 2).probs_bytes == 4);
+  CHECK(ExpertEagerShapeOf(oss, t, true, 2880, 2).probs_bytes == 4);
   // torchtitan, or Megatron with the TransformerEngine op fuser: none.
-  s = ExpertEagerShapeOf(oss, t, false, 10, 2880, 2);
+  s = ExpertEagerShapeOf(oss, t, false, 2880, 2);
   CHECK((!s.clamp && !s.fc2_bias));
   t.run.use_transformer_engine_op_fuser = true;
-  s = ExpertEagerShapeOf(oss, t, true, 10, 2880, 2);
+  s = ExpertEagerShapeOf(oss, t, true, 2880, 2);
   CHECK((!s.clamp && !s.fc2_bias));
   // A model without either (Mixtral): none.
-  s = ExpertEagerShapeOf(testing::TinyMixtral(), TrainingConfig{}, true, 10, 32, 2);
+  s = ExpertEagerShapeOf(testing::TinyMixtral(), TrainingConfig{}, true, 32, 2);
   CHECK((!s.clamp && !s.fc2_bias));
 }
 

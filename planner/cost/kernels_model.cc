@@ -65,9 +65,9 @@ KernelBytes SwigluKernel(double rows, double f, double ab, bool backward) {
   return {"swiglu", (backward ? 5.0 : 3.0) * rows * f * ab};
 }
 
-ExpertEagerShape ExpertEagerShapeOf(const ModelSpec& m, const TrainingConfig& t, bool megatron, double rows, double f, double ab) {
+ExpertEagerShape ExpertEagerShapeOf(const ModelSpec& m, const TrainingConfig& t, bool megatron, double f, double ab) {
   ExpertEagerShape s;
-  s.rows = rows, s.f = f, s.hidden = static_cast<double>(m.hidden_size), s.act_bytes = ab;
+  s.f = f, s.hidden = static_cast<double>(m.hidden_size), s.act_bytes = ab;
   s.probs_bytes = t.dispatcher == Dispatcher::kDeepEp ? 4.0 : ab;
   const ExpertEagerOps ops = ExpertEagerOpsOf(m, t, megatron);
   s.clamp = ops.clamp;

@@ -102,9 +102,9 @@ struct ExpertEagerShape {
   double act_bytes = 2, probs_bytes = 2;
   bool clamp = false, fc2_bias = false;
 };
-// The shape for a run: the ops planner/model/expert_eager.h ExpertEagerOpsOf says run.
-ExpertEagerShape ExpertEagerShapeOf(const ModelSpec& model, const TrainingConfig& training, bool megatron, double rows, double f,
-                                    double act_bytes);
+// The shape for a run, rows left at 0 for the caller: the ops planner/model/expert_eager.h
+// ExpertEagerOpsOf says run.
+ExpertEagerShape ExpertEagerShapeOf(const ModelSpec& model, const TrainingConfig& training, bool megatron, double f, double act_bytes);
 std::vector<KernelBytes> ExpertEagerKernels(const ExpertEagerShape& shape, bool backward);
 
 // The final norm and the cross-entropy over the vocabulary shard V / tp of the last stage.

@@ -187,7 +187,7 @@ LayerTerms LayerTermsOf(const ModelSpec& m, const ParallelDims& d, const Trainin
                                   static_cast<double>(tb.param)),
           c.hbm_gbps, kn.memory_bound);
     }
-    L.expert_eager = ExpertEagerShapeOf(m, t, d.convention == Convention::kMegatron, 0.0, static_cast<double>(w.expert_f_local), ab);
+    L.expert_eager = ExpertEagerShapeOf(m, t, d.convention == Convention::kMegatron, static_cast<double>(w.expert_f_local), ab);
     if (m.moe.num_experts > 0) {
       L.moe_sync_idle_us[0] = MoeSyncIdleUs(t, d.convention == Convention::kMegatron, d.ep, c.knobs.host);
       L.moe_sync_idle_us[1] = L.full_recompute || RecomputeSetOf(t).moe ? L.moe_sync_idle_us[0] : 0.0;
@@ -254,7 +254,7 @@ RecomputeForwardUs RecomputeForwardOf(const LayerTerms& L, const MoePhaseTimes& 
 }
 
 double ExpertEagerUs(const LayerTerms& L, const MoePhaseTimes& mp, bool backward, bool clamp_only) {
-  if (!L.kernels) return 0.0;
+  if (!L.kernels || (!L.expert_eager.clamp && !L.expert_eager.fc2_bias)) return 0.0;  // most models: none
   ExpertEagerShape s = L.expert_eager;
   s.rows = static_cast<double>(L.in.workload.mean_received_rows) * mp.imbalance;
   if (clamp_only) s.fc2_bias = false;

@@ -141,7 +141,7 @@ struct LayerTerms {
   // recomputation, or Megatron's selective "moe").
   double moe_sync_idle_us[2] = {0, 0};
   // Megatron-Core's eager ops around the routed experts (kernels_model.h ExpertEagerKernels;
-  // --compute-model kernels only): the run's shape with rows left at 0 (ExpertEagerUs sets them).
+  // --compute-model kernels only): the run's shape, rows left at 0 (ExpertEagerUs sets them).
   ExpertEagerShape expert_eager;
   // The multipliers of a forward time in `pass` (0 forward, 1 backward): compute and communication.
   double ComputeMult(int pass) const { return pass == 0 ? 1.0 : bwd_compute; }
