@@ -13,6 +13,25 @@
 
 namespace dockyard::cli {
 
+namespace {
+
+// --dispatcher's check: ParseDispatcher's words (Megatron's spellings named, a near name suggested).
+CLI::Validator DispatcherCheck() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        try {
+          ParseDispatcher(value, "--dispatcher");
+          return "";
+        } catch (const Error& e) {
+          const std::string what = e.what(), prefix = "--dispatcher: ";  // CLI11 names the option itself
+          return what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what;
+        }
+      },
+      "DISPATCHER");
+}
+
+}  // namespace
+
 void TrainingFlags::AddTo(CLI::App* app) {
   app->add_option("--dp-sharding", dp_sharding, "fsdp | zero1 | ddp (default fsdp; zero1 with --convention megatron)")
       ->check(CLI::IsMember(DpShardingNames()));
@@ -58,7 +77,7 @@ void TrainingFlags::AddTo(CLI::App* app) {
                   "GPUs per node, for cross-node traffic (default 8; simulate: the cluster's NVLink domain)");
   app->add_option("--dispatcher", dispatcher,
                   "all_to_all | deredundency | deepep (Megatron flex: DeepEP / HybridEP) | allgather (default all_to_all)")
-      ->check(CLI::IsMember(DispatcherNames()));
+      ->check(DispatcherCheck());
   app->add_option("--moe-flex-dispatcher-backend", moe_flex_dispatcher_backend,
                   "with --dispatcher deepep: Megatron's flex dispatcher backend, deepep (DeepEP: at most 160 ranks, nodes of 8 "
                   "NVLink peers) | hybridep (spans a multi-node NVLink domain) | ncclep (default deepep)")
@@ -222,7 +241,7 @@ void TrainingFlags::AddSearchPinsTo(CLI::App* search, const CLI::App& plan) {
   }
   search->add_option("--vpp", vpp, "pins the model chunks per pipeline rank (default: searched, every vpp with pp x vpp <= layers + 2 where pp > 1)");
   search->add_option("--dispatcher", dispatcher, "pins the dispatcher: all_to_all | deredundency | deepep | allgather (default: searched)")
-      ->check(CLI::IsMember(DispatcherNames()));
+      ->check(DispatcherCheck());
   search->add_flag("--overlap-moe-expert-parallel-comm,!--no-overlap-moe-expert-parallel-comm", overlap_moe_ep_comm,
                    "pins Megatron's EP overlap on (--overlap-moe-expert-parallel-comm, or =true) or off "
                    "(--no-overlap-moe-expert-parallel-comm, or =false) (default: searched off and on with --convention megatron, "
@@ -234,7 +253,7 @@ void TrainingFlags::AddRunTo(CLI::App* app) {
   app->add_option("--dispatcher", dispatcher,
                   "all_to_all | deredundency | deepep (once per node over the network, then NVLink) | allgather (Megatron's "
                   "all-gather / reduce-scatter) (default all_to_all)")
-      ->check(CLI::IsMember(DispatcherNames()));
+      ->check(DispatcherCheck());
   app->add_option("--oep", oep, "deredundency outer EP size (default: the nodes an EP group spans)");
   app->add_option("--moe-flex-dispatcher-backend", moe_flex_dispatcher_backend,
                   "with --dispatcher deepep: Megatron's flex backend, deepep | hybridep | ncclep (default deepep; its rank limits "

@@ -1267,7 +1267,13 @@ TEST_CASE("A value outside a flag's names is invalid input (exit 1) in every for
   // The same mistake, one exit code: a single name (CLI11's check) or one of a list (the library's parser).
   Result r = Run("simulate " + m + " --ep 8 --dispatcher bogus");
   CHECK(r.code == 1);
-  CHECK(r.out.find("dockyard-plan: error: --dispatcher: bogus not in {all_to_all,deredundency,deepep,allgather}") != std::string::npos);
+  CHECK(r.out.find("dockyard-plan: error: --dispatcher: must be \"all_to_all\", \"deredundency\", \"deepep\" or \"allgather\", got "
+                   "\"bogus\"") != std::string::npos);
+  // Megatron's spellings are named: flex is deepep, alltoall all_to_all.
+  r = Run("simulate " + m + " --ep 8 --dispatcher flex");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("Megatron's --moe-token-dispatcher-type flex is dockyard's deepep") != std::string::npos);
+  CHECK(Run("plan " + m + " --ep 8 --dispatcher alltoall").out.find("alltoall is dockyard's all_to_all") != std::string::npos);
   CHECK(Run("search " + m + " --dispatcher bogus").code == 1);
   r = Run("search " + m + " --search-dispatchers deepep,bogus");
   CHECK(r.code == 1);

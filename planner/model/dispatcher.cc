@@ -41,6 +41,15 @@ const std::vector<std::string>& DispatcherNames() {
 }
 
 Dispatcher ParseDispatcher(const std::string& name, const std::string& field) {
+  // Megatron's spellings (--moe-token-dispatcher-type alltoall | allgather | flex) name dockyard's.
+  if (name == "alltoall") {
+    throw Error(field + ": must be \"all_to_all\", \"deredundency\", \"deepep\" or \"allgather\", got \"alltoall\"; Megatron's "
+                "--moe-token-dispatcher-type alltoall is dockyard's all_to_all");
+  }
+  if (name == "flex") {
+    throw Error(field + ": must be \"all_to_all\", \"deredundency\", \"deepep\" or \"allgather\", got \"flex\"; Megatron's "
+                "--moe-token-dispatcher-type flex is dockyard's deepep, its backend --moe-flex-dispatcher-backend deepep | hybridep | ncclep");
+  }
   return kDispatchers.Parse(name, field, /*suggest=*/true);
 }
 
