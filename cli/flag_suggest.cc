@@ -1,6 +1,7 @@
 // "did you mean" for a mistyped flag (see flag_suggest.h).
 #include "cli/flag_suggest.h"
 
+#include <algorithm>
 #include <vector>
 
 #include <fmt/format.h>
@@ -8,6 +9,7 @@
 
 #include "planner/base/file_util.h"
 #include "planner/base/json_util.h"
+#include "planner/model/recompute.h"
 
 namespace dockyard::cli {
 
@@ -97,6 +99,13 @@ std::string ParseErrorText(const CLI::App& app, const CLI::ParseError& error) {
   for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) commands.push_back(sub->get_name());
   for (const std::string& arg : app.remaining(true)) {
     if (arg.empty() || arg[0] == '-') continue;
+    // Megatron-LM's --recompute-modules takes its modules as separate words (nargs "*").
+    const std::vector<std::string>& modules = RecomputeModuleNames();
+    if (std::find(modules.begin(), modules.end(), arg) != modules.end()) {
+      return text + fmt::format("; '{}' is a recompute module: --recompute-modules takes one comma-separated list here (Megatron-LM's "
+                                "--recompute-modules a b is --recompute-modules a,b)",
+                                arg);
+    }
     if (const std::string s = DidYouMeanText(arg, commands); !s.empty()) return text + s + " (a command comes first)";
     break;
   }

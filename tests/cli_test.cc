@@ -1274,6 +1274,10 @@ TEST_CASE("A value outside a flag's names is invalid input (exit 1) in every for
   CHECK(r.code == 1);
   CHECK(r.out.find("Megatron's --moe-token-dispatcher-type flex is dockyard's deepep") != std::string::npos);
   CHECK(Run("plan " + m + " --ep 8 --dispatcher alltoall").out.find("alltoall is dockyard's all_to_all") != std::string::npos);
+  // Megatron's space-separated --recompute-modules: the left-over module is named, with the comma form.
+  r = Run(m + " --recompute selective --recompute-modules layernorm moe_act");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("'moe_act' is a recompute module: --recompute-modules takes one comma-separated list here") != std::string::npos);
   CHECK(Run("search " + m + " --dispatcher bogus").code == 1);
   r = Run("search " + m + " --search-dispatchers deepep,bogus");
   CHECK(r.code == 1);
