@@ -127,7 +127,7 @@ std::string ParseErrorText(const CLI::App& app, const CLI::ParseError& error) {
 }
 
 int ReportParseError(const char* program, const CLI::App& app, const CLI::ParseError& error, std::ostream& err) {
-  // A value outside the names an option takes (CLI11's IsMember check: "--dispatcher: bogus not in
+  // A value outside the names an option takes (a CLI11 check: "--moe-flex-dispatcher-backend: bogus not in
   // {...}") is invalid input, as a value out of its range is (README "Exit codes"); the rest --
   // unknown flags, missing values, a flag given twice -- is a malformed command line.
   if (dynamic_cast<const CLI::ValidationError*>(&error) != nullptr) {
