@@ -24,7 +24,9 @@ const char* DispatcherName(Dispatcher d);
 // Every name, in the order above (CLI11 IsMember, search spaces).
 const std::vector<std::string>& DispatcherNames();
 // The dispatcher spelled `name`, else throws dockyard::Error
-// "{field}: must be \"all_to_all\", \"deredundency\", \"deepep\" or \"allgather\", got \"x\"; did you mean 'y'?".
+// "{field}: must be \"all_to_all\", \"deredundency\", \"deepep\" or \"allgather\", got \"x\"; did you mean 'y'?", or for
+// Megatron's spellings (--moe-token-dispatcher-type alltoall | flex) "...; Megatron's ... alltoall is dockyard's all_to_all"
+// (flex: deepep, with its backend).
 Dispatcher ParseDispatcher(const std::string& name, const std::string& field);
 
 // JSON writes the name (nlohmann's to_json, found by argument-dependent lookup), never the ordinal.

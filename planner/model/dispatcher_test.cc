@@ -18,9 +18,18 @@ TEST_CASE("every dispatcher's name parses back to it, in the table's order") {
 }
 
 TEST_CASE("an unknown dispatcher names the field, the value, the allowed names and the closest") {
+  CHECK_THROWS_WITH_AS(ParseDispatcher("all_to_al", "--dispatcher"),
+                       "--dispatcher: must be \"all_to_all\", \"deredundency\", \"deepep\" or \"allgather\", got \"all_to_al\"; "
+                       "did you mean 'all_to_all'?",
+                       Error);
+  // Megatron's spellings (--moe-token-dispatcher-type alltoall | flex) are named as dockyard's.
   CHECK_THROWS_WITH_AS(ParseDispatcher("alltoall", "--dispatcher"),
                        "--dispatcher: must be \"all_to_all\", \"deredundency\", \"deepep\" or \"allgather\", got \"alltoall\"; "
-                       "did you mean 'all_to_all'?",
+                       "Megatron's --moe-token-dispatcher-type alltoall is dockyard's all_to_all",
+                       Error);
+  CHECK_THROWS_WITH_AS(ParseDispatcher("flex", "/training/dispatcher"),
+                       doctest::Contains("Megatron's --moe-token-dispatcher-type flex is dockyard's deepep, its backend "
+                                         "--moe-flex-dispatcher-backend deepep | hybridep | ncclep"),
                        Error);
   // dockyard-run once parsed the plan's name itself; "nccl" is no dispatcher and nothing is close to it.
   CHECK_THROWS_WITH_AS(ParseDispatcher("nccl", "dispatcher"),
