@@ -102,6 +102,11 @@ bool JsonView::Has(const std::string& key) const {
   return it != value_->end() && !it->is_null();
 }
 
+void JsonView::RefuseNull(const std::string& key, const std::string& why) const {
+  auto it = value_->find(key);
+  if (it != value_->end() && it->is_null()) Fail(key, "null: " + why);
+}
+
 const Json& JsonView::Required(const std::string& key) const {
   auto it = value_->find(key);
   if (it == value_->end()) Fail(key, "required key is missing" + (missing_context_.empty() ? "" : " " + missing_context_));

@@ -46,6 +46,9 @@ class JsonView {
 
   // True when the key is present and not null.
   bool Has(const std::string& key) const;
+  // Throws Fail(key, "null: " + why) when the key is present and null: for an optional key whose
+  // absence has a meaning (a default) that null must not silently take.
+  void RefuseNull(const std::string& key, const std::string& why) const;
 
   // Required values: a missing key, or one set to null, is an error naming the key and `context`
   // (for example the model family).

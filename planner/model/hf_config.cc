@@ -235,9 +235,7 @@ ModelSpec ReadOlmoe(const JsonView& c) {
 // (window_size (sliding_window - 1, 0), window_attn_skip_freq 2).
 // transformers' GptOssConfig default window (sliding_window=128) when the key is absent; null is refused.
 void ReadGptOssSlidingWindow(const JsonView& c, ModelSpec& m) {
-  if (c.value().contains("sliding_window") && c.value()["sliding_window"].is_null()) {
-    c.Fail("sliding_window", "null: gpt-oss's sliding-window layers need a window (transformers' GptOssConfig default is 128)");
-  }
+  c.RefuseNull("sliding_window", "gpt-oss's sliding-window layers need a window (transformers' GptOssConfig default is 128)");
   m.attention.sliding_window = c.Has("sliding_window") ? c.Int("sliding_window") : 128;
   const size_t layers = static_cast<size_t>(m.num_hidden_layers);
   m.sliding_attention_layers.assign(layers, false);
@@ -273,9 +271,7 @@ ModelSpec ReadGptOss(const JsonView& c) {
   m.moe.expert_bias = true;
   // The experts' activation clamp (GptOssExperts: gate clamped to <= swiglu_limit, up to
   // [-swiglu_limit, swiglu_limit]); transformers' GptOssConfig default 7.0 where the key is absent.
-  if (c.value().contains("swiglu_limit") && c.value()["swiglu_limit"].is_null()) {
-    c.Fail("swiglu_limit", "null: gpt-oss's experts clamp at a limit (transformers' default 7.0 when the key is absent)");
-  }
+  c.RefuseNull("swiglu_limit", "gpt-oss's experts clamp at a limit (transformers' default 7.0 when the key is absent)");
   m.moe.swiglu_limit = c.NumberOr("swiglu_limit", 7.0);
   if (!(m.moe.swiglu_limit > 0) || !std::isfinite(m.moe.swiglu_limit)) {
     c.Fail("swiglu_limit", fmt::format("must be a finite number > 0 (the experts' activation clamp), got {}", m.moe.swiglu_limit));

@@ -220,9 +220,7 @@ void ReadMoe(const JsonView& root, MoeSpec& e) {
   e.top_k = mo.Int("top_k");
   e.moe_intermediate_size = mo.Int("moe_intermediate_size");
   e.expert_bias = mo.BoolOr("expert_bias", false);
-  if (mo.value().contains("swiglu_limit") && mo.value()["swiglu_limit"].is_null()) {
-    mo.Fail("swiglu_limit", "null: give the clamp limit (a number > 0), or leave the key out for none");
-  }
+  mo.RefuseNull("swiglu_limit", "give the clamp limit (a number > 0), or leave the key out for none");
   e.swiglu_limit = mo.NumberOr("swiglu_limit", 0.0);  // checked by ValidateModelSpec
   e.router_bias = mo.BoolOr("router_bias", false);
   e.score_correction_bias = mo.BoolOr("score_correction_bias", false);
