@@ -100,6 +100,8 @@ struct TrainingFlags {
   bool overlap_grad_reduce = false, overlap_param_gather = false, overlap_moe_ep_comm = false;
   bool overlap_param_gather_with_optimizer_step = false, no_align_param_gather = false;  // run_settings.h
   std::string ddp_bucket_size;  // Megatron --ddp-bucket-size (run_settings.h)
+  std::string moe_flex_dispatcher_num_sms;  // Megatron --moe-flex-dispatcher-num-sms (run_settings.h)
+  std::string cuda_device_max_connections;  // CUDA_DEVICE_MAX_CONNECTIONS (run_settings.h)
   bool moe_shared_expert_overlap = false;  // Megatron --moe-shared-expert-overlap
   bool overlap_moe_ep_comm_pinned = false;  // search: the flag given, on or off
 

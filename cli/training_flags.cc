@@ -160,6 +160,14 @@ void TrainingFlags::AddTo(CLI::App* app) {
   app->add_option("--ddp-bucket-size", ddp_bucket_size,
                   "Megatron: the DDP bucket in parameters (default max(40M, 1M x dp x cp), Megatron-LM's; Megatron-Bridge "
                   "134217728): with --overlap-param-gather the first bucket's all-gather is exposed");
+  app->add_option("--moe-flex-dispatcher-num-sms", moe_flex_dispatcher_num_sms,
+                  "Megatron, --dispatcher deepep: the SMs the flex dispatcher's kernels hold (Megatron --moe-flex-dispatcher-num-sms; "
+                  "default the backend's: DeepEP 20, HybridEP 32 as Megatron-Bridge's performance recipes set it); under EP overlap "
+                  "the compute beside them runs on the rest (docs/cost-model.md, EP communication overlap)");
+  app->add_option("--cuda-device-max-connections", cuda_device_max_connections,
+                  "the job's CUDA_DEVICE_MAX_CONNECTIONS, 1 to 32 (default 8, CUDA's when unset; Megatron-LM's example scripts export "
+                  "1): at 1 both streams of EP overlap feed one hardware queue and a communication kernel overlaps only the compute "
+                  "issued after it (docs/cost-model.md, EP communication overlap)");
 }
 
 void TrainingFlags::AddSearchPinsTo(CLI::App* search, const CLI::App& plan) {
@@ -184,7 +192,9 @@ void TrainingFlags::AddSearchPinsTo(CLI::App* search, const CLI::App& plan) {
                                                          {"--cross-entropy", &cross_entropy},
                                                          {"--cross-entropy-fusion-impl", &cross_entropy_fusion_impl},
                                                          {"--clip-grad", &clip_grad},
-                                                         {"--ddp-bucket-size", &ddp_bucket_size}};
+                                                         {"--ddp-bucket-size", &ddp_bucket_size},
+                                                         {"--moe-flex-dispatcher-num-sms", &moe_flex_dispatcher_num_sms},
+                                                         {"--cuda-device-max-connections", &cuda_device_max_connections}};
   AddMemoryReserveFlag(search, memory_reserve_gib);
   // The same value checks as the plan's options.
   const std::map<std::string, std::vector<std::string>> allowed = {{"--dp-sharding", DpShardingNames()},
@@ -310,6 +320,8 @@ TrainingOverrides TrainingFlags::Parse() const {
   t.overlap_param_gather_with_optimizer_step = overlap_param_gather_with_optimizer_step;
   t.no_align_param_gather = no_align_param_gather;
   t.ddp_bucket_size = ParseInt("--ddp-bucket-size", ddp_bucket_size);
+  t.moe_flex_dispatcher_num_sms = ParseInt("--moe-flex-dispatcher-num-sms", moe_flex_dispatcher_num_sms);
+  t.cuda_device_max_connections = ParseInt("--cuda-device-max-connections", cuda_device_max_connections);
   t.moe_shared_expert_overlap = moe_shared_expert_overlap;
   if (!pipeline_layout.empty()) t.pipeline_layout = pipeline_layout;
   t.account_for_embedding = account_for_embedding;

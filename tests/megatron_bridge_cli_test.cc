@@ -20,15 +20,16 @@ const std::string kDir = "testdata/frameworks/";
 TEST_CASE("check --from-megatron-bridge on the Qwen3-30B-A3B recipe's dump = the same plan as dockyard flags") {
   // qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config: EP 16 (ETP 1), flex + HybridEP, distributed
   // optimizer with both overlaps, micro-batch 1, global 1024, seq 4096, bf16 gradients reduced in
-  // bf16 (grad_reduce_in_fp32 false), fused cross-entropy; no vocabulary padding.
+  // bf16 (grad_reduce_in_fp32 false), fused cross-entropy; no vocabulary padding; HybridEP on 32 SMs
+  // (moe_flex_dispatcher_num_sms, as __post_init__ routed moe_hybridep_num_sms).
   const std::string model = " --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --gpu-memory-gib 80 --json ";
   const Result from = Plan("check --from-megatron-bridge " + kDir + "megatron-bridge-qwen3-30b-a3b.run_config.yaml" + model + Tmp("q_from.json"));
   REQUIRE_MESSAGE(from.code == 0, from.err);
   CHECK(Has(from.out, "Megatron-Bridge config testdata/frameworks/megatron-bridge-qwen3-30b-a3b.run_config.yaml (run_config.yaml dump): "));
   const Result flags = Plan(
       "check --convention megatron --ep 16 --etp 1 --dp-sharding zero1 --micro-batch-size 1 --global-batch-size 1024 --seq-len 4096 "
-      "--dispatcher deepep --moe-flex-dispatcher-backend hybridep --overlap-grad-reduce --overlap-param-gather --clip-grad 1.0 "
-      "--cross-entropy fused --make-vocab-size-divisible-by 1 --grad-dtype bfloat16" + model + Tmp("q_flags.json"));
+      "--dispatcher deepep --moe-flex-dispatcher-backend hybridep --moe-flex-dispatcher-num-sms 32 --overlap-grad-reduce --overlap-param-gather "
+      "--clip-grad 1.0 --cross-entropy fused --make-vocab-size-divisible-by 1 --grad-dtype bfloat16" + model + Tmp("q_flags.json"));
   REQUIRE_MESSAGE(flags.code == 0, flags.err);
   CheckSamePlan(ReadJson(Tmp("q_from.json")), ReadJson(Tmp("q_flags.json")));
   CHECK(ReadJson(Tmp("q_from.json"))["generator"]["provenance"]["framework_config"]["framework"] == "Megatron-Bridge");

@@ -289,6 +289,50 @@ TEST_CASE("--delay-wgrad-compute: needs the EP overlap, refused under torchtitan
   CHECK(r.out.find(", EP all-to-alls overlapped (combined 1F1B)") != std::string::npos);
 }
 
+TEST_CASE("--moe-flex-dispatcher-num-sms and --cuda-device-max-connections move an overlapped step as ep_overlap_test prices them") {
+  const std::string base =
+      "cli/dockyard-plan simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 16 --convention megatron --global-batch-size 512 "
+      "--overlap-moe-expert-parallel-comm --json -";
+  auto predicted = [&](const std::string& flags, const char* what) {
+    const Result x = Run(base + flags, false);
+    REQUIRE(x.code == 0);
+    return dockyard::Json::parse(x.out)["predicted"][what].get<double>();
+  };
+  // HybridEP on gb200-nvl72: its kernels hold 32 of 148 SMs by default (0.216 of the compute beside
+  // them); 16 SMs take 0.108, 74 take 0.5 (ep_overlap.h FlexDispatcherSmShare): the MoE layer
+  // shortens and lengthens with them (2,690 / 2,780 / 3,018 us).
+  const std::string hybridep = " --dispatcher deepep --moe-flex-dispatcher-backend hybridep --cluster gb200-nvl72";
+  const double at32 = predicted(hybridep, "moe_layer_us");
+  CHECK(predicted(hybridep + " --moe-flex-dispatcher-num-sms 32", "moe_layer_us") == doctest::Approx(at32));
+  CHECK(predicted(hybridep + " --moe-flex-dispatcher-num-sms 16", "moe_layer_us") < at32 - 50.0);
+  CHECK(predicted(hybridep + " --moe-flex-dispatcher-num-sms 74", "moe_layer_us") > at32 + 150.0);
+  // One hardware queue: the forward dispatch (no delayed weight gradient) waits for the MLP
+  // backward issued before it, so the layer lengthens (8,405 -> 8,971 us); without the overlap the
+  // queues change nothing dockyard prices.
+  const std::string a2a = " --dispatcher all_to_all --cluster h100-sxm";
+  CHECK(predicted(a2a + " --cuda-device-max-connections 1", "moe_layer_us") > predicted(a2a, "moe_layer_us") + 300.0);
+  const std::string plain =
+      "cli/dockyard-plan simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 16 --convention megatron --global-batch-size 512 "
+      "--dispatcher all_to_all --cluster h100-sxm";
+  Result r = Run(plain + " --cuda-device-max-connections 1");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find(", CUDA_DEVICE_MAX_CONNECTIONS=1") != std::string::npos);
+  const Result r8 = Run(plain);
+  CHECK(r.out.substr(r.out.find("Predicted")) == r8.out.substr(r8.out.find("Predicted")));
+  // The Compute line names both.
+  r = Run(plain + " --overlap-moe-expert-parallel-comm --cuda-device-max-connections 1");
+  CHECK(r.out.find("EP all-to-alls overlapped (combined 1F1B, one hardware queue: CUDA_DEVICE_MAX_CONNECTIONS=1)") != std::string::npos);
+  r = Run("cli/dockyard-plan simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 16 --convention megatron "
+          "--dispatcher deepep --moe-flex-dispatcher-num-sms 16 --cluster h100-sxm");
+  CHECK(r.out.find(", flex dispatcher on 16 SMs") != std::string::npos);
+  // Past the GPU's SMs, even without the overlap.
+  r = Run("cli/dockyard-plan simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 16 --convention megatron "
+          "--dispatcher deepep --moe-flex-dispatcher-num-sms 200 --cluster h100-sxm");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("--moe-flex-dispatcher-num-sms 200: the dispatcher's kernels would hold all of the 132 SMs of h100-sxm's GPU") !=
+        std::string::npos);
+}
+
 TEST_CASE("The Compute line and header.compute.dp_overlap say how the DDP's gradient reduce and parameter gather ran") {
   const std::string base =
       "cli/dockyard-plan simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 8 --pp 2 --convention megatron "

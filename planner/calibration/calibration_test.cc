@@ -145,7 +145,7 @@ TEST_CASE("optional knobs (the EP-overlap SM shares and communication rates): a 
   Json j = good;
   j["knobs"]["dispatchers"].erase("ep_overlap");  // a file written before the knobs existed
   const Calibration cal = CalibrationFromJson(j, "old.json");
-  // b200's prior: DeepEP's 20 SMs of Blackwell's 148 (cluster.cc BlackwellEpOverlapKnobs).
+  // b200's prior: DeepEP's 20 SMs of Blackwell's 148 (cluster.cc SetSmShares).
   CHECK(cal.knobs.dispatchers.ep_overlap.deepep_sm_share == doctest::Approx(20.0 / 148.0));
   j = good;
   j["knobs"]["dispatchers"]["ep_overlap"].erase("hybridep_sm_share");  // one of them left out

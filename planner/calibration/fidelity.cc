@@ -287,7 +287,7 @@ FidelityRun ParseRun(const JsonView& v, const std::map<std::string, ClusterSpec>
                      const std::map<std::string, std::string>& model_files, const std::map<std::string, std::string>& sources) {
   v.RejectUnknownKeys({"id", "model", "cluster", "layout", "batch", "precision", "recompute", "recompute_modules", "dispatcher", "features",
                        "measured", "group", "weight", "source", "notes", "phases", "measured_peak", "megatron_core",
-                       "ddp_bucket_size"});
+                       "ddp_bucket_size", "moe_flex_dispatcher_num_sms"});
   FidelityRun r;
   r.id = v.String("id");
   r.model_file = ReadRunModelAndCluster(v, clusters, model_files, r);
@@ -308,6 +308,13 @@ FidelityRun ParseRun(const JsonView& v, const std::map<std::string, ClusterSpec>
     r.ddp_bucket_size = v.Int("ddp_bucket_size");
     if (r.ddp_bucket_size < 1 || r.ddp_bucket_size > (int64_t{1} << 40)) {
       v.Fail("ddp_bucket_size", fmt::format("must be a number of parameters in [1, 2^40], got {}", r.ddp_bucket_size));
+    }
+  }
+  if (v.Has("moe_flex_dispatcher_num_sms")) {
+    r.moe_flex_dispatcher_num_sms = v.Int("moe_flex_dispatcher_num_sms");
+    if (r.moe_flex_dispatcher_num_sms < 1 || r.moe_flex_dispatcher_num_sms >= r.cluster.sm_count) {
+      v.Fail("moe_flex_dispatcher_num_sms", fmt::format("must be a number of SMs in [1, {}] ({}'s GPU has {}), got {}", r.cluster.sm_count - 1,
+                                                        r.cluster.name, r.cluster.sm_count, r.moe_flex_dispatcher_num_sms));
     }
   }
   ValidateMegatronCoreVersion(r.megatron_core, v.Where("megatron_core"));
@@ -409,6 +416,7 @@ TrainingConfig FidelityTraining(const FidelityRun& r) {
   // 0 = Megatron-LM's default).
   t.run.overlap_param_gather_with_optimizer_step = has("overlap_param_gather_with_optimizer_step");
   t.run.ddp_bucket_size = r.ddp_bucket_size;
+  t.run.moe_flex_dispatcher_num_sms = r.moe_flex_dispatcher_num_sms;  // --moe-flex-dispatcher-num-sms (0: the backend's default)
   t.run.overlap_moe_ep_comm = has("ep_overlap");  // --overlap-moe-expert-parallel-comm
   t.run.delay_wgrad_compute = has("delay_wgrad_compute");  // --delay-wgrad-compute (needs ep_overlap)
   t.run.tp_comm_overlap = has("tp_comm_overlap");  // --tp-comm-overlap (TransformerEngine userbuffers)

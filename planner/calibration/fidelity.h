@@ -94,6 +94,10 @@ struct FidelityRun {
   // Optional: the DDP bucket in parameters where the run's framework sets one (Megatron-Bridge's
   // CommOverlapConfig: 134,217,728 with dp > 1); 0 = Megatron-LM's default (param_gather.h).
   int64_t ddp_bucket_size = 0;
+  // Optional: the SMs of the flex dispatcher's kernels where the run's recipe sets them
+  // (Megatron-Core moe_flex_dispatcher_num_sms / moe_hybridep_num_sms; run_settings.h); 0 = the
+  // backend's default (the cluster's knob).
+  int64_t moe_flex_dispatcher_num_sms = 0;
   // Why dockyard cannot express the run yet (empty: it can). Derived from the fields above by
   // UnsupportedReasons, never written in the data.
   std::vector<std::string> unsupported;

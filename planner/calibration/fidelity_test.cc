@@ -184,6 +184,19 @@ TEST_CASE("bad rows: one clear error naming the row and the field") {
   e = ErrorOf([](Json& j) { RunJson(j, "B12")["ddp_bucket_size"] = 0; });
   CHECK(e.find("run B12") != std::string::npos);
   CHECK(e.find("/ddp_bucket_size: must be") != std::string::npos);
+  // The flex dispatcher's SMs where a recipe sets them (none of the rows: Megatron-Bridge's
+  // performance scripts set HybridEP's 32, the knob's default): read into the run settings, and
+  // bounded by the row's GPU (G14 on gb200-nvl72: 148 SMs).
+  {
+    Json j = ReadJsonFile(kRuns);
+    RunJson(j, "G14")["moe_flex_dispatcher_num_sms"] = 16;
+    const FidelitySet set = FidelitySetFromJson(j, "runs.json", "testdata/fidelity");
+    CHECK(FidelityTraining(Run(set, "G14")).run.moe_flex_dispatcher_num_sms == 16);
+    CHECK(FidelityTraining(Run(set, "G13")).run.moe_flex_dispatcher_num_sms == 0);
+  }
+  e = ErrorOf([](Json& j) { RunJson(j, "G14")["moe_flex_dispatcher_num_sms"] = 148; });
+  CHECK(e.find("run G14") != std::string::npos);
+  CHECK(e.find("/moe_flex_dispatcher_num_sms: must be a number of SMs in [1, 147] (gb200-nvl72's GPU has 148), got 148") != std::string::npos);
   // A memory run with both a measured peak and an OOM, or neither; an unknown convention; a
   // layout its model refuses (ep 16 over DeepSeek-V2-Lite's 64 experts on 8 GPUs: not a divisor of 8).
   e = ErrorOf([](Json& j) { j["memory_runs"][0]["oom"] = true; });

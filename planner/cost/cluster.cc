@@ -73,22 +73,32 @@ ComputeKnobs B200ComputeKnobs() {
   return k;
 }
 
-// TransformerEngine's userbuffers SM margin (knobs.h TpOverlapKnobs) on a 148-SM Blackwell GPU:
-// initialize_ub's num_sm 16 of 148.
-constexpr double kBlackwellTpOverlapSmShare = 16.0 / 148.0;
+// The SMs of each preset's GPU (ClusterSpec::sm_count): H100 SXM (and H200, H800: the same GH100
+// configuration) 132, H100 PCIe 114 (NVIDIA H100 Tensor Core GPU Architecture whitepaper, table 3),
+// B200 and GB200 148, B300 and GB300 160 (NVIDIA technical blog "Inside NVIDIA Blackwell Ultra: The
+// Chip Powering the AI Factory Era", 2025-08: 160 SMs against Blackwell's 148; docs/cluster.md [S1]).
+constexpr int64_t kH100PcieSms = 114;
+constexpr int64_t kBlackwellSms = 148;
+constexpr int64_t kBlackwellUltraSms = 160;
 
-// The EP all-to-all kernels' SM shares on a 148-SM Blackwell GPU (B200, GB200): the same kernel
-// widths as knobs.h's H100 priors (NCCL 16 channels, DeepEP 20 SMs, HybridEP 32) over 148 SMs; the
-// communication side's slowdowns stay knobs.h's NCCL and DeepEP figures (measured on other GPUs; none
-// on Blackwell), HybridEP's 1 (assumed: knobs.h's 0.349 was measured on H100's RDMA path, and the NVL72
-// presets' HybridEP runs NVLink-only kernels).
-EpOverlapKnobs BlackwellEpOverlapKnobs() {
-  EpOverlapKnobs k;
-  k.all_to_all_sm_share = 16.0 / 148.0;
-  k.deepep_sm_share = 20.0 / 148.0;
-  k.hybridep_sm_share = 32.0 / 148.0;
-  k.hybridep_comm_rate = 1.0;  // no Blackwell measurement (knobs.h's 0.349 is H100's RDMA path): assumed
-  return k;
+// The EP all-to-all kernels' and TransformerEngine's userbuffers' SM shares on a GPU of `sms` SMs:
+// knobs.h's default kernel widths (NCCL 16 channels' CTAs, DeepEP 20 SMs, HybridEP 32, userbuffers 16)
+// over them. The communication side's slowdowns stay knobs.h's figures unless the caller sets them.
+void SetSmShares(int64_t sms, ClusterSpec* c) {
+  const double n = static_cast<double>(sms);
+  c->sm_count = sms;
+  c->knobs.dispatchers.ep_overlap.all_to_all_sm_share = static_cast<double>(kNcclAllToAllCtas) / n;
+  c->knobs.dispatchers.ep_overlap.deepep_sm_share = static_cast<double>(kDeepEpNumSms) / n;
+  c->knobs.dispatchers.ep_overlap.hybridep_sm_share = static_cast<double>(kHybridEpNumSms) / n;
+  c->knobs.compute.tp_overlap.sm_share = static_cast<double>(kTeUserbufferNumSms) / n;
+}
+
+// Blackwell's EP overlap beside its SM shares: NCCL's and DeepEP's communication rates stay knobs.h's
+// figures (measured on other GPUs; none on Blackwell), HybridEP's 1 (assumed: knobs.h's 0.349 was
+// measured on H100's RDMA path, and the NVL72 presets' HybridEP runs NVLink-only kernels).
+void SetBlackwellEpOverlap(int64_t sms, ClusterSpec* c) {
+  SetSmShares(sms, c);
+  c->knobs.dispatchers.ep_overlap.hybridep_comm_rate = 1.0;  // no Blackwell measurement (knobs.h's 0.349 is H100's RDMA path): assumed
 }
 
 // The flex dispatcher's NVLink bandwidth on Blackwell, as a fraction of intra_node_gbps (606.6):
@@ -204,6 +214,7 @@ ClusterSpec ClusterPreset(const std::string& name) {
     c.knobs.links.network_gbps = 6.0;  // one 400 Gb/s NIC (~48 GB/s) shared by 8 GPUs
     c.knobs.links.network_latency_us = 10.0;
     c.nics_per_node = 1;
+    SetSmShares(kH100PcieSms, &c);
     return c;
   }
   // docs/cluster.md cites every value below.
@@ -221,8 +232,7 @@ ClusterSpec ClusterPreset(const std::string& name) {
     c.knobs.links.intra_node_gbps = kNvlink5Gbps;
     c.knobs.links.all_to_all_share = kNvlink5AllToAllShare;
     c.knobs.compute = B200ComputeKnobs();
-    c.knobs.dispatchers.ep_overlap = BlackwellEpOverlapKnobs();
-    c.knobs.compute.tp_overlap.sm_share = kBlackwellTpOverlapSmShare;
+    SetBlackwellEpOverlap(kBlackwellSms, &c);
     c.knobs.dispatchers.deepep = BlackwellDeepEpKnobs();
     c.compute_source = "B200 operator table: SimuMax's B200 sweep (docs/cluster.md [B4])";
     c.mxfp8_tensor_cores = true;
@@ -236,8 +246,7 @@ ClusterSpec ClusterPreset(const std::string& name) {
     c.knobs.links.all_to_all_share = kNvlink5AllToAllShare;
     c.knobs.links.network_gbps = 96.0;              // one 800 Gb/s ConnectX-8 per GPU: 2 x B200's 48 (400 Gb/s)
     c.knobs.compute = B200ComputeKnobs();
-    c.knobs.dispatchers.ep_overlap = BlackwellEpOverlapKnobs();
-    c.knobs.compute.tp_overlap.sm_share = kBlackwellTpOverlapSmShare;
+    SetBlackwellEpOverlap(kBlackwellUltraSms, &c);
     c.knobs.dispatchers.deepep = BlackwellDeepEpKnobs();
     c.compute_source =
         "borrowed: B200 operator table (no B300 operator measurement; the same Blackwell tensor cores and BF16 peak; B300's faster "
@@ -258,8 +267,7 @@ ClusterSpec ClusterPreset(const std::string& name) {
     c.compute_source =
         "GB200's own flash attention (cuDNN 9.19 sweep) and MXFP8 grouped GEMM; GEMMs and memory-bound kernels borrowed from the B200 "
         "operator table (the same die; no GB200 GEMM sweep) (docs/cluster.md [B4, G3, G4])";
-    c.knobs.dispatchers.ep_overlap = BlackwellEpOverlapKnobs();
-    c.knobs.compute.tp_overlap.sm_share = kBlackwellTpOverlapSmShare;
+    SetBlackwellEpOverlap(kBlackwellSms, &c);
     c.knobs.dispatchers.deepep = BlackwellDeepEpKnobs();
     c.mxfp8_tensor_cores = true;
     return c;
@@ -278,8 +286,7 @@ ClusterSpec ClusterPreset(const std::string& name) {
     c.compute_source =
         "GB300's own flash attention (cuDNN 9.26 sweep); GEMMs, MXFP8 and memory-bound kernels borrowed from gb200-nvl72's table (no GB300 "
         "GEMM measurement; docs/cluster.md [B4, G2, G3, G5])";
-    c.knobs.dispatchers.ep_overlap = BlackwellEpOverlapKnobs();
-    c.knobs.compute.tp_overlap.sm_share = kBlackwellTpOverlapSmShare;
+    SetBlackwellEpOverlap(kBlackwellUltraSms, &c);
     c.knobs.dispatchers.deepep = BlackwellDeepEpKnobs();
     c.mxfp8_tensor_cores = true;
     return c;
@@ -292,7 +299,7 @@ ClusterSpec ClusterPreset(const std::string& name) {
 
 ClusterSpec ClusterFromJson(const Json& json, const std::string& file) {
   JsonView v(&json, file, "");
-  v.RejectUnknownKeys({"name", "base", "gpus_per_node", "nodes", "dense_bf16_tflops", "hbm_gbps", "memory_gib", "intra_node_gbps",
+  v.RejectUnknownKeys({"name", "base", "gpus_per_node", "nodes", "dense_bf16_tflops", "hbm_gbps", "memory_gib", "sm_count", "intra_node_gbps",
                        "intra_node_latency_us", "network_gbps", "network_latency_us", "nics_per_node", "nvlink_domain_gpus"});
   ClusterSpec c;
   const std::string base = v.StringOr("base", "h100-sxm");
@@ -312,6 +319,13 @@ ClusterSpec ClusterFromJson(const Json& json, const std::string& file) {
   positive("dense_bf16_tflops", c.dense_bf16_tflops, 1e6);
   positive("hbm_gbps", c.hbm_gbps, 1e6);
   positive("memory_gib", c.memory_gib, 1e6);
+  if (v.Has("sm_count")) {
+    // The SM shares of the EP overlap and TP overlap knobs follow the GPU's SMs (the base's
+    // communication rates stay).
+    const int64_t sms = v.Int("sm_count", 0);  // the range, with its rule, below
+    if (sms < 1 || sms > 1024) v.Fail("sm_count", fmt::format("must be the GPU's streaming multiprocessors, in [1, 1024], got {}", sms));
+    SetSmShares(sms, &c);
+  }
   positive("intra_node_gbps", c.knobs.links.intra_node_gbps, 1e6);
   positive("network_gbps", c.knobs.links.network_gbps, 1e6);
   positive("intra_node_latency_us", c.knobs.links.intra_node_latency_us, 1e6);
@@ -340,6 +354,7 @@ Json ClusterToJson(const ClusterSpec& c) {
               {"dense_bf16_tflops", c.dense_bf16_tflops},
               {"hbm_gbps", c.hbm_gbps},
               {"memory_gib", c.memory_gib},
+              {"sm_count", c.sm_count},
               {"intra_node_gbps", c.knobs.links.intra_node_gbps},
               {"intra_node_latency_us", c.knobs.links.intra_node_latency_us},
               {"network_gbps", c.knobs.links.network_gbps},

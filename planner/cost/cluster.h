@@ -19,6 +19,11 @@ struct ClusterSpec {
   double dense_bf16_tflops = 989.0;    // peak dense BF16 tensor-core throughput per GPU
   double hbm_gbps = 3350.0;            // HBM bandwidth per GPU
   double memory_gib = 79.6;            // usable GPU memory
+  // Streaming multiprocessors per GPU: what a kernel that holds N SMs takes from the compute beside
+  // it (N / sm_count: the EP dispatcher's --moe-flex-dispatcher-num-sms, ep_overlap.h; the knobs'
+  // default kernel widths). H100 SXM / H200 / H800 132, H100 PCIe 114 (NVIDIA H100 whitepaper), B200 /
+  // GB200 148, B300 / GB300 160 (NVIDIA "Inside NVIDIA Blackwell Ultra", 2025-08; docs/cluster.md).
+  int64_t sm_count = 132;
   // NICs per node (rails); network_gbps x gpus_per_node is the node's NIC bandwidth, shared by
   // its NICs. Used where a group runs alone on its nodes (network.h RingBusGbps).
   int64_t nics_per_node = 8;
@@ -49,7 +54,7 @@ std::vector<std::string> ClusterPresetNames();
 std::string ClusterPresetNamesText();
 
 // A cluster JSON file (docs/cluster.md): {"name", "gpus_per_node", "nodes", "dense_bf16_tflops",
-// "hbm_gbps", "memory_gib", "intra_node_gbps", "intra_node_latency_us", "network_gbps",
+// "hbm_gbps", "memory_gib", "sm_count", "intra_node_gbps", "intra_node_latency_us", "network_gbps",
 // "network_latency_us", "nics_per_node", "nvlink_domain_gpus"}, every field optional over the "base" preset (default "h100-sxm").
 // Errors name the file, the JSON pointer, the value and the rule.
 ClusterSpec ClusterFromJson(const Json& json, const std::string& file);

@@ -58,6 +58,10 @@ Json ComputeModelToJson(ComputeModel model, const TrainingConfig& training, doub
   // Megatron's EP overlap (combined 1F1B) and its delayed expert weight gradients (ep_overlap.h).
   if (run.overlap_moe_ep_comm) j["ep_overlap"] = true;
   if (run.delay_wgrad_compute) j["delay_wgrad_compute"] = true;
+  // The flex dispatcher's SMs (ep_overlap.h FlexDispatcherSmShare) and the job's hardware queues
+  // (PairedLayerUs one_queue), only when given / not CUDA's default.
+  if (run.moe_flex_dispatcher_num_sms > 0) j["moe_flex_dispatcher_num_sms"] = run.moe_flex_dispatcher_num_sms;
+  if (run.cuda_device_max_connections != kCudaDefaultMaxConnections) j["cuda_device_max_connections"] = run.cuda_device_max_connections;
   // Megatron's weight-gradient accumulation outside the GEMMs (--no-gradient-accumulation-fusion,
   // kernels_model.h MainGradBytesPerElement); read under the megatron convention only.
   if (!run.gradient_accumulation_fusion) j["gradient_accumulation_fusion"] = false;

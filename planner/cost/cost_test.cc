@@ -67,6 +67,30 @@ TEST_CASE("A cluster JSON overrides its base preset and rejects bad values") {
                        dockyard::Error);
 }
 
+TEST_CASE("Each preset's SM count and the SM shares it gives the overlap knobs; a cluster JSON may set its own") {
+  // Kernel widths over the GPU's SMs (cluster.cc SetSmShares): NCCL 16, DeepEP 20, HybridEP 32 and
+  // TransformerEngine's userbuffers 16.
+  CHECK(dockyard::ClusterPreset("h100-sxm").sm_count == 132);
+  CHECK(dockyard::ClusterPreset("h100-pcie-400g").sm_count == 114);
+  CHECK(dockyard::ClusterPreset("h100-pcie-400g").knobs.dispatchers.ep_overlap.deepep_sm_share == doctest::Approx(20.0 / 114.0));
+  CHECK(dockyard::ClusterPreset("gb200-nvl72").sm_count == 148);
+  CHECK(dockyard::ClusterPreset("gb200-nvl72").knobs.dispatchers.ep_overlap.hybridep_sm_share == doctest::Approx(32.0 / 148.0));
+  const dockyard::ClusterSpec b300 = dockyard::ClusterPreset("b300");  // Blackwell Ultra: 160 SMs
+  CHECK(b300.sm_count == 160);
+  CHECK(b300.knobs.dispatchers.ep_overlap.all_to_all_sm_share == doctest::Approx(0.1));
+  CHECK(b300.knobs.dispatchers.ep_overlap.hybridep_sm_share == doctest::Approx(0.2));
+  CHECK(b300.knobs.compute.tp_overlap.sm_share == doctest::Approx(0.1));
+  CHECK(b300.knobs.dispatchers.ep_overlap.hybridep_comm_rate == 1.0);
+  auto j = dockyard::Json::parse(R"({"base": "gb200-nvl72", "sm_count": 160})");
+  const dockyard::ClusterSpec c = dockyard::ClusterFromJson(j, "c.json");
+  CHECK(c.sm_count == 160);
+  CHECK(c.knobs.dispatchers.ep_overlap.deepep_sm_share == doctest::Approx(0.125));
+  CHECK(dockyard::ClusterToJson(c)["sm_count"] == 160);
+  auto bad = dockyard::Json::parse(R"({"sm_count": 0})");
+  CHECK_THROWS_WITH_AS(dockyard::ClusterFromJson(bad, "c.json"),
+                       doctest::Contains("c.json: /sm_count: must be the GPU's streaming multiprocessors, in [1, 1024], got 0"), dockyard::Error);
+}
+
 TEST_CASE("SimulateStep on the tiny model (--compute-model gemm): phase formulas and the step composition") {
   dockyard::ParallelDimsOptions d;
   d.world_size = 4;

@@ -21,22 +21,39 @@ struct Op {
 };
 
 // Runs the operations, each stream in its own order, and returns when the last one ends (us).
-double RunStreams(const std::vector<Op>& ops, const EpOverlapContention& c) {
+// `one_queue`: both streams in one hardware queue, in the operations' (issue) order: an operation
+// starts only once every earlier one has left the queue (ep_overlap.h PairedLayerUs).
+double RunStreams(const std::vector<Op>& ops, const EpOverlapContention& c, bool one_queue) {
   std::array<std::vector<int>, 2> order;
   for (int i = 0; i < static_cast<int>(ops.size()); ++i) order[ops[i].stream].push_back(i);
   std::vector<double> done(ops.size(), -1.0);
+  std::vector<bool> started(ops.size(), false);
   std::array<size_t, 2> next = {0, 0};
   std::array<int, 2> running = {-1, -1};
   std::array<double, 2> left = {0, 0};
+  size_t queue_head = 0;  // one_queue: the first operation that has not left the queue
+  auto advance_head = [&]() {
+    while (queue_head < ops.size() && (ops[queue_head].stream == 1 ? started[queue_head] : done[queue_head] >= 0)) ++queue_head;
+  };
   double now = 0;
   for (;;) {
-    for (int s = 0; s < 2; ++s) {
-      if (running[s] >= 0 || next[s] == order[s].size()) continue;
-      const Op& op = ops[order[s][next[s]]];
-      const bool ready = std::all_of(std::begin(op.after), std::end(op.after), [&](int a) { return a < 0 || done[a] >= 0; });
-      if (!ready) continue;
-      running[s] = order[s][next[s]++];
-      left[s] = op.work;
+    // Start what may start; with one queue a start can let the next operation out, so repeat.
+    for (bool started_one = true; started_one;) {
+      started_one = false;
+      for (int s = 0; s < 2; ++s) {
+        if (running[s] >= 0 || next[s] == order[s].size()) continue;
+        const int i = order[s][next[s]];
+        const Op& op = ops[i];
+        const bool ready = std::all_of(std::begin(op.after), std::end(op.after), [&](int a) { return a < 0 || done[a] >= 0; });
+        if (!ready) continue;
+        if (one_queue && static_cast<size_t>(i) != queue_head) continue;
+        running[s] = i;
+        ++next[s];
+        started[i] = true;
+        left[s] = op.work;
+        started_one = true;
+        advance_head();
+      }
     }
     if (running[0] < 0 && running[1] < 0) {
       if (next[0] == order[0].size() && next[1] == order[1].size()) return now;
@@ -58,12 +75,13 @@ double RunStreams(const std::vector<Op>& ops, const EpOverlapContention& c) {
         running[s] = -1;
       }
     }
+    advance_head();
   }
 }
 
 }  // namespace
 
-double PairedLayerUs(const EpOverlapLayer& l, int64_t layers, const EpOverlapContention& contention, bool delay_wgrad) {
+double PairedLayerUs(const EpOverlapLayer& l, int64_t layers, const EpOverlapContention& contention, bool delay_wgrad, bool one_queue) {
   if (layers < 1) throw Error(fmt::format("internal: EP-overlap layers per chunk must be >= 1, got {}", layers));
   if (!(contention.sm_share >= 0 && contention.sm_share < 1)) {
     throw Error(fmt::format("internal: EP-overlap SM share must be in [0, 1), got {}", contention.sm_share));
@@ -100,7 +118,16 @@ double PairedLayerUs(const EpOverlapLayer& l, int64_t layers, const EpOverlapCon
     prev_combine_fwd = add(1, l.combine[0], mlp_fwd, -1);
     prev_pre_bwd = add(0, l.pre[1], dispatch_bwd, -1);
   }
-  return RunStreams(ops, contention) / static_cast<double>(layers);
+  return RunStreams(ops, contention, one_queue) / static_cast<double>(layers);
+}
+
+double FlexDispatcherSmShare(int64_t num_sms, int64_t sm_count, const std::string& cluster) {
+  if (num_sms < 1 || num_sms >= sm_count) {
+    throw Error(fmt::format("--moe-flex-dispatcher-num-sms {}: the dispatcher's kernels would hold {} of the {} SMs of {}'s GPU; it must "
+                            "leave the compute at least one (in [1, {}])",
+                            num_sms, num_sms < 1 ? "none" : "all", sm_count, cluster, sm_count - 1));
+  }
+  return static_cast<double>(num_sms) / static_cast<double>(sm_count);
 }
 
 double PairedChunkShare(int64_t M, int64_t pp, int64_t vpp) {

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace dockyard {
 
@@ -52,7 +53,23 @@ struct EpOverlapLayer {
 // `delay_wgrad` (pipeline_schedule.h WgradDelayed): the backward dispatch waits for the MLP's
 // input gradient only (its weight gradient, half the MLP backward, follows beside it); else for
 // the whole MLP backward.
-double PairedLayerUs(const EpOverlapLayer& layer, int64_t layers, const EpOverlapContention& contention, bool delay_wgrad);
+// `one_queue` (CUDA_DEVICE_MAX_CONNECTIONS=1, RunSettings::cuda_device_max_connections): both
+// streams feed one hardware queue in the order above, and a kernel at its head holds back every
+// kernel issued after it, on either stream, until it can start. An operation then starts only when
+// every operation issued before it has left the queue: a communication operation (one kernel) once
+// it has started, a compute operation (many kernels, each waiting for the one before it on its
+// stream) once it has ended (its last kernel's own overlap neglected). So a communication kernel
+// overlaps only the compute issued after it: combine_bwd beside pre_fwd, dispatch_fwd beside
+// mlp_bwd_dw (with delay_wgrad; without, it runs alone), dispatch_bwd beside mlp_fwd, combine_fwd
+// beside pre_bwd.
+double PairedLayerUs(const EpOverlapLayer& layer, int64_t layers, const EpOverlapContention& contention, bool delay_wgrad,
+                     bool one_queue = false);
+
+// The share of the GPU's SMs the flex dispatcher's kernels hold when the run sets their count
+// (RunSettings::moe_flex_dispatcher_num_sms, Megatron --moe-flex-dispatcher-num-sms): num_sms /
+// sm_count (ClusterSpec::sm_count). Throws dockyard::Error naming the flag, the value, the cluster
+// and its SMs unless 1 <= num_sms < sm_count (the compute beside needs an SM).
+double FlexDispatcherSmShare(int64_t num_sms, int64_t sm_count, const std::string& cluster);
 
 // The share of a stage's chunk forwards that run paired with a backward under the combined 1F1B
 // schedule, in [0, 1]: of the M x vpp chunk forwards of a pipeline rank, those it runs before its

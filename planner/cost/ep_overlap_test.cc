@@ -121,3 +121,40 @@ TEST_CASE("EP overlap: bad inputs are refused") {
   CHECK_THROWS_AS(PairedLayerUs(Layer(-1, 1, 1, 1, 1, 1, 1, 1), 1, {}, true), dockyard::Error);
   CHECK_THROWS_AS(dockyard::PairedChunkShare(0, 1, 1), dockyard::Error);
 }
+
+TEST_CASE("EP overlap with one hardware queue (CUDA_DEVICE_MAX_CONNECTIONS=1): communication overlaps only compute issued after it") {
+  // Issue order: combine_bwd, pre_fwd, mlp_bwd, dispatch_fwd, mlp_bwd_dw, dispatch_bwd, mlp_fwd,
+  // combine_fwd, pre_bwd. An operation leaves the queue when it starts (communication, one kernel)
+  // or ends (compute, many kernels); the next starts only after that.
+  //
+  // Short all-to-alls (pre 100 / 200, mlp 150 / 300, dispatch 80 / 80, combine 60 / 60), delayed
+  // weight gradient: combine_bwd 0-60 beside pre_fwd 0-100; mlp_bwd 100-250; dispatch_fwd 250-330
+  // beside mlp_bwd_dw 250-400; dispatch_bwd 400-480 beside mlp_fwd 400-550; combine_fwd 550-610
+  // beside pre_bwd 550-750. 750 us: each all-to-all is issued before compute that covers it.
+  CHECK(PairedLayerUs(Layer(100, 200, 150, 300, 80, 80, 60, 60), 1, {}, true, true) == doctest::Approx(750));
+  // Without the delayed weight gradient nothing is issued after dispatch_fwd but its own consumer:
+  // combine_bwd 0-60, pre_fwd 0-100, mlp_bwd 100-400 (both gradients), dispatch_fwd 400-480 alone
+  // (dispatch_bwd waits behind it on the stream and holds the queue), dispatch_bwd 480-560 beside
+  // mlp_fwd 480-630, combine_fwd 630-690 beside pre_bwd 630-830: 830 us, dispatch_fwd's 80 exposed.
+  // With several queues dispatch_fwd runs 100-180 beside mlp_bwd: 750.
+  CHECK(PairedLayerUs(Layer(100, 200, 150, 300, 80, 80, 60, 60), 1, {}, false, true) == doctest::Approx(830));
+  CHECK(PairedLayerUs(Layer(100, 200, 150, 300, 80, 80, 60, 60), 1, {}, false, false) == doctest::Approx(750));
+  // Long all-to-alls (dispatch 400 / 400, combine 300 / 300), delayed weight gradient: combine_bwd
+  // 0-300 beside pre_fwd 0-100; mlp_bwd 300-450 (after combine_bwd); dispatch_fwd 450-850 (issued
+  // after mlp_bwd: the comm stream idles 300-450) beside mlp_bwd_dw 450-600; dispatch_bwd 850-1250
+  // beside mlp_fwd 850-1000; combine_fwd 1250-1550 beside pre_bwd 1250-1450. 1,550 us against the
+  // comm stream's 1,400 back to back with several queues.
+  CHECK(PairedLayerUs(Layer(100, 200, 150, 300, 400, 400, 300, 300), 1, {}, true, true) == doctest::Approx(1550));
+}
+
+TEST_CASE("The flex dispatcher's SMs as a share of the GPU's (--moe-flex-dispatcher-num-sms)") {
+  // HybridEP at 16 SMs on a 148-SM B200 / GB200: 16 / 148 = 0.1081; 32 on B300's 160: 0.2.
+  CHECK(dockyard::FlexDispatcherSmShare(16, 148, "gb200-nvl72") == doctest::Approx(0.108108).epsilon(1e-5));
+  CHECK(dockyard::FlexDispatcherSmShare(32, 160, "b300") == doctest::Approx(0.2));
+  // Every SM (or none) leaves the compute nothing to run on.
+  CHECK_THROWS_WITH_AS(dockyard::FlexDispatcherSmShare(148, 148, "gb200-nvl72"),
+                       doctest::Contains("--moe-flex-dispatcher-num-sms 148: the dispatcher's kernels would hold all of the 148 SMs of "
+                                         "gb200-nvl72's GPU"),
+                       dockyard::Error);
+  CHECK_THROWS_AS(dockyard::FlexDispatcherSmShare(0, 132, "h100-sxm"), dockyard::Error);
+}

@@ -13,6 +13,7 @@
 // bounds, fit stages and prior sources: parsing, writing, the fitter and docs/calibration.md read it.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -89,9 +90,11 @@ struct MemoryBoundKnobs {
 // TransformerEngine's TP-communication overlap (--tp-comm-overlap; tp_overlap.h): the fraction of
 // the GPU's SMs its pipeline and bulk userbuffers kernels hold back from the linears beside them
 // (initialize_ub's default num_sm 16 with set_sm_margin for both methods; ring_exchange uses copy
-// engines and one SM, no margin): 16 of H100's 132 SMs; the Blackwell presets 16 of 148 (cluster.cc).
+// engines and one SM, no margin): 16 of H100's 132 SMs; each preset the same 16 of its own SM count
+// (ClusterSpec::sm_count; cluster.cc).
+constexpr int64_t kTeUserbufferNumSms = 16;
 struct TpOverlapKnobs {
-  double sm_share = 16.0 / 132.0;
+  double sm_share = static_cast<double>(kTeUserbufferNumSms) / 132.0;
 };
 
 // How one GPU computes: its operator table.
@@ -130,12 +133,19 @@ struct DeepEpKnobs {
 // attention = 0.11 % of their time without EP overlap (8,254 ms in all) and 3,958.997 ms = 36.55 %
 // with it (10,832 ms): the 8,254 ms of work took 6,873 ms alone and 3,959 ms beside compute, so
 // beside it the kernels kept (8,254 - 6,873) / 3,959 = 0.349 of their speed (0.26-0.45 with the 0.11 %
-// rounded). The Blackwell presets keep 1 (cluster.cc BlackwellEpOverlapKnobs: no measurement; their
+// rounded). The Blackwell presets keep 1 (cluster.cc SetBlackwellEpOverlap: no measurement; their
 // NVL72 rows run HybridEP's NVLink-only kernels).
+//
+// The default kernel widths, in SMs (each preset divides them by its own SM count, ClusterSpec::
+// sm_count; a run's --moe-flex-dispatcher-num-sms replaces the flex backend's, ep_overlap.h
+// FlexDispatcherSmShare).
+constexpr int64_t kNcclAllToAllCtas = 16;  // NCCL: one CTA per channel, 16 channels assumed
+constexpr int64_t kDeepEpNumSms = 20;      // DeepEP Buffer.num_sms
+constexpr int64_t kHybridEpNumSms = 32;    // Megatron-Bridge's performance recipes' moe_hybridep_num_sms
 struct EpOverlapKnobs {
-  double all_to_all_sm_share = 16.0 / 132.0;  // NCCL (all_to_all, flex ncclep)
-  double deepep_sm_share = 20.0 / 132.0;      // flex deepep
-  double hybridep_sm_share = 32.0 / 132.0;    // flex hybridep
+  double all_to_all_sm_share = static_cast<double>(kNcclAllToAllCtas) / 132.0;  // NCCL (all_to_all, flex ncclep)
+  double deepep_sm_share = static_cast<double>(kDeepEpNumSms) / 132.0;          // flex deepep
+  double hybridep_sm_share = static_cast<double>(kHybridEpNumSms) / 132.0;      // flex hybridep
   double all_to_all_comm_rate = 0.5;          // NCCL: the measured figures above
   double deepep_comm_rate = 1.0;              // DeepEP: own SMs, assumed
   double hybridep_comm_rate = (8254.0 - 6873.0) / 3959.0;  // HybridEP: 0.349, measured on H100 (above)

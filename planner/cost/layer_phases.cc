@@ -160,15 +160,22 @@ EpOverlapContention EpOverlapContentionOf(const LayerTerms& L) {
   const EpOverlapKnobs& k = L.c.knobs.dispatchers.ep_overlap;
   const EpOverlapContention nccl{k.all_to_all_sm_share, k.all_to_all_comm_rate};
   if (L.t.dispatcher != Dispatcher::kDeepEp) return nccl;
+  EpOverlapContention flex = nccl;
   switch (FlexBackendOf(L.t)) {
     case FlexBackend::kDeepEp:
-      return {k.deepep_sm_share, k.deepep_comm_rate};
+      flex = {k.deepep_sm_share, k.deepep_comm_rate};
+      break;
     case FlexBackend::kHybridEp:
-      return {k.hybridep_sm_share, k.hybridep_comm_rate};
+      flex = {k.hybridep_sm_share, k.hybridep_comm_rate};
+      break;
     case FlexBackend::kNcclEp:
-      return nccl;
+      break;
   }
-  return nccl;
+  // Megatron's --moe-flex-dispatcher-num-sms: the kernels hold the SMs the run gives them, every backend.
+  if (L.t.run.moe_flex_dispatcher_num_sms > 0) {
+    flex.sm_share = FlexDispatcherSmShare(L.t.run.moe_flex_dispatcher_num_sms, L.c.sm_count, L.c.name);
+  }
+  return flex;
 }
 
 // Megatron's --overlap-moe-expert-parallel-comm (and DualPipe): of the stage's chunk forwards, the
@@ -182,7 +189,8 @@ void OverlapEpComm(const LayerTerms& L, MoePassSums& s, PhaseRecords& records) {
   const int64_t pp = L.d.pp, vpp = ChunksPerMicrobatch(L.t);
   // A chunk's MoE layers, the mean rounded (at least one).
   const int64_t chunk_layers = std::max<int64_t>(1, std::llround(static_cast<double>(L.in.num_moe_layers) / static_cast<double>(pp * vpp)));
-  const double paired = PairedLayerUs(s.parts, chunk_layers, EpOverlapContentionOf(L), WgradDelayed(L.t.run));
+  const double paired =
+      PairedLayerUs(s.parts, chunk_layers, EpOverlapContentionOf(L), WgradDelayed(L.t.run), L.t.run.cuda_device_max_connections == 1);
   const double share = PairedChunkShare(L.t.num_microbatches.value_or(pp), pp, vpp);
   // The host synchronization's idle (LayerTerms::moe_sync_idle_us) is outside the pairing: the
   // paired micro-batches hide it (the other one's queued work runs while the host waits), the

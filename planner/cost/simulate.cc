@@ -17,6 +17,7 @@
 #include "planner/base/error.h"
 #include "planner/base/phase.h"
 #include "planner/cost/attention_support.h"
+#include "planner/cost/ep_overlap.h"
 #include "planner/cost/gemm_efficiency.h"
 #include "planner/cost/kernels_model.h"
 #include "planner/cost/model_flops.h"
@@ -130,6 +131,8 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
   const auto& t = plan.training;
   // Once per plan (the layout search checks once before it enumerates, search_command.cc).
   ValidateFp8RecipeOnGpu(t, c.name, c.mxfp8_tensor_cores);
+  // The flex dispatcher's SMs against this GPU's, with or without the overlap that prices them.
+  if (t.run.moe_flex_dispatcher_num_sms > 0) FlexDispatcherSmShare(t.run.moe_flex_dispatcher_num_sms, c.sm_count, c.name);
   StepInputs in;
   in.workload = ComputeWorkload(plan);
   const Workload& w = in.workload;

@@ -581,6 +581,32 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
     const std::string backend = ChoiceValue(c, *a, {"deepep", "hybridep", "ncclep"});
     if (dispatcher == "flex") AddFlag(c, "--moe-flex-dispatcher-backend", backend, a->key);
   }
+  // The flex dispatcher's SMs (run_settings.h moe_flex_dispatcher_num_sms). transformer_config.py
+  // __post_init__: an explicit --moe-flex-dispatcher-num-sms wins; else the deprecated
+  // --moe-deepep-num-sms / --moe-hybridep-num-sms are routed to it, and two different values are a
+  // ValueError ("Conflicting deprecated SM-count knobs").
+  {
+    const ConfigArg* num_sms = find("--moe-flex-dispatcher-num-sms");
+    const ConfigArg* deepep = find("--moe-deepep-num-sms");
+    const ConfigArg* hybridep = find("--moe-hybridep-num-sms");
+    if (!num_sms) {
+      if (deepep && hybridep && IntValue(c, *deepep, 1) != IntValue(c, *hybridep, 1)) {
+        Fail(file, hybridep->line,
+             fmt::format("--moe-deepep-num-sms {} and --moe-hybridep-num-sms {}: Megatron-Core raises \"Conflicting deprecated SM-count "
+                         "knobs\" (transformer_config.py): give one --moe-flex-dispatcher-num-sms",
+                         Value(*deepep), Value(*hybridep)));
+      }
+      num_sms = deepep ? deepep : hybridep;
+    }
+    if (num_sms) {
+      const int64_t n = IntValue(c, *num_sms, 1);
+      if (dispatcher == "flex") {
+        AddFlag(c, "--moe-flex-dispatcher-num-sms", std::to_string(n), num_sms->key);
+      } else {
+        c.ignored.push_back(fmt::format("{} {} (the flex dispatcher's SMs; this run's dispatcher is {})", num_sms->key, n, dispatcher));
+      }
+    }
+  }
 
   // Overlaps and the step's end.
   // Under Megatron-FSDP --overlap-grad-reduce / --overlap-param-gather overlap FSDP's own

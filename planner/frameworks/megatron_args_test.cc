@@ -611,4 +611,40 @@ TEST_CASE("--activation-func-clamp-value is the experts' clamp (ModelSpec moe.sw
                        doctest::Contains("--activation-func-clamp-value -1: must be a finite number > 0"), Error);
 }
 
+TEST_CASE("--moe-flex-dispatcher-num-sms and its deprecated spellings, as transformer_config.py routes them; written back") {
+  const std::string base =
+      "--num-layers 8 --hidden-size 64 --num-attention-heads 4 --position-embedding-type rope --num-experts 8 --moe-router-topk 2 "
+      "--swiglu --vocab-size 1000 --bf16 --use-distributed-optimizer --expert-model-parallel-size 2";
+  const std::string flex = base + " --moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep";
+  CHECK(Flag(ImportMegatronArgs(flex + " --moe-flex-dispatcher-num-sms 24\n", "a.args"), "--moe-flex-dispatcher-num-sms") == "24");
+  // __post_init__ routes a deprecated knob to it; an explicit one wins over them.
+  CHECK(Flag(ImportMegatronArgs(flex + " --moe-hybridep-num-sms 16\n", "h.args"), "--moe-flex-dispatcher-num-sms") == "16");
+  CHECK(Flag(ImportMegatronArgs(flex + " --moe-deepep-num-sms 20 --moe-hybridep-num-sms 20\n", "s.args"), "--moe-flex-dispatcher-num-sms") ==
+        "20");
+  const FrameworkConfig both = ImportMegatronArgs(flex + " --moe-flex-dispatcher-num-sms 32 --moe-hybridep-num-sms 16\n", "b.args");
+  CHECK(Flag(both, "--moe-flex-dispatcher-num-sms") == "32");
+  CHECK_FALSE(Contains(both.not_read, "--moe-hybridep-num-sms"));
+  // Two different deprecated values are Megatron-Core's ValueError.
+  CHECK_THROWS_WITH_AS(ImportMegatronArgs(flex + " --moe-deepep-num-sms 20 --moe-hybridep-num-sms 16\n", "c.args"),
+                       doctest::Contains("--moe-deepep-num-sms 20 and --moe-hybridep-num-sms 16: Megatron-Core raises \"Conflicting "
+                                         "deprecated SM-count knobs\""),
+                       Error);
+  // Without the flex dispatcher the SMs change nothing: not set, said so.
+  const FrameworkConfig a2a = ImportMegatronArgs(base + " --moe-token-dispatcher-type alltoall --moe-hybridep-num-sms 16\n", "x.args");
+  CHECK(Flag(a2a, "--moe-flex-dispatcher-num-sms") == "<absent>");
+  CHECK(Contains(a2a.ignored, "--moe-hybridep-num-sms 16 (the flex dispatcher's SMs; this run's dispatcher is alltoall)"));
+  // Written back with the flex dispatcher.
+  const FrameworkConfig c = ImportMegatronArgs(flex + " --moe-flex-dispatcher-num-sms 24\n", "a.args");
+  ParallelDimsOptions d;
+  d.world_size = 2;
+  d.ep = 2;
+  d.convention = Convention::kMegatron;
+  TrainingConfig t;
+  t.dispatcher = Dispatcher::kDeepEp;
+  t.moe_flex_dispatcher_backend = FlexBackend::kHybridEp;
+  t.run.moe_flex_dispatcher_num_sms = 24;
+  CHECK(EmitMegatronArgs(BuildPlan(MegatronModel(c, std::nullopt), d, t), 0, {"test"}).find("--moe-flex-dispatcher-num-sms 24") !=
+        std::string::npos);
+}
+
 }  // namespace dockyard

@@ -114,6 +114,9 @@ const std::vector<Mapping>& Mappings() {
       {"model.moe_router_force_load_balancing", "--moe-router-force-load-balancing", Kind::kSwitch},
       {"model.moe_token_dispatcher_type", "--moe-token-dispatcher-type", Kind::kValue},
       {"model.moe_flex_dispatcher_backend", "--moe-flex-dispatcher-backend", Kind::kValue},
+      {"model.moe_flex_dispatcher_num_sms", "--moe-flex-dispatcher-num-sms", Kind::kValue},
+      {"model.moe_deepep_num_sms", "--moe-deepep-num-sms", Kind::kValue},
+      {"model.moe_hybridep_num_sms", "--moe-hybridep-num-sms", Kind::kValue},
       {"model.moe_grouped_gemm", "--moe-grouped-gemm", Kind::kSwitch},
       {"model.recompute_granularity", "--recompute-granularity", Kind::kValue},
       {"model.recompute_method", "--recompute-method", Kind::kValue},
@@ -194,6 +197,7 @@ struct Entry {
 struct Doc {
   std::string file, form;
   std::map<std::string, Entry> entries;  // "section.key" (model.transformer.x read as model.x)
+  std::map<std::string, Entry> env;      // the recipe's env_vars, by variable (recipe-usage.md: serialized with the recipe)
 };
 
 [[noreturn]] void Fail(const Doc& d, int line, const std::string& message) {
@@ -323,6 +327,11 @@ Doc ReadDoc(const std::string& text, const std::string& file) {
     }
     if (MegatronBridgeFieldTable().at(section) != "section") {
       d.entries[section] = EntryOf(value, line);
+      if (section == "env_vars") {
+        for (auto f = value.begin(); f != value.end(); ++f) {
+          if (f->first.IsScalar()) d.env[f->first.as<std::string>()] = EntryOf(f->second, LineOf(f->first));
+        }
+      }
       continue;
     }
     for (auto f = value.begin(); f != value.end(); ++f) {
@@ -465,6 +474,10 @@ FrameworkConfig ImportMegatronBridgeConfig(const std::string& text, const std::s
     // recompute (post-init writes [core_attn] always), an FP8 recipe without FP8, TP overlap at tp 1
     // (CommOverlapConfig turns it off).
     if (key == "model.moe_flex_dispatcher_backend" && !flex) continue;
+    // The flex dispatcher's SMs likewise (Bridge's gpt-oss recipes set moe_hybridep_num_sms under alltoall).
+    if ((key == "model.moe_flex_dispatcher_num_sms" || key == "model.moe_deepep_num_sms" || key == "model.moe_hybridep_num_sms") && !flex) {
+      continue;
+    }
     if (key == "model.recompute_modules" && !selective) continue;
     if ((key == "model.fp8_recipe" || key == "mixed_precision.fp8_recipe") && !fp8_on) continue;
     // CommOverlapConfig (comm_overlap.py) turns the overlap off at tp < 2 and without sequence
@@ -629,6 +642,18 @@ FrameworkConfig ImportMegatronBridgeConfig(const std::string& text, const std::s
     if (!e->null && IsTrue(d, key, *e) && !c.FindFlag("--fp8-dot-product-attention")) {
       c.flags.push_back({"--fp8-dot-product-attention", "", key});
     }
+  }
+  // The job's CUDA_DEVICE_MAX_CONNECTIONS, an environment variable the recipe carries (env_vars;
+  // Bridge's performance recipes set 32 with the flex dispatcher or on Blackwell, else 8):
+  // run_settings.h cuda_device_max_connections.
+  if (const auto e = d.env.find("CUDA_DEVICE_MAX_CONNECTIONS"); e != d.env.end() && !e->second.null) {
+    int64_t n = 0;
+    if (!ParseStrictInt(e->second.text, &n) || n < 1 || n > kMaxCudaDeviceMaxConnections) {
+      Fail(d, e->second.line, fmt::format("env_vars.CUDA_DEVICE_MAX_CONNECTIONS {}: CUDA takes 1 to {}", ShownWord(e->second.text),
+                                          kMaxCudaDeviceMaxConnections));
+    }
+    c.flags.push_back({"--cuda-device-max-connections", std::to_string(n), "env_vars.CUDA_DEVICE_MAX_CONNECTIONS"});
+    used.insert("env_vars");
   }
   // The arguments' lines are the translated text's: make them the YAML's (MegatronModel names them).
   for (ConfigArg& a : c.args) {

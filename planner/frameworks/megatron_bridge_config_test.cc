@@ -372,4 +372,38 @@ TEST_CASE("mixed precision has the last word on the gradient reduce's dtype over
   CHECK(ErrorOf("ddp:\n  grad_reduce_in_fp32: maybe\nmixed_precision: bf16_mixed\n").find("must be true or false") != std::string::npos);
 }
 
+TEST_CASE("the flex dispatcher's SMs: model.moe_flex_dispatcher_num_sms and the deprecated per-backend keys, read and written") {
+  auto flag = [](const std::string& yaml) {
+    return FlagValue(ImportMegatronBridgeConfig(yaml, "b.yaml", Qwen()), "--moe-flex-dispatcher-num-sms");
+  };
+  const std::string flex = "model:\n  moe_token_dispatcher_type: flex\n  moe_flex_dispatcher_backend: hybridep\n";
+  CHECK(flag(flex + "  moe_flex_dispatcher_num_sms: 24\n") == "24");
+  // Megatron-Bridge's gpt-oss recipes set the deprecated moe_hybridep_num_sms (16; its performance
+  // scripts 32): Megatron-Core routes it to moe_flex_dispatcher_num_sms.
+  CHECK(flag(flex + "  moe_hybridep_num_sms: 16\n") == "16");
+  CHECK(flag(flex + "  moe_hybridep_num_sms: null\n") == "<absent>");
+  // Under alltoall the recipes' value changes nothing and is not read.
+  CHECK(flag("model:\n  moe_token_dispatcher_type: alltoall\n  moe_hybridep_num_sms: 16\n") == "<absent>");
+  // Written as the current key.
+  ParallelDimsOptions d;
+  d.world_size = 16;
+  d.ep = 16;
+  d.convention = Convention::kMegatron;
+  TrainingConfig t;
+  t.dp_sharding = DpSharding::kZero1;
+  t.dispatcher = Dispatcher::kDeepEp;
+  t.moe_flex_dispatcher_backend = FlexBackend::kHybridEp;
+  t.run.moe_flex_dispatcher_num_sms = 16;
+  const std::string yaml = EmitMegatronBridgeConfig(BuildPlan(Qwen(), d, t), 256, {"test"});
+  CHECK(yaml.find("  moe_flex_dispatcher_num_sms: 16\n") != std::string::npos);
+  // The recipe's env_vars carry CUDA_DEVICE_MAX_CONNECTIONS (Bridge's performance recipes: 32 with
+  // the flex dispatcher or on Blackwell, else 8): the job's hardware queues.
+  const FrameworkConfig env = ImportMegatronBridgeConfig(flex + "env_vars:\n  CUDA_DEVICE_MAX_CONNECTIONS: 1\n  NCCL_NVLS_ENABLE: 0\n",
+                                                         "e.yaml", Qwen());
+  CHECK(FlagValue(env, "--cuda-device-max-connections") == "1");
+  CHECK(ErrorOf("env_vars:\n  CUDA_DEVICE_MAX_CONNECTIONS: 64\n").find("b.yaml:2: env_vars.CUDA_DEVICE_MAX_CONNECTIONS 64: CUDA takes 1 to 32") !=
+        std::string::npos);
+  CHECK(FlagValue(ImportMegatronBridgeConfig(yaml, "w.yaml", Qwen()), "--moe-flex-dispatcher-num-sms") == "16");
+}
+
 }  // namespace dockyard

@@ -229,6 +229,7 @@ void EmitSettings(const Plan& plan, const FrameworkConfig* config, Lines& l) {
     case Dispatcher::kDeepEp:
       l.Add("--moe-token-dispatcher-type", "flex");
       l.Add("--moe-flex-dispatcher-backend", FlexBackendName(t.moe_flex_dispatcher_backend.value_or(FlexBackend::kDeepEp)));
+      if (run.moe_flex_dispatcher_num_sms > 0) l.Add("--moe-flex-dispatcher-num-sms", std::to_string(run.moe_flex_dispatcher_num_sms));
       break;
     case Dispatcher::kDeredundency: Refuse("the deredundency dispatcher");
   }

@@ -139,6 +139,7 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
   ValidateRecomputeModulesForModel(plan.training, plan.model);
   ValidateEpOverlap(plan.training, plan.dims.pp, plan.dims.ep);
   ValidateGraphsAndPadding(plan.training, megatron);
+  ValidateFlexDispatcherNumSms(plan.training, megatron);
   ValidateSharedExpertOverlap(plan.training, megatron, model.moe.num_shared_experts > 0);
   const std::string oep_error = DeredundencyOepError(plan.training, plan.dims.ep);
   if (!oep_error.empty()) throw Error(oep_error);

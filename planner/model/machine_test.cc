@@ -106,6 +106,30 @@ TEST_CASE("The TransformerEngine op fuser round-trips in a report's training blo
   CHECK(dockyard::TrainingFromJson(JsonView(&old, "report.json", "/training")).run.use_transformer_engine_op_fuser);
 }
 
+TEST_CASE("The flex dispatcher's SMs and CUDA_DEVICE_MAX_CONNECTIONS round-trip, written only when set, bad values named") {
+  dockyard::TrainingConfig t;
+  const Json plain = dockyard::TrainingToJson(t, Machine{});
+  CHECK_FALSE(plain.contains("moe_flex_dispatcher_num_sms"));
+  CHECK_FALSE(plain.contains("cuda_device_max_connections"));  // CUDA's 8
+  t.run.moe_flex_dispatcher_num_sms = 16;
+  t.run.cuda_device_max_connections = 1;
+  const Json j = dockyard::TrainingToJson(t, Machine{});
+  CHECK(j["moe_flex_dispatcher_num_sms"] == 16);
+  CHECK(j["cuda_device_max_connections"] == 1);
+  const dockyard::TrainingConfig back = dockyard::TrainingFromJson(JsonView(&j, "report.json", "/training"));
+  CHECK(back.run.moe_flex_dispatcher_num_sms == 16);
+  CHECK(back.run.cuda_device_max_connections == 1);
+  CHECK(dockyard::TrainingFromJson(JsonView(&plain, "report.json", "/training")).run.cuda_device_max_connections == 8);
+  Json bad = j;
+  bad["cuda_device_max_connections"] = 33;
+  CHECK_THROWS_WITH_AS(dockyard::TrainingFromJson(JsonView(&bad, "report.json", "/training")),
+                       doctest::Contains("/training/cuda_device_max_connections: CUDA_DEVICE_MAX_CONNECTIONS is in [1, 32], got 33"), Error);
+  bad = j;
+  bad["moe_flex_dispatcher_num_sms"] = 0;
+  CHECK_THROWS_WITH_AS(dockyard::TrainingFromJson(JsonView(&bad, "report.json", "/training")),
+                       doctest::Contains("/training/moe_flex_dispatcher_num_sms"), Error);
+}
+
 TEST_CASE("The step end's settings round-trip, written only when not the default, and a bad value names its key") {
   dockyard::TrainingConfig t;
   CHECK_FALSE(dockyard::TrainingToJson(t, Machine{}).contains("clip_grad"));

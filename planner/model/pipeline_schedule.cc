@@ -113,6 +113,31 @@ void ValidateRunSettings(const RunSettings& s, int dp_sharding, int64_t pp) {
   if (s.cp_comm != "p2p" && s.cp_comm != "a2a") {
     throw Error(fmt::format("--cp-comm-type: must be \"p2p\" or \"a2a\", got \"{}\"", s.cp_comm));
   }
+  if (s.moe_flex_dispatcher_num_sms < 0 || s.moe_flex_dispatcher_num_sms > kMaxFlexDispatcherNumSms) {
+    throw Error(fmt::format("--moe-flex-dispatcher-num-sms: must be a number of SMs in [1, {}] (Megatron --moe-flex-dispatcher-num-sms), "
+                            "got {}",
+                            kMaxFlexDispatcherNumSms, s.moe_flex_dispatcher_num_sms));
+  }
+  if (s.cuda_device_max_connections < 1 || s.cuda_device_max_connections > kMaxCudaDeviceMaxConnections) {
+    throw Error(fmt::format("--cuda-device-max-connections: CUDA_DEVICE_MAX_CONNECTIONS is in [1, {}] (CUDA's environment variable; "
+                            "default {}), got {}",
+                            kMaxCudaDeviceMaxConnections, kCudaDefaultMaxConnections, s.cuda_device_max_connections));
+  }
+}
+
+void ValidateFlexDispatcherNumSms(const TrainingConfig& t, bool megatron) {
+  const int64_t n = t.run.moe_flex_dispatcher_num_sms;
+  if (n == 0) return;
+  if (!megatron) {
+    throw Error(fmt::format("--moe-flex-dispatcher-num-sms {}: Megatron-Core's flex dispatcher setting; torchtitan's DeepEP path sets no SM "
+                            "count: use --convention megatron, or drop the flag",
+                            n));
+  }
+  if (t.dispatcher != Dispatcher::kDeepEp) {
+    throw Error(fmt::format("--moe-flex-dispatcher-num-sms {}: the SMs of Megatron's flex dispatcher (--dispatcher deepep, any "
+                            "--moe-flex-dispatcher-backend); --dispatcher {} has no such setting: use --dispatcher deepep, or drop the flag",
+                            n, DispatcherName(t.dispatcher)));
+  }
 }
 
 int64_t MaxVpp(int64_t pp, int64_t num_layers) { return pp < 2 ? 1 : std::max<int64_t>(1, (num_layers + 2) / pp); }

@@ -65,9 +65,17 @@ bool AccumulatesUnshardedGrads(int64_t pp);
 //    should be turned on when using --overlap-param-gather");
 //  - overlap_param_gather_with_optimizer_step needs overlap_param_gather and vpp > 1 (arguments.py:
 //    "Must use --overlap-param-gather-with-optimizer-step with --overlap-param-gather",
-//    "only supported with interleaved pipeline parallelism"); ddp_bucket_size in [0, 2^40].
+//    "only supported with interleaved pipeline parallelism"); ddp_bucket_size in [0, 2^40];
+//  - moe_flex_dispatcher_num_sms in [0, kMaxFlexDispatcherNumSms] (0 = the backend's default);
+//    cuda_device_max_connections in [1, 32] (CUDA's range for CUDA_DEVICE_MAX_CONNECTIONS).
 // Throws dockyard::Error naming the flag and the rule.
 void ValidateRunSettings(const RunSettings& settings, int dp_sharding, int64_t pp);
+
+// RunSettings::moe_flex_dispatcher_num_sms (when set) is Megatron-Core's flex dispatcher's: refused
+// under torchtitan (`megatron` false) and with a --dispatcher other than deepep (Megatron's flex).
+// Whether it fits the GPU is checked where the cluster is known (ep_overlap.h FlexDispatcherSmShare).
+// Throws dockyard::Error naming the flag, its value and the rule.
+void ValidateFlexDispatcherNumSms(const TrainingConfig& training, bool megatron);
 
 // --vpp in [1, 1024]; ValidateRunSettings's, and checked where the flag is read, before the layer
 // split uses it. Throws dockyard::Error naming --vpp and the value.

@@ -22,6 +22,14 @@ struct RunSettings;
 // once resolved. Throws dockyard::Error ("internal: ...") when it is still unset.
 bool SharedExpertsOverlapped(const RunSettings& settings);
 
+// CUDA's default for CUDA_DEVICE_MAX_CONNECTIONS when the variable is unset (RunSettings::
+// cuda_device_max_connections).
+constexpr int64_t kCudaDefaultMaxConnections = 8;
+// Upper bounds of the SM and queue settings: a GPU has at most 1,024 SMs here (ClusterSpec::
+// sm_count's range); CUDA takes CUDA_DEVICE_MAX_CONNECTIONS up to 32.
+constexpr int64_t kMaxFlexDispatcherNumSms = 1024;
+constexpr int64_t kMaxCudaDeviceMaxConnections = 32;
+
 struct RunSettings {
   ReshardPolicy reshard_after_forward = ReshardPolicy::kDefault;  // --fsdp-reshard-after-forward
   // torchtitan with pp > 1 runs gradient accumulation as an outer loop around the pipeline
@@ -140,6 +148,28 @@ struct RunSettings {
   // (planner/cost/kernels_model.h ExpertEagerKernels). Megatron-Bridge's gpt-oss performance
   // recipes of 26.08 set it (perf_recipes/gpt_oss/common.py). Megatron only.
   bool use_transformer_engine_op_fuser = false;
+  // Megatron-Core moe_flex_dispatcher_num_sms (--moe-flex-dispatcher-num-sms; its deprecated
+  // spellings --moe-deepep-num-sms and --moe-hybridep-num-sms, routed to it in
+  // transformer_config.py __post_init__): the SMs the flex dispatcher's dispatch and combine kernels
+  // hold (every backend: deepep, hybridep, ncclep). 0 = the backend's default, priced at the
+  // cluster's knob (knobs.h EpOverlapKnobs: DeepEP 20, HybridEP 32 as Megatron-Bridge's performance
+  // recipes set it, NCCL's channels). Under EP overlap the compute beside those kernels runs on the
+  // SMs they leave (planner/cost/ep_overlap.h FlexDispatcherSmShare); their bandwidth is taken as
+  // unchanged (HybridEP on B200 at 8 ranks moves 536 / 531 GB/s with 16 SMs against GB200's 546 / 569
+  // with 32, DeepEP docs/README_Hybrid-EP.md; docs/cluster.md [B6]). Megatron only; with
+  // --dispatcher deepep (Megatron's flex). In [0, 1024]; above the GPU's SMs is refused where the
+  // cluster is known.
+  int64_t moe_flex_dispatcher_num_sms = 0;
+  // The CUDA_DEVICE_MAX_CONNECTIONS environment variable of the job: how many hardware work queues
+  // the GPU's streams are spread over (CUDA's default 8 when unset; 1 to 32). At 1 every stream
+  // feeds one queue in issue order, so a kernel waits behind every kernel issued before it on any
+  // stream (what Megatron's TP and DP overlaps rely on: tensor_parallel/layers.py "we rely on
+  // CUDA_DEVICE_MAX_CONNECTIONS=1"; Megatron-LM's example scripts export 1). EP overlap's paired
+  // streams then overlap only where a communication kernel is issued before the compute beside it
+  // (planner/cost/ep_overlap.h PairedLayerUs). Megatron-Bridge's performance scripts set 32 with the
+  // flex dispatcher or on Blackwell, else 8, and 1 only with tp or cp > 1 without EP overlap
+  // (scripts/performance/utils/overrides.py).
+  int64_t cuda_device_max_connections = kCudaDefaultMaxConnections;
 };
 
 // Whether TransformerEngine's TP-communication overlap runs: tp_comm_overlap with tp > 1.

@@ -93,7 +93,7 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
                        // Run settings a report writes (TrainingToJson), read back so that a plan file round-trips.
                        "vpp", "megatron_core_version", "cross_entropy_loss_fusion", "cross_entropy_fusion_impl",
                        "clip_grad", "check_for_nan_in_grad", "overlap_p2p_comm", "tp_comm_overlap",
-                       "use_transformer_engine_op_fuser"});
+                       "use_transformer_engine_op_fuser", "moe_flex_dispatcher_num_sms", "cuda_device_max_connections"});
   // clang-format on
   TrainingConfig t;
   if (v.Has("dp_sharding")) t.dp_sharding = ParseDpSharding(v.String("dp_sharding"), v.Where("dp_sharding"));
@@ -151,6 +151,17 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
   ReadBool(v, "tp_comm_overlap", &t.run.tp_comm_overlap);
   ReadBool(v, "use_transformer_engine_op_fuser", &t.run.use_transformer_engine_op_fuser);
   ValidateTeOpFuser(t.run, v.Where("use_transformer_engine_op_fuser"), v.Where("megatron_core_version"));
+  // The flex dispatcher's SMs (absent: the backend's default) and CUDA_DEVICE_MAX_CONNECTIONS (absent: CUDA's 8).
+  t.run.moe_flex_dispatcher_num_sms = v.IntOr("moe_flex_dispatcher_num_sms", 0, 1);
+  if (t.run.moe_flex_dispatcher_num_sms > kMaxFlexDispatcherNumSms) {
+    v.Fail("moe_flex_dispatcher_num_sms", fmt::format("must be a number of SMs in [1, {}] (Megatron --moe-flex-dispatcher-num-sms), got {}",
+                                                      kMaxFlexDispatcherNumSms, t.run.moe_flex_dispatcher_num_sms));
+  }
+  t.run.cuda_device_max_connections = v.IntOr("cuda_device_max_connections", kCudaDefaultMaxConnections, 1);
+  if (t.run.cuda_device_max_connections > kMaxCudaDeviceMaxConnections) {
+    v.Fail("cuda_device_max_connections", fmt::format("CUDA_DEVICE_MAX_CONNECTIONS is in [1, {}], got {}", kMaxCudaDeviceMaxConnections,
+                                                      t.run.cuda_device_max_connections));
+  }
   NormalizeMxfp8Precision(&t, v.Where() + "/", v.Has("fp8_recipe"));
   ValidateTraining(t, v.Where() + "/");
   return t;
@@ -201,6 +212,9 @@ Json TrainingToJson(const TrainingConfig& t, const Machine& machine) {
   if (t.run.tp_comm_overlap) j["tp_comm_overlap"] = true;
   // Megatron-Core's TransformerEngine op fuser for the experts (it moves memory and time: expert_eager.h).
   if (t.run.use_transformer_engine_op_fuser) j["use_transformer_engine_op_fuser"] = true;
+  // The flex dispatcher's SMs and the job's hardware queues (run_settings.h), only when set / not CUDA's default.
+  if (t.run.moe_flex_dispatcher_num_sms > 0) j["moe_flex_dispatcher_num_sms"] = t.run.moe_flex_dispatcher_num_sms;
+  if (t.run.cuda_device_max_connections != kCudaDefaultMaxConnections) j["cuda_device_max_connections"] = t.run.cuda_device_max_connections;
   AddMachineToTrainingJson(machine, &j);
   return j;
 }

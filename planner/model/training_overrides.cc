@@ -50,6 +50,16 @@ TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const Training
   if (o.moe_pad_expert_input_to_capacity) t.run.moe_pad_expert_input_to_capacity = true;
   if (o.no_gradient_accumulation_fusion) t.run.gradient_accumulation_fusion = false;
   if (o.use_transformer_engine_op_fuser) t.run.use_transformer_engine_op_fuser = true;
+  if (o.moe_flex_dispatcher_num_sms) {
+    // 0 is the spec's "backend default", not a count a flag may give (the range: ValidateRunSettings).
+    if (*o.moe_flex_dispatcher_num_sms < 1) {
+      throw Error(fmt::format("--moe-flex-dispatcher-num-sms: must be a number of SMs in [1, {}] (Megatron --moe-flex-dispatcher-num-sms), "
+                              "got {}",
+                              kMaxFlexDispatcherNumSms, *o.moe_flex_dispatcher_num_sms));
+    }
+    t.run.moe_flex_dispatcher_num_sms = *o.moe_flex_dispatcher_num_sms;
+  }
+  if (o.cuda_device_max_connections) t.run.cuda_device_max_connections = *o.cuda_device_max_connections;
   if (o.overlap_param_gather) t.run.overlap_param_gather = true;
   if (o.overlap_param_gather_with_optimizer_step) t.run.overlap_param_gather_with_optimizer_step = true;
   if (o.no_align_param_gather) t.run.align_param_gather = false;

@@ -58,6 +58,8 @@ struct TrainingOverrides {
   bool moe_pad_expert_input_to_capacity = false;         // --moe-pad-expert-input-to-capacity (run_settings.h)
   bool no_gradient_accumulation_fusion = false;          // --no-gradient-accumulation-fusion (run_settings.h)
   bool use_transformer_engine_op_fuser = false;          // --use-transformer-engine-op-fuser (run_settings.h)
+  std::optional<int64_t> moe_flex_dispatcher_num_sms;    // --moe-flex-dispatcher-num-sms (run_settings.h)
+  std::optional<int64_t> cuda_device_max_connections;    // --cuda-device-max-connections (run_settings.h)
   std::optional<bool> tp_comm_overlap;                   // --tp-comm-overlap[=false] (run_settings.h); unset: the spec's
   std::optional<std::string> pp_layer_split;     // --pp-layer-split "7,6" or "7+6" (ParseLayerSplit)
 };

@@ -117,9 +117,14 @@ std::string ReportHeaderToText(const Json& h) {
                                : fmt::format(" (core x{:.2f})", x);
     }
     const bool ep_overlap = k.value("ep_overlap", false), delay = k.value("delay_wgrad_compute", false);
-    const std::string ep = ep_overlap ? std::string(", EP all-to-alls overlapped (combined 1F1B") + (delay ? ", expert weight gradients delayed)" : ")")
-                           : delay    ? ", expert weight gradients delayed where the EP overlap runs"
-                                      : "";
+    const int64_t queues = k.value("cuda_device_max_connections", int64_t{0});
+    const std::string queue_text = queues == 1 ? ", one hardware queue: CUDA_DEVICE_MAX_CONNECTIONS=1" : "";
+    std::string ep = ep_overlap ? std::string(", EP all-to-alls overlapped (combined 1F1B") + (delay ? ", expert weight gradients delayed" : "") +
+                                      queue_text + ")"
+                     : delay    ? ", expert weight gradients delayed where the EP overlap runs"
+                                : "";
+    if (k.contains("moe_flex_dispatcher_num_sms")) ep += fmt::format(", flex dispatcher on {} SMs", k.at("moe_flex_dispatcher_num_sms").get<int64_t>());
+    if (queues > 0 && !(queues == 1 && ep_overlap)) ep += fmt::format(", CUDA_DEVICE_MAX_CONNECTIONS={}", queues);
     // Megatron's overlapped data-parallel traffic (param_gather.h).
     std::string dp;
     if (k.contains("dp_overlap")) {

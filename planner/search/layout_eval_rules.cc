@@ -58,6 +58,7 @@ const LayoutEvaluator::Impl::RunVerdict& RunSettingsVerdict(LayoutEvaluator::Imp
     ValidateRecomputeModulesForModel(e.t, m);
     ValidateEpOverlap(e.t, pp, ep);
     ValidateGraphsAndPadding(e.t, megatron);
+    ValidateFlexDispatcherNumSms(e.t, megatron);
     ValidateSharedExpertOverlap(e.t, megatron, m.moe.num_shared_experts > 0);
     if (std::string oep = DeredundencyOepError(e.t, ep); !oep.empty()) throw Error(oep);
     if (std::string backend = FlexBackendLimitError(e.t, ep, d.etp, im.machine, megatron); !backend.empty()) throw Error(backend);

@@ -19,6 +19,7 @@
 
 #include "planner/cost/attention_support.h"
 #include "planner/base/error.h"
+#include "planner/cost/ep_overlap.h"
 #include "planner/model/flex_backend_limits.h"
 #include "planner/model/global_batch.h"
 #include "planner/model/pipeline_schedule.h"
@@ -361,6 +362,7 @@ void ValidateSearchOptions(const ModelSpec& model, const SearchOptions& o) {
   // (a pinned FSDP too), MXFP8 on a GPU without it.
   ValidateMuon(o.training, o.convention == Convention::kMegatron);
   ValidateFp8RecipeOnGpu(o.training, o.cluster.name, o.cluster.mxfp8_tensor_cores);
+  if (o.training.run.moe_flex_dispatcher_num_sms > 0) FlexDispatcherSmShare(o.training.run.moe_flex_dispatcher_num_sms, o.cluster.sm_count, o.cluster.name);
   ValidateSeqLenForModel(o.training.seq_len, model, "--seq-len");
 }
 
