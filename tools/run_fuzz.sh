@@ -55,7 +55,7 @@ WORK="${DOCKYARD_FUZZ_DIR:-${TMPDIR:-/tmp}/dockyard-fuzz}"
 OBJ="$WORK/obj" GEN="$WORK/gen" BIN="$WORK/bin"
 mkdir -p "$OBJ" "$GEN/planner/layout" "$GEN/planner/frameworks" "$BIN" "$WORK/corpus" "$WORK/artifacts" "$WORK/logs"
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
-CXXFLAGS=(-std=c++17 -g -O1 -fno-omit-frame-pointer -I"$ROOT" -I"$GEN" -Wno-unused-command-line-argument)
+CXXFLAGS=(-std=c++17 -g1 -O1 -fno-omit-frame-pointer -I"$ROOT" -I"$GEN" -Wno-unused-command-line-argument)
 
 # planner/layout/default_model.h, as planner/layout/BUILD's genrule makes it.
 (echo '// Generated from testdata/hf/deepseek-v3.json: the embedded default model.'
@@ -91,7 +91,7 @@ compile_one() {
   local src="$1" obj="$2" log="$WORK/logs/$(basename "$2").log"
   # shellcheck disable=SC2086
   "$CXX" "${CXXFLAGS[@]}" $SAN -fsanitize=fuzzer-no-link -c "$src" -o "$obj" 2> "$log" && return 0
-  if g++ -std=c++17 -g -O1 -I"$ROOT" -I"$GEN" -c "$src" -o "$obj" 2>> "$log"; then
+  if g++ -std=c++17 -g1 -O1 -I"$ROOT" -I"$GEN" -c "$src" -o "$obj" 2>> "$log"; then
     echo "run_fuzz: WARNING: $CXX cannot compile $src ($(grep -m1 'error:' "$log" | sed 's/^[^ ]* //')); built it with g++ WITHOUT coverage or sanitizers" >&2
     return 0
   fi
