@@ -645,6 +645,11 @@ TEST_CASE("--moe-flex-dispatcher-num-sms and its deprecated spellings, as transf
   t.run.moe_flex_dispatcher_num_sms = 24;
   CHECK(EmitMegatronArgs(BuildPlan(MegatronModel(c, std::nullopt), d, t), 0, {"test"}).find("--moe-flex-dispatcher-num-sms 24") !=
         std::string::npos);
+  // CUDA_DEVICE_MAX_CONNECTIONS is the job's environment, not an argument: the header says to export it.
+  t.run.cuda_device_max_connections = 1;
+  CHECK(EmitMegatronArgs(BuildPlan(MegatronModel(c, std::nullopt), d, t), 0, {"test"})
+            .find("# Planned with CUDA_DEVICE_MAX_CONNECTIONS=1: export it before the launch (--cuda-device-max-connections 1).") !=
+        std::string::npos);
 }
 
 }  // namespace dockyard

@@ -863,6 +863,12 @@ std::string EmitMegatronBridgeConfig(const Plan& plan, int64_t global_batch_size
     text += section + ":\n";
     for (const auto& [k, v] : keys) text += "  " + k + ": " + v + "\n";
   }
+  // The job's hardware queues: a recipe's env_vars (installed with os.environ.setdefault, so a value
+  // the shell exports wins), written where the plan was priced with another than CUDA's 8 (which a
+  // performance recipe's 32 or 8 would otherwise replace).
+  if (run.cuda_device_max_connections != kCudaDefaultMaxConnections) {
+    text += fmt::format("env_vars:\n  CUDA_DEVICE_MAX_CONNECTIONS: {}\n", run.cuda_device_max_connections);
+  }
   return text;
 }
 

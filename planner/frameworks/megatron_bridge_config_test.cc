@@ -401,6 +401,11 @@ TEST_CASE("the flex dispatcher's SMs: model.moe_flex_dispatcher_num_sms and the 
   const FrameworkConfig env = ImportMegatronBridgeConfig(flex + "env_vars:\n  CUDA_DEVICE_MAX_CONNECTIONS: 1\n  NCCL_NVLS_ENABLE: 0\n",
                                                          "e.yaml", Qwen());
   CHECK(FlagValue(env, "--cuda-device-max-connections") == "1");
+  // Written back in env_vars where it is not CUDA's 8, and read again.
+  t.run.cuda_device_max_connections = 1;
+  const std::string with_env = EmitMegatronBridgeConfig(BuildPlan(Qwen(), d, t), 256, {"test"});
+  CHECK(with_env.find("env_vars:\n  CUDA_DEVICE_MAX_CONNECTIONS: 1\n") != std::string::npos);
+  CHECK(FlagValue(ImportMegatronBridgeConfig(with_env, "w.yaml", Qwen()), "--cuda-device-max-connections") == "1");
   CHECK(ErrorOf("env_vars:\n  CUDA_DEVICE_MAX_CONNECTIONS: 64\n").find("b.yaml:2: env_vars.CUDA_DEVICE_MAX_CONNECTIONS 64: CUDA takes 1 to 32") !=
         std::string::npos);
   CHECK(FlagValue(ImportMegatronBridgeConfig(yaml, "w.yaml", Qwen()), "--moe-flex-dispatcher-num-sms") == "16");
