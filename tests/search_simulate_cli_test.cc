@@ -107,7 +107,7 @@ TEST_CASE("simulate names the dispatcher that priced the MoE layer, and deepep's
   const std::string base = "simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --cluster h100-sxm --num-microbatches 1";
   const Result hybridep = Plan(base + " --dispatcher deepep --moe-flex-dispatcher-backend hybridep");
   REQUIRE(hybridep.code == 0);
-  CHECK(Has(hybridep.out, "Dispatcher deepep (backend hybridep): deepep, hybridep and ncclep are priced alike"));
+  CHECK(Has(hybridep.out, "Dispatcher deepep (backend hybridep): deepep, hybridep and ncclep move their bytes alike"));
   const Result deepep = Plan(base + " --dispatcher deepep");
   REQUIRE(deepep.code == 0);
   CHECK(Has(deepep.out, "Dispatcher deepep (backend deepep)"));  // unset: Megatron's default backend

@@ -2,6 +2,7 @@
 #include "planner/cost/cluster.h"
 
 #include <cmath>
+#include <limits>
 #include <sys/stat.h>
 
 #include <fmt/format.h>
@@ -322,8 +323,12 @@ ClusterSpec ClusterFromJson(const Json& json, const std::string& file) {
   if (v.Has("sm_count")) {
     // The SM shares of the EP overlap and TP overlap knobs follow the GPU's SMs (the base's
     // communication rates stay).
-    const int64_t sms = v.Int("sm_count", 0);  // the range, with its rule, below
-    if (sms < 1 || sms > 1024) v.Fail("sm_count", fmt::format("must be the GPU's streaming multiprocessors, in [1, 1024], got {}", sms));
+    const int64_t sms = v.Int("sm_count", std::numeric_limits<int64_t>::min());  // the range, with its rule, below
+    if (sms <= kHybridEpNumSms || sms > 1024) {
+      v.Fail("sm_count", fmt::format("must be the GPU's streaming multiprocessors, in [{}, 1024] (more than the widest default "
+                                     "communication kernel, HybridEP's {} SMs), got {}",
+                                     kHybridEpNumSms + 1, kHybridEpNumSms, sms));
+    }
     SetSmShares(sms, &c);
   }
   positive("intra_node_gbps", c.knobs.links.intra_node_gbps, 1e6);

@@ -33,9 +33,9 @@ double FlexTokenBytes(double hidden, double act_bytes, bool fp8) {
 }
 
 std::vector<double> FlexTimesUs(const FlexLinkRows& rows, double bytes_per_token, bool transpose, const std::vector<int64_t>& ep_group,
-                                const ClusterSpec& cl) {
+                                const ClusterSpec& cl, double nvlink_scale) {
   const int64_t n = rows.n;
-  const double nvl = cl.knobs.links.intra_node_gbps * cl.knobs.dispatchers.deepep.nvlink_efficiency * kBytesPerUsPerGbps;
+  const double nvl = cl.knobs.links.intra_node_gbps * cl.knobs.dispatchers.deepep.nvlink_efficiency * nvlink_scale * kBytesPerUsPerGbps;
   const double net = cl.knobs.links.network_gbps * cl.knobs.dispatchers.deepep.network_efficiency * kBytesPerUsPerGbps;
   bool spans = false;
   for (int64_t r : ep_group) spans = spans || r / cl.gpus_per_node != ep_group.front() / cl.gpus_per_node;
@@ -91,13 +91,13 @@ bool FlexOrAllGatherTimesUs(const FlexLinks* flex, const std::vector<int64_t>& e
   const FlexLinkRows& rows = flex->rows;
   const double dispatch_bytes = FlexTokenBytes(s.hidden, s.act_bytes, s.flex_fp8) * scale;
   const double combine_bytes = s.flex_fp8 ? FlexTokenBytes(s.hidden, s.act_bytes, false) * scale : dispatch_bytes;
-  const std::vector<double> d = FlexTimesUs(rows, dispatch_bytes, false, ep_group, cluster);
-  const std::vector<double> c = FlexTimesUs(rows, combine_bytes, true, ep_group, cluster);
+  const std::vector<double> d = FlexTimesUs(rows, dispatch_bytes, false, ep_group, cluster, s.flex_nvlink_scale);
+  const std::vector<double> c = FlexTimesUs(rows, combine_bytes, true, ep_group, cluster, s.flex_nvlink_scale);
   std::copy(d.begin(), d.end(), dt);
   std::copy(c.begin(), c.end(), ct);
   if (dt_bwd != nullptr) {
     // The backward dispatch moves BF16 rows: the dispatch pattern at the combine's row bytes.
-    const std::vector<double> b = s.flex_fp8 ? FlexTimesUs(rows, combine_bytes, false, ep_group, cluster) : d;
+    const std::vector<double> b = s.flex_fp8 ? FlexTimesUs(rows, combine_bytes, false, ep_group, cluster, s.flex_nvlink_scale) : d;
     std::copy(b.begin(), b.end(), dt_bwd);
   }
   return true;

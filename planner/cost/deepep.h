@@ -52,9 +52,11 @@ LinkBytes FlexDispatchBytes(const FlexCounts& counts, double bytes_per_token);
 double FlexTokenBytes(double hidden, double act_bytes, bool fp8);
 
 // Per-member times (us) of the dispatch (transpose = false) or combine (true) of `rows`, each row
-// bytes_per_token bytes.
+// bytes_per_token bytes; the NVLink term at `nvlink_scale` of the knob's bandwidth
+// (moe_shape.h FlexSmBandwidthScale).
 std::vector<double> FlexTimesUs(const FlexLinkRows& rows, double bytes_per_token, bool transpose, const std::vector<int64_t>& ep_group,
-                                const ClusterSpec& cluster);
+                                const ClusterSpec& cluster, double nvlink_scale = 1.0);
+
 
 // The allgather dispatcher: ring all-gather of the EP group's tokens (ep * tokens * hidden *
 // act_bytes bytes gathered); the combine is the reduce-scatter of the same size.

@@ -99,6 +99,21 @@ TEST_CASE("deepep times: NVLink and RDMA at their calibrated fractions, the busi
   // The combine (transposed matrices) of rank 4: RDMA send 2b, NVLink receive 2b: the same.
   const std::vector<double> back = FlexTimesUs(rows, b, true, {0, 1, 2, 3, 4, 5, 6, 7}, cl);
   CHECK(back[4] == doctest::Approx(t[4]).epsilon(1e-12));
+  // On fewer SMs than its full-rate figure (--moe-flex-dispatcher-num-sms; FlexSmBandwidthScale):
+  // DeepEP on 10 SMs, 10 / 20 = 0.5 of the NVLink bandwidth: rank 4's NVLink send 28672 B at
+  // 66.97 GB/s = 0.42814 us, still under its RDMA receive (0.70110 us, the NIC's rate kept); rank 2,
+  // which receives 1 token (14336 B) over NVLink from rank 1 and nothing by RDMA, 8 + 0.10703 x 2 =
+  // 8.21407 us.
+  CHECK(FlexSmBandwidthScale(FlexBackend::kDeepEp, 10) == doctest::Approx(0.5));
+  CHECK(FlexSmBandwidthScale(FlexBackend::kDeepEp, 20) == 1.0);
+  CHECK(FlexSmBandwidthScale(FlexBackend::kHybridEp, 8) == doctest::Approx(0.5));
+  CHECK(FlexSmBandwidthScale(FlexBackend::kHybridEp, 32) == 1.0);
+  CHECK(FlexSmBandwidthScale(FlexBackend::kNcclEp, 4) == 1.0);
+  CHECK(FlexSmBandwidthScale(FlexBackend::kDeepEp, 0) == 1.0);  // the backend's default
+  const std::vector<double> slow = FlexTimesUs(rows, b, false, {0, 1, 2, 3, 4, 5, 6, 7}, cl, 0.5);
+  CHECK(slow[4] == doctest::Approx(t[4]).epsilon(1e-12));
+  CHECK(t[2] == doctest::Approx(8.0 + 14336.0 / 133940.0).epsilon(1e-12));
+  CHECK(slow[2] == doctest::Approx(8.0 + 2.0 * 14336.0 / 133940.0).epsilon(1e-12));
   // allgather: ring of 8 x 100 tokens x 7168 x 2 B over 2 nodes with 4 group members on each:
   // one ring per rail, min(4 x 48, 370) = 192 GB/s (network.h RingBusGbps):
   // 7 x (8 + 11468800 / 8 / 192000) = 7 x (8 + 7.46667) = 108.2667 us.

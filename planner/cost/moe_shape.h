@@ -27,6 +27,7 @@ struct MoePhaseShape {
   bool deredundency = false;      // ep > 1 and the deredundency dispatcher (oep from the routing sample)
   bool flex = false;              // ep > 1 and the deepep dispatcher (LayerRouting::flex counts, deepep.h)
   bool flex_fp8 = false;          // its dispatch in FP8
+  double flex_nvlink_scale = 1;   // its NVLink bandwidth's share on the run's SMs (FlexSmBandwidthScale below)
   bool allgather = false;         // ep > 1 and the allgather dispatcher
   // Allows the all-to-all times of the plain dispatcher from integer block sums where they are
   // provably the same doubles (every partial sum an integer below 2^53; moe_phases.cc BlockAllToAll):
@@ -35,6 +36,21 @@ struct MoePhaseShape {
   bool integer_sums = false;
   GemmPrecision gemm_precision;  // the grouped GEMMs' precision (FP8 GEMMs, gemm_efficiency.h)
 };
+
+// The fewest SMs at which each flex backend's NVLink bandwidth was measured at its full rate (the
+// knob dispatchers.deepep.nvlink_efficiency): HybridEP 16 (B200, 8 ranks: 535.9 / 530.9 GB/s
+// dispatch / combine at 16 SMs against GB200's 545.7 / 568.9 at 32; deepseek-ai/DeepEP
+// docs/README_Hybrid-EP.md, docs/cluster.md [B6]); DeepEP 20 (Buffer.num_sms's default, the
+// configuration of the Hopper figure, DeepEP issue #493: assumed, the issue gives no SM count).
+constexpr int64_t kHybridEpFullRateSms = 16;
+constexpr int64_t kDeepEpFullRateSms = 20;
+
+// The share of that bandwidth the flex dispatcher's NVLink copies keep on `num_sms` SMs
+// (RunSettings::moe_flex_dispatcher_num_sms; 0 = the backend's default): min(1, num_sms / the
+// backend's full-rate SMs) -- the kernels' SMs issue the copies, so below the SMs measured at full
+// rate the bandwidth is taken to fall in proportion. 1 for ncclep (NCCL's kernels, priced as the
+// NCCL all-to-all) and for num_sms 0. The network (RDMA) term is the NIC's and keeps its rate.
+double FlexSmBandwidthScale(FlexBackend backend, int64_t num_sms);
 
 // The shape of `model`'s MoE layers under workload `w` and training `t` at EP degree `ep`: its
 // dispatcher (deredundency, deepep, allgather; the plain all-to-all otherwise or with ep 1), FP8

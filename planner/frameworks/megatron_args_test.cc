@@ -648,8 +648,8 @@ TEST_CASE("--moe-flex-dispatcher-num-sms and its deprecated spellings, as transf
   // CUDA_DEVICE_MAX_CONNECTIONS is the job's environment, not an argument: the header says to export it.
   t.run.cuda_device_max_connections = 1;
   CHECK(EmitMegatronArgs(BuildPlan(MegatronModel(c, std::nullopt), d, t), 0, {"test"})
-            .find("# Planned with CUDA_DEVICE_MAX_CONNECTIONS=1: export it before the launch (--cuda-device-max-connections 1).") !=
-        std::string::npos);
+            .find("# Planned with --cuda-device-max-connections 1 (no Megatron argument): give it again with --from-megatron.\n"
+                  "# Export CUDA_DEVICE_MAX_CONNECTIONS=1 before the launch.") != std::string::npos);
 }
 
 }  // namespace dockyard

@@ -327,9 +327,11 @@ Doc ReadDoc(const std::string& text, const std::string& file) {
     }
     if (MegatronBridgeFieldTable().at(section) != "section") {
       d.entries[section] = EntryOf(value, line);
-      if (section == "env_vars") {
+      if (section == "env_vars" && value.IsMap()) {
         for (auto f = value.begin(); f != value.end(); ++f) {
-          if (f->first.IsScalar()) d.env[f->first.as<std::string>()] = EntryOf(f->second, LineOf(f->first));
+          if (!f->first.IsScalar()) continue;
+          once("env_vars." + f->first.as<std::string>(), LineOf(f->first));
+          d.env[f->first.as<std::string>()] = EntryOf(f->second, LineOf(f->first));
         }
       }
       continue;
@@ -648,8 +650,9 @@ FrameworkConfig ImportMegatronBridgeConfig(const std::string& text, const std::s
   // run_settings.h cuda_device_max_connections.
   if (const auto e = d.env.find("CUDA_DEVICE_MAX_CONNECTIONS"); e != d.env.end() && !e->second.null) {
     int64_t n = 0;
-    if (!ParseStrictInt(e->second.text, &n) || n < 1 || n > kMaxCudaDeviceMaxConnections) {
-      Fail(d, e->second.line, fmt::format("env_vars.CUDA_DEVICE_MAX_CONNECTIONS {}: CUDA takes 1 to {}", ShownWord(e->second.text),
+    if (e->second.list || e->second.map || !ParseStrictInt(e->second.text, &n) || n < 1 || n > kMaxCudaDeviceMaxConnections) {
+      Fail(d, e->second.line, fmt::format("env_vars.CUDA_DEVICE_MAX_CONNECTIONS {}: must be an integer from 1 to {} (CUDA's range)",
+                                          e->second.list ? "(a list)" : e->second.map ? "(a mapping)" : ShownWord(e->second.text),
                                           kMaxCudaDeviceMaxConnections));
     }
     c.flags.push_back({"--cuda-device-max-connections", std::to_string(n), "env_vars.CUDA_DEVICE_MAX_CONNECTIONS"});

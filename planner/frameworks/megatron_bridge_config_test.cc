@@ -406,8 +406,13 @@ TEST_CASE("the flex dispatcher's SMs: model.moe_flex_dispatcher_num_sms and the 
   const std::string with_env = EmitMegatronBridgeConfig(BuildPlan(Qwen(), d, t), 256, {"test"});
   CHECK(with_env.find("env_vars:\n  CUDA_DEVICE_MAX_CONNECTIONS: 1\n") != std::string::npos);
   CHECK(FlagValue(ImportMegatronBridgeConfig(with_env, "w.yaml", Qwen()), "--cuda-device-max-connections") == "1");
-  CHECK(ErrorOf("env_vars:\n  CUDA_DEVICE_MAX_CONNECTIONS: 64\n").find("b.yaml:2: env_vars.CUDA_DEVICE_MAX_CONNECTIONS 64: CUDA takes 1 to 32") !=
+  CHECK(ErrorOf("env_vars:\n  CUDA_DEVICE_MAX_CONNECTIONS: 64\n")
+            .find("b.yaml:2: env_vars.CUDA_DEVICE_MAX_CONNECTIONS 64: must be an integer from 1 to 32 (CUDA's range)") != std::string::npos);
+  CHECK(ErrorOf("env_vars:\n  CUDA_DEVICE_MAX_CONNECTIONS: [1]\n").find("CUDA_DEVICE_MAX_CONNECTIONS (a list): must be an integer") !=
         std::string::npos);
+  // OmegaConf refuses a key given twice, in env_vars too.
+  CHECK(ErrorOf("env_vars:\n  CUDA_DEVICE_MAX_CONNECTIONS: 1\n  CUDA_DEVICE_MAX_CONNECTIONS: 8\n")
+            .find("b.yaml:3: env_vars.CUDA_DEVICE_MAX_CONNECTIONS: given twice") != std::string::npos);
   CHECK(FlagValue(ImportMegatronBridgeConfig(yaml, "w.yaml", Qwen()), "--moe-flex-dispatcher-num-sms") == "16");
 }
 

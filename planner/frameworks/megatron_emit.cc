@@ -386,12 +386,11 @@ std::string EmitMegatronArgs(const Plan& plan, int64_t global_batch_size, const 
   std::vector<std::string> own;
   if (!plan.training.run.megatron_core_version.empty()) own.push_back("--megatron-core-version " + plan.training.run.megatron_core_version);
   if (plan.training.imbalance != 1.0) own.push_back(fmt::format("--imbalance {}", plan.training.imbalance));
-  if (!own.empty()) out += fmt::format("# Planned with {} (no Megatron argument): give it again with --from-megatron.\n", fmt::join(own, " "));
   // The job's hardware queues are its environment, not an argument (run_settings.h).
-  if (plan.training.run.cuda_device_max_connections != kCudaDefaultMaxConnections) {
-    out += fmt::format("# Planned with CUDA_DEVICE_MAX_CONNECTIONS={}: export it before the launch (--cuda-device-max-connections {}).\n",
-                       plan.training.run.cuda_device_max_connections, plan.training.run.cuda_device_max_connections);
-  }
+  const int64_t queues = plan.training.run.cuda_device_max_connections;
+  if (queues != kCudaDefaultMaxConnections) own.push_back(fmt::format("--cuda-device-max-connections {}", queues));
+  if (!own.empty()) out += fmt::format("# Planned with {} (no Megatron argument): give it again with --from-megatron.\n", fmt::join(own, " "));
+  if (queues != kCudaDefaultMaxConnections) out += fmt::format("# Export CUDA_DEVICE_MAX_CONNECTIONS={} before the launch.\n", queues);
   for (size_t i = 0; i < l.out.size(); ++i) out += "    " + l.out[i] + (i + 1 < l.out.size() ? " \\\n" : "\n");
   return out;
 }

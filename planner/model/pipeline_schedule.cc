@@ -113,6 +113,10 @@ void ValidateRunSettings(const RunSettings& s, int dp_sharding, int64_t pp) {
   if (s.cp_comm != "p2p" && s.cp_comm != "a2a") {
     throw Error(fmt::format("--cp-comm-type: must be \"p2p\" or \"a2a\", got \"{}\"", s.cp_comm));
   }
+  ValidateSmsAndQueues(s);
+}
+
+void ValidateSmsAndQueues(const RunSettings& s) {
   if (s.moe_flex_dispatcher_num_sms < 0 || s.moe_flex_dispatcher_num_sms > kMaxFlexDispatcherNumSms) {
     throw Error(fmt::format("--moe-flex-dispatcher-num-sms: must be a number of SMs in [1, {}] (Megatron --moe-flex-dispatcher-num-sms), "
                             "got {}",

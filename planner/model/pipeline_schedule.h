@@ -71,6 +71,11 @@ bool AccumulatesUnshardedGrads(int64_t pp);
 // Throws dockyard::Error naming the flag and the rule.
 void ValidateRunSettings(const RunSettings& settings, int dp_sharding, int64_t pp);
 
+// The flex dispatcher's SMs in [0, kMaxFlexDispatcherNumSms] and CUDA_DEVICE_MAX_CONNECTIONS in
+// [1, kMaxCudaDeviceMaxConnections] (run_settings.h): ValidateRunSettings's, and checked where the
+// flags are read (ApplyTrainingOverrides), so that a search refuses them before it enumerates.
+void ValidateSmsAndQueues(const RunSettings& settings);
+
 // RunSettings::moe_flex_dispatcher_num_sms (when set) is Megatron-Core's flex dispatcher's: refused
 // under torchtitan (`megatron` false) and with a --dispatcher other than deepep (Megatron's flex).
 // Whether it fits the GPU is checked where the cluster is known (ep_overlap.h FlexDispatcherSmShare).

@@ -154,9 +154,9 @@ struct RunSettings {
   // hold (every backend: deepep, hybridep, ncclep). 0 = the backend's default, priced at the
   // cluster's knob (knobs.h EpOverlapKnobs: DeepEP 20, HybridEP 32 as Megatron-Bridge's performance
   // recipes set it, NCCL's channels). Under EP overlap the compute beside those kernels runs on the
-  // SMs they leave (planner/cost/ep_overlap.h FlexDispatcherSmShare); their bandwidth is taken as
-  // unchanged (HybridEP on B200 at 8 ranks moves 536 / 531 GB/s with 16 SMs against GB200's 546 / 569
-  // with 32, DeepEP docs/README_Hybrid-EP.md; docs/cluster.md [B6]). Megatron only; with
+  // SMs they leave (planner/cost/ep_overlap.h FlexDispatcherSmShare); below the SMs the flex
+  // bandwidth figure was measured at full rate their NVLink copies slow in proportion (deepep.h
+  // FlexSmBandwidthScale). Megatron only; with
   // --dispatcher deepep (Megatron's flex). In [0, 1024]; above the GPU's SMs is refused where the
   // cluster is known.
   int64_t moe_flex_dispatcher_num_sms = 0;

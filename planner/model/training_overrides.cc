@@ -60,6 +60,7 @@ TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const Training
     t.run.moe_flex_dispatcher_num_sms = *o.moe_flex_dispatcher_num_sms;
   }
   if (o.cuda_device_max_connections) t.run.cuda_device_max_connections = *o.cuda_device_max_connections;
+  ValidateSmsAndQueues(t.run);
   if (o.overlap_param_gather) t.run.overlap_param_gather = true;
   if (o.overlap_param_gather_with_optimizer_step) t.run.overlap_param_gather_with_optimizer_step = true;
   if (o.no_align_param_gather) t.run.align_param_gather = false;

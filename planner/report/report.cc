@@ -563,8 +563,9 @@ std::string DispatcherToText(const Plan& plan) {
   if (plan.dims.ep <= 1) return "";
   const Dispatcher d = plan.training.dispatcher;
   return fmt::format("Dispatcher {}{}\n", DispatcherLabel(d, FlexBackendOf(plan.training)),
-                     d == Dispatcher::kDeepEp ? ": deepep, hybridep and ncclep are priced alike until each has its own figures "
-                                                "(docs/cost-model.md 3.5a)"
+                     d == Dispatcher::kDeepEp ? ": deepep, hybridep and ncclep move their bytes alike until each has its own figures "
+                                                "(docs/cost-model.md 3.5a); under EP overlap each has its own SM share and rate beside "
+                                                "compute (3.10)"
                                               : "");
 }
 
