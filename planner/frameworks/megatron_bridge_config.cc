@@ -315,6 +315,10 @@ Doc ReadDoc(const std::string& text, const std::string& file) {
     CheckKey(d, section, line);
     once(section, line);
     const YAML::Node value = it->second;  // a copy: the iterator's pair is a temporary
+    if (section == "env_vars" && !value.IsNull() && !value.IsMap()) {
+      Fail(d, line, fmt::format("env_vars: must be a mapping of variable: value (CUDA_DEVICE_MAX_CONNECTIONS: 32), got {}",
+                                value.IsSequence() ? "a list" : "a value"));
+    }
     if (!value.IsMap()) {
       // A section is a mapping; mixed_precision may name a recipe; any section may be null.
       const bool section_kind = MegatronBridgeFieldTable().at(section) == "section";
@@ -476,10 +480,6 @@ FrameworkConfig ImportMegatronBridgeConfig(const std::string& text, const std::s
     // recompute (post-init writes [core_attn] always), an FP8 recipe without FP8, TP overlap at tp 1
     // (CommOverlapConfig turns it off).
     if (key == "model.moe_flex_dispatcher_backend" && !flex) continue;
-    // The flex dispatcher's SMs likewise (Bridge's gpt-oss recipes set moe_hybridep_num_sms under alltoall).
-    if ((key == "model.moe_flex_dispatcher_num_sms" || key == "model.moe_deepep_num_sms" || key == "model.moe_hybridep_num_sms") && !flex) {
-      continue;
-    }
     if (key == "model.recompute_modules" && !selective) continue;
     if ((key == "model.fp8_recipe" || key == "mixed_precision.fp8_recipe") && !fp8_on) continue;
     // CommOverlapConfig (comm_overlap.py) turns the overlap off at tp < 2 and without sequence

@@ -382,8 +382,14 @@ TEST_CASE("the flex dispatcher's SMs: model.moe_flex_dispatcher_num_sms and the 
   // scripts 32): Megatron-Core routes it to moe_flex_dispatcher_num_sms.
   CHECK(flag(flex + "  moe_hybridep_num_sms: 16\n") == "16");
   CHECK(flag(flex + "  moe_hybridep_num_sms: null\n") == "<absent>");
-  // Under alltoall the recipes' value changes nothing and is not read.
+  // Under alltoall the recipes' value changes nothing: not set (listed as ignored); two different
+  // deprecated values are still Megatron-Core's error (__post_init__ checks them whatever the dispatcher).
   CHECK(flag("model:\n  moe_token_dispatcher_type: alltoall\n  moe_hybridep_num_sms: 16\n") == "<absent>");
+  CHECK(ErrorOf("model:\n  moe_token_dispatcher_type: alltoall\n  moe_deepep_num_sms: 16\n  moe_hybridep_num_sms: 24\n")
+            .find("Conflicting deprecated SM-count knobs") != std::string::npos);
+  // env_vars is a mapping of variables.
+  CHECK(ErrorOf("env_vars:\n  - CUDA_DEVICE_MAX_CONNECTIONS=1\n")
+            .find("b.yaml:1: env_vars: must be a mapping of variable: value (CUDA_DEVICE_MAX_CONNECTIONS: 32), got a list") != std::string::npos);
   // Written as the current key.
   ParallelDimsOptions d;
   d.world_size = 16;

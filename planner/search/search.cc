@@ -362,7 +362,19 @@ void ValidateSearchOptions(const ModelSpec& model, const SearchOptions& o) {
   // (a pinned FSDP too), MXFP8 on a GPU without it.
   ValidateMuon(o.training, o.convention == Convention::kMegatron);
   ValidateFp8RecipeOnGpu(o.training, o.cluster.name, o.cluster.mxfp8_tensor_cores);
-  if (o.training.run.moe_flex_dispatcher_num_sms > 0) FlexDispatcherSmShare(o.training.run.moe_flex_dispatcher_num_sms, o.cluster.sm_count, o.cluster.name);
+  if (const int64_t n = o.training.run.moe_flex_dispatcher_num_sms; n > 0) {
+    FlexDispatcherSmShare(n, o.cluster.sm_count, o.cluster.name);
+    // The flex dispatcher's setting needs a flex candidate (its other candidates run without it).
+    const bool flex = o.dispatchers.empty() ? o.include_deepep
+                                            : std::find(o.dispatchers.begin(), o.dispatchers.end(), Dispatcher::kDeepEp) != o.dispatchers.end();
+    if (o.convention != Convention::kMegatron || !flex) {
+      throw Error(fmt::format("--moe-flex-dispatcher-num-sms {}: the SMs of Megatron's flex dispatcher; this search has no {}: {}", n,
+                              o.convention != Convention::kMegatron ? "megatron convention (torchtitan's DeepEP path sets no SM count)"
+                                                                    : "deepep candidate",
+                              o.convention != Convention::kMegatron ? "use --convention megatron, or drop the flag"
+                                                                    : "add --search-dispatchers deepep (or pin --dispatcher deepep), or drop the flag"));
+    }
+  }
   ValidateSeqLenForModel(o.training.seq_len, model, "--seq-len");
 }
 

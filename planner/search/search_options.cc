@@ -23,6 +23,9 @@ TrainingConfig CandidateTraining(const TrainingConfig& base, const LayoutCandida
   if (t.dispatcher != Dispatcher::kDeredundency) t.oep.reset();  // a spec's oep is the deredundency dispatcher's
   // The flex backend (--moe-flex-dispatcher-backend) is the deepep dispatcher's.
   if (t.dispatcher != Dispatcher::kDeepEp) t.moe_flex_dispatcher_backend.reset();
+  // --moe-flex-dispatcher-num-sms is the flex dispatcher's: the other candidates run without it
+  // rather than being invalid (ValidateSearchOptions refuses it when no candidate is flex).
+  if (t.dispatcher != Dispatcher::kDeepEp) t.run.moe_flex_dispatcher_num_sms = 0;
   // FP8 dispatch (--fp8-dispatch) where the candidate's dispatcher has it.
   t.fp8_dispatch = base.fp8_dispatch && (t.dispatcher == Dispatcher::kAllToAll || t.dispatcher == Dispatcher::kDeepEp);
   const ResolvedSettings s = ResolveSettings(base, c.settings);
