@@ -324,10 +324,13 @@ ClusterSpec ClusterFromJson(const Json& json, const std::string& file) {
     // The SM shares of the EP overlap and TP overlap knobs follow the GPU's SMs (the base's
     // communication rates stay).
     const int64_t sms = v.Int("sm_count", std::numeric_limits<int64_t>::min());  // the range, with its rule, below
-    if (sms <= kHybridEpNumSms || sms > 1024) {
-      v.Fail("sm_count", fmt::format("must be the GPU's streaming multiprocessors, in [{}, 1024] (more than the widest default "
-                                     "communication kernel, HybridEP's {} SMs), got {}",
-                                     kHybridEpNumSms + 1, kHybridEpNumSms, sms));
+    // The widest default kernel, HybridEP's 32 SMs, must stay within the SM-share knobs' range
+    // (at most 0.9 of the GPU, knobs.cc): at least ceil(32 / 0.9) = 36 SMs.
+    const int64_t fewest = (kHybridEpNumSms * 10 + 8) / 9;
+    if (sms < fewest || sms > 1024) {
+      v.Fail("sm_count", fmt::format("must be the GPU's streaming multiprocessors, in [{}, 1024] (HybridEP's default {} SMs at most 0.9 "
+                                     "of them, the SM-share knobs' range), got {}",
+                                     fewest, kHybridEpNumSms, sms));
     }
     SetSmShares(sms, &c);
   }

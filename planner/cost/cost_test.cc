@@ -86,16 +86,17 @@ TEST_CASE("Each preset's SM count and the SM shares it gives the overlap knobs; 
   CHECK(c.sm_count == 160);
   CHECK(c.knobs.dispatchers.ep_overlap.deepep_sm_share == doctest::Approx(0.125));
   CHECK(dockyard::ClusterToJson(c)["sm_count"] == 160);
-  // At or under HybridEP's default 32 SMs a default kernel would hold the whole GPU.
-  for (const char* bad_text : {R"({"sm_count": 0})", R"({"sm_count": -1})", R"({"sm_count": 32})", R"({"sm_count": 1025})"}) {
+  // HybridEP's default 32 SMs must be at most 0.9 of the GPU (the SM-share knobs' range): at least
+  // ceil(32 / 0.9) = 36 SMs.
+  for (const char* bad_text : {R"({"sm_count": 0})", R"({"sm_count": -1})", R"({"sm_count": 35})", R"({"sm_count": 1025})"}) {
     auto bad = dockyard::Json::parse(bad_text);
     CHECK_THROWS_WITH_AS(dockyard::ClusterFromJson(bad, "c.json"),
-                         doctest::Contains("c.json: /sm_count: must be the GPU's streaming multiprocessors, in [33, 1024] (more than the "
-                                           "widest default communication kernel, HybridEP's 32 SMs)"),
+                         doctest::Contains("c.json: /sm_count: must be the GPU's streaming multiprocessors, in [36, 1024] (HybridEP's "
+                                           "default 32 SMs at most 0.9 of them, the SM-share knobs' range)"),
                          dockyard::Error);
   }
-  CHECK(dockyard::ClusterFromJson(dockyard::Json::parse(R"({"sm_count": 33})"), "c.json").knobs.dispatchers.ep_overlap.hybridep_sm_share ==
-        doctest::Approx(32.0 / 33.0));
+  CHECK(dockyard::ClusterFromJson(dockyard::Json::parse(R"({"sm_count": 36})"), "c.json").knobs.dispatchers.ep_overlap.hybridep_sm_share ==
+        doctest::Approx(32.0 / 36.0));
 }
 
 TEST_CASE("SimulateStep on the tiny model (--compute-model gemm): phase formulas and the step composition") {
