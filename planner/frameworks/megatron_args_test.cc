@@ -11,6 +11,7 @@
 #include <doctest/doctest.h>
 
 #include "planner/base/error.h"
+#include "planner/frameworks/framework_test_util.h"
 #include "planner/model/model_file.h"
 #include "planner/model/training.h"
 
@@ -635,14 +636,8 @@ TEST_CASE("--moe-flex-dispatcher-num-sms and its deprecated spellings, as transf
   CHECK(Contains(a2a.ignored, "--moe-hybridep-num-sms 16 (the flex dispatcher's SMs; this run's dispatcher is alltoall)"));
   // Written back with the flex dispatcher.
   const FrameworkConfig c = ImportMegatronArgs(flex + " --moe-flex-dispatcher-num-sms 24\n", "a.args");
-  ParallelDimsOptions d;
-  d.world_size = 2;
-  d.ep = 2;
-  d.convention = Convention::kMegatron;
-  TrainingConfig t;
-  t.dispatcher = Dispatcher::kDeepEp;
-  t.moe_flex_dispatcher_backend = FlexBackend::kHybridEp;
-  t.run.moe_flex_dispatcher_num_sms = 24;
+  const ParallelDimsOptions d = testing::MegatronDims(2, 2);
+  TrainingConfig t = testing::HybridEpTraining(24);
   CHECK(EmitMegatronArgs(BuildPlan(MegatronModel(c, std::nullopt), d, t), 0, {"test"}).find("--moe-flex-dispatcher-num-sms 24") !=
         std::string::npos);
   // CUDA_DEVICE_MAX_CONNECTIONS is the job's environment, not an argument: the header says to export it.

@@ -20,6 +20,8 @@ namespace {
 
 using testing::FlagFrom;
 using testing::FlagValue;
+using testing::HybridEpTraining;
+using testing::MegatronDims;
 using testing::Qwen;
 
 std::string ErrorOf(const std::string& yaml, const std::optional<ModelSpec>& model = Qwen()) {
@@ -391,15 +393,9 @@ TEST_CASE("the flex dispatcher's SMs: model.moe_flex_dispatcher_num_sms and the 
   CHECK(ErrorOf("env_vars:\n  - CUDA_DEVICE_MAX_CONNECTIONS=1\n")
             .find("b.yaml:1: env_vars: must be a mapping of variable: value (CUDA_DEVICE_MAX_CONNECTIONS: 32), got a list") != std::string::npos);
   // Written as the current key.
-  ParallelDimsOptions d;
-  d.world_size = 16;
-  d.ep = 16;
-  d.convention = Convention::kMegatron;
-  TrainingConfig t;
+  const ParallelDimsOptions d = MegatronDims(16, 16);
+  TrainingConfig t = HybridEpTraining(16);
   t.dp_sharding = DpSharding::kZero1;
-  t.dispatcher = Dispatcher::kDeepEp;
-  t.moe_flex_dispatcher_backend = FlexBackend::kHybridEp;
-  t.run.moe_flex_dispatcher_num_sms = 16;
   const std::string yaml = EmitMegatronBridgeConfig(BuildPlan(Qwen(), d, t), 256, {"test"});
   CHECK(yaml.find("  moe_flex_dispatcher_num_sms: 16\n") != std::string::npos);
   // The recipe's env_vars carry CUDA_DEVICE_MAX_CONNECTIONS (Bridge's performance recipes: 32 with
