@@ -694,6 +694,40 @@ void AppendComponentRows(const FidelitySet& set, size_t ci, const std::string& g
               return cl.dense_bf16_tflops * FlashAttentionEfficiency(head_dim, seq, causal, backward, cl.knobs.compute, window);
             });
       }
+    } else if (c.kind == "flash_attention" && params.StringOr("dtype", "") == "fp8") {
+      // FP8 fused attention (TransformerEngine's FP8 dot-product attention), one pass's time in ms at
+      // each sequence length: FlashCoreUs of one attention layer of `heads` heads at head_dim over
+      // batch x seq tokens, with its window (the FP8 knobs of knobs.h FlashKnobs: fp8_speedup, and
+      // below head dim 128 fp8_small_head_fwd_speedup / fp8_small_head_bwd_efficiency).
+      if (c.unit != "ms") throw Error(fmt::format("unit \"{}\": FP8 attention components give a pass's time in \"ms\"", c.unit));
+      const std::vector<int64_t> seqs = params.IntList("seq", 1);
+      if (seqs.size() != c.values.size()) params.Fail("seq", fmt::format("needs one entry per value ({}), got {}", c.values.size(), seqs.size()));
+      const std::string pass = params.String("pass");
+      if (pass != "fwd" && pass != "bwd") params.Fail("pass", fmt::format("\"{}\" is not fwd or bwd", pass));
+      if (!params.Bool("causal")) params.Fail("causal", "FP8 attention components are causal (the cost model's core)");
+      ModelSpec layer;
+      layer.num_hidden_layers = 1;
+      layer.attention.kind = AttentionKind::kGqa;
+      layer.attention.head_dim = params.Int("head_dim", 1);
+      layer.attention.num_attention_heads = params.Int("heads", 1);
+      layer.attention.sliding_window = params.IntOr("sliding_window", 0, 1);
+      if (layer.attention.sliding_window > 0) layer.sliding_attention_layers = {true};
+      const double heads = static_cast<double>(layer.attention.num_attention_heads);
+      const double batch = static_cast<double>(params.Int("batch", 1));
+      const bool backward = pass == "bwd";
+      GemmPrecision fp8;
+      fp8.fp8_attention = true;
+      for (size_t i = 0; i < c.values.size(); ++i) {
+        const double seq = static_cast<double>(seqs[i]);
+        add(fmt::format("{}[{}]", c.id, i),
+            fmt::format("FP8 flash attention {} at head dim {}, seq {}{}, ms", pass, layer.attention.head_dim, seq,
+                        layer.attention.sliding_window > 0 ? fmt::format(", window {}", layer.attention.sliding_window) : ""),
+            c.values[i], [=](const ClusterSpec& cl) {
+              GemmPrecision on = fp8;
+              on.fp8_small_head_bwd_full_causal = cl.fp8_small_head_bwd_full_causal;  // the GPU's kernels
+              return FlashCoreUs(layer, batch * seq, seq, heads, 1.0, backward, cl.dense_bf16_tflops, cl.knobs.compute, on) / 1000.0;
+            });
+      }
     } else if (c.kind == "kernel_floor" && c.values.size() == 1) {
       add(c.id, "memory-bound kernel floor", c.values[0], [](const ClusterSpec& cl) { return cl.knobs.compute.memory_bound.floor_us; });
     } else {

@@ -45,8 +45,9 @@ TEST_CASE("the calibration set loads: every published run and component measurem
   // blackwell-and-corrections.md section 2: B11-B13, G11-G16.
   CHECK(set.runs.size() == 9 + 5 + 6 + 6 + 4 + 9);
   // C01-C26, C27-C32: cuDNN's flash attention on GB200 and GB300 (docs/cluster.md [G4], [G5]), and
-  // C33-C38: gpt-oss's sliding-window attention on GB200 (windows 1,024 and 128) and GB300 (1,024).
-  CHECK(set.components.size() == 26 + 6 + 6);
+  // C33-C38: gpt-oss's sliding-window attention on GB200 (windows 1,024 and 128) and GB300 (1,024);
+  // C39-C43: its FP8 attention, forward and backward, at the same shapes.
+  CHECK(set.components.size() == 26 + 6 + 6 + 5);
   int expressible = 0;
   for (const auto& r : set.runs) expressible += r.unsupported.empty() ? 1 : 0;
   // S01-S06 and S07a-S08c (B200, 4-layer DeepSeek-V3 and DeepSeek-V2) and G01, G04 (GB200, no

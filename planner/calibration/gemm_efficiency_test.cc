@@ -207,6 +207,65 @@ TEST_CASE("gpt-oss's attention core: half its layers over a 128-key window, pric
   CHECK(dockyard::AttentionCoreFlops(tiny, 1024, 1024, 4) == Approx(2.0 * 1024 * 512 * 4 * 32));
 }
 
+TEST_CASE("FP8 attention below head dim 128: the forward keeps the window, the backward runs the full causal core (cuDNN's gpt-oss sweeps)") {
+  const dockyard::FidelitySet set = dockyard::LoadFidelitySet("testdata/fidelity/runs.json");
+  // One attention layer at the components' shape: gpt-oss's 64 heads of 64, every layer over a
+  // window of 1,024 keys, batch 2 (2 x seq tokens).
+  dockyard::ModelSpec layer;
+  layer.num_hidden_layers = 1;
+  layer.attention.head_dim = 64;
+  layer.attention.num_attention_heads = 64;
+  layer.attention.sliding_window = 1024;
+  layer.sliding_attention_layers = {true};
+  dockyard::GemmPrecision fp8;
+  fp8.fp8_attention = true;
+  const ComputeKnobs gb200 = dockyard::ClusterPreset("gb200-nvl72").knobs.compute;
+  const ComputeKnobs gb300 = dockyard::ClusterPreset("gb300-nvl72").knobs.compute;
+  fp8.fp8_small_head_bwd_full_causal = true;  // GB200's and GB300's kernels (ClusterSpec)
+  CHECK(dockyard::ClusterPreset("gb200-nvl72").fp8_small_head_bwd_full_causal);
+  CHECK(dockyard::ClusterPreset("gb300-nvl72").fp8_small_head_bwd_full_causal);
+  const auto ms = [&](const ComputeKnobs& k, double seq, bool backward, double heads = 64) {
+    return dockyard::FlashCoreUs(layer, 2 * seq, seq, heads, 1, backward, 2500, k, fp8) / 1000.0;
+  };
+  // The measured backward (C40, GB200, cuDNN 9.19) grows as the square of the sequence: x3.2, x3.5,
+  // x3.8, x3.9 per doubling (BF16's: x2.1, x2.0, x2.0, x2.0), so a window saves it nothing.
+  const auto& c40 = Component(set, "C40").values;
+  for (size_t i = 1; i < c40.size(); ++i) CHECK(c40[i] / c40[i - 1] > 3.0);
+  // At seq 4,096 the full causal backward is 2.5 x 4 x 2 x 64 x 4,096 x 2,048 x 64 = 6.872e11 FLOP
+  // (2,048 keys per query, not the window's 896.125) at 2,500 x 0.794 x 64 / 74 x 2,048 / 2,838 x
+  // 0.808 x 0.898 x 0.872 = 784.0 TFLOP/s: 0.877 ms against C40's 0.862 (+1.7 %).
+  const double bwd_4096 = 6.871947673600e11 / (2500e12 * 0.794 * 64 / 74 * 2048 / 2838 * 0.808 * 0.898 * 0.872) * 1e3;
+  CHECK(bwd_4096 == Approx(0.877).epsilon(0.002));
+  CHECK(ms(gb200, 4096, true) == Approx(bwd_4096).epsilon(1e-9));
+  CHECK(ms(gb200, 4096, true) == Approx(c40[1]).epsilon(0.02));
+  // Every point within 4 % (the fraction 0.872 is their geometric mean; 2.5 % RMS in log).
+  const std::vector<double> seqs = {2048, 4096, 8192, 16384, 32768};
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    CAPTURE(seqs[i]);
+    CHECK(ms(gb200, seqs[i], true) == Approx(c40[i]).epsilon(0.04));
+    // The forward honours the window: BF16's time over 1.028 (C39).
+    CHECK(ms(gb200, seqs[i], false) == Approx(Component(set, "C39").values[i]).epsilon(0.07));
+    // GB300 (C42 backward within 4 %, C43 forward within 6 %).
+    CHECK(ms(gb300, seqs[i], true) == Approx(Component(set, "C42").values[i]).epsilon(0.04));
+    CHECK(ms(gb300, seqs[i], false) == Approx(Component(set, "C43").values[i]).epsilon(0.06));
+  }
+  // cuDNN 9.22 at gpt-oss's own window, 128 keys, 128 heads (C41): the same rule within 11 %
+  // (the 9.22 kernels sit 0.82-0.91 of the curve, 9.19's 0.84-0.90).
+  layer.attention.sliding_window = 128;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    CAPTURE(seqs[i]);
+    CHECK(ms(gb200, seqs[i], true, 128) == Approx(Component(set, "C41").values[i]).epsilon(0.11));
+  }
+  // Hopper (no FP8 attention below head dim 128 in cuDNN there): priced as BF16, the window kept.
+  const dockyard::ClusterSpec h100 = dockyard::ClusterPreset("h100-sxm");
+  CHECK_FALSE(h100.fp8_small_head_bwd_full_causal);
+  dockyard::TrainingConfig t;
+  t.precision = "fp8";
+  t.fp8_dot_product_attention = true;
+  CHECK(dockyard::FlashCoreUs(layer, 8192, 4096, 64, 1, true, 2500, h100.knobs.compute, dockyard::GemmPrecisionOf(t, h100)) ==
+        Approx(dockyard::FlashCoreUs(layer, 8192, 4096, 64, 1, true, 2500, h100.knobs.compute, {})));
+}
+
 TEST_CASE("Flash attention below head dim 128: GB200's and GB300's small-head fractions against cuDNN's gpt-oss sweeps") {
   const dockyard::FidelitySet set = dockyard::LoadFidelitySet("testdata/fidelity/runs.json");
   const ComputeKnobs gb200 = dockyard::ClusterPreset("gb200-nvl72").knobs.compute;

@@ -30,19 +30,31 @@ namespace {
 //    q / 8 kv heads, head dim 128), causal, seq 4,096: forward + backward 0.482 + 1.650 = 2.132 ms BF16,
 //    0.447 + 1.414 = 1.861 ms FP8 (NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_training/artifacts/
 //    sdpa_fp8_benchmark_results_NVIDIA_B200.csv @ 0b1577c8; docs/cluster.md [B7]): fp8_speedup 1.15;
-//    below head dim 128 borrowed from GB200's cuDNN (the same die; kBlackwellFp8SmallHeadSpeedup).
+//    below head dim 128 borrowed from GB200's cuDNN (the same die; kBlackwellFp8SmallHeadFwdSpeedup,
+//    kBlackwellFp8SmallHeadBwdEfficiency).
 // NVLink5's effective bandwidth per GPU and direction, GB/s: SimuMax's all-gather busbw on B200,
 // 0.674 x 900 (configs/system/b200_bf16_ceperm.json; docs/cluster.md [B4]).
 constexpr double kNvlink5Gbps = 606.6;  // 0.674 x 900
 // NCCL's all-to-all on the same machine: 0.597 x 900, against the all-gather's 0.674 (links.all_to_all_share).
 constexpr double kNvlink5AllToAllShare = 0.597 / 0.674;
 
-// FP8 attention at gpt-oss's head dim 64 (64 heads, sliding window 1,024, seq 4,096, batch 2) on
-// GB200, cuDNN 9.19, forward + backward ms BF16 / FP8: 0.209 + 0.487 / 0.203 + 0.862 = 0.654x: FP8's
-// backward runs at 0.565 of BF16's speed (NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_training/
-// results/gb200_919_only_cudnn/gpt_oss_20260226_175022.csv @ df73764a; docs/cluster.md [G4]). B200
-// borrows it (the same die, no B200 measurement at that head dim).
-constexpr double kBlackwellFp8SmallHeadSpeedup = (0.209 + 0.487) / (0.203 + 0.862);
+// FP8 attention at gpt-oss's head dim 64 on GB200 (knobs.h FlashKnobs fp8_small_head_*): cuDNN 9.19,
+// 64 q / 8 kv heads, sliding window 1,024, batch 2, forward and backward ms BF16 / FP8 at seq 2,048 /
+// 4,096 / 8,192 / 16,384 / 32,768: 0.104 + 0.230 / 0.101 + 0.271, 0.209 + 0.487 / 0.203 + 0.862,
+// 0.423 + 0.998 / 0.411 + 3.011, 0.853 + 2.024 / 0.831 + 11.332, 1.711 + 4.099 / 1.667 + 43.921
+// (NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_training/results/gb200_919_only_cudnn/
+// gpt_oss_20260226_175022.csv @ df73764a; docs/cluster.md [G4]; testdata/fidelity C39, C40).
+//  - The forward honours the window: BF16 / FP8 1.026-1.030, geometric mean 1.028.
+//  - The backward does not: its time grows as the square of the sequence (x3.2, x3.5, x3.8, x3.9
+//    per doubling) where BF16's doubles. As the full causal core (2.5 x 4 x 2 x 64 x s x s/2 x 64
+//    FLOPs) it runs at 634 / 797 / 913 / 970 / 1,001 TFLOP/s, 0.902 / 0.887 / 0.874 / 0.854 / 0.843
+//    of GB200's BF16 curve at head dim 64 and s/2 keys (max_efficiency 0.794, half_seq 790,
+//    bwd_ratio 0.808, small_head_bwd_efficiency 0.898): geometric mean 0.872, 2.5 % RMS in log.
+//    cuDNN 9.22 at window 128 (128 heads; .../results/gpt_oss/gb200/gpt_oss_20260424_100011.csv,
+//    C41) agrees: 0.536 / 1.731 / 6.176 / 23.231 / 90.348 ms, 0.912-0.819 of the curve.
+// B200 borrows them (the same die, no B200 measurement at that head dim).
+constexpr double kBlackwellFp8SmallHeadFwdSpeedup = 1.028;
+constexpr double kBlackwellFp8SmallHeadBwdEfficiency = 0.872;
 
 // BF16 flash attention at gpt-oss's head dim 64 on GB200 (knobs.h FlashKnobs small_head_efficiency,
 // small_head_bwd_efficiency): cuDNN 9.19, 64 q / 8 kv heads, sliding window 1,024 (testdata/fidelity
@@ -67,7 +79,8 @@ ComputeKnobs B200ComputeKnobs() {
   k.flash.bwd_ratio = 0.77;
   k.flash.fixed_efficiency = 0.36;
   k.flash.fp8_speedup = 1.15;
-  k.flash.fp8_small_head_speedup = kBlackwellFp8SmallHeadSpeedup;
+  k.flash.fp8_small_head_fwd_speedup = kBlackwellFp8SmallHeadFwdSpeedup;
+  k.flash.fp8_small_head_bwd_efficiency = kBlackwellFp8SmallHeadBwdEfficiency;
   k.flash.small_head_efficiency = kBlackwellSmallHeadEfficiency;
   k.flash.small_head_bwd_efficiency = kBlackwellSmallHeadBwdEfficiency;
   k.memory_bound.hbm_efficiency = 0.666;
@@ -117,11 +130,13 @@ DeepEpKnobs BlackwellDeepEpKnobs() {
 
 // A flash-attention table fitted to a cuDNN sweep on the GPU (half_head_dim stays at its prior, 10);
 // `small_head` and `small_head_bwd`: the forward's and backward's fractions of the curve below head
-// dim 128.
+// dim 128; `fp8_small_head_fwd` and `fp8_small_head_bwd`: FP8 attention there (knobs.h), cuDNN's FP8
+// backward at its fraction of the curve (the full causal core: ClusterSpec::fp8_small_head_bwd_full_causal).
 FlashKnobs MeasuredFlash(double max_efficiency, double half_seq, double bwd_ratio, double fixed_efficiency, double fp8_speedup,
-                         double fp8_small_head_speedup, double small_head, double small_head_bwd) {
+                         double fp8_small_head_fwd, double fp8_small_head_bwd, double small_head, double small_head_bwd) {
   FlashKnobs f;
-  f.fp8_small_head_speedup = fp8_small_head_speedup;
+  f.fp8_small_head_fwd_speedup = fp8_small_head_fwd;
+  f.fp8_small_head_bwd_efficiency = fp8_small_head_bwd;
   f.small_head_efficiency = small_head;
   f.small_head_bwd_efficiency = small_head_bwd;
   f.max_efficiency = max_efficiency;
@@ -154,14 +169,15 @@ FlashKnobs MeasuredFlash(double max_efficiency, double half_seq, double bwd_rati
 //    (3.5 / (1 / 0.537 + 2.5 / 0.448)). SimuMax's B200 machine, an older cuDNN, measured 0.416 / 0.32.
 //    FP8 attention, the same files at seq 4,096, forward + backward ms BF16 / FP8: GQA 0.206 + 0.607 /
 //    0.161 + 0.559 (1.129x), MLA 0.509 + 1.613 / 0.359 + 1.310 (1.271x): fp8_speedup 1.20, their
-//    geometric mean; at head dim 64, 0.654x (kBlackwellFp8SmallHeadSpeedup). BF16 at head dim 64:
+//    geometric mean; at head dim 64, forward 1.028x and the backward as the full causal core at 0.872 of
+//    the BF16 curve (kBlackwellFp8SmallHeadFwdSpeedup, kBlackwellFp8SmallHeadBwdEfficiency). BF16 at head dim 64:
 //    0.655 (forward) and 0.898 (backward) of the curve (kBlackwellSmallHeadEfficiency).
 ComputeKnobs Gb200ComputeKnobs() {
   ComputeKnobs k = B200ComputeKnobs();
   k.gemm.mxfp8_efficiency_ratio = 1.19;
   k.gemm.fp8_efficiency_ratio = 1.08;
-  k.flash = MeasuredFlash(0.794, 790.0, 0.808, 0.47, 1.20, kBlackwellFp8SmallHeadSpeedup, kBlackwellSmallHeadEfficiency,
-                          kBlackwellSmallHeadBwdEfficiency);
+  k.flash = MeasuredFlash(0.794, 790.0, 0.808, 0.47, 1.20, kBlackwellFp8SmallHeadFwdSpeedup, kBlackwellFp8SmallHeadBwdEfficiency,
+                          kBlackwellSmallHeadEfficiency, kBlackwellSmallHeadBwdEfficiency);
   return k;
 }
 
@@ -173,14 +189,18 @@ ComputeKnobs Gb200ComputeKnobs() {
 // max_efficiency 0.941, half_seq 660, 0.4 % RMS; bwd_ratio 0.665; fixed_efficiency 0.51 (3.5 / (1 /
 // 0.677 + 2.5 / 0.463)). 32,768 is left out: its backward falls (1,304) where the forward still rises.
 // FP8 attention at seq 4,096, forward + backward ms BF16 / FP8: 0.812 + 3.090 / 0.477 + 1.770: 1.74x;
-// at gpt-oss's head dim 64 (cuDNN 9.19 on GB300, the shape of kBlackwellFp8SmallHeadSpeedup):
-// 0.178 + 0.472 / 0.148 + 0.792 = 0.691x (.../gb300_919_only_cudnn/gpt_oss_20260226_185932.csv @ df73764a).
+// at gpt-oss's head dim 64 (cuDNN 9.19 on GB300, the shape of GB200's figures; .../gb300_919_only_cudnn/
+// gpt_oss_20260226_185932.csv @ df73764a, C42): forward and backward ms BF16 / FP8 at seq 2,048-32,768
+// 0.089 + 0.221 / 0.074 + 0.253, 0.178 + 0.472 / 0.148 + 0.792, 0.359 + 0.965 / 0.299 + 2.752,
+// 0.722 + 1.951 / 0.600 + 10.265, 1.448 + 3.930 / 1.204 + 39.694: forward 1.202x (geometric mean);
+// the backward, the full causal core again, at 0.998-1.037 of GB300's BF16 curve (small_head_bwd
+// 0.827): 1.025, 1.4 % RMS in log.
 // BF16 at that shape (components C37, C38: window 1,024, seq 2,048-32,768) over GB300's curve at head
 // dim 64: forward 0.531-0.608, backward 0.801-0.843; geometric means 0.582 (5.0 % RMS in log) and
 // 0.827 (1.9 %).
 ComputeKnobs Gb300ComputeKnobs() {
   ComputeKnobs k = Gb200ComputeKnobs();
-  k.flash = MeasuredFlash(0.941, 660.0, 0.665, 0.51, 1.74, (0.178 + 0.472) / (0.148 + 0.792), 0.582, 0.827);
+  k.flash = MeasuredFlash(0.941, 660.0, 0.665, 0.51, 1.74, 1.202, 1.025, 0.582, 0.827);
   return k;
 }
 
@@ -237,6 +257,7 @@ ClusterSpec ClusterPreset(const std::string& name) {
     c.knobs.dispatchers.deepep = BlackwellDeepEpKnobs();
     c.compute_source = "B200 operator table: SimuMax's B200 sweep (docs/cluster.md [B4])";
     c.mxfp8_tensor_cores = true;
+    c.fp8_small_head_bwd_full_causal = true;  // cuDNN 9.19 / 9.22 on GB200 and GB300 (kBlackwellFp8SmallHeadBwdEfficiency)
     return c;
   }
   if (name == "b300") {  // HGX / DGX B300: 8 x B300 (Blackwell Ultra), NVLink5, 8 x ConnectX-8 800 Gb/s (docs/cluster.md [B5])
@@ -253,6 +274,7 @@ ClusterSpec ClusterPreset(const std::string& name) {
         "borrowed: B200 operator table (no B300 operator measurement; the same Blackwell tensor cores and BF16 peak; B300's faster "
         "softmax exponent is not in it; docs/cluster.md [B4, B5])";
     c.mxfp8_tensor_cores = true;
+    c.fp8_small_head_bwd_full_causal = true;  // cuDNN 9.19 / 9.22 on GB200 and GB300 (kBlackwellFp8SmallHeadBwdEfficiency)
     return c;
   }
   if (name == "gb200-nvl72") {  // 18 compute trays of 4 B200-class GPUs, one NVLink domain of 72
@@ -271,6 +293,7 @@ ClusterSpec ClusterPreset(const std::string& name) {
     SetBlackwellEpOverlap(kBlackwellSms, &c);
     c.knobs.dispatchers.deepep = BlackwellDeepEpKnobs();
     c.mxfp8_tensor_cores = true;
+    c.fp8_small_head_bwd_full_causal = true;  // cuDNN 9.19 / 9.22 on GB200 and GB300 (kBlackwellFp8SmallHeadBwdEfficiency)
     return c;
   }
   if (name == "gb300-nvl72") {  // 18 compute trays of 4 B300-class GPUs, one NVLink domain of 72 (docs/cluster.md [G2])
@@ -290,6 +313,7 @@ ClusterSpec ClusterPreset(const std::string& name) {
     SetBlackwellEpOverlap(kBlackwellUltraSms, &c);
     c.knobs.dispatchers.deepep = BlackwellDeepEpKnobs();
     c.mxfp8_tensor_cores = true;
+    c.fp8_small_head_bwd_full_causal = true;  // cuDNN 9.19 / 9.22 on GB200 and GB300 (kBlackwellFp8SmallHeadBwdEfficiency)
     return c;
   }
   std::string message =

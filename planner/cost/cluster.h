@@ -41,6 +41,12 @@ struct ClusterSpec {
   // (SM100+: b200, gb200-nvl72, b300, gb300-nvl72), not Hopper. --fp8-recipe mxfp8 is refused
   // without (precision.h ValidateFp8RecipeOnGpu). A cluster file inherits its base's.
   bool mxfp8_tensor_cores = false;
+  // Whether cuDNN's FP8 attention backward below head dim 128 runs the full causal core, skipping no
+  // block outside a sliding window: measured on GB200 and GB300 (cuDNN 9.19 and 9.22; its time grows
+  // as the square of the sequence, testdata/fidelity C40-C42), so the Blackwell presets; the Hopper
+  // ones have no FP8 attention there (priced as BF16). The cost model reads it through
+  // GemmPrecisionOf (gemm_efficiency.h). A cluster file inherits its base's.
+  bool fp8_small_head_bwd_full_causal = false;
 };
 
 // Presets: "h100-sxm", "h200-sxm", "h100-pcie-400g" (one 400 Gb/s NIC per node, PCIe Gen5

@@ -60,17 +60,31 @@ bool FlashSmallHead(double head_dim) {
   return head_dim < 128;
 }
 
-double FlashCoreSpeedup(const ComputeKnobs& k, GemmPrecision p, double head_dim) {
+double FlashCoreSpeedup(const ComputeKnobs& k, GemmPrecision p, const ModelSpec& m, double seq_len) {
   if (!p.fp8_attention) return 1.0;
-  return FlashSmallHead(head_dim) ? k.flash.fp8_small_head_speedup : k.flash.fp8_speedup;
+  GemmPrecision bf16 = p;
+  bf16.fp8_attention = false;
+  // One query row's core (tokens = seq_len, one head) at a unit peak: the ratio needs no more.
+  double bf16_us = 0, fp8_us = 0;
+  for (bool backward : {false, true}) {
+    bf16_us += FlashCoreUs(m, seq_len, seq_len, 1.0, 1.0, backward, 1.0, k, bf16);
+    fp8_us += FlashCoreUs(m, seq_len, seq_len, 1.0, 1.0, backward, 1.0, k, p);
+  }
+  return fp8_us > 0 ? bf16_us / fp8_us : 1.0;
 }
 
-double FlashCoreSpeedup(const ComputeKnobs& k, const TrainingConfig& training, const ModelSpec& model) {
-  return FlashCoreSpeedup(k, GemmPrecisionOf(training), static_cast<double>(model.attention.QkHeadDim()));
+double FlashCoreSpeedup(const ClusterSpec& cluster, const TrainingConfig& training, const ModelSpec& model) {
+  return FlashCoreSpeedup(cluster.knobs.compute, GemmPrecisionOf(training, cluster), model, static_cast<double>(training.seq_len));
 }
 
 GemmPrecision GemmPrecisionOf(const TrainingConfig& training) {
-  return GemmPrecision{Fp8Gemms(training), Fp8ScalingOf(training), training.fp8_dot_product_attention};
+  return GemmPrecision{Fp8Gemms(training), Fp8ScalingOf(training), training.fp8_dot_product_attention, false};
+}
+
+GemmPrecision GemmPrecisionOf(const TrainingConfig& training, const ClusterSpec& cluster) {
+  GemmPrecision p = GemmPrecisionOf(training);
+  p.fp8_small_head_bwd_full_causal = cluster.fp8_small_head_bwd_full_causal;
+  return p;
 }
 
 double FlashEfficiencyAtKeys(double head_dim, double attended, bool backward, const ComputeKnobs& k) {
@@ -121,14 +135,30 @@ double FlashCoreUs(const ModelSpec& m, double tokens, double seq_len, double hea
                    double peak_tflops, const ComputeKnobs& kn, GemmPrecision p) {
   const double d_qk = static_cast<double>(m.attention.QkHeadDim()), d_v = static_cast<double>(m.attention.VHeadDim());
   const double step_keys = CausalAttendedKeys(seq_len / std::max(1.0, ring_steps), 0.0);  // one ring step's causal core
+  // FP8 attention (knobs.h FlashKnobs): one ratio for both passes at head dims of 128 and more; below,
+  // the forward's ratio, and the backward at its own fraction of the curve, over the full causal
+  // core where cuDNN's FP8 backward skips no block outside the window.
+  const bool small = FlashSmallHead(d_qk);
+  double speedup = 1.0;
+  bool full_causal = false;
+  if (p.fp8_attention) {
+    if (!small) {
+      speedup = kn.flash.fp8_speedup;
+    } else if (!backward) {
+      speedup = kn.flash.fp8_small_head_fwd_speedup;
+    } else {
+      speedup = kn.flash.fp8_small_head_bwd_efficiency;
+      full_causal = p.fp8_small_head_bwd_full_causal;
+    }
+  }
   double us = 0;
   for (const CoreKind& kind : CoreKinds(m)) {
-    const double keys = CausalAttendedKeys(seq_len, kind.window);
+    const double keys = CausalAttendedKeys(seq_len, full_causal ? 0.0 : kind.window);
     const double flops = 2.0 * tokens * keys * heads_local * (d_qk + d_v) * (backward ? 2.5 : 1.0);
     const double eff = FlashEfficiencyAtKeys(d_qk, std::min(keys, step_keys), backward, kn);
     us += kind.share * flops / (peak_tflops * kFlopsPerUsPerTflops * eff);
   }
-  return us / FlashCoreSpeedup(kn, p, d_qk);
+  return us / speedup;
 }
 
 LinearShapes AttentionLinearShapes(const ModelSpec& m, double tp) {

@@ -24,6 +24,7 @@
 
 #include "planner/model/precision.h"
 #include "planner/model/training.h"
+#include "planner/cost/cluster.h"
 #include "planner/cost/knobs.h"
 #include "planner/model/model_spec.h"
 
@@ -36,10 +37,15 @@ struct GemmPrecision {
   bool fp8 = false;
   Fp8Scaling scaling = Fp8Scaling::kNone;
   // TransformerEngine's FP8 dot-product attention (training.fp8_dot_product_attention): the flash
-  // core at flash.fp8_speedup (FlashCoreSpeedup).
+  // core at the FP8 knobs (FlashCoreUs).
   bool fp8_attention = false;
+  // The GPU's FP8 attention backward below head dim 128 runs the full causal core
+  // (ClusterSpec::fp8_small_head_bwd_full_causal); set by the cluster overload below.
+  bool fp8_small_head_bwd_full_causal = false;
 };
+// The run's precision; the second form with the GPU's FP8 attention kernels (the one pricing uses).
 GemmPrecision GemmPrecisionOf(const TrainingConfig& training);
+GemmPrecision GemmPrecisionOf(const TrainingConfig& training, const ClusterSpec& cluster);
 
 // Grouped-GEMM efficiency of `--compute-model gemm` for an expert with `rows` rows:
 // eff(M) = grouped_max_efficiency * M / (M + grouped_half_rows) (docs/cost-model.md, grouped GEMM).
@@ -90,21 +96,21 @@ double ExpertMlpForwardUs(double rows, double hidden, double f, double peak_tflo
 // shared experts, dense MLP, MLA up-projections). The router, lm_head and the flash core stay BF16.
 double Fp8GemmSpeedup(const ComputeKnobs& knobs, GemmPrecision precision);
 
-// How much faster the flash core of query-key head dim `head_dim` runs than FlashAttentionEfficiency's
-// BF16 figure with FP8 attention (precision.fp8_attention; 1 without): flash.fp8_speedup at head dims
-// of 128 and more (the shapes measured: GQA 128, MLA 192), flash.fp8_small_head_speedup below (gpt-oss's
-// 64: on GB200 cuDNN 9.19's FP8 backward is slower than BF16's, sliding window 1,024, seq 4,096:
-// forward 591 vs 574 TFLOP/s BF16, backward 349 vs 617; NVIDIA/cudnn-frontend
-// .../gb200_919_only_cudnn/gpt_oss_20260226_175022.csv): forward + backward 0.654x. Each is one
-// ratio for both passes, the forward + backward time ratio (a recomputed forward core is priced at it
-// too).
-double FlashCoreSpeedup(const ComputeKnobs& knobs, GemmPrecision precision, double head_dim);
+// How much faster `model`'s flash core runs at sequence `seq_len` with FP8 attention
+// (precision.fp8_attention; 1 without) than in BF16: the forward + backward time ratio of
+// FlashCoreUs, one number for the reports and for the fixed-efficiency model's core (layer_terms.cc).
+// At query-key head dims of 128 and more it is flash.fp8_speedup (the shapes measured: GQA 128, MLA
+// 192); below, it follows the sequence and the window: on GB200 (flash.fp8_small_head_*, cluster.cc)
+// gpt-oss at seq 4,096 (window 128 on half the layers) prices 0.66x, where cuDNN 9.19 measured
+// 0.654x at window 1,024 (forward + backward 0.209 + 0.487 ms BF16, 0.203 + 0.862 FP8).
+double FlashCoreSpeedup(const ComputeKnobs& knobs, GemmPrecision precision, const ModelSpec& model, double seq_len);
 // Whether query-key head dim `head_dim` is a small head for the flash kernels: under 128, the
 // smallest head dim of the measured shapes the flash curve is fitted at (GQA 128, MLA 192). The one
-// home of that line: FlashCoreSpeedup's FP8 ratio and FlashEfficiencyAtKeys' small-head fraction.
+// home of that line: FlashCoreUs's FP8 ratios and FlashEfficiencyAtKeys' small-head fraction.
 bool FlashSmallHead(double head_dim);
-// The same for `model`'s attention core (its query-key head dim) under `training`'s precision.
-double FlashCoreSpeedup(const ComputeKnobs& knobs, const TrainingConfig& training, const ModelSpec& model);
+// The same for `model`'s attention core under `training`'s precision and sequence on `cluster`
+// (its knobs and FP8 attention kernels).
+double FlashCoreSpeedup(const ClusterSpec& cluster, const TrainingConfig& training, const ModelSpec& model);
 
 // Muon's Newton-Schulz matmuls (muon.h) for every Muon matrix of `model` (and its `mtp_layers`
 // MTP modules) orthogonalized once on one GPU of `peak_tflops`, in microseconds: per matrix
@@ -138,8 +144,11 @@ double AttentionCoreFlops(const ModelSpec& model, double tokens, double seq_len,
 // The flash core of one layer, forward or backward, averaged over the model's attention layers, in
 // microseconds, as the kernel-level model prices it: each layer kind's FLOPs at
 // FlashEfficiencyAtKeys of its keys per query, the keys of one ring step under context parallelism
-// (RingCoreEfficiency; a sliding window shorter than a step's keys keeps its own), times
-// FlashCoreSpeedup under FP8 attention. `peak_tflops` dense BF16.
+// (RingCoreEfficiency; a sliding window shorter than a step's keys keeps its own). Under FP8
+// attention (knobs.h FlashKnobs): x flash.fp8_speedup at head dims of 128 and more; below, the
+// forward x fp8_small_head_fwd_speedup, the backward at fp8_small_head_bwd_efficiency of the curve
+// and, with precision.fp8_small_head_bwd_full_causal, over every layer's full causal core (a window's keys
+// replaced by seq_len / 2). `peak_tflops` dense BF16.
 double FlashCoreUs(const ModelSpec& model, double tokens, double seq_len, double heads_local, double ring_steps, bool backward,
                    double peak_tflops, const ComputeKnobs& knobs, GemmPrecision precision);
 // The causal flash core's efficiency when context parallelism runs it as a ring of `ring_steps`

@@ -51,15 +51,26 @@ struct FlashKnobs {
   double half_seq = 240.0;         // attended keys at which their factor is one half
   double bwd_ratio = 0.70;         // backward efficiency / forward efficiency
   // TransformerEngine's FP8 dot-product attention (--fp8-dot-product-attention; GemmPrecision
-  // fp8_attention): the flash core's forward + backward time in BF16 over FP8's, at seq 4,096. The
-  // Hopper prior is 1 (no Hopper measurement: FP8 attention priced as BF16); the Blackwell presets
+  // fp8_attention): the flash core's forward + backward time in BF16 over FP8's, at seq 4,096 and
+  // query-key head dims of 128 and more, one ratio for both passes. The Hopper prior is 1 (no Hopper measurement: FP8 attention priced as BF16); the Blackwell presets
   // carry cuDNN's own figures (cluster.cc).
   double fp8_speedup = 1.0;
-  // The same ratio at query-key head dims under 128 (gpt-oss's 64), where cuDNN's FP8 kernels are
-  // slower than its BF16 ones: the backward runs at about 0.57 of BF16's speed on GB200 and GB300,
-  // the forward at 1.03-1.20x (cluster.cc). The Hopper prior is 1: cuDNN has no FP8 attention below
-  // head dim 128 on H200 (the cudnn-frontend sweep's FP8 rows fail validation there), priced as BF16.
-  double fp8_small_head_speedup = 1.0;
+  // At query-key head dims under 128 (gpt-oss's 64) the two passes differ (cluster.cc, cuDNN 9.19 and
+  // 9.22 on GB200 and GB300, head dim 64, sliding windows of 1,024 and 128, seq 2,048-32,768):
+  //  - fp8_small_head_fwd_speedup: the forward's BF16 time over FP8's, the window honoured
+  //    (GB200 1.028, GB300 1.202);
+  //  - fp8_small_head_bwd_efficiency: the FP8 backward's efficiency as a fraction of the BF16 curve's
+  //    (FlashEfficiencyAtKeys, with small_head_bwd_efficiency) at the whole causal core: where
+  //    fp8_small_head_bwd_full_causal is set, cuDNN's FP8 backward skips no block outside a sliding
+  //    window -- its time grows with the square of the sequence (GB200, window 128: 0.536 / 1.731 /
+  //    6.176 / 23.2 / 90.3 ms at 2,048-32,768) where BF16's grows linearly -- so it is priced as the
+  //    full causal core's FLOPs at this fraction (GB200 0.872, GB300 1.025). That rule is the GPU's
+  //    (ClusterSpec::fp8_small_head_bwd_full_causal, carried by GemmPrecision).
+  // The Hopper priors are 1: cuDNN has no FP8 attention below head dim 128 on H200 (the
+  // cudnn-frontend sweep's FP8 backward fails validation there, "hidden_dim shoud be equal to 128"),
+  // priced as BF16.
+  double fp8_small_head_fwd_speedup = 1.0;
+  double fp8_small_head_bwd_efficiency = 1.0;
   // BF16 flash attention at query-key head dims under 128 (gpt-oss's 64), as a fraction of the
   // curve above (which is fitted at head dims 128 and 192 and, through d / (d + half_head_dim),
   // cannot follow both): forward and backward. Small heads leave the softmax's exponentials a

@@ -118,7 +118,7 @@ LayerTerms LayerTermsOf(const ModelSpec& m, const ParallelDims& d, const Trainin
   L.core_flops = AttentionCoreFlops(m, T, static_cast<double>(t.seq_len), L.heads_local);
   // FP8 GEMMs (gemm_efficiency.h Fp8GemmSpeedup) speed up the projections, not the flash core.
   L.fp8x = Fp8GemmSpeedup(kn, L.precision);
-  const double flash_x = FlashCoreSpeedup(kn, L.precision, L.d_qk);  // FP8 attention (gemm_efficiency.h)
+  const double flash_x = FlashCoreSpeedup(kn, L.precision, m, static_cast<double>(t.seq_len));  // FP8 attention (gemm_efficiency.h)
   const double fixed_core_us = L.core_flops / (peak * kn.flash.fixed_efficiency * flash_x);  // the core at the fixed efficiency
   L.attention_us = 2.0 * T * attn_params / tp / (peak * kn.gemm.dense_efficiency * L.fp8x) + fixed_core_us;
   // Context parallelism's K/V exchange per layer (network.h): the ring's transfers under the
@@ -233,7 +233,7 @@ RecomputeForwardUs RecomputeForwardOf(const LayerTerms& L, const MoePhaseTimes& 
   }
   rf.attention_core = L.kernels ? FlashCoreUs(m, T, static_cast<double>(t.seq_len), heads_local, L.ks.ring_steps, false, c.dense_bf16_tflops,
                                               kn, L.precision)
-                                : core_flops / (peak * kn.flash.fixed_efficiency) / FlashCoreSpeedup(kn, L.precision, d_qk);
+                                : core_flops / (peak * kn.flash.fixed_efficiency) / FlashCoreSpeedup(kn, L.precision, m, static_cast<double>(t.seq_len));
   if (a.kind == AttentionKind::kMla) {
     const double q_b_n = heads_local * d_qk, kv_b_n = heads_local * (a.qk_nope_head_dim + a.v_head_dim);
     const double q_b_k = a.q_lora_rank > 0 ? static_cast<double>(a.q_lora_rank) : 0.0;

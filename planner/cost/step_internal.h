@@ -99,7 +99,7 @@ struct SelectiveKernelsUs {
 struct LayerTerms {
   LayerTerms(const ModelSpec& m_, const ParallelDims& d_, const TrainingConfig& t_, const ClusterSpec& c_, const StepInputs& in_,
              ComputeModel model_)
-      : m(m_), d(d_), t(t_), c(c_), in(in_), kn(c_.knobs.compute), kernels(model_ == ComputeModel::kKernels), precision(GemmPrecisionOf(t_)) {}
+      : m(m_), d(d_), t(t_), c(c_), in(in_), kn(c_.knobs.compute), kernels(model_ == ComputeModel::kKernels), precision(GemmPrecisionOf(t_, c_)) {}
   const ModelSpec& m;
   const ParallelDims& d;
   const TrainingConfig& t;

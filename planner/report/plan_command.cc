@@ -101,7 +101,7 @@ Json CommandHeader(const PlanCommandRequest& r, const PlanCommandResult& result)
     if (r.calibration) ApplyCalibration(*r.calibration, &priced);
     header_inputs.cluster = priced.name;
     header_inputs.cluster_compute = priced.compute_source;
-    attention_fp8_speedup = FlashCoreSpeedup(priced.knobs.compute, plan.training, plan.model);
+    attention_fp8_speedup = FlashCoreSpeedup(priced, plan.training, plan.model);
   }
   if (r.calibration) header_inputs.calibration = CalibrationRefToJson(*r.calibration);
   if (result.routing) {

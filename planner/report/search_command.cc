@@ -89,7 +89,7 @@ SearchCommandResult RunSearchCommand(const ModelSpec& model, SearchOptions s, co
   header_inputs.imbalance_per_layout = s.routing_sizes_memory;
   header_inputs.provenance = r.provenance;
   header_inputs.machine = MachineOf(s.cluster, SearchBudgetGib(s));  // the node size its layouts were counted by
-  header_inputs.compute = ComputeModelToJson(s.compute_model, s.training, FlashCoreSpeedup(s.cluster.knobs.compute, s.training, model));
+  header_inputs.compute = ComputeModelToJson(s.compute_model, s.training, FlashCoreSpeedup(s.cluster, s.training, model));
   out.header = ReportHeader(header_inputs);
   const Json& header = out.header;
   std::optional<RedundantSearchResult>& redundant = out.redundant;
