@@ -19,6 +19,10 @@ KernelBytes Norm(const char* name, double tokens, double width, double ab, bool 
 
 }  // namespace
 
+bool RotaryRunsUnfused(const ModelSpec& m, bool megatron) {
+  return megatron && m.attention.kind == AttentionKind::kGqa && m.attention.rope_attention_factor != 1.0;
+}
+
 std::vector<KernelBytes> AttentionBlockKernels(const ModelSpec& m, const KernelShape& s, bool backward) {
   const auto& a = m.attention;
   const double D = static_cast<double>(m.hidden_size), ab = s.act_bytes, T = s.tokens, sp = s.sp_tokens;
@@ -37,7 +41,32 @@ std::vector<KernelBytes> AttentionBlockKernels(const ModelSpec& m, const KernelS
     const double kv_heads = static_cast<double>(a.num_key_value_heads) / s.tp;
     const double hd = static_cast<double>(a.head_dim);
     if (a.qk_norm != QkNorm::kNone) k.push_back(Norm("qk_norm", T, (heads + kv_heads) * hd, ab, backward));
-    k.push_back({"rotary", 2.0 * T * (heads + kv_heads) * hd * ab});
+    if (!s.rotary_unfused) {
+      k.push_back({"rotary", 2.0 * T * (heads + kv_heads) * hd * ab});
+    } else {
+      // PyTorch's eager rotary on q, then on k (kernels_model.h): element counts x ab per kernel.
+      for (const double n : {T * heads * hd, T * kv_heads * hd}) {
+        if (!backward) {
+          // cos / sin of the [tokens, d] frequencies in fp32, scaled, cast (an upper bound on their rows).
+          for (const char* table : {"rotary_cos", "rotary_cos_scale", "rotary_cos_cast", "rotary_sin", "rotary_sin_scale", "rotary_sin_cast"}) {
+            k.push_back({table, 8.0 * T * hd});
+          }
+          k.push_back({"rotary_mul_cos", 2.0 * n * ab});
+          k.push_back({"rotary_neg", n * ab});
+          k.push_back({"rotary_cat_half", 2.0 * n * ab});
+          k.push_back({"rotary_mul_sin", 2.0 * n * ab});
+          k.push_back({"rotary_add", 3.0 * n * ab});
+          k.push_back({"rotary_cat_pass", 2.0 * n * ab});
+        } else {
+          k.push_back({"rotary_mul_sin_bwd", 2.0 * n * ab});
+          k.push_back({"rotary_neg_bwd", n * ab});
+          k.push_back({"rotary_chunk_bwd", 2.0 * n * ab});
+          k.push_back({"rotary_mul_cos_bwd", 2.0 * n * ab});
+          k.push_back({"rotary_grad_add", 3.0 * n * ab});
+          k.push_back({"rotary_slice_bwd", 3.0 * n * ab});
+        }
+      }
+    }
   }
   k.push_back(Norm("post_attention_rmsnorm", sp, D, ab, backward));
   // The context-parallel ring's per-step corrections (TransformerEngine AttnFuncWithCPAndKVP2P):

@@ -14,6 +14,13 @@
 //  - q/k norms (Qwen3: per head; OLMoE: full width) and MLA's q_a / kv_a layernorms: RMSNorm over
 //    the normed width.
 //  - rotary (TE fused_rope): reads and writes the rotated part of q and k, forward and backward.
+//    Unfused (KernelShape::rotary_unfused; Megatron-Core rope_utils.py _apply_rotary_pos_emb_bshd,
+//    per tensor t of N elements, q and k apart): the forward builds cos and sin from the [s, d]
+//    frequencies (cos, x mscale, cast; sin, x mscale, cast: six small kernels) and runs t x cos
+//    (read and write N), -x2 (N / 2 each) and the rotate-half cat (N each), x sin (N each), the add
+//    (2 N read, N written) and the cat with the empty pass-through part (N each): 12 N; the backward
+//    runs x sin (2 N), the negation (N), the chunk's cat (2 N), x cos (2 N), the two branches'
+//    gradients added (3 N) and the slice's backward (zeros, then a copy: 3 N): 13 N.
 //  - SwiGLU (Megatron bias_swiglu / TE swiglu): forward reads gate and up (2 F) and writes F;
 //    backward reads gate, up and dy (3 F) and writes dgate and dup (2 F).
 //  - router: softmax / sigmoid over E scores in fp32 (read E, write E) and top-k (read E, write k
@@ -55,7 +62,19 @@ struct KernelShape {
   // flash kernel, and each after the first its output / LSE correction (forward) or its gradient
   // accumulation (backward) (TransformerEngine AttnFuncWithCPAndKVP2P).
   double ring_steps = 1;
+  // Whether the rotary embedding runs as PyTorch's eager ops rather than TE's fused kernel
+  // (RotaryRunsUnfused): AttentionBlockKernels' "rotary_*" kernels.
+  bool rotary_unfused = false;
 };
+
+// Whether Megatron-Core applies the rotary embedding of `model`'s GQA attention unfused: its
+// apply_rotary_pos_emb takes TE's fused RoPE only where the YaRN attention factor (mscale) is 1
+// ("mscale=... is not supported by TE's fused RoPE. Using unfused implementation.",
+// megatron/core/models/common/embeddings/rope_utils.py, since NVIDIA/Megatron-LM #2038, 2025-11;
+// attention.py passes _yarn_get_concentration_factor_from_config). gpt-oss (YaRN factor 32, no mscale
+// in Megatron-Bridge's provider: 1.3466) runs it unfused; DeepSeek-V3 and Kimi-K2 (MLA, factor 1)
+// and models without YaRN do not. torchtitan's rotary is priced as one fused kernel.
+bool RotaryRunsUnfused(const ModelSpec& model, bool megatron);
 
 // The memory-bound kernels of the attention block of one layer (input norm, q/k or MLA latent
 // norms, rotary, the post-attention norm and both residual adds), forward (`backward` false) or

@@ -1,6 +1,8 @@
 // Memory-bound kernels and launch gaps on the tiny model, by hand.
 #include "planner/cost/kernels_model.h"
 
+#include <cmath>
+
 #include <doctest/doctest.h>
 
 #include "planner/cost/cost.h"
@@ -60,6 +62,58 @@ TEST_CASE("Attention-block kernels: bytes of each kernel, forward and backward")
   const auto sharded = dockyard::AttentionBlockKernels(Tiny(), tp2, false);
   CHECK(Bytes(sharded, "input_rmsnorm") == 16384);
   CHECK(Bytes(sharded, "rotary") == 24576);  // 2 x 128 x (2 + 1) x 16 x 2
+}
+
+TEST_CASE("Unfused rotary (Megatron-Core with a YaRN attention factor, gpt-oss): PyTorch's eager ops on q and k") {
+  // Megatron-Core takes TE's fused RoPE only where the YaRN factor is 1 (rope_utils.py); gpt-oss's
+  // config (factor 32, no mscale) gives 0.1 ln 32 + 1 = 1.3466.
+  dockyard::ModelSpec m = Tiny();
+  CHECK_FALSE(dockyard::RotaryRunsUnfused(m, true));
+  m.attention.rope_attention_factor = 0.1 * std::log(32.0) + 1.0;
+  CHECK(dockyard::RotaryRunsUnfused(m, true));
+  CHECK_FALSE(dockyard::RotaryRunsUnfused(m, false));  // torchtitan: one fused-kernel price
+  dockyard::ModelSpec mla = m;
+  mla.attention.kind = dockyard::AttentionKind::kMla;
+  CHECK_FALSE(dockyard::RotaryRunsUnfused(mla, true));  // MLA's rope has its own path
+  KernelShape unfused = kShape;
+  unfused.rotary_unfused = true;
+  // q: 128 tokens x 4 heads x 16 = 8,192 elements (16,384 B in bf16); k: 128 x 2 x 16 = 4,096 (8,192 B).
+  // Forward 12 N: x cos 2 N, neg N, cat 2 N, x sin 2 N, add 3 N, cat 2 N = 12 x 24,576 B = 294,912 B,
+  // plus the cos / sin tables, six kernels of 8 x 128 x 16 = 16,384 B for each of q and k.
+  const auto fwd = dockyard::AttentionBlockKernels(m, unfused, false);
+  CHECK(Bytes(fwd, "rotary") == 0);
+  CHECK(Bytes(fwd, "rotary_mul_cos") == 2 * 24576);
+  CHECK(Bytes(fwd, "rotary_neg") == 24576);
+  CHECK(Bytes(fwd, "rotary_add") == 3 * 24576);
+  double eager = 0;
+  int tables = 0;
+  for (const auto& k : fwd) {
+    if (k.name.rfind("rotary_", 0) != 0) continue;
+    const bool table = k.name.find("_cos") != std::string::npos && k.name != "rotary_mul_cos";
+    const bool sin_table = k.name.find("_sin") != std::string::npos && k.name != "rotary_mul_sin";
+    if (table || sin_table) {
+      ++tables;
+      CHECK(k.bytes == 16384);
+    } else {
+      eager += k.bytes;
+    }
+  }
+  CHECK(tables == 12);
+  CHECK(eager == 12 * 24576);
+  // Backward 13 N: x sin 2 N, neg N, the chunk's cat 2 N, x cos 2 N, the add 3 N, the slice's
+  // zeros and copy 3 N = 319,488 B; twelve kernels (six per tensor).
+  const auto bwd = dockyard::AttentionBlockKernels(m, unfused, true);
+  double b = 0;
+  int kernels = 0;
+  for (const auto& k : bwd) {
+    if (k.name.rfind("rotary_", 0) == 0) b += k.bytes, ++kernels;
+  }
+  CHECK(b == 13 * 24576);
+  CHECK(kernels == 12);
+  // Against the fused kernel's 2 N each way: 12 N + 13 N - 4 N = 21 N more bytes per layer.
+  CHECK(Total(fwd) + Total(dockyard::AttentionBlockKernels(m, unfused, true)) - Total(dockyard::AttentionBlockKernels(m, kShape, false)) -
+            Total(dockyard::AttentionBlockKernels(m, kShape, true)) ==
+        Approx(21 * 24576 + 12 * 16384));
 }
 
 TEST_CASE("MLA attention block: latent norms and rotary on the rope part") {
@@ -153,6 +207,30 @@ TEST_CASE("SimulateStep with --compute-model kernels adds the kernels to their p
   const auto sc = dockyard::ShapedCompute(plan.model, 1024, 1024, 1, 1024, 1, c.dense_bf16_tflops, c.knobs.compute, {});
   CHECK(phase(kern, "attention") - sc.attention[0] == Approx(5 * 5.0 + 16.0));
   CHECK(phase(base, "attention") > 0);  // the default model is cost_test's
+}
+
+TEST_CASE("SimulateStep: gpt-oss's YaRN factor runs the rotary unfused under Megatron, 24 kernels in place of one") {
+  dockyard::Plan plan = dockyard::testing::TinyEp4Plan({}, dockyard::Convention::kMegatron);
+  const auto routing = dockyard::testing::TinyEp4Routing();
+  const dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
+  auto attention = [&](const dockyard::Plan& p, const char* direction) {
+    for (const auto& ph : dockyard::SimulateStep(p, c, routing, dockyard::ComputeModel::kKernels).phases)
+      if (ph.name == "attention" && ph.direction == direction) return ph.time_us;
+    return -1.0;
+  };
+  const double fwd = attention(plan, "forward"), bwd = attention(plan, "backward");
+  plan.model.attention.rope_attention_factor = 0.1 * std::log(32.0) + 1.0;
+  // TinyMixtral at 1,024 tokens: every rotary kernel is under the 5 us floor (the largest, the add
+  // on q: 3 x 1,024 x 4 x 16 x 2 = 393,216 B at 3,350 x 0.70 GB/s = 0.17 us), so the forward's 24
+  // kernels (6 tables and 6 ops on each of q and k) replace one: 23 more floors and 23 more launch
+  // gaps of 2 us; the backward's 12 kernels replace one: 11 of each.
+  CHECK(attention(plan, "forward") - fwd == Approx(23 * (5.0 + 2.0)));
+  CHECK(attention(plan, "backward") - bwd == Approx(11 * (5.0 + 2.0)));
+  // torchtitan prices its rotary as one kernel whatever the factor.
+  dockyard::Plan titan = dockyard::testing::TinyEp4Plan();
+  const double titan_fwd = attention(titan, "forward");
+  titan.model.attention.rope_attention_factor = plan.model.attention.rope_attention_factor;
+  CHECK(attention(titan, "forward") == titan_fwd);
 }
 
 TEST_CASE("StepEndKernels: Megatron's and torch's passes, byte by byte") {

@@ -162,7 +162,8 @@ LayerTerms LayerTermsOf(const ModelSpec& m, const ParallelDims& d, const Trainin
   L.bwd_compute = L.full_recompute ? 3.0 : 2.0, L.bwd_comm = L.full_recompute ? 2.0 : 1.0;
   // The p2p ring runs the core in cp steps (RingCoreEfficiency); the all-to-all does not.
   const double ring_steps = d.cp > 1 && t.run.cp_comm == "p2p" ? static_cast<double>(d.cp) : 1.0;
-  L.ks = KernelShape{T, static_cast<double>((w.tokens + d.tp - 1) / d.tp), static_cast<double>(w.dispatch_tokens), tp, ab, ring_steps};
+  L.ks = KernelShape{T, static_cast<double>((w.tokens + d.tp - 1) / d.tp), static_cast<double>(w.dispatch_tokens), tp, ab, ring_steps,
+                     RotaryRunsUnfused(m, d.convention == Convention::kMegatron)};
   if (L.kernels) {
     auto compute = [&] {
       return KernelTermsMemo::Terms{KernelExtras(m, L.ks, kn.memory_bound, t.run, c.hbm_gbps, L.full_recompute),

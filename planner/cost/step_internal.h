@@ -206,7 +206,7 @@ class KernelTermsMemo {
       throw Error("internal: a KernelTermsMemo was used with another model or cluster");
     }
     const Key key{ks.tokens, ks.sp_tokens, ks.router_tokens, ks.tp, ks.act_bytes, seq_len, ks.ring_steps, full_recompute, precision.fp8,
-                  precision.scaling, precision.fp8_attention, run.cuda_graphs, run.fused_cross_entropy};
+                  precision.scaling, precision.fp8_attention, run.cuda_graphs, run.fused_cross_entropy, ks.rotary_unfused};
     auto it = terms_.find(key);
     if (it == terms_.end()) it = terms_.emplace(key, compute()).first;
     return it->second;
@@ -227,11 +227,12 @@ class KernelTermsMemo {
     double tokens, sp_tokens, router_tokens, tp, act_bytes, seq_len, ring_steps;
     bool full_recompute, fp8_gemms;
     Fp8Scaling fp8_scaling;
-    bool fp8_attention, cuda_graphs, fused_cross_entropy;
+    bool fp8_attention, cuda_graphs, fused_cross_entropy, rotary_unfused;
     bool operator==(const Key& k) const {
       return tokens == k.tokens && sp_tokens == k.sp_tokens && router_tokens == k.router_tokens && tp == k.tp && act_bytes == k.act_bytes &&
              seq_len == k.seq_len && ring_steps == k.ring_steps && full_recompute == k.full_recompute && fp8_gemms == k.fp8_gemms && fp8_scaling == k.fp8_scaling &&
-             fp8_attention == k.fp8_attention && cuda_graphs == k.cuda_graphs && fused_cross_entropy == k.fused_cross_entropy;
+             fp8_attention == k.fp8_attention && cuda_graphs == k.cuda_graphs && fused_cross_entropy == k.fused_cross_entropy &&
+             rotary_unfused == k.rotary_unfused;
     }
   };
   struct KeyHash {

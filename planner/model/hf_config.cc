@@ -51,6 +51,30 @@ void ReadGqa(const JsonView& c, ModelSpec& m) {
 // Llama-4-Maverick 48, MiniMax-M2 62); 1024 leaves room, and keeps a plan under a few seconds.
 constexpr int64_t kMaxLayers = 1024;
 
+// YaRN's attention factor from a config's rope_scaling (AttentionSpec::rope_attention_factor; 1
+// for any other rope type or none), as transformers' _compute_yarn_parameters computes it: the
+// given attention_factor, else get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim) when
+// both are given and non-zero, else get_mscale(factor); get_mscale(s, m) = 0.1 m ln(s) + 1 (1 for
+// s <= 1).
+double RopeAttentionFactor(const JsonView& c) {
+  if (!c.Has("rope_scaling") || !c.value()["rope_scaling"].is_object()) return 1.0;
+  const JsonView r = c.Object("rope_scaling");
+  const std::string type = r.Has("rope_type") ? r.String("rope_type") : r.StringOr("type", "");
+  if (type != "yarn") return 1.0;
+  if (r.Has("attention_factor")) {
+    const double f = r.Number("attention_factor");
+    if (!(f > 0 && f <= 16)) r.Fail("attention_factor", fmt::format("must be in (0, 16] (the scale on cos and sin), got {}", f));
+    return f;
+  }
+  const double factor = r.NumberOr("factor", 1.0);
+  if (!(factor > 0 && factor <= 1e6)) r.Fail("factor", fmt::format("must be in (0, 1e6] (YaRN's context extension), got {}", factor));
+  const auto get_mscale = [factor](double m) { return factor <= 1 ? 1.0 : 0.1 * m * std::log(factor) + 1.0; };
+  const double mscale = r.NumberOr("mscale", 0), mscale_all_dim = r.NumberOr("mscale_all_dim", 0);
+  const double f = mscale != 0 && mscale_all_dim != 0 ? get_mscale(mscale) / get_mscale(mscale_all_dim) : get_mscale(1.0);
+  if (!(f > 0 && f <= 16)) r.Fail("mscale", fmt::format("gives an attention factor of {}, outside (0, 16]", f));
+  return f;
+}
+
 void ReadCommon(const JsonView& c, ModelSpec& m) {
   m.vocab_size = c.Int("vocab_size");
   m.hidden_size = c.Int("hidden_size");
@@ -60,6 +84,7 @@ void ReadCommon(const JsonView& c, ModelSpec& m) {
   m.dtype = Dtype(c);
   m.max_position_embeddings = c.IntOr("max_position_embeddings", 0, 0);
   m.rope_scaling = c.Has("rope_scaling");  // present and not null
+  m.attention.rope_attention_factor = RopeAttentionFactor(c);
 }
 
 // Qwen2-MoE / Qwen3-MoE layer rule (modeling_qwen{2,3}_moe.py): layer i is sparse when

@@ -343,6 +343,40 @@ TEST_CASE("OLMoE-1B-7B reads as olmoe with q/k norms over the full projection wi
   CheckPublished(inv.totals.active_params, 1.3 * kB, 0.1 * kB);
 }
 
+TEST_CASE("YaRN's attention factor (the scale on cos and sin) from rope_scaling, as transformers computes it") {
+  // gpt-oss-120b: rope_type yarn, factor 32, no mscale and no attention_factor: 0.1 ln 32 + 1 = 1.34657.
+  CHECK(Load("gpt-oss-120b.json").attention.rope_attention_factor == doctest::Approx(0.1 * std::log(32.0) + 1.0));
+  CHECK(Load("gpt-oss-120b.json").attention.rope_attention_factor == doctest::Approx(1.34657).epsilon(1e-5));
+  // DeepSeek-V3 (factor 40) and Kimi-K2 (factor 32): mscale = mscale_all_dim = 1, so the ratio is 1.
+  CHECK(Load("deepseek-v3.json").attention.rope_attention_factor == 1.0);
+  CHECK(Load("kimi-k2-instruct.json").attention.rope_attention_factor == 1.0);
+  // No YaRN: 1.
+  CHECK(Load("qwen3-30b-a3b.json").attention.rope_attention_factor == 1.0);
+  CHECK(Load("mixtral-8x7b.json").attention.rope_attention_factor == 1.0);
+  // A given attention_factor wins; mscale 0.707 over mscale_all_dim 1 at factor 40 is
+  // (0.0707 ln 40 + 1) / (0.1 ln 40 + 1) = 1.2608 / 1.3689 = 0.9211; out of range is refused by name.
+  Json j = ReadJsonFile(kHfDir + "gpt-oss-120b.json");
+  j["rope_scaling"]["attention_factor"] = 1.5;
+  CHECK(ModelSpecFromHfConfig(j, "yarn.json").attention.rope_attention_factor == 1.5);
+  j["rope_scaling"].erase("attention_factor");
+  j["rope_scaling"]["factor"] = 40;
+  j["rope_scaling"]["mscale"] = 0.707;
+  j["rope_scaling"]["mscale_all_dim"] = 1.0;
+  CHECK(ModelSpecFromHfConfig(j, "yarn.json").attention.rope_attention_factor ==
+        doctest::Approx((0.0707 * std::log(40.0) + 1.0) / (0.1 * std::log(40.0) + 1.0)));
+  j["rope_scaling"]["attention_factor"] = -1;
+  CHECK_THROWS_WITH(ModelSpecFromHfConfig(j, "yarn.json"), doctest::Contains("/rope_scaling/attention_factor: must be in (0, 16]"));
+  // A model spec carries it (written only where it is not 1) and reads it back.
+  const ModelSpec oss = Load("gpt-oss-120b.json");
+  const Json spec = ModelSpecToJson(oss);
+  CHECK(spec["attention"]["rope_attention_factor"].get<double>() == doctest::Approx(1.34657).epsilon(1e-5));
+  CHECK_FALSE(ModelSpecToJson(Load("qwen3-30b-a3b.json"))["attention"].contains("rope_attention_factor"));
+  CHECK(ModelSpecFromJson(spec, "spec.json").attention.rope_attention_factor == oss.attention.rope_attention_factor);
+  Json bad = spec;
+  bad["attention"]["rope_attention_factor"] = 0;
+  CHECK_THROWS_WITH(ModelSpecFromJson(bad, "spec.json"), doctest::Contains("/attention/rope_attention_factor: must be in (0, 16]"));
+}
+
 TEST_CASE("gpt-oss-120b reads as gpt_oss with sinks, router bias and expert biases") {
   ModelSpec m = Load("gpt-oss-120b.json");
   CHECK(m.family == "gpt_oss");

@@ -47,6 +47,7 @@ Json ModelSpecToJson(const ModelSpec& m) {
   attention["qkv_bias"] = a.qkv_bias;
   attention["o_bias"] = a.o_bias;
   if (a.sliding_window > 0) attention["sliding_window"] = a.sliding_window;
+  if (a.rope_attention_factor != 1.0) attention["rope_attention_factor"] = a.rope_attention_factor;
   // The newer-family blocks are written only when present, so older specs stay byte-identical.
   if (a.output_gate) attention["output_gate"] = true;
   if (a.indexer.present()) {
@@ -178,7 +179,7 @@ void ReadAttention(const JsonView& root, AttentionSpec& a) {
   JsonView at = root.Object("attention");
   at.RejectUnknownKeys({"kind", "num_attention_heads", "num_key_value_heads", "head_dim", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
                         "qk_rope_head_dim", "v_head_dim", "qkv_bias", "o_bias", "fused_qkv", "sinks", "qk_norm", "output_gate", "indexer",
-                        "linear_attention", "sliding_window"});
+                        "linear_attention", "sliding_window", "rope_attention_factor"});
   std::string kind = at.String("kind");
   if (kind != "gqa" && kind != "mla") at.Fail("kind", fmt::format("must be \"gqa\" or \"mla\", got \"{}\"", kind));
   a.kind = kind == "mla" ? AttentionKind::kMla : AttentionKind::kGqa;
@@ -205,6 +206,14 @@ void ReadAttention(const JsonView& root, AttentionSpec& a) {
   a.fused_qkv = at.BoolOr("fused_qkv", false);
   a.sinks = at.BoolOr("sinks", false);
   a.sliding_window = at.IntOr("sliding_window", 0, 1);
+  if (at.Has("rope_attention_factor")) {
+    a.rope_attention_factor = at.Number("rope_attention_factor");
+    // YaRN's factor is 0.1 m ln(s) + 1 >= 1 for s >= 1; a few times that covers any published config.
+    if (!(a.rope_attention_factor > 0 && a.rope_attention_factor <= 16)) {
+      at.Fail("rope_attention_factor", fmt::format("must be in (0, 16] (YaRN's concentration factor on cos and sin, 1 = none), got {}",
+                                                   a.rope_attention_factor));
+    }
+  }
   a.qk_norm = ReadQkNorm(at);
   a.output_gate = at.BoolOr("output_gate", false);
   ReadAttentionExtensions(at, a);

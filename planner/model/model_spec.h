@@ -62,6 +62,16 @@ struct AttentionSpec {
   // sliding_window: a query attends to itself and the window - 1 keys before it, as transformers'
   // sliding-window mask and Megatron-Core's window_size (sliding_window - 1, 0) for gpt-oss); 0 = none.
   int64_t sliding_window = 0;
+  // The rotary embedding's attention factor (YaRN's concentration factor, "mscale": cos and sin are
+  // scaled by it): HF rope_scaling (rope_type "yarn") attention_factor, else get_mscale(factor,
+  // mscale) / get_mscale(factor, mscale_all_dim) where both are given, else get_mscale(factor), with
+  // get_mscale(s, m) = 0.1 m ln(s) + 1 for s > 1 (transformers modeling_rope_utils.py
+  // _compute_yarn_parameters; Megatron-Core yarn_rotary_pos_embedding.py
+  // _yarn_get_concentration_factor, which Megatron-Bridge's gpt-oss provider reaches with
+  // yarn_mscale None). gpt-oss: factor 32, 1.3466; DeepSeek-V3 and Kimi-K2: mscale = mscale_all_dim,
+  // 1. 1 without YaRN. Megatron-Core runs the rotary unfused where it is not 1
+  // (kernels_model.h RotaryRunsUnfused).
+  double rope_attention_factor = 1.0;
   QkNorm qk_norm = QkNorm::kNone;
   // MLA (DeepSeek-V2/V3); q_lora_rank == 0 means no q compression (DeepSeek-V2-Lite).
   int64_t q_lora_rank = 0;
