@@ -129,7 +129,7 @@ Calibration FittedCalibration(const CalibrateOptions& o, const Calibration& prio
     fitted.knob_intervals[k.knob.Path()] = {std::min(k.low80, k.value), std::max(k.high80, k.value)};
     fitted.knob_sources[k.knob.Path()] =
         fmt::format("fitted by dockyard-plan calibrate ({} stage) from {}; prior {} ({}); 80 % interval [{:.4g}, {:.4g}]",
-                    k.stage == KnobSpec::kComponent ? "component" : "step", files, k.prior, k.knob.source, k.low80, k.high80);
+                    k.stage == KnobSpec::kComponent ? "component" : "step", files, k.prior, KnobSource(prior, k.knob), k.low80, k.high80);
   }
   return fitted;
 }

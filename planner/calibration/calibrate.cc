@@ -673,9 +673,13 @@ void AppendComponentRows(const FidelitySet& set, size_t ci, const std::string& g
         add(fmt::format("{}[{}]", c.id, i), fmt::format("grouped-GEMM fraction at {} rows", m), c.values[i],
             [m](const ClusterSpec& cl) { return GroupedGemmEfficiency(m, cl.knobs.compute); });
       }
+    } else if (c.kind == "flash_attention" && params.StringOr("dtype", "") != "bf16" && params.StringOr("dtype", "") != "fp8") {
+      params.Fail("dtype", fmt::format("flash_attention components are \"bf16\" (TFLOP/s) or \"fp8\" (ms), got {}",
+                                       params.Has("dtype") ? "\"" + params.StringOr("dtype", "") + "\"" : "none"));
     } else if (c.kind == "flash_attention" && params.StringOr("dtype", "") == "bf16") {
       // Fused attention at each sequence length, TFLOP/s (causal FLOPs when causal): the preset's peak
       // x FlashAttentionEfficiency at head_dim (the query-key dim, as the cost model passes it).
+      if (c.unit != "TFLOP/s") throw Error(fmt::format("unit \"{}\": BF16 attention components give TFLOP/s (\"TFLOP/s\")", c.unit));
       const std::vector<int64_t> seqs = params.IntList("seq", 1);
       if (seqs.size() != c.values.size()) params.Fail("seq", fmt::format("needs one entry per value ({}), got {}", c.values.size(), seqs.size()));
       const std::string pass = params.String("pass");

@@ -288,6 +288,52 @@ TEST_CASE("flash_attention components: one row per sequence on their own GPU's p
                        doctest::Contains("seq"), Error);
 }
 
+TEST_CASE("FP8 flash_attention components: a pass's time in ms through FlashCoreUs; dtype and unit checked by name") {
+  // testdata/fidelity C40: cuDNN 9.19 on GB200, gpt-oss's shape (64 heads of 64, window 1,024,
+  // batch 2), FP8 backward at seq 4,096: 0.862 ms. The model: the full causal core's 6.872e11 FLOP
+  // at 2,500 x 0.794 x 64 / 74 x 2,048 / 2,838 x 0.808 x 0.898 x 0.872 TFLOP/s = 0.8767 ms.
+  Json runs = SyntheticRuns();
+  const Json fp8 = Json{{"id", "F2"},
+                        {"kind", "flash_attention"},
+                        {"hardware", "NVIDIA GB200"},
+                        {"params",
+                         {{"dtype", "fp8"}, {"causal", true}, {"pass", "bwd"}, {"heads", 64}, {"head_dim", 64}, {"batch", 2},
+                          {"sliding_window", 1024}, {"seq", {4096}}}},
+                        {"values", {0.862}},
+                        {"unit", "ms"},
+                        {"source", "model"}};
+  runs["components"].push_back(fp8);
+  std::vector<std::pair<std::string, std::string>> skipped;
+  const std::vector<CalibrationRow> rows = RowsFromFidelitySet(FidelitySetFromJson(runs, "synthetic.json", "testdata/hf"), "gb200-nvl72", &skipped);
+  REQUIRE(!rows.empty());
+  CHECK(rows.back().id == "F2[0]");
+  CHECK(PredictRow(rows.back(), KnobValues(DefaultCalibration("gb200-nvl72"))) ==
+        doctest::Approx(6.871947673600e11 / (2500e12 * 0.794 * 64 / 74 * 2048 / 2838 * 0.808 * 0.898 * 0.872) * 1e3).epsilon(1e-9));
+  // The wrong unit for its dtype, or a dtype neither bf16 nor fp8, is refused naming it.
+  auto error = [&](const Json& c) {
+    Json r = SyntheticRuns();
+    r["components"].push_back(c);
+    try {
+      RowsFromFidelitySet(FidelitySetFromJson(r, "synthetic.json", "testdata/hf"), "gb200-nvl72", &skipped);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  Json bad = fp8;
+  bad["unit"] = "TFLOP/s";
+  CHECK(error(bad).find("component F2: unit \"TFLOP/s\": FP8 attention components give a pass's time in \"ms\"") != std::string::npos);
+  bad = fp8;
+  bad["params"]["dtype"] = "bf16";
+  bad["params"].erase("heads");
+  CHECK(error(bad).find("component F2: unit \"ms\": BF16 attention components give TFLOP/s") != std::string::npos);
+  bad = fp8;
+  bad["params"]["dtype"] = "fp9";
+  CHECK(error(bad).find("dtype: flash_attention components are \"bf16\" (TFLOP/s) or \"fp8\" (ms), got \"fp9\"") != std::string::npos);
+  bad["params"].erase("dtype");
+  CHECK(error(bad).find("got none") != std::string::npos);
+}
+
 TEST_CASE("a run's measured phases are stage-1 rows through the phase mapping; attention is not fitted there") {
   Json runs = SyntheticRuns();
   runs["runs"][0]["phases"] =

@@ -130,6 +130,16 @@ Calibration CalibrationFromJson(const Json& json, const std::string& file) {
   }
   cal.description = v.StringOr("description", "");
   const JsonView knobs = v.Object("knobs");
+  // A knob split in two (2026-12-06): its one forward + backward ratio carries into neither.
+  const std::string split =
+      "was split into fp8_small_head_fwd_speedup (the forward's BF16 / FP8 time, the window kept) and "
+      "fp8_small_head_bwd_efficiency (the backward's fraction of BF16's efficiency over the full causal core; docs/calibration.md): "
+      "its one forward + backward ratio carries into neither; take both from calibration/<preset>.json or calibrate again";
+  if (version == 1 && knobs.Has("flash_fp8_small_head_speedup")) knobs.Fail("flash_fp8_small_head_speedup", split);
+  if (version == 2 && knobs.Has("compute") && knobs.Object("compute").Has("flash") &&
+      knobs.Object("compute").Object("flash").Has("fp8_small_head_speedup")) {
+    knobs.Object("compute").Object("flash").Fail("fp8_small_head_speedup", split);
+  }
   if (version == 1) {
     std::vector<std::string> names;
     for (const KnobSpec& k : KnobTable()) names.push_back(k.v1_name);
@@ -191,6 +201,15 @@ void ApplyCalibration(const Calibration& cal, ClusterSpec* cluster) {
   cluster->compute_source = fmt::format("calibration \"{}\"{}", cal.name, cal.file.empty() ? "" : " (" + cal.file + ")");
 }
 
+std::string KnobSource(const Calibration& cal, const KnobSpec& k) {
+  const auto src = cal.knob_sources.find(k.Path());
+  if (src != cal.knob_sources.end()) return src->second;
+  if (!cal.preset.empty() && k.Get(cal.knobs) == k.Get(ClusterPreset(cal.preset).knobs) && k.Get(cal.knobs) != k.Get(Knobs{})) {
+    return fmt::format("the {} preset's own figure (planner/cost/cluster.cc; docs/cluster.md); {}", cal.preset, k.Path());
+  }
+  return k.source;
+}
+
 Json CalibrationToJson(const Calibration& cal) {
   Json knobs = Json::object();
   for (const KnobSpec& k : KnobTable()) {
@@ -203,8 +222,7 @@ Json CalibrationToJson(const Calibration& cal) {
       if (dot == std::string::npos) break;
       start = dot + 1;
     }
-    const auto src = cal.knob_sources.find(k.Path());
-    (*at)[k.name] = Json{{"value", k.Get(cal.knobs)}, {"source", src != cal.knob_sources.end() ? src->second : k.source}};
+    (*at)[k.name] = Json{{"value", k.Get(cal.knobs)}, {"source", KnobSource(cal, k)}};
     const auto iv = cal.knob_intervals.find(k.Path());
     if (iv != cal.knob_intervals.end()) (*at)[k.name]["interval80"] = {iv->second.first, iv->second.second};
   }

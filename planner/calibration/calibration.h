@@ -65,6 +65,10 @@ Calibration LoadCalibration(const std::string& path);
 // reports print on the Cluster line.
 void ApplyCalibration(const Calibration& calibration, ClusterSpec* cluster);
 
+// Where knob `k`'s value in `calibration` comes from: its recorded source (a file's, a fit's); else,
+// where the preset's built-in value differs from the Hopper prior of knobs.h, the preset's own
+// operator table (cluster.cc, docs/cluster.md); else the knob table's source.
+std::string KnobSource(const Calibration& calibration, const KnobSpec& k);
 // The file format (version kCalibrationVersion, with each knob's source), for writing a calibration.
 Json CalibrationToJson(const Calibration& calibration);
 // What a report names: {"name", "preset", "file", "sha256"}, and with fitted intervals

@@ -202,6 +202,26 @@ TEST_CASE("a fitted knob's 80 % interval round-trips and reaches the reports; a 
   CHECK(ErrorOf(bad).find("interval80: must be [lo, hi]") != std::string::npos);
 }
 
+TEST_CASE("the FP8 small-head ratio split in two (2026-12-06): the old key is refused naming both new ones; sources name the preset") {
+  Json j = CalibrationToJson(DefaultCalibration("gb200-nvl72"));
+  j["knobs"]["compute"]["flash"]["fp8_small_head_speedup"] = Json{{"value", 0.654}};
+  const std::string e = ErrorOf(j);
+  CHECK(e.find("/knobs/compute/flash/fp8_small_head_speedup: was split into fp8_small_head_fwd_speedup") != std::string::npos);
+  CHECK(e.find("fp8_small_head_bwd_efficiency") != std::string::npos);
+  Json v1 = ReadJsonFile("testdata/calibration-v1/h100-sxm.json");
+  v1["knobs"]["flash_fp8_small_head_speedup"] = Json{{"value", 1.0}};
+  CHECK(ErrorOf(v1).find("/knobs/flash_fp8_small_head_speedup: was split into") != std::string::npos);
+  // A preset's own figure is named as such, not by the Hopper prior's text (knobs.h); a Hopper
+  // prior keeps the knob table's.
+  const Calibration gb200 = DefaultCalibration("gb200-nvl72");
+  for (const KnobSpec& k : KnobTable()) {
+    if (k.Path() == "compute.flash.fp8_speedup") {
+      CHECK(KnobSource(gb200, k) == "the gb200-nvl72 preset's own figure (planner/cost/cluster.cc; docs/cluster.md); compute.flash.fp8_speedup");
+      CHECK(KnobSource(DefaultCalibration("h100-sxm"), k) == k.source);
+    }
+  }
+}
+
 TEST_CASE("version 1 files (one flat object of the old keys) are read: the same knobs as version 2") {
   // testdata/calibration-v1/h100-sxm.json: calibration/h100-sxm.json as shipped at version 1.
   const Calibration v1 = LoadCalibration("testdata/calibration-v1/h100-sxm.json");

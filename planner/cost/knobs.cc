@@ -74,7 +74,7 @@ const std::vector<KnobSpec>& KnobTable() {
        KnobSpec::kComponent, "compute.flash.fp8_small_head_fwd_speedup (planner/cost/knobs.h): no FP8 attention below head dim 128 on Hopper, priced as BF16",
        true, 0.15},
         {"compute.flash", "fp8_small_head_bwd_efficiency", "flash_fp8_small_head_bwd_efficiency", "fraction of the curve",
-       [](Knobs& k) -> double& { return k.compute.flash.fp8_small_head_bwd_efficiency; }, KnobSpec::kCompute, 0, true, 2.5, 0.25, 2.5, false,
+       [](Knobs& k) -> double& { return k.compute.flash.fp8_small_head_bwd_efficiency; }, KnobSpec::kCompute, 0.1, false, 2.5, 0.25, 2.5, false,
        KnobSpec::kComponent, "compute.flash.fp8_small_head_bwd_efficiency (planner/cost/knobs.h): no FP8 attention below head dim 128 on Hopper, priced as BF16",
        true, 0.15},
         {"compute.flash", "small_head_efficiency", "flash_small_head_efficiency", "fraction of the curve",
