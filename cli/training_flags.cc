@@ -62,7 +62,8 @@ void TrainingFlags::AddTo(CLI::App* app) {
                 "with --precision fp8 and FSDP or (megatron) zero1: all-gather the FP8 GEMM weights in FP8 (Megatron --fp8-param-gather)");
   app->add_flag("--fp8-dot-product-attention", fp8_dot_product_attention,
                 "with --precision fp8: the attention core in FP8 (TransformerEngine's FP8 DPA, Megatron-Core fp8_dot_product_attention), "
-                "priced at the cluster's compute.flash.fp8_speedup");
+                "priced at the cluster's compute.flash.fp8_speedup, below head dim 128 per pass (fp8_small_head_fwd_speedup, "
+                "fp8_small_head_bwd_efficiency; the Compute line says at what)");
   app->add_option("--optimizer-states-dtype", optimizer_states_dtype, "AdamW moments: float32 | bfloat16 (default float32)");
   app->add_option("--mtp-layers", mtp_layers,
                   "MTP modules trained (Megatron --mtp-num-layers; DeepSeek-V3: 1) on the last stage, for any model: "
