@@ -20,8 +20,9 @@ TEST_CASE("prediction_error.h's two figures are the fidelity set's, recomputed (
   CHECK(f.step_log_sd == doctest::Approx(kStepLogErrorSd).epsilon(0.03).scale(0));
   CHECK(f.pair_log_sd == doctest::Approx(kPairLogErrorSd).epsilon(0.03).scale(0));
   // Most of an absolute error is shared by the layouts of one group: the pair figure is well
-  // below the absolute one.
-  CHECK(f.pair_log_sd < 0.6 * f.step_log_sd);
+  // below the absolute one (0.061 / 0.100 = 0.61 at 2026-12-06; 0.59 before the gpt-oss rows'
+  // unfused rotary shrank the absolute figure, which the pairs within one model barely see).
+  CHECK(f.pair_log_sd < 0.65 * f.step_log_sd);
   // Out of sample (each group's pairs against the other groups' figure), the 80 % interval holds
   // at least 70 % of the pairs.
   CHECK(f.held_out_pairs == 39);

@@ -21,7 +21,7 @@
 
 namespace dockyard {
 
-inline constexpr double kStepLogErrorSd = 0.104;
+inline constexpr double kStepLogErrorSd = 0.100;
 inline constexpr double kPairLogErrorSd = 0.061;
 inline constexpr double kZ80 = 1.2815515655446004;  // the 80 % two-sided normal quantile
 
