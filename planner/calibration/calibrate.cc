@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <set>
 #include <utility>
@@ -616,6 +617,61 @@ bool NamesGpu(const std::string& hardware, const std::string& gpu) {
   return false;
 }
 
+// A flash_attention component's rows, one per sequence length of `pass` (AppendComponentRows has
+// checked dtype, unit, seq and pass); `add(id, what, measured, predict)` appends one.
+using AddRow = std::function<void(const std::string&, const std::string&, double, std::function<double(const ClusterSpec&)>)>;
+
+// BF16: TFLOP/s (causal FLOPs when causal), the preset's peak x FlashAttentionEfficiency at head_dim
+// (the query-key dim, as the cost model passes it), with the component's sliding window.
+void FlashBf16Rows(const FidelityComponent& c, const JsonView& params, const std::vector<int64_t>& seqs, const std::string& pass,
+                   const AddRow& add) {
+  const double head_dim = static_cast<double>(params.Int("head_dim"));
+  const bool causal = params.Bool("causal"), backward = pass == "bwd";
+  // A sliding window (keys, causal only): its FLOPs and keys per query (gemm_efficiency.h CausalAttendedKeys).
+  const double window = static_cast<double>(params.IntOr("sliding_window", 0, 1));
+  if (window > 0 && !causal) params.Fail("sliding_window", "applies to causal attention only (\"causal\": true)");
+  for (size_t i = 0; i < c.values.size(); ++i) {
+    const double seq = static_cast<double>(seqs[i]);
+    add(fmt::format("{}[{}]", c.id, i),
+        window > 0 ? fmt::format("flash attention {} at head dim {}, seq {}, window {}", pass, head_dim, seq, window)
+                   : fmt::format("flash attention {} at head dim {}, seq {}", pass, head_dim, seq),
+        c.values[i], [=](const ClusterSpec& cl) {
+          return cl.dense_bf16_tflops * FlashAttentionEfficiency(head_dim, seq, causal, backward, cl.knobs.compute, window);
+        });
+  }
+}
+
+// FP8 (TransformerEngine's FP8 dot-product attention): one pass's time in ms, FlashCoreUs of one
+// causal attention layer of `heads` heads at head_dim over batch x seq tokens with its window, on
+// the GPU's FP8 kernels (knobs.h FlashKnobs: fp8_speedup, and below head dim 128
+// fp8_small_head_fwd_speedup / fp8_small_head_bwd_efficiency).
+void FlashFp8Rows(const FidelityComponent& c, const JsonView& params, const std::vector<int64_t>& seqs, const std::string& pass,
+                  const AddRow& add) {
+  if (!params.Bool("causal")) params.Fail("causal", "FP8 attention components are causal (the cost model's core)");
+  ModelSpec layer;
+  layer.num_hidden_layers = 1;
+  layer.attention.kind = AttentionKind::kGqa;
+  layer.attention.head_dim = params.Int("head_dim", 1);
+  layer.attention.num_attention_heads = params.Int("heads", 1);
+  layer.attention.sliding_window = params.IntOr("sliding_window", 0, 1);
+  if (layer.attention.sliding_window > 0) layer.sliding_attention_layers = {true};
+  const double heads = static_cast<double>(layer.attention.num_attention_heads);
+  const double batch = static_cast<double>(params.Int("batch", 1));
+  const bool backward = pass == "bwd";
+  for (size_t i = 0; i < c.values.size(); ++i) {
+    const double seq = static_cast<double>(seqs[i]);
+    add(fmt::format("{}[{}]", c.id, i),
+        fmt::format("FP8 flash attention {} at head dim {}, seq {}{}, ms", pass, layer.attention.head_dim, seq,
+                    layer.attention.sliding_window > 0 ? fmt::format(", window {}", layer.attention.sliding_window) : ""),
+        c.values[i], [=](const ClusterSpec& cl) {
+          GemmPrecision fp8;
+          fp8.fp8_attention = true;
+          fp8.fp8_small_head_bwd_full_causal = cl.fp8_small_head_bwd_full_causal;  // the GPU's kernels
+          return FlashCoreUs(layer, batch * seq, seq, heads, 1.0, backward, cl.dense_bf16_tflops, cl.knobs.compute, fp8) / 1000.0;
+        });
+  }
+}
+
 // Appends to `rows` the stage-1 rows (in the measurement's unit) of component measurement `ci` of
 // `set` on `preset_cluster` (the kinds a knob models: calibrate.h RowsFromFidelitySet); a
 // measurement on another GPU than `gpu`, or of a kind no knob models, goes to `skipped`. Throws
@@ -673,64 +729,26 @@ void AppendComponentRows(const FidelitySet& set, size_t ci, const std::string& g
         add(fmt::format("{}[{}]", c.id, i), fmt::format("grouped-GEMM fraction at {} rows", m), c.values[i],
             [m](const ClusterSpec& cl) { return GroupedGemmEfficiency(m, cl.knobs.compute); });
       }
-    } else if (c.kind == "flash_attention" && params.StringOr("dtype", "") != "bf16" && params.StringOr("dtype", "") != "fp8") {
-      params.Fail("dtype", fmt::format("flash_attention components are \"bf16\" (TFLOP/s) or \"fp8\" (ms), got {}",
-                                       params.Has("dtype") ? "\"" + params.StringOr("dtype", "") + "\"" : "none"));
-    } else if (c.kind == "flash_attention" && params.StringOr("dtype", "") == "bf16") {
-      // Fused attention at each sequence length, TFLOP/s (causal FLOPs when causal): the preset's peak
-      // x FlashAttentionEfficiency at head_dim (the query-key dim, as the cost model passes it).
-      if (c.unit != "TFLOP/s") throw Error(fmt::format("unit \"{}\": BF16 attention components give TFLOP/s (\"TFLOP/s\")", c.unit));
-      const std::vector<int64_t> seqs = params.IntList("seq", 1);
-      if (seqs.size() != c.values.size()) params.Fail("seq", fmt::format("needs one entry per value ({}), got {}", c.values.size(), seqs.size()));
-      const std::string pass = params.String("pass");
-      if (pass != "fwd" && pass != "bwd") params.Fail("pass", fmt::format("\"{}\" is not fwd or bwd", pass));
-      const double head_dim = static_cast<double>(params.Int("head_dim"));
-      const bool causal = params.Bool("causal"), backward = pass == "bwd";
-      // A sliding window (keys, causal only): its FLOPs and keys per query (gemm_efficiency.h CausalAttendedKeys).
-      const double window = static_cast<double>(params.IntOr("sliding_window", 0, 1));
-      if (window > 0 && !causal) params.Fail("sliding_window", "applies to causal attention only (\"causal\": true)");
-      for (size_t i = 0; i < c.values.size(); ++i) {
-        const double seq = static_cast<double>(seqs[i]);
-        add(fmt::format("{}[{}]", c.id, i),
-            window > 0 ? fmt::format("flash attention {} at head dim {}, seq {}, window {}", pass, head_dim, seq, window)
-                       : fmt::format("flash attention {} at head dim {}, seq {}", pass, head_dim, seq),
-            c.values[i], [=](const ClusterSpec& cl) {
-              return cl.dense_bf16_tflops * FlashAttentionEfficiency(head_dim, seq, causal, backward, cl.knobs.compute, window);
-            });
+    } else if (c.kind == "flash_attention") {
+      // Both dtypes: one value per sequence length of one pass.
+      const std::string dtype = params.StringOr("dtype", "");
+      if (dtype != "bf16" && dtype != "fp8") {
+        params.Fail("dtype", fmt::format("flash_attention components are \"bf16\" (TFLOP/s) or \"fp8\" (ms), got {}",
+                                         params.Has("dtype") ? "\"" + dtype + "\"" : "none"));
       }
-    } else if (c.kind == "flash_attention" && params.StringOr("dtype", "") == "fp8") {
-      // FP8 fused attention (TransformerEngine's FP8 dot-product attention), one pass's time in ms at
-      // each sequence length: FlashCoreUs of one attention layer of `heads` heads at head_dim over
-      // batch x seq tokens, with its window (the FP8 knobs of knobs.h FlashKnobs: fp8_speedup, and
-      // below head dim 128 fp8_small_head_fwd_speedup / fp8_small_head_bwd_efficiency).
-      if (c.unit != "ms") throw Error(fmt::format("unit \"{}\": FP8 attention components give a pass's time in \"ms\"", c.unit));
+      const std::string unit = dtype == "bf16" ? "TFLOP/s" : "ms";
+      if (c.unit != unit) {
+        throw Error(fmt::format("unit \"{}\": {} attention components give {}", c.unit, dtype == "bf16" ? "BF16" : "FP8",
+                                dtype == "bf16" ? "TFLOP/s (\"TFLOP/s\")" : "a pass's time in \"ms\""));
+      }
       const std::vector<int64_t> seqs = params.IntList("seq", 1);
       if (seqs.size() != c.values.size()) params.Fail("seq", fmt::format("needs one entry per value ({}), got {}", c.values.size(), seqs.size()));
       const std::string pass = params.String("pass");
       if (pass != "fwd" && pass != "bwd") params.Fail("pass", fmt::format("\"{}\" is not fwd or bwd", pass));
-      if (!params.Bool("causal")) params.Fail("causal", "FP8 attention components are causal (the cost model's core)");
-      ModelSpec layer;
-      layer.num_hidden_layers = 1;
-      layer.attention.kind = AttentionKind::kGqa;
-      layer.attention.head_dim = params.Int("head_dim", 1);
-      layer.attention.num_attention_heads = params.Int("heads", 1);
-      layer.attention.sliding_window = params.IntOr("sliding_window", 0, 1);
-      if (layer.attention.sliding_window > 0) layer.sliding_attention_layers = {true};
-      const double heads = static_cast<double>(layer.attention.num_attention_heads);
-      const double batch = static_cast<double>(params.Int("batch", 1));
-      const bool backward = pass == "bwd";
-      GemmPrecision fp8;
-      fp8.fp8_attention = true;
-      for (size_t i = 0; i < c.values.size(); ++i) {
-        const double seq = static_cast<double>(seqs[i]);
-        add(fmt::format("{}[{}]", c.id, i),
-            fmt::format("FP8 flash attention {} at head dim {}, seq {}{}, ms", pass, layer.attention.head_dim, seq,
-                        layer.attention.sliding_window > 0 ? fmt::format(", window {}", layer.attention.sliding_window) : ""),
-            c.values[i], [=](const ClusterSpec& cl) {
-              GemmPrecision on = fp8;
-              on.fp8_small_head_bwd_full_causal = cl.fp8_small_head_bwd_full_causal;  // the GPU's kernels
-              return FlashCoreUs(layer, batch * seq, seq, heads, 1.0, backward, cl.dense_bf16_tflops, cl.knobs.compute, on) / 1000.0;
-            });
+      if (dtype == "bf16") {
+        FlashBf16Rows(c, params, seqs, pass, add);
+      } else {
+        FlashFp8Rows(c, params, seqs, pass, add);
       }
     } else if (c.kind == "kernel_floor" && c.values.size() == 1) {
       add(c.id, "memory-bound kernel floor", c.values[0], [](const ClusterSpec& cl) { return cl.knobs.compute.memory_bound.floor_us; });

@@ -44,27 +44,24 @@ std::vector<KernelBytes> AttentionBlockKernels(const ModelSpec& m, const KernelS
     if (!s.rotary_unfused) {
       k.push_back({"rotary", 2.0 * T * (heads + kv_heads) * hd * ab});
     } else {
-      // PyTorch's eager rotary on q, then on k (kernels_model.h): element counts x ab per kernel.
+      // PyTorch's eager rotary on q, then on k (kernels_model.h): each op's elements read and
+      // written, in units of the tensor's N elements, x ab.
+      struct Op {
+        const char* name;
+        double n;
+      };
+      static const Op kForward[] = {{"rotary_mul_cos", 2}, {"rotary_neg", 1}, {"rotary_cat_half", 2},
+                                    {"rotary_mul_sin", 2}, {"rotary_add", 3}, {"rotary_cat_pass", 2}};
+      static const Op kBackward[] = {{"rotary_mul_sin_bwd", 2}, {"rotary_neg_bwd", 1}, {"rotary_chunk_bwd", 2},
+                                     {"rotary_mul_cos_bwd", 2}, {"rotary_grad_add", 3}, {"rotary_slice_bwd", 3}};
       for (const double n : {T * heads * hd, T * kv_heads * hd}) {
         if (!backward) {
           // cos / sin of the [tokens, d] frequencies in fp32, scaled, cast (an upper bound on their rows).
           for (const char* table : {"rotary_cos", "rotary_cos_scale", "rotary_cos_cast", "rotary_sin", "rotary_sin_scale", "rotary_sin_cast"}) {
             k.push_back({table, 8.0 * T * hd});
           }
-          k.push_back({"rotary_mul_cos", 2.0 * n * ab});
-          k.push_back({"rotary_neg", n * ab});
-          k.push_back({"rotary_cat_half", 2.0 * n * ab});
-          k.push_back({"rotary_mul_sin", 2.0 * n * ab});
-          k.push_back({"rotary_add", 3.0 * n * ab});
-          k.push_back({"rotary_cat_pass", 2.0 * n * ab});
-        } else {
-          k.push_back({"rotary_mul_sin_bwd", 2.0 * n * ab});
-          k.push_back({"rotary_neg_bwd", n * ab});
-          k.push_back({"rotary_chunk_bwd", 2.0 * n * ab});
-          k.push_back({"rotary_mul_cos_bwd", 2.0 * n * ab});
-          k.push_back({"rotary_grad_add", 3.0 * n * ab});
-          k.push_back({"rotary_slice_bwd", 3.0 * n * ab});
         }
+        for (const Op& op : backward ? kBackward : kForward) k.push_back({op.name, op.n * n * ab});
       }
     }
   }
