@@ -211,6 +211,16 @@ TEST_CASE("plan, check, simulate and search open with the same header, in JSON a
                                  {"cross_entropy_fusion_impl", "native"}});
   CHECK(Run("simulate " + layout, false).out.find("\nCompute    kernels model, GEMMs bf16, attention bf16, CUDA graphs off, cross-entropy unfused\n") !=
         std::string::npos);
+  // gpt-oss's YaRN factor (0.1 ln 32 + 1) under Megatron: the rotary runs unfused and the line says
+  // so; torchtitan prices one fused kernel (kernels_model.h RotaryRunsUnfused).
+  const std::string oss = "simulate --model testdata/hf/gpt-oss-120b.json --world-size 64 --ep 64 --seq-len 256 --global-batch-size 64";
+  const dockyard::Json rope =
+      dockyard::ParseJsonText(Run(oss + " --convention megatron --json -", false).out, "simulate")["header"]["compute"];
+  CHECK(rope["rotary"] == "unfused");
+  CHECK(rope["rope_attention_factor"].get<double>() == doctest::Approx(1.34657).epsilon(1e-5));
+  CHECK(Run(oss + " --convention megatron", false).out.find(", rotary unfused (YaRN attention factor 1.3466: Megatron-Core's eager RoPE)") !=
+        std::string::npos);
+  CHECK_FALSE(dockyard::ParseJsonText(Run(oss + " --json -", false).out, "simulate")["header"]["compute"].contains("rotary"));
   // The GEMMs' precision with its recipe (an FP8 recipe is priced by its own rules, docs/cost-model.md 3.14).
   CHECK(Run("simulate " + layout + " --precision fp8 --fp8-recipe blockwise", false).out.find("GEMMs fp8 blockwise,") != std::string::npos);
   // FP8 attention (TransformerEngine's FP8 DPA) shows on the line; without FP8 GEMMs it is refused naming the flag.

@@ -205,7 +205,9 @@ std::string KnobSource(const Calibration& cal, const KnobSpec& k) {
   const auto src = cal.knob_sources.find(k.Path());
   if (src != cal.knob_sources.end()) return src->second;
   if (!cal.preset.empty() && k.Get(cal.knobs) == k.Get(ClusterPreset(cal.preset).knobs) && k.Get(cal.knobs) != k.Get(Knobs{})) {
-    return fmt::format("the {} preset's own figure (planner/cost/cluster.cc; docs/cluster.md); {}", cal.preset, k.Path());
+    return fmt::format("the {0} preset's figure, not the Hopper prior (its source, measured on the GPU or borrowed: planner/cost/cluster.cc, "
+                       "calibration/{0}.json, docs/cluster.md); {1}",
+                       cal.preset, k.Path());
   }
   return k.source;
 }

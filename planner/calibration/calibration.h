@@ -66,8 +66,9 @@ Calibration LoadCalibration(const std::string& path);
 void ApplyCalibration(const Calibration& calibration, ClusterSpec* cluster);
 
 // Where knob `k`'s value in `calibration` comes from: its recorded source (a file's, a fit's); else,
-// where the preset's built-in value differs from the Hopper prior of knobs.h, the preset's own
-// operator table (cluster.cc, docs/cluster.md); else the knob table's source.
+// where the preset's built-in value differs from the Hopper prior of knobs.h, the preset's figure
+// (whose source, measured or borrowed, cluster.cc and the shipped calibration file give); else the
+// knob table's source.
 std::string KnobSource(const Calibration& calibration, const KnobSpec& k);
 // The file format (version kCalibrationVersion, with each knob's source), for writing a calibration.
 Json CalibrationToJson(const Calibration& calibration);

@@ -211,12 +211,13 @@ TEST_CASE("the FP8 small-head ratio split in two (2026-12-06): the old key is re
   Json v1 = ReadJsonFile("testdata/calibration-v1/h100-sxm.json");
   v1["knobs"]["flash_fp8_small_head_speedup"] = Json{{"value", 1.0}};
   CHECK(ErrorOf(v1).find("/knobs/flash_fp8_small_head_speedup: was split into") != std::string::npos);
-  // A preset's own figure is named as such, not by the Hopper prior's text (knobs.h); a Hopper
+  // A preset's figure is named as the preset's, not by the Hopper prior's text (knobs.h); a Hopper
   // prior keeps the knob table's.
   const Calibration gb200 = DefaultCalibration("gb200-nvl72");
   for (const KnobSpec& k : KnobTable()) {
     if (k.Path() == "compute.flash.fp8_speedup") {
-      CHECK(KnobSource(gb200, k) == "the gb200-nvl72 preset's own figure (planner/cost/cluster.cc; docs/cluster.md); compute.flash.fp8_speedup");
+      CHECK(KnobSource(gb200, k) == "the gb200-nvl72 preset's figure, not the Hopper prior (its source, measured on the GPU or borrowed: "
+                                    "planner/cost/cluster.cc, calibration/gb200-nvl72.json, docs/cluster.md); compute.flash.fp8_speedup");
       CHECK(KnobSource(DefaultCalibration("h100-sxm"), k) == k.source);
     }
   }

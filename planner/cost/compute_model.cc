@@ -38,7 +38,7 @@ void ApplyComputeModel(const std::string& model, bool cuda_graphs, ComputeModel*
   run->full_iteration_cuda_graph = full_iteration_cuda_graph;
 }
 
-Json ComputeModelToJson(ComputeModel model, const TrainingConfig& training, double attention_fp8_speedup) {
+Json ComputeModelToJson(ComputeModel model, const TrainingConfig& training, double attention_fp8_speedup, double rope_attention_factor) {
   const RunSettings& run = training.run;
   // The GEMMs' precision as the cost model prices them: bf16, or fp8 with its recipe (precision.h).
   const std::string gemms = training.precision == "fp8" ? "fp8 " + training.fp8_recipe : training.precision;
@@ -49,6 +49,10 @@ Json ComputeModelToJson(ComputeModel model, const TrainingConfig& training, doub
          {"cross_entropy", run.fused_cross_entropy ? "fused" : "unfused"}};
   if (run.fused_cross_entropy) j["cross_entropy_fusion_impl"] = run.cross_entropy_fusion_impl;  // native | te
   if (training.fp8_dot_product_attention) j["attention_fp8_speedup"] = attention_fp8_speedup;
+  if (model == ComputeModel::kKernels && rope_attention_factor > 0) {
+    j["rotary"] = "unfused";
+    j["rope_attention_factor"] = rope_attention_factor;
+  }
   // The whole iteration in one CUDA graph (no host synchronization in the MoE layers) and expert
   // inputs padded to capacity (static splits, none either): kernels_model.h MoeSyncIdleUs.
   if (run.full_iteration_cuda_graph) j["full_iteration_cuda_graph"] = true;

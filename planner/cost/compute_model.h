@@ -40,7 +40,9 @@ void ApplyComputeModel(const std::string& model_name, bool cuda_graphs, ComputeM
 // "cuda_graphs": bool, "cross_entropy": "unfused" | "fused"}, with "fused" its
 // "cross_entropy_fusion_impl": "native" | "te", and with FP8 attention "attention_fp8_speedup": the
 // flash core's speed-up it was priced at (gemm_efficiency.h FlashCoreSpeedup: 1 where no gain is
-// measured, e.g. head dim < 128 or a Hopper preset).
-Json ComputeModelToJson(ComputeModel model, const TrainingConfig& training, double attention_fp8_speedup);
+// measured, e.g. head dim < 128 or a Hopper preset). `rope_attention_factor`: the model's YaRN
+// factor where its rotary runs unfused (kernels_model.h RotaryRunsUnfused), else 0: "rotary":
+// "unfused" and "rope_attention_factor" under the kernel-level model.
+Json ComputeModelToJson(ComputeModel model, const TrainingConfig& training, double attention_fp8_speedup, double rope_attention_factor);
 
 }  // namespace dockyard

@@ -55,10 +55,15 @@ constexpr int64_t kMaxLayers = 1024;
 // for any other rope type or none), as transformers' _compute_yarn_parameters computes it: the
 // given attention_factor, else get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim) when
 // both are given and non-zero, else get_mscale(factor); get_mscale(s, m) = 0.1 m ln(s) + 1 (1 for
-// s <= 1).
+// s <= 1). Each mscale in [0, 10] keeps the factor within (0, 16].
 double RopeAttentionFactor(const JsonView& c) {
-  if (!c.Has("rope_scaling") || !c.value()["rope_scaling"].is_object()) return 1.0;
-  const JsonView r = c.Object("rope_scaling");
+  // transformers v5 names the block rope_parameters; either is read, an object or null.
+  const char* key = c.Has("rope_scaling") ? "rope_scaling" : c.Has("rope_parameters") ? "rope_parameters" : nullptr;
+  if (key == nullptr) return 1.0;
+  if (!c.value()[key].is_object()) {
+    c.Fail(key, fmt::format("must be an object (rope_type / type, factor, ...) or null, got {}", JsonValueText(c.value()[key])));
+  }
+  const JsonView r = c.Object(key);
   const std::string type = r.Has("rope_type") ? r.String("rope_type") : r.StringOr("type", "");
   if (type != "yarn") return 1.0;
   if (r.Has("attention_factor")) {
@@ -66,13 +71,17 @@ double RopeAttentionFactor(const JsonView& c) {
     if (!(f > 0 && f <= 16)) r.Fail("attention_factor", fmt::format("must be in (0, 16] (the scale on cos and sin), got {}", f));
     return f;
   }
-  const double factor = r.NumberOr("factor", 1.0);
+  if (!r.Has("factor")) r.Fail("factor", "missing: YaRN needs its context-extension factor (transformers refuses a yarn block without one)");
+  const double factor = r.Number("factor");
   if (!(factor > 0 && factor <= 1e6)) r.Fail("factor", fmt::format("must be in (0, 1e6] (YaRN's context extension), got {}", factor));
   const auto get_mscale = [factor](double m) { return factor <= 1 ? 1.0 : 0.1 * m * std::log(factor) + 1.0; };
-  const double mscale = r.NumberOr("mscale", 0), mscale_all_dim = r.NumberOr("mscale_all_dim", 0);
-  const double f = mscale != 0 && mscale_all_dim != 0 ? get_mscale(mscale) / get_mscale(mscale_all_dim) : get_mscale(1.0);
-  if (!(f > 0 && f <= 16)) r.Fail("mscale", fmt::format("gives an attention factor of {}, outside (0, 16]", f));
-  return f;
+  double ms[2] = {0, 0};
+  const char* names[2] = {"mscale", "mscale_all_dim"};
+  for (int i = 0; i < 2; ++i) {
+    ms[i] = r.NumberOr(names[i], 0);
+    if (!(ms[i] >= 0 && ms[i] <= 10)) r.Fail(names[i], fmt::format("must be in [0, 10] (a YaRN mscale; 0 = not given), got {}", ms[i]));
+  }
+  return ms[0] != 0 && ms[1] != 0 ? get_mscale(ms[0]) / get_mscale(ms[1]) : get_mscale(1.0);
 }
 
 void ReadCommon(const JsonView& c, ModelSpec& m) {
@@ -259,7 +268,11 @@ ModelSpec ReadOlmoe(const JsonView& c) {
 // config has no layer_types (its default); Megatron-Bridge's gpt-oss provider runs the same
 // (window_size (sliding_window - 1, 0), window_attn_skip_freq 2).
 // transformers' GptOssConfig default window (sliding_window=128) when the key is absent; null is refused.
+// Also its default rope block (YaRN, factor 32) when the config has none.
 void ReadGptOssSlidingWindow(const JsonView& c, ModelSpec& m) {
+  // transformers' GptOssConfig fills in YaRN (factor 32, beta_fast 32, beta_slow 1, original 4,096)
+  // when the config gives no rope block: 0.1 ln 32 + 1, as a config that states it.
+  if (!c.Has("rope_scaling") && !c.Has("rope_parameters")) m.attention.rope_attention_factor = 0.1 * std::log(32.0) + 1.0;
   c.RefuseNull("sliding_window", "gpt-oss's sliding-window layers need a window (transformers' GptOssConfig default is 128)");
   m.attention.sliding_window = c.Has("sliding_window") ? c.Int("sliding_window") : 128;
   const size_t layers = static_cast<size_t>(m.num_hidden_layers);

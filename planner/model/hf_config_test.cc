@@ -366,6 +366,26 @@ TEST_CASE("YaRN's attention factor (the scale on cos and sin) from rope_scaling,
         doctest::Approx((0.0707 * std::log(40.0) + 1.0) / (0.1 * std::log(40.0) + 1.0)));
   j["rope_scaling"]["attention_factor"] = -1;
   CHECK_THROWS_WITH(ModelSpecFromHfConfig(j, "yarn.json"), doctest::Contains("/rope_scaling/attention_factor: must be in (0, 16]"));
+  // Each mscale in [0, 10], named; a yarn block without its factor, or a block that is no object, refused.
+  j["rope_scaling"].erase("attention_factor");
+  j["rope_scaling"]["mscale_all_dim"] = -3;
+  CHECK_THROWS_WITH(ModelSpecFromHfConfig(j, "yarn.json"), doctest::Contains("/rope_scaling/mscale_all_dim: must be in [0, 10]"));
+  j["rope_scaling"]["mscale_all_dim"] = 1.0;
+  j["rope_scaling"].erase("factor");
+  CHECK_THROWS_WITH(ModelSpecFromHfConfig(j, "yarn.json"), doctest::Contains("/rope_scaling/factor: missing: YaRN needs"));
+  j["rope_scaling"] = "yarn";
+  CHECK_THROWS_WITH(ModelSpecFromHfConfig(j, "yarn.json"), doctest::Contains("/rope_scaling: must be an object"));
+  // transformers v5's rope_parameters is read the same way; a gpt-oss config without any rope
+  // block takes transformers' GptOssConfig default (YaRN, factor 32).
+  Json v5 = ReadJsonFile(kHfDir + "gpt-oss-120b.json");
+  v5["rope_parameters"] = v5["rope_scaling"];
+  v5.erase("rope_scaling");
+  CHECK(ModelSpecFromHfConfig(v5, "v5.json").attention.rope_attention_factor == doctest::Approx(1.34657).epsilon(1e-5));
+  v5.erase("rope_parameters");
+  CHECK(ModelSpecFromHfConfig(v5, "none.json").attention.rope_attention_factor == doctest::Approx(1.34657).epsilon(1e-5));
+  Json qwen = ReadJsonFile(kHfDir + "qwen3-30b-a3b.json");
+  qwen["rope_parameters"] = Json{{"rope_type", "yarn"}, {"factor", 4.0}};
+  CHECK(ModelSpecFromHfConfig(qwen, "qwen.json").attention.rope_attention_factor == doctest::Approx(0.1 * std::log(4.0) + 1.0));
   // A model spec carries it (written only where it is not 1) and reads it back.
   const ModelSpec oss = Load("gpt-oss-120b.json");
   const Json spec = ModelSpecToJson(oss);

@@ -145,6 +145,9 @@ std::string ReportHeaderToText(const Json& h) {
     }
     if (!k.value("gradient_accumulation_fusion", true)) dp += ", weight gradients accumulated outside the GEMMs";
     if (k.value("use_transformer_engine_op_fuser", false)) dp += ", routed experts as TransformerEngine's fused op";
+    if (k.value("rotary", std::string()) == "unfused") {
+      dp += fmt::format(", rotary unfused (YaRN attention factor {:.4f}: Megatron-Core's eager RoPE)", k.at("rope_attention_factor").get<double>());
+    }
     const bool kernels = k.at("model").get<std::string>() == "kernels";  // the host synchronization is priced there only
     if (k.value("moe_pad_expert_input_to_capacity", false)) {
       dp += kernels ? ", expert inputs padded to capacity (no host synchronization; the rows priced as dropless routing)"

@@ -18,6 +18,7 @@
 #include "planner/cost/cost.h"
 #include "planner/cost/deepep.h"
 #include "planner/cost/gemm_efficiency.h"
+#include "planner/cost/kernels_model.h"
 #include "planner/cost/dispatch_traffic.h"
 #include "planner/routing/plan_routing.h"
 
@@ -112,7 +113,11 @@ Json CommandHeader(const PlanCommandRequest& r, const PlanCommandResult& result)
   header_inputs.imbalance = plan.training.imbalance;
   header_inputs.provenance = r.provenance;
   if (check || simulate) header_inputs.machine = plan.machine;
-  if (simulate) header_inputs.compute = ComputeModelToJson(r.compute_model, plan.training, attention_fp8_speedup);
+  if (simulate) {
+    const bool unfused = RotaryRunsUnfused(plan.model, plan.dims.convention == Convention::kMegatron);
+    header_inputs.compute =
+        ComputeModelToJson(r.compute_model, plan.training, attention_fp8_speedup, unfused ? plan.model.attention.rope_attention_factor : 0.0);
+  }
   return ReportHeader(header_inputs);
 }
 

@@ -18,6 +18,7 @@
 #include "planner/search/search_space.h"
 #include "planner/search/split_notes.h"
 #include "planner/cost/gemm_efficiency.h"
+#include "planner/cost/kernels_model.h"
 #include "planner/cost/network.h"
 
 namespace dockyard {
@@ -89,7 +90,9 @@ SearchCommandResult RunSearchCommand(const ModelSpec& model, SearchOptions s, co
   header_inputs.imbalance_per_layout = s.routing_sizes_memory;
   header_inputs.provenance = r.provenance;
   header_inputs.machine = MachineOf(s.cluster, SearchBudgetGib(s));  // the node size its layouts were counted by
-  header_inputs.compute = ComputeModelToJson(s.compute_model, s.training, FlashCoreSpeedup(s.cluster, s.training, model));
+  header_inputs.compute =
+      ComputeModelToJson(s.compute_model, s.training, FlashCoreSpeedup(s.cluster, s.training, model),
+                         RotaryRunsUnfused(model, s.convention == Convention::kMegatron) ? model.attention.rope_attention_factor : 0.0);
   out.header = ReportHeader(header_inputs);
   const Json& header = out.header;
   std::optional<RedundantSearchResult>& redundant = out.redundant;
