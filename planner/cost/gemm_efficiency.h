@@ -101,7 +101,7 @@ double Fp8GemmSpeedup(const ComputeKnobs& knobs, GemmPrecision precision);
 // FlashCoreUs, one number for the reports and for the fixed-efficiency model's core (layer_terms.cc).
 // At query-key head dims of 128 and more it is flash.fp8_speedup (the shapes measured: GQA 128, MLA
 // 192); below, it follows the sequence and the window: on GB200 (flash.fp8_small_head_*, cluster.cc)
-// gpt-oss at seq 4,096 (window 128 on half the layers) prices 0.66x, where cuDNN 9.19 measured
+// gpt-oss at seq 4,096 (window 128 on half the layers) prices 0.67x (0.55x at 32,768), where cuDNN 9.19 measured
 // 0.654x at window 1,024 (forward + backward 0.209 + 0.487 ms BF16, 0.203 + 0.862 FP8).
 double FlashCoreSpeedup(const ComputeKnobs& knobs, GemmPrecision precision, const ModelSpec& model, double seq_len);
 // Whether query-key head dim `head_dim` is a small head for the flash kernels: under 128, the
