@@ -23,6 +23,10 @@ bool RotaryRunsUnfused(const ModelSpec& m, bool megatron) {
   return megatron && m.attention.kind == AttentionKind::kGqa && m.attention.rope_attention_factor != 1.0;
 }
 
+double UnfusedRotaryFactor(const ModelSpec& m, bool megatron) {
+  return RotaryRunsUnfused(m, megatron) ? m.attention.rope_attention_factor : 0.0;
+}
+
 std::vector<KernelBytes> AttentionBlockKernels(const ModelSpec& m, const KernelShape& s, bool backward) {
   const auto& a = m.attention;
   const double D = static_cast<double>(m.hidden_size), ab = s.act_bytes, T = s.tokens, sp = s.sp_tokens;

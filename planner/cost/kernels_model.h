@@ -75,6 +75,9 @@ struct KernelShape {
 // in Megatron-Bridge's provider: 1.3466) runs it unfused; DeepSeek-V3 and Kimi-K2 (MLA, factor 1)
 // and models without YaRN do not. torchtitan's rotary is priced as one fused kernel.
 bool RotaryRunsUnfused(const ModelSpec& model, bool megatron);
+// The reports' figure of it: the model's YaRN attention factor where the rotary runs unfused, else 0
+// (compute_model.h ComputeModelToJson's rope_attention_factor).
+double UnfusedRotaryFactor(const ModelSpec& model, bool megatron);
 
 // The memory-bound kernels of the attention block of one layer (input norm, q/k or MLA latent
 // norms, rotary, the post-attention norm and both residual adds), forward (`backward` false) or

@@ -119,11 +119,11 @@ LayerTerms LayerTermsOf(const ModelSpec& m, const ParallelDims& d, const Trainin
   // FP8 GEMMs (gemm_efficiency.h Fp8GemmSpeedup) speed up the projections, not the flash core.
   L.fp8x = Fp8GemmSpeedup(kn, L.precision);
   const double flash_x = FlashCoreSpeedup(kn, L.precision, m, static_cast<double>(t.seq_len));  // FP8 attention (gemm_efficiency.h)
-  const double fixed_core_us = L.core_flops / (peak * kn.flash.fixed_efficiency * flash_x);  // the core at the fixed efficiency
-  L.attention_us = 2.0 * T * attn_params / tp / (peak * kn.gemm.dense_efficiency * L.fp8x) + fixed_core_us;
+  L.fixed_core_us = L.core_flops / (peak * kn.flash.fixed_efficiency * flash_x);  // the core at the fixed efficiency
+  L.attention_us = 2.0 * T * attn_params / tp / (peak * kn.gemm.dense_efficiency * L.fp8x) + L.fixed_core_us;
   // Context parallelism's K/V exchange per layer (network.h): the ring's transfers under the
   // attention core's blocks, or the Ulysses all-to-alls of Q, K, V and the output.
-  L.cp = CpExchangePerLayerUs(m, d, t, c, T, ab, L.heads_local, L.d_qk, L.d_v, fixed_core_us);
+  L.cp = CpExchangePerLayerUs(m, d, t, c, T, ab, L.heads_local, L.d_qk, L.d_v, L.fixed_core_us);
   L.tp_collective = RingCollectiveUs(T * D * ab, in.tp_group.size, in.tp_group.spans_nodes, c, in.tp_group.members_per_domain);
   // Megatron-Core's alltoall / flex dispatcher gathers the rows that reached a rank over the
   // expert-TP group (token_dispatcher.py dispatch_postprocess, gather_from_sequence_parallel_region
@@ -218,7 +218,6 @@ RecomputeForwardUs RecomputeForwardOf(const LayerTerms& L, const MoePhaseTimes& 
   const Workload& w = L.in.workload;
   const auto& a = m.attention;
   const double T = L.T, ab = L.ab, tp = L.tp, peak = L.peak, fp8x = L.fp8x, heads_local = L.heads_local, d_qk = L.d_qk;
-  const double core_flops = L.core_flops;
   if (t.recompute != Recompute::kSelective) return rf;
   auto mem = [&](const std::vector<KernelBytes>& k) { return MemoryBoundUs(k, c.hbm_gbps, kn.memory_bound.hbm_efficiency, kn.memory_bound.floor_us); };
   if (L.kernels) {
@@ -234,7 +233,7 @@ RecomputeForwardUs RecomputeForwardOf(const LayerTerms& L, const MoePhaseTimes& 
   }
   rf.attention_core = L.kernels ? FlashCoreUs(m, T, static_cast<double>(t.seq_len), heads_local, L.ks.ring_steps, false, c.dense_bf16_tflops,
                                               kn, L.precision)
-                                : core_flops / (peak * kn.flash.fixed_efficiency) / FlashCoreSpeedup(kn, L.precision, m, static_cast<double>(t.seq_len));
+                                : L.fixed_core_us;
   if (a.kind == AttentionKind::kMla) {
     const double q_b_n = heads_local * d_qk, kv_b_n = heads_local * (a.qk_nope_head_dim + a.v_head_dim);
     const double q_b_k = a.q_lora_rank > 0 ? static_cast<double>(a.q_lora_rank) : 0.0;

@@ -122,6 +122,7 @@ struct LayerTerms {
   SelectiveKernelsUs selective;  // what selective recomputation re-runs of the memory-bound kernels (--compute-model kernels only)
   double heads_local = 0, d_qk = 0, d_v = 0;              // attention heads on a rank and their q/k and v widths
   double core_flops = 0;                                  // the causal attention core, FLOP (full and sliding-window layers averaged)
+  double fixed_core_us = 0;                               // that core at flash.fixed_efficiency (and FP8 attention's ratio), forward, us
   double attention_us = 0;                                // attention forward: projections and core
   CpExchangeUs cp;                                        // context parallelism's K/V exchange
   double tp_collective = 0;                               // one tp ring collective of the layer's T x D activations

@@ -114,9 +114,8 @@ Json CommandHeader(const PlanCommandRequest& r, const PlanCommandResult& result)
   header_inputs.provenance = r.provenance;
   if (check || simulate) header_inputs.machine = plan.machine;
   if (simulate) {
-    const bool unfused = RotaryRunsUnfused(plan.model, plan.dims.convention == Convention::kMegatron);
-    header_inputs.compute =
-        ComputeModelToJson(r.compute_model, plan.training, attention_fp8_speedup, unfused ? plan.model.attention.rope_attention_factor : 0.0);
+    header_inputs.compute = ComputeModelToJson(r.compute_model, plan.training, attention_fp8_speedup,
+                                               UnfusedRotaryFactor(plan.model, plan.dims.convention == Convention::kMegatron));
   }
   return ReportHeader(header_inputs);
 }

@@ -92,7 +92,7 @@ SearchCommandResult RunSearchCommand(const ModelSpec& model, SearchOptions s, co
   header_inputs.machine = MachineOf(s.cluster, SearchBudgetGib(s));  // the node size its layouts were counted by
   header_inputs.compute =
       ComputeModelToJson(s.compute_model, s.training, FlashCoreSpeedup(s.cluster, s.training, model),
-                         RotaryRunsUnfused(model, s.convention == Convention::kMegatron) ? model.attention.rope_attention_factor : 0.0);
+                         UnfusedRotaryFactor(model, s.convention == Convention::kMegatron));
   out.header = ReportHeader(header_inputs);
   const Json& header = out.header;
   std::optional<RedundantSearchResult>& redundant = out.redundant;
