@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <tuple>
 #include <type_traits>
 
 #include <fmt/format.h>
@@ -993,6 +994,77 @@ std::string FidelityReportToMarkdown(const FidelitySet& set, const FidelityRepor
   out += fmt::format("\n### Runs not predicted ({})\n\n| id | why |\n|---|---|\n", rep.not_predicted.size());
   for (const auto& [id, why] : rep.not_predicted) out += fmt::format("| {} | {} |\n", id, why);
   out += MemoryTable(rep);
+  return out;
+}
+
+std::vector<FidelityPair> PredictPairs(const FidelitySet& set, ComputeModel compute_model) {
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const FidelityRun*>> groups;
+  for (const FidelityRun& r : set.runs) {
+    if (!groups.count(r.group)) order.push_back(r.group);
+    groups[r.group].push_back(&r);
+  }
+  std::vector<FidelityPair> pairs;
+  for (const std::string& g : order) {
+    const auto& runs = groups.at(g);
+    auto fail = [&](const std::string& why) { throw Error(fmt::format("{}: pair \"{}\": {}", set.file, g, why)); };
+    if (runs.size() != 2) fail(fmt::format("a pair is two runs (the baseline, then the variant), got {}", runs.size()));
+    const FidelityRun& a = *runs[0];
+    const FidelityRun& b = *runs[1];
+    auto same = [&](const char* what, const auto& x, const auto& y) {
+      if (x != y) fail(fmt::format("runs {} and {} differ in {}; a pair differs only in features", a.id, b.id, what));
+    };
+    same("model", a.model, b.model);
+    same("cluster", a.cluster_name, b.cluster_name);
+    same("layout", Layout(a), Layout(b));
+    same("batch", std::tie(a.gbs, a.mbs, a.seq), std::tie(b.gbs, b.mbs, b.seq));
+    same("precision", a.precision, b.precision);
+    same("recompute", std::tie(a.recompute, a.recompute_modules), std::tie(b.recompute, b.recompute_modules));
+    same("dispatcher", a.dispatcher, b.dispatcher);
+    FidelityPair p;
+    p.group = g;
+    for (const std::string& f : a.features)
+      if (std::find(b.features.begin(), b.features.end(), f) == b.features.end())
+        fail(fmt::format("the variant {} drops the baseline's feature \"{}\"", b.id, f));
+    for (const std::string& f : b.features)
+      if (std::find(a.features.begin(), a.features.end(), f) == a.features.end()) p.toggled.push_back(f);
+    if (p.toggled.empty()) fail(fmt::format("the variant {} adds no feature to the baseline {}", b.id, a.id));
+    for (const FidelityRun* r : runs) {
+      const auto why = UnsupportedReasons(*r);
+      if (!why.empty()) fail(fmt::format("run {} is not expressible: {}", r->id, why.front()));
+    }
+    p.baseline = PredictRun(a, set.models.at(a.model), compute_model);
+    p.variant = PredictRun(b, set.models.at(b.model), compute_model);
+    p.measured_gain = 1.0 - p.variant.measured_s / p.baseline.measured_s;
+    p.predicted_gain = 1.0 - p.variant.predicted_s / p.baseline.predicted_s;
+    pairs.push_back(std::move(p));
+  }
+  return pairs;
+}
+
+std::string PairsToMarkdown(const FidelitySet& set, const std::vector<FidelityPair>& pairs) {
+  std::map<std::string, const FidelityRun*> by_id;
+  for (const FidelityRun& r : set.runs) by_id[r.id] = &r;
+  std::string out =
+      "| pair | model | cluster | layout | GBS/MBS/seq | adds | measured s | measured gain | predicted s | predicted gain | "
+      "errors (baseline, variant) |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
+  int64_t sign_right = 0;
+  double sum_abs_diff = 0;
+  constexpr double kFlat = 0.02;  // gains within 2 points of zero count as flat, either sign
+  for (const FidelityPair& p : pairs) {
+    const FidelityRun& r = *by_id.at(p.baseline.id);
+    std::string adds;
+    for (const std::string& f : p.toggled) adds += (adds.empty() ? "" : " + ") + f;
+    out += fmt::format("| {} | {} | {} | {} | {}/{}/{} | {} | {:.3f} -> {:.3f} | {:+.1f} % | {:.3f} -> {:.3f} | {:+.1f} % | {:+.1f} %, {:+.1f} % |\n",
+                       p.group, r.model, r.cluster_name, Layout(r), r.gbs, r.mbs.value_or(0), r.seq, adds, p.baseline.measured_s,
+                       p.variant.measured_s, 100 * p.measured_gain, p.baseline.predicted_s, p.variant.predicted_s, 100 * p.predicted_gain,
+                       100 * p.baseline.error, 100 * p.variant.error);
+    const bool flat = std::abs(p.measured_gain) <= kFlat || std::abs(p.predicted_gain) <= kFlat;
+    if (flat || (p.measured_gain > 0) == (p.predicted_gain > 0)) ++sign_right;
+    sum_abs_diff += std::abs(p.predicted_gain - p.measured_gain);
+  }
+  out += fmt::format("\n{} of {} pairs with the measured sign of the gain (within 2 points of zero: either); mean |predicted - measured| gain {:.1f} points\n",
+                     sign_right, pairs.size(), pairs.empty() ? 0.0 : 100 * sum_abs_diff / static_cast<double>(pairs.size()));
   return out;
 }
 

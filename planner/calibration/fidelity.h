@@ -278,4 +278,25 @@ std::string PredictionErrorToMarkdown(const PredictionErrorFigures& figures);
 // The report as Markdown tables (docs/fidelity.md).
 std::string FidelityReportToMarkdown(const FidelitySet& set, const FidelityReport& report);
 
+// A same-layout pair of measured steps (bench_ep_overlap, testdata/ep_overlap/pairs.json): a
+// baseline and a variant that adds run settings (EP overlap, delayed weight gradients), each
+// predicted by PredictRun. Gains are step-time reductions, 1 - variant / baseline (negative: the
+// variant is slower), as the sources quote them.
+struct FidelityPair {
+  std::string group;                   // the two runs' group, e.g. "EPO1 a2a EP16"
+  std::vector<std::string> toggled;    // the variant's features the baseline lacks, in file order
+  FidelityPrediction baseline, variant;
+  double measured_gain = 0, predicted_gain = 0;
+};
+// The pairs of `set`: its runs grouped by /group in file order, two per group (the first the
+// baseline, the second the variant). Throws dockyard::Error naming the group when a group has
+// other than two runs, when the variant drops a feature of the baseline or adds none, when the two
+// differ in anything else (model, cluster, layout, batch, precision, recompute, dispatcher), or when
+// either run is unsupported (UnsupportedReasons).
+std::vector<FidelityPair> PredictPairs(const FidelitySet& set, ComputeModel compute_model = ComputeModel::kKernels);
+// The pairs as a Markdown table: measured and predicted steps and gains, and each prediction's
+// error; then the count of pairs whose predicted gain has the measured sign (within 2 points of
+// zero counts as either) and the mean |predicted - measured| gain in points.
+std::string PairsToMarkdown(const FidelitySet& set, const std::vector<FidelityPair>& pairs);
+
 }  // namespace dockyard
