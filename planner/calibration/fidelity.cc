@@ -660,6 +660,8 @@ FidelityPrediction PredictRun(const FidelityRun& run, const ModelSpec& model, Co
   p.predicted_s = cost.step_time_us * 1e-6;
   p.error = p.predicted_s / p.measured_s - 1.0;
   p.dominant_phase = cost.dominant_phase;
+  for (size_t i = 0; i < cost.critical_path.size(); ++i)
+    if (cost.critical_path[i] == "dispatch" || cost.critical_path[i] == "combine") p.a2a_share += cost.critical_path_us[i] / cost.step_time_us;
   return p;
 }
 
@@ -1047,7 +1049,7 @@ std::string PairsToMarkdown(const FidelitySet& set, const std::vector<FidelityPa
   for (const FidelityRun& r : set.runs) by_id[r.id] = &r;
   std::string out =
       "| pair | model | cluster | layout | GBS/MBS/seq | adds | measured s | measured gain | predicted s | predicted gain | "
-      "errors (baseline, variant) |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
+      "errors (baseline, variant) | baseline all-to-all share |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   int64_t sign_right = 0;
   double sum_abs_diff = 0;
   constexpr double kFlat = 0.02;  // gains within 2 points of zero count as flat, either sign
@@ -1055,10 +1057,10 @@ std::string PairsToMarkdown(const FidelitySet& set, const std::vector<FidelityPa
     const FidelityRun& r = *by_id.at(p.baseline.id);
     std::string adds;
     for (const std::string& f : p.toggled) adds += (adds.empty() ? "" : " + ") + f;
-    out += fmt::format("| {} | {} | {} | {} | {}/{}/{} | {} | {:.3f} -> {:.3f} | {:+.1f} % | {:.3f} -> {:.3f} | {:+.1f} % | {:+.1f} %, {:+.1f} % |\n",
+    out += fmt::format("| {} | {} | {} | {} | {}/{}/{} | {} | {:.3f} -> {:.3f} | {:+.1f} % | {:.3f} -> {:.3f} | {:+.1f} % | {:+.1f} %, {:+.1f} % | {:.1f} % |\n",
                        p.group, r.model, r.cluster_name, Layout(r), r.gbs, r.mbs.value_or(0), r.seq, adds, p.baseline.measured_s,
                        p.variant.measured_s, 100 * p.measured_gain, p.baseline.predicted_s, p.variant.predicted_s, 100 * p.predicted_gain,
-                       100 * p.baseline.error, 100 * p.variant.error);
+                       100 * p.baseline.error, 100 * p.variant.error, 100 * p.baseline.a2a_share);
     const bool flat = std::abs(p.measured_gain) <= kFlat || std::abs(p.predicted_gain) <= kFlat;
     if (flat || (p.measured_gain > 0) == (p.predicted_gain > 0)) ++sign_right;
     sum_abs_diff += std::abs(p.predicted_gain - p.measured_gain);

@@ -187,6 +187,9 @@ struct FidelityPrediction {
   double measured_s = 0, predicted_s = 0;
   double error = 0;  // predicted_s / measured_s - 1 (negative: predicted too fast)
   std::string dominant_phase;
+  // The EP all-to-alls' share of the predicted step: the dispatch and combine phases' time on the
+  // critical path (CostBreakdown::critical_path_us, what EP overlap leaves exposed) / the step.
+  double a2a_share = 0;
   double peak_gib = 0;            // ComputeMemory's worst rank
   double allocator_peak_gib = 0;  // MemoryReport::worst_allocator_peak_bytes
 };
