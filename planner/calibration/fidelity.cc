@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "planner/base/error.h"
+#include "planner/base/phase.h"
 #include "planner/accounting/memory.h"
 #include "planner/cost/prediction_error.h"
 #include "planner/cost/network.h"
@@ -661,7 +662,8 @@ FidelityPrediction PredictRun(const FidelityRun& run, const ModelSpec& model, Co
   p.error = p.predicted_s / p.measured_s - 1.0;
   p.dominant_phase = cost.dominant_phase;
   for (size_t i = 0; i < cost.critical_path.size(); ++i)
-    if (cost.critical_path[i] == "dispatch" || cost.critical_path[i] == "combine") p.a2a_share += cost.critical_path_us[i] / cost.step_time_us;
+    if (cost.critical_path[i] == PhaseName(Phase::kDispatch) || cost.critical_path[i] == PhaseName(Phase::kCombine))
+      p.a2a_share += cost.critical_path_us[i] / cost.step_time_us;
   return p;
 }
 
