@@ -3,13 +3,14 @@
 // same-layout pairs of measured steps.
 //   bazel run -c opt //planner/calibration:bench_ep_overlap -- [pairs.json]
 // (default testdata/ep_overlap/pairs.json; the format is the fidelity set's, testdata/fidelity/README.md,
-// two runs per group: the baseline, then the variant). Prints a Markdown table (docs/fidelity.md,
+// two runs per group: the baseline, then the variant). Prints Markdown (docs/fidelity.md,
 // "EP-overlap pairs"): each pair's measured and predicted steps and gains, the errors of both
 // predictions, the baseline's all-to-all share, and how many predicted gains have the measured
-// sign. Then, with no measurement, the gain EP overlap predicts inside one node (8 H100, EP 2 / 4 /
-// 8, the first pair's other settings) for models of coarse and fine expert granularity, beside the
-// all-to-alls' share of the baseline step (issue 33: the gain follows that share).
-#include <algorithm>
+// sign. Then, with no measurement, the gain EP overlap predicts with the EP group inside one node
+// for every model of the file: 16 GPUs of the first pair's cluster (two nodes of 8), TP1 PP1,
+// EP 2 / 4 / 8, GBS 256, MBS 1, seq 4096, all_to_all, BF16, the data-parallel overlaps; beside the
+// all-to-alls' share of the baseline step and whether its peak fits the device (issue 33: the gain
+// follows that share).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -19,38 +20,52 @@
 
 #include "planner/base/error.h"
 #include "planner/calibration/fidelity.h"
-#include "planner/model/model_file.h"
 
 namespace {
 
-// One-node EP sweep: the first pair's baseline as the template (cluster, dispatcher, precision,
-// features), world 8, TP1 PP1, GBS 256, MBS 1; each model with and without EP overlap.
-std::string OneNodeSweep(const dockyard::FidelitySet& set, const std::vector<dockyard::FidelityPair>& pairs, const std::string& hf_dir) {
-  if (pairs.empty()) return "";
-  const dockyard::FidelityRun* base = nullptr;
+constexpr const char* kUsage =
+    "usage: bench_ep_overlap [PAIRS.json]\n"
+    "  Holds the step-time gain dockyard predicts for EP overlap and delayed wgrad against published\n"
+    "  same-layout pairs of measured steps (default testdata/ep_overlap/pairs.json; format:\n"
+    "  testdata/ep_overlap/README.md, model paths relative to the file). docs/fidelity.md, \"EP-overlap pairs\".\n";
+
+// The one-node sweep (see the file comment): every model of the file, with and without EP overlap.
+std::string OneNodeSweep(const dockyard::FidelitySet& set, const std::vector<dockyard::FidelityPair>& pairs) {
+  const dockyard::FidelityRun* first = nullptr;
   for (const auto& r : set.runs)
-    if (r.id == pairs.front().baseline.id) base = &r;
+    if (r.id == pairs.front().baseline.id) first = &r;
   std::string out = fmt::format(
-      "\n### Inside one node, no measurement ({} as {}'s baseline, 8 GPUs, GBS 256, MBS 1)\n\n"
-      "| model | EP | baseline s | with EP overlap s | predicted gain | baseline all-to-all share |\n|---|---|---|---|---|---|\n",
-      base->cluster_name, pairs.front().group);
-  for (const char* name : {"mixtral-8x7b", "deepseek-v2-lite", "qwen3-30b-a3b"}) {
-    const dockyard::ModelSpec model = dockyard::LoadModel(hf_dir + "/" + name + ".json");
+      "\n### EP inside one node, no measurement (16 GPUs of {}, two nodes of 8; TP1 PP1, GBS 256, MBS 1, seq 4096, "
+      "all_to_all, BF16, data-parallel overlaps)\n\n"
+      "| model | EP | baseline s | with EP overlap s | predicted gain | baseline all-to-all share | peak GiB | fits |\n"
+      "|---|---|---|---|---|---|---|---|\n",
+      first->cluster_name);
+  for (const auto& [name, model] : set.models) {
     for (int64_t ep : {2, 4, 8}) {
-      dockyard::FidelityRun off = *base;
+      if (model.moe.num_experts % ep != 0) continue;  // EP must divide the experts (ParallelDims)
+      dockyard::FidelityRun off = *first;
+      off.id = fmt::format("sweep {} EP{}", name, ep);
       off.model = name;
-      off.world_size = 8;
+      off.world_size = 16;
       off.tp = off.pp = off.vpp = off.cp = off.etp = 1;
       off.ep = ep;
       off.gbs = 256;
       off.mbs = 1;
-      off.features.erase(std::remove(off.features.begin(), off.features.end(), "ep_overlap"), off.features.end());
+      off.seq = 4096;
+      off.precision = "bf16";
+      off.recompute = dockyard::Recompute::kNone;
+      off.recompute_modules.clear();
+      off.pp_layout.clear();
+      off.dispatcher = "a2a";
+      off.features = {"overlap_grad_reduce", "overlap_param_gather"};
       dockyard::FidelityRun on = off;
       on.features.push_back("ep_overlap");
       const auto a = dockyard::PredictRun(off, model);
       const auto b = dockyard::PredictRun(on, model);
-      out += fmt::format("| {} | {} | {:.3f} | {:.3f} | {:+.1f} % | {:.1f} % |\n", name, ep, a.predicted_s, b.predicted_s,
-                         100 * (1 - b.predicted_s / a.predicted_s), 100 * a.a2a_share);
+      const bool fits = dockyard::PeakFitsCluster(a.peak_gib, first->cluster) && dockyard::PeakFitsCluster(b.peak_gib, first->cluster);
+      out += fmt::format("| {} | {} | {:.3f} | {:.3f} | {:+.1f} % | {:.1f} % | {:.1f} | {} |\n", name, ep, a.predicted_s, b.predicted_s,
+                         100 * (1 - b.predicted_s / a.predicted_s), 100 * a.a2a_share, std::max(a.peak_gib, b.peak_gib),
+                         fits ? "yes" : fmt::format("no ({:.1f} GiB device)", first->cluster.memory_gib));
     }
   }
   return out;
@@ -60,8 +75,13 @@ std::string OneNodeSweep(const dockyard::FidelitySet& set, const std::vector<doc
 
 int main(int argc, char** argv) {
   std::string path = "testdata/ep_overlap/pairs.json";
-  if (argc > 2) {
-    std::fprintf(stderr, "usage: bench_ep_overlap [pairs.json]\n");
+  if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (argc > 2 || (argc == 2 && argv[1][0] == '-')) {
+    std::fprintf(stderr, "bench_ep_overlap: error: %s: takes one optional argument, the pairs file\n%s",
+                 argc > 2 ? "too many arguments" : fmt::format("unknown option '{}'", argv[1]).c_str(), kUsage);
     return 2;
   }
   if (argc == 2) {
@@ -75,9 +95,8 @@ int main(int argc, char** argv) {
     const auto pairs = dockyard::PredictPairs(set);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     std::fputs(dockyard::PairsToMarkdown(set, pairs).c_str(), stdout);
-    std::printf("\n(%zu pairs; load + predict %.0f ms)\n", pairs.size(), ms);
-    const size_t slash = path.rfind('/');
-    std::fputs(OneNodeSweep(set, pairs, (slash == std::string::npos ? std::string(".") : path.substr(0, slash)) + "/../hf").c_str(), stdout);
+    std::printf("\n(%zu pair%s; load + predict %.0f ms)\n", pairs.size(), pairs.size() == 1 ? "" : "s", ms);
+    std::fputs(OneNodeSweep(set, pairs).c_str(), stdout);
   } catch (const dockyard::Error& e) {
     std::fprintf(stderr, "bench_ep_overlap: error: %s\n", e.what());
     return 1;

@@ -202,7 +202,10 @@ void ReadRunSettings(const JsonView& v, FidelityRun& r) {
   if (!v.value().contains("features")) v.String("features");  // required (may be empty): the missing-key error
   if (v.value().at("features").is_null()) v.Fail("features", "must be a list of strings (empty for none), got null");
   r.features = StringList(v, "features");
-  for (const auto& f : r.features) {
+  for (size_t i = 0; i < r.features.size(); ++i) {
+    const std::string& f = r.features[i];
+    if (std::find(r.features.begin(), r.features.begin() + static_cast<std::ptrdiff_t>(i), f) != r.features.begin() + static_cast<std::ptrdiff_t>(i))
+      v.Fail("features", fmt::format("\"{}\" is listed twice", f));
     if (std::find(kFidelityFeatures.begin(), kFidelityFeatures.end(), f) == kFidelityFeatures.end()) {
       std::string message = fmt::format("unknown feature \"{}\"", f);
       if (auto m = DidYouMean(f, kFidelityFeatures)) message += fmt::format("; did you mean '{}'?", *m);
@@ -649,6 +652,10 @@ PreparedRun PrepareRun(const FidelityRun& run, const ModelSpec& model) {
   return p;
 }
 
+bool PeakFitsCluster(double peak_gib, const ClusterSpec& cluster) {
+  return !OverBudget(peak_gib * kGib, cluster.memory_gib, kDefaultMemoryReserveGib);
+}
+
 FidelityPrediction PredictRun(const FidelityRun& run, const ModelSpec& model, ComputeModel compute_model) {
   FidelityPrediction p;
   p.id = run.id;
@@ -742,7 +749,7 @@ FidelityMemoryRow MemoryRow(const std::string& id, const std::string& model, con
   row.peak_gib = peak_gib;
   row.allocator_peak_gib = allocator_peak_gib;
   row.capacity_gib = cluster.memory_gib;
-  row.fits = !OverBudget(peak_gib * kGib, cluster.memory_gib, kDefaultMemoryReserveGib);
+  row.fits = PeakFitsCluster(peak_gib, cluster);
   row.measured = measured;
   if (measured) row.error = allocator_peak_gib / measured->gib - 1.0;
   return row;
@@ -1008,6 +1015,7 @@ std::vector<FidelityPair> PredictPairs(const FidelitySet& set, ComputeModel comp
     if (!groups.count(r.group)) order.push_back(r.group);
     groups[r.group].push_back(&r);
   }
+  if (order.empty()) throw Error(fmt::format("{}: /runs: no runs; a pairs file holds two runs per group (the baseline, then the variant)", set.file));
   std::vector<FidelityPair> pairs;
   for (const std::string& g : order) {
     const auto& runs = groups.at(g);
@@ -1037,8 +1045,16 @@ std::vector<FidelityPair> PredictPairs(const FidelitySet& set, ComputeModel comp
       const auto why = UnsupportedReasons(*r);
       if (!why.empty()) fail(fmt::format("run {} is not expressible: {}", r->id, why.front()));
     }
-    p.baseline = PredictRun(a, set.models.at(a.model), compute_model);
-    p.variant = PredictRun(b, set.models.at(b.model), compute_model);
+    auto predict = [&](const FidelityRun& r) {
+      try {
+        return PredictRun(r, set.models.at(r.model), compute_model);
+      } catch (const Error& e) {
+        fail(fmt::format("run {}: {}", r.id, e.what()));
+      }
+      return FidelityPrediction{};  // not reached: fail throws
+    };
+    p.baseline = predict(a);
+    p.variant = predict(b);
     p.measured_gain = 1.0 - p.variant.measured_s / p.baseline.measured_s;
     p.predicted_gain = 1.0 - p.variant.predicted_s / p.baseline.predicted_s;
     pairs.push_back(std::move(p));
@@ -1055,14 +1071,26 @@ std::string PairsToMarkdown(const FidelitySet& set, const std::vector<FidelityPa
   int64_t sign_right = 0;
   double sum_abs_diff = 0;
   constexpr double kFlat = 0.02;  // gains within 2 points of zero count as flat, either sign
+  // A cell's text: '|' escaped and line breaks as spaces, so a group name cannot break the table.
+  auto cell = [](std::string t) {
+    std::string o;
+    for (char ch : t) {
+      if (ch == '|') o += "\\|";
+      else if (ch == '\n' || ch == '\r') o += ' ';
+      else o += ch;
+    }
+    return o;
+  };
+  // Percent with a sign; a rounded zero prints as +0.0, never -0.0.
+  auto pct = [](double x) { return std::abs(100 * x) < 0.05 ? std::string("+0.0 %") : fmt::format("{:+.1f} %", 100 * x); };
   for (const FidelityPair& p : pairs) {
     const FidelityRun& r = *by_id.at(p.baseline.id);
     std::string adds;
     for (const std::string& f : p.toggled) adds += (adds.empty() ? "" : " + ") + f;
-    out += fmt::format("| {} | {} | {} | {} | {}/{}/{} | {} | {:.3f} -> {:.3f} | {:+.1f} % | {:.3f} -> {:.3f} | {:+.1f} % | {:+.1f} %, {:+.1f} % | {:.1f} % |\n",
-                       p.group, r.model, r.cluster_name, Layout(r), r.gbs, r.mbs.value_or(0), r.seq, adds, p.baseline.measured_s,
-                       p.variant.measured_s, 100 * p.measured_gain, p.baseline.predicted_s, p.variant.predicted_s, 100 * p.predicted_gain,
-                       100 * p.baseline.error, 100 * p.variant.error, 100 * p.baseline.a2a_share);
+    out += fmt::format("| {} | {} | {} | {} | {}/{}/{} | {} | {:.3f} -> {:.3f} | {} | {:.3f} -> {:.3f} | {} | {}, {} | {:.1f} % |\n",
+                       cell(p.group), r.model, r.cluster_name, Layout(r), r.gbs, r.mbs.value_or(0), r.seq, adds, p.baseline.measured_s,
+                       p.variant.measured_s, pct(p.measured_gain), p.baseline.predicted_s, p.variant.predicted_s, pct(p.predicted_gain),
+                       pct(p.baseline.error), pct(p.variant.error), 100 * p.baseline.a2a_share);
     const bool flat = std::abs(p.measured_gain) <= kFlat || std::abs(p.predicted_gain) <= kFlat;
     if (flat || (p.measured_gain > 0) == (p.predicted_gain > 0)) ++sign_right;
     sum_abs_diff += std::abs(p.predicted_gain - p.measured_gain);

@@ -225,6 +225,10 @@ PreparedRun PrepareRun(const FidelityRun& run, const ModelSpec& model);
 // Throws dockyard::Error when the plan cannot be built.
 FidelityPrediction PredictRun(const FidelityRun& run, const ModelSpec& model, ComputeModel compute_model = ComputeModel::kKernels);
 
+// Whether a predicted worst-rank peak (GiB) fits the cluster's device: the peak plus the default
+// reserve (memory.h kDefaultMemoryReserveGib) within ClusterSpec::memory_gib (memory.h OverBudget).
+bool PeakFitsCluster(double peak_gib, const ClusterSpec& cluster);
+
 // The plan of a memory run (its convention's defaults applied by BuildPlan) and its row of the
 // memory table. Throws dockyard::Error naming the run when the plan cannot be built.
 Plan MemoryRunPlan(const FidelityMemoryRun& run, const ModelSpec& model);

@@ -331,6 +331,23 @@ TEST_CASE("EP-overlap pairs: a malformed pair is refused naming the pair and the
   CHECK(error_of([](Json& j) { j["runs"][1]["features"] = Json::array({"ep_overlap"}); })
             .find("drops the baseline's feature \"overlap_grad_reduce\"") != std::string::npos);
   CHECK(error_of([](Json& j) { j["runs"][1]["features"] = j["runs"][0]["features"]; }).find("adds no feature") != std::string::npos);
+  CHECK(error_of([](Json& j) { j["runs"] = Json::array(); }).find("/runs: no runs") != std::string::npos);
+  CHECK(error_of([](Json& j) { j["runs"][1]["features"].push_back("ep_overlap"); }).find("\"ep_overlap\" is listed twice") != std::string::npos);
+  // A rule of the layout (Megatron: EP overlap needs ep > 1) names the pair and the run.
+  const std::string rule = error_of([](Json& j) { j["runs"][0]["layout"]["ep"] = j["runs"][1]["layout"]["ep"] = 1; });
+  CHECK(rule.find("pair \"EPO1 a2a EP16\": run EPO1-on: ") != std::string::npos);
+  CHECK(rule.find("ep > 1") != std::string::npos);
+}
+
+TEST_CASE("EP-overlap pairs: a group name cannot break the table; a rounded zero gain prints +0.0") {
+  Json j = ReadJsonFile(kPairs);
+  j["runs"] = Json::array({j["runs"][2], j["runs"][3]});  // EPO2: delayed wgrad, predicted 26.856 -> 26.856 s
+  j["runs"][0]["group"] = j["runs"][1]["group"] = "a | b\nc";
+  const FidelitySet set = FidelitySetFromJson(j, "pairs.json", "testdata/ep_overlap");
+  const std::string md = PairsToMarkdown(set, PredictPairs(set));
+  CHECK(md.find("| a \\| b c | qwen3-30b-a3b |") != std::string::npos);
+  CHECK(md.find("-0.0 %") == std::string::npos);
+  CHECK(md.find("| +0.0 % |") != std::string::npos);
 }
 
 }  // namespace
