@@ -30,6 +30,19 @@ struct PhaseCost {
   std::vector<double> per_ep_rank_us;  // routing-dependent phases: each EP rank's mean over the sampled layers
 };
 
+// What EP overlap (Megatron's --overlap-moe-expert-parallel-comm, DualPipe; layer_phases.cc
+// OverlapEpComm) does to one MoE layer and micro-batch, the mean over the stage's micro-batches:
+// the dispatch and combine all-to-alls of both passes alone and what stays exposed once the paired
+// share runs beside another micro-batch's backward (us; the exposed figure includes the slowdown
+// of each stream beside the other), and the dispatcher's host synchronization alone and what stays
+// of it (the paired micro-batches hide it). `on` false: no overlap (every figure 0).
+struct EpOverlapDetail {
+  bool on = false;
+  double paired_share = 0;  // of the stage's micro-batch forwards, those run beside a backward (ep_overlap.h PairedChunkShare)
+  double a2a_alone_us = 0, a2a_exposed_us = 0;
+  double sync_idle_alone_us = 0, sync_idle_exposed_us = 0;
+};
+
 struct CostBreakdown {
   std::vector<PhaseCost> phases;  // per layer kind and direction
   double moe_layer_us = 0;        // one MoE layer, forward + backward, one micro-batch
@@ -55,6 +68,7 @@ struct CostBreakdown {
   std::vector<double> critical_path_us;  // each contributor's share of the step (us), as critical_path; detail only
   std::string dominant_phase;            // critical_path.front()
   double routing_imbalance = 1.0;        // max / mean received rows over the sampled layers
+  EpOverlapDetail ep_overlap;            // the MoE layer's, with EP overlap
 };
 
 // A collective group as the cost model sees it: its size and whether it spans nodes.

@@ -37,6 +37,14 @@ Json CostToJson(const CostBreakdown& cost) {
          {"routing_imbalance", cost.routing_imbalance},
          {"critical_path", cost.critical_path},
          {"dominant_phase", cost.dominant_phase}};
+  if (cost.ep_overlap.on) {  // opt-in keys only
+    const EpOverlapDetail& e = cost.ep_overlap;
+    j["ep_overlap"] = {{"paired_share", e.paired_share},
+                       {"a2a_alone_us", e.a2a_alone_us},
+                       {"a2a_exposed_us", e.a2a_exposed_us},
+                       {"sync_idle_alone_us", e.sync_idle_alone_us},
+                       {"sync_idle_exposed_us", e.sync_idle_exposed_us}};
+  }
   if (cost.layer_sac_every > 0) {  // opt-in keys only
     j["layer_sac_every"] = cost.layer_sac_every;
     j["checkpointed_moe_layer_us"] = cost.checkpointed_moe_layer_us;
@@ -71,6 +79,14 @@ std::string CostToText(const CostBreakdown& cost) {
       "bubble {:.1f} us; step-end DP comm {:.1f} us; optimizer {:.1f} us; host {:.1f} us\n",
       cost.moe_layer_us, cost.dense_layer_us, cost.stage_microbatch_us, cost.pipeline_bubble_us, cost.dp_step_comm_us, cost.optimizer_us,
       cost.host_overhead_us);
+  if (cost.ep_overlap.on) {
+    const EpOverlapDetail& e = cost.ep_overlap;
+    out << fmt::format(
+        "  EP overlap (combined 1F1B; {:.0f} % of the micro-batches run beside another's backward, the rest alone): per MoE layer and "
+        "micro-batch, the dispatch and combine all-to-alls {:.1f} us alone, {:.1f} us exposed (the rows above); the dispatcher's host "
+        "synchronization {:.1f} us alone, {:.1f} us exposed (in router forward)\n",
+        100.0 * e.paired_share, e.a2a_alone_us, e.a2a_exposed_us, e.sync_idle_alone_us, e.sync_idle_exposed_us);
+  }
   if (cost.layer_sac_every > 0) {
     out << fmt::format(
         "  per-layer selective checkpointing: one layer in {} of each stage checkpointed (MoE layer {:.1f} us, dense layer "

@@ -199,6 +199,7 @@ void OverlapEpComm(const LayerTerms& L, MoePassSums& s, PhaseRecords& records) {
   const double plain = s.sum[0] + s.sum[1] - idle, rest = s.rest[0] + s.rest[1] - idle, a2a = s.a2a[0] + s.a2a[1];
   const double added = std::max(0.0, share * paired + (1 - share) * plain - rest);
   const double exposed[2] = {a2a > 0 ? added * s.a2a[0] / a2a : 0.0, a2a > 0 ? added * s.a2a[1] / a2a : 0.0};
+  records.ep_overlap = {true, share, a2a, added, idle, (1 - share) * idle};
   for (int pass = 0; pass < 2; ++pass) {
     const double f = s.a2a[pass] > 0 ? exposed[pass] / s.a2a[pass] : 0.0;
     for (int which = 0; which < 2; ++which) {

@@ -100,6 +100,40 @@ TEST_CASE("the router's forward carries the idle; a recomputed forward carries i
   CHECK(IdleDelta(graph).step == doctest::Approx(0.0).epsilon(1e-9));
 }
 
+TEST_CASE("CostBreakdown::ep_overlap says what the overlap hid: the all-to-alls alone and exposed, the idle alone and exposed") {
+  TrainingConfig t;
+  t.num_microbatches = 4;
+  const Plan plain_plan = testing::TinyEp4Plan(t, Convention::kMegatron);
+  TrainingConfig o = t;
+  o.run.overlap_moe_ep_comm = true;
+  const Plan overlap_plan = testing::TinyEp4Plan(o, Convention::kMegatron);
+  const ClusterSpec c = ClusterPreset("h100-sxm");
+  const RoutingResult routing = SampleRoutingForPlan(plain_plan, RoutingSpec{}, 2);
+  const CostBreakdown plain = SimulateStep(plain_plan, c, routing), overlap = SimulateStep(overlap_plan, c, routing);
+  CHECK_FALSE(plain.ep_overlap.on);
+  CHECK(plain.ep_overlap.a2a_alone_us == 0.0);
+  const EpOverlapDetail& e = overlap.ep_overlap;
+  REQUIRE(e.on);
+  CHECK(e.paired_share == doctest::Approx(0.75));  // 3 of 4 forwards paired at pp 1 (PairedChunkShare)
+  // Alone: the dispatch and combine rows of the run without the overlap, both passes.
+  auto a2a = [](const CostBreakdown& b) {
+    return MoePhaseUs(b, "dispatch", "forward") + MoePhaseUs(b, "dispatch", "backward") + MoePhaseUs(b, "combine", "forward") +
+           MoePhaseUs(b, "combine", "backward");
+  };
+  CHECK(e.a2a_alone_us == doctest::Approx(a2a(plain)));
+  // Exposed: what the rows show with it, less than alone.
+  CHECK(e.a2a_exposed_us == doctest::Approx(a2a(overlap)));
+  CHECK(e.a2a_exposed_us < e.a2a_alone_us);
+  // The idle: 616 us per forward alone; (1 - 0.75) x 616 = 154 us exposed.
+  CHECK(e.sync_idle_alone_us == doctest::Approx(616.0));
+  CHECK(e.sync_idle_exposed_us == doctest::Approx(154.0));
+  const std::string text = CostToText(overlap);
+  CHECK(text.find("EP overlap (combined 1F1B; 75 % of the micro-batches run beside another's backward") != std::string::npos);
+  CHECK(text.find("the dispatcher's host synchronization 616.0 us alone, 154.0 us exposed (in router forward)") != std::string::npos);
+  CHECK(CostToJson(overlap).at("ep_overlap").at("sync_idle_exposed_us").get<double>() == doctest::Approx(154.0));
+  CHECK_FALSE(CostToJson(plain).contains("ep_overlap"));
+}
+
 TEST_CASE("the gemm compute model has no host gaps: no idle") {
   const Plan plan = testing::TinyEp4Plan({}, Convention::kMegatron);
   const ClusterSpec with = ClusterPreset("h100-sxm");

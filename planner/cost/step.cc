@@ -459,6 +459,7 @@ CostBreakdown StepFromInputs(const ModelSpec& m, const ParamTotals& totals, cons
   const std::vector<double> dispatch_bwd_ranks = detail ? BackwardDispatchRanks(mp, L.full_recompute) : std::vector<double>{};
   const LayerUs moe = MoeLayerUs(L, mp, rx, dispatch_bwd_ranks, fsdp, records);
   out.moe_layer_us = moe.fwd + moe.bwd;
+  out.ep_overlap = records.ep_overlap;
 
   // --- Dense layer.
   if (t.recompute == Recompute::kSelective) {

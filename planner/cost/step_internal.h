@@ -79,6 +79,7 @@ struct Record {
 struct PhaseRecords {
   Record at[32];
   int size = 0;
+  EpOverlapDetail ep_overlap;  // set by OverlapEpComm (layer_phases.cc) for the MoE layer
   // Records phase `id` of the MoE (`moe`) or dense layer in `pass` (0 forward, 1 backward): `us`
   // its time, `per_rank` (routing-dependent phases) shown per EP rank times `scale`; returns us.
   double Add(PhaseId id, bool moe, int pass, double us, const std::vector<double>* per_rank = nullptr, double scale = 1.0) {
