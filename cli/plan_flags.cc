@@ -89,6 +89,10 @@ void AddRoutingFlags(CLI::App* app, PlanCliOptions& o) {
 void AddPlanCommands(CLI::App& app, PlanCliOptions& o, CLI::App** check_out, CLI::App** simulate_out) {
   AddPlanOptions(&app, o);
   o.global_batch.AddTo(&app, "sets --num-microbatches as check, simulate and search do (default: not given)");
+  // `dockyard-plan plan ...` is the default command spelled out (reports say "Report dockyard-plan plan").
+  CLI::App* plan = app.add_subcommand("plan", "the default without a subcommand: meshes, placements, local shapes, memory and traffic per rank");
+  AddPlanOptions(plan, o);
+  o.global_batch.AddTo(plan, "sets --num-microbatches as check, simulate and search do (default: not given)");
   CLI::App* check = app.add_subcommand("check", "exit 3 and list the ranks whose peak memory exceeds --gpu-memory-gib less the reserve");
   AddPlanOptions(check, o);
   AddRoutingFlags(check, o);
