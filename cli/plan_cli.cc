@@ -226,11 +226,12 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
       "dockyard-plan: a dry run of an MoE sharding layout (meshes, rank groups, placements, local shapes, "
       "expert ownership, memory and traffic per rank)."};
   app.footer(cli::kPlanExamples);
+  CLI::App* plan = nullptr;
   CLI::App* check = nullptr;
   CLI::App* simulate = nullptr;
-  cli::AddPlanCommands(app, o, &check, &simulate);
+  cli::AddPlanCommands(app, o, &plan, &check, &simulate);
   CLI::App* search = AddSearchCommand(app, o);
-  for (CLI::App* a : {&app, check, simulate}) cli::AddFrameworkFlags(a, o, false);
+  for (CLI::App* a : {&app, plan, check, simulate}) cli::AddFrameworkFlags(a, o, false);
   cli::AddFrameworkFlags(search, o, true);
   CLI::App* spec = app.add_subcommand("spec", "write the normalized dockyard model spec of a model");
   std::string spec_model, spec_out = "-";
@@ -275,9 +276,9 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   }
 
   const auto run_parsed = [&]() -> int {
-    RecordGivenFlags({&app, check, simulate, search}, search, o);
+    RecordGivenFlags({&app, plan, check, simulate, search}, search, o);
     // A flag given with an empty value is a usage error, whatever the flag.
-    for (CLI::App* a : {&app, check, simulate, search, spec, calibrate}) {
+    for (CLI::App* a : {&app, plan, check, simulate, search, spec, calibrate}) {
       if (a == &app || a->parsed()) cli::RejectEmptyValues(*a);
     }
     CheckPlanOutputs(o);

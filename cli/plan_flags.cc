@@ -86,7 +86,7 @@ void AddRoutingFlags(CLI::App* app, PlanCliOptions& o) {
                   "source rank would drop (Megatron --moe-expert-capacity-factor; default: not reported)");
 }
 
-void AddPlanCommands(CLI::App& app, PlanCliOptions& o, CLI::App** check_out, CLI::App** simulate_out) {
+void AddPlanCommands(CLI::App& app, PlanCliOptions& o, CLI::App** plan_out, CLI::App** check_out, CLI::App** simulate_out) {
   AddPlanOptions(&app, o);
   o.global_batch.AddTo(&app, "sets --num-microbatches as check, simulate and search do (default: not given)");
   // `dockyard-plan plan ...` is the default command spelled out (reports say "Report dockyard-plan plan").
@@ -111,6 +111,7 @@ void AddPlanCommands(CLI::App& app, PlanCliOptions& o, CLI::App** check_out, CLI
   simulate->add_option("--calibration", o.calibration, "calibration JSON (calibration/PRESET.json; default: the built-in knobs)");
   o.global_batch.AddTo(simulate,
                        "sets --num-microbatches (Megatron: all in one schedule) and torchtitan's accumulation steps (default: not given)");
+  *plan_out = plan;
   *check_out = check;
   *simulate_out = simulate;
 }

@@ -67,8 +67,9 @@ void ApplyComputeFlags(const PlanCliOptions& o, ComputeModel* model, RunSettings
 void AddComputeFlags(CLI::App* app, PlanCliOptions& o);
 void AddPlanOptions(CLI::App* app, PlanCliOptions& o);
 void AddRoutingFlags(CLI::App* app, PlanCliOptions& o);
-// The plan's flags on `app`, then the check and simulate subcommands with theirs.
-void AddPlanCommands(CLI::App& app, PlanCliOptions& o, CLI::App** check, CLI::App** simulate);
+// The plan's flags on `app`, then the plan (the default spelled out), check and simulate
+// subcommands with theirs.
+void AddPlanCommands(CLI::App& app, PlanCliOptions& o, CLI::App** plan, CLI::App** check, CLI::App** simulate);
 // The search subcommand's options: the model, world and convention, the cluster and routing, the
 // pinned degrees and settings, the ranking's size and outputs.
 CLI::App* AddSearchCommand(CLI::App& app, PlanCliOptions& o);

@@ -70,6 +70,19 @@ TEST_CASE("dockyard-plan with no arguments plans the embedded DeepSeek-V3 defaul
   CHECK(r.out.find("4 per EP rank") != std::string::npos);  // 256 experts / ep 64
 }
 
+TEST_CASE("dockyard-plan plan is the default command spelled out: the same report") {
+  const std::string args = "--model testdata/hf/olmoe-1b-7b-0125-instruct.json --world-size 8 --tp 2 --ep 4";
+  Result spelled = Run("plan " + args), implicit = Run(args);
+  REQUIRE(spelled.code == 0);
+  CHECK(spelled.out.find("Report     dockyard-plan plan") != std::string::npos);
+  // The reports differ only in the Command line that echoes the arguments.
+  auto without_command = [](std::string s) {
+    const size_t at = s.find("Command    ");
+    return at == std::string::npos ? s : s.erase(at, s.find('\n', at) - at);
+  };
+  CHECK(without_command(spelled.out) == without_command(implicit.out));
+}
+
 TEST_CASE("dockyard-plan writes a report equal to the golden JSON") {
   // OLMoE on 8 ranks, tp 2, ep 4 (dp_shard 4, efsdp = 4*2/4 = 2).
   const std::string out = TmpDir() + "/olmoe.json";
