@@ -204,6 +204,10 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   const PlanCommandRequest request = MakePlanRequest(o, command, in);
   const PlanCommandResult result = RunPlanCommand(BuildPlan(in.model, in.dims, in.training, in.machine), request);
   const bool quiet = WritePlanOutputs(o, request, result, in, out);
+  if (in.cluster && !(in.machine.gpu_memory_gib > 0)) {
+    err << cli::PeakAboveClusterWarning(static_cast<double>(result.memory.worst_peak_bytes),
+                                        in.training.memory_reserve_gib.value_or(kDefaultMemoryReserveGib), *in.cluster);
+  }
   // check and simulate: a plan over its budget exits kExitOverBudget (its reports are written).
   if (FailsBudget(request, result)) {
     err << OverBudgetText(result.plan, result.memory, check ? "dockyard-plan check" : "dockyard-plan simulate");

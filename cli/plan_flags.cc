@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "cli/flags.h"
+#include "planner/accounting/memory.h"
 #include "planner/base/file_util.h"
 #include "planner/model/training_overrides.h"
 #include "planner/report/plan_command.h"
@@ -241,6 +242,16 @@ void RejectImbalanceWithRouting(bool routing_given, const std::string& imbalance
   if (routing_given && !imbalance.empty()) {
     throw UsageError("--imbalance and --routing both size the received rows: give one (--routing samples them)");
   }
+}
+
+std::string PeakAboveClusterWarning(double peak_bytes, double reserve_gib, const ClusterSpec& cluster) {
+  if (!OverBudget(peak_bytes, cluster.memory_gib, reserve_gib)) return "";
+  return fmt::format(
+      "dockyard-plan: warning: the worst rank's peak, {:.2f} GiB, with the {:.2f} GiB reserve is above {}'s {} GiB per GPU "
+      "(memory_gib): this layout would not fit its GPUs; without --gpu-memory-gib nothing holds simulate to it "
+      "(--gpu-memory-gib {} exits 3 on it)\n",
+      static_cast<double>(peak_bytes) / static_cast<double>(int64_t{1} << 30), reserve_gib, cluster.name, cluster.memory_gib,
+      cluster.memory_gib);
 }
 
 std::string BudgetAboveClusterWarning(double budget_gib, const ClusterSpec& cluster) {

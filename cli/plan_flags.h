@@ -99,6 +99,11 @@ void RejectImbalanceWithRouting(bool routing_given, const std::string& imbalance
 // GPU (memory_gib: a budget none of its GPUs has), else empty. A warning, not an error: a user may
 // size for a GPU the presets do not hold.
 std::string BudgetAboveClusterWarning(double budget_gib, const ClusterSpec& cluster);
+// simulate on a cluster with no budget: the warning (one line, "" when it fits) that the worst
+// rank's peak (bytes) plus the reserve (GiB; memory.h kDefaultMemoryReserveGib unless the run sets
+// one) is above the cluster's memory_gib, so the layout would not run there; nothing holds the
+// command to it without --gpu-memory-gib (memory.h OverBudget).
+std::string PeakAboveClusterWarning(double peak_bytes, double reserve_gib, const ClusterSpec& cluster);
 
 // "warning: ..." (one line) when the node size given by --gpus-per-node (simulate; over the spec) or,
 // without the flag, by the model spec's training.gpus_per_node differs from `cluster`'s NVLink domain
