@@ -98,9 +98,10 @@ TrainingConfig PlanTraining(const CliOptions& o, Command command, PlanInputs& in
   // A reserve at or above the budget is invalid input (exit 1), not a plan over budget (exit 3).
   ValidateMemoryReserve(in.machine.gpu_memory_gib, training.memory_reserve_gib.value_or(0),
                         cli::MemoryBudgetName(o.training.gpu_memory_gib), cli::MemoryReserveName(o.training.memory_reserve_gib));
-  if (!o.training.memory_reserve_gib.empty()) {
-    RequireBudgetForReserve(in.machine.gpu_memory_gib, training.memory_reserve_gib.value_or(0), "--memory-reserve-gib",
-                            command == Command::kSimulate ? "simulate" : "plan");
+  // simulate always has a cluster (h100-sxm without --cluster): with no budget its reserve holds the
+  // warning against the cluster's memory (PeakAboveClusterWarning), so only the plan refuses it.
+  if (!o.training.memory_reserve_gib.empty() && command != Command::kSimulate) {
+    RequireBudgetForReserve(in.machine.gpu_memory_gib, training.memory_reserve_gib.value_or(0), "--memory-reserve-gib", "plan");
   }
   return training;
 }

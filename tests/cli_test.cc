@@ -1225,10 +1225,16 @@ TEST_CASE("Megatron-only features are refused under --convention torchtitan (tor
   CHECK(Run("search --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --no-overlap-moe-expert-parallel-comm --top 1").code == 0);
 }
 
-TEST_CASE("A memory reserve with no budget is refused in plan and simulate, not silently ignored") {
-  Result r = Run("simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --memory-reserve-gib 5");
-  CHECK(r.code == 1);
-  CHECK(r.out.find("--memory-reserve-gib 5: a reserve is held back from a memory budget, and simulate has none") != std::string::npos);
+TEST_CASE("A memory reserve with no budget is refused in the plan, not silently ignored; simulate holds it against its cluster") {
+  // simulate always has a cluster: the reserve moves its warning. Qwen3-30B-A3B on 8 GPUs, EP 8:
+  // peak 97.06 GiB; h200-sxm's memory_gib 140.4: 97.06 + 30 = 127.06 fits, 97.06 + 50 = 147.06 does not.
+  Result r = Run("simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --cluster h200-sxm --memory-reserve-gib 30");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("warning: the worst rank's peak") == std::string::npos);
+  r = Run("simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --cluster h200-sxm --memory-reserve-gib 50");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("warning: the worst rank's peak, 97.06 GiB, with the 50.00 GiB reserve is above h200-sxm's 140.4 GiB per GPU") !=
+        std::string::npos);
   CHECK(Run("--model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --memory-reserve-gib 5").code == 1);
   CHECK(Run("--model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --memory-reserve-gib 5 --gpu-memory-gib 200").code == 0);
 }

@@ -300,7 +300,7 @@ FidelityRun ParseRun(const JsonView& v, const std::map<std::string, ClusterSpec>
   ReadRunSettings(v, r);
   r.measured = ReadMeasured(v);
   r.group = v.String("group");
-  if (r.group.empty()) v.Fail("group", "must not be empty");
+  if (r.group.find_first_not_of(" \t\r\n") == std::string::npos) v.Fail("group", "must not be empty or blank");
   r.weight = Positive(v, "weight");
   if (r.weight > 1) v.Fail("weight", fmt::format("must be in (0, 1], got {}", r.weight));
   r.source = v.String("source");
@@ -650,6 +650,21 @@ PreparedRun PrepareRun(const FidelityRun& run, const ModelSpec& model) {
   const int64_t layers = RoutingLayersToSample(p.plan.model, routing, std::nullopt, kDefaultRoutingLayers, "routing layers");
   p.routing = SampleRoutingForPlan(p.plan, routing, layers);
   return p;
+}
+
+std::string MarkdownCell(const std::string& text) {
+  std::string o;
+  for (char ch : text) {
+    if (ch == '|' || ch == '\\') {
+      o += '\\';
+      o += ch;
+    } else if (ch == '\n' || ch == '\r') {
+      o += ' ';
+    } else {
+      o += ch;
+    }
+  }
+  return o;
 }
 
 bool PeakFitsCluster(double peak_gib, const ClusterSpec& cluster) {
@@ -1071,16 +1086,7 @@ std::string PairsToMarkdown(const FidelitySet& set, const std::vector<FidelityPa
   int64_t sign_right = 0;
   double sum_abs_diff = 0;
   constexpr double kFlat = 0.02;  // gains within 2 points of zero count as flat, either sign
-  // A cell's text: '|' escaped and line breaks as spaces, so a group name cannot break the table.
-  auto cell = [](std::string t) {
-    std::string o;
-    for (char ch : t) {
-      if (ch == '|') o += "\\|";
-      else if (ch == '\n' || ch == '\r') o += ' ';
-      else o += ch;
-    }
-    return o;
-  };
+  const auto cell = MarkdownCell;
   // Percent with a sign; a rounded zero prints as +0.0, never -0.0.
   auto pct = [](double x) { return std::abs(100 * x) < 0.05 ? std::string("+0.0 %") : fmt::format("{:+.1f} %", 100 * x); };
   for (const FidelityPair& p : pairs) {

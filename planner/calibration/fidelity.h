@@ -225,6 +225,10 @@ PreparedRun PrepareRun(const FidelityRun& run, const ModelSpec& model);
 // Throws dockyard::Error when the plan cannot be built.
 FidelityPrediction PredictRun(const FidelityRun& run, const ModelSpec& model, ComputeModel compute_model = ComputeModel::kKernels);
 
+// `text` as one cell of a Markdown table: '|' and '\' escaped, line breaks as spaces, so that a
+// name or a message cannot break the table.
+std::string MarkdownCell(const std::string& text);
+
 // Whether a predicted worst-rank peak (GiB) fits the cluster's device: the peak plus the default
 // reserve (memory.h kDefaultMemoryReserveGib) within ClusterSpec::memory_gib (memory.h OverBudget).
 bool PeakFitsCluster(double peak_gib, const ClusterSpec& cluster);

@@ -342,10 +342,12 @@ TEST_CASE("EP-overlap pairs: a malformed pair is refused naming the pair and the
 TEST_CASE("EP-overlap pairs: a group name cannot break the table; a rounded zero gain prints +0.0") {
   Json j = ReadJsonFile(kPairs);
   j["runs"] = Json::array({j["runs"][2], j["runs"][3]});  // EPO2: delayed wgrad, predicted 26.856 -> 26.856 s
-  j["runs"][0]["group"] = j["runs"][1]["group"] = "a | b\nc";
+  j["runs"][0]["group"] = j["runs"][1]["group"] = "a | b\\|c\nd";
   const FidelitySet set = FidelitySetFromJson(j, "pairs.json", "testdata/ep_overlap");
   const std::string md = PairsToMarkdown(set, PredictPairs(set));
-  CHECK(md.find("| a \\| b c | qwen3-30b-a3b |") != std::string::npos);
+  CHECK(md.find("| a \\| b\\\\\\|c d | qwen3-30b-a3b |") != std::string::npos);  // a \| b\\\|c d
+  j["runs"][0]["group"] = "  ";
+  CHECK_THROWS_WITH_AS(FidelitySetFromJson(j, "pairs.json", "testdata/ep_overlap"), doctest::Contains("must not be empty or blank"), Error);
   CHECK(md.find("-0.0 %") == std::string::npos);
   CHECK(md.find("| +0.0 % |") != std::string::npos);
 }

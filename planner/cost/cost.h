@@ -31,16 +31,20 @@ struct PhaseCost {
 };
 
 // What EP overlap (Megatron's --overlap-moe-expert-parallel-comm, DualPipe; layer_phases.cc
-// OverlapEpComm) does to one MoE layer and micro-batch, the mean over the stage's micro-batches:
-// the dispatch and combine all-to-alls of both passes alone and what stays exposed once the paired
-// share runs beside another micro-batch's backward (us; the exposed figure includes the slowdown
-// of each stream beside the other), and the dispatcher's host synchronization alone and what stays
+// OverlapEpComm) does to one MoE layer and micro-batch, the mean over the stage's micro-batches
+// (us): the dispatch and combine all-to-alls of both passes alone; what they add to the layer with
+// the overlap -- their exposed remainder plus the compute slowed beside them (the communication
+// kernels' SMs) and their own slowdown beside the compute, so it can exceed the time alone -- the
+// dispatch and combine phases' sum; and the dispatcher's host synchronization alone and what stays
 // of it (the paired micro-batches hide it). `on` false: no overlap (every figure 0).
 struct EpOverlapDetail {
   bool on = false;
   double paired_share = 0;  // of the stage's micro-batch forwards, those run beside a backward (ep_overlap.h PairedChunkShare)
-  double a2a_alone_us = 0, a2a_exposed_us = 0;
+  double a2a_alone_us = 0, a2a_added_us = 0;
   double sync_idle_alone_us = 0, sync_idle_exposed_us = 0;
+  // The overlap's net effect on the layer: alone (a2a + idle) less with it (added + idle left);
+  // negative where it costs more than it hides.
+  double SavedUs() const { return a2a_alone_us + sync_idle_alone_us - a2a_added_us - sync_idle_exposed_us; }
 };
 
 struct CostBreakdown {

@@ -41,9 +41,10 @@ Json CostToJson(const CostBreakdown& cost) {
     const EpOverlapDetail& e = cost.ep_overlap;
     j["ep_overlap"] = {{"paired_share", e.paired_share},
                        {"a2a_alone_us", e.a2a_alone_us},
-                       {"a2a_exposed_us", e.a2a_exposed_us},
+                       {"a2a_added_us", e.a2a_added_us},
                        {"sync_idle_alone_us", e.sync_idle_alone_us},
-                       {"sync_idle_exposed_us", e.sync_idle_exposed_us}};
+                       {"sync_idle_exposed_us", e.sync_idle_exposed_us},
+                       {"saved_us", e.SavedUs()}};
   }
   if (cost.layer_sac_every > 0) {  // opt-in keys only
     j["layer_sac_every"] = cost.layer_sac_every;
@@ -83,9 +84,12 @@ std::string CostToText(const CostBreakdown& cost) {
     const EpOverlapDetail& e = cost.ep_overlap;
     out << fmt::format(
         "  EP overlap (combined 1F1B; {:.0f} % of the micro-batches run beside another's backward, the rest alone): per MoE layer and "
-        "micro-batch, the dispatch and combine all-to-alls {:.1f} us alone, {:.1f} us exposed (the rows above); the dispatcher's host "
-        "synchronization {:.1f} us alone, {:.1f} us exposed (in router forward)\n",
-        100.0 * e.paired_share, e.a2a_alone_us, e.a2a_exposed_us, e.sync_idle_alone_us, e.sync_idle_exposed_us);
+        "micro-batch, the dispatch and combine all-to-alls take {:.1f} us alone and add {:.1f} us with it (what stays exposed plus the "
+        "compute slowed beside them: the dispatch and combine rows above, split by their time); the dispatcher's host synchronization "
+        "{:.1f} us alone, {:.1f} us left (in router forward); {}\n",
+        100.0 * e.paired_share, e.a2a_alone_us, e.a2a_added_us, e.sync_idle_alone_us, e.sync_idle_exposed_us,
+        e.SavedUs() >= 0 ? fmt::format("net {:.1f} us saved", e.SavedUs())
+                         : fmt::format("net {:.1f} us LOST: the overlap costs this layer more than it hides", -e.SavedUs()));
   }
   if (cost.layer_sac_every > 0) {
     out << fmt::format(

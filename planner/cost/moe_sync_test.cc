@@ -121,17 +121,31 @@ TEST_CASE("CostBreakdown::ep_overlap says what the overlap hid: the all-to-alls 
            MoePhaseUs(b, "combine", "backward");
   };
   CHECK(e.a2a_alone_us == doctest::Approx(a2a(plain)));
-  // Exposed: what the rows show with it, less than alone.
-  CHECK(e.a2a_exposed_us == doctest::Approx(a2a(overlap)));
-  CHECK(e.a2a_exposed_us < e.a2a_alone_us);
+  // Added with the overlap: what the rows show, less than alone here.
+  CHECK(e.a2a_added_us == doctest::Approx(a2a(overlap)));
+  CHECK(e.a2a_added_us < e.a2a_alone_us);
+  // Saved: alone (a2a + 616) less with it (added + 154).
+  CHECK(e.SavedUs() == doctest::Approx(e.a2a_alone_us + 616.0 - e.a2a_added_us - 154.0));
   // The idle: 616 us per forward alone; (1 - 0.75) x 616 = 154 us exposed.
   CHECK(e.sync_idle_alone_us == doctest::Approx(616.0));
   CHECK(e.sync_idle_exposed_us == doctest::Approx(154.0));
   const std::string text = CostToText(overlap);
   CHECK(text.find("EP overlap (combined 1F1B; 75 % of the micro-batches run beside another's backward") != std::string::npos);
-  CHECK(text.find("the dispatcher's host synchronization 616.0 us alone, 154.0 us exposed (in router forward)") != std::string::npos);
+  CHECK(text.find("the dispatcher's host synchronization 616.0 us alone, 154.0 us left (in router forward); net ") != std::string::npos);
+  CHECK(text.find(" us saved") != std::string::npos);
   CHECK(CostToJson(overlap).at("ep_overlap").at("sync_idle_exposed_us").get<double>() == doctest::Approx(154.0));
   CHECK_FALSE(CostToJson(plain).contains("ep_overlap"));
+}
+
+TEST_CASE("the EP overlap line: net saved, or LOST where the slowed compute costs more than the overlap hides") {
+  CostBreakdown b;
+  b.ep_overlap = {true, 0.75, 100.0, 300.0, 616.0, 154.0};
+  // (100 + 616) - (300 + 154) = 262 us saved.
+  CHECK(b.ep_overlap.SavedUs() == doctest::Approx(262.0));
+  CHECK(CostToText(b).find("net 262.0 us saved") != std::string::npos);
+  b.ep_overlap.a2a_added_us = 900.0;  // (100 + 616) - (900 + 154) = -338
+  CHECK(CostToText(b).find("net 338.0 us LOST: the overlap costs this layer more than it hides") != std::string::npos);
+  CHECK(CostToJson(b).at("ep_overlap").at("saved_us").get<double>() == doctest::Approx(-338.0));
 }
 
 TEST_CASE("the gemm compute model has no host gaps: no idle") {
