@@ -202,6 +202,12 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   const bool check = command == Command::kCheck;
   const PlanInputs in = ReadPlanInputs(o, command, err);
   if (in.cluster) err << cli::BudgetAboveClusterWarning(in.machine.gpu_memory_gib, *in.cluster);
+  // simulate with no budget holds its reserve against the cluster's memory (the warning after the
+  // plan): a reserve that leaves nothing of it is invalid input, as with a budget (exit 1).
+  if (in.cluster && !(in.machine.gpu_memory_gib > 0)) {
+    ValidateMemoryReserve(in.cluster->memory_gib, in.training.memory_reserve_gib.value_or(kDefaultMemoryReserveGib),
+                          fmt::format("{}'s memory_gib", in.cluster->name), cli::MemoryReserveName(o.training.memory_reserve_gib));
+  }
   const PlanCommandRequest request = MakePlanRequest(o, command, in);
   const PlanCommandResult result = RunPlanCommand(BuildPlan(in.model, in.dims, in.training, in.machine), request);
   const bool quiet = WritePlanOutputs(o, request, result, in, out);

@@ -250,7 +250,7 @@ std::string PeakAboveClusterWarning(double peak_bytes, double reserve_gib, const
   const std::string enforce = reserve_gib < cluster.memory_gib ? fmt::format(" (--gpu-memory-gib {} exits 3 on it)", cluster.memory_gib) : "";
   return fmt::format(
       "dockyard-plan: warning: the worst rank's peak, {:.2f} GiB, with the {:.2f} GiB reserve is above {}'s {} GiB per GPU "
-      "(memory_gib): this layout would not fit its GPUs; without --gpu-memory-gib nothing holds simulate to it{}\n",
+      "(memory_gib): this layout would not fit its GPUs; with no memory budget nothing holds simulate to it{}\n",
       static_cast<double>(peak_bytes) / static_cast<double>(int64_t{1} << 30), reserve_gib, cluster.name, cluster.memory_gib, enforce);
 }
 

@@ -1235,6 +1235,10 @@ TEST_CASE("A memory reserve with no budget is refused in the plan, not silently 
   CHECK(r.code == 0);
   CHECK(r.out.find("warning: the worst rank's peak, 97.06 GiB, with the 50.00 GiB reserve is above h200-sxm's 140.4 GiB per GPU") !=
         std::string::npos);
+  // A reserve that leaves nothing of the cluster's 140.4 GiB is invalid input, as under a budget.
+  r = Run("simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --cluster h200-sxm --memory-reserve-gib 150");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("h200-sxm's memory_gib") != std::string::npos);
   CHECK(Run("--model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --memory-reserve-gib 5").code == 1);
   CHECK(Run("--model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --memory-reserve-gib 5 --gpu-memory-gib 200").code == 0);
 }

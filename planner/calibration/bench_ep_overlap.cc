@@ -39,7 +39,7 @@ std::string OneNodeSweep(const dockyard::FidelitySet& set, const std::vector<doc
       "all_to_all, BF16, data-parallel overlaps)\n\n"
       "| model | EP | baseline s | with EP overlap s | predicted gain | baseline all-to-all share | peak GiB (the larger) | fits |\n"
       "|---|---|---|---|---|---|---|---|\n",
-      first->cluster_name);
+      dockyard::MarkdownCell(first->cluster_name));
   for (const auto& [name, model] : set.models) {
     for (int64_t ep : {2, 4, 8}) {
       dockyard::FidelityRun off = *first;
@@ -64,11 +64,11 @@ std::string OneNodeSweep(const dockyard::FidelitySet& set, const std::vector<doc
         a = dockyard::PredictRun(off, model);
         b = dockyard::PredictRun(on, model);
       } catch (const dockyard::Error& e) {  // a layout or model the step cannot be predicted for: said in its row
-        out += fmt::format("| {} | {} | - | - | - | - | - | not predicted: {} |\n", name, ep, dockyard::MarkdownCell(e.what()));
+        out += fmt::format("| {} | {} | - | - | - | - | - | not predicted: {} |\n", dockyard::MarkdownCell(name), ep, dockyard::MarkdownCell(e.what()));
         continue;
       }
       const bool fits = dockyard::PeakFitsCluster(a.peak_gib, first->cluster) && dockyard::PeakFitsCluster(b.peak_gib, first->cluster);
-      out += fmt::format("| {} | {} | {:.3f} | {:.3f} | {:+.1f} % | {:.1f} % | {:.1f} | {} |\n", name, ep, a.predicted_s, b.predicted_s,
+      out += fmt::format("| {} | {} | {:.3f} | {:.3f} | {:+.1f} % | {:.1f} % | {:.1f} | {} |\n", dockyard::MarkdownCell(name), ep, a.predicted_s, b.predicted_s,
                          100 * (1 - b.predicted_s / a.predicted_s), 100 * a.a2a_share, std::max(a.peak_gib, b.peak_gib),
                          fits ? "yes" : fmt::format("no ({:.1f} GiB device)", first->cluster.memory_gib));
     }

@@ -1094,7 +1094,7 @@ std::string PairsToMarkdown(const FidelitySet& set, const std::vector<FidelityPa
     std::string adds;
     for (const std::string& f : p.toggled) adds += (adds.empty() ? "" : " + ") + f;
     out += fmt::format("| {} | {} | {} | {} | {}/{}/{} | {} | {:.3f} -> {:.3f} | {} | {:.3f} -> {:.3f} | {} | {}, {} | {:.1f} % |\n",
-                       cell(p.group), r.model, r.cluster_name, Layout(r), r.gbs, r.mbs.value_or(0), r.seq, adds, p.baseline.measured_s,
+                       cell(p.group), cell(r.model), cell(r.cluster_name), Layout(r), r.gbs, r.mbs.value_or(0), r.seq, adds, p.baseline.measured_s,
                        p.variant.measured_s, pct(p.measured_gain), p.baseline.predicted_s, p.variant.predicted_s, pct(p.predicted_gain),
                        pct(p.baseline.error), pct(p.variant.error), 100 * p.baseline.a2a_share);
     const bool flat = std::abs(p.measured_gain) <= kFlat || std::abs(p.predicted_gain) <= kFlat;

@@ -83,11 +83,13 @@ std::string CostToText(const CostBreakdown& cost) {
   if (cost.ep_overlap.on) {
     const EpOverlapDetail& e = cost.ep_overlap;
     out << fmt::format(
-        "  EP overlap (combined 1F1B; {:.0f} % of the micro-batches run beside another's backward, the rest alone): per MoE layer and "
+        "  EP overlap (combined 1F1B; {:.0f} % of the forwards run beside another micro-batch's backward, the rest alone{}): per MoE layer and "
         "micro-batch, the dispatch and combine all-to-alls take {:.1f} us alone and add {:.1f} us with it (what stays exposed plus the "
         "compute slowed beside them: the dispatch and combine rows above, split by their time); the dispatcher's host synchronization "
         "{:.1f} us alone, {:.1f} us left (in router forward); {}\n",
-        100.0 * e.paired_share, e.a2a_alone_us, e.a2a_added_us, e.sync_idle_alone_us, e.sync_idle_exposed_us,
+        100.0 * e.paired_share,
+        e.paired_share > 0 ? "" : ": one micro-batch per pipeline rank leaves nothing to pair, so the overlap changes nothing",
+        e.a2a_alone_us, e.a2a_added_us, e.sync_idle_alone_us, e.sync_idle_exposed_us,
         e.SavedUs() >= 0 ? fmt::format("net {:.1f} us saved", e.SavedUs())
                          : fmt::format("net {:.1f} us LOST: the overlap costs this layer more than it hides", -e.SavedUs()));
   }

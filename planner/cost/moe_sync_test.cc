@@ -130,7 +130,8 @@ TEST_CASE("CostBreakdown::ep_overlap says what the overlap hid: the all-to-alls 
   CHECK(e.sync_idle_alone_us == doctest::Approx(616.0));
   CHECK(e.sync_idle_exposed_us == doctest::Approx(154.0));
   const std::string text = CostToText(overlap);
-  CHECK(text.find("EP overlap (combined 1F1B; 75 % of the micro-batches run beside another's backward") != std::string::npos);
+  CHECK(text.find("EP overlap (combined 1F1B; 75 % of the forwards run beside another micro-batch's backward, the rest alone)") !=
+        std::string::npos);
   CHECK(text.find("the dispatcher's host synchronization 616.0 us alone, 154.0 us left (in router forward); net ") != std::string::npos);
   CHECK(text.find(" us saved") != std::string::npos);
   CHECK(CostToJson(overlap).at("ep_overlap").at("sync_idle_exposed_us").get<double>() == doctest::Approx(154.0));
@@ -146,6 +147,10 @@ TEST_CASE("the EP overlap line: net saved, or LOST where the slowed compute cost
   b.ep_overlap.a2a_added_us = 900.0;  // (100 + 616) - (900 + 154) = -338
   CHECK(CostToText(b).find("net 338.0 us LOST: the overlap costs this layer more than it hides") != std::string::npos);
   CHECK(CostToJson(b).at("ep_overlap").at("saved_us").get<double>() == doctest::Approx(-338.0));
+  // Nothing paired (one micro-batch per pipeline rank): said.
+  b.ep_overlap = {true, 0.0, 100.0, 100.0, 616.0, 616.0};
+  CHECK(CostToText(b).find("0 % of the forwards run beside another micro-batch's backward, the rest alone: one micro-batch per pipeline "
+                           "rank leaves nothing to pair") != std::string::npos);
 }
 
 TEST_CASE("the gemm compute model has no host gaps: no idle") {
