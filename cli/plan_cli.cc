@@ -204,17 +204,16 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   if (in.cluster) err << cli::BudgetAboveClusterWarning(in.machine.gpu_memory_gib, *in.cluster);
   // simulate with no budget holds its reserve against the cluster's memory (the warning after the
   // plan): a reserve that leaves nothing of it is invalid input, as with a budget (exit 1).
-  if (in.cluster && !(in.machine.gpu_memory_gib > 0)) {
-    ValidateMemoryReserve(in.cluster->memory_gib, in.training.memory_reserve_gib.value_or(kDefaultMemoryReserveGib),
-                          fmt::format("{}'s memory_gib", in.cluster->name), cli::MemoryReserveName(o.training.memory_reserve_gib));
+  const bool against_cluster = in.cluster && !(in.machine.gpu_memory_gib > 0);
+  const double reserve_gib = in.training.memory_reserve_gib.value_or(kDefaultMemoryReserveGib);
+  if (against_cluster) {
+    ValidateMemoryReserve(in.cluster->memory_gib, reserve_gib, fmt::format("{}'s memory_gib", in.cluster->name),
+                          cli::MemoryReserveName(o.training.memory_reserve_gib));
   }
   const PlanCommandRequest request = MakePlanRequest(o, command, in);
   const PlanCommandResult result = RunPlanCommand(BuildPlan(in.model, in.dims, in.training, in.machine), request);
   const bool quiet = WritePlanOutputs(o, request, result, in, out);
-  if (in.cluster && !(in.machine.gpu_memory_gib > 0)) {
-    err << cli::PeakAboveClusterWarning(static_cast<double>(result.memory.worst_peak_bytes),
-                                        in.training.memory_reserve_gib.value_or(kDefaultMemoryReserveGib), *in.cluster);
-  }
+  if (against_cluster) err << cli::PeakAboveClusterWarning(static_cast<double>(result.memory.worst_peak_bytes), reserve_gib, *in.cluster);
   // check and simulate: a plan over its budget exits kExitOverBudget (its reports are written).
   if (FailsBudget(request, result)) {
     err << OverBudgetText(result.plan, result.memory, check ? "dockyard-plan check" : "dockyard-plan simulate");

@@ -100,7 +100,7 @@ TEST_CASE("the router's forward carries the idle; a recomputed forward carries i
   CHECK(IdleDelta(graph).step == doctest::Approx(0.0).epsilon(1e-9));
 }
 
-TEST_CASE("CostBreakdown::ep_overlap says what the overlap hid: the all-to-alls alone and exposed, the idle alone and exposed") {
+TEST_CASE("CostBreakdown::ep_overlap says what the overlap did: the all-to-alls alone and added, the idle alone and left, the net") {
   TrainingConfig t;
   t.num_microbatches = 4;
   const Plan plain_plan = testing::TinyEp4Plan(t, Convention::kMegatron);
