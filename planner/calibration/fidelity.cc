@@ -1048,6 +1048,10 @@ std::vector<FidelityPair> PredictPairs(const FidelitySet& set, ComputeModel comp
     same("precision", a.precision, b.precision);
     same("recompute", std::tie(a.recompute, a.recompute_modules), std::tie(b.recompute, b.recompute_modules));
     same("dispatcher", a.dispatcher, b.dispatcher);
+    same("pp_layout", a.pp_layout, b.pp_layout);
+    same("ddp_bucket_size", a.ddp_bucket_size, b.ddp_bucket_size);
+    same("moe_flex_dispatcher_num_sms", a.moe_flex_dispatcher_num_sms, b.moe_flex_dispatcher_num_sms);
+    same("megatron_core", a.megatron_core, b.megatron_core);
     FidelityPair p;
     p.group = g;
     for (const std::string& f : a.features)

@@ -302,7 +302,8 @@ struct FidelityPair {
 // The pairs of `set`: its runs grouped by /group in file order, two per group (the first the
 // baseline, the second the variant). Throws dockyard::Error naming the group when a group has
 // other than two runs, when the variant drops a feature of the baseline or adds none, when the two
-// differ in anything else (model, cluster, layout, batch, precision, recompute, dispatcher), or when
+// differ in anything else (model, cluster, layout, batch, precision, recompute, dispatcher, pp_layout,
+// ddp_bucket_size, moe_flex_dispatcher_num_sms, megatron_core), or when
 // either run is unsupported (UnsupportedReasons).
 std::vector<FidelityPair> PredictPairs(const FidelitySet& set, ComputeModel compute_model = ComputeModel::kKernels);
 // The pairs as a Markdown table: measured and predicted steps and gains, and each prediction's

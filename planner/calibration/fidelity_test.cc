@@ -328,6 +328,7 @@ TEST_CASE("EP-overlap pairs: a malformed pair is refused naming the pair and the
   };
   CHECK(error_of([](Json& j) { j["runs"][1]["group"] = "lonely"; }).find("pair \"EPO1 a2a EP16\": a pair is two runs") != std::string::npos);
   CHECK(error_of([](Json& j) { j["runs"][1]["layout"]["ep"] = 8; }).find("differ in layout") != std::string::npos);
+  CHECK(error_of([](Json& j) { j["runs"][1]["ddp_bucket_size"] = 1000; }).find("differ in ddp_bucket_size") != std::string::npos);
   CHECK(error_of([](Json& j) { j["runs"][1]["features"] = Json::array({"ep_overlap"}); })
             .find("drops the baseline's feature \"overlap_grad_reduce\"") != std::string::npos);
   CHECK(error_of([](Json& j) { j["runs"][1]["features"] = j["runs"][0]["features"]; }).find("adds no feature") != std::string::npos);
