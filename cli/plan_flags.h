@@ -102,7 +102,8 @@ std::string BudgetAboveClusterWarning(double budget_gib, const ClusterSpec& clus
 // simulate on a cluster with no budget: the warning (one line, "" when it fits) that the worst
 // rank's peak (bytes) plus the reserve (GiB; memory.h kDefaultMemoryReserveGib unless the run sets
 // one) is above the cluster's memory_gib, so the layout would not run there; nothing holds the
-// command to it without --gpu-memory-gib (memory.h OverBudget).
+// command to it without --gpu-memory-gib (memory.h OverBudget). The caller has checked the reserve
+// below memory_gib (ValidateMemoryReserve), so the flag the warning names would be valid.
 std::string PeakAboveClusterWarning(double peak_bytes, double reserve_gib, const ClusterSpec& cluster);
 
 // "warning: ..." (one line) when the node size given by --gpus-per-node (simulate; over the spec) or,
