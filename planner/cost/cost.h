@@ -192,4 +192,12 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& cluster, const R
 Json CostToJson(const CostBreakdown& cost);
 std::string CostToText(const CostBreakdown& cost);
 
+// The EP-overlap sentence of the report (CostToText's line, the HTML report's phase figure): what
+// share of the forwards is paired, the all-to-alls alone and added, the host synchronization alone
+// and left, the net saved or LOST (us, per MoE layer and micro-batch). `e.on` must be true.
+std::string EpOverlapText(const EpOverlapDetail& e);
+// The detail back from CostToJson's `ep_overlap` object (the HTML report reads the JSON report).
+// Throws dockyard::Error naming the key when one is missing or not a number.
+EpOverlapDetail EpOverlapFromJson(const Json& j);
+
 }  // namespace dockyard

@@ -1,5 +1,6 @@
 // The predicted step as a report: its JSON block and its terminal table (see cost.h).
 #include "planner/cost/cost.h"
+#include "planner/base/error.h"
 #include "planner/cost/prediction_error.h"
 
 #include <cmath>
@@ -54,6 +55,35 @@ Json CostToJson(const CostBreakdown& cost) {
   return j;
 }
 
+std::string EpOverlapText(const EpOverlapDetail& e) {
+  return fmt::format(
+      "EP overlap (combined 1F1B; {:.0f} % of the forwards run beside another micro-batch's backward, the rest alone{}): per MoE layer and "
+      "micro-batch, the dispatch and combine all-to-alls take {:.1f} us alone and add {:.1f} us with it (what stays exposed plus the "
+      "compute slowed beside them: the dispatch and combine phases, split by their time); the dispatcher's host synchronization "
+      "{:.1f} us alone, {:.1f} us left (in router forward); {}",
+      100.0 * e.paired_share, e.paired_share > 0 ? "" : ": one micro-batch per pipeline rank leaves nothing to pair, so the overlap changes nothing",
+      e.a2a_alone_us, e.a2a_added_us, e.sync_idle_alone_us, e.sync_idle_exposed_us,
+      e.SavedUs() >= 0 ? fmt::format("net {:.1f} us saved", e.SavedUs())
+                       : fmt::format("net {:.1f} us LOST: the overlap costs this layer more than it hides", -e.SavedUs()));
+}
+
+EpOverlapDetail EpOverlapFromJson(const Json& j) {
+  auto number = [&](const char* key) {
+    if (!j.is_object() || !j.contains(key) || !j.at(key).is_number()) {
+      throw Error(fmt::format("predicted.ep_overlap.{}: missing or not a number (CostToJson writes every key)", key));
+    }
+    return j.at(key).get<double>();
+  };
+  EpOverlapDetail e;
+  e.on = true;
+  e.paired_share = number("paired_share");
+  e.a2a_alone_us = number("a2a_alone_us");
+  e.a2a_added_us = number("a2a_added_us");
+  e.sync_idle_alone_us = number("sync_idle_alone_us");
+  e.sync_idle_exposed_us = number("sync_idle_exposed_us");
+  return e;
+}
+
 std::string CostToText(const CostBreakdown& cost) {
   std::ostringstream out;
   out << fmt::format("Predicted  step {:.1f} ms, {:.0f} tokens/s per GPU, MFU {:.1f}%, dominant phase: {} (routing imbalance {:.2f})\n",
@@ -80,19 +110,7 @@ std::string CostToText(const CostBreakdown& cost) {
       "bubble {:.1f} us; step-end DP comm {:.1f} us; optimizer {:.1f} us; host {:.1f} us\n",
       cost.moe_layer_us, cost.dense_layer_us, cost.stage_microbatch_us, cost.pipeline_bubble_us, cost.dp_step_comm_us, cost.optimizer_us,
       cost.host_overhead_us);
-  if (cost.ep_overlap.on) {
-    const EpOverlapDetail& e = cost.ep_overlap;
-    out << fmt::format(
-        "  EP overlap (combined 1F1B; {:.0f} % of the forwards run beside another micro-batch's backward, the rest alone{}): per MoE layer and "
-        "micro-batch, the dispatch and combine all-to-alls take {:.1f} us alone and add {:.1f} us with it (what stays exposed plus the "
-        "compute slowed beside them: the dispatch and combine rows above, split by their time); the dispatcher's host synchronization "
-        "{:.1f} us alone, {:.1f} us left (in router forward); {}\n",
-        100.0 * e.paired_share,
-        e.paired_share > 0 ? "" : ": one micro-batch per pipeline rank leaves nothing to pair, so the overlap changes nothing",
-        e.a2a_alone_us, e.a2a_added_us, e.sync_idle_alone_us, e.sync_idle_exposed_us,
-        e.SavedUs() >= 0 ? fmt::format("net {:.1f} us saved", e.SavedUs())
-                         : fmt::format("net {:.1f} us LOST: the overlap costs this layer more than it hides", -e.SavedUs()));
-  }
+  if (cost.ep_overlap.on) out << "  " << EpOverlapText(cost.ep_overlap) << "\n";
   if (cost.layer_sac_every > 0) {
     out << fmt::format(
         "  per-layer selective checkpointing: one layer in {} of each stage checkpointed (MoE layer {:.1f} us, dense layer "

@@ -136,6 +136,11 @@ TEST_CASE("CostBreakdown::ep_overlap says what the overlap did: the all-to-alls 
   CHECK(text.find(" us saved") != std::string::npos);
   CHECK(CostToJson(overlap).at("ep_overlap").at("sync_idle_exposed_us").get<double>() == doctest::Approx(154.0));
   CHECK_FALSE(CostToJson(plain).contains("ep_overlap"));
+  // The JSON gives the detail back (the HTML report's sentence): the same line as the text's.
+  const EpOverlapDetail back = EpOverlapFromJson(CostToJson(overlap).at("ep_overlap"));
+  CHECK(back.a2a_added_us == doctest::Approx(e.a2a_added_us));
+  CHECK(back.SavedUs() == doctest::Approx(e.SavedUs()));
+  CHECK(text.find(EpOverlapText(back)) != std::string::npos);
 }
 
 TEST_CASE("the EP overlap line: net saved, or LOST where the slowed compute costs more than the overlap hides") {

@@ -121,7 +121,9 @@ void SimulateFigures(Page& p, const Json& r) {
   PhaseFigure(p,
               fmt::format("Predicted time per phase of one MoE layer, one micro-batch (slowest rank), MoE layer {:.1f} us",
                           pred.at("moe_layer_us").get<double>()),
-              "predicted.phases with layer_kind moe", rows, {"forward", "backward"});
+              pred.contains("ep_overlap") ? "predicted.phases with layer_kind moe. " + EpOverlapText(EpOverlapFromJson(pred.at("ep_overlap")))
+                                          : std::string("predicted.phases with layer_kind moe"),
+              rows, {"forward", "backward"});
   // Routing-dependent forward phases per EP rank.
   std::vector<std::string> phases;
   std::vector<std::vector<double>> per;

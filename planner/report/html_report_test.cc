@@ -442,6 +442,36 @@ TEST_CASE("A simulate page draws the predicted MoE phases and a schedule whose b
   CHECK(!Select(all, "fig-rank-phases", "rect").empty());
 }
 
+TEST_CASE("A simulate page with EP overlap says in the phase figure what the overlap hid and what it cost") {
+  SimulatePage sim = TinySimulatePage(3, 1);
+  // Without EP overlap the report has no ep_overlap object and the page no such sentence.
+  REQUIRE(!sim.page["predicted"].contains("ep_overlap"));
+  CHECK(ReportToHtml(sim.page, RoutingSampleToJson(sim.sample)).find("EP overlap (combined 1F1B") == std::string::npos);
+  // The numbers of moe_sync_test's hand case: 3 of 4 forwards paired, all-to-alls 100 us alone
+  // and 300 us added, the host synchronization 616 us alone and (1 - 0.75) x 616 = 154 us left:
+  // net (100 + 616) - (300 + 154) = 262 us saved.
+  sim.page["predicted"]["ep_overlap"] = {{"paired_share", 0.75},        {"a2a_alone_us", 100.0},         {"a2a_added_us", 300.0},
+                                         {"sync_idle_alone_us", 616.0}, {"sync_idle_exposed_us", 154.0}, {"saved_us", 262.0}};
+  const std::string html = ReportToHtml(sim.page, RoutingSampleToJson(sim.sample));
+  const auto all = ParsePage(html);
+  CheckSelfContained(html, all);
+  const size_t fig = html.find("id=\"fig-phases\"");
+  REQUIRE(fig != std::string::npos);
+  const size_t at = html.find("EP overlap (combined 1F1B; 75 % of the forwards", fig);
+  REQUIRE(at != std::string::npos);
+  CHECK(at < html.find("</figure>", fig));  // in the phase figure's note
+  CHECK(html.find("take 100.0 us alone and add 300.0 us with it", at) != std::string::npos);
+  CHECK(html.find("616.0 us alone, 154.0 us left", at) != std::string::npos);
+  CHECK(html.find("net 262.0 us saved", at) != std::string::npos);
+  // A loss is named: 100 + 616 - (900 + 154) = -338 us.
+  sim.page["predicted"]["ep_overlap"]["a2a_added_us"] = 900.0;
+  CHECK(ReportToHtml(sim.page, RoutingSampleToJson(sim.sample)).find("net 338.0 us LOST") != std::string::npos);
+  // A report whose ep_overlap lacks a key is refused, naming it.
+  sim.page["predicted"]["ep_overlap"].erase("sync_idle_exposed_us");
+  CHECK_THROWS_WITH_AS(ReportToHtml(sim.page, RoutingSampleToJson(sim.sample)),
+                       doctest::Contains("predicted.ep_overlap.sync_idle_exposed_us: missing or not a number"), Error);
+}
+
 // A small search of TinyMixtral on 16 GPUs, every ranked layout kept.
 SearchOptions TinySearch() {
   SearchOptions s;
