@@ -109,7 +109,7 @@ void ReadSearchTraining(const CliOptions& o, const ModelSpec& model, SearchOptio
   err << cli::NodeSizeClusterWarning(o.training, model, s->cluster, "search");
   ValidateMemoryReserve(
       SearchBudgetGib(*s), s->training.memory_reserve_gib.value_or(0),
-      s->gpu_memory_gib > 0 ? cli::MemoryBudgetName(o.training.gpu_memory_gib) : "the cluster's memory_gib (" + s->cluster.name + ")",
+      s->gpu_memory_gib > 0 ? cli::MemoryBudgetName(o.training.gpu_memory_gib) : "memory_gib of cluster " + s->cluster.name,
       cli::MemoryReserveName(o.training.memory_reserve_gib));
 }
 
