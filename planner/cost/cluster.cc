@@ -341,8 +341,17 @@ ClusterSpec ClusterFromJson(const Json& json, const std::string& file) {
     field = v.NumberOr(key, field);
     if (!(field > 0) || field > max) v.Fail(key, fmt::format("must be a number in (0, {}], got {}", max, field));
   };
-  positive("dense_bf16_tflops", c.dense_bf16_tflops, 1e6);
-  positive("hbm_gbps", c.hbm_gbps, 1e6);
+  // Rates: at least 0.001 (a GFLOP/s, a MB/s; the CPU test cluster's are 0.01 and 1), so that a
+  // model's times stay finite (a rate of 1e-300 made every time inf).
+  auto rate = [&](const char* key, double& field) {
+    field = v.NumberOr(key, field);
+    if (!(field >= kMinClusterRate) || field > 1e6) {
+      v.Fail(key, fmt::format("must be a number in [{}, 1000000] (a rate; below {} every time overflows), got {}", kMinClusterRate,
+                              kMinClusterRate, field));
+    }
+  };
+  rate("dense_bf16_tflops", c.dense_bf16_tflops);
+  rate("hbm_gbps", c.hbm_gbps);
   positive("memory_gib", c.memory_gib, 1e6);
   if (v.Has("sm_count")) {
     // The SM shares of the EP overlap and TP overlap knobs follow the GPU's SMs (the base's
@@ -358,8 +367,8 @@ ClusterSpec ClusterFromJson(const Json& json, const std::string& file) {
     }
     SetSmShares(sms, &c);
   }
-  positive("intra_node_gbps", c.knobs.links.intra_node_gbps, 1e6);
-  positive("network_gbps", c.knobs.links.network_gbps, 1e6);
+  rate("intra_node_gbps", c.knobs.links.intra_node_gbps);
+  rate("network_gbps", c.knobs.links.network_gbps);
   positive("intra_node_latency_us", c.knobs.links.intra_node_latency_us, 1e6);
   positive("network_latency_us", c.knobs.links.network_latency_us, 1e6);
   c.nics_per_node = v.IntOr("nics_per_node", c.nics_per_node, 1);

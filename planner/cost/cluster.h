@@ -62,8 +62,13 @@ std::string ClusterPresetNamesText();
 // A cluster JSON file (docs/cluster.md): {"name", "gpus_per_node", "nodes", "dense_bf16_tflops",
 // "hbm_gbps", "memory_gib", "sm_count", "intra_node_gbps", "intra_node_latency_us", "network_gbps",
 // "network_latency_us", "nics_per_node", "nvlink_domain_gpus"}, every field optional over the "base" preset (default "h100-sxm").
-// Errors name the file, the JSON pointer, the value and the rule.
+// Errors name the file, the JSON pointer, the value and the rule. Rates (dense_bf16_tflops, hbm_gbps,
+// intra_node_gbps, network_gbps) must lie in [kMinClusterRate, 1e6]; memory and latencies in (0, 1e6].
 ClusterSpec ClusterFromJson(const Json& json, const std::string& file);
+// The lowest rate a cluster file may give (TFLOP/s or GB/s): 1 GFLOP/s or 1 MB/s, below any device
+// dockyard plans for (the CPU test cluster, testdata/fidelity/cpu-2core.json, has 0.01 and 1) and
+// high enough that a large model's times stay finite.
+constexpr double kMinClusterRate = 0.001;
 
 // A preset name, or a path to a cluster JSON file.
 ClusterSpec LoadCluster(const std::string& name_or_path);

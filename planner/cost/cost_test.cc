@@ -63,7 +63,34 @@ TEST_CASE("A cluster JSON overrides its base preset and rejects bad values") {
   CHECK(c.hbm_gbps == 4800.0);
   CHECK(c.knobs.links.network_gbps == 24.0);
   auto bad = dockyard::Json::parse(R"({"network_gbps": 0})");
-  CHECK_THROWS_WITH_AS(dockyard::ClusterFromJson(bad, "c.json"), doctest::Contains("c.json: /network_gbps: must be a number in (0"),
+  CHECK_THROWS_WITH_AS(dockyard::ClusterFromJson(bad, "c.json"),
+                       doctest::Contains("c.json: /network_gbps: must be a number in [0.001, 1000000] (a rate; below 0.001 every time "
+                                         "overflows), got 0"),
+                       dockyard::Error);
+  // A rate at the bottom of the old range, (0, 1e6], made every time inf (QA: 1e-300 TFLOP/s ranked
+  // first with a 0 us stage); 0.001 is the floor, and the CPU test cluster's 0.01 / 1 pass.
+  CHECK_THROWS_WITH_AS(dockyard::ClusterFromJson(dockyard::Json::parse(R"({"dense_bf16_tflops": 1e-300})"), "c.json"),
+                       doctest::Contains("/dense_bf16_tflops: must be a number in [0.001, 1000000]"), dockyard::Error);
+  CHECK(dockyard::ClusterFromJson(dockyard::Json::parse(R"({"dense_bf16_tflops": 0.001, "hbm_gbps": 0.001})"), "c.json").hbm_gbps ==
+        0.001);
+  // Memory and latencies keep (0, 1e6]: a tiny latency adds nothing and overflows nothing.
+  CHECK_THROWS_WITH_AS(dockyard::ClusterFromJson(dockyard::Json::parse(R"({"network_latency_us": 0})"), "c.json"),
+                       doctest::Contains("/network_latency_us: must be a number in (0, 1000000], got 0"), dockyard::Error);
+}
+
+TEST_CASE("A step whose time overflows is refused, naming the cluster, instead of printed as inf") {
+  dockyard::ParallelDimsOptions d;
+  d.world_size = 4;
+  d.ep = 4;
+  dockyard::TrainingConfig t;
+  t.seq_len = 1024;
+  auto plan = dockyard::BuildPlan(dockyard::testing::TinyMixtral(), d, t);
+  auto routing = dockyard::SampleRouting({}, 8, 2, 4, 1024, 2);
+  ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
+  c.name = "slow";
+  c.dense_bf16_tflops = 1e-310;  // below the file's floor: only code can build it
+  CHECK_THROWS_WITH_AS(dockyard::SimulateStep(plan, c, routing), 
+                       doctest::Contains("us): cluster slow (dense_bf16_tflops 1e-310, hbm_gbps 3350) is too slow for a finite time"),
                        dockyard::Error);
 }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <optional>
 #include <unordered_map>
@@ -485,6 +486,16 @@ CostBreakdown StepFromInputs(const ModelSpec& m, const ParamTotals& totals, cons
   const double slots = SetPipelineStep(L, runs, walk, x, loss_stage, moe, dense, out);
   SetThroughput(L, out);
   SetCriticalPath(runs, sac, walk.slowest, loss_stage, records, x, slots, detail, out);
+  // A time that overflowed (cluster rates at the bottom of their range against a large model)
+  // would print as inf or rank a layout first with a 0 us stage: refuse it, naming the figures.
+  for (const auto& [name, v] : {std::pair<const char*, double>{"MoE layer", out.moe_layer_us}, {"dense layer", out.dense_layer_us},
+                                {"stage", out.stage_microbatch_us}, {"step", out.step_time_us}}) {
+    if (!std::isfinite(v)) {
+      throw Error(fmt::format("the predicted {} time is not finite ({} us): cluster {} (dense_bf16_tflops {}, hbm_gbps {}) is too slow for a "
+                              "finite time of this model",
+                              name, v, c.name, c.dense_bf16_tflops, c.hbm_gbps));
+    }
+  }
   return out;
 }
 
