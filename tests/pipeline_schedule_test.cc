@@ -150,6 +150,30 @@ TEST_CASE("ComputeComm: FSDP calls per step with PP follow the policy and the ac
   CHECK(Calls(r, "pp_send_activations") == 12);
 }
 
+TEST_CASE("ComputeComm: interleaved 1F1B's sends wrap around the pp ring (the last stage feeds stage 0's next chunk)") {
+  TrainingConfig t;
+  t.dp_sharding = DpSharding::kZero1;
+  t.seq_len = 256;
+  t.num_microbatches = 4;
+  auto calls = [&](int64_t vpp, int64_t rank, const std::string& purpose) {
+    t.run.vpp = vpp;
+    return Calls(dockyard::ComputeComm(BuildPlan(dockyard::testing::TinyMixtral(), Dims(4, 2), t), rank), purpose);
+  };
+  // pp 2 on 4 GPUs: ranks 0-1 stage 0, ranks 2-3 stage 1 (pp outermost). Plain 1F1B, M 4: stage 0
+  // sends 4 activations forward and no gradients; stage 1 the reverse.
+  CHECK(calls(1, 0, "pp_send_activations") == 4);
+  CHECK(calls(1, 0, "pp_send_grads") == 0);
+  CHECK(calls(1, 2, "pp_send_activations") == 0);
+  CHECK(calls(1, 2, "pp_send_grads") == 4);
+  // vpp 2: virtual stages 0, 1, 2, 3 on stages 0, 1, 0, 1. Stage 0 sends 0 -> 1 and 2 -> 3
+  // (M x vpp = 8) and the gradient of virtual stage 2 back to 1 (M x (vpp - 1) = 4, to the last
+  // stage); stage 1 sends 1 -> 2 (4, to stage 0) and the gradients of 1 and 3 (8).
+  CHECK(calls(2, 0, "pp_send_activations") == 8);
+  CHECK(calls(2, 0, "pp_send_grads") == 4);
+  CHECK(calls(2, 2, "pp_send_activations") == 4);
+  CHECK(calls(2, 2, "pp_send_grads") == 8);
+}
+
 TEST_CASE("FSDP under PP keeps the stage's units unsharded and accumulates unsharded gradients") {
   TrainingConfig t;
   t.dp_sharding = DpSharding::kFsdp;

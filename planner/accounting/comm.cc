@@ -506,13 +506,22 @@ void AddPipeline(const CommStep& s, Builder& b) {
   if (d.pp <= 1) return;
   const auto pp_group = b.Group(s.plan.meshes.dense, {"pp"});
   const int64_t bytes = PpSendBytes(s.w, d.tp, s.plan.model.hidden_size);
-  // Interleaved 1F1B (--vpp): a micro-batch crosses each rank's boundary once per model chunk.
-  const int64_t sends = s.mul(s.M, s.plan.training.run.vpp);
+  // Interleaved 1F1B (--vpp): stage s holds virtual stages s + c * pp, c < vpp, and each sends its
+  // activations to the next virtual stage and its gradients to the previous one. Inside the ring a
+  // micro-batch crosses each boundary once per chunk (M * vpp); the last stage's first vpp - 1
+  // chunks send on to stage 0's next chunk, and stage 0's last vpp - 1 chunks send their gradients
+  // back to the last stage (Megatron's interleaved schedule wraps around the pp ring).
+  const int64_t vpp = s.plan.training.run.vpp;
+  const int64_t sends = s.mul(s.M, vpp), wrap = s.mul(s.M, vpp - 1);
   if (s.stage + 1 < d.pp) {
     b.Add("pp_send_activations", "send_recv", "dense", "pp", "forward", {s.rank, pp_group[s.stage + 1]}, sends, bytes);
+  } else if (vpp > 1) {
+    b.Add("pp_send_activations", "send_recv", "dense", "pp", "forward", {s.rank, pp_group[0]}, wrap, bytes);
   }
   if (s.stage > 0) {
     b.Add("pp_send_grads", "send_recv", "dense", "pp", "backward", {s.rank, pp_group[s.stage - 1]}, sends, bytes);
+  } else if (vpp > 1) {
+    b.Add("pp_send_grads", "send_recv", "dense", "pp", "backward", {s.rank, pp_group[d.pp - 1]}, wrap, bytes);
   }
 }
 
