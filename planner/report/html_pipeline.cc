@@ -1,8 +1,9 @@
 // The HTML report's pipeline schedule (html_internal.h PipelineFigure, fig-pipeline): the cost
 // model's step (cost/step.cc): M + (pp - 1) / vpp slots of the slowest stage's micro-batch time
 // (pipeline_schedule.h PipelineSlots; vpp 1 without interleaving), stage s starting after
-// s / vpp slots and busy with its M micro-batches back to back, bubbles hatched, then the exposed
-// data-parallel communication and the optimizer.
+// s / vpp slots and busy with its M micro-batches back to back, bubbles hatched, then the flush's
+// pipeline transfers (interleaved), the exposed data-parallel communication, the optimizer and the
+// host's per-step work: the cells of a stage add up to the step.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -33,10 +34,14 @@ void PipelineFigure(Page& p, const Json& predicted, int64_t pp, int64_t vpp, int
   const double dp = predicted.at("dp_step_comm_us").get<double>();
   const double opt = predicted.at("optimizer_us").get<double>();
   const double step = predicted.at("step_time_us").get<double>();
+  const double host = predicted.value("host_overhead_us", 0.0);
   // Interleaved 1F1B (vpp model chunks per rank) shrinks the bubble to (pp - 1) / vpp slots: each
   // stage waits s / vpp slots before its first micro-batch and (pp - 1 - s) / vpp after its last.
   const double slots = PipelineSlots(microbatches, pp, vpp);
   const double lead = pp > 1 ? (slots - static_cast<double>(microbatches)) / static_cast<double>(pp - 1) : 0.0;  // 1 / vpp
+  // The bubble beyond the idle slots: the interleaved flush's pipeline transfers, which no chunk
+  // hides (cost/step.cc: pipeline_bubble_us = idle slots + flush), drawn after the last slot.
+  const double flush = std::max(0.0, predicted.at("pipeline_bubble_us").get<double>() - (slots - static_cast<double>(microbatches)) * slot);
   const double left = 64, top = 8, plot_w = 720;
   const double rh = std::clamp(240.0 / pp, 6.0, 24.0);
   const double scale = step > 0 ? plot_w / step : 0;
@@ -98,7 +103,14 @@ void PipelineFigure(Page& p, const Json& predicted, int64_t pp, int64_t vpp, int
                               y + rh / 2 + 4, m);
       }
     }
-    const double x0 = left + slots * slot * scale;
+    const double x_flush = left + slots * slot * scale;
+    if (flush > 0) {
+      p.body += fmt::format(
+          "<rect class=\"flush\" data-us=\"{}\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"#bab0ac\"><title>the "
+          "flush's pipeline transfers, {:.1f} us (part of the bubble)</title></rect>",
+          flush, x_flush, y + 1, flush * scale, rh - 2, flush);
+    }
+    const double x0 = x_flush + flush * scale;
     p.body += fmt::format(
         "<rect class=\"dp\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"#f28e2b\"><title>exposed data-parallel "
         "communication {:.1f} us</title></rect>",
@@ -107,6 +119,10 @@ void PipelineFigure(Page& p, const Json& predicted, int64_t pp, int64_t vpp, int
         "<rect class=\"opt\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"#59a14f\"><title>optimizer {:.1f} "
         "us</title></rect>\n",
         x0 + dp * scale, y + 1, opt * scale, rh - 2, opt);
+    p.body += fmt::format(
+        "<rect class=\"host\" data-us=\"{}\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"#b07aa1\"><title>the "
+        "host's per-step work {:.1f} us</title></rect>\n",
+        host, x0 + (dp + opt) * scale, y + 1, host * scale, rh - 2, host);
   }
   const double tick = TickStep(step / 1e3, 6);
   for (double t = 0; t <= step / 1e3 + 1e-9; t += tick) {
@@ -116,9 +132,12 @@ void PipelineFigure(Page& p, const Json& predicted, int64_t pp, int64_t vpp, int
   p.body += "</svg>\n";
   Legend(p, {{"#4e79a7", "micro-batch forward (number = micro-batch)"},
              {"#76b7b2", "its backward"},
-             {"#dddddd", fmt::format("bubble ({:.1f} ms per stage)", predicted.at("pipeline_bubble_us").get<double>() / 1e3)},
+             {"#dddddd", fmt::format("bubble ({:.1f} ms per stage{})", predicted.at("pipeline_bubble_us").get<double>() / 1e3,
+                                     flush > 0 ? fmt::format(", of which the flush's pipeline transfers {:.1f} ms", flush / 1e3) : "")},
+             {"#bab0ac", "the flush's pipeline transfers (interleaved 1F1B)"},
              {"#f28e2b", "exposed data-parallel comm"},
-             {"#59a14f", "optimizer"}});
+             {"#59a14f", "optimizer"},
+             {"#b07aa1", "host"}});
   CloseFigure(p);
 }
 

@@ -699,10 +699,21 @@ TEST_CASE("A VPP simulate page draws the interleaved bubble, (pp - 1) / vpp slot
   const auto bubbles = Select(all, "fig-pipeline", "rect", "bubble");
   REQUIRE(bubbles.size() == 2);
   // (pp - 1) / vpp x the slot = 0.5 slot per stage; pipeline_bubble_us (cost/step.cc) adds the
-  // flush's unoverlapped pipeline transfers, in the legend, not drawn.
+  // flush's unoverlapped pipeline transfers, drawn after the last slot.
   CHECK(bubbles[0].Num("data-us") == doctest::Approx(0.5 * cost.stage_microbatch_us));
-  CHECK(bubbles[0].Num("data-us") < cost.pipeline_bubble_us);
-  CHECK(bubbles[0].Num("data-us") > 0.99 * cost.pipeline_bubble_us);
+  const auto flush = Select(all, "fig-pipeline", "rect", "flush");
+  REQUIRE(flush.size() == 2);
+  CHECK(flush[0].Num("data-us") > 0);
+  CHECK(bubbles[0].Num("data-us") + flush[0].Num("data-us") == doctest::Approx(cost.pipeline_bubble_us));
+  // A stage's cells add up to the step (QA: the flush and the host were left out under vpp):
+  // 4 busy slots + its bubbles + the flush + DP comm + optimizer + host.
+  const auto host = Select(all, "fig-pipeline", "rect", "host");
+  REQUIRE(host.size() == 2);
+  CHECK(host[0].Num("data-us") == doctest::Approx(cost.host_overhead_us));
+  double stage0 = 0;
+  for (const auto& r : Select(all, "fig-pipeline", "rect", "busy")) stage0 += r.Num("data-us") / 2;  // 8 busy cells, 2 stages
+  stage0 += bubbles[0].Num("data-us") + flush[0].Num("data-us") + cost.dp_step_comm_us + cost.optimizer_us + host[0].Num("data-us");
+  CHECK(stage0 == doctest::Approx(cost.step_time_us));
 }
 
 TEST_CASE("Names with markup characters are escaped: the page stays well-formed") {
