@@ -134,7 +134,7 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
   ValidateInterleavedMicrobatches(plan.training.run, plan.dims.pp, *plan.training.num_microbatches, megatron);
   ValidateSelectiveAcConvention(plan.training, IsTorchtitan(plan.dims.convention));
   ValidateSeqLenForModel(plan.training.seq_len, plan.model, "--seq-len");
-  ValidateSeqLenForCp(plan.training.seq_len, plan.dims.cp);
+  ValidateSeqLenSplits(plan.training.seq_len, plan.dims.cp, plan.dims.tp, megatron);
   ValidateOpSac(plan.training, plan.model);
   ValidateRecomputeModulesForModel(plan.training, plan.model);
   ValidateEpOverlap(plan.training, plan.dims.pp, plan.dims.ep);

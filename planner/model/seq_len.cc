@@ -26,20 +26,33 @@ std::string SeqLenWarning(int64_t seq_len, const ModelSpec& m, const std::string
                                       "long-context run extends RoPE itself)");
 }
 
-bool SeqLenSplitsOverCp(int64_t seq_len, int64_t cp, std::string* error) {
-  if (cp <= 1 || seq_len % (2 * cp) == 0) return true;
-  if (error) {
-    *error = fmt::format(
-        "--seq-len {} must be divisible by 2 x cp = {} (cp {}): load-balanced context parallelism splits each sequence into "
-        "2 x cp chunks (Megatron get_batch_on_this_cp_rank, PyTorch context_parallel's head-tail load balancer)",
-        seq_len, 2 * cp, cp);
+bool SeqLenSplits(int64_t seq_len, int64_t cp, int64_t tp, bool megatron, std::string* error) {
+  if (cp > 1 && seq_len % (2 * cp) != 0) {
+    if (error) {
+      *error = fmt::format(
+          "--seq-len {} must be divisible by 2 x cp = {} (cp {}): load-balanced context parallelism splits each sequence into "
+          "2 x cp chunks (Megatron get_batch_on_this_cp_rank, PyTorch context_parallel's head-tail load balancer)",
+          seq_len, 2 * cp, cp);
+    }
+    return false;
   }
-  return false;
+  const int64_t per_cp_rank = cp > 1 ? seq_len / cp : seq_len;
+  if (megatron && tp > 1 && per_cp_rank % tp != 0) {
+    if (error) {
+      *error = fmt::format(
+          "--seq-len {}{} must be divisible by tp {}: Megatron's sequence parallelism scatters each sequence's tokens over the TP "
+          "group (tensor_parallel/mappings.py _split_along_first_dim: \"First dimension of the tensor should be divisible by "
+          "tensor parallel size\")",
+          seq_len, cp > 1 ? fmt::format(" / cp {} = {} tokens per cp rank", cp, per_cp_rank) : "", tp);
+    }
+    return false;
+  }
+  return true;
 }
 
-void ValidateSeqLenForCp(int64_t seq_len, int64_t cp) {
+void ValidateSeqLenSplits(int64_t seq_len, int64_t cp, int64_t tp, bool megatron) {
   std::string error;
-  if (!SeqLenSplitsOverCp(seq_len, cp, &error)) throw Error(error);
+  if (!SeqLenSplits(seq_len, cp, tp, megatron, &error)) throw Error(error);
 }
 
 }  // namespace dockyard

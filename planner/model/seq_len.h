@@ -40,9 +40,15 @@ std::string SeqLenWarning(int64_t seq_len, const ModelSpec& model, const std::st
 //    [2 * cp_size, seq_len // (2 * cp_size)] ("The sequence length must be divisible by 2 * cp_size");
 //  - torchtitan: PyTorch's context_parallel load balancer (torch/distributed/tensor/experimental/
 //    _context_parallel/_load_balancer.py _HeadTailLoadBalancer) asserts seq_length % (2 * world_size) == 0.
-// SeqLenSplitsOverCp returns false on the broken rule and, when `error` is not null, writes there
-// the message ValidateSeqLenForCp throws (naming --seq-len, its value, cp and 2 x cp); cp <= 1 always holds.
-bool SeqLenSplitsOverCp(int64_t seq_len, int64_t cp, std::string* error);
-void ValidateSeqLenForCp(int64_t seq_len, int64_t cp);
+// Megatron's sequence parallelism (which dockyard prices at tp > 1; a Megatron MoE with TP needs it)
+// then scatters each cp rank's seq_len / cp tokens over the TP group along the sequence dim, which
+// must divide evenly (megatron/core/tensor_parallel/mappings.py _split_along_first_dim: "First
+// dimension of the tensor should be divisible by tensor parallel size"); torchtitan's DTensor
+// sequence sharding takes uneven splits.
+// SeqLenSplits returns false on the first broken rule and, when `error` is not null, writes there
+// the message ValidateSeqLenSplits throws (naming --seq-len, its value, cp and 2 x cp, or tp);
+// cp <= 1 and tp <= 1 always hold.
+bool SeqLenSplits(int64_t seq_len, int64_t cp, int64_t tp, bool megatron, std::string* error);
+void ValidateSeqLenSplits(int64_t seq_len, int64_t cp, int64_t tp, bool megatron);
 
 }  // namespace dockyard

@@ -44,18 +44,33 @@ TEST_CASE("Beyond max_position_embeddings is a warning, naming the limit and the
 
 TEST_CASE("Context parallelism needs seq_len divisible by 2 x cp") {
   // Megatron get_batch_on_this_cp_rank: 2 x cp chunks per sequence. 4096 = 512 x 8: cp 4 splits it.
-  CHECK(SeqLenSplitsOverCp(4096, 4, nullptr));
-  CHECK_NOTHROW(ValidateSeqLenForCp(4096, 4));
+  CHECK(SeqLenSplits(4096, 4, 1, false, nullptr));
+  CHECK_NOTHROW(ValidateSeqLenSplits(4096, 4, 1, false));
   // 4100 = 8 x 512 + 4: not a multiple of 2 x cp = 8.
   std::string error;
-  CHECK_FALSE(SeqLenSplitsOverCp(4100, 4, &error));
+  CHECK_FALSE(SeqLenSplits(4100, 4, 1, false, &error));
   CHECK(error.find("--seq-len 4100 must be divisible by 2 x cp = 8 (cp 4)") == 0);
-  CHECK_THROWS_WITH_AS(ValidateSeqLenForCp(4100, 4), doctest::Contains("2 x cp = 8"), Error);
+  CHECK_THROWS_WITH_AS(ValidateSeqLenSplits(4100, 4, 1, false), doctest::Contains("2 x cp = 8"), Error);
   // cp 3: 6 splits into 6 chunks of 1 token; 9 divides by cp (3) but not by 2 x cp (6).
-  CHECK(SeqLenSplitsOverCp(6, 3, nullptr));
-  CHECK_FALSE(SeqLenSplitsOverCp(9, 3, nullptr));
+  CHECK(SeqLenSplits(6, 3, 1, false, nullptr));
+  CHECK_FALSE(SeqLenSplits(9, 3, 1, false, nullptr));
   // cp 1: no split, any length.
-  CHECK(SeqLenSplitsOverCp(4097, 1, nullptr));
+  CHECK(SeqLenSplits(4097, 1, 1, false, nullptr));
+}
+
+TEST_CASE("Megatron's sequence parallelism needs each cp rank's tokens divisible by tp; torchtitan's DTensor takes uneven splits") {
+  std::string error;
+  // QA: --seq-length 4095 at TP 2 passed; Megatron's scatter along the sequence asserts.
+  CHECK_FALSE(SeqLenSplits(4095, 1, 2, true, &error));
+  CHECK(error.find("--seq-len 4095 must be divisible by tp 2: Megatron's sequence parallelism") == 0);
+  CHECK(SeqLenSplits(4095, 1, 2, false, nullptr));  // torchtitan
+  CHECK(SeqLenSplits(4096, 1, 8, true, nullptr));
+  // cp 2 first splits 4100 = 2 x 2 x 1025 (divisible by 2 x cp = 4) into 2050 per cp rank: tp 4
+  // does not divide 2050 (= 4 x 512 + 2), tp 2 does.
+  CHECK_FALSE(SeqLenSplits(4100, 2, 4, true, &error));
+  CHECK(error.find("--seq-len 4100 / cp 2 = 2050 tokens per cp rank must be divisible by tp 4") == 0);
+  CHECK(SeqLenSplits(4100, 2, 2, true, nullptr));
+  CHECK_THROWS_WITH_AS(ValidateSeqLenSplits(4095, 1, 2, true), doctest::Contains("First dimension of the tensor"), Error);
 }
 
 }  // namespace

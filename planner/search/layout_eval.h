@@ -87,7 +87,7 @@ struct LayoutEvaluation {
   double mfu = 0;
   std::string dominant_phase;
   // kInvalid: the message of the rule the candidate breaks, as the plan path words it (BuildPlan's
-  // checks, seq_len.h SeqLenSplitsOverCp); the first one met in the fast path's order.
+  // checks, seq_len.h SeqLenSplits); the first one met in the fast path's order.
   std::string reason;
 };
 

@@ -251,7 +251,7 @@ struct LayoutEvaluator::Impl {
   int64_t sac_every = 0;
   // The verdict of BuildPlan's rules after ValidateTraining on a training entry at (pp, ep,
   // convention) (layout_eval_rules.cc RunSettingsVerdict), in two parts around the one rule that
-  // reads cp (ValidateSeqLenForCp, DimsCheck::cp_ok): each the first broken rule's message, empty
+  // reads cp (ValidateSeqLenSplits, DimsCheck::cp_ok): each the first broken rule's message, empty
   // when its rules hold.
   struct RunVerdict {
     std::string before_cp, after_cp;
@@ -295,7 +295,7 @@ struct LayoutEvaluator::Impl {
     bool ok = false;
     std::string error;  // why not ok (TryBuildParallelDims, CheckDimsForModel)
     ParallelDims d;
-    // Whether the sequence splits over cp (seq_len.h SeqLenSplitsOverCp; BuildPlan checks it
+    // Whether the sequence splits over cp (seq_len.h SeqLenSplits; BuildPlan checks it
     // later than the degrees: between the two parts of a RunVerdict), and why not.
     bool cp_ok = false;
     std::string cp_error;
@@ -369,7 +369,7 @@ struct LayoutEvaluator::Impl {
     c.error.clear();
     c.cp_error.clear();
     c.ok = TryBuildParallelDims(o, &c.d, &c.error) && CheckDimsForModel(c.d, m, &c.error);
-    c.cp_ok = c.ok && SeqLenSplitsOverCp(seq_len, c.d.cp, &c.cp_error);
+    c.cp_ok = c.ok && SeqLenSplits(seq_len, c.d.cp, c.d.tp, c.d.convention == Convention::kMegatron, &c.cp_error);
     return c;
   }
 
