@@ -233,7 +233,6 @@ std::string IgnoredReason(const std::string& key) {
       {"--fine-grained-activation-offloading", "activation offloading"},
       {"--defer-embedding-wgrad-compute", "deferred embedding weight gradient"},
       {"--num-distributed-optimizer-instances", "several distributed-optimizer instances: priced as one over all of dp"},
-      {"--attention-backend", "attention is priced as flash attention"},
       {"--megatron-fsdp-grad-comm-dtype", "Megatron-FSDP's gradient communication dtype"},
       {"--megatron-fsdp-main-grads-dtype", "Megatron-FSDP's main-gradient dtype"},
       {"--fsdp-double-buffer", "Megatron-FSDP's double buffer"},
@@ -399,7 +398,22 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
   // (planner/layout/parallel_dims.h DefaultEtp), so nothing is set here.
   if (const ConfigArg* a = find("--expert-tensor-parallel-size")) AddFlag(c, "--etp", std::to_string(IntValue(c, *a, 1)), a->key);
   if (const ConfigArg* a = find("--sequence-parallel")) (void)a;  // dockyard always runs SP under TP
-  else if (tp > 1) c.ignored.push_back("(no --sequence-parallel) with tp > 1: dockyard prices sequence parallelism, as Megatron MoE needs it");
+  else if (tp > 1) {
+    c.ignored.push_back(
+        "(no --sequence-parallel) with tp > 1: dockyard prices sequence parallelism, which Megatron-Core asks for with expert and "
+        "tensor parallelism (model_parallel_config.py warns \"sequence parallelism must be used\")");
+  }
+  // Off by default in Megatron-LM (store_true flags), on in Megatron-Bridge's MoE recipes; dockyard
+  // prices the fused kernels either way, and says so.
+  if (!find("--moe-grouped-gemm")) {
+    c.ignored.push_back(
+        "(no --moe-grouped-gemm): Megatron-LM then runs SequentialMLP, one GEMM per local expert; dockyard prices the grouped GEMM");
+  }
+  if (!find("--moe-permute-fusion")) {
+    c.ignored.push_back(
+        "(no --moe-permute-fusion): Megatron-LM then permutes with unfused PyTorch ops (argsort, index_select, scatter_add); dockyard "
+        "prices TransformerEngine's fused permute and unpermute");
+  }
 
   // Data parallel sharding: Megatron-FSDP / torch FSDP2, the distributed optimizer, else DDP.
   const ConfigArg* fsdp = find("--use-megatron-fsdp");
@@ -814,6 +828,17 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
       continue;
     }
     if (ArchitectureKeys().count(a.key)) continue;  // the model's (MegatronModel); a written config keeps those it does not write
+    if (a.key == "--attention-backend") {
+      // Megatron's AttnBackend (transformer/enums.py): flash, fused (cuDNN) and auto run a fused
+      // flash-attention kernel, which dockyard prices; unfused and local build the score matrix.
+      const std::string backend = a.values.empty() ? std::string() : Value(a);
+      if (backend == "flash" || backend == "fused" || backend == "auto") {
+        c.not_read.push_back(a.key);
+      } else {
+        c.ignored.push_back(fmt::format("{} {} (attention is priced as a fused flash-attention kernel: flash, fused or auto)", a.key, backend));
+      }
+      continue;
+    }
     const std::string why = IgnoredReason(a.key);
     if (!why.empty()) c.ignored.push_back(fmt::format("{} ({})", a.key, why));
     else if (WithoutEffect(a.key)) c.not_read.push_back(a.key);

@@ -123,7 +123,7 @@ TEST_CASE("Words: shell variables, arrays, unknown keys and arities are refused,
   CHECK(ErrorOf("--pipeline-model-parallel-layout 'Et|L\n") == "a.args:1: a single quote is not closed");
 }
 
-TEST_CASE("Mixtral 8x7B (Megatron-LM examples/mixtral): flags, Megatron's defaults, nothing ignored") {
+TEST_CASE("Mixtral 8x7B (Megatron-LM examples/mixtral): flags, Megatron's defaults, only the unfused permute said") {
   const FrameworkConfig c = ImportMegatronArgs(ReadFile(kDir + "megatron-mixtral-8x7b.args"), "mixtral.args");
   CHECK(Flag(c, "--convention") == "megatron");
   CHECK(Flag(c, "--tp") == "1");
@@ -139,7 +139,13 @@ TEST_CASE("Mixtral 8x7B (Megatron-LM examples/mixtral): flags, Megatron's defaul
   CHECK(Flag(c, "--overlap-param-gather") == "");
   CHECK(Flag(c, "--clip-grad") == "1.0");
   CHECK(Flag(c, "--param-dtype") == "bfloat16");
-  CHECK(c.ignored.empty());
+  // The example sets --moe-grouped-gemm but not --moe-permute-fusion (off by default): Megatron-LM
+  // permutes with PyTorch ops there, which dockyard prices as fused, and says so.
+  REQUIRE(c.ignored.size() == 1);
+  CHECK(c.ignored[0] ==
+        "(no --moe-permute-fusion): Megatron-LM then permutes with unfused PyTorch ops (argsort, index_select, scatter_add); dockyard "
+        "prices TransformerEngine's fused permute and unpermute");
+  CHECK(Contains(c.read, "--moe-grouped-gemm"));
   CHECK(Contains(c.not_read, "--lr"));
   CHECK(Contains(c.not_read, "--moe-aux-loss-coeff"));
 
@@ -542,11 +548,30 @@ TEST_CASE("--cuda-graph-impl full_iteration and --moe-pad-expert-input-to-capaci
   CHECK(Flag(back, "--full-iteration-cuda-graph") == "");
 }
 
+TEST_CASE("--attention-backend: flash, fused and auto are what dockyard prices; unfused and local are said; no grouped GEMM is said") {
+  const std::string base =
+      "--num-layers 8 --hidden-size 64 --num-attention-heads 4 --position-embedding-type rope --num-experts 8 --moe-router-topk 2 "
+      "--swiglu --vocab-size 1000 --bf16 --expert-model-parallel-size 2 --moe-permute-fusion";
+  for (const char* backend : {"flash", "fused", "auto"}) {
+    const FrameworkConfig c = ImportMegatronArgs(base + " --moe-grouped-gemm --attention-backend " + backend + "\n", "a.args");
+    CHECK(c.ignored.empty());
+    CHECK(Contains(c.not_read, "--attention-backend"));
+  }
+  const FrameworkConfig unfused = ImportMegatronArgs(base + " --moe-grouped-gemm --attention-backend unfused\n", "a.args");
+  REQUIRE(unfused.ignored.size() == 1);
+  CHECK(unfused.ignored[0] == "--attention-backend unfused (attention is priced as a fused flash-attention kernel: flash, fused or auto)");
+  // Without --moe-grouped-gemm Megatron-LM runs SequentialMLP (QA: priced as grouped, silently).
+  const FrameworkConfig sequential = ImportMegatronArgs(base + "\n", "a.args");
+  REQUIRE(sequential.ignored.size() == 1);
+  CHECK(sequential.ignored[0].rfind("(no --moe-grouped-gemm): Megatron-LM then runs SequentialMLP", 0) == 0);
+}
+
 TEST_CASE("the DDP's parameter-gather flags are read (run_settings.h) and written back where they differ from Megatron-LM's defaults") {
   const std::string moe_args =
       "--num-layers 8 --hidden-size 64 --num-attention-heads 4 --position-embedding-type rope --num-experts 8 --moe-router-topk 2 "
       "--swiglu --vocab-size 1000 --bf16 --use-distributed-optimizer --expert-model-parallel-size 2 --overlap-grad-reduce "
-      "--overlap-param-gather --overlap-param-gather-with-optimizer-step --no-align-param-gather --ddp-bucket-size 50000000\n";
+      "--overlap-param-gather --overlap-param-gather-with-optimizer-step --no-align-param-gather --ddp-bucket-size 50000000 "
+      "--moe-grouped-gemm --moe-permute-fusion\n";
   const FrameworkConfig c = ImportMegatronArgs(moe_args, "g.args");
   CHECK(Flag(c, "--overlap-param-gather-with-optimizer-step") == "");
   CHECK(Flag(c, "--no-align-param-gather") == "");
