@@ -381,6 +381,9 @@ TEST_CASE("A written config carries the file's other arguments, quoted so that t
   CHECK(value("--fp8-recipe") == "delayed");     // the file's, which prices as tensorwise
   CHECK(value("--max-position-embeddings") == "8192");  // the job's own table, not the model's
   CHECK(value("--expert-model-parallel-size") == "8");
+  // The grouped GEMM and the fused permute: what dockyard prices, both off by default in Megatron-LM.
+  CHECK(value("--moe-grouped-gemm") == "<switch>");
+  CHECK(value("--moe-permute-fusion") == "<switch>");
   CHECK(written.find("# The last 4 arguments are w.args's that dockyard does not read, carried over unchanged.\n") != std::string::npos);
   CHECK(value("--load") == "~/ckpt");
   CHECK(written.find("    --load ~/ckpt") != std::string::npos);  // unquoted: bash expands it on launch, as in the file

@@ -118,6 +118,7 @@ const std::vector<Mapping>& Mappings() {
       {"model.moe_deepep_num_sms", "--moe-deepep-num-sms", Kind::kValue},
       {"model.moe_hybridep_num_sms", "--moe-hybridep-num-sms", Kind::kValue},
       {"model.moe_grouped_gemm", "--moe-grouped-gemm", Kind::kSwitch},
+      {"model.moe_permute_fusion", "--moe-permute-fusion", Kind::kSwitch},
       {"model.recompute_granularity", "--recompute-granularity", Kind::kValue},
       {"model.recompute_method", "--recompute-method", Kind::kValue},
       {"model.recompute_num_layers", "--recompute-num-layers", Kind::kValue},

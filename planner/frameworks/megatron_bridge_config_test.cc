@@ -222,6 +222,21 @@ TEST_CASE("a run_config.yaml dump plans alone: _target_ keys, dtypes as mappings
       "    gated_linear_unit: true\n    add_bias_linear: false\n    normalization: RMSNorm\n    num_moe_experts: 8\n    moe_router_topk: 2\n"
       "    moe_ffn_hidden_size: 256\n    bf16: true\n";
   CHECK(MegatronModel(ImportMegatronBridgeConfig(builder, "b.yaml", std::nullopt), std::nullopt).moe.num_experts == 8);
+  // Bridge's moe_grouped_gemm and moe_permute_fusion (off in Megatron-Core's TransformerConfig, on in
+  // Bridge's MoE recipes): set, nothing is said; unset, the import says what dockyard prices instead.
+  auto said = [](const FrameworkConfig& f, const std::string& prefix) {
+    for (const std::string& line : f.ignored) {
+      if (line.rfind(prefix, 0) == 0) return true;
+    }
+    return false;
+  };
+  CHECK(said(c, "(no --moe-grouped-gemm)"));
+  CHECK(said(c, "(no --moe-permute-fusion)"));
+  std::string fused = dump;
+  fused.replace(fused.find("  moe_ffn_hidden_size: 256\n"), 0, "  moe_grouped_gemm: true\n  moe_permute_fusion: true\n");
+  const FrameworkConfig f = ImportMegatronBridgeConfig(fused, "run_config.yaml", std::nullopt);
+  CHECK_FALSE(said(f, "(no --moe-grouped-gemm)"));
+  CHECK_FALSE(said(f, "(no --moe-permute-fusion)"));
 }
 
 TEST_CASE("a written overrides YAML reads back to the same settings") {

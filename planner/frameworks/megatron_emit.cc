@@ -233,7 +233,9 @@ void EmitSettings(const Plan& plan, const FrameworkConfig* config, Lines& l) {
       break;
     case Dispatcher::kDeredundency: Refuse("the deredundency dispatcher");
   }
+  // What dockyard prices (both off by default in Megatron-LM; the import says when a file lacks them).
   l.Add("--moe-grouped-gemm");
+  l.Add("--moe-permute-fusion");
   // Megatron-FSDP overlaps its collectives with these two, as dockyard prices FSDP.
   const bool fsdp = t.dp_sharding == DpSharding::kFsdp;
   if (run.overlap_grad_reduce || fsdp) l.Add("--overlap-grad-reduce");
