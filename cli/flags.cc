@@ -80,6 +80,20 @@ void WriteOutput(const std::string& path, const std::string& content, std::ostre
   }
 }
 
+void WriteOutputFiles(const std::vector<OutputFile>& files) {
+  std::vector<std::pair<std::string, std::string>> plain;
+  for (const OutputFile& f : files) plain.push_back({f.path, f.content});
+  try {
+    WriteFilesAtomically(plain);
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    for (const OutputFile& f : files) {
+      if (what.rfind(f.path + ":", 0) == 0) throw Error(f.flag + " " + what);
+    }
+    throw;
+  }
+}
+
 void AddRedundantExpertsFlags(CLI::App* app, RedundantExpertsFlags& f, const std::string& what) {
   app->add_option("--redundant-experts", f.redundant_experts,
                   "R redundant expert slots (num_experts + R divisible by ep): " + what + " (default: off)");

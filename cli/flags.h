@@ -139,6 +139,15 @@ struct GlobalBatchFlags {
 // (planner/base/file_util.h). Throws dockyard::Error naming the path.
 void WriteOutput(const std::string& path, const std::string& content, std::ostream& out);
 
+// One output file of a command: the flag that asked for it (e.g. "--json"), its path and content.
+struct OutputFile {
+  std::string flag, path, content;
+};
+// Writes every file all-or-nothing (file_util.h WriteFilesAtomically); an error about a file is
+// rethrown with its flag in front ("--json /dev/full: write failed: ..."), so the user knows which
+// output failed.
+void WriteOutputFiles(const std::vector<OutputFile>& files);
+
 // The redundant-experts flags of both front ends, as text: --redundant-experts R, --eplb-policy,
 // --expert-groups, --replica-choice (docs/redundant-experts.md).
 struct RedundantExpertsFlags {

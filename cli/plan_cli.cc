@@ -175,12 +175,12 @@ bool WritePlanOutputs(const CliOptions& o, const PlanCommandRequest& request, co
   // --emit: the launch config, made before any file is written (a layout Megatron cannot express is refused first).
   const std::string emitted = o.emit.empty() ? "" : cli::EmitText(o, result.plan, 0);
   const bool emit_stdout = !o.emit.empty() && (o.emit_out.empty() || o.emit_out == "-");
-  std::vector<std::pair<std::string, std::string>> files;
-  if (!o.emit.empty() && !emit_stdout) files.push_back({o.emit_out, emitted});
-  if (o.json_given && o.json_path != "-") files.push_back({o.json_path, result.report_text});
-  if (o.refit_given && o.refit_json != "-") files.push_back({o.refit_json, result.refit_text});
-  if (o.html_given) files.push_back({o.html_path, result.html_text});
-  WriteFilesAtomically(files);
+  std::vector<cli::OutputFile> files;
+  if (!o.emit.empty() && !emit_stdout) files.push_back({"--emit-out", o.emit_out, emitted});
+  if (o.json_given && o.json_path != "-") files.push_back({"--json", o.json_path, result.report_text});
+  if (o.refit_given && o.refit_json != "-") files.push_back({"--refit-json", o.refit_json, result.refit_text});
+  if (o.html_given) files.push_back({"--html", o.html_path, result.html_text});
+  cli::WriteOutputFiles(files);
   if (o.json_given && o.json_path == "-") out << result.report_text;
   if (o.refit_given && o.refit_json == "-") out << result.refit_text;
   if (emit_stdout) out << emitted;

@@ -198,12 +198,12 @@ int Run(const CliOptions& o_in, bool json_given, std::ostream& out, std::ostream
     if (plan_file) JoinPredictedPhases(plan_file->predicted, &j);
     // Files all-or-nothing; '-' goes to stdout.
     const std::string text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
-    std::vector<std::pair<std::string, std::string>> files;
+    std::vector<cli::OutputFile> files;
     if (!o.html_path.empty()) {
-      files.push_back({o.html_path, ReportToHtml(RunPageDocument(j, plan, model_path))});
+      files.push_back({"--html", o.html_path, ReportToHtml(RunPageDocument(j, plan, model_path))});
     }
-    if (json_given && o.json_path != "-") files.push_back({o.json_path, text});
-    WriteFilesAtomically(files);
+    if (json_given && o.json_path != "-") files.push_back({"--json", o.json_path, text});
+    cli::WriteOutputFiles(files);
     if (json_given && o.json_path == "-") WriteOutput("-", text, out);
   }
   if (!json_given || o.json_path != "-") {

@@ -152,11 +152,11 @@ int WriteSearchOutputs(const CliOptions& o, const SearchCommandResult& result, c
     return 1;
   }
   const bool emit_stdout = !o.emit.empty() && (o.emit_out.empty() || o.emit_out == "-");
-  std::vector<std::pair<std::string, std::string>> files;
-  if (!o.emit.empty() && !emit_stdout) files.push_back({o.emit_out, emitted});
-  if (o.html_given) files.push_back({o.html_path, result.html_text});
-  if (o.json_given && o.json_path != "-") files.push_back({o.json_path, result.report_text});
-  WriteFilesAtomically(files);
+  std::vector<cli::OutputFile> files;
+  if (!o.emit.empty() && !emit_stdout) files.push_back({"--emit-out", o.emit_out, emitted});
+  if (o.html_given) files.push_back({"--html", o.html_path, result.html_text});
+  if (o.json_given && o.json_path != "-") files.push_back({"--json", o.json_path, result.report_text});
+  cli::WriteOutputFiles(files);
   if (o.json_given && o.json_path == "-") {
     WriteOutput("-", result.report_text, out);
     return 0;

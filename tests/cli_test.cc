@@ -238,6 +238,11 @@ TEST_CASE("dockyard-plan writes no file at all when one of two outputs cannot be
                  "/no-such-dir/refit.json");
   CHECK(r.code == 1);
   CHECK_FALSE(Exists(json));
+  // The error names the flag whose file failed (QA: "/dev/full: write failed" named no flag).
+  CHECK(r.out.find("--refit-json '" + TmpDir() + "/no-such-dir/refit.json': its directory") != std::string::npos);
+  Result full = Run("--model testdata/hf/qwen3-30b-a3b.json --world-size 8 --ep 8 --json /dev/full");
+  CHECK(full.code == 1);
+  CHECK(full.out.find("error: --json /dev/full: write failed: No space left on device") != std::string::npos);
 }
 
 TEST_CASE("dockyard-plan rejects the same path for two outputs and empty flag values") {
