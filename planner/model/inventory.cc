@@ -371,7 +371,15 @@ class Builder {
     int64_t routed_active = 0;
     for (const auto& p : inv_.params) {
       const int64_t n = p.Numel();
-      t.total_params = CheckedAdd(t.total_params, n, "total parameter count");
+      try {
+        t.total_params = CheckedAdd(t.total_params, n, "total parameter count");
+      } catch (const OverflowError& e) {
+        // Name the sizes that made it (QA: hidden_size 2^40 named no field).
+        throw OverflowError(fmt::format("{}, at {}: the model's sizes are too large (/hidden_size {}, /num_hidden_layers {}, "
+                                        "/vocab_size {}, /moe/num_experts {}, /moe/moe_intermediate_size {})",
+                                        e.what(), p.fqn, m_.hidden_size, m_.num_hidden_layers, m_.vocab_size, m_.moe.num_experts,
+                                        m_.moe.moe_intermediate_size));
+      }
       if (p.routed_expert) {
         t.routed_expert_params += n;
         routed_active += CheckedMul(n / m_.moe.num_experts, m_.moe.top_k, "active expert parameters");  // exact: dim 0 is E

@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include "planner/base/error.h"
 #include "tests/test_models.h"
 
 using dockyard::BuildInventory;
@@ -44,6 +45,18 @@ TEST_CASE("Totals: active counts top_k / num_experts of the routed experts") {
   CHECK(inv.totals.active_params == inv.totals.total_params - 98304 + 24576);
   CHECK(inv.totals.embedding_params == 64000);
   CHECK(inv.totals.active_params_excluding_embedding == inv.totals.active_params - 64000);
+}
+
+TEST_CASE("A parameter count past 2^63 names the tensor and the sizes that made it") {
+  auto m = dockyard::testing::TinyMixtral();
+  // Each size within its own 2^40 bound, each tensor within int64; the sum is not: the embedding
+  // and the lm_head are 2^22 x 2^40 = 2^62 elements each, 2^63 together.
+  m.hidden_size = int64_t{1} << 40;
+  m.vocab_size = int64_t{1} << 22;
+  CHECK_THROWS_WITH_AS(BuildInventory(m),
+                       doctest::Contains("overflows a signed 64-bit integer, at lm_head.weight: the model's sizes are too large "
+                                         "(/hidden_size 1099511627776, /num_hidden_layers 2, /vocab_size 4194304"),
+                       dockyard::Error);
 }
 
 TEST_CASE("Tied embeddings: no lm_head tensor, and the embedding stays in the active count") {
