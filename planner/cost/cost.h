@@ -73,6 +73,11 @@ struct CostBreakdown {
   std::string dominant_phase;            // critical_path.front()
   double routing_imbalance = 1.0;        // max / mean received rows over the sampled layers
   EpOverlapDetail ep_overlap;            // the MoE layer's, with EP overlap
+  // The GPU idle the dispatcher's host synchronization leaves in one MoE layer and micro-batch,
+  // forward + backward (recomputed forwards wait again), inside the router rows of `phases`
+  // (kernels_model.h MoeSyncIdleUs; 0 under a full-iteration CUDA graph, capacity padding or
+  // --compute-model gemm). With EP overlap, ep_overlap says how much of it the pairing hides.
+  double moe_sync_idle_us = 0;
 };
 
 // A collective group as the cost model sees it: its size and whether it spans nodes.

@@ -38,6 +38,7 @@ Json CostToJson(const CostBreakdown& cost) {
          {"routing_imbalance", cost.routing_imbalance},
          {"critical_path", cost.critical_path},
          {"dominant_phase", cost.dominant_phase}};
+  j["moe_sync_idle_us"] = cost.moe_sync_idle_us;
   if (cost.ep_overlap.on) {  // opt-in keys only
     const EpOverlapDetail& e = cost.ep_overlap;
     j["ep_overlap"] = {{"paired_share", e.paired_share},
@@ -110,7 +111,14 @@ std::string CostToText(const CostBreakdown& cost) {
       "bubble {:.1f} us; step-end DP comm {:.1f} us; optimizer {:.1f} us; host {:.1f} us\n",
       cost.moe_layer_us, cost.dense_layer_us, cost.stage_microbatch_us, cost.pipeline_bubble_us, cost.dp_step_comm_us, cost.optimizer_us,
       cost.host_overhead_us);
-  if (cost.ep_overlap.on) out << "  " << EpOverlapText(cost.ep_overlap) << "\n";
+  if (cost.ep_overlap.on) {
+    out << "  " << EpOverlapText(cost.ep_overlap) << "\n";
+  } else if (cost.moe_sync_idle_us > 0) {
+    out << fmt::format(
+        "  router rows: {:.1f} us of them per MoE layer and micro-batch is GPU idle while the dispatcher waits on the host for the "
+        "token counts (knobs host.moe_sync_idle_us; none under --full-iteration-cuda-graph or --moe-pad-expert-input-to-capacity)\n",
+        cost.moe_sync_idle_us);
+  }
   if (cost.layer_sac_every > 0) {
     out << fmt::format(
         "  per-layer selective checkpointing: one layer in {} of each stage checkpointed (MoE layer {:.1f} us, dense layer "

@@ -100,6 +100,31 @@ TEST_CASE("the router's forward carries the idle; a recomputed forward carries i
   CHECK(IdleDelta(graph).step == doctest::Approx(0.0).epsilon(1e-9));
 }
 
+TEST_CASE("CostBreakdown::moe_sync_idle_us is the idle inside the router rows, and the text says so without EP overlap") {
+  TrainingConfig t;
+  t.num_microbatches = 4;
+  const Plan plan = testing::TinyEp4Plan(t, Convention::kMegatron);
+  const ClusterSpec c = ClusterPreset("h100-sxm");
+  const RoutingResult routing = SampleRoutingForPlan(plan, RoutingSpec{}, 2);
+  const CostBreakdown cost = SimulateStep(plan, c, routing);
+  // One forward, no recompute: 616 us (the router rows' difference above), forward + backward.
+  CHECK(cost.moe_sync_idle_us == doctest::Approx(616.0));
+  CHECK(CostToJson(cost).at("moe_sync_idle_us").get<double>() == doctest::Approx(616.0));
+  CHECK(CostToText(cost).find("router rows: 616.0 us of them per MoE layer and micro-batch is GPU idle while the dispatcher waits on "
+                              "the host") != std::string::npos);
+  // Full recomputation waits again in the recomputed forward: 2 x 616.
+  TrainingConfig full = t;
+  full.recompute = Recompute::kFull;
+  const Plan full_plan = testing::TinyEp4Plan(full, Convention::kMegatron);
+  CHECK(SimulateStep(full_plan, c, SampleRoutingForPlan(full_plan, RoutingSpec{}, 2)).moe_sync_idle_us == doctest::Approx(1232.0));
+  // No host synchronization: no line.
+  ClusterSpec none = c;
+  none.knobs.host.moe_sync_idle_us = 0;
+  const CostBreakdown quiet = SimulateStep(plan, none, routing);
+  CHECK(quiet.moe_sync_idle_us == 0.0);
+  CHECK(CostToText(quiet).find("router rows:") == std::string::npos);
+}
+
 TEST_CASE("CostBreakdown::ep_overlap says what the overlap did: the all-to-alls alone and added, the idle alone and left, the net") {
   TrainingConfig t;
   t.num_microbatches = 4;

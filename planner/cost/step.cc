@@ -461,6 +461,7 @@ CostBreakdown StepFromInputs(const ModelSpec& m, const ParamTotals& totals, cons
   const LayerUs moe = MoeLayerUs(L, mp, rx, dispatch_bwd_ranks, fsdp, records);
   out.moe_layer_us = moe.fwd + moe.bwd;
   out.ep_overlap = records.ep_overlap;
+  out.moe_sync_idle_us = L.moe_sync_idle_us[0] + L.moe_sync_idle_us[1];
 
   // --- Dense layer.
   if (t.recompute == Recompute::kSelective) {
