@@ -93,9 +93,10 @@ void TrainingFlags::AddTo(CLI::App* app) {
   app->add_option("--vpp", vpp, "model chunks per pipeline rank: interleaved 1F1B (default 1 = plain 1F1B)");
   app->add_option("--cp-comm-type", cp_comm, "p2p | a2a: context-parallel K/V exchange, ring or all-to-all (default p2p)")
       ->check(CLI::IsMember({"p2p", "a2a"}));
-  app->add_flag("--overlap-moe-expert-parallel-comm", overlap_moe_ep_comm,
+  app->add_flag("--overlap-moe-expert-parallel-comm,!--no-overlap-moe-expert-parallel-comm", overlap_moe_ep_comm,
                 "Megatron: EP all-to-alls of one micro-batch under another's compute (ep > 1, --dispatcher all_to_all "
-                "or deepep, no full recompute, --vpp with pp > 1)");
+                "or deepep, no full recompute, --vpp with pp > 1); --no-overlap-moe-expert-parallel-comm (or =false): off, the "
+                "default");
   app->add_option("--pipeline-model-parallel-layout", pipeline_layout,
                   "Megatron layout of pp x vpp stages: E embedding, t layer, m MTP layer, L loss, | stage end, (..)*N "
                   "repeat, e.g. 'Et|(tt|)*30mL' (sets vpp)");

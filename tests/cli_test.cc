@@ -83,6 +83,20 @@ TEST_CASE("dockyard-plan plan is the default command spelled out: the same repor
   CHECK(without_command(spelled.out) == without_command(implicit.out));
 }
 
+TEST_CASE("simulate takes --no-overlap-moe-expert-parallel-comm as search does: off, the default") {
+  const std::string args = "simulate --model testdata/hf/qwen3-30b-a3b.json --world-size 16 --ep 16 --convention megatron --num-microbatches 8";
+  auto step = [](const std::string& out) {
+    const size_t at = out.find("Predicted  step ");
+    return at == std::string::npos ? std::string("<none>") : out.substr(at, out.find('\n', at) - at);
+  };
+  Result plain = Run(args), off = Run(args + " --no-overlap-moe-expert-parallel-comm"), on = Run(args + " --overlap-moe-expert-parallel-comm");
+  REQUIRE(plain.code == 0);
+  REQUIRE(off.code == 0);
+  REQUIRE(on.code == 0);
+  CHECK(step(off.out) == step(plain.out));
+  CHECK(step(on.out) != step(plain.out));
+}
+
 TEST_CASE("dockyard-plan writes a report equal to the golden JSON") {
   // OLMoE on 8 ranks, tp 2, ep 4 (dp_shard 4, efsdp = 4*2/4 = 2).
   const std::string out = TmpDir() + "/olmoe.json";
