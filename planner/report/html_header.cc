@@ -105,6 +105,9 @@ std::string InputRows(const Json& r, const std::string& kind) {
         fmt::format("backend {}, {} tokens/rank, routing {}, seed {}, {} timed iterations", JsonText(run.at("backend")),
                     JsonText(run.at("tokens_per_rank")), JsonText(run.at("routing")), JsonText(run.at("seed")), JsonText(run.at("iters"))));
   }
+  if (r.contains("notes")) {
+    for (const auto& note : r.at("notes")) Row(inputs, "note", JsonText(note));
+  }
   const std::string version =
       gen.contains("version") ? JsonText(gen.at("version")) : JsonText(r.value("dockyard_version", Json(kDockyardVersion)));
   // The commit the binary was built from, as --version prints it (provenance.git_commit).

@@ -120,6 +120,15 @@ Json CommandHeader(const PlanCommandRequest& r, const PlanCommandResult& result)
   return ReportHeader(header_inputs);
 }
 
+// What the text's Note lines say about the plan beyond its figures, for the JSON report and the
+// HTML page (`notes`, present when any): Megatron's refusal of dockyard's even split and the flag
+// that reproduces it (megatron_split.h MegatronEvenSplitReason).
+void AddNotes(const Plan& plan, Json* j) {
+  const std::string split =
+      MegatronEvenSplitReason(plan.training, plan.model.num_hidden_layers, plan.dims.pp, plan.dims.convention == Convention::kMegatron);
+  if (!split.empty()) (*j)["notes"] = Json::array({split});
+}
+
 // simulate: the step's cost on the calibrated cluster, the redundant-experts analysis (with its
 // replica refit map when --refit-json is asked: returned), and the JSON report and HTML page asked for.
 std::optional<Json> SimulateCommand(const PlanCommandRequest& r, const RoutingResult& sampled, PlanCommandResult* result) {
@@ -153,6 +162,7 @@ std::optional<Json> SimulateCommand(const PlanCommandRequest& r, const RoutingRe
   if (redundant) j["redundant_experts"] = RedundantExpertsToJson(*redundant);
   if (result->received) j["received_rows"] = ReceivedRowsToJson(*result->received);
   j["header"] = result->header;
+  AddNotes(plan, &j);
   if (r.calibration) j["calibration"] = CalibrationRefToJson(*r.calibration);
   if (plan.dims.ep > 1 && plan.training.dispatcher == Dispatcher::kDeepEp) {  // the link-level matrices (deepep.h)
     j["dispatch_links"] = FlexLinksToJson(sampled, DeepEpRowBytes(plan, /*fp8=*/true));
@@ -173,6 +183,7 @@ void PlanDocuments(const PlanCommandRequest& r, PlanCommandResult* result) {
   Json j = PlanToJson(plan, r.model_source, result->memory);
   j["generator"]["provenance"] = r.provenance;
   j["header"] = result->header;
+  AddNotes(plan, &j);
   if (result->received) j["received_rows"] = ReceivedRowsToJson(*result->received);
   if (r.json) result->report_text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
   if (r.html) result->html_text = ReportToHtml(j, UniformRoutingSample(plan));

@@ -162,8 +162,17 @@ TEST_CASE("check under Megatron notes an uneven even split and the flag that rep
   CHECK(text.find("Note       Megatron refuses this split without a split flag: num_hidden_layers (3) is not divisible by pp (2)") !=
         std::string::npos);
   CHECK(text.find("pass --decoder-first-pipeline-num-layers 2\n") != std::string::npos);
+  // The JSON report and the HTML page carry it too (QA: only the terminal said it).
+  r.json = r.html = true;
+  const auto documents = dockyard::RunPlanCommand(dockyard::BuildPlan(model, d), r);
+  const dockyard::Json report = dockyard::Json::parse(documents.report_text);
+  REQUIRE(report.contains("notes"));
+  REQUIRE(report.at("notes").size() == 1);
+  CHECK(report.at("notes")[0].get<std::string>().rfind("Megatron refuses this split without a split flag: num_hidden_layers (3)", 0) == 0);
+  CHECK(documents.html_text.find("<tr><th>note</th><td>Megatron refuses this split without a split flag") != std::string::npos);
   // torchtitan takes the split as it is: no note.
   d.convention = dockyard::Convention::kTorchtitan;
   const auto titan = dockyard::RunPlanCommand(dockyard::BuildPlan(model, d), r);
   CHECK(dockyard::PlanCommandText(r, titan, std::nullopt, "").find("Megatron refuses") == std::string::npos);
+  CHECK_FALSE(dockyard::Json::parse(titan.report_text).contains("notes"));
 }
