@@ -530,6 +530,8 @@ std::string ExplainToText(const ExplainResult& e) {
                      e.rank == 1 ? " (the winner)" : " (the best ranked layout matching it)");
   std::vector<RankedLayout> rows = {*e.winner, *e.layout};
   out << "  winner, then this layout:\n" << RankedLayoutsTable(rows, false);
+  out << "  each layout's step by phase along its critical path (the slowest pipeline stage's phases: a phase only another stage "
+         "runs, such as the last stage's lm_head, shows 0 when that stage is not the slowest):\n";
   out << fmt::format("  {:<16} {:>12} {:>12} {:>12}\n", "phase (step)", "winner (ms)", "this (ms)", "diff (ms)");
   for (const auto& d : e.differences) {
     out << fmt::format("  {:<16} {:>12.2f} {:>12.2f} {:>+12.2f}\n", d.subtracted ? d.phase + " (-)" : d.phase, d.winner_us / 1e3,
