@@ -190,6 +190,14 @@ TEST_CASE("plan, check, simulate and search open with the same header, in JSON a
     CHECK(r.out.find("\nModel      tiny-mixtral (testdata/specs/tiny-mixtral.json)\nDegrees    world_size 4 = pp 1") != std::string::npos);
   }
   CHECK(Run("search " + model + " --seq-len 16 --top 1", false).out.rfind("Report     dockyard-plan search\n", 0) == 0);
+  // Under Megatron's convention the Degrees line also gives Megatron's names: 8 GPUs, pp 2, tp 2,
+  // ep 2, etp 1: DP = 8 / (2 x 2) = 2, EDP = 8 / (pp 2 x ep 2 x etp 1) = 2.
+  const Result megatron = Run("--model testdata/specs/tiny-mixtral.json --world-size 8 --pp 2 --tp 2 --ep 2 --etp 1 --convention megatron", false);
+  REQUIRE(megatron.code == 0);
+  CHECK(megatron.out.find("(Megatron: TP 2, PP 2, CP 1, DP 2, EP 2, ETP 1, EDP 2), megatron convention\n") != std::string::npos);
+  const Result titan = Run(model, false);
+  REQUIRE(titan.code == 0);
+  CHECK(titan.out.find("(Megatron:") == std::string::npos);
   // The compute model of a predicted time (simulate, search) is named; plan and check predict none.
   const dockyard::Json kernels = {
       {"model", "kernels"}, {"gemm_precision", "bf16"}, {"attention_precision", "bf16"}, {"cuda_graphs", false}, {"cross_entropy", "unfused"}};

@@ -76,6 +76,14 @@ std::string ReportHeaderToText(const Json& h) {
   } else {
     degrees += " (every layout searched)";
   }
+  // Megatron's own names for the same degrees (its users read DP and EDP, not dp_shard and efsdp):
+  // DP = dp_replicate x dp_shard, EDP = dp_replicate x efsdp (ParallelDims::edp).
+  if (d.contains("pp") && d.at("convention").get<std::string>() == "megatron") {
+    const int64_t dpr = d.at("dp_replicate").get<int64_t>();
+    degrees += fmt::format(" (Megatron: TP {}, PP {}, CP {}, DP {}, EP {}, ETP {}, EDP {})", d.at("tp").get<int64_t>(),
+                           d.at("pp").get<int64_t>(), d.at("cp").get<int64_t>(), dpr * d.at("dp_shard").get<int64_t>(),
+                           d.at("ep").get<int64_t>(), d.at("etp").get<int64_t>(), dpr * d.at("efsdp").get<int64_t>());
+  }
   out << fmt::format("Degrees    {}, {} convention\n", degrees, d.at("convention").get<std::string>());
   if (h.contains("rules")) out << fmt::format("Rules      {}\n", h.at("rules").get<std::string>());
   if (h.contains("defaults_applied")) {
