@@ -202,6 +202,7 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   const bool check = command == Command::kCheck;
   const PlanInputs in = ReadPlanInputs(o, command, err);
   if (in.cluster) err << cli::BudgetAboveClusterWarning(in.machine.gpu_memory_gib, *in.cluster);
+  if (in.cluster) err << cli::PartialNodeWarning(in.dims.world_size, *in.cluster);
   // simulate with no budget holds its reserve against the cluster's memory (the warning after the
   // plan): a reserve that leaves nothing of it is invalid input, as with a budget (exit 1).
   const bool against_cluster = in.cluster && !(in.machine.gpu_memory_gib > 0);

@@ -262,6 +262,14 @@ std::string BudgetAboveClusterWarning(double budget_gib, const ClusterSpec& clus
       budget_gib, cluster.name, cluster.memory_gib);
 }
 
+std::string PartialNodeWarning(int64_t world_size, const ClusterSpec& cluster) {
+  if (world_size <= cluster.gpus_per_node || cluster.gpus_per_node < 1 || world_size % cluster.gpus_per_node == 0) return "";
+  return fmt::format(
+      "dockyard-plan: warning: world_size {} is not a multiple of {}'s gpus_per_node {}: the last node is partly used ({} of {} "
+      "GPUs), which launchers starting the same ranks per node (torchrun --nproc-per-node) do not do\n",
+      world_size, cluster.name, cluster.gpus_per_node, world_size % cluster.gpus_per_node, cluster.gpus_per_node);
+}
+
 std::string NodeSizeClusterWarning(const TrainingFlags& flags, const ModelSpec& model, const ClusterSpec& cluster,
                                    const std::string& command) {
   const int64_t domain = NvlinkDomainGpus(cluster);

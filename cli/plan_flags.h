@@ -99,6 +99,11 @@ void RejectImbalanceWithRouting(bool routing_given, const std::string& imbalance
 // GPU (memory_gib: a budget none of its GPUs has), else empty. A warning, not an error: a user may
 // size for a GPU the presets do not hold.
 std::string BudgetAboveClusterWarning(double budget_gib, const ClusterSpec& cluster);
+// A world larger than one node that does not fill whole nodes of `cluster` (gpus_per_node): the
+// warning (one line, "" otherwise). Launchers start the same number of ranks on every node
+// (torchrun --nproc-per-node, Slurm --ntasks-per-node), so such a job leaves GPUs idle or cannot
+// start as one; the figures still place ranks 0..world-1 node by node.
+std::string PartialNodeWarning(int64_t world_size, const ClusterSpec& cluster);
 // simulate on a cluster with no budget: the warning (one line, "" when it fits) that the worst
 // rank's peak (bytes) plus the reserve (GiB; memory.h kDefaultMemoryReserveGib unless the run sets
 // one) is above the cluster's memory_gib, so the layout would not run there; nothing holds the

@@ -38,6 +38,18 @@ TEST_CASE("PeakAboveClusterWarning: simulate on a cluster without a budget says 
   CHECK_FALSE(PeakAboveClusterWarning(77 * gib, 3.0, h100).empty());
 }
 
+TEST_CASE("PartialNodeWarning: a world beyond one node that leaves a node partly used") {
+  ClusterSpec c = ClusterPreset("h100-sxm");  // 8 GPUs per node
+  CHECK(PartialNodeWarning(4, c).empty());    // within one node: a partial node is a small job
+  CHECK(PartialNodeWarning(256, c).empty());  // 32 whole nodes
+  c.name = "c3";
+  c.gpus_per_node = 3;
+  // QA: 256 on 3-GPU nodes passed without a word: 256 = 85 x 3 + 1.
+  CHECK(PartialNodeWarning(256, c) ==
+        "dockyard-plan: warning: world_size 256 is not a multiple of c3's gpus_per_node 3: the last node is partly used (1 of 3 "
+        "GPUs), which launchers starting the same ranks per node (torchrun --nproc-per-node) do not do\n");
+}
+
 TEST_CASE("CheckPlanOutputs and CheckRunOutputs refuse clashing or impossible outputs") {
   PlanCliOptions o;
   o.json_given = o.refit_given = true;

@@ -107,6 +107,7 @@ void ReadSearchTraining(const CliOptions& o, const ModelSpec& model, SearchOptio
   }
   err << cli::BudgetAboveClusterWarning(s->gpu_memory_gib, s->cluster);
   err << cli::NodeSizeClusterWarning(o.training, model, s->cluster, "search");
+  err << cli::PartialNodeWarning(s->world_size, s->cluster);
   ValidateMemoryReserve(
       SearchBudgetGib(*s), s->training.memory_reserve_gib.value_or(0),
       s->gpu_memory_gib > 0 ? cli::MemoryBudgetName(o.training.gpu_memory_gib) : "memory_gib of cluster " + s->cluster.name,
