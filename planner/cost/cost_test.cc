@@ -20,6 +20,20 @@ dockyard::ComputeModel GemmModel() {
   return dockyard::ComputeModel::kGemm;
 }
 
+// TinyMixtral on 4 GPUs, ep 4, seq_len 1024, with a uniform routing sample of 2 layers.
+struct TinyEp4 {
+  dockyard::Plan plan;
+  dockyard::RoutingResult routing;
+};
+TinyEp4 TinyEp4Step() {
+  dockyard::ParallelDimsOptions d;
+  d.world_size = 4;
+  d.ep = 4;
+  dockyard::TrainingConfig t;
+  t.seq_len = 1024;
+  return {dockyard::BuildPlan(dockyard::testing::TinyMixtral(), d, t), dockyard::SampleRouting({}, 8, 2, 4, 1024, 2)};
+}
+
 }  // namespace
 
 TEST_CASE("Grouped-GEMM efficiency halves at half_rows rows") {
@@ -79,17 +93,11 @@ TEST_CASE("A cluster JSON overrides its base preset and rejects bad values") {
 }
 
 TEST_CASE("A step whose time overflows is refused, naming the cluster, instead of printed as inf") {
-  dockyard::ParallelDimsOptions d;
-  d.world_size = 4;
-  d.ep = 4;
-  dockyard::TrainingConfig t;
-  t.seq_len = 1024;
-  auto plan = dockyard::BuildPlan(dockyard::testing::TinyMixtral(), d, t);
-  auto routing = dockyard::SampleRouting({}, 8, 2, 4, 1024, 2);
+  const TinyEp4 tiny = TinyEp4Step();
   ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
   c.name = "slow";
   c.dense_bf16_tflops = 1e-310;  // below the file's floor: only code can build it
-  CHECK_THROWS_WITH_AS(dockyard::SimulateStep(plan, c, routing), 
+  CHECK_THROWS_WITH_AS(dockyard::SimulateStep(tiny.plan, c, tiny.routing),
                        doctest::Contains("us): cluster slow (dense_bf16_tflops 1e-310, hbm_gbps 3350) is too slow for a finite time"),
                        dockyard::Error);
 }
@@ -127,13 +135,9 @@ TEST_CASE("Each preset's SM count and the SM shares it gives the overlap knobs; 
 }
 
 TEST_CASE("SimulateStep on the tiny model (--compute-model gemm): phase formulas and the step composition") {
-  dockyard::ParallelDimsOptions d;
-  d.world_size = 4;
-  d.ep = 4;
-  dockyard::TrainingConfig t;
-  t.seq_len = 1024;
-  auto plan = dockyard::BuildPlan(dockyard::testing::TinyMixtral(), d, t);
-  auto routing = dockyard::SampleRouting({}, 8, 2, 4, 1024, 2);
+  const TinyEp4 tiny = TinyEp4Step();
+  const dockyard::Plan& plan = tiny.plan;
+  const dockyard::RoutingResult& routing = tiny.routing;
   ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
   auto cost = dockyard::SimulateStep(plan, c, routing, GemmModel());
   const double peak = 989e6;  // FLOP per us
