@@ -324,6 +324,32 @@ std::vector<std::string> ExpandFrameworkConfig(const std::vector<std::string>& a
       }
     }
   }
+  // Megatron's uneven first / last stage (--decoder-first/last-pipeline-num-layers, read as
+  // --pp-layer-split) with virtual stages from the command line: transformer_config.py raises unless
+  // every stage's layers divide into them, as the reader checks for the file's own vpp.
+  for (const ConfigFlag& f : kept) {
+    if (f.flag != "--pp-layer-split" || f.from != "--decoder-first/last-pipeline-num-layers") continue;
+    int n = 0;
+    const std::optional<std::string> vpp_text = GivenValue(args, "--vpp", &n);
+    if (!vpp_text) continue;
+    int64_t vpp = 0;
+    try {
+      vpp = std::stoll(*vpp_text);
+    } catch (const std::exception&) {
+      continue;  // malformed: --vpp's own parse names it
+    }
+    if (vpp <= 1) continue;
+    std::stringstream split(f.value);
+    for (std::string layers; std::getline(split, layers, ',');) {
+      if (std::stoll(layers) % vpp != 0) {
+        throw UsageError(fmt::format(
+            "--vpp {} on the command line and --decoder-first/last-pipeline-num-layers in {} (stages of {} layers): a stage of {} "
+            "layers does not divide into {} virtual stages, which Megatron-LM refuses (transformer_config.py: \"number of layers at "
+            "first/last stage ... must be divisible by virtual pipeline parallel degree\"); give a --pipeline-model-parallel-layout",
+            vpp, *path, f.value, layers, vpp));
+      }
+    }
+  }
   config.flags = kept;
   o->framework_config = std::move(config);
   return out;

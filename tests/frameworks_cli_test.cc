@@ -127,6 +127,23 @@ TEST_CASE("Bad input: one clear error, the exit code, nothing written") {
                         "(as --global-batch-size) set the same thing two ways: give one"));
   // The same value given twice is one setting.
   CHECK(Plan("check --from-megatron " + mixtral + " --world-size 32 --gpu-memory-gib 80 --pp 4").code == 0);
+  // An uneven first / last stage in the file and virtual stages on the command line: Megatron-LM
+  // raises unless every stage's layers divide into them (QA: --vpp 3 passed check). 32 layers over
+  // pp 4 with the first 9 and the last 5: middle stages (32 - 14) / 2 = 9; 9 % 2 != 0.
+  {
+    std::ifstream in(kDir + "megatron-mixtral-8x7b.args");
+    std::stringstream text;
+    text << in.rdbuf();
+    std::ofstream(Tmp("uneven.args")) << text.str() << " --decoder-first-pipeline-num-layers 9 --decoder-last-pipeline-num-layers 5\n";
+    std::ofstream(Tmp("even.args")) << text.str() << " --decoder-first-pipeline-num-layers 10 --decoder-last-pipeline-num-layers 6\n";
+  }
+  const std::string uneven = "check --from-megatron " + Tmp("uneven.args") + " --model testdata/hf/mixtral-8x7b.json --world-size 32 --gpu-memory-gib 80";
+  REQUIRE(Plan(uneven).code == 0);  // no virtual stages: Megatron takes 9, 9, 9, 5
+  const Result chunks = Plan(uneven + " --vpp 2");
+  CHECK(chunks.code == 2);
+  CHECK(Has(chunks.err, "(stages of 9,9,9,5 layers): a stage of 9 layers does not divide into 2 virtual stages, which Megatron-LM refuses"));
+  // 10, 8, 8, 6 divide into 2 chunks each: taken.
+  CHECK(Plan("--from-megatron " + Tmp("even.args") + " --model testdata/hf/mixtral-8x7b.json --world-size 32 --vpp 2").code == 0);
   // No world size.
   const Result world = Plan("--from-megatron " + mixtral);
   CHECK(world.code == 2);
