@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 #include <set>
+#include <sstream>
 #include <utility>
 
 #include "planner/model/muon.h"
@@ -97,9 +98,18 @@ SearchCommandResult RunSearchCommand(const ModelSpec& model, SearchOptions s, co
   const Json& header = out.header;
   std::optional<RedundantSearchResult>& redundant = out.redundant;
   if (r.redundant) redundant = SearchRedundantExperts(model, s, result, r.redundant_counts, *r.redundant);
+  // Megatron's refusals of the rows' even splits (split_notes.h): the text's Note lines, and the
+  // JSON's and the page's `notes` (each line without its "Note" label).
+  const std::string split_notes = SearchSplitNotes(model, s, result.top, explained ? explained->layout : std::nullopt, result.pareto);
   if (r.json || r.html) {
     DescribeRows(model, s, &result.top);  // the phase breakdown of each row
     Json j = SearchReportToJson(result, s, r.model_source, model.NumMoeLayers(), r.provenance);
+    std::istringstream lines(split_notes);
+    for (std::string line; std::getline(lines, line);) {
+      const std::string label = "Note       ";
+      if (line.rfind(label, 0) == 0) line.erase(0, label.size());
+      if (!line.empty()) j["notes"].push_back(line);
+    }
     if (explained) j["explain"] = ExplainToJson(*explained);
     if (redundant) j["redundant_experts"] = RedundantSearchToJson(*redundant);
     if (r.calibration) j["calibration"] = CalibrationRefToJson(*r.calibration);
@@ -116,7 +126,7 @@ SearchCommandResult RunSearchCommand(const ModelSpec& model, SearchOptions s, co
   }
   out.text = ReportHeaderToText(header) + SearchResultToText(result);
   if (explained) out.text += ExplainToText(*explained);
-  out.text += SearchSplitNotes(model, s, result.top, explained ? explained->layout : std::nullopt, result.pareto);
+  out.text += split_notes;
   if (redundant) out.text += RedundantSearchToText(*redundant);
   return out;
 }

@@ -55,6 +55,30 @@ TEST_CASE("A search keeps --top rows, and its JSON, HTML and text open with the 
   CHECK(quiet.text.rfind(dockyard::ReportHeaderToText(quiet.header), 0) == 0);
 }
 
+TEST_CASE("A Megatron search's split notes reach its JSON and HTML, as its text prints them") {
+  dockyard::ModelSpec model = dockyard::testing::TinyMixtral();
+  model.num_hidden_layers = 3;  // 3 layers: every pp 2 row splits them 2 + 1, which Megatron refuses without a flag
+  model.moe_layers = {true, true, true};
+  dockyard::SearchOptions s = TinySearch();
+  s.convention = dockyard::Convention::kMegatron;
+  s.top = 1000;
+  s.pins.pp = 2;
+  dockyard::SearchCommandRequest r;
+  r.model_source = "tiny.json";
+  r.provenance = {{"argv", {"dockyard-plan", "search"}}};
+  r.json = r.html = true;
+  const auto out = dockyard::RunSearchCommand(model, s, r);
+  REQUIRE_FALSE(out.empty);
+  REQUIRE(out.text.find("Note       rows 1") != std::string::npos);
+  const dockyard::Json j = dockyard::ParseJsonText(out.report_text, "report");
+  REQUIRE(j.contains("notes"));
+  const std::string note = j["notes"][0].get<std::string>();
+  CHECK(note.rfind("rows 1", 0) == 0);
+  CHECK(note.find("Megatron refuses this split without a split flag: num_hidden_layers (3) is not divisible by pp (2)") != std::string::npos);
+  CHECK(out.text.find("Note       " + note + "\n") != std::string::npos);  // the same line, labelled
+  CHECK(out.html_text.find("<tr><th>note</th><td>rows 1") != std::string::npos);
+}
+
 TEST_CASE("A search no layout fits gives no documents and says why") {
   dockyard::SearchOptions s = TinySearch();
   // A budget of 2^-20 GiB = 1 KiB per GPU and no reserve: no layout fits.
