@@ -112,13 +112,13 @@ void PipelineFigure(Page& p, const Json& predicted, int64_t pp, int64_t vpp, int
     }
     const double x0 = x_flush + flush * scale;
     p.body += fmt::format(
-        "<rect class=\"dp\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"#f28e2b\"><title>exposed data-parallel "
-        "communication {:.1f} us</title></rect>",
-        x0, y + 1, dp * scale, rh - 2, dp);
+        "<rect class=\"dp\" data-us=\"{}\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"#f28e2b\"><title>exposed "
+        "data-parallel communication {:.1f} us</title></rect>",
+        dp, x0, y + 1, dp * scale, rh - 2, dp);
     p.body += fmt::format(
-        "<rect class=\"opt\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"#59a14f\"><title>optimizer {:.1f} "
-        "us</title></rect>\n",
-        x0 + dp * scale, y + 1, opt * scale, rh - 2, opt);
+        "<rect class=\"opt\" data-us=\"{}\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"#59a14f\"><title>optimizer "
+        "{:.1f} us</title></rect>\n",
+        opt, x0 + dp * scale, y + 1, opt * scale, rh - 2, opt);
     p.body += fmt::format(
         "<rect class=\"host\" data-us=\"{}\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"#b07aa1\"><title>the "
         "host's per-step work {:.1f} us</title></rect>\n",

@@ -712,7 +712,12 @@ TEST_CASE("A VPP simulate page draws the interleaved bubble, (pp - 1) / vpp slot
   CHECK(host[0].Num("data-us") == doctest::Approx(cost.host_overhead_us));
   double stage0 = 0;
   for (const auto& r : Select(all, "fig-pipeline", "rect", "busy")) stage0 += r.Num("data-us") / 2;  // 8 busy cells, 2 stages
-  stage0 += bubbles[0].Num("data-us") + flush[0].Num("data-us") + cost.dp_step_comm_us + cost.optimizer_us + host[0].Num("data-us");
+  const auto dp = Select(all, "fig-pipeline", "rect", "dp"), opt = Select(all, "fig-pipeline", "rect", "opt");
+  REQUIRE(dp.size() == 2);
+  REQUIRE(opt.size() == 2);
+  CHECK(dp[0].Num("data-us") == doctest::Approx(cost.dp_step_comm_us));
+  CHECK(opt[0].Num("data-us") == doctest::Approx(cost.optimizer_us));
+  stage0 += bubbles[0].Num("data-us") + flush[0].Num("data-us") + dp[0].Num("data-us") + opt[0].Num("data-us") + host[0].Num("data-us");
   CHECK(stage0 == doctest::Approx(cost.step_time_us));
 }
 
