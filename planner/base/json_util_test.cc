@@ -28,6 +28,19 @@ TEST_CASE("ParseJsonText rejects empty text, broken JSON and a non-object top le
                        Error);
 }
 
+TEST_CASE("ParseJsonText refuses a key given twice in one object, naming the key and the object's pointer") {
+  // QA: {"network_gbps": 48, "network_gbps": 1} ran at 1 GB/s, the last value silently kept.
+  CHECK_THROWS_WITH_AS(dockyard::ParseJsonText(R"({"network_gbps": 48, "network_gbps": 1})", "c.json"),
+                       doctest::Contains("c.json: key \"network_gbps\" appears twice in the top-level object (JSON keeps only the last "
+                                         "value): give each key once"),
+                       Error);
+  // Nested: the pointer of the object that holds it, through arrays (element 1 of /runs).
+  CHECK_THROWS_WITH_AS(dockyard::ParseJsonText(R"({"runs": [{"id": "a"}, {"id": "b", "batch": {"gbs": 1, "gbs": 2}}]})", "r.json"),
+                       doctest::Contains("r.json: key \"gbs\" appears twice in /runs/1/batch"), Error);
+  // The same key in sibling objects, or a repeated value, is fine.
+  CHECK(dockyard::ParseJsonText(R"({"a": {"k": 1}, "b": {"k": 1}, "c": [1, 1, {"k": [1, {"k": 2}]}]})", "ok.json")["c"][2]["k"][1]["k"] == 2);
+}
+
 TEST_CASE("JsonView names file, pointer, value and rule for a wrong type") {
   Json j = Json::parse(R"({"outer": {"hidden_size": "4096"}})");
   JsonView root(&j, "cfg.json", "");
