@@ -1012,6 +1012,25 @@ ModelSpec CheckedAgainstBase(const FrameworkConfig& c, const ModelSpec& job, con
   if (base.NumMoeLayers() < base.num_hidden_layers) {
     check("--ffn-hidden-size", job.intermediate_size, base.intermediate_size, "intermediate_size (its dense layers)");
   }
+  // The router (QA: a softmax file against a sigmoid model, or a missing expert bias, a parameter,
+  // passed): the score function, the expert bias, the group limit, the scaling factor.
+  check("--moe-router-score-function", job.moe.score_func == "sigmoid", base.moe.score_func == "sigmoid",
+        "a sigmoid router score (1 = yes; Megatron's default softmax)");
+  check("--moe-router-enable-expert-bias", job.moe.score_correction_bias, base.moe.score_correction_bias,
+        "the router's expert bias, e_score_correction_bias (1 = yes)");
+  check("--moe-router-num-groups", job.moe.n_group, base.moe.n_group, "n_group (1 = no group limit)");
+  check("--moe-router-group-topk", job.moe.topk_group, base.moe.topk_group, "topk_group");
+  if (std::abs(job.moe.routed_scaling_factor - base.moe.routed_scaling_factor) > 1e-9 * std::abs(base.moe.routed_scaling_factor)) {
+    if (const ConfigArg* a = c.Find("--moe-router-topk-scaling-factor")) {
+      Fail(c.file, a->line,
+           fmt::format("--moe-router-topk-scaling-factor {} but --model {} has routed_scaling_factor {}: the file and the model disagree",
+                       ShownWord(a->values.front()), source, base.moe.routed_scaling_factor));
+    }
+    throw Error(fmt::format("{}: no --moe-router-topk-scaling-factor: Megatron-LM's default scales by 1, but --model {} has "
+                            "routed_scaling_factor {}: add --moe-router-topk-scaling-factor {} to the file (the job is what it says, not "
+                            "the model)",
+                            c.file, source, base.moe.routed_scaling_factor, base.moe.routed_scaling_factor));
+  }
   if (job.moe.swiglu_limit != base.moe.swiglu_limit) {
     // A number, not an integer: the clamp limit (ModelSpec moe.swiglu_limit; 0 = none).
     if (const ConfigArg* a = c.Find("--activation-func-clamp-value")) {

@@ -613,6 +613,52 @@ TEST_CASE("the DDP's parameter-gather flags are read (run_settings.h) and writte
         std::string::npos);
 }
 
+TEST_CASE("The router's settings are checked against --model like its shapes (QA: a softmax file passed against a sigmoid model)") {
+  const std::string base =
+      "--num-layers 8 --hidden-size 64 --num-attention-heads 4 --position-embedding-type rope --num-experts 8 --moe-router-topk 2 "
+      "--swiglu --vocab-size 1000 --bf16 --expert-model-parallel-size 2";
+  const std::string deepseek_like =
+      base + " --moe-router-score-function sigmoid --moe-router-enable-expert-bias --moe-router-num-groups 4 --moe-router-group-topk 2 "
+             "--moe-router-topk-scaling-factor 2.5";
+  ModelSpec model = MegatronModel(ImportMegatronArgs(deepseek_like + "\n", "d.args"), std::nullopt);
+  model.source = "m.json";
+  CHECK(model.moe.score_func == "sigmoid");
+  CHECK(model.moe.score_correction_bias);
+  CHECK(model.moe.n_group == 4);
+  CHECK(model.moe.routed_scaling_factor == 2.5);
+  CHECK(MegatronModel(ImportMegatronArgs(deepseek_like + "\n", "d.args"), model).moe.n_group == 4);
+  auto without = [&](const std::string& key) {
+    std::string text = deepseek_like;
+    const size_t at = text.find(key);
+    const size_t end = text.find(" --", at + key.size());
+    text.erase(at, end == std::string::npos ? std::string::npos : end - at);
+    return ImportMegatronArgs(text + "\n", "w.args");
+  };
+  // Megatron's defaults where a key is absent: softmax, no expert bias, no groups, a factor of 1.
+  CHECK_THROWS_WITH_AS(MegatronModel(without("--moe-router-score-function sigmoid"), model),
+                       doctest::Contains("w.args: no --moe-router-score-function: Megatron-LM's default gives a sigmoid router score (1 = yes; "
+                                         "Megatron's default softmax) 0, but --model m.json has 1"),
+                       Error);
+  CHECK_THROWS_WITH_AS(MegatronModel(without("--moe-router-enable-expert-bias"), model),
+                       doctest::Contains("no --moe-router-enable-expert-bias"), Error);
+  // Without both group keys: Megatron's default, no group limit (without one, the other is refused on its own).
+  std::string ungrouped = deepseek_like;
+  ungrouped.erase(ungrouped.find(" --moe-router-num-groups 4 --moe-router-group-topk 2"), std::string(" --moe-router-num-groups 4 --moe-router-group-topk 2").size());
+  CHECK_THROWS_WITH_AS(MegatronModel(ImportMegatronArgs(ungrouped + "\n", "u.args"), model),
+                       doctest::Contains("u.args: no --moe-router-num-groups: Megatron-LM's default gives n_group (1 = no group limit) 1, but "
+                                         "--model m.json has 4"),
+                       Error);
+  CHECK_THROWS_WITH_AS(MegatronModel(without("--moe-router-topk-scaling-factor 2.5"), model),
+                       doctest::Contains("w.args: no --moe-router-topk-scaling-factor: Megatron-LM's default scales by 1, but --model m.json "
+                                         "has routed_scaling_factor 2.5"),
+                       Error);
+  // A value that differs is named with its line.
+  std::string other = deepseek_like;
+  other.replace(other.find("2.5"), 3, "3.0");
+  CHECK_THROWS_WITH_AS(MegatronModel(ImportMegatronArgs(other + "\n", "o.args"), model),
+                       doctest::Contains("--moe-router-topk-scaling-factor 3.0 but --model m.json has routed_scaling_factor 2.5"), Error);
+}
+
 TEST_CASE("--activation-func-clamp-value is the experts' clamp (ModelSpec moe.swiglu_limit); --use-transformer-engine-op-fuser is read") {
   const std::string base =
       "--num-layers 8 --hidden-size 64 --num-attention-heads 4 --position-embedding-type rope --num-experts 8 --moe-router-topk 2 "
