@@ -20,6 +20,14 @@
 
 namespace dockyard::cli {
 
+uint64_t ParseSeed(const std::string& text) {
+  const int64_t seed = ParseInt("--seed", text).value_or(0);
+  if (seed < 0) {
+    throw Error(fmt::format("--seed {}: must be >= 0 (the report records the seed as given, to replay the routing sample)", seed));
+  }
+  return static_cast<uint64_t>(seed);
+}
+
 std::optional<int64_t> ParseInt(const std::string& flag, const std::string& text) {
   if (text.empty()) return std::nullopt;
   size_t i = text[0] == '-' || text[0] == '+' ? 1 : 0;

@@ -38,6 +38,9 @@ struct UsageError : std::runtime_error {
 // nullopt for an empty text (flag not given).
 std::optional<int64_t> ParseInt(const std::string& flag, const std::string& text);
 std::optional<double> ParseNumber(const std::string& flag, const std::string& text);
+// --seed: 0 when not given; a negative seed is exit 1 (dockyard::Error) naming it, since the report
+// records the seed as the unsigned number the sampler uses and a negative one could not be replayed.
+uint64_t ParseSeed(const std::string& text);
 
 // Throws UsageError for any given option of `app` whose value is an empty string.
 void RejectEmptyValues(const CLI::App& app);

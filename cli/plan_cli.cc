@@ -153,7 +153,7 @@ PlanCommandRequest MakePlanRequest(const CliOptions& o, Command command, const P
   request.routing_text = o.routing;
   if (command == Command::kSimulate || (command == Command::kCheck && (o.routing_given || request.capacity_factor))) {
     cli::RejectImbalanceWithRouting(o.routing_given, o.training.imbalance);
-    request.seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
+    request.seed = cli::ParseSeed(o.seed);
     request.routing_layers = ParseInt("--routing-layers", o.routing_layers);
   }
   request.cluster = in.cluster;

@@ -122,8 +122,7 @@ runtime::RunOptions ParseRunOptions(const CliOptions& o, const TrainingOverrides
   run.tokens_per_rank = *ParseInt("--tokens-per-rank", o.tokens_per_rank);
   run.iters = *ParseInt("--iters", o.iters);
   run.warmup = *ParseInt("--warmup", o.warmup);
-  run.seed = static_cast<uint64_t>(*ParseInt("--seed", o.seed));
-  if (*ParseInt("--seed", o.seed) < 0) throw Error(fmt::format("--seed must be >= 0, got {}", o.seed));
+  run.seed = cli::ParseSeed(o.seed);
   run.layer = ParseInt("--layer", o.layer).value_or(-1);
   if (!o.layer.empty() && run.layer < 0) throw Error(fmt::format("--layer must be >= 0, got {}", run.layer));
   const runtime::Tolerances tolerances = o.backend == "cuda" ? runtime::GemmPrecisionTolerances(o.gemm_precision) : runtime::Tolerances{};

@@ -68,7 +68,7 @@ std::optional<Calibration> ReadSearchMachine(const CliOptions& o, SearchOptions*
     ApplyCalibration(*calibration, &s->cluster);
   }
   s->routing = WithFlag("--routing", [&] { return ParseRoutingSpec(o.routing); });
-  s->routing.seed = static_cast<uint64_t>(ParseInt("--seed", o.seed).value_or(0));
+  s->routing.seed = cli::ParseSeed(o.seed);
   cli::RejectImbalanceWithRouting(o.search_routing_given, o.training.imbalance);
   s->routing_sizes_memory = o.search_routing_given;  // as check and simulate: the sample sizes memory
   return calibration;
