@@ -187,7 +187,8 @@ const std::set<std::string>& ArchitectureKeys() {
       "--qk-pos-emb-head-dim", "--v-head-dim", "--qk-layernorm", "--untie-embeddings-and-output-weights", "--vocab-size",
       "--normalization", "--swiglu", "--disable-bias-linear", "--add-bias-linear", "--add-qkv-bias", "--moe-router-score-function",
       "--moe-router-enable-expert-bias", "--moe-router-num-groups", "--moe-router-group-topk", "--moe-router-topk-scaling-factor",
-      "--max-position-embeddings", "--rotary-scaling-factor", "--position-embedding-type", "--activation-func-clamp-value"};
+      "--max-position-embeddings", "--rotary-scaling-factor", "--position-embedding-type", "--activation-func-clamp-value",
+      "--window-size", "--window-attn-skip-freq", "--softmax-type"};
   return keys;
 }
 
@@ -852,6 +853,56 @@ namespace {
 
 // The model the arguments build, with Megatron's defaults where a key is absent; the vocabulary
 // from --vocab-size, else `vocab_fallback` (--model's), else an error.
+// Megatron's sliding-window attention (--window-size, --window-attn-skip-freq; transformer/utils.py
+// is_layer_window_attention) into the model's window and per-layer kinds (ModelSpec
+// attention.sliding_window, sliding_attention_layers). --window-size "(L, R)" is a causal window of L
+// keys before the query (gpt-oss: (sliding_window - 1, 0), Megatron-Bridge gpt_oss_bridge.py), so
+// sliding_window = L + 1; R must be 0 and L -1 means none. --window-attn-skip-freq N: 1-based layer l
+// attends over the window unless l % N == 0; a list expression: 1 = window, 0 = full. Absent: every
+// layer over the window.
+void ReadWindow(const FrameworkConfig& c, int64_t layers, ModelSpec* m) {
+  const ConfigArg* size = c.Find("--window-size");
+  const ConfigArg* freq = c.Find("--window-attn-skip-freq");
+  if (!size) {
+    if (freq) Fail(c.file, freq->line, "--window-attn-skip-freq without --window-size: Megatron-LM runs no window (transformer/utils.py)");
+    return;
+  }
+  // "(127, 0)", "127,0" or (a Bridge list) "127 0": two integers.
+  std::string text = JoinValues(*size, " ");
+  std::replace_if(text.begin(), text.end(), [](char ch) { return ch == '(' || ch == ')' || ch == ',' || ch == '[' || ch == ']'; }, ' ');
+  std::istringstream words(text);
+  std::vector<std::string> parts;
+  for (std::string w; words >> w;) parts.push_back(w);
+  int64_t left = 0, right = 0;
+  if (parts.size() != 2 || !ParseStrictInt(parts[0], &left) || !ParseStrictInt(parts[1], &right)) {
+    Fail(c.file, size->line, fmt::format("--window-size '{}': must be a pair '(left, right)' of integers", ShownWord(JoinValues(*size, " "))));
+  }
+  if (left == -1) return;  // TransformerEngine's "no limit"
+  if (left < 0 || right != 0) {
+    Fail(c.file, size->line,
+         fmt::format("--window-size ({}, {}): dockyard models causal windows (left >= 0 keys before the query, right 0)", left, right));
+  }
+  m->attention.sliding_window = left + 1;
+  m->sliding_attention_layers.assign(static_cast<size_t>(layers), true);
+  if (!freq) return;
+  const std::string& f = Value(*freq);
+  int64_t every = 0;
+  if (ParseStrictInt(f, &every)) {
+    if (every < 1) Fail(c.file, freq->line, fmt::format("--window-attn-skip-freq {}: must be >= 1", f));
+    for (int64_t i = 0; i < layers; ++i) m->sliding_attention_layers[static_cast<size_t>(i)] = (i + 1) % every != 0;
+    return;
+  }
+  const std::vector<int64_t> pattern = FreqExpression(f, fmt::format("{}:{}: --window-attn-skip-freq", c.file, freq->line)).Parse();
+  if (static_cast<int64_t>(pattern.size()) != layers) {
+    Fail(c.file, freq->line, fmt::format("--window-attn-skip-freq '{}' gives {} layers, --num-layers {}", f, pattern.size(), layers));
+  }
+  for (int64_t i = 0; i < layers; ++i) {
+    const int64_t v = pattern[static_cast<size_t>(i)];
+    if (v != 0 && v != 1) Fail(c.file, freq->line, fmt::format("--window-attn-skip-freq '{}': layer {} is {}, not 0 or 1", f, i, v));
+    m->sliding_attention_layers[static_cast<size_t>(i)] = v == 1;
+  }
+}
+
 ModelSpec ModelFromArgs(const FrameworkConfig& c, std::optional<int64_t> vocab_fallback) {
   auto arg = [&](const char* key) { return c.Find(key); };
   auto int_or = [&](const char* key, int64_t fallback, int64_t min = 1) {
@@ -935,6 +986,14 @@ ModelSpec ModelFromArgs(const FrameworkConfig& c, std::optional<int64_t> vocab_f
     }
     m.attention.head_dim = int_or("--kv-channels", hidden / heads);
     if (arg("--qk-layernorm")) m.attention.qk_norm = QkNorm::kPerHead;
+    ReadWindow(c, layers, &m);
+  }
+  // --softmax-type (transformer_config.py softmax_type): vanilla (the default) or learnable, gpt-oss's
+  // per-head sinks (ModelSpec attention.sinks); off-by-one is not modelled.
+  if (const ConfigArg* a = arg("--softmax-type")) {
+    const std::string type = ChoiceValue(c, *a, {"vanilla", "off-by-one", "learnable"});
+    if (type == "off-by-one") Fail(c.file, a->line, "--softmax-type off-by-one: not modelled (vanilla, or learnable: gpt-oss's sinks)");
+    m.attention.sinks = type == "learnable";
   }
   m.moe.num_experts = experts;
   m.moe.top_k = int_or("--moe-router-topk", 2);  // transformer_config.py moe_router_topk default
@@ -1041,6 +1100,20 @@ ModelSpec CheckedAgainstBase(const FrameworkConfig& c, const ModelSpec& job, con
     throw Error(fmt::format("{}: no --activation-func-clamp-value: Megatron-LM's default is no clamp, but --model {} has swiglu_limit {}: "
                             "add --activation-func-clamp-value {} to the file (the job is what it says, not the model)",
                             c.file, source, base.moe.swiglu_limit, base.moe.swiglu_limit));
+  }
+  // Sliding-window attention and sinks (QA: a file without --window-size, which Megatron runs with full
+  // attention, was priced with the model's window).
+  if (base.attention.kind == AttentionKind::kGqa) {
+    check("--window-size", job.attention.sliding_window, base.attention.sliding_window,
+          "sliding_window (Megatron's --window-size \"(sliding_window - 1, 0)\"; 0 = none)");
+    for (int64_t i = 0; base.attention.sliding_window > 0 && i < base.num_hidden_layers; ++i) {
+      const bool job_sliding = job.sliding_attention_layers[static_cast<size_t>(i)];
+      const bool base_sliding = base.sliding_attention_layers[static_cast<size_t>(i)];
+      if (job_sliding != base_sliding) {
+        check("--window-attn-skip-freq", job_sliding, base_sliding, fmt::format("layer {} over the sliding window (1 = yes)", i));
+      }
+    }
+    check("--softmax-type", job.attention.sinks, base.attention.sinks, "attention sinks (1 = yes: --softmax-type learnable)");
   }
   check("--untie-embeddings-and-output-weights", job.tie_word_embeddings ? 0 : 1, base.tie_word_embeddings ? 0 : 1, "untied embeddings (1 = yes)");
   check("--vocab-size", job.vocab_size, base.vocab_size, "vocab_size");

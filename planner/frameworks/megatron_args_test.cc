@@ -659,6 +659,55 @@ TEST_CASE("The router's settings are checked against --model like its shapes (QA
                        doctest::Contains("--moe-router-topk-scaling-factor 3.0 but --model m.json has routed_scaling_factor 2.5"), Error);
 }
 
+TEST_CASE("gpt-oss's window and sinks: --window-size, --window-attn-skip-freq, --softmax-type read and checked against --model") {
+  ModelSpec hf = LoadModel("testdata/hf/gpt-oss-120b.json");  // sliding_window 128 on even layers, sinks
+  hf.source = "gpt-oss.json";
+  // Megatron-Bridge's gpt_oss_bridge.py: window_size (sliding_window - 1, 0), skip freq 2, learnable softmax.
+  const std::string args =
+      "--num-layers 36 --hidden-size 2880 --ffn-hidden-size 2880 --num-attention-heads 64 --group-query-attention --num-query-groups 8 "
+      "--kv-channels 64 --position-embedding-type rope --normalization RMSNorm --swiglu --activation-func-clamp-value 7.0 "
+      "--untie-embeddings-and-output-weights --add-qkv-bias --vocab-size 201088 --num-experts 128 --moe-router-topk 4 "
+      "--moe-ffn-hidden-size 2880 --bf16";
+  const std::string window = " --window-size \"(127, 0)\" --window-attn-skip-freq 2 --softmax-type learnable";
+  const FrameworkConfig c = ImportMegatronArgs(args + window + "\n", "g.args");
+  CHECK_FALSE(Contains(c.ignored, "--window-size"));
+  const ModelSpec job = MegatronModel(c, std::nullopt);
+  CHECK(job.attention.sliding_window == 128);  // 127 keys before the query, and the query
+  // transformer/utils.py: 1-based layer l is windowed unless l % 2 == 0: 0-based layers 0, 2, ... 34.
+  REQUIRE(job.sliding_attention_layers.size() == 36);
+  CHECK(job.sliding_attention_layers[0]);
+  CHECK_FALSE(job.sliding_attention_layers[1]);
+  CHECK(job.sliding_attention_layers[34]);
+  CHECK_FALSE(job.sliding_attention_layers[35]);
+  CHECK(job.attention.sinks);
+  CHECK(job.sliding_attention_layers == hf.sliding_attention_layers);
+  // A list expression: 1 = window, 0 = full; the same pattern.
+  CHECK(MegatronModel(ImportMegatronArgs(args + " --window-size 127,0 --window-attn-skip-freq '[1,0]*18' --softmax-type learnable\n", "l.args"),
+                      std::nullopt)
+            .sliding_attention_layers == hf.sliding_attention_layers);
+  // QA: a file without the window, which Megatron runs over the full context, was priced with the model's.
+  CHECK_THROWS_WITH_AS(MegatronModel(ImportMegatronArgs(args + " --softmax-type learnable\n", "n.args"), hf),
+                       doctest::Contains("n.args: no --window-size: Megatron-LM's default gives sliding_window"), Error);
+  // (128, 0) is a window of 129: named, with the convention.
+  CHECK_THROWS_WITH_AS(MegatronModel(ImportMegatronArgs(args + " --window-size 128,0 --window-attn-skip-freq 2 --softmax-type learnable\n",
+                                                        "w.args"),
+                                     hf),
+                       doctest::Contains("--window-size 128,0 but --model gpt-oss.json has sliding_window"), Error);
+  // No sinks: Megatron's vanilla softmax.
+  CHECK_THROWS_WITH_AS(MegatronModel(ImportMegatronArgs(args + " --window-size 127,0 --window-attn-skip-freq 2\n", "s.args"), hf),
+                       doctest::Contains("no --softmax-type"), Error);
+  // Every layer windowed (no skip frequency) against a model with full layers: the first full layer named.
+  CHECK_THROWS_WITH_AS(MegatronModel(ImportMegatronArgs(args + " --window-size 127,0 --softmax-type learnable\n", "f.args"), hf),
+                       doctest::Contains("layer 1 over the sliding window (1 = yes) 1, but --model gpt-oss.json has 0"), Error);
+  // Not modelled: a right context; a skip frequency without a window.
+  CHECK_THROWS_WITH_AS(MegatronModel(ImportMegatronArgs(args + " --window-size 127,4\n", "r.args"), std::nullopt),
+                       doctest::Contains("--window-size (127, 4): dockyard models causal windows"), Error);
+  CHECK_THROWS_WITH_AS(MegatronModel(ImportMegatronArgs(args + " --window-attn-skip-freq 2\n", "k.args"), std::nullopt),
+                       doctest::Contains("--window-attn-skip-freq without --window-size"), Error);
+  // The whole file matches --model.
+  CHECK(MegatronModel(c, hf).attention.sliding_window == 128);
+}
+
 TEST_CASE("--activation-func-clamp-value is the experts' clamp (ModelSpec moe.swiglu_limit); --use-transformer-engine-op-fuser is read") {
   const std::string base =
       "--num-layers 8 --hidden-size 64 --num-attention-heads 4 --position-embedding-type rope --num-experts 8 --moe-router-topk 2 "
