@@ -93,7 +93,7 @@ TrainingConfig PlanTraining(const CliOptions& o, Command command, PlanInputs& in
   }
   // The bound first (BuildPlan holds it too, naming the flag): a bad value is blamed on where it came from.
   ValidateSeqLenForModel(training.seq_len, in.model, cli::SeqLenName(o.training.seq_len));
-  err << SeqLenWarning(training.seq_len, in.model, cli::SeqLenName(o.training.seq_len));
+  if (const std::string w = SeqLenWarning(training.seq_len, in.model, cli::SeqLenName(o.training.seq_len)); !w.empty()) err << "dockyard-plan: " << w;
   if (in.use_default) ApplyDefaultTraining(!o.training.recompute.empty(), &training);
   // A reserve at or above the budget is invalid input (exit 1), not a plan over budget (exit 3).
   ValidateMemoryReserve(in.machine.gpu_memory_gib, training.memory_reserve_gib.value_or(0),

@@ -95,7 +95,7 @@ void ReadSearchTraining(const CliOptions& o, const ModelSpec& model, SearchOptio
   s->gpu_memory_gib = cli::ResolveMachine(training_flags, model).gpu_memory_gib;  // the node size is the cluster's
   // The bound first (RunSearch holds it too, naming the flag): a bad value is blamed on where it came from.
   ValidateSeqLenForModel(s->training.seq_len, model, cli::SeqLenName(o.training.seq_len));
-  err << SeqLenWarning(s->training.seq_len, model, cli::SeqLenName(o.training.seq_len));
+  if (const std::string w = SeqLenWarning(s->training.seq_len, model, cli::SeqLenName(o.training.seq_len)); !w.empty()) err << "dockyard-plan: " << w;
   s->training.fp8_dispatch = o.training.fp8_dispatch;
   if (!o.training.moe_flex_dispatcher_backend.empty()) {
     s->training.moe_flex_dispatcher_backend = ParseFlexBackend(o.training.moe_flex_dispatcher_backend, "--moe-flex-dispatcher-backend");

@@ -1273,7 +1273,7 @@ TEST_CASE("--seq-len: 2^20 tokens at most (exit 1 at once, not a long run); beyo
   // OLMoE's config: max_position_embeddings 4096, no rope_scaling: planned, with a warning.
   r = Run("--model testdata/hf/olmoe-1b-7b-0125-instruct.json --world-size 8 --seq-len 8192");
   CHECK(r.code == 0);
-  CHECK(r.out.find("warning: --seq-len 8192 is above the model's max_position_embeddings (4096) and its config has no rope_scaling") !=
+  CHECK(r.out.find("dockyard-plan: warning: --seq-len 8192 is above the model's max_position_embeddings (4096) and its config has no rope_scaling") !=
         std::string::npos);
   // DeepSeek-V3 has YaRN rope_scaling.
   r = Run("--model testdata/hf/deepseek-v3.json --world-size 64 --ep 64 --seq-len 262144");
