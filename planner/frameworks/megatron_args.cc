@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <cctype>
 #include <cstdint>
 #include <set>
@@ -853,6 +854,30 @@ namespace {
 
 // The model the arguments build, with Megatron's defaults where a key is absent; the vocabulary
 // from --vocab-size, else `vocab_fallback` (--model's), else an error.
+// A per-layer 0/1 key of Megatron's moe_freq_type (arguments.py: --moe-layer-freq and
+// --window-attn-skip-freq): a plain integer N gives `every(i, N)` for 0-based layer i; a list
+// expression ("[1,0]*18") one 0 or 1 per layer, 1 = true. Fails naming the key, its line and value.
+std::vector<bool> LayerFreq(const FrameworkConfig& c, const ConfigArg& a, int64_t layers, const std::function<bool(int64_t, int64_t)>& every) {
+  const std::string& text = Value(a);
+  std::vector<bool> out(static_cast<size_t>(layers));
+  int64_t n = 0;
+  if (ParseStrictInt(text, &n)) {
+    if (n < 1) Fail(c.file, a.line, fmt::format("{} {}: must be >= 1", a.key, text));
+    for (int64_t i = 0; i < layers; ++i) out[static_cast<size_t>(i)] = every(i, n);
+    return out;
+  }
+  const std::vector<int64_t> pattern = FreqExpression(text, fmt::format("{}:{}: {}", c.file, a.line, a.key)).Parse();
+  if (static_cast<int64_t>(pattern.size()) != layers) {
+    Fail(c.file, a.line, fmt::format("{} '{}' gives {} layers, --num-layers {}", a.key, text, pattern.size(), layers));
+  }
+  for (int64_t i = 0; i < layers; ++i) {
+    const int64_t v = pattern[static_cast<size_t>(i)];
+    if (v != 0 && v != 1) Fail(c.file, a.line, fmt::format("{} '{}': layer {} is {}, not 0 or 1", a.key, text, i, v));
+    out[static_cast<size_t>(i)] = v == 1;
+  }
+  return out;
+}
+
 // Megatron's sliding-window attention (--window-size, --window-attn-skip-freq; transformer/utils.py
 // is_layer_window_attention) into the model's window and per-layer kinds (ModelSpec
 // attention.sliding_window, sliding_attention_layers). --window-size "(L, R)" is a causal window of L
@@ -884,23 +909,8 @@ void ReadWindow(const FrameworkConfig& c, int64_t layers, ModelSpec* m) {
   }
   m->attention.sliding_window = left + 1;
   m->sliding_attention_layers.assign(static_cast<size_t>(layers), true);
-  if (!freq) return;
-  const std::string& f = Value(*freq);
-  int64_t every = 0;
-  if (ParseStrictInt(f, &every)) {
-    if (every < 1) Fail(c.file, freq->line, fmt::format("--window-attn-skip-freq {}: must be >= 1", f));
-    for (int64_t i = 0; i < layers; ++i) m->sliding_attention_layers[static_cast<size_t>(i)] = (i + 1) % every != 0;
-    return;
-  }
-  const std::vector<int64_t> pattern = FreqExpression(f, fmt::format("{}:{}: --window-attn-skip-freq", c.file, freq->line)).Parse();
-  if (static_cast<int64_t>(pattern.size()) != layers) {
-    Fail(c.file, freq->line, fmt::format("--window-attn-skip-freq '{}' gives {} layers, --num-layers {}", f, pattern.size(), layers));
-  }
-  for (int64_t i = 0; i < layers; ++i) {
-    const int64_t v = pattern[static_cast<size_t>(i)];
-    if (v != 0 && v != 1) Fail(c.file, freq->line, fmt::format("--window-attn-skip-freq '{}': layer {} is {}, not 0 or 1", f, i, v));
-    m->sliding_attention_layers[static_cast<size_t>(i)] = v == 1;
-  }
+  // 1-based layer l attends over the window unless l % N == 0.
+  if (freq) m->sliding_attention_layers = LayerFreq(c, *freq, layers, [](int64_t i, int64_t n) { return (i + 1) % n != 0; });
 }
 
 ModelSpec ModelFromArgs(const FrameworkConfig& c, std::optional<int64_t> vocab_fallback) {
@@ -918,24 +928,8 @@ ModelSpec ModelFromArgs(const FrameworkConfig& c, std::optional<int64_t> vocab_f
   const int64_t ffn = int_or("--ffn-hidden-size", 4 * hidden);
   const int64_t experts = int_or("--num-experts", 0);
   std::vector<bool> moe_layers(static_cast<size_t>(layers), experts > 0);
-  if (const ConfigArg* f = arg("--moe-layer-freq")) {
-    const std::string& text = Value(*f);
-    int64_t every = 0;
-    if (ParseStrictInt(text, &every)) {
-      if (every < 1) Fail(c.file, f->line, fmt::format("--moe-layer-freq {}: must be >= 1", text));
-      for (int64_t i = 0; i < layers; ++i) moe_layers[static_cast<size_t>(i)] = i % every == 0;
-    } else {
-      const std::vector<int64_t> pattern = FreqExpression(text, fmt::format("{}:{}: --moe-layer-freq", c.file, f->line)).Parse();
-      if (static_cast<int64_t>(pattern.size()) != layers) {
-        Fail(c.file, f->line, fmt::format("--moe-layer-freq '{}' gives {} layers, --num-layers {}", text, pattern.size(), layers));
-      }
-      for (int64_t i = 0; i < layers; ++i) {
-        const int64_t v = pattern[static_cast<size_t>(i)];
-        if (v != 0 && v != 1) Fail(c.file, f->line, fmt::format("--moe-layer-freq '{}': layer {} is {}, not 0 or 1", text, i, v));
-        moe_layers[static_cast<size_t>(i)] = v == 1;
-      }
-    }
-  }
+  // An integer N: every N-th layer, from layer 0, is MoE.
+  if (const ConfigArg* f = arg("--moe-layer-freq")) moe_layers = LayerFreq(c, *f, layers, [](int64_t i, int64_t n) { return i % n == 0; });
 
   // Built from the arguments (with --model: the job they describe, checked against it).
   if (experts < 1) throw Error(fmt::format("{}: no --num-experts: dockyard plans MoE models", c.file));
