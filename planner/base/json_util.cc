@@ -36,7 +36,7 @@ Json ParseJsonText(const std::string& text, const std::string& origin) {
     for (size_t i = 0; i + 1 < frames.size(); ++i) {
       out += "/" + (frames[i].object ? JsonPointerToken(frames[i].key) : std::to_string(frames[i].index));
     }
-    return out.empty() ? std::string("the top-level object") : "/" + out.substr(1);
+    return out.empty() ? std::string("the top-level object") : out;
   };
   auto element = [&frames]() {
     if (!frames.empty() && !frames.back().object) ++frames.back().index;
