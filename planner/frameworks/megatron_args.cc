@@ -972,6 +972,9 @@ ModelSpec ModelFromArgs(const FrameworkConfig& c, std::optional<int64_t> vocab_f
     m.attention.qk_rope_head_dim = int_or("--qk-pos-emb-head-dim", 64);
     m.attention.v_head_dim = int_or("--v-head-dim", 128);
     m.attention.qkv_bias = false;
+    if (const ConfigArg* w = arg("--window-size")) {
+      Fail(c.file, w->line, "--window-size with --multi-latent-attention: dockyard reads a sliding window for GQA attention only");
+    }
   } else {
     m.attention.kind = AttentionKind::kGqa;
     m.attention.num_key_value_heads = arg("--group-query-attention") ? int_or("--num-query-groups", 1) : heads;

@@ -706,6 +706,12 @@ TEST_CASE("gpt-oss's window and sinks: --window-size, --window-attn-skip-freq, -
                        doctest::Contains("--window-attn-skip-freq without --window-size"), Error);
   // The whole file matches --model.
   CHECK(MegatronModel(c, hf).attention.sliding_window == 128);
+  // MLA has no window in dockyard: said, not dropped.
+  std::string mla = args;
+  mla.erase(mla.find(" --group-query-attention --num-query-groups 8"), std::string(" --group-query-attention --num-query-groups 8").size());
+  CHECK_THROWS_WITH_AS(MegatronModel(ImportMegatronArgs(mla + " --multi-latent-attention --window-size 127,0\n", "m.args"), std::nullopt),
+                       doctest::Contains("--window-size with --multi-latent-attention: dockyard reads a sliding window for GQA attention only"),
+                       Error);
 }
 
 TEST_CASE("--activation-func-clamp-value is the experts' clamp (ModelSpec moe.swiglu_limit); --use-transformer-engine-op-fuser is read") {
