@@ -52,6 +52,16 @@ std::optional<double> ParseNumber(const std::string& flag, const std::string& te
   return v;
 }
 
+void RejectEmptyEquals(const std::vector<std::string>& args) {
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.size() > 3 && a.rfind("--", 0) == 0 && a.find('=') == a.size() - 1) {
+      throw UsageError(fmt::format("{} needs a value after '=', got none (it would take the next argument, \"{}\", as its value)",
+                                   a.substr(0, a.size() - 1), i + 1 < args.size() ? args[i + 1] : ""));
+    }
+  }
+}
+
 void RejectEmptyValues(const CLI::App& app) {
   for (const CLI::Option* opt : app.get_options()) {
     if (opt->count() == 0 || opt->get_type_size() == 0) continue;

@@ -44,6 +44,10 @@ uint64_t ParseSeed(const std::string& text);
 
 // Throws UsageError for any given option of `app` whose value is an empty string.
 void RejectEmptyValues(const CLI::App& app);
+// Throws UsageError for an argument "--flag=" with nothing after the '=' (argv[0] skipped): CLI11
+// then takes the next argument as the value, so "--html= --cuda-graphs" wrote a page named
+// "--cuda-graphs" and dropped the setting (QA). "--flag ''" is RejectEmptyValues's case.
+void RejectEmptyEquals(const std::vector<std::string>& args);
 
 // Runs `body` and maps what it throws to the front ends' exit codes: UsageError -> 2 ("usage
 // error", with a pointer to --help), dockyard::Error -> 1, out of memory and any other exception

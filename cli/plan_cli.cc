@@ -268,6 +268,7 @@ int RunPlanCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   // --from-megatron / --from-torchtitan FILE: its settings join the command line as the flags they are, before parsing.
   std::vector<std::string> args(argv, argv + argc);
   const int expanded = cli::RunReportingErrors("dockyard-plan", "out of memory reading a --from-* job config", err, [&] {
+    cli::RejectEmptyEquals(args);
     args = cli::ExpandFrameworkConfig(args, app, &o);
     return 0;
   });

@@ -236,6 +236,11 @@ int RunRunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
 
   app.set_version_flag("--version", VersionText("dockyard-run"), "print the version and the git commit this binary was built from");
   cli::RefuseRepeatedFlags(app);
+  const int empty = cli::RunReportingErrors("dockyard-run", "out of memory", err, [&] {
+    cli::RejectEmptyEquals(std::vector<std::string>(argv, argv + argc));
+    return 0;
+  });
+  if (empty != 0) return empty;
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
