@@ -920,6 +920,9 @@ ModelSpec ModelFromArgs(const FrameworkConfig& c, std::optional<int64_t> vocab_f
     return a ? IntValue(c, *a, min) : fallback;
   };
   const int64_t layers = int_or("--num-layers", 0);
+  if (layers > kMaxHiddenLayers) {  // before the per-layer vectors are sized (QA: 2^33 took 2 GB first)
+    Fail(c.file, arg("--num-layers")->line, fmt::format("--num-layers {}: exceeds {}", layers, kMaxHiddenLayers));
+  }
   const int64_t hidden = int_or("--hidden-size", 0);
   const int64_t heads = int_or("--num-attention-heads", 0);
   const bool mla = arg("--multi-latent-attention") != nullptr;

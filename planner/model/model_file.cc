@@ -133,7 +133,7 @@ void ReadTopLevel(const JsonView& root, const std::string& file, ModelSpec& m) {
   m.vocab_size = root.Int("vocab_size");
   m.hidden_size = root.Int("hidden_size");
   m.num_hidden_layers = root.Int("num_hidden_layers");
-  if (m.num_hidden_layers > 100000) root.Fail("num_hidden_layers", fmt::format("{} exceeds 100000", m.num_hidden_layers));
+  if (m.num_hidden_layers > kMaxHiddenLayers) root.Fail("num_hidden_layers", fmt::format("{} exceeds {}", m.num_hidden_layers, kMaxHiddenLayers));
   m.intermediate_size = root.IntOr("intermediate_size", 0, 0);
   m.dtype = CanonicalDtype(root.StringOr("dtype", "bfloat16"));
   DtypeBytes(m.dtype, root.Where("dtype"));

@@ -304,8 +304,8 @@ void ValidateModelSpec(const ModelSpec& m, const std::string& file, bool from_hf
   ValidateSlidingAttention(origin, m);
   ValidateMlpAndMoe(origin, m);
   CheckSizeBounds(origin, m);
-  if (m.num_hidden_layers > 100000) {
-    Invalid(origin, "/num_hidden_layers", fmt::format("{} exceeds 100000", m.num_hidden_layers));
+  if (m.num_hidden_layers > kMaxHiddenLayers) {
+    Invalid(origin, "/num_hidden_layers", fmt::format("{} exceeds {}", m.num_hidden_layers, kMaxHiddenLayers));
   }
   DtypeBytes(m.dtype, file + ": /dtype");
   const std::string group_problem = GroupLimitProblem(m.moe.num_experts, m.moe.top_k, m.moe.n_group, m.moe.topk_group);

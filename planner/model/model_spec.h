@@ -177,6 +177,11 @@ int64_t DtypeBytes(std::string_view dtype, std::string_view where);
 // The canonical torch name of a dtype synonym ("bf16" -> "bfloat16", "fp32" -> "float32", ...).
 std::string CanonicalDtype(const std::string& dtype);
 
+// The most decoder layers a model may have (ValidateModelSpec, the spec and Megatron readers):
+// a bound far above any model (DeepSeek-V3 61, Kimi-K2 61), checked before the per-layer vectors
+// are sized, so that a typo does not allocate gigabytes first.
+constexpr int64_t kMaxHiddenLayers = 100000;
+
 // Checks every invariant of a spec (sizes >= 1, 1 <= top_k <= num_experts, heads divisible by
 // KV heads, one layer type per layer, ...). `file` prefixes messages; fields are named by their
 // spec JSON pointer, or, with `from_hf`, by the normalized field name.
