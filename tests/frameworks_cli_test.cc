@@ -232,6 +232,11 @@ TEST_CASE("--emit refuses a model Megatron-LM cannot build: DBRX's LayerNorm has
   CHECK(r.code == 1);
   CHECK(Has(r.err, "--emit megatron: LayerNorm without a bias (dbrx; Megatron's LayerNorm has one) has no Megatron-LM argument"));
   CHECK_FALSE(Exists(Tmp("dbrx.args")));
+  // gpt-oss: its sinks are read from --softmax-type learnable, not yet written: said so, not "no argument".
+  const Result oss = Plan("simulate --model testdata/hf/gpt-oss-120b.json --world-size 64 --ep 64 --convention megatron --cluster gb200-nvl72 "
+                          "--emit megatron --emit-out " + Tmp("oss.args"));
+  CHECK(oss.code == 1);
+  CHECK(Has(oss.err, "--emit megatron: attention sinks (gpt_oss): not written yet"));
 }
 
 TEST_CASE("--precision mxfp8 on the command line is the same setting as a file's --fp8-recipe mxfp8; torchtitan's two converters are one") {

@@ -80,7 +80,13 @@ int64_t DataParallel(const ParallelDims& d) { return d.world_size / (d.tp * d.cp
 // `vocab`: the unpadded vocabulary; `seq_len`: the job's sequence length (a floor for the position table).
 void EmitArchitecture(const ModelSpec& m, int64_t vocab, int64_t seq_len, const FrameworkConfig* config, Lines& l) {
   const AttentionSpec& att = m.attention;
-  if (att.sinks) Refuse("attention sinks (" + m.family + ")");
+  if (att.sinks) {
+    // The reader takes --softmax-type learnable and --window-size; the writer does not yet write them,
+    // nor gpt-oss's --quick-geglu activation (docs/frameworks.md).
+    throw Error("--emit megatron: attention sinks (" + m.family +
+                "): not written yet (with its window and quick-GeGLU activation; --from-megatron reads --softmax-type learnable and "
+                "--window-size)");
+  }
   if (att.linear.present()) Refuse("linear attention (" + m.family + ")");
   if (att.indexer.present()) Refuse("DeepSeek Sparse Attention's indexer");
   if (att.output_gate) Refuse("a gated attention output (" + m.family + ")");
