@@ -23,6 +23,7 @@
 #include "planner/frameworks/torchtitan_config.h"
 #include "planner/layout/default_layout.h"
 #include "planner/model/model_file.h"
+#include "planner/model/training.h"
 #include "planner/report/provenance.h"
 
 namespace dockyard::cli {
@@ -81,6 +82,25 @@ std::optional<std::string> GivenValue(const std::vector<std::string>& args, cons
 
 // The same setting written two ways ("2" and "2.0", "1" and "1.0" for --clip-grad; a switch the
 // file sets, "" and CLI11's true words, "--overlap-grad-reduce=true").
+// Whether `given` (--pp-layer-split as typed: "15,11,11,11" or "15+11") is the file's split `file`
+// (always "n0,n1,..."), read against the file's stages and layers (training.h ParseLayerSplit).
+bool SameLayerSplit(const std::string& given, const std::string& file) {
+  std::vector<int64_t> stages;
+  std::stringstream in(file);
+  int64_t layers = 0;
+  for (std::string n; std::getline(in, n, ',');) {
+    int64_t v = 0;
+    if (!ParseStrictInt(n, &v)) return false;
+    stages.push_back(v);
+    layers += v;
+  }
+  try {
+    return ParseLayerSplit(given, static_cast<int64_t>(stages.size()), layers, "--pp-layer-split") == stages;
+  } catch (const Error&) {
+    return false;  // not a split of these stages: a contradiction, named as such
+  }
+}
+
 bool SameValue(const std::string& a, const std::string& b) {
   if (a == b) return true;
   if (b.empty()) return a == "true" || a == "1" || a == "on" || a == "yes";
@@ -294,7 +314,8 @@ std::vector<std::string> ExpandFrameworkConfig(const std::vector<std::string>& a
       // --precision mxfp8 is --precision fp8 --fp8-recipe mxfp8 (precision.h NormalizeMxfp8Precision).
       const ConfigFlag* recipe = config.FindFlag("--fp8-recipe");
       const bool same_mxfp8 = f.flag == "--precision" && *value == "mxfp8" && f.value == "fp8" && recipe && recipe->value == "mxfp8";
-      if (!SameValue(*value, f.value) && !same_mxfp8) {
+      const bool same_split = f.flag == "--pp-layer-split" && SameLayerSplit(*value, f.value);
+      if (!SameValue(*value, f.value) && !same_mxfp8 && !same_split) {
         throw UsageError(fmt::format("{}{} on the command line contradicts {} in {}, which sets {}{}: give one", f.flag,
                                      value->empty() ? "" : " " + *value, f.from, *path, f.flag, f.value.empty() ? "" : " " + f.value));
       }

@@ -136,12 +136,20 @@ TEST_CASE("Bad input: one clear error, the exit code, nothing written") {
     text << in.rdbuf();
     std::ofstream(Tmp("uneven.args")) << text.str() << " --decoder-first-pipeline-num-layers 9 --decoder-last-pipeline-num-layers 5\n";
     std::ofstream(Tmp("even.args")) << text.str() << " --decoder-first-pipeline-num-layers 10 --decoder-last-pipeline-num-layers 6\n";
+    std::ofstream(Tmp("first.args")) << text.str() << " --decoder-first-pipeline-num-layers 11\n";  // 11, then (32 - 11) / 3 = 7
   }
   const std::string uneven = "check --from-megatron " + Tmp("uneven.args") + " --model testdata/hf/mixtral-8x7b.json --world-size 32 --gpu-memory-gib 80";
   REQUIRE(Plan(uneven).code == 0);  // no virtual stages: Megatron takes 9, 9, 9, 5
   const Result chunks = Plan(uneven + " --vpp 2");
   CHECK(chunks.code == 2);
   CHECK(Has(chunks.err, "(stages of 9,9,9,5 layers): a stage of 9 layers does not divide into 2 virtual stages, which Megatron-LM refuses"));
+  // The file's split spelled the other way ("first 9, then 9 per stage" is not it; 9,9,9,5 is) is the
+  // same split, not a contradiction (QA round 3: "15+11" against 15,11,11,11 was refused).
+  CHECK(Plan(uneven + " --pp-layer-split 9,9,9,5").code == 0);
+  CHECK(Plan("--from-megatron " + Tmp("first.args") + " --model testdata/hf/mixtral-8x7b.json --world-size 32 --pp-layer-split 11+7").code == 0);
+  const Result other = Plan(uneven + " --pp-layer-split 8+8");
+  CHECK(other.code == 2);
+  CHECK(Has(other.err, "--pp-layer-split 8+8 on the command line contradicts"));
   // 10, 8, 8, 6 divide into 2 chunks each: taken.
   CHECK(Plan("--from-megatron " + Tmp("even.args") + " --model testdata/hf/mixtral-8x7b.json --world-size 32 --vpp 2").code == 0);
   // No world size.
