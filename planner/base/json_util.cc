@@ -137,7 +137,12 @@ std::string JsonView::Where() const {
 }
 
 std::string JsonView::Where(const std::string& key) const {
-  return fmt::format("{}: {}/{}", file_, pointer_, JsonPointerToken(key));
+  // A key of a message is shown whole up to 80 characters, else its start and its length (QA: a
+  // 5 MB unknown key was echoed whole).
+  constexpr size_t kShown = 80;
+  const std::string token = JsonPointerToken(key);
+  if (token.size() <= kShown) return fmt::format("{}: {}/{}", file_, pointer_, token);
+  return fmt::format("{}: {}/{}... ({} characters)", file_, pointer_, token.substr(0, 60), token.size());
 }
 
 void JsonView::Fail(const std::string& key, const std::string& message) const {

@@ -41,6 +41,14 @@ TEST_CASE("ParseJsonText refuses a key given twice in one object, naming the key
   CHECK(dockyard::ParseJsonText(R"({"a": {"k": 1}, "b": {"k": 1}, "c": [1, 1, {"k": [1, {"k": 2}]}]})", "ok.json")["c"][2]["k"][1]["k"] == 2);
 }
 
+TEST_CASE("A long key in a message is cut to its start and its length") {
+  Json j = Json::object();
+  j[std::string(100, 'k')] = 1;
+  JsonView v(&j, "c.json", "");
+  const std::string expected = "c.json: /" + std::string(60, 'k') + "... (100 characters): unknown key";
+  CHECK_THROWS_WITH_AS(v.RejectUnknownKeys({"name"}), doctest::Contains(expected.c_str()), Error);
+}
+
 TEST_CASE("JsonView names file, pointer, value and rule for a wrong type") {
   Json j = Json::parse(R"({"outer": {"hidden_size": "4096"}})");
   JsonView root(&j, "cfg.json", "");
