@@ -334,6 +334,7 @@ ClusterSpec ClusterFromJson(const Json& json, const std::string& file) {
     v.Fail("base", e.what());
   }
   c.name = v.StringOr("name", file);
+  if (c.name.empty()) v.Fail("name", "must be a non-empty string (messages and reports name the cluster by it), got \"\"");
   c.gpus_per_node = v.IntOr("gpus_per_node", c.gpus_per_node);
   if (c.gpus_per_node > (int64_t{1} << 20)) v.Fail("gpus_per_node", fmt::format("{} exceeds 2^20", c.gpus_per_node));
   c.nodes = v.IntOr("nodes", c.nodes, 0);

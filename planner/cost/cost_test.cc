@@ -87,6 +87,9 @@ TEST_CASE("A cluster JSON overrides its base preset and rejects bad values") {
                        doctest::Contains("/dense_bf16_tflops: must be a number in [0.001, 1000000]"), dockyard::Error);
   CHECK(dockyard::ClusterFromJson(dockyard::Json::parse(R"({"dense_bf16_tflops": 0.001, "hbm_gbps": 0.001})"), "c.json").hbm_gbps ==
         0.001);
+  // An empty name would leave messages naming nothing ("above 's 79.6 GiB").
+  CHECK_THROWS_WITH_AS(dockyard::ClusterFromJson(dockyard::Json::parse(R"({"name": ""})"), "c.json"),
+                       doctest::Contains("c.json: /name: must be a non-empty string"), dockyard::Error);
   // Memory and latencies keep (0, 1e6]: a tiny latency adds nothing and overflows nothing.
   CHECK_THROWS_WITH_AS(dockyard::ClusterFromJson(dockyard::Json::parse(R"({"network_latency_us": 0})"), "c.json"),
                        doctest::Contains("/network_latency_us: must be a number in (0, 1000000], got 0"), dockyard::Error);
