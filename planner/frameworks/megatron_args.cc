@@ -1110,7 +1110,8 @@ ModelSpec CheckedAgainstBase(const FrameworkConfig& c, const ModelSpec& job, con
       const bool job_sliding = job.sliding_attention_layers[static_cast<size_t>(i)];
       const bool base_sliding = base.sliding_attention_layers[static_cast<size_t>(i)];
       if (job_sliding != base_sliding) {
-        check("--window-attn-skip-freq", job_sliding, base_sliding, fmt::format("layer {} over the sliding window (1 = yes)", i));
+        check("--window-attn-skip-freq", job_sliding, base_sliding,
+              fmt::format("layer {} (Megatron's layer_number {}) over the sliding window (1 = yes)", i, i + 1));
       }
     }
     check("--softmax-type", job.attention.sinks, base.attention.sinks, "attention sinks (1 = yes: --softmax-type learnable)");

@@ -698,7 +698,7 @@ TEST_CASE("gpt-oss's window and sinks: --window-size, --window-attn-skip-freq, -
                        doctest::Contains("no --softmax-type"), Error);
   // Every layer windowed (no skip frequency) against a model with full layers: the first full layer named.
   CHECK_THROWS_WITH_AS(MegatronModel(ImportMegatronArgs(args + " --window-size 127,0 --softmax-type learnable\n", "f.args"), hf),
-                       doctest::Contains("layer 1 over the sliding window (1 = yes) 1, but --model gpt-oss.json has 0"), Error);
+                       doctest::Contains("layer 1 (Megatron's layer_number 2) over the sliding window (1 = yes) 1, but --model gpt-oss.json has 0"), Error);
   // A huge layer count is refused before anything is sized per layer (QA: 8589934592 took 2 GB, then "exceeds").
   std::string huge = args;
   huge.replace(huge.find("--num-layers 36"), 15, "--num-layers 8589934592");
