@@ -82,20 +82,27 @@ std::optional<std::string> GivenValue(const std::vector<std::string>& args, cons
 
 // The same setting written two ways ("2" and "2.0", "1" and "1.0" for --clip-grad; a switch the
 // file sets, "" and CLI11's true words, "--overlap-grad-reduce=true").
+// The layers per stage of a split the reader wrote ("n0,n1,...", megatron_args.cc), empty when
+// malformed.
+std::vector<int64_t> StagesOf(const std::string& split) {
+  std::vector<int64_t> stages;
+  std::stringstream in(split);
+  for (std::string n; std::getline(in, n, ',');) {
+    int64_t v = 0;
+    if (!ParseStrictInt(n, &v)) return {};
+    stages.push_back(v);
+  }
+  return stages;
+}
+
 // Whether `given` (--pp-layer-split as typed: "15,11,11,11" or "15+11") is the file's split `file`
 // (always "n0,n1,..."), read against the file's stages and layers (training.h ParseLayerSplit).
 bool SameLayerSplit(const std::string& given, const std::string& file) {
-  std::vector<int64_t> stages;
-  std::stringstream in(file);
+  const std::vector<int64_t> stages = StagesOf(file);
   int64_t layers = 0;
-  for (std::string n; std::getline(in, n, ',');) {
-    int64_t v = 0;
-    if (!ParseStrictInt(n, &v)) return false;
-    stages.push_back(v);
-    layers += v;
-  }
+  for (int64_t n : stages) layers += n;
   try {
-    return ParseLayerSplit(given, static_cast<int64_t>(stages.size()), layers, "--pp-layer-split") == stages;
+    return !stages.empty() && ParseLayerSplit(given, static_cast<int64_t>(stages.size()), layers, "--pp-layer-split") == stages;
   } catch (const Error&) {
     return false;  // not a split of these stages: a contradiction, named as such
   }
@@ -354,15 +361,9 @@ std::vector<std::string> ExpandFrameworkConfig(const std::vector<std::string>& a
     const std::optional<std::string> vpp_text = GivenValue(args, "--vpp", &n);
     if (!vpp_text) continue;
     int64_t vpp = 0;
-    try {
-      vpp = std::stoll(*vpp_text);
-    } catch (const std::exception&) {
-      continue;  // malformed: --vpp's own parse names it
-    }
-    if (vpp <= 1) continue;
-    std::stringstream split(f.value);
-    for (std::string layers; std::getline(split, layers, ',');) {
-      if (std::stoll(layers) % vpp != 0) {
+    if (!ParseStrictInt(*vpp_text, &vpp) || vpp <= 1) continue;  // malformed: --vpp's own parse names it
+    for (int64_t layers : StagesOf(f.value)) {
+      if (layers % vpp != 0) {
         throw UsageError(fmt::format(
             "--vpp {} on the command line and --decoder-first/last-pipeline-num-layers in {} (stages of {} layers): a stage of {} "
             "layers does not divide into {} virtual stages, which Megatron-LM refuses (transformer_config.py: \"number of layers at "
