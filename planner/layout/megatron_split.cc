@@ -20,6 +20,22 @@ std::vector<int64_t> EvenLayerSplit(int64_t num_layers, int64_t pp) {
   return stage_of;
 }
 
+int64_t ChunkLayers(int64_t rank_layers, int64_t vpp, int64_t chunk) { return rank_layers / vpp + (chunk < rank_layers % vpp ? 1 : 0); }
+
+std::pair<std::vector<int64_t>, std::vector<int64_t>> InterleavedLayerSplit(const std::vector<int64_t>& rank_layers, int64_t vpp) {
+  const int64_t pp = static_cast<int64_t>(rank_layers.size());
+  std::pair<std::vector<int64_t>, std::vector<int64_t>> out;
+  for (int64_t v = 0; v < vpp; ++v) {
+    for (int64_t p = 0; p < pp; ++p) {
+      for (int64_t i = ChunkLayers(rank_layers[static_cast<size_t>(p)], vpp, v); i > 0; --i) {
+        out.first.push_back(p);
+        out.second.push_back(v);
+      }
+    }
+  }
+  return out;
+}
+
 namespace {
 
 // Layers per stage of EvenLayerSplit.
@@ -42,9 +58,8 @@ std::string EvenSplitPipelineLayout(int64_t num_layers, int64_t pp, int64_t vpp,
   const int64_t stages = pp * vpp;
   std::vector<std::string> text(static_cast<size_t>(stages));
   for (int64_t k = 0; k < stages; ++k) {
-    const int64_t p = k % pp, v = k / pp, n = per_rank[static_cast<size_t>(p)];
-    const int64_t layers = n / vpp + (v < n % vpp ? 1 : 0);
-    std::string s = Layers('t', layers);
+    const int64_t p = k % pp, v = k / pp;
+    std::string s = Layers('t', ChunkLayers(per_rank[static_cast<size_t>(p)], vpp, v));
     if (k == 0) s = "E" + s;
     if (k == stages - 1) s += Layers('m', mtp_layers) + "L";
     text[static_cast<size_t>(k)] = std::move(s);

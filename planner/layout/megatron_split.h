@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "planner/model/training.h"
@@ -24,9 +25,25 @@ namespace dockyard {
 // embedding on the first stage, final norm and lm_head on the last. The stage of each layer.
 std::vector<int64_t> EvenLayerSplit(int64_t num_layers, int64_t pp);
 
+// Decoder layers of model chunk `chunk` of a rank holding `rank_layers` layers in `vpp` chunks:
+// rank_layers / vpp, the first rank_layers % vpp chunks one more (Megatron-Core
+// transformer_block.py get_num_layers_to_build: num_layers_per_pipeline_rank / vp_size, which
+// Megatron requires to divide; torchtitan's split differs only where that division leaves a
+// remainder). Requires vpp >= 1, 0 <= chunk < vpp.
+int64_t ChunkLayers(int64_t rank_layers, int64_t vpp, int64_t chunk);
+
+// The interleaved placement of `rank_layers` ([pp]: each pipeline rank's decoder layers) in vpp
+// model chunks per rank: virtual stage v x pp + p is rank p's chunk v with ChunkLayers(n_p, vpp, v)
+// layers, and the layers are numbered in virtual-stage order (Megatron-Core
+// get_transformer_layer_offset; torchtitan's "loop" stage style, stage s on rank s % pp). So at
+// pp 3, vpp 3 and 9 layers per rank, rank 0 holds layers 0-2, 9-11 and 18-20. Each decoder
+// layer's rank ([0]) and chunk ([1]), [num_layers] each; vpp 1 gives the contiguous split.
+// Requires every entry >= 0 and vpp >= 1.
+std::pair<std::vector<int64_t>, std::vector<int64_t>> InterleavedLayerSplit(const std::vector<int64_t>& rank_layers, int64_t vpp);
+
 // The --pipeline-model-parallel-layout string (pipeline_layout.h grammar) of EvenLayerSplit(num_layers, pp)
-// with vpp model chunks per rank: rank p's n_p layers go to its chunks n_p / vpp each, the first
-// n_p % vpp chunks one more; virtual stage v x pp + p is rank p's chunk v (Megatron's order). The
+// with vpp model chunks per rank: rank p's chunk v gets ChunkLayers(n_p, vpp, v) layers; virtual
+// stage v x pp + p is rank p's chunk v (Megatron's order, InterleavedLayerSplit). The
 // embedding opens virtual stage 0; the MTP modules (mtp_layers) and the loss close the last one.
 // Runs of equal stages are written "(S|)*N". E.g. (94, 8, 1, 0): "Et*12|(t*12|)*5t*11|t*11L".
 // Requires num_layers >= 1, pp >= 1, vpp >= 1.

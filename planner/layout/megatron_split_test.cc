@@ -2,6 +2,7 @@
 #include "planner/layout/megatron_split.h"
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <doctest/doctest.h>
@@ -30,6 +31,42 @@ void CheckRoundTrip(int64_t num_layers, int64_t pp, int64_t vpp, int64_t mtp) {
   CHECK(s.embedding_stage == 0);
   CHECK(s.loss_stage == pp - 1);
   CHECK(s.mtp_stage == pp - 1);
+}
+
+TEST_CASE("Interleaving numbers the layers in virtual-stage order, by hand") {
+  // pp 3, vpp 3, 9 layers per rank: 3 per chunk; virtual stage v x 3 + p is rank p's chunk v, so
+  // rank 0 holds 0-2 (chunk 0), 9-11 (chunk 1) and 18-20 (chunk 2).
+  const auto [stage, chunk] = InterleavedLayerSplit({9, 9, 9}, 3);
+  REQUIRE(stage.size() == 27);
+  CHECK(std::vector<int64_t>(stage.begin(), stage.begin() + 12) == std::vector<int64_t>{0, 0, 0, 1, 1, 1, 2, 2, 2, 0, 0, 0});
+  CHECK(stage[18] == 0);
+  CHECK(stage[26] == 2);
+  CHECK(chunk[11] == 1);
+  CHECK(chunk[18] == 2);
+  // 3 layers per rank over 2 chunks: 3 / 2 = 1, the first chunk one more (2 + 1): layers 0-1
+  // rank 0, 2-3 rank 1 (chunk 0), 4 rank 0, 5 rank 1 (chunk 1).
+  const auto [s2, c2] = InterleavedLayerSplit({3, 3}, 2);
+  CHECK(s2 == std::vector<int64_t>{0, 0, 1, 1, 0, 1});
+  CHECK(c2 == std::vector<int64_t>{0, 0, 0, 0, 1, 1});
+  CHECK(ChunkLayers(3, 2, 0) == 2);
+  CHECK(ChunkLayers(3, 2, 1) == 1);
+  // vpp 1: the contiguous split.
+  CHECK(InterleavedLayerSplit({2, 1}, 1).first == std::vector<int64_t>{0, 0, 1});
+}
+
+TEST_CASE("The even split's layout string and the interleaved split place every layer alike") {
+  // Qwen3-235B's 94 layers at pp 8, vpp 4 (Megatron runs this split only as a layout) and 61
+  // layers at pp 4, vpp 2: the same rank and chunk for each layer either way (one chunk rule,
+  // ChunkLayers).
+  for (const auto& [layers, pp, vpp] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{94, 8, 4}, {61, 4, 2}, {27, 3, 3}}) {
+    CAPTURE(layers);
+    const std::string text = EvenSplitPipelineLayout(layers, pp, vpp, 0);
+    const PipelineStages s = ResolvePipelineLayout(ParsePipelineLayout(text, "--pipeline-model-parallel-layout"), pp, layers, 0, text,
+                                                   "--pipeline-model-parallel-layout");
+    const auto [stage, chunk] = InterleavedLayerSplit(PerRank(EvenLayerSplit(layers, pp), pp), vpp);
+    CHECK(s.layer_stage == stage);
+    CHECK(s.layer_chunk == chunk);
+  }
 }
 
 TEST_CASE("The even split's Megatron layout string round-trips through the layout parser") {

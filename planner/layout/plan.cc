@@ -4,6 +4,7 @@
 #include "planner/layout/megatron_split.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -64,6 +65,13 @@ PipelineStages ResolvePipelineStages(const TrainingConfig& training, int64_t num
     out.embedding_stage = 0;
     out.loss_stage = out.mtp_stage = pp - 1;
     out.vpp = run.vpp;
+    if (run.vpp > 1) {
+      // Interleaved: each rank's layers in vpp chunks, numbered in virtual-stage order, so a
+      // rank's layers are not contiguous (megatron_split.h InterleavedLayerSplit).
+      std::vector<int64_t> per_rank(static_cast<size_t>(pp), 0);
+      for (int64_t s : out.layer_stage) ++per_rank[static_cast<size_t>(s)];
+      std::tie(out.layer_stage, out.layer_chunk) = InterleavedLayerSplit(per_rank, run.vpp);
+    }
     return out;
   }
   const char* kLayout = "--pipeline-model-parallel-layout";
@@ -220,6 +228,14 @@ std::vector<StageSummary> SummarizeStages(const Plan& plan, const std::vector<in
     st.first_layer = first - plan.layer_stage.begin();
     st.last_layer = static_cast<int64_t>(plan.layer_stage.size()) - 1 - (last - plan.layer_stage.rbegin());
     if (first == plan.layer_stage.end()) st.first_layer = st.last_layer = -1;  // a layout's stage without decoder layers
+    for (int64_t l = 0; l < static_cast<int64_t>(plan.layer_stage.size()); ++l) {
+      if (plan.layer_stage[l] != s) continue;
+      if (!st.layer_runs.empty() && st.layer_runs.back().second == l - 1) {
+        st.layer_runs.back().second = l;
+      } else {
+        st.layer_runs.emplace_back(l, l);
+      }
+    }
     const int64_t stage_size = plan.dims.stage_size();
     st.max_param_bytes = -1;
     st.min_param_bytes = INT64_MAX;

@@ -35,8 +35,11 @@ struct ExpertOwnership {
 
 struct StageSummary {
   int64_t stage = 0;
-  int64_t first_layer = 0;  // decoder layers [first_layer, last_layer]; both -1 when the stage has none (a layout's)
+  int64_t first_layer = 0;  // its smallest and largest decoder layer; both -1 when the stage has none (a layout's)
   int64_t last_layer = 0;
+  // Its decoder layers as runs of consecutive layers, [first, last] each, in order: one run
+  // without interleaving, up to vpp with it (rank 0 of pp 3, vpp 3, 27 layers: [0,2] [9,11] [18,20]).
+  std::vector<std::pair<int64_t, int64_t>> layer_runs;
   int64_t max_param_bytes = 0;  // parameter bytes on the most loaded rank of the stage
   int64_t min_param_bytes = 0;
   int64_t worst_rank = 0;  // a rank with max_param_bytes
@@ -86,8 +89,9 @@ std::vector<int64_t> ResolveLayerSplit(const TrainingConfig& training, int64_t n
 // Every pipeline placement of a plan: with a Megatron layout (training.run.pipeline_layout,
 // pipeline_layout.h ParsePipelineLayout / ResolvePipelineLayout) or the account-for-embedding /
 // loss split (AccountForLayout) the layers, embedding, loss and MTP modules where those put them
-// and vpp = the layout's stages / pp; otherwise ResolveLayerSplit, the embedding on stage 0, the
-// loss and MTP on stage pp - 1 and training.run.vpp. A layout with neither --vpp nor a matching
+// and vpp = the layout's stages / pp; otherwise ResolveLayerSplit's layers per rank, interleaved
+// over training.run.vpp model chunks when it is above 1 (megatron_split.h InterleavedLayerSplit),
+// the embedding on stage 0, the loss and MTP on stage pp - 1. A layout with neither --vpp nor a matching
 // --vpp sets the vpp. Throws dockyard::Error naming the flag and rule: a layout together with the
 // account-for flags or with pp_layer_split (Megatron: "pipeline_model_parallel_layout cannot be
 // set with other pipeline layout arguments"), the account-for flags with pp_layer_split, a --vpp

@@ -1,6 +1,9 @@
 // BuildPlan: expert ownership, pipeline stages and parameter bytes per rank, by hand.
 #include "planner/layout/plan.h"
 
+#include <utility>
+#include <vector>
+
 #include <doctest/doctest.h>
 
 #include "planner/base/error.h"
@@ -72,6 +75,32 @@ TEST_CASE("Pipeline stages hold their own layers; embedding first, lm_head last"
   CHECK(param_bytes_per_rank[1] == 2 * 126144);
   CHECK(stages[1].first_layer == 1);
   CHECK(stages[1].last_layer == 1);
+}
+
+TEST_CASE("Under --vpp a stage's layers are its model chunks, interleaved") {
+  // Tiny Mixtral with 9 layers, pp 3, vpp 3: one layer per chunk; virtual stage v x 3 + p is
+  // rank p's chunk v, so stage 0 holds layers 0, 3 and 6 and stage 2 holds 2, 5 and 8.
+  dockyard::ModelSpec m = dockyard::testing::TinyMixtral();
+  m.num_hidden_layers = 9;
+  m.moe_layers.assign(9, true);
+  ParallelDimsOptions o;
+  o.world_size = 3;
+  o.pp = 3;
+  dockyard::TrainingConfig t;
+  t.run.vpp = 3;
+  t.num_microbatches = 3;
+  const Plan plan = BuildPlan(m, o, t);
+  CHECK(plan.layer_stage == std::vector<int64_t>{0, 1, 2, 0, 1, 2, 0, 1, 2});
+  CHECK(plan.layer_chunk == std::vector<int64_t>{0, 0, 0, 1, 1, 1, 2, 2, 2});
+  const std::vector<StageSummary> stages = SummarizeStages(plan, ParamBytesPerRank(plan));
+  CHECK(stages[0].first_layer == 0);
+  CHECK(stages[0].last_layer == 6);
+  CHECK(stages[0].layer_runs == std::vector<std::pair<int64_t, int64_t>>{{0, 0}, {3, 3}, {6, 6}});
+  CHECK(stages[2].layer_runs == std::vector<std::pair<int64_t, int64_t>>{{2, 2}, {5, 5}, {8, 8}});
+  // vpp 1: one run per stage (layers 0-2, 3-5, 6-8).
+  t.run.vpp = 1;
+  const std::vector<StageSummary> plain = SummarizeStages(BuildPlan(m, o, t), ParamBytesPerRank(BuildPlan(m, o, t)));
+  CHECK(plain[1].layer_runs == std::vector<std::pair<int64_t, int64_t>>{{3, 5}});
 }
 
 TEST_CASE("BuildPlan reports the first rule the degrees break") {

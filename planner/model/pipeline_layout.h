@@ -43,7 +43,7 @@ struct PipelineStages {
   int64_t mtp_stage = 0;             // rank holding the MTP modules (loss_stage when there are none)
   int64_t vpp = 1;                   // model chunks per rank: virtual stages / pp
   // [num_hidden_layers]: the model chunk on its rank of each decoder layer (virtual stage / pp);
-  // filled from a layout's virtual stages, empty for the plain split.
+  // filled from a layout's virtual stages or an interleaved split (vpp > 1), empty at vpp 1.
   std::vector<int64_t> layer_chunk;
 };
 

@@ -136,6 +136,22 @@ Json ModelJson(const Plan& plan, const std::string& model_source) {
   return j;
 }
 
+// A stage's runs of consecutive decoder layers as [[first, last], ...].
+Json LayerRunsJson(const std::vector<std::pair<int64_t, int64_t>>& runs) {
+  Json out = Json::array();
+  for (const auto& [first, last] : runs) out.push_back({first, last});
+  return out;
+}
+
+// A stage's runs of consecutive decoder layers as "0-2, 9-11, 18-20" ("5" for a run of one,
+// "none" without layers).
+std::string LayerRunsText(const std::vector<std::pair<int64_t, int64_t>>& runs) {
+  if (runs.empty()) return "none";
+  std::vector<std::string> parts;
+  for (const auto& [first, last] : runs) parts.push_back(first == last ? std::to_string(first) : fmt::format("{}-{}", first, last));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
 // The pipeline block: each layer's stage, per-stage parameter bytes, and the Megatron layout
 // when one is set.
 Json PipelineJson(const Plan& plan, const std::vector<int64_t>& param_bytes_per_rank) {
@@ -144,6 +160,7 @@ Json PipelineJson(const Plan& plan, const std::vector<int64_t>& param_bytes_per_
     stages.push_back({{"stage", s.stage},
                       {"first_layer", s.first_layer},
                       {"last_layer", s.last_layer},
+                      {"layers", LayerRunsJson(s.layer_runs)},
                       {"max_param_bytes", s.max_param_bytes},
                       {"min_param_bytes", s.min_param_bytes},
                       {"worst_rank", s.worst_rank}});
@@ -342,7 +359,7 @@ void WriteExpertsAndStagesText(std::ostream& out, const Plan& plan) {
   }
   for (const auto& s : SummarizeStages(plan, ParamBytesPerRank(plan))) {
     out << fmt::format("Stage {}    layers {}: parameter bytes per rank max {} (rank {}), min {} ({} dtype as placed)\n", s.stage,
-                       s.first_layer < 0 ? std::string("none") : fmt::format("{}-{}", s.first_layer, s.last_layer),
+                       LayerRunsText(s.layer_runs),
                        FormatBytes(s.max_param_bytes), s.worst_rank, FormatBytes(s.min_param_bytes), plan.model.dtype);
   }
   if (!plan.training.run.pipeline_layout.empty() || plan.training.run.account_for_embedding || plan.training.run.account_for_loss) {

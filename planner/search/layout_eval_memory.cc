@@ -17,7 +17,6 @@
 #include "planner/model/recompute.h"
 #include "planner/search/layout_eval_internal.h"
 
-#include "planner/layout/megatron_split.h"
 #include "planner/cost/network.h"
 
 namespace dockyard {
@@ -338,11 +337,9 @@ const LayoutEvaluator::Impl::ClassSums& LayoutEvaluator::Impl::SumsFor(const Par
 }
 
 const LayoutEvaluator::Impl::Split& LayoutEvaluator::Impl::SplitFor(const ModelSpec& m, const TrainingConfig& t, int64_t pp, bool megatron) {
-  // Once per pp, and per vpp where the split depends on it (an even split Megatron runs as a
-  // layout: MegatronEvenSplitFlag): the result is cached.
-  const auto flag = MegatronEvenSplitFlag(t, m.num_hidden_layers, pp, megatron);
-  const bool by_vpp = flag && flag->key == "--pipeline-model-parallel-layout";
-  const auto key = std::make_pair(pp, by_vpp ? t.run.vpp : int64_t{0});
+  // Once per pp and vpp (interleaving places the layers by chunk: ResolvePipelineStages): the
+  // result is cached.
+  const auto key = std::make_pair(pp, t.run.vpp);
   auto it = splits.find(key);
   if (it != splits.end()) return it->second;
   Split s;
