@@ -69,7 +69,9 @@ struct PlanInputs {
   std::optional<Calibration> calibration;
   std::optional<GlobalBatchSchedule> global_batch;
   ComputeModel compute_model = ComputeModel::kKernels;  // simulate
+  std::vector<std::string> warnings;  // printed on stderr as found, and carried to the reports (WarningText)
 };
+
 
 // The degrees from the flags (--model: only with --world-size).
 ParallelDimsOptions PlanDims(const CliOptions& o, Command command) {
@@ -93,7 +95,7 @@ TrainingConfig PlanTraining(const CliOptions& o, Command command, PlanInputs& in
   }
   // The bound first (BuildPlan holds it too, naming the flag): a bad value is blamed on where it came from.
   ValidateSeqLenForModel(training.seq_len, in.model, cli::SeqLenName(o.training.seq_len));
-  if (const std::string w = SeqLenWarning(training.seq_len, in.model, cli::SeqLenName(o.training.seq_len)); !w.empty()) err << "dockyard-plan: " << w;
+  cli::Warn(SeqLenWarning(training.seq_len, in.model, cli::SeqLenName(o.training.seq_len)), &in.warnings, err);
   if (in.use_default) ApplyDefaultTraining(!o.training.recompute.empty(), &training);
   // A reserve at or above the budget is invalid input (exit 1), not a plan over budget (exit 3).
   ValidateMemoryReserve(in.machine.gpu_memory_gib, training.memory_reserve_gib.value_or(0),
@@ -125,7 +127,7 @@ PlanInputs ReadPlanInputs(const CliOptions& o, Command command, std::ostream& er
     }
     ApplyComputeFlags(o, &in.compute_model, &in.training.run);
     in.cluster = WithFlag("--cluster", [&] { return LoadCluster(o.cluster); });
-    err << cli::NodeSizeClusterWarning(o.training, in.model, *in.cluster, "simulate");
+    cli::Warn(cli::NodeSizeClusterWarning(o.training, in.model, *in.cluster, "simulate"), &in.warnings, err);
     if (!o.calibration.empty()) in.calibration = WithFlag("--calibration", [&] { return LoadCalibration(o.calibration); });
     // The cluster's locality unit decides cross-node traffic unless --gpus-per-node says otherwise:
     // the NVLink domain, the time model's rule (network.h NvlinkDomainGpus).
@@ -165,6 +167,7 @@ PlanCommandRequest MakePlanRequest(const CliOptions& o, Command command, const P
   request.json = o.json_given;
   request.html = o.html_given;
   request.refit = o.refit_given;
+  request.warnings = in.warnings;
   return request;
 }
 
@@ -200,9 +203,9 @@ bool WritePlanOutputs(const CliOptions& o, const PlanCommandRequest& request, co
 // Builds the plan from flags (or the embedded default) and writes what was asked.
 int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::ostream& err) {
   const bool check = command == Command::kCheck;
-  const PlanInputs in = ReadPlanInputs(o, command, err);
-  if (in.cluster) err << cli::BudgetAboveClusterWarning(in.machine.gpu_memory_gib, *in.cluster);
-  if (in.cluster) err << cli::PartialNodeWarning(in.dims.world_size, *in.cluster);
+  PlanInputs in = ReadPlanInputs(o, command, err);
+  if (in.cluster) cli::Warn(cli::BudgetAboveClusterWarning(in.machine.gpu_memory_gib, *in.cluster), &in.warnings, err);
+  if (in.cluster) cli::Warn(cli::PartialNodeWarning(in.dims.world_size, *in.cluster), &in.warnings, err);
   // simulate with no budget holds its reserve against the cluster's memory (the warning after the
   // plan): a reserve that leaves nothing of it is invalid input, as with a budget (exit 1).
   const bool against_cluster = in.cluster && !(in.machine.gpu_memory_gib > 0);
@@ -214,7 +217,7 @@ int PlanAndReport(const CliOptions& o, Command command, std::ostream& out, std::
   const PlanCommandRequest request = MakePlanRequest(o, command, in);
   const PlanCommandResult result = RunPlanCommand(BuildPlan(in.model, in.dims, in.training, in.machine), request);
   const bool quiet = WritePlanOutputs(o, request, result, in, out);
-  if (against_cluster) err << cli::PeakAboveClusterWarning(static_cast<double>(result.memory.worst_peak_bytes), reserve_gib, *in.cluster);
+  err << result.peak_warning;  // simulate with no budget (RunPlanCommand holds the peak to the cluster's memory)
   // check and simulate: a plan over its budget exits kExitOverBudget (its reports are written).
   if (FailsBudget(request, result)) {
     err << OverBudgetText(result.plan, result.memory, check ? "dockyard-plan check" : "dockyard-plan simulate");

@@ -244,14 +244,11 @@ void RejectImbalanceWithRouting(bool routing_given, const std::string& imbalance
   }
 }
 
-std::string PeakAboveClusterWarning(double peak_bytes, double reserve_gib, const ClusterSpec& cluster) {
-  if (!OverBudget(peak_bytes, cluster.memory_gib, reserve_gib)) return "";
-  return fmt::format(
-      "dockyard-plan: warning: the worst rank's peak, {:.2f} GiB, with the {:.2f} GiB reserve is above {}'s {} GiB per GPU "
-      "(memory_gib): this layout would not fit its GPUs; with no memory budget nothing holds simulate to it "
-      "(--gpu-memory-gib {} exits 3 on it)\n",
-      static_cast<double>(peak_bytes) / static_cast<double>(int64_t{1} << 30), reserve_gib, cluster.name, cluster.memory_gib,
-      cluster.memory_gib);
+void Warn(const std::string& line, std::vector<std::string>* kept, std::ostream& err) {
+  if (line.empty()) return;
+  const std::string labelled = line.rfind("dockyard-plan: ", 0) == 0 ? line : "dockyard-plan: " + line;
+  err << labelled;
+  kept->push_back(WarningText(labelled));
 }
 
 std::string BudgetAboveClusterWarning(double budget_gib, const ClusterSpec& cluster) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -99,17 +100,15 @@ void RejectImbalanceWithRouting(bool routing_given, const std::string& imbalance
 // GPU (memory_gib: a budget none of its GPUs has), else empty. A warning, not an error: a user may
 // size for a GPU the presets do not hold.
 std::string BudgetAboveClusterWarning(double budget_gib, const ClusterSpec& cluster);
+// Prints a warning line (one of the functions here or planner/model/seq_len.h SeqLenWarning; ""
+// = none) on `err` with the "dockyard-plan: " label, and keeps it in `kept` as the reports'
+// `warnings` hold it (plan_command.h WarningText).
+void Warn(const std::string& line, std::vector<std::string>* kept, std::ostream& err);
 // A world larger than one node that does not fill whole nodes of `cluster` (gpus_per_node): the
 // warning (one line, "" otherwise). Launchers start the same number of ranks on every node
 // (torchrun --nproc-per-node, Slurm --ntasks-per-node), so such a job leaves GPUs idle or cannot
 // start as one; the figures still place ranks 0..world-1 node by node.
 std::string PartialNodeWarning(int64_t world_size, const ClusterSpec& cluster);
-// simulate on a cluster with no budget: the warning (one line, "" when it fits) that the worst
-// rank's peak (bytes) plus the reserve (GiB; memory.h kDefaultMemoryReserveGib unless the run sets
-// one) is above the cluster's memory_gib, so the layout would not run there; nothing holds the
-// command to it without --gpu-memory-gib (memory.h OverBudget). The caller has checked the reserve
-// below memory_gib (ValidateMemoryReserve), so the flag the warning names would be valid.
-std::string PeakAboveClusterWarning(double peak_bytes, double reserve_gib, const ClusterSpec& cluster);
 
 // "warning: ..." (one line) when the node size given by --gpus-per-node (simulate; over the spec) or,
 // without the flag, by the model spec's training.gpus_per_node differs from `cluster`'s NVLink domain

@@ -2,6 +2,10 @@
 // settings resolved from a spec's block and the flags, and the output-path checks.
 #include "cli/plan_flags.h"
 
+#include <sstream>
+#include <string>
+#include <vector>
+
 #include <doctest/doctest.h>
 
 #include "cli/run_flags.h"
@@ -25,17 +29,16 @@ TEST_CASE("ResolveTraining: a flag replaces the spec's value, the others keep th
   CHECK(*ResolveTraining(flags, model, 1).memory_reserve_gib == 5.0);
 }
 
-TEST_CASE("PeakAboveClusterWarning: simulate on a cluster without a budget says when the peak would not fit its GPUs") {
-  const ClusterSpec h100 = ClusterPreset("h100-sxm");  // memory_gib 79.6
-  const double gib = static_cast<double>(int64_t{1} << 30);
-  // 77 + 2 = 79 <= 79.6: fits, no warning.
-  CHECK(PeakAboveClusterWarning(77 * gib, 2.0, h100).empty());
-  // 78 + 2 = 80 > 79.6: the warning names the peak, the reserve, the cluster and the flag that would enforce it.
-  const std::string w = PeakAboveClusterWarning(78 * gib, 2.0, h100);
-  CHECK(w.find("the worst rank's peak, 78.00 GiB, with the 2.00 GiB reserve is above h100-sxm's 79.6 GiB per GPU") != std::string::npos);
-  CHECK(w.find("--gpu-memory-gib 79.6 exits 3 on it") != std::string::npos);
-  // A larger reserve moves the line: 77 + 3 = 80 > 79.6.
-  CHECK_FALSE(PeakAboveClusterWarning(77 * gib, 3.0, h100).empty());
+TEST_CASE("Warn prints a warning with the program's label and keeps it for the reports without the labels") {
+  std::ostringstream err;
+  std::vector<std::string> kept;
+  Warn("", &kept, err);  // none
+  Warn("warning: --seq-len 8192 is above the model's max_position_embeddings (4096)\n", &kept, err);
+  Warn(PartialNodeWarning(12, ClusterPreset("h100-sxm")), &kept, err);
+  CHECK(err.str().rfind("dockyard-plan: warning: --seq-len 8192 is above", 0) == 0);
+  REQUIRE(kept.size() == 2);
+  CHECK(kept[0] == "--seq-len 8192 is above the model's max_position_embeddings (4096)");
+  CHECK(kept[1].rfind("world_size 12 is not a multiple of h100-sxm's gpus_per_node 8", 0) == 0);
 }
 
 TEST_CASE("PartialNodeWarning: a world beyond one node that leaves a node partly used") {

@@ -75,8 +75,9 @@ std::optional<Calibration> ReadSearchMachine(const CliOptions& o, SearchOptions*
 }
 
 // The training every candidate starts from (the model's block with the flags over it), its
-// sequence length warned about on `err` and its memory reserve checked against the budget.
-void ReadSearchTraining(const CliOptions& o, const ModelSpec& model, SearchOptions* s, std::ostream& err) {
+// sequence length, budget and node size warned about on `err` (and kept in `warnings`) and its
+// memory reserve checked against the budget.
+void ReadSearchTraining(const CliOptions& o, const ModelSpec& model, SearchOptions* s, std::vector<std::string>* warnings, std::ostream& err) {
   // --fp8-dispatch reaches the candidates whose dispatcher has it (all_to_all, deepep).
   cli::TrainingFlags training_flags = o.training;
   training_flags.fp8_dispatch = false;
@@ -95,7 +96,7 @@ void ReadSearchTraining(const CliOptions& o, const ModelSpec& model, SearchOptio
   s->gpu_memory_gib = cli::ResolveMachine(training_flags, model).gpu_memory_gib;  // the node size is the cluster's
   // The bound first (RunSearch holds it too, naming the flag): a bad value is blamed on where it came from.
   ValidateSeqLenForModel(s->training.seq_len, model, cli::SeqLenName(o.training.seq_len));
-  if (const std::string w = SeqLenWarning(s->training.seq_len, model, cli::SeqLenName(o.training.seq_len)); !w.empty()) err << "dockyard-plan: " << w;
+  cli::Warn(SeqLenWarning(s->training.seq_len, model, cli::SeqLenName(o.training.seq_len)), warnings, err);
   s->training.fp8_dispatch = o.training.fp8_dispatch;
   if (!o.training.moe_flex_dispatcher_backend.empty()) {
     s->training.moe_flex_dispatcher_backend = ParseFlexBackend(o.training.moe_flex_dispatcher_backend, "--moe-flex-dispatcher-backend");
@@ -105,9 +106,9 @@ void ReadSearchTraining(const CliOptions& o, const ModelSpec& model, SearchOptio
       throw Error(refused);
     }
   }
-  err << cli::BudgetAboveClusterWarning(s->gpu_memory_gib, s->cluster);
-  err << cli::NodeSizeClusterWarning(o.training, model, s->cluster, "search");
-  err << cli::PartialNodeWarning(s->world_size, s->cluster);
+  cli::Warn(cli::BudgetAboveClusterWarning(s->gpu_memory_gib, s->cluster), warnings, err);
+  cli::Warn(cli::NodeSizeClusterWarning(o.training, model, s->cluster, "search"), warnings, err);
+  cli::Warn(cli::PartialNodeWarning(s->world_size, s->cluster), warnings, err);
   ValidateMemoryReserve(
       SearchBudgetGib(*s), s->training.memory_reserve_gib.value_or(0),
       s->gpu_memory_gib > 0 ? cli::MemoryBudgetName(o.training.gpu_memory_gib) : "memory_gib of cluster " + s->cluster.name,
@@ -237,7 +238,7 @@ int cli::RunSearch(const CliOptions& o, std::ostream& out, std::ostream& err) {
   request.calibration = ReadSearchMachine(o, &s);
   RejectUnsearchableRunSettings(o.training.pipeline_layout, o.training.pipeline_schedule);
   const ModelSpec model = cli::LoadPlanModel(o);
-  ReadSearchTraining(o, model, &s, err);
+  ReadSearchTraining(o, model, &s, &request.warnings, err);
   ReadSearchSpace(o, &s);
   if (!o.explain.empty()) {
     // overlap=VALUE takes the words --overlap-moe-expert-parallel-comm=VALUE takes (CLI11's flag parser).

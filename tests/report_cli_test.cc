@@ -330,3 +330,23 @@ TEST_CASE("--precision mxfp8: priced on Blackwell, refused on Hopper with the ru
   CHECK(muon.code == 1);
   CHECK(muon.out.find("torchtitan's optimizers are Adam / AdamW") != std::string::npos);
 }
+
+TEST_CASE("The warnings on stderr are in the JSON report too, without their labels") {
+  // Qwen3-30B-A3B at EP 8: a 96.30 GiB peak (above) + the 2 GiB reserve > h100-sxm's 79.6 GiB.
+  const Result sim = Run(std::string("simulate ") + kQwen8 + " --json -", false);
+  REQUIRE(sim.code == 0);
+  const dockyard::Json j = dockyard::ParseJsonText(sim.out, "simulate");
+  REQUIRE(j.contains("warnings"));
+  REQUIRE(j["warnings"].size() == 1);
+  CHECK(j["warnings"][0].get<std::string>().rfind("the worst rank's peak, 96.", 0) == 0);
+  // search on 12 GPUs of 8-GPU nodes: the partly used node.
+  const Result search = Run("search --model testdata/specs/tiny-mixtral.json --world-size 12 --seq-len 16 --top 1 --json -", false);
+  REQUIRE(search.code == 0);
+  const dockyard::Json s = dockyard::ParseJsonText(search.out, "search");
+  REQUIRE(s.contains("warnings"));
+  CHECK(s["warnings"][0].get<std::string>().rfind("world_size 12 is not a multiple of h100-sxm's gpus_per_node 8", 0) == 0);
+  // A plan with nothing to warn about has no key.
+  CHECK_FALSE(dockyard::ParseJsonText(Run("--model testdata/specs/tiny-mixtral.json --world-size 4 --ep 4 --seq-len 16 --json -", false).out,
+                                      "plan")
+                  .contains("warnings"));
+}

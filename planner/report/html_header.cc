@@ -108,6 +108,9 @@ std::string InputRows(const Json& r, const std::string& kind) {
   if (r.contains("notes")) {
     for (const auto& note : r.at("notes")) Row(inputs, "note", JsonText(note));
   }
+  if (r.contains("warnings")) {
+    for (const auto& warning : r.at("warnings")) Row(inputs, "warning", JsonText(warning));
+  }
   const std::string version =
       gen.contains("version") ? JsonText(gen.at("version")) : JsonText(r.value("dockyard_version", Json(kDockyardVersion)));
   // The commit the binary was built from, as --version prints it (provenance.git_commit).

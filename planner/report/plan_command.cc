@@ -3,7 +3,10 @@
 
 #include <sys/stat.h>
 
+#include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "planner/accounting/refit.h"
 #include "planner/base/error.h"
@@ -122,11 +125,15 @@ Json CommandHeader(const PlanCommandRequest& r, const PlanCommandResult& result)
 
 // What the text's Note lines say about the plan beyond its figures, for the JSON report and the
 // HTML page (`notes`, present when any): Megatron's refusal of dockyard's even split and the flag
-// that reproduces it (megatron_split.h MegatronEvenSplitReason).
-void AddNotes(const Plan& plan, Json* j) {
+// that reproduces it (megatron_split.h MegatronEvenSplitReason). And the warnings printed on
+// stderr (`warnings`, present when any): the request's, then the peak's.
+void AddNotes(const Plan& plan, const PlanCommandRequest& r, const PlanCommandResult& result, Json* j) {
   const std::string split =
       MegatronEvenSplitReason(plan.training, plan.model.num_hidden_layers, plan.dims.pp, plan.dims.convention == Convention::kMegatron);
   if (!split.empty()) (*j)["notes"] = Json::array({split});
+  std::vector<std::string> warnings = r.warnings;
+  if (!result.peak_warning.empty()) warnings.push_back(WarningText(result.peak_warning));
+  if (!warnings.empty()) (*j)["warnings"] = warnings;
 }
 
 // simulate: the step's cost on the calibrated cluster, the redundant-experts analysis (with its
@@ -162,7 +169,7 @@ std::optional<Json> SimulateCommand(const PlanCommandRequest& r, const RoutingRe
   if (redundant) j["redundant_experts"] = RedundantExpertsToJson(*redundant);
   if (result->received) j["received_rows"] = ReceivedRowsToJson(*result->received);
   j["header"] = result->header;
-  AddNotes(plan, &j);
+  AddNotes(plan, r, *result, &j);
   if (r.calibration) j["calibration"] = CalibrationRefToJson(*r.calibration);
   if (plan.dims.ep > 1 && plan.training.dispatcher == Dispatcher::kDeepEp) {  // the link-level matrices (deepep.h)
     j["dispatch_links"] = FlexLinksToJson(sampled, DeepEpRowBytes(plan, /*fp8=*/true));
@@ -183,13 +190,31 @@ void PlanDocuments(const PlanCommandRequest& r, PlanCommandResult* result) {
   Json j = PlanToJson(plan, r.model_source, result->memory);
   j["generator"]["provenance"] = r.provenance;
   j["header"] = result->header;
-  AddNotes(plan, &j);
+  AddNotes(plan, r, *result, &j);
   if (result->received) j["received_rows"] = ReceivedRowsToJson(*result->received);
   if (r.json) result->report_text = j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
   if (r.html) result->html_text = ReportToHtml(j, UniformRoutingSample(plan));
 }
 
 }  // namespace
+
+std::string WarningText(const std::string& line) {
+  std::string out = line;
+  for (const char* label : {"dockyard-plan: ", "warning: "}) {
+    if (out.rfind(label, 0) == 0) out.erase(0, std::string(label).size());
+  }
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+std::string PeakAboveClusterWarning(double peak_bytes, double reserve_gib, const ClusterSpec& cluster) {
+  if (!OverBudget(peak_bytes, cluster.memory_gib, reserve_gib)) return "";
+  return fmt::format(
+      "dockyard-plan: warning: the worst rank's peak, {:.2f} GiB, with the {:.2f} GiB reserve is above {}'s {} GiB per GPU "
+      "(memory_gib): this layout would not fit its GPUs; with no memory budget nothing holds simulate to it "
+      "(--gpu-memory-gib {} exits 3 on it)\n",
+      peak_bytes / static_cast<double>(int64_t{1} << 30), reserve_gib, cluster.name, cluster.memory_gib, cluster.memory_gib);
+}
 
 PlanCommandResult RunPlanCommand(Plan plan_in, const PlanCommandRequest& r) {
   PlanCommandResult result;
@@ -198,6 +223,11 @@ PlanCommandResult RunPlanCommand(Plan plan_in, const PlanCommandRequest& r) {
   // Everything that can fail is computed before anything is written.
   result.memory = ComputeMemory(result.plan);
   result.header = CommandHeader(r, result);
+  // simulate with no budget holds the peak to the cluster's memory with a warning only.
+  if (r.command == PlanCommand::kSimulate && r.cluster && !(result.plan.machine.gpu_memory_gib > 0)) {
+    result.peak_warning = PeakAboveClusterWarning(static_cast<double>(result.memory.worst_peak_bytes),
+                                                  result.plan.training.memory_reserve_gib.value_or(kDefaultMemoryReserveGib), *r.cluster);
+  }
   std::optional<Json> replica_refit;  // simulate --redundant-experts --refit-json
   if (r.command == PlanCommand::kSimulate) {
     replica_refit = SimulateCommand(r, *sampled, &result);

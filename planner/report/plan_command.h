@@ -69,7 +69,22 @@ struct PlanCommandRequest {
   std::optional<RedundantExpertsOptions> redundant;  // --redundant-experts
   // Which documents to assemble.
   bool json = false, html = false, refit = false;
+  // The front end's warnings about its inputs (a sequence beyond the model's positions, a budget
+  // or node size against the cluster, a partly used node), each as WarningText keeps it: the JSON
+  // report's and the HTML page's `warnings`, with PeakAboveClusterWarning's after them.
+  std::vector<std::string> warnings;
 };
+
+// A warning line as the command line prints it ("dockyard-plan: warning: ...\n") as the JSON
+// report's and the HTML page's `warnings` keep it: without the "dockyard-plan: " and "warning: "
+// labels and the line end. "" stays "".
+std::string WarningText(const std::string& line);
+
+// simulate on a cluster with no budget (nothing holds the plan to memory): the warning line, ""
+// when it fits, that the worst rank's peak `peak_bytes` with `reserve_gib` is above the cluster's
+// memory_gib per GPU (memory.h OverBudget), naming the --gpu-memory-gib that would hold simulate to
+// it (exit 3). Printed by the CLI after the plan and carried in the reports' `warnings`.
+std::string PeakAboveClusterWarning(double peak_bytes, double reserve_gib, const ClusterSpec& cluster);
 
 struct PlanCommandResult {
   Plan plan;  // the plan, its imbalance set by a given routing
@@ -86,6 +101,9 @@ struct PlanCommandResult {
   // simulate --redundant-experts with a budget, the peak after within it: the line that says so
   // (redundant_experts.h RedundantWithinBudgetText), printed when the plan without them is over.
   std::string redundant_within_budget_text;
+  // simulate with a cluster and no budget: PeakAboveClusterWarning of the worst rank's peak with
+  // the plan's reserve (default kDefaultMemoryReserveGib); "" otherwise or when it fits.
+  std::string peak_warning;
   std::string report_text, html_text, refit_text;  // the documents asked for ("" otherwise)
 };
 

@@ -90,6 +90,42 @@ TEST_CASE("simulate: the step is priced on the cluster and the refit map carries
   CHECK(dockyard::ParseJsonText(result.refit_text, "refit")["provenance"] == r.provenance);
 }
 
+TEST_CASE("PeakAboveClusterWarning: simulate on a cluster without a budget says when the peak would not fit its GPUs") {
+  const dockyard::ClusterSpec h100 = dockyard::ClusterPreset("h100-sxm");  // memory_gib 79.6
+  const double gib = static_cast<double>(int64_t{1} << 30);
+  // 77 + 2 = 79 <= 79.6: fits, no warning.
+  CHECK(dockyard::PeakAboveClusterWarning(77 * gib, 2.0, h100).empty());
+  // 78 + 2 = 80 > 79.6: the warning names the peak, the reserve, the cluster and the flag that would enforce it.
+  const std::string w = dockyard::PeakAboveClusterWarning(78 * gib, 2.0, h100);
+  CHECK(w.find("the worst rank's peak, 78.00 GiB, with the 2.00 GiB reserve is above h100-sxm's 79.6 GiB per GPU") != std::string::npos);
+  CHECK(w.find("--gpu-memory-gib 79.6 exits 3 on it") != std::string::npos);
+  // A larger reserve moves the line: 77 + 3 = 80 > 79.6.
+  CHECK_FALSE(dockyard::PeakAboveClusterWarning(77 * gib, 3.0, h100).empty());
+}
+
+TEST_CASE("simulate's reports carry the front end's warnings and the peak's, without their labels") {
+  dockyard::PlanCommandRequest r;
+  r.command = dockyard::PlanCommand::kSimulate;
+  dockyard::ClusterSpec small = dockyard::ClusterPreset("h100-sxm");
+  small.memory_gib = 2.0000001;  // with the default 2 GiB reserve, any peak above 107 bytes is over it
+  r.cluster = small;
+  r.json = true;
+  r.warnings = {dockyard::WarningText("dockyard-plan: warning: world_size 12 is not a multiple of 8\n")};
+  const auto result = dockyard::RunPlanCommand(TinyPlan(), r);
+  CHECK(result.peak_warning.rfind("dockyard-plan: warning: the worst rank's peak", 0) == 0);
+  const dockyard::Json j = dockyard::ParseJsonText(result.report_text, "report");
+  REQUIRE(j.contains("warnings"));
+  REQUIRE(j["warnings"].size() == 2);
+  CHECK(j["warnings"][0] == "world_size 12 is not a multiple of 8");
+  CHECK(j["warnings"][1].get<std::string>().rfind("the worst rank's peak", 0) == 0);
+  // The cluster's own memory: the peak fits, no warning, no key.
+  r.cluster = dockyard::ClusterPreset("h100-sxm");
+  r.warnings.clear();
+  const auto fits = dockyard::RunPlanCommand(TinyPlan(), r);
+  CHECK(fits.peak_warning.empty());
+  CHECK_FALSE(dockyard::ParseJsonText(fits.report_text, "report").contains("warnings"));
+}
+
 TEST_CASE("A global batch of 16 sequences on dp 4 at micro-batch 1 is 4 micro-batches in one schedule") {
   dockyard::ParallelDimsOptions d;
   d.world_size = 4;  // dp_shard inferred: 4

@@ -110,6 +110,7 @@ SearchCommandResult RunSearchCommand(const ModelSpec& model, SearchOptions s, co
       if (line.rfind(label, 0) == 0) line.erase(0, label.size());
       if (!line.empty()) j["notes"].push_back(line);
     }
+    if (!r.warnings.empty()) j["warnings"] = r.warnings;
     if (explained) j["explain"] = ExplainToJson(*explained);
     if (redundant) j["redundant_experts"] = RedundantSearchToJson(*redundant);
     if (r.calibration) j["calibration"] = CalibrationRefToJson(*r.calibration);

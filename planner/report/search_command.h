@@ -37,6 +37,9 @@ struct SearchCommandRequest {
   std::vector<RedundantCount> redundant_counts;      // --redundant-experts LIST
   std::optional<RedundantExpertsOptions> redundant;  // its policy, groups and choice; unset = no re-rank
   bool json = false, html = false;                   // which documents to assemble
+  // The front end's warnings about its inputs (plan_command.h WarningText of each): the JSON
+  // report's and the HTML page's `warnings`.
+  std::vector<std::string> warnings;
 };
 
 struct SearchCommandResult {
