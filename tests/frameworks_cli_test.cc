@@ -113,6 +113,35 @@ TEST_CASE("simulate --emit megatron reads back alone, without --model, to the sa
   CHECK(jb["model"]["source"] == Tmp("q.args") + " (Megatron-LM arguments)");
 }
 
+TEST_CASE("A per-rank split Megatron's first / last flags cannot give is written as the layout that places every layer alike") {
+  // Mixtral 8x7B, pp 4, 11,7,7,7 at vpp 2: 11 does not divide into 2 chunks (transformer_config.py
+  // refuses the first-stage flag), so the layout: rank 0's chunks 6 and 5, the others' 4 and 3,
+  // virtual stage v x 4 + p (megatron_split.h SplitPipelineLayout).
+  const std::string layout =
+      " --convention megatron --world-size 32 --pp 4 --vpp 2 --ep 8 --pp-layer-split 11,7,7,7 --global-batch-size 64 --cluster h100-sxm";
+  const Result a = Plan("simulate --model testdata/hf/mixtral-8x7b.json" + layout + " --json " + Tmp("split_a.json") +
+                        " --emit megatron --emit-out " + Tmp("split.args"));
+  REQUIRE_MESSAGE(a.code == 0, a.err);
+  std::ifstream in(Tmp("split.args"));
+  std::stringstream text;
+  text << in.rdbuf();
+  CHECK(Has(text.str(), "--pipeline-model-parallel-layout 'Et*6|(t*4|)*3t*5|(t*3|)*2t*3L'"));
+  CHECK_FALSE(Has(text.str(), "--decoder-first-pipeline-num-layers"));
+  const Result b = Plan("simulate --from-megatron " + Tmp("split.args") + " --world-size 32 --cluster h100-sxm --json " + Tmp("split_b.json"));
+  REQUIRE_MESSAGE(b.code == 0, b.err);
+  const Json ja = ReadJson(Tmp("split_a.json")), jb = ReadJson(Tmp("split_b.json"));
+  CHECK(ja["predicted"] == jb["predicted"]);
+  CHECK(ja["memory"] == jb["memory"]);
+  // The plan's pipeline block alike; rank 0 holds layers 0-5 (chunk 0) and 18-22 (chunk 1).
+  const Result pa = Plan("--model testdata/hf/mixtral-8x7b.json" + layout.substr(0, layout.find(" --cluster")) + " --json " + Tmp("split_pa.json"));
+  const Result pb = Plan("--from-megatron " + Tmp("split.args") + " --world-size 32 --json " + Tmp("split_pb.json"));
+  REQUIRE_MESSAGE(pa.code == 0, pa.err);
+  REQUIRE_MESSAGE(pb.code == 0, pb.err);
+  const Json qa = ReadJson(Tmp("split_pa.json")), qb = ReadJson(Tmp("split_pb.json"));
+  CHECK(qa.at("pipeline").at("layer_stage") == qb.at("pipeline").at("layer_stage"));
+  CHECK(qa.at("pipeline").at("stages").at(0).at("layers") == Json::parse("[[0, 5], [18, 22]]"));
+}
+
 TEST_CASE("Bad input: one clear error, the exit code, nothing written") {
   const std::string mixtral = kDir + "megatron-mixtral-8x7b.args --model testdata/hf/mixtral-8x7b.json";
   // A flag that contradicts the file (exit 2, naming both).

@@ -182,29 +182,31 @@ void EmitLayout(const Plan& plan, int64_t global_batch_size, Lines& l) {
   // Where Megatron refuses dockyard's even split without a split flag, the flag that reproduces it.
   const std::optional<MegatronSplitFlag> split =
       MegatronEvenSplitFlag(t, plan.model.num_hidden_layers, d.pp, d.convention == Convention::kMegatron);
+  // A per-rank split (--pp-layer-split) Megatron's first / last stage flags cannot give: middle
+  // stages of unequal layers, or with virtual stages a stage whose layers do not divide into them
+  // (transformer_config.py raises). The layout places every layer where the plan does
+  // (megatron_split.h SplitPipelineLayout, InterleavedLayerSplit).
+  const std::vector<int64_t>& s = t.pp_layer_split;
+  const size_t n = s.size();
+  std::string split_layout;
+  if (n >= 2 && run.pipeline_layout.empty()) {
+    bool flags_give_it = true;
+    for (size_t i = 2; i + 1 < n; ++i) flags_give_it = flags_give_it && s[i] == s[1];
+    for (int64_t layers : s) flags_give_it = flags_give_it && (run.vpp <= 1 || layers % run.vpp == 0);
+    if (!flags_give_it) split_layout = SplitPipelineLayout(s, run.vpp, t.mtp_layers);
+  }
   if (!run.pipeline_layout.empty()) {
     l.Add("--pipeline-model-parallel-layout", "'" + run.pipeline_layout + "'");
+  } else if (!split_layout.empty()) {
+    l.Add("--pipeline-model-parallel-layout", "'" + split_layout + "'");
   } else if (split && split->key == "--pipeline-model-parallel-layout") {
     l.Add(split->key, "'" + split->value + "'");
   } else {
     if (run.vpp > 1) l.Add("--num-virtual-stages-per-pipeline-rank", run.vpp);
     if (split) l.Add(split->key, split->value);
   }
-  if (!t.pp_layer_split.empty() && run.pipeline_layout.empty()) {
+  if (n >= 2 && run.pipeline_layout.empty() && split_layout.empty()) {
     // Megatron splits unevenly only at the first and last stage: the middle stages are equal.
-    const auto& s = t.pp_layer_split;
-    const size_t n = s.size();
-    bool middle_equal = true;
-    for (size_t i = 2; i + 1 < n; ++i) middle_equal = middle_equal && s[i] == s[1];
-    if (n < 2 || !middle_equal) Refuse(fmt::format("--pp-layer-split {} (unequal middle stages; give a --pipeline-model-parallel-layout)", fmt::join(s, ",")));
-    // transformer_config.py: with virtual stages each stage's layers must divide into them.
-    for (int64_t layers : s) {
-      if (run.vpp > 1 && layers % run.vpp != 0) {
-        Refuse(fmt::format("--pp-layer-split {} with --vpp {} (a stage of {} layers does not divide into {} virtual stages, which Megatron "
-                           "refuses; give a --pipeline-model-parallel-layout)",
-                           fmt::join(s, ","), run.vpp, layers, run.vpp));
-      }
-    }
     const int64_t middle = n > 2 ? s[1] : -1;
     if (middle < 0 || s[0] != middle) l.Add("--decoder-first-pipeline-num-layers", s[0]);
     if (middle < 0 || s[n - 1] != middle) l.Add("--decoder-last-pipeline-num-layers", s[n - 1]);

@@ -54,7 +54,11 @@ std::string Layers(char c, int64_t n) {
 }  // namespace
 
 std::string EvenSplitPipelineLayout(int64_t num_layers, int64_t pp, int64_t vpp, int64_t mtp_layers) {
-  const std::vector<int64_t> per_rank = StageLayers(num_layers, pp);
+  return SplitPipelineLayout(StageLayers(num_layers, pp), vpp, mtp_layers);
+}
+
+std::string SplitPipelineLayout(const std::vector<int64_t>& per_rank, int64_t vpp, int64_t mtp_layers) {
+  const int64_t pp = static_cast<int64_t>(per_rank.size());
   const int64_t stages = pp * vpp;
   std::vector<std::string> text(static_cast<size_t>(stages));
   for (int64_t k = 0; k < stages; ++k) {

@@ -41,12 +41,17 @@ int64_t ChunkLayers(int64_t rank_layers, int64_t vpp, int64_t chunk);
 // Requires every entry >= 0 and vpp >= 1.
 std::pair<std::vector<int64_t>, std::vector<int64_t>> InterleavedLayerSplit(const std::vector<int64_t>& rank_layers, int64_t vpp);
 
-// The --pipeline-model-parallel-layout string (pipeline_layout.h grammar) of EvenLayerSplit(num_layers, pp)
-// with vpp model chunks per rank: rank p's chunk v gets ChunkLayers(n_p, vpp, v) layers; virtual
-// stage v x pp + p is rank p's chunk v (Megatron's order, InterleavedLayerSplit). The
-// embedding opens virtual stage 0; the MTP modules (mtp_layers) and the loss close the last one.
-// Runs of equal stages are written "(S|)*N". E.g. (94, 8, 1, 0): "Et*12|(t*12|)*5t*11|t*11L".
-// Requires num_layers >= 1, pp >= 1, vpp >= 1.
+// The --pipeline-model-parallel-layout string (pipeline_layout.h grammar) of `rank_layers` ([pp]:
+// each pipeline rank's decoder layers) with vpp model chunks per rank: rank p's chunk v gets
+// ChunkLayers(n_p, vpp, v) layers; virtual stage v x pp + p is rank p's chunk v (Megatron's order,
+// InterleavedLayerSplit), so the layout places every layer where dockyard's plan of the split
+// does. The embedding opens virtual stage 0; the MTP modules (mtp_layers) and the loss close the
+// last one. Runs of equal stages are written "(S|)*N". E.g. ({12, 12, 12, 12, 12, 12, 11, 11}, 1,
+// 0): "Et*12|(t*12|)*5t*11|t*11L". Requires pp >= 1, every entry >= 0, vpp >= 1.
+std::string SplitPipelineLayout(const std::vector<int64_t>& rank_layers, int64_t vpp, int64_t mtp_layers);
+
+// SplitPipelineLayout of EvenLayerSplit(num_layers, pp). E.g. (94, 8, 1, 0):
+// "Et*12|(t*12|)*5t*11|t*11L". Requires num_layers >= 1, pp >= 1, vpp >= 1.
 std::string EvenSplitPipelineLayout(int64_t num_layers, int64_t pp, int64_t vpp, int64_t mtp_layers);
 
 // The Megatron flag that reproduces dockyard's even split where Megatron would refuse the layout
