@@ -42,6 +42,12 @@ struct EpOverlapDetail {
   double paired_share = 0;  // of the stage's micro-batch forwards, those run beside a backward (ep_overlap.h PairedChunkShare)
   double a2a_alone_us = 0, a2a_added_us = 0;
   double sync_idle_alone_us = 0, sync_idle_exposed_us = 0;
+  // With the experts' weight gradients delayed (pipeline_schedule.h WgradDelayed; Megatron
+  // --delay-wgrad-compute, DualPipe's W): what that saves the layer against the same pairing
+  // without it (us, the paired share's; 0 where the compute stream, not the backward dispatch, sets
+  // every pair's end). `delay_wgrad` false: not delayed (the figure is 0).
+  bool delay_wgrad = false;
+  double delay_wgrad_saved_us = 0;
   // The overlap's net effect on the layer: alone (a2a + idle) less with it (added + idle left);
   // negative where it costs more than it hides.
   double SavedUs() const { return a2a_alone_us + sync_idle_alone_us - a2a_added_us - sync_idle_exposed_us; }

@@ -47,6 +47,7 @@ Json CostToJson(const CostBreakdown& cost) {
                        {"sync_idle_alone_us", e.sync_idle_alone_us},
                        {"sync_idle_exposed_us", e.sync_idle_exposed_us},
                        {"saved_us", e.SavedUs()}};
+    if (e.delay_wgrad) j["ep_overlap"]["delay_wgrad_saved_us"] = e.delay_wgrad_saved_us;
   }
   if (cost.layer_sac_every > 0) {  // opt-in keys only
     j["layer_sac_every"] = cost.layer_sac_every;
@@ -65,7 +66,13 @@ std::string EpOverlapText(const EpOverlapDetail& e) {
       100.0 * e.paired_share, e.paired_share > 0 ? "" : ": one micro-batch per pipeline rank leaves nothing to pair, so the overlap changes nothing",
       e.a2a_alone_us, e.a2a_added_us, e.sync_idle_alone_us, e.sync_idle_exposed_us,
       e.SavedUs() >= 0 ? fmt::format("net {:.1f} us saved", e.SavedUs())
-                       : fmt::format("net {:.1f} us LOST: the overlap costs this layer more than it hides", -e.SavedUs()));
+                       : fmt::format("net {:.1f} us LOST: the overlap costs this layer more than it hides", -e.SavedUs())) +
+         (!e.delay_wgrad ? std::string()
+          : e.delay_wgrad_saved_us > 0.05
+              ? fmt::format("; the delayed weight gradients {:.1f} us of it", e.delay_wgrad_saved_us)
+              : std::string("; the delayed weight gradients save nothing here: the backward dispatch's wait for the weight gradient is "
+                            "on no pair's critical path (they help where the MLP backward, not the all-to-alls or the compute beside "
+                            "them, holds that dispatch back, and under CUDA_DEVICE_MAX_CONNECTIONS=1)"));
 }
 
 EpOverlapDetail EpOverlapFromJson(const Json& j) {
@@ -82,6 +89,8 @@ EpOverlapDetail EpOverlapFromJson(const Json& j) {
   e.a2a_added_us = number("a2a_added_us");
   e.sync_idle_alone_us = number("sync_idle_alone_us");
   e.sync_idle_exposed_us = number("sync_idle_exposed_us");
+  e.delay_wgrad = j.contains("delay_wgrad_saved_us");
+  if (e.delay_wgrad) e.delay_wgrad_saved_us = number("delay_wgrad_saved_us");
   return e;
 }
 

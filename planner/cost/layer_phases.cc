@@ -189,8 +189,9 @@ void OverlapEpComm(const LayerTerms& L, MoePassSums& s, PhaseRecords& records) {
   const int64_t pp = L.d.pp, vpp = ChunksPerMicrobatch(L.t);
   // A chunk's MoE layers, the mean rounded (at least one).
   const int64_t chunk_layers = std::max<int64_t>(1, std::llround(static_cast<double>(L.in.num_moe_layers) / static_cast<double>(pp * vpp)));
-  const double paired =
-      PairedLayerUs(s.parts, chunk_layers, EpOverlapContentionOf(L), WgradDelayed(L.t.run), L.t.run.cuda_device_max_connections == 1);
+  const bool delayed = WgradDelayed(L.t.run), one_queue = L.t.run.cuda_device_max_connections == 1;
+  const EpOverlapContention contention = EpOverlapContentionOf(L);
+  const double paired = PairedLayerUs(s.parts, chunk_layers, contention, delayed, one_queue);
   const double share = PairedChunkShare(L.t.num_microbatches.value_or(pp), pp, vpp);
   // The host synchronization's idle (LayerTerms::moe_sync_idle_us) is outside the pairing: the
   // paired micro-batches hide it (the other one's queued work runs while the host waits), the
@@ -200,6 +201,12 @@ void OverlapEpComm(const LayerTerms& L, MoePassSums& s, PhaseRecords& records) {
   const double added = std::max(0.0, share * paired + (1 - share) * plain - rest);
   const double exposed[2] = {a2a > 0 ? added * s.a2a[0] / a2a : 0.0, a2a > 0 ? added * s.a2a[1] / a2a : 0.0};
   records.ep_overlap = {true, share, a2a, added, idle, (1 - share) * idle};
+  if (delayed) {
+    // The same pairing with the weight gradient inside the MLP backward: what delaying it saves.
+    records.ep_overlap.delay_wgrad = true;
+    records.ep_overlap.delay_wgrad_saved_us =
+        share * std::max(0.0, PairedLayerUs(s.parts, chunk_layers, contention, /*delay_wgrad=*/false, one_queue) - paired);
+  }
   for (int pass = 0; pass < 2; ++pass) {
     const double f = s.a2a[pass] > 0 ? exposed[pass] / s.a2a[pass] : 0.0;
     for (int which = 0; which < 2; ++which) {

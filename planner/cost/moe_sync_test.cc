@@ -183,6 +183,43 @@ TEST_CASE("the EP overlap line: net saved, or LOST where the slowed compute cost
                            "rank leaves nothing to pair") != std::string::npos);
 }
 
+TEST_CASE("the EP overlap line says what the delayed weight gradients save, or that they save nothing and why") {
+  CostBreakdown b;
+  b.ep_overlap = {true, 0.75, 100.0, 300.0, 616.0, 154.0};
+  // Not delayed: no clause, no key.
+  CHECK(CostToText(b).find("delayed weight gradients") == std::string::npos);
+  CHECK_FALSE(CostToJson(b).at("ep_overlap").contains("delay_wgrad_saved_us"));
+  // Delayed, saving 200 us x the paired share 0.75 = 150 us (ep_overlap_test: a 300 us backward
+  // dispatch behind a 400 us MLP backward, 900 -> 700 us per pair).
+  b.ep_overlap.delay_wgrad = true;
+  b.ep_overlap.delay_wgrad_saved_us = 0.75 * (900.0 - 700.0);
+  CHECK(CostToText(b).find("; the delayed weight gradients 150.0 us of it") != std::string::npos);
+  CHECK(CostToJson(b).at("ep_overlap").at("delay_wgrad_saved_us").get<double>() == doctest::Approx(150.0));
+  CHECK(EpOverlapFromJson(CostToJson(b).at("ep_overlap")).delay_wgrad_saved_us == doctest::Approx(150.0));
+  // Delayed, saving nothing: said, with why.
+  b.ep_overlap.delay_wgrad_saved_us = 0;
+  CHECK(CostToText(b).find("the delayed weight gradients save nothing here: the backward dispatch's wait for the weight gradient is "
+                           "on no pair's critical path") != std::string::npos);
+}
+
+TEST_CASE("simulate's delayed weight gradients: the saving is the paired share of the pairing without them less with them") {
+  // Tiny EP 4 plan under Megatron with EP overlap: the figure is what PairedLayerUs gives with and
+  // without the delay (both >= 0), and the step time moves by no more than it per layer.
+  Plan plan = testing::TinyEp4Plan({}, Convention::kMegatron);
+  plan.training.run.overlap_moe_ep_comm = true;
+  const ClusterSpec c = ClusterPreset("h100-sxm");
+  const RoutingResult routing = testing::TinyEp4Routing();
+  const CostBreakdown plain = SimulateStep(plan, c, routing, ComputeModel::kKernels);
+  CHECK_FALSE(plain.ep_overlap.delay_wgrad);
+  plan.training.run.delay_wgrad_compute = true;
+  const CostBreakdown delayed = SimulateStep(plan, c, routing, ComputeModel::kKernels);
+  CHECK(delayed.ep_overlap.delay_wgrad);
+  CHECK(delayed.ep_overlap.delay_wgrad_saved_us >= 0);
+  // The layer's added all-to-all time falls by what the delay saves.
+  CHECK(plain.ep_overlap.a2a_added_us - delayed.ep_overlap.a2a_added_us ==
+        doctest::Approx(delayed.ep_overlap.delay_wgrad_saved_us).epsilon(1e-6));
+}
+
 TEST_CASE("the gemm compute model has no host gaps: no idle") {
   const Plan plan = testing::TinyEp4Plan({}, Convention::kMegatron);
   const ClusterSpec with = ClusterPreset("h100-sxm");
