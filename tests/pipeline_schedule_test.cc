@@ -3,6 +3,7 @@
 #include "planner/model/pipeline_schedule.h"
 
 #include <algorithm>
+#include <vector>
 
 #include <doctest/doctest.h>
 
@@ -290,9 +291,13 @@ TEST_CASE("SimulateStep with --vpp: bubble (pp - 1) / vpp stages, extra P2P per 
   t.seq_len = 256;
   t.num_microbatches = 4;
   const dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
+  // Tiny Mixtral with 4 layers: 2 per rank, one per chunk at vpp 2.
+  dockyard::ModelSpec m = dockyard::testing::TinyMixtral();
+  m.num_hidden_layers = 4;
+  m.moe_layers.assign(4, true);
   auto simulate = [&](int64_t vpp) {
     t.run.vpp = vpp;
-    auto plan = BuildPlan(dockyard::testing::TinyMixtral(), Dims(4, 2), t);
+    auto plan = BuildPlan(m, Dims(4, 2), t);
     return dockyard::SimulateStep(plan, c, dockyard::SampleRoutingForPlan(plan, {}, 2));
   };
   const auto plain = simulate(1), interleaved = simulate(2);
@@ -316,6 +321,29 @@ TEST_CASE("SimulateStep with --vpp: bubble (pp - 1) / vpp stages, extra P2P per 
   CHECK(exposed.stage_microbatch_us - plain.stage_microbatch_us == Approx(2 * send));
   CHECK(exposed.pipeline_bubble_us == Approx(0.5 * exposed.stage_microbatch_us));
   CHECK(exposed.step_time_us > interleaved.step_time_us);
+  // vpp 3 over 2 layers per rank: a chunk without layers shortens no hop (ChunkSlotShare 1 / min(3,
+  // 2)): the bubble is half a stage, as at vpp 2, not a third.
+  const auto empty_chunk = simulate(3);
+  CHECK(empty_chunk.pipeline_bubble_us == Approx(0.5 * empty_chunk.stage_microbatch_us));
+}
+
+TEST_CASE("ChunkSlotShare: 1 / vpp, or 1 / the most layers a rank holds where that is fewer, by hand") {
+  // 8 layers over pp 2 (4 each): vpp 2 -> 1/2, vpp 4 -> 1/4, vpp 5 -> 1/4 (one chunk empty).
+  const std::vector<int64_t> four_each{0, 0, 0, 0, 1, 1, 1, 1};
+  CHECK(dockyard::ChunkSlotShare(four_each, 2, 1) == 1.0);
+  CHECK(dockyard::ChunkSlotShare(four_each, 2, 2) == 0.5);
+  CHECK(dockyard::ChunkSlotShare(four_each, 2, 4) == 0.25);
+  CHECK(dockyard::ChunkSlotShare(four_each, 2, 5) == 0.25);
+  // 94 layers over pp 32 (30 ranks of 3, 2 of 2) at vpp 3: the ranks of 3 set it, 1/3.
+  std::vector<int64_t> qwen;
+  for (int64_t r = 0; r < 32; ++r) {
+    for (int64_t i = 0; i < (r < 30 ? 3 : 2); ++i) qwen.push_back(r);
+  }
+  REQUIRE(qwen.size() == 94);
+  CHECK(dockyard::ChunkSlotShare(qwen, 32, 3) == doctest::Approx(1.0 / 3));
+  // The slots: 4 micro-batches + (pp - 1) x the share.
+  CHECK(dockyard::PipelineSlots(4, 2, 5, 0.25) == doctest::Approx(4.25));
+  CHECK_THROWS_AS(dockyard::PipelineSlots(4, 2, 2, 0.0), dockyard::Error);
 }
 
 TEST_CASE("SimulateStep with --overlap-param-gather: the first chunk's bucket, the later chunks aligned or on the first micro-batch's path") {

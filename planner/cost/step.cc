@@ -342,7 +342,7 @@ StageExtrasUs StageExtrasOf(const LayerTerms& L) {
 
 // The step from its slowest stage (`walk`), written to `out` (us): the stage's micro-batch, the
 // pipeline bubble, the exposed data-parallel step communication, the optimizer and the step time.
-// Returns the pipeline slots per step: A (M + (pp - 1) / vpp), or DualPipe's.
+// Returns the pipeline slots per step: A (M + (pp - 1) x the chunk slot share), or DualPipe's.
 double SetPipelineStep(const LayerTerms& L, const StageLayerRuns& runs, const StageWalk& walk, const StageExtrasUs& x, int64_t loss_stage,
                        const LayerUs& moe, const LayerUs& dense, CostBreakdown& out) {
   const ParallelDims& d = L.d;
@@ -354,13 +354,14 @@ double SetPipelineStep(const LayerTerms& L, const StageLayerRuns& runs, const St
   // torchtitan's gradient accumulation with pp > 1: an outer loop of A pipeline schedules.
   const double A = static_cast<double>(t.run.grad_accumulation_steps);
   out.stage_microbatch_us = worst_stage;
-  const double vpp = static_cast<double>(t.run.vpp);
-  // The fill and the flush: (pp - 1) / vpp of a stage's micro-batch, and with the steady phase's
+  // A chunk slot: 1 / vpp, unless a rank has fewer layers than chunks (ChunkSlotShare).
+  const double chunk_share = ChunkSlotShare(*in.layer_stage, d.pp, t.run.vpp);
+  // The fill and the flush: (pp - 1) chunk slots of a stage's micro-batch, and with the steady phase's
   // transfers overlapped (StageExtrasOf) the pp - 1 hops each way their full transfer still takes
   // (Megatron's overlap_p2p_comm_warmup_flush is off by default): 2 (pp - 1) x (transfer - what the
   // stage time already holds per hop).
   const double flush_p2p_us = A * 2.0 * static_cast<double>(d.pp - 1) * x.p2p_flush_hop;
-  out.pipeline_bubble_us = A * (d.pp - 1) / vpp * worst_stage + flush_p2p_us;
+  out.pipeline_bubble_us = A * static_cast<double>(d.pp - 1) * chunk_share * worst_stage + flush_p2p_us;
   // Megatron's overlapped gradient reduce (under the slowest stage's last backward) and
   // parameter gather (under its first forward) leave only what exceeds that compute exposed.
   const double stage_fwd_us = SlowestStageForwardUs(runs, slowest_stage, moe.fwd, dense.fwd, slowest_stage == loss_stage, x.lm_head, x.p2p);
@@ -371,7 +372,7 @@ double SetPipelineStep(const LayerTerms& L, const StageLayerRuns& runs, const St
                      MuonNewtonSchulzUs(L.m, t, L.c, L.kernels ? ComputeModel::kKernels : ComputeModel::kGemm,
                                         static_cast<double>(in.optimizer_elems_rank0), L.tp);
   out.dp_step_comm_us = ExposedDpStepCommUs(L.m, in, d, t.run, stage_fwd_us, worst_stage - stage_fwd_us, out.optimizer_us);
-  double slots = A * PipelineSlots(static_cast<int64_t>(M), d.pp, t.run.vpp);
+  double slots = A * PipelineSlots(static_cast<int64_t>(M), d.pp, t.run.vpp, chunk_share);
   if (IsDualPipe(t.run)) {
     // DualPipe's bubble (pipeline_schedule.h DualPipeBubbleUs): F&B is a stage's overlapped
     // forward + backward (its EP all-to-alls already under the other direction's compute), B its

@@ -294,9 +294,26 @@ void ValidateSharedExpertOverlap(const TrainingConfig& t, bool megatron, bool ha
 }
 
 double PipelineSlots(int64_t M, int64_t pp, int64_t vpp) {
+  if (vpp < 1) throw Error(fmt::format("pipeline slots need num_microbatches, pp and vpp >= 1, got {}, {}, {}", M, pp, vpp));
+  return PipelineSlots(M, pp, vpp, 1.0 / static_cast<double>(vpp));
+}
+
+double ChunkSlotShare(const std::vector<int64_t>& layer_stage, int64_t pp, int64_t vpp) {
+  if (vpp <= 1) return 1.0;
+  std::vector<int64_t> per_rank(static_cast<size_t>(std::max<int64_t>(1, pp)), 0);
+  for (int64_t s : layer_stage) {
+    if (s < 0 || s >= pp) throw Error(fmt::format("internal: a layer on pipeline rank {} of {}", s, pp));
+    ++per_rank[static_cast<size_t>(s)];
+  }
+  const int64_t most = *std::max_element(per_rank.begin(), per_rank.end());
+  return 1.0 / static_cast<double>(std::max<int64_t>(1, std::min(vpp, most)));
+}
+
+double PipelineSlots(int64_t M, int64_t pp, int64_t vpp, double chunk_share) {
   if (M < 1 || pp < 1 || vpp < 1) {
     throw Error(fmt::format("pipeline slots need num_microbatches, pp and vpp >= 1, got {}, {}, {}", M, pp, vpp));
   }
+  if (!(chunk_share > 0 && chunk_share <= 1)) throw Error(fmt::format("internal: a chunk's share of its stage must be in (0, 1], got {}", chunk_share));
   // In chunk slots (1 / vpp of a stage slot): the M micro-batches pass through the pp ranks vpp
   // times. A pass takes M + pp - 1 chunk slots, and the next pass's first micro-batch reaches rank 0
   // again pp chunk slots after it left, so with fewer micro-batches than stages each of the first
@@ -304,7 +321,7 @@ double PipelineSlots(int64_t M, int64_t pp, int64_t vpp) {
   // max(0, pp - M) + pp - 1. M >= pp gives Narayanan et al.'s (pp - 1) / vpp; M = 1 gives pp - 1,
   // as without interleaving (one micro-batch cannot fill the pipeline however it is chunked).
   const int64_t idle_chunks = (vpp - 1) * std::max<int64_t>(0, pp - M) + (pp - 1);
-  return static_cast<double>(M) + static_cast<double>(idle_chunks) / static_cast<double>(vpp);
+  return static_cast<double>(M) + static_cast<double>(idle_chunks) * chunk_share;
 }
 
 int64_t InFlightChunks(int64_t pp, int64_t vpp, int64_t M, int64_t stage) {

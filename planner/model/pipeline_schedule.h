@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "planner/model/run_settings.h"
 
@@ -106,6 +107,17 @@ int64_t MaxVpp(int64_t pp, int64_t num_layers);
 // for its first micro-batch to come back: the bubble is ((vpp - 1) (pp - M) + pp - 1) / vpp slots,
 // pp - 1 at M = 1 whatever vpp. vpp 1: M + pp - 1. Throws dockyard::Error for M, pp or vpp < 1.
 double PipelineSlots(int64_t num_microbatches, int64_t pp, int64_t vpp);
+// The same with a chunk slot of `chunk_share` of a stage slot instead of 1 / vpp (ChunkSlotShare).
+// Throws as above, and for a share outside (0, 1].
+double PipelineSlots(int64_t num_microbatches, int64_t pp, int64_t vpp, double chunk_share);
+
+// A chunk slot of the fill and the flush as a share of a stage slot: 1 / min(vpp, the most decoder
+// layers a pipeline rank holds; layer_stage: [num_layers], each layer's rank in [0, pp)). A model
+// chunk without layers runs in no time, so chunks beyond a rank's layers shorten no hop: at pp 2
+// with 24 layers per rank, vpp 25 fills and flushes as vpp 24 (QA: the search ranked vpp 25 first
+// on a bubble it cannot have). Unequal chunks count at their mean (the fill runs each rank's first
+// chunk, under Megatron's rule its largest: a simplification). 1 at vpp 1.
+double ChunkSlotShare(const std::vector<int64_t>& layer_stage, int64_t pp, int64_t vpp);
 
 // Chunk forwards (one model chunk, 1/vpp of the stage's layers, for one micro-batch) whose
 // activations a rank of `stage` holds at once. 1F1B (vpp 1): min(pp - stage, M), a chunk being the
