@@ -30,21 +30,6 @@ int64_t Narrow(WideInt v, const char* what) {
   return static_cast<int64_t>(v);
 }
 
-// Calls f(param, placement, mesh) for each tensor of one MTP module: the last decoder layer's,
-// as placed, and mtp.h MtpExtraParams, placed by the one placement policy.
-template <class F>
-void ForEachMtpParam(const Plan& plan, F&& f) {
-  const int64_t last = plan.model.num_hidden_layers - 1;
-  for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
-    if (plan.inventory.params[i].layer == last) f(plan.inventory.params[i], plan.placements[i], plan.MeshOf(i));
-  }
-  const bool fsdp = *plan.training.dp_sharding == DpSharding::kFsdp;
-  for (const ParamInfo& p : MtpExtraParams(plan.model, plan.dims.pp)) {
-    const ParamPlacement pl = PlaceParam(p, plan.dims, plan.meshes, plan.model.moe.num_experts, fsdp);
-    f(p, pl, pl.sparse_mesh ? plan.meshes.sparse : plan.meshes.dense);
-  }
-}
-
 // The static memory (params, grads, optimizer, per role; bytes) of two ranks together: DualPipe's
 // rank and the rank holding its mirror stage.
 MemoryBreakdown AddStaticMemory(MemoryBreakdown m, const MemoryBreakdown& other) {

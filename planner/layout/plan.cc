@@ -12,6 +12,7 @@
 #include "planner/base/checked_math.h"
 #include "planner/base/error.h"
 #include "planner/model/flex_backend_limits.h"
+#include "planner/model/mtp.h"
 #include "planner/model/muon.h"
 #include "planner/model/precision.h"
 #include "planner/model/recompute.h"
@@ -198,10 +199,22 @@ Plan BuildPlan(const ModelSpec& model, const ParamInventory& inventory, const Pa
   return plan;
 }
 
+void ForEachMtpParam(const Plan& plan, const std::function<void(const ParamInfo&, const ParamPlacement&, const Mesh&)>& f) {
+  const int64_t last = plan.model.num_hidden_layers - 1;
+  for (size_t i = 0; i < plan.inventory.params.size(); ++i) {
+    if (plan.inventory.params[i].layer == last) f(plan.inventory.params[i], plan.placements[i], plan.MeshOf(i));
+  }
+  const bool fsdp = *plan.training.dp_sharding == DpSharding::kFsdp;
+  for (const ParamInfo& p : MtpExtraParams(plan.model, plan.dims.pp)) {
+    const ParamPlacement pl = PlaceParam(p, plan.dims, plan.meshes, plan.model.moe.num_experts, fsdp);
+    f(p, pl, pl.sparse_mesh ? plan.meshes.sparse : plan.meshes.dense);
+  }
+}
+
 std::vector<int64_t> ParamBytesPerRank(const Plan& plan) {
   const auto& params = plan.inventory.params;
   const int64_t world = plan.dims.world_size;
-  std::vector<int64_t> out(world, 0);
+  std::vector<int64_t> own(world, 0);
   std::vector<int64_t> dtype_bytes(params.size());
   for (size_t i = 0; i < params.size(); ++i) dtype_bytes[i] = DtypeBytes(params[i].dtype, params[i].fqn);
   for (int64_t rank = 0; rank < world; ++rank) {
@@ -213,7 +226,21 @@ std::vector<int64_t> ParamBytesPerRank(const Plan& plan) {
       const int64_t numel = LocalNumelOnRank(params[i], pl, plan.MeshOf(i), rank);
       bytes = CheckedAdd(bytes, CheckedMul(numel, dtype_bytes[i], params[i].fqn), "parameter bytes per rank");
     }
-    out[rank] = bytes;
+    if (plan.training.mtp_layers > 0 && stage == plan.mtp_stage) {
+      int64_t module = 0;
+      ForEachMtpParam(plan, [&](const ParamInfo& p, const ParamPlacement& pl, const Mesh& mesh) {
+        module = CheckedAdd(module, CheckedMul(LocalNumelOnRank(p, pl, mesh, rank), DtypeBytes(p.dtype, p.fqn), p.fqn), "MTP bytes");
+      });
+      bytes = CheckedAdd(bytes, CheckedMul(module, plan.training.mtp_layers, "MTP bytes"), "parameter bytes per rank");
+    }
+    own[rank] = bytes;
+  }
+  if (!IsDualPipe(plan.training.run)) return own;
+  std::vector<int64_t> out(world, 0);
+  for (int64_t rank = 0; rank < world; ++rank) {
+    const int64_t stage = plan.meshes.dense.Coord(rank, 0);
+    const int64_t mirror = rank + (DualPipeMirrorStage(plan.dims.pp, stage) - stage) * plan.dims.stage_size();
+    out[rank] = mirror == rank ? own[rank] : CheckedAdd(own[rank], own[mirror], "parameter bytes per rank");
   }
   return out;
 }
@@ -223,13 +250,13 @@ std::vector<StageSummary> SummarizeStages(const Plan& plan, const std::vector<in
   for (int64_t s = 0; s < plan.dims.pp; ++s) {
     StageSummary st;
     st.stage = s;
-    auto first = std::find(plan.layer_stage.begin(), plan.layer_stage.end(), s);
-    auto last = std::find(plan.layer_stage.rbegin(), plan.layer_stage.rend(), s);
-    st.first_layer = first - plan.layer_stage.begin();
-    st.last_layer = static_cast<int64_t>(plan.layer_stage.size()) - 1 - (last - plan.layer_stage.rbegin());
-    if (first == plan.layer_stage.end()) st.first_layer = st.last_layer = -1;  // a layout's stage without decoder layers
+    // DualPipe: the rank holds its mirror stage too.
+    const int64_t mirror = IsDualPipe(plan.training.run) ? DualPipeMirrorStage(plan.dims.pp, s) : s;
+    st.first_layer = st.last_layer = -1;  // a layout's stage without decoder layers
     for (int64_t l = 0; l < static_cast<int64_t>(plan.layer_stage.size()); ++l) {
-      if (plan.layer_stage[l] != s) continue;
+      if (plan.layer_stage[l] != s && plan.layer_stage[l] != mirror) continue;
+      if (st.first_layer < 0) st.first_layer = l;
+      st.last_layer = l;
       if (!st.layer_runs.empty() && st.layer_runs.back().second == l - 1) {
         st.layer_runs.back().second = l;
       } else {

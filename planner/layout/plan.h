@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -100,12 +101,19 @@ std::vector<int64_t> ResolveLayerSplit(const TrainingConfig& training, int64_t n
 // and each layer's model chunk (layer_chunk), where that layout puts them.
 PipelineStages ResolvePipelineStages(const TrainingConfig& training, int64_t num_layers, int64_t pp, bool megatron);
 
-// Parameter bytes of every rank (each parameter adds its local bytes to every rank of its
-// stage): [world_size]. O(world_size x parameters). Throws dockyard::Error on int64 overflow.
+// Calls f(param, placement, mesh) for each tensor of one MTP module (planner/model/mtp.h): the last
+// decoder layer's, as placed, and MtpExtraParams, placed by the one placement policy (PlaceParam).
+// A rank of plan.mtp_stage holds training.mtp_layers such modules.
+void ForEachMtpParam(const Plan& plan, const std::function<void(const ParamInfo&, const ParamPlacement&, const Mesh&)>& f);
+
+// Parameter bytes of every rank: each parameter adds its local bytes to every rank of its stage,
+// the MTP modules (ForEachMtpParam x mtp_layers) to the ranks of plan.mtp_stage, and under DualPipe
+// a rank adds its mirror stage's rank (pipeline_schedule.h DualPipeMirrorStage: it holds both
+// stages): [world_size]. O(world_size x parameters). Throws dockyard::Error on int64 overflow.
 std::vector<int64_t> ParamBytesPerRank(const Plan& plan);
 
-// Per stage: its layers and the most and least loaded ranks of `param_bytes_per_rank`
-// (ParamBytesPerRank of the same plan).
+// Per stage: its layers (under DualPipe its mirror stage's too: the rank holds both) and the most
+// and least loaded ranks of `param_bytes_per_rank` (ParamBytesPerRank of the same plan).
 std::vector<StageSummary> SummarizeStages(const Plan& plan, const std::vector<int64_t>& param_bytes_per_rank);
 
 // The deredundency dispatcher's rule (ep = oep x iep): its message when training.oep does not

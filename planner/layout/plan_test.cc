@@ -77,6 +77,39 @@ TEST_CASE("Pipeline stages hold their own layers; embedding first, lm_head last"
   CHECK(stages[1].last_layer == 1);
 }
 
+TEST_CASE("Parameter bytes per rank count the MTP modules on their stage and DualPipe's mirror stage, by hand") {
+  ParallelDimsOptions o;
+  o.world_size = 2;
+  o.pp = 2;
+  dockyard::TrainingConfig t;
+  t.mtp_layers = 1;
+  const Plan plan = BuildPlan(dockyard::testing::TinyMixtral(), o, t);
+  // Stage 1 as above (126144 elements) plus one MTP module: the last layer (62080), enorm, hnorm
+  // and its final norm (3 x 64), eh_proj (64 x 128 = 8192) and, at pp 2, its word embedding
+  // (1000 x 64 = 64000): 134464 elements. BF16: 2 x (126144 + 134464) B.
+  const std::vector<int64_t> bytes = ParamBytesPerRank(plan);
+  CHECK(bytes[0] == 2 * 126080);
+  CHECK(bytes[1] == 2 * (126144 + 134464));
+  CHECK(SummarizeStages(plan, bytes)[1].max_param_bytes == 2 * (126144 + 134464));
+  // DualPipe at pp 2 (Megatron's schedule): each rank holds its stage and the mirror one (pp - 1 -
+  // stage), so both hold both stages and layers 0-1. Megatron pads the vocabulary to 1024 (a
+  // multiple of 128): embedding and lm_head 1024 x 64 = 65536 each, so stage 0 = 65536 + 62080 =
+  // 127616 and stage 1 = 62080 + 64 + 65536 = 127680 elements: 2 x (127616 + 127680) B.
+  t.mtp_layers = 0;
+  t.run.schedule = "dualpipe";
+  t.num_microbatches = 4;
+  o.convention = dockyard::Convention::kMegatron;
+  t.dp_sharding = dockyard::DpSharding::kZero1;
+  const Plan dual = BuildPlan(dockyard::testing::TinyMixtral(), o, t);
+  const std::vector<int64_t> dual_bytes = ParamBytesPerRank(dual);
+  CHECK(dual_bytes[0] == 2 * (127616 + 127680));
+  CHECK(dual_bytes[1] == 2 * (127616 + 127680));
+  const std::vector<StageSummary> stages = SummarizeStages(dual, dual_bytes);
+  CHECK(stages[0].layer_runs == std::vector<std::pair<int64_t, int64_t>>{{0, 1}});
+  CHECK(stages[1].first_layer == 0);
+  CHECK(stages[1].last_layer == 1);
+}
+
 TEST_CASE("Under --vpp a stage's layers are its model chunks, interleaved") {
   // Tiny Mixtral with 9 layers, pp 3, vpp 3: one layer per chunk; virtual stage v x 3 + p is
   // rank p's chunk v, so stage 0 holds layers 0, 3 and 6 and stage 2 holds 2, 5 and 8.
