@@ -122,11 +122,9 @@ TEST_CASE("A per-rank split Megatron's first / last flags cannot give is written
   const Result a = Plan("simulate --model testdata/hf/mixtral-8x7b.json" + layout + " --json " + Tmp("split_a.json") +
                         " --emit megatron --emit-out " + Tmp("split.args"));
   REQUIRE_MESSAGE(a.code == 0, a.err);
-  std::ifstream in(Tmp("split.args"));
-  std::stringstream text;
-  text << in.rdbuf();
-  CHECK(Has(text.str(), "--pipeline-model-parallel-layout 'Et*6|(t*4|)*3t*5|(t*3|)*2t*3L'"));
-  CHECK_FALSE(Has(text.str(), "--decoder-first-pipeline-num-layers"));
+  const std::string text = ReadText(Tmp("split.args"));
+  CHECK(Has(text, "--pipeline-model-parallel-layout 'Et*6|(t*4|)*3t*5|(t*3|)*2t*3L'"));
+  CHECK_FALSE(Has(text, "--decoder-first-pipeline-num-layers"));
   const Result b = Plan("simulate --from-megatron " + Tmp("split.args") + " --world-size 32 --cluster h100-sxm --json " + Tmp("split_b.json"));
   REQUIRE_MESSAGE(b.code == 0, b.err);
   const Json ja = ReadJson(Tmp("split_a.json")), jb = ReadJson(Tmp("split_b.json"));
@@ -244,11 +242,9 @@ TEST_CASE("--emit after --from-megatron carries the file's other arguments over;
   // The search does not take --mtp-layers: its row keeps the file's --mtp-num-layers, said unpriced.
   const Result s = Plan("search " + ds + " --unpin pp,micro-batch-size,recompute --top 2 --emit megatron --emit-row 1 --emit-out " + Tmp("ds_row.args"));
   REQUIRE_MESSAGE(s.code == 0, s.err);
-  std::ifstream row_in(Tmp("ds_row.args"));
-  std::stringstream row;
-  row << row_in.rdbuf();
-  CHECK(Has(row.str(), "# Not taken by this command, so not priced here: --mtp-num-layers"));
-  CHECK(Has(row.str(), "    --mtp-num-layers 1 \\\n"));
+  const std::string row = ReadText(Tmp("ds_row.args"));
+  CHECK(Has(row, "# Not taken by this command, so not priced here: --mtp-num-layers"));
+  CHECK(Has(row, "    --mtp-num-layers 1 \\\n"));
   // On 512 GPUs at 79 GiB the best row fits without MTP (76.67 GiB) and not with it: said on stderr
   // and in the file's header.
   const Result over = Plan("search --from-megatron " + kDir + "megatron-deepseek-v3-fsdp.args --world-size 512 --model testdata/hf/deepseek-v3.json "
