@@ -324,6 +324,11 @@ ClusterSpec ClusterPreset(const std::string& name) {
 
 ClusterSpec ClusterFromJson(const Json& json, const std::string& file) {
   JsonView v(&json, file, "");
+  // A calibration file given where a cluster goes (QA: only "/description: unknown key" was said).
+  if (json.is_object() && json.contains("format") && json.at("format") == "dockyard-calibration") {
+    v.Fail("format", "\"dockyard-calibration\": this is a calibration file, not a cluster; give it as --calibration FILE and the "
+                     "cluster it calibrates (its \"preset\") as --cluster");
+  }
   v.RejectUnknownKeys({"name", "base", "gpus_per_node", "nodes", "dense_bf16_tflops", "hbm_gbps", "memory_gib", "sm_count", "intra_node_gbps",
                        "intra_node_latency_us", "network_gbps", "network_latency_us", "nics_per_node", "nvlink_domain_gpus"});
   ClusterSpec c;

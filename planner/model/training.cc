@@ -83,8 +83,15 @@ std::vector<int64_t> ParseLayerSplit(const std::string& text, int64_t pp, int64_
   if (pp < 1 || pp > num_layers) {
     throw Error(fmt::format("{} \"{}\": pp ({}) must be in [1, num_hidden_layers ({})]", field, text, pp, num_layers));
   }
-  if (text.find_first_of(" \t") != std::string::npos || text.empty() || text.back() == ',' || text.front() == ',') {
-    throw Error(fmt::format("{} \"{}\": expected layer counts like '7,6,6,6' or '7+6' (no spaces, no empty entries)", field, text));
+  // One message for every malformed form: spaces, an empty entry, more than one '+', '+' mixed
+  // with commas (QA: three forms gave three messages).
+  const size_t pluses = static_cast<size_t>(std::count(text.begin(), text.end(), '+'));
+  if (text.find_first_of(" \t") != std::string::npos || text.empty() || text.back() == ',' || text.front() == ',' ||
+      text.find(",,") != std::string::npos || pluses > 1 || (pluses == 1 && text.find(',') != std::string::npos)) {
+    throw Error(fmt::format(
+        "{} \"{}\": expected layer counts like '7,6,6,6' (one per stage) or '7+6' (the first stage, then every other): no spaces, "
+        "no empty entries, at most one '+' and not with commas",
+        field, text));
   }
   std::vector<int64_t> split;
   const size_t plus = text.find('+');
