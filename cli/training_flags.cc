@@ -35,7 +35,7 @@ CLI::Validator DispatcherCheck() {
 void TrainingFlags::AddTo(CLI::App* app) {
   app->add_option("--dp-sharding", dp_sharding, "fsdp | zero1 | ddp (default fsdp; zero1 with --convention megatron)")
       ->check(CLI::IsMember(DpShardingNames()));
-  app->add_option("--pp-layer-split", pp_layer_split, "layers per stage: '7,6,6,6' or '7+6' (first 7, then 6 per stage)");
+  app->add_option("--pp-layer-split", pp_layer_split, "layers per stage: '7,6,6,6' or '7+6' (first 7, then 6 per stage); with --vpp, pp x vpp entries list the virtual stages (v x pp + p: rank p's chunk v)");
   app->add_option("--param-dtype", param_dtype, "compute / all-gather dtype (default bfloat16)");
   app->add_option("--grad-dtype", grad_dtype, "gradient and reduction dtype (default float32)");
   app->add_option("--optimizer", optimizer, "adamw | sgd | muon (Megatron --optimizer muon: Newton-Schulz on the 2-D weights, one momentum; Adam for the rest; --convention megatron, not with FSDP) (default adamw)")->check(CLI::IsMember(OptimizerNames()));

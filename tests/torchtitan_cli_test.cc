@@ -74,7 +74,11 @@ TEST_CASE("overrides from torchtitan's MoE tests: pp 2 with torchtitan's stage s
                                "--parallelism.pipeline_parallel_schedule Interleaved1F1B\n--parallelism.pipeline_parallel_layers_per_stage 9\n");
   const Result interleaved = Plan("--from-torchtitan " + Tmp("i.args") + kQwen + " --world-size 8");
   REQUIRE_MESSAGE(interleaved.code == 0, interleaved.err);
-  CHECK(Has(interleaved.out, "--pp-layer-split 24,24 --vpp 3"));
+  // Written per virtual stage (stage s on rank s mod 2, torchtitan's loop style): rank 0 holds
+  // stages 0, 2, 4 = layers 0-7, 17-24, 33-40 (QA: placed by rank totals, the chunks were off).
+  CHECK(Has(interleaved.out, "--pp-layer-split 8,9,8,8,8,7 --vpp 3"));
+  CHECK(Has(interleaved.out, "Stage 0    layers 0-7, 17-24, 33-40:"));
+  CHECK(Has(interleaved.out, "Stage 1    layers 8-16, 25-32, 41-47:"));
 }
 
 TEST_CASE("search --emit torchtitan --emit-row, read back with --from-torchtitan: the row's step time and peak") {

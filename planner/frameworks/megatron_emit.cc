@@ -189,7 +189,9 @@ void EmitLayout(const Plan& plan, int64_t global_batch_size, Lines& l) {
   const std::vector<int64_t>& s = t.pp_layer_split;
   const size_t n = s.size();
   std::string split_layout;
-  if (n >= 2 && run.pipeline_layout.empty()) {
+  if (IsVirtualStageSplit(s, d.pp, run.vpp) && run.pipeline_layout.empty()) {
+    split_layout = VirtualStagesPipelineLayout(s, t.mtp_layers);  // one entry per virtual stage: only a layout lists them
+  } else if (n >= 2 && run.pipeline_layout.empty()) {
     bool flags_give_it = true;
     for (size_t i = 2; i + 1 < n; ++i) flags_give_it = flags_give_it && s[i] == s[1];
     for (int64_t layers : s) flags_give_it = flags_give_it && (run.vpp <= 1 || layers % run.vpp == 0);

@@ -726,7 +726,10 @@ FrameworkConfig ImportTorchtitanConfig(const std::string& text, const std::strin
                           pp * per_rank, n, first, last, i));
       }
     }
-    r.Flag("--pp-layer-split", fmt::format("{}", fmt::join(ranks, ",")), "parallelism.pipeline_parallel_first_stage_less_layers");
+    // Per rank at one stage per rank; per virtual stage (v x pp + p) with several, as torchtitan
+    // places them (ParseLayerSplit's pp x vpp form).
+    r.Flag("--pp-layer-split", fmt::format("{}", fmt::join(per_rank > 1 ? stage_layers : ranks, ",")),
+           "parallelism.pipeline_parallel_first_stage_less_layers");
     c.flags.back().from = "torchtitan's stage split (parallelism.pipeline_parallel_first/last_stage_less_layers, _layers_per_stage)";
     if (per_rank > 1) {
       r.Flag("--vpp", std::to_string(per_rank), "parallelism.pipeline_parallel_layers_per_stage");

@@ -161,7 +161,8 @@ TEST_CASE("a written config reads back to the same plan") {
   const FrameworkConfig back = ImportTorchtitanConfig(written, "w.args", Qwen());
   CHECK(FlagValue(back, "--pp") == "4");
   CHECK(FlagValue(back, "--vpp") == "3");
-  CHECK(FlagValue(back, "--pp-layer-split") == "12,12,12,12");
+  // Per virtual stage (v x pp + p), as torchtitan places them: 12 stages of 4.
+  CHECK(FlagValue(back, "--pp-layer-split") == "4,4,4,4,4,4,4,4,4,4,4,4");
   CHECK(FlagValue(back, "--num-microbatches") == "12");
   CHECK(FlagValue(back, "--micro-batch-size") == "2");
   CHECK(FlagValue(back, "--optimizer-states-dtype") == "bfloat16");

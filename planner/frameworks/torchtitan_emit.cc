@@ -70,10 +70,11 @@ std::string EmitTorchtitanConfig(const Plan& plan, int64_t global_batch_size, co
     // torchtitan's generator gives the plan's layers per rank (dockyard's even split: 0 and 0).
     const int64_t n = plan.model.num_hidden_layers;
     const int64_t stages = d.pp * run.vpp;
-    std::vector<int64_t> want = t.pp_layer_split.empty() ? std::vector<int64_t>{} : t.pp_layer_split;
-    if (want.empty()) {
-      want.assign(static_cast<size_t>(d.pp), 0);
-      for (int64_t s : EvenLayerSplit(n, d.pp)) ++want[static_cast<size_t>(s)];
+    // The plan's decoder layers per virtual stage (v x pp + p: rank p's chunk v), or per rank at vpp 1.
+    std::vector<int64_t> want(static_cast<size_t>(stages), 0);
+    for (size_t l = 0; l < plan.layer_stage.size(); ++l) {
+      const int64_t chunk = plan.layer_chunk.empty() ? 0 : plan.layer_chunk[l];
+      ++want[static_cast<size_t>(chunk * d.pp + plan.layer_stage[l])];
     }
     // Stages per rank: 1 for 1F1B, 2 for Interleaved1F1B without pipeline_parallel_layers_per_stage
     // (_get_pipeline_metadata), else stages = ceil((layers + first + last) / layers_per_stage).
@@ -91,13 +92,13 @@ std::string EmitTorchtitanConfig(const Plan& plan, int64_t global_batch_size, co
       for (int64_t last = 0; last <= n && !less; ++last) {
         std::string refused;
         const std::vector<int64_t> generated = TorchtitanStageLayers(stages, n, first, last, &refused);
-        if (!generated.empty() && TorchtitanRankLayers(generated, d.pp) == want && (lps = layers_per_stage(first, last)) >= 0) less = {first, last};
+        if (!generated.empty() && generated == want && (lps = layers_per_stage(first, last)) >= 0) less = {first, last};
       }
     }
     if (!less) {
-      Refuse(fmt::format("the layers per pipeline rank {} with vpp {}: torchtitan's stage split (first / last stage less layers 0 to {}, "
+      Refuse(fmt::format("the layers per {} {} with vpp {}: torchtitan's stage split (first / last stage less layers 0 to {}, "
                          "pipeline_parallel_layers_per_stage) does not give them",
-                         fmt::join(want, ","), run.vpp, n));
+                         run.vpp > 1 ? "virtual stage" : "pipeline rank", fmt::join(want, ","), run.vpp, n));
     }
     l.Add("parallelism.pipeline_parallel_schedule", run.vpp > 1 ? "Interleaved1F1B" : "1F1B");
     l.Add("parallelism.pipeline_parallel_first_stage_less_layers", less->first);

@@ -22,18 +22,28 @@ std::vector<int64_t> EvenLayerSplit(int64_t num_layers, int64_t pp) {
 
 int64_t ChunkLayers(int64_t rank_layers, int64_t vpp, int64_t chunk) { return rank_layers / vpp + (chunk < rank_layers % vpp ? 1 : 0); }
 
-std::pair<std::vector<int64_t>, std::vector<int64_t>> InterleavedLayerSplit(const std::vector<int64_t>& rank_layers, int64_t vpp) {
+std::vector<int64_t> VirtualStageLayers(const std::vector<int64_t>& rank_layers, int64_t vpp) {
   const int64_t pp = static_cast<int64_t>(rank_layers.size());
-  std::pair<std::vector<int64_t>, std::vector<int64_t>> out;
+  std::vector<int64_t> out(static_cast<size_t>(pp * vpp), 0);
   for (int64_t v = 0; v < vpp; ++v) {
-    for (int64_t p = 0; p < pp; ++p) {
-      for (int64_t i = ChunkLayers(rank_layers[static_cast<size_t>(p)], vpp, v); i > 0; --i) {
-        out.first.push_back(p);
-        out.second.push_back(v);
-      }
+    for (int64_t p = 0; p < pp; ++p) out[static_cast<size_t>(v * pp + p)] = ChunkLayers(rank_layers[static_cast<size_t>(p)], vpp, v);
+  }
+  return out;
+}
+
+std::pair<std::vector<int64_t>, std::vector<int64_t>> VirtualStageLayerSplit(const std::vector<int64_t>& stage_layers, int64_t pp) {
+  std::pair<std::vector<int64_t>, std::vector<int64_t>> out;
+  for (size_t k = 0; k < stage_layers.size(); ++k) {
+    for (int64_t i = stage_layers[k]; i > 0; --i) {
+      out.first.push_back(static_cast<int64_t>(k) % pp);
+      out.second.push_back(static_cast<int64_t>(k) / pp);
     }
   }
   return out;
+}
+
+std::pair<std::vector<int64_t>, std::vector<int64_t>> InterleavedLayerSplit(const std::vector<int64_t>& rank_layers, int64_t vpp) {
+  return VirtualStageLayerSplit(VirtualStageLayers(rank_layers, vpp), static_cast<int64_t>(rank_layers.size()));
 }
 
 namespace {
@@ -58,12 +68,14 @@ std::string EvenSplitPipelineLayout(int64_t num_layers, int64_t pp, int64_t vpp,
 }
 
 std::string SplitPipelineLayout(const std::vector<int64_t>& per_rank, int64_t vpp, int64_t mtp_layers) {
-  const int64_t pp = static_cast<int64_t>(per_rank.size());
-  const int64_t stages = pp * vpp;
+  return VirtualStagesPipelineLayout(VirtualStageLayers(per_rank, vpp), mtp_layers);
+}
+
+std::string VirtualStagesPipelineLayout(const std::vector<int64_t>& stage_layers, int64_t mtp_layers) {
+  const int64_t stages = static_cast<int64_t>(stage_layers.size());
   std::vector<std::string> text(static_cast<size_t>(stages));
   for (int64_t k = 0; k < stages; ++k) {
-    const int64_t p = k % pp, v = k / pp;
-    std::string s = Layers('t', ChunkLayers(per_rank[static_cast<size_t>(p)], vpp, v));
+    std::string s = Layers('t', stage_layers[static_cast<size_t>(k)]);
     if (k == 0) s = "E" + s;
     if (k == stages - 1) s += Layers('m', mtp_layers) + "L";
     text[static_cast<size_t>(k)] = std::move(s);

@@ -41,6 +41,16 @@ int64_t ChunkLayers(int64_t rank_layers, int64_t vpp, int64_t chunk);
 // Requires every entry >= 0 and vpp >= 1.
 std::pair<std::vector<int64_t>, std::vector<int64_t>> InterleavedLayerSplit(const std::vector<int64_t>& rank_layers, int64_t vpp);
 
+// The decoder layers of each of the pp x vpp virtual stages of `rank_layers` in vpp chunks
+// (ChunkLayers), in virtual-stage order.
+std::vector<int64_t> VirtualStageLayers(const std::vector<int64_t>& rank_layers, int64_t vpp);
+
+// The placement of `stage_layers` ([pp x vpp]: each virtual stage's decoder layers, in
+// virtual-stage order; a torchtitan split or VirtualStageLayers): each layer's rank ([0], virtual
+// stage % pp) and chunk ([1], virtual stage / pp), layers numbered in virtual-stage order.
+// Requires pp >= 1 dividing the entries' count, every entry >= 0.
+std::pair<std::vector<int64_t>, std::vector<int64_t>> VirtualStageLayerSplit(const std::vector<int64_t>& stage_layers, int64_t pp);
+
 // The --pipeline-model-parallel-layout string (pipeline_layout.h grammar) of `rank_layers` ([pp]:
 // each pipeline rank's decoder layers) with vpp model chunks per rank: rank p's chunk v gets
 // ChunkLayers(n_p, vpp, v) layers; virtual stage v x pp + p is rank p's chunk v (Megatron's order,
@@ -49,6 +59,11 @@ std::pair<std::vector<int64_t>, std::vector<int64_t>> InterleavedLayerSplit(cons
 // last one. Runs of equal stages are written "(S|)*N". E.g. ({12, 12, 12, 12, 12, 12, 11, 11}, 1,
 // 0): "Et*12|(t*12|)*5t*11|t*11L". Requires pp >= 1, every entry >= 0, vpp >= 1.
 std::string SplitPipelineLayout(const std::vector<int64_t>& rank_layers, int64_t vpp, int64_t mtp_layers);
+
+// The layout string of `stage_layers` ([pp x vpp] virtual stages' decoder layers, in
+// virtual-stage order): the embedding opens the first, the MTP modules and the loss close the
+// last, runs of equal stages as "(S|)*N". SplitPipelineLayout is this of VirtualStageLayers.
+std::string VirtualStagesPipelineLayout(const std::vector<int64_t>& stage_layers, int64_t mtp_layers);
 
 // SplitPipelineLayout of EvenLayerSplit(num_layers, pp). E.g. (94, 8, 1, 0):
 // "Et*12|(t*12|)*5t*11|t*11L". Requires num_layers >= 1, pp >= 1, vpp >= 1.

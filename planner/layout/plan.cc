@@ -62,10 +62,32 @@ PipelineStages ResolvePipelineStages(const TrainingConfig& training, int64_t num
         flag && flag->key == "--pipeline-model-parallel-layout") {
       return ResolvePipelineLayout(ParsePipelineLayout(flag->value, flag->key), pp, num_layers, training.mtp_layers, flag->value, flag->key);
     }
-    out.layer_stage = ResolveLayerSplit(training, num_layers, pp);
     out.embedding_stage = 0;
     out.loss_stage = out.mtp_stage = pp - 1;
     out.vpp = run.vpp;
+    if (IsVirtualStageSplit(training.pp_layer_split, pp, run.vpp)) {
+      // One entry per virtual stage (torchtitan's split, ParseLayerSplit): placed as listed.
+      const auto& split = training.pp_layer_split;
+      int64_t total = 0;
+      for (int64_t n : split) {
+        if (n < 0 || n > num_layers) {
+          throw Error(fmt::format("training.pp_layer_split: a virtual stage of {} layers is outside [0, num_hidden_layers ({})]", n, num_layers));
+        }
+        total += n;
+      }
+      if (total != num_layers) {
+        throw Error(fmt::format("training.pp_layer_split [{}]: {} virtual stages summing to {} layers; need num_hidden_layers ({})",
+                                fmt::join(split, ","), split.size(), total, num_layers));
+      }
+      std::tie(out.layer_stage, out.layer_chunk) = VirtualStageLayerSplit(split, pp);
+      std::vector<int64_t> per_rank(static_cast<size_t>(pp), 0);
+      for (int64_t s : out.layer_stage) ++per_rank[static_cast<size_t>(s)];
+      for (int64_t p = 0; p < pp; ++p) {
+        if (per_rank[static_cast<size_t>(p)] < 1) throw Error(fmt::format("training.pp_layer_split: pipeline rank {} holds no decoder layer", p));
+      }
+      return out;
+    }
+    out.layer_stage = ResolveLayerSplit(training, num_layers, pp);
     if (run.vpp > 1) {
       // Interleaved: each rank's layers in vpp chunks, numbered in virtual-stage order, so a
       // rank's layers are not contiguous (megatron_split.h InterleavedLayerSplit).

@@ -62,7 +62,7 @@ const std::vector<std::string>& RecomputeNames() {
 
 namespace {
 
-int64_t ParsePositive(const std::string& token, const std::string& field, const std::string& text) {
+int64_t ParsePositive(const std::string& token, const std::string& field, const std::string& text, int64_t least = 1) {
   size_t used = 0;
   long long v = 0;
   try {
@@ -70,15 +70,19 @@ int64_t ParsePositive(const std::string& token, const std::string& field, const 
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used == 0 || used != token.size() || v < 1) {
-    throw Error(fmt::format("{} \"{}\": \"{}\" is not a layer count >= 1", field, text, token));
+  if (used == 0 || used != token.size() || v < least) {
+    throw Error(fmt::format("{} \"{}\": \"{}\" is not a layer count >= {}", field, text, token, least));
   }
   return v;
 }
 
 }  // namespace
 
-std::vector<int64_t> ParseLayerSplit(const std::string& text, int64_t pp, int64_t num_layers, const std::string& field) {
+bool IsVirtualStageSplit(const std::vector<int64_t>& split, int64_t pp, int64_t vpp) {
+  return vpp > 1 && static_cast<int64_t>(split.size()) == pp * vpp;
+}
+
+std::vector<int64_t> ParseLayerSplit(const std::string& text, int64_t pp, int64_t num_layers, const std::string& field, int64_t vpp) {
   // Every stage needs a layer: reject an impossible pp before expanding "N+M" into pp entries.
   if (pp < 1 || pp > num_layers) {
     throw Error(fmt::format("{} \"{}\": pp ({}) must be in [1, num_hidden_layers ({})]", field, text, pp, num_layers));
@@ -101,12 +105,24 @@ std::vector<int64_t> ParseLayerSplit(const std::string& text, int64_t pp, int64_
     split.push_back(first);
     for (int64_t s = 1; s < pp; ++s) split.push_back(rest);
   } else {
+    // pp x vpp entries: virtual stages, of which one may hold no decoder layer (checked per rank below).
+    const bool virtual_stages = vpp > 1 && static_cast<int64_t>(std::count(text.begin(), text.end(), ',')) + 1 == pp * vpp;
     std::stringstream in(text);
     std::string token;
-    while (std::getline(in, token, ',')) split.push_back(ParsePositive(token, field, text));
+    while (std::getline(in, token, ',')) split.push_back(ParsePositive(token, field, text, virtual_stages ? 0 : 1));
   }
-  if (static_cast<int64_t>(split.size()) != pp) {
-    throw Error(fmt::format("{} \"{}\" gives {} stages, but pp is {}", field, text, split.size(), pp));
+  if (IsVirtualStageSplit(split, pp, vpp)) {
+    for (int64_t p = 0; p < pp; ++p) {
+      int64_t rank = 0;
+      for (int64_t v = 0; v < vpp; ++v) rank += split[static_cast<size_t>(v * pp + p)];
+      if (rank < 1) {
+        throw Error(fmt::format("{} \"{}\": pipeline rank {} holds no decoder layer in its {} virtual stages (entries {} + k x {})", field,
+                                text, p, vpp, p, pp));
+      }
+    }
+  } else if (static_cast<int64_t>(split.size()) != pp) {
+    throw Error(fmt::format("{} \"{}\" gives {} stages, but pp is {}{}", field, text, split.size(), pp,
+                            vpp > 1 ? fmt::format(" (or pp x vpp = {} virtual stages)", pp * vpp) : ""));
   }
   int64_t total = 0;
   for (int64_t n : split) {

@@ -91,8 +91,14 @@ struct TrainingConfig {
 };
 
 // Parses a layer split: "7,6,6,6" (layers per stage) or "7+6" (first stage 7, then 6 per stage).
-// The result must have `pp` entries, each >= 1, summing to `num_layers`. Throws dockyard::Error
-// naming `field` (e.g. "--pp-layer-split").
-std::vector<int64_t> ParseLayerSplit(const std::string& text, int64_t pp, int64_t num_layers, const std::string& field);
+// The result must have `pp` entries, each >= 1, summing to `num_layers`; or, with `vpp` > 1 and
+// commas, pp x vpp entries, one per virtual stage in virtual-stage order (virtual stage v x pp + p
+// is rank p's model chunk v, as torchtitan's per-stage split and Megatron's layouts list them),
+// each >= 0 (torchtitan's first stage may hold only the embedding), every rank's sum >= 1,
+// summing to `num_layers` (IsVirtualStageSplit). Throws dockyard::Error naming `field` (e.g.
+// "--pp-layer-split").
+std::vector<int64_t> ParseLayerSplit(const std::string& text, int64_t pp, int64_t num_layers, const std::string& field, int64_t vpp = 1);
+// Whether `split` lists virtual stages (pp x vpp entries, vpp > 1) rather than pipeline ranks.
+bool IsVirtualStageSplit(const std::vector<int64_t>& split, int64_t pp, int64_t vpp);
 
 }  // namespace dockyard

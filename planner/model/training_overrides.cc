@@ -99,7 +99,7 @@ TrainingConfig ApplyTrainingOverrides(const TrainingConfig& base, const Training
   ValidateTeOpFuser(t.run, "--use-transformer-engine-op-fuser", "--megatron-core-version");
   NormalizeMxfp8Precision(&t, "--", o.fp8_recipe.has_value());
   ValidateTraining(t, "--");
-  if (o.pp_layer_split) t.pp_layer_split = ParseLayerSplit(*o.pp_layer_split, pp, num_layers, "--pp-layer-split");
+  if (o.pp_layer_split) t.pp_layer_split = ParseLayerSplit(*o.pp_layer_split, pp, num_layers, "--pp-layer-split", t.run.vpp);
   return t;
 }
 

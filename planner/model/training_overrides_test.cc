@@ -56,6 +56,27 @@ TEST_CASE("The result is validated with the flag's name, and the layer split par
   CHECK_THROWS_WITH_AS(dockyard::ApplyTrainingOverrides({}, split, 3, 20), doctest::Contains("--pp-layer-split"), Error);
 }
 
+TEST_CASE("With --vpp the layer split may list every virtual stage: pp x vpp entries, one of them empty, every rank >= 1") {
+  // pp 2, vpp 3, 10 layers: torchtitan's stages 0..5 (stage s on rank s mod 2); stage 0 holds
+  // only the embedding: rank 0 = 0 + 3 + 2 = 5, rank 1 = 2 + 2 + 1 = 5.
+  TrainingOverrides o;
+  o.vpp = 3;
+  o.pp_layer_split = "0,2,3,2,2,1";
+  CHECK(dockyard::ApplyTrainingOverrides({}, o, 2, 10).pp_layer_split == std::vector<int64_t>{0, 2, 3, 2, 2, 1});
+  CHECK(dockyard::IsVirtualStageSplit({0, 2, 3, 2, 2, 1}, 2, 3));
+  CHECK_FALSE(dockyard::IsVirtualStageSplit({5, 5}, 2, 3));
+  // Rank 1 (entries 1, 3, 5) with none: refused, naming it.
+  o.pp_layer_split = "3,0,4,0,3,0";
+  CHECK_THROWS_WITH_AS(dockyard::ApplyTrainingOverrides({}, o, 2, 10), doctest::Contains("pipeline rank 1 holds no decoder layer"), Error);
+  // Neither pp nor pp x vpp entries: the message names both counts.
+  o.pp_layer_split = "5,3,2";
+  CHECK_THROWS_WITH_AS(dockyard::ApplyTrainingOverrides({}, o, 2, 10), doctest::Contains("gives 3 stages, but pp is 2 (or pp x vpp = 6 virtual stages)"),
+                       Error);
+  // Per rank, an empty entry stays refused.
+  o.pp_layer_split = "10,0";
+  CHECK_THROWS_WITH_AS(dockyard::ApplyTrainingOverrides({}, o, 2, 10), doctest::Contains("\"0\" is not a layer count >= 1"), Error);
+}
+
 TEST_CASE("Megatron-only flags are refused under torchtitan, kept under megatron") {
   dockyard::TrainingOverrides zero1;
   zero1.dp_sharding = dockyard::DpSharding::kZero1;
