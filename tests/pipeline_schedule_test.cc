@@ -327,20 +327,32 @@ TEST_CASE("SimulateStep with --vpp: bubble (pp - 1) / vpp stages, extra P2P per 
   CHECK(empty_chunk.pipeline_bubble_us == Approx(0.5 * empty_chunk.stage_microbatch_us));
 }
 
-TEST_CASE("ChunkSlotShare: 1 / vpp, or 1 / the most layers a rank holds where that is fewer, by hand") {
-  // 8 layers over pp 2 (4 each): vpp 2 -> 1/2, vpp 4 -> 1/4, vpp 5 -> 1/4 (one chunk empty).
+TEST_CASE("ChunkSlotShare: the most-loaded rank's largest chunk over its layers, by hand") {
+  // 8 layers over pp 2 (4 each), no chunk list: 1 / min(vpp, 4): vpp 2 -> 1/2, 4 -> 1/4, 5 -> 1/4.
   const std::vector<int64_t> four_each{0, 0, 0, 0, 1, 1, 1, 1};
-  CHECK(dockyard::ChunkSlotShare(four_each, 2, 1) == 1.0);
-  CHECK(dockyard::ChunkSlotShare(four_each, 2, 2) == 0.5);
-  CHECK(dockyard::ChunkSlotShare(four_each, 2, 4) == 0.25);
-  CHECK(dockyard::ChunkSlotShare(four_each, 2, 5) == 0.25);
-  // 94 layers over pp 32 (30 ranks of 3, 2 of 2) at vpp 3: the ranks of 3 set it, 1/3.
+  CHECK(dockyard::ChunkSlotShare(four_each, {}, 2, 1) == 1.0);
+  CHECK(dockyard::ChunkSlotShare(four_each, {}, 2, 2) == 0.5);
+  CHECK(dockyard::ChunkSlotShare(four_each, {}, 2, 4) == 0.25);
+  CHECK(dockyard::ChunkSlotShare(four_each, {}, 2, 5) == 0.25);
+  // The same with chunks: interleaved 2 + 2 per rank -> 2 / 4; every layer in chunk 0 (a
+  // virtual-stage split "4,4,0,0", QA) -> 4 / 4, plain 1F1B's fill.
+  const auto [stage2, chunk2] = dockyard::InterleavedLayerSplit({4, 4}, 2);
+  CHECK(dockyard::ChunkSlotShare(stage2, chunk2, 2, 2) == 0.5);
+  CHECK(dockyard::ChunkSlotShare(four_each, {0, 0, 0, 0, 0, 0, 0, 0}, 2, 2) == 1.0);
+  // Mixtral: 8 layers a rank at vpp 7, chunks 2, 1, 1, 1, 1, 1, 1: 2 / 8.
+  const auto [stage7, chunk7] = dockyard::InterleavedLayerSplit({8, 8, 8, 8}, 7);
+  CHECK(dockyard::ChunkSlotShare(stage7, chunk7, 4, 7) == 0.25);
+  // 94 layers over pp 32 (30 ranks of 3, 2 of 2) at vpp 3: a rank of 3 (1, 1, 1) sets it, 1/3; the
+  // ranks of 2 with an empty chunk do not.
   std::vector<int64_t> qwen;
   for (int64_t r = 0; r < 32; ++r) {
     for (int64_t i = 0; i < (r < 30 ? 3 : 2); ++i) qwen.push_back(r);
   }
   REQUIRE(qwen.size() == 94);
-  CHECK(dockyard::ChunkSlotShare(qwen, 32, 3) == doctest::Approx(1.0 / 3));
+  std::vector<int64_t> per_rank(32, 3);
+  per_rank[30] = per_rank[31] = 2;
+  const auto [stage_q, chunk_q] = dockyard::InterleavedLayerSplit(per_rank, 3);
+  CHECK(dockyard::ChunkSlotShare(stage_q, chunk_q, 32, 3) == doctest::Approx(1.0 / 3));
   // The slots: 4 micro-batches + (pp - 1) x the share.
   CHECK(dockyard::PipelineSlots(4, 2, 5, 0.25) == doctest::Approx(4.25));
   CHECK_THROWS_AS(dockyard::PipelineSlots(4, 2, 2, 0.0), dockyard::Error);

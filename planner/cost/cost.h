@@ -157,6 +157,10 @@ struct StepInputs {
   const MoePhaseTimes* moe_phases = nullptr;  // SimulateMoePhases for the plan's EP group
   int64_t num_moe_layers = 0;
   const std::vector<int64_t>* layer_stage = nullptr;  // [num_hidden_layers]: pp stage of each layer
+  // [num_hidden_layers]: the model chunk of each layer on its stage (Plan::layer_chunk; vpp > 1).
+  // Null or empty: vpp equal chunks. The pipeline's fill and flush hop by the largest chunk of the
+  // rank with the most layers (pipeline_schedule.h ChunkSlotShare).
+  const std::vector<int64_t>* layer_chunk = nullptr;
   // Optional: StageLayerRunsOf(model.moe_layers, *layer_stage, none, pp), made once for many steps
   // (the search keeps one per split); null = made per step. Ignored under per-layer selective
   // checkpointing (the runs then carry the checkpointed layers).

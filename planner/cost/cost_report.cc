@@ -65,8 +65,9 @@ std::string EpOverlapText(const EpOverlapDetail& e) {
       "{:.1f} us alone, {:.1f} us left (in router forward); {}",
       100.0 * e.paired_share, e.paired_share > 0 ? "" : ": one micro-batch per pipeline rank leaves nothing to pair, so the overlap changes nothing",
       e.a2a_alone_us, e.a2a_added_us, e.sync_idle_alone_us, e.sync_idle_exposed_us,
-      e.SavedUs() >= 0 ? fmt::format("net {:.1f} us saved", e.SavedUs())
-                       : fmt::format("net {:.1f} us LOST: the overlap costs this layer more than it hides", -e.SavedUs())) +
+      std::abs(e.SavedUs()) < 0.05 ? std::string("net nothing: the overlap changes this layer's time by less than 0.1 us")
+      : e.SavedUs() > 0            ? fmt::format("net {:.1f} us saved", e.SavedUs())
+                                   : fmt::format("net {:.1f} us LOST: the overlap costs this layer more than it hides", -e.SavedUs())) +
          (!e.delay_wgrad ? std::string()
           : e.delay_wgrad_saved_us > 0.05
               ? fmt::format("; the delayed weight gradients {:.1f} us of it", e.delay_wgrad_saved_us)

@@ -204,8 +204,8 @@ void OverlapEpComm(const LayerTerms& L, MoePassSums& s, PhaseRecords& records) {
   if (delayed) {
     // The same pairing with the weight gradient inside the MLP backward: what delaying it saves.
     records.ep_overlap.delay_wgrad = true;
-    records.ep_overlap.delay_wgrad_saved_us =
-        share * std::max(0.0, PairedLayerUs(s.parts, chunk_layers, contention, /*delay_wgrad=*/false, one_queue) - paired);
+    const double saved = share * (PairedLayerUs(s.parts, chunk_layers, contention, /*delay_wgrad=*/false, one_queue) - paired);
+    records.ep_overlap.delay_wgrad_saved_us = saved > 1e-6 ? saved : 0.0;  // rounding of equal sums is no saving
   }
   for (int pass = 0; pass < 2; ++pass) {
     const double f = s.a2a[pass] > 0 ? exposed[pass] / s.a2a[pass] : 0.0;

@@ -159,6 +159,7 @@ CostBreakdown SimulateStep(const Plan& plan, const ClusterSpec& c, const Routing
   in.moe_phases = &moe;
   in.num_moe_layers = m.NumMoeLayers();
   in.layer_stage = &plan.layer_stage;
+  in.layer_chunk = &plan.layer_chunk;
   in.loss_stage = plan.loss_stage;
   in.mtp_stage = plan.mtp_stage;
 

@@ -298,15 +298,33 @@ double PipelineSlots(int64_t M, int64_t pp, int64_t vpp) {
   return PipelineSlots(M, pp, vpp, 1.0 / static_cast<double>(vpp));
 }
 
-double ChunkSlotShare(const std::vector<int64_t>& layer_stage, int64_t pp, int64_t vpp) {
+double ChunkSlotShare(const std::vector<int64_t>& layer_stage, const std::vector<int64_t>& layer_chunk, int64_t pp, int64_t vpp) {
   if (vpp <= 1) return 1.0;
-  std::vector<int64_t> per_rank(static_cast<size_t>(std::max<int64_t>(1, pp)), 0);
-  for (int64_t s : layer_stage) {
+  if (!layer_chunk.empty() && layer_chunk.size() != layer_stage.size()) {
+    throw Error(fmt::format("internal: {} layer chunks for {} layers", layer_chunk.size(), layer_stage.size()));
+  }
+  const size_t ranks = static_cast<size_t>(std::max<int64_t>(1, pp));
+  std::vector<int64_t> per_rank(ranks, 0);
+  std::vector<std::vector<int64_t>> per_chunk(ranks, std::vector<int64_t>(static_cast<size_t>(vpp), 0));
+  for (size_t l = 0; l < layer_stage.size(); ++l) {
+    const int64_t s = layer_stage[l];
     if (s < 0 || s >= pp) throw Error(fmt::format("internal: a layer on pipeline rank {} of {}", s, pp));
     ++per_rank[static_cast<size_t>(s)];
+    if (layer_chunk.empty()) continue;
+    const int64_t c = layer_chunk[l];
+    if (c < 0 || c >= vpp) throw Error(fmt::format("internal: layer {} in model chunk {} of {}", l, c, vpp));
+    ++per_chunk[static_cast<size_t>(s)][static_cast<size_t>(c)];
   }
   const int64_t most = *std::max_element(per_rank.begin(), per_rank.end());
-  return 1.0 / static_cast<double>(std::max<int64_t>(1, std::min(vpp, most)));
+  if (most < 1) return 1.0 / static_cast<double>(vpp);
+  if (layer_chunk.empty()) return 1.0 / static_cast<double>(std::min(vpp, most));
+  double share = 0;
+  for (size_t p = 0; p < ranks; ++p) {
+    if (per_rank[p] != most) continue;
+    const int64_t largest = *std::max_element(per_chunk[p].begin(), per_chunk[p].end());
+    share = std::max(share, static_cast<double>(largest) / static_cast<double>(most));
+  }
+  return share;
 }
 
 double PipelineSlots(int64_t M, int64_t pp, int64_t vpp, double chunk_share) {

@@ -111,13 +111,16 @@ double PipelineSlots(int64_t num_microbatches, int64_t pp, int64_t vpp);
 // Throws as above, and for a share outside (0, 1].
 double PipelineSlots(int64_t num_microbatches, int64_t pp, int64_t vpp, double chunk_share);
 
-// A chunk slot of the fill and the flush as a share of a stage slot: 1 / min(vpp, the most decoder
-// layers a pipeline rank holds; layer_stage: [num_layers], each layer's rank in [0, pp)). A model
-// chunk without layers runs in no time, so chunks beyond a rank's layers shorten no hop: at pp 2
-// with 24 layers per rank, vpp 25 fills and flushes as vpp 24 (QA: the search ranked vpp 25 first
-// on a bubble it cannot have). Unequal chunks count at their mean (the fill runs each rank's first
-// chunk, under Megatron's rule its largest: a simplification). 1 at vpp 1.
-double ChunkSlotShare(const std::vector<int64_t>& layer_stage, int64_t pp, int64_t vpp);
+// A chunk slot of the fill and the flush as a share of a stage slot: on the rank with the most
+// decoder layers (the one setting the stage's time; of several, the largest share), its largest
+// model chunk's layers over its layers (layer_stage, layer_chunk: [num_layers], each layer's rank
+// in [0, pp) and chunk in [0, vpp)). Equal chunks: 1 / vpp. A chunk without layers runs in no time,
+// so chunks beyond a rank's layers shorten no hop (pp 2, 24 layers a rank: vpp 25 as vpp 24; QA:
+// the search ranked vpp 25 first on a bubble it cannot have), and a split that puts every layer in
+// one chunk fills as plain 1F1B. Under Megatron's rule the first chunk is the largest, and the
+// fill runs each rank's first chunk: Mixtral's 8 layers a rank at vpp 7 (2, 1, 1, 1, 1, 1, 1) hop
+// by 2 / 8. `layer_chunk` empty: 1 / min(vpp, the most layers). 1 at vpp 1.
+double ChunkSlotShare(const std::vector<int64_t>& layer_stage, const std::vector<int64_t>& layer_chunk, int64_t pp, int64_t vpp);
 
 // Chunk forwards (one model chunk, 1/vpp of the stage's layers, for one micro-batch) whose
 // activations a rank of `stage` holds at once. 1F1B (vpp 1): min(pp - stage, M), a chunk being the

@@ -91,7 +91,8 @@ std::vector<int64_t> ParseLayerSplit(const std::string& text, int64_t pp, int64_
   // with commas (QA: three forms gave three messages).
   const size_t pluses = static_cast<size_t>(std::count(text.begin(), text.end(), '+'));
   if (text.find_first_of(" \t") != std::string::npos || text.empty() || text.back() == ',' || text.front() == ',' ||
-      text.find(",,") != std::string::npos || pluses > 1 || (pluses == 1 && text.find(',') != std::string::npos)) {
+      text.find(",,") != std::string::npos || pluses > 1 || (pluses == 1 && text.find(',') != std::string::npos) ||
+      text.front() == '+' || text.back() == '+') {
     throw Error(fmt::format(
         "{} \"{}\": expected layer counts like '7,6,6,6' (one per stage) or '7+6' (the first stage, then every other): no spaces, "
         "no empty entries, at most one '+' and not with commas",
@@ -105,8 +106,14 @@ std::vector<int64_t> ParseLayerSplit(const std::string& text, int64_t pp, int64_
     split.push_back(first);
     for (int64_t s = 1; s < pp; ++s) split.push_back(rest);
   } else {
-    // pp x vpp entries: virtual stages, of which one may hold no decoder layer (checked per rank below).
-    const bool virtual_stages = vpp > 1 && static_cast<int64_t>(std::count(text.begin(), text.end(), ',')) + 1 == pp * vpp;
+    // pp x vpp entries: virtual stages, of which one may hold no decoder layer (checked per rank
+    // below). The count first: a wrong count is said as such, not as an entry out of range.
+    const int64_t entries = static_cast<int64_t>(std::count(text.begin(), text.end(), ',')) + 1;
+    const bool virtual_stages = vpp > 1 && entries == pp * vpp;
+    if (entries != pp && !virtual_stages) {
+      throw Error(fmt::format("{} \"{}\" gives {} stages, but pp is {}{}", field, text, entries, pp,
+                              vpp > 1 ? fmt::format(" (or pp x vpp = {} virtual stages)", pp * vpp) : ""));
+    }
     std::stringstream in(text);
     std::string token;
     while (std::getline(in, token, ',')) split.push_back(ParsePositive(token, field, text, virtual_stages ? 0 : 1));

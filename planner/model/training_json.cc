@@ -116,7 +116,9 @@ TrainingConfig TrainingFromJson(const JsonView& v) {
     }
   }
   if (v.Has("pp_layer_split")) {
-    t.pp_layer_split = v.IntList("pp_layer_split", 1);
+    // >= 0: a virtual-stage split (pp x vpp entries) may list an empty stage; a per-rank split's
+    // entries >= 1 are held where the split is resolved (plan.h ResolveLayerSplit).
+    t.pp_layer_split = v.IntList("pp_layer_split", 0);
     if (t.pp_layer_split.empty()) v.Fail("pp_layer_split", "must list the layers of every stage, got an empty array");
   }
   if (v.Has("memory_reserve_gib")) t.memory_reserve_gib = v.NumberOr("memory_reserve_gib", 0);

@@ -111,6 +111,7 @@ struct Split {
   bool valid = true;
   std::string error;  // why not valid (ResolvePipelineStages' message)
   std::vector<int64_t> layer_stage;
+  std::vector<int64_t> layer_chunk;               // [num_hidden_layers]: model chunk on its stage (vpp > 1; else empty)
   std::vector<std::vector<int64_t>> kind_count;   // [stage][kind]
   std::vector<int64_t> moe_layers, dense_layers;  // [stage]
   StageLayerRuns runs;                            // of layer_stage (cost.h StageLayerRunsOf; StepInputs::stage_runs)

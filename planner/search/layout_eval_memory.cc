@@ -350,7 +350,7 @@ const LayoutEvaluator::Impl::Split& LayoutEvaluator::Impl::SplitFor(const ModelS
     // --pipeline-model-parallel-layout is refused by the search's front end).
     const PipelineStages stages = ResolvePipelineStages(t, m.num_hidden_layers, pp, megatron);
     s.layer_stage = stages.layer_stage;
-    layer_chunk = stages.layer_chunk;
+    s.layer_chunk = layer_chunk = stages.layer_chunk;
   } catch (const Error& e) {
     s.valid = false;
     s.error = e.what();

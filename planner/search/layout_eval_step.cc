@@ -73,6 +73,7 @@ bool LayoutEvaluator::FillStepInputs(const GroupStatics& g, const Workload& w, c
   in.moe_phases = &MoePhasesOf(w, d, t);
   in.num_moe_layers = im.num_moe_layers;
   in.layer_stage = &g.split->layer_stage;
+  in.layer_chunk = &g.split->layer_chunk;
   in.stage_runs = &g.split->runs;
   in.dp_step_comm_us = g.dp_step_comm_us;
   in.param_gather_dense_us = g.param_gather_dense_us;
