@@ -20,6 +20,12 @@ std::vector<int64_t> EvenLayerSplit(int64_t num_layers, int64_t pp) {
   return stage_of;
 }
 
+std::vector<int64_t> LayersPerRank(const std::vector<int64_t>& layer_stage, int64_t pp) {
+  std::vector<int64_t> n(static_cast<size_t>(pp), 0);
+  for (int64_t s : layer_stage) ++n[static_cast<size_t>(s)];
+  return n;
+}
+
 int64_t ChunkLayers(int64_t rank_layers, int64_t vpp, int64_t chunk) { return rank_layers / vpp + (chunk < rank_layers % vpp ? 1 : 0); }
 
 std::vector<int64_t> VirtualStageLayers(const std::vector<int64_t>& rank_layers, int64_t vpp) {
@@ -49,11 +55,7 @@ std::pair<std::vector<int64_t>, std::vector<int64_t>> InterleavedLayerSplit(cons
 namespace {
 
 // Layers per stage of EvenLayerSplit.
-std::vector<int64_t> StageLayers(int64_t num_layers, int64_t pp) {
-  std::vector<int64_t> n(static_cast<size_t>(pp), 0);
-  for (int64_t s : EvenLayerSplit(num_layers, pp)) ++n[static_cast<size_t>(s)];
-  return n;
-}
+std::vector<int64_t> StageLayers(int64_t num_layers, int64_t pp) { return LayersPerRank(EvenLayerSplit(num_layers, pp), pp); }
 
 // "t*N" (N > 1), "t" (N = 1) or "" (an empty stage).
 std::string Layers(char c, int64_t n) {

@@ -25,6 +25,9 @@ namespace dockyard {
 // embedding on the first stage, final norm and lm_head on the last. The stage of each layer.
 std::vector<int64_t> EvenLayerSplit(int64_t num_layers, int64_t pp);
 
+// The decoder layers each of `pp` ranks holds, from each layer's rank (`layer_stage`, entries in [0, pp)).
+std::vector<int64_t> LayersPerRank(const std::vector<int64_t>& layer_stage, int64_t pp);
+
 // Decoder layers of model chunk `chunk` of a rank holding `rank_layers` layers in `vpp` chunks:
 // rank_layers / vpp, the first rank_layers % vpp chunks one more (Megatron-Core
 // transformer_block.py get_num_layers_to_build: num_layers_per_pipeline_rank / vp_size, which

@@ -80,8 +80,7 @@ PipelineStages ResolvePipelineStages(const TrainingConfig& training, int64_t num
                                 fmt::join(split, ","), split.size(), total, num_layers));
       }
       std::tie(out.layer_stage, out.layer_chunk) = VirtualStageLayerSplit(split, pp);
-      std::vector<int64_t> per_rank(static_cast<size_t>(pp), 0);
-      for (int64_t s : out.layer_stage) ++per_rank[static_cast<size_t>(s)];
+      const std::vector<int64_t> per_rank = LayersPerRank(out.layer_stage, pp);
       for (int64_t p = 0; p < pp; ++p) {
         if (per_rank[static_cast<size_t>(p)] < 1) throw Error(fmt::format("training.pp_layer_split: pipeline rank {} holds no decoder layer", p));
       }
@@ -91,9 +90,7 @@ PipelineStages ResolvePipelineStages(const TrainingConfig& training, int64_t num
     if (run.vpp > 1) {
       // Interleaved: each rank's layers in vpp chunks, numbered in virtual-stage order, so a
       // rank's layers are not contiguous (megatron_split.h InterleavedLayerSplit).
-      std::vector<int64_t> per_rank(static_cast<size_t>(pp), 0);
-      for (int64_t s : out.layer_stage) ++per_rank[static_cast<size_t>(s)];
-      std::tie(out.layer_stage, out.layer_chunk) = InterleavedLayerSplit(per_rank, run.vpp);
+      std::tie(out.layer_stage, out.layer_chunk) = InterleavedLayerSplit(LayersPerRank(out.layer_stage, pp), run.vpp);
     }
     return out;
   }
