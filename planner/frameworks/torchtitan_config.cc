@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 #include <sstream>
 
@@ -541,6 +542,74 @@ bool WithoutEffect(const std::string& key) {
   return false;
 }
 
+
+// The decoder layers of each stage of a hand-made split (parallelism.module_fqns_per_model_part:
+// one list of module names per stage, pipeline_parallel.py _pipeline_module_split). dockyard plans
+// the embedding (tok_embeddings) on the first stage, the final norm and `output_name` (lm_head; the
+// TOML era's output) on the last, and each stage's decoder layers as one run numbered on from the
+// stage before (layers.0 ... layers.{n-1}, each once). Empty, with `error` set, for another split.
+std::vector<int64_t> ModuleSplitLayers(const Entry& e, int64_t n, const std::string& output_name, std::string* error) {
+  const std::string names = fmt::format("tok_embeddings, layers.N, norm, {}", output_name);
+  // A dump's or TOML file's nested list arrives as its lists' JSON texts; an override as one JSON word.
+  std::vector<Json> stages;
+  if (e.list) {
+    for (const std::string& item : e.items) stages.push_back(Json::parse(item, nullptr, false));
+  } else if (const Json all = Json::parse(e.text, nullptr, false); all.is_array()) {
+    stages.assign(all.begin(), all.end());
+  }
+  if (stages.empty()) {
+    *error = fmt::format("needs a list of stages, each a list of module names ({})", names);
+    return {};
+  }
+  std::vector<int64_t> out;
+  int64_t next = 0;
+  const size_t last = stages.size() - 1;
+  for (size_t s = 0; s < stages.size(); ++s) {
+    const Json& stage = stages[s];
+    if (!stage.is_array() || !std::all_of(stage.begin(), stage.end(), [](const Json& x) { return x.is_string(); })) {
+      *error = fmt::format("stage {} is {}, not a list of module names ({})", s, stage.is_discarded() ? std::string("not JSON") : stage.dump(), names);
+      return {};
+    }
+    int64_t layers = 0;
+    bool norm = false, output = false;
+    for (const Json& x : stage) {
+      const std::string name = x.get<std::string>();
+      const bool embedding = name == "tok_embeddings";
+      if (embedding || name == "norm" || name == output_name) {
+        if ((embedding && s != 0) || (!embedding && s != last)) {
+          *error = fmt::format("stage {} holds {}; dockyard plans the embedding on the first stage and the norm and {} on the last", s, name,
+                               output_name);
+          return {};
+        }
+        norm = norm || name == "norm";
+        output = output || name == output_name;
+        continue;
+      }
+      if (name != fmt::format("layers.{}", next) || next >= n) {
+        *error = next < n ? fmt::format("stage {} lists {} where layers.{} comes next (dockyard plans the decoder layers in order, each once)", s, name, next)
+                          : fmt::format("stage {} lists {}: not one of torchtitan's decoder modules ({}, layers 0 to {})", s, name, names, n - 1);
+        return {};
+      }
+      ++next;
+      ++layers;
+    }
+    if (s == 0 && std::find(stage.begin(), stage.end(), Json("tok_embeddings")) == stage.end()) {
+      *error = "the first stage lacks tok_embeddings (dockyard plans the embedding there)";
+      return {};
+    }
+    if (s == last && (!norm || !output)) {
+      *error = fmt::format("the last stage lacks {} (dockyard plans the final norm and {} there)", norm ? output_name : "norm", output_name);
+      return {};
+    }
+    out.push_back(layers);
+  }
+  if (next != n) {
+    *error = fmt::format("lists layers 0 to {} of the model's {} decoder layers", next - 1, n);
+    return {};
+  }
+  return out;
+}
+
 }  // namespace
 
 FrameworkConfig ImportTorchtitanConfig(const std::string& text, const std::string& file, const std::optional<ModelSpec>& given_model,
@@ -671,9 +740,16 @@ FrameworkConfig ImportTorchtitanConfig(const std::string& text, const std::strin
 
   // The pipeline: schedule, stages per rank, torchtitan's split of the layers.
   if (pp > 1) {
-    const std::string schedule = r.Str("parallelism.pipeline_parallel_schedule", "1F1B");
     static const std::vector<std::string> single = {"1F1B", "GPipe"};
     static const std::vector<std::string> multi = {"Interleaved1F1B", "LoopedBFS", "InterleavedZeroBubble", "ZBVZeroBubble", "DualPipeV"};
+    // PyTorch's get_schedule_class matches the name case-insensitively (torch/distributed/pipelining/schedules.py).
+    std::string schedule = r.Str("parallelism.pipeline_parallel_schedule", "1F1B");
+    for (const auto* names : {&single, &multi}) {
+      for (const std::string& name : *names) {
+        const auto same = [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b)); };
+        if (name.size() == schedule.size() && std::equal(name.begin(), name.end(), schedule.begin(), same)) schedule = name;
+      }
+    }
     const bool is_single = std::find(single.begin(), single.end(), schedule) != single.end();
     const bool is_multi = std::find(multi.begin(), multi.end(), schedule) != multi.end();
     if (!is_single && !is_multi) {
@@ -689,10 +765,9 @@ FrameworkConfig ImportTorchtitanConfig(const std::string& text, const std::strin
     if (!r.Str("parallelism.pipeline_parallel_schedule_csv", "").empty()) {
       r.Bad("parallelism.pipeline_parallel_schedule_csv", "a schedule from a CSV file is not planned; give pipeline_parallel_schedule");
     }
-    if (const Entry* e = r.Find("parallelism.module_fqns_per_model_part"); e && !e->null && e->text != "None") {
-      r.Bad("parallelism.module_fqns_per_model_part",
-            "a hand-made module split is not read; give the layers per rank as --pp-layer-split with the file's other settings");
-    }
+    const char* kModules = "parallelism.module_fqns_per_model_part";
+    const Entry* modules = r.Find(kModules);
+    if (modules && (modules->null || modules->text == "None")) modules = nullptr;
     const int64_t n = model.num_hidden_layers;
     const int64_t first = r.OptInt("parallelism.pipeline_parallel_first_stage_less_layers", 0, false, n).value_or(1);
     const int64_t last = r.OptInt("parallelism.pipeline_parallel_last_stage_less_layers", 0, false, n).value_or(1);
@@ -714,26 +789,44 @@ FrameworkConfig ImportTorchtitanConfig(const std::string& text, const std::strin
               fmt::format("gives {} stage per rank; torchtitan's multi-stage schedule {} needs at least 2", per_rank, schedule));
       }
     }
-    std::string error;
-    const std::vector<int64_t> stage_layers = TorchtitanStageLayers(pp * per_rank, n, first, last, &error);
-    if (stage_layers.empty()) r.Bad("parallelism.pipeline_parallel_degree", fmt::format("{}: torchtitan refuses the split ({} stages of {} layers)", error, pp * per_rank, n));
+    std::vector<int64_t> stage_layers;
+    if (modules) {
+      // A hand-made split: one stage per list (pipeline_llm skips the generator; _pipeline_module_split
+      // asserts the stages divide over pp, stage s on rank s % pp).
+      std::string error;
+      stage_layers = ModuleSplitLayers(*modules, n, toml_era ? "output" : "lm_head", &error);
+      if (stage_layers.empty()) r.Bad(kModules, error);
+      if (stage_layers.size() % static_cast<size_t>(pp) != 0) {
+        r.Bad(kModules, fmt::format("{} stages, which torchtitan requires divisible by the pipeline degree {} (_get_pp_rank_to_stage_indices_mapping)",
+                                    stage_layers.size(), pp));
+      }
+      per_rank = static_cast<int64_t>(stage_layers.size()) / pp;
+      if (is_single && per_rank != 1) {
+        r.Bad(kModules, fmt::format("{} stages per rank; torchtitan's single-stage schedule {} runs exactly 1", per_rank, schedule));
+      }
+    } else {
+      std::string error;
+      stage_layers = TorchtitanStageLayers(pp * per_rank, n, first, last, &error);
+      if (stage_layers.empty()) r.Bad("parallelism.pipeline_parallel_degree", fmt::format("{}: torchtitan refuses the split ({} stages of {} layers)", error, pp * per_rank, n));
+    }
     const std::vector<int64_t> ranks = TorchtitanRankLayers(stage_layers, pp);
     for (size_t i = 0; i < ranks.size(); ++i) {
       if (ranks[i] < 1) {
         r.Bad("parallelism.pipeline_parallel_degree",
-              fmt::format("torchtitan's split ({} stages over {} layers, first / last stage less layers {} / {}) leaves pipeline rank {} no "
-                          "decoder layer, which dockyard does not plan",
-                          pp * per_rank, n, first, last, i));
+              fmt::format("{} leaves pipeline rank {} no decoder layer, which dockyard does not plan",
+                          modules ? fmt::format("the module split ({} stages)", stage_layers.size())
+                                  : fmt::format("torchtitan's split ({} stages over {} layers, first / last stage less layers {} / {})", pp * per_rank, n, first, last),
+                          i));
       }
     }
     // Per rank at one stage per rank; per virtual stage (v x pp + p) with several, as torchtitan
     // places them (ParseLayerSplit's pp x vpp form).
     r.Flag("--pp-layer-split", fmt::format("{}", fmt::join(per_rank > 1 ? stage_layers : ranks, ",")),
-           "parallelism.pipeline_parallel_first_stage_less_layers");
-    c.flags.back().from = "torchtitan's stage split (parallelism.pipeline_parallel_first/last_stage_less_layers, _layers_per_stage)";
+           modules ? kModules : "parallelism.pipeline_parallel_first_stage_less_layers");
+    c.flags.back().from = modules ? kModules : "torchtitan's stage split (parallelism.pipeline_parallel_first/last_stage_less_layers, _layers_per_stage)";
     if (per_rank > 1) {
-      r.Flag("--vpp", std::to_string(per_rank), "parallelism.pipeline_parallel_layers_per_stage");
-      c.flags.back().from = "parallelism.pipeline_parallel_schedule, parallelism.pipeline_parallel_layers_per_stage";
+      r.Flag("--vpp", std::to_string(per_rank), modules ? kModules : "parallelism.pipeline_parallel_layers_per_stage");
+      c.flags.back().from = modules ? kModules : "parallelism.pipeline_parallel_schedule, parallelism.pipeline_parallel_layers_per_stage";
     } else {
       c.search_defaults.push_back({"--vpp", "1", "(parallelism.pipeline_parallel_schedule 1F1B)"});
     }

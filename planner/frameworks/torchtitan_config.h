@@ -47,7 +47,8 @@ const std::map<std::string, std::string>& TorchtitanFieldTable(const std::string
 // naming the file (with :line where the form has lines), the key, its value and the rule: a key
 // torchtitan does not have (with the nearest name), a malformed value, a setting torchtitan refuses
 // (its pipeline-stage checks, local batch not dividing into pipeline micro-batches) or dockyard does
-// not plan (GPipe and zero-bubble schedules, a custom module split, CPU offload, pure-bf16 training,
+// not plan (GPipe and zero-bubble schedules, a module split (module_fqns_per_model_part) placing the
+// embedding, the output or the layers otherwise, CPU offload, pure-bf16 training,
 // MXFP8, Muon, the memory-budget checkpointing policy), a model that differs from the dump's, no
 // model found, a torchtitan release between the two it reads (a dump with model_spec and
 // local_batch_size).
@@ -77,14 +78,15 @@ std::vector<int64_t> TorchtitanRankLayers(const std::vector<int64_t>& stage_laye
 // " \" (to follow `-m torchtitan.train --module M --config F`), after a header of '#' lines
 // (`header_lines`, then the world size and the torchrun line): the degrees, the pipeline schedule,
 // micro-batches and stage split (pipeline_parallel_layers_per_stage and the first / last stage less
-// layers that give the plan's layers per rank), the token counts of a micro-batch and of a step, the
-// context length, mixed precision, clipping, the reshard policy, the optimizer's moment dtype, and
-// activation-checkpoint:MODE last. `global_batch_size` 0: micro batch x dp x the plan's
+// layers that give the plan's layers per virtual stage), the token counts of a micro-batch and of a
+// step, the context length, mixed precision, clipping, the reshard policy, the optimizer's moment
+// dtype, and activation-checkpoint:MODE last. `global_batch_size` 0: micro batch x dp x the plan's
 // micro-batches. Settings torchtitan takes in the config function (Float8 converters, the MoE
-// communication backend) are named in the header. Throws dockyard::Error for a plan torchtitan
-// cannot run: the megatron convention, ZeRO-1 / DDP data parallelism, expert TP, a per-layer
-// selective_ac_option or Megatron recompute modules, a split torchtitan's stage generator cannot
-// give.
+// communication backend, and parallelism.module_fqns_per_model_part for a split its stage generator
+// does not give: e.g. 48 layers in pp 2 x vpp 20 stages, which no layers_per_stage yields) are named
+// in the header. Throws dockyard::Error for a plan torchtitan cannot run: the megatron convention,
+// ZeRO-1 / DDP data parallelism, expert TP, a per-layer selective_ac_option or Megatron recompute
+// modules.
 std::string EmitTorchtitanConfig(const Plan& plan, int64_t global_batch_size, const std::vector<std::string>& header_lines);
 
 }  // namespace dockyard

@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include "planner/base/error.h"
 #include "planner/frameworks/framework_test_util.h"
@@ -174,6 +175,62 @@ TEST_CASE("a written config reads back to the same plan") {
   d.convention = Convention::kTorchtitan2026_03;
   CHECK_THROWS_WITH_AS(EmitTorchtitanConfig(BuildPlan(Qwen(), d, t), 0, {}),
                        doctest::Contains("selective_ac_option 2 (every N-th block; removed from torchtitan in 114151ad4"), Error);
+}
+
+}  // namespace dockyard
+
+namespace dockyard {
+
+TEST_CASE("a split torchtitan's generator does not give is written and read as module lists") {
+  // Qwen3-30B-A3B's 48 layers at pp 2 x vpp 20: 40 stages, and no layers_per_stage k gives
+  // ceil((48 + first + last) / k) = 40 (k 1 gives >= 48, k 2 at most 48). dockyard's even split:
+  // 24 a rank in 20 chunks of 2,2,2,2,1,...,1, so virtual stages 0-7 hold 2 layers, 8-39 one.
+  ParallelDimsOptions d;
+  d.world_size = 16;
+  d.pp = 2;
+  d.ep = 8;
+  TrainingConfig t;
+  t.run.vpp = 20;
+  t.num_microbatches = 40;
+  const Plan plan = BuildPlan(Qwen(), d, t);
+  const std::string written = EmitTorchtitanConfig(plan, 0, {});
+  CHECK(written.find("set parallelism.module_fqns_per_model_part in the config function") != std::string::npos);
+  CHECK(written.find("#   [[\"tok_embeddings\", \"layers.0\", \"layers.1\"],\n#    [\"layers.2\", \"layers.3\"],\n") != std::string::npos);
+  CHECK(written.find("#    [\"layers.16\"],\n") != std::string::npos);  // stage 8: 8 x 2 layers before it
+  CHECK(written.find("#    [\"layers.47\", \"norm\", \"lm_head\"]]\n") != std::string::npos);
+  CHECK(written.find("--parallelism.pipeline_parallel_schedule Interleaved1F1B\n") != std::string::npos);
+  CHECK(written.find("stage_less_layers") == std::string::npos);
+
+  // The lists, as a JSON word in an override (or a dump's nested list), read back to the split.
+  std::string lists;
+  std::istringstream in(written);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("#   [", 0) == 0 || line.rfind("#    [", 0) == 0) lists += line.substr(4);
+  }
+  const std::string back_text = "--parallelism.pipeline_parallel_degree 2\n--parallelism.pipeline_parallel_schedule interleaved1f1b\n"
+                                "--parallelism.num_pp_microbatches 40\n--parallelism.module_fqns_per_model_part '" + lists + "'\n";
+  const FrameworkConfig back = ImportTorchtitanConfig(back_text, "m.args", Qwen());
+  CHECK(FlagValue(back, "--vpp") == "20");
+  CHECK(FlagValue(back, "--pp-layer-split") == "2,2,2,2,2,2,2,2,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1");
+  CHECK(FlagFrom(back, "--pp-layer-split") == "parallelism.module_fqns_per_model_part");
+
+  // A split dockyard does not plan, or torchtitan does not run, is refused with the rule.
+  auto refused = [](const std::string& json) {
+    return ErrorOf("--parallelism.pipeline_parallel_degree 2\n--parallelism.num_pp_microbatches 2\n--parallelism.module_fqns_per_model_part '" + json + "'\n",
+                   "m.args");
+  };
+  std::string all;  // layers.1 ... layers.47
+  for (int i = 1; i < 48; ++i) all += fmt::format(", \"layers.{}\"", i);
+  CHECK_MESSAGE(refused("[[\"tok_embeddings\", \"layers.0\"], [" + all.substr(2) + ", \"norm\", \"lm_head\"]]").find("<no error>") == 0, "the 1, 47 split is read");
+  CHECK(refused("[[\"tok_embeddings\", \"layers.1\"], [\"layers.0\"" + all.substr(12) + ", \"norm\", \"lm_head\"]]")
+            .find("stage 0 lists layers.1 where layers.0 comes next") != std::string::npos);
+  CHECK(refused("[[\"layers.0\"], [\"tok_embeddings\"" + all + ", \"norm\", \"lm_head\"]]").find("the first stage lacks tok_embeddings") != std::string::npos);
+  CHECK(refused("[[\"tok_embeddings\", \"layers.0\"], [" + all.substr(2) + ", \"norm\"]]").find("the last stage lacks lm_head") != std::string::npos);
+  CHECK(refused("[[\"tok_embeddings\", \"layers.0\"], [" + all.substr(2) + "], [\"norm\", \"lm_head\"]]")
+            .find("3 stages, which torchtitan requires divisible by the pipeline degree 2") != std::string::npos);
+  CHECK(refused("[[\"tok_embeddings\", \"layers.0\"], [\"layers.1\", \"norm\", \"lm_head\"]]").find("lists layers 0 to 1 of the model's 48 decoder layers") !=
+        std::string::npos);
+  CHECK(refused("[\"tok_embeddings\"]").find("stage 0 is \"tok_embeddings\", not a list of module names") != std::string::npos);
 }
 
 }  // namespace dockyard

@@ -28,6 +28,26 @@ struct Lines {
   void Add(const std::string& key, int64_t value) { Add(key, std::to_string(value)); }
 };
 
+// parallelism.module_fqns_per_model_part for `stage_layers` decoder layers per virtual stage (layers
+// numbered in virtual-stage order), as '#' lines: torchtitan's module names (pipeline_parallel.py
+// _generate_llm_fqn_per_model_part: tok_embeddings opens the first stage, norm and lm_head close the
+// last), one stage a line.
+std::string TorchtitanModuleSplitText(const std::vector<int64_t>& stage_layers) {
+  std::string out;
+  int64_t layer = 0;
+  for (size_t s = 0; s < stage_layers.size(); ++s) {
+    std::vector<std::string> names;
+    if (s == 0) names.push_back("\"tok_embeddings\"");
+    for (int64_t i = 0; i < stage_layers[s]; ++i) names.push_back(fmt::format("\"layers.{}\"", layer++));
+    if (s + 1 == stage_layers.size()) {
+      names.push_back("\"norm\"");
+      names.push_back("\"lm_head\"");
+    }
+    out += fmt::format("#   {}[{}]{}\n", s == 0 ? "[" : " ", fmt::join(names, ", "), s + 1 == stage_layers.size() ? "]" : ",");
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string EmitTorchtitanConfig(const Plan& plan, int64_t global_batch_size, const std::vector<std::string>& header_lines) {
@@ -65,6 +85,7 @@ std::string EmitTorchtitanConfig(const Plan& plan, int64_t global_batch_size, co
   l.Add("parallelism.expert_parallel_degree", d.ep);
   l.Add("parallelism.fsdp_reshard_after_forward", ReshardPolicyName(run.reshard_after_forward));
   const int64_t microbatches = t.num_microbatches.value_or(d.pp);
+  std::string module_split;  // the split as module lists, where torchtitan's generator cannot give it
   if (d.pp > 1) {
     // The stage split: the first / last stage less layers (and layers per stage with vpp) for which
     // torchtitan's generator gives the plan's layers per rank (dockyard's even split: 0 and 0).
@@ -95,15 +116,17 @@ std::string EmitTorchtitanConfig(const Plan& plan, int64_t global_batch_size, co
         if (!generated.empty() && generated == want && (lps = layers_per_stage(first, last)) >= 0) less = {first, last};
       }
     }
-    if (!less) {
-      Refuse(fmt::format("the layers per {} {} with vpp {}: torchtitan's stage split (first / last stage less layers 0 to {}, "
-                         "pipeline_parallel_layers_per_stage) does not give them",
-                         run.vpp > 1 ? "virtual stage" : "pipeline rank", fmt::join(want, ","), run.vpp, n));
-    }
     l.Add("parallelism.pipeline_parallel_schedule", run.vpp > 1 ? "Interleaved1F1B" : "1F1B");
-    l.Add("parallelism.pipeline_parallel_first_stage_less_layers", less->first);
-    l.Add("parallelism.pipeline_parallel_last_stage_less_layers", less->second);
-    if (lps > 0) l.Add("parallelism.pipeline_parallel_layers_per_stage", lps);
+    if (less) {
+      l.Add("parallelism.pipeline_parallel_first_stage_less_layers", less->first);
+      l.Add("parallelism.pipeline_parallel_last_stage_less_layers", less->second);
+      if (lps > 0) l.Add("parallelism.pipeline_parallel_layers_per_stage", lps);
+    } else {
+      // torchtitan runs any split named module by module: pipeline_llm generates the stage lists only
+      // when parallelism.module_fqns_per_model_part is unset, and _pipeline_module_split makes one
+      // stage per list, stage s on rank s % pp. A nested list is set in the config function.
+      module_split = TorchtitanModuleSplitText(want);
+    }
     l.Add("parallelism.num_pp_microbatches", microbatches);
   }
   // Token counts: a micro-batch of micro_batch_size sequences; a step of the global batch.
@@ -144,6 +167,12 @@ std::string EmitTorchtitanConfig(const Plan& plan, int64_t global_batch_size, co
   if (t.dispatcher == Dispatcher::kDeepEp) {
     out += fmt::format("# DeepEP: model_registry(moe_comm_backend=\"{}\") in the config function.\n",
                        t.moe_flex_dispatcher_backend == FlexBackend::kHybridEp ? "hybridep" : "deepep");
+  }
+  if (!module_split.empty()) {
+    out += "# torchtitan's stage generator (first / last stage less layers, pipeline_parallel_layers_per_stage) does not give this\n"
+           "# split: set parallelism.module_fqns_per_model_part in the config function, one list per virtual stage (stage s on\n"
+           "# pipeline rank s % pp):\n" +
+           module_split;
   }
   for (const std::string& line : l.out) out += line + "\n";
   out += "activation-checkpoint:" + ac + "\n";
