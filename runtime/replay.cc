@@ -32,15 +32,15 @@ namespace {
 // The phases the replay times (names: planner/base/phase.h).
 enum MeasuredIndex { kRouter, kPermute, kGroupedGemm, kWeightGen, kUnpermute, kSharedExperts, kNumMeasured };
 
-const PhaseCost* FindPhase(const CostBreakdown& cost, const std::string& name) {
+const PhaseCost* FindPhase(const CostBreakdown& cost, Phase phase) {
   for (const PhaseCost& p : cost.phases) {
-    if (p.name == name && p.layer_kind == "moe" && p.direction == "forward") return &p;
+    if (p.phase == phase && p.layer_kind == LayerKind::kMoe && p.direction == Direction::kForward) return &p;
   }
   return nullptr;
 }
 
-double PredictedFor(const CostBreakdown& cost, const std::string& name, int64_t ep_rank) {
-  const PhaseCost* p = FindPhase(cost, name);
+double PredictedFor(const CostBreakdown& cost, Phase phase, int64_t ep_rank) {
+  const PhaseCost* p = FindPhase(cost, phase);
   if (p == nullptr) return -1;
   if (!p->per_ep_rank_us.empty() && ep_rank < static_cast<int64_t>(p->per_ep_rank_us.size())) {
     return p->per_ep_rank_us[static_cast<size_t>(ep_rank)];
@@ -409,21 +409,21 @@ void CheckExpertRows(const ReplayRun& run, const Measured& m, const std::vector<
 // The layer's phases: measured ones per iteration, dispatch and combine from the cost model.
 void AddPhases(const CostBreakdown& cost, const std::vector<double>& seconds, const ReplayOptions& o, bool shared, int64_t e,
                ReplayReport& rep) {
-  const auto add = [&](const std::string& name, double us, const std::string& source) {
-    rep.phases.push_back({name, us, source, PredictedFor(cost, name, e)});
+  const auto add = [&](Phase phase, double us, const std::string& source) {
+    rep.phases.push_back({PhaseName(phase), us, source, PredictedFor(cost, phase, e)});
     rep.layer_forward_us += us;
   };
   const double iters = static_cast<double>(o.iters);
-  add(PhaseName(Phase::kRouter), seconds[kRouter] * 1e6 / iters, "measured");
-  add(PhaseName(Phase::kPermute), seconds[kPermute] * 1e6 / iters, "measured");
-  add(PhaseName(Phase::kDispatch), std::max(0.0, PredictedFor(cost, PhaseName(Phase::kDispatch), e)), "cost model");
-  add(PhaseName(Phase::kGroupedGemm), seconds[kGroupedGemm] * 1e6 / iters, "measured");
-  add(PhaseName(Phase::kUnpermute), seconds[kUnpermute] * 1e6 / iters, "measured");
-  add(PhaseName(Phase::kCombine), std::max(0.0, PredictedFor(cost, PhaseName(Phase::kCombine), e)), "cost model");
-  if (shared) add(PhaseName(Phase::kSharedExperts), seconds[kSharedExperts] * 1e6 / iters, "measured");
+  add(Phase::kRouter, seconds[kRouter] * 1e6 / iters, "measured");
+  add(Phase::kPermute, seconds[kPermute] * 1e6 / iters, "measured");
+  add(Phase::kDispatch, std::max(0.0, PredictedFor(cost, Phase::kDispatch, e)), "cost model");
+  add(Phase::kGroupedGemm, seconds[kGroupedGemm] * 1e6 / iters, "measured");
+  add(Phase::kUnpermute, seconds[kUnpermute] * 1e6 / iters, "measured");
+  add(Phase::kCombine, std::max(0.0, PredictedFor(cost, Phase::kCombine, e)), "cost model");
+  if (shared) add(Phase::kSharedExperts, seconds[kSharedExperts] * 1e6 / iters, "measured");
   // Weight generation is a cost of the replay (weights are generated, not loaded): reported,
   // not part of the layer's time.
-  rep.phases.push_back({"weight_gen", seconds[kWeightGen] * 1e6 / iters, "measured (not in the layer)", -1});
+  rep.phases.push_back({PhaseName(Phase::kWeightGen), seconds[kWeightGen] * 1e6 / iters, "measured (not in the layer)", -1});
 }
 
 }  // namespace

@@ -89,7 +89,7 @@ TEST_CASE("dispatch and combine come from the cost model for the rank's EP index
     }
     CHECK(p.source == "cost model");
     for (const PhaseCost& c : cost.phases) {
-      if (c.name == p.name && c.layer_kind == "moe" && c.direction == "forward") {
+      if (PhaseName(c.phase) == std::string(p.name) && c.layer_kind == LayerKind::kMoe && c.direction == Direction::kForward) {
         REQUIRE(c.per_ep_rank_us.size() == 4);
         CHECK(p.time_us == c.per_ep_rank_us[2]);
         ++found;
@@ -128,7 +128,7 @@ TEST_CASE("replay of a deepep plan samples routing as simulate does: dispatch an
       CHECK(p.source == "cost model");
       CHECK(p.time_us > 0);  // 2 nodes: some rows cross the network
       for (const PhaseCost& c : cost.phases) {
-        if (c.name == p.name && c.layer_kind == "moe" && c.direction == "forward") {
+        if (PhaseName(c.phase) == std::string(p.name) && c.layer_kind == LayerKind::kMoe && c.direction == Direction::kForward) {
           REQUIRE(c.per_ep_rank_us.size() == 16);
           CHECK(p.time_us == c.per_ep_rank_us[11]);
           ++found;

@@ -117,7 +117,7 @@ TEST_CASE("Time: checkpointed layers re-run their forward in backward, the other
   // unpermute, combine).
   double fwd = 0;
   for (const auto& p : none.phases)
-    if (p.direction == "forward" && p.name != "fsdp_comm") fwd += p.time_us;
+    if (p.direction == dockyard::Direction::kForward && p.phase != dockyard::Phase::kFsdpComm) fwd += p.time_us;
   CHECK(full.moe_layer_us - none.moe_layer_us == doctest::Approx(fwd));
   // N = 2: layers 2 and 4 at the full-recompute time, layers 1 and 3 at none's.
   CHECK(half.layer_sac_every == 2);

@@ -2,6 +2,8 @@
 // phase's forward or backward row).
 #pragma once
 
+#include <string>
+
 #include <doctest/doctest.h>
 
 #include "planner/cost/cost.h"
@@ -12,7 +14,9 @@ namespace dockyard::testing {
 // `name` ("router", "grouped_gemm", ...) in `cost`; fails the test when there is none.
 inline double MoePhaseUs(const CostBreakdown& cost, const char* name, const char* direction) {
   for (const PhaseCost& p : cost.phases) {
-    if (p.name == name && p.layer_kind == "moe" && p.direction == direction) return p.time_us;
+    if (PhaseName(p.phase) == std::string(name) && p.layer_kind == LayerKind::kMoe && DirectionName(p.direction) == std::string(direction)) {
+      return p.time_us;
+    }
   }
   FAIL("no phase ", name, " ", direction);
   return 0;

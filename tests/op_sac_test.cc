@@ -172,7 +172,7 @@ TEST_CASE("Time: op re-runs router, permutes, grouped GEMM and the even linears,
   const auto none = run({}, gemm), op = run(Op(), gemm), full = run(full_t, gemm);
   auto phase = [](const dockyard::CostBreakdown& b, const std::string& name, const std::string& dir) {
     for (const auto& p : b.phases)
-      if (p.name == name && p.direction == dir && p.layer_kind == "moe") return p.time_us;
+      if (PhaseName(p.phase) == std::string(name) && DirectionName(p.direction) == std::string(dir) && p.layer_kind == dockyard::LayerKind::kMoe) return p.time_us;
     return -1.0;
   };
   // wk (64 -> 32) and wo (64 -> 64) re-run: 2 x 1024 x (2048 + 4096) FLOP at 0.70 of the dense peak.

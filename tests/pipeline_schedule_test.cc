@@ -196,7 +196,7 @@ TEST_CASE("FSDP under PP keeps the stage's units unsharded and accumulates unsha
 namespace {
 double Phase(const dockyard::CostBreakdown& c, const std::string& name, const std::string& direction) {
   for (const auto& p : c.phases) {
-    if (p.name == name && p.direction == direction && p.layer_kind == "moe") return p.time_us;
+    if (PhaseName(p.phase) == std::string(name) && DirectionName(p.direction) == std::string(direction) && p.layer_kind == dockyard::LayerKind::kMoe) return p.time_us;
   }
   return -1;
 }
@@ -728,7 +728,7 @@ TEST_CASE("Megatron's expert-TP gather (etp > 1) rides with the dispatch and com
       CAPTURE(dir);
       const dockyard::PhaseCost* p = nullptr;
       for (const auto& x : cost.phases) {
-        if (x.name == phase && x.layer_kind == "moe" && x.direction == dir) p = &x;
+        if (PhaseName(x.phase) == std::string(phase) && x.layer_kind == dockyard::LayerKind::kMoe && DirectionName(x.direction) == std::string(dir)) p = &x;
       }
       REQUIRE(p != nullptr);
       REQUIRE(!p->per_ep_rank_us.empty());

@@ -120,7 +120,7 @@ TEST_CASE("FP8 GEMMs in --compute-model gemm: projections and expert GEMMs at 2 
   const auto fp8 = dockyard::SimulateStep(TinyPlan(t), c, routing, gemm);
   auto phase = [](const dockyard::CostBreakdown& cb, const char* name, const char* dir) {
     for (const auto& p : cb.phases)
-      if (p.name == name && p.direction == dir) return p.time_us;
+      if (PhaseName(p.phase) == std::string(name) && DirectionName(p.direction) == std::string(dir)) return p.time_us;
     return -1.0;
   };
   const double peak = 989e6;  // FLOP per us, dense BF16 (h100-sxm)
@@ -216,7 +216,7 @@ TEST_CASE("FP8 parameter all-gather: FSDP gathers the FP8 GEMM weights in 1 B, t
   const dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
   auto fsdp_fwd = [&](const dockyard::Plan& plan) {
     for (const auto& p : dockyard::SimulateStep(plan, c, routing).phases)
-      if (p.name == "fsdp_comm" && p.layer_kind == "moe" && p.direction == "forward") return p.time_us;
+      if (p.phase == dockyard::Phase::kFsdpComm && p.layer_kind == dockyard::LayerKind::kMoe && p.direction == dockyard::Direction::kForward) return p.time_us;
     return -1.0;
   };
   CHECK(fsdp_fwd(base) == Approx(dockyard::RingCollectiveUs(25856, 4, false, c, 4)));

@@ -133,7 +133,7 @@ TEST_CASE("Backward time: each module re-runs its forward (--compute-model gemm)
   };
   auto phase = [](const dockyard::CostBreakdown& cb, const char* name, const char* dir) {
     for (const auto& p : cb.phases)
-      if (p.name == name && p.direction == dir) return p.time_us;
+      if (PhaseName(p.phase) == std::string(name) && DirectionName(p.direction) == std::string(dir)) return p.time_us;
     return -1.0;
   };
   const auto none = run(dockyard::Recompute::kNone, {});

@@ -36,4 +36,12 @@ inline const char* PhaseName(Phase phase) {
   return kNames[static_cast<int>(phase)];
 }
 
+// The kind of layer a phase's time belongs to: an MoE layer's or a dense layer's ("moe", "dense").
+enum class LayerKind : uint8_t { kMoe, kDense };
+inline const char* LayerKindName(LayerKind kind) { return kind == LayerKind::kMoe ? "moe" : "dense"; }
+
+// The pass a phase's time belongs to ("forward", "backward"; a recomputed forward counts in the backward).
+enum class Direction : uint8_t { kForward, kBackward };
+inline const char* DirectionName(Direction direction) { return direction == Direction::kForward ? "forward" : "backward"; }
+
 }  // namespace dockyard

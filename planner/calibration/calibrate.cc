@@ -524,7 +524,7 @@ std::string PhaseNotFitted(const std::string& name, bool shared_overlapped) {
 // The predicted time of phase (name, layer_kind, direction) of `cost`, 0 when it has none.
 double PredictedPhaseUs(const CostBreakdown& cost, const std::string& name, const std::string& layer_kind, const std::string& direction) {
   for (const PhaseCost& ph : cost.phases) {
-    if (ph.name == name && ph.layer_kind == layer_kind && ph.direction == direction) return ph.time_us;
+    if (PhaseName(ph.phase) == name && LayerKindName(ph.layer_kind) == layer_kind && DirectionName(ph.direction) == direction) return ph.time_us;
   }
   return 0.0;
 }

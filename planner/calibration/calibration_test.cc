@@ -49,7 +49,7 @@ CostBreakdown Step(const ClusterSpec& cluster, ComputeModel model = ComputeModel
 
 double Phase(const CostBreakdown& c, const std::string& name, const std::string& kind) {
   for (const auto& p : c.phases) {
-    if (p.name == name && p.layer_kind == kind && p.direction == "forward") return p.time_us;
+    if (PhaseName(p.phase) == std::string(name) && LayerKindName(p.layer_kind) == std::string(kind) && p.direction == Direction::kForward) return p.time_us;
   }
   FAIL("no phase " << name);
   return 0;

@@ -12,6 +12,8 @@
 #include "tests/test_models.h"
 #include "tests/tiny_plan.h"
 
+using dockyard::Direction;
+using dockyard::Phase;
 using dockyard::ComputeKnobs;
 using dockyard::GemmShapeEfficiency;
 using doctest::Approx;
@@ -129,11 +131,11 @@ TEST_CASE("SimulateStep with --compute-model kernels uses the shaped compute") {
   const dockyard::KernelShape ks{1024, 1024, 1024, 1, 2};
   const auto kx = dockyard::KernelExtras(plan.model, ks, o.memory_bound, plan.training.run, c.hbm_gbps, false);
   for (const auto& p : cost.phases) {
-    const int pass = p.direction == "forward" ? 0 : 1;
-    if (p.name == "attention") CHECK(p.time_us == Approx(sc.attention[pass] + kx.attention[pass]));
+    const int pass = p.direction == Direction::kForward ? 0 : 1;
+    if (p.phase == Phase::kAttention) CHECK(p.time_us == Approx(sc.attention[pass] + kx.attention[pass]));
     // The router's forward also carries the dispatcher's host synchronization (kernels_model.h
     // MoeSyncIdleUs; torchtitan with EP 4: 616 us).
-    if (p.name == "router") CHECK(p.time_us == Approx(sc.router[pass] + kx.router[pass] + (pass == 0 ? 616.0 : 0.0)));
+    if (p.phase == Phase::kRouter) CHECK(p.time_us == Approx(sc.router[pass] + kx.router[pass] + (pass == 0 ? 616.0 : 0.0)));
   }
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "planner/base/phase.h"
 #include "planner/cost/cluster.h"
 #include "planner/base/json_util.h"
 #include "planner/layout/plan.h"
@@ -21,10 +22,9 @@
 namespace dockyard {
 
 struct PhaseCost {
-  std::string name;        // "attention", "router", "permute", "dispatch", "grouped_gemm", "unpermute",
-                           // "combine", "shared_experts", "dense_mlp", "tp_comm", "fsdp_comm"
-  std::string layer_kind;  // "moe" or "dense"
-  std::string direction;   // "forward" or "backward"
+  Phase phase = Phase::kAttention;           // reports name it with PhaseName ("attention", "router", ...)
+  LayerKind layer_kind = LayerKind::kMoe;    // LayerKindName: "moe" or "dense"
+  Direction direction = Direction::kForward;  // DirectionName: "forward" or "backward"
   double time_us = 0;      // per layer and micro-batch: the mean over sampled layers of each layer's slowest rank
   int64_t slowest_ep_rank = -1;
   std::vector<double> per_ep_rank_us;  // routing-dependent phases: each EP rank's mean over the sampled layers

@@ -14,7 +14,7 @@ namespace dockyard {
 Json CostToJson(const CostBreakdown& cost) {
   Json phases = Json::array();
   for (const auto& p : cost.phases) {
-    Json j = {{"name", p.name}, {"layer_kind", p.layer_kind}, {"direction", p.direction}, {"time_us", p.time_us}};
+    Json j = {{"name", PhaseName(p.phase)}, {"layer_kind", LayerKindName(p.layer_kind)}, {"direction", DirectionName(p.direction)}, {"time_us", p.time_us}};
     if (!p.per_ep_rank_us.empty()) {
       j["slowest_ep_rank"] = p.slowest_ep_rank;
       j["per_ep_rank_us"] = p.per_ep_rank_us;
@@ -106,15 +106,15 @@ std::string CostToText(const CostBreakdown& cost) {
       low / 1e3, high / 1e3, std::exp(kZ80 * kPairLogErrorSd));
   out << fmt::format("  per layer and micro-batch, slowest rank (us)\n  {:<16} {:<6} {:>12} {:>12}\n", "phase", "layer", "forward",
                      "backward");
-  std::map<std::pair<std::string, std::string>, std::pair<double, double>> rows;
-  std::vector<std::pair<std::string, std::string>> order;
+  std::map<std::pair<LayerKind, Phase>, std::pair<double, double>> rows;
+  std::vector<std::pair<LayerKind, Phase>> order;
   for (const auto& p : cost.phases) {
-    auto key = std::make_pair(p.layer_kind, p.name);
+    auto key = std::make_pair(p.layer_kind, p.phase);
     if (!rows.count(key)) order.push_back(key);
-    (p.direction == "forward" ? rows[key].first : rows[key].second) = p.time_us;
+    (p.direction == Direction::kForward ? rows[key].first : rows[key].second) = p.time_us;
   }
   for (const auto& key : order) {
-    out << fmt::format("  {:<16} {:<6} {:>12.1f} {:>12.1f}\n", key.second, key.first, rows[key].first, rows[key].second);
+    out << fmt::format("  {:<16} {:<6} {:>12.1f} {:>12.1f}\n", PhaseName(key.second), LayerKindName(key.first), rows[key].first, rows[key].second);
   }
   out << fmt::format(
       "  MoE layer {:.1f} us, dense layer {:.1f} us (fwd+bwd); slowest stage {:.1f} us per micro-batch; "

@@ -9,6 +9,8 @@
 #include "planner/model/model_file.h"
 #include "tests/test_models.h"
 
+using dockyard::Direction;
+using dockyard::Phase;
 using dockyard::ClusterSpec;
 using doctest::Approx;
 
@@ -145,16 +147,16 @@ TEST_CASE("SimulateStep on the tiny model (--compute-model gemm): phase formulas
   auto cost = dockyard::SimulateStep(plan, c, routing, GemmModel());
   const double peak = 989e6;  // FLOP per us
   for (const auto& p : cost.phases) {
-    if (p.name == "router" && p.direction == "forward") {
+    if (p.phase == Phase::kRouter && p.direction == Direction::kForward) {
       // 2 x 1024 tokens x 64 x 8 experts = 1,048,576 FLOP at 70%: 0.0015 us < the 5 us floor.
       CHECK(p.time_us == Approx(5.0));
     }
-    if (p.name == "attention" && p.direction == "forward") {
+    if (p.phase == Phase::kAttention && p.direction == Direction::kForward) {
       // Projections 2 x 1024 x 12288 params at 70%, core 2 x 1024 x 512 x 4 heads x 32 at 50%.
       const double expect = 2.0 * 1024 * 12288 / (peak * 0.7) + 2.0 * 1024 * 512 * 4 * 32 / (peak * 0.5);
       CHECK(p.time_us == Approx(expect));
     }
-    if (p.name == "grouped_gemm" && p.direction == "forward") {
+    if (p.phase == Phase::kGroupedGemm && p.direction == Direction::kForward) {
       REQUIRE(p.per_ep_rank_us.size() == 4);
     }
   }
@@ -179,7 +181,7 @@ TEST_CASE("Skewed routing slows the slowest rank's grouped GEMM") {
   auto skewed = dockyard::SimulateStep(plan, c, dockyard::SampleRouting(zipf, 128, 8, 8, 4096, 2));
   auto gemm = [](const dockyard::CostBreakdown& cb) {
     for (const auto& p : cb.phases)
-      if (p.name == "grouped_gemm" && p.direction == "forward") return p.time_us;
+      if (p.phase == Phase::kGroupedGemm && p.direction == Direction::kForward) return p.time_us;
     return 0.0;
   };
   CHECK(skewed.routing_imbalance > 1.5);
@@ -203,7 +205,7 @@ TEST_CASE("The deredundency dispatcher is costed as oep all-gather plus iep all-
   auto der = dockyard::SimulateStep(der_plan, c, dockyard::SampleRouting({}, 128, 8, 16, 2048, 1, 2));
   auto dispatch = [](const dockyard::CostBreakdown& cb) {
     for (const auto& p : cb.phases)
-      if (p.name == "dispatch" && p.direction == "forward") return p.time_us;
+      if (p.phase == Phase::kDispatch && p.direction == Direction::kForward) return p.time_us;
     return 0.0;
   };
   // The all-gather over oep carries 2 x 2048 x 8 rows x 2048 x 2 bytes = 134 MB as a 2-rank ring
@@ -228,7 +230,7 @@ TEST_CASE("Full recomputation adds a forward pass to the backward (--compute-mod
   auto full = dockyard::SimulateStep(dockyard::BuildPlan(dockyard::testing::TinyMixtral(), d, t), c, routing, GemmModel());
   auto bwd_gemm = [](const dockyard::CostBreakdown& cb) {
     for (const auto& p : cb.phases)
-      if (p.name == "grouped_gemm" && p.direction == "backward") return p.time_us;
+      if (p.phase == Phase::kGroupedGemm && p.direction == Direction::kBackward) return p.time_us;
     return 0.0;
   };
   CHECK(bwd_gemm(full) == Approx(bwd_gemm(none) * 1.5));  // 3x forward instead of 2x
@@ -256,7 +258,7 @@ TEST_CASE("Selective recompute under the kernels model: the routed SwiGLU re-run
   const auto one = at(1.0), sampled = at(1.7);
   CHECK(one.step_time_us == sampled.step_time_us);
   for (const auto& p : one.phases) {
-    if (p.name == "shared_experts") CHECK(p.time_us == 0.0);
+    if (p.phase == Phase::kSharedExperts) CHECK(p.time_us == 0.0);
   }
 }
 

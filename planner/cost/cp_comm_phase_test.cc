@@ -33,7 +33,7 @@ dockyard::CostBreakdown Simulate(int64_t cp, const std::string& cp_comm) {
 // The time of phase `name` of the MoE layer in `direction`; -1 when there is no such row.
 double MoePhase(const dockyard::CostBreakdown& cost, const std::string& name, const std::string& direction) {
   for (const auto& p : cost.phases) {
-    if (p.name == name && p.layer_kind == "moe" && p.direction == direction) return p.time_us;
+    if (PhaseName(p.phase) == std::string(name) && p.layer_kind == dockyard::LayerKind::kMoe && DirectionName(p.direction) == std::string(direction)) return p.time_us;
   }
   return -1.0;
 }

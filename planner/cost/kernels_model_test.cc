@@ -198,7 +198,7 @@ TEST_CASE("SimulateStep with --compute-model kernels adds the kernels to their p
   const auto kern = dockyard::SimulateStep(plan, c, routing, dockyard::ComputeModel::kKernels);
   auto phase = [](const dockyard::CostBreakdown& cb, const char* name) {
     for (const auto& p : cb.phases)
-      if (p.name == name && p.direction == "forward") return p.time_us;
+      if (PhaseName(p.phase) == std::string(name) && p.direction == dockyard::Direction::kForward) return p.time_us;
     return -1.0;
   };
   // TinyMixtral (no q/k norm), 1024 tokens, tp 1: norms 262,144 B, rotary and residual adds
@@ -215,7 +215,7 @@ TEST_CASE("SimulateStep: gpt-oss's YaRN factor runs the rotary unfused under Meg
   const dockyard::ClusterSpec c = dockyard::ClusterPreset("h100-sxm");
   auto attention = [&](const dockyard::Plan& p, const char* direction) {
     for (const auto& ph : dockyard::SimulateStep(p, c, routing, dockyard::ComputeModel::kKernels).phases)
-      if (ph.name == "attention" && ph.direction == direction) return ph.time_us;
+      if (ph.phase == dockyard::Phase::kAttention && DirectionName(ph.direction) == std::string(direction)) return ph.time_us;
     return -1.0;
   };
   const double fwd = attention(plan, "forward"), bwd = attention(plan, "backward");

@@ -100,9 +100,9 @@ void AddPhaseDetail(const Record* records, int num_records, const double (&share
   for (int i = 0; i < num_records; ++i) {
     const Record& r = records[i];
     PhaseCost p;
-    p.name = PhaseNameOf(r.id);
-    p.layer_kind = r.moe ? "moe" : "dense";
-    p.direction = r.backward ? "backward" : "forward";
+    p.phase = static_cast<Phase>(r.id);
+    p.layer_kind = r.moe ? LayerKind::kMoe : LayerKind::kDense;
+    p.direction = r.backward ? Direction::kBackward : Direction::kForward;
     p.time_us = r.us;
     if (r.per_rank && !r.per_rank->empty()) {
       p.per_ep_rank_us = *r.per_rank;

@@ -429,9 +429,9 @@ TEST_CASE("A simulate page draws the predicted MoE phases and a schedule whose b
   // phases (TinyMixtral: 2 MoE layers, no dense layer), times the slot.
   double fwd_us = 0, all_us = 0;
   for (const auto& ph : cost.phases) {
-    if (ph.layer_kind != "moe") continue;
+    if (ph.layer_kind != LayerKind::kMoe) continue;
     all_us += ph.time_us;
-    if (ph.direction == "forward") fwd_us += ph.time_us;
+    if (ph.direction == Direction::kForward) fwd_us += ph.time_us;
   }
   const auto bwd = Select(all, "fig-pipeline", "rect", "bwd");
   REQUIRE(bwd.size() == 6);

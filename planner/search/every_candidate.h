@@ -96,7 +96,9 @@ inline Coverage CompareEveryCandidate(const dockyard::ModelSpec& model, const Se
     CHECK(fast_detail.optimizer_us == ref_detail.optimizer_us);
     REQUIRE(fast_detail.phases.size() == ref_detail.phases.size());
     for (size_t i = 0; i < ref_detail.phases.size(); ++i) {
-      CHECK(fast_detail.phases[i].name == ref_detail.phases[i].name);
+      CHECK(fast_detail.phases[i].phase == ref_detail.phases[i].phase);
+      CHECK(fast_detail.phases[i].layer_kind == ref_detail.phases[i].layer_kind);
+      CHECK(fast_detail.phases[i].direction == ref_detail.phases[i].direction);
       CHECK(fast_detail.phases[i].time_us == ref_detail.phases[i].time_us);
       CHECK(fast_detail.phases[i].per_ep_rank_us == ref_detail.phases[i].per_ep_rank_us);
     }

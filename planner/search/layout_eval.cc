@@ -30,7 +30,7 @@ namespace dockyard {
 using layout_eval_detail::AddToClasses;
 using layout_eval_detail::CommVolumesNearLimit;
 using layout_eval_detail::GroupIndex;
-using layout_eval_detail::LayerKind;
+using layout_eval_detail::LayerClasses;
 using layout_eval_detail::PreMemoryRuleBroken;
 using layout_eval_detail::Wide;
 using layout_eval_detail::WorstPeak;
@@ -68,7 +68,7 @@ LayoutEvaluator::LayoutEvaluator(const ModelSpec& model, const SearchOptions& op
     throw Error(fmt::format("internal: moe_layers has {} entries for {} layers", model_.moe_layers.size(), L));
   }
   // Classes per layer, then layers with equal class lists merged into kinds.
-  std::vector<LayerKind> per_layer(L);
+  std::vector<LayerClasses> per_layer(L);
   for (int64_t l = 0; l < L; ++l) per_layer[l].moe = model_.moe_layers[l];
   for (const auto& p : inventory_.params) {
     im.all_params += p.Numel();
@@ -85,7 +85,7 @@ LayoutEvaluator::LayoutEvaluator(const ModelSpec& model, const SearchOptions& op
                     1,       -1,       "lm_head.weight", false};  // BuildPlan names it so
     im.all_params += e.Numel();
   }
-  auto same = [](const LayerKind& a, const LayerKind& b) {
+  auto same = [](const LayerClasses& a, const LayerClasses& b) {
     if (a.moe != b.moe || a.classes.size() != b.classes.size()) return false;
     for (size_t i = 0; i < a.classes.size(); ++i) {
       const auto& x = a.classes[i];

@@ -101,7 +101,8 @@ struct UnitSums {
   }
 };
 
-struct LayerKind {
+// One kind of layer by its parameter classes (the layers of identical tensors share one).
+struct LayerClasses {
   std::vector<ParamClass> classes;
   bool moe = false;
 };
@@ -232,12 +233,12 @@ struct LayoutEvaluator::Impl {
   using Wide = layout_eval_detail::Wide;
   using ParamClass = layout_eval_detail::ParamClass;
   using UnitSums = layout_eval_detail::UnitSums;
-  using LayerKind = layout_eval_detail::LayerKind;
+  using LayerClasses = layout_eval_detail::LayerClasses;
   using Split = layout_eval_detail::Split;
   using TupleHash = layout_eval_detail::TupleHash;
 
   Machine machine;  // the plans' node size and budget (search.h SearchPlanMachine)
-  std::vector<LayerKind> kinds;
+  std::vector<LayerClasses> kinds;
   std::vector<int> layer_kind;        // [num_hidden_layers]
   std::vector<ParamClass> embedding;  // unit of the input embedding, stage 0
   std::vector<ParamClass> root;       // final norm, lm_head (+ bias), stage pp - 1
