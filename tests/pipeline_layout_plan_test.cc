@@ -132,3 +132,38 @@ TEST_CASE("pipeline layout arguments conflict as Megatron says") {
   t.run.pipeline_layout = "Ettt|ttL";
   CHECK_THROWS_WITH_AS(BuildPlan(TinyMixtralLayers(5), PipelineDims(1, 1), t), doctest::Contains("needs pp > 1"), dockyard::Error);
 }
+
+TEST_CASE("torchtitan: every middle model chunk holds a layer; an even split that leaves one empty takes torchtitan's own split") {
+  // 2 layers, pp 2, vpp 2 (4 virtual stages): the even split gives each rank one layer in chunk 0
+  // and an empty chunk 1, virtual stage 2 of 4 among them, which torchtitan cannot run (an
+  // optimizer per chunk, none for a chunk without parameters). torchtitan's own split at its
+  // default weights: 2 + 1 + 1 = 4 effective layers, 1 a stage, the first and last less one:
+  // {0, 1, 1, 0}. Layer 0 is virtual stage 1 (rank 1, chunk 0), layer 1 virtual stage 2 (rank 0, chunk 1).
+  TrainingConfig t = Zero1Training(4);
+  t.dp_sharding = DpSharding::kFsdp;
+  t.run.vpp = 2;
+  const Plan tt = BuildPlan(TinyMixtralLayers(2), PipelineDims(4, 2), t);
+  CHECK(tt.layer_stage == std::vector<int64_t>{1, 0});
+  CHECK(tt.layer_chunk == std::vector<int64_t>{0, 1});
+  // 4 layers fill every chunk evenly: the even split stands (ranks 0, 1, 0, 1; chunks 0, 0, 1, 1).
+  const Plan even = BuildPlan(TinyMixtralLayers(4), PipelineDims(4, 2), t);
+  CHECK(even.layer_stage == std::vector<int64_t>{0, 1, 0, 1});
+  CHECK(even.layer_chunk == std::vector<int64_t>{0, 0, 1, 1});
+  // A split given per virtual stage that leaves a middle one empty is refused, naming it.
+  t.pp_layer_split = {1, 1, 0, 0};
+  CHECK_THROWS_WITH_AS(BuildPlan(TinyMixtralLayers(2), PipelineDims(4, 2), t),
+                       doctest::Contains("training.pp_layer_split [1,1,0,0]: pipeline rank 0's model chunk 1 (virtual stage 2 of 4) holds no "
+                                         "decoder layer, and torchtitan refuses a model chunk without parameters"),
+                       dockyard::Error);
+  t.pp_layer_split = {0, 1, 1, 0};  // the embedding alone first, the norm and output alone last: torchtitan runs it
+  CHECK_NOTHROW(BuildPlan(TinyMixtralLayers(2), PipelineDims(4, 2), t));
+  // Megatron's distributed optimizer spans the chunks: the even split stands there, one layer a
+  // rank in chunk 0 (layers 0, 1 on ranks 0, 1), chunk 1 empty.
+  t.pp_layer_split.clear();
+  dockyard::ParallelDimsOptions m = PipelineDims(4, 2);
+  m.convention = dockyard::Convention::kMegatron;
+  t.dp_sharding = DpSharding::kZero1;
+  const Plan megatron = BuildPlan(TinyMixtralLayers(2), m, t);
+  CHECK(megatron.layer_stage == std::vector<int64_t>{0, 1});
+  CHECK(megatron.layer_chunk == std::vector<int64_t>{0, 0});
+}

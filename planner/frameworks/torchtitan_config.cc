@@ -567,7 +567,8 @@ std::vector<int64_t> ModuleSplitLayers(const Entry& e, int64_t n, const std::str
   for (size_t s = 0; s < stages.size(); ++s) {
     const Json& stage = stages[s];
     if (!stage.is_array() || !std::all_of(stage.begin(), stage.end(), [](const Json& x) { return x.is_string(); })) {
-      *error = fmt::format("stage {} is {}, not a list of module names ({})", s, stage.is_discarded() ? std::string("not JSON") : stage.dump(), names);
+      const std::string shown = stage.is_discarded() ? std::string("not JSON") : stage.dump();
+      *error = fmt::format("stage {} is {}, not a list of module names ({})", s, shown.size() > 60 ? shown.substr(0, 57) + "..." : shown, names);
       return {};
     }
     int64_t layers = 0;
@@ -592,6 +593,11 @@ std::vector<int64_t> ModuleSplitLayers(const Entry& e, int64_t n, const std::str
       }
       ++next;
       ++layers;
+    }
+    if (stage.empty() && s != 0 && s != last) {
+      *error = fmt::format("stage {} is empty, and torchtitan refuses a model chunk without parameters (its optimizer per chunk raises "
+                           "\"matched no parameters\")", s);
+      return {};
     }
     if (s == 0 && std::find(stage.begin(), stage.end(), Json("tok_embeddings")) == stage.end()) {
       *error = "the first stage lacks tok_embeddings (dockyard plans the embedding there)";
@@ -765,6 +771,8 @@ FrameworkConfig ImportTorchtitanConfig(const std::string& text, const std::strin
     if (!r.Str("parallelism.pipeline_parallel_schedule_csv", "").empty()) {
       r.Bad("parallelism.pipeline_parallel_schedule_csv", "a schedule from a CSV file is not planned; give pipeline_parallel_schedule");
     }
+    // The schedule as messages name it: torchtitan's default when the file sets none.
+    const std::string schedule_named = schedule + (r.Has("parallelism.pipeline_parallel_schedule") ? "" : " (pipeline_parallel_schedule's default)");
     const char* kModules = "parallelism.module_fqns_per_model_part";
     const Entry* modules = r.Find(kModules);
     if (modules && (modules->null || modules->text == "None")) modules = nullptr;
@@ -782,7 +790,7 @@ FrameworkConfig ImportTorchtitanConfig(const std::string& text, const std::strin
       per_rank = stages / pp;
       if (is_single && per_rank != 1) {
         r.Bad("parallelism.pipeline_parallel_layers_per_stage",
-              fmt::format("gives {} stages per rank; torchtitan's single-stage schedule {} needs exactly 1", per_rank, schedule));
+              fmt::format("gives {} stages per rank; torchtitan's single-stage schedule {} needs exactly 1", per_rank, schedule_named));
       }
       if (!is_single && per_rank < 2) {
         r.Bad("parallelism.pipeline_parallel_layers_per_stage",
@@ -802,12 +810,20 @@ FrameworkConfig ImportTorchtitanConfig(const std::string& text, const std::strin
       }
       per_rank = static_cast<int64_t>(stage_layers.size()) / pp;
       if (is_single && per_rank != 1) {
-        r.Bad(kModules, fmt::format("{} stages per rank; torchtitan's single-stage schedule {} runs exactly 1", per_rank, schedule));
+        r.Bad(kModules, fmt::format("{} stages per rank; torchtitan's single-stage schedule {} runs exactly 1", per_rank, schedule_named));
       }
     } else {
       std::string error;
       stage_layers = TorchtitanStageLayers(pp * per_rank, n, first, last, &error);
-      if (stage_layers.empty()) r.Bad("parallelism.pipeline_parallel_degree", fmt::format("{}: torchtitan refuses the split ({} stages of {} layers)", error, pp * per_rank, n));
+      if (stage_layers.empty()) {
+        // Named by the key that broke it: a stage less weight above the smallest stage, else the stage count.
+        const int64_t smallest = (n + first + last) / (pp * per_rank);
+        const char* key = smallest < 1        ? "parallelism.pipeline_parallel_degree"
+                          : first > smallest ? "parallelism.pipeline_parallel_first_stage_less_layers"
+                          : last > smallest  ? "parallelism.pipeline_parallel_last_stage_less_layers"
+                                             : "parallelism.pipeline_parallel_degree";
+        r.Bad(key, fmt::format("{}: torchtitan refuses the split ({} stages of {} layers)", error, pp * per_rank, n));
+      }
     }
     const std::vector<int64_t> ranks = TorchtitanRankLayers(stage_layers, pp);
     for (size_t i = 0; i < ranks.size(); ++i) {
@@ -988,38 +1004,6 @@ FrameworkConfig ImportTorchtitanConfig(const std::string& text, const std::strin
   }
   for (const std::string& s : job.not_read_sections) c.not_read.push_back(s);
   return c;
-}
-
-std::vector<int64_t> TorchtitanStageLayers(int64_t stages, int64_t layers, int64_t input_weight, int64_t output_weight, std::string* error) {
-  if (stages == 1) return {layers};
-  const int64_t effective = layers + input_weight + output_weight;
-  if (stages > effective) {
-    *error = fmt::format("the {} pipeline stages are more than the {} effective layers (num_layers {} + first / last stage less layers {} + {})",
-                         stages, effective, layers, input_weight, output_weight);
-    return {};
-  }
-  const int64_t per = effective / stages, extra = effective % stages;
-  if (input_weight > per || output_weight > per) {
-    *error = fmt::format("the first / last stage less layers ({} / {}) exceed the {} layers of the smallest stage", input_weight, output_weight, per);
-    return {};
-  }
-  std::vector<int64_t> out;
-  int64_t placed = 0;
-  for (int64_t s = 0; s < stages; ++s) {
-    int64_t n = per + (s < extra ? 1 : 0);
-    if (s == 0) n -= input_weight;
-    else if (s == stages - 1) n -= output_weight;
-    n = std::max<int64_t>(0, std::min(n, layers - placed));
-    out.push_back(n);
-    placed += n;
-  }
-  return out;
-}
-
-std::vector<int64_t> TorchtitanRankLayers(const std::vector<int64_t>& stage_layers, int64_t pp) {
-  std::vector<int64_t> out(static_cast<size_t>(pp), 0);
-  for (size_t s = 0; s < stage_layers.size(); ++s) out[s % static_cast<size_t>(pp)] += stage_layers[s];
-  return out;
 }
 
 ModelSpec TorchtitanModel(const FrameworkConfig& config, const std::optional<ModelSpec>& base) {

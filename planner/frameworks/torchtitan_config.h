@@ -22,6 +22,7 @@
 
 #include "planner/frameworks/framework_config.h"
 #include "planner/layout/plan.h"
+#include "planner/layout/torchtitan_split.h"
 #include "planner/model/model_spec.h"
 
 namespace dockyard {
@@ -61,18 +62,6 @@ FrameworkConfig ImportTorchtitanConfig(const std::string& text, const std::strin
 // The model of an imported config: `base` (--model) when given, else the HF config
 // ImportTorchtitanConfig found (FrameworkConfig::model_file).
 ModelSpec TorchtitanModel(const FrameworkConfig& config, const std::optional<ModelSpec>& base);
-
-// torchtitan's split of `layers` decoder layers over `stages` pipeline stages
-// (torchtitan/distributed/pipeline_parallel.py _generate_llm_fqn_per_model_part): the embedding
-// weighs `first_less` layers on the first stage, the norm and output `last_less` on the last, and
-// the layers plus those weights are spread evenly, the first stages one more. The layers of each
-// stage; empty, with `error` set, where torchtitan raises (more stages than effective layers, a
-// weight above the smallest stage).
-std::vector<int64_t> TorchtitanStageLayers(int64_t stages, int64_t layers, int64_t first_less, int64_t last_less, std::string* error);
-
-// The layers of each of `pp` ranks: virtual stage s runs on rank s % pp (torchtitan's "loop" style,
-// Interleaved1F1B).
-std::vector<int64_t> TorchtitanRankLayers(const std::vector<int64_t>& stage_layers, int64_t pp);
 
 // A plan's layout as torchtitan (kTorchtitanCommit) command-line overrides, one per line ending
 // " \" (to follow `-m torchtitan.train --module M --config F`), after a header of '#' lines

@@ -231,6 +231,14 @@ TEST_CASE("a split torchtitan's generator does not give is written and read as m
   CHECK(refused("[[\"tok_embeddings\", \"layers.0\"], [\"layers.1\", \"norm\", \"lm_head\"]]").find("lists layers 0 to 1 of the model's 48 decoder layers") !=
         std::string::npos);
   CHECK(refused("[\"tok_embeddings\"]").find("stage 0 is \"tok_embeddings\", not a list of module names") != std::string::npos);
+  CHECK(refused("[[\"tok_embeddings\", \"layers.0\"], [], [" + all.substr(2) + "], [\"norm\", \"lm_head\"]]")
+            .find("stage 1 is empty, and torchtitan refuses a model chunk without parameters") != std::string::npos);
+  // A weight above the smallest stage is named by its key: Interleaved1F1B without layers_per_stage
+  // runs 2 stages a rank, 4 stages of (48 + 20 + 1) / 4 = 17 layers, fewer than the first stage's 20.
+  CHECK(ErrorOf("--parallelism.pipeline_parallel_degree 2\n--parallelism.pipeline_parallel_schedule Interleaved1F1B\n"
+                "--parallelism.num_pp_microbatches 4\n--parallelism.pipeline_parallel_first_stage_less_layers 20\n")
+            .find("parallelism.pipeline_parallel_first_stage_less_layers 20: the first / last stage less layers (20 / 1) exceed the 17 layers "
+                  "of the smallest stage") != std::string::npos);
 }
 
 }  // namespace dockyard

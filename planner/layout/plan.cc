@@ -2,6 +2,7 @@
 #include "planner/layout/plan.h"
 
 #include "planner/layout/megatron_split.h"
+#include "planner/layout/torchtitan_split.h"
 
 #include <algorithm>
 #include <tuple>
@@ -51,6 +52,38 @@ std::vector<int64_t> ResolveLayerSplit(const TrainingConfig& training, int64_t n
   return stage_of;
 }
 
+namespace {
+
+// The first virtual stage other than the first and the last with no decoder layer (v x pp + p is
+// rank p's chunk v), -1 when none or at vpp 1.
+int64_t EmptyMiddleChunk(const PipelineStages& stages, int64_t pp) {
+  if (stages.vpp <= 1 || stages.layer_chunk.empty()) return -1;
+  const int64_t count = pp * stages.vpp;
+  std::vector<int64_t> layers(static_cast<size_t>(count), 0);
+  for (size_t l = 0; l < stages.layer_stage.size(); ++l) ++layers[static_cast<size_t>(stages.layer_chunk[l] * pp + stages.layer_stage[l])];
+  for (int64_t s = 1; s + 1 < count; ++s) {
+    if (layers[static_cast<size_t>(s)] == 0) return s;
+  }
+  return -1;
+}
+
+// torchtitan builds an optimizer for each model chunk and raises for one whose parameter groups
+// match no parameter (torchtitan/components/optimizer/optimizer.py OptimizersContainer: "Optimizer
+// param_groups pattern ... matched no parameters"), so every virtual stage needs a module: a decoder
+// layer, or the embedding (the first stage) or the norm and output (the last). `source` names the
+// setting that placed the layers.
+void RequireTorchtitanChunkModules(const PipelineStages& stages, int64_t pp, const std::string& source) {
+  const int64_t s = EmptyMiddleChunk(stages, pp);
+  if (s < 0) return;
+  throw Error(fmt::format(
+      "{}: pipeline rank {}'s model chunk {} (virtual stage {} of {}) holds no decoder layer, and torchtitan refuses a model "
+      "chunk without parameters (its optimizer per chunk raises \"matched no parameters\", torchtitan/components/optimizer/optimizer.py); "
+      "only the first stage (the embedding) and the last (the norm and output) may hold none",
+      source, s % pp, s / pp, s, pp * stages.vpp));
+}
+
+}  // namespace
+
 PipelineStages ResolvePipelineStages(const TrainingConfig& training, int64_t num_layers, int64_t pp, bool megatron) {
   const RunSettings& run = training.run;
   const bool account = run.account_for_embedding || run.account_for_loss;
@@ -84,13 +117,28 @@ PipelineStages ResolvePipelineStages(const TrainingConfig& training, int64_t num
       for (int64_t p = 0; p < pp; ++p) {
         if (per_rank[static_cast<size_t>(p)] < 1) throw Error(fmt::format("training.pp_layer_split: pipeline rank {} holds no decoder layer", p));
       }
-      return out;
+    } else {
+      out.layer_stage = ResolveLayerSplit(training, num_layers, pp);
+      if (run.vpp > 1) {
+        // Interleaved: each rank's layers in vpp chunks, numbered in virtual-stage order, so a
+        // rank's layers are not contiguous (megatron_split.h InterleavedLayerSplit).
+        std::tie(out.layer_stage, out.layer_chunk) = InterleavedLayerSplit(LayersPerRank(out.layer_stage, pp), run.vpp);
+        if (!megatron && training.pp_layer_split.empty() && EmptyMiddleChunk(out, pp) >= 0) {
+          // A rank with fewer layers than chunks leaves one empty, which torchtitan cannot run:
+          // torchtitan's own split then, at its default weights (the embedding and the output one
+          // layer each: pipeline_parallel_first/last_stage_less_layers 1), which fills every middle
+          // stage where pp x vpp <= layers + 2 (ValidateVppChunks).
+          ValidateVppChunks(pp, run.vpp, num_layers);
+          std::string error;
+          const std::vector<int64_t> stage_layers = TorchtitanStageLayers(pp * run.vpp, num_layers, 1, 1, &error);
+          if (!stage_layers.empty()) std::tie(out.layer_stage, out.layer_chunk) = VirtualStageLayerSplit(stage_layers, pp);
+        }
+      }
     }
-    out.layer_stage = ResolveLayerSplit(training, num_layers, pp);
-    if (run.vpp > 1) {
-      // Interleaved: each rank's layers in vpp chunks, numbered in virtual-stage order, so a
-      // rank's layers are not contiguous (megatron_split.h InterleavedLayerSplit).
-      std::tie(out.layer_stage, out.layer_chunk) = InterleavedLayerSplit(LayersPerRank(out.layer_stage, pp), run.vpp);
+    if (!megatron) {
+      ValidateVppChunks(pp, run.vpp, num_layers);
+      RequireTorchtitanChunkModules(out, pp, training.pp_layer_split.empty() ? fmt::format("--vpp {}", run.vpp)
+                                                                             : fmt::format("training.pp_layer_split [{}]", fmt::join(training.pp_layer_split, ",")));
     }
     return out;
   }

@@ -152,7 +152,8 @@ void ValidateVppChunks(int64_t pp, int64_t vpp, int64_t num_layers) {
   if (vpp > MaxVpp(pp, num_layers)) {  // pp x vpp > num_layers + 2
     throw Error(
         fmt::format("--vpp {}: pp x vpp = {} model chunks, more than num_hidden_layers ({}) + 2 (the embedding and "
-                    "the loss, which Megatron can count as pipeline layers); every chunk needs at least one layer",
+                    "the loss, each of which may fill a chunk of its own: Megatron's --account-for-embedding/loss-in-pipeline-split, torchtitan's "
+                    "first / last stage less layers); every other chunk needs a layer",
                     vpp, chunks, num_layers));
   }
 }

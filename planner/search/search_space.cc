@@ -20,8 +20,10 @@ void ApplySearchedSettings(const SearchSettingsPinned& pinned, SearchOptions* s)
   if (!pinned.recompute) s->recomputes = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
   if (!pinned.vpp) s->every_vpp = true;  // 1..MaxVpp(pp, num_hidden_layers) per layout (pipeline_schedule.h)
   if (!pinned.dp_sharding) {
-    s->dp_shardings = megatron ? std::vector<DpSharding>{DpSharding::kZero1, DpSharding::kDdp}
-                               : std::vector<DpSharding>{DpSharding::kFsdp, DpSharding::kDdp};
+    // torchtitan shards with FSDP2 only: its MoE models' parallelize.py applies fully_shard over
+    // (dp_replicate, fsdp) in every case (the replicate-only layout is the fsdp candidate with
+    // dp_shard 1), and its TOML era ran DDP only without FSDP and EP; --emit torchtitan writes fsdp.
+    s->dp_shardings = megatron ? std::vector<DpSharding>{DpSharding::kZero1, DpSharding::kDdp} : std::vector<DpSharding>{DpSharding::kFsdp};
   }
   if (!pinned.ep_overlap && megatron) s->ep_overlaps = {false, true};
   if (pinned.dispatcher) s->dispatchers = {*pinned.dispatcher};

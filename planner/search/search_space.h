@@ -24,11 +24,11 @@ struct SearchSettingsPinned {
 };
 
 // Fills SearchOptions' searched lists for what is not pinned (s->convention and s->training set):
-//  - micro-batch sizes {1, 2, 4}; vpp {1, 2, 4} (pp > 1 only, search.h);
+//  - micro-batch sizes {1, 2, 4}; every vpp the chunk rule allows (pipeline_schedule.h MaxVpp);
 //  - recompute none, selective and full; only selective when training.selective_ac_option is set
 //    (torchtitan's per-layer checkpointing is a form of selective recompute);
-//  - dp sharding fsdp and ddp under torchtitan, zero1 (the distributed optimizer) and ddp under
-//    megatron;
+//  - dp sharding fsdp under torchtitan (its MoE models apply FSDP2 / HSDP only), zero1 (the
+//    distributed optimizer) and ddp under megatron;
 //  - Megatron's EP overlap (--overlap-moe-expert-parallel-comm) off and on under megatron; off
 //    under torchtitan (it is a Megatron flag);
 //  - the dispatcher, when pinned, the only one.
