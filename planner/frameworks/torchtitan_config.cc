@@ -233,13 +233,17 @@ std::string DumpEra(const Json& root, const std::string& file) {
 void ReadOverrides(Job& j, const std::string& text) {
   const std::vector<ShellWord> words = SplitShellWords(text, j.file, "torchtitan command-line overrides");
   const auto& table = TorchtitanFieldTable(kCurrent);
+  // tyro's activation-checkpoint:MODE subcommand (a value may hold ':' too, e.g. a JSON word).
+  const auto subcommand = [](const std::string& word) {
+    const std::string head = word.substr(0, word.find(':'));
+    return word.find(':') != std::string::npos && (head == "activation-checkpoint" || head == "activation_checkpoint");
+  };
   for (size_t i = 0; i < words.size();) {
     const ShellWord& w = words[i];
     std::string word = w.text;
     if (word.rfind("--", 0) != 0) {
       const size_t colon = word.find(':');
-      const std::string head = colon == std::string::npos ? "" : word.substr(0, colon);
-      if (head == "activation-checkpoint" || head == "activation_checkpoint") {
+      if (subcommand(word)) {
         if (j.ac_mode) Fail(j, w.line, fmt::format("'{}': a second activation-checkpoint subcommand (tyro takes one)", ShownWord(word)));
         j.ac_mode = word.substr(colon + 1);
         ++i;
@@ -257,7 +261,7 @@ void ReadOverrides(Job& j, const std::string& text) {
       word = word.substr(0, eq);
     }
     ++i;
-    while (eq == std::string::npos && i < words.size() && words[i].text.rfind("--", 0) != 0 && words[i].text.find(':') == std::string::npos) {
+    while (eq == std::string::npos && i < words.size() && words[i].text.rfind("--", 0) != 0 && !subcommand(words[i].text)) {
       values.push_back(words[i++].text);
     }
     if (word == "--module" || word == "--config") {
