@@ -355,7 +355,8 @@ double SetPipelineStep(const LayerTerms& L, const StageLayerRuns& runs, const St
   const double A = static_cast<double>(t.run.grad_accumulation_steps);
   out.stage_microbatch_us = worst_stage;
   // A chunk slot: the most-loaded rank's largest model chunk (ChunkSlotShare; 1 / vpp with equal chunks).
-  const double chunk_share = ChunkSlotShare(*in.layer_stage, in.layer_chunk ? *in.layer_chunk : std::vector<int64_t>{}, d.pp, t.run.vpp);
+  static const std::vector<int64_t> kNoChunks;  // vpp 1: every layer in chunk 0
+  const double chunk_share = ChunkSlotShare(*in.layer_stage, in.layer_chunk ? *in.layer_chunk : kNoChunks, d.pp, t.run.vpp);
   // The fill and the flush: (pp - 1) chunk slots of a stage's micro-batch, and with the steady phase's
   // transfers overlapped (StageExtrasOf) the pp - 1 hops each way their full transfer still takes
   // (Megatron's overlap_p2p_comm_warmup_flush is off by default): 2 (pp - 1) x (transfer - what the
