@@ -222,14 +222,6 @@ std::string EmitSearchRow(const CliOptions& o, const ModelSpec& model, const Sea
   if (o.framework_config && !carried) {
     for (const ConfigFlag& f : o.framework_config->untaken) {
       if (f.flag == "--mtp-layers") continue;
-      if (f.from == "parallelism.module_fqns_per_model_part") {
-        // torchtitan runs the lists whenever they are set, in place of the split written here.
-        notes.push_back(fmt::format("WARNING: the search placed this row's layers itself, not by the file's parallelism.module_fqns_per_model_part "
-                                    "({} {}): where the config function sets those lists, replace or remove them, as torchtitan runs them in "
-                                    "place of the split written here",
-                                    f.flag, f.value));
-        continue;
-      }
       notes.push_back(fmt::format("NOTE: not in this row (the search does not take it): {}{} from {}", f.flag, f.value.empty() ? "" : " " + f.value,
                                   f.from));
     }

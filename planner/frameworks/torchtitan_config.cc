@@ -552,14 +552,35 @@ bool WithoutEffect(const std::string& key) {
 // the embedding (tok_embeddings) on the first stage, the final norm and `output_name` (lm_head; the
 // TOML era's output) on the last, and each stage's decoder layers as one run numbered on from the
 // stage before (layers.0 ... layers.{n-1}, each once). Empty, with `error` set, for another split.
-std::vector<int64_t> ModuleSplitLayers(const Entry& e, int64_t n, const std::string& output_name, std::string* error) {
+std::vector<int64_t> ModuleSplitLayers(const Entry& e, bool overrides, int64_t n, const std::string& output_name, std::string* error) {
   const std::string names = fmt::format("tok_embeddings, layers.N, norm, {}", output_name);
-  // A dump's or TOML file's nested list arrives as its lists' JSON texts; an override as one JSON word.
+  // A dump's or TOML file's nested list arrives as its lists' JSON texts; an override as tyro spells
+  // it, one word per stage with its modules comma-separated (torchtitan/config/manager.py
+  // list_str_rule), or as one JSON word.
+  const auto tyro_stage = [](const std::string& word) {
+    Json stage = Json::array();
+    for (size_t start = 0; start <= word.size();) {
+      const size_t comma = std::min(word.find(',', start), word.size());
+      stage.push_back(word.substr(start, comma - start));
+      start = comma + 1;
+    }
+    return stage;
+  };
+  const auto is_json = [](const std::string& text) { return !text.empty() && (text.front() == '[' || text.front() == '{' || text.front() == '"'); };
   std::vector<Json> stages;
   if (e.list) {
-    for (const std::string& item : e.items) stages.push_back(Json::parse(item, nullptr, false));
-  } else if (const Json all = Json::parse(e.text, nullptr, false); all.is_array()) {
-    stages.assign(all.begin(), all.end());
+    for (const std::string& item : e.items) {
+      if (overrides && !is_json(item)) {
+        stages.push_back(tyro_stage(item));
+      } else {
+        const Json stage = Json::parse(item, nullptr, false);
+        stages.push_back(stage.is_discarded() ? Json(item) : stage);  // a flat list's name: said as not a list below
+      }
+    }
+  } else if (is_json(e.text)) {
+    if (const Json all = Json::parse(e.text, nullptr, false); all.is_array()) stages.assign(all.begin(), all.end());
+  } else if (overrides && !e.text.empty()) {
+    stages.push_back(tyro_stage(e.text));
   }
   if (stages.empty()) {
     *error = fmt::format("needs a list of stages, each a list of module names ({})", names);
@@ -806,7 +827,7 @@ FrameworkConfig ImportTorchtitanConfig(const std::string& text, const std::strin
       // A hand-made split: one stage per list (pipeline_llm skips the generator; _pipeline_module_split
       // asserts the stages divide over pp, stage s on rank s % pp).
       std::string error;
-      stage_layers = ModuleSplitLayers(*modules, n, toml_era ? "output" : "lm_head", &error);
+      stage_layers = ModuleSplitLayers(*modules, job.form == "command-line overrides", n, toml_era ? "output" : "lm_head", &error);
       if (stage_layers.empty()) r.Bad(kModules, error);
       if (stage_layers.size() % static_cast<size_t>(pp) != 0) {
         r.Bad(kModules, fmt::format("{} stages, which torchtitan requires divisible by the pipeline degree {} (_get_pp_rank_to_stage_indices_mapping)",

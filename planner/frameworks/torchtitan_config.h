@@ -67,13 +67,13 @@ ModelSpec TorchtitanModel(const FrameworkConfig& config, const std::optional<Mod
 // " \" (to follow `-m torchtitan.train --module M --config F`), after a header of '#' lines
 // (`header_lines`, then the world size and the torchrun line): the degrees, the pipeline schedule,
 // micro-batches and stage split (pipeline_parallel_layers_per_stage and the first / last stage less
-// layers that give the plan's layers per virtual stage), the token counts of a micro-batch and of a
+// layers that give the plan's layers per virtual stage, with module_fqns_per_model_part None; where
+// none do, e.g. 48 layers in pp 2 x vpp 20 stages, which no layers_per_stage yields, the stages as
+// module_fqns_per_model_part lists in tyro's spelling), the token counts of a micro-batch and of a
 // step, the context length, mixed precision, clipping, the reshard policy, the optimizer's moment
 // dtype, and activation-checkpoint:MODE last. `global_batch_size` 0: micro batch x dp x the plan's
 // micro-batches. Settings torchtitan takes in the config function (Float8 converters, the MoE
-// communication backend, and parallelism.module_fqns_per_model_part for a split its stage generator
-// does not give: e.g. 48 layers in pp 2 x vpp 20 stages, which no layers_per_stage yields) are named
-// in the header. Throws dockyard::Error for a plan torchtitan cannot run: the megatron convention,
+// communication backend) are named in the header, with the flags that read the row back. Throws dockyard::Error for a plan torchtitan cannot run: the megatron convention,
 // ZeRO-1 / DDP data parallelism, expert TP, a per-layer selective_ac_option or Megatron recompute
 // modules.
 std::string EmitTorchtitanConfig(const Plan& plan, int64_t global_batch_size, const std::vector<std::string>& header_lines);

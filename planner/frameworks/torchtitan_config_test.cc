@@ -194,25 +194,28 @@ TEST_CASE("a split torchtitan's generator does not give is written and read as m
   t.num_microbatches = 40;
   const Plan plan = BuildPlan(Qwen(), d, t);
   const std::string written = EmitTorchtitanConfig(plan, 0, {});
-  CHECK(written.find("set parallelism.module_fqns_per_model_part in the config function") != std::string::npos);
-  CHECK(written.find("#   [[\"tok_embeddings\", \"layers.0\", \"layers.1\"],\n#    [\"layers.2\", \"layers.3\"],\n") != std::string::npos);
-  CHECK(written.find("#    [\"layers.16\"],\n") != std::string::npos);  // stage 8: 8 x 2 layers before it
-  CHECK(written.find("#    [\"layers.47\", \"norm\", \"lm_head\"]]\n") != std::string::npos);
+  // tyro's spelling: one word per stage, its modules comma-separated (stage 8 follows 8 x 2 layers).
+  const std::string lists = "--parallelism.module_fqns_per_model_part tok_embeddings,layers.0,layers.1 layers.2,layers.3 ";
+  CHECK(written.find(lists) != std::string::npos);
+  CHECK(written.find(" layers.14,layers.15 layers.16 layers.17 ") != std::string::npos);
+  CHECK(written.find(" layers.46 layers.47,norm,lm_head\n") != std::string::npos);
   CHECK(written.find("--parallelism.pipeline_parallel_schedule Interleaved1F1B\n") != std::string::npos);
   CHECK(written.find("stage_less_layers") == std::string::npos);
 
-  // The lists, as a JSON word in an override (or a dump's nested list), read back to the split.
-  std::string lists;
-  std::istringstream in(written);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("#   [", 0) == 0 || line.rfind("#    [", 0) == 0) lists += line.substr(4);
-  }
-  const std::string back_text = "--parallelism.pipeline_parallel_degree 2\n--parallelism.pipeline_parallel_schedule interleaved1f1b\n"
-                                "--parallelism.num_pp_microbatches 40\n--parallelism.module_fqns_per_model_part '" + lists + "'\n";
+  // Read back: the same 40 virtual stages, as the lists say; the schedule's name in any case.
+  std::string back_text = written;
+  back_text.replace(back_text.find("Interleaved1F1B"), 15, "interleaved1f1b");
   const FrameworkConfig back = ImportTorchtitanConfig(back_text, "m.args", Qwen());
   CHECK(FlagValue(back, "--vpp") == "20");
   CHECK(FlagValue(back, "--pp-layer-split") == "2,2,2,2,2,2,2,2,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1");
   CHECK(FlagFrom(back, "--pp-layer-split") == "parallelism.module_fqns_per_model_part");
+  // A split the generator gives is written with its settings, and the lists reset (None), so a
+  // config function's lists cannot stand in for it: pp 2 x vpp 2, 12 layers a stage.
+  t.run.vpp = 2;
+  t.num_microbatches = 4;
+  const std::string generated = EmitTorchtitanConfig(BuildPlan(Qwen(), d, t), 0, {});
+  CHECK(generated.find("--parallelism.module_fqns_per_model_part None\n") != std::string::npos);
+  CHECK(FlagValue(ImportTorchtitanConfig(generated, "g.args", Qwen()), "--pp-layer-split") == "12,12,12,12");
 
   // A split dockyard does not plan, or torchtitan does not run, is refused with the rule.
   auto refused = [](const std::string& json) {

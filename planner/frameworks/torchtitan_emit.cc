@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "planner/base/error.h"
 #include "planner/frameworks/torchtitan_config.h"
@@ -29,23 +30,24 @@ struct Lines {
 };
 
 // parallelism.module_fqns_per_model_part for `stage_layers` decoder layers per virtual stage (layers
-// numbered in virtual-stage order), as '#' lines: torchtitan's module names (pipeline_parallel.py
-// _generate_llm_fqn_per_model_part: tok_embeddings opens the first stage, norm and lm_head close the
-// last), one stage a line.
-std::string TorchtitanModuleSplitText(const std::vector<int64_t>& stage_layers) {
-  std::string out;
+// numbered in virtual-stage order) in tyro's spelling: one word per stage, its modules comma-separated
+// (torchtitan/config/manager.py list_str_rule parses each list[str] as "A,B,C"; checked with tyro
+// 1.0.17). torchtitan's module names (pipeline_parallel.py _generate_llm_fqn_per_model_part):
+// tok_embeddings opens the first stage, norm and lm_head close the last.
+std::string TorchtitanModuleSplitWords(const std::vector<int64_t>& stage_layers) {
+  std::vector<std::string> stages;
   int64_t layer = 0;
   for (size_t s = 0; s < stage_layers.size(); ++s) {
     std::vector<std::string> names;
-    if (s == 0) names.push_back("\"tok_embeddings\"");
-    for (int64_t i = 0; i < stage_layers[s]; ++i) names.push_back(fmt::format("\"layers.{}\"", layer++));
+    if (s == 0) names.push_back("tok_embeddings");
+    for (int64_t i = 0; i < stage_layers[s]; ++i) names.push_back(fmt::format("layers.{}", layer++));
     if (s + 1 == stage_layers.size()) {
-      names.push_back("\"norm\"");
-      names.push_back("\"lm_head\"");
+      names.push_back("norm");
+      names.push_back("lm_head");
     }
-    out += fmt::format("#   {}[{}]{}\n", s == 0 ? "[" : " ", fmt::join(names, ", "), s + 1 == stage_layers.size() ? "]" : ",");
+    stages.push_back(fmt::format("{}", fmt::join(names, ",")));
   }
-  return out;
+  return fmt::format("{}", fmt::join(stages, " "));
 }
 
 }  // namespace
@@ -72,7 +74,8 @@ std::string EmitTorchtitanConfig(const Plan& plan, int64_t global_batch_size, co
   if (t.grad_dtype != "float32") Refuse("--grad-dtype " + t.grad_dtype + " (torchtitan reduces in float32)");
   if (t.param_dtype != "bfloat16" && t.param_dtype != "float32") Refuse("--param-dtype " + t.param_dtype);
   if (t.dispatcher == Dispatcher::kDeredundency || t.dispatcher == Dispatcher::kAllGather) {
-    Refuse(fmt::format("the {} dispatcher", DispatcherName(t.dispatcher)));
+    Refuse(fmt::format("the {} dispatcher (torchtitan's MoE layers dispatch by all-to-all, DeepEP or HybridEP: --dispatcher all_to_all or deepep)",
+                       DispatcherName(t.dispatcher)));
   }
   if (run.overlap_moe_ep_comm) Refuse("Megatron's --overlap-moe-expert-parallel-comm");
 
@@ -85,7 +88,7 @@ std::string EmitTorchtitanConfig(const Plan& plan, int64_t global_batch_size, co
   l.Add("parallelism.expert_parallel_degree", d.ep);
   l.Add("parallelism.fsdp_reshard_after_forward", ReshardPolicyName(run.reshard_after_forward));
   const int64_t microbatches = t.num_microbatches.value_or(d.pp);
-  std::string module_split;  // the split as module lists, where torchtitan's generator cannot give it
+  bool module_split = false;  // the split written as module lists: torchtitan's generator cannot give it
   if (d.pp > 1) {
     // The stage split: the first / last stage less layers (and layers per stage with vpp) for which
     // torchtitan's generator gives the plan's layers per rank (dockyard's even split: 0 and 0).
@@ -121,11 +124,14 @@ std::string EmitTorchtitanConfig(const Plan& plan, int64_t global_batch_size, co
       l.Add("parallelism.pipeline_parallel_first_stage_less_layers", less->first);
       l.Add("parallelism.pipeline_parallel_last_stage_less_layers", less->second);
       if (lps > 0) l.Add("parallelism.pipeline_parallel_layers_per_stage", lps);
+      // torchtitan runs set stage lists in place of the generator (pipeline_llm): none, whatever the
+      // config function sets.
+      l.Add("parallelism.module_fqns_per_model_part", "None");
     } else {
-      // torchtitan runs any split named module by module: pipeline_llm generates the stage lists only
-      // when parallelism.module_fqns_per_model_part is unset, and _pipeline_module_split makes one
-      // stage per list, stage s on rank s % pp. A nested list is set in the config function.
-      module_split = TorchtitanModuleSplitText(want);
+      // torchtitan runs any split named module by module: _pipeline_module_split makes one stage
+      // per list, stage s on rank s % pp.
+      l.Add("parallelism.module_fqns_per_model_part", TorchtitanModuleSplitWords(want));
+      module_split = true;
     }
     l.Add("parallelism.num_pp_microbatches", microbatches);
   }
@@ -159,20 +165,27 @@ std::string EmitTorchtitanConfig(const Plan& plan, int64_t global_batch_size, co
   out += fmt::format("# torchtitan at {}: command-line overrides for {} GPUs; launch as\n", std::string(kTorchtitanCommit).substr(0, 9), d.world_size);
   out += "#   torchrun --nnodes N --nproc-per-node G -m torchtitan.train --module MODEL --config FUNCTION $(grep -v '^#' THIS_FILE)\n";
   out += "# The config function keeps what is not here (model flavor, data, optimizer hyper-parameters).\n";
+  // What only the config function sets is not in the overrides: reading them back needs its flags.
+  std::vector<std::string> read_back;
   if (t.precision == "fp8" && t.fp8_recipe == "mxfp8") {
     out += "# MXFP8: add MXFP8LinearConverter / MXFP8GroupedExpertsConverter to the function's model_registry(converters=...).\n";
+    read_back.push_back("--precision fp8 --fp8-recipe mxfp8");
   } else if (t.precision == "fp8") {
     out += "# FP8: add Float8LinearConverter / Float8GroupedExpertsConverter to the function's model_registry(converters=...).\n";
+    read_back.push_back(fmt::format("--precision fp8 --fp8-recipe {}", t.fp8_recipe));
   }
   if (t.dispatcher == Dispatcher::kDeepEp) {
-    out += fmt::format("# DeepEP: model_registry(moe_comm_backend=\"{}\") in the config function.\n",
-                       t.moe_flex_dispatcher_backend == FlexBackend::kHybridEp ? "hybridep" : "deepep");
+    const bool hybrid = t.moe_flex_dispatcher_backend == FlexBackend::kHybridEp;
+    out += fmt::format("# DeepEP: model_registry(moe_comm_backend=\"{}\") in the config function.\n", hybrid ? "hybridep" : "deepep");
+    read_back.push_back(hybrid ? "--dispatcher deepep --moe-flex-dispatcher-backend hybridep" : "--dispatcher deepep");
   }
-  if (!module_split.empty()) {
+  if (!read_back.empty()) {
+    out += fmt::format("# dockyard reads these overrides back (--from-torchtitan) without the config function: add {} to plan this row.\n",
+                       fmt::join(read_back, " "));
+  }
+  if (module_split) {
     out += "# torchtitan's stage generator (first / last stage less layers, pipeline_parallel_layers_per_stage) does not give this\n"
-           "# split: set parallelism.module_fqns_per_model_part in the config function, one list per virtual stage (stage s on\n"
-           "# pipeline rank s % pp):\n" +
-           module_split;
+           "# split: parallelism.module_fqns_per_model_part lists each virtual stage's modules (stage s on pipeline rank s % pp).\n";
   }
   for (const std::string& line : l.out) out += line + "\n";
   out += "activation-checkpoint:" + ac + "\n";

@@ -123,8 +123,9 @@ void RejectMegatronOnlyOverrides(const TrainingOverrides& o, bool torchtitan) {
   if (!torchtitan) return;
   if (o.dp_sharding == DpSharding::kZero1) {
     throw Error(
-        "--dp-sharding zero1: Megatron's distributed optimizer; torchtitan has FSDP (fsdp, the default), HSDP and DDP (ddp) but no "
-        "ZeRO-1 (torchtitan/config/parallelism.py): use --convention megatron, or --dp-sharding fsdp or ddp");
+        "--dp-sharding zero1: Megatron's distributed optimizer; torchtitan has FSDP2 (fsdp, the default; HSDP with --dp-replicate) but no "
+        "ZeRO-1 (its models' parallelize.py apply fully_shard): use --convention megatron, or --dp-sharding fsdp (ddp plans DDP's memory "
+        "and traffic, which torchtitan's MoE models no longer run)");
   }
   if (o.megatron_core_version) {
     throw Error(fmt::format(
