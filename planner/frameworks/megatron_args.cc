@@ -489,6 +489,11 @@ FrameworkConfig ImportMegatronArgs(const std::string& text, const std::string& f
                          other));
       }
     }
+    if (JoinValues(*a, "").empty()) {
+      Fail(file, a->line,
+           "--pipeline-model-parallel-layout '': an empty layout places no stage (give one, e.g. \"Et*3|(tt|)*29m|L\" as Megatron's "
+           "pipeline_parallel_layout.py parses it, or drop the key)");
+    }
     AddFlag(c, "--pipeline-model-parallel-layout", JoinValues(*a, ""), a->key);
   }
   if ((c.Find("--decoder-first-pipeline-num-layers") || c.Find("--decoder-last-pipeline-num-layers")) &&

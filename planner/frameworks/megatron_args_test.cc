@@ -248,6 +248,9 @@ TEST_CASE("Values: ranges and settings dockyard cannot plan are refused, naming 
                        "v.args: neither --bf16 nor --fp16: Megatron would train in float32, which dockyard does not plan", Error);
   // Megatron-LM's own refusals, named by the file's keys.
   CHECK_THROWS_WITH_AS(import("--fp16"), "v.args:2: --bf16 and --fp16: Megatron-LM trains in one of them (arguments.py asserts not both)", Error);
+  // An empty layout is said as such (it reached the command line as a switch before).
+  CHECK_THROWS_WITH_AS(import("--pipeline-model-parallel-layout ''"), doctest::Contains("v.args:2: --pipeline-model-parallel-layout '': an empty layout places no stage"),
+                       Error);
   CHECK_THROWS_WITH_AS(import("--pipeline-model-parallel-layout 'Et|tL' --decoder-first-pipeline-num-layers 1"),
                        doctest::Contains("--decoder-first-pipeline-num-layers with --pipeline-model-parallel-layout: Megatron-LM refuses"), Error);
   CHECK_THROWS_WITH_AS(import("--recompute-granularity full"),
