@@ -446,6 +446,8 @@ std::string FrameworkAttribution(const PlanCliOptions& o, const std::string& mes
   static const std::map<std::string, std::string> axis = {{"--tp", "tp"}, {"--ep", "ep"}, {"--etp", "etp"}, {"--pp", "pp"},
                                                           {"--cp", "cp"}, {"--dp-shard", "dp_shard"}, {"--dp-replicate", "dp_replicate"},
                                                           {"--vpp", "vpp"}};
+  // The training rules name some settings by their field: "num_microbatches 3", "micro_batch_size 8)".
+  static const std::map<std::string, std::string> field = {{"--num-microbatches", "num_microbatches"}, {"--micro-batch-size", "micro_batch_size"}};
   auto names = [&](const std::string& word, bool is_axis) {
     for (size_t at = message.find(word); at != std::string::npos; at = message.find(word, at + 1)) {
       const size_t end = at + word.size();
@@ -460,7 +462,8 @@ std::string FrameworkAttribution(const PlanCliOptions& o, const std::string& mes
   for (const ConfigFlag& f : o.framework_config->flags) {
     if (f.from.rfind("(", 0) == 0 || f.flag == "--convention") continue;  // a framework default, not a key of the file
     const auto a = axis.find(f.flag);
-    if (names(f.flag, false) || (a != axis.end() && names(a->second, true))) {
+    const auto named = field.find(f.flag);
+    if (names(f.flag, false) || (a != axis.end() && names(a->second, true)) || (named != field.end() && names(named->second, false))) {
       out += fmt::format("\n  ({}{} came from {} in {})", f.flag, f.value.empty() ? "" : " " + f.value, f.from, o.framework_config->file);
     }
   }

@@ -190,3 +190,24 @@ TEST_CASE("torchtitan bad input: one clear error, the exit code, nothing written
   CHECK(Has(megatron.err, "--emit torchtitan: the plan is under --convention megatron"));
   CHECK_FALSE(Exists(Tmp("m.tt")));
 }
+
+TEST_CASE("a search row whose split torchtitan's generator does not give reads back through its module lists; a training rule names the file's key") {
+  // Qwen3-30B-A3B at pp 2 x vpp 20 (40 stages; no layers_per_stage gives them): the row is written
+  // with parallelism.module_fqns_per_model_part and reads back to its step time and placement.
+  const std::string search = "search" + kQwen + " --world-size 64 --cluster h200-sxm --pp 2 --vpp 20 --global-batch-size 256 --top 1";
+  const Result row = Plan(search + " --json " + Tmp("vpp20.json") + " --emit torchtitan --emit-row 1 --emit-out " + Tmp("vpp20.tt"));
+  REQUIRE_MESSAGE(row.code == 0, row.err);
+  CHECK(Has(ReadText(Tmp("vpp20.tt")), "--parallelism.module_fqns_per_model_part tok_embeddings,layers.0,layers.1 layers.2,layers.3 "));
+  const Result back = Plan("simulate --from-torchtitan " + Tmp("vpp20.tt") + kQwen + " --world-size 64 --cluster h200-sxm --json " + Tmp("back.json"));
+  REQUIRE_MESSAGE(back.code == 0, back.err);
+  CHECK(Has(back.out, "--vpp 20"));
+  const double ranked = ReadJson(Tmp("vpp20.json"))["top"][0]["step_time_us"].get<double>();
+  CHECK(ReadJson(Tmp("back.json"))["predicted"]["step_time_us"].get<double>() == doctest::Approx(ranked).epsilon(1e-12));
+
+  // The file's num_pp_microbatches, named by its key where a batch rule refuses it: 128 sequences
+  // over dp 8 x micro-batch 8 are 2 micro-batches, not a multiple of 3.
+  WriteText(Tmp("nm.args"), "--parallelism.pipeline_parallel_degree 2\n--parallelism.num_pp_microbatches 3\n--parallelism.expert_parallel_degree 8\n");
+  const Result nm = Plan("simulate --from-torchtitan " + Tmp("nm.args") + kQwen + " --world-size 16 --global-batch-size 128");
+  CHECK(nm.code == 1);
+  CHECK(Has(nm.err, "is not a multiple of num_microbatches 3\n  (--num-microbatches 3 came from parallelism.num_pp_microbatches in "));
+}
