@@ -611,6 +611,10 @@ std::vector<int64_t> ModuleSplitLayers(const Entry& e, bool overrides, int64_t n
         output = output || name == output_name;
         continue;
       }
+      if (name.rfind("layers.", 0) != 0) {
+        *error = fmt::format("stage {} lists {}: not one of torchtitan's decoder modules ({})", s, name, names);
+        return {};
+      }
       if (name != fmt::format("layers.{}", next) || next >= n) {
         *error = next < n ? fmt::format("stage {} lists {} where layers.{} comes next (dockyard plans the decoder layers in order, each once)", s, name, next)
                           : fmt::format("stage {} lists {}: not one of torchtitan's decoder modules ({}, layers 0 to {})", s, name, names, n - 1);

@@ -234,6 +234,8 @@ TEST_CASE("a split torchtitan's generator does not give is written and read as m
   CHECK(refused("[[\"tok_embeddings\", \"layers.0\"], [\"layers.1\", \"norm\", \"lm_head\"]]").find("lists layers 0 to 1 of the model's 48 decoder layers") !=
         std::string::npos);
   CHECK(refused("[\"tok_embeddings\"]").find("stage 0 is \"tok_embeddings\", not a list of module names") != std::string::npos);
+  CHECK(refused("[[\"tok_embeddings\", \"foo\"], [\"layers.0\"" + all + ", \"norm\", \"lm_head\"]]").find("stage 0 lists foo: not one of torchtitan's decoder modules") !=
+        std::string::npos);
   // A JSON object's ':' does not end the override's value (only activation-checkpoint:MODE does).
   CHECK(refused("{\"a\": 1}").find("parallelism.module_fqns_per_model_part {\"a\": 1}: needs a list of stages") != std::string::npos);
   CHECK(refused("[[\"tok_embeddings\", \"layers.0\"], [], [" + all.substr(2) + "], [\"norm\", \"lm_head\"]]")
