@@ -546,7 +546,6 @@ bool WithoutEffect(const std::string& key) {
   return false;
 }
 
-
 // The decoder layers of each stage of a hand-made split (parallelism.module_fqns_per_model_part:
 // one list of module names per stage, pipeline_parallel.py _pipeline_module_split). dockyard plans
 // the embedding (tok_embeddings) on the first stage, the final norm and `output_name` (lm_head; the
