@@ -552,7 +552,7 @@ bool WithoutEffect(const std::string& key) {
 // TOML era's output) on the last, and each stage's decoder layers as one run numbered on from the
 // stage before (layers.0 ... layers.{n-1}, each once). Empty, with `error` set, for another split.
 std::vector<int64_t> ModuleSplitLayers(const Entry& e, bool overrides, int64_t n, const std::string& output_name, std::string* error) {
-  const std::string names = fmt::format("tok_embeddings, layers.N, norm, {}", output_name);
+  const std::string names = fmt::format("{}, layers.N, {}, {}", kTorchtitanEmbedding, kTorchtitanNorm, output_name);
   // A dump's or TOML file's nested list arrives as its lists' JSON texts; an override as tyro spells
   // it, one word per stage with its modules comma-separated (torchtitan/config/manager.py
   // list_str_rule), or as one JSON word.
@@ -599,14 +599,14 @@ std::vector<int64_t> ModuleSplitLayers(const Entry& e, bool overrides, int64_t n
     bool norm = false, output = false;
     for (const Json& x : stage) {
       const std::string name = x.get<std::string>();
-      const bool embedding = name == "tok_embeddings";
-      if (embedding || name == "norm" || name == output_name) {
+      const bool embedding = name == kTorchtitanEmbedding;
+      if (embedding || name == kTorchtitanNorm || name == output_name) {
         if ((embedding && s != 0) || (!embedding && s != last)) {
           *error = fmt::format("stage {} holds {}; dockyard plans the embedding on the first stage and the norm and {} on the last", s, name,
                                output_name);
           return {};
         }
-        norm = norm || name == "norm";
+        norm = norm || name == kTorchtitanNorm;
         output = output || name == output_name;
         continue;
       }
@@ -627,12 +627,12 @@ std::vector<int64_t> ModuleSplitLayers(const Entry& e, bool overrides, int64_t n
                            "\"matched no parameters\")", s);
       return {};
     }
-    if (s == 0 && std::find(stage.begin(), stage.end(), Json("tok_embeddings")) == stage.end()) {
+    if (s == 0 && std::find(stage.begin(), stage.end(), Json(kTorchtitanEmbedding)) == stage.end()) {
       *error = "the first stage lacks tok_embeddings (dockyard plans the embedding there)";
       return {};
     }
     if (s == last && (!norm || !output)) {
-      *error = fmt::format("the last stage lacks {} (dockyard plans the final norm and {} there)", norm ? output_name : "norm", output_name);
+      *error = fmt::format("the last stage lacks {} (dockyard plans the final norm and {} there)", norm ? output_name : kTorchtitanNorm, output_name);
       return {};
     }
     out.push_back(layers);
@@ -830,7 +830,7 @@ FrameworkConfig ImportTorchtitanConfig(const std::string& text, const std::strin
       // A hand-made split: one stage per list (pipeline_llm skips the generator; _pipeline_module_split
       // asserts the stages divide over pp, stage s on rank s % pp).
       std::string error;
-      stage_layers = ModuleSplitLayers(*modules, job.form == "command-line overrides", n, toml_era ? "output" : "lm_head", &error);
+      stage_layers = ModuleSplitLayers(*modules, job.form == "command-line overrides", n, TorchtitanOutputModule(toml_era), &error);
       if (stage_layers.empty()) r.Bad(kModules, error);
       if (stage_layers.size() % static_cast<size_t>(pp) != 0) {
         r.Bad(kModules, fmt::format("{} stages, which torchtitan requires divisible by the pipeline degree {} (_get_pp_rank_to_stage_indices_mapping)",

@@ -39,11 +39,11 @@ std::string TorchtitanModuleSplitWords(const std::vector<int64_t>& stage_layers)
   int64_t layer = 0;
   for (size_t s = 0; s < stage_layers.size(); ++s) {
     std::vector<std::string> names;
-    if (s == 0) names.push_back("tok_embeddings");
+    if (s == 0) names.push_back(kTorchtitanEmbedding);
     for (int64_t i = 0; i < stage_layers[s]; ++i) names.push_back(fmt::format("layers.{}", layer++));
     if (s + 1 == stage_layers.size()) {
-      names.push_back("norm");
-      names.push_back("lm_head");
+      names.push_back(kTorchtitanNorm);
+      names.push_back(TorchtitanOutputModule(false));
     }
     stages.push_back(fmt::format("{}", fmt::join(names, ",")));
   }
@@ -95,11 +95,7 @@ std::string EmitTorchtitanConfig(const Plan& plan, int64_t global_batch_size, co
     const int64_t n = plan.model.num_hidden_layers;
     const int64_t stages = d.pp * run.vpp;
     // The plan's decoder layers per virtual stage (v x pp + p: rank p's chunk v), or per rank at vpp 1.
-    std::vector<int64_t> want(static_cast<size_t>(stages), 0);
-    for (size_t l = 0; l < plan.layer_stage.size(); ++l) {
-      const int64_t chunk = plan.layer_chunk.empty() ? 0 : plan.layer_chunk[l];
-      ++want[static_cast<size_t>(chunk * d.pp + plan.layer_stage[l])];
-    }
+    const std::vector<int64_t> want = LayersPerVirtualStage(plan.layer_stage, plan.layer_chunk, d.pp, run.vpp);
     // Stages per rank: 1 for 1F1B, 2 for Interleaved1F1B without pipeline_parallel_layers_per_stage
     // (_get_pipeline_metadata), else stages = ceil((layers + first + last) / layers_per_stage).
     auto layers_per_stage = [&](int64_t first, int64_t last) -> int64_t {

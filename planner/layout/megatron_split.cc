@@ -26,6 +26,13 @@ std::vector<int64_t> LayersPerRank(const std::vector<int64_t>& layer_stage, int6
   return n;
 }
 
+std::vector<int64_t> LayersPerVirtualStage(const std::vector<int64_t>& layer_stage, const std::vector<int64_t>& layer_chunk, int64_t pp,
+                                           int64_t vpp) {
+  std::vector<int64_t> n(static_cast<size_t>(pp * vpp), 0);
+  for (size_t l = 0; l < layer_stage.size(); ++l) ++n[static_cast<size_t>((layer_chunk.empty() ? 0 : layer_chunk[l]) * pp + layer_stage[l])];
+  return n;
+}
+
 int64_t ChunkLayers(int64_t rank_layers, int64_t vpp, int64_t chunk) { return rank_layers / vpp + (chunk < rank_layers % vpp ? 1 : 0); }
 
 std::vector<int64_t> VirtualStageLayers(const std::vector<int64_t>& rank_layers, int64_t vpp) {

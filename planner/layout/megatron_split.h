@@ -28,6 +28,11 @@ std::vector<int64_t> EvenLayerSplit(int64_t num_layers, int64_t pp);
 // The decoder layers each of `pp` ranks holds, from each layer's rank (`layer_stage`, entries in [0, pp)).
 std::vector<int64_t> LayersPerRank(const std::vector<int64_t>& layer_stage, int64_t pp);
 
+// The decoder layers each of the pp x vpp virtual stages holds (v x pp + p: rank p's chunk v), from
+// each layer's rank and model chunk (`layer_chunk` empty: every layer in chunk 0, vpp 1).
+std::vector<int64_t> LayersPerVirtualStage(const std::vector<int64_t>& layer_stage, const std::vector<int64_t>& layer_chunk, int64_t pp,
+                                           int64_t vpp);
+
 // Decoder layers of model chunk `chunk` of a rank holding `rank_layers` layers in `vpp` chunks:
 // rank_layers / vpp, the first rank_layers % vpp chunks one more (Megatron-Core
 // transformer_block.py get_num_layers_to_build: num_layers_per_pipeline_rank / vp_size, which

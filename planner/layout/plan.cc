@@ -59,8 +59,7 @@ namespace {
 int64_t EmptyMiddleChunk(const PipelineStages& stages, int64_t pp) {
   if (stages.vpp <= 1 || stages.layer_chunk.empty()) return -1;
   const int64_t count = pp * stages.vpp;
-  std::vector<int64_t> layers(static_cast<size_t>(count), 0);
-  for (size_t l = 0; l < stages.layer_stage.size(); ++l) ++layers[static_cast<size_t>(stages.layer_chunk[l] * pp + stages.layer_stage[l])];
+  const std::vector<int64_t> layers = LayersPerVirtualStage(stages.layer_stage, stages.layer_chunk, pp, stages.vpp);
   for (int64_t s = 1; s + 1 < count; ++s) {
     if (layers[static_cast<size_t>(s)] == 0) return s;
   }
@@ -127,8 +126,8 @@ PipelineStages ResolvePipelineStages(const TrainingConfig& training, int64_t num
           // A rank with fewer layers than chunks leaves one empty, which torchtitan cannot run:
           // torchtitan's own split then, at its default weights (the embedding and the output one
           // layer each: pipeline_parallel_first/last_stage_less_layers 1), which fills every middle
-          // stage where pp x vpp <= layers + 2 (ValidateVppChunks).
-          ValidateVppChunks(pp, run.vpp, num_layers);
+          // stage where pp x vpp <= layers + 2 (past it the generator refuses, and ValidateVppChunks
+          // below says so).
           std::string error;
           const std::vector<int64_t> stage_layers = TorchtitanStageLayers(pp * run.vpp, num_layers, 1, 1, &error);
           if (!stage_layers.empty()) std::tie(out.layer_stage, out.layer_chunk) = VirtualStageLayerSplit(stage_layers, pp);

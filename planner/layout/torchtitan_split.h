@@ -22,4 +22,11 @@ std::vector<int64_t> TorchtitanStageLayers(int64_t stages, int64_t layers, int64
 // Interleaved1F1B; _get_pp_rank_to_stage_indices_mapping).
 std::vector<int64_t> TorchtitanRankLayers(const std::vector<int64_t>& stage_layers, int64_t pp);
 
+// torchtitan's top-level module names, as its stage generator lists them
+// (_generate_llm_fqn_per_model_part): the embedding, the final norm, the output projection
+// ("lm_head"; "output" at the TOML-era commit), and decoder layer i as "layers.i".
+inline constexpr const char* kTorchtitanEmbedding = "tok_embeddings";
+inline constexpr const char* kTorchtitanNorm = "norm";
+inline const char* TorchtitanOutputModule(bool toml_era) { return toml_era ? "output" : "lm_head"; }
+
 }  // namespace dockyard
